@@ -1,0 +1,204 @@
+import Joi from 'joi';
+
+/** Names of every service this codebase can run; `SERVICES` picks a subset. */
+export const SERVICE_NAMES = ['gateway', 'account'] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+export type AppEnvironment = 'staging' | 'live';
+
+export interface Config {
+  port: number;
+  host: string;
+  appEnv: AppEnvironment;
+  apiKeyPrefix: string;
+  adminToken: string | undefined;
+  mongoUrl: string;
+  mongoDbPrefix: string;
+  natsUrl: string | undefined;
+  namespace: string;
+  nodeId: string | undefined;
+  redisUrl: string;
+  s3: {
+    endpoint: string;
+    region: string;
+    bucket: string;
+    accessKeyId: string | undefined;
+    secretAccessKey: string | undefined;
+  };
+  cdnBaseUrl: string;
+  services: ServiceName[];
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  logFormat: 'json' | 'pretty';
+  quota: { limit: number; windowSeconds: number };
+  apiKeyCacheSeconds: number;
+  bodyLimit: string;
+  requestTimeoutMs: number;
+  opsPort: number;
+}
+
+/** One row per environment variable: the single source for validation and the README table. */
+const envSchema = Joi.object({
+  PORT: Joi.number().port().default(3000).description('HTTP port of the gateway'),
+  HOST: Joi.string().hostname().default('0.0.0.0').description('Interface the gateway binds to'),
+  APP_ENV: Joi.string()
+    .valid('staging', 'live')
+    .default('staging')
+    .description('Environment name: the only kind of API key accepted, and `environment` of errors'),
+  API_KEY_PREFIX: Joi.string()
+    .pattern(/^[a-z][a-z0-9]{0,15}$/)
+    .default('wb')
+    .description('Prefix of API keys: `<prefix>_<live|staging>_<64 hex>`'),
+  ADMIN_TOKEN: Joi.string()
+    .min(16)
+    .when('APP_ENV', { is: 'live', then: Joi.required() })
+    .description('Bearer token for `/admin`; required when APP_ENV=live, admin API disabled without it'),
+  MONGO_URL: Joi.string()
+    .uri({ scheme: ['mongodb', 'mongodb+srv'] })
+    .default('mongodb://127.0.0.1:27017')
+    .description('MongoDB (or FerretDB) connection string'),
+  MONGO_DB_PREFIX: Joi.string()
+    .pattern(/^[A-Za-z0-9_]+$/)
+    .default('waybill_')
+    .description('Prefix of each service database name (`waybill_account`, ...)'),
+  NATS_URL: Joi.string()
+    .uri({ scheme: ['nats', 'tls'] })
+    .empty('')
+    .description('NATS transporter URL; unset runs all services in one process without a transporter'),
+  NAMESPACE: Joi.string()
+    .pattern(/^[a-z0-9-]+$/)
+    .default('waybill')
+    .description('Moleculer namespace; also prefixes Redis keys. Nodes see only their namespace'),
+  NODE_ID: Joi.string().empty('').description('Moleculer node id (default: hostname-pid)'),
+  REDIS_URL: Joi.string()
+    .uri({ scheme: ['redis', 'rediss'] })
+    .default('redis://127.0.0.1:6379')
+    .description('Redis for quotas, cancel windows and idempotency keys'),
+  S3_ENDPOINT: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('http://127.0.0.1:9000')
+    .description('S3-compatible endpoint for uploaded files'),
+  S3_REGION: Joi.string().default('us-east-1').description('S3 region'),
+  S3_BUCKET: Joi.string()
+    .pattern(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)
+    .default('waybill')
+    .description('Bucket that holds every uploaded file'),
+  S3_ACCESS_KEY_ID: Joi.string().empty('').description('S3 access key (default: SDK chain)'),
+  S3_SECRET_ACCESS_KEY: Joi.string().empty('').description('S3 secret key (default: SDK chain)'),
+  CDN_BASE_URL: Joi.string()
+    .uri({ scheme: ['https', 'http'] })
+    .default('https://cdn.waybill.local')
+    .description('Public base URL of hosted files: `<CDN_BASE_URL>/<key>`'),
+  SERVICES: Joi.string()
+    .default('all')
+    .description(`Services this process runs: \`all\` or a comma list of ${SERVICE_NAMES.join(', ')}`),
+  LOG_LEVEL: Joi.string()
+    .valid('fatal', 'error', 'warn', 'info', 'debug', 'trace')
+    .default('info')
+    .description('Log level'),
+  LOG_FORMAT: Joi.string()
+    .valid('json', 'pretty')
+    .default('json')
+    .description('`json` (one object per line) or `pretty` for a terminal'),
+  QUOTA_LIMIT: Joi.number()
+    .integer()
+    .min(1)
+    .default(600)
+    .description('Requests allowed per API key per window, unless the key has its own quota'),
+  QUOTA_WINDOW_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .max(86400)
+    .default(60)
+    .description('Length of the quota window in seconds'),
+  API_KEY_CACHE_SECONDS: Joi.number()
+    .min(0)
+    .max(60)
+    .default(5)
+    .description('How long a gateway caches a key lookup (a revoked key stops within this)'),
+  BODY_LIMIT: Joi.string()
+    .pattern(/^\d+(b|kb|mb)$/i)
+    .default('256kb')
+    .description('Largest JSON body accepted (413 above it)'),
+  REQUEST_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(15000)
+    .description('Timeout of a call from the gateway to a service (504 after it)'),
+  OPS_PORT: Joi.number()
+    .port()
+    .default(9464)
+    .description('Port of `/health/live`, `/health/ready` and `/metrics` in every process; 0 disables'),
+}).unknown(true);
+
+export type ConfigVariable = { name: string; default: string; description: string };
+
+/** The variables, defaults and meanings, for docs and `--help`. */
+export function describeConfig(): ConfigVariable[] {
+  const described = envSchema.describe();
+  return Object.entries(described.keys ?? {}).map(([name, d]) => {
+    const info = d as { flags?: { default?: unknown; description?: string } };
+    const def = info.flags?.default;
+    return {
+      name,
+      default: def === undefined ? '' : String(def),
+      description: info.flags?.description ?? '',
+    };
+  });
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function parseServices(value: string): ServiceName[] {
+  const names = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (names.length === 0 || names.includes('all')) return [...SERVICE_NAMES];
+  const unknown = names.filter((n) => !(SERVICE_NAMES as readonly string[]).includes(n));
+  if (unknown.length > 0) {
+    throw new ConfigError(
+      `SERVICES: unknown service ${unknown.join(', ')}; choose from all, ${SERVICE_NAMES.join(', ')}`,
+    );
+  }
+  return [...new Set(names)] as ServiceName[];
+}
+
+/** Reads and validates the environment; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const { value, error } = envSchema.validate(env, { abortEarly: true, convert: true });
+  if (error) {
+    const variable = String(error.details[0]?.path[0] ?? 'environment');
+    throw new ConfigError(`${variable}: ${error.details[0]?.message ?? error.message}`);
+  }
+  return {
+    port: value.PORT,
+    host: value.HOST,
+    appEnv: value.APP_ENV,
+    apiKeyPrefix: value.API_KEY_PREFIX,
+    adminToken: value.ADMIN_TOKEN,
+    mongoUrl: value.MONGO_URL,
+    mongoDbPrefix: value.MONGO_DB_PREFIX,
+    natsUrl: value.NATS_URL,
+    namespace: value.NAMESPACE,
+    nodeId: value.NODE_ID,
+    redisUrl: value.REDIS_URL,
+    s3: {
+      endpoint: value.S3_ENDPOINT,
+      region: value.S3_REGION,
+      bucket: value.S3_BUCKET,
+      accessKeyId: value.S3_ACCESS_KEY_ID,
+      secretAccessKey: value.S3_SECRET_ACCESS_KEY,
+    },
+    cdnBaseUrl: value.CDN_BASE_URL.replace(/\/+$/, ''),
+    services: parseServices(value.SERVICES),
+    logLevel: value.LOG_LEVEL,
+    logFormat: value.LOG_FORMAT,
+    quota: { limit: value.QUOTA_LIMIT, windowSeconds: value.QUOTA_WINDOW_SECONDS },
+    apiKeyCacheSeconds: value.API_KEY_CACHE_SECONDS,
+    bodyLimit: value.BODY_LIMIT,
+    requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
+    opsPort: value.OPS_PORT,
+  };
+}

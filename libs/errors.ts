@@ -1,0 +1,134 @@
+import { Errors } from 'moleculer';
+
+/**
+ * Error types of the platform and their HTTP statuses. Errors cross the transporter as
+ * plain objects, so everything downstream decides by `type`/`code`, never `instanceof`.
+ */
+export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
+  VALIDATION_ERROR: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  UNPROCESSABLE: 422,
+  QUOTA_EXCEEDED: 429,
+  SERVICE_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorType = keyof typeof ERROR_STATUS;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface WaybillErrorData {
+  errors?: FieldError[];
+}
+
+export class WaybillError extends Errors.MoleculerError {
+  constructor(type: ErrorType, message: string, data?: WaybillErrorData) {
+    super(message, ERROR_STATUS[type], type, data);
+    this.name = 'WaybillError';
+  }
+}
+
+export const badRequest = (message: string, errors?: FieldError[]) =>
+  new WaybillError('BAD_REQUEST', message, errors ? { errors } : undefined);
+
+export const validationError = (message: string, errors: FieldError[]) =>
+  new WaybillError('VALIDATION_ERROR', message, { errors });
+
+export const unauthorized = (message: string) => new WaybillError('UNAUTHORIZED', message);
+export const forbidden = (message: string) => new WaybillError('FORBIDDEN', message);
+export const notFound = (message: string) => new WaybillError('NOT_FOUND', message);
+export const conflict = (message: string) => new WaybillError('CONFLICT', message);
+export const unprocessable = (message: string) => new WaybillError('UNPROCESSABLE', message);
+export const quotaExceeded = () => new WaybillError('QUOTA_EXCEEDED', 'API quota exceeded');
+export const serviceUnavailable = (message: string) =>
+  new WaybillError('SERVICE_UNAVAILABLE', message);
+
+export interface HttpError {
+  status: number;
+  message: string;
+  errors?: FieldError[];
+  /** True when the cause is ours, not the caller's: log it with its stack. */
+  internal: boolean;
+}
+
+interface ErrorLike {
+  message?: unknown;
+  code?: unknown;
+  type?: unknown;
+  status?: unknown;
+  statusCode?: unknown;
+  data?: unknown;
+}
+
+const UNAVAILABLE =
+  'The service that handles this request is temporarily unavailable; retry in a few seconds';
+
+/** Errors raised by moleculer, moleculer-web and body-parser, by their `type`. */
+const FRAMEWORK_ERRORS: Record<string, { status: number; message?: string }> = {
+  SERVICE_NOT_FOUND: { status: 503, message: UNAVAILABLE },
+  SERVICE_NOT_AVAILABLE: { status: 503, message: UNAVAILABLE },
+  REQUEST_REJECTED: { status: 503, message: UNAVAILABLE },
+  QUEUE_FULL: { status: 503, message: UNAVAILABLE },
+  REQUEST_SKIPPED: { status: 504, message: 'The request timed out; retry it' },
+  REQUEST_TIMEOUT: { status: 504, message: 'The request timed out; retry it' },
+  'entity.parse.failed': {
+    status: 400,
+    message: 'Malformed JSON body; send a valid JSON document',
+  },
+  'entity.too.large': { status: 413, message: 'Request body is too large' },
+  'encoding.unsupported': { status: 415, message: 'Unsupported content encoding' },
+  'charset.unsupported': { status: 415, message: 'Unsupported charset; send UTF-8 JSON' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415 },
+  INVALID_REQUEST_TYPE: { status: 415, message: 'Unsupported content type' },
+};
+
+function asFieldErrors(data: unknown): FieldError[] | undefined {
+  const errors = (data as { errors?: unknown } | undefined)?.errors;
+  if (!Array.isArray(errors)) return undefined;
+  return errors
+    .filter((e): e is FieldError => typeof e?.field === 'string' && typeof e?.message === 'string')
+    .map(({ field, message }) => ({ field, message }));
+}
+
+/** Maps any thrown value to the status and message a client sees. Never leaks internals. */
+export function toHttpError(err: unknown): HttpError {
+  const e = (err ?? {}) as ErrorLike;
+  const type = typeof e.type === 'string' ? e.type : undefined;
+  const message = typeof e.message === 'string' ? e.message : '';
+
+  if (type && type in ERROR_STATUS) {
+    return {
+      status: ERROR_STATUS[type as ErrorType],
+      message,
+      errors: asFieldErrors(e.data),
+      internal: false,
+    };
+  }
+  if (type && type in FRAMEWORK_ERRORS) {
+    const known = FRAMEWORK_ERRORS[type];
+    return {
+      status: known.status,
+      message: known.message ?? message,
+      internal: known.status >= 500,
+    };
+  }
+  const status = [e.status, e.statusCode, e.code].find(
+    (c): c is number => typeof c === 'number' && c >= 400 && c < 500,
+  );
+  if (status !== undefined && message) {
+    return { status, message, internal: false };
+  }
+  return {
+    status: 500,
+    message: 'Internal server error; the failure was logged, retry later',
+    internal: true,
+  };
+}

@@ -1,0 +1,71 @@
+import type Joi from 'joi';
+import type { ActionSchema, Context, ServiceSchema } from 'moleculer';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** Which edge of the gateway serves an action, and how it authenticates. */
+export type RouteGroup = 'api' | 'file' | 'admin';
+
+/** How an action is exposed over HTTP. The gateway and the OpenAPI document read it. */
+export interface HttpRoute {
+  method: HttpMethod;
+  /** Path under the group's base, moleculer-web style: `/users/:userId`. */
+  path: string;
+  group: RouteGroup;
+  /** Success status; 204 answers an empty body. Default 200. */
+  status?: 200 | 201 | 202 | 204;
+  /** `message` of the success envelope. */
+  message: string;
+  summary: string;
+  description?: string;
+  /** Body handling: parsed JSON (default) or the raw request stream. */
+  body?: 'json' | 'stream';
+  /** Shape of `data` in the success envelope, for the docs. */
+  response?: Joi.Schema;
+  /** Extra error statuses worth documenting, with their meaning. */
+  errors?: Record<number, string>;
+}
+
+export interface AuthUser {
+  id: string;
+  name: string;
+  email: string;
+  phone: string;
+  profileId: string;
+}
+
+/** What the gateway puts in `ctx.meta` for every authenticated call. */
+export interface RequestMeta {
+  user?: AuthUser;
+  apiKeyId?: string;
+  $statusCode?: number;
+  $location?: string;
+  $responseHeaders?: Record<string, string>;
+}
+
+export type WaybillContext<P = Record<string, unknown>> = Context<P, RequestMeta>;
+
+export interface ActionDefinition<P = Record<string, unknown>>
+  extends Omit<ActionSchema, 'params' | 'handler'> {
+  params?: Joi.ObjectSchema<P>;
+  http?: HttpRoute;
+  handler: (ctx: WaybillContext<P>) => unknown;
+}
+
+/** Declares one action with its params type inferred from its joi schema. */
+export function action<P>(definition: ActionDefinition<P>): ActionDefinition<P> {
+  return definition;
+}
+
+export interface ServiceDefinition extends Omit<ServiceSchema, 'actions' | 'settings'> {
+  name: string;
+  settings?: Record<string, unknown>;
+  // Each action has its own params type; the map only needs the common shape.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  actions?: Record<string, ActionDefinition<any>>;
+}
+
+/** The moleculer schema of a service definition (joi params are handled by JoiValidator). */
+export function toServiceSchema(definition: ServiceDefinition): ServiceSchema {
+  return definition as unknown as ServiceSchema;
+}

@@ -1,0 +1,52 @@
+# shellcheck shell=bash
+# Sourced by the project's scripts: puts a Node >= 22 first on PATH and installs
+# node_modules when the lockfile changed. Never installs anything globally.
+
+WAYBILL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+WAYBILL_CACHE="${WAYBILL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/waybill}"
+export WAYBILL_ROOT WAYBILL_CACHE
+
+log() { printf '[waybill] %s\n' "$*" >&2; }
+die() { printf '[waybill] error: %s\n' "$*" >&2; exit 1; }
+
+node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
+# Node from the npm registry package node-linux-<arch>, pinned by .nvmrc, kept in
+# the user cache (so clean clones and CI reuse it) and linked into .local/node.
+ensure_node() {
+  local want arch pkg dir
+  want="$(tr -d ' \n' < "$WAYBILL_ROOT/.nvmrc")"
+  if command -v node >/dev/null && [ "$(node_major node)" -ge 22 ]; then
+    return 0
+  fi
+  case "$(uname -m)" in
+    x86_64) arch=x64 ;;
+    aarch64 | arm64) arch=arm64 ;;
+    *) die "no prebuilt Node for $(uname -m); install Node >= 22 yourself" ;;
+  esac
+  pkg="node-linux-$arch"
+  dir="$WAYBILL_CACHE/node-$want-$arch"
+  if [ ! -x "$dir/bin/node" ]; then
+    command -v npm >/dev/null || die "npm is needed once to fetch Node $want (package $pkg)"
+    log "fetching Node $want from the npm registry package $pkg"
+    local tmp
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && npm pack --silent "$pkg@$want" >/dev/null) || die "npm pack $pkg@$want failed"
+    mkdir -p "$dir"
+    tar -xzf "$tmp"/"$pkg"-*.tgz -C "$dir" --strip-components=1
+    rm -rf "$tmp"
+  fi
+  mkdir -p "$WAYBILL_ROOT/.local"
+  ln -sfn "$dir" "$WAYBILL_ROOT/.local/node"
+  export PATH="$WAYBILL_ROOT/.local/node/bin:$PATH"
+  [ "$(node_major node)" -ge 22 ] || die "Node $want did not start"
+}
+
+# npm ci when node_modules is missing or older than the lockfile.
+ensure_modules() {
+  local stamp="$WAYBILL_ROOT/node_modules/.package-lock.json"
+  if [ ! -f "$stamp" ] || [ "$WAYBILL_ROOT/package-lock.json" -nt "$stamp" ]; then
+    log "installing node modules (npm ci)"
+    (cd "$WAYBILL_ROOT" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
+  fi
+}

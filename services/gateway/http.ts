@@ -1,0 +1,35 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** The request as moleculer-web hands it to our hooks. */
+export interface GatewayRequest extends IncomingMessage {
+  originalUrl?: string;
+  $ctx?: { meta: Record<string, unknown> };
+  $alias?: { action?: string };
+}
+
+/** `path` and `url` of the error envelope: the path without query, and the full URL. */
+export function describeRequest(req: GatewayRequest): { method: string; path: string; url: string } {
+  const raw = req.originalUrl ?? req.url ?? '/';
+  const forwardedProto = String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim();
+  const proto = forwardedProto === 'https' ? 'https' : 'http';
+  const host = req.headers.host ?? 'localhost';
+  let path = raw.split('?')[0] || '/';
+  try {
+    path = new URL(raw, 'http://x').pathname;
+  } catch {
+    // keep the raw path: it is only echoed back
+  }
+  return { method: req.method ?? 'GET', path, url: `${proto}://${host}${raw}` };
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const payload = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(payload));
+  res.end(payload);
+}
+
+export function isPreflight(req: IncomingMessage): boolean {
+  return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+}

@@ -1,0 +1,176 @@
+import type Joi from 'joi';
+import joiToJson from 'joi-to-json';
+import type { ServiceDefinition } from '../../libs/service';
+import { collectRoutes, type RouteEntry } from './routes';
+
+type JsonSchema = Record<string, unknown> & {
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+};
+
+const toSchema = (schema: Joi.Schema): JsonSchema => joiToJson(schema, 'open-api-3.1') as JsonSchema;
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input; `errors` lists each field',
+  401: 'Missing, malformed, unknown, revoked or other-environment credentials',
+  403: 'Not allowed for this key or token',
+  404: 'Not found',
+  413: 'Body too large',
+  429: 'API quota exceeded; see `Retry-After`',
+  500: 'Unexpected failure, logged on our side',
+  503: 'A service or dependency is temporarily unavailable; retry',
+  504: 'A service did not answer in time; retry',
+};
+
+const errorRef = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+});
+
+const openApiPath = (fullPath: string) => fullPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+const pathParams = (fullPath: string) => [...fullPath.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]);
+
+function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
+  const [serviceName, actionName] = entry.actionName.split('.');
+  const action = definitions.find((d) => d.name === serviceName)?.actions?.[actionName];
+  const { http } = entry;
+  const params = action?.params ? toSchema(action.params) : { properties: {} };
+  const properties = params.properties ?? {};
+  const required = new Set(params.required ?? []);
+  const inPath = pathParams(entry.fullPath);
+  const hasBody = http.method !== 'GET' && http.method !== 'DELETE';
+
+  const parameters: unknown[] = inPath.map((name) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: properties[name] ?? { type: 'string' },
+  }));
+  const bodyProperties: Record<string, JsonSchema> = {};
+  for (const [name, schema] of Object.entries(properties)) {
+    if (inPath.includes(name)) continue;
+    if (hasBody) bodyProperties[name] = schema;
+    else parameters.push({ name, in: 'query', required: required.has(name), schema });
+  }
+
+  const status = http.status ?? 200;
+  const responses: Record<string, unknown> = {};
+  if (status === 204) {
+    responses['204'] = { description: http.message };
+  } else {
+    responses[String(status)] = {
+      description: http.message,
+      content: {
+        'application/json': {
+          schema: {
+            allOf: [
+              { $ref: '#/components/schemas/SuccessEnvelope' },
+              {
+                type: 'object',
+                properties: { data: http.response ? toSchema(http.response) : {} },
+              },
+            ],
+          },
+        },
+      },
+    };
+  }
+  const errorStatuses = new Set([400, 500, 503, 504, ...Object.keys(http.errors ?? {}).map(Number)]);
+  if (http.group === 'admin') [401, 403].forEach((s) => errorStatuses.add(s));
+  else [401, 429].forEach((s) => errorStatuses.add(s));
+  if (inPath.length > 0) errorStatuses.add(404);
+  if (hasBody) errorStatuses.add(413);
+  for (const s of [...errorStatuses].sort()) {
+    responses[String(s)] = errorRef(http.errors?.[s] ?? ERROR_DESCRIPTIONS[s] ?? 'Error');
+  }
+
+  const op: Record<string, unknown> = {
+    operationId: entry.actionName,
+    summary: http.summary,
+    tags: [http.group],
+    security: http.group === 'admin' ? [{ AdminToken: [] }] : [{ ApiKey: [] }],
+    parameters,
+    responses,
+  };
+  if (http.description) op.description = http.description;
+  if (hasBody && http.body === 'stream') {
+    op.requestBody = {
+      required: true,
+      content: { 'multipart/form-data': { schema: { type: 'object' } } },
+    };
+  } else if (hasBody) {
+    op.requestBody = {
+      required: [...required].some((r) => !inPath.includes(r)),
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            properties: bodyProperties,
+            required: [...required].filter((r) => !inPath.includes(r)),
+            additionalProperties: false,
+          },
+        },
+      },
+    };
+  }
+  return op;
+}
+
+/** The OpenAPI 3.1 document of every routed action, from the same joi schemas that validate. */
+export function buildOpenApi(definitions: ServiceDefinition[], version: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const entry of collectRoutes(definitions)) {
+    const path = openApiPath(entry.fullPath);
+    paths[path] ??= {};
+    paths[path][entry.http.method.toLowerCase()] = operation(entry, definitions);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Waybill API',
+      version,
+      description:
+        'Courier-delivery API. Successes are `{success, message, data}`; every error is the error envelope.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    paths,
+    components: {
+      securitySchemes: {
+        ApiKey: { type: 'apiKey', in: 'header', name: 'api-key' },
+        AdminToken: { type: 'http', scheme: 'bearer' },
+      },
+      schemas: {
+        SuccessEnvelope: {
+          type: 'object',
+          required: ['success', 'message', 'data'],
+          properties: {
+            success: { type: 'boolean', const: true },
+            message: { type: 'string' },
+            data: {},
+          },
+        },
+        ErrorEnvelope: {
+          type: 'object',
+          required: ['statusCode', 'method', 'timestamp', 'path', 'url', 'message', 'environment'],
+          properties: {
+            statusCode: { type: 'integer' },
+            method: { type: 'string' },
+            timestamp: { type: 'string', format: 'date-time' },
+            path: { type: 'string' },
+            url: { type: 'string' },
+            message: { type: 'string' },
+            environment: { type: 'string', enum: ['staging', 'live'] },
+            errors: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['field', 'message'],
+                properties: { field: { type: 'string' }, message: { type: 'string' } },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,49 @@
+import type { HttpRoute, RouteGroup, ServiceDefinition } from '../../libs/service';
+
+export const GROUP_BASE: Record<RouteGroup, string> = {
+  api: '/api',
+  file: '/file',
+  admin: '/admin',
+};
+
+export interface RouteEntry {
+  /** Fully qualified action name, `service.action`. */
+  actionName: string;
+  http: HttpRoute;
+  /** Path including the group base, moleculer-web style (`/admin/users/:userId`). */
+  fullPath: string;
+}
+
+/** All HTTP routes declared by the given services; throws on two actions claiming one route. */
+export function collectRoutes(definitions: ServiceDefinition[]): RouteEntry[] {
+  const entries: RouteEntry[] = [];
+  const seen = new Map<string, string>();
+  for (const definition of definitions) {
+    for (const [name, action] of Object.entries(definition.actions ?? {})) {
+      if (!action.http) continue;
+      const actionName = `${definition.name}.${name}`;
+      const fullPath = `${GROUP_BASE[action.http.group]}${action.http.path}`;
+      const routeKey = `${action.http.method} ${fullPath}`;
+      const previous = seen.get(routeKey);
+      if (previous) throw new Error(`${routeKey} is claimed by both ${previous} and ${actionName}`);
+      seen.set(routeKey, actionName);
+      entries.push({ actionName, http: action.http, fullPath });
+    }
+  }
+  return entries;
+}
+
+/** moleculer-web aliases of one group and body kind: `{"POST /users": "account.createUser"}`. */
+export function aliasesFor(
+  entries: RouteEntry[],
+  group: RouteGroup,
+  body: 'json' | 'stream',
+): Record<string, string> {
+  const aliases: Record<string, string> = {};
+  for (const entry of entries) {
+    if (entry.http.group !== group || (entry.http.body ?? 'json') !== body) continue;
+    const target = body === 'stream' ? `stream:${entry.actionName}` : entry.actionName;
+    aliases[`${entry.http.method} ${entry.http.path}`] = target;
+  }
+  return aliases;
+}

@@ -1,0 +1,52 @@
+// Command ferretdb runs an embedded FerretDB 1.x with the SQLite handler.
+//
+// It exists because `go install` of FerretDB's own cmd panics on a version file
+// that is generated at release time; embedding the public ferretdb package avoids it.
+package main
+
+import (
+	"context"
+	"flag"
+	"log"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+func main() {
+	listen := flag.String("listen-addr", "127.0.0.1:27017", "TCP address to listen on")
+	dataDir := flag.String("sqlite-dir", "data/ferretdb", "directory for SQLite database files")
+	logLevel := flag.String("log-level", "warn", "log level: debug, info, warn, error")
+	flag.Parse()
+
+	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		log.Fatalf("cannot create %s: %v", *dataDir, err)
+	}
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		log.Fatalf("bad -log-level %q: %v", *logLevel, err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	db, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: *listen},
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + *dataDir + "/",
+		Logger:    logger,
+	})
+	if err != nil {
+		log.Fatalf("cannot start FerretDB: %v", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	logger.Info("FerretDB listening", "addr", *listen, "dir", *dataDir)
+	if err := db.Run(ctx); err != nil {
+		log.Fatalf("FerretDB stopped: %v", err)
+	}
+}
