@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import type { Config } from '../../libs/config';
-import { conflict, notFound } from '../../libs/errors';
+import { conflict, notFound, unauthorized } from '../../libs/errors';
 import { ServiceDatabase } from '../../libs/mongo';
 import { e164Phone, email, personName, uuid } from '../../libs/schemas';
 import { action, type ServiceDefinition } from '../../libs/service';
@@ -203,6 +203,26 @@ export function createAccountService(config: Config): ServiceDefinition {
           }
           await ctx.broadcast(API_KEY_REVOKED_EVENT, { keyId, hash: key.hash });
           return null;
+        },
+      }),
+
+      me: action({
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/me',
+          message: 'Authenticated account retrieved',
+          summary: 'The user and API key behind this request',
+          description: 'A cheap way to check that a key works and which user it acts as.',
+          response: Joi.object({ user: userView, apiKey: apiKeyView }),
+        },
+        params: Joi.object({}),
+        async handler(ctx) {
+          const { user, apiKeyId } = ctx.meta;
+          if (!user || !apiKeyId) throw unauthorized('API key is required');
+          const key = await db.models.ApiKey.findById(apiKeyId).lean();
+          if (!key) throw unauthorized('Unknown API key; check the key or create a new one');
+          return { user: toUserView(await findUser(user.id)), apiKey: toApiKeyView(key) };
         },
       }),
 

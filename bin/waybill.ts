@@ -1,0 +1,144 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from 'commander';
+import { ServiceBroker } from 'moleculer';
+import { createBrokerOptions } from '../moleculer.config';
+import { ConfigError, describeConfig, loadConfig, type Config } from '../libs/config';
+import { toHttpError } from '../libs/errors';
+import { toServiceSchema } from '../libs/service';
+import { createAccountService } from '../services/account/account.service';
+import { seedDemoData } from '../services/seed';
+
+/**
+ * Operator CLI. It runs the account service in its own short-lived broker (joined to NATS
+ * when NATS_URL is set, so revocations reach running gateways) and calls the same actions
+ * as the admin API.
+ */
+async function withAccount<T>(run: (broker: ServiceBroker, config: Config) => Promise<T>) {
+  const config = loadConfig({ ...process.env, OPS_PORT: '0', SERVICES: 'account' });
+  const broker = new ServiceBroker({
+    ...createBrokerOptions(config),
+    nodeID: `cli-${process.pid}`,
+    logger: false,
+  });
+  broker.createService(toServiceSchema(createAccountService(config)));
+  await broker.start();
+  try {
+    return await run(broker, config);
+  } finally {
+    await broker.stop();
+  }
+}
+
+const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+
+const positiveInt = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+};
+
+const program = new Command('waybill')
+  .description('Waybill operator CLI: users, API keys and demo data')
+  .showHelpAfterError()
+  .addHelpText(
+    'after',
+    '\nConfiguration comes from the environment (see `waybill config`); MONGO_URL is required.',
+  );
+
+program
+  .command('users:create')
+  .description('create a user')
+  .requiredOption('--name <name>', 'full name')
+  .requiredOption('--email <email>', 'e-mail, unique')
+  .requiredOption('--phone <phone>', 'phone in E.164, like +2348012345678')
+  .action((opts: { name: string; email: string; phone: string }) =>
+    withAccount((broker) => broker.call('account.createUser', opts)).then(print),
+  );
+
+program
+  .command('users:get')
+  .description('show a user')
+  .argument('<userId>', 'user id (UUID)')
+  .action((userId: string) =>
+    withAccount((broker) => broker.call('account.getUser', { userId })).then(print),
+  );
+
+program
+  .command('users:find')
+  .description('list users, newest first')
+  .option('--email <email>', 'only the user with this e-mail')
+  .action((opts: { email?: string }) =>
+    withAccount((broker) => broker.call('account.findUsers', opts)).then(print),
+  );
+
+program
+  .command('keys:create')
+  .description('create an API key; the key is printed once')
+  .argument('<userId>', 'owner (UUID)')
+  .option('--environment <env>', 'staging or live (default: APP_ENV)')
+  .option('--browser', 'allow browser calls to /file (serverOnly: false)')
+  .option('--quota-limit <n>', 'own quota: requests per window', positiveInt)
+  .option('--quota-window <seconds>', 'own quota: window length in seconds', positiveInt, 60)
+  .action(
+    (
+      userId: string,
+      opts: { environment?: string; browser?: boolean; quotaLimit?: number; quotaWindow: number },
+    ) =>
+      withAccount((broker) =>
+        broker.call('account.createApiKey', {
+          userId,
+          ...(opts.environment ? { environment: opts.environment } : {}),
+          serverOnly: !opts.browser,
+          ...(opts.quotaLimit
+            ? { quota: { limit: opts.quotaLimit, windowSeconds: opts.quotaWindow } }
+            : {}),
+        }),
+      ).then(print),
+  );
+
+program
+  .command('keys:list')
+  .description("list a user's API keys (never the keys themselves)")
+  .argument('<userId>', 'owner (UUID)')
+  .action((userId: string) =>
+    withAccount((broker) => broker.call('account.listApiKeys', { userId })).then(print),
+  );
+
+program
+  .command('keys:revoke')
+  .description('revoke an API key')
+  .argument('<keyId>', 'key id (UUID)')
+  .action((keyId: string) =>
+    withAccount((broker) => broker.call('account.revokeApiKey', { keyId })).then(() =>
+      console.log(`revoked ${keyId}`),
+    ),
+  );
+
+program
+  .command('seed')
+  .description('create the demo user and print a staging API key (once)')
+  .action(() =>
+    withAccount((broker) => seedDemoData(broker)).then((lines) =>
+      lines.forEach((l) => console.log(l)),
+    ),
+  );
+
+program
+  .command('config')
+  .description('list every environment variable with its default and meaning')
+  .action(() => {
+    for (const v of describeConfig()) {
+      console.log(`${v.name.padEnd(24)} ${(v.default || '-').padEnd(28)} ${v.description}`);
+    }
+  });
+
+program.parseAsync().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    console.error(`waybill: invalid configuration: ${err.message}`);
+  } else {
+    const { message, errors } = toHttpError(err);
+    console.error(`waybill: ${message}`);
+    for (const e of errors ?? []) console.error(`  - ${e.field}: ${e.message}`);
+  }
+  process.exit(1);
+});

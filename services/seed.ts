@@ -1,0 +1,42 @@
+import type { ServiceBroker } from 'moleculer';
+import type { UserView } from './account/views';
+
+export const DEMO_USER = {
+  name: 'Demo Merchant',
+  email: 'demo@waybill.local',
+  phone: '+2348000000000',
+};
+
+/**
+ * Idempotent demo data: the demo user, and a staging key printed the first time only
+ * (keys are stored hashed, so an existing key cannot be shown again).
+ */
+export async function seedDemoData(broker: ServiceBroker): Promise<string[]> {
+  const found = await broker.call<UserView[], { email: string }>('account.findUsers', {
+    email: DEMO_USER.email,
+  });
+  const user =
+    found[0] ?? (await broker.call<UserView, typeof DEMO_USER>('account.createUser', DEMO_USER));
+  const keys = await broker.call<
+    { id: string; environment: string; revokedAt: string | null }[],
+    { userId: string }
+  >('account.listApiKeys', { userId: user.id });
+  const lines = [`Demo user: ${user.email} (id ${user.id})`];
+  const active = keys.find((k) => k.environment === 'staging' && !k.revokedAt);
+  if (active) {
+    lines.push(
+      `The demo user already has a staging API key (id ${active.id}); it was printed when created.`,
+      `Create another with: npm run cli -- keys:create ${user.id}`,
+    );
+    return lines;
+  }
+  const key = await broker.call<
+    { id: string; key: string },
+    { userId: string; environment: string }
+  >('account.createApiKey', { userId: user.id, environment: 'staging' });
+  lines.push(
+    `Staging API key (shown once, keep it): ${key.key}`,
+    `Try: curl -H "api-key: ${key.key}" http://127.0.0.1:3000/api/me`,
+  );
+  return lines;
+}

@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import mongoose from 'mongoose';
+
+const ROOT = join(__dirname, '..', '..');
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** An isolated slice of the shared infrastructure: own NATS namespace, Redis keys and databases. */
+export interface Isolation {
+  namespace: string;
+  dbPrefix: string;
+}
+
+export function isolation(): Isolation {
+  const id = randomBytes(4).toString('hex');
+  return { namespace: `t-${id}`, dbPrefix: `t_${id}_` };
+}
+
+export interface NodeProcess {
+  /** Base URL of the gateway (when this process runs it). */
+  url: string;
+  opsUrl: string;
+  child: ChildProcess;
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface StartOptions {
+  services: string;
+  iso: Isolation;
+  env?: Record<string, string | undefined>;
+  /** Wait for /health/ready (default) or just for the process to listen. */
+  waitReady?: boolean;
+}
+
+/** Starts `bin/server.ts` as its own process, exactly as production runs it. */
+export async function startNode(options: StartOptions): Promise<NodeProcess> {
+  const port = await freePort();
+  const opsPort = await freePort();
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    OPS_PORT: String(opsPort),
+    SERVICES: options.services,
+    NAMESPACE: options.iso.namespace,
+    MONGO_DB_PREFIX: options.iso.dbPrefix,
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'warn',
+    LOG_FORMAT: 'json',
+    ...options.env,
+  };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'server.ts')], {
+    cwd: ROOT,
+    env: env as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const node: NodeProcess = {
+    url: `http://127.0.0.1:${port}`,
+    opsUrl: `http://127.0.0.1:${opsPort}`,
+    child,
+    output: () => output,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+  const deadline = Date.now() + 45_000;
+  const readyPath = options.waitReady === false ? '/health/live' : '/health/ready';
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`server exited with ${child.exitCode} before it was ready:\n${output}`);
+    }
+    try {
+      const res = await fetch(`${node.opsUrl}${readyPath}`);
+      if (res.status === 200) return node;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  await node.stop('SIGKILL');
+  throw new Error(`server not ready within 45 s:\n${output}`);
+}
+
+/** Drops every database of this isolation. */
+export async function dropDatabases(iso: Isolation): Promise<void> {
+  const conn = await mongoose.createConnection(process.env.MONGO_URL as string).asPromise();
+  try {
+    const { databases } = await conn.listDatabases();
+    for (const db of databases) {
+      if (db.name.startsWith(iso.dbPrefix)) await conn.useDb(db.name).dropDatabase();
+    }
+  } finally {
+    await conn.close();
+  }
+}
