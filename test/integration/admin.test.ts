@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto';
+import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+
+const iso = isolation();
+let node: NodeProcess;
+
+beforeAll(async () => {
+  node = await startNode({ services: 'all', iso });
+});
+
+afterAll(async () => {
+  await node?.stop();
+  await dropDatabases(iso);
+});
+
+const newUser = (email = `ops-${randomUUID()}@example.com`) => ({
+  name: 'Ada Obi',
+  email,
+  phone: '+2348031234567',
+});
+
+describe('admin token', () => {
+  it('is required', async () => {
+    const reply = await request(node.url, 'GET', '/admin/users');
+    expectErrorEnvelope(reply, 401, /Admin token is required/);
+  });
+
+  it('must match', async () => {
+    const reply = await request(node.url, 'GET', '/admin/users', {
+      headers: { authorization: 'Bearer not-the-token' },
+    });
+    expectErrorEnvelope(reply, 401, 'Invalid admin token');
+  });
+
+  it('is not an API key', async () => {
+    const reply = await request(node.url, 'GET', '/admin/users', {
+      headers: { 'api-key': `wb_staging_${'a'.repeat(64)}` },
+    });
+    expectErrorEnvelope(reply, 401, /Admin token is required/);
+  });
+});
+
+describe('users', () => {
+  it('creates, finds and reads a user', async () => {
+    const input = newUser();
+    const created = await request(node.url, 'POST', '/admin/users', {
+      headers: adminHeaders,
+      json: { ...input, email: input.email.toUpperCase() },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.success).toBe(true);
+    expect(created.body.message).toBe('User created');
+    const user = created.body.data;
+    expect(user).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      name: input.name,
+      email: input.email,
+      phone: input.phone,
+      profileId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
+    expect(created.headers.get('location')).toBe(`/admin/users/${user.id}`);
+
+    const read = await request(node.url, 'GET', `/admin/users/${user.id}`, {
+      headers: adminHeaders,
+    });
+    expect(read.status).toBe(200);
+    expect(read.body.data).toEqual(user);
+
+    const found = await request(node.url, 'GET', `/admin/users?email=${input.email}`, {
+      headers: adminHeaders,
+    });
+    expect(found.body.data).toEqual([user]);
+  });
+
+  it('refuses a second user with the same e-mail', async () => {
+    const input = newUser();
+    await request(node.url, 'POST', '/admin/users', { headers: adminHeaders, json: input });
+    const again = await request(node.url, 'POST', '/admin/users', {
+      headers: adminHeaders,
+      json: input,
+    });
+    expectErrorEnvelope(again, 409, new RegExp(`${input.email} already exists`));
+  });
+
+  it('validates every field and names each problem', async () => {
+    const reply = await request(node.url, 'POST', '/admin/users', {
+      headers: adminHeaders,
+      json: { name: '', email: 'not-an-email', phone: '08012345678', role: 'admin' },
+    });
+    expectErrorEnvelope(reply, 400, /^Validation failed: /);
+    expect(reply.body.errors.map((e: { field: string }) => e.field).sort()).toEqual([
+      'email',
+      'name',
+      'phone',
+      'role',
+    ]);
+    expect(reply.body.errors.find((e: { field: string }) => e.field === 'phone').message).toMatch(
+      /E\.164/,
+    );
+  });
+
+  it('answers 404 for an unknown user and 400 for a malformed id', async () => {
+    expectErrorEnvelope(
+      await request(node.url, 'GET', `/admin/users/${randomUUID()}`, { headers: adminHeaders }),
+      404,
+      /not found/,
+    );
+    const bad = await request(node.url, 'GET', '/admin/users/12', { headers: adminHeaders });
+    expectErrorEnvelope(bad, 400);
+    expect(bad.body.errors[0].field).toBe('userId');
+  });
+});
+
+describe('API keys', () => {
+  async function createUser() {
+    const reply = await request(node.url, 'POST', '/admin/users', {
+      headers: adminHeaders,
+      json: newUser(),
+    });
+    return reply.body.data.id as string;
+  }
+
+  it('creates a key shown once, with defaults, and lists keys without secrets', async () => {
+    const userId = await createUser();
+    const created = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+      json: {},
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toEqual({
+      id: expect.any(String),
+      key: expect.stringMatching(/^wb_staging_[0-9a-f]{64}$/),
+      environment: 'staging',
+      serverOnly: true,
+      quota: null,
+      createdAt: expect.any(String),
+    });
+
+    const withQuota = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+      json: { serverOnly: false, quota: { limit: 10, windowSeconds: 60 }, environment: 'live' },
+    });
+    expect(withQuota.body.data).toMatchObject({
+      environment: 'live',
+      serverOnly: false,
+      quota: { limit: 10, windowSeconds: 60 },
+    });
+    expect(withQuota.body.data.key).toMatch(/^wb_live_/);
+
+    const list = await request(node.url, 'GET', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+    });
+    expect(list.status).toBe(200);
+    expect(list.body.data).toHaveLength(2);
+    for (const key of list.body.data) {
+      expect(Object.keys(key).sort()).toEqual(
+        [
+          'createdAt',
+          'environment',
+          'id',
+          'lastUsedAt',
+          'quota',
+          'revokedAt',
+          'serverOnly',
+          'userId',
+        ].sort(),
+      );
+    }
+    expect(list.text).not.toContain(created.body.data.key);
+  });
+
+  it('refuses bad quotas and unknown owners', async () => {
+    const userId = await createUser();
+    const bad = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+      json: { quota: { limit: 0 }, environment: 'test' },
+    });
+    expectErrorEnvelope(bad, 400);
+    expect(bad.body.errors.map((e: { field: string }) => e.field).sort()).toEqual([
+      'environment',
+      'quota.limit',
+      'quota.windowSeconds',
+    ]);
+    expectErrorEnvelope(
+      await request(node.url, 'POST', `/admin/users/${randomUUID()}/api-keys`, {
+        headers: adminHeaders,
+        json: {},
+      }),
+      404,
+    );
+  });
+
+  it('revokes idempotently with 204 and an empty body', async () => {
+    const userId = await createUser();
+    const key = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+      json: {},
+    });
+    for (let i = 0; i < 2; i++) {
+      const reply = await request(node.url, 'DELETE', `/admin/api-keys/${key.body.data.id}`, {
+        headers: adminHeaders,
+      });
+      expect(reply.status).toBe(204);
+      expect(reply.text).toBe('');
+    }
+    const list = await request(node.url, 'GET', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+    });
+    expect(list.body.data[0].revokedAt).toEqual(expect.any(String));
+    expectErrorEnvelope(
+      await request(node.url, 'DELETE', `/admin/api-keys/${randomUUID()}`, {
+        headers: adminHeaders,
+      }),
+      404,
+    );
+  });
+
+  it('never stores the plaintext key', async () => {
+    const mongoose = (await import('mongoose')).default;
+    const userId = await createUser();
+    const key = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+      json: {},
+    });
+    const conn = await mongoose
+      .createConnection(process.env.MONGO_URL as string, { dbName: `${iso.dbPrefix}account` })
+      .asPromise();
+    try {
+      const stored = await conn.collection('api_keys').findOne({ _id: key.body.data.id } as never);
+      expect(stored).not.toBeNull();
+      expect(JSON.stringify(stored)).not.toContain(key.body.data.key);
+      expect(stored?.hash).toMatch(/^[0-9a-f]{64}$/);
+    } finally {
+      await conn.close();
+    }
+  });
+});
+
+describe('without ADMIN_TOKEN', () => {
+  it('keeps the admin API closed', async () => {
+    const closed = await startNode({ services: 'all', iso, env: { ADMIN_TOKEN: undefined } });
+    try {
+      const reply = await request(closed.url, 'GET', '/admin/users', { headers: adminHeaders });
+      expectErrorEnvelope(reply, 403, /admin API is disabled/);
+    } finally {
+      await closed.stop();
+    }
+  });
+
+  it('refuses to start in live', async () => {
+    await expect(
+      startNode({ services: 'all', iso, env: { ADMIN_TOKEN: undefined, APP_ENV: 'live' } }),
+    ).rejects.toThrow(/ADMIN_TOKEN/);
+  });
+});

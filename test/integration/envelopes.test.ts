@@ -1,0 +1,235 @@
+import Joi from 'joi';
+import { ServiceBroker } from 'moleculer';
+import { createBrokerOptions } from '../../moleculer.config';
+import { loadConfig } from '../../libs/config';
+import { badRequest } from '../../libs/errors';
+import { action, toServiceSchema, type ServiceDefinition } from '../../libs/service';
+import { createAccountService } from '../../services/account/account.service';
+import { createGatewayService } from '../../services/gateway/gateway.service';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { ADMIN_TOKEN, dropDatabases, freePort, isolation } from '../support/stack';
+
+/**
+ * The gateway on a broker in this process (no transporter), with the real account service
+ * and Redis, and a fixture service whose actions fail in each way a service can.
+ */
+const fixture: ServiceDefinition = {
+  name: 'fixture',
+  actions: {
+    crash: action({
+      http: { group: 'api', method: 'GET', path: '/fixture/crash', message: 'x', summary: 'x' },
+      params: Joi.object({}),
+      handler() {
+        throw new Error('connection string mongodb://secret@db leaked');
+      },
+    }),
+    slow: action({
+      http: { group: 'api', method: 'GET', path: '/fixture/slow', message: 'x', summary: 'x' },
+      params: Joi.object({}),
+      async handler() {
+        await new Promise((r) => setTimeout(r, 3_000));
+        return { late: true };
+      },
+    }),
+    refuse: action({
+      http: { group: 'api', method: 'POST', path: '/fixture/refuse', message: 'x', summary: 'x' },
+      params: Joi.object({}).unknown(true),
+      handler() {
+        throw badRequest('Origin and destination cannot be the same');
+      },
+    }),
+    echo: action({
+      http: {
+        group: 'api',
+        method: 'POST',
+        path: '/fixture/echo/:id',
+        status: 201,
+        message: 'Echoed',
+        summary: 'x',
+      },
+      params: Joi.object({ id: Joi.number().integer().required(), note: Joi.string().max(5) }),
+      handler(ctx) {
+        return { ...ctx.params, user: ctx.meta.user?.id, apiKeyId: ctx.meta.apiKeyId };
+      },
+    }),
+    nothing: action({
+      http: {
+        group: 'api',
+        method: 'DELETE',
+        path: '/fixture/nothing',
+        status: 204,
+        message: 'Gone',
+        summary: 'x',
+      },
+      params: Joi.object({}),
+      handler() {
+        return { ignored: true };
+      },
+    }),
+  },
+};
+
+const iso = isolation();
+let broker: ServiceBroker;
+let base: string;
+let key: string;
+let keyId: string;
+let userId: string;
+
+beforeAll(async () => {
+  const port = await freePort();
+  const config = loadConfig({
+    ...process.env,
+    NATS_URL: '',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    OPS_PORT: '0',
+    NAMESPACE: iso.namespace,
+    MONGO_DB_PREFIX: iso.dbPrefix,
+    ADMIN_TOKEN,
+    REQUEST_TIMEOUT_MS: '500',
+    BODY_LIMIT: '1kb',
+    LOG_LEVEL: 'fatal',
+  });
+  broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  const account = createAccountService(config);
+  for (const def of [createGatewayService(config, [account, fixture]), account, fixture]) {
+    broker.createService(toServiceSchema(def));
+  }
+  await broker.start();
+  base = `http://127.0.0.1:${port}`;
+  ({ key, keyId, userId } = await createUserWithKey(base));
+});
+
+afterAll(async () => {
+  await broker?.stop();
+  await dropDatabases(iso);
+});
+
+const auth = () => ({ 'api-key': key });
+
+describe('success envelope', () => {
+  it('wraps data with the route status and message, path params converted', async () => {
+    const reply = await request(base, 'POST', '/api/fixture/echo/42?note=hi', {
+      headers: auth(),
+      json: {},
+    });
+    expect(reply.status).toBe(201);
+    expect(reply.body).toEqual({
+      success: true,
+      message: 'Echoed',
+      data: { id: 42, note: 'hi', user: userId, apiKeyId: keyId },
+    });
+  });
+
+  it('answers 204 with an empty body', async () => {
+    const reply = await request(base, 'DELETE', '/api/fixture/nothing', { headers: auth() });
+    expect(reply.status).toBe(204);
+    expect(reply.text).toBe('');
+  });
+});
+
+describe('error envelope', () => {
+  it('validation → 400 with field errors', async () => {
+    const reply = await request(base, 'POST', '/api/fixture/echo/x', {
+      headers: auth(),
+      json: { note: 'too long', other: 1 },
+    });
+    expectErrorEnvelope(reply, 400, /^Validation failed/);
+    expect(reply.body.errors).toEqual([
+      { field: 'id', message: 'id must be a number' },
+      { field: 'note', message: expect.stringMatching(/note length must be/) },
+      { field: 'other', message: 'other is not allowed' },
+    ]);
+  });
+
+  it("a service's own 400 keeps its message", async () => {
+    const reply = await request(base, 'POST', '/api/fixture/refuse', { headers: auth(), json: {} });
+    expectErrorEnvelope(reply, 400, 'Origin and destination cannot be the same');
+  });
+
+  it('a crash → 500 without internals', async () => {
+    const reply = await request(base, 'GET', '/api/fixture/crash', { headers: auth() });
+    expectErrorEnvelope(reply, 500, /Internal server error/);
+    expect(reply.text).not.toMatch(/secret|mongodb/);
+  });
+
+  it('a timeout → 504', async () => {
+    const reply = await request(base, 'GET', '/api/fixture/slow', { headers: auth() });
+    expectErrorEnvelope(reply, 504, /timed out/);
+  });
+
+  it('malformed JSON → 400', async () => {
+    const reply = await request(base, 'POST', '/api/fixture/refuse', {
+      headers: { ...auth(), 'content-type': 'application/json' },
+      raw: '{"origin": ',
+    });
+    expectErrorEnvelope(reply, 400, /Malformed JSON/);
+  });
+
+  it('a body over the limit → 413', async () => {
+    const reply = await request(base, 'POST', '/api/fixture/refuse', {
+      headers: auth(),
+      json: { blob: 'x'.repeat(4096) },
+    });
+    expectErrorEnvelope(reply, 413, /too large/);
+  });
+
+  it('an unknown route → 404, with or without a key, and the query is kept in url', async () => {
+    expectErrorEnvelope(
+      await request(base, 'GET', '/nowhere?x=1'),
+      404,
+      /No route for GET \/nowhere/,
+    );
+    const reply = await request(base, 'GET', '/api/nowhere', { headers: auth() });
+    expectErrorEnvelope(reply, 404, /No route/);
+  });
+
+  it('internal actions and $node are not reachable', async () => {
+    for (const path of [
+      '/api/account/resolveApiKey',
+      '/api/$node/list',
+      '/$node/services',
+      '/api/~node/list',
+    ]) {
+      expectErrorEnvelope(await request(base, 'GET', path, { headers: auth() }), 404);
+    }
+  });
+
+  it('a route whose service is not running → 503', async () => {
+    await broker.destroyService('fixture');
+    try {
+      const reply = await request(base, 'GET', '/api/fixture/crash', { headers: auth() });
+      expectErrorEnvelope(reply, 503, /temporarily unavailable/);
+    } finally {
+      broker.createService(toServiceSchema(fixture));
+      await broker.waitForServices('fixture');
+    }
+  });
+});
+
+describe('docs', () => {
+  it('serves OpenAPI 3.1 with every routed action, including ones added later', async () => {
+    const reply = await request(base, 'GET', '/openapi.json');
+    expect(reply.status).toBe(200);
+    expect(reply.body.openapi).toBe('3.1.0');
+    expect(Object.keys(reply.body.paths)).toEqual(
+      expect.arrayContaining(['/api/me', '/admin/users', '/api/fixture/echo/{id}']),
+    );
+    expect(reply.body.paths['/api/fixture/echo/{id}'].post.responses['201']).toBeDefined();
+  });
+
+  it('renders the docs page offline from local assets', async () => {
+    const page = await request(base, 'GET', '/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const scripts = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    expect(scripts.every((s) => s.startsWith('/'))).toBe(true);
+    for (const asset of scripts) {
+      const res = await fetch(`${base}${asset}`);
+      expect(res.status).toBe(200);
+      expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    }
+    expectErrorEnvelope(await request(base, 'GET', '/docs/assets/..%2Fpackage.json'), 404);
+  });
+});

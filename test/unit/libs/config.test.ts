@@ -1,0 +1,307 @@
+import { ConfigError, SERVICE_NAMES, describeConfig, loadConfig } from '../../../libs/config';
+import { thrownBy } from '../helpers';
+
+const ADMIN_TOKEN = 'an-admin-token-of-32-characters!';
+
+/** The ConfigError that `loadConfig(env)` throws. */
+function configErrorFor(env: NodeJS.ProcessEnv): ConfigError {
+  const err = thrownBy(() => loadConfig(env));
+  expect(err).toBeInstanceOf(ConfigError);
+  return err as ConfigError;
+}
+
+describe('loadConfig defaults', () => {
+  const config = loadConfig({});
+
+  it('uses the documented defaults for an empty environment', () => {
+    expect(config).toEqual({
+      port: 3000,
+      host: '0.0.0.0',
+      appEnv: 'staging',
+      apiKeyPrefix: 'wb',
+      adminToken: undefined,
+      mongoUrl: 'mongodb://127.0.0.1:27017',
+      mongoDbPrefix: 'waybill_',
+      natsUrl: undefined,
+      namespace: 'waybill',
+      nodeId: undefined,
+      redisUrl: 'redis://127.0.0.1:6379',
+      s3: {
+        endpoint: 'http://127.0.0.1:9000',
+        region: 'us-east-1',
+        bucket: 'waybill',
+        accessKeyId: undefined,
+        secretAccessKey: undefined,
+      },
+      cdnBaseUrl: 'https://cdn.waybill.local',
+      services: ['gateway', 'account'],
+      logLevel: 'info',
+      logFormat: 'json',
+      quota: { limit: 600, windowSeconds: 60 },
+      apiKeyCacheSeconds: 5,
+      bodyLimit: '256kb',
+      requestTimeoutMs: 15000,
+      opsPort: 9464,
+    });
+  });
+
+  it('ignores variables it does not know', () => {
+    expect(loadConfig({ PATH: '/usr/bin', HOME: '/root', SOMETHING_ELSE: 'x' })).toEqual(config);
+  });
+});
+
+describe('loadConfig conversions', () => {
+  it('converts numeric variables from strings to numbers', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      QUOTA_LIMIT: '100',
+      QUOTA_WINDOW_SECONDS: '3600',
+      API_KEY_CACHE_SECONDS: '0.5',
+      REQUEST_TIMEOUT_MS: '2500',
+      OPS_PORT: '0',
+    });
+    expect(config.port).toBe(8080);
+    expect(config.quota).toEqual({ limit: 100, windowSeconds: 3600 });
+    expect(config.apiKeyCacheSeconds).toBe(0.5);
+    expect(config.requestTimeoutMs).toBe(2500);
+    expect(config.opsPort).toBe(0);
+  });
+
+  it('passes string variables through', () => {
+    const config = loadConfig({
+      HOST: 'localhost',
+      APP_ENV: 'live',
+      ADMIN_TOKEN,
+      API_KEY_PREFIX: 'acme2',
+      MONGO_URL: 'mongodb+srv://db.example.com',
+      MONGO_DB_PREFIX: 'test_',
+      NATS_URL: 'nats://nats:4222',
+      NAMESPACE: 'ci-42',
+      NODE_ID: 'node-1',
+      REDIS_URL: 'rediss://cache:6380',
+      S3_ENDPOINT: 'https://s3.example.com',
+      S3_REGION: 'eu-west-1',
+      S3_BUCKET: 'my.bucket-1',
+      S3_ACCESS_KEY_ID: 'AKIA',
+      S3_SECRET_ACCESS_KEY: 'secret',
+      LOG_LEVEL: 'debug',
+      LOG_FORMAT: 'pretty',
+      BODY_LIMIT: '1MB',
+    });
+    expect(config).toMatchObject({
+      host: 'localhost',
+      appEnv: 'live',
+      adminToken: ADMIN_TOKEN,
+      apiKeyPrefix: 'acme2',
+      mongoUrl: 'mongodb+srv://db.example.com',
+      mongoDbPrefix: 'test_',
+      natsUrl: 'nats://nats:4222',
+      namespace: 'ci-42',
+      nodeId: 'node-1',
+      redisUrl: 'rediss://cache:6380',
+      s3: {
+        endpoint: 'https://s3.example.com',
+        region: 'eu-west-1',
+        bucket: 'my.bucket-1',
+        accessKeyId: 'AKIA',
+        secretAccessKey: 'secret',
+      },
+      logLevel: 'debug',
+      logFormat: 'pretty',
+      bodyLimit: '1MB',
+    });
+  });
+
+  it.each(['NATS_URL', 'NODE_ID', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'])(
+    'treats an empty %s as unset',
+    (name) => {
+      expect(() => loadConfig({ [name]: '' })).not.toThrow();
+    },
+  );
+
+  it('maps empty optional variables to undefined', () => {
+    const config = loadConfig({
+      NATS_URL: '',
+      NODE_ID: '',
+      S3_ACCESS_KEY_ID: '',
+      S3_SECRET_ACCESS_KEY: '',
+    });
+    expect(config.natsUrl).toBeUndefined();
+    expect(config.nodeId).toBeUndefined();
+    expect(config.s3.accessKeyId).toBeUndefined();
+    expect(config.s3.secretAccessKey).toBeUndefined();
+  });
+
+  it.each([
+    ['https://cdn.example.com/', 'https://cdn.example.com'],
+    ['https://cdn.example.com///', 'https://cdn.example.com'],
+    ['https://cdn.example.com/files/', 'https://cdn.example.com/files'],
+    ['http://cdn.example.com/files', 'http://cdn.example.com/files'],
+  ])('strips trailing slashes of CDN_BASE_URL %s', (value, expected) => {
+    expect(loadConfig({ CDN_BASE_URL: value }).cdnBaseUrl).toBe(expected);
+  });
+});
+
+describe('loadConfig errors', () => {
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['HOST', 'not a host!'],
+    ['APP_ENV', 'production'],
+    ['API_KEY_PREFIX', 'WB'],
+    ['API_KEY_PREFIX', '1wb'],
+    ['API_KEY_PREFIX', 'a_b'],
+    ['API_KEY_PREFIX', 'abcdefghijklmnopq'],
+    ['ADMIN_TOKEN', 'too-short'],
+    ['MONGO_URL', 'postgres://db:5432'],
+    ['MONGO_DB_PREFIX', 'waybill-'],
+    ['NATS_URL', 'http://nats:4222'],
+    ['NAMESPACE', 'Upper_Case'],
+    ['REDIS_URL', 'http://redis'],
+    ['S3_ENDPOINT', 'ftp://s3'],
+    ['S3_BUCKET', 'UPPER'],
+    ['CDN_BASE_URL', 'not a url'],
+    ['CDN_BASE_URL', 'ftp://cdn.example.com'],
+    ['LOG_LEVEL', 'verbose'],
+    ['LOG_FORMAT', 'xml'],
+    ['QUOTA_LIMIT', '0'],
+    ['QUOTA_LIMIT', '1.5'],
+    ['QUOTA_WINDOW_SECONDS', '86401'],
+    ['API_KEY_CACHE_SECONDS', '61'],
+    ['API_KEY_CACHE_SECONDS', '-1'],
+    ['BODY_LIMIT', '256'],
+    ['BODY_LIMIT', '1gb'],
+    ['REQUEST_TIMEOUT_MS', '99'],
+    ['OPS_PORT', '65536'],
+    ['SERVICES', ''],
+  ])('a bad %s (%j) throws a ConfigError naming it', (name, value) => {
+    const err = configErrorFor({ [name]: value });
+    expect(err.name).toBe('ConfigError');
+    expect(err.message.startsWith(`${name}: `)).toBe(true);
+  });
+
+  it('names the first bad variable, in schema order, when several are bad', () => {
+    const err = configErrorFor({ APP_ENV: 'production', PORT: 'abc' });
+    expect(err.message).toMatch(/^PORT: /);
+  });
+
+  it('requires ADMIN_TOKEN when APP_ENV=live', () => {
+    const err = configErrorFor({ APP_ENV: 'live' });
+    expect(err.message).toMatch(/^ADMIN_TOKEN: /);
+    expect(err.message).toMatch(/required/);
+  });
+
+  it('accepts APP_ENV=live with an ADMIN_TOKEN', () => {
+    const config = loadConfig({ APP_ENV: 'live', ADMIN_TOKEN });
+    expect(config.appEnv).toBe('live');
+    expect(config.adminToken).toBe(ADMIN_TOKEN);
+  });
+
+  it('leaves ADMIN_TOKEN optional in staging', () => {
+    expect(loadConfig({ APP_ENV: 'staging' }).adminToken).toBeUndefined();
+  });
+});
+
+describe('SERVICES', () => {
+  it.each([
+    ['all', ['gateway', 'account']],
+    ['gateway', ['gateway']],
+    ['account', ['account']],
+    ['gateway,account', ['gateway', 'account']],
+    ['account,gateway', ['account', 'gateway']],
+    [' gateway , account ', ['gateway', 'account']],
+    ['gateway,,account,', ['gateway', 'account']],
+    ['gateway,gateway', ['gateway']],
+    ['gateway,all', ['gateway', 'account']],
+    [',', ['gateway', 'account']],
+  ])('%j runs %j', (value, expected) => {
+    expect(loadConfig({ SERVICES: value }).services).toEqual(expected);
+  });
+
+  it('returns a fresh array each time, not the shared SERVICE_NAMES', () => {
+    const services = loadConfig({}).services;
+    expect(services).toEqual([...SERVICE_NAMES]);
+    expect(services).not.toBe(SERVICE_NAMES);
+  });
+
+  it('rejects an unknown service, naming SERVICES, the unknown names and the choices', () => {
+    const err = configErrorFor({ SERVICES: 'gateway,billing,pricing' });
+    expect(err.message).toMatch(/^SERVICES: /);
+    expect(err.message).toContain('billing, pricing');
+    expect(err.message).toContain('all, gateway, account');
+  });
+});
+
+describe('describeConfig', () => {
+  const described = describeConfig();
+  const EXPECTED_NAMES = [
+    'PORT',
+    'HOST',
+    'APP_ENV',
+    'API_KEY_PREFIX',
+    'ADMIN_TOKEN',
+    'MONGO_URL',
+    'MONGO_DB_PREFIX',
+    'NATS_URL',
+    'NAMESPACE',
+    'NODE_ID',
+    'REDIS_URL',
+    'S3_ENDPOINT',
+    'S3_REGION',
+    'S3_BUCKET',
+    'S3_ACCESS_KEY_ID',
+    'S3_SECRET_ACCESS_KEY',
+    'CDN_BASE_URL',
+    'SERVICES',
+    'LOG_LEVEL',
+    'LOG_FORMAT',
+    'QUOTA_LIMIT',
+    'QUOTA_WINDOW_SECONDS',
+    'API_KEY_CACHE_SECONDS',
+    'BODY_LIMIT',
+    'REQUEST_TIMEOUT_MS',
+    'OPS_PORT',
+  ];
+
+  it('lists every variable once, in schema order', () => {
+    expect(described.map((v) => v.name)).toEqual(EXPECTED_NAMES);
+  });
+
+  it('gives every variable a non-empty description', () => {
+    for (const variable of described) {
+      expect(typeof variable.description).toBe('string');
+      expect(variable.description.trim()).not.toBe('');
+    }
+  });
+
+  it('reports defaults as strings, empty when there is none', () => {
+    const byName = Object.fromEntries(described.map((v) => [v.name, v.default]));
+    expect(byName).toMatchObject({
+      PORT: '3000',
+      APP_ENV: 'staging',
+      API_KEY_PREFIX: 'wb',
+      SERVICES: 'all',
+      QUOTA_LIMIT: '600',
+      ADMIN_TOKEN: '',
+      NATS_URL: '',
+      NODE_ID: '',
+    });
+    for (const variable of described) expect(typeof variable.default).toBe('string');
+  });
+
+  it('agrees with the defaults loadConfig applies', () => {
+    const byName = Object.fromEntries(described.map((v) => [v.name, v.default]));
+    const config = loadConfig({});
+    expect(String(config.port)).toBe(byName.PORT);
+    expect(config.host).toBe(byName.HOST);
+    expect(config.mongoUrl).toBe(byName.MONGO_URL);
+    expect(String(config.opsPort)).toBe(byName.OPS_PORT);
+    expect(String(config.requestTimeoutMs)).toBe(byName.REQUEST_TIMEOUT_MS);
+  });
+
+  it('mentions the requirement of ADMIN_TOKEN in live', () => {
+    const admin = described.find((v) => v.name === 'ADMIN_TOKEN');
+    expect(admin?.description).toMatch(/APP_ENV=live/);
+  });
+});
