@@ -6,6 +6,8 @@ const transform = {
 
 /** @type {import('jest').Config} */
 module.exports = {
+  // Integration suites start real server processes; unit tests finish far below this.
+  testTimeout: 60000,
   projects: [
     {
       displayName: 'unit',
@@ -19,7 +21,6 @@ module.exports = {
       transform,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
-      testTimeout: 60000,
     },
   ],
 };

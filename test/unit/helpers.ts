@@ -8,12 +8,15 @@ export function thrownBy(fn: () => unknown): unknown {
   throw new Error('expected the function to throw, but it returned');
 }
 
-/** Awaits `promise` and returns its rejection reason; fails the test when it resolves. */
-export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
+/**
+ * Calls `fn` and returns why it failed, whether it threw or returned a rejected promise;
+ * fails the test when it succeeds.
+ */
+export async function rejectionOf(fn: () => unknown): Promise<unknown> {
   try {
-    await promise;
+    await fn();
   } catch (err) {
     return err;
   }
-  throw new Error('expected the promise to reject, but it resolved');
+  throw new Error('expected the call to fail, but it succeeded');
 }

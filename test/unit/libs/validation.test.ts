@@ -55,11 +55,12 @@ describe('validate', () => {
 
   it('lists every bad field, not just the first', () => {
     const err = failureOf(userSchema, { age: 'old', limit: 1.5, tags: ['ok', 'too long'] });
-    expect(err.data.errors.map((e) => e.field)).toEqual(['name', 'age', 'limit', 'tags.1']);
-    for (const e of err.data.errors) {
-      expect(typeof e.message).toBe('string');
-      expect(e.message.startsWith(e.field)).toBe(true);
-    }
+    expect(err.data.errors).toEqual([
+      { field: 'name', message: 'name is required' },
+      { field: 'age', message: 'age must be a number' },
+      { field: 'limit', message: 'limit must be an integer' },
+      { field: 'tags.1', message: expect.stringMatching(/^tags\[1\] length must be/) },
+    ]);
   });
 
   it('joins every field message into the error message', () => {
@@ -77,7 +78,7 @@ describe('validate', () => {
       { field: 'address.city', message: 'address.city is required' },
       {
         field: 'address.zip',
-        message: expect.stringMatching(/^address\.zip fails to match/),
+        message: expect.stringMatching(/^address\.zip with value 12 fails to match/),
       },
     ]);
     expect(err.message).not.toContain('"');
@@ -85,10 +86,13 @@ describe('validate', () => {
 
   it('rejects unknown keys, at every depth', () => {
     const err = failureOf(userSchema, { name: 'Ada', admin: true, address: { city: 'Lagos', x: 1 } });
-    expect(err.data.errors).toEqual([
-      { field: 'admin', message: 'admin is not allowed' },
-      { field: 'address.x', message: 'address.x is not allowed' },
-    ]);
+    expect(err.data.errors).toHaveLength(2);
+    expect(err.data.errors).toEqual(
+      expect.arrayContaining([
+        { field: 'admin', message: 'admin is not allowed' },
+        { field: 'address.x', message: 'address.x is not allowed' },
+      ]),
+    );
   });
 
   it('names a top-level failure `body`', () => {
@@ -132,10 +136,15 @@ describe('JoiValidator in a broker', () => {
     count: Joi.number().integer(),
   });
   const seen: unknown[] = [];
+  const handled: Error[] = [];
   const broker = new ServiceBroker({
     logger: false,
     nodeID: 'unit-validation',
     validator: new JoiValidator({}),
+    errorHandler(err: Error) {
+      handled.push(err);
+      throw err;
+    },
   });
 
   beforeAll(async () => {
@@ -165,6 +174,7 @@ describe('JoiValidator in a broker', () => {
 
   beforeEach(() => {
     seen.length = 0;
+    handled.length = 0;
   });
 
   it('hands the converted params, defaults applied, to the handler', async () => {
@@ -178,10 +188,11 @@ describe('JoiValidator in a broker', () => {
     expect(seen).toEqual([{ name: 'Ada', limit: 10 }]);
   });
 
-  it('rejects bad params with the 400 validation error, without calling the handler', async () => {
-    const err = (await rejectionOf(
+  it('fails a bad call with the 400 validation error, without calling the handler', async () => {
+    const err = (await rejectionOf(() =>
       broker.call('probe.echo', { limit: '1000', extra: true }),
     )) as ValidationFailure;
+    expect(err).toBeInstanceOf(WaybillError);
     expect(err.type).toBe('VALIDATION_ERROR');
     expect(err.code).toBe(400);
     expect(err.message).toMatch(/^Validation failed:/);
@@ -190,20 +201,123 @@ describe('JoiValidator in a broker', () => {
   });
 
   it('validates a call without params as an empty object', async () => {
-    const err = (await rejectionOf(broker.call('probe.echo'))) as ValidationFailure;
+    const err = (await rejectionOf(() => broker.call('probe.echo'))) as ValidationFailure;
     expect(err.data.errors).toEqual([{ field: 'name', message: 'name is required' }]);
+  });
+
+  // BUG (libs/validation.ts, JoiValidator.middleware → validateParams): the wrapper throws
+  // synchronously instead of returning a rejected promise, so a local `broker.call` with bad
+  // params throws out of `call()` itself (a `.catch()` chained on it never runs) and skips
+  // moleculer's error-handler middleware. Expected: a rejected promise, like moleculer's own
+  // validator middleware returns. Remove `.failing` once fixed.
+  it.failing('reports bad params as a rejected promise, not a synchronous throw', async () => {
+    let promise: Promise<unknown> | undefined;
+    expect(() => {
+      promise = broker.call('probe.echo', {});
+    }).not.toThrow();
+    await expect(promise).rejects.toMatchObject({ type: 'VALIDATION_ERROR', code: 400 });
+  });
+
+  // Same BUG as above: the broker-wide `errorHandler` never sees validation errors.
+  it.failing("passes validation errors through the broker's errorHandler", async () => {
+    await rejectionOf(() => broker.call('probe.echo', {}));
+    expect(handled).toHaveLength(1);
+    expect(handled[0]).toMatchObject({ type: 'VALIDATION_ERROR' });
+  });
+
+  it('passes handler errors through the errorHandler (control for the test above)', async () => {
+    await rejectionOf(() => broker.call('probe.missing'));
+    expect(handled).toHaveLength(1);
   });
 
   it('leaves actions without params alone', async () => {
     await expect(broker.call('probe.open', { anything: 1 })).resolves.toEqual({ anything: 1 });
   });
 
-  it('keeps the schema off the wire: it serialises to a marker', () => {
-    expect(JSON.stringify(schema)).toBe('{"validator":"joi"}');
+  it('keeps the joi schema of a registered action off the wire', () => {
+    // moleculer registers a deep clone of the action schema; the validator marks that clone,
+    // which is what the node describes to its peers.
+    const endpoint = broker.registry.getActionEndpoints('probe.echo') as unknown as {
+      endpoints: { action: { params: unknown } }[];
+    };
+    expect(JSON.stringify(endpoint.endpoints[0].action.params)).toBe('{"validator":"joi"}');
+
+    const info = JSON.stringify(broker.registry.getLocalNodeInfo());
+    expect(info).toContain('"params":{"validator":"joi"}');
+    expect(info).not.toContain('$_root');
+    expect(info).not.toContain('_rules');
   });
 
-  it('still validates with a schema that serialises to the marker', () => {
-    expect(validate(schema, { name: 'x' })).toEqual({ name: 'x', limit: 50 });
+  it('still validates with a marked schema', () => {
+    const marked = Joi.object({ name: Joi.string().required() });
+    new JoiValidator({}).compile(marked);
+    expect(JSON.stringify(marked)).toBe('{"validator":"joi"}');
+    expect(validate(marked, { name: 'x' })).toEqual({ name: 'x' });
+    expect(() => validate(marked, {})).toThrow(WaybillError);
+  });
+});
+
+describe('JoiValidator across a transporter', () => {
+  const schema = Joi.object({ name: Joi.string().required(), limit: Joi.number().default(5) });
+  const serving = new ServiceBroker({
+    logger: false,
+    nodeID: 'unit-serving',
+    namespace: 'unit-validation-remote',
+    transporter: 'Fake',
+    validator: new JoiValidator({}),
+  });
+  const calling = new ServiceBroker({
+    logger: false,
+    nodeID: 'unit-calling',
+    namespace: 'unit-validation-remote',
+    transporter: 'Fake',
+    validator: new JoiValidator({}),
+  });
+
+  beforeAll(async () => {
+    serving.createService({
+      name: 'remote',
+      actions: {
+        echo: {
+          params: schema as unknown as Record<string, never>,
+          handler: (ctx: Context<Record<string, unknown>>) => ctx.params,
+        },
+      },
+    });
+    await Promise.all([serving.start(), calling.start()]);
+    await calling.waitForServices('remote');
+  });
+
+  afterAll(async () => {
+    await Promise.all([calling.stop(), serving.stop()]);
+  });
+
+  it('validates and converts on the serving node', async () => {
+    await expect(calling.call('remote.echo', { name: 'Ada' })).resolves.toEqual({
+      name: 'Ada',
+      limit: 5,
+    });
+  });
+
+  it('returns a 400 with field errors that toHttpError maps like a local one', async () => {
+    const err = await rejectionOf(() => calling.call('remote.echo', { limit: 'x' }));
+    expect(err).toMatchObject({ type: 'VALIDATION_ERROR', code: 400 });
+    expect(toHttpError(err)).toEqual({
+      status: 400,
+      message: 'Validation failed: name is required; limit must be a number',
+      errors: [
+        { field: 'name', message: 'name is required' },
+        { field: 'limit', message: 'limit must be a number' },
+      ],
+      internal: false,
+    });
+  });
+
+  it('announces the action to the other node without the joi schema', () => {
+    const endpoint = calling.registry.getActionEndpoints('remote.echo') as unknown as {
+      endpoints: { action: { params: unknown } }[];
+    };
+    expect(endpoint.endpoints[0].action.params).toEqual({ validator: 'joi' });
   });
 });
 

@@ -1,0 +1,523 @@
+/**
+ * The deployment files (Dockerfile, docker-compose.yml, deploy/k8s) cannot be built or run
+ * here, so they are parsed and checked against the code: one container and one Deployment per
+ * entry of SERVICE_NAMES, and only environment variables that libs/config.ts knows.
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { SERVICE_NAMES, describeConfig } from '../../../libs/config';
+
+const ROOT = join(__dirname, '..', '..', '..');
+const K8S_DIR = join(ROOT, 'deploy', 'k8s');
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+/** Every variable loadConfig reads; a name outside it is a typo or a forgotten variable. */
+const CONFIG_VARIABLES = new Set(describeConfig().map((v) => v.name));
+const OPS_PORT = 9464;
+const HTTP_PORT = 3000;
+
+// ---------------------------------------------------------------- docker-compose.yml
+
+type EnvValue = string | number | boolean | null;
+interface ComposeService {
+  image?: string;
+  build?: unknown;
+  command?: string | string[];
+  entrypoint?: string | string[];
+  environment?: Record<string, EnvValue> | string[];
+  ports?: (string | number | { target: number; published?: string | number; host_ip?: string })[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  healthcheck?: { test?: string | string[]; disable?: boolean };
+  restart?: string;
+  profiles?: string[];
+  volumes?: string[];
+}
+interface ComposeFile {
+  'x-waybill': ComposeService;
+  services: Record<string, ComposeService>;
+  volumes?: Record<string, unknown>;
+}
+
+// `merge: true`: the file shares settings through `<<` merge keys, as Compose reads them.
+const compose = parse(read('docker-compose.yml'), { merge: true }) as ComposeFile;
+const services = compose.services;
+const waybill = compose['x-waybill'];
+
+function envOf(service: ComposeService): Record<string, string> {
+  const env = service.environment ?? {};
+  const entries = Array.isArray(env)
+    ? env.map((line) => {
+        const at = line.indexOf('=');
+        return at < 0 ? [line, ''] : [line.slice(0, at), line.slice(at + 1)];
+      })
+    : Object.entries(env).map(([k, v]) => [k, v == null ? '' : String(v)]);
+  return Object.fromEntries(entries) as Record<string, string>;
+}
+
+const words = (value: string | string[] | undefined) =>
+  Array.isArray(value) ? value : (value ?? '').split(/\s+/).filter(Boolean);
+
+const dependencies = (service: ComposeService): Record<string, string> => {
+  const deps = service.depends_on ?? {};
+  return Array.isArray(deps)
+    ? Object.fromEntries(deps.map((name) => [name, 'service_started']))
+    : Object.fromEntries(
+        Object.entries(deps).map(([n, d]) => [n, d.condition ?? 'service_started']),
+      );
+};
+
+/** [host ip or '' for all interfaces, container port] of each published port. */
+function publishedPorts(service: ComposeService): [string, number][] {
+  return (service.ports ?? []).map((p) => {
+    if (typeof p === 'object') return [p.host_ip ?? '', p.target];
+    const parts = String(p).split(':');
+    const target = Number(parts[parts.length - 1].split('/')[0]);
+    return [parts.length === 3 ? parts[0] : '', target];
+  });
+}
+
+const isOneShot = (service: ComposeService) => service.restart === 'no';
+const runsWaybillImage = (service: ComposeService) => service.image === waybill.image;
+
+describe('docker-compose.yml', () => {
+  it('runs the infrastructure: mongo, nats, redis and an S3 gateway', () => {
+    expect(services.mongo?.image).toMatch(/^mongo:8/);
+    expect(services.nats?.image).toMatch(/^nats:2\.10/);
+    expect(services.redis?.image).toMatch(/^redis:7/);
+    expect(services.s3?.image).toMatch(/^versity\/versitygw/);
+    expect(words(services.s3.command)).toEqual(['posix', '/data']);
+    expect(Object.keys(envOf(services.s3))).toEqual(
+      expect.arrayContaining(['ROOT_ACCESS_KEY_ID', 'ROOT_SECRET_ACCESS_KEY']),
+    );
+  });
+
+  it('shares one image and build through the x-waybill anchor', () => {
+    expect(waybill.image).toEqual(expect.any(String));
+    expect(waybill.build).toBeDefined();
+  });
+
+  it.each(SERVICE_NAMES)('has a container for the %s service, running only it', (name) => {
+    const service = services[name];
+    expect(service).toBeDefined();
+    expect(service.image).toBe(waybill.image);
+    expect(service.build).toEqual(waybill.build);
+    expect(envOf(service).SERVICES).toBe(name);
+    expect(service.command).toBeUndefined(); // the image's CMD: dist/bin/server.js
+    expect(service.restart).toBe('unless-stopped');
+  });
+
+  it('runs the Waybill image only as a SERVICE_NAMES container or a one-shot CLI command', () => {
+    const names: readonly string[] = SERVICE_NAMES;
+    for (const [name, service] of Object.entries(services)) {
+      if (!runsWaybillImage(service)) continue;
+      if (names.includes(name)) continue;
+      expect({ name, oneShot: isOneShot(service) }).toEqual({ name, oneShot: true });
+      expect(words(service.command).slice(0, 2)).toEqual(['node', 'dist/bin/waybill.js']);
+    }
+  });
+
+  it('has a one-shot seed container running the CLI seed command', () => {
+    const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string> };
+    expect(words(services.seed?.command)).toEqual(['node', pkg.bin.waybill, 'seed']);
+    expect(isOneShot(services.seed)).toBe(true);
+    expect(runsWaybillImage(services.seed)).toBe(true);
+  });
+
+  it('connects every Waybill container to the infrastructure containers', () => {
+    const hosts: Record<string, [string, string]> = {
+      NATS_URL: ['nats:', 'nats'],
+      MONGO_URL: ['mongodb:', 'mongo'],
+      REDIS_URL: ['redis:', 'redis'],
+      S3_ENDPOINT: ['http:', 's3'],
+    };
+    for (const [name, service] of Object.entries(services)) {
+      if (!runsWaybillImage(service)) continue;
+      const env = envOf(service);
+      for (const [variable, [protocol, host]] of Object.entries(hosts)) {
+        const url = new URL(env[variable] ?? 'missing:');
+        expect({ name, variable, protocol: url.protocol, host: url.hostname }).toEqual({
+          name,
+          variable,
+          protocol,
+          host,
+        });
+      }
+      expect(env.S3_BUCKET).toBe(envOf(services['s3-init']).S3_BUCKET);
+    }
+  });
+
+  it('sets only variables that libs/config.ts reads', () => {
+    for (const [name, service] of Object.entries(services)) {
+      if (!runsWaybillImage(service)) continue;
+      const unknown = Object.keys(envOf(service)).filter((k) => !CONFIG_VARIABLES.has(k));
+      expect({ name, unknown }).toEqual({ name, unknown: [] });
+    }
+  });
+
+  it('gives the admin token a default that satisfies the config (16+ characters)', () => {
+    const match = /^\$\{ADMIN_TOKEN:-(.+)\}$/.exec(envOf(services.gateway).ADMIN_TOKEN);
+    expect(match?.[1].length).toBeGreaterThanOrEqual(16);
+  });
+
+  it('publishes the API on 3000 and nothing else beyond the loopback interface', () => {
+    expect(publishedPorts(services.gateway)).toContainEqual(['', HTTP_PORT]);
+    for (const [name, service] of Object.entries(services)) {
+      if (name === 'gateway') continue;
+      for (const [hostIp] of publishedPorts(service))
+        expect({ name, hostIp }).toEqual({ name, hostIp: '127.0.0.1' });
+    }
+  });
+
+  it('checks readiness of Waybill containers with node on the ops port', () => {
+    for (const name of SERVICE_NAMES) {
+      const test = words(services[name].healthcheck?.test).join(' ');
+      expect(test).toMatch(/^CMD node -e /);
+      expect(test).toContain('/health/ready');
+      expect(test).toContain(String(OPS_PORT));
+    }
+  });
+
+  it('waits only on conditions the dependencies can reach', () => {
+    for (const [name, service] of Object.entries(services)) {
+      for (const [dep, condition] of Object.entries(dependencies(service))) {
+        const target = services[dep];
+        expect({ name, dep, exists: target !== undefined }).toEqual({ name, dep, exists: true });
+        if (condition === 'service_healthy') {
+          const hasCheck = Boolean(target.healthcheck?.test) && !target.healthcheck?.disable;
+          expect({ name, dep, hasCheck }).toEqual({ name, dep, hasCheck: true });
+        }
+        if (condition === 'service_completed_successfully') {
+          expect({ name, dep, oneShot: isOneShot(target) }).toEqual({ name, dep, oneShot: true });
+        }
+      }
+    }
+    for (const name of SERVICE_NAMES) {
+      expect(dependencies(services[name])).toMatchObject({
+        mongo: 'service_healthy',
+        redis: 'service_healthy',
+        nats: expect.any(String),
+        's3-init': 'service_completed_successfully',
+      });
+    }
+  });
+
+  it('creates the bucket with a one-shot container', () => {
+    const init = services['s3-init'];
+    expect(isOneShot(init)).toBe(true);
+    const script = words(init.command).join(' ');
+    expect(script).toContain('http://s3:7070');
+    expect(script).toMatch(/s3 mb/);
+    expect(envOf(init).S3_BUCKET).toBe('waybill');
+  });
+
+  it('declares every named volume it mounts', () => {
+    const declared = Object.keys(compose.volumes ?? {});
+    for (const service of Object.values(services)) {
+      for (const volume of service.volumes ?? []) {
+        const source = volume.split(':')[0];
+        if (!/^[./~]/.test(source)) expect(declared).toContain(source);
+      }
+    }
+  });
+});
+
+// ---------------------------------------------------------------- Dockerfile
+
+interface Instruction {
+  op: string;
+  args: string;
+}
+
+/** Instructions grouped by stage; continuation lines joined, comments dropped. */
+function parseDockerfile(text: string): Instruction[][] {
+  const logical = text
+    .split('\n')
+    .filter((line) => !/^\s*#/.test(line))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const stages: Instruction[][] = [];
+  for (const line of logical) {
+    const [, op, args] = /^(\S+)\s*(.*)$/.exec(line) ?? [];
+    const instruction = { op: op.toUpperCase(), args };
+    if (instruction.op === 'FROM') stages.push([]);
+    stages[stages.length - 1]?.push(instruction);
+  }
+  return stages;
+}
+
+const stages = parseDockerfile(read('Dockerfile'));
+const finalStage = stages[stages.length - 1];
+const buildStage = stages.find((s) => /\bAS\s+build$/i.test(s[0].args)) ?? [];
+const ops = (stage: Instruction[], op: string) => stage.filter((i) => i.op === op);
+const lastOp = (stage: Instruction[], op: string) => ops(stage, op).at(-1)?.args;
+
+/** `COPY` sources of a stage that come from the build context (not `--from=`). */
+const contextSources = (stage: Instruction[]) =>
+  ops(stage, 'COPY')
+    .filter((i) => !/--from=/.test(i.args))
+    .flatMap((i) =>
+      i.args
+        .split(/\s+/)
+        .filter((w) => !w.startsWith('--'))
+        .slice(0, -1),
+    );
+
+describe('Dockerfile', () => {
+  it('is multi-stage on Node 24', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const stage of stages) expect(stage[0].args).toMatch(/^node:24[-.\w]*(\s|$)/);
+    expect(buildStage.length).toBeGreaterThan(0);
+  });
+
+  it('builds with npm ci and npm run build, then installs production dependencies only', () => {
+    expect(ops(buildStage, 'RUN').map((i) => i.args)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/npm ci\b/), 'npm run build']),
+    );
+    const finalRuns = ops(finalStage, 'RUN').map((i) => i.args);
+    expect(finalRuns.some((r) => /npm ci\b.*--omit=dev/.test(r))).toBe(true);
+    expect(finalRuns.some((r) => /npm run build/.test(r))).toBe(false);
+    expect(ops(finalStage, 'COPY').map((i) => i.args)).toContainEqual(
+      expect.stringMatching(/^--from=build \/app\/dist \.\/dist$/),
+    );
+  });
+
+  it('copies everything tsconfig.build.json compiles into the build stage', () => {
+    const buildConfig = JSON.parse(read('tsconfig.build.json')) as {
+      extends?: string;
+      include: string[];
+    };
+    const sources = contextSources(buildStage).map((s) => s.replace(/^\.\//, ''));
+    const needed = [
+      'package.json',
+      'package-lock.json',
+      'tsconfig.build.json',
+      ...(buildConfig.extends ? [buildConfig.extends.replace(/^\.\//, '')] : []),
+      ...buildConfig.include,
+    ];
+    for (const path of needed) expect(sources).toContain(path);
+  });
+
+  it('copies only files that exist and that .dockerignore lets through', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    for (const source of stages.flatMap(contextSources)) {
+      const path = source.replace(/^\.\//, '');
+      expect({ path, exists: existsSync(join(ROOT, path)) }).toEqual({ path, exists: true });
+      expect(ignored).not.toContain(path);
+    }
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', '.local', '.git']));
+  });
+
+  it('runs dist/bin/server.js as the non-root node user in production mode', () => {
+    const user = lastOp(finalStage, 'USER');
+    expect(user).toBe('node');
+    expect(JSON.parse(lastOp(finalStage, 'CMD') ?? 'null')).toEqual(['node', 'dist/bin/server.js']);
+    const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.start).toBe('node dist/bin/server.js');
+    expect(
+      ops(finalStage, 'ENV')
+        .map((i) => i.args)
+        .join(' '),
+    ).toMatch(/\bNODE_ENV=production\b/);
+  });
+
+  it('exposes the API and ops ports', () => {
+    const exposed = ops(finalStage, 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map(Number));
+    expect(exposed).toEqual(expect.arrayContaining([HTTP_PORT, OPS_PORT]));
+  });
+
+  it('checks liveness with node, since the slim image has no curl', () => {
+    const check = lastOp(finalStage, 'HEALTHCHECK') ?? '';
+    const exec = JSON.parse(check.slice(check.indexOf('CMD') + 3)) as string[];
+    expect(exec.slice(0, 2)).toEqual(['node', '-e']);
+    expect(exec[2]).toContain(`${OPS_PORT}`);
+    expect(exec[2]).toContain("'/health/live'");
+  });
+});
+
+// ---------------------------------------------------------------- deploy/k8s
+
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+}
+interface Container {
+  name: string;
+  image: string;
+  env?: { name: string; value?: string }[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  ports?: { name?: string; containerPort: number }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: {
+    runAsNonRoot?: boolean;
+    readOnlyRootFilesystem?: boolean;
+    allowPrivilegeEscalation?: boolean;
+  };
+}
+interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+  spec?: {
+    replicas?: number;
+    selector?: Record<string, unknown> & { matchLabels?: Record<string, string> };
+    template?: {
+      metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
+      spec: { securityContext?: { runAsNonRoot?: boolean }; containers: Container[] };
+    };
+    ports?: { port: number; targetPort: string | number }[];
+    scaleTargetRef?: { kind: string; name: string };
+    metrics?: {
+      type: string;
+      resource?: { name: string; target: { averageUtilization?: number } };
+    }[];
+  };
+}
+
+function loadManifests(file: string): Manifest[] {
+  return parseAllDocuments(readFileSync(join(K8S_DIR, file), 'utf8')).map((doc) => {
+    expect(doc.errors).toEqual([]);
+    return doc.toJS() as Manifest;
+  });
+}
+
+const EXAMPLE_SECRET = 'secret.example.yaml';
+const kustomization = parse(readFileSync(join(K8S_DIR, 'kustomization.yaml'), 'utf8')) as {
+  resources: string[];
+};
+const manifests = kustomization.resources.flatMap(loadManifests);
+const deployments = manifests.filter((m) => m.kind === 'Deployment');
+const configMap = manifests.find((m) => m.kind === 'ConfigMap');
+const exampleSecret = loadManifests(EXAMPLE_SECRET)[0];
+
+const containerOf = (d: Manifest) => d.spec?.template?.spec.containers[0] as Container;
+const servicesOf = (d: Manifest) => containerOf(d).env?.find((e) => e.name === 'SERVICES')?.value;
+const isSubset = (sub: Record<string, string> = {}, of: Record<string, string> = {}) =>
+  Object.keys(sub).length > 0 && Object.entries(sub).every(([k, v]) => of[k] === v);
+
+describe('deploy/k8s', () => {
+  it('lists every manifest in kustomization.yaml except itself and the example secret', () => {
+    const files = readdirSync(K8S_DIR)
+      .filter((f) => /\.ya?ml$/.test(f))
+      .filter((f) => f !== 'kustomization.yaml' && f !== EXAMPLE_SECRET);
+    expect([...kustomization.resources].sort()).toEqual(files.sort());
+    expect(kustomization.resources).not.toContain(EXAMPLE_SECRET);
+  });
+
+  it('has exactly one Deployment per SERVICE_NAMES entry', () => {
+    expect(deployments.map(servicesOf).sort()).toEqual([...SERVICE_NAMES].sort());
+  });
+
+  it.each(SERVICE_NAMES)('runs %s with probes, metrics annotations and limits', (name) => {
+    const deployment = deployments.find((d) => servicesOf(d) === name) as Manifest;
+    const template = deployment.spec?.template;
+    const container = containerOf(deployment);
+    expect(container.image).toBe('waybill:latest');
+    expect(isSubset(deployment.spec?.selector?.matchLabels, template?.metadata.labels)).toBe(true);
+
+    const ops = container.ports?.find((p) => p.name === 'ops');
+    expect(ops?.containerPort).toBe(OPS_PORT);
+    expect(container.livenessProbe?.httpGet).toEqual({ path: '/health/live', port: 'ops' });
+    expect(container.readinessProbe?.httpGet).toEqual({ path: '/health/ready', port: 'ops' });
+
+    expect(template?.metadata.annotations).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': String(OPS_PORT),
+      'prometheus.io/path': '/metrics',
+    });
+    for (const kind of ['requests', 'limits'] as const) {
+      expect(container.resources?.[kind]).toMatchObject({
+        cpu: expect.any(String),
+        memory: expect.any(String),
+      });
+    }
+  });
+
+  it.each(SERVICE_NAMES)('runs %s as non-root on a read-only filesystem', (name) => {
+    const deployment = deployments.find((d) => servicesOf(d) === name) as Manifest;
+    const container = containerOf(deployment);
+    expect(deployment.spec?.template?.spec.securityContext?.runAsNonRoot).toBe(true);
+    expect(container.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+    });
+  });
+
+  it.each(SERVICE_NAMES)('configures %s from the ConfigMap and the Secret', (name) => {
+    const container = containerOf(deployments.find((d) => servicesOf(d) === name) as Manifest);
+    expect(container.envFrom).toEqual(
+      expect.arrayContaining([
+        { configMapRef: { name: configMap?.metadata.name } },
+        { secretRef: { name: exampleSecret.metadata.name } },
+      ]),
+    );
+    const unknown = (container.env ?? [])
+      .map((e) => e.name)
+      .filter((n) => !CONFIG_VARIABLES.has(n));
+    expect(unknown).toEqual([]);
+  });
+
+  it('keeps only known variables in the ConfigMap and Secret, with every connection URL', () => {
+    const keys = [
+      ...Object.keys(configMap?.data ?? {}),
+      ...Object.keys(exampleSecret.stringData ?? {}),
+    ];
+    expect(keys.filter((k) => !CONFIG_VARIABLES.has(k))).toEqual([]);
+    expect(keys).toEqual(
+      expect.arrayContaining(['NATS_URL', 'MONGO_URL', 'REDIS_URL', 'S3_ENDPOINT', 'ADMIN_TOKEN']),
+    );
+    expect(keys).not.toContain('SERVICES'); // set per Deployment
+    expect(Object.values(configMap?.data ?? {}).every((v) => typeof v === 'string')).toBe(true);
+  });
+
+  it('marks the Secret as an example with placeholder values', () => {
+    expect(exampleSecret.kind).toBe('Secret');
+    expect(readFileSync(join(K8S_DIR, EXAMPLE_SECRET), 'utf8')).toMatch(/EXAMPLE ONLY/);
+    for (const value of Object.values(exampleSecret.stringData ?? {})) {
+      expect(value).toContain('REPLACE-ME');
+    }
+  });
+
+  it('exposes the gateway through a Service on port 80 to its http port 3000', () => {
+    const gateway = deployments.find((d) => servicesOf(d) === 'gateway') as Manifest;
+    const http = containerOf(gateway).ports?.find((p) => p.name === 'http');
+    expect(http?.containerPort).toBe(HTTP_PORT);
+    const service = manifests.find(
+      (m) =>
+        m.kind === 'Service' &&
+        isSubset(
+          m.spec?.selector as Record<string, string>,
+          gateway.spec?.template?.metadata.labels,
+        ),
+    );
+    expect(service?.spec?.ports).toContainEqual(
+      expect.objectContaining({ port: 80, targetPort: 'http' }),
+    );
+  });
+
+  it('autoscales the gateway on 70% CPU, leaving its replica count to the autoscaler', () => {
+    const gateway = deployments.find((d) => servicesOf(d) === 'gateway') as Manifest;
+    const hpa = manifests.find((m) => m.kind === 'HorizontalPodAutoscaler');
+    expect(hpa?.spec?.scaleTargetRef).toMatchObject({
+      kind: 'Deployment',
+      name: gateway.metadata.name,
+    });
+    expect(hpa?.spec?.metrics).toContainEqual(
+      expect.objectContaining({
+        type: 'Resource',
+        resource: { name: 'cpu', target: expect.objectContaining({ averageUtilization: 70 }) },
+      }),
+    );
+    expect(gateway.spec?.replicas).toBeUndefined();
+  });
+});
