@@ -282,8 +282,9 @@ export function createGatewayService(config: Config, backends: ServiceDefinition
       });
       registerHealthCheck(broker, 'redis', () => redisReady(redis));
     },
-    async started() {
-      await connectRedis(redis).catch((err: unknown) => {
+    started() {
+      // Not awaited: without Redis the gateway still starts, reports not ready and answers 503.
+      connectRedis(redis).catch((err: unknown) => {
         logger.warn('Redis not reachable yet; retrying in the background', { error: String(err) });
       });
     },

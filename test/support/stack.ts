@@ -45,7 +45,7 @@ export interface StartOptions {
   services: string;
   iso: Isolation;
   env?: Record<string, string | undefined>;
-  /** Wait for /health/ready (default) or just for the process to listen. */
+  /** Wait for /health/ready (default), or only for the gateway to listen. */
   waitReady?: boolean;
 }
 
@@ -88,13 +88,14 @@ export async function startNode(options: StartOptions): Promise<NodeProcess> {
     },
   };
   const deadline = Date.now() + 45_000;
-  const readyPath = options.waitReady === false ? '/health/live' : '/health/ready';
+  const probe =
+    options.waitReady === false ? `${node.url}/health/live` : `${node.opsUrl}/health/ready`;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
       throw new Error(`server exited with ${child.exitCode} before it was ready:\n${output}`);
     }
     try {
-      const res = await fetch(`${node.opsUrl}${readyPath}`);
+      const res = await fetch(probe);
       if (res.status === 200) return node;
     } catch {
       // not listening yet

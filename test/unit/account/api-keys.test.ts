@@ -23,7 +23,6 @@ describe('generateApiKey', () => {
     const { plaintext, hash } = generateApiKey('wb', 'staging');
     expect(hash).toMatch(/^[0-9a-f]{64}$/);
     expect(hash).toBe(sha256(plaintext));
-    expect(hash).not.toContain(plaintext.slice(11));
   });
 
   it('makes a different key every time', () => {

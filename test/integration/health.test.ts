@@ -1,0 +1,51 @@
+import { expectErrorEnvelope, request } from '../support/http';
+import { dropDatabases, freePort, isolation, startNode } from '../support/stack';
+
+const iso = isolation();
+
+afterAll(async () => {
+  await dropDatabases(iso);
+});
+
+describe('health probes', () => {
+  it('are live and ready on the gateway port and the ops port', async () => {
+    const node = await startNode({ services: 'all', iso });
+    try {
+      const live = await request(node.url, 'GET', '/health/live');
+      expect(live.status).toBe(200);
+      const ready = await request(node.url, 'GET', '/health/ready');
+      expect(ready.status).toBe(200);
+      expect(ready.body.data.checks).toEqual({
+        broker: true,
+        transporter: true,
+        redis: true,
+        [`mongo:${iso.dbPrefix}account`]: true,
+      });
+      const metrics = await fetch(`${node.opsUrl}/metrics`);
+      expect(metrics.headers.get('content-type')).toMatch(/text\/plain/);
+      expect(await metrics.text()).toMatch(/moleculer_request_total/);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('are live but not ready while Redis is unreachable', async () => {
+    const deadPort = await freePort();
+    const node = await startNode({
+      services: 'gateway',
+      iso,
+      env: { REDIS_URL: `redis://127.0.0.1:${deadPort}` },
+      waitReady: false,
+    });
+    try {
+      expect((await request(node.url, 'GET', '/health/live')).status).toBe(200);
+      const ready = await request(node.url, 'GET', '/health/ready');
+      expectErrorEnvelope(ready, 503, /Not ready: redis/);
+      const ops = await request(node.opsUrl, 'GET', '/health/ready');
+      expect(ops.status).toBe(503);
+      expect(ops.body.checks.redis).toBe(false);
+    } finally {
+      await node.stop();
+    }
+  });
+});

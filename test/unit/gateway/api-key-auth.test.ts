@@ -1,0 +1,324 @@
+import fc from 'fast-check';
+import type { AppEnvironment } from '../../../libs/config';
+import { WaybillError } from '../../../libs/errors';
+import { hashApiKey } from '../../../services/account/api-keys';
+import {
+  ApiKeyAuthenticator,
+  type ApiKeyAuthOptions,
+  type ResolvedApiKey,
+} from '../../../services/gateway/api-key-auth';
+import { rejectionOf } from '../helpers';
+
+const hex = (n: number) => n.toString(16).padStart(64, '0');
+const keyOf = (n: number, env: AppEnvironment = 'staging') => `wb_${env}_${hex(n)}`;
+const hashOf = (n: number, env: AppEnvironment = 'staging') => hashApiKey(keyOf(n, env));
+
+function record(n: number, overrides: Partial<ResolvedApiKey> = {}): ResolvedApiKey {
+  return {
+    id: `key-${n}`,
+    userId: 'user-1',
+    environment: 'staging',
+    serverOnly: true,
+    quota: null,
+    revokedAt: null,
+    user: {
+      id: 'user-1',
+      name: 'Ada Obi',
+      email: 'ada@example.com',
+      phone: '+2348012345678',
+      profileId: 'profile-1',
+    },
+    ...overrides,
+  };
+}
+
+type Lookup = jest.Mock<Promise<ResolvedApiKey | null>, [string]>;
+
+/** An authenticator over an in-memory key table, with a clock the test moves by hand. */
+function setup(options: Partial<ApiKeyAuthOptions> = {}, keys: ResolvedApiKey[] = [record(1)]) {
+  const table = new Map<string, ResolvedApiKey>();
+  for (const key of keys) table.set(hashOf(Number(key.id.slice(4)), key.environment), key);
+  const lookup: Lookup = jest.fn(async (hash: string) => table.get(hash) ?? null);
+  const clock = { now: 1_700_000_000_000 };
+  const auth = new ApiKeyAuthenticator({
+    prefix: 'wb',
+    environment: 'staging',
+    cacheMs: 5000,
+    lookup,
+    now: () => clock.now,
+    ...options,
+  });
+  return { auth, lookup, clock, table };
+}
+
+async function unauthorizedBy(promise: () => Promise<unknown>): Promise<WaybillError> {
+  const err = await rejectionOf(promise);
+  expect(err).toBeInstanceOf(WaybillError);
+  expect(err).toMatchObject({ type: 'UNAUTHORIZED', code: 401 });
+  return err as WaybillError;
+}
+
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (reason: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+describe('ApiKeyAuthenticator rejections', () => {
+  it.each([undefined, '', '   ', [] as string[], ['']])(
+    'requires a key: header %p → 401',
+    async (header) => {
+      const { auth, lookup } = setup();
+      const err = await unauthorizedBy(() => auth.authenticate(header));
+      expect(err.message).toBe('API key is required');
+      expect(lookup).not.toHaveBeenCalled();
+    },
+  );
+
+  it.each([
+    'not-a-key',
+    `wb_staging_${hex(1).slice(1)}`,
+    `xx_staging_${hex(1)}`,
+    `wb_production_${hex(1)}`,
+    `Bearer ${keyOf(1)}`,
+  ])('rejects the malformed key %p with 401', async (header) => {
+    const { auth, lookup } = setup();
+    const err = await unauthorizedBy(() => auth.authenticate(header));
+    expect(err.message).toBe('Invalid API key format');
+    expect(lookup).not.toHaveBeenCalled();
+  });
+
+  it('rejects a live key in staging, naming both environments', async () => {
+    const { auth, lookup } = setup();
+    const err = await unauthorizedBy(() => auth.authenticate(keyOf(1, 'live')));
+    expect(err.message).toContain('live');
+    expect(err.message).toContain('staging');
+    expect(lookup).not.toHaveBeenCalled();
+  });
+
+  it('rejects a staging key in live, naming both environments', async () => {
+    const { auth } = setup({ environment: 'live' }, [record(1, { environment: 'live' })]);
+    const err = await unauthorizedBy(() => auth.authenticate(keyOf(1, 'staging')));
+    expect(err.message).toMatch(/staging API key/);
+    expect(err.message).toMatch(/live environment/);
+  });
+
+  it('rejects an unknown key with 401 after looking it up by its hash', async () => {
+    const { auth, lookup } = setup();
+    const err = await unauthorizedBy(() => auth.authenticate(keyOf(2)));
+    expect(err.message).toContain('Unknown');
+    expect(lookup).toHaveBeenCalledTimes(1);
+    expect(lookup).toHaveBeenCalledWith(hashOf(2));
+  });
+
+  it('rejects a revoked key with 401', async () => {
+    const { auth } = setup({}, [record(1, { revokedAt: '2024-01-01T00:00:00.000Z' })]);
+    const err = await unauthorizedBy(() => auth.authenticate(keyOf(1)));
+    expect(err.message).toMatch(/revoked/);
+  });
+
+  it('passes a failing lookup on and does not cache it', async () => {
+    const { auth, lookup } = setup();
+    lookup.mockRejectedValueOnce(new Error('database down'));
+    await expect(auth.authenticate(keyOf(1))).rejects.toThrow('database down');
+    await expect(auth.authenticate(keyOf(1))).resolves.toEqual(record(1));
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe('ApiKeyAuthenticator successes', () => {
+  it('returns the record of a valid key', async () => {
+    const { auth, lookup } = setup();
+    await expect(auth.authenticate(keyOf(1))).resolves.toEqual(record(1));
+    expect(lookup).toHaveBeenCalledWith(hashOf(1));
+  });
+
+  it('uses the first value of a repeated header', async () => {
+    const { auth } = setup();
+    await expect(auth.authenticate([keyOf(1), 'garbage'])).resolves.toEqual(record(1));
+  });
+
+  it('accepts upper-case hex and surrounding whitespace', async () => {
+    const { auth, lookup } = setup({}, [record(0xabc)]);
+    const key = `  wb_staging_${hex(0xabc).toUpperCase()}  `;
+    await expect(auth.authenticate(key)).resolves.toEqual(record(0xabc));
+    expect(lookup).toHaveBeenCalledWith(hashOf(0xabc));
+  });
+
+  it('accepts a live key in live', async () => {
+    const { auth } = setup({ environment: 'live' }, [record(1, { environment: 'live' })]);
+    await expect(auth.authenticate(keyOf(1, 'live'))).resolves.toMatchObject({ id: 'key-1' });
+  });
+});
+
+describe('ApiKeyAuthenticator cache', () => {
+  it('looks a key up once while the cache entry lives', async () => {
+    const { auth, lookup, clock } = setup({ cacheMs: 5000 });
+    await auth.authenticate(keyOf(1));
+    clock.now += 4999;
+    await auth.authenticate(keyOf(1));
+    await auth.authenticate(keyOf(1));
+    expect(lookup).toHaveBeenCalledTimes(1);
+  });
+
+  it('looks a key up again once cacheMs has passed', async () => {
+    const { auth, lookup, clock } = setup({ cacheMs: 5000 });
+    await auth.authenticate(keyOf(1));
+    clock.now += 5000;
+    await auth.authenticate(keyOf(1));
+    expect(lookup).toHaveBeenCalledTimes(2);
+    clock.now += 1000;
+    await auth.authenticate(keyOf(1));
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('caches misses too', async () => {
+    const { auth, lookup, clock } = setup();
+    await unauthorizedBy(() => auth.authenticate(keyOf(9)));
+    await unauthorizedBy(() => auth.authenticate(keyOf(9)));
+    expect(lookup).toHaveBeenCalledTimes(1);
+    clock.now += 5000;
+    await unauthorizedBy(() => auth.authenticate(keyOf(9)));
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('serves a key revoked after caching until the entry expires (the documented bound)', async () => {
+    const { auth, clock, table } = setup();
+    await auth.authenticate(keyOf(1));
+    table.set(hashOf(1), record(1, { revokedAt: '2024-01-01T00:00:00.000Z' }));
+    await expect(auth.authenticate(keyOf(1))).resolves.toEqual(record(1));
+    clock.now += 5000;
+    await unauthorizedBy(() => auth.authenticate(keyOf(1)));
+  });
+
+  it('forget(hash) drops the entry so the next call looks the key up', async () => {
+    const { auth, lookup, table } = setup();
+    await auth.authenticate(keyOf(1));
+    table.set(hashOf(1), record(1, { revokedAt: '2024-01-01T00:00:00.000Z' }));
+    auth.forget(hashOf(1));
+    const err = await unauthorizedBy(() => auth.authenticate(keyOf(1)));
+    expect(err.message).toMatch(/revoked/);
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('forget of another or unknown hash keeps the entry', async () => {
+    const { auth, lookup } = setup();
+    await auth.authenticate(keyOf(1));
+    auth.forget(hashOf(2));
+    auth.forget('not-a-hash');
+    await auth.authenticate(keyOf(1));
+    expect(lookup).toHaveBeenCalledTimes(1);
+  });
+
+  it('shares one lookup among concurrent calls for one key, however it is spelled', async () => {
+    const n = 0xabcdef;
+    const { auth, lookup } = setup({}, [record(n)]);
+    const pending = deferred<ResolvedApiKey | null>();
+    lookup.mockReturnValueOnce(pending.promise);
+    const calls = [
+      auth.authenticate(keyOf(n)),
+      auth.authenticate(keyOf(n)),
+      auth.authenticate(` wb_staging_${hex(n).toUpperCase()} `),
+    ];
+    await Promise.resolve();
+    expect(lookup).toHaveBeenCalledTimes(1);
+    pending.resolve(record(n));
+    await expect(Promise.all(calls)).resolves.toEqual([record(n), record(n), record(n)]);
+    expect(lookup).toHaveBeenCalledTimes(1);
+    expect(lookup).toHaveBeenCalledWith(hashOf(n));
+  });
+
+  it('shares one failing lookup among concurrent calls, then retries', async () => {
+    const { auth, lookup } = setup();
+    const pending = deferred<ResolvedApiKey | null>();
+    lookup.mockReturnValueOnce(pending.promise);
+    const first = auth.authenticate(keyOf(1));
+    const second = auth.authenticate(keyOf(1));
+    pending.reject(new Error('timeout'));
+    await expect(first).rejects.toThrow('timeout');
+    await expect(second).rejects.toThrow('timeout');
+    expect(lookup).toHaveBeenCalledTimes(1);
+    await expect(auth.authenticate(keyOf(1))).resolves.toEqual(record(1));
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('looks different keys up separately, even concurrently', async () => {
+    const { auth, lookup } = setup({}, [record(1), record(2)]);
+    const [a, b] = await Promise.all([auth.authenticate(keyOf(1)), auth.authenticate(keyOf(2))]);
+    expect(a.id).toBe('key-1');
+    expect(b.id).toBe('key-2');
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('with cacheMs 0, looks the key up on every call', async () => {
+    const { auth, lookup } = setup({ cacheMs: 0 });
+    await auth.authenticate(keyOf(1));
+    await auth.authenticate(keyOf(1));
+    await unauthorizedBy(() => auth.authenticate(keyOf(7)));
+    await unauthorizedBy(() => auth.authenticate(keyOf(7)));
+    expect(lookup).toHaveBeenCalledTimes(4);
+  });
+
+  it('with cacheMs 0, still shares a concurrent lookup', async () => {
+    const { auth, lookup } = setup({ cacheMs: 0 });
+    await Promise.all([auth.authenticate(keyOf(1)), auth.authenticate(keyOf(1))]);
+    expect(lookup).toHaveBeenCalledTimes(1);
+  });
+
+  it('evicts the oldest entry beyond maxCacheEntries', async () => {
+    const keys = [1, 2, 3, 4].map((n) => record(n));
+    const { auth, lookup } = setup({ maxCacheEntries: 3 }, keys);
+    for (const n of [1, 2, 3, 4]) await auth.authenticate(keyOf(n));
+    expect(lookup).toHaveBeenCalledTimes(4);
+
+    // 2, 3 and 4 are cached; 1 was evicted.
+    for (const n of [2, 3, 4]) await auth.authenticate(keyOf(n));
+    expect(lookup).toHaveBeenCalledTimes(4);
+    await auth.authenticate(keyOf(1));
+    expect(lookup).toHaveBeenCalledTimes(5);
+    expect(lookup).toHaveBeenLastCalledWith(hashOf(1));
+  });
+
+  it('never holds more than maxCacheEntries entries (property)', async () => {
+    // White-box: the cache is private, so its size is read through a cast.
+    const cacheSize = (auth: ApiKeyAuthenticator) =>
+      (auth as unknown as { cache: Map<string, unknown> }).cache.size;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(fc.record({ key: fc.integer({ min: 1, max: 12 }), advance: fc.nat(3000) }), {
+          maxLength: 40,
+        }),
+        async (maxCacheEntries, calls) => {
+          const known = [1, 2, 3, 4, 5, 6].map((n) => record(n));
+          const { auth, clock } = setup({ maxCacheEntries }, known);
+          for (const { key, advance } of calls) {
+            clock.now += advance;
+            await auth.authenticate(keyOf(key)).catch(() => undefined);
+            expect(cacheSize(auth)).toBeLessThanOrEqual(maxCacheEntries);
+          }
+        },
+      ),
+    );
+  });
+
+  it('defaults maxCacheEntries to 10000', async () => {
+    const { auth, lookup } = setup({ cacheMs: 60_000 });
+    for (let n = 100; n < 10_100; n++) {
+      await unauthorizedBy(() => auth.authenticate(keyOf(n)));
+    }
+    expect(lookup).toHaveBeenCalledTimes(10_000);
+    await unauthorizedBy(() => auth.authenticate(keyOf(100)));
+    expect(lookup).toHaveBeenCalledTimes(10_000);
+    // One more key evicts the oldest entry (100; hits do not refresh an entry's age) only.
+    await unauthorizedBy(() => auth.authenticate(keyOf(10_100)));
+    await unauthorizedBy(() => auth.authenticate(keyOf(101)));
+    expect(lookup).toHaveBeenCalledTimes(10_001);
+    await unauthorizedBy(() => auth.authenticate(keyOf(100)));
+    expect(lookup).toHaveBeenCalledTimes(10_002);
+  });
+});
