@@ -43,7 +43,9 @@ const envSchema = Joi.object({
   APP_ENV: Joi.string()
     .valid('staging', 'live')
     .default('staging')
-    .description('Environment name: the only kind of API key accepted, and `environment` of errors'),
+    .description(
+      'Environment name: the only kind of API key accepted, and `environment` of errors',
+    ),
   API_KEY_PREFIX: Joi.string()
     .pattern(/^[a-z][a-z0-9]{0,15}$/)
     .default('wb')
@@ -51,7 +53,9 @@ const envSchema = Joi.object({
   ADMIN_TOKEN: Joi.string()
     .min(16)
     .when('APP_ENV', { is: 'live', then: Joi.required() })
-    .description('Bearer token for `/admin`; required when APP_ENV=live, admin API disabled without it'),
+    .description(
+      'Bearer token for `/admin`; required when APP_ENV=live, admin API disabled without it',
+    ),
   MONGO_URL: Joi.string()
     .uri({ scheme: ['mongodb', 'mongodb+srv'] })
     .default('mongodb://127.0.0.1:27017')
@@ -63,7 +67,9 @@ const envSchema = Joi.object({
   NATS_URL: Joi.string()
     .uri({ scheme: ['nats', 'tls'] })
     .empty('')
-    .description('NATS transporter URL; unset runs all services in one process without a transporter'),
+    .description(
+      'NATS transporter URL; unset runs all services in one process without a transporter',
+    ),
   NAMESPACE: Joi.string()
     .pattern(/^[a-z0-9-]+$/)
     .default('waybill')
@@ -90,7 +96,9 @@ const envSchema = Joi.object({
     .description('Public base URL of hosted files: `<CDN_BASE_URL>/<key>`'),
   SERVICES: Joi.string()
     .default('all')
-    .description(`Services this process runs: \`all\` or a comma list of ${SERVICE_NAMES.join(', ')}`),
+    .description(
+      `Services this process runs: \`all\` or a comma list of ${SERVICE_NAMES.join(', ')}`,
+    ),
   LOG_LEVEL: Joi.string()
     .valid('fatal', 'error', 'warn', 'info', 'debug', 'trace')
     .default('info')
@@ -127,7 +135,9 @@ const envSchema = Joi.object({
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
-    .description('Port of `/health/live`, `/health/ready` and `/metrics` in every process; 0 disables'),
+    .description(
+      'Port of `/health/live`, `/health/ready` and `/metrics` in every process; 0 disables',
+    ),
 }).unknown(true);
 
 export type ConfigVariable = { name: string; default: string; description: string };

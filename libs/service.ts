@@ -45,8 +45,10 @@ export interface RequestMeta {
 
 export type WaybillContext<P = Record<string, unknown>> = Context<P, RequestMeta>;
 
-export interface ActionDefinition<P = Record<string, unknown>>
-  extends Omit<ActionSchema, 'params' | 'handler'> {
+export interface ActionDefinition<P = Record<string, unknown>> extends Omit<
+  ActionSchema,
+  'params' | 'handler'
+> {
   params?: Joi.ObjectSchema<P>;
   http?: HttpRoute;
   handler: (ctx: WaybillContext<P>) => unknown;

@@ -23,10 +23,7 @@ export function validate<T>(schema: Joi.Schema<T>, input: unknown): T {
   const { value, error } = schema.validate(input, VALIDATION_OPTIONS);
   if (error) {
     const fields = toFieldErrors(error);
-    throw validationError(
-      `Validation failed: ${fields.map((f) => f.message).join('; ')}`,
-      fields,
-    );
+    throw validationError(`Validation failed: ${fields.map((f) => f.message).join('; ')}`, fields);
   }
   return value as T;
 }

@@ -6,10 +6,12 @@ import { createAccountService } from './account/account.service';
  * Every service behind the gateway. The gateway builds its routes and the OpenAPI
  * document from this list, so a new action with `http` is served and documented as is.
  */
-export const BACKEND_SERVICES: Record<Exclude<ServiceName, 'gateway'>, (c: Config) => ServiceDefinition> =
-  {
-    account: createAccountService,
-  };
+export const BACKEND_SERVICES: Record<
+  Exclude<ServiceName, 'gateway'>,
+  (c: Config) => ServiceDefinition
+> = {
+  account: createAccountService,
+};
 
 export function backendDefinitions(config: Config): ServiceDefinition[] {
   return Object.values(BACKEND_SERVICES).map((create) => create(config));

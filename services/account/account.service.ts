@@ -237,7 +237,10 @@ export function createAccountService(config: Config): ServiceDefinition {
           if (!user) return null;
           if (!key.revokedAt) {
             // The gateway caches lookups, so this runs at most once per cache period per key.
-            await db.models.ApiKey.updateOne({ _id: key._id }, { $set: { lastUsedAt: new Date() } });
+            await db.models.ApiKey.updateOne(
+              { _id: key._id },
+              { $set: { lastUsedAt: new Date() } },
+            );
           }
           return { ...toApiKeyView(key), user: toUserView(user) };
         },

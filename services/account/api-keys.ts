@@ -10,8 +10,7 @@ export interface GeneratedApiKey {
 }
 
 export type ParsedApiKey =
-  | { valid: true; environment: AppEnvironment; hash: string }
-  | { valid: false };
+  { valid: true; environment: AppEnvironment; hash: string } | { valid: false };
 
 export function hashApiKey(plaintext: string): string {
   return createHash('sha256').update(plaintext, 'utf8').digest('hex');

@@ -4,7 +4,13 @@ import type { Logger } from 'moleculer';
 import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
-import { forbidden, notFound, quotaExceeded, serviceUnavailable, toHttpError } from '../../libs/errors';
+import {
+  forbidden,
+  notFound,
+  quotaExceeded,
+  serviceUnavailable,
+  toHttpError,
+} from '../../libs/errors';
 import { readiness, registerHealthCheck } from '../../libs/health';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import type { RouteGroup, ServiceDefinition } from '../../libs/service';
@@ -34,7 +40,10 @@ const middleware =
 const FILE_CORS_HEADERS = 'api-key, content-type';
 const EXPOSED_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After';
 
-export function createGatewayService(config: Config, backends: ServiceDefinition[]): ServiceDefinition {
+export function createGatewayService(
+  config: Config,
+  backends: ServiceDefinition[],
+): ServiceDefinition {
   const entries = collectRoutes(backends);
   const httpByAction = new Map(entries.map((e) => [e.actionName, e.http]));
   const redis = createRedis(config.redisUrl, `${config.namespace}-gateway`);
@@ -165,7 +174,11 @@ export function createGatewayService(config: Config, backends: ServiceDefinition
       'GET /health/live'(_req: GatewayRequest, res: ServerResponse) {
         sendJson(res, 200, successEnvelope('Live', { status: 'ok' }));
       },
-      async 'GET /health/ready'(this: { broker: Parameters<typeof readiness>[0] }, req: GatewayRequest, res: ServerResponse) {
+      async 'GET /health/ready'(
+        this: { broker: Parameters<typeof readiness>[0] },
+        req: GatewayRequest,
+        res: ServerResponse,
+      ) {
         const state = await readiness(this.broker);
         if (state.ready) {
           sendJson(res, 200, successEnvelope('Ready', state));
@@ -192,7 +205,11 @@ export function createGatewayService(config: Config, backends: ServiceDefinition
         res.setHeader('Content-Type', 'text/html; charset=utf-8');
         res.end(DOCS_HTML);
       },
-      'GET /docs/assets/:file'(req: GatewayRequest & { $params?: { file?: string } }, res: ServerResponse, next: Next) {
+      'GET /docs/assets/:file'(
+        req: GatewayRequest & { $params?: { file?: string } },
+        res: ServerResponse,
+        next: Next,
+      ) {
         if (!sendDocsAsset(String(req.$params?.file ?? ''), res)) {
           next(notFound('No such docs asset'));
         }
@@ -243,7 +260,11 @@ export function createGatewayService(config: Config, backends: ServiceDefinition
     methods: {
       send404(req: GatewayRequest, res: ServerResponse) {
         const { method, path } = describeRequest(req);
-        this.sendError(req, res, notFound(`No route for ${method} ${path}; see /docs for the routes`));
+        this.sendError(
+          req,
+          res,
+          notFound(`No route for ${method} ${path}; see /docs for the routes`),
+        );
       },
       // moleculer-web logs every 5xx with its stack; onError logs what is ours to fix.
       errorHandler(req: GatewayRequest, res: ServerResponse, err: unknown) {
@@ -259,11 +280,13 @@ export function createGatewayService(config: Config, backends: ServiceDefinition
         if (data == null) {
           res.end();
         } else if (data instanceof Readable) {
-          if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
+          if (!res.hasHeader('Content-Type'))
+            res.setHeader('Content-Type', 'application/octet-stream');
           data.on('error', () => res.destroy());
           data.pipe(res);
         } else if (Buffer.isBuffer(data)) {
-          if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
+          if (!res.hasHeader('Content-Type'))
+            res.setHeader('Content-Type', 'application/octet-stream');
           res.setHeader('Content-Length', data.length);
           res.end(data);
         } else {
@@ -278,7 +301,8 @@ export function createGatewayService(config: Config, backends: ServiceDefinition
         prefix: config.apiKeyPrefix,
         environment: config.appEnv,
         cacheMs: config.apiKeyCacheSeconds * 1000,
-        lookup: (hash) => broker.call<ResolvedApiKey | null, { hash: string }>('account.resolveApiKey', { hash }),
+        lookup: (hash) =>
+          broker.call<ResolvedApiKey | null, { hash: string }>('account.resolveApiKey', { hash }),
       });
       registerHealthCheck(broker, 'redis', () => redisReady(redis));
     },

@@ -8,9 +8,15 @@ export interface GatewayRequest extends IncomingMessage {
 }
 
 /** `path` and `url` of the error envelope: the path without query, and the full URL. */
-export function describeRequest(req: GatewayRequest): { method: string; path: string; url: string } {
+export function describeRequest(req: GatewayRequest): {
+  method: string;
+  path: string;
+  url: string;
+} {
   const raw = req.originalUrl ?? req.url ?? '/';
-  const forwardedProto = String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim();
+  const forwardedProto = String(req.headers['x-forwarded-proto'] ?? '')
+    .split(',')[0]
+    .trim();
   const proto = forwardedProto === 'https' ? 'https' : 'http';
   const host = req.headers.host ?? 'localhost';
   let path = raw.split('?')[0] || '/';

@@ -8,7 +8,8 @@ type JsonSchema = Record<string, unknown> & {
   required?: string[];
 };
 
-const toSchema = (schema: Joi.Schema): JsonSchema => joiToJson(schema, 'open-api-3.1') as JsonSchema;
+const toSchema = (schema: Joi.Schema): JsonSchema =>
+  joiToJson(schema, 'open-api-3.1') as JsonSchema;
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input; `errors` lists each field',
@@ -28,7 +29,8 @@ const errorRef = (description: string) => ({
 });
 
 const openApiPath = (fullPath: string) => fullPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-const pathParams = (fullPath: string) => [...fullPath.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]);
+const pathParams = (fullPath: string) =>
+  [...fullPath.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]);
 
 function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
   const [serviceName, actionName] = entry.actionName.split('.');
@@ -75,7 +77,13 @@ function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
       },
     };
   }
-  const errorStatuses = new Set([400, 500, 503, 504, ...Object.keys(http.errors ?? {}).map(Number)]);
+  const errorStatuses = new Set([
+    400,
+    500,
+    503,
+    504,
+    ...Object.keys(http.errors ?? {}).map(Number),
+  ]);
   if (http.group === 'admin') [401, 403].forEach((s) => errorStatuses.add(s));
   else [401, 429].forEach((s) => errorStatuses.add(s));
   if (inPath.length > 0) errorStatuses.add(404);

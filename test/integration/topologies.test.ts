@@ -2,7 +2,7 @@ import { createUserWithKey, expectErrorEnvelope, request } from '../support/http
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 /** The same code in its three topologies, each serving an authenticated request end to end. */
-describe.each([
+describe.each<[string, string[], Record<string, string>]>([
   ['all services in one process, no transporter', ['all'], { NATS_URL: '' }],
   ['all services in one process over NATS', ['all'], {}],
   ['one process per service over NATS', ['account', 'gateway'], {}],
