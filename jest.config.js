@@ -2,7 +2,7 @@
 /** @type {import('jest').Config['transform']} */
 // Transpile only: `npm run typecheck` type-checks the tests once, jest need not do it again.
 const transform = {
-  '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }],
+  '^.+\\.ts$': ['ts-jest', { diagnostics: false }],
 };
 
 /** @type {import('jest').Config} */
