@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { BrokerOptions, MetricRegistry } from 'moleculer';
 import type { Config } from './libs/config';
+import { jsonLogLine } from './libs/logging';
 import { OpsServer } from './libs/ops-server';
 import { JoiValidator } from './libs/validation';
 
@@ -23,7 +24,12 @@ export function createBrokerOptions(config: Config): BrokerOptions {
       type: 'Console',
       options: {
         level: config.logLevel,
-        formatter: config.logFormat === 'json' ? 'json' : 'short',
+        formatter:
+          config.logFormat === 'json'
+            ? (level: string, args: unknown[], bindings: Record<string, unknown>) => [
+                jsonLogLine(level, args, bindings),
+              ]
+            : 'short',
         colors: config.logFormat === 'pretty',
         moduleColors: false,
       },

@@ -1,0 +1,38 @@
+import { jsonLogLine } from '../../../libs/logging';
+
+const bindings = { nodeID: 'node-1', ns: 'waybill', mod: 'gateway', svc: 'gateway' };
+const now = new Date('2026-01-02T03:04:05.000Z');
+
+describe('jsonLogLine', () => {
+  it('joins strings into msg and lifts object fields to the top level', () => {
+    const line = JSON.parse(
+      jsonLogLine('info', ['http', { method: 'GET', status: 200 }, 42], bindings, now),
+    );
+    expect(line).toEqual({
+      time: '2026-01-02T03:04:05.000Z',
+      level: 'info',
+      msg: 'http 42',
+      method: 'GET',
+      status: 200,
+      nodeID: 'node-1',
+      ns: 'waybill',
+      mod: 'gateway',
+      svc: 'gateway',
+    });
+  });
+
+  it('describes errors, alone or inside an object', () => {
+    const err = Object.assign(new Error('boom'), { type: 'X', code: 500 });
+    const alone = JSON.parse(jsonLogLine('error', ['failed', err], bindings, now));
+    expect(alone.error).toMatchObject({ name: 'Error', message: 'boom', type: 'X', code: 500 });
+    expect(alone.error.stack).toMatch(/boom/);
+    const nested = JSON.parse(
+      jsonLogLine('error', ['failed', { error: err, path: '/x' }], bindings),
+    );
+    expect(nested).toMatchObject({ path: '/x', error: { message: 'boom' } });
+  });
+
+  it('keeps one line whatever the input', () => {
+    expect(jsonLogLine('warn', ['a\nb', ['x']], bindings)).not.toContain('\n');
+  });
+});
