@@ -72,7 +72,12 @@ export class JoiValidator extends Validators.Base {
         if (!Joi.isSchema(schema)) return handler;
         keepOffTheWire(schema);
         return function validateParams(ctx: Context) {
-          ctx.params = validate(schema, ctx.params ?? {});
+          try {
+            ctx.params = validate(schema, ctx.params ?? {});
+          } catch (err) {
+            // Callers expect a rejected promise, never a synchronous throw from broker.call.
+            return Promise.reject(err);
+          }
           return handler(ctx);
         };
       },

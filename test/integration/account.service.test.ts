@@ -1,0 +1,99 @@
+import { ServiceBroker } from 'moleculer';
+import { createBrokerOptions } from '../../moleculer.config';
+import { loadConfig } from '../../libs/config';
+import { toServiceSchema } from '../../libs/service';
+import {
+  API_KEY_REVOKED_EVENT,
+  createAccountService,
+} from '../../services/account/account.service';
+import { hashApiKey } from '../../services/account/api-keys';
+import { dropDatabases, isolation } from '../support/stack';
+
+/** The account service on a broker in this process, against the real MongoDB-compatible server. */
+const iso = isolation();
+let broker: ServiceBroker;
+const revoked: unknown[] = [];
+
+beforeAll(async () => {
+  const config = loadConfig({
+    ...process.env,
+    NATS_URL: '',
+    OPS_PORT: '0',
+    NAMESPACE: iso.namespace,
+    MONGO_DB_PREFIX: iso.dbPrefix,
+  });
+  broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  broker.createService(toServiceSchema(createAccountService(config)));
+  broker.createService({
+    name: 'listener',
+    events: {
+      [API_KEY_REVOKED_EVENT]: (ctx: { params: unknown }) => void revoked.push(ctx.params),
+    },
+  });
+  await broker.start();
+});
+
+afterAll(async () => {
+  await broker?.stop();
+  await dropDatabases(iso);
+});
+
+const user = (email: string) => ({ name: 'Chi', email, phone: '+2347012345678' });
+
+describe('account service', () => {
+  it('lets exactly one of many concurrent creations of one e-mail win', async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, () => broker.call('account.createUser', user('race@example.com'))),
+    );
+    const won = results.filter((r) => r.status === 'fulfilled');
+    const lost = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(7);
+    for (const r of lost) expect(r.reason).toMatchObject({ code: 409, type: 'CONFLICT' });
+  });
+
+  it('resolves a key by the hash of its plaintext, with its user', async () => {
+    const u = await broker.call<{ id: string }, unknown>(
+      'account.createUser',
+      user('k@example.com'),
+    );
+    const key = await broker.call<{ id: string; key: string }, unknown>('account.createApiKey', {
+      userId: u.id,
+      quota: { limit: 3, windowSeconds: 10 },
+    });
+    const resolved = await broker.call('account.resolveApiKey', { hash: hashApiKey(key.key) });
+    expect(resolved).toMatchObject({
+      id: key.id,
+      userId: u.id,
+      serverOnly: true,
+      quota: { limit: 3, windowSeconds: 10 },
+      revokedAt: null,
+      user: { id: u.id, email: 'k@example.com' },
+    });
+    expect(await broker.call('account.resolveApiKey', { hash: 'f'.repeat(64) })).toBeNull();
+  });
+
+  it('broadcasts a revocation with the hash so gateways can drop it', async () => {
+    const u = await broker.call<{ id: string }, unknown>(
+      'account.createUser',
+      user('r@example.com'),
+    );
+    const key = await broker.call<{ id: string; key: string }, unknown>('account.createApiKey', {
+      userId: u.id,
+    });
+    await broker.call('account.revokeApiKey', { keyId: key.id });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(revoked).toContainEqual({ keyId: key.id, hash: hashApiKey(key.key) });
+    const resolved = await broker.call<{ revokedAt: string }, unknown>('account.resolveApiKey', {
+      hash: hashApiKey(key.key),
+    });
+    expect(resolved.revokedAt).toEqual(expect.any(String));
+  });
+
+  it('validates internal calls too', async () => {
+    await expect(broker.call('account.resolveApiKey', { hash: 'nope' })).rejects.toMatchObject({
+      code: 400,
+      type: 'VALIDATION_ERROR',
+    });
+  });
+});
