@@ -51,7 +51,9 @@ const envSchema = Joi.object({
     .default('wb')
     .description('Prefix of API keys: `<prefix>_<live|staging>_<64 hex>`'),
   ADMIN_TOKEN: Joi.string()
+    .empty('')
     .min(16)
+    .pattern(/^\S+$/, 'no whitespace')
     .when('APP_ENV', { is: 'live', then: Joi.required() })
     .description(
       'Bearer token for `/admin`; required when APP_ENV=live, admin API disabled without it',

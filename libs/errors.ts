@@ -104,15 +104,11 @@ export function toHttpError(err: unknown): HttpError {
   const type = typeof e.type === 'string' ? e.type : undefined;
   const message = typeof e.message === 'string' ? e.message : '';
 
-  if (type && type in ERROR_STATUS) {
-    return {
-      status: ERROR_STATUS[type as ErrorType],
-      message,
-      errors: asFieldErrors(e.data),
-      internal: false,
-    };
+  if (type && Object.hasOwn(ERROR_STATUS, type)) {
+    const status = ERROR_STATUS[type as ErrorType];
+    return { status, message, errors: asFieldErrors(e.data), internal: status >= 500 };
   }
-  if (type && type in FRAMEWORK_ERRORS) {
+  if (type && Object.hasOwn(FRAMEWORK_ERRORS, type)) {
     const known = FRAMEWORK_ERRORS[type];
     return {
       status: known.status,

@@ -12,9 +12,20 @@ const GRAMS_PER_KG = 1000;
 export type Numeric = number | string | Decimal;
 
 function toDecimal(value: Numeric, what: string): Decimal {
-  const d = new Money(value);
+  let d: Decimal;
+  try {
+    d = new Money(value);
+  } catch {
+    throw new RangeError(`${what} must be a number, got ${String(value)}`);
+  }
   if (!d.isFinite()) throw new RangeError(`${what} must be a finite number, got ${String(value)}`);
   return d;
+}
+
+function toSafeInteger(d: Decimal, what: string): number {
+  const n = d.toNumber();
+  if (!Number.isSafeInteger(n)) throw new RangeError(`${what} is too large: ${d.toString()}`);
+  return n;
 }
 
 /** Integer kobo → NGN string with exactly two decimals ("1234.50"). */
@@ -26,10 +37,8 @@ export function formatNaira(kobo: Numeric): string {
 
 /** NGN amount (number or string) → integer kobo, rounded half up to the nearest kobo. */
 export function nairaToKobo(naira: Numeric): number {
-  return toDecimal(naira, 'amount')
-    .times(KOBO_PER_NAIRA)
-    .toDecimalPlaces(0, Decimal.ROUND_HALF_UP)
-    .toNumber();
+  const kobo = toDecimal(naira, 'amount').times(KOBO_PER_NAIRA);
+  return toSafeInteger(kobo.toDecimalPlaces(0, Decimal.ROUND_HALF_UP), 'amount');
 }
 
 /** Integer grams → kg string with exactly five decimals ("2.00000"). */
@@ -41,8 +50,6 @@ export function formatKg(grams: Numeric): string {
 
 /** kg (number or string) → integer grams, rounded half up. */
 export function kgToGrams(kg: Numeric): number {
-  return toDecimal(kg, 'weight')
-    .times(GRAMS_PER_KG)
-    .toDecimalPlaces(0, Decimal.ROUND_HALF_UP)
-    .toNumber();
+  const grams = toDecimal(kg, 'weight').times(GRAMS_PER_KG);
+  return toSafeInteger(grams.toDecimalPlaces(0, Decimal.ROUND_HALF_UP), 'weight');
 }

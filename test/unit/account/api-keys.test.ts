@@ -95,7 +95,11 @@ describe('parseApiKey', () => {
   });
 
   it('accepts any 64-digit hex in any case and canonicalises it (property)', () => {
-    const hex64 = fc.string({ unit: fc.constantFrom(...'0123456789abcdefABCDEF'), minLength: 64, maxLength: 64 });
+    const hex64 = fc.string({
+      unit: fc.constantFrom(...'0123456789abcdefABCDEF'),
+      minLength: 64,
+      maxLength: 64,
+    });
     fc.assert(
       fc.property(hex64, fc.constantFrom('live' as const, 'staging' as const), (hex, env) => {
         const parsed = parseApiKey(`wb_${env}_${hex}`, 'wb');

@@ -305,3 +305,13 @@ describe('describeConfig', () => {
     expect(admin?.description).toMatch(/APP_ENV=live/);
   });
 });
+
+describe('ADMIN_TOKEN edge cases', () => {
+  it('treats an empty value as unset in staging', () => {
+    expect(loadConfig({ ADMIN_TOKEN: '' }).adminToken).toBeUndefined();
+  });
+
+  it('refuses a token with whitespace, which no Authorization header could carry', () => {
+    expect(() => loadConfig({ ADMIN_TOKEN: 'has a space in it!!' })).toThrow(/^ADMIN_TOKEN: /);
+  });
+});

@@ -279,11 +279,8 @@ describe('toHttpError of anything else', () => {
     expect(http.message).not.toContain('secret');
   });
 
-  // BUG (libs/errors.ts): `type in ERROR_STATUS` also sees Object.prototype members, so a
-  // type such as 'constructor' or '__proto__' yields a function or object as the status.
-  // Expected: an unknown type maps to the generic 500. `it.failing` keeps the suite green
-  // until the module is fixed; then drop `.failing`.
-  it.failing.each(['constructor', 'toString', 'hasOwnProperty', '__proto__'])(
+  // Prototype member names must not be taken for known error types.
+  it.each(['constructor', 'toString', 'hasOwnProperty', '__proto__'])(
     'maps the prototype member name %s as a type to a generic 500',
     (type) => {
       expect(toHttpError({ type, message: 'odd' })).toEqual({
@@ -368,5 +365,15 @@ describe('toHttpError properties', () => {
         },
       ),
     );
+  });
+});
+
+describe('our own 5xx', () => {
+  it('is logged as internal', () => {
+    expect(toHttpError(serviceUnavailable('Redis down'))).toMatchObject({
+      status: 503,
+      message: 'Redis down',
+      internal: true,
+    });
   });
 });

@@ -233,3 +233,14 @@ describe('money and weight properties', () => {
     );
   });
 });
+
+describe('conversions refuse what they cannot represent exactly', () => {
+  it('throws RangeError for text that is not a number', () => {
+    expect(() => nairaToKobo('abc')).toThrow(RangeError);
+    expect(() => kgToGrams('1,5')).toThrow(RangeError);
+  });
+
+  it('throws RangeError past the safe integer range', () => {
+    expect(() => nairaToKobo('1e17')).toThrow(/too large/);
+  });
+});

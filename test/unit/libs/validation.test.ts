@@ -1,7 +1,12 @@
 import Joi from 'joi';
 import { ServiceBroker, type Context } from 'moleculer';
 import { WaybillError, toHttpError } from '../../../libs/errors';
-import { JoiValidator, VALIDATION_OPTIONS, toFieldErrors, validate } from '../../../libs/validation';
+import {
+  JoiValidator,
+  VALIDATION_OPTIONS,
+  toFieldErrors,
+  validate,
+} from '../../../libs/validation';
 import { rejectionOf, thrownBy } from '../helpers';
 
 interface ValidationFailure {
@@ -85,7 +90,11 @@ describe('validate', () => {
   });
 
   it('rejects unknown keys, at every depth', () => {
-    const err = failureOf(userSchema, { name: 'Ada', admin: true, address: { city: 'Lagos', x: 1 } });
+    const err = failureOf(userSchema, {
+      name: 'Ada',
+      admin: true,
+      address: { city: 'Lagos', x: 1 },
+    });
     expect(err.data.errors).toHaveLength(2);
     expect(err.data.errors).toEqual(
       expect.arrayContaining([
@@ -205,12 +214,8 @@ describe('JoiValidator in a broker', () => {
     expect(err.data.errors).toEqual([{ field: 'name', message: 'name is required' }]);
   });
 
-  // BUG (libs/validation.ts, JoiValidator.middleware → validateParams): the wrapper throws
-  // synchronously instead of returning a rejected promise, so a local `broker.call` with bad
-  // params throws out of `call()` itself (a `.catch()` chained on it never runs) and skips
-  // moleculer's error-handler middleware. Expected: a rejected promise, like moleculer's own
-  // validator middleware returns. Remove `.failing` once fixed.
-  it.failing('reports bad params as a rejected promise, not a synchronous throw', async () => {
+  // A local broker.call with bad params must reject, never throw out of call() itself.
+  it('reports bad params as a rejected promise, not a synchronous throw', async () => {
     let promise: Promise<unknown> | undefined;
     expect(() => {
       promise = broker.call('probe.echo', {});
@@ -218,8 +223,7 @@ describe('JoiValidator in a broker', () => {
     await expect(promise).rejects.toMatchObject({ type: 'VALIDATION_ERROR', code: 400 });
   });
 
-  // Same BUG as above: the broker-wide `errorHandler` never sees validation errors.
-  it.failing("passes validation errors through the broker's errorHandler", async () => {
+  it("passes validation errors through the broker's errorHandler", async () => {
     await rejectionOf(() => broker.call('probe.echo', {}));
     expect(handled).toHaveLength(1);
     expect(handled[0]).toMatchObject({ type: 'VALIDATION_ERROR' });

@@ -1,0 +1,375 @@
+import Joi from 'joi';
+import { loadConfig } from '../../../libs/config';
+import { errorEnvelope, successEnvelope } from '../../../libs/envelope';
+import type { ServiceDefinition } from '../../../libs/service';
+import { createAccountService } from '../../../services/account/account.service';
+import { buildOpenApi } from '../../../services/gateway/openapi';
+import { collectRoutes } from '../../../services/gateway/routes';
+
+type Json = Record<string, unknown>;
+interface Parameter {
+  name: string;
+  in: 'path' | 'query';
+  required: boolean;
+  schema: Json;
+}
+interface Operation {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  security: Record<string, string[]>[];
+  parameters: Parameter[];
+  responses: Record<string, { description: string; content?: Record<string, { schema: Json }> }>;
+  requestBody?: {
+    required: boolean;
+    content: Record<string, { schema: Json & { properties?: Json; required?: string[] } }>;
+  };
+}
+
+const ERROR_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+const account = createAccountService(loadConfig({}));
+const doc = buildOpenApi([account], '1.2.3');
+
+function op(path: string, method: string): Operation {
+  const operation = (doc.paths[path] as Record<string, Operation> | undefined)?.[method];
+  if (!operation) throw new Error(`no ${method.toUpperCase()} ${path} in the document`);
+  return operation;
+}
+
+function allOperations(document: { paths: Record<string, Record<string, unknown>> }) {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, Operation>).map(([method, operation]) => ({
+      path,
+      method,
+      operation,
+    })),
+  );
+}
+
+const param = (operation: Operation, name: string) =>
+  operation.parameters.find((p) => p.name === name);
+
+describe('buildOpenApi document', () => {
+  it('is an OpenAPI 3.1.0 document with the given version', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.version).toBe('1.2.3');
+    expect(doc.info.title).toBe('Waybill API');
+  });
+
+  it('is plain JSON (no joi objects or functions)', () => {
+    expect(JSON.parse(JSON.stringify(doc))).toEqual(doc);
+  });
+
+  it('has the admin paths of the account service, in OpenAPI path syntax', () => {
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/admin/users',
+        '/admin/users/{userId}',
+        '/admin/users/{userId}/api-keys',
+        '/admin/api-keys/{keyId}',
+      ]),
+    );
+    for (const path of Object.keys(doc.paths)) expect(path).not.toContain(':');
+  });
+
+  it('documents every routed action once, by its action name', () => {
+    const routed = collectRoutes([account]);
+    const operations = allOperations(doc);
+    expect(operations).toHaveLength(routed.length);
+    expect(operations.map((o) => o.operation.operationId).sort()).toEqual(
+      routed.map((r) => r.actionName).sort(),
+    );
+    for (const { method } of operations) expect(METHODS).toContain(method);
+  });
+
+  it('declares both security schemes', () => {
+    expect(doc.components.securitySchemes).toEqual({
+      ApiKey: { type: 'apiKey', in: 'header', name: 'api-key' },
+      AdminToken: { type: 'http', scheme: 'bearer' },
+    });
+  });
+
+  it('describes the error envelope libs/envelope builds', () => {
+    const schema = doc.components.schemas.ErrorEnvelope;
+    const bare = errorEnvelope({
+      statusCode: 404,
+      method: 'GET',
+      path: '/p',
+      url: '/p',
+      message: 'm',
+      environment: 'staging',
+    });
+    expect([...schema.required].sort()).toEqual(Object.keys(bare).sort());
+    const full = errorEnvelope({ ...bare, errors: [{ field: 'f', message: 'm' }] });
+    expect(Object.keys(schema.properties).sort()).toEqual(Object.keys(full).sort());
+  });
+
+  it('describes the success envelope libs/envelope builds', () => {
+    const schema = doc.components.schemas.SuccessEnvelope;
+    expect([...schema.required].sort()).toEqual(Object.keys(successEnvelope('m', 1)).sort());
+  });
+});
+
+describe('buildOpenApi operations of the account service', () => {
+  it('declares every path parameter in: path, required', () => {
+    for (const { path, operation } of allOperations(doc)) {
+      const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      const inPath = operation.parameters.filter((p) => p.in === 'path');
+      expect(inPath.map((p) => p.name)).toEqual(names);
+      for (const p of inPath) expect(p.required).toBe(true);
+    }
+  });
+
+  it('takes path parameter schemas from joi', () => {
+    expect(param(op('/admin/users/{userId}', 'get'), 'userId')).toEqual({
+      name: 'userId',
+      in: 'path',
+      required: true,
+      schema: expect.objectContaining({ type: 'string', format: 'uuid' }),
+    });
+    expect(param(op('/admin/api-keys/{keyId}', 'delete'), 'keyId')).toMatchObject({
+      in: 'path',
+      required: true,
+    });
+  });
+
+  it('turns the joi params of GET /admin/users into optional query parameters', () => {
+    const list = op('/admin/users', 'get');
+    expect(param(list, 'email')).toEqual({
+      name: 'email',
+      in: 'query',
+      required: false,
+      schema: expect.objectContaining({ type: 'string', format: 'email' }),
+    });
+    expect(param(list, 'limit')).toEqual({
+      name: 'limit',
+      in: 'query',
+      required: false,
+      schema: expect.objectContaining({ type: 'integer', default: 50, minimum: 1, maximum: 100 }),
+    });
+    expect(list.requestBody).toBeUndefined();
+  });
+
+  it('gives POST /admin/users a JSON body requiring name, email and phone', () => {
+    const create = op('/admin/users', 'post');
+    expect(create.parameters).toEqual([]);
+    expect(create.requestBody?.required).toBe(true);
+    const schema = create.requestBody?.content['application/json'].schema;
+    expect(schema).toMatchObject({ type: 'object', additionalProperties: false });
+    expect([...(schema?.required ?? [])].sort()).toEqual(['email', 'name', 'phone']);
+    expect(Object.keys(schema?.properties ?? {}).sort()).toEqual(['email', 'name', 'phone']);
+    expect(Object.keys(create.requestBody?.content ?? {})).toEqual(['application/json']);
+  });
+
+  it('keeps path parameters out of the body of POST /admin/users/{userId}/api-keys', () => {
+    const create = op('/admin/users/{userId}/api-keys', 'post');
+    expect(create.parameters.map((p) => [p.name, p.in])).toEqual([['userId', 'path']]);
+    const schema = create.requestBody?.content['application/json'].schema;
+    expect(Object.keys(schema?.properties ?? {}).sort()).toEqual([
+      'environment',
+      'quota',
+      'serverOnly',
+    ]);
+    expect(schema?.required).toEqual([]);
+    expect(create.requestBody?.required).toBe(false);
+    expect(create.description).toMatch(/SHA-256/);
+  });
+
+  it('documents 204 without content for DELETE /admin/api-keys/{keyId}', () => {
+    const revoke = op('/admin/api-keys/{keyId}', 'delete');
+    expect(revoke.responses['204']).toEqual({ description: 'API key revoked' });
+    expect(revoke.responses['200']).toBeUndefined();
+    expect(revoke.requestBody).toBeUndefined();
+    expect(revoke.responses['404'].content?.['application/json'].schema).toEqual(ERROR_REF);
+  });
+
+  it('wraps success data in the success envelope with the declared status', () => {
+    const created = op('/admin/users', 'post').responses['201'];
+    expect(created.description).toBe('User created');
+    const schema = created.content?.['application/json'].schema as { allOf: Json[] };
+    expect(schema.allOf[0]).toEqual({ $ref: '#/components/schemas/SuccessEnvelope' });
+    expect(schema.allOf[1]).toMatchObject({
+      type: 'object',
+      properties: { data: { type: 'object' } },
+    });
+    expect(op('/admin/users', 'get').responses['200']).toBeDefined();
+  });
+
+  it('references the error envelope from every error response', () => {
+    for (const { operation } of allOperations(doc)) {
+      const errorStatuses = Object.keys(operation.responses).filter((s) => Number(s) >= 400);
+      expect(errorStatuses).toEqual(expect.arrayContaining(['400', '401', '500', '503', '504']));
+      for (const status of errorStatuses) {
+        const response = operation.responses[status];
+        expect(response.description).toEqual(expect.any(String));
+        expect(response.content).toEqual({ 'application/json': { schema: ERROR_REF } });
+      }
+    }
+  });
+
+  it('documents the extra errors an action declares', () => {
+    expect(op('/admin/users', 'post').responses['409'].description).toBe(
+      'A user with this e-mail already exists',
+    );
+  });
+
+  it('documents 404 only where the path has parameters and 413 only with a body', () => {
+    expect(op('/admin/users', 'get').responses['404']).toBeUndefined();
+    expect(op('/admin/users/{userId}', 'get').responses['404']).toBeDefined();
+    expect(op('/admin/users', 'post').responses['413']).toBeDefined();
+    expect(op('/admin/users', 'get').responses['413']).toBeUndefined();
+  });
+
+  it('secures admin routes with the admin token, with 401 and 403 but no 429', () => {
+    const admin = allOperations(doc).filter(({ path }) => path.startsWith('/admin/'));
+    expect(admin.length).toBeGreaterThanOrEqual(6);
+    for (const { operation } of admin) {
+      expect(operation.security).toEqual([{ AdminToken: [] }]);
+      expect(operation.tags).toEqual(['admin']);
+      expect(operation.responses['401']).toBeDefined();
+      expect(operation.responses['403']).toBeDefined();
+      expect(operation.responses['429']).toBeUndefined();
+    }
+  });
+
+  it('secures every non-admin route with an API key', () => {
+    for (const { path, operation } of allOperations(doc)) {
+      if (path.startsWith('/admin/')) continue;
+      expect(operation.security).toEqual([{ ApiKey: [] }]);
+      expect(operation.responses['429']).toBeDefined();
+    }
+  });
+});
+
+describe('buildOpenApi of api and file routes', () => {
+  const things: ServiceDefinition = {
+    name: 'things',
+    actions: {
+      list: {
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/things',
+          message: 'Things listed',
+          summary: 'List things',
+        },
+        params: Joi.object({ q: Joi.string().required(), page: Joi.number().integer() }),
+        handler: () => [],
+      },
+      get: {
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/things/:thingId',
+          message: 'Thing retrieved',
+          summary: 'Get a thing',
+          description: 'One thing by id.',
+        },
+        handler: () => ({}),
+      },
+      update: {
+        http: {
+          group: 'api',
+          method: 'PATCH',
+          path: '/things/:thingId',
+          status: 202,
+          message: 'Update accepted',
+          summary: 'Update a thing',
+          errors: { 409: 'Thing is locked', 422: 'Thing cannot change now' },
+        },
+        params: Joi.object({ thingId: Joi.string().required(), name: Joi.string().required() }),
+        handler: () => ({}),
+      },
+      upload: {
+        http: {
+          group: 'file',
+          method: 'POST',
+          path: '/things',
+          body: 'stream',
+          message: 'Uploaded',
+          summary: 'Upload a thing',
+        },
+        handler: () => ({}),
+      },
+      internal: { handler: () => null },
+    },
+  };
+  const apiDoc = buildOpenApi([things], '0.0.1');
+  const apiOp = (path: string, method: string) =>
+    (apiDoc.paths[path] as Record<string, Operation>)[method];
+
+  it('secures api and file routes with the API key and documents 429', () => {
+    for (const { operation } of allOperations(apiDoc)) {
+      expect(operation.security).toEqual([{ ApiKey: [] }]);
+      expect(operation.responses['429']).toEqual({
+        description: expect.stringContaining('Retry-After'),
+        content: { 'application/json': { schema: ERROR_REF } },
+      });
+      expect(operation.responses['401']).toBeDefined();
+      expect(operation.responses['403']).toBeUndefined();
+    }
+  });
+
+  it('tags operations by group and leaves actions without http out', () => {
+    expect(Object.keys(apiDoc.paths).sort()).toEqual([
+      '/api/things',
+      '/api/things/{thingId}',
+      '/file/things',
+    ]);
+    expect(apiOp('/api/things', 'get').tags).toEqual(['api']);
+    expect(apiOp('/file/things', 'post').tags).toEqual(['file']);
+    expect(allOperations(apiDoc).map((o) => o.operation.operationId)).not.toContain(
+      'things.internal',
+    );
+  });
+
+  it('marks required GET params as required query parameters', () => {
+    const list = apiOp('/api/things', 'get');
+    expect(list.parameters.map((p) => [p.name, p.in, p.required])).toEqual([
+      ['q', 'query', true],
+      ['page', 'query', false],
+    ]);
+  });
+
+  it('declares a path parameter of an action without params as a string', () => {
+    const get = apiOp('/api/things/{thingId}', 'get');
+    expect(get.parameters).toEqual([
+      { name: 'thingId', in: 'path', required: true, schema: { type: 'string' } },
+    ]);
+    expect(get.description).toBe('One thing by id.');
+    expect(apiOp('/api/things', 'get').description).toBeUndefined();
+  });
+
+  it('keeps several methods of one path', () => {
+    expect(Object.keys(apiDoc.paths['/api/things/{thingId}']).sort()).toEqual(['get', 'patch']);
+  });
+
+  it('uses the declared success status and documents declared errors', () => {
+    const update = apiOp('/api/things/{thingId}', 'patch');
+    expect(update.responses['202']).toBeDefined();
+    expect(update.responses['200']).toBeUndefined();
+    expect(update.responses['409'].description).toBe('Thing is locked');
+    expect(update.responses['422'].description).toBe('Thing cannot change now');
+    expect(update.requestBody).toMatchObject({
+      required: true,
+      content: { 'application/json': { schema: { required: ['name'] } } },
+    });
+  });
+
+  it('describes a stream upload as a multipart body', () => {
+    expect(apiOp('/file/things', 'post').requestBody).toEqual({
+      required: true,
+      content: { 'multipart/form-data': { schema: { type: 'object' } } },
+    });
+    expect(apiOp('/file/things', 'post').responses['413']).toBeDefined();
+  });
+
+  it('throws on two actions claiming one route', () => {
+    expect(() => buildOpenApi([things, { ...things, name: 'copy' }], '1')).toThrow(
+      /claimed by both things\.list and copy\.list/,
+    );
+  });
+});

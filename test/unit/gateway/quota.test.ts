@@ -1,0 +1,49 @@
+import fc from 'fast-check';
+import { quotaHeaders, type QuotaDecision } from '../../../services/gateway/quota';
+
+describe('quotaHeaders', () => {
+  it('reports limit, remaining and reset of an allowed request, without Retry-After', () => {
+    const decision: QuotaDecision = { allowed: true, limit: 600, remaining: 599, resetSeconds: 60 };
+    expect(quotaHeaders(decision)).toEqual({
+      'RateLimit-Limit': '600',
+      'RateLimit-Remaining': '599',
+      'RateLimit-Reset': '60',
+    });
+  });
+
+  it('adds Retry-After, equal to the reset, to a refused request', () => {
+    const decision: QuotaDecision = { allowed: false, limit: 10, remaining: 0, resetSeconds: 17 };
+    expect(quotaHeaders(decision)).toEqual({
+      'RateLimit-Limit': '10',
+      'RateLimit-Remaining': '0',
+      'RateLimit-Reset': '17',
+      'Retry-After': '17',
+    });
+  });
+
+  it('reports the last allowed request with 0 remaining and no Retry-After', () => {
+    const headers = quotaHeaders({ allowed: true, limit: 1, remaining: 0, resetSeconds: 1 });
+    expect(headers['RateLimit-Remaining']).toBe('0');
+    expect(headers).not.toHaveProperty('Retry-After');
+  });
+
+  it('has string values of the decision, and Retry-After exactly when refused (property)', () => {
+    const decision = fc.record({
+      allowed: fc.boolean(),
+      limit: fc.integer({ min: 1, max: 1_000_000 }),
+      remaining: fc.nat(1_000_000),
+      resetSeconds: fc.integer({ min: 1, max: 86_400 }),
+    });
+    fc.assert(
+      fc.property(decision, (d) => {
+        const headers = quotaHeaders(d);
+        expect(headers['RateLimit-Limit']).toBe(String(d.limit));
+        expect(headers['RateLimit-Remaining']).toBe(String(d.remaining));
+        expect(headers['RateLimit-Reset']).toBe(String(d.resetSeconds));
+        for (const value of Object.values(headers)) expect(value).toMatch(/^\d+$/);
+        if (d.allowed) expect(Object.keys(headers)).toHaveLength(3);
+        else expect(headers['Retry-After']).toBe(String(d.resetSeconds));
+      }),
+    );
+  });
+});

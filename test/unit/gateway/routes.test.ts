@@ -1,0 +1,188 @@
+import { thrownBy } from '../helpers';
+import type { ActionDefinition, HttpRoute, ServiceDefinition } from '../../../libs/service';
+import { GROUP_BASE, aliasesFor, collectRoutes } from '../../../services/gateway/routes';
+
+const handler = () => null;
+
+function route(
+  method: HttpRoute['method'],
+  path: string,
+  group: HttpRoute['group'],
+  extra: Partial<HttpRoute> = {},
+): HttpRoute {
+  return { method, path, group, message: 'OK', summary: `${method} ${path}`, ...extra };
+}
+
+const withHttp = (http: HttpRoute): ActionDefinition => ({ http, handler });
+
+const users: ServiceDefinition = {
+  name: 'account',
+  actions: {
+    createUser: withHttp(route('POST', '/users', 'admin')),
+    getUser: withHttp(route('GET', '/users/:userId', 'admin')),
+    resolveApiKey: { handler },
+  },
+};
+
+const deliveries: ServiceDefinition = {
+  name: 'delivery',
+  actions: {
+    create: withHttp(route('POST', '/deliveries', 'api')),
+    get: withHttp(route('GET', '/deliveries/:deliveryId', 'api')),
+    cancel: withHttp(route('DELETE', '/deliveries/:deliveryId', 'api')),
+  },
+};
+
+const files: ServiceDefinition = {
+  name: 'files',
+  actions: {
+    upload: withHttp(route('POST', '/uploads', 'file', { body: 'stream' })),
+    describe: withHttp(route('POST', '/uploads/describe', 'file', { body: 'json' })),
+    download: withHttp(route('GET', '/uploads/:fileId', 'file')),
+    importCsv: withHttp(route('POST', '/imports', 'api', { body: 'stream' })),
+  },
+};
+
+describe('GROUP_BASE', () => {
+  it('maps each group to its base path', () => {
+    expect(GROUP_BASE).toEqual({ api: '/api', file: '/file', admin: '/admin' });
+  });
+});
+
+describe('collectRoutes', () => {
+  it('returns one entry per routed action, with the group base prefixed', () => {
+    expect(collectRoutes([users, deliveries])).toEqual([
+      {
+        actionName: 'account.createUser',
+        http: users.actions!.createUser.http,
+        fullPath: '/admin/users',
+      },
+      {
+        actionName: 'account.getUser',
+        http: users.actions!.getUser.http,
+        fullPath: '/admin/users/:userId',
+      },
+      {
+        actionName: 'delivery.create',
+        http: deliveries.actions!.create.http,
+        fullPath: '/api/deliveries',
+      },
+      {
+        actionName: 'delivery.get',
+        http: deliveries.actions!.get.http,
+        fullPath: '/api/deliveries/:deliveryId',
+      },
+      {
+        actionName: 'delivery.cancel',
+        http: deliveries.actions!.cancel.http,
+        fullPath: '/api/deliveries/:deliveryId',
+      },
+    ]);
+  });
+
+  it('skips actions without http', () => {
+    const names = collectRoutes([users]).map((e) => e.actionName);
+    expect(names).not.toContain('account.resolveApiKey');
+    expect(names).toHaveLength(2);
+  });
+
+  it('applies the file base', () => {
+    expect(collectRoutes([files]).map((e) => e.fullPath)).toEqual([
+      '/file/uploads',
+      '/file/uploads/describe',
+      '/file/uploads/:fileId',
+      '/api/imports',
+    ]);
+  });
+
+  it('accepts services without actions, and no services', () => {
+    expect(collectRoutes([{ name: 'empty' }])).toEqual([]);
+    expect(collectRoutes([{ name: 'empty', actions: {} }])).toEqual([]);
+    expect(collectRoutes([])).toEqual([]);
+  });
+
+  it('lets one path serve several methods', () => {
+    const entries = collectRoutes([deliveries]);
+    const onPath = entries.filter((e) => e.fullPath === '/api/deliveries/:deliveryId');
+    expect(onPath.map((e) => e.http.method)).toEqual(['GET', 'DELETE']);
+  });
+
+  it('lets one path under different groups coexist', () => {
+    const a: ServiceDefinition = {
+      name: 'a',
+      actions: { list: withHttp(route('GET', '/things', 'api')) },
+    };
+    const b: ServiceDefinition = {
+      name: 'b',
+      actions: { list: withHttp(route('GET', '/things', 'admin')) },
+    };
+    expect(collectRoutes([a, b]).map((e) => e.fullPath)).toEqual(['/api/things', '/admin/things']);
+  });
+
+  it('throws when two actions of two services claim one METHOD and path, naming both', () => {
+    const clash: ServiceDefinition = {
+      name: 'people',
+      actions: { add: withHttp(route('POST', '/users', 'admin')) },
+    };
+    const err = thrownBy(() => collectRoutes([users, clash])) as Error;
+    expect(err).toBeInstanceOf(Error);
+    expect(err.message).toBe(
+      'POST /admin/users is claimed by both account.createUser and people.add',
+    );
+  });
+
+  it('throws when two actions of one service claim one route', () => {
+    const twice: ServiceDefinition = {
+      name: 'svc',
+      actions: {
+        first: withHttp(route('GET', '/x', 'api')),
+        second: withHttp(route('GET', '/x', 'api')),
+      },
+    };
+    expect(() => collectRoutes([twice])).toThrow(/svc\.first.*svc\.second/);
+  });
+});
+
+describe('aliasesFor', () => {
+  const entries = collectRoutes([users, deliveries, files]);
+
+  it('lists the json routes of a group with paths under its base', () => {
+    expect(aliasesFor(entries, 'admin', 'json')).toEqual({
+      'POST /users': 'account.createUser',
+      'GET /users/:userId': 'account.getUser',
+    });
+    expect(aliasesFor(entries, 'api', 'json')).toEqual({
+      'POST /deliveries': 'delivery.create',
+      'GET /deliveries/:deliveryId': 'delivery.get',
+      'DELETE /deliveries/:deliveryId': 'delivery.cancel',
+    });
+  });
+
+  it('treats routes without a body kind as json', () => {
+    expect(aliasesFor(entries, 'file', 'json')).toEqual({
+      'POST /uploads/describe': 'files.describe',
+      'GET /uploads/:fileId': 'files.download',
+    });
+  });
+
+  it('lists stream routes apart, with the stream: prefix', () => {
+    expect(aliasesFor(entries, 'file', 'stream')).toEqual({
+      'POST /uploads': 'stream:files.upload',
+    });
+    expect(aliasesFor(entries, 'api', 'stream')).toEqual({
+      'POST /imports': 'stream:files.importCsv',
+    });
+    expect(aliasesFor(entries, 'admin', 'stream')).toEqual({});
+  });
+
+  it('puts every routed action in exactly one group and body kind', () => {
+    const all = (['api', 'file', 'admin'] as const).flatMap((group) =>
+      (['json', 'stream'] as const).flatMap((body) =>
+        Object.values(aliasesFor(entries, group, body)),
+      ),
+    );
+    expect(all.map((t) => t.replace(/^stream:/, '')).sort()).toEqual(
+      entries.map((e) => e.actionName).sort(),
+    );
+  });
+});
