@@ -1,6 +1,7 @@
 import type { Config, ServiceName } from '../libs/config';
 import type { ServiceDefinition } from '../libs/service';
 import { createAccountService } from './account/account.service';
+import { createGeoService } from './geo/geo.service';
 
 /**
  * Every service behind the gateway. The gateway builds its routes and the OpenAPI
@@ -11,6 +12,7 @@ export const BACKEND_SERVICES: Record<
   (c: Config) => ServiceDefinition
 > = {
   account: createAccountService,
+  geo: createGeoService,
 };
 
 export function backendDefinitions(config: Config): ServiceDefinition[] {

@@ -20,6 +20,7 @@ describe('health probes', () => {
         transporter: true,
         redis: true,
         [`mongo:${iso.dbPrefix}account`]: true,
+        [`mongo:${iso.dbPrefix}geo`]: true,
       });
       const metrics = await fetch(`${node.opsUrl}/metrics`);
       expect(metrics.headers.get('content-type')).toMatch(/text\/plain/);

@@ -34,7 +34,7 @@ describe('loadConfig defaults', () => {
         secretAccessKey: undefined,
       },
       cdnBaseUrl: 'https://cdn.waybill.local',
-      services: ['gateway', 'account'],
+      services: [...SERVICE_NAMES],
       logLevel: 'info',
       logFormat: 'json',
       quota: { limit: 600, windowSeconds: 60 },
@@ -205,7 +205,7 @@ describe('loadConfig errors', () => {
 
 describe('SERVICES', () => {
   it.each([
-    ['all', ['gateway', 'account']],
+    ['all', [...SERVICE_NAMES]],
     ['gateway', ['gateway']],
     ['account', ['account']],
     ['gateway,account', ['gateway', 'account']],
@@ -213,8 +213,8 @@ describe('SERVICES', () => {
     [' gateway , account ', ['gateway', 'account']],
     ['gateway,,account,', ['gateway', 'account']],
     ['gateway,gateway', ['gateway']],
-    ['gateway,all', ['gateway', 'account']],
-    [',', ['gateway', 'account']],
+    ['gateway,all', [...SERVICE_NAMES]],
+    [',', [...SERVICE_NAMES]],
   ])('%j runs %j', (value, expected) => {
     expect(loadConfig({ SERVICES: value }).services).toEqual(expected);
   });
