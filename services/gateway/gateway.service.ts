@@ -46,7 +46,11 @@ export function createGatewayService(
 ): ServiceDefinition {
   const entries = collectRoutes(backends);
   const httpByAction = new Map(entries.map((e) => [e.actionName, e.http]));
-  const redis = createRedis(config.redisUrl, `${config.namespace}-gateway`);
+  const redis = createRedis(config.redisUrl, `${config.namespace}-gateway`, (err) =>
+    logger?.warn('Redis unreachable; quota checks answer 503 until it is back', {
+      error: err.message,
+    }),
+  );
   const quota = new QuotaLimiter(redis, `${config.namespace}:quota:`);
   let openApi: ReturnType<typeof buildOpenApi> | undefined;
   let logger: Logger;
@@ -308,8 +312,8 @@ export function createGatewayService(
     },
     started() {
       // Not awaited: without Redis the gateway still starts, reports not ready and answers 503.
-      connectRedis(redis).catch((err: unknown) => {
-        logger.warn('Redis not reachable yet; retrying in the background', { error: String(err) });
+      connectRedis(redis).catch(() => {
+        // Reported by the client's error listener; it keeps reconnecting in the background.
       });
     },
     async stopped() {

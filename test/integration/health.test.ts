@@ -1,4 +1,4 @@
-import { expectErrorEnvelope, request } from '../support/http';
+import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, freePort, isolation, startNode } from '../support/stack';
 
 const iso = isolation();
@@ -45,6 +45,43 @@ describe('health probes', () => {
       const ops = await request(node.opsUrl, 'GET', '/health/ready');
       expect(ops.status).toBe(503);
       expect(ops.body.checks.redis).toBe(false);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('answers 503, not 500 or an unlimited pass, when the quota store is down', async () => {
+    const deadPort = await freePort();
+    const node = await startNode({
+      services: 'all',
+      iso,
+      env: { REDIS_URL: `redis://127.0.0.1:${deadPort}` },
+      waitReady: false,
+    });
+    try {
+      // The admin API needs no Redis; wait until the account service has started.
+      let user = await request(node.url, 'POST', '/admin/users', {
+        headers: adminHeaders,
+        json: { name: 'No Redis', email: 'no-redis@example.com', phone: '+2348011111111' },
+      });
+      for (let i = 0; i < 50 && user.status === 503; i++) {
+        await new Promise((r) => setTimeout(r, 200));
+        user = await request(node.url, 'POST', '/admin/users', {
+          headers: adminHeaders,
+          json: { name: 'No Redis', email: 'no-redis@example.com', phone: '+2348011111111' },
+        });
+      }
+      if (user.status !== 201) {
+        throw new Error(`create user: ${user.status} ${user.text}\n${node.output()}`);
+      }
+      const key = await request(node.url, 'POST', `/admin/users/${user.body.data.id}/api-keys`, {
+        headers: adminHeaders,
+        json: {},
+      });
+      const reply = await request(node.url, 'GET', '/api/me', {
+        headers: { 'api-key': key.body.data.key },
+      });
+      expectErrorEnvelope(reply, 503, /quota store is unavailable/);
     } finally {
       await node.stop();
     }
