@@ -3,6 +3,12 @@ import type { ServiceSchema } from 'moleculer';
 import type { Config } from './config';
 import { registerHealthCheck, unregisterHealthCheck } from './health';
 
+const DUPLICATE_KEY = 11000;
+
+/** A unique index refused the write: the caller lost a race or repeated itself. */
+export const isDuplicateKey = (err: unknown): boolean =>
+  (err as { code?: unknown } | null)?.code === DUPLICATE_KEY;
+
 /**
  * One service's own database: its own mongoose connection (never the global one), opened
  * when the service starts and closed when it stops.

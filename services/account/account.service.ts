@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import type { Config } from '../../libs/config';
 import { conflict, notFound, unauthorized } from '../../libs/errors';
-import { ServiceDatabase } from '../../libs/mongo';
+import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import { e164Phone, email, personName, uuid } from '../../libs/schemas';
 import { action, type ServiceDefinition } from '../../libs/service';
 import { generateApiKey } from './api-keys';
@@ -36,9 +36,6 @@ const apiKeyView = Joi.object({
   lastUsedAt: Joi.string().isoDate().allow(null),
   revokedAt: Joi.string().isoDate().allow(null),
 });
-
-const DUPLICATE_KEY = 11000;
-const isDuplicateKey = (err: unknown) => (err as { code?: unknown })?.code === DUPLICATE_KEY;
 
 export function createAccountService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'account', defineAccountModels);

@@ -3,14 +3,11 @@ import Joi from 'joi';
 import type { Config } from '../../libs/config';
 import { conflict, notFound } from '../../libs/errors';
 import { kgToGrams } from '../../libs/money';
-import { ServiceDatabase } from '../../libs/mongo';
+import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
 import { action, type ServiceDefinition } from '../../libs/service';
 import { DEFAULT_FLEET_TYPES, byCapacity, toFleetTypeDetail, toFleetTypeItem } from './fleet-types';
 import { defineGeoModels, type GeoModels } from './models';
-
-const DUPLICATE_KEY = 11000;
-const isDuplicateKey = (err: unknown) => (err as { code?: unknown })?.code === DUPLICATE_KEY;
 
 const fleetTypeItem = Joi.object({
   id: Joi.string().uuid(),
@@ -59,6 +56,11 @@ async function ensureDefaultFleetTypes(models: GeoModels): Promise<void> {
 export function createGeoService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'geo', defineGeoModels);
 
+  async function loadFleetTypes(activeOnly: boolean) {
+    const records = await db.models.FleetType.find(activeOnly ? { active: true } : {}).lean();
+    return records.sort(byCapacity);
+  }
+
   async function findFleetType(fleetTypeId: string) {
     const record = await db.models.FleetType.findById(fleetTypeId).lean();
     if (!record) throw notFound('Fleet type not found');
@@ -83,19 +85,7 @@ export function createGeoService(config: Config): ServiceDefinition {
         },
         params: Joi.object({}),
         async handler() {
-          const records = await db.models.FleetType.find({ active: true }).lean();
-          return records.sort(byCapacity).map(toFleetTypeItem);
-        },
-      }),
-
-      /** Internal: fleet types with capacity and speed, for pricing and routing. */
-      listFleetTypes: action({
-        visibility: 'public',
-        params: Joi.object({ activeOnly: Joi.boolean().default(true) }),
-        async handler(ctx) {
-          const filter = ctx.params.activeOnly ? { active: true } : {};
-          const records = await db.models.FleetType.find(filter).lean();
-          return records.sort(byCapacity).map(toFleetTypeDetail);
+          return (await loadFleetTypes(true)).map(toFleetTypeItem);
         },
       }),
 
@@ -108,19 +98,19 @@ export function createGeoService(config: Config): ServiceDefinition {
         },
       }),
 
-      adminListFleetTypes: action({
+      /** Also called by pricing and routing, with `activeOnly: true`. */
+      listFleetTypes: action({
         http: {
           group: 'admin',
           method: 'GET',
           path: '/fleet-types',
           message: 'Fleet types retrieved',
-          summary: 'List every fleet type, inactive ones included',
+          summary: 'List fleet types with capacity and speed, inactive ones included',
           response: Joi.array().items(fleetTypeDetail),
         },
-        params: Joi.object({}),
-        async handler() {
-          const records = await db.models.FleetType.find({}).lean();
-          return records.sort(byCapacity).map(toFleetTypeDetail);
+        params: Joi.object({ activeOnly: Joi.boolean().default(false) }),
+        async handler(ctx) {
+          return (await loadFleetTypes(ctx.params.activeOnly)).map(toFleetTypeDetail);
         },
       }),
 
