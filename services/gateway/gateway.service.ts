@@ -1,44 +1,21 @@
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { Logger } from 'moleculer';
+import type { Logger, ServiceBroker } from 'moleculer';
 import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
-import {
-  forbidden,
-  notFound,
-  quotaExceeded,
-  serviceUnavailable,
-  toHttpError,
-} from '../../libs/errors';
-import { readiness, registerHealthCheck } from '../../libs/health';
+import { notFound, toHttpError } from '../../libs/errors';
+import { registerHealthCheck } from '../../libs/health';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
-import type { RouteGroup, ServiceDefinition } from '../../libs/service';
-import { API_KEY_REVOKED_EVENT } from '../account/account.service';
-import { checkAdminToken } from './admin-auth';
-import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
-import { DOCS_HTML, sendDocsAsset } from './docs-page';
-import { describeRequest, isPreflight, sendJson, type GatewayRequest } from './http';
-import { buildOpenApi } from './openapi';
-import { QuotaLimiter, quotaHeaders } from './quota';
-import { GROUP_BASE, aliasesFor, collectRoutes } from './routes';
+import type { ServiceDefinition } from '../../libs/service';
 import { version } from '../../package.json';
-
-type Next = (err?: unknown) => void;
-type Middleware = (req: GatewayRequest, res: ServerResponse, next: Next) => void;
-
-/** Wraps an async middleware so that a rejection reaches moleculer-web's error path. */
-const middleware =
-  (fn: (req: GatewayRequest, res: ServerResponse) => Promise<boolean | void>): Middleware =>
-  (req, res, next) => {
-    fn(req, res).then(
-      (handled) => (handled === true ? undefined : next()),
-      (err: unknown) => next(err),
-    );
-  };
-
-const FILE_CORS_HEADERS = 'api-key, content-type';
-const EXPOSED_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After';
+import { API_KEY_REVOKED_EVENT } from '../account/account.service';
+import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
+import { accessLog, adminGuard, apiKeyGuard } from './edge';
+import { describeRequest, sendJson, type GatewayRequest } from './http';
+import { opsAliases } from './ops-routes';
+import { QuotaLimiter } from './quota';
+import { GROUP_BASE, aliasesFor, collectRoutes } from './routes';
 
 export function createGatewayService(
   config: Config,
@@ -52,80 +29,9 @@ export function createGatewayService(
     }),
   );
   const quota = new QuotaLimiter(redis, `${config.namespace}:quota:`);
-  let openApi: ReturnType<typeof buildOpenApi> | undefined;
   let logger: Logger;
+  let broker: ServiceBroker;
   let authenticator: ApiKeyAuthenticator;
-
-  const accessLog: Middleware = (req, res, next) => {
-    const started = process.hrtime.bigint();
-    res.once('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const { method, path } = describeRequest(req);
-      const line = {
-        method,
-        path,
-        status: res.statusCode,
-        ms: Math.round(ms * 10) / 10,
-        apiKeyId: req.$ctx?.meta.apiKeyId,
-      };
-      if (path.startsWith('/health')) logger.debug('http', line);
-      else logger.info('http', line);
-    });
-    next();
-  };
-
-  async function consumeQuota(key: ResolvedApiKey, res: ServerResponse) {
-    let decision;
-    try {
-      decision = await quota.consume(key.id, key.quota ?? config.quota);
-    } catch {
-      throw serviceUnavailable('The quota store is unavailable; retry in a few seconds');
-    }
-    for (const [name, value] of Object.entries(quotaHeaders(decision))) res.setHeader(name, value);
-    if (!decision.allowed) throw quotaExceeded();
-  }
-
-  const apiKeyAuth = (group: RouteGroup) =>
-    middleware(async (req, res) => {
-      const origin = req.headers.origin;
-      if (isPreflight(req)) {
-        if (group !== 'file' || !origin) {
-          throw forbidden(
-            `Browsers may not call ${GROUP_BASE[group]}; call it from your server with your API key`,
-          );
-        }
-        res.writeHead(204, {
-          'Access-Control-Allow-Origin': origin,
-          'Access-Control-Allow-Methods': 'POST, OPTIONS',
-          'Access-Control-Allow-Headers': FILE_CORS_HEADERS,
-          'Access-Control-Max-Age': '600',
-          Vary: 'Origin',
-        });
-        res.end();
-        return true;
-      }
-      const key = await authenticator.authenticate(req.headers['api-key']);
-      if (group === 'file' && origin) {
-        res.setHeader('Access-Control-Allow-Origin', origin);
-        res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
-        res.setHeader('Vary', 'Origin');
-        if (key.serverOnly) {
-          throw forbidden(
-            'This API key is server-only; browser calls to /file need a key created with serverOnly: false',
-          );
-        }
-      }
-      await consumeQuota(key, res);
-      if (req.$ctx) {
-        req.$ctx.meta.user = key.user;
-        req.$ctx.meta.apiKeyId = key.id;
-      }
-    });
-
-  const adminAuth = middleware(async (req) => {
-    const header = req.headers.authorization;
-    checkAdminToken(Array.isArray(header) ? header[0] : header, config.adminToken);
-  });
 
   const common = {
     mappingPolicy: 'restrict',
@@ -150,14 +56,17 @@ export function createGatewayService(
   const jsonBody = { json: { strict: true, limit: config.bodyLimit }, urlencoded: false };
 
   const backendRoutes = (['api', 'file', 'admin'] as const).flatMap((group) => {
-    const auth = group === 'admin' ? adminAuth : apiKeyAuth(group);
+    const auth =
+      group === 'admin'
+        ? adminGuard(config.adminToken)
+        : apiKeyGuard(group, { config, quota, authenticator: () => authenticator });
     return (['json', 'stream'] as const).map((body) => ({
       ...common,
       name: `${group}-${body}`,
       path: GROUP_BASE[group],
       aliases: aliasesFor(entries, group, body),
       bodyParsers: body === 'json' ? jsonBody : false,
-      use: [accessLog, auth],
+      use: [accessLog(() => logger), auth],
     }));
   });
 
@@ -166,59 +75,13 @@ export function createGatewayService(
     name: 'ops',
     path: '/',
     bodyParsers: false,
-    use: [accessLog],
-    aliases: {
-      'GET /'(_req: GatewayRequest, res: ServerResponse) {
-        sendJson(
-          res,
-          200,
-          successEnvelope('Waybill API', { docs: '/docs', openapi: '/openapi.json', version }),
-        );
-      },
-      'GET /health/live'(_req: GatewayRequest, res: ServerResponse) {
-        sendJson(res, 200, successEnvelope('Live', { status: 'ok' }));
-      },
-      async 'GET /health/ready'(
-        this: { broker: Parameters<typeof readiness>[0] },
-        req: GatewayRequest,
-        res: ServerResponse,
-      ) {
-        const state = await readiness(this.broker);
-        if (state.ready) {
-          sendJson(res, 200, successEnvelope('Ready', state));
-          return;
-        }
-        const failing = Object.keys(state.checks).filter((k) => !state.checks[k]);
-        sendJson(
-          res,
-          503,
-          errorEnvelope({
-            statusCode: 503,
-            ...describeRequest(req),
-            message: `Not ready: ${failing.join(', ')} down`,
-            environment: config.appEnv,
-          }),
-        );
-      },
-      'GET /openapi.json'(_req: GatewayRequest, res: ServerResponse) {
-        openApi ??= buildOpenApi(backends, version);
-        sendJson(res, 200, openApi);
-      },
-      'GET /docs'(_req: GatewayRequest, res: ServerResponse) {
-        res.statusCode = 200;
-        res.setHeader('Content-Type', 'text/html; charset=utf-8');
-        res.end(DOCS_HTML);
-      },
-      'GET /docs/assets/:file'(
-        req: GatewayRequest & { $params?: { file?: string } },
-        res: ServerResponse,
-        next: Next,
-      ) {
-        if (!sendDocsAsset(String(req.$params?.file ?? ''), res)) {
-          next(notFound('No such docs asset'));
-        }
-      },
-    },
+    use: [accessLog(() => logger)],
+    aliases: opsAliases({
+      environment: config.appEnv,
+      backends,
+      version,
+      broker: () => broker,
+    }),
   };
 
   return {
@@ -300,7 +163,7 @@ export function createGatewayService(
     },
     created() {
       logger = this.logger;
-      const broker = this.broker;
+      broker = this.broker;
       authenticator = new ApiKeyAuthenticator({
         prefix: config.apiKeyPrefix,
         environment: config.appEnv,

@@ -1,0 +1,65 @@
+import type { ServerResponse } from 'node:http';
+import type { ServiceBroker } from 'moleculer';
+import type { AppEnvironment } from '../../libs/config';
+import { errorEnvelope, successEnvelope } from '../../libs/envelope';
+import { notFound } from '../../libs/errors';
+import { readiness } from '../../libs/health';
+import type { ServiceDefinition } from '../../libs/service';
+import { DOCS_HTML, sendDocsAsset } from './docs-page';
+import type { Next } from './edge';
+import { describeRequest, sendJson, type GatewayRequest } from './http';
+import { buildOpenApi } from './openapi';
+
+export interface OpsRoutesOptions {
+  environment: AppEnvironment;
+  backends: ServiceDefinition[];
+  version: string;
+  broker: () => ServiceBroker;
+}
+
+/** Routes without credentials: index, health probes, the OpenAPI document and its docs page. */
+export function opsAliases(options: OpsRoutesOptions) {
+  let openApi: ReturnType<typeof buildOpenApi> | undefined;
+  return {
+    'GET /'(_req: GatewayRequest, res: ServerResponse) {
+      const data = { docs: '/docs', openapi: '/openapi.json', version: options.version };
+      sendJson(res, 200, successEnvelope('Waybill API', data));
+    },
+    'GET /health/live'(_req: GatewayRequest, res: ServerResponse) {
+      sendJson(res, 200, successEnvelope('Live', { status: 'ok' }));
+    },
+    async 'GET /health/ready'(req: GatewayRequest, res: ServerResponse) {
+      const state = await readiness(options.broker());
+      if (state.ready) {
+        sendJson(res, 200, successEnvelope('Ready', state));
+        return;
+      }
+      const failing = Object.keys(state.checks).filter((k) => !state.checks[k]);
+      const envelope = errorEnvelope({
+        statusCode: 503,
+        ...describeRequest(req),
+        message: `Not ready: ${failing.join(', ')} down`,
+        environment: options.environment,
+      });
+      sendJson(res, 503, envelope);
+    },
+    'GET /openapi.json'(_req: GatewayRequest, res: ServerResponse) {
+      openApi ??= buildOpenApi(options.backends, options.version);
+      sendJson(res, 200, openApi);
+    },
+    'GET /docs'(_req: GatewayRequest, res: ServerResponse) {
+      res.statusCode = 200;
+      res.setHeader('Content-Type', 'text/html; charset=utf-8');
+      res.end(DOCS_HTML);
+    },
+    'GET /docs/assets/:file'(
+      req: GatewayRequest & { $params?: { file?: string } },
+      res: ServerResponse,
+      next: Next,
+    ) {
+      if (!sendDocsAsset(String(req.$params?.file ?? ''), res)) {
+        next(notFound('No such docs asset'));
+      }
+    },
+  };
+}
