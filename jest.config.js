@@ -3,7 +3,13 @@
 // Transpile only: `npm run typecheck` type-checks the tests once, jest need not do it again.
 const transform = {
   '^.+\\.ts$': ['ts-jest', { diagnostics: false }],
+  // A few dependencies ship only ES modules; Node 24 loads them natively, jest needs them
+  // turned into CommonJS.
+  '^.+\\.js$': ['ts-jest', { diagnostics: false, tsconfig: { allowJs: true } }],
 };
+
+/** ES-module-only packages, transformed; everything else in node_modules is left alone. */
+const transformIgnorePatterns = ['/node_modules/(?!(kdbush|geokdbush|tinyqueue|@scure|@noble)/)'];
 
 /** @type {import('jest').Config} */
 module.exports = {
@@ -14,12 +20,14 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
     },
     {
       displayName: 'integration',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
     },
