@@ -1,12 +1,3 @@
-// @scure/bip39 ships ES modules only. Node 24 require()s them natively, so the service
-// imports the word list plainly, but jest 29's own module loader cannot; hand jest the
-// module as Node's real loader reads it.
-jest.mock('@scure/bip39/wordlists/english.js', () =>
-  process.getBuiltinModule('node:module').createRequire(__filename)(
-    '@scure/bip39/wordlists/english.js',
-  ),
-);
-
 import { wordlist } from '@scure/bip39/wordlists/english.js';
 import fc from 'fast-check';
 import {
