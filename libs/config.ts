@@ -34,6 +34,14 @@ export interface Config {
   bodyLimit: string;
   requestTimeoutMs: number;
   opsPort: number;
+  routing: {
+    osrmUrl: string | undefined;
+    osrmProfile: string;
+    osrmTimeoutMs: number;
+    osrmFailureThreshold: number;
+    osrmCoolDownMs: number;
+    circuity: number;
+  };
 }
 
 /** One row per environment variable: the single source for validation and the README table. */
@@ -134,6 +142,36 @@ const envSchema = Joi.object({
     .min(100)
     .default(15000)
     .description('Timeout of a call from the gateway to a service (504 after it)'),
+  OSRM_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .empty('')
+    .description(
+      'OSRM-compatible server for road distances; unset uses straight line × ROUTE_CIRCUITY',
+    ),
+  OSRM_PROFILE: Joi.string()
+    .pattern(/^[A-Za-z0-9_-]+$/)
+    .default('driving')
+    .description('OSRM routing profile: `/route/v1/<profile>/...`'),
+  OSRM_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(2000)
+    .description('Time limit of one OSRM call; the estimate is used after it'),
+  OSRM_FAILURE_THRESHOLD: Joi.number()
+    .integer()
+    .min(1)
+    .default(5)
+    .description('OSRM failures in a row after which it is skipped for OSRM_COOL_DOWN_MS'),
+  OSRM_COOL_DOWN_MS: Joi.number()
+    .integer()
+    .min(0)
+    .default(30000)
+    .description('How long a failing OSRM is skipped before it is tried again'),
+  ROUTE_CIRCUITY: Joi.number()
+    .min(1)
+    .max(3)
+    .default(1.3)
+    .description('Road ÷ straight-line distance ratio used without OSRM'),
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
@@ -212,5 +250,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
     opsPort: value.OPS_PORT,
+    routing: {
+      osrmUrl: value.OSRM_URL,
+      osrmProfile: value.OSRM_PROFILE,
+      osrmTimeoutMs: value.OSRM_TIMEOUT_MS,
+      osrmFailureThreshold: value.OSRM_FAILURE_THRESHOLD,
+      osrmCoolDownMs: value.OSRM_COOL_DOWN_MS,
+      circuity: value.ROUTE_CIRCUITY,
+    },
   };
 }

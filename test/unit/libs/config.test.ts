@@ -42,6 +42,14 @@ describe('loadConfig defaults', () => {
       bodyLimit: '256kb',
       requestTimeoutMs: 15000,
       opsPort: 9464,
+      routing: {
+        osrmUrl: undefined,
+        osrmProfile: 'driving',
+        osrmTimeoutMs: 2000,
+        osrmFailureThreshold: 5,
+        osrmCoolDownMs: 30000,
+        circuity: 1.3,
+      },
     });
   });
 
@@ -261,6 +269,12 @@ describe('describeConfig', () => {
     'API_KEY_CACHE_SECONDS',
     'BODY_LIMIT',
     'REQUEST_TIMEOUT_MS',
+    'OSRM_URL',
+    'OSRM_PROFILE',
+    'OSRM_TIMEOUT_MS',
+    'OSRM_FAILURE_THRESHOLD',
+    'OSRM_COOL_DOWN_MS',
+    'ROUTE_CIRCUITY',
     'OPS_PORT',
   ];
 
