@@ -141,6 +141,11 @@ export function buildOpenApi(definitions: ServiceDefinition[], version: string) 
         'Courier-delivery API. Successes are `{success, message, data}`; every error is the error envelope.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
+    tags: [
+      { name: 'api', description: 'Places, routes, pricing, deliveries and packages (`api-key`)' },
+      { name: 'file', description: 'Uploads and downloads (`api-key`)' },
+      { name: 'admin', description: 'Operators only (`Authorization: Bearer <ADMIN_TOKEN>`)' },
+    ],
     paths,
     components: {
       securitySchemes: {
