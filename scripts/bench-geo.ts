@@ -1,0 +1,187 @@
+/**
+ * Gazetteer benchmark: load time, memory, city search and nearest-city latency.
+ *
+ *   npx tsx scripts/bench-geo.ts            (add --expose-gc via NODE_OPTIONS to also
+ *                                            print the heap after a full collection)
+ *
+ * Queries are generated from the data with a fixed seed, so runs are comparable.
+ */
+import { geocodeText, gazetteer, nearestCity, searchCities } from '../services/geo/gazetteer';
+
+const TARGETS = { searchP99Ms: 2, nearestP99Ms: 1, rssMb: 250 };
+const SEARCH_LIMIT = 50;
+const SEARCH_QUERIES = 3000;
+const NEAREST_QUERIES = 5000;
+const GEOCODE_QUERIES = 500;
+const WARM_UP = 300;
+
+/** mulberry32: small, seedable, good enough to pick test queries. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const mb = (bytes: number) => bytes / 2 ** 20;
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+interface Timing {
+  p50: number;
+  p99: number;
+  max: number;
+  perSecond: number;
+}
+
+/** Runs each input once after a warm-up, timing every call in milliseconds. */
+function time<T>(inputs: readonly T[], run: (input: T) => unknown): Timing {
+  for (const input of inputs.slice(0, WARM_UP)) run(input);
+  const samples: number[] = [];
+  const started = process.hrtime.bigint();
+  for (const input of inputs) {
+    const t0 = process.hrtime.bigint();
+    run(input);
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const totalMs = Number(process.hrtime.bigint() - started) / 1e6;
+  samples.sort((a, b) => a - b);
+  return {
+    p50: percentile(samples, 50),
+    p99: percentile(samples, 99),
+    max: samples[samples.length - 1],
+    perSecond: (inputs.length / totalMs) * 1000,
+  };
+}
+
+/** Exact names, prefixes of 1–6 letters and names with one typo, a third each. */
+function searchQueries(names: readonly string[], rand: () => number): string[] {
+  const pick = () => {
+    // Half from the 5,000 most important cities (what people type), half from anywhere.
+    const pool = rand() < 0.5 ? Math.min(5000, names.length) : names.length;
+    return names[Math.floor(rand() * pool)];
+  };
+  const queries = ['lagos', 'abuja', 'port', 'kano', 'ibadn', 'lagso', 'sao paulo', 'a', 'l'];
+  while (queries.length < SEARCH_QUERIES) {
+    const name = pick();
+    const kind = queries.length % 3;
+    if (kind === 0) queries.push(name);
+    else if (kind === 1) queries.push(name.slice(0, 1 + Math.floor(rand() * 6)));
+    else if (name.length >= 5) {
+      const at = 1 + Math.floor(rand() * (name.length - 2));
+      const chars = [...name];
+      const edit = Math.floor(rand() * 3);
+      if (edit === 0) chars.splice(at, 1);
+      else if (edit === 1) [chars[at], chars[at + 1]] = [chars[at + 1], chars[at]];
+      else chars[at] = 'x';
+      queries.push(chars.join(''));
+    }
+  }
+  return queries;
+}
+
+function main(): void {
+  const rssBefore = process.memoryUsage().rss;
+  const t0 = performance.now();
+  const g = gazetteer();
+  const loadMs = performance.now() - t0;
+  const afterLoad = process.memoryUsage();
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  const afterGc = gc ? process.memoryUsage() : undefined;
+
+  const rand = random(20240601);
+  const search = time(searchQueries(g.cities.names, rand), (q) => searchCities(q, SEARCH_LIMIT));
+  const points = Array.from(
+    { length: NEAREST_QUERIES },
+    (_, i) =>
+      i % 2 === 0
+        ? { lat: 4 + rand() * 10, lon: 2.5 + rand() * 12.5 } // Nigeria
+        : { lat: -60 + rand() * 130, lon: -180 + rand() * 360 }, // anywhere inhabited-ish
+  );
+  const nearest = time(points, (p) => nearestCity(p.lat, p.lon));
+  const texts = Array.from({ length: GEOCODE_QUERIES }, (_, i) => {
+    const city = g.cities.names[Math.floor(rand() * 2000)];
+    return i % 2 === 0 ? `${1 + (i % 90)} Some Street, ${city}` : `${city}, Nigeria`;
+  });
+  const geocode = time(texts, (t) => geocodeText(t));
+  const rssEnd = process.memoryUsage().rss;
+
+  const verdict = (value: number, target: number) => (value < target ? 'PASS' : 'MISS');
+  const f = (n: number, digits = 3) => n.toFixed(digits);
+  console.log(
+    `Gazetteer: ${g.countries.length} countries, ${g.states.length} states, ${g.cities.size} cities\n`,
+  );
+  console.table([
+    { metric: 'load time (ms)', measured: f(loadMs, 0), target: '', verdict: '' },
+    { metric: 'RSS before load (MB)', measured: f(mb(rssBefore), 0), target: '', verdict: '' },
+    {
+      metric: 'RSS after load (MB)',
+      measured: f(mb(afterLoad.rss), 0),
+      target: `< ${TARGETS.rssMb}`,
+      verdict: verdict(mb(afterLoad.rss), TARGETS.rssMb),
+    },
+    {
+      metric: 'heap used after load (MB)',
+      measured: f(mb(afterLoad.heapUsed), 0),
+      target: '',
+      verdict: '',
+    },
+    ...(afterGc
+      ? [
+          {
+            metric: 'heap used after GC (MB)',
+            measured: f(mb(afterGc.heapUsed), 0),
+            target: '',
+            verdict: '',
+          },
+        ]
+      : []),
+    { metric: 'RSS after benchmark (MB)', measured: f(mb(rssEnd), 0), target: '', verdict: '' },
+    {
+      metric: `searchCities p50 (ms, limit ${SEARCH_LIMIT})`,
+      measured: f(search.p50),
+      target: '',
+      verdict: '',
+    },
+    {
+      metric: `searchCities p99 (ms, limit ${SEARCH_LIMIT})`,
+      measured: f(search.p99),
+      target: `< ${TARGETS.searchP99Ms}`,
+      verdict: verdict(search.p99, TARGETS.searchP99Ms),
+    },
+    { metric: 'searchCities max (ms)', measured: f(search.max), target: '', verdict: '' },
+    {
+      metric: 'searchCities throughput (/s)',
+      measured: f(search.perSecond, 0),
+      target: '',
+      verdict: '',
+    },
+    { metric: 'nearestCity p50 (ms)', measured: f(nearest.p50), target: '', verdict: '' },
+    {
+      metric: 'nearestCity p99 (ms)',
+      measured: f(nearest.p99),
+      target: `< ${TARGETS.nearestP99Ms}`,
+      verdict: verdict(nearest.p99, TARGETS.nearestP99Ms),
+    },
+    {
+      metric: 'nearestCity throughput (/s)',
+      measured: f(nearest.perSecond, 0),
+      target: '',
+      verdict: '',
+    },
+    { metric: 'geocodeText p50 (ms)', measured: f(geocode.p50), target: '', verdict: '' },
+    { metric: 'geocodeText p99 (ms)', measured: f(geocode.p99), target: '', verdict: '' },
+  ]);
+  console.log(
+    `\n${SEARCH_QUERIES} searches (exact, prefix 1-6 letters, one typo), ${NEAREST_QUERIES} nearest`,
+    `(half in Nigeria), ${GEOCODE_QUERIES} geocodes; ${WARM_UP} warm-up calls each. Node ${process.version}.`,
+  );
+}
+
+main();

@@ -1,0 +1,135 @@
+import { admin2Uuid, cityUuid } from './ids';
+import type { RankedCities } from './importance';
+import type { SourceCities } from './sources';
+import type { City, Country, State } from './types';
+
+/**
+ * All cities as parallel columns, in importance order (index 0 is the most important city),
+ * so that comparing two indices compares importance. One object per city would cost several
+ * times the memory; `City` objects are made only for results.
+ */
+export class CityTable {
+  readonly size: number;
+  readonly names: readonly string[];
+  /** Folded names (normalize.ts), for the search index. */
+  readonly folded: readonly string[];
+  readonly lat: Float64Array;
+  readonly lon: Float64Array;
+  readonly tier: Uint8Array;
+  /** Index into `countries`. */
+  private readonly country: Uint16Array;
+  /** Index into `states`, or -1. */
+  readonly state: Int32Array;
+  /** Index into the LGA columns, or -1. */
+  private readonly lga: Int32Array;
+  private readonly lgaIds: string[] = [];
+  private readonly lgaNames: string[] = [];
+  private readonly curated = new Set<number>();
+  /** Ids cost a SHA-1 each, so they are made when first asked for. */
+  private readonly ids: (string | undefined)[];
+  private byId: Map<string, number> | undefined;
+
+  constructor(
+    source: SourceCities,
+    ranked: RankedCities,
+    private readonly countries: readonly Country[],
+    private readonly states: readonly State[],
+    admin2Names: ReadonlyMap<string, string>,
+  ) {
+    const n = ranked.order.length;
+    this.size = n;
+    this.lat = new Float64Array(n);
+    this.lon = new Float64Array(n);
+    this.tier = new Uint8Array(n);
+    this.country = new Uint16Array(n);
+    this.state = new Int32Array(n);
+    this.lga = new Int32Array(n);
+    const names: string[] = new Array(n);
+    const folded: string[] = new Array(n);
+    const countryIndex = new Map(countries.map((c, i) => [c.countryCode, i]));
+    const stateIndex = new Map(states.map((s, i) => [s.code, i]));
+    const lgaIndex = new Map<string, number>();
+    ranked.order.forEach((from, i) => {
+      names[i] = source.name[from];
+      folded[i] = ranked.folded[from];
+      this.lat[i] = source.lat[from];
+      this.lon[i] = source.lon[from];
+      this.tier[i] = ranked.tier[from];
+      this.country[i] = countryIndex.get(source.countryCode[from]) ?? 0;
+      const admin1 = source.admin1[from];
+      const state = admin1 === undefined ? undefined : stateIndex.get(admin1);
+      this.state[i] = state ?? -1;
+      const admin2 = source.admin2[from];
+      this.lga[i] = admin2 === undefined ? -1 : this.lgaSlot(lgaIndex, admin2, admin2Names);
+      if (from >= source.curatedFrom) this.curated.add(i);
+    });
+    this.names = names;
+    this.folded = folded;
+    this.ids = new Array<string | undefined>(n);
+  }
+
+  private lgaSlot(slots: Map<string, number>, code: string, names: ReadonlyMap<string, string>) {
+    let slot = slots.get(code);
+    if (slot === undefined) {
+      slot = this.lgaIds.length;
+      slots.set(code, slot);
+      this.lgaIds.push(admin2Uuid(code));
+      this.lgaNames.push(names.get(code) ?? code);
+    }
+    return slot;
+  }
+
+  countryIndexOf(i: number): number {
+    return this.country[i];
+  }
+
+  countryOf(i: number): Country {
+    return this.countries[this.country[i]];
+  }
+
+  stateOf(i: number): State | undefined {
+    const s = this.state[i];
+    return s >= 0 ? this.states[s] : undefined;
+  }
+
+  idOf(i: number): string {
+    let id = this.ids[i];
+    if (id === undefined) {
+      id = cityUuid(this.countryOf(i).countryCode, this.names[i], this.lat[i], this.lon[i]);
+      this.ids[i] = id;
+    }
+    return id;
+  }
+
+  /** Index of the city with this id; the first call hashes every city (under a second). */
+  indexOf(locationId: string): number | undefined {
+    if (!this.byId) {
+      this.byId = new Map();
+      for (let i = 0; i < this.size; i++) this.byId.set(this.idOf(i), i);
+    }
+    return this.byId.get(locationId);
+  }
+
+  city(i: number): City {
+    const state = this.stateOf(i);
+    const lga = this.lga[i];
+    const city: City = {
+      locationId: this.idOf(i),
+      name: this.names[i],
+      lat: this.lat[i],
+      lon: this.lon[i],
+      countryCode: this.countryOf(i).countryCode,
+      regionalZone: state ? state.regionalZone : this.countryOf(i).name,
+      source: this.curated.has(i) ? 'curated' : 'geonames',
+    };
+    if (state) {
+      city.admin1Id = state.admin1Id;
+      city.admin1Name = state.name;
+    }
+    if (lga >= 0) {
+      city.admin2Id = this.lgaIds[lga];
+      city.admin2Name = this.lgaNames[lga];
+    }
+    return city;
+  }
+}

@@ -1,0 +1,310 @@
+import { CITY_TIER } from './importance';
+import { gazetteer, type Gazetteer } from './load';
+import { NIGERIA } from './nigeria';
+import { foldName } from './normalize';
+import type { GeocodeResult } from './types';
+
+/** Longest place name tried, in words ("Abuja Federal Capital Territory"). */
+const MAX_WORDS = 4;
+/** Exact city matches kept per phrase, most important first, plus any in a named country. */
+const CITY_CANDIDATES = 50;
+
+/** Words that end a street name: what comes just before them is a street, not a place. */
+const STREET_WORDS = new Set(
+  'road rd street str st way close cl avenue ave av crescent cres drive dr lane ln expressway expy boulevard blvd highway hwy bypass junction roundabout layout plaza mall market bridge'.split(
+    ' ',
+  ),
+);
+
+/** Words that are never a place on their own, though GeoNames has villages by those names. */
+const STOP_WORDS = new Set(
+  'the of and off by at in on near opp opposite beside behind along via no plot block flat floor suite apt apartment unit house building phase gra state city town area district lga local government estate island central new old north south east west main bus stop park garden gardens village'.split(
+    ' ',
+  ),
+);
+
+type Kind = 'city' | 'state' | 'country';
+
+/** A phrase of the text that names a place. Spans are token positions, end exclusive. */
+interface Mention {
+  kind: Kind;
+  item: number;
+  /** The phrase, folded. */
+  key: string;
+  start: number;
+  end: number;
+  typos: number;
+  /** A city written inside its state's longer name: "Abuja FCT". */
+  withOwnState?: boolean;
+}
+
+interface Segment {
+  words: string[];
+  /** Position of the first word among all words of the text. */
+  offset: number;
+}
+
+/**
+ * Best guess of the city, state and country named in free text, or null when nothing in it
+ * names a known place. The text is split at commas into segments and each run of up to four
+ * words is looked up as a country, state or city name; combinations that agree (a city
+ * inside the named state or country) win, then Nigeria when the text names no country, then
+ * importance. Failing any city, the state's point, then the country's, are returned.
+ * Deterministic: same text, same answer.
+ */
+export function geocodeText(text: string): GeocodeResult | null {
+  const g = gazetteer();
+  const segments = split(text);
+  const mentions = prune(g, findMentions(g, segments));
+  if (mentions.length === 0) return null;
+  const scored = mentions.map((m) => ({ m, ...score(g, m, mentions) }));
+  scored.sort(
+    (a, b) =>
+      b.score - a.score ||
+      KIND_ORDER[a.m.kind] - KIND_ORDER[b.m.kind] ||
+      a.m.item - b.m.item ||
+      a.m.start - b.m.start,
+  );
+  const best = scored.find(({ m }) => located(g, m));
+  return best ? result(g, best.m, best.confidence) : null;
+}
+
+const KIND_ORDER: Readonly<Record<Kind, number>> = { city: 0, state: 1, country: 2 };
+
+function split(text: string): Segment[] {
+  const segments: Segment[] = [];
+  let offset = 0;
+  for (const part of text.split(/[,;|\n]+/)) {
+    const folded = foldName(part);
+    if (!folded) continue;
+    const words = folded.split(' ');
+    segments.push({ words, offset });
+    offset += words.length;
+  }
+  return segments;
+}
+
+function findMentions(g: Gazetteer, segments: readonly Segment[]): Mention[] {
+  const names = countryNames(g);
+  const mentions: Mention[] = [];
+  const cityPhrases: Omit<Mention, 'kind' | 'item'>[] = [];
+  for (const { words, offset } of segments) {
+    for (let start = 0; start < words.length; start++) {
+      for (let len = 1; len <= MAX_WORDS && start + len <= words.length; len++) {
+        if (/^\d+$/.test(words[start + len - 1])) break;
+        const key = words.slice(start, start + len).join(' ');
+        const whole = start === 0 && len === words.length;
+        if (len === 1 && STOP_WORDS.has(key)) continue;
+        if (
+          STREET_WORDS.has(words[start + len - 1]) ||
+          STREET_WORDS.has(words[start + len] ?? '')
+        ) {
+          continue;
+        }
+        if (key.length <= 2 && !whole) continue;
+        const span = { key, start: offset + start, end: offset + start + len, typos: 0 };
+        for (const item of names.byName.get(key) ?? [])
+          mentions.push({ kind: 'country', item, ...span });
+        const byCode = whole ? names.byCode.get(key) : undefined;
+        if (byCode !== undefined) mentions.push({ kind: 'country', item: byCode, ...span });
+        for (const item of g.stateIndex.exact(key)) mentions.push({ kind: 'state', item, ...span });
+        cityPhrases.push(span);
+      }
+    }
+  }
+  // Cities last, so that a named country can keep its cities among the candidates.
+  const named = new Set(mentions.filter((m) => m.kind === 'country').map((m) => m.item));
+  for (const phrase of cityPhrases) {
+    g.cityIndex.exact(phrase.key).forEach((item, rank) => {
+      if (rank < CITY_CANDIDATES || named.has(g.cities.countryIndexOf(item))) {
+        mentions.push({ kind: 'city', item, ...phrase });
+      }
+    });
+  }
+  addTypoMatches(g, segments, mentions);
+  return mentions;
+}
+
+/** Segments that named nothing exactly are tried whole, with one or two typos ("Ibadn"). */
+function addTypoMatches(g: Gazetteer, segments: readonly Segment[], mentions: Mention[]): void {
+  for (const { words, offset } of segments) {
+    const start = offset;
+    const end = offset + words.length;
+    if (mentions.some((m) => m.start >= start && m.end <= end)) continue;
+    const key = words.join(' ');
+    if (words.every((w) => STOP_WORDS.has(w) || /^\d+$/.test(w))) continue;
+    for (const { item, typos } of g.cityIndex.fuzzy(key, 5, false)) {
+      mentions.push({ kind: 'city', item, key, start, end, typos });
+    }
+    for (const { item, typos } of g.stateIndex.fuzzy(key, 3, false)) {
+      mentions.push({ kind: 'state', item, key, start, end, typos });
+    }
+    for (const { item, typos } of g.countryIndex.fuzzy(key, 2, false)) {
+      mentions.push({ kind: 'country', item, key, start, end, typos });
+    }
+  }
+}
+
+/**
+ * A name inside a longer name is not a mention of its own: "Lagos" in "Lagos Island", "Niger"
+ * in "Niger State", "Benin" in "Benin City". One exception: a city inside a state's name whose
+ * rest also names that state ("Abuja FCT" = Abuja + FCT) stays, as a city in its state.
+ */
+function prune(g: Gazetteer, mentions: readonly Mention[]): Mention[] {
+  const kept: Mention[] = [];
+  for (const m of mentions) {
+    const outer = mentions.filter(
+      (o) => o.start <= m.start && m.end <= o.end && o.end - o.start > m.end - m.start,
+    );
+    if (outer.length === 0) {
+      kept.push(m);
+      continue;
+    }
+    const state = m.kind === 'city' ? g.cities.state[m.item] : -1;
+    const ownState = outer.find(
+      (o) => o.kind === 'state' && o.item === state && restNamesState(g, o, m),
+    );
+    if (ownState && outer.every((o) => o.kind === 'state')) kept.push({ ...m, withOwnState: true });
+  }
+  return kept;
+}
+
+/** Whether the words of `outer` other than those of `inner` are a name of outer's state. */
+function restNamesState(g: Gazetteer, outer: Mention, inner: Mention): boolean {
+  const words = outer.key.split(' ');
+  const rest = [
+    ...words.slice(0, inner.start - outer.start),
+    ...words.slice(inner.end - outer.start),
+  ].join(' ');
+  return rest.length > 0 && g.stateIndex.exact(rest).includes(outer.item);
+}
+
+function overlaps(a: Mention, b: Mention): boolean {
+  return a.start < b.end && b.start < a.end;
+}
+
+/** Importance as a bonus; tiers from importance.ts. */
+const TIER_BONUS: readonly number[] = [1, 0.8, 0.8, 0.5, 0.3, 0.1];
+
+function score(g: Gazetteer, m: Mention, all: readonly Mention[]) {
+  const others = all.filter((o) => !overlaps(o, m));
+  const countries = others.filter((o) => o.kind === 'country').map((o) => o.item);
+  const countryOf =
+    m.kind === 'city'
+      ? g.cities.countryIndexOf(m.item)
+      : m.kind === 'state'
+        ? (g.countryByCode.get(g.states[m.item].countryCode) ?? -1)
+        : m.item;
+  const countryAgrees = countries.includes(countryOf);
+  const countryConflicts = countries.length > 0 && !countryAgrees;
+  const biased = countries.length === 0 && g.countries[countryOf]?.countryCode === NIGERIA;
+  const typos = 0.5 * m.typos;
+
+  if (m.kind === 'country') {
+    return { score: 1.2 - typos, confidence: 0.3 - 0.1 * m.typos };
+  }
+  if (m.kind === 'state') {
+    const s = 0.5 + 3 * +countryAgrees - 5 * +countryConflicts + +biased - typos;
+    return { score: s, confidence: 0.45 + 0.15 * +countryAgrees - 0.15 * m.typos };
+  }
+  const state = g.cities.state[m.item];
+  const states = others.filter((o) => o.kind === 'state').map((o) => o.item);
+  const stateAgrees = m.withOwnState === true || (state >= 0 && states.includes(state));
+  const stateConflicts = states.length > 0 && !stateAgrees;
+  // A later, different city in the same state: "Lekki, Lagos" or "Garki, Abuja".
+  const cityAgrees = others.some(
+    (o) =>
+      o.kind === 'city' &&
+      o.start > m.start &&
+      o.item !== m.item &&
+      state >= 0 &&
+      g.cities.state[o.item] === state,
+  );
+  // The same words also name the city's own state ("Lagos", "São Paulo"): the city, usually
+  // that state's seat, is the more precise reading.
+  const namesake = all.some(
+    (o) => o.kind === 'state' && o.item === state && o.start === m.start && o.end === m.end,
+  );
+  const tier = g.cities.tier[m.item];
+  const s =
+    3 * +stateAgrees +
+    +namesake +
+    2 * +cityAgrees +
+    3 * +countryAgrees -
+    5 * +countryConflicts -
+    +stateConflicts +
+    +biased +
+    TIER_BONUS[tier] -
+    typos;
+  const confidence =
+    0.55 +
+    0.2 * +(stateAgrees || cityAgrees) +
+    0.15 * +countryAgrees +
+    0.1 * +(tier <= CITY_TIER.countryCapital) -
+    0.1 * +stateConflicts -
+    0.15 * m.typos;
+  return { score: s, confidence };
+}
+
+/** A result needs a point; only a few remote territories have none. */
+function located(g: Gazetteer, m: Mention): boolean {
+  return m.kind !== 'country' || g.countries[m.item].lat !== undefined;
+}
+
+function result(g: Gazetteer, m: Mention, rawConfidence: number): GeocodeResult {
+  const confidence = Math.round(Math.min(0.99, Math.max(0.05, rawConfidence)) * 100) / 100;
+  if (m.kind === 'city') {
+    const city = g.cities.city(m.item);
+    const state = g.cities.stateOf(m.item);
+    const country = g.cities.countryOf(m.item);
+    return {
+      city,
+      ...(state && { state }),
+      country,
+      confidence,
+      lat: city.lat,
+      lon: city.lon,
+      matchedLevel: 'city',
+    };
+  }
+  if (m.kind === 'state') {
+    const state = g.states[m.item];
+    const country = g.countries[g.countryByCode.get(state.countryCode) ?? 0];
+    return { state, country, confidence, lat: state.lat, lon: state.lon, matchedLevel: 'state' };
+  }
+  const country = g.countries[m.item];
+  return {
+    country,
+    confidence,
+    lat: country.lat ?? 0,
+    lon: country.lon ?? 0,
+    matchedLevel: 'country',
+  };
+}
+
+interface CountryNames {
+  byName: Map<string, number[]>;
+  byCode: Map<string, number>;
+}
+
+const countryNameCache = new WeakMap<Gazetteer, CountryNames>();
+
+/** Folded country names and aliases, and ISO codes (trusted only as a whole segment: "NG"). */
+function countryNames(g: Gazetteer): CountryNames {
+  let names = countryNameCache.get(g);
+  if (!names) {
+    names = { byName: new Map(), byCode: new Map() };
+    for (let i = 0; i < g.countries.length; i++) {
+      for (const name of g.countryNames[i]) {
+        const key = foldName(name);
+        const items = names.byName.get(key) ?? [];
+        if (!items.includes(i)) items.push(i);
+        names.byName.set(key, items);
+      }
+      names.byCode.set(g.countries[i].countryCode.toLowerCase(), i);
+      names.byCode.set(g.countries[i].countryCodeAlpha3.toLowerCase(), i);
+    }
+    countryNameCache.set(g, names);
+  }
+  return names;
+}

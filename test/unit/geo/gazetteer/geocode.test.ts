@@ -1,0 +1,86 @@
+import { geocodeText } from '../../../../services/geo/gazetteer';
+
+describe('geocodeText', () => {
+  it.each([
+    ['12 Admiralty Way, Lekki, Lagos', 'Lekki', 'Lagos', 'NG'],
+    ['Ikeja', 'Ikeja', 'Lagos', 'NG'],
+    ['Kano, Nigeria', 'Kano', 'Kano', 'NG'],
+    ['Abuja FCT', 'Abuja', 'Federal Capital Territory', 'NG'],
+    ['Paris, France', 'Paris', 'Île-de-France', 'FR'],
+    ['Yaba, Lagos', 'Yaba', 'Lagos', 'NG'],
+    ['Port Harcourt, Rivers State', 'Port Harcourt', 'Rivers', 'NG'],
+    ['5 Aba Road, Port Harcourt', 'Port Harcourt', 'Rivers', 'NG'],
+    ['Plot 5, Adeola Odeku Street, Victoria Island, Lagos', 'Victoria Island', 'Lagos', 'NG'],
+    ['Ikeja GRA, Lagos State, Nigeria', 'Ikeja', 'Lagos', 'NG'],
+    ['23 Allen Avenue Ikeja Lagos', 'Ikeja', 'Lagos', 'NG'],
+    ['Lagos', 'Lagos', 'Lagos', 'NG'],
+    ['Lagos, NG', 'Lagos', 'Lagos', 'NG'],
+    ['Sao Paulo, Brazil', 'São Paulo', 'São Paulo', 'BR'],
+    ['London', 'London', 'England', 'GB'],
+    ['Ibadn', 'Ibadan', 'Oyo', 'NG'],
+  ])('%p → %s, %s, %s', (text, city, state, countryCode) => {
+    const result = geocodeText(text);
+    expect(result).toMatchObject({
+      matchedLevel: 'city',
+      city: { name: city },
+      state: { name: state },
+      country: { countryCode },
+    });
+    expect(result?.lat).toBe(result?.city?.lat);
+    expect(result?.lon).toBe(result?.city?.lon);
+  });
+
+  it('is more confident when the parts agree', () => {
+    const alone = geocodeText('Lekki')?.confidence ?? 0;
+    const withState = geocodeText('Lekki, Lagos')?.confidence ?? 0;
+    const withAll = geocodeText('Lekki, Lagos State, Nigeria')?.confidence ?? 0;
+    expect(alone).toBeLessThan(withState);
+    expect(withState).toBeLessThan(withAll);
+    for (const c of [alone, withState, withAll]) {
+      expect(c).toBeGreaterThan(0);
+      expect(c).toBeLessThanOrEqual(1);
+    }
+    expect(geocodeText('Ibadn')?.confidence).toBeLessThan(geocodeText('Ibadan')?.confidence ?? 0);
+  });
+
+  it('falls back to the state, at its capital', () => {
+    expect(geocodeText('Lagos State')).toMatchObject({
+      matchedLevel: 'state',
+      state: { name: 'Lagos' },
+      country: { countryCode: 'NG' },
+      lat: 6.59651,
+      lon: 3.34205,
+    });
+    expect(geocodeText('Delta')).toMatchObject({ matchedLevel: 'state', state: { name: 'Delta' } });
+    expect(geocodeText('FCT')).toMatchObject({
+      matchedLevel: 'state',
+      state: { name: 'Federal Capital Territory' },
+    });
+  });
+
+  it('falls back to the country, at its point', () => {
+    const nigeria = geocodeText('Somewhere unknown, Nigeria');
+    expect(nigeria).toMatchObject({ matchedLevel: 'country', country: { countryCode: 'NG' } });
+    expect(nigeria?.city).toBeUndefined();
+    expect(nigeria?.state).toBeUndefined();
+    expect(nigeria?.lat).toBe(nigeria?.country.lat);
+  });
+
+  it('prefers Nigeria when the text names no country, and the named country when it does', () => {
+    expect(geocodeText('Niger')?.country.countryCode).toBe('NG');
+    expect(geocodeText('Warri')?.city?.countryCode).toBe('NG');
+    expect(geocodeText('Lagos, Portugal')?.city).toMatchObject({
+      name: 'Lagos',
+      countryCode: 'PT',
+    });
+  });
+
+  it.each(['asdfgh', '', '   ', '12 34', ', ,'])('returns null for %p', (text) => {
+    expect(geocodeText(text)).toBeNull();
+  });
+
+  it('is deterministic', () => {
+    const text = '12 Admiralty Way, Lekki, Lagos';
+    expect(geocodeText(text)).toEqual(geocodeText(text));
+  });
+});
