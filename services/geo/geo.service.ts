@@ -1,13 +1,49 @@
 import { randomUUID } from 'node:crypto';
 import Joi from 'joi';
 import type { Config } from '../../libs/config';
-import { conflict, notFound } from '../../libs/errors';
+import { badRequest, conflict, notFound } from '../../libs/errors';
 import { kgToGrams } from '../../libs/money';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
 import { action, type ServiceDefinition } from '../../libs/service';
 import { DEFAULT_FLEET_TYPES, byCapacity, toFleetTypeDetail, toFleetTypeItem } from './fleet-types';
+import {
+  SAME_PLACE_MESSAGE,
+  addressInput,
+  resolveAddress,
+  samePlace,
+  type AddressInput,
+  type ResolvedAddress,
+} from './address';
+import {
+  LIST_LIMITS,
+  findCountry,
+  warmGazetteer,
+  listCities,
+  listCountries,
+  listStates,
+  searchCities,
+  searchCountries,
+  searchStates,
+} from './gazetteer';
 import { defineGeoModels, type GeoModels } from './models';
+import { toCityItem, toCountryItem, toStateItem } from './places';
+import { ROUTE_TYPES } from './route-type';
+import { Router } from './routing';
+
+const placeQuery = Joi.object({
+  search: Joi.string().trim().max(100).allow(''),
+  countryCode: Joi.string().trim().uppercase().length(2),
+});
+
+const resolvedAddressSchema = Joi.object({
+  country: Joi.string().required(),
+  lat: Joi.number().required(),
+  lon: Joi.number().required(),
+  h3Index: Joi.string().required(),
+  phrase: Joi.string().required(),
+  resolution: Joi.number().required(),
+}).unknown(true);
 
 const fleetTypeItem = Joi.object({
   id: Joi.string().uuid(),
@@ -55,6 +91,32 @@ async function ensureDefaultFleetTypes(models: GeoModels): Promise<void> {
 
 export function createGeoService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'geo', defineGeoModels);
+  let router: Router;
+
+  const countryOf = (code: string) => {
+    const country = findCountry(code);
+    if (!country) throw new Error(`gazetteer has no country ${code}`);
+    return country;
+  };
+
+  /** The order service owns saved addresses; until it runs, no id resolves. */
+  const savedAddresses =
+    (call: (action: string, params: object) => Promise<unknown>) =>
+    async (id: string): Promise<ResolvedAddress | null> => {
+      try {
+        return (await call('order.getAddress', { addressId: id })) as ResolvedAddress | null;
+      } catch (err) {
+        if ((err as { type?: string }).type === 'SERVICE_NOT_FOUND') return null;
+        throw err;
+      }
+    };
+
+  async function defaultSpeed(fleetTypeId: string | undefined): Promise<number> {
+    if (fleetTypeId) return (await findFleetType(fleetTypeId)).averageSpeedKmh;
+    const [first] = await loadFleetTypes(true);
+    if (!first) throw notFound('Fleet type not found');
+    return first.averageSpeedKmh;
+  }
 
   async function loadFleetTypes(activeOnly: boolean) {
     const records = await db.models.FleetType.find(activeOnly ? { active: true } : {}).lean();
@@ -70,10 +132,128 @@ export function createGeoService(config: Config): ServiceDefinition {
   return {
     name: 'geo',
     mixins: [db.mixin()],
+    created() {
+      router = new Router(config.routing, (reason) =>
+        this.logger.warn('OSRM unavailable; using the straight-line estimate', { reason }),
+      );
+    },
     async started() {
+      warmGazetteer(); // build the indexes before the first request, not during it
       await ensureDefaultFleetTypes(await db.connect());
     },
     actions: {
+      countries: action({
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/countries',
+          message: 'Countries retrieved',
+          summary: 'List or search countries',
+          description: `Case- and accent-insensitive, by prefix, tolerant of a typo. At most ${LIST_LIMITS.countries} items.`,
+        },
+        params: placeQuery.fork(['countryCode'], (f) => f.forbidden()),
+        handler(ctx) {
+          const found = ctx.params.search
+            ? searchCountries(ctx.params.search, LIST_LIMITS.countries)
+            : listCountries(LIST_LIMITS.countries);
+          return found.map(toCountryItem);
+        },
+      }),
+
+      states: action({
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/states',
+          message: 'States retrieved',
+          summary: 'List or search states (first-level divisions)',
+          description: `Without \`search\`, the states of one country: \`countryCode\`, Nigeria by default. At most ${LIST_LIMITS.states} items.`,
+        },
+        params: placeQuery,
+        handler(ctx) {
+          const { search, countryCode } = ctx.params;
+          const found = search
+            ? searchStates(search, LIST_LIMITS.states, { countryCode })
+            : listStates(LIST_LIMITS.states, { countryCode: countryCode ?? 'NG' });
+          return found.map((state) => toStateItem(state, countryOf(state.countryCode)));
+        },
+      }),
+
+      cities: action({
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/cities',
+          message: 'Cities retrieved',
+          summary: 'List or search cities',
+          description: `Exact and important matches first. At most ${LIST_LIMITS.cities} items.`,
+        },
+        params: placeQuery,
+        handler(ctx) {
+          const { search, countryCode } = ctx.params;
+          const found = search
+            ? searchCities(search, LIST_LIMITS.cities, { countryCode })
+            : listCities(LIST_LIMITS.cities, { countryCode });
+          return found.map((city) => toCityItem(city, countryOf(city.countryCode)));
+        },
+      }),
+
+      /** Internal: one address input to a resolved address; every service uses this. */
+      resolveAddress: action({
+        visibility: 'public',
+        params: Joi.object({
+          address: addressInput().required(),
+          field: Joi.string().default('address'),
+        }),
+        handler(ctx) {
+          const { address, field } = ctx.params as { address: AddressInput; field: string };
+          return resolveAddress(
+            address,
+            field,
+            savedAddresses((a, p) => ctx.call(a, p)),
+          );
+        },
+      }),
+
+      route: action({
+        http: {
+          group: 'api',
+          method: 'POST',
+          path: '/route',
+          message: 'Route resolved',
+          summary: 'Resolve two addresses into a route with distance and ETA',
+          description:
+            'Distance is the larger of the straight line and the road distance; ETA uses the fleet type speed (the smallest active fleet type when none is given).',
+          response: Joi.object({
+            distance: Joi.object({ distanceKm: Joi.number(), etaSeconds: Joi.number() }),
+            routeType: Joi.string().valid(...ROUTE_TYPES),
+            origin: resolvedAddressSchema,
+            destination: resolvedAddressSchema,
+          }),
+          errors: { 404: 'Fleet type not found' },
+        },
+        params: Joi.object({
+          origin: addressInput().required(),
+          destination: addressInput().required(),
+          fleetTypeId: uuid(),
+        }),
+        async handler(ctx) {
+          const lookup = savedAddresses((a, p) => ctx.call(a, p));
+          const params = ctx.params as { origin: AddressInput; destination: AddressInput };
+          const [origin, destination] = await Promise.all([
+            resolveAddress(params.origin, 'origin', lookup),
+            resolveAddress(params.destination, 'destination', lookup),
+          ]);
+          if (samePlace(origin, destination)) {
+            throw badRequest(SAME_PLACE_MESSAGE, [
+              { field: 'destination', message: SAME_PLACE_MESSAGE },
+            ]);
+          }
+          const speed = await defaultSpeed(ctx.params.fleetTypeId);
+          return { ...(await router.route(origin, destination, speed)), origin, destination };
+        },
+      }),
+
       fleetTypes: action({
         http: {
           group: 'api',

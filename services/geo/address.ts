@@ -1,0 +1,256 @@
+import { cellToLatLng, latLngToCell } from 'h3-js';
+import Joi from 'joi';
+import { badRequest } from '../../libs/errors';
+import { e164Phone, email, uuid } from '../../libs/schemas';
+import {
+  findCity,
+  findCountry,
+  findState,
+  geocodeText,
+  nearestCity,
+  type City,
+  type Country,
+  type State,
+} from './gazetteer';
+import { decodePhrase, encodePhrase, isPhrase } from './phrase';
+import { compact } from './places';
+
+export const H3_RESOLUTION = 9;
+
+/** Fields of a resolved address that we never compute but keep when a client sends them. */
+const PRESERVED_STRINGS = [
+  'addressLine2',
+  'label',
+  'zoneOrDistrict',
+  'region',
+  'regionName',
+  'subregion',
+  'zipCode',
+  'timezone',
+  'adminUnitId',
+  'adminUnitName',
+  'adminUnitType',
+  'adminUnitParentId',
+  'admin3Id',
+  'admin3Name',
+  'operationalRegionId',
+] as const;
+const PRESERVED_NUMBERS = ['swLat', 'swLon', 'neLat', 'neLon'] as const;
+
+/** Fields we compute; a full object from a previous response may carry them, they are redone. */
+const COMPUTED_FIELDS = [
+  'country',
+  'countryCode',
+  'countryCodeAlpha3',
+  'state',
+  'lgaOrCity',
+  'regionalZone',
+  'continentCode',
+  'continentName',
+  'admin1Id',
+  'admin1Name',
+  'admin2Id',
+  'admin2Name',
+  'h3Index',
+  'resolution',
+  'note',
+  'centerLat',
+  'centerLon',
+  'createdAt',
+  'updatedAt',
+  'deletedAt',
+] as const;
+
+const latitude = () => Joi.number().min(-90).max(90);
+const longitude = () => Joi.number().min(-180).max(180);
+const text = (max: number) => Joi.string().trim().min(1).max(max);
+
+const addressObject = Joi.object({
+  id: uuid(),
+  address: text(300),
+  addressLine1: text(300),
+  lat: latitude(),
+  lon: longitude(),
+  mapPlaceId: text(200),
+  phrase: text(100),
+  floor: text(60),
+  contactName: text(120),
+  contactPhone: e164Phone(),
+  contactEmail: email(),
+  additionalNote: text(500),
+  ...Object.fromEntries(PRESERVED_STRINGS.map((f) => [f, Joi.string().trim().max(200)])),
+  ...Object.fromEntries(PRESERVED_NUMBERS.map((f) => [f, Joi.number()])),
+  ...Object.fromEntries(COMPUTED_FIELDS.map((f) => [f, Joi.any()])),
+})
+  .and('lat', 'lon')
+  .or('id', 'address', 'addressLine1', 'lat', 'mapPlaceId', 'phrase')
+  .messages({
+    'object.missing':
+      '{{#label}} needs an address, lat and lon, a mapPlaceId, a phrase or a saved address id',
+  });
+
+/** An address input: a plain string, a minimal object, or a full resolved object. */
+export const addressInput = () => Joi.alternatives().try(text(300), addressObject);
+
+export type AddressInput =
+  | string
+  | (Partial<Record<string, string | number>> & {
+      id?: string;
+      address?: string;
+      addressLine1?: string;
+      lat?: number;
+      lon?: number;
+      mapPlaceId?: string;
+      phrase?: string;
+      floor?: string;
+      contactName?: string;
+      contactPhone?: string;
+      contactEmail?: string;
+      additionalNote?: string;
+    });
+
+export interface ResolvedAddress {
+  [field: string]: string | number | undefined;
+  country: string;
+  lat: number;
+  lon: number;
+  h3Index: string;
+  phrase: string;
+  resolution: number;
+}
+
+/** Loads a saved address (owned by the order service); null when there is none. */
+export type SavedAddressLookup = (id: string) => Promise<ResolvedAddress | null>;
+
+interface Place {
+  lat: number;
+  lon: number;
+  city?: City;
+  state?: State;
+  country: Country;
+  /** Where the point came from: the place itself (centre) or the caller (exact). */
+  centre: boolean;
+}
+
+const unresolvable = (field: string, message: string) =>
+  badRequest(`${field}: ${message}`, [{ field, message }]);
+
+function placeAt(lat: number, lon: number, field: string): Place {
+  const nearest = nearestCity(lat, lon);
+  const country = nearest ? findCountry(nearest.city.countryCode) : undefined;
+  if (!nearest || !country) {
+    throw unresolvable(field, `no known place near ${lat}, ${lon}`);
+  }
+  const state = nearest.city.admin1Id ? findState(nearest.city.admin1Id) : undefined;
+  return { lat, lon, city: nearest.city, state, country, centre: false };
+}
+
+function placeOfCity(city: City): Place | undefined {
+  const country = findCountry(city.countryCode);
+  if (!country) return undefined;
+  const state = city.admin1Id ? findState(city.admin1Id) : undefined;
+  return { lat: city.lat, lon: city.lon, city, state, country, centre: true };
+}
+
+function placeOfText(query: string, field: string): Place {
+  if (isPhrase(query)) {
+    const [lat, lon] = cellToLatLng(decodeOrThrow(query, field));
+    return placeAt(lat, lon, field);
+  }
+  const found = geocodeText(query);
+  if (!found) throw unresolvable(field, `no place found for "${query}"; add a city or state`);
+  return { ...found, centre: true };
+}
+
+function decodeOrThrow(phrase: string, field: string): string {
+  try {
+    return decodePhrase(phrase);
+  } catch (err) {
+    throw unresolvable(field, (err as Error).message);
+  }
+}
+
+/** Precedence: coordinates, then mapPlaceId, then phrase, then text. */
+function locate(input: Exclude<AddressInput, string>, field: string): Place {
+  if (input.lat !== undefined && input.lon !== undefined) {
+    return placeAt(input.lat, input.lon, field);
+  }
+  if (input.mapPlaceId) {
+    const city = findCity(input.mapPlaceId);
+    const place = city && placeOfCity(city);
+    if (place) return place;
+    if (!input.phrase && !input.address && !input.addressLine1) {
+      throw unresolvable(field, `unknown mapPlaceId "${input.mapPlaceId}"`);
+    }
+  }
+  if (input.phrase) return placeOfText(input.phrase, field);
+  return placeOfText(String(input.address ?? input.addressLine1), field);
+}
+
+function describe(place: Place, input: Exclude<AddressInput, string>, line?: string) {
+  const h3Index = latLngToCell(place.lat, place.lon, H3_RESOLUTION);
+  const { city, state, country } = place;
+  const preserved = Object.fromEntries(
+    [...PRESERVED_STRINGS, ...PRESERVED_NUMBERS]
+      .filter((f) => input[f] !== undefined)
+      .map((f) => [f, input[f]]),
+  );
+  return compact<ResolvedAddress>({
+    ...preserved,
+    addressLine1: line ?? city?.name ?? state?.name ?? country.name,
+    floor: input.floor,
+    lat: place.lat,
+    lon: place.lon,
+    centerLat: place.centre ? place.lat : undefined,
+    centerLon: place.centre ? place.lon : undefined,
+    country: country.name,
+    countryCode: country.countryCode,
+    countryCodeAlpha3: country.countryCodeAlpha3,
+    state: state?.name,
+    lgaOrCity: city ? (city.admin2Name ?? city.name) : undefined,
+    regionalZone: state?.regionalZone ?? city?.regionalZone,
+    continentCode: country.continentCode,
+    continentName: country.continentName,
+    admin1Id: state?.admin1Id,
+    admin1Name: state?.name,
+    admin2Id: city?.admin2Id,
+    admin2Name: city?.admin2Name,
+    mapPlaceId: input.mapPlaceId,
+    h3Index,
+    phrase: encodePhrase(h3Index),
+    resolution: H3_RESOLUTION,
+    contactName: input.contactName,
+    contactPhone: input.contactPhone,
+    contactEmail: input.contactEmail,
+    note: input.additionalNote,
+  });
+}
+
+/**
+ * Resolves one address input (already validated by `addressInput()`). `field` names it in
+ * errors. Precedence: saved address `id`, then coordinates, mapPlaceId, phrase, text.
+ */
+export async function resolveAddress(
+  input: AddressInput,
+  field: string,
+  savedAddress: SavedAddressLookup,
+): Promise<ResolvedAddress> {
+  if (typeof input === 'string') {
+    return describe(placeOfText(input, field), {}, isPhrase(input) ? undefined : input);
+  }
+  if (input.id) {
+    const saved = await savedAddress(input.id);
+    if (!saved) throw unresolvable(`${field}.id`, `no saved address ${input.id}`);
+    return saved;
+  }
+  const place = locate(input, field);
+  const line = input.addressLine1 ?? input.address;
+  return describe(place, input, typeof line === 'string' ? line : undefined);
+}
+
+/** Two addresses are the same place when they fall in the same res-9 cell (about 0.1 km²). */
+export function samePlace(a: ResolvedAddress, b: ResolvedAddress): boolean {
+  return a.h3Index === b.h3Index;
+}
+
+export const SAME_PLACE_MESSAGE = 'Origin and destination cannot be the same';

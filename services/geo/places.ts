@@ -1,0 +1,103 @@
+import type { City, Country, State } from './gazetteer';
+
+/** Items of `GET /api/countries|states|cities`, in the spec's shapes; absent fields omitted. */
+export interface CountryItem {
+  value: string;
+  name: string;
+  type: 'INTER_COUNTRY';
+  country: string;
+  countryCode: string;
+  countryCodeAlpha3: string;
+  continentCode: string;
+  continentName: string;
+  lat?: number;
+  lon?: number;
+}
+
+export interface StateItem {
+  value: string;
+  name: string;
+  type: 'INTER_STATE';
+  state: string;
+  country: string;
+  countryCode: string;
+  continentCode: string;
+  continentName: string;
+  regionalZone: string;
+  admin1Id: string;
+  admin1Name: string;
+  lat: number;
+  lon: number;
+}
+
+export interface CityItem {
+  value: string;
+  locationId: string;
+  /** Not in the spec's list; without it a city item would not say which city it is. */
+  name: string;
+  country: string;
+  countryCode: string;
+  countryCodeAlpha3: string;
+  lat: number;
+  lon: number;
+  lgaOrCity: string;
+  state?: string;
+  regionalZone: string;
+  adminUnitName?: string;
+}
+
+/** Drops undefined properties: the API omits what it does not know, never sends null. */
+export function compact<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+export function toCountryItem(country: Country): CountryItem {
+  return compact({
+    value: country.countryCode,
+    name: country.name,
+    type: 'INTER_COUNTRY' as const,
+    country: country.name,
+    countryCode: country.countryCode,
+    countryCodeAlpha3: country.countryCodeAlpha3,
+    continentCode: country.continentCode,
+    continentName: country.continentName,
+    lat: country.lat,
+    lon: country.lon,
+  });
+}
+
+export function toStateItem(state: State, country: Country): StateItem {
+  return {
+    value: state.admin1Id,
+    name: state.name,
+    type: 'INTER_STATE',
+    state: state.name,
+    country: country.name,
+    countryCode: country.countryCode,
+    continentCode: country.continentCode,
+    continentName: country.continentName,
+    regionalZone: state.regionalZone,
+    admin1Id: state.admin1Id,
+    admin1Name: state.name,
+    lat: state.lat,
+    lon: state.lon,
+  };
+}
+
+/** A city's `value` is its `locationId`: the offline gazetteer has no map-provider place ids. */
+export function toCityItem(city: City, country: Country): CityItem {
+  return compact({
+    value: city.locationId,
+    locationId: city.locationId,
+    name: city.name,
+    country: country.name,
+    countryCode: country.countryCode,
+    countryCodeAlpha3: country.countryCodeAlpha3,
+    lat: city.lat,
+    lon: city.lon,
+    lgaOrCity: city.admin2Name ?? city.name,
+    state: city.admin1Name,
+    regionalZone: city.regionalZone,
+    adminUnitName: city.admin2Name ?? city.admin1Name,
+  });
+}

@@ -1,0 +1,57 @@
+import type { Config } from '../../libs/config';
+import type { ResolvedAddress } from './address';
+import { etaSeconds, haversineKm, roundDistanceKm } from './distance';
+import { createOsrmClient, resolveRoadDistance, type OsrmClient } from './osrm';
+import { classifyRoute, type RouteType } from './route-type';
+
+export interface RouteSummary {
+  distance: { distanceKm: number; etaSeconds: number };
+  routeType: RouteType;
+}
+
+/** Distance (max of straight line and road), ETA at a fleet speed, and the route type. */
+export class Router {
+  private readonly osrm: OsrmClient | undefined;
+
+  constructor(
+    private readonly config: Config['routing'],
+    onOsrmFailure: (reason: string) => void,
+  ) {
+    this.osrm = config.osrmUrl
+      ? createOsrmClient({
+          baseUrl: config.osrmUrl,
+          profile: config.osrmProfile,
+          timeoutMs: config.osrmTimeoutMs,
+          failureThreshold: config.osrmFailureThreshold,
+          coolDownMs: config.osrmCoolDownMs,
+          onFailure: onOsrmFailure,
+        })
+      : undefined;
+  }
+
+  async route(
+    origin: ResolvedAddress,
+    destination: ResolvedAddress,
+    speedKmh: number,
+  ): Promise<RouteSummary> {
+    const straightKm = haversineKm(origin, destination);
+    const { distanceKm } = await resolveRoadDistance(straightKm, origin, destination, {
+      osrm: this.osrm,
+      circuity: this.config.circuity,
+    });
+    const rounded = roundDistanceKm(distanceKm);
+    return {
+      distance: { distanceKm: rounded, etaSeconds: etaSeconds(rounded, speedKmh) },
+      routeType: classifyRoute(routePlace(origin), routePlace(destination)),
+    };
+  }
+}
+
+function routePlace(address: ResolvedAddress) {
+  return {
+    countryCode: String(address.countryCode ?? address.country),
+    stateCode: address.admin1Id === undefined ? undefined : String(address.admin1Id),
+    regionalZone: address.regionalZone === undefined ? undefined : String(address.regionalZone),
+    continentCode: String(address.continentCode ?? ''),
+  };
+}

@@ -1,0 +1,297 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+
+/** A stand-in OSRM server speaking `/route/v1/driving/lon,lat;lon,lat`, answering 1000 km. */
+let osrm: Server;
+const osrmCalls: string[] = [];
+
+const iso = isolation();
+let node: NodeProcess;
+let withOsrm: NodeProcess;
+let key: string;
+
+beforeAll(async () => {
+  osrm = createServer((req, res) => {
+    osrmCalls.push(req.url ?? '');
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ code: 'Ok', routes: [{ distance: 1_000_000, duration: 36_000 }] }));
+  });
+  await new Promise<void>((resolve) => osrm.listen(0, '127.0.0.1', resolve));
+  const osrmUrl = `http://127.0.0.1:${(osrm.address() as AddressInfo).port}`;
+  [node, withOsrm] = await Promise.all([
+    startNode({ services: 'all', iso }),
+    startNode({ services: 'all', iso, env: { OSRM_URL: osrmUrl, NATS_URL: '' } }),
+  ]);
+  ({ key } = await createUserWithKey(node.url));
+});
+
+afterAll(async () => {
+  await Promise.all([node?.stop(), withOsrm?.stop()]);
+  await new Promise((resolve) => osrm?.close(resolve));
+  await dropDatabases(iso);
+});
+
+const get = (path: string, base = node.url) =>
+  request(base, 'GET', path, { headers: { 'api-key': key } });
+const route = (json: unknown, base = node.url) =>
+  request(base, 'POST', '/api/route', { headers: { 'api-key': key }, json });
+
+/** Omitted, never null: walks a whole response body. */
+function expectNoNulls(value: unknown, path = 'data'): void {
+  expect(value === null ? path : 'ok').toBe('ok');
+  if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) expectNoNulls(v, `${path}.${k}`);
+  }
+}
+
+const COUNTRY_KEYS = [
+  'value',
+  'name',
+  'type',
+  'country',
+  'countryCode',
+  'countryCodeAlpha3',
+  'continentCode',
+  'continentName',
+  'lat',
+  'lon',
+];
+const STATE_KEYS = [
+  'value',
+  'name',
+  'type',
+  'state',
+  'country',
+  'countryCode',
+  'continentCode',
+  'continentName',
+  'regionalZone',
+  'admin1Id',
+  'admin1Name',
+  'lat',
+  'lon',
+];
+const CITY_KEYS = [
+  'value',
+  'locationId',
+  'mapPlaceId',
+  'name',
+  'country',
+  'countryCode',
+  'countryCodeAlpha3',
+  'lat',
+  'lon',
+  'lgaOrCity',
+  'state',
+  'zoneOrDistrict',
+  'region',
+  'regionName',
+  'regionalZone',
+  'adminUnitName',
+];
+
+describe('GET /api/countries', () => {
+  it('lists at most 50, Nigeria first, in the spec shape', async () => {
+    const reply = await get('/api/countries');
+    expect(reply.status).toBe(200);
+    expect(reply.body.message).toBe('Countries retrieved');
+    const items = reply.body.data;
+    expect(items.length).toBe(50);
+    expect(items[0]).toMatchObject({
+      value: 'NG',
+      name: 'Nigeria',
+      type: 'INTER_COUNTRY',
+      country: 'Nigeria',
+      countryCode: 'NG',
+      countryCodeAlpha3: 'NGA',
+      continentCode: 'AF',
+      continentName: 'Africa',
+    });
+    for (const item of items) {
+      expect(COUNTRY_KEYS).toEqual(expect.arrayContaining(Object.keys(item)));
+      expect(typeof item.lat === 'number' || item.lat === undefined).toBe(true);
+    }
+    expectNoNulls(items);
+  });
+
+  it('searches by prefix, ignoring case and accents', async () => {
+    const reply = await get('/api/countries?search=cote%20d');
+    expect(reply.body.data[0].countryCode).toBe('CI');
+    expect((await get('/api/countries?search=GHA')).body.data[0].countryCode).toBe('GH');
+  });
+});
+
+describe('GET /api/states', () => {
+  it("lists Nigeria's 36 states and FCT by default, each with its zone", async () => {
+    const { body } = await get('/api/states');
+    expect(body.data).toHaveLength(37);
+    const nigerian = body.data;
+    expect(nigerian.every((s: { countryCode: string }) => s.countryCode === 'NG')).toBe(true);
+    expect(new Set(nigerian.map((s: { regionalZone: string }) => s.regionalZone))).toEqual(
+      new Set([
+        'North Central',
+        'North East',
+        'North West',
+        'South East',
+        'South South',
+        'South West',
+      ]),
+    );
+    for (const item of body.data) {
+      expect(Object.keys(item).sort()).toEqual([...STATE_KEYS].sort());
+      expect(item.type).toBe('INTER_STATE');
+    }
+  });
+
+  it("lists another country's states on request, at most 100", async () => {
+    const { body } = await get('/api/states?countryCode=GH');
+    expect(body.data.length).toBeGreaterThan(5);
+    expect(body.data.length).toBeLessThanOrEqual(100);
+    expect(body.data.every((s: { countryCode: string }) => s.countryCode === 'GH')).toBe(true);
+  });
+
+  it('finds Delta at Asaba, and filters by country', async () => {
+    const { body } = await get('/api/states?search=delta&countryCode=ng');
+    expect(body.data).toHaveLength(1);
+    expect(body.data[0]).toMatchObject({ name: 'Delta', regionalZone: 'South South' });
+    expect(body.data[0].lat).toBeCloseTo(6.2, 1);
+    expect(body.data[0].lon).toBeCloseTo(6.73, 1);
+  });
+});
+
+describe('GET /api/cities', () => {
+  it('lists at most 50 without search', async () => {
+    const { body } = await get('/api/cities');
+    expect(body.data).toHaveLength(50);
+    expectNoNulls(body.data);
+    for (const item of body.data) {
+      expect(CITY_KEYS).toEqual(expect.arrayContaining(Object.keys(item)));
+      expect(item.value).toBe(item.locationId);
+      expect(typeof item.lat).toBe('number');
+    }
+  });
+
+  it.each([
+    ['ibadn', 'Ibadan', 'Oyo'],
+    ['lagos', 'Lagos', 'Lagos'],
+    ['kano', 'Kano', 'Kano'],
+    ['ikeja', 'Ikeja', 'Lagos'],
+    ['lekki', 'Lekki', 'Lagos'],
+    ['yaba', 'Yaba', 'Lagos'],
+    ['port harcourt', 'Port Harcourt', 'Rivers'],
+    ['abuja', 'Abuja', 'Federal Capital Territory'],
+  ])('"%s" finds %s first', async (search, name, state) => {
+    const { body } = await get(`/api/cities?search=${encodeURIComponent(search)}`);
+    expect(body.data[0]).toMatchObject({ name, state, countryCode: 'NG' });
+  });
+
+  it('refuses bad queries', async () => {
+    expectErrorEnvelope(await get(`/api/cities?search=${'x'.repeat(101)}`), 400);
+    expectErrorEnvelope(await get('/api/cities?countryCode=NGA'), 400);
+    expectErrorEnvelope(await get('/api/countries?countryCode=NG'), 400);
+  });
+});
+
+describe('POST /api/route', () => {
+  it('resolves text addresses into a route with distance, ETA and type', async () => {
+    const reply = await route({
+      origin: '12 Admiralty Way, Lekki, Lagos',
+      destination: { address: 'Wuse 2, Abuja', contactName: 'Ada', contactPhone: '+2348012345678' },
+    });
+    expect(reply.status).toBe(200);
+    const { distance, routeType, origin, destination } = reply.body.data;
+    expect(routeType).toBe('INTER_REGION');
+    expect(distance.distanceKm).toBeGreaterThan(520 * 1.3 * 0.95);
+    expect(Number.isInteger(distance.etaSeconds)).toBe(true);
+    expect(origin).toMatchObject({ state: 'Lagos', country: 'Nigeria', resolution: 9 });
+    expect(origin.h3Index).toMatch(/^89[0-9a-f]{13}$/);
+    expect(origin.phrase).toMatch(/^[a-z]+\.[a-z]+\.[a-z]+$/);
+    expect(origin.contactName).toBeUndefined();
+    expect(destination).toMatchObject({
+      state: 'Federal Capital Territory',
+      regionalZone: 'North Central',
+      contactName: 'Ada',
+      contactPhone: '+2348012345678',
+    });
+    expectNoNulls(reply.body.data);
+  });
+
+  it.each([
+    ['Lekki, Lagos', 'Ikeja', 'INTER_CITY'],
+    ['Ikeja, Lagos', 'Abeokuta, Ogun', 'INTER_STATE'],
+    ['Ikeja, Lagos', 'Kano', 'INTER_REGION'],
+    ['Lagos', 'Accra, Ghana', 'INTER_COUNTRY'],
+    ['Lagos', 'London, United Kingdom', 'INTER_CONTINENT'],
+  ])('%s → %s is %s', async (origin, destination, routeType) => {
+    const reply = await route({ origin, destination });
+    expect(reply.body.data.routeType).toBe(routeType);
+  });
+
+  it('takes coordinates over text, decodes phrases, keeps extra fields, stores the note', async () => {
+    const first = await route({ origin: 'Yaba, Lagos', destination: 'Ikeja' });
+    const phrase = first.body.data.origin.phrase;
+    const reply = await route({
+      origin: {
+        lat: 6.4474,
+        lon: 3.4723,
+        address: 'Kano',
+        zipCode: '106104',
+        additionalNote: 'Gate 2',
+      },
+      destination: phrase,
+    });
+    expect(reply.status).toBe(200);
+    const { origin, destination } = reply.body.data;
+    expect(origin).toMatchObject({
+      lat: 6.4474,
+      lon: 3.4723,
+      state: 'Lagos',
+      zipCode: '106104',
+      note: 'Gate 2',
+    });
+    expect(origin.additionalNote).toBeUndefined();
+    expect(destination.h3Index).toBe(first.body.data.origin.h3Index);
+  });
+
+  it('refuses the same place at both ends', async () => {
+    const reply = await route({ origin: 'Ikeja', destination: { address: 'Ikeja, Lagos' } });
+    expectErrorEnvelope(reply, 400, 'Origin and destination cannot be the same');
+  });
+
+  it.each([
+    [{ origin: '', destination: 'Ikeja' }, 'origin'],
+    [{ origin: 42, destination: 'Ikeja' }, 'origin'],
+    [{ origin: { lat: 91, lon: 3 }, destination: 'Ikeja' }, 'origin.lat'],
+    [{ origin: { lat: 6.5 }, destination: 'Ikeja' }, 'origin'],
+    [{ origin: {}, destination: 'Ikeja' }, 'origin'],
+    [{ origin: 'Ikeja' }, 'destination'],
+    [{ origin: 'Ikeja', destination: 'qwxzvbnm' }, 'destination'],
+    [{ origin: 'Ikeja', destination: 'abandon.abandon.qzqz' }, 'destination'],
+    [{ origin: 'Ikeja', destination: { mapPlaceId: 'not-a-place' } }, 'destination'],
+    [{ origin: { id: '6f177c89-2c19-4ccc-9b13-2c42243961ee' }, destination: 'Ikeja' }, 'origin.id'],
+    [{ origin: 'Ikeja', destination: 'Kano', fleetTypeId: 'nope' }, 'fleetTypeId'],
+  ])('400 for %j naming %s', async (body, field) => {
+    const reply = await route(body);
+    expectErrorEnvelope(reply, 400);
+    expect(reply.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+  });
+
+  it('404 for an unknown fleet type', async () => {
+    const reply = await route({
+      origin: 'Ikeja',
+      destination: 'Kano',
+      fleetTypeId: '6f177c89-2c19-4ccc-9b13-2c42243961ee',
+    });
+    expectErrorEnvelope(reply, 404, 'Fleet type not found');
+  });
+
+  it('uses the road distance of an OSRM server when it is longer', async () => {
+    const reply = await route({ origin: 'Ikeja, Lagos', destination: 'Kano' }, withOsrm.url);
+    expect(reply.status).toBe(200);
+    expect(reply.body.data.distance.distanceKm).toBe(1000);
+    const last = osrmCalls[osrmCalls.length - 1];
+    expect(last).toMatch(/^\/route\/v1\/driving\/3\.\d+,6\.\d+;8\.\d+,1[12]\.\d+\?/);
+  });
+});
