@@ -6,9 +6,10 @@
  *
  * Queries are generated from the data with a fixed seed, so runs are comparable.
  */
+import { resolvePlace } from '../services/geo/address';
 import { geocodeText, gazetteer, nearestCity, searchCities } from '../services/geo/gazetteer';
 
-const TARGETS = { searchP99Ms: 2, nearestP99Ms: 1, rssMb: 250 };
+const TARGETS = { searchP99Ms: 2, nearestP99Ms: 1, resolveP99Ms: 1, rssMb: 250 };
 const SEARCH_LIMIT = 50;
 const SEARCH_QUERIES = 3000;
 const NEAREST_QUERIES = 5000;
@@ -105,6 +106,7 @@ function main(): void {
         : { lat: -60 + rand() * 130, lon: -180 + rand() * 360 }, // anywhere inhabited-ish
   );
   const nearest = time(points, (p) => nearestCity(p.lat, p.lon));
+  const resolve = time(points, (p) => resolvePlace({ lat: p.lat, lon: p.lon }, 'bench'));
   const texts = Array.from({ length: GEOCODE_QUERIES }, (_, i) => {
     const city = g.cities.names[Math.floor(rand() * 2000)];
     return i % 2 === 0 ? `${1 + (i % 90)} Some Street, ${city}` : `${city}, Nigeria`;
@@ -172,6 +174,18 @@ function main(): void {
     {
       metric: 'nearestCity throughput (/s)',
       measured: f(nearest.perSecond, 0),
+      target: '',
+      verdict: '',
+    },
+    {
+      metric: 'resolve coordinates p99 (ms)',
+      measured: f(resolve.p99),
+      target: `< ${TARGETS.resolveP99Ms}`,
+      verdict: verdict(resolve.p99, TARGETS.resolveP99Ms),
+    },
+    {
+      metric: 'resolve coordinates throughput (/s)',
+      measured: f(resolve.perSecond, 0),
       target: '',
       verdict: '',
     },

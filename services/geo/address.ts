@@ -227,25 +227,30 @@ function describe(place: Place, input: Exclude<AddressInput, string>, line?: str
 }
 
 /**
- * Resolves one address input (already validated by `addressInput()`). `field` names it in
- * errors. Precedence: saved address `id`, then coordinates, mapPlaceId, phrase, text.
+ * Resolves an address input without a saved address id (validated by `addressInput()`).
+ * `field` names it in errors. Precedence: coordinates, mapPlaceId, phrase, then text.
  */
+export function resolvePlace(input: AddressInput, field: string): ResolvedAddress {
+  if (typeof input === 'string') {
+    return describe(placeOfText(input, field), {}, isPhrase(input) ? undefined : input);
+  }
+  const place = locate(input, field);
+  const line = input.addressLine1 ?? input.address;
+  return describe(place, input, typeof line === 'string' ? line : undefined);
+}
+
+/** As `resolvePlace`, but a saved address `id` comes first and skips geocoding. */
 export async function resolveAddress(
   input: AddressInput,
   field: string,
   savedAddress: SavedAddressLookup,
 ): Promise<ResolvedAddress> {
-  if (typeof input === 'string') {
-    return describe(placeOfText(input, field), {}, isPhrase(input) ? undefined : input);
-  }
-  if (input.id) {
+  if (typeof input !== 'string' && input.id) {
     const saved = await savedAddress(input.id);
     if (!saved) throw unresolvable(`${field}.id`, `no saved address ${input.id}`);
     return saved;
   }
-  const place = locate(input, field);
-  const line = input.addressLine1 ?? input.address;
-  return describe(place, input, typeof line === 'string' ? line : undefined);
+  return resolvePlace(input, field);
 }
 
 /** Two addresses are the same place when they fall in the same res-9 cell (about 0.1 km²). */

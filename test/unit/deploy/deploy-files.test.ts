@@ -13,7 +13,8 @@ const K8S_DIR = join(ROOT, 'deploy', 'k8s');
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 /** Every variable loadConfig reads; a name outside it is a typo or a forgotten variable. */
-const CONFIG_VARIABLES = new Set(describeConfig().map((v) => v.name));
+/** Ours, plus NODE_OPTIONS, which Node itself reads (the geo process tunes its heap). */
+const CONFIG_VARIABLES = new Set([...describeConfig().map((v) => v.name), 'NODE_OPTIONS']);
 const OPS_PORT = 9464;
 const HTTP_PORT = 3000;
 
