@@ -42,6 +42,7 @@ export interface Config {
     osrmCoolDownMs: number;
     circuity: number;
   };
+  geocoder: { url: string | undefined; timeoutMs: number; countryCodes: string | undefined };
 }
 
 /** One row per environment variable: the single source for validation and the README table. */
@@ -172,6 +173,23 @@ const envSchema = Joi.object({
     .max(3)
     .default(1.3)
     .description('Road ÷ straight-line distance ratio used without OSRM'),
+  GEOCODER_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .empty('')
+    .description(
+      'Nominatim-compatible server for street-level geocoding; unset uses the offline gazetteer only',
+    ),
+  GEOCODER_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(2000)
+    .description('Time limit of one geocoder call; the offline gazetteer answers after it'),
+  GEOCODER_COUNTRIES: Joi.string()
+    .pattern(/^[a-z]{2}(,[a-z]{2})*$/)
+    .empty('')
+    .description(
+      'Countries the geocoder searches, ISO alpha-2 lower case (`ng`); unset searches all',
+    ),
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
@@ -257,6 +275,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       osrmFailureThreshold: value.OSRM_FAILURE_THRESHOLD,
       osrmCoolDownMs: value.OSRM_COOL_DOWN_MS,
       circuity: value.ROUTE_CIRCUITY,
+    },
+    geocoder: {
+      url: value.GEOCODER_URL,
+      timeoutMs: value.GEOCODER_TIMEOUT_MS,
+      countryCodes: value.GEOCODER_COUNTRIES,
     },
   };
 }

@@ -12,6 +12,7 @@ import {
   type Country,
   type State,
 } from './gazetteer';
+import type { TextGeocoder } from './external-geocoder';
 import { decodePhrase, encodePhrase, isPhrase } from './phrase';
 import { compact } from './places';
 
@@ -239,16 +240,42 @@ export function resolvePlace(input: AddressInput, field: string): ResolvedAddres
   return describe(place, input, typeof line === 'string' ? line : undefined);
 }
 
-/** As `resolvePlace`, but a saved address `id` comes first and skips geocoding. */
+export interface ResolveOptions {
+  savedAddress: SavedAddressLookup;
+  /** Street-level geocoding for text, tried before the offline gazetteer. */
+  geocoder?: TextGeocoder;
+}
+
+/** The text to geocode when text is all the input has to go on. */
+function textOnly(input: AddressInput): string | undefined {
+  if (typeof input === 'string') return isPhrase(input) ? undefined : input;
+  if (input.lat !== undefined || input.mapPlaceId || input.phrase) return undefined;
+  const line = input.address ?? input.addressLine1;
+  return typeof line === 'string' && !isPhrase(line) ? line : undefined;
+}
+
+/**
+ * As `resolvePlace`, but a saved address `id` comes first and skips geocoding, and text goes
+ * to the external geocoder first when one is configured.
+ */
 export async function resolveAddress(
   input: AddressInput,
   field: string,
-  savedAddress: SavedAddressLookup,
+  options: ResolveOptions,
 ): Promise<ResolvedAddress> {
   if (typeof input !== 'string' && input.id) {
-    const saved = await savedAddress(input.id);
+    const saved = await options.savedAddress(input.id);
     if (!saved) throw unresolvable(`${field}.id`, `no saved address ${input.id}`);
     return saved;
+  }
+  const text = textOnly(input);
+  const point = text && options.geocoder ? await options.geocoder.geocode(text) : null;
+  if (text && point) {
+    return describe(
+      placeAt(point.lat, point.lon, field),
+      typeof input === 'string' ? {} : input,
+      text,
+    );
   }
   return resolvePlace(input, field);
 }

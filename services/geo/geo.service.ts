@@ -26,7 +26,9 @@ import {
   searchCountries,
   searchStates,
 } from './gazetteer';
+import { createNominatimGeocoder, type TextGeocoder } from './external-geocoder';
 import { defineGeoModels, type GeoModels } from './models';
+import { version } from '../../package.json';
 import { toCityItem, toCountryItem, toStateItem } from './places';
 import { ROUTE_TYPES } from './route-type';
 import { Router } from './routing';
@@ -92,6 +94,7 @@ async function ensureDefaultFleetTypes(models: GeoModels): Promise<void> {
 export function createGeoService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'geo', defineGeoModels);
   let router: Router;
+  let geocoder: TextGeocoder | undefined;
 
   const countryOf = (code: string) => {
     const country = findCountry(code);
@@ -136,6 +139,16 @@ export function createGeoService(config: Config): ServiceDefinition {
       router = new Router(config.routing, (reason) =>
         this.logger.warn('OSRM unavailable; using the straight-line estimate', { reason }),
       );
+      if (config.geocoder.url) {
+        geocoder = createNominatimGeocoder({
+          baseUrl: config.geocoder.url,
+          timeoutMs: config.geocoder.timeoutMs,
+          countryCodes: config.geocoder.countryCodes,
+          userAgent: `Waybill/${version} (self-hosted courier platform)`,
+          onFailure: (reason) =>
+            this.logger.warn('Geocoder unavailable; using the offline gazetteer', { reason }),
+        });
+      }
     },
     async started() {
       warmGazetteer(); // build the indexes before the first request, not during it
@@ -209,11 +222,10 @@ export function createGeoService(config: Config): ServiceDefinition {
         }),
         handler(ctx) {
           const { address, field } = ctx.params as { address: AddressInput; field: string };
-          return resolveAddress(
-            address,
-            field,
-            savedAddresses((a, p) => ctx.call(a, p)),
-          );
+          return resolveAddress(address, field, {
+            savedAddress: savedAddresses((a, p) => ctx.call(a, p)),
+            geocoder,
+          });
         },
       }),
 
@@ -240,7 +252,7 @@ export function createGeoService(config: Config): ServiceDefinition {
           fleetTypeId: uuid(),
         }),
         async handler(ctx) {
-          const lookup = savedAddresses((a, p) => ctx.call(a, p));
+          const lookup = { savedAddress: savedAddresses((a, p) => ctx.call(a, p)), geocoder };
           const params = ctx.params as { origin: AddressInput; destination: AddressInput };
           const [origin, destination] = await Promise.all([
             resolveAddress(params.origin, 'origin', lookup),

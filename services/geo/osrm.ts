@@ -4,13 +4,11 @@ import {
   routeDistance,
   type GeoPoint,
 } from './distance';
+import { checkedBaseUrl, describeFetchError, isRecord, quote, quoted } from './upstream';
 
 export const DEFAULT_OSRM_PROFILE = 'driving';
 export const DEFAULT_FAILURE_THRESHOLD = 5;
 export const DEFAULT_COOL_DOWN_MS = 30_000;
-
-/** Longest server message quoted in a failure reason, so one bad answer cannot flood a log. */
-const MAX_QUOTED_CHARS = 200;
 
 /** Anything that can measure a road: the OSRM client, or a stub in tests. */
 export interface RoadDistanceSource {
@@ -41,30 +39,6 @@ export interface OsrmClientOptions {
 type Outcome = { ok: true; km: number } | { ok: false; reason: string; unhealthy: boolean };
 
 const unhealthy = (reason: string): Outcome => ({ ok: false, reason, unhealthy: true });
-
-function quote(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > MAX_QUOTED_CHARS ? `${flat.slice(0, MAX_QUOTED_CHARS)}...` : flat;
-}
-
-/** `: <quoted text>`, or nothing for an empty body. */
-const quoted = (text: string): string => (text.trim() ? `: ${quote(text)}` : '');
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * fetch hides the socket error (ECONNREFUSED, ENOTFOUND...) in `cause`. Duck-typed, not
- * `instanceof`: fetch's errors and DOMException may come from another realm (jest's vm).
- */
-function describeFetchError(err: unknown, timeoutMs: number): string {
-  if (!isRecord(err)) return `request failed: ${String(err)}`;
-  if (err.name === 'TimeoutError') return `timed out after ${timeoutMs} ms`;
-  const cause = err.cause;
-  if (isRecord(cause) && typeof cause.code === 'string') return `request failed: ${cause.code}`;
-  return `request failed: ${typeof err.message === 'string' ? err.message : String(err)}`;
-}
 
 /** OSRM limits coordinates to six decimals (about 0.1 m); fixed notation avoids `1e-7`. */
 const coordinate = (point: GeoPoint): string => `${point.lon.toFixed(6)},${point.lat.toFixed(6)}`;
@@ -98,22 +72,6 @@ function readAnswer(status: number, text: string): Outcome {
   return { ok: true, km: metres / 1000 };
 }
 
-function checkedBaseUrl(baseUrl: string): string {
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new RangeError(`OSRM base URL is not a URL: ${baseUrl}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new RangeError(`OSRM base URL must be http or https: ${baseUrl}`);
-  }
-  if (url.search || url.hash) {
-    throw new RangeError(`OSRM base URL must not have a query or fragment: ${baseUrl}`);
-  }
-  return url.href.replace(/\/+$/, '');
-}
-
 function checkedCount(value: number, what: string, min: number): number {
   if (!Number.isInteger(value) || value < min) {
     throw new RangeError(`${what} must be an integer >= ${min}, got ${value}`);
@@ -132,7 +90,7 @@ function checkedCount(value: number, what: string, min: number): number {
  * closes the circuit, failure opens it for another cool-down.
  */
 export function createOsrmClient(options: OsrmClientOptions): OsrmClient {
-  const baseUrl = checkedBaseUrl(options.baseUrl);
+  const baseUrl = checkedBaseUrl(options.baseUrl, 'OSRM');
   const profile = options.profile ?? DEFAULT_OSRM_PROFILE;
   if (!/^[A-Za-z0-9_-]+$/.test(profile)) throw new RangeError(`bad OSRM profile: ${profile}`);
   const timeoutMs = checkedCount(options.timeoutMs, 'timeoutMs', 1);

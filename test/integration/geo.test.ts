@@ -3,9 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
-/** A stand-in OSRM server speaking `/route/v1/driving/lon,lat;lon,lat`, answering 1000 km. */
+/**
+ * Stand-ins for the external servers: OSRM (`/route/v1/driving/lon,lat;lon,lat`, always
+ * 1000 km) and Nominatim (`/search`, which knows one street and nothing else).
+ */
 let osrm: Server;
 const osrmCalls: string[] = [];
+const KNOWN_STREET = { q: '7 Bourdillon Road, Ikoyi', lat: 6.4527, lon: 3.4335 };
 
 const iso = isolation();
 let node: NodeProcess;
@@ -14,15 +18,26 @@ let key: string;
 
 beforeAll(async () => {
   osrm = createServer((req, res) => {
-    osrmCalls.push(req.url ?? '');
     res.setHeader('content-type', 'application/json');
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname === '/search') {
+      const hit = url.searchParams.get('q') === KNOWN_STREET.q;
+      const { lat, lon } = KNOWN_STREET;
+      res.end(JSON.stringify(hit ? [{ lat: String(lat), lon: String(lon) }] : []));
+      return;
+    }
+    osrmCalls.push(req.url ?? '');
     res.end(JSON.stringify({ code: 'Ok', routes: [{ distance: 1_000_000, duration: 36_000 }] }));
   });
   await new Promise<void>((resolve) => osrm.listen(0, '127.0.0.1', resolve));
   const osrmUrl = `http://127.0.0.1:${(osrm.address() as AddressInfo).port}`;
   [node, withOsrm] = await Promise.all([
     startNode({ services: 'all', iso }),
-    startNode({ services: 'all', iso, env: { OSRM_URL: osrmUrl, NATS_URL: '' } }),
+    startNode({
+      services: 'all',
+      iso,
+      env: { OSRM_URL: osrmUrl, GEOCODER_URL: osrmUrl, NATS_URL: '' },
+    }),
   ]);
   ({ key } = await createUserWithKey(node.url));
 });
@@ -293,5 +308,19 @@ describe('POST /api/route', () => {
     expect(reply.body.data.distance.distanceKm).toBe(1000);
     const last = osrmCalls[osrmCalls.length - 1];
     expect(last).toMatch(/^\/route\/v1\/driving\/3\.\d+,6\.\d+;8\.\d+,1[12]\.\d+\?/);
+  });
+
+  it('asks the external geocoder first for street addresses, then the gazetteer', async () => {
+    const reply = await route({ origin: KNOWN_STREET.q, destination: 'Kano' }, withOsrm.url);
+    expect(reply.status).toBe(200);
+    expect(reply.body.data.origin).toMatchObject({
+      lat: KNOWN_STREET.lat,
+      lon: KNOWN_STREET.lon,
+      addressLine1: KNOWN_STREET.q,
+      state: 'Lagos',
+    });
+    expect(reply.body.data.origin.centerLat).toBeUndefined();
+    const fallback = await route({ origin: 'Ikeja, Lagos', destination: 'Kano' }, withOsrm.url);
+    expect(fallback.body.data.origin).toMatchObject({ state: 'Lagos', lgaOrCity: 'Ikeja' });
   });
 });

@@ -50,6 +50,7 @@ describe('loadConfig defaults', () => {
         osrmCoolDownMs: 30000,
         circuity: 1.3,
       },
+      geocoder: { url: undefined, timeoutMs: 2000, countryCodes: undefined },
     });
   });
 
@@ -275,6 +276,9 @@ describe('describeConfig', () => {
     'OSRM_FAILURE_THRESHOLD',
     'OSRM_COOL_DOWN_MS',
     'ROUTE_CIRCUITY',
+    'GEOCODER_URL',
+    'GEOCODER_TIMEOUT_MS',
+    'GEOCODER_COUNTRIES',
     'OPS_PORT',
   ];
 
