@@ -27,7 +27,10 @@ export class CityTable {
   private readonly curated = new Set<number>();
   /** Ids cost a SHA-1 each, so they are made when first asked for. */
   private readonly ids: (string | undefined)[];
-  private byId: Map<string, number> | undefined;
+  /** First 48 bits of each id → city index: numbers, not 171k id strings, stay in memory. */
+  private byIdPrefix: Map<number, number> | undefined;
+  /** Ids whose 48-bit prefix another id already holds (expected: none). */
+  private readonly prefixClashes = new Map<string, number>();
 
   constructor(
     source: SourceCities,
@@ -95,7 +98,7 @@ export class CityTable {
   idOf(i: number): string {
     let id = this.ids[i];
     if (id === undefined) {
-      id = cityUuid(this.countryOf(i).countryCode, this.names[i], this.lat[i], this.lon[i]);
+      id = this.computeId(i);
       this.ids[i] = id;
     }
     return id;
@@ -103,11 +106,27 @@ export class CityTable {
 
   /** Index of the city with this id; the first call hashes every city (under a second). */
   indexOf(locationId: string): number | undefined {
-    if (!this.byId) {
-      this.byId = new Map();
-      for (let i = 0; i < this.size; i++) this.byId.set(this.idOf(i), i);
+    const prefixes = this.byIdPrefix ?? this.indexIds();
+    const clash = this.prefixClashes.get(locationId);
+    if (clash !== undefined) return clash;
+    const i = prefixes.get(idPrefix(locationId));
+    return i !== undefined && this.idOf(i) === locationId ? i : undefined;
+  }
+
+  private computeId(i: number): string {
+    return cityUuid(this.countryOf(i).countryCode, this.names[i], this.lat[i], this.lon[i]);
+  }
+
+  private indexIds(): Map<number, number> {
+    const prefixes = new Map<number, number>();
+    for (let i = 0; i < this.size; i++) {
+      const id = this.ids[i] ?? this.computeId(i);
+      const prefix = idPrefix(id);
+      if (prefixes.has(prefix)) this.prefixClashes.set(id, i);
+      else prefixes.set(prefix, i);
     }
-    return this.byId.get(locationId);
+    this.byIdPrefix = prefixes;
+    return prefixes;
   }
 
   city(i: number): City {
@@ -132,4 +151,9 @@ export class CityTable {
     }
     return city;
   }
+}
+
+/** The first 12 hex digits of a UUID as a number (exact: 48 bits < 2^53). */
+function idPrefix(uuid: string): number {
+  return Number.parseInt(uuid.slice(0, 8) + uuid.slice(9, 13), 16);
 }
