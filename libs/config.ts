@@ -1,7 +1,7 @@
 import Joi from 'joi';
 
 /** Names of every service this codebase can run; `SERVICES` picks a subset. */
-export const SERVICE_NAMES = ['gateway', 'account', 'geo'] as const;
+export const SERVICE_NAMES = ['gateway', 'account', 'geo', 'package'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 export type AppEnvironment = 'staging' | 'live';

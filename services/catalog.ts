@@ -2,6 +2,7 @@ import type { Config, ServiceName } from '../libs/config';
 import type { ServiceDefinition } from '../libs/service';
 import { createAccountService } from './account/account.service';
 import { createGeoService } from './geo/geo.service';
+import { createPackageService } from './package/package.service';
 
 /**
  * Every service behind the gateway. The gateway builds its routes and the OpenAPI
@@ -13,6 +14,7 @@ export const BACKEND_SERVICES: Record<
 > = {
   account: createAccountService,
   geo: createGeoService,
+  package: createPackageService,
 };
 
 export function backendDefinitions(config: Config): ServiceDefinition[] {

@@ -1,0 +1,302 @@
+import Joi from 'joi';
+import type { Config } from '../../libs/config';
+import { badRequest, notFound, unauthorized, type FieldError } from '../../libs/errors';
+import { formatKg, formatNaira, nairaToKobo } from '../../libs/money';
+import { ServiceDatabase } from '../../libs/mongo';
+import { uuid } from '../../libs/schemas';
+import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+import { definePackageModels } from './models';
+import { PACKAGE_SIZES, packageWeightGrams, toPackageView, type PackageSize } from './sizes';
+
+export const INVALID_SELECTION = 'Invalid packages selection';
+
+const packageView = Joi.object({
+  id: Joi.string().uuid(),
+  userId: Joi.string().uuid(),
+  p2pDeliveryId: Joi.string().uuid().allow(null),
+  errandDeliveryId: Joi.string().uuid().allow(null),
+  errandStoreId: Joi.string().uuid().allow(null),
+  productId: Joi.string().uuid().allow(null),
+  variantCombinationId: Joi.string().uuid().allow(null),
+  packageType: Joi.string(),
+  name: Joi.string(),
+  image: Joi.string().uri().allow(null),
+  description: Joi.string().allow(null),
+  quantity: Joi.number().integer(),
+  weight: Joi.string().description('kg, five decimals: size weight × quantity'),
+  value: Joi.string().description('NGN, two decimals: total value'),
+  size: Joi.string().valid(...PACKAGE_SIZES),
+  type: Joi.string().valid('PACKAGE_ITEM'),
+  selectedOptions: Joi.array(),
+  createdAt: Joi.string().isoDate(),
+  updatedAt: Joi.string().isoDate(),
+  deletedAt: Joi.string().isoDate().allow(null),
+});
+
+const packageIds = () => Joi.array().items(uuid()).min(1).max(50).unique().required();
+
+function requireUser(ctx: WaybillContext<unknown>): string {
+  const id = ctx.meta.user?.id;
+  if (!id) throw unauthorized('API key is required');
+  return id;
+}
+
+/** An https URL on our CDN host, under its base path, without tricks in the path. */
+export function isHostedUrl(value: string, cdnBaseUrl: string): boolean {
+  let url: URL;
+  let base: URL;
+  try {
+    url = new URL(value);
+    base = new URL(cdnBaseUrl);
+  } catch {
+    return false;
+  }
+  const basePath = base.pathname.replace(/\/+$/, '');
+  return (
+    url.protocol === 'https:' &&
+    url.host === base.host &&
+    !url.username &&
+    !url.password &&
+    !url.search &&
+    !url.hash &&
+    url.pathname.startsWith(`${basePath}/`) &&
+    !/(^|\/)\.\.?(\/|$)|%2e|%2f|%5c|\\|\/\//i.test(value.slice(base.origin.length))
+  );
+}
+
+export function createPackageService(config: Config): ServiceDefinition {
+  const db = new ServiceDatabase(config, 'package', definePackageModels);
+  const Package = () => db.models.Package;
+
+  const image = Joi.string()
+    .trim()
+    .max(2048)
+    .custom((value: string, helpers) =>
+      isHostedUrl(value, config.cdnBaseUrl) ? value : helpers.error('any.invalid'),
+    )
+    .messages({
+      'any.invalid': `{{#label}} must be an https URL of an uploaded file (${config.cdnBaseUrl}/...); upload it with POST /file/single-upload`,
+    });
+
+  const onCreate = (schema: Joi.Schema) =>
+    schema.when('packageId', { is: Joi.exist(), otherwise: Joi.required() });
+
+  /** Why an edit or a delete found nothing to change: 404 for missing/foreign/deleted. */
+  async function explainUnchanged(userId: string, packageId: string, verb: string) {
+    const found = await Package().findOne({ _id: packageId, userId, deletedAt: null }).lean();
+    if (!found) return notFound(`Package ${packageId} not found`);
+    return badRequest(
+      `Package ${packageId} is assigned to a delivery and can no longer be ${verb}`,
+      [{ field: 'packageId', message: `assigned to delivery ${found.p2pDeliveryId}` }],
+    );
+  }
+
+  /** The caller's packages by id, each usable (not deleted, not assigned); 400 otherwise. */
+  async function usablePackages(userId: string, ids: string[]) {
+    const found = await Package()
+      .find({ _id: { $in: ids }, userId, deletedAt: null, p2pDeliveryId: null })
+      .lean();
+    const byId = new Map(found.map((p) => [p._id, p]));
+    const errors: FieldError[] = ids
+      .map((id, i) => ({ id, i }))
+      .filter(({ id }) => !byId.has(id))
+      .map(({ id, i }) => ({
+        field: `packagesId.${i}`,
+        message: `package ${id} is not one of your packages available for delivery`,
+      }));
+    if (errors.length > 0) throw badRequest(INVALID_SELECTION, errors);
+    return ids.map((id) => byId.get(id) as (typeof found)[number]);
+  }
+
+  return {
+    name: 'package',
+    mixins: [db.mixin()],
+    actions: {
+      save: action({
+        http: {
+          group: 'api',
+          method: 'POST',
+          path: '/package',
+          status: 201,
+          message: 'Package saved',
+          summary: 'Create a package, or edit one with `packageId`',
+          description:
+            'Without `packageId` every required field is needed; with it only the fields to change. `weight` is derived from `size` × `quantity` and cannot be sent. `value` is the total value in NGN.',
+          response: packageView,
+          errors: { 404: 'No such package of yours' },
+        },
+        params: Joi.object({
+          packageId: uuid(),
+          packageType: onCreate(Joi.string().trim().min(1).max(60)),
+          name: onCreate(Joi.string().trim().min(1).max(120)),
+          image: image.allow(null),
+          description: Joi.string().trim().max(128).allow(null, ''),
+          quantity: onCreate(Joi.number().integer().min(1).max(10_000)),
+          size: onCreate(
+            Joi.string()
+              .uppercase()
+              .valid(...PACKAGE_SIZES),
+          ),
+          value: onCreate(Joi.number().min(0).max(1e11).precision(2)),
+          weight: Joi.any().forbidden().messages({
+            'any.unknown': 'weight is derived from size and quantity; do not send it',
+          }),
+        })
+          .when(Joi.object({ packageId: Joi.exist() }).unknown(), {
+            then: Joi.object().or(
+              'packageType',
+              'name',
+              'image',
+              'description',
+              'quantity',
+              'size',
+              'value',
+            ),
+          })
+          .messages({ 'object.missing': 'send at least one field to change' }),
+        async handler(ctx) {
+          const userId = requireUser(ctx);
+          const { packageId, value, description, ...fields } = ctx.params;
+          const changes = {
+            ...fields,
+            ...(value === undefined ? {} : { valueKobo: nairaToKobo(value) }),
+            ...(description === undefined ? {} : { description: description || null }),
+          };
+          if (!packageId) {
+            const created = await Package().create({ ...changes, userId });
+            return toPackageView(created.toObject());
+          }
+          const updated = await Package()
+            .findOneAndUpdate(
+              { _id: packageId, userId, deletedAt: null, p2pDeliveryId: null },
+              { $set: changes },
+              { new: true },
+            )
+            .lean();
+          if (!updated) throw await explainUnchanged(userId, packageId, 'edited');
+          return toPackageView(updated);
+        },
+      }),
+
+      remove: action({
+        http: {
+          group: 'api',
+          method: 'DELETE',
+          path: '/package/:packageId',
+          status: 204,
+          message: 'Package deleted',
+          summary: 'Delete a package that no delivery has taken',
+          errors: { 404: 'No such package of yours' },
+        },
+        params: Joi.object({ packageId: uuid().required() }),
+        async handler(ctx) {
+          const userId = requireUser(ctx);
+          const { packageId } = ctx.params;
+          const result = await Package().updateOne(
+            { _id: packageId, userId, deletedAt: null, p2pDeliveryId: null },
+            { $set: { deletedAt: new Date() } },
+          );
+          if (result.modifiedCount === 0) {
+            throw await explainUnchanged(userId, packageId, 'deleted');
+          }
+          return null;
+        },
+      }),
+
+      list: action({
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/packages',
+          message: 'Packages retrieved',
+          summary: 'Your packages that no delivery has taken yet, newest first',
+          response: Joi.array().items(packageView),
+        },
+        params: Joi.object({}),
+        async handler(ctx) {
+          const userId = requireUser(ctx);
+          const found = await Package()
+            .find({ userId, deletedAt: null, p2pDeliveryId: null })
+            .sort({ createdAt: -1 })
+            .lean();
+          return found.map(toPackageView);
+        },
+      }),
+
+      /** Internal: weight and value totals of a user's selection; 400 if any is unusable. */
+      resolveSelection: action({
+        visibility: 'public',
+        params: Joi.object({ userId: uuid().required(), packageIds: packageIds() }),
+        async handler(ctx) {
+          const packages = await usablePackages(ctx.params.userId, ctx.params.packageIds);
+          const totalWeightGrams = packages.reduce(
+            (sum, p) => sum + packageWeightGrams(p.size as PackageSize, p.quantity),
+            0,
+          );
+          const totalValueKobo = packages.reduce((sum, p) => sum + p.valueKobo, 0);
+          return {
+            packages: packages.map(toPackageView),
+            totalWeightGrams,
+            totalValueKobo,
+            totalWeight: formatKg(totalWeightGrams),
+            totalValue: formatNaira(totalValueKobo),
+          };
+        },
+      }),
+
+      /**
+       * Internal: gives the packages to a delivery, each with one conditional update, so two
+       * deliveries can never both take a package. Repeating the call is harmless; if any
+       * package cannot be taken, the ones this call took are given back and it fails.
+       */
+      assign: action({
+        visibility: 'public',
+        params: Joi.object({
+          userId: uuid().required(),
+          deliveryId: uuid().required(),
+          packageIds: packageIds(),
+        }),
+        async handler(ctx) {
+          const { userId, deliveryId } = ctx.params;
+          const taken: string[] = [];
+          const refused: FieldError[] = [];
+          for (const [i, id] of ctx.params.packageIds.entries()) {
+            const result = await Package().updateOne(
+              { _id: id, userId, deletedAt: null, p2pDeliveryId: null },
+              { $set: { p2pDeliveryId: deliveryId } },
+            );
+            if (result.modifiedCount === 1) {
+              taken.push(id);
+              continue;
+            }
+            const mine = await Package().exists({ _id: id, userId, p2pDeliveryId: deliveryId });
+            if (!mine) {
+              refused.push({ field: `packagesId.${i}`, message: `package ${id} is not available` });
+            }
+          }
+          if (refused.length > 0) {
+            await Package().updateMany(
+              { _id: { $in: taken }, p2pDeliveryId: deliveryId },
+              { $set: { p2pDeliveryId: null } },
+            );
+            throw badRequest(INVALID_SELECTION, refused);
+          }
+          return { deliveryId, packageIds: ctx.params.packageIds };
+        },
+      }),
+
+      /** Internal: gives a delivery's packages back (cancellation, failed payment). */
+      release: action({
+        visibility: 'public',
+        params: Joi.object({ deliveryId: uuid().required() }),
+        async handler(ctx) {
+          const result = await Package().updateMany(
+            { p2pDeliveryId: ctx.params.deliveryId },
+            { $set: { p2pDeliveryId: null } },
+          );
+          return { released: result.modifiedCount };
+        },
+      }),
+    },
+  };
+}

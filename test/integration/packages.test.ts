@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import { ServiceBroker } from 'moleculer';
+import { createBrokerOptions } from '../../moleculer.config';
+import { loadConfig } from '../../libs/config';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+
+const iso = isolation();
+const CDN = 'https://cdn.waybill.test';
+let node: NodeProcess;
+/** A broker of our own on the same NATS namespace, to call the internal actions. */
+let client: ServiceBroker;
+let alice: { key: string; userId: string };
+let bob: { key: string; userId: string };
+
+beforeAll(async () => {
+  node = await startNode({ services: 'all', iso, env: { CDN_BASE_URL: CDN } });
+  alice = await createUserWithKey(node.url);
+  bob = await createUserWithKey(node.url);
+  const config = loadConfig({ ...process.env, NAMESPACE: iso.namespace, OPS_PORT: '0' });
+  client = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  await client.start();
+  await client.waitForServices(['package']);
+});
+
+afterAll(async () => {
+  await client?.stop();
+  await node?.stop();
+  await dropDatabases(iso);
+});
+
+const as = (who: { key: string }) => ({ 'api-key': who.key });
+const save = (who: { key: string }, json: unknown) =>
+  request(node.url, 'POST', '/api/package', { headers: as(who), json });
+const list = (who: { key: string }) =>
+  request(node.url, 'GET', '/api/packages', { headers: as(who) });
+
+const shoes = {
+  packageType: 'Fashion',
+  name: 'Running shoes',
+  description: 'Two pairs, size 42',
+  quantity: 2,
+  size: 'medium',
+  value: 45000.5,
+  image: `${CDN}/uploads/u1/3f1c2a9e-7a0b-4c1d-9e2f-0a1b2c3d4e5f.jpg`,
+};
+
+describe('POST /api/package', () => {
+  it('creates a package with derived weight and decimal strings', async () => {
+    const reply = await save(alice, shoes);
+    expect(reply.status).toBe(201);
+    expect(reply.body.message).toBe('Package saved');
+    expect(reply.body.data).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      userId: alice.userId,
+      p2pDeliveryId: null,
+      errandDeliveryId: null,
+      errandStoreId: null,
+      productId: null,
+      variantCombinationId: null,
+      packageType: 'Fashion',
+      name: 'Running shoes',
+      image: shoes.image,
+      description: 'Two pairs, size 42',
+      quantity: 2,
+      weight: '14.00000',
+      value: '45000.50',
+      size: 'MEDIUM',
+      type: 'PACKAGE_ITEM',
+      selectedOptions: [],
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      deletedAt: null,
+    });
+  });
+
+  it('edits only the fields sent, and recomputes the weight', async () => {
+    const created = (await save(alice, shoes)).body.data;
+    const edited = await save(alice, { packageId: created.id, quantity: 3, size: 'LARGE' });
+    expect(edited.status).toBe(201);
+    expect(edited.body.data).toMatchObject({
+      id: created.id,
+      name: 'Running shoes',
+      quantity: 3,
+      size: 'LARGE',
+      weight: '45.00000',
+      value: '45000.50',
+    });
+  });
+
+  it.each([
+    ['a missing required field', { ...shoes, name: undefined }, 'name'],
+    ['a weight', { ...shoes, weight: 3 }, 'weight'],
+    ['a long description', { ...shoes, description: 'x'.repeat(129) }, 'description'],
+    ['a zero quantity', { ...shoes, quantity: 0 }, 'quantity'],
+    ['a fractional quantity', { ...shoes, quantity: 1.5 }, 'quantity'],
+    ['an unknown size', { ...shoes, size: 'HUGE' }, 'size'],
+    ['a negative value', { ...shoes, value: -1 }, 'value'],
+    ['an image on another host', { ...shoes, image: 'https://evil.example/x.jpg' }, 'image'],
+    [
+      'an http image',
+      { ...shoes, image: `${CDN.replace('https', 'http')}/uploads/a.jpg` },
+      'image',
+    ],
+    ['a traversal in the image', { ...shoes, image: `${CDN}/uploads/../secret` }, 'image'],
+    ['an empty edit', { packageId: randomUUID() }, 'body'],
+  ])('refuses %s with 400', async (_case, body, field) => {
+    const reply = await save(alice, body);
+    expectErrorEnvelope(reply, 400);
+    const fields = reply.body.errors.map((e: { field: string }) => e.field);
+    expect(field === 'body' ? fields.length : fields).toEqual(field === 'body' ? 1 : [field]);
+  });
+
+  it("treats another user's package as missing", async () => {
+    const mine = (await save(alice, shoes)).body.data;
+    const reply = await save(bob, { packageId: mine.id, name: 'Stolen' });
+    expectErrorEnvelope(reply, 404, /not found/);
+    expectErrorEnvelope(
+      await request(node.url, 'DELETE', `/api/package/${mine.id}`, { headers: as(bob) }),
+      404,
+    );
+    expect((await list(bob)).body.data.map((p: { id: string }) => p.id)).not.toContain(mine.id);
+  });
+});
+
+describe('DELETE /api/package/:packageId and GET /api/packages', () => {
+  it('soft-deletes with 204 and hides deleted packages', async () => {
+    const pkg = (await save(alice, shoes)).body.data;
+    const reply = await request(node.url, 'DELETE', `/api/package/${pkg.id}`, {
+      headers: as(alice),
+    });
+    expect(reply.status).toBe(204);
+    expect(reply.text).toBe('');
+    expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).not.toContain(pkg.id);
+    expectErrorEnvelope(await save(alice, { packageId: pkg.id, name: 'Back' }), 404);
+  });
+});
+
+describe('assignment to deliveries', () => {
+  it('resolves a selection into totals, refusing foreign or missing ids', async () => {
+    const a = (await save(alice, shoes)).body.data;
+    const b = (await save(alice, { ...shoes, size: 'SMALL', quantity: 1, value: 1000 })).body.data;
+    const totals = await client.call<{ totalWeight: string; totalValue: string }, unknown>(
+      'package.resolveSelection',
+      { userId: alice.userId, packageIds: [a.id, b.id] },
+    );
+    expect(totals).toMatchObject({ totalWeight: '16.00000', totalValue: '46000.50' });
+    await expect(
+      client.call('package.resolveSelection', { userId: bob.userId, packageIds: [a.id] }),
+    ).rejects.toMatchObject({ code: 400, message: 'Invalid packages selection' });
+  });
+
+  it('lets exactly one of two simultaneous deliveries take a package', async () => {
+    const pkg = (await save(alice, shoes)).body.data;
+    const [first, second] = [randomUUID(), randomUUID()];
+    const results = await Promise.allSettled(
+      [first, second].map((deliveryId) =>
+        client.call('package.assign', { userId: alice.userId, deliveryId, packageIds: [pkg.id] }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const refused = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(refused.reason).toMatchObject({ code: 400, message: 'Invalid packages selection' });
+
+    // Taken: not listed, not editable, not deletable; the winner may repeat itself.
+    expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).not.toContain(pkg.id);
+    expectErrorEnvelope(await save(alice, { packageId: pkg.id, name: 'x' }), 400, /assigned/);
+    const del = await request(node.url, 'DELETE', `/api/package/${pkg.id}`, { headers: as(alice) });
+    expectErrorEnvelope(del, 400, /assigned/);
+    const winner = results[0].status === 'fulfilled' ? first : second;
+    await expect(
+      client.call('package.assign', {
+        userId: alice.userId,
+        deliveryId: winner,
+        packageIds: [pkg.id],
+      }),
+    ).resolves.toMatchObject({ deliveryId: winner });
+
+    await client.call('package.release', { deliveryId: winner });
+    expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).toContain(pkg.id);
+  });
+
+  it('takes all packages or none', async () => {
+    const free = (await save(alice, shoes)).body.data;
+    const taken = (await save(alice, shoes)).body.data;
+    await client.call('package.assign', {
+      userId: alice.userId,
+      deliveryId: randomUUID(),
+      packageIds: [taken.id],
+    });
+    await expect(
+      client.call('package.assign', {
+        userId: alice.userId,
+        deliveryId: randomUUID(),
+        packageIds: [free.id, taken.id],
+      }),
+    ).rejects.toMatchObject({ code: 400 });
+    expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).toContain(free.id);
+  });
+});
