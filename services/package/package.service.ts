@@ -2,10 +2,10 @@ import Joi from 'joi';
 import type { Config } from '../../libs/config';
 import { badRequest, notFound, unauthorized, type FieldError } from '../../libs/errors';
 import { formatKg, formatNaira, nairaToKobo } from '../../libs/money';
-import { ServiceDatabase } from '../../libs/mongo';
+import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
 import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
-import { definePackageModels } from './models';
+import { DELETED, definePackageModels } from './models';
 import { PACKAGE_SIZES, packageWeightGrams, toPackageView, type PackageSize } from './sizes';
 
 export const INVALID_SELECTION = 'Invalid packages selection';
@@ -67,6 +67,22 @@ export function isHostedUrl(value: string, cdnBaseUrl: string): boolean {
 export function createPackageService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'package', definePackageModels);
   const Package = () => db.models.Package;
+  const Claim = () => db.models.Claim;
+
+  /**
+   * Takes the package for `holder`. Returns 'taken', 'already' when the holder has it, or
+   * the other holder's name when someone else does.
+   */
+  async function claim(packageId: string, userId: string, holder: string) {
+    try {
+      await Claim().create({ _id: packageId, holder, userId });
+      return 'taken' as const;
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      const current = await Claim().findById(packageId).lean();
+      return current?.holder === holder ? ('already' as const) : (current?.holder ?? DELETED);
+    }
+  }
 
   const image = Joi.string()
     .trim()
@@ -166,6 +182,10 @@ export function createPackageService(config: Config): ServiceDefinition {
             const created = await Package().create({ ...changes, userId });
             return toPackageView(created.toObject());
           }
+          // Edits check the claim too; a delivery claims before it marks the package.
+          if (await Claim().exists({ _id: packageId })) {
+            throw await explainUnchanged(userId, packageId, 'edited');
+          }
           const updated = await Package()
             .findOneAndUpdate(
               { _id: packageId, userId, deletedAt: null, p2pDeliveryId: null },
@@ -192,13 +212,14 @@ export function createPackageService(config: Config): ServiceDefinition {
         async handler(ctx) {
           const userId = requireUser(ctx);
           const { packageId } = ctx.params;
-          const result = await Package().updateOne(
-            { _id: packageId, userId, deletedAt: null, p2pDeliveryId: null },
-            { $set: { deletedAt: new Date() } },
-          );
-          if (result.modifiedCount === 0) {
-            throw await explainUnchanged(userId, packageId, 'deleted');
+          const found = await Package().exists({ _id: packageId, userId, deletedAt: null });
+          if (!found) throw notFound(`Package ${packageId} not found`);
+          const outcome = await claim(packageId, userId, DELETED);
+          if (outcome === 'already' || outcome === DELETED) {
+            throw notFound(`Package ${packageId} not found`);
           }
+          if (outcome !== 'taken') throw await explainUnchanged(userId, packageId, 'deleted');
+          await Package().updateOne({ _id: packageId }, { $set: { deletedAt: new Date() } });
           return null;
         },
       }),
@@ -257,31 +278,26 @@ export function createPackageService(config: Config): ServiceDefinition {
           packageIds: packageIds(),
         }),
         async handler(ctx) {
-          const { userId, deliveryId } = ctx.params;
+          const { userId, deliveryId, packageIds: ids } = ctx.params;
           const taken: string[] = [];
           const refused: FieldError[] = [];
-          for (const [i, id] of ctx.params.packageIds.entries()) {
-            const result = await Package().updateOne(
-              { _id: id, userId, deletedAt: null, p2pDeliveryId: null },
-              { $set: { p2pDeliveryId: deliveryId } },
-            );
-            if (result.modifiedCount === 1) {
-              taken.push(id);
-              continue;
-            }
-            const mine = await Package().exists({ _id: id, userId, p2pDeliveryId: deliveryId });
-            if (!mine) {
+          for (const [i, id] of ids.entries()) {
+            const usable = await Package().exists({ _id: id, userId, deletedAt: null });
+            const outcome = usable ? await claim(id, userId, deliveryId) : DELETED;
+            if (outcome === 'taken') taken.push(id);
+            else if (outcome !== 'already') {
               refused.push({ field: `packagesId.${i}`, message: `package ${id} is not available` });
             }
           }
           if (refused.length > 0) {
-            await Package().updateMany(
-              { _id: { $in: taken }, p2pDeliveryId: deliveryId },
-              { $set: { p2pDeliveryId: null } },
-            );
+            await Claim().deleteMany({ _id: { $in: taken }, holder: deliveryId });
             throw badRequest(INVALID_SELECTION, refused);
           }
-          return { deliveryId, packageIds: ctx.params.packageIds };
+          await Package().updateMany(
+            { _id: { $in: ids } },
+            { $set: { p2pDeliveryId: deliveryId } },
+          );
+          return { deliveryId, packageIds: ids };
         },
       }),
 
@@ -290,11 +306,15 @@ export function createPackageService(config: Config): ServiceDefinition {
         visibility: 'public',
         params: Joi.object({ deliveryId: uuid().required() }),
         async handler(ctx) {
-          const result = await Package().updateMany(
-            { p2pDeliveryId: ctx.params.deliveryId },
+          const { deliveryId } = ctx.params;
+          const claims = await Claim().find({ holder: deliveryId }).lean();
+          const ids = claims.map((c) => c._id);
+          await Package().updateMany(
+            { _id: { $in: ids }, p2pDeliveryId: deliveryId },
             { $set: { p2pDeliveryId: null } },
           );
-          return { released: result.modifiedCount };
+          await Claim().deleteMany({ _id: { $in: ids }, holder: deliveryId });
+          return { released: ids.length };
         },
       }),
     },

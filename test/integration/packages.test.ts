@@ -150,7 +150,23 @@ describe('assignment to deliveries', () => {
     ).rejects.toMatchObject({ code: 400, message: 'Invalid packages selection' });
   });
 
-  it('lets exactly one of two simultaneous deliveries take a package', async () => {
+  it('lets exactly one of many simultaneous deliveries take a package, every time', async () => {
+    for (let round = 0; round < 10; round++) {
+      const contested = (await save(alice, shoes)).body.data;
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 5 }, () =>
+          client.call('package.assign', {
+            userId: alice.userId,
+            deliveryId: randomUUID(),
+            packageIds: [contested.id],
+          }),
+        ),
+      );
+      expect(outcomes.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    }
+  });
+
+  it('keeps a taken package out of reach until it is released', async () => {
     const pkg = (await save(alice, shoes)).body.data;
     const [first, second] = [randomUUID(), randomUUID()];
     const results = await Promise.allSettled(
@@ -178,6 +194,23 @@ describe('assignment to deliveries', () => {
 
     await client.call('package.release', { deliveryId: winner });
     expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).toContain(pkg.id);
+  });
+
+  it('never lets a delivery take a package being deleted, or the reverse', async () => {
+    for (let round = 0; round < 5; round++) {
+      const pkg = (await save(alice, shoes)).body.data;
+      const [assigned, deleted] = await Promise.allSettled([
+        client.call('package.assign', {
+          userId: alice.userId,
+          deliveryId: randomUUID(),
+          packageIds: [pkg.id],
+        }),
+        request(node.url, 'DELETE', `/api/package/${pkg.id}`, { headers: as(alice) }).then((r) =>
+          r.status === 204 ? r : Promise.reject(r),
+        ),
+      ]);
+      expect([assigned.status, deleted.status].filter((s) => s === 'fulfilled')).toHaveLength(1);
+    }
   });
 
   it('takes all packages or none', async () => {
