@@ -1,5 +1,6 @@
 import type Joi from 'joi';
 import type { ActionSchema, Context, ServiceSchema } from 'moleculer';
+import type { FlowMeta } from './stream-flow';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -41,6 +42,13 @@ export interface RequestMeta {
   $statusCode?: number;
   $location?: string;
   $responseHeaders?: Record<string, string>;
+  /** `body: 'stream'` routes: the request's `Content-Type` and `Content-Length` headers. */
+  contentType?: string;
+  contentLength?: number;
+  /** A streamed request body is gated by its sender: credit it (libs/stream-flow). */
+  $flow?: FlowMeta;
+  /** Set by a service answering with a gated stream. */
+  $responseFlow?: FlowMeta;
 }
 
 export type WaybillContext<P = Record<string, unknown>> = Context<P, RequestMeta>;
