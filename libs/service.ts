@@ -23,6 +23,8 @@ export interface HttpRoute {
   body?: 'json' | 'stream';
   /** Shape of `data` in the success envelope, for the docs. */
   response?: Joi.Schema;
+  /** The answer is raw bytes (`application/octet-stream`), not an envelope. */
+  binary?: boolean;
   /** Extra error statuses worth documenting, with their meaning. */
   errors?: Record<number, string>;
 }

@@ -1,6 +1,7 @@
 import type { Config, ServiceName } from '../libs/config';
 import type { ServiceDefinition } from '../libs/service';
 import { createAccountService } from './account/account.service';
+import { createFileService } from './file/file.service';
 import { createGeoService } from './geo/geo.service';
 
 /**
@@ -13,6 +14,7 @@ export const BACKEND_SERVICES: Record<
 > = {
   account: createAccountService,
   geo: createGeoService,
+  file: createFileService,
 };
 
 export function backendDefinitions(config: Config): ServiceDefinition[] {

@@ -73,6 +73,11 @@ export function createGatewayService(
         : apiKeyGuard(group, { config, quota, authenticator: () => authenticator });
     return (['json', 'stream'] as const).map((body) => ({
       ...common,
+      // Files take longer than JSON calls: an upload's timeout covers its whole body.
+      callOptions:
+        group === 'file'
+          ? { ...common.callOptions, timeout: config.files.timeoutMs }
+          : common.callOptions,
       name: `${group}-${body}`,
       path: GROUP_BASE[group],
       aliases: aliasesFor(entries, group, body),

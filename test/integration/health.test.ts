@@ -21,6 +21,7 @@ describe('health probes', () => {
         redis: true,
         [`mongo:${iso.dbPrefix}account`]: true,
         [`mongo:${iso.dbPrefix}geo`]: true,
+        s3: true,
       });
       const metrics = await fetch(`${node.opsUrl}/metrics`);
       expect(metrics.headers.get('content-type')).toMatch(/text\/plain/);
