@@ -3,6 +3,7 @@ import type { BrokerOptions, MetricRegistry } from 'moleculer';
 import type { Config } from './libs/config';
 import { jsonLogLine } from './libs/logging';
 import { OpsServer } from './libs/ops-server';
+import { WaybillSerializer } from './libs/serializer';
 import { JoiValidator } from './libs/validation';
 
 /**
@@ -19,7 +20,8 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     transporter: config.natsUrl
       ? { type: 'NATS', options: { url: config.natsUrl, maxReconnectAttempts: -1 } }
       : null,
-    serializer: 'JSON',
+    // JSON, with stream chunks (file bodies) as raw bytes instead of arrays of numbers.
+    serializer: new WaybillSerializer(),
     logger: {
       type: 'Console',
       options: {

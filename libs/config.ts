@@ -1,10 +1,26 @@
 import Joi from 'joi';
 
 /** Names of every service this codebase can run; `SERVICES` picks a subset. */
-export const SERVICE_NAMES = ['gateway', 'account', 'geo', 'package'] as const;
+export const SERVICE_NAMES = ['gateway', 'account', 'geo', 'package', 'file'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 export type AppEnvironment = 'staging' | 'live';
+
+/**
+ * File types the file service recognises from their bytes (services/file/sniff.ts);
+ * FILE_ALLOWED_TYPES picks from these.
+ */
+export const SNIFFABLE_TYPES = [
+  'image/jpeg',
+  'image/png',
+  'image/gif',
+  'image/webp',
+  'image/avif',
+  'image/heic',
+  'image/heif',
+  'application/pdf',
+] as const;
+export type SniffableType = (typeof SNIFFABLE_TYPES)[number];
 
 export interface Config {
   port: number;
@@ -24,8 +40,14 @@ export interface Config {
     bucket: string;
     accessKeyId: string | undefined;
     secretAccessKey: string | undefined;
+    timeoutMs: number;
   };
   cdnBaseUrl: string;
+  files: {
+    maxBytes: number;
+    allowedTypes: SniffableType[];
+    timeoutMs: number;
+  };
   services: ServiceName[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   logFormat: 'json' | 'pretty';
@@ -101,10 +123,41 @@ const envSchema = Joi.object({
     .description('Bucket that holds every uploaded file'),
   S3_ACCESS_KEY_ID: Joi.string().empty('').description('S3 access key (default: SDK chain)'),
   S3_SECRET_ACCESS_KEY: Joi.string().empty('').description('S3 secret key (default: SDK chain)'),
+  S3_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(10000)
+    .description('Time limit to connect to S3 and of an idle S3 connection (503 after it)'),
   CDN_BASE_URL: Joi.string()
     .uri({ scheme: ['https', 'http'] })
     .default('https://cdn.waybill.local')
     .description('Public base URL of hosted files: `<CDN_BASE_URL>/<key>`'),
+  FILE_MAX_BYTES: Joi.number()
+    .integer()
+    .min(1)
+    .default(20 * 1024 * 1024)
+    .description('Largest uploaded file in bytes (413 above it; 20 MB by default)'),
+  FILE_ALLOWED_TYPES: Joi.string()
+    .custom((value: string) => {
+      const types = value
+        .split(',')
+        .map((t) => t.trim().toLowerCase())
+        .filter(Boolean);
+      const unknown = types.filter((t) => !(SNIFFABLE_TYPES as readonly string[]).includes(t));
+      if (types.length === 0 || unknown.length > 0) {
+        throw new Error(`choose from ${SNIFFABLE_TYPES.join(', ')}`);
+      }
+      return value;
+    })
+    .default('image/jpeg,image/png,image/gif,image/webp,application/pdf')
+    .description('Comma list of file types accepted by uploads, recognised from the bytes'),
+  FILE_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(120000)
+    .description(
+      'Time limit of an upload or download through `/file`, body included (504 after it)',
+    ),
   SERVICES: Joi.string()
     .default('all')
     .description(
@@ -258,8 +311,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bucket: value.S3_BUCKET,
       accessKeyId: value.S3_ACCESS_KEY_ID,
       secretAccessKey: value.S3_SECRET_ACCESS_KEY,
+      timeoutMs: value.S3_TIMEOUT_MS,
     },
     cdnBaseUrl: value.CDN_BASE_URL.replace(/\/+$/, ''),
+    files: {
+      maxBytes: value.FILE_MAX_BYTES,
+      allowedTypes: [
+        ...new Set(
+          (value.FILE_ALLOWED_TYPES as string)
+            .split(',')
+            .map((t) => t.trim().toLowerCase())
+            .filter(Boolean),
+        ),
+      ] as SniffableType[],
+      timeoutMs: value.FILE_TIMEOUT_MS,
+    },
     services: parseServices(value.SERVICES),
     logLevel: value.LOG_LEVEL,
     logFormat: value.LOG_FORMAT,

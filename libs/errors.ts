@@ -47,6 +47,9 @@ export const forbidden = (message: string) => new WaybillError('FORBIDDEN', mess
 export const notFound = (message: string) => new WaybillError('NOT_FOUND', message);
 export const conflict = (message: string) => new WaybillError('CONFLICT', message);
 export const unprocessable = (message: string) => new WaybillError('UNPROCESSABLE', message);
+export const payloadTooLarge = (message: string) => new WaybillError('PAYLOAD_TOO_LARGE', message);
+export const unsupportedMediaType = (message: string) =>
+  new WaybillError('UNSUPPORTED_MEDIA_TYPE', message);
 export const quotaExceeded = () => new WaybillError('QUOTA_EXCEEDED', 'API quota exceeded');
 export const serviceUnavailable = (message: string) =>
   new WaybillError('SERVICE_UNAVAILABLE', message);
@@ -107,6 +110,10 @@ export function toHttpError(err: unknown): HttpError {
   if (type && Object.hasOwn(ERROR_STATUS, type)) {
     const status = ERROR_STATUS[type as ErrorType];
     return { status, message, errors: asFieldErrors(e.data), internal: status >= 500 };
+  }
+  // moleculer-web's own "no node runs this action yet" error has no type.
+  if (!type && e.code === 503 && (err as Error).name === 'ServiceUnavailableError') {
+    return { status: 503, message: UNAVAILABLE, internal: true };
   }
   if (type && Object.hasOwn(FRAMEWORK_ERRORS, type)) {
     const known = FRAMEWORK_ERRORS[type];

@@ -1,5 +1,6 @@
 import type Joi from 'joi';
 import type { ActionSchema, Context, ServiceSchema } from 'moleculer';
+import type { FlowMeta } from './stream-flow';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -22,6 +23,8 @@ export interface HttpRoute {
   body?: 'json' | 'stream';
   /** Shape of `data` in the success envelope, for the docs. */
   response?: Joi.Schema;
+  /** The answer is raw bytes (`application/octet-stream`), not an envelope. */
+  binary?: boolean;
   /** Extra error statuses worth documenting, with their meaning. */
   errors?: Record<number, string>;
 }
@@ -41,6 +44,13 @@ export interface RequestMeta {
   $statusCode?: number;
   $location?: string;
   $responseHeaders?: Record<string, string>;
+  /** `body: 'stream'` routes: the request's `Content-Type` and `Content-Length` headers. */
+  contentType?: string;
+  contentLength?: number;
+  /** A streamed request body is gated by its sender: credit it (libs/stream-flow). */
+  $flow?: FlowMeta;
+  /** Set by a service answering with a gated stream. */
+  $responseFlow?: FlowMeta;
 }
 
 export type WaybillContext<P = Record<string, unknown>> = Context<P, RequestMeta>;

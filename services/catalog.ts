@@ -1,6 +1,7 @@
 import type { Config, ServiceName } from '../libs/config';
 import type { ServiceDefinition } from '../libs/service';
 import { createAccountService } from './account/account.service';
+import { createFileService } from './file/file.service';
 import { createGeoService } from './geo/geo.service';
 import { createPackageService } from './package/package.service';
 
@@ -15,6 +16,7 @@ export const BACKEND_SERVICES: Record<
   account: createAccountService,
   geo: createGeoService,
   package: createPackageService,
+  file: createFileService,
 };
 
 export function backendDefinitions(config: Config): ServiceDefinition[] {

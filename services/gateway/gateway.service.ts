@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { Logger, ServiceBroker } from 'moleculer';
+import type { Context, Logger, ServiceBroker } from 'moleculer';
 import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
@@ -8,6 +8,7 @@ import { notFound, toHttpError } from '../../libs/errors';
 import { registerHealthCheck } from '../../libs/health';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import type { ServiceDefinition } from '../../libs/service';
+import { StreamFlows, receiveFlow, type FlowMeta } from '../../libs/stream-flow';
 import { version } from '../../package.json';
 import { API_KEY_REVOKED_EVENT } from '../account/account.service';
 import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
@@ -29,6 +30,7 @@ export function createGatewayService(
     }),
   );
   const quota = new QuotaLimiter(redis, `${config.namespace}:quota:`);
+  const flows = new StreamFlows('gateway');
   let logger: Logger;
   let broker: ServiceBroker;
   let authenticator: ApiKeyAuthenticator;
@@ -54,6 +56,15 @@ export function createGatewayService(
     },
   };
   const jsonBody = { json: { strict: true, limit: config.bodyLimit }, urlencoded: false };
+  const describeStreamBody = (
+    ctx: { meta: Record<string, unknown> },
+    _route: unknown,
+    req: GatewayRequest,
+  ) => {
+    ctx.meta.contentType = req.headers['content-type'];
+    const length = Number(req.headers['content-length']);
+    if (Number.isSafeInteger(length) && length >= 0) ctx.meta.contentLength = length;
+  };
 
   const backendRoutes = (['api', 'file', 'admin'] as const).flatMap((group) => {
     const auth =
@@ -62,11 +73,18 @@ export function createGatewayService(
         : apiKeyGuard(group, { config, quota, authenticator: () => authenticator });
     return (['json', 'stream'] as const).map((body) => ({
       ...common,
+      // Files take longer than JSON calls: an upload's timeout covers its whole body.
+      callOptions:
+        group === 'file'
+          ? { ...common.callOptions, timeout: config.files.timeoutMs }
+          : common.callOptions,
       name: `${group}-${body}`,
       path: GROUP_BASE[group],
       aliases: aliasesFor(entries, group, body),
       bodyParsers: body === 'json' ? jsonBody : false,
       use: [accessLog(() => logger), auth],
+      // The raw body goes to the service as a stream; it needs the headers that describe it.
+      ...(body === 'stream' ? { onBeforeCall: describeStreamBody } : {}),
     }));
   });
 
@@ -117,6 +135,10 @@ export function createGatewayService(
         );
       },
     },
+    actions: {
+      /** Credit for request bodies streamed to services on other nodes (libs/stream-flow). */
+      streamCredit: flows.action(),
+    },
     events: {
       [API_KEY_REVOKED_EVENT]: {
         handler(ctx: { params: { hash?: string } }) {
@@ -137,6 +159,42 @@ export function createGatewayService(
       errorHandler(req: GatewayRequest, res: ServerResponse, err: unknown) {
         this.sendError(req, res, err);
       },
+      /**
+       * moleculer-web's callAction, except that a request body streamed to another node
+       * goes through a credit gate, so the client is read no faster than the service consumes.
+       */
+      async callAction(
+        route: { callOptions?: Record<string, unknown>; onAfterCall?: typeof common.onAfterCall },
+        _actionName: string,
+        req: GatewayRequest,
+        res: ServerResponse,
+        params: Record<string, unknown>,
+        isStream: boolean,
+      ) {
+        const ctx = req.$ctx as Context<unknown, Record<string, unknown>>;
+        const endpoint = req.$endpoint ?? {};
+        const opts: Record<string, unknown> = { ...route.callOptions };
+        let flow: ReturnType<StreamFlows['open']> | undefined;
+        if (isStream && endpoint.local) {
+          opts.stream = req;
+        } else if (isStream) {
+          flow = flows.open(req, broker.nodeID);
+          ctx.meta.$flow = flow.meta;
+          opts.stream = flow.stream;
+        }
+        try {
+          let data = await ctx.call(endpoint as unknown as string, params, opts);
+          if (route.onAfterCall)
+            data = await route.onAfterCall.call(this, ctx, route, req, res, data);
+          this.sendResponse(req, res, data, endpoint.action);
+          return true;
+        } finally {
+          if (flow) {
+            flow.close();
+            if (!req.readableEnded) req.resume(); // the service stopped early: drain the rest
+          }
+        }
+      },
       // Our own writer: envelopes and 201s without noise, streams for downloads.
       sendResponse(req: GatewayRequest, res: ServerResponse, data: unknown) {
         if (res.headersSent) return;
@@ -149,8 +207,18 @@ export function createGatewayService(
         } else if (data instanceof Readable) {
           if (!res.hasHeader('Content-Type'))
             res.setHeader('Content-Type', 'application/octet-stream');
-          data.on('error', () => res.destroy());
-          data.pipe(res);
+          // A stream from another node comes gated: credit it as the client reads.
+          const flow = meta.$responseFlow as FlowMeta | undefined;
+          const body = flow ? receiveFlow(data, flow, (a, p, o) => broker.call(a, p, o)) : data;
+          body.on('error', () => res.destroy());
+          // A client that leaves mid-download must not leave the source (an S3 socket) open.
+          res.once('close', () => {
+            if (!body.readableEnded) {
+              body.destroy();
+              data.destroy();
+            }
+          });
+          body.pipe(res);
         } else if (Buffer.isBuffer(data)) {
           if (!res.hasHeader('Content-Type'))
             res.setHeader('Content-Type', 'application/octet-stream');

@@ -5,6 +5,8 @@ export interface GatewayRequest extends IncomingMessage {
   originalUrl?: string;
   $ctx?: { meta: Record<string, unknown> };
   $alias?: { action?: string };
+  /** The service endpoint moleculer-web resolved for the alias. */
+  $endpoint?: { local?: boolean; action?: unknown };
 }
 
 /** `path` and `url` of the error envelope: the path without query, and the full URL. */

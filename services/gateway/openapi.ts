@@ -59,6 +59,17 @@ function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
   const responses: Record<string, unknown> = {};
   if (status === 204) {
     responses['204'] = { description: http.message };
+  } else if (http.binary) {
+    responses[String(status)] = {
+      description: http.message,
+      headers: {
+        'Content-Disposition': {
+          description: 'attachment, with the file name',
+          schema: { type: 'string' },
+        },
+      },
+      content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    };
   } else {
     responses[String(status)] = {
       description: http.message,

@@ -45,7 +45,7 @@ describe('browser calls to /file', () => {
       headers: { origin, 'api-key': key },
       json: { url: 'https://cdn.waybill.local/x.png' },
     });
-    // Past auth and CORS; the file routes themselves arrive with the file service.
+    // Past auth and CORS: the file service answers (400, not one of our URLs).
     expect(reply.status).not.toBe(403);
     expect(reply.status).not.toBe(401);
     expect(reply.headers.get('access-control-allow-origin')).toBe(origin);

@@ -22,6 +22,7 @@ describe('health probes', () => {
         [`mongo:${iso.dbPrefix}account`]: true,
         [`mongo:${iso.dbPrefix}geo`]: true,
         [`mongo:${iso.dbPrefix}package`]: true,
+        s3: true,
       });
       const metrics = await fetch(`${node.opsUrl}/metrics`);
       expect(metrics.headers.get('content-type')).toMatch(/text\/plain/);

@@ -294,6 +294,18 @@ describe('buildOpenApi of api and file routes', () => {
         },
         handler: () => ({}),
       },
+      fetch: {
+        http: {
+          group: 'file',
+          method: 'POST',
+          path: '/things/fetch',
+          binary: true,
+          message: 'Thing',
+          summary: 'Download a thing',
+        },
+        params: Joi.object({ url: Joi.string().required() }),
+        handler: () => Buffer.alloc(0),
+      },
       internal: { handler: () => null },
     },
   };
@@ -318,6 +330,7 @@ describe('buildOpenApi of api and file routes', () => {
       '/api/things',
       '/api/things/{thingId}',
       '/file/things',
+      '/file/things/fetch',
     ]);
     expect(apiOp('/api/things', 'get').tags).toEqual(['api']);
     expect(apiOp('/file/things', 'post').tags).toEqual(['file']);
@@ -365,6 +378,18 @@ describe('buildOpenApi of api and file routes', () => {
       content: { 'multipart/form-data': { schema: { type: 'object' } } },
     });
     expect(apiOp('/file/things', 'post').responses['413']).toBeDefined();
+  });
+
+  it('describes a binary answer as octet-stream with its Content-Disposition, not an envelope', () => {
+    const fetch = apiOp('/file/things/fetch', 'post');
+    expect(fetch.responses['200']).toEqual({
+      description: 'Thing',
+      headers: {
+        'Content-Disposition': expect.objectContaining({ schema: { type: 'string' } }),
+      },
+      content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    });
+    expect(fetch.requestBody?.content['application/json'].schema.required).toEqual(['url']);
   });
 
   it('throws on two actions claiming one route', () => {

@@ -79,9 +79,10 @@ describe('haversineKm', () => {
   });
 
   it('obeys the triangle inequality (property)', () => {
+    // Near antipodes asin(√h) loses precision (~0.1 m), so allow a metre.
     fc.assert(
       fc.property(point, point, point, (a, b, c) => {
-        expect(haversineKm(a, c)).toBeLessThanOrEqual(haversineKm(a, b) + haversineKm(b, c) + 1e-6);
+        expect(haversineKm(a, c)).toBeLessThanOrEqual(haversineKm(a, b) + haversineKm(b, c) + 1e-3);
       }),
     );
   });

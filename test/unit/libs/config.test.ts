@@ -1,4 +1,10 @@
-import { ConfigError, SERVICE_NAMES, describeConfig, loadConfig } from '../../../libs/config';
+import {
+  ConfigError,
+  SERVICE_NAMES,
+  SNIFFABLE_TYPES,
+  describeConfig,
+  loadConfig,
+} from '../../../libs/config';
 import { thrownBy } from '../helpers';
 
 const ADMIN_TOKEN = 'an-admin-token-of-32-characters!';
@@ -32,8 +38,14 @@ describe('loadConfig defaults', () => {
         bucket: 'waybill',
         accessKeyId: undefined,
         secretAccessKey: undefined,
+        timeoutMs: 10000,
       },
       cdnBaseUrl: 'https://cdn.waybill.local',
+      files: {
+        maxBytes: 20 * 1024 * 1024,
+        allowedTypes: ['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'application/pdf'],
+        timeoutMs: 120000,
+      },
       services: [...SERVICE_NAMES],
       logLevel: 'info',
       logFormat: 'json',
@@ -151,6 +163,35 @@ describe('loadConfig conversions', () => {
   });
 });
 
+describe('file settings', () => {
+  it('converts FILE_MAX_BYTES, S3_TIMEOUT_MS and FILE_TIMEOUT_MS to numbers', () => {
+    const config = loadConfig({
+      FILE_MAX_BYTES: '1048576',
+      S3_TIMEOUT_MS: '2500',
+      FILE_TIMEOUT_MS: '60000',
+    });
+    expect(config.files.maxBytes).toBe(1048576);
+    expect(config.s3.timeoutMs).toBe(2500);
+    expect(config.files.timeoutMs).toBe(60000);
+  });
+
+  it('reads FILE_ALLOWED_TYPES as a list: trimmed, lower-cased, without repeats', () => {
+    const config = loadConfig({ FILE_ALLOWED_TYPES: ' image/PNG, application/pdf,image/png,, ' });
+    expect(config.files.allowedTypes).toEqual(['image/png', 'application/pdf']);
+  });
+
+  it('accepts every type the file service can recognise', () => {
+    const config = loadConfig({ FILE_ALLOWED_TYPES: SNIFFABLE_TYPES.join(',') });
+    expect(config.files.allowedTypes).toEqual([...SNIFFABLE_TYPES]);
+  });
+
+  it('names the types to choose from when one is unknown', () => {
+    expect(() => loadConfig({ FILE_ALLOWED_TYPES: 'text/html' })).toThrow(
+      /^FILE_ALLOWED_TYPES: .*image\/jpeg/,
+    );
+  });
+});
+
 describe('loadConfig errors', () => {
   it.each([
     ['PORT', 'abc'],
@@ -182,6 +223,13 @@ describe('loadConfig errors', () => {
     ['BODY_LIMIT', '256'],
     ['BODY_LIMIT', '1gb'],
     ['REQUEST_TIMEOUT_MS', '99'],
+    ['S3_TIMEOUT_MS', '99'],
+    ['FILE_MAX_BYTES', '0'],
+    ['FILE_MAX_BYTES', '1.5'],
+    ['FILE_ALLOWED_TYPES', 'image/png,text/html'],
+    ['FILE_ALLOWED_TYPES', 'image/svg+xml'],
+    ['FILE_ALLOWED_TYPES', ' , '],
+    ['FILE_TIMEOUT_MS', '999'],
     ['OPS_PORT', '65536'],
     ['SERVICES', ''],
   ])('a bad %s (%j) throws a ConfigError naming it', (name, value) => {
@@ -261,7 +309,11 @@ describe('describeConfig', () => {
     'S3_BUCKET',
     'S3_ACCESS_KEY_ID',
     'S3_SECRET_ACCESS_KEY',
+    'S3_TIMEOUT_MS',
     'CDN_BASE_URL',
+    'FILE_MAX_BYTES',
+    'FILE_ALLOWED_TYPES',
+    'FILE_TIMEOUT_MS',
     'SERVICES',
     'LOG_LEVEL',
     'LOG_FORMAT',

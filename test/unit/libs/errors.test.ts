@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { Errors } from 'moleculer';
+import ApiGateway from 'moleculer-web';
 import {
   ERROR_STATUS,
   WaybillError,
@@ -165,6 +166,14 @@ describe('toHttpError of errors that crossed the transporter', () => {
 
 describe('toHttpError of moleculer framework errors', () => {
   const target = { action: 'pricing.quote', nodeID: 'node-2' };
+
+  it("maps moleculer-web's untyped ServiceUnavailableError to 503, not 500", () => {
+    const err = new ApiGateway.Errors.ServiceUnavailableError(
+      undefined as unknown as string,
+      undefined,
+    );
+    expect(toHttpError(err)).toEqual({ status: 503, message: UNAVAILABLE, internal: true });
+  });
 
   it.each<[string, Error, number, string]>([
     ['ServiceNotFoundError', new Errors.ServiceNotFoundError(target), 503, UNAVAILABLE],

@@ -1,0 +1,247 @@
+/**
+ * File upload benchmark: a generated file (200 MB by default) uploaded through the gateway
+ * and the file service, next to a direct lib-storage Upload of the same bytes to the same S3
+ * server, in the same run; peak RSS of the server processes while they work.
+ *
+ *   scripts/infra up && eval "$(scripts/infra env)"
+ *   npm run bench:files                    (or: scripts/tsx scripts/bench-files.ts)
+ *   npm run bench:files -- --mb 500 --runs 3
+ *
+ * Two topologies are measured: the file service in its own process (bodies cross NATS,
+ * the production shape) and every service in one process (no transporter hop). Every
+ * object the benchmark writes is deleted at the end.
+ */
+import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { PART_QUEUE, PART_SIZE, createS3Client } from '../services/file/s3';
+import { createUserWithKey } from '../test/support/http';
+import {
+  HEADS,
+  boundary,
+  generatedFile,
+  multipartStream,
+  multipartType,
+} from '../test/support/multipart';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
+
+function option(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
+  return value;
+}
+
+const SIZE_MB = option('mb', 200);
+const RUNS = option('runs', 2);
+const SIZE = SIZE_MB * 1024 * 1024;
+const CDN = 'https://cdn.waybill.bench';
+
+for (const name of ['MONGO_URL', 'NATS_URL', 'REDIS_URL', 'S3_ENDPOINT']) {
+  if (!process.env[name]) {
+    console.error(`${name} is not set: run scripts/infra up && eval "$(scripts/infra env)" first`);
+    process.exit(1);
+  }
+}
+
+const bucket = process.env.S3_BUCKET ?? 'waybill';
+const s3 = createS3Client({
+  endpoint: process.env.S3_ENDPOINT as string,
+  region: process.env.S3_REGION ?? 'us-east-1',
+  bucket,
+  accessKeyId: process.env.S3_ACCESS_KEY_ID,
+  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY,
+  timeoutMs: 30_000,
+});
+const written: string[] = [];
+
+const mb = (bytes: number) => bytes / 2 ** 20;
+const rssKb = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+
+/** Samples the RSS of processes every 20 ms; `stop()` returns baseline and peak, in MB. */
+function sampleRss(pids: Record<string, number>) {
+  const baseline = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, rssKb(pid)]));
+  const peak = { ...baseline };
+  const timer = setInterval(() => {
+    for (const [name, pid] of Object.entries(pids)) {
+      peak[name] = Math.max(peak[name], rssKb(pid));
+    }
+  }, 20);
+  return () => {
+    clearInterval(timer);
+    return Object.fromEntries(
+      Object.keys(pids).map((n) => [n, { baseline: baseline[n] / 1024, peak: peak[n] / 1024 }]),
+    );
+  };
+}
+
+async function directUpload(): Promise<number> {
+  const key = `bench/direct-${Date.now()}.pdf`;
+  written.push(key);
+  const started = process.hrtime.bigint();
+  await new Upload({
+    client: s3,
+    params: {
+      Bucket: bucket,
+      Key: key,
+      Body: Readable.from(generatedFile(HEADS.pdf, SIZE)),
+      ContentType: 'application/pdf',
+    },
+    partSize: PART_SIZE,
+    queueSize: PART_QUEUE,
+  }).done();
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+async function throughGateway(base: string, apiKey: string): Promise<number> {
+  const b = boundary();
+  const body = multipartStream(
+    [{ name: 'upload-file', filename: 'bench.pdf', data: () => generatedFile(HEADS.pdf, SIZE) }],
+    b,
+  );
+  const started = process.hrtime.bigint();
+  const res = await fetch(`${base}/file/single-upload`, {
+    method: 'POST',
+    headers: { 'api-key': apiKey, 'content-type': multipartType(b) },
+    body: Readable.toWeb(body) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
+  const reply = (await res.json()) as { data?: { url?: string }; message?: string };
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  if (res.status !== 200 || !reply.data?.url) {
+    throw new Error(`upload failed: ${res.status} ${reply.message ?? ''}`);
+  }
+  written.push(reply.data.url.slice(CDN.length + 1));
+  return seconds;
+}
+
+interface Topology {
+  name: string;
+  nodes: Record<string, NodeProcess>;
+  url: string;
+}
+
+async function startTopology(name: string, split: boolean, iso = isolation()) {
+  const env = { CDN_BASE_URL: CDN, FILE_MAX_BYTES: String(SIZE + 1024 * 1024), LOG_LEVEL: 'error' };
+  const nodes: Record<string, NodeProcess> = split
+    ? Object.fromEntries(
+        await Promise.all([
+          startNode({ services: 'gateway,account', iso, env }).then((n) => ['gateway', n]),
+          startNode({ services: 'file', iso, env }).then((n) => ['file', n]),
+        ]),
+      )
+    : { 'all services': await startNode({ services: 'all', iso, env }) };
+  const topology: Topology = { name, nodes, url: (nodes.gateway ?? nodes['all services']).url };
+  return { topology, iso };
+}
+
+async function waitForFiles(base: string, apiKey: string) {
+  for (let i = 0; i < 150; i++) {
+    const res = await fetch(`${base}/file/download`, {
+      method: 'POST',
+      headers: { 'api-key': apiKey, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    if (res.status !== 503) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the file service did not show up');
+}
+
+interface Row {
+  path: string;
+  seconds: number;
+  rss?: Record<string, { baseline: number; peak: number }>;
+}
+
+async function main() {
+  console.log(`bench:files: ${SIZE_MB} MB generated per upload, ${RUNS} run(s) each`);
+  console.log(
+    `S3 ${process.env.S3_ENDPOINT}, bucket ${bucket}; part ${mb(PART_SIZE)} MB × ${PART_QUEUE}\n`,
+  );
+  const rows: Row[] = [];
+  const topologies = [
+    await startTopology('gateway → NATS → file service → S3', true),
+    await startTopology('one process (gateway + file service) → S3', false),
+  ];
+  try {
+    const keys = await Promise.all(
+      topologies.map(async ({ topology }) => {
+        const { key } = await createUserWithKey(topology.url);
+        await waitForFiles(topology.url, key);
+        return key;
+      }),
+    );
+    for (let run = 1; run <= RUNS; run++) {
+      rows.push({ path: 'direct lib-storage Upload → S3', seconds: await directUpload() });
+      for (const [i, { topology }] of topologies.entries()) {
+        const pids = Object.fromEntries(
+          Object.entries(topology.nodes).map(([n, node]) => [n, node.child.pid as number]),
+        );
+        const stop = sampleRss(pids);
+        let seconds: number;
+        try {
+          seconds = await throughGateway(topology.url, keys[i]);
+        } finally {
+          rows.push({ path: topology.name, seconds: 0, rss: stop() });
+        }
+        (rows[rows.length - 1] as Row).seconds = seconds;
+      }
+    }
+  } finally {
+    await Promise.all(
+      topologies.flatMap(({ topology }) => Object.values(topology.nodes).map((n) => n.stop())),
+    );
+    await Promise.all(topologies.map(({ iso }) => dropDatabases(iso)));
+    await Promise.all(
+      written.map((key) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }))),
+    );
+    s3.destroy();
+  }
+
+  const best = new Map<string, Row>();
+  /** Per process: RSS before the first upload and the highest seen in any run. */
+  const memory = new Map<string, { baseline: number; peak: number }>();
+  for (const row of rows) {
+    const mbps = SIZE_MB / row.seconds;
+    const rss = Object.entries(row.rss ?? {})
+      .map(([n, r]) => `${n} ${r.baseline.toFixed(0)} → ${r.peak.toFixed(0)} MB`)
+      .join(', ');
+    console.log(
+      `${row.path.padEnd(44)} ${row.seconds.toFixed(2).padStart(6)} s ${mbps.toFixed(1).padStart(7)} MB/s  ${rss}`,
+    );
+    const previous = best.get(row.path);
+    if (!previous || row.seconds < previous.seconds) best.set(row.path, row);
+    for (const [n, r] of Object.entries(row.rss ?? {})) {
+      const name = `${row.path}: ${n}`;
+      const seen = memory.get(name);
+      memory.set(name, {
+        baseline: seen?.baseline ?? r.baseline,
+        peak: Math.max(seen?.peak ?? 0, r.peak),
+      });
+    }
+  }
+  const direct = best.get('direct lib-storage Upload → S3') as Row;
+  console.log(
+    `\nbest run of each, against the direct upload (${(SIZE_MB / direct.seconds).toFixed(1)} MB/s):`,
+  );
+  for (const [path, row] of best) {
+    if (row === direct) continue;
+    console.log(
+      `  ${path}: ${(SIZE_MB / row.seconds).toFixed(1)} MB/s, ratio ${(direct.seconds / row.seconds).toFixed(2)}`,
+    );
+  }
+  console.log('peak RSS over all runs (before the first upload → peak):');
+  for (const [name, r] of memory) {
+    console.log(
+      `  ${name}: ${r.baseline.toFixed(0)} → ${r.peak.toFixed(0)} MB (+${(r.peak - r.baseline).toFixed(0)} MB)`,
+    );
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error('bench:files failed:', err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,172 @@
+import type { Readable } from 'node:stream';
+import Joi from 'joi';
+import type { ServiceBroker } from 'moleculer';
+import type { Config } from '../../libs/config';
+import { badRequest, unauthorized } from '../../libs/errors';
+import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
+import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+import { StreamFlows, receiveFlow } from '../../libs/stream-flow';
+import { contentDisposition } from './content-disposition';
+import { MAX_URL_LENGTH, fileNameOf, hostedUrl, newFileKey, parseHostedUrl } from './hosted-url';
+import {
+  BULK_MAX_FILES,
+  SINGLE_FIELD,
+  errorSlot,
+  isFailed,
+  receiveFiles,
+  type ReceiveOptions,
+} from './multipart';
+import { FileStorage } from './s3';
+
+const errorSlotSchema = Joi.object({
+  error: Joi.object({
+    statusCode: Joi.number().integer().valid(400, 413, 415),
+    message: Joi.string(),
+    filename: Joi.string().allow(null),
+  }),
+}).description('A file that was refused; the other files are stored');
+
+export function createFileService(config: Config): ServiceDefinition {
+  let storage: FileStorage;
+  let broker: ServiceBroker;
+  const flows = new StreamFlows('file');
+  const { maxBytes, allowedTypes } = config.files;
+  const maxSize = `${Math.round((maxBytes / 1024 / 1024) * 10) / 10} MB`;
+
+  async function receive(ctx: WaybillContext, mode: ReceiveOptions['mode']) {
+    const user = ctx.meta.user;
+    if (!user) throw unauthorized('API key is required');
+    if (!ctx.stream) throw badRequest('Send files as multipart/form-data');
+    const body = receiveFlow(ctx.stream as Readable, ctx.meta.$flow, (a, p, o) =>
+      broker.call(a, p, o),
+    );
+    return receiveFiles(body, {
+      mode,
+      contentType: ctx.meta.contentType,
+      contentLength: ctx.meta.contentLength,
+      maxFileBytes: maxBytes,
+      allowedTypes,
+      newKey: (ext) => newFileKey(user.id, ext),
+      sink: storage,
+    });
+  }
+
+  const uploadErrors = {
+    400: 'Not multipart/form-data, missing or misnamed file part, empty file, too many files',
+    413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
+  };
+
+  return {
+    name: 'file',
+    actions: {
+      singleUpload: action({
+        http: {
+          group: 'file',
+          method: 'POST',
+          path: '/single-upload',
+          body: 'stream',
+          message: 'File uploaded',
+          summary: 'Upload one file',
+          description:
+            `multipart/form-data with one file part named \`${SINGLE_FIELD}\`. The type is read ` +
+            `from the bytes, not from the client; accepted: ${allowedTypes.join(', ')}, up to ` +
+            `${maxSize}. Returns the hosted URL.`,
+          response: Joi.object({ url: Joi.string().uri() }),
+          errors: { ...uploadErrors, 415: 'The file type is not accepted' },
+        },
+        params: Joi.object({}),
+        async handler(ctx) {
+          const [slot] = await receive(ctx, 'single');
+          if (isFailed(slot)) throw slot.error;
+          return { url: hostedUrl(slot.key, config.cdnBaseUrl) };
+        },
+      }),
+
+      bulkUpload: action({
+        http: {
+          group: 'file',
+          method: 'POST',
+          path: '/bulk-upload',
+          body: 'stream',
+          message: 'Files uploaded',
+          summary: `Upload up to ${BULK_MAX_FILES} files`,
+          description:
+            `multipart/form-data; every file part has the same field name, at most ` +
+            `${BULK_MAX_FILES} files (an 8th fails the whole request and nothing is kept). ` +
+            '`urls` follows the order sent; a refused file (too large, type not accepted, ' +
+            'empty) has `{error: {statusCode, message, filename}}` in its place.',
+          response: Joi.object({
+            urls: Joi.array().items(Joi.string().uri(), errorSlotSchema),
+          }),
+          errors: uploadErrors,
+        },
+        params: Joi.object({}),
+        async handler(ctx) {
+          const slots = await receive(ctx, 'bulk');
+          return {
+            urls: slots.map((slot) =>
+              isFailed(slot) ? errorSlot(slot) : hostedUrl(slot.key, config.cdnBaseUrl),
+            ),
+          };
+        },
+      }),
+
+      download: action({
+        http: {
+          group: 'file',
+          method: 'POST',
+          path: '/download',
+          binary: true,
+          message: 'File',
+          summary: 'Download a hosted file',
+          description:
+            'Answers the bytes as `application/octet-stream` with `Content-Disposition: ' +
+            'attachment`. Only URLs of this platform (`CDN_BASE_URL`) are accepted; the URL is ' +
+            'mapped to a stored object, never fetched.',
+          errors: { 400: 'Not a hosted file URL', 404: 'No such file' },
+        },
+        params: Joi.object({ url: Joi.string().max(MAX_URL_LENGTH).required() }),
+        async handler(ctx) {
+          const parsed = parseHostedUrl(ctx.params.url, config.cdnBaseUrl);
+          if (!parsed.ok) {
+            throw badRequest(`Not a file hosted here: ${parsed.reason}`, [
+              { field: 'url', message: parsed.reason },
+            ]);
+          }
+          const object = await storage.get(parsed.key);
+          ctx.meta.$responseHeaders = {
+            'Content-Type': 'application/octet-stream',
+            'Content-Disposition': contentDisposition(fileNameOf(parsed.key)),
+            'X-Content-Type-Options': 'nosniff',
+            ...(object.contentLength !== undefined
+              ? { 'Content-Length': String(object.contentLength) }
+              : {}),
+          };
+          if (ctx.nodeID === broker.nodeID) return object.body;
+          // To another node: gated, so a slow client does not pile the file up there.
+          const flow = flows.open(object.body, broker.nodeID, config.files.timeoutMs);
+          flow.stream.once('close', () => {
+            if (!object.body.readableEnded) object.body.destroy();
+          });
+          ctx.meta.$responseFlow = flow.meta;
+          return flow.stream;
+        },
+      }),
+
+      /** Credit for downloads streamed to a gateway on another node (libs/stream-flow). */
+      streamCredit: flows.action(),
+    },
+    created() {
+      broker = this.broker;
+      storage = new FileStorage(config.s3, (operation, err) => {
+        const e = err as { name?: string; message?: string };
+        this.logger.warn('S3 request failed', { operation, error: e?.name, message: e?.message });
+      });
+      registerHealthCheck(this.broker, 's3', () => storage.ready());
+    },
+    stopped() {
+      unregisterHealthCheck(this.broker, 's3');
+      storage.destroy();
+    },
+  };
+}

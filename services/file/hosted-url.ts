@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * Hosted files live at `<CDN_BASE_URL>/<key>`, keys being `uploads/<userId>/<uuid>.<ext>`:
+ * grouped by the uploading user, unguessable, with an extension that matches the content.
+ * Everything here is pure, so other services (packages accept hosted `image` URLs) reuse it.
+ */
+export const KEY_PREFIX = 'uploads';
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const EXT = '[a-z0-9]{1,8}';
+const KEY_PATTERN = new RegExp(`^${KEY_PREFIX}/${UUID}/${UUID}\\.${EXT}$`);
+const UUID_PATTERN = new RegExp(`^${UUID}$`);
+const EXT_PATTERN = new RegExp(`^${EXT}$`);
+
+/** Longest URL we look at; ours are about 120 characters plus the base. */
+export const MAX_URL_LENGTH = 2048;
+
+export const isFileKey = (key: string) => KEY_PATTERN.test(key);
+
+/** A new key for a file of `userId` with extension `ext` (lower-case letters and digits). */
+export function newFileKey(userId: string, ext: string, id: string = randomUUID()): string {
+  if (!UUID_PATTERN.test(userId)) throw new Error(`file keys need a user UUID, got ${userId}`);
+  if (!EXT_PATTERN.test(ext)) throw new Error(`bad file extension ${ext}`);
+  const key = `${KEY_PREFIX}/${userId}/${id}.${ext}`;
+  if (!isFileKey(key)) throw new Error(`bad file id ${id}`);
+  return key;
+}
+
+/** `scheme://host[:port][/base/path]` of CDN_BASE_URL in canonical form, no trailing slash. */
+function canonicalBase(cdnBaseUrl: string): { origin: string; basePath: string; scheme: string } {
+  const base = new URL(cdnBaseUrl);
+  return {
+    origin: `${base.protocol}//${base.host}`,
+    basePath: base.pathname.replace(/\/+$/, ''),
+    scheme: base.protocol,
+  };
+}
+
+/** The public URL of a stored file. */
+export function hostedUrl(key: string, cdnBaseUrl: string): string {
+  if (!isFileKey(key)) throw new Error(`not a file key: ${key}`);
+  const { origin, basePath } = canonicalBase(cdnBaseUrl);
+  return `${origin}${basePath}/${key}`;
+}
+
+export type ParsedHostedUrl = { ok: true; key: string } | { ok: false; reason: string };
+
+const refuse = (reason: string): ParsedHostedUrl => ({ ok: false, reason });
+
+/**
+ * The object key behind a hosted URL, or why the URL is not one of ours. The check is on
+ * the text itself, never on a normalised form: the URL must begin with CDN_BASE_URL exactly
+ * (scheme, host, port, base path; no user info, no other spelling of the host), then name a
+ * key of our layout in plain characters. Anything a URL parser or a server could read
+ * differently (percent-encoding, dot segments, backslashes, doubled slashes, queries,
+ * fragments, non-ASCII look-alikes) is refused rather than interpreted.
+ */
+export function parseHostedUrl(url: unknown, cdnBaseUrl: string): ParsedHostedUrl {
+  if (typeof url !== 'string' || url.length === 0) return refuse('url must be a non-empty string');
+  if (url.length > MAX_URL_LENGTH) return refuse(`url is longer than ${MAX_URL_LENGTH} characters`);
+  if (/[^\x21-\x7e]/.test(url)) {
+    return refuse('url contains spaces, control characters or non-ASCII characters');
+  }
+  if (url.includes('\\')) return refuse('url contains a backslash');
+
+  const { origin, basePath, scheme } = canonicalBase(cdnBaseUrl);
+  const host = origin.slice(scheme.length + 2);
+  if (!url.startsWith(`${scheme}//`))
+    return refuse(`only ${scheme}//${host}/ URLs are hosted files`);
+  const afterScheme = url.slice(scheme.length + 2);
+  const authorityEnd = afterScheme.search(/[/?#]/);
+  const authority = authorityEnd < 0 ? afterScheme : afterScheme.slice(0, authorityEnd);
+  if (authority !== host) return refuse(`host must be exactly ${host}`);
+
+  const path = authorityEnd < 0 ? '' : afterScheme.slice(authorityEnd);
+  if (path === '' || path === '/') return refuse('url names no file');
+  if (/[?#]/.test(path)) return refuse('url must not have a query string or fragment');
+  if (path.includes('%')) return refuse('url must not contain percent-encoded characters');
+  if (!path.startsWith(`${basePath}/`)) return refuse(`path must start with ${basePath}/`);
+
+  const key = path.slice(basePath.length + 1);
+  const segments = key.split('/');
+  if (segments.some((s) => s === '.' || s === '..'))
+    return refuse('url must not contain . or .. segments');
+  if (segments.some((s) => s === '')) return refuse('url must not contain empty path segments');
+  if (segments.some((s) => !/^[A-Za-z0-9._-]+$/.test(s))) {
+    return refuse('url path contains characters a hosted file never has');
+  }
+  if (!isFileKey(key)) return refuse(`not a hosted file path (${KEY_PREFIX}/<user>/<file>.<ext>)`);
+
+  // Belt and braces: a WHATWG parser must read the same URL back, character for character.
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return refuse('url is not a valid URL');
+  }
+  if (parsed.href !== url || parsed.pathname !== `${basePath}/${key}`) {
+    return refuse('url is not in canonical form');
+  }
+  return { ok: true, key };
+}
+
+/** The last segment of a key: the file name offered on download. */
+export const fileNameOf = (key: string) => key.slice(key.lastIndexOf('/') + 1);

@@ -1,0 +1,147 @@
+import type { Readable } from 'node:stream';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { Config } from '../../libs/config';
+import { ERROR_STATUS, notFound, serviceUnavailable, type WaybillError } from '../../libs/errors';
+
+/** Smallest part S3 accepts; parts are held in memory while they upload. */
+export const PART_SIZE = 5 * 1024 * 1024;
+/** Parts of one file uploading at once: memory per upload is about (this + 1) × PART_SIZE. */
+export const PART_QUEUE = 2;
+
+export const STORAGE_UNAVAILABLE = 'File storage is unavailable; retry in a few seconds';
+
+/** The S3 client of the file service: path-style, checksums only where S3 requires them. */
+export function createS3Client(s3: Config['s3']): S3Client {
+  return new S3Client({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    // Local and self-hosted S3 servers (versitygw, MinIO) are addressed by path.
+    forcePathStyle: true,
+    credentials:
+      s3.accessKeyId && s3.secretAccessKey
+        ? { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }
+        : undefined,
+    // SDK ≥ 3.729 adds CRC checksums that S3-compatible servers may not know.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    // One retry: a dead or hanging server costs at most about 2 × S3_TIMEOUT_MS.
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: s3.timeoutMs, socketTimeout: s3.timeoutMs },
+  });
+}
+
+interface S3ErrorLike {
+  name?: unknown;
+  Code?: unknown;
+  type?: unknown;
+}
+
+/**
+ * What a client sees for a storage failure: a missing object is 404; anything else (server
+ * down, timeout, missing bucket, refused credentials) is ours to fix, so 503. Our own typed
+ * errors pass through.
+ */
+export function storageError(err: unknown): WaybillError {
+  const e = (err ?? {}) as S3ErrorLike;
+  if (typeof e.type === 'string' && Object.hasOwn(ERROR_STATUS, e.type)) {
+    return err as WaybillError;
+  }
+  const name = typeof e.name === 'string' ? e.name : typeof e.Code === 'string' ? e.Code : '';
+  if (name === 'NoSuchKey' || name === 'NotFound') return notFound('File not found');
+  return serviceUnavailable(STORAGE_UNAVAILABLE);
+}
+
+export interface StoredObject {
+  body: Readable;
+  contentLength?: number;
+  contentType?: string;
+}
+
+/** The bucket of hosted files. Every method throws typed errors (see storageError). */
+export class FileStorage {
+  readonly client: S3Client;
+
+  constructor(
+    private readonly s3: Config['s3'],
+    private readonly onError: (operation: string, err: unknown) => void = () => undefined,
+  ) {
+    this.client = createS3Client(s3);
+  }
+
+  private fail(operation: string, err: unknown): never {
+    const mapped = storageError(err);
+    if (mapped.code >= 500) this.onError(operation, err);
+    throw mapped;
+  }
+
+  /**
+   * Streams `body` into `key`, a part at a time, so memory stays flat whatever the size.
+   * Resolves once the object exists. Destroying `body` aborts: the multipart upload is
+   * aborted and this rejects only after every request of the upload has settled.
+   */
+  async put(key: string, body: Readable, contentType: string): Promise<void> {
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.s3.bucket, Key: key, Body: body, ContentType: contentType },
+      partSize: PART_SIZE,
+      queueSize: PART_QUEUE,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+    } catch (err) {
+      this.fail('upload', err);
+    }
+  }
+
+  /** Deletes objects; missing ones are fine. Failures are reported, not thrown. */
+  async remove(keys: string[]): Promise<void> {
+    await Promise.all(
+      keys.map(async (key) => {
+        try {
+          await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: key }));
+        } catch (err) {
+          this.onError('delete', err);
+        }
+      }),
+    );
+  }
+
+  async get(key: string): Promise<StoredObject> {
+    try {
+      const object = await this.client.send(
+        new GetObjectCommand({ Bucket: this.s3.bucket, Key: key }),
+      );
+      if (!object.Body) throw notFound('File not found');
+      return {
+        body: object.Body as Readable,
+        contentLength: object.ContentLength,
+        contentType: object.ContentType,
+      };
+    } catch (err) {
+      this.fail('download', err);
+    }
+  }
+
+  /** Readiness: the bucket answers within S3_TIMEOUT_MS. */
+  async ready(): Promise<boolean> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.s3.bucket }), {
+        abortSignal: AbortSignal.timeout(this.s3.timeoutMs),
+      });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  destroy(): void {
+    this.client.destroy();
+  }
+}
