@@ -1,7 +1,7 @@
 import Joi from 'joi';
 
 /** Names of every service this codebase can run; `SERVICES` picks a subset. */
-export const SERVICE_NAMES = ['gateway', 'account', 'geo', 'package', 'file'] as const;
+export const SERVICE_NAMES = ['gateway', 'account', 'geo', 'pricing', 'package', 'file'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 export type AppEnvironment = 'staging' | 'live';

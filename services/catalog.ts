@@ -4,6 +4,7 @@ import { createAccountService } from './account/account.service';
 import { createFileService } from './file/file.service';
 import { createGeoService } from './geo/geo.service';
 import { createPackageService } from './package/package.service';
+import { createPricingService } from './pricing/pricing.service';
 
 /**
  * Every service behind the gateway. The gateway builds its routes and the OpenAPI
@@ -15,6 +16,7 @@ export const BACKEND_SERVICES: Record<
 > = {
   account: createAccountService,
   geo: createGeoService,
+  pricing: createPricingService,
   package: createPackageService,
   file: createFileService,
 };

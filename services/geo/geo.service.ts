@@ -17,6 +17,7 @@ import {
 } from './address';
 import {
   LIST_LIMITS,
+  findArea,
   findCountry,
   warmGazetteer,
   listCities,
@@ -32,6 +33,9 @@ import { version } from '../../package.json';
 import { toCityItem, toCountryItem, toStateItem } from './places';
 import { ROUTE_TYPES } from './route-type';
 import { Router } from './routing';
+
+/** Broadcast after a fleet type is added or changed, so that caches of them are dropped. */
+export const FLEET_TYPES_CHANGED_EVENT = 'geo.fleetTypesChanged';
 
 const placeQuery = Joi.object({
   search: Joi.string().trim().max(100).allow(''),
@@ -229,6 +233,26 @@ export function createGeoService(config: Config): ServiceDefinition {
         },
       }),
 
+      /**
+       * Internal: checks that a country, state and LGA/city exist and answers them spelled
+       * as resolved addresses spell them; 404 with a suggestion otherwise. Pricing tiers and
+       * courier rules name places through this.
+       */
+      findArea: action({
+        visibility: 'public',
+        params: Joi.object({
+          countryCode: Joi.string().trim().uppercase().length(2).required(),
+          state: Joi.string().trim().min(1).max(100),
+          lgaOrCity: Joi.string().trim().min(1).max(100),
+        }).with('lgaOrCity', 'state'),
+        handler(ctx) {
+          const { countryCode, state, lgaOrCity } = ctx.params;
+          const found = findArea(countryCode, state, lgaOrCity);
+          if ('problem' in found) throw notFound(found.problem);
+          return found.area;
+        },
+      }),
+
       route: action({
         http: {
           group: 'api',
@@ -339,6 +363,7 @@ export function createGeoService(config: Config): ServiceDefinition {
               ...fields,
               maxWeightGrams: kgToGrams(maxWeightKg),
             });
+            await ctx.broadcast(FLEET_TYPES_CHANGED_EVENT, { fleetTypeId: record._id });
             return toFleetTypeDetail(record.toObject());
           } catch (err) {
             if (isDuplicateKey(err)) {
@@ -376,6 +401,7 @@ export function createGeoService(config: Config): ServiceDefinition {
             { new: true },
           ).lean();
           if (!record) throw notFound('Fleet type not found');
+          await ctx.broadcast(FLEET_TYPES_CHANGED_EVENT, { fleetTypeId });
           return toFleetTypeDetail(record);
         },
       }),

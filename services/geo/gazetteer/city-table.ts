@@ -95,6 +95,12 @@ export class CityTable {
     return s >= 0 ? this.states[s] : undefined;
   }
 
+  /** What addresses here carry as `lgaOrCity`: the LGA, else the city's own name. */
+  lgaOrCityOf(i: number): string {
+    const lga = this.lga[i];
+    return lga >= 0 ? this.lgaNames[lga] : this.names[i];
+  }
+
   idOf(i: number): string {
     let id = this.ids[i];
     if (id === undefined) {

@@ -283,9 +283,9 @@ describe('SERVICES', () => {
   });
 
   it('rejects an unknown service, naming SERVICES, the unknown names and the choices', () => {
-    const err = configErrorFor({ SERVICES: 'gateway,billing,pricing' });
+    const err = configErrorFor({ SERVICES: 'gateway,billing,courier' });
     expect(err.message).toMatch(/^SERVICES: /);
-    expect(err.message).toContain('billing, pricing');
+    expect(err.message).toContain('billing, courier');
     expect(err.message).toContain('all, gateway, account');
   });
 });

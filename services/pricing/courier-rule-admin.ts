@@ -1,0 +1,249 @@
+import Joi from 'joi';
+import { conflict, notFound, validationError } from '../../libs/errors';
+import type { ServiceDatabase } from '../../libs/mongo';
+import { uuid } from '../../libs/schemas';
+import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+
+type ServiceActions = NonNullable<ServiceDefinition['actions']>;
+import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
+import type { CourierRuleRecord, PricingModels } from './models';
+
+type Db = ServiceDatabase<PricingModels>;
+
+function toRule(record: CourierRuleRecord): CourierRule {
+  const area = (a: { state: string; lgaOrCity?: string | null }): Area => ({
+    state: a.state,
+    ...(a.lgaOrCity ? { lgaOrCity: a.lgaOrCity } : {}),
+  });
+  return {
+    id: record._id,
+    courierId: record.courierId,
+    capBy: 'LOCATION',
+    countryCode: record.countryCode,
+    from: area(record.from),
+    to: area(record.to),
+    withinKmRadius: record.withinKmRadius ?? null,
+    isPerKg: record.isPerKg,
+    amountKobo: record.amountKobo,
+    priority: record.priority,
+    createdAt: record.createdAt,
+  };
+}
+
+export async function loadCourierRules(
+  models: PricingModels,
+  courierId: string,
+): Promise<CourierRule[]> {
+  const records = await models.CourierRule.find({ courierId }).lean<CourierRuleRecord[]>();
+  return records.map(toRule);
+}
+
+function toAdminView(rule: CourierRule, updatedAt: Date) {
+  return {
+    id: rule.id,
+    courierId: rule.courierId,
+    capBy: rule.capBy,
+    countryCode: rule.countryCode,
+    from: formatArea(rule.from),
+    to: formatArea(rule.to),
+    withinKmRadius: rule.withinKmRadius,
+    isPerKg: rule.isPerKg,
+    amountKobo: rule.amountKobo,
+    priority: rule.priority,
+    createdAt: rule.createdAt.toISOString(),
+    updatedAt: updatedAt.toISOString(),
+  };
+}
+
+const ruleView = Joi.object({
+  id: Joi.string().uuid(),
+  courierId: Joi.string().uuid(),
+  capBy: Joi.string().valid('LOCATION'),
+  countryCode: Joi.string(),
+  from: Joi.string(),
+  to: Joi.string(),
+  withinKmRadius: Joi.number().allow(null),
+  isPerKg: Joi.boolean(),
+  amountKobo: Joi.number().integer(),
+  priority: Joi.number().integer(),
+  createdAt: Joi.string().isoDate(),
+  updatedAt: Joi.string().isoDate(),
+});
+
+const areaText = () =>
+  Joi.string()
+    .trim()
+    .max(200)
+    .custom((text: string, helpers) => (parseArea(text) ? text : helpers.error('any.invalid')))
+    .messages({
+      'any.invalid': '{{#label}} must be a state ("Lagos") or "LGA, state" ("Ikeja, Lagos")',
+    });
+
+const ruleFields = {
+  countryCode: Joi.string().trim().uppercase().length(2),
+  from: areaText(),
+  to: areaText(),
+  withinKmRadius: Joi.number().positive().max(20_000).allow(null),
+  isPerKg: Joi.boolean(),
+  amountKobo: Joi.number().integer().min(0).max(1e12).description('Per kg when isPerKg'),
+  priority: Joi.number()
+    .integer()
+    .min(0)
+    .max(1000)
+    .description('Lower first; overlapping rules of a courier need different priorities'),
+};
+
+export function createCourierRuleActions(db: Db): ServiceActions {
+  const models = () => db.models;
+
+  async function canonicalArea(
+    ctx: WaybillContext<unknown>,
+    countryCode: string,
+    text: string,
+    field: string,
+  ): Promise<Area> {
+    const parsed = parseArea(text);
+    if (!parsed) throw validationError(`${field} is not an area`, [{ field, message: text }]);
+    const found: { state: string; lgaOrCity?: string } = await ctx.call('geo.findArea', {
+      countryCode,
+      state: parsed.state,
+      ...(parsed.lgaOrCity ? { lgaOrCity: parsed.lgaOrCity } : {}),
+    });
+    return { state: found.state, ...(found.lgaOrCity ? { lgaOrCity: found.lgaOrCity } : {}) };
+  }
+
+  async function refuseAmbiguity(rule: CourierRule) {
+    const [clash] = ambiguousWith(rule, await loadCourierRules(models(), rule.courierId));
+    if (clash) {
+      throw conflict(
+        `Courier ${rule.courierId} has rule ${clash.id} (${formatArea(clash.from)} → ${formatArea(clash.to)}) with priority ${clash.priority} covering the same trips; give one of them another priority`,
+      );
+    }
+  }
+
+  return {
+    listCourierRules: action({
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/pricing/courier-rules',
+        message: 'Courier pricing rules retrieved',
+        summary: 'Courier pricing rules, of one courier or all',
+        response: Joi.array().items(ruleView),
+      },
+      params: Joi.object({ courierId: uuid() }),
+      async handler(ctx) {
+        const filter = ctx.params.courierId ? { courierId: ctx.params.courierId } : {};
+        const records = await models()
+          .CourierRule.find(filter)
+          .sort({ courierId: 1, priority: 1, createdAt: 1 })
+          .lean<CourierRuleRecord[]>();
+        return records.map((r) => toAdminView(toRule(r), r.updatedAt));
+      },
+    }),
+
+    createCourierRule: action({
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/pricing/courier-rules',
+        status: 201,
+        message: 'Courier pricing rule created',
+        summary: "Add a courier's own price for trips between two areas",
+        description:
+          'When a delivery names this courier (`courierSelection: SPECIFIC`) and the trip goes from `from` to `to` (within `withinKmRadius` km when set), `amountKobo` (per kg when `isPerKg`) replaces the base fee, and weight, fleet and urgency fees are zero. Among matching rules the lowest `priority` wins.',
+        response: ruleView,
+        errors: { 404: 'No such state or LGA', 409: 'Overlaps a rule with the same priority' },
+      },
+      params: Joi.object({
+        courierId: uuid().required(),
+        capBy: Joi.string().valid('LOCATION').default('LOCATION'),
+        ...ruleFields,
+        countryCode: ruleFields.countryCode.default('NG'),
+        from: ruleFields.from.required(),
+        to: ruleFields.to.required(),
+        withinKmRadius: ruleFields.withinKmRadius.default(null),
+        isPerKg: ruleFields.isPerKg.default(false),
+        amountKobo: ruleFields.amountKobo.required(),
+        priority: ruleFields.priority.default(0),
+      }),
+      async handler(ctx) {
+        const { from, to, ...fields } = ctx.params;
+        const rule = {
+          ...fields,
+          from: await canonicalArea(ctx, fields.countryCode, from, 'from'),
+          to: await canonicalArea(ctx, fields.countryCode, to, 'to'),
+        };
+        await refuseAmbiguity({ ...rule, id: 'new', capBy: 'LOCATION', createdAt: new Date() });
+        const created = (await models().CourierRule.create(rule)).toObject() as CourierRuleRecord;
+        return toAdminView(toRule(created), created.updatedAt);
+      },
+    }),
+
+    updateCourierRule: action({
+      http: {
+        group: 'admin',
+        method: 'PATCH',
+        path: '/pricing/courier-rules/:ruleId',
+        message: 'Courier pricing rule updated',
+        summary: 'Change a courier pricing rule',
+        response: ruleView,
+        errors: { 409: 'Overlaps a rule with the same priority' },
+      },
+      params: Joi.object({ ruleId: uuid().required(), ...ruleFields }).or(
+        ...Object.keys(ruleFields),
+      ),
+      async handler(ctx) {
+        const { ruleId, from, to, ...fields } = ctx.params;
+        const record = await models().CourierRule.findById(ruleId).lean<CourierRuleRecord>();
+        if (!record) throw notFound('Courier pricing rule not found');
+        const current = toRule(record);
+        const countryCode = fields.countryCode ?? current.countryCode;
+        const changed: CourierRule = {
+          ...current,
+          ...fields,
+          countryCode,
+          from: from ? await canonicalArea(ctx, countryCode, from, 'from') : current.from,
+          to: to ? await canonicalArea(ctx, countryCode, to, 'to') : current.to,
+        };
+        await refuseAmbiguity(changed);
+        const updated = await models()
+          .CourierRule.findOneAndUpdate(
+            { _id: ruleId },
+            {
+              $set: {
+                countryCode: changed.countryCode,
+                from: { lgaOrCity: null, ...changed.from },
+                to: { lgaOrCity: null, ...changed.to },
+                withinKmRadius: changed.withinKmRadius,
+                isPerKg: changed.isPerKg,
+                amountKobo: changed.amountKobo,
+                priority: changed.priority,
+              },
+            },
+            { new: true },
+          )
+          .lean<CourierRuleRecord>();
+        if (!updated) throw notFound('Courier pricing rule not found');
+        return toAdminView(toRule(updated), updated.updatedAt);
+      },
+    }),
+
+    deleteCourierRule: action({
+      http: {
+        group: 'admin',
+        method: 'DELETE',
+        path: '/pricing/courier-rules/:ruleId',
+        status: 204,
+        message: 'Courier pricing rule deleted',
+        summary: 'Delete a courier pricing rule',
+      },
+      params: Joi.object({ ruleId: uuid().required() }),
+      async handler(ctx) {
+        const { deletedCount } = await models().CourierRule.deleteOne({ _id: ctx.params.ruleId });
+        if (deletedCount === 0) throw notFound('Courier pricing rule not found');
+        return null;
+      },
+    }),
+  };
+}

@@ -1,0 +1,27 @@
+import { kgToGrams } from '../../libs/money';
+
+/** A fleet type as geo describes it (`geo.listFleetTypes`, `geo.getFleetType`). */
+export interface FleetOption {
+  id: string;
+  code: string;
+  name: string;
+  icon: string | null;
+  maxWeight: string;
+  active: boolean;
+}
+
+export const canCarry = (fleet: FleetOption, weightGrams: number) =>
+  fleet.active && kgToGrams(fleet.maxWeight) >= weightGrams;
+
+/**
+ * The fleet type that carries the load: the requested one when it is active and can carry
+ * it, else the first active one that can (geo lists them smallest first). Null: none can.
+ */
+export function chooseFleet(
+  activeFleets: readonly FleetOption[],
+  requested: FleetOption | undefined,
+  weightGrams: number,
+): FleetOption | null {
+  if (requested && canCarry(requested, weightGrams)) return requested;
+  return activeFleets.find((fleet) => canCarry(fleet, weightGrams)) ?? null;
+}

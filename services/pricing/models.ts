@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { Schema, type Connection, type InferSchemaType } from 'mongoose';
+
+/**
+ * Tier revisions are never changed, only added: a change to a tier inserts revision n + 1
+ * with a new id. So `tierIds` of a quote name exactly the rates it used, for ever, and the
+ * unique (scopeKey, revision) index makes two concurrent edits of one tier fail one of them
+ * instead of both landing (FerretDB does not make a read-then-update atomic).
+ */
+const tierRevisionSchema = new Schema(
+  {
+    _id: { type: String, default: () => randomUUID() },
+    scopeKey: { type: String, required: true },
+    revision: { type: Number, required: true },
+    level: { type: String, required: true, enum: ['country', 'state', 'city'] },
+    countryCode: { type: String, required: true },
+    state: { type: String, default: null },
+    city: { type: String, default: null },
+    /** Human name, e.g. the city an LGA belongs to ("Ibadan" for "Ibadan North"). */
+    label: { type: String, default: null },
+    /** A complete Tariff for a country, an override for a state or city (tariff.ts). */
+    rates: { type: Schema.Types.Mixed, required: true },
+    /** A removed state or city tier: the scope falls back to the wider tiers. */
+    deleted: { type: Boolean, required: true, default: false },
+    note: { type: String, default: null },
+  },
+  { timestamps: { createdAt: true, updatedAt: false }, versionKey: false, minimize: false },
+);
+tierRevisionSchema.index({ scopeKey: 1, revision: 1 }, { unique: true });
+
+const areaSchema = new Schema(
+  { state: { type: String, required: true }, lgaOrCity: { type: String, default: null } },
+  { _id: false },
+);
+
+const courierRuleSchema = new Schema(
+  {
+    _id: { type: String, default: () => randomUUID() },
+    courierId: { type: String, required: true },
+    capBy: { type: String, required: true, enum: ['LOCATION'] },
+    countryCode: { type: String, required: true },
+    from: { type: areaSchema, required: true },
+    to: { type: areaSchema, required: true },
+    withinKmRadius: { type: Number, default: null },
+    isPerKg: { type: Boolean, required: true },
+    amountKobo: { type: Number, required: true },
+    priority: { type: Number, required: true },
+  },
+  { timestamps: true, versionKey: false },
+);
+courierRuleSchema.index({ courierId: 1 });
+
+export type TierRevisionRecord = InferSchemaType<typeof tierRevisionSchema> & {
+  createdAt: Date;
+};
+export type CourierRuleRecord = InferSchemaType<typeof courierRuleSchema> & {
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+export function definePricingModels(connection: Connection) {
+  return {
+    TierRevision: connection.model('TierRevision', tierRevisionSchema, 'pricing_tiers'),
+    CourierRule: connection.model('CourierRule', courierRuleSchema, 'courier_pricing_rules'),
+  };
+}
+
+export type PricingModels = ReturnType<typeof definePricingModels>;

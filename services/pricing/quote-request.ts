@@ -1,0 +1,182 @@
+import Joi from 'joi';
+import { badRequest, type FieldError } from '../../libs/errors';
+import { uuid } from '../../libs/schemas';
+import { addressInput, type AddressInput } from '../geo/address';
+import { FEE_PAYERS, type FeePayer } from './fee-blocks';
+import { URGENCY_TYPES, type UrgencyType } from './fees';
+import { formatSlot, isCalendarDate, parseSlot, type Slot } from './schedule';
+
+export const COURIER_SELECTIONS = ['ANYONE', 'SPECIFIC'] as const;
+
+const slotText = () =>
+  Joi.string()
+    .trim()
+    .custom((text: string, helpers) => {
+      const slot = parseSlot(text);
+      return slot ? formatSlot(slot) : helpers.error('any.invalid');
+    })
+    .messages({
+      'any.invalid':
+        '{{#label}} must be a time window like 09:00 - 12:00, its start before its end',
+    });
+
+const dateText = () =>
+  Joi.string()
+    .trim()
+    .custom((text: string, helpers) => (isCalendarDate(text) ? text : helpers.error('any.invalid')))
+    .messages({ 'any.invalid': '{{#label}} must be a calendar date like 2026-12-24 (YYYY-MM-DD)' });
+
+const onlyWhenScheduled = (schema: Joi.Schema) =>
+  schema.when('urgencyType', {
+    not: 'SCHEDULED',
+    then: Joi.forbidden().messages({
+      'any.unknown': '{{#label}} applies only when urgencyType is SCHEDULED',
+    }),
+  });
+
+/** The body of `POST /api/pricing`; the checks across fields are in `readQuoteRequest`. */
+export const quoteRequestSchema = Joi.object({
+  origin: addressInput().required(),
+  destination: addressInput().required(),
+  packagesId: Joi.array()
+    .items(uuid())
+    .min(1)
+    .max(50)
+    .unique()
+    .description('Mode A: your saved packages'),
+  totalWeight: Joi.number().positive().max(100_000).description('Mode B: kg'),
+  totalValue: Joi.number().min(0).max(1e11).description('Mode B: NGN, the declared value'),
+  urgencyType: Joi.string()
+    .uppercase()
+    .valid(...URGENCY_TYPES)
+    .default('STANDARD'),
+  deliveryDate: onlyWhenScheduled(dateText()),
+  deliverySlot: onlyWhenScheduled(slotText()),
+  slot: onlyWhenScheduled(slotText()).description('Alias of deliverySlot'),
+  fleetTypeId: uuid(),
+  courierSelection: Joi.string()
+    .uppercase()
+    .valid(...COURIER_SELECTIONS)
+    .default('ANYONE'),
+  courierId: uuid(),
+  courierProfileId: uuid().description('Alias of courierId'),
+  deliveryFeePayer: Joi.string()
+    .uppercase()
+    .valid(...FEE_PAYERS)
+    .default('CREATOR'),
+  payOnDelivery: Joi.boolean()
+    .default(false)
+    .description('Preview of what the courier would collect at the door'),
+});
+
+export interface QuoteRequestParams {
+  origin: AddressInput;
+  destination: AddressInput;
+  packagesId?: string[];
+  totalWeight?: number;
+  totalValue?: number;
+  urgencyType: UrgencyType;
+  deliveryDate?: string;
+  deliverySlot?: string;
+  slot?: string;
+  fleetTypeId?: string;
+  courierSelection: (typeof COURIER_SELECTIONS)[number];
+  courierId?: string;
+  courierProfileId?: string;
+  deliveryFeePayer: FeePayer;
+  payOnDelivery: boolean;
+}
+
+export type PricingMode =
+  | { mode: 'packages'; packageIds: string[] }
+  | { mode: 'totals'; totalWeight: number; totalValue: number };
+
+export interface QuoteRequest {
+  pricing: PricingMode;
+  schedule?: { date: string; slot: Slot };
+  courierId?: string;
+}
+
+export const MODE_MISSING =
+  'Provide packagesId, or both totalWeight and totalValue, to price a delivery';
+export const MODE_NEEDS_USER =
+  'Pricing by packagesId needs an authenticated user; send totalWeight and totalValue instead';
+
+function modeOf(p: QuoteRequestParams, errors: FieldError[]): PricingMode | undefined {
+  const hasTotals = p.totalWeight !== undefined || p.totalValue !== undefined;
+  if (p.packagesId && hasTotals) {
+    errors.push({
+      field: 'packagesId',
+      message: 'use one pricing mode: packagesId, or totalWeight and totalValue, not both',
+    });
+    return undefined;
+  }
+  if (p.packagesId) return { mode: 'packages', packageIds: p.packagesId };
+  if (p.totalWeight !== undefined && p.totalValue !== undefined) {
+    return { mode: 'totals', totalWeight: p.totalWeight, totalValue: p.totalValue };
+  }
+  const missing = p.totalWeight === undefined ? 'totalWeight' : 'totalValue';
+  errors.push({ field: hasTotals ? missing : 'packagesId', message: MODE_MISSING });
+  return undefined;
+}
+
+/** One of two spellings of a field; both is fine only when they agree. */
+function alias(
+  errors: FieldError[],
+  name: string,
+  value: string | undefined,
+  aliasName: string,
+  aliasValue: string | undefined,
+): string | undefined {
+  if (value !== undefined && aliasValue !== undefined && value !== aliasValue) {
+    errors.push({ field: aliasName, message: `${name} and ${aliasName} disagree; send one` });
+  }
+  return value ?? aliasValue;
+}
+
+/** The checks that span fields; 400 with every problem at once. */
+export function readQuoteRequest(p: QuoteRequestParams, hasUser: boolean): QuoteRequest {
+  const errors: FieldError[] = [];
+  const pricing = modeOf(p, errors);
+  if (pricing?.mode === 'packages' && !hasUser) {
+    throw badRequest(MODE_NEEDS_USER, [{ field: 'packagesId', message: MODE_NEEDS_USER }]);
+  }
+
+  const slotText = alias(errors, 'deliverySlot', p.deliverySlot, 'slot', p.slot);
+  let schedule: QuoteRequest['schedule'];
+  if (p.urgencyType === 'SCHEDULED') {
+    if (!p.deliveryDate) {
+      errors.push({
+        field: 'deliveryDate',
+        message: 'deliveryDate is required when urgencyType is SCHEDULED',
+      });
+    }
+    if (!slotText) {
+      errors.push({
+        field: 'deliverySlot',
+        message: 'deliverySlot is required when urgencyType is SCHEDULED',
+      });
+    }
+    const slot = slotText ? parseSlot(slotText) : null;
+    if (p.deliveryDate && slot) schedule = { date: p.deliveryDate, slot };
+  }
+
+  const courierId = alias(errors, 'courierId', p.courierId, 'courierProfileId', p.courierProfileId);
+  if (p.courierSelection === 'SPECIFIC' && !courierId) {
+    errors.push({
+      field: 'courierId',
+      message: 'courierId is required when courierSelection is SPECIFIC',
+    });
+  }
+  if (p.courierSelection !== 'SPECIFIC' && courierId) {
+    errors.push({
+      field: 'courierId',
+      message: 'courierId applies only when courierSelection is SPECIFIC',
+    });
+  }
+
+  if (errors.length > 0 || !pricing) {
+    throw badRequest(errors[0]?.message ?? MODE_MISSING, errors);
+  }
+  return { pricing, schedule, courierId };
+}

@@ -1,0 +1,374 @@
+import Joi from 'joi';
+import { badRequest, conflict, notFound, validationError } from '../../libs/errors';
+import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
+import { uuid } from '../../libs/schemas';
+import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+
+type ServiceActions = NonNullable<ServiceDefinition['actions']>;
+import type { PricingModels, TierRevisionRecord } from './models';
+import { nigeriaTierSeeds } from './nigeria-tariff';
+import {
+  TIER_LEVELS,
+  levelOf,
+  scopeKey,
+  type Tariff,
+  type TariffOverride,
+  type TierScope,
+} from './tariff';
+import { TariffBook, type TierRevision } from './tariff-book';
+import { completeTariffSchema, tariffOverrideSchema, tariffProblems } from './tariff-schema';
+
+export const TARIFF_CHANGED_EVENT = 'pricing.tariffChanged';
+
+type Db = ServiceDatabase<PricingModels>;
+
+function scopeOf(record: Pick<TierRevisionRecord, 'countryCode' | 'state' | 'city'>): TierScope {
+  return {
+    countryCode: record.countryCode,
+    ...(record.state ? { state: record.state } : {}),
+    ...(record.city ? { city: record.city } : {}),
+  };
+}
+
+const toRevision = (record: TierRevisionRecord): TierRevision => ({
+  id: record._id,
+  scopeKey: record.scopeKey,
+  revision: record.revision,
+  level: record.level as TierRevision['level'],
+  rates: record.rates as Tariff | TariffOverride,
+  deleted: record.deleted,
+  scope: scopeOf(record),
+});
+
+export async function readBook(models: PricingModels): Promise<TariffBook> {
+  const records = await models.TierRevision.find({}).lean<TierRevisionRecord[]>();
+  return new TariffBook(records.map(toRevision));
+}
+
+/** Fills every scope of the starting tariff that has never had a tier; replicas may race. */
+export async function seedTiers(models: PricingModels): Promise<void> {
+  const present = new Set<string>(await models.TierRevision.distinct('scopeKey'));
+  for (const seed of nigeriaTierSeeds()) {
+    const key = scopeKey(seed.scope);
+    if (present.has(key)) continue;
+    try {
+      await models.TierRevision.create({
+        scopeKey: key,
+        revision: 1,
+        level: levelOf(seed.scope),
+        countryCode: seed.scope.countryCode,
+        state: seed.scope.state ?? null,
+        city: seed.scope.city ?? null,
+        label: seed.label,
+        rates: seed.rates,
+        note: 'Starting tariff (services/pricing/nigeria-tariff.ts)',
+      });
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+    }
+  }
+}
+
+function toTierView(record: TierRevisionRecord, current: boolean) {
+  return {
+    id: record._id,
+    level: record.level,
+    countryCode: record.countryCode,
+    state: record.state ?? null,
+    city: record.city ?? null,
+    label: record.label ?? null,
+    revision: record.revision,
+    current,
+    deleted: record.deleted,
+    rates: record.rates,
+    note: record.note ?? null,
+    createdAt: record.createdAt.toISOString(),
+  };
+}
+
+const tierView = Joi.object({
+  id: Joi.string().uuid(),
+  level: Joi.string().valid(...TIER_LEVELS),
+  countryCode: Joi.string(),
+  state: Joi.string().allow(null),
+  city: Joi.string().allow(null).description('An LGA in Nigeria: the `lgaOrCity` of addresses'),
+  label: Joi.string().allow(null),
+  revision: Joi.number().integer(),
+  current: Joi.boolean(),
+  deleted: Joi.boolean(),
+  rates: Joi.object().description('A complete tariff (country) or the fields it overrides'),
+  note: Joi.string().allow(null),
+  createdAt: Joi.string().isoDate(),
+});
+
+const scopeParams = {
+  countryCode: Joi.string().trim().uppercase().length(2).required(),
+  state: Joi.string().trim().min(1).max(100),
+  city: Joi.string()
+    .trim()
+    .min(1)
+    .max(100)
+    .description('LGA or city, as addresses carry it in `lgaOrCity`; needs `state`'),
+};
+
+interface Area {
+  countryCode: string;
+  state?: string;
+  lgaOrCity?: string;
+}
+
+/** The scope with the names spelled as resolved addresses spell them (geo checks they exist). */
+async function canonicalScope(ctx: WaybillContext<unknown>, scope: TierScope): Promise<TierScope> {
+  const area: Area = await ctx.call('geo.findArea', {
+    countryCode: scope.countryCode,
+    ...(scope.state ? { state: scope.state } : {}),
+    ...(scope.city ? { lgaOrCity: scope.city } : {}),
+  });
+  return {
+    countryCode: area.countryCode,
+    ...(area.state ? { state: area.state } : {}),
+    ...(area.lgaOrCity ? { city: area.lgaOrCity } : {}),
+  };
+}
+
+function validateRates(scope: TierScope, rates: unknown): Tariff | TariffOverride {
+  const schema = levelOf(scope) === 'country' ? completeTariffSchema : tariffOverrideSchema;
+  const { value, error } = schema.validate(rates, { abortEarly: false, convert: true });
+  if (error) {
+    const errors = error.details.map((d) => ({
+      field: ['rates', ...d.path].join('.'),
+      message: d.message,
+    }));
+    throw validationError(errors[0].message, errors);
+  }
+  return value as Tariff | TariffOverride;
+}
+
+/**
+ * Each scope the change reaches (itself and every narrower tier under it) must still merge
+ * into a consistent tariff.
+ */
+function checkConsistency(book: TariffBook, scope: TierScope) {
+  const problems = book.scopesUnder(scope).flatMap((s) => {
+    const choice = book.choose({ countryCode: s.countryCode, state: s.state, lgaOrCity: s.city });
+    if (!choice) return [];
+    return tariffProblems(choice.tariff).map((p) => `${scopeKey(s)}: ${p}`);
+  });
+  if (problems.length > 0) {
+    throw badRequest(
+      problems[0],
+      problems.map((message) => ({ field: 'rates', message })),
+    );
+  }
+}
+
+export function createTierActions(
+  db: Db,
+  hooks: { reload: () => Promise<TariffBook> },
+): ServiceActions {
+  const models = () => db.models;
+
+  async function announce(ctx: WaybillContext<unknown>) {
+    await hooks.reload();
+    await ctx.broadcast(TARIFF_CHANGED_EVENT, {});
+  }
+
+  async function insertRevision(
+    ctx: WaybillContext<unknown>,
+    scope: TierScope,
+    fields: {
+      revision: number;
+      rates: object;
+      deleted: boolean;
+      label?: string | null;
+      note?: string | null;
+    },
+  ) {
+    try {
+      const created = await models().TierRevision.create({
+        scopeKey: scopeKey(scope),
+        level: levelOf(scope),
+        countryCode: scope.countryCode,
+        state: scope.state ?? null,
+        city: scope.city ?? null,
+        ...fields,
+      });
+      await announce(ctx);
+      return created.toObject() as TierRevisionRecord;
+    } catch (err) {
+      if (isDuplicateKey(err)) {
+        throw conflict(
+          `The ${scopeKey(scope)} tier changed while this change was made; read it again and retry`,
+        );
+      }
+      throw err;
+    }
+  }
+
+  return {
+    listTiers: action({
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/pricing/tiers',
+        message: 'Pricing tiers retrieved',
+        summary: 'The current pricing tiers (country, state, city)',
+        response: Joi.array().items(tierView),
+      },
+      params: Joi.object({
+        countryCode: Joi.string().trim().uppercase().length(2),
+        level: Joi.string().valid(...TIER_LEVELS),
+        includeDeleted: Joi.boolean().default(false),
+      }),
+      async handler(ctx) {
+        const { countryCode, level, includeDeleted } = ctx.params;
+        const records = await models()
+          .TierRevision.find({
+            ...(countryCode ? { countryCode } : {}),
+            ...(level ? { level } : {}),
+          })
+          .sort({ scopeKey: 1, revision: -1 })
+          .lean<TierRevisionRecord[]>();
+        const seen = new Set<string>();
+        return records
+          .filter((r) => !seen.has(r.scopeKey) && seen.add(r.scopeKey))
+          .filter((r) => includeDeleted || !r.deleted)
+          .map((r) => toTierView(r, true));
+      },
+    }),
+
+    getTier: action({
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/pricing/tiers/:tierId',
+        message: 'Pricing tier retrieved',
+        summary: 'One tier revision, current or past: the rates a quote with this id used',
+        response: tierView,
+      },
+      params: Joi.object({ tierId: uuid().required() }),
+      async handler(ctx) {
+        const record = await models()
+          .TierRevision.findById(ctx.params.tierId)
+          .lean<TierRevisionRecord>();
+        if (!record) throw notFound('Pricing tier not found');
+        const newer = await models().TierRevision.exists({
+          scopeKey: record.scopeKey,
+          revision: { $gt: record.revision },
+        });
+        return toTierView(record, !newer);
+      },
+    }),
+
+    effectiveTariff: action({
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/pricing/tariff',
+        message: 'Tariff retrieved',
+        summary: 'The merged tariff that prices trips starting in a place',
+        description: 'Country, state and city tiers merged field by field, with the tiers used.',
+      },
+      params: Joi.object(scopeParams).with('city', 'state'),
+      async handler(ctx) {
+        const scope = await canonicalScope(ctx, ctx.params);
+        const choice = (await readBook(models())).choose({
+          countryCode: scope.countryCode,
+          state: scope.state,
+          lgaOrCity: scope.city,
+        });
+        if (!choice) throw notFound(`No tariff covers ${scope.countryCode}`);
+        return choice;
+      },
+    }),
+
+    putTier: action({
+      http: {
+        group: 'admin',
+        method: 'PUT',
+        path: '/pricing/tiers',
+        status: 201,
+        message: 'Pricing tier saved',
+        summary: 'Set the rates of a country, state or city tier (a new revision)',
+        description:
+          'A country tier needs every rate; a state or city tier only the rates it overrides, and replaces its previous overrides as a whole. Money is integer kobo (`...Kobo`), shares are decimals ("0.05"). Send `expectedRevision` to refuse the change if someone else changed the tier first.',
+        response: tierView,
+        errors: { 404: 'No such country, state or LGA', 409: 'The tier changed meanwhile' },
+      },
+      params: Joi.object({
+        ...scopeParams,
+        label: Joi.string().trim().max(100).allow(null),
+        note: Joi.string().trim().max(500).allow(null),
+        expectedRevision: Joi.number().integer().min(0),
+        rates: Joi.object().required(),
+      }).with('city', 'state'),
+      async handler(ctx) {
+        const { expectedRevision, label, note, rates, ...requested } = ctx.params;
+        const scope = await canonicalScope(ctx, requested);
+        const checked = validateRates(scope, rates);
+        const book = await readBook(models());
+        const latest = book.latest(scope);
+        const currentRevision = latest?.revision ?? 0;
+        if (expectedRevision !== undefined && expectedRevision !== currentRevision) {
+          throw conflict(
+            `The ${scopeKey(scope)} tier is at revision ${currentRevision}, not ${expectedRevision}; read it again`,
+          );
+        }
+        if (levelOf(scope) !== 'country' && !book.choose({ countryCode: scope.countryCode })) {
+          throw badRequest(`${scope.countryCode} has no country tier yet; set that first`);
+        }
+        const next = { id: 'proposed', scopeKey: scopeKey(scope), revision: currentRevision + 1 };
+        checkConsistency(
+          book.with({ ...next, level: levelOf(scope), rates: checked, deleted: false, scope }),
+          scope,
+        );
+        const created = await insertRevision(ctx, scope, {
+          revision: next.revision,
+          rates: checked,
+          deleted: false,
+          label: label ?? latest?.label ?? null,
+          note: note ?? null,
+        });
+        return toTierView(created, true);
+      },
+    }),
+
+    deleteTier: action({
+      http: {
+        group: 'admin',
+        method: 'DELETE',
+        path: '/pricing/tiers/:tierId',
+        status: 204,
+        message: 'Pricing tier removed',
+        summary: 'Remove a state or city tier; its places fall back to the wider tiers',
+        errors: { 409: 'Not the current revision of its tier' },
+      },
+      params: Joi.object({ tierId: uuid().required() }),
+      async handler(ctx) {
+        const record = await models()
+          .TierRevision.findById(ctx.params.tierId)
+          .lean<TierRevisionRecord>();
+        if (!record || record.deleted) throw notFound('Pricing tier not found');
+        const scope = scopeOf(record);
+        if (levelOf(scope) === 'country') {
+          throw badRequest('A country tier cannot be removed; change its rates instead');
+        }
+        const book = await readBook(models());
+        const latest = book.latest(scope);
+        if (latest?.id !== record._id) {
+          throw conflict(
+            `Tier ${record._id} is revision ${record.revision}; the current revision is ${latest?.revision} (${latest?.id})`,
+          );
+        }
+        await insertRevision(ctx, scope, {
+          revision: record.revision + 1,
+          rates: {},
+          deleted: true,
+          label: record.label,
+          note: 'Removed',
+        });
+        return null;
+      },
+    }),
+  };
+}

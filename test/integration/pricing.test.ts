@@ -1,0 +1,658 @@
+import { ServiceBroker } from 'moleculer';
+import { createBrokerOptions } from '../../moleculer.config';
+import { loadConfig } from '../../libs/config';
+import { computeFees, toCosts } from '../../services/pricing/fees';
+import { localNow } from '../../services/pricing/schedule';
+import type { Tariff } from '../../services/pricing/tariff';
+import { MODE_NEEDS_USER } from '../../services/pricing/quote-request';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+
+const iso = isolation();
+const CDN = 'https://cdn.waybill.test';
+let node: NodeProcess;
+let client: ServiceBroker;
+let alice: { key: string; userId: string };
+let bob: { key: string; userId: string };
+
+beforeAll(async () => {
+  node = await startNode({ services: 'all', iso, env: { CDN_BASE_URL: CDN } });
+  [alice, bob] = await Promise.all([createUserWithKey(node.url), createUserWithKey(node.url)]);
+  const config = loadConfig({ ...process.env, NAMESPACE: iso.namespace, OPS_PORT: '0' });
+  client = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  await client.start();
+  await client.waitForServices(['pricing']);
+});
+
+afterAll(async () => {
+  await client?.stop();
+  await node?.stop();
+  await dropDatabases(iso);
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const MONEY = /^\d+\.\d{2}$/;
+const IKEJA = { lat: 6.6018, lon: 3.3515 };
+const LEKKI = 'Lekki, Lagos';
+
+const price = (json: object, who: { key: string } = alice) =>
+  request(node.url, 'POST', '/api/pricing', { headers: { 'api-key': who.key }, json });
+const admin = (method: string, path: string, json?: object) =>
+  request(node.url, method, path, { headers: adminHeaders, json });
+const modeB = (extra: object = {}) =>
+  price({ origin: IKEJA, destination: LEKKI, totalWeight: 3, totalValue: 20000, ...extra });
+
+const cents = (s: string) => Number(s.replace('.', ''));
+
+function expectConsistentCosts(costs: Record<string, string>, breakdown: Record<string, unknown>) {
+  for (const value of Object.values(costs)) expect(value).toMatch(MONEY);
+  expect(cents(costs.deliverySubtotal)).toBe(
+    ['base', 'weight', 'fleet', 'surcharge', 'insurance'].reduce((s, k) => s + cents(costs[k]), 0),
+  );
+  expect(cents(costs.total)).toBe(
+    cents(costs.deliverySubtotal) + cents(costs.serviceFee) + cents(costs.hubCommission),
+  );
+  expect(breakdown.baseCharge).toBe(costs.base);
+  expect(breakdown.weightCharge).toBe(costs.weight);
+  expect(breakdown.fleetCharge).toBe(costs.fleet);
+  expect(breakdown.surchargeCharge).toBe(costs.surcharge);
+  expect(breakdown.serviceFeeCharge).toBe(costs.serviceFee);
+  expect([costs.insurance, null]).toContain(breakdown.insuranceCharge);
+}
+
+async function tomorrowInLagos(): Promise<string> {
+  const today = localNow(new Date(), 'Africa/Lagos').date;
+  return new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+}
+
+describe('POST /api/pricing, Mode B (totals)', () => {
+  it('answers distance, route type, tiers, costs and breakdown, priced by the tariff', async () => {
+    const reply = await modeB();
+    expect(reply.status).toBe(200);
+    expect(reply.body.success).toBe(true);
+    expect(reply.body.message).toBe('Delivery priced');
+    const data = reply.body.data;
+    expect(Object.keys(data).sort()).toEqual(
+      [
+        'breakdown',
+        'costs',
+        'courierPricingRule',
+        'distance',
+        'fleetType',
+        'routeType',
+        'tariffVersion',
+        'tierIds',
+      ].sort(),
+    );
+    expect(data.routeType).toBe('INTER_CITY');
+    expect(data.distance).toEqual({
+      distanceKm: expect.any(Number),
+      etaSeconds: expect.any(Number),
+    });
+    expect(data.tierIds).toEqual({
+      countryPricingId: expect.stringMatching(UUID),
+      statePricingId: expect.stringMatching(UUID),
+      cityPricingId: expect.stringMatching(UUID),
+    });
+    expect(data.tariffVersion).toBe('NG@1/lagos@1/ikeja@1');
+    expect(data.courierPricingRule).toBeNull();
+    expect(data.fleetType).toEqual({ id: expect.stringMatching(UUID), name: 'Bike', icon: null });
+    expectConsistentCosts(data.costs, data.breakdown);
+    expect(data.breakdown.insuranceCharge).toBe('100.00'); // 0.5 % of ₦20,000
+
+    // The same amounts as the fee engine on the merged tariff and geo's distance.
+    const tariff = await admin(
+      'GET',
+      '/admin/pricing/tariff?countryCode=NG&state=Lagos&city=Ikeja',
+    );
+    expect(tariff.status).toBe(200);
+    expect(tariff.body.data.tierIds).toEqual(data.tierIds);
+    const fees = computeFees(
+      {
+        distanceKm: data.distance.distanceKm,
+        routeType: 'INTER_CITY',
+        weightGrams: 3000,
+        valueKobo: 2_000_000,
+        fleetCode: 'bike',
+        urgency: 'STANDARD',
+      },
+      tariff.body.data.tariff as Tariff,
+    );
+    expect(data.costs).toEqual(toCosts(fees));
+  });
+
+  it('is reproducible: the same request gives the same answer', async () => {
+    const [a, b] = await Promise.all([modeB(), modeB()]);
+    expect(a.body.data).toEqual(b.body.data);
+  });
+
+  it('leaves insuranceCharge null when nothing is declared', async () => {
+    const reply = await modeB({ totalValue: 0 });
+    expect(reply.body.data.breakdown.insuranceCharge).toBeNull();
+    expect(reply.body.data.costs.insurance).toBe('0.00');
+  });
+
+  it('prices a trip to another zone as INTER_REGION with a hub commission', async () => {
+    const reply = await price({
+      origin: 'Ikeja, Lagos',
+      destination: 'Wuse, Abuja',
+      totalWeight: 12,
+      totalValue: 150000,
+    });
+    expect(reply.status).toBe(200);
+    const { routeType, costs, breakdown, distance } = reply.body.data;
+    expect(routeType).toBe('INTER_REGION');
+    expect(distance.distanceKm).toBeGreaterThan(500);
+    expect(cents(costs.hubCommission)).toBeGreaterThan(0);
+    expect(cents(costs.weight)).toBe(7 * 35_000); // 7 started kg above 5 at ₦350
+    expectConsistentCosts(costs, breakdown);
+  });
+
+  it('adds a surcharge for PRIORITY and for an off-hours SCHEDULED slot', async () => {
+    const standard = (await modeB()).body.data.costs;
+    const priority = (await modeB({ urgencyType: 'PRIORITY' })).body.data.costs;
+    expect(cents(priority.surcharge)).toBeGreaterThanOrEqual(100_000);
+    expect(cents(priority.total)).toBeGreaterThan(cents(standard.total));
+    const scheduled = await modeB({
+      urgencyType: 'SCHEDULED',
+      deliveryDate: await tomorrowInLagos(),
+      slot: '18:00 - 20:00',
+    });
+    expect(scheduled.status).toBe(200);
+    expect(scheduled.body.data.costs.surcharge).toBe('1500.00');
+  });
+
+  it('uses the first fleet type that can carry the load when the requested one cannot', async () => {
+    const fleets = (
+      await request(node.url, 'GET', '/api/fleet-types', { headers: { 'api-key': alice.key } })
+    ).body.data as { id: string; name: string }[];
+    const bike = fleets.find((f) => f.name === 'Bike');
+    const reply = await modeB({ totalWeight: 60, fleetTypeId: bike?.id });
+    expect(reply.status).toBe(200);
+    expect(reply.body.data.fleetType.name).toBe('Car');
+    expect(reply.body.data.costs.fleet).toBe('2000.00'); // Lagos state: car ₦2,000
+    const asked = await modeB({ fleetTypeId: bike?.id });
+    expect(asked.body.data.fleetType.id).toBe(bike?.id);
+  });
+
+  it('404 Fleet type not found for an unknown fleet type', async () => {
+    expectErrorEnvelope(
+      await modeB({ fleetTypeId: '5b0e1a34-9f1c-4d0e-8a7b-3c2d1e0f9a8b' }),
+      404,
+      'Fleet type not found',
+    );
+  });
+
+  it.each([
+    [{}, /Provide packagesId, or both totalWeight and totalValue/],
+    [{ totalWeight: 2 }, /Provide packagesId/],
+    [{ totalValue: 2 }, /Provide packagesId/],
+  ])('400 when the totals are incomplete: %j', async (body, message) => {
+    const reply = await price({ origin: IKEJA, destination: LEKKI, ...body });
+    expectErrorEnvelope(reply, 400, message);
+  });
+
+  it.each([
+    [{ totalWeight: -1 }, /totalWeight/],
+    [{ totalWeight: 'heavy' }, /totalWeight/],
+    [{ totalValue: -5 }, /totalValue/],
+    [{ urgencyType: 'YESTERDAY' }, /urgencyType/],
+    [{ urgencyType: 'SCHEDULED' }, /deliveryDate is required/],
+    [
+      { urgencyType: 'SCHEDULED', deliveryDate: '2020-01-01', slot: '09:00 - 12:00' },
+      /in the past/,
+    ],
+    [
+      { urgencyType: 'SCHEDULED', deliveryDate: '2026-02-30', slot: '09:00 - 12:00' },
+      /calendar date/,
+    ],
+    [
+      { urgencyType: 'SCHEDULED', deliveryDate: '2030-01-01', deliverySlot: '12:00 - 09:00' },
+      /time window/,
+    ],
+    [{ deliveryDate: '2030-01-01' }, /only when urgencyType is SCHEDULED/],
+    [{ courierSelection: 'SPECIFIC' }, /courierId is required/],
+    [{ deliveryFeePayer: 'NOBODY' }, /deliveryFeePayer/],
+    [{ totalWeight: 6000 }, /No active fleet type can carry 6000.00000 kg/],
+    [{ totalValue: 20_000_000 }, /insurable maximum of 10000000.00/],
+  ])('400 for %j', async (body, message) => {
+    expectErrorEnvelope(await modeB(body), 400, message);
+  });
+
+  it('400 when origin and destination are the same place', async () => {
+    const reply = await price({ origin: IKEJA, destination: IKEJA, totalWeight: 1, totalValue: 1 });
+    expectErrorEnvelope(reply, 400, 'Origin and destination cannot be the same');
+  });
+
+  it('400 for a trip starting where no tariff applies', async () => {
+    const reply = await price({
+      origin: 'Accra, Ghana',
+      destination: LEKKI,
+      totalWeight: 1,
+      totalValue: 1,
+    });
+    expectErrorEnvelope(
+      reply,
+      400,
+      /No tariff covers deliveries from Ghana; deliveries can start in: NG/,
+    );
+  });
+
+  it('401 without an API key', async () => {
+    const reply = await request(node.url, 'POST', '/api/pricing', { json: { origin: IKEJA } });
+    expectErrorEnvelope(reply, 401, 'API key is required');
+  });
+});
+
+describe('POST /api/pricing, Mode A (saved packages)', () => {
+  async function savePackage(who: { key: string }, body: object) {
+    const reply = await request(node.url, 'POST', '/api/package', {
+      headers: { 'api-key': who.key },
+      json: {
+        packageType: 'Parcel',
+        name: 'Box',
+        quantity: 1,
+        size: 'SMALL',
+        value: 1000,
+        ...body,
+      },
+    });
+    expect(reply.status).toBe(201);
+    return reply.body.data.id as string;
+  }
+
+  it('prices saved packages with the deliveryFee and payOnDelivery blocks', async () => {
+    const ids = [
+      await savePackage(alice, { size: 'MEDIUM', quantity: 2, value: 45000.5 }),
+      await savePackage(alice, { size: 'SMALL', value: 4999.49 }),
+    ];
+    const reply = await price({ origin: IKEJA, destination: LEKKI, packagesId: ids });
+    expect(reply.status).toBe(200);
+    const data = reply.body.data;
+    expect(Object.keys(data).sort()).toEqual(
+      ['deliveryCost', 'deliveryFee', 'matchingEligible', 'payOnDelivery', 'promotion'].sort(),
+    );
+    expect(data.promotion).toBeNull();
+    expect(data.matchingEligible).toBe(true);
+    expect(data.deliveryCost.totalWeight).toBe(16);
+    expect(data.deliveryCost.totalValue).toBe(49999.99);
+    expect(data.deliveryCost.routeType).toBe('INTER_CITY');
+    expectConsistentCosts(data.deliveryCost.costs, data.deliveryCost.breakdown);
+    const { costs } = data.deliveryCost;
+    expect(data.deliveryFee).toEqual({
+      payer: 'CREATOR',
+      gross: {
+        delivery: costs.deliverySubtotal,
+        serviceFee: costs.serviceFee,
+        hubCommission: costs.hubCommission,
+        bundledTotal: costs.total,
+      },
+      creator: { amount: costs.total, paymentRequired: true, paid: false },
+      recipient: { amount: '0.00', paymentRequired: false, paid: false, checkoutUrl: null },
+      promotion: {
+        settlementMode: null,
+        platformFunded: false,
+        settledAmount: '0.00',
+        discountAmount: '0.00',
+        isApplied: false,
+      },
+    });
+    expect(data.payOnDelivery).toEqual({
+      enabled: false,
+      collectAmount: '49999.99',
+      collectTarget: 'PACKAGE_VALUE',
+    });
+
+    // Mode B with the same totals prices exactly the same.
+    const b = await modeB({ totalWeight: 16, totalValue: 49999.99 });
+    const { totalWeight, totalValue, ...cost } = data.deliveryCost;
+    expect([totalWeight, totalValue]).toEqual([16, 49999.99]);
+    expect(cost).toEqual(b.body.data);
+  });
+
+  it('SPLIT divides the total, the odd kobo to the creator; RECIPIENT waits for the recipient', async () => {
+    const ids = [await savePackage(alice, {})];
+    const split = (
+      await price({ origin: IKEJA, destination: LEKKI, packagesId: ids, deliveryFeePayer: 'SPLIT' })
+    ).body.data;
+    const total = cents(split.deliveryFee.gross.bundledTotal);
+    expect(cents(split.deliveryFee.creator.amount)).toBe(Math.ceil(total / 2));
+    expect(cents(split.deliveryFee.recipient.amount)).toBe(Math.floor(total / 2));
+    expect(split.matchingEligible).toBe(false);
+    const recipient = (
+      await price({
+        origin: IKEJA,
+        destination: LEKKI,
+        packagesId: ids,
+        deliveryFeePayer: 'RECIPIENT',
+        payOnDelivery: true,
+      })
+    ).body.data;
+    expect(recipient.deliveryFee.creator).toEqual({
+      amount: '0.00',
+      paymentRequired: false,
+      paid: false,
+    });
+    expect(recipient.deliveryFee.recipient.amount).toBe(recipient.deliveryFee.gross.bundledTotal);
+    expect(recipient.matchingEligible).toBe(false);
+    expect(recipient.payOnDelivery.enabled).toBe(true);
+  });
+
+  it("400 Invalid packages selection for someone else's or a deleted package", async () => {
+    const bobs = await savePackage(bob, {});
+    expectErrorEnvelope(
+      await price({ origin: IKEJA, destination: LEKKI, packagesId: [bobs] }),
+      400,
+      'Invalid packages selection',
+    );
+    const gone = await savePackage(alice, {});
+    await request(node.url, 'DELETE', `/api/package/${gone}`, {
+      headers: { 'api-key': alice.key },
+    });
+    expectErrorEnvelope(
+      await price({ origin: IKEJA, destination: LEKKI, packagesId: [gone] }),
+      400,
+      'Invalid packages selection',
+    );
+  });
+
+  it('400 for packagesId together with totals', async () => {
+    const ids = [await savePackage(alice, {})];
+    expectErrorEnvelope(
+      await price({
+        origin: IKEJA,
+        destination: LEKKI,
+        packagesId: ids,
+        totalWeight: 1,
+        totalValue: 1,
+      }),
+      400,
+      /not both/,
+    );
+  });
+
+  it('400 when pricing by packagesId without an authenticated user (internal call)', async () => {
+    const err = await client
+      .call('pricing.price', {
+        origin: IKEJA,
+        destination: LEKKI,
+        packagesId: ['0d4f3f7a-8a0e-4b51-9a43-6c6f3b0a1e21'],
+      })
+      .then(
+        () => null,
+        (e: { code: number; message: string }) => e,
+      );
+    expect(err).toMatchObject({ code: 400, message: MODE_NEEDS_USER });
+  });
+});
+
+describe('tariff administration', () => {
+  it('lists the starting tiers: the country, every state, the big cities', async () => {
+    const reply = await admin('GET', '/admin/pricing/tiers?countryCode=NG');
+    expect(reply.status).toBe(200);
+    const tiers = reply.body.data as { level: string; state: string; city: string }[];
+    expect(tiers.filter((t) => t.level === 'country')).toHaveLength(1);
+    expect(tiers.filter((t) => t.level === 'state')).toHaveLength(37);
+    expect(tiers.some((t) => t.city === 'Eti Osa' && t.state === 'Lagos')).toBe(true);
+  });
+
+  it('a new revision changes prices, and the old one stays readable', async () => {
+    const before = (await modeB()).body.data;
+    const saved = await admin('PUT', '/admin/pricing/tiers', {
+      countryCode: 'ng',
+      state: 'lagos',
+      expectedRevision: 1,
+      note: 'Fuel price rise',
+      rates: { includedWeightKg: 2, routes: { INTER_CITY: { baseFeeKobo: 1, perKmFeeKobo: 1 } } },
+    });
+    expect(saved.status).toBe(201);
+    expect(saved.body.data).toMatchObject({
+      level: 'state',
+      state: 'Lagos',
+      revision: 2,
+      current: true,
+      note: 'Fuel price rise',
+    });
+    const after = (await modeB()).body.data;
+    expect(after.tariffVersion).toBe('NG@1/lagos@2/ikeja@1');
+    expect(after.tierIds.statePricingId).toBe(saved.body.data.id);
+    // Field by field: Ikeja's own base and per-km rates still win; the weight allowance is Lagos's.
+    expect(after.costs.base).toBe(before.costs.base);
+    expect([before.costs.weight, after.costs.weight]).toEqual(['0.00', '100.00']);
+
+    const old = await admin('GET', `/admin/pricing/tiers/${before.tierIds.statePricingId}`);
+    expect(old.body.data).toMatchObject({ revision: 1, current: false });
+
+    expectErrorEnvelope(
+      await admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state: 'Lagos',
+        expectedRevision: 1,
+        rates: { includedWeightKg: 3 },
+      }),
+      409,
+      /revision 2, not 1/,
+    );
+  });
+
+  it('two simultaneous changes of one tier: exactly one lands', async () => {
+    const change = (km: number) =>
+      admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state: 'Ogun',
+        rates: { routes: { INTER_CITY: { includedKm: km } } },
+      });
+    const replies = await Promise.all([change(6), change(7), change(8), change(9)]);
+    const statuses = replies.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(1);
+    expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
+    const tiers = (await admin('GET', '/admin/pricing/tiers?countryCode=NG&level=state')).body
+      .data as {
+      state: string;
+      revision: number;
+    }[];
+    const ogun = tiers.find((t) => t.state === 'Ogun');
+    expect(ogun?.revision).toBe(1 + statuses.filter((s) => s === 201).length);
+  });
+
+  it('removing a city tier falls back to the state', async () => {
+    const { tierIds } = (await modeB()).body.data;
+    const removed = await admin('DELETE', `/admin/pricing/tiers/${tierIds.cityPricingId}`);
+    expect(removed.status).toBe(204);
+    expect(removed.text).toBe('');
+    const after = (await modeB()).body.data;
+    expect(after.tierIds.cityPricingId).toBeNull();
+    expect(after.tariffVersion).toBe('NG@1/lagos@2');
+    expectErrorEnvelope(
+      await admin('DELETE', `/admin/pricing/tiers/${tierIds.cityPricingId}`),
+      409,
+    );
+    expectErrorEnvelope(
+      await admin('DELETE', `/admin/pricing/tiers/${tierIds.countryPricingId}`),
+      400,
+      /country tier cannot be removed/,
+    );
+  });
+
+  it('refuses invalid rates, unknown places and inconsistent merges', async () => {
+    expectErrorEnvelope(
+      await admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state: 'Kano',
+        rates: { routes: { INTER_CITY: { baseFeeKobo: -100 } } },
+      }),
+      400,
+      /baseFeeKobo.*greater than or equal to 0/,
+    );
+    expectErrorEnvelope(
+      await admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        rates: { includedWeightKg: 2 },
+      }),
+      400,
+      /required/,
+    );
+    expectErrorEnvelope(
+      await admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state: 'Lagoss',
+        rates: { includedWeightKg: 2 },
+      }),
+      404,
+      /Lagoss/,
+    );
+    expectErrorEnvelope(
+      await admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state: 'Kano',
+        rates: { scheduled: { openingTime: '19:00' } },
+      }),
+      400,
+      /openingTime \(19:00\) must be before closingTime/,
+    );
+    expectErrorEnvelope(await request(node.url, 'GET', '/admin/pricing/tiers'), 401);
+  });
+});
+
+describe('courier pricing rules', () => {
+  const courierId = '9c3e2d1f-4b5a-4c6d-8e7f-0a1b2c3d4e5f';
+  const specific = { courierSelection: 'SPECIFIC', courierId };
+
+  it('a matching rule prices the trip; weight, fleet and surcharge are zero', async () => {
+    const created = await admin('POST', '/admin/pricing/courier-rules', {
+      courierId,
+      from: 'lagos',
+      to: 'Eti-Osa, Lagos',
+      withinKmRadius: 60,
+      amountKobo: 300_000,
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({
+      from: 'Lagos',
+      to: 'Eti Osa, Lagos',
+      priority: 0,
+      isPerKg: false,
+    });
+
+    const reply = await modeB({ ...specific, totalWeight: 12, urgencyType: 'PRIORITY' });
+    expect(reply.status).toBe(200);
+    const { costs, courierPricingRule } = reply.body.data;
+    expect(courierPricingRule).toEqual({
+      id: created.body.data.id,
+      capBy: 'LOCATION',
+      from: 'Lagos',
+      to: 'Eti Osa, Lagos',
+      withinKmRadius: 60,
+      isPerKg: false,
+    });
+    expect([costs.base, costs.weight, costs.fleet, costs.surcharge]).toEqual([
+      '3000.00',
+      '0.00',
+      '0.00',
+      '0.00',
+    ]);
+
+    // Another courier, or no courier, pays the tariff.
+    const anyone = (await modeB({ totalWeight: 12 })).body.data;
+    expect(anyone.courierPricingRule).toBeNull();
+  });
+
+  it('refuses an overlapping rule with the same priority, accepts it with another', async () => {
+    const overlapping = { courierId, from: 'Ikeja, Lagos', to: 'Lagos', amountKobo: 100 };
+    expectErrorEnvelope(
+      await admin('POST', '/admin/pricing/courier-rules', overlapping),
+      409,
+      /covering the same trips/,
+    );
+    const second = await admin('POST', '/admin/pricing/courier-rules', {
+      ...overlapping,
+      priority: 1,
+      isPerKg: true,
+    });
+    expect(second.status).toBe(201);
+    const updated = await admin('PATCH', `/admin/pricing/courier-rules/${second.body.data.id}`, {
+      priority: 0,
+    });
+    expectErrorEnvelope(updated, 409);
+    const repriced = await admin('PATCH', `/admin/pricing/courier-rules/${second.body.data.id}`, {
+      amountKobo: 5000,
+      to: 'Lagos Island, Lagos',
+    });
+    expect(repriced.status).toBe(200);
+    expect(repriced.body.data).toMatchObject({
+      amountKobo: 5000,
+      to: 'Lagos Island, Lagos',
+      priority: 1,
+      isPerKg: true,
+    });
+    const listed = await admin('GET', `/admin/pricing/courier-rules?courierId=${courierId}`);
+    expect(listed.body.data).toHaveLength(2);
+    expect(
+      (await admin('DELETE', `/admin/pricing/courier-rules/${second.body.data.id}`)).status,
+    ).toBe(204);
+    expectErrorEnvelope(
+      await admin('DELETE', `/admin/pricing/courier-rules/${second.body.data.id}`),
+      404,
+    );
+  });
+
+  it('validates rules', async () => {
+    expectErrorEnvelope(
+      await admin('POST', '/admin/pricing/courier-rules', {
+        courierId,
+        from: 'Lagos',
+        to: 'Lagos',
+        amountKobo: -1,
+      }),
+      400,
+      /amountKobo/,
+    );
+    expectErrorEnvelope(
+      await admin('POST', '/admin/pricing/courier-rules', {
+        courierId,
+        from: 'Atlantis',
+        to: 'Lagos',
+        amountKobo: 1,
+      }),
+      404,
+      /Atlantis/,
+    );
+    expectErrorEnvelope(
+      await admin('POST', '/admin/pricing/courier-rules', {
+        courierId,
+        from: 'a, b, c',
+        to: 'Lagos',
+        amountKobo: 1,
+      }),
+      400,
+      /state/,
+    );
+  });
+});
+
+describe('fleet type changes', () => {
+  it('reach pricing at once: a deactivated fleet type is no longer priced', async () => {
+    const fleets = (await admin('GET', '/admin/fleet-types')).body.data as {
+      id: string;
+      code: string;
+    }[];
+    const bike = fleets.find((f) => f.code === 'bike');
+    expect((await modeB()).body.data.fleetType.id).toBe(bike?.id);
+    expect((await admin('PATCH', `/admin/fleet-types/${bike?.id}`, { active: false })).status).toBe(
+      200,
+    );
+    try {
+      // The announcement is asynchronous; it arrives within moments, far inside the cache time.
+      let name = '';
+      for (let i = 0; i < 50 && name !== 'Car'; i++) {
+        name = (await modeB()).body.data.fleetType.name;
+        if (name !== 'Car') await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(name).toBe('Car');
+      const asked = await modeB({ fleetTypeId: bike?.id });
+      expect(asked.body.data.fleetType.name).toBe('Car');
+    } finally {
+      await admin('PATCH', `/admin/fleet-types/${bike?.id}`, { active: true });
+    }
+  });
+});

@@ -1,0 +1,72 @@
+import {
+  isCalendarDate,
+  isOffHours,
+  localNow,
+  parseSlot,
+  scheduleProblem,
+} from '../../../services/pricing/schedule';
+
+describe('delivery slots', () => {
+  it.each([
+    ['09:00 - 12:00', { start: 540, end: 720 }],
+    ['09:00-12:00', { start: 540, end: 720 }],
+    ['00:00 - 23:59', { start: 0, end: 1439 }],
+  ])('reads %s', (text, slot) => expect(parseSlot(text)).toEqual(slot));
+
+  it.each([
+    '12:00 - 09:00',
+    '09:00 - 09:00',
+    '9:00 - 12:00',
+    '24:00 - 25:00',
+    '09:60 - 10:00',
+    'morning',
+  ])('refuses %s', (text) => expect(parseSlot(text)).toBeNull());
+
+  it('is off hours when it reaches outside opening time', () => {
+    expect(isOffHours({ start: 480, end: 1080 }, '08:00', '18:00')).toBe(false);
+    expect(isOffHours({ start: 420, end: 600 }, '08:00', '18:00')).toBe(true);
+    expect(isOffHours({ start: 1020, end: 1140 }, '08:00', '18:00')).toBe(true);
+  });
+});
+
+describe('delivery dates', () => {
+  it('accepts only real calendar dates', () => {
+    expect(isCalendarDate('2026-12-24')).toBe(true);
+    expect(isCalendarDate('2028-02-29')).toBe(true);
+    expect(isCalendarDate('2026-02-29')).toBe(false);
+    expect(isCalendarDate('2026-13-01')).toBe(false);
+    expect(isCalendarDate('24/12/2026')).toBe(false);
+  });
+
+  // 23:30 UTC on 22 Nov is 00:30 on 23 Nov in Lagos (UTC+1).
+  const now = new Date('2026-11-22T23:30:00Z');
+  const morning = { start: 540, end: 720 };
+
+  it('reads today in the tariff time zone', () => {
+    expect(localNow(now, 'Africa/Lagos')).toEqual({ date: '2026-11-23', minutes: 30 });
+    expect(localNow(now, 'UTC')).toEqual({ date: '2026-11-22', minutes: 1410 });
+  });
+
+  it('refuses a date before today in that zone', () => {
+    expect(scheduleProblem('2026-11-22', morning, now, 'Africa/Lagos')).toEqual({
+      field: 'deliveryDate',
+      message: 'deliveryDate 2026-11-22 is in the past; today is 2026-11-23 (Africa/Lagos)',
+    });
+    expect(scheduleProblem('2026-11-22', { start: 1420, end: 1439 }, now, 'UTC')).toBeNull();
+  });
+
+  it('refuses a slot that has ended today, accepts one still open', () => {
+    const late = new Date('2026-11-23T12:00:00Z'); // 13:00 in Lagos
+    expect(scheduleProblem('2026-11-23', morning, late, 'Africa/Lagos')?.field).toBe(
+      'deliverySlot',
+    );
+    expect(
+      scheduleProblem('2026-11-23', { start: 720, end: 900 }, late, 'Africa/Lagos'),
+    ).toBeNull();
+  });
+
+  it('refuses dates more than 30 days ahead', () => {
+    expect(scheduleProblem('2026-12-23', morning, now, 'Africa/Lagos')).toBeNull();
+    expect(scheduleProblem('2026-12-24', morning, now, 'Africa/Lagos')?.message).toMatch(/30 days/);
+  });
+});
