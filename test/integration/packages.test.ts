@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceBroker } from 'moleculer';
-import { createBrokerOptions } from '../../moleculer.config';
-import { loadConfig } from '../../libs/config';
+import type { ServiceBroker } from 'moleculer';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  isolation,
+  startClient,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
 
 const iso = isolation();
 const CDN = 'https://cdn.waybill.test';
@@ -17,10 +21,7 @@ beforeAll(async () => {
   node = await startNode({ services: 'all', iso, env: { CDN_BASE_URL: CDN } });
   alice = await createUserWithKey(node.url);
   bob = await createUserWithKey(node.url);
-  const config = loadConfig({ ...process.env, NAMESPACE: iso.namespace, OPS_PORT: '0' });
-  client = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
-  await client.start();
-  await client.waitForServices(['package']);
+  client = await startClient(iso, ['package']);
 });
 
 afterAll(async () => {

@@ -1,12 +1,16 @@
-import { ServiceBroker } from 'moleculer';
-import { createBrokerOptions } from '../../moleculer.config';
-import { loadConfig } from '../../libs/config';
+import type { ServiceBroker } from 'moleculer';
 import { computeFees, toCosts } from '../../services/pricing/fees';
 import { localNow } from '../../services/pricing/schedule';
 import type { Tariff } from '../../services/pricing/tariff';
 import { MODE_NEEDS_USER } from '../../services/pricing/quote-request';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  isolation,
+  startClient,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
 
 const iso = isolation();
 const CDN = 'https://cdn.waybill.test';
@@ -18,10 +22,7 @@ let bob: { key: string; userId: string };
 beforeAll(async () => {
   node = await startNode({ services: 'all', iso, env: { CDN_BASE_URL: CDN } });
   [alice, bob] = await Promise.all([createUserWithKey(node.url), createUserWithKey(node.url)]);
-  const config = loadConfig({ ...process.env, NAMESPACE: iso.namespace, OPS_PORT: '0' });
-  client = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
-  await client.start();
-  await client.waitForServices(['pricing']);
+  client = await startClient(iso, ['pricing']);
 });
 
 afterAll(async () => {

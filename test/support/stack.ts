@@ -2,7 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { ServiceBroker } from 'moleculer';
 import mongoose from 'mongoose';
+import { loadConfig } from '../../libs/config';
+import { createBrokerOptions } from '../../moleculer.config';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -117,4 +120,16 @@ export async function dropDatabases(iso: Isolation): Promise<void> {
   } finally {
     await conn.close();
   }
+}
+
+/**
+ * A broker of the test's own on the isolation's NATS namespace, running no service: it calls
+ * internal actions the gateway does not expose. Stop it in afterAll.
+ */
+export async function startClient(iso: Isolation, services: string[]): Promise<ServiceBroker> {
+  const config = loadConfig({ ...process.env, NAMESPACE: iso.namespace, OPS_PORT: '0' });
+  const client = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  await client.start();
+  await client.waitForServices(services);
+  return client;
 }
