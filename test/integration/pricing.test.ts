@@ -3,6 +3,7 @@ import { computeFees, toCosts } from '../../services/pricing/fees';
 import { localNow } from '../../services/pricing/schedule';
 import type { Tariff } from '../../services/pricing/tariff';
 import { MODE_NEEDS_USER } from '../../services/pricing/quote-request';
+import { modeAResponse, modeBResponse } from '../../services/pricing/quote-views';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import {
   dropDatabases,
@@ -96,6 +97,8 @@ describe('POST /api/pricing, Mode B (totals)', () => {
       cityPricingId: expect.stringMatching(UUID),
     });
     expect(data.tariffVersion).toBe('NG@1/lagos@1/ikeja@1');
+    // The OpenAPI document describes exactly this shape.
+    expect(modeBResponse.validate(data, { presence: 'required' }).error).toBeUndefined();
     expect(data.courierPricingRule).toBeNull();
     expect(data.fleetType).toEqual({ id: expect.stringMatching(UUID), name: 'Bike', icon: null });
     expectConsistentCosts(data.costs, data.breakdown);
@@ -275,6 +278,7 @@ describe('POST /api/pricing, Mode A (saved packages)', () => {
     );
     expect(data.promotion).toBeNull();
     expect(data.matchingEligible).toBe(true);
+    expect(modeAResponse.validate(data, { presence: 'required' }).error).toBeUndefined();
     expect(data.deliveryCost.totalWeight).toBe(16);
     expect(data.deliveryCost.totalValue).toBe(49999.99);
     expect(data.deliveryCost.routeType).toBe('INTER_CITY');
