@@ -21,6 +21,7 @@ describe('health probes', () => {
         redis: true,
         [`mongo:${iso.dbPrefix}account`]: true,
         [`mongo:${iso.dbPrefix}geo`]: true,
+        [`mongo:${iso.dbPrefix}pricing`]: true,
         [`mongo:${iso.dbPrefix}package`]: true,
         s3: true,
       });
