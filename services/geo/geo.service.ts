@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import Joi from 'joi';
 import type { Config } from '../../libs/config';
+import { CachedValue } from '../../libs/cache';
 import { badRequest, conflict, notFound } from '../../libs/errors';
 import { kgToGrams } from '../../libs/money';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
-import { action, type ServiceDefinition } from '../../libs/service';
+import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
 import { DEFAULT_FLEET_TYPES, byCapacity, toFleetTypeDetail, toFleetTypeItem } from './fleet-types';
 import {
   SAME_PLACE_MESSAGE,
@@ -36,6 +37,7 @@ import { Router } from './routing';
 
 /** Broadcast after a fleet type is added or changed, so that caches of them are dropped. */
 export const FLEET_TYPES_CHANGED_EVENT = 'geo.fleetTypesChanged';
+const FLEET_CACHE_MS = 30_000;
 
 const placeQuery = Joi.object({
   search: Joi.string().trim().max(100).allow(''),
@@ -125,15 +127,34 @@ export function createGeoService(config: Config): ServiceDefinition {
     return first.averageSpeedKmh;
   }
 
+  /**
+   * Every route and quote needs the fleet types, and they change a few times a year: they
+   * are kept in memory, dropped when any replica announces a change, and reread at the
+   * latest after FLEET_CACHE_MS in case an announcement was lost.
+   */
+  const fleetCache = new CachedValue(
+    async () => (await db.models.FleetType.find({}).lean()).sort(byCapacity),
+    FLEET_CACHE_MS,
+  );
+  const allFleetTypes = () => fleetCache.get();
+  const dropFleetCache = () => fleetCache.invalidate();
+
   async function loadFleetTypes(activeOnly: boolean) {
-    const records = await db.models.FleetType.find(activeOnly ? { active: true } : {}).lean();
-    return records.sort(byCapacity);
+    const records = await allFleetTypes();
+    return activeOnly ? records.filter((r) => r.active) : records;
   }
 
   async function findFleetType(fleetTypeId: string) {
-    const record = await db.models.FleetType.findById(fleetTypeId).lean();
+    const cached = (await allFleetTypes()).find((r) => r._id === fleetTypeId);
+    const record = cached ?? (await db.models.FleetType.findById(fleetTypeId).lean());
     if (!record) throw notFound('Fleet type not found');
     return record;
+  }
+
+  /** After a change here: this replica rereads at once, the others on the announcement. */
+  async function fleetTypesChanged(ctx: WaybillContext<unknown>, fleetTypeId: string) {
+    dropFleetCache();
+    await ctx.broadcast(FLEET_TYPES_CHANGED_EVENT, { fleetTypeId });
   }
 
   return {
@@ -159,6 +180,9 @@ export function createGeoService(config: Config): ServiceDefinition {
       // Loading parses ~20 MB of JSON; with --expose-gc (see deploy/) the garbage goes at once.
       (globalThis as { gc?: () => void }).gc?.();
       await ensureDefaultFleetTypes(await db.connect());
+    },
+    events: {
+      [FLEET_TYPES_CHANGED_EVENT]: dropFleetCache,
     },
     actions: {
       countries: action({
@@ -363,7 +387,7 @@ export function createGeoService(config: Config): ServiceDefinition {
               ...fields,
               maxWeightGrams: kgToGrams(maxWeightKg),
             });
-            await ctx.broadcast(FLEET_TYPES_CHANGED_EVENT, { fleetTypeId: record._id });
+            await fleetTypesChanged(ctx, record._id);
             return toFleetTypeDetail(record.toObject());
           } catch (err) {
             if (isDuplicateKey(err)) {
@@ -401,7 +425,7 @@ export function createGeoService(config: Config): ServiceDefinition {
             { new: true },
           ).lean();
           if (!record) throw notFound('Fleet type not found');
-          await ctx.broadcast(FLEET_TYPES_CHANGED_EVENT, { fleetTypeId });
+          await fleetTypesChanged(ctx, fleetTypeId);
           return toFleetTypeDetail(record);
         },
       }),

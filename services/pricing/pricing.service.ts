@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { CachedValue } from '../../libs/cache';
 import type { Config } from '../../libs/config';
 import { badRequest, notFound } from '../../libs/errors';
 import { formatKg, formatNaira, kgToGrams, nairaToKobo } from '../../libs/money';
@@ -52,28 +53,17 @@ interface Load {
 export function createPricingService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'pricing', definePricingModels);
   let book = new TariffBook([]);
-  let fleets: { loadedAt: number; all: FleetOption[] } | undefined;
   let refreshTimer: NodeJS.Timeout | undefined;
+  /** Geo owns the fleet types; made in `created`, when the broker exists. */
+  let fleets: CachedValue<FleetOption[]>;
 
   async function reloadBook() {
     book = await readBook(db.models);
     return book;
   }
 
-  async function fleetTypes(ctx: WaybillContext<unknown>): Promise<FleetOption[]> {
-    if (!fleets || Date.now() - fleets.loadedAt > FLEET_CACHE_MS) {
-      const all: FleetOption[] = await ctx.call('geo.listFleetTypes', { activeOnly: false });
-      fleets = { loadedAt: Date.now(), all };
-    }
-    return fleets.all;
-  }
-
-  async function pickFleet(
-    ctx: WaybillContext<unknown>,
-    fleetTypeId: string | undefined,
-    load: Load,
-  ) {
-    const all = await fleetTypes(ctx);
+  async function pickFleet(fleetTypeId: string | undefined, load: Load) {
+    const all = await fleets.get();
     const requested = fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined;
     if (fleetTypeId && !requested) throw notFound('Fleet type not found');
     const fleet = chooseFleet(
@@ -105,7 +95,7 @@ export function createPricingService(config: Config): ServiceDefinition {
     const params = ctx.params;
     const request = readQuoteRequest(params, Boolean(ctx.meta.user?.id));
     const load = await loadOf(ctx, request);
-    const fleet = await pickFleet(ctx, params.fleetTypeId, load);
+    const fleet = await pickFleet(params.fleetTypeId, load);
     const route: Route = await ctx.call('geo.route', {
       origin: params.origin,
       destination: params.destination,
@@ -185,6 +175,12 @@ export function createPricingService(config: Config): ServiceDefinition {
   return {
     name: 'pricing',
     mixins: [db.mixin()],
+    created() {
+      fleets = new CachedValue(
+        () => this.broker.call('geo.listFleetTypes', { activeOnly: false }),
+        FLEET_CACHE_MS,
+      );
+    },
     async started() {
       const models = await db.connect();
       await seedTiers(models);
@@ -202,7 +198,7 @@ export function createPricingService(config: Config): ServiceDefinition {
     events: {
       [TARIFF_CHANGED_EVENT]: tariffChanged,
       [FLEET_TYPES_CHANGED_EVENT]() {
-        fleets = undefined;
+        fleets.invalidate();
       },
     },
     actions: {
