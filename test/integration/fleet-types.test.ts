@@ -137,3 +137,34 @@ describe('admin fleet types', () => {
     expectErrorEnvelope(missing, 404, 'Fleet type not found');
   });
 });
+
+describe('fleet types across replicas', () => {
+  it('a change made through one geo replica reaches the others, which keep them in memory', async () => {
+    const replica = await startNode({ services: 'geo', iso });
+    try {
+      // Both replicas answer (and so cache) the list before the change.
+      await Promise.all(Array.from({ length: 6 }, () => list()));
+      const created = await request(node.url, 'POST', '/admin/fleet-types', {
+        headers: adminHeaders,
+        json: { code: 'cargo-bike', name: 'Cargo bike', maxWeightKg: 60, averageSpeedKmh: 18 },
+      });
+      expect(created.status).toBe(201);
+      // The gateway balances between the replicas: every answer must show the new type.
+      const names = async () =>
+        Promise.all(
+          Array.from({ length: 6 }, async () =>
+            (await list()).body.data.map((f: { name: string }) => f.name),
+          ),
+        );
+      let seen: string[][] = [];
+      for (let attempt = 0; attempt < 40; attempt++) {
+        seen = await names();
+        if (seen.every((n) => n.includes('Cargo bike'))) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(seen.every((n) => n.includes('Cargo bike'))).toBe(true);
+    } finally {
+      await replica.stop();
+    }
+  });
+});
