@@ -1,40 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { ServiceBroker } from 'moleculer';
-import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import {
-  dropDatabases,
-  isolation,
-  startClient,
-  startNode,
-  type NodeProcess,
-} from '../support/stack';
+import { expectErrorEnvelope, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
 
-const iso = isolation();
 const CDN = 'https://cdn.waybill.test';
-let node: NodeProcess;
-/** A broker of our own on the same NATS namespace, to call the internal actions. */
-let client: ServiceBroker;
-let alice: { key: string; userId: string };
-let bob: { key: string; userId: string };
-
-beforeAll(async () => {
-  node = await startNode({ services: 'all', iso, env: { CDN_BASE_URL: CDN } });
-  alice = await createUserWithKey(node.url);
-  bob = await createUserWithKey(node.url);
-  client = await startClient(iso, ['package']);
-});
-
-afterAll(async () => {
-  await client?.stop();
-  await node?.stop();
-  await dropDatabases(iso);
-});
+const stack = useMerchantStack({ internal: ['package'], env: { CDN_BASE_URL: CDN } });
 
 const as = (who: { key: string }) => ({ 'api-key': who.key });
 const save = (who: { key: string }, json: unknown) =>
-  request(node.url, 'POST', '/api/package', { headers: as(who), json });
+  request(stack.node.url, 'POST', '/api/package', { headers: as(who), json });
 const list = (who: { key: string }) =>
-  request(node.url, 'GET', '/api/packages', { headers: as(who) });
+  request(stack.node.url, 'GET', '/api/packages', { headers: as(who) });
 
 const shoes = {
   packageType: 'Fashion',
@@ -48,12 +23,12 @@ const shoes = {
 
 describe('POST /api/package', () => {
   it('creates a package with derived weight and decimal strings', async () => {
-    const reply = await save(alice, shoes);
+    const reply = await save(stack.alice, shoes);
     expect(reply.status).toBe(201);
     expect(reply.body.message).toBe('Package saved');
     expect(reply.body.data).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
-      userId: alice.userId,
+      userId: stack.alice.userId,
       p2pDeliveryId: null,
       errandDeliveryId: null,
       errandStoreId: null,
@@ -76,8 +51,8 @@ describe('POST /api/package', () => {
   });
 
   it('edits only the fields sent, and recomputes the weight', async () => {
-    const created = (await save(alice, shoes)).body.data;
-    const edited = await save(alice, { packageId: created.id, quantity: 3, size: 'LARGE' });
+    const created = (await save(stack.alice, shoes)).body.data;
+    const edited = await save(stack.alice, { packageId: created.id, quantity: 3, size: 'LARGE' });
     expect(edited.status).toBe(201);
     expect(edited.body.data).toMatchObject({
       id: created.id,
@@ -106,58 +81,68 @@ describe('POST /api/package', () => {
     ['a traversal in the image', { ...shoes, image: `${CDN}/uploads/../secret` }, 'image'],
     ['an empty edit', { packageId: randomUUID() }, 'body'],
   ])('refuses %s with 400', async (_case, body, field) => {
-    const reply = await save(alice, body);
+    const reply = await save(stack.alice, body);
     expectErrorEnvelope(reply, 400);
     const fields = reply.body.errors.map((e: { field: string }) => e.field);
     expect(field === 'body' ? fields.length : fields).toEqual(field === 'body' ? 1 : [field]);
   });
 
   it("treats another user's package as missing", async () => {
-    const mine = (await save(alice, shoes)).body.data;
-    const reply = await save(bob, { packageId: mine.id, name: 'Stolen' });
+    const mine = (await save(stack.alice, shoes)).body.data;
+    const reply = await save(stack.bob, { packageId: mine.id, name: 'Stolen' });
     expectErrorEnvelope(reply, 404, /not found/);
     expectErrorEnvelope(
-      await request(node.url, 'DELETE', `/api/package/${mine.id}`, { headers: as(bob) }),
+      await request(stack.node.url, 'DELETE', `/api/package/${mine.id}`, {
+        headers: as(stack.bob),
+      }),
       404,
     );
-    expect((await list(bob)).body.data.map((p: { id: string }) => p.id)).not.toContain(mine.id);
+    expect((await list(stack.bob)).body.data.map((p: { id: string }) => p.id)).not.toContain(
+      mine.id,
+    );
   });
 });
 
 describe('DELETE /api/package/:packageId and GET /api/packages', () => {
   it('soft-deletes with 204 and hides deleted packages', async () => {
-    const pkg = (await save(alice, shoes)).body.data;
-    const reply = await request(node.url, 'DELETE', `/api/package/${pkg.id}`, {
-      headers: as(alice),
+    const pkg = (await save(stack.alice, shoes)).body.data;
+    const reply = await request(stack.node.url, 'DELETE', `/api/package/${pkg.id}`, {
+      headers: as(stack.alice),
     });
     expect(reply.status).toBe(204);
     expect(reply.text).toBe('');
-    expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).not.toContain(pkg.id);
-    expectErrorEnvelope(await save(alice, { packageId: pkg.id, name: 'Back' }), 404);
+    expect((await list(stack.alice)).body.data.map((p: { id: string }) => p.id)).not.toContain(
+      pkg.id,
+    );
+    expectErrorEnvelope(await save(stack.alice, { packageId: pkg.id, name: 'Back' }), 404);
   });
 });
 
 describe('assignment to deliveries', () => {
   it('resolves a selection into totals, refusing foreign or missing ids', async () => {
-    const a = (await save(alice, shoes)).body.data;
-    const b = (await save(alice, { ...shoes, size: 'SMALL', quantity: 1, value: 1000 })).body.data;
-    const totals = await client.call<{ totalWeight: string; totalValue: string }, unknown>(
+    const a = (await save(stack.alice, shoes)).body.data;
+    const b = (await save(stack.alice, { ...shoes, size: 'SMALL', quantity: 1, value: 1000 })).body
+      .data;
+    const totals = await stack.client.call<{ totalWeight: string; totalValue: string }, unknown>(
       'package.resolveSelection',
-      { userId: alice.userId, packageIds: [a.id, b.id] },
+      { userId: stack.alice.userId, packageIds: [a.id, b.id] },
     );
     expect(totals).toMatchObject({ totalWeight: '16.00000', totalValue: '46000.50' });
     await expect(
-      client.call('package.resolveSelection', { userId: bob.userId, packageIds: [a.id] }),
+      stack.client.call('package.resolveSelection', {
+        userId: stack.bob.userId,
+        packageIds: [a.id],
+      }),
     ).rejects.toMatchObject({ code: 400, message: 'Invalid packages selection' });
   });
 
   it('lets exactly one of many simultaneous deliveries take a package, every time', async () => {
     for (let round = 0; round < 10; round++) {
-      const contested = (await save(alice, shoes)).body.data;
+      const contested = (await save(stack.alice, shoes)).body.data;
       const outcomes = await Promise.allSettled(
         Array.from({ length: 5 }, () =>
-          client.call('package.assign', {
-            userId: alice.userId,
+          stack.client.call('package.assign', {
+            userId: stack.alice.userId,
             deliveryId: randomUUID(),
             packageIds: [contested.id],
           }),
@@ -168,11 +153,15 @@ describe('assignment to deliveries', () => {
   });
 
   it('keeps a taken package out of reach until it is released', async () => {
-    const pkg = (await save(alice, shoes)).body.data;
+    const pkg = (await save(stack.alice, shoes)).body.data;
     const [first, second] = [randomUUID(), randomUUID()];
     const results = await Promise.allSettled(
       [first, second].map((deliveryId) =>
-        client.call('package.assign', { userId: alice.userId, deliveryId, packageIds: [pkg.id] }),
+        stack.client.call('package.assign', {
+          userId: stack.alice.userId,
+          deliveryId,
+          packageIds: [pkg.id],
+        }),
       ),
     );
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
@@ -180,55 +169,59 @@ describe('assignment to deliveries', () => {
     expect(refused.reason).toMatchObject({ code: 400, message: 'Invalid packages selection' });
 
     // Taken: not listed, not editable, not deletable; the winner may repeat itself.
-    expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).not.toContain(pkg.id);
-    expectErrorEnvelope(await save(alice, { packageId: pkg.id, name: 'x' }), 400, /assigned/);
-    const del = await request(node.url, 'DELETE', `/api/package/${pkg.id}`, { headers: as(alice) });
+    expect((await list(stack.alice)).body.data.map((p: { id: string }) => p.id)).not.toContain(
+      pkg.id,
+    );
+    expectErrorEnvelope(await save(stack.alice, { packageId: pkg.id, name: 'x' }), 400, /assigned/);
+    const del = await request(stack.node.url, 'DELETE', `/api/package/${pkg.id}`, {
+      headers: as(stack.alice),
+    });
     expectErrorEnvelope(del, 400, /assigned/);
     const winner = results[0].status === 'fulfilled' ? first : second;
     await expect(
-      client.call('package.assign', {
-        userId: alice.userId,
+      stack.client.call('package.assign', {
+        userId: stack.alice.userId,
         deliveryId: winner,
         packageIds: [pkg.id],
       }),
     ).resolves.toMatchObject({ deliveryId: winner });
 
-    await client.call('package.release', { deliveryId: winner });
-    expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).toContain(pkg.id);
+    await stack.client.call('package.release', { deliveryId: winner });
+    expect((await list(stack.alice)).body.data.map((p: { id: string }) => p.id)).toContain(pkg.id);
   });
 
   it('never lets a delivery take a package being deleted, or the reverse', async () => {
     for (let round = 0; round < 5; round++) {
-      const pkg = (await save(alice, shoes)).body.data;
+      const pkg = (await save(stack.alice, shoes)).body.data;
       const [assigned, deleted] = await Promise.allSettled([
-        client.call('package.assign', {
-          userId: alice.userId,
+        stack.client.call('package.assign', {
+          userId: stack.alice.userId,
           deliveryId: randomUUID(),
           packageIds: [pkg.id],
         }),
-        request(node.url, 'DELETE', `/api/package/${pkg.id}`, { headers: as(alice) }).then((r) =>
-          r.status === 204 ? r : Promise.reject(r),
-        ),
+        request(stack.node.url, 'DELETE', `/api/package/${pkg.id}`, {
+          headers: as(stack.alice),
+        }).then((r) => (r.status === 204 ? r : Promise.reject(r))),
       ]);
       expect([assigned.status, deleted.status].filter((s) => s === 'fulfilled')).toHaveLength(1);
     }
   });
 
   it('takes all packages or none', async () => {
-    const free = (await save(alice, shoes)).body.data;
-    const taken = (await save(alice, shoes)).body.data;
-    await client.call('package.assign', {
-      userId: alice.userId,
+    const free = (await save(stack.alice, shoes)).body.data;
+    const taken = (await save(stack.alice, shoes)).body.data;
+    await stack.client.call('package.assign', {
+      userId: stack.alice.userId,
       deliveryId: randomUUID(),
       packageIds: [taken.id],
     });
     await expect(
-      client.call('package.assign', {
-        userId: alice.userId,
+      stack.client.call('package.assign', {
+        userId: stack.alice.userId,
         deliveryId: randomUUID(),
         packageIds: [free.id, taken.id],
       }),
     ).rejects.toMatchObject({ code: 400 });
-    expect((await list(alice)).body.data.map((p: { id: string }) => p.id)).toContain(free.id);
+    expect((await list(stack.alice)).body.data.map((p: { id: string }) => p.id)).toContain(free.id);
   });
 });

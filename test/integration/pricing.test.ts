@@ -1,46 +1,23 @@
-import type { ServiceBroker } from 'moleculer';
 import { computeFees, toCosts } from '../../services/pricing/fees';
 import { localNow } from '../../services/pricing/schedule';
 import type { Tariff } from '../../services/pricing/tariff';
 import { MODE_NEEDS_USER } from '../../services/pricing/quote-request';
 import { modeAResponse, modeBResponse } from '../../services/pricing/quote-views';
-import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import {
-  dropDatabases,
-  isolation,
-  startClient,
-  startNode,
-  type NodeProcess,
-} from '../support/stack';
+import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
 
-const iso = isolation();
 const CDN = 'https://cdn.waybill.test';
-let node: NodeProcess;
-let client: ServiceBroker;
-let alice: { key: string; userId: string };
-let bob: { key: string; userId: string };
-
-beforeAll(async () => {
-  node = await startNode({ services: 'all', iso, env: { CDN_BASE_URL: CDN } });
-  [alice, bob] = await Promise.all([createUserWithKey(node.url), createUserWithKey(node.url)]);
-  client = await startClient(iso, ['pricing']);
-});
-
-afterAll(async () => {
-  await client?.stop();
-  await node?.stop();
-  await dropDatabases(iso);
-});
+const stack = useMerchantStack({ internal: ['pricing'], env: { CDN_BASE_URL: CDN } });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MONEY = /^\d+\.\d{2}$/;
 const IKEJA = { lat: 6.6018, lon: 3.3515 };
 const LEKKI = 'Lekki, Lagos';
 
-const price = (json: object, who: { key: string } = alice) =>
-  request(node.url, 'POST', '/api/pricing', { headers: { 'api-key': who.key }, json });
+const price = (json: object, who: { key: string } = stack.alice) =>
+  request(stack.node.url, 'POST', '/api/pricing', { headers: { 'api-key': who.key }, json });
 const admin = (method: string, path: string, json?: object) =>
-  request(node.url, method, path, { headers: adminHeaders, json });
+  request(stack.node.url, method, path, { headers: adminHeaders, json });
 const modeB = (extra: object = {}) =>
   price({ origin: IKEJA, destination: LEKKI, totalWeight: 3, totalValue: 20000, ...extra });
 
@@ -168,7 +145,9 @@ describe('POST /api/pricing, Mode B (totals)', () => {
 
   it('uses the first fleet type that can carry the load when the requested one cannot', async () => {
     const fleets = (
-      await request(node.url, 'GET', '/api/fleet-types', { headers: { 'api-key': alice.key } })
+      await request(stack.node.url, 'GET', '/api/fleet-types', {
+        headers: { 'api-key': stack.alice.key },
+      })
     ).body.data as { id: string; name: string }[];
     const bike = fleets.find((f) => f.name === 'Bike');
     const reply = await modeB({ totalWeight: 60, fleetTypeId: bike?.id });
@@ -243,14 +222,16 @@ describe('POST /api/pricing, Mode B (totals)', () => {
   });
 
   it('401 without an API key', async () => {
-    const reply = await request(node.url, 'POST', '/api/pricing', { json: { origin: IKEJA } });
+    const reply = await request(stack.node.url, 'POST', '/api/pricing', {
+      json: { origin: IKEJA },
+    });
     expectErrorEnvelope(reply, 401, 'API key is required');
   });
 });
 
 describe('POST /api/pricing, Mode A (saved packages)', () => {
   async function savePackage(who: { key: string }, body: object) {
-    const reply = await request(node.url, 'POST', '/api/package', {
+    const reply = await request(stack.node.url, 'POST', '/api/package', {
       headers: { 'api-key': who.key },
       json: {
         packageType: 'Parcel',
@@ -267,8 +248,8 @@ describe('POST /api/pricing, Mode A (saved packages)', () => {
 
   it('prices saved packages with the deliveryFee and payOnDelivery blocks', async () => {
     const ids = [
-      await savePackage(alice, { size: 'MEDIUM', quantity: 2, value: 45000.5 }),
-      await savePackage(alice, { size: 'SMALL', value: 4999.49 }),
+      await savePackage(stack.alice, { size: 'MEDIUM', quantity: 2, value: 45000.5 }),
+      await savePackage(stack.alice, { size: 'SMALL', value: 4999.49 }),
     ];
     const reply = await price({ origin: IKEJA, destination: LEKKI, packagesId: ids });
     expect(reply.status).toBe(200);
@@ -316,7 +297,7 @@ describe('POST /api/pricing, Mode A (saved packages)', () => {
   });
 
   it('SPLIT divides the total, the odd kobo to the creator; RECIPIENT waits for the recipient', async () => {
-    const ids = [await savePackage(alice, {})];
+    const ids = [await savePackage(stack.alice, {})];
     const split = (
       await price({ origin: IKEJA, destination: LEKKI, packagesId: ids, deliveryFeePayer: 'SPLIT' })
     ).body.data;
@@ -344,15 +325,15 @@ describe('POST /api/pricing, Mode A (saved packages)', () => {
   });
 
   it("400 Invalid packages selection for someone else's or a deleted package", async () => {
-    const bobs = await savePackage(bob, {});
+    const bobs = await savePackage(stack.bob, {});
     expectErrorEnvelope(
       await price({ origin: IKEJA, destination: LEKKI, packagesId: [bobs] }),
       400,
       'Invalid packages selection',
     );
-    const gone = await savePackage(alice, {});
-    await request(node.url, 'DELETE', `/api/package/${gone}`, {
-      headers: { 'api-key': alice.key },
+    const gone = await savePackage(stack.alice, {});
+    await request(stack.node.url, 'DELETE', `/api/package/${gone}`, {
+      headers: { 'api-key': stack.alice.key },
     });
     expectErrorEnvelope(
       await price({ origin: IKEJA, destination: LEKKI, packagesId: [gone] }),
@@ -362,7 +343,7 @@ describe('POST /api/pricing, Mode A (saved packages)', () => {
   });
 
   it('400 for packagesId together with totals', async () => {
-    const ids = [await savePackage(alice, {})];
+    const ids = [await savePackage(stack.alice, {})];
     expectErrorEnvelope(
       await price({
         origin: IKEJA,
@@ -377,7 +358,7 @@ describe('POST /api/pricing, Mode A (saved packages)', () => {
   });
 
   it('400 when pricing by packagesId without an authenticated user (internal call)', async () => {
-    const err = await client
+    const err = await stack.client
       .call('pricing.price', {
         origin: IKEJA,
         destination: LEKKI,
@@ -515,7 +496,7 @@ describe('tariff administration', () => {
       400,
       /openingTime \(19:00\) must be before closingTime/,
     );
-    expectErrorEnvelope(await request(node.url, 'GET', '/admin/pricing/tiers'), 401);
+    expectErrorEnvelope(await request(stack.node.url, 'GET', '/admin/pricing/tiers'), 401);
   });
 });
 
