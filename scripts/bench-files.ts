@@ -25,25 +25,14 @@ import {
   multipartType,
 } from '../test/support/multipart';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
-
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
-  return value;
-}
+import { option, requireInfrastructure } from './bench-support';
 
 const SIZE_MB = option('mb', 200);
 const RUNS = option('runs', 2);
 const SIZE = SIZE_MB * 1024 * 1024;
 const CDN = 'https://cdn.waybill.bench';
 
-for (const name of ['MONGO_URL', 'NATS_URL', 'REDIS_URL', 'S3_ENDPOINT']) {
-  if (!process.env[name]) {
-    console.error(`${name} is not set: run scripts/infra up && eval "$(scripts/infra env)" first`);
-    process.exit(1);
-  }
-}
+requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL', 'S3_ENDPOINT']);
 
 const bucket = process.env.S3_BUCKET ?? 'waybill';
 const s3 = createS3Client({

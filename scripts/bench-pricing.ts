@@ -16,24 +16,13 @@ import { availableParallelism } from 'node:os';
 import autocannon from 'autocannon';
 import { createUserWithKey, request } from '../test/support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
-
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
-  return value;
-}
+import { option, requireInfrastructure } from './bench-support';
 
 const CONNECTIONS = option('connections', 50);
 const DURATION_S = option('duration', 15);
 const WARM_UP_S = option('warmup', 3);
 
-for (const name of ['MONGO_URL', 'NATS_URL', 'REDIS_URL']) {
-  if (!process.env[name]) {
-    console.error(`${name} is not set: run scripts/infra up && eval "$(scripts/infra env)" first`);
-    process.exit(1);
-  }
-}
+requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 
 const QUOTE = JSON.stringify({
   origin: { lat: 6.6018, lon: 3.3515 },
