@@ -77,6 +77,9 @@ export interface ServiceDefinition extends Omit<ServiceSchema, 'actions' | 'sett
   actions?: Record<string, ActionDefinition<any>>;
 }
 
+/** A service's actions, for modules that contribute some of them. */
+export type ServiceActions = NonNullable<ServiceDefinition['actions']>;
+
 /** The moleculer schema of a service definition (joi params are handled by JoiValidator). */
 export function toServiceSchema(definition: ServiceDefinition): ServiceSchema {
   return definition as unknown as ServiceSchema;

@@ -2,9 +2,7 @@ import Joi from 'joi';
 import { conflict, notFound, validationError } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
-import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
-
-type ServiceActions = NonNullable<ServiceDefinition['actions']>;
+import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
 import type { CourierRuleRecord, PricingModels } from './models';
 

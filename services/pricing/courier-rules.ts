@@ -1,4 +1,4 @@
-import { foldPlaceName } from './tariff';
+import { foldName } from '../geo/gazetteer/normalize';
 
 /**
  * Courier pricing rules: a courier's own price for trips between two areas. An area is a
@@ -45,7 +45,7 @@ export function formatArea(area: Area): string {
 }
 
 const same = (a: string | undefined, b: string | undefined) =>
-  a !== undefined && b !== undefined && foldPlaceName(a) === foldPlaceName(b);
+  a !== undefined && b !== undefined && foldName(a) === foldName(b);
 
 function covers(area: Area, place: { state?: string; lgaOrCity?: string }): boolean {
   return (

@@ -1,3 +1,4 @@
+import { foldName } from '../geo/gazetteer/normalize';
 import { ROUTE_TYPES, type RouteType } from '../geo/route-type';
 
 /**
@@ -56,22 +57,14 @@ export function levelOf(scope: TierScope): TierLevel {
   return scope.state !== undefined ? 'state' : 'country';
 }
 
-/** Names compare case-, accent- and punctuation-blind: "Eti-Osa" is "eti osa". */
-export function foldPlaceName(name: string): string {
-  return name
-    .normalize('NFKD')
-    .replace(/\p{M}/gu, '')
-    .toLowerCase()
-    .replace(/['’`]/g, '')
-    .replace(/[^a-z0-9]+/g, ' ')
-    .trim();
-}
-
-/** One key per scope: "NG", "NG/lagos", "NG/lagos/eti osa". */
+/**
+ * One key per scope: "NG", "NG/lagos", "NG/lagos/eti osa". Names are folded as the
+ * gazetteer folds them (case, accents and punctuation ignored: "Eti-Osa" is "eti osa").
+ */
 export function scopeKey(scope: TierScope): string {
   return [scope.countryCode.toUpperCase(), scope.state, scope.city]
     .filter((part): part is string => part !== undefined)
-    .map((part, i) => (i === 0 ? part : foldPlaceName(part)))
+    .map((part, i) => (i === 0 ? part : foldName(part)))
     .join('/');
 }
 

@@ -2,9 +2,7 @@ import Joi from 'joi';
 import { badRequest, conflict, notFound, validationError } from '../../libs/errors';
 import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
-import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
-
-type ServiceActions = NonNullable<ServiceDefinition['actions']>;
+import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { PricingModels, TierRevisionRecord } from './models';
 import { nigeriaTierSeeds } from './nigeria-tariff';
 import {

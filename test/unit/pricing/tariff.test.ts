@@ -1,5 +1,5 @@
 import { NIGERIA_COUNTRY_TARIFF, nigeriaTierSeeds } from '../../../services/pricing/nigeria-tariff';
-import { foldPlaceName, mergeTariff, scopeKey, scopesOf } from '../../../services/pricing/tariff';
+import { mergeTariff, scopeKey, scopesOf } from '../../../services/pricing/tariff';
 import { TariffBook, type TierRevision } from '../../../services/pricing/tariff-book';
 import {
   completeTariffSchema,
@@ -32,7 +32,9 @@ describe('tiers', () => {
     expect(scopeKey({ countryCode: 'ng', state: 'Lagos', city: 'Eti-Osa' })).toBe(
       'NG/lagos/eti osa',
     );
-    expect(foldPlaceName('Obio/Akpor')).toBe('obio akpor');
+    expect(scopeKey({ countryCode: 'NG', state: 'Rivers', city: 'Obio/Akpor' })).toBe(
+      'NG/rivers/obio akpor',
+    );
     expect(scopesOf(origin)).toEqual([ng, lagos, ikeja]);
     expect(scopesOf({ countryCode: 'NG' })).toEqual([ng]);
     expect(scopesOf({})).toEqual([]);
