@@ -421,24 +421,23 @@ describe('tariff administration', () => {
     );
   });
 
-  it('two simultaneous changes of one tier: exactly one lands', async () => {
+  it('simultaneous changes of one revision: exactly one lands, the others answer 409', async () => {
     const change = (km: number) =>
       admin('PUT', '/admin/pricing/tiers', {
         countryCode: 'NG',
         state: 'Ogun',
+        expectedRevision: 1,
         rates: { routes: { INTER_CITY: { includedKm: km } } },
       });
-    const replies = await Promise.all([change(6), change(7), change(8), change(9)]);
+    const replies = await Promise.all([6, 7, 8, 9, 10, 11].map(change));
     const statuses = replies.map((r) => r.status).sort();
-    expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(1);
-    expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
-    const tiers = (await admin('GET', '/admin/pricing/tiers?countryCode=NG&level=state')).body
-      .data as {
-      state: string;
-      revision: number;
-    }[];
-    const ogun = tiers.find((t) => t.state === 'Ogun');
-    expect(ogun?.revision).toBe(1 + statuses.filter((s) => s === 201).length);
+    expect(statuses).toEqual([201, 409, 409, 409, 409, 409]);
+    const winner = replies.find((r) => r.status === 201)?.body.data;
+    const tariff = await admin('GET', '/admin/pricing/tariff?countryCode=NG&state=Ogun');
+    expect(tariff.body.data.tierIds.statePricingId).toBe(winner.id);
+    expect(tariff.body.data.tariff.routes.INTER_CITY.includedKm).toBe(
+      winner.rates.routes.INTER_CITY.includedKm,
+    );
   });
 
   it('removing a city tier falls back to the state', async () => {
