@@ -201,8 +201,9 @@ export function createCourierRuleActions(db: Db): ServiceActions {
           ...current,
           ...fields,
           countryCode,
-          from: from ? await canonicalArea(ctx, countryCode, from, 'from') : current.from,
-          to: to ? await canonicalArea(ctx, countryCode, to, 'to') : current.to,
+          // Checked again even when unchanged: the country may have changed under them.
+          from: await canonicalArea(ctx, countryCode, from ?? formatArea(current.from), 'from'),
+          to: await canonicalArea(ctx, countryCode, to ?? formatArea(current.to), 'to'),
         };
         await refuseAmbiguity(changed);
         const updated = await models()

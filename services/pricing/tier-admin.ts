@@ -36,6 +36,7 @@ const toRevision = (record: TierRevisionRecord): TierRevision => ({
   rates: record.rates as Tariff | TariffOverride,
   deleted: record.deleted,
   scope: scopeOf(record),
+  label: record.label ?? null,
 });
 
 export async function readBook(models: PricingModels): Promise<TariffBook> {

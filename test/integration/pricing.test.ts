@@ -395,6 +395,7 @@ describe('tariff administration', () => {
     expect(saved.body.data).toMatchObject({
       level: 'state',
       state: 'Lagos',
+      label: 'Lagos', // kept from the revision it replaces
       revision: 2,
       current: true,
       note: 'Fuel price rise',
@@ -570,6 +571,13 @@ describe('courier pricing rules', () => {
       priority: 1,
       isPerKg: true,
     });
+    expectErrorEnvelope(
+      await admin('PATCH', `/admin/pricing/courier-rules/${second.body.data.id}`, {
+        countryCode: 'GH',
+      }),
+      404,
+      /not found in Ghana/,
+    );
     const listed = await admin('GET', `/admin/pricing/courier-rules?courierId=${courierId}`);
     expect(listed.body.data).toHaveLength(2);
     expect(
