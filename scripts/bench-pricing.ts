@@ -116,11 +116,14 @@ async function main() {
   const bare = await startBareServer();
   try {
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn' };
-    const started = await Promise.all(
+    // allSettled, not all: when one node fails to start, the ones that did are still stopped.
+    const settled = await Promise.allSettled(
       ['gateway', 'account', 'geo', 'pricing'].map((services) => startNode({ services, iso, env })),
     );
-    nodes.push(...started);
-    const gateway = started[0];
+    for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const gateway = nodes[0];
     const { key } = await createUserWithKey(gateway.url);
     const total = await waitForQuote(gateway.url, key);
 
@@ -145,9 +148,9 @@ async function main() {
     console.log(
       `\nbench:pricing rps=${pricing.rps.toFixed(0)} p50=${pricing.p50} p99=${pricing.p99} | bare rps=${baseline.rps.toFixed(0)} p50=${baseline.p50} p99=${baseline.p99} | ratio rps=${rpsRatio.toFixed(3)} p99=${p99Ratio.toFixed(1)}`,
     );
-    if (pricing.failures > 0 || baseline.failures > 0) {
+    if (pricing.failures > 0 || baseline.failures > 0 || route.failures > 0) {
       console.error(
-        `\nFAILED: ${pricing.failures} pricing and ${baseline.failures} baseline requests did not answer 2xx`,
+        `\nFAILED: ${pricing.failures} pricing, ${route.failures} route and ${baseline.failures} baseline requests did not answer 2xx`,
       );
       process.exitCode = 1;
     }
