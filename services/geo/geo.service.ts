@@ -356,6 +356,10 @@ export function createGeoService(config: Config): ServiceDefinition {
         },
       }),
 
+      /**
+       * Broadcasts `geo.fleetTypesChanged` `{ fleetTypeId }` once the type is stored, so that
+       * other geo replicas and pricing drop the fleet types they keep in memory.
+       */
       createFleetType: action({
         http: {
           group: 'admin',
@@ -398,6 +402,7 @@ export function createGeoService(config: Config): ServiceDefinition {
         },
       }),
 
+      /** Broadcasts `geo.fleetTypesChanged` `{ fleetTypeId }` once stored, as createFleetType. */
       updateFleetType: action({
         http: {
           group: 'admin',

@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { ServiceBroker } from 'moleculer';
+import { loadConfig } from '../../libs/config';
+import { createBrokerOptions } from '../../moleculer.config';
+import { FLEET_TYPES_CHANGED_EVENT } from '../../services/geo/geo.service';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
@@ -166,5 +170,69 @@ describe('fleet types across replicas', () => {
     } finally {
       await replica.stop();
     }
+  });
+});
+
+describe('fleet type change events', () => {
+  const heard: unknown[] = [];
+  let listener: ServiceBroker;
+
+  beforeAll(async () => {
+    // Its own broker, so that it can subscribe before it joins the namespace.
+    const config = loadConfig({ ...process.env, NAMESPACE: iso.namespace, OPS_PORT: '0' });
+    listener = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+    listener.createService({
+      name: 'fleet-listener',
+      events: {
+        [FLEET_TYPES_CHANGED_EVENT]: (ctx: { params: unknown }) => void heard.push(ctx.params),
+      },
+    });
+    await listener.start();
+    await listener.waitForServices(['geo']);
+  });
+
+  afterAll(async () => {
+    await listener?.stop();
+  });
+
+  const patch = (fleetTypeId: string, json: unknown) =>
+    request(node.url, 'PATCH', `/admin/fleet-types/${fleetTypeId}`, {
+      headers: adminHeaders,
+      json,
+    });
+
+  async function heardOf(fleetTypeId: string, retry?: () => Promise<unknown>): Promise<boolean> {
+    for (let attempt = 0; attempt < 40; attempt++) {
+      if (heard.some((p) => (p as { fleetTypeId?: string }).fleetTypeId === fleetTypeId)) {
+        return true;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      // Until geo has heard of the listener it broadcasts past it: change again.
+      if (retry && attempt % 5 === 4) await retry();
+    }
+    return false;
+  }
+
+  it('broadcasts geo.fleetTypesChanged after an edit and after an addition', async () => {
+    const bike = (await list()).body.data.find((f: { name: string }) => f.name === 'Bike');
+    const edit = () => patch(bike.id, { description: 'Dispatch rider' });
+    expect((await edit()).status).toBe(200);
+    expect(await heardOf(bike.id, edit)).toBe(true);
+    expect(heard).toContainEqual({ fleetTypeId: bike.id });
+
+    const created = await request(node.url, 'POST', '/admin/fleet-types', {
+      headers: adminHeaders,
+      json: { code: 'e-scooter', name: 'E-scooter', maxWeightKg: 20, averageSpeedKmh: 20 },
+    });
+    expect(created.status).toBe(201);
+    expect(await heardOf(created.body.data.id)).toBe(true);
+    expect(heard).toContainEqual({ fleetTypeId: created.body.data.id });
+  });
+
+  it('broadcasts nothing for a refused change', async () => {
+    const before = heard.length;
+    expect((await patch(randomUUID(), { name: 'Ghost' })).status).toBe(404);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(heard).toHaveLength(before);
   });
 });

@@ -1,7 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { ServiceBroker } from 'moleculer';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  isolation,
+  startClient,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
 
 /**
  * Stand-ins for the external servers: OSRM (`/route/v1/driving/lon,lat;lon,lat`, always
@@ -15,6 +22,8 @@ const iso = isolation();
 let node: NodeProcess;
 let withOsrm: NodeProcess;
 let key: string;
+/** Calls the internal actions, which the gateway does not expose. */
+let client: ServiceBroker;
 
 beforeAll(async () => {
   osrm = createServer((req, res) => {
@@ -40,9 +49,11 @@ beforeAll(async () => {
     }),
   ]);
   ({ key } = await createUserWithKey(node.url));
+  client = await startClient(iso, ['geo']);
 });
 
 afterAll(async () => {
+  await client?.stop();
   await Promise.all([node?.stop(), withOsrm?.stop()]);
   await new Promise((resolve) => osrm?.close(resolve));
   await dropDatabases(iso);
@@ -322,5 +333,77 @@ describe('POST /api/route', () => {
     expect(reply.body.data.origin.centerLat).toBeUndefined();
     const fallback = await route({ origin: 'Ikeja, Lagos', destination: 'Kano' }, withOsrm.url);
     expect(fallback.body.data.origin).toMatchObject({ state: 'Lagos', lgaOrCity: 'Ikeja' });
+  });
+});
+
+describe('geo.findArea (internal)', () => {
+  type FindArea = { countryCode: string; state?: string; lgaOrCity?: string };
+  const findArea = (params: FindArea) => client.call('geo.findArea', params);
+
+  it('answers places spelled as resolved addresses spell them', async () => {
+    await expect(
+      findArea({ countryCode: 'ng', state: ' LAGOS ', lgaOrCity: 'eti-osa' }),
+    ).resolves.toEqual({
+      countryCode: 'NG',
+      country: 'Nigeria',
+      state: 'Lagos',
+      lgaOrCity: 'Eti Osa',
+    });
+    await expect(findArea({ countryCode: 'NG', state: 'FCT' })).resolves.toEqual({
+      countryCode: 'NG',
+      country: 'Nigeria',
+      state: 'Federal Capital Territory',
+    });
+    await expect(findArea({ countryCode: 'NG' })).resolves.toEqual({
+      countryCode: 'NG',
+      country: 'Nigeria',
+    });
+  });
+
+  it('agrees with the lgaOrCity of a resolved address', async () => {
+    const reply = await route({
+      origin: 'Port Harcourt, Rivers',
+      destination: '12 Admiralty Way, Lekki, Lagos',
+    });
+    expect(reply.status).toBe(200);
+    for (const end of [reply.body.data.origin, reply.body.data.destination]) {
+      const area = await findArea({
+        countryCode: end.countryCode,
+        state: end.state,
+        lgaOrCity: end.lgaOrCity.toLowerCase(),
+      });
+      expect(area).toMatchObject({ state: end.state, lgaOrCity: end.lgaOrCity });
+    }
+  });
+
+  it('404s what the gazetteer does not know, with a suggestion', async () => {
+    await expect(findArea({ countryCode: 'XX' })).rejects.toMatchObject({
+      code: 404,
+      message: 'Country "XX" not found',
+    });
+    await expect(findArea({ countryCode: 'NG', state: 'Lagoss' })).rejects.toMatchObject({
+      code: 404,
+      message: 'State "Lagoss" not found in Nigeria; did you mean Lagos?',
+    });
+    await expect(
+      findArea({ countryCode: 'NG', state: 'Lagos', lgaOrCity: 'Ikejaa' }),
+    ).rejects.toMatchObject({
+      code: 404,
+      message: 'LGA or city "Ikejaa" not found in Lagos; did you mean Ikeja?',
+    });
+  });
+
+  it('refuses an LGA without its state, and malformed codes', async () => {
+    const refused: FindArea[] = [
+      { countryCode: 'NG', lgaOrCity: 'Ikeja' },
+      { countryCode: 'NGA' },
+      { countryCode: 'NG', state: 'x'.repeat(101) },
+    ];
+    for (const params of refused) {
+      await expect(findArea(params)).rejects.toMatchObject({
+        code: 400,
+        type: 'VALIDATION_ERROR',
+      });
+    }
   });
 });

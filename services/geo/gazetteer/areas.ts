@@ -1,4 +1,4 @@
-import { boundedDistance } from './fuzzy';
+import { allowedTypos, boundedDistance } from './fuzzy';
 import { gazetteer } from './load';
 import { foldName } from './normalize';
 import { searchStates } from './search';
@@ -13,41 +13,101 @@ export interface Area {
 
 export type AreaLookup = { area: Area } | { problem: string };
 
-/** State index → folded `lgaOrCity` → its display spelling; built on first use. */
-let lgasByState: Map<number, Map<string, string>> | undefined;
+/**
+ * Names operators use that the gazetteer does not know: it has "FCT" and "Abuja FCT" for
+ * Federal Capital Territory but not the bare "Abuja", which no other Nigerian state is called.
+ */
+const STATE_ALIASES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  NG: { abuja: 'federal capital territory' },
+};
 
-function lgaNames(state: number): Map<string, string> {
-  if (!lgasByState) {
-    const g = gazetteer();
-    lgasByState = new Map();
-    for (let i = 0; i < g.cities.size; i++) {
-      const s = g.cities.state[i];
-      if (s < 0) continue;
-      let names = lgasByState.get(s);
-      if (!names) lgasByState.set(s, (names = new Map()));
-      const name = g.cities.lgaOrCityOf(i);
+/** Country code → folded name or alias → state index; built on first use. */
+let statesByCountry: Map<string, Map<string, number>> | undefined;
+
+function stateNamesOf(countryCode: string): ReadonlyMap<string, number> {
+  statesByCountry ??= indexStates();
+  return statesByCountry.get(countryCode) ?? new Map<string, number>();
+}
+
+function indexStates(): Map<string, Map<string, number>> {
+  const g = gazetteer();
+  const byCountry = new Map<string, Map<string, number>>();
+  g.states.forEach((state, i) => {
+    let names = byCountry.get(state.countryCode);
+    if (!names) byCountry.set(state.countryCode, (names = new Map()));
+    // States come most important first, so a name two of them share means the first.
+    for (const name of g.stateNames[i]) {
       const folded = foldName(name);
-      if (!names.has(folded)) names.set(folded, name);
+      if (!names.has(folded)) names.set(folded, i);
+    }
+  });
+  for (const [countryCode, aliases] of Object.entries(STATE_ALIASES)) {
+    const names = byCountry.get(countryCode);
+    for (const [alias, official] of Object.entries(aliases)) {
+      const i = names?.get(official);
+      if (names && i !== undefined && !names.has(alias)) names.set(alias, i);
     }
   }
-  return lgasByState.get(state) ?? new Map();
+  return byCountry;
+}
+
+/** State index → folded `lgaOrCity` → its display spelling; each state's built on first use. */
+const lgasByState = new Map<number, Map<string, string>>();
+
+function lgaNamesOf(state: number): ReadonlyMap<string, string> {
+  let names = lgasByState.get(state);
+  if (!names) {
+    names = indexLgas(state);
+    lgasByState.set(state, names);
+  }
+  return names;
+}
+
+/** One pass over the city columns: no `City` objects and no ids, which cost a SHA-1 each. */
+function indexLgas(state: number): Map<string, string> {
+  const cities = gazetteer().cities;
+  const names = new Map<string, string>();
+  for (let i = 0; i < cities.size; i++) {
+    if (cities.state[i] !== state) continue;
+    const name = cities.lgaOrCityOf(i);
+    const folded = foldName(name);
+    // Cities come most important first: of two spellings that fold alike, the commoner wins.
+    if (!names.has(folded)) names.set(folded, name);
+  }
+  return names;
+}
+
+/**
+ * What to offer for an unknown LGA: a city of that name answers to its LGA in addresses
+ * ("Abuja" → "Abuja Municipal Area Council"), else the nearest spelling within the typos
+ * that search forgives.
+ */
+function lgaSuggestion(state: number, query: string): string | undefined {
+  if (!query) return undefined;
+  const cities = gazetteer().cities;
+  for (let i = 0; i < cities.size; i++) {
+    if (cities.state[i] === state && cities.folded[i] === query) return cities.lgaOrCityOf(i);
+  }
+  return closest(query, lgaNamesOf(state));
 }
 
 function closest(query: string, names: ReadonlyMap<string, string>): string | undefined {
+  const max = allowedTypos(query);
   let best: { name: string; distance: number } | undefined;
   for (const [folded, name] of names) {
-    const distance = boundedDistance(query, folded, 3, false);
-    if (distance <= 3 && (!best || distance < best.distance)) best = { name, distance };
+    const distance = boundedDistance(query, folded, max, false);
+    if (distance <= max && (!best || distance < best.distance)) best = { name, distance };
   }
   return best?.name;
 }
 
-/** Names operators use that are not the gazetteer's ("FCT" for Federal Capital Territory). */
-const STATE_ALIASES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  NG: { fct: 'federal capital territory', abuja: 'federal capital territory' },
-};
+function stateSuggestion(query: string, countryCode: string): string | undefined {
+  // An empty query would list states, not search them.
+  if (!foldName(query)) return undefined;
+  return searchStates(query, 1, { countryCode })[0]?.name;
+}
 
-const suggest = (name: string | undefined) => (name ? `; did you mean ${name}?` : '');
+const didYouMean = (name: string | undefined) => (name ? `; did you mean ${name}?` : '');
 
 /**
  * Checks that a country, a state of it and an LGA/city of that state exist, and returns
@@ -62,27 +122,20 @@ export function findArea(countryCode: string, state?: string, lgaOrCity?: string
   const area: Area = { countryCode: country.countryCode, country: country.name };
   if (state === undefined) return { area };
 
-  const folded = foldName(state);
-  const wanted = STATE_ALIASES[country.countryCode]?.[folded] ?? folded;
-  const stateAt = g.states.findIndex(
-    (s, i) =>
-      s.countryCode === country.countryCode &&
-      g.stateNames[i].some((name) => foldName(name) === wanted),
-  );
-  if (stateAt < 0) {
-    const [guess] = searchStates(state, 1, { countryCode: country.countryCode });
-    return {
-      problem: `State "${state}" not found in ${country.name}${suggest(guess?.name)}`,
-    };
+  const stateAt = stateNamesOf(country.countryCode).get(foldName(state));
+  if (stateAt === undefined) {
+    const guess = stateSuggestion(state, country.countryCode);
+    return { problem: `State "${state}" not found in ${country.name}${didYouMean(guess)}` };
   }
   area.state = g.states[stateAt].name;
   if (lgaOrCity === undefined) return { area };
 
-  const names = lgaNames(stateAt);
-  const lga = names.get(foldName(lgaOrCity));
-  if (!lga) {
+  const folded = foldName(lgaOrCity);
+  const lga = lgaNamesOf(stateAt).get(folded);
+  if (lga === undefined) {
+    const guess = lgaSuggestion(stateAt, folded);
     return {
-      problem: `LGA or city "${lgaOrCity}" not found in ${area.state}${suggest(closest(foldName(lgaOrCity), names))}`,
+      problem: `LGA or city "${lgaOrCity}" not found in ${area.state}${didYouMean(guess)}`,
     };
   }
   area.lgaOrCity = lga;
