@@ -1,10 +1,11 @@
 import Joi from 'joi';
-import { conflict, notFound, validationError } from '../../libs/errors';
+import { conflict, notFound } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
 import type { CourierRuleRecord, PricingModels } from './models';
+import { findArea } from './places';
 
 type Db = ServiceDatabase<PricingModels>;
 
@@ -68,11 +69,12 @@ const ruleView = Joi.object({
   updatedAt: Joi.string().isoDate(),
 });
 
+/** "Lagos" or "Ikeja, Lagos", read into an area. */
 const areaText = () =>
   Joi.string()
     .trim()
     .max(200)
-    .custom((text: string, helpers) => (parseArea(text) ? text : helpers.error('any.invalid')))
+    .custom((text: string, helpers) => parseArea(text) ?? helpers.error('any.invalid'))
     .messages({
       'any.invalid': '{{#label}} must be a state ("Lagos") or "LGA, state" ("Ikeja, Lagos")',
     });
@@ -97,17 +99,13 @@ export function createCourierRuleActions(db: Db): ServiceActions {
   async function canonicalArea(
     ctx: WaybillContext<unknown>,
     countryCode: string,
-    text: string,
-    field: string,
+    area: Area,
   ): Promise<Area> {
-    const parsed = parseArea(text);
-    if (!parsed) throw validationError(`${field} is not an area`, [{ field, message: text }]);
-    const found: { state: string; lgaOrCity?: string } = await ctx.call('geo.findArea', {
-      countryCode,
-      state: parsed.state,
-      ...(parsed.lgaOrCity ? { lgaOrCity: parsed.lgaOrCity } : {}),
-    });
-    return { state: found.state, ...(found.lgaOrCity ? { lgaOrCity: found.lgaOrCity } : {}) };
+    const found = await findArea(ctx, { countryCode, ...area });
+    return {
+      state: found.state ?? area.state,
+      ...(found.lgaOrCity ? { lgaOrCity: found.lgaOrCity } : {}),
+    };
   }
 
   async function refuseAmbiguity(rule: CourierRule) {
@@ -169,8 +167,8 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         const { from, to, ...fields } = ctx.params;
         const rule = {
           ...fields,
-          from: await canonicalArea(ctx, fields.countryCode, from, 'from'),
-          to: await canonicalArea(ctx, fields.countryCode, to, 'to'),
+          from: await canonicalArea(ctx, fields.countryCode, from),
+          to: await canonicalArea(ctx, fields.countryCode, to),
         };
         await refuseAmbiguity({ ...rule, id: 'new', capBy: 'LOCATION', createdAt: new Date() });
         const created = (await models().CourierRule.create(rule)).toObject() as CourierRuleRecord;
@@ -202,8 +200,8 @@ export function createCourierRuleActions(db: Db): ServiceActions {
           ...fields,
           countryCode,
           // Checked again even when unchanged: the country may have changed under them.
-          from: await canonicalArea(ctx, countryCode, from ?? formatArea(current.from), 'from'),
-          to: await canonicalArea(ctx, countryCode, to ?? formatArea(current.to), 'to'),
+          from: await canonicalArea(ctx, countryCode, from ?? current.from),
+          to: await canonicalArea(ctx, countryCode, to ?? current.to),
         };
         await refuseAmbiguity(changed);
         const updated = await models()

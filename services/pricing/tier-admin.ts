@@ -4,6 +4,7 @@ import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { PricingModels, TierRevisionRecord } from './models';
+import { findArea } from './places';
 import { nigeriaTierSeeds } from './nigeria-tariff';
 import {
   TIER_LEVELS,
@@ -110,19 +111,9 @@ const scopeParams = {
     .description('LGA or city, as addresses carry it in `lgaOrCity`; needs `state`'),
 };
 
-interface Area {
-  countryCode: string;
-  state?: string;
-  lgaOrCity?: string;
-}
-
 /** The scope with the names spelled as resolved addresses spell them (geo checks they exist). */
 async function canonicalScope(ctx: WaybillContext<unknown>, scope: TierScope): Promise<TierScope> {
-  const area: Area = await ctx.call('geo.findArea', {
-    countryCode: scope.countryCode,
-    ...(scope.state ? { state: scope.state } : {}),
-    ...(scope.city ? { lgaOrCity: scope.city } : {}),
-  });
+  const area = await findArea(ctx, { ...scope, lgaOrCity: scope.city });
   return {
     countryCode: area.countryCode,
     ...(area.state ? { state: area.state } : {}),
