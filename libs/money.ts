@@ -4,7 +4,8 @@ import Decimal from 'decimal.js';
  * Money lives in the database as integer kobo and weight as integer grams; these are
  * the only conversions to and from the decimal strings of the API.
  */
-const Money = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP });
+/** Exact decimal arithmetic for money and weight: 40 significant digits, half-up rounding. */
+export const Money = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP });
 
 const KOBO_PER_NAIRA = 100;
 const GRAMS_PER_KG = 1000;

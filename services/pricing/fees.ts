@@ -1,5 +1,5 @@
 import Decimal from 'decimal.js';
-import { formatNaira } from '../../libs/money';
+import { formatNaira, Money } from '../../libs/money';
 import { isOffHours, type Slot } from './schedule';
 import type { RouteType, Tariff } from './tariff';
 
@@ -8,7 +8,6 @@ import type { RouteType, Tariff } from './tariff';
  * decimal.js and rounded once, half up, to a whole kobo; sums of components are then exact
  * integers. The formula is documented in docs/pricing.md.
  */
-const Exact = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP });
 
 export const URGENCY_TYPES = ['STANDARD', 'PRIORITY', 'SCHEDULED'] as const;
 export type UrgencyType = (typeof URGENCY_TYPES)[number];
@@ -45,9 +44,9 @@ export interface FeeComponents {
 }
 
 const toKobo = (amount: Decimal.Value): number =>
-  new Exact(amount).toDecimalPlaces(0, Decimal.ROUND_HALF_UP).toNumber();
+  new Money(amount).toDecimalPlaces(0, Decimal.ROUND_HALF_UP).toNumber();
 
-const kg = (grams: number) => new Exact(grams).dividedBy(1000);
+const kg = (grams: number) => new Money(grams).dividedBy(1000);
 
 function tripFee(input: FeeInput, tariff: Tariff): number {
   if (input.courierRate) {
@@ -55,13 +54,13 @@ function tripFee(input: FeeInput, tariff: Tariff): number {
     return toKobo(isPerKg ? kg(input.weightGrams).times(amountKobo) : amountKobo);
   }
   const rate = tariff.routes[input.routeType];
-  const extraKm = Exact.max(0, new Exact(input.distanceKm).minus(rate.includedKm));
+  const extraKm = Money.max(0, new Money(input.distanceKm).minus(rate.includedKm));
   return toKobo(extraKm.times(rate.perKmFeeKobo).plus(rate.baseFeeKobo));
 }
 
 /** Per started kg above the included weight: 5.2 kg with 5 included charges 1 kg. */
 function weightFee(input: FeeInput, tariff: Tariff): number {
-  const extraKg = Exact.max(0, kg(input.weightGrams).minus(tariff.includedWeightKg)).ceil();
+  const extraKg = Money.max(0, kg(input.weightGrams).minus(tariff.includedWeightKg)).ceil();
   return toKobo(extraKg.times(tariff.routes[input.routeType].perKgFeeKobo));
 }
 
@@ -71,8 +70,8 @@ function fleetFee(input: FeeInput, tariff: Tariff): number {
 
 function surcharge(input: FeeInput, tariff: Tariff, tripAndLoad: number): number {
   if (input.urgency === 'PRIORITY') {
-    const share = new Exact(tariff.priority.rate).times(tripAndLoad);
-    return toKobo(Exact.max(share, tariff.priority.minimumKobo));
+    const share = new Money(tariff.priority.rate).times(tripAndLoad);
+    return toKobo(Money.max(share, tariff.priority.minimumKobo));
   }
   if (input.urgency === 'SCHEDULED') {
     const { feeKobo, offHoursFeeKobo, openingTime, closingTime } = tariff.scheduled;
@@ -85,14 +84,14 @@ function surcharge(input: FeeInput, tariff: Tariff, tripAndLoad: number): number
 /** Nothing declared, nothing insured: the breakdown then shows `insuranceCharge: null`. */
 function insuranceFee(input: FeeInput, tariff: Tariff): number {
   if (input.valueKobo <= 0) return 0;
-  const share = new Exact(tariff.insurance.rate).times(input.valueKobo);
-  return toKobo(Exact.max(share, tariff.insurance.minimumKobo));
+  const share = new Money(tariff.insurance.rate).times(input.valueKobo);
+  return toKobo(Money.max(share, tariff.insurance.minimumKobo));
 }
 
 function serviceFee(subtotal: number, tariff: Tariff): number {
   const { rate, minimumKobo, maximumKobo } = tariff.serviceFee;
-  const share = new Exact(rate).times(subtotal);
-  return toKobo(Exact.min(Exact.max(share, minimumKobo), maximumKobo));
+  const share = new Money(rate).times(subtotal);
+  return toKobo(Money.min(Money.max(share, minimumKobo), maximumKobo));
 }
 
 /**
@@ -108,7 +107,7 @@ export function computeFees(input: FeeInput, tariff: Tariff): FeeComponents {
   const insurance = insuranceFee(input, tariff);
   const deliverySubtotal = base + weight + fleet + extra + insurance;
   const service = serviceFee(deliverySubtotal, tariff);
-  const hubRate = new Exact(tariff.routes[input.routeType].hubCommissionRate);
+  const hubRate = new Money(tariff.routes[input.routeType].hubCommissionRate);
   const hubCommission = toKobo(hubRate.times(deliverySubtotal));
   return {
     base,
