@@ -22,7 +22,8 @@ import { modeAResponse, modeBResponse } from './quote-views';
 import { scheduleProblem } from './schedule';
 import type { RouteType } from './tariff';
 import { TariffBook } from './tariff-book';
-import { createTierActions, readBook, seedTiers, TARIFF_CHANGED_EVENT } from './tier-admin';
+import { createTierActions, TARIFF_CHANGED_EVENT } from './tier-admin';
+import { readBook, seedTiers } from './tier-store';
 
 /** Fleet types change rarely and geo announces changes; this bounds a missed announcement. */
 const FLEET_CACHE_MS = 30_000;

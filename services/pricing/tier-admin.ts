@@ -5,7 +5,6 @@ import { uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { PricingModels, TierRevisionRecord } from './models';
 import { findArea } from './places';
-import { nigeriaTierSeeds } from './nigeria-tariff';
 import {
   TIER_LEVELS,
   levelOf,
@@ -14,60 +13,13 @@ import {
   type TariffOverride,
   type TierScope,
 } from './tariff';
-import { TariffBook, type TierRevision } from './tariff-book';
+import type { TariffBook } from './tariff-book';
 import { completeTariffSchema, tariffOverrideSchema, tariffProblems } from './tariff-schema';
+import { readBook, scopeFields, scopeOf } from './tier-store';
 
 export const TARIFF_CHANGED_EVENT = 'pricing.tariffChanged';
 
 type Db = ServiceDatabase<PricingModels>;
-
-function scopeOf(record: Pick<TierRevisionRecord, 'countryCode' | 'state' | 'city'>): TierScope {
-  return {
-    countryCode: record.countryCode,
-    ...(record.state ? { state: record.state } : {}),
-    ...(record.city ? { city: record.city } : {}),
-  };
-}
-
-const toRevision = (record: TierRevisionRecord): TierRevision => ({
-  id: record._id,
-  scopeKey: record.scopeKey,
-  revision: record.revision,
-  level: record.level as TierRevision['level'],
-  rates: record.rates as Tariff | TariffOverride,
-  deleted: record.deleted,
-  scope: scopeOf(record),
-  label: record.label ?? null,
-});
-
-export async function readBook(models: PricingModels): Promise<TariffBook> {
-  const records = await models.TierRevision.find({}).lean<TierRevisionRecord[]>();
-  return new TariffBook(records.map(toRevision));
-}
-
-/** Fills every scope of the starting tariff that has never had a tier; replicas may race. */
-export async function seedTiers(models: PricingModels): Promise<void> {
-  const present = new Set<string>(await models.TierRevision.distinct('scopeKey'));
-  for (const seed of nigeriaTierSeeds()) {
-    const key = scopeKey(seed.scope);
-    if (present.has(key)) continue;
-    try {
-      await models.TierRevision.create({
-        scopeKey: key,
-        revision: 1,
-        level: levelOf(seed.scope),
-        countryCode: seed.scope.countryCode,
-        state: seed.scope.state ?? null,
-        city: seed.scope.city ?? null,
-        label: seed.label,
-        rates: seed.rates,
-        note: 'Starting tariff (services/pricing/nigeria-tariff.ts)',
-      });
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
-    }
-  }
-}
 
 function toTierView(record: TierRevisionRecord, current: boolean) {
   return {
@@ -175,14 +127,7 @@ export function createTierActions(
     },
   ) {
     try {
-      const created = await models().TierRevision.create({
-        scopeKey: scopeKey(scope),
-        level: levelOf(scope),
-        countryCode: scope.countryCode,
-        state: scope.state ?? null,
-        city: scope.city ?? null,
-        ...fields,
-      });
+      const created = await models().TierRevision.create({ ...scopeFields(scope), ...fields });
       await announce(ctx);
       return created.toObject() as TierRevisionRecord;
     } catch (err) {

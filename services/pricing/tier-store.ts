@@ -1,0 +1,64 @@
+import { isDuplicateKey } from '../../libs/mongo';
+import type { PricingModels, TierRevisionRecord } from './models';
+import { nigeriaTierSeeds } from './nigeria-tariff';
+import { levelOf, scopeKey, type Tariff, type TariffOverride, type TierScope } from './tariff';
+import { TariffBook, type TierRevision } from './tariff-book';
+
+/** Tier revisions in the database: how a scope is stored, read back, and first seeded. */
+
+/** The fields that place a revision: its scope, key and level. */
+export function scopeFields(scope: TierScope) {
+  return {
+    scopeKey: scopeKey(scope),
+    level: levelOf(scope),
+    countryCode: scope.countryCode,
+    state: scope.state ?? null,
+    city: scope.city ?? null,
+  };
+}
+
+export function scopeOf(
+  record: Pick<TierRevisionRecord, 'countryCode' | 'state' | 'city'>,
+): TierScope {
+  return {
+    countryCode: record.countryCode,
+    ...(record.state ? { state: record.state } : {}),
+    ...(record.city ? { city: record.city } : {}),
+  };
+}
+
+const toRevision = (record: TierRevisionRecord): TierRevision => ({
+  id: record._id,
+  scopeKey: record.scopeKey,
+  revision: record.revision,
+  level: record.level as TierRevision['level'],
+  rates: record.rates as Tariff | TariffOverride,
+  deleted: record.deleted,
+  scope: scopeOf(record),
+  label: record.label ?? null,
+});
+
+export async function readBook(models: PricingModels): Promise<TariffBook> {
+  const records = await models.TierRevision.find({}).lean<TierRevisionRecord[]>();
+  return new TariffBook(records.map(toRevision));
+}
+
+/** Fills every scope of the starting tariff that has never had a tier; replicas may race. */
+export async function seedTiers(models: PricingModels): Promise<void> {
+  const present = new Set<string>(await models.TierRevision.distinct('scopeKey'));
+  for (const seed of nigeriaTierSeeds()) {
+    const key = scopeKey(seed.scope);
+    if (present.has(key)) continue;
+    try {
+      await models.TierRevision.create({
+        ...scopeFields(seed.scope),
+        revision: 1,
+        label: seed.label,
+        rates: seed.rates,
+        note: 'Starting tariff (services/pricing/nigeria-tariff.ts)',
+      });
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+    }
+  }
+}
