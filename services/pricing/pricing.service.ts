@@ -58,9 +58,8 @@ export function createPricingService(config: Config): ServiceDefinition {
   /** Geo owns the fleet types; made in `created`, when the broker exists. */
   let fleets: CachedValue<FleetOption[]>;
 
-  async function reloadBook() {
+  async function reloadBook(): Promise<void> {
     book = await readBook(db.models);
-    return book;
   }
 
   async function pickFleet(fleetTypeId: string | undefined, load: Load) {
@@ -169,10 +168,6 @@ export function createPricingService(config: Config): ServiceDefinition {
     };
   }
 
-  const tariffChanged = async () => {
-    await reloadBook();
-  };
-
   return {
     name: 'pricing',
     mixins: [db.mixin()],
@@ -197,7 +192,7 @@ export function createPricingService(config: Config): ServiceDefinition {
       clearInterval(refreshTimer);
     },
     events: {
-      [TARIFF_CHANGED_EVENT]: tariffChanged,
+      [TARIFF_CHANGED_EVENT]: reloadBook,
       [FLEET_TYPES_CHANGED_EVENT]() {
         fleets.invalidate();
       },

@@ -104,10 +104,7 @@ function checkConsistency(book: TariffBook, scope: TierScope) {
   }
 }
 
-export function createTierActions(
-  db: Db,
-  hooks: { reload: () => Promise<TariffBook> },
-): ServiceActions {
+export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }): ServiceActions {
   const models = () => db.models;
 
   async function announce(ctx: WaybillContext<unknown>) {
