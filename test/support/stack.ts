@@ -11,17 +11,28 @@ const ROOT = join(__dirname, '..', '..');
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed to test servers come from below the kernel's ephemeral range (32768+), which
+ * outgoing connections (to FerretDB, NATS, Redis) draw from: a port picked there can be taken
+ * by a client socket between our check and the server's listen.
+ */
+const TEST_PORT_MIN = 20_000;
+const TEST_PORT_SPAN = 12_000;
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = TEST_PORT_MIN + Math.floor(Math.random() * TEST_PORT_SPAN);
+    if (await canListen(port)) return port;
+  }
 }
 
 /** An isolated slice of the shared infrastructure: own NATS namespace, Redis keys and databases. */
@@ -54,6 +65,17 @@ export interface StartOptions {
 
 /** Starts `bin/server.ts` as its own process, exactly as production runs it. */
 export async function startNode(options: StartOptions): Promise<NodeProcess> {
+  // Another test worker may take a port between freePort() and the server's listen.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNodeOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !String(error).includes('EADDRINUSE')) throw error;
+    }
+  }
+}
+
+async function startNodeOnce(options: StartOptions): Promise<NodeProcess> {
   const port = await freePort();
   const opsPort = await freePort();
   const env: Record<string, string | undefined> = {
