@@ -82,7 +82,9 @@ describe('account service', () => {
       userId: u.id,
     });
     await broker.call('account.revokeApiKey', { keyId: key.id });
-    await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 40 && revoked.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
     expect(revoked).toContainEqual({ keyId: key.id, hash: hashApiKey(key.key) });
     const resolved = await broker.call<{ revokedAt: string }, unknown>('account.resolveApiKey', {
       hash: hashApiKey(key.key),
