@@ -43,6 +43,8 @@ export interface Config {
     timeoutMs: number;
   };
   cdnBaseUrl: string;
+  /** Saved packages a user may hold that no delivery has taken. */
+  packageMaxOpen: number;
   files: {
     maxBytes: number;
     allowedTypes: SniffableType[];
@@ -132,6 +134,14 @@ const envSchema = Joi.object({
     .uri({ scheme: ['https', 'http'] })
     .default('https://cdn.waybill.local')
     .description('Public base URL of hosted files: `<CDN_BASE_URL>/<key>`'),
+  PACKAGE_MAX_OPEN: Joi.number()
+    .integer()
+    .min(1)
+    .max(100_000)
+    .default(1000)
+    .description(
+      'Saved packages one user may keep that no delivery has taken (400 on the next save)',
+    ),
   FILE_MAX_BYTES: Joi.number()
     .integer()
     .min(1)
@@ -314,6 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: value.S3_TIMEOUT_MS,
     },
     cdnBaseUrl: value.CDN_BASE_URL.replace(/\/+$/, ''),
+    packageMaxOpen: value.PACKAGE_MAX_OPEN,
     files: {
       maxBytes: value.FILE_MAX_BYTES,
       allowedTypes: [

@@ -107,6 +107,19 @@ export function createPackageService(config: Config): ServiceDefinition {
     );
   }
 
+  /**
+   * Keeps `GET /api/packages` bounded. Counted before the insert, so simultaneous saves may
+   * pass the limit by at most their number; nothing but list size depends on it.
+   */
+  async function ensureRoomForAnother(userId: string) {
+    const open = await Package().countDocuments({ userId, deletedAt: null, p2pDeliveryId: null });
+    if (open >= config.packageMaxOpen) {
+      throw badRequest(
+        `You already keep ${open} saved packages that no delivery has taken (at most ${config.packageMaxOpen}); delete some with DELETE /api/package/:packageId or use them in a delivery`,
+      );
+    }
+  }
+
   /** The caller's packages by id, each usable (not deleted, not assigned); 400 otherwise. */
   async function usablePackages(userId: string, ids: string[]) {
     const found = await Package()
@@ -179,6 +192,7 @@ export function createPackageService(config: Config): ServiceDefinition {
             ...(description === undefined ? {} : { description: description || null }),
           };
           if (!packageId) {
+            await ensureRoomForAnother(userId);
             const created = await Package().create({ ...changes, userId });
             return toPackageView(created.toObject());
           }

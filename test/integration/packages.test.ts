@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { expectErrorEnvelope, request } from '../support/http';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 
 const CDN = 'https://cdn.waybill.test';
-const stack = useMerchantStack({ internal: ['package'], env: { CDN_BASE_URL: CDN } });
+const MAX_OPEN = 40;
+const stack = useMerchantStack({
+  internal: ['package'],
+  env: { CDN_BASE_URL: CDN, PACKAGE_MAX_OPEN: String(MAX_OPEN) },
+});
 
 const as = (who: { key: string }) => ({ 'api-key': who.key });
 const save = (who: { key: string }, json: unknown) =>
@@ -115,6 +119,46 @@ describe('DELETE /api/package/:packageId and GET /api/packages', () => {
       pkg.id,
     );
     expectErrorEnvelope(await save(stack.alice, { packageId: pkg.id, name: 'Back' }), 404);
+  });
+});
+
+describe('the limit of saved packages', () => {
+  it('refuses one package too many until one is deleted or taken by a delivery', async () => {
+    const carol = await createUserWithKey(stack.node.url);
+    const saved: string[] = [];
+    for (let batch = 0; batch < MAX_OPEN / 10; batch++) {
+      const replies = await Promise.all(Array.from({ length: 10 }, () => save(carol, shoes)));
+      for (const reply of replies) {
+        expect(reply.status).toBe(201);
+        saved.push(reply.body.data.id);
+      }
+    }
+    expect((await list(carol)).body.data).toHaveLength(MAX_OPEN);
+
+    const refused = await save(carol, shoes);
+    expectErrorEnvelope(
+      refused,
+      400,
+      /already keep 40 saved packages .* \(at most 40\); delete some/,
+    );
+    expect((await list(carol)).body.data).toHaveLength(MAX_OPEN);
+    // Editing is not saving another one; other users are not affected.
+    expect((await save(carol, { packageId: saved[0], name: 'Renamed' })).status).toBe(201);
+    expect((await save(stack.bob, shoes)).status).toBe(201);
+
+    const removed = await request(stack.node.url, 'DELETE', `/api/package/${saved[0]}`, {
+      headers: as(carol),
+    });
+    expect(removed.status).toBe(204);
+    expect((await save(carol, shoes)).status).toBe(201);
+    expectErrorEnvelope(await save(carol, shoes), 400, /at most 40/);
+
+    await stack.client.call('package.assign', {
+      userId: carol.userId,
+      deliveryId: randomUUID(),
+      packageIds: [saved[1]],
+    });
+    expect((await save(carol, shoes)).status).toBe(201);
   });
 });
 

@@ -41,6 +41,7 @@ describe('loadConfig defaults', () => {
         timeoutMs: 10000,
       },
       cdnBaseUrl: 'https://cdn.waybill.local',
+      packageMaxOpen: 1000,
       files: {
         maxBytes: 20 * 1024 * 1024,
         allowedTypes: ['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'application/pdf'],
@@ -311,6 +312,7 @@ describe('describeConfig', () => {
     'S3_SECRET_ACCESS_KEY',
     'S3_TIMEOUT_MS',
     'CDN_BASE_URL',
+    'PACKAGE_MAX_OPEN',
     'FILE_MAX_BYTES',
     'FILE_ALLOWED_TYPES',
     'FILE_TIMEOUT_MS',
@@ -353,6 +355,7 @@ describe('describeConfig', () => {
       API_KEY_PREFIX: 'wb',
       SERVICES: 'all',
       QUOTA_LIMIT: '600',
+      PACKAGE_MAX_OPEN: '1000',
       ADMIN_TOKEN: '',
       NATS_URL: '',
       NODE_ID: '',
