@@ -152,7 +152,10 @@ export function createPackageService(config: Config): ServiceDefinition {
           description:
             'Without `packageId` every required field is needed; with it only the fields to change. `weight` is derived from `size` × `quantity` and cannot be sent. `value` is the total value in NGN.',
           response: packageView,
-          errors: { 404: 'No such package of yours' },
+          errors: {
+            400: 'Invalid input; a package taken by a delivery; or PACKAGE_MAX_OPEN untaken packages already saved',
+            404: 'No such package of yours',
+          },
         },
         params: Joi.object({
           packageId: uuid(),
