@@ -14,6 +14,14 @@ import { API_KEY_REVOKED_EVENT } from '../account/account.service';
 import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
 import { accessLog, adminGuard, apiKeyGuard } from './edge';
 import { describeRequest, sendJson, type GatewayRequest } from './http';
+import {
+  IDEMPOTENCY_HEADER,
+  IdempotencyStore,
+  REPLAYED_HEADER,
+  readIdempotencyKey,
+  requestFingerprint,
+  type Claim,
+} from './idempotency';
 import { opsAliases } from './ops-routes';
 import { QuotaLimiter } from './quota';
 import { GROUP_BASE, aliasesFor, collectRoutes } from './routes';
@@ -30,6 +38,23 @@ export function createGatewayService(
     }),
   );
   const quota = new QuotaLimiter(redis, `${config.namespace}:quota:`);
+  const idempotency = new IdempotencyStore(redis, `${config.namespace}:idempotency:`, {
+    pendingMs: Math.max(2 * config.requestTimeoutMs, 60_000),
+    keepMs: 24 * 3600_000,
+  });
+  /** A JSON POST of a user that names an Idempotency-Key claims it first (./idempotency). */
+  const claimIdempotencyKey = async (
+    req: GatewayRequest,
+    meta: Record<string, unknown>,
+    params: unknown,
+  ): Promise<Claim | undefined> => {
+    const userId = (meta.user as { id?: string } | undefined)?.id;
+    if (req.method !== 'POST' || !userId) return undefined;
+    const key = readIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]);
+    if (key === undefined) return undefined;
+    const { method, path } = describeRequest(req);
+    return idempotency.claim(userId, key, requestFingerprint(method, path, params));
+  };
   const flows = new StreamFlows('gateway');
   let logger: Logger;
   let broker: ServiceBroker;
@@ -182,12 +207,34 @@ export function createGatewayService(
           ctx.meta.$flow = flow.meta;
           opts.stream = flow.stream;
         }
+        const claim = isStream ? undefined : await claimIdempotencyKey(req, ctx.meta, params);
+        if (claim?.kind === 'replay') {
+          const { status, headers, body } = claim.response;
+          res.statusCode = status;
+          res.setHeader(REPLAYED_HEADER, 'true');
+          ctx.meta.$responseHeaders = headers;
+          this.sendResponse(req, res, body);
+          return true;
+        }
         try {
           let data = await ctx.call(endpoint as unknown as string, params, opts);
           if (route.onAfterCall)
             data = await route.onAfterCall.call(this, ctx, route, req, res, data);
+          const stored = await claim?.complete({
+            status: res.statusCode,
+            headers: responseHeaders(ctx.meta),
+            body: data,
+          });
+          if (stored === false) {
+            logger.warn('answer not stored for its Idempotency-Key; a retry will wait', {
+              ...describeRequest(req),
+            });
+          }
           this.sendResponse(req, res, data, endpoint.action);
           return true;
+        } catch (err) {
+          await claim?.fail(err);
+          throw err;
         } finally {
           if (flow) {
             flow.close();
@@ -199,9 +246,9 @@ export function createGatewayService(
       sendResponse(req: GatewayRequest, res: ServerResponse, data: unknown) {
         if (res.headersSent) return;
         const meta = req.$ctx?.meta ?? {};
-        const headers = (meta.$responseHeaders ?? {}) as Record<string, string>;
-        for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-        if (typeof meta.$location === 'string') res.setHeader('Location', meta.$location);
+        for (const [name, value] of Object.entries(responseHeaders(meta))) {
+          res.setHeader(name, value);
+        }
         if (data == null) {
           res.end();
         } else if (data instanceof Readable) {
@@ -251,4 +298,11 @@ export function createGatewayService(
       redis.disconnect();
     },
   };
+}
+
+/** Headers a service asked for through `meta`: its own, and `Location`. */
+function responseHeaders(meta: Record<string, unknown>): Record<string, string> {
+  const headers = { ...((meta.$responseHeaders ?? {}) as Record<string, string>) };
+  if (typeof meta.$location === 'string') headers.Location = meta.$location;
+  return headers;
 }

@@ -1,6 +1,7 @@
 import type Joi from 'joi';
 import joiToJson from 'joi-to-json';
 import type { ServiceDefinition } from '../../libs/service';
+import { IDEMPOTENCY_KEY_DOC } from './idempotency';
 import { collectRoutes, type RouteEntry } from './routes';
 
 type JsonSchema = Record<string, unknown> & {
@@ -48,6 +49,8 @@ function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
     required: true,
     schema: properties[name] ?? { type: 'string' },
   }));
+  const idempotent = http.group === 'api' && http.method === 'POST' && http.body !== 'stream';
+  if (idempotent) parameters.push(IDEMPOTENCY_KEY_DOC.parameter);
   const bodyProperties: Record<string, JsonSchema> = {};
   for (const [name, schema] of Object.entries(properties)) {
     if (inPath.includes(name)) continue;
@@ -99,8 +102,10 @@ function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
   else [401, 429].forEach((s) => errorStatuses.add(s));
   if (inPath.length > 0) errorStatuses.add(404);
   if (hasBody) errorStatuses.add(413);
+  const descriptions = { ...ERROR_DESCRIPTIONS, ...(idempotent ? IDEMPOTENCY_KEY_DOC.errors : {}) };
+  if (idempotent) Object.keys(IDEMPOTENCY_KEY_DOC.errors).forEach((s) => errorStatuses.add(+s));
   for (const s of [...errorStatuses].sort()) {
-    responses[String(s)] = errorRef(http.errors?.[s] ?? ERROR_DESCRIPTIONS[s] ?? 'Error');
+    responses[String(s)] = errorRef(http.errors?.[s] ?? descriptions[s] ?? 'Error');
   }
 
   const op: Record<string, unknown> = {

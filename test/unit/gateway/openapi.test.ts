@@ -9,7 +9,7 @@ import { collectRoutes } from '../../../services/gateway/routes';
 type Json = Record<string, unknown>;
 interface Parameter {
   name: string;
-  in: 'path' | 'query';
+  in: 'path' | 'query' | 'header';
   required: boolean;
   schema: Json;
 }
@@ -283,6 +283,18 @@ describe('buildOpenApi of api and file routes', () => {
         params: Joi.object({ thingId: Joi.string().required(), name: Joi.string().required() }),
         handler: () => ({}),
       },
+      create: {
+        http: {
+          group: 'api',
+          method: 'POST',
+          path: '/things',
+          status: 201,
+          message: 'Thing created',
+          summary: 'Create a thing',
+        },
+        params: Joi.object({ name: Joi.string().required() }),
+        handler: () => ({}),
+      },
       upload: {
         http: {
           group: 'file',
@@ -322,6 +334,29 @@ describe('buildOpenApi of api and file routes', () => {
       });
       expect(operation.responses['401']).toBeDefined();
       expect(operation.responses['403']).toBeUndefined();
+    }
+  });
+
+  it('offers Idempotency-Key, with its 409 and 422, on JSON POSTs of /api only', () => {
+    const create = apiOp('/api/things', 'post');
+    expect(create.parameters).toContainEqual(
+      expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }),
+    );
+    expect(create.responses['409'].description).toMatch(/still being processed/);
+    expect(create.responses['422'].description).toMatch(/different request/);
+    const others = [
+      apiOp('/api/things', 'get'),
+      apiOp('/api/things/{thingId}', 'patch'),
+      apiOp('/file/things', 'post'),
+    ];
+    for (const operation of others) {
+      expect(operation.parameters.map((p) => p.name)).not.toContain('Idempotency-Key');
+    }
+    expect(apiOp('/api/things/{thingId}', 'patch').responses['409'].description).toBe(
+      'Thing is locked',
+    );
+    for (const { operation } of allOperations(doc)) {
+      expect(operation.parameters.map((p) => p.name)).not.toContain('Idempotency-Key');
     }
   });
 

@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import type Redis from 'ioredis';
+import {
+  WaybillError,
+  badRequest,
+  conflict,
+  serviceUnavailable,
+  toHttpError,
+  unprocessable,
+} from '../../libs/errors';
+
+/**
+ * `Idempotency-Key` on JSON POSTs of the API: a retried request answers what the first one
+ * answered instead of doing it again. Keys belong to a user and live in Redis.
+ */
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/** How the header appears in the OpenAPI document of every operation it applies to. */
+export const IDEMPOTENCY_KEY_DOC = {
+  parameter: {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    description:
+      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work.',
+    schema: { type: 'string', minLength: 1, maxLength: 255 },
+  },
+  errors: {
+    409: 'A request with this Idempotency-Key is still being processed; retry shortly',
+    422: 'This Idempotency-Key was already used for a different request',
+  } as Record<number, string>,
+};
+
+/** Visible ASCII, as in HTTP header values; long enough for a UUID with a prefix or two. */
+const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+interface Entry {
+  fingerprint: string;
+  /** Absent while the first request is still running. */
+  response?: StoredResponse;
+}
+
+export type Claim =
+  | {
+      kind: 'first';
+      /** Stores the answer for replays; false when it could not (the answer still goes out). */
+      complete(response: StoredResponse): Promise<boolean>;
+      /** Releases the key when the request surely changed nothing. Never throws. */
+      fail(err: unknown): Promise<void>;
+    }
+  | { kind: 'replay'; response: StoredResponse };
+
+/** The header's value, or undefined when the request has none; 400 for an unusable one. */
+export function readIdempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (Array.isArray(header) || !KEY_FORMAT.test(header)) {
+    throw badRequest(
+      'Idempotency-Key must be one value of 1 to 255 visible ASCII characters, such as a UUID',
+      [{ field: 'Idempotency-Key', message: 'send one key of 1-255 visible ASCII characters' }],
+    );
+  }
+  return header;
+}
+
+/** JSON with object keys sorted at every depth: equal values, equal text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** What makes two requests "the same": method, path and parameters. */
+export function requestFingerprint(method: string, path: string, params: unknown): string {
+  return createHash('sha256')
+    .update(`${method} ${path}\n${canonicalJson(params)}`)
+    .digest('base64url');
+}
+
+/** An error whose request surely changed nothing, so the key may be used again at once. */
+function changedNothing(err: unknown): boolean {
+  const { status } = toHttpError(err);
+  return status !== 500 && status !== 504;
+}
+
+export class IdempotencyStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keyPrefix: string,
+    private readonly windows: {
+      /** How long a first request holds its key: longer than any request may run. */
+      pendingMs: number;
+      /** How long a finished request's answer is replayed. */
+      keepMs: number;
+    },
+  ) {}
+
+  /**
+   * Claims `key` for this request, or explains why not: the same request still running (409),
+   * or the key already used for another request (422). Replays a finished one.
+   */
+  async claim(subject: string, key: string, fingerprint: string): Promise<Claim> {
+    try {
+      return await this.tryClaim(subject, key, fingerprint);
+    } catch (err) {
+      if (err instanceof WaybillError) throw err;
+      throw serviceUnavailable(
+        'Idempotency keys cannot be checked right now; retry in a few seconds',
+      );
+    }
+  }
+
+  private async tryClaim(subject: string, key: string, fingerprint: string): Promise<Claim> {
+    const redisKey = `${this.keyPrefix}${subject}:${createHash('sha256').update(key).digest('base64url')}`;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const pending: Entry = { fingerprint };
+      const taken = await this.redis.set(
+        redisKey,
+        JSON.stringify(pending),
+        'PX',
+        this.windows.pendingMs,
+        'NX',
+      );
+      if (taken === 'OK') return this.firstClaim(redisKey, fingerprint);
+      const raw = await this.redis.get(redisKey);
+      if (raw === null) continue; // released or expired between the two calls
+      const entry = JSON.parse(raw) as Entry;
+      if (entry.fingerprint !== fingerprint) {
+        throw unprocessable(
+          'This Idempotency-Key was already used for a different request; send a new key for a new request',
+        );
+      }
+      if (!entry.response) {
+        throw conflict(
+          'A request with this Idempotency-Key is still being processed; retry it in a few seconds',
+        );
+      }
+      return { kind: 'replay', response: entry.response };
+    }
+    throw conflict('This Idempotency-Key is changing hands; retry in a moment');
+  }
+
+  private firstClaim(redisKey: string, fingerprint: string): Claim {
+    return {
+      kind: 'first',
+      complete: async (response) => {
+        const done: Entry = { fingerprint, response };
+        try {
+          await this.redis.set(redisKey, JSON.stringify(done), 'PX', this.windows.keepMs);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      // A refused request frees its key; one whose outcome is unknown (a timeout, a crash)
+      // keeps it until pendingMs passes, so a retry cannot do the work twice meanwhile.
+      fail: async (err) => {
+        if (!changedNothing(err)) return;
+        // Unreleased, the key only waits out pendingMs.
+        await this.redis.del(redisKey).catch(() => undefined);
+      },
+    };
+  }
+}

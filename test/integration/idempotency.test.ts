@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { connectRedis, createRedis } from '../../libs/redis';
+import { badRequest } from '../../libs/errors';
+import { IdempotencyStore } from '../../services/gateway/idempotency';
+import { expectErrorEnvelope, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+
+const stack = useMerchantStack({ internal: [] });
+
+const shoes = { packageType: 'Fashion', name: 'Shoes', quantity: 1, size: 'SMALL', value: 900 };
+
+const savePackage = (who: { key: string }, json: unknown, key?: string) =>
+  request(stack.node.url, 'POST', '/api/package', {
+    headers: { 'api-key': who.key, ...(key === undefined ? {} : { 'idempotency-key': key }) },
+    json,
+  });
+const packageIds = async (who: { key: string }) =>
+  (
+    await request(stack.node.url, 'GET', '/api/packages', { headers: { 'api-key': who.key } })
+  ).body.data.map((p: { id: string }) => p.id) as string[];
+
+describe('Idempotency-Key on POST /api', () => {
+  it('replays the first answer to a retry instead of saving the package again', async () => {
+    const key = randomUUID();
+    const first = await savePackage(stack.alice, shoes, key);
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+
+    const retry = await savePackage(stack.alice, { ...shoes }, key);
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.text).toBe(first.text);
+    expect((await packageIds(stack.alice)).filter((id) => id === first.body.data.id)).toHaveLength(
+      1,
+    );
+  });
+
+  it('saves exactly one package for many simultaneous requests with one key', async () => {
+    const key = randomUUID();
+    const before = (await packageIds(stack.alice)).length;
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, () => savePackage(stack.alice, shoes, key)),
+    );
+    const created = replies.filter((r) => r.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(created.map((r) => r.body.data.id)).size).toBe(1);
+    for (const reply of replies.filter((r) => r.status !== 201)) {
+      expectErrorEnvelope(reply, 409, /still being processed; retry/);
+    }
+    expect((await packageIds(stack.alice)).length).toBe(before + 1);
+  });
+
+  it('refuses a key reused for a different request with 422', async () => {
+    const key = randomUUID();
+    expect((await savePackage(stack.alice, shoes, key)).status).toBe(201);
+    expectErrorEnvelope(
+      await savePackage(stack.alice, { ...shoes, quantity: 2 }, key),
+      422,
+      /already used for a different request; send a new key/,
+    );
+    const pricing = await request(stack.node.url, 'POST', '/api/pricing', {
+      headers: { 'api-key': stack.alice.key, 'idempotency-key': key },
+      json: { origin: 'Ikeja, Lagos', destination: 'Lekki, Lagos', totalWeight: 1, totalValue: 1 },
+    });
+    expectErrorEnvelope(pricing, 422);
+  });
+
+  it('keeps each user’s keys apart', async () => {
+    const key = randomUUID();
+    const alices = await savePackage(stack.alice, shoes, key);
+    const bobs = await savePackage(stack.bob, shoes, key);
+    expect([alices.status, bobs.status]).toEqual([201, 201]);
+    expect(bobs.headers.get('idempotent-replayed')).toBeNull();
+    expect(bobs.body.data.userId).toBe(stack.bob.userId);
+    expect(bobs.body.data.id).not.toBe(alices.body.data.id);
+  });
+
+  it('frees the key of a refused request, so the corrected one can use it', async () => {
+    const key = randomUUID();
+    expectErrorEnvelope(await savePackage(stack.alice, { ...shoes, size: 'HUGE' }, key), 400);
+    const corrected = await savePackage(stack.alice, shoes, key);
+    expect(corrected.status).toBe(201);
+    expect(corrected.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('refuses an unusable key with 400, and ignores the header where it does not apply', async () => {
+    expectErrorEnvelope(await savePackage(stack.alice, shoes, 'two words'), 400, /Idempotency-Key/);
+    const list = await request(stack.node.url, 'GET', '/api/packages', {
+      headers: { 'api-key': stack.alice.key, 'idempotency-key': 'two words' },
+    });
+    expect(list.status).toBe(200);
+  });
+
+  it('without the header, every request is its own', async () => {
+    const a = await savePackage(stack.alice, shoes);
+    const b = await savePackage(stack.alice, shoes);
+    expect(a.body.data.id).not.toBe(b.body.data.id);
+  });
+});
+
+describe('IdempotencyStore on Redis', () => {
+  const redis = createRedis(process.env.REDIS_URL as string, 'idempotency-test', () => undefined);
+  const store = new IdempotencyStore(redis, `${stack.iso.namespace}:idem-test:`, {
+    pendingMs: 60_000,
+    keepMs: 60_000,
+  });
+  beforeAll(() => connectRedis(redis));
+  afterAll(() => redis.quit());
+
+  it('keeps the key of a request whose outcome is unknown until pendingMs passes', async () => {
+    const first = await store.claim('u1', 'k-timeout', 'fp');
+    expect(first.kind).toBe('first');
+    if (first.kind === 'first') await first.fail({ type: 'REQUEST_TIMEOUT', code: 504 });
+    await expect(store.claim('u1', 'k-timeout', 'fp')).rejects.toMatchObject({ code: 409 });
+  });
+
+  it('releases the key of a refused request', async () => {
+    const first = await store.claim('u1', 'k-refused', 'fp');
+    if (first.kind === 'first') await first.fail(badRequest('no'));
+    expect((await store.claim('u1', 'k-refused', 'fp')).kind).toBe('first');
+  });
+
+  it('replays a completed answer, status and headers included', async () => {
+    const first = await store.claim('u1', 'k-done', 'fp');
+    const response = { status: 201, headers: { Location: '/x' }, body: { data: 1 } };
+    if (first.kind === 'first') expect(await first.complete(response)).toBe(true);
+    expect(await store.claim('u1', 'k-done', 'fp')).toEqual({ kind: 'replay', response });
+  });
+
+  it('answers 503, not 500, when Redis cannot be reached', async () => {
+    const down = createRedis('redis://127.0.0.1:1', 'idempotency-down', () => undefined);
+    const unreachable = new IdempotencyStore(down, 'x:', { pendingMs: 1000, keepMs: 1000 });
+    await expect(unreachable.claim('u1', 'k', 'fp')).rejects.toMatchObject({ code: 503 });
+    down.disconnect();
+  });
+});

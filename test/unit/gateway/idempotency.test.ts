@@ -1,0 +1,76 @@
+import fc from 'fast-check';
+import {
+  canonicalJson,
+  readIdempotencyKey,
+  requestFingerprint,
+} from '../../../services/gateway/idempotency';
+
+/** The same object with its keys in reverse order, at every depth. */
+function reordered(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reordered);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([k, v]) => [k, reordered(v)]),
+    );
+  }
+  return value;
+}
+
+describe('canonicalJson', () => {
+  it('sorts keys at every depth and keeps array order', () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: 0 }], c: null } })).toBe(
+      '{"a":{"c":null,"d":[2,{"y":0,"z":1}]},"b":1}',
+    );
+  });
+
+  it('leaves out undefined fields, as JSON does', () => {
+    expect(canonicalJson({ a: undefined, b: 1 })).toBe('{"b":1}');
+  });
+
+  it('gives the same text whatever the key order, and parses back to the value (property)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const text = canonicalJson(value);
+        expect(canonicalJson(reordered(value))).toBe(text);
+        expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(value)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('requestFingerprint', () => {
+  const body = { origin: 'Ikeja, Lagos', totalWeight: 3 };
+
+  it('is the same for the same request with its fields in another order', () => {
+    expect(requestFingerprint('POST', '/api/pricing', body)).toBe(
+      requestFingerprint('POST', '/api/pricing', { totalWeight: 3, origin: 'Ikeja, Lagos' }),
+    );
+  });
+
+  it('differs for another body, path or method', () => {
+    const base = requestFingerprint('POST', '/api/pricing', body);
+    expect(requestFingerprint('POST', '/api/pricing', { ...body, totalWeight: 4 })).not.toBe(base);
+    expect(requestFingerprint('POST', '/api/package', body)).not.toBe(base);
+    expect(requestFingerprint('PUT', '/api/pricing', body)).not.toBe(base);
+  });
+});
+
+describe('readIdempotencyKey', () => {
+  it('is undefined without the header and the value itself when usable', () => {
+    expect(readIdempotencyKey(undefined)).toBeUndefined();
+    expect(readIdempotencyKey('order-7f3a:retry')).toBe('order-7f3a:retry');
+    expect(readIdempotencyKey('x'.repeat(255))).toHaveLength(255);
+  });
+
+  it.each([[''], ['has space'], ['x'.repeat(256)], ['naïve'], [['a', 'b']]])(
+    'refuses %j with a 400 naming the header',
+    (value) => {
+      expect(() => readIdempotencyKey(value)).toThrow(
+        expect.objectContaining({ code: 400, message: expect.stringMatching(/Idempotency-Key/) }),
+      );
+    },
+  );
+});
