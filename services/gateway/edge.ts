@@ -26,8 +26,11 @@ const middleware =
 const FILE_CORS_HEADERS = 'api-key, content-type';
 const EXPOSED_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After';
 
-/** One structured `http` line per request; probes at debug level. */
-export function accessLog(logger: () => Logger): Middleware {
+/** One structured `http` line per request, probes at debug level; each answer is measured. */
+export function accessLog(
+  logger: () => Logger,
+  measure: (req: GatewayRequest, status: number, seconds: number) => void,
+): Middleware {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
     res.once('finish', () => {
@@ -42,6 +45,7 @@ export function accessLog(logger: () => Logger): Middleware {
       };
       if (path.startsWith('/health')) logger().debug('http', line);
       else logger().info('http', line);
+      measure(req, res.statusCode, ms / 1000);
     });
     next();
   };

@@ -14,6 +14,7 @@ import { API_KEY_REVOKED_EVENT } from '../account/account.service';
 import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
 import { accessLog, adminGuard, apiKeyGuard } from './edge';
 import { describeRequest, sendJson, type GatewayRequest } from './http';
+import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
 import {
   IDEMPOTENCY_HEADER,
   IdempotencyStore,
@@ -56,6 +57,12 @@ export function createGatewayService(
     return idempotency.claim(userId, key, requestFingerprint(method, path, params));
   };
   const flows = new StreamFlows('gateway');
+  const templateOf = routeTemplates(entries.map((e) => ({ ...e, method: e.http.method })));
+  const measure = (req: GatewayRequest, status: number, seconds: number) => {
+    const { method, path } = describeRequest(req);
+    const route = req.$alias?.fullPath ?? templateOf(method, path);
+    recordHttpAnswer(broker, { method, route, status, seconds });
+  };
   let logger: Logger;
   let broker: ServiceBroker;
   let authenticator: ApiKeyAuthenticator;
@@ -107,7 +114,7 @@ export function createGatewayService(
       path: GROUP_BASE[group],
       aliases: aliasesFor(entries, group, body),
       bodyParsers: body === 'json' ? jsonBody : false,
-      use: [accessLog(() => logger), auth],
+      use: [accessLog(() => logger, measure), auth],
       // The raw body goes to the service as a stream; it needs the headers that describe it.
       ...(body === 'stream' ? { onBeforeCall: describeStreamBody } : {}),
     }));
@@ -118,7 +125,7 @@ export function createGatewayService(
     name: 'ops',
     path: '/',
     bodyParsers: false,
-    use: [accessLog(() => logger)],
+    use: [accessLog(() => logger, measure)],
     aliases: opsAliases({
       environment: config.appEnv,
       backends,
@@ -287,6 +294,7 @@ export function createGatewayService(
           broker.call<ResolvedApiKey | null, { hash: string }>('account.resolveApiKey', { hash }),
       });
       registerHealthCheck(broker, 'redis', () => redisReady(redis));
+      registerHttpMetrics(broker);
     },
     started() {
       // Not awaited: without Redis the gateway still starts, reports not ready and answers 503.

@@ -4,7 +4,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export interface GatewayRequest extends IncomingMessage {
   originalUrl?: string;
   $ctx?: { meta: Record<string, unknown> };
-  $alias?: { action?: string };
+  /** The matched alias: its action and its path template (`/api/package/:packageId`). */
+  $alias?: { action?: string; fullPath?: string };
   /** The service endpoint moleculer-web resolved for the alias. */
   $endpoint?: { local?: boolean; action?: unknown };
 }

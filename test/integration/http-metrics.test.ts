@@ -1,0 +1,69 @@
+import { request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+
+const stack = useMerchantStack({ internal: [] });
+
+interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The samples of one metric in a Prometheus text scrape. */
+async function samples(name: string): Promise<Sample[]> {
+  const text = await (await fetch(`${stack.node.opsUrl}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`))
+    .map((line) => {
+      const [, labelText, value] = /^[^{]+\{(.*)\} (\S+)/.exec(line) ?? [];
+      const labels = Object.fromEntries(
+        [...(labelText ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+      );
+      return { labels, value: Number(value) };
+    });
+}
+
+const count = (all: Sample[], labels: Record<string, string>) =>
+  all
+    .filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
+
+describe('HTTP metrics on /metrics', () => {
+  it('count answers by method, route template and status, and time them', async () => {
+    const headers = { 'api-key': stack.alice.key };
+    for (let i = 0; i < 3; i++) {
+      expect((await request(stack.node.url, 'GET', '/api/packages', { headers })).status).toBe(200);
+    }
+    const missing = `/api/package/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`;
+    expect((await request(stack.node.url, 'DELETE', missing, { headers })).status).toBe(404);
+    expect((await request(stack.node.url, 'GET', '/api/packages')).status).toBe(401);
+    expect((await request(stack.node.url, 'GET', '/api/no-such-thing', { headers })).status).toBe(
+      404,
+    );
+
+    const requests = await samples('waybill_http_requests_total');
+    expect(count(requests, { method: 'GET', route: '/api/packages', status: '200' })).toBe(3);
+    expect(count(requests, { method: 'GET', route: '/api/packages', status: '401' })).toBe(1);
+    // One series per route template, whatever the id in the URL.
+    expect(
+      count(requests, { method: 'DELETE', route: '/api/package/:packageId', status: '404' }),
+    ).toBe(1);
+    expect(count(requests, { route: 'unmatched', status: '404' })).toBe(1);
+    expect(requests.some((s) => s.labels.route?.includes('no-such-thing'))).toBe(false);
+
+    const durations = await samples('waybill_http_request_duration_seconds_count');
+    expect(count(durations, { method: 'GET', route: '/api/packages' })).toBe(4);
+    const sums = await samples('waybill_http_request_duration_seconds_sum');
+    expect(count(sums, { method: 'GET', route: '/api/packages' })).toBeGreaterThan(0);
+    // Buckets in ascending order of their bound, counts cumulative, ending with +Inf.
+    const buckets = (await samples('waybill_http_request_duration_seconds_bucket')).filter(
+      (s) => s.labels.method === 'GET' && s.labels.route === '/api/packages',
+    );
+    const bounds = buckets.map((s) => Number(s.labels.le.replace('+Inf', 'Infinity')));
+    expect(bounds).toEqual([...bounds].sort((a, b) => a - b));
+    expect(bounds.at(-1)).toBe(Infinity);
+    const counts = buckets.map((s) => s.value);
+    expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    expect(counts.at(-1)).toBe(4);
+  });
+});
