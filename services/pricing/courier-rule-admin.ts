@@ -124,15 +124,23 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         method: 'GET',
         path: '/pricing/courier-rules',
         message: 'Courier pricing rules retrieved',
-        summary: 'Courier pricing rules, of one courier or all',
+        summary: 'Courier pricing rules, of one courier or all, a page at a time',
+        description:
+          'Ordered by courier, priority and age; page with `offset` (the next page starts at `offset + limit`).',
         response: Joi.array().items(ruleView),
       },
-      params: Joi.object({ courierId: uuid() }),
+      params: Joi.object({
+        courierId: uuid(),
+        limit: Joi.number().integer().min(1).max(500).default(100),
+        offset: Joi.number().integer().min(0).max(1_000_000).default(0),
+      }),
       async handler(ctx) {
-        const filter = ctx.params.courierId ? { courierId: ctx.params.courierId } : {};
+        const { courierId, limit, offset } = ctx.params;
         const records = await models()
-          .CourierRule.find(filter)
-          .sort({ courierId: 1, priority: 1, createdAt: 1 })
+          .CourierRule.find(courierId ? { courierId } : {})
+          .sort({ courierId: 1, priority: 1, createdAt: 1, _id: 1 })
+          .skip(offset)
+          .limit(limit)
           .lean<CourierRuleRecord[]>();
         return records.map((r) => toAdminView(toRule(r), r.updatedAt));
       },

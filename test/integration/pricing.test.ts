@@ -589,6 +589,33 @@ describe('courier pricing rules', () => {
     );
   });
 
+  it('lists rules a page at a time, in a stable order', async () => {
+    const pager = '7d1e2f3a-4b5c-4d6e-8f7a-9b0c1d2e3f4a';
+    const states = ['Kano', 'Kaduna', 'Oyo', 'Enugu', 'Rivers'];
+    for (const state of states) {
+      const created = await admin('POST', '/admin/pricing/courier-rules', {
+        courierId: pager,
+        from: state,
+        to: state,
+        amountKobo: 1000,
+      });
+      expect(created.status).toBe(201);
+    }
+    const page = (query: string) =>
+      admin('GET', `/admin/pricing/courier-rules?courierId=${pager}&${query}`);
+    const all = (await page('limit=500')).body.data.map((r: { id: string }) => r.id);
+    expect(all).toHaveLength(5);
+    const first = (await page('limit=2')).body.data.map((r: { id: string }) => r.id);
+    const second = (await page('limit=2&offset=2')).body.data.map((r: { id: string }) => r.id);
+    const last = (await page('limit=2&offset=4')).body.data.map((r: { id: string }) => r.id);
+    expect([...first, ...second, ...last]).toEqual(all);
+    expect(
+      (await admin('GET', '/admin/pricing/courier-rules')).body.data.length,
+    ).toBeLessThanOrEqual(100);
+    expectErrorEnvelope(await page('limit=501'), 400, /limit/);
+    expectErrorEnvelope(await page('offset=-1'), 400, /offset/);
+  });
+
   it('validates rules', async () => {
     expectErrorEnvelope(
       await admin('POST', '/admin/pricing/courier-rules', {
