@@ -137,10 +137,10 @@ const envSchema = Joi.object({
   PACKAGE_MAX_OPEN: Joi.number()
     .integer()
     .min(1)
-    .max(100_000)
-    .default(1000)
+    .max(500)
+    .default(500)
     .description(
-      'Saved packages one user may keep that no delivery has taken (400 on the next save)',
+      'Saved packages one user may keep that no delivery has taken (400 on the next save); at most 500, so that the list fits in one 1 MB NATS message',
     ),
   FILE_MAX_BYTES: Joi.number()
     .integer()

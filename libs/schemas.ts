@@ -17,3 +17,20 @@ export const e164Phone = () =>
 export const email = () => Joi.string().trim().lowercase().email({ tlds: false }).max(254);
 
 export const personName = () => Joi.string().trim().min(1).max(120);
+
+/**
+ * Text people type: trimmed, at most `max` characters, no control characters but tabs and
+ * line breaks, no lone surrogates (JSON would write either as six bytes, and neither is meant).
+ */
+export const plainText = (max: number) =>
+  Joi.string()
+    .trim()
+    .max(max)
+    .custom((value: string, helpers) =>
+      // In unicode mode a lone surrogate is its own code point, of category Cs.
+      /\p{Cs}|(?![\t\n\r])\p{Cc}/u.test(value) ? helpers.error('string.plainText') : value,
+    )
+    .messages({
+      'string.plainText':
+        '{{#label}} must be plain text: no control characters other than tabs and line breaks',
+    });

@@ -3,12 +3,18 @@ import type { Config } from '../../libs/config';
 import { badRequest, notFound, unauthorized, type FieldError } from '../../libs/errors';
 import { formatKg, formatNaira, nairaToKobo } from '../../libs/money';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
-import { uuid } from '../../libs/schemas';
+import { plainText, uuid } from '../../libs/schemas';
 import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
 import { DELETED, definePackageModels } from './models';
 import { PACKAGE_SIZES, packageWeightGrams, toPackageView, type PackageSize } from './sizes';
 
 export const INVALID_SELECTION = 'Invalid packages selection';
+
+/**
+ * Longest texts of a package, in UTF-16 units as joi counts them. Our own file URLs are about
+ * 100 characters. With PACKAGE_MAX_OPEN they bound the size of `GET /api/packages`.
+ */
+export const PACKAGE_TEXT_LIMITS = { packageType: 60, name: 120, description: 128, image: 512 };
 
 const packageView = Joi.object({
   id: Joi.string().uuid(),
@@ -86,7 +92,7 @@ export function createPackageService(config: Config): ServiceDefinition {
 
   const image = Joi.string()
     .trim()
-    .max(2048)
+    .max(PACKAGE_TEXT_LIMITS.image)
     .custom((value: string, helpers) =>
       isHostedUrl(value, config.cdnBaseUrl) ? value : helpers.error('any.invalid'),
     )
@@ -159,10 +165,10 @@ export function createPackageService(config: Config): ServiceDefinition {
         },
         params: Joi.object({
           packageId: uuid(),
-          packageType: onCreate(Joi.string().trim().min(1).max(60)),
-          name: onCreate(Joi.string().trim().min(1).max(120)),
+          packageType: onCreate(plainText(PACKAGE_TEXT_LIMITS.packageType).min(1)),
+          name: onCreate(plainText(PACKAGE_TEXT_LIMITS.name).min(1)),
           image: image.allow(null),
-          description: Joi.string().trim().max(128).allow(null, ''),
+          description: plainText(PACKAGE_TEXT_LIMITS.description).allow(null, ''),
           quantity: onCreate(Joi.number().integer().min(1).max(10_000)),
           size: onCreate(
             Joi.string()

@@ -83,6 +83,13 @@ describe('POST /api/package', () => {
       'image',
     ],
     ['a traversal in the image', { ...shoes, image: `${CDN}/uploads/../secret` }, 'image'],
+    [
+      'an image URL over 512 characters',
+      { ...shoes, image: `${CDN}/${'a'.repeat(500)}.jpg` },
+      'image',
+    ],
+    ['a control character in the name', { ...shoes, name: 'Shoes\u0000' }, 'name'],
+    ['a lone surrogate in the type', { ...shoes, packageType: 'Fashion \ud800' }, 'packageType'],
     ['an empty edit', { packageId: randomUUID() }, 'body'],
   ])('refuses %s with 400', async (_case, body, field) => {
     const reply = await save(stack.alice, body);

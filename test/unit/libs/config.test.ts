@@ -41,7 +41,7 @@ describe('loadConfig defaults', () => {
         timeoutMs: 10000,
       },
       cdnBaseUrl: 'https://cdn.waybill.local',
-      packageMaxOpen: 1000,
+      packageMaxOpen: 500,
       files: {
         maxBytes: 20 * 1024 * 1024,
         allowedTypes: ['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'application/pdf'],
@@ -355,7 +355,7 @@ describe('describeConfig', () => {
       API_KEY_PREFIX: 'wb',
       SERVICES: 'all',
       QUOTA_LIMIT: '600',
-      PACKAGE_MAX_OPEN: '1000',
+      PACKAGE_MAX_OPEN: '500',
       ADMIN_TOKEN: '',
       NATS_URL: '',
       NODE_ID: '',

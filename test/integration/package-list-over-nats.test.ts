@@ -1,0 +1,60 @@
+import { PACKAGE_TEXT_LIMITS } from '../../services/package/package.service';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+
+/**
+ * The package service in its own process, so its answers cross NATS (1 MB per message): a
+ * user at the saved-package limit, every package as large as validation allows, still gets
+ * the whole list.
+ */
+const CDN = 'https://cdn.waybill.test';
+const iso = isolation();
+const env = { CDN_BASE_URL: CDN, QUOTA_LIMIT: '100000' };
+let gateway: NodeProcess;
+let packages: NodeProcess;
+
+beforeAll(async () => {
+  [gateway, packages] = await Promise.all([
+    startNode({ services: 'gateway,account,geo,pricing,file', iso, env }),
+    startNode({ services: 'package', iso, env }),
+  ]);
+});
+
+afterAll(async () => {
+  await Promise.all([gateway?.stop(), packages?.stop()]);
+  await dropDatabases(iso);
+});
+
+const widest = (length: number) => '€'.repeat(length);
+const largest = {
+  packageType: widest(PACKAGE_TEXT_LIMITS.packageType),
+  name: widest(PACKAGE_TEXT_LIMITS.name),
+  description: widest(PACKAGE_TEXT_LIMITS.description),
+  quantity: 10_000,
+  size: 'LARGE',
+  value: 99_999_999,
+  image: `${CDN}/uploads/${'a'.repeat(PACKAGE_TEXT_LIMITS.image - CDN.length - 13)}.jpg`,
+};
+
+it('answers the largest list there may be, and refuses one package more', async () => {
+  const merchant = await createUserWithKey(gateway.url);
+  const headers = { 'api-key': merchant.key };
+  const save = () => request(gateway.url, 'POST', '/api/package', { headers, json: largest });
+
+  // The gateway learns of the other process's services within moments.
+  for (let i = 0; (await save()).status !== 201; i++) {
+    if (i > 100) throw new Error('the package service never became reachable');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const limit = 500;
+  for (let saved = 1; saved < limit; saved += 25) {
+    const replies = await Promise.all(Array.from({ length: Math.min(25, limit - saved) }, save));
+    for (const reply of replies) expect(reply.status).toBe(201);
+  }
+
+  const list = await request(gateway.url, 'GET', '/api/packages', { headers });
+  expect(list.status).toBe(200);
+  expect(list.body.data).toHaveLength(limit);
+  expect(list.body.data[0]).toMatchObject({ name: largest.name, image: largest.image });
+  expectErrorEnvelope(await save(), 400, /at most 500/);
+});
