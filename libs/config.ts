@@ -69,6 +69,15 @@ export interface Config {
   geocoder: { url: string | undefined; timeoutMs: number; countryCodes: string | undefined };
 }
 
+/** What a JSON body may weigh so that, with the call's metadata, it fits in a NATS message. */
+const MAX_BODY_LIMIT_BYTES = 768 * 1024;
+
+function sizeInBytes(text: string): number {
+  const [, amount, unit] = /^(\d+)(b|kb|mb)$/i.exec(text) ?? [];
+  const factor = { b: 1, kb: 1024, mb: 1024 * 1024 }[unit.toLowerCase() as 'b' | 'kb' | 'mb'];
+  return Number(amount) * factor;
+}
+
 /** One row per environment variable: the single source for validation and the README table. */
 const envSchema = Joi.object({
   PORT: Joi.number().port().default(3000).description('HTTP port of the gateway'),
@@ -199,8 +208,14 @@ const envSchema = Joi.object({
     .description('How long a gateway caches a key lookup (a revoked key stops within this)'),
   BODY_LIMIT: Joi.string()
     .pattern(/^\d+(b|kb|mb)$/i)
+    .custom((value: string) => {
+      if (sizeInBytes(value) > MAX_BODY_LIMIT_BYTES) {
+        throw new Error('must be at most 768kb: a JSON body crosses NATS in one 1 MB message');
+      }
+      return value;
+    })
     .default('256kb')
-    .description('Largest JSON body accepted (413 above it)'),
+    .description('Largest JSON body accepted (413 above it); at most 768kb'),
   REQUEST_TIMEOUT_MS: Joi.number()
     .integer()
     .min(100)

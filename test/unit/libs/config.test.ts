@@ -108,7 +108,7 @@ describe('loadConfig conversions', () => {
       S3_SECRET_ACCESS_KEY: 'secret',
       LOG_LEVEL: 'debug',
       LOG_FORMAT: 'pretty',
-      BODY_LIMIT: '1MB',
+      BODY_LIMIT: '512KB',
     });
     expect(config).toMatchObject({
       host: 'localhost',
@@ -130,7 +130,7 @@ describe('loadConfig conversions', () => {
       },
       logLevel: 'debug',
       logFormat: 'pretty',
-      bodyLimit: '1MB',
+      bodyLimit: '512KB',
     });
   });
 
@@ -223,6 +223,8 @@ describe('loadConfig errors', () => {
     ['API_KEY_CACHE_SECONDS', '-1'],
     ['BODY_LIMIT', '256'],
     ['BODY_LIMIT', '1gb'],
+    ['BODY_LIMIT', '1mb'],
+    ['BODY_LIMIT', '786433b'],
     ['REQUEST_TIMEOUT_MS', '99'],
     ['S3_TIMEOUT_MS', '99'],
     ['FILE_MAX_BYTES', '0'],
