@@ -8,6 +8,9 @@ import { generateApiKey } from './api-keys';
 import { defineAccountModels } from './models';
 import { toApiKeyView, toUserView } from './views';
 
+/** Enough for rotation across environments and apps; a leak of many at once stays visible. */
+export const MAX_ACTIVE_KEYS_PER_USER = 50;
+
 /** Broadcast to every gateway when a key is revoked so caches drop it at once. */
 export const API_KEY_REVOKED_EVENT = 'account.apiKeyRevoked';
 
@@ -129,6 +132,7 @@ export function createAccountService(config: Config): ServiceDefinition {
           description:
             'The plaintext `key` is returned only in this response; the platform keeps its SHA-256 hash.',
           response: apiKeyView.keys({ key: Joi.string() }),
+          errors: { 409: `The user already has ${MAX_ACTIVE_KEYS_PER_USER} active keys` },
         },
         params: Joi.object({
           userId: uuid().required(),
@@ -139,6 +143,12 @@ export function createAccountService(config: Config): ServiceDefinition {
         async handler(ctx) {
           const { userId, environment, serverOnly, quota } = ctx.params;
           await findUser(userId);
+          const active = await db.models.ApiKey.countDocuments({ userId, revokedAt: null });
+          if (active >= MAX_ACTIVE_KEYS_PER_USER) {
+            throw conflict(
+              `User ${userId} already has ${active} active API keys (at most ${MAX_ACTIVE_KEYS_PER_USER}); revoke one with DELETE /admin/api-keys/:keyId first`,
+            );
+          }
           const { plaintext, hash } = generateApiKey(config.apiKeyPrefix, environment);
           const key = await db.models.ApiKey.create({
             userId,
@@ -165,14 +175,21 @@ export function createAccountService(config: Config): ServiceDefinition {
           method: 'GET',
           path: '/users/:userId/api-keys',
           message: 'API keys retrieved',
-          summary: "List a user's API keys (never the key itself)",
+          summary: "List a user's API keys (never the key itself), newest first, a page at a time",
           response: Joi.array().items(apiKeyView),
         },
-        params: Joi.object({ userId: uuid().required() }),
+        params: Joi.object({
+          userId: uuid().required(),
+          limit: Joi.number().integer().min(1).max(500).default(100),
+          offset: Joi.number().integer().min(0).max(1_000_000).default(0),
+        }),
         async handler(ctx) {
-          await findUser(ctx.params.userId);
-          const keys = await db.models.ApiKey.find({ userId: ctx.params.userId })
-            .sort({ createdAt: -1 })
+          const { userId, limit, offset } = ctx.params;
+          await findUser(userId);
+          const keys = await db.models.ApiKey.find({ userId })
+            .sort({ createdAt: -1, _id: -1 })
+            .skip(offset)
+            .limit(limit)
             .lean();
           return keys.map(toApiKeyView);
         },

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { MAX_ACTIVE_KEYS_PER_USER } from '../../services/account/account.service';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
@@ -216,6 +217,43 @@ describe('API keys', () => {
       }),
       404,
     );
+  });
+
+  it('caps active keys per user, and pages the list of keys', async () => {
+    const userId = await createUser();
+    const create = () =>
+      request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
+        headers: adminHeaders,
+        json: {},
+      });
+    const ids: string[] = [];
+    for (let batch = 0; batch < MAX_ACTIVE_KEYS_PER_USER / 10; batch++) {
+      for (const reply of await Promise.all(Array.from({ length: 10 }, create))) {
+        expect(reply.status).toBe(201);
+        ids.push(reply.body.data.id);
+      }
+    }
+    expectErrorEnvelope(
+      await create(),
+      409,
+      `User ${userId} already has ${MAX_ACTIVE_KEYS_PER_USER} active API keys (at most ${MAX_ACTIVE_KEYS_PER_USER}); revoke one with DELETE /admin/api-keys/:keyId first`,
+    );
+    const revoked = await request(node.url, 'DELETE', `/admin/api-keys/${ids[0]}`, {
+      headers: adminHeaders,
+    });
+    expect(revoked.status).toBe(204);
+    expect((await create()).status).toBe(201);
+
+    const page = async (query: string) =>
+      (
+        await request(node.url, 'GET', `/admin/users/${userId}/api-keys?${query}`, {
+          headers: adminHeaders,
+        })
+      ).body.data.map((k: { id: string }) => k.id) as string[];
+    const all = await page('limit=500');
+    expect(all).toHaveLength(MAX_ACTIVE_KEYS_PER_USER + 1);
+    expect([...(await page('limit=20')), ...(await page('limit=40&offset=20'))]).toEqual(all);
+    expect(await page('')).toHaveLength(MAX_ACTIVE_KEYS_PER_USER + 1);
   });
 
   it('never stores the plaintext key', async () => {
