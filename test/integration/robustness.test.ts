@@ -60,6 +60,18 @@ const TARGETS: Target[] = [
     valid: () => ({ origin: 'Ikeja, Lagos', destination: { address: 'Wuse, Abuja' } }),
   },
   {
+    method: 'POST',
+    path: '/admin/users',
+    admin: true,
+    valid: () => ({ name: 'Ada Obi', email: 'ada@example.com', phone: '+2348031234567' }),
+  },
+  {
+    method: 'POST',
+    path: '/admin/fleet-types',
+    admin: true,
+    valid: () => ({ code: 'e-scooter', name: 'E-scooter', maxWeightKg: 20, averageSpeedKmh: 20 }),
+  },
+  {
     method: 'PUT',
     path: '/admin/pricing/tiers',
     admin: true,
