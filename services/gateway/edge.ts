@@ -23,8 +23,9 @@ const middleware =
     );
   };
 
-const FILE_CORS_HEADERS = 'api-key, content-type';
-const EXPOSED_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After';
+const FILE_CORS_HEADERS = 'api-key, content-type, x-request-id';
+const EXPOSED_HEADERS =
+  'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-ID';
 
 /** One structured `http` line per request, probes at debug level; each answer is measured. */
 export function accessLog(
@@ -42,6 +43,7 @@ export function accessLog(
         status: res.statusCode,
         ms: Math.round(ms * 10) / 10,
         apiKeyId: req.$ctx?.meta.apiKeyId,
+        requestId: req.$ctx?.requestID,
       };
       if (path.startsWith('/health')) logger().debug('http', line);
       else logger().info('http', line);

@@ -13,7 +13,7 @@ import { version } from '../../package.json';
 import { API_KEY_REVOKED_EVENT } from '../account/account.service';
 import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
 import { accessLog, adminGuard, apiKeyGuard } from './edge';
-import { describeRequest, sendJson, type GatewayRequest } from './http';
+import { clientRequestId, describeRequest, sendJson, type GatewayRequest } from './http';
 import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
 import {
   IDEMPOTENCY_HEADER,
@@ -142,13 +142,21 @@ export function createGatewayService(
       ip: config.host,
       path: '',
       routes: [...backendRoutes, opsRoute],
+      // moleculer-web would take any X-Request-ID as is, however long.
+      rootCallOptions(options: { requestID?: string }, req: GatewayRequest) {
+        options.requestID = clientRequestId(req.headers);
+      },
       log4XXResponses: false,
       logRequest: null,
       logResponse: null,
       onError(req: GatewayRequest, res: ServerResponse, err: unknown) {
         const httpError = toHttpError(err);
         if (httpError.internal) {
-          logger.error('request failed', { ...describeRequest(req), error: err });
+          logger.error('request failed', {
+            ...describeRequest(req),
+            requestId: req.$ctx?.requestID,
+            error: err,
+          });
         }
         if (res.headersSent) {
           res.destroy();

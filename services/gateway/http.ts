@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 /** The request as moleculer-web hands it to our hooks. */
 export interface GatewayRequest extends IncomingMessage {
   originalUrl?: string;
-  $ctx?: { meta: Record<string, unknown> };
+  $ctx?: { meta: Record<string, unknown>; requestID?: string | null };
   /** The matched alias: its action and its path template (`/api/package/:packageId`). */
   $alias?: { action?: string; fullPath?: string };
   /** The service endpoint moleculer-web resolved for the alias. */
@@ -41,4 +41,16 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 
 export function isPreflight(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+}
+
+/** Visible ASCII, short: an id a client may choose is echoed, logged and sent to services. */
+const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/**
+ * The client's own `X-Request-ID` (or `X-Correlation-ID`) when it is a sane id; otherwise
+ * undefined, and moleculer makes one. Either way it names the request in every log line.
+ */
+export function clientRequestId(headers: IncomingMessage['headers']): string | undefined {
+  const chosen = headers['x-correlation-id'] ?? headers['x-request-id'];
+  return typeof chosen === 'string' && CLIENT_REQUEST_ID.test(chosen) ? chosen : undefined;
 }
