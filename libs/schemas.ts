@@ -3,7 +3,7 @@ import Joi from 'joi';
 /** Field schemas shared by several services, so one rule reads the same everywhere. */
 export const uuid = () =>
   Joi.string()
-    .guid({ version: ['uuidv4', 'uuidv7'] })
+    .guid({ version: ['uuidv4', 'uuidv5', 'uuidv7'] }) // v5: libs/ids nameBasedId
     .lowercase();
 
 export const e164Phone = () =>

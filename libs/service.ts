@@ -41,6 +41,11 @@ export interface AuthUser {
 export interface RequestMeta {
   user?: AuthUser;
   apiKeyId?: string;
+  /**
+   * Set while the first run of a request with an `Idempotency-Key` is under way: the same for
+   * its retries, different for any other request (gateway/idempotency).
+   */
+  idempotencyToken?: string;
   $statusCode?: number;
   $location?: string;
   $responseHeaders?: Record<string, string>;

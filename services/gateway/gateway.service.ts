@@ -19,6 +19,7 @@ import {
   IDEMPOTENCY_HEADER,
   IdempotencyStore,
   REPLAYED_HEADER,
+  idempotencyToken,
   readIdempotencyKey,
   requestFingerprint,
   type Claim,
@@ -54,7 +55,12 @@ export function createGatewayService(
     const key = readIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]);
     if (key === undefined) return undefined;
     const { method, path } = describeRequest(req);
-    return idempotency.claim(userId, key, requestFingerprint(method, path, params));
+    const fingerprint = requestFingerprint(method, path, params);
+    const claim = await idempotency.claim(userId, key, fingerprint);
+    // A service that creates a record names it after this token, so even a run whose answer
+    // was lost (a gateway gone mid-request) cannot be repeated by a later retry.
+    if (claim.kind === 'first') meta.idempotencyToken = idempotencyToken(key, fingerprint);
+    return claim;
   };
   const flows = new StreamFlows('gateway');
   const templateOf = routeTemplates(entries.map((e) => ({ ...e, method: e.http.method })));

@@ -88,6 +88,11 @@ export function requestFingerprint(method: string, path: string, params: unknown
     .digest('base64url');
 }
 
+/** One request under one key: the same for its retries, different for any other request. */
+export function idempotencyToken(key: string, fingerprint: string): string {
+  return createHash('sha256').update(`${key}\n${fingerprint}`).digest('base64url');
+}
+
 /** An error whose request surely changed nothing, so the key may be used again at once. */
 function changedNothing(err: unknown): boolean {
   const { status } = toHttpError(err);

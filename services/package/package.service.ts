@@ -3,6 +3,7 @@ import type { Config } from '../../libs/config';
 import { badRequest, notFound, unauthorized, type FieldError } from '../../libs/errors';
 import { formatKg, formatNaira, nairaToKobo } from '../../libs/money';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
+import { nameBasedId } from '../../libs/ids';
 import { plainText, uuid } from '../../libs/schemas';
 import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
 import { DELETED, definePackageModels } from './models';
@@ -126,6 +127,28 @@ export function createPackageService(config: Config): ServiceDefinition {
     }
   }
 
+  /**
+   * With an Idempotency-Key the package's id is derived from the request's token: a second
+   * insert for it (a retry after a lost answer) meets the first on `_id` and answers it.
+   */
+  async function createPackage(userId: string, fields: object, idempotencyToken?: string) {
+    const _id = idempotencyToken ? nameBasedId('package', userId, idempotencyToken) : undefined;
+    if (_id) {
+      const earlier = await Package().findOne({ _id, userId }).lean();
+      if (earlier) return toPackageView(earlier);
+    }
+    await ensureRoomForAnother(userId);
+    try {
+      const created = await Package().create({ ...fields, userId, ...(_id ? { _id } : {}) });
+      return toPackageView(created.toObject());
+    } catch (err) {
+      if (!_id || !isDuplicateKey(err)) throw err;
+      const earlier = await Package().findOne({ _id, userId }).lean();
+      if (!earlier) throw err;
+      return toPackageView(earlier);
+    }
+  }
+
   /** The caller's packages by id, each usable (not deleted, not assigned); 400 otherwise. */
   async function usablePackages(userId: string, ids: string[]) {
     const found = await Package()
@@ -200,11 +223,7 @@ export function createPackageService(config: Config): ServiceDefinition {
             ...(value === undefined ? {} : { valueKobo: nairaToKobo(value) }),
             ...(description === undefined ? {} : { description: description || null }),
           };
-          if (!packageId) {
-            await ensureRoomForAnother(userId);
-            const created = await Package().create({ ...changes, userId });
-            return toPackageView(created.toObject());
-          }
+          if (!packageId) return createPackage(userId, changes, ctx.meta.idempotencyToken);
           // Edits check the claim too; a delivery claims before it marks the package.
           if (await Claim().exists({ _id: packageId })) {
             throw await explainUnchanged(userId, packageId, 'edited');

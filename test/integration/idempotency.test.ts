@@ -5,7 +5,7 @@ import { IdempotencyStore } from '../../services/gateway/idempotency';
 import { expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 
-const stack = useMerchantStack({ internal: [] });
+const stack = useMerchantStack({ internal: ['package'] });
 
 const shoes = { packageType: 'Fashion', name: 'Shoes', quantity: 1, size: 'SMALL', value: 900 };
 
@@ -95,6 +95,32 @@ describe('Idempotency-Key on POST /api', () => {
     const a = await savePackage(stack.alice, shoes);
     const b = await savePackage(stack.alice, shoes);
     expect(a.body.data.id).not.toBe(b.body.data.id);
+  });
+});
+
+describe('a package saved under an Idempotency-Key', () => {
+  const saveInternally = (token: string, body = shoes) =>
+    stack.client.call<{ id: string }, typeof shoes>('package.save', body, {
+      meta: { user: { id: stack.alice.userId }, idempotencyToken: token },
+    });
+
+  it('is created once even when the gateway has forgotten the key (a lost answer)', async () => {
+    const token = randomUUID();
+    const before = (await packageIds(stack.alice)).length;
+    const runs = await Promise.all(Array.from({ length: 5 }, () => saveInternally(token)));
+    expect(new Set(runs.map((p) => p.id)).size).toBe(1);
+    expect((await saveInternally(token)).id).toBe(runs[0].id);
+    expect((await packageIds(stack.alice)).length).toBe(before + 1);
+    expect((await saveInternally(randomUUID())).id).not.toBe(runs[0].id);
+  });
+
+  it('gets an id named after the key and request, which edits accept', async () => {
+    const key = randomUUID();
+    const first = await savePackage(stack.alice, shoes, key);
+    expect(first.body.data.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5/);
+    const edited = await savePackage(stack.alice, { packageId: first.body.data.id, quantity: 3 });
+    expect(edited.status).toBe(201);
+    expect(edited.body.data.quantity).toBe(3);
   });
 });
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import {
   canonicalJson,
+  idempotencyToken,
   readIdempotencyKey,
   requestFingerprint,
 } from '../../../services/gateway/idempotency';
@@ -73,4 +74,12 @@ describe('readIdempotencyKey', () => {
       );
     },
   );
+});
+
+describe('idempotencyToken', () => {
+  it('is the same for one key and request, and differs for another key or request', () => {
+    expect(idempotencyToken('k', 'fp')).toBe(idempotencyToken('k', 'fp'));
+    expect(idempotencyToken('k', 'fp')).not.toBe(idempotencyToken('k2', 'fp'));
+    expect(idempotencyToken('k', 'fp')).not.toBe(idempotencyToken('k', 'fp2'));
+  });
 });
