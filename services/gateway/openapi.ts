@@ -1,7 +1,7 @@
 import type Joi from 'joi';
 import joiToJson from 'joi-to-json';
 import type { ServiceDefinition } from '../../libs/service';
-import { IDEMPOTENCY_KEY_DOC } from './idempotency';
+import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER } from './idempotency';
 import { collectRoutes, type RouteEntry } from './routes';
 
 type JsonSchema = Record<string, unknown> & {
@@ -108,6 +108,13 @@ function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
     responses[String(s)] = errorRef(http.errors?.[s] ?? descriptions[s] ?? 'Error');
   }
 
+  for (const [code, response] of Object.entries(responses)) {
+    (response as { headers?: Record<string, unknown> }).headers = {
+      ...(response as { headers?: Record<string, unknown> }).headers,
+      ...responseHeaders(Number(code), http.group !== 'admin', idempotent),
+    };
+  }
+
   const op: Record<string, unknown> = {
     operationId: entry.actionName,
     summary: http.summary,
@@ -140,6 +147,23 @@ function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
   return op;
 }
 
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** Which documented headers an answer carries (components.headers). */
+function responseHeaders(status: number, quota: boolean, idempotent: boolean) {
+  const headers: Record<string, unknown> = { 'X-Request-ID': headerRef('RequestId') };
+  if (quota && status < 400) {
+    for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
+      headers[name] = headerRef(name.replace(/-/g, ''));
+    }
+  }
+  if (status === 429) headers['Retry-After'] = headerRef('RetryAfter');
+  if (idempotent && status < 300) headers[REPLAYED_HEADER] = headerRef('IdempotentReplayed');
+  return headers;
+}
+
+const integerHeader = (description: string) => ({ description, schema: { type: 'integer' } });
+
 /** The OpenAPI 3.1 document of every routed action, from the same joi schemas that validate. */
 export function buildOpenApi(definitions: ServiceDefinition[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -164,6 +188,21 @@ export function buildOpenApi(definitions: ServiceDefinition[], version: string) 
     ],
     paths,
     components: {
+      headers: {
+        RequestId: {
+          description:
+            'Names the request in our logs: your own `X-Request-ID`/`X-Correlation-ID` (1-128 visible ASCII) or a UUID',
+          schema: { type: 'string' },
+        },
+        RateLimitLimit: integerHeader('Requests allowed in the quota window'),
+        RateLimitRemaining: integerHeader('Requests left in the quota window'),
+        RateLimitReset: integerHeader('Seconds until the quota window resets'),
+        RetryAfter: integerHeader('Seconds to wait before retrying'),
+        IdempotentReplayed: {
+          description: '`true` when this is the stored answer to an earlier request with the key',
+          schema: { type: 'string', enum: ['true'] },
+        },
+      },
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: 'api-key' },
         AdminToken: { type: 'http', scheme: 'bearer' },

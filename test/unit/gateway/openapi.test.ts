@@ -20,7 +20,14 @@ interface Operation {
   tags: string[];
   security: Record<string, string[]>[];
   parameters: Parameter[];
-  responses: Record<string, { description: string; content?: Record<string, { schema: Json }> }>;
+  responses: Record<
+    string,
+    {
+      description: string;
+      headers?: Record<string, { $ref?: string }>;
+      content?: Record<string, { schema: Json }>;
+    }
+  >;
   requestBody?: {
     required: boolean;
     content: Record<string, { schema: Json & { properties?: Json; required?: string[] } }>;
@@ -180,7 +187,10 @@ describe('buildOpenApi operations of the account service', () => {
 
   it('documents 204 without content for DELETE /admin/api-keys/{keyId}', () => {
     const revoke = op('/admin/api-keys/{keyId}', 'delete');
-    expect(revoke.responses['204']).toEqual({ description: 'API key revoked' });
+    expect(revoke.responses['204']).toEqual({
+      description: 'API key revoked',
+      headers: { 'X-Request-ID': { $ref: '#/components/headers/RequestId' } },
+    });
     expect(revoke.responses['200']).toBeUndefined();
     expect(revoke.requestBody).toBeUndefined();
     expect(revoke.responses['404'].content?.['application/json'].schema).toEqual(ERROR_REF);
@@ -330,10 +340,42 @@ describe('buildOpenApi of api and file routes', () => {
       expect(operation.security).toEqual([{ ApiKey: [] }]);
       expect(operation.responses['429']).toEqual({
         description: expect.stringContaining('Retry-After'),
+        headers: {
+          'X-Request-ID': { $ref: '#/components/headers/RequestId' },
+          'Retry-After': { $ref: '#/components/headers/RetryAfter' },
+        },
         content: { 'application/json': { schema: ERROR_REF } },
       });
       expect(operation.responses['401']).toBeDefined();
       expect(operation.responses['403']).toBeUndefined();
+    }
+  });
+
+  it('documents the headers of each answer, every one of them defined once', () => {
+    const names = (response: Operation['responses'][string]) =>
+      Object.keys(response.headers ?? {}).sort();
+    const create = apiOp('/api/things', 'post');
+    expect(names(create.responses['201'])).toEqual(
+      [
+        'Idempotent-Replayed',
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+        'X-Request-ID',
+      ].sort(),
+    );
+    expect(names(create.responses['400'])).toEqual(['X-Request-ID']);
+    expect(names(apiOp('/api/things', 'get').responses['200'])).not.toContain(
+      'Idempotent-Replayed',
+    );
+    expect(names(op('/admin/users', 'post').responses['201'])).toEqual(['X-Request-ID']);
+    const defined = Object.keys(apiDoc.components.headers);
+    for (const { operation } of allOperations(apiDoc)) {
+      for (const response of Object.values(operation.responses)) {
+        for (const header of Object.values(response.headers ?? {})) {
+          if (header.$ref) expect(defined).toContain(header.$ref.split('/').at(-1));
+        }
+      }
     }
   });
 
@@ -419,9 +461,9 @@ describe('buildOpenApi of api and file routes', () => {
     const fetch = apiOp('/file/things/fetch', 'post');
     expect(fetch.responses['200']).toEqual({
       description: 'Thing',
-      headers: {
+      headers: expect.objectContaining({
         'Content-Disposition': expect.objectContaining({ schema: { type: 'string' } }),
-      },
+      }),
       content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
     });
     expect(fetch.requestBody?.content['application/json'].schema.required).toEqual(['url']);
