@@ -18,6 +18,12 @@ export const email = () => Joi.string().trim().lowercase().email({ tlds: false }
 
 export const personName = () => Joi.string().trim().min(1).max(120);
 
+/** `limit` and `offset` of a paged list: a page never outgrows one NATS message. */
+export const pageParams = () => ({
+  limit: Joi.number().integer().min(1).max(500).default(100),
+  offset: Joi.number().integer().min(0).max(1_000_000).default(0),
+});
+
 /**
  * Text people type: trimmed, at most `max` characters, no control characters but tabs and
  * line breaks, no lone surrogates (JSON would write either as six bytes, and neither is meant).

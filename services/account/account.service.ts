@@ -2,7 +2,7 @@ import Joi from 'joi';
 import type { Config } from '../../libs/config';
 import { conflict, notFound, unauthorized } from '../../libs/errors';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
-import { e164Phone, email, personName, uuid } from '../../libs/schemas';
+import { e164Phone, email, pageParams, personName, uuid } from '../../libs/schemas';
 import { action, type ServiceDefinition } from '../../libs/service';
 import { generateApiKey } from './api-keys';
 import { defineAccountModels } from './models';
@@ -180,8 +180,7 @@ export function createAccountService(config: Config): ServiceDefinition {
         },
         params: Joi.object({
           userId: uuid().required(),
-          limit: Joi.number().integer().min(1).max(500).default(100),
-          offset: Joi.number().integer().min(0).max(1_000_000).default(0),
+          ...pageParams(),
         }),
         async handler(ctx) {
           const { userId, limit, offset } = ctx.params;

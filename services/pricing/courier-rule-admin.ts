@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { conflict, notFound } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
-import { uuid } from '../../libs/schemas';
+import { pageParams, uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
 import type { CourierRuleRecord, PricingModels } from './models';
@@ -131,8 +131,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
       },
       params: Joi.object({
         courierId: uuid(),
-        limit: Joi.number().integer().min(1).max(500).default(100),
-        offset: Joi.number().integer().min(0).max(1_000_000).default(0),
+        ...pageParams(),
       }),
       async handler(ctx) {
         const { courierId, limit, offset } = ctx.params;
