@@ -15,15 +15,7 @@ import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
 import { accessLog, adminGuard, apiKeyGuard } from './edge';
 import { clientRequestId, describeRequest, sendJson, type GatewayRequest } from './http';
 import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
-import {
-  IDEMPOTENCY_HEADER,
-  IdempotencyStore,
-  REPLAYED_HEADER,
-  idempotencyToken,
-  readIdempotencyKey,
-  requestFingerprint,
-  type Claim,
-} from './idempotency';
+import { IdempotencyStore, REPLAYED_HEADER, claimForRequest } from './idempotency';
 import { opsAliases } from './ops-routes';
 import { QuotaLimiter } from './quota';
 import { GROUP_BASE, aliasesFor, collectRoutes } from './routes';
@@ -44,24 +36,6 @@ export function createGatewayService(
     pendingMs: Math.max(2 * config.requestTimeoutMs, 60_000),
     keepMs: 24 * 3600_000,
   });
-  /** A JSON POST of a user that names an Idempotency-Key claims it first (./idempotency). */
-  const claimIdempotencyKey = async (
-    req: GatewayRequest,
-    meta: Record<string, unknown>,
-    params: unknown,
-  ): Promise<Claim | undefined> => {
-    const userId = (meta.user as { id?: string } | undefined)?.id;
-    if (req.method !== 'POST' || !userId) return undefined;
-    const key = readIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]);
-    if (key === undefined) return undefined;
-    const { method, path } = describeRequest(req);
-    const fingerprint = requestFingerprint(method, path, params);
-    const claim = await idempotency.claim(userId, key, fingerprint);
-    // A service that creates a record names it after this token, so even a run whose answer
-    // was lost (a gateway gone mid-request) cannot be repeated by a later retry.
-    if (claim.kind === 'first') meta.idempotencyToken = idempotencyToken(key, fingerprint);
-    return claim;
-  };
   const flows = new StreamFlows('gateway');
   const templateOf = routeTemplates(entries.map((e) => ({ ...e, method: e.http.method })));
   const measure = (req: GatewayRequest, status: number, seconds: number) => {
@@ -228,7 +202,9 @@ export function createGatewayService(
           ctx.meta.$flow = flow.meta;
           opts.stream = flow.stream;
         }
-        const claim = isStream ? undefined : await claimIdempotencyKey(req, ctx.meta, params);
+        const claim = isStream
+          ? undefined
+          : await claimForRequest(idempotency, req, ctx.meta, params);
         if (claim?.kind === 'replay') {
           const { status, headers, body } = claim.response;
           res.statusCode = status;

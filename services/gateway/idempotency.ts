@@ -8,6 +8,7 @@ import {
   toHttpError,
   unprocessable,
 } from '../../libs/errors';
+import { describeRequest, type GatewayRequest } from './http';
 
 /**
  * `Idempotency-Key` on JSON POSTs of the API: a retried request answers what the first one
@@ -81,22 +82,45 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url');
+
 /** What makes two requests "the same": method, path and parameters. */
 export function requestFingerprint(method: string, path: string, params: unknown): string {
-  return createHash('sha256')
-    .update(`${method} ${path}\n${canonicalJson(params)}`)
-    .digest('base64url');
+  return sha256(`${method} ${path}\n${canonicalJson(params)}`);
 }
 
 /** One request under one key: the same for its retries, different for any other request. */
 export function idempotencyToken(key: string, fingerprint: string): string {
-  return createHash('sha256').update(`${key}\n${fingerprint}`).digest('base64url');
+  return sha256(`${key}\n${fingerprint}`);
 }
 
 /** An error whose request surely changed nothing, so the key may be used again at once. */
 function changedNothing(err: unknown): boolean {
   const { status } = toHttpError(err);
   return status !== 500 && status !== 504;
+}
+
+/**
+ * A JSON POST of a user that names an Idempotency-Key claims it before it runs; anything else
+ * runs as it is (undefined). The first run hands services `meta.idempotencyToken`, so one that
+ * creates a record names it after the request and even a run whose answer was lost (a gateway
+ * gone mid-request) cannot be repeated by a later retry.
+ */
+export async function claimForRequest(
+  store: IdempotencyStore,
+  req: GatewayRequest,
+  meta: Record<string, unknown>,
+  params: unknown,
+): Promise<Claim | undefined> {
+  const userId = (meta.user as { id?: string } | undefined)?.id;
+  if (req.method !== 'POST' || !userId) return undefined;
+  const key = readIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]);
+  if (key === undefined) return undefined;
+  const { method, path } = describeRequest(req);
+  const fingerprint = requestFingerprint(method, path, params);
+  const claim = await store.claim(userId, key, fingerprint);
+  if (claim.kind === 'first') meta.idempotencyToken = idempotencyToken(key, fingerprint);
+  return claim;
 }
 
 export class IdempotencyStore {
@@ -127,7 +151,7 @@ export class IdempotencyStore {
   }
 
   private async tryClaim(subject: string, key: string, fingerprint: string): Promise<Claim> {
-    const redisKey = `${this.keyPrefix}${subject}:${createHash('sha256').update(key).digest('base64url')}`;
+    const redisKey = `${this.keyPrefix}${subject}:${sha256(key)}`;
     for (let attempt = 0; attempt < 3; attempt++) {
       const pending: Entry = { fingerprint };
       const taken = await this.redis.set(
