@@ -29,16 +29,16 @@ export class OpsServer extends MetricReporters.Prometheus {
    * buckets in object-key order; such histograms (ours) are written here instead.
    */
   override matchMetricName(name: string): boolean {
-    return super.matchMetricName(name) && !plainHistogram(this.registry.getMetric(name));
+    return super.matchMetricName(name) && !isPlainHistogram(this.registry.getMetric(name));
   }
 
   override generatePrometheusResponse(): string {
     const histograms = [...this.registry.store.values()]
-      .map((metric) => plainHistogram(metric))
-      .filter((metric) => metric !== undefined && super.matchMetricName(metric.name));
+      .filter(isPlainHistogram)
+      .filter((metric) => super.matchMetricName(metric.name));
     return [
       super.generatePrometheusResponse(),
-      ...histograms.map((metric) => this.histogramText(metric as PlainHistogram)),
+      ...histograms.map((metric) => this.histogramText(metric)),
     ].join('\n');
   }
 
@@ -69,9 +69,9 @@ export class OpsServer extends MetricReporters.Prometheus {
 
 type PlainHistogram = Extract<ReturnType<MetricRegistry['getMetric']>, { buckets: number[] }>;
 
-function plainHistogram(metric: unknown): PlainHistogram | undefined {
+function isPlainHistogram(metric: unknown): metric is PlainHistogram {
   const candidate = metric as Partial<PlainHistogram> | null;
-  return candidate?.type === 'histogram' && Array.isArray(candidate.buckets) && !candidate.quantiles
-    ? (candidate as PlainHistogram)
-    : undefined;
+  return (
+    candidate?.type === 'histogram' && Array.isArray(candidate.buckets) && !candidate.quantiles
+  );
 }
