@@ -133,19 +133,22 @@ export function createPackageService(config: Config): ServiceDefinition {
    */
   async function createPackage(userId: string, fields: object, idempotencyToken?: string) {
     const _id = idempotencyToken ? nameBasedId('package', userId, idempotencyToken) : undefined;
-    if (_id) {
-      const earlier = await Package().findOne({ _id, userId }).lean();
-      if (earlier) return toPackageView(earlier);
-    }
+    const earlier = async () => {
+      const found = _id ? await Package().findOne({ _id, userId }).lean() : null;
+      return found ? toPackageView(found) : undefined;
+    };
+    // A replay must not be refused by the limit its own first run filled.
+    const replayed = await earlier();
+    if (replayed) return replayed;
     await ensureRoomForAnother(userId);
     try {
       const created = await Package().create({ ...fields, userId, ...(_id ? { _id } : {}) });
       return toPackageView(created.toObject());
     } catch (err) {
-      if (!_id || !isDuplicateKey(err)) throw err;
-      const earlier = await Package().findOne({ _id, userId }).lean();
-      if (!earlier) throw err;
-      return toPackageView(earlier);
+      if (!isDuplicateKey(err)) throw err;
+      const raced = await earlier();
+      if (!raced) throw err;
+      return raced;
     }
   }
 
