@@ -1,5 +1,6 @@
 import { PACKAGE_TEXT_LIMITS } from '../../services/package/package.service';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { LARGEST_PACKAGE_TEXTS } from '../support/largest-package';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 /**
@@ -25,11 +26,8 @@ afterAll(async () => {
   await dropDatabases(iso);
 });
 
-const widest = (length: number) => '€'.repeat(length);
 const largest = {
-  packageType: widest(PACKAGE_TEXT_LIMITS.packageType),
-  name: widest(PACKAGE_TEXT_LIMITS.name),
-  description: widest(PACKAGE_TEXT_LIMITS.description),
+  ...LARGEST_PACKAGE_TEXTS,
   quantity: 10_000,
   size: 'LARGE',
   value: 99_999_999,

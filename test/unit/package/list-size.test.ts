@@ -2,22 +2,18 @@ import { loadConfig } from '../../../libs/config';
 import { PACKAGE_TEXT_LIMITS } from '../../../services/package/package.service';
 import { toPackageView } from '../../../services/package/sizes';
 import type { PackageRecord } from '../../../services/package/models';
+import { LARGEST_PACKAGE_TEXTS } from '../../support/largest-package';
 
 /** NATS refuses larger messages by default; a reply above it never arrives. */
 const NATS_MAX_PAYLOAD = 1024 * 1024;
 /** The rest of the reply packet: ids, the caller's meta, the envelope. */
 const PACKET_ALLOWANCE = 64 * 1024;
 
-/** Three bytes in UTF-8 and in JSON for one UTF-16 unit: the most plain text can take. */
-const widest = (length: number) => '€'.repeat(length);
-
 describe('the largest GET /api/packages', () => {
   const largest: PackageRecord = {
     _id: '0b6f7c1e-2d3a-4b5c-8d9e-0f1a2b3c4d5e',
     userId: '1c7e8d2f-3e4b-4c6d-9e0f-1a2b3c4d5e6f',
-    packageType: widest(PACKAGE_TEXT_LIMITS.packageType),
-    name: widest(PACKAGE_TEXT_LIMITS.name),
-    description: widest(PACKAGE_TEXT_LIMITS.description),
+    ...LARGEST_PACKAGE_TEXTS,
     image: `https://${'c'.repeat(PACKAGE_TEXT_LIMITS.image - 8)}`,
     quantity: 10_000,
     size: 'LARGE',
