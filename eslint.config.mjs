@@ -2,6 +2,27 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
+/**
+ * Services know each other only through `libs/contracts` and moleculer calls and events:
+ * a file under `services/<a>/` never imports from `services/<b>/` (nor the catalog, which
+ * knows every service). The regex refuses a relative path that climbs exactly to `services/`
+ * from a file `depth` folders below it; `libs/` never imports a service at all.
+ */
+const SERVICE_BOUNDARY =
+  'Import another service through libs/contracts (its action names, types, events and shared helpers) and call it with call(); only services/catalog.ts and services/index.ts know every service';
+
+const serviceBoundary = (depth) => ({
+  files: [`services/*/${'*/'.repeat(depth - 1)}*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [{ regex: `^${'\\.\\./'.repeat(depth)}(?!\\.\\./)`, message: SERVICE_BOUNDARY }],
+      },
+    ],
+  },
+});
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.local/', 'coverage/'] },
   js.configs.recommended,
@@ -19,6 +40,25 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       eqeqeq: ['error', 'smart'],
+    },
+  },
+  serviceBoundary(1),
+  serviceBoundary(2),
+  serviceBoundary(3),
+  {
+    files: ['libs/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)services(/|$)',
+              message: 'libs/ is shared by every service; it never imports one',
+            },
+          ],
+        },
+      ],
     },
   },
 );

@@ -2,7 +2,14 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../moleculer.config';
-import { ConfigError, describeConfig, loadConfig, type Config } from '../libs/config';
+import {
+  ConfigError,
+  describeConfig,
+  loadConfig,
+  type AppEnvironment,
+  type Config,
+} from '../libs/config';
+import { call } from '../libs/contracts';
 import { toHttpError } from '../libs/errors';
 import { toServiceSchema } from '../libs/service';
 import { createAccountService } from '../services/account/account.service';
@@ -52,7 +59,7 @@ program
   .requiredOption('--email <email>', 'e-mail, unique')
   .requiredOption('--phone <phone>', 'phone in E.164, like +2348012345678')
   .action((opts: { name: string; email: string; phone: string }) =>
-    withAccount((broker) => broker.call('account.createUser', opts)).then(print),
+    withAccount((broker) => call(broker, 'account.createUser', opts)).then(print),
   );
 
 program
@@ -60,7 +67,7 @@ program
   .description('show a user')
   .argument('<userId>', 'user id (UUID)')
   .action((userId: string) =>
-    withAccount((broker) => broker.call('account.getUser', { userId })).then(print),
+    withAccount((broker) => call(broker, 'account.getUser', { userId })).then(print),
   );
 
 program
@@ -68,7 +75,7 @@ program
   .description('list users, newest first')
   .option('--email <email>', 'only the user with this e-mail')
   .action((opts: { email?: string }) =>
-    withAccount((broker) => broker.call('account.findUsers', opts)).then(print),
+    withAccount((broker) => call(broker, 'account.findUsers', opts)).then(print),
   );
 
 program
@@ -85,9 +92,10 @@ program
       opts: { environment?: string; browser?: boolean; quotaLimit?: number; quotaWindow: number },
     ) =>
       withAccount((broker) =>
-        broker.call('account.createApiKey', {
+        call(broker, 'account.createApiKey', {
           userId,
-          ...(opts.environment ? { environment: opts.environment } : {}),
+          // Any other word is refused by the action's validator, with a message naming it.
+          ...(opts.environment ? { environment: opts.environment as AppEnvironment } : {}),
           serverOnly: !opts.browser,
           ...(opts.quotaLimit
             ? { quota: { limit: opts.quotaLimit, windowSeconds: opts.quotaWindow } }
@@ -101,7 +109,7 @@ program
   .description("list a user's API keys (never the keys themselves)")
   .argument('<userId>', 'owner (UUID)')
   .action((userId: string) =>
-    withAccount((broker) => broker.call('account.listApiKeys', { userId })).then(print),
+    withAccount((broker) => call(broker, 'account.listApiKeys', { userId })).then(print),
   );
 
 program
@@ -109,7 +117,7 @@ program
   .description('revoke an API key')
   .argument('<keyId>', 'key id (UUID)')
   .action((keyId: string) =>
-    withAccount((broker) => broker.call('account.revokeApiKey', { keyId })).then(() =>
+    withAccount((broker) => call(broker, 'account.revokeApiKey', { keyId })).then(() =>
       console.log(`revoked ${keyId}`),
     ),
   );

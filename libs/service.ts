@@ -1,5 +1,6 @@
 import type Joi from 'joi';
 import type { ActionSchema, Context, ServiceSchema } from 'moleculer';
+import type { ActionName, AnswerOf, ParamsOf } from './contracts';
 import type { FlowMeta } from './stream-flow';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -66,12 +67,29 @@ export interface ActionDefinition<P = Record<string, unknown>> extends Omit<
 > {
   params?: Joi.ObjectSchema<P>;
   http?: HttpRoute;
+  /** The contract this action implements (`libs/contracts`): `service.action`. */
+  contract?: ActionName;
   handler: (ctx: WaybillContext<P>) => unknown;
 }
 
 /** Declares one action with its params type inferred from its joi schema. */
 export function action<P>(definition: ActionDefinition<P>): ActionDefinition<P> {
   return definition;
+}
+
+/**
+ * Declares the action that implements a contract of `libs/contracts`: its params schema and
+ * its handler's answer must be the contract's, checked at compile time, and the service must
+ * register it under the contract's name, checked when the service schema is built.
+ */
+export function implement<N extends ActionName>(
+  contract: N,
+  definition: Omit<ActionDefinition<ParamsOf<N>>, 'contract' | 'params' | 'handler'> & {
+    params: Joi.ObjectSchema<ParamsOf<N>>;
+    handler: (ctx: WaybillContext<ParamsOf<N>>) => AnswerOf<N> | Promise<AnswerOf<N>>;
+  },
+): ActionDefinition<ParamsOf<N>> {
+  return { ...definition, contract };
 }
 
 export interface ServiceDefinition extends Omit<ServiceSchema, 'actions' | 'settings'> {
@@ -85,7 +103,16 @@ export interface ServiceDefinition extends Omit<ServiceSchema, 'actions' | 'sett
 /** A service's actions, for modules that contribute some of them. */
 export type ServiceActions = NonNullable<ServiceDefinition['actions']>;
 
-/** The moleculer schema of a service definition (joi params are handled by JoiValidator). */
+/**
+ * The moleculer schema of a service definition (joi params are handled by JoiValidator).
+ * Throws when an action implementing a contract is registered under another name.
+ */
 export function toServiceSchema(definition: ServiceDefinition): ServiceSchema {
+  for (const [name, action] of Object.entries(definition.actions ?? {})) {
+    const registered = `${definition.name}.${name}`;
+    if (action.contract && action.contract !== registered) {
+      throw new Error(`${registered} implements the contract of ${action.contract}`);
+    }
+  }
   return definition as unknown as ServiceSchema;
 }

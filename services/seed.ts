@@ -1,5 +1,5 @@
 import type { ServiceBroker } from 'moleculer';
-import type { UserView } from './account/views';
+import { call } from '../libs/contracts';
 
 export const DEMO_USER = {
   name: 'Demo Merchant',
@@ -12,15 +12,9 @@ export const DEMO_USER = {
  * (keys are stored hashed, so an existing key cannot be shown again).
  */
 export async function seedDemoData(broker: ServiceBroker): Promise<string[]> {
-  const found = await broker.call<UserView[], { email: string }>('account.findUsers', {
-    email: DEMO_USER.email,
-  });
-  const user =
-    found[0] ?? (await broker.call<UserView, typeof DEMO_USER>('account.createUser', DEMO_USER));
-  const keys = await broker.call<
-    { id: string; environment: string; revokedAt: string | null }[],
-    { userId: string }
-  >('account.listApiKeys', { userId: user.id });
+  const found = await call(broker, 'account.findUsers', { email: DEMO_USER.email });
+  const user = found[0] ?? (await call(broker, 'account.createUser', DEMO_USER));
+  const keys = await call(broker, 'account.listApiKeys', { userId: user.id });
   const lines = [`Demo user: ${user.email} (id ${user.id})`];
   const active = keys.find((k) => k.environment === 'staging' && !k.revokedAt);
   if (active) {
@@ -30,10 +24,10 @@ export async function seedDemoData(broker: ServiceBroker): Promise<string[]> {
     );
     return lines;
   }
-  const key = await broker.call<
-    { id: string; key: string },
-    { userId: string; environment: string }
-  >('account.createApiKey', { userId: user.id, environment: 'staging' });
+  const key = await call(broker, 'account.createApiKey', {
+    userId: user.id,
+    environment: 'staging',
+  });
   lines.push(
     `Staging API key (shown once, keep it): ${key.key}`,
     `Try: curl -H "api-key: ${key.key}" http://127.0.0.1:3000/api/me`,

@@ -1,50 +1,39 @@
 import Joi from 'joi';
 import type { Config } from '../../libs/config';
+import { broadcast } from '../../libs/contracts';
+import {
+  API_KEY_REVOKED_EVENT,
+  resolveApiKeyParams,
+  type ApiKeyView,
+  type UserView,
+} from '../../libs/contracts/account';
 import { conflict, notFound, unauthorized } from '../../libs/errors';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
-import { e164Phone, email, pageParams, personName, uuid } from '../../libs/schemas';
-import { action, type ServiceDefinition } from '../../libs/service';
+import { action, implement, type ServiceDefinition } from '../../libs/service';
 import { generateApiKey } from './api-keys';
-import { defineAccountModels } from './models';
-import { toApiKeyView, toUserView } from './views';
+import {
+  apiKeyView,
+  createApiKeyParams,
+  createUserParams,
+  createdApiKeyView,
+  findUsersParams,
+  keyIdParams,
+  listApiKeysParams,
+  userIdParams,
+  userView,
+} from './schemas';
+import { AccountStore, defineAccountModels } from './store';
+import { toApiKeyView, toCreatedApiKey, toUserView } from './views';
 
 /** Enough for rotation across environments and apps; a leak of many at once stays visible. */
 export const MAX_ACTIVE_KEYS_PER_USER = 50;
 
-/** Broadcast to every gateway when a key is revoked so caches drop it at once. */
-export const API_KEY_REVOKED_EVENT = 'account.apiKeyRevoked';
-
-const userView = Joi.object({
-  id: Joi.string().uuid(),
-  name: Joi.string(),
-  email: Joi.string(),
-  phone: Joi.string(),
-  profileId: Joi.string().uuid(),
-  createdAt: Joi.string().isoDate(),
-  updatedAt: Joi.string().isoDate(),
-});
-
-const quotaSchema = Joi.object({
-  limit: Joi.number().integer().min(1).max(1_000_000).required(),
-  windowSeconds: Joi.number().integer().min(1).max(86_400).required(),
-});
-
-const apiKeyView = Joi.object({
-  id: Joi.string().uuid(),
-  userId: Joi.string().uuid(),
-  environment: Joi.string().valid('live', 'staging'),
-  serverOnly: Joi.boolean(),
-  quota: quotaSchema.allow(null),
-  createdAt: Joi.string().isoDate(),
-  lastUsedAt: Joi.string().isoDate().allow(null),
-  revokedAt: Joi.string().isoDate().allow(null),
-});
-
 export function createAccountService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'account', defineAccountModels);
+  const store = new AccountStore(() => db.models);
 
   async function findUser(userId: string) {
-    const user = await db.models.User.findById(userId).lean();
+    const user = await store.findUser(userId);
     if (!user) throw notFound(`User ${userId} not found`);
     return user;
   }
@@ -53,7 +42,7 @@ export function createAccountService(config: Config): ServiceDefinition {
     name: 'account',
     mixins: [db.mixin()],
     actions: {
-      createUser: action({
+      createUser: implement('account.createUser', {
         http: {
           group: 'admin',
           method: 'POST',
@@ -64,16 +53,12 @@ export function createAccountService(config: Config): ServiceDefinition {
           response: userView,
           errors: { 409: 'A user with this e-mail already exists' },
         },
-        params: Joi.object({
-          name: personName().required(),
-          email: email().required(),
-          phone: e164Phone().required(),
-        }),
-        async handler(ctx) {
+        params: createUserParams,
+        async handler(ctx): Promise<UserView> {
           try {
-            const user = await db.models.User.create(ctx.params);
+            const user = await store.createUser(ctx.params);
             ctx.meta.$location = `/admin/users/${user._id}`;
-            return toUserView(user.toObject());
+            return toUserView(user);
           } catch (err) {
             if (isDuplicateKey(err)) {
               throw conflict(`A user with e-mail ${ctx.params.email} already exists`);
@@ -83,7 +68,7 @@ export function createAccountService(config: Config): ServiceDefinition {
         },
       }),
 
-      findUsers: action({
+      findUsers: implement('account.findUsers', {
         http: {
           group: 'admin',
           method: 'GET',
@@ -92,21 +77,14 @@ export function createAccountService(config: Config): ServiceDefinition {
           summary: 'List users, newest first, optionally by e-mail',
           response: Joi.array().items(userView),
         },
-        params: Joi.object({
-          email: email(),
-          limit: Joi.number().integer().min(1).max(100).default(50),
-        }),
+        params: findUsersParams,
         async handler(ctx) {
-          const filter = ctx.params.email ? { email: ctx.params.email } : {};
-          const users = await db.models.User.find(filter)
-            .sort({ createdAt: -1 })
-            .limit(ctx.params.limit)
-            .lean();
-          return users.map(toUserView);
+          const { email, limit = 50 } = ctx.params;
+          return (await store.findUsers({ email, limit })).map(toUserView);
         },
       }),
 
-      getUser: action({
+      getUser: implement('account.getUser', {
         http: {
           group: 'admin',
           method: 'GET',
@@ -115,13 +93,13 @@ export function createAccountService(config: Config): ServiceDefinition {
           summary: 'Get a user',
           response: userView,
         },
-        params: Joi.object({ userId: uuid().required() }),
+        params: userIdParams,
         async handler(ctx) {
           return toUserView(await findUser(ctx.params.userId));
         },
       }),
 
-      createApiKey: action({
+      createApiKey: implement('account.createApiKey', {
         http: {
           group: 'admin',
           method: 'POST',
@@ -131,45 +109,32 @@ export function createAccountService(config: Config): ServiceDefinition {
           summary: 'Create an API key for a user',
           description:
             'The plaintext `key` is returned only in this response; the platform keeps its SHA-256 hash.',
-          response: apiKeyView.keys({ key: Joi.string() }),
+          response: createdApiKeyView,
           errors: { 409: `The user already has ${MAX_ACTIVE_KEYS_PER_USER} active keys` },
         },
-        params: Joi.object({
-          userId: uuid().required(),
-          environment: Joi.string().valid('live', 'staging').default(config.appEnv),
-          serverOnly: Joi.boolean().default(true),
-          quota: quotaSchema.allow(null).default(null),
-        }),
+        params: createApiKeyParams(config.appEnv),
         async handler(ctx) {
-          const { userId, environment, serverOnly, quota } = ctx.params;
+          // Defaults are applied by the validator.
+          const {
+            userId,
+            environment = config.appEnv,
+            serverOnly = true,
+            quota = null,
+          } = ctx.params;
           await findUser(userId);
-          const active = await db.models.ApiKey.countDocuments({ userId, revokedAt: null });
+          const active = await store.countActiveKeys(userId);
           if (active >= MAX_ACTIVE_KEYS_PER_USER) {
             throw conflict(
               `User ${userId} already has ${active} active API keys (at most ${MAX_ACTIVE_KEYS_PER_USER}); revoke one with DELETE /admin/api-keys/:keyId first`,
             );
           }
           const { plaintext, hash } = generateApiKey(config.apiKeyPrefix, environment);
-          const key = await db.models.ApiKey.create({
-            userId,
-            hash,
-            environment,
-            serverOnly,
-            quota,
-          });
-          const view = toApiKeyView(key.toObject());
-          return {
-            id: view.id,
-            key: plaintext,
-            environment: view.environment,
-            serverOnly: view.serverOnly,
-            quota: view.quota,
-            createdAt: view.createdAt,
-          };
+          const key = await store.createKey({ userId, hash, environment, serverOnly, quota });
+          return toCreatedApiKey(key, plaintext);
         },
       }),
 
-      listApiKeys: action({
+      listApiKeys: implement('account.listApiKeys', {
         http: {
           group: 'admin',
           method: 'GET',
@@ -178,23 +143,15 @@ export function createAccountService(config: Config): ServiceDefinition {
           summary: "List a user's API keys (never the key itself), newest first, a page at a time",
           response: Joi.array().items(apiKeyView),
         },
-        params: Joi.object({
-          userId: uuid().required(),
-          ...pageParams(),
-        }),
-        async handler(ctx) {
-          const { userId, limit, offset } = ctx.params;
+        params: listApiKeysParams,
+        async handler(ctx): Promise<ApiKeyView[]> {
+          const { userId, limit = 100, offset = 0 } = ctx.params;
           await findUser(userId);
-          const keys = await db.models.ApiKey.find({ userId })
-            .sort({ createdAt: -1, _id: -1 })
-            .skip(offset)
-            .limit(limit)
-            .lean();
-          return keys.map(toApiKeyView);
+          return (await store.listKeys(userId, { limit, offset })).map(toApiKeyView);
         },
       }),
 
-      revokeApiKey: action({
+      revokeApiKey: implement('account.revokeApiKey', {
         http: {
           group: 'admin',
           method: 'DELETE',
@@ -203,18 +160,13 @@ export function createAccountService(config: Config): ServiceDefinition {
           message: 'API key revoked',
           summary: 'Revoke an API key (idempotent)',
         },
-        params: Joi.object({ keyId: uuid().required() }),
+        params: keyIdParams,
         async handler(ctx) {
           const { keyId } = ctx.params;
-          const key = await db.models.ApiKey.findById(keyId).lean();
+          const key = await store.findKey(keyId);
           if (!key) throw notFound(`API key ${keyId} not found`);
-          if (!key.revokedAt) {
-            await db.models.ApiKey.updateOne(
-              { _id: keyId, revokedAt: null },
-              { $set: { revokedAt: new Date() } },
-            );
-          }
-          await ctx.broadcast(API_KEY_REVOKED_EVENT, { keyId, hash: key.hash });
+          if (!key.revokedAt) await store.revokeKey(keyId);
+          await broadcast(ctx, API_KEY_REVOKED_EVENT, { keyId, hash: key.hash });
           return null;
         },
       }),
@@ -233,28 +185,23 @@ export function createAccountService(config: Config): ServiceDefinition {
         async handler(ctx) {
           const { user, apiKeyId } = ctx.meta;
           if (!user || !apiKeyId) throw unauthorized('API key is required');
-          const key = await db.models.ApiKey.findById(apiKeyId).lean();
+          const key = await store.findKey(apiKeyId);
           if (!key) throw unauthorized('Unknown API key; check the key or create a new one');
           return { user: toUserView(await findUser(user.id)), apiKey: toApiKeyView(key) };
         },
       }),
 
       /** Internal: the gateway looks a presented key up by its hash. */
-      resolveApiKey: action({
+      resolveApiKey: implement('account.resolveApiKey', {
         visibility: 'public',
-        params: Joi.object({ hash: Joi.string().hex().length(64).required() }),
+        params: resolveApiKeyParams,
         async handler(ctx) {
-          const key = await db.models.ApiKey.findOne({ hash: ctx.params.hash }).lean();
+          const key = await store.findKeyByHash(ctx.params.hash);
           if (!key) return null;
-          const user = await db.models.User.findById(key.userId).lean();
+          const user = await store.findUser(key.userId);
           if (!user) return null;
-          if (!key.revokedAt) {
-            // The gateway caches lookups, so this runs at most once per cache period per key.
-            await db.models.ApiKey.updateOne(
-              { _id: key._id },
-              { $set: { lastUsedAt: new Date() } },
-            );
-          }
+          // The gateway caches lookups, so this runs at most once per cache period per key.
+          if (!key.revokedAt) await store.touchKey(key._id);
           return { ...toApiKeyView(key), user: toUserView(user) };
         },
       }),

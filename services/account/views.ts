@@ -1,30 +1,5 @@
-import type { ApiKeyRecord, UserRecord } from './models';
-
-export interface UserView {
-  id: string;
-  name: string;
-  email: string;
-  phone: string;
-  profileId: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface QuotaView {
-  limit: number;
-  windowSeconds: number;
-}
-
-export interface ApiKeyView {
-  id: string;
-  userId: string;
-  environment: 'live' | 'staging';
-  serverOnly: boolean;
-  quota: QuotaView | null;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-}
+import type { ApiKeyView, CreatedApiKey, UserView } from '../../libs/contracts/account';
+import type { ApiKeyRecord, UserRecord } from './store';
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
@@ -50,5 +25,21 @@ export function toApiKeyView(key: ApiKeyRecord & { createdAt: Date }): ApiKeyVie
     createdAt: key.createdAt.toISOString(),
     lastUsedAt: iso(key.lastUsedAt),
     revokedAt: iso(key.revokedAt),
+  };
+}
+
+/** The answer to creating a key: its plaintext, once, and no hash. */
+export function toCreatedApiKey(
+  key: ApiKeyRecord & { createdAt: Date },
+  plaintext: string,
+): CreatedApiKey {
+  const view = toApiKeyView(key);
+  return {
+    id: view.id,
+    key: plaintext,
+    environment: view.environment,
+    serverOnly: view.serverOnly,
+    quota: view.quota,
+    createdAt: view.createdAt,
   };
 }

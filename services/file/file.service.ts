@@ -7,7 +7,13 @@ import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
 import { StreamFlows, receiveFlow } from '../../libs/stream-flow';
 import { contentDisposition } from './content-disposition';
-import { MAX_URL_LENGTH, fileNameOf, hostedUrl, newFileKey, parseHostedUrl } from './hosted-url';
+import {
+  MAX_URL_LENGTH,
+  fileNameOf,
+  hostedUrl,
+  newFileKey,
+  parseHostedUrl,
+} from '../../libs/contracts/file';
 import {
   BULK_MAX_FILES,
   SINGLE_FIELD,

@@ -1,17 +1,8 @@
 import type { AppEnvironment } from '../../libs/config';
 import { unauthorized } from '../../libs/errors';
-import type { AuthUser } from '../../libs/service';
-import { parseApiKey } from '../account/api-keys';
+import { parseApiKey, type ResolvedApiKey } from '../../libs/contracts/account';
 
-export interface ResolvedApiKey {
-  id: string;
-  userId: string;
-  environment: AppEnvironment;
-  serverOnly: boolean;
-  quota: { limit: number; windowSeconds: number } | null;
-  revokedAt: string | null;
-  user: AuthUser;
-}
+export type { ResolvedApiKey };
 
 export interface ApiKeyAuthOptions {
   prefix: string;

@@ -10,7 +10,7 @@ import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import type { ServiceDefinition } from '../../libs/service';
 import { StreamFlows, receiveFlow, type FlowMeta } from '../../libs/stream-flow';
 import { version } from '../../package.json';
-import { API_KEY_REVOKED_EVENT } from '../account/account.service';
+import { API_KEY_REVOKED_EVENT } from '../../libs/contracts/account';
 import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
 import { accessLog, adminGuard, apiKeyGuard } from './edge';
 import { clientRequestId, describeRequest, sendJson, type GatewayRequest } from './http';

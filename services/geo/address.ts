@@ -1,7 +1,11 @@
 import { cellToLatLng, latLngToCell } from 'h3-js';
-import Joi from 'joi';
 import { badRequest } from '../../libs/errors';
-import { e164Phone, email, uuid } from '../../libs/schemas';
+import {
+  PRESERVED_NUMBERS,
+  PRESERVED_STRINGS,
+  type AddressInput,
+  type ResolvedAddress,
+} from '../../libs/contracts/geo';
 import {
   findCity,
   findCountry,
@@ -14,111 +18,9 @@ import {
 } from './gazetteer';
 import type { TextGeocoder } from './external-geocoder';
 import { decodePhrase, encodePhrase, isPhrase } from './phrase';
-import { compact } from './places';
+import { compact } from './views';
 
 export const H3_RESOLUTION = 9;
-
-/** Fields of a resolved address that we never compute but keep when a client sends them. */
-const PRESERVED_STRINGS = [
-  'addressLine2',
-  'label',
-  'zoneOrDistrict',
-  'region',
-  'regionName',
-  'subregion',
-  'zipCode',
-  'timezone',
-  'adminUnitId',
-  'adminUnitName',
-  'adminUnitType',
-  'adminUnitParentId',
-  'admin3Id',
-  'admin3Name',
-  'operationalRegionId',
-] as const;
-const PRESERVED_NUMBERS = ['swLat', 'swLon', 'neLat', 'neLon'] as const;
-
-/** Fields we compute; a full object from a previous response may carry them, they are redone. */
-const COMPUTED_FIELDS = [
-  'country',
-  'countryCode',
-  'countryCodeAlpha3',
-  'state',
-  'lgaOrCity',
-  'regionalZone',
-  'continentCode',
-  'continentName',
-  'admin1Id',
-  'admin1Name',
-  'admin2Id',
-  'admin2Name',
-  'h3Index',
-  'resolution',
-  'note',
-  'centerLat',
-  'centerLon',
-  'createdAt',
-  'updatedAt',
-  'deletedAt',
-] as const;
-
-const latitude = () => Joi.number().min(-90).max(90);
-const longitude = () => Joi.number().min(-180).max(180);
-const text = (max: number) => Joi.string().trim().min(1).max(max);
-
-const addressObject = Joi.object({
-  id: uuid(),
-  address: text(300),
-  addressLine1: text(300),
-  lat: latitude(),
-  lon: longitude(),
-  mapPlaceId: text(200),
-  phrase: text(100),
-  floor: text(60),
-  contactName: text(120),
-  contactPhone: e164Phone(),
-  contactEmail: email(),
-  additionalNote: text(500),
-  ...Object.fromEntries(PRESERVED_STRINGS.map((f) => [f, Joi.string().trim().max(200)])),
-  ...Object.fromEntries(PRESERVED_NUMBERS.map((f) => [f, Joi.number()])),
-  ...Object.fromEntries(COMPUTED_FIELDS.map((f) => [f, Joi.any()])),
-})
-  .and('lat', 'lon')
-  .or('id', 'address', 'addressLine1', 'lat', 'mapPlaceId', 'phrase')
-  .messages({
-    'object.missing':
-      '{{#label}} needs an address, lat and lon, a mapPlaceId, a phrase or a saved address id',
-  });
-
-/** An address input: a plain string, a minimal object, or a full resolved object. */
-export const addressInput = () => Joi.alternatives().try(text(300), addressObject);
-
-export type AddressInput =
-  | string
-  | (Partial<Record<string, string | number>> & {
-      id?: string;
-      address?: string;
-      addressLine1?: string;
-      lat?: number;
-      lon?: number;
-      mapPlaceId?: string;
-      phrase?: string;
-      floor?: string;
-      contactName?: string;
-      contactPhone?: string;
-      contactEmail?: string;
-      additionalNote?: string;
-    });
-
-export interface ResolvedAddress {
-  [field: string]: string | number | undefined;
-  country: string;
-  lat: number;
-  lon: number;
-  h3Index: string;
-  phrase: string;
-  resolution: number;
-}
 
 /** Loads a saved address (owned by the order service); null when there is none. */
 export type SavedAddressLookup = (id: string) => Promise<ResolvedAddress | null>;

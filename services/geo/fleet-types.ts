@@ -1,5 +1,4 @@
-import { formatKg } from '../../libs/money';
-import type { FleetTypeRecord } from './models';
+import type { FleetTypeRecord } from './store';
 
 export interface FleetTypeSeed {
   code: string;
@@ -43,45 +42,6 @@ export const DEFAULT_FLEET_TYPES: readonly FleetTypeSeed[] = [
     averageSpeedKmh: 30,
   },
 ];
-
-/** The public item of `GET /api/fleet-types`. */
-export interface FleetTypeItem {
-  id: string;
-  name: string;
-  icon: string | null;
-  description: string | null;
-}
-
-/** What operators and other services see. */
-export interface FleetTypeDetail extends FleetTypeItem {
-  code: string;
-  maxWeight: string;
-  averageSpeedKmh: number;
-  active: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export function toFleetTypeItem(record: FleetTypeRecord): FleetTypeItem {
-  return {
-    id: record._id,
-    name: record.name,
-    icon: record.icon ?? null,
-    description: record.description ?? null,
-  };
-}
-
-export function toFleetTypeDetail(record: FleetTypeRecord): FleetTypeDetail {
-  return {
-    ...toFleetTypeItem(record),
-    code: record.code,
-    maxWeight: formatKg(record.maxWeightGrams),
-    averageSpeedKmh: record.averageSpeedKmh,
-    active: record.active,
-    createdAt: record.createdAt.toISOString(),
-    updatedAt: record.updatedAt.toISOString(),
-  };
-}
 
 /** Smallest first, so "the first compatible fleet type" is the cheapest vehicle that fits. */
 export function byCapacity(a: FleetTypeRecord, b: FleetTypeRecord): number {

@@ -1,12 +1,4 @@
-/** From the nearest to the farthest; pricing tiers are keyed by these names. */
-export const ROUTE_TYPES = [
-  'INTER_CITY',
-  'INTER_STATE',
-  'INTER_REGION',
-  'INTER_COUNTRY',
-  'INTER_CONTINENT',
-] as const;
-export type RouteType = (typeof ROUTE_TYPES)[number];
+import type { RouteType } from '../../libs/contracts/geo';
 
 /** What route classification needs to know about one end of a trip. */
 export interface RoutePlace {

@@ -1,8 +1,8 @@
 import type { Config } from '../../libs/config';
-import type { ResolvedAddress } from './address';
+import type { ResolvedAddress, RouteType } from '../../libs/contracts/geo';
 import { etaSeconds, haversineKm, roundDistanceKm } from './distance';
 import { createOsrmClient, resolveRoadDistance, type OsrmClient } from './osrm';
-import { classifyRoute, type RouteType } from './route-type';
+import { classifyRoute } from './route-type';
 
 export interface RouteSummary {
   distance: { distanceKm: number; etaSeconds: number };

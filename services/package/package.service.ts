@@ -1,46 +1,19 @@
 import Joi from 'joi';
 import type { Config } from '../../libs/config';
+import {
+  INVALID_SELECTION,
+  assignParams,
+  releaseParams,
+  resolveSelectionParams,
+} from '../../libs/contracts/package';
 import { badRequest, notFound, unauthorized, type FieldError } from '../../libs/errors';
-import { formatKg, formatNaira, nairaToKobo } from '../../libs/money';
-import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import { nameBasedId } from '../../libs/ids';
-import { plainText, uuid } from '../../libs/schemas';
-import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
-import { DELETED, definePackageModels } from './models';
-import { PACKAGE_SIZES, packageWeightGrams, toPackageView, type PackageSize } from './sizes';
-
-export const INVALID_SELECTION = 'Invalid packages selection';
-
-/**
- * Longest texts of a package, in UTF-16 units as joi counts them. Our own file URLs are about
- * 100 characters. With PACKAGE_MAX_OPEN they bound the size of `GET /api/packages`.
- */
-export const PACKAGE_TEXT_LIMITS = { packageType: 60, name: 120, description: 128, image: 512 };
-
-const packageView = Joi.object({
-  id: Joi.string().uuid(),
-  userId: Joi.string().uuid(),
-  p2pDeliveryId: Joi.string().uuid().allow(null),
-  errandDeliveryId: Joi.string().uuid().allow(null),
-  errandStoreId: Joi.string().uuid().allow(null),
-  productId: Joi.string().uuid().allow(null),
-  variantCombinationId: Joi.string().uuid().allow(null),
-  packageType: Joi.string(),
-  name: Joi.string(),
-  image: Joi.string().uri().allow(null),
-  description: Joi.string().allow(null),
-  quantity: Joi.number().integer(),
-  weight: Joi.string().description('kg, five decimals: size weight × quantity'),
-  value: Joi.string().description('NGN, two decimals: total value'),
-  size: Joi.string().valid(...PACKAGE_SIZES),
-  type: Joi.string().valid('PACKAGE_ITEM'),
-  selectedOptions: Joi.array(),
-  createdAt: Joi.string().isoDate(),
-  updatedAt: Joi.string().isoDate(),
-  deletedAt: Joi.string().isoDate().allow(null),
-});
-
-const packageIds = () => Joi.array().items(uuid()).min(1).max(50).unique().required();
+import { nairaToKobo } from '../../libs/money';
+import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
+import { action, implement, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+import { packageIdParams, packageView, saveParams, type SaveParams } from './schemas';
+import { DELETED, PackageStore, definePackageModels, type PackageRecord } from './store';
+import { toPackageView, toSelection } from './views';
 
 function requireUser(ctx: WaybillContext<unknown>): string {
   const id = ctx.meta.user?.id;
@@ -48,65 +21,13 @@ function requireUser(ctx: WaybillContext<unknown>): string {
   return id;
 }
 
-/** An https URL on our CDN host, under its base path, without tricks in the path. */
-export function isHostedUrl(value: string, cdnBaseUrl: string): boolean {
-  let url: URL;
-  let base: URL;
-  try {
-    url = new URL(value);
-    base = new URL(cdnBaseUrl);
-  } catch {
-    return false;
-  }
-  const basePath = base.pathname.replace(/\/+$/, '');
-  return (
-    url.protocol === 'https:' &&
-    url.host === base.host &&
-    !url.username &&
-    !url.password &&
-    !url.search &&
-    !url.hash &&
-    url.pathname.startsWith(`${basePath}/`) &&
-    !/(^|\/)\.\.?(\/|$)|%2e|%2f|%5c|\\|\/\//i.test(value.slice(base.origin.length))
-  );
-}
-
 export function createPackageService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'package', definePackageModels);
-  const Package = () => db.models.Package;
-  const Claim = () => db.models.Claim;
-
-  /**
-   * Takes the package for `holder`. Returns 'taken', 'already' when the holder has it, or
-   * the other holder's name when someone else does.
-   */
-  async function claim(packageId: string, userId: string, holder: string) {
-    try {
-      await Claim().create({ _id: packageId, holder, userId });
-      return 'taken' as const;
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
-      const current = await Claim().findById(packageId).lean();
-      return current?.holder === holder ? ('already' as const) : (current?.holder ?? DELETED);
-    }
-  }
-
-  const image = Joi.string()
-    .trim()
-    .max(PACKAGE_TEXT_LIMITS.image)
-    .custom((value: string, helpers) =>
-      isHostedUrl(value, config.cdnBaseUrl) ? value : helpers.error('any.invalid'),
-    )
-    .messages({
-      'any.invalid': `{{#label}} must be an https URL of an uploaded file (${config.cdnBaseUrl}/...); upload it with POST /file/single-upload`,
-    });
-
-  const onCreate = (schema: Joi.Schema) =>
-    schema.when('packageId', { is: Joi.exist(), otherwise: Joi.required() });
+  const store = new PackageStore(() => db.models);
 
   /** Why an edit or a delete found nothing to change: 404 for missing/foreign/deleted. */
   async function explainUnchanged(userId: string, packageId: string, verb: string) {
-    const found = await Package().findOne({ _id: packageId, userId, deletedAt: null }).lean();
+    const found = await store.findLive(userId, packageId);
     if (!found) return notFound(`Package ${packageId} not found`);
     return badRequest(
       `Package ${packageId} is assigned to a delivery and can no longer be ${verb}`,
@@ -119,7 +40,7 @@ export function createPackageService(config: Config): ServiceDefinition {
    * pass the limit by at most their number; nothing but list size depends on it.
    */
   async function ensureRoomForAnother(userId: string) {
-    const open = await Package().countDocuments({ userId, deletedAt: null, p2pDeliveryId: null });
+    const open = await store.countOpen(userId);
     if (open >= config.packageMaxOpen) {
       throw badRequest(
         `You already keep ${open} saved packages that no delivery has taken (at most ${config.packageMaxOpen}); delete some with DELETE /api/package/:packageId or use them in a delivery`,
@@ -134,7 +55,7 @@ export function createPackageService(config: Config): ServiceDefinition {
   async function createPackage(userId: string, fields: object, idempotencyToken?: string) {
     const _id = idempotencyToken ? nameBasedId('package', userId, idempotencyToken) : undefined;
     const earlier = async () => {
-      const found = _id ? await Package().findOne({ _id, userId }).lean() : null;
+      const found = _id ? await store.findOwn(userId, _id) : null;
       return found ? toPackageView(found) : undefined;
     };
     // A replay must not be refused by the limit its own first run filled.
@@ -142,8 +63,7 @@ export function createPackageService(config: Config): ServiceDefinition {
     if (replayed) return replayed;
     await ensureRoomForAnother(userId);
     try {
-      const created = await Package().create({ ...fields, userId, ...(_id ? { _id } : {}) });
-      return toPackageView(created.toObject());
+      return toPackageView(await store.insert({ ...fields, userId, ...(_id ? { _id } : {}) }));
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
       const raced = await earlier();
@@ -152,12 +72,19 @@ export function createPackageService(config: Config): ServiceDefinition {
     }
   }
 
+  async function editPackage(userId: string, packageId: string, changes: object) {
+    // Edits check the claim too; a delivery claims before it marks the package.
+    if (await store.isClaimed(packageId)) {
+      throw await explainUnchanged(userId, packageId, 'edited');
+    }
+    const updated = await store.updateOpen(userId, packageId, changes);
+    if (!updated) throw await explainUnchanged(userId, packageId, 'edited');
+    return toPackageView(updated);
+  }
+
   /** The caller's packages by id, each usable (not deleted, not assigned); 400 otherwise. */
-  async function usablePackages(userId: string, ids: string[]) {
-    const found = await Package()
-      .find({ _id: { $in: ids }, userId, deletedAt: null, p2pDeliveryId: null })
-      .lean();
-    const byId = new Map(found.map((p) => [p._id, p]));
+  async function usablePackages(userId: string, ids: string[]): Promise<PackageRecord[]> {
+    const byId = new Map((await store.findOpen(userId, ids)).map((p) => [p._id, p]));
     const errors: FieldError[] = ids
       .map((id, i) => ({ id, i }))
       .filter(({ id }) => !byId.has(id))
@@ -166,7 +93,7 @@ export function createPackageService(config: Config): ServiceDefinition {
         message: `package ${id} is not one of your packages available for delivery`,
       }));
     if (errors.length > 0) throw badRequest(INVALID_SELECTION, errors);
-    return ids.map((id) => byId.get(id) as (typeof found)[number]);
+    return ids.map((id) => byId.get(id) as PackageRecord);
   }
 
   return {
@@ -182,43 +109,15 @@ export function createPackageService(config: Config): ServiceDefinition {
           message: 'Package saved',
           summary: 'Create a package, or edit one with `packageId`',
           description:
-            'Without `packageId` every required field is needed; with it only the fields to change. `weight` is derived from `size` × `quantity` and cannot be sent. `value` is the total value in NGN.',
+            'Without `packageId` every required field is needed; with it only the fields to change. `weight` is derived from `size` × `quantity` and cannot be sent. `value` is the total value in NGN. `image` must be the URL of a file uploaded with `POST /file/single-upload`.',
           response: packageView,
           errors: {
             400: 'Invalid input; a package taken by a delivery; or PACKAGE_MAX_OPEN untaken packages already saved',
             404: 'No such package of yours',
           },
         },
-        params: Joi.object({
-          packageId: uuid(),
-          packageType: onCreate(plainText(PACKAGE_TEXT_LIMITS.packageType).min(1)),
-          name: onCreate(plainText(PACKAGE_TEXT_LIMITS.name).min(1)),
-          image: image.allow(null),
-          description: plainText(PACKAGE_TEXT_LIMITS.description).allow(null, ''),
-          quantity: onCreate(Joi.number().integer().min(1).max(10_000)),
-          size: onCreate(
-            Joi.string()
-              .uppercase()
-              .valid(...PACKAGE_SIZES),
-          ),
-          value: onCreate(Joi.number().min(0).max(1e11).precision(2)),
-          weight: Joi.any().forbidden().messages({
-            'any.unknown': 'weight is derived from size and quantity; do not send it',
-          }),
-        })
-          .when(Joi.object({ packageId: Joi.exist() }).unknown(), {
-            then: Joi.object().or(
-              'packageType',
-              'name',
-              'image',
-              'description',
-              'quantity',
-              'size',
-              'value',
-            ),
-          })
-          .messages({ 'object.missing': 'send at least one field to change' }),
-        async handler(ctx) {
+        params: saveParams(config.cdnBaseUrl),
+        async handler(ctx: WaybillContext<SaveParams>) {
           const userId = requireUser(ctx);
           const { packageId, value, description, ...fields } = ctx.params;
           const changes = {
@@ -226,20 +125,8 @@ export function createPackageService(config: Config): ServiceDefinition {
             ...(value === undefined ? {} : { valueKobo: nairaToKobo(value) }),
             ...(description === undefined ? {} : { description: description || null }),
           };
-          if (!packageId) return createPackage(userId, changes, ctx.meta.idempotencyToken);
-          // Edits check the claim too; a delivery claims before it marks the package.
-          if (await Claim().exists({ _id: packageId })) {
-            throw await explainUnchanged(userId, packageId, 'edited');
-          }
-          const updated = await Package()
-            .findOneAndUpdate(
-              { _id: packageId, userId, deletedAt: null, p2pDeliveryId: null },
-              { $set: changes },
-              { new: true },
-            )
-            .lean();
-          if (!updated) throw await explainUnchanged(userId, packageId, 'edited');
-          return toPackageView(updated);
+          if (packageId) return editPackage(userId, packageId, changes);
+          return createPackage(userId, changes, ctx.meta.idempotencyToken);
         },
       }),
 
@@ -253,18 +140,19 @@ export function createPackageService(config: Config): ServiceDefinition {
           summary: 'Delete a package that no delivery has taken',
           errors: { 404: 'No such package of yours' },
         },
-        params: Joi.object({ packageId: uuid().required() }),
+        params: packageIdParams,
         async handler(ctx) {
           const userId = requireUser(ctx);
           const { packageId } = ctx.params;
-          const found = await Package().exists({ _id: packageId, userId, deletedAt: null });
-          if (!found) throw notFound(`Package ${packageId} not found`);
-          const outcome = await claim(packageId, userId, DELETED);
+          if (!(await store.isLive(userId, packageId))) {
+            throw notFound(`Package ${packageId} not found`);
+          }
+          const outcome = await store.claim(packageId, userId, DELETED);
           if (outcome === 'already' || outcome === DELETED) {
             throw notFound(`Package ${packageId} not found`);
           }
           if (outcome !== 'taken') throw await explainUnchanged(userId, packageId, 'deleted');
-          await Package().updateOne({ _id: packageId }, { $set: { deletedAt: new Date() } });
+          await store.markDeleted(packageId);
           return null;
         },
       }),
@@ -280,85 +168,57 @@ export function createPackageService(config: Config): ServiceDefinition {
         },
         params: Joi.object({}),
         async handler(ctx) {
-          const userId = requireUser(ctx);
-          const found = await Package()
-            .find({ userId, deletedAt: null, p2pDeliveryId: null })
-            .sort({ createdAt: -1 })
-            .lean();
-          return found.map(toPackageView);
+          return (await store.listOpen(requireUser(ctx))).map(toPackageView);
         },
       }),
 
       /** Internal: weight and value totals of a user's selection; 400 if any is unusable. */
-      resolveSelection: action({
+      resolveSelection: implement('package.resolveSelection', {
         visibility: 'public',
-        params: Joi.object({ userId: uuid().required(), packageIds: packageIds() }),
+        params: resolveSelectionParams,
         async handler(ctx) {
-          const packages = await usablePackages(ctx.params.userId, ctx.params.packageIds);
-          const totalWeightGrams = packages.reduce(
-            (sum, p) => sum + packageWeightGrams(p.size as PackageSize, p.quantity),
-            0,
-          );
-          const totalValueKobo = packages.reduce((sum, p) => sum + p.valueKobo, 0);
-          return {
-            packages: packages.map(toPackageView),
-            totalWeightGrams,
-            totalValueKobo,
-            totalWeight: formatKg(totalWeightGrams),
-            totalValue: formatNaira(totalValueKobo),
-          };
+          return toSelection(await usablePackages(ctx.params.userId, ctx.params.packageIds));
         },
       }),
 
       /**
-       * Internal: gives the packages to a delivery, each with one conditional update, so two
+       * Internal: gives the packages to a delivery, each by inserting its claim, so two
        * deliveries can never both take a package. Repeating the call is harmless; if any
        * package cannot be taken, the ones this call took are given back and it fails.
        */
-      assign: action({
+      assign: implement('package.assign', {
         visibility: 'public',
-        params: Joi.object({
-          userId: uuid().required(),
-          deliveryId: uuid().required(),
-          packageIds: packageIds(),
-        }),
+        params: assignParams,
         async handler(ctx) {
-          const { userId, deliveryId, packageIds: ids } = ctx.params;
+          const { userId, deliveryId, packageIds } = ctx.params;
           const taken: string[] = [];
           const refused: FieldError[] = [];
-          for (const [i, id] of ids.entries()) {
-            const usable = await Package().exists({ _id: id, userId, deletedAt: null });
-            const outcome = usable ? await claim(id, userId, deliveryId) : DELETED;
+          for (const [i, id] of packageIds.entries()) {
+            const usable = await store.isLive(userId, id);
+            const outcome = usable ? await store.claim(id, userId, deliveryId) : DELETED;
             if (outcome === 'taken') taken.push(id);
             else if (outcome !== 'already') {
               refused.push({ field: `packagesId.${i}`, message: `package ${id} is not available` });
             }
           }
           if (refused.length > 0) {
-            await Claim().deleteMany({ _id: { $in: taken }, holder: deliveryId });
+            await store.dropClaims(taken, deliveryId);
             throw badRequest(INVALID_SELECTION, refused);
           }
-          await Package().updateMany(
-            { _id: { $in: ids } },
-            { $set: { p2pDeliveryId: deliveryId } },
-          );
-          return { deliveryId, packageIds: ids };
+          await store.markTaken(packageIds, deliveryId);
+          return { deliveryId, packageIds };
         },
       }),
 
       /** Internal: gives a delivery's packages back (cancellation, failed payment). */
-      release: action({
+      release: implement('package.release', {
         visibility: 'public',
-        params: Joi.object({ deliveryId: uuid().required() }),
+        params: releaseParams,
         async handler(ctx) {
           const { deliveryId } = ctx.params;
-          const claims = await Claim().find({ holder: deliveryId }).lean();
-          const ids = claims.map((c) => c._id);
-          await Package().updateMany(
-            { _id: { $in: ids }, p2pDeliveryId: deliveryId },
-            { $set: { p2pDeliveryId: null } },
-          );
-          await Claim().deleteMany({ _id: { $in: ids }, holder: deliveryId });
+          const ids = await store.claimedBy(deliveryId);
+          await store.markReturned(ids, deliveryId);
+          await store.dropClaims(ids, deliveryId);
           return { released: ids.length };
         },
       }),

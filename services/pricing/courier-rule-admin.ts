@@ -4,7 +4,7 @@ import type { ServiceDatabase } from '../../libs/mongo';
 import { pageParams, uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
-import type { CourierRuleRecord, PricingModels } from './models';
+import type { CourierRuleRecord, PricingModels } from './store';
 import { findArea } from './places';
 
 type Db = ServiceDatabase<PricingModels>;

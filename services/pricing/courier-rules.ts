@@ -1,4 +1,4 @@
-import { foldName } from '../geo/gazetteer/normalize';
+import { foldName } from '../../libs/text';
 
 /**
  * Courier pricing rules: a courier's own price for trips between two areas. An area is a

@@ -1,14 +1,12 @@
 import { kgToGrams } from '../../libs/money';
 
-/** A fleet type as geo describes it (`geo.listFleetTypes`, `geo.getFleetType`). */
-export interface FleetOption {
-  id: string;
-  code: string;
-  name: string;
-  icon: string | null;
-  maxWeight: string;
-  active: boolean;
-}
+import type { FleetTypeDetail } from '../../libs/contracts/geo';
+
+/** What fleet choice reads of a fleet type as geo describes it (`geo.listFleetTypes`). */
+export type FleetOption = Pick<
+  FleetTypeDetail,
+  'id' | 'code' | 'name' | 'icon' | 'maxWeight' | 'active'
+>;
 
 export const canCarry = (fleet: FleetOption, weightGrams: number) =>
   fleet.active && kgToGrams(fleet.maxWeight) >= weightGrams;

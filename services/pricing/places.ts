@@ -1,5 +1,6 @@
+import { call } from '../../libs/contracts';
+import type { Area } from '../../libs/contracts/geo';
 import type { WaybillContext } from '../../libs/service';
-import type { Area as GeoArea } from '../geo/gazetteer/areas';
 
 /**
  * A place an operator names (a tier, a courier rule) checked by geo and spelled as resolved
@@ -8,8 +9,8 @@ import type { Area as GeoArea } from '../geo/gazetteer/areas';
 export function findArea(
   ctx: WaybillContext<unknown>,
   place: { countryCode: string; state?: string; lgaOrCity?: string },
-): Promise<GeoArea> {
-  return ctx.call('geo.findArea', {
+): Promise<Area> {
+  return call(ctx, 'geo.findArea', {
     countryCode: place.countryCode,
     ...(place.state ? { state: place.state } : {}),
     ...(place.lgaOrCity ? { lgaOrCity: place.lgaOrCity } : {}),

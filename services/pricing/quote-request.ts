@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { badRequest, type FieldError } from '../../libs/errors';
 import { uuid } from '../../libs/schemas';
-import { addressInput, type AddressInput } from '../geo/address';
+import { addressInput, type AddressInput } from '../../libs/contracts/geo';
 import { FEE_PAYERS, type FeePayer } from './fee-blocks';
 import { URGENCY_TYPES, type UrgencyType } from './fees';
 import { formatSlot, isCalendarDate, parseSlot, type Slot } from './schedule';

@@ -1,5 +1,5 @@
-import { foldName } from '../geo/gazetteer/normalize';
-import { ROUTE_TYPES, type RouteType } from '../geo/route-type';
+import { foldName } from '../../libs/text';
+import { ROUTE_TYPES, type RouteType } from '../../libs/contracts/geo';
 
 /**
  * A tariff: every rate the fee engine needs. Money is integer kobo (fields end in `Kobo`),

@@ -1,9 +1,11 @@
+import { broadcast } from '../../libs/contracts';
+import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import Joi from 'joi';
 import { badRequest, conflict, notFound, validationError } from '../../libs/errors';
 import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
 import { uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
-import type { PricingModels, TierRevisionRecord } from './models';
+import type { PricingModels, TierRevisionRecord } from './store';
 import { findArea } from './places';
 import {
   TIER_LEVELS,
@@ -16,8 +18,6 @@ import {
 import type { TariffBook } from './tariff-book';
 import { completeTariffSchema, tariffOverrideSchema, tariffProblems } from './tariff-schema';
 import { readBook, scopeFields, scopeOf } from './tier-store';
-
-export const TARIFF_CHANGED_EVENT = 'pricing.tariffChanged';
 
 type Db = ServiceDatabase<PricingModels>;
 
@@ -109,7 +109,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
 
   async function announce(ctx: WaybillContext<unknown>) {
     await hooks.reload();
-    await ctx.broadcast(TARIFF_CHANGED_EVENT, {});
+    await broadcast(ctx, TARIFF_CHANGED_EVENT, {});
   }
 
   async function insertRevision(

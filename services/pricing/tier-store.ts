@@ -1,5 +1,5 @@
 import { isDuplicateKey } from '../../libs/mongo';
-import type { PricingModels, TierRevisionRecord } from './models';
+import type { PricingModels, TierRevisionRecord } from './store';
 import { nigeriaTierSeeds } from './nigeria-tariff';
 import { levelOf, scopeKey, type Tariff, type TariffOverride, type TierScope } from './tariff';
 import { TariffBook, type TierRevision } from './tariff-book';

@@ -2,11 +2,8 @@ import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../../moleculer.config';
 import { loadConfig } from '../../libs/config';
 import { toServiceSchema } from '../../libs/service';
-import {
-  API_KEY_REVOKED_EVENT,
-  createAccountService,
-} from '../../services/account/account.service';
-import { hashApiKey } from '../../services/account/api-keys';
+import { API_KEY_REVOKED_EVENT, hashApiKey } from '../../libs/contracts/account';
+import { createAccountService } from '../../services/account/account.service';
 import { dropDatabases, isolation } from '../support/stack';
 
 /** The account service on a broker in this process, against the real MongoDB-compatible server. */

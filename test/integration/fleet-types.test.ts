@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ServiceBroker } from 'moleculer';
 import { loadConfig } from '../../libs/config';
 import { createBrokerOptions } from '../../moleculer.config';
-import { FLEET_TYPES_CHANGED_EVENT } from '../../services/geo/geo.service';
+import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 

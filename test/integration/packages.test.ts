@@ -22,7 +22,7 @@ const shoes = {
   quantity: 2,
   size: 'medium',
   value: 45000.5,
-  image: `${CDN}/uploads/u1/3f1c2a9e-7a0b-4c1d-9e2f-0a1b2c3d4e5f.jpg`,
+  image: `${CDN}/uploads/9b2d4f6a-1c3e-4a5b-8c7d-0e1f2a3b4c5d/3f1c2a9e-7a0b-4c1d-9e2f-0a1b2c3d4e5f.jpg`,
 };
 
 describe('POST /api/package', () => {
@@ -83,6 +83,9 @@ describe('POST /api/package', () => {
       'image',
     ],
     ['a traversal in the image', { ...shoes, image: `${CDN}/uploads/../secret` }, 'image'],
+    // The file service could never serve these: the rule is its own (libs/contracts/file).
+    ['an image that names no uploaded file', { ...shoes, image: `${CDN}/foo.jpg` }, 'image'],
+    ['an image with a query string', { ...shoes, image: `${shoes.image}?download=1` }, 'image'],
     [
       'an image URL over 512 characters',
       { ...shoes, image: `${CDN}/${'a'.repeat(500)}.jpg` },
@@ -96,6 +99,14 @@ describe('POST /api/package', () => {
     expectErrorEnvelope(reply, 400);
     const fields = reply.body.errors.map((e: { field: string }) => e.field);
     expect(field === 'body' ? fields.length : fields).toEqual(field === 'body' ? 1 : [field]);
+  });
+
+  it('says why an image URL is not an uploaded file, and how to make one', async () => {
+    const reply = await save(stack.alice, { ...shoes, image: `${CDN}/foo.jpg` });
+    expectErrorEnvelope(reply, 400);
+    expect(reply.body.errors[0].message).toMatch(
+      /uploaded file .*not a hosted file path .*POST \/file\/single-upload/,
+    );
   });
 
   it("treats another user's package as missing", async () => {

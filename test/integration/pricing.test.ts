@@ -2,7 +2,7 @@ import { computeFees, toCosts } from '../../services/pricing/fees';
 import { localNow } from '../../services/pricing/schedule';
 import type { Tariff } from '../../services/pricing/tariff';
 import { MODE_NEEDS_USER } from '../../services/pricing/quote-request';
-import { modeAResponse, modeBResponse } from '../../services/pricing/quote-views';
+import { modeAResponse, modeBResponse } from '../../services/pricing/schemas';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 

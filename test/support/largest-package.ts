@@ -1,4 +1,4 @@
-import { PACKAGE_TEXT_LIMITS } from '../../services/package/package.service';
+import { PACKAGE_TEXT_LIMITS } from '../../services/package/schemas';
 
 /** Three bytes in UTF-8 and in JSON for one UTF-16 unit: the most plain text can take. */
 const widest = (length: number) => '€'.repeat(length);

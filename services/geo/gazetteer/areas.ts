@@ -1,15 +1,8 @@
+import type { Area } from '../../../libs/contracts/geo';
 import { allowedTypos, boundedDistance } from './fuzzy';
 import { gazetteer } from './load';
-import { foldName } from './normalize';
+import { foldName } from '../../../libs/text';
 import { searchStates } from './search';
-
-/** A place named by an operator (a pricing tier, a courier rule), spelled as addresses are. */
-export interface Area {
-  countryCode: string;
-  country: string;
-  state?: string;
-  lgaOrCity?: string;
-}
 
 export type AreaLookup = { area: Area } | { problem: string };
 

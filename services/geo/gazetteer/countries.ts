@@ -3,7 +3,7 @@ import * as isoCountries from 'i18n-iso-countries';
 import english from 'i18n-iso-countries/langs/en.json';
 import type { Point } from './geometry';
 import { NIGERIA } from './nigeria';
-import { compareText, foldName } from './normalize';
+import { compareText, foldName } from '../../../libs/text';
 import type { Country } from './types';
 
 isoCountries.registerLocale(english);

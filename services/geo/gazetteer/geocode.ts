@@ -1,7 +1,7 @@
 import { CITY_TIER } from './importance';
 import { gazetteer, type Gazetteer } from './load';
 import { NIGERIA } from './nigeria';
-import { foldName } from './normalize';
+import { foldName } from '../../../libs/text';
 import type { GeocodeResult } from './types';
 
 /** Longest place name tried, in words ("Abuja Federal Capital Territory"). */

@@ -1,6 +1,6 @@
 import type { CountryRecord } from './countries';
 import { MAJOR_NIGERIAN_CITIES, NIGERIA, NIGERIAN_STATES } from './nigeria';
-import { compareText, foldName } from './normalize';
+import { compareText, foldName } from '../../../libs/text';
 import type { SourceCities } from './sources';
 
 /**

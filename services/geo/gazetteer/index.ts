@@ -3,12 +3,12 @@
  * with Nigeria curated. Pure and in memory; built once per process on first use.
  * Sources, licences and the rules behind ids and ranking: docs/geo-data.md.
  */
-export { findArea, type Area, type AreaLookup } from './areas';
+export { findArea, type AreaLookup } from './areas';
 export { geocodeText } from './geocode';
 export { buildGazetteer, gazetteer, warmGazetteer, type Gazetteer } from './load';
 export { nearestCities, nearestCity } from './nearest';
 export { GEOPOLITICAL_ZONES, NIGERIA, type GeopoliticalZone } from './nigeria';
-export { foldName } from './normalize';
+export { foldName } from '../../../libs/text';
 export {
   DEFAULT_SEARCH_LIMIT,
   LIST_LIMITS,

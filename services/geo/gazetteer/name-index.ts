@@ -1,5 +1,5 @@
 import { allowedTypos, scanWithinTypos } from './fuzzy';
-import { foldName } from './normalize';
+import { foldName } from '../../../libs/text';
 
 export interface FuzzyHit {
   item: number;

@@ -1,5 +1,5 @@
 import { gazetteer } from './load';
-import { foldName } from './normalize';
+import { foldName } from '../../../libs/text';
 import type { City, Country, State } from './types';
 
 /** Results when the caller gives no limit. */

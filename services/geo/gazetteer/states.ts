@@ -2,7 +2,7 @@ import type { CountryRecord } from './countries';
 import type { Point } from './geometry';
 import { admin1Uuid } from './ids';
 import { NIGERIA, NIGERIAN_STATES, nigerianStateNames } from './nigeria';
-import { compareText, foldName } from './normalize';
+import { compareText, foldName } from '../../../libs/text';
 import type { State } from './types';
 
 export interface StateRecord {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { generateApiKey, hashApiKey, parseApiKey } from '../../../services/account/api-keys';
+import { hashApiKey, parseApiKey } from '../../../libs/contracts/account';
+import { generateApiKey } from '../../../services/account/api-keys';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 const HEX = 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { AppEnvironment } from '../../../libs/config';
 import { WaybillError } from '../../../libs/errors';
-import { hashApiKey } from '../../../services/account/api-keys';
+import { hashApiKey } from '../../../libs/contracts/account';
 import {
   ApiKeyAuthenticator,
   type ApiKeyAuthOptions,
@@ -20,6 +20,8 @@ function record(n: number, overrides: Partial<ResolvedApiKey> = {}): ResolvedApi
     environment: 'staging',
     serverOnly: true,
     quota: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    lastUsedAt: null,
     revokedAt: null,
     user: {
       id: 'user-1',
@@ -27,6 +29,8 @@ function record(n: number, overrides: Partial<ResolvedApiKey> = {}): ResolvedApi
       email: 'ada@example.com',
       phone: '+2348012345678',
       profileId: 'profile-1',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
     },
     ...overrides,
   };

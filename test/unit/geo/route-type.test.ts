@@ -1,11 +1,6 @@
 import fc from 'fast-check';
-import {
-  ROUTE_TYPES,
-  ZONED_COUNTRIES,
-  classifyRoute,
-  type RoutePlace,
-  type RouteType,
-} from '../../../services/geo/route-type';
+import { ROUTE_TYPES, type RouteType } from '../../../libs/contracts/geo';
+import { ZONED_COUNTRIES, classifyRoute, type RoutePlace } from '../../../services/geo/route-type';
 
 const lagos: RoutePlace = {
   countryCode: 'NG',

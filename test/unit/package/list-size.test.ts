@@ -1,7 +1,7 @@
 import { loadConfig } from '../../../libs/config';
-import { PACKAGE_TEXT_LIMITS } from '../../../services/package/package.service';
-import { toPackageView } from '../../../services/package/sizes';
-import type { PackageRecord } from '../../../services/package/models';
+import { PACKAGE_TEXT_LIMITS } from '../../../services/package/schemas';
+import type { PackageRecord } from '../../../services/package/store';
+import { toPackageView } from '../../../services/package/views';
 import { LARGEST_PACKAGE_TEXTS } from '../../support/largest-package';
 
 /** NATS refuses larger messages by default; a reply above it never arrives. */

@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 
 /**
+ * What other services may know of the file service: the one rule of hosted-file URLs.
+ *
  * Hosted files live at `<CDN_BASE_URL>/<key>`, keys being `uploads/<userId>/<uuid>.<ext>`:
  * grouped by the uploading user, unguessable, with an extension that matches the content.
- * Everything here is pure, so other services (packages accept hosted `image` URLs) reuse it.
+ * The file service serves downloads by it and packages accept `image` URLs by it, so a URL is
+ * hosted for both or for neither.
  */
 export const KEY_PREFIX = 'uploads';
 

@@ -1,4 +1,7 @@
+import type { FleetTypeDetail } from '../../libs/contracts/geo';
+import { formatKg } from '../../libs/money';
 import type { City, Country, State } from './gazetteer';
+import type { FleetTypeRecord } from './store';
 
 /** Items of `GET /api/countries|states|cities`, in the spec's shapes; absent fields omitted. */
 export interface CountryItem {
@@ -100,4 +103,33 @@ export function toCityItem(city: City, country: Country): CityItem {
     regionalZone: city.regionalZone,
     adminUnitName: city.admin2Name ?? city.admin1Name,
   });
+}
+
+/** The public item of `GET /api/fleet-types`. */
+export interface FleetTypeItem {
+  id: string;
+  name: string;
+  icon: string | null;
+  description: string | null;
+}
+
+export function toFleetTypeItem(record: FleetTypeRecord): FleetTypeItem {
+  return {
+    id: record._id,
+    name: record.name,
+    icon: record.icon ?? null,
+    description: record.description ?? null,
+  };
+}
+
+export function toFleetTypeDetail(record: FleetTypeRecord): FleetTypeDetail {
+  return {
+    ...toFleetTypeItem(record),
+    code: record.code,
+    maxWeight: formatKg(record.maxWeightGrams),
+    averageSpeedKmh: record.averageSpeedKmh,
+    active: record.active,
+    createdAt: record.createdAt.toISOString(),
+    updatedAt: record.updatedAt.toISOString(),
+  };
 }

@@ -15,9 +15,9 @@ const UNDECOMPOSED: Readonly<Record<string, string>> = {
 const PLAIN = /^[A-Za-z]+(?: [A-Za-z]+)*$/;
 
 /**
- * The form every name and query is compared in: lower case, accents stripped ("São Paulo" →
- * "sao paulo"), apostrophes dropped ("Nuku'alofa" → "nukualofa"), any other run of
- * punctuation or spaces collapsed to one space ("Ado-Ekiti" → "ado ekiti").
+ * The form every place name and query is compared in, by every service: lower case, accents
+ * stripped ("São Paulo" → "sao paulo"), apostrophes dropped ("Nuku'alofa" → "nukualofa"), any
+ * other run of punctuation or spaces collapsed to one space ("Ado-Ekiti" → "ado ekiti").
  */
 export function foldName(text: string): string {
   // Most names are plain ASCII words; skipping Unicode normalisation for them halves load time.

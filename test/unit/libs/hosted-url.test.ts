@@ -7,7 +7,7 @@ import {
   isFileKey,
   newFileKey,
   parseHostedUrl,
-} from '../../../services/file/hosted-url';
+} from '../../../libs/contracts/file';
 
 const CDN = 'https://cdn.waybill.test';
 const USER = '0b6f1c1e-6a7e-4a63-9d6e-1c9f3a8d2b10';

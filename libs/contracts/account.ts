@@ -1,0 +1,117 @@
+import { createHash } from 'node:crypto';
+import Joi from 'joi';
+import type { AppEnvironment } from '../config';
+
+/** What other services may know of the account service. */
+
+/** Broadcast to every gateway when a key is revoked, so that caches drop it at once. */
+export const API_KEY_REVOKED_EVENT = 'account.apiKeyRevoked';
+
+export interface AccountEvents {
+  [API_KEY_REVOKED_EVENT]: { keyId: string; hash: string };
+}
+
+export interface UserView {
+  id: string;
+  name: string;
+  email: string;
+  phone: string;
+  profileId: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface QuotaView {
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface ApiKeyView {
+  id: string;
+  userId: string;
+  environment: AppEnvironment;
+  serverOnly: boolean;
+  quota: QuotaView | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+/** The answer to creating a key: the only time its plaintext is ever shown. */
+export interface CreatedApiKey {
+  id: string;
+  key: string;
+  environment: AppEnvironment;
+  serverOnly: boolean;
+  quota: QuotaView | null;
+  createdAt: string;
+}
+
+/** A key found by its hash, with the user it acts as (`account.resolveApiKey`). */
+export interface ResolvedApiKey extends ApiKeyView {
+  user: UserView;
+}
+
+export interface ResolveApiKeyParams {
+  hash: string;
+}
+
+export const resolveApiKeyParams = Joi.object<ResolveApiKeyParams, true>({
+  hash: Joi.string().hex().length(64).required(),
+});
+
+export interface CreateUserParams {
+  name: string;
+  email: string;
+  phone: string;
+}
+
+export interface FindUsersParams {
+  email?: string;
+  limit?: number;
+}
+
+export interface CreateApiKeyParams {
+  userId: string;
+  environment?: AppEnvironment;
+  serverOnly?: boolean;
+  quota?: QuotaView | null;
+}
+
+export interface ListApiKeysParams {
+  userId: string;
+  limit?: number;
+  offset?: number;
+}
+
+export interface AccountActions {
+  'account.resolveApiKey': { params: ResolveApiKeyParams; answer: ResolvedApiKey | null };
+  'account.createUser': { params: CreateUserParams; answer: UserView };
+  'account.findUsers': { params: FindUsersParams; answer: UserView[] };
+  'account.getUser': { params: { userId: string }; answer: UserView };
+  'account.createApiKey': { params: CreateApiKeyParams; answer: CreatedApiKey };
+  'account.listApiKeys': { params: ListApiKeysParams; answer: ApiKeyView[] };
+  'account.revokeApiKey': { params: { keyId: string }; answer: null };
+}
+
+/** API keys read `<prefix>_<live|staging>_<64 hex>`; only their SHA-256 is ever stored. */
+const KEY_PATTERN = /^([a-z][a-z0-9]{0,15})_(live|staging)_([0-9a-fA-F]{64})$/;
+
+export type ParsedApiKey =
+  { valid: true; environment: AppEnvironment; hash: string } | { valid: false };
+
+export function hashApiKey(plaintext: string): string {
+  return createHash('sha256').update(plaintext, 'utf8').digest('hex');
+}
+
+/**
+ * Checks the shape of a presented key and returns the hash to look it up by. Hex digits
+ * are case-insensitive, so the hash is taken of the canonical lower-case form.
+ */
+export function parseApiKey(raw: string, prefix: string): ParsedApiKey {
+  const match = KEY_PATTERN.exec(raw.trim());
+  if (!match || match[1] !== prefix) return { valid: false };
+  const environment = match[2] as AppEnvironment;
+  const canonical = `${prefix}_${environment}_${match[3].toLowerCase()}`;
+  return { valid: true, environment, hash: hashApiKey(canonical) };
+}

@@ -1,0 +1,38 @@
+import type { CallingOptions } from 'moleculer';
+import type { ActionName, Actions, EventName, Events } from './index';
+
+/** Anything that can call an action: a moleculer `Context` or the `ServiceBroker`. */
+export interface Caller {
+  call(actionName: string, params?: unknown, opts?: CallingOptions): Promise<unknown>;
+}
+
+/** Anything that can broadcast an event: a moleculer `Context` or the `ServiceBroker`. */
+export interface Broadcaster {
+  broadcast(eventName: string, payload?: unknown): Promise<unknown> | unknown;
+}
+
+export type ParamsOf<N extends ActionName> = Actions[N]['params'];
+export type AnswerOf<N extends ActionName> = Actions[N]['answer'];
+
+/**
+ * Calls another service's action by its contract: the action name, its params and its answer
+ * are checked at compile time against `libs/contracts`, so a caller cannot drift from the
+ * callee's schema without the type-check failing.
+ */
+export function call<N extends ActionName>(
+  caller: Caller,
+  actionName: N,
+  params: ParamsOf<N>,
+  opts?: CallingOptions,
+): Promise<AnswerOf<N>> {
+  return caller.call(actionName, params, opts) as Promise<AnswerOf<N>>;
+}
+
+/** Broadcasts a contract event with its declared payload. */
+export async function broadcast<E extends EventName>(
+  broadcaster: Broadcaster,
+  eventName: E,
+  payload: Events[E],
+): Promise<void> {
+  await broadcaster.broadcast(eventName, payload);
+}

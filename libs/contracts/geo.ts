@@ -1,0 +1,221 @@
+import Joi from 'joi';
+import { e164Phone, email, uuid } from '../schemas';
+
+/** What other services may know of the geo service. */
+
+/** Broadcast after a fleet type is added or changed, so that caches of them are dropped. */
+export const FLEET_TYPES_CHANGED_EVENT = 'geo.fleetTypesChanged';
+
+export interface GeoEvents {
+  [FLEET_TYPES_CHANGED_EVENT]: { fleetTypeId: string };
+}
+
+/** From the nearest to the farthest; pricing tiers are keyed by these names. */
+export const ROUTE_TYPES = [
+  'INTER_CITY',
+  'INTER_STATE',
+  'INTER_REGION',
+  'INTER_COUNTRY',
+  'INTER_CONTINENT',
+] as const;
+export type RouteType = (typeof ROUTE_TYPES)[number];
+
+/** Fields of a resolved address that geo never computes but keeps when a client sends them. */
+export const PRESERVED_STRINGS = [
+  'addressLine2',
+  'label',
+  'zoneOrDistrict',
+  'region',
+  'regionName',
+  'subregion',
+  'zipCode',
+  'timezone',
+  'adminUnitId',
+  'adminUnitName',
+  'adminUnitType',
+  'adminUnitParentId',
+  'admin3Id',
+  'admin3Name',
+  'operationalRegionId',
+] as const;
+export const PRESERVED_NUMBERS = ['swLat', 'swLon', 'neLat', 'neLon'] as const;
+
+/** Fields geo computes; a full object from an earlier answer may carry them, they are redone. */
+export const COMPUTED_FIELDS = [
+  'country',
+  'countryCode',
+  'countryCodeAlpha3',
+  'state',
+  'lgaOrCity',
+  'regionalZone',
+  'continentCode',
+  'continentName',
+  'admin1Id',
+  'admin1Name',
+  'admin2Id',
+  'admin2Name',
+  'h3Index',
+  'resolution',
+  'note',
+  'centerLat',
+  'centerLon',
+  'createdAt',
+  'updatedAt',
+  'deletedAt',
+] as const;
+
+const latitude = () => Joi.number().min(-90).max(90);
+const longitude = () => Joi.number().min(-180).max(180);
+const text = (max: number) => Joi.string().trim().min(1).max(max);
+
+const addressObject = Joi.object({
+  id: uuid(),
+  address: text(300),
+  addressLine1: text(300),
+  lat: latitude(),
+  lon: longitude(),
+  mapPlaceId: text(200),
+  phrase: text(100),
+  floor: text(60),
+  contactName: text(120),
+  contactPhone: e164Phone(),
+  contactEmail: email(),
+  additionalNote: text(500),
+  ...Object.fromEntries(PRESERVED_STRINGS.map((f) => [f, Joi.string().trim().max(200)])),
+  ...Object.fromEntries(PRESERVED_NUMBERS.map((f) => [f, Joi.number()])),
+  ...Object.fromEntries(COMPUTED_FIELDS.map((f) => [f, Joi.any()])),
+})
+  .and('lat', 'lon')
+  .or('id', 'address', 'addressLine1', 'lat', 'mapPlaceId', 'phrase')
+  .messages({
+    'object.missing':
+      '{{#label}} needs an address, lat and lon, a mapPlaceId, a phrase or a saved address id',
+  });
+
+/**
+ * An address input, as every service that takes addresses accepts it: a plain string, a
+ * minimal object, or a full resolved object from an earlier answer.
+ */
+export const addressInput = () => Joi.alternatives().try(text(300), addressObject);
+
+export type AddressInput =
+  | string
+  | (Partial<Record<string, string | number>> & {
+      id?: string;
+      address?: string;
+      addressLine1?: string;
+      lat?: number;
+      lon?: number;
+      mapPlaceId?: string;
+      phrase?: string;
+      floor?: string;
+      contactName?: string;
+      contactPhone?: string;
+      contactEmail?: string;
+      additionalNote?: string;
+    });
+
+/** An address resolved by geo: always its country, position, res-9 H3 cell and phrase. */
+export interface ResolvedAddress {
+  [field: string]: string | number | undefined;
+  country: string;
+  countryCode?: string;
+  state?: string;
+  lgaOrCity?: string;
+  lat: number;
+  lon: number;
+  h3Index: string;
+  phrase: string;
+  resolution: number;
+}
+
+/** A place an operator names (a pricing tier, a courier rule), spelled as addresses are. */
+export interface Area {
+  countryCode: string;
+  country: string;
+  state?: string;
+  lgaOrCity?: string;
+}
+
+/** What operators and other services see of a fleet type. */
+export interface FleetTypeDetail {
+  id: string;
+  name: string;
+  icon: string | null;
+  description: string | null;
+  code: string;
+  /** kg with five decimals. */
+  maxWeight: string;
+  averageSpeedKmh: number;
+  active: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Route {
+  distance: { distanceKm: number; etaSeconds: number };
+  routeType: RouteType;
+  origin: ResolvedAddress;
+  destination: ResolvedAddress;
+}
+
+export interface ResolveAddressParams {
+  address: AddressInput;
+  field?: string;
+}
+
+export const resolveAddressParams = Joi.object<ResolveAddressParams, true>({
+  address: addressInput().required(),
+  field: Joi.string().default('address'),
+});
+
+export interface FindAreaParams {
+  countryCode: string;
+  state?: string;
+  lgaOrCity?: string;
+}
+
+export const findAreaParams = Joi.object<FindAreaParams, true>({
+  countryCode: Joi.string().trim().uppercase().length(2).required(),
+  state: Joi.string().trim().min(1).max(100),
+  lgaOrCity: Joi.string().trim().min(1).max(100),
+}).with('lgaOrCity', 'state');
+
+export interface RouteParams {
+  origin: AddressInput;
+  destination: AddressInput;
+  fleetTypeId?: string;
+}
+
+export const routeParams = Joi.object<RouteParams, true>({
+  origin: addressInput().required(),
+  destination: addressInput().required(),
+  fleetTypeId: uuid(),
+});
+
+export interface ListFleetTypesParams {
+  activeOnly?: boolean;
+}
+
+export const listFleetTypesParams = Joi.object<ListFleetTypesParams, true>({
+  activeOnly: Joi.boolean().default(false),
+});
+
+export interface GetFleetTypeParams {
+  fleetTypeId: string;
+}
+
+export const getFleetTypeParams = Joi.object<GetFleetTypeParams, true>({
+  fleetTypeId: uuid().required(),
+});
+
+export interface GeoActions {
+  /** An address input to a resolved address (400 naming `field` when it cannot be). */
+  'geo.resolveAddress': { params: ResolveAddressParams; answer: ResolvedAddress };
+  /** A country, state and LGA/city spelled as addresses spell them; 404 with a suggestion. */
+  'geo.findArea': { params: FindAreaParams; answer: Area };
+  'geo.route': { params: RouteParams; answer: Route };
+  /** Smallest first. */
+  'geo.listFleetTypes': { params: ListFleetTypesParams; answer: FleetTypeDetail[] };
+  'geo.getFleetType': { params: GetFleetTypeParams; answer: FleetTypeDetail };
+}

@@ -1,0 +1,8 @@
+import type { ResolvedAddress } from './geo';
+
+/** What other services may know of the order service (planned; geo already asks it). */
+
+export interface OrderActions {
+  /** A saved address of the order service, or null when there is none. */
+  'order.getAddress': { params: { addressId: string }; answer: ResolvedAddress | null };
+}

@@ -1,0 +1,88 @@
+import Joi from 'joi';
+import { uuid } from '../schemas';
+
+/** What other services may know of the package service. */
+
+export const PACKAGE_SIZES = ['SMALL', 'MEDIUM', 'LARGE'] as const;
+export type PackageSize = (typeof PACKAGE_SIZES)[number];
+
+/** The message of the 400 when a selection names a package that cannot be used. */
+export const INVALID_SELECTION = 'Invalid packages selection';
+
+/** The package record of the API: money and weight as decimal strings, links null until set. */
+export interface PackageView {
+  id: string;
+  userId: string;
+  p2pDeliveryId: string | null;
+  errandDeliveryId: string | null;
+  errandStoreId: string | null;
+  productId: string | null;
+  variantCombinationId: string | null;
+  packageType: string;
+  name: string;
+  image: string | null;
+  description: string | null;
+  quantity: number;
+  weight: string;
+  value: string;
+  size: PackageSize;
+  type: 'PACKAGE_ITEM';
+  selectedOptions: unknown[];
+  createdAt: string;
+  updatedAt: string;
+  deletedAt: string | null;
+}
+
+/** At most 50 distinct package ids, as a delivery or a quote names them. */
+const packageIds = () => Joi.array().items(uuid()).min(1).max(50).unique().required();
+
+export interface ResolveSelectionParams {
+  userId: string;
+  packageIds: string[];
+}
+
+export const resolveSelectionParams = Joi.object<ResolveSelectionParams, true>({
+  userId: uuid().required(),
+  packageIds: packageIds(),
+});
+
+/** Totals of a selection: integers for arithmetic, decimal strings for answers. */
+export interface Selection {
+  packages: PackageView[];
+  totalWeightGrams: number;
+  totalValueKobo: number;
+  totalWeight: string;
+  totalValue: string;
+}
+
+export interface AssignParams {
+  userId: string;
+  deliveryId: string;
+  packageIds: string[];
+}
+
+export const assignParams = Joi.object<AssignParams, true>({
+  userId: uuid().required(),
+  deliveryId: uuid().required(),
+  packageIds: packageIds(),
+});
+
+export interface ReleaseParams {
+  deliveryId: string;
+}
+
+export const releaseParams = Joi.object<ReleaseParams, true>({
+  deliveryId: uuid().required(),
+});
+
+export interface PackageActions {
+  /** A user's selection with its totals; 400 INVALID_SELECTION if any package is unusable. */
+  'package.resolveSelection': { params: ResolveSelectionParams; answer: Selection };
+  /**
+   * Gives the packages to a delivery, all or none (400 INVALID_SELECTION). Safe to repeat
+   * with the same delivery id.
+   */
+  'package.assign': { params: AssignParams; answer: { deliveryId: string; packageIds: string[] } };
+  /** Gives a delivery's packages back (cancellation, failed payment). Safe to repeat. */
+  'package.release': { params: ReleaseParams; answer: { released: number } };
+}

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { Schema, type Connection, type InferSchemaType } from 'mongoose';
+
+const userSchema = new Schema(
+  {
+    _id: { type: String, default: () => randomUUID() },
+    name: { type: String, required: true },
+    email: { type: String, required: true, unique: true },
+    phone: { type: String, required: true },
+    profileId: { type: String, required: true, default: () => randomUUID() },
+  },
+  { timestamps: true, versionKey: false },
+);
+
+const quotaSchema = new Schema(
+  {
+    limit: { type: Number, required: true },
+    windowSeconds: { type: Number, required: true },
+  },
+  { _id: false },
+);
+
+const apiKeySchema = new Schema(
+  {
+    _id: { type: String, default: () => randomUUID() },
+    userId: { type: String, required: true, index: true },
+    hash: { type: String, required: true, unique: true },
+    environment: { type: String, required: true, enum: ['live', 'staging'] },
+    serverOnly: { type: Boolean, required: true },
+    quota: { type: quotaSchema, default: null },
+    lastUsedAt: { type: Date, default: null },
+    revokedAt: { type: Date, default: null },
+  },
+  { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
+);
+
+export type UserRecord = InferSchemaType<typeof userSchema>;
+export type ApiKeyRecord = InferSchemaType<typeof apiKeySchema>;
+
+export function defineAccountModels(connection: Connection) {
+  return {
+    User: connection.model('User', userSchema, 'users'),
+    ApiKey: connection.model('ApiKey', apiKeySchema, 'api_keys'),
+  };
+}
+
+export type AccountModels = ReturnType<typeof defineAccountModels>;
+
+/** The account service's persistence: every query its actions make. */
+export class AccountStore {
+  constructor(private readonly models: () => AccountModels) {}
+
+  findUser(userId: string) {
+    return this.models().User.findById(userId).lean();
+  }
+
+  async createUser(fields: { name: string; email: string; phone: string }) {
+    return (await this.models().User.create(fields)).toObject();
+  }
+
+  /** Newest first, optionally by e-mail. */
+  findUsers(filter: { email?: string; limit: number }) {
+    return this.models()
+      .User.find(filter.email ? { email: filter.email } : {})
+      .sort({ createdAt: -1 })
+      .limit(filter.limit)
+      .lean();
+  }
+
+  countActiveKeys(userId: string) {
+    return this.models().ApiKey.countDocuments({ userId, revokedAt: null });
+  }
+
+  async createKey(
+    fields: Pick<ApiKeyRecord, 'userId' | 'hash' | 'environment' | 'serverOnly' | 'quota'>,
+  ) {
+    return (await this.models().ApiKey.create(fields)).toObject();
+  }
+
+  /** Newest first, a page at a time. */
+  listKeys(userId: string, page: { limit: number; offset: number }) {
+    return this.models()
+      .ApiKey.find({ userId })
+      .sort({ createdAt: -1, _id: -1 })
+      .skip(page.offset)
+      .limit(page.limit)
+      .lean();
+  }
+
+  findKey(keyId: string) {
+    return this.models().ApiKey.findById(keyId).lean();
+  }
+
+  findKeyByHash(hash: string) {
+    return this.models().ApiKey.findOne({ hash }).lean();
+  }
+
+  async revokeKey(keyId: string): Promise<void> {
+    await this.models().ApiKey.updateOne(
+      { _id: keyId, revokedAt: null },
+      { $set: { revokedAt: new Date() } },
+    );
+  }
+
+  async touchKey(keyId: string): Promise<void> {
+    await this.models().ApiKey.updateOne({ _id: keyId }, { $set: { lastUsedAt: new Date() } });
+  }
+}

@@ -1,0 +1,97 @@
+import Joi from 'joi';
+import { broadcast } from '../../libs/contracts';
+import { FLEET_TYPES_CHANGED_EVENT, listFleetTypesParams } from '../../libs/contracts/geo';
+import { conflict, notFound } from '../../libs/errors';
+import { kgToGrams } from '../../libs/money';
+import { isDuplicateKey } from '../../libs/mongo';
+import { action, implement, type ServiceActions, type WaybillContext } from '../../libs/service';
+import {
+  createFleetTypeParams,
+  fleetTypeDetail,
+  updateFleetTypeParams,
+  type FleetTypeChanges,
+} from './schemas';
+import type { FleetTypeStore } from './store';
+import { toFleetTypeDetail } from './views';
+
+/**
+ * The operators' fleet type actions. Each change is announced (`geo.fleetTypesChanged`) once
+ * stored, so that other geo replicas and pricing drop the fleet types they keep in memory.
+ */
+export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActions {
+  const announce = (ctx: WaybillContext<unknown>, fleetTypeId: string) =>
+    broadcast(ctx, FLEET_TYPES_CHANGED_EVENT, { fleetTypeId });
+
+  return {
+    /** Also called by pricing, with `activeOnly: false`. */
+    listFleetTypes: implement('geo.listFleetTypes', {
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/fleet-types',
+        message: 'Fleet types retrieved',
+        summary: 'List fleet types with capacity and speed, inactive ones included',
+        response: Joi.array().items(fleetTypeDetail),
+      },
+      params: listFleetTypesParams,
+      async handler(ctx) {
+        return (await fleetTypes.list(ctx.params.activeOnly ?? false)).map(toFleetTypeDetail);
+      },
+    }),
+
+    createFleetType: action({
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/fleet-types',
+        status: 201,
+        message: 'Fleet type created',
+        summary: 'Add a fleet type',
+        response: fleetTypeDetail,
+        errors: { 409: 'A fleet type with this code exists' },
+      },
+      params: createFleetTypeParams,
+      async handler(ctx) {
+        const { maxWeightKg, ...fields } = ctx.params;
+        try {
+          const record = await fleetTypes.create({
+            ...fields,
+            maxWeightGrams: kgToGrams(maxWeightKg),
+          });
+          await announce(ctx, record._id);
+          return toFleetTypeDetail(record);
+        } catch (err) {
+          if (isDuplicateKey(err)) {
+            throw conflict(`A fleet type with code ${fields.code} already exists`);
+          }
+          throw err;
+        }
+      },
+    }),
+
+    updateFleetType: action({
+      http: {
+        group: 'admin',
+        method: 'PATCH',
+        path: '/fleet-types/:fleetTypeId',
+        message: 'Fleet type updated',
+        summary: 'Edit or deactivate a fleet type',
+        description:
+          'Send only the fields to change. Fleet types are never deleted, since deliveries refer to them; set `active: false` to hide one.',
+        response: fleetTypeDetail,
+      },
+      params: updateFleetTypeParams,
+      async handler(ctx: WaybillContext<FleetTypeChanges>) {
+        const { fleetTypeId, maxWeightKg, ...fields } = ctx.params;
+        const changes =
+          maxWeightKg === undefined
+            ? fields
+            : { ...fields, maxWeightGrams: kgToGrams(maxWeightKg) };
+        const record = await fleetTypes.update(fleetTypeId, changes);
+        if (!record) throw notFound('Fleet type not found');
+        await announce(ctx, fleetTypeId);
+        return toFleetTypeDetail(record);
+      },
+    }),
+  };
+}

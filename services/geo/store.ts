@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { Schema, type Connection, type InferSchemaType } from 'mongoose';
+import { CachedValue } from '../../libs/cache';
+import { isDuplicateKey } from '../../libs/mongo';
+import { DEFAULT_FLEET_TYPES, byCapacity } from './fleet-types';
+
+const fleetTypeSchema = new Schema(
+  {
+    _id: { type: String, default: () => randomUUID() },
+    code: { type: String, required: true, unique: true },
+    name: { type: String, required: true },
+    icon: { type: String, default: null },
+    description: { type: String, default: null },
+    maxWeightGrams: { type: Number, required: true },
+    averageSpeedKmh: { type: Number, required: true },
+    active: { type: Boolean, required: true, default: true },
+  },
+  { timestamps: true, versionKey: false },
+);
+
+export type FleetTypeRecord = InferSchemaType<typeof fleetTypeSchema> & {
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+export function defineGeoModels(connection: Connection) {
+  return {
+    FleetType: connection.model('FleetType', fleetTypeSchema, 'fleet_types'),
+  };
+}
+
+export type GeoModels = ReturnType<typeof defineGeoModels>;
+
+type FleetTypeFields = Omit<FleetTypeRecord, '_id' | 'createdAt' | 'updatedAt'>;
+
+/**
+ * Fleet types: read on every route and quote, changed a few times a year, so they are kept
+ * in memory, dropped when any replica announces a change, and reread at the latest after
+ * `cacheMs` in case an announcement was lost (decision 31).
+ */
+export class FleetTypeStore {
+  private readonly cache: CachedValue<FleetTypeRecord[]>;
+
+  constructor(
+    private readonly models: () => GeoModels,
+    cacheMs: number,
+  ) {
+    this.cache = new CachedValue(
+      async () => (await this.models().FleetType.find({}).lean()).sort(byCapacity),
+      cacheMs,
+    );
+  }
+
+  /** Smallest first; with `activeOnly`, the inactive ones left out. */
+  async list(activeOnly: boolean): Promise<FleetTypeRecord[]> {
+    const records = await this.cache.get();
+    return activeOnly ? records.filter((r) => r.active) : records;
+  }
+
+  /** A fleet type, active or not; null when there is none. */
+  async find(fleetTypeId: string): Promise<FleetTypeRecord | null> {
+    const cached = (await this.cache.get()).find((r) => r._id === fleetTypeId);
+    return cached ?? (await this.models().FleetType.findById(fleetTypeId).lean());
+  }
+
+  /** Throws a duplicate-key error when the code is taken. */
+  async create(fields: FleetTypeFields): Promise<FleetTypeRecord> {
+    const record = await this.models().FleetType.create(fields);
+    this.cache.invalidate();
+    return record.toObject();
+  }
+
+  async update(
+    fleetTypeId: string,
+    changes: Partial<FleetTypeFields>,
+  ): Promise<FleetTypeRecord | null> {
+    const record = await this.models()
+      .FleetType.findOneAndUpdate({ _id: fleetTypeId }, { $set: changes }, { new: true })
+      .lean();
+    this.cache.invalidate();
+    return record;
+  }
+
+  /** Another replica changed them. */
+  forget(): void {
+    this.cache.invalidate();
+  }
+
+  /** Inserts the default fleet types that are missing; never touches existing ones. */
+  async ensureDefaults(): Promise<void> {
+    for (const seed of DEFAULT_FLEET_TYPES) {
+      try {
+        await this.models().FleetType.updateOne(
+          { code: seed.code },
+          { $setOnInsert: { _id: randomUUID(), ...seed, icon: null, active: true } },
+          { upsert: true },
+        );
+      } catch (err) {
+        // Another replica inserted it at the same moment.
+        if (!isDuplicateKey(err)) throw err;
+      }
+    }
+  }
+}

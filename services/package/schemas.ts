@@ -1,0 +1,101 @@
+import Joi from 'joi';
+import { parseHostedUrl } from '../../libs/contracts/file';
+import { PACKAGE_SIZES } from '../../libs/contracts/package';
+import { plainText, uuid } from '../../libs/schemas';
+
+/** Params and answers of the package actions; the answers are what /openapi.json documents. */
+
+/**
+ * Longest texts of a package, in UTF-16 units as joi counts them. Our own file URLs are about
+ * 100 characters. With PACKAGE_MAX_OPEN they bound the size of `GET /api/packages`.
+ */
+export const PACKAGE_TEXT_LIMITS = { packageType: 60, name: 120, description: 128, image: 512 };
+
+export const packageView = Joi.object({
+  id: Joi.string().uuid(),
+  userId: Joi.string().uuid(),
+  p2pDeliveryId: Joi.string().uuid().allow(null),
+  errandDeliveryId: Joi.string().uuid().allow(null),
+  errandStoreId: Joi.string().uuid().allow(null),
+  productId: Joi.string().uuid().allow(null),
+  variantCombinationId: Joi.string().uuid().allow(null),
+  packageType: Joi.string(),
+  name: Joi.string(),
+  image: Joi.string().uri().allow(null),
+  description: Joi.string().allow(null),
+  quantity: Joi.number().integer(),
+  weight: Joi.string().description('kg, five decimals: size weight × quantity'),
+  value: Joi.string().description('NGN, two decimals: total value'),
+  size: Joi.string().valid(...PACKAGE_SIZES),
+  type: Joi.string().valid('PACKAGE_ITEM'),
+  selectedOptions: Joi.array(),
+  createdAt: Joi.string().isoDate(),
+  updatedAt: Joi.string().isoDate(),
+  deletedAt: Joi.string().isoDate().allow(null),
+});
+
+/** A URL of a file uploaded to this platform, by the file service's own rule. */
+const hostedImage = (cdnBaseUrl: string) =>
+  Joi.string()
+    .trim()
+    .max(PACKAGE_TEXT_LIMITS.image)
+    .custom((value: string, helpers) => {
+      // Too long is already said by `max`; one problem, one message.
+      if (value.length > PACKAGE_TEXT_LIMITS.image) return value;
+      const parsed = parseHostedUrl(value, cdnBaseUrl);
+      return parsed.ok ? value : helpers.error('string.hostedUrl', { reason: parsed.reason });
+    })
+    .messages({
+      'string.hostedUrl': `{{#label}} must be the URL of an uploaded file (${cdnBaseUrl}/uploads/...): {{#reason}}; upload it with POST /file/single-upload`,
+    });
+
+const onCreate = (schema: Joi.Schema) =>
+  schema.when('packageId', { is: Joi.exist(), otherwise: Joi.required() });
+
+export interface SaveParams {
+  packageId?: string;
+  packageType?: string;
+  name?: string;
+  image?: string | null;
+  description?: string | null;
+  quantity?: number;
+  size?: string;
+  value?: number;
+  weight?: never;
+}
+
+/** Without `packageId` a new package (every field); with it an edit (at least one field). */
+export const saveParams = (cdnBaseUrl: string) =>
+  Joi.object<SaveParams>({
+    packageId: uuid(),
+    packageType: onCreate(plainText(PACKAGE_TEXT_LIMITS.packageType).min(1)),
+    name: onCreate(plainText(PACKAGE_TEXT_LIMITS.name).min(1)),
+    image: hostedImage(cdnBaseUrl).allow(null),
+    description: plainText(PACKAGE_TEXT_LIMITS.description).allow(null, ''),
+    quantity: onCreate(Joi.number().integer().min(1).max(10_000)),
+    size: onCreate(
+      Joi.string()
+        .uppercase()
+        .valid(...PACKAGE_SIZES),
+    ),
+    value: onCreate(Joi.number().min(0).max(1e11).precision(2)),
+    weight: Joi.any().forbidden().messages({
+      'any.unknown': 'weight is derived from size and quantity; do not send it',
+    }),
+  })
+    .when(Joi.object({ packageId: Joi.exist() }).unknown(), {
+      then: Joi.object().or(
+        'packageType',
+        'name',
+        'image',
+        'description',
+        'quantity',
+        'size',
+        'value',
+      ),
+    })
+    .messages({ 'object.missing': 'send at least one field to change' });
+
+export const packageIdParams = Joi.object<{ packageId: string }, true>({
+  packageId: uuid().required(),
+});
