@@ -122,7 +122,7 @@ const envSchema = Joi.object({
   REDIS_URL: Joi.string()
     .uri({ scheme: ['redis', 'rediss'] })
     .default('redis://127.0.0.1:6379')
-    .description('Redis for quotas, cancel windows and idempotency keys'),
+    .description('Redis for quotas and idempotency keys'),
   S3_ENDPOINT: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .default('http://127.0.0.1:9000')

@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { PART_QUEUE, PART_SIZE, createS3Client } from '../services/file/s3';
+import { PART_QUEUE, PART_SIZE, createS3Client } from '../services/file/store';
 import { createUserWithKey } from '../test/support/http';
 import {
   HEADS,

@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import Joi from 'joi';
 import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { badRequest, unauthorized } from '../../libs/errors';
@@ -7,13 +6,7 @@ import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
 import { StreamFlows, receiveFlow } from '../../libs/stream-flow';
 import { contentDisposition } from './content-disposition';
-import {
-  MAX_URL_LENGTH,
-  fileNameOf,
-  hostedUrl,
-  newFileKey,
-  parseHostedUrl,
-} from '../../libs/contracts/file';
+import { fileNameOf, hostedUrl, newFileKey, parseHostedUrl } from '../../libs/contracts/file';
 import {
   BULK_MAX_FILES,
   SINGLE_FIELD,
@@ -22,15 +15,8 @@ import {
   receiveFiles,
   type ReceiveOptions,
 } from './multipart';
-import { FileStorage } from './s3';
-
-const errorSlotSchema = Joi.object({
-  error: Joi.object({
-    statusCode: Joi.number().integer().valid(400, 413, 415),
-    message: Joi.string(),
-    filename: Joi.string().allow(null),
-  }),
-}).description('A file that was refused; the other files are stored');
+import { bulkUploadView, downloadParams, noParams, singleUploadView } from './schemas';
+import { FileStorage } from './store';
 
 export function createFileService(config: Config): ServiceDefinition {
   let storage: FileStorage;
@@ -77,10 +63,10 @@ export function createFileService(config: Config): ServiceDefinition {
             `multipart/form-data with one file part named \`${SINGLE_FIELD}\`. The type is read ` +
             `from the bytes, not from the client; accepted: ${allowedTypes.join(', ')}, up to ` +
             `${maxSize}. Returns the hosted URL.`,
-          response: Joi.object({ url: Joi.string().uri() }),
+          response: singleUploadView,
           errors: { ...uploadErrors, 415: 'The file type is not accepted' },
         },
-        params: Joi.object({}),
+        params: noParams,
         async handler(ctx) {
           const [slot] = await receive(ctx, 'single');
           if (isFailed(slot)) throw slot.error;
@@ -101,12 +87,10 @@ export function createFileService(config: Config): ServiceDefinition {
             `${BULK_MAX_FILES} files (an 8th fails the whole request and nothing is kept). ` +
             '`urls` follows the order sent; a refused file (too large, type not accepted, ' +
             'empty) has `{error: {statusCode, message, filename}}` in its place.',
-          response: Joi.object({
-            urls: Joi.array().items(Joi.string().uri(), errorSlotSchema),
-          }),
+          response: bulkUploadView,
           errors: uploadErrors,
         },
-        params: Joi.object({}),
+        params: noParams,
         async handler(ctx) {
           const slots = await receive(ctx, 'bulk');
           return {
@@ -131,7 +115,7 @@ export function createFileService(config: Config): ServiceDefinition {
             'mapped to a stored object, never fetched.',
           errors: { 400: 'Not a hosted file URL', 404: 'No such file' },
         },
-        params: Joi.object({ url: Joi.string().max(MAX_URL_LENGTH).required() }),
+        params: downloadParams,
         async handler(ctx) {
           const parsed = parseHostedUrl(ctx.params.url, config.cdnBaseUrl);
           if (!parsed.ok) {

@@ -8,7 +8,7 @@ import {
   ListObjectsV2Command,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { createS3Client } from '../../services/file/s3';
+import { createS3Client } from '../../services/file/store';
 import { createUserWithKey, expectErrorEnvelope, request, type Reply } from '../support/http';
 import {
   HEADS,

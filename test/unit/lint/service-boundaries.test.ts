@@ -34,7 +34,7 @@ describe('service boundaries (eslint)', () => {
     expect(
       lint(
         'services/package/probe.ts',
-        "import { BACKEND_SERVICES } from '../catalog';\nexport const b = BACKEND_SERVICES;\n",
+        "import { BACKEND_NAMES } from '../catalog';\nexport const b = BACKEND_NAMES;\n",
       ),
     ).toHaveLength(1);
   });
