@@ -4,6 +4,7 @@ import { loadConfig } from '../../libs/config';
 import { toServiceSchema } from '../../libs/service';
 import { API_KEY_REVOKED_EVENT, hashApiKey } from '../../libs/contracts/account';
 import { createAccountService } from '../../services/account/account.service';
+import { eventually } from '../support/eventually';
 import { dropDatabases, isolation } from '../support/stack';
 
 /** The account service on a broker in this process, against the real MongoDB-compatible server. */
@@ -79,10 +80,9 @@ describe('account service', () => {
       userId: u.id,
     });
     await broker.call('account.revokeApiKey', { keyId: key.id });
-    for (let i = 0; i < 40 && revoked.length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(revoked).toContainEqual({ keyId: key.id, hash: hashApiKey(key.key) });
+    await eventually(() =>
+      expect(revoked).toContainEqual({ keyId: key.id, hash: hashApiKey(key.key) }),
+    );
     const resolved = await broker.call<{ revokedAt: string }, unknown>('account.resolveApiKey', {
       hash: hashApiKey(key.key),
     });

@@ -1,3 +1,4 @@
+import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
@@ -83,13 +84,13 @@ describe('API key authentication', () => {
     expect(revoke.status).toBe(204);
     expect(revoke.text).toBe('');
 
-    let reply = await request(node.url, 'GET', '/api/me', { headers: { 'api-key': key } });
-    const deadline = Date.now() + 5_000;
-    while (reply.status === 200 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      reply = await request(node.url, 'GET', '/api/me', { headers: { 'api-key': key } });
-    }
-    expectErrorEnvelope(reply, 401, /revoked/);
+    await eventually(
+      async () => {
+        const reply = await request(node.url, 'GET', '/api/me', { headers: { 'api-key': key } });
+        expectErrorEnvelope(reply, 401, /revoked/);
+      },
+      { interval: 100 },
+    );
   });
 
   it('records when a key was last used', async () => {

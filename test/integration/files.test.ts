@@ -9,6 +9,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { createS3Client } from '../../services/file/store';
+import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request, type Reply } from '../support/http';
 import {
   HEADS,
@@ -115,10 +116,10 @@ async function storedFor(userId: string): Promise<string[]> {
 
 /** Objects are deleted after the answer is settled; give the last delete a moment. */
 async function expectNothingStored(userId: string): Promise<void> {
-  for (let i = 0; i < 20 && (await storedFor(userId)).length > 0; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(await storedFor(userId)).toEqual([]);
+  await eventually(async () => expect(await storedFor(userId)).toEqual([]), {
+    timeout: 2_000,
+    interval: 100,
+  });
 }
 
 async function download(base: string, key: string, url: string, headers = {}) {
@@ -132,12 +133,15 @@ async function download(base: string, key: string, url: string, headers = {}) {
 
 /** Until the gateway has discovered the file service, its routes answer 503. */
 async function waitForFiles(base: string, key: string): Promise<void> {
-  for (let i = 0; i < 150; i++) {
-    const probe = await post(base, '/download', key, '{}', { 'content-type': 'application/json' });
-    if (probe.status !== 503) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the file service did not show up within 15 s');
+  await eventually(
+    async () => {
+      const probe = await post(base, '/download', key, '{}', {
+        'content-type': 'application/json',
+      });
+      expect(probe.status).not.toBe(503);
+    },
+    { timeout: 15_000, interval: 100 },
+  );
 }
 
 function rssKb(pid: number): number {
@@ -613,13 +617,16 @@ describe('S3 failures answer 503, never hang', () => {
     });
     nodes.push(node);
     // Ready except for S3.
-    for (let i = 0; i < 100; i++) {
-      const ready = await request(node.opsUrl, 'GET', '/health/ready');
-      const checks = (ready.body?.checks ?? {}) as Record<string, boolean>;
-      const others = Object.entries(checks).filter(([name]) => name !== 's3');
-      if (others.length > 3 && others.every(([, ok]) => ok)) break;
-      await new Promise((r) => setTimeout(r, 150));
-    }
+    await eventually(
+      async () => {
+        const ready = await request(node.opsUrl, 'GET', '/health/ready');
+        const checks = (ready.body?.checks ?? {}) as Record<string, boolean>;
+        const others = Object.entries(checks).filter(([name]) => name !== 's3');
+        expect(others.length).toBeGreaterThan(3);
+        expect(others.filter(([, ok]) => !ok)).toEqual([]);
+      },
+      { timeout: 15_000, interval: 150 },
+    );
     return node;
   }
 

@@ -3,6 +3,7 @@ import { ServiceBroker } from 'moleculer';
 import { loadConfig } from '../../libs/config';
 import { createBrokerOptions } from '../../moleculer.config';
 import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
+import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
@@ -160,13 +161,13 @@ describe('fleet types across replicas', () => {
             (await list()).body.data.map((f: { name: string }) => f.name),
           ),
         );
-      let seen: string[][] = [];
-      for (let attempt = 0; attempt < 40; attempt++) {
-        seen = await names();
-        if (seen.every((n) => n.includes('Cargo bike'))) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(seen.every((n) => n.includes('Cargo bike'))).toBe(true);
+      await eventually(
+        async () => {
+          const stale = (await names()).filter((n) => !n.includes('Cargo bike'));
+          expect(stale).toEqual([]);
+        },
+        { interval: 50 },
+      );
     } finally {
       await replica.stop();
     }
@@ -201,32 +202,43 @@ describe('fleet type change events', () => {
       json,
     });
 
-  async function heardOf(fleetTypeId: string, retry?: () => Promise<unknown>): Promise<boolean> {
-    for (let attempt = 0; attempt < 40; attempt++) {
-      if (heard.some((p) => (p as { fleetTypeId?: string }).fleetTypeId === fleetTypeId)) {
-        return true;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-      // Until geo has heard of the listener it broadcasts past it: change again.
-      if (retry && attempt % 5 === 4) await retry();
-    }
-    return false;
+  /**
+   * Waits until the listener has heard of a change to `fleetTypeId` (at `heard[since]` or
+   * later). Until geo has heard of the listener it broadcasts past it, so `change`, when given,
+   * is made again every fifth attempt.
+   */
+  async function expectHeard(
+    fleetTypeId: string,
+    { change, since = 0 }: { change?: () => Promise<unknown>; since?: number } = {},
+  ): Promise<void> {
+    let attempts = 0;
+    await eventually(
+      async () => {
+        if (change && ++attempts % 5 === 0) await change();
+        expect(heard.slice(since)).toContainEqual({ fleetTypeId });
+      },
+      { interval: 50 },
+    );
   }
 
+  const fleetType = async (name: string) =>
+    (await list()).body.data.find((f: { name: string }) => f.name === name) as {
+      id: string;
+      description: string;
+    };
+
   it('broadcasts geo.fleetTypesChanged after an edit and after an addition', async () => {
-    const bike = (await list()).body.data.find((f: { name: string }) => f.name === 'Bike');
+    const bike = await fleetType('Bike');
     const edit = () => patch(bike.id, { description: 'Dispatch rider' });
     expect((await edit()).status).toBe(200);
-    expect(await heardOf(bike.id, edit)).toBe(true);
-    expect(heard).toContainEqual({ fleetTypeId: bike.id });
+    await expectHeard(bike.id, { change: edit });
 
     const created = await request(node.url, 'POST', '/admin/fleet-types', {
       headers: adminHeaders,
       json: { code: 'e-scooter', name: 'E-scooter', maxWeightKg: 20, averageSpeedKmh: 20 },
     });
     expect(created.status).toBe(201);
-    expect(await heardOf(created.body.data.id)).toBe(true);
-    expect(heard).toContainEqual({ fleetTypeId: created.body.data.id });
+    await expectHeard(created.body.data.id);
   });
 
   it('broadcasts nothing for a refused change', async () => {

@@ -1,3 +1,4 @@
+import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, freePort, isolation, startNode } from '../support/stack';
 
@@ -63,17 +64,19 @@ describe('health probes', () => {
     });
     try {
       // The admin API needs no Redis; wait until the account service has started.
-      let user = await request(node.url, 'POST', '/admin/users', {
-        headers: adminHeaders,
-        json: { name: 'No Redis', email: 'no-redis@example.com', phone: '+2348011111111' },
-      });
-      for (let i = 0; i < 50 && user.status === 503; i++) {
-        await new Promise((r) => setTimeout(r, 200));
-        user = await request(node.url, 'POST', '/admin/users', {
-          headers: adminHeaders,
-          json: { name: 'No Redis', email: 'no-redis@example.com', phone: '+2348011111111' },
-        });
-      }
+      const user = await eventually(
+        async () => {
+          const reply = await request(node.url, 'POST', '/admin/users', {
+            headers: adminHeaders,
+            json: { name: 'No Redis', email: 'no-redis@example.com', phone: '+2348011111111' },
+          });
+          if (reply.status === 503) {
+            throw new Error(`create user: 503 ${reply.text}\n${node.output()}`);
+          }
+          return reply;
+        },
+        { timeout: 10_000, interval: 200 },
+      );
       if (user.status !== 201) {
         throw new Error(`create user: ${user.status} ${user.text}\n${node.output()}`);
       }

@@ -1,4 +1,5 @@
 import { PACKAGE_TEXT_LIMITS } from '../../services/package/schemas';
+import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { LARGEST_PACKAGE_TEXTS } from '../support/largest-package';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
@@ -43,10 +44,10 @@ it('answers the largest list there may be, and refuses one package more', async 
   const save = () => request(gateway.url, 'POST', '/api/package', { headers, json: largest });
 
   // The gateway learns of the other process's services within moments.
-  for (let i = 0; (await save()).status !== 201; i++) {
-    if (i > 100) throw new Error('the package service never became reachable');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await eventually(async () => expect((await save()).status).toBe(201), {
+    timeout: 10_000,
+    interval: 100,
+  });
   const limit = 500;
   for (let saved = 1; saved < limit; saved += 25) {
     const replies = await Promise.all(Array.from({ length: Math.min(25, limit - saved) }, save));

@@ -3,6 +3,7 @@ import { localNow } from '../../services/pricing/schedule';
 import type { Tariff } from '../../services/pricing/tariff';
 import { MODE_NEEDS_USER } from '../../services/pricing/quote-request';
 import { modeAResponse, modeBResponse } from '../../services/pricing/schemas';
+import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 
@@ -663,12 +664,9 @@ describe('fleet type changes', () => {
     );
     try {
       // The announcement is asynchronous; it arrives within moments, far inside the cache time.
-      let name = '';
-      for (let i = 0; i < 50 && name !== 'Car'; i++) {
-        name = (await modeB()).body.data.fleetType.name;
-        if (name !== 'Car') await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(name).toBe('Car');
+      await eventually(async () => expect((await modeB()).body.data.fleetType.name).toBe('Car'), {
+        interval: 50,
+      });
       const asked = await modeB({ fleetTypeId: bike?.id });
       expect(asked.body.data.fleetType.name).toBe('Car');
     } finally {

@@ -1,3 +1,4 @@
+import { eventually } from '../support/eventually';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -30,11 +31,12 @@ describe('X-Request-ID', () => {
     expect(reply.status).toBe(401);
     const id = reply.headers.get('x-request-id') ?? '';
     expect(id).toMatch(UUID);
-    for (let i = 0; i < 20 && !accessLines().some((l) => l.requestId === id); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(accessLines()).toContainEqual(
-      expect.objectContaining({ path: '/api/countries', status: 401, requestId: id }),
+    await eventually(
+      () =>
+        expect(accessLines()).toContainEqual(
+          expect.objectContaining({ path: '/api/countries', status: 401, requestId: id }),
+        ),
+      { timeout: 2_000, interval: 50 },
     );
   });
 

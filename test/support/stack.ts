@@ -6,6 +6,7 @@ import { ServiceBroker } from 'moleculer';
 import mongoose from 'mongoose';
 import { loadConfig } from '../../libs/config';
 import { createBrokerOptions } from '../../moleculer.config';
+import { eventually } from './eventually';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -101,6 +102,8 @@ async function startNodeOnce(options: StartOptions): Promise<NodeProcess> {
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const gone = new AbortController();
+  child.once('exit', () => gone.abort());
 
   const node: NodeProcess = {
     url: `http://127.0.0.1:${port}`,
@@ -112,23 +115,27 @@ async function startNodeOnce(options: StartOptions): Promise<NodeProcess> {
       await exited;
     },
   };
-  const deadline = Date.now() + 45_000;
   const probe =
     options.waitReady === false ? `${node.url}/health/live` : `${node.opsUrl}/health/ready`;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) {
-      throw new Error(`server exited with ${child.exitCode} before it was ready:\n${output}`);
+  try {
+    // Refused connections (not listening yet) and other answers than 200 are tried again.
+    await eventually(
+      async () => {
+        const res = await fetch(probe);
+        await res.body?.cancel();
+        if (res.status !== 200) throw new Error(`${probe} answered ${res.status}`);
+      },
+      { timeout: 45_000, interval: 150, signal: gone.signal },
+    );
+    return node;
+  } catch (error) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const code = child.exitCode ?? child.signalCode;
+      throw new Error(`server exited with ${code} before it was ready:\n${output}`);
     }
-    try {
-      const res = await fetch(probe);
-      if (res.status === 200) return node;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 150));
+    await node.stop('SIGKILL');
+    throw new Error(`server not ready within 45 s (${String(error)}):\n${output}`);
   }
-  await node.stop('SIGKILL');
-  throw new Error(`server not ready within 45 s:\n${output}`);
 }
 
 /** Drops every database of this isolation. */
