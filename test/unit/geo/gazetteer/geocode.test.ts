@@ -26,7 +26,9 @@ describe('geocodeText', () => {
       state: { name: state },
       country: { countryCode },
     });
+    expect(result?.lat).toEqual(expect.any(Number));
     expect(result?.lat).toBe(result?.city?.lat);
+    expect(result?.lon).toEqual(expect.any(Number));
     expect(result?.lon).toBe(result?.city?.lon);
   });
 
@@ -63,7 +65,8 @@ describe('geocodeText', () => {
     expect(nigeria).toMatchObject({ matchedLevel: 'country', country: { countryCode: 'NG' } });
     expect(nigeria?.city).toBeUndefined();
     expect(nigeria?.state).toBeUndefined();
-    expect(nigeria?.lat).toBe(nigeria?.country.lat);
+    expect(nigeria).toMatchObject({ lat: 8.87952, lon: 7.22756 });
+    expect(nigeria?.country).toMatchObject({ lat: 8.87952, lon: 7.22756 });
   });
 
   it('prefers Nigeria when the text names no country, and the named country when it does', () => {
@@ -79,8 +82,44 @@ describe('geocodeText', () => {
     expect(geocodeText(text)).toBeNull();
   });
 
-  it('is deterministic', () => {
-    const text = '12 Admiralty Way, Lekki, Lagos';
-    expect(geocodeText(text)).toEqual(geocodeText(text));
+  it('places a street address at its city, with the same ids, coordinates and confidence every time', () => {
+    expect(geocodeText('12 Admiralty Way, Lekki, Lagos')).toEqual({
+      matchedLevel: 'city',
+      confidence: 0.75,
+      lat: 6.44632,
+      lon: 3.47717,
+      city: {
+        locationId: 'ccf39f57-06a8-52e7-8cf7-608d0a78b046',
+        name: 'Lekki',
+        lat: 6.44632,
+        lon: 3.47717,
+        countryCode: 'NG',
+        regionalZone: 'South West',
+        source: 'geonames',
+        admin1Id: '7f7f1402-add2-5c78-acee-7e6db363e8fa',
+        admin1Name: 'Lagos',
+        admin2Id: '65d4a779-2d09-58a2-b128-9936403840dc',
+        admin2Name: 'Eti Osa',
+      },
+      state: {
+        admin1Id: '7f7f1402-add2-5c78-acee-7e6db363e8fa',
+        code: 'NG.05',
+        name: 'Lagos',
+        countryCode: 'NG',
+        regionalZone: 'South West',
+        lat: 6.59651,
+        lon: 3.34205,
+        capital: 'Ikeja',
+      },
+      country: {
+        countryCode: 'NG',
+        countryCodeAlpha3: 'NGA',
+        name: 'Nigeria',
+        continentCode: 'AF',
+        continentName: 'Africa',
+        lat: 8.87952,
+        lon: 7.22756,
+      },
+    });
   });
 });
