@@ -4,7 +4,9 @@
 
 WAYBILL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WAYBILL_CACHE="${WAYBILL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/waybill}"
-export WAYBILL_ROOT WAYBILL_CACHE
+# This checkout's state: infrastructure data, pid files and logs, test results, the Node link.
+WAYBILL_LOCAL="${WAYBILL_LOCAL:-$WAYBILL_ROOT/.local}"
+export WAYBILL_ROOT WAYBILL_CACHE WAYBILL_LOCAL
 
 log() { printf '[waybill] %s\n' "$*" >&2; }
 die() { printf '[waybill] error: %s\n' "$*" >&2; exit 1; }
@@ -36,9 +38,9 @@ ensure_node() {
     tar -xzf "$tmp"/"$pkg"-*.tgz -C "$dir" --strip-components=1
     rm -rf "$tmp"
   fi
-  mkdir -p "$WAYBILL_ROOT/.local"
-  ln -sfn "$dir" "$WAYBILL_ROOT/.local/node"
-  export PATH="$WAYBILL_ROOT/.local/node/bin:$PATH"
+  mkdir -p "$WAYBILL_LOCAL"
+  ln -sfn "$dir" "$WAYBILL_LOCAL/node"
+  export PATH="$WAYBILL_LOCAL/node/bin:$PATH"
   [ "$(node_major node)" -ge 22 ] || die "Node $want did not start"
 }
 
