@@ -51,7 +51,7 @@ const TARGETS: Target[] = [
       quantity: 2,
       size: 'MEDIUM',
       value: 4500,
-      image: `${CDN}/uploads/u1/3f1c2a9e-7a0b-4c1d-9e2f-0a1b2c3d4e5f.jpg`,
+      image: `${CDN}/uploads/9b2d4f6a-1c3e-4a5b-8c7d-0e1f2a3b4c5d/3f1c2a9e-7a0b-4c1d-9e2f-0a1b2c3d4e5f.jpg`,
     }),
   },
   {
