@@ -1,0 +1,74 @@
+import type { Config } from '../../libs/config';
+import type { RouteGroup } from '../../libs/service';
+import type { Middleware } from './edge';
+import type { GatewayRequest } from './http';
+import { GROUP_BASE, aliasesFor, type RouteEntry } from './routes';
+import type { AfterCall } from './web-overrides';
+
+export const BACKEND_GROUPS: readonly RouteGroup[] = ['api', 'file', 'admin'];
+const BODY_KINDS = ['json', 'stream'] as const;
+
+export interface RouteTableOptions {
+  config: Pick<Config, 'requestTimeoutMs' | 'bodyLimit' | 'files'>;
+  entries: RouteEntry[];
+  onAfterCall: AfterCall;
+  /** Middlewares of a group's routes, in order (access log, authentication, ...). */
+  use: (group: RouteGroup) => Middleware[];
+  /** The routes without credentials (`opsAliases`) and their middlewares. */
+  ops: { aliases: Record<string, unknown>; use: Middleware[] };
+}
+
+/** A route's raw body goes to the service as a stream, with the headers that describe it. */
+export function describeStreamBody(
+  ctx: { meta: Record<string, unknown> },
+  _route: unknown,
+  req: GatewayRequest,
+): void {
+  ctx.meta.contentType = req.headers['content-type'];
+  const length = Number(req.headers['content-length']);
+  if (Number.isSafeInteger(length) && length >= 0) ctx.meta.contentLength = length;
+}
+
+/**
+ * moleculer-web's `routes`: one per group and body kind (`api-json`, `file-stream`, ...),
+ * then `ops` at `/`. Only declared aliases exist (`mappingPolicy: restrict`).
+ */
+export function gatewayRoutes(options: RouteTableOptions) {
+  const { config } = options;
+  const common = {
+    mappingPolicy: 'restrict',
+    autoAliases: false,
+    logging: false,
+    callOptions: { timeout: config.requestTimeoutMs, retries: 0 },
+    onAfterCall: options.onAfterCall,
+  };
+  const jsonBody = { json: { strict: true, limit: config.bodyLimit }, urlencoded: false };
+
+  const backendRoutes = BACKEND_GROUPS.flatMap((group) =>
+    BODY_KINDS.map((body) => ({
+      ...common,
+      // Files take longer than JSON calls: an upload's timeout covers its whole body.
+      callOptions:
+        group === 'file'
+          ? { ...common.callOptions, timeout: config.files.timeoutMs }
+          : common.callOptions,
+      name: `${group}-${body}`,
+      path: GROUP_BASE[group],
+      aliases: aliasesFor(options.entries, group, body),
+      bodyParsers: body === 'json' ? jsonBody : false,
+      use: options.use(group),
+      ...(body === 'stream' ? { onBeforeCall: describeStreamBody } : {}),
+    })),
+  );
+
+  const opsRoute = {
+    ...common,
+    name: 'ops',
+    path: '/',
+    bodyParsers: false,
+    use: options.ops.use,
+    aliases: options.ops.aliases,
+  };
+
+  return [...backendRoutes, opsRoute];
+}

@@ -1,0 +1,246 @@
+import type { ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { Context, Logger } from 'moleculer';
+import { errorEnvelope, successEnvelope } from '../../libs/envelope';
+import { notFound, toHttpError } from '../../libs/errors';
+import type { HttpRoute } from '../../libs/service';
+import { receiveFlow, type FlowMeta, type StreamFlows } from '../../libs/stream-flow';
+import { describeRequest, sendJson, type GatewayRequest } from './http';
+import { REPLAYED_HEADER, claimForRequest, type IdempotencyStore } from './idempotency';
+
+/**
+ * The gateway's replacements for moleculer-web internals, as plain functions of their
+ * dependencies. `webOverrides` binds them for the service schema.
+ */
+
+type Meta = Record<string, unknown>;
+
+/** A broker call, as `broker.call` makes it. */
+export type Call = (action: string, params: object, opts: { nodeID: string }) => Promise<unknown>;
+
+/** A route's `onAfterCall` hook, as moleculer-web calls it. */
+export type AfterCall = (
+  ctx: { meta: Meta },
+  route: unknown,
+  req: GatewayRequest,
+  res: ServerResponse,
+  data: unknown,
+) => unknown;
+
+/** What `callAction` reads of the matched route. */
+export interface CallRoute {
+  callOptions?: Record<string, unknown>;
+  onAfterCall?: AfterCall;
+}
+
+/** Headers a service asked for through `meta`: its own, and `Location`. */
+export function responseHeaders(meta: Meta): Record<string, string> {
+  const headers = { ...((meta.$responseHeaders ?? {}) as Record<string, string>) };
+  if (typeof meta.$location === 'string') headers.Location = meta.$location;
+  return headers;
+}
+
+/**
+ * `onAfterCall`: the status a service set in `meta.$statusCode`, else the route's; `204`
+ * answers nothing; bytes and streams go out as they are; anything else in a success envelope.
+ */
+export function afterCall(
+  httpOf: (actionName: string) => Pick<HttpRoute, 'status' | 'message'> | undefined,
+): AfterCall {
+  return (ctx, _route, req, res, data) => {
+    const http = httpOf(req.$alias?.action?.replace(/^stream:/, '') ?? '');
+    const status = Number(ctx.meta.$statusCode ?? http?.status ?? 200);
+    res.statusCode = status;
+    if (status === 204) return null;
+    if (data instanceof Readable || Buffer.isBuffer(data)) return data;
+    return successEnvelope(http?.message ?? 'OK', data);
+  };
+}
+
+export interface ErrorDeps {
+  environment: string;
+  logger: () => Pick<Logger, 'error'>;
+}
+
+/**
+ * `onError`: every error, thrown anywhere, as the error envelope. What is ours to fix is
+ * logged; an error after the headers went out can only cut the connection.
+ */
+export function writeError(
+  deps: ErrorDeps,
+  req: GatewayRequest,
+  res: ServerResponse,
+  err: unknown,
+): void {
+  const httpError = toHttpError(err);
+  if (httpError.internal) {
+    deps.logger().error('request failed', {
+      ...describeRequest(req),
+      requestId: req.$ctx?.requestID,
+      error: err,
+    });
+  }
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(
+    res,
+    httpError.status,
+    errorEnvelope({
+      statusCode: httpError.status,
+      ...describeRequest(req),
+      message: httpError.message,
+      environment: deps.environment,
+      errors: httpError.errors,
+    }),
+  );
+}
+
+/** The 404 of a request no alias matched. */
+export function routeNotFound(req: GatewayRequest) {
+  const { method, path } = describeRequest(req);
+  return notFound(`No route for ${method} ${path}; see /docs for the routes`);
+}
+
+/**
+ * `sendResponse`: envelopes and 201s without noise, streams for downloads. A stream from
+ * another node comes gated; it is credited (through `call`) as the client reads.
+ */
+export function sendResponse(
+  deps: { call: Call },
+  req: GatewayRequest,
+  res: ServerResponse,
+  data: unknown,
+): void {
+  if (res.headersSent) return;
+  const meta = req.$ctx?.meta ?? {};
+  for (const [name, value] of Object.entries(responseHeaders(meta))) {
+    res.setHeader(name, value);
+  }
+  if (data == null) {
+    res.end();
+  } else if (data instanceof Readable) {
+    if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
+    const flow = meta.$responseFlow as FlowMeta | undefined;
+    const body = flow ? receiveFlow(data, flow, deps.call) : data;
+    body.on('error', () => res.destroy());
+    // A client that leaves mid-download must not leave the source (an S3 socket) open.
+    res.once('close', () => {
+      if (!body.readableEnded) {
+        body.destroy();
+        data.destroy();
+      }
+    });
+    body.pipe(res);
+  } else if (Buffer.isBuffer(data)) {
+    if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
+    res.setHeader('Content-Length', data.length);
+    res.end(data);
+  } else {
+    sendJson(res, res.statusCode || 200, data);
+  }
+}
+
+export interface CallDeps {
+  flows: StreamFlows;
+  idempotency: IdempotencyStore;
+  /** This gateway's node, which receivers of a gated stream credit. */
+  nodeID: () => string;
+  logger: () => Pick<Logger, 'warn'>;
+  send: (req: GatewayRequest, res: ServerResponse, data: unknown) => void;
+}
+
+/**
+ * `callAction`: moleculer-web's, except that a request body streamed to another node goes
+ * through a credit gate (the client is read no faster than the service consumes), and a
+ * JSON call with an `Idempotency-Key` is claimed first and its answer stored, or replayed.
+ */
+export async function callAction(
+  deps: CallDeps,
+  route: CallRoute,
+  req: GatewayRequest,
+  res: ServerResponse,
+  params: Meta,
+  isStream: boolean,
+): Promise<true> {
+  const ctx = req.$ctx as Context<unknown, Meta>;
+  const endpoint = req.$endpoint ?? {};
+  const opts: Meta = { ...route.callOptions };
+  let flow: ReturnType<StreamFlows['open']> | undefined;
+  if (isStream && endpoint.local) {
+    opts.stream = req;
+  } else if (isStream) {
+    flow = deps.flows.open(req, deps.nodeID());
+    ctx.meta.$flow = flow.meta;
+    opts.stream = flow.stream;
+  }
+  const claim = isStream
+    ? undefined
+    : await claimForRequest(deps.idempotency, req, ctx.meta, params);
+  if (claim?.kind === 'replay') {
+    const { status, headers, body } = claim.response;
+    res.statusCode = status;
+    res.setHeader(REPLAYED_HEADER, 'true');
+    ctx.meta.$responseHeaders = headers;
+    deps.send(req, res, body);
+    return true;
+  }
+  try {
+    let data = await ctx.call(endpoint as unknown as string, params, opts);
+    if (route.onAfterCall) data = await route.onAfterCall(ctx, route, req, res, data);
+    const stored = await claim?.complete({
+      status: res.statusCode,
+      headers: responseHeaders(ctx.meta),
+      body: data,
+    });
+    if (stored === false) {
+      deps.logger().warn('answer not stored for its Idempotency-Key; a retry will wait', {
+        ...describeRequest(req),
+      });
+    }
+    deps.send(req, res, data);
+    return true;
+  } catch (err) {
+    await claim?.fail(err);
+    throw err;
+  } finally {
+    if (flow) {
+      flow.close();
+      if (!req.readableEnded) req.resume(); // the service stopped early: drain the rest
+    }
+  }
+}
+
+export interface OverrideDeps extends ErrorDeps, Omit<CallDeps, 'send' | 'logger'> {
+  logger: () => Pick<Logger, 'error' | 'warn'>;
+  call: Call;
+}
+
+/**
+ * The moleculer-web settings and methods the gateway replaces. Every error, moleculer-web's
+ * own 404 included, goes to `onError`; moleculer-web would log each 5xx with its stack,
+ * `onError` logs only what is ours to fix.
+ */
+export function webOverrides(deps: OverrideDeps) {
+  const onError = (req: GatewayRequest, res: ServerResponse, err: unknown) =>
+    writeError(deps, req, res, err);
+  const send = (req: GatewayRequest, res: ServerResponse, data: unknown) =>
+    sendResponse(deps, req, res, data);
+  return {
+    onError,
+    methods: {
+      send404: (req: GatewayRequest, res: ServerResponse) => onError(req, res, routeNotFound(req)),
+      errorHandler: onError,
+      callAction: (
+        route: CallRoute,
+        _actionName: string,
+        req: GatewayRequest,
+        res: ServerResponse,
+        params: Meta,
+        isStream: boolean,
+      ) => callAction({ ...deps, send }, route, req, res, params, isStream),
+      sendResponse: send,
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import type { HttpRoute } from '../../../libs/service';
+import type { Middleware } from '../../../services/gateway/edge';
+import { describeStreamBody, gatewayRoutes } from '../../../services/gateway/route-table';
+import type { RouteEntry } from '../../../services/gateway/routes';
+import { fakeRequest } from './fake-http';
+
+const entry = (actionName: string, http: Partial<HttpRoute> & Pick<HttpRoute, 'group'>) => {
+  const full: HttpRoute = { method: 'GET', path: '/x', message: 'OK', summary: 'x', ...http };
+  const base = { api: '/api', file: '/file', admin: '/admin' }[full.group];
+  return { actionName, http: full, fullPath: `${base}${full.path}` } satisfies RouteEntry;
+};
+
+const entries = [
+  entry('geo.countries', { group: 'api', path: '/countries' }),
+  entry('package.save', { group: 'api', method: 'POST', path: '/package' }),
+  entry('file.upload', { group: 'file', method: 'POST', path: '/single-upload', body: 'stream' }),
+  entry('file.download', { group: 'file', method: 'POST', path: '/download' }),
+  entry('account.getUser', { group: 'admin', path: '/users/:userId' }),
+];
+
+const named = (name: string): Middleware => Object.assign(() => undefined, { label: name });
+const labels = (use: Middleware[]) => use.map((m) => (m as unknown as { label: string }).label);
+const onAfterCall = () => null;
+
+const routes = gatewayRoutes({
+  config: { requestTimeoutMs: 5_000, bodyLimit: '100kb', files: { timeoutMs: 120_000 } } as never,
+  entries,
+  onAfterCall,
+  use: (group) => [named('log'), named(`auth-${group}`)],
+  ops: { aliases: { 'GET /health/live': () => undefined }, use: [named('log')] },
+});
+const byName = Object.fromEntries(routes.map((r) => [r.name, r]));
+
+describe('gatewayRoutes', () => {
+  it('has a JSON and a stream route per group, then ops', () => {
+    expect(routes.map((r) => `${r.name} ${r.path}`)).toEqual([
+      'api-json /api',
+      'api-stream /api',
+      'file-json /file',
+      'file-stream /file',
+      'admin-json /admin',
+      'admin-stream /admin',
+      'ops /',
+    ]);
+  });
+
+  it('routes only declared aliases, each to its body kind', () => {
+    expect(byName['api-json'].aliases).toEqual({
+      'GET /countries': 'geo.countries',
+      'POST /package': 'package.save',
+    });
+    expect(byName['api-stream'].aliases).toEqual({});
+    expect(byName['file-stream'].aliases).toEqual({ 'POST /single-upload': 'stream:file.upload' });
+    expect(byName['admin-json'].aliases).toEqual({ 'GET /users/:userId': 'account.getUser' });
+    for (const route of routes) {
+      expect(route).toMatchObject({
+        mappingPolicy: 'restrict',
+        autoAliases: false,
+        logging: false,
+      });
+      expect(route.onAfterCall).toBe(onAfterCall);
+    }
+  });
+
+  it('parses strict JSON up to the body limit, and leaves stream bodies alone', () => {
+    expect(byName['api-json'].bodyParsers).toEqual({
+      json: { strict: true, limit: '100kb' },
+      urlencoded: false,
+    });
+    expect(byName['file-stream'].bodyParsers).toBe(false);
+    expect(byName.ops.bodyParsers).toBe(false);
+    expect(byName['file-stream']).toMatchObject({ onBeforeCall: describeStreamBody });
+    expect(byName['file-json']).not.toHaveProperty('onBeforeCall');
+  });
+
+  it('gives /file calls the file timeout and the others the request timeout', () => {
+    expect(byName['file-json'].callOptions).toEqual({ timeout: 120_000, retries: 0 });
+    expect(byName['file-stream'].callOptions).toEqual({ timeout: 120_000, retries: 0 });
+    expect(byName['api-json'].callOptions).toEqual({ timeout: 5_000, retries: 0 });
+    expect(byName.ops.callOptions).toEqual({ timeout: 5_000, retries: 0 });
+  });
+
+  it("runs each group's middlewares, and only the access log on ops", () => {
+    expect(labels(byName['api-json'].use)).toEqual(['log', 'auth-api']);
+    expect(labels(byName['file-stream'].use)).toEqual(['log', 'auth-file']);
+    expect(labels(byName['admin-stream'].use)).toEqual(['log', 'auth-admin']);
+    expect(labels(byName.ops.use)).toEqual(['log']);
+    expect(Object.keys(byName.ops.aliases)).toEqual(['GET /health/live']);
+  });
+});
+
+describe('describeStreamBody', () => {
+  it("puts the body's type and length in meta", () => {
+    const meta: Record<string, unknown> = {};
+    const req = fakeRequest({
+      headers: { 'content-type': 'multipart/form-data; boundary=x', 'content-length': '1234' },
+    });
+    describeStreamBody({ meta }, {}, req);
+    expect(meta).toEqual({ contentType: 'multipart/form-data; boundary=x', contentLength: 1234 });
+  });
+
+  it.each([undefined, 'abc', '-1', '1.5'])('leaves out a Content-Length of %p', (length) => {
+    const meta: Record<string, unknown> = {};
+    const headers: Record<string, string> =
+      length === undefined ? {} : { 'content-length': length };
+    describeStreamBody({ meta }, {}, fakeRequest({ headers }));
+    expect(meta).not.toHaveProperty('contentLength');
+  });
+});

@@ -1,0 +1,381 @@
+import { PassThrough, Readable } from 'node:stream';
+import { badRequest, conflict } from '../../../libs/errors';
+import { FLOW_STEP, StreamFlows } from '../../../libs/stream-flow';
+import type { Claim, IdempotencyStore } from '../../../services/gateway/idempotency';
+import {
+  afterCall,
+  callAction,
+  responseHeaders,
+  sendResponse,
+  webOverrides,
+  writeError,
+  type CallDeps,
+} from '../../../services/gateway/web-overrides';
+import { rejectionOf } from '../helpers';
+import { FakeResponse, fakeRequest } from './fake-http';
+
+const noCall = async () => undefined;
+
+describe('responseHeaders', () => {
+  it("takes the service's headers and Location, leaving meta alone", () => {
+    const meta = { $responseHeaders: { 'X-Total': '3' }, $location: '/api/package/p-1' };
+    expect(responseHeaders(meta)).toEqual({ 'X-Total': '3', Location: '/api/package/p-1' });
+    expect(meta.$responseHeaders).toEqual({ 'X-Total': '3' });
+  });
+
+  it('is empty without them, and ignores a Location that is not text', () => {
+    expect(responseHeaders({})).toEqual({});
+    expect(responseHeaders({ $location: 42 })).toEqual({});
+  });
+});
+
+describe('afterCall', () => {
+  const routes: Record<string, { status?: 200 | 201 | 204; message: string }> = {
+    'package.save': { status: 201, message: 'Package saved' },
+    'package.remove': { status: 204, message: 'Gone' },
+    'file.upload': { message: 'Uploaded' },
+  };
+  const hook = afterCall((name) => routes[name]);
+  const run = (action: string | undefined, data: unknown, meta: Record<string, unknown> = {}) => {
+    const res = new FakeResponse();
+    const req = fakeRequest({ alias: action ? { action } : undefined });
+    const out = hook({ meta }, {}, req, res.asServerResponse(), data);
+    return { out, status: res.statusCode };
+  };
+
+  it("wraps data in the success envelope with the route's status and message", () => {
+    expect(run('package.save', { id: 'p-1' })).toEqual({
+      out: { success: true, message: 'Package saved', data: { id: 'p-1' } },
+      status: 201,
+    });
+  });
+
+  it("takes the status a service set in meta over the route's", () => {
+    expect(run('package.save', {}, { $statusCode: 200 }).status).toBe(200);
+  });
+
+  it('answers nothing for a 204', () => {
+    expect(run('package.remove', { ignored: true })).toEqual({ out: null, status: 204 });
+  });
+
+  it('lets bytes and streams through as they are', () => {
+    const bytes = Buffer.from('png');
+    const stream = Readable.from([bytes]);
+    expect(run('file.upload', bytes).out).toBe(bytes);
+    expect(run('file.upload', stream).out).toBe(stream);
+  });
+
+  it('finds the route of a stream alias, and defaults to 200 OK without one', () => {
+    expect(run('stream:file.upload', {}).out).toMatchObject({ message: 'Uploaded' });
+    expect(run(undefined, [1])).toEqual({
+      out: { success: true, message: 'OK', data: [1] },
+      status: 200,
+    });
+  });
+});
+
+describe('sendResponse', () => {
+  it('writes JSON with its length, the status set before, and the headers from meta', () => {
+    const res = new FakeResponse();
+    res.statusCode = 201;
+    const req = fakeRequest({
+      meta: { $location: '/api/package/p-1', $responseHeaders: { 'X-Extra': 'yes' } },
+    });
+    sendResponse({ call: noCall }, req, res.asServerResponse(), { success: true });
+    expect(res.statusCode).toBe(201);
+    expect(res.getHeader('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.getHeader('content-length')).toBe(res.body.length);
+    expect(res.getHeader('location')).toBe('/api/package/p-1');
+    expect(res.getHeader('x-extra')).toBe('yes');
+    expect(res.json()).toEqual({ success: true });
+  });
+
+  it('ends without a body for null', () => {
+    const res = new FakeResponse();
+    res.statusCode = 204;
+    sendResponse({ call: noCall }, fakeRequest(), res.asServerResponse(), null);
+    expect(res.writableEnded).toBe(true);
+    expect(res.body.length).toBe(0);
+    expect(res.hasHeader('content-type')).toBe(false);
+  });
+
+  it('writes a Buffer as octet-stream unless the service named its type', () => {
+    const plain = new FakeResponse();
+    sendResponse({ call: noCall }, fakeRequest(), plain.asServerResponse(), Buffer.from('abc'));
+    expect(plain.getHeader('content-type')).toBe('application/octet-stream');
+    expect(plain.getHeader('content-length')).toBe(3);
+    expect(plain.body.toString()).toBe('abc');
+
+    const typed = new FakeResponse();
+    const req = fakeRequest({ meta: { $responseHeaders: { 'Content-Type': 'image/png' } } });
+    sendResponse({ call: noCall }, req, typed.asServerResponse(), Buffer.from('png'));
+    expect(typed.getHeader('content-type')).toBe('image/png');
+  });
+
+  it('pipes a stream through', async () => {
+    const res = new FakeResponse();
+    const data = Readable.from([Buffer.from('one '), Buffer.from('two')]);
+    sendResponse({ call: noCall }, fakeRequest(), res.asServerResponse(), data);
+    await res.done();
+    expect(res.getHeader('content-type')).toBe('application/octet-stream');
+    expect(res.body.toString()).toBe('one two');
+  });
+
+  it('closes the source when the client leaves mid-download', async () => {
+    const res = new FakeResponse();
+    const source = new PassThrough();
+    sendResponse({ call: noCall }, fakeRequest(), res.asServerResponse(), source);
+    source.write('first chunk');
+    res.destroy();
+    await res.done();
+    await new Promise((r) => setImmediate(r));
+    expect(source.destroyed).toBe(true);
+  });
+
+  it('credits a gated stream from another node as it is read', async () => {
+    const calls: unknown[][] = [];
+    const call = async (...args: unknown[]) => {
+      calls.push(args);
+    };
+    const flow = { id: 'f-1', nodeID: 'file-node', action: 'file.streamCredit' };
+    const res = new FakeResponse();
+    const req = fakeRequest({ meta: { $responseFlow: flow } });
+    const data = Readable.from([Buffer.alloc(FLOW_STEP), Buffer.alloc(1024)]);
+    sendResponse({ call }, req, res.asServerResponse(), data);
+    await res.done();
+    expect(res.body.length).toBe(FLOW_STEP + 1024);
+    expect(calls).toEqual([
+      ['file.streamCredit', { id: 'f-1', bytes: FLOW_STEP }, { nodeID: 'file-node' }],
+    ]);
+  });
+
+  it('does nothing once the headers are out', () => {
+    const res = new FakeResponse();
+    res.write('already');
+    sendResponse({ call: noCall }, fakeRequest(), res.asServerResponse(), { late: true });
+    expect(res.body.toString()).toBe('already');
+  });
+});
+
+describe('writeError', () => {
+  const logger = () => {
+    const errors: unknown[][] = [];
+    return { errors, logger: () => ({ error: (...args: unknown[]) => errors.push(args) }) };
+  };
+
+  it('writes the error envelope with the status, the request and field errors', () => {
+    const log = logger();
+    const res = new FakeResponse();
+    const req = fakeRequest({ method: 'POST', url: '/api/pricing?x=1' });
+    const err = badRequest('Validation failed', [{ field: 'a', message: 'a is required' }]);
+    writeError({ environment: 'staging', logger: log.logger }, req, res.asServerResponse(), err);
+    expect(res.statusCode).toBe(400);
+    expect(res.getHeader('content-type')).toMatch(/application\/json/);
+    expect(res.json()).toEqual({
+      statusCode: 400,
+      method: 'POST',
+      timestamp: expect.any(String),
+      path: '/api/pricing',
+      url: 'http://gateway.test/api/pricing?x=1',
+      message: 'Validation failed',
+      environment: 'staging',
+      errors: [{ field: 'a', message: 'a is required' }],
+    });
+    expect(log.errors).toEqual([]);
+  });
+
+  it('logs a failure of ours and answers a generic 500', () => {
+    const log = logger();
+    const res = new FakeResponse();
+    const err = new Error('mongodb://secret@db is down');
+    writeError(
+      { environment: 'live', logger: log.logger },
+      fakeRequest(),
+      res.asServerResponse(),
+      err,
+    );
+    expect(res.statusCode).toBe(500);
+    expect(res.body.toString()).not.toMatch(/secret/);
+    expect(log.errors).toHaveLength(1);
+    expect(log.errors[0][1]).toMatchObject({ requestId: 'req-1', error: err });
+  });
+
+  it('cuts the connection when the headers were already sent', () => {
+    const res = new FakeResponse();
+    res.write('half a download');
+    writeError(
+      { environment: 'live', logger: logger().logger },
+      fakeRequest(),
+      res.asServerResponse(),
+      new Error('S3 went away'),
+    );
+    expect(res.destroyed).toBe(true);
+    expect(res.body.toString()).toBe('half a download');
+  });
+});
+
+describe('callAction', () => {
+  function deps(overrides: Partial<CallDeps> = {}) {
+    const sent: unknown[] = [];
+    const warnings: unknown[] = [];
+    const store = { claim: async () => undefined } as unknown as IdempotencyStore;
+    const d: CallDeps = {
+      flows: new StreamFlows('gateway'),
+      idempotency: store,
+      nodeID: () => 'gateway-node',
+      logger: () => ({ warn: (...args: unknown[]) => warnings.push(args) }),
+      send: (_req, _res, data) => sent.push(data),
+      ...overrides,
+    };
+    return { deps: d, sent, warnings };
+  }
+  const route = {
+    callOptions: { timeout: 500, retries: 0 },
+    onAfterCall: (_ctx: unknown, _route: unknown, _req: unknown, res: { statusCode: number }) => {
+      res.statusCode = 201;
+      return { wrapped: true };
+    },
+  };
+
+  it('calls the endpoint with the params and a copy of the call options, then sends', async () => {
+    const seen: unknown[][] = [];
+    const endpoint = { local: true, action: {} };
+    const req = fakeRequest({ endpoint, call: (...args) => seen.push(args) });
+    const { deps: d, sent } = deps();
+    const res = new FakeResponse();
+    expect(await callAction(d, route, req, res.asServerResponse(), { a: 1 }, false)).toBe(true);
+    expect(seen).toEqual([[endpoint, { a: 1 }, { timeout: 500, retries: 0 }]]);
+    expect(seen[0][2]).not.toBe(route.callOptions);
+    expect(sent).toEqual([{ wrapped: true }]);
+    expect(res.statusCode).toBe(201);
+  });
+
+  it('hands a local service the request itself as the stream', async () => {
+    const seen: Record<string, unknown>[] = [];
+    const req = fakeRequest({ endpoint: { local: true }, call: (_e, _p, opts) => seen.push(opts) });
+    await callAction(deps().deps, {}, req, new FakeResponse().asServerResponse(), {}, true);
+    expect(seen[0].stream).toBe(req);
+  });
+
+  it('gates a stream to another node, and drains what the service left unread', async () => {
+    const flows = new StreamFlows('gateway');
+    const seen: Record<string, unknown>[] = [];
+    const req = fakeRequest({
+      endpoint: { local: false },
+      call: (_e, _p, opts) => seen.push(opts),
+    });
+    const { deps: d } = deps({ flows });
+    await callAction(d, {}, req, new FakeResponse().asServerResponse(), {}, true);
+    expect(seen[0].stream).not.toBe(req);
+    expect(req.$ctx?.meta.$flow).toMatchObject({
+      nodeID: 'gateway-node',
+      action: 'gateway.streamCredit',
+    });
+    expect(flows.size).toBe(0); // closed after the call
+    expect(req.readableFlowing).toBe(true);
+  });
+
+  function claiming(claim: Claim) {
+    const calls: unknown[][] = [];
+    const store = {
+      claim: async (...args: unknown[]) => {
+        calls.push(args);
+        return claim;
+      },
+    } as unknown as IdempotencyStore;
+    return { store, calls };
+  }
+  const keyed = (call: () => unknown) =>
+    fakeRequest({
+      method: 'POST',
+      url: '/api/package',
+      headers: { 'idempotency-key': 'k-1' },
+      meta: { user: { id: 'u-1' } },
+      endpoint: { local: true },
+      call,
+    });
+
+  it('replays a stored answer without calling the service', async () => {
+    const { store } = claiming({
+      kind: 'replay',
+      response: { status: 201, headers: { Location: '/api/package/p-1' }, body: { id: 'p-1' } },
+    });
+    let called = false;
+    const req = keyed(() => (called = true));
+    const res = new FakeResponse();
+    const { deps: d, sent } = deps({ idempotency: store });
+    await callAction(d, route, req, res.asServerResponse(), {}, false);
+    expect(called).toBe(false);
+    expect(res.statusCode).toBe(201);
+    expect(res.getHeader('idempotent-replayed')).toBe('true');
+    expect(req.$ctx?.meta.$responseHeaders).toEqual({ Location: '/api/package/p-1' });
+    expect(sent).toEqual([{ id: 'p-1' }]);
+  });
+
+  it('stores the answer of a first request, and warns when it could not', async () => {
+    const completed: unknown[] = [];
+    const { store } = claiming({
+      kind: 'first',
+      complete: async (response) => {
+        completed.push(response);
+        return false;
+      },
+      fail: async () => undefined,
+    });
+    const req = keyed(() => ({ id: 'p-1' }));
+    req.$ctx!.meta.$location = '/api/package/p-1';
+    const { deps: d, sent, warnings } = deps({ idempotency: store });
+    await callAction(d, route, req, new FakeResponse().asServerResponse(), {}, false);
+    expect(completed).toEqual([
+      { status: 201, headers: { Location: '/api/package/p-1' }, body: { wrapped: true } },
+    ]);
+    expect(sent).toEqual([{ wrapped: true }]);
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('reports a failed call to the claim and rethrows', async () => {
+    const failed: unknown[] = [];
+    const { store } = claiming({
+      kind: 'first',
+      complete: async () => true,
+      fail: async (err) => {
+        failed.push(err);
+      },
+    });
+    const refusal = conflict('taken');
+    const req = keyed(() => {
+      throw refusal;
+    });
+    const { deps: d, sent } = deps({ idempotency: store });
+    const err = await rejectionOf(() =>
+      callAction(d, route, req, new FakeResponse().asServerResponse(), {}, false),
+    );
+    expect(err).toBe(refusal);
+    expect(failed).toEqual([refusal]);
+    expect(sent).toEqual([]);
+  });
+});
+
+describe('webOverrides', () => {
+  it('sends a 404 and any error through the one envelope writer', () => {
+    const { methods, onError } = webOverrides({
+      environment: 'staging',
+      flows: new StreamFlows('gateway'),
+      idempotency: {} as IdempotencyStore,
+      nodeID: () => 'n',
+      logger: () => ({ error: () => undefined, warn: () => undefined }),
+      call: noCall,
+    });
+    const missing = new FakeResponse();
+    methods.send404(fakeRequest({ method: 'PUT', url: '/nowhere' }), missing.asServerResponse());
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({
+      message: 'No route for PUT /nowhere; see /docs for the routes',
+    });
+    for (const handler of [methods.errorHandler, onError]) {
+      const res = new FakeResponse();
+      handler(fakeRequest(), res.asServerResponse(), conflict('taken'));
+      expect(res.statusCode).toBe(409);
+    }
+  });
+});
