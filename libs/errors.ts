@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
@@ -45,6 +46,8 @@ export const validationError = (message: string, errors: FieldError[]) =>
 export const unauthorized = (message: string) => new WaybillError('UNAUTHORIZED', message);
 export const forbidden = (message: string) => new WaybillError('FORBIDDEN', message);
 export const notFound = (message: string) => new WaybillError('NOT_FOUND', message);
+export const methodNotAllowed = (message: string) =>
+  new WaybillError('METHOD_NOT_ALLOWED', message);
 export const conflict = (message: string) => new WaybillError('CONFLICT', message);
 export const unprocessable = (message: string) => new WaybillError('UNPROCESSABLE', message);
 export const payloadTooLarge = (message: string) => new WaybillError('PAYLOAD_TOO_LARGE', message);

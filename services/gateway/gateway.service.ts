@@ -12,6 +12,7 @@ import { accessLog, adminGuard, apiKeyGuard } from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
 import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
 import { IdempotencyStore } from './idempotency';
+import { aliasRoutes, allowedMethods, methodGuard } from './method-check';
 import { opsAliases } from './ops-routes';
 import { QuotaLimiter } from './quota';
 import { gatewayRoutes } from './route-table';
@@ -58,25 +59,25 @@ export function createGatewayService(
     call: (action, params, opts) => broker.call(action, params, opts),
   });
 
+  const ops = opsAliases({ environment: config.appEnv, backends, version, broker: () => broker });
+  const methods = methodGuard(
+    allowedMethods([
+      ...entries.map((e) => ({ method: e.http.method, fullPath: e.fullPath })),
+      ...aliasRoutes(ops),
+    ]),
+  );
   const routes = gatewayRoutes({
     config,
     entries,
     onAfterCall: afterCall((name) => httpByAction.get(name)),
     use: (group) => [
       log,
+      methods,
       group === 'admin'
         ? adminGuard(config.adminToken)
         : apiKeyGuard(group, { config, quota, authenticator: () => authenticator }),
     ],
-    ops: {
-      use: [log],
-      aliases: opsAliases({
-        environment: config.appEnv,
-        backends,
-        version,
-        broker: () => broker,
-      }),
-    },
+    ops: { use: [log, methods], aliases: ops },
   });
 
   return {

@@ -1,4 +1,5 @@
 import type { ServiceBroker } from 'moleculer';
+import { templatePattern } from './routes';
 
 /**
  * What operators alert on: answers by route template and status, and their latency, as the
@@ -22,14 +23,7 @@ export function routeTemplates(
   const patterns = routes.map(({ method, fullPath }) => ({
     method,
     fullPath,
-    regexp: new RegExp(
-      `^${fullPath
-        .split('/')
-        .map((part) =>
-          part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
-        )
-        .join('/')}/?$`,
-    ),
+    regexp: templatePattern(fullPath),
   }));
   return (method, path) =>
     patterns.find((p) => p.method === method && p.regexp.test(path))?.fullPath ?? UNMATCHED_ROUTE;

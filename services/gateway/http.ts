@@ -3,6 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 /** The request as moleculer-web hands it to our hooks. */
 export interface GatewayRequest extends IncomingMessage {
   originalUrl?: string;
+  /** The path moleculer-web matches aliases against: no query, no trailing slash. */
+  parsedUrl?: string;
   $ctx?: { meta: Record<string, unknown>; requestID?: string | null };
   /** The matched alias: its action and its path template (`/api/package/:packageId`). */
   $alias?: { action?: string; fullPath?: string };

@@ -47,3 +47,15 @@ export function aliasesFor(
   }
   return aliases;
 }
+
+/**
+ * The regular expression of a path template, as moleculer-web (path-to-regexp) reads it: a
+ * `:param` is one segment, anything else is literal, a trailing slash is optional. Pass `i`
+ * to match as moleculer-web does, regardless of case.
+ */
+export function templatePattern(fullPath: string, flags = ''): RegExp {
+  const parts = fullPath
+    .split('/')
+    .map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${parts.join('/')}/?$`, flags);
+}

@@ -1,0 +1,54 @@
+import { methodNotAllowed } from '../../libs/errors';
+import type { Middleware } from './edge';
+import { describeRequest, isPreflight } from './http';
+import { templatePattern } from './routes';
+
+/** A declared route: its method and its full path template (`/api/package/:packageId`). */
+export interface DeclaredRoute {
+  method: string;
+  fullPath: string;
+}
+
+/** The routes of an alias map at `/` (`{"GET /docs/assets/:file": handler}`). */
+export function aliasRoutes(aliases: Record<string, unknown>): DeclaredRoute[] {
+  return Object.keys(aliases).map((key) => {
+    const [method, fullPath] = key.split(/\s+/);
+    return { method, fullPath };
+  });
+}
+
+/**
+ * The methods declared for a path, sorted, by the templates it matches the way moleculer-web
+ * matches them (case-insensitive, `:param` one segment); none for an unknown path.
+ */
+export function allowedMethods(routes: DeclaredRoute[]): (path: string) => string[] {
+  const patterns = routes.map((r) => ({
+    method: r.method,
+    regexp: templatePattern(r.fullPath, 'i'),
+  }));
+  return (path) => {
+    const methods = new Set(patterns.filter((p) => p.regexp.test(path)).map((p) => p.method));
+    return [...methods].sort();
+  };
+}
+
+const spell = (methods: string[]) =>
+  methods.length === 1 ? methods[0] : `${methods.slice(0, -1).join(', ')} or ${methods.at(-1)}`;
+
+/**
+ * 405 with `Allow` for a known path called with a method it does not have. It runs before
+ * authentication, so a wrong method is never mistaken for a missing key or route (the routes
+ * are public: /openapi.json). Preflights and matched methods pass untouched.
+ */
+export function methodGuard(methodsOf: (path: string) => string[]): Middleware {
+  return (req, res, next) => {
+    if (isPreflight(req)) return next();
+    const { method, path } = describeRequest(req);
+    const allowed = methodsOf(req.parsedUrl ?? path);
+    // moleculer-web looks a plain OPTIONS (no preflight header) up as a GET.
+    const lookup = method === 'OPTIONS' ? 'GET' : method;
+    if (allowed.length === 0 || allowed.includes(lookup)) return next();
+    res.setHeader('Allow', allowed.join(', '));
+    next(methodNotAllowed(`${method} is not allowed on ${path}; use ${spell(allowed)}`));
+  };
+}
