@@ -7,7 +7,7 @@ import {
   unsupportedMediaType,
   type WaybillError,
 } from '../../libs/errors';
-import { SNIFF_LENGTH, extensionFor, sniff } from './sniff';
+import { SNIFF_LENGTH, extensionFor, sniff, type Sniffed } from './sniff';
 
 /** Files one bulk upload may carry (the specification's limit). */
 export const BULK_MAX_FILES = 7;
@@ -58,7 +58,7 @@ const formatBytes = (n: number) =>
   n >= 1024 * 1024 && n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
 
 /** The client's file name, for messages and error slots: no control characters, bounded. */
-function cleanFilename(name: string | undefined): string | null {
+export function cleanFilename(name: string | undefined): string | null {
   if (name === undefined) return null;
   // eslint-disable-next-line no-control-regex -- control characters are dropped on purpose
   const clean = name.replace(/[\x00-\x1f\x7f]/g, '').slice(0, 255);
@@ -111,10 +111,19 @@ class SniffGate extends Transform {
   }
 }
 
-function parserFor(options: ReceiveOptions) {
+export const fileTooLarge = (maxFileBytes: number) =>
+  payloadTooLarge(`The file is larger than ${formatBytes(maxFileBytes)}`);
+
+/**
+ * Why the request cannot be a multipart upload, before its body is read: not multipart, or
+ * (single) a Content-Length beyond one file and its envelope. Undefined when it may be.
+ */
+export function refuseRequest(
+  options: Pick<ReceiveOptions, 'mode' | 'contentType' | 'contentLength' | 'maxFileBytes'>,
+): WaybillError | undefined {
   const { contentType } = options;
   if (!contentType || !/^multipart\/form-data\s*(;|$)/i.test(contentType)) {
-    throw badRequest(
+    return badRequest(
       `Send files as multipart/form-data (got ${contentType ? contentType.split(';')[0] : 'no content type'})`,
     );
   }
@@ -123,23 +132,179 @@ function parserFor(options: ReceiveOptions) {
     options.contentLength !== undefined &&
     options.contentLength > options.maxFileBytes + MULTIPART_OVERHEAD
   ) {
-    throw payloadTooLarge(`The file is larger than ${formatBytes(options.maxFileBytes)}`);
+    return fileTooLarge(options.maxFileBytes);
   }
+  return undefined;
+}
+
+/** busboy's limits: one file more than allowed, so that it can be refused by name. */
+export function busboyLimits(mode: ReceiveOptions['mode'], maxFileBytes: number) {
+  return {
+    // busboy flags a file that reaches the limit, so one byte more is the first too many.
+    fileSize: maxFileBytes + 1,
+    files: mode === 'single' ? 2 : BULK_MAX_FILES + 1,
+    fields: 20,
+    fieldSize: 1024,
+    parts: 50,
+    headerPairs: 20,
+  };
+}
+
+function parserFor(options: ReceiveOptions): Busboy.Busboy {
+  const refusal = refuseRequest(options);
+  if (refusal) throw refusal;
   try {
     return Busboy({
-      headers: { 'content-type': contentType },
-      limits: {
-        // busboy flags a file that reaches the limit, so one byte more is the first too many.
-        fileSize: options.maxFileBytes + 1,
-        files: options.mode === 'single' ? 2 : BULK_MAX_FILES + 1,
-        fields: 20,
-        fieldSize: 1024,
-        parts: 50,
-        headerPairs: 20,
-      },
+      headers: { 'content-type': options.contentType },
+      limits: busboyLimits(options.mode, options.maxFileBytes),
     });
   } catch {
     throw badRequest('Malformed multipart/form-data content type: the boundary is missing');
+  }
+}
+
+/**
+ * Why a file part cannot be taken, given the name of the request's first file part and the
+ * files taken before it: a single upload takes one `upload-file`, a bulk upload up to 7 parts
+ * named alike. Undefined when it can.
+ */
+export function refusePart(
+  mode: ReceiveOptions['mode'],
+  name: string,
+  firstName: string,
+  received: number,
+): WaybillError | undefined {
+  if (mode === 'single') {
+    if (name !== SINGLE_FIELD) {
+      return badRequest(`Unexpected file field "${name}"; send the file as "${SINGLE_FIELD}"`);
+    }
+    if (received >= 1) {
+      return badRequest(`Send one file as "${SINGLE_FIELD}"; use /file/bulk-upload for several`);
+    }
+    return undefined;
+  }
+  if (name !== firstName) {
+    return badRequest(`All files must share one field name; got "${firstName}" and "${name}"`);
+  }
+  if (received >= BULK_MAX_FILES) {
+    return badRequest(`At most ${BULK_MAX_FILES} files per request; nothing was stored`);
+  }
+  return undefined;
+}
+
+/** The 400 of a body without file parts; `textFileField`: `upload-file` came as text. */
+export function noFilesError(mode: ReceiveOptions['mode'], textFileField: boolean): WaybillError {
+  if (mode === 'bulk') {
+    return badRequest(
+      `No files; send 1 to ${BULK_MAX_FILES} files in parts sharing one field name`,
+    );
+  }
+  return badRequest(
+    textFileField
+      ? `"${SINGLE_FIELD}" must be a file part, sent with a filename`
+      : `Missing the file part "${SINGLE_FIELD}"`,
+  );
+}
+
+/** The type of a file from its first bytes; 400 when empty, 415 when not an allowed type. */
+export function acceptHead(head: Buffer, allowed: readonly string[]): Sniffed {
+  if (head.length === 0) throw badRequest('The file is empty');
+  const sniffed = sniff(head);
+  if (!sniffed || !allowed.includes(sniffed.mime)) {
+    throw unsupportedMediaType(
+      `File type not accepted${sniffed ? ` (${sniffed.mime})` : ''}; send one of ${allowed.join(', ')}`,
+    );
+  }
+  return sniffed;
+}
+
+/**
+ * One request's files under way. A failure of the request (`fail`) stops the parse, aborts
+ * the uploads in flight, and deletes every object stored for it before rejecting.
+ */
+class Reception {
+  readonly slots: Promise<FileSlot>[] = [];
+  failed = false;
+  /** Keys whose upload started: all deleted if the request fails. */
+  private readonly started = new Set<string>();
+  private readonly gates = new Set<SniffGate>();
+  private readonly allowed: string[];
+
+  constructor(
+    private readonly stream: Readable,
+    private readonly busboy: Busboy.Busboy,
+    private readonly options: ReceiveOptions,
+    private readonly reject: (err: WaybillError) => void,
+  ) {
+    this.allowed = [...new Set(options.allowedTypes)];
+  }
+
+  fail(err: WaybillError): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.stream.unpipe(this.busboy);
+    this.stream.resume();
+    this.busboy.removeAllListeners('close');
+    this.busboy.destroy();
+    for (const gate of this.gates) gate.destroy(err);
+    void Promise.allSettled(this.slots)
+      .then(() => this.options.sink.remove([...this.started]))
+      .then(() => this.reject(err));
+  }
+
+  /** Takes a file part: its slot settles once it is stored or refused. */
+  take(file: Readable, filename: string | null): void {
+    this.slots.push(this.store(file, filename));
+  }
+
+  /** A refused file fails a single upload; in a bulk upload it is an error slot. */
+  private refused(error: WaybillError, filename: string | null): FileSlot {
+    if (this.options.mode === 'single') this.fail(error);
+    return { error, filename };
+  }
+
+  /** Holds the file back until its first bytes name an allowed type, then uploads it. */
+  private store(file: Readable, filename: string | null): Promise<FileSlot> {
+    return new Promise<FileSlot>((settle) => {
+      let uploading = false;
+      const gate = new SniffGate((head) => {
+        const sniffed = acceptHead(head, this.allowed);
+        uploading = true;
+        void this.upload(gate, sniffed, filename).then(settle);
+      });
+      this.gates.add(gate);
+      gate.once('close', () => this.gates.delete(gate));
+      gate.on('error', (err: WaybillError) => {
+        file.unpipe(gate);
+        file.resume(); // busboy waits for each file to be read before it goes on
+        if (!uploading) settle(this.refused(err, filename));
+      });
+      file.on('limit', () => gate.destroy(fileTooLarge(this.options.maxFileBytes)));
+      file.on('error', (err: Error) =>
+        gate.destroy(badRequest(`Malformed file part: ${err.message}`)),
+      );
+      file.pipe(gate);
+    });
+  }
+
+  /** Streams an accepted file to the sink; a file that grows too large is removed, refused. */
+  private async upload(gate: SniffGate, sniffed: Sniffed, filename: string | null) {
+    const { sink } = this.options;
+    const key = this.options.newKey(extensionFor(sniffed, filename ?? undefined));
+    this.started.add(key);
+    try {
+      await sink.put(key, gate, sniffed.mime);
+      return { key, mime: sniffed.mime, size: gate.bytes, filename };
+    } catch (e) {
+      const err = e as WaybillError;
+      if (err.type === 'PAYLOAD_TOO_LARGE') {
+        await sink.remove([key]);
+        this.started.delete(key);
+        return this.refused(err, filename);
+      }
+      this.fail(err);
+      return { error: err, filename };
+    }
   }
 }
 
@@ -162,143 +327,42 @@ export function receiveFiles(stream: Readable, options: ReceiveOptions): Promise
     stream.resume(); // let the body drain; the answer goes out now
     return Promise.reject(err);
   }
-  const { mode, sink } = options;
-  const allowed = new Set(options.allowedTypes);
 
   return new Promise<FileSlot[]>((resolve, reject) => {
-    const slots: Promise<FileSlot>[] = [];
-    /** Keys whose upload started: all deleted if the request fails. */
-    const started = new Set<string>();
-    const gates = new Set<SniffGate>();
-    let fieldName: string | undefined;
+    const reception = new Reception(stream, busboy, options, reject);
+    let firstName: string | undefined;
     let textFileField = false;
-    let failed = false;
-
-    function fail(err: WaybillError) {
-      if (failed) return;
-      failed = true;
-      stream.unpipe(busboy);
-      stream.resume();
-      busboy.removeAllListeners('close');
-      busboy.destroy();
-      for (const gate of gates) gate.destroy(err);
-      void Promise.allSettled(slots)
-        .then(() => sink.remove([...started]))
-        .then(() => reject(err));
-    }
-
-    function storeFile(file: Readable, filename: string | null): Promise<FileSlot> {
-      return new Promise<FileSlot>((settle) => {
-        let put: Promise<void> | undefined;
-        let key = '';
-        let mime = '';
-        const refused = (error: WaybillError): FileSlot => {
-          if (mode === 'single') fail(error);
-          return { error, filename };
-        };
-
-        const gate = new SniffGate((head) => {
-          if (head.length === 0) throw badRequest('The file is empty');
-          const sniffed = sniff(head);
-          if (!sniffed || !allowed.has(sniffed.mime)) {
-            throw unsupportedMediaType(
-              `File type not accepted${sniffed ? ` (${sniffed.mime})` : ''}; send one of ${[...allowed].join(', ')}`,
-            );
-          }
-          key = options.newKey(extensionFor(sniffed, filename ?? undefined));
-          mime = sniffed.mime;
-          started.add(key);
-          put = sink.put(key, gate, mime);
-          put.then(
-            () => settle({ key, mime, size: gate.bytes, filename }),
-            async (err: WaybillError) => {
-              if (err.type === 'PAYLOAD_TOO_LARGE') {
-                await sink.remove([key]);
-                started.delete(key);
-                settle(refused(err));
-              } else {
-                fail(err);
-                settle({ error: err, filename });
-              }
-            },
-          );
-        });
-        gates.add(gate);
-        gate.once('close', () => gates.delete(gate));
-        gate.on('error', (err: WaybillError) => {
-          file.unpipe(gate);
-          file.resume(); // busboy waits for each file to be read before it goes on
-          if (!put) settle(refused(err));
-        });
-        file.on('limit', () =>
-          gate.destroy(
-            payloadTooLarge(`The file is larger than ${formatBytes(options.maxFileBytes)}`),
-          ),
-        );
-        file.on('error', (err: Error) =>
-          gate.destroy(badRequest(`Malformed file part: ${err.message}`)),
-        );
-        file.pipe(gate);
-      });
-    }
 
     busboy.on('file', (name, file, info) => {
       // busboy destroys an unfinished file stream with an error when parsing stops.
       file.on('error', () => undefined);
-      if (failed) {
+      if (reception.failed) {
         file.resume();
         return;
       }
-      if (mode === 'single') {
-        if (name !== SINGLE_FIELD) {
-          file.resume();
-          fail(badRequest(`Unexpected file field "${name}"; send the file as "${SINGLE_FIELD}"`));
-          return;
-        }
-        if (slots.length >= 1) {
-          file.resume();
-          fail(badRequest(`Send one file as "${SINGLE_FIELD}"; use /file/bulk-upload for several`));
-          return;
-        }
-      } else {
-        fieldName ??= name;
-        if (name !== fieldName) {
-          file.resume();
-          fail(badRequest(`All files must share one field name; got "${fieldName}" and "${name}"`));
-          return;
-        }
-        if (slots.length >= BULK_MAX_FILES) {
-          file.resume();
-          fail(badRequest(`At most ${BULK_MAX_FILES} files per request; nothing was stored`));
-          return;
-        }
+      firstName ??= name;
+      const refusal = refusePart(options.mode, name, firstName, reception.slots.length);
+      if (refusal) {
+        file.resume();
+        reception.fail(refusal);
+        return;
       }
-      slots.push(storeFile(file, cleanFilename(info.filename)));
+      reception.take(file, cleanFilename(info.filename));
     });
-
     busboy.on('field', (name) => {
       if (name === SINGLE_FIELD) textFileField = true;
     });
-
     busboy.on('error', (err: Error) =>
-      fail(badRequest(`Malformed multipart body: ${err.message}`)),
+      reception.fail(badRequest(`Malformed multipart body: ${err.message}`)),
     );
-    stream.on('error', () => fail(badRequest('The upload was interrupted before it ended')));
-
+    stream.on('error', () =>
+      reception.fail(badRequest('The upload was interrupted before it ended')),
+    );
     busboy.on('close', () => {
-      void Promise.all(slots).then((results) => {
-        if (failed) return;
-        if (results.length === 0) {
-          const hint =
-            mode === 'single'
-              ? textFileField
-                ? `"${SINGLE_FIELD}" must be a file part, sent with a filename`
-                : `Missing the file part "${SINGLE_FIELD}"`
-              : `No files; send 1 to ${BULK_MAX_FILES} files in parts sharing one field name`;
-          fail(badRequest(hint));
-          return;
-        }
-        resolve(results);
+      void Promise.all(reception.slots).then((results) => {
+        if (reception.failed) return;
+        if (results.length === 0) reception.fail(noFilesError(options.mode, textFileField));
+        else resolve(results);
       });
     });
 

@@ -3,9 +3,17 @@ import { serviceUnavailable } from '../../../libs/errors';
 import {
   BULK_MAX_FILES,
   MULTIPART_OVERHEAD,
+  SINGLE_FIELD,
+  acceptHead,
+  busboyLimits,
+  cleanFilename,
   errorSlot,
+  fileTooLarge,
   isFailed,
+  noFilesError,
   receiveFiles,
+  refusePart,
+  refuseRequest,
   type FileSink,
   type FileSlot,
   type ReceiveOptions,
@@ -21,7 +29,7 @@ import {
   type BodyOptions,
   type Part,
 } from '../../support/multipart';
-import { rejectionOf } from '../helpers';
+import { rejectionOf, thrownBy } from '../helpers';
 
 /** An in-memory bucket that behaves like FileStorage: reads the body, fails when it fails. */
 class FakeSink implements FileSink {
@@ -387,5 +395,113 @@ describe('bulk upload', () => {
       contentType: multipartType('bnd'),
     });
     expect(isFailed(slots[0]) && errorSlot(slots[0]).error.filename).toBe('ab.txt');
+  });
+});
+
+describe('the parts of a reception', () => {
+  const multipart = 'multipart/form-data; boundary=x';
+
+  describe('refuseRequest', () => {
+    const request = (contentType: string | undefined, contentLength?: number) => ({
+      mode: 'single' as const,
+      contentType,
+      contentLength,
+      maxFileBytes: 1000,
+    });
+
+    it('takes multipart/form-data in any case, with or without parameters', () => {
+      expect(refuseRequest(request(multipart))).toBeUndefined();
+      expect(refuseRequest(request('Multipart/Form-Data'))).toBeUndefined();
+    });
+
+    it.each<[string | undefined, string]>([
+      [undefined, 'no content type'],
+      ['application/json; charset=utf-8', 'application/json'],
+      ['multipart/form-datax; boundary=x', 'multipart/form-datax'],
+    ])('refuses %p with 400 naming what came', (contentType, named) => {
+      const err = refuseRequest(request(contentType));
+      expect(err?.code).toBe(400);
+      expect(err?.message).toBe(`Send files as multipart/form-data (got ${named})`);
+    });
+
+    it('refuses a single upload longer than one file and its envelope, bulk ones never', () => {
+      expect(refuseRequest(request(multipart, 1000 + MULTIPART_OVERHEAD))).toBeUndefined();
+      const err = refuseRequest(request(multipart, 1001 + MULTIPART_OVERHEAD));
+      expect(err).toMatchObject({ code: 413, message: 'The file is larger than 1000 bytes' });
+      expect(
+        refuseRequest({ ...request(multipart, 10 ** 9), mode: 'bulk' as const }),
+      ).toBeUndefined();
+    });
+  });
+
+  it('busboyLimits lets one file and one byte too many through, to refuse them', () => {
+    expect(busboyLimits('single', 1000)).toMatchObject({ fileSize: 1001, files: 2 });
+    expect(busboyLimits('bulk', 1000)).toMatchObject({ files: BULK_MAX_FILES + 1 });
+  });
+
+  it('fileTooLarge spells whole megabytes as MB, anything else in bytes', () => {
+    expect(fileTooLarge(5 * 1024 * 1024).message).toBe('The file is larger than 5 MB');
+    expect(fileTooLarge(1500).message).toBe('The file is larger than 1500 bytes');
+    expect(fileTooLarge(1500).code).toBe(413);
+  });
+
+  describe('refusePart', () => {
+    it('takes one upload-file part in a single upload', () => {
+      expect(refusePart('single', SINGLE_FIELD, SINGLE_FIELD, 0)).toBeUndefined();
+      expect(refusePart('single', 'photo', 'photo', 0)?.message).toBe(
+        'Unexpected file field "photo"; send the file as "upload-file"',
+      );
+      expect(refusePart('single', SINGLE_FIELD, SINGLE_FIELD, 1)?.message).toMatch(
+        /use \/file\/bulk-upload for several/,
+      );
+    });
+
+    it(`takes up to ${BULK_MAX_FILES} parts named like the first in a bulk upload`, () => {
+      expect(refusePart('bulk', 'files', 'files', 0)).toBeUndefined();
+      expect(refusePart('bulk', 'files', 'files', BULK_MAX_FILES - 1)).toBeUndefined();
+      expect(refusePart('bulk', 'files', 'files', BULK_MAX_FILES)?.message).toBe(
+        `At most ${BULK_MAX_FILES} files per request; nothing was stored`,
+      );
+      expect(refusePart('bulk', 'b', 'a', 1)?.message).toBe(
+        'All files must share one field name; got "a" and "b"',
+      );
+    });
+  });
+
+  it('noFilesError says what was missing', () => {
+    expect(noFilesError('single', false).message).toBe('Missing the file part "upload-file"');
+    expect(noFilesError('single', true).message).toBe(
+      '"upload-file" must be a file part, sent with a filename',
+    );
+    expect(noFilesError('bulk', true).message).toMatch(/^No files; send 1 to 7 files/);
+    expect(noFilesError('bulk', false).code).toBe(400);
+  });
+
+  describe('acceptHead', () => {
+    it('names the type of an allowed file from its bytes', () => {
+      expect(acceptHead(HEADS.png, ['image/png']).mime).toBe('image/png');
+    });
+
+    it('refuses an empty file with 400, another type with 415', () => {
+      expect(thrownBy(() => acceptHead(Buffer.alloc(0), ['image/png']))).toMatchObject({
+        code: 400,
+        message: 'The file is empty',
+      });
+      expect(thrownBy(() => acceptHead(HEADS.pdf, ['image/png', 'image/gif']))).toMatchObject({
+        code: 415,
+        message: 'File type not accepted (application/pdf); send one of image/png, image/gif',
+      });
+      expect(thrownBy(() => acceptHead(Buffer.from('hello'), ['image/png']))).toMatchObject({
+        code: 415,
+        message: 'File type not accepted; send one of image/png',
+      });
+    });
+  });
+
+  it('cleanFilename drops control characters, bounds the length, and empties to null', () => {
+    expect(cleanFilename('a\x07b\r\n.png')).toBe('ab.png');
+    expect(cleanFilename('x'.repeat(300))).toHaveLength(255);
+    expect(cleanFilename('\x01')).toBeNull();
+    expect(cleanFilename(undefined)).toBeNull();
   });
 });
