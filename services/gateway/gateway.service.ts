@@ -1,13 +1,14 @@
 import type { Logger, ServiceBroker } from 'moleculer';
 import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
+import { call } from '../../libs/contracts';
+import { API_KEY_REVOKED_EVENT } from '../../libs/contracts/account';
 import { registerHealthCheck } from '../../libs/health';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import type { ServiceDefinition } from '../../libs/service';
 import { StreamFlows } from '../../libs/stream-flow';
 import { version } from '../../package.json';
-import { API_KEY_REVOKED_EVENT } from '../../libs/contracts/account';
-import { ApiKeyAuthenticator, type ResolvedApiKey } from './api-key-auth';
+import { ApiKeyAuthenticator } from './api-key-auth';
 import { accessLog, adminGuard, apiKeyGuard } from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
 import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
@@ -116,8 +117,7 @@ export function createGatewayService(
         prefix: config.apiKeyPrefix,
         environment: config.appEnv,
         cacheMs: config.apiKeyCacheSeconds * 1000,
-        lookup: (hash) =>
-          broker.call<ResolvedApiKey | null, { hash: string }>('account.resolveApiKey', { hash }),
+        lookup: (hash) => call(broker, 'account.resolveApiKey', { hash }),
       });
       registerHealthCheck(broker, 'redis', () => redisReady(redis));
       registerHttpMetrics(broker);
