@@ -7,6 +7,7 @@ import { action, toServiceSchema, type ServiceDefinition } from '../../libs/serv
 import { createAccountService } from '../../services/account/account.service';
 import { createGatewayService } from '../../services/gateway/gateway.service';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { eventually } from '../support/eventually';
 import { ADMIN_TOKEN, dropDatabases, freePort, isolation } from '../support/stack';
 
 /**
@@ -98,6 +99,10 @@ beforeAll(async () => {
   }
   await broker.start();
   base = `http://127.0.0.1:${port}`;
+  // The gateway starts before its Redis connection is up (it answers 503 until then).
+  await eventually(async () =>
+    expect((await request(base, 'GET', '/health/ready')).status).toBe(200),
+  );
   ({ key, keyId, userId } = await createUserWithKey(base));
 });
 
