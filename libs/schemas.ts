@@ -1,10 +1,34 @@
 import Joi from 'joi';
 
 /** Field schemas shared by several services, so one rule reads the same everywhere. */
+
+/**
+ * A UUID in its usual spelling, of any version (the OpenAPI `format: uuid`): ours are v4 and
+ * v5 (libs/ids), other systems' ids (couriers, profiles) may be any. The pattern is what the
+ * document states, character for character; joi's `guid()` would also take braces or no
+ * hyphens and refuse some versions the document allows.
+ */
+export const UUID_PATTERN =
+  /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
 export const uuid = () =>
   Joi.string()
-    .guid({ version: ['uuidv4', 'uuidv5', 'uuidv7'] }) // v5: libs/ids nameBasedId
-    .lowercase();
+    .pattern(UUID_PATTERN)
+    .lowercase()
+    .meta({ format: 'uuid' })
+    .messages({ 'string.pattern.base': '{{#label}} must be a valid GUID' });
+
+/**
+ * An ISO 3166-1 alpha-2 code, either case, answered upper-case. No trimming: the document's
+ * pattern is the whole rule.
+ */
+export const countryCode = () =>
+  Joi.string()
+    .pattern(/^[A-Za-z]{2}$/)
+    .uppercase()
+    .messages({
+      'string.pattern.base': '{{#label}} must be a two-letter ISO country code like NG',
+    });
 
 export const e164Phone = () =>
   Joi.string()

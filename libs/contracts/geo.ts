@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { e164Phone, email, uuid } from '../schemas';
+import { countryCode, e164Phone, email, uuid } from '../schemas';
 
 /** What other services may know of the geo service. */
 
@@ -176,7 +176,7 @@ export interface FindAreaParams {
 }
 
 export const findAreaParams = Joi.object<FindAreaParams, true>({
-  countryCode: Joi.string().trim().uppercase().length(2).required(),
+  countryCode: countryCode().required(),
   state: Joi.string().trim().min(1).max(100),
   lgaOrCity: Joi.string().trim().min(1).max(100),
 }).with('lgaOrCity', 'state');

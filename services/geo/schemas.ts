@@ -1,12 +1,12 @@
 import Joi from 'joi';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';
-import { uuid } from '../../libs/schemas';
+import { countryCode, uuid } from '../../libs/schemas';
 
 /** Params and answers of the geo actions; the answers are what /openapi.json documents. */
 
 export const placeQuery = Joi.object<{ search?: string; countryCode?: string }, true>({
   search: Joi.string().trim().max(100).allow(''),
-  countryCode: Joi.string().trim().uppercase().length(2),
+  countryCode: countryCode(),
 });
 
 export const countryQuery = placeQuery.fork(['countryCode'], (f) => f.forbidden());

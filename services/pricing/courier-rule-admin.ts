@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { conflict, notFound } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
-import { pageParams, uuid } from '../../libs/schemas';
+import { countryCode, pageParams, uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
 import type { CourierRuleRecord, PricingModels } from './store';
@@ -80,7 +80,7 @@ const areaText = () =>
     });
 
 const ruleFields = {
-  countryCode: Joi.string().trim().uppercase().length(2),
+  countryCode: countryCode(),
   from: areaText(),
   to: areaText(),
   withinKmRadius: Joi.number().positive().max(20_000).allow(null),

@@ -3,7 +3,7 @@ import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import Joi from 'joi';
 import { badRequest, conflict, notFound, validationError } from '../../libs/errors';
 import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
-import { uuid } from '../../libs/schemas';
+import { countryCode, uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { PricingModels, TierRevisionRecord } from './store';
 import { findArea } from './places';
@@ -54,7 +54,7 @@ const tierView = Joi.object({
 });
 
 const scopeParams = {
-  countryCode: Joi.string().trim().uppercase().length(2).required(),
+  countryCode: countryCode().required(),
   state: Joi.string().trim().min(1).max(100),
   city: Joi.string()
     .trim()
@@ -148,7 +148,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         response: Joi.array().items(tierView),
       },
       params: Joi.object({
-        countryCode: Joi.string().trim().uppercase().length(2),
+        countryCode: countryCode(),
         level: Joi.string().valid(...TIER_LEVELS),
         includeDeleted: Joi.boolean().default(false),
       }),

@@ -1,5 +1,75 @@
 import fc from 'fast-check';
-import { plainText } from '../../../libs/schemas';
+import type Joi from 'joi';
+import joiToJson from 'joi-to-json';
+import { countryCode, plainText, uuid } from '../../../libs/schemas';
+
+/** The `pattern` the OpenAPI document states for a joi schema. */
+const documentedPattern = (schema: Joi.Schema) =>
+  new RegExp((joiToJson(schema, 'open-api-3.1') as { pattern: string }).pattern);
+
+describe('uuid', () => {
+  it.each([
+    ['a v1', 'e3e70682-c209-1cac-a29f-6fbed82c07cd'],
+    ['a v4', '3f1c2a8e-9b7d-4c6e-8f0a-1b2c3d4e5f60'],
+    ['a v5', '6f1d7c2a-8b3e-5f5a-9c0d-1e2f3a4b5c6d'],
+    ['a v7', '01890a5d-ac96-774b-bcce-b302099a8057'],
+    ['the nil UUID', '00000000-0000-0000-0000-000000000000'],
+  ])('accepts %s, as the document says (format: uuid)', (_name, id) => {
+    expect(uuid().validate(id)).toEqual({ value: id });
+  });
+
+  it('answers upper-case ids in lower case', () => {
+    expect(uuid().validate('E3E70682-C209-1CAC-A29F-6FBED82C07CD').value).toBe(
+      'e3e70682-c209-1cac-a29f-6fbed82c07cd',
+    );
+  });
+
+  it.each([
+    ['{e3e70682-c209-1cac-a29f-6fbed82c07cd}'],
+    ['e3e70682c2091caca29f6fbed82c07cd'],
+    [' e3e70682-c209-1cac-a29f-6fbed82c07cd'],
+    ['e3e70682-c209-1cac-a29f-6fbed82c07cg'],
+  ])('refuses %j with the message it always had', (id) => {
+    expect(uuid().label('keyId').validate(id).error?.message).toBe('"keyId" must be a valid GUID');
+  });
+
+  it('accepts exactly what the documented pattern matches (property)', () => {
+    const pattern = documentedPattern(uuid());
+    const hex = fc.constantFrom(...'0123456789abcdefABCDEFg-'.split(''));
+    const candidates = fc.oneof(
+      fc.uuid({ version: [1, 2, 3, 4, 5, 6, 7, 8] }),
+      fc.string({ unit: hex, minLength: 30, maxLength: 40 }),
+      fc.string(),
+    );
+    fc.assert(
+      fc.property(candidates, (text) => {
+        expect(uuid().validate(text).error === undefined).toBe(pattern.test(text));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe('countryCode', () => {
+  it('accepts two letters of either case and answers them upper-case', () => {
+    expect(countryCode().validate('ng').value).toBe('NG');
+  });
+
+  it.each([[''], [' NG'], ['N1'], ['NGA']])('refuses %j', (code) => {
+    expect(countryCode().validate(code).error).toBeDefined();
+  });
+
+  it('accepts exactly what the documented pattern matches (property)', () => {
+    const pattern = documentedPattern(countryCode());
+    const chars = fc.constantFrom(...'aZq1 -é\n'.split(''));
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: chars, maxLength: 3 }), fc.string()), (text) => {
+        expect(countryCode().validate(text).error === undefined).toBe(pattern.test(text));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
 
 describe('plainText', () => {
   const schema = plainText(20);
