@@ -43,6 +43,11 @@ case "$1" in
 esac`,
   );
   stub(
+    'scripts/schemathesis',
+    `echo "schemathesis $*" >>"$STUB_LOG"
+[ -z "\${STUB_ST_FAILS:-}" ] || exit 1`,
+  );
+  stub(
     'bin/npx',
     `echo "npx $*" >>"$STUB_LOG"
 for arg in "$@"; do
@@ -117,6 +122,20 @@ describe('scripts/test', () => {
     expect(run.code).toBe(1);
     expect(infraCalls(run)).toEqual(['infra up', 'infra env', 'infra down s3']);
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('jest: 3 passed, 2 failed, 1 skipped');
+  });
+
+  it('runs schemathesis after jest; its failure fails the run, jest’s line still last', async () => {
+    const run = await scriptsTest({ STUB_STARTS: '', STUB_ST_FAILS: '1' });
+    expect(run.code).toBe(1);
+    const jest = run.calls.findIndex((c) => c.startsWith('npx --no-install jest'));
+    expect(run.calls.indexOf('schemathesis ')).toBeGreaterThan(jest);
+    expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('jest: 3 passed, 0 failed, 1 skipped');
+  });
+
+  it('runs schemathesis even when jest failed, and keeps jest’s exit status', async () => {
+    const run = await scriptsTest({ STUB_STARTS: '', STUB_JEST_FAILS: '2' });
+    expect(run.code).toBe(1);
+    expect(run.calls).toContain('schemathesis ');
   });
 
   it('stops nothing with WAYBILL_KEEP_INFRA set', async () => {
