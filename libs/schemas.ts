@@ -2,6 +2,56 @@ import Joi from 'joi';
 
 /** Field schemas shared by several services, so one rule reads the same everywhere. */
 
+/** Meta key of the keywords a schema carries for the OpenAPI document (gateway/json-schema). */
+export const DOCUMENT_KEYWORDS = 'x-document';
+
+/**
+ * Characters that JavaScript's `trim()` removes (ECMAScript WhiteSpace and LineTerminator),
+ * for regular expressions of the document: the `\s` of other engines differs at U+0085 and
+ * U+FEFF.
+ */
+export const TRIMMED_CHARACTERS =
+  '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+
+/** A character that trimming keeps: a trimmed string that matches it is not empty. */
+export const NOT_BLANK = `[^${TRIMMED_CHARACTERS}]`;
+
+/** Meta key of a schema's name in the OpenAPI document (gateway/json-schema). */
+export const COMPONENT_NAME = 'x-component';
+
+/**
+ * Names a schema in the OpenAPI document: it is kept once under `components.schemas` and
+ * referred to by `$ref` wherever it is used, so that client generators make one named type.
+ * A name means one schema; `.allow(null)` on a named one refers to it or null.
+ */
+export function named<T extends Joi.Schema>(name: string, schema: T): T {
+  // Its own presence, so that the component reads the same wherever it is used.
+  const own = (schema.describe().preferences as { presence?: string } | undefined)?.presence;
+  return schema.prefs({ presence: (own ?? 'optional') as 'optional' }).meta({
+    [COMPONENT_NAME]: name,
+  }) as T;
+}
+
+/**
+ * A named object as the API answers it, for the document: every field present (with null
+ * where it has no value) unless marked `.optional()`.
+ */
+export const view = (name: string, keys: Joi.PartialSchemaMap) =>
+  named(name, Joi.object(keys).prefs({ presence: 'required' }));
+
+/** Key that marks a joi schema inside `documented()` keywords. */
+export const EMBEDDED_SCHEMA = 'x-joi';
+
+/** A joi schema inside `documented()` keywords: the document shows its JSON Schema there. */
+export const schemaOf = (schema: Joi.Schema) => ({ [EMBEDDED_SCHEMA]: schema });
+
+/**
+ * States in the OpenAPI document, as JSON Schema keywords, a rule that the handler checks
+ * rather than joi (across fields, or against configuration), so the document tells the truth.
+ */
+export const documented = <T extends Joi.Schema>(schema: T, keywords: Record<string, unknown>): T =>
+  schema.meta({ [DOCUMENT_KEYWORDS]: keywords }) as T;
+
 /**
  * A UUID in its usual spelling, of any version (the OpenAPI `format: uuid`): ours are v4 and
  * v5 (libs/ids), other systems' ids (couriers, profiles) may be any. The pattern is what the
@@ -30,6 +80,21 @@ export const countryCode = () =>
       'string.pattern.base': '{{#label}} must be a two-letter ISO country code like NG',
     });
 
+/**
+ * An https URL as browsers read it (WHATWG URL), at most 2048 characters. The document says
+ * `format: uri`; joi's own `uri()` also limits host names, which no format states.
+ */
+export const httpsUrl = () =>
+  documented(Joi.string().max(2048), { format: 'uri', pattern: '^https://' })
+    .custom((value: string, helpers) => {
+      try {
+        return new URL(value).protocol === 'https:' ? value : helpers.error('string.httpsUrl');
+      } catch {
+        return helpers.error('string.httpsUrl');
+      }
+    })
+    .messages({ 'string.httpsUrl': '{{#label}} must be an https URL' });
+
 export const e164Phone = () =>
   Joi.string()
     .trim()
@@ -48,14 +113,16 @@ export const pageParams = () => ({
   offset: Joi.number().integer().min(0).max(1_000_000).default(0),
 });
 
+/** No control characters but tabs and line breaks: how the document states `plainText`. */
+export const PLAIN_TEXT_PATTERN =
+  '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$';
+
 /**
  * Text people type: trimmed, at most `max` characters, no control characters but tabs and
  * line breaks, no lone surrogates (JSON would write either as six bytes, and neither is meant).
  */
 export const plainText = (max: number) =>
-  Joi.string()
-    .trim()
-    .max(max)
+  documented(Joi.string().trim().max(max), { pattern: PLAIN_TEXT_PATTERN })
     .custom((value: string, helpers) =>
       // In unicode mode a lone surrogate is its own code point, of category Cs.
       /\p{Cs}|(?![\t\n\r])\p{Cc}/u.test(value) ? helpers.error('string.plainText') : value,

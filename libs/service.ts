@@ -22,12 +22,19 @@ export interface HttpRoute {
   description?: string;
   /** Body handling: parsed JSON (default) or the raw request stream. */
   body?: 'json' | 'stream';
+  /** `body: 'stream'` routes: the multipart/form-data form, for the docs (JSON Schema). */
+  multipart?: Record<string, unknown>;
   /** Shape of `data` in the success envelope, for the docs. */
   response?: Joi.Schema;
   /** The answer is raw bytes (`application/octet-stream`), not an envelope. */
   binary?: boolean;
   /** Extra error statuses worth documenting, with their meaning. */
   errors?: Record<number, string>;
+  /**
+   * A creation: the path parameter (or body field) through which other routes take the
+   * created resource's `data.id`, such as `userId`. The document links them (OpenAPI links).
+   */
+  creates?: string;
 }
 
 export interface AuthUser {
@@ -65,7 +72,8 @@ export interface ActionDefinition<P = Record<string, unknown>> extends Omit<
   ActionSchema,
   'params' | 'handler'
 > {
-  params?: Joi.ObjectSchema<P>;
+  /** One object, or (a body of two shapes) a conditional choice between two objects. */
+  params?: Joi.ObjectSchema<P> | Joi.AlternativesSchema<P>;
   http?: HttpRoute;
   /** The contract this action implements (`libs/contracts`): `service.action`. */
   contract?: ActionName;

@@ -17,6 +17,9 @@ import { describeRequest, type GatewayRequest } from './http';
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 
+/** Visible ASCII, as in HTTP header values; long enough for a UUID with a prefix or two. */
+const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+
 /** How the header appears in the OpenAPI document of every operation it applies to. */
 export const IDEMPOTENCY_KEY_DOC = {
   parameter: {
@@ -25,16 +28,13 @@ export const IDEMPOTENCY_KEY_DOC = {
     required: false,
     description:
       'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work.',
-    schema: { type: 'string', minLength: 1, maxLength: 255 },
+    schema: { type: 'string', pattern: KEY_FORMAT.source },
   },
   errors: {
     409: 'A request with this Idempotency-Key is still being processed; retry shortly',
     422: 'This Idempotency-Key was already used for a different request',
   } as Record<number, string>,
 };
-
-/** Visible ASCII, as in HTTP header values; long enough for a UUID with a prefix or two. */
-const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
 
 export interface StoredResponse {
   status: number;

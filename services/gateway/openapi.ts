@@ -1,16 +1,14 @@
 import type Joi from 'joi';
-import joiToJson from 'joi-to-json';
-import type { ServiceDefinition } from '../../libs/service';
+import type { HttpRoute, ServiceDefinition } from '../../libs/service';
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER } from './idempotency';
+import { ComponentSchemas, type JsonSchema } from './json-schema';
 import { collectRoutes, type RouteEntry } from './routes';
 
-type JsonSchema = Record<string, unknown> & {
-  properties?: Record<string, JsonSchema>;
-  required?: string[];
-};
-
-const toSchema = (schema: Joi.Schema): JsonSchema =>
-  joiToJson(schema, 'open-api-3.1') as JsonSchema;
+/**
+ * The OpenAPI 3.1 document of every routed action, built from the same joi schemas that
+ * validate (gateway/json-schema) and the actions' `http` declarations. Each part of an
+ * operation is a small pure function below; `buildOpenApi` puts them together.
+ */
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input; `errors` lists each field',
@@ -24,46 +22,121 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   504: 'A service did not answer in time; retry',
 };
 
-const errorRef = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
-});
+const ERROR_ENVELOPE_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
 
-const openApiPath = (fullPath: string) => fullPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-const pathParams = (fullPath: string) =>
+/** `/admin/users/:userId` → `/admin/users/{userId}`. */
+export const openApiPath = (fullPath: string) => fullPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+/** Names of the path parameters, in order. */
+export const pathParams = (fullPath: string) =>
   [...fullPath.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]);
 
-function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
-  const [serviceName, actionName] = entry.actionName.split('.');
-  const action = definitions.find((d) => d.name === serviceName)?.actions?.[actionName];
-  const { http } = entry;
-  const params = action?.params ? toSchema(action.params) : { properties: {} };
-  const properties = params.properties ?? {};
-  const required = new Set(params.required ?? []);
-  const inPath = pathParams(entry.fullPath);
-  const hasBody = http.method !== 'GET' && http.method !== 'DELETE';
+export const hasBody = (http: HttpRoute) => http.method !== 'GET' && http.method !== 'DELETE';
 
-  const parameters: unknown[] = inPath.map((name) => ({
+/** JSON POSTs of /api take an `Idempotency-Key` (gateway/idempotency). */
+export const isIdempotent = (http: HttpRoute) =>
+  http.group === 'api' && http.method === 'POST' && http.body !== 'stream';
+
+export interface Parameter {
+  name: string;
+  in: 'path' | 'query' | 'header';
+  required: boolean;
+  schema: JsonSchema;
+  description?: string;
+}
+
+/** An action's params, as the document places them. */
+export interface PlacedParams {
+  path: Parameter[];
+  query: Parameter[];
+  /** The JSON body, when the method has one. */
+  body?: JsonSchema;
+}
+
+/**
+ * Splits the JSON Schema of an action's params (the object the gateway merges path, query
+ * and body into) into path parameters, query parameters and the body. A body that is not one
+ * object (`oneOf` of two shapes) is taken whole; it then owns every param.
+ */
+export function placeParams(
+  params: JsonSchema | undefined,
+  fullPath: string,
+  method: HttpRoute['method'],
+): PlacedParams {
+  const inPath = pathParams(fullPath);
+  const withBody = method !== 'GET' && method !== 'DELETE';
+  const properties = (params?.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((params?.required ?? []) as string[]);
+  const path = inPath.map((name) => ({
     name,
-    in: 'path',
+    in: 'path' as const,
     required: true,
     schema: properties[name] ?? { type: 'string' },
   }));
-  const idempotent = http.group === 'api' && http.method === 'POST' && http.body !== 'stream';
-  if (idempotent) parameters.push(IDEMPOTENCY_KEY_DOC.parameter);
-  const bodyProperties: Record<string, JsonSchema> = {};
-  for (const [name, schema] of Object.entries(properties)) {
-    if (inPath.includes(name)) continue;
-    if (hasBody) bodyProperties[name] = schema;
-    else parameters.push({ name, in: 'query', required: required.has(name), schema });
+  if (params && !params.properties) {
+    if (!withBody || inPath.length > 0) {
+      throw new Error(`params of ${method} ${fullPath} must be one joi object`);
+    }
+    return { path, query: [], body: params };
   }
+  const outside = Object.keys(properties).filter((name) => !inPath.includes(name));
+  if (!withBody) {
+    const query = outside.map((name) => ({
+      name,
+      in: 'query' as const,
+      required: required.has(name),
+      schema: properties[name],
+    }));
+    return { path, query };
+  }
+  const objectKeywords = Object.fromEntries(
+    Object.entries(params ?? {}).filter(([key]) => key !== 'properties' && key !== 'required'),
+  );
+  const bodyRequired = outside.filter((name) => required.has(name));
+  const body: JsonSchema = {
+    type: 'object',
+    ...objectKeywords,
+    properties: Object.fromEntries(outside.map((name) => [name, properties[name]])),
+    required: bodyRequired,
+    additionalProperties: params?.additionalProperties ?? false,
+  };
+  return { path, query: [], body };
+}
 
-  const status = http.status ?? 200;
-  const responses: Record<string, unknown> = {};
-  if (status === 204) {
-    responses['204'] = { description: http.message };
-  } else if (http.binary) {
-    responses[String(status)] = {
+/** Path, query and header parameters of an operation. */
+export function parameters(http: HttpRoute, placed: PlacedParams): Parameter[] {
+  return [
+    ...placed.path,
+    ...(isIdempotent(http) ? [IDEMPOTENCY_KEY_DOC.parameter as Parameter] : []),
+    ...placed.query,
+  ];
+}
+
+/** Whether a JSON body may be left out (`{}`): nothing required, no choice to make. */
+export function acceptsEmpty(body: JsonSchema): boolean {
+  if (!body.properties) return false;
+  if (((body.required as string[] | undefined) ?? []).length > 0) return false;
+  return !body.anyOf && !body.oneOf && !body.minProperties;
+}
+
+/** The request body: multipart for streamed uploads, else the JSON body if any. */
+export function requestBody(http: HttpRoute, placed: PlacedParams) {
+  if (!hasBody(http)) return undefined;
+  if (http.body === 'stream') {
+    return {
+      required: true,
+      content: { 'multipart/form-data': { schema: http.multipart ?? { type: 'object' } } },
+    };
+  }
+  const body = placed.body ?? { type: 'object', properties: {}, additionalProperties: false };
+  return { required: !acceptsEmpty(body), content: { 'application/json': { schema: body } } };
+}
+
+/** The success answer: nothing (204), raw bytes, or `data` in the success envelope. */
+export function successResponse(http: HttpRoute, data: JsonSchema | undefined) {
+  if (http.status === 204) return { description: http.message };
+  if (http.binary) {
+    return {
       description: http.message,
       headers: {
         'Content-Disposition': {
@@ -73,84 +146,43 @@ function operation(entry: RouteEntry, definitions: ServiceDefinition[]) {
       },
       content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
     };
-  } else {
-    responses[String(status)] = {
-      description: http.message,
-      content: {
-        'application/json': {
-          schema: {
-            allOf: [
-              { $ref: '#/components/schemas/SuccessEnvelope' },
-              {
-                type: 'object',
-                properties: { data: http.response ? toSchema(http.response) : {} },
-              },
-            ],
-          },
+  }
+  return {
+    description: http.message,
+    content: {
+      'application/json': {
+        schema: {
+          allOf: [
+            { $ref: '#/components/schemas/SuccessEnvelope' },
+            { type: 'object', properties: { data: data ?? {} } },
+          ],
         },
       },
-    };
-  }
-  const errorStatuses = new Set([
-    400,
-    500,
-    503,
-    504,
-    ...Object.keys(http.errors ?? {}).map(Number),
-  ]);
-  if (http.group === 'admin') [401, 403].forEach((s) => errorStatuses.add(s));
-  else [401, 429].forEach((s) => errorStatuses.add(s));
-  if (inPath.length > 0) errorStatuses.add(404);
-  if (hasBody) errorStatuses.add(413);
-  const descriptions = { ...ERROR_DESCRIPTIONS, ...(idempotent ? IDEMPOTENCY_KEY_DOC.errors : {}) };
-  if (idempotent) Object.keys(IDEMPOTENCY_KEY_DOC.errors).forEach((s) => errorStatuses.add(+s));
-  for (const s of [...errorStatuses].sort()) {
-    responses[String(s)] = errorRef(http.errors?.[s] ?? descriptions[s] ?? 'Error');
-  }
-
-  for (const [code, response] of Object.entries(responses)) {
-    (response as { headers?: Record<string, unknown> }).headers = {
-      ...(response as { headers?: Record<string, unknown> }).headers,
-      ...responseHeaders(Number(code), http.group !== 'admin', idempotent),
-    };
-  }
-
-  const op: Record<string, unknown> = {
-    operationId: entry.actionName,
-    summary: http.summary,
-    tags: [http.group],
-    security: http.group === 'admin' ? [{ AdminToken: [] }] : [{ ApiKey: [] }],
-    parameters,
-    responses,
+    },
   };
-  if (http.description) op.description = http.description;
-  if (hasBody && http.body === 'stream') {
-    op.requestBody = {
-      required: true,
-      content: { 'multipart/form-data': { schema: { type: 'object' } } },
-    };
-  } else if (hasBody) {
-    op.requestBody = {
-      required: [...required].some((r) => !inPath.includes(r)),
-      content: {
-        'application/json': {
-          schema: {
-            type: 'object',
-            properties: bodyProperties,
-            required: [...required].filter((r) => !inPath.includes(r)),
-            additionalProperties: false,
-          },
-        },
-      },
-    };
-  }
-  return op;
+}
+
+/** Every error status an operation can answer, ascending. */
+export function errorStatuses(http: HttpRoute, fullPath: string): number[] {
+  const statuses = new Set([400, 500, 503, 504, ...Object.keys(http.errors ?? {}).map(Number)]);
+  const groupStatuses = http.group === 'admin' ? [401, 403] : [401, 429];
+  groupStatuses.forEach((s) => statuses.add(s));
+  if (pathParams(fullPath).length > 0) statuses.add(404);
+  if (hasBody(http)) statuses.add(413);
+  if (isIdempotent(http)) Object.keys(IDEMPOTENCY_KEY_DOC.errors).forEach((s) => statuses.add(+s));
+  return [...statuses].sort((a, b) => a - b);
+}
+
+/** What an error status means for this operation: its own words first. */
+export function errorDescription(http: HttpRoute, status: number): string {
+  const idempotency = isIdempotent(http) ? IDEMPOTENCY_KEY_DOC.errors : {};
+  return http.errors?.[status] ?? idempotency[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error';
 }
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /** Which documented headers an answer carries (components.headers). */
-function responseHeaders(status: number, quota: boolean, idempotent: boolean) {
+export function responseHeaders(status: number, quota: boolean, idempotent: boolean) {
   const headers: Record<string, unknown> = { 'X-Request-ID': headerRef('RequestId') };
   if (quota && status < 400) {
     for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
@@ -162,16 +194,163 @@ function responseHeaders(status: number, quota: boolean, idempotent: boolean) {
   return headers;
 }
 
+/** Every answer of an operation, success and errors, each with its headers. */
+export function responses(entry: RouteEntry, data: JsonSchema | undefined) {
+  const { http } = entry;
+  const all: Record<string, Record<string, unknown> & { headers?: Record<string, unknown> }> = {
+    [String(http.status ?? 200)]: successResponse(http, data),
+  };
+  for (const status of errorStatuses(http, entry.fullPath)) {
+    all[String(status)] = {
+      description: errorDescription(http, status),
+      content: { 'application/json': { schema: ERROR_ENVELOPE_REF } },
+    };
+  }
+  for (const [code, response] of Object.entries(all)) {
+    response.headers = {
+      ...response.headers,
+      ...responseHeaders(Number(code), http.group !== 'admin', isIdempotent(http)),
+    };
+  }
+  return all;
+}
+
+/** One operation of the document. */
+export function operation(
+  entry: RouteEntry,
+  params: Joi.Schema | undefined,
+  components: ComponentSchemas,
+) {
+  const { http } = entry;
+  const placed = placeParams(params && components.convert(params), entry.fullPath, http.method);
+  const body = requestBody(http, placed);
+  return {
+    operationId: entry.actionName,
+    summary: http.summary,
+    ...(http.description ? { description: http.description } : {}),
+    tags: [http.group],
+    security: http.group === 'admin' ? [{ AdminToken: [] }] : [{ ApiKey: [] }],
+    parameters: parameters(http, placed),
+    ...(body ? { requestBody: body } : {}),
+    responses: responses(entry, http.response && components.convert(http.response)),
+  };
+}
+
+type Operation = ReturnType<typeof operation> & { requestBody?: { content: object } };
+
+/** Names of the top-level properties a JSON body may have, through `oneOf` and `$ref`s. */
+function bodyProperties(schema: JsonSchema | undefined, components: ComponentSchemas): string[] {
+  if (!schema) return [];
+  const ref = schema.$ref as string | undefined;
+  if (ref) return bodyProperties(components.schemas[ref.split('/').at(-1) as string], components);
+  const own = Object.keys((schema.properties ?? {}) as object);
+  const branches = [...((schema.oneOf ?? []) as JsonSchema[]), ...((schema.anyOf ?? []) as [])];
+  return [...new Set([...own, ...branches.flatMap((b) => bodyProperties(b, components))])];
+}
+
+/**
+ * OpenAPI links from each creation to the operations that take the created resource's id
+ * (`http.creates` names the parameter): as a path parameter, or as a field of the JSON body
+ * (editing through the same POST). Stateful testing follows them.
+ */
+export function links(
+  entries: { entry: RouteEntry; op: Operation }[],
+  components: ComponentSchemas,
+): void {
+  for (const { entry: source, op: created } of entries) {
+    const param = source.http.creates;
+    if (!param) continue;
+    const success = created.responses[String(source.http.status ?? 200)] as { links?: object };
+    const found: Record<string, unknown> = {};
+    for (const { entry: target, op } of entries) {
+      const value = '$response.body#/data/id';
+      const body = (
+        op.requestBody?.content as Record<string, { schema: JsonSchema }> | undefined
+      )?.['application/json']?.schema;
+      if (pathParams(target.fullPath).includes(param)) {
+        found[target.actionName] = {
+          operationId: target.actionName,
+          parameters: { [param]: value },
+        };
+      } else if (bodyProperties(body, components).includes(param)) {
+        found[target.actionName] = {
+          operationId: target.actionName,
+          requestBody: { [param]: value },
+        };
+      }
+    }
+    if (Object.keys(found).length > 0) success.links = found;
+  }
+}
+
+function findParams(definitions: ServiceDefinition[], actionName: string) {
+  const [serviceName, name] = actionName.split('.');
+  return definitions.find((d) => d.name === serviceName)?.actions?.[name]?.params;
+}
+
 const integerHeader = (description: string) => ({ description, schema: { type: 'integer' } });
+
+const ENVELOPE_SCHEMAS = {
+  SuccessEnvelope: {
+    type: 'object',
+    required: ['success', 'message', 'data'],
+    properties: {
+      success: { type: 'boolean', const: true },
+      message: { type: 'string' },
+      data: {},
+    },
+  },
+  FieldError: {
+    type: 'object',
+    required: ['field', 'message'],
+    properties: { field: { type: 'string' }, message: { type: 'string' } },
+  },
+  ErrorEnvelope: {
+    type: 'object',
+    required: ['statusCode', 'method', 'timestamp', 'path', 'url', 'message', 'environment'],
+    properties: {
+      statusCode: { type: 'integer' },
+      method: { type: 'string' },
+      timestamp: { type: 'string', format: 'date-time' },
+      path: { type: 'string' },
+      url: { type: 'string' },
+      message: { type: 'string' },
+      environment: { type: 'string', enum: ['staging', 'live'] },
+      errors: { type: 'array', items: { $ref: '#/components/schemas/FieldError' } },
+    },
+  },
+};
+
+const COMPONENT_HEADERS = {
+  RequestId: {
+    description:
+      'Names the request in our logs: your own `X-Request-ID`/`X-Correlation-ID` (1-128 visible ASCII) or a UUID',
+    schema: { type: 'string' },
+  },
+  RateLimitLimit: integerHeader('Requests allowed in the quota window'),
+  RateLimitRemaining: integerHeader('Requests left in the quota window'),
+  RateLimitReset: integerHeader('Seconds until the quota window resets'),
+  RetryAfter: integerHeader('Seconds to wait before retrying'),
+  IdempotentReplayed: {
+    description: '`true` when this is the stored answer to an earlier request with the key',
+    schema: { type: 'string', enum: ['true'] },
+  },
+};
 
 /** The OpenAPI 3.1 document of every routed action, from the same joi schemas that validate. */
 export function buildOpenApi(definitions: ServiceDefinition[], version: string) {
+  const components = new ComponentSchemas();
+  Object.entries(ENVELOPE_SCHEMAS).forEach(([name, schema]) => components.add(name, schema));
   const paths: Record<string, Record<string, unknown>> = {};
+  const built: { entry: RouteEntry; op: Operation }[] = [];
   for (const entry of collectRoutes(definitions)) {
+    const op = operation(entry, findParams(definitions, entry.actionName), components);
     const path = openApiPath(entry.fullPath);
     paths[path] ??= {};
-    paths[path][entry.http.method.toLowerCase()] = operation(entry, definitions);
+    paths[path][entry.http.method.toLowerCase()] = op;
+    built.push({ entry, op });
   }
+  links(built, components);
   return {
     openapi: '3.1.0',
     info: {
@@ -188,57 +367,12 @@ export function buildOpenApi(definitions: ServiceDefinition[], version: string) 
     ],
     paths,
     components: {
-      headers: {
-        RequestId: {
-          description:
-            'Names the request in our logs: your own `X-Request-ID`/`X-Correlation-ID` (1-128 visible ASCII) or a UUID',
-          schema: { type: 'string' },
-        },
-        RateLimitLimit: integerHeader('Requests allowed in the quota window'),
-        RateLimitRemaining: integerHeader('Requests left in the quota window'),
-        RateLimitReset: integerHeader('Seconds until the quota window resets'),
-        RetryAfter: integerHeader('Seconds to wait before retrying'),
-        IdempotentReplayed: {
-          description: '`true` when this is the stored answer to an earlier request with the key',
-          schema: { type: 'string', enum: ['true'] },
-        },
-      },
+      headers: COMPONENT_HEADERS,
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: 'api-key' },
         AdminToken: { type: 'http', scheme: 'bearer' },
       },
-      schemas: {
-        SuccessEnvelope: {
-          type: 'object',
-          required: ['success', 'message', 'data'],
-          properties: {
-            success: { type: 'boolean', const: true },
-            message: { type: 'string' },
-            data: {},
-          },
-        },
-        ErrorEnvelope: {
-          type: 'object',
-          required: ['statusCode', 'method', 'timestamp', 'path', 'url', 'message', 'environment'],
-          properties: {
-            statusCode: { type: 'integer' },
-            method: { type: 'string' },
-            timestamp: { type: 'string', format: 'date-time' },
-            path: { type: 'string' },
-            url: { type: 'string' },
-            message: { type: 'string' },
-            environment: { type: 'string', enum: ['staging', 'live'] },
-            errors: {
-              type: 'array',
-              items: {
-                type: 'object',
-                required: ['field', 'message'],
-                properties: { field: { type: 'string' }, message: { type: 'string' } },
-              },
-            },
-          },
-        },
-      },
+      schemas: components.schemas,
     },
   };
 }

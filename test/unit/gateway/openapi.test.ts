@@ -1,9 +1,17 @@
 import Joi from 'joi';
 import { loadConfig } from '../../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../../libs/envelope';
-import type { ServiceDefinition } from '../../../libs/service';
+import type { HttpRoute, ServiceDefinition } from '../../../libs/service';
 import { createAccountService } from '../../../services/account/account.service';
-import { buildOpenApi } from '../../../services/gateway/openapi';
+import { ComponentSchemas } from '../../../services/gateway/json-schema';
+import {
+  acceptsEmpty,
+  buildOpenApi,
+  errorDescription,
+  errorStatuses,
+  links,
+  placeParams,
+} from '../../../services/gateway/openapi';
 import { collectRoutes } from '../../../services/gateway/routes';
 
 type Json = Record<string, unknown>;
@@ -100,7 +108,7 @@ describe('buildOpenApi document', () => {
   });
 
   it('describes the error envelope libs/envelope builds', () => {
-    const schema = doc.components.schemas.ErrorEnvelope;
+    const schema = doc.components.schemas.ErrorEnvelope as { required: string[]; properties: Json };
     const bare = errorEnvelope({
       statusCode: 404,
       method: 'GET',
@@ -115,7 +123,7 @@ describe('buildOpenApi document', () => {
   });
 
   it('describes the success envelope libs/envelope builds', () => {
-    const schema = doc.components.schemas.SuccessEnvelope;
+    const schema = doc.components.schemas.SuccessEnvelope as { required: string[] };
     expect([...schema.required].sort()).toEqual(Object.keys(successEnvelope('m', 1)).sort());
   });
 });
@@ -473,5 +481,126 @@ describe('buildOpenApi of api and file routes', () => {
     expect(() => buildOpenApi([things, { ...things, name: 'copy' }], '1')).toThrow(
       /claimed by both things\.list and copy\.list/,
     );
+  });
+});
+
+describe('the parts of an operation', () => {
+  const route = (over: Partial<HttpRoute> = {}): HttpRoute => ({
+    group: 'api',
+    method: 'POST',
+    path: '/things/:thingId',
+    message: 'Done',
+    summary: 'Do',
+    ...over,
+  });
+
+  it('placeParams: path, query and body from one params object', () => {
+    const params = {
+      type: 'object',
+      properties: { thingId: { type: 'string' }, a: { type: 'string' }, b: { type: 'number' } },
+      required: ['thingId', 'a'],
+      additionalProperties: false,
+      anyOf: [{ required: ['a'] }],
+    };
+    const post = placeParams(params, '/api/things/:thingId', 'POST');
+    expect(post.path).toEqual([
+      { name: 'thingId', in: 'path', required: true, schema: { type: 'string' } },
+    ]);
+    expect(post.query).toEqual([]);
+    expect(post.body).toEqual({
+      type: 'object',
+      properties: { a: { type: 'string' }, b: { type: 'number' } },
+      required: ['a'],
+      additionalProperties: false,
+      anyOf: [{ required: ['a'] }],
+    });
+    const get = placeParams(params, '/api/things/:thingId', 'GET');
+    expect(get.query.map((p) => [p.name, p.required])).toEqual([
+      ['a', true],
+      ['b', false],
+    ]);
+    expect(get.body).toBeUndefined();
+  });
+
+  it('placeParams: a body of two shapes is taken whole, and only as a body', () => {
+    const params = {
+      oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/B' }],
+    };
+    expect(placeParams(params, '/api/things', 'POST').body).toBe(params);
+    expect(() => placeParams(params, '/api/things/:thingId', 'POST')).toThrow(/one joi object/);
+    expect(() => placeParams(params, '/api/things', 'GET')).toThrow(/one joi object/);
+  });
+
+  it('acceptsEmpty: a body is required unless {} would do', () => {
+    const body = (extra: Json) => ({ type: 'object', properties: { a: {} }, ...extra });
+    expect(acceptsEmpty(body({}))).toBe(true);
+    expect(acceptsEmpty(body({ required: ['a'] }))).toBe(false);
+    expect(acceptsEmpty(body({ anyOf: [{ required: ['a'] }] }))).toBe(false);
+    expect(acceptsEmpty({ oneOf: [] })).toBe(false);
+  });
+
+  it('errorStatuses: the common ones, the group, path, body and idempotency statuses', () => {
+    expect(errorStatuses(route(), '/api/things/:thingId')).toEqual([
+      400, 401, 404, 409, 413, 422, 429, 500, 503, 504,
+    ]);
+    expect(errorStatuses(route({ group: 'admin', method: 'GET' }), '/admin/things')).toEqual([
+      400, 401, 403, 500, 503, 504,
+    ]);
+    expect(
+      errorStatuses(route({ method: 'GET', errors: { 404: 'No tariff' } }), '/api/things'),
+    ).toEqual([400, 401, 404, 429, 500, 503, 504]);
+  });
+
+  it('errorDescription: the route’s own words first', () => {
+    expect(errorDescription(route({ errors: { 409: 'Locked' } }), 409)).toBe('Locked');
+    expect(errorDescription(route(), 409)).toMatch(/Idempotency-Key/);
+    expect(errorDescription(route(), 404)).toBe('Not found');
+  });
+});
+
+describe('links for stateful clients', () => {
+  const entry = (actionName: string, http: Partial<HttpRoute>, fullPath: string) => ({
+    actionName,
+    fullPath,
+    http: {
+      group: 'api',
+      method: 'GET',
+      message: 'm',
+      summary: 's',
+      path: '',
+      ...http,
+    } as HttpRoute,
+  });
+  const op = (requestBody?: Json) =>
+    ({
+      responses: { '201': {}, '200': {}, '204': {} },
+      ...(requestBody ? { requestBody } : {}),
+    }) as never;
+
+  it('lead from a creation to the routes that take its id, in the path or in the body', () => {
+    const components = new ComponentSchemas();
+    components.add('Change', { type: 'object', properties: { thingId: {}, name: {} } });
+    const create = {
+      entry: entry('t.create', { method: 'POST', status: 201, creates: 'thingId' }, '/api/things'),
+      op: op(),
+    };
+    const built = [
+      create,
+      { entry: entry('t.get', {}, '/api/things/:thingId'), op: op() },
+      {
+        entry: entry('t.save', { method: 'POST' }, '/api/things'),
+        op: op({
+          content: {
+            'application/json': { schema: { oneOf: [{ $ref: '#/components/schemas/Change' }] } },
+          },
+        }),
+      },
+      { entry: entry('t.list', {}, '/api/things'), op: op() },
+    ];
+    links(built, components);
+    expect((create.op as { responses: Record<string, Json> }).responses['201'].links).toEqual({
+      't.get': { operationId: 't.get', parameters: { thingId: '$response.body#/data/id' } },
+      't.save': { operationId: 't.save', requestBody: { thingId: '$response.body#/data/id' } },
+    });
   });
 });

@@ -1,0 +1,173 @@
+import fc from 'fast-check';
+import Joi from 'joi';
+import { NOT_BLANK, documented, named, plainText, schemaOf, view } from '../../../libs/schemas';
+import { ComponentSchemas, type JsonSchema } from '../../../services/gateway/json-schema';
+
+const convert = (schema: Joi.Schema, components = new ComponentSchemas()) =>
+  components.convert(schema);
+
+/** Whether a string satisfies the string keywords the converter writes (a tiny validator). */
+function documentAccepts(schema: JsonSchema, text: string): boolean {
+  const length = [...text].length;
+  if (typeof schema.minLength === 'number' && length < schema.minLength) return false;
+  if (typeof schema.maxLength === 'number' && length > schema.maxLength) return false;
+  if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern, 'u').test(text)) {
+    return false;
+  }
+  return ((schema.allOf ?? []) as JsonSchema[]).every((part) => documentAccepts(part, text));
+}
+
+/** Strings that probe the edges: blanks, control characters, lengths around the limits. */
+const probes = fc.oneof(
+  fc.string({ maxLength: 14 }),
+  fc.string({
+    unit: fc.constantFrom(' ', '\t', '\n', '\u00a0', '\ufeff', '\u0085', '\u0007', 'a', 'é', '😀'),
+    maxLength: 14,
+  }),
+);
+
+describe('strings: what joi refuses, the document refuses', () => {
+  it.each([
+    ['a plain string (never empty)', Joi.string()],
+    ['a trimmed string', Joi.string().trim()],
+    ['a trimmed string with bounds', Joi.string().trim().min(3).max(10)],
+    ['a length', Joi.string().length(4)],
+    ['plain text of at least one character', plainText(10).min(1)],
+  ])('%s (property)', (_name, schema) => {
+    const json = convert(schema);
+    fc.assert(
+      fc.property(probes, (text) => {
+        // Lengths count code points in JSON Schema and UTF-16 units in joi: compare on BMP text.
+        fc.pre(![...text].some((c) => c.length > 1) || schema.describe().rules === undefined);
+        expect(documentAccepts(json, text)).toBe(schema.validate(text).error === undefined);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('states the empty string where joi allows it', () => {
+    expect(convert(Joi.string().trim().max(5).allow(''))).toEqual({ type: 'string', maxLength: 5 });
+  });
+
+  it('says that a trimmed required text needs a character trimming keeps', () => {
+    expect(convert(Joi.string().trim().min(1))).toEqual({
+      type: 'string',
+      minLength: 1,
+      pattern: NOT_BLANK,
+    });
+  });
+});
+
+describe('numbers and objects', () => {
+  it('makes an integer of integer() wherever it stands among the rules', () => {
+    expect(convert(Joi.number().min(1).integer())).toEqual({ type: 'integer', minimum: 1 });
+  });
+
+  it('lets Joi.object() without keys take any properties, and Joi.object({}) none', () => {
+    expect(convert(Joi.object())).toMatchObject({ type: 'object', additionalProperties: true });
+    expect(convert(Joi.object({}))).toMatchObject({ additionalProperties: false });
+  });
+
+  it('leaves out the forbidden keys of a closed object', () => {
+    const json = convert(Joi.object({ a: Joi.string(), b: Joi.any().forbidden() }));
+    expect(Object.keys(json.properties as object)).toEqual(['a']);
+  });
+});
+
+describe('a key that depends on a sibling', () => {
+  it('becomes if/then/else on the object, the sibling default taken into account', () => {
+    const schema = Joi.object({
+      kind: Joi.string().valid('A', 'B').default('A'),
+      when: Joi.string().when('kind', { not: 'B', then: Joi.forbidden() }),
+      id: Joi.string(),
+      name: Joi.string().when('id', { is: Joi.exist(), otherwise: Joi.required() }),
+    });
+    const json = convert(schema);
+    expect(json.allOf).toEqual([
+      // kind defaults to A, so a missing kind is not B: required in the condition.
+      {
+        if: { properties: { kind: { const: 'B' } }, required: ['kind'] },
+        else: { not: { required: ['when'] } },
+      },
+      { if: { properties: { id: {} }, required: ['id'] }, else: { required: ['name'] } },
+    ]);
+    expect((json.properties as JsonSchema).when).toEqual({ type: 'string', minLength: 1 });
+  });
+
+  it('is refused when the condition cannot be stated', () => {
+    const schema = Joi.object({
+      a: Joi.number(),
+      b: Joi.number().when('a', { is: 1, then: Joi.number().min(5) }),
+    });
+    expect(() => convert(schema)).toThrow(/b.*can be documented/);
+  });
+});
+
+describe('named schemas', () => {
+  const point = view('Point', { x: Joi.number(), y: Joi.number().optional() });
+
+  it('are components, referred to wherever they are used', () => {
+    const components = new ComponentSchemas();
+    const json = convert(Joi.object({ a: point, b: Joi.array().items(point) }), components);
+    expect(json.properties).toEqual({
+      a: { $ref: '#/components/schemas/Point' },
+      b: { type: 'array', items: { $ref: '#/components/schemas/Point' } },
+    });
+    expect(components.schemas.Point).toEqual({
+      type: 'object',
+      properties: { x: { type: 'number' }, y: { type: 'number' } },
+      required: ['x'],
+      additionalProperties: false,
+    });
+  });
+
+  it('read the same inside an object whose fields are all required', () => {
+    const components = new ComponentSchemas();
+    const loose = named('Loose', Joi.object({ z: Joi.number() }));
+    convert(view('Outer', { loose, point, kept: loose.required() }), components);
+    expect(components.schemas.Loose.required).toBeUndefined();
+    // As in joi, a schema's own presence decides whether it may be missing: `.required()`.
+    expect(components.schemas.Outer.required).toEqual(['point', 'kept']);
+  });
+
+  it('may be null where allowed: the component, or null', () => {
+    const components = new ComponentSchemas();
+    const json = convert(Joi.object({ p: point.allow(null) }), components);
+    expect((json.properties as JsonSchema).p).toEqual({
+      anyOf: [{ $ref: '#/components/schemas/Point' }, { type: 'null' }],
+    });
+    expect(components.schemas.Point.type).toBe('object');
+  });
+
+  it('are one schema per name', () => {
+    const components = new ComponentSchemas();
+    convert(point, components);
+    expect(() => convert(view('Point', { x: Joi.string() }), components)).toThrow(
+      /Two different schemas are named Point/,
+    );
+  });
+});
+
+describe('documented keywords', () => {
+  it('are merged in; a second pattern holds as well', () => {
+    const schema = documented(Joi.string().pattern(/^a/), { pattern: 'b$', format: 'x' });
+    expect(convert(schema)).toEqual({
+      type: 'string',
+      pattern: '^a',
+      format: 'x',
+      allOf: [{ pattern: 'b$' }],
+    });
+  });
+
+  it('may hold joi schemas, converted and named like any other', () => {
+    const components = new ComponentSchemas();
+    const point = view('Point', { x: Joi.number() });
+    const schema = documented(Joi.object({ p: Joi.object() }), {
+      then: { properties: { p: schemaOf(point) } },
+    });
+    expect(convert(schema, components).then).toEqual({
+      properties: { p: { $ref: '#/components/schemas/Point' } },
+    });
+    expect(components.schemas.Point).toBeDefined();
+  });
+});
