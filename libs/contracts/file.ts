@@ -107,3 +107,14 @@ export function parseHostedUrl(url: unknown, cdnBaseUrl: string): ParsedHostedUr
 
 /** The last segment of a key: the file name offered on download. */
 export const fileNameOf = (key: string) => key.slice(key.lastIndexOf('/') + 1);
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The hosted URLs of a CDN base as a regular expression, for the OpenAPI document: exactly
+ * the URLs `parseHostedUrl` accepts.
+ */
+export function hostedUrlPattern(cdnBaseUrl: string): string {
+  const { origin, basePath } = canonicalBase(cdnBaseUrl);
+  return `^${escapeRegExp(`${origin}${basePath}/${KEY_PREFIX}/`)}${UUID}/${UUID}\\.${EXT}$`;
+}

@@ -191,6 +191,9 @@ export const routeParams = Joi.object<RouteParams, true>({
   origin: addressInput().required(),
   destination: addressInput().required(),
   fleetTypeId: uuid(),
+}).example({
+  origin: 'Admiralty Way, Lekki, Lagos',
+  destination: 'Wuse 2, Abuja',
 });
 
 export interface ListFleetTypesParams {

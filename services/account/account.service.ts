@@ -12,6 +12,7 @@ import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import { action, implement, type ServiceDefinition } from '../../libs/service';
 import { generateApiKey } from './api-keys';
 import {
+  accountView,
   apiKeyView,
   createApiKeyParams,
   createUserParams,
@@ -49,6 +50,7 @@ export function createAccountService(config: Config): ServiceDefinition {
           path: '/users',
           status: 201,
           message: 'User created',
+          creates: 'userId',
           summary: 'Create a user',
           response: userView,
           errors: { 409: 'A user with this e-mail already exists' },
@@ -106,6 +108,7 @@ export function createAccountService(config: Config): ServiceDefinition {
           path: '/users/:userId/api-keys',
           status: 201,
           message: 'API key created; store it now, it is not shown again',
+          creates: 'keyId',
           summary: 'Create an API key for a user',
           description:
             'The plaintext `key` is returned only in this response; the platform keeps its SHA-256 hash.',
@@ -179,7 +182,7 @@ export function createAccountService(config: Config): ServiceDefinition {
           message: 'Authenticated account retrieved',
           summary: 'The user and API key behind this request',
           description: 'A cheap way to check that a key works and which user it acts as.',
-          response: Joi.object({ user: userView, apiKey: apiKeyView }),
+          response: accountView,
         },
         params: Joi.object({}),
         async handler(ctx) {

@@ -7,16 +7,16 @@ import type {
   ListApiKeysParams,
   QuotaView,
 } from '../../libs/contracts/account';
-import { e164Phone, email, pageParams, personName, uuid } from '../../libs/schemas';
+import { e164Phone, email, named, pageParams, personName, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the account actions; the answers are what /openapi.json documents. */
 
-export const userView = Joi.object({
-  id: Joi.string().uuid(),
+export const userView = view('User', {
+  id: uuid(),
   name: Joi.string(),
   email: Joi.string(),
   phone: Joi.string(),
-  profileId: Joi.string().uuid(),
+  profileId: uuid(),
   createdAt: Joi.string().isoDate(),
   updatedAt: Joi.string().isoDate(),
 });
@@ -26,24 +26,38 @@ const quotaSchema = Joi.object<QuotaView, true>({
   windowSeconds: Joi.number().integer().min(1).max(86_400).required(),
 });
 
-export const apiKeyView = Joi.object({
-  id: Joi.string().uuid(),
-  userId: Joi.string().uuid(),
+const quotaView = named('Quota', quotaSchema).description(
+  "The key's own quota, instead of QUOTA_LIMIT per QUOTA_WINDOW_SECONDS",
+);
+
+const apiKeyFields = {
+  id: uuid(),
   environment: Joi.string().valid('live', 'staging'),
   serverOnly: Joi.boolean(),
-  quota: quotaSchema.allow(null),
+  quota: quotaView.required().allow(null),
   createdAt: Joi.string().isoDate(),
+};
+
+export const apiKeyView = view('ApiKey', {
+  ...apiKeyFields,
+  userId: uuid(),
   lastUsedAt: Joi.string().isoDate().allow(null),
   revokedAt: Joi.string().isoDate().allow(null),
 });
 
-export const createdApiKeyView = apiKeyView.keys({ key: Joi.string() });
+/** The answer of a creation: the key itself, once, and no use yet. */
+export const createdApiKeyView = view('NewApiKey', {
+  ...apiKeyFields,
+  key: Joi.string().description('The key itself, shown this once'),
+});
+
+export const accountView = view('Account', { user: userView, apiKey: apiKeyView });
 
 export const createUserParams = Joi.object<CreateUserParams, true>({
   name: personName().required(),
   email: email().required(),
   phone: e164Phone().required(),
-});
+}).example({ name: 'Ada Obi', email: 'ada@example.com', phone: '+2348012345678' });
 
 export const findUsersParams = Joi.object<FindUsersParams, true>({
   email: email(),

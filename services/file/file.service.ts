@@ -15,7 +15,14 @@ import {
   receiveFiles,
   type ReceiveOptions,
 } from './multipart';
-import { bulkUploadView, downloadParams, noParams, singleUploadView } from './schemas';
+import {
+  bulkUploadForm,
+  bulkUploadView,
+  downloadParams,
+  noParams,
+  singleUploadForm,
+  singleUploadView,
+} from './schemas';
 import { FileStorage } from './store';
 
 export function createFileService(config: Config): ServiceDefinition {
@@ -63,6 +70,7 @@ export function createFileService(config: Config): ServiceDefinition {
             `multipart/form-data with one file part named \`${SINGLE_FIELD}\`. The type is read ` +
             `from the bytes, not from the client; accepted: ${allowedTypes.join(', ')}, up to ` +
             `${maxSize}. Returns the hosted URL.`,
+          multipart: singleUploadForm,
           response: singleUploadView,
           errors: { ...uploadErrors, 415: 'The file type is not accepted' },
         },
@@ -87,6 +95,7 @@ export function createFileService(config: Config): ServiceDefinition {
             `${BULK_MAX_FILES} files (an 8th fails the whole request and nothing is kept). ` +
             '`urls` follows the order sent; a refused file (too large, type not accepted, ' +
             'empty) has `{error: {statusCode, message, filename}}` in its place.',
+          multipart: bulkUploadForm,
           response: bulkUploadView,
           errors: uploadErrors,
         },
@@ -115,7 +124,7 @@ export function createFileService(config: Config): ServiceDefinition {
             'mapped to a stored object, never fetched.',
           errors: { 400: 'Not a hosted file URL', 404: 'No such file' },
         },
-        params: downloadParams,
+        params: downloadParams(config.cdnBaseUrl),
         async handler(ctx) {
           const parsed = parseHostedUrl(ctx.params.url, config.cdnBaseUrl);
           if (!parsed.ok) {

@@ -1,9 +1,11 @@
 import Joi from 'joi';
-import { MAX_URL_LENGTH } from '../../libs/contracts/file';
+import { MAX_URL_LENGTH, hostedUrlPattern } from '../../libs/contracts/file';
+import { documented, view } from '../../libs/schemas';
+import { BULK_MAX_FILES, SINGLE_FIELD } from './multipart';
 
 /** Params and answers of the file actions; the answers are what /openapi.json documents. */
 
-const errorSlot = Joi.object({
+const errorSlot = view('RefusedFile', {
   error: Joi.object({
     statusCode: Joi.number().integer().valid(400, 413, 415),
     message: Joi.string(),
@@ -11,15 +13,39 @@ const errorSlot = Joi.object({
   }),
 }).description('A file that was refused; the other files are stored');
 
-export const singleUploadView = Joi.object({ url: Joi.string().uri() });
+export const singleUploadView = view('UploadedFile', { url: Joi.string().uri() });
 
-export const bulkUploadView = Joi.object({
+export const bulkUploadView = view('UploadedFiles', {
   urls: Joi.array().items(Joi.string().uri(), errorSlot),
 });
+
+/** The forms of the uploads, for the document (the bytes decide what is accepted). */
+export const singleUploadForm = {
+  type: 'object',
+  properties: { [SINGLE_FIELD]: { type: 'string', format: 'binary' } },
+  required: [SINGLE_FIELD],
+};
+
+export const bulkUploadForm = {
+  type: 'object',
+  description: `One field, any name, with 1 to ${BULK_MAX_FILES} files`,
+  minProperties: 1,
+  maxProperties: 1,
+  additionalProperties: {
+    type: 'array',
+    items: { type: 'string', format: 'binary' },
+    minItems: 1,
+    maxItems: BULK_MAX_FILES,
+  },
+};
 
 /** Uploads take their body as a stream; nothing else. */
 export const noParams = Joi.object({});
 
-export const downloadParams = Joi.object<{ url: string }, true>({
-  url: Joi.string().max(MAX_URL_LENGTH).required(),
-});
+/** The URL pattern states in the document what `parseHostedUrl` accepts; the handler checks. */
+export const downloadParams = (cdnBaseUrl: string) =>
+  Joi.object<{ url: string }, true>({
+    url: documented(Joi.string().max(MAX_URL_LENGTH), {
+      pattern: hostedUrlPattern(cdnBaseUrl),
+    }).required(),
+  });

@@ -45,6 +45,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
         method: 'POST',
         path: '/fleet-types',
         status: 201,
+        creates: 'fleetTypeId',
         message: 'Fleet type created',
         summary: 'Add a fleet type',
         response: fleetTypeDetail,

@@ -28,7 +28,15 @@ import {
   warmGazetteer,
 } from './gazetteer';
 import { Router } from './routing';
-import { countryQuery, fleetTypeItem, placeQuery, routeView } from './schemas';
+import {
+  cityView,
+  countryQuery,
+  countryView,
+  fleetTypeItem,
+  placeQuery,
+  routeView,
+  stateView,
+} from './schemas';
 import { FleetTypeStore, defineGeoModels } from './store';
 import {
   toCityItem,
@@ -115,6 +123,7 @@ export function createGeoService(config: Config): ServiceDefinition {
           method: 'GET',
           path: '/countries',
           message: 'Countries retrieved',
+          response: Joi.array().items(countryView),
           summary: 'List or search countries',
           description: `Case- and accent-insensitive, by prefix, tolerant of a typo. At most ${LIST_LIMITS.countries} items.`,
         },
@@ -133,6 +142,7 @@ export function createGeoService(config: Config): ServiceDefinition {
           method: 'GET',
           path: '/states',
           message: 'States retrieved',
+          response: Joi.array().items(stateView),
           summary: 'List or search states (first-level divisions)',
           description: `Without \`search\`, the states of one country: \`countryCode\`, Nigeria by default. At most ${LIST_LIMITS.states} items.`,
         },
@@ -152,6 +162,7 @@ export function createGeoService(config: Config): ServiceDefinition {
           method: 'GET',
           path: '/cities',
           message: 'Cities retrieved',
+          response: Joi.array().items(cityView),
           summary: 'List or search cities',
           description: `Exact and important matches first. At most ${LIST_LIMITS.cities} items.`,
         },

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';
-import { countryCode, uuid } from '../../libs/schemas';
+import { countryCode, httpsUrl, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the geo actions; the answers are what /openapi.json documents. */
 
@@ -11,30 +11,130 @@ export const placeQuery = Joi.object<{ search?: string; countryCode?: string }, 
 
 export const countryQuery = placeQuery.fork(['countryCode'], (f) => f.forbidden());
 
-const resolvedAddress = Joi.object({
-  country: Joi.string().required(),
-  lat: Joi.number().required(),
-  lon: Joi.number().required(),
-  h3Index: Joi.string().required(),
-  phrase: Joi.string().required(),
-  resolution: Joi.number().required(),
-}).unknown(true);
+const optional = (schema: Joi.Schema) => schema.optional();
+const text = () => optional(Joi.string());
+const number = () => optional(Joi.number());
 
-export const routeView = Joi.object({
-  distance: Joi.object({ distanceKm: Joi.number(), etaSeconds: Joi.number() }),
-  routeType: Joi.string().valid(...ROUTE_TYPES),
-  origin: resolvedAddress,
-  destination: resolvedAddress,
+export const countryView = view('Country', {
+  value: Joi.string().description('ISO 3166-1 alpha-2 code'),
+  name: Joi.string(),
+  type: Joi.string().valid('INTER_COUNTRY'),
+  country: Joi.string(),
+  countryCode: Joi.string(),
+  countryCodeAlpha3: Joi.string(),
+  continentCode: Joi.string(),
+  continentName: Joi.string(),
+  lat: number().description('Centroid, when known'),
+  lon: number(),
 });
 
-export const fleetTypeItem = Joi.object({
-  id: Joi.string().uuid(),
+export const stateView = view('State', {
+  value: Joi.string().description('State route identifier (admin1Id)'),
+  name: Joi.string(),
+  type: Joi.string().valid('INTER_STATE'),
+  state: Joi.string(),
+  country: Joi.string(),
+  countryCode: Joi.string(),
+  continentCode: Joi.string(),
+  continentName: Joi.string(),
+  regionalZone: Joi.string(),
+  admin1Id: Joi.string(),
+  admin1Name: Joi.string(),
+  lat: Joi.number(),
+  lon: Joi.number(),
+});
+
+export const cityView = view('City', {
+  value: Joi.string().description('The locationId; a mapPlaceId of addresses'),
+  locationId: Joi.string(),
+  name: Joi.string(),
+  country: Joi.string(),
+  countryCode: Joi.string(),
+  countryCodeAlpha3: Joi.string(),
+  lat: Joi.number(),
+  lon: Joi.number(),
+  lgaOrCity: Joi.string(),
+  state: text(),
+  regionalZone: Joi.string(),
+  adminUnitName: text(),
+});
+
+const RESOLVED_STRINGS = [
+  'addressLine1',
+  'addressLine2',
+  'floor',
+  'label',
+  'countryCode',
+  'countryCodeAlpha3',
+  'state',
+  'lgaOrCity',
+  'zoneOrDistrict',
+  'region',
+  'regionName',
+  'regionalZone',
+  'subregion',
+  'zipCode',
+  'timezone',
+  'continentCode',
+  'continentName',
+  'adminUnitId',
+  'adminUnitName',
+  'adminUnitType',
+  'adminUnitParentId',
+  'admin1Id',
+  'admin1Name',
+  'admin2Id',
+  'admin2Name',
+  'admin3Id',
+  'admin3Name',
+  'operationalRegionId',
+  'mapPlaceId',
+  'contactName',
+  'contactPhone',
+  'contactEmail',
+  'note',
+  'createdAt',
+  'updatedAt',
+  'deletedAt',
+];
+const RESOLVED_NUMBERS = ['centerLat', 'centerLon', 'swLat', 'swLon', 'neLat', 'neLon'];
+
+/** Fields that were not geocoded are absent, never null. `id` and dates: saved addresses. */
+export const resolvedAddressView = view('ResolvedAddress', {
+  id: optional(uuid()),
+  country: Joi.string(),
+  lat: Joi.number(),
+  lon: Joi.number(),
+  h3Index: Joi.string().description('Res-9 H3 cell'),
+  phrase: Joi.string().description('Three dot-separated words naming the H3 cell'),
+  resolution: Joi.number(),
+  ...Object.fromEntries(RESOLVED_STRINGS.map((f) => [f, text()])),
+  ...Object.fromEntries(RESOLVED_NUMBERS.map((f) => [f, number()])),
+});
+
+export const distanceView = view('Distance', {
+  distanceKm: Joi.number(),
+  etaSeconds: Joi.number(),
+});
+
+export const routeView = view('Route', {
+  distance: distanceView,
+  routeType: Joi.string().valid(...ROUTE_TYPES),
+  origin: resolvedAddressView,
+  destination: resolvedAddressView,
+});
+
+const fleetTypeViewFields = {
+  id: uuid(),
   name: Joi.string(),
   icon: Joi.string().uri().allow(null),
   description: Joi.string().allow(null),
-});
+};
 
-export const fleetTypeDetail = fleetTypeItem.keys({
+export const fleetTypeItem = view('FleetType', fleetTypeViewFields);
+
+export const fleetTypeDetail = view('FleetTypeDetail', {
+  ...fleetTypeViewFields,
   code: Joi.string(),
   maxWeight: Joi.string().description('kg, five decimals'),
   averageSpeedKmh: Joi.number(),
@@ -45,10 +145,7 @@ export const fleetTypeDetail = fleetTypeItem.keys({
 
 const fleetTypeFields = {
   name: Joi.string().trim().min(1).max(60),
-  icon: Joi.string()
-    .uri({ scheme: ['https'] })
-    .max(2048)
-    .allow(null),
+  icon: httpsUrl().allow(null),
   description: Joi.string().trim().max(280).allow(null),
   maxWeightKg: Joi.number().positive().max(100_000),
   averageSpeedKmh: Joi.number().positive().max(200),
@@ -66,10 +163,11 @@ export interface NewFleetType {
 }
 
 export const createFleetTypeParams = Joi.object<NewFleetType, true>({
+  // Either case: the code is lower-cased before the pattern is checked.
   code: Joi.string()
     .trim()
     .lowercase()
-    .pattern(/^[a-z][a-z0-9-]{1,31}$/)
+    .pattern(/^[A-Za-z][A-Za-z0-9-]{1,31}$/)
     .required(),
   name: fleetTypeFields.name.required(),
   icon: fleetTypeFields.icon.default(null),
@@ -77,6 +175,12 @@ export const createFleetTypeParams = Joi.object<NewFleetType, true>({
   maxWeightKg: fleetTypeFields.maxWeightKg.required(),
   averageSpeedKmh: fleetTypeFields.averageSpeedKmh.required(),
   active: fleetTypeFields.active.default(true),
+}).example({
+  code: 'keke',
+  name: 'Tricycle',
+  description: 'Keke for small loads across town',
+  maxWeightKg: 150,
+  averageSpeedKmh: 25,
 });
 
 export type FleetTypeChanges = Partial<Omit<NewFleetType, 'code'>> & { fleetTypeId: string };

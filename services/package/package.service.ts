@@ -106,6 +106,7 @@ export function createPackageService(config: Config): ServiceDefinition {
           method: 'POST',
           path: '/package',
           status: 201,
+          creates: 'packageId',
           message: 'Package saved',
           summary: 'Create a package, or edit one with `packageId`',
           description:

@@ -1,7 +1,7 @@
 import Joi from 'joi';
-import { parseHostedUrl } from '../../libs/contracts/file';
+import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
-import { plainText, uuid } from '../../libs/schemas';
+import { documented, named, plainText, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the package actions; the answers are what /openapi.json documents. */
 
@@ -11,14 +11,14 @@ import { plainText, uuid } from '../../libs/schemas';
  */
 export const PACKAGE_TEXT_LIMITS = { packageType: 60, name: 120, description: 128, image: 512 };
 
-export const packageView = Joi.object({
-  id: Joi.string().uuid(),
-  userId: Joi.string().uuid(),
-  p2pDeliveryId: Joi.string().uuid().allow(null),
-  errandDeliveryId: Joi.string().uuid().allow(null),
-  errandStoreId: Joi.string().uuid().allow(null),
-  productId: Joi.string().uuid().allow(null),
-  variantCombinationId: Joi.string().uuid().allow(null),
+export const packageView = view('Package', {
+  id: uuid(),
+  userId: uuid(),
+  p2pDeliveryId: uuid().allow(null),
+  errandDeliveryId: uuid().allow(null),
+  errandStoreId: uuid().allow(null),
+  productId: uuid().allow(null),
+  variantCombinationId: uuid().allow(null),
   packageType: Joi.string(),
   name: Joi.string(),
   image: Joi.string().uri().allow(null),
@@ -36,9 +36,9 @@ export const packageView = Joi.object({
 
 /** A URL of a file uploaded to this platform, by the file service's own rule. */
 const hostedImage = (cdnBaseUrl: string) =>
-  Joi.string()
-    .trim()
-    .max(PACKAGE_TEXT_LIMITS.image)
+  documented(Joi.string().trim().max(PACKAGE_TEXT_LIMITS.image), {
+    pattern: hostedUrlPattern(cdnBaseUrl),
+  })
     .custom((value: string, helpers) => {
       // Too long is already said by `max`; one problem, one message.
       if (value.length > PACKAGE_TEXT_LIMITS.image) return value;
@@ -48,9 +48,6 @@ const hostedImage = (cdnBaseUrl: string) =>
     .messages({
       'string.hostedUrl': `{{#label}} must be the URL of an uploaded file (${cdnBaseUrl}/uploads/...): {{#reason}}; upload it with POST /file/single-upload`,
     });
-
-const onCreate = (schema: Joi.Schema) =>
-  schema.when('packageId', { is: Joi.exist(), otherwise: Joi.required() });
 
 export interface SaveParams {
   packageId?: string;
@@ -64,37 +61,53 @@ export interface SaveParams {
   weight?: never;
 }
 
-/** Without `packageId` a new package (every field); with it an edit (at least one field). */
-export const saveParams = (cdnBaseUrl: string) =>
-  Joi.object<SaveParams>({
-    packageId: uuid(),
-    packageType: onCreate(plainText(PACKAGE_TEXT_LIMITS.packageType).min(1)),
-    name: onCreate(plainText(PACKAGE_TEXT_LIMITS.name).min(1)),
-    image: hostedImage(cdnBaseUrl).allow(null),
-    description: plainText(PACKAGE_TEXT_LIMITS.description).allow(null, ''),
-    quantity: onCreate(Joi.number().integer().min(1).max(10_000)),
-    size: onCreate(
-      Joi.string()
-        .uppercase()
-        .valid(...PACKAGE_SIZES),
+/** The fields of a package; a new one needs all but `image` and `description`. */
+const packageFields = (cdnBaseUrl: string) => ({
+  packageType: plainText(PACKAGE_TEXT_LIMITS.packageType).min(1),
+  name: plainText(PACKAGE_TEXT_LIMITS.name).min(1),
+  image: hostedImage(cdnBaseUrl).allow(null),
+  description: plainText(PACKAGE_TEXT_LIMITS.description).allow(null, ''),
+  quantity: Joi.number().integer().min(1).max(10_000),
+  size: Joi.string()
+    .uppercase()
+    .valid(...PACKAGE_SIZES),
+  value: Joi.number().min(0).max(1e11).precision(2),
+  weight: Joi.any().forbidden().messages({
+    'any.unknown': 'weight is derived from size and quantity; do not send it',
+  }),
+});
+
+const CHANGEABLE = ['packageType', 'name', 'image', 'description', 'quantity', 'size', 'value'];
+
+/**
+ * Without `packageId` a new package (every required field); with it an edit (at least one
+ * field). Two shapes, so that the document names both (`NewPackage`, `PackageChange`).
+ */
+export function saveParams(cdnBaseUrl: string): Joi.AlternativesSchema<SaveParams> {
+  const fields = packageFields(cdnBaseUrl);
+  return Joi.alternatives().conditional('.packageId', {
+    is: Joi.exist(),
+    then: named(
+      'PackageChange',
+      Joi.object({ packageId: uuid().required(), ...fields })
+        .or(...CHANGEABLE)
+        .messages({ 'object.missing': 'send at least one field to change' }),
     ),
-    value: onCreate(Joi.number().min(0).max(1e11).precision(2)),
-    weight: Joi.any().forbidden().messages({
-      'any.unknown': 'weight is derived from size and quantity; do not send it',
-    }),
-  })
-    .when(Joi.object({ packageId: Joi.exist() }).unknown(), {
-      then: Joi.object().or(
-        'packageType',
-        'name',
-        'image',
-        'description',
-        'quantity',
-        'size',
-        'value',
-      ),
-    })
-    .messages({ 'object.missing': 'send at least one field to change' });
+    otherwise: named(
+      'NewPackage',
+      Joi.object(fields)
+        .fork(['packageType', 'name', 'quantity', 'size', 'value'], (f) => f.required())
+        .example({
+          packageType: 'Documents',
+          name: 'Signed contract',
+          description: 'Two envelopes',
+          quantity: 2,
+          size: 'SMALL',
+          value: 15000,
+        }),
+    ),
+  });
+}
 
 export const packageIdParams = Joi.object<{ packageId: string }, true>({
   packageId: uuid().required(),

@@ -209,9 +209,9 @@ describe('buildOpenApi operations of the account service', () => {
     expect(created.description).toBe('User created');
     const schema = created.content?.['application/json'].schema as { allOf: Json[] };
     expect(schema.allOf[0]).toEqual({ $ref: '#/components/schemas/SuccessEnvelope' });
-    expect(schema.allOf[1]).toMatchObject({
+    expect(schema.allOf[1]).toEqual({
       type: 'object',
-      properties: { data: { type: 'object' } },
+      properties: { data: { $ref: '#/components/schemas/User' } },
     });
     expect(op('/admin/users', 'get').responses['200']).toBeDefined();
   });

@@ -4,6 +4,7 @@ import {
   MAX_URL_LENGTH,
   fileNameOf,
   hostedUrl,
+  hostedUrlPattern,
   isFileKey,
   newFileKey,
   parseHostedUrl,
@@ -244,4 +245,28 @@ describe('fileNameOf', () => {
   it('is the last segment of the key', () => {
     expect(fileNameOf(KEY)).toBe(`${FILE}.png`);
   });
+});
+
+describe('hostedUrlPattern', () => {
+  it.each([[CDN], ['https://cdn.example.com/files/'], ['http://127.0.0.1:7870/waybill']])(
+    'matches exactly the URLs parseHostedUrl accepts, for %s (property)',
+    (base) => {
+      const pattern = new RegExp(hostedUrlPattern(base));
+      const good = hostedUrl(KEY, base);
+      const mutated = fc
+        .tuple(fc.nat(good.length), fc.string({ maxLength: 3 }), fc.nat(3))
+        .map(([at, insert, drop]) => good.slice(0, at) + insert + good.slice(at + drop));
+      const candidates = fc.oneof(
+        mutated,
+        fc.stringMatching(pattern),
+        fc.uuid().map((id) => `${good.slice(0, -40)}${id}.jpg`),
+      );
+      fc.assert(
+        fc.property(candidates, (url) => {
+          expect(pattern.test(url)).toBe(parseHostedUrl(url, base).ok);
+        }),
+        { numRuns: 3000 },
+      );
+    },
+  );
 });
