@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { countryCode, e164Phone, email, uuid } from '../schemas';
+import { countryCode, e164Phone, email, uuid, view } from '../schemas';
 
 /** What other services may know of the geo service. */
 
@@ -175,11 +175,20 @@ export interface FindAreaParams {
   lgaOrCity?: string;
 }
 
+/** Longest state or LGA name `geo.findArea` takes; callers bound their own fields by it. */
+export const AREA_NAME_MAX = 100;
+
 export const findAreaParams = Joi.object<FindAreaParams, true>({
   countryCode: countryCode().required(),
-  state: Joi.string().trim().min(1).max(100),
-  lgaOrCity: Joi.string().trim().min(1).max(100),
+  state: Joi.string().trim().min(1).max(AREA_NAME_MAX),
+  lgaOrCity: Joi.string().trim().min(1).max(AREA_NAME_MAX),
 }).with('lgaOrCity', 'state');
+
+/** Distance and time of a route (geo.route answers it; pricing quotes it), for the document. */
+export const distanceView = view('Distance', {
+  distanceKm: Joi.number(),
+  etaSeconds: Joi.number(),
+});
 
 export interface RouteParams {
   origin: AddressInput;

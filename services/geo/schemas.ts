@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { ROUTE_TYPES } from '../../libs/contracts/geo';
+import { ROUTE_TYPES, distanceView } from '../../libs/contracts/geo';
 import { countryCode, httpsUrl, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the geo actions; the answers are what /openapi.json documents. */
@@ -110,11 +110,6 @@ export const resolvedAddressView = view('ResolvedAddress', {
   resolution: Joi.number(),
   ...Object.fromEntries(RESOLVED_STRINGS.map((f) => [f, text()])),
   ...Object.fromEntries(RESOLVED_NUMBERS.map((f) => [f, number()])),
-});
-
-export const distanceView = view('Distance', {
-  distanceKm: Joi.number(),
-  etaSeconds: Joi.number(),
 });
 
 export const routeView = view('Route', {

@@ -1,10 +1,18 @@
 import Joi from 'joi';
 import { conflict, notFound } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
-import { countryCode, pageParams, uuid } from '../../libs/schemas';
+import {
+  TRIMMED_CHARACTERS,
+  countryCode,
+  documented,
+  pageParams,
+  uuid,
+  view,
+} from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
 import type { CourierRuleRecord, PricingModels } from './store';
+import { AREA_NAME_MAX } from '../../libs/contracts/geo';
 import { findArea } from './places';
 
 type Db = ServiceDatabase<PricingModels>;
@@ -54,12 +62,12 @@ function toAdminView(rule: CourierRule, updatedAt: Date) {
   };
 }
 
-const ruleView = Joi.object({
-  id: Joi.string().uuid(),
-  courierId: Joi.string().uuid(),
+const ruleView = view('CourierPricingRule', {
+  id: uuid(),
+  courierId: uuid(),
   capBy: Joi.string().valid('LOCATION'),
   countryCode: Joi.string(),
-  from: Joi.string(),
+  from: Joi.string().description('A state ("Lagos") or an LGA of one ("Ikeja, Lagos")'),
   to: Joi.string(),
   withinKmRadius: Joi.number().allow(null),
   isPerKg: Joi.boolean(),
@@ -69,14 +77,23 @@ const ruleView = Joi.object({
   updatedAt: Joi.string().isoDate(),
 });
 
-/** "Lagos" or "Ikeja, Lagos", read into an area. */
+const blank = `[${TRIMMED_CHARACTERS}]`;
+const kept = `[^,${TRIMMED_CHARACTERS}]`;
+/** One name of an area: up to AREA_NAME_MAX characters once trimmed, no comma. */
+const areaName = `${blank}*${kept}(?:[^,]{0,${AREA_NAME_MAX - 2}}${kept})?${blank}*`;
+
+/** "Lagos" or "Ikeja, Lagos", read into an area; the pattern is what is accepted. */
 const areaText = () =>
-  Joi.string()
-    .trim()
-    .max(200)
-    .custom((text: string, helpers) => parseArea(text) ?? helpers.error('any.invalid'))
+  documented(Joi.string().trim().max(200), { pattern: `^${areaName}(?:,${areaName})?$` })
+    .custom((text: string, helpers) => {
+      const area = parseArea(text);
+      if (!area) return helpers.error('any.invalid');
+      const long = [area.state, area.lgaOrCity].some((n) => n && n.length > AREA_NAME_MAX);
+      return long ? helpers.error('string.areaName') : area;
+    })
     .messages({
       'any.invalid': '{{#label}} must be a state ("Lagos") or "LGA, state" ("Ikeja, Lagos")',
+      'string.areaName': `{{#label}}: a state or LGA name has at most ${AREA_NAME_MAX} characters`,
     });
 
 const ruleFields = {
@@ -152,6 +169,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         path: '/pricing/courier-rules',
         status: 201,
         message: 'Courier pricing rule created',
+        creates: 'ruleId',
         summary: "Add a courier's own price for trips between two areas",
         description:
           'When a delivery names this courier (`courierSelection: SPECIFIC`) and the trip goes from `from` to `to` (within `withinKmRadius` km when set), `amountKobo` (per kg when `isPerKg`) replaces the base fee, and weight, fleet and urgency fees are zero. Among matching rules the lowest `priority` wins.',
@@ -169,6 +187,11 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         isPerKg: ruleFields.isPerKg.default(false),
         amountKobo: ruleFields.amountKobo.required(),
         priority: ruleFields.priority.default(0),
+      }).example({
+        courierId: '3f1c2a8e-9b7d-4c6e-8f0a-1b2c3d4e5f60',
+        from: 'Lagos',
+        to: 'Ikeja, Lagos',
+        amountKobo: 120000,
       }),
       async handler(ctx) {
         const { from, to, ...fields } = ctx.params;

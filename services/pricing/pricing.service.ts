@@ -77,7 +77,7 @@ export function createPricingService(config: Config): ServiceDefinition {
           summary: 'Price a delivery: by saved packages (Mode A) or by totals (Mode B)',
           description:
             'Mode A (`packagesId`) answers `deliveryCost`, `deliveryFee`, `matchingEligible` and `payOnDelivery`; Mode B (`totalWeight` + `totalValue`) answers the cost alone. The same inputs and tariff always give the same amounts; `tierIds` and `tariffVersion` name the tariff revisions used. See docs/pricing.md for the formula.',
-          response: Joi.alternatives(modeBResponse, modeAResponse),
+          response: Joi.alternatives().try(modeBResponse, modeAResponse).match('one'),
           errors: {
             404: 'Fleet type not found',
           },

@@ -1,16 +1,18 @@
 import Joi from 'joi';
 import { badRequest, type FieldError } from '../../libs/errors';
-import { uuid } from '../../libs/schemas';
+import { documented, uuid } from '../../libs/schemas';
 import { addressInput, type AddressInput } from '../../libs/contracts/geo';
 import { FEE_PAYERS, type FeePayer } from './fee-blocks';
 import { URGENCY_TYPES, type UrgencyType } from './fees';
-import { formatSlot, isCalendarDate, parseSlot, type Slot } from './schedule';
+import { SLOT_PATTERN, formatSlot, isCalendarDate, parseSlot, type Slot } from './schedule';
 
 export const COURIER_SELECTIONS = ['ANYONE', 'SPECIFIC'] as const;
 
 const slotText = () =>
-  Joi.string()
-    .trim()
+  documented(Joi.string().trim(), {
+    pattern: SLOT_PATTERN.source,
+    description: 'A time window like 09:00 - 12:00, its start before its end',
+  })
     .custom((text: string, helpers) => {
       const slot = parseSlot(text);
       return slot ? formatSlot(slot) : helpers.error('any.invalid');
@@ -21,8 +23,7 @@ const slotText = () =>
     });
 
 const dateText = () =>
-  Joi.string()
-    .trim()
+  documented(Joi.string().trim(), { format: 'date' })
     .custom((text: string, helpers) => (isCalendarDate(text) ? text : helpers.error('any.invalid')))
     .messages({ 'any.invalid': '{{#label}} must be a calendar date like 2026-12-24 (YYYY-MM-DD)' });
 
@@ -34,40 +35,83 @@ const onlyWhenScheduled = (schema: Joi.Schema) =>
     }),
   });
 
-/** The body of `POST /api/pricing`; the checks across fields are in `readQuoteRequest`. */
-export const quoteRequestSchema = Joi.object({
-  origin: addressInput().required(),
-  destination: addressInput().required(),
-  packagesId: Joi.array()
-    .items(uuid())
-    .min(1)
-    .max(50)
-    .unique()
-    .description('Mode A: your saved packages'),
-  totalWeight: Joi.number().positive().max(100_000).description('Mode B: kg'),
-  totalValue: Joi.number().min(0).max(1e11).description('Mode B: NGN, the declared value'),
-  urgencyType: Joi.string()
-    .uppercase()
-    .valid(...URGENCY_TYPES)
-    .default('STANDARD'),
-  deliveryDate: onlyWhenScheduled(dateText()),
-  deliverySlot: onlyWhenScheduled(slotText()),
-  slot: onlyWhenScheduled(slotText()).description('Alias of deliverySlot'),
-  fleetTypeId: uuid(),
-  courierSelection: Joi.string()
-    .uppercase()
-    .valid(...COURIER_SELECTIONS)
-    .default('ANYONE'),
-  courierId: uuid(),
-  courierProfileId: uuid().description('Alias of courierId'),
-  deliveryFeePayer: Joi.string()
-    .uppercase()
-    .valid(...FEE_PAYERS)
-    .default('CREATOR'),
-  payOnDelivery: Joi.boolean()
-    .default(false)
-    .description('Preview of what the courier would collect at the door'),
+const present = (field: string) => ({ required: [field] });
+const noneOf = (...fields: string[]) => ({ not: { anyOf: fields.map(present) } });
+const equals = (field: string, value: string) => ({
+  required: [field],
+  properties: { [field]: { const: value } },
 });
+
+/**
+ * The checks of `readQuoteRequest`, as the document states them: one pricing mode; date and
+ * slot when SCHEDULED; a courier exactly when SPECIFIC; one spelling of an aliased field.
+ */
+export const QUOTE_REQUEST_RULES = {
+  oneOf: [
+    {
+      title: 'Mode A: saved packages',
+      ...present('packagesId'),
+      ...noneOf('totalWeight', 'totalValue'),
+    },
+    { title: 'Mode B: totals', required: ['totalWeight', 'totalValue'], ...noneOf('packagesId') },
+  ],
+  allOf: [
+    {
+      if: equals('urgencyType', 'SCHEDULED'),
+      then: { ...present('deliveryDate'), anyOf: [present('deliverySlot'), present('slot')] },
+    },
+    {
+      if: equals('courierSelection', 'SPECIFIC'),
+      then: { anyOf: [present('courierId'), present('courierProfileId')] },
+      else: noneOf('courierId', 'courierProfileId'),
+    },
+    { not: { required: ['deliverySlot', 'slot'] } },
+    { not: { required: ['courierId', 'courierProfileId'] } },
+  ],
+};
+
+/** The body of `POST /api/pricing`; the checks across fields are in `readQuoteRequest`. */
+export const quoteRequestSchema = documented(
+  Joi.object({
+    origin: addressInput().required(),
+    destination: addressInput().required(),
+    packagesId: Joi.array()
+      .items(uuid())
+      .min(1)
+      .max(50)
+      .unique()
+      .description('Mode A: your saved packages'),
+    totalWeight: Joi.number().positive().max(100_000).description('Mode B: kg'),
+    totalValue: Joi.number().min(0).max(1e11).description('Mode B: NGN, the declared value'),
+    urgencyType: Joi.string()
+      .uppercase()
+      .valid(...URGENCY_TYPES)
+      .default('STANDARD'),
+    deliveryDate: onlyWhenScheduled(dateText()),
+    deliverySlot: onlyWhenScheduled(slotText()),
+    slot: onlyWhenScheduled(slotText()).description('Alias of deliverySlot'),
+    fleetTypeId: uuid(),
+    courierSelection: Joi.string()
+      .uppercase()
+      .valid(...COURIER_SELECTIONS)
+      .default('ANYONE'),
+    courierId: uuid(),
+    courierProfileId: uuid().description('Alias of courierId'),
+    deliveryFeePayer: Joi.string()
+      .uppercase()
+      .valid(...FEE_PAYERS)
+      .default('CREATOR'),
+    payOnDelivery: Joi.boolean()
+      .default(false)
+      .description('Preview of what the courier would collect at the door'),
+  }).example({
+    origin: 'Admiralty Way, Lekki, Lagos',
+    destination: 'Wuse 2, Abuja',
+    totalWeight: 12.5,
+    totalValue: 25000,
+  }),
+  QUOTE_REQUEST_RULES,
+);
 
 export interface QuoteRequestParams {
   origin: AddressInput;

@@ -1,4 +1,6 @@
 import Joi from 'joi';
+import { uuid, view } from '../../libs/schemas';
+import { distanceView } from '../../libs/contracts/geo';
 import { ROUTE_TYPES } from './tariff';
 import { FEE_PAYERS } from './fee-blocks';
 
@@ -6,7 +8,7 @@ import { FEE_PAYERS } from './fee-blocks';
 
 const money = () => Joi.string().pattern(/^\d+\.\d{2}$/);
 
-const costs = Joi.object({
+const costs = view('Costs', {
   base: money(),
   fleet: money(),
   deliverySubtotal: money().description('base + weight + fleet + surcharge + insurance'),
@@ -18,7 +20,7 @@ const costs = Joi.object({
   hubCommission: money().description('Kept by the hubs of inter-state and longer trips'),
 });
 
-const breakdown = Joi.object({
+const breakdown = view('CostBreakdown', {
   baseCharge: money(),
   weightCharge: money(),
   insuranceCharge: money().allow(null).description('null when no value is declared'),
@@ -27,47 +29,59 @@ const breakdown = Joi.object({
   serviceFeeCharge: money(),
 });
 
-const courierPricingRule = Joi.object({
-  id: Joi.string().uuid(),
+const courierPricingRule = view('AppliedCourierRule', {
+  id: uuid(),
   capBy: Joi.string().valid('LOCATION'),
   from: Joi.string(),
   to: Joi.string(),
   withinKmRadius: Joi.number().allow(null),
   isPerKg: Joi.boolean(),
-}).allow(null);
+})
+  .description("The courier's own price that replaced the base fee")
+  .allow(null);
 
-export const modeBResponse = Joi.object({
-  distance: Joi.object({ distanceKm: Joi.number(), etaSeconds: Joi.number() }),
+/** The tiers that priced a trip: its country's, and its state's and city's where they exist. */
+export const tierIdsView = view('TierIds', {
+  countryPricingId: uuid(),
+  statePricingId: uuid().allow(null),
+  cityPricingId: uuid().allow(null),
+});
+
+const deliveryCostFields = {
+  distance: distanceView,
   routeType: Joi.string().valid(...ROUTE_TYPES),
-  tierIds: Joi.object({
-    countryPricingId: Joi.string().uuid(),
-    statePricingId: Joi.string().uuid().allow(null),
-    cityPricingId: Joi.string().uuid().allow(null),
-  }),
+  tierIds: tierIdsView,
   costs,
   breakdown,
   courierPricingRule,
   fleetType: Joi.object({
-    id: Joi.string().uuid(),
+    id: uuid(),
     name: Joi.string(),
     icon: Joi.string().allow(null),
   }).description('The fleet type priced: the requested one, or the first that can carry the load'),
   tariffVersion: Joi.string().description('Revision of each tier used, e.g. NG@3/lagos@1/ikeja@2'),
-}).description('Mode B');
+};
 
-const party = Joi.object({
+/** Mode B (totals): the cost alone. */
+export const modeBResponse = view('DeliveryCost', deliveryCostFields).description(
+  'Mode B: the price of a delivery of the given totals',
+);
+
+const party = {
   amount: money(),
   paymentRequired: Joi.boolean(),
   paid: Joi.boolean(),
-});
+};
 
-export const modeAResponse = Joi.object({
-  deliveryCost: modeBResponse.keys({
+/** Mode A (saved packages): the cost with the load, and who pays what. */
+export const modeAResponse = view('Quote', {
+  deliveryCost: view('DeliveryCostOfPackages', {
+    ...deliveryCostFields,
     totalWeight: Joi.number().description('kg'),
     totalValue: Joi.number().description('NGN'),
   }),
   promotion: Joi.valid(null),
-  deliveryFee: Joi.object({
+  deliveryFee: view('FeeBlock', {
     payer: Joi.string().valid(...FEE_PAYERS),
     gross: Joi.object({
       delivery: money(),
@@ -75,8 +89,8 @@ export const modeAResponse = Joi.object({
       hubCommission: money(),
       bundledTotal: money(),
     }),
-    creator: party,
-    recipient: party.keys({ checkoutUrl: Joi.string().allow(null) }),
+    creator: Joi.object(party),
+    recipient: Joi.object({ ...party, checkoutUrl: Joi.string().allow(null) }),
     promotion: Joi.object({
       settlementMode: Joi.string().allow(null),
       platformFunded: Joi.boolean(),
@@ -86,9 +100,9 @@ export const modeAResponse = Joi.object({
     }),
   }).description('SPLIT: the recipient pays half rounded down, the creator the rest'),
   matchingEligible: Joi.boolean().description('true when the creator alone pays'),
-  payOnDelivery: Joi.object({
+  payOnDelivery: view('PayOnDelivery', {
     enabled: Joi.boolean(),
     collectAmount: money(),
     collectTarget: Joi.string().valid('PACKAGE_VALUE'),
   }),
-}).description('Mode A');
+}).description('Mode A: the price of a delivery of saved packages');

@@ -1,5 +1,6 @@
 import Decimal from 'decimal.js';
 import Joi from 'joi';
+import { documented, named } from '../../libs/schemas';
 import { minutesOf } from './schedule';
 import { ROUTE_TYPES, type Tariff } from './tariff';
 
@@ -8,14 +9,24 @@ import { ROUTE_TYPES, type Tariff } from './tariff';
 const MAX_KOBO = 1e12; // ₦10 billion: far above any fee, far below unsafe integers
 const kobo = () => Joi.number().integer().min(0).max(MAX_KOBO);
 
+/** Decimal strings of at most 6 places up to `max` (a whole number below 10), as a pattern. */
+export function shareAtMost(max: number): string {
+  if (!Number.isInteger(max) || max < 1 || max > 9)
+    throw new Error(`no share pattern up to ${max}`);
+  return `^0*(?:[0-${max - 1}](?:\\.\\d{1,6})?|${max}(?:\\.0{1,6})?)$`;
+}
+
 /** A share as a decimal string ("0.05"); numbers are accepted and kept exact as written. */
 const rate = (max: number) =>
   Joi.alternatives()
     .try(
       Joi.number().min(0).max(max),
-      Joi.string()
-        .trim()
-        .pattern(/^\d+(\.\d{1,6})?$/),
+      documented(
+        Joi.string()
+          .trim()
+          .pattern(/^\d+(\.\d{1,6})?$/),
+        { pattern: shareAtMost(max) },
+      ),
     )
     .custom((value: number | string, helpers) => {
       const d = new Decimal(value);
@@ -73,6 +84,18 @@ export const tariffOverrideSchema = tariffShape.min(1).messages({
 
 /** A country tier: every field. */
 export const completeTariffSchema = tariffShape.options({ presence: 'required' });
+
+/** The same, named for the document. */
+export const tariffView = named('Tariff', completeTariffSchema).description(
+  'Every rate: a country tier, or the tariff that prices a place. Money in integer kobo, shares as decimals ("0.05").',
+);
+export const tariffOverrideView = named('TariffOverride', tariffOverrideSchema).description(
+  'The rates a state or city tier changes; the others come from the wider tiers',
+);
+/** Rates as stored: complete (country), some (state, city), or none (a removal). */
+export const tariffRatesView = named('TariffRates', tariffShape).description(
+  'A complete tariff (country tier), the rates it overrides (state, city), or `{}` (a removal)',
+);
 
 /**
  * Rules joi cannot see field by field; checked on the merged tariff, so a state tier cannot

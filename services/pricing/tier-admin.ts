@@ -3,7 +3,7 @@ import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import Joi from 'joi';
 import { badRequest, conflict, notFound, validationError } from '../../libs/errors';
 import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
-import { countryCode, uuid } from '../../libs/schemas';
+import { countryCode, documented, schemaOf, uuid, view } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { PricingModels, TierRevisionRecord } from './store';
 import { findArea } from './places';
@@ -16,7 +16,15 @@ import {
   type TierScope,
 } from './tariff';
 import type { TariffBook } from './tariff-book';
-import { completeTariffSchema, tariffOverrideSchema, tariffProblems } from './tariff-schema';
+import { tierIdsView } from './schemas';
+import {
+  completeTariffSchema,
+  tariffOverrideSchema,
+  tariffOverrideView,
+  tariffProblems,
+  tariffRatesView,
+  tariffView,
+} from './tariff-schema';
 import { readBook, scopeFields, scopeOf } from './tier-store';
 
 type Db = ServiceDatabase<PricingModels>;
@@ -38,8 +46,8 @@ function toTierView(record: TierRevisionRecord, current: boolean) {
   };
 }
 
-const tierView = Joi.object({
-  id: Joi.string().uuid(),
+const tierView = view('PricingTier', {
+  id: uuid(),
   level: Joi.string().valid(...TIER_LEVELS),
   countryCode: Joi.string(),
   state: Joi.string().allow(null),
@@ -47,8 +55,8 @@ const tierView = Joi.object({
   label: Joi.string().allow(null),
   revision: Joi.number().integer(),
   current: Joi.boolean(),
-  deleted: Joi.boolean(),
-  rates: Joi.object().description('A complete tariff (country) or the fields it overrides'),
+  deleted: Joi.boolean().description('This revision removed the tier'),
+  rates: tariffRatesView.required(),
   note: Joi.string().allow(null),
   createdAt: Joi.string().isoDate(),
 });
@@ -176,6 +184,8 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         path: '/pricing/tiers/:tierId',
         message: 'Pricing tier retrieved',
         summary: 'One tier revision, current or past: the rates a quote with this id used',
+        description:
+          'A tier that has been removed is not found, whichever of its revisions is asked for; `GET /admin/pricing/tiers?includeDeleted=true` lists the removals.',
         response: tierView,
       },
       params: Joi.object({ tierId: uuid().required() }),
@@ -184,11 +194,9 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
           .TierRevision.findById(ctx.params.tierId)
           .lean<TierRevisionRecord>();
         if (!record) throw notFound('Pricing tier not found');
-        const newer = await models().TierRevision.exists({
-          scopeKey: record.scopeKey,
-          revision: { $gt: record.revision },
-        });
-        return toTierView(record, !newer);
+        const latest = (await readBook(models())).latest(scopeOf(record));
+        if (!latest || latest.deleted) throw notFound('Pricing tier not found');
+        return toTierView(record, latest.id === record._id);
       },
     }),
 
@@ -200,6 +208,12 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         message: 'Tariff retrieved',
         summary: 'The merged tariff that prices trips starting in a place',
         description: 'Country, state and city tiers merged field by field, with the tiers used.',
+        response: view('EffectiveTariff', {
+          tariff: tariffView,
+          tierIds: tierIdsView,
+          tariffVersion: Joi.string(),
+        }),
+        errors: { 404: 'No such country, state or LGA, or no tariff covers it' },
       },
       params: Joi.object(scopeParams).with('city', 'state'),
       async handler(ctx) {
@@ -221,19 +235,35 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         path: '/pricing/tiers',
         status: 201,
         message: 'Pricing tier saved',
+        creates: 'tierId',
         summary: 'Set the rates of a country, state or city tier (a new revision)',
         description:
           'A country tier needs every rate; a state or city tier only the rates it overrides, and replaces its previous overrides as a whole. Money is integer kobo (`...Kobo`), shares are decimals ("0.05"). Send `expectedRevision` to refuse the change if someone else changed the tier first.',
         response: tierView,
         errors: { 404: 'No such country, state or LGA', 409: 'The tier changed meanwhile' },
       },
-      params: Joi.object({
-        ...scopeParams,
-        label: Joi.string().trim().max(100).allow(null),
-        note: Joi.string().trim().max(500).allow(null),
-        expectedRevision: Joi.number().integer().min(0),
-        rates: Joi.object().required(),
-      }).with('city', 'state'),
+      // `rates` is checked by validateRates, after the place is known.
+      params: documented(
+        Joi.object({
+          ...scopeParams,
+          label: Joi.string().trim().max(100).allow(null),
+          note: Joi.string().trim().max(500).allow(null),
+          expectedRevision: Joi.number().integer().min(0),
+          rates: Joi.object().required(),
+        })
+          .with('city', 'state')
+          .example({
+            countryCode: 'NG',
+            state: 'Lagos',
+            label: 'Lagos',
+            rates: { priority: { rate: '0.3', minimumKobo: 100000 } },
+          }),
+        {
+          if: { required: ['state'] },
+          then: { properties: { rates: schemaOf(tariffOverrideView) } },
+          else: { properties: { rates: schemaOf(tariffView) } },
+        },
+      ),
       async handler(ctx) {
         const { expectedRevision, label, note, rates, ...requested } = ctx.params;
         const scope = await canonicalScope(ctx, requested);

@@ -450,6 +450,16 @@ describe('tariff administration', () => {
     const after = (await modeB()).body.data;
     expect(after.tierIds.cityPricingId).toBeNull();
     expect(after.tariffVersion).toBe('NG@1/lagos@2');
+    // Removed: no revision of the tier reads back (it read as `deleted: false` before).
+    expectErrorEnvelope(
+      await admin('GET', `/admin/pricing/tiers/${tierIds.cityPricingId}`),
+      404,
+      /Pricing tier not found/,
+    );
+    const listed = await admin('GET', '/admin/pricing/tiers?level=city&includeDeleted=true');
+    expect(listed.body.data).toContainEqual(
+      expect.objectContaining({ city: 'Ikeja', deleted: true, current: true, rates: {} }),
+    );
     expectErrorEnvelope(
       await admin('DELETE', `/admin/pricing/tiers/${tierIds.cityPricingId}`),
       409,

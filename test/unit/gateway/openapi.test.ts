@@ -3,6 +3,7 @@ import { loadConfig } from '../../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../../libs/envelope';
 import type { HttpRoute, ServiceDefinition } from '../../../libs/service';
 import { createAccountService } from '../../../services/account/account.service';
+import { backendDefinitions } from '../../../services/catalog';
 import { ComponentSchemas } from '../../../services/gateway/json-schema';
 import {
   acceptsEmpty,
@@ -602,5 +603,96 @@ describe('links for stateful clients', () => {
       't.get': { operationId: 't.get', parameters: { thingId: '$response.body#/data/id' } },
       't.save': { operationId: 't.save', requestBody: { thingId: '$response.body#/data/id' } },
     });
+  });
+});
+
+describe('the whole document', () => {
+  const full = buildOpenApi(backendDefinitions(loadConfig({})), '1.0.0');
+  const text = JSON.stringify(full);
+  const schemas = full.components.schemas;
+
+  it('names its resources as component schemas', () => {
+    for (const name of [
+      'Package',
+      'NewPackage',
+      'PackageChange',
+      'ResolvedAddress',
+      'Route',
+      'FeeBlock',
+      'ErrorEnvelope',
+      'Quote',
+      'DeliveryCost',
+      'Country',
+      'State',
+      'City',
+      'FleetType',
+      'FleetTypeDetail',
+      'ApiKey',
+      'NewApiKey',
+      'User',
+      'PricingTier',
+      'Tariff',
+      'TariffOverride',
+      'CourierPricingRule',
+      'UploadedFile',
+    ]) {
+      expect(schemas[name]).toEqual(expect.objectContaining({ type: 'object' }));
+    }
+  });
+
+  it('has a component for every reference', () => {
+    const refs = [...text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
+    expect(refs.length).toBeGreaterThan(50);
+    for (const name of refs) expect(schemas[name]).toBeDefined();
+  });
+
+  it('describes the two pricing modes, one of which a body must take', () => {
+    const body = (full.paths['/api/pricing'] as Record<string, Operation>).post.requestBody
+      ?.content['application/json'].schema as Json & { oneOf: Json[] };
+    expect(body.oneOf).toEqual([
+      expect.objectContaining({ required: ['packagesId'] }),
+      expect.objectContaining({ required: ['totalWeight', 'totalValue'] }),
+    ]);
+    const answer = (full.paths['/api/pricing'] as Record<string, Operation>).post.responses['200']
+      .content?.['application/json'].schema as { allOf: { properties?: { data: Json } }[] };
+    expect(answer.allOf[1].properties?.data).toEqual({
+      oneOf: [
+        { $ref: '#/components/schemas/DeliveryCost' },
+        { $ref: '#/components/schemas/Quote' },
+      ],
+    });
+  });
+
+  it('describes saving a package as a new package or a change to one', () => {
+    const body = (full.paths['/api/package'] as Record<string, Operation>).post.requestBody;
+    expect(body?.content['application/json'].schema).toEqual({
+      oneOf: [
+        { $ref: '#/components/schemas/PackageChange' },
+        { $ref: '#/components/schemas/NewPackage' },
+      ],
+    });
+    expect((schemas.PackageChange as { required: string[] }).required).toEqual(['packageId']);
+    expect((schemas.NewPackage as { required: string[] }).required.sort()).toEqual(
+      ['name', 'packageType', 'quantity', 'size', 'value'].sort(),
+    );
+  });
+
+  it('answers tiers with rates of any shape a tier has ({} for a removal)', () => {
+    const tier = schemas.PricingTier as { properties: Json; required: string[] };
+    expect(tier.properties.rates).toEqual({ $ref: '#/components/schemas/TariffRates' });
+    expect(tier.required).toContain('rates');
+    expect((schemas.TariffRates as Json).required).toBeUndefined();
+  });
+
+  it('links every creation to the routes that take what it created', () => {
+    const created = (path: string) =>
+      (full.paths[path] as Record<string, { responses: Record<string, { links?: Json }> }>).post;
+    expect(Object.keys(created('/api/package').responses['201'].links ?? {}).sort()).toEqual([
+      'package.remove',
+      'package.save',
+    ]);
+    expect(Object.keys(created('/admin/users').responses['201'].links ?? {})).toContain(
+      'account.getUser',
+    );
   });
 });

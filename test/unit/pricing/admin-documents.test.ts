@@ -1,0 +1,71 @@
+import fc from 'fast-check';
+import type Joi from 'joi';
+import { ComponentSchemas, type JsonSchema } from '../../../services/gateway/json-schema';
+import { createCourierRuleActions } from '../../../services/pricing/courier-rule-admin';
+import { shareAtMost, tariffOverrideSchema } from '../../../services/pricing/tariff-schema';
+
+/** The patterns the document gives a string, all of which must match. */
+function patterns(schema: JsonSchema): RegExp[] {
+  const own = typeof schema.pattern === 'string' ? [new RegExp(schema.pattern)] : [];
+  return [...own, ...((schema.allOf ?? []) as JsonSchema[]).flatMap(patterns)];
+}
+const matches = (schema: JsonSchema, text: string) =>
+  (schema.maxLength === undefined || text.length <= (schema.maxLength as number)) &&
+  patterns(schema).every((p) => p.test(text));
+
+describe('courier rule areas', () => {
+  const params = createCourierRuleActions({} as never).createCourierRule.params as Joi.Schema;
+  const from = (new ComponentSchemas().convert(params).properties as JsonSchema).from as JsonSchema;
+  const accepted = (text: string) =>
+    params.validate({
+      courierId: '7a0d5d44-2f7c-4b7e-8d4e-1c2b3a4d5e6f',
+      from: text,
+      to: 'Lagos',
+      amountKobo: 1,
+    }).error === undefined;
+
+  it('are documented as exactly what is accepted (property)', () => {
+    const part = fc.string({
+      unit: fc.constantFrom('a', 'Z', ' ', '\t', '-', 'é', '\u00a0'),
+      maxLength: 110,
+    });
+    const areas = fc.oneof(
+      part,
+      fc.tuple(part, part).map(([a, b]) => `${a},${b}`),
+      fc.tuple(part, part, part).map(([a, b, c]) => `${a},${b},${c}`),
+    );
+    fc.assert(
+      fc.property(areas, (text) => {
+        expect(matches(from, text)).toBe(accepted(text));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it.each([['Lagos'], ['Ikeja, Lagos'], [' Eti-Osa ,Lagos ']])('accept %j', (text) => {
+    expect(accepted(text) && matches(from, text)).toBe(true);
+  });
+});
+
+describe('tariff shares', () => {
+  it.each([[1], [5]])(
+    'up to %i: the pattern is what the rate accepts as text (property)',
+    (max) => {
+      const field = max === 1 ? 'serviceFee' : 'priority';
+      const pattern = new RegExp(shareAtMost(max));
+      // Decimal strings as the rate's text form takes them; other numeric text (".5", "1e-1") is
+      // read as a number by joi, as everywhere in bodies.
+      const shares = fc.oneof(
+        fc.stringMatching(/^\d{1,3}(\.\d{1,6})?$/),
+        fc.constantFrom(`${max}`, `${max}.000000`, `${max}.000001`, `0${max}`, '00.5'),
+      );
+      fc.assert(
+        fc.property(shares, (text) => {
+          const { error } = tariffOverrideSchema.validate({ [field]: { rate: text } });
+          expect(pattern.test(text)).toBe(error === undefined);
+        }),
+        { numRuns: 3000 },
+      );
+    },
+  );
+});
