@@ -16,11 +16,14 @@ export function shareAtMost(max: number): string {
   return `^0*(?:[0-${max - 1}](?:\\.\\d{1,6})?|${max}(?:\\.0{1,6})?)$`;
 }
 
-/** A share as a decimal string ("0.05"); numbers are accepted and kept exact as written. */
+/**
+ * A share as a decimal string ("0.05") of at most 6 places; numbers are accepted and kept exact
+ * as written, and answered as such strings.
+ */
 const rate = (max: number) =>
   Joi.alternatives()
     .try(
-      Joi.number().min(0).max(max),
+      documented(Joi.number().min(0).max(max), { multipleOf: 0.000001 }),
       documented(
         Joi.string()
           .trim()
@@ -30,11 +33,15 @@ const rate = (max: number) =>
     )
     .custom((value: number | string, helpers) => {
       const d = new Decimal(value);
-      return d.gt(max) ? helpers.error('number.max', { limit: max }) : d.toString();
+      if (d.gt(max)) return helpers.error('number.max', { limit: max });
+      // A number such as 2.220446049250313e-16 would be kept as an exponent or 17 places.
+      if (d.decimalPlaces() > 6) return helpers.error('number.shareDigits');
+      return d.toString();
     })
     .messages({
       'alternatives.match': `{{#label}} must be a share between 0 and ${max}, like 0.05 for 5 %`,
       'number.max': `{{#label}} must be at most ${max}`,
+      'number.shareDigits': '{{#label}} must have at most 6 decimal places, like 0.075',
     });
 
 const time = () =>

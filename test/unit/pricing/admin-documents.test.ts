@@ -69,3 +69,30 @@ describe('tariff shares', () => {
     },
   );
 });
+
+describe('tariff shares given as numbers', () => {
+  it('are kept as decimal strings of at most 6 places, or refused (property)', () => {
+    const text = /^\d+(\.\d{1,6})?$/;
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 1, noNaN: true }), (share) => {
+        const { value, error } = tariffOverrideSchema.validate({ serviceFee: { rate: share } });
+        if (error) {
+          expect(error.message).toMatch(/at most 6 decimal places/);
+        } else {
+          expect(value.serviceFee.rate).toMatch(text);
+          expect(Number(value.serviceFee.rate)).toBe(share);
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('keep 0.075 as written and refuse what would be an exponent', () => {
+    expect(tariffOverrideSchema.validate({ serviceFee: { rate: 0.075 } }).value).toEqual({
+      serviceFee: { rate: '0.075' },
+    });
+    expect(
+      tariffOverrideSchema.validate({ serviceFee: { rate: 2.220446049250313e-16 } }).error,
+    ).toBeDefined();
+  });
+});
