@@ -142,8 +142,9 @@ const fleetTypeFields = {
   name: Joi.string().trim().min(1).max(60),
   icon: httpsUrl().allow(null),
   description: Joi.string().trim().max(280).allow(null),
-  maxWeightKg: Joi.number().positive().max(100_000),
-  averageSpeedKmh: Joi.number().positive().max(200),
+  // At least a gram and a walking pace: a tiny positive speed made ETAs infinite (null).
+  maxWeightKg: Joi.number().min(0.001).max(100_000),
+  averageSpeedKmh: Joi.number().min(1).max(200),
   active: Joi.boolean(),
 };
 
