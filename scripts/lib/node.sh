@@ -47,6 +47,11 @@ ensure_node() {
 # npm ci when node_modules is missing or older than the lockfile.
 ensure_modules() {
   local stamp="$WAYBILL_ROOT/node_modules/.package-lock.json"
+  # A linked node_modules (a git worktree sharing another checkout's) is that checkout's to
+  # install: npm ci here would empty it under everyone using it.
+  if [ -L "$WAYBILL_ROOT/node_modules" ]; then
+    return 0
+  fi
   if [ ! -f "$stamp" ] || [ "$WAYBILL_ROOT/package-lock.json" -nt "$stamp" ]; then
     log "installing node modules (npm ci)"
     (cd "$WAYBILL_ROOT" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
