@@ -138,7 +138,8 @@ export class StreamFlows {
   }
 }
 
-type Call = (action: string, params: object, opts: { nodeID: string }) => Promise<unknown>;
+/** A broker call, as `broker.call` makes it. */
+export type Call = (action: string, params: object, opts: { nodeID: string }) => Promise<unknown>;
 
 /** Delay before credit that could not be delivered is sent again. */
 export const CREDIT_RETRY_MS = 100;

@@ -32,6 +32,9 @@ export function foldName(text: string): string {
     .trim();
 }
 
+/** `text` as a literal inside a regular expression. */
+export const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 /** Code-unit order: the same on every machine, unlike localeCompare. */
 export function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

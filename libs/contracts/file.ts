@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { escapeRegExp } from '../text';
 
 /**
  * What other services may know of the file service: the one rule of hosted-file URLs.
@@ -107,8 +108,6 @@ export function parseHostedUrl(url: unknown, cdnBaseUrl: string): ParsedHostedUr
 
 /** The last segment of a key: the file name offered on download. */
 export const fileNameOf = (key: string) => key.slice(key.lastIndexOf('/') + 1);
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * The hosted URLs of a CDN base as a regular expression, for the OpenAPI document: exactly

@@ -2,8 +2,6 @@ import type { AppEnvironment } from '../../libs/config';
 import { unauthorized } from '../../libs/errors';
 import { parseApiKey, type ResolvedApiKey } from '../../libs/contracts/account';
 
-export type { ResolvedApiKey };
-
 export interface ApiKeyAuthOptions {
   prefix: string;
   environment: AppEnvironment;

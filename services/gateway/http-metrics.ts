@@ -15,7 +15,8 @@ export const UNMATCHED_ROUTE = 'unmatched';
 
 /**
  * The route template of a request, for answers given before moleculer-web names the alias
- * (a refused key, the quota): `/api/package/:packageId` for `/api/package/0a1b…`.
+ * (a refused key, the quota): `/api/package/:packageId` for `/api/package/0a1b…`. A method
+ * the path does not have (405) matches no template and is labelled `unmatched`.
  */
 export function routeTemplates(
   routes: { method: string; fullPath: string }[],

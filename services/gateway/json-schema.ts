@@ -1,12 +1,6 @@
 import Joi from 'joi';
 import joiToJson from 'joi-to-json';
-import {
-  COMPONENT_NAME,
-  DOCUMENT_KEYWORDS,
-  EMBEDDED_SCHEMA,
-  NOT_BLANK,
-  TRIMMED_CHARACTERS,
-} from '../../libs/schemas';
+import { COMPONENT_NAME, DOCUMENT_KEYWORDS, EMBEDDED_SCHEMA, NOT_BLANK } from '../../libs/schemas';
 
 /**
  * joi → JSON Schema (OpenAPI 3.1) for the document, through joi-to-json, with what it does
@@ -109,9 +103,8 @@ function explicitStringRules(desc: Description): void {
     min = 1;
   }
   if (!trimmed || !min) return;
-  const kept = `[^${TRIMMED_CHARACTERS}]`;
   addKeywords(desc, {
-    pattern: min === 1 ? NOT_BLANK : `${kept}[\\s\\S]{${min - 2},}${kept}`,
+    pattern: min === 1 ? NOT_BLANK : `${NOT_BLANK}[\\s\\S]{${min - 2},}${NOT_BLANK}`,
   });
 }
 

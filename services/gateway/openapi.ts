@@ -25,16 +25,16 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 const ERROR_ENVELOPE_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
 
 /** `/admin/users/:userId` → `/admin/users/{userId}`. */
-export const openApiPath = (fullPath: string) => fullPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+const openApiPath = (fullPath: string) => fullPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 /** Names of the path parameters, in order. */
-export const pathParams = (fullPath: string) =>
+const pathParams = (fullPath: string) =>
   [...fullPath.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]);
 
-export const hasBody = (http: HttpRoute) => http.method !== 'GET' && http.method !== 'DELETE';
+const hasBody = (method: HttpRoute['method']) => method !== 'GET' && method !== 'DELETE';
 
 /** JSON POSTs of /api take an `Idempotency-Key` (gateway/idempotency). */
-export const isIdempotent = (http: HttpRoute) =>
+const isIdempotent = (http: HttpRoute) =>
   http.group === 'api' && http.method === 'POST' && http.body !== 'stream';
 
 export interface Parameter {
@@ -46,7 +46,7 @@ export interface Parameter {
 }
 
 /** An action's params, as the document places them. */
-export interface PlacedParams {
+interface PlacedParams {
   path: Parameter[];
   query: Parameter[];
   /** The JSON body, when the method has one. */
@@ -64,7 +64,7 @@ export function placeParams(
   method: HttpRoute['method'],
 ): PlacedParams {
   const inPath = pathParams(fullPath);
-  const withBody = method !== 'GET' && method !== 'DELETE';
+  const withBody = hasBody(method);
   const properties = (params?.properties ?? {}) as Record<string, JsonSchema>;
   const required = new Set((params?.required ?? []) as string[]);
   const path = inPath.map((name) => ({
@@ -104,7 +104,7 @@ export function placeParams(
 }
 
 /** Path, query and header parameters of an operation. */
-export function parameters(http: HttpRoute, placed: PlacedParams): Parameter[] {
+function parameters(http: HttpRoute, placed: PlacedParams): Parameter[] {
   return [
     ...placed.path,
     ...(isIdempotent(http) ? [IDEMPOTENCY_KEY_DOC.parameter as Parameter] : []),
@@ -120,20 +120,21 @@ export function acceptsEmpty(body: JsonSchema): boolean {
 }
 
 /** The request body: multipart for streamed uploads, else the JSON body if any. */
-export function requestBody(http: HttpRoute, placed: PlacedParams) {
-  if (!hasBody(http)) return undefined;
+function requestBody(http: HttpRoute, placed: PlacedParams) {
+  if (!hasBody(http.method)) return undefined;
   if (http.body === 'stream') {
     return {
       required: true,
       content: { 'multipart/form-data': { schema: http.multipart ?? { type: 'object' } } },
     };
   }
-  const body = placed.body ?? { type: 'object', properties: {}, additionalProperties: false };
+  // placeParams gives every method that has a body one.
+  const body = placed.body as JsonSchema;
   return { required: !acceptsEmpty(body), content: { 'application/json': { schema: body } } };
 }
 
 /** The success answer: nothing (204), raw bytes, or `data` in the success envelope. */
-export function successResponse(http: HttpRoute, data: JsonSchema | undefined) {
+function successResponse(http: HttpRoute, data: JsonSchema | undefined) {
   if (http.status === 204) return { description: http.message };
   if (http.binary) {
     return {
@@ -168,7 +169,7 @@ export function errorStatuses(http: HttpRoute, fullPath: string): number[] {
   const groupStatuses = http.group === 'admin' ? [401, 403] : [401, 429];
   groupStatuses.forEach((s) => statuses.add(s));
   if (pathParams(fullPath).length > 0) statuses.add(404);
-  if (hasBody(http)) statuses.add(413);
+  if (hasBody(http.method)) statuses.add(413);
   if (isIdempotent(http)) Object.keys(IDEMPOTENCY_KEY_DOC.errors).forEach((s) => statuses.add(+s));
   return [...statuses].sort((a, b) => a - b);
 }
@@ -182,7 +183,7 @@ export function errorDescription(http: HttpRoute, status: number): string {
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /** Which documented headers an answer carries (components.headers). */
-export function responseHeaders(status: number, quota: boolean, idempotent: boolean) {
+function documentedHeaders(status: number, quota: boolean, idempotent: boolean) {
   const headers: Record<string, unknown> = { 'X-Request-ID': headerRef('RequestId') };
   if (quota && status < 400) {
     for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
@@ -195,7 +196,7 @@ export function responseHeaders(status: number, quota: boolean, idempotent: bool
 }
 
 /** Every answer of an operation, success and errors, each with its headers. */
-export function responses(entry: RouteEntry, data: JsonSchema | undefined) {
+function responses(entry: RouteEntry, data: JsonSchema | undefined) {
   const { http } = entry;
   const all: Record<string, Record<string, unknown> & { headers?: Record<string, unknown> }> = {
     [String(http.status ?? 200)]: successResponse(http, data),
@@ -209,14 +210,14 @@ export function responses(entry: RouteEntry, data: JsonSchema | undefined) {
   for (const [code, response] of Object.entries(all)) {
     response.headers = {
       ...response.headers,
-      ...responseHeaders(Number(code), http.group !== 'admin', isIdempotent(http)),
+      ...documentedHeaders(Number(code), http.group !== 'admin', isIdempotent(http)),
     };
   }
   return all;
 }
 
 /** One operation of the document. */
-export function operation(
+function operation(
   entry: RouteEntry,
   params: Joi.Schema | undefined,
   components: ComponentSchemas,

@@ -5,7 +5,7 @@ import type { GatewayRequest } from './http';
 import { GROUP_BASE, aliasesFor, type RouteEntry } from './routes';
 import type { AfterCall } from './web-overrides';
 
-export const BACKEND_GROUPS: readonly RouteGroup[] = ['api', 'file', 'admin'];
+const BACKEND_GROUPS = Object.keys(GROUP_BASE) as RouteGroup[];
 const BODY_KINDS = ['json', 'stream'] as const;
 
 export interface RouteTableOptions {

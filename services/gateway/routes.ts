@@ -1,3 +1,4 @@
+import { escapeRegExp } from '../../libs/text';
 import type { HttpRoute, RouteGroup, ServiceDefinition } from '../../libs/service';
 
 export const GROUP_BASE: Record<RouteGroup, string> = {
@@ -56,6 +57,6 @@ export function aliasesFor(
 export function templatePattern(fullPath: string, flags = ''): RegExp {
   const parts = fullPath
     .split('/')
-    .map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    .map((part) => (part.startsWith(':') ? '[^/]+' : escapeRegExp(part)));
   return new RegExp(`^${parts.join('/')}/?$`, flags);
 }

@@ -4,7 +4,7 @@ import type { Context, Logger } from 'moleculer';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { notFound, toHttpError } from '../../libs/errors';
 import type { HttpRoute } from '../../libs/service';
-import { receiveFlow, type FlowMeta, type StreamFlows } from '../../libs/stream-flow';
+import { receiveFlow, type Call, type FlowMeta, type StreamFlows } from '../../libs/stream-flow';
 import { describeRequest, sendJson, type GatewayRequest } from './http';
 import { REPLAYED_HEADER, claimForRequest, type IdempotencyStore } from './idempotency';
 
@@ -14,9 +14,6 @@ import { REPLAYED_HEADER, claimForRequest, type IdempotencyStore } from './idemp
  */
 
 type Meta = Record<string, unknown>;
-
-/** A broker call, as `broker.call` makes it. */
-export type Call = (action: string, params: object, opts: { nodeID: string }) => Promise<unknown>;
 
 /** A route's `onAfterCall` hook, as moleculer-web calls it. */
 export type AfterCall = (
@@ -98,7 +95,7 @@ export function writeError(
 }
 
 /** The 404 of a request no alias matched. */
-export function routeNotFound(req: GatewayRequest) {
+function routeNotFound(req: GatewayRequest) {
   const { method, path } = describeRequest(req);
   return notFound(`No route for ${method} ${path}; see /docs for the routes`);
 }

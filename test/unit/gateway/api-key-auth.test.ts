@@ -1,11 +1,10 @@
 import fc from 'fast-check';
 import type { AppEnvironment } from '../../../libs/config';
 import { WaybillError } from '../../../libs/errors';
-import { hashApiKey } from '../../../libs/contracts/account';
+import { hashApiKey, type ResolvedApiKey } from '../../../libs/contracts/account';
 import {
   ApiKeyAuthenticator,
   type ApiKeyAuthOptions,
-  type ResolvedApiKey,
 } from '../../../services/gateway/api-key-auth';
 import { rejectionOf } from '../helpers';
 

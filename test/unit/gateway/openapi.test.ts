@@ -12,16 +12,11 @@ import {
   errorStatuses,
   links,
   placeParams,
+  type Parameter,
 } from '../../../services/gateway/openapi';
 import { collectRoutes } from '../../../services/gateway/routes';
 
 type Json = Record<string, unknown>;
-interface Parameter {
-  name: string;
-  in: 'path' | 'query' | 'header';
-  required: boolean;
-  schema: Json;
-}
 interface Operation {
   operationId: string;
   summary: string;

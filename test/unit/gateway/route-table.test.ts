@@ -1,13 +1,16 @@
 import type { HttpRoute } from '../../../libs/service';
 import type { Middleware } from '../../../services/gateway/edge';
 import { describeStreamBody, gatewayRoutes } from '../../../services/gateway/route-table';
-import type { RouteEntry } from '../../../services/gateway/routes';
+import { GROUP_BASE, type RouteEntry } from '../../../services/gateway/routes';
 import { fakeRequest } from './fake-http';
 
 const entry = (actionName: string, http: Partial<HttpRoute> & Pick<HttpRoute, 'group'>) => {
   const full: HttpRoute = { method: 'GET', path: '/x', message: 'OK', summary: 'x', ...http };
-  const base = { api: '/api', file: '/file', admin: '/admin' }[full.group];
-  return { actionName, http: full, fullPath: `${base}${full.path}` } satisfies RouteEntry;
+  return {
+    actionName,
+    http: full,
+    fullPath: `${GROUP_BASE[full.group]}${full.path}`,
+  } satisfies RouteEntry;
 };
 
 const entries = [
