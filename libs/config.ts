@@ -4,7 +4,8 @@ import Joi from 'joi';
 export const SERVICE_NAMES = ['gateway', 'account', 'geo', 'pricing', 'package', 'file'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
-export type AppEnvironment = 'staging' | 'live';
+export const APP_ENVIRONMENTS = ['staging', 'live'] as const;
+export type AppEnvironment = (typeof APP_ENVIRONMENTS)[number];
 
 /**
  * File types the file service recognises from their bytes (services/file/sniff.ts);
@@ -83,7 +84,7 @@ const envSchema = Joi.object({
   PORT: Joi.number().port().default(3000).description('HTTP port of the gateway'),
   HOST: Joi.string().hostname().default('0.0.0.0').description('Interface the gateway binds to'),
   APP_ENV: Joi.string()
-    .valid('staging', 'live')
+    .valid(...APP_ENVIRONMENTS)
     .default('staging')
     .description(
       'Environment name: the only kind of API key accepted, and `environment` of errors',

@@ -114,8 +114,7 @@ export const pageParams = () => ({
 });
 
 /** No control characters but tabs and line breaks: how the document states `plainText`. */
-export const PLAIN_TEXT_PATTERN =
-  '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$';
+const PLAIN_TEXT_PATTERN = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$';
 
 /**
  * Text people type: trimmed, at most `max` characters, no control characters but tabs and

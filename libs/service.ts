@@ -1,6 +1,7 @@
 import type Joi from 'joi';
 import type { ActionSchema, Context, ServiceSchema } from 'moleculer';
 import type { ActionName, AnswerOf, ParamsOf } from './contracts';
+import { unauthorized } from './errors';
 import type { FlowMeta } from './stream-flow';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -80,6 +81,13 @@ export interface ActionDefinition<P = Record<string, unknown>> extends Omit<
   handler: (ctx: WaybillContext<P>) => unknown;
 }
 
+/** The id of the user the gateway authenticated the call as; 401 when there is none. */
+export function requireUser(ctx: WaybillContext<unknown>): string {
+  const id = ctx.meta.user?.id;
+  if (!id) throw unauthorized('API key is required');
+  return id;
+}
+
 /** Declares one action with its params type inferred from its joi schema. */
 export function action<P>(definition: ActionDefinition<P>): ActionDefinition<P> {
   return definition;
@@ -90,15 +98,20 @@ export function action<P>(definition: ActionDefinition<P>): ActionDefinition<P> 
  * its handler's answer must be the contract's, checked at compile time, and the service must
  * register it under the contract's name, checked when the service schema is built.
  */
-export function implement<N extends ActionName>(
+export function implement<N extends ActionName, V extends ParamsOf<N> = ParamsOf<N>>(
   contract: N,
   definition: Omit<ActionDefinition<ParamsOf<N>>, 'contract' | 'params' | 'handler'> & {
     params: Joi.ObjectSchema<ParamsOf<N>>;
-    handler: (ctx: WaybillContext<ParamsOf<N>>) => AnswerOf<N> | Promise<AnswerOf<N>>;
+    /** Sees the params as validated: `WithDefaults` names the keys the schema fills in. */
+    handler: (ctx: WaybillContext<V>) => AnswerOf<N> | Promise<AnswerOf<N>>;
   },
 ): ActionDefinition<ParamsOf<N>> {
-  return { ...definition, contract };
+  // The validator turned the caller's params into V before the handler runs.
+  return { ...definition, contract } as ActionDefinition<ParamsOf<N>>;
 }
+
+/** Params after validation: the keys whose schema has a default are always there. */
+export type WithDefaults<P, K extends keyof P> = P & Required<Pick<P, K>>;
 
 export interface ServiceDefinition extends Omit<ServiceSchema, 'actions' | 'settings'> {
   name: string;

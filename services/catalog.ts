@@ -1,10 +1,11 @@
 import type { Config, ServiceName } from '../libs/config';
 import type { ServiceDefinition } from '../libs/service';
 import type * as AccountService from './account/account.service';
-import type * as GeoService from './geo/geo.service';
-import type * as PricingService from './pricing/pricing.service';
-import type * as PackageService from './package/package.service';
 import type * as FileService from './file/file.service';
+import type * as GatewayService from './gateway/gateway.service';
+import type * as GeoService from './geo/geo.service';
+import type * as PackageService from './package/package.service';
+import type * as PricingService from './pricing/pricing.service';
 
 type BackendName = Exclude<ServiceName, 'gateway'>;
 type ServiceFactory = (config: Config) => ServiceDefinition;
@@ -12,7 +13,7 @@ type ServiceFactory = (config: Config) => ServiceDefinition;
 /*
  * Each service's code is loaded only by a process that runs it, or that runs the gateway
  * (which builds every route and the OpenAPI document): a pricing process never loads geo's
- * gazetteer or h3-js. `require` is the synchronous lazy load CommonJS offers.
+ * gazetteer or h3-js, nor moleculer-web. `require` is the synchronous lazy load CommonJS offers.
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
 const LOADERS: Record<BackendName, () => ServiceFactory> = {
@@ -25,18 +26,21 @@ const LOADERS: Record<BackendName, () => ServiceFactory> = {
     (require('./package/package.service') as typeof PackageService).createPackageService,
   file: () => (require('./file/file.service') as typeof FileService).createFileService,
 };
+const loadGateway = () =>
+  (require('./gateway/gateway.service') as typeof GatewayService).createGatewayService;
 /* eslint-enable @typescript-eslint/no-require-imports */
+
+/** One service's definition, loading only its code. */
+export function serviceDefinition(name: ServiceName, config: Config): ServiceDefinition {
+  return name === 'gateway'
+    ? loadGateway()(config, backendDefinitions(config))
+    : LOADERS[name]()(config);
+}
 
 /**
  * Every service behind the gateway. The gateway builds its routes and the OpenAPI document
- * from this list, so a new action with `http` is served and documented as is.
+ * from these, so a new action with `http` is served and documented as is.
  */
-export const BACKEND_NAMES = Object.keys(LOADERS) as BackendName[];
-
-export function backendDefinition(name: BackendName, config: Config): ServiceDefinition {
-  return LOADERS[name]()(config);
-}
-
 export function backendDefinitions(config: Config): ServiceDefinition[] {
-  return BACKEND_NAMES.map((name) => backendDefinition(name, config));
+  return (Object.keys(LOADERS) as BackendName[]).map((name) => LOADERS[name]()(config));
 }

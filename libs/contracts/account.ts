@@ -100,6 +100,10 @@ const KEY_PATTERN = /^([a-z][a-z0-9]{0,15})_(live|staging)_([0-9a-fA-F]{64})$/;
 export type ParsedApiKey =
   { valid: true; environment: AppEnvironment; hash: string } | { valid: false };
 
+/** The key's text: prefix, environment and the secret in lower-case hex. */
+export const formatApiKey = (prefix: string, environment: AppEnvironment, secretHex: string) =>
+  `${prefix}_${environment}_${secretHex.toLowerCase()}`;
+
 export function hashApiKey(plaintext: string): string {
   return createHash('sha256').update(plaintext, 'utf8').digest('hex');
 }
@@ -112,6 +116,9 @@ export function parseApiKey(raw: string, prefix: string): ParsedApiKey {
   const match = KEY_PATTERN.exec(raw.trim());
   if (!match || match[1] !== prefix) return { valid: false };
   const environment = match[2] as AppEnvironment;
-  const canonical = `${prefix}_${environment}_${match[3].toLowerCase()}`;
-  return { valid: true, environment, hash: hashApiKey(canonical) };
+  return {
+    valid: true,
+    environment,
+    hash: hashApiKey(formatApiKey(prefix, environment, match[3])),
+  };
 }

@@ -178,10 +178,13 @@ export interface FindAreaParams {
 /** Longest state or LGA name `geo.findArea` takes; callers bound their own fields by it. */
 export const AREA_NAME_MAX = 100;
 
+/** A state or LGA/city name as `geo.findArea` takes it. */
+export const areaName = () => text(AREA_NAME_MAX);
+
 export const findAreaParams = Joi.object<FindAreaParams, true>({
   countryCode: countryCode().required(),
-  state: Joi.string().trim().min(1).max(AREA_NAME_MAX),
-  lgaOrCity: Joi.string().trim().min(1).max(AREA_NAME_MAX),
+  state: areaName(),
+  lgaOrCity: areaName(),
 }).with('lgaOrCity', 'state');
 
 /** Distance and time of a route (geo.route answers it; pricing quotes it), for the document. */

@@ -34,7 +34,7 @@ export interface PackageView {
 }
 
 /** At most 50 distinct package ids, as a delivery or a quote names them. */
-const packageIds = () => Joi.array().items(uuid()).min(1).max(50).unique().required();
+export const packageIds = () => Joi.array().items(uuid()).min(1).max(50).unique();
 
 export interface ResolveSelectionParams {
   userId: string;
@@ -43,7 +43,7 @@ export interface ResolveSelectionParams {
 
 export const resolveSelectionParams = Joi.object<ResolveSelectionParams, true>({
   userId: uuid().required(),
-  packageIds: packageIds(),
+  packageIds: packageIds().required(),
 });
 
 /** Totals of a selection: integers for arithmetic, decimal strings for answers. */
@@ -64,7 +64,7 @@ export interface AssignParams {
 export const assignParams = Joi.object<AssignParams, true>({
   userId: uuid().required(),
   deliveryId: uuid().required(),
-  packageIds: packageIds(),
+  packageIds: packageIds().required(),
 });
 
 export interface ReleaseParams {

@@ -5,11 +5,20 @@ import {
   API_KEY_REVOKED_EVENT,
   resolveApiKeyParams,
   type ApiKeyView,
+  type CreateApiKeyParams,
+  type FindUsersParams,
+  type ListApiKeysParams,
   type UserView,
 } from '../../libs/contracts/account';
 import { conflict, notFound, unauthorized } from '../../libs/errors';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
-import { action, implement, type ServiceDefinition } from '../../libs/service';
+import {
+  action,
+  implement,
+  type ServiceDefinition,
+  type WaybillContext,
+  type WithDefaults,
+} from '../../libs/service';
 import { generateApiKey } from './api-keys';
 import {
   accountView,
@@ -80,8 +89,8 @@ export function createAccountService(config: Config): ServiceDefinition {
           response: Joi.array().items(userView),
         },
         params: findUsersParams,
-        async handler(ctx) {
-          const { email, limit = 50 } = ctx.params;
+        async handler(ctx: WaybillContext<WithDefaults<FindUsersParams, 'limit'>>) {
+          const { email, limit } = ctx.params;
           return (await store.findUsers({ email, limit })).map(toUserView);
         },
       }),
@@ -116,14 +125,12 @@ export function createAccountService(config: Config): ServiceDefinition {
           errors: { 409: `The user already has ${MAX_ACTIVE_KEYS_PER_USER} active keys` },
         },
         params: createApiKeyParams(config.appEnv),
-        async handler(ctx) {
-          // Defaults are applied by the validator.
-          const {
-            userId,
-            environment = config.appEnv,
-            serverOnly = true,
-            quota = null,
-          } = ctx.params;
+        async handler(
+          ctx: WaybillContext<
+            WithDefaults<CreateApiKeyParams, 'environment' | 'serverOnly' | 'quota'>
+          >,
+        ) {
+          const { userId, environment, serverOnly, quota } = ctx.params;
           await findUser(userId);
           const active = await store.countActiveKeys(userId);
           if (active >= MAX_ACTIVE_KEYS_PER_USER) {
@@ -147,8 +154,10 @@ export function createAccountService(config: Config): ServiceDefinition {
           response: Joi.array().items(apiKeyView),
         },
         params: listApiKeysParams,
-        async handler(ctx): Promise<ApiKeyView[]> {
-          const { userId, limit = 100, offset = 0 } = ctx.params;
+        async handler(
+          ctx: WaybillContext<WithDefaults<ListApiKeysParams, 'limit' | 'offset'>>,
+        ): Promise<ApiKeyView[]> {
+          const { userId, limit, offset } = ctx.params;
           await findUser(userId);
           return (await store.listKeys(userId, { limit, offset })).map(toApiKeyView);
         },

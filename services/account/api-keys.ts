@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AppEnvironment } from '../../libs/config';
-import { hashApiKey } from '../../libs/contracts/account';
+import { formatApiKey, hashApiKey } from '../../libs/contracts/account';
 
 export interface GeneratedApiKey {
   plaintext: string;
@@ -9,6 +9,6 @@ export interface GeneratedApiKey {
 
 /** A new key `<prefix>_<environment>_<64 hex>` and the hash it is stored and found by. */
 export function generateApiKey(prefix: string, environment: AppEnvironment): GeneratedApiKey {
-  const plaintext = `${prefix}_${environment}_${randomBytes(32).toString('hex')}`;
+  const plaintext = formatApiKey(prefix, environment, randomBytes(32).toString('hex'));
   return { plaintext, hash: hashApiKey(plaintext) };
 }

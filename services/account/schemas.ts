@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import type { AppEnvironment } from '../../libs/config';
+import { APP_ENVIRONMENTS, type AppEnvironment } from '../../libs/config';
 import type {
   CreateApiKeyParams,
   CreateUserParams,
@@ -32,7 +32,7 @@ const quotaView = named('Quota', quotaSchema).description(
 
 const apiKeyFields = {
   id: uuid(),
-  environment: Joi.string().valid('live', 'staging'),
+  environment: Joi.string().valid(...APP_ENVIRONMENTS),
   serverOnly: Joi.boolean(),
   quota: quotaView.required().allow(null),
   createdAt: Joi.string().isoDate(),
@@ -72,7 +72,9 @@ export const keyIdParams = Joi.object<{ keyId: string }, true>({ keyId: uuid().r
 export const createApiKeyParams = (defaultEnvironment: AppEnvironment) =>
   Joi.object<CreateApiKeyParams, true>({
     userId: uuid().required(),
-    environment: Joi.string().valid('live', 'staging').default(defaultEnvironment),
+    environment: Joi.string()
+      .valid(...APP_ENVIRONMENTS)
+      .default(defaultEnvironment),
     serverOnly: Joi.boolean().default(true),
     quota: quotaSchema.allow(null).default(null),
   });

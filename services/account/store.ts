@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { APP_ENVIRONMENTS } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 
 const userSchema = new Schema(
@@ -25,7 +26,7 @@ const apiKeySchema = new Schema(
     _id: { type: String, default: () => randomUUID() },
     userId: { type: String, required: true, index: true },
     hash: { type: String, required: true, unique: true },
-    environment: { type: String, required: true, enum: ['live', 'staging'] },
+    environment: { type: String, required: true, enum: APP_ENVIRONMENTS },
     serverOnly: { type: Boolean, required: true },
     quota: { type: quotaSchema, default: null },
     lastUsedAt: { type: Date, default: null },

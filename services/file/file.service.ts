@@ -1,9 +1,14 @@
 import type { Readable } from 'node:stream';
 import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
-import { badRequest, unauthorized } from '../../libs/errors';
+import { badRequest } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
-import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+import {
+  action,
+  requireUser,
+  type ServiceDefinition,
+  type WaybillContext,
+} from '../../libs/service';
 import { StreamFlows, receiveFlow } from '../../libs/stream-flow';
 import { contentDisposition } from './content-disposition';
 import { fileNameOf, hostedUrl, newFileKey, parseHostedUrl } from '../../libs/contracts/file';
@@ -33,8 +38,7 @@ export function createFileService(config: Config): ServiceDefinition {
   const maxSize = `${Math.round((maxBytes / 1024 / 1024) * 10) / 10} MB`;
 
   async function receive(ctx: WaybillContext, mode: ReceiveOptions['mode']) {
-    const user = ctx.meta.user;
-    if (!user) throw unauthorized('API key is required');
+    const userId = requireUser(ctx);
     if (!ctx.stream) throw badRequest('Send files as multipart/form-data');
     const body = receiveFlow(ctx.stream as Readable, ctx.meta.$flow, (a, p, o) =>
       broker.call(a, p, o),
@@ -45,7 +49,7 @@ export function createFileService(config: Config): ServiceDefinition {
       contentLength: ctx.meta.contentLength,
       maxFileBytes: maxBytes,
       allowedTypes,
-      newKey: (ext) => newFileKey(user.id, ext),
+      newKey: (ext) => newFileKey(userId, ext),
       sink: storage,
     });
   }

@@ -1,4 +1,5 @@
 import type Joi from 'joi';
+import { APP_ENVIRONMENTS } from '../../libs/config';
 import type { HttpRoute, ServiceDefinition } from '../../libs/service';
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER } from './idempotency';
 import { ComponentSchemas, type JsonSchema } from './json-schema';
@@ -316,7 +317,7 @@ const ENVELOPE_SCHEMAS = {
       path: { type: 'string' },
       url: { type: 'string' },
       message: { type: 'string' },
-      environment: { type: 'string', enum: ['staging', 'live'] },
+      environment: { type: 'string', enum: [...APP_ENVIRONMENTS] },
       errors: { type: 'array', items: { $ref: '#/components/schemas/FieldError' } },
     },
   },

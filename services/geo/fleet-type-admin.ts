@@ -1,16 +1,21 @@
 import Joi from 'joi';
 import { broadcast } from '../../libs/contracts';
-import { FLEET_TYPES_CHANGED_EVENT, listFleetTypesParams } from '../../libs/contracts/geo';
+import {
+  FLEET_TYPES_CHANGED_EVENT,
+  listFleetTypesParams,
+  type ListFleetTypesParams,
+} from '../../libs/contracts/geo';
 import { conflict, notFound } from '../../libs/errors';
 import { kgToGrams } from '../../libs/money';
 import { isDuplicateKey } from '../../libs/mongo';
-import { action, implement, type ServiceActions, type WaybillContext } from '../../libs/service';
 import {
-  createFleetTypeParams,
-  fleetTypeDetail,
-  updateFleetTypeParams,
-  type FleetTypeChanges,
-} from './schemas';
+  action,
+  implement,
+  type ServiceActions,
+  type WaybillContext,
+  type WithDefaults,
+} from '../../libs/service';
+import { createFleetTypeParams, fleetTypeDetail, updateFleetTypeParams } from './schemas';
 import type { FleetTypeStore } from './store';
 import { toFleetTypeDetail } from './views';
 
@@ -34,8 +39,8 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
         response: Joi.array().items(fleetTypeDetail),
       },
       params: listFleetTypesParams,
-      async handler(ctx) {
-        return (await fleetTypes.list(ctx.params.activeOnly ?? false)).map(toFleetTypeDetail);
+      async handler(ctx: WaybillContext<WithDefaults<ListFleetTypesParams, 'activeOnly'>>) {
+        return (await fleetTypes.list(ctx.params.activeOnly)).map(toFleetTypeDetail);
       },
     }),
 
@@ -82,7 +87,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
         response: fleetTypeDetail,
       },
       params: updateFleetTypeParams,
-      async handler(ctx: WaybillContext<FleetTypeChanges>) {
+      async handler(ctx) {
         const { fleetTypeId, maxWeightKg, ...fields } = ctx.params;
         const changes =
           maxWeightKg === undefined

@@ -6,20 +6,20 @@ import {
   releaseParams,
   resolveSelectionParams,
 } from '../../libs/contracts/package';
-import { badRequest, notFound, unauthorized, type FieldError } from '../../libs/errors';
+import { badRequest, notFound, type FieldError } from '../../libs/errors';
 import { nameBasedId } from '../../libs/ids';
 import { nairaToKobo } from '../../libs/money';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
-import { action, implement, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+import {
+  action,
+  implement,
+  requireUser,
+  type ServiceDefinition,
+  type WaybillContext,
+} from '../../libs/service';
 import { packageIdParams, packageView, saveParams, type SaveParams } from './schemas';
 import { DELETED, PackageStore, definePackageModels, type PackageRecord } from './store';
 import { toPackageView, toSelection } from './views';
-
-function requireUser(ctx: WaybillContext<unknown>): string {
-  const id = ctx.meta.user?.id;
-  if (!id) throw unauthorized('API key is required');
-  return id;
-}
 
 export function createPackageService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'package', definePackageModels);

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
-import { PACKAGE_SIZES } from '../../libs/contracts/package';
+import { PACKAGE_SIZES, type PackageSize } from '../../libs/contracts/package';
 import { documented, named, plainText, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the package actions; the answers are what /openapi.json documents. */
@@ -56,7 +56,7 @@ export interface SaveParams {
   image?: string | null;
   description?: string | null;
   quantity?: number;
-  size?: string;
+  size?: PackageSize;
   value?: number;
   weight?: never;
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { isDuplicateKey } from '../../libs/mongo';
 
@@ -11,7 +12,7 @@ const packageSchema = new Schema(
     image: { type: String, default: null },
     description: { type: String, default: null },
     quantity: { type: Number, required: true },
-    size: { type: String, required: true, enum: ['SMALL', 'MEDIUM', 'LARGE'] },
+    size: { type: String, required: true, enum: PACKAGE_SIZES },
     valueKobo: { type: Number, required: true },
     /** The delivery that took this package; set once, atomically, by `package.assign`. */
     p2pDeliveryId: { type: String, default: null },

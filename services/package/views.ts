@@ -1,4 +1,4 @@
-import type { PackageSize, PackageView, Selection } from '../../libs/contracts/package';
+import type { PackageView, Selection } from '../../libs/contracts/package';
 import { formatKg, formatNaira } from '../../libs/money';
 import { packageWeightGrams } from './sizes';
 import type { PackageRecord } from './store';
@@ -17,9 +17,9 @@ export function toPackageView(record: PackageRecord): PackageView {
     image: record.image ?? null,
     description: record.description ?? null,
     quantity: record.quantity,
-    weight: formatKg(packageWeightGrams(record.size as PackageSize, record.quantity)),
+    weight: formatKg(packageWeightGrams(record.size, record.quantity)),
     value: formatNaira(record.valueKobo),
-    size: record.size as PackageSize,
+    size: record.size,
     type: 'PACKAGE_ITEM',
     selectedOptions: [],
     createdAt: record.createdAt.toISOString(),
@@ -31,7 +31,7 @@ export function toPackageView(record: PackageRecord): PackageView {
 /** A selection with its totals: integers for arithmetic, decimal strings for answers. */
 export function toSelection(records: PackageRecord[]): Selection {
   const totalWeightGrams = records.reduce(
-    (sum, p) => sum + packageWeightGrams(p.size as PackageSize, p.quantity),
+    (sum, p) => sum + packageWeightGrams(p.size, p.quantity),
     0,
   );
   const totalValueKobo = records.reduce((sum, p) => sum + p.valueKobo, 0);

@@ -2,6 +2,7 @@ import Joi from 'joi';
 import { badRequest, type FieldError } from '../../libs/errors';
 import { documented, uuid } from '../../libs/schemas';
 import { addressInput, type AddressInput } from '../../libs/contracts/geo';
+import { packageIds } from '../../libs/contracts/package';
 import { FEE_PAYERS, type FeePayer } from './fee-blocks';
 import { URGENCY_TYPES, type UrgencyType } from './fees';
 import { SLOT_PATTERN, formatSlot, isCalendarDate, parseSlot, type Slot } from './schedule';
@@ -46,7 +47,7 @@ const equals = (field: string, value: string) => ({
  * The checks of `readQuoteRequest`, as the document states them: one pricing mode; date and
  * slot when SCHEDULED; a courier exactly when SPECIFIC; one spelling of an aliased field.
  */
-export const QUOTE_REQUEST_RULES = {
+const QUOTE_REQUEST_RULES = {
   oneOf: [
     {
       title: 'Mode A: saved packages',
@@ -75,12 +76,7 @@ export const quoteRequestSchema = documented(
   Joi.object({
     origin: addressInput().required(),
     destination: addressInput().required(),
-    packagesId: Joi.array()
-      .items(uuid())
-      .min(1)
-      .max(50)
-      .unique()
-      .description('Mode A: your saved packages'),
+    packagesId: packageIds().description('Mode A: your saved packages'),
     totalWeight: Joi.number().positive().max(100_000).description('Mode B: kg'),
     totalValue: Joi.number().min(0).max(1e11).description('Mode B: NGN, the declared value'),
     urgencyType: Joi.string()

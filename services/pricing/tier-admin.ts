@@ -3,6 +3,7 @@ import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import Joi from 'joi';
 import { badRequest, conflict, notFound, validationError } from '../../libs/errors';
 import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
+import { areaName } from '../../libs/contracts/geo';
 import { countryCode, documented, schemaOf, uuid, view } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { PricingModels, TierRevisionRecord } from './store';
@@ -63,12 +64,8 @@ const tierView = view('PricingTier', {
 
 const scopeParams = {
   countryCode: countryCode().required(),
-  state: Joi.string().trim().min(1).max(100),
-  city: Joi.string()
-    .trim()
-    .min(1)
-    .max(100)
-    .description('LGA or city, as addresses carry it in `lgaOrCity`; needs `state`'),
+  state: areaName(),
+  city: areaName().description('LGA or city, as addresses carry it in `lgaOrCity`; needs `state`'),
 };
 
 /** The scope with the names spelled as resolved addresses spell them (geo checks they exist). */

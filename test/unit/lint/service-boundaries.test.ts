@@ -34,7 +34,7 @@ describe('service boundaries (eslint)', () => {
     expect(
       lint(
         'services/package/probe.ts',
-        "import { BACKEND_NAMES } from '../catalog';\nexport const b = BACKEND_NAMES;\n",
+        "import { backendDefinitions } from '../catalog';\nexport const b = backendDefinitions;\n",
       ),
     ).toHaveLength(1);
   });
