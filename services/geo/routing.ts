@@ -1,13 +1,10 @@
 import type { Config } from '../../libs/config';
-import type { ResolvedAddress, RouteType } from '../../libs/contracts/geo';
+import type { ResolvedAddress, Route } from '../../libs/contracts/geo';
 import { etaSeconds, haversineKm, roundDistanceKm } from './distance';
 import { createOsrmClient, resolveRoadDistance, type OsrmClient } from './osrm';
 import { classifyRoute } from './route-type';
 
-export interface RouteSummary {
-  distance: { distanceKm: number; etaSeconds: number };
-  routeType: RouteType;
-}
+export type RouteSummary = Pick<Route, 'distance' | 'routeType'>;
 
 /** Distance (max of straight line and road), ETA at a fleet speed, and the route type. */
 export class Router {

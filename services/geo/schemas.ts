@@ -1,5 +1,11 @@
 import Joi from 'joi';
-import { ROUTE_TYPES, distanceView } from '../../libs/contracts/geo';
+import {
+  COMPUTED_FIELDS,
+  PRESERVED_NUMBERS,
+  PRESERVED_STRINGS,
+  ROUTE_TYPES,
+  distanceView,
+} from '../../libs/contracts/geo';
 import { countryCode, httpsUrl, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the geo actions; the answers are what /openapi.json documents. */
@@ -59,48 +65,26 @@ export const cityView = view('City', {
   adminUnitName: text(),
 });
 
-const RESOLVED_STRINGS = [
+/** Input fields a resolved address carries back as the client sent them. */
+const KEPT_INPUT = [
   'addressLine1',
-  'addressLine2',
   'floor',
-  'label',
-  'countryCode',
-  'countryCodeAlpha3',
-  'state',
-  'lgaOrCity',
-  'zoneOrDistrict',
-  'region',
-  'regionName',
-  'regionalZone',
-  'subregion',
-  'zipCode',
-  'timezone',
-  'continentCode',
-  'continentName',
-  'adminUnitId',
-  'adminUnitName',
-  'adminUnitType',
-  'adminUnitParentId',
-  'admin1Id',
-  'admin1Name',
-  'admin2Id',
-  'admin2Name',
-  'admin3Id',
-  'admin3Name',
-  'operationalRegionId',
   'mapPlaceId',
   'contactName',
   'contactPhone',
   'contactEmail',
-  'note',
-  'createdAt',
-  'updatedAt',
-  'deletedAt',
 ];
-const RESOLVED_NUMBERS = ['centerLat', 'centerLon', 'swLat', 'swLon', 'neLat', 'neLon'];
+const RESOLVED_NUMBERS: string[] = [...PRESERVED_NUMBERS, 'centerLat', 'centerLon'];
+/** Described one by one below: always there, numbers or not strings. */
+const DESCRIBED = new Set(['country', 'h3Index', 'resolution', ...RESOLVED_NUMBERS]);
+const RESOLVED_STRINGS = [
+  ...KEPT_INPUT,
+  ...PRESERVED_STRINGS,
+  ...COMPUTED_FIELDS.filter((field) => !DESCRIBED.has(field)),
+];
 
 /** Fields that were not geocoded are absent, never null. `id` and dates: saved addresses. */
-export const resolvedAddressView = view('ResolvedAddress', {
+const resolvedAddressView = view('ResolvedAddress', {
   id: optional(uuid()),
   country: Joi.string(),
   lat: Joi.number(),
@@ -148,7 +132,7 @@ const fleetTypeFields = {
   active: Joi.boolean(),
 };
 
-export interface NewFleetType {
+interface NewFleetType {
   code: string;
   name: string;
   icon: string | null;

@@ -4,7 +4,7 @@ import type { City, Country, State } from './gazetteer';
 import type { FleetTypeRecord } from './store';
 
 /** Items of `GET /api/countries|states|cities`, in the spec's shapes; absent fields omitted. */
-export interface CountryItem {
+interface CountryItem {
   value: string;
   name: string;
   type: 'INTER_COUNTRY';
@@ -17,7 +17,7 @@ export interface CountryItem {
   lon?: number;
 }
 
-export interface StateItem {
+interface StateItem {
   value: string;
   name: string;
   type: 'INTER_STATE';
@@ -33,7 +33,7 @@ export interface StateItem {
   lon: number;
 }
 
-export interface CityItem {
+interface CityItem {
   value: string;
   locationId: string;
   /** Not in the spec's list; without it a city item would not say which city it is. */
@@ -106,7 +106,7 @@ export function toCityItem(city: City, country: Country): CityItem {
 }
 
 /** The public item of `GET /api/fleet-types`. */
-export interface FleetTypeItem {
+interface FleetTypeItem {
   id: string;
   name: string;
   icon: string | null;

@@ -1,7 +1,8 @@
 import Decimal from 'decimal.js';
 import { formatNaira, Money } from '../../libs/money';
 import { isOffHours, type Slot } from './schedule';
-import type { RouteType, Tariff } from './tariff';
+import type { RouteType } from '../../libs/contracts/geo';
+import type { Tariff } from './tariff';
 
 /**
  * The fee engine: pure, deterministic, in kobo. Each component is computed exactly with

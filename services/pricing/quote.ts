@@ -8,7 +8,7 @@ import { chooseFleet, type FleetOption } from './fleet-choice';
 import { readQuoteRequest, type QuoteRequest, type QuoteRequestParams } from './quote-request';
 import { scheduleProblem } from './schedule';
 import type { TariffBook } from './tariff-book';
-import { toDeliveryCost, toModeAQuote } from './views';
+import { toDeliveryCost, toModeAQuote, type PricedLoad } from './views';
 
 /** What a quote needs besides the request: the tariff, the fleet types, a courier's rules. */
 export interface QuoteSources {
@@ -17,13 +17,8 @@ export interface QuoteSources {
   courierRules(courierId: string): Promise<CourierRule[]>;
 }
 
-interface Load {
-  weightGrams: number;
-  valueKobo: number;
-}
-
 /** The requested fleet type if it can carry the load, else the smallest active one that can. */
-async function pickFleet(sources: QuoteSources, fleetTypeId: string | undefined, load: Load) {
+async function pickFleet(sources: QuoteSources, fleetTypeId: string | undefined, load: PricedLoad) {
   const all = await sources.fleets();
   const requested = fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined;
   if (fleetTypeId && !requested) throw notFound('Fleet type not found');

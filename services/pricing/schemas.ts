@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { uuid, view } from '../../libs/schemas';
 import { distanceView } from '../../libs/contracts/geo';
-import { ROUTE_TYPES } from './tariff';
+import { ROUTE_TYPES } from '../../libs/contracts/geo';
 import { FEE_PAYERS } from './fee-blocks';
 
 /** Shapes of the pricing answers, for the OpenAPI document. */

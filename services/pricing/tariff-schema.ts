@@ -2,7 +2,8 @@ import Decimal from 'decimal.js';
 import Joi from 'joi';
 import { documented, named } from '../../libs/schemas';
 import { minutesOf } from './schedule';
-import { ROUTE_TYPES, type Tariff } from './tariff';
+import { ROUTE_TYPES } from '../../libs/contracts/geo';
+import type { Tariff } from './tariff';
 
 /** Validation of tariffs sent by operators; complete for a country, partial otherwise. */
 

@@ -1,5 +1,5 @@
 import { foldName } from '../../libs/text';
-import { ROUTE_TYPES, type RouteType } from '../../libs/contracts/geo';
+import type { RouteType } from '../../libs/contracts/geo';
 
 /**
  * A tariff: every rate the fee engine needs. Money is integer kobo (fields end in `Kobo`),
@@ -104,5 +104,3 @@ function overlay(base: unknown, override: unknown): unknown {
 export function mergeTariff(country: Tariff, ...overrides: TariffOverride[]): Tariff {
   return overrides.reduce<Tariff>((tariff, o) => overlay(tariff, o) as Tariff, country);
 }
-
-export { ROUTE_TYPES, type RouteType };

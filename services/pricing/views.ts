@@ -6,7 +6,8 @@ import type { FleetOption } from './fleet-choice';
 import type { QuoteRequestParams } from './quote-request';
 import type { TariffChoice } from './tariff-book';
 
-interface PricedLoad {
+/** What a quote carries: weight and declared value, in grams and kobo. */
+export interface PricedLoad {
   weightGrams: number;
   valueKobo: number;
 }

@@ -11,7 +11,7 @@ import type { City, Country, State } from './types';
 export class CityTable {
   readonly size: number;
   readonly names: readonly string[];
-  /** Folded names (normalize.ts), for the search index. */
+  /** Folded names (`foldName`, libs/text.ts), for the search index. */
   readonly folded: readonly string[];
   readonly lat: Float64Array;
   readonly lon: Float64Array;

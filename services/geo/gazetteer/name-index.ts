@@ -72,7 +72,7 @@ export class NameIndex {
   /** Each later word of a name to its end: "port harcourt" adds "harcourt". */
   private readonly words: SortedKeys;
 
-  /** `keys[i]` is a folded name (normalize.ts) of item `items[i]`; an item may have several. */
+  /** `keys[i]` is a folded name (`foldName`, libs/text.ts) of item `items[i]`; an item may have several. */
   constructor(keys: readonly string[], items: readonly number[]) {
     const wordKeys: string[] = [];
     const wordItems: number[] = [];

@@ -9,7 +9,8 @@ import {
 import { deliveryFeeBlock, FEE_PAYERS, splitTotal } from '../../../services/pricing/fee-blocks';
 import { NIGERIA_COUNTRY_TARIFF, nigeriaTierSeeds } from '../../../services/pricing/nigeria-tariff';
 import { formatSlot } from '../../../services/pricing/schedule';
-import { mergeTariff, ROUTE_TYPES, type Tariff } from '../../../services/pricing/tariff';
+import { ROUTE_TYPES } from '../../../libs/contracts/geo';
+import { mergeTariff, type Tariff } from '../../../services/pricing/tariff';
 
 const tariff = NIGERIA_COUNTRY_TARIFF;
 const naira = (s: string) => Math.round(Number(s) * 100);
