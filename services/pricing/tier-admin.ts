@@ -26,7 +26,7 @@ import {
   tariffRatesView,
   tariffView,
 } from './tariff-schema';
-import { readBook, scopeFields, scopeOf } from './tier-store';
+import { latestRevision, readBook, scopeFields, scopeOf } from './tier-store';
 
 type Db = ServiceDatabase<PricingModels>;
 
@@ -191,7 +191,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
           .TierRevision.findById(ctx.params.tierId)
           .lean<TierRevisionRecord>();
         if (!record) throw notFound('Pricing tier not found');
-        const latest = (await readBook(models())).latest(scopeOf(record));
+        const latest = await latestRevision(models(), scopeOf(record));
         if (!latest || latest.deleted) throw notFound('Pricing tier not found');
         return toTierView(record, latest.id === record._id);
       },

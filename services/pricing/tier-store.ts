@@ -43,6 +43,17 @@ export async function readBook(models: PricingModels): Promise<TariffBook> {
   return new TariffBook(records.map(toRevision));
 }
 
+/** The newest revision of one scope's tier, removed or not; null when it never had one. */
+export async function latestRevision(
+  models: PricingModels,
+  scope: TierScope,
+): Promise<TierRevision | null> {
+  const record = await models.TierRevision.findOne({ scopeKey: scopeKey(scope) })
+    .sort({ revision: -1 })
+    .lean<TierRevisionRecord>();
+  return record ? toRevision(record) : null;
+}
+
 /** Fills every scope of the starting tariff that has never had a tier; replicas may race. */
 export async function seedTiers(models: PricingModels): Promise<void> {
   const present = new Set<string>(await models.TierRevision.distinct('scopeKey'));
