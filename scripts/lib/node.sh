@@ -57,3 +57,20 @@ ensure_modules() {
     (cd "$WAYBILL_ROOT" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
   fi
 }
+
+# Stops the servers of the local infrastructure that `scripts/infra up` named in FILE (the file
+# given to it as WAYBILL_INFRA_STARTED), and only those, then removes FILE: servers that were
+# already running stay up. With WAYBILL_KEEP_INFRA set, stops nothing. For an EXIT trap:
+#   trap 'stop_started_infra "$file"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM
+stop_started_infra() {
+  local file="${1:-}" started=()
+  [ -n "$file" ] || return 0
+  mapfile -t started < <(sort -u "$file" 2>/dev/null || true)
+  rm -f "$file"
+  [ ${#started[@]} -gt 0 ] || return 0
+  if [ -n "${WAYBILL_KEEP_INFRA:-}" ]; then
+    log "WAYBILL_KEEP_INFRA is set: leaving ${started[*]} running"
+  else
+    "$WAYBILL_ROOT/scripts/infra" down "${started[@]}" || log "could not stop ${started[*]}"
+  fi
+}
