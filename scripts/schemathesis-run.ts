@@ -1,0 +1,171 @@
+/**
+ * One schemathesis run against the platform; scripts/schemathesis prepares Node, the venv and
+ * the local infrastructure, then calls it:
+ *
+ *   node --import tsx scripts/schemathesis-run.ts <venv>/bin/schemathesis [run arguments...]
+ *
+ * Starts the platform in one process on a namespace and databases of its own
+ * (test/support/stack), seeds it through the admin API (a user and a staging API key, one
+ * uploaded image and a package that shows it, and a courier pricing rule, so that lists answer
+ * more than `[]`), then runs schemathesis with every check, the seed WAYBILL_ST_SEED (1) and
+ * the budget of tools/schemathesis/schemathesis.toml (WAYBILL_ST_MAX_EXAMPLES overrides it);
+ * extra arguments go to `schemathesis run`. Reports and the platform's log are kept in
+ * .local/schemathesis/. Whatever happens, the platform is stopped and its databases dropped.
+ * Exits with schemathesis's status (130 on SIGINT, 143 on SIGTERM).
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import { adminHeaders, createUserWithKey, request, type Reply } from '../test/support/http';
+import { boundary, multipartBuffer, multipartType } from '../test/support/multipart';
+import {
+  ADMIN_TOKEN,
+  dropDatabases,
+  isolation,
+  startNode,
+  type NodeProcess,
+} from '../test/support/stack';
+
+const ROOT = join(__dirname, '..');
+const CONFIG = join(ROOT, 'tools', 'schemathesis', 'schemathesis.toml');
+const OUT = join(process.env.WAYBILL_LOCAL || join(ROOT, '.local'), 'schemathesis');
+const SEED = process.env.WAYBILL_ST_SEED || '1';
+/** Unset: the budget of the configuration (examples per operation, stateful scenarios). */
+const MAX_EXAMPLES = process.env.WAYBILL_ST_MAX_EXAMPLES || '';
+
+const TINY_PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d4948445200000001000000010806000000' +
+    '1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e2a1e8' +
+    '6b0000000049454e44ae426082',
+  'hex',
+);
+
+const log = (message: string) => console.error(`[waybill] ${message}`);
+
+/** The exit statuses of scripts/test and scripts/schemathesis when interrupted. */
+const SIGNALS = { SIGINT: 130, SIGTERM: 143 } as const;
+type Interruption = keyof typeof SIGNALS;
+let interrupted: Interruption | undefined;
+let stopSchemathesis: ((signal: Interruption) => void) | undefined;
+
+// The first signal stops schemathesis and lets the run clean up; a second one exits at once.
+for (const signal of Object.keys(SIGNALS) as Interruption[]) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(SIGNALS[signal]);
+    interrupted = signal;
+    stopSchemathesis?.(signal);
+  });
+}
+
+/** The `data` of a successful answer; otherwise an error naming the request. */
+function data<T>(reply: Reply, what: string): T {
+  if (reply.status < 200 || reply.status >= 300) {
+    throw new Error(`${what} answered ${reply.status}: ${reply.text}`);
+  }
+  return (reply.body as { data: T }).data;
+}
+
+/** Seeds the run's data; returns the API key schemathesis authenticates with. */
+async function seed(base: string): Promise<string> {
+  const { userId, key } = await createUserWithKey(base, { environment: 'staging' });
+  const b = boundary();
+  const file = { name: 'upload-file', filename: 'dot.png', contentType: 'image/png' };
+  const upload = data<{ url: string }>(
+    await request(base, 'POST', '/file/single-upload', {
+      headers: { 'api-key': key, 'content-type': multipartType(b) },
+      raw: await multipartBuffer([{ ...file, data: TINY_PNG }], b),
+    }),
+    'POST /file/single-upload',
+  );
+  data(
+    await request(base, 'POST', '/api/package', {
+      headers: { 'api-key': key },
+      json: {
+        packageType: 'Documents',
+        name: 'Seeded package',
+        image: upload.url,
+        quantity: 1,
+        size: 'SMALL',
+        value: 5000,
+      },
+    }),
+    'POST /api/package',
+  );
+  data(
+    await request(base, 'POST', '/admin/pricing/courier-rules', {
+      headers: adminHeaders,
+      json: { courierId: userId, from: 'Lagos', to: 'Ikeja, Lagos', amountKobo: 150000 },
+    }),
+    'POST /admin/pricing/courier-rules',
+  );
+  return key;
+}
+
+/** Runs schemathesis in the foreground; resolves with its exit status. */
+function schemathesis(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { cwd: ROOT, env, stdio: 'inherit' });
+    stopSchemathesis = (signal) => child.kill(signal);
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      stopSchemathesis = undefined;
+      resolve(code ?? 128 + (signal ? constants.signals[signal] : 0));
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  const [bin, ...extra] = process.argv.slice(2);
+  if (!bin) throw new Error('usage: schemathesis-run.ts <schemathesis> [run arguments...]');
+  mkdirSync(OUT, { recursive: true });
+  for (const name of readdirSync(OUT)) {
+    // This run's reports only.
+    if (/^(junit-.*\.xml|ndjson-.*\.ndjson)$/.test(name)) rmSync(join(OUT, name));
+  }
+
+  const iso = isolation();
+  let node: NodeProcess | undefined;
+  try {
+    log(`starting the platform (namespace ${iso.namespace})`);
+    node = await startNode({ services: 'all', iso, env: { QUOTA_LIMIT: '1000000' } });
+    if (interrupted) return SIGNALS[interrupted];
+    const apiKey = await seed(node.url);
+    if (interrupted) return SIGNALS[interrupted];
+
+    const budget = MAX_EXAMPLES ? ['--max-examples', MAX_EXAMPLES] : [];
+    log(
+      `schemathesis against ${node.url}: seed ${SEED}, ` +
+        `${MAX_EXAMPLES || 'the configured number of'} examples per operation`,
+    );
+    const started = Date.now();
+    const run = ['run', `${node.url}/openapi.json`, '--checks', 'all', '--seed', SEED, ...budget];
+    const reports = ['--report', 'junit,ndjson', '--report-dir', OUT];
+    const args = ['--no-color', '--config-file', CONFIG, ...run, ...reports, ...extra];
+    const status = await schemathesis(bin, args, {
+      ...process.env,
+      WAYBILL_ST_API_KEY: apiKey,
+      WAYBILL_ST_ADMIN_TOKEN: ADMIN_TOKEN,
+    });
+    log(
+      `schemathesis took ${Math.round((Date.now() - started) / 1000)} s and exited with ${status}`,
+    );
+    return interrupted ? SIGNALS[interrupted] : status;
+  } finally {
+    if (node) {
+      await node.stop();
+      writeFileSync(join(OUT, 'server.log'), node.output());
+    }
+    await dropDatabases(iso).catch((error: unknown) => {
+      log(`could not drop the databases ${iso.dbPrefix}*: ${String(error)}`);
+    });
+  }
+}
+
+main().then(
+  (status) => process.exit(status),
+  (error: unknown) => {
+    log(`error: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(interrupted ? SIGNALS[interrupted] : 1);
+  },
+);
