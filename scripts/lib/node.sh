@@ -44,7 +44,8 @@ ensure_node() {
   [ "$(node_major node)" -ge 22 ] || die "Node $want did not start"
 }
 
-# npm ci when node_modules is missing or older than the lockfile.
+# npm ci when node_modules is missing or older than the lockfile; leaves a linked node_modules
+# alone.
 ensure_modules() {
   local stamp="$WAYBILL_ROOT/node_modules/.package-lock.json"
   # A linked node_modules (a git worktree sharing another checkout's) is that checkout's to
