@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from './joi';
 
 /** Names of every service this codebase can run; `SERVICES` picks a subset. */
 export const SERVICE_NAMES = ['gateway', 'account', 'geo', 'pricing', 'package', 'file'] as const;
@@ -147,10 +147,10 @@ const envSchema = Joi.object({
   PACKAGE_MAX_OPEN: Joi.number()
     .integer()
     .min(1)
-    .max(500)
-    .default(500)
+    .max(400)
+    .default(400)
     .description(
-      'Saved packages one user may keep that no delivery has taken (400 on the next save); at most 500, so that the list fits in one 1 MB NATS message',
+      'Saved packages one user may keep that no delivery has taken (400 on the next save); at most 400, so that the list fits in one 1 MB NATS message',
     ),
   FILE_MAX_BYTES: Joi.number()
     .integer()

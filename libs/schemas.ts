@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from './joi';
 
 /** Field schemas shared by several services, so one rule reads the same everywhere. */
 
@@ -107,10 +107,17 @@ export const email = () => Joi.string().trim().lowercase().email({ tlds: false }
 
 export const personName = () => Joi.string().trim().min(1).max(120);
 
+/**
+ * A number or boolean read from the URL (query string or path), where every value arrives as
+ * text: it is converted (`?limit=5`), as validation converts nowhere else (libs/validation).
+ */
+export const fromUrl = <T extends Joi.NumberSchema | Joi.BooleanSchema>(schema: T): T =>
+  schema.prefs({ convert: true }) as T;
+
 /** `limit` and `offset` of a paged list: a page never outgrows one NATS message. */
 export const pageParams = () => ({
-  limit: Joi.number().integer().min(1).max(500).default(100),
-  offset: Joi.number().integer().min(0).max(1_000_000).default(0),
+  limit: fromUrl(Joi.number().integer().min(1).max(500).default(100)),
+  offset: fromUrl(Joi.number().integer().min(0).max(1_000_000).default(0)),
 });
 
 /** No control characters but tabs and line breaks: how the document states `plainText`. */

@@ -1,4 +1,4 @@
-import type Joi from 'joi';
+import type Joi from './joi';
 import type { ActionSchema, Context, ServiceSchema } from 'moleculer';
 import type { ActionName, AnswerOf, ParamsOf } from './contracts';
 import { unauthorized } from './errors';

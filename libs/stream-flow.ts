@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import Joi from 'joi';
+import Joi from './joi';
 import { action } from './service';
 
 /**

@@ -1,12 +1,17 @@
-import Joi from 'joi';
+import Joi from './joi';
 import type { Context, Middleware, ServiceBroker } from 'moleculer';
 import { Validators } from 'moleculer';
 import { validationError, type FieldError } from './errors';
 
-/** How every action validates: all problems at once, values converted, unknown keys refused. */
+/**
+ * How every action validates: all problems at once, unknown keys refused, and nothing taken
+ * for what it is not: a JSON body's number is a JSON number, not `"5"`, its object not a
+ * string of JSON (the document says so, and schemathesis checks it). Strings still trim and
+ * change case (libs/joi), and the URL's numbers and booleans convert (`fromUrl`).
+ */
 export const VALIDATION_OPTIONS: Joi.ValidationOptions = {
   abortEarly: false,
-  convert: true,
+  convert: false,
   allowUnknown: false,
   errors: { wrap: { label: false }, label: 'path' },
 };

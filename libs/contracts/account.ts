@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import Joi from 'joi';
+import Joi from '../joi';
 import type { AppEnvironment } from '../config';
 
 /** What other services may know of the account service. */

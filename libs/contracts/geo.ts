@@ -1,5 +1,5 @@
-import Joi from 'joi';
-import { countryCode, e164Phone, email, uuid, view } from '../schemas';
+import Joi from '../joi';
+import { countryCode, e164Phone, email, fromUrl, uuid, view } from '../schemas';
 
 /** What other services may know of the geo service. */
 
@@ -213,7 +213,7 @@ export interface ListFleetTypesParams {
 }
 
 export const listFleetTypesParams = Joi.object<ListFleetTypesParams, true>({
-  activeOnly: Joi.boolean().default(false),
+  activeOnly: fromUrl(Joi.boolean().default(false)),
 });
 
 export interface GetFleetTypeParams {

@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../joi';
 import { uuid } from '../schemas';
 
 /** What other services may know of the package service. */

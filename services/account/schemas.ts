@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { APP_ENVIRONMENTS, type AppEnvironment } from '../../libs/config';
 import type {
   CreateApiKeyParams,
@@ -7,7 +7,16 @@ import type {
   ListApiKeysParams,
   QuotaView,
 } from '../../libs/contracts/account';
-import { e164Phone, email, named, pageParams, personName, uuid, view } from '../../libs/schemas';
+import {
+  e164Phone,
+  email,
+  fromUrl,
+  named,
+  pageParams,
+  personName,
+  uuid,
+  view,
+} from '../../libs/schemas';
 
 /** Params and answers of the account actions; the answers are what /openapi.json documents. */
 
@@ -61,7 +70,7 @@ export const createUserParams = Joi.object<CreateUserParams, true>({
 
 export const findUsersParams = Joi.object<FindUsersParams, true>({
   email: email(),
-  limit: Joi.number().integer().min(1).max(100).default(50),
+  limit: fromUrl(Joi.number().integer().min(1).max(100).default(50)),
 });
 
 export const userIdParams = Joi.object<{ userId: string }, true>({ userId: uuid().required() });

@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { MAX_URL_LENGTH, hostedUrlPattern } from '../../libs/contracts/file';
 import { documented, view } from '../../libs/schemas';
 import { BULK_MAX_FILES, SINGLE_FIELD } from './multipart';

@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import joiToJson from 'joi-to-json';
 import { COMPONENT_NAME, DOCUMENT_KEYWORDS, EMBEDDED_SCHEMA, NOT_BLANK } from '../../libs/schemas';
 

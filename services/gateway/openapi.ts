@@ -1,4 +1,4 @@
-import type Joi from 'joi';
+import type Joi from '../../libs/joi';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import type { HttpRoute, ServiceDefinition } from '../../libs/service';
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER } from './idempotency';

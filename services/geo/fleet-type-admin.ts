@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { broadcast } from '../../libs/contracts';
 import {
   FLEET_TYPES_CHANGED_EVENT,

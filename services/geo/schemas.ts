@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import {
   COMPUTED_FIELDS,
   PRESERVED_NUMBERS,

@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import type { Config } from '../../libs/config';
 import {
   INVALID_SELECTION,

@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { PACKAGE_SIZES, type PackageSize } from '../../libs/contracts/package';
 import { documented, named, plainText, uuid, view } from '../../libs/schemas';
@@ -6,8 +6,8 @@ import { documented, named, plainText, uuid, view } from '../../libs/schemas';
 /** Params and answers of the package actions; the answers are what /openapi.json documents. */
 
 /**
- * Longest texts of a package, in UTF-16 units as joi counts them. Our own file URLs are about
- * 100 characters. With PACKAGE_MAX_OPEN they bound the size of `GET /api/packages`.
+ * Longest texts of a package, in characters (code points, libs/joi). Our own file URLs are
+ * about 100 characters. With PACKAGE_MAX_OPEN they bound the size of `GET /api/packages`.
  */
 export const PACKAGE_TEXT_LIMITS = { packageType: 60, name: 120, description: 128, image: 512 };
 
@@ -68,9 +68,7 @@ const packageFields = (cdnBaseUrl: string) => ({
   image: hostedImage(cdnBaseUrl).allow(null),
   description: plainText(PACKAGE_TEXT_LIMITS.description).allow(null, ''),
   quantity: Joi.number().integer().min(1).max(10_000),
-  size: Joi.string()
-    .uppercase()
-    .valid(...PACKAGE_SIZES),
+  size: Joi.string().valid(...PACKAGE_SIZES),
   value: Joi.number().min(0).max(1e11).precision(2),
   weight: Joi.any().forbidden().messages({
     'any.unknown': 'weight is derived from size and quantity; do not send it',

@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { conflict, notFound } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
 import {

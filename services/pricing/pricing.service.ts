@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { CachedValue } from '../../libs/cache';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';

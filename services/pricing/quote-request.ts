@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { badRequest, type FieldError } from '../../libs/errors';
 import { documented, uuid } from '../../libs/schemas';
 import { addressInput, type AddressInput } from '../../libs/contracts/geo';
@@ -80,7 +80,6 @@ export const quoteRequestSchema = documented(
     totalWeight: Joi.number().positive().max(100_000).description('Mode B: kg'),
     totalValue: Joi.number().min(0).max(1e11).description('Mode B: NGN, the declared value'),
     urgencyType: Joi.string()
-      .uppercase()
       .valid(...URGENCY_TYPES)
       .default('STANDARD'),
     deliveryDate: onlyWhenScheduled(dateText()),
@@ -88,13 +87,11 @@ export const quoteRequestSchema = documented(
     slot: onlyWhenScheduled(slotText()).description('Alias of deliverySlot'),
     fleetTypeId: uuid(),
     courierSelection: Joi.string()
-      .uppercase()
       .valid(...COURIER_SELECTIONS)
       .default('ANYONE'),
     courierId: uuid(),
     courierProfileId: uuid().description('Alias of courierId'),
     deliveryFeePayer: Joi.string()
-      .uppercase()
       .valid(...FEE_PAYERS)
       .default('CREATOR'),
     payOnDelivery: Joi.boolean()

@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { uuid, view } from '../../libs/schemas';
 import { distanceView } from '../../libs/contracts/geo';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';

@@ -1,5 +1,5 @@
 import Decimal from 'decimal.js';
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { documented, named } from '../../libs/schemas';
 import { minutesOf } from './schedule';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';

@@ -1,11 +1,12 @@
 import { broadcast } from '../../libs/contracts';
 import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { badRequest, conflict, notFound, validationError } from '../../libs/errors';
 import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
 import { areaName } from '../../libs/contracts/geo';
-import { countryCode, documented, schemaOf, uuid, view } from '../../libs/schemas';
+import { countryCode, documented, fromUrl, schemaOf, uuid, view } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
+import { VALIDATION_OPTIONS } from '../../libs/validation';
 import type { PricingModels, TierRevisionRecord } from './store';
 import { findArea } from './places';
 import {
@@ -80,7 +81,7 @@ async function canonicalScope(ctx: WaybillContext<unknown>, scope: TierScope): P
 
 function validateRates(scope: TierScope, rates: unknown): Tariff | TariffOverride {
   const schema = levelOf(scope) === 'country' ? completeTariffSchema : tariffOverrideSchema;
-  const { value, error } = schema.validate(rates, { abortEarly: false, convert: true });
+  const { value, error } = schema.validate(rates, VALIDATION_OPTIONS);
   if (error) {
     const errors = error.details.map((d) => ({
       field: ['rates', ...d.path].join('.'),
@@ -155,7 +156,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
       params: Joi.object({
         countryCode: countryCode(),
         level: Joi.string().valid(...TIER_LEVELS),
-        includeDeleted: Joi.boolean().default(false),
+        includeDeleted: fromUrl(Joi.boolean().default(false)),
       }),
       async handler(ctx) {
         const { countryCode, level, includeDeleted } = ctx.params;

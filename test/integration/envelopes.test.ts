@@ -1,8 +1,9 @@
-import Joi from 'joi';
+import Joi from '../../libs/joi';
 import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../../moleculer.config';
 import { loadConfig } from '../../libs/config';
 import { badRequest } from '../../libs/errors';
+import { fromUrl } from '../../libs/schemas';
 import { action, toServiceSchema, type ServiceDefinition } from '../../libs/service';
 import { createAccountService } from '../../services/account/account.service';
 import { createGatewayService } from '../../services/gateway/gateway.service';
@@ -48,7 +49,10 @@ const fixture: ServiceDefinition = {
         message: 'Echoed',
         summary: 'x',
       },
-      params: Joi.object({ id: Joi.number().integer().required(), note: Joi.string().max(5) }),
+      params: Joi.object({
+        id: fromUrl(Joi.number().integer().required()),
+        note: Joi.string().max(5),
+      }),
       handler(ctx) {
         return { ...ctx.params, user: ctx.meta.user?.id, apiKeyId: ctx.meta.apiKeyId };
       },

@@ -48,7 +48,7 @@ it('answers the largest list there may be, and refuses one package more', async 
     timeout: 10_000,
     interval: 100,
   });
-  const limit = 500;
+  const limit = 400;
   for (let saved = 1; saved < limit; saved += 25) {
     const replies = await Promise.all(Array.from({ length: Math.min(25, limit - saved) }, save));
     for (const reply of replies) expect(reply.status).toBe(201);
@@ -58,5 +58,5 @@ it('answers the largest list there may be, and refuses one package more', async 
   expect(list.status).toBe(200);
   expect(list.body.data).toHaveLength(limit);
   expect(list.body.data[0]).toMatchObject({ name: largest.name, image: largest.image });
-  expectErrorEnvelope(await save(), 400, /at most 500/);
+  expectErrorEnvelope(await save(), 400, /at most 400/);
 });

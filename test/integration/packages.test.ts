@@ -20,7 +20,7 @@ const shoes = {
   name: 'Running shoes',
   description: 'Two pairs, size 42',
   quantity: 2,
-  size: 'medium',
+  size: 'MEDIUM',
   value: 45000.5,
   image: `${CDN}/uploads/9b2d4f6a-1c3e-4a5b-8c7d-0e1f2a3b4c5d/3f1c2a9e-7a0b-4c1d-9e2f-0a1b2c3d4e5f.jpg`,
 };
@@ -94,11 +94,26 @@ describe('POST /api/package', () => {
     ['a control character in the name', { ...shoes, name: 'Shoes\u0000' }, 'name'],
     ['a lone surrogate in the type', { ...shoes, packageType: 'Fashion \ud800' }, 'packageType'],
     ['an empty edit', { packageId: randomUUID() }, 'body'],
+    // What the document states is what is taken (decision 36).
+    ['a size in lower case', { ...shoes, size: 'medium' }, 'size'],
+    ['a quantity sent as a string', { ...shoes, quantity: '2' }, 'quantity'],
+    ['a value with more than two decimals', { ...shoes, value: 1.005 }, 'value'],
+    [
+      'a type of 61 characters, counted as sent',
+      { ...shoes, packageType: `${'a'.repeat(60)} ` },
+      'packageType',
+    ],
   ])('refuses %s with 400', async (_case, body, field) => {
     const reply = await save(stack.alice, body);
     expectErrorEnvelope(reply, 400);
     const fields = reply.body.errors.map((e: { field: string }) => e.field);
     expect(field === 'body' ? fields.length : fields).toEqual(field === 'body' ? 1 : [field]);
+  });
+
+  it('counts characters, not UTF-16 units: 60 emoji make a type of 60', async () => {
+    const reply = await save(stack.alice, { ...shoes, packageType: '📦'.repeat(60) });
+    expect(reply.status).toBe(201);
+    expect(reply.body.data.packageType).toBe('📦'.repeat(60));
   });
 
   it('says why an image URL is not an uploaded file, and how to make one', async () => {

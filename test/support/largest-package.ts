@@ -1,7 +1,10 @@
 import { PACKAGE_TEXT_LIMITS } from '../../services/package/schemas';
 
-/** Three bytes in UTF-8 and in JSON for one UTF-16 unit: the most plain text can take. */
-const widest = (length: number) => '€'.repeat(length);
+/**
+ * Four bytes in UTF-8 and in JSON for one character (limits count code points): the most
+ * plain text can take, as it refuses control characters and lone surrogates (six as `\uXXXX`).
+ */
+const widest = (length: number) => '😀'.repeat(length);
 
 /** The texts of the largest package validation lets through. */
 export const LARGEST_PACKAGE_TEXTS = {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import Joi from 'joi';
+import Joi from '../../../libs/joi';
 import { NOT_BLANK, documented, named, plainText, schemaOf, view } from '../../../libs/schemas';
 import { ComponentSchemas, type JsonSchema } from '../../../services/gateway/json-schema';
 

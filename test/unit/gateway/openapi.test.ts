@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../../libs/joi';
 import { loadConfig } from '../../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../../libs/envelope';
 import type { HttpRoute, ServiceDefinition } from '../../../libs/service';

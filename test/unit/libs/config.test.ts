@@ -41,7 +41,7 @@ describe('loadConfig defaults', () => {
         timeoutMs: 10000,
       },
       cdnBaseUrl: 'https://cdn.waybill.local',
-      packageMaxOpen: 500,
+      packageMaxOpen: 400,
       files: {
         maxBytes: 20 * 1024 * 1024,
         allowedTypes: ['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'application/pdf'],
@@ -357,7 +357,7 @@ describe('describeConfig', () => {
       API_KEY_PREFIX: 'wb',
       SERVICES: 'all',
       QUOTA_LIMIT: '600',
-      PACKAGE_MAX_OPEN: '500',
+      PACKAGE_MAX_OPEN: '400',
       ADMIN_TOKEN: '',
       NATS_URL: '',
       NODE_ID: '',

@@ -1,4 +1,4 @@
-import Joi from 'joi';
+import Joi from '../../../libs/joi';
 import { broadcast, call, type Caller } from '../../../libs/contracts';
 import { resolveApiKeyParams } from '../../../libs/contracts/account';
 import { implement, toServiceSchema } from '../../../libs/service';

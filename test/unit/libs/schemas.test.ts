@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type Joi from 'joi';
+import type Joi from '../../../libs/joi';
 import joiToJson from 'joi-to-json';
 import { countryCode, plainText, uuid } from '../../../libs/schemas';
 

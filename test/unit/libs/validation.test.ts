@@ -1,4 +1,5 @@
-import Joi from 'joi';
+import Joi from '../../../libs/joi';
+import { fromUrl } from '../../../libs/schemas';
 import { ServiceBroker, type Context } from 'moleculer';
 import { WaybillError, toHttpError } from '../../../libs/errors';
 import {
@@ -35,19 +36,59 @@ const userSchema = Joi.object({
 });
 
 describe('validate', () => {
-  it('returns the converted value with defaults applied', () => {
-    const value = validate(userSchema, { name: '  Ada ', age: '36', active: 'false' });
-    expect(value).toEqual({ name: 'Ada', age: 36, limit: 50, active: false });
+  it('returns the trimmed value with defaults applied', () => {
+    const value = validate(userSchema, { name: '  Ada ', age: 36 });
+    expect(value).toEqual({ name: 'Ada', age: 36, limit: 50, active: true });
+  });
+
+  it('takes a number only as a number, a boolean only as a boolean, an object only as an object', () => {
+    const err = failureOf(userSchema, {
+      name: 'Ada',
+      age: '36',
+      active: 'false',
+      address: '{"city":"Lagos"}',
+      tags: '["a"]',
+    });
+    expect(err.data.errors).toEqual([
+      { field: 'age', message: 'age must be a number' },
+      { field: 'active', message: 'active must be a boolean' },
+      { field: 'address', message: 'address must be of type object' },
+      { field: 'tags', message: 'tags must be an array' },
+    ]);
+  });
+
+  it('converts the numbers and booleans of a query string', () => {
+    const query = Joi.object({
+      limit: fromUrl(Joi.number().integer().default(50)),
+      all: fromUrl(Joi.boolean().default(false)),
+      search: Joi.string().trim(),
+    });
+    expect(validate(query, { limit: '5', all: 'true', search: ' lag ' })).toEqual({
+      limit: 5,
+      all: true,
+      search: 'lag',
+    });
+    expect(failureOf(query, { limit: 'five' }).data.errors).toEqual([
+      { field: 'limit', message: 'limit must be a number' },
+    ]);
+  });
+
+  it('refuses more decimals than a precision, instead of rounding them away', () => {
+    const money = Joi.object({ amount: Joi.number().precision(2) });
+    expect(failureOf(money, { amount: 1.005 }).data.errors).toEqual([
+      { field: 'amount', message: 'amount must have no more than 2 decimal places' },
+    ]);
+    expect(validate(money, { amount: 1.5 })).toEqual({ amount: 1.5 });
   });
 
   it('does not mutate its input', () => {
-    const input = { name: ' Ada ', age: '36' };
+    const input = { name: ' Ada ', address: { city: ' Lagos ' } };
     validate(userSchema, input);
-    expect(input).toEqual({ name: ' Ada ', age: '36' });
+    expect(input).toEqual({ name: ' Ada ', address: { city: ' Lagos ' } });
   });
 
   it('keeps values given for defaulted keys', () => {
-    expect(validate(userSchema, { name: 'Ada', limit: '5' })).toMatchObject({ limit: 5 });
+    expect(validate(userSchema, { name: 'Ada', limit: 5 })).toMatchObject({ limit: 5 });
   });
 
   it('throws a 400 VALIDATION_ERROR', () => {
@@ -115,10 +156,10 @@ describe('validate', () => {
     expect(err.data.errors[0].field).toBe('body');
   });
 
-  it('uses the options: all errors, conversion, no unknown keys', () => {
+  it('uses the options: all errors, no conversion but of strings, no unknown keys', () => {
     expect(VALIDATION_OPTIONS).toMatchObject({
       abortEarly: false,
-      convert: true,
+      convert: false,
       allowUnknown: false,
     });
   });
@@ -186,20 +227,23 @@ describe('JoiValidator in a broker', () => {
     handled.length = 0;
   });
 
-  it('hands the converted params, defaults applied, to the handler', async () => {
-    const result = await broker.call('probe.echo', { name: '  Ada  ', count: '7' });
+  it('hands the validated params, trimmed and defaults applied, to the handler', async () => {
+    const result = await broker.call('probe.echo', { name: '  Ada  ', count: 7 });
     expect(seen).toEqual([{ name: 'Ada', limit: 50, count: 7 }]);
     expect(result).toEqual({ name: 'Ada', limit: 50, count: 7 });
   });
 
-  it('converts a given numeric string', async () => {
-    await broker.call('probe.echo', { name: 'Ada', limit: '10' });
-    expect(seen).toEqual([{ name: 'Ada', limit: 10 }]);
+  it('refuses a numeric string where a number is due', async () => {
+    const err = (await rejectionOf(() =>
+      broker.call('probe.echo', { name: 'Ada', limit: '10' }),
+    )) as ValidationFailure;
+    expect(err.data.errors).toEqual([{ field: 'limit', message: 'limit must be a number' }]);
+    expect(seen).toEqual([]);
   });
 
   it('fails a bad call with the 400 validation error, without calling the handler', async () => {
     const err = (await rejectionOf(() =>
-      broker.call('probe.echo', { limit: '1000', extra: true }),
+      broker.call('probe.echo', { limit: 1000, extra: true }),
     )) as ValidationFailure;
     expect(err).toBeInstanceOf(WaybillError);
     expect(err.type).toBe('VALIDATION_ERROR');
@@ -331,7 +375,7 @@ describe('JoiValidator methods', () => {
 
   it('compile returns a checker that passes good params and throws on bad ones', () => {
     const check = validator.compile(schema) as (params: unknown) => boolean;
-    expect(check({ n: '1' })).toBe(true);
+    expect(check({ n: 1 })).toBe(true);
     expect(() => check({})).toThrow(WaybillError);
   });
 

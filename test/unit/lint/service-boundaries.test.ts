@@ -25,18 +25,28 @@ describe('service boundaries (eslint)', () => {
   });
 
   it('refuses it from a nested folder too, and refuses the catalog', () => {
+    const boundary = [expect.stringMatching(/^no-restricted-imports: .*libs\/contracts/)];
     expect(
       lint(
         'services/geo/gazetteer/probe.ts',
         "import { quote } from '../../pricing/quote';\nexport const q = quote;\n",
       ),
-    ).toHaveLength(1);
+    ).toEqual(boundary);
     expect(
       lint(
         'services/package/probe.ts',
         "import { backendDefinitions } from '../catalog';\nexport const b = backendDefinitions;\n",
       ),
-    ).toHaveLength(1);
+    ).toEqual(boundary);
+  });
+
+  it('refuses joi itself everywhere but libs/joi.ts, whose strings count characters', () => {
+    const code = "import Joi from 'joi';\nexport const s = Joi.string();\n";
+    const oneJoi = [expect.stringMatching(/^no-restricted-imports: .*libs\/joi/)];
+    for (const file of ['services/geo/probe.ts', 'libs/probe.ts', 'test/unit/probe.test.ts']) {
+      expect(lint(file, code)).toEqual(oneJoi);
+    }
+    expect(lint('libs/joi.ts', code)).toEqual([]);
   });
 
   it('refuses libs/ importing a service', () => {

@@ -25,8 +25,8 @@ describe('the largest GET /api/packages', () => {
   };
 
   it('fits in one NATS message at the highest PACKAGE_MAX_OPEN there may be', () => {
-    expect(() => loadConfig({ PACKAGE_MAX_OPEN: '501' })).toThrow(/PACKAGE_MAX_OPEN/);
-    const highest = loadConfig({ PACKAGE_MAX_OPEN: '500' }).packageMaxOpen;
+    expect(() => loadConfig({ PACKAGE_MAX_OPEN: '401' })).toThrow(/PACKAGE_MAX_OPEN/);
+    const highest = loadConfig({ PACKAGE_MAX_OPEN: '400' }).packageMaxOpen;
     const list = JSON.stringify(Array.from({ length: highest }, () => toPackageView(largest)));
     expect(Buffer.byteLength(list) + PACKET_ALLOWANCE).toBeLessThan(NATS_MAX_PAYLOAD);
   });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type Joi from 'joi';
+import type Joi from '../../../libs/joi';
 import { ComponentSchemas, type JsonSchema } from '../../../services/gateway/json-schema';
 import { createCourierRuleActions } from '../../../services/pricing/courier-rule-admin';
 import { shareAtMost, tariffOverrideSchema } from '../../../services/pricing/tariff-schema';

@@ -52,7 +52,7 @@ describe('reading a pricing request', () => {
       parse({
         totalWeight: 1,
         totalValue: 1,
-        urgencyType: 'scheduled',
+        urgencyType: 'SCHEDULED',
         deliveryDate: '2026-12-01',
         slot: '09:00-12:00',
       }),
