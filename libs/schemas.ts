@@ -114,6 +114,22 @@ export const personName = () => Joi.string().trim().min(1).max(120);
 export const fromUrl = <T extends Joi.NumberSchema | Joi.BooleanSchema>(schema: T): T =>
   schema.prefs({ convert: true }) as T;
 
+/**
+ * A decimal number of at most `places` decimals, as the document's `multipleOf` states; more
+ * are refused, not rounded away (validation does not convert, libs/validation), so what is
+ * stored is what was sent.
+ */
+const decimalNumber = (places: number, what: string) =>
+  documented(Joi.number().precision(places), { multipleOf: Number(`1e-${places}`) }).messages({
+    'number.precision': `{{#label}} is ${what}: at most ${places} decimal places`,
+  });
+
+/** An amount in NGN, to the kobo it is kept in. */
+export const naira = () => decimalNumber(2, 'NGN to the kobo');
+
+/** A weight in kg, to the gram it is kept in (answers spell it with five decimals). */
+export const kilograms = () => decimalNumber(3, 'kg to the gram');
+
 /** `limit` and `offset` of a paged list: a page never outgrows one NATS message. */
 export const pageParams = () => ({
   limit: fromUrl(Joi.number().integer().min(1).max(500).default(100)),

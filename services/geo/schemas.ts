@@ -6,7 +6,7 @@ import {
   ROUTE_TYPES,
   distanceView,
 } from '../../libs/contracts/geo';
-import { countryCode, httpsUrl, uuid, view } from '../../libs/schemas';
+import { countryCode, httpsUrl, kilograms, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the geo actions; the answers are what /openapi.json documents. */
 
@@ -127,7 +127,7 @@ const fleetTypeFields = {
   icon: httpsUrl().allow(null),
   description: Joi.string().trim().max(280).allow(null),
   // At least a gram and a walking pace: a tiny positive speed made ETAs infinite (null).
-  maxWeightKg: Joi.number().min(0.001).max(100_000),
+  maxWeightKg: kilograms().min(0.001).max(100_000),
   averageSpeedKmh: Joi.number().min(1).max(200),
   active: Joi.boolean(),
 };

@@ -6,7 +6,7 @@ import {
   releaseParams,
   resolveSelectionParams,
 } from '../../libs/contracts/package';
-import { badRequest, notFound, type FieldError } from '../../libs/errors';
+import { badRequest, conflict, notFound, type FieldError } from '../../libs/errors';
 import { nameBasedId } from '../../libs/ids';
 import { nairaToKobo } from '../../libs/money';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
@@ -60,6 +60,11 @@ export function createPackageService(config: Config): ServiceDefinition {
     };
     // A replay must not be refused by the limit its own first run filled.
     const replayed = await earlier();
+    if (replayed?.deletedAt) {
+      throw conflict(
+        `This Idempotency-Key already created package ${replayed.id}, since deleted; send a new Idempotency-Key to save another package`,
+      );
+    }
     if (replayed) return replayed;
     await ensureRoomForAnother(userId);
     try {
@@ -115,6 +120,7 @@ export function createPackageService(config: Config): ServiceDefinition {
           errors: {
             400: 'Invalid input; a package taken by a delivery; or PACKAGE_MAX_OPEN untaken packages already saved',
             404: 'No such package of yours',
+            409: 'The Idempotency-Key is in use by a request not yet answered, or it created a package since deleted (send a new key)',
           },
         },
         params: saveParams(config.cdnBaseUrl),

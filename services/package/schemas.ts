@@ -1,7 +1,7 @@
 import Joi from '../../libs/joi';
 import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { PACKAGE_SIZES, type PackageSize } from '../../libs/contracts/package';
-import { documented, named, plainText, uuid, view } from '../../libs/schemas';
+import { documented, naira, named, plainText, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the package actions; the answers are what /openapi.json documents. */
 
@@ -69,7 +69,7 @@ const packageFields = (cdnBaseUrl: string) => ({
   description: plainText(PACKAGE_TEXT_LIMITS.description).allow(null, ''),
   quantity: Joi.number().integer().min(1).max(10_000),
   size: Joi.string().valid(...PACKAGE_SIZES),
-  value: Joi.number().min(0).max(1e11).precision(2),
+  value: naira().min(0).max(1e11),
   weight: Joi.any().forbidden().messages({
     'any.unknown': 'weight is derived from size and quantity; do not send it',
   }),

@@ -1,6 +1,6 @@
 import Joi from '../../libs/joi';
 import { badRequest, type FieldError } from '../../libs/errors';
-import { documented, uuid } from '../../libs/schemas';
+import { documented, kilograms, naira, uuid } from '../../libs/schemas';
 import { addressInput, type AddressInput } from '../../libs/contracts/geo';
 import { packageIds } from '../../libs/contracts/package';
 import { FEE_PAYERS, type FeePayer } from './fee-blocks';
@@ -77,8 +77,8 @@ export const quoteRequestSchema = documented(
     origin: addressInput().required(),
     destination: addressInput().required(),
     packagesId: packageIds().description('Mode A: your saved packages'),
-    totalWeight: Joi.number().positive().max(100_000).description('Mode B: kg'),
-    totalValue: Joi.number().min(0).max(1e11).description('Mode B: NGN, the declared value'),
+    totalWeight: kilograms().positive().max(100_000).description('Mode B: kg'),
+    totalValue: naira().min(0).max(1e11).description('Mode B: NGN, the declared value'),
     urgencyType: Joi.string()
       .valid(...URGENCY_TYPES)
       .default('STANDARD'),

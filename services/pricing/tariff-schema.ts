@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import Joi from '../../libs/joi';
-import { documented, named } from '../../libs/schemas';
+import { documented, kilograms, named } from '../../libs/schemas';
 import { minutesOf } from './schedule';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';
 import type { Tariff } from './tariff';
@@ -68,7 +68,7 @@ const tariffShape = Joi.object({
     }
   }, 'IANA time zone'),
   routes: Joi.object(Object.fromEntries(ROUTE_TYPES.map((t) => [t, routeRate]))),
-  includedWeightKg: Joi.number().min(0).max(100_000),
+  includedWeightKg: kilograms().min(0).max(100_000),
   fleetFeesKobo: Joi.object({ default: kobo() }).pattern(/^[a-z][a-z0-9-]{1,31}$/, kobo()),
   priority: Joi.object({ rate: rate(5), minimumKobo: kobo() }),
   scheduled: Joi.object({

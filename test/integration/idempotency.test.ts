@@ -4,6 +4,7 @@ import { badRequest } from '../../libs/errors';
 import { IdempotencyStore } from '../../services/gateway/idempotency';
 import { expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
+import { rejectionOf } from '../unit/helpers';
 
 const stack = useMerchantStack({ internal: ['package'] });
 
@@ -112,6 +113,24 @@ describe('a package saved under an Idempotency-Key', () => {
     expect((await saveInternally(token)).id).toBe(runs[0].id);
     expect((await packageIds(stack.alice)).length).toBe(before + 1);
     expect((await saveInternally(randomUUID())).id).not.toBe(runs[0].id);
+  });
+
+  it('is not answered as created again once deleted: 409, and a new key creates another', async () => {
+    const token = randomUUID();
+    const first = await saveInternally(token);
+    const deleted = await request(stack.node.url, 'DELETE', `/api/package/${first.id}`, {
+      headers: { 'api-key': stack.alice.key },
+    });
+    expect(deleted.status).toBe(204);
+    const again = await rejectionOf(() => saveInternally(token));
+    expect(again).toMatchObject({
+      code: 409,
+      message: expect.stringMatching(
+        /already created package .* since deleted.*new Idempotency-Key/,
+      ),
+    });
+    expect((await packageIds(stack.alice)).includes(first.id)).toBe(false);
+    expect((await saveInternally(randomUUID())).id).not.toBe(first.id);
   });
 
   it('gets an id named after the key and request, which edits accept', async () => {

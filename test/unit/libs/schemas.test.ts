@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import type Joi from '../../../libs/joi';
 import joiToJson from 'joi-to-json';
-import { countryCode, plainText, uuid } from '../../../libs/schemas';
+import { ComponentSchemas } from '../../../services/gateway/json-schema';
+import { countryCode, kilograms, naira, plainText, uuid } from '../../../libs/schemas';
+import { VALIDATION_OPTIONS } from '../../../libs/validation';
 
 /** The `pattern` the OpenAPI document states for a joi schema. */
 const documentedPattern = (schema: Joi.Schema) =>
@@ -106,5 +108,40 @@ describe('plainText', () => {
       }),
       { numRuns: 5000 },
     );
+  });
+});
+
+describe('naira and kilograms', () => {
+  const accepts = (schema: Joi.Schema, value: unknown) =>
+    schema.validate(value, VALIDATION_OPTIONS).error === undefined;
+
+  it('take any amount to the kobo and any weight to the gram, as JSON spells them', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1e13 }), (units) => {
+        expect(accepts(naira(), units / 100)).toBe(true);
+        expect(accepts(kilograms(), units / 1000)).toBe(true);
+      }),
+    );
+  });
+
+  it('refuse a fraction of a kobo or of a gram instead of rounding it', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 1e12 }),
+        fc.integer({ min: 1, max: 9 }),
+        (units, tenth) => {
+          expect(accepts(naira(), (units * 10 + tenth) / 1000)).toBe(false);
+          expect(accepts(kilograms(), (units * 10 + tenth) / 10_000)).toBe(false);
+        },
+      ),
+    );
+    const { error } = naira().validate(1.005, VALIDATION_OPTIONS);
+    expect(error?.message).toBe('value is NGN to the kobo: at most 2 decimal places');
+  });
+
+  it('say so in the document, as multipleOf', () => {
+    const components = new ComponentSchemas();
+    expect(components.convert(naira().min(0))).toMatchObject({ type: 'number', multipleOf: 0.01 });
+    expect(components.convert(kilograms())).toMatchObject({ type: 'number', multipleOf: 0.001 });
   });
 });
