@@ -31,6 +31,7 @@ export function createGatewayService(
 
   const entries = collectRoutes(backends);
   const httpByAction = new Map(entries.map((e) => [e.actionName, e.http]));
+  const httpOf = (name: string) => httpByAction.get(name);
   const redis = createRedis(config.redisUrl, `${config.namespace}-gateway`, (err) =>
     logger?.warn('Redis unreachable; quota checks answer 503 until it is back', {
       error: err.message,
@@ -55,6 +56,7 @@ export function createGatewayService(
     environment: config.appEnv,
     flows,
     idempotency,
+    httpOf,
     logger: () => logger,
     nodeID: () => broker.nodeID,
     call: (action, params, opts) => broker.call(action, params, opts),
@@ -70,7 +72,7 @@ export function createGatewayService(
   const routes = gatewayRoutes({
     config,
     entries,
-    onAfterCall: afterCall((name) => httpByAction.get(name)),
+    onAfterCall: afterCall(httpOf),
     use: (group) => [
       log,
       methods,

@@ -12,6 +12,11 @@ export interface GatewayRequest extends IncomingMessage {
   $endpoint?: { local?: boolean; action?: unknown };
 }
 
+/** The action the matched alias calls (`package.save`), stream aliases included; '' for none. */
+export function aliasAction(req: GatewayRequest): string {
+  return req.$alias?.action?.replace(/^stream:/, '') ?? '';
+}
+
 /** `path` and `url` of the error envelope: the path without query, and the full URL. */
 export function describeRequest(req: GatewayRequest): {
   method: string;

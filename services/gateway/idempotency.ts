@@ -1,5 +1,6 @@
 import { compareText } from '../../libs/text';
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type Redis from 'ioredis';
 import {
   WaybillError,
@@ -9,6 +10,7 @@ import {
   toHttpError,
   unprocessable,
 } from '../../libs/errors';
+import type { HttpRoute } from '../../libs/service';
 import { describeRequest, type GatewayRequest } from './http';
 
 /**
@@ -20,6 +22,25 @@ export const REPLAYED_HEADER = 'Idempotent-Replayed';
 
 /** Visible ASCII, as in HTTP header values; long enough for a UUID with a prefix or two. */
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+
+/** What `takesIdempotencyKey` reads of a route. */
+export type IdempotencyRouteFields = 'group' | 'method' | 'body' | 'binary';
+
+/**
+ * The routes the header applies to: JSON POSTs of `/api`, whose answers are JSON envelopes
+ * that can be kept and replayed. Anywhere else (`/file` uploads and downloads, reads) it is
+ * ignored, not even checked: a download is a read, and bytes are not ours to keep in Redis.
+ */
+export function takesIdempotencyKey(
+  http: Pick<HttpRoute, IdempotencyRouteFields> | undefined,
+): boolean {
+  return http?.group === 'api' && http.method === 'POST' && http.body !== 'stream' && !http.binary;
+}
+
+/** Whether an answer can be kept for replays: JSON data, never a stream or bytes. */
+function isStorable(body: unknown): boolean {
+  return !(body instanceof Readable || body instanceof Uint8Array || body instanceof ArrayBuffer);
+}
 
 /** How the header appears in the OpenAPI document of every operation it applies to. */
 export const IDEMPOTENCY_KEY_DOC = {
@@ -102,19 +123,21 @@ function changedNothing(err: unknown): boolean {
 }
 
 /**
- * A JSON POST of a user that names an Idempotency-Key claims it before it runs; anything else
- * runs as it is (undefined). The first run hands services `meta.idempotencyToken`, so one that
- * creates a record names it after the request and even a run whose answer was lost (a gateway
- * gone mid-request) cannot be repeated by a later retry.
+ * A request of a user to a route that takes the header (`takesIdempotencyKey`) and names a
+ * key claims it before it runs; anything else runs as it is (undefined). The first run hands
+ * services `meta.idempotencyToken`, so one that creates a record names it after the request
+ * and even a run whose answer was lost (a gateway gone mid-request) cannot be repeated by a
+ * later retry.
  */
 export async function claimForRequest(
   store: IdempotencyStore,
   req: GatewayRequest,
+  http: Pick<HttpRoute, IdempotencyRouteFields> | undefined,
   meta: Record<string, unknown>,
   params: unknown,
 ): Promise<Claim | undefined> {
   const userId = (meta.user as { id?: string } | undefined)?.id;
-  if (req.method !== 'POST' || !userId) return undefined;
+  if (!takesIdempotencyKey(http) || !userId) return undefined;
   const key = readIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]);
   if (key === undefined) return undefined;
   const { method, path } = describeRequest(req);
@@ -185,6 +208,9 @@ export class IdempotencyStore {
     return {
       kind: 'first',
       complete: async (response) => {
+        // Not stored, so the key waits out pendingMs: a stream would be stored as its
+        // internals (buffered bytes included) and replayed as JSON.
+        if (!isStorable(response.body)) return false;
         const done: Entry = { fingerprint, response };
         try {
           await this.redis.set(redisKey, JSON.stringify(done), 'PX', this.windows.keepMs);

@@ -1,7 +1,7 @@
 import type Joi from '../../libs/joi';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import type { HttpRoute, ServiceDefinition } from '../../libs/service';
-import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER } from './idempotency';
+import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER, takesIdempotencyKey } from './idempotency';
 import { ComponentSchemas, type JsonSchema } from './json-schema';
 import { collectRoutes, type RouteEntry } from './routes';
 
@@ -33,10 +33,6 @@ const pathParams = (fullPath: string) =>
   [...fullPath.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]);
 
 const hasBody = (method: HttpRoute['method']) => method !== 'GET' && method !== 'DELETE';
-
-/** JSON POSTs of /api take an `Idempotency-Key` (gateway/idempotency). */
-const isIdempotent = (http: HttpRoute) =>
-  http.group === 'api' && http.method === 'POST' && http.body !== 'stream';
 
 export interface Parameter {
   name: string;
@@ -108,7 +104,7 @@ export function placeParams(
 function parameters(http: HttpRoute, placed: PlacedParams): Parameter[] {
   return [
     ...placed.path,
-    ...(isIdempotent(http) ? [IDEMPOTENCY_KEY_DOC.parameter as Parameter] : []),
+    ...(takesIdempotencyKey(http) ? [IDEMPOTENCY_KEY_DOC.parameter as Parameter] : []),
     ...placed.query,
   ];
 }
@@ -171,13 +167,14 @@ export function errorStatuses(http: HttpRoute, fullPath: string): number[] {
   groupStatuses.forEach((s) => statuses.add(s));
   if (pathParams(fullPath).length > 0) statuses.add(404);
   if (hasBody(http.method)) statuses.add(413);
-  if (isIdempotent(http)) Object.keys(IDEMPOTENCY_KEY_DOC.errors).forEach((s) => statuses.add(+s));
+  if (takesIdempotencyKey(http))
+    Object.keys(IDEMPOTENCY_KEY_DOC.errors).forEach((s) => statuses.add(+s));
   return [...statuses].sort((a, b) => a - b);
 }
 
 /** What an error status means for this operation: its own words first. */
 export function errorDescription(http: HttpRoute, status: number): string {
-  const idempotency = isIdempotent(http) ? IDEMPOTENCY_KEY_DOC.errors : {};
+  const idempotency = takesIdempotencyKey(http) ? IDEMPOTENCY_KEY_DOC.errors : {};
   return http.errors?.[status] ?? idempotency[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error';
 }
 
@@ -211,7 +208,7 @@ function responses(entry: RouteEntry, data: JsonSchema | undefined) {
   for (const [code, response] of Object.entries(all)) {
     response.headers = {
       ...response.headers,
-      ...documentedHeaders(Number(code), http.group !== 'admin', isIdempotent(http)),
+      ...documentedHeaders(Number(code), http.group !== 'admin', takesIdempotencyKey(http)),
     };
   }
   return all;

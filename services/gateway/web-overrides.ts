@@ -5,8 +5,13 @@ import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { notFound, toHttpError } from '../../libs/errors';
 import type { HttpRoute } from '../../libs/service';
 import { receiveFlow, type Call, type FlowMeta, type StreamFlows } from '../../libs/stream-flow';
-import { describeRequest, sendJson, type GatewayRequest } from './http';
-import { REPLAYED_HEADER, claimForRequest, type IdempotencyStore } from './idempotency';
+import { aliasAction, describeRequest, sendJson, type GatewayRequest } from './http';
+import {
+  REPLAYED_HEADER,
+  claimForRequest,
+  type IdempotencyRouteFields,
+  type IdempotencyStore,
+} from './idempotency';
 
 /**
  * The gateway's replacements for moleculer-web internals, as plain functions of their
@@ -37,15 +42,18 @@ export function responseHeaders(meta: Meta): Record<string, string> {
   return headers;
 }
 
+/** The `http` declaration of a routed action, by its name (what a hook reads of it). */
+export type HttpOf<K extends keyof HttpRoute> = (
+  actionName: string,
+) => Pick<HttpRoute, K> | undefined;
+
 /**
  * `onAfterCall`: the status a service set in `meta.$statusCode`, else the route's; `204`
  * answers nothing; bytes and streams go out as they are; anything else in a success envelope.
  */
-export function afterCall(
-  httpOf: (actionName: string) => Pick<HttpRoute, 'status' | 'message'> | undefined,
-): AfterCall {
+export function afterCall(httpOf: HttpOf<'status' | 'message'>): AfterCall {
   return (ctx, _route, req, res, data) => {
-    const http = httpOf(req.$alias?.action?.replace(/^stream:/, '') ?? '');
+    const http = httpOf(aliasAction(req));
     const status = Number(ctx.meta.$statusCode ?? http?.status ?? 200);
     res.statusCode = status;
     if (status === 204) return null;
@@ -142,6 +150,8 @@ export function sendResponse(
 export interface CallDeps {
   flows: StreamFlows;
   idempotency: IdempotencyStore;
+  /** Which routes take an `Idempotency-Key` is read from their declarations. */
+  httpOf: HttpOf<IdempotencyRouteFields>;
   /** This gateway's node, which receivers of a gated stream credit. */
   nodeID: () => string;
   logger: () => Pick<Logger, 'warn'>;
@@ -172,9 +182,13 @@ export async function callAction(
     ctx.meta.$flow = flow.meta;
     opts.stream = flow.stream;
   }
-  const claim = isStream
-    ? undefined
-    : await claimForRequest(deps.idempotency, req, ctx.meta, params);
+  const claim = await claimForRequest(
+    deps.idempotency,
+    req,
+    deps.httpOf(aliasAction(req)),
+    ctx.meta,
+    params,
+  );
   if (claim?.kind === 'replay') {
     const { status, headers, body } = claim.response;
     res.statusCode = status;

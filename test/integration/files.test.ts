@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
@@ -251,6 +251,33 @@ describe.each(topologies)('files, %s', (_name, start) => {
       expect(res.status).toBe(200);
       expect(bytes.equals(files[i])).toBe(true);
     }
+  });
+
+  it('ignores Idempotency-Key on downloads: each one streams the file, none is stored or replayed', async () => {
+    const png = fileOf(HEADS.png, 3000);
+    const reply = await post(
+      top.url,
+      '/single-upload',
+      user.key,
+      form([{ field: 'upload-file', data: png, filename: 'photo.png', type: 'image/png' }]),
+    );
+    expect(reply.status).toBe(200);
+    const idempotencyKey = randomUUID();
+    for (let i = 0; i < 3; i++) {
+      const { res, bytes } = await download(top.url, user.key, reply.body.data.url, {
+        'idempotency-key': idempotencyKey,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('idempotent-replayed')).toBeNull();
+      expect(res.headers.get('content-type')).toBe('application/octet-stream');
+      expect(bytes.equals(png)).toBe(true);
+    }
+    // Not read at all outside /api: even an unusable value is no reason to refuse a download.
+    const { res, bytes } = await download(top.url, user.key, reply.body.data.url, {
+      'idempotency-key': 'two words',
+    });
+    expect(res.status).toBe(200);
+    expect(bytes.equals(png)).toBe(true);
   });
 
   it('an 8th file fails the bulk upload with 400 and leaves nothing in the bucket', async () => {

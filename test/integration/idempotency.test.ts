@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { connectRedis, createRedis } from '../../libs/redis';
 import { badRequest } from '../../libs/errors';
 import { IdempotencyStore } from '../../services/gateway/idempotency';
@@ -170,6 +171,20 @@ describe('IdempotencyStore on Redis', () => {
     const response = { status: 201, headers: { Location: '/x' }, body: { data: 1 } };
     if (first.kind === 'first') expect(await first.complete(response)).toBe(true);
     expect(await store.claim('u1', 'k-done', 'fp')).toEqual({ kind: 'replay', response });
+  });
+
+  it('never stores a stream or bytes: the key stays held, nothing is replayed', async () => {
+    for (const [name, body] of [
+      ['stream', Readable.from([Buffer.from('file bytes')])],
+      ['buffer', Buffer.from('file bytes')],
+    ] as const) {
+      const first = await store.claim('u1', `k-${name}`, 'fp');
+      expect(first.kind).toBe('first');
+      if (first.kind === 'first') {
+        expect(await first.complete({ status: 200, headers: {}, body })).toBe(false);
+      }
+      await expect(store.claim('u1', `k-${name}`, 'fp')).rejects.toMatchObject({ code: 409 });
+    }
   });
 
   it('answers 503, not 500, when Redis cannot be reached', async () => {

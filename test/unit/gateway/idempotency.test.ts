@@ -4,6 +4,7 @@ import {
   idempotencyToken,
   readIdempotencyKey,
   requestFingerprint,
+  takesIdempotencyKey,
 } from '../../../services/gateway/idempotency';
 
 /** The same object with its keys in reverse order, at every depth. */
@@ -74,6 +75,25 @@ describe('readIdempotencyKey', () => {
       );
     },
   );
+});
+
+describe('takesIdempotencyKey', () => {
+  it('is true for JSON POSTs of /api only: not for uploads, downloads, reads or /admin', () => {
+    expect(takesIdempotencyKey({ group: 'api', method: 'POST' })).toBe(true);
+    expect(takesIdempotencyKey({ group: 'api', method: 'POST', body: 'json' })).toBe(true);
+    for (const http of [
+      { group: 'api', method: 'POST', binary: true },
+      { group: 'api', method: 'POST', body: 'stream' },
+      { group: 'api', method: 'GET' },
+      { group: 'api', method: 'PUT' },
+      { group: 'file', method: 'POST', binary: true },
+      { group: 'file', method: 'POST', body: 'stream' },
+      { group: 'admin', method: 'POST' },
+    ] as const) {
+      expect(takesIdempotencyKey(http)).toBe(false);
+    }
+    expect(takesIdempotencyKey(undefined)).toBe(false);
+  });
 });
 
 describe('idempotencyToken', () => {

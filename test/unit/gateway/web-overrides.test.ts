@@ -1,5 +1,6 @@
 import { PassThrough, Readable } from 'node:stream';
 import { badRequest, conflict } from '../../../libs/errors';
+import type { HttpRoute } from '../../../libs/service';
 import { FLOW_STEP, StreamFlows } from '../../../libs/stream-flow';
 import type { Claim, IdempotencyStore } from '../../../services/gateway/idempotency';
 import {
@@ -215,6 +216,10 @@ describe('writeError', () => {
 });
 
 describe('callAction', () => {
+  const ROUTES: Record<string, Pick<HttpRoute, 'group' | 'method' | 'body' | 'binary'>> = {
+    'package.save': { group: 'api', method: 'POST' },
+    'file.download': { group: 'file', method: 'POST', binary: true },
+  };
   function deps(overrides: Partial<CallDeps> = {}) {
     const sent: unknown[] = [];
     const warnings: unknown[] = [];
@@ -222,6 +227,7 @@ describe('callAction', () => {
     const d: CallDeps = {
       flows: new StreamFlows('gateway'),
       idempotency: store,
+      httpOf: (name) => ROUTES[name],
       nodeID: () => 'gateway-node',
       logger: () => ({ warn: (...args: unknown[]) => warnings.push(args) }),
       send: (_req, _res, data) => sent.push(data),
@@ -285,12 +291,13 @@ describe('callAction', () => {
     } as unknown as IdempotencyStore;
     return { store, calls };
   }
-  const keyed = (call: () => unknown) =>
+  const keyed = (call: () => unknown, action = 'package.save') =>
     fakeRequest({
       method: 'POST',
-      url: '/api/package',
+      url: action === 'package.save' ? '/api/package' : '/file/download',
       headers: { 'idempotency-key': 'k-1' },
       meta: { user: { id: 'u-1' } },
+      alias: { action },
       endpoint: { local: true },
       call,
     });
@@ -354,6 +361,21 @@ describe('callAction', () => {
     expect(failed).toEqual([refusal]);
     expect(sent).toEqual([]);
   });
+
+  it('claims no key on a route that does not take one: a download streams, nothing is kept', async () => {
+    const { store, calls } = claiming({
+      kind: 'first',
+      complete: async () => true,
+      fail: async () => undefined,
+    });
+    const file = Readable.from(['bytes']);
+    const req = keyed(() => file, 'file.download');
+    const { deps: d, sent } = deps({ idempotency: store });
+    await callAction(d, {}, req, new FakeResponse().asServerResponse(), {}, false);
+    expect(calls).toEqual([]);
+    expect(sent).toEqual([file]);
+    expect(req.$ctx?.meta.idempotencyToken).toBeUndefined();
+  });
 });
 
 describe('webOverrides', () => {
@@ -362,6 +384,7 @@ describe('webOverrides', () => {
       environment: 'staging',
       flows: new StreamFlows('gateway'),
       idempotency: {} as IdempotencyStore,
+      httpOf: () => undefined,
       nodeID: () => 'n',
       logger: () => ({ error: () => undefined, warn: () => undefined }),
       call: noCall,
