@@ -28,6 +28,8 @@ export interface FieldError {
 
 export interface WaybillErrorData {
   errors?: FieldError[];
+  /** Seconds after which a retry may succeed; the gateway sends it as `Retry-After`. */
+  retryAfter?: number;
 }
 
 export class WaybillError extends Errors.MoleculerError {
@@ -48,7 +50,8 @@ export const forbidden = (message: string) => new WaybillError('FORBIDDEN', mess
 export const notFound = (message: string) => new WaybillError('NOT_FOUND', message);
 export const methodNotAllowed = (message: string) =>
   new WaybillError('METHOD_NOT_ALLOWED', message);
-export const conflict = (message: string) => new WaybillError('CONFLICT', message);
+export const conflict = (message: string, data?: WaybillErrorData) =>
+  new WaybillError('CONFLICT', message, data);
 export const unprocessable = (message: string) => new WaybillError('UNPROCESSABLE', message);
 export const payloadTooLarge = (message: string) => new WaybillError('PAYLOAD_TOO_LARGE', message);
 export const unsupportedMediaType = (message: string) =>
@@ -61,6 +64,8 @@ export interface HttpError {
   status: number;
   message: string;
   errors?: FieldError[];
+  /** `Retry-After` of the answer, in seconds, when the error says when to retry. */
+  retryAfter?: number;
   /** True when the cause is ours, not the caller's: log it with its stack. */
   internal: boolean;
 }
@@ -96,6 +101,13 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; message?: string }> = {
   INVALID_REQUEST_TYPE: { status: 415, message: 'Unsupported content type' },
 };
 
+function asRetryAfter(data: unknown): { retryAfter?: number } {
+  const seconds = (data as { retryAfter?: unknown } | undefined)?.retryAfter;
+  return Number.isSafeInteger(seconds) && (seconds as number) > 0
+    ? { retryAfter: seconds as number }
+    : {};
+}
+
 function asFieldErrors(data: unknown): FieldError[] | undefined {
   const errors = (data as { errors?: unknown } | undefined)?.errors;
   if (!Array.isArray(errors)) return undefined;
@@ -112,7 +124,13 @@ export function toHttpError(err: unknown): HttpError {
 
   if (type && Object.hasOwn(ERROR_STATUS, type)) {
     const status = ERROR_STATUS[type as ErrorType];
-    return { status, message, errors: asFieldErrors(e.data), internal: status >= 500 };
+    return {
+      status,
+      message,
+      errors: asFieldErrors(e.data),
+      ...asRetryAfter(e.data),
+      internal: status >= 500,
+    };
   }
   // moleculer-web's own "no node runs this action yet" error has no type.
   if (!type && e.code === 503 && (err as Error).name === 'ServiceUnavailableError') {

@@ -49,11 +49,11 @@ export const IDEMPOTENCY_KEY_DOC = {
     in: 'header',
     required: false,
     description:
-      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work.',
+      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work. A refusal (4xx) frees the key at once; a failure that may have changed something (a 500, 504, or most 503s) holds it, and retries get 409 with `Retry-After` until it is released.',
     schema: { type: 'string', pattern: KEY_FORMAT.source },
   },
   errors: {
-    409: 'A request with this Idempotency-Key is still being processed; retry shortly',
+    409: 'A request with this Idempotency-Key is still in progress or its outcome is unknown; retry after the seconds in `Retry-After`',
     422: 'This Idempotency-Key was already used for a different request',
   } as Record<number, string>,
 };
@@ -75,8 +75,11 @@ export type Claim =
       kind: 'first';
       /** Stores the answer for replays; false when it could not (the answer still goes out). */
       complete(response: StoredResponse): Promise<boolean>;
-      /** Releases the key when the request surely changed nothing. Never throws. */
-      fail(err: unknown): Promise<void>;
+      /**
+       * After `err` from the call of `action`: releases the key when the call surely changed
+       * nothing (`changedNothing`), else keeps it held until pendingMs. Never throws.
+       */
+      fail(err: unknown, action: string): Promise<void>;
     }
   | { kind: 'replay'; response: StoredResponse };
 
@@ -116,10 +119,33 @@ export function idempotencyToken(key: string, fingerprint: string): string {
   return sha256(`${key}\n${fingerprint}`);
 }
 
-/** An error whose request surely changed nothing, so the key may be used again at once. */
-function changedNothing(err: unknown): boolean {
-  const { status } = toHttpError(err);
-  return status !== 500 && status !== 504;
+/**
+ * moleculer's errors for a call whose action never started: no node runs it, the node it
+ * reached was stopping, or the action's queue was full. About another action (one the
+ * service called in turn) they prove nothing of the first.
+ */
+const NEVER_STARTED = new Set(['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'QUEUE_FULL']);
+
+/**
+ * Whether a failed call of `action` surely changed nothing, so its key may be used again at
+ * once: a refusal (any 4xx: services refuse before they change anything), or moleculer saying
+ * the action never started. Everything else may have changed something and keeps the key: a
+ * 500, a 504, a 503 of a dependency, REQUEST_REJECTED (the node went away holding the request,
+ * perhaps after it committed). Errors are read by `type`, as they cross NATS as plain objects.
+ */
+export function changedNothing(err: unknown, action: string): boolean {
+  if (toHttpError(err).status < 500) return true;
+  const { type, data } = (err ?? {}) as { type?: unknown; data?: { action?: unknown } };
+  return typeof type === 'string' && NEVER_STARTED.has(type) && data?.action === action;
+}
+
+/** The 409 of a held key, with the seconds until it is released at the latest. */
+function keyHeld(ttlMs: number) {
+  const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
+  return conflict(
+    `A request with this Idempotency-Key is still in progress or its outcome is unknown; retry after ${seconds} second${seconds === 1 ? '' : 's'}`,
+    { retryAfter: seconds },
+  );
 }
 
 /**
@@ -194,11 +220,7 @@ export class IdempotencyStore {
           'This Idempotency-Key was already used for a different request; send a new key for a new request',
         );
       }
-      if (!entry.response) {
-        throw conflict(
-          'A request with this Idempotency-Key is still being processed; retry it in a few seconds',
-        );
-      }
+      if (!entry.response) throw keyHeld(await this.redis.pttl(redisKey));
       return { kind: 'replay', response: entry.response };
     }
     throw conflict('This Idempotency-Key is changing hands; retry in a moment');
@@ -221,8 +243,8 @@ export class IdempotencyStore {
       },
       // A refused request frees its key; one whose outcome is unknown (a timeout, a crash)
       // keeps it until pendingMs passes, so a retry cannot do the work twice meanwhile.
-      fail: async (err) => {
-        if (!changedNothing(err)) return;
+      fail: async (err, action) => {
+        if (!changedNothing(err, action)) return;
         // Unreleased, the key only waits out pendingMs.
         await this.redis.del(redisKey).catch(() => undefined);
       },

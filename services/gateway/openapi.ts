@@ -188,7 +188,10 @@ function documentedHeaders(status: number, quota: boolean, idempotent: boolean) 
       headers[name] = headerRef(name.replace(/-/g, ''));
     }
   }
-  if (status === 429) headers['Retry-After'] = headerRef('RetryAfter');
+  // A 409 of a held Idempotency-Key says when the key is released at the latest.
+  if (status === 429 || (idempotent && status === 409)) {
+    headers['Retry-After'] = headerRef('RetryAfter');
+  }
   if (idempotent && status < 300) headers[REPLAYED_HEADER] = headerRef('IdempotentReplayed');
   return headers;
 }

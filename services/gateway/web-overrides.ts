@@ -89,6 +89,7 @@ export function writeError(
     res.destroy();
     return;
   }
+  if (httpError.retryAfter) res.setHeader('Retry-After', String(httpError.retryAfter));
   sendJson(
     res,
     httpError.status,
@@ -213,7 +214,7 @@ export async function callAction(
     deps.send(req, res, data);
     return true;
   } catch (err) {
-    await claim?.fail(err);
+    await claim?.fail(err, aliasAction(req));
     throw err;
   } finally {
     if (flow) {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { connectRedis, createRedis } from '../../libs/redis';
-import { badRequest } from '../../libs/errors';
+import { Errors } from 'moleculer';
+import { badRequest, serviceUnavailable } from '../../libs/errors';
 import { IdempotencyStore } from '../../services/gateway/idempotency';
 import { expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
@@ -47,7 +48,12 @@ describe('Idempotency-Key on POST /api', () => {
     expect(created.length).toBeGreaterThanOrEqual(1);
     expect(new Set(created.map((r) => r.body.data.id)).size).toBe(1);
     for (const reply of replies.filter((r) => r.status !== 201)) {
-      expectErrorEnvelope(reply, 409, /still being processed; retry/);
+      expectErrorEnvelope(
+        reply,
+        409,
+        /still in progress or its outcome is unknown; retry after \d+ seconds/,
+      );
+      expect(Number(reply.headers.get('retry-after'))).toBeGreaterThan(0);
     }
     expect((await packageIds(stack.alice)).length).toBe(before + 1);
   });
@@ -156,14 +162,61 @@ describe('IdempotencyStore on Redis', () => {
   it('keeps the key of a request whose outcome is unknown until pendingMs passes', async () => {
     const first = await store.claim('u1', 'k-timeout', 'fp');
     expect(first.kind).toBe('first');
-    if (first.kind === 'first') await first.fail({ type: 'REQUEST_TIMEOUT', code: 504 });
+    if (first.kind === 'first') {
+      await first.fail({ type: 'REQUEST_TIMEOUT', code: 504 }, 'package.save');
+    }
     await expect(store.claim('u1', 'k-timeout', 'fp')).rejects.toMatchObject({ code: 409 });
   });
 
   it('releases the key of a refused request', async () => {
     const first = await store.claim('u1', 'k-refused', 'fp');
-    if (first.kind === 'first') await first.fail(badRequest('no'));
+    if (first.kind === 'first') await first.fail(badRequest('no'), 'package.save');
     expect((await store.claim('u1', 'k-refused', 'fp')).kind).toBe('first');
+  });
+
+  // A 503 is no proof that nothing happened: the node may have committed before it dropped.
+  it.each<[string, unknown]>([
+    [
+      'REQUEST_REJECTED (the node went away with the request)',
+      new Errors.RequestRejectedError({ action: 'package.save', nodeID: 'package-1' }),
+    ],
+    [
+      'the same error as it crosses NATS, a plain object',
+      { name: 'RequestRejectedError', type: 'REQUEST_REJECTED', code: 503, data: {} },
+    ],
+    ['a 503 of a dependency, raised by the service', serviceUnavailable('S3 is unavailable')],
+    [
+      'SERVICE_NOT_AVAILABLE of another action the service called',
+      new Errors.ServiceNotAvailableError({ action: 'geo.route', nodeID: 'geo-1' }),
+    ],
+  ])('keeps the key after %s, and says when to retry', async (_name, err) => {
+    const key = `k-${randomUUID()}`;
+    const first = await store.claim('u1', key, 'fp');
+    expect(first.kind).toBe('first');
+    if (first.kind === 'first') await first.fail(err, 'package.save');
+    await expect(store.claim('u1', key, 'fp')).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringMatching(
+        /^A request with this Idempotency-Key is still in progress or its outcome is unknown; retry after (59|60) seconds$/,
+      ),
+      data: { retryAfter: expect.any(Number) },
+    });
+  });
+
+  it.each<[string, unknown]>([
+    [
+      'SERVICE_NOT_FOUND of the action called (no node runs it)',
+      new Errors.ServiceNotFoundError({ action: 'package.save' }),
+    ],
+    [
+      'SERVICE_NOT_AVAILABLE of the action called (its node was stopping)',
+      new Errors.ServiceNotAvailableError({ action: 'package.save', nodeID: 'package-1' }),
+    ],
+  ])('releases the key after %s: it never started', async (_name, err) => {
+    const key = `k-${randomUUID()}`;
+    const first = await store.claim('u1', key, 'fp');
+    if (first.kind === 'first') await first.fail(err, 'package.save');
+    expect((await store.claim('u1', key, 'fp')).kind).toBe('first');
   });
 
   it('replays a completed answer, status and headers included', async () => {

@@ -1,6 +1,19 @@
 import fc from 'fast-check';
+import { Errors } from 'moleculer';
+import {
+  badRequest,
+  conflict,
+  forbidden,
+  notFound,
+  quotaExceeded,
+  serviceUnavailable,
+  unauthorized,
+  unprocessable,
+  validationError,
+} from '../../../libs/errors';
 import {
   canonicalJson,
+  changedNothing,
   idempotencyToken,
   readIdempotencyKey,
   requestFingerprint,
@@ -75,6 +88,55 @@ describe('readIdempotencyKey', () => {
       );
     },
   );
+});
+
+describe('changedNothing: which failures free the key', () => {
+  const called = 'package.save';
+  const target = { action: called, nodeID: 'package-1' };
+  const other = { action: 'geo.route', nodeID: 'geo-1' };
+  /** How an error reaches the gateway from another node: a plain object. */
+  const wire = (err: Errors.MoleculerError) => ({
+    name: err.name,
+    message: err.message,
+    code: err.code,
+    type: err.type,
+    data: err.data,
+  });
+
+  it.each<[string, unknown]>([
+    ['a validation error', validationError('Validation failed', [])],
+    ["moleculer's own ValidationError", new Errors.ValidationError('bad', 'VALIDATION_ERROR')],
+    ['a bad request', badRequest('no')],
+    ['401', unauthorized('no key')],
+    ['403', forbidden('not yours')],
+    ['404', notFound('no such package')],
+    ['409 of a service', conflict('taken')],
+    ['422', unprocessable('no')],
+    ['429', quotaExceeded()],
+    ['SERVICE_NOT_FOUND of the action called', new Errors.ServiceNotFoundError(target)],
+    ['SERVICE_NOT_AVAILABLE of the action called', new Errors.ServiceNotAvailableError(target)],
+    ['QUEUE_FULL of the action called', new Errors.QueueIsFullError(target)],
+    ['the same, across NATS', wire(new Errors.ServiceNotAvailableError(target))],
+  ])('frees it after %s', (_name, err) => {
+    expect(changedNothing(err, called)).toBe(true);
+  });
+
+  it.each<[string, unknown]>([
+    ['REQUEST_REJECTED (the node dropped)', new Errors.RequestRejectedError(target)],
+    ['REQUEST_REJECTED, across NATS', wire(new Errors.RequestRejectedError(target))],
+    ['a timeout', new Errors.RequestTimeoutError(target)],
+    ['a skipped request', new Errors.RequestSkippedError(target)],
+    ['a 503 of a dependency', serviceUnavailable('S3 is unavailable')],
+    ['SERVICE_NOT_FOUND of another action', new Errors.ServiceNotFoundError(other)],
+    ['SERVICE_NOT_AVAILABLE of another action', new Errors.ServiceNotAvailableError(other)],
+    ['QUEUE_FULL of another action', new Errors.QueueIsFullError(other)],
+    ['a bug', new Error('undefined is not a function')],
+    ['a moleculer server error', new Errors.MoleculerServerError('boom', 500, 'X', {})],
+    ['anything thrown', 'a string'],
+    ['nothing at all', undefined],
+  ])('keeps it after %s', (_name, err) => {
+    expect(changedNothing(err, called)).toBe(false);
+  });
 });
 
 describe('takesIdempotencyKey', () => {

@@ -388,7 +388,10 @@ describe('buildOpenApi of api and file routes', () => {
     expect(create.parameters).toContainEqual(
       expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }),
     );
-    expect(create.responses['409'].description).toMatch(/still being processed/);
+    expect(create.responses['409'].description).toMatch(
+      /still in progress or its outcome is unknown; retry after the seconds in `Retry-After`/,
+    );
+    expect(create.responses['409'].headers).toHaveProperty('Retry-After');
     expect(create.responses['422'].description).toMatch(/different request/);
     const others = [
       apiOp('/api/things', 'get'),

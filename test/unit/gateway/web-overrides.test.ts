@@ -185,6 +185,27 @@ describe('writeError', () => {
     expect(log.errors).toEqual([]);
   });
 
+  it('sends Retry-After when the error says when to retry', () => {
+    const res = new FakeResponse();
+    const err = conflict('held', { retryAfter: 30 });
+    writeError(
+      { environment: 'live', logger: logger().logger },
+      fakeRequest(),
+      res.asServerResponse(),
+      err,
+    );
+    expect(res.statusCode).toBe(409);
+    expect(res.getHeader('retry-after')).toBe('30');
+    const plain = new FakeResponse();
+    writeError(
+      { environment: 'live', logger: logger().logger },
+      fakeRequest(),
+      plain.asServerResponse(),
+      conflict('taken'),
+    );
+    expect(plain.hasHeader('retry-after')).toBe(false);
+  });
+
   it('logs a failure of ours and answers a generic 500', () => {
     const log = logger();
     const res = new FakeResponse();
@@ -345,8 +366,8 @@ describe('callAction', () => {
     const { store } = claiming({
       kind: 'first',
       complete: async () => true,
-      fail: async (err) => {
-        failed.push(err);
+      fail: async (...args) => {
+        failed.push(args);
       },
     });
     const refusal = conflict('taken');
@@ -358,7 +379,7 @@ describe('callAction', () => {
       callAction(d, route, req, new FakeResponse().asServerResponse(), {}, false),
     );
     expect(err).toBe(refusal);
-    expect(failed).toEqual([refusal]);
+    expect(failed).toEqual([[refusal, 'package.save']]);
     expect(sent).toEqual([]);
   });
 

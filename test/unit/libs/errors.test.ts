@@ -153,6 +153,15 @@ describe('toHttpError of errors that crossed the transporter', () => {
     expect(http.message).toBe('from another node');
   });
 
+  it('keeps when to retry (a positive whole number of seconds), and nothing else', () => {
+    const held = overTheWire(conflict('held', { retryAfter: 42 }));
+    expect(toHttpError(held)).toMatchObject({ status: 409, retryAfter: 42 });
+    for (const retryAfter of [0, -1, 1.5, '42', null]) {
+      const odd = { type: 'CONFLICT', message: 'x', data: { retryAfter } };
+      expect(toHttpError(odd)).not.toHaveProperty('retryAfter');
+    }
+  });
+
   it('trusts the type over the code', () => {
     expect(toHttpError({ type: 'CONFLICT', code: 500, message: 'dup' }).status).toBe(409);
   });
