@@ -95,16 +95,43 @@ export function readIdempotencyKey(header: string | string[] | undefined): strin
   return header;
 }
 
-/** JSON with object keys sorted at every depth: equal values, equal text. */
+/**
+ * JSON with object keys sorted at every depth: equal values, equal text. Iterative, so no
+ * nesting overflows the stack. The text must not change between releases: fingerprints of
+ * keys in Redis outlive a deploy.
+ */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => compareText(a, b));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  const out: string[] = [];
+  // What is left to write, last first: a value (boxed), or text to write as it is.
+  const todo: ({ value: unknown } | string)[] = [{ value }];
+  for (let item = todo.pop(); item !== undefined; item = todo.pop()) {
+    if (typeof item === 'string') {
+      out.push(item);
+      continue;
+    }
+    const current = item.value;
+    if (Array.isArray(current)) {
+      out.push('[');
+      todo.push(']');
+      for (let i = current.length - 1; i >= 0; i--) {
+        todo.push({ value: current[i] });
+        if (i > 0) todo.push(',');
+      }
+    } else if (current !== null && typeof current === 'object') {
+      const entries = Object.entries(current as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => compareText(a, b));
+      out.push('{');
+      todo.push('}');
+      for (let i = entries.length - 1; i >= 0; i--) {
+        todo.push({ value: entries[i][1] }, `${JSON.stringify(entries[i][0])}:`);
+        if (i > 0) todo.push(',');
+      }
+    } else {
+      out.push(JSON.stringify(current) ?? 'null');
+    }
   }
-  return JSON.stringify(value) ?? 'null';
+  return out.join('');
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url');

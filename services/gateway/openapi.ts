@@ -2,6 +2,7 @@ import type Joi from '../../libs/joi';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import type { HttpRoute, ServiceDefinition } from '../../libs/service';
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER, takesIdempotencyKey } from './idempotency';
+import { MAX_JSON_DEPTH } from './json-body';
 import { ComponentSchemas, type JsonSchema } from './json-schema';
 import { collectRoutes, type RouteEntry } from './routes';
 
@@ -12,7 +13,7 @@ import { collectRoutes, type RouteEntry } from './routes';
  */
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid input; `errors` lists each field',
+  400: `Invalid input; \`errors\` lists each field. Also malformed JSON, or JSON nested more than ${MAX_JSON_DEPTH} levels deep`,
   401: 'Missing, malformed, unknown, revoked or other-environment credentials',
   403: 'Not allowed for this key or token',
   404: 'Not found',

@@ -2,6 +2,7 @@ import type { Config } from '../../libs/config';
 import type { RouteGroup } from '../../libs/service';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
+import { jsonBodyGuard } from './json-body';
 import { GROUP_BASE, aliasesFor, type RouteEntry } from './routes';
 import type { AfterCall } from './web-overrides';
 
@@ -56,7 +57,8 @@ export function gatewayRoutes(options: RouteTableOptions) {
       path: GROUP_BASE[group],
       aliases: aliasesFor(options.entries, group, body),
       bodyParsers: body === 'json' ? jsonBody : false,
-      use: options.use(group),
+      // The parsed body is cleaned after the caller is known and before params are built.
+      use: body === 'json' ? [...options.use(group), jsonBodyGuard] : options.use(group),
       ...(body === 'stream' ? { onBeforeCall: describeStreamBody } : {}),
     })),
   );

@@ -1,11 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
+import { MAX_JSON_DEPTH, PROTOTYPE_KEYS } from '../../services/gateway/json-body';
 import { adminHeaders, expectErrorEnvelope, request, type Reply } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 
 /**
  * Generated bad input against the running stack: whatever the body, an endpoint answers a 2xx
  * or a 4xx in the error envelope, never a 5xx. Bodies are valid ones with fields replaced by
- * arbitrary JSON, fields added, or arbitrary JSON altogether.
+ * arbitrary JSON, fields added (prototype keys among them), or arbitrary JSON altogether;
+ * some are nested deep, around the nesting limit and far beyond it; some carry an
+ * Idempotency-Key, whose fingerprint reads the whole body.
  */
 const CDN = 'https://cdn.waybill.test';
 const stack = useMerchantStack({
@@ -118,6 +122,48 @@ function replaced(value: Json, path: (string | number)[], by: Json): Json {
   return copy;
 }
 
+/** The value at `path`. */
+const valueAt = (value: Json, path: (string | number)[]): Json =>
+  path.reduce<Json>((v, key) => (v as Record<string | number, Json>)[key], value);
+
+/**
+ * `value` with an own property `key` added to the object at `path`. Defined, not assigned:
+ * assigning `__proto__` would set the prototype instead, and JSON would never show it.
+ */
+function withOwnKey(value: Json, path: (string | number)[], key: string, by: Json): Json {
+  const copy = { ...(valueAt(value, path) as object) };
+  Object.defineProperty(copy, key, {
+    value: by,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
+  return replaced(value, path, copy);
+}
+
+/** Paths of the plain objects in a value, its root included. */
+const objectPaths = (value: Json) =>
+  [[], ...pathsOf(value)].filter((path) => {
+    const v = valueAt(value, path);
+    return v !== null && typeof v === 'object' && !Array.isArray(v);
+  });
+
+/** A valid body with prototype keys added to any of its objects, holding arbitrary JSON. */
+function withPrototypeKeys(valid: Record<string, unknown>) {
+  return fc
+    .array(
+      fc.tuple(
+        fc.constantFrom(...objectPaths(valid)),
+        fc.constantFrom(...PROTOTYPE_KEYS),
+        fc.jsonValue({ maxDepth: 2 }),
+      ),
+      { minLength: 1, maxLength: 3 },
+    )
+    .map((additions) =>
+      additions.reduce<Json>((acc, [path, key, by]) => withOwnKey(acc, path, key, by), valid),
+    );
+}
+
 /** A valid body with some fields, at any depth, replaced by arbitrary JSON; maybe a stray one. */
 function mutated(valid: Record<string, unknown>) {
   const paths = pathsOf(valid);
@@ -127,11 +173,16 @@ function mutated(valid: Record<string, unknown>) {
         minLength: 1,
         maxLength: 4,
       }),
-      fc.option(fc.tuple(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 2 }))),
+      fc.option(
+        fc.tuple(
+          fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom(...PROTOTYPE_KEYS)),
+          fc.jsonValue({ maxDepth: 2 }),
+        ),
+      ),
     )
     .map(([changes, stray]) => {
       let body = changes.reduce<Json>((acc, [path, by]) => replaced(acc, path, by), valid);
-      if (stray) body = { ...(body as object), [stray[0]]: stray[1] };
+      if (stray) body = withOwnKey(body, [], stray[0], stray[1]);
       return body;
     });
 }
@@ -139,8 +190,38 @@ function mutated(valid: Record<string, unknown>) {
 const anyBody = (valid: Record<string, unknown>) =>
   fc.oneof(
     { weight: 4, arbitrary: mutated(valid) },
+    { weight: 1, arbitrary: withPrototypeKeys(valid) },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   );
+
+/** JSON text of arrays nested `depth` deep around `inner`. */
+const nestedArrays = (depth: number, inner = '0') =>
+  `${'['.repeat(depth)}${inner}${']'.repeat(depth)}`;
+
+/** The JSON text of a valid body whose field at `path` is replaced by `depth` nested arrays. */
+function deeplyNested(valid: Record<string, unknown>, path: (string | number)[], depth: number) {
+  const marker = '"@@nested@@"';
+  return JSON.stringify(replaced(valid, path, '@@nested@@')).replace(marker, nestedArrays(depth));
+}
+
+/** How deep the deepest array or object of a JSON text is nested (the body itself is 1). */
+function depthOf(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '[' || c === '{') deepest = Math.max(deepest, ++depth);
+    else if (c === ']' || c === '}') depth--;
+  }
+  return deepest;
+}
+
+const DEPTH_MESSAGE = `nested more than ${MAX_JSON_DEPTH} levels deep`;
 
 function expectNoServerError(reply: Reply, body: unknown): void {
   if (reply.status >= 500) {
@@ -161,16 +242,104 @@ describe('generated bad input never makes a 5xx', () => {
       status: expect.any(Number),
     });
     expect(valid.status < 300 ? 'accepted' : valid.text).toBe('accepted');
+    // Some requests carry an Idempotency-Key: the gateway fingerprints their bodies first.
     await fc.assert(
-      fc.asyncProperty(anyBody(target.valid()), async (body) => {
+      fc.asyncProperty(anyBody(target.valid()), fc.option(fc.uuid()), async (body, key) => {
         const reply = await request(stack.node.url, target.method, target.path, {
-          headers,
+          headers: key ? { ...headers, 'idempotency-key': key } : headers,
           json: body,
         });
         expectNoServerError(reply, body);
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it.each(TARGETS.map((t) => [`${t.method} ${t.path}`, t] as const))(
+    '%s: nesting up to the limit is read, deeper is a 400 that says the limit',
+    async (_, target) => {
+      const headers = target.admin ? adminHeaders : { 'api-key': stack.alice.key };
+      const valid = target.valid();
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...pathsOf(valid)),
+          fc.oneof(
+            fc.integer({ min: 1, max: 2 * MAX_JSON_DEPTH }),
+            fc.integer({ min: MAX_JSON_DEPTH - 3, max: MAX_JSON_DEPTH + 3 }),
+            fc.constant(100_000),
+          ),
+          fc.option(fc.uuid()),
+          async (path, depth, key) => {
+            const raw = deeplyNested(valid, path, depth);
+            const reply = await request(stack.node.url, target.method, target.path, {
+              headers: {
+                ...headers,
+                'content-type': 'application/json',
+                ...(key ? { 'idempotency-key': key } : {}),
+              },
+              raw,
+            });
+            expectNoServerError(reply, `${depth} levels at ${path.join('.')}`);
+            if (depthOf(raw) > MAX_JSON_DEPTH) {
+              expectErrorEnvelope(reply, 400, new RegExp(DEPTH_MESSAGE));
+            } else {
+              expect(reply.body?.message ?? '').not.toMatch(DEPTH_MESSAGE);
+            }
+          },
+        ),
+        { numRuns: Math.ceil(RUNS / 4) },
+      );
+    },
+  );
+
+  it.each(['/api/pricing', '/api/route', '/api/package'])(
+    '%s: prototype keys anywhere in a valid body are dropped, the body is served as it is',
+    async (path) => {
+      const target = TARGETS.find((t) => t.path === path) as Target;
+      const headers = { 'api-key': stack.alice.key };
+      await fc.assert(
+        fc.asyncProperty(withPrototypeKeys(target.valid()), async (body) => {
+          const reply = await request(stack.node.url, 'POST', path, { headers, json: body });
+          expect({ status: reply.status, body: JSON.stringify(body) }).toMatchObject({
+            status: path === '/api/package' ? 201 : 200,
+          });
+        }),
+        { numRuns: Math.ceil(RUNS / 4) },
+      );
+    },
+  );
+
+  it.each(['/api/pricing', '/api/route', '/api/package'])(
+    '%s: a top-level __proto__ never stands in for the body',
+    async (path) => {
+      // The fields a valid body needs, sent only as its __proto__: nothing was sent.
+      const target = TARGETS.find((t) => t.path === path) as Target;
+      const raw = `{"__proto__":${JSON.stringify(target.valid())}}`;
+      const reply = await request(stack.node.url, 'POST', path, {
+        headers: { 'api-key': stack.alice.key, 'content-type': 'application/json' },
+        raw,
+      });
+      expectErrorEnvelope(reply, 400);
+    },
+  );
+
+  it('a 256 KB body of nested arrays is a 400 naming the limit, with an Idempotency-Key too', async () => {
+    const depth = 128 * 1024 - 10;
+    for (const key of [randomUUID(), undefined]) {
+      const reply = await request(stack.node.url, 'POST', '/api/package', {
+        headers: {
+          'api-key': stack.alice.key,
+          'content-type': 'application/json',
+          ...(key ? { 'idempotency-key': key } : {}),
+        },
+        raw: `{"name":${nestedArrays(depth)}}`,
+      });
+      expectErrorEnvelope(
+        reply,
+        400,
+        `The JSON body is nested more than ${MAX_JSON_DEPTH} levels deep; send at most ${MAX_JSON_DEPTH} levels of objects and arrays`,
+      );
+    }
   });
 
   it('nor do malformed JSON, wrong content types and odd query strings', async () => {

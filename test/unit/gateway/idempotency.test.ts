@@ -42,6 +42,22 @@ describe('canonicalJson', () => {
 
   it('leaves out undefined fields, as JSON does', () => {
     expect(canonicalJson({ a: undefined, b: 1 })).toBe('{"b":1}');
+    expect(canonicalJson([undefined, 'x', { '': [] }])).toBe('[null,"x",{"":[]}]');
+  });
+
+  it('writes any nesting without overflowing the stack (a 256 KB body of arrays)', () => {
+    const depth = 131_000;
+    const deep = JSON.parse(`${'['.repeat(depth)}1${']'.repeat(depth)}`);
+    expect(canonicalJson(deep)).toBe(`${'['.repeat(depth)}1${']'.repeat(depth)}`);
+    expect(canonicalJson({ b: deep, a: 1 })).toBe(
+      `{"a":1,"b":${'['.repeat(depth)}1${']'.repeat(depth)}}`,
+    );
+  });
+
+  it('keeps __proto__ as the own key JSON.parse makes it', () => {
+    expect(canonicalJson(JSON.parse('{"b":1,"__proto__":{"x":1}}'))).toBe(
+      '{"__proto__":{"x":1},"b":1}',
+    );
   });
 
   it('gives the same text whatever the key order, and parses back to the value (property)', () => {

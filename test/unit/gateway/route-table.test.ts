@@ -1,5 +1,6 @@
 import type { HttpRoute } from '../../../libs/service';
 import type { Middleware } from '../../../services/gateway/edge';
+import { jsonBodyGuard } from '../../../services/gateway/json-body';
 import { describeStreamBody, gatewayRoutes } from '../../../services/gateway/route-table';
 import { GROUP_BASE, type RouteEntry } from '../../../services/gateway/routes';
 import { fakeRequest } from './fake-http';
@@ -84,11 +85,18 @@ describe('gatewayRoutes', () => {
   });
 
   it("runs each group's middlewares, and only the access log on ops", () => {
-    expect(labels(byName['api-json'].use)).toEqual(['log', 'auth-api']);
     expect(labels(byName['file-stream'].use)).toEqual(['log', 'auth-file']);
     expect(labels(byName['admin-stream'].use)).toEqual(['log', 'auth-admin']);
     expect(labels(byName.ops.use)).toEqual(['log']);
     expect(Object.keys(byName.ops.aliases)).toEqual(['GET /health/live']);
+  });
+
+  it('cleans JSON bodies last, once the caller is known and before params are built', () => {
+    for (const name of ['api-json', 'file-json', 'admin-json']) {
+      const use = byName[name].use;
+      expect(labels(use.slice(0, -1))).toEqual(['log', `auth-${name.split('-')[0]}`]);
+      expect(use.at(-1)).toBe(jsonBodyGuard);
+    }
   });
 });
 

@@ -1,0 +1,53 @@
+import { badRequest } from '../../libs/errors';
+import type { Middleware } from './edge';
+import type { GatewayRequest } from './http';
+
+/**
+ * Parsed JSON bodies are cleaned before anything reads them. JSON.parse makes `"__proto__"`
+ * an own key, which moleculer-web's `Object.assign` of the params then turns into the
+ * params' prototype (a body could stand in for its fields in one process and not over NATS),
+ * and deep nesting overflows any recursive reader. A reviver cannot do this: V8 revives
+ * recursively, so it overflows on the very bodies it should refuse.
+ */
+
+/** Deepest nesting of objects and arrays accepted; the body itself is level 1. */
+export const MAX_JSON_DEPTH = 400;
+
+/** Keys that name prototype machinery: no field of ours is called so, and none may reach a service. */
+export const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
+
+/**
+ * Removes the prototype keys at every depth, in place, and refuses (400) a value nested
+ * deeper than `maxDepth`. Iterative, so no nesting overflows it; linear in the value's size.
+ */
+export function cleanJsonBody(value: unknown, maxDepth = MAX_JSON_DEPTH): void {
+  const pending: [object, number][] = [];
+  const visit = (child: unknown, depth: number) => {
+    if (child !== null && typeof child === 'object') pending.push([child, depth]);
+  };
+  visit(value, 1);
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [node, depth] = next;
+    if (depth > maxDepth) {
+      throw badRequest(
+        `The JSON body is nested more than ${maxDepth} levels deep; send at most ${maxDepth} levels of objects and arrays`,
+      );
+    }
+    if (!Array.isArray(node)) {
+      for (const key of PROTOTYPE_KEYS) {
+        if (Object.hasOwn(node, key)) delete (node as Record<string, unknown>)[key];
+      }
+    }
+    for (const child of Object.values(node)) visit(child, depth + 1);
+  }
+}
+
+/** The middleware of JSON routes: runs after the body parser, before the params are built. */
+export const jsonBodyGuard: Middleware = (req, _res, next) => {
+  try {
+    cleanJsonBody((req as GatewayRequest & { body?: unknown }).body);
+    next();
+  } catch (err) {
+    next(err);
+  }
+};

@@ -1,0 +1,107 @@
+import fc from 'fast-check';
+import {
+  MAX_JSON_DEPTH,
+  PROTOTYPE_KEYS,
+  cleanJsonBody,
+  jsonBodyGuard,
+} from '../../../services/gateway/json-body';
+import { FakeResponse, fakeRequest } from './fake-http';
+
+/** Arrays nested `depth` deep, the outermost included, around `inner`. */
+const nested = (depth: number, inner: unknown = 0): unknown =>
+  JSON.parse(`${'['.repeat(depth)}${JSON.stringify(inner)}${']'.repeat(depth)}`);
+
+/** Every own key of every object in a value, at any depth. */
+function allKeys(value: unknown): string[] {
+  if (value === null || typeof value !== 'object') return [];
+  const own = Array.isArray(value) ? [] : Object.keys(value);
+  return [...own, ...Object.values(value).flatMap(allKeys)];
+}
+
+/** JSON values as JSON.parse makes them, with prototype keys (own keys) among their keys. */
+const { parsedJson } = fc.letrec((tie) => ({
+  parsedJson: fc.oneof(
+    { depthSize: 'small' },
+    fc.jsonValue({ maxDepth: 0 }),
+    fc.array(tie('parsedJson'), { maxLength: 3 }),
+    tie('object'),
+  ),
+  object: fc
+    .array(
+      fc.tuple(
+        fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom(...PROTOTYPE_KEYS)),
+        tie('parsedJson'),
+      ),
+      { maxLength: 4 },
+    )
+    // Through JSON text, as the body parser makes them: `__proto__` becomes an own key.
+    .map((entries) =>
+      JSON.parse(
+        `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`,
+      ),
+    ),
+}));
+
+describe('cleanJsonBody', () => {
+  it('drops __proto__, constructor and prototype keys at every depth, as own keys', () => {
+    const body = JSON.parse(
+      '{"__proto__":{"admin":true},"a":{"constructor":{"prototype":{"x":1}},"b":[{"prototype":1,"c":2}]}}',
+    );
+    cleanJsonBody(body);
+    expect(body).toEqual({ a: { b: [{ c: 2 }] } });
+    expect(Object.getPrototypeOf(body)).toBe(Object.prototype);
+    expect(Object.assign({}, body).admin).toBeUndefined();
+  });
+
+  it('leaves every other key and value as it was (property)', () => {
+    fc.assert(
+      fc.property(parsedJson, (value) => {
+        const expected = JSON.stringify(value, (k, v) =>
+          PROTOTYPE_KEYS.includes(k) ? undefined : v,
+        );
+        cleanJsonBody(value);
+        expect(allKeys(value).filter((k) => PROTOTYPE_KEYS.includes(k))).toEqual([]);
+        expect(JSON.stringify(value)).toBe(expected);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it(`accepts ${MAX_JSON_DEPTH} levels and refuses one more with a 400 that says the limit`, () => {
+    expect(() => cleanJsonBody(nested(MAX_JSON_DEPTH))).not.toThrow();
+    expect(() => cleanJsonBody({ a: nested(MAX_JSON_DEPTH - 1) })).not.toThrow();
+    for (const deep of [nested(MAX_JSON_DEPTH + 1), { a: nested(MAX_JSON_DEPTH) }]) {
+      expect(() => cleanJsonBody(deep)).toThrow(
+        expect.objectContaining({
+          code: 400,
+          message: `The JSON body is nested more than ${MAX_JSON_DEPTH} levels deep; send at most ${MAX_JSON_DEPTH} levels of objects and arrays`,
+        }),
+      );
+    }
+  });
+
+  it('reads any nesting without overflowing the stack (a 256 KB body of arrays)', () => {
+    expect(() => cleanJsonBody(nested(131_000))).toThrow(expect.objectContaining({ code: 400 }));
+    expect(() => cleanJsonBody(nested(131_000), Infinity)).not.toThrow();
+  });
+
+  it('leaves what is not an object alone', () => {
+    for (const value of [undefined, null, 1, 'text', true]) {
+      expect(() => cleanJsonBody(value)).not.toThrow();
+    }
+  });
+});
+
+describe('jsonBodyGuard', () => {
+  it('cleans req.body and goes on, or hands the refusal to next', () => {
+    const req = Object.assign(fakeRequest(), { body: JSON.parse('{"__proto__":{"x":1},"a":1}') });
+    const calls: unknown[][] = [];
+    jsonBodyGuard(req, new FakeResponse().asServerResponse(), (...args) => calls.push(args));
+    expect(calls).toEqual([[]]);
+    expect(req.body).toEqual({ a: 1 });
+
+    const deep = Object.assign(fakeRequest(), { body: nested(MAX_JSON_DEPTH + 1) });
+    jsonBodyGuard(deep, new FakeResponse().asServerResponse(), (...args) => calls.push(args));
+    expect(calls[1][0]).toMatchObject({ code: 400 });
+  });
+});
