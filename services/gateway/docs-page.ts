@@ -1,6 +1,11 @@
+import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream';
+import { notFound } from '../../libs/errors';
+import type { Next } from './edge';
+import type { GatewayRequest } from './http';
 
 /** Swagger UI, served from the installed package so the docs work offline. */
 const SWAGGER_UI_DIR = dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -28,13 +33,47 @@ export const DOCS_HTML = `<!doctype html>
 </html>
 `;
 
-/** Streams one whitelisted Swagger UI file; false when the name is not one of them. */
-export function sendDocsAsset(name: string, res: ServerResponse): boolean {
+/**
+ * Streams one whitelisted file of `dir`; false when the name is not one of them. A file that
+ * cannot be read rejects before anything is sent, so it can still be answered in the envelope;
+ * a failure once bytes went out can only cut the connection, which `pipeline` does, closing
+ * the file too (also when the client leaves early).
+ */
+export async function sendDocsAsset(
+  name: string,
+  res: ServerResponse,
+  dir = SWAGGER_UI_DIR,
+): Promise<boolean> {
   const type = ASSETS[name];
   if (!type) return false;
+  const file = createReadStream(join(dir, name));
+  try {
+    // The first chunk (or the end) is read before the status is set: opening and the first
+    // read are where a missing or unreadable file fails.
+    await once(file, 'readable');
+  } catch (err) {
+    file.destroy();
+    throw err;
+  }
   res.statusCode = 200;
   res.setHeader('Content-Type', type);
   res.setHeader('Cache-Control', 'public, max-age=86400');
-  createReadStream(join(SWAGGER_UI_DIR, name)).pipe(res);
+  pipeline(file, res, () => {
+    // Nothing left to answer: the headers are out, and pipeline has closed both ends.
+  });
   return true;
+}
+
+/** `GET /docs/assets/:file`: the files of `dir` (Swagger UI's by default). */
+export function docsAssetRoute(dir = SWAGGER_UI_DIR) {
+  return (
+    req: GatewayRequest & { $params?: { file?: string } },
+    res: ServerResponse,
+    next: Next,
+  ): void => {
+    sendDocsAsset(String(req.$params?.file ?? ''), res, dir).then(
+      (sent) => sent || next(notFound('No such docs asset')),
+      (err: unknown) => next(err),
+    );
+  };
 }

@@ -2,11 +2,9 @@ import type { ServerResponse } from 'node:http';
 import type { ServiceBroker } from 'moleculer';
 import type { AppEnvironment } from '../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
-import { notFound } from '../../libs/errors';
 import { readiness } from '../../libs/health';
 import type { ServiceDefinition } from '../../libs/service';
-import { DOCS_HTML, sendDocsAsset } from './docs-page';
-import type { Next } from './edge';
+import { DOCS_HTML, docsAssetRoute } from './docs-page';
 import { describeRequest, sendJson, type GatewayRequest } from './http';
 import { buildOpenApi } from './openapi';
 
@@ -52,14 +50,6 @@ export function opsAliases(options: OpsRoutesOptions) {
       res.setHeader('Content-Type', 'text/html; charset=utf-8');
       res.end(DOCS_HTML);
     },
-    'GET /docs/assets/:file'(
-      req: GatewayRequest & { $params?: { file?: string } },
-      res: ServerResponse,
-      next: Next,
-    ) {
-      if (!sendDocsAsset(String(req.$params?.file ?? ''), res)) {
-        next(notFound('No such docs asset'));
-      }
-    },
+    'GET /docs/assets/:file': docsAssetRoute(),
   };
 }
