@@ -120,7 +120,7 @@ export function createPackageService(config: Config): ServiceDefinition {
           errors: {
             400: 'Invalid input; a package taken by a delivery; or PACKAGE_MAX_OPEN untaken packages already saved',
             404: 'No such package of yours',
-            409: 'The Idempotency-Key is in use by a request not yet answered, or it created a package since deleted (send a new key)',
+            409: 'The Idempotency-Key is held by a request still in progress or of unknown outcome (retry after the seconds in `Retry-After`), or it created a package since deleted (send a new key)',
           },
         },
         params: saveParams(config.cdnBaseUrl),
