@@ -11,11 +11,14 @@ export const ERROR_STATUS = {
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  // Not `REQUEST_TIMEOUT`: that is moleculer's own type for a call that timed out (504).
+  BODY_TIMEOUT: 408,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   UNPROCESSABLE: 422,
   QUOTA_EXCEEDED: 429,
+  TOO_MANY_REQUESTS: 429,
   SERVICE_UNAVAILABLE: 503,
 } as const;
 
@@ -28,7 +31,7 @@ export interface FieldError {
 
 export interface WaybillErrorData {
   errors?: FieldError[];
-  /** Seconds after which a retry may succeed; the gateway sends it as `Retry-After`. */
+  /** Seconds the client should wait before retrying: the answer's `Retry-After`. */
   retryAfter?: number;
 }
 
@@ -37,6 +40,12 @@ export class WaybillError extends Errors.MoleculerError {
     super(message, ERROR_STATUS[type], type, data);
     this.name = 'WaybillError';
   }
+}
+
+/** An error of ours, here or from another node (a plain object there): its type is known. */
+export function isWaybillError(err: unknown): err is WaybillError {
+  const type = (err as { type?: unknown } | null | undefined)?.type;
+  return typeof type === 'string' && Object.hasOwn(ERROR_STATUS, type);
 }
 
 export const badRequest = (message: string, errors?: FieldError[]) =>
@@ -59,12 +68,18 @@ export const unsupportedMediaType = (message: string) =>
 export const quotaExceeded = () => new WaybillError('QUOTA_EXCEEDED', 'API quota exceeded');
 export const serviceUnavailable = (message: string) =>
   new WaybillError('SERVICE_UNAVAILABLE', message);
+/** A refusal for load: nothing is wrong, the client retries after `retryAfter` seconds. */
+export const serviceBusy = (message: string, retryAfter: number) =>
+  new WaybillError('SERVICE_UNAVAILABLE', message, { retryAfter });
+export const tooManyRequests = (message: string, retryAfter: number) =>
+  new WaybillError('TOO_MANY_REQUESTS', message, { retryAfter });
+export const bodyTimeout = (message: string) => new WaybillError('BODY_TIMEOUT', message);
 
 export interface HttpError {
   status: number;
   message: string;
   errors?: FieldError[];
-  /** `Retry-After` of the answer, in seconds, when the error says when to retry. */
+  /** Seconds for `Retry-After`, when the error says when to come back. */
   retryAfter?: number;
   /** True when the cause is ours, not the caller's: log it with its stack. */
   internal: boolean;
@@ -101,11 +116,11 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; message?: string }> = {
   INVALID_REQUEST_TYPE: { status: 415, message: 'Unsupported content type' },
 };
 
-function asRetryAfter(data: unknown): { retryAfter?: number } {
+function retryAfterOf(data: unknown): number | undefined {
   const seconds = (data as { retryAfter?: unknown } | undefined)?.retryAfter;
-  return Number.isSafeInteger(seconds) && (seconds as number) > 0
-    ? { retryAfter: seconds as number }
-    : {};
+  return typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0
+    ? seconds
+    : undefined;
 }
 
 function asFieldErrors(data: unknown): FieldError[] | undefined {
@@ -124,12 +139,15 @@ export function toHttpError(err: unknown): HttpError {
 
   if (type && Object.hasOwn(ERROR_STATUS, type)) {
     const status = ERROR_STATUS[type as ErrorType];
+    const retryAfter = retryAfterOf(e.data);
+    // A refusal that says when to come back is load shedding, not a failure to look into.
+    const internal = status >= 500 && retryAfter === undefined;
     return {
       status,
       message,
       errors: asFieldErrors(e.data),
-      ...asRetryAfter(e.data),
-      internal: status >= 500,
+      ...(retryAfter !== undefined ? { retryAfter } : {}),
+      internal,
     };
   }
   // moleculer-web's own "no node runs this action yet" error has no type.

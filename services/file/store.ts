@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Config } from '../../libs/config';
-import { ERROR_STATUS, notFound, serviceUnavailable, type WaybillError } from '../../libs/errors';
+import { isWaybillError, notFound, serviceUnavailable, type WaybillError } from '../../libs/errors';
 
 /** Smallest part S3 accepts; parts are held in memory while they upload. */
 export const PART_SIZE = 5 * 1024 * 1024;
@@ -39,7 +39,6 @@ export function createS3Client(s3: Config['s3']): S3Client {
 interface S3ErrorLike {
   name?: unknown;
   Code?: unknown;
-  type?: unknown;
 }
 
 /**
@@ -48,10 +47,8 @@ interface S3ErrorLike {
  * errors pass through.
  */
 export function storageError(err: unknown): WaybillError {
+  if (isWaybillError(err)) return err;
   const e = (err ?? {}) as S3ErrorLike;
-  if (typeof e.type === 'string' && Object.hasOwn(ERROR_STATUS, e.type)) {
-    return err as WaybillError;
-  }
   const name = typeof e.name === 'string' ? e.name : typeof e.Code === 'string' ? e.Code : '';
   if (name === 'NoSuchKey' || name === 'NotFound') return notFound('File not found');
   return serviceUnavailable(STORAGE_UNAVAILABLE);

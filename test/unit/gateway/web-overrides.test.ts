@@ -1,5 +1,5 @@
 import { PassThrough, Readable } from 'node:stream';
-import { badRequest, conflict } from '../../../libs/errors';
+import { badRequest, conflict, serviceBusy } from '../../../libs/errors';
 import type { HttpRoute } from '../../../libs/service';
 import { FLOW_STEP, StreamFlows } from '../../../libs/stream-flow';
 import type { Claim, IdempotencyStore } from '../../../services/gateway/idempotency';
@@ -220,6 +220,24 @@ describe('writeError', () => {
     expect(res.body.toString()).not.toMatch(/secret/);
     expect(log.errors).toHaveLength(1);
     expect(log.errors[0][1]).toMatchObject({ requestId: 'req-1', error: err });
+  });
+
+  it('says when to come back with Retry-After, and does not log a refusal for load', () => {
+    const log = logger();
+    const res = new FakeResponse();
+    const err = serviceBusy('The file service is busy with other uploads; retry in 5 seconds', 5);
+    // As it arrives from another node: a plain object.
+    const wire = JSON.parse(JSON.stringify({ ...err, message: err.message }));
+    writeError(
+      { environment: 'live', logger: log.logger },
+      fakeRequest(),
+      res.asServerResponse(),
+      wire,
+    );
+    expect(res.statusCode).toBe(503);
+    expect(res.getHeader('retry-after')).toBe(5);
+    expect(res.json()).toMatchObject({ statusCode: 503, message: err.message });
+    expect(log.errors).toEqual([]);
   });
 
   it('cuts the connection when the headers were already sent', () => {

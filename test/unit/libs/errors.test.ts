@@ -5,13 +5,17 @@ import {
   ERROR_STATUS,
   WaybillError,
   badRequest,
+  bodyTimeout,
   conflict,
   forbidden,
+  isWaybillError,
   methodNotAllowed,
   notFound,
   quotaExceeded,
+  serviceBusy,
   serviceUnavailable,
   toHttpError,
+  tooManyRequests,
   unauthorized,
   unprocessable,
   validationError,
@@ -54,6 +58,9 @@ describe('WaybillError factories', () => {
     ['unprocessable', unprocessable('cannot'), 'UNPROCESSABLE', 422],
     ['quotaExceeded', quotaExceeded(), 'QUOTA_EXCEEDED', 429],
     ['serviceUnavailable', serviceUnavailable('down'), 'SERVICE_UNAVAILABLE', 503],
+    ['serviceBusy', serviceBusy('busy', 5), 'SERVICE_UNAVAILABLE', 503],
+    ['tooManyRequests', tooManyRequests('too many', 5), 'TOO_MANY_REQUESTS', 429],
+    ['bodyTimeout', bodyTimeout('quiet'), 'BODY_TIMEOUT', 408],
   ])('%s builds a WaybillError of type %s and code %d', (_name, err, type, code) => {
     expect(err).toBeInstanceOf(WaybillError);
     expect(err).toBeInstanceOf(Errors.MoleculerError);
@@ -71,6 +78,11 @@ describe('WaybillError factories', () => {
 
   it('badRequest without field errors carries no errors', () => {
     expect((badRequest('bad').data as { errors?: unknown } | undefined)?.errors).toBeUndefined();
+  });
+
+  it('serviceBusy and tooManyRequests carry the seconds to wait in data.retryAfter', () => {
+    expect(serviceBusy('busy', 5).data).toEqual({ retryAfter: 5 });
+    expect(tooManyRequests('too many', 7).data).toEqual({ retryAfter: 7 });
   });
 
   it('quotaExceeded has a fixed message', () => {
@@ -160,6 +172,36 @@ describe('toHttpError of errors that crossed the transporter', () => {
       const odd = { type: 'CONFLICT', message: 'x', data: { retryAfter } };
       expect(toHttpError(odd)).not.toHaveProperty('retryAfter');
     }
+  });
+
+  it('passes on Retry-After seconds, and takes a refusal for load as nothing to look into', () => {
+    expect(toHttpError(overTheWire(serviceBusy('busy; retry in 5 seconds', 5)))).toEqual({
+      status: 503,
+      message: 'busy; retry in 5 seconds',
+      errors: undefined,
+      retryAfter: 5,
+      internal: false,
+    });
+    expect(toHttpError(tooManyRequests('too many', 5))).toMatchObject({
+      status: 429,
+      retryAfter: 5,
+    });
+    expect(toHttpError(serviceUnavailable('down'))).toMatchObject({ status: 503, internal: true });
+    expect(toHttpError(serviceUnavailable('down')).retryAfter).toBeUndefined();
+    for (const odd of [0, -1, 1.5, '5', Number.NaN]) {
+      const err = { type: 'SERVICE_UNAVAILABLE', message: 'x', data: { retryAfter: odd } };
+      expect(toHttpError(err).retryAfter).toBeUndefined();
+      expect(toHttpError(err).internal).toBe(true);
+    }
+  });
+
+  it('isWaybillError knows ours by type, here or from another node', () => {
+    expect(isWaybillError(bodyTimeout('quiet'))).toBe(true);
+    expect(isWaybillError(overTheWire(badRequest('bad')))).toBe(true);
+    expect(isWaybillError(new Error('plain'))).toBe(false);
+    expect(isWaybillError({ type: 'REQUEST_TIMEOUT' })).toBe(false);
+    expect(isWaybillError({ type: 'toString' })).toBe(false);
+    expect(isWaybillError(null)).toBe(false);
   });
 
   it('trusts the type over the code', () => {
