@@ -50,6 +50,12 @@ export interface Config {
     maxBytes: number;
     allowedTypes: SniffableType[];
     timeoutMs: number;
+    /** Uploads one file-service process receives at once (503 beyond). */
+    maxUploads: number;
+    /** Uploads one API key may have in progress across every replica (429 beyond). */
+    maxUploadsPerKey: number;
+    /** How long an upload's body may send nothing before it is aborted (408). */
+    idleTimeoutMs: number;
   };
   services: ServiceName[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -123,7 +129,7 @@ const envSchema = Joi.object({
   REDIS_URL: Joi.string()
     .uri({ scheme: ['redis', 'rediss'] })
     .default('redis://127.0.0.1:6379')
-    .description('Redis for quotas and idempotency keys'),
+    .description('Redis for quotas, idempotency keys and upload leases'),
   S3_ENDPOINT: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .default('http://127.0.0.1:9000')
@@ -177,6 +183,27 @@ const envSchema = Joi.object({
     .default(120000)
     .description(
       'Time limit of an upload or download through `/file`, body included (504 after it)',
+    ),
+  FILE_MAX_UPLOADS: Joi.number()
+    .integer()
+    .min(1)
+    .default(8)
+    .description(
+      'Uploads one file-service process receives at once (503 with Retry-After beyond); bounds its memory, see docs/files.md',
+    ),
+  FILE_MAX_UPLOADS_PER_KEY: Joi.number()
+    .integer()
+    .min(1)
+    .default(4)
+    .description(
+      'Uploads one API key may have in progress at once, counted in Redis across replicas (429 with Retry-After beyond)',
+    ),
+  FILE_IDLE_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(30000)
+    .description(
+      'How long an upload body may send nothing before it is aborted (408), freeing its memory and slot',
     ),
   SERVICES: Joi.string()
     .default('all')
@@ -352,6 +379,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ),
       ] as SniffableType[],
       timeoutMs: value.FILE_TIMEOUT_MS,
+      maxUploads: value.FILE_MAX_UPLOADS,
+      maxUploadsPerKey: value.FILE_MAX_UPLOADS_PER_KEY,
+      idleTimeoutMs: value.FILE_IDLE_TIMEOUT_MS,
     },
     services: parseServices(value.SERVICES),
     logLevel: value.LOG_LEVEL,

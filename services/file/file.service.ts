@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
-import { badRequest } from '../../libs/errors';
+import { badRequest, serviceBusy } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import {
   action,
@@ -11,7 +11,14 @@ import {
 } from '../../libs/service';
 import { StreamFlows, receiveFlow } from '../../libs/stream-flow';
 import { contentDisposition } from './content-disposition';
-import { fileNameOf, hostedUrl, newFileKey, parseHostedUrl } from '../../libs/contracts/file';
+import {
+  UPLOAD_RETRY_AFTER_SECONDS,
+  fileNameOf,
+  hostedUrl,
+  newFileKey,
+  parseHostedUrl,
+} from '../../libs/contracts/file';
+import { watchBody } from './body-watch';
 import {
   BULK_MAX_FILES,
   SINGLE_FIELD,
@@ -29,10 +36,12 @@ import {
   singleUploadView,
 } from './schemas';
 import { FileStorage } from './store';
+import { meteredUploadSlots, type UploadSlots } from './upload-slots';
 
 export function createFileService(config: Config): ServiceDefinition {
   let storage: FileStorage;
   let broker: ServiceBroker;
+  let uploads: UploadSlots;
   const flows = new StreamFlows('file');
   const { maxBytes, allowedTypes } = config.files;
   const maxSize = `${Math.round((maxBytes / 1024 / 1024) * 10) / 10} MB`;
@@ -40,23 +49,42 @@ export function createFileService(config: Config): ServiceDefinition {
   async function receive(ctx: WaybillContext, mode: ReceiveOptions['mode']) {
     const userId = requireUser(ctx);
     if (!ctx.stream) throw badRequest('Send files as multipart/form-data');
-    const body = receiveFlow(ctx.stream as Readable, ctx.meta.$flow, (a, p, o) =>
-      broker.call(a, p, o),
-    );
-    return receiveFiles(body, {
-      mode,
-      contentType: ctx.meta.contentType,
-      contentLength: ctx.meta.contentLength,
-      maxFileBytes: maxBytes,
-      allowedTypes,
-      newKey: (ext) => newFileKey(userId, ext),
-      sink: storage,
-    });
+    const stream = ctx.stream as Readable;
+    const slot = uploads.take();
+    if (!slot) {
+      // Read and dropped without credit: a gateway on another node sends no more than its
+      // window, then closes the flow once this answer reaches it.
+      stream.resume();
+      throw serviceBusy(
+        `The file service is busy with other uploads; retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
+        UPLOAD_RETRY_AFTER_SECONDS,
+      );
+    }
+    try {
+      const body = receiveFlow(stream, ctx.meta.$flow, (a, p, o) => broker.call(a, p, o));
+      return await receiveFiles(
+        watchBody(body, { idleMs: config.files.idleTimeoutMs, deadlineMs: config.files.timeoutMs }),
+        {
+          mode,
+          contentType: ctx.meta.contentType,
+          contentLength: ctx.meta.contentLength,
+          maxFileBytes: maxBytes,
+          allowedTypes,
+          newKey: (ext) => newFileKey(userId, ext),
+          sink: storage,
+        },
+      );
+    } finally {
+      slot.release();
+    }
   }
 
   const uploadErrors = {
     400: 'Not multipart/form-data, missing or misnamed file part, empty file, too many files',
+    408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
     413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
+    429: `API quota exceeded, or this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY); see \`Retry-After\``,
+    503: 'The file service is busy with other uploads (see `Retry-After`), or file storage is unavailable; retry',
   };
 
   return {
@@ -166,6 +194,7 @@ export function createFileService(config: Config): ServiceDefinition {
         this.logger.warn('S3 request failed', { operation, error: e?.name, message: e?.message });
       });
       registerHealthCheck(this.broker, 's3', () => storage.ready());
+      uploads = meteredUploadSlots(this.broker, config.files.maxUploads);
     },
     stopped() {
       unregisterHealthCheck(this.broker, 's3');

@@ -3,6 +3,7 @@ import Busboy from 'busboy';
 import {
   ERROR_STATUS,
   badRequest,
+  isWaybillError,
   payloadTooLarge,
   unsupportedMediaType,
   type WaybillError,
@@ -224,7 +225,8 @@ export function acceptHead(head: Buffer, allowed: readonly string[]): Sniffed {
  */
 class Reception {
   readonly slots: Promise<FileSlot>[] = [];
-  failed = false;
+  /** Why the request failed, once it has. */
+  private failure: WaybillError | undefined;
   /** Keys whose upload started: all deleted if the request fails. */
   private readonly started = new Set<string>();
   private readonly gates = new Set<SniffGate>();
@@ -239,9 +241,13 @@ class Reception {
     this.allowed = [...new Set(options.allowedTypes)];
   }
 
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
   fail(err: WaybillError): void {
-    if (this.failed) return;
-    this.failed = true;
+    if (this.failure) return;
+    this.failure = err;
     this.stream.unpipe(this.busboy);
     this.stream.resume();
     this.busboy.removeAllListeners('close');
@@ -252,9 +258,20 @@ class Reception {
       .then(() => this.reject(err));
   }
 
-  /** Takes a file part: its slot settles once it is stored or refused. */
+  /**
+   * Takes a file part: its slot settles once it is stored or refused. Files are stored one
+   * after the other: the next is read once the previous is in the bucket, so that a request
+   * holds one upload's part buffers at a time whatever its number of files (the memory
+   * bound of docs/files.md); busboy waits meanwhile, and so does the client.
+   */
   take(file: Readable, filename: string | null): void {
-    this.slots.push(this.store(file, filename));
+    const previous = this.slots.at(-1);
+    const next = () => {
+      if (!this.failure) return this.store(file, filename);
+      file.resume();
+      return { error: this.failure, filename };
+    };
+    this.slots.push(previous ? previous.then(next) : Promise.resolve(next()));
   }
 
   /** A refused file fails a single upload; in a bulk upload it is an error slot. */
@@ -279,11 +296,14 @@ class Reception {
         file.resume(); // busboy waits for each file to be read before it goes on
         if (!uploading) settle(this.refused(err, filename));
       });
-      file.on('limit', () => gate.destroy(fileTooLarge(this.options.maxFileBytes)));
+      const tooLarge = () => gate.destroy(fileTooLarge(this.options.maxFileBytes));
+      file.on('limit', tooLarge);
       file.on('error', (err: Error) =>
         gate.destroy(badRequest(`Malformed file part: ${err.message}`)),
       );
-      file.pipe(gate);
+      // busboy may have cut the file at the limit while it waited for its turn.
+      if ((file as Readable & { truncated?: boolean }).truncated) tooLarge();
+      else file.pipe(gate);
     });
   }
 
@@ -355,8 +375,11 @@ export function receiveFiles(stream: Readable, options: ReceiveOptions): Promise
     busboy.on('error', (err: Error) =>
       reception.fail(badRequest(`Malformed multipart body: ${err.message}`)),
     );
-    stream.on('error', () =>
-      reception.fail(badRequest('The upload was interrupted before it ended')),
+    // Our own errors (the body went quiet: 408) say what happened; anything else is a cut.
+    stream.on('error', (err: unknown) =>
+      reception.fail(
+        isWaybillError(err) ? err : badRequest('The upload was interrupted before it ended'),
+      ),
     );
     busboy.on('close', () => {
       void Promise.all(reception.slots).then((results) => {

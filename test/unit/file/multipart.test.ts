@@ -355,6 +355,35 @@ describe('bulk upload', () => {
     expect(stored(slots[4]).filename).toBeNull();
   });
 
+  it('stores the files one after the other: the next is read once the previous is stored', async () => {
+    const parts = files(3);
+    const order: string[] = [];
+    let release: () => void = () => undefined;
+    const firstStored = new Promise<void>((resolve) => (release = resolve));
+    const put = sink.put.bind(sink);
+    sink.put = async (key, body, contentType) => {
+      order.push(`start ${key}`);
+      await put(key, body, contentType);
+      if (key === 'uploads/u/1.png') await firstStored;
+      order.push(`stored ${key}`);
+    };
+    const done = receive(parts, { mode: 'bulk' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The first file is read in full, but not stored yet: the second waits.
+    expect(order).toEqual(['start uploads/u/1.png']);
+    release();
+    const slots = await done;
+    expect(order).toEqual([
+      'start uploads/u/1.png',
+      'stored uploads/u/1.png',
+      'start uploads/u/2.png',
+      'stored uploads/u/2.png',
+      'start uploads/u/3.png',
+      'stored uploads/u/3.png',
+    ]);
+    expect(slots.map((s) => stored(s).filename)).toEqual(parts.map((p) => p.filename));
+  });
+
   it('refuses files under different field names with 400', async () => {
     const err = await rejectionOf(() =>
       receive([...files(1, 'a'), ...files(1, 'b')], { mode: 'bulk' }),

@@ -46,6 +46,9 @@ describe('loadConfig defaults', () => {
         maxBytes: 20 * 1024 * 1024,
         allowedTypes: ['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'application/pdf'],
         timeoutMs: 120000,
+        maxUploads: 8,
+        maxUploadsPerKey: 4,
+        idleTimeoutMs: 30000,
       },
       services: [...SERVICE_NAMES],
       logLevel: 'info',
@@ -176,6 +179,15 @@ describe('file settings', () => {
     expect(config.files.timeoutMs).toBe(60000);
   });
 
+  it('converts the upload caps and the idle timeout to numbers', () => {
+    const config = loadConfig({
+      FILE_MAX_UPLOADS: '3',
+      FILE_MAX_UPLOADS_PER_KEY: '2',
+      FILE_IDLE_TIMEOUT_MS: '1500',
+    });
+    expect(config.files).toMatchObject({ maxUploads: 3, maxUploadsPerKey: 2, idleTimeoutMs: 1500 });
+  });
+
   it('reads FILE_ALLOWED_TYPES as a list: trimmed, lower-cased, without repeats', () => {
     const config = loadConfig({ FILE_ALLOWED_TYPES: ' image/PNG, application/pdf,image/png,, ' });
     expect(config.files.allowedTypes).toEqual(['image/png', 'application/pdf']);
@@ -233,6 +245,10 @@ describe('loadConfig errors', () => {
     ['FILE_ALLOWED_TYPES', 'image/svg+xml'],
     ['FILE_ALLOWED_TYPES', ' , '],
     ['FILE_TIMEOUT_MS', '999'],
+    ['FILE_MAX_UPLOADS', '0'],
+    ['FILE_MAX_UPLOADS', '2.5'],
+    ['FILE_MAX_UPLOADS_PER_KEY', '0'],
+    ['FILE_IDLE_TIMEOUT_MS', '999'],
     ['OPS_PORT', '65536'],
     ['SERVICES', ''],
   ])('a bad %s (%j) throws a ConfigError naming it', (name, value) => {
@@ -318,6 +334,9 @@ describe('describeConfig', () => {
     'FILE_MAX_BYTES',
     'FILE_ALLOWED_TYPES',
     'FILE_TIMEOUT_MS',
+    'FILE_MAX_UPLOADS',
+    'FILE_MAX_UPLOADS_PER_KEY',
+    'FILE_IDLE_TIMEOUT_MS',
     'SERVICES',
     'LOG_LEVEL',
     'LOG_FORMAT',

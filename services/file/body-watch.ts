@@ -1,0 +1,79 @@
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { bodyTimeout } from '../../libs/errors';
+
+export interface BodyWatchOptions {
+  /** The client may send nothing for this long while we could take more (FILE_IDLE_TIMEOUT_MS). */
+  idleMs: number;
+  /** The whole body must have arrived within this long (FILE_TIMEOUT_MS). */
+  deadlineMs: number;
+}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+
+/**
+ * Passes a request body through and destroys itself with a 408 when the client stalls: no
+ * byte for `idleMs` although nothing waits here to be read, or the body still incomplete
+ * after `deadlineMs`. A consumer that is slower than the client (S3, the next file of a bulk
+ * upload) leaves bytes waiting here, so backpressure is never taken for a stalled client.
+ *
+ * Without it an upload whose client goes quiet keeps its part buffer and its slot until the
+ * gateway's call times out, and in one process (no flow to close) for as long as the client
+ * keeps the connection open.
+ */
+export class BodyWatch extends Transform {
+  private readonly idleTimer: NodeJS.Timeout;
+  private readonly deadlineTimer: NodeJS.Timeout;
+
+  constructor(private readonly options: BodyWatchOptions) {
+    super();
+    this.idleTimer = setTimeout(() => this.idle(), options.idleMs);
+    this.deadlineTimer = setTimeout(
+      () =>
+        this.destroy(
+          bodyTimeout(
+            `The upload did not arrive within ${seconds(options.deadlineMs)}; ` +
+              'send smaller files, or from a faster connection',
+          ),
+        ),
+      options.deadlineMs,
+    );
+    this.once('close', () => this.stopTimers());
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
+    this.idleTimer.refresh();
+    callback(null, chunk);
+  }
+
+  override _flush(callback: TransformCallback) {
+    this.stopTimers();
+    callback();
+  }
+
+  private stopTimers() {
+    clearTimeout(this.idleTimer);
+    clearTimeout(this.deadlineTimer);
+  }
+
+  private idle() {
+    // Bytes wait here for the consumer: the client is not the one keeping us waiting.
+    if (this.readableLength > 0 || this.writableLength > 0) {
+      this.idleTimer.refresh();
+      return;
+    }
+    this.destroy(
+      bodyTimeout(
+        `No data received for ${seconds(this.options.idleMs)}; the upload was cancelled. ` +
+          'Send the body without pauses and retry',
+      ),
+    );
+  }
+}
+
+/** `body` read through a BodyWatch; errors of `body` are forwarded. */
+export function watchBody(body: Readable, options: BodyWatchOptions): BodyWatch {
+  const watch = new BodyWatch(options);
+  body.on('error', (err) => watch.destroy(err));
+  body.pipe(watch);
+  return watch;
+}

@@ -1,0 +1,111 @@
+import { PassThrough } from 'node:stream';
+import { BodyWatch, watchBody } from '../../../services/file/body-watch';
+
+const IDLE = 1000;
+const DEADLINE = 10_000;
+const KB = 1024;
+
+/** Lets stream callbacks (next ticks, immediates) run; timers stay fake. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+beforeEach(() => {
+  jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+});
+afterEach(() => jest.useRealTimers());
+
+function watched() {
+  const source = new PassThrough();
+  const watch = watchBody(source, { idleMs: IDLE, deadlineMs: DEADLINE });
+  const errors: Error[] = [];
+  watch.on('error', (err) => errors.push(err));
+  return { source, watch, errors };
+}
+
+describe('BodyWatch', () => {
+  it('passes a body that keeps coming, and stays quiet after its end', async () => {
+    const { source, watch, errors } = watched();
+    const received: Buffer[] = [];
+    watch.on('data', (chunk: Buffer) => received.push(chunk));
+    for (let i = 0; i < 5; i++) {
+      source.write(Buffer.alloc(KB, i));
+      await settle();
+      jest.advanceTimersByTime(IDLE - 1);
+    }
+    source.end();
+    await settle();
+    jest.advanceTimersByTime(2 * DEADLINE);
+    await settle();
+    expect(errors).toEqual([]);
+    expect(Buffer.concat(received).length).toBe(5 * KB);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('aborts with 408 once the client sends nothing for idleMs', async () => {
+    const { source, watch, errors } = watched();
+    watch.resume();
+    source.write(Buffer.alloc(KB));
+    await settle();
+    jest.advanceTimersByTime(IDLE - 1);
+    expect(errors).toEqual([]);
+    jest.advanceTimersByTime(1);
+    await settle();
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      code: 408,
+      type: 'BODY_TIMEOUT',
+      message:
+        'No data received for 1 s; the upload was cancelled. Send the body without pauses and retry',
+    });
+    expect(watch.destroyed).toBe(true);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('never blames the client while bytes wait for a slow consumer', async () => {
+    const { source, watch, errors } = watched();
+    // Nobody reads: the client is ahead, the consumer is behind.
+    source.write(Buffer.alloc(64 * KB));
+    await settle();
+    jest.advanceTimersByTime(5 * IDLE);
+    await settle();
+    expect(errors).toEqual([]);
+    // The consumer catches up; from then on the client's silence counts again.
+    watch.resume();
+    await settle();
+    jest.advanceTimersByTime(IDLE);
+    await settle();
+    expect(errors.map((e) => (e as { code?: number }).code)).toEqual([408]);
+  });
+
+  it('aborts with 408 a body that trickles in for longer than deadlineMs', async () => {
+    const { source, watch, errors } = watched();
+    watch.resume();
+    for (let elapsed = 0; elapsed < DEADLINE; elapsed += IDLE / 2) {
+      source.write(Buffer.alloc(10));
+      await settle();
+      jest.advanceTimersByTime(IDLE / 2);
+    }
+    await settle();
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      code: 408,
+      message:
+        'The upload did not arrive within 10 s; send smaller files, or from a faster connection',
+    });
+  });
+
+  it('passes on an error of the body it watches', async () => {
+    const { source, errors } = watched();
+    source.destroy(new Error('aborted'));
+    await settle();
+    expect(errors.map((e) => e.message)).toEqual(['aborted']);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('spells fractions of a second', async () => {
+    const watch = new BodyWatch({ idleMs: 1500, deadlineMs: DEADLINE });
+    const error = new Promise<Error>((resolve) => watch.once('error', resolve));
+    watch.resume();
+    jest.advanceTimersByTime(1500);
+    expect((await error).message).toMatch(/^No data received for 1.5 s;/);
+  });
+});
