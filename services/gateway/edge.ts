@@ -1,13 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
-import { forbidden, quotaExceeded, serviceUnavailable } from '../../libs/errors';
+import { UPLOAD_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
+import { forbidden, quotaExceeded, serviceUnavailable, tooManyRequests } from '../../libs/errors';
 import type { RouteGroup } from '../../libs/service';
 import { checkAdminToken } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
 import { describeRequest, isPreflight, type GatewayRequest } from './http';
 import { quotaHeaders, type QuotaLimiter } from './quota';
+import type { UploadLeases } from './upload-leases';
 import { GROUP_BASE } from './routes';
 
 /** Express-style middleware, as moleculer-web runs them on a route. */
@@ -23,6 +25,9 @@ const middleware =
       (err: unknown) => next(err),
     );
   };
+
+/** Quotas and upload leases live in Redis; without it neither can be checked. */
+const QUOTA_STORE_UNAVAILABLE = 'The quota store is unavailable; retry in a few seconds';
 
 const FILE_CORS_HEADERS = 'api-key, content-type, x-request-id';
 const EXPOSED_HEADERS =
@@ -70,7 +75,7 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
     try {
       decision = await options.quota.consume(key.id, key.quota ?? options.config.quota);
     } catch {
-      throw serviceUnavailable('The quota store is unavailable; retry in a few seconds');
+      throw serviceUnavailable(QUOTA_STORE_UNAVAILABLE);
     }
     for (const [name, value] of Object.entries(quotaHeaders(decision))) res.setHeader(name, value);
     if (!decision.allowed) throw quotaExceeded();
@@ -110,6 +115,40 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
       req.$ctx.meta.user = key.user;
       req.$ctx.meta.apiKeyId = key.id;
     }
+  });
+}
+
+export interface UploadGuardOptions {
+  leases: UploadLeases;
+  /** FILE_MAX_UPLOADS_PER_KEY. */
+  limit: number;
+}
+
+/**
+ * Uploads (after `apiKeyGuard`): at most `limit` in progress per API key across every
+ * gateway replica, else 429. The lease is given back when the answer is sent or the client
+ * leaves; if this process dies first, the lease expires on its own.
+ */
+export function uploadGuard(options: UploadGuardOptions): Middleware {
+  return middleware(async (req, res) => {
+    const keyId = req.$ctx?.meta.apiKeyId;
+    if (typeof keyId !== 'string') return;
+    let lease;
+    try {
+      lease = await options.leases.acquire(keyId, options.limit);
+    } catch {
+      throw serviceUnavailable(QUOTA_STORE_UNAVAILABLE);
+    }
+    if (!lease) {
+      throw tooManyRequests(
+        `This API key already has ${options.limit} uploads in progress; wait for one to ` +
+          `finish, or retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
+        UPLOAD_RETRY_AFTER_SECONDS,
+      );
+    }
+    const { release } = lease;
+    if (res.writableEnded || req.socket.destroyed) void release();
+    else res.once('close', () => void release());
   });
 }
 

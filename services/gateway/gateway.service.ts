@@ -9,7 +9,7 @@ import type { ServiceDefinition } from '../../libs/service';
 import { StreamFlows } from '../../libs/stream-flow';
 import { version } from '../../package.json';
 import { ApiKeyAuthenticator } from './api-key-auth';
-import { accessLog, adminGuard, apiKeyGuard } from './edge';
+import { accessLog, adminGuard, apiKeyGuard, uploadGuard } from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
 import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
 import { IdempotencyStore } from './idempotency';
@@ -18,6 +18,7 @@ import { opsAliases } from './ops-routes';
 import { QuotaLimiter } from './quota';
 import { gatewayRoutes } from './route-table';
 import { collectRoutes } from './routes';
+import { UploadLeases } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
 
 /** The gateway: moleculer-web with our routes, middlewares and overrides, wired together. */
@@ -43,6 +44,11 @@ export function createGatewayService(
     keepMs: 24 * 3600_000,
   });
   const flows = new StreamFlows('gateway');
+  // An upload's call ends within FILE_TIMEOUT_MS; the margin covers writing its answer.
+  const uploads = uploadGuard({
+    leases: new UploadLeases(redis, `${config.namespace}:uploads:`, config.files.timeoutMs + 5_000),
+    limit: config.files.maxUploadsPerKey,
+  });
 
   const templateOf = routeTemplates(entries.map((e) => ({ ...e, method: e.http.method })));
   const measure = (req: GatewayRequest, status: number, seconds: number) => {
@@ -73,12 +79,13 @@ export function createGatewayService(
     config,
     entries,
     onAfterCall: afterCall(httpOf),
-    use: (group) => [
+    use: (group, body) => [
       log,
       methods,
       group === 'admin'
         ? adminGuard(config.adminToken)
         : apiKeyGuard(group, { config, quota, authenticator: () => authenticator }),
+      ...(group === 'file' && body === 'stream' ? [uploads] : []),
     ],
     ops: { use: [log, methods], aliases: ops },
   });

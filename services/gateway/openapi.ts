@@ -181,16 +181,22 @@ export function errorDescription(http: HttpRoute, status: number): string {
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
+/** Uploads are refused for load with 503 (the file service is full) and `Retry-After`. */
+const isUpload = (http: HttpRoute) => http.body === 'stream';
+
 /** Which documented headers an answer carries (components.headers). */
-function documentedHeaders(status: number, quota: boolean, idempotent: boolean) {
+function documentedHeaders(status: number, http: HttpRoute) {
+  const quota = http.group !== 'admin';
+  const idempotent = takesIdempotencyKey(http);
   const headers: Record<string, unknown> = { 'X-Request-ID': headerRef('RequestId') };
   if (quota && status < 400) {
     for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
       headers[name] = headerRef(name.replace(/-/g, ''));
     }
   }
-  // A 409 of a held Idempotency-Key says when the key is released at the latest.
-  if (status === 429 || (idempotent && status === 409)) {
+  // A 409 of a held Idempotency-Key says when the key is released at the latest, and an
+  // upload's 503 when the file service has room again.
+  if (status === 429 || (idempotent && status === 409) || (status === 503 && isUpload(http))) {
     headers['Retry-After'] = headerRef('RetryAfter');
   }
   if (idempotent && status < 300) headers[REPLAYED_HEADER] = headerRef('IdempotentReplayed');
@@ -212,7 +218,7 @@ function responses(entry: RouteEntry, data: JsonSchema | undefined) {
   for (const [code, response] of Object.entries(all)) {
     response.headers = {
       ...response.headers,
-      ...documentedHeaders(Number(code), http.group !== 'admin', takesIdempotencyKey(http)),
+      ...documentedHeaders(Number(code), http),
     };
   }
   return all;

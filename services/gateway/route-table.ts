@@ -13,8 +13,8 @@ export interface RouteTableOptions {
   config: Pick<Config, 'requestTimeoutMs' | 'bodyLimit' | 'files'>;
   entries: RouteEntry[];
   onAfterCall: AfterCall;
-  /** Middlewares of a group's routes, in order (access log, authentication, ...). */
-  use: (group: RouteGroup) => Middleware[];
+  /** Middlewares of a group's routes of a body kind, in order (access log, authentication, ...). */
+  use: (group: RouteGroup, body: (typeof BODY_KINDS)[number]) => Middleware[];
   /** The routes without credentials (`opsAliases`) and their middlewares. */
   ops: { aliases: Record<string, unknown>; use: Middleware[] };
 }
@@ -58,7 +58,8 @@ export function gatewayRoutes(options: RouteTableOptions) {
       aliases: aliasesFor(options.entries, group, body),
       bodyParsers: body === 'json' ? jsonBody : false,
       // The parsed body is cleaned after the caller is known and before params are built.
-      use: body === 'json' ? [...options.use(group), jsonBodyGuard] : options.use(group),
+      use:
+        body === 'json' ? [...options.use(group, body), jsonBodyGuard] : options.use(group, body),
       ...(body === 'stream' ? { onBeforeCall: describeStreamBody } : {}),
     })),
   );

@@ -464,6 +464,16 @@ describe('buildOpenApi of api and file routes', () => {
     expect(apiOp('/file/things', 'post').responses['413']).toBeDefined();
   });
 
+  it('says when to retry a refused upload: Retry-After on its 503, not on other routes', () => {
+    const retryAfter = { $ref: '#/components/headers/RetryAfter' };
+    expect(apiOp('/file/things', 'post').responses['503'].headers).toMatchObject({
+      'Retry-After': retryAfter,
+    });
+    for (const operation of [apiOp('/file/things/fetch', 'post'), apiOp('/api/things', 'post')]) {
+      expect(operation.responses['503'].headers).not.toHaveProperty('Retry-After');
+    }
+  });
+
   it('describes a binary answer as octet-stream with its Content-Disposition, not an envelope', () => {
     const fetch = apiOp('/file/things/fetch', 'post');
     expect(fetch.responses['200']).toEqual({

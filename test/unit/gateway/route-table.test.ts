@@ -30,7 +30,11 @@ const routes = gatewayRoutes({
   config: { requestTimeoutMs: 5_000, bodyLimit: '100kb', files: { timeoutMs: 120_000 } } as never,
   entries,
   onAfterCall,
-  use: (group) => [named('log'), named(`auth-${group}`)],
+  use: (group, body) => [
+    named('log'),
+    named(`auth-${group}`),
+    ...(body === 'stream' ? [named('stream')] : []),
+  ],
   ops: { aliases: { 'GET /health/live': () => undefined }, use: [named('log')] },
 });
 const byName = Object.fromEntries(routes.map((r) => [r.name, r]));
@@ -84,9 +88,11 @@ describe('gatewayRoutes', () => {
     expect(byName.ops.callOptions).toEqual({ timeout: 5_000, retries: 0 });
   });
 
-  it("runs each group's middlewares, and only the access log on ops", () => {
-    expect(labels(byName['file-stream'].use)).toEqual(['log', 'auth-file']);
-    expect(labels(byName['admin-stream'].use)).toEqual(['log', 'auth-admin']);
+  it("runs each group's and body kind's middlewares, and only the access log on ops", () => {
+    expect(labels(byName['api-json'].use)).toEqual(['log', 'auth-api']);
+    expect(labels(byName['file-json'].use)).toEqual(['log', 'auth-file']);
+    expect(labels(byName['file-stream'].use)).toEqual(['log', 'auth-file', 'stream']);
+    expect(labels(byName['admin-stream'].use)).toEqual(['log', 'auth-admin', 'stream']);
     expect(labels(byName.ops.use)).toEqual(['log']);
     expect(Object.keys(byName.ops.aliases)).toEqual(['GET /health/live']);
   });

@@ -222,7 +222,7 @@ describe('writeError', () => {
     expect(log.errors[0][1]).toMatchObject({ requestId: 'req-1', error: err });
   });
 
-  it('says when to come back with Retry-After, and does not log a refusal for load', () => {
+  it('does not log a refusal for load that says when to come back', () => {
     const log = logger();
     const res = new FakeResponse();
     const err = serviceBusy('The file service is busy with other uploads; retry in 5 seconds', 5);
@@ -235,7 +235,7 @@ describe('writeError', () => {
       wire,
     );
     expect(res.statusCode).toBe(503);
-    expect(res.getHeader('retry-after')).toBe(5);
+    expect(res.getHeader('retry-after')).toBe('5');
     expect(res.json()).toMatchObject({ statusCode: 503, message: err.message });
     expect(log.errors).toEqual([]);
   });

@@ -1,0 +1,65 @@
+import { uploadGuard } from '../../../services/gateway/edge';
+import type { UploadLease, UploadLeases } from '../../../services/gateway/upload-leases';
+import { FakeResponse, fakeRequest } from './fake-http';
+
+/** Leases counted in memory, as Redis would for one key; `down` makes every call fail. */
+function fakeLeases(options: { down?: boolean } = {}) {
+  const held = new Set<number>();
+  let next = 0;
+  const leases = {
+    async acquire(_subject: string, limit: number): Promise<UploadLease | undefined> {
+      if (options.down) throw new Error('Connection is closed.');
+      if (held.size >= limit) return undefined;
+      const id = next++;
+      held.add(id);
+      return { release: async () => void held.delete(id) };
+    },
+  };
+  return { held, leases: leases as unknown as UploadLeases };
+}
+
+/** Runs the middleware; resolves with what it passed to `next`. */
+function run(guard: ReturnType<typeof uploadGuard>, res = new FakeResponse()) {
+  const req = fakeRequest({ method: 'POST', url: '/file/single-upload', meta: { apiKeyId: 'k1' } });
+  Object.assign(req, { socket: { destroyed: false } });
+  return new Promise<{ err: unknown; res: FakeResponse }>((resolve) =>
+    guard(req, res.asServerResponse(), (err) => resolve({ err, res })),
+  );
+}
+
+describe('uploadGuard', () => {
+  it('lets a key hold `limit` uploads, refuses the next with 429 and Retry-After', async () => {
+    const { held, leases } = fakeLeases();
+    const guard = uploadGuard({ leases, limit: 2 });
+    expect((await run(guard)).err).toBeUndefined();
+    expect((await run(guard)).err).toBeUndefined();
+    const { err } = await run(guard);
+    expect(err).toMatchObject({
+      code: 429,
+      type: 'TOO_MANY_REQUESTS',
+      message:
+        'This API key already has 2 uploads in progress; wait for one to finish, or retry in 5 seconds',
+      data: { retryAfter: 5 },
+    });
+    expect(held.size).toBe(2);
+  });
+
+  it('gives the lease back once the answer is out or the client has left', async () => {
+    const { held, leases } = fakeLeases();
+    const guard = uploadGuard({ leases, limit: 1 });
+    const { res } = await run(guard);
+    expect(held.size).toBe(1);
+    res.end('answered');
+    await res.done();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(held.size).toBe(0);
+  });
+
+  it('answers 503 when the lease store cannot be reached', async () => {
+    const guard = uploadGuard({ leases: fakeLeases({ down: true }).leases, limit: 1 });
+    expect((await run(guard)).err).toMatchObject({
+      code: 503,
+      message: 'The quota store is unavailable; retry in a few seconds',
+    });
+  });
+});
