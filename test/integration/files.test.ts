@@ -20,7 +20,14 @@ import {
   multipartType,
   type Part,
 } from '../support/multipart';
-import { dropDatabases, freePort, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  freePort,
+  isolation,
+  rssKb,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
 
 const CDN = 'https://cdn.waybill.test';
 /** FILE_MAX_BYTES of these servers: small, so that oversize bodies are cheap. */
@@ -142,11 +149,6 @@ async function waitForFiles(base: string, key: string): Promise<void> {
     },
     { timeout: 15_000, interval: 100 },
   );
-}
-
-function rssKb(pid: number): number {
-  const match = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(match?.[1] ?? 0);
 }
 
 // ---------------------------------------------------------------- both topologies

@@ -1,32 +1,11 @@
 import { request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
+import { count, samples as metricSamples } from '../support/metrics';
 
 const stack = useMerchantStack({ internal: [] });
 
-interface Sample {
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** The samples of one metric in a Prometheus text scrape. */
-async function samples(name: string): Promise<Sample[]> {
-  const text = await (await fetch(`${stack.node.opsUrl}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(`${name}{`))
-    .map((line) => {
-      const [, labelText, value] = /^[^{]+\{(.*)\} (\S+)/.exec(line) ?? [];
-      const labels = Object.fromEntries(
-        [...(labelText ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
-      );
-      return { labels, value: Number(value) };
-    });
-}
-
-const count = (all: Sample[], labels: Record<string, string>) =>
-  all
-    .filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-    .reduce((sum, s) => sum + s.value, 0);
+/** The samples of one metric in the stack's Prometheus scrape. */
+const samples = (name: string) => metricSamples(stack.node.opsUrl, name);
 
 describe('HTTP metrics on /metrics', () => {
   it('count answers by method, route template and status, and time them', async () => {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ServiceBroker } from 'moleculer';
@@ -136,6 +137,12 @@ async function startNodeOnce(options: StartOptions): Promise<NodeProcess> {
     await node.stop('SIGKILL');
     throw new Error(`server not ready within 45 s (${String(error)}):\n${output}`);
   }
+}
+
+/** Resident memory of a process, in kB (Linux). */
+export function rssKb(pid: number): number {
+  const match = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match?.[1] ?? 0);
 }
 
 /** Drops every database of this isolation. */

@@ -1,0 +1,312 @@
+import { UPLOAD_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
+import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
+import { UPLOADS_ACTIVE_METRIC } from '../../services/file/upload-slots';
+import { eventually } from '../support/eventually';
+import { createUserWithKey, expectErrorEnvelope, type Reply } from '../support/http';
+import { count, samples } from '../support/metrics';
+import { HEADS, fileOf } from '../support/multipart';
+import { stalledUpload, type StalledUpload } from '../support/stalled-upload';
+import {
+  dropDatabases,
+  isolation,
+  rssKb,
+  startNode,
+  type Isolation,
+  type NodeProcess,
+} from '../support/stack';
+
+const CDN = 'https://cdn.waybill.test';
+/** What each stalled client sends before it goes quiet: just under one 5 MB part. */
+const STALL_BYTES = Math.round(4.9 * 1024 * 1024);
+const ACTIVE = UPLOADS_ACTIVE_METRIC.replace(/\./g, '_');
+
+type Key = { userId: string; key: string; keyId: string };
+
+/** Uploads the file service of `opsUrl` is receiving now. */
+const activeUploads = async (opsUrl: string) => count(await samples(opsUrl, ACTIVE));
+
+async function waitForActive(opsUrl: string, expected: number): Promise<void> {
+  await eventually(async () => expect(await activeUploads(opsUrl)).toBe(expected), {
+    timeout: 20_000,
+    interval: 100,
+  });
+}
+
+/**
+ * The answer to a stalled upload that must be refused. A service that takes it instead
+ * would never answer: that shows as one more upload in progress than `max`, and fails here.
+ */
+async function refusal(upload: StalledUpload, opsUrl: string, max: number): Promise<Reply> {
+  const answered = new AbortController();
+  const taken = eventually(async () => expect(await activeUploads(opsUrl)).toBeGreaterThan(max), {
+    timeout: 60_000,
+    interval: 100,
+    signal: answered.signal,
+  }).then(
+    () => Promise.reject(new Error(`the upload was taken: more than ${max} in progress`)),
+    () => new Promise<never>(() => undefined), // answered first: the race is decided
+  );
+  try {
+    return await Promise.race([upload.answer, taken]);
+  } finally {
+    answered.abort();
+  }
+}
+
+/** A small single upload that sends its whole body at once. */
+async function upload(base: string, key: string): Promise<Reply> {
+  const form = new FormData();
+  form.append('upload-file', new Blob([fileOf(HEADS.png, 5000)]), 'ok.png');
+  const res = await fetch(`${base}/file/single-upload`, {
+    method: 'POST',
+    headers: { 'api-key': key },
+    body: form,
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: JSON.parse(text) };
+}
+
+/** Until the gateway has discovered the file service, uploads answer 503. */
+async function waitForFiles(base: string, key: string): Promise<void> {
+  await eventually(async () => expect((await upload(base, key)).status).toBe(200), {
+    timeout: 15_000,
+    interval: 100,
+  });
+}
+
+async function startFileStack(iso: Isolation, env: Record<string, string>, gateways = 1) {
+  const nodes = await Promise.all([
+    startNode({ services: 'file', iso, env: { CDN_BASE_URL: CDN, ...env } }),
+    ...Array.from({ length: gateways }, () =>
+      startNode({ services: 'gateway,account', iso, env: { CDN_BASE_URL: CDN, ...env } }),
+    ),
+  ]);
+  const [file, ...gatewayNodes] = nodes;
+  return { file, gateways: gatewayNodes, all: nodes };
+}
+
+// ---------------------------------------------------------------- caps
+
+describe('upload caps (gateway and file service in their own processes)', () => {
+  const MAX_UPLOADS = 3;
+  const PER_KEY = 2;
+  const iso = isolation();
+  let file: NodeProcess;
+  let gateway: NodeProcess;
+  let nodes: NodeProcess[] = [];
+  const stalled: StalledUpload[] = [];
+
+  beforeAll(async () => {
+    const stack = await startFileStack(iso, {
+      FILE_MAX_UPLOADS: String(MAX_UPLOADS),
+      FILE_MAX_UPLOADS_PER_KEY: String(PER_KEY),
+      FILE_IDLE_TIMEOUT_MS: '60000',
+    });
+    ({ file, all: nodes } = stack);
+    [gateway] = stack.gateways;
+  });
+
+  afterAll(async () => {
+    for (const upload of stalled) upload.drop();
+    await Promise.all(nodes.map((n) => n.stop()));
+    await dropDatabases(iso);
+  });
+
+  it('refuses uploads beyond FILE_MAX_UPLOADS with 503, stays within its memory bound, and takes uploads again once the stalled ones are gone', async () => {
+    const [a, b, ...others] = await Promise.all(
+      Array.from({ length: 8 }, () => createUserWithKey(gateway.url)),
+    );
+    await waitForFiles(gateway.url, a.key);
+    await waitForActive(file.opsUrl, 0);
+
+    const pid = file.child.pid as number;
+    const baseline = rssKb(pid);
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssKb(pid))), 25);
+    try {
+      // Every slot taken by clients that send 4.9 MB and go quiet: two keys, within their cap.
+      for (const { key } of [a, a, b]) stalled.push(stalledUpload(gateway.url, key, STALL_BYTES));
+      await Promise.all(stalled.map((s) => s.sent));
+      await waitForActive(file.opsUrl, MAX_UPLOADS);
+
+      // The next, from another key, is refused by the file service at once.
+      const next = stalledUpload(gateway.url, others[0].key, STALL_BYTES);
+      stalled.push(next);
+      const busy = await refusal(next, file.opsUrl, MAX_UPLOADS);
+      expectErrorEnvelope(
+        busy,
+        503,
+        `The file service is busy with other uploads; retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
+      );
+      expect(busy.headers.get('retry-after')).toBe(String(UPLOAD_RETRY_AFTER_SECONDS));
+
+      // A flood of stalled uploads from keys within their own cap: all refused, none held.
+      const flood = others
+        .flatMap(({ key }) => [key, key])
+        .map((key) => {
+          const upload = stalledUpload(gateway.url, key, STALL_BYTES);
+          stalled.push(upload);
+          return refusal(upload, file.opsUrl, MAX_UPLOADS);
+        });
+      for (const reply of await Promise.all(flood)) expectErrorEnvelope(reply, 503, /busy/);
+
+      // A key with PER_KEY uploads in progress is refused by the gateway, before any byte.
+      const third = stalledUpload(gateway.url, a.key, STALL_BYTES);
+      stalled.push(third);
+      const tooMany = await refusal(third, file.opsUrl, MAX_UPLOADS);
+      expectErrorEnvelope(
+        tooMany,
+        429,
+        `This API key already has ${PER_KEY} uploads in progress; wait for one to finish, or retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
+      );
+      expect(tooMany.headers.get('retry-after')).toBe(String(UPLOAD_RETRY_AFTER_SECONDS));
+      expect(await activeUploads(file.opsUrl)).toBe(MAX_UPLOADS);
+    } finally {
+      clearInterval(sampler);
+    }
+    const growthMb = (peak - baseline) / 1024;
+    const boundMb = (MAX_UPLOADS * UPLOAD_MEMORY_BYTES + GC_HEADROOM_BYTES) / 1024 / 1024;
+    console.log(
+      `file service RSS ${Math.round(baseline / 1024)} → peak ${Math.round(peak / 1024)} MB ` +
+        `(+${Math.round(growthMb)} MB, bound +${boundMb} MB) with ${stalled.length} stalled uploads`,
+    );
+    expect(growthMb).toBeLessThanOrEqual(boundMb);
+
+    // The clients leave: their slots and leases are given back.
+    for (const upload of stalled.splice(0)) upload.drop();
+    await waitForActive(file.opsUrl, 0);
+    for (const { key } of [a, a, b, others[0]]) {
+      expect((await upload(gateway.url, key)).status).toBe(200);
+    }
+  });
+});
+
+// ---------------------------------------------------------------- per key, across replicas
+
+describe('the per-key cap across gateway replicas', () => {
+  const iso = isolation();
+  let file: NodeProcess;
+  let first: NodeProcess;
+  let second: NodeProcess;
+  let nodes: NodeProcess[] = [];
+  const stalled: StalledUpload[] = [];
+
+  beforeAll(async () => {
+    const stack = await startFileStack(
+      iso,
+      {
+        FILE_MAX_UPLOADS_PER_KEY: '2',
+        FILE_IDLE_TIMEOUT_MS: '60000',
+        // The leases of a gateway that dies expire FILE_TIMEOUT_MS (+ 5 s) after they began;
+        // long enough for the uploads to be still in progress when the replica is killed.
+        FILE_TIMEOUT_MS: '15000',
+      },
+      2,
+    );
+    ({ file, all: nodes } = stack);
+    [first, second] = stack.gateways;
+  });
+
+  afterAll(async () => {
+    for (const upload of stalled) upload.drop();
+    await Promise.all(nodes.map((n) => n.stop()));
+    await dropDatabases(iso);
+  });
+
+  it('counts a key’s uploads on every replica, and a crashed replica’s leases expire', async () => {
+    const owner: Key = await createUserWithKey(second.url);
+    await waitForFiles(first.url, owner.key);
+    await waitForFiles(second.url, owner.key);
+
+    for (let i = 0; i < 2; i++) stalled.push(stalledUpload(first.url, owner.key, STALL_BYTES));
+    await Promise.all(stalled.map((s) => s.sent));
+    await waitForActive(file.opsUrl, 2);
+
+    const third = stalledUpload(second.url, owner.key, STALL_BYTES);
+    stalled.push(third);
+    expectErrorEnvelope(
+      await refusal(third, file.opsUrl, 2),
+      429,
+      /already has 2 uploads in progress/,
+    );
+
+    // The replica holding both uploads dies without giving its leases back.
+    await first.stop('SIGKILL');
+    for (const upload of stalled.splice(0)) upload.drop();
+    // The file service lets go of the dead node's streams...
+    await waitForActive(file.opsUrl, 0);
+    // ...and the leases expire: the key uploads again through the other replica.
+    await eventually(async () => expect((await upload(second.url, owner.key)).status).toBe(200), {
+      timeout: 40_000,
+      interval: 500,
+    });
+  }, 90_000);
+});
+
+// ---------------------------------------------------------------- idle bodies
+
+const idleTopologies: [
+  string,
+  (
+    iso: Isolation,
+    env: Record<string, string>,
+  ) => Promise<{
+    url: string;
+    opsUrl: string;
+    nodes: NodeProcess[];
+  }>,
+][] = [
+  [
+    'all services in one process',
+    async (iso, env) => {
+      const node = await startNode({ services: 'all', iso, env: { CDN_BASE_URL: CDN, ...env } });
+      return { url: node.url, opsUrl: node.opsUrl, nodes: [node] };
+    },
+  ],
+  [
+    'the file service in its own process',
+    async (iso, env) => {
+      const stack = await startFileStack(iso, env);
+      return { url: stack.gateways[0].url, opsUrl: stack.file.opsUrl, nodes: stack.all };
+    },
+  ],
+];
+
+describe.each(idleTopologies)('an upload body that goes quiet, %s', (_name, start) => {
+  const iso = isolation();
+  let top: { url: string; opsUrl: string; nodes: NodeProcess[] };
+
+  beforeAll(async () => {
+    top = await start(iso, {
+      FILE_IDLE_TIMEOUT_MS: '1500',
+      FILE_MAX_UPLOADS: '1',
+      // Well beyond the idle timeout: a 504 after it would be the call's own timeout.
+      FILE_TIMEOUT_MS: '20000',
+    });
+  });
+
+  afterAll(async () => {
+    await Promise.all(top?.nodes.map((n) => n.stop()) ?? []);
+    await dropDatabases(iso);
+  });
+
+  it('is aborted with 408 after FILE_IDLE_TIMEOUT_MS, and its slot is free again', async () => {
+    const { key } = await createUserWithKey(top.url);
+    await waitForFiles(top.url, key);
+
+    const quiet = stalledUpload(top.url, key, 1024 * 1024);
+    try {
+      const reply = await quiet.answer;
+      expectErrorEnvelope(
+        reply,
+        408,
+        'No data received for 1.5 s; the upload was cancelled. Send the body without pauses and retry',
+      );
+    } finally {
+      quiet.drop();
+    }
+    // The only slot is free again.
+    await waitForActive(top.opsUrl, 0);
+    expect((await upload(top.url, key)).status).toBe(200);
+  });
+});
