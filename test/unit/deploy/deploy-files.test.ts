@@ -6,7 +6,8 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { SERVICE_NAMES, describeConfig } from '../../../libs/config';
+import { SERVICE_NAMES, describeConfig, loadConfig } from '../../../libs/config';
+import { fileProcessMemoryBound } from '../../../services/file/memory';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const K8S_DIR = join(ROOT, 'deploy', 'k8s');
@@ -384,6 +385,14 @@ interface Manifest {
   };
 }
 
+/** `512Mi`, `1Gi`, `500M`: a Kubernetes memory quantity in bytes. */
+function kubernetesBytes(quantity: string): number {
+  const [, amount, unit] = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(quantity) ?? [];
+  const factor = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, K: 1e3, M: 1e6, G: 1e9 }[unit ?? ''] ?? 1;
+  if (amount === undefined) throw new Error(`not a memory quantity: ${quantity}`);
+  return Number(amount) * factor;
+}
+
 function loadManifests(file: string): Manifest[] {
   return parseAllDocuments(readFileSync(join(K8S_DIR, file), 'utf8')).map((doc) => {
     expect(doc.errors).toEqual([]);
@@ -504,6 +513,21 @@ describe('deploy/k8s', () => {
     expect(service?.spec?.ports).toContainEqual(
       expect.objectContaining({ port: 80, targetPort: 'http' }),
     );
+  });
+
+  it('gives the file service the memory its upload cap needs (docs/files.md)', () => {
+    const file = deployments.find((d) => servicesOf(d) === 'file') as Manifest;
+    const container = containerOf(file);
+    const own = (container.env ?? []).filter((e) => e.value !== undefined);
+    const env = {
+      ...configMap?.data,
+      ...Object.fromEntries(own.map((e) => [e.name, e.value])),
+      ADMIN_TOKEN: 'an-admin-token-of-32-characters!',
+    };
+    const { maxUploads } = loadConfig(env).files;
+    const limit = kubernetesBytes(container.resources?.limits?.memory ?? '0');
+    expect(maxUploads).toBeGreaterThan(0);
+    expect(fileProcessMemoryBound(maxUploads)).toBeLessThanOrEqual(limit);
   });
 
   it('autoscales the gateway on 70% CPU, leaving its replica count to the autoscaler', () => {
