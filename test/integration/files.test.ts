@@ -1,5 +1,4 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import {
