@@ -89,7 +89,8 @@ export function writeError(
     res.destroy();
     return;
   }
-  if (httpError.retryAfter !== undefined) res.setHeader('Retry-After', String(httpError.retryAfter));
+  if (httpError.retryAfter !== undefined)
+    res.setHeader('Retry-After', String(httpError.retryAfter));
   sendJson(
     res,
     httpError.status,
