@@ -287,9 +287,9 @@ describe('ApiKeyAuthenticator cache', () => {
   });
 
   it('never holds more than maxCacheEntries entries (property)', async () => {
-    // White-box: the cache is private, so its size is read through a cast.
+    // White-box: the caches are private, so their sizes are read through a cast.
     const cacheSize = (auth: ApiKeyAuthenticator) =>
-      (auth as unknown as { cache: Map<string, unknown> }).cache.size;
+      (auth as unknown as { active: { size: number } }).active.size;
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 6 }),
@@ -310,18 +310,212 @@ describe('ApiKeyAuthenticator cache', () => {
   });
 
   it('defaults maxCacheEntries to 10000', async () => {
-    const { auth, lookup } = setup({ cacheMs: 60_000 });
-    for (let n = 100; n < 10_100; n++) {
-      await unauthorizedBy(() => auth.authenticate(keyOf(n)));
-    }
+    const keys = Array.from({ length: 10_001 }, (_, i) => record(100 + i));
+    const { auth, lookup } = setup({ cacheMs: 60_000 }, keys);
+    for (let n = 100; n < 10_100; n++) await auth.authenticate(keyOf(n));
     expect(lookup).toHaveBeenCalledTimes(10_000);
-    await unauthorizedBy(() => auth.authenticate(keyOf(100)));
+    await auth.authenticate(keyOf(100));
     expect(lookup).toHaveBeenCalledTimes(10_000);
     // One more key evicts the oldest entry (100; hits do not refresh an entry's age) only.
-    await unauthorizedBy(() => auth.authenticate(keyOf(10_100)));
-    await unauthorizedBy(() => auth.authenticate(keyOf(101)));
+    await auth.authenticate(keyOf(10_100));
+    await auth.authenticate(keyOf(101));
     expect(lookup).toHaveBeenCalledTimes(10_001);
-    await unauthorizedBy(() => auth.authenticate(keyOf(100)));
+    await auth.authenticate(keyOf(100));
     expect(lookup).toHaveBeenCalledTimes(10_002);
+  });
+});
+
+describe('ApiKeyAuthenticator negative cache', () => {
+  it('never lets unknown keys evict known ones', async () => {
+    const { auth, lookup } = setup({ maxCacheEntries: 3, cacheMs: 60_000 }, [
+      record(1),
+      record(2),
+      record(3),
+    ]);
+    for (const n of [1, 2, 3]) await auth.authenticate(keyOf(n));
+    for (let n = 100; n < 2_100; n++) await unauthorizedBy(() => auth.authenticate(keyOf(n)));
+    lookup.mockClear();
+    for (const n of [1, 2, 3]) await auth.authenticate(keyOf(n));
+    expect(lookup).not.toHaveBeenCalled();
+  });
+
+  it('never lets unknown or revoked keys evict an active one (property)', async () => {
+    const revoked = [7, 8].map((n) => record(n, { revokedAt: '2026-01-02T00:00:00.000Z' }));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 4, max: 40 }), { maxLength: 60 }),
+        async (refusedKeys) => {
+          const active = [1, 2, 3].map((n) => record(n));
+          const { auth, lookup } = setup(
+            { maxCacheEntries: 3, maxNegativeEntries: 2, cacheMs: 60_000 },
+            [...active, ...revoked],
+          );
+          for (const n of [1, 2, 3]) await auth.authenticate(keyOf(n));
+          for (const n of refusedKeys) {
+            await unauthorizedBy(() => auth.authenticate(keyOf(n)));
+          }
+          lookup.mockClear();
+          for (const n of [1, 2, 3]) await auth.authenticate(keyOf(n));
+          expect(lookup).not.toHaveBeenCalled();
+        },
+      ),
+    );
+  });
+
+  it('keeps at most maxNegativeEntries refused keys, oldest out first', async () => {
+    const { auth, lookup } = setup({ maxNegativeEntries: 2 });
+    for (const n of [7, 8, 9]) await unauthorizedBy(() => auth.authenticate(keyOf(n)));
+    expect(lookup).toHaveBeenCalledTimes(3);
+    for (const n of [8, 9]) await unauthorizedBy(() => auth.authenticate(keyOf(n)));
+    expect(lookup).toHaveBeenCalledTimes(3);
+    await unauthorizedBy(() => auth.authenticate(keyOf(7)));
+    expect(lookup).toHaveBeenCalledTimes(4);
+  });
+
+  it('defaults maxNegativeEntries to 1000', async () => {
+    const { auth, lookup } = setup({ cacheMs: 60_000 });
+    for (let n = 100; n < 1_101; n++) await unauthorizedBy(() => auth.authenticate(keyOf(n)));
+    expect(lookup).toHaveBeenCalledTimes(1_001);
+    await unauthorizedBy(() => auth.authenticate(keyOf(101)));
+    expect(lookup).toHaveBeenCalledTimes(1_001);
+    await unauthorizedBy(() => auth.authenticate(keyOf(100)));
+    expect(lookup).toHaveBeenCalledTimes(1_002);
+  });
+
+  it('moves a key that became active out of the negative cache', async () => {
+    const { auth, lookup, clock, table } = setup({}, []);
+    await unauthorizedBy(() => auth.authenticate(keyOf(1)));
+    table.set(hashOf(1), record(1));
+    clock.now += 5000;
+    await expect(auth.authenticate(keyOf(1))).resolves.toEqual(record(1));
+    await expect(auth.authenticate(keyOf(1))).resolves.toEqual(record(1));
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+});
+
+/** Lets the lookup of a call begin (it may wait on a few promise steps first). */
+const started = () => new Promise((resolve) => setImmediate(resolve));
+const revokedRecord = (n: number) => record(n, { revokedAt: '2026-01-02T00:00:00.000Z' });
+
+describe('ApiKeyAuthenticator and a revocation during a lookup', () => {
+  it('never caches what a lookup begun before forget() read', async () => {
+    const { auth, lookup, table } = setup({ cacheMs: 60_000 });
+    const stale = deferred<ResolvedApiKey | null>();
+    lookup.mockReturnValueOnce(stale.promise);
+    const inFlight = auth.authenticate(keyOf(1));
+    await started();
+    expect(lookup).toHaveBeenCalledTimes(1);
+
+    // The key is revoked after the lookup read it as active, before the answer came back.
+    table.set(hashOf(1), revokedRecord(1));
+    auth.forget(hashOf(1));
+    stale.resolve(record(1));
+    // That request began before the revocation: it may still pass.
+    await expect(inFlight).resolves.toEqual(record(1));
+
+    const err = await unauthorizedBy(() => auth.authenticate(keyOf(1)));
+    expect(err.message).toMatch(/revoked/);
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('does not share a lookup begun before forget() with later callers', async () => {
+    const { auth, lookup, table } = setup({ cacheMs: 60_000 });
+    const stale = deferred<ResolvedApiKey | null>();
+    lookup.mockReturnValueOnce(stale.promise);
+    const before = auth.authenticate(keyOf(1));
+    await started();
+
+    table.set(hashOf(1), revokedRecord(1));
+    auth.forget(hashOf(1));
+    const after = auth.authenticate(keyOf(1));
+    stale.resolve(record(1));
+
+    await expect(before).resolves.toEqual(record(1));
+    const err = await unauthorizedBy(() => after);
+    expect(err.message).toMatch(/revoked/);
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('keeps sharing the newer lookup when the disowned one settles first', async () => {
+    const { auth, lookup, table } = setup({ cacheMs: 60_000 });
+    const stale = deferred<ResolvedApiKey | null>();
+    const fresh = deferred<ResolvedApiKey | null>();
+    lookup.mockReturnValueOnce(stale.promise).mockReturnValueOnce(fresh.promise);
+    const before = auth.authenticate(keyOf(1));
+    await started();
+    auth.forget(hashOf(1));
+    const after = auth.authenticate(keyOf(1));
+    await started();
+    stale.resolve(record(1));
+    await before;
+
+    const joining = auth.authenticate(keyOf(1));
+    await started();
+    expect(lookup).toHaveBeenCalledTimes(2);
+    table.set(hashOf(1), revokedRecord(1));
+    fresh.resolve(revokedRecord(1));
+    await unauthorizedBy(() => after);
+    await unauthorizedBy(() => joining);
+  });
+});
+
+describe('ApiKeyAuthenticator beforeLookup', () => {
+  const refuse = () => jest.fn(async () => Promise.reject(new Error('throttled')));
+
+  it('is asked before the lookup of a key never accepted; its refusal skips the lookup', async () => {
+    const { auth, lookup } = setup();
+    const hook = refuse();
+    await expect(auth.authenticate(keyOf(9), hook)).rejects.toThrow('throttled');
+    await expect(auth.authenticate(keyOf(1), hook)).rejects.toThrow('throttled');
+    expect(hook).toHaveBeenCalledTimes(2);
+    expect(lookup).not.toHaveBeenCalled();
+  });
+
+  it('is not asked for a malformed key, nor for a cached answer', async () => {
+    const { auth } = setup();
+    const allow = jest.fn(async () => undefined);
+    await unauthorizedBy(() => auth.authenticate('not-a-key', allow));
+    await unauthorizedBy(() => auth.authenticate(keyOf(9), allow));
+    await auth.authenticate(keyOf(1), allow);
+    expect(allow).toHaveBeenCalledTimes(2);
+
+    const hook = refuse();
+    await unauthorizedBy(() => auth.authenticate(keyOf(9), hook));
+    await expect(auth.authenticate(keyOf(1), hook)).resolves.toEqual(record(1));
+    expect(hook).not.toHaveBeenCalled();
+  });
+
+  it('is not asked again for a key accepted before whose entry expired', async () => {
+    const { auth, lookup, clock } = setup();
+    await auth.authenticate(keyOf(1));
+    clock.now += 60_000;
+    const hook = refuse();
+    await expect(auth.authenticate(keyOf(1), hook)).resolves.toEqual(record(1));
+    expect(hook).not.toHaveBeenCalled();
+    expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('is asked again once the key is forgotten, or found revoked', async () => {
+    const { auth, clock, table } = setup({}, [record(1), record(2)]);
+    await auth.authenticate(keyOf(1));
+    await auth.authenticate(keyOf(2));
+    auth.forget(hashOf(1));
+    table.set(hashOf(2), revokedRecord(2));
+    clock.now += 5000;
+    await unauthorizedBy(() => auth.authenticate(keyOf(2)));
+    clock.now += 5000;
+
+    const hook = refuse();
+    await expect(auth.authenticate(keyOf(1), hook)).rejects.toThrow('throttled');
+    await expect(auth.authenticate(keyOf(2), hook)).rejects.toThrow('throttled');
+  });
+
+  it('with cacheMs 0, still knows which keys it accepted', async () => {
+    const { auth, lookup } = setup({ cacheMs: 0 });
+    await auth.authenticate(keyOf(1));
+    const hook = refuse();
+    await expect(auth.authenticate(keyOf(1), hook)).resolves.toEqual(record(1));
+    await expect(auth.authenticate(keyOf(9), hook)).rejects.toThrow('throttled');
+    expect(lookup).toHaveBeenCalledTimes(2);
   });
 });
