@@ -61,6 +61,10 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   logFormat: 'json' | 'pretty';
   quota: { limit: number; windowSeconds: number };
+  /** Failed authentications allowed per client address per window (gateway/auth-throttle). */
+  authFailures: { limit: number; windowSeconds: number };
+  /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed. */
+  trustProxyHops: number;
   apiKeyCacheSeconds: number;
   bodyLimit: string;
   requestTimeoutMs: number;
@@ -229,6 +233,27 @@ const envSchema = Joi.object({
     .max(86400)
     .default(60)
     .description('Length of the quota window in seconds'),
+  AUTH_FAILURE_LIMIT: Joi.number()
+    .integer()
+    .min(1)
+    .default(30)
+    .description(
+      'Failed authentications (401) allowed per client address per window; further failures, and lookups of keys the gateway has not accepted before, get 429',
+    ),
+  AUTH_FAILURE_WINDOW_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .max(86400)
+    .default(60)
+    .description('Length of the failed-authentication window in seconds'),
+  TRUST_PROXY_HOPS: Joi.number()
+    .integer()
+    .min(0)
+    .max(10)
+    .default(0)
+    .description(
+      'Proxies in front of the gateway that append to `X-Forwarded-For`; the client address is the entry this many from the right. 0: the socket address',
+    ),
   API_KEY_CACHE_SECONDS: Joi.number()
     .min(0)
     .max(60)
@@ -387,6 +412,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: value.LOG_LEVEL,
     logFormat: value.LOG_FORMAT,
     quota: { limit: value.QUOTA_LIMIT, windowSeconds: value.QUOTA_WINDOW_SECONDS },
+    authFailures: {
+      limit: value.AUTH_FAILURE_LIMIT,
+      windowSeconds: value.AUTH_FAILURE_WINDOW_SECONDS,
+    },
+    trustProxyHops: value.TRUST_PROXY_HOPS,
     apiKeyCacheSeconds: value.API_KEY_CACHE_SECONDS,
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,

@@ -1,4 +1,5 @@
 import type Redis from 'ioredis';
+import { serviceUnavailable } from '../../libs/errors';
 
 export interface Quota {
   limit: number;
@@ -23,8 +24,14 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1])
 return {count, ttl}
 `;
 
+// The count so far and the time left, without counting: [0, -2] before the window starts.
+const PEEK_SCRIPT = `
+return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}
+`;
+
 type QuotaRedis = Redis & {
   consumeQuota(key: string, windowMs: number): Promise<[number, number]>;
+  peekQuota(key: string): Promise<[number, number]>;
 };
 
 export class QuotaLimiter {
@@ -34,22 +41,54 @@ export class QuotaLimiter {
     redis: Redis,
     private readonly keyPrefix: string,
   ) {
+    // Several limiters may share one client; the commands are defined once.
     if (!('consumeQuota' in redis)) {
       redis.defineCommand('consumeQuota', { numberOfKeys: 1, lua: CONSUME_SCRIPT });
+      redis.defineCommand('peekQuota', { numberOfKeys: 1, lua: PEEK_SCRIPT });
     }
     this.redis = redis as QuotaRedis;
   }
 
+  /** Counts one request of `subject`; refused once the window holds more than the limit. */
   async consume(subject: string, quota: Quota): Promise<QuotaDecision> {
-    const key = `${this.keyPrefix}${subject}:${quota.windowSeconds}`;
-    const [count, ttlMs] = await this.redis.consumeQuota(key, quota.windowSeconds * 1000);
-    return {
-      allowed: count <= quota.limit,
-      limit: quota.limit,
-      remaining: Math.max(0, quota.limit - count),
-      resetSeconds: Math.max(1, Math.ceil(ttlMs / 1000)),
-    };
+    const [count, ttlMs] = await this.reach(() =>
+      this.redis.consumeQuota(this.keyOf(subject, quota), quota.windowSeconds * 1000),
+    );
+    return decide(quota, count, count <= quota.limit, ttlMs);
   }
+
+  /** Whether one more request of `subject` would be allowed, without counting it. */
+  async peek(subject: string, quota: Quota): Promise<QuotaDecision> {
+    const [count, ttlMs] = await this.reach(() => this.redis.peekQuota(this.keyOf(subject, quota)));
+    return decide(
+      quota,
+      count,
+      count < quota.limit,
+      ttlMs > 0 ? ttlMs : quota.windowSeconds * 1000,
+    );
+  }
+
+  private keyOf(subject: string, quota: Quota): string {
+    return `${this.keyPrefix}${subject}:${quota.windowSeconds}`;
+  }
+
+  /** Without Redis nothing can be counted: every caller answers the same 503. */
+  private async reach<T>(command: () => Promise<T>): Promise<T> {
+    try {
+      return await command();
+    } catch {
+      throw serviceUnavailable('The quota store is unavailable; retry in a few seconds');
+    }
+  }
+}
+
+function decide(quota: Quota, count: number, allowed: boolean, ttlMs: number): QuotaDecision {
+  return {
+    allowed,
+    limit: quota.limit,
+    remaining: Math.max(0, quota.limit - count),
+    resetSeconds: Math.max(1, Math.ceil(ttlMs / 1000)),
+  };
 }
 
 export function quotaHeaders(decision: QuotaDecision): Record<string, string> {

@@ -54,6 +54,8 @@ describe('loadConfig defaults', () => {
       logLevel: 'info',
       logFormat: 'json',
       quota: { limit: 600, windowSeconds: 60 },
+      authFailures: { limit: 30, windowSeconds: 60 },
+      trustProxyHops: 0,
       apiKeyCacheSeconds: 5,
       bodyLimit: '256kb',
       requestTimeoutMs: 15000,
@@ -84,9 +86,14 @@ describe('loadConfig conversions', () => {
       API_KEY_CACHE_SECONDS: '0.5',
       REQUEST_TIMEOUT_MS: '2500',
       OPS_PORT: '0',
+      AUTH_FAILURE_LIMIT: '5',
+      AUTH_FAILURE_WINDOW_SECONDS: '600',
+      TRUST_PROXY_HOPS: '2',
     });
     expect(config.port).toBe(8080);
     expect(config.quota).toEqual({ limit: 100, windowSeconds: 3600 });
+    expect(config.authFailures).toEqual({ limit: 5, windowSeconds: 600 });
+    expect(config.trustProxyHops).toBe(2);
     expect(config.apiKeyCacheSeconds).toBe(0.5);
     expect(config.requestTimeoutMs).toBe(2500);
     expect(config.opsPort).toBe(0);
@@ -231,6 +238,13 @@ describe('loadConfig errors', () => {
     ['QUOTA_LIMIT', '0'],
     ['QUOTA_LIMIT', '1.5'],
     ['QUOTA_WINDOW_SECONDS', '86401'],
+    ['AUTH_FAILURE_LIMIT', '0'],
+    ['AUTH_FAILURE_LIMIT', '2.5'],
+    ['AUTH_FAILURE_WINDOW_SECONDS', '0'],
+    ['AUTH_FAILURE_WINDOW_SECONDS', '86401'],
+    ['TRUST_PROXY_HOPS', '-1'],
+    ['TRUST_PROXY_HOPS', '11'],
+    ['TRUST_PROXY_HOPS', 'true'],
     ['API_KEY_CACHE_SECONDS', '61'],
     ['API_KEY_CACHE_SECONDS', '-1'],
     ['BODY_LIMIT', '256'],
@@ -342,6 +356,9 @@ describe('describeConfig', () => {
     'LOG_FORMAT',
     'QUOTA_LIMIT',
     'QUOTA_WINDOW_SECONDS',
+    'AUTH_FAILURE_LIMIT',
+    'AUTH_FAILURE_WINDOW_SECONDS',
+    'TRUST_PROXY_HOPS',
     'API_KEY_CACHE_SECONDS',
     'BODY_LIMIT',
     'REQUEST_TIMEOUT_MS',

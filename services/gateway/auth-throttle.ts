@@ -1,0 +1,78 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+import { tooManyRequests } from '../../libs/errors';
+import type { Quota, QuotaDecision, QuotaLimiter } from './quota';
+
+/**
+ * The address failed authentications are counted against. The socket's peer, unless
+ * `trustedHops` proxies stand in front of the gateway: each appends the address it received
+ * the request from to `X-Forwarded-For`, so the entry `trustedHops` places from the right was
+ * written by the outermost proxy we trust, and everything left of it by the client. An entry
+ * that is not an address falls back to the peer. IPv6 addresses count per /64, the block one
+ * subscriber usually holds, so that hopping between them does not reset the count.
+ */
+export function clientAddress(req: IncomingMessage, trustedHops: number): string {
+  const peer = req.socket.remoteAddress ?? 'unknown';
+  let address = peer;
+  if (trustedHops > 0) {
+    const header = req.headers['x-forwarded-for'];
+    const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
+    const chain = [...forwarded, peer];
+    // A shorter chain skipped a proxy; its first entry is then the nearest to the client.
+    const candidate = chain[Math.max(0, chain.length - 1 - trustedHops)];
+    if (isIP(candidate)) address = candidate;
+  }
+  return addressBucket(address);
+}
+
+/** IPv4 (also IPv4-mapped IPv6) as is, IPv6 as its /64 prefix; anything else as is. */
+export function addressBucket(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1];
+  const ip = address.split('%')[0];
+  if (isIP(ip) !== 6) return address;
+  const [head, tail] = ip.includes('::') ? ip.split('::') : [ip, undefined];
+  const groups = (part: string | undefined) => (part ? part.split(':') : []);
+  // A trailing dotted IPv4 part stands for two groups.
+  const width = (parts: string[]) => parts.reduce((n, p) => n + (p.includes('.') ? 2 : 1), 0);
+  const left = groups(head);
+  const right = groups(tail);
+  const zeros = Array<string>(8 - width(left) - width(right)).fill('0');
+  const all = tail === undefined ? left : [...left, ...zeros, ...right];
+  const prefix = all.slice(0, 4).map((g) => parseInt(g, 16).toString(16));
+  return `${prefix.join(':')}::/64`;
+}
+
+/**
+ * Failed authentications per client address, counted in Redis so every gateway replica
+ * shares the count: up to `quota.limit` per window are answered 401, later ones 429 with
+ * `Retry-After`, and a throttled address gets no database lookup of a key the gateway has
+ * not accepted before. Successes are never counted.
+ */
+export class AuthFailureThrottle {
+  constructor(
+    private readonly limiter: QuotaLimiter,
+    private readonly quota: Quota,
+  ) {}
+
+  /** Before a key lookup: refuses an address that has used up its failures. */
+  async admit(address: string, res: ServerResponse): Promise<void> {
+    refuseUnless(await this.limiter.peek(address, this.quota), res);
+  }
+
+  /** After a 401: counts it, and refuses instead once past the limit. */
+  async failed(address: string, res: ServerResponse): Promise<void> {
+    refuseUnless(await this.limiter.consume(address, this.quota), res);
+  }
+}
+
+function refuseUnless(decision: QuotaDecision, res: ServerResponse): void {
+  if (decision.allowed) return;
+  res.setHeader('Retry-After', String(decision.resetSeconds));
+  throw tooManyRequests(
+    `Too many failed authentications from your address; retry in ${decision.resetSeconds} seconds with a valid API key`,
+  );
+}
