@@ -83,7 +83,10 @@ program
   .description('create an API key; the key is printed once')
   .argument('<userId>', 'owner (UUID)')
   .option('--environment <env>', 'staging or live (default: APP_ENV)')
-  .option('--browser', 'allow browser calls to /file (serverOnly: false)')
+  .option(
+    '--browser',
+    'a client-app (publishable) key: /file only, from apps and browsers (serverOnly: false)',
+  )
   .option('--quota-limit <n>', 'own quota: requests per window', positiveInt)
   .option('--quota-window <seconds>', 'own quota: window length in seconds', positiveInt, 60)
   .action(

@@ -65,8 +65,7 @@ export const unprocessable = (message: string) => new WaybillError('UNPROCESSABL
 export const payloadTooLarge = (message: string) => new WaybillError('PAYLOAD_TOO_LARGE', message);
 export const unsupportedMediaType = (message: string) =>
   new WaybillError('UNSUPPORTED_MEDIA_TYPE', message);
-export const tooManyRequests = (message: string) => new WaybillError('QUOTA_EXCEEDED', message);
-export const quotaExceeded = () => tooManyRequests('API quota exceeded');
+export const quotaExceeded = () => new WaybillError('QUOTA_EXCEEDED', 'API quota exceeded');
 export const serviceUnavailable = (message: string) =>
   new WaybillError('SERVICE_UNAVAILABLE', message);
 /** A refusal for load: nothing is wrong, the client retries after `retryAfter` seconds. */

@@ -84,7 +84,11 @@ export const createApiKeyParams = (defaultEnvironment: AppEnvironment) =>
     environment: Joi.string()
       .valid(...APP_ENVIRONMENTS)
       .default(defaultEnvironment),
-    serverOnly: Joi.boolean().default(true),
+    serverOnly: Joi.boolean()
+      .default(true)
+      .description(
+        'true (default): a secret key for servers, for /api and /file. false: a client-app (publishable) key, to ship in apps and web pages: /file only',
+      ),
     quota: quotaSchema.allow(null).default(null),
   });
 

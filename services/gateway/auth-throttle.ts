@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { tooManyRequests } from '../../libs/errors';
 import type { Quota, QuotaDecision, QuotaLimiter } from './quota';
@@ -59,20 +59,20 @@ export class AuthFailureThrottle {
   ) {}
 
   /** Before a key lookup: refuses an address that has used up its failures. */
-  async admit(address: string, res: ServerResponse): Promise<void> {
-    refuseUnless(await this.limiter.peek(address, this.quota), res);
+  async admit(address: string): Promise<void> {
+    refuseUnless(await this.limiter.peek(address, this.quota));
   }
 
   /** After a 401: counts it, and refuses instead once past the limit. */
-  async failed(address: string, res: ServerResponse): Promise<void> {
-    refuseUnless(await this.limiter.consume(address, this.quota), res);
+  async failed(address: string): Promise<void> {
+    refuseUnless(await this.limiter.consume(address, this.quota));
   }
 }
 
-function refuseUnless(decision: QuotaDecision, res: ServerResponse): void {
+function refuseUnless(decision: QuotaDecision): void {
   if (decision.allowed) return;
-  res.setHeader('Retry-After', String(decision.resetSeconds));
   throw tooManyRequests(
     `Too many failed authentications from your address; retry in ${decision.resetSeconds} seconds with a valid API key`,
+    decision.resetSeconds,
   );
 }

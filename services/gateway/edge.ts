@@ -2,13 +2,14 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
-import { forbidden, quotaExceeded, serviceUnavailable, tooManyRequests } from '../../libs/errors';
+import { forbidden, quotaExceeded, tooManyRequests } from '../../libs/errors';
 import type { RouteGroup } from '../../libs/service';
 import { checkAdminToken } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
+import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
 import { describeRequest, isPreflight, type GatewayRequest } from './http';
-import { quotaHeaders, type QuotaLimiter } from './quota';
+import { quotaHeaders, quotaStoreUnavailable, type QuotaLimiter } from './quota';
 import type { UploadLeases } from './upload-leases';
 import { GROUP_BASE } from './routes';
 
@@ -25,9 +26,6 @@ const middleware =
       (err: unknown) => next(err),
     );
   };
-
-/** Quotas and upload leases live in Redis; without it neither can be checked. */
-const QUOTA_STORE_UNAVAILABLE = 'The quota store is unavailable; retry in a few seconds';
 
 const FILE_CORS_HEADERS = 'api-key, content-type, x-request-id';
 const EXPOSED_HEADERS =
@@ -60,25 +58,40 @@ export function accessLog(
 }
 
 export interface ApiKeyGuardOptions {
-  config: Pick<Config, 'quota'>;
+  config: Pick<Config, 'quota' | 'trustProxyHops'>;
   authenticator: () => ApiKeyAuthenticator;
   quota: QuotaLimiter;
+  authFailures: AuthFailureThrottle;
 }
 
+export const PUBLISHABLE_KEY_REFUSED =
+  'This is a client-app (publishable) key; it may call /file endpoints only. Use a server-only key for /api';
+
+const isUnauthorized = (err: unknown) => (err as { type?: unknown })?.type === 'UNAUTHORIZED';
+
 /**
- * `/api` and `/file`: CORS rules for the group, the key, the quota, then the call runs as
- * the key's user. Browsers may call `/file` only with keys created `serverOnly: false`.
+ * `/api` and `/file`: CORS rules for the group, the key (failures throttled per client
+ * address), what its kind may call, the quota, then the call runs as the key's user. Keys
+ * created `serverOnly: false` are publishable: shipped in apps and web pages, they may call
+ * `/file` only, from a browser or not; `/api` needs a server-only key.
  */
 export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Middleware {
   async function consumeQuota(key: ResolvedApiKey, res: ServerResponse) {
-    let decision;
-    try {
-      decision = await options.quota.consume(key.id, key.quota ?? options.config.quota);
-    } catch {
-      throw serviceUnavailable(QUOTA_STORE_UNAVAILABLE);
-    }
+    const decision = await options.quota.consume(key.id, key.quota ?? options.config.quota);
     for (const [name, value] of Object.entries(quotaHeaders(decision))) res.setHeader(name, value);
     if (!decision.allowed) throw quotaExceeded();
+  }
+
+  async function authenticate(req: GatewayRequest) {
+    const address = clientAddress(req, options.config.trustProxyHops);
+    try {
+      return await options
+        .authenticator()
+        .authenticate(req.headers['api-key'], () => options.authFailures.admit(address));
+    } catch (err) {
+      if (isUnauthorized(err)) await options.authFailures.failed(address);
+      throw err;
+    }
   }
 
   return middleware(async (req, res) => {
@@ -99,7 +112,7 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
       res.end();
       return true;
     }
-    const key = await options.authenticator().authenticate(req.headers['api-key']);
+    const key = await authenticate(req);
     if (group === 'file' && origin) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
@@ -110,6 +123,7 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
         );
       }
     }
+    if (group !== 'file' && !key.serverOnly) throw forbidden(PUBLISHABLE_KEY_REFUSED);
     await consumeQuota(key, res);
     if (req.$ctx) {
       req.$ctx.meta.user = key.user;
@@ -137,7 +151,7 @@ export function uploadGuard(options: UploadGuardOptions): Middleware {
     try {
       lease = await options.leases.acquire(keyId, options.limit);
     } catch {
-      throw serviceUnavailable(QUOTA_STORE_UNAVAILABLE);
+      throw quotaStoreUnavailable();
     }
     if (!lease) {
       throw tooManyRequests(

@@ -9,6 +9,7 @@ import type { ServiceDefinition } from '../../libs/service';
 import { StreamFlows } from '../../libs/stream-flow';
 import { version } from '../../package.json';
 import { ApiKeyAuthenticator } from './api-key-auth';
+import { AuthFailureThrottle } from './auth-throttle';
 import { accessLog, adminGuard, apiKeyGuard, uploadGuard } from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
 import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
@@ -39,6 +40,10 @@ export function createGatewayService(
     }),
   );
   const quota = new QuotaLimiter(redis, `${config.namespace}:quota:`);
+  const authFailures = new AuthFailureThrottle(
+    new QuotaLimiter(redis, `${config.namespace}:auth-failures:`),
+    config.authFailures,
+  );
   const idempotency = new IdempotencyStore(redis, `${config.namespace}:idempotency:`, {
     pendingMs: Math.max(2 * config.requestTimeoutMs, 60_000),
     keepMs: 24 * 3600_000,
@@ -84,7 +89,12 @@ export function createGatewayService(
       methods,
       group === 'admin'
         ? adminGuard(config.adminToken)
-        : apiKeyGuard(group, { config, quota, authenticator: () => authenticator }),
+        : apiKeyGuard(group, {
+            config,
+            quota,
+            authFailures,
+            authenticator: () => authenticator,
+          }),
       ...(group === 'file' && body === 'stream' ? [uploads] : []),
     ],
     ops: { use: [log, methods], aliases: ops },

@@ -1,6 +1,6 @@
 import type Joi from '../../libs/joi';
 import { APP_ENVIRONMENTS } from '../../libs/config';
-import type { HttpRoute, ServiceDefinition } from '../../libs/service';
+import type { HttpRoute, RouteGroup, ServiceDefinition } from '../../libs/service';
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER, takesIdempotencyKey } from './idempotency';
 import { MAX_JSON_DEPTH } from './json-body';
 import { ComponentSchemas, type JsonSchema } from './json-schema';
@@ -18,10 +18,18 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'Not allowed for this key or token',
   404: 'Not found',
   413: 'Body too large',
-  429: 'API quota exceeded; see `Retry-After`',
+  429: 'API quota exceeded, or too many failed authentications from your address; see `Retry-After`',
   500: 'Unexpected failure, logged on our side',
   503: 'A service or dependency is temporarily unavailable; retry',
   504: 'A service did not answer in time; retry',
+};
+
+/** What a status means in one group, where the groups differ. */
+const GROUP_ERROR_DESCRIPTIONS: Partial<Record<RouteGroup, Record<number, string>>> = {
+  api: { 403: 'A client-app (publishable) key: it may call /file only; use a server-only key' },
+  file: {
+    403: 'A server-only key sent from a browser (`Origin`); browsers need a client-app key (`serverOnly: false`)',
+  },
 };
 
 const ERROR_ENVELOPE_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
@@ -164,7 +172,7 @@ function successResponse(http: HttpRoute, data: JsonSchema | undefined) {
 /** Every error status an operation can answer, ascending. */
 export function errorStatuses(http: HttpRoute, fullPath: string): number[] {
   const statuses = new Set([400, 500, 503, 504, ...Object.keys(http.errors ?? {}).map(Number)]);
-  const groupStatuses = http.group === 'admin' ? [401, 403] : [401, 429];
+  const groupStatuses = http.group === 'admin' ? [401, 403] : [401, 403, 429];
   groupStatuses.forEach((s) => statuses.add(s));
   if (pathParams(fullPath).length > 0) statuses.add(404);
   if (hasBody(http.method)) statuses.add(413);
@@ -176,7 +184,13 @@ export function errorStatuses(http: HttpRoute, fullPath: string): number[] {
 /** What an error status means for this operation: its own words first. */
 export function errorDescription(http: HttpRoute, status: number): string {
   const idempotency = takesIdempotencyKey(http) ? IDEMPOTENCY_KEY_DOC.errors : {};
-  return http.errors?.[status] ?? idempotency[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error';
+  return (
+    http.errors?.[status] ??
+    idempotency[status] ??
+    GROUP_ERROR_DESCRIPTIONS[http.group]?.[status] ??
+    ERROR_DESCRIPTIONS[status] ??
+    'Error'
+  );
 }
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
@@ -346,6 +360,13 @@ const COMPONENT_HEADERS = {
   },
 };
 
+const API_KEY_KINDS =
+  '`<prefix>_<live|staging>_<64 hex>`, of the environment it is sent to. A **server-only** key ' +
+  '(the default) is a secret for your servers: it may call `/api` and `/file`, but not from a ' +
+  'browser. A **client-app** key (created with `serverOnly: false`) is publishable, like a ' +
+  'Stripe publishable key: it may be shipped in a mobile app or a web page, and may call the ' +
+  '`/file` endpoints only (from a browser or not); `/api` answers it 403.';
+
 /** The OpenAPI 3.1 document of every routed action, from the same joi schemas that validate. */
 export function buildOpenApi(definitions: ServiceDefinition[], version: string) {
   const components = new ComponentSchemas();
@@ -370,15 +391,27 @@ export function buildOpenApi(definitions: ServiceDefinition[], version: string) 
       license: { name: 'MIT', identifier: 'MIT' },
     },
     tags: [
-      { name: 'api', description: 'Places, routes, pricing, deliveries and packages (`api-key`)' },
-      { name: 'file', description: 'Uploads and downloads (`api-key`)' },
+      {
+        name: 'api',
+        description: 'Places, routes, pricing, deliveries and packages (server-only `api-key`)',
+      },
+      {
+        name: 'file',
+        description:
+          'Uploads and downloads (`api-key` of either kind; from a browser, a client-app key)',
+      },
       { name: 'admin', description: 'Operators only (`Authorization: Bearer <ADMIN_TOKEN>`)' },
     ],
     paths,
     components: {
       headers: COMPONENT_HEADERS,
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'api-key' },
+        ApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'api-key',
+          description: API_KEY_KINDS,
+        },
         AdminToken: { type: 'http', scheme: 'bearer' },
       },
       schemas: components.schemas,

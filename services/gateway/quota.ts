@@ -77,10 +77,14 @@ export class QuotaLimiter {
     try {
       return await command();
     } catch {
-      throw serviceUnavailable('The quota store is unavailable; retry in a few seconds');
+      throw quotaStoreUnavailable();
     }
   }
 }
+
+/** Redis, which keeps quotas, failed authentications and upload leases, cannot be reached. */
+export const quotaStoreUnavailable = () =>
+  serviceUnavailable('The quota store is unavailable; retry in a few seconds');
 
 function decide(quota: Quota, count: number, allowed: boolean, ttlMs: number): QuotaDecision {
   return {

@@ -72,3 +72,51 @@ describe('browser calls to /api', () => {
     expect(reply.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
+
+describe('client-app (publishable) keys: serverOnly false', () => {
+  const PUBLISHABLE =
+    /client-app \(publishable\) key; it may call \/file endpoints only.*server-only key/;
+
+  it.each([
+    ['GET', '/api/me', undefined],
+    ['GET', '/api/packages', undefined],
+    ['POST', '/api/package', { packageType: 'Box', name: 'x', size: 'SMALL', quantity: 1 }],
+    ['DELETE', '/api/package/00000000-0000-4000-8000-000000000000', undefined],
+  ])('refuses %s %s with 403, with or without Origin', async (method, path, json) => {
+    const { key } = await createUserWithKey(node.url, { serverOnly: false });
+    const variants: Record<string, string>[] = [{ 'api-key': key }, { 'api-key': key, origin }];
+    for (const headers of variants) {
+      const reply = await request(node.url, method, path, { headers, json });
+      expectErrorEnvelope(reply, 403, PUBLISHABLE);
+      expect(reply.headers.get('access-control-allow-origin')).toBeNull();
+    }
+  });
+
+  it('counts nothing against the quota', async () => {
+    const { key } = await createUserWithKey(node.url, {
+      serverOnly: false,
+      quota: { limit: 1, windowSeconds: 60 },
+    });
+    for (let i = 0; i < 3; i++) {
+      const reply = await request(node.url, 'GET', '/api/me', { headers: { 'api-key': key } });
+      expectErrorEnvelope(reply, 403, PUBLISHABLE);
+      expect(reply.headers.get('ratelimit-remaining')).toBeNull();
+    }
+    const file = await request(node.url, 'POST', '/file/download', {
+      headers: { 'api-key': key },
+      json: { url: 'https://cdn.waybill.local/x.png' },
+    });
+    expect(file.headers.get('ratelimit-remaining')).toBe('0');
+  });
+
+  it('lets the key call /file from an app, without Origin', async () => {
+    const { key } = await createUserWithKey(node.url, { serverOnly: false });
+    const reply = await request(node.url, 'POST', '/file/download', {
+      headers: { 'api-key': key },
+      json: { url: 'https://cdn.waybill.local/x.png' },
+    });
+    // Past auth: the file service answers (not one of our files).
+    expect([401, 403]).not.toContain(reply.status);
+    expect(reply.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});

@@ -88,6 +88,17 @@ describe('health probes', () => {
         headers: { 'api-key': key.body.data.key },
       });
       expectErrorEnvelope(reply, 503, /quota store is unavailable/);
+      // Failed authentications are counted there too: no key, a malformed key and an unknown
+      // one get the same 503, never a free 401 or a database lookup.
+      const failures: Record<string, string>[] = [
+        {},
+        { 'api-key': 'wb_staging_nothex' },
+        { 'api-key': `wb_staging_${'ab'.repeat(32)}` },
+      ];
+      for (const headers of failures) {
+        const refused = await request(node.url, 'GET', '/api/me', { headers });
+        expectErrorEnvelope(refused, 503, /quota store is unavailable/);
+      }
     } finally {
       await node.stop();
     }

@@ -96,11 +96,14 @@ describe('buildOpenApi document', () => {
     for (const { method } of operations) expect(METHODS).toContain(method);
   });
 
-  it('declares both security schemes', () => {
+  it('declares both security schemes, and what each kind of API key may call', () => {
     expect(doc.components.securitySchemes).toEqual({
-      ApiKey: { type: 'apiKey', in: 'header', name: 'api-key' },
+      ApiKey: { type: 'apiKey', in: 'header', name: 'api-key', description: expect.any(String) },
       AdminToken: { type: 'http', scheme: 'bearer' },
     });
+    const { description } = doc.components.securitySchemes.ApiKey;
+    expect(description).toMatch(/server-only.*`\/api` and `\/file`/s);
+    expect(description).toMatch(/client-app.*serverOnly: false.*`\/file` endpoints only/s);
   });
 
   it('describes the error envelope libs/envelope builds', () => {
@@ -339,8 +342,8 @@ describe('buildOpenApi of api and file routes', () => {
   const apiOp = (path: string, method: string) =>
     (apiDoc.paths[path] as Record<string, Operation>)[method];
 
-  it('secures api and file routes with the API key and documents 429', () => {
-    for (const { operation } of allOperations(apiDoc)) {
+  it('secures api and file routes with the API key and documents 403 and 429', () => {
+    for (const { path, operation } of allOperations(apiDoc)) {
       expect(operation.security).toEqual([{ ApiKey: [] }]);
       expect(operation.responses['429']).toEqual({
         description: expect.stringContaining('Retry-After'),
@@ -350,8 +353,13 @@ describe('buildOpenApi of api and file routes', () => {
         },
         content: { 'application/json': { schema: ERROR_REF } },
       });
+      expect(operation.responses['429'].description).toMatch(/failed authentications/);
       expect(operation.responses['401']).toBeDefined();
-      expect(operation.responses['403']).toBeUndefined();
+      expect(operation.responses['403'].description).toMatch(
+        path.startsWith('/file/')
+          ? /server-only key sent from a browser/
+          : /client-app.*\/file only/,
+      );
     }
   });
 
@@ -550,14 +558,14 @@ describe('the parts of an operation', () => {
 
   it('errorStatuses: the common ones, the group, path, body and idempotency statuses', () => {
     expect(errorStatuses(route(), '/api/things/:thingId')).toEqual([
-      400, 401, 404, 409, 413, 422, 429, 500, 503, 504,
+      400, 401, 403, 404, 409, 413, 422, 429, 500, 503, 504,
     ]);
     expect(errorStatuses(route({ group: 'admin', method: 'GET' }), '/admin/things')).toEqual([
       400, 401, 403, 500, 503, 504,
     ]);
     expect(
       errorStatuses(route({ method: 'GET', errors: { 404: 'No tariff' } }), '/api/things'),
-    ).toEqual([400, 401, 404, 429, 500, 503, 504]);
+    ).toEqual([400, 401, 403, 404, 429, 500, 503, 504]);
   });
 
   it('errorDescription: the route’s own words first', () => {

@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+
+const iso = isolation();
+let node: NodeProcess;
+const LIMIT = 4;
+const THROTTLED = /^Too many failed authentications from your address; retry in \d+ seconds/;
+
+beforeAll(async () => {
+  // Every test request comes from 127.0.0.1: the gateway trusts one proxy hop, so that each
+  // test speaks for its own client address through X-Forwarded-For. Keys are looked up on
+  // every request (no cache), which makes each database lookup visible in the metrics.
+  node = await startNode({
+    services: 'all',
+    iso,
+    env: {
+      AUTH_FAILURE_LIMIT: String(LIMIT),
+      AUTH_FAILURE_WINDOW_SECONDS: '60',
+      TRUST_PROXY_HOPS: '1',
+      API_KEY_CACHE_SECONDS: '0',
+    },
+  });
+});
+
+afterAll(async () => {
+  await node?.stop();
+  await dropDatabases(iso);
+});
+
+const unknownKey = () => `wb_staging_${randomBytes(32).toString('hex')}`;
+
+const me = (client: string | undefined, key?: string) =>
+  request(node.url, 'GET', '/api/me', {
+    headers: {
+      ...(client ? { 'x-forwarded-for': client } : {}),
+      ...(key === undefined ? {} : { 'api-key': key }),
+    },
+  });
+
+/** How many times the gateway has asked the account service about a key. */
+async function lookups(): Promise<number> {
+  const text = await (await fetch(`${node.opsUrl}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter(
+      (l) => l.startsWith('moleculer_request_total{') && l.includes('"account.resolveApiKey"'),
+    )
+    .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+}
+
+async function useUpFailures(client: string | undefined): Promise<void> {
+  for (let i = 0; i < LIMIT; i++) expectErrorEnvelope(await me(client, unknownKey()), 401);
+}
+
+describe('failed authentications per client address', () => {
+  it(`answers the ${LIMIT + 1}th failure 429 with Retry-After, without a lookup`, async () => {
+    const client = '198.51.100.1';
+    const counted = await lookups();
+    await useUpFailures(client);
+    expect(await lookups()).toBe(counted + LIMIT);
+
+    const refused = await me(client, unknownKey());
+    expectErrorEnvelope(refused, 429, THROTTLED);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(refused.body.message).toContain(`retry in ${retryAfter} seconds`);
+    // Every kind of failure is refused alike once the address is throttled.
+    expectErrorEnvelope(await me(client), 429, THROTTLED);
+    expectErrorEnvelope(await me(client, 'wb_staging_nothex'), 429, THROTTLED);
+    expectErrorEnvelope(await me(client, `wb_live_${'ab'.repeat(32)}`), 429, THROTTLED);
+    expect(await lookups()).toBe(counted + LIMIT);
+  });
+
+  it('still accepts a key it accepted before from a throttled address', async () => {
+    const client = '198.51.100.2';
+    const { key } = await createUserWithKey(node.url);
+    expect((await me(client, key)).status).toBe(200);
+    await useUpFailures(client);
+    expectErrorEnvelope(await me(client, unknownKey()), 429, THROTTLED);
+
+    const counted = await lookups();
+    const again = await me(client, key);
+    expect(again.status).toBe(200);
+    expect(again.headers.get('ratelimit-remaining')).not.toBeNull();
+    // Looked up again (API_KEY_CACHE_SECONDS is 0): a revocation would still be seen.
+    expect(await lookups()).toBe(counted + 1);
+  });
+
+  it('refuses, until the window ends, a key it has not accepted before', async () => {
+    const client = '198.51.100.3';
+    await useUpFailures(client);
+    const { key } = await createUserWithKey(node.url);
+    const counted = await lookups();
+    expectErrorEnvelope(await me(client, key), 429, THROTTLED);
+    expect(await lookups()).toBe(counted);
+    // From an address with no failures, the same key works.
+    expect((await me('198.51.100.4', key)).status).toBe(200);
+  });
+
+  it('refuses a revoked key from a throttled address without a lookup', async () => {
+    const client = '198.51.100.5';
+    const { key, keyId } = await createUserWithKey(node.url);
+    expect((await me(client, key)).status).toBe(200);
+    const revoke = await request(node.url, 'DELETE', `/admin/api-keys/${keyId}`, {
+      headers: adminHeaders,
+    });
+    expect(revoke.status).toBe(204);
+    await useUpFailures(client);
+    expectErrorEnvelope(await me(client, key), 429, THROTTLED);
+  });
+
+  it('counts per address: one client throttled leaves the others alone', async () => {
+    await useUpFailures('198.51.100.6');
+    expectErrorEnvelope(await me('198.51.100.6', unknownKey()), 429, THROTTLED);
+    expectErrorEnvelope(await me('198.51.100.7', unknownKey()), 401, /Unknown API key/);
+    // The socket's address when no proxy named a client (here 127.0.0.1).
+    expectErrorEnvelope(await me(undefined, unknownKey()), 401, /Unknown API key/);
+  });
+
+  it('counts IPv6 clients per /64', async () => {
+    await useUpFailures('2001:db8:1:2::1');
+    expectErrorEnvelope(await me('2001:db8:1:2:ffff::9', unknownKey()), 429, THROTTLED);
+    expectErrorEnvelope(await me('2001:db8:1:3::1', unknownKey()), 401, /Unknown API key/);
+  });
+
+  it('believes only the entry the trusted proxy wrote, not what the client prepended', async () => {
+    const client = '198.51.100.8';
+    for (let i = 0; i < LIMIT; i++) {
+      const spoofed = `203.0.113.${i}, ${client}`;
+      expectErrorEnvelope(await me(spoofed, unknownKey()), 401);
+    }
+    expectErrorEnvelope(await me(`203.0.113.99, ${client}`, unknownKey()), 429, THROTTLED);
+  });
+
+  it('does not count successes, nor refusals of a valid key', async () => {
+    const client = '198.51.100.9';
+    const { key } = await createUserWithKey(node.url);
+    const { key: publishable } = await createUserWithKey(node.url, { serverOnly: false });
+    for (let i = 0; i < LIMIT * 3; i++) {
+      expect((await me(client, key)).status).toBe(200);
+      expectErrorEnvelope(await me(client, publishable), 403);
+    }
+    expectErrorEnvelope(await me(client, unknownKey()), 401, /Unknown API key/);
+  });
+});
