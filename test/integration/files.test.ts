@@ -194,14 +194,17 @@ describe.each(topologies)('files, %s', (_name, start) => {
     await dropDatabases(iso);
   });
 
-  it('single upload: 200 with the hosted URL; S3 holds the same bytes, with the sniffed type', async () => {
-    const png = fileOf(HEADS.png, 300_000);
-    const reply = await post(
+  const uploadPng = (png: Buffer) =>
+    post(
       top.url,
       '/single-upload',
       user.key,
       form([{ field: 'upload-file', data: png, filename: 'photo.png', type: 'image/png' }]),
     );
+
+  it('single upload: 200 with the hosted URL; S3 holds the same bytes, with the sniffed type', async () => {
+    const png = fileOf(HEADS.png, 300_000);
+    const reply = await uploadPng(png);
     expect(reply.status).toBe(200);
     expect(reply.body).toEqual({
       success: true,
@@ -256,12 +259,7 @@ describe.each(topologies)('files, %s', (_name, start) => {
 
   it('ignores Idempotency-Key on downloads: each one streams the file, none is stored or replayed', async () => {
     const png = fileOf(HEADS.png, 3000);
-    const reply = await post(
-      top.url,
-      '/single-upload',
-      user.key,
-      form([{ field: 'upload-file', data: png, filename: 'photo.png', type: 'image/png' }]),
-    );
+    const reply = await uploadPng(png);
     expect(reply.status).toBe(200);
     const idempotencyKey = randomUUID();
     for (let i = 0; i < 3; i++) {
