@@ -1,6 +1,12 @@
 import type Joi from './joi';
 import type { ActionSchema, Context, ServiceSchema } from 'moleculer';
-import type { ActionName, AnswerOf, ParamsOf } from './contracts';
+import {
+  CONTRACT_RETRY,
+  type ActionName,
+  type AnswerOf,
+  type ParamsOf,
+  type Retry,
+} from './contracts';
 import { unauthorized } from './errors';
 import type { FlowMeta } from './stream-flow';
 
@@ -76,6 +82,11 @@ export interface ActionDefinition<P = Record<string, unknown>> extends Omit<
   /** One object, or (a body of two shapes) a conditional choice between two objects. */
   params?: Joi.ObjectSchema<P> | Joi.AlternativesSchema<P>;
   http?: HttpRoute;
+  /**
+   * Whether a call lost with its node may be repeated on another (`libs/contracts/retry`):
+   * every action says so; a contract action takes its contract's.
+   */
+  retry: Retry;
   /** The contract this action implements (`libs/contracts`): `service.action`. */
   contract?: ActionName;
   handler: (ctx: WaybillContext<P>) => unknown;
@@ -96,18 +107,21 @@ export function action<P>(definition: ActionDefinition<P>): ActionDefinition<P> 
 /**
  * Declares the action that implements a contract of `libs/contracts`: its params schema and
  * its handler's answer must be the contract's, checked at compile time, and the service must
- * register it under the contract's name, checked when the service schema is built.
+ * register it under the contract's name, checked when the service schema is built. Its retry
+ * kind is the contract's.
  */
 export function implement<N extends ActionName, V extends ParamsOf<N> = ParamsOf<N>>(
   contract: N,
-  definition: Omit<ActionDefinition<ParamsOf<N>>, 'contract' | 'params' | 'handler'> & {
+  definition: Omit<ActionDefinition<ParamsOf<N>>, 'contract' | 'params' | 'handler' | 'retry'> & {
     params: Joi.ObjectSchema<ParamsOf<N>>;
     /** Sees the params as validated: `WithDefaults` names the keys the schema fills in. */
     handler: (ctx: WaybillContext<V>) => AnswerOf<N> | Promise<AnswerOf<N>>;
   },
 ): ActionDefinition<ParamsOf<N>> {
   // The validator turned the caller's params into V before the handler runs.
-  return { ...definition, contract } as ActionDefinition<ParamsOf<N>>;
+  return { ...definition, contract, retry: CONTRACT_RETRY[contract] } as ActionDefinition<
+    ParamsOf<N>
+  >;
 }
 
 /** Params after validation: the keys whose schema has a default are always there. */

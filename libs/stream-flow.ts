@@ -125,6 +125,8 @@ export class StreamFlows {
   /** The credit action, visible to other nodes but never routed over HTTP. */
   action() {
     return action({
+      // Each credit adds to the window: a repeat would grant twice.
+      retry: 'never',
       visibility: 'public',
       params: Joi.object({
         id: Joi.string().uuid().required(),

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import Joi from '../joi';
 import type { AppEnvironment } from '../config';
+import type { Retry } from './retry';
 
 /** What other services may know of the account service. */
 
@@ -93,6 +94,18 @@ export interface AccountActions {
   'account.listApiKeys': { params: ListApiKeysParams; answer: ApiKeyView[] };
   'account.revokeApiKey': { params: { keyId: string }; answer: null };
 }
+
+/** Which account actions may be repeated on another node (`libs/contracts/retry`). */
+export const ACCOUNT_RETRY = {
+  'account.resolveApiKey': 'safe',
+  'account.createUser': 'never',
+  'account.findUsers': 'safe',
+  'account.getUser': 'safe',
+  'account.createApiKey': 'never',
+  'account.listApiKeys': 'safe',
+  // Revoking a revoked key changes nothing and answers the same.
+  'account.revokeApiKey': 'safe',
+} as const satisfies Record<keyof AccountActions, Retry>;
 
 /** API keys read `<prefix>_<live|staging>_<64 hex>`; only their SHA-256 is ever stored. */
 const KEY_PATTERN = /^([a-z][a-z0-9]{0,15})_(live|staging)_([0-9a-fA-F]{64})$/;

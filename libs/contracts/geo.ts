@@ -1,5 +1,6 @@
 import Joi from '../joi';
 import { countryCode, e164Phone, email, fromUrl, uuid, view } from '../schemas';
+import type { Retry } from './retry';
 
 /** What other services may know of the geo service. */
 
@@ -234,3 +235,12 @@ export interface GeoActions {
   'geo.listFleetTypes': { params: ListFleetTypesParams; answer: FleetTypeDetail[] };
   'geo.getFleetType': { params: GetFleetTypeParams; answer: FleetTypeDetail };
 }
+
+/** Which geo actions may be repeated on another node: all of them read. */
+export const GEO_RETRY = {
+  'geo.resolveAddress': 'safe',
+  'geo.findArea': 'safe',
+  'geo.route': 'safe',
+  'geo.listFleetTypes': 'safe',
+  'geo.getFleetType': 'safe',
+} as const satisfies Record<keyof GeoActions, Retry>;

@@ -1,9 +1,9 @@
 /**
  * Service contracts: per service, what the others may know of it — action names with their
- * params and answers, event names with their payloads, and the small pure helpers several
- * services share. Services import each other only through these files (an ESLint rule
- * refuses `services/<a>` importing `services/<b>`), and call each other through `call()`,
- * which checks names, params and answers at compile time.
+ * params, answers and whether a lost call may be repeated, event names with their payloads,
+ * and the small pure helpers several services share. Services import each other only through
+ * these files (an ESLint rule refuses `services/<a>` importing `services/<b>`), and call each
+ * other through `call()`, which checks names, params and answers at compile time.
  */
 import type { AccountActions, AccountEvents } from './account';
 import type { GeoActions, GeoEvents } from './geo';
@@ -18,3 +18,4 @@ export type Events = AccountEvents & GeoEvents & PricingEvents;
 export type EventName = keyof Events;
 
 export { call, broadcast, type AnswerOf, type Caller, type ParamsOf } from './call';
+export { CONTRACT_RETRY, retriesFor, SAFE_RETRIES, type Retry } from './retry';

@@ -1,5 +1,6 @@
 import Joi from '../joi';
 import { uuid } from '../schemas';
+import type { Retry } from './retry';
 
 /** What other services may know of the package service. */
 
@@ -86,3 +87,10 @@ export interface PackageActions {
   /** Gives a delivery's packages back (cancellation, failed payment). Safe to repeat. */
   'package.release': { params: ReleaseParams; answer: { released: number } };
 }
+
+/** Which package actions may be repeated on another node: all three are safe by design. */
+export const PACKAGE_RETRY = {
+  'package.resolveSelection': 'safe',
+  'package.assign': 'safe',
+  'package.release': 'safe',
+} as const satisfies Record<keyof PackageActions, Retry>;

@@ -184,6 +184,7 @@ export function createAccountService(config: Config): ServiceDefinition {
       }),
 
       me: action({
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'GET',

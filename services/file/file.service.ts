@@ -91,6 +91,8 @@ export function createFileService(config: Config): ServiceDefinition {
     name: 'file',
     actions: {
       singleUpload: action({
+        // The body is a stream, read once.
+        retry: 'never',
         http: {
           group: 'file',
           method: 'POST',
@@ -115,6 +117,8 @@ export function createFileService(config: Config): ServiceDefinition {
       }),
 
       bulkUpload: action({
+        // The body is a stream, read once.
+        retry: 'never',
         http: {
           group: 'file',
           method: 'POST',
@@ -143,6 +147,7 @@ export function createFileService(config: Config): ServiceDefinition {
       }),
 
       download: action({
+        retry: 'safe',
         http: {
           group: 'file',
           method: 'POST',

@@ -34,6 +34,7 @@ export function createGatewayService(
   const entries = collectRoutes(backends);
   const httpByAction = new Map(entries.map((e) => [e.actionName, e.http]));
   const httpOf = (name: string) => httpByAction.get(name);
+  const retryByAction = new Map(entries.map((e) => [e.actionName, e.retry]));
   const redis = createRedis(config.redisUrl, `${config.namespace}-gateway`, (err) =>
     logger?.warn('Redis unreachable; quota checks answer 503 until it is back', {
       error: err.message,
@@ -70,6 +71,7 @@ export function createGatewayService(
     httpOf,
     logger: () => logger,
     nodeID: () => broker.nodeID,
+    retryOf: (action) => retryByAction.get(action),
     call: (action, params, opts) => broker.call(action, params, opts),
   });
 

@@ -40,7 +40,8 @@ export function gatewayRoutes(options: RouteTableOptions) {
     mappingPolicy: 'restrict',
     autoAliases: false,
     logging: false,
-    callOptions: { timeout: config.requestTimeoutMs, retries: 0 },
+    // `retries` is set per call, by the action's retry kind (web-overrides' callAction).
+    callOptions: { timeout: config.requestTimeoutMs },
     onAfterCall: options.onAfterCall,
   };
   const jsonBody = { json: { strict: true, limit: config.bodyLimit }, urlencoded: false };

@@ -1,4 +1,5 @@
 import { escapeRegExp } from '../../libs/text';
+import type { Retry } from '../../libs/contracts';
 import type { HttpRoute, RouteGroup, ServiceDefinition } from '../../libs/service';
 
 export const GROUP_BASE: Record<RouteGroup, string> = {
@@ -11,6 +12,7 @@ export interface RouteEntry {
   /** Fully qualified action name, `service.action`. */
   actionName: string;
   http: HttpRoute;
+  retry: Retry;
   /** Path including the group base, moleculer-web style (`/admin/users/:userId`). */
   fullPath: string;
 }
@@ -28,7 +30,7 @@ export function collectRoutes(definitions: ServiceDefinition[]): RouteEntry[] {
       const previous = seen.get(routeKey);
       if (previous) throw new Error(`${routeKey} is claimed by both ${previous} and ${actionName}`);
       seen.set(routeKey, actionName);
-      entries.push({ actionName, http: action.http, fullPath });
+      entries.push({ actionName, http: action.http, retry: action.retry, fullPath });
     }
   }
   return entries;

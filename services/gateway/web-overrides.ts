@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Context, Logger } from 'moleculer';
+import { retriesFor, type Retry } from '../../libs/contracts';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { notFound, toHttpError } from '../../libs/errors';
 import type { HttpRoute } from '../../libs/service';
@@ -156,14 +157,17 @@ export interface CallDeps {
   httpOf: HttpOf<IdempotencyRouteFields>;
   /** This gateway's node, which receivers of a gated stream credit. */
   nodeID: () => string;
+  /** The retry kind an action declares (undefined for an unknown one: never retried). */
+  retryOf: (actionName: string) => Retry | undefined;
   logger: () => Pick<Logger, 'warn'>;
   send: (req: GatewayRequest, res: ServerResponse, data: unknown) => void;
 }
 
 /**
  * `callAction`: moleculer-web's, except that a request body streamed to another node goes
- * through a credit gate (the client is read no faster than the service consumes), and a
- * JSON call with an `Idempotency-Key` is claimed first and its answer stored, or replayed.
+ * through a credit gate (the client is read no faster than the service consumes), a JSON
+ * call with an `Idempotency-Key` is claimed first and its answer stored, or replayed, and a
+ * call lost with its node is repeated on another as often as the action's retry kind allows.
  */
 export async function callAction(
   deps: CallDeps,
@@ -191,6 +195,7 @@ export async function callAction(
     ctx.meta,
     params,
   );
+  opts.retries = retriesFor(deps.retryOf(aliasAction(req)) ?? 'never', ctx.meta);
   if (claim?.kind === 'replay') {
     const { status, headers, body } = claim.response;
     res.statusCode = status;

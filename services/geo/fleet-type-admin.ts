@@ -45,6 +45,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
     }),
 
     createFleetType: action({
+      retry: 'never',
       http: {
         group: 'admin',
         method: 'POST',
@@ -76,6 +77,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
     }),
 
     updateFleetType: action({
+      retry: 'never',
       http: {
         group: 'admin',
         method: 'PATCH',

@@ -118,6 +118,7 @@ export function createGeoService(config: Config): ServiceDefinition {
     },
     actions: {
       countries: action({
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'GET',
@@ -137,6 +138,7 @@ export function createGeoService(config: Config): ServiceDefinition {
       }),
 
       states: action({
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'GET',
@@ -157,6 +159,7 @@ export function createGeoService(config: Config): ServiceDefinition {
       }),
 
       cities: action({
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'GET',
@@ -232,6 +235,7 @@ export function createGeoService(config: Config): ServiceDefinition {
       }),
 
       fleetTypes: action({
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'GET',

@@ -106,6 +106,8 @@ export function createPackageService(config: Config): ServiceDefinition {
     mixins: [db.mixin()],
     actions: {
       save: action({
+        // A new package is named after its Idempotency-Key (decision 32).
+        retry: 'keyed',
         http: {
           group: 'api',
           method: 'POST',
@@ -138,6 +140,8 @@ export function createPackageService(config: Config): ServiceDefinition {
       }),
 
       remove: action({
+        // A repeat would answer 404 for a package this call deleted.
+        retry: 'never',
         http: {
           group: 'api',
           method: 'DELETE',
@@ -165,6 +169,7 @@ export function createPackageService(config: Config): ServiceDefinition {
       }),
 
       list: action({
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'GET',

@@ -136,6 +136,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
 
   return {
     listCourierRules: action({
+      retry: 'safe',
       http: {
         group: 'admin',
         method: 'GET',
@@ -163,6 +164,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
     }),
 
     createCourierRule: action({
+      retry: 'never',
       http: {
         group: 'admin',
         method: 'POST',
@@ -207,6 +209,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
     }),
 
     updateCourierRule: action({
+      retry: 'never',
       http: {
         group: 'admin',
         method: 'PATCH',
@@ -257,6 +260,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
     }),
 
     deleteCourierRule: action({
+      retry: 'never',
       http: {
         group: 'admin',
         method: 'DELETE',

@@ -69,6 +69,7 @@ export function createPricingService(config: Config): ServiceDefinition {
     },
     actions: {
       price: action({
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'POST',

@@ -145,6 +145,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
 
   return {
     listTiers: action({
+      retry: 'safe',
       http: {
         group: 'admin',
         method: 'GET',
@@ -176,6 +177,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
     }),
 
     getTier: action({
+      retry: 'safe',
       http: {
         group: 'admin',
         method: 'GET',
@@ -199,6 +201,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
     }),
 
     effectiveTariff: action({
+      retry: 'safe',
       http: {
         group: 'admin',
         method: 'GET',
@@ -227,6 +230,8 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
     }),
 
     putTier: action({
+      // Each put appends a revision.
+      retry: 'never',
       http: {
         group: 'admin',
         method: 'PUT',
@@ -294,6 +299,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
     }),
 
     deleteTier: action({
+      retry: 'never',
       http: {
         group: 'admin',
         method: 'DELETE',

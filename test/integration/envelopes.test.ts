@@ -19,6 +19,7 @@ const fixture: ServiceDefinition = {
   name: 'fixture',
   actions: {
     crash: action({
+      retry: 'never',
       http: { group: 'api', method: 'GET', path: '/fixture/crash', message: 'x', summary: 'x' },
       params: Joi.object({}),
       handler() {
@@ -26,6 +27,7 @@ const fixture: ServiceDefinition = {
       },
     }),
     slow: action({
+      retry: 'never',
       http: { group: 'api', method: 'GET', path: '/fixture/slow', message: 'x', summary: 'x' },
       params: Joi.object({}),
       async handler() {
@@ -34,6 +36,7 @@ const fixture: ServiceDefinition = {
       },
     }),
     refuse: action({
+      retry: 'never',
       http: { group: 'api', method: 'POST', path: '/fixture/refuse', message: 'x', summary: 'x' },
       params: Joi.object({}).unknown(true),
       handler() {
@@ -41,6 +44,7 @@ const fixture: ServiceDefinition = {
       },
     }),
     echo: action({
+      retry: 'never',
       http: {
         group: 'api',
         method: 'POST',
@@ -58,6 +62,7 @@ const fixture: ServiceDefinition = {
       },
     }),
     nothing: action({
+      retry: 'never',
       http: {
         group: 'api',
         method: 'DELETE',

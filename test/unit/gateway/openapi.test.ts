@@ -266,6 +266,7 @@ describe('buildOpenApi of api and file routes', () => {
     name: 'things',
     actions: {
       list: {
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'GET',
@@ -277,6 +278,7 @@ describe('buildOpenApi of api and file routes', () => {
         handler: () => [],
       },
       get: {
+        retry: 'safe',
         http: {
           group: 'api',
           method: 'GET',
@@ -288,6 +290,7 @@ describe('buildOpenApi of api and file routes', () => {
         handler: () => ({}),
       },
       update: {
+        retry: 'never',
         http: {
           group: 'api',
           method: 'PATCH',
@@ -301,6 +304,7 @@ describe('buildOpenApi of api and file routes', () => {
         handler: () => ({}),
       },
       create: {
+        retry: 'never',
         http: {
           group: 'api',
           method: 'POST',
@@ -313,6 +317,7 @@ describe('buildOpenApi of api and file routes', () => {
         handler: () => ({}),
       },
       upload: {
+        retry: 'never',
         http: {
           group: 'file',
           method: 'POST',
@@ -324,6 +329,7 @@ describe('buildOpenApi of api and file routes', () => {
         handler: () => ({}),
       },
       fetch: {
+        retry: 'safe',
         http: {
           group: 'file',
           method: 'POST',
@@ -335,7 +341,7 @@ describe('buildOpenApi of api and file routes', () => {
         params: Joi.object({ url: Joi.string().required() }),
         handler: () => Buffer.alloc(0),
       },
-      internal: { handler: () => null },
+      internal: { retry: 'safe', handler: () => null },
     },
   };
   const apiDoc = buildOpenApi([things], '0.0.1');
@@ -579,6 +585,7 @@ describe('links for stateful clients', () => {
   const entry = (actionName: string, http: Partial<HttpRoute>, fullPath: string) => ({
     actionName,
     fullPath,
+    retry: 'never' as const,
     http: {
       group: 'api',
       method: 'GET',

@@ -10,6 +10,7 @@ const entry = (actionName: string, http: Partial<HttpRoute> & Pick<HttpRoute, 'g
   return {
     actionName,
     http: full,
+    retry: 'never',
     fullPath: `${GROUP_BASE[full.group]}${full.path}`,
   } satisfies RouteEntry;
 };
@@ -82,10 +83,10 @@ describe('gatewayRoutes', () => {
   });
 
   it('gives /file calls the file timeout and the others the request timeout', () => {
-    expect(byName['file-json'].callOptions).toEqual({ timeout: 120_000, retries: 0 });
-    expect(byName['file-stream'].callOptions).toEqual({ timeout: 120_000, retries: 0 });
-    expect(byName['api-json'].callOptions).toEqual({ timeout: 5_000, retries: 0 });
-    expect(byName.ops.callOptions).toEqual({ timeout: 5_000, retries: 0 });
+    expect(byName['file-json'].callOptions).toEqual({ timeout: 120_000 });
+    expect(byName['file-stream'].callOptions).toEqual({ timeout: 120_000 });
+    expect(byName['api-json'].callOptions).toEqual({ timeout: 5_000 });
+    expect(byName.ops.callOptions).toEqual({ timeout: 5_000 });
   });
 
   it("runs each group's and body kind's middlewares, and only the access log on ops", () => {

@@ -1,4 +1,5 @@
 import { thrownBy } from '../helpers';
+import type { Retry } from '../../../libs/contracts';
 import type { ActionDefinition, HttpRoute, ServiceDefinition } from '../../../libs/service';
 import { GROUP_BASE, aliasesFor, collectRoutes } from '../../../services/gateway/routes';
 
@@ -13,14 +14,18 @@ function route(
   return { method, path, group, message: 'OK', summary: `${method} ${path}`, ...extra };
 }
 
-const withHttp = (http: HttpRoute): ActionDefinition => ({ http, handler });
+const withHttp = (http: HttpRoute, retry: Retry = 'never'): ActionDefinition => ({
+  http,
+  retry,
+  handler,
+});
 
 const users: ServiceDefinition = {
   name: 'account',
   actions: {
     createUser: withHttp(route('POST', '/users', 'admin')),
-    getUser: withHttp(route('GET', '/users/:userId', 'admin')),
-    resolveApiKey: { handler },
+    getUser: withHttp(route('GET', '/users/:userId', 'admin'), 'safe'),
+    resolveApiKey: { retry: 'safe', handler },
   },
 };
 
@@ -28,7 +33,7 @@ const deliveries: ServiceDefinition = {
   name: 'delivery',
   actions: {
     create: withHttp(route('POST', '/deliveries', 'api')),
-    get: withHttp(route('GET', '/deliveries/:deliveryId', 'api')),
+    get: withHttp(route('GET', '/deliveries/:deliveryId', 'api'), 'safe'),
     cancel: withHttp(route('DELETE', '/deliveries/:deliveryId', 'api')),
   },
 };
@@ -50,32 +55,37 @@ describe('GROUP_BASE', () => {
 });
 
 describe('collectRoutes', () => {
-  it('returns one entry per routed action, with the group base prefixed', () => {
+  it('returns one entry per routed action, with the group base prefixed and its retry kind', () => {
     expect(collectRoutes([users, deliveries])).toEqual([
       {
         actionName: 'account.createUser',
         http: users.actions!.createUser.http,
         fullPath: '/admin/users',
+        retry: 'never',
       },
       {
         actionName: 'account.getUser',
         http: users.actions!.getUser.http,
         fullPath: '/admin/users/:userId',
+        retry: 'safe',
       },
       {
         actionName: 'delivery.create',
         http: deliveries.actions!.create.http,
         fullPath: '/api/deliveries',
+        retry: 'never',
       },
       {
         actionName: 'delivery.get',
         http: deliveries.actions!.get.http,
         fullPath: '/api/deliveries/:deliveryId',
+        retry: 'safe',
       },
       {
         actionName: 'delivery.cancel',
         http: deliveries.actions!.cancel.http,
         fullPath: '/api/deliveries/:deliveryId',
+        retry: 'never',
       },
     ]);
   });

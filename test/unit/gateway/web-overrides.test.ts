@@ -1,4 +1,5 @@
 import { PassThrough, Readable } from 'node:stream';
+import { SAFE_RETRIES, type Retry } from '../../../libs/contracts';
 import { badRequest, conflict, serviceBusy } from '../../../libs/errors';
 import type { HttpRoute } from '../../../libs/service';
 import { FLOW_STEP, StreamFlows } from '../../../libs/stream-flow';
@@ -268,6 +269,7 @@ describe('callAction', () => {
       idempotency: store,
       httpOf: (name) => ROUTES[name],
       nodeID: () => 'gateway-node',
+      retryOf: () => undefined,
       logger: () => ({ warn: (...args: unknown[]) => warnings.push(args) }),
       send: (_req, _res, data) => sent.push(data),
       ...overrides,
@@ -275,7 +277,7 @@ describe('callAction', () => {
     return { deps: d, sent, warnings };
   }
   const route = {
-    callOptions: { timeout: 500, retries: 0 },
+    callOptions: { timeout: 500 },
     onAfterCall: (_ctx: unknown, _route: unknown, _req: unknown, res: { statusCode: number }) => {
       res.statusCode = 201;
       return { wrapped: true };
@@ -293,6 +295,31 @@ describe('callAction', () => {
     expect(seen[0][2]).not.toBe(route.callOptions);
     expect(sent).toEqual([{ wrapped: true }]);
     expect(res.statusCode).toBe(201);
+  });
+
+  it("asks moleculer to repeat a lost call as often as the action's retry kind allows", async () => {
+    const kinds: Record<string, Retry> = {
+      'geo.countries': 'safe',
+      'package.save': 'keyed',
+      'account.createUser': 'never',
+    };
+    const retriesOf = async (action: string, meta: Record<string, unknown> = {}) => {
+      const seen: Record<string, unknown>[] = [];
+      const req = fakeRequest({
+        alias: { action },
+        meta,
+        endpoint: { local: true },
+        call: (_e, _p, opts) => seen.push(opts),
+      });
+      const { deps: d } = deps({ retryOf: (name) => kinds[name] });
+      await callAction(d, route, req, new FakeResponse().asServerResponse(), {}, false);
+      return seen[0].retries;
+    };
+    expect(await retriesOf('geo.countries')).toBe(SAFE_RETRIES);
+    expect(await retriesOf('package.save', { idempotencyToken: 'token-1' })).toBe(SAFE_RETRIES);
+    expect(await retriesOf('package.save')).toBe(0);
+    expect(await retriesOf('account.createUser', { idempotencyToken: 'token-1' })).toBe(0);
+    expect(await retriesOf('gateway.unknown')).toBe(0);
   });
 
   it('hands a local service the request itself as the stream', async () => {
@@ -425,6 +452,7 @@ describe('webOverrides', () => {
       idempotency: {} as IdempotencyStore,
       httpOf: () => undefined,
       nodeID: () => 'n',
+      retryOf: () => undefined,
       logger: () => ({ error: () => undefined, warn: () => undefined }),
       call: noCall,
     });

@@ -1,5 +1,11 @@
 import Joi from '../../../libs/joi';
-import { broadcast, call, type Caller } from '../../../libs/contracts';
+import {
+  CONTRACT_RETRY,
+  SAFE_RETRIES,
+  broadcast,
+  call,
+  type Caller,
+} from '../../../libs/contracts';
 import { resolveApiKeyParams } from '../../../libs/contracts/account';
 import { implement, toServiceSchema } from '../../../libs/service';
 
@@ -27,16 +33,33 @@ describe('call()', () => {
     );
     expect(found.state).toBe('Lagos');
     expect(calls).toEqual([
-      ['geo.findArea', { countryCode: 'NG', state: 'Lagos' }, { timeout: 5 }],
+      [
+        'geo.findArea',
+        { countryCode: 'NG', state: 'Lagos' },
+        { retries: SAFE_RETRIES, timeout: 5 },
+      ],
     ]);
   });
 
-  it('records the contract an implementation answers for', () => {
+  it("lets moleculer repeat a lost call only as the contract's retry kind allows", async () => {
+    const { caller, calls } = recordingCaller(null);
+    const params = { name: 'A', email: 'a@example.com', phone: '+2348012345678' };
+    await call(caller, 'account.createUser', params);
+    await call({ ...caller, meta: { idempotencyToken: 't' } }, 'package.assign', {
+      userId: 'u',
+      deliveryId: 'd',
+      packageIds: ['p'],
+    });
+    expect(calls.map((c) => c[2])).toEqual([{ retries: 0 }, { retries: SAFE_RETRIES }]);
+  });
+
+  it('records the contract an implementation answers for, and its retry kind', () => {
     const action = implement('account.resolveApiKey', {
       params: resolveApiKeyParams,
       handler: () => null,
     });
     expect(action.contract).toBe('account.resolveApiKey');
+    expect(action.retry).toBe(CONTRACT_RETRY['account.resolveApiKey']);
   });
 });
 
