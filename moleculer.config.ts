@@ -2,7 +2,15 @@ import os from 'node:os';
 import type { BrokerOptions, MetricRegistry } from 'moleculer';
 import type { Config } from './libs/config';
 import { jsonLogLine } from './libs/logging';
+import { NatsTransporter } from './libs/nats-transporter';
 import { OpsServer } from './libs/ops-server';
+import {
+  CIRCUIT_BREAKER,
+  HEARTBEAT,
+  RETRY_POLICY,
+  STOP_GRACE_MS,
+  remoteCalls,
+} from './libs/resilience';
 import { WaybillSerializer } from './libs/serializer';
 import { JoiValidator } from './libs/validation';
 
@@ -18,7 +26,15 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     namespace: config.namespace,
     nodeID: config.nodeId ?? `${os.hostname()}-${process.pid}`,
     transporter: config.natsUrl
-      ? { type: 'NATS', options: { url: config.natsUrl, maxReconnectAttempts: -1 } }
+      ? new NatsTransporter({
+          url: config.natsUrl,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 500,
+          // A connection that stops answering (not closed, e.g. a network partition) counts
+          // as lost after 2 unanswered pings 5 s apart, not the client's default 4 minutes.
+          pingInterval: 5_000,
+          maxPingOut: 2,
+        })
       : null,
     // JSON, with stream chunks (file bodies) as raw bytes instead of arrays of numbers.
     serializer: new WaybillSerializer(),
@@ -36,12 +52,15 @@ export function createBrokerOptions(config: Config): BrokerOptions {
         moduleColors: false,
       },
     },
+    // Lost nodes and failing ones, docs/resilience.md: a call is retried only as its action's
+    // retry kind allows (libs/contracts/retry), and never beyond its timeout.
     requestTimeout: config.requestTimeoutMs,
-    // Retrying is each caller's decision: not every action is idempotent.
-    retryPolicy: { enabled: false },
-    circuitBreaker: { enabled: false },
+    retryPolicy: RETRY_POLICY,
+    circuitBreaker: CIRCUIT_BREAKER,
+    ...HEARTBEAT,
+    middlewares: [remoteCalls],
     registry: { strategy: 'RoundRobin', preferLocal: true },
-    tracking: { enabled: true, shutdownTimeout: 10_000 },
+    tracking: { enabled: true, shutdownTimeout: STOP_GRACE_MS + 5_000 },
     validator: new JoiValidator({}),
     errorHandler(err) {
       throw err;

@@ -2,6 +2,7 @@
 import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../moleculer.config';
 import { ConfigError, loadConfig, type Config } from '../libs/config';
+import { stopAndExit } from '../libs/resilience';
 import { createServices } from '../services';
 
 function readConfig(): Config {
@@ -26,8 +27,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     broker.logger.info(`${signal} received, stopping`);
-    await broker.stop();
-    process.exit(0);
+    await stopAndExit(broker, (code) => process.exit(code));
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));

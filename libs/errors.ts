@@ -103,6 +103,8 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; message?: string }> = {
   SERVICE_NOT_AVAILABLE: { status: 503, message: UNAVAILABLE },
   REQUEST_REJECTED: { status: 503, message: UNAVAILABLE },
   QUEUE_FULL: { status: 503, message: UNAVAILABLE },
+  // moleculer's BrokerDisconnectedError: this node's NATS connection is down.
+  BAD_GATEWAY: { status: 503, message: UNAVAILABLE },
   REQUEST_SKIPPED: { status: 504, message: 'The request timed out; retry it' },
   REQUEST_TIMEOUT: { status: 504, message: 'The request timed out; retry it' },
   'entity.parse.failed': {

@@ -14,7 +14,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import autocannon from 'autocannon';
-import { createUserWithKey, request } from '../test/support/http';
+import { createUserWithKey } from '../test/support/http';
+import { QUOTE as QUOTE_BODY, waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
 import { option, requireInfrastructure } from './bench-support';
 
@@ -24,12 +25,7 @@ const WARM_UP_S = option('warmup', 3);
 
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 
-const QUOTE = JSON.stringify({
-  origin: { lat: 6.6018, lon: 3.3515 },
-  destination: 'Lekki, Lagos',
-  totalWeight: 3,
-  totalValue: 20000,
-});
+const QUOTE = JSON.stringify(QUOTE_BODY);
 
 /** A bare `node:http` server in a child process; resolves with its URL. */
 function startBareServer(): Promise<{ url: string; child: ChildProcess }> {
@@ -59,7 +55,7 @@ interface Measured {
   failures: number;
 }
 
-const ROUTE = JSON.stringify({ origin: JSON.parse(QUOTE).origin, destination: 'Lekki, Lagos' });
+const ROUTE = JSON.stringify({ origin: QUOTE_BODY.origin, destination: QUOTE_BODY.destination });
 
 async function load(target: Target, seconds: number) {
   return autocannon({
@@ -87,22 +83,6 @@ async function measure(target: Target): Promise<Measured> {
     p99: result.latency.p99,
     failures: result.errors + result.timeouts + result.non2xx,
   };
-}
-
-/** The gateway may listen before it has discovered pricing: wait for a real quote. */
-async function waitForQuote(url: string, key: string): Promise<string> {
-  const deadline = Date.now() + 30_000;
-  let last = '';
-  while (Date.now() < deadline) {
-    const reply = await request(url, 'POST', '/api/pricing', {
-      headers: { 'api-key': key },
-      json: JSON.parse(QUOTE),
-    });
-    if (reply.status === 200 && reply.body.data?.costs?.total) return reply.body.data.costs.total;
-    last = `${reply.status} ${reply.text}`;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`no quote within 30 s; last answer: ${last}`);
 }
 
 const row = (name: string, m: Measured) =>

@@ -233,6 +233,8 @@ describe('toHttpError of moleculer framework errors', () => {
     ['ServiceNotAvailableError', new Errors.ServiceNotAvailableError(target), 503, UNAVAILABLE],
     ['RequestRejectedError', new Errors.RequestRejectedError(target), 503, UNAVAILABLE],
     ['QueueIsFullError', new Errors.QueueIsFullError(target), 503, UNAVAILABLE],
+    // Raised when this node's NATS connection is down (libs/nats-transporter).
+    ['BrokerDisconnectedError', new Errors.BrokerDisconnectedError(''), 503, UNAVAILABLE],
     ['RequestTimeoutError', new Errors.RequestTimeoutError(target), 504, TIMED_OUT],
     ['RequestSkippedError', new Errors.RequestSkippedError(target), 504, TIMED_OUT],
   ])('maps %s to %d with a client-facing message', (_name, err, status, message) => {
