@@ -31,6 +31,7 @@ export interface Config {
   adminToken: string | undefined;
   mongoUrl: string;
   mongoDbPrefix: string;
+  mongoTimeoutMs: number;
   natsUrl: string | undefined;
   namespace: string;
   nodeId: string | undefined;
@@ -119,6 +120,11 @@ const envSchema = Joi.object({
     .pattern(/^[A-Za-z0-9_]+$/)
     .default('waybill_')
     .description('Prefix of each service database name (`waybill_account`, ...)'),
+  MONGO_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(10000)
+    .description('Time limit to reach MongoDB, at start and for each operation (503 after it)'),
   NATS_URL: Joi.string()
     .uri({ scheme: ['nats', 'tls'] })
     .empty('')
@@ -379,6 +385,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: value.ADMIN_TOKEN,
     mongoUrl: value.MONGO_URL,
     mongoDbPrefix: value.MONGO_DB_PREFIX,
+    mongoTimeoutMs: value.MONGO_TIMEOUT_MS,
     natsUrl: value.NATS_URL,
     namespace: value.NAMESPACE,
     nodeId: value.NODE_ID,

@@ -28,6 +28,7 @@ describe('loadConfig defaults', () => {
       adminToken: undefined,
       mongoUrl: 'mongodb://127.0.0.1:27017',
       mongoDbPrefix: 'waybill_',
+      mongoTimeoutMs: 10000,
       natsUrl: undefined,
       namespace: 'waybill',
       nodeId: undefined,
@@ -85,6 +86,7 @@ describe('loadConfig conversions', () => {
       QUOTA_WINDOW_SECONDS: '3600',
       API_KEY_CACHE_SECONDS: '0.5',
       REQUEST_TIMEOUT_MS: '2500',
+      MONGO_TIMEOUT_MS: '1500',
       OPS_PORT: '0',
       AUTH_FAILURE_LIMIT: '5',
       AUTH_FAILURE_WINDOW_SECONDS: '600',
@@ -96,6 +98,7 @@ describe('loadConfig conversions', () => {
     expect(config.trustProxyHops).toBe(2);
     expect(config.apiKeyCacheSeconds).toBe(0.5);
     expect(config.requestTimeoutMs).toBe(2500);
+    expect(config.mongoTimeoutMs).toBe(1500);
     expect(config.opsPort).toBe(0);
   });
 
@@ -253,6 +256,7 @@ describe('loadConfig errors', () => {
     ['BODY_LIMIT', '786433b'],
     ['REQUEST_TIMEOUT_MS', '99'],
     ['S3_TIMEOUT_MS', '99'],
+    ['MONGO_TIMEOUT_MS', '99'],
     ['FILE_MAX_BYTES', '0'],
     ['FILE_MAX_BYTES', '1.5'],
     ['FILE_ALLOWED_TYPES', 'image/png,text/html'],
@@ -333,6 +337,7 @@ describe('describeConfig', () => {
     'ADMIN_TOKEN',
     'MONGO_URL',
     'MONGO_DB_PREFIX',
+    'MONGO_TIMEOUT_MS',
     'NATS_URL',
     'NAMESPACE',
     'NODE_ID',

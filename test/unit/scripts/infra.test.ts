@@ -174,6 +174,15 @@ describe('scripts/infra down', () => {
   });
 });
 
+describe('scripts/infra up', () => {
+  it('refuses a name it does not know, starting nothing', async () => {
+    const { code, output } = await infra('up', 'nats', 'postgres');
+    expect(code).not.toBe(0);
+    expect(output).toMatch(/unknown server 'postgres'/);
+    expect(recorded('nats')).toEqual([]);
+  });
+});
+
 describe('scripts/infra status', () => {
   it('does not take a process that a stale pid file names for the server on the port', async () => {
     const other = await bystander();
@@ -198,7 +207,7 @@ describe('scripts/infra --help', () => {
   it('describes every command and the overrides', async () => {
     const { code, output } = await infra('--help');
     expect(code).toBe(0);
-    for (const usage of ['up', 'down [NAME...]', 'status', 'env', 'reset']) {
+    for (const usage of ['up [NAME...]', 'down [NAME...]', 'status', 'env', 'reset']) {
       expect(output).toContain(`scripts/infra ${usage} `);
     }
     for (const variable of ['WAYBILL_LOCAL', 'WAYBILL_INFRA_STARTED', 'WAYBILL_NATS_PORT']) {
