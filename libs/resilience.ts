@@ -5,6 +5,7 @@ import {
   type Middleware,
   type ServiceBroker,
 } from 'moleculer';
+import { toHttpError } from './errors';
 
 /**
  * How every broker copes with lost nodes and failing ones (docs/resilience.md). Each piece is
@@ -13,7 +14,6 @@ import {
 
 interface ErrorLike {
   type?: unknown;
-  code?: unknown;
   nodeID?: unknown;
 }
 
@@ -44,12 +44,14 @@ export function isLostCall(err: unknown): boolean {
 /**
  * Whether a failure counts against the node that should have answered, for its circuit
  * breaker: it answered a server error or not in time. Lost calls do not count: the registry
- * already stops routing to a lost node, and a transporter outage is no node's fault.
+ * already stops routing to a lost node, and a transporter outage is no node's fault. Nor do
+ * refusals for load (a 503 with `Retry-After`): they are the node protecting itself.
  */
 export function isNodeFailure(err: unknown): boolean {
-  const e = (err ?? {}) as ErrorLike;
-  if (typeof e.type === 'string' && LOST_CALL_TYPES.has(e.type)) return false;
-  return typeof e.code === 'number' && e.code >= 500;
+  const type = (err as ErrorLike | null | undefined)?.type;
+  if (typeof type === 'string' && LOST_CALL_TYPES.has(type)) return false;
+  const { status, internal } = toHttpError(err);
+  return status >= 500 && internal;
 }
 
 /**

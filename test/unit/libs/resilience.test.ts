@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import { loadConfig } from '../../../libs/config';
 import { call, retriesFor, SAFE_RETRIES } from '../../../libs/contracts';
-import { serviceUnavailable } from '../../../libs/errors';
+import { serviceBusy, serviceUnavailable } from '../../../libs/errors';
 import { CIRCUIT_BREAKER, isLostCall, isNodeFailure, stopAndExit } from '../../../libs/resilience';
 import { createBrokerOptions } from '../../../moleculer.config';
 
@@ -188,6 +188,8 @@ describe('which failures are retried, and which count against a node', () => {
     expect(isNodeFailure({ type: 'BAD_GATEWAY', code: 502 })).toBe(false);
     expect(isNodeFailure({ type: 'REQUEST_REJECTED', code: 503 })).toBe(false);
     expect(isNodeFailure({ type: 'NOT_FOUND', code: 404 })).toBe(false);
+    // A refusal for load says when to come back: the node is protecting itself.
+    expect(isNodeFailure(serviceBusy('All upload slots are taken', 5))).toBe(false);
   });
 
   it('repeats safe actions, keyed ones only with their token, others never', () => {
