@@ -9,10 +9,10 @@ const FLUSH_ON_STOP_MS = 1_000;
  * own only logs the NATS client's reconnects: while NATS is down it goes on publishing into
  * the client's reconnect buffer, every call in flight waits out its whole timeout, and a stop
  * waits forever for a flush that needs the server (issue 10, item 11). Here a dropped
- * connection rejects at once the calls waiting for answers (retried when their kind allows,
- * else 503), makes new calls fail at once (moleculer's BrokerDisconnectedError, also 503)
- * and readiness report it; once reconnected, the node announces itself again as after a
- * first connect, so that peers that dropped it meanwhile route to it at once.
+ * connection drops the other nodes, rejecting at once the calls waiting for their answers
+ * (retried when their kind allows, else 503), makes new calls fail at once (moleculer's
+ * BrokerDisconnectedError, also 503) and readiness report it; once reconnected, the node
+ * announces itself and asks the others to, as after a first connect.
  */
 export class NatsTransporter extends Transporters.NATS {
   override async connect(): Promise<void> {
@@ -52,13 +52,17 @@ export class NatsTransporter extends Transporters.NATS {
 
   private dropped(): void {
     if (!this.connected) return;
-    this.logger.warn('NATS connection lost; calls in flight fail, new ones fail until it is back');
+    this.logger.warn('NATS connection lost; calls fail at once until it is back');
     this.connected = false;
     this.transit.connected = false;
-    // Requests waiting for an answer, and request streams coming from any node, are cut off.
-    const nodes = new Set<string>(this.broker.registry.nodes.list({}).map((n) => n.id));
-    for (const request of this.transit.pendingRequests.values()) nodes.add(request.nodeID);
-    nodes.delete(this.broker.nodeID);
-    for (const nodeID of nodes) this.transit.removePendingRequestByNodeID(nodeID);
+    // Cut off, this node knows nothing of the others: it drops them, as their silence would
+    // after the heartbeat timeout, which rejects the calls waiting for their answers and
+    // request streams coming from them. Each comes back when it is heard from again, after
+    // it reconnected too: a node still reconnecting has no subscription, and NATS would
+    // silently drop a call sent to it.
+    const { nodes } = this.broker.registry;
+    for (const node of nodes.list({ onlyAvailable: true })) {
+      if (node.id !== this.broker.nodeID) nodes.disconnected(node.id, true);
+    }
   }
 }
