@@ -5,10 +5,10 @@ import { jsonLogLine } from './libs/logging';
 import { NatsTransporter } from './libs/nats-transporter';
 import { OpsServer } from './libs/ops-server';
 import {
-  CIRCUIT_BREAKER,
   HEARTBEAT,
   RETRY_POLICY,
   STOP_GRACE_MS,
+  circuitBreaker,
   remoteCalls,
 } from './libs/resilience';
 import { WaybillSerializer } from './libs/serializer';
@@ -22,9 +22,10 @@ import { JoiValidator } from './libs/validation';
 type MetricsReporter = MetricRegistry.MetricsReporter;
 
 export function createBrokerOptions(config: Config): BrokerOptions {
+  const nodeID = config.nodeId ?? `${os.hostname()}-${process.pid}`;
   return {
     namespace: config.namespace,
-    nodeID: config.nodeId ?? `${os.hostname()}-${process.pid}`,
+    nodeID,
     transporter: config.natsUrl
       ? new NatsTransporter({
           url: config.natsUrl,
@@ -56,7 +57,7 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     // retry kind allows (libs/contracts/retry), and never beyond its timeout.
     requestTimeout: config.requestTimeoutMs,
     retryPolicy: RETRY_POLICY,
-    circuitBreaker: CIRCUIT_BREAKER,
+    circuitBreaker: circuitBreaker(nodeID),
     ...HEARTBEAT,
     middlewares: [remoteCalls],
     registry: { strategy: 'RoundRobin', preferLocal: true },

@@ -42,14 +42,19 @@ export function isLostCall(err: unknown): boolean {
 }
 
 /**
- * Whether a failure counts against the node that should have answered, for its circuit
- * breaker: it answered a server error or not in time. Lost calls do not count: the registry
- * already stops routing to a lost node, and a transporter outage is no node's fault. Nor do
- * refusals for load (a 503 with `Retry-After`): they are the node protecting itself.
+ * Whether a failure counts against the node that should have answered, for the circuit
+ * breaker of a caller on `ownNodeID`: that node answered a server error, or did not answer
+ * in time. Lost calls do not count: the registry already stops routing to a lost node, and a
+ * transporter outage is no node's fault. Nor do refusals for load (a 503 with `Retry-After`):
+ * they are the node protecting itself. Nor does a node's failure to serve itself: closing
+ * its own circuit only made it refuse its callers while its dependency recovered.
  */
-export function isNodeFailure(err: unknown): boolean {
-  const type = (err as ErrorLike | null | undefined)?.type;
-  if (typeof type === 'string' && LOST_CALL_TYPES.has(type)) return false;
+export function isNodeFailure(err: unknown, ownNodeID: string): boolean {
+  const e = (err ?? {}) as ErrorLike & { data?: { nodeID?: unknown } };
+  if (typeof e.type === 'string' && LOST_CALL_TYPES.has(e.type)) return false;
+  // An answer carries the node it came from; a timeout, in its data, the node it waited for.
+  const from = e.nodeID ?? (e.type === 'REQUEST_TIMEOUT' ? e.data?.nodeID : undefined);
+  if (typeof from !== 'string' || from === ownNodeID) return false;
   const { status, internal } = toHttpError(err);
   return status >= 500 && internal;
 }
@@ -68,17 +73,19 @@ export const RETRY_POLICY: NonNullable<BrokerOptions['retryPolicy']> = {
 };
 
 /**
- * Per node and action, on the caller: half of at least 10 calls failing within a 10 s window
- * opens it (the balancer skips that node) for 5 s; then one call tries it again.
+ * Per remote node and action, on the caller: half of at least 10 calls failing within a 10 s
+ * window opens it (the balancer skips that node) for 5 s; then one call tries it again.
  */
-export const CIRCUIT_BREAKER: NonNullable<BrokerOptions['circuitBreaker']> = {
-  enabled: true,
-  threshold: 0.5,
-  minRequestCount: 10,
-  windowTime: 10,
-  halfOpenTime: 5_000,
-  check: (err) => isNodeFailure(err),
-};
+export function circuitBreaker(ownNodeID: string): NonNullable<BrokerOptions['circuitBreaker']> {
+  return {
+    enabled: true,
+    threshold: 0.5,
+    minRequestCount: 10,
+    windowTime: 10,
+    halfOpenTime: 5_000,
+    check: (err) => isNodeFailure(err, ownNodeID),
+  };
+}
 
 /**
  * Every node announces itself each second and is dropped from the registry, its calls in

@@ -3,7 +3,7 @@ import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import { loadConfig } from '../../../libs/config';
 import { call, retriesFor, SAFE_RETRIES } from '../../../libs/contracts';
 import { serviceBusy, serviceUnavailable } from '../../../libs/errors';
-import { CIRCUIT_BREAKER, isLostCall, isNodeFailure, stopAndExit } from '../../../libs/resilience';
+import { circuitBreaker, isLostCall, isNodeFailure, stopAndExit } from '../../../libs/resilience';
 import { createBrokerOptions } from '../../../moleculer.config';
 
 /**
@@ -33,10 +33,14 @@ afterEach(async () => {
 });
 
 function broker(nodeID: string): ServiceBroker {
-  const config = loadConfig({ NAMESPACE: namespace, OPS_PORT: '0', REQUEST_TIMEOUT_MS: '2000' });
+  const config = loadConfig({
+    NAMESPACE: namespace,
+    NODE_ID: nodeID,
+    OPS_PORT: '0',
+    REQUEST_TIMEOUT_MS: '2000',
+  });
   const b = new ServiceBroker({
     ...createBrokerOptions(config),
-    nodeID,
     transporter: 'Fake',
     logger: false,
   });
@@ -163,7 +167,7 @@ describe('a node that keeps failing', () => {
         ),
       );
     }
-    expect(failing.received.findArea).toBe(CIRCUIT_BREAKER.minRequestCount);
+    expect(failing.received.findArea).toBe(circuitBreaker('caller').minRequestCount);
     expect(outcomes.slice(-15)).toEqual(Array(15).fill('ok'));
   });
 });
@@ -181,15 +185,25 @@ describe('which failures are retried, and which count against a node', () => {
     expect(isLostCall(undefined)).toBe(false);
   });
 
-  it('counts server errors and timeouts against a node, not lost calls', () => {
-    expect(isNodeFailure({ type: 'REQUEST_TIMEOUT', code: 504 })).toBe(true);
-    expect(isNodeFailure({ type: 'SERVICE_UNAVAILABLE', code: 503 })).toBe(true);
-    expect(isNodeFailure({ code: 500 })).toBe(true);
-    expect(isNodeFailure({ type: 'BAD_GATEWAY', code: 502 })).toBe(false);
-    expect(isNodeFailure({ type: 'REQUEST_REJECTED', code: 503 })).toBe(false);
-    expect(isNodeFailure({ type: 'NOT_FOUND', code: 404 })).toBe(false);
+  it("counts another node's server errors and timeouts against it, nothing else", () => {
+    const fails = (err: object) => isNodeFailure(err, 'caller');
+    const timeout = (nodeID: string) => ({ type: 'REQUEST_TIMEOUT', code: 504, data: { nodeID } });
+    expect(fails(timeout('pricing-1'))).toBe(true);
+    expect(fails({ type: 'SERVICE_UNAVAILABLE', code: 503, nodeID: 'pricing-1' })).toBe(true);
+    expect(fails({ code: 500, nodeID: 'pricing-1' })).toBe(true);
+    expect(fails({ type: 'REQUEST_REJECTED', code: 503, data: { nodeID: 'pricing-1' } })).toBe(
+      false,
+    );
+    expect(fails({ type: 'NOT_FOUND', code: 404, nodeID: 'pricing-1' })).toBe(false);
+    // This node's transporter is down: no node's fault.
+    expect(fails({ type: 'BAD_GATEWAY', code: 502 })).toBe(false);
     // A refusal for load says when to come back: the node is protecting itself.
-    expect(isNodeFailure(serviceBusy('All upload slots are taken', 5))).toBe(false);
+    expect(fails({ ...serviceBusy('All upload slots are taken', 5), nodeID: 'file-1' })).toBe(
+      false,
+    );
+    // This node's own failures (its database is down): its own circuit stays closed.
+    expect(fails(serviceUnavailable('The database is unavailable'))).toBe(false);
+    expect(fails(timeout('caller'))).toBe(false);
   });
 
   it('repeats safe actions, keyed ones only with their token, others never', () => {
