@@ -1,5 +1,5 @@
-import mongoose, { type Connection } from 'mongoose';
-import type { ServiceSchema } from 'moleculer';
+import mongoose, { type ConnectOptions, type Connection } from 'mongoose';
+import type { Logger, ServiceSchema } from 'moleculer';
 import type { Config } from './config';
 import { serviceUnavailable } from './errors';
 import { registerHealthCheck, unregisterHealthCheck } from './health';
@@ -10,6 +10,9 @@ const DUPLICATE_KEY = 11000;
 export const isDuplicateKey = (err: unknown): boolean =>
   (err as { code?: unknown } | null)?.code === DUPLICATE_KEY;
 
+/** Errors of a socket whose other end went away. */
+const SOCKET_GONE = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT']);
+
 /** The server cannot be reached (down, restarting, cut off), as opposed to refusing the work. */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const { mongo } = mongoose;
@@ -17,7 +20,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     err instanceof mongo.MongoServerSelectionError ||
     err instanceof mongo.MongoNetworkError ||
     err instanceof mongo.MongoNotConnectedError ||
-    err instanceof mongo.MongoTopologyClosedError
+    err instanceof mongo.MongoTopologyClosedError ||
+    // The driver lets a write to a connection the server just closed fail with Node's own
+    // error (EPIPE, seen while FerretDB restarted), not a MongoNetworkError.
+    SOCKET_GONE.has(String((err as NodeJS.ErrnoException | null)?.code))
   );
 }
 
@@ -28,14 +34,36 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 export class ServiceDatabase<Models> {
   private connection: Connection | undefined;
   private built: Models | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
+  private probing = false;
+  /** Tries in a row in which the server answered a new connection while this one was down. */
+  private answeredTries = 0;
+  private logger: Pick<Logger, 'warn'> | undefined;
   readonly name: string;
 
   constructor(
     private readonly config: Pick<Config, 'mongoUrl' | 'mongoDbPrefix' | 'mongoTimeoutMs'>,
     service: string,
     private readonly defineModels: (connection: Connection) => Models,
+    /** How often a connection that lost its server tries the server with a new one. */
+    private readonly probeEveryMs = 5_000,
   ) {
     this.name = `${config.mongoDbPrefix}${service}`;
+  }
+
+  private get options(): ConnectOptions {
+    return {
+      dbName: this.name,
+      // While the server is away, each operation waits this long for it, then fails (503).
+      serverSelectionTimeoutMS: this.config.mongoTimeoutMs,
+      // Also the bound of each check of the server's health: with the driver's 30 s a check
+      // stuck on a connection the server had closed kept a restarted server "down" that long.
+      connectTimeoutMS: this.config.mongoTimeoutMs,
+      // Operations go to the driver, which knows when the server is back, instead of waiting
+      // in mongoose's queue until mongoose sees a heartbeat (and failing there as a 500).
+      bufferCommands: false,
+      autoIndex: false,
+    };
   }
 
   get models(): Models {
@@ -47,28 +75,70 @@ export class ServiceDatabase<Models> {
     return this.connection?.readyState === mongoose.ConnectionStates.connected;
   }
 
-  async connect(): Promise<Models> {
+  async connect(logger?: Pick<Logger, 'warn'>): Promise<Models> {
     if (this.built) return this.built;
-    const connection = mongoose.createConnection(this.config.mongoUrl, {
-      dbName: this.name,
-      // While the server is away, each operation waits this long for it, then fails (503).
-      serverSelectionTimeoutMS: this.config.mongoTimeoutMs,
-      autoIndex: false,
-    });
+    this.logger = logger;
+    const connection = mongoose.createConnection(this.config.mongoUrl, this.options);
     await connection.asPromise();
     this.connection = connection;
     const models = this.defineModels(connection);
     // Indexes are part of correctness here (unique keys back idempotency), so build them now.
     await Promise.all(Object.values(connection.models).map((m) => m.createIndexes()));
     this.built = models;
+    this.watchdog = setInterval(() => void this.tryServer(connection), this.probeEveryMs);
+    this.watchdog.unref();
     return models;
   }
 
   async close(): Promise<void> {
+    clearInterval(this.watchdog);
     const connection = this.connection;
     this.connection = undefined;
     this.built = undefined;
     await connection?.close();
+  }
+
+  /**
+   * The driver (mongodb 7.8) can lose a server that went away and came back for good: a
+   * check of the server's health begun on a connection the server had just closed waits
+   * forever for its socket to drain, the server stays "unknown", and every operation fails
+   * until the process restarts (about one database restart in ten under load). So while this
+   * connection is down, a new one tries the server; once the server has answered two tries
+   * in a row and this connection still has not noticed, it is reopened (models stay bound).
+   */
+  private async tryServer(connection: Connection): Promise<void> {
+    if (this.probing || this.connection !== connection) return;
+    if (this.connected) {
+      this.answeredTries = 0;
+      return;
+    }
+    this.probing = true;
+    const probe = new mongoose.mongo.MongoClient(this.config.mongoUrl, {
+      serverSelectionTimeoutMS: this.config.mongoTimeoutMs,
+      connectTimeoutMS: this.config.mongoTimeoutMs,
+    });
+    try {
+      await probe.db('admin').command({ ping: 1 });
+      this.answeredTries++;
+    } catch {
+      this.answeredTries = 0;
+    } finally {
+      await probe.close().catch(() => undefined);
+    }
+    try {
+      if (this.answeredTries >= 2 && !this.connected && this.connection === connection) {
+        this.answeredTries = 0;
+        this.logger?.warn(
+          `database ${this.name} answers but its connection stays down; reopening it`,
+        );
+        await connection.close();
+        await connection.openUri(this.config.mongoUrl, this.options);
+      }
+    } catch {
+      // Still unreachable: the next try starts over.
+    } finally {
+      this.probing = false;
+    }
   }
 
   /** Drops the whole database; for tests only. */
@@ -93,7 +163,7 @@ export class ServiceDatabase<Models> {
         },
       },
       async started() {
-        await db.connect();
+        await db.connect(this.logger);
         registerHealthCheck(this.broker, checkName, () => db.connected);
       },
       async stopped() {

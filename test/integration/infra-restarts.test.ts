@@ -66,13 +66,18 @@ describe('infrastructure restarted under load', () => {
     const loads = targets.map((target) =>
       startLoad(target, { connections: 3, giveUpMs: REQUEST_TIMEOUT_MS + 4_000 }),
     );
-    await sleep(1_000);
-    await infra.down(name);
-    await sleep(downMs);
-    await infra.up(name);
-    await recovered();
-    await sleep(500);
-    return (await Promise.all(loads.map((l) => l.stop()))).flat();
+    try {
+      await sleep(1_000);
+      await infra.down(name);
+      await sleep(downMs);
+      await infra.up(name);
+      await recovered();
+      await sleep(500);
+    } finally {
+      // Stopped whatever happened, so that no request loop outlives the test.
+      await Promise.all(loads.map((l) => l.stop()));
+    }
+    return loads.flatMap((l) => l.samples);
   }
 
   /** No hang, no 500, and each failure an envelope of its status. */
