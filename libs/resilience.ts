@@ -18,18 +18,27 @@ interface ErrorLike {
 }
 
 /**
- * Failures of the way to a node rather than of the node's work: it was lost with the call
- * (`REQUEST_REJECTED`, raised when the registry drops a node or our transporter drops the
- * connection), none runs the action (`SERVICE_NOT_*`), this node's transporter is down
- * (`BAD_GATEWAY`, moleculer's BrokerDisconnectedError), or too many calls wait for answers.
+ * moleculer's errors for a call whose action never started: no node runs it, the node it
+ * reached was stopping, or the action's queue was full.
  */
-const LOST_CALL_TYPES = new Set([
-  'REQUEST_REJECTED',
-  'SERVICE_NOT_AVAILABLE',
-  'SERVICE_NOT_FOUND',
-  'BAD_GATEWAY',
-  'QUEUE_FULL',
-]);
+const NEVER_STARTED_TYPES = ['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'QUEUE_FULL'];
+
+/**
+ * Failures of the way to a node rather than of the node's work: the action never started
+ * (above), the node was lost with the call (`REQUEST_REJECTED`, raised when the registry drops
+ * a node or our transporter drops the connection), or this node's transporter is down
+ * (`BAD_GATEWAY`, moleculer's BrokerDisconnectedError).
+ */
+const LOST_CALL_TYPES = new Set([...NEVER_STARTED_TYPES, 'REQUEST_REJECTED', 'BAD_GATEWAY']);
+
+/**
+ * Whether moleculer says that a call of `action` never started. About another action (one
+ * the service called in turn) it proves nothing of the first.
+ */
+export function neverStarted(err: unknown, action: string): boolean {
+  const { type, data } = (err ?? {}) as { type?: unknown; data?: { action?: unknown } };
+  return typeof type === 'string' && NEVER_STARTED_TYPES.includes(type) && data?.action === action;
+}
 
 /**
  * Whether a failed call may be sent again (if its action's retry kind allows): the call was

@@ -10,6 +10,7 @@ import {
   toHttpError,
   unprocessable,
 } from '../../libs/errors';
+import { neverStarted } from '../../libs/resilience';
 import type { HttpRoute } from '../../libs/service';
 import { describeRequest, type GatewayRequest } from './http';
 
@@ -147,13 +148,6 @@ export function idempotencyToken(key: string, fingerprint: string): string {
 }
 
 /**
- * moleculer's errors for a call whose action never started: no node runs it, the node it
- * reached was stopping, or the action's queue was full. About another action (one the
- * service called in turn) they prove nothing of the first.
- */
-const NEVER_STARTED = new Set(['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'QUEUE_FULL']);
-
-/**
  * Whether a failed call of `action` surely changed nothing, so its key may be used again at
  * once: a refusal (any 4xx: services refuse before they change anything), or moleculer saying
  * the action never started. Everything else may have changed something and keeps the key: a
@@ -161,9 +155,7 @@ const NEVER_STARTED = new Set(['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'QU
  * perhaps after it committed). Errors are read by `type`, as they cross NATS as plain objects.
  */
 export function changedNothing(err: unknown, action: string): boolean {
-  if (toHttpError(err).status < 500) return true;
-  const { type, data } = (err ?? {}) as { type?: unknown; data?: { action?: unknown } };
-  return typeof type === 'string' && NEVER_STARTED.has(type) && data?.action === action;
+  return toHttpError(err).status < 500 || neverStarted(err, action);
 }
 
 /** The 409 of a held key, with the seconds until it is released at the latest. */
