@@ -18,6 +18,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
+import { relayWithoutPytestRulers } from './lib/report-lines';
 import { adminHeaders, createUserWithKey, request, type Reply } from '../test/support/http';
 import { boundary, multipartBuffer, multipartType } from '../test/support/multipart';
 import {
@@ -132,12 +133,18 @@ async function seed(base: string): Promise<string> {
 /** Runs schemathesis in the foreground; resolves with its exit status. */
 function schemathesis(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { cwd: ROOT, env, stdio: 'inherit' });
+    const child = spawn(bin, args, { cwd: ROOT, env, stdio: ['inherit', 'pipe', 'pipe'] });
+    const relayed = Promise.all([
+      relayWithoutPytestRulers(child.stdout, process.stdout),
+      relayWithoutPytestRulers(child.stderr, process.stderr),
+    ]);
     stopSchemathesis = (signal) => child.kill(signal);
     child.once('error', reject);
     child.once('exit', (code, signal) => {
       stopSchemathesis = undefined;
-      resolve(code ?? 128 + (signal ? constants.signals[signal] : 0));
+      const status = code ?? 128 + (signal ? constants.signals[signal] : 0);
+      // Its last lines are still in the pipes when it exits.
+      void relayed.then(() => resolve(status), reject);
     });
   });
 }
