@@ -1,7 +1,15 @@
 import Joi from './joi';
 
 /** Names of every service this codebase can run; `SERVICES` picks a subset. */
-export const SERVICE_NAMES = ['gateway', 'account', 'geo', 'pricing', 'package', 'file'] as const;
+export const SERVICE_NAMES = [
+  'gateway',
+  'account',
+  'geo',
+  'pricing',
+  'package',
+  'file',
+  'payment',
+] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 export const APP_ENVIRONMENTS = ['staging', 'live'] as const;
@@ -79,7 +87,23 @@ export interface Config {
     circuity: number;
   };
   geocoder: { url: string | undefined; timeoutMs: number; countryCodes: string | undefined };
+  payment: {
+    /** Where hosted checkouts are paid: our own sandbox page, or a Paystack-compatible provider. */
+    provider: PaymentProviderName;
+    /** The gateway's public URL, for links we hand out (the sandbox checkout page). */
+    publicBaseUrl: string;
+    paystack: { baseUrl: string; secretKey: string | undefined; timeoutMs: number };
+    /** How long a checkout may wait for its payer before it expires. */
+    checkoutTtlMs: number;
+    /** How often expired checkouts are closed and unacknowledged outcomes sent again. */
+    sweepIntervalMs: number;
+    /** How long an outcome may go unacknowledged before the sweep sends it again. */
+    eventRetryMs: number;
+  };
 }
+
+export const PAYMENT_PROVIDERS = ['sandbox', 'paystack'] as const;
+export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
 
 /** What a JSON body may weigh so that, with the call's metadata, it fits in a NATS message. */
 const MAX_BODY_LIMIT_BYTES = 768 * 1024;
@@ -327,6 +351,53 @@ const envSchema = Joi.object({
     .description(
       'Countries the geocoder searches, ISO alpha-2 lower case (`ng`); unset searches all',
     ),
+  PUBLIC_BASE_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .empty('')
+    .description(
+      'Public URL of the gateway, for links handed to people (the sandbox checkout page); default http://localhost:<PORT>',
+    ),
+  PAYMENT_PROVIDER: Joi.string()
+    .valid(...PAYMENT_PROVIDERS)
+    .empty('')
+    .description(
+      'Hosted checkout: `sandbox` (our own page, the default when APP_ENV=staging) or `paystack` (the default when live)',
+    ),
+  PAYSTACK_BASE_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('https://api.paystack.co')
+    .description('Base URL of the Paystack-compatible provider'),
+  PAYSTACK_SECRET_KEY: Joi.string()
+    .empty('')
+    .pattern(/^\S+$/, 'no whitespace')
+    .description(
+      'Secret key of the Paystack-compatible provider: authenticates our calls and signs its webhooks; required with PAYMENT_PROVIDER=paystack',
+    ),
+  PAYSTACK_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(10000)
+    .description('Time limit of one call to the payment provider'),
+  CHECKOUT_TTL_MINUTES: Joi.number()
+    .integer()
+    .min(1)
+    .max(1440)
+    .default(30)
+    .description('Minutes a hosted checkout waits for its payer before it expires'),
+  PAYMENT_SWEEP_INTERVAL_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(10000)
+    .description(
+      'How often the payment service expires checkouts and sends unacknowledged payment outcomes again',
+    ),
+  PAYMENT_EVENT_RETRY_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(30000)
+    .description(
+      'How long a payment outcome may go unacknowledged before the sweep sends it again',
+    ),
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
@@ -441,5 +512,42 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: value.GEOCODER_TIMEOUT_MS,
       countryCodes: value.GEOCODER_COUNTRIES,
     },
+    payment: paymentConfig(value),
+  };
+}
+
+/** The variables `paymentConfig` reads, as validated. */
+interface PaymentEnv {
+  APP_ENV: AppEnvironment;
+  PORT: number;
+  PUBLIC_BASE_URL?: string;
+  PAYMENT_PROVIDER?: PaymentProviderName;
+  PAYSTACK_BASE_URL: string;
+  PAYSTACK_SECRET_KEY?: string;
+  PAYSTACK_TIMEOUT_MS: number;
+  CHECKOUT_TTL_MINUTES: number;
+  PAYMENT_SWEEP_INTERVAL_MS: number;
+  PAYMENT_EVENT_RETRY_MS: number;
+}
+
+function paymentConfig(value: PaymentEnv): Config['payment'] {
+  const provider = value.PAYMENT_PROVIDER ?? (value.APP_ENV === 'live' ? 'paystack' : 'sandbox');
+  if (provider === 'paystack' && !value.PAYSTACK_SECRET_KEY) {
+    throw new ConfigError(
+      'PAYSTACK_SECRET_KEY: required with PAYMENT_PROVIDER=paystack (the default when APP_ENV=live)',
+    );
+  }
+  const publicBaseUrl = value.PUBLIC_BASE_URL ?? `http://localhost:${value.PORT}`;
+  return {
+    provider,
+    publicBaseUrl: publicBaseUrl.replace(/\/+$/, ''),
+    paystack: {
+      baseUrl: value.PAYSTACK_BASE_URL.replace(/\/+$/, ''),
+      secretKey: value.PAYSTACK_SECRET_KEY,
+      timeoutMs: value.PAYSTACK_TIMEOUT_MS,
+    },
+    checkoutTtlMs: value.CHECKOUT_TTL_MINUTES * 60_000,
+    sweepIntervalMs: value.PAYMENT_SWEEP_INTERVAL_MS,
+    eventRetryMs: value.PAYMENT_EVENT_RETRY_MS,
   };
 }

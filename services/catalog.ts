@@ -5,6 +5,7 @@ import type * as FileService from './file/file.service';
 import type * as GatewayService from './gateway/gateway.service';
 import type * as GeoService from './geo/geo.service';
 import type * as PackageService from './package/package.service';
+import type * as PaymentService from './payment/payment.service';
 import type * as PricingService from './pricing/pricing.service';
 
 type BackendName = Exclude<ServiceName, 'gateway'>;
@@ -25,6 +26,8 @@ const LOADERS: Record<BackendName, () => ServiceFactory> = {
   package: () =>
     (require('./package/package.service') as typeof PackageService).createPackageService,
   file: () => (require('./file/file.service') as typeof FileService).createFileService,
+  payment: () =>
+    (require('./payment/payment.service') as typeof PaymentService).createPaymentService,
 };
 const loadGateway = () =>
   (require('./gateway/gateway.service') as typeof GatewayService).createGatewayService;

@@ -9,12 +9,13 @@ import type { AccountActions, AccountEvents } from './account';
 import type { GeoActions, GeoEvents } from './geo';
 import type { OrderActions } from './order';
 import type { PackageActions } from './package';
+import type { PaymentActions, PaymentEvents } from './payment';
 import type { PricingEvents } from './pricing';
 
-export type Actions = AccountActions & GeoActions & OrderActions & PackageActions;
+export type Actions = AccountActions & GeoActions & OrderActions & PackageActions & PaymentActions;
 export type ActionName = keyof Actions;
 
-export type Events = AccountEvents & GeoEvents & PricingEvents;
+export type Events = AccountEvents & GeoEvents & PaymentEvents & PricingEvents;
 export type EventName = keyof Events;
 
 export { call, broadcast, type AnswerOf, type Caller, type ParamsOf } from './call';

@@ -3,6 +3,7 @@ import { GEO_RETRY } from './geo';
 import type { ActionName } from './index';
 import { ORDER_RETRY } from './order';
 import { PACKAGE_RETRY } from './package';
+import { PAYMENT_RETRY } from './payment';
 
 /**
  * Whether a call may be sent again, to another node, when the node it went to is lost before
@@ -28,6 +29,7 @@ export const CONTRACT_RETRY: Readonly<Record<ActionName, Retry>> = {
   ...GEO_RETRY,
   ...ORDER_RETRY,
   ...PACKAGE_RETRY,
+  ...PAYMENT_RETRY,
 };
 
 /** moleculer's per-call `retries` option for an action of this kind, called with `meta`. */

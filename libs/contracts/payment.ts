@@ -1,0 +1,223 @@
+import Joi from '../joi';
+import { uuid } from '../schemas';
+import type { Retry } from './retry';
+
+/**
+ * What other services may know of the payment service: wallets kept as append-only ledgers
+ * (docs/payments.md) and hosted checkouts. Amounts between services are integer kobo; the
+ * decimal strings of the API are made at its edge.
+ */
+
+export const CURRENCY = 'NGN';
+
+/** The 422 of a debit the wallet's balance does not cover. */
+export const INSUFFICIENT_BALANCE = 'Insufficient balance';
+
+/** A business reference: what makes a ledger entry or a checkout happen once. */
+export const ledgerReference = () =>
+  Joi.string()
+    .trim()
+    .min(1)
+    .max(100)
+    .pattern(/^[A-Za-z0-9][A-Za-z0-9_.:=-]*$/)
+    .messages({
+      'string.pattern.base':
+        '{{#label}} may hold letters, digits and _ . : = - (starting with a letter or digit)',
+    });
+
+/** An amount of kobo that moves: a positive whole number, at most 10 billion naira. */
+export const MAX_AMOUNT_KOBO = 1_000_000_000_000;
+const amountKobo = () => Joi.number().integer().min(1).max(MAX_AMOUNT_KOBO);
+
+/** The reference of a delivery's refund: at most one per delivery. */
+export const refundReference = (deliveryId: string) => `refund:${deliveryId}`;
+
+export type EntryType = 'CREDIT' | 'DEBIT' | 'REFUND';
+
+/** A wallet as other services see it. */
+export interface WalletBalance {
+  userId: string;
+  balanceKobo: number;
+  /** The sequence number of the wallet's last entry; 0 for a wallet with none. */
+  sequence: number;
+  updatedAt: string | null;
+}
+
+/** One entry of a wallet's ledger, as posted. */
+export interface LedgerEntry {
+  /** `<walletId>:<sequence>`. */
+  id: string;
+  walletId: string;
+  sequence: number;
+  type: EntryType;
+  /** Signed: negative for a debit. */
+  amountKobo: number;
+  balanceKobo: number;
+  reference: string;
+  description: string | null;
+  createdAt: string;
+}
+
+/** The answer of a posting: the entry (the first one's, when the reference was posted before). */
+export interface Posting {
+  entry: LedgerEntry;
+  /** True when this call found the reference already posted and changed nothing. */
+  replayed: boolean;
+}
+
+export interface DebitParams {
+  userId: string;
+  amountKobo: number;
+  /** The delivery (or other thing) paid for; one debit per reference, ever. */
+  reference: string;
+  description?: string;
+}
+
+export const debitParams = Joi.object<DebitParams, true>({
+  userId: uuid().required(),
+  amountKobo: amountKobo().required(),
+  reference: ledgerReference().required(),
+  description: Joi.string().trim().max(200),
+});
+
+export interface CreditParams {
+  userId: string;
+  amountKobo: number;
+  reference: string;
+  description?: string;
+}
+
+export const creditParams = Joi.object<CreditParams, true>({
+  userId: uuid().required(),
+  amountKobo: amountKobo().required(),
+  reference: ledgerReference().required(),
+  description: Joi.string().trim().max(200),
+});
+
+export interface RefundParams {
+  userId: string;
+  /** The reference of the debit given back; the refund's own is `refund:<debitReference>`. */
+  debitReference: string;
+  /** Part of the debit; the whole of it when absent. */
+  amountKobo?: number;
+  description?: string;
+}
+
+export const refundParams = Joi.object<RefundParams, true>({
+  userId: uuid().required(),
+  debitReference: ledgerReference().required(),
+  amountKobo: amountKobo(),
+  description: Joi.string().trim().max(200),
+});
+
+export interface BalanceParams {
+  userId: string;
+}
+
+export const balanceParams = Joi.object<BalanceParams, true>({ userId: uuid().required() });
+
+/** What a checkout pays for; named in its outcome so that the payer's service acts on it. */
+export interface CheckoutPurpose {
+  /** `DELIVERY` (the order service) or `WALLET_FUNDING` (the payment service itself). */
+  kind: 'DELIVERY' | 'WALLET_FUNDING';
+  /** The delivery's id for DELIVERY; the user's id for WALLET_FUNDING. */
+  id: string;
+}
+
+export interface StartCheckoutParams {
+  /** The user who asked for the checkout (the merchant). */
+  userId: string;
+  amountKobo: number;
+  purpose: CheckoutPurpose;
+  /** The payer's e-mail, which the provider asks for. */
+  email: string;
+  /** Shown on the checkout page. */
+  merchantName: string;
+  /**
+   * Makes the call idempotent: the same key answers the same checkout (a delivery's id, an
+   * Idempotency-Key's token, a fresh UUID when the caller has neither).
+   */
+  idempotencyKey: string;
+}
+
+export const startCheckoutParams = Joi.object<StartCheckoutParams, true>({
+  userId: uuid().required(),
+  amountKobo: amountKobo().required(),
+  purpose: Joi.object<CheckoutPurpose, true>({
+    kind: Joi.string().valid('DELIVERY', 'WALLET_FUNDING').required(),
+    id: uuid().required(),
+  }).required(),
+  email: Joi.string().trim().email({ tlds: false }).max(254).required(),
+  merchantName: Joi.string().trim().min(1).max(120).required(),
+  idempotencyKey: Joi.string().min(1).max(200).required(),
+});
+
+/** The external checkout payload of the spec: what the provider's initialize answered. */
+export interface CheckoutStart {
+  status: boolean;
+  message: string;
+  data: { authorization_url: string; access_code: string; reference: string };
+}
+
+export type CheckoutStatus = 'PENDING' | 'PAID' | 'DECLINED' | 'EXPIRED';
+
+export interface CheckoutView {
+  reference: string;
+  status: CheckoutStatus;
+  amountKobo: number;
+  purpose: CheckoutPurpose;
+  expiresAt: string;
+}
+
+export interface ReferenceParams {
+  reference: string;
+}
+
+export const referenceParams = Joi.object<ReferenceParams, true>({
+  reference: ledgerReference().required(),
+});
+
+export interface PaymentActions {
+  /** Takes money from a wallet; 422 INSUFFICIENT_BALANCE when it does not cover it. */
+  'payment.debit': { params: DebitParams; answer: Posting };
+  /** Gives (part of) a debit back, once per debit; never more than was debited. */
+  'payment.refund': { params: RefundParams; answer: Posting };
+  /** Adds money to a wallet (an operator's credit, a paid funding checkout). */
+  'payment.credit': { params: CreditParams; answer: Posting };
+  'payment.balance': { params: BalanceParams; answer: WalletBalance };
+  /** Opens a hosted checkout with the configured provider. */
+  'payment.startCheckout': { params: StartCheckoutParams; answer: CheckoutStart };
+  'payment.checkout': { params: ReferenceParams; answer: CheckoutView | null };
+  /** The outcome's consumer has acted on it: the sweep stops sending it again. */
+  'payment.acknowledge': { params: ReferenceParams; answer: { acknowledged: boolean } };
+}
+
+/** Every payment action is idempotent by its reference or key (or reads): each may be repeated. */
+export const PAYMENT_RETRY = {
+  'payment.debit': 'safe',
+  'payment.refund': 'safe',
+  'payment.credit': 'safe',
+  'payment.balance': 'safe',
+  'payment.startCheckout': 'safe',
+  'payment.checkout': 'safe',
+  'payment.acknowledge': 'safe',
+} as const satisfies Record<keyof PaymentActions, Retry>;
+
+/** A checkout's outcome, sent until its consumer acknowledges it (`payment.acknowledge`). */
+export interface PaymentOutcome {
+  reference: string;
+  purpose: CheckoutPurpose;
+  userId: string;
+  amountKobo: number;
+  /** When the outcome was decided (not when this copy was sent). */
+  decidedAt: string;
+}
+
+export interface PaymentFailure extends PaymentOutcome {
+  reason: 'DECLINED' | 'EXPIRED';
+}
+
+export interface PaymentEvents {
+  'payment.succeeded': PaymentOutcome;
+  'payment.failed': PaymentFailure;
+}

@@ -1,0 +1,354 @@
+import { Schema, type Connection, type InferSchemaType } from 'mongoose';
+import type { EntryType, LedgerEntry, Posting, WalletBalance } from '../../libs/contracts/payment';
+import { INSUFFICIENT_BALANCE } from '../../libs/contracts/payment';
+import { conflict, unprocessable } from '../../libs/errors';
+import { isDuplicateKey } from '../../libs/mongo';
+import { LedgerAudit, entryId, nextBalance, signedAmount, type LedgerProblem } from './ledger';
+
+const ENTRY_TYPES: EntryType[] = ['CREDIT', 'DEBIT', 'REFUND'];
+
+/**
+ * One entry of a wallet's ledger, never changed once written. Its `_id` is
+ * `<walletId>:<sequence>`: the insert of the next entry is the lock (decision 16).
+ */
+const entrySchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    walletId: { type: String, required: true },
+    sequence: { type: Number, required: true },
+    type: { type: String, required: true, enum: ENTRY_TYPES },
+    /** Signed: negative for a debit. */
+    amountKobo: { type: Number, required: true },
+    balanceKobo: { type: Number, required: true },
+    reference: { type: String, required: true },
+    description: { type: String, default: null },
+    createdAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+// For MongoDB; FerretDB 1.24 uses none but `_id` (every lookup here is by `_id`).
+entrySchema.index({ walletId: 1, sequence: 1 }, { unique: true });
+
+/**
+ * A wallet's head: the sequence of its last entry as last seen, a hint that saves walking the
+ * chain from its start. It may lag behind (it is written after the entry), never run ahead.
+ */
+const walletSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    sequence: { type: Number, required: true },
+  },
+  { timestamps: true, versionKey: false },
+);
+
+/**
+ * A business reference, claimed by insert so that what it names is posted once. Its entry is
+ * found without searching: none exists before `fromSequence` (the claim came first), and
+ * `checkedThrough` records how far later entries were read without meeting it.
+ */
+const referenceSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    walletId: { type: String, required: true },
+    type: { type: String, required: true, enum: ENTRY_TYPES },
+    amountKobo: { type: Number, required: true },
+    fromSequence: { type: Number, required: true },
+    checkedThrough: { type: Number, required: true },
+    /** Set once its entry is written. */
+    entrySequence: { type: Number, default: null },
+    description: { type: String, default: null },
+  },
+  { timestamps: true, versionKey: false },
+);
+
+export type EntryRecord = InferSchemaType<typeof entrySchema>;
+export type ReferenceRecord = InferSchemaType<typeof referenceSchema>;
+
+export function defineLedgerModels(connection: Connection) {
+  return {
+    Entry: connection.model('LedgerEntry', entrySchema, 'ledger_entries'),
+    Wallet: connection.model('Wallet', walletSchema, 'wallets'),
+    Reference: connection.model('LedgerReference', referenceSchema, 'ledger_references'),
+  };
+}
+
+export type LedgerModels = ReturnType<typeof defineLedgerModels>;
+
+export interface PostRequest {
+  walletId: string;
+  type: EntryType;
+  /** Unsigned. */
+  amountKobo: number;
+  reference: string;
+  description?: string | null;
+}
+
+export function toLedgerEntry(record: EntryRecord): LedgerEntry {
+  return {
+    id: record._id,
+    walletId: record.walletId,
+    sequence: record.sequence,
+    type: record.type as EntryType,
+    amountKobo: record.amountKobo,
+    balanceKobo: record.balanceKobo,
+    reference: record.reference,
+    description: record.description ?? null,
+    createdAt: record.createdAt.toISOString(),
+  };
+}
+
+export interface LedgerReport {
+  clean: boolean;
+  wallets: number;
+  entries: number;
+  problems: LedgerProblem[];
+  checkedAt: string;
+}
+
+/**
+ * Wallets as append-only ledgers on a database whose conditional updates are not atomic:
+ * every write is an insert whose `_id` decides who wins, and every read on the way of a
+ * posting is by `_id`, so that a posting costs the same on a wallet of ten entries or ten
+ * million.
+ */
+export class LedgerStore {
+  constructor(private readonly models: () => LedgerModels) {}
+
+  private get m() {
+    return this.models();
+  }
+
+  async entry(walletId: string, sequence: number): Promise<EntryRecord | null> {
+    if (sequence < 1) return null;
+    return this.m.Entry.findById(entryId(walletId, sequence)).lean<EntryRecord>();
+  }
+
+  /** The sequence the wallet's head last recorded (0 for a wallet without entries). */
+  private async hint(walletId: string): Promise<number> {
+    const head = await this.m.Wallet.findById(walletId).lean();
+    return head?.sequence ?? 0;
+  }
+
+  /** The wallet's last entry: from the head's hint, forward by `_id` while entries exist. */
+  async lastEntry(walletId: string): Promise<EntryRecord | null> {
+    const hint = await this.hint(walletId);
+    let last = await this.entry(walletId, hint);
+    for (let next = await this.entry(walletId, hint + 1); next;) {
+      last = next;
+      next = await this.entry(walletId, next.sequence + 1);
+    }
+    if (last && last.sequence > hint) {
+      // Saves the next reader the walk; losing it costs nothing but that.
+      this.advanceHead(walletId, last.sequence).catch(() => undefined);
+    }
+    return last;
+  }
+
+  async balance(walletId: string): Promise<WalletBalance> {
+    const last = await this.lastEntry(walletId);
+    return {
+      userId: walletId,
+      balanceKobo: last?.balanceKobo ?? 0,
+      sequence: last?.sequence ?? 0,
+      updatedAt: last ? last.createdAt.toISOString() : null,
+    };
+  }
+
+  /** Entries newest first: `limit` of them before sequence `before` (exclusive), by `_id`. */
+  async entriesBefore(walletId: string, before: number, limit: number): Promise<EntryRecord[]> {
+    const sequences: number[] = [];
+    for (let s = before - 1; s >= 1 && sequences.length < limit; s--) sequences.push(s);
+    const found = await Promise.all(sequences.map((s) => this.entry(walletId, s)));
+    return found.filter((e): e is EntryRecord => e !== null);
+  }
+
+  /** The head's hint moves forward only; a lost update leaves it behind, which is harmless. */
+  private async advanceHead(walletId: string, sequence: number): Promise<void> {
+    try {
+      await this.m.Wallet.updateOne(
+        { _id: walletId },
+        { $max: { sequence } },
+        { upsert: true, timestamps: true },
+      );
+    } catch (err) {
+      // Two first entries raced to create the head: the other one did.
+      if (!isDuplicateKey(err)) throw err;
+      await this.m.Wallet.updateOne({ _id: walletId }, { $max: { sequence } });
+    }
+  }
+
+  /** The reference's claim: this request's, or the one an earlier request made. */
+  private async claim(request: PostRequest): Promise<ReferenceRecord> {
+    const { walletId, type, amountKobo, reference } = request;
+    const fromSequence = (await this.hint(walletId)) + 1;
+    try {
+      const created = await this.m.Reference.create({
+        _id: reference,
+        walletId,
+        type,
+        amountKobo,
+        fromSequence,
+        checkedThrough: fromSequence - 1,
+        description: request.description ?? null,
+      });
+      return created.toObject() as ReferenceRecord;
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+    }
+    const earlier = await this.m.Reference.findById(reference).lean<ReferenceRecord>();
+    if (!earlier) throw new Error(`reference ${reference} is claimed but cannot be read`);
+    if (
+      earlier.walletId !== walletId ||
+      earlier.type !== type ||
+      earlier.amountKobo !== amountKobo
+    ) {
+      throw conflict(
+        `Reference ${reference} was already used for another posting (a ${earlier.type.toLowerCase()} of ${earlier.amountKobo} kobo); use a new reference`,
+      );
+    }
+    return earlier;
+  }
+
+  private async recordPosted(reference: string, sequence: number): Promise<void> {
+    await this.m.Reference.updateOne(
+      { _id: reference },
+      { $set: { entrySequence: sequence, checkedThrough: sequence } },
+    );
+  }
+
+  /** The claim of a reference, if it was ever made. */
+  findReference(reference: string): Promise<ReferenceRecord | null> {
+    return this.m.Reference.findById(reference).lean<ReferenceRecord>();
+  }
+
+  /**
+   * Walks a wallet's chain by `_id` from where the claim's reference cannot yet be to its end:
+   * its entry when it was posted there, else the last entry (the next one goes after it).
+   */
+  private async walk(
+    claim: ReferenceRecord,
+    from: { sequence: number; previous: EntryRecord | null },
+  ): Promise<{ posted: EntryRecord } | { posted: null; last: EntryRecord | null }> {
+    let { previous } = from;
+    for (let sequence = from.sequence; ; sequence++) {
+      const found = await this.entry(claim.walletId, sequence);
+      if (!found) return { posted: null, last: previous };
+      if (found.reference === claim._id) return { posted: found };
+      previous = found;
+    }
+  }
+
+  /** The entry a claimed reference was posted as, or null while it is not (refused, or under way). */
+  async postedEntry(claim: ReferenceRecord): Promise<EntryRecord | null> {
+    if (claim.entrySequence != null) return this.entry(claim.walletId, claim.entrySequence);
+    const start = { sequence: claim.checkedThrough + 1, previous: null };
+    const walked = await this.walk(claim, start);
+    return walked.posted;
+  }
+
+  /**
+   * Posts the entry a reference names, once. Meeting the reference on the walk means it was
+   * posted (by a concurrent or a crashed earlier request); otherwise the next entry is inserted
+   * after the last one, and losing that insert to another writer means walking on from there.
+   * 422 when the balance does not cover a debit; 409 when the reference was used for another
+   * posting.
+   */
+  async post(request: PostRequest): Promise<Posting> {
+    const claim = await this.claim(request);
+    if (claim.entrySequence != null) {
+      const posted = await this.entry(claim.walletId, claim.entrySequence);
+      if (posted) return { entry: toLedgerEntry(posted), replayed: true };
+    }
+    const signed = signedAmount(request.type, request.amountKobo);
+    let position = {
+      sequence: claim.checkedThrough + 1,
+      previous: await this.entry(claim.walletId, claim.checkedThrough),
+    };
+    for (;;) {
+      const walked = await this.walk(claim, position);
+      if (walked.posted) {
+        await this.recordPosted(claim._id, walked.posted.sequence);
+        return { entry: toLedgerEntry(walked.posted), replayed: true };
+      }
+      const sequence = (walked.last?.sequence ?? 0) + 1;
+      const next = nextBalance(walked.last?.balanceKobo ?? 0, signed);
+      if (!next.ok) {
+        // Remembered so that a retry does not read these entries again.
+        await this.m.Reference.updateOne(
+          { _id: claim._id },
+          { $max: { checkedThrough: sequence - 1 } },
+        );
+        throw unprocessable(INSUFFICIENT_BALANCE);
+      }
+      const record: EntryRecord = {
+        _id: entryId(claim.walletId, sequence),
+        walletId: claim.walletId,
+        sequence,
+        type: request.type,
+        amountKobo: signed,
+        balanceKobo: next.balanceKobo,
+        reference: claim._id,
+        description: claim.description ?? null,
+        createdAt: new Date(),
+      };
+      try {
+        await this.m.Entry.create(record);
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+        // Another writer took this sequence: read its entry and walk on from there.
+        position = { sequence, previous: walked.last };
+        continue;
+      }
+      await this.recordPosted(claim._id, sequence);
+      await this.advanceHead(claim.walletId, sequence);
+      return { entry: toLedgerEntry(record), replayed: false };
+    }
+  }
+
+  /**
+   * Recomputes every wallet from its entries (in order of wallet and sequence; a scan, for
+   * operators), checks each head does not run ahead of its chain and each posted reference
+   * points at its entry.
+   */
+  async verify(maxProblems = 1000): Promise<LedgerReport> {
+    const audit = new LedgerAudit(maxProblems);
+    const lastSequence = new Map<string, number>();
+    const cursor = this.m.Entry.find({}).sort({ walletId: 1, sequence: 1 }).lean().cursor();
+    for await (const entry of cursor) {
+      audit.add(entry as EntryRecord);
+      lastSequence.set(entry.walletId, entry.sequence);
+    }
+    const problems = [...audit.problems];
+    for await (const head of this.m.Wallet.find({}).lean().cursor()) {
+      const last = lastSequence.get(head._id) ?? 0;
+      if (head.sequence > last) {
+        problems.push({
+          walletId: head._id,
+          kind: 'MISMATCH',
+          sequence: head.sequence,
+          detail: `the head names entry ${head.sequence}, the last entry is ${last}`,
+        });
+      }
+    }
+    for await (const ref of this.m.Reference.find({ entrySequence: { $ne: null } })
+      .lean()
+      .cursor()) {
+      const entry = await this.entry(ref.walletId, ref.entrySequence as number);
+      if (entry?.reference !== ref._id) {
+        problems.push({
+          walletId: ref.walletId,
+          kind: 'MISMATCH',
+          sequence: ref.entrySequence as number,
+          detail: `reference ${ref._id} names this entry, which holds ${entry ? entry.reference : 'nothing'}`,
+        });
+      }
+    }
+    return {
+      clean: problems.length === 0,
+      wallets: audit.wallets,
+      entries: audit.entries,
+      problems: problems.slice(0, maxProblems),
+      checkedAt: new Date().toISOString(),
+    };
+  }
+}

@@ -1,0 +1,147 @@
+import Joi from '../../libs/joi';
+import type { Config } from '../../libs/config';
+import {
+  balanceParams,
+  creditParams,
+  debitParams,
+  refundParams,
+  refundReference,
+} from '../../libs/contracts/payment';
+import { conflict, notFound } from '../../libs/errors';
+import { ServiceDatabase } from '../../libs/mongo';
+import {
+  action,
+  implement,
+  requireUser,
+  type ServiceDefinition,
+  type WaybillContext,
+} from '../../libs/service';
+import { refundableKobo } from './ledger';
+import { LedgerStore, toLedgerEntry } from './ledger-store';
+import {
+  transactionView,
+  transactionsParams,
+  walletView,
+  type TransactionsParams,
+} from './schemas';
+import { definePaymentModels } from './store';
+import { toTransactionView, toWalletView } from './views';
+import { createWalletAdminActions } from './wallet-admin';
+
+export function createPaymentService(config: Config): ServiceDefinition {
+  const db = new ServiceDatabase(config, 'payment', definePaymentModels);
+  const ledger = new LedgerStore(() => db.models);
+
+  return {
+    name: 'payment',
+    mixins: [db.mixin()],
+    actions: {
+      wallet: action({
+        retry: 'safe',
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/wallet',
+          message: 'Wallet retrieved',
+          summary: 'Your wallet: the balance deliveries are paid from',
+          response: walletView,
+        },
+        params: Joi.object({}),
+        async handler(ctx) {
+          return toWalletView(await ledger.balance(requireUser(ctx)));
+        },
+      }),
+
+      transactions: action({
+        retry: 'safe',
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/wallet/transactions',
+          message: 'Wallet transactions retrieved',
+          summary: 'Your wallet’s entries, newest first',
+          description:
+            'A page of `limit` entries; the next page is `before=<sequence of the last one>`. Sequences are the wallet’s own, 1 for its first entry.',
+          response: Joi.array().items(transactionView),
+        },
+        params: transactionsParams,
+        async handler(ctx: WaybillContext<TransactionsParams>) {
+          const userId = requireUser(ctx);
+          const { limit, before } = ctx.params;
+          const newest = before ?? (await ledger.balance(userId)).sequence + 1;
+          const entries = await ledger.entriesBefore(userId, newest, limit);
+          return entries.map((e) => toTransactionView(toLedgerEntry(e)));
+        },
+      }),
+
+      /** Internal: takes money from a wallet, once per reference. */
+      debit: implement('payment.debit', {
+        visibility: 'public',
+        params: debitParams,
+        async handler(ctx) {
+          const { userId, amountKobo, reference, description } = ctx.params;
+          return ledger.post({
+            walletId: userId,
+            type: 'DEBIT',
+            amountKobo,
+            reference,
+            description,
+          });
+        },
+      }),
+
+      /** Internal: gives (part of) a debit back, once. */
+      refund: implement('payment.refund', {
+        visibility: 'public',
+        params: refundParams,
+        async handler(ctx) {
+          const { userId, debitReference, description } = ctx.params;
+          const debit = await ledger.findReference(debitReference);
+          const posted = debit?.type === 'DEBIT' ? await ledger.postedEntry(debit) : null;
+          if (!debit || debit.walletId !== userId || !posted) {
+            throw notFound(`No debit ${debitReference} of this wallet to refund`);
+          }
+          let amountKobo: number;
+          try {
+            amountKobo = refundableKobo(debit.amountKobo, ctx.params.amountKobo);
+          } catch (err) {
+            throw conflict((err as Error).message);
+          }
+          return ledger.post({
+            walletId: userId,
+            type: 'REFUND',
+            amountKobo,
+            reference: refundReference(debitReference),
+            description: description ?? null,
+          });
+        },
+      }),
+
+      /** Internal: adds money to a wallet, once per reference. */
+      credit: implement('payment.credit', {
+        visibility: 'public',
+        params: creditParams,
+        async handler(ctx) {
+          const { userId, amountKobo, reference, description } = ctx.params;
+          return ledger.post({
+            walletId: userId,
+            type: 'CREDIT',
+            amountKobo,
+            reference,
+            description,
+          });
+        },
+      }),
+
+      balance: implement('payment.balance', {
+        visibility: 'public',
+        params: balanceParams,
+        async handler(ctx) {
+          return ledger.balance(ctx.params.userId);
+        },
+      }),
+
+      ...createWalletAdminActions(ledger),
+    },
+  };
+}

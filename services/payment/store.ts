@@ -1,0 +1,9 @@
+import type { Connection } from 'mongoose';
+import { defineLedgerModels } from './ledger-store';
+
+/** Every collection of the payment service's database. */
+export function definePaymentModels(connection: Connection) {
+  return { ...defineLedgerModels(connection) };
+}
+
+export type PaymentModels = ReturnType<typeof definePaymentModels>;

@@ -1,0 +1,83 @@
+import { call } from '../../libs/contracts';
+import { nairaToKobo } from '../../libs/money';
+import { action, type ServiceActions } from '../../libs/service';
+import type { LedgerStore } from './ledger-store';
+import { adminCreditParams, ledgerReportView, userIdParams, walletView } from './schemas';
+import { toWalletView } from './views';
+
+/** An operator's credit is posted under `admin:<their reference>`, apart from other kinds. */
+export const adminCreditReference = (reference: string) => `admin:${reference}`;
+
+/** The operators' wallet actions: credit a wallet, read one, reconcile the ledger. */
+export function createWalletAdminActions(ledger: LedgerStore): ServiceActions {
+  return {
+    adminCredit: action({
+      // The reference makes a repeat credit nothing more.
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/users/:userId/wallet/credit',
+        status: 201,
+        message: 'Wallet credited',
+        summary: 'Credit a user’s wallet',
+        description:
+          '`amount` in NGN, at most two decimals. The same `reference` again credits nothing more and answers the wallet as it is; with another amount it is a 409.',
+        response: walletView,
+        errors: {
+          404: 'No such user',
+          409: 'The reference was already used for another amount',
+        },
+      },
+      params: adminCreditParams,
+      async handler(ctx) {
+        const { userId, amount, reference } = ctx.params;
+        await call(ctx, 'account.getUser', { userId });
+        await ledger.post({
+          walletId: userId,
+          type: 'CREDIT',
+          amountKobo: nairaToKobo(amount),
+          reference: adminCreditReference(reference),
+          description: 'Credit by an operator',
+        });
+        return toWalletView(await ledger.balance(userId));
+      },
+    }),
+
+    adminWallet: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/users/:userId/wallet',
+        message: 'Wallet retrieved',
+        summary: 'A user’s wallet',
+        response: walletView,
+        errors: { 404: 'No such user' },
+      },
+      params: userIdParams,
+      async handler(ctx) {
+        const { userId } = ctx.params;
+        await call(ctx, 'account.getUser', { userId });
+        return toWalletView(await ledger.balance(userId));
+      },
+    }),
+
+    verifyLedger: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/ledger/verify',
+        message: 'Ledger verified',
+        summary: 'Reconcile every wallet',
+        description:
+          'Recomputes every wallet from its entries and reports any gap or duplicate in a wallet’s sequence, any reference posted twice, and any balance that is not the previous balance plus the amount (at most 1000 problems).',
+        response: ledgerReportView,
+      },
+      async handler() {
+        return ledger.verify();
+      },
+    }),
+  };
+}
