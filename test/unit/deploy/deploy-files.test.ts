@@ -522,7 +522,7 @@ describe('deploy/k8s', () => {
     const env = {
       ...configMap?.data,
       ...Object.fromEntries(own.map((e) => [e.name, e.value])),
-      ADMIN_TOKEN: 'an-admin-token-of-32-characters!',
+      ...exampleSecret.stringData,
     };
     const { maxUploads } = loadConfig(env).files;
     const limit = kubernetesBytes(container.resources?.limits?.memory ?? '0');

@@ -70,6 +70,14 @@ describe('loadConfig defaults', () => {
         circuity: 1.3,
       },
       geocoder: { url: undefined, timeoutMs: 2000, countryCodes: undefined },
+      payment: {
+        provider: 'sandbox',
+        publicBaseUrl: 'http://localhost:3000',
+        paystack: { baseUrl: 'https://api.paystack.co', secretKey: undefined, timeoutMs: 10000 },
+        checkoutTtlMs: 30 * 60_000,
+        sweepIntervalMs: 10000,
+        eventRetryMs: 30000,
+      },
     });
   });
 
@@ -107,6 +115,7 @@ describe('loadConfig conversions', () => {
       HOST: 'localhost',
       APP_ENV: 'live',
       ADMIN_TOKEN,
+      PAYSTACK_SECRET_KEY: 'sk_live_x',
       API_KEY_PREFIX: 'acme2',
       MONGO_URL: 'mongodb+srv://db.example.com',
       MONGO_DB_PREFIX: 'test_',
@@ -287,13 +296,51 @@ describe('loadConfig errors', () => {
   });
 
   it('accepts APP_ENV=live with an ADMIN_TOKEN', () => {
-    const config = loadConfig({ APP_ENV: 'live', ADMIN_TOKEN });
+    const config = loadConfig({ APP_ENV: 'live', ADMIN_TOKEN, PAYSTACK_SECRET_KEY: 'sk_live_x' });
     expect(config.appEnv).toBe('live');
     expect(config.adminToken).toBe(ADMIN_TOKEN);
   });
 
   it('leaves ADMIN_TOKEN optional in staging', () => {
     expect(loadConfig({ APP_ENV: 'staging' }).adminToken).toBeUndefined();
+  });
+});
+
+describe('payment', () => {
+  it('checks out with the sandbox in staging and with Paystack in live', () => {
+    expect(loadConfig({}).payment.provider).toBe('sandbox');
+    const live = loadConfig({ APP_ENV: 'live', ADMIN_TOKEN, PAYSTACK_SECRET_KEY: 'sk_live_x' });
+    expect(live.payment.provider).toBe('paystack');
+    expect(live.payment.paystack.secretKey).toBe('sk_live_x');
+  });
+
+  it('requires the Paystack secret key wherever Paystack is the provider', () => {
+    expect(configErrorFor({ APP_ENV: 'live', ADMIN_TOKEN }).message).toMatch(
+      /^PAYSTACK_SECRET_KEY: required with PAYMENT_PROVIDER=paystack/,
+    );
+    expect(configErrorFor({ PAYMENT_PROVIDER: 'paystack' }).message).toMatch(
+      /^PAYSTACK_SECRET_KEY: /,
+    );
+  });
+
+  it('lets live use the sandbox only when asked to', () => {
+    const config = loadConfig({ APP_ENV: 'live', ADMIN_TOKEN, PAYMENT_PROVIDER: 'sandbox' });
+    expect(config.payment.provider).toBe('sandbox');
+  });
+
+  it('links to the public URL without its trailing slash, the gateway port by default', () => {
+    expect(loadConfig({ PORT: '8080' }).payment.publicBaseUrl).toBe('http://localhost:8080');
+    const config = loadConfig({
+      PUBLIC_BASE_URL: 'https://pay.example.com/',
+      PAYSTACK_BASE_URL: 'http://127.0.0.1:9999/',
+    });
+    expect(config.payment.publicBaseUrl).toBe('https://pay.example.com');
+    expect(config.payment.paystack.baseUrl).toBe('http://127.0.0.1:9999');
+  });
+
+  it('refuses an unknown provider and a URL that is not http(s)', () => {
+    expect(configErrorFor({ PAYMENT_PROVIDER: 'stripe' }).message).toMatch(/^PAYMENT_PROVIDER: /);
+    expect(configErrorFor({ PUBLIC_BASE_URL: 'ftp://x' }).message).toMatch(/^PUBLIC_BASE_URL: /);
   });
 });
 
@@ -376,6 +423,14 @@ describe('describeConfig', () => {
     'GEOCODER_URL',
     'GEOCODER_TIMEOUT_MS',
     'GEOCODER_COUNTRIES',
+    'PUBLIC_BASE_URL',
+    'PAYMENT_PROVIDER',
+    'PAYSTACK_BASE_URL',
+    'PAYSTACK_SECRET_KEY',
+    'PAYSTACK_TIMEOUT_MS',
+    'CHECKOUT_TTL_MINUTES',
+    'PAYMENT_SWEEP_INTERVAL_MS',
+    'PAYMENT_EVENT_RETRY_MS',
     'OPS_PORT',
   ];
 

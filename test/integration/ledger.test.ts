@@ -1,0 +1,386 @@
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import mongoose from 'mongoose';
+import type { ServiceBroker } from 'moleculer';
+import type { Posting } from '../../libs/contracts/payment';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { count, samples as metric } from '../support/metrics';
+import {
+  dropDatabases,
+  isolation,
+  startClient,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
+
+/**
+ * Wallets on the ledger (issue 11): the gateway and account in one process, two payment
+ * replicas in two others, all over NATS, so that concurrent postings race across processes
+ * on the same FerretDB. Internal actions are called by a broker of the test's own.
+ */
+const iso = isolation();
+const nodes: NodeProcess[] = [];
+let gateway: NodeProcess;
+let client: ServiceBroker;
+let db: mongoose.Connection;
+let merchant: { userId: string; key: string };
+
+beforeAll(async () => {
+  gateway = await startNode({ services: 'gateway,account', iso });
+  nodes.push(gateway);
+  for (let i = 0; i < 2; i++) nodes.push(await startNode({ services: 'payment', iso }));
+  client = await startClient(iso, ['payment']);
+  merchant = await createUserWithKey(gateway.url);
+  db = await mongoose
+    .createConnection(process.env.MONGO_URL as string, { dbName: `${iso.dbPrefix}payment` })
+    .asPromise();
+});
+
+afterAll(async () => {
+  await db?.close();
+  await client?.stop();
+  await Promise.all(nodes.map((n) => n.stop()));
+  await dropDatabases(iso);
+});
+
+const debit = (userId: string, amountKobo: number, reference = randomUUID()) =>
+  client.call('payment.debit', { userId, amountKobo, reference }) as Promise<Posting>;
+const credit = (userId: string, amountKobo: number, reference = `test:${randomUUID()}`) =>
+  client.call('payment.credit', { userId, amountKobo, reference }) as Promise<Posting>;
+const refund = (userId: string, debitReference: string, amountKobo?: number) =>
+  client.call('payment.refund', { userId, debitReference, amountKobo }) as Promise<Posting>;
+
+const adminCredit = (userId: string, json: unknown) =>
+  request(gateway.url, 'POST', `/admin/users/${userId}/wallet/credit`, {
+    headers: adminHeaders,
+    json,
+  });
+const adminWallet = (userId: string) =>
+  request(gateway.url, 'GET', `/admin/users/${userId}/wallet`, { headers: adminHeaders });
+const verify = () => request(gateway.url, 'GET', '/admin/ledger/verify', { headers: adminHeaders });
+const transactions = (key: string, query = '') =>
+  request(gateway.url, 'GET', `/api/wallet/transactions${query}`, { headers: { 'api-key': key } });
+
+/** Entries of a wallet as stored, by their `_id`s' sequence. */
+async function storedEntries(walletId: string) {
+  const entries = await db
+    .collection('ledger_entries')
+    .find({ walletId })
+    .sort({ sequence: 1 })
+    .toArray();
+  return entries as unknown as { _id: string; sequence: number; reference: string }[];
+}
+
+describe('200 concurrent debits against a wallet funded for exactly 50', () => {
+  it('lets exactly 50 through, across two replicas, and leaves 0.00', async () => {
+    const { userId, key } = await createUserWithKey(gateway.url);
+    // 50 debits of NGN 123.45.
+    const funded = await adminCredit(userId, { amount: 6172.5, reference: 'float-1' });
+    expect(funded.status).toBe(201);
+    expect(funded.body.data.balance).toBe('6172.50');
+
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 200 }, () => debit(userId, 12345)),
+    );
+
+    const succeeded = outcomes.filter((o) => o.status === 'fulfilled');
+    const refused = outcomes.filter((o) => o.status === 'rejected');
+    expect(succeeded).toHaveLength(50);
+    expect(refused).toHaveLength(150);
+    for (const r of refused) {
+      expect((r as PromiseRejectedResult).reason).toMatchObject({
+        code: 422,
+        type: 'UNPROCESSABLE',
+        message: 'Insufficient balance',
+      });
+    }
+    const wallet = await adminWallet(userId);
+    expect(wallet.body.data).toEqual({
+      userId,
+      balance: '0.00',
+      currency: 'NGN',
+      updatedAt: expect.any(String),
+    });
+    const page = await transactions(key, '?limit=100');
+    expect(page.body.data).toHaveLength(51);
+    expect(page.body.data.filter((t: { type: string }) => t.type === 'DEBIT')).toHaveLength(50);
+    expect((await storedEntries(userId)).map((e) => e.sequence)).toEqual(
+      Array.from({ length: 51 }, (_, i) => i + 1),
+    );
+    // Both replicas took part in the race.
+    for (const replica of nodes.slice(1)) {
+      const handled = await metric(replica.opsUrl, 'moleculer_request_total');
+      expect(count(handled, { action: 'payment.debit' })).toBeGreaterThan(0);
+    }
+    const report = await verify();
+    expect(report.status).toBe(200);
+    expect(report.body.data).toMatchObject({ clean: true, problems: [] });
+  });
+});
+
+describe('references', () => {
+  it('posts one debit for the same reference sent 20 times at once, and answers it each time', async () => {
+    const userId = randomUUID();
+    await credit(userId, 100_000);
+    const reference = randomUUID();
+    const postings = await Promise.all(
+      Array.from({ length: 20 }, () => debit(userId, 2500, reference)),
+    );
+    expect(new Set(postings.map((p) => p.entry.id)).size).toBe(1);
+    expect(postings.filter((p) => !p.replayed)).toHaveLength(1);
+    expect(postings[0].entry).toMatchObject({
+      type: 'DEBIT',
+      amountKobo: -2500,
+      balanceKobo: 97_500,
+    });
+    const entries = await storedEntries(userId);
+    expect(entries.filter((e) => e.reference === reference)).toHaveLength(1);
+    expect(entries).toHaveLength(2);
+  });
+
+  it('refunds a debit once, however often and however concurrently asked', async () => {
+    const userId = randomUUID();
+    await credit(userId, 10_000);
+    const reference = randomUUID();
+    await debit(userId, 4_000, reference);
+    const [first, second] = await Promise.all([
+      refund(userId, reference),
+      refund(userId, reference),
+    ]);
+    expect(first.entry.id).toBe(second.entry.id);
+    expect(first.entry).toMatchObject({
+      type: 'REFUND',
+      amountKobo: 4_000,
+      balanceKobo: 10_000,
+      reference: `refund:${reference}`,
+    });
+    const again = await refund(userId, reference);
+    expect(again).toMatchObject({ replayed: true, entry: { id: first.entry.id } });
+    expect(await storedEntries(userId)).toHaveLength(3);
+  });
+
+  it('refunds part of a debit, never more than it, and nothing that was not debited', async () => {
+    const userId = randomUUID();
+    await credit(userId, 10_000);
+    const reference = randomUUID();
+    await debit(userId, 4_000, reference);
+    await expect(refund(userId, reference, 4_001)).rejects.toMatchObject({ code: 409 });
+    await expect(refund(userId, randomUUID())).rejects.toMatchObject({ code: 404 });
+    await expect(refund(randomUUID(), reference)).rejects.toMatchObject({ code: 404 });
+    const part = await refund(userId, reference, 1_500);
+    expect(part.entry).toMatchObject({ amountKobo: 1_500, balanceKobo: 7_500 });
+  });
+
+  it('refuses a reference reused for another amount or another wallet (409)', async () => {
+    const userId = randomUUID();
+    await credit(userId, 10_000);
+    const reference = randomUUID();
+    await debit(userId, 1_000, reference);
+    await expect(debit(userId, 1_001, reference)).rejects.toMatchObject({ code: 409 });
+    await expect(debit(randomUUID(), 1_000, reference)).rejects.toMatchObject({ code: 409 });
+  });
+
+  it('refuses a refused debit again while the balance is short, and posts it once funded', async () => {
+    const userId = randomUUID();
+    const reference = randomUUID();
+    await expect(debit(userId, 700, reference)).rejects.toMatchObject({ code: 422 });
+    await credit(userId, 1_000);
+    const posted = await debit(userId, 700, reference);
+    expect(posted).toMatchObject({ replayed: false, entry: { sequence: 2, balanceKobo: 300 } });
+  });
+});
+
+describe('a posting interrupted by a crash', () => {
+  it('is written once by its retry when the crash came before its entry', async () => {
+    const userId = randomUUID();
+    await credit(userId, 5_000);
+    const reference = randomUUID();
+    // The claim of a request that died before writing its entry.
+    await db.collection('ledger_references').insertOne({
+      _id: reference as unknown as mongoose.mongo.ObjectId,
+      walletId: userId,
+      type: 'DEBIT',
+      amountKobo: 1_000,
+      fromSequence: 2,
+      checkedThrough: 1,
+      entrySequence: null,
+      description: null,
+    });
+    const retried = await debit(userId, 1_000, reference);
+    expect(retried).toMatchObject({ replayed: false, entry: { sequence: 2, balanceKobo: 4_000 } });
+    expect(await storedEntries(userId)).toHaveLength(2);
+  });
+
+  it('is answered, not written again, when the crash came after its entry', async () => {
+    const userId = randomUUID();
+    await credit(userId, 5_000);
+    const reference = randomUUID();
+    await debit(userId, 1_000, reference);
+    await credit(userId, 10);
+    // As if the request had died between its entry and recording it on the claim.
+    await db
+      .collection('ledger_references')
+      .updateOne(
+        { _id: reference as unknown as mongoose.mongo.ObjectId },
+        { $set: { entrySequence: null, checkedThrough: 1 } },
+      );
+    const retried = await debit(userId, 1_000, reference);
+    expect(retried).toMatchObject({ replayed: true, entry: { sequence: 2 } });
+    expect(await storedEntries(userId)).toHaveLength(3);
+  });
+});
+
+describe('operators’ credits through the admin API', () => {
+  it('credits once per reference and answers the wallet each time', async () => {
+    const { userId } = await createUserWithKey(gateway.url);
+    const first = await adminCredit(userId, { amount: 2500.75, reference: 'top-up-7' });
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ success: true, message: 'Wallet credited' });
+    expect(first.body.data).toEqual({
+      userId,
+      balance: '2500.75',
+      currency: 'NGN',
+      updatedAt: expect.any(String),
+    });
+    const again = await adminCredit(userId, { amount: 2500.75, reference: 'top-up-7' });
+    expect(again.status).toBe(201);
+    expect(again.body.data).toEqual(first.body.data);
+    const other = await adminCredit(userId, { amount: 10, reference: 'top-up-8' });
+    expect(other.body.data.balance).toBe('2510.75');
+    expectErrorEnvelope(
+      await adminCredit(userId, { amount: 99, reference: 'top-up-7' }),
+      409,
+      /Reference admin:top-up-7 was already used/,
+    );
+    expect((await adminWallet(userId)).body.data.balance).toBe('2510.75');
+  });
+
+  it('refuses amounts that are not NGN to the kobo, not positive, or not numbers', async () => {
+    const { userId } = await createUserWithKey(gateway.url);
+    for (const amount of [10.005, 0, -5, '10', null]) {
+      const reply = await adminCredit(userId, { amount, reference: `bad-${String(amount)}` });
+      expectErrorEnvelope(reply, 400);
+    }
+    expectErrorEnvelope(await adminCredit(userId, { amount: 10 }), 400);
+    expectErrorEnvelope(await adminCredit(userId, { amount: 10, reference: 'a b' }), 400);
+    expect((await adminWallet(userId)).body.data.balance).toBe('0.00');
+  });
+
+  it('answers 404 for a user that does not exist, 400 for an id that is not one', async () => {
+    expectErrorEnvelope(await adminCredit(randomUUID(), { amount: 1, reference: 'x' }), 404);
+    expectErrorEnvelope(await adminWallet(randomUUID()), 404);
+    expectErrorEnvelope(await adminWallet('nope'), 400);
+  });
+
+  it('is refused without the admin token', async () => {
+    const reply = await request(gateway.url, 'GET', `/admin/users/${merchant.userId}/wallet`);
+    expectErrorEnvelope(reply, 401);
+  });
+});
+
+describe('GET /api/wallet and /api/wallet/transactions', () => {
+  it('shows the caller its own wallet and entries, newest first, page by page', async () => {
+    const { userId, key } = await createUserWithKey(gateway.url);
+    const empty = await request(gateway.url, 'GET', '/api/wallet', { headers: { 'api-key': key } });
+    expect(empty.body.data).toEqual({ userId, balance: '0.00', currency: 'NGN', updatedAt: null });
+    expect((await transactions(key)).body.data).toEqual([]);
+
+    for (let i = 1; i <= 5; i++) await credit(userId, i * 100, `test:${userId}:${i}`);
+    await debit(userId, 250, `delivery-${userId}`);
+    const wallet = await request(gateway.url, 'GET', '/api/wallet', {
+      headers: { 'api-key': key },
+    });
+    expect(wallet.body.data.balance).toBe('12.50');
+
+    const first = await transactions(key, '?limit=4');
+    expect(first.status).toBe(200);
+    expect(first.body.data.map((t: { sequence: number }) => t.sequence)).toEqual([6, 5, 4, 3]);
+    expect(first.body.data[0]).toEqual({
+      id: `${userId}:6`,
+      sequence: 6,
+      type: 'DEBIT',
+      amount: '-2.50',
+      balance: '12.50',
+      reference: `delivery-${userId}`,
+      description: null,
+      createdAt: expect.any(String),
+    });
+    const next = await transactions(key, '?limit=4&before=3');
+    expect(next.body.data.map((t: { sequence: number }) => t.sequence)).toEqual([2, 1]);
+    expect(next.body.data[1]).toMatchObject({ type: 'CREDIT', amount: '1.00', balance: '1.00' });
+
+    // Another merchant sees only their own.
+    expect((await transactions(merchant.key)).body.data).toEqual([]);
+    expectErrorEnvelope(await transactions(key, '?limit=0'), 400);
+    expectErrorEnvelope(await transactions(key, '?limit=101'), 400);
+    expectErrorEnvelope(await transactions(key, '?before=x'), 400);
+    expectErrorEnvelope(await request(gateway.url, 'GET', '/api/wallet'), 401);
+  });
+});
+
+describe('random sequences of credits, debits and refunds (property, on the real ledger)', () => {
+  it('never take a wallet below zero and keep it equal to the sum of its entries', async () => {
+    const operation = fc.oneof(
+      fc.record({ kind: fc.constant('credit' as const), kobo: fc.integer({ min: 1, max: 5_000 }) }),
+      fc.record({ kind: fc.constant('debit' as const), kobo: fc.integer({ min: 1, max: 5_000 }) }),
+      fc.record({ kind: fc.constant('refund' as const), which: fc.nat(20) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(operation, { minLength: 1, maxLength: 12 }), async (ops) => {
+        const userId = randomUUID();
+        const debited: string[] = [];
+        let expected = 0;
+        for (const op of ops) {
+          if (op.kind === 'credit') {
+            await credit(userId, op.kobo);
+            expected += op.kobo;
+          } else if (op.kind === 'debit') {
+            const reference = randomUUID();
+            const outcome = await debit(userId, op.kobo, reference).catch(
+              (e: { code?: number }) => e,
+            );
+            if ('entry' in outcome) {
+              debited.push(reference);
+              expected -= op.kobo;
+            } else {
+              expect(outcome.code).toBe(422);
+              expect(expected).toBeLessThan(op.kobo);
+            }
+          } else if (debited.length > 0) {
+            const posting = await refund(userId, debited[op.which % debited.length]);
+            if (!posting.replayed) expected += posting.entry.amountKobo;
+          }
+          const balance = (await client.call('payment.balance', { userId })) as {
+            balanceKobo: number;
+          };
+          expect(balance.balanceKobo).toBe(expected);
+          expect(balance.balanceKobo).toBeGreaterThanOrEqual(0);
+        }
+        const entries = (await storedEntries(userId)) as unknown as { amountKobo: number }[];
+        expect(entries.reduce((sum, e) => sum + e.amountKobo, 0)).toBe(expected);
+      }),
+      { numRuns: 12 },
+    );
+  });
+});
+
+// Last: it damages the ledger on purpose.
+describe('GET /admin/ledger/verify', () => {
+  it('reports a changed balance, a missing entry and a doubled reference', async () => {
+    const userId = randomUUID();
+    for (let i = 0; i < 4; i++) await credit(userId, 1_000, `test:${userId}:${i}`);
+    const entries = db.collection('ledger_entries');
+    const byId = (id: string) => ({ _id: id as unknown as mongoose.mongo.ObjectId });
+    await entries.updateOne(byId(`${userId}:2`), { $set: { balanceKobo: 999_999 } });
+    await entries.deleteOne(byId(`${userId}:3`));
+    await entries.updateOne(byId(`${userId}:4`), { $set: { reference: `test:${userId}:0` } });
+
+    const report = await verify();
+    expect(report.body.data.clean).toBe(false);
+    const mine = report.body.data.problems.filter(
+      (p: { walletId: string }) => p.walletId === userId,
+    );
+    const kinds = mine.map((p: { kind: string; sequence: number }) => `${p.kind}@${p.sequence}`);
+    expect(kinds).toEqual(expect.arrayContaining(['MISMATCH@2', 'GAP@4', 'DUPLICATE@4']));
+  });
+});
