@@ -96,11 +96,6 @@ describe('LedgerAudit', () => {
   });
 });
 
-type Operation =
-  | { kind: 'credit'; kobo: number }
-  | { kind: 'debit'; kobo: number }
-  | { kind: 'refund'; debit: number; kobo?: number };
-
 const operations = fc.array(
   fc.oneof(
     fc.record({ kind: fc.constant('credit' as const), kobo: fc.integer({ min: 1, max: 100_000 }) }),
