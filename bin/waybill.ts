@@ -12,22 +12,25 @@ import {
 import { call } from '../libs/contracts';
 import { toHttpError } from '../libs/errors';
 import { toServiceSchema } from '../libs/service';
-import { createAccountService } from '../services/account/account.service';
+import { serviceDefinition } from '../services/catalog';
 import { seedDemoData } from '../services/seed';
 
 /**
- * Operator CLI. It runs the account service in its own short-lived broker (joined to NATS
- * when NATS_URL is set, so revocations reach running gateways) and calls the same actions
- * as the admin API.
+ * Operator CLI. It runs the services it needs (account; payment for wallets) in its own
+ * short-lived broker (joined to NATS when NATS_URL is set, so revocations reach running
+ * gateways) and calls the same actions as the admin API.
  */
-async function withAccount<T>(run: (broker: ServiceBroker, config: Config) => Promise<T>) {
-  const config = loadConfig({ ...process.env, OPS_PORT: '0', SERVICES: 'account' });
+async function withServices<T>(
+  names: ('account' | 'payment')[],
+  run: (broker: ServiceBroker, config: Config) => Promise<T>,
+) {
+  const config = loadConfig({ ...process.env, OPS_PORT: '0', SERVICES: names.join(',') });
   const broker = new ServiceBroker({
     ...createBrokerOptions(config),
     nodeID: `cli-${process.pid}`,
     logger: false,
   });
-  broker.createService(toServiceSchema(createAccountService(config)));
+  for (const name of names) broker.createService(toServiceSchema(serviceDefinition(name, config)));
   await broker.start();
   try {
     return await run(broker, config);
@@ -35,6 +38,11 @@ async function withAccount<T>(run: (broker: ServiceBroker, config: Config) => Pr
     await broker.stop();
   }
 }
+
+const withAccount = <T>(run: (broker: ServiceBroker, config: Config) => Promise<T>) =>
+  withServices(['account'], run);
+const withWallets = <T>(run: (broker: ServiceBroker) => Promise<T>) =>
+  withServices(['account', 'payment'], run);
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
@@ -45,7 +53,7 @@ const positiveInt = (value: string) => {
 };
 
 const program = new Command('waybill')
-  .description('Waybill operator CLI: users, API keys and demo data')
+  .description('Waybill operator CLI: users, API keys, wallets and demo data')
   .showHelpAfterError()
   .addHelpText(
     'after',
@@ -125,11 +133,46 @@ program
     ),
   );
 
+const wallet = program.command('wallet').description("users' wallets");
+
+wallet
+  .command('credit')
+  .description("credit a user's wallet, once per reference")
+  .argument('<userId>', 'owner (UUID)')
+  .requiredOption('--amount <naira>', 'NGN, at most two decimals', Number)
+  .requiredOption(
+    '--reference <reference>',
+    'yours, unique per credit: repeating it credits nothing more',
+  )
+  .action((userId: string, opts: { amount: number; reference: string }) =>
+    withWallets((broker) => broker.call('payment.adminCredit', { userId, ...opts })).then(print),
+  );
+
+wallet
+  .command('show')
+  .description("show a user's wallet")
+  .argument('<userId>', 'owner (UUID)')
+  .action((userId: string) =>
+    withWallets((broker) => broker.call('payment.adminWallet', { userId })).then(print),
+  );
+
+program
+  .command('ledger')
+  .description('the wallets’ ledger')
+  .command('verify')
+  .description('recompute every wallet from its entries; exits 2 when a problem is found')
+  .action(() =>
+    withWallets((broker) => broker.call('payment.verifyLedger', {})).then((report) => {
+      print(report);
+      if (!(report as { clean: boolean }).clean) process.exitCode = 2;
+    }),
+  );
+
 program
   .command('seed')
-  .description('create the demo user and print a staging API key (once)')
+  .description('create the demo user, fund its wallet and print a staging API key (once)')
   .action(() =>
-    withAccount((broker) => seedDemoData(broker)).then((lines) =>
+    withWallets((broker) => seedDemoData(broker)).then((lines) =>
       lines.forEach((l) => console.log(l)),
     ),
   );

@@ -43,9 +43,9 @@ afterAll(async () => {
   await dropDatabases(iso);
 });
 
-const debit = (userId: string, amountKobo: number, reference = randomUUID()) =>
+const debit = (userId: string, amountKobo: number, reference: string = randomUUID()) =>
   client.call('payment.debit', { userId, amountKobo, reference }) as Promise<Posting>;
-const credit = (userId: string, amountKobo: number, reference = `test:${randomUUID()}`) =>
+const credit = (userId: string, amountKobo: number, reference: string = `test:${randomUUID()}`) =>
   client.call('payment.credit', { userId, amountKobo, reference }) as Promise<Posting>;
 const refund = (userId: string, debitReference: string, amountKobo?: number) =>
   client.call('payment.refund', { userId, debitReference, amountKobo }) as Promise<Posting>;
