@@ -78,7 +78,7 @@ function report(phase: Phase, reference?: Phase, referenceName = 'the reference'
   const sorted = [...phase.latenciesMs].sort((a, b) => a - b);
   const rate = phase.calls / phase.seconds;
   const ratio = reference
-    ? `  ${(rate / (reference.calls / reference.seconds)).toFixed(2)}× the reference`
+    ? `  ${(rate / (reference.calls / reference.seconds)).toFixed(2)}× ${referenceName}`
     : '';
   console.log(
     `${phase.name.padEnd(34)} ${rate.toFixed(0).padStart(6)}/s  p50 ${percentile(sorted, 0.5).toFixed(1)} ms  p99 ${percentile(sorted, 0.99).toFixed(1)} ms  (${phase.calls} calls, ${phase.failures} failed)${ratio}`,
