@@ -13,10 +13,9 @@ export const CURRENCY = 'NGN';
 /** The 422 of a debit the wallet's balance does not cover. */
 export const INSUFFICIENT_BALANCE = 'Insufficient balance';
 
-/** A business reference: what makes a ledger entry or a checkout happen once. */
+/** A business reference: what makes a ledger entry or a checkout happen once; taken as sent. */
 export const ledgerReference = () =>
   Joi.string()
-    .trim()
     .min(1)
     .max(100)
     .pattern(/^[A-Za-z0-9][A-Za-z0-9_.:=-]*$/)
