@@ -24,6 +24,7 @@ describe('health probes', () => {
         [`mongo:${iso.dbPrefix}geo`]: true,
         [`mongo:${iso.dbPrefix}pricing`]: true,
         [`mongo:${iso.dbPrefix}package`]: true,
+        [`mongo:${iso.dbPrefix}payment`]: true,
         s3: true,
       });
       const metrics = await fetch(`${node.opsUrl}/metrics`);
