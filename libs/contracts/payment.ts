@@ -64,29 +64,16 @@ export interface Posting {
   replayed: boolean;
 }
 
-export interface DebitParams {
+/** A debit or a credit: an amount moved on a wallet, once per reference. */
+export interface PostingParams {
   userId: string;
   amountKobo: number;
-  /** The delivery (or other thing) paid for; one debit per reference, ever. */
+  /** The delivery (or other thing) paid for, the credit's own reference; once per reference, ever. */
   reference: string;
   description?: string;
 }
 
-export const debitParams = Joi.object<DebitParams, true>({
-  userId: uuid().required(),
-  amountKobo: amountKobo().required(),
-  reference: ledgerReference().required(),
-  description: Joi.string().trim().max(200),
-});
-
-export interface CreditParams {
-  userId: string;
-  amountKobo: number;
-  reference: string;
-  description?: string;
-}
-
-export const creditParams = Joi.object<CreditParams, true>({
+export const postingParams = Joi.object<PostingParams, true>({
   userId: uuid().required(),
   amountKobo: amountKobo().required(),
   reference: ledgerReference().required(),
@@ -178,11 +165,11 @@ export const referenceParams = Joi.object<ReferenceParams, true>({
 
 export interface PaymentActions {
   /** Takes money from a wallet; 422 INSUFFICIENT_BALANCE when it does not cover it. */
-  'payment.debit': { params: DebitParams; answer: Posting };
+  'payment.debit': { params: PostingParams; answer: Posting };
   /** Gives (part of) a debit back, once per debit; never more than was debited. */
   'payment.refund': { params: RefundParams; answer: Posting };
   /** Adds money to a wallet (an operator's credit, a paid funding checkout). */
-  'payment.credit': { params: CreditParams; answer: Posting };
+  'payment.credit': { params: PostingParams; answer: Posting };
   'payment.balance': { params: BalanceParams; answer: WalletBalance };
   /** Opens a hosted checkout with the configured provider. */
   'payment.startCheckout': { params: StartCheckoutParams; answer: CheckoutStart };

@@ -2,10 +2,11 @@ import Joi from '../../libs/joi';
 import type { Config } from '../../libs/config';
 import {
   balanceParams,
-  creditParams,
-  debitParams,
+  postingParams,
   refundParams,
   refundReference,
+  type EntryType,
+  type PostingParams,
 } from '../../libs/contracts/payment';
 import { conflict, notFound } from '../../libs/errors';
 import { ServiceDatabase } from '../../libs/mongo';
@@ -31,6 +32,10 @@ import { createWalletAdminActions } from './wallet-admin';
 export function createPaymentService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'payment', definePaymentModels);
   const ledger = new LedgerStore(() => db.models);
+  const post =
+    (type: EntryType) =>
+    ({ params }: { params: PostingParams }) =>
+      ledger.post({ walletId: params.userId, type, ...params });
 
   return {
     name: 'payment',
@@ -77,17 +82,8 @@ export function createPaymentService(config: Config): ServiceDefinition {
       /** Internal: takes money from a wallet, once per reference. */
       debit: implement('payment.debit', {
         visibility: 'public',
-        params: debitParams,
-        async handler(ctx) {
-          const { userId, amountKobo, reference, description } = ctx.params;
-          return ledger.post({
-            walletId: userId,
-            type: 'DEBIT',
-            amountKobo,
-            reference,
-            description,
-          });
-        },
+        params: postingParams,
+        handler: post('DEBIT'),
       }),
 
       /** Internal: gives (part of) a debit back, once. */
@@ -120,17 +116,8 @@ export function createPaymentService(config: Config): ServiceDefinition {
       /** Internal: adds money to a wallet, once per reference. */
       credit: implement('payment.credit', {
         visibility: 'public',
-        params: creditParams,
-        async handler(ctx) {
-          const { userId, amountKobo, reference, description } = ctx.params;
-          return ledger.post({
-            walletId: userId,
-            type: 'CREDIT',
-            amountKobo,
-            reference,
-            description,
-          });
-        },
+        params: postingParams,
+        handler: post('CREDIT'),
       }),
 
       balance: implement('payment.balance', {
