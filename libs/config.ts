@@ -384,6 +384,13 @@ const envSchema = Joi.object({
     .max(1440)
     .default(30)
     .description('Minutes a hosted checkout waits for its payer before it expires'),
+  CHECKOUT_TTL_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .max(86400)
+    .description(
+      'The same in seconds, for tests and demos; overrides CHECKOUT_TTL_MINUTES when set',
+    ),
   PAYMENT_SWEEP_INTERVAL_MS: Joi.number()
     .integer()
     .min(100)
@@ -526,6 +533,7 @@ interface PaymentEnv {
   PAYSTACK_SECRET_KEY?: string;
   PAYSTACK_TIMEOUT_MS: number;
   CHECKOUT_TTL_MINUTES: number;
+  CHECKOUT_TTL_SECONDS?: number;
   PAYMENT_SWEEP_INTERVAL_MS: number;
   PAYMENT_EVENT_RETRY_MS: number;
 }
@@ -546,7 +554,10 @@ function paymentConfig(value: PaymentEnv): Config['payment'] {
       secretKey: value.PAYSTACK_SECRET_KEY,
       timeoutMs: value.PAYSTACK_TIMEOUT_MS,
     },
-    checkoutTtlMs: value.CHECKOUT_TTL_MINUTES * 60_000,
+    checkoutTtlMs:
+      value.CHECKOUT_TTL_SECONDS !== undefined
+        ? value.CHECKOUT_TTL_SECONDS * 1000
+        : value.CHECKOUT_TTL_MINUTES * 60_000,
     sweepIntervalMs: value.PAYMENT_SWEEP_INTERVAL_MS,
     eventRetryMs: value.PAYMENT_EVENT_RETRY_MS,
   };

@@ -19,7 +19,10 @@ export const ERROR_STATUS = {
   UNPROCESSABLE: 422,
   QUOTA_EXCEEDED: 429,
   TOO_MANY_REQUESTS: 429,
+  // Not `BAD_GATEWAY`: that is moleculer's own type for a broker cut off from NATS (503).
+  UPSTREAM_FAILED: 502,
   SERVICE_UNAVAILABLE: 503,
+  UPSTREAM_TIMEOUT: 504,
 } as const;
 
 export type ErrorType = keyof typeof ERROR_STATUS;
@@ -74,6 +77,10 @@ export const serviceBusy = (message: string, retryAfter: number) =>
 export const tooManyRequests = (message: string, retryAfter: number) =>
   new WaybillError('TOO_MANY_REQUESTS', message, { retryAfter });
 export const bodyTimeout = (message: string) => new WaybillError('BODY_TIMEOUT', message);
+/** A provider outside the platform (a payment provider) answered with an error or nonsense. */
+export const upstreamFailed = (message: string) => new WaybillError('UPSTREAM_FAILED', message);
+/** A provider outside the platform did not answer in time. */
+export const upstreamTimeout = (message: string) => new WaybillError('UPSTREAM_TIMEOUT', message);
 
 export interface HttpError {
   status: number;

@@ -12,8 +12,12 @@ import type { FlowMeta } from './stream-flow';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** Which edge of the gateway serves an action, and how it authenticates. */
-export type RouteGroup = 'api' | 'file' | 'admin';
+/**
+ * Which edge of the gateway serves an action, and how it authenticates: `checkout` (the
+ * sandbox's hosted pages) and `webhooks` (a provider's notifications) take no credentials;
+ * the unguessable reference, or the request's signature, is checked by the service.
+ */
+export type RouteGroup = 'api' | 'file' | 'admin' | 'checkout' | 'webhooks';
 
 /** How an action is exposed over HTTP. The gateway and the OpenAPI document read it. */
 export interface HttpRoute {
@@ -27,8 +31,18 @@ export interface HttpRoute {
   message: string;
   summary: string;
   description?: string;
-  /** Body handling: parsed JSON (default) or the raw request stream. */
-  body?: 'json' | 'stream';
+  /**
+   * Body handling: parsed JSON (default), the raw request stream, or `raw`: the exact bytes,
+   * capped, as `rawBody` (base64) with the request `headers` named below, for signatures.
+   */
+  body?: 'json' | 'stream' | 'raw';
+  /** `body: 'raw'` routes: the request headers (lower case) the action receives in `headers`. */
+  headers?: string[];
+  /**
+   * The answer is an HTML page (the action returns its markup), not an envelope; errors on
+   * its group are HTML pages too. Pages are left out of /openapi.json.
+   */
+  page?: boolean;
   /** `body: 'stream'` routes: the multipart/form-data form, for the docs (JSON Schema). */
   multipart?: Record<string, unknown>;
   /** Shape of `data` in the success envelope, for the docs. */

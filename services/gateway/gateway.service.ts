@@ -18,7 +18,8 @@ import { aliasRoutes, allowedMethods, methodGuard } from './method-check';
 import { opsAliases } from './ops-routes';
 import { QuotaLimiter } from './quota';
 import { gatewayRoutes } from './route-table';
-import { collectRoutes } from './routes';
+import { rawBodyReader } from './raw-body';
+import { GROUP_BASE, collectRoutes, type MountedGroups } from './routes';
 import { UploadLeases } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
 
@@ -31,7 +32,15 @@ export function createGatewayService(
   let broker: ServiceBroker;
   let authenticator: ApiKeyAuthenticator;
 
-  const entries = collectRoutes(backends);
+  // The sandbox's pages exist only with the sandbox, a provider's webhook only with it.
+  const mounted: MountedGroups = (group) =>
+    (group !== 'checkout' || config.payment.provider === 'sandbox') &&
+    (group !== 'webhooks' || config.payment.provider === 'paystack');
+  const entries = collectRoutes(backends, mounted);
+  const rawHeaders = [...new Set(entries.flatMap((e) => e.http.headers ?? []))];
+  const pagePrefix = `${GROUP_BASE.checkout}/`;
+  const isPage = (req: GatewayRequest) =>
+    mounted('checkout') && describeRequest(req).path.toLowerCase().startsWith(pagePrefix);
   const httpByAction = new Map(entries.map((e) => [e.actionName, e.http]));
   const httpOf = (name: string) => httpByAction.get(name);
   const retryByAction = new Map(entries.map((e) => [e.actionName, e.retry]));
@@ -66,6 +75,7 @@ export function createGatewayService(
 
   const overrides = webOverrides({
     environment: config.appEnv,
+    isPage,
     flows,
     idempotency,
     httpOf,
@@ -75,7 +85,13 @@ export function createGatewayService(
     call: (action, params, opts) => broker.call(action, params, opts),
   });
 
-  const ops = opsAliases({ environment: config.appEnv, backends, version, broker: () => broker });
+  const ops = opsAliases({
+    environment: config.appEnv,
+    backends,
+    mounted,
+    version,
+    broker: () => broker,
+  });
   const methods = methodGuard(
     allowedMethods([
       ...entries.map((e) => ({ method: e.http.method, fullPath: e.fullPath })),
@@ -86,19 +102,25 @@ export function createGatewayService(
     config,
     entries,
     onAfterCall: afterCall(httpOf),
-    use: (group, body) => [
-      log,
-      methods,
-      group === 'admin'
-        ? adminGuard(config.adminToken)
-        : apiKeyGuard(group, {
-            config,
-            quota,
-            authFailures,
-            authenticator: () => authenticator,
-          }),
-      ...(group === 'file' && body === 'stream' ? [uploads] : []),
-    ],
+    use: (group, body) => {
+      // No credentials: the page's unguessable reference, the webhook's signature, are the
+      // services' to check. No quota and no Idempotency-Key either.
+      if (group === 'checkout') return [log, methods];
+      if (group === 'webhooks') return [log, methods, rawBodyReader(rawHeaders)];
+      return [
+        log,
+        methods,
+        group === 'admin'
+          ? adminGuard(config.adminToken)
+          : apiKeyGuard(group, {
+              config,
+              quota,
+              authFailures,
+              authenticator: () => authenticator,
+            }),
+        ...(group === 'file' && body === 'stream' ? [uploads] : []),
+      ];
+    },
     ops: { use: [log, methods], aliases: ops },
   });
 

@@ -4,7 +4,7 @@ import type { HttpRoute, RouteGroup, ServiceDefinition } from '../../libs/servic
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER, takesIdempotencyKey } from './idempotency';
 import { MAX_JSON_DEPTH } from './json-body';
 import { ComponentSchemas, type JsonSchema } from './json-schema';
-import { collectRoutes, type RouteEntry } from './routes';
+import { ALL_GROUPS, collectRoutes, type MountedGroups, type RouteEntry } from './routes';
 
 /**
  * The OpenAPI 3.1 document of every routed action, built from the same joi schemas that
@@ -30,6 +30,27 @@ const GROUP_ERROR_DESCRIPTIONS: Partial<Record<RouteGroup, Record<number, string
   file: {
     403: 'A server-only key sent from a browser (`Origin`); browsers need a client-app key (`serverOnly: false`)',
   },
+};
+
+/** The statuses of a group's credentials checks: its key or token, its quota, a signature. */
+const GROUP_STATUSES: Record<RouteGroup, number[]> = {
+  api: [401, 403, 429],
+  file: [401, 403, 429],
+  admin: [401, 403],
+  checkout: [],
+  webhooks: [401],
+};
+
+/** The groups whose calls count against an API key's quota. */
+const hasQuota = (http: HttpRoute) => http.group === 'api' || http.group === 'file';
+
+/** How each group authenticates, in the document's terms. */
+const SECURITY: Record<RouteGroup, Record<string, string[]>[]> = {
+  api: [{ ApiKey: [] }],
+  file: [{ ApiKey: [] }],
+  admin: [{ AdminToken: [] }],
+  checkout: [],
+  webhooks: [],
 };
 
 const ERROR_ENVELOPE_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
@@ -109,10 +130,20 @@ export function placeParams(
   return { path, query: [], body };
 }
 
+/** Header parameters a `body: 'raw'` route reads (a signature). */
+const rawHeaderParams = (http: HttpRoute): Parameter[] =>
+  (http.headers ?? []).map((name) => ({
+    name,
+    in: 'header' as const,
+    required: true,
+    schema: { type: 'string' },
+  }));
+
 /** Path, query and header parameters of an operation. */
 function parameters(http: HttpRoute, placed: PlacedParams): Parameter[] {
   return [
     ...placed.path,
+    ...rawHeaderParams(http),
     ...(takesIdempotencyKey(http) ? [IDEMPOTENCY_KEY_DOC.parameter as Parameter] : []),
     ...placed.query,
   ];
@@ -128,6 +159,10 @@ export function acceptsEmpty(body: JsonSchema): boolean {
 /** The request body: multipart for streamed uploads, else the JSON body if any. */
 function requestBody(http: HttpRoute, placed: PlacedParams) {
   if (!hasBody(http.method)) return undefined;
+  if (http.body === 'raw') {
+    const schema = { type: 'object', description: 'The sender’s JSON document, signed as sent' };
+    return { required: true, content: { 'application/json': { schema } } };
+  }
   if (http.body === 'stream') {
     return {
       required: true,
@@ -172,7 +207,7 @@ function successResponse(http: HttpRoute, data: JsonSchema | undefined) {
 /** Every error status an operation can answer, ascending. */
 export function errorStatuses(http: HttpRoute, fullPath: string): number[] {
   const statuses = new Set([400, 500, 503, 504, ...Object.keys(http.errors ?? {}).map(Number)]);
-  const groupStatuses = http.group === 'admin' ? [401, 403] : [401, 403, 429];
+  const groupStatuses = GROUP_STATUSES[http.group];
   groupStatuses.forEach((s) => statuses.add(s));
   if (pathParams(fullPath).length > 0) statuses.add(404);
   if (hasBody(http.method)) statuses.add(413);
@@ -200,7 +235,7 @@ const isUpload = (http: HttpRoute) => http.body === 'stream';
 
 /** Which documented headers an answer carries (components.headers). */
 function documentedHeaders(status: number, http: HttpRoute) {
-  const quota = http.group !== 'admin';
+  const quota = hasQuota(http);
   const idempotent = takesIdempotencyKey(http);
   const headers: Record<string, unknown> = { 'X-Request-ID': headerRef('RequestId') };
   if (quota && status < 400) {
@@ -245,14 +280,16 @@ function operation(
   components: ComponentSchemas,
 ) {
   const { http } = entry;
-  const placed = placeParams(params && components.convert(params), entry.fullPath, http.method);
+  // A raw body's params (its bytes, its headers) are the gateway's making, not the sender's.
+  const converted = params && http.body !== 'raw' ? components.convert(params) : undefined;
+  const placed = placeParams(converted, entry.fullPath, http.method);
   const body = requestBody(http, placed);
   return {
     operationId: entry.actionName,
     summary: http.summary,
     ...(http.description ? { description: http.description } : {}),
     tags: [http.group],
-    security: http.group === 'admin' ? [{ AdminToken: [] }] : [{ ApiKey: [] }],
+    security: SECURITY[http.group],
     parameters: parameters(http, placed),
     ...(body ? { requestBody: body } : {}),
     responses: responses(entry, http.response && components.convert(http.response)),
@@ -367,13 +404,21 @@ const API_KEY_KINDS =
   'Stripe publishable key: it may be shipped in a mobile app or a web page, and may call the ' +
   '`/file` endpoints only (from a browser or not); `/api` answers it 403.';
 
-/** The OpenAPI 3.1 document of every routed action, from the same joi schemas that validate. */
-export function buildOpenApi(definitions: ServiceDefinition[], version: string) {
+/**
+ * The OpenAPI 3.1 document of every routed action in the mounted groups, from the same joi
+ * schemas that validate. HTML pages (the sandbox checkout) are for people, not integrators,
+ * and are left out (docs/payments.md describes them).
+ */
+export function buildOpenApi(
+  definitions: ServiceDefinition[],
+  version: string,
+  mounted: MountedGroups = ALL_GROUPS,
+) {
   const components = new ComponentSchemas();
   Object.entries(ENVELOPE_SCHEMAS).forEach(([name, schema]) => components.add(name, schema));
   const paths: Record<string, Record<string, unknown>> = {};
   const built: { entry: RouteEntry; op: Operation }[] = [];
-  for (const entry of collectRoutes(definitions)) {
+  for (const entry of collectRoutes(definitions, mounted).filter((e) => !e.http.page)) {
     const op = operation(entry, findParams(definitions, entry.actionName), components);
     const path = openApiPath(entry.fullPath);
     paths[path] ??= {};
@@ -401,6 +446,10 @@ export function buildOpenApi(definitions: ServiceDefinition[], version: string) 
           'Uploads and downloads (`api-key` of either kind; from a browser, a client-app key)',
       },
       { name: 'admin', description: 'Operators only (`Authorization: Bearer <ADMIN_TOKEN>`)' },
+      {
+        name: 'webhooks',
+        description: 'Notifications from the payment provider (signed bodies, no API key)',
+      },
     ],
     paths,
     components: {

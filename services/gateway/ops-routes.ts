@@ -7,10 +7,13 @@ import type { ServiceDefinition } from '../../libs/service';
 import { DOCS_HTML, docsAssetRoute } from './docs-page';
 import { describeRequest, sendJson, type GatewayRequest } from './http';
 import { buildOpenApi } from './openapi';
+import type { MountedGroups } from './routes';
 
 export interface OpsRoutesOptions {
   environment: AppEnvironment;
   backends: ServiceDefinition[];
+  /** The route groups this gateway serves: the document shows no other. */
+  mounted?: MountedGroups;
   version: string;
   broker: () => ServiceBroker;
 }
@@ -42,7 +45,7 @@ export function opsAliases(options: OpsRoutesOptions) {
       sendJson(res, 503, envelope);
     },
     'GET /openapi.json'(_req: GatewayRequest, res: ServerResponse) {
-      openApi ??= buildOpenApi(options.backends, options.version);
+      openApi ??= buildOpenApi(options.backends, options.version, options.mounted);
       sendJson(res, 200, openApi);
     },
     'GET /docs'(_req: GatewayRequest, res: ServerResponse) {

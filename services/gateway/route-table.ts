@@ -1,20 +1,33 @@
 import type { Config } from '../../libs/config';
-import type { RouteGroup } from '../../libs/service';
+import type { HttpRoute, RouteGroup } from '../../libs/service';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
 import { jsonBodyGuard } from './json-body';
 import { GROUP_BASE, aliasesFor, type RouteEntry } from './routes';
 import type { AfterCall } from './web-overrides';
 
-const BACKEND_GROUPS = Object.keys(GROUP_BASE) as RouteGroup[];
+/** The groups of JSON and streamed calls, each with a route per body kind. */
+const BACKEND_GROUPS: RouteGroup[] = ['api', 'file', 'admin'];
 const BODY_KINDS = ['json', 'stream'] as const;
+
+/**
+ * The groups whose bodies are not JSON: the sandbox's pages (form posts, whose bodies are
+ * not read: the path says everything) and providers' webhooks (raw bytes, read by their own
+ * middleware). Routed only when an action is mounted there.
+ */
+const EDGE_GROUPS: { group: RouteGroup; body: 'json' | 'raw' }[] = [
+  { group: 'checkout', body: 'json' },
+  { group: 'webhooks', body: 'raw' },
+];
+
+type BodyKind = NonNullable<HttpRoute['body']>;
 
 export interface RouteTableOptions {
   config: Pick<Config, 'requestTimeoutMs' | 'bodyLimit' | 'files'>;
   entries: RouteEntry[];
   onAfterCall: AfterCall;
   /** Middlewares of a group's routes of a body kind, in order (access log, authentication, ...). */
-  use: (group: RouteGroup, body: (typeof BODY_KINDS)[number]) => Middleware[];
+  use: (group: RouteGroup, body: BodyKind) => Middleware[];
   /** The routes without credentials (`opsAliases`) and their middlewares. */
   ops: { aliases: Record<string, unknown>; use: Middleware[] };
 }
@@ -65,6 +78,15 @@ export function gatewayRoutes(options: RouteTableOptions) {
     })),
   );
 
+  const edgeRoutes = EDGE_GROUPS.map(({ group, body }) => ({
+    ...common,
+    name: group,
+    path: GROUP_BASE[group],
+    aliases: aliasesFor(options.entries, group, body),
+    bodyParsers: false,
+    use: options.use(group, body),
+  })).filter((route) => Object.keys(route.aliases).length > 0);
+
   const opsRoute = {
     ...common,
     name: 'ops',
@@ -74,5 +96,5 @@ export function gatewayRoutes(options: RouteTableOptions) {
     aliases: options.ops.aliases,
   };
 
-  return [...backendRoutes, opsRoute];
+  return [...backendRoutes, ...edgeRoutes, opsRoute];
 }

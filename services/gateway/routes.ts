@@ -6,7 +6,14 @@ export const GROUP_BASE: Record<RouteGroup, string> = {
   api: '/api',
   file: '/file',
   admin: '/admin',
+  checkout: '/checkout',
+  webhooks: '/webhooks',
 };
+
+/** Which route groups a gateway serves (the sandbox's pages, a provider's webhooks: by config). */
+export type MountedGroups = (group: RouteGroup) => boolean;
+
+export const ALL_GROUPS: MountedGroups = () => true;
 
 export interface RouteEntry {
   /** Fully qualified action name, `service.action`. */
@@ -17,13 +24,19 @@ export interface RouteEntry {
   fullPath: string;
 }
 
-/** All HTTP routes declared by the given services; throws on two actions claiming one route. */
-export function collectRoutes(definitions: ServiceDefinition[]): RouteEntry[] {
+/**
+ * The HTTP routes the given services declare in the mounted groups; throws on two actions
+ * claiming one route.
+ */
+export function collectRoutes(
+  definitions: ServiceDefinition[],
+  mounted: MountedGroups = ALL_GROUPS,
+): RouteEntry[] {
   const entries: RouteEntry[] = [];
   const seen = new Map<string, string>();
   for (const definition of definitions) {
     for (const [name, action] of Object.entries(definition.actions ?? {})) {
-      if (!action.http) continue;
+      if (!action.http || !mounted(action.http.group)) continue;
       const actionName = `${definition.name}.${name}`;
       const fullPath = `${GROUP_BASE[action.http.group]}${action.http.path}`;
       const routeKey = `${action.http.method} ${fullPath}`;
@@ -40,7 +53,7 @@ export function collectRoutes(definitions: ServiceDefinition[]): RouteEntry[] {
 export function aliasesFor(
   entries: RouteEntry[],
   group: RouteGroup,
-  body: 'json' | 'stream',
+  body: NonNullable<HttpRoute['body']>,
 ): Record<string, string> {
   const aliases: Record<string, string> = {};
   for (const entry of entries) {

@@ -4,6 +4,7 @@ import type { Context, Logger } from 'moleculer';
 import { retriesFor, type Retry } from '../../libs/contracts';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { notFound, toHttpError } from '../../libs/errors';
+import { PAGE_HEADERS, errorPage } from '../../libs/html';
 import type { HttpRoute } from '../../libs/service';
 import { receiveFlow, type Call, type FlowMeta, type StreamFlows } from '../../libs/stream-flow';
 import { aliasAction, describeRequest, sendJson, type GatewayRequest } from './http';
@@ -52,12 +53,16 @@ export type HttpOf<K extends keyof HttpRoute> = (
  * `onAfterCall`: the status a service set in `meta.$statusCode`, else the route's; `204`
  * answers nothing; bytes and streams go out as they are; anything else in a success envelope.
  */
-export function afterCall(httpOf: HttpOf<'status' | 'message'>): AfterCall {
+export function afterCall(httpOf: HttpOf<'status' | 'message' | 'page'>): AfterCall {
   return (ctx, _route, req, res, data) => {
     const http = httpOf(aliasAction(req));
     const status = Number(ctx.meta.$statusCode ?? http?.status ?? 200);
     res.statusCode = status;
     if (status === 204) return null;
+    if (http?.page) {
+      for (const [name, value] of Object.entries(PAGE_HEADERS)) res.setHeader(name, value);
+      return Buffer.from(String(data), 'utf8');
+    }
     if (data instanceof Readable || Buffer.isBuffer(data)) return data;
     return successEnvelope(http?.message ?? 'OK', data);
   };
@@ -66,6 +71,8 @@ export function afterCall(httpOf: HttpOf<'status' | 'message'>): AfterCall {
 export interface ErrorDeps {
   environment: string;
   logger: () => Pick<Logger, 'error'>;
+  /** Whether the request is for a page (the sandbox checkout): its errors are pages too. */
+  isPage?: (req: GatewayRequest) => boolean;
 }
 
 /**
@@ -92,6 +99,14 @@ export function writeError(
   }
   if (httpError.retryAfter !== undefined)
     res.setHeader('Retry-After', String(httpError.retryAfter));
+  if (deps.isPage?.(req)) {
+    const page = Buffer.from(errorPage(httpError.status, httpError.message), 'utf8');
+    for (const [name, value] of Object.entries(PAGE_HEADERS)) res.setHeader(name, value);
+    res.statusCode = httpError.status;
+    res.setHeader('Content-Length', page.length);
+    res.end(page);
+    return;
+  }
   sendJson(
     res,
     httpError.status,

@@ -1,3 +1,4 @@
+import type { Logger, ServiceBroker } from 'moleculer';
 import Joi from '../../libs/joi';
 import type { Config } from '../../libs/config';
 import {
@@ -17,6 +18,9 @@ import {
   type ServiceDefinition,
   type WaybillContext,
 } from '../../libs/service';
+import { Checkouts, createCheckoutActions } from './checkout-actions';
+import { checkoutProvider } from './checkout-providers';
+import { CheckoutStore } from './checkout-store';
 import { refundableKobo } from './ledger';
 import { LedgerStore, toLedgerEntry } from './ledger-store';
 import {
@@ -36,10 +40,32 @@ export function createPaymentService(config: Config): ServiceDefinition {
     (type: EntryType) =>
     ({ params }: { params: PostingParams }) =>
       ledger.post({ walletId: params.userId, type, ...params });
+  let broker: ServiceBroker;
+  let logger: Logger;
+  const checkouts = new Checkouts({
+    config: config.payment,
+    store: new CheckoutStore(() => db.models),
+    ledger,
+    provider: checkoutProvider(config.payment),
+    broadcaster: () => broker,
+    logger: () => logger,
+  });
+  let stopSweeping: (() => void) | undefined;
 
   return {
     name: 'payment',
     mixins: [db.mixin()],
+    created() {
+      broker = this.broker;
+      logger = this.logger;
+    },
+    // After the mixin's started(): the database is connected.
+    started() {
+      stopSweeping = checkouts.startSweeping();
+    },
+    stopped() {
+      stopSweeping?.();
+    },
     actions: {
       wallet: action({
         retry: 'safe',
@@ -129,6 +155,7 @@ export function createPaymentService(config: Config): ServiceDefinition {
       }),
 
       ...createWalletAdminActions(ledger),
+      ...createCheckoutActions(checkouts),
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { ServiceBroker } from 'moleculer';
+import type { ServiceBroker, ServiceSchema } from 'moleculer';
 import { createUserWithKey } from './http';
 import {
   dropDatabases,
@@ -31,6 +31,8 @@ export interface MerchantStack {
 export function useMerchantStack(options: {
   internal: string[];
   env?: Record<string, string>;
+  /** Services of the test's own on the client broker (event listeners). */
+  own?: ServiceSchema[];
 }): MerchantStack {
   const stack = { iso: isolation() } as MerchantStack;
   beforeAll(async () => {
@@ -39,7 +41,7 @@ export function useMerchantStack(options: {
       createUserWithKey(stack.node.url),
       createUserWithKey(stack.node.url),
     ]);
-    stack.client = await startClient(stack.iso, options.internal);
+    stack.client = await startClient(stack.iso, options.internal, options.own);
   });
   afterAll(async () => {
     await stack.client?.stop();

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { ServiceBroker } from 'moleculer';
+import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import mongoose from 'mongoose';
 import { loadConfig } from '../../libs/config';
 import { createBrokerOptions } from '../../moleculer.config';
@@ -162,9 +162,15 @@ export async function dropDatabases(iso: Isolation): Promise<void> {
  * A broker of the test's own on the isolation's NATS namespace, running no service: it calls
  * internal actions the gateway does not expose. Stop it in afterAll.
  */
-export async function startClient(iso: Isolation, services: string[]): Promise<ServiceBroker> {
+export async function startClient(
+  iso: Isolation,
+  services: string[],
+  /** Services of the test's own (an event listener standing in for a consumer). */
+  own: ServiceSchema[] = [],
+): Promise<ServiceBroker> {
   const config = loadConfig({ ...process.env, NAMESPACE: iso.namespace, OPS_PORT: '0' });
   const client = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  for (const schema of own) client.createService(schema);
   await client.start();
   await client.waitForServices(services);
   return client;

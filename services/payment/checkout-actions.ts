@@ -1,0 +1,496 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'moleculer';
+import type { Config } from '../../libs/config';
+import { broadcast } from '../../libs/contracts';
+import type { Broadcaster } from '../../libs/contracts/call';
+import {
+  CURRENCY,
+  referenceParams,
+  startCheckoutParams,
+  type CheckoutStart,
+  type CheckoutView,
+  type StartCheckoutParams,
+} from '../../libs/contracts/payment';
+import { badRequest, notFound, serviceUnavailable, unauthorized } from '../../libs/errors';
+import { nameBasedId } from '../../libs/ids';
+import { nairaToKobo } from '../../libs/money';
+import { action, implement, requireUser, type ServiceActions } from '../../libs/service';
+import {
+  claimFor,
+  expiresAt,
+  fundingCreditReference,
+  newCheckoutReference,
+  outcomeEvent,
+  statusOf,
+  validSignature,
+  verificationMismatch,
+  type DecidedStatus,
+  type SessionFacts,
+} from './checkout';
+import { checkoutPage, checkoutPagePath, redirectPage } from './checkout-pages';
+import type { CheckoutProvider } from './checkout-providers';
+import {
+  checkoutStartView,
+  fundWalletParams,
+  pageParams,
+  webhookParams,
+  webhookView,
+  type FundWalletParams,
+  type WebhookParams,
+} from './checkout-schemas';
+import type { CheckoutStore, OutboxRecord, OutcomeRecord, SessionRecord } from './checkout-store';
+import type { LedgerStore } from './ledger-store';
+
+/** Sessions expired and events sent per sweep at most; the rest wait for the next one. */
+const SWEEP_BATCH = 100;
+
+export const SIGNATURE_HEADER = 'x-paystack-signature';
+
+/** What decided an outcome, recorded with it. */
+type Source = 'sandbox' | 'paystack' | 'sweep';
+
+export interface CheckoutDeps {
+  config: Config['payment'];
+  store: CheckoutStore;
+  ledger: LedgerStore;
+  provider: CheckoutProvider;
+  broadcaster: () => Broadcaster;
+  logger: () => Pick<Logger, 'info' | 'warn' | 'error'>;
+}
+
+const facts = (session: SessionRecord): SessionFacts => ({
+  reference: session._id,
+  userId: session.userId,
+  amountKobo: session.amountKobo,
+  currency: session.currency,
+  purpose: session.purpose,
+  expiresAt: session.expiresAt,
+});
+
+const startAnswer = (session: SessionRecord & { authorizationUrl: string }): CheckoutStart => ({
+  status: true,
+  message: 'Authorization URL created',
+  data: {
+    authorization_url: session.authorizationUrl,
+    access_code: session.accessCode ?? '',
+    reference: session._id,
+  },
+});
+
+/**
+ * Hosted checkouts (docs/payments.md, "Checkout"). A session's outcome is decided once, by
+ * inserting it (the first of pay, decline, a verified webhook or the expiry sweep wins); the
+ * outcome's event waits in an outbox, sent again by the sweep until its consumer
+ * acknowledges it, so a crash between payment and acknowledgement loses nothing.
+ */
+export class Checkouts {
+  constructor(private readonly deps: CheckoutDeps) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  /** Opens a checkout, once per caller's key: the same key answers the same checkout. */
+  async start(params: StartCheckoutParams): Promise<CheckoutStart> {
+    const { userId, amountKobo, purpose, idempotencyKey } = params;
+    const keyId = nameBasedId('checkout', userId, idempotencyKey);
+    const reference = await this.store.claimKey(keyId, newCheckoutReference(), {
+      amountKobo,
+      purpose,
+    });
+    let session = await this.store.session(reference);
+    if (!session) {
+      const createdAt = new Date();
+      const record: SessionRecord = {
+        _id: reference,
+        userId,
+        amountKobo,
+        currency: CURRENCY,
+        purpose,
+        email: params.email,
+        merchantName: params.merchantName,
+        provider: this.deps.provider.name,
+        authorizationUrl: null,
+        accessCode: null,
+        createdAt,
+        expiresAt: expiresAt(createdAt, this.deps.config.checkoutTtlMs),
+      };
+      await this.store.createSession(record);
+      session = (await this.store.session(reference)) ?? record;
+    }
+    if (session.authorizationUrl)
+      return startAnswer({ ...session, authorizationUrl: session.authorizationUrl });
+    const opened = await this.deps.provider.initialize({
+      reference,
+      amountKobo: session.amountKobo,
+      currency: session.currency,
+      email: session.email,
+      purpose: session.purpose,
+    });
+    await this.store.recordInitialized(reference, opened.authorizationUrl, opened.accessCode);
+    return startAnswer({ ...session, ...opened });
+  }
+
+  async view(reference: string): Promise<CheckoutView | null> {
+    const session = await this.store.session(reference);
+    if (!session) return null;
+    const outcome = await this.store.outcome(reference);
+    return {
+      reference,
+      status: statusOf(session, outcome, new Date()),
+      amountKobo: session.amountKobo,
+      purpose: session.purpose,
+      expiresAt: session.expiresAt.toISOString(),
+    };
+  }
+
+  /** The sandbox page of a session; 404 for a reference we never issued. */
+  async page(reference: string): Promise<string> {
+    const session = await this.store.session(reference);
+    if (!session || session.provider !== 'sandbox') throw noSuchCheckout();
+    const outcome = await this.store.outcome(reference);
+    return checkoutPage({
+      reference,
+      merchantName: session.merchantName,
+      amountKobo: session.amountKobo,
+      currency: session.currency,
+      status: statusOf(session, outcome, new Date()),
+      expiresAt: session.expiresAt,
+    });
+  }
+
+  /**
+   * The one confirmation path of a payment, whoever reports it (the sandbox's Pay button, a
+   * provider's verified webhook, the sweep that finds it paid at the provider).
+   */
+  confirmPayment(session: SessionRecord, source: Source): Promise<OutcomeRecord> {
+    return this.decide(session, 'PAID', source);
+  }
+
+  /**
+   * Claims an outcome for the session and carries it out: event in the outbox, the session
+   * off the pending list, the event sent. Whoever claims or finds the session still pending
+   * carries it out, so a crash after the claim is finished by the next attempt or the sweep.
+   */
+  async decide(
+    session: SessionRecord,
+    wanted: DecidedStatus,
+    source: Source,
+  ): Promise<OutcomeRecord> {
+    const now = new Date();
+    const claimed = claimFor(wanted, session, now);
+    const { outcome, won } = await this.store.claimOutcome(session._id, claimed, source, now);
+    if (won || (await this.store.isPending(session._id))) {
+      const event = outcomeEvent(facts(session), outcome);
+      await this.store.enqueue(session._id, event, this.nextAttempt(now));
+      await this.store.removePending(session._id);
+      this.deps.logger().info('checkout decided', {
+        reference: session._id,
+        status: outcome.status,
+        source: outcome.source,
+      });
+      const queued = { _id: session._id, event: event.name, payload: event.payload };
+      // The outcome stands; sending its event is the outbox's job, retried by the sweep.
+      await this.deliver(queued).catch((err: unknown) =>
+        this.deps.logger().warn('payment event not sent yet; the sweep retries', {
+          reference: session._id,
+          err,
+        }),
+      );
+    }
+    return outcome;
+  }
+
+  private nextAttempt(now: Date): Date {
+    return new Date(now.getTime() + this.deps.config.eventRetryMs);
+  }
+
+  /**
+   * Sends an outcome's event. A wallet funding is this service's own to act on: its credit is
+   * posted (once, by its reference) before the event leaves the outbox.
+   */
+  private async deliver(queued: Pick<OutboxRecord, '_id' | 'event' | 'payload'>): Promise<void> {
+    const event = { name: queued.event, payload: queued.payload } as ReturnType<
+      typeof outcomeEvent
+    >;
+    const { payload } = event;
+    if (payload.purpose.kind === 'WALLET_FUNDING' && event.name === 'payment.succeeded') {
+      await this.deps.ledger.post({
+        walletId: payload.userId,
+        type: 'CREDIT',
+        amountKobo: payload.amountKobo,
+        reference: fundingCreditReference(payload.reference),
+        description: 'Wallet funded through checkout',
+      });
+    }
+    await broadcast(this.deps.broadcaster(), event.name, event.payload as never);
+    if (payload.purpose.kind === 'WALLET_FUNDING') await this.store.acknowledge(queued._id);
+  }
+
+  acknowledge(reference: string): Promise<boolean> {
+    return this.store.acknowledge(reference);
+  }
+
+  /** A POST of the sandbox page: pay or decline, then back to the page (303). */
+  async answer(reference: string, wanted: 'PAID' | 'DECLINED'): Promise<void> {
+    const session = await this.store.session(reference);
+    if (!session || session.provider !== 'sandbox') throw noSuchCheckout();
+    if (wanted === 'PAID') await this.confirmPayment(session, 'sandbox');
+    else await this.decide(session, 'DECLINED', 'sandbox');
+  }
+
+  /**
+   * A Paystack webhook: its signature over the exact bytes first, then the provider's own
+   * word on the transaction before anything changes. True when it paid a checkout.
+   */
+  async webhook(params: WebhookParams): Promise<boolean> {
+    const secret = this.deps.config.paystack.secretKey;
+    if (this.deps.provider.name !== 'paystack' || !secret) {
+      throw serviceUnavailable('Paystack webhooks are not enabled here (PAYMENT_PROVIDER)');
+    }
+    const raw = Buffer.from(params.rawBody, 'base64');
+    if (!validSignature(raw, params.headers[SIGNATURE_HEADER], secret)) {
+      throw unauthorized(
+        `The ${SIGNATURE_HEADER} header is missing or is not the HMAC-SHA512 of this body under the secret key`,
+      );
+    }
+    let event: { event?: unknown; data?: { reference?: unknown } };
+    try {
+      event = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw badRequest('The webhook body is not JSON');
+    }
+    const reference = event?.data?.reference;
+    if (event?.event !== 'charge.success' || typeof reference !== 'string') return false;
+    const session = await this.store.session(reference);
+    // Not ours (another integration on the same account): acknowledged, nothing done.
+    if (!session) return false;
+    const decided = await this.store.outcome(reference);
+    if (decided && !(await this.store.isPending(reference))) {
+      if (decided.status !== 'PAID') {
+        this.deps.logger().error('a closed checkout was paid at the provider; refund it there', {
+          reference,
+          status: decided.status,
+        });
+      }
+      return false;
+    }
+    const verified = await this.deps.provider.verify(reference);
+    const mismatch = verified
+      ? verificationMismatch(session, verified)
+      : 'the provider knows no such transaction';
+    if (mismatch) {
+      this.deps.logger().warn('webhook refused after verification', { reference, mismatch });
+      return false;
+    }
+    const outcome = await this.confirmPayment(session, 'paystack');
+    return outcome.status === 'PAID' && outcome.source === 'paystack';
+  }
+
+  /**
+   * One sweep, safe in every replica at once (each outcome is claimed): expires the sessions
+   * past their time, asking the provider first whether one was paid after all, then sends
+   * the events not acknowledged in time again.
+   */
+  async sweep(): Promise<void> {
+    const now = new Date();
+    for (const reference of await this.store.duePending(now, SWEEP_BATCH)) {
+      await this.eachOnItsOwn(reference, async () => {
+        const session = await this.store.session(reference);
+        // Its start died between the two inserts; nobody ever saw its reference.
+        if (!session) await this.store.removePending(reference);
+        else await this.expire(session);
+      });
+    }
+    for (const queued of await this.store.dueEvents(now, SWEEP_BATCH)) {
+      await this.eachOnItsOwn(queued._id, async () => {
+        await this.store.postpone(queued._id, this.nextAttempt(now));
+        await this.deliver(queued);
+      });
+    }
+  }
+
+  /** One checkout's part of a sweep: its failure (the provider is down) holds up no other. */
+  private async eachOnItsOwn(reference: string, work: () => Promise<void>): Promise<void> {
+    try {
+      await work();
+    } catch (err) {
+      this.deps.logger().warn('checkout sweep skipped one; the next sweep retries', {
+        reference,
+        err,
+      });
+    }
+  }
+
+  private async expire(session: SessionRecord): Promise<void> {
+    const verified = await this.deps.provider.verify(session._id);
+    if (verified && verificationMismatch(session, verified) === null) {
+      await this.confirmPayment(session, 'sweep');
+    } else {
+      await this.decide(session, 'EXPIRED', 'sweep');
+    }
+  }
+
+  /** Runs the sweep every PAYMENT_SWEEP_INTERVAL_MS; the returned function stops it. */
+  startSweeping(): () => void {
+    let running = false;
+    const timer = setInterval(() => {
+      if (running) return;
+      running = true;
+      this.sweep()
+        .catch((err: unknown) =>
+          this.deps.logger().warn('checkout sweep failed; the next one retries', { err }),
+        )
+        .finally(() => (running = false));
+    }, this.deps.config.sweepIntervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+}
+
+const noSuchCheckout = () =>
+  notFound('No such checkout: check the link you were given, or ask the merchant for a new one');
+
+/** Page answers: the markup, with the status and redirect the gateway sends. */
+function seeOther(meta: { $statusCode?: number; $location?: string }, reference: string) {
+  meta.$statusCode = 303;
+  meta.$location = checkoutPagePath(reference);
+  return redirectPage(reference);
+}
+
+/** The checkout actions: the contract's, the sandbox pages, the webhook, wallet funding. */
+export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
+  return {
+    startCheckout: implement('payment.startCheckout', {
+      visibility: 'public',
+      params: startCheckoutParams,
+      handler: (ctx) => checkouts.start(ctx.params),
+    }),
+
+    checkout: implement('payment.checkout', {
+      visibility: 'public',
+      params: referenceParams,
+      handler: (ctx) => checkouts.view(ctx.params.reference),
+    }),
+
+    acknowledge: implement('payment.acknowledge', {
+      visibility: 'public',
+      params: referenceParams,
+      async handler(ctx) {
+        return { acknowledged: await checkouts.acknowledge(ctx.params.reference) };
+      },
+    }),
+
+    fundWallet: action({
+      // Without an Idempotency-Key every request opens its own checkout.
+      retry: 'keyed',
+      http: {
+        group: 'api',
+        method: 'POST',
+        path: '/wallet/fund',
+        status: 201,
+        message: 'Checkout created',
+        summary: 'Fund your wallet through a hosted checkout',
+        description:
+          'Answers the external checkout payload: open `data.authorization_url` to pay `amount` NGN. Once paid, the wallet is credited exactly once, with an entry whose reference is `checkout:<reference>`. With an `Idempotency-Key`, a retry answers the same checkout.',
+        response: checkoutStartView,
+        errors: {
+          502: 'The payment provider refused the checkout or answered nonsense; retry later',
+          503: 'The payment provider or a service is unavailable; retry in a few seconds (with the same `Idempotency-Key`)',
+          504: 'The payment provider or a service did not answer in time; retry (with the same `Idempotency-Key`)',
+        },
+      },
+      params: fundWalletParams,
+      async handler(ctx) {
+        const userId = requireUser(ctx);
+        const user = ctx.meta.user;
+        const { amount } = ctx.params as FundWalletParams;
+        const token = ctx.meta.idempotencyToken;
+        return checkouts.start({
+          userId,
+          amountKobo: nairaToKobo(amount),
+          purpose: { kind: 'WALLET_FUNDING', id: userId },
+          email: user?.email ?? '',
+          merchantName: user?.name ?? '',
+          idempotencyKey: typeof token === 'string' ? token : randomUUID(),
+        });
+      },
+    }),
+
+    checkoutPage: action({
+      retry: 'safe',
+      http: {
+        group: 'checkout',
+        method: 'GET',
+        path: '/:reference',
+        page: true,
+        message: 'Checkout',
+        summary: 'The sandbox checkout page',
+      },
+      params: pageParams,
+      handler: (ctx) => checkouts.page(ctx.params.reference),
+    }),
+
+    payCheckout: action({
+      // The outcome is claimed once: a repeat changes nothing.
+      retry: 'safe',
+      http: {
+        group: 'checkout',
+        method: 'POST',
+        path: '/:reference/pay',
+        page: true,
+        message: 'Checkout paid',
+        summary: 'The sandbox checkout’s Pay button',
+      },
+      params: pageParams,
+      async handler(ctx) {
+        await checkouts.answer(ctx.params.reference, 'PAID');
+        return seeOther(ctx.meta, ctx.params.reference);
+      },
+    }),
+
+    declineCheckout: action({
+      retry: 'safe',
+      http: {
+        group: 'checkout',
+        method: 'POST',
+        path: '/:reference/decline',
+        page: true,
+        message: 'Checkout declined',
+        summary: 'The sandbox checkout’s Decline button',
+      },
+      params: pageParams,
+      async handler(ctx) {
+        await checkouts.answer(ctx.params.reference, 'DECLINED');
+        return seeOther(ctx.meta, ctx.params.reference);
+      },
+    }),
+
+    paystackWebhook: action({
+      // Verified and claimed once: a repeat changes nothing.
+      retry: 'safe',
+      http: {
+        group: 'webhooks',
+        method: 'POST',
+        path: '/paystack',
+        body: 'raw',
+        headers: [SIGNATURE_HEADER],
+        message: 'Event received',
+        summary: 'Paystack’s webhook: payment notifications',
+        description:
+          'For the payment provider only. The body must be signed: `x-paystack-signature` is the hex HMAC-SHA512 of the exact body under the secret key (401 otherwise). A `charge.success` is verified with the provider before it pays the checkout; a duplicate, another event, or a reference that is not ours answers 200 and changes nothing. A provider that cannot be reached for the verification gets a 5xx, and retries.',
+        response: webhookView,
+        errors: {
+          401: 'Unsigned, or the signature does not match the body',
+          502: 'The provider’s verification failed; retry later',
+          503: 'The provider or a service is unavailable; retry',
+          504: 'The provider did not answer the verification in time; retry',
+        },
+      },
+      params: webhookParams,
+      async handler(ctx) {
+        return { handled: await checkouts.webhook(ctx.params as WebhookParams) };
+      },
+    }),
+  };
+}

@@ -1,0 +1,148 @@
+import type { Config } from '../../libs/config';
+import type { CheckoutPurpose } from '../../libs/contracts/payment';
+import { serviceUnavailable, upstreamFailed, upstreamTimeout } from '../../libs/errors';
+import type { VerifiedTransaction } from './checkout';
+
+/** What a provider is asked to open: one transaction per checkout reference. */
+export interface InitializeRequest {
+  reference: string;
+  amountKobo: number;
+  currency: string;
+  email: string;
+  purpose: CheckoutPurpose;
+}
+
+export interface Initialized {
+  authorizationUrl: string;
+  accessCode: string;
+}
+
+/** Where a checkout is paid. */
+export interface CheckoutProvider {
+  readonly name: Config['payment']['provider'];
+  initialize(request: InitializeRequest): Promise<Initialized>;
+  /**
+   * What the provider says of a transaction: null when it knows none by that reference.
+   * Throws (503/504/502) when it cannot tell. The sandbox has no record beyond ours: null.
+   */
+  verify(reference: string): Promise<VerifiedTransaction | null>;
+}
+
+/** The sandbox: our own page at `<PUBLIC_BASE_URL>/checkout/<reference>`; nothing external. */
+export function sandboxProvider(publicBaseUrl: string): CheckoutProvider {
+  return {
+    name: 'sandbox',
+    async initialize({ reference }) {
+      // The reference is the capability already; the access code only mirrors Paystack's shape.
+      return { authorizationUrl: `${publicBaseUrl}/checkout/${reference}`, accessCode: reference };
+    },
+    async verify() {
+      return null;
+    },
+  };
+}
+
+interface PaystackAnswer {
+  status?: unknown;
+  message?: unknown;
+  data?: Record<string, unknown> | null;
+}
+
+const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+
+/**
+ * A Paystack-compatible provider: `POST /transaction/initialize` and
+ * `GET /transaction/verify/:reference` with the secret key, each within PAYSTACK_TIMEOUT_MS.
+ * Failing to reach it is a 503, a late answer a 504, an error or a nonsensical answer a 502:
+ * never a 500, and each says whether to retry.
+ */
+export function paystackProvider(settings: Config['payment']['paystack']): CheckoutProvider {
+  const { baseUrl, timeoutMs } = settings;
+  const secretKey = settings.secretKey ?? '';
+
+  async function send(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; answer: PaystackAnswer }> {
+    let res: Response;
+    try {
+      res = await fetch(`${baseUrl}${path}`, {
+        method,
+        headers: {
+          Authorization: `Bearer ${secretKey}`,
+          Accept: 'application/json',
+          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      if ((err as Error).name === 'TimeoutError') {
+        throw upstreamTimeout(
+          `The payment provider did not answer within ${timeoutMs} ms; retry in a few seconds`,
+        );
+      }
+      throw serviceUnavailable('The payment provider cannot be reached; retry in a few seconds');
+    }
+    let answer: PaystackAnswer;
+    try {
+      answer = (await res.json()) as PaystackAnswer;
+    } catch {
+      throw upstreamFailed(
+        `The payment provider answered ${res.status} without JSON; retry later, and tell us if it lasts`,
+      );
+    }
+    if (res.status >= 500) {
+      throw serviceUnavailable(
+        `The payment provider failed (${res.status}); retry in a few seconds`,
+      );
+    }
+    return { status: res.status, answer: answer ?? {} };
+  }
+
+  return {
+    name: 'paystack',
+    async initialize(request) {
+      const { status, answer } = await send('POST', '/transaction/initialize', {
+        email: request.email,
+        amount: request.amountKobo,
+        reference: request.reference,
+        currency: request.currency,
+        metadata: { purpose: request.purpose },
+      });
+      const url = text(answer.data?.authorization_url);
+      const accessCode = text(answer.data?.access_code);
+      if (status >= 300 || answer.status !== true || !url || !accessCode) {
+        const said = text(answer.message) ?? `status ${status}`;
+        throw upstreamFailed(`The payment provider refused the checkout: ${said}`);
+      }
+      return { authorizationUrl: url, accessCode };
+    },
+    async verify(reference) {
+      const path = `/transaction/verify/${encodeURIComponent(reference)}`;
+      const { status, answer } = await send('GET', path);
+      // Paystack answers an unknown reference with 400/404 and `status: false`.
+      if (status === 404 || (status === 400 && answer.status === false)) return null;
+      const data = answer.data;
+      const amount = data?.amount;
+      if (
+        status >= 300 ||
+        answer.status !== true ||
+        typeof data?.status !== 'string' ||
+        typeof amount !== 'number' ||
+        !Number.isSafeInteger(amount)
+      ) {
+        const said = text(answer.message) ?? `status ${status}`;
+        throw upstreamFailed(`The payment provider could not verify ${reference}: ${said}`);
+      }
+      return { status: data.status, amountKobo: amount, currency: text(data.currency) ?? '' };
+    },
+  };
+}
+
+export function checkoutProvider(config: Config['payment']): CheckoutProvider {
+  return config.provider === 'paystack'
+    ? paystackProvider(config.paystack)
+    : sandboxProvider(config.publicBaseUrl);
+}

@@ -1,0 +1,235 @@
+import { Schema, type Connection, type InferSchemaType } from 'mongoose';
+import type { CheckoutPurpose } from '../../libs/contracts/payment';
+import { conflict } from '../../libs/errors';
+import { isDuplicateKey } from '../../libs/mongo';
+import type { DecidedStatus, OutcomeEvent } from './checkout';
+
+const PURPOSE_KINDS: CheckoutPurpose['kind'][] = ['DELIVERY', 'WALLET_FUNDING'];
+const DECIDED: DecidedStatus[] = ['PAID', 'DECLINED', 'EXPIRED'];
+
+const purposeSchema = new Schema(
+  {
+    kind: { type: String, required: true, enum: PURPOSE_KINDS },
+    id: { type: String, required: true },
+  },
+  { _id: false },
+);
+
+/**
+ * A checkout session, by its reference. Written once (the provider's answer is added once
+ * it is known); its state is not here but in its outcome, which is decided by an insert.
+ */
+const sessionSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    amountKobo: { type: Number, required: true },
+    currency: { type: String, required: true },
+    purpose: { type: purposeSchema, required: true },
+    email: { type: String, required: true },
+    merchantName: { type: String, required: true },
+    provider: { type: String, required: true },
+    /** Set once the provider initialized the transaction. */
+    authorizationUrl: { type: String, default: null },
+    accessCode: { type: String, default: null },
+    createdAt: { type: Date, required: true },
+    expiresAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
+/**
+ * The claim of a caller's idempotency key (`_id` a name-based id of the user and the key):
+ * the reference its checkout got, and what it was for, so that the same key for another
+ * checkout is refused instead of answering the wrong one.
+ */
+const keySchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    reference: { type: String, required: true },
+    amountKobo: { type: Number, required: true },
+    purpose: { type: purposeSchema, required: true },
+  },
+  { timestamps: true, versionKey: false },
+);
+
+/** The outcome of a session: the first insert for a reference wins, every other attempt reads it. */
+const outcomeSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    status: { type: String, required: true, enum: DECIDED },
+    /** What decided it: `sandbox`, `paystack` (a verified webhook), `sweep`. */
+    source: { type: String, required: true },
+    decidedAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
+/** A session still waiting for its outcome: the sweep's list, removed once decided. */
+const pendingSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    expiresAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
+/** A decided outcome whose consumer has not acknowledged it yet: sent again until it does. */
+const outboxSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    event: { type: String, required: true },
+    payload: { type: Schema.Types.Mixed, required: true },
+    nextAttemptAt: { type: Date, required: true },
+  },
+  { versionKey: false, minimize: false },
+);
+
+export type SessionRecord = InferSchemaType<typeof sessionSchema>;
+export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: DecidedStatus };
+export type OutboxRecord = InferSchemaType<typeof outboxSchema>;
+
+export function defineCheckoutModels(connection: Connection) {
+  return {
+    CheckoutSession: connection.model('CheckoutSession', sessionSchema, 'checkout_sessions'),
+    CheckoutKey: connection.model('CheckoutKey', keySchema, 'checkout_keys'),
+    CheckoutOutcome: connection.model('CheckoutOutcome', outcomeSchema, 'checkout_outcomes'),
+    CheckoutPending: connection.model('CheckoutPending', pendingSchema, 'checkout_pending'),
+    CheckoutOutbox: connection.model('CheckoutOutbox', outboxSchema, 'checkout_outbox'),
+  };
+}
+
+export type CheckoutModels = ReturnType<typeof defineCheckoutModels>;
+
+/** An insert that may find its `_id` taken: true when this one wrote it. */
+async function insertOnce(write: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await write();
+    return true;
+  } catch (err) {
+    if (isDuplicateKey(err)) return false;
+    throw err;
+  }
+}
+
+const samePurpose = (a: CheckoutPurpose, b: CheckoutPurpose) => a.kind === b.kind && a.id === b.id;
+
+/**
+ * Checkout sessions on a database whose conditional updates are not atomic (decision 16):
+ * whatever must happen once is an insert whose `_id` decides, every read on a request's way
+ * is by `_id`, and the sweeps read only the small collections of what is still open.
+ */
+export class CheckoutStore {
+  constructor(private readonly models: () => CheckoutModels) {}
+
+  private get m() {
+    return this.models();
+  }
+
+  /**
+   * The reference of the checkout an idempotency key names: `reference` when this call is
+   * the key's first, else the first call's. 409 when the key was used for another checkout.
+   */
+  async claimKey(
+    keyId: string,
+    reference: string,
+    what: { amountKobo: number; purpose: CheckoutPurpose },
+  ): Promise<string> {
+    const record = { _id: keyId, reference, ...what };
+    if (await insertOnce(() => this.m.CheckoutKey.create(record))) return reference;
+    const earlier = await this.m.CheckoutKey.findById(keyId).lean();
+    if (!earlier) throw new Error(`checkout key ${keyId} is claimed but cannot be read`);
+    if (earlier.amountKobo !== what.amountKobo || !samePurpose(earlier.purpose, what.purpose)) {
+      throw conflict(
+        'This idempotency key was already used for another checkout (another amount or purpose); use a new key',
+      );
+    }
+    return earlier.reference;
+  }
+
+  session(reference: string): Promise<SessionRecord | null> {
+    return this.m.CheckoutSession.findById(reference).lean<SessionRecord>();
+  }
+
+  /** Records a new session, after its pending entry; true when this call wrote it. */
+  async createSession(record: SessionRecord): Promise<boolean> {
+    await insertOnce(() =>
+      this.m.CheckoutPending.create({ _id: record._id, expiresAt: record.expiresAt }),
+    );
+    return insertOnce(() => this.m.CheckoutSession.create(record));
+  }
+
+  async recordInitialized(reference: string, authorizationUrl: string, accessCode: string) {
+    await this.m.CheckoutSession.updateOne(
+      { _id: reference },
+      { $set: { authorizationUrl, accessCode } },
+    );
+  }
+
+  outcome(reference: string): Promise<OutcomeRecord | null> {
+    return this.m.CheckoutOutcome.findById(reference).lean<OutcomeRecord>();
+  }
+
+  /** Claims the outcome of a session: this one when it is the first, else the one that was. */
+  async claimOutcome(
+    reference: string,
+    status: DecidedStatus,
+    source: string,
+    decidedAt: Date,
+  ): Promise<{ outcome: OutcomeRecord; won: boolean }> {
+    const record: OutcomeRecord = { _id: reference, status, source, decidedAt };
+    if (await insertOnce(() => this.m.CheckoutOutcome.create(record))) {
+      return { outcome: record, won: true };
+    }
+    const earlier = await this.outcome(reference);
+    if (!earlier) throw new Error(`outcome of ${reference} is claimed but cannot be read`);
+    return { outcome: earlier, won: false };
+  }
+
+  async isPending(reference: string): Promise<boolean> {
+    return (await this.m.CheckoutPending.findById(reference).lean()) !== null;
+  }
+
+  async removePending(reference: string): Promise<void> {
+    await this.m.CheckoutPending.deleteOne({ _id: reference });
+  }
+
+  /** Open sessions past their time, oldest first (a scan of the open ones only). */
+  async duePending(now: Date, limit: number): Promise<string[]> {
+    const due = await this.m.CheckoutPending.find({ expiresAt: { $lte: now } })
+      .sort({ expiresAt: 1 })
+      .limit(limit)
+      .lean();
+    return due.map((d) => d._id);
+  }
+
+  /** Puts an outcome's event in the outbox, unless it is there already. */
+  async enqueue(reference: string, event: OutcomeEvent, nextAttemptAt: Date): Promise<void> {
+    await insertOnce(() =>
+      this.m.CheckoutOutbox.create({
+        _id: reference,
+        event: event.name,
+        payload: event.payload,
+        nextAttemptAt,
+      }),
+    );
+  }
+
+  /** Unacknowledged events due again (a scan of the unacknowledged ones only). */
+  dueEvents(now: Date, limit: number): Promise<OutboxRecord[]> {
+    return this.m.CheckoutOutbox.find({ nextAttemptAt: { $lte: now } })
+      .sort({ nextAttemptAt: 1 })
+      .limit(limit)
+      .lean<OutboxRecord[]>();
+  }
+
+  async postpone(reference: string, nextAttemptAt: Date): Promise<void> {
+    await this.m.CheckoutOutbox.updateOne({ _id: reference }, { $set: { nextAttemptAt } });
+  }
+
+  /** Removes an event from the outbox; true when it was there. */
+  async acknowledge(reference: string): Promise<boolean> {
+    const { deletedCount } = await this.m.CheckoutOutbox.deleteOne({ _id: reference });
+    return deletedCount > 0;
+  }
+}

@@ -1,0 +1,135 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  CURRENCY,
+  type CheckoutPurpose,
+  type CheckoutStatus,
+  type PaymentFailure,
+  type PaymentOutcome,
+} from '../../libs/contracts/payment';
+
+/**
+ * The pure rules of hosted checkouts (docs/payments.md, "Checkout"): references, expiry,
+ * which outcome a session ends with, the provider's signature and verification.
+ */
+
+/** The outcomes a session can end with; PENDING is the absence of one. */
+export type DecidedStatus = Exclude<CheckoutStatus, 'PENDING'>;
+
+/** Random bytes of a reference: 160 bits, far beyond guessing. */
+const REFERENCE_BYTES = 20;
+
+/**
+ * A new checkout reference: `ck-` and 40 hex digits. It is the capability of the sandbox page,
+ * so it is random (never derived from anything an outsider knows), and it uses only what
+ * Paystack accepts in a reference (letters, digits, `-`, `.`, `=`) and `ledgerReference()`
+ * allows.
+ */
+export function newCheckoutReference(): string {
+  return `ck-${randomBytes(REFERENCE_BYTES).toString('hex')}`;
+}
+
+/** The ledger reference of the credit a paid wallet-funding checkout makes: once per checkout. */
+export const fundingCreditReference = (reference: string) => `checkout:${reference}`;
+
+/** What a session holds that the rules read. */
+export interface SessionFacts {
+  reference: string;
+  userId: string;
+  amountKobo: number;
+  currency: string;
+  purpose: CheckoutPurpose;
+  expiresAt: Date;
+}
+
+/** A decided outcome, as recorded once per reference. */
+export interface OutcomeFacts {
+  status: DecidedStatus;
+  decidedAt: Date;
+}
+
+export function expiresAt(createdAt: Date, ttlMs: number): Date {
+  return new Date(createdAt.getTime() + ttlMs);
+}
+
+export function isExpired(session: Pick<SessionFacts, 'expiresAt'>, now: Date): boolean {
+  return now.getTime() >= session.expiresAt.getTime();
+}
+
+/** A session's state: its outcome once decided, else EXPIRED past its time, else PENDING. */
+export function statusOf(
+  session: Pick<SessionFacts, 'expiresAt'>,
+  outcome: Pick<OutcomeFacts, 'status'> | null,
+  now: Date,
+): CheckoutStatus {
+  if (outcome) return outcome.status;
+  return isExpired(session, now) ? 'EXPIRED' : 'PENDING';
+}
+
+/**
+ * The outcome an attempt to decide a session claims: a payer's answer (PAID, DECLINED) past
+ * the session's time claims EXPIRED instead, so that a late click cannot pay a session the
+ * sweep is about to expire. The claim itself (an insert) decides between racing attempts.
+ */
+export function claimFor(
+  wanted: DecidedStatus,
+  session: Pick<SessionFacts, 'expiresAt'>,
+  now: Date,
+): DecidedStatus {
+  return wanted !== 'EXPIRED' && isExpired(session, now) ? 'EXPIRED' : wanted;
+}
+
+/** The event of an outcome and its payload. */
+export type OutcomeEvent =
+  | { name: 'payment.succeeded'; payload: PaymentOutcome }
+  | { name: 'payment.failed'; payload: PaymentFailure };
+
+export function outcomeEvent(session: SessionFacts, outcome: OutcomeFacts): OutcomeEvent {
+  const payload: PaymentOutcome = {
+    reference: session.reference,
+    purpose: session.purpose,
+    userId: session.userId,
+    amountKobo: session.amountKobo,
+    decidedAt: outcome.decidedAt.toISOString(),
+  };
+  if (outcome.status === 'PAID') return { name: 'payment.succeeded', payload };
+  return { name: 'payment.failed', payload: { ...payload, reason: outcome.status } };
+}
+
+/**
+ * Whether `signature` (the `x-paystack-signature` header) is the hex HMAC-SHA512 of the raw
+ * body under the secret. Compared in constant time; a header of another length, or none, is
+ * simply false.
+ */
+export function validSignature(
+  rawBody: Buffer,
+  signature: string | undefined,
+  secret: string,
+): boolean {
+  if (typeof signature !== 'string' || !/^[0-9a-f]+$/i.test(signature)) return false;
+  const expected = createHmac('sha512', secret).update(rawBody).digest();
+  const given = Buffer.from(signature, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** What the provider's verification said of a transaction. */
+export interface VerifiedTransaction {
+  /** `success`, `failed`, `abandoned`, ... as the provider spells it. */
+  status: string;
+  amountKobo: number;
+  currency: string;
+}
+
+/** Why a verified transaction does not pay the session, or null when it does. */
+export function verificationMismatch(
+  session: Pick<SessionFacts, 'amountKobo' | 'currency'>,
+  verified: VerifiedTransaction,
+): string | null {
+  if (verified.status !== 'success') return `the provider reports it ${verified.status}`;
+  if (verified.currency !== session.currency) {
+    return `the provider reports ${verified.currency}, the checkout is in ${session.currency}`;
+  }
+  if (verified.amountKobo !== session.amountKobo) {
+    return `the provider reports ${verified.amountKobo} kobo, the checkout is for ${session.amountKobo}`;
+  }
+  return null;
+}

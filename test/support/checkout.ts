@@ -1,0 +1,203 @@
+import { createHmac } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ServiceSchema } from 'moleculer';
+import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
+import { request } from './http';
+
+/** Every payment outcome event a test's broker receives, in order. */
+export interface OutcomeLog {
+  received: { name: string; payload: PaymentOutcome | PaymentFailure }[];
+  of(reference: string): { name: string; payload: PaymentOutcome | PaymentFailure }[];
+}
+
+/** A consumer of the payment outcomes (as the order service will be), for `startClient`. */
+export function outcomeListener(): { log: OutcomeLog; schema: ServiceSchema } {
+  const received: OutcomeLog['received'] = [];
+  const log: OutcomeLog = {
+    received,
+    of: (reference) => received.filter((r) => r.payload.reference === reference),
+  };
+  const record = (name: string) => (ctx: { params: PaymentOutcome }) => {
+    received.push({ name, payload: ctx.params });
+  };
+  return {
+    log,
+    schema: {
+      name: 'outcome-probe',
+      events: {
+        'payment.succeeded': { handler: record('payment.succeeded') },
+        'payment.failed': { handler: record('payment.failed') },
+      },
+    },
+  };
+}
+
+/** The path of the page an `authorization_url` names, to be opened on the test's gateway. */
+export const pagePath = (authorizationUrl: string) => new URL(authorizationUrl).pathname;
+
+/** A form post of the sandbox page, as a browser sends it, without following the redirect. */
+export async function postForm(base: string, path: string) {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'pay=',
+    redirect: 'manual',
+  });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/** Funds `who`'s wallet through a checkout: the 201's checkout payload. */
+export async function fund(base: string, key: string, amount: number, idempotencyKey?: string) {
+  const headers: Record<string, string> = { 'api-key': key };
+  if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
+  return request(base, 'POST', '/api/wallet/fund', { headers, json: { amount } });
+}
+
+export async function walletOf(base: string, key: string) {
+  const wallet = await request(base, 'GET', '/api/wallet', { headers: { 'api-key': key } });
+  const entries = await request(base, 'GET', '/api/wallet/transactions?limit=100', {
+    headers: { 'api-key': key },
+  });
+  return { balance: wallet.body.data.balance as string, entries: entries.body.data as unknown[] };
+}
+
+/** Debian's chromium, or WAYBILL_CHROMIUM. */
+export const CHROMIUM = process.env.WAYBILL_CHROMIUM ?? '/usr/bin/chromium';
+
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Headless Chromium with a fresh profile; `close()` removes it. */
+export async function launchChromium() {
+  const { chromium } = await import('playwright-core');
+  const profile = await mkdtemp(join(tmpdir(), 'waybill-chromium-'));
+  try {
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+    });
+    return {
+      context,
+      async close() {
+        await context.close();
+        await rm(profile, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await rm(profile, { recursive: true, force: true });
+    throw new Error(
+      `Chromium did not start from ${CHROMIUM} (install it with \`scripts/infra browser\`, or set WAYBILL_CHROMIUM): ${String(err)}`,
+    );
+  }
+}
+
+/** A transaction the fake provider knows. */
+export interface FakeTransaction {
+  amount: number;
+  currency: string;
+  status: string;
+  email: string;
+  metadata: unknown;
+}
+
+/**
+ * A small Paystack-compatible provider: initialize and verify with the Bearer secret,
+ * amounts in kobo. `fail` makes the next calls of a kind answer 500 or hang.
+ */
+export class FakePaystack {
+  readonly transactions = new Map<string, FakeTransaction>();
+  readonly calls: { method: string; path: string; authorization?: string; body?: unknown }[] = [];
+  /** Calls of a kind still to fail, and how. */
+  readonly fail = { initialize: 0, verify: 0, mode: 'error' as 'error' | 'hang' };
+  private server: Server | undefined;
+  url = '';
+
+  constructor(readonly secret: string) {}
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  /** Signs a body as the provider signs its webhooks. */
+  sign(body: string): string {
+    return createHmac('sha512', this.secret).update(body).digest('hex');
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body = text ? JSON.parse(text) : undefined;
+    const path = req.url ?? '/';
+    this.calls.push({
+      method: req.method ?? '',
+      path,
+      authorization: req.headers.authorization,
+      body,
+    });
+    const send = (status: number, json: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(json));
+    };
+    if (req.headers.authorization !== `Bearer ${this.secret}`) {
+      return send(401, { status: false, message: 'Invalid key' });
+    }
+    const kind = path.startsWith('/transaction/initialize') ? 'initialize' : 'verify';
+    if (this.fail[kind] > 0) {
+      this.fail[kind]--;
+      if (this.fail.mode === 'hang') return; // never answers: the caller's timeout ends it
+      return send(500, { status: false, message: 'Internal error' });
+    }
+    if (req.method === 'POST' && kind === 'initialize') {
+      const { reference, amount, currency, email, metadata } = body;
+      if (!Number.isInteger(amount) || amount <= 0) {
+        return send(400, { status: false, message: 'Invalid amount' });
+      }
+      this.transactions.set(reference, { amount, currency, email, metadata, status: 'abandoned' });
+      return send(200, {
+        status: true,
+        message: 'Authorization URL created',
+        data: {
+          authorization_url: `https://checkout.paystack.test/${reference}`,
+          access_code: `ac_${reference.slice(-8)}`,
+          reference,
+        },
+      });
+    }
+    const match = /^\/transaction\/verify\/([^/?]+)$/.exec(path);
+    const found = match && this.transactions.get(decodeURIComponent(match[1]));
+    if (req.method !== 'GET' || !found) {
+      return send(400, { status: false, message: 'Transaction reference not found' });
+    }
+    return send(200, {
+      status: true,
+      message: 'Verification successful',
+      data: {
+        reference: decodeURIComponent((match as RegExpExecArray)[1]),
+        status: found.status,
+        amount: found.amount,
+        currency: found.currency,
+      },
+    });
+  }
+}
