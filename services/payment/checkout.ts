@@ -1,6 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import {
-  CURRENCY,
   type CheckoutPurpose,
   type CheckoutStatus,
   type PaymentFailure,
