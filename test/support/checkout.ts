@@ -121,7 +121,7 @@ export class FakePaystack {
   readonly transactions = new Map<string, FakeTransaction>();
   readonly calls: { method: string; path: string; authorization?: string; body?: unknown }[] = [];
   /** Calls of a kind still to fail, and how. */
-  readonly fail = { initialize: 0, verify: 0, mode: 'error' as 'error' | 'hang' };
+  readonly fail = { initialize: 0, verify: 0, mode: 'error' as 'error' | 'hang' | 'refuse' };
   private server: Server | undefined;
   url = '';
 
@@ -166,6 +166,9 @@ export class FakePaystack {
     if (this.fail[kind] > 0) {
       this.fail[kind]--;
       if (this.fail.mode === 'hang') return; // never answers: the caller's timeout ends it
+      if (this.fail.mode === 'refuse') {
+        return send(400, { status: false, message: 'Duplicate Transaction Reference' });
+      }
       return send(500, { status: false, message: 'Internal error' });
     }
     if (req.method === 'POST' && kind === 'initialize') {
