@@ -107,6 +107,51 @@ describe('gatewayRoutes', () => {
   });
 });
 
+describe('gatewayRoutes of the checkout pages and webhooks', () => {
+  const withEdges = gatewayRoutes({
+    config: { requestTimeoutMs: 5_000, bodyLimit: '100kb', files: { timeoutMs: 120_000 } } as never,
+    entries: [
+      ...entries,
+      entry('payment.checkoutPage', { group: 'checkout', path: '/:reference', page: true }),
+      entry('payment.payCheckout', { group: 'checkout', method: 'POST', path: '/:reference/pay' }),
+      entry('payment.paystackWebhook', {
+        group: 'webhooks',
+        method: 'POST',
+        path: '/paystack',
+        body: 'raw',
+      }),
+    ],
+    onAfterCall,
+    use: (group, body) => [named('log'), named(`${group}-${body}`)],
+    ops: { aliases: {}, use: [named('log')] },
+  });
+  const edge = Object.fromEntries(withEdges.map((r) => [r.name, r]));
+
+  it('routes them after the backend groups, parsing no body (a form post’s is not read)', () => {
+    expect(withEdges.map((r) => r.name).slice(-3)).toEqual(['checkout', 'webhooks', 'ops']);
+    expect(edge.checkout).toMatchObject({
+      path: '/checkout',
+      bodyParsers: false,
+      aliases: {
+        'GET /:reference': 'payment.checkoutPage',
+        'POST /:reference/pay': 'payment.payCheckout',
+      },
+    });
+    expect(edge.webhooks).toMatchObject({
+      path: '/webhooks',
+      bodyParsers: false,
+      aliases: { 'POST /paystack': 'payment.paystackWebhook' },
+    });
+    expect(labels(edge.webhooks.use)).toEqual(['log', 'webhooks-raw']);
+    expect(labels(edge.checkout.use)).toEqual(['log', 'checkout-json']);
+  });
+
+  it('has no such route when no action is mounted there', () => {
+    expect(routes.map((r) => r.name)).not.toContain('checkout');
+    expect(routes.map((r) => r.name)).not.toContain('webhooks');
+  });
+});
+
 describe('describeStreamBody', () => {
   it("puts the body's type and length in meta", () => {
     const meta: Record<string, unknown> = {};

@@ -50,7 +50,35 @@ const files: ServiceDefinition = {
 
 describe('GROUP_BASE', () => {
   it('maps each group to its base path', () => {
-    expect(GROUP_BASE).toEqual({ api: '/api', file: '/file', admin: '/admin' });
+    expect(GROUP_BASE).toEqual({
+      api: '/api',
+      file: '/file',
+      admin: '/admin',
+      checkout: '/checkout',
+      webhooks: '/webhooks',
+    });
+  });
+});
+
+describe('collectRoutes of the mounted groups', () => {
+  it('leaves out the routes of groups this gateway does not serve', () => {
+    const payment: ServiceDefinition = {
+      name: 'payment',
+      actions: {
+        page: withHttp(route('GET', '/:reference', 'checkout', { page: true })),
+        hook: withHttp(route('POST', '/paystack', 'webhooks', { body: 'raw' })),
+        fund: withHttp(route('POST', '/wallet/fund', 'api')),
+      },
+    };
+    const paths = (mounted: (g: HttpRoute['group']) => boolean) =>
+      collectRoutes([payment], mounted).map((e) => e.fullPath);
+    expect(paths(() => true)).toEqual([
+      '/checkout/:reference',
+      '/webhooks/paystack',
+      '/api/wallet/fund',
+    ]);
+    expect(paths((g) => g !== 'webhooks')).toEqual(['/checkout/:reference', '/api/wallet/fund']);
+    expect(paths((g) => g !== 'checkout')).toEqual(['/webhooks/paystack', '/api/wallet/fund']);
   });
 });
 

@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import { call } from '../../libs/contracts';
+import { fund, outcomeListener, pagePath, postForm, walletOf } from '../support/checkout';
+import { eventually } from '../support/eventually';
+import { useMerchantStack } from '../support/merchant-stack';
+
+/** Checkouts that nobody answers expire (CHECKOUT_TTL_SECONDS, for tests), by the sweep. */
+
+const listener = outcomeListener();
+const stack = useMerchantStack({
+  internal: ['payment'],
+  own: [listener.schema],
+  env: {
+    PAYMENT_PROVIDER: 'sandbox',
+    CHECKOUT_TTL_SECONDS: '1',
+    PAYMENT_SWEEP_INTERVAL_MS: '100',
+    PAYMENT_EVENT_RETRY_MS: '300',
+  },
+});
+
+describe('checkout expiry', () => {
+  it('expires an unanswered checkout, says so, and pays nothing afterwards', async () => {
+    const before = await walletOf(stack.node.url, stack.alice.key);
+    const opened = await fund(stack.node.url, stack.alice.key, 75);
+    expect(opened.status).toBe(201);
+    const { reference, authorization_url: url } = opened.body.data.data;
+    await eventually(
+      () => expect(listener.log.of(reference).map((e) => e.name)).toContain('payment.failed'),
+      { timeout: 15_000 },
+    );
+    expect(listener.log.of(reference)[0].payload).toMatchObject({
+      reference,
+      reason: 'EXPIRED',
+      purpose: { kind: 'WALLET_FUNDING', id: stack.alice.userId },
+      amountKobo: 7500,
+    });
+    expect(await call(stack.client, 'payment.checkout', { reference })).toMatchObject({
+      status: 'EXPIRED',
+    });
+    const path = pagePath(url);
+    expect((await postForm(stack.node.url, `${path}/pay`)).status).toBe(303);
+    const page = await (await fetch(`${stack.node.url}${path}`)).text();
+    expect(page).toContain('data-status="EXPIRED"');
+    expect(page).not.toContain('<form');
+    expect(await walletOf(stack.node.url, stack.alice.key)).toEqual(before);
+  });
+
+  it('expires a delivery’s checkout and sends payment.failed until acknowledged', async () => {
+    const deliveryId = randomUUID();
+    const start = await call(stack.client, 'payment.startCheckout', {
+      userId: stack.bob.userId,
+      amountKobo: 1000,
+      purpose: { kind: 'DELIVERY', id: deliveryId },
+      email: 'bob@example.com',
+      merchantName: 'Bob',
+      idempotencyKey: deliveryId,
+    });
+    const { reference } = start.data;
+    await eventually(() => expect(listener.log.of(reference).length).toBeGreaterThanOrEqual(2), {
+      timeout: 15_000,
+    });
+    expect(new Set(listener.log.of(reference).map((e) => e.name))).toEqual(
+      new Set(['payment.failed']),
+    );
+    expect(await call(stack.client, 'payment.acknowledge', { reference })).toEqual({
+      acknowledged: true,
+    });
+  });
+});

@@ -1,0 +1,159 @@
+import { createHmac } from 'node:crypto';
+import { ledgerReference } from '../../../libs/contracts/payment';
+import { PAGE_HEADERS, errorPage, escapeHtml } from '../../../libs/html';
+import {
+  claimFor,
+  expiresAt,
+  fundingCreditReference,
+  newCheckoutReference,
+  outcomeEvent,
+  statusOf,
+  validSignature,
+  verificationMismatch,
+  type SessionFacts,
+} from '../../../services/payment/checkout';
+import { checkoutPage } from '../../../services/payment/checkout-pages';
+
+const created = new Date('2026-01-01T10:00:00Z');
+const session: SessionFacts = {
+  reference: 'ck-1',
+  userId: '6f1d7c2a-8b3e-4f5a-9c0d-1e2f3a4b5c6d',
+  amountKobo: 250_050,
+  currency: 'NGN',
+  purpose: { kind: 'DELIVERY', id: '7f1d7c2a-8b3e-4f5a-9c0d-1e2f3a4b5c6d' },
+  expiresAt: expiresAt(created, 30 * 60_000),
+};
+const at = (minutes: number) => new Date(created.getTime() + minutes * 60_000);
+
+describe('checkout references', () => {
+  it('are 160 random bits in hex, distinct, valid ledger references even as credit references', () => {
+    const refs = Array.from({ length: 1000 }, newCheckoutReference);
+    expect(new Set(refs).size).toBe(1000);
+    for (const ref of refs.slice(0, 20)) {
+      expect(ref).toMatch(/^ck-[0-9a-f]{40}$/);
+      expect(ledgerReference().validate(ref).error).toBeUndefined();
+      expect(ledgerReference().validate(fundingCreditReference(ref)).error).toBeUndefined();
+    }
+  });
+});
+
+describe('checkout state', () => {
+  it('is PENDING until its time, then EXPIRED, unless an outcome was decided', () => {
+    expect(session.expiresAt).toEqual(at(30));
+    expect(statusOf(session, null, at(29))).toBe('PENDING');
+    expect(statusOf(session, null, at(30))).toBe('EXPIRED');
+    expect(statusOf(session, { status: 'PAID' }, at(31))).toBe('PAID');
+    expect(statusOf(session, { status: 'DECLINED' }, at(1))).toBe('DECLINED');
+  });
+
+  it('turns a late pay or decline into an expiry claim', () => {
+    expect(claimFor('PAID', session, at(29))).toBe('PAID');
+    expect(claimFor('DECLINED', session, at(29))).toBe('DECLINED');
+    expect(claimFor('PAID', session, at(30))).toBe('EXPIRED');
+    expect(claimFor('DECLINED', session, at(45))).toBe('EXPIRED');
+    expect(claimFor('EXPIRED', session, at(1))).toBe('EXPIRED');
+  });
+
+  it('makes payment.succeeded of a payment and payment.failed with the reason otherwise', () => {
+    const decidedAt = at(5);
+    expect(outcomeEvent(session, { status: 'PAID', decidedAt })).toEqual({
+      name: 'payment.succeeded',
+      payload: {
+        reference: 'ck-1',
+        purpose: session.purpose,
+        userId: session.userId,
+        amountKobo: 250_050,
+        decidedAt: decidedAt.toISOString(),
+      },
+    });
+    expect(outcomeEvent(session, { status: 'EXPIRED', decidedAt })).toMatchObject({
+      name: 'payment.failed',
+      payload: { reason: 'EXPIRED', reference: 'ck-1' },
+    });
+  });
+
+  it('accepts only a verified success of the exact amount and currency', () => {
+    const ok = { status: 'success', amountKobo: 250_050, currency: 'NGN' };
+    expect(verificationMismatch(session, ok)).toBeNull();
+    expect(verificationMismatch(session, { ...ok, amountKobo: 250_049 })).toMatch(/250049 kobo/);
+    expect(verificationMismatch(session, { ...ok, currency: 'GHS' })).toMatch(/GHS/);
+    expect(verificationMismatch(session, { ...ok, status: 'abandoned' })).toMatch(/abandoned/);
+  });
+});
+
+describe('validSignature', () => {
+  const secret = 'sk_test_secret';
+  const body = Buffer.from('{"event":"charge.success","data":{"reference":"ck-1"}}');
+  const sign = (bytes: Buffer, key = secret) =>
+    createHmac('sha512', key).update(bytes).digest('hex');
+
+  it('accepts the hex HMAC-SHA512 of the exact bytes, in either case', () => {
+    expect(validSignature(body, sign(body), secret)).toBe(true);
+    expect(validSignature(body, sign(body).toUpperCase(), secret)).toBe(true);
+  });
+
+  it.each([
+    ['unsigned', undefined],
+    ['empty', ''],
+    ['signed with another key', sign(body, 'sk_other')],
+    ['of another body', sign(Buffer.from(`${body.toString()} `))],
+    ['too short', sign(body).slice(0, 64)],
+    ['too long', `${sign(body)}00`],
+    ['of an odd length', sign(body).slice(1)],
+    ['not hex', 'g'.repeat(128)],
+  ])('refuses a signature %s', (_what, signature) => {
+    expect(validSignature(body, signature, secret)).toBe(false);
+  });
+});
+
+describe('checkout pages', () => {
+  it('escapes every character that could open markup or leave an attribute', () => {
+    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe(
+      '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+    );
+  });
+
+  it('shows the amount with two decimals and the escaped merchant name, and forms while open', () => {
+    const html = checkoutPage({
+      reference: 'ck-1',
+      merchantName: '<img src=x onerror=alert(1)> "Ade" & Sons',
+      amountKobo: 250_050,
+      currency: 'NGN',
+      status: 'PENDING',
+      expiresAt: at(30),
+    });
+    expect(html).toContain('NGN 2500.50');
+    expect(html).toContain('&lt;img src=x onerror=alert(1)&gt; &quot;Ade&quot; &amp; Sons');
+    expect(html).not.toContain('<img');
+    expect(html).toContain('<form method="post" action="/checkout/ck-1/pay">');
+    expect(html).toContain('<form method="post" action="/checkout/ck-1/decline">');
+    expect(html).not.toMatch(/<script/i);
+  });
+
+  it.each(['PAID', 'DECLINED', 'EXPIRED'] as const)(
+    'shows a %s checkout without forms',
+    (status) => {
+      const html = checkoutPage({
+        reference: 'ck-1',
+        merchantName: 'Shop',
+        amountKobo: 100,
+        currency: 'NGN',
+        status,
+        expiresAt: at(30),
+      });
+      expect(html).toContain(`data-status="${status}"`);
+      expect(html).not.toContain('<form');
+    },
+  );
+
+  it('escapes the message of an error page, and pages forbid scripts, framing and caching', () => {
+    expect(errorPage(404, '<b>gone</b>')).toContain('&lt;b&gt;gone&lt;/b&gt;');
+    expect(PAGE_HEADERS).toMatchObject({
+      'Content-Security-Policy':
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+      'X-Frame-Options': 'DENY',
+      'Referrer-Policy': 'no-referrer',
+      'Cache-Control': 'no-store',
+    });
+  });
+});
