@@ -338,6 +338,12 @@ describe('payment', () => {
     expect(config.payment.paystack.baseUrl).toBe('http://127.0.0.1:9999');
   });
 
+  it('takes the checkout time limit in seconds when given so, else in minutes', () => {
+    expect(loadConfig({ CHECKOUT_TTL_MINUTES: '5' }).payment.checkoutTtlMs).toBe(300_000);
+    const both = loadConfig({ CHECKOUT_TTL_MINUTES: '5', CHECKOUT_TTL_SECONDS: '2' });
+    expect(both.payment.checkoutTtlMs).toBe(2_000);
+  });
+
   it('refuses an unknown provider and a URL that is not http(s)', () => {
     expect(configErrorFor({ PAYMENT_PROVIDER: 'stripe' }).message).toMatch(/^PAYMENT_PROVIDER: /);
     expect(configErrorFor({ PUBLIC_BASE_URL: 'ftp://x' }).message).toMatch(/^PUBLIC_BASE_URL: /);
@@ -429,6 +435,7 @@ describe('describeConfig', () => {
     'PAYSTACK_SECRET_KEY',
     'PAYSTACK_TIMEOUT_MS',
     'CHECKOUT_TTL_MINUTES',
+    'CHECKOUT_TTL_SECONDS',
     'PAYMENT_SWEEP_INTERVAL_MS',
     'PAYMENT_EVENT_RETRY_MS',
     'OPS_PORT',
