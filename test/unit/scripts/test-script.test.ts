@@ -112,7 +112,7 @@ describe('scripts/test', () => {
   it('leaves running what it did not start, and ends with the jest summary', async () => {
     const run = await scriptsTest({ STUB_STARTS: '' });
     expect(run.code).toBe(0);
-    expect(infraCalls(run)).toEqual(['infra up', 'infra env']);
+    expect(infraCalls(run)).toEqual(['infra up', 'infra browser', 'infra env']);
     expect(run.calls).toContainEqual(expect.stringMatching(/^npx --no-install jest --ci --json/));
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('jest: 3 passed, 0 failed, 1 skipped');
   });
@@ -120,7 +120,7 @@ describe('scripts/test', () => {
   it('after failing tests, stops what it started and keeps jest’s exit status', async () => {
     const run = await scriptsTest({ STUB_STARTS: 's3', STUB_JEST_FAILS: '2' });
     expect(run.code).toBe(1);
-    expect(infraCalls(run)).toEqual(['infra up', 'infra env', 'infra down s3']);
+    expect(infraCalls(run)).toEqual(['infra up', 'infra browser', 'infra env', 'infra down s3']);
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('jest: 3 passed, 2 failed, 1 skipped');
   });
 
@@ -141,6 +141,6 @@ describe('scripts/test', () => {
   it('stops nothing with WAYBILL_KEEP_INFRA set', async () => {
     const run = await scriptsTest({ STUB_STARTS: 'mongo nats', WAYBILL_KEEP_INFRA: '1' });
     expect(run.code).toBe(0);
-    expect(infraCalls(run)).toEqual(['infra up', 'infra env']);
+    expect(infraCalls(run)).toEqual(['infra up', 'infra browser', 'infra env']);
   });
 });
