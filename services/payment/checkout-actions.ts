@@ -359,6 +359,33 @@ function seeOther(meta: { $statusCode?: number; $location?: string }, reference:
 }
 
 /** The checkout actions: the contract's, the sandbox pages, the webhook, wallet funding. */
+/** A button of the sandbox page: its answer, then back to the page (303). */
+function pageButton(
+  checkouts: Checkouts,
+  wanted: 'PAID' | 'DECLINED',
+  path: string,
+  message: string,
+  button: string,
+) {
+  return action({
+    // The outcome is claimed once: a repeat changes nothing.
+    retry: 'safe',
+    http: {
+      group: 'checkout',
+      method: 'POST',
+      path: `/:reference/${path}`,
+      page: true,
+      message,
+      summary: `The sandbox checkout’s ${button} button`,
+    },
+    params: pageParams,
+    async handler(ctx) {
+      await checkouts.answer(ctx.params.reference, wanted);
+      return seeOther(ctx.meta, ctx.params.reference);
+    },
+  });
+}
+
 export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
   return {
     startCheckout: implement('payment.startCheckout', {
@@ -431,40 +458,8 @@ export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
       handler: (ctx) => checkouts.page(ctx.params.reference),
     }),
 
-    payCheckout: action({
-      // The outcome is claimed once: a repeat changes nothing.
-      retry: 'safe',
-      http: {
-        group: 'checkout',
-        method: 'POST',
-        path: '/:reference/pay',
-        page: true,
-        message: 'Checkout paid',
-        summary: 'The sandbox checkout’s Pay button',
-      },
-      params: pageParams,
-      async handler(ctx) {
-        await checkouts.answer(ctx.params.reference, 'PAID');
-        return seeOther(ctx.meta, ctx.params.reference);
-      },
-    }),
-
-    declineCheckout: action({
-      retry: 'safe',
-      http: {
-        group: 'checkout',
-        method: 'POST',
-        path: '/:reference/decline',
-        page: true,
-        message: 'Checkout declined',
-        summary: 'The sandbox checkout’s Decline button',
-      },
-      params: pageParams,
-      async handler(ctx) {
-        await checkouts.answer(ctx.params.reference, 'DECLINED');
-        return seeOther(ctx.meta, ctx.params.reference);
-      },
-    }),
+    payCheckout: pageButton(checkouts, 'PAID', 'pay', 'Checkout paid', 'Pay'),
+    declineCheckout: pageButton(checkouts, 'DECLINED', 'decline', 'Checkout declined', 'Decline'),
 
     paystackWebhook: action({
       // Verified and claimed once: a repeat changes nothing.
