@@ -10,6 +10,20 @@ const DUPLICATE_KEY = 11000;
 export const isDuplicateKey = (err: unknown): boolean =>
   (err as { code?: unknown } | null)?.code === DUPLICATE_KEY;
 
+/**
+ * An insert whose `_id` may be taken: true when this call wrote it, false when another did
+ * (the way to do a thing once on a database without atomic conditional updates, decision 16).
+ */
+export async function insertOnce(write: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await write();
+    return true;
+  } catch (err) {
+    if (isDuplicateKey(err)) return false;
+    throw err;
+  }
+}
+
 /** Errors of a socket whose other end went away. */
 const SOCKET_GONE = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT']);
 

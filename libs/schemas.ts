@@ -72,6 +72,9 @@ export const uuid = () =>
  * An ISO 3166-1 alpha-2 code, either case, answered upper-case. No trimming: the document's
  * pattern is the whole rule.
  */
+/** Params of a route about one user: `/users/:userId/...`. */
+export const userIdParams = Joi.object<{ userId: string }, true>({ userId: uuid().required() });
+
 export const countryCode = () =>
   Joi.string()
     .pattern(/^[A-Za-z]{2}$/)

@@ -24,6 +24,7 @@ import {
   startNode,
   type NodeProcess,
 } from '../test/support/stack';
+import { percentile } from '../test/support/load';
 import { option, requireInfrastructure } from './bench-support';
 
 const CONCURRENCY = option('concurrency', 16);
@@ -42,9 +43,6 @@ interface Phase {
   seconds: number;
   latenciesMs: number[];
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 
 /** Runs `calls` from `workers` callers at once for the duration; counts and times each call. */
 async function measure(
@@ -75,13 +73,12 @@ async function measure(
 }
 
 function report(phase: Phase, reference?: Phase, referenceName = 'the reference'): void {
-  const sorted = [...phase.latenciesMs].sort((a, b) => a - b);
   const rate = phase.calls / phase.seconds;
   const ratio = reference
     ? `  ${(rate / (reference.calls / reference.seconds)).toFixed(2)}× ${referenceName}`
     : '';
   console.log(
-    `${phase.name.padEnd(34)} ${rate.toFixed(0).padStart(6)}/s  p50 ${percentile(sorted, 0.5).toFixed(1)} ms  p99 ${percentile(sorted, 0.99).toFixed(1)} ms  (${phase.calls} calls, ${phase.failures} failed)${ratio}`,
+    `${phase.name.padEnd(34)} ${rate.toFixed(0).padStart(6)}/s  p50 ${percentile(phase.latenciesMs, 50).toFixed(1)} ms  p99 ${percentile(phase.latenciesMs, 99).toFixed(1)} ms  (${phase.calls} calls, ${phase.failures} failed)${ratio}`,
   );
 }
 

@@ -31,7 +31,8 @@ const amountKobo = () => Joi.number().integer().min(1).max(MAX_AMOUNT_KOBO);
 /** The reference of a delivery's refund: at most one per delivery. */
 export const refundReference = (deliveryId: string) => `refund:${deliveryId}`;
 
-export type EntryType = 'CREDIT' | 'DEBIT' | 'REFUND';
+export const ENTRY_TYPES = ['CREDIT', 'DEBIT', 'REFUND'] as const;
+export type EntryType = (typeof ENTRY_TYPES)[number];
 
 /** A wallet as other services see it. */
 export interface WalletBalance {

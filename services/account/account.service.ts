@@ -29,9 +29,9 @@ import {
   findUsersParams,
   keyIdParams,
   listApiKeysParams,
-  userIdParams,
   userView,
 } from './schemas';
+import { userIdParams } from '../../libs/schemas';
 import { AccountStore, defineAccountModels } from './store';
 import { toApiKeyView, toCreatedApiKey, toUserView } from './views';
 

@@ -73,8 +73,6 @@ export const findUsersParams = Joi.object<FindUsersParams, true>({
   limit: fromUrl(Joi.number().integer().min(1).max(100).default(50)),
 });
 
-export const userIdParams = Joi.object<{ userId: string }, true>({ userId: uuid().required() });
-
 export const keyIdParams = Joi.object<{ keyId: string }, true>({ keyId: uuid().required() });
 
 /** Keys are made for this deployment's environment unless the operator names the other. */

@@ -1,7 +1,7 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { conflict } from '../../libs/errors';
-import { isDuplicateKey } from '../../libs/mongo';
+import { insertOnce } from '../../libs/mongo';
 import type { DecidedStatus, OutcomeEvent } from './checkout';
 
 const PURPOSE_KINDS: CheckoutPurpose['kind'][] = ['DELIVERY', 'WALLET_FUNDING'];
@@ -100,17 +100,6 @@ export function defineCheckoutModels(connection: Connection) {
 }
 
 export type CheckoutModels = ReturnType<typeof defineCheckoutModels>;
-
-/** An insert that may find its `_id` taken: true when this one wrote it. */
-async function insertOnce(write: () => Promise<unknown>): Promise<boolean> {
-  try {
-    await write();
-    return true;
-  } catch (err) {
-    if (isDuplicateKey(err)) return false;
-    throw err;
-  }
-}
 
 const samePurpose = (a: CheckoutPurpose, b: CheckoutPurpose) => a.kind === b.kind && a.id === b.id;
 

@@ -1,11 +1,15 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import type { EntryType, LedgerEntry, Posting, WalletBalance } from '../../libs/contracts/payment';
-import { INSUFFICIENT_BALANCE } from '../../libs/contracts/payment';
+import {
+  ENTRY_TYPES,
+  INSUFFICIENT_BALANCE,
+  type EntryType,
+  type LedgerEntry,
+  type Posting,
+  type WalletBalance,
+} from '../../libs/contracts/payment';
 import { conflict, unprocessable } from '../../libs/errors';
-import { isDuplicateKey } from '../../libs/mongo';
+import { insertOnce, isDuplicateKey } from '../../libs/mongo';
 import { LedgerAudit, entryId, nextBalance, signedAmount, type LedgerProblem } from './ledger';
-
-const ENTRY_TYPES: EntryType[] = ['CREDIT', 'DEBIT', 'REFUND'];
 
 /**
  * One entry of a wallet's ledger, never changed once written. Its `_id` is
@@ -181,20 +185,20 @@ export class LedgerStore {
   private async claim(request: PostRequest): Promise<ReferenceRecord> {
     const { walletId, type, amountKobo, reference } = request;
     const fromSequence = (await this.hint(walletId)) + 1;
-    try {
-      const created = await this.m.Reference.create({
-        _id: reference,
-        walletId,
-        type,
-        amountKobo,
-        fromSequence,
-        checkedThrough: fromSequence - 1,
-        description: request.description ?? null,
-      });
-      return created.toObject() as ReferenceRecord;
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
-    }
+    const now = new Date();
+    const record: ReferenceRecord = {
+      _id: reference,
+      walletId,
+      type,
+      amountKobo,
+      fromSequence,
+      checkedThrough: fromSequence - 1,
+      entrySequence: null,
+      description: request.description ?? null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (await insertOnce(() => this.m.Reference.create(record))) return record;
     const earlier = await this.m.Reference.findById(reference).lean<ReferenceRecord>();
     if (!earlier) throw new Error(`reference ${reference} is claimed but cannot be read`);
     if (
@@ -291,10 +295,7 @@ export class LedgerStore {
         description: claim.description ?? null,
         createdAt: new Date(),
       };
-      try {
-        await this.m.Entry.create(record);
-      } catch (err) {
-        if (!isDuplicateKey(err)) throw err;
+      if (!(await insertOnce(() => this.m.Entry.create(record)))) {
         // Another writer took this sequence: read its entry and walk on from there.
         position = { sequence, previous: walked.last };
         continue;

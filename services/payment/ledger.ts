@@ -42,7 +42,8 @@ export interface AuditedEntry {
   reference: string;
 }
 
-export type ProblemKind = 'GAP' | 'DUPLICATE' | 'MISMATCH';
+export const PROBLEM_KINDS = ['GAP', 'DUPLICATE', 'MISMATCH'] as const;
+export type ProblemKind = (typeof PROBLEM_KINDS)[number];
 
 export interface LedgerProblem {
   walletId: string;

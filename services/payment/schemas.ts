@@ -1,11 +1,9 @@
 import Joi from '../../libs/joi';
-import { CURRENCY, ledgerReference } from '../../libs/contracts/payment';
+import { CURRENCY, ENTRY_TYPES, ledgerReference } from '../../libs/contracts/payment';
 import { fromUrl, naira, uuid, view } from '../../libs/schemas';
+import { PROBLEM_KINDS } from './ledger';
 
 /** Params and answers of the payment actions; the answers are what /openapi.json documents. */
-
-const ENTRY_TYPES = ['CREDIT', 'DEBIT', 'REFUND'];
-const PROBLEM_KINDS = ['GAP', 'DUPLICATE', 'MISMATCH'];
 
 /** The largest single credit an operator may make, in NGN. */
 export const MAX_CREDIT_NAIRA = 100_000_000;
@@ -61,8 +59,6 @@ export const transactionsParams = Joi.object<TransactionsParams>({
     'Only entries older than this `sequence`: the last `sequence` of the previous page',
   ),
 });
-
-export const userIdParams = Joi.object<{ userId: string }>({ userId: uuid().required() });
 
 export interface AdminCreditParams {
   userId: string;

@@ -2,7 +2,8 @@ import { call } from '../../libs/contracts';
 import { nairaToKobo } from '../../libs/money';
 import { action, type ServiceActions } from '../../libs/service';
 import type { LedgerStore } from './ledger-store';
-import { adminCreditParams, ledgerReportView, userIdParams, walletView } from './schemas';
+import { userIdParams } from '../../libs/schemas';
+import { adminCreditParams, ledgerReportView, walletView } from './schemas';
 import { toWalletView } from './views';
 
 /** An operator's credit is posted under `admin:<their reference>`, apart from other kinds. */
