@@ -10,9 +10,16 @@ import type { GeoActions, GeoEvents } from './geo';
 import type { OrderActions } from './order';
 import type { PackageActions } from './package';
 import type { PaymentActions, PaymentEvents } from './payment';
-import type { PricingEvents } from './pricing';
+import type { PricingActions, PricingEvents } from './pricing';
+import type { MatchingActions } from './matching';
 
-export type Actions = AccountActions & GeoActions & OrderActions & PackageActions & PaymentActions;
+export type Actions = AccountActions &
+  GeoActions &
+  MatchingActions &
+  OrderActions &
+  PackageActions &
+  PaymentActions &
+  PricingActions;
 export type ActionName = keyof Actions;
 
 export type Events = AccountEvents & GeoEvents & PaymentEvents & PricingEvents;

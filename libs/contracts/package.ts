@@ -56,6 +56,11 @@ export interface Selection {
   totalValue: string;
 }
 
+/** The packages a delivery took, as they were when taken, with their totals. */
+export interface AssignedPackages extends Selection {
+  deliveryId: string;
+}
+
 export interface AssignParams {
   userId: string;
   deliveryId: string;
@@ -80,10 +85,12 @@ export interface PackageActions {
   /** A user's selection with its totals; 400 INVALID_SELECTION if any package is unusable. */
   'package.resolveSelection': { params: ResolveSelectionParams; answer: Selection };
   /**
-   * Gives the packages to a delivery, all or none (400 INVALID_SELECTION). Safe to repeat
-   * with the same delivery id.
+   * Gives the packages to a delivery, all or none (400 INVALID_SELECTION), and answers them as
+   * they were when taken: the delivery is priced from this snapshot, so an edit racing the
+   * request cannot change what is charged. Safe to repeat with the same delivery id (the
+   * repeat answers the packages as they are, which no one can edit any more).
    */
-  'package.assign': { params: AssignParams; answer: { deliveryId: string; packageIds: string[] } };
+  'package.assign': { params: AssignParams; answer: AssignedPackages };
   /** Gives a delivery's packages back (cancellation, failed payment). Safe to repeat. */
   'package.release': { params: ReleaseParams; answer: { released: number } };
 }

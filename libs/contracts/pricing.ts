@@ -1,3 +1,8 @@
+import Joi from '../joi';
+import { uuid } from '../schemas';
+import { addressInput, type AddressInput, type Route } from './geo';
+import type { Retry } from './retry';
+
 /** What other services may know of the pricing service. */
 
 /** Broadcast after a tariff tier changes, so that every pricing replica rereads the book. */
@@ -6,3 +11,137 @@ export const TARIFF_CHANGED_EVENT = 'pricing.tariffChanged';
 export interface PricingEvents {
   [TARIFF_CHANGED_EVENT]: Record<string, never>;
 }
+
+export const URGENCY_TYPES = ['STANDARD', 'PRIORITY', 'SCHEDULED'] as const;
+export type UrgencyType = (typeof URGENCY_TYPES)[number];
+
+export const FEE_PAYERS = ['CREATOR', 'RECIPIENT', 'SPLIT'] as const;
+export type FeePayer = (typeof FEE_PAYERS)[number];
+
+/** Every fee component of a priced delivery, in integer kobo (docs/pricing.md). */
+export interface FeeAmounts {
+  base: number;
+  weight: number;
+  fleet: number;
+  surcharge: number;
+  insurance: number;
+  deliverySubtotal: number;
+  serviceFee: number;
+  hubCommission: number;
+  total: number;
+}
+
+/** The spec's `deliveryFee` block. */
+export interface DeliveryFeeBlock {
+  payer: FeePayer;
+  gross: { delivery: string; serviceFee: string; hubCommission: string; bundledTotal: string };
+  creator: { amount: string; paymentRequired: boolean; paid: boolean };
+  recipient: {
+    amount: string;
+    paymentRequired: boolean;
+    paid: boolean;
+    checkoutUrl: string | null;
+  };
+  promotion: {
+    settlementMode: string | null;
+    platformFunded: boolean;
+    settledAmount: string;
+    discountAmount: string;
+    isApplied: boolean;
+  };
+}
+
+/** The spec's `payOnDelivery` block as pricing previews it (the request adds `remitTo`). */
+export interface PayOnDeliveryBlock {
+  enabled: boolean;
+  collectAmount: string;
+  collectTarget: 'PACKAGE_VALUE';
+}
+
+/** The tier revisions a price was computed from. */
+export interface TierIds {
+  countryPricingId: string | null;
+  statePricingId: string | null;
+  cityPricingId: string | null;
+}
+
+/**
+ * `POST /api/pricing`'s Mode A answer. Its `deliveryCost` is documented by the pricing
+ * service's schema; other services read only the typed parts.
+ */
+export interface ModeAQuote {
+  deliveryCost: Record<string, unknown> & { tierIds: TierIds; tariffVersion: string };
+  promotion: null;
+  deliveryFee: DeliveryFeeBlock;
+  matchingEligible: boolean;
+  payOnDelivery: PayOnDeliveryBlock;
+}
+
+/** A load to price: what a delivery took, as `package.assign` answered it. */
+export interface PricedLoadParams {
+  weightGrams: number;
+  valueKobo: number;
+}
+
+export interface QuoteLoadParams {
+  origin: AddressInput;
+  destination: AddressInput;
+  load: PricedLoadParams;
+  urgencyType: UrgencyType;
+  /** `YYYY-MM-DD`, with `deliverySlot`, when SCHEDULED. */
+  deliveryDate?: string;
+  deliverySlot?: string;
+  fleetTypeId?: string;
+  /** A SPECIFIC courier, whose pricing rules apply. */
+  courierId?: string;
+  deliveryFeePayer: FeePayer;
+  payOnDelivery: boolean;
+}
+
+export const quoteLoadParams = Joi.object<QuoteLoadParams, true>({
+  origin: addressInput().required(),
+  destination: addressInput().required(),
+  load: Joi.object<PricedLoadParams, true>({
+    weightGrams: Joi.number().integer().min(1).required(),
+    valueKobo: Joi.number().integer().min(0).required(),
+  }).required(),
+  urgencyType: Joi.string()
+    .valid(...URGENCY_TYPES)
+    .required(),
+  deliveryDate: Joi.string(),
+  deliverySlot: Joi.string(),
+  fleetTypeId: uuid(),
+  courierId: uuid(),
+  deliveryFeePayer: Joi.string()
+    .valid(...FEE_PAYERS)
+    .required(),
+  payOnDelivery: Joi.boolean().required(),
+});
+
+/**
+ * A delivery priced from a load: exactly what Mode A answers for the same inputs (`quote`),
+ * with the amounts in kobo and the route and fleet type it was priced for.
+ */
+export interface PricedDelivery {
+  quote: ModeAQuote;
+  fees: FeeAmounts;
+  /** Who owes what of `fees.total`, in kobo. */
+  shares: { creator: number; recipient: number };
+  route: Route;
+  fleetType: { id: string; name: string; icon: string | null };
+  tierIds: TierIds;
+  tariffVersion: string;
+}
+
+export interface PricingActions {
+  /**
+   * Prices a known load with the same rules, checks and errors as `POST /api/pricing`
+   * (400 on a schedule or area problem, 404 `Fleet type not found`).
+   */
+  'pricing.quote': { params: QuoteLoadParams; answer: PricedDelivery };
+}
+
+/** A quote reads. */
+export const PRICING_RETRY = {
+  'pricing.quote': 'safe',
+} as const satisfies Record<keyof PricingActions, Retry>;

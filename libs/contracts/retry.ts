@@ -4,6 +4,8 @@ import type { ActionName } from './index';
 import { ORDER_RETRY } from './order';
 import { PACKAGE_RETRY } from './package';
 import { PAYMENT_RETRY } from './payment';
+import { PRICING_RETRY } from './pricing';
+import { MATCHING_RETRY } from './matching';
 
 /**
  * Whether a call may be sent again, to another node, when the node it went to is lost before
@@ -30,6 +32,8 @@ export const CONTRACT_RETRY: Readonly<Record<ActionName, Retry>> = {
   ...ORDER_RETRY,
   ...PACKAGE_RETRY,
   ...PAYMENT_RETRY,
+  ...PRICING_RETRY,
+  ...MATCHING_RETRY,
 };
 
 /** moleculer's per-call `retries` option for an action of this kind, called with `meta`. */

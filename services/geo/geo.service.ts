@@ -61,12 +61,14 @@ export function createGeoService(config: Config): ServiceDefinition {
     return country;
   };
 
-  /** Saved addresses belong to the order service; until it runs, no id resolves. */
+  /** Saved addresses belong to the order service, each to its user; until it runs, no id resolves. */
   const lookupFor = (ctx: WaybillContext<unknown>): ResolveOptions => ({
     geocoder,
     async savedAddress(addressId) {
+      const userId = ctx.meta.user?.id;
+      if (!userId) return null;
       try {
-        return await call(ctx, 'order.getAddress', { addressId });
+        return await call(ctx, 'order.getAddress', { addressId, userId });
       } catch (err) {
         if ((err as { type?: string }).type === 'SERVICE_NOT_FOUND') return null;
         throw err;

@@ -218,7 +218,11 @@ export function createPackageService(config: Config): ServiceDefinition {
             throw badRequest(INVALID_SELECTION, refused);
           }
           await store.markTaken(packageIds, deliveryId);
-          return { deliveryId, packageIds };
+          const held = await store.findHeld(deliveryId, packageIds);
+          return {
+            deliveryId,
+            ...toSelection(packageIds.map((id) => held.get(id) as PackageRecord)),
+          };
         },
       }),
 

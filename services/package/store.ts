@@ -148,6 +148,15 @@ export class PackageStore {
     );
   }
 
+  /** The packages a delivery holds, by id: what it took, as it was taken. */
+  async findHeld(deliveryId: string, packageIds: string[]): Promise<Map<string, PackageRecord>> {
+    const found = await this.Package.find({
+      _id: { $in: packageIds },
+      p2pDeliveryId: deliveryId,
+    }).lean();
+    return new Map(found.map((p) => [p._id, p as PackageRecord]));
+  }
+
   async markReturned(packageIds: string[], deliveryId: string): Promise<void> {
     await this.Package.updateMany(
       { _id: { $in: packageIds }, p2pDeliveryId: deliveryId },
