@@ -88,7 +88,10 @@ export interface QuoteLoadParams {
   destination: AddressInput;
   load: PricedLoadParams;
   urgencyType: UrgencyType;
-  /** `YYYY-MM-DD`, with `deliverySlot`, when SCHEDULED. */
+  /**
+   * When SCHEDULED (and only then): `YYYY-MM-DD` and `HH:MM - HH:MM`, as `POST /api/pricing`
+   * takes them. The pricing service checks them as that route does, with its 400s.
+   */
   deliveryDate?: string;
   deliverySlot?: string;
   fleetTypeId?: string;

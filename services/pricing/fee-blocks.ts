@@ -1,11 +1,14 @@
+import type {
+  DeliveryFeeBlock,
+  FeeAmounts,
+  FeePayer,
+  PayOnDeliveryBlock,
+  PricedDelivery,
+} from '../../libs/contracts/pricing';
 import { formatNaira } from '../../libs/money';
-import type { FeeComponents } from './fees';
-
-export const FEE_PAYERS = ['CREATOR', 'RECIPIENT', 'SPLIT'] as const;
-export type FeePayer = (typeof FEE_PAYERS)[number];
 
 /** Integer kobo each party owes. SPLIT gives the odd kobo to the creator. */
-export function splitTotal(totalKobo: number, payer: FeePayer) {
+export function splitTotal(totalKobo: number, payer: FeePayer): PricedDelivery['shares'] {
   if (payer === 'CREATOR') return { creator: totalKobo, recipient: 0 };
   if (payer === 'RECIPIENT') return { creator: 0, recipient: totalKobo };
   const recipient = Math.floor(totalKobo / 2);
@@ -16,7 +19,7 @@ export function splitTotal(totalKobo: number, payer: FeePayer) {
  * The `deliveryFee` block at pricing time: nothing is paid yet, the recipient has no checkout
  * link yet, and no promotion is applied on this endpoint.
  */
-export function deliveryFeeBlock(fees: FeeComponents, payer: FeePayer) {
+export function deliveryFeeBlock(fees: FeeAmounts, payer: FeePayer): DeliveryFeeBlock {
   const shares = splitTotal(fees.total, payer);
   return {
     payer,
@@ -56,10 +59,10 @@ export function isMatchingEligible(payer: FeePayer): boolean {
 }
 
 /** What a courier would collect at the door: the declared value of the packages. */
-export function payOnDeliveryBlock(enabled: boolean, valueKobo: number) {
+export function payOnDeliveryBlock(enabled: boolean, valueKobo: number): PayOnDeliveryBlock {
   return {
     enabled,
     collectAmount: formatNaira(valueKobo),
-    collectTarget: 'PACKAGE_VALUE' as const,
+    collectTarget: 'PACKAGE_VALUE',
   };
 }

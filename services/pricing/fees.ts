@@ -2,6 +2,7 @@ import Decimal from 'decimal.js';
 import { formatNaira, Money } from '../../libs/money';
 import { isOffHours, type Slot } from './schedule';
 import type { RouteType } from '../../libs/contracts/geo';
+import type { FeeAmounts, UrgencyType } from '../../libs/contracts/pricing';
 import type { Tariff } from './tariff';
 
 /**
@@ -9,9 +10,6 @@ import type { Tariff } from './tariff';
  * decimal.js and rounded once, half up, to a whole kobo; sums of components are then exact
  * integers. The formula is documented in docs/pricing.md.
  */
-
-export const URGENCY_TYPES = ['STANDARD', 'PRIORITY', 'SCHEDULED'] as const;
-export type UrgencyType = (typeof URGENCY_TYPES)[number];
 
 /** What a matching courier pricing rule charges instead of the tariff's trip fees. */
 export interface CourierRate {
@@ -29,19 +27,6 @@ export interface FeeInput {
   /** Required for SCHEDULED. */
   slot?: Slot;
   courierRate?: CourierRate;
-}
-
-/** Every component in integer kobo. */
-export interface FeeComponents {
-  base: number;
-  weight: number;
-  fleet: number;
-  surcharge: number;
-  insurance: number;
-  deliverySubtotal: number;
-  serviceFee: number;
-  hubCommission: number;
-  total: number;
 }
 
 const toKobo = (amount: Decimal.Value): number =>
@@ -99,7 +84,7 @@ function serviceFee(subtotal: number, tariff: Tariff): number {
  * Prices one trip. With a courier rate the courier's own price replaces the trip fee, and
  * weight, fleet and urgency are the courier's business: they are zero.
  */
-export function computeFees(input: FeeInput, tariff: Tariff): FeeComponents {
+export function computeFees(input: FeeInput, tariff: Tariff): FeeAmounts {
   const byCourier = input.courierRate !== undefined;
   const base = tripFee(input, tariff);
   const weight = byCourier ? 0 : weightFee(input, tariff);
@@ -124,7 +109,7 @@ export function computeFees(input: FeeInput, tariff: Tariff): FeeComponents {
 }
 
 /** The `costs` block: decimal strings, with the hub commission spelled out. */
-export function toCosts(fees: FeeComponents) {
+export function toCosts(fees: FeeAmounts) {
   return {
     base: formatNaira(fees.base),
     fleet: formatNaira(fees.fleet),
@@ -139,7 +124,7 @@ export function toCosts(fees: FeeComponents) {
 }
 
 /** The `breakdown` block: the same amounts as `costs`, `insuranceCharge` null when uninsured. */
-export function toBreakdown(fees: FeeComponents, insured: boolean) {
+export function toBreakdown(fees: FeeAmounts, insured: boolean) {
   return {
     baseCharge: formatNaira(fees.base),
     weightCharge: formatNaira(fees.weight),

@@ -5,11 +5,11 @@ import { call } from '../../libs/contracts';
 import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
 import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import { ServiceDatabase } from '../../libs/mongo';
-import { action, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+import { action, implement, type ServiceDefinition, type WaybillContext } from '../../libs/service';
 import { createCourierRuleActions, loadCourierRules } from './courier-rule-admin';
 import type { FleetOption } from './fleet-choice';
-import { quote, type QuoteSources } from './quote';
-import { quoteRequestSchema, type QuoteRequestParams } from './quote-request';
+import { quote, quoteLoad, type QuoteSources } from './quote';
+import { quoteLoadSchema, quoteRequestSchema, type QuoteRequestParams } from './quote-request';
 import { modeAResponse, modeBResponse } from './schemas';
 import { definePricingModels } from './store';
 import { TariffBook } from './tariff-book';
@@ -85,6 +85,13 @@ export function createPricingService(config: Config): ServiceDefinition {
         },
         params: quoteRequestSchema,
         handler: (ctx) => quote(ctx as WaybillContext<QuoteRequestParams>, sources),
+      }),
+
+      /** Internal: a load a delivery took, priced as Mode A prices the same packages. */
+      quote: implement('pricing.quote', {
+        visibility: 'public',
+        params: quoteLoadSchema,
+        handler: (ctx) => quoteLoad(ctx, sources),
       }),
       ...createTierActions(db, { reload: reloadBook }),
       ...createCourierRuleActions(db),

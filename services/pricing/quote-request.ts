@@ -3,9 +3,15 @@ import { badRequest, type FieldError } from '../../libs/errors';
 import { documented, kilograms, naira, uuid } from '../../libs/schemas';
 import { addressInput, type AddressInput } from '../../libs/contracts/geo';
 import { packageIds } from '../../libs/contracts/package';
-import { FEE_PAYERS, type FeePayer } from './fee-blocks';
-import { URGENCY_TYPES, type UrgencyType } from './fees';
-import { SLOT_PATTERN, formatSlot, isCalendarDate, parseSlot, type Slot } from './schedule';
+import {
+  FEE_PAYERS,
+  quoteLoadParams,
+  URGENCY_TYPES,
+  type FeePayer,
+  type QuoteLoadParams,
+  type UrgencyType,
+} from '../../libs/contracts/pricing';
+import { SLOT_PATTERN, formatSlot, isCalendarDate, parseSlot, type Schedule } from './schedule';
 
 export const COURIER_SELECTIONS = ['ANYONE', 'SPECIFIC'] as const;
 
@@ -35,6 +41,12 @@ const onlyWhenScheduled = (schema: Joi.Schema) =>
       'any.unknown': '{{#label}} applies only when urgencyType is SCHEDULED',
     }),
   });
+
+/** A scheduled delivery's date and slot, as both `POST /api/pricing` and `pricing.quote` take them. */
+const scheduleFields = {
+  deliveryDate: onlyWhenScheduled(dateText()),
+  deliverySlot: onlyWhenScheduled(slotText()),
+};
 
 const present = (field: string) => ({ required: [field] });
 const noneOf = (...fields: string[]) => ({ not: { anyOf: fields.map(present) } });
@@ -82,8 +94,7 @@ export const quoteRequestSchema = documented(
     urgencyType: Joi.string()
       .valid(...URGENCY_TYPES)
       .default('STANDARD'),
-    deliveryDate: onlyWhenScheduled(dateText()),
-    deliverySlot: onlyWhenScheduled(slotText()),
+    ...scheduleFields,
     slot: onlyWhenScheduled(slotText()).description('Alias of deliverySlot'),
     fleetTypeId: uuid(),
     courierSelection: Joi.string()
@@ -130,7 +141,7 @@ export type PricingMode =
 
 export interface QuoteRequest {
   pricing: PricingMode;
-  schedule?: { date: string; slot: Slot };
+  schedule?: Schedule;
   courierId?: string;
 }
 
@@ -171,6 +182,30 @@ function alias(
   return value ?? aliasValue;
 }
 
+/** A SCHEDULED delivery's date and slot (already well-formed); what is missing goes to `errors`. */
+function readSchedule(
+  urgencyType: UrgencyType,
+  date: string | undefined,
+  slotText: string | undefined,
+  errors: FieldError[],
+): Schedule | undefined {
+  if (urgencyType !== 'SCHEDULED') return undefined;
+  if (!date) {
+    errors.push({
+      field: 'deliveryDate',
+      message: 'deliveryDate is required when urgencyType is SCHEDULED',
+    });
+  }
+  if (!slotText) {
+    errors.push({
+      field: 'deliverySlot',
+      message: 'deliverySlot is required when urgencyType is SCHEDULED',
+    });
+  }
+  const slot = slotText ? parseSlot(slotText) : null;
+  return date && slot ? { date, slot } : undefined;
+}
+
 /** The checks that span fields; 400 with every problem at once. */
 export function readQuoteRequest(p: QuoteRequestParams, hasUser: boolean): QuoteRequest {
   const errors: FieldError[] = [];
@@ -180,23 +215,7 @@ export function readQuoteRequest(p: QuoteRequestParams, hasUser: boolean): Quote
   }
 
   const slotText = alias(errors, 'deliverySlot', p.deliverySlot, 'slot', p.slot);
-  let schedule: QuoteRequest['schedule'];
-  if (p.urgencyType === 'SCHEDULED') {
-    if (!p.deliveryDate) {
-      errors.push({
-        field: 'deliveryDate',
-        message: 'deliveryDate is required when urgencyType is SCHEDULED',
-      });
-    }
-    if (!slotText) {
-      errors.push({
-        field: 'deliverySlot',
-        message: 'deliverySlot is required when urgencyType is SCHEDULED',
-      });
-    }
-    const slot = slotText ? parseSlot(slotText) : null;
-    if (p.deliveryDate && slot) schedule = { date: p.deliveryDate, slot };
-  }
+  const schedule = readSchedule(p.urgencyType, p.deliveryDate, slotText, errors);
 
   const courierId = alias(errors, 'courierId', p.courierId, 'courierProfileId', p.courierProfileId);
   if (p.courierSelection === 'SPECIFIC' && !courierId) {
@@ -216,4 +235,18 @@ export function readQuoteRequest(p: QuoteRequestParams, hasUser: boolean): Quote
     throw badRequest(errors[0]?.message ?? MODE_MISSING, errors);
   }
   return { pricing, schedule, courierId };
+}
+
+/**
+ * `pricing.quote`'s params: the contract's, its date and slot checked as `POST /api/pricing`
+ * checks them, so that a load is refused with the same messages as its Mode A quote.
+ */
+export const quoteLoadSchema = quoteLoadParams.keys(scheduleFields);
+
+/** `pricing.quote`'s schedule, required when SCHEDULED as `readQuoteRequest` requires it. */
+export function readLoadSchedule(p: QuoteLoadParams): Schedule | undefined {
+  const errors: FieldError[] = [];
+  const schedule = readSchedule(p.urgencyType, p.deliveryDate, p.deliverySlot, errors);
+  if (errors.length > 0) throw badRequest(errors[0].message, errors);
+  return schedule;
 }

@@ -1,14 +1,27 @@
 import { call, type Caller } from '../../libs/contracts';
+import type { AddressInput } from '../../libs/contracts/geo';
+import type {
+  PricedDelivery,
+  PricedLoadParams,
+  QuoteLoadParams,
+  UrgencyType,
+} from '../../libs/contracts/pricing';
 import { badRequest, notFound } from '../../libs/errors';
 import { formatKg, formatNaira, kgToGrams, nairaToKobo } from '../../libs/money';
 import type { WaybillContext } from '../../libs/service';
 import { matchRule, type CourierRule } from './courier-rules';
+import { splitTotal } from './fee-blocks';
 import { computeFees } from './fees';
 import { chooseFleet, type FleetOption } from './fleet-choice';
-import { readQuoteRequest, type QuoteRequest, type QuoteRequestParams } from './quote-request';
-import { scheduleProblem } from './schedule';
+import {
+  readLoadSchedule,
+  readQuoteRequest,
+  type QuoteRequest,
+  type QuoteRequestParams,
+} from './quote-request';
+import { scheduleProblem, type Schedule } from './schedule';
 import type { TariffBook } from './tariff-book';
-import { toDeliveryCost, toModeAQuote, type PricedLoad } from './views';
+import { toDeliveryCost, toModeAQuote, type PricedTrip } from './views';
 
 /** What a quote needs besides the request: the tariff, the fleet types, a courier's rules. */
 export interface QuoteSources {
@@ -17,8 +30,26 @@ export interface QuoteSources {
   courierRules(courierId: string): Promise<CourierRule[]>;
 }
 
+/** A load to price between two places, its request already read. */
+export interface LoadToPrice {
+  origin: AddressInput;
+  destination: AddressInput;
+  load: PricedLoadParams;
+  urgencyType: UrgencyType;
+  schedule?: Schedule;
+  fleetTypeId?: string;
+  /** A SPECIFIC courier, whose own price applies where one of its rules matches. */
+  courierId?: string;
+  /** The request's field that declared the value: the insurance cap's 400 names it. */
+  valueField: 'totalValue' | 'packagesId';
+}
+
 /** The requested fleet type if it can carry the load, else the smallest active one that can. */
-async function pickFleet(sources: QuoteSources, fleetTypeId: string | undefined, load: PricedLoad) {
+async function pickFleet(
+  sources: QuoteSources,
+  fleetTypeId: string | undefined,
+  load: PricedLoadParams,
+) {
   const all = await sources.fleets();
   const requested = fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined;
   if (fleetTypeId && !requested) throw notFound('Fleet type not found');
@@ -31,8 +62,71 @@ async function pickFleet(sources: QuoteSources, fleetTypeId: string | undefined,
   return fleet;
 }
 
+/**
+ * Prices a load (docs/pricing.md): fleet choice, route, tariff, schedule and insurance checks,
+ * courier rules, fees. Both Modes of `POST /api/pricing` and `pricing.quote` price through
+ * this, so that the same inputs give the same amounts and the same errors everywhere.
+ */
+export async function priceLoad(
+  caller: Caller,
+  sources: QuoteSources,
+  input: LoadToPrice,
+): Promise<PricedTrip> {
+  const { load, schedule } = input;
+  const fleet = await pickFleet(sources, input.fleetTypeId, load);
+  const route = await call(caller, 'geo.route', {
+    origin: input.origin,
+    destination: input.destination,
+    fleetTypeId: fleet.id,
+  });
+
+  const book = sources.book();
+  const choice = book.choose(route.origin);
+  if (!choice) {
+    throw badRequest(
+      `No tariff covers deliveries from ${route.origin.country}; deliveries can start in: ${book.countries().join(', ') || 'nowhere yet (an operator must add a country tariff)'}`,
+      [{ field: 'origin', message: 'outside the areas this service prices' }],
+    );
+  }
+  const { tariff } = choice;
+  if (schedule) {
+    const problem = scheduleProblem(schedule.date, schedule.slot, new Date(), tariff.timezone);
+    if (problem) throw badRequest(problem.message, [problem]);
+  }
+  if (load.valueKobo > tariff.insurance.maxDeclaredValueKobo) {
+    const cap = formatNaira(tariff.insurance.maxDeclaredValueKobo);
+    throw badRequest(`The declared value is above the insurable maximum of ${cap} NGN`, [
+      {
+        field: input.valueField,
+        message: `at most ${cap}; split the goods over several deliveries`,
+      },
+    ]);
+  }
+
+  const rules = input.courierId ? await sources.courierRules(input.courierId) : [];
+  const rule = matchRule(rules, { ...route, distanceKm: route.distance.distanceKm });
+  const fees = computeFees(
+    {
+      distanceKm: route.distance.distanceKm,
+      routeType: route.routeType,
+      weightGrams: load.weightGrams,
+      valueKobo: load.valueKobo,
+      fleetCode: fleet.code,
+      urgency: input.urgencyType,
+      slot: schedule?.slot,
+      courierRate: rule ? { amountKobo: rule.amountKobo, isPerKg: rule.isPerKg } : undefined,
+    },
+    tariff,
+  );
+  return { route, choice, fees, load, rule, fleet };
+}
+
 /** Mode B states the totals; Mode A adds up the caller's saved packages. */
-async function loadOf(caller: Caller, userId: string | undefined, request: QuoteRequest) {
+async function loadOf(
+  caller: Caller,
+  userId: string | undefined,
+  request: QuoteRequest,
+): Promise<PricedLoadParams> {
   if (request.pricing.mode === 'totals') {
     return {
       weightGrams: kgToGrams(request.pricing.totalWeight),
@@ -47,59 +141,47 @@ async function loadOf(caller: Caller, userId: string | undefined, request: Quote
   return { weightGrams: selection.totalWeightGrams, valueKobo: selection.totalValueKobo };
 }
 
-/** A delivery's price (docs/pricing.md): route, tariff, schedule and insurance checks, fees. */
+/** `POST /api/pricing`: Mode B answers the cost, Mode A the quote of the saved packages. */
 export async function quote(ctx: WaybillContext<QuoteRequestParams>, sources: QuoteSources) {
   const params = ctx.params;
   const userId = ctx.meta.user?.id;
   const request = readQuoteRequest(params, Boolean(userId));
-  const load = await loadOf(ctx, userId, request);
-  const fleet = await pickFleet(sources, params.fleetTypeId, load);
-  const route = await call(ctx, 'geo.route', {
+  const totals = request.pricing.mode === 'totals';
+  const trip = await priceLoad(ctx, sources, {
     origin: params.origin,
     destination: params.destination,
-    fleetTypeId: fleet.id,
+    load: await loadOf(ctx, userId, request),
+    urgencyType: params.urgencyType,
+    schedule: request.schedule,
+    fleetTypeId: params.fleetTypeId,
+    courierId: request.courierId,
+    valueField: totals ? 'totalValue' : 'packagesId',
   });
+  return totals ? toDeliveryCost(trip) : toModeAQuote(trip, params);
+}
 
-  const book = sources.book();
-  const choice = book.choose(route.origin);
-  if (!choice) {
-    throw badRequest(
-      `No tariff covers deliveries from ${route.origin.country}; deliveries can start in: ${book.countries().join(', ') || 'nowhere yet (an operator must add a country tariff)'}`,
-      [{ field: 'origin', message: 'outside the areas this service prices' }],
-    );
-  }
-  const { tariff } = choice;
-  if (request.schedule) {
-    const { date, slot } = request.schedule;
-    const problem = scheduleProblem(date, slot, new Date(), tariff.timezone);
-    if (problem) throw badRequest(problem.message, [problem]);
-  }
-  if (load.valueKobo > tariff.insurance.maxDeclaredValueKobo) {
-    const cap = formatNaira(tariff.insurance.maxDeclaredValueKobo);
-    throw badRequest(`The declared value is above the insurable maximum of ${cap} NGN`, [
-      {
-        field: request.pricing.mode === 'totals' ? 'totalValue' : 'packagesId',
-        message: `at most ${cap}; split the goods over several deliveries`,
-      },
-    ]);
-  }
-
-  const rules = request.courierId ? await sources.courierRules(request.courierId) : [];
-  const rule = matchRule(rules, { ...route, distanceKm: route.distance.distanceKm });
-  const fees = computeFees(
-    {
-      distanceKm: route.distance.distanceKm,
-      routeType: route.routeType,
-      weightGrams: load.weightGrams,
-      valueKobo: load.valueKobo,
-      fleetCode: fleet.code,
-      urgency: params.urgencyType,
-      slot: request.schedule?.slot,
-      courierRate: rule ? { amountKobo: rule.amountKobo, isPerKg: rule.isPerKg } : undefined,
-    },
-    tariff,
-  );
-  const deliveryCost = toDeliveryCost({ route, choice, fees, load, rule, fleet });
-  if (request.pricing.mode === 'totals') return deliveryCost;
-  return toModeAQuote(deliveryCost, fees, load, params);
+/**
+ * `pricing.quote`: a known load (the packages a delivery took) priced as Mode A prices the
+ * same packages, with the amounts in kobo for the caller to charge.
+ */
+export async function quoteLoad(
+  ctx: WaybillContext<QuoteLoadParams>,
+  sources: QuoteSources,
+): Promise<PricedDelivery> {
+  const params = ctx.params;
+  const trip = await priceLoad(ctx, sources, {
+    ...params,
+    schedule: readLoadSchedule(params),
+    valueField: 'packagesId',
+  });
+  const answer = toModeAQuote(trip, params);
+  return {
+    quote: answer,
+    fees: trip.fees,
+    shares: splitTotal(trip.fees.total, params.deliveryFeePayer),
+    route: trip.route,
+    fleetType: answer.deliveryCost.fleetType,
+    tierIds: trip.choice.tierIds,
+    tariffVersion: trip.choice.tariffVersion,
+  };
 }

@@ -11,6 +11,12 @@ export interface Slot {
   end: number;
 }
 
+/** When a SCHEDULED delivery is to arrive. */
+export interface Schedule {
+  date: string;
+  slot: Slot;
+}
+
 export function minutesOf(time: string): number {
   const [hours, minutes] = time.split(':').map(Number);
   return hours * 60 + minutes;

@@ -2,7 +2,7 @@ import Joi from '../../libs/joi';
 import { uuid, view } from '../../libs/schemas';
 import { distanceView } from '../../libs/contracts/geo';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';
-import { FEE_PAYERS } from './fee-blocks';
+import { FEE_PAYERS } from '../../libs/contracts/pricing';
 
 /** Shapes of the pricing answers, for the OpenAPI document. */
 

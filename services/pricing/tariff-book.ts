@@ -1,3 +1,4 @@
+import type { TierIds } from '../../libs/contracts/pricing';
 import {
   levelOf,
   mergeTariff,
@@ -19,12 +20,6 @@ export interface TierRevision {
   deleted: boolean;
   scope: TierScope;
   label?: string | null;
-}
-
-export interface TierIds {
-  countryPricingId: string | null;
-  statePricingId: string | null;
-  cityPricingId: string | null;
 }
 
 export interface TariffChoice {

@@ -1,27 +1,34 @@
 import type { Route } from '../../libs/contracts/geo';
+import type {
+  FeeAmounts,
+  FeePayer,
+  ModeAQuote,
+  PricedLoadParams,
+} from '../../libs/contracts/pricing';
 import { toRuleView, type CourierRule } from './courier-rules';
 import { deliveryFeeBlock, isMatchingEligible, payOnDeliveryBlock } from './fee-blocks';
-import { toBreakdown, toCosts, type FeeComponents } from './fees';
+import { toBreakdown, toCosts } from './fees';
 import type { FleetOption } from './fleet-choice';
-import type { QuoteRequestParams } from './quote-request';
 import type { TariffChoice } from './tariff-book';
 
-/** What a quote carries: weight and declared value, in grams and kobo. */
-export interface PricedLoad {
-  weightGrams: number;
-  valueKobo: number;
+/** A priced trip: what every answer of the pricing service is made from. */
+export interface PricedTrip {
+  route: Route;
+  choice: TariffChoice;
+  fees: FeeAmounts;
+  load: PricedLoadParams;
+  rule: CourierRule | null;
+  fleet: FleetOption;
+}
+
+/** Who pays, and whether the courier collects the declared value at the door. */
+export interface Payment {
+  deliveryFeePayer: FeePayer;
+  payOnDelivery: boolean;
 }
 
 /** Mode B's answer, and Mode A's `deliveryCost` before its totals. */
-export function toDeliveryCost(quote: {
-  route: Route;
-  choice: TariffChoice;
-  fees: FeeComponents;
-  load: PricedLoad;
-  rule: CourierRule | null;
-  fleet: FleetOption;
-}) {
-  const { route, choice, fees, load, rule, fleet } = quote;
+export function toDeliveryCost({ route, choice, fees, load, rule, fleet }: PricedTrip) {
   return {
     distance: route.distance,
     routeType: route.routeType,
@@ -34,22 +41,18 @@ export function toDeliveryCost(quote: {
   };
 }
 
-/** Mode A's answer: the cost with the selection's totals, and who pays what. */
-export function toModeAQuote(
-  deliveryCost: ReturnType<typeof toDeliveryCost>,
-  fees: FeeComponents,
-  load: PricedLoad,
-  params: Pick<QuoteRequestParams, 'deliveryFeePayer' | 'payOnDelivery'>,
-) {
+/** Mode A's answer: the cost with the load's totals, and who pays what. */
+export function toModeAQuote(trip: PricedTrip, payment: Payment) {
+  const { fees, load } = trip;
   return {
     deliveryCost: {
-      ...deliveryCost,
+      ...toDeliveryCost(trip),
       totalWeight: load.weightGrams / 1000,
       totalValue: load.valueKobo / 100,
     },
     promotion: null,
-    deliveryFee: deliveryFeeBlock(fees, params.deliveryFeePayer),
-    matchingEligible: isMatchingEligible(params.deliveryFeePayer),
-    payOnDelivery: payOnDeliveryBlock(params.payOnDelivery, load.valueKobo),
-  };
+    deliveryFee: deliveryFeeBlock(fees, payment.deliveryFeePayer),
+    matchingEligible: isMatchingEligible(payment.deliveryFeePayer),
+    payOnDelivery: payOnDeliveryBlock(payment.payOnDelivery, load.valueKobo),
+  } satisfies ModeAQuote;
 }

@@ -1,12 +1,7 @@
 import fc from 'fast-check';
-import {
-  computeFees,
-  toBreakdown,
-  toCosts,
-  URGENCY_TYPES,
-  type FeeInput,
-} from '../../../services/pricing/fees';
-import { deliveryFeeBlock, FEE_PAYERS, splitTotal } from '../../../services/pricing/fee-blocks';
+import { computeFees, toBreakdown, toCosts, type FeeInput } from '../../../services/pricing/fees';
+import { deliveryFeeBlock, splitTotal } from '../../../services/pricing/fee-blocks';
+import { FEE_PAYERS, URGENCY_TYPES } from '../../../libs/contracts/pricing';
 import { NIGERIA_COUNTRY_TARIFF, nigeriaTierSeeds } from '../../../services/pricing/nigeria-tariff';
 import { formatSlot } from '../../../services/pricing/schedule';
 import { ROUTE_TYPES } from '../../../libs/contracts/geo';

@@ -1,9 +1,13 @@
+import type { QuoteLoadParams } from '../../../libs/contracts/pricing';
 import type { WaybillError } from '../../../libs/errors';
+import { validate } from '../../../libs/validation';
 import { thrownBy } from '../helpers';
 import {
   MODE_MISSING,
   MODE_NEEDS_USER,
+  quoteLoadSchema,
   quoteRequestSchema,
+  readLoadSchedule,
   readQuoteRequest,
   type QuoteRequestParams,
 } from '../../../services/pricing/quote-request';
@@ -118,4 +122,68 @@ describe('reading a pricing request', () => {
       payOnDelivery: false,
     });
   });
+});
+
+describe("reading pricing.quote's schedule", () => {
+  const load = {
+    ...base,
+    load: { weightGrams: 1000, valueKobo: 0 },
+    urgencyType: 'STANDARD',
+    deliveryFeePayer: 'CREATOR',
+    payOnDelivery: false,
+  };
+  const mode = { totalWeight: 1, totalValue: 0 };
+  /** What the platform's validator throws for a body, as a caller sees it. */
+  const refusal = (schema: typeof quoteLoadSchema, body: object) => {
+    const err = thrownBy(() => validate(schema, body)) as WaybillError;
+    return { type: err.type, message: err.message, data: err.data };
+  };
+
+  it.each([
+    { urgencyType: 'SCHEDULED', deliveryDate: '2026-02-30', deliverySlot: '09:00 - 12:00' },
+    { urgencyType: 'SCHEDULED', deliveryDate: '2026-12-01', deliverySlot: '12:00 - 09:00' },
+    { urgencyType: 'SCHEDULED', deliveryDate: '01/12/2026', deliverySlot: 'morning' },
+    { urgencyType: 'PRIORITY', deliveryDate: '2026-12-01' },
+    { urgencyType: 'STANDARD', deliverySlot: '09:00 - 12:00' },
+  ])('refuses %j with the messages of POST /api/pricing', (schedule) => {
+    expect(refusal(quoteLoadSchema, { ...load, ...schedule })).toEqual(
+      refusal(quoteRequestSchema, { ...base, ...mode, ...schedule }),
+    );
+  });
+
+  it('reads the date and slot as POST /api/pricing reads them', () => {
+    const params = validate(quoteLoadSchema, {
+      ...load,
+      urgencyType: 'SCHEDULED',
+      deliveryDate: '2026-12-01',
+      deliverySlot: '09:00-12:00',
+    }) as QuoteLoadParams;
+    expect(params.deliverySlot).toBe('09:00 - 12:00');
+    expect(readLoadSchedule(params)).toEqual({
+      date: '2026-12-01',
+      slot: { start: 540, end: 720 },
+    });
+    expect(readLoadSchedule(validate(quoteLoadSchema, load) as QuoteLoadParams)).toBeUndefined();
+  });
+
+  it.each([{}, { deliveryDate: '2026-12-01' }, { deliverySlot: '09:00 - 12:00' }])(
+    'SCHEDULED without both of %j is the 400 of POST /api/pricing',
+    (schedule) => {
+      const params = validate(quoteLoadSchema, {
+        ...load,
+        urgencyType: 'SCHEDULED',
+        ...schedule,
+      }) as QuoteLoadParams;
+      const err = thrownBy(() => readLoadSchedule(params)) as WaybillError;
+      const expected = thrownBy(() =>
+        readQuoteRequest(parse({ ...mode, urgencyType: 'SCHEDULED', ...schedule }), true),
+      ) as WaybillError;
+      expect(err.code).toBe(400);
+      expect([err.type, err.message, err.data]).toEqual([
+        expected.type,
+        expected.message,
+        expected.data,
+      ]);
+    },
+  );
 });
