@@ -36,3 +36,31 @@ export async function connectRedis(client: Redis): Promise<void> {
 export function redisReady(client: Redis): boolean {
   return client.status === 'ready';
 }
+
+/**
+ * `scripts` as commands of the client, each run atomically by Redis on one key (`KEYS[1]`).
+ * ioredis sends a script's text once per connection and its SHA after, and sends the text
+ * again when Redis answers NOSCRIPT (after a restart). Several users may share one client, so
+ * a command already defined is left as it is.
+ */
+export function defineScripts<Commands extends object>(
+  redis: Redis,
+  scripts: Record<keyof Commands & string, string>,
+): Redis & Commands {
+  for (const [name, lua] of Object.entries<string>(scripts)) {
+    if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: 1, lua });
+  }
+  return redis as Redis & Commands;
+}
+
+/** Runs `command`; any failure to reach Redis becomes `unavailable()` (a 503 the caller chose). */
+export async function orUnavailable<T>(
+  command: () => Promise<T>,
+  unavailable: () => Error,
+): Promise<T> {
+  try {
+    return await command();
+  } catch {
+    throw unavailable();
+  }
+}

@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import { serviceUnavailable } from '../../libs/errors';
+import { defineScripts, orUnavailable } from '../../libs/redis';
 
 export interface Quota {
   limit: number;
@@ -29,24 +30,22 @@ const PEEK_SCRIPT = `
 return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}
 `;
 
-type QuotaRedis = Redis & {
+interface QuotaCommands {
   consumeQuota(key: string, windowMs: number): Promise<[number, number]>;
   peekQuota(key: string): Promise<[number, number]>;
-};
+}
 
 export class QuotaLimiter {
-  private readonly redis: QuotaRedis;
+  private readonly redis: Redis & QuotaCommands;
 
   constructor(
     redis: Redis,
     private readonly keyPrefix: string,
   ) {
-    // Several limiters may share one client; the commands are defined once.
-    if (!('consumeQuota' in redis)) {
-      redis.defineCommand('consumeQuota', { numberOfKeys: 1, lua: CONSUME_SCRIPT });
-      redis.defineCommand('peekQuota', { numberOfKeys: 1, lua: PEEK_SCRIPT });
-    }
-    this.redis = redis as QuotaRedis;
+    this.redis = defineScripts<QuotaCommands>(redis, {
+      consumeQuota: CONSUME_SCRIPT,
+      peekQuota: PEEK_SCRIPT,
+    });
   }
 
   /** Counts one request of `subject`; refused once the window holds more than the limit. */
@@ -73,12 +72,8 @@ export class QuotaLimiter {
   }
 
   /** Without Redis nothing can be counted: every caller answers the same 503. */
-  private async reach<T>(command: () => Promise<T>): Promise<T> {
-    try {
-      return await command();
-    } catch {
-      throw quotaStoreUnavailable();
-    }
+  private reach<T>(command: () => Promise<T>): Promise<T> {
+    return orUnavailable(command, quotaStoreUnavailable);
   }
 }
 
