@@ -1,0 +1,93 @@
+import type Redis from 'ioredis';
+import { serviceUnavailable } from '../../libs/errors';
+import { orUnavailable } from '../../libs/redis';
+import { SlidingWindow, checkLimit } from '../../libs/sliding-window';
+
+/** The specification's limit: a user may cancel twice every 3 hours. */
+export const CANCEL_LIMIT = 2;
+export const CANCEL_WINDOW_MS = 3 * 60 * 60 * 1000;
+
+export interface CancelWindowOptions {
+  /** Namespaces the keys: `<keyPrefix><userId>`, e.g. `${NAMESPACE}:cancels:`. */
+  keyPrefix: string;
+  limit: number;
+  windowMs: number;
+}
+
+/** Redis, which counts cancellations, cannot be reached: the cancel is not attempted. */
+export const cancelWindowUnavailable = () =>
+  serviceUnavailable(
+    'Cancellations cannot be counted right now; nothing was cancelled, retry in a few seconds',
+  );
+
+/**
+ * "At most `limit` cancels every `windowMs`" per user, shared by every order replica and
+ * kept in Redis, so a restart forgets nothing. A cancel attempt reserves a slot first and
+ * gives it back if the cancel is refused or fails, so only cancels that happened count.
+ * Redis failures reject with a 503 (`cancelWindowUnavailable`).
+ */
+export class CancelWindow {
+  private readonly window: SlidingWindow;
+
+  constructor(
+    redis: Redis,
+    private readonly options: CancelWindowOptions,
+  ) {
+    // Here, not at the first cancel, where any error would read as Redis being unreachable.
+    checkLimit(options.limit);
+    this.window = new SlidingWindow(redis, options.keyPrefix, options.windowMs);
+  }
+
+  /**
+   * Takes a slot for this cancel attempt atomically (one Lua script): ok when taken, else
+   * `retryAt`, the time (ms since the epoch) the oldest slot frees. `attemptId` names this
+   * attempt alone (a fresh UUID, not the delivery id: giving back a refused second attempt
+   * on a delivery must not give back the first one's slot); reserving it again answers ok
+   * without taking a second slot. `now` (ms) replaces the Redis server's clock.
+   */
+  reserve(
+    userId: string,
+    attemptId: string,
+    now?: number,
+  ): Promise<{ ok: true } | { ok: false; retryAt: number }> {
+    return orUnavailable(
+      () => this.window.take(userId, attemptId, this.options.limit, now),
+      cancelWindowUnavailable,
+    );
+  }
+
+  /**
+   * Gives a reserved slot back (the cancel was refused or failed): it must not count. Safe to
+   * repeat. Rejects with the 503 when Redis cannot be reached (the slot then frees with the
+   * window): a caller answering the cancel's own error should log this one, not answer it.
+   */
+  release(userId: string, attemptId: string): Promise<void> {
+    return orUnavailable(() => this.window.give(userId, attemptId), cancelWindowUnavailable);
+  }
+
+  /** The 400 of a refused reservation: the limit, and when the user may cancel again. */
+  exceededMessage(retryAt: number): string {
+    const { limit, windowMs } = this.options;
+    return (
+      `A request may be cancelled only ${times(limit)} every ${duration(windowMs)}; ` +
+      `cancel again after ${new Date(retryAt).toISOString()}`
+    );
+  }
+}
+
+function times(count: number): string {
+  return count === 1 ? 'once' : count === 2 ? 'twice' : `${count} times`;
+}
+
+/** Whole hours, minutes or seconds where the length is one, else milliseconds. */
+function duration(ms: number): string {
+  const units: [number, string][] = [
+    [3_600_000, 'hour'],
+    [60_000, 'minute'],
+    [1_000, 'second'],
+    [1, 'millisecond'],
+  ];
+  const [size, unit] = units.find(([size]) => ms % size === 0) ?? units[units.length - 1];
+  const count = ms / size;
+  return count === 1 ? unit : `${count} ${unit}s`;
+}
