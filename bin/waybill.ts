@@ -65,7 +65,10 @@ program
   .description('create a user')
   .requiredOption('--name <name>', 'full name')
   .requiredOption('--email <email>', 'e-mail, unique')
-  .requiredOption('--phone <phone>', 'phone in E.164, like +2348012345678')
+  .requiredOption(
+    '--phone <phone>',
+    'a phone number that exists, in E.164 form, like +2348012345678',
+  )
   .action((opts: { name: string; email: string; phone: string }) =>
     withAccount((broker) => call(broker, 'account.createUser', opts)).then(print),
   );

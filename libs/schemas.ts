@@ -1,3 +1,4 @@
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import Joi from './joi';
 
 /** Field schemas shared by several services, so one rule reads the same everywhere. */
@@ -98,12 +99,37 @@ export const httpsUrl = () =>
     })
     .messages({ 'string.httpsUrl': '{{#label}} must be an https URL' });
 
+/** An E.164 number's shape: `+`, a country code that does not start with 0, 7 to 15 digits. */
+const E164_PATTERN = /^\+[1-9]\d{6,14}$/;
+
+/**
+ * A phone number that exists: in E.164 form, as written (`+2348012345678`, not
+ * `+234 801 234 5678` nor `+23408012345678`), and valid in its country's numbering plan by
+ * libphonenumber's full (`max`) metadata, which checks the number's digits against the
+ * plan's ranges; the `min` metadata checks little more than the length, so `+2342000000000`
+ * would pass.
+ */
+function isE164Phone(text: string): boolean {
+  if (!E164_PATTERN.test(text)) return false;
+  const phone = parsePhoneNumberFromString(text);
+  return phone !== undefined && phone.number === text && phone.isValid();
+}
+
+/**
+ * A phone number that exists, in E.164 form. Taken as sent, untrimmed: the document states
+ * the form as its pattern, and the numbering plan, which no pattern can state, in words.
+ */
 export const e164Phone = () =>
-  Joi.string()
-    .trim()
-    .pattern(/^\+[1-9]\d{6,14}$/)
+  documented(Joi.string(), {
+    pattern: E164_PATTERN.source,
+    description:
+      "A phone number in E.164 form that exists in its country's numbering plan, like +2348012345678",
+  })
+    .custom((value: string, helpers) =>
+      isE164Phone(value) ? value : helpers.error('string.phone'),
+    )
     .messages({
-      'string.pattern.base': '{{#label}} must be an E.164 phone number like +2348012345678',
+      'string.phone': '{{#label}} must be a valid phone number in E.164 form, like +2348012345678',
     });
 
 export const email = () => Joi.string().trim().lowercase().email({ tlds: false }).max(254);

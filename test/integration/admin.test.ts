@@ -103,6 +103,35 @@ describe('users', () => {
     );
   });
 
+  it.each(['+2341234', '+99912345678', '+2342000000000', '+23408012345678', ' +2348012345678'])(
+    'refuses the phone %j that no numbering plan has, saying what to send',
+    async (phone) => {
+      const reply = await request(node.url, 'POST', '/admin/users', {
+        headers: adminHeaders,
+        json: { ...newUser(), phone },
+      });
+      expectErrorEnvelope(reply, 400, /^Validation failed: /);
+      expect(reply.body.errors).toEqual([
+        {
+          field: 'phone',
+          message: 'phone must be a valid phone number in E.164 form, like +2348012345678',
+        },
+      ]);
+    },
+  );
+
+  it.each(['+447911123456', '+12015550123', '+2349031234567'])(
+    'accepts the phone %s as sent',
+    async (phone) => {
+      const reply = await request(node.url, 'POST', '/admin/users', {
+        headers: adminHeaders,
+        json: { ...newUser(), phone },
+      });
+      expect(reply.status).toBe(201);
+      expect(reply.body.data.phone).toBe(phone);
+    },
+  );
+
   it('answers 404 for an unknown user and 400 for a malformed id', async () => {
     expectErrorEnvelope(
       await request(node.url, 'GET', `/admin/users/${randomUUID()}`, { headers: adminHeaders }),

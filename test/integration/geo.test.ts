@@ -304,6 +304,24 @@ describe('POST /api/route', () => {
     expect(reply.body.errors.map((e: { field: string }) => e.field)).toContain(field);
   });
 
+  it.each(['+2341234', '+99912345678', '+2342000000000', ' +2348012345678'])(
+    '400 for a contactPhone %j that no numbering plan has, saying what to send',
+    async (contactPhone) => {
+      const reply = await route({
+        origin: 'Ikeja',
+        destination: { address: 'Kano', contactPhone },
+      });
+      expectErrorEnvelope(reply, 400);
+      expect(reply.body.errors).toEqual([
+        {
+          field: 'destination.contactPhone',
+          message:
+            'destination.contactPhone must be a valid phone number in E.164 form, like +2348012345678',
+        },
+      ]);
+    },
+  );
+
   it('404 for an unknown fleet type', async () => {
     const reply = await route({
       origin: 'Ikeja',

@@ -1,8 +1,10 @@
 import fc from 'fast-check';
 import type Joi from '../../../libs/joi';
 import joiToJson from 'joi-to-json';
+import { getCountries, getExampleNumber } from 'libphonenumber-js/max';
+import examples from 'libphonenumber-js/mobile/examples';
 import { ComponentSchemas } from '../../../services/gateway/json-schema';
-import { countryCode, kilograms, naira, plainText, uuid } from '../../../libs/schemas';
+import { countryCode, e164Phone, kilograms, naira, plainText, uuid } from '../../../libs/schemas';
 import { VALIDATION_OPTIONS } from '../../../libs/validation';
 
 /** The `pattern` the OpenAPI document states for a joi schema. */
@@ -143,5 +145,68 @@ describe('naira and kilograms', () => {
     const components = new ComponentSchemas();
     expect(components.convert(naira().min(0))).toMatchObject({ type: 'number', multipleOf: 0.01 });
     expect(components.convert(kilograms())).toMatchObject({ type: 'number', multipleOf: 0.001 });
+  });
+});
+
+describe('e164Phone', () => {
+  const schema = e164Phone().label('phone');
+  const MESSAGE = 'phone must be a valid phone number in E.164 form, like +2348012345678';
+
+  it.each([
+    ['a Nigerian mobile', '+2348012345678'],
+    ['a Nigerian mobile of another network', '+2349031234567'],
+    ['a London line', '+442071838750'],
+    ['a British mobile', '+447911123456'],
+    ['a US number', '+12015550123'],
+  ])('accepts %s as sent', (_name, phone) => {
+    expect(schema.validate(phone, VALIDATION_OPTIONS)).toEqual({ value: phone });
+  });
+
+  it.each([
+    ['too short for its country', '+2341234'],
+    ['of a country code no country has', '+99912345678'],
+    ['of the right length in a range Nigeria does not use', '+2342000000000'],
+    ['with the national trunk prefix kept', '+23408012345678'],
+    ['spaced', '+234 801 234 5678'],
+    ['with spaces around', ' +2348012345678 '],
+    ['national', '08012345678'],
+    ['without its +', '2348012345678'],
+  ])('refuses a number %s, saying what to send', (_name, phone) => {
+    expect(schema.validate(phone, VALIDATION_OPTIONS).error?.message).toBe(MESSAGE);
+  });
+
+  it("accepts every country's example mobile number", () => {
+    const refused = getCountries()
+      .map((country) => getExampleNumber(country, examples)?.number)
+      .filter((phone): phone is NonNullable<typeof phone> => phone !== undefined)
+      .filter((phone) => schema.validate(phone, VALIDATION_OPTIONS).error !== undefined);
+    expect(refused).toEqual([]);
+  });
+
+  it('accepts nothing the documented pattern refuses (property)', () => {
+    const document = new ComponentSchemas().convert(e164Phone());
+    expect(document.description).toMatch(/numbering plan/);
+    const pattern = new RegExp(document.pattern as string);
+    const digits = fc.string({
+      unit: fc.constantFrom(...'0123456789'),
+      minLength: 5,
+      maxLength: 16,
+    });
+    const candidates = fc.oneof(
+      fc.constantFrom(...getCountries()).map((c) => getExampleNumber(c, examples)?.number ?? ''),
+      digits.map((d) => `+${d}`),
+      digits.map((d) => ` +${d}`),
+      fc.string(),
+    );
+    let accepted = 0;
+    fc.assert(
+      fc.property(candidates, (text) => {
+        if (schema.validate(text, VALIDATION_OPTIONS).error) return;
+        accepted++;
+        expect(pattern.test(text)).toBe(true);
+      }),
+      { numRuns: 3000 },
+    );
+    expect(accepted).toBeGreaterThan(100);
   });
 });
