@@ -230,7 +230,8 @@ describe('pricing.quote', () => {
       () =>
         base({
           urgencyType: 'SCHEDULED',
-          deliveryDate: daysFromTodayInLagos(31),
+          // Well past the 30 days bookable, so that a midnight in between changes nothing.
+          deliveryDate: daysFromTodayInLagos(40),
           deliverySlot: SLOTS[0],
         }),
     ],
