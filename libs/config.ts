@@ -9,6 +9,7 @@ export const SERVICE_NAMES = [
   'package',
   'file',
   'payment',
+  'order',
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
@@ -100,7 +101,30 @@ export interface Config {
     /** How long an outcome may go unacknowledged before the sweep sends it again. */
     eventRetryMs: number;
   };
+  order: {
+    /** How often requests stopped half-way, unsettled transitions and the outbox are swept. */
+    sweepIntervalMs: number;
+    /** How long a request may stay under way before the sweep finishes or undoes it. */
+    staleRequestMs: number;
+    /** Key of the proof codes' HMAC at rest. */
+    proofCodeSecret: string;
+    /** Tests only: where to stop the process in the middle of a request. */
+    fault: OrderFaultPoint | undefined;
+  };
 }
+
+/** Where a test may stop the order process in the middle of a request (ORDER_FAULT). */
+export const ORDER_FAULT_POINTS = [
+  'after-claim',
+  'after-packages',
+  'after-build',
+  'after-debit',
+  'after-outcome',
+] as const;
+export type OrderFaultPoint = (typeof ORDER_FAULT_POINTS)[number];
+
+/** Staging's proof-code key when none is set: staging shows codes to support anyway. */
+const STAGING_PROOF_CODE_SECRET = 'waybill-staging-proof-code-secret';
 
 export const PAYMENT_PROVIDERS = ['sandbox', 'paystack'] as const;
 export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
@@ -405,6 +429,34 @@ const envSchema = Joi.object({
     .description(
       'How long a payment outcome may go unacknowledged before the sweep sends it again',
     ),
+  ORDER_SWEEP_INTERVAL_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(10000)
+    .description(
+      'How often the order service finishes or undoes requests stopped half-way, settles cancellations and sends the notification outbox',
+    ),
+  ORDER_STALE_REQUEST_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(120000)
+    .description(
+      'How long a delivery request may be under way before the sweep takes it over: longer than REQUEST_TIMEOUT_MS',
+    ),
+  PROOF_CODE_SECRET: Joi.string()
+    .empty('')
+    .min(32)
+    .pattern(/^\S+$/, 'no whitespace')
+    .when('APP_ENV', { is: 'live', then: Joi.required() })
+    .description(
+      'Key under which proof codes are hashed at rest (HMAC-SHA256), at least 32 characters; required when live',
+    ),
+  ORDER_FAULT: Joi.string()
+    .valid(...ORDER_FAULT_POINTS)
+    .empty('')
+    .description(
+      'Tests only (NODE_ENV=test): stops the order process at this point of a delivery request',
+    ),
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
@@ -520,7 +572,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       countryCodes: value.GEOCODER_COUNTRIES,
     },
     payment: paymentConfig(value),
+    order: {
+      sweepIntervalMs: value.ORDER_SWEEP_INTERVAL_MS,
+      staleRequestMs: value.ORDER_STALE_REQUEST_MS,
+      proofCodeSecret: value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET,
+      fault: orderFault(value.ORDER_FAULT, env),
+    },
   };
+}
+
+function orderFault(
+  fault: OrderFaultPoint | undefined,
+  env: NodeJS.ProcessEnv,
+): OrderFaultPoint | undefined {
+  if (fault && env.NODE_ENV !== 'test') {
+    throw new ConfigError('ORDER_FAULT: honoured only under tests (NODE_ENV=test); unset it');
+  }
+  return fault;
 }
 
 /** The variables `paymentConfig` reads, as validated. */

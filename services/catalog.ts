@@ -4,6 +4,7 @@ import type * as AccountService from './account/account.service';
 import type * as FileService from './file/file.service';
 import type * as GatewayService from './gateway/gateway.service';
 import type * as GeoService from './geo/geo.service';
+import type * as OrderService from './order/order.service';
 import type * as PackageService from './package/package.service';
 import type * as PaymentService from './payment/payment.service';
 import type * as PricingService from './pricing/pricing.service';
@@ -28,6 +29,7 @@ const LOADERS: Record<BackendName, () => ServiceFactory> = {
   file: () => (require('./file/file.service') as typeof FileService).createFileService,
   payment: () =>
     (require('./payment/payment.service') as typeof PaymentService).createPaymentService,
+  order: () => (require('./order/order.service') as typeof OrderService).createOrderService,
 };
 const loadGateway = () =>
   (require('./gateway/gateway.service') as typeof GatewayService).createGatewayService;

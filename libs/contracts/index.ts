@@ -7,7 +7,7 @@
  */
 import type { AccountActions, AccountEvents } from './account';
 import type { GeoActions, GeoEvents } from './geo';
-import type { OrderActions } from './order';
+import type { OrderActions, OrderEvents } from './order';
 import type { PackageActions } from './package';
 import type { PaymentActions, PaymentEvents } from './payment';
 import type { PricingActions, PricingEvents } from './pricing';
@@ -22,7 +22,7 @@ export type Actions = AccountActions &
   PricingActions;
 export type ActionName = keyof Actions;
 
-export type Events = AccountEvents & GeoEvents & PaymentEvents & PricingEvents;
+export type Events = AccountEvents & GeoEvents & OrderEvents & PaymentEvents & PricingEvents;
 export type EventName = keyof Events;
 
 export { call, broadcast, type AnswerOf, type Caller, type ParamsOf } from './call';

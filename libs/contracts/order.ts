@@ -16,6 +16,32 @@ export const getAddressParams = Joi.object<GetAddressParams, true>({
   userId: uuid().required(),
 });
 
+/** What a delivery event says: enough to route it (the API key) and to act on it. */
+export interface DeliveryEventPayload {
+  deliveryId: string;
+  userId: string;
+  /** The key that created the delivery: webhooks go back to its owner (spec, Events). */
+  apiKeyId: string | null;
+  trackingId: string;
+  status: string;
+  p2pStatus: string;
+  matchingEligible: boolean;
+  courierMatching: string;
+  /** When the change happened. */
+  at: string;
+}
+
+export const DELIVERY_CREATED_EVENT = 'order.deliveryCreated';
+/** Every share of the fee is paid: matching may start. */
+export const DELIVERY_PAID_EVENT = 'order.deliveryPaid';
+export const DELIVERY_CANCELLED_EVENT = 'order.deliveryCancelled';
+
+export interface OrderEvents {
+  [DELIVERY_CREATED_EVENT]: DeliveryEventPayload;
+  [DELIVERY_PAID_EVENT]: DeliveryEventPayload;
+  [DELIVERY_CANCELLED_EVENT]: DeliveryEventPayload;
+}
+
 export interface OrderActions {
   /** A user's saved address (one stored on a delivery), or null when there is none. */
   'order.getAddress': { params: GetAddressParams; answer: ResolvedAddress | null };

@@ -57,7 +57,11 @@ export type PackageModels = ReturnType<typeof definePackageModels>;
 /** Not deleted, not taken by a delivery: what a user may still edit, delete or select. */
 const open = (userId: string) => ({ userId, deletedAt: null, p2pDeliveryId: null });
 
-/** The package service's persistence: every query its actions make. */
+/**
+ * The package service's persistence: every query its actions make. Writes name one `_id`
+ * each: FerretDB pushes only `_id` equality down to SQLite, and any other filter makes a
+ * write scan the whole collection while it holds the database's write lock.
+ */
 export class PackageStore {
   constructor(private readonly models: () => PackageModels) {}
 
@@ -90,7 +94,7 @@ export class PackageStore {
 
   /** Gives back the claims `holder` has on these packages. */
   async dropClaims(packageIds: string[], holder: string): Promise<void> {
-    await this.Claim.deleteMany({ _id: { $in: packageIds }, holder });
+    await Promise.all(packageIds.map((_id) => this.Claim.deleteOne({ _id, holder })));
   }
 
   async claimedBy(holder: string): Promise<string[]> {
@@ -142,25 +146,29 @@ export class PackageStore {
   }
 
   async markTaken(packageIds: string[], deliveryId: string): Promise<void> {
-    await this.Package.updateMany(
-      { _id: { $in: packageIds } },
-      { $set: { p2pDeliveryId: deliveryId } },
+    await Promise.all(
+      packageIds.map((_id) =>
+        this.Package.updateOne({ _id }, { $set: { p2pDeliveryId: deliveryId } }),
+      ),
     );
   }
 
   /** The packages a delivery holds, by id: what it took, as it was taken. */
   async findHeld(deliveryId: string, packageIds: string[]): Promise<Map<string, PackageRecord>> {
-    const found = await this.Package.find({
-      _id: { $in: packageIds },
-      p2pDeliveryId: deliveryId,
-    }).lean();
-    return new Map(found.map((p) => [p._id, p as PackageRecord]));
+    const found = await Promise.all(
+      packageIds.map((_id) => this.Package.findOne({ _id, p2pDeliveryId: deliveryId }).lean()),
+    );
+    return new Map(found.filter((p) => p !== null).map((p) => [p._id, p as PackageRecord]));
   }
 
   async markReturned(packageIds: string[], deliveryId: string): Promise<void> {
-    await this.Package.updateMany(
-      { _id: { $in: packageIds }, p2pDeliveryId: deliveryId },
-      { $set: { p2pDeliveryId: null } },
+    await Promise.all(
+      packageIds.map((_id) =>
+        this.Package.updateOne(
+          { _id, p2pDeliveryId: deliveryId },
+          { $set: { p2pDeliveryId: null } },
+        ),
+      ),
     );
   }
 }

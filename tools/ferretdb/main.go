@@ -35,7 +35,10 @@ func main() {
 	db, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: *listen},
 		Handler:   "sqlite",
-		SQLiteURL: "file:" + *dataDir + "/",
+		// Transactions take the write lock when they begin, so SQLite's busy timeout
+		// (FerretDB sets 10 s) applies to them; a deferred transaction that must upgrade its
+		// read lock gets SQLITE_BUSY at once under concurrent writers ("database is locked").
+		SQLiteURL: "file:" + *dataDir + "/?_txlock=immediate",
 		Logger:    logger,
 	})
 	if err != nil {

@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'moleculer';
+import { DELIVERY_CANCELLED_EVENT } from '../../libs/contracts/order';
+import { badRequest, notFound } from '../../libs/errors';
+import type { CancelWindow } from './cancel-window';
+import type { DeliveryRecord } from './delivery-record';
+import { canCancel, transition } from './lifecycle';
+import type { Settlement } from './settlement';
+import type { DeliveryTransitions } from './transitions';
+
+export const DELIVERY_NOT_FOUND = 'Delivery request not found';
+
+export interface CancellationDeps {
+  transitions: DeliveryTransitions;
+  settlement: Settlement;
+  window: CancelWindow;
+  logger: () => Logger;
+}
+
+/**
+ * A merchant's cancel: only its own delivery, only in a status that permits it, at most
+ * twice in three hours. The window's slot is taken before the change and given back when
+ * the change does not happen, so a refused or failed cancel uses none.
+ */
+export class Cancellations {
+  constructor(private readonly deps: CancellationDeps) {}
+
+  async cancel(userId: string, deliveryId: string): Promise<DeliveryRecord> {
+    const { transitions, window } = this.deps;
+    const delivery = await transitions.current(deliveryId);
+    if (!delivery || delivery.userId !== userId) throw notFound(DELIVERY_NOT_FOUND);
+    if (!canCancel(delivery.lifecycle.status)) {
+      const refused = transition(delivery.lifecycle, { kind: 'CANCEL' });
+      throw badRequest(refused.ok ? 'This delivery cannot be cancelled now' : refused.message);
+    }
+    const attempt = randomUUID();
+    const slot = await window.reserve(userId, attempt);
+    if (!slot.ok) throw badRequest(window.exceededMessage(slot.retryAt));
+    const giveBack = () =>
+      window
+        .release(userId, attempt)
+        .catch((err: unknown) =>
+          this.deps.logger().warn('cancel slot not given back; it frees with the window', { err }),
+        );
+    let applied;
+    try {
+      applied = await transitions.apply(deliveryId, { kind: 'CANCEL' });
+    } catch (err) {
+      await giveBack();
+      throw err;
+    }
+    if (!applied.applied) {
+      await giveBack();
+      throw badRequest(applied.message);
+    }
+    const { settlement } = this.deps;
+    try {
+      await settlement.settle(applied.delivery, applied.transition);
+    } catch (err) {
+      // The cancel stands; the sweep gives the money and packages back.
+      this.deps.logger().warn('cancelled delivery not settled yet; the sweep retries', {
+        deliveryId,
+        err,
+      });
+    }
+    await settlement.announce(DELIVERY_CANCELLED_EVENT, applied.delivery);
+    return applied.delivery;
+  }
+}

@@ -1,0 +1,253 @@
+import type { Logger, ServiceBroker } from 'moleculer';
+import type { Config } from '../../libs/config';
+import { getAddressParams } from '../../libs/contracts/order';
+import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
+import { forbidden, notFound } from '../../libs/errors';
+import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
+import { ServiceDatabase } from '../../libs/mongo';
+import { connectRedis, createRedis, redisReady } from '../../libs/redis';
+import {
+  action,
+  implement,
+  requireUser,
+  type ServiceDefinition,
+  type WaybillContext,
+} from '../../libs/service';
+import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow } from './cancel-window';
+import { Cancellations, DELIVERY_NOT_FOUND } from './cancellation';
+import type { DeliveryRecord } from './delivery-record';
+import { PaymentOutcomes } from './payment-outcomes';
+import type { RequestParams } from './request-input';
+import { DeliveryRequests } from './requests';
+import {
+  cancelledView,
+  createdView,
+  deliveryIdParams,
+  deliveryView,
+  listParams,
+  notificationView,
+  notificationsParams,
+  requestParams,
+  type ListParams,
+} from './schemas';
+import { Settlement } from './settlement';
+import { defineOrderModels, OrderStore } from './store';
+import { OrderSweep } from './sweep';
+import { DeliveryTransitions } from './transitions';
+import { toAddressView, toCreatedView, toDeliveryView, toNotificationView } from './views';
+import Joi from '../../libs/joi';
+
+export function createOrderService(config: Config): ServiceDefinition {
+  const db = new ServiceDatabase(config, 'order', defineOrderModels);
+  const store = new OrderStore(() => db.models);
+  let broker: ServiceBroker;
+  let logger: Logger;
+  const redis = createRedis(config.redisUrl, `${config.namespace}-order`, (err) =>
+    logger?.warn('Redis unreachable; cancellations answer 503 until it is back', {
+      err: err.message,
+    }),
+  );
+  const shared = { store, services: () => broker, logger: () => logger };
+  const transitions = new DeliveryTransitions(store);
+  const settlement = new Settlement(shared);
+  const requests = new DeliveryRequests({
+    ...shared,
+    config: config.order,
+    transitions,
+    settlement,
+  });
+  const cancellations = new Cancellations({
+    transitions,
+    settlement,
+    window: new CancelWindow(redis, {
+      keyPrefix: `${config.namespace}:cancels:`,
+      limit: CANCEL_LIMIT,
+      windowMs: CANCEL_WINDOW_MS,
+    }),
+    logger: () => logger,
+  });
+  const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });
+  const sweep = new OrderSweep({
+    config: config.order,
+    appEnv: config.appEnv,
+    store,
+    requests,
+    transitions,
+    settlement,
+    logger: () => logger,
+  });
+
+  /** A delivery of the caller's, with its addresses; 404 for anyone else's. */
+  async function ownDelivery(ctx: WaybillContext<{ deliveryId: string }>) {
+    const userId = requireUser(ctx);
+    const delivery = await transitions.current(ctx.params.deliveryId);
+    if (!delivery || delivery.userId !== userId) throw notFound(DELIVERY_NOT_FOUND);
+    return delivery;
+  }
+
+  const addressesOf = (deliveries: DeliveryRecord[]) =>
+    store.addresses(deliveries.flatMap((d) => [d.originId, d.destinationId]));
+
+  return {
+    name: 'order',
+    mixins: [db.mixin()],
+    created() {
+      broker = this.broker;
+      logger = this.logger;
+    },
+    started() {
+      registerHealthCheck(this.broker, 'order-redis', () => redisReady(redis));
+      // Not awaited: without Redis the service still starts; cancellations answer 503.
+      connectRedis(redis).catch(() => {
+        /* reported by the client's error listener */
+      });
+      sweep.start();
+    },
+    async stopped() {
+      sweep.stop();
+      unregisterHealthCheck(this.broker, 'order-redis');
+      redis.disconnect();
+    },
+    events: {
+      'payment.succeeded': {
+        handler: (ctx: { params: PaymentOutcome }) => outcomes.succeeded(ctx.params),
+      },
+      'payment.failed': {
+        handler: (ctx: { params: PaymentFailure }) => outcomes.failed(ctx.params),
+      },
+    },
+    actions: {
+      request: action({
+        // The delivery is named after the Idempotency-Key (decision 32).
+        retry: 'keyed',
+        http: {
+          group: 'api',
+          method: 'POST',
+          path: '/request',
+          status: 201,
+          message: 'Delivery request created',
+          summary: 'Order a delivery of your saved packages',
+          description:
+            'Takes the packages, prices them exactly as `POST /api/pricing` Mode A does, and takes the creator’s share from the wallet (`paymentMethodType` WALLET) or opens a hosted checkout (CHECKOUT: the answer is the provider’s payload; the delivery’s URL is in `Location`). A recipient’s share (RECIPIENT, SPLIT) is paid through a checkout link sent to the recipient. With an `Idempotency-Key`, a retry answers the same delivery. See docs/deliveries.md.',
+          response: createdView,
+          errors: {
+            400: 'Invalid packages selection; origin and destination the same; invalid input',
+            404: 'Fleet type not found; Courier not found; No merchant-specific couriers found',
+            409: 'The Idempotency-Key is held by a request still in progress, or its request was undone (send a new key)',
+            422: 'Insufficient balance',
+          },
+        },
+        params: requestParams,
+        async handler(ctx: WaybillContext<RequestParams>) {
+          requireUser(ctx);
+          const user = ctx.meta.user;
+          if (!user) throw forbidden('A delivery request needs a user');
+          const delivery = await requests.create(ctx.params, {
+            user,
+            apiKeyId: ctx.meta.apiKeyId ?? null,
+            idempotencyToken: ctx.meta.idempotencyToken,
+            // Calls carry the caller's meta: geo resolves saved `{id}` addresses as this user.
+            caller: ctx,
+          });
+          ctx.meta.$location = `/api/deliveries/${delivery._id}`;
+          return toCreatedView(delivery, await addressesOf([delivery]));
+        },
+      }),
+
+      cancel: action({
+        // A repeat would answer 400 for the delivery this call cancelled.
+        retry: 'never',
+        http: {
+          group: 'api',
+          method: 'POST',
+          path: '/request/:deliveryId/cancel',
+          status: 201,
+          message: 'Delivery request cancelled',
+          summary: 'Cancel a delivery request before its packages are collected',
+          description:
+            'Allowed while the delivery is REQUEST_CREATED, COURIER_ASSIGNED or ARRIVED_AT_PICKUP, at most twice every 3 hours per account. What was paid goes back to your wallet, once; the packages are free again.',
+          response: cancelledView,
+          errors: {
+            400: 'The delivery cannot be cancelled in its status, or two cancels in the last 3 hours',
+            404: 'Delivery request not found',
+          },
+        },
+        params: deliveryIdParams,
+        async handler(ctx) {
+          const delivery = await cancellations.cancel(requireUser(ctx), ctx.params.deliveryId);
+          return { delivery: { id: delivery._id } };
+        },
+      }),
+
+      get: action({
+        retry: 'safe',
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/deliveries/:deliveryId',
+          message: 'Delivery retrieved',
+          summary: 'One of your deliveries with its P2P record, addresses, proofs and steps',
+          response: deliveryView,
+          errors: { 404: 'Delivery request not found' },
+        },
+        params: deliveryIdParams,
+        async handler(ctx) {
+          const delivery = await ownDelivery(ctx);
+          return toDeliveryView(delivery, await addressesOf([delivery]));
+        },
+      }),
+
+      list: action({
+        retry: 'safe',
+        http: {
+          group: 'api',
+          method: 'GET',
+          path: '/deliveries',
+          message: 'Deliveries retrieved',
+          summary: 'Your deliveries, newest first (an extension of the spec)',
+          description: 'Paged with `limit` and `offset`; `status` keeps one delivery status.',
+          response: Joi.array().items(deliveryView),
+        },
+        params: listParams,
+        async handler(ctx: WaybillContext<ListParams>) {
+          const userId = requireUser(ctx);
+          const found = await store.list(userId, ctx.params);
+          const current = (await Promise.all(found.map((d) => transitions.current(d._id)))).filter(
+            (d): d is DeliveryRecord => d !== null,
+          );
+          const addresses = await addressesOf(current);
+          return current.map((d) => toDeliveryView(d, addresses));
+        },
+      }),
+
+      notifications: action({
+        retry: 'safe',
+        http: {
+          group: 'admin',
+          method: 'GET',
+          path: '/notifications',
+          message: 'Notifications retrieved',
+          summary: 'The messages a delivery sent to people (its notification outbox)',
+          description:
+            'In staging the text is shown, proof codes included, so that support and test suites can see what was sent. In live the text is never shown.',
+          response: Joi.array().items(notificationView),
+        },
+        params: notificationsParams,
+        async handler(ctx) {
+          const messages = await store.notificationsOf(ctx.params.deliveryId);
+          return messages.map((m) => toNotificationView(m, config.appEnv !== 'live'));
+        },
+      }),
+
+      /** Internal: a saved address of the user's (geo resolves `{id}` address inputs with it). */
+      getAddress: implement('order.getAddress', {
+        visibility: 'public',
+        params: getAddressParams,
+        async handler(ctx) {
+          const found = await store.address(ctx.params.addressId);
+          return found && found.userId === ctx.params.userId ? toAddressView(found) : null;
+        },
+      }),
+    },
+  };
+}

@@ -1,0 +1,384 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'moleculer';
+import type { Config, OrderFaultPoint } from '../../libs/config';
+import { call, type Caller } from '../../libs/contracts';
+import type { Broadcaster } from '../../libs/contracts/call';
+import { COURIER_NOT_FOUND, NO_MERCHANT_COURIERS } from '../../libs/contracts/matching';
+import { DELIVERY_CREATED_EVENT, DELIVERY_PAID_EVENT } from '../../libs/contracts/order';
+import {
+  badRequest,
+  conflict,
+  ERROR_STATUS,
+  notFound,
+  WaybillError,
+  type ErrorType,
+} from '../../libs/errors';
+import { nameBasedId } from '../../libs/ids';
+import type { AuthUser } from '../../libs/service';
+import { hashProofCode, newProofCode, newTrackingId } from './codes';
+import {
+  buildDelivery,
+  paidByWallet,
+  recordIds,
+  requiredProofs,
+  withCheckout,
+  type DeliveryRecord,
+  type ProofType,
+} from './delivery-record';
+import { isMatchingEligible } from './lifecycle';
+import { paymentLinkMessages, proofCodeMessages, type NotificationRecord } from './notifications';
+import {
+  readDeliveryRequest,
+  SAME_PLACE,
+  samePlace,
+  type DeliveryRequest,
+  type RequestParams,
+} from './request-input';
+import type { Settlement } from './settlement';
+import type { OrderStore, PendingRequest, RequestStage } from './store';
+import type { DeliveryTransitions } from './transitions';
+
+export const ABANDONED =
+  'This request could not be completed and was undone: nothing was charged and its packages are free. Send it again with a new Idempotency-Key.';
+export const IN_PROGRESS =
+  'A request with this Idempotency-Key is still being processed; retry in a few seconds';
+
+/** Who asks: the key's user and the key. */
+export interface Requester {
+  user: AuthUser;
+  apiKeyId: string | null;
+  idempotencyToken?: string;
+  /** The request's context: the calls it makes carry its meta (the user). */
+  caller: Caller;
+}
+
+export interface RequestDeps {
+  config: Config['order'];
+  store: OrderStore;
+  transitions: DeliveryTransitions;
+  settlement: Settlement;
+  services: () => Caller & Broadcaster;
+  logger: () => Logger;
+}
+
+type Built = NonNullable<PendingRequest['built']>;
+
+/** A refusal the requester must see again on a retry: a 4xx from us or another service. */
+function isRefusal(err: unknown): err is { type?: string; code: number; message: string } {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && code >= 400 && code < 500;
+}
+
+/**
+ * Creating a delivery request is a saga over four services: take the packages, price them,
+ * take the payment (or open the checkouts), then store the delivery. What is done is saved
+ * on a pending document as it goes; the request ends by claiming its outcome (CREATED or
+ * REFUSED) by insert, so that the request itself and the recovery sweep can never end it
+ * both ways. A refusal undoes what was done; a request stopped half-way (a crash) is finished
+ * by the sweep when everything but the record was done, otherwise undone.
+ */
+export class DeliveryRequests {
+  constructor(private readonly deps: RequestDeps) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  /** A test's crash, at the named point (never outside tests: config refuses it). */
+  private fault(point: OrderFaultPoint): void {
+    if (this.deps.config.fault === point) {
+      this.deps.logger().error(`ORDER_FAULT=${point}: stopping the process`);
+      process.kill(process.pid, 'SIGKILL');
+    }
+  }
+
+  async create(params: RequestParams, who: Requester): Promise<DeliveryRecord> {
+    const { user } = who;
+    const request = readDeliveryRequest(params, user);
+    await this.checkCouriers(request, user.id, who.caller);
+    const deliveryId = who.idempotencyToken
+      ? nameBasedId('delivery', user.id, who.idempotencyToken)
+      : randomUUID();
+    const earlier = await this.replay(deliveryId);
+    if (earlier) return earlier;
+
+    const now = new Date();
+    const claimed = await this.store.claimPending({
+      _id: deliveryId,
+      userId: user.id,
+      stage: 'STARTED',
+      walletDebit: request.paymentMethodType === 'WALLET',
+      createdAt: now,
+      updatedAt: now,
+    });
+    if (!claimed) {
+      const ended = await this.replay(deliveryId);
+      if (ended) return ended;
+      throw conflict(IN_PROGRESS);
+    }
+    this.fault('after-claim');
+    try {
+      return await this.run(deliveryId, request, who, now);
+    } catch (err) {
+      if (isRefusal(err)) await this.refuse(deliveryId, err);
+      throw err;
+    }
+  }
+
+  /** SPECIFIC needs an active courier; a merchant's own couriers, at least one. */
+  private async checkCouriers(
+    request: DeliveryRequest,
+    userId: string,
+    services: Caller,
+  ): Promise<void> {
+    const activeCourier = async (courierId: string, field: string) => {
+      const courier = await call(services, 'courier-matching.getCourier', { courierId });
+      if (!courier?.active) {
+        const error = notFound(COURIER_NOT_FOUND);
+        error.data = { errors: [{ field, message: `no active courier ${courierId}` }] };
+        throw error;
+      }
+    };
+    if (request.courierSelection === 'SPECIFIC' && request.courierId) {
+      await activeCourier(request.courierId, 'courierId');
+    }
+    if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS') {
+      const own = await call(services, 'courier-matching.merchantCouriers', {
+        userId,
+        activeOnly: true,
+      });
+      if (own.length === 0) throw notFound(NO_MERCHANT_COURIERS);
+    }
+    if (request.podCourierProfileId) {
+      await activeCourier(request.podCourierProfileId, 'podCourierProfileId');
+    }
+  }
+
+  private async stage(deliveryId: string, stage: RequestStage, more: Partial<PendingRequest> = {}) {
+    await this.store.savePending(deliveryId, { stage, ...more });
+  }
+
+  private async run(
+    deliveryId: string,
+    request: DeliveryRequest,
+    who: Requester,
+    now: Date,
+  ): Promise<DeliveryRecord> {
+    const services = who.caller;
+    const { user } = who;
+    const assigned = await call(services, 'package.assign', {
+      userId: user.id,
+      deliveryId,
+      packageIds: request.packageIds,
+    });
+    this.fault('after-packages');
+
+    const priced = await call(services, 'pricing.quote', {
+      origin: request.origin,
+      destination: request.destination,
+      load: { weightGrams: assigned.totalWeightGrams, valueKobo: assigned.totalValueKobo },
+      urgencyType: request.urgencyType,
+      deliveryDate: request.schedule?.date,
+      deliverySlot: request.schedule?.slot,
+      fleetTypeId: request.fleetTypeId,
+      courierId: request.courierId,
+      deliveryFeePayer: request.deliveryFeePayer,
+      payOnDelivery: request.payOnDelivery,
+    });
+    if (samePlace(priced.route.origin, priced.route.destination)) {
+      throw badRequest(SAME_PLACE, [
+        { field: 'destination', message: 'is where the delivery starts; nothing to carry' },
+      ]);
+    }
+
+    const codes = new Map<ProofType, string>(
+      requiredProofs(request).map((type) => [type, newProofCode()]),
+    );
+    const secret = this.deps.config.proofCodeSecret;
+    const ids = recordIds(deliveryId);
+    const proofHashes = Object.fromEntries(
+      [...codes].map(([type, code]) => [type, hashProofCode(secret, ids.proof(type), code)]),
+    );
+    const built = buildDelivery({
+      deliveryId,
+      trackingId: newTrackingId(),
+      owner: { id: user.id, profileId: user.profileId },
+      apiKeyId: who.apiKeyId,
+      request,
+      assigned,
+      priced,
+      proofHashes,
+      now,
+    });
+    const { addresses } = built;
+    let { delivery } = built;
+    const notifications: NotificationRecord[] = [...codes].flatMap(([type, code]) =>
+      proofCodeMessages(
+        delivery,
+        type,
+        code,
+        type === 'COLLECTION' ? request.originContact : request.destinationContact,
+        now,
+      ),
+    );
+
+    const checkout = (share: 'creator' | 'recipient', email: string) =>
+      call(services, 'payment.startCheckout', {
+        userId: user.id,
+        amountKobo: delivery.payment[share].amountKobo,
+        purpose: { kind: 'DELIVERY', id: deliveryId },
+        email,
+        merchantName: user.name,
+        idempotencyKey: `${deliveryId}:${share}`,
+      });
+    if (delivery.payment.creator.method === 'CHECKOUT') {
+      delivery = withCheckout(delivery, 'creator', await checkout('creator', user.email));
+    }
+    if (delivery.payment.recipient.amountKobo > 0) {
+      const opened = await checkout('recipient', request.destinationContact.email);
+      delivery = withCheckout(delivery, 'recipient', opened);
+      notifications.push(
+        ...paymentLinkMessages(
+          delivery,
+          delivery.payment.recipient.amountKobo,
+          opened.data.authorization_url,
+          user.name,
+          request.destinationContact,
+          now,
+        ),
+      );
+    }
+    const walletPays = delivery.payment.creator.method === 'WALLET';
+    await this.stage(deliveryId, walletPays ? 'BUILT' : 'READY', {
+      built: { delivery, addresses },
+      notifications,
+    });
+    this.fault('after-build');
+
+    if (walletPays) {
+      await call(services, 'payment.debit', {
+        userId: user.id,
+        amountKobo: delivery.payment.creator.amountKobo,
+        reference: deliveryId,
+        description: `Delivery ${delivery.trackingId}`,
+      });
+      delivery = paidByWallet(delivery);
+      await this.stage(deliveryId, 'READY', { built: { delivery, addresses } });
+      this.fault('after-debit');
+    }
+    return this.finish(deliveryId, { delivery, addresses }, notifications);
+  }
+
+  /** Claims CREATED and stores the delivery; throws the refusal when the sweep undid it first. */
+  private async finish(
+    deliveryId: string,
+    built: Built,
+    notifications: NotificationRecord[],
+  ): Promise<DeliveryRecord> {
+    const won = await this.store.claimOutcome({
+      _id: deliveryId,
+      outcome: 'CREATED',
+      at: new Date(),
+    });
+    if (!won) {
+      const decided = await this.store.outcome(deliveryId);
+      if (decided?.outcome === 'REFUSED') throw asError(decided.error);
+    }
+    this.fault('after-outcome');
+    await this.persist(built, notifications);
+    return built.delivery;
+  }
+
+  /** Stores a created delivery, its addresses and messages, and tells the others: once each. */
+  private async persist(built: Built, notifications: NotificationRecord[]): Promise<void> {
+    const { delivery, addresses } = built;
+    const inserted = await this.store.insertDelivery(delivery, addresses);
+    if (!inserted && !(await this.store.delivery(delivery._id))) {
+      // Only a tracking id drawn twice in 2^60 fails so; the sweep will draw no new one.
+      throw new Error(`delivery ${delivery._id} could not be stored (tracking id taken?)`);
+    }
+    await this.store.enqueue(notifications);
+    await this.store.dropPending(delivery._id);
+    const { settlement } = this.deps;
+    await settlement.announce(DELIVERY_CREATED_EVENT, delivery, delivery.createdAt);
+    if (isMatchingEligible(delivery.lifecycle)) {
+      await settlement.announce(DELIVERY_PAID_EVENT, delivery, delivery.createdAt);
+    }
+  }
+
+  /** Ends a refused request: its refusal recorded for retries, what it took given back. */
+  private async refuse(
+    deliveryId: string,
+    err: { type?: string; code: number; message: string; data?: unknown },
+  ): Promise<void> {
+    const type = (err.type && err.type in ERROR_STATUS ? err.type : 'BAD_REQUEST') as ErrorType;
+    const error = { type, message: err.message, data: err.data };
+    await this.store.claimOutcome({ _id: deliveryId, outcome: 'REFUSED', error, at: new Date() });
+    const pending = await this.store.pending(deliveryId);
+    if (pending) await this.undo(pending);
+  }
+
+  /** Gives back what a request that did not become a delivery took: its debit, its packages. */
+  private async undo(pending: PendingRequest): Promise<void> {
+    const services = this.deps.services();
+    if (pending.walletDebit) {
+      try {
+        await call(services, 'payment.refund', {
+          userId: pending.userId,
+          debitReference: pending._id,
+          description: 'Delivery request not completed',
+        });
+      } catch (err) {
+        // No debit was made: nothing to give back.
+        if ((err as { code?: unknown }).code !== 404) throw err;
+      }
+    }
+    await call(services, 'package.release', { deliveryId: pending._id });
+    await this.store.dropPending(pending._id);
+  }
+
+  /** How an earlier run of this request ended: its delivery, its refusal, or null. */
+  private async replay(deliveryId: string): Promise<DeliveryRecord | null> {
+    const decided = await this.store.outcome(deliveryId);
+    if (!decided) return null;
+    if (decided.outcome === 'REFUSED') throw asError(decided.error);
+    const delivery = await this.deps.transitions.current(deliveryId);
+    if (delivery) return delivery;
+    // Created but not stored yet (its run stopped after the claim): store it now.
+    const pending = await this.store.pending(deliveryId);
+    if (!pending?.built) throw conflict(IN_PROGRESS);
+    await this.persist(pending.built, pending.notifications ?? []);
+    return pending.built.delivery;
+  }
+
+  /**
+   * The sweep's part: a request left pending longer than any of its calls may take was
+   * stopped. Finished when only the record was missing, otherwise undone.
+   */
+  async recover(pending: PendingRequest): Promise<'created' | 'undone'> {
+    let decided = await this.store.outcome(pending._id);
+    if (!decided) {
+      const outcome =
+        pending.stage === 'READY' && pending.built
+          ? ({ _id: pending._id, outcome: 'CREATED', at: new Date() } as const)
+          : ({
+              _id: pending._id,
+              outcome: 'REFUSED',
+              error: { type: 'CONFLICT', message: ABANDONED },
+              at: new Date(),
+            } as const);
+      await this.store.claimOutcome(outcome);
+      decided = await this.store.outcome(pending._id);
+    }
+    if (decided?.outcome === 'CREATED' && pending.built) {
+      await this.persist(pending.built, pending.notifications ?? []);
+      return 'created';
+    }
+    await this.undo(pending);
+    return 'undone';
+  }
+}
+
+function asError(error: { type: string; message: string; data?: unknown }): WaybillError {
+  return new WaybillError(error.type as ErrorType, error.message, error.data as never);
+}

@@ -1,0 +1,236 @@
+import Joi from '../../libs/joi';
+import { addressInput } from '../../libs/contracts/geo';
+import { COURIER_SELECTIONS } from '../../libs/contracts/matching';
+import { packageIds } from '../../libs/contracts/package';
+import { FEE_PAYERS, URGENCY_TYPES } from '../../libs/contracts/pricing';
+import {
+  e164Phone,
+  email,
+  fromUrl,
+  pageParams,
+  personName,
+  plainText,
+  uuid,
+  view,
+} from '../../libs/schemas';
+import { DELIVERY_TYPES, PAYMENT_METHODS, POD_REMIT_TARGETS, PROOF_TYPES } from './delivery-record';
+import { DELIVERY_STATUSES, P2P_STATUSES } from './lifecycle';
+import { CHANNELS, NOTIFICATION_PURPOSES, NOTIFICATION_STATUSES } from './notifications';
+
+/** Params and answers of the order actions; the answers are what /openapi.json documents. */
+
+export const NOTE_MAX = 128;
+
+const money = () => Joi.string().pattern(/^\d+\.\d{2}$/);
+const timestamp = () => Joi.string().isoDate();
+
+/** The body of `POST /api/request`; the checks across fields are in `readDeliveryRequest`. */
+export const requestParams = Joi.object({
+  origin: addressInput().required(),
+  destination: addressInput().required(),
+  originContactEmail: email().description("Default: the account owner's"),
+  originContactPhone: e164Phone().description("Default: the account owner's"),
+  originContactName: personName().description("Default: the account owner's"),
+  destinationContactEmail: email().description('Required unless contactEmail is on destination'),
+  destinationContactPhone: e164Phone().description(
+    'Required unless contactPhone is on destination',
+  ),
+  destinationContactName: personName().description('Required unless contactName is on destination'),
+  note: plainText(NOTE_MAX).allow(''),
+  link3rdPartyByContactInfo: Joi.boolean(),
+  notify3rdParty: Joi.boolean().description('Alias of link3rdPartyByContactInfo'),
+  packagesId: packageIds().required(),
+  type: Joi.string()
+    .valid(...DELIVERY_TYPES)
+    .required(),
+  urgencyType: Joi.string()
+    .valid(...URGENCY_TYPES)
+    .default('STANDARD'),
+  deliveryDate: Joi.string().description('YYYY-MM-DD, when SCHEDULED'),
+  deliverySlot: Joi.string().description('HH:MM - HH:MM, when SCHEDULED'),
+  slot: Joi.string().description('Alias of deliverySlot'),
+  fleetTypeId: uuid(),
+  requireCollectionProofCode: Joi.boolean().default(true),
+  requireDeliveryProofCode: Joi.boolean()
+    .default(true)
+    .description('Ignored when payOnDelivery is true'),
+  deliveryFeePayer: Joi.string()
+    .valid(...FEE_PAYERS)
+    .default('CREATOR'),
+  payOnDelivery: Joi.boolean().default(false),
+  podRemitTo: Joi.string()
+    .valid(...POD_REMIT_TARGETS)
+    .description('When payOnDelivery; default MY_WALLET'),
+  podCourierProfileId: uuid().description('When podRemitTo is COURIER_WALLET'),
+  paymentMethodType: Joi.string()
+    .valid(...PAYMENT_METHODS)
+    .default('WALLET'),
+  courierSelection: Joi.string()
+    .valid(...COURIER_SELECTIONS)
+    .required(),
+  courierId: uuid().description('When SPECIFIC'),
+  courierProfileId: uuid().description('Alias of courierId'),
+}).example({
+  origin: 'Admiralty Way, Lekki, Lagos',
+  destination: {
+    address: 'Wuse 2, Abuja',
+    contactName: 'Ada Obi',
+    contactPhone: '+2348031234567',
+    contactEmail: 'ada@example.com',
+  },
+  packagesId: ['0b7f7a8e-3a55-4b1c-9a1e-2f6f1d6f4c11'],
+  type: 'DROP_OFF',
+  courierSelection: 'ANYONE',
+});
+
+export const deliveryIdParams = Joi.object<{ deliveryId: string }, true>({
+  deliveryId: uuid().required(),
+});
+
+export interface ListParams {
+  status?: (typeof DELIVERY_STATUSES)[number];
+  limit: number;
+  offset: number;
+}
+
+export const listParams = Joi.object<ListParams, true>({
+  status: Joi.string().valid(...DELIVERY_STATUSES),
+  ...pageParams(),
+  limit: fromUrl(Joi.number().integer().min(1).max(100).default(20)),
+});
+
+export const notificationsParams = Joi.object<{ deliveryId: string }, true>({
+  deliveryId: uuid().required(),
+});
+
+const address = Joi.object()
+  .unknown(true)
+  .description('A resolved address (see POST /api/route) with its id, createdAt and updatedAt');
+
+const feeBlock = Joi.object()
+  .unknown(true)
+  .description('The deliveryFee block of POST /api/pricing, with who has paid');
+
+export const p2pFields = {
+  id: uuid(),
+  deliveryId: uuid(),
+  userId: uuid(),
+  profileId: uuid(),
+  type: Joi.string().valid(...DELIVERY_TYPES),
+  status: Joi.string().valid(...P2P_STATUSES),
+  totalWeight: Joi.string().description('kg, five decimals'),
+  totalValue: money(),
+  createdAt: timestamp(),
+  updatedAt: timestamp(),
+  deletedAt: timestamp().allow(null),
+};
+
+const p2pView = view('P2PDelivery', p2pFields);
+
+export const deliveryView = view('Delivery', {
+  id: uuid(),
+  userId: uuid(),
+  trackingId: Joi.string().pattern(/^P2P-[0-9A-Z]{12}$/),
+  type: Joi.string().valid('P2P'),
+  status: Joi.string().valid(...DELIVERY_STATUSES),
+  routeType: Joi.string(),
+  fleetTypeId: uuid(),
+  apiKeyId: uuid().allow(null),
+  distanceKm: Joi.number(),
+  etaSeconds: Joi.number(),
+  deliveryFee: money().description('The delivery subtotal'),
+  deliveryFeeTotal: money().description('What is charged: subtotal + service fee + hub commission'),
+  serviceFee: money(),
+  weightFee: money(),
+  fleetFee: money(),
+  surchargeFee: money(),
+  insuranceFee: money(),
+  baseOrDistanceFee: money(),
+  hubCommission: money(),
+  deliveryFeePayer: Joi.string().valid(...FEE_PAYERS),
+  paymentMethodType: Joi.string().valid(...PAYMENT_METHODS),
+  courierMatching: Joi.string().valid(...COURIER_SELECTIONS),
+  courierId: uuid().allow(null),
+  requireCollectionProofCode: Joi.boolean(),
+  requireDeliveryProofCode: Joi.boolean(),
+  link3rdPartyByContactInfo: Joi.boolean(),
+  urgencyType: Joi.string().valid(...URGENCY_TYPES),
+  deliveryDate: timestamp().allow(null).description('Midnight UTC of the chosen date'),
+  deliverySlot: Joi.string().allow(null),
+  note: Joi.string().allow(null),
+  payOnDelivery: Joi.boolean(),
+  tierIds: Joi.object().unknown(true),
+  tariffVersion: Joi.string(),
+  createdAt: timestamp(),
+  updatedAt: timestamp(),
+  fleetType: Joi.object({ id: uuid(), name: Joi.string(), icon: Joi.string().allow(null) }),
+  p2pDelivery: p2pView,
+  origin: address,
+  destination: address,
+  proofs: Joi.array().items(
+    view('Proof', {
+      id: uuid(),
+      type: Joi.string().valid(...PROOF_TYPES),
+      code: Joi.string().allow(null).description('null until the proof has been scanned'),
+      isActive: Joi.boolean(),
+      scannedAt: timestamp().allow(null),
+      createdAt: timestamp(),
+    }),
+  ),
+  deliverySteps: Joi.array().items(
+    view('DeliveryStep', {
+      id: uuid(),
+      step: Joi.string(),
+      active: Joi.boolean(),
+      updatedAt: timestamp(),
+    }),
+  ),
+});
+
+const payOnDeliveryView = view('PayOnDeliveryOrder', {
+  enabled: Joi.boolean(),
+  collectAmount: money(),
+  collectTarget: Joi.string().valid('PACKAGE_VALUE'),
+  remitTo: Joi.string().valid(...POD_REMIT_TARGETS),
+  courierProfileId: uuid(),
+});
+
+const createdByWallet = view('DeliveryRequest', {
+  ...p2pFields,
+  delivery: deliveryView,
+  deliveryFee: feeBlock,
+  matchingEligible: Joi.boolean(),
+  payOnDelivery: payOnDeliveryView,
+}).description('Wallet payment (or nothing for the creator to pay): the P2P record');
+
+const createdByCheckout = view('DeliveryCheckout', {
+  status: Joi.boolean(),
+  message: Joi.string(),
+  data: Joi.object({
+    authorization_url: Joi.string().uri(),
+    access_code: Joi.string(),
+    reference: Joi.string(),
+  }),
+  deliveryFee: feeBlock,
+  matchingEligible: Joi.boolean().valid(false),
+}).description('Checkout payment: open data.authorization_url to pay');
+
+export const createdView = Joi.alternatives().try(createdByWallet, createdByCheckout).match('one');
+
+export const cancelledView = view('CancelledDelivery', {
+  delivery: Joi.object({ id: uuid() }),
+});
+
+export const notificationView = view('Notification', {
+  id: Joi.string(),
+  deliveryId: uuid(),
+  channel: Joi.string().valid(...CHANNELS),
+  purpose: Joi.string().valid(...NOTIFICATION_PURPOSES),
+  recipient: Joi.string(),
+  text: Joi.string()
+    .allow(null)
+    .description('Shown in staging only; in live never (codes are secrets)'),
+  status: Joi.string().valid(...NOTIFICATION_STATUSES),
+  createdAt: timestamp(),
+  sentAt: timestamp().allow(null),
+});

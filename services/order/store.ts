@@ -1,0 +1,281 @@
+import { Schema, type Connection, type Model } from 'mongoose';
+import { insertOnce, isDuplicateKey } from '../../libs/mongo';
+import type { DeliveryRecord, StoredAddress } from './delivery-record';
+import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
+import type { NotificationRecord } from './notifications';
+
+const { Mixed } = Schema.Types;
+const plain = { versionKey: false, minimize: false, strict: false } as const;
+
+const deliverySchema = new Schema(
+  {
+    _id: String,
+    userId: { type: String, required: true },
+    trackingId: { type: String, required: true },
+    lifecycle: { type: Mixed, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  plain,
+);
+// FerretDB answers these by a scan (it pushes down only `_id`); MongoDB uses them.
+deliverySchema.index({ trackingId: 1 }, { unique: true });
+deliverySchema.index({ userId: 1, createdAt: -1 });
+deliverySchema.index({ userId: 1, 'lifecycle.status': 1, createdAt: -1 });
+
+const addressSchema = new Schema(
+  { _id: String, userId: { type: String, required: true }, fields: Mixed },
+  plain,
+);
+
+/** One transition of a delivery: `<deliveryId>:<n>`; inserting the next `n` is the lock. */
+const transitionSchema = new Schema(
+  {
+    _id: String,
+    deliveryId: { type: String, required: true },
+    version: { type: Number, required: true },
+    event: Mixed,
+    lifecycle: Mixed,
+    step: Mixed,
+    effects: Mixed,
+    /** Set while the effects (refunds, release) are not all done: the sweep finishes them. */
+    unsettled: Boolean,
+    at: Date,
+  },
+  plain,
+);
+transitionSchema.index({ unsettled: 1 }, { sparse: true });
+
+/** A request under way (its saga); deleted once it is created or refused and undone. */
+const pendingSchema = new Schema(
+  { _id: String, userId: String, stage: String, createdAt: Date, updatedAt: Date },
+  plain,
+);
+pendingSchema.index({ updatedAt: 1 });
+
+/** How a request ended, by delivery id: the claim that decides between finishing and undoing. */
+const outcomeSchema = new Schema(
+  { _id: String, outcome: { type: String, required: true }, error: Mixed, at: Date },
+  plain,
+);
+
+const notificationSchema = new Schema(
+  { _id: String, deliveryId: String, status: String, createdAt: Date },
+  plain,
+);
+notificationSchema.index({ deliveryId: 1 });
+notificationSchema.index({ status: 1, createdAt: 1 });
+
+export function defineOrderModels(connection: Connection) {
+  return {
+    Delivery: connection.model('Delivery', deliverySchema, 'deliveries'),
+    Address: connection.model('Address', addressSchema, 'addresses'),
+    Transition: connection.model('Transition', transitionSchema, 'delivery_transitions'),
+    Pending: connection.model('PendingRequest', pendingSchema, 'pending_requests'),
+    Outcome: connection.model('RequestOutcome', outcomeSchema, 'request_outcomes'),
+    Notification: connection.model('Notification', notificationSchema, 'notifications'),
+  };
+}
+
+export type OrderModels = ReturnType<typeof defineOrderModels>;
+
+export interface TransitionRecord {
+  _id: string;
+  deliveryId: string;
+  version: number;
+  event: LifecycleEvent;
+  lifecycle: Lifecycle;
+  step: DeliveryRecord['steps'][number] | null;
+  effects: Effect[];
+  unsettled?: boolean;
+  at: Date;
+}
+
+/** READY: everything but the delivery record is done (paid, or its checkouts opened). */
+export type RequestStage = 'STARTED' | 'BUILT' | 'READY';
+
+/** What a request under way has saved, so that the sweep can finish or undo it. */
+export interface PendingRequest {
+  _id: string;
+  userId: string;
+  stage: RequestStage;
+  /** Whether the creator's share is taken from the wallet (a debit to give back on undo). */
+  walletDebit: boolean;
+  built?: { delivery: DeliveryRecord; addresses: StoredAddress[] };
+  notifications?: NotificationRecord[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type RequestOutcome =
+  | { _id: string; outcome: 'CREATED'; at: Date }
+  | {
+      _id: string;
+      outcome: 'REFUSED';
+      error: { type: string; message: string; data?: unknown };
+      at: Date;
+    };
+
+/** Inserts documents in one round trip, leaving any already there (a repeat) as they are. */
+// The models differ in their document types; only insertMany is used.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function insertAll(model: Model<any>, documents: object[]): Promise<void> {
+  if (documents.length === 0) return;
+  try {
+    await model.insertMany(documents, { ordered: false });
+  } catch (err) {
+    const failures = (err as { writeErrors?: unknown[] }).writeErrors;
+    if (!failures?.every(isDuplicateKey)) throw err;
+  }
+}
+
+export const transitionId = (deliveryId: string, version: number) => `${deliveryId}:${version}`;
+
+/** The order service's persistence: every query its actions make. */
+export class OrderStore {
+  constructor(private readonly models: () => OrderModels) {}
+
+  private get m() {
+    return this.models();
+  }
+
+  async delivery(deliveryId: string): Promise<DeliveryRecord | null> {
+    return (await this.m.Delivery.findById(deliveryId).lean()) as DeliveryRecord | null;
+  }
+
+  /**
+   * Inserts a delivery and its addresses; each a no-op when already there (a finished retry).
+   * False when the delivery's own insert met a document: the caller checks which.
+   */
+  async insertDelivery(delivery: DeliveryRecord, addresses: StoredAddress[]): Promise<boolean> {
+    await insertAll(this.m.Address, addresses);
+    return insertOnce(() => this.m.Delivery.create(delivery));
+  }
+
+  async address(addressId: string): Promise<StoredAddress | null> {
+    return (await this.m.Address.findById(addressId).lean()) as StoredAddress | null;
+  }
+
+  async addresses(ids: string[]): Promise<Map<string, StoredAddress>> {
+    // One lookup by `_id` each: FerretDB pushes down nothing else (an `$in` scans).
+    const found = await Promise.all(ids.map((id) => this.address(id)));
+    return new Map(found.filter((a) => a !== null).map((a) => [a._id, a]));
+  }
+
+  /** A user's deliveries, newest first. */
+  async list(
+    userId: string,
+    options: { status?: DeliveryStatus; limit: number; offset: number },
+  ): Promise<DeliveryRecord[]> {
+    const filter = {
+      userId,
+      ...(options.status ? { 'lifecycle.status': options.status } : {}),
+    };
+    return (await this.m.Delivery.find(filter)
+      .sort({ createdAt: -1, _id: 1 })
+      .skip(options.offset)
+      .limit(options.limit)
+      .lean()) as unknown as DeliveryRecord[];
+  }
+
+  // --- transitions
+
+  async transition(deliveryId: string, version: number): Promise<TransitionRecord | null> {
+    return (await this.m.Transition.findById(
+      transitionId(deliveryId, version),
+    ).lean()) as TransitionRecord | null;
+  }
+
+  /** Claims the delivery's next transition; false when another writer took that number. */
+  claimTransition(record: TransitionRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Transition.create(record));
+  }
+
+  async settled(transition: Pick<TransitionRecord, '_id'>): Promise<void> {
+    await this.m.Transition.updateOne({ _id: transition._id }, { $unset: { unsettled: 1 } });
+  }
+
+  async unsettled(olderThan: Date, limit: number): Promise<TransitionRecord[]> {
+    return (await this.m.Transition.find({ unsettled: true, at: { $lt: olderThan } })
+      .limit(limit)
+      .lean()) as unknown as TransitionRecord[];
+  }
+
+  /**
+   * Writes what the transitions up to `version` made of the delivery. Only moves forward;
+   * a writer that loses a race leaves it behind, and the next read repairs it.
+   */
+  async project(
+    deliveryId: string,
+    version: number,
+    changes: Pick<DeliveryRecord, 'lifecycle' | 'steps' | 'updatedAt'> & Partial<DeliveryRecord>,
+  ): Promise<void> {
+    await this.m.Delivery.updateOne(
+      { _id: deliveryId, version: { $lt: version } },
+      { $set: { ...changes, version } },
+    );
+  }
+
+  // --- requests under way
+
+  claimPending(pending: PendingRequest): Promise<boolean> {
+    return insertOnce(() => this.m.Pending.create(pending));
+  }
+
+  async savePending(
+    deliveryId: string,
+    changes: Partial<Omit<PendingRequest, '_id'>>,
+  ): Promise<void> {
+    await this.m.Pending.updateOne(
+      { _id: deliveryId },
+      { $set: { ...changes, updatedAt: new Date() } },
+    );
+  }
+
+  async pending(deliveryId: string): Promise<PendingRequest | null> {
+    return (await this.m.Pending.findById(deliveryId).lean()) as PendingRequest | null;
+  }
+
+  async stalePending(olderThan: Date, limit: number): Promise<PendingRequest[]> {
+    return (await this.m.Pending.find({ updatedAt: { $lt: olderThan } })
+      .limit(limit)
+      .lean()) as unknown as PendingRequest[];
+  }
+
+  async dropPending(deliveryId: string): Promise<void> {
+    await this.m.Pending.deleteOne({ _id: deliveryId });
+  }
+
+  async outcome(deliveryId: string): Promise<RequestOutcome | null> {
+    return (await this.m.Outcome.findById(deliveryId).lean()) as RequestOutcome | null;
+  }
+
+  /** Decides how a request ends; false when it was already decided (read which way). */
+  claimOutcome(outcome: RequestOutcome): Promise<boolean> {
+    return insertOnce(() => this.m.Outcome.create(outcome));
+  }
+
+  // --- notifications
+
+  async enqueue(messages: NotificationRecord[]): Promise<void> {
+    await insertAll(this.m.Notification, messages);
+  }
+
+  async notificationsOf(deliveryId: string): Promise<NotificationRecord[]> {
+    return (await this.m.Notification.find({ deliveryId })
+      .sort({ createdAt: 1, _id: 1 })
+      .lean()) as unknown as NotificationRecord[];
+  }
+
+  async unsent(limit: number): Promise<NotificationRecord[]> {
+    return (await this.m.Notification.find({ status: 'PENDING' })
+      .limit(limit)
+      .lean()) as unknown as NotificationRecord[];
+  }
+
+  async markSent(id: string, dropText: boolean): Promise<void> {
+    await this.m.Notification.updateOne(
+      { _id: id },
+      { $set: { status: 'SENT', sentAt: new Date(), ...(dropText ? { text: null } : {}) } },
+    );
+  }
+}

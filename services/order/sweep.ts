@@ -1,0 +1,102 @@
+import type { Logger } from 'moleculer';
+import type { Config } from '../../libs/config';
+import type { DeliveryRequests } from './requests';
+import type { Settlement } from './settlement';
+import type { OrderStore } from './store';
+import type { DeliveryTransitions } from './transitions';
+
+/** Work items one sweep takes of each kind; the next sweep takes the rest. */
+const BATCH = 100;
+/** A transition's own writer settles it at once; the sweep waits this long before helping. */
+const SETTLE_GRACE_MS = 15_000;
+
+export interface SweepDeps {
+  config: Config['order'];
+  appEnv: Config['appEnv'];
+  store: OrderStore;
+  requests: DeliveryRequests;
+  transitions: DeliveryTransitions;
+  settlement: Settlement;
+  logger: () => Logger;
+}
+
+/**
+ * The order service's recovery: requests stopped half-way are finished or undone,
+ * transitions whose effects (refunds, releases) did not all happen are settled, and the
+ * notification outbox is sent. Every step is idempotent, so replicas may sweep together.
+ */
+export class OrderSweep {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  constructor(private readonly deps: SweepDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.runOnce(), this.deps.config.sweepIntervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  async runOnce(now = new Date()): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      await this.step('requests', () => this.recoverRequests(now));
+      await this.step('settlements', () => this.settle(now));
+      await this.step('notifications', () => this.send());
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async step(name: string, work: () => Promise<void>): Promise<void> {
+    try {
+      await work();
+    } catch (err) {
+      this.deps.logger().warn(`order sweep: ${name} not done; next sweep retries`, { err });
+    }
+  }
+
+  private async recoverRequests(now: Date): Promise<void> {
+    const { store, requests, config } = this.deps;
+    const stale = await store.stalePending(new Date(now.getTime() - config.staleRequestMs), BATCH);
+    for (const pending of stale) {
+      const ended = await requests.recover(pending);
+      this.deps.logger().warn('delivery request stopped half-way, taken over', {
+        deliveryId: pending._id,
+        stage: pending.stage,
+        ended,
+      });
+    }
+  }
+
+  private async settle(now: Date): Promise<void> {
+    const { store, transitions, settlement } = this.deps;
+    const due = await store.unsettled(new Date(now.getTime() - SETTLE_GRACE_MS), BATCH);
+    for (const transition of due) {
+      const delivery = await transitions.current(transition.deliveryId);
+      if (delivery) await settlement.settle(delivery, transition);
+    }
+  }
+
+  /**
+   * The outbox's sender until SMS and e-mail are wired: a log sink. In live a message's text
+   * is dropped once sent and never logged (codes are secrets).
+   */
+  private async send(): Promise<void> {
+    const { store, appEnv } = this.deps;
+    const live = appEnv === 'live';
+    for (const message of await store.unsent(BATCH)) {
+      this.deps.logger().info('notification sent (log sink)', {
+        notificationId: message._id,
+        channel: message.channel,
+        purpose: message.purpose,
+        ...(live ? {} : { recipient: message.recipient, text: message.text }),
+      });
+      await store.markSent(message._id, live);
+    }
+  }
+}

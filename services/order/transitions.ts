@@ -1,0 +1,103 @@
+import type { DeliveryRecord, StepRecord } from './delivery-record';
+import { recordIds } from './delivery-record';
+import { transition, type Effect, type LifecycleEvent } from './lifecycle';
+import { transitionId, type OrderStore, type TransitionRecord } from './store';
+
+/** What a delivery's steps become after a transition records one. */
+function withStep(steps: StepRecord[], step: StepRecord | null): StepRecord[] {
+  if (!step) return steps;
+  return [...steps.map((s) => ({ ...s, active: false })), step];
+}
+
+/** A delivery with the transitions after its stored version folded in. */
+function fold(record: DeliveryRecord, transitions: TransitionRecord[]): DeliveryRecord {
+  let folded = record;
+  for (const t of transitions) {
+    folded = {
+      ...folded,
+      lifecycle: t.lifecycle,
+      version: t.version,
+      steps: withStep(folded.steps, t.step),
+      updatedAt: t.at,
+    };
+  }
+  return folded;
+}
+
+export type Applied =
+  | { applied: true; delivery: DeliveryRecord; transition: TransitionRecord }
+  | { applied: false; delivery: DeliveryRecord; message: string };
+
+/**
+ * A delivery's state changes as an append-only chain of transitions, `<deliveryId>:<n>`, as
+ * the ledger's entries are: whoever inserts number n+1 made the change, and a loser reads
+ * the winner's and decides again. The delivery document is a projection of the chain,
+ * repaired on read when a writer stopped before updating it.
+ */
+export class DeliveryTransitions {
+  constructor(private readonly store: OrderStore) {}
+
+  /** The delivery as its chain says it is now, or null. */
+  async current(deliveryId: string): Promise<DeliveryRecord | null> {
+    const stored = await this.store.delivery(deliveryId);
+    if (!stored) return null;
+    const later: TransitionRecord[] = [];
+    for (let v = stored.version + 1; ; v++) {
+      const next = await this.store.transition(deliveryId, v);
+      if (!next) break;
+      later.push(next);
+    }
+    if (later.length === 0) return stored;
+    const repaired = fold(stored, later);
+    await this.store.project(deliveryId, repaired.version, {
+      lifecycle: repaired.lifecycle,
+      steps: repaired.steps,
+      updatedAt: repaired.updatedAt,
+    });
+    return repaired;
+  }
+
+  /**
+   * Applies an event if the lifecycle allows it now. The transition is stored with its
+   * effects marked unsettled; the caller settles them (`settle`), or the sweep does.
+   */
+  async apply(deliveryId: string, event: LifecycleEvent, now = new Date()): Promise<Applied> {
+    for (;;) {
+      const delivery = await this.current(deliveryId);
+      if (!delivery) throw new Error(`delivery ${deliveryId} does not exist`);
+      const result = transition(delivery.lifecycle, event);
+      if (!result.ok) return { applied: false, delivery, message: result.message };
+      const version = delivery.version + 1;
+      const step: StepRecord | null = result.step
+        ? {
+            id: recordIds(deliveryId).step(version),
+            step: result.step.step,
+            active: true,
+            hidden: result.step.hidden,
+            updatedAt: now,
+          }
+        : null;
+      const record: TransitionRecord = {
+        _id: transitionId(deliveryId, version),
+        deliveryId,
+        version,
+        event,
+        lifecycle: result.next,
+        step,
+        effects: result.effects,
+        ...(result.effects.length > 0 ? { unsettled: true } : {}),
+        at: now,
+      };
+      if (!(await this.store.claimTransition(record))) continue;
+      const next = fold(delivery, [record]);
+      await this.store.project(deliveryId, version, {
+        lifecycle: next.lifecycle,
+        steps: next.steps,
+        updatedAt: now,
+      });
+      return { applied: true, delivery: next, transition: record };
+    }
+  }
+}
+
+export type { Effect };

@@ -1,0 +1,162 @@
+import type { ResolvedAddress } from '../../libs/contracts/geo';
+import type { CheckoutStart } from '../../libs/contracts/payment';
+import type { DeliveryFeeBlock } from '../../libs/contracts/pricing';
+import { formatKg, formatNaira } from '../../libs/money';
+import type { DeliveryRecord, StoredAddress } from './delivery-record';
+import { isMatchingEligible } from './lifecycle';
+import type { NotificationRecord } from './notifications';
+
+const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
+
+/** A stored address as the spec shows persisted ones: resolved fields, then `id` and times. */
+export function toAddressView(address: StoredAddress): ResolvedAddress {
+  return {
+    ...address.fields,
+    id: address._id,
+    createdAt: new Date(address.createdAt).toISOString(),
+    updatedAt: new Date(address.updatedAt).toISOString(),
+  } as ResolvedAddress;
+}
+
+/** The P2P record: the delivery's payment state. */
+export function toP2pView(delivery: DeliveryRecord) {
+  return {
+    id: delivery.p2p.id,
+    deliveryId: delivery._id,
+    userId: delivery.userId,
+    profileId: delivery.profileId,
+    type: delivery.deliveryType,
+    status: delivery.lifecycle.p2pStatus,
+    totalWeight: formatKg(delivery.packages.totalWeightGrams),
+    totalValue: formatNaira(delivery.packages.totalValueKobo),
+    createdAt: new Date(delivery.p2p.createdAt).toISOString(),
+    updatedAt: new Date(delivery.updatedAt).toISOString(),
+    deletedAt: null,
+  };
+}
+
+/** The delivery as `GET /api/deliveries/:deliveryId` answers it. */
+export function toDeliveryView(delivery: DeliveryRecord, addresses: Map<string, StoredAddress>) {
+  const { fees } = delivery;
+  const address = (id: string) => {
+    const found = addresses.get(id);
+    return found ? toAddressView(found) : null;
+  };
+  return {
+    id: delivery._id,
+    userId: delivery.userId,
+    trackingId: delivery.trackingId,
+    type: delivery.type,
+    status: delivery.lifecycle.status,
+    routeType: delivery.routeType,
+    fleetTypeId: delivery.fleetType.id,
+    apiKeyId: delivery.apiKeyId,
+    distanceKm: delivery.distanceKm,
+    etaSeconds: delivery.etaSeconds,
+    deliveryFee: formatNaira(fees.deliverySubtotal),
+    deliveryFeeTotal: formatNaira(fees.total),
+    serviceFee: formatNaira(fees.serviceFee),
+    weightFee: formatNaira(fees.weight),
+    fleetFee: formatNaira(fees.fleet),
+    surchargeFee: formatNaira(fees.surcharge),
+    insuranceFee: formatNaira(fees.insurance),
+    baseOrDistanceFee: formatNaira(fees.base),
+    hubCommission: formatNaira(fees.hubCommission),
+    deliveryFeePayer: delivery.deliveryFeePayer,
+    paymentMethodType: delivery.payment.creator.method ?? 'WALLET',
+    courierMatching: delivery.courierMatching,
+    courierId: delivery.courierId,
+    requireCollectionProofCode: delivery.requireCollectionProofCode,
+    requireDeliveryProofCode: delivery.requireDeliveryProofCode,
+    link3rdPartyByContactInfo: delivery.link3rdPartyByContactInfo,
+    urgencyType: delivery.urgencyType,
+    deliveryDate: iso(delivery.deliveryDate),
+    deliverySlot: delivery.deliverySlot,
+    note: delivery.note,
+    payOnDelivery: delivery.payOnDelivery !== null,
+    tierIds: delivery.tierIds,
+    tariffVersion: delivery.tariffVersion,
+    createdAt: new Date(delivery.createdAt).toISOString(),
+    updatedAt: new Date(delivery.updatedAt).toISOString(),
+    fleetType: delivery.fleetType,
+    p2pDelivery: toP2pView(delivery),
+    origin: address(delivery.originId),
+    destination: address(delivery.destinationId),
+    proofs: delivery.proofs.map((p) => ({
+      id: p.id,
+      type: p.type,
+      code: p.scannedAt ? p.code : null,
+      isActive: p.isActive,
+      scannedAt: iso(p.scannedAt),
+      createdAt: new Date(p.createdAt).toISOString(),
+    })),
+    deliverySteps: delivery.steps
+      .filter((s) => !s.hidden)
+      .map((s) => ({
+        id: s.id,
+        step: s.step,
+        active: s.active,
+        updatedAt: new Date(s.updatedAt).toISOString(),
+      })),
+  };
+}
+
+/** The `deliveryFee` block as the delivery stands: who has paid, the recipient's link. */
+export function toFeeBlock(delivery: DeliveryRecord): DeliveryFeeBlock {
+  const { feeBlock, lifecycle, payment } = delivery;
+  return {
+    ...feeBlock,
+    creator: { ...feeBlock.creator, paid: lifecycle.paid.creator },
+    recipient: {
+      ...feeBlock.recipient,
+      paid: lifecycle.paid.recipient,
+      checkoutUrl: payment.recipient.checkoutUrl,
+    },
+  };
+}
+
+export function toPayOnDeliveryView(delivery: DeliveryRecord) {
+  const pod = delivery.payOnDelivery;
+  if (!pod) return undefined;
+  return {
+    enabled: true,
+    collectAmount: formatNaira(pod.collectAmountKobo),
+    collectTarget: pod.collectTarget,
+    remitTo: pod.remitTo,
+    ...(pod.courierProfileId ? { courierProfileId: pod.courierProfileId } : {}),
+  };
+}
+
+/**
+ * `POST /api/request`'s answer: the P2P record with its delivery, or, when the creator pays
+ * through a checkout, the provider's payload (the delivery id is in `Location`).
+ */
+export function toCreatedView(delivery: DeliveryRecord, addresses: Map<string, StoredAddress>) {
+  const deliveryFee = toFeeBlock(delivery);
+  const matchingEligible = isMatchingEligible(delivery.lifecycle);
+  const checkout: CheckoutStart | null = delivery.payment.creator.checkout;
+  if (checkout) return { ...checkout, deliveryFee, matchingEligible };
+  const payOnDelivery = toPayOnDeliveryView(delivery);
+  return {
+    ...toP2pView(delivery),
+    delivery: toDeliveryView(delivery, addresses),
+    deliveryFee,
+    matchingEligible,
+    ...(payOnDelivery ? { payOnDelivery } : {}),
+  };
+}
+
+/** A message of the outbox for support: never its text in live. */
+export function toNotificationView(message: NotificationRecord, showText: boolean) {
+  return {
+    id: message._id,
+    deliveryId: message.deliveryId,
+    channel: message.channel,
+    purpose: message.purpose,
+    recipient: message.recipient,
+    text: showText ? message.text : null,
+    status: message.status,
+    createdAt: new Date(message.createdAt).toISOString(),
+    sentAt: iso(message.sentAt),
+  };
+}

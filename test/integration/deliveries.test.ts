@@ -1,0 +1,635 @@
+import { randomUUID } from 'node:crypto';
+import mongoose from 'mongoose';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { postForm, pagePath } from '../support/checkout';
+import {
+  balanceOf,
+  cancelDelivery,
+  credit,
+  DESTINATION,
+  entriesOf,
+  freePackages,
+  getDelivery,
+  ledgerIsClean,
+  notificationsOf,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+  type Party,
+} from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { useMerchantStack } from '../support/merchant-stack';
+
+/**
+ * Delivery requests (issue 12) through the gateway, every service in one process on the real
+ * FerretDB, NATS and Redis: creation paid by wallet or checkout, every field and default,
+ * the errors, cancellation, and the races with exact counts.
+ */
+const stack = useMerchantStack({
+  internal: ['order', 'payment'],
+  env: {
+    PAYMENT_SWEEP_INTERVAL_MS: '200',
+    PAYMENT_EVENT_RETRY_MS: '500',
+    ORDER_SWEEP_INTERVAL_MS: '500',
+    // The races send 200 requests at once to one SQLite-backed FerretDB on a shared machine;
+    // what they assert is counts, not speed (npm run bench:request measures that).
+    REQUEST_TIMEOUT_MS: '180000',
+  },
+});
+const base = () => stack.node.url;
+
+/** A new merchant with `amount` NGN in the wallet. */
+async function merchant(amount = 100_000): Promise<Party & { keyId: string }> {
+  const who = await createUserWithKey(base());
+  if (amount > 0) await credit(base(), who, amount);
+  return who;
+}
+
+/** POST /api/pricing Mode A for these packages, as the request prices them. */
+async function modeA(who: Party, packagesId: string[], fields: Record<string, unknown> = {}) {
+  const reply = await request(base(), 'POST', '/api/pricing', {
+    headers: { 'api-key': who.key },
+    json: { origin: ORIGIN, destination: DESTINATION, packagesId, ...fields },
+  });
+  expect(reply.status).toBe(200);
+  return reply.body.data;
+}
+
+describe('POST /api/request paid from the wallet', () => {
+  it('creates the delivery with every field, priced exactly as Mode A, and debits the total once', async () => {
+    const who = await merchant();
+    const packagesId = [
+      await savePackage(base(), who, { value: 12000.5, size: 'MEDIUM', quantity: 2 }),
+      await savePackage(base(), who),
+    ];
+    const quote = await modeA(who, packagesId);
+    const reply = await requestDelivery(base(), who, packagesId, { note: 'Fragile' });
+    expect(reply.status).toBe(201);
+    const data = reply.body.data;
+    expect(reply.headers.get('location')).toBe(`/api/deliveries/${data.deliveryId}`);
+
+    // The P2P record's fields, then the delivery, the fee block and the flags.
+    expect(data).toMatchObject({
+      id: expect.any(String),
+      deliveryId: expect.any(String),
+      userId: who.userId,
+      profileId: expect.any(String),
+      type: 'DROP_OFF',
+      status: 'PENDING',
+      totalWeight: quote.deliveryCost.totalWeight.toFixed(5),
+      totalValue: '17000.50',
+      deletedAt: null,
+      matchingEligible: true,
+    });
+    expect(data.payOnDelivery).toBeUndefined();
+    expect(data.deliveryFee).toEqual({
+      ...quote.deliveryFee,
+      creator: { ...quote.deliveryFee.creator, paid: true },
+    });
+    const { costs } = quote.deliveryCost;
+    expect(data.delivery).toMatchObject({
+      id: data.deliveryId,
+      userId: who.userId,
+      apiKeyId: who.keyId,
+      type: 'P2P',
+      status: 'REQUEST_CREATED',
+      trackingId: expect.stringMatching(/^P2P-[0-9A-HJKMNP-TV-Z]{12}$/),
+      routeType: quote.deliveryCost.routeType,
+      fleetTypeId: quote.deliveryCost.fleetType.id,
+      distanceKm: quote.deliveryCost.distance.distanceKm,
+      etaSeconds: quote.deliveryCost.distance.etaSeconds,
+      deliveryFee: costs.deliverySubtotal,
+      deliveryFeeTotal: costs.total,
+      serviceFee: costs.serviceFee,
+      weightFee: costs.weight,
+      fleetFee: costs.fleet,
+      surchargeFee: costs.surcharge,
+      insuranceFee: costs.insurance,
+      baseOrDistanceFee: costs.base,
+      tierIds: quote.deliveryCost.tierIds,
+      tariffVersion: quote.deliveryCost.tariffVersion,
+      deliveryFeePayer: 'CREATOR',
+      courierMatching: 'ANYONE',
+      requireCollectionProofCode: true,
+      requireDeliveryProofCode: true,
+      link3rdPartyByContactInfo: false,
+      urgencyType: 'STANDARD',
+      note: 'Fragile',
+      fleetType: quote.deliveryCost.fleetType,
+    });
+    expect(data.delivery.courier).toBeUndefined();
+    expect(data.delivery.origin).toMatchObject({
+      id: expect.any(String),
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      lat: ORIGIN.lat,
+      lon: ORIGIN.lon,
+      country: 'Nigeria',
+      contactName: 'Test Merchant',
+      contactPhone: '+2348012345678',
+    });
+    expect(data.delivery.destination).toMatchObject({
+      contactName: DESTINATION.contactName,
+      contactPhone: DESTINATION.contactPhone,
+      contactEmail: DESTINATION.contactEmail,
+    });
+    expect(data.delivery.proofs.map((p: { type: string }) => p.type).sort()).toEqual([
+      'COLLECTION',
+      'DELIVERY',
+    ]);
+    for (const proof of data.delivery.proofs) {
+      expect(proof).toMatchObject({ code: null, isActive: true, scannedAt: null });
+    }
+    expect(data.delivery.deliverySteps).toEqual([
+      {
+        id: expect.any(String),
+        step: 'REQUEST_CREATED',
+        active: true,
+        updatedAt: expect.any(String),
+      },
+    ]);
+
+    // Charged once, the total; the packages are no longer free.
+    const entries = await entriesOf(base(), who);
+    expect(entries.filter((e) => e.reference === data.deliveryId)).toEqual([
+      expect.objectContaining({ type: 'DEBIT', amount: `-${costs.total}` }),
+    ]);
+    expect(await freePackages(base(), who)).toEqual([]);
+
+    // GET answers the same delivery with its P2P record; another user gets 404.
+    const got = await getDelivery(base(), who, data.deliveryId);
+    expect(got.status).toBe(200);
+    expect(got.body.data).toMatchObject({ ...data.delivery, updatedAt: expect.any(String) });
+    expect(got.body.data.p2pDelivery).toMatchObject({ id: data.id, status: 'PENDING' });
+    expectErrorEnvelope(
+      await getDelivery(base(), stack.bob, data.deliveryId),
+      404,
+      'Delivery request not found',
+    );
+    expectErrorEnvelope(await getDelivery(base(), who, randomUUID()), 404);
+    // The saved origin resolves as an address input for its owner only.
+    const route = (key: string) =>
+      request(base(), 'POST', '/api/route', {
+        headers: { 'api-key': key },
+        json: { origin: { id: data.delivery.origin.id }, destination: 'Wuse 2, Abuja' },
+      });
+    expect((await route(who.key)).body.data.origin.lat).toBe(ORIGIN.lat);
+    expect((await route(stack.bob.key)).status).toBe(400);
+  });
+
+  it('takes a saved address of the caller’s as a stop, by its id', async () => {
+    const who = await merchant();
+    const first = (await requestDelivery(base(), who, [await savePackage(base(), who)])).body.data;
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
+      origin: { id: first.delivery.origin.id },
+    });
+    expect(reply.status).toBe(201);
+    expect(reply.body.data.delivery.origin).toMatchObject({ lat: ORIGIN.lat, lon: ORIGIN.lon });
+    expect(reply.body.data.delivery.origin.id).not.toBe(first.delivery.origin.id);
+    // Another merchant cannot use it.
+    const foreign = await requestDelivery(
+      base(),
+      stack.bob,
+      [await savePackage(base(), stack.bob)],
+      {
+        origin: { id: first.delivery.origin.id },
+      },
+    );
+    expectErrorEnvelope(foreign, 400);
+  });
+
+  it('sends proof codes through the outbox, shown to support in staging, and never stores them in the clear', async () => {
+    const who = await merchant();
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)]);
+    const deliveryId = reply.body.data.deliveryId;
+    const messages = await notificationsOf(base(), deliveryId);
+    expect(messages.map((m) => `${m.purpose}:${m.channel}:${m.recipient}`).sort()).toEqual([
+      `COLLECTION_CODE:EMAIL:${(await request(base(), 'GET', `/admin/users/${who.userId}`, { headers: adminHeaders })).body.data.email}`,
+      'COLLECTION_CODE:SMS:+2348012345678',
+      `DELIVERY_CODE:EMAIL:${DESTINATION.contactEmail}`,
+      `DELIVERY_CODE:SMS:${DESTINATION.contactPhone}`,
+    ]);
+    const codes = messages.map((m) => /code is (\d{6})/.exec(m.text ?? '')?.[1]);
+    expect(codes.every(Boolean)).toBe(true);
+    // The log sink sends them.
+    await eventually(
+      async () => {
+        expect((await notificationsOf(base(), deliveryId)).every((m) => m.status === 'SENT')).toBe(
+          true,
+        );
+      },
+      { timeout: 20_000 },
+    );
+    // At rest the codes are only hashes: the delivery's document holds none of them.
+    const db = await mongoose
+      .createConnection(process.env.MONGO_URL as string, { dbName: `${stack.iso.dbPrefix}order` })
+      .asPromise();
+    const stored = await db.collection('deliveries').findOne({ _id: deliveryId as never });
+    await db.close();
+    expect(stored?.proofs).toHaveLength(2);
+    for (const code of codes) expect(JSON.stringify(stored)).not.toContain(code);
+  });
+
+  it('applies defaults and aliases: notify3rdParty, slot, contacts on the body, pay on delivery', async () => {
+    const who = await merchant();
+    const packageId = await savePackage(base(), who, { value: 7000 });
+    const tomorrow = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
+    const reply = await requestDelivery(base(), who, [packageId], {
+      destination: 'Admiralty Way, Lekki, Lagos',
+      destinationContactName: 'Bola',
+      destinationContactPhone: '+2348051234567',
+      destinationContactEmail: 'bola@example.com',
+      originContactName: 'Shop Desk',
+      notify3rdParty: true,
+      urgencyType: 'SCHEDULED',
+      deliveryDate: tomorrow,
+      slot: '09:00 - 12:00',
+      requireCollectionProofCode: false,
+      payOnDelivery: true,
+      type: 'PICKUP',
+    });
+    expect(reply.status).toBe(201);
+    const { data } = reply.body;
+    expect(data.type).toBe('PICKUP');
+    expect(data.payOnDelivery).toEqual({
+      enabled: true,
+      collectAmount: '7000.00',
+      collectTarget: 'PACKAGE_VALUE',
+      remitTo: 'MY_WALLET',
+    });
+    expect(data.delivery).toMatchObject({
+      link3rdPartyByContactInfo: true,
+      urgencyType: 'SCHEDULED',
+      deliveryDate: `${tomorrow}T00:00:00.000Z`,
+      deliverySlot: '09:00 - 12:00',
+      requireCollectionProofCode: false,
+      payOnDelivery: true,
+    });
+    // No collection code asked for; the delivery code gives way to pay-on-delivery.
+    expect(data.delivery.proofs).toEqual([]);
+    expect(data.delivery.origin).toMatchObject({
+      contactName: 'Shop Desk',
+      contactPhone: '+2348012345678',
+    });
+    expect(data.delivery.destination).toMatchObject({
+      contactName: 'Bola',
+      contactEmail: 'bola@example.com',
+    });
+  });
+
+  it.each([
+    ['no recipient contact', { destination: 'Lekki, Lagos' }, 'destinationContactPhone'],
+    ['a long note', { note: 'x'.repeat(129) }, 'note'],
+    [
+      'a phone outside E.164',
+      { destinationContactPhone: '08031234567' },
+      'destinationContactPhone',
+    ],
+    ['no courierSelection', { courierSelection: undefined }, 'courierSelection'],
+    ['an unknown type', { type: 'COURIER' }, 'type'],
+    ['SPECIFIC without a courier', { courierSelection: 'SPECIFIC' }, 'courierId'],
+    ['a courier for ANYONE', { courierId: randomUUID() }, 'courierId'],
+    [
+      'SCHEDULED without a date',
+      { urgencyType: 'SCHEDULED', deliverySlot: '09:00 - 12:00' },
+      'deliveryDate',
+    ],
+    [
+      'slot and deliverySlot disagreeing',
+      {
+        urgencyType: 'SCHEDULED',
+        deliveryDate: '2030-01-02',
+        slot: '09:00 - 12:00',
+        deliverySlot: '13:00 - 15:00',
+      },
+      'slot',
+    ],
+    [
+      'a courier wallet without its courier',
+      { payOnDelivery: true, podRemitTo: 'COURIER_WALLET' },
+      'podCourierProfileId',
+    ],
+    ['podRemitTo without pay on delivery', { podRemitTo: 'MY_WALLET' }, 'podRemitTo'],
+    ['an unknown payment method', { paymentMethodType: 'CASH' }, 'paymentMethodType'],
+  ])('refuses %s with a 400 naming the field, and takes nothing', async (_, fields, field) => {
+    const who = await merchant();
+    const packageId = await savePackage(base(), who);
+    const reply = await requestDelivery(base(), who, [packageId], fields);
+    expectErrorEnvelope(reply, 400);
+    expect(JSON.stringify(reply.body)).toContain(field);
+    expect(await freePackages(base(), who)).toEqual([packageId]);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+  });
+});
+
+describe('refusals leave the packages free and the wallet untouched', () => {
+  it('422 Insufficient balance', async () => {
+    const who = await merchant(1);
+    const packageId = await savePackage(base(), who);
+    expectErrorEnvelope(
+      await requestDelivery(base(), who, [packageId]),
+      422,
+      'Insufficient balance',
+    );
+    expect(await freePackages(base(), who)).toEqual([packageId]);
+    expect(await balanceOf(base(), who)).toBe('1.00');
+  });
+
+  it('400 invalid packages selection', async () => {
+    const who = await merchant();
+    const reply = await requestDelivery(base(), who, [randomUUID()]);
+    expectErrorEnvelope(reply, 400, 'Invalid packages selection');
+    const foreign = await savePackage(base(), stack.bob);
+    expectErrorEnvelope(
+      await requestDelivery(base(), who, [foreign]),
+      400,
+      'Invalid packages selection',
+    );
+    expect(await freePackages(base(), stack.bob)).toContain(foreign);
+  });
+
+  it('400 origin and destination the same', async () => {
+    const who = await merchant();
+    const packageId = await savePackage(base(), who);
+    const reply = await requestDelivery(base(), who, [packageId], {
+      destination: { ...DESTINATION, lat: ORIGIN.lat, lon: ORIGIN.lon },
+    });
+    expectErrorEnvelope(reply, 400, /^Origin and destination (are|cannot be) the same$/);
+    expect(await freePackages(base(), who)).toEqual([packageId]);
+  });
+
+  it('404 Fleet type not found', async () => {
+    const who = await merchant();
+    const packageId = await savePackage(base(), who);
+    const reply = await requestDelivery(base(), who, [packageId], { fleetTypeId: randomUUID() });
+    expectErrorEnvelope(reply, 404, 'Fleet type not found');
+    expect(await freePackages(base(), who)).toEqual([packageId]);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+  });
+
+  it('404 for a SPECIFIC courier that does not exist, and for no merchant couriers', async () => {
+    const who = await merchant();
+    const packageId = await savePackage(base(), who);
+    expectErrorEnvelope(
+      await requestDelivery(base(), who, [packageId], {
+        courierSelection: 'SPECIFIC',
+        courierId: randomUUID(),
+      }),
+      404,
+      'Courier not found',
+    );
+    expectErrorEnvelope(
+      await requestDelivery(base(), who, [packageId], {
+        courierSelection: 'MERCHANT_SPECIAL_COURIERS',
+      }),
+      404,
+      'No merchant-specific couriers found',
+    );
+    expect(await freePackages(base(), who)).toEqual([packageId]);
+  });
+});
+
+describe('checkout payment', () => {
+  it('answers the checkout payload, then marks the delivery paid when the checkout is paid', async () => {
+    const who = await merchant(0);
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
+      paymentMethodType: 'CHECKOUT',
+    });
+    expect(reply.status).toBe(201);
+    expect(Object.keys(reply.body.data).sort()).toEqual(
+      ['data', 'deliveryFee', 'matchingEligible', 'message', 'status'].sort(),
+    );
+    expect(reply.body.data).toMatchObject({
+      status: true,
+      message: expect.any(String),
+      data: {
+        authorization_url: expect.stringContaining('/checkout/'),
+        access_code: expect.any(String),
+        reference: expect.any(String),
+      },
+      matchingEligible: false,
+    });
+    expect(reply.body.data.deliveryFee.creator.paid).toBe(false);
+    const deliveryId = (reply.headers.get('location') as string).split('/').pop() as string;
+    expect((await getDelivery(base(), who, deliveryId)).body.data.p2pDelivery.status).toBe(
+      'PENDING_PAYMENT',
+    );
+
+    const paid = await postForm(base(), `${pagePath(reply.body.data.data.authorization_url)}/pay`);
+    expect(paid.status).toBe(303);
+    await eventually(
+      async () => {
+        const got = await getDelivery(base(), who, deliveryId);
+        expect(got.body.data.p2pDelivery.status).toBe('PENDING');
+      },
+      { timeout: 20_000 },
+    );
+    // No money moved through the wallet for it.
+    expect(await balanceOf(base(), who)).toBe('0.00');
+  });
+
+  it('cancels the delivery and frees its packages when the checkout is declined', async () => {
+    const who = await merchant(0);
+    const packageId = await savePackage(base(), who);
+    const reply = await requestDelivery(base(), who, [packageId], {
+      paymentMethodType: 'CHECKOUT',
+    });
+    const deliveryId = (reply.headers.get('location') as string).split('/').pop() as string;
+    await postForm(base(), `${pagePath(reply.body.data.data.authorization_url)}/decline`);
+    await eventually(
+      async () => {
+        const got = (await getDelivery(base(), who, deliveryId)).body.data;
+        expect(got.status).toBe('CANCELLED');
+        expect(got.p2pDelivery.status).toBe('CANCELLED');
+        expect(await freePackages(base(), who)).toEqual([packageId]);
+      },
+      { timeout: 20_000 },
+    );
+  });
+
+  it('RECIPIENT: the recipient gets a payment link; paying it makes the delivery eligible', async () => {
+    const who = await merchant(0);
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
+      deliveryFeePayer: 'RECIPIENT',
+    });
+    expect(reply.status).toBe(201);
+    const { data } = reply.body;
+    expect(data.matchingEligible).toBe(false);
+    expect(data.status).toBe('PENDING_PAYMENT');
+    expect(data.deliveryFee.creator).toMatchObject({ amount: '0.00', paymentRequired: false });
+    expect(data.deliveryFee.recipient).toMatchObject({ paymentRequired: true, paid: false });
+    const link = data.deliveryFee.recipient.checkoutUrl as string;
+    expect(link).toContain('/checkout/');
+    const messages = await notificationsOf(base(), data.deliveryId);
+    expect(
+      messages
+        .filter((m) => m.purpose === 'RECIPIENT_PAYMENT_LINK')
+        .map((m) => m.recipient)
+        .sort(),
+    ).toEqual([DESTINATION.contactEmail, DESTINATION.contactPhone].sort());
+    await postForm(base(), `${pagePath(link)}/pay`);
+    await eventually(
+      async () => {
+        const got = (await getDelivery(base(), who, data.deliveryId)).body.data;
+        expect(got.p2pDelivery.status).toBe('PENDING');
+      },
+      { timeout: 20_000 },
+    );
+  });
+
+  it('SPLIT: the creator pays its part from the wallet, the recipient the rest by link', async () => {
+    const who = await merchant();
+    const packagesId = [await savePackage(base(), who)];
+    const quote = await modeA(who, packagesId, { deliveryFeePayer: 'SPLIT' });
+    const reply = await requestDelivery(base(), who, packagesId, { deliveryFeePayer: 'SPLIT' });
+    expect(reply.status).toBe(201);
+    const { data } = reply.body;
+    expect(data.deliveryFee.creator).toMatchObject({
+      amount: quote.deliveryFee.creator.amount,
+      paid: true,
+    });
+    expect(data.deliveryFee.recipient).toMatchObject({
+      amount: quote.deliveryFee.recipient.amount,
+      paid: false,
+    });
+    expect(data.matchingEligible).toBe(false);
+    const entries = await entriesOf(base(), who);
+    expect(entries[0]).toMatchObject({
+      reference: data.deliveryId,
+      amount: `-${quote.deliveryFee.creator.amount}`,
+    });
+    // Cancelled before the recipient pays: the creator's part comes back, once.
+    expect((await cancelDelivery(base(), who, data.deliveryId)).status).toBe(201);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+  });
+});
+
+describe('POST /api/request/:deliveryId/cancel', () => {
+  it('cancels, refunds once, frees the packages and records the step; then refuses', async () => {
+    const who = await merchant();
+    const packageId = await savePackage(base(), who);
+    const created = (await requestDelivery(base(), who, [packageId])).body.data;
+    expectErrorEnvelope(
+      await cancelDelivery(base(), stack.bob, created.deliveryId),
+      404,
+      'Delivery request not found',
+    );
+    expectErrorEnvelope(
+      await cancelDelivery(base(), who, randomUUID()),
+      404,
+      'Delivery request not found',
+    );
+
+    const reply = await cancelDelivery(base(), who, created.deliveryId);
+    expect(reply.status).toBe(201);
+    expect(reply.body.data).toEqual({ delivery: { id: created.deliveryId } });
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+    expect(await freePackages(base(), who)).toEqual([packageId]);
+    const got = (await getDelivery(base(), who, created.deliveryId)).body.data;
+    expect(got.status).toBe('CANCELLED');
+    expect(got.p2pDelivery.status).toBe('REFUNDED');
+    expect(
+      got.deliverySteps.map((s: { step: string; active: boolean }) => [s.step, s.active]),
+    ).toEqual([
+      ['REQUEST_CREATED', false],
+      ['CANCELLED', true],
+    ]);
+    const again = await cancelDelivery(base(), who, created.deliveryId);
+    expectErrorEnvelope(again, 400, /cannot be cancelled/);
+    const refunds = (await entriesOf(base(), who)).filter((e) => e.type === 'REFUND');
+    expect(refunds).toHaveLength(1);
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
+  it('20 concurrent cancels by one user across 20 deliveries: exactly 2 succeed', async () => {
+    const who = await merchant(1_000_000);
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      ids.push(
+        (await requestDelivery(base(), who, [await savePackage(base(), who)])).body.data.deliveryId,
+      );
+    }
+    const replies = await Promise.all(ids.map((id) => cancelDelivery(base(), who, id)));
+    expect(replies.filter((r) => r.status === 201)).toHaveLength(2);
+    const refused = replies.filter((r) => r.status !== 201);
+    expect(refused).toHaveLength(18);
+    for (const r of refused) expectErrorEnvelope(r, 400, /only twice every 3 hours/);
+    // A refused cancel used no slot, and the window survives in Redis: still refused.
+    expectErrorEnvelope(await cancelDelivery(base(), who, ids[0] as string), 400);
+    expect((await entriesOf(base(), who)).filter((e) => e.type === 'REFUND')).toHaveLength(2);
+  });
+});
+
+describe('races', () => {
+  it('200 concurrent requests on a wallet funded for exactly 50: 50 created, 150 × 422, balance 0.00', async () => {
+    const who = await merchant(0);
+    const packages: string[] = [];
+    for (let i = 0; i < 200; i++) packages.push(await savePackage(base(), who));
+    const total = (await modeA(who, [packages[0] as string])).deliveryCost.costs.total as string;
+    await credit(base(), who, (Number(total) * 50).toFixed(2));
+    const replies = await Promise.all(packages.map((id) => requestDelivery(base(), who, [id])));
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(50);
+    expect(statuses.filter((s) => s === 422)).toHaveLength(150);
+    expect(await balanceOf(base(), who)).toBe('0.00');
+    expect(await freePackages(base(), who)).toHaveLength(150);
+    expect(await ledgerIsClean(base())).toBe(true);
+  }, 300_000);
+
+  it('one package in 10 concurrent requests: one wins', async () => {
+    const who = await merchant();
+    const packageId = await savePackage(base(), who);
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, () => requestDelivery(base(), who, [packageId])),
+    );
+    expect(replies.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of replies.filter((x) => x.status !== 201)) {
+      expectErrorEnvelope(r, 400, 'Invalid packages selection');
+    }
+    expect((await entriesOf(base(), who)).filter((e) => e.type === 'DEBIT')).toHaveLength(1);
+  });
+
+  it('20 concurrent retries with one Idempotency-Key: one delivery, one debit', async () => {
+    const who = await merchant();
+    const packageId = await savePackage(base(), who);
+    const key = randomUUID();
+    const replies = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        requestDelivery(base(), who, [packageId], {}, { 'Idempotency-Key': key }),
+      ),
+    );
+    const created = replies.filter((r) => r.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(created.map((r) => r.body.data.deliveryId)).size).toBe(1);
+    for (const r of replies.filter((x) => x.status !== 201)) expectErrorEnvelope(r, 409);
+    const later = await requestDelivery(base(), who, [packageId], {}, { 'Idempotency-Key': key });
+    expect(later.status).toBe(201);
+    expect(later.body.data.deliveryId).toBe(created[0]?.body.data.deliveryId);
+    expect((await entriesOf(base(), who)).filter((e) => e.type === 'DEBIT')).toHaveLength(1);
+  });
+});
+
+describe('GET /api/deliveries', () => {
+  it('lists the caller’s deliveries newest first, filtered by status, paged', async () => {
+    const who = await merchant();
+    const first = (await requestDelivery(base(), who, [await savePackage(base(), who)])).body.data
+      .deliveryId;
+    const second = (await requestDelivery(base(), who, [await savePackage(base(), who)])).body.data
+      .deliveryId;
+    await cancelDelivery(base(), who, first);
+    const list = (query: string) =>
+      request(base(), 'GET', `/api/deliveries${query}`, { headers: { 'api-key': who.key } });
+    expect((await list('')).body.data.map((d: { id: string }) => d.id)).toEqual([second, first]);
+    expect((await list('?status=CANCELLED')).body.data.map((d: { id: string }) => d.id)).toEqual([
+      first,
+    ]);
+    expect((await list('?limit=1&offset=1')).body.data.map((d: { id: string }) => d.id)).toEqual([
+      first,
+    ]);
+    expect(
+      (await request(base(), 'GET', '/api/deliveries', { headers: { 'api-key': stack.bob.key } }))
+        .body.data,
+    ).toEqual([]);
+    expectErrorEnvelope(await list('?status=LOST'), 400);
+  });
+});
