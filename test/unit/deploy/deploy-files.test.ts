@@ -16,6 +16,10 @@ const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 /** Every variable loadConfig reads; a name outside it is a typo or a forgotten variable. */
 /** Ours, plus NODE_OPTIONS, which Node itself reads (the geo process tunes its heap). */
 const CONFIG_VARIABLES = new Set([...describeConfig().map((v) => v.name), 'NODE_OPTIONS']);
+/** Variables that only tests set (`Tests only` in their description): no deployment may. */
+const TEST_ONLY_VARIABLES = describeConfig()
+  .filter((v) => v.description.startsWith('Tests only'))
+  .map((v) => v.name);
 const OPS_PORT = 9464;
 const HTTP_PORT = 3000;
 
@@ -154,6 +158,14 @@ describe('docker-compose.yml', () => {
       if (!runsWaybillImage(service)) continue;
       const unknown = Object.keys(envOf(service)).filter((k) => !CONFIG_VARIABLES.has(k));
       expect({ name, unknown }).toEqual({ name, unknown: [] });
+    }
+  });
+
+  it('sets no variable meant for tests only', () => {
+    expect(TEST_ONLY_VARIABLES).toContain('ORDER_FAULT');
+    for (const [name, service] of Object.entries(services)) {
+      const set = Object.keys(envOf(service)).filter((k) => TEST_ONLY_VARIABLES.includes(k));
+      expect({ name, set }).toEqual({ name, set: [] });
     }
   });
 
@@ -488,6 +500,15 @@ describe('deploy/k8s', () => {
     );
     expect(keys).not.toContain('SERVICES'); // set per Deployment
     expect(Object.values(configMap?.data ?? {}).every((v) => typeof v === 'string')).toBe(true);
+  });
+
+  it('sets no variable meant for tests only, in the ConfigMap, the Secret or a Deployment', () => {
+    const keys = [
+      ...Object.keys(configMap?.data ?? {}),
+      ...Object.keys(exampleSecret.stringData ?? {}),
+      ...deployments.flatMap((d) => (containerOf(d).env ?? []).map((e) => e.name)),
+    ];
+    expect(keys.filter((k) => TEST_ONLY_VARIABLES.includes(k))).toEqual([]);
   });
 
   it('marks the Secret as an example with placeholder values', () => {
