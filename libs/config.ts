@@ -574,11 +574,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     payment: paymentConfig(value),
     order: {
       sweepIntervalMs: value.ORDER_SWEEP_INTERVAL_MS,
-      staleRequestMs: value.ORDER_STALE_REQUEST_MS,
+      staleRequestMs: staleRequestMs(value.ORDER_STALE_REQUEST_MS, value.REQUEST_TIMEOUT_MS),
       proofCodeSecret: value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET,
       fault: orderFault(value.ORDER_FAULT, env),
     },
   };
+}
+
+/**
+ * A request younger than the gateway's timeout may still be running: were the sweep to take
+ * it over, it would undo a request whose caller is still waiting for it.
+ */
+function staleRequestMs(staleMs: number, requestTimeoutMs: number): number {
+  if (staleMs <= requestTimeoutMs) {
+    throw new ConfigError(
+      `ORDER_STALE_REQUEST_MS: must be longer than REQUEST_TIMEOUT_MS (${requestTimeoutMs}), or the sweep takes over requests still under way; raise it`,
+    );
+  }
+  return staleMs;
 }
 
 function orderFault(

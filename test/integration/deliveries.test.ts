@@ -34,6 +34,9 @@ const stack = useMerchantStack({
     // The races send 200 requests at once to one SQLite-backed FerretDB on a shared machine;
     // what they assert is counts, not speed (npm run bench:request measures that).
     REQUEST_TIMEOUT_MS: '180000',
+    // Longer than that timeout, as the config requires: the sweep must not undo a request
+    // that the races are still waiting for.
+    ORDER_STALE_REQUEST_MS: '240000',
   },
 });
 const base = () => stack.node.url;

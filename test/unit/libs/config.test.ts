@@ -8,6 +8,9 @@ import {
 import { thrownBy } from '../helpers';
 
 const ADMIN_TOKEN = 'an-admin-token-of-32-characters!';
+const PROOF_CODE_SECRET = 'a-proof-code-key-of-32-characters';
+/** What live requires besides the payment provider's key. */
+const LIVE = { APP_ENV: 'live', ADMIN_TOKEN, PROOF_CODE_SECRET };
 
 /** The ConfigError that `loadConfig(env)` throws. */
 function configErrorFor(env: NodeJS.ProcessEnv): ConfigError {
@@ -78,6 +81,13 @@ describe('loadConfig defaults', () => {
         sweepIntervalMs: 10000,
         eventRetryMs: 30000,
       },
+      order: {
+        sweepIntervalMs: 10000,
+        staleRequestMs: 120000,
+        // Staging's fixed key: as long and as free of whitespace as a key that is set.
+        proofCodeSecret: expect.stringMatching(/^\S{32,}$/),
+        fault: undefined,
+      },
     });
   });
 
@@ -113,8 +123,7 @@ describe('loadConfig conversions', () => {
   it('passes string variables through', () => {
     const config = loadConfig({
       HOST: 'localhost',
-      APP_ENV: 'live',
-      ADMIN_TOKEN,
+      ...LIVE,
       PAYSTACK_SECRET_KEY: 'sk_live_x',
       API_KEY_PREFIX: 'acme2',
       MONGO_URL: 'mongodb+srv://db.example.com',
@@ -296,7 +305,7 @@ describe('loadConfig errors', () => {
   });
 
   it('accepts APP_ENV=live with an ADMIN_TOKEN', () => {
-    const config = loadConfig({ APP_ENV: 'live', ADMIN_TOKEN, PAYSTACK_SECRET_KEY: 'sk_live_x' });
+    const config = loadConfig({ ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' });
     expect(config.appEnv).toBe('live');
     expect(config.adminToken).toBe(ADMIN_TOKEN);
   });
@@ -309,13 +318,13 @@ describe('loadConfig errors', () => {
 describe('payment', () => {
   it('checks out with the sandbox in staging and with Paystack in live', () => {
     expect(loadConfig({}).payment.provider).toBe('sandbox');
-    const live = loadConfig({ APP_ENV: 'live', ADMIN_TOKEN, PAYSTACK_SECRET_KEY: 'sk_live_x' });
+    const live = loadConfig({ ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' });
     expect(live.payment.provider).toBe('paystack');
     expect(live.payment.paystack.secretKey).toBe('sk_live_x');
   });
 
   it('requires the Paystack secret key wherever Paystack is the provider', () => {
-    expect(configErrorFor({ APP_ENV: 'live', ADMIN_TOKEN }).message).toMatch(
+    expect(configErrorFor(LIVE).message).toMatch(
       /^PAYSTACK_SECRET_KEY: required with PAYMENT_PROVIDER=paystack/,
     );
     expect(configErrorFor({ PAYMENT_PROVIDER: 'paystack' }).message).toMatch(
@@ -324,7 +333,7 @@ describe('payment', () => {
   });
 
   it('lets live use the sandbox only when asked to', () => {
-    const config = loadConfig({ APP_ENV: 'live', ADMIN_TOKEN, PAYMENT_PROVIDER: 'sandbox' });
+    const config = loadConfig({ ...LIVE, PAYMENT_PROVIDER: 'sandbox' });
     expect(config.payment.provider).toBe('sandbox');
   });
 
@@ -347,6 +356,70 @@ describe('payment', () => {
   it('refuses an unknown provider and a URL that is not http(s)', () => {
     expect(configErrorFor({ PAYMENT_PROVIDER: 'stripe' }).message).toMatch(/^PAYMENT_PROVIDER: /);
     expect(configErrorFor({ PUBLIC_BASE_URL: 'ftp://x' }).message).toMatch(/^PUBLIC_BASE_URL: /);
+  });
+});
+
+describe('order', () => {
+  it('converts the sweep interval and the stale-request age to numbers', () => {
+    const config = loadConfig({ ORDER_SWEEP_INTERVAL_MS: '500', ORDER_STALE_REQUEST_MS: '60000' });
+    expect(config.order).toMatchObject({ sweepIntervalMs: 500, staleRequestMs: 60000 });
+  });
+
+  it('refuses a stale-request age the request timeout reaches: the sweep would undo live requests', () => {
+    const err = configErrorFor({ REQUEST_TIMEOUT_MS: '180000', ORDER_STALE_REQUEST_MS: '120000' });
+    expect(err.message).toMatch(/^ORDER_STALE_REQUEST_MS: .*REQUEST_TIMEOUT_MS \(180000\)/);
+    expect(
+      configErrorFor({ REQUEST_TIMEOUT_MS: '120000', ORDER_STALE_REQUEST_MS: '120000' }).message,
+    ).toMatch(/^ORDER_STALE_REQUEST_MS: /);
+    const config = loadConfig({ REQUEST_TIMEOUT_MS: '180000', ORDER_STALE_REQUEST_MS: '180001' });
+    expect(config.order.staleRequestMs).toBe(180001);
+  });
+
+  it('requires PROOF_CODE_SECRET when live, and uses the one given', () => {
+    const err = configErrorFor({ APP_ENV: 'live', ADMIN_TOKEN, PAYSTACK_SECRET_KEY: 'sk_live_x' });
+    expect(err.message).toMatch(/^PROOF_CODE_SECRET: .*required/);
+    const config = loadConfig({ ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' });
+    expect(config.order.proofCodeSecret).toBe(PROOF_CODE_SECRET);
+  });
+
+  it('treats an empty PROOF_CODE_SECRET as unset: the staging key, but refused live', () => {
+    expect(loadConfig({ PROOF_CODE_SECRET: '' }).order.proofCodeSecret).toBe(
+      loadConfig({}).order.proofCodeSecret,
+    );
+    expect(configErrorFor({ ...LIVE, PROOF_CODE_SECRET: '' }).message).toMatch(
+      /^PROOF_CODE_SECRET: .*required/,
+    );
+  });
+
+  it.each([
+    ['31 characters', 'a'.repeat(31)],
+    ['whitespace', `${'a'.repeat(16)} ${'a'.repeat(16)}`],
+  ])('refuses a PROOF_CODE_SECRET with %s', (_why, value) => {
+    expect(configErrorFor({ PROOF_CODE_SECRET: value }).message).toMatch(/^PROOF_CODE_SECRET: /);
+  });
+
+  it('honours ORDER_FAULT under tests only', () => {
+    expect(loadConfig({ NODE_ENV: 'test', ORDER_FAULT: 'after-debit' }).order.fault).toBe(
+      'after-debit',
+    );
+    expect(loadConfig({ NODE_ENV: 'test', ORDER_FAULT: '' }).order.fault).toBeUndefined();
+    for (const NODE_ENV of ['production', 'development', undefined]) {
+      const err = configErrorFor({ NODE_ENV, ORDER_FAULT: 'after-debit' });
+      expect(err.message).toMatch(/^ORDER_FAULT: .*NODE_ENV=test.*unset it/);
+    }
+  });
+
+  it('refuses an unknown ORDER_FAULT point, naming the variable', () => {
+    const err = configErrorFor({ NODE_ENV: 'test', ORDER_FAULT: 'after-lunch' });
+    expect(err.message).toMatch(/^ORDER_FAULT: /);
+  });
+
+  it.each([
+    ['ORDER_SWEEP_INTERVAL_MS', '99'],
+    ['ORDER_SWEEP_INTERVAL_MS', '1.5'],
+    ['ORDER_STALE_REQUEST_MS', '999'],
+  ])('a bad %s (%j) throws a ConfigError naming it', (name, value) => {
+    expect(configErrorFor({ [name]: value }).message).toMatch(new RegExp(`^${name}: `));
   });
 });
 
@@ -438,6 +511,10 @@ describe('describeConfig', () => {
     'CHECKOUT_TTL_SECONDS',
     'PAYMENT_SWEEP_INTERVAL_MS',
     'PAYMENT_EVENT_RETRY_MS',
+    'ORDER_SWEEP_INTERVAL_MS',
+    'ORDER_STALE_REQUEST_MS',
+    'PROOF_CODE_SECRET',
+    'ORDER_FAULT',
     'OPS_PORT',
   ];
 
