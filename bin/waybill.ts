@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../moleculer.config';
 import {
@@ -8,20 +8,21 @@ import {
   loadConfig,
   type AppEnvironment,
   type Config,
+  type ServiceName,
 } from '../libs/config';
 import { call } from '../libs/contracts';
-import { toHttpError } from '../libs/errors';
+import { badRequest, toHttpError } from '../libs/errors';
 import { toServiceSchema } from '../libs/service';
 import { serviceDefinition } from '../services/catalog';
 import { seedDemoData } from '../services/seed';
 
 /**
- * Operator CLI. It runs the services it needs (account; payment for wallets) in its own
- * short-lived broker (joined to NATS when NATS_URL is set, so revocations reach running
- * gateways) and calls the same actions as the admin API.
+ * Operator CLI. It runs the services it needs (account; payment for wallets; geo and
+ * courier-matching for couriers) in its own short-lived broker (joined to NATS when NATS_URL
+ * is set, so revocations reach running gateways) and calls the same actions as the admin API.
  */
 async function withServices<T>(
-  names: ('account' | 'payment')[],
+  names: Exclude<ServiceName, 'gateway'>[],
   run: (broker: ServiceBroker, config: Config) => Promise<T>,
 ) {
   const config = loadConfig({ ...process.env, OPS_PORT: '0', SERVICES: names.join(',') });
@@ -43,6 +44,12 @@ const withAccount = <T>(run: (broker: ServiceBroker, config: Config) => Promise<
   withServices(['account'], run);
 const withWallets = <T>(run: (broker: ServiceBroker) => Promise<T>) =>
   withServices(['account', 'payment'], run);
+/** Geo checks fleet types: only commands that set one need it (it loads the gazetteer). */
+const withCouriers = <T>(run: (broker: ServiceBroker) => Promise<T>, options = { geo: false }) =>
+  withServices(
+    options.geo ? ['account', 'geo', 'courier-matching'] : ['account', 'courier-matching'],
+    run,
+  );
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
@@ -52,8 +59,14 @@ const positiveInt = (value: string) => {
   return n;
 };
 
+const nonNegativeInt = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be 0 or more');
+  return n;
+};
+
 const program = new Command('waybill')
-  .description('Waybill operator CLI: users, API keys, wallets and demo data')
+  .description('Waybill operator CLI: users, API keys, wallets, couriers and demo data')
   .showHelpAfterError()
   .addHelpText(
     'after',
@@ -171,13 +184,204 @@ program
     }),
   );
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A fleet type given by id, or by code (`bike`), as its id. */
+async function fleetTypeId(broker: ServiceBroker, idOrCode: string): Promise<string> {
+  if (UUID.test(idOrCode)) return idOrCode;
+  const types = await call(broker, 'geo.listFleetTypes', { activeOnly: false });
+  const found = types.find((t) => t.code === idOrCode.toLowerCase());
+  if (!found) {
+    throw badRequest(
+      `--fleet-type: no fleet type with code ${idOrCode}; the codes are ${types.map((t) => t.code).join(', ')}`,
+    );
+  }
+  return found.id;
+}
+
+interface FleetOptions {
+  fleetType?: string;
+  regNo?: string;
+  make?: string;
+  model?: string;
+  colour?: string;
+}
+
+/** The fleet fields given on the command line, the fleet type resolved to its id. */
+async function fleetOf(broker: ServiceBroker, opts: FleetOptions) {
+  const { fleetType, regNo, make, model, colour } = opts;
+  const given = { regNo, make, model, colour };
+  return {
+    ...(fleetType ? { typeId: await fleetTypeId(broker, fleetType) } : {}),
+    ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
+  };
+}
+
+const couriers = program
+  .command('couriers')
+  .description('the courier directory, and merchants’ own courier lists');
+
+couriers
+  .command('add')
+  .description('add a courier to the directory')
+  .requiredOption('--name <name>', 'full name')
+  .requiredOption('--phone <phone>', 'phone in E.164, like +2348031234567')
+  .requiredOption('--fleet-type <idOrCode>', 'fleet type: its id, or its code (bike, car, ...)')
+  .requiredOption('--reg-no <regNo>', 'vehicle registration number, unique among couriers')
+  .requiredOption('--make <make>', 'vehicle make, like Bajaj')
+  .requiredOption('--model <model>', 'vehicle model, like Boxer')
+  .requiredOption('--colour <colour>', 'vehicle colour')
+  .option('--photo <url>', 'profile photo: an https URL, or an uploaded file’s URL')
+  .option('--id <courierId>', 'the courier’s profile id, if it has one already (UUID)')
+  .option('--inactive', 'add it inactive: no deliveries are offered to it')
+  .action(
+    (
+      opts: FleetOptions & {
+        name: string;
+        phone: string;
+        photo?: string;
+        id?: string;
+        inactive?: boolean;
+      },
+    ) =>
+      withCouriers(
+        async (broker) =>
+          broker.call('courier-matching.createCourier', {
+            ...(opts.id ? { id: opts.id } : {}),
+            name: opts.name,
+            phone: opts.phone,
+            profilePhoto: opts.photo ?? null,
+            fleet: await fleetOf(broker, opts),
+            active: !opts.inactive,
+          }),
+        { geo: true },
+      ).then(print),
+  );
+
+couriers
+  .command('list')
+  .description('list couriers, newest first')
+  .addOption(new Option('--active', 'only active couriers').conflicts('inactive'))
+  .option('--inactive', 'only inactive couriers')
+  .option('--fleet-type <fleetTypeId>', 'only couriers of this fleet type (id)')
+  .option('--reg-no <regNo>', 'only the courier with this registration number')
+  .option('--limit <n>', 'couriers per page (at most 500)', positiveInt, 100)
+  .option('--offset <n>', 'couriers to skip', nonNegativeInt, 0)
+  .action(
+    (opts: {
+      active?: boolean;
+      inactive?: boolean;
+      fleetType?: string;
+      regNo?: string;
+      limit: number;
+      offset: number;
+    }) =>
+      withCouriers((broker) =>
+        broker.call('courier-matching.listCouriers', {
+          ...(opts.active || opts.inactive ? { active: Boolean(opts.active) } : {}),
+          ...(opts.fleetType ? { fleetTypeId: opts.fleetType } : {}),
+          ...(opts.regNo ? { regNo: opts.regNo } : {}),
+          limit: opts.limit,
+          offset: opts.offset,
+        }),
+      ).then(print),
+  );
+
+couriers
+  .command('show')
+  .description('show a courier')
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .action((courierId: string) =>
+    withCouriers((broker) => broker.call('courier-matching.showCourier', { courierId })).then(
+      print,
+    ),
+  );
+
+couriers
+  .command('update')
+  .description('change a courier: only the options given change')
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .option('--name <name>', 'full name')
+  .option('--phone <phone>', 'phone in E.164')
+  .option('--photo <url>', 'profile photo: an https URL, or an uploaded file’s URL')
+  .option('--no-photo', 'remove the profile photo')
+  .option('--fleet-type <idOrCode>', 'fleet type: its id, or its code (bike, car, ...)')
+  .option('--reg-no <regNo>', 'vehicle registration number')
+  .option('--make <make>', 'vehicle make')
+  .option('--model <model>', 'vehicle model')
+  .option('--colour <colour>', 'vehicle colour')
+  .addOption(new Option('--active', 'offer it deliveries again').conflicts('inactive'))
+  .option('--inactive', 'retire it: no deliveries are offered to it')
+  .action(
+    (
+      courierId: string,
+      opts: FleetOptions & {
+        name?: string;
+        phone?: string;
+        photo?: string | boolean;
+        active?: boolean;
+        inactive?: boolean;
+      },
+    ) =>
+      withCouriers(
+        async (broker) => {
+          const fleet = await fleetOf(broker, opts);
+          return broker.call('courier-matching.updateCourier', {
+            courierId,
+            ...(opts.name !== undefined ? { name: opts.name } : {}),
+            ...(opts.phone !== undefined ? { phone: opts.phone } : {}),
+            // `--no-photo` makes it false; with neither option it is undefined.
+            ...(typeof opts.photo === 'string' ? { profilePhoto: opts.photo } : {}),
+            ...(opts.photo === false ? { profilePhoto: null } : {}),
+            ...(Object.keys(fleet).length > 0 ? { fleet } : {}),
+            ...(opts.active || opts.inactive ? { active: Boolean(opts.active) } : {}),
+          });
+        },
+        { geo: opts.fleetType !== undefined },
+      ).then(print),
+  );
+
+couriers
+  .command('merchant-add')
+  .description('put a courier on a merchant’s own list (MERCHANT_SPECIAL_COURIERS deliveries)')
+  .argument('<userId>', 'the merchant: a user id (UUID)')
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .action((userId: string, courierId: string) =>
+    withCouriers((broker) =>
+      broker.call('courier-matching.addMerchantCourier', { userId, courierId }),
+    ).then(() => console.log(`courier ${courierId} is on the list of user ${userId}`)),
+  );
+
+couriers
+  .command('merchant-remove')
+  .description('take a courier off a merchant’s own list')
+  .argument('<userId>', 'the merchant: a user id (UUID)')
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .action((userId: string, courierId: string) =>
+    withCouriers((broker) =>
+      broker.call('courier-matching.removeMerchantCourier', { userId, courierId }),
+    ).then(() => console.log(`courier ${courierId} is off the list of user ${userId}`)),
+  );
+
+couriers
+  .command('merchant-list')
+  .description('the couriers on a merchant’s own list, oldest addition first')
+  .argument('<userId>', 'the merchant: a user id (UUID)')
+  .action((userId: string) =>
+    withCouriers((broker) => broker.call('courier-matching.listMerchantCouriers', { userId })).then(
+      print,
+    ),
+  );
+
 program
   .command('seed')
-  .description('create the demo user, fund its wallet and print a staging API key (once)')
+  .description(
+    'create the demo user, fund its wallet, add demo couriers and print a staging API key (once)',
+  )
   .action(() =>
-    withWallets((broker) => seedDemoData(broker)).then((lines) =>
-      lines.forEach((l) => console.log(l)),
-    ),
+    withServices(['account', 'payment', 'geo', 'courier-matching'], (broker) =>
+      seedDemoData(broker),
+    ).then((lines) => lines.forEach((l) => console.log(l))),
   );
 
 program

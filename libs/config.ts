@@ -10,6 +10,7 @@ export const SERVICE_NAMES = [
   'file',
   'payment',
   'order',
+  'courier-matching',
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 

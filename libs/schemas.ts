@@ -90,14 +90,19 @@ export const countryCode = () =>
  */
 export const httpsUrl = () =>
   documented(Joi.string().max(2048), { format: 'uri', pattern: '^https://' })
-    .custom((value: string, helpers) => {
-      try {
-        return new URL(value).protocol === 'https:' ? value : helpers.error('string.httpsUrl');
-      } catch {
-        return helpers.error('string.httpsUrl');
-      }
-    })
+    .custom((value: string, helpers) =>
+      isHttpsUrl(value) ? value : helpers.error('string.httpsUrl'),
+    )
     .messages({ 'string.httpsUrl': '{{#label}} must be an https URL' });
+
+/** Whether browsers read `value` as an https URL (WHATWG URL). */
+export function isHttpsUrl(value: string): boolean {
+  try {
+    return new URL(value).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
 
 /** An E.164 number's shape: `+`, a country code that does not start with 0, 7 to 15 digits. */
 const E164_PATTERN = /^\+[1-9]\d{6,14}$/;

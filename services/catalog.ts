@@ -1,6 +1,7 @@
 import type { Config, ServiceName } from '../libs/config';
 import type { ServiceDefinition } from '../libs/service';
 import type * as AccountService from './account/account.service';
+import type * as CourierMatchingService from './courier-matching/courier-matching.service';
 import type * as FileService from './file/file.service';
 import type * as GatewayService from './gateway/gateway.service';
 import type * as GeoService from './geo/geo.service';
@@ -30,6 +31,9 @@ const LOADERS: Record<BackendName, () => ServiceFactory> = {
   payment: () =>
     (require('./payment/payment.service') as typeof PaymentService).createPaymentService,
   order: () => (require('./order/order.service') as typeof OrderService).createOrderService,
+  'courier-matching': () =>
+    (require('./courier-matching/courier-matching.service') as typeof CourierMatchingService)
+      .createCourierMatchingService,
 };
 const loadGateway = () =>
   (require('./gateway/gateway.service') as typeof GatewayService).createGatewayService;

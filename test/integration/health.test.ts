@@ -25,6 +25,8 @@ describe('health probes', () => {
         [`mongo:${iso.dbPrefix}pricing`]: true,
         [`mongo:${iso.dbPrefix}package`]: true,
         [`mongo:${iso.dbPrefix}payment`]: true,
+        // courier-matching's database is named for what it holds.
+        [`mongo:${iso.dbPrefix}matching`]: true,
         s3: true,
       });
       const metrics = await fetch(`${node.opsUrl}/metrics`);

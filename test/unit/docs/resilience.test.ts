@@ -9,7 +9,7 @@ const KINDS: Retry[] = ['safe', 'keyed', 'never'];
 
 /** The table of docs/resilience.md: per service, the actions listed under each kind. */
 function documented(): Map<string, Retry> {
-  const rows = doc.split('\n').filter((line) => /^\| `[a-z]+` +\|/.test(line));
+  const rows = doc.split('\n').filter((line) => /^\| `[a-z-]+` +\|/.test(line));
   const byAction = new Map<string, Retry>();
   for (const row of rows) {
     const [service, ...cells] = row

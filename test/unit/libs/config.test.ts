@@ -429,6 +429,7 @@ describe('SERVICES', () => {
     ['gateway', ['gateway']],
     ['account', ['account']],
     ['gateway,account', ['gateway', 'account']],
+    ['courier-matching', ['courier-matching']],
     ['account,gateway', ['account', 'gateway']],
     [' gateway , account ', ['gateway', 'account']],
     ['gateway,,account,', ['gateway', 'account']],

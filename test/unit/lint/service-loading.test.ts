@@ -31,7 +31,15 @@ describe('a process loads the code of the services it runs, and no other', () =>
 
   it('the gateway: every service, for its routes and the OpenAPI document', () => {
     const loaded = modulesLoadedFor('gateway');
-    for (const service of ['account', 'geo', 'pricing', 'package', 'file']) {
+    for (const service of [
+      'account',
+      'geo',
+      'pricing',
+      'package',
+      'file',
+      'payment',
+      'courier-matching',
+    ]) {
       expect(loaded).toContain(`services/${service}/${service}.service.ts`);
     }
   });

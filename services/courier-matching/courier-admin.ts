@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import Joi from '../../libs/joi';
+import type { Config } from '../../libs/config';
+import { call } from '../../libs/contracts';
+import { COURIER_NOT_FOUND, courierIdParams } from '../../libs/contracts/matching';
+import { conflict, notFound } from '../../libs/errors';
+import { isDuplicateKey } from '../../libs/mongo';
+import { userIdParams } from '../../libs/schemas';
+import {
+  action,
+  type ServiceActions,
+  type WaybillContext,
+  type WithDefaults,
+} from '../../libs/service';
+import {
+  MERCHANT_COURIERS_MAX,
+  courierView,
+  createCourierParams,
+  listCouriersParams,
+  merchantCourierParams,
+  updateCourierParams,
+  type ListCouriersParams,
+} from './schemas';
+import type { CourierSet, CourierStore } from './store';
+import { toCourierView } from './views';
+
+const courierPath = (courierId: string) => `/admin/couriers/${courierId}`;
+
+/**
+ * The operators' courier actions: the directory (create, list, read, change; couriers are
+ * never deleted, since deliveries refer to them: `active: false` retires one) and each
+ * merchant's own list.
+ */
+export function createCourierAdminActions(config: Config, store: CourierStore): ServiceActions {
+  async function findCourier(courierId: string) {
+    const courier = await store.find(courierId);
+    if (!courier) throw notFound(COURIER_NOT_FOUND);
+    return courier;
+  }
+
+  /** Takes a registration number for a courier; 409 naming the courier that has it. */
+  async function takeRegNo(regNo: string, courierId: string): Promise<boolean> {
+    const taking = await store.takeRegNo(regNo, courierId);
+    if ('took' in taking) return taking.took;
+    if (taking.heldBy === null) {
+      throw conflict(
+        `Registration number ${regNo} is being registered by other requests right now; retry in a moment`,
+      );
+    }
+    throw conflict(
+      `Registration number ${regNo} is already registered to courier ${taking.heldBy}; a vehicle belongs to one courier: change that courier's fleet.regNo first (PATCH ${courierPath(taking.heldBy)})`,
+    );
+  }
+
+  /**
+   * Gives a number back once the write that took or left it is done or failed. A failure
+   * here leaves a claim its courier does not carry, which the next taker releases after the
+   * grace (reg-no-claims.ts): nothing to report to this caller, whose change is made.
+   */
+  async function giveBack(ctx: WaybillContext<unknown>, regNo: string, courierId: string) {
+    try {
+      await store.releaseRegNo(regNo, courierId);
+    } catch (err) {
+      ctx.service?.logger.warn(`could not release registration number ${regNo}`, err);
+    }
+  }
+
+  return {
+    createCourier: action({
+      retry: 'never',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/couriers',
+        status: 201,
+        creates: 'courierId',
+        message: 'Courier created',
+        summary: 'Add a courier to the directory',
+        description:
+          '`fleet.typeId` must be a fleet type (`GET /admin/fleet-types`); `fleet.regNo` is stored upper case and trimmed, and belongs to one courier. `profilePhoto` is an https URL or the URL of a file uploaded with `POST /file/single-upload`. `lastLocation` is reported by matching and cannot be set.',
+        response: courierView,
+        errors: {
+          404: 'Fleet type not found',
+          409: 'Another courier has this registration number, or a courier has this id',
+        },
+      },
+      params: createCourierParams(config.cdnBaseUrl),
+      async handler(ctx) {
+        const { id, fleet, ...fields } = ctx.params;
+        const courierId = id ?? randomUUID();
+        const exists = `A courier with id ${courierId} already exists; change it with PATCH ${courierPath(courierId)}`;
+        if (id && (await store.find(id))) throw conflict(exists);
+        await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
+        const took = await takeRegNo(fleet.regNo, courierId);
+        try {
+          const record = await store.create({ _id: courierId, ...fields, fleet });
+          ctx.meta.$location = courierPath(courierId);
+          return toCourierView(record);
+        } catch (err) {
+          if (took) await giveBack(ctx, fleet.regNo, courierId);
+          if (isDuplicateKey(err)) throw conflict(exists);
+          throw err;
+        }
+      },
+    }),
+
+    listCouriers: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/couriers',
+        message: 'Couriers retrieved',
+        summary: 'Couriers of the directory, newest first, a page at a time',
+        description: 'Page with `offset` (the next page starts at `offset + limit`).',
+        response: Joi.array().items(courierView),
+      },
+      params: listCouriersParams,
+      async handler(ctx: WaybillContext<WithDefaults<ListCouriersParams, 'limit' | 'offset'>>) {
+        const { limit, offset, ...filter } = ctx.params;
+        return (await store.list(filter, { limit, offset })).map(toCourierView);
+      },
+    }),
+
+    showCourier: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/couriers/:courierId',
+        message: 'Courier retrieved',
+        summary: 'Get a courier',
+        response: courierView,
+      },
+      params: courierIdParams,
+      async handler(ctx) {
+        return toCourierView(await findCourier(ctx.params.courierId));
+      },
+    }),
+
+    updateCourier: action({
+      // The fields sent are set, not added to: the same change twice is the change once.
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'PATCH',
+        path: '/couriers/:courierId',
+        message: 'Courier updated',
+        summary: 'Change a courier, or retire one (`active: false`)',
+        description:
+          'Send only the fields to change; in `fleet`, only the fleet fields to change. A new `fleet.regNo` must not belong to another courier; the old one is free again once changed.',
+        response: courierView,
+        errors: {
+          404: 'Courier not found; fleet type not found',
+          409: 'Another courier has this registration number',
+        },
+      },
+      params: updateCourierParams(config.cdnBaseUrl),
+      async handler(ctx) {
+        const { courierId, fleet = {}, ...fields } = ctx.params;
+        const current = await findCourier(courierId);
+        if (fleet.typeId) await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
+        const oldRegNo = current.fleet.regNo;
+        const newRegNo = fleet.regNo !== undefined && fleet.regNo !== oldRegNo ? fleet.regNo : null;
+        const took = newRegNo !== null && (await takeRegNo(newRegNo, courierId));
+        const changes: CourierSet = { ...fields };
+        for (const [key, value] of Object.entries(fleet)) changes[`fleet.${key}`] = value;
+        let updated;
+        try {
+          updated = await store.update(courierId, changes);
+        } catch (err) {
+          if (took && newRegNo) await giveBack(ctx, newRegNo, courierId);
+          throw err;
+        }
+        if (!updated) throw notFound(COURIER_NOT_FOUND);
+        if (newRegNo) await giveBack(ctx, oldRegNo, courierId);
+        return toCourierView(updated);
+      },
+    }),
+
+    addMerchantCourier: action({
+      // Adding a courier that is on the list changes nothing.
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'PUT',
+        path: '/users/:userId/couriers/:courierId',
+        status: 204,
+        message: 'Courier added to the merchant’s list',
+        summary: 'Put a courier on a merchant’s own list (idempotent)',
+        description: `Deliveries requested with \`courierSelection: MERCHANT_SPECIAL_COURIERS\` are offered to the active couriers of this list. At most ${MERCHANT_COURIERS_MAX} couriers per merchant.`,
+        errors: {
+          404: 'User not found; courier not found',
+          409: `The list already has ${MERCHANT_COURIERS_MAX} couriers`,
+        },
+      },
+      params: merchantCourierParams,
+      async handler(ctx) {
+        const { userId, courierId } = ctx.params;
+        await call(ctx, 'account.getUser', { userId });
+        await findCourier(courierId);
+        if (await store.isOnList(userId, courierId)) return null;
+        const count = await store.countList(userId);
+        if (count >= MERCHANT_COURIERS_MAX) {
+          throw conflict(
+            `User ${userId} already has ${count} couriers on its list (at most ${MERCHANT_COURIERS_MAX}); remove one with DELETE /admin/users/${userId}/couriers/:courierId first`,
+          );
+        }
+        await store.addToList(userId, courierId);
+        return null;
+      },
+    }),
+
+    removeMerchantCourier: action({
+      // A second removal answers 404.
+      retry: 'never',
+      http: {
+        group: 'admin',
+        method: 'DELETE',
+        path: '/users/:userId/couriers/:courierId',
+        status: 204,
+        message: 'Courier removed from the merchant’s list',
+        summary: 'Take a courier off a merchant’s own list',
+        errors: { 404: 'The courier is not on this merchant’s list' },
+      },
+      params: merchantCourierParams,
+      async handler(ctx) {
+        const { userId, courierId } = ctx.params;
+        if (!(await store.removeFromList(userId, courierId))) {
+          throw notFound(
+            `Courier ${courierId} is not on the list of user ${userId}; GET /admin/users/${userId}/couriers lists it`,
+          );
+        }
+        return null;
+      },
+    }),
+
+    listMerchantCouriers: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/users/:userId/couriers',
+        message: 'Merchant couriers retrieved',
+        summary: 'The couriers on a merchant’s own list, oldest addition first',
+        description:
+          'Inactive couriers included (`active: false`); deliveries are offered to the active ones only.',
+        response: Joi.array().items(courierView),
+        errors: { 404: 'User not found' },
+      },
+      params: userIdParams,
+      async handler(ctx) {
+        const { userId } = ctx.params;
+        await call(ctx, 'account.getUser', { userId });
+        return (await store.merchantCouriers(userId)).map(toCourierView);
+      },
+    }),
+  };
+}

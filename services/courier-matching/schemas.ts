@@ -1,0 +1,222 @@
+import Joi from '../../libs/joi';
+import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
+import type { CourierFleet } from '../../libs/contracts/matching';
+import {
+  TRIMMED_CHARACTERS,
+  documented,
+  e164Phone,
+  fromUrl,
+  isHttpsUrl,
+  pageParams,
+  personName,
+  plainText,
+  uuid,
+  view,
+} from '../../libs/schemas';
+
+/** Params and answers of the courier directory's actions; the answers are what /openapi.json documents. */
+
+/**
+ * Longest texts of a courier, in characters. With MERCHANT_COURIERS_MAX and the largest
+ * admin page they bound the size of a list, which must fit in one NATS message (decision 33;
+ * test/unit/courier-matching/list-size).
+ */
+export const COURIER_TEXT_LIMITS = {
+  regNo: 20,
+  make: 30,
+  model: 30,
+  colour: 30,
+  profilePhoto: 512,
+};
+
+/**
+ * Couriers one merchant may keep on its own list. `courier-matching.merchantCouriers`
+ * answers the whole list in one message, and a delivery is offered to these couriers.
+ */
+export const MERCHANT_COURIERS_MAX = 200;
+
+const blank = `[${TRIMMED_CHARACTERS}]`;
+/** Letters and digits in groups joined by one space or hyphen: `LSD 482 XY`, `ABJ-123-KY`. */
+const REG_NO_BODY = '[A-Za-z0-9]+(?:[ -][A-Za-z0-9]+)*';
+const REG_NO = new RegExp(`^${REG_NO_BODY}$`);
+
+/**
+ * A vehicle registration number, stored trimmed and upper-case so that `lsd 482 xy ` and
+ * `LSD 482 XY` are one vehicle. Spaces and hyphens are kept as sent: plates are written
+ * both ways, and guessing which is the same plate is not ours to do.
+ */
+export const regNo = () =>
+  documented(Joi.string().max(COURIER_TEXT_LIMITS.regNo).trim().uppercase(), {
+    pattern: `^${blank}*${REG_NO_BODY}${blank}*$`,
+  })
+    // A rule of its own rather than joi's pattern(), which the document would state without
+    // the blanks that trimming takes away.
+    .custom((value: string, helpers) =>
+      REG_NO.test(value) ? value : helpers.error('string.regNo'),
+    )
+    .messages({
+      'string.regNo':
+        '{{#label}} must be letters and digits, in groups separated by one space or hyphen, like LSD-482-XY',
+    });
+
+const ASCII_URL = /^[\x21-\x7e]*$/;
+
+/**
+ * A courier's photo: any https URL, or a file uploaded to this platform (whose CDN may be
+ * plain http in development). ASCII only, as URLs are sent percent-encoded, so that the
+ * length bounds the bytes.
+ */
+export const profilePhoto = (cdnBaseUrl: string) =>
+  documented(Joi.string().max(COURIER_TEXT_LIMITS.profilePhoto), {
+    format: 'uri',
+    pattern: '^[\\x21-\\x7e]*$',
+    anyOf: [{ pattern: '^https://' }, { pattern: hostedUrlPattern(cdnBaseUrl) }],
+  })
+    .custom((value: string, helpers) => {
+      // Too long is already said by `max`; one problem, one message.
+      if (value.length > COURIER_TEXT_LIMITS.profilePhoto) return value;
+      if (!ASCII_URL.test(value)) return helpers.error('string.asciiUrl');
+      const accepted = isHttpsUrl(value) || parseHostedUrl(value, cdnBaseUrl).ok;
+      return accepted ? value : helpers.error('string.photoUrl');
+    })
+    .messages({
+      'string.asciiUrl':
+        '{{#label}} must be written in ASCII: percent-encode other characters (as browsers copy URLs)',
+      'string.photoUrl': `{{#label}} must be an https URL, or the URL of a file uploaded with POST /file/single-upload (${cdnBaseUrl}/uploads/...)`,
+    });
+
+const fleetFields = {
+  typeId: uuid().description('A fleet type id (`GET /admin/fleet-types`)'),
+  regNo: regNo(),
+  make: plainText(COURIER_TEXT_LIMITS.make).min(1),
+  model: plainText(COURIER_TEXT_LIMITS.model).min(1),
+  colour: plainText(COURIER_TEXT_LIMITS.colour).min(1),
+};
+
+const courierFleetView = view('CourierFleet', {
+  typeId: uuid(),
+  regNo: Joi.string().description('Upper case, trimmed; unique among couriers'),
+  make: Joi.string(),
+  model: Joi.string(),
+  colour: Joi.string(),
+});
+
+const courierLocationView = view('CourierLocation', {
+  lat: Joi.number(),
+  lon: Joi.number(),
+  at: Joi.string().isoDate().description('When the courier reported it'),
+});
+
+export const courierView = view('Courier', {
+  id: uuid().description('The courier profile id'),
+  name: Joi.string(),
+  phone: Joi.string().description('E.164'),
+  profilePhoto: Joi.string().uri().allow(null),
+  fleet: courierFleetView,
+  active: Joi.boolean().description('Only active couriers are offered deliveries'),
+  lastLocation: courierLocationView
+    .allow(null)
+    .description('Null until the courier reports a location to matching'),
+  createdAt: Joi.string().isoDate(),
+  updatedAt: Joi.string().isoDate(),
+});
+
+/** Refused with its reason rather than as an unknown key. */
+const readOnlyLocation = Joi.object({
+  lastLocation: Joi.any().forbidden().messages({
+    'any.unknown': 'lastLocation is what the courier last reported to matching; it cannot be set',
+  }),
+});
+
+export interface NewCourier {
+  id?: string;
+  name: string;
+  phone: string;
+  profilePhoto: string | null;
+  fleet: CourierFleet;
+  active: boolean;
+}
+
+export const createCourierParams = (cdnBaseUrl: string) =>
+  Joi.object<NewCourier, true>({
+    id: uuid().description(
+      'The courier profile id, when the courier already has one (in the courier app); a new one otherwise',
+    ),
+    name: personName().required(),
+    phone: e164Phone().required(),
+    profilePhoto: profilePhoto(cdnBaseUrl).allow(null).default(null),
+    fleet: Joi.object<CourierFleet, true>({
+      typeId: fleetFields.typeId.required(),
+      regNo: fleetFields.regNo.required(),
+      make: fleetFields.make.required(),
+      model: fleetFields.model.required(),
+      colour: fleetFields.colour.required(),
+    }).required(),
+    active: Joi.boolean().default(true),
+  })
+    .concat(readOnlyLocation)
+    .example({
+      name: 'Tunde Bakare',
+      phone: '+2348031234567',
+      profilePhoto: null,
+      fleet: {
+        typeId: '3f1c2a8e-9b7d-4c6e-8f0a-1b2c3d4e5f60',
+        regNo: 'LSD-482-XY',
+        make: 'Bajaj',
+        model: 'Boxer',
+        colour: 'Red',
+      },
+    });
+
+export interface CourierChanges {
+  courierId: string;
+  name?: string;
+  phone?: string;
+  profilePhoto?: string | null;
+  fleet?: Partial<CourierFleet>;
+  active?: boolean;
+}
+
+const CHANGEABLE = ['name', 'phone', 'profilePhoto', 'fleet', 'active'];
+
+export const updateCourierParams = (cdnBaseUrl: string) =>
+  Joi.object<CourierChanges, true>({
+    courierId: uuid().required(),
+    name: personName(),
+    phone: e164Phone(),
+    profilePhoto: profilePhoto(cdnBaseUrl).allow(null),
+    fleet: Joi.object<Partial<CourierFleet>, true>(fleetFields)
+      .min(1)
+      .description('Only the fleet fields to change'),
+    active: Joi.boolean(),
+  })
+    .concat(readOnlyLocation)
+    .or(...CHANGEABLE)
+    .messages({
+      'object.missing': `Send at least one of ${CHANGEABLE.join(', ')}`,
+    });
+
+export interface ListCouriersParams {
+  active?: boolean;
+  fleetTypeId?: string;
+  regNo?: string;
+  limit: number;
+  offset: number;
+}
+
+export const listCouriersParams = Joi.object<ListCouriersParams, true>({
+  active: fromUrl(Joi.boolean()).description('Only active (true) or inactive (false) couriers'),
+  fleetTypeId: uuid().description('Only couriers with this fleet type'),
+  regNo: regNo().description('Only the courier with this registration number, in any case'),
+  ...pageParams(),
+});
+
+export interface MerchantCourierParams {
+  userId: string;
+  courierId: string;
+}
+
+export const merchantCourierParams = Joi.object<MerchantCourierParams, true>({
+  userId: uuid().required(),
+  courierId: uuid().required(),
+});

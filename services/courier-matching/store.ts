@@ -1,0 +1,241 @@
+import { Schema, type Connection } from 'mongoose';
+import type { CourierFleet } from '../../libs/contracts/matching';
+import { insertOnce } from '../../libs/mongo';
+import { claimHolds, type RegNoClaim } from './reg-no-claims';
+import { MERCHANT_COURIERS_MAX } from './schemas';
+
+const fleetSchema = new Schema(
+  {
+    typeId: { type: String, required: true },
+    regNo: { type: String, required: true },
+    make: { type: String, required: true },
+    model: { type: String, required: true },
+    colour: { type: String, required: true },
+  },
+  { _id: false },
+);
+
+const locationSchema = new Schema(
+  {
+    lat: { type: Number, required: true },
+    lon: { type: Number, required: true },
+    at: { type: Date, required: true },
+  },
+  { _id: false },
+);
+
+const courierSchema = new Schema(
+  {
+    /** The courier profile id. */
+    _id: { type: String, required: true },
+    name: { type: String, required: true },
+    phone: { type: String, required: true },
+    profilePhoto: { type: String, default: null },
+    fleet: { type: fleetSchema, required: true },
+    active: { type: Boolean, required: true, default: true },
+    lastLocation: { type: locationSchema, default: null },
+  },
+  { timestamps: true, versionKey: false },
+);
+courierSchema.index({ createdAt: -1, _id: -1 });
+courierSchema.index({ 'fleet.typeId': 1 });
+
+/** A registration number's claim (reg-no-claims.ts): `_id` is the number. */
+const regNoSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    courierId: { type: String, required: true },
+  },
+  { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
+);
+
+/**
+ * A courier on a merchant's own list, `_id` `<userId>:<courierId>`: adding twice, or ten
+ * times at once, inserts one entry.
+ */
+const merchantCourierSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    courierId: { type: String, required: true },
+  },
+  { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
+);
+merchantCourierSchema.index({ userId: 1, createdAt: 1, _id: 1 });
+
+export interface CourierLocationRecord {
+  lat: number;
+  lon: number;
+  at: Date;
+}
+
+export interface CourierRecord {
+  _id: string;
+  name: string;
+  phone: string;
+  profilePhoto: string | null;
+  fleet: CourierFleet;
+  active: boolean;
+  lastLocation: CourierLocationRecord | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface MerchantCourierRecord {
+  _id: string;
+  userId: string;
+  courierId: string;
+  createdAt: Date;
+}
+
+export function defineMatchingModels(connection: Connection) {
+  return {
+    Courier: connection.model('Courier', courierSchema, 'couriers'),
+    RegNo: connection.model('CourierRegNo', regNoSchema, 'courier_reg_nos'),
+    MerchantCourier: connection.model(
+      'MerchantCourier',
+      merchantCourierSchema,
+      'merchant_couriers',
+    ),
+  };
+}
+
+export type MatchingModels = ReturnType<typeof defineMatchingModels>;
+
+export type NewCourierRecord = Omit<CourierRecord, 'createdAt' | 'updatedAt' | 'lastLocation'>;
+
+/** Field paths of a courier to `$set`: `name`, `fleet.colour`, ... */
+export type CourierSet = Record<string, string | boolean | null>;
+
+export interface CourierFilter {
+  active?: boolean;
+  fleetTypeId?: string;
+  regNo?: string;
+}
+
+/** What taking a registration number came to. */
+export type RegNoTaking =
+  /** This call inserted the claim: undo it if the courier is not written. */
+  | { took: true }
+  /** The courier already held it (a retry, or the number it has). */
+  | { took: false }
+  /** Another courier holds it; null when others kept taking and giving it back meanwhile. */
+  | { heldBy: string | null };
+
+/** Rounds of taking a number: a stale claim released, then taken by another, is lost once. */
+const TAKE_ATTEMPTS = 3;
+
+const entryId = (userId: string, courierId: string) => `${userId}:${courierId}`;
+
+/** The courier directory's persistence: every query its actions make. */
+export class CourierStore {
+  constructor(private readonly models: () => MatchingModels) {}
+
+  find(courierId: string): Promise<CourierRecord | null> {
+    return this.models().Courier.findById(courierId).lean<CourierRecord>();
+  }
+
+  /** The couriers of `ids` in that order, those that do not exist left out. */
+  async findInOrder(ids: string[]): Promise<CourierRecord[]> {
+    if (ids.length === 0) return [];
+    const found = await this.models()
+      .Courier.find({ _id: { $in: ids } })
+      .lean<CourierRecord[]>();
+    const byId = new Map(found.map((c) => [c._id, c]));
+    return ids.flatMap((id) => byId.get(id) ?? []);
+  }
+
+  /** Newest first, a page at a time. */
+  list(filter: CourierFilter, page: { limit: number; offset: number }): Promise<CourierRecord[]> {
+    return this.models()
+      .Courier.find({
+        ...(filter.active === undefined ? {} : { active: filter.active }),
+        ...(filter.fleetTypeId ? { 'fleet.typeId': filter.fleetTypeId } : {}),
+        ...(filter.regNo ? { 'fleet.regNo': filter.regNo } : {}),
+      })
+      .sort({ createdAt: -1, _id: -1 })
+      .skip(page.offset)
+      .limit(page.limit)
+      .lean<CourierRecord[]>();
+  }
+
+  /** Throws a duplicate-key error when the id is taken. */
+  async create(fields: NewCourierRecord): Promise<CourierRecord> {
+    const record = await this.models().Courier.create({ ...fields, lastLocation: null });
+    return record.toObject() as CourierRecord;
+  }
+
+  /** The courier as changed; null when there is none. */
+  update(courierId: string, changes: CourierSet): Promise<CourierRecord | null> {
+    return this.models()
+      .Courier.findOneAndUpdate({ _id: courierId }, { $set: changes }, { returnDocument: 'after' })
+      .lean<CourierRecord>();
+  }
+
+  /**
+   * Takes `regNo` for `courierId` by inserting its claim. A claim of another courier that no
+   * longer holds (reg-no-claims.ts) is released and the number taken again.
+   */
+  async takeRegNo(regNo: string, courierId: string, now = () => new Date()): Promise<RegNoTaking> {
+    const { RegNo } = this.models();
+    let lastHolder: string | null = null;
+    for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
+      if (await insertOnce(() => RegNo.create({ _id: regNo, courierId }))) return { took: true };
+      const claim = await RegNo.findById(regNo).lean<RegNoClaim>();
+      if (!claim) continue; // given back meanwhile
+      if (claim.courierId === courierId) return { took: false };
+      lastHolder = claim.courierId;
+      const holder = await this.find(claim.courierId);
+      if (claimHolds(claim, holder?.fleet.regNo, now())) return { heldBy: claim.courierId };
+      await RegNo.deleteOne({ _id: regNo, courierId: claim.courierId });
+    }
+    return { heldBy: lastHolder };
+  }
+
+  /**
+   * Gives `regNo` back, unless the courier carries it again (a change made and undone
+   * meanwhile) or another courier holds it now.
+   */
+  async releaseRegNo(regNo: string, courierId: string): Promise<void> {
+    const courier = await this.find(courierId);
+    if (courier?.fleet.regNo === regNo) return;
+    await this.models().RegNo.deleteOne({ _id: regNo, courierId });
+  }
+
+  /** True when this call put the courier on the list, false when it was on it. */
+  addToList(userId: string, courierId: string): Promise<boolean> {
+    return insertOnce(() =>
+      this.models().MerchantCourier.create({ _id: entryId(userId, courierId), userId, courierId }),
+    );
+  }
+
+  async isOnList(userId: string, courierId: string): Promise<boolean> {
+    const entry = await this.models().MerchantCourier.findById(entryId(userId, courierId)).lean();
+    return entry !== null;
+  }
+
+  /** False when the courier was not on the list. */
+  async removeFromList(userId: string, courierId: string): Promise<boolean> {
+    const { deletedCount } = await this.models().MerchantCourier.deleteOne({
+      _id: entryId(userId, courierId),
+    });
+    return deletedCount > 0;
+  }
+
+  countList(userId: string): Promise<number> {
+    return this.models().MerchantCourier.countDocuments({ userId });
+  }
+
+  /**
+   * The couriers on a merchant's list, oldest addition first. Additions are capped by a
+   * count first (not atomic), so the read is capped too: the answer always fits one message.
+   */
+  async merchantCouriers(userId: string): Promise<CourierRecord[]> {
+    const entries = await this.models()
+      .MerchantCourier.find({ userId })
+      .sort({ createdAt: 1, _id: 1 })
+      .limit(MERCHANT_COURIERS_MAX)
+      .lean<MerchantCourierRecord[]>();
+    return this.findInOrder(entries.map((e) => e.courierId));
+  }
+}
