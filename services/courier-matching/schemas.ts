@@ -8,7 +8,6 @@ import {
   fromUrl,
   isHttpsUrl,
   pageParams,
-  personName,
   plainText,
   uuid,
   view,
@@ -22,6 +21,7 @@ import {
  * test/unit/courier-matching/list-size).
  */
 export const COURIER_TEXT_LIMITS = {
+  name: 120,
   regNo: 20,
   make: 30,
   model: 30,
@@ -81,9 +81,12 @@ export const profilePhoto = (cdnBaseUrl: string) =>
     })
     .messages({
       'string.asciiUrl':
-        '{{#label}} must be written in ASCII: percent-encode other characters (as browsers copy URLs)',
+        '{{#label}} must be a URL without spaces or non-ASCII characters: percent-encode them, as browsers do when they copy a URL',
       'string.photoUrl': `{{#label}} must be an https URL, or the URL of a file uploaded with POST /file/single-upload (${cdnBaseUrl}/uploads/...)`,
     });
+
+/** A person's name as people type it: no control characters, which JSON would spell in six bytes. */
+const courierName = () => plainText(COURIER_TEXT_LIMITS.name).min(1);
 
 const fleetFields = {
   typeId: uuid().description('A fleet type id (`GET /admin/fleet-types`)'),
@@ -142,7 +145,7 @@ export const createCourierParams = (cdnBaseUrl: string) =>
     id: uuid().description(
       'The courier profile id, when the courier already has one (in the courier app); a new one otherwise',
     ),
-    name: personName().required(),
+    name: courierName().required(),
     phone: e164Phone().required(),
     profilePhoto: profilePhoto(cdnBaseUrl).allow(null).default(null),
     fleet: Joi.object<CourierFleet, true>({
@@ -182,7 +185,7 @@ const CHANGEABLE = ['name', 'phone', 'profilePhoto', 'fleet', 'active'];
 export const updateCourierParams = (cdnBaseUrl: string) =>
   Joi.object<CourierChanges, true>({
     courierId: uuid().required(),
-    name: personName(),
+    name: courierName(),
     phone: e164Phone(),
     profilePhoto: profilePhoto(cdnBaseUrl).allow(null),
     fleet: Joi.object<Partial<CourierFleet>, true>(fleetFields)

@@ -17,6 +17,17 @@ const stack = useMerchantStack({
   env: { CDN_BASE_URL: CDN, QUOTA_LIMIT: '100000' },
 });
 
+/** A fleet type geo adds when it starts, for bodies that name one. */
+let bikeId: string;
+let fuzzPlates = 0;
+beforeAll(async () => {
+  const types = await request(stack.node.url, 'GET', '/admin/fleet-types', {
+    headers: adminHeaders,
+  });
+  bikeId = (types.body.data as { id: string; code: string }[]).find((t) => t.code === 'bike')
+    ?.id as string;
+});
+
 /** Cases per endpoint; raise FUZZ_RUNS for a longer hunt. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 120);
 const IKEJA = { lat: 6.6018, lon: 3.3515 };
@@ -84,6 +95,24 @@ const TARGETS: Target[] = [
       state: 'Kano',
       note: 'generated',
       rates: { includedWeightKg: 2, routes: { INTER_CITY: { baseFeeKobo: 100, perKmFeeKobo: 1 } } },
+    }),
+  },
+  {
+    method: 'POST',
+    path: '/admin/couriers',
+    admin: true,
+    valid: () => ({
+      name: 'Tunde Bakare',
+      phone: '+2348031234567',
+      profilePhoto: `${CDN}/uploads/9b2d4f6a-1c3e-4a5b-8c7d-0e1f2a3b4c5d/3f1c2a9e-7a0b-4c1d-9e2f-0a1b2c3d4e5f.jpg`,
+      // A new number each time: the base body must be accepted.
+      fleet: {
+        typeId: bikeId,
+        regNo: `FUZ-${++fuzzPlates}`,
+        make: 'Bajaj',
+        model: 'Boxer',
+        colour: 'Red',
+      },
     }),
   },
   {

@@ -1,0 +1,541 @@
+import { randomUUID } from 'node:crypto';
+import mongoose from 'mongoose';
+import { call } from '../../libs/contracts';
+import type { CourierView } from '../../libs/contracts/matching';
+import { CLAIM_GRACE_MS } from '../../services/courier-matching/reg-no-claims';
+import { MERCHANT_COURIERS_MAX } from '../../services/courier-matching/schemas';
+import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+
+/**
+ * The courier directory (issue 12) over HTTP through the gateway, every service in one
+ * process on FerretDB; internal actions through a broker of the test's own. The CDN is plain
+ * http here, as in development, so that a hosted photo is told apart from an https URL.
+ */
+const CDN = 'http://cdn.couriers.test';
+const stack = useMerchantStack({
+  internal: ['courier-matching'],
+  env: { CDN_BASE_URL: CDN },
+});
+
+let db: mongoose.Connection;
+let bike: string;
+let car: string;
+
+beforeAll(async () => {
+  db = await mongoose
+    .createConnection(process.env.MONGO_URL as string, {
+      dbName: `${stack.iso.dbPrefix}matching`,
+    })
+    .asPromise();
+  const types = await admin('GET', '/admin/fleet-types');
+  const idOf = (code: string) =>
+    (types.body.data as { id: string; code: string }[]).find((t) => t.code === code)?.id as string;
+  [bike, car] = [idOf('bike'), idOf('car')];
+});
+
+afterAll(() => db?.close());
+
+/** An admin call; answers are read as arbitrary JSON, as `request` reads them. */
+const admin = (method: string, path: string, json?: unknown) =>
+  request(stack.node.url, method, path, { headers: adminHeaders, json });
+
+let plates = 0;
+/** A registration number no other test uses. */
+const plate = () => `TST-${process.pid % 1000}-${++plates}`;
+
+const newCourier = (overrides: Record<string, unknown> = {}) => ({
+  name: 'Tunde Bakare',
+  phone: '+2348031234567',
+  fleet: { typeId: bike, regNo: plate(), make: 'Bajaj', model: 'Boxer', colour: 'Red' },
+  ...overrides,
+});
+
+async function createCourier(overrides: Record<string, unknown> = {}): Promise<CourierView> {
+  const created = await admin('POST', '/admin/couriers', newCourier(overrides));
+  expect(created.status).toBe(201);
+  return created.body.data as CourierView;
+}
+
+const hostedPhoto = () => `${CDN}/uploads/${randomUUID()}/${randomUUID()}.jpg`;
+
+describe('POST /admin/couriers', () => {
+  it('creates a courier with its defaults, regNo normalized, and says where it is', async () => {
+    const reply = await admin('POST', '/admin/couriers', {
+      name: '  Chioma Eze ',
+      phone: '+2348052345678',
+      fleet: {
+        typeId: car,
+        regNo: '  kja-217-ab ',
+        make: 'Toyota',
+        model: 'Corolla',
+        colour: 'Silver',
+      },
+    });
+    expect(reply.status).toBe(201);
+    expect(reply.body).toMatchObject({ success: true, message: 'Courier created' });
+    const courier = reply.body.data as CourierView;
+    expect(courier).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      name: 'Chioma Eze',
+      phone: '+2348052345678',
+      profilePhoto: null,
+      fleet: {
+        typeId: car,
+        regNo: 'KJA-217-AB',
+        make: 'Toyota',
+        model: 'Corolla',
+        colour: 'Silver',
+      },
+      active: true,
+      lastLocation: null,
+      createdAt: expect.any(String),
+      updatedAt: courier.createdAt,
+    });
+    expect(reply.headers.get('location')).toBe(`/admin/couriers/${courier.id}`);
+    const read = await admin('GET', `/admin/couriers/${courier.id}`);
+    expect(read.status).toBe(200);
+    expect(read.body.data).toEqual(courier);
+  });
+
+  it('takes the profile id the courier already has, once', async () => {
+    const id = randomUUID();
+    const courier = await createCourier({ id, active: false });
+    expect(courier).toMatchObject({ id, active: false });
+    const again = await admin('POST', '/admin/couriers', newCourier({ id }));
+    expectErrorEnvelope(
+      again,
+      409,
+      `A courier with id ${id} already exists; change it with PATCH /admin/couriers/${id}`,
+    );
+  });
+
+  it('takes an https photo or a file hosted on our CDN, and nothing else', async () => {
+    const https = 'https://photos.example.com/tunde.jpg';
+    expect((await createCourier({ profilePhoto: https })).profilePhoto).toBe(https);
+    const hosted = hostedPhoto();
+    expect((await createCourier({ profilePhoto: hosted })).profilePhoto).toBe(hosted);
+    for (const profilePhoto of [
+      'http://photos.example.com/tunde.jpg',
+      `${CDN}/elsewhere/photo.jpg`,
+      'photo.jpg',
+    ]) {
+      const refused = await admin('POST', '/admin/couriers', newCourier({ profilePhoto }));
+      expectErrorEnvelope(refused, 400);
+      expect(refused.body.errors).toEqual([
+        {
+          field: 'profilePhoto',
+          message: `profilePhoto must be an https URL, or the URL of a file uploaded with POST /file/single-upload (${CDN}/uploads/...)`,
+        },
+      ]);
+    }
+    for (const profilePhoto of [
+      'https://photos.example.com/tündé.jpg',
+      'https://x.example/a b.jpg',
+    ]) {
+      const unencoded = await admin('POST', '/admin/couriers', newCourier({ profilePhoto }));
+      expectErrorEnvelope(
+        unencoded,
+        400,
+        /without spaces or non-ASCII characters: percent-encode them/,
+      );
+    }
+  });
+
+  it('refuses bad input with every problem named, in the error envelope', async () => {
+    const reply = await admin('POST', '/admin/couriers', {
+      name: '',
+      phone: '08031234567',
+      fleet: { typeId: 'bike', regNo: 'LSD/482', make: 'Bajaj', model: 'Boxer' },
+      lastLocation: { lat: 6.5, lon: 3.4 },
+      rating: 5,
+    });
+    expectErrorEnvelope(reply, 400);
+    expect(
+      Object.fromEntries(
+        (reply.body.errors as { field: string; message: string }[]).map((e) => [
+          e.field,
+          e.message,
+        ]),
+      ),
+    ).toEqual({
+      name: 'name is not allowed to be empty',
+      phone: 'phone must be an E.164 phone number like +2348012345678',
+      'fleet.typeId': 'fleet.typeId must be a valid GUID',
+      'fleet.regNo':
+        'fleet.regNo must be letters and digits, in groups separated by one space or hyphen, like LSD-482-XY',
+      'fleet.colour': 'fleet.colour is required',
+      lastLocation: 'lastLocation is what the courier last reported to matching; it cannot be set',
+      rating: 'rating is not allowed',
+    });
+    expectErrorEnvelope(await admin('POST', '/admin/couriers', {}), 400);
+    expectErrorEnvelope(
+      await admin('POST', '/admin/couriers', { ...newCourier(), fleet: null }),
+      400,
+    );
+  });
+
+  it('answers 404 Fleet type not found for a fleet type geo does not have', async () => {
+    const reply = await admin(
+      'POST',
+      '/admin/couriers',
+      newCourier({ fleet: { ...newCourier().fleet, typeId: randomUUID() } }),
+    );
+    expectErrorEnvelope(reply, 404, 'Fleet type not found');
+  });
+
+  it('refuses a registration number another courier has, in any case or spacing around it', async () => {
+    const first = await createCourier();
+    const regNo = ` ${first.fleet.regNo.toLowerCase()}  `;
+    const second = await admin(
+      'POST',
+      '/admin/couriers',
+      newCourier({ fleet: { ...newCourier().fleet, regNo } }),
+    );
+    expectErrorEnvelope(
+      second,
+      409,
+      `Registration number ${first.fleet.regNo} is already registered to courier ${first.id}; a vehicle belongs to one courier: change that courier's fleet.regNo first (PATCH /admin/couriers/${first.id})`,
+    );
+  });
+
+  it('creates exactly one of ten concurrent couriers with one registration number', async () => {
+    const regNo = plate();
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        admin(
+          'POST',
+          '/admin/couriers',
+          newCourier({ name: `Rider ${i}`, fleet: { ...newCourier().fleet, regNo } }),
+        ),
+      ),
+    );
+    const created = replies.filter((r) => r.status === 201);
+    expect(created).toHaveLength(1);
+    for (const refused of replies.filter((r) => r.status !== 201)) {
+      expectErrorEnvelope(
+        refused,
+        409,
+        /^Registration number .* is already registered to courier /,
+      );
+    }
+    const found = await admin('GET', `/admin/couriers?regNo=${regNo}`);
+    expect(found.body.data.map((c: CourierView) => c.id)).toEqual([created[0].body.data.id]);
+  });
+
+  it('gives a claim its courier never took (a crash between the writes) to the next taker after the grace', async () => {
+    const claims = db.collection<{ _id: string; courierId: string; createdAt: Date }>(
+      'courier_reg_nos',
+    );
+    const [stale, fresh] = [plate(), plate()];
+    const old = new Date(Date.now() - CLAIM_GRACE_MS - 60_000);
+    await claims.insertOne({ _id: stale, courierId: randomUUID(), createdAt: old });
+    await claims.insertOne({ _id: fresh, courierId: randomUUID(), createdAt: new Date() });
+
+    const taken = await createCourier({ fleet: { ...newCourier().fleet, regNo: stale } });
+    expect(taken.fleet.regNo).toBe(stale);
+    expect((await claims.findOne({ _id: stale }))?.courierId).toBe(taken.id);
+    // A younger one may still be about to be written: refused.
+    const refused = await admin(
+      'POST',
+      '/admin/couriers',
+      newCourier({ fleet: { ...newCourier().fleet, regNo: fresh } }),
+    );
+    expectErrorEnvelope(refused, 409, /^Registration number .* is already registered/);
+  });
+});
+
+describe('GET /admin/couriers', () => {
+  it('pages newest first and filters by active, fleet type and registration number', async () => {
+    const a = await createCourier({ fleet: { ...newCourier().fleet, typeId: car } });
+    const b = await createCourier({ active: false });
+    const c = await createCourier();
+
+    const page = await admin('GET', '/admin/couriers?limit=2');
+    expect(page.status).toBe(200);
+    expect(page.body.data.map((x: CourierView) => x.id)).toEqual([c.id, b.id]);
+    const next = await admin('GET', '/admin/couriers?limit=1&offset=2');
+    expect(next.body.data.map((x: CourierView) => x.id)).toEqual([a.id]);
+
+    const inactive = await admin('GET', '/admin/couriers?active=false');
+    const inactiveIds = inactive.body.data.map((x: CourierView) => x.id);
+    expect(inactiveIds).toContain(b.id);
+    expect(inactive.body.data.every((x: CourierView) => !x.active)).toBe(true);
+    const active = await admin('GET', '/admin/couriers?active=true&limit=500');
+    expect(active.body.data.map((x: CourierView) => x.id)).not.toContain(b.id);
+
+    const cars = await admin('GET', `/admin/couriers?fleetTypeId=${car}&limit=500`);
+    expect(cars.body.data.map((x: CourierView) => x.id)).toContain(a.id);
+    expect(cars.body.data.every((x: CourierView) => x.fleet.typeId === car)).toBe(true);
+
+    const byPlate = await admin('GET', `/admin/couriers?regNo=${c.fleet.regNo.toLowerCase()}`);
+    expect(byPlate.body.data).toEqual([c]);
+  });
+
+  it('refuses a bad page or filter', async () => {
+    for (const query of ['limit=0', 'limit=501', 'offset=-1', 'active=maybe', 'fleetTypeId=bike']) {
+      expectErrorEnvelope(await admin('GET', `/admin/couriers?${query}`), 400);
+    }
+  });
+});
+
+describe('GET /admin/couriers/:courierId', () => {
+  it('answers 404 Courier not found, and 400 for an id that is no UUID', async () => {
+    expectErrorEnvelope(
+      await admin('GET', `/admin/couriers/${randomUUID()}`),
+      404,
+      'Courier not found',
+    );
+    expectErrorEnvelope(
+      await admin('GET', '/admin/couriers/nope'),
+      400,
+      /courierId must be a valid GUID/,
+    );
+  });
+});
+
+describe('PATCH /admin/couriers/:courierId', () => {
+  it('changes only what is sent, fleet fields included', async () => {
+    const courier = await createCourier();
+    const reply = await admin('PATCH', `/admin/couriers/${courier.id}`, {
+      name: 'Tunde B.',
+      profilePhoto: hostedPhoto(),
+      fleet: { colour: 'Blue', typeId: car },
+      active: false,
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body.message).toBe('Courier updated');
+    expect(reply.body.data).toMatchObject({
+      name: 'Tunde B.',
+      phone: courier.phone,
+      fleet: { ...courier.fleet, colour: 'Blue', typeId: car },
+      active: false,
+      createdAt: courier.createdAt,
+    });
+    const cleared = await admin('PATCH', `/admin/couriers/${courier.id}`, { profilePhoto: null });
+    expect(cleared.body.data.profilePhoto).toBeNull();
+  });
+
+  it('moves the registration number: the old one is free, one another courier has is refused', async () => {
+    const [a, b] = [await createCourier(), await createCourier()];
+    const oldRegNo = a.fleet.regNo;
+    const newRegNo = plate();
+    const moved = await admin('PATCH', `/admin/couriers/${a.id}`, {
+      fleet: { regNo: newRegNo.toLowerCase() },
+    });
+    expect(moved.body.data.fleet.regNo).toBe(newRegNo);
+    // The same change again changes nothing.
+    const again = await admin('PATCH', `/admin/couriers/${a.id}`, { fleet: { regNo: newRegNo } });
+    expect(again.body.data.fleet.regNo).toBe(newRegNo);
+
+    const taken = await admin('PATCH', `/admin/couriers/${b.id}`, { fleet: { regNo: newRegNo } });
+    expectErrorEnvelope(taken, 409, new RegExp(`already registered to courier ${a.id}`));
+    const freed = await admin('PATCH', `/admin/couriers/${b.id}`, { fleet: { regNo: oldRegNo } });
+    expect(freed.status).toBe(200);
+    expect(freed.body.data.fleet.regNo).toBe(oldRegNo);
+    // b's own old number is free for a new courier.
+    const reused = await createCourier({ fleet: { ...newCourier().fleet, regNo: b.fleet.regNo } });
+    expect(reused.fleet.regNo).toBe(b.fleet.regNo);
+  });
+
+  it('gives one registration number to exactly one of ten couriers changed to it at once', async () => {
+    const couriers = await Promise.all(Array.from({ length: 10 }, () => createCourier()));
+    const regNo = plate();
+    const replies = await Promise.all(
+      couriers.map((c) => admin('PATCH', `/admin/couriers/${c.id}`, { fleet: { regNo } })),
+    );
+    expect(replies.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const refused of replies.filter((r) => r.status !== 200)) {
+      expectErrorEnvelope(
+        refused,
+        409,
+        /^Registration number .* is already registered to courier /,
+      );
+    }
+    const found = await admin('GET', `/admin/couriers?regNo=${regNo}`);
+    expect(found.body.data).toHaveLength(1);
+    // The others kept theirs.
+    const kept = await Promise.all(couriers.map((c) => admin('GET', `/admin/couriers/${c.id}`)));
+    const regNos = kept.map((r) => r.body.data.fleet.regNo as string);
+    expect(new Set(regNos).size).toBe(10);
+    expect(regNos.filter((r) => r === regNo)).toHaveLength(1);
+  });
+
+  it('refuses an empty change, lastLocation, a missing courier or fleet type', async () => {
+    const courier = await createCourier();
+    const path = `/admin/couriers/${courier.id}`;
+    expectErrorEnvelope(
+      await admin('PATCH', path, {}),
+      400,
+      /Send at least one of name, phone, profilePhoto, fleet, active/,
+    );
+    expectErrorEnvelope(
+      await admin('PATCH', path, { fleet: {} }),
+      400,
+      /fleet must have at least 1 key/,
+    );
+    expectErrorEnvelope(
+      await admin('PATCH', path, { lastLocation: null }),
+      400,
+      /lastLocation is what the courier last reported to matching; it cannot be set/,
+    );
+    expectErrorEnvelope(
+      await admin('PATCH', path, { active: 'no' }),
+      400,
+      /active must be a boolean/,
+    );
+    expectErrorEnvelope(
+      await admin('PATCH', `/admin/couriers/${randomUUID()}`, { name: 'X' }),
+      404,
+      'Courier not found',
+    );
+    expectErrorEnvelope(
+      await admin('PATCH', path, { fleet: { typeId: randomUUID() } }),
+      404,
+      'Fleet type not found',
+    );
+    expect((await admin('GET', path)).body.data).toEqual(courier);
+  });
+});
+
+describe("a merchant's own courier list", () => {
+  const listPath = (userId: string) => `/admin/users/${userId}/couriers`;
+  const entryPath = (userId: string, courierId: string) => `${listPath(userId)}/${courierId}`;
+
+  it('adds with 204, once however often, and lists oldest addition first', async () => {
+    const { userId } = stack.alice;
+    const [first, second] = [await createCourier(), await createCourier()];
+    for (const courier of [first, second, first]) {
+      const put = await admin('PUT', entryPath(userId, courier.id));
+      expect(put.status).toBe(204);
+      expect(put.text).toBe('');
+    }
+    const list = await admin('GET', listPath(userId));
+    expect(list.status).toBe(200);
+    expect(list.body.data).toEqual([first, second]);
+  });
+
+  it('keeps one entry for ten concurrent additions of one courier', async () => {
+    const { userId } = stack.bob;
+    const courier = await createCourier();
+    const puts = await Promise.all(
+      Array.from({ length: 10 }, () => admin('PUT', entryPath(userId, courier.id))),
+    );
+    expect(puts.map((p) => p.status)).toEqual(Array(10).fill(204));
+    const list = await admin('GET', listPath(userId));
+    expect(list.body.data.filter((c: CourierView) => c.id === courier.id)).toHaveLength(1);
+    expect(
+      await db.collection('merchant_couriers').countDocuments({ userId, courierId: courier.id }),
+    ).toBe(1);
+  });
+
+  it('removes with 204, then 404 as it is no longer there', async () => {
+    const { userId } = stack.alice;
+    const courier = await createCourier();
+    expect((await admin('PUT', entryPath(userId, courier.id))).status).toBe(204);
+    const removed = await admin('DELETE', entryPath(userId, courier.id));
+    expect(removed.status).toBe(204);
+    expect(
+      (await admin('GET', listPath(userId))).body.data.map((c: CourierView) => c.id),
+    ).not.toContain(courier.id);
+    expectErrorEnvelope(
+      await admin('DELETE', entryPath(userId, courier.id)),
+      404,
+      `Courier ${courier.id} is not on the list of user ${userId}; GET /admin/users/${userId}/couriers lists it`,
+    );
+  });
+
+  it('answers 404 for a courier or a user that does not exist, 400 for ids that are no UUIDs', async () => {
+    const courier = await createCourier();
+    expectErrorEnvelope(
+      await admin('PUT', entryPath(stack.alice.userId, randomUUID())),
+      404,
+      'Courier not found',
+    );
+    const nobody = randomUUID();
+    expectErrorEnvelope(
+      await admin('PUT', entryPath(nobody, courier.id)),
+      404,
+      `User ${nobody} not found`,
+    );
+    expectErrorEnvelope(await admin('GET', listPath(nobody)), 404, `User ${nobody} not found`);
+    expectErrorEnvelope(
+      await admin('PUT', entryPath('me', 'him')),
+      400,
+      /userId must be a valid GUID/,
+    );
+    expectErrorEnvelope(
+      await admin('DELETE', entryPath(nobody, 'him')),
+      400,
+      /courierId must be a valid GUID/,
+    );
+  });
+
+  it(`holds at most ${MERCHANT_COURIERS_MAX} couriers`, async () => {
+    const { userId } = await createMerchant();
+    const courier = await createCourier();
+    await db.collection<{ _id: string }>('merchant_couriers').insertMany(
+      Array.from({ length: MERCHANT_COURIERS_MAX }, () => {
+        const courierId = randomUUID();
+        return { _id: `${userId}:${courierId}`, userId, courierId, createdAt: new Date() };
+      }),
+    );
+    expectErrorEnvelope(
+      await admin('PUT', entryPath(userId, courier.id)),
+      409,
+      `User ${userId} already has ${MERCHANT_COURIERS_MAX} couriers on its list (at most ${MERCHANT_COURIERS_MAX}); remove one with DELETE /admin/users/${userId}/couriers/:courierId first`,
+    );
+  });
+});
+
+async function createMerchant(): Promise<{ userId: string }> {
+  const user = await admin('POST', '/admin/users', {
+    name: 'Full Merchant',
+    email: `full-${randomUUID()}@example.com`,
+    phone: '+2348012345678',
+  });
+  return { userId: user.body.data.id };
+}
+
+describe('internal actions (the contract the order service calls)', () => {
+  it('courier-matching.getCourier answers a courier, or null', async () => {
+    const courier = await createCourier({ active: false });
+    expect(
+      await call(stack.client, 'courier-matching.getCourier', { courierId: courier.id }),
+    ).toEqual(courier);
+    expect(
+      await call(stack.client, 'courier-matching.getCourier', { courierId: randomUUID() }),
+    ).toBeNull();
+  });
+
+  it('courier-matching.merchantCouriers answers the active couriers of the list, or all', async () => {
+    const { userId } = await createMerchant();
+    const [active, retired] = [await createCourier(), await createCourier()];
+    for (const c of [active, retired])
+      await admin('PUT', `/admin/users/${userId}/couriers/${c.id}`);
+    const patched = await admin('PATCH', `/admin/couriers/${retired.id}`, { active: false });
+
+    expect(await call(stack.client, 'courier-matching.merchantCouriers', { userId })).toEqual([
+      active,
+    ]);
+    expect(
+      await call(stack.client, 'courier-matching.merchantCouriers', { userId, activeOnly: false }),
+    ).toEqual([active, patched.body.data]);
+    expect(
+      await call(stack.client, 'courier-matching.merchantCouriers', { userId: randomUUID() }),
+    ).toEqual([]);
+  });
+
+  it('refuses bad params with a validation error', async () => {
+    await expect(
+      call(stack.client, 'courier-matching.getCourier', { courierId: 'x' }),
+    ).rejects.toMatchObject({ type: 'VALIDATION_ERROR', code: 400 });
+  });
+
+  it('are not reachable over HTTP', async () => {
+    const reply = await request(stack.node.url, 'GET', `/api/couriers/${randomUUID()}`, {
+      headers: { 'api-key': stack.alice.key },
+    });
+    expectErrorEnvelope(reply, 404);
+  });
+});

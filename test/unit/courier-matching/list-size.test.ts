@@ -1,0 +1,52 @@
+import { pageParams } from '../../../libs/schemas';
+import {
+  COURIER_TEXT_LIMITS,
+  MERCHANT_COURIERS_MAX,
+} from '../../../services/courier-matching/schemas';
+import type { CourierRecord } from '../../../services/courier-matching/store';
+import { toCourierView } from '../../../services/courier-matching/views';
+
+/** NATS refuses larger messages by default; a reply above it never arrives. */
+const NATS_MAX_PAYLOAD = 1024 * 1024;
+/** The rest of the reply packet: ids, the caller's meta, the envelope. */
+const PACKET_ALLOWANCE = 64 * 1024;
+
+/** Four bytes in UTF-8 and in JSON per character: the most plain text can take. */
+const widest = (length: number) => '😀'.repeat(length);
+
+describe('the largest courier lists', () => {
+  const largest: CourierRecord = {
+    _id: '0b6f7c1e-2d3a-4b5c-8d9e-0f1a2b3c4d5e',
+    name: widest(COURIER_TEXT_LIMITS.name),
+    phone: '+234803123456789',
+    // ASCII only (schemas.ts).
+    profilePhoto: `https://${'p'.repeat(COURIER_TEXT_LIMITS.profilePhoto - 8)}`,
+    fleet: {
+      typeId: '1c7e8d2f-3e4b-4c6d-9e0f-1a2b3c4d5e6f',
+      regNo: 'R'.repeat(COURIER_TEXT_LIMITS.regNo),
+      make: widest(COURIER_TEXT_LIMITS.make),
+      model: widest(COURIER_TEXT_LIMITS.model),
+      colour: widest(COURIER_TEXT_LIMITS.colour),
+    },
+    active: false,
+    // The longest numbers JSON writes: 17 significant digits, a sign and an exponent.
+    lastLocation: { lat: -Number.MIN_VALUE * 3e15, lon: -Number.MAX_VALUE / 3, at: new Date() },
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  };
+  const bytes = (count: number) =>
+    Buffer.byteLength(JSON.stringify(Array.from({ length: count }, () => toCourierView(largest))));
+
+  it('fit in one NATS message: the largest admin page', () => {
+    const { rules } = pageParams().limit.describe() as {
+      rules: { name: string; args: { limit: number } }[];
+    };
+    const largestPage = rules.find((r) => r.name === 'max')?.args.limit;
+    expect(largestPage).toBe(500);
+    expect(bytes(largestPage ?? Infinity) + PACKET_ALLOWANCE).toBeLessThan(NATS_MAX_PAYLOAD);
+  });
+
+  it("fit in one NATS message: a merchant's full list", () => {
+    expect(bytes(MERCHANT_COURIERS_MAX) + PACKET_ALLOWANCE).toBeLessThan(NATS_MAX_PAYLOAD);
+  });
+});
