@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { DEMO_COURIERS, demoCourierId } from '../../services/seed';
 import { dropDatabases, isolation } from '../support/stack';
 
 /**
@@ -39,9 +40,10 @@ async function cli(...args: string[]): Promise<Run> {
 
 afterAll(() => dropDatabases(iso));
 
-describe('waybill CLI: wallets', () => {
-  let demoUserId: string;
+/** The demo merchant, once `seed` has run: the courier commands use it too. */
+let demoUserId: string;
 
+describe('waybill CLI: wallets', () => {
   it('lists the wallet and ledger commands in --help', async () => {
     const help = await cli('--help');
     expect(help.code).toBe(0);
@@ -52,14 +54,29 @@ describe('waybill CLI: wallets', () => {
     expect(wallet.stdout).toMatch(/show <userId>/);
   });
 
-  it('seeds the demo merchant with a funded wallet, once however often it runs', async () => {
+  it('seeds the demo merchant with a funded wallet and couriers, once however often it runs', async () => {
     const first = await cli('seed');
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/Demo wallet: NGN 100000\.00/);
     demoUserId = /\(id ([0-9a-f-]{36})\)/.exec(first.stdout)?.[1] as string;
+    const couriers = (out: string) => out.split('\n').filter((l) => l.startsWith('Demo courier'));
+    expect(couriers(first.stdout)).toEqual(
+      DEMO_COURIERS.map(
+        (c) => `Demo courier in ${c.city}: ${c.name}, ${c.regNo} (id ${demoCourierId(c)})`,
+      ),
+    );
+    expect(new Set(DEMO_COURIERS.map((c) => c.city))).toEqual(new Set(['Lagos', 'Abuja']));
     const second = await cli('seed');
     expect(second.stdout).toMatch(/Demo wallet: NGN 100000\.00/);
     expect(second.stdout).toMatch(/already has a staging API key/);
+    expect(couriers(second.stdout)).toEqual(couriers(first.stdout));
+
+    const all = await cli('couriers', 'list');
+    expect(JSON.parse(all.stdout)).toHaveLength(DEMO_COURIERS.length);
+    const listed = await cli('couriers', 'merchant-list', demoUserId);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      expect.objectContaining({ id: demoCourierId(DEMO_COURIERS[0]), active: true }),
+    ]);
   }, 60_000);
 
   it('credits once per reference, shows the wallet and reconciles the ledger', async () => {
@@ -98,5 +115,127 @@ describe('waybill CLI: wallets', () => {
     const unknown = await cli('wallet', 'show', '4b0e8d3c-2f1a-4c5b-9d8e-7f6a5b4c3d2e');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/not found/);
+  }, 60_000);
+});
+
+describe('waybill CLI: couriers', () => {
+  const json = (run: Run) => {
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    return JSON.parse(run.stdout);
+  };
+  const addArgs = (regNo: string) => [
+    'couriers',
+    'add',
+    '--name',
+    'Ngozi Okafor',
+    '--phone',
+    '+2348091234567',
+    '--fleet-type',
+    'car',
+    '--reg-no',
+    regNo,
+    '--make',
+    'Kia',
+    '--model',
+    'Rio',
+    '--colour',
+    'Blue',
+  ];
+
+  it('lists its commands in --help', async () => {
+    const help = await cli('couriers', '--help');
+    expect(help.code).toBe(0);
+    for (const command of [
+      'add [options]',
+      'list [options]',
+      'show <courierId>',
+      'update [options] <courierId>',
+      'merchant-add <userId> <courierId>',
+      'merchant-remove <userId> <courierId>',
+      'merchant-list <userId>',
+    ]) {
+      expect(help.stdout).toContain(command);
+    }
+    expect((await cli('couriers', 'add', '--help')).stdout).toMatch(/--fleet-type <idOrCode>/);
+  });
+
+  it('adds, shows, changes and finds a courier; the fleet type by its code', async () => {
+    const added = json(await cli(...addArgs('fct 777 cli')));
+    expect(added).toMatchObject({
+      name: 'Ngozi Okafor',
+      fleet: { regNo: 'FCT 777 CLI', make: 'Kia' },
+      active: true,
+      profilePhoto: null,
+    });
+    expect(json(await cli('couriers', 'show', added.id))).toEqual(added);
+
+    const changed = json(
+      await cli(
+        'couriers',
+        'update',
+        added.id,
+        '--colour',
+        'Green',
+        '--photo',
+        'https://photos.example.com/ngozi.jpg',
+        '--inactive',
+      ),
+    );
+    expect(changed).toMatchObject({
+      fleet: { ...added.fleet, colour: 'Green' },
+      profilePhoto: 'https://photos.example.com/ngozi.jpg',
+      active: false,
+    });
+    const cleared = json(await cli('couriers', 'update', added.id, '--no-photo', '--active'));
+    expect(cleared).toMatchObject({ profilePhoto: null, active: true });
+
+    expect(json(await cli('couriers', 'list', '--reg-no', 'FCT-777-CLI'))).toEqual([]);
+    expect(json(await cli('couriers', 'list', '--reg-no', 'fct 777 cli'))).toEqual([cleared]);
+  }, 60_000);
+
+  it("puts a courier on a merchant's list and takes it off", async () => {
+    const courier = json(await cli(...addArgs('CLI-2')));
+    const added = await cli('couriers', 'merchant-add', demoUserId, courier.id);
+    expect(added.stdout.trim()).toBe(`courier ${courier.id} is on the list of user ${demoUserId}`);
+    const listed = json(await cli('couriers', 'merchant-list', demoUserId));
+    expect(listed.map((c: { id: string }) => c.id)).toEqual([
+      demoCourierId(DEMO_COURIERS[0]),
+      courier.id,
+    ]);
+    const removed = await cli('couriers', 'merchant-remove', demoUserId, courier.id);
+    expect(removed.stdout.trim()).toBe(
+      `courier ${courier.id} is off the list of user ${demoUserId}`,
+    );
+    const again = await cli('couriers', 'merchant-remove', demoUserId, courier.id);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/is not on the list of user/);
+  }, 60_000);
+
+  it('says what is wrong and exits 1', async () => {
+    const taken = await cli(...addArgs(DEMO_COURIERS[0].regNo));
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain(
+      `Registration number ${DEMO_COURIERS[0].regNo} is already registered to courier ${demoCourierId(DEMO_COURIERS[0])}`,
+    );
+    const plane = await cli(
+      'couriers',
+      'update',
+      demoCourierId(DEMO_COURIERS[1]),
+      '--fleet-type',
+      'plane',
+    );
+    expect(plane.code).toBe(1);
+    expect(plane.stderr).toMatch(
+      /--fleet-type: no fleet type with code plane; the codes are bike, car/,
+    );
+    const nothing = await cli('couriers', 'update', demoCourierId(DEMO_COURIERS[1]));
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toMatch(/Send at least one of name, phone, profilePhoto, fleet, active/);
+    const both = await cli('couriers', 'list', '--active', '--inactive');
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/cannot be used with/);
+    const missing = await cli('couriers', 'show', '4b0e8d3c-2f1a-4c5b-9d8e-7f6a5b4c3d2e');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/Courier not found/);
   }, 60_000);
 });
