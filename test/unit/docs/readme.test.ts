@@ -5,14 +5,19 @@ import { describeConfig } from '../../../libs/config';
 const readme = readFileSync(join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
 
 describe('README configuration table', () => {
-  it.each(describeConfig().map((v) => [v.name, v]))('documents %s with its default', (_name, v) => {
-    const row = readme
-      .split('\n')
-      .find((line) => new RegExp(`^\\|\\s*\`${v.name}\`\\s*\\|`).test(line));
-    expect(row).toBeDefined();
-    const cells = (row ?? '').split(/(?<!\\)\|/).map((c) => c.trim());
-    expect(cells[2]).toBe(v.default ? `\`${v.default}\`` : '—');
-  });
+  it.each(describeConfig().map((v) => [v.name, v]))(
+    'documents %s with its default and meaning',
+    (_name, v) => {
+      const row = readme
+        .split('\n')
+        .find((line) => new RegExp(`^\\|\\s*\`${v.name}\`\\s*\\|`).test(line));
+      expect(row).toBeDefined();
+      const cells = (row ?? '').split(/(?<!\\)\|/).map((c) => c.trim());
+      expect(cells[2]).toBe(v.default ? `\`${v.default}\`` : '—');
+      // The table is what `waybill config` prints: a new service or limit changes both.
+      expect(cells[3].replaceAll('\\|', '|')).toBe(v.description);
+    },
+  );
 
   it('names the two commands, and CI runs the test one', () => {
     expect(readme).toMatch(/npm run platform/);
