@@ -6,8 +6,8 @@
  *
  * Starts the platform in one process on a namespace and databases of its own
  * (test/support/stack), seeds it through the admin API (a user and a staging API key, one
- * uploaded image and a package that shows it, and a courier pricing rule, so that lists answer
- * more than `[]`), then runs schemathesis with every check, the seed WAYBILL_ST_SEED (1) and
+ * uploaded image and a package that shows it, a courier pricing rule, and a courier on the
+ * user's list, so that lists answer more than `[]`), then runs schemathesis with every check, the seed WAYBILL_ST_SEED (1) and
  * the budget of tools/schemathesis/schemathesis.toml (WAYBILL_ST_MAX_EXAMPLES overrides its
  * examples per operation), in two runs: the generated requests, then stateful scenarios for
  * WAYBILL_ST_STATEFUL_SECONDS (75). Extra arguments make one run of `schemathesis run` instead. Reports and the platform's log are kept in
@@ -127,6 +127,32 @@ async function seed(base: string): Promise<string> {
     }),
     'POST /admin/pricing/courier-rules',
   );
+  const fleetTypes = data<{ id: string }[]>(
+    await request(base, 'GET', '/admin/fleet-types', { headers: adminHeaders }),
+    'GET /admin/fleet-types',
+  );
+  const courier = data<{ id: string }>(
+    await request(base, 'POST', '/admin/couriers', {
+      headers: adminHeaders,
+      json: {
+        name: 'Seeded Courier',
+        phone: '+2348031234567',
+        profilePhoto: upload.url,
+        fleet: {
+          typeId: fleetTypes[0].id,
+          regNo: 'SEED-1',
+          make: 'Bajaj',
+          model: 'Boxer',
+          colour: 'Red',
+        },
+      },
+    }),
+    'POST /admin/couriers',
+  );
+  const listed = await request(base, 'PUT', `/admin/users/${userId}/couriers/${courier.id}`, {
+    headers: adminHeaders,
+  });
+  if (listed.status !== 204) throw new Error(`PUT a merchant courier answered ${listed.status}`);
   return key;
 }
 

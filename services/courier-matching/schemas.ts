@@ -188,9 +188,10 @@ export const updateCourierParams = (cdnBaseUrl: string) =>
     name: courierName(),
     phone: e164Phone(),
     profilePhoto: profilePhoto(cdnBaseUrl).allow(null),
-    fleet: Joi.object<Partial<CourierFleet>, true>(fleetFields)
-      .min(1)
-      .description('Only the fleet fields to change'),
+    // joi-to-json leaves an object's `min` out of the document: stated here.
+    fleet: documented(Joi.object<Partial<CourierFleet>, true>(fleetFields).min(1), {
+      minProperties: 1,
+    }).description('Only the fleet fields to change'),
     active: Joi.boolean(),
   })
     .concat(readOnlyLocation)
