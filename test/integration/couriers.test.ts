@@ -4,7 +4,8 @@ import { call } from '../../libs/contracts';
 import type { CourierView } from '../../libs/contracts/matching';
 import { CLAIM_GRACE_MS } from '../../services/courier-matching/reg-no-claims';
 import { MERCHANT_COURIERS_MAX } from '../../services/courier-matching/schemas';
-import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
+import { credit, requestDelivery, savePackage } from '../support/deliveries';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 
 /**
@@ -160,7 +161,7 @@ describe('POST /admin/couriers', () => {
       ),
     ).toEqual({
       name: 'name is not allowed to be empty',
-      phone: 'phone must be an E.164 phone number like +2348012345678',
+      phone: 'phone must be a valid phone number in E.164 form, like +2348012345678',
       'fleet.typeId': 'fleet.typeId must be a valid GUID',
       'fleet.regNo':
         'fleet.regNo must be letters and digits, in groups separated by one space or hyphen, like LSD-482-XY',
@@ -537,5 +538,36 @@ describe('internal actions (the contract the order service calls)', () => {
       headers: { 'api-key': stack.alice.key },
     });
     expectErrorEnvelope(reply, 404);
+  });
+});
+
+describe('delivery requests read the directory (the order service, through the contract)', () => {
+  async function fundedMerchant() {
+    const who = await createUserWithKey(stack.node.url);
+    await credit(stack.node.url, who, 100_000);
+    return who;
+  }
+  const ask = async (who: { key: string; userId: string }, fields: Record<string, unknown>) =>
+    requestDelivery(stack.node.url, who, [await savePackage(stack.node.url, who)], fields);
+
+  it('SPECIFIC: an active courier is requested, a retired one is 404 Courier not found', async () => {
+    const who = await fundedMerchant();
+    const courier = await createCourier();
+    const specific = { courierSelection: 'SPECIFIC', courierId: courier.id };
+    expect((await ask(who, specific)).status).toBe(201);
+    await admin('PATCH', `/admin/couriers/${courier.id}`, { active: false });
+    expectErrorEnvelope(await ask(who, specific), 404, 'Courier not found');
+  });
+
+  it("MERCHANT_SPECIAL_COURIERS: only the merchant's active couriers count", async () => {
+    const who = await fundedMerchant();
+    const [retired, active] = [await createCourier({ active: false }), await createCourier()];
+    const own = { courierSelection: 'MERCHANT_SPECIAL_COURIERS' };
+    // Another merchant's courier is not this one's.
+    await admin('PUT', `/admin/users/${stack.bob.userId}/couriers/${active.id}`);
+    await admin('PUT', `/admin/users/${who.userId}/couriers/${retired.id}`);
+    expectErrorEnvelope(await ask(who, own), 404, 'No merchant-specific couriers found');
+    await admin('PUT', `/admin/users/${who.userId}/couriers/${active.id}`);
+    expect((await ask(who, own)).status).toBe(201);
   });
 });

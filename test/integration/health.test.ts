@@ -20,11 +20,14 @@ describe('health probes', () => {
         broker: true,
         transporter: true,
         redis: true,
+        // The order service's cancel windows.
+        'order-redis': true,
         [`mongo:${iso.dbPrefix}account`]: true,
         [`mongo:${iso.dbPrefix}geo`]: true,
         [`mongo:${iso.dbPrefix}pricing`]: true,
         [`mongo:${iso.dbPrefix}package`]: true,
         [`mongo:${iso.dbPrefix}payment`]: true,
+        [`mongo:${iso.dbPrefix}order`]: true,
         // courier-matching's database is named for what it holds.
         [`mongo:${iso.dbPrefix}matching`]: true,
         s3: true,
