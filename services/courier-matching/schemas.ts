@@ -195,6 +195,7 @@ export const updateCourierParams = (cdnBaseUrl: string) =>
     active: Joi.boolean(),
   })
     .concat(readOnlyLocation)
+    .example({ phone: '+2348031234567', fleet: { colour: 'Blue' }, active: true })
     .or(...CHANGEABLE)
     .messages({
       'object.missing': `Send at least one of ${CHANGEABLE.join(', ')}`,
