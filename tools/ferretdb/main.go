@@ -35,10 +35,12 @@ func main() {
 	db, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: *listen},
 		Handler:   "sqlite",
-		// Transactions take the write lock when they begin, so SQLite's busy timeout
-		// (FerretDB sets 10 s) applies to them; a deferred transaction that must upgrade its
-		// read lock gets SQLITE_BUSY at once under concurrent writers ("database is locked").
-		SQLiteURL: "file:" + *dataDir + "/?_txlock=immediate",
+		// Transactions take the write lock when they begin, so SQLite's busy timeout applies
+		// to them; a deferred transaction that must upgrade its read lock gets SQLITE_BUSY at
+		// once under concurrent writers ("database is locked"). Writers queue up to 60 s
+		// (FerretDB's default is 10 s) before failing: bursts of hundreds of concurrent
+		// writes on a shared test machine wait rather than fail.
+		SQLiteURL: "file:" + *dataDir + "/?_txlock=immediate&_pragma=busy_timeout(60000)",
 		Logger:    logger,
 	})
 	if err != nil {
