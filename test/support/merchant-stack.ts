@@ -33,10 +33,16 @@ export function useMerchantStack(options: {
   env?: Record<string, string>;
   /** Services of the test's own on the client broker (event listeners). */
   own?: ServiceSchema[];
+  /** The services the node runs (default all). */
+  services?: string;
 }): MerchantStack {
   const stack = { iso: isolation() } as MerchantStack;
   beforeAll(async () => {
-    stack.node = await startNode({ services: 'all', iso: stack.iso, env: options.env });
+    stack.node = await startNode({
+      services: options.services ?? 'all',
+      iso: stack.iso,
+      env: options.env,
+    });
     [stack.alice, stack.bob] = await Promise.all([
       createUserWithKey(stack.node.url),
       createUserWithKey(stack.node.url),
