@@ -2,7 +2,7 @@ import type { Logger, ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { getAddressParams } from '../../libs/contracts/order';
 import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
-import { forbidden, notFound } from '../../libs/errors';
+import { notFound } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import { ServiceDatabase } from '../../libs/mongo';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
@@ -10,6 +10,7 @@ import {
   action,
   implement,
   requireUser,
+  type AuthUser,
   type ServiceDefinition,
   type WaybillContext,
 } from '../../libs/service';
@@ -140,8 +141,8 @@ export function createOrderService(config: Config): ServiceDefinition {
         params: requestParams,
         async handler(ctx: WaybillContext<RequestParams>) {
           requireUser(ctx);
-          const user = ctx.meta.user;
-          if (!user) throw forbidden('A delivery request needs a user');
+          // requireUser refused a call without one.
+          const user = ctx.meta.user as AuthUser;
           const delivery = await requests.create(ctx.params, {
             user,
             apiKeyId: ctx.meta.apiKeyId ?? null,

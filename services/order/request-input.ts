@@ -1,6 +1,7 @@
 import type { AddressInput } from '../../libs/contracts/geo';
 import type { CourierSelection } from '../../libs/contracts/matching';
 import type { FeePayer, UrgencyType } from '../../libs/contracts/pricing';
+import { aliased, readCourierId, readScheduleText } from '../../libs/delivery-fields';
 import { badRequest, type FieldError } from '../../libs/errors';
 import type { DeliveryType, PaymentMethod, PodRemitTarget } from './delivery-record';
 
@@ -78,18 +79,6 @@ function onAddress(address: AddressInput, key: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** One of two spellings of a field; both is fine only when they agree. */
-function oneOf<T>(
-  errors: FieldError[],
-  [name, value]: [string, T | undefined],
-  [aliasName, aliasValue]: [string, T | undefined],
-): T | undefined {
-  if (value !== undefined && aliasValue !== undefined && value !== aliasValue) {
-    errors.push({ field: aliasName, message: `${name} and ${aliasName} disagree; send one` });
-  }
-  return value ?? aliasValue;
-}
-
 /**
  * Reads the body's checks across fields, 400 with every problem at once: the stops'
  * contacts (the recipient's required, on the body or the `destination` object; the sender's
@@ -119,41 +108,8 @@ export function readDeliveryRequest(p: RequestParams, owner: Contact): DeliveryR
   const originContact = contact('origin', owner);
   const destinationContact = contact('destination');
 
-  const slot = oneOf(errors, ['deliverySlot', p.deliverySlot], ['slot', p.slot]);
-  let schedule: DeliveryRequest['schedule'];
-  if (p.urgencyType === 'SCHEDULED') {
-    if (!p.deliveryDate) {
-      errors.push({
-        field: 'deliveryDate',
-        message: 'deliveryDate is required when urgencyType is SCHEDULED',
-      });
-    }
-    if (!slot) {
-      errors.push({
-        field: 'deliverySlot',
-        message: 'deliverySlot is required when urgencyType is SCHEDULED',
-      });
-    }
-    if (p.deliveryDate && slot) schedule = { date: p.deliveryDate, slot };
-  }
-
-  const courierId = oneOf(
-    errors,
-    ['courierId', p.courierId],
-    ['courierProfileId', p.courierProfileId],
-  );
-  if (p.courierSelection === 'SPECIFIC' && !courierId) {
-    errors.push({
-      field: 'courierId',
-      message: 'courierId is required when courierSelection is SPECIFIC',
-    });
-  }
-  if (p.courierSelection !== 'SPECIFIC' && courierId) {
-    errors.push({
-      field: 'courierId',
-      message: 'courierId applies only when courierSelection is SPECIFIC',
-    });
-  }
+  const schedule = readScheduleText(errors, p);
+  const courierId = readCourierId(errors, p);
 
   const podRemitTo = p.podRemitTo ?? 'MY_WALLET';
   if (!p.payOnDelivery && (p.podRemitTo || p.podCourierProfileId)) {
@@ -176,7 +132,7 @@ export function readDeliveryRequest(p: RequestParams, owner: Contact): DeliveryR
   }
 
   const link3rdPartyByContactInfo =
-    oneOf(
+    aliased(
       errors,
       ['link3rdPartyByContactInfo', p.link3rdPartyByContactInfo],
       ['notify3rdParty', p.notify3rdParty],
@@ -208,14 +164,3 @@ export function readDeliveryRequest(p: RequestParams, owner: Contact): DeliveryR
     courierId,
   };
 }
-
-/** Two stops at one place (to about 10 m): nothing to carry. */
-export function samePlace(
-  a: { lat: number; lon: number },
-  b: { lat: number; lon: number },
-): boolean {
-  const round = (x: number) => Math.round(x * 1e4);
-  return round(a.lat) === round(b.lat) && round(a.lon) === round(b.lon);
-}
-
-export const SAME_PLACE = 'Origin and destination are the same';

@@ -5,14 +5,7 @@ import { call, type Caller } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import { COURIER_NOT_FOUND, NO_MERCHANT_COURIERS } from '../../libs/contracts/matching';
 import { DELIVERY_CREATED_EVENT, DELIVERY_PAID_EVENT } from '../../libs/contracts/order';
-import {
-  badRequest,
-  conflict,
-  ERROR_STATUS,
-  notFound,
-  WaybillError,
-  type ErrorType,
-} from '../../libs/errors';
+import { conflict, ERROR_STATUS, notFound, WaybillError, type ErrorType } from '../../libs/errors';
 import { nameBasedId } from '../../libs/ids';
 import type { AuthUser } from '../../libs/service';
 import { hashProofCode, newProofCode, newTrackingId } from './codes';
@@ -27,13 +20,7 @@ import {
 } from './delivery-record';
 import { isMatchingEligible } from './lifecycle';
 import { paymentLinkMessages, proofCodeMessages, type NotificationRecord } from './notifications';
-import {
-  readDeliveryRequest,
-  SAME_PLACE,
-  samePlace,
-  type DeliveryRequest,
-  type RequestParams,
-} from './request-input';
+import { readDeliveryRequest, type DeliveryRequest, type RequestParams } from './request-input';
 import type { Settlement } from './settlement';
 import type { OrderStore, PendingRequest, RequestStage } from './store';
 import type { DeliveryTransitions } from './transitions';
@@ -185,11 +172,6 @@ export class DeliveryRequests {
       deliveryFeePayer: request.deliveryFeePayer,
       payOnDelivery: request.payOnDelivery,
     });
-    if (samePlace(priced.route.origin, priced.route.destination)) {
-      throw badRequest(SAME_PLACE, [
-        { field: 'destination', message: 'is where the delivery starts; nothing to carry' },
-      ]);
-    }
 
     const codes = new Map<ProofType, string>(
       requiredProofs(request).map((type) => [type, newProofCode()]),

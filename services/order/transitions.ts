@@ -1,6 +1,6 @@
 import type { DeliveryRecord, StepRecord } from './delivery-record';
 import { recordIds } from './delivery-record';
-import { transition, type Effect, type LifecycleEvent } from './lifecycle';
+import { transition, type LifecycleEvent } from './lifecycle';
 import { transitionId, type OrderStore, type TransitionRecord } from './store';
 
 /** What a delivery's steps become after a transition records one. */
@@ -99,5 +99,3 @@ export class DeliveryTransitions {
     }
   }
 }
-
-export type { Effect };

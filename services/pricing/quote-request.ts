@@ -1,4 +1,5 @@
 import Joi from '../../libs/joi';
+import { readCourierId, readScheduleText } from '../../libs/delivery-fields';
 import { badRequest, type FieldError } from '../../libs/errors';
 import { documented, kilograms, naira, uuid } from '../../libs/schemas';
 import { addressInput, type AddressInput } from '../../libs/contracts/geo';
@@ -168,42 +169,14 @@ function modeOf(p: QuoteRequestParams, errors: FieldError[]): PricingMode | unde
   return undefined;
 }
 
-/** One of two spellings of a field; both is fine only when they agree. */
-function alias(
-  errors: FieldError[],
-  name: string,
-  value: string | undefined,
-  aliasName: string,
-  aliasValue: string | undefined,
-): string | undefined {
-  if (value !== undefined && aliasValue !== undefined && value !== aliasValue) {
-    errors.push({ field: aliasName, message: `${name} and ${aliasName} disagree; send one` });
-  }
-  return value ?? aliasValue;
-}
-
 /** A SCHEDULED delivery's date and slot (already well-formed); what is missing goes to `errors`. */
 function readSchedule(
-  urgencyType: UrgencyType,
-  date: string | undefined,
-  slotText: string | undefined,
   errors: FieldError[],
+  p: Parameters<typeof readScheduleText>[1],
 ): Schedule | undefined {
-  if (urgencyType !== 'SCHEDULED') return undefined;
-  if (!date) {
-    errors.push({
-      field: 'deliveryDate',
-      message: 'deliveryDate is required when urgencyType is SCHEDULED',
-    });
-  }
-  if (!slotText) {
-    errors.push({
-      field: 'deliverySlot',
-      message: 'deliverySlot is required when urgencyType is SCHEDULED',
-    });
-  }
-  const slot = slotText ? parseSlot(slotText) : null;
-  return date && slot ? { date, slot } : undefined;
+  const text = readScheduleText(errors, p);
+  const slot = text ? parseSlot(text.slot) : null;
+  return text && slot ? { date: text.date, slot } : undefined;
 }
 
 /** The checks that span fields; 400 with every problem at once. */
@@ -214,22 +187,8 @@ export function readQuoteRequest(p: QuoteRequestParams, hasUser: boolean): Quote
     throw badRequest(MODE_NEEDS_USER, [{ field: 'packagesId', message: MODE_NEEDS_USER }]);
   }
 
-  const slotText = alias(errors, 'deliverySlot', p.deliverySlot, 'slot', p.slot);
-  const schedule = readSchedule(p.urgencyType, p.deliveryDate, slotText, errors);
-
-  const courierId = alias(errors, 'courierId', p.courierId, 'courierProfileId', p.courierProfileId);
-  if (p.courierSelection === 'SPECIFIC' && !courierId) {
-    errors.push({
-      field: 'courierId',
-      message: 'courierId is required when courierSelection is SPECIFIC',
-    });
-  }
-  if (p.courierSelection !== 'SPECIFIC' && courierId) {
-    errors.push({
-      field: 'courierId',
-      message: 'courierId applies only when courierSelection is SPECIFIC',
-    });
-  }
+  const schedule = readSchedule(errors, p);
+  const courierId = readCourierId(errors, p);
 
   if (errors.length > 0 || !pricing) {
     throw badRequest(errors[0]?.message ?? MODE_MISSING, errors);
@@ -246,7 +205,7 @@ export const quoteLoadSchema = quoteLoadParams.keys(scheduleFields);
 /** `pricing.quote`'s schedule, required when SCHEDULED as `readQuoteRequest` requires it. */
 export function readLoadSchedule(p: QuoteLoadParams): Schedule | undefined {
   const errors: FieldError[] = [];
-  const schedule = readSchedule(p.urgencyType, p.deliveryDate, p.deliverySlot, errors);
+  const schedule = readSchedule(errors, p);
   if (errors.length > 0) throw badRequest(errors[0].message, errors);
   return schedule;
 }

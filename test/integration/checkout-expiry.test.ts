@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { call } from '../../libs/contracts';
-import { fund, outcomeListener, pagePath, postForm, walletOf } from '../support/checkout';
+import {
+  fund,
+  outcomeListener,
+  pagePath,
+  postForm,
+  SERVICES_WITHOUT_ORDER,
+  walletOf,
+} from '../support/checkout';
 import { eventually } from '../support/eventually';
 import { useMerchantStack } from '../support/merchant-stack';
 
@@ -8,9 +15,7 @@ import { useMerchantStack } from '../support/merchant-stack';
 
 const listener = outcomeListener();
 const stack = useMerchantStack({
-  // No order service: these checkouts pay for made-up deliveries, whose outcomes must wait
-  // for the acknowledgement only this test's listener gives (order would credit and ack them).
-  services: 'gateway,account,geo,pricing,package,file,payment',
+  services: SERVICES_WITHOUT_ORDER,
   internal: ['payment'],
   own: [listener.schema],
   env: {

@@ -8,6 +8,7 @@ import {
   pagePath,
   postForm,
   walletOf,
+  SERVICES_WITHOUT_ORDER,
 } from '../support/checkout';
 import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
@@ -18,9 +19,7 @@ import { useMerchantStack } from '../support/merchant-stack';
 const EVENT_RETRY_MS = 300;
 const listener = outcomeListener();
 const stack = useMerchantStack({
-  // No order service: these checkouts pay for made-up deliveries, whose outcomes must wait
-  // for the acknowledgement only this test's listener gives (order would credit and ack them).
-  services: 'gateway,account,geo,pricing,package,file,payment',
+  services: SERVICES_WITHOUT_ORDER,
   internal: ['payment'],
   own: [listener.schema],
   env: {

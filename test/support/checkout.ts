@@ -204,3 +204,9 @@ export class FakePaystack {
     });
   }
 }
+
+/**
+ * Every service but order: the outbox tests pay for made-up deliveries, whose outcomes must
+ * wait for the acknowledgement only the test's listener gives (order would credit and ack them).
+ */
+export const SERVICES_WITHOUT_ORDER = 'gateway,account,geo,pricing,package,file,payment';

@@ -1,0 +1,67 @@
+import type { FieldError } from './errors';
+
+/**
+ * The checks across fields that a quote (`POST /api/pricing`) and a delivery request
+ * (`POST /api/request`) share: one spelling of an aliased field, a courier exactly when
+ * SPECIFIC, a date and a slot when SCHEDULED. Each adds what is wrong to `errors`, so that
+ * a 400 names every problem at once, with the same words on both paths.
+ */
+
+/** One of two spellings of a field; both is fine only when they agree. */
+export function aliased<T>(
+  errors: FieldError[],
+  [name, value]: [string, T | undefined],
+  [aliasName, aliasValue]: [string, T | undefined],
+): T | undefined {
+  if (value !== undefined && aliasValue !== undefined && value !== aliasValue) {
+    errors.push({ field: aliasName, message: `${name} and ${aliasName} disagree; send one` });
+  }
+  return value ?? aliasValue;
+}
+
+/** The SPECIFIC courier (`courierId`, alias `courierProfileId`), required then and only then. */
+export function readCourierId(
+  errors: FieldError[],
+  p: { courierSelection: string; courierId?: string; courierProfileId?: string },
+): string | undefined {
+  const courierId = aliased(
+    errors,
+    ['courierId', p.courierId],
+    ['courierProfileId', p.courierProfileId],
+  );
+  if (p.courierSelection === 'SPECIFIC' && !courierId) {
+    errors.push({
+      field: 'courierId',
+      message: 'courierId is required when courierSelection is SPECIFIC',
+    });
+  }
+  if (p.courierSelection !== 'SPECIFIC' && courierId) {
+    errors.push({
+      field: 'courierId',
+      message: 'courierId applies only when courierSelection is SPECIFIC',
+    });
+  }
+  return courierId;
+}
+
+/** A SCHEDULED delivery's date and slot text (`deliverySlot`, alias `slot`), required then. */
+export function readScheduleText(
+  errors: FieldError[],
+  p: { urgencyType: string; deliveryDate?: string; deliverySlot?: string; slot?: string },
+): { date: string; slot: string } | undefined {
+  const slot = aliased(errors, ['deliverySlot', p.deliverySlot], ['slot', p.slot]);
+  if (p.urgencyType !== 'SCHEDULED') return undefined;
+  if (!p.deliveryDate) {
+    errors.push({
+      field: 'deliveryDate',
+      message: 'deliveryDate is required when urgencyType is SCHEDULED',
+    });
+  }
+  if (!slot) {
+    errors.push({
+      field: 'deliverySlot',
+      message: 'deliverySlot is required when urgencyType is SCHEDULED',
+    });
+  }
+  return p.deliveryDate && slot ? { date: p.deliveryDate, slot } : undefined;
+}
