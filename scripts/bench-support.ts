@@ -1,11 +1,29 @@
 /** What every benchmark script needs: its numeric `--flags` and the local infrastructure. */
 
-/** `--name N` from the command line, a positive number, else `fallback`. */
-export function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
+/**
+ * `--name N` from the command line, else `BENCH_NAME` from the environment (`--warm-up` reads
+ * `BENCH_WARM_UP`), a positive number, else `fallback`.
+ */
+export function option(
+  name: string,
+  fallback: number,
+  argv: readonly string[] = process.argv,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  const at = argv.indexOf(`--${name}`);
+  const fromEnv = env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`];
+  const given = at >= 0 ? argv[at + 1] : fromEnv;
+  const value = given === undefined || given === '' ? fallback : Number(given);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
   return value;
+}
+
+/** Prints `usage` and exits 0 on `--help` or `-h`; call it before anything else runs. */
+export function showHelpIfAsked(usage: string, argv: readonly string[] = process.argv): void {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(usage.trim());
+    process.exit(0);
+  }
 }
 
 /** Exits with the command to run when the environment of `scripts/infra env` is missing. */

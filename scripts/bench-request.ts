@@ -1,0 +1,385 @@
+/**
+ * Delivery request benchmark: wallet-paid `POST /api/request` through the gateway, with the
+ * services each in its own process over NATS, next to a reference measured the same way in the
+ * same run: `POST /api/pricing` Mode A for the same packages, at the same concurrency (the
+ * same reads and the same price, without the saga's writes). Then the ledger is reconciled
+ * against the answers; any mismatch fails the run (exit 1). Timings never do.
+ */
+import { writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { nairaToKobo } from '../libs/money';
+import { DESTINATION, ORIGIN, savePackage } from '../test/support/deliveries';
+import { adminHeaders, createUserWithKey, request } from '../test/support/http';
+import { percentile, send, type LoadTarget } from '../test/support/load';
+import { waitForQuote } from '../test/support/quote';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
+import { option, requireInfrastructure, showHelpIfAsked } from './bench-support';
+import { checkWallet, unrefundedOrphans, type WalletEntry } from './lib/request-ledger';
+
+showHelpIfAsked(`
+npm run bench:request [-- --count N --concurrency C --warm-up W]
+  (or: scripts/tsx scripts/bench-request.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
+
+Wallet-paid POST /api/request through the gateway, the services in separate processes over
+NATS, against POST /api/pricing Mode A for the same packages at the same concurrency; then
+the ledger reconciled. Prints requests/s, p50, p99 and the answers by status; exits 1 on any
+answer other than 201 (200 for the reference) that is not a gateway timeout, and on any
+mismatch between the answers and the ledger.
+
+  --count N         measured requests (and reference quotes)      BENCH_COUNT        800
+  --concurrency C   connections sending one request after another  BENCH_CONCURRENCY  50
+  --warm-up W       unmeasured requests first (reconciled too)     BENCH_WARM_UP      50
+
+Each merchant holds at most PACKAGE_MAX_OPEN (400) open packages: every 400 requests go to
+a merchant of their own, one after another, so the load is one merchant's at a time.
+`);
+
+const COUNT = option('count', 800);
+const CONCURRENCY = option('concurrency', 50);
+const WARM_UP = option('warm-up', 50);
+/** Open packages one merchant may hold (PACKAGE_MAX_OPEN's ceiling). */
+const PACKAGES_PER_MERCHANT = 400;
+/** A request unanswered this long is abandoned and recorded with status 0. */
+const GIVE_UP_MS = 60_000;
+/** What each merchant's wallet is credited with: far more than 400 deliveries cost. */
+const FUNDS_NGN = 100_000_000;
+/**
+ * A request the gateway gave up on (504) is finished or undone by the order service's sweep
+ * once it is this old (kept short here so that the reconciliation waits less for it).
+ */
+const STALE_REQUEST_MS = 30_000;
+const SWEEP_INTERVAL_MS = 5_000;
+
+requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
+
+interface Merchant {
+  key: string;
+  userId: string;
+}
+
+/** One delivery request (and its reference quote): a merchant and one of its packages. */
+interface Job {
+  merchant: Merchant;
+  packageId: string;
+}
+
+interface Answer {
+  job: Job;
+  status: number;
+  ms: number;
+  text: string;
+}
+
+interface Phase {
+  name: string;
+  seconds: number;
+  answers: Answer[];
+}
+
+/** Runs every job once, `concurrency` at a time, each connection taking the next job. */
+async function runAll(
+  name: string,
+  jobs: readonly Job[],
+  target: (job: Job) => LoadTarget,
+): Promise<Phase> {
+  const answers: Answer[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(CONCURRENCY, jobs.length) }, async () => {
+      while (next < jobs.length) {
+        const job = jobs[next++];
+        const t0 = performance.now();
+        let status = 0;
+        let text = '';
+        try {
+          ({ status, text } = await send(target(job), GIVE_UP_MS));
+        } catch (error) {
+          text = String(error);
+        }
+        answers.push({ job, status, ms: performance.now() - t0, text });
+      }
+    }),
+  );
+  return { name, seconds: (performance.now() - started) / 1000, answers };
+}
+
+const rate = (phase: Phase) => phase.answers.length / phase.seconds;
+
+/** "201 × 798, 504 × 2": the answers by status. */
+function byStatus(phase: Phase): string {
+  const counts = new Map<number, number>();
+  for (const a of phase.answers) counts.set(a.status, (counts.get(a.status) ?? 0) + 1);
+  return [...counts]
+    .sort(([a], [b]) => a - b)
+    .map(([status, n]) => `${status === 0 ? 'no answer' : status} × ${n}`)
+    .join(', ');
+}
+
+function report(phase: Phase, reference?: Phase): void {
+  const ms = phase.answers.map((a) => a.ms);
+  const ratio = reference ? `  ${(rate(phase) / rate(reference)).toFixed(2)}× the reference` : '';
+  console.log(
+    `${phase.name.padEnd(30)} ${rate(phase).toFixed(1).padStart(7)}/s  p50 ${percentile(ms, 50).toFixed(0).padStart(5)} ms  p99 ${percentile(ms, 99).toFixed(0).padStart(5)} ms  (${byStatus(phase)})${ratio}`,
+  );
+}
+
+/** Prints the first few answers of each unexpected status, to tell what went wrong. */
+function showUnexpected(phase: Phase, expected: number): void {
+  const shown = new Map<number, number>();
+  for (const a of phase.answers) {
+    if (a.status === expected || (shown.get(a.status) ?? 0) >= 3) continue;
+    shown.set(a.status, (shown.get(a.status) ?? 0) + 1);
+    console.error(`  ${phase.name}: ${a.status || 'no answer'} ${a.text.slice(0, 300)}`);
+  }
+}
+
+/** Runs `work` over `items`, `CONCURRENCY` at a time: the setup, not measured. */
+async function inParallel<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(CONCURRENCY, items.length) }, async () => {
+      while (next < items.length) {
+        const at = next++;
+        results[at] = await work(items[at]);
+      }
+    }),
+  );
+  return results;
+}
+
+/** Every entry of a merchant's wallet, through the public API, page by page. */
+async function entriesOf(url: string, who: Merchant): Promise<WalletEntry[]> {
+  const entries: WalletEntry[] = [];
+  let before = '';
+  for (;;) {
+    const reply = await request(url, 'GET', `/api/wallet/transactions?limit=100${before}`, {
+      headers: { 'api-key': who.key },
+    });
+    if (reply.status !== 200) throw new Error(`transactions: ${reply.status} ${reply.text}`);
+    const page = reply.body.data as WalletEntry[];
+    entries.push(...page);
+    if (page.length < 100) return entries;
+    before = `&before=${page[page.length - 1].sequence}`;
+  }
+}
+
+async function balanceKobo(url: string, who: Merchant): Promise<number> {
+  const reply = await request(url, 'GET', '/api/wallet', { headers: { 'api-key': who.key } });
+  if (reply.status !== 200) throw new Error(`wallet: ${reply.status} ${reply.text}`);
+  return nairaToKobo(reply.body.data.balance);
+}
+
+/**
+ * Every merchant's wallet checked against the answers (checkWallet), the debits of requests
+ * the gateway gave up on at most as many as those requests, and the whole ledger verified.
+ */
+async function reconcile(
+  url: string,
+  merchants: readonly Merchant[],
+  created: ReadonlyMap<string, { merchant: Merchant; amountKobo: number }>,
+  unanswered: number,
+): Promise<{ mismatches: string[]; orphans: number; completed: number; unsettled: number }> {
+  const mismatches: string[] = [];
+  let orphans = 0;
+  let completed = 0;
+  let unsettled = 0;
+  for (const merchant of merchants) {
+    const mine = new Map<string, number>();
+    for (const [id, c] of created) if (c.merchant === merchant) mine.set(id, c.amountKobo);
+    const entries = await entriesOf(url, merchant);
+    const delivered = new Set<string>();
+    for (const deliveryId of unrefundedOrphans(entries, mine)) {
+      const reply = await request(url, 'GET', `/api/deliveries/${deliveryId}`, {
+        headers: { 'api-key': merchant.key },
+      });
+      if (reply.status === 200) delivered.add(deliveryId);
+    }
+    const wallet = checkWallet({
+      entries,
+      created: mine,
+      balanceKobo: await balanceKobo(url, merchant),
+      delivered,
+    });
+    mismatches.push(...wallet.mismatches.map((m) => `merchant ${merchant.userId}: ${m}`));
+    orphans += wallet.orphans;
+    completed += wallet.completed;
+    unsettled += wallet.unsettled;
+  }
+  if (orphans > unanswered) {
+    mismatches.push(`${orphans} debits of no 201, but only ${unanswered} requests went unanswered`);
+  }
+  const verify = await request(url, 'GET', '/admin/ledger/verify', { headers: adminHeaders });
+  if (verify.status !== 200 || verify.body.data.clean !== true) {
+    mismatches.push(`GET /admin/ledger/verify: ${verify.status} ${verify.text.slice(0, 500)}`);
+  }
+  return { mismatches, orphans, completed, unsettled };
+}
+
+async function main(): Promise<number> {
+  const iso = isolation();
+  const nodes: NodeProcess[] = [];
+  try {
+    const env = {
+      QUOTA_LIMIT: '100000000',
+      LOG_LEVEL: 'warn',
+      ORDER_STALE_REQUEST_MS: String(STALE_REQUEST_MS),
+      ORDER_SWEEP_INTERVAL_MS: String(SWEEP_INTERVAL_MS),
+    };
+    const groups = ['gateway,account', 'geo', 'pricing', 'package', 'payment', 'order'];
+    // allSettled, not all: when one node fails to start, the ones that did are still stopped.
+    const settled = await Promise.allSettled(
+      groups.map((services) => startNode({ services, iso, env })),
+    );
+    for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const url = nodes[0].url;
+
+    const total = WARM_UP + COUNT;
+    const merchants = await inParallel(
+      Array.from({ length: Math.ceil(total / PACKAGES_PER_MERCHANT) }),
+      async () => {
+        const who = await createUserWithKey(url);
+        const credited = await request(url, 'POST', `/admin/users/${who.userId}/wallet/credit`, {
+          headers: adminHeaders,
+          json: { amount: FUNDS_NGN, reference: `bench-${who.userId}` },
+        });
+        if (credited.status !== 200 && credited.status !== 201) {
+          throw new Error(`credit: ${credited.status} ${credited.text}`);
+        }
+        return who;
+      },
+    );
+    await waitForQuote(url, merchants[0].key);
+    const jobs = await inParallel(
+      Array.from({ length: total }, (_, i) => merchants[Math.floor(i / PACKAGES_PER_MERCHANT)]),
+      async (merchant) => ({ merchant, packageId: await savePackage(url, merchant) }),
+    );
+
+    console.log(
+      `bench:request — ${availableParallelism()} CPUs, Node ${process.version}; gateway+account, geo, pricing, package, payment, order each in its own process over NATS`,
+    );
+    console.log(
+      `${COUNT} requests (after ${WARM_UP} unmeasured) at ${CONCURRENCY} connections, ${merchants.length} merchant(s), one package each\n`,
+    );
+    // The request's body is Mode A's plus what only a request has.
+    const priced = (job: Job) => ({
+      origin: ORIGIN,
+      destination: DESTINATION,
+      packagesId: [job.packageId],
+    });
+    const quote = (job: Job): LoadTarget => ({
+      url: `${url}/api/pricing`,
+      headers: { 'api-key': job.merchant.key },
+      body: JSON.stringify(priced(job)),
+    });
+    const deliver = (job: Job): LoadTarget => ({
+      url: `${url}/api/request`,
+      headers: { 'api-key': job.merchant.key },
+      body: JSON.stringify({ ...priced(job), type: 'DROP_OFF', courierSelection: 'ANYONE' }),
+    });
+
+    const warm = jobs.slice(0, WARM_UP);
+    const measured = jobs.slice(WARM_UP);
+    const quoteWarm = await runAll('warm-up: Mode A', warm, quote);
+    const reference = await runAll('reference: Mode A quote', measured, quote);
+    report(reference);
+    const requestWarm = await runAll('warm-up: requests', warm, deliver);
+    const requests = await runAll('POST /api/request (wallet)', measured, deliver);
+    report(requests, reference);
+
+    // What Mode A quoted each package, to hold each debit to it.
+    const quoted = new Map<string, number>();
+    for (const a of [...quoteWarm.answers, ...reference.answers]) {
+      if (a.status === 200) {
+        quoted.set(
+          a.job.packageId,
+          nairaToKobo(JSON.parse(a.text).data.deliveryFee.creator.amount),
+        );
+      }
+    }
+
+    const problems: string[] = [];
+    const created = new Map<string, { merchant: Merchant; amountKobo: number }>();
+    let unanswered = 0;
+    for (const a of [...requestWarm.answers, ...requests.answers]) {
+      if (a.status === 504 || a.status === 0) {
+        unanswered++;
+        continue;
+      }
+      if (a.status !== 201) continue;
+      const data = JSON.parse(a.text).data;
+      const amountKobo = nairaToKobo(data.deliveryFee.creator.amount);
+      if (quoted.get(a.job.packageId) !== amountKobo) {
+        problems.push(
+          `delivery ${data.deliveryId}: charged ${amountKobo / 100}, Mode A quoted ${(quoted.get(a.job.packageId) ?? NaN) / 100}`,
+        );
+      }
+      created.set(data.deliveryId, { merchant: a.job.merchant, amountKobo });
+    }
+    for (const [phase, expected] of [
+      [quoteWarm, 200],
+      [reference, 200],
+      [requestWarm, 201],
+      [requests, 201],
+    ] as const) {
+      showUnexpected(phase, expected);
+      const wrong = phase.answers.filter(
+        (a) => a.status !== expected && a.status !== 504 && a.status !== 0,
+      );
+      if (wrong.length > 0)
+        problems.push(`${phase.name}: ${wrong.length} answers other than ${expected}`);
+    }
+
+    // A request the gateway gave up on may still be under way: the sweep settles it.
+    const deadline = Date.now() + (unanswered > 0 ? STALE_REQUEST_MS + 3 * SWEEP_INTERVAL_MS : 0);
+    let ledger = await reconcile(url, merchants, created, unanswered);
+    while (ledger.unsettled > 0 && Date.now() < deadline) {
+      await sleep(SWEEP_INTERVAL_MS);
+      ledger = await reconcile(url, merchants, created, unanswered);
+    }
+    problems.push(...ledger.mismatches);
+    console.log(
+      `\nledger: ${created.size} requests answered 201 (warm-up included); ${ledger.orphans} debit(s) of requests the gateway gave up on: ${ledger.completed} became deliveries, ${ledger.orphans - ledger.completed - ledger.unsettled} refunded; ${problems.length === 0 ? 'every 201 has its one debit of the quoted total, balances add up, verify clean' : `${problems.length} mismatch(es)`}`,
+    );
+    const ms = requests.answers.map((a) => a.ms);
+    const refMs = reference.answers.map((a) => a.ms);
+    console.log(
+      `bench:request rps=${rate(requests).toFixed(1)} p50=${percentile(ms, 50).toFixed(0)} p99=${percentile(ms, 99).toFixed(0)} | modeA rps=${rate(reference).toFixed(1)} p50=${percentile(refMs, 50).toFixed(0)} p99=${percentile(refMs, 99).toFixed(0)} | ratio rps=${(rate(requests) / rate(reference)).toFixed(3)}`,
+    );
+    // What the services logged as errors tells why a request failed: kept for the bug report.
+    const errors = nodes.flatMap((node, i) =>
+      node
+        .output()
+        .split('\n')
+        .filter((line) => /"level":"(error|fatal)"/.test(line))
+        .map((line) => `[${groups[i]}] ${line}`),
+    );
+    if (errors.length > 0) {
+      const file = join(tmpdir(), `bench-request-${iso.namespace}.log`);
+      writeFileSync(file, `${errors.join('\n')}\n`);
+      console.log(`the services logged ${errors.length} error(s): ${file}`);
+    }
+    if (problems.length > 0) {
+      console.error('\nFAILED:');
+      for (const p of problems.slice(0, 20)) console.error(`  ${p}`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await Promise.all(nodes.map((n) => n.stop()));
+    await dropDatabases(iso);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

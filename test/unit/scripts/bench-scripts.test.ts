@@ -1,0 +1,44 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { option } from '../../../scripts/bench-support';
+
+const ROOT = join(__dirname, '..', '..', '..');
+const scripts = (
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  }
+).scripts;
+const benches = Object.entries(scripts).filter(([name]) => name.startsWith('bench:'));
+const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+describe('npm run bench:*', () => {
+  it('includes the delivery request benchmark', () => {
+    expect(scripts['bench:request']).toBe('scripts/tsx scripts/bench-request.ts');
+  });
+
+  it.each(benches)('%s runs a script that exists and the README lists', (name, command) => {
+    const file = /scripts\/[\w-]+\.ts/.exec(command)?.[0];
+    expect(file).toBeDefined();
+    expect(existsSync(join(ROOT, file as string))).toBe(true);
+    expect(readme).toMatch(new RegExp(`^\\| \`npm run ${name}\`\\s*\\|`, 'm'));
+  });
+});
+
+describe('a benchmark option', () => {
+  it('comes from its flag, else BENCH_<NAME>, else the default', () => {
+    const env = { BENCH_WARM_UP: '7', BENCH_COUNT: '9' };
+    expect(option('count', 800, ['node', 's', '--count', '20'], env)).toBe(20);
+    expect(option('count', 800, ['node', 's'], env)).toBe(9);
+    expect(option('warm-up', 50, ['node', 's'], env)).toBe(7);
+    expect(option('concurrency', 50, ['node', 's'], env)).toBe(50);
+  });
+
+  it('must be a positive number, wherever it comes from', () => {
+    expect(() => option('count', 1, ['node', 's', '--count', 'x'], {})).toThrow(
+      '--count must be a positive number',
+    );
+    expect(() => option('count', 1, ['node', 's'], { BENCH_COUNT: '0' })).toThrow(
+      '--count must be a positive number',
+    );
+  });
+});

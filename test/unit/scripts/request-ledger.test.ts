@@ -1,0 +1,111 @@
+import {
+  checkWallet,
+  unrefundedOrphans,
+  type WalletEntry,
+} from '../../../scripts/lib/request-ledger';
+
+/**
+ * The reconciliation of `npm run bench:request`: one merchant's wallet against the answers to
+ * its requests. Every way the ledger and the answers can disagree must be reported, since a
+ * report is what fails the run.
+ */
+const FUNDED: WalletEntry = {
+  sequence: 1,
+  type: 'CREDIT',
+  amount: '100000.00',
+  reference: 'bench-m',
+};
+const debit = (sequence: number, reference: string, amount = '2756.25'): WalletEntry => ({
+  sequence,
+  type: 'DEBIT',
+  amount: `-${amount}`,
+  reference,
+});
+const refund = (sequence: number, reference: string, amount = '2756.25'): WalletEntry => ({
+  sequence,
+  type: 'REFUND',
+  amount,
+  reference: `refund:${reference}`,
+});
+const KOBO = 275_625;
+const none = new Set<string>();
+
+describe('bench:request reconciliation of a wallet', () => {
+  it('finds nothing when each 201 has its one debit and the balance is credited less the debits', () => {
+    const report = checkWallet({
+      entries: [FUNDED, debit(2, 'd1'), debit(3, 'd2')],
+      created: new Map([
+        ['d1', KOBO],
+        ['d2', KOBO],
+      ]),
+      balanceKobo: 10_000_000 - 2 * KOBO,
+      delivered: none,
+    });
+    expect(report).toEqual({ mismatches: [], orphans: 0, completed: 0, unsettled: 0 });
+  });
+
+  it('reports a 201 without a debit, a debit of another amount, a refunded 201 and a wrong balance', () => {
+    const report = checkWallet({
+      entries: [FUNDED, debit(2, 'd2', '100.00'), debit(3, 'd3'), refund(4, 'd3')],
+      created: new Map([
+        ['d1', KOBO],
+        ['d2', KOBO],
+        ['d3', KOBO],
+      ]),
+      balanceKobo: 10_000_000,
+      delivered: none,
+    });
+    expect(report.mismatches).toEqual([
+      'delivery d1: 0 DEBIT entries, not 1',
+      'delivery d2: debited 100.00, the 201 says 2756.25',
+      'delivery d3: answered 201 but refunded',
+      'balance 100000.00, expected 100000.00 credited − 2856.25 kept = 97143.75',
+    ]);
+  });
+
+  it('accepts a debit of no 201 refunded in full, or become a delivery, and counts both', () => {
+    const entries = [FUNDED, debit(2, 'gone'), refund(3, 'gone'), debit(4, 'late')];
+    expect(unrefundedOrphans(entries, new Map())).toEqual(['late']);
+    const report = checkWallet({
+      entries,
+      created: new Map(),
+      balanceKobo: 10_000_000 - KOBO,
+      delivered: new Set(['late']),
+    });
+    expect(report).toEqual({ mismatches: [], orphans: 2, completed: 1, unsettled: 0 });
+  });
+
+  it('reports a debit of no 201 that is neither refunded nor a delivery as unsettled', () => {
+    const report = checkWallet({
+      entries: [FUNDED, debit(2, 'lost')],
+      created: new Map(),
+      balanceKobo: 10_000_000 - KOBO,
+      delivered: none,
+    });
+    expect(report.unsettled).toBe(1);
+    expect(report.mismatches[0]).toBe(
+      'DEBIT lost (-2756.25) of no 201: refunded 0.00, not a delivery',
+    );
+  });
+
+  it('reports a debit refunded in part, or refunded and delivered too', () => {
+    const report = checkWallet({
+      entries: [
+        FUNDED,
+        debit(2, 'half'),
+        refund(3, 'half', '1000.00'),
+        debit(4, 'both'),
+        refund(5, 'both'),
+      ],
+      created: new Map(),
+      balanceKobo: 10_000_000 - KOBO + 100_000,
+      delivered: new Set(['both']),
+    });
+    expect(report.unsettled).toBe(0);
+    expect(report.mismatches).toEqual([
+      'DEBIT half (-2756.25) of no 201: refunded 1000.00, not a delivery',
+      'DEBIT both (-2756.25) of no 201: refunded 2756.25, and a delivery',
+      'balance 98243.75, expected 100000.00 credited − 0.00 kept = 100000.00',
+    ]);
+  });
+});
