@@ -1,7 +1,7 @@
 import mongoose, { type ConnectOptions, type Connection } from 'mongoose';
 import type { Logger, ServiceSchema } from 'moleculer';
 import type { Config } from './config';
-import { serviceUnavailable } from './errors';
+import { serviceBusy, serviceUnavailable } from './errors';
 import { registerHealthCheck, unregisterHealthCheck } from './health';
 
 const DUPLICATE_KEY = 11000;
@@ -39,6 +39,21 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     // error (EPIPE, seen while FerretDB restarted), not a MongoNetworkError.
     SOCKET_GONE.has(String((err as NodeJS.ErrnoException | null)?.code))
   );
+}
+
+/** MongoDB's LockTimeout: a lock not taken in time. */
+const LOCK_TIMEOUT = 24;
+/** What a client is told to wait when the database is too busy to take a write. */
+const DATABASE_BUSY_RETRY_AFTER_S = 5;
+
+/**
+ * The server is up but too busy to take the work: FerretDB (SQLite) waits 10 s for the write
+ * lock, then fails with an internal error (code 1) naming SQLITE_BUSY; MongoDB's counterpart
+ * is LockTimeout. Load, not a fault: the client retries later.
+ */
+export function isDatabaseBusy(err: unknown): boolean {
+  if (!(err instanceof mongoose.mongo.MongoServerError)) return false;
+  return err.code === LOCK_TIMEOUT || /\bSQLITE_BUSY\b/.test(err.message);
 }
 
 /**
@@ -162,7 +177,7 @@ export class ServiceDatabase<Models> {
 
   /**
    * Mixin that ties the connection to the service lifecycle and to readiness, and answers
-   * 503 for any action that fails because the server cannot be reached.
+   * 503 for any action that fails because the server cannot be reached or is too busy.
    */
   mixin(): Partial<ServiceSchema> {
     const db = this as ServiceDatabase<unknown>;
@@ -171,6 +186,12 @@ export class ServiceDatabase<Models> {
       hooks: {
         error: {
           '*'(_ctx: unknown, err: unknown) {
+            if (isDatabaseBusy(err)) {
+              throw serviceBusy(
+                'The database is busy with other writes; retry in a few seconds',
+                DATABASE_BUSY_RETRY_AFTER_S,
+              );
+            }
             if (!isDatabaseUnavailable(err)) throw err;
             throw serviceUnavailable('The database is unavailable; retry in a few seconds');
           },

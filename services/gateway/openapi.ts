@@ -20,7 +20,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'Body too large',
   429: 'API quota exceeded, or too many failed authentications from your address; see `Retry-After`',
   500: 'Unexpected failure, logged on our side',
-  503: 'A service or dependency is temporarily unavailable; retry in a few seconds (a `POST` with the same `Idempotency-Key`)',
+  503: 'A service or dependency is temporarily unavailable, or the database too busy to take a write; retry in a few seconds, after `Retry-After` when given (a `POST` with the same `Idempotency-Key`)',
   504: 'A service did not answer in time; retry (a `POST` with the same `Idempotency-Key`)',
 };
 

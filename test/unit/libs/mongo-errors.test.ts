@@ -1,0 +1,70 @@
+import mongoose from 'mongoose';
+import { toHttpError } from '../../../libs/errors';
+import { ServiceDatabase } from '../../../libs/mongo';
+
+/**
+ * What `ServiceDatabase`'s error hook makes of the database's errors, as the gateway then
+ * answers them. The busy error is the one FerretDB sent during `npm run bench:request`: its
+ * message word for word (a 500 then).
+ */
+const db = new ServiceDatabase(
+  { mongoUrl: 'mongodb://127.0.0.1:1', mongoDbPrefix: 't_', mongoTimeoutMs: 1_000 },
+  'probe',
+  () => ({}),
+);
+const hook = (db.mixin().hooks?.error as Record<string, (ctx: unknown, err: unknown) => never>)[
+  '*'
+];
+
+/** The HTTP answer of an error once the hook has seen it. */
+function answerTo(err: unknown) {
+  try {
+    hook({}, err);
+  } catch (thrown) {
+    return toHttpError(thrown);
+  }
+  throw new Error('the hook must rethrow');
+}
+
+const serverError = (code: number, errmsg: string) =>
+  new mongoose.mongo.MongoServerError({ ok: 0, code, errmsg });
+
+describe("a service database's errors, as answered", () => {
+  it("answers FerretDB's SQLITE_BUSY 503 with Retry-After, as load", () => {
+    const busy = serverError(
+      1,
+      '[msg_update.go:133 handler.(*Handler).updateDocument] [update.go:114 common.UpdateDocument] [collection.go:191 sqlite.(*collection).UpdateAll] [db.go:134 fsql.(*DB).InTransaction] database is locked (5) (SQLITE_BUSY)',
+    );
+    expect(answerTo(busy)).toEqual({
+      status: 503,
+      message: 'The database is busy with other writes; retry in a few seconds',
+      errors: undefined,
+      retryAfter: 5,
+      internal: false,
+    });
+  });
+
+  it("answers MongoDB's LockTimeout the same", () => {
+    expect(answerTo(serverError(24, 'Unable to acquire lock'))).toMatchObject({
+      status: 503,
+      retryAfter: 5,
+    });
+  });
+
+  it('leaves a server that cannot be reached a 503 without Retry-After', () => {
+    const gone = new mongoose.mongo.MongoNetworkError('connection closed');
+    expect(answerTo(gone)).toMatchObject({
+      status: 503,
+      message: 'The database is unavailable; retry in a few seconds',
+      internal: true,
+    });
+    expect(answerTo(gone).retryAfter).toBeUndefined();
+  });
+
+  it('leaves any other server error as it is: a fault, 500', () => {
+    expect(answerTo(serverError(1, 'something else broke'))).toMatchObject({
+      status: 500,
+      internal: true,
+    });
+  });
+});
