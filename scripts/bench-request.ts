@@ -25,7 +25,7 @@ npm run bench:request [-- --count N --concurrency C --warm-up W]
 Wallet-paid POST /api/request through the gateway, the services in separate processes over
 NATS, against POST /api/pricing Mode A for the same packages at the same concurrency; then
 the ledger reconciled. Prints requests/s, p50, p99 and the answers by status; exits 1 on any
-answer other than 201 (200 for the reference) that is not a gateway timeout, and on any
+answer other than 201 (200 for the reference) that is not load shed (503, 504), and on any
 mismatch between the answers and the ledger.
 
   --count N         measured requests (and reference quotes)      BENCH_COUNT        800
@@ -46,8 +46,13 @@ const GIVE_UP_MS = 60_000;
 /** What each merchant's wallet is credited with: far more than 400 deliveries cost. */
 const FUNDS_NGN = 100_000_000;
 /**
- * A request the gateway gave up on (504) is finished or undone by the order service's sweep
- * once it is this old (kept short here so that the reconciliation waits less for it).
+ * Answers of load, not faults: a timeout (504), a service too busy (503), none at all. The
+ * request may have been under way: they are reconciled, not failed.
+ */
+const SHED = new Set([0, 503, 504]);
+/**
+ * The order service's sweep finishes or undoes a request stopped half-way once it is this old
+ * (kept short here so that the reconciliation waits less for it).
  */
 const STALE_REQUEST_MS = 30_000;
 const SWEEP_INTERVAL_MS = 5_000;
@@ -175,7 +180,7 @@ async function balanceKobo(url: string, who: Merchant): Promise<number> {
 
 /**
  * Every merchant's wallet checked against the answers (checkWallet), the debits of requests
- * the gateway gave up on at most as many as those requests, and the whole ledger verified.
+ * shed (503, 504, no answer) at most as many as those requests, and the whole ledger verified.
  */
 async function reconcile(
   url: string,
@@ -210,7 +215,7 @@ async function reconcile(
     unsettled += wallet.unsettled;
   }
   if (orphans > unanswered) {
-    mismatches.push(`${orphans} debits of no 201, but only ${unanswered} requests went unanswered`);
+    mismatches.push(`${orphans} debits of no 201, but only ${unanswered} requests were shed`);
   }
   const verify = await request(url, 'GET', '/admin/ledger/verify', { headers: adminHeaders });
   if (verify.status !== 200 || verify.body.data.clean !== true) {
@@ -307,7 +312,7 @@ async function main(): Promise<number> {
     const created = new Map<string, { merchant: Merchant; amountKobo: number }>();
     let unanswered = 0;
     for (const a of [...requestWarm.answers, ...requests.answers]) {
-      if (a.status === 504 || a.status === 0) {
+      if (SHED.has(a.status)) {
         unanswered++;
         continue;
       }
@@ -328,14 +333,12 @@ async function main(): Promise<number> {
       [requests, 201],
     ] as const) {
       showUnexpected(phase, expected);
-      const wrong = phase.answers.filter(
-        (a) => a.status !== expected && a.status !== 504 && a.status !== 0,
-      );
+      const wrong = phase.answers.filter((a) => a.status !== expected && !SHED.has(a.status));
       if (wrong.length > 0)
         problems.push(`${phase.name}: ${wrong.length} answers other than ${expected}`);
     }
 
-    // A request the gateway gave up on may still be under way: the sweep settles it.
+    // A request shed may still be under way: the sweep settles it.
     const deadline = Date.now() + (unanswered > 0 ? STALE_REQUEST_MS + 3 * SWEEP_INTERVAL_MS : 0);
     let ledger = await reconcile(url, merchants, created, unanswered);
     while (ledger.unsettled > 0 && Date.now() < deadline) {
@@ -344,7 +347,7 @@ async function main(): Promise<number> {
     }
     problems.push(...ledger.mismatches);
     console.log(
-      `\nledger: ${created.size} requests answered 201 (warm-up included); ${ledger.orphans} debit(s) of requests the gateway gave up on: ${ledger.completed} became deliveries, ${ledger.orphans - ledger.completed - ledger.unsettled} refunded; ${problems.length === 0 ? 'every 201 has its one debit of the quoted total, balances add up, verify clean' : `${problems.length} mismatch(es)`}`,
+      `\nledger: ${created.size} requests answered 201 (warm-up included); ${ledger.orphans} debit(s) of requests shed (503, 504, no answer): ${ledger.completed} became deliveries, ${ledger.orphans - ledger.completed - ledger.unsettled} refunded; ${problems.length === 0 ? 'every 201 has its one debit of the quoted total, balances add up, verify clean' : `${problems.length} mismatch(es)`}`,
     );
     const ms = requests.answers.map((a) => a.ms);
     const refMs = reference.answers.map((a) => a.ms);

@@ -20,7 +20,7 @@ export interface WalletCheck {
 
 export interface WalletReport {
   mismatches: string[];
-  /** DEBITs of no 201: requests the gateway gave up on. */
+  /** DEBITs of no 201: requests shed (503, 504, no answer). */
   orphans: number;
   /** Of those, the ones whose delivery was created after all (kept, not refunded). */
   completed: number;
@@ -59,7 +59,7 @@ export function unrefundedOrphans(
 /**
  * One merchant's wallet against the answers to its requests: every 201 has exactly one DEBIT
  * with its deliveryId as reference, of the amount the 201 states, and no refund; a DEBIT of no
- * 201 (a request the gateway gave up on) was refunded in full or became a delivery, never
+ * 201 (a request shed with 503, 504 or no answer) was refunded in full or became a delivery, never
  * both; the balance is what was credited less what the deliveries kept.
  */
 export function checkWallet(check: WalletCheck): WalletReport {
