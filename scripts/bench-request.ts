@@ -273,6 +273,8 @@ async function main(): Promise<number> {
       },
     );
     await waitForQuote(url, merchants[0].key);
+    // Errors logged while the processes were still finding each other are not the run's.
+    const logStart = nodes.map((node) => node.output().length);
     const jobs = await inParallel(
       Array.from({ length: total }, (_, i) => merchants[Math.floor(i / PACKAGES_PER_MERCHANT)]),
       async (merchant) => ({ merchant, packageId: await savePackage(url, merchant) }),
@@ -367,6 +369,7 @@ async function main(): Promise<number> {
     const errors = nodes.flatMap((node, i) =>
       node
         .output()
+        .slice(logStart[i])
         .split('\n')
         .filter((line) => /"level":"(error|fatal)"/.test(line))
         .map((line) => `[${groups[i]}] ${line}`),
