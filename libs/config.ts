@@ -112,6 +112,14 @@ export interface Config {
     /** Tests only: where to stop the process in the middle of a request. */
     fault: OrderFaultPoint | undefined;
   };
+  matching: {
+    offerTimeoutMs: number;
+    searchTimeoutMs: number;
+    /** Radius of the first round, what each round adds, the most, and how long a round is. */
+    reach: { startKm: number; stepKm: number; maxKm: number; widenEveryMs: number };
+    /** How often running searches are stepped (expired offers closed, the radius widened). */
+    sweepIntervalMs: number;
+  };
 }
 
 /** Where a test may stop the order process in the middle of a request (ORDER_FAULT). */
@@ -458,6 +466,36 @@ const envSchema = Joi.object({
     .description(
       'Tests only (NODE_ENV=test): stops the order process at this point of a delivery request',
     ),
+  MATCHING_OFFER_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(30000)
+    .description('How long a courier has to accept an offer before it goes to the next one'),
+  MATCHING_SEARCH_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(900000)
+    .description(
+      'How long a paid delivery is searched for before it ends NO_COURIER_FOUND, refunded and its packages released',
+    ),
+  MATCHING_RADIUS_KM: Joi.string()
+    .pattern(/^\d+(\.\d+)?,\d+(\.\d+)?,\d+(\.\d+)?$/, 'start,step,max')
+    .default('3,3,15')
+    .description(
+      'Search radius around the pickup in km, as start,step,max: it grows by step every MATCHING_WIDEN_EVERY_MS up to max',
+    ),
+  MATCHING_WIDEN_EVERY_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(60000)
+    .description('How often the search radius grows by its step'),
+  MATCHING_SWEEP_INTERVAL_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(1000)
+    .description(
+      'How often running searches are stepped: expired offers closed, the radius widened, searches ended',
+    ),
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
@@ -579,7 +617,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       proofCodeSecret: value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET,
       fault: orderFault(value.ORDER_FAULT, env),
     },
+    matching: {
+      offerTimeoutMs: value.MATCHING_OFFER_TIMEOUT_MS,
+      searchTimeoutMs: value.MATCHING_SEARCH_TIMEOUT_MS,
+      reach: searchReach(value.MATCHING_RADIUS_KM, value.MATCHING_WIDEN_EVERY_MS),
+      sweepIntervalMs: value.MATCHING_SWEEP_INTERVAL_MS,
+    },
   };
+}
+
+function searchReach(radius: string, widenEveryMs: number): Config['matching']['reach'] {
+  const [startKm, stepKm, maxKm] = radius.split(',').map(Number);
+  if (startKm <= 0 || maxKm < startKm) {
+    throw new ConfigError(
+      `MATCHING_RADIUS_KM: start must be above 0 and max at least start, got ${radius}`,
+    );
+  }
+  return { startKm, stepKm, maxKm, widenEveryMs };
 }
 
 /**

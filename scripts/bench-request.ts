@@ -247,7 +247,7 @@ async function main(): Promise<number> {
       ORDER_STALE_REQUEST_MS: String(STALE_REQUEST_MS),
       ORDER_SWEEP_INTERVAL_MS: String(SWEEP_INTERVAL_MS),
     };
-    const groups = ['gateway,account', 'geo', 'pricing', 'package', 'payment', 'order'];
+    const groups = ['gateway,account', 'geo', 'pricing,courier-matching', 'package', 'payment', 'order'];
     // allSettled, not all: when one node fails to start, the ones that did are still stopped.
     const settled = await Promise.allSettled(
       groups.map((services) => startNode({ services, iso, env })),

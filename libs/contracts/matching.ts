@@ -65,6 +65,52 @@ export const merchantCouriersParams = Joi.object<MerchantCouriersParams, true>({
   activeOnly: Joi.boolean().default(true),
 });
 
+/** What matching needs to find a courier for a delivery whose fee is paid. */
+export interface StartSearchParams {
+  deliveryId: string;
+  /** The merchant: MERCHANT_SPECIAL_COURIERS searches their list. */
+  userId: string;
+  pickup: { lat: number; lon: number };
+  dropoff: { lat: number; lon: number };
+  /** The fleet type the delivery was priced for. */
+  fleetTypeId: string;
+  weightGrams: number;
+  courierSelection: CourierSelection;
+  /** SPECIFIC: the only courier it may be offered to. */
+  courierId: string | null;
+}
+
+const point = () =>
+  Joi.object({
+    lat: Joi.number().min(-90).max(90).required(),
+    lon: Joi.number().min(-180).max(180).required(),
+  });
+
+export const startSearchParams = Joi.object<StartSearchParams, true>({
+  deliveryId: uuid().required(),
+  userId: uuid().required(),
+  pickup: point().required(),
+  dropoff: point().required(),
+  fleetTypeId: uuid().required(),
+  weightGrams: Joi.number().integer().min(0).required(),
+  courierSelection: Joi.string()
+    .valid(...COURIER_SELECTIONS)
+    .required(),
+  courierId: uuid().allow(null).required(),
+});
+
+export interface DeliveryIdParams {
+  deliveryId: string;
+}
+
+export const deliveryIdParams = Joi.object<DeliveryIdParams, true>({
+  deliveryId: uuid().required(),
+});
+
+export interface HeldDelivery {
+  deliveryId: string | null;
+}
+
 export interface MatchingActions {
   /** A courier by profile id, or null when there is none. */
   'courier-matching.getCourier': { params: CourierIdParams; answer: CourierView | null };
@@ -73,10 +119,19 @@ export interface MatchingActions {
     params: MerchantCouriersParams;
     answer: CourierView[];
   };
+  /** Starts looking for a courier; a repeat (the delivery's search exists) changes nothing. */
+  'courier-matching.startSearch': { params: StartSearchParams; answer: { started: boolean } };
+  /** The delivery is over: its search ends and the courier holding it is free. Repeatable. */
+  'courier-matching.endMatching': { params: DeliveryIdParams; answer: { ended: boolean } };
+  /** The delivery a courier holds now, if any. */
+  'courier-matching.heldDelivery': { params: CourierIdParams; answer: HeldDelivery };
 }
 
-/** Both read. */
+/** Reads, and writes that a repeat leaves as they are. */
 export const MATCHING_RETRY = {
   'courier-matching.getCourier': 'safe',
   'courier-matching.merchantCouriers': 'safe',
+  'courier-matching.startSearch': 'safe',
+  'courier-matching.endMatching': 'safe',
+  'courier-matching.heldDelivery': 'safe',
 } as const satisfies Record<keyof MatchingActions, Retry>;

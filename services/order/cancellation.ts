@@ -54,15 +54,8 @@ export class Cancellations {
       throw badRequest(applied.message);
     }
     const { settlement } = this.deps;
-    try {
-      await settlement.settle(applied.delivery, applied.transition);
-    } catch (err) {
-      // The cancel stands; the sweep gives the money and packages back.
-      this.deps.logger().warn('cancelled delivery not settled yet; the sweep retries', {
-        deliveryId,
-        err,
-      });
-    }
+    // The cancel stands even when its refund fails here: the sweep gives the money back.
+    await settlement.afterTransition(applied.delivery, applied.transition);
     await settlement.announce(DELIVERY_CANCELLED_EVENT, applied.delivery);
     return applied.delivery;
   }

@@ -115,6 +115,10 @@ export interface DeliveryRecord {
   destinationId: string;
   proofs: ProofRecord[];
   steps: StepRecord[];
+  /** The courier taking it, once one is assigned (absent on records stored before matching). */
+  assignment?: { courierId: string; at: Date } | null;
+  /** Why the courier gave up, when the delivery failed. */
+  failure?: { reason: string; at: Date } | null;
   p2p: { id: string; createdAt: Date; updatedAt: Date };
   createdAt: Date;
   updatedAt: Date;

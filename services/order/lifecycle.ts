@@ -43,18 +43,24 @@ export interface Lifecycle {
   paid: Record<Share, boolean>;
 }
 
+/** A proof code the courier gave right: from then on the proof answers it. */
+export interface ScannedProof {
+  id: string;
+  code: string;
+}
+
 export type LifecycleEvent =
   | { kind: 'PAID'; share: Share }
   /** A declined or expired checkout: the delivery is cancelled. */
   | { kind: 'PAYMENT_FAILED'; share: Share }
   /** The merchant's `POST /api/request/:deliveryId/cancel`. */
   | { kind: 'CANCEL' }
-  | { kind: 'COURIER_ASSIGNED' }
+  | { kind: 'COURIER_ASSIGNED'; courierId: string }
   | { kind: 'ARRIVED_AT_PICKUP' }
-  | { kind: 'COLLECTED' }
+  | { kind: 'COLLECTED'; proof?: ScannedProof }
   | { kind: 'IN_TRANSIT' }
   | { kind: 'ARRIVED_AT_DROPOFF' }
-  | { kind: 'DELIVERED' }
+  | { kind: 'DELIVERED'; proof?: ScannedProof }
   | { kind: 'FAILED'; reason: string }
   | { kind: 'RETURNED' }
   | { kind: 'NO_COURIER_FOUND' };
@@ -66,7 +72,11 @@ export type Effect =
   | { kind: 'REFUND'; share: Share }
   | { kind: 'RELEASE_PACKAGES' }
   /** Every owed share is paid: matching may start. */
-  | { kind: 'MATCHING_ELIGIBLE' };
+  | { kind: 'MATCHING_ELIGIBLE' }
+  /** The delivery is over: any search for a courier ends, the courier holding it is free. */
+  | { kind: 'END_MATCHING' }
+  /** Delivered: what the courier collected on delivery goes where the merchant said. */
+  | { kind: 'REMIT_COLLECTED' };
 
 /** The delivery step a transition records. */
 export interface Step {
@@ -103,6 +113,8 @@ export interface Rule {
   readonly settles?: Settlement;
   /** The packages are free again for another delivery. */
   readonly releases?: boolean;
+  /** What the courier collected on delivery (pay-on-delivery) is remitted. */
+  readonly remits?: boolean;
 }
 
 /** A status change that records its own name as a visible step. */
@@ -162,7 +174,7 @@ export const TRANSITIONS: {
     FAILED: becomes('RETURNING'),
   },
   ARRIVED_AT_DROPOFF: {
-    DELIVERED: becomes('DELIVERED', { settles: 'EARN' }),
+    DELIVERED: becomes('DELIVERED', { settles: 'EARN', remits: true }),
     FAILED: becomes('RETURNING'),
   },
   RETURNING: {
@@ -305,6 +317,8 @@ function settle(
       break;
   }
   if (rule.releases) effects.push({ kind: 'RELEASE_PACKAGES' });
+  if (rule.remits) effects.push({ kind: 'REMIT_COLLECTED' });
+  if (isTerminal(rule.to)) effects.push({ kind: 'END_MATCHING' });
   return { paid, p2pStatus, effects };
 }
 

@@ -47,9 +47,11 @@ function toBoth(
   text: string,
   secret: boolean,
   now: Date,
+  /** The second and later messages of a kind (a proof's new code): its number. */
+  nth = 1,
 ): NotificationRecord[] {
   return CHANNELS.map((channel) => ({
-    _id: `${deliveryId}:${purpose}:${channel}`,
+    _id: `${deliveryId}:${purpose}:${channel}${nth > 1 ? `:${nth}` : ''}`,
     deliveryId,
     channel,
     purpose,
@@ -69,10 +71,13 @@ export function proofCodeMessages(
   code: string,
   contact: Contact,
   now: Date,
+  /** The proof's code number: above 1 when the merchant issued a new one. */
+  generation = 1,
 ): NotificationRecord[] {
   const moment = type === 'COLLECTION' ? 'when they collect the package' : 'when they hand it over';
-  const text = `Waybill delivery ${delivery.trackingId}: your ${type.toLowerCase()} code is ${code}. Give it to the courier only ${moment}.`;
-  return toBoth(delivery._id, PROOF_PURPOSE[type], contact, text, true, now);
+  const fresh = generation > 1 ? 'new ' : '';
+  const text = `Waybill delivery ${delivery.trackingId}: your ${fresh}${type.toLowerCase()} code is ${code}. Give it to the courier only ${moment}.`;
+  return toBoth(delivery._id, PROOF_PURPOSE[type], contact, text, true, now, generation);
 }
 
 /** The recipient's share of the fee, with the link to pay it. */

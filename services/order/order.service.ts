@@ -1,6 +1,10 @@
 import type { Logger, ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
-import { getAddressParams } from '../../libs/contracts/order';
+import {
+  assignCourierParams,
+  getAddressParams,
+  matchingEndParams,
+} from '../../libs/contracts/order';
 import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
 import { notFound } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
@@ -16,8 +20,11 @@ import {
 } from '../../libs/service';
 import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow } from './cancel-window';
 import { Cancellations, DELIVERY_NOT_FOUND } from './cancellation';
+import { CourierRun } from './courier-run';
+import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import { PaymentOutcomes } from './payment-outcomes';
+import { ProofChecks } from './proofs';
 import type { RequestParams } from './request-input';
 import { DeliveryRequests } from './requests';
 import {
@@ -28,6 +35,8 @@ import {
   listParams,
   notificationView,
   notificationsParams,
+  proofParams,
+  proofView,
   requestParams,
   type ListParams,
 } from './schemas';
@@ -35,7 +44,13 @@ import { Settlement } from './settlement';
 import { defineOrderModels, OrderStore } from './store';
 import { OrderSweep } from './sweep';
 import { DeliveryTransitions } from './transitions';
-import { toAddressView, toCreatedView, toDeliveryView, toNotificationView } from './views';
+import {
+  toAddressView,
+  toCreatedView,
+  toDeliveryView,
+  toNotificationView,
+  toProofView,
+} from './views';
 import Joi from '../../libs/joi';
 
 export function createOrderService(config: Config): ServiceDefinition {
@@ -68,6 +83,8 @@ export function createOrderService(config: Config): ServiceDefinition {
     logger: () => logger,
   });
   const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });
+  const proofs = new ProofChecks(store, config.order.proofCodeSecret);
+  const courierRun = new CourierRun({ transitions, settlement, proofs });
   const sweep = new OrderSweep({
     config: config.order,
     appEnv: config.appEnv,
@@ -88,6 +105,16 @@ export function createOrderService(config: Config): ServiceDefinition {
 
   const addressesOf = (deliveries: DeliveryRecord[]) =>
     store.addresses(deliveries.flatMap((d) => [d.originId, d.destinationId]));
+
+  /** Deliveries as the merchant sees them, each with its courier once assigned. */
+  async function merchantViews(ctx: WaybillContext<unknown>, deliveries: DeliveryRecord[]) {
+    const addresses = await addressesOf(deliveries);
+    return Promise.all(
+      deliveries.map(async (d) =>
+        toDeliveryView(d, addresses, await courierOnDelivery(ctx, d, addresses)),
+      ),
+    );
+  }
 
   return {
     name: 'order',
@@ -193,8 +220,8 @@ export function createOrderService(config: Config): ServiceDefinition {
         },
         params: deliveryIdParams,
         async handler(ctx) {
-          const delivery = await ownDelivery(ctx);
-          return toDeliveryView(delivery, await addressesOf([delivery]));
+          const [view] = await merchantViews(ctx, [await ownDelivery(ctx)]);
+          return view;
         },
       }),
 
@@ -216,8 +243,7 @@ export function createOrderService(config: Config): ServiceDefinition {
           const current = (await Promise.all(found.map((d) => transitions.current(d._id)))).filter(
             (d): d is DeliveryRecord => d !== null,
           );
-          const addresses = await addressesOf(current);
-          return current.map((d) => toDeliveryView(d, addresses));
+          return merchantViews(ctx, current);
         },
       }),
 
@@ -238,6 +264,47 @@ export function createOrderService(config: Config): ServiceDefinition {
           const messages = await store.notificationsOf(ctx.params.deliveryId);
           return messages.map((m) => toNotificationView(m, config.appEnv !== 'live'));
         },
+      }),
+
+      issueProofCode: action({
+        // Each call issues another code: a repeat would spend one of the proof's codes.
+        retry: 'never',
+        http: {
+          group: 'api',
+          method: 'POST',
+          path: '/deliveries/:deliveryId/proofs/:proofId/code',
+          status: 201,
+          message: 'Proof code issued',
+          summary: 'Issue a new proof code (an extension of the spec)',
+          description:
+            'The old code stops working and the count of wrong codes starts again (a proof locks after 5 wrong codes). The new code is sent to the stop’s contact by SMS and e-mail, never answered. At most 6 codes per proof.',
+          response: proofView,
+          errors: {
+            404: 'Delivery request not found; Proof not found on this delivery',
+            409: 'The proof was given already, or the delivery is past the step that takes it',
+          },
+        },
+        params: proofParams,
+        async handler(ctx) {
+          const delivery = await ownDelivery(ctx);
+          const addresses = await addressesOf([delivery]);
+          const proof = await proofs.issueAgain(delivery, ctx.params.proofId, addresses);
+          return toProofView(proof);
+        },
+      }),
+
+      /** Internal: matching's courier accepted the delivery. */
+      assignCourier: implement('order.assignCourier', {
+        visibility: 'public',
+        params: assignCourierParams,
+        handler: (ctx) => courierRun.assign(ctx.params.deliveryId, ctx.params.courierId),
+      }),
+
+      /** Internal: matching found no courier in time. */
+      noCourierFound: implement('order.noCourierFound', {
+        visibility: 'public',
+        params: matchingEndParams,
+        handler: (ctx) => courierRun.noCourier(ctx.params.deliveryId),
       }),
 
       /** Internal: a saved address of the user's (geo resolves `{id}` address inputs with it). */

@@ -45,7 +45,7 @@ export class PaymentOutcomes {
       const share = shareOfCheckout(delivery, outcome.reference);
       const applied = share ? await transitions.apply(deliveryId, eventFor(share)) : null;
       if (applied?.applied) {
-        await settlement.settle(applied.delivery, applied.transition);
+        await settlement.afterTransition(applied.delivery, applied.transition);
         if (applied.delivery.lifecycle.status === 'CANCELLED') {
           await settlement.announce(DELIVERY_CANCELLED_EVENT, applied.delivery);
         }

@@ -4,7 +4,7 @@ import type { Config, OrderFaultPoint } from '../../libs/config';
 import { call, type Caller } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import { COURIER_NOT_FOUND, NO_MERCHANT_COURIERS } from '../../libs/contracts/matching';
-import { DELIVERY_CREATED_EVENT, DELIVERY_PAID_EVENT } from '../../libs/contracts/order';
+import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
 import { conflict, ERROR_STATUS, notFound, WaybillError, type ErrorType } from '../../libs/errors';
 import { nameBasedId } from '../../libs/ids';
 import type { AuthUser } from '../../libs/service';
@@ -280,12 +280,22 @@ export class DeliveryRequests {
       throw new Error(`delivery ${delivery._id} could not be stored (tracking id taken?)`);
     }
     await this.store.enqueue(notifications);
-    await this.store.dropPending(delivery._id);
     const { settlement } = this.deps;
-    await settlement.announce(DELIVERY_CREATED_EVENT, delivery, delivery.createdAt);
     if (isMatchingEligible(delivery.lifecycle)) {
-      await settlement.announce(DELIVERY_PAID_EVENT, delivery, delivery.createdAt);
+      try {
+        await settlement.startMatching(delivery, delivery.createdAt);
+      } catch (err) {
+        // The delivery is created and paid: the request succeeds, and the pending document
+        // stays so that the sweep finishes it by telling matching.
+        this.deps.logger().warn('matching not told of a new delivery yet; the sweep retries', {
+          deliveryId: delivery._id,
+          err: (err as Error).message,
+        });
+        return;
+      }
     }
+    await this.store.dropPending(delivery._id);
+    await settlement.announce(DELIVERY_CREATED_EVENT, delivery, delivery.createdAt);
   }
 
   /** Ends a refused request: its refusal recorded for retries, what it took given back. */

@@ -127,6 +127,20 @@ export const p2pFields = {
 
 const p2pView = view('P2PDelivery', p2pFields);
 
+export const proofView = view('Proof', {
+  id: uuid(),
+  type: Joi.string().valid(...PROOF_TYPES),
+  code: Joi.string().allow(null).description('null until the proof has been scanned'),
+  isActive: Joi.boolean(),
+  scannedAt: timestamp().allow(null),
+  createdAt: timestamp(),
+});
+
+export const proofParams = Joi.object<{ deliveryId: string; proofId: string }, true>({
+  deliveryId: uuid().required(),
+  proofId: uuid().required(),
+});
+
 export const deliveryView = view('Delivery', {
   id: uuid(),
   userId: uuid(),
@@ -167,16 +181,7 @@ export const deliveryView = view('Delivery', {
   p2pDelivery: p2pView,
   origin: address,
   destination: address,
-  proofs: Joi.array().items(
-    view('Proof', {
-      id: uuid(),
-      type: Joi.string().valid(...PROOF_TYPES),
-      code: Joi.string().allow(null).description('null until the proof has been scanned'),
-      isActive: Joi.boolean(),
-      scannedAt: timestamp().allow(null),
-      createdAt: timestamp(),
-    }),
-  ),
+  proofs: Joi.array().items(proofView),
   deliverySteps: Joi.array().items(
     view('DeliveryStep', {
       id: uuid(),
@@ -185,6 +190,30 @@ export const deliveryView = view('Delivery', {
       updatedAt: timestamp(),
     }),
   ),
+  courier: view('DeliveryCourier', {
+    name: Joi.string(),
+    phone: Joi.string().description('E.164'),
+    profilePhoto: Joi.string().allow(null),
+    currentLocation: Joi.object({
+      country: Joi.string(),
+      state: Joi.string().allow(null),
+      lgaOrCity: Joi.string().allow(null),
+      lat: Joi.number(),
+      lon: Joi.number(),
+    })
+      .allow(null)
+      .description('Where the courier last reported; null until they have'),
+    eta: Joi.object({ from: timestamp(), to: timestamp() })
+      .allow(null)
+      .description('Arrival window at the drop-off, from the distance left and the fleet speed'),
+    fleet: Joi.object({
+      regNo: Joi.string(),
+      make: Joi.string(),
+      model: Joi.string(),
+      colour: Joi.string(),
+      typeId: uuid(),
+    }),
+  }).description('Left out until a courier is assigned'),
 });
 
 const payOnDeliveryView = view('PayOnDeliveryOrder', {

@@ -3,6 +3,7 @@ import { broadcast, call, type Caller } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
   DELIVERY_PAID_EVENT,
+  DELIVERY_STATUS_CHANGED_EVENT,
   type DeliveryEventPayload,
   type OrderEvents,
 } from '../../libs/contracts/order';
@@ -14,6 +15,9 @@ import type { OrderStore, TransitionRecord } from './store';
 /** The ledger reference of money given back for a checkout: once per checkout, ever. */
 export const checkoutRefundReference = (checkoutReference: string) => `refund:${checkoutReference}`;
 
+/** The ledger reference of what a courier collected on delivery: once per delivery, ever. */
+export const payOnDeliveryReference = (deliveryId: string) => `pod:${deliveryId}`;
+
 export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEventPayload {
   return {
     deliveryId: delivery._id,
@@ -24,6 +28,7 @@ export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEvent
     p2pStatus: delivery.lifecycle.p2pStatus,
     matchingEligible: isMatchingEligible(delivery.lifecycle),
     courierMatching: delivery.courierMatching,
+    courierId: delivery.assignment?.courierId ?? null,
     at: at.toISOString(),
   };
 }
@@ -49,11 +54,72 @@ export class Settlement {
       if (effect.kind === 'RELEASE_PACKAGES') {
         await call(services, 'package.release', { deliveryId: delivery._id });
       }
-      if (effect.kind === 'MATCHING_ELIGIBLE') {
-        await this.announce(DELIVERY_PAID_EVENT, delivery, transition.at);
+      if (effect.kind === 'MATCHING_ELIGIBLE') await this.startMatching(delivery, transition.at);
+      if (effect.kind === 'END_MATCHING') {
+        await call(services, 'courier-matching.endMatching', { deliveryId: delivery._id });
       }
+      if (effect.kind === 'REMIT_COLLECTED') await this.remitCollected(delivery);
     }
     await this.deps.store.settled(transition);
+  }
+
+  /** Every share is paid: matching looks for a courier, and the others are told. */
+  async startMatching(delivery: DeliveryRecord, at: Date): Promise<void> {
+    const [origin, destination] = await Promise.all([
+      this.deps.store.address(delivery.originId),
+      this.deps.store.address(delivery.destinationId),
+    ]);
+    if (!origin || !destination) throw new Error(`delivery ${delivery._id} lost its addresses`);
+    await call(this.deps.services(), 'courier-matching.startSearch', {
+      deliveryId: delivery._id,
+      userId: delivery.userId,
+      pickup: { lat: origin.fields.lat, lon: origin.fields.lon },
+      dropoff: { lat: destination.fields.lat, lon: destination.fields.lon },
+      fleetTypeId: delivery.fleetType.id,
+      weightGrams: delivery.packages.totalWeightGrams,
+      courierSelection: delivery.courierMatching,
+      courierId: delivery.courierId,
+    });
+    await this.announce(DELIVERY_PAID_EVENT, delivery, at);
+  }
+
+  /**
+   * What the courier collected on delivery (pay-on-delivery) goes to the merchant's wallet or
+   * to the courier's, once: the ledger reference names the delivery.
+   */
+  private async remitCollected(delivery: DeliveryRecord): Promise<void> {
+    const pod = delivery.payOnDelivery;
+    if (!pod || pod.collectAmountKobo <= 0) return;
+    const toCourier = pod.remitTo === 'COURIER_WALLET';
+    const courierId = pod.courierProfileId ?? delivery.assignment?.courierId;
+    if (toCourier && !courierId)
+      throw new Error(`delivery ${delivery._id}: no courier to remit to`);
+    await call(this.deps.services(), 'payment.credit', {
+      userId: toCourier ? (courierId as string) : delivery.userId,
+      amountKobo: pod.collectAmountKobo,
+      reference: payOnDeliveryReference(delivery._id),
+      description: `Collected on delivery ${delivery.trackingId}`,
+    });
+  }
+
+  /**
+   * After a transition its writer applied: the status change is told to whoever listens
+   * (webhooks, with the key that created the delivery), and its effects are carried out; what
+   * fails here stays unsettled for the sweep, and the change itself stands.
+   */
+  async afterTransition(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
+    if (transition.step && !transition.step.hidden) {
+      await this.announce(DELIVERY_STATUS_CHANGED_EVENT, delivery, transition.at);
+    }
+    try {
+      await this.settle(delivery, transition);
+    } catch (err) {
+      this.deps.logger().warn('delivery transition not settled yet; the sweep retries', {
+        deliveryId: delivery._id,
+        event: transition.event.kind,
+        err: (err as Error).message,
+      });
+    }
   }
 
   /** Gives a paid share back to the creator's wallet: the recipient has no wallet with us. */

@@ -65,6 +65,12 @@ const notificationSchema = new Schema(
 notificationSchema.index({ deliveryId: 1 });
 notificationSchema.index({ status: 1, createdAt: 1 });
 
+/** A proof's code after the first (issued again by the merchant): `<proofId>:<generation>`. */
+const proofCodeSchema = new Schema({ _id: String, codeHash: String, at: Date }, plain);
+
+/** A wrong code given for a proof: `<proofId>:<generation>:<n>`; the fifth locks it. */
+const proofAttemptSchema = new Schema({ _id: String, at: Date }, plain);
+
 export function defineOrderModels(connection: Connection) {
   return {
     Delivery: connection.model('Delivery', deliverySchema, 'deliveries'),
@@ -73,6 +79,8 @@ export function defineOrderModels(connection: Connection) {
     Pending: connection.model('PendingRequest', pendingSchema, 'pending_requests'),
     Outcome: connection.model('RequestOutcome', outcomeSchema, 'request_outcomes'),
     Notification: connection.model('Notification', notificationSchema, 'notifications'),
+    ProofCode: connection.model('ProofCode', proofCodeSchema, 'proof_codes'),
+    ProofAttempt: connection.model('ProofAttempt', proofAttemptSchema, 'proof_attempts'),
   };
 }
 
@@ -276,6 +284,31 @@ export class OrderStore {
     await this.m.Notification.updateOne(
       { _id: id },
       { $set: { status: 'SENT', sentAt: new Date(), ...(dropText ? { text: null } : {}) } },
+    );
+  }
+
+  // --- proofs: every lookup by `_id`
+
+  async proofCode(proofId: string, generation: number): Promise<string | null> {
+    const found = (await this.m.ProofCode.findById(`${proofId}:${generation}`).lean()) as {
+      codeHash: string;
+    } | null;
+    return found?.codeHash ?? null;
+  }
+
+  claimProofCode(proofId: string, generation: number, codeHash: string): Promise<boolean> {
+    return insertOnce(() =>
+      this.m.ProofCode.create({ _id: `${proofId}:${generation}`, codeHash, at: new Date() }),
+    );
+  }
+
+  async hasProofAttempt(proofId: string, generation: number, n: number): Promise<boolean> {
+    return (await this.m.ProofAttempt.exists({ _id: `${proofId}:${generation}:${n}` })) !== null;
+  }
+
+  claimProofAttempt(proofId: string, generation: number, n: number): Promise<boolean> {
+    return insertOnce(() =>
+      this.m.ProofAttempt.create({ _id: `${proofId}:${generation}:${n}`, at: new Date() }),
     );
   }
 }

@@ -9,12 +9,31 @@ function withStep(steps: StepRecord[], step: StepRecord | null): StepRecord[] {
   return [...steps.map((s) => ({ ...s, active: false })), step];
 }
 
+/** What one transition changes of a delivery besides its lifecycle and steps. */
+function eventChanges(record: DeliveryRecord, t: TransitionRecord): Partial<DeliveryRecord> {
+  const { event } = t;
+  if (event.kind === 'COURIER_ASSIGNED') {
+    return { assignment: { courierId: event.courierId, at: t.at } };
+  }
+  if (event.kind === 'FAILED') return { failure: { reason: event.reason, at: t.at } };
+  if ((event.kind === 'COLLECTED' || event.kind === 'DELIVERED') && event.proof) {
+    const scanned = event.proof;
+    return {
+      proofs: record.proofs.map((p) =>
+        p.id === scanned.id ? { ...p, code: scanned.code, scannedAt: t.at } : p,
+      ),
+    };
+  }
+  return {};
+}
+
 /** A delivery with the transitions after its stored version folded in. */
 function fold(record: DeliveryRecord, transitions: TransitionRecord[]): DeliveryRecord {
   let folded = record;
   for (const t of transitions) {
     folded = {
       ...folded,
+      ...eventChanges(folded, t),
       lifecycle: t.lifecycle,
       version: t.version,
       steps: withStep(folded.steps, t.step),
@@ -23,6 +42,16 @@ function fold(record: DeliveryRecord, transitions: TransitionRecord[]): Delivery
   }
   return folded;
 }
+
+/** The fields of the delivery document that the transitions change. */
+const projected = (d: DeliveryRecord) => ({
+  lifecycle: d.lifecycle,
+  steps: d.steps,
+  proofs: d.proofs,
+  assignment: d.assignment ?? null,
+  failure: d.failure ?? null,
+  updatedAt: d.updatedAt,
+});
 
 export type Applied =
   | { applied: true; delivery: DeliveryRecord; transition: TransitionRecord }
@@ -49,11 +78,7 @@ export class DeliveryTransitions {
     }
     if (later.length === 0) return stored;
     const repaired = fold(stored, later);
-    await this.store.project(deliveryId, repaired.version, {
-      lifecycle: repaired.lifecycle,
-      steps: repaired.steps,
-      updatedAt: repaired.updatedAt,
-    });
+    await this.store.project(deliveryId, repaired.version, projected(repaired));
     return repaired;
   }
 
@@ -90,11 +115,7 @@ export class DeliveryTransitions {
       };
       if (!(await this.store.claimTransition(record))) continue;
       const next = fold(delivery, [record]);
-      await this.store.project(deliveryId, version, {
-        lifecycle: next.lifecycle,
-        steps: next.steps,
-        updatedAt: now,
-      });
+      await this.store.project(deliveryId, version, projected(next));
       return { applied: true, delivery: next, transition: record };
     }
   }

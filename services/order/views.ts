@@ -2,7 +2,8 @@ import type { ResolvedAddress } from '../../libs/contracts/geo';
 import type { CheckoutStart } from '../../libs/contracts/payment';
 import type { DeliveryFeeBlock } from '../../libs/contracts/pricing';
 import { formatKg, formatNaira } from '../../libs/money';
-import type { DeliveryRecord, StoredAddress } from './delivery-record';
+import type { CourierOnDelivery } from './courier-view';
+import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
 import { isMatchingEligible } from './lifecycle';
 import type { NotificationRecord } from './notifications';
 
@@ -16,6 +17,18 @@ export function toAddressView(address: StoredAddress): ResolvedAddress {
     createdAt: new Date(address.createdAt).toISOString(),
     updatedAt: new Date(address.updatedAt).toISOString(),
   } as ResolvedAddress;
+}
+
+/** A proof: its code only once scanned (until then it is a secret of the stop's contact). */
+export function toProofView(proof: ProofRecord) {
+  return {
+    id: proof.id,
+    type: proof.type,
+    code: proof.scannedAt ? proof.code : null,
+    isActive: proof.isActive,
+    scannedAt: iso(proof.scannedAt),
+    createdAt: new Date(proof.createdAt).toISOString(),
+  };
 }
 
 /** The P2P record: the delivery's payment state. */
@@ -35,8 +48,15 @@ export function toP2pView(delivery: DeliveryRecord) {
   };
 }
 
-/** The delivery as `GET /api/deliveries/:deliveryId` answers it. */
-export function toDeliveryView(delivery: DeliveryRecord, addresses: Map<string, StoredAddress>) {
+/**
+ * The delivery as `GET /api/deliveries/:deliveryId` answers it; `courier` is left out (not
+ * null) until one is assigned.
+ */
+export function toDeliveryView(
+  delivery: DeliveryRecord,
+  addresses: Map<string, StoredAddress>,
+  courier?: CourierOnDelivery,
+) {
   const { fees } = delivery;
   const address = (id: string) => {
     const found = addresses.get(id);
@@ -82,14 +102,7 @@ export function toDeliveryView(delivery: DeliveryRecord, addresses: Map<string, 
     p2pDelivery: toP2pView(delivery),
     origin: address(delivery.originId),
     destination: address(delivery.destinationId),
-    proofs: delivery.proofs.map((p) => ({
-      id: p.id,
-      type: p.type,
-      code: p.scannedAt ? p.code : null,
-      isActive: p.isActive,
-      scannedAt: iso(p.scannedAt),
-      createdAt: new Date(p.createdAt).toISOString(),
-    })),
+    proofs: delivery.proofs.map(toProofView),
     deliverySteps: delivery.steps
       .filter((s) => !s.hidden)
       .map((s) => ({
@@ -98,6 +111,7 @@ export function toDeliveryView(delivery: DeliveryRecord, addresses: Map<string, 
         active: s.active,
         updatedAt: new Date(s.updatedAt).toISOString(),
       })),
+    ...(courier ? { courier } : {}),
   };
 }
 

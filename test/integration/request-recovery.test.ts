@@ -49,7 +49,7 @@ const startOrder = (fault?: OrderFaultPoint) =>
 
 beforeAll(async () => {
   rest = await startNode({
-    services: 'gateway,account,geo,pricing,package,payment',
+    services: 'gateway,account,geo,pricing,package,payment,courier-matching',
     iso,
     env: {
       REQUEST_TIMEOUT_MS: '20000',

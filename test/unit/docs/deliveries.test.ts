@@ -98,13 +98,13 @@ describe('docs/deliveries.md', () => {
       { creator: true, recipient: false },
       { creator: true, recipient: false },
     );
-    for (const kind of [
-      'COURIER_ASSIGNED',
-      'ARRIVED_AT_PICKUP',
-      'COLLECTED',
-      'IN_TRANSIT',
+    for (const event of [
+      { kind: 'COURIER_ASSIGNED', courierId: '7b0f3c1e-2a4d-4c6b-9e8f-0a1b2c3d4e5f' },
+      { kind: 'ARRIVED_AT_PICKUP' },
+      { kind: 'COLLECTED' },
+      { kind: 'IN_TRANSIT' },
     ] as const) {
-      const result = transition(state, { kind });
+      const result = transition(state, event);
       if (!result.ok) throw new Error(result.message);
       state = result.next;
     }

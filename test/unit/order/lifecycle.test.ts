@@ -29,8 +29,10 @@ const CHECKOUT = () => initialLifecycle(shares(true, false), shares(false, false
 /** SPLIT: the creator paid from the wallet, the recipient pays through a checkout link. */
 const SPLIT = () => initialLifecycle(shares(true, true), shares(true, false));
 
+const COURIER = '7b0f3c1e-2a4d-4c6b-9e8f-0a1b2c3d4e5f';
+
 const COURIER_RUN: LifecycleEvent[] = [
-  { kind: 'COURIER_ASSIGNED' },
+  { kind: 'COURIER_ASSIGNED', courierId: COURIER },
   { kind: 'ARRIVED_AT_PICKUP' },
   { kind: 'COLLECTED' },
   { kind: 'IN_TRANSIT' },
@@ -95,6 +97,7 @@ describe('initialLifecycle', () => {
     expect(apply(state, { kind: 'CANCEL' }).effects).toEqual([
       { kind: 'REFUND', share: 'creator' },
       { kind: 'RELEASE_PACKAGES' },
+      { kind: 'END_MATCHING' },
     ]);
   });
 
@@ -158,14 +161,18 @@ describe('payment', () => {
         paid: shares(true, false),
       },
       step: { step: 'CANCELLED', hidden: false },
-      effects: [{ kind: 'REFUND', share: 'creator' }, { kind: 'RELEASE_PACKAGES' }],
+      effects: [
+        { kind: 'REFUND', share: 'creator' },
+        { kind: 'RELEASE_PACKAGES' },
+        { kind: 'END_MATCHING' },
+      ],
     });
   });
 
   it('PAYMENT_FAILED with nothing paid: CANCELLED, nothing refunded', () => {
     const result = apply(CHECKOUT(), { kind: 'PAYMENT_FAILED', share: 'creator' });
     expect(result.next.p2pStatus).toBe('CANCELLED');
-    expect(result.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }]);
+    expect(result.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }, { kind: 'END_MATCHING' }]);
   });
 
   it('refuses PAYMENT_FAILED of a paid share: a stale checkout outcome changes nothing', () => {
@@ -198,7 +205,11 @@ describe('cancel', () => {
       ok: true,
       next: { ...state, status: 'CANCELLED', p2pStatus: 'REFUNDED' },
       step: { step: 'CANCELLED', hidden: false },
-      effects: [{ kind: 'REFUND', share: 'creator' }, { kind: 'RELEASE_PACKAGES' }],
+      effects: [
+        { kind: 'REFUND', share: 'creator' },
+        { kind: 'RELEASE_PACKAGES' },
+        { kind: 'END_MATCHING' },
+      ],
     });
   });
 
@@ -208,13 +219,14 @@ describe('cancel', () => {
       { kind: 'REFUND', share: 'creator' },
       { kind: 'REFUND', share: 'recipient' },
       { kind: 'RELEASE_PACKAGES' },
+      { kind: 'END_MATCHING' },
     ]);
   });
 
   it('before payment: CANCELLED with nothing to refund', () => {
     const result = apply(CHECKOUT(), { kind: 'CANCEL' });
     expect(result.next.p2pStatus).toBe('CANCELLED');
-    expect(result.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }]);
+    expect(result.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }, { kind: 'END_MATCHING' }]);
   });
 
   it('answers a refusal that reads as the 400 of POST /api/request/:id/cancel', () => {
@@ -237,7 +249,10 @@ describe('the courier run', () => {
       const result = apply(state, event);
       expect(result.step).toEqual({ step: event.kind, hidden: false });
       expect(result.next.status).toBe(event.kind);
-      expect(result.effects).toEqual([]);
+      // Delivered: the pay-on-delivery money is remitted and the courier is free again.
+      expect(result.effects).toEqual(
+        event.kind === 'DELIVERED' ? [{ kind: 'REMIT_COLLECTED' }, { kind: 'END_MATCHING' }] : [],
+      );
       state = result.next;
     }
     expect(state.p2pStatus).toBe('COMPLETED');
@@ -249,19 +264,23 @@ describe('the courier run', () => {
     expect(refusal(assigned, { kind: 'IN_TRANSIT' })).toBe(
       'This delivery cannot be marked in transit: it is COURIER_ASSIGNED (only COLLECTED deliveries can be)',
     );
-    expect(refusal(assigned, { kind: 'COURIER_ASSIGNED' })).toBe(
+    expect(refusal(assigned, { kind: 'COURIER_ASSIGNED', courierId: COURIER })).toBe(
       'This delivery cannot be assigned a courier: it is COURIER_ASSIGNED (only REQUEST_CREATED deliveries can be)',
     );
   });
 
   it('assigns no courier before every owed share is paid', () => {
-    expect(refusal(SPLIT(), { kind: 'COURIER_ASSIGNED' })).toBe(
+    expect(refusal(SPLIT(), { kind: 'COURIER_ASSIGNED', courierId: COURIER })).toBe(
       'This delivery cannot be assigned a courier: it is REQUEST_CREATED and PENDING_PAYMENT; ' +
         'matching starts once every share is paid',
     );
     const paid = after(SPLIT(), { kind: 'PAID', share: 'recipient' });
-    expect(apply(paid, { kind: 'COURIER_ASSIGNED' }).next.status).toBe('COURIER_ASSIGNED');
-    expect(isMatchingEligible(after(paid, { kind: 'COURIER_ASSIGNED' }))).toBe(false);
+    expect(apply(paid, { kind: 'COURIER_ASSIGNED', courierId: COURIER }).next.status).toBe(
+      'COURIER_ASSIGNED',
+    );
+    expect(isMatchingEligible(after(paid, { kind: 'COURIER_ASSIGNED', courierId: COURIER }))).toBe(
+      false,
+    );
   });
 
   it('FAILED before collection ends the delivery: everything refunded, packages released', () => {
@@ -270,7 +289,11 @@ describe('the courier run', () => {
       ok: true,
       next: { ...atPickup, status: 'FAILED', p2pStatus: 'REFUNDED' },
       step: { step: 'FAILED', hidden: false },
-      effects: [{ kind: 'REFUND', share: 'creator' }, { kind: 'RELEASE_PACKAGES' }],
+      effects: [
+        { kind: 'REFUND', share: 'creator' },
+        { kind: 'RELEASE_PACKAGES' },
+        { kind: 'END_MATCHING' },
+      ],
     });
   });
 
@@ -286,7 +309,7 @@ describe('the courier run', () => {
       expect(refusal(failed.next, { kind: 'DELIVERED' })).toMatch(/it is RETURNING/);
       const returned = apply(failed.next, { kind: 'RETURNED' });
       expect(returned.next).toEqual({ ...carrying, status: 'RETURNED', p2pStatus: 'COMPLETED' });
-      expect(returned.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }]);
+      expect(returned.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }, { kind: 'END_MATCHING' }]);
     },
   );
 
@@ -295,7 +318,11 @@ describe('the courier run', () => {
       ok: true,
       next: { ...WALLET(), status: 'NO_COURIER_FOUND', p2pStatus: 'REFUNDED' },
       step: { step: 'NO_COURIER_FOUND', hidden: false },
-      effects: [{ kind: 'REFUND', share: 'creator' }, { kind: 'RELEASE_PACKAGES' }],
+      effects: [
+        { kind: 'REFUND', share: 'creator' },
+        { kind: 'RELEASE_PACKAGES' },
+        { kind: 'END_MATCHING' },
+      ],
     });
     expect(refusal(CHECKOUT(), { kind: 'NO_COURIER_FOUND' })).toMatch(
       /it is REQUEST_CREATED and PENDING_PAYMENT/,

@@ -1,0 +1,74 @@
+import { nameBasedId } from '../../libs/ids';
+
+/**
+ * Matching's rules, pure: which couriers' fleets can carry a delivery, how far the search
+ * reaches as it goes on, and how offers are named. docs/couriers.md ("Matching") explains them.
+ */
+
+export interface FleetTypeCapacity {
+  id: string;
+  /** kg, as geo writes it (five decimals). */
+  maxWeight: string;
+  active: boolean;
+}
+
+/**
+ * The fleet types whose couriers may take a delivery: the one it was priced for, and every
+ * active type that carries at least its weight (a larger vehicle may take a small load at
+ * the price quoted; a smaller one never takes a load over its limit).
+ */
+export function carryingFleetTypes(
+  types: readonly FleetTypeCapacity[],
+  pricedFleetTypeId: string,
+  weightGrams: number,
+): string[] {
+  const ids = new Set<string>();
+  for (const type of types) {
+    const carries = Number(type.maxWeight) * 1000 >= weightGrams;
+    if (type.id === pricedFleetTypeId ? carries || type.active : type.active && carries) {
+      ids.add(type.id);
+    }
+  }
+  // The type it was priced for stays even when geo no longer lists it: its couriers exist.
+  ids.add(pricedFleetTypeId);
+  return [...ids].sort();
+}
+
+export interface SearchReach {
+  /** Radius of the first round, km. */
+  startKm: number;
+  /** Added every `widenEveryMs`, up to `maxKm`. */
+  stepKm: number;
+  maxKm: number;
+  widenEveryMs: number;
+}
+
+/** How far from the pickup the search looks after `elapsedMs`: wider as time passes. */
+export function searchRadiusKm(reach: SearchReach, elapsedMs: number): number {
+  const rounds = Math.max(0, Math.floor(elapsedMs / reach.widenEveryMs));
+  return Math.min(reach.maxKm, reach.startKm + rounds * reach.stepKm);
+}
+
+/**
+ * The n-th offer of a delivery (from 1), a UUID as every path parameter is: inserting it is
+ * the claim to make that offer, so two matchers never make the n-th offer twice.
+ */
+export const offerId = (deliveryId: string, n: number) =>
+  nameBasedId('offer', deliveryId, String(n));
+
+export const OFFER_OUTCOMES = ['ACCEPTED', 'DECLINED', 'EXPIRED', 'WITHDRAWN'] as const;
+export type OfferOutcome = (typeof OFFER_OUTCOMES)[number];
+
+/** What the courier is told when an offer can no longer be accepted. */
+export function offerClosed(outcome: OfferOutcome): string {
+  switch (outcome) {
+    case 'ACCEPTED':
+      return 'This offer was accepted already';
+    case 'DECLINED':
+      return 'This offer was declined';
+    case 'EXPIRED':
+      return 'This offer expired; wait for the next one';
+    case 'WITHDRAWN':
+      return 'This offer was withdrawn: the delivery no longer needs a courier';
+  }
+}

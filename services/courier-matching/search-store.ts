@@ -1,0 +1,159 @@
+import { Schema, type Connection } from 'mongoose';
+import type { StartSearchParams } from '../../libs/contracts/matching';
+import { insertOnce } from '../../libs/mongo';
+import type { OfferOutcome } from './matching-rules';
+
+/**
+ * Matching's records. Whatever must happen once is claimed by inserting a document whose
+ * `_id` names it (FerretDB's conditional updates are not atomic): the n-th offer of a
+ * delivery, an offer's outcome, a courier's hold, a search's end. Every lookup is by `_id`.
+ */
+
+const plain = { versionKey: false, minimize: false, strict: false } as const;
+const { Mixed } = Schema.Types;
+
+const searchSchema = new Schema({ _id: String, deliveryId: String, state: String }, plain);
+/** The searches still running, `_id` = delivery id: what the sweep reads (kept small). */
+const activeSearchSchema = new Schema({ _id: String, since: Date }, plain);
+const offerSchema = new Schema({ _id: String, deliveryId: String, courierId: String }, plain);
+const offerOutcomeSchema = new Schema({ _id: String, outcome: String, at: Date }, plain);
+/** `_id` = courier id: a courier holds one offer or one delivery at a time, never two. */
+const holdSchema = new Schema({ _id: String, deliveryId: String, kind: String }, plain);
+/** `_id` = delivery id: how its search ended (a courier, none found, or ended by order). */
+const searchEndSchema = new Schema({ _id: String, outcome: String, courierId: Mixed }, plain);
+
+export function defineSearchModels(connection: Connection) {
+  return {
+    Search: connection.model('Search', searchSchema, 'searches'),
+    ActiveSearch: connection.model('ActiveSearch', activeSearchSchema, 'active_searches'),
+    Offer: connection.model('Offer', offerSchema, 'offers'),
+    OfferOutcome: connection.model('OfferOutcome', offerOutcomeSchema, 'offer_outcomes'),
+    Hold: connection.model('CourierHold', holdSchema, 'courier_holds'),
+    SearchEnd: connection.model('SearchEnd', searchEndSchema, 'search_ends'),
+  };
+}
+
+type SearchModels = ReturnType<typeof defineSearchModels>;
+
+export interface SearchRecord extends StartSearchParams {
+  _id: string;
+  startedAt: Date;
+  /** How many offers were made (a hint: the offers themselves are the truth). */
+  offers: number;
+  /** Couriers who declined or let an offer expire: not asked again for this delivery. */
+  tried: string[];
+}
+
+export interface OfferRecord {
+  _id: string;
+  deliveryId: string;
+  n: number;
+  courierId: string;
+  offeredAt: Date;
+  expiresAt: Date;
+}
+
+export interface HoldRecord {
+  _id: string;
+  deliveryId: string;
+  offerId: string;
+  kind: 'OFFER' | 'DELIVERY';
+  at: Date;
+}
+
+export type SearchEndOutcome = 'ASSIGNED' | 'NO_COURIER' | 'ENDED';
+
+export interface SearchEndRecord {
+  _id: string;
+  outcome: SearchEndOutcome;
+  courierId: string | null;
+  at: Date;
+}
+
+export class SearchStore {
+  constructor(private readonly models: () => SearchModels) {}
+
+  private get m() {
+    return this.models();
+  }
+
+  // --- searches
+
+  claimSearch(search: SearchRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Search.create(search));
+  }
+
+  async search(deliveryId: string): Promise<SearchRecord | null> {
+    return (await this.m.Search.findById(deliveryId).lean()) as SearchRecord | null;
+  }
+
+  async noteOffer(deliveryId: string, n: number): Promise<void> {
+    await this.m.Search.updateOne({ _id: deliveryId }, { $max: { offers: n } });
+  }
+
+  async noteTried(deliveryId: string, courierId: string): Promise<void> {
+    await this.m.Search.updateOne({ _id: deliveryId }, { $addToSet: { tried: courierId } });
+  }
+
+  async activate(deliveryId: string, since: Date): Promise<void> {
+    await insertOnce(() => this.m.ActiveSearch.create({ _id: deliveryId, since }));
+  }
+
+  async deactivate(deliveryId: string): Promise<void> {
+    await this.m.ActiveSearch.deleteOne({ _id: deliveryId });
+  }
+
+  /** The searches still running, oldest first: a small collection, scanned by the sweep. */
+  async active(limit: number): Promise<string[]> {
+    const found = await this.m.ActiveSearch.find().sort({ since: 1 }).limit(limit).lean();
+    return found.map((s) => String(s._id));
+  }
+
+  async end(deliveryId: string): Promise<SearchEndRecord | null> {
+    return (await this.m.SearchEnd.findById(deliveryId).lean()) as SearchEndRecord | null;
+  }
+
+  claimEnd(end: SearchEndRecord): Promise<boolean> {
+    return insertOnce(() => this.m.SearchEnd.create(end));
+  }
+
+  // --- offers
+
+  claimOffer(offer: OfferRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Offer.create(offer));
+  }
+
+  async offer(offerId: string): Promise<OfferRecord | null> {
+    return (await this.m.Offer.findById(offerId).lean()) as OfferRecord | null;
+  }
+
+  async offerOutcome(offerId: string): Promise<OfferOutcome | null> {
+    const found = (await this.m.OfferOutcome.findById(offerId).lean()) as {
+      outcome: OfferOutcome;
+    } | null;
+    return found?.outcome ?? null;
+  }
+
+  claimOfferOutcome(offerId: string, outcome: OfferOutcome): Promise<boolean> {
+    return insertOnce(() => this.m.OfferOutcome.create({ _id: offerId, outcome, at: new Date() }));
+  }
+
+  // --- holds
+
+  claimHold(hold: HoldRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Hold.create(hold));
+  }
+
+  async hold(courierId: string): Promise<HoldRecord | null> {
+    return (await this.m.Hold.findById(courierId).lean()) as HoldRecord | null;
+  }
+
+  async holdDelivery(courierId: string, offerId: string): Promise<void> {
+    await this.m.Hold.updateOne({ _id: courierId, offerId }, { $set: { kind: 'DELIVERY' } });
+  }
+
+  /** Lets the courier go, if this offer's hold is still theirs. */
+  async releaseHold(courierId: string, offerId: string): Promise<void> {
+    await this.m.Hold.deleteOne({ _id: courierId, offerId });
+  }
+}

@@ -1,0 +1,334 @@
+import type { Logger } from 'moleculer';
+import { call, type Caller } from '../../libs/contracts';
+import type { StartSearchParams } from '../../libs/contracts/matching';
+import { conflict, notFound } from '../../libs/errors';
+import {
+  carryingFleetTypes,
+  offerClosed,
+  offerId,
+  searchRadiusKm,
+  type FleetTypeCapacity,
+  type SearchReach,
+} from './matching-rules';
+import type { OfferRecord, SearchRecord, SearchStore } from './search-store';
+
+export const OFFER_NOT_FOUND = 'Offer not found';
+
+/** The couriers matching may offer to: the hot index of positions (positions.ts). */
+export interface AvailableCouriers {
+  nearest(query: {
+    lat: number;
+    lon: number;
+    fleetTypeIds: string[];
+    maxDistanceKm: number;
+    limit: number;
+    exclude?: ReadonlySet<string>;
+    among?: ReadonlySet<string>;
+  }): Promise<{ courierId: string; distanceKm: number }[]>;
+  setBusy(courierId: string, busy: boolean): Promise<void>;
+}
+
+export interface MatchingSettings {
+  /** How long a courier has to accept an offer. */
+  offerTimeoutMs: number;
+  /** How long a delivery is searched for before it ends NO_COURIER_FOUND. */
+  searchTimeoutMs: number;
+  reach: SearchReach;
+  /** Nearest couriers asked for at each step; the first free one gets the offer. */
+  candidates: number;
+}
+
+export interface SearchDeps {
+  store: SearchStore;
+  couriers: AvailableCouriers;
+  services: () => Caller;
+  settings: MatchingSettings;
+  fleetTypes: () => Promise<FleetTypeCapacity[]>;
+  /** The active couriers on a merchant's own list. */
+  merchantCourierIds: (userId: string) => Promise<string[]>;
+  logger: () => Logger;
+}
+
+/** What a courier sees of an offer. */
+export interface OfferView {
+  id: string;
+  deliveryId: string;
+  pickup: { lat: number; lon: number };
+  dropoff: { lat: number; lon: number };
+  weightGrams: number;
+  offeredAt: string;
+  expiresAt: string;
+}
+
+/**
+ * Searches for couriers, one offer at a time. Each step of a search either waits for the
+ * courier holding the open offer, closes an expired one, gives up once the search time is
+ * over, or offers the delivery to the nearest free courier within a radius that widens as
+ * time passes. Every decision that must happen once is an insert (search-store.ts): the n-th
+ * offer, its outcome, the courier's hold, the search's end; so any number of matchers
+ * (replicas, the sweep, a courier's accept) may step one search at once.
+ */
+export class Searches {
+  constructor(private readonly deps: SearchDeps) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  async start(params: StartSearchParams, now = new Date()): Promise<{ started: boolean }> {
+    const started = await this.store.claimSearch({
+      ...params,
+      _id: params.deliveryId,
+      startedAt: now,
+      offers: 0,
+      tried: [],
+    });
+    if (started) await this.store.activate(params.deliveryId, now);
+    // The first offer goes out at once; a failure here is the sweep's to retry.
+    setImmediate(() => void this.step(params.deliveryId));
+    return { started };
+  }
+
+  /** One step, its failure logged: the sweep steps the search again. */
+  async step(deliveryId: string, now = new Date()): Promise<void> {
+    try {
+      await this.advance(deliveryId, now);
+    } catch (err) {
+      this.deps.logger().warn('matching step failed; the sweep retries', {
+        deliveryId,
+        err: (err as Error).message,
+      });
+    }
+  }
+
+  /** The offers made so far, 1..n, read by `_id` from the search's hint onwards. */
+  private async offers(search: SearchRecord): Promise<OfferRecord[]> {
+    const found: OfferRecord[] = [];
+    for (let n = 1; ; n++) {
+      const offer = await this.store.offer(offerId(search._id, n));
+      if (!offer) {
+        if (n > search.offers) break;
+        continue;
+      }
+      found.push(offer);
+    }
+    return found;
+  }
+
+  async advance(deliveryId: string, now = new Date()): Promise<void> {
+    const search = await this.store.search(deliveryId);
+    if (!search) return;
+    const ended = await this.store.end(deliveryId);
+    if (ended) {
+      // Finish telling order what an interrupted step decided, then stop.
+      if (ended.outcome === 'NO_COURIER') await this.tellNoCourier(deliveryId);
+      await this.store.deactivate(deliveryId);
+      return;
+    }
+    const offers = await this.offers(search);
+    const latest = offers.at(-1);
+    if (latest) {
+      const outcome = await this.store.offerOutcome(latest._id);
+      if (outcome === 'ACCEPTED') return void (await this.confirm(latest));
+      if (outcome === null) {
+        if (latest.expiresAt.getTime() > now.getTime()) return;
+        if (!(await this.store.claimOfferOutcome(latest._id, 'EXPIRED'))) {
+          return this.advance(deliveryId, now);
+        }
+      }
+      await this.letGo(latest);
+    }
+    if (now.getTime() - search.startedAt.getTime() >= this.deps.settings.searchTimeoutMs) {
+      return this.giveUp(deliveryId, now);
+    }
+    await this.offerNext(search, offers, now);
+  }
+
+  /** Offers the delivery to the nearest free courier, if there is one in reach now. */
+  private async offerNext(search: SearchRecord, offers: OfferRecord[], now: Date): Promise<void> {
+    const { settings, couriers } = this.deps;
+    const among = await this.allowed(search);
+    if (among?.size === 0) return;
+    const fleetTypeIds = carryingFleetTypes(
+      await this.deps.fleetTypes(),
+      search.fleetTypeId,
+      search.weightGrams,
+    );
+    const candidates = await couriers.nearest({
+      lat: search.pickup.lat,
+      lon: search.pickup.lon,
+      fleetTypeIds,
+      maxDistanceKm: searchRadiusKm(settings.reach, now.getTime() - search.startedAt.getTime()),
+      limit: settings.candidates,
+      exclude: new Set([...search.tried, ...offers.map((o) => o.courierId)]),
+      among,
+    });
+    let n = offers.length;
+    for (const { courierId } of candidates) {
+      n += 1;
+      const offer: OfferRecord = {
+        _id: offerId(search._id, n),
+        deliveryId: search._id,
+        n,
+        courierId,
+        offeredAt: now,
+        expiresAt: new Date(now.getTime() + settings.offerTimeoutMs),
+      };
+      // Another matcher made the n-th offer first: this step is theirs.
+      if (!(await this.store.claimOffer(offer))) return;
+      await this.store.noteOffer(search._id, n);
+      const held = await this.store.claimHold({
+        _id: courierId,
+        deliveryId: search._id,
+        offerId: offer._id,
+        kind: 'OFFER',
+        at: now,
+      });
+      if (held) {
+        await couriers.setBusy(courierId, true);
+        return;
+      }
+      // The courier took another offer meanwhile: this one is void, try the next courier.
+      await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
+    }
+  }
+
+  /** The couriers a search may offer to, when it is not anyone's. */
+  private async allowed(search: SearchRecord): Promise<ReadonlySet<string> | undefined> {
+    if (search.courierSelection === 'SPECIFIC' && search.courierId) {
+      return new Set([search.courierId]);
+    }
+    if (search.courierSelection === 'MERCHANT_SPECIAL_COURIERS') {
+      return new Set(await this.deps.merchantCourierIds(search.userId));
+    }
+    return undefined;
+  }
+
+  /** The courier of a closed offer is free again and not asked again for this delivery. */
+  private async letGo(offer: OfferRecord): Promise<void> {
+    await this.store.noteTried(offer.deliveryId, offer.courierId);
+    await this.store.releaseHold(offer.courierId, offer._id);
+    if (!(await this.store.hold(offer.courierId))) {
+      await this.deps.couriers.setBusy(offer.courierId, false);
+    }
+  }
+
+  private async giveUp(deliveryId: string, now: Date): Promise<void> {
+    await this.store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at: now });
+    const ended = await this.store.end(deliveryId);
+    if (ended?.outcome === 'NO_COURIER') await this.tellNoCourier(deliveryId);
+    await this.store.deactivate(deliveryId);
+  }
+
+  private async tellNoCourier(deliveryId: string): Promise<void> {
+    await call(this.deps.services(), 'order.noCourierFound', { deliveryId });
+  }
+
+  /** An accepted offer: the courier holds the delivery, and order assigns it. Repeatable. */
+  private async confirm(offer: OfferRecord): Promise<void> {
+    const { deliveryId, courierId } = offer;
+    await this.store.holdDelivery(courierId, offer._id);
+    const answer = await call(this.deps.services(), 'order.assignCourier', {
+      deliveryId,
+      courierId,
+    });
+    const now = new Date();
+    if (answer.assigned) {
+      await this.store.claimEnd({ _id: deliveryId, outcome: 'ASSIGNED', courierId, at: now });
+      await this.store.deactivate(deliveryId);
+      return;
+    }
+    // Cancelled while the courier was accepting: they are free again.
+    await this.store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at: now });
+    await this.letGo(offer);
+    await this.store.deactivate(deliveryId);
+    throw conflict(`The delivery no longer needs a courier: it is ${answer.status}`);
+  }
+
+  /** The courier's open offer, checked to be theirs. */
+  private async courierOffer(courierId: string, id: string): Promise<OfferRecord> {
+    const offer = await this.store.offer(id);
+    if (!offer || offer.courierId !== courierId) throw notFound(OFFER_NOT_FOUND);
+    return offer;
+  }
+
+  async accept(courierId: string, id: string, now = new Date()): Promise<OfferRecord> {
+    const offer = await this.courierOffer(courierId, id);
+    if (offer.expiresAt.getTime() <= now.getTime()) {
+      if (await this.store.claimOfferOutcome(offer._id, 'EXPIRED')) {
+        await this.letGo(offer);
+        setImmediate(() => void this.step(offer.deliveryId));
+      }
+    } else {
+      await this.store.claimOfferOutcome(offer._id, 'ACCEPTED');
+    }
+    const outcome = await this.store.offerOutcome(offer._id);
+    if (outcome !== 'ACCEPTED') throw conflict(offerClosed(outcome ?? 'EXPIRED'));
+    await this.confirm(offer);
+    return offer;
+  }
+
+  async decline(courierId: string, id: string): Promise<OfferRecord> {
+    const offer = await this.courierOffer(courierId, id);
+    if (!(await this.store.claimOfferOutcome(offer._id, 'DECLINED'))) {
+      const outcome = await this.store.offerOutcome(offer._id);
+      // A repeat of this decline answers as the first did.
+      if (outcome !== 'DECLINED') throw conflict(offerClosed(outcome ?? 'EXPIRED'));
+      return offer;
+    }
+    await this.letGo(offer);
+    setImmediate(() => void this.step(offer.deliveryId));
+    return offer;
+  }
+
+  /** The delivery is over (order's call): the search ends, its courier is free. Repeatable. */
+  async end(deliveryId: string, now = new Date()): Promise<{ ended: boolean }> {
+    const search = await this.store.search(deliveryId);
+    if (!search) return { ended: false };
+    await this.store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at: now });
+    const ended = await this.store.end(deliveryId);
+    const offers = await this.offers(search);
+    const latest = offers.at(-1);
+    if (latest) {
+      await this.store.claimOfferOutcome(latest._id, 'WITHDRAWN');
+      // Whatever its outcome, the courier of the last offer holds nothing of this delivery now.
+      const hold = await this.store.hold(latest.courierId);
+      if (hold?.deliveryId === deliveryId) await this.letGo(latest);
+    }
+    await this.store.deactivate(deliveryId);
+    return { ended: ended?.outcome === 'ENDED' || ended?.outcome === 'ASSIGNED' };
+  }
+
+  /** The delivery a courier holds, if any. */
+  async held(courierId: string): Promise<string | null> {
+    const hold = await this.store.hold(courierId);
+    return hold?.kind === 'DELIVERY' ? hold.deliveryId : null;
+  }
+
+  /** The courier's open offer, if any: at most one, since a courier holds one thing. */
+  async openOffers(courierId: string, now = new Date()): Promise<OfferView[]> {
+    const hold = await this.store.hold(courierId);
+    if (hold?.kind !== 'OFFER') return [];
+    const offer = await this.store.offer(hold.offerId);
+    if (!offer || offer.expiresAt.getTime() <= now.getTime()) return [];
+    if (await this.store.offerOutcome(offer._id)) return [];
+    const search = await this.store.search(offer.deliveryId);
+    if (!search) return [];
+    return [
+      {
+        id: offer._id,
+        deliveryId: offer.deliveryId,
+        pickup: search.pickup,
+        dropoff: search.dropoff,
+        weightGrams: search.weightGrams,
+        offeredAt: offer.offeredAt.toISOString(),
+        expiresAt: offer.expiresAt.toISOString(),
+      },
+    ];
+  }
+
+  /** The sweep's part: every running search stepped (expired offers closed, widened, ended). */
+  async sweep(limit: number, now = new Date()): Promise<void> {
+    for (const deliveryId of await this.store.active(limit)) await this.step(deliveryId, now);
+  }
+}

@@ -1,0 +1,82 @@
+import { call, type Caller } from '../../libs/contracts';
+import type { DeliveryRecord, StoredAddress } from './delivery-record';
+import { etaWindow } from './eta';
+
+/** The spec's courier view, on a delivery once a courier is assigned. */
+export interface CourierOnDelivery {
+  name: string;
+  phone: string;
+  profilePhoto: string | null;
+  /** Where the courier last reported; null until they have. */
+  currentLocation: {
+    country: string;
+    state: string | null;
+    lgaOrCity: string | null;
+    lat: number;
+    lon: number;
+  } | null;
+  /** When the delivery should reach the drop-off; null when not under way or no position. */
+  eta: { from: string; to: string } | null;
+  fleet: { regNo: string; make: string; model: string; colour: string; typeId: string };
+}
+
+/**
+ * The assigned courier as the merchant sees them: the directory's profile and fleet, the last
+ * reported position resolved by geo to its place, and an arrival window from the distance
+ * left and the courier's fleet speed. Undefined until a courier is assigned.
+ */
+export async function courierOnDelivery(
+  services: Caller,
+  delivery: DeliveryRecord,
+  addresses: Map<string, StoredAddress>,
+  now = new Date(),
+): Promise<CourierOnDelivery | undefined> {
+  const courierId = delivery.assignment?.courierId;
+  if (!courierId) return undefined;
+  const courier = await call(services, 'courier-matching.getCourier', { courierId });
+  if (!courier) return undefined;
+  const { fleet } = courier;
+  const view: CourierOnDelivery = {
+    name: courier.name,
+    phone: courier.phone,
+    profilePhoto: courier.profilePhoto,
+    currentLocation: null,
+    eta: null,
+    fleet: {
+      regNo: fleet.regNo,
+      make: fleet.make,
+      model: fleet.model,
+      colour: fleet.colour,
+      typeId: fleet.typeId,
+    },
+  };
+  const at = courier.lastLocation;
+  if (!at) return view;
+  const [place, fleetType] = await Promise.all([
+    call(services, 'geo.resolveAddress', { address: { lat: at.lat, lon: at.lon } }),
+    call(services, 'geo.getFleetType', { fleetTypeId: fleet.typeId }),
+  ]);
+  view.currentLocation = {
+    country: place.country,
+    state: place.state ?? null,
+    lgaOrCity: place.lgaOrCity ?? null,
+    lat: at.lat,
+    lon: at.lon,
+  };
+  const pickup = addresses.get(delivery.originId)?.fields;
+  const dropoff = addresses.get(delivery.destinationId)?.fields;
+  if (pickup && dropoff) {
+    view.eta = etaWindow(
+      {
+        status: delivery.lifecycle.status,
+        courier: at,
+        pickup,
+        dropoff,
+        tripKm: delivery.distanceKm,
+        speedKmh: fleetType.averageSpeedKmh,
+      },
+      now,
+    );
+  }
+  return view;
+}

@@ -1,0 +1,139 @@
+import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors';
+import { hashProofCode, newProofCode, proofCodeMatches } from './codes';
+import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
+import type { DeliveryStatus, ScannedProof } from './lifecycle';
+import { proofCodeMessages } from './notifications';
+import type { OrderStore } from './store';
+
+export const PROOF_NOT_FOUND = 'Proof not found on this delivery';
+
+/** While a proof may still be given: the courier has not passed the step that takes it. */
+const OPEN_UNTIL: Record<ProofRecord['type'], ReadonlySet<DeliveryStatus>> = {
+  COLLECTION: new Set(['REQUEST_CREATED', 'COURIER_ASSIGNED', 'ARRIVED_AT_PICKUP']),
+  DELIVERY: new Set([
+    'REQUEST_CREATED',
+    'COURIER_ASSIGNED',
+    'ARRIVED_AT_PICKUP',
+    'COLLECTED',
+    'IN_TRANSIT',
+    'ARRIVED_AT_DROPOFF',
+  ]),
+};
+
+/** Wrong codes a proof takes before it locks until the merchant issues a new code. */
+export const MAX_WRONG_CODES = 5;
+/** Codes a proof may have in all: the first and the merchant's new ones. */
+export const MAX_PROOF_CODES = 6;
+
+const label = (proof: ProofRecord) => `${proof.type.toLowerCase()} code`;
+
+export const proofLocked = (proof: ProofRecord) =>
+  `The ${label(proof)} is locked after ${MAX_WRONG_CODES} wrong codes; ask the merchant to issue a new one (POST /api/deliveries/:deliveryId/proofs/${proof.id}/code)`;
+
+/** A proof's code now: the first is the delivery record's, later ones are `proof_codes`. */
+interface CurrentCode {
+  generation: number;
+  codeHash: string;
+}
+
+/**
+ * Proof codes as the courier gives them: compared in constant time against the HMAC kept at
+ * rest; each wrong code is counted by inserting the next `<proofId>:<generation>:<n>`, so
+ * that concurrent tries count exactly and the fifth locks the proof. The merchant may issue a
+ * new code, which starts a new generation with its own count.
+ */
+export class ProofChecks {
+  constructor(
+    private readonly store: OrderStore,
+    private readonly secret: string,
+  ) {}
+
+  private async current(proof: ProofRecord): Promise<CurrentCode> {
+    let code: CurrentCode = { generation: 1, codeHash: proof.codeHash };
+    for (let generation = 2; generation <= MAX_PROOF_CODES; generation++) {
+      const codeHash = await this.store.proofCode(proof.id, generation);
+      if (!codeHash) break;
+      code = { generation, codeHash };
+    }
+    return code;
+  }
+
+  private locked(proof: ProofRecord, generation: number): Promise<boolean> {
+    return this.store.hasProofAttempt(proof.id, generation, MAX_WRONG_CODES);
+  }
+
+  /** The scanned proof when `code` is right; otherwise the error to answer, the try counted. */
+  async check(proof: ProofRecord, code: string | undefined): Promise<ScannedProof> {
+    if (code === undefined) {
+      throw badRequest(`code is required: the ${label(proof)} the person gave you`, [
+        { field: 'code', message: `the ${label(proof)} is required` },
+      ]);
+    }
+    const { generation, codeHash } = await this.current(proof);
+    if (await this.locked(proof, generation)) throw conflict(proofLocked(proof));
+    if (proofCodeMatches(this.secret, proof.id, code, codeHash)) return { id: proof.id, code };
+    for (let n = 1; n <= MAX_WRONG_CODES; n++) {
+      if (!(await this.store.claimProofAttempt(proof.id, generation, n))) continue;
+      const left = MAX_WRONG_CODES - n;
+      if (left === 0) throw conflict(proofLocked(proof));
+      throw unprocessable(
+        `Wrong ${label(proof)}; ${left} ${left === 1 ? 'try' : 'tries'} left before it locks`,
+      );
+    }
+    throw conflict(proofLocked(proof));
+  }
+
+  /**
+   * The merchant's new code for a proof not given yet (the old code stops working, the count
+   * of wrong codes starts again): sent to the stop's contact through the outbox, never
+   * answered. 404 for a proof not on the delivery, 409 once it can no longer be given.
+   */
+  async issueAgain(
+    delivery: DeliveryRecord,
+    proofId: string,
+    addresses: Map<string, StoredAddress>,
+  ): Promise<ProofRecord> {
+    const proof = delivery.proofs.find((p) => p.id === proofId);
+    if (!proof) throw notFound(PROOF_NOT_FOUND);
+    const { status } = delivery.lifecycle;
+    if (proof.scannedAt || !OPEN_UNTIL[proof.type].has(status)) {
+      throw conflict(
+        `The ${label(proof)} can no longer be issued: the delivery is ${status}${proof.scannedAt ? ' and the code was given' : ''}`,
+      );
+    }
+    const stop = addresses.get(
+      proof.type === 'COLLECTION' ? delivery.originId : delivery.destinationId,
+    );
+    if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
+    const { code, generation } = await this.reissue(proof);
+    const contact = {
+      name: String(stop.fields.contactName ?? ''),
+      phone: String(stop.fields.contactPhone ?? ''),
+      email: String(stop.fields.contactEmail ?? ''),
+    };
+    await this.store.enqueue(
+      proofCodeMessages(delivery, proof.type, code, contact, new Date(), generation),
+    );
+    return proof;
+  }
+
+  /** A new code for the proof (the old one stops working): the plain code, to send. */
+  private async reissue(proof: ProofRecord): Promise<{ code: string; generation: number }> {
+    for (;;) {
+      const { generation } = await this.current(proof);
+      const next = generation + 1;
+      if (next > MAX_PROOF_CODES) {
+        throw conflict(
+          `The ${label(proof)} was issued ${MAX_PROOF_CODES} times already; cancel and request the delivery again`,
+        );
+      }
+      const code = newProofCode();
+      const claimed = await this.store.claimProofCode(
+        proof.id,
+        next,
+        hashProofCode(this.secret, proof.id, code),
+      );
+      if (claimed) return { code, generation: next };
+    }
+  }
+}

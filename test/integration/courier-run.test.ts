@@ -1,0 +1,469 @@
+import mongoose from 'mongoose';
+import {
+  balanceOf,
+  cancelDelivery,
+  credit,
+  entriesOf,
+  freePackages,
+  getDelivery,
+  ledgerIsClean,
+  notificationsOf,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+  type Party,
+} from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+
+/**
+ * Matching and the courier's side of a delivery (issue 13) through the gateway, every service
+ * in one process on the real FerretDB, NATS and Redis: couriers report where they are, the
+ * nearest free one is offered the delivery, accepts it and drives it to the door through the
+ * courier API, and the merchant sees each step on GET /api/deliveries/:deliveryId.
+ */
+const stack = useMerchantStack({
+  internal: ['order', 'courier-matching'],
+  env: {
+    MATCHING_OFFER_TIMEOUT_MS: '4000',
+    MATCHING_SEARCH_TIMEOUT_MS: '20000',
+    MATCHING_SWEEP_INTERVAL_MS: '200',
+    MATCHING_WIDEN_EVERY_MS: '60000',
+    ORDER_SWEEP_INTERVAL_MS: '500',
+    PAYMENT_SWEEP_INTERVAL_MS: '200',
+  },
+});
+const base = () => stack.node.url;
+
+let db: mongoose.Connection;
+let fleetTypes: { id: string; code: string }[];
+
+beforeAll(async () => {
+  db = await mongoose
+    .createConnection(process.env.MONGO_URL as string, {
+      dbName: `${stack.iso.dbPrefix}matching`,
+    })
+    .asPromise();
+  fleetTypes = (await admin('GET', '/admin/fleet-types')).body.data;
+});
+
+afterAll(() => db?.close());
+
+const admin = (method: string, path: string, json?: unknown) =>
+  request(base(), method, path, { headers: adminHeaders, json });
+
+interface Courier {
+  id: string;
+  token: string;
+}
+
+let plates = 0;
+
+/** A courier of that fleet type with a token, reporting from `at`. */
+async function courierAt(at: { lat: number; lon: number }, fleetCode = 'bike'): Promise<Courier> {
+  const typeId = fleetTypes.find((t) => t.code === fleetCode)?.id;
+  const created = await admin('POST', '/admin/couriers', {
+    name: 'Tunde Bakare',
+    phone: '+2348031234567',
+    fleet: { typeId, regNo: `RUN-${process.pid % 1000}-${++plates}`, make: 'Bajaj', model: 'Boxer', colour: 'Red' },
+  });
+  expect(created.status).toBe(201);
+  const id = created.body.data.id as string;
+  const token = await admin('POST', `/admin/couriers/${id}/tokens`);
+  expect(token.status).toBe(201);
+  const courier = { id, token: token.body.data.token as string };
+  expect((await report(courier, at)).status).toBe(200);
+  return courier;
+}
+
+const asCourier = (courier: Courier, method: string, path: string, json?: unknown) =>
+  request(base(), method, path, {
+    headers: { authorization: `Bearer ${courier.token}` },
+    json,
+  });
+
+const report = (courier: Courier, at: { lat: number; lon: number }) =>
+  asCourier(courier, 'POST', '/courier/location', at);
+
+/** The courier's open offer, once it comes. */
+async function offerOf(courier: Courier, timeout = 15_000) {
+  let offer: { id: string; deliveryId: string } | undefined;
+  await eventually(
+    async () => {
+      const reply = await asCourier(courier, 'GET', '/courier/offers');
+      expect(reply.status).toBe(200);
+      expect(reply.body.data).toHaveLength(1);
+      offer = reply.body.data[0];
+    },
+    { timeout },
+  );
+  return offer as { id: string; deliveryId: string };
+}
+
+async function noOffer(courier: Courier) {
+  const reply = await asCourier(courier, 'GET', '/courier/offers');
+  expect(reply.status).toBe(200);
+  return reply.body.data.length === 0;
+}
+
+/** A merchant with a funded wallet and one wallet-paid delivery from ORIGIN. */
+async function paidDelivery(fields: Record<string, unknown> = {}) {
+  const merchant: Party = await createUserWithKey(base());
+  await credit(base(), merchant, 100_000);
+  const packageId = await savePackage(base(), merchant);
+  const created = await requestDelivery(base(), merchant, [packageId], fields);
+  expect(created.status).toBe(201);
+  return { merchant, packageId, deliveryId: created.body.data.deliveryId as string };
+}
+
+/** The code a stop's contact was sent (staging shows the outbox's texts). */
+async function codeSent(deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE') {
+  const messages = (await notificationsOf(base(), deliveryId)).filter(
+    (m) => m.purpose === purpose && m.channel === 'SMS',
+  );
+  const text = messages.at(-1)?.text ?? '';
+  return /code is (\d{6})/.exec(text)?.[1] as string;
+}
+
+/** Somewhere a few hundred metres from the pickup, and farther out. */
+const NEAR = { lat: ORIGIN.lat + 0.003, lon: ORIGIN.lon + 0.002 };
+const FARTHER = { lat: ORIGIN.lat + 0.02, lon: ORIGIN.lon - 0.015 };
+
+describe('a delivery driven to the door through the courier API', () => {
+  it('is offered to the nearest courier, accepted, and shows every step to the merchant', async () => {
+    const near = await courierAt(NEAR);
+    const far = await courierAt(FARTHER);
+    const { merchant, deliveryId, packageId } = await paidDelivery();
+
+    const offer = await offerOf(near);
+    expect(offer.deliveryId).toBe(deliveryId);
+    expect(await noOffer(far)).toBe(true);
+    // Someone else's offer is not found.
+    expectErrorEnvelope(await asCourier(far, 'POST', `/courier/offers/${offer.id}/accept`), 404);
+    const accepted = await asCourier(near, 'POST', `/courier/offers/${offer.id}/accept`);
+    expect(accepted.status).toBe(200);
+
+    const assigned = (await getDelivery(base(), merchant, deliveryId)).body.data;
+    expect(assigned.status).toBe('COURIER_ASSIGNED');
+    expect(assigned.courier).toMatchObject({
+      name: 'Tunde Bakare',
+      phone: '+2348031234567',
+      currentLocation: { country: 'Nigeria', lat: NEAR.lat, lon: NEAR.lon },
+      fleet: { make: 'Bajaj', model: 'Boxer', colour: 'Red', typeId: expect.any(String) },
+      eta: { from: expect.any(String), to: expect.any(String) },
+    });
+    expect(assigned.courier.currentLocation.state).toMatch(/Lagos/);
+    expect(Date.parse(assigned.courier.eta.to)).toBeGreaterThan(Date.now());
+
+    const current = await asCourier(near, 'GET', '/courier/deliveries/current');
+    expect(current.body.data).toMatchObject({ id: deliveryId, status: 'COURIER_ASSIGNED' });
+
+    const step = (courier: Courier, name: string, json?: unknown) =>
+      asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
+    // Out of order: 409 naming the status; a delivery the courier does not hold: 404.
+    expectErrorEnvelope(await step(near, 'in-transit'), 409, /it is COURIER_ASSIGNED/);
+    expectErrorEnvelope(await step(far, 'arrived-at-pickup'), 404);
+    expect((await step(near, 'arrived-at-pickup')).status).toBe(200);
+
+    // Collection needs the sender's code: missing 400, wrong 422 counting down, right 200.
+    expectErrorEnvelope(await step(near, 'collected', {}), 400, /code is required/);
+    expectErrorEnvelope(await step(near, 'collected', { code: '000000' }), 422, /4 tries left/);
+    const collectionCode = await codeSent(deliveryId, 'COLLECTION_CODE');
+    expect((await step(near, 'collected', { code: collectionCode })).status).toBe(200);
+    const collected = (await getDelivery(base(), merchant, deliveryId)).body.data;
+    const proof = collected.proofs.find((p: { type: string }) => p.type === 'COLLECTION');
+    expect(proof).toMatchObject({ code: collectionCode, scannedAt: expect.any(String) });
+
+    expect((await step(near, 'in-transit')).status).toBe(200);
+    expect((await report(near, { lat: 6.5, lon: 3.42 })).status).toBe(200);
+    expect((await step(near, 'arrived-at-dropoff')).status).toBe(200);
+    const deliveryCode = await codeSent(deliveryId, 'DELIVERY_CODE');
+    expect((await step(near, 'delivered', { code: deliveryCode })).status).toBe(200);
+
+    const done = (await getDelivery(base(), merchant, deliveryId)).body.data;
+    expect(done.status).toBe('DELIVERED');
+    expect(done.p2pDelivery.status).toBe('COMPLETED');
+    expect(done.courier.eta).toBeNull();
+    expect(done.deliverySteps.map((s: { step: string }) => s.step)).toEqual([
+      'REQUEST_CREATED',
+      'COURIER_ASSIGNED',
+      'ARRIVED_AT_PICKUP',
+      'COLLECTED',
+      'IN_TRANSIT',
+      'ARRIVED_AT_DROPOFF',
+      'DELIVERED',
+    ]);
+    expect(done.deliverySteps.filter((s: { active: boolean }) => s.active)).toHaveLength(1);
+    // The courier is free, the packages stay with the delivered delivery.
+    await eventually(async () => {
+      const free = await asCourier(near, 'GET', '/courier/deliveries/current');
+      expect(free.body.data).toBeNull();
+    });
+    expect(await freePackages(base(), merchant)).not.toContain(packageId);
+    // A repeat (an answer lost on the way) is told what happened.
+    expectErrorEnvelope(
+      await step(near, 'delivered', { code: deliveryCode }),
+      409,
+      /it is DELIVERED/,
+    );
+  });
+});
+
+describe('matching', () => {
+  it('moves on when the courier declines or lets the offer expire, never asking them again', async () => {
+    const first = await courierAt({ lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon });
+    const second = await courierAt({ lat: ORIGIN.lat + 0.004, lon: ORIGIN.lon });
+    const third = await courierAt({ lat: ORIGIN.lat + 0.008, lon: ORIGIN.lon });
+    const { deliveryId } = await paidDelivery();
+    const offered = await offerOf(first);
+    expect(offered.deliveryId).toBe(deliveryId);
+    expect((await asCourier(first, 'POST', `/courier/offers/${offered.id}/decline`)).status).toBe(
+      200,
+    );
+    // Declined: to the next nearest. Then that one stays silent past the offer's time.
+    const next = await offerOf(second);
+    expect(next.deliveryId).toBe(deliveryId);
+    const last = await offerOf(third, 20_000);
+    expect(last.deliveryId).toBe(deliveryId);
+    expect(await noOffer(first)).toBe(true);
+    // The silent courier's late accept is refused.
+    expectErrorEnvelope(
+      await asCourier(second, 'POST', `/courier/offers/${next.id}/accept`),
+      409,
+      /expired/,
+    );
+    expect((await asCourier(third, 'POST', `/courier/offers/${last.id}/accept`)).status).toBe(200);
+  });
+
+  it('skips a courier whose vehicle cannot carry the load', async () => {
+    // The bike is nearer, but 60 kg needs a car.
+    const bike = await courierAt({ lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.001 }, 'bike');
+    const car = await courierAt({ lat: ORIGIN.lat + 0.005, lon: ORIGIN.lon + 0.005 }, 'car');
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 200_000);
+    const heavy = await Promise.all(
+      [1, 2, 3, 4].map(() => savePackage(base(), merchant, { size: 'LARGE', quantity: 1 })),
+    );
+    const created = await requestDelivery(base(), merchant, heavy, {
+      fleetTypeId: fleetTypes.find((t) => t.code === 'car')?.id,
+    });
+    expect(created.status).toBe(201);
+    const offer = await offerOf(car);
+    expect(offer.deliveryId).toBe(created.body.data.deliveryId);
+    expect(await noOffer(bike)).toBe(true);
+  });
+
+  it('offers a SPECIFIC delivery to that courier only', async () => {
+    const nearer = await courierAt({ lat: ORIGIN.lat + 0.0005, lon: ORIGIN.lon });
+    const chosen = await courierAt({ lat: ORIGIN.lat + 0.01, lon: ORIGIN.lon });
+    const { deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: chosen.id,
+    });
+    expect((await offerOf(chosen)).deliveryId).toBe(deliveryId);
+    expect(await noOffer(nearer)).toBe(true);
+  });
+
+  it('ends NO_COURIER_FOUND when nobody is in reach: refunded, packages released', async () => {
+    // A pickup far from every courier of the suite.
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    const packageId = await savePackage(base(), merchant);
+    const created = await request(base(), 'POST', '/api/request', {
+      headers: { 'api-key': merchant.key },
+      json: {
+        origin: { lat: 9.0765, lon: 7.3986, address: 'Wuse II, Abuja' },
+        destination: {
+          lat: 9.0579,
+          lon: 7.4951,
+          address: 'Garki, Abuja',
+          contactName: 'Ada Obi',
+          contactPhone: '+2348031234567',
+          contactEmail: 'ada@example.com',
+        },
+        packagesId: [packageId],
+        type: 'DROP_OFF',
+        courierSelection: 'ANYONE',
+      },
+    });
+    expect(created.status).toBe(201);
+    const deliveryId = created.body.data.deliveryId as string;
+    await eventually(
+      async () => {
+        const got = (await getDelivery(base(), merchant, deliveryId)).body.data;
+        expect(got.status).toBe('NO_COURIER_FOUND');
+        expect(got.p2pDelivery.status).toBe('REFUNDED');
+      },
+      { timeout: 40_000, interval: 500 },
+    );
+    await eventually(async () => expect(await balanceOf(base(), merchant)).toBe('100000.00'));
+    expect(await freePackages(base(), merchant)).toContain(packageId);
+    expect(await ledgerIsClean(base())).toBe(true);
+  }, 60_000);
+
+  it('50 deliveries and 20 couriers at once: no courier holds two, every delivery assigned or waiting', async () => {
+    const spot = { lat: 6.45, lon: 3.39 };
+    const couriers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        courierAt({ lat: spot.lat + (i % 5) * 0.001, lon: spot.lon + Math.floor(i / 5) * 0.001 }),
+      ),
+    );
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 1_000_000);
+    const packages = await Promise.all(Array.from({ length: 50 }, () => savePackage(base(), merchant)));
+    const created = await Promise.all(
+      packages.map((p) =>
+        request(base(), 'POST', '/api/request', {
+          headers: { 'api-key': merchant.key },
+          json: {
+            origin: { ...spot, address: 'Marina, Lagos Island' },
+            destination: {
+              lat: 6.4474,
+              lon: 3.4723,
+              address: 'Admiralty Way, Lekki, Lagos',
+              contactName: 'Ada Obi',
+              contactPhone: '+2348031234567',
+              contactEmail: 'ada@example.com',
+            },
+            packagesId: [p],
+            type: 'DROP_OFF',
+            courierSelection: 'ANYONE',
+          },
+        }),
+      ),
+    );
+    expect(created.map((c) => c.status)).toEqual(Array(50).fill(201));
+    const ids = new Set(created.map((c) => c.body.data.deliveryId as string));
+    // Every courier accepts whatever they are offered, all at once, until each holds one.
+    const held = new Map<string, string>();
+    await eventually(
+      async () => {
+        await Promise.all(
+          couriers.map(async (c) => {
+            if (held.has(c.id)) return;
+            const offers = await asCourier(c, 'GET', '/courier/offers');
+            for (const offer of offers.body.data as { id: string; deliveryId: string }[]) {
+              const ok = await asCourier(c, 'POST', `/courier/offers/${offer.id}/accept`);
+              if (ok.status === 200) held.set(c.id, offer.deliveryId);
+            }
+          }),
+        );
+        expect(held.size).toBe(20);
+      },
+      { timeout: 60_000, interval: 300 },
+    );
+    // Twenty deliveries, one courier each, and no courier twice.
+    expect(new Set(held.values()).size).toBe(20);
+    for (const deliveryId of held.values()) expect(ids.has(deliveryId)).toBe(true);
+    const holds = await db.collection('courier_holds').find({ kind: 'DELIVERY' }).toArray();
+    const ours = holds.filter((h) => ids.has(h.deliveryId));
+    expect(ours).toHaveLength(20);
+    expect(new Set(ours.map((h) => String(h._id))).size).toBe(20);
+    const statuses = await Promise.all(
+      [...ids].map(async (id) => (await getDelivery(base(), merchant, id)).body.data.status),
+    );
+    expect(statuses.filter((s) => s === 'COURIER_ASSIGNED')).toHaveLength(20);
+    // The others still search, or ended for want of a courier: nothing else.
+    expect(
+      statuses.filter((s) => s === 'REQUEST_CREATED' || s === 'NO_COURIER_FOUND'),
+    ).toHaveLength(30);
+  }, 120_000);
+});
+
+describe('proof codes', () => {
+  it('lock after 5 wrong codes, exactly, under concurrency; a new code from the merchant works', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat - 0.002, lon: ORIGIN.lon + 0.001 });
+    const { merchant, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+    });
+    const offer = await offerOf(courier);
+    expect((await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`)).status).toBe(
+      200,
+    );
+    const step = (name: string, json?: unknown) =>
+      asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
+    expect((await step('arrived-at-pickup')).status).toBe(200);
+    const wrong = await Promise.all(
+      Array.from({ length: 10 }, () => step('collected', { code: '999999' })),
+    );
+    expect(wrong.filter((r) => r.status === 422)).toHaveLength(4);
+    expect(wrong.filter((r) => r.status === 409)).toHaveLength(6);
+    // Locked: even the right code is refused now.
+    const code = await codeSent(deliveryId, 'COLLECTION_CODE');
+    expectErrorEnvelope(await step('collected', { code }), 409, /locked/);
+
+    const proofId = (await getDelivery(base(), merchant, deliveryId)).body.data.proofs.find(
+      (p: { type: string }) => p.type === 'COLLECTION',
+    ).id;
+    const issued = await request(
+      base(),
+      'POST',
+      `/api/deliveries/${deliveryId}/proofs/${proofId}/code`,
+      { headers: { 'api-key': merchant.key } },
+    );
+    expect(issued.status).toBe(201);
+    expect(issued.body.data.code).toBeNull();
+    const fresh = await codeSent(deliveryId, 'COLLECTION_CODE');
+    expect(fresh).toMatch(/^\d{6}$/);
+    // The old code no longer works (unless the draw repeated it: one chance in a million).
+    if (fresh !== code) expectErrorEnvelope(await step('collected', { code }), 422, /4 tries left/);
+    expect((await step('collected', { code: fresh })).status).toBe(200);
+    // Another user cannot issue codes on it.
+    const other = await createUserWithKey(base());
+    expectErrorEnvelope(
+      await request(base(), 'POST', `/api/deliveries/${deliveryId}/proofs/${proofId}/code`, {
+        headers: { 'api-key': other.key },
+      }),
+      404,
+    );
+  });
+});
+
+describe('pay-on-delivery and cancel', () => {
+  it('remits what was collected to the merchant’s wallet once, on delivery', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon - 0.002 });
+    const { merchant, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+      payOnDelivery: true,
+    });
+    const before = Number(await balanceOf(base(), merchant));
+    const offer = await offerOf(courier);
+    await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
+    const step = (name: string, json?: unknown) =>
+      asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
+    expect((await step('arrived-at-pickup')).status).toBe(200);
+    const code = await codeSent(deliveryId, 'COLLECTION_CODE');
+    expect((await step('collected', { code })).status).toBe(200);
+    expect((await step('in-transit')).status).toBe(200);
+    expect((await step('arrived-at-dropoff')).status).toBe(200);
+    // Pay-on-delivery has no delivery code: the courier collects the money instead.
+    const delivered = await Promise.all([step('delivered'), step('delivered')]);
+    expect(delivered.map((d) => d.status).sort()).toEqual([200, 409]);
+    await eventually(async () => {
+      const credits = (await entriesOf(base(), merchant)).filter((e) =>
+        e.reference.startsWith('pod:'),
+      );
+      expect(credits).toHaveLength(1);
+      expect(credits[0].amount).toBe('5000.00');
+    });
+    expect(Number(await balanceOf(base(), merchant))).toBe(before + 5000);
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
+  it('a delivery cancelled after assignment frees its courier for the next one', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat - 0.003, lon: ORIGIN.lon - 0.001 });
+    const first = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
+    const offer = await offerOf(courier);
+    await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
+    expect((await cancelDelivery(base(), first.merchant, first.deliveryId)).status).toBe(201);
+    await eventually(async () => {
+      const free = await asCourier(courier, 'GET', '/courier/deliveries/current');
+      expect(free.body.data).toBeNull();
+    });
+    const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
+    expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
+  });
+});

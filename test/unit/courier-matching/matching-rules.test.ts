@@ -1,0 +1,88 @@
+import fc from 'fast-check';
+import {
+  carryingFleetTypes,
+  offerId,
+  searchRadiusKm,
+  type FleetTypeCapacity,
+} from '../../../services/courier-matching/matching-rules';
+
+const BIKE = '11111111-1111-4111-8111-111111111111';
+const CAR = '22222222-2222-4222-8222-222222222222';
+const VAN = '33333333-3333-4333-8333-333333333333';
+const RETIRED_VAN = '44444444-4444-4444-8444-444444444444';
+
+const TYPES: FleetTypeCapacity[] = [
+  { id: BIKE, maxWeight: '20.00000', active: true },
+  { id: CAR, maxWeight: '150.00000', active: true },
+  { id: VAN, maxWeight: '800.00000', active: true },
+  { id: RETIRED_VAN, maxWeight: '800.00000', active: false },
+];
+
+describe('carryingFleetTypes', () => {
+  it('keeps the priced type and every active type that carries the weight', () => {
+    expect(carryingFleetTypes(TYPES, BIKE, 5_000)).toEqual([BIKE, CAR, VAN].sort());
+    expect(carryingFleetTypes(TYPES, CAR, 100_000)).toEqual([CAR, VAN].sort());
+  });
+
+  it('never a smaller vehicle than the load, nor a retired type other than the priced one', () => {
+    expect(carryingFleetTypes(TYPES, VAN, 500_000)).toEqual([VAN]);
+    expect(carryingFleetTypes(TYPES, RETIRED_VAN, 500_000)).toEqual([RETIRED_VAN, VAN].sort());
+  });
+
+  it('keeps the priced type even when geo no longer lists it', () => {
+    const gone = '55555555-5555-4555-8555-555555555555';
+    expect(carryingFleetTypes(TYPES, gone, 1_000)).toContain(gone);
+  });
+
+  it('answers only types that carry the load, apart from the priced one (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 1_000_000 }),
+        fc.constantFrom(BIKE, CAR, VAN),
+        (grams, priced) => {
+          const ids = carryingFleetTypes(TYPES, priced, grams);
+          expect(ids).toContain(priced);
+          for (const id of ids) {
+            if (id === priced) continue;
+            const type = TYPES.find((t) => t.id === id) as FleetTypeCapacity;
+            expect(type.active).toBe(true);
+            expect(Number(type.maxWeight) * 1000).toBeGreaterThanOrEqual(grams);
+          }
+        },
+      ),
+    );
+  });
+});
+
+describe('searchRadiusKm', () => {
+  const reach = { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60_000 };
+
+  it('starts at the first radius and grows by a step each round up to the most', () => {
+    expect(searchRadiusKm(reach, 0)).toBe(3);
+    expect(searchRadiusKm(reach, 59_999)).toBe(3);
+    expect(searchRadiusKm(reach, 60_000)).toBe(6);
+    expect(searchRadiusKm(reach, 10 * 60_000)).toBe(15);
+  });
+
+  it('never shrinks as time passes and stays within its bounds (property)', () => {
+    fc.assert(
+      fc.property(fc.nat(10_000_000), fc.nat(10_000_000), (a, b) => {
+        const [early, late] = a <= b ? [a, b] : [b, a];
+        expect(searchRadiusKm(reach, early)).toBeLessThanOrEqual(searchRadiusKm(reach, late));
+        expect(searchRadiusKm(reach, late)).toBeLessThanOrEqual(reach.maxKm);
+        expect(searchRadiusKm(reach, early)).toBeGreaterThanOrEqual(reach.startKm);
+      }),
+    );
+  });
+});
+
+describe('offerId', () => {
+  it('names the n-th offer of a delivery the same every time, and no other offer so', () => {
+    const delivery = '66666666-6666-4666-8666-666666666666';
+    expect(offerId(delivery, 1)).toBe(offerId(delivery, 1));
+    expect(offerId(delivery, 1)).not.toBe(offerId(delivery, 2));
+    expect(offerId(delivery, 1)).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+  });
+});
