@@ -1,13 +1,12 @@
 import Decimal from 'decimal.js';
 
-/** Degrees, WGS 84. */
-export interface GeoPoint {
-  lat: number;
-  lon: number;
-}
-
-/** IUGG mean Earth radius (R1); the sphere that best fits the ellipsoid on average. */
-export const EARTH_MEAN_RADIUS_KM = 6371.0088;
+// Points and the great-circle distance are shared with courier matching, from geo's contract.
+export {
+  EARTH_MEAN_RADIUS_KM,
+  haversineKm,
+  isGeoPoint,
+  type GeoPoint,
+} from '../../libs/contracts/geo';
 
 /** Road length over straight-line length when no routing server is configured. */
 export const DEFAULT_CIRCUITY = 1.3;
@@ -15,42 +14,10 @@ export const DEFAULT_CIRCUITY = 1.3;
 const SECONDS_PER_HOUR = 3600;
 const DISTANCE_DECIMALS = 3;
 
-export function isGeoPoint(point: GeoPoint): boolean {
-  return (
-    Number.isFinite(point.lat) &&
-    Number.isFinite(point.lon) &&
-    Math.abs(point.lat) <= 90 &&
-    Math.abs(point.lon) <= 180
-  );
-}
-
-function assertGeoPoint(point: GeoPoint, what: string): void {
-  if (!isGeoPoint(point)) {
-    throw new RangeError(
-      `${what} must have lat in [-90, 90] and lon in [-180, 180], got ${point.lat}, ${point.lon}`,
-    );
-  }
-}
-
 function assertDistance(km: number, what: string): void {
   if (!Number.isFinite(km) || km < 0) {
     throw new RangeError(`${what} must be a finite number >= 0, got ${km}`);
   }
-}
-
-const toRadians = (degrees: number): number => (degrees * Math.PI) / 180;
-
-/** Great-circle distance on the mean-radius sphere (error under 0.5 % against WGS 84). */
-export function haversineKm(a: GeoPoint, b: GeoPoint): number {
-  assertGeoPoint(a, 'a');
-  assertGeoPoint(b, 'b');
-  const phi1 = toRadians(a.lat);
-  const phi2 = toRadians(b.lat);
-  const sinHalfDLat = Math.sin((phi2 - phi1) / 2);
-  const sinHalfDLon = Math.sin(toRadians(b.lon - a.lon) / 2);
-  const h = sinHalfDLat * sinHalfDLat + Math.cos(phi1) * Math.cos(phi2) * sinHalfDLon * sinHalfDLon;
-  // Rounding can push h a hair above 1 near antipodes, where asin would return NaN.
-  return 2 * EARTH_MEAN_RADIUS_KM * Math.asin(Math.sqrt(Math.min(1, h)));
 }
 
 /** Road distance estimated from the straight line when no routing server answers. */
