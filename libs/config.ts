@@ -77,6 +77,15 @@ export interface Config {
   /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed. */
   trustProxyHops: number;
   apiKeyCacheSeconds: number;
+  /** How long a gateway caches a courier token's lookup. */
+  courierTokenCacheSeconds: number;
+  /** Couriers' hot positions in Redis (courier-matching, docs/couriers.md). */
+  courierPositions: {
+    /** A courier whose last report is older is offline: never found by a search. */
+    onlineMs: number;
+    /** How often positions that moved are written to MongoDB. */
+    flushMs: number;
+  };
   bodyLimit: string;
   requestTimeoutMs: number;
   opsPort: number;
@@ -196,7 +205,9 @@ const envSchema = Joi.object({
   REDIS_URL: Joi.string()
     .uri({ scheme: ['redis', 'rediss'] })
     .default('redis://127.0.0.1:6379')
-    .description('Redis for quotas, idempotency keys and upload leases'),
+    .description(
+      'Redis for quotas, idempotency keys, upload leases, cancel windows and couriers’ positions',
+    ),
   S3_ENDPOINT: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .default('http://127.0.0.1:9000')
@@ -322,6 +333,27 @@ const envSchema = Joi.object({
     .max(60)
     .default(5)
     .description('How long a gateway caches a key lookup (a revoked key stops within this)'),
+  COURIER_TOKEN_CACHE_SECONDS: Joi.number()
+    .min(0)
+    .max(600)
+    .default(60)
+    .description(
+      'How long a gateway caches a courier token lookup; a revoked token or retired courier is dropped at once by event, at the latest after this',
+    ),
+  COURIER_ONLINE_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(120000)
+    .description(
+      'A courier whose last location report is older than this is offline: never found by a search for couriers',
+    ),
+  COURIER_LOCATION_FLUSH_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(10000)
+    .description(
+      'How often courier positions that moved since the last write are written from Redis to MongoDB (`lastLocation`)',
+    ),
   BODY_LIMIT: Joi.string()
     .pattern(/^\d+(b|kb|mb)$/i)
     .custom((value: string) => {
@@ -594,6 +626,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     trustProxyHops: value.TRUST_PROXY_HOPS,
     apiKeyCacheSeconds: value.API_KEY_CACHE_SECONDS,
+    courierTokenCacheSeconds: value.COURIER_TOKEN_CACHE_SECONDS,
+    courierPositions: {
+      onlineMs: value.COURIER_ONLINE_MS,
+      flushMs: value.COURIER_LOCATION_FLUSH_MS,
+    },
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
     opsPort: value.OPS_PORT,

@@ -38,17 +38,25 @@ export function redisReady(client: Redis): boolean {
 }
 
 /**
- * `scripts` as commands of the client, each run atomically by Redis on one key (`KEYS[1]`).
- * ioredis sends a script's text once per connection and its SHA after, and sends the text
- * again when Redis answers NOSCRIPT (after a restart). Several users may share one client, so
- * a command already defined is left as it is.
+ * A Lua script run on one key (`KEYS[1]`), or `{lua, keys: 'variable'}`: one whose caller
+ * passes the number of keys as the command's first argument, then the keys.
+ */
+export type ScriptDefinition = string | { lua: string; keys: 'variable' };
+
+/**
+ * `scripts` as commands of the client, each run atomically by Redis. ioredis sends a script's
+ * text once per connection and its SHA after, and sends the text again when Redis answers
+ * NOSCRIPT (after a restart). Several users may share one client, so a command already
+ * defined is left as it is.
  */
 export function defineScripts<Commands extends object>(
   redis: Redis,
-  scripts: Record<keyof Commands & string, string>,
+  scripts: Record<keyof Commands & string, ScriptDefinition>,
 ): Redis & Commands {
-  for (const [name, lua] of Object.entries<string>(scripts)) {
-    if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: 1, lua });
+  for (const [name, script] of Object.entries<ScriptDefinition>(scripts)) {
+    if (name in redis) continue;
+    if (typeof script === 'string') redis.defineCommand(name, { numberOfKeys: 1, lua: script });
+    else redis.defineCommand(name, { lua: script.lua });
   }
   return redis as Redis & Commands;
 }

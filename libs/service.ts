@@ -13,11 +13,13 @@ import type { FlowMeta } from './stream-flow';
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
- * Which edge of the gateway serves an action, and how it authenticates: `checkout` (the
- * sandbox's hosted pages) and `webhooks` (a provider's notifications) take no credentials;
- * the unguessable reference, or the request's signature, is checked by the service.
+ * Which edge of the gateway serves an action, and how it authenticates: `api` and `file` an
+ * API key, `admin` the admin token, `courier` a courier token (the courier app); `checkout`
+ * (the sandbox's hosted pages) and `webhooks` (a provider's notifications) take no
+ * credentials: the unguessable reference, or the request's signature, is checked by the
+ * service.
  */
-export type RouteGroup = 'api' | 'file' | 'admin' | 'checkout' | 'webhooks';
+export type RouteGroup = 'api' | 'file' | 'admin' | 'courier' | 'checkout' | 'webhooks';
 
 /** How an action is exposed over HTTP. The gateway and the OpenAPI document read it. */
 export interface HttpRoute {
@@ -70,6 +72,8 @@ export interface AuthUser {
 export interface RequestMeta {
   user?: AuthUser;
   apiKeyId?: string;
+  /** `/courier` routes: the courier the token acts as, and the token's id. */
+  courier?: { id: string; tokenId: string };
   /**
    * Set while the first run of a request with an `Idempotency-Key` is under way: the same for
    * its retries, different for any other request (gateway/idempotency).
@@ -110,6 +114,16 @@ export interface ActionDefinition<P = Record<string, unknown>> extends Omit<
 export function requireUser(ctx: WaybillContext<unknown>): string {
   const id = ctx.meta.user?.id;
   if (!id) throw unauthorized('API key is required');
+  return id;
+}
+
+/** The message of a `/courier` call that carries no courier token. */
+export const COURIER_TOKEN_REQUIRED = 'Courier token is required';
+
+/** The id of the courier the gateway authenticated the call as; 401 when there is none. */
+export function requireCourier(ctx: WaybillContext<unknown>): string {
+  const id = ctx.meta.courier?.id;
+  if (!id) throw unauthorized(COURIER_TOKEN_REQUIRED);
   return id;
 }
 

@@ -65,8 +65,8 @@ export const COMPUTED_FIELDS = [
   'deletedAt',
 ] as const;
 
-const latitude = () => Joi.number().min(-90).max(90);
-const longitude = () => Joi.number().min(-180).max(180);
+export const latitude = () => Joi.number().min(-90).max(90);
+export const longitude = () => Joi.number().min(-180).max(180);
 const text = (max: number) => Joi.string().trim().min(1).max(max);
 
 const addressObject = Joi.object({

@@ -11,7 +11,7 @@ import type { OrderActions, OrderEvents } from './order';
 import type { PackageActions } from './package';
 import type { PaymentActions, PaymentEvents } from './payment';
 import type { PricingActions, PricingEvents } from './pricing';
-import type { MatchingActions } from './matching';
+import type { MatchingActions, MatchingEvents } from './matching';
 
 export type Actions = AccountActions &
   GeoActions &
@@ -22,7 +22,12 @@ export type Actions = AccountActions &
   PricingActions;
 export type ActionName = keyof Actions;
 
-export type Events = AccountEvents & GeoEvents & OrderEvents & PaymentEvents & PricingEvents;
+export type Events = AccountEvents &
+  GeoEvents &
+  MatchingEvents &
+  OrderEvents &
+  PaymentEvents &
+  PricingEvents;
 export type EventName = keyof Events;
 
 export { call, broadcast, type AnswerOf, type Caller, type ParamsOf } from './call';

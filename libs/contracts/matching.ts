@@ -1,10 +1,13 @@
+import { createHash } from 'node:crypto';
 import Joi from '../joi';
 import { uuid } from '../schemas';
+import { latitude, longitude } from './geo';
 import type { Retry } from './retry';
 
 /**
- * What other services may know of the courier-matching service. This part is its directory:
- * couriers and each merchant's own courier list. Matching itself builds on it.
+ * What other services may know of the courier-matching service: its directory (couriers and
+ * each merchant's own courier list), the courier tokens the gateway authenticates the courier
+ * app with, and the events that tell caches a courier or its tokens changed.
  */
 
 /** How a delivery request chooses its courier (`courierSelection`). */
@@ -80,11 +83,7 @@ export interface StartSearchParams {
   courierId: string | null;
 }
 
-const point = () =>
-  Joi.object({
-    lat: Joi.number().min(-90).max(90).required(),
-    lon: Joi.number().min(-180).max(180).required(),
-  });
+const point = () => Joi.object({ lat: latitude().required(), lon: longitude().required() });
 
 export const startSearchParams = Joi.object<StartSearchParams, true>({
   deliveryId: uuid().required(),
@@ -111,6 +110,55 @@ export interface HeldDelivery {
   deliveryId: string | null;
 }
 
+/**
+ * Courier tokens read `wbc_` and 43 base64url characters (32 random bytes); only their
+ * SHA-256 is stored. The prefix tells them apart from API keys and admin tokens at a glance,
+ * in a log or a leaked file.
+ */
+export const COURIER_TOKEN_PREFIX = 'wbc_';
+const COURIER_TOKEN_PATTERN = /^wbc_[A-Za-z0-9_-]{43}$/;
+
+export function hashCourierToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** The hash to look a presented token up by; null when it is not shaped like a token. */
+export function parseCourierToken(raw: string): string | null {
+  const token = raw.trim();
+  return COURIER_TOKEN_PATTERN.test(token) ? hashCourierToken(token) : null;
+}
+
+export interface AuthenticateCourierParams {
+  /** SHA-256 (hex) of the token presented. */
+  tokenHash: string;
+}
+
+export const authenticateCourierParams = Joi.object<AuthenticateCourierParams, true>({
+  tokenHash: Joi.string().hex().length(64).required(),
+});
+
+/** Who a courier token acts as: `RequestMeta.courier` is `{id: courierId, tokenId}`. */
+export interface CourierAuth {
+  courierId: string;
+  tokenId: string;
+}
+
+/**
+ * Broadcast when a courier's tokens stop or start working (a token revoked, the courier
+ * retired or made active again): gateways drop these hashes from their caches at once.
+ */
+export const COURIER_TOKENS_CHANGED_EVENT = 'courier-matching.courierTokensChanged';
+/**
+ * Broadcast after a courier's directory entry changes (fleet type, active): every matching
+ * replica drops the entry it caches for location reports.
+ */
+export const COURIER_CHANGED_EVENT = 'courier-matching.courierChanged';
+
+export interface MatchingEvents {
+  [COURIER_TOKENS_CHANGED_EVENT]: { courierId: string; hashes: string[] };
+  [COURIER_CHANGED_EVENT]: { courierId: string };
+}
+
 export interface MatchingActions {
   /** A courier by profile id, or null when there is none. */
   'courier-matching.getCourier': { params: CourierIdParams; answer: CourierView | null };
@@ -118,6 +166,14 @@ export interface MatchingActions {
   'courier-matching.merchantCouriers': {
     params: MerchantCouriersParams;
     answer: CourierView[];
+  };
+  /**
+   * The courier a token acts as, by the token's hash; null when the token is unknown or
+   * revoked, or its courier retired (the gateway, for `/courier` routes).
+   */
+  'courier-matching.authenticateCourier': {
+    params: AuthenticateCourierParams;
+    answer: CourierAuth | null;
   };
   /** Starts looking for a courier; a repeat (the delivery's search exists) changes nothing. */
   'courier-matching.startSearch': { params: StartSearchParams; answer: { started: boolean } };
@@ -127,10 +183,14 @@ export interface MatchingActions {
   'courier-matching.heldDelivery': { params: CourierIdParams; answer: HeldDelivery };
 }
 
-/** Reads, and writes that a repeat leaves as they are. */
+/**
+ * Reads (authenticateCourier notes when a token was last used, which a repeat redoes), and
+ * writes that a repeat leaves as they are.
+ */
 export const MATCHING_RETRY = {
   'courier-matching.getCourier': 'safe',
   'courier-matching.merchantCouriers': 'safe',
+  'courier-matching.authenticateCourier': 'safe',
   'courier-matching.startSearch': 'safe',
   'courier-matching.endMatching': 'safe',
   'courier-matching.heldDelivery': 'safe',

@@ -1,8 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import Joi from '../../libs/joi';
 import type { Config } from '../../libs/config';
-import { call } from '../../libs/contracts';
-import { COURIER_NOT_FOUND, courierIdParams } from '../../libs/contracts/matching';
+import { broadcast, call } from '../../libs/contracts';
+import {
+  COURIER_CHANGED_EVENT,
+  COURIER_NOT_FOUND,
+  COURIER_TOKENS_CHANGED_EVENT,
+  courierIdParams,
+} from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
 import { isDuplicateKey } from '../../libs/mongo';
 import { userIdParams } from '../../libs/schemas';
@@ -21,7 +26,9 @@ import {
   updateCourierParams,
   type ListCouriersParams,
 } from './schemas';
-import type { CourierSet, CourierStore } from './store';
+import type { CourierLocations } from './locations';
+import type { CourierRecord, CourierSet, CourierStore } from './store';
+import type { CourierTokenStore } from './token-store';
 import { toCourierView } from './views';
 
 const courierPath = (courierId: string) => `/admin/couriers/${courierId}`;
@@ -31,7 +38,16 @@ const courierPath = (courierId: string) => `/admin/couriers/${courierId}`;
  * never deleted, since deliveries refer to them: `active: false` retires one) and each
  * merchant's own list.
  */
-export function createCourierAdminActions(config: Config, store: CourierStore): ServiceActions {
+export interface CourierAdminDeps {
+  config: Config;
+  store: CourierStore;
+  tokens: CourierTokenStore;
+  locations: CourierLocations;
+}
+
+export function createCourierAdminActions(deps: CourierAdminDeps): ServiceActions {
+  const { config, store, tokens, locations } = deps;
+
   async function findCourier(courierId: string) {
     const courier = await store.find(courierId);
     if (!courier) throw notFound(COURIER_NOT_FOUND);
@@ -62,6 +78,28 @@ export function createCourierAdminActions(config: Config, store: CourierStore): 
       await store.releaseRegNo(regNo, courierId);
     } catch (err) {
       ctx.service?.logger.warn(`could not release registration number ${regNo}`, err);
+    }
+  }
+
+  /**
+   * After a change: the index takes the courier's fleet type and whether it is retired,
+   * every replica drops its copy of the entry, and when `active` was sent (retired or brought
+   * back), every gateway drops its answers about the courier's tokens. What was sent, not what
+   * changed, decides: a retry of a change that failed half-way does it all again.
+   */
+  async function directoryChanged(
+    ctx: WaybillContext<unknown>,
+    after: CourierRecord,
+    sent: { fleetType: boolean; active: boolean },
+  ) {
+    if (sent.fleetType || sent.active) await locations.directoryChanged(after);
+    else locations.forget(after._id);
+    await broadcast(ctx, COURIER_CHANGED_EVENT, { courierId: after._id });
+    if (sent.active) {
+      const hashes = await tokens.hashesOf(after._id);
+      if (hashes.length > 0) {
+        await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, { courierId: after._id, hashes });
+      }
     }
   }
 
@@ -118,7 +156,7 @@ export function createCourierAdminActions(config: Config, store: CourierStore): 
       params: listCouriersParams,
       async handler(ctx: WaybillContext<WithDefaults<ListCouriersParams, 'limit' | 'offset'>>) {
         const { limit, offset, ...filter } = ctx.params;
-        return (await store.list(filter, { limit, offset })).map(toCourierView);
+        return locations.views(await store.list(filter, { limit, offset }));
       },
     }),
 
@@ -134,7 +172,7 @@ export function createCourierAdminActions(config: Config, store: CourierStore): 
       },
       params: courierIdParams,
       async handler(ctx) {
-        return toCourierView(await findCourier(ctx.params.courierId));
+        return locations.view(await findCourier(ctx.params.courierId));
       },
     }),
 
@@ -174,7 +212,11 @@ export function createCourierAdminActions(config: Config, store: CourierStore): 
         }
         if (!updated) throw notFound(COURIER_NOT_FOUND);
         if (newRegNo) await giveBack(ctx, oldRegNo, courierId);
-        return toCourierView(updated);
+        await directoryChanged(ctx, updated, {
+          fleetType: fleet.typeId !== undefined,
+          active: fields.active !== undefined,
+        });
+        return locations.view(updated);
       },
     }),
 
@@ -252,7 +294,7 @@ export function createCourierAdminActions(config: Config, store: CourierStore): 
       async handler(ctx) {
         const { userId } = ctx.params;
         await call(ctx, 'account.getUser', { userId });
-        return (await store.merchantCouriers(userId)).map(toCourierView);
+        return locations.views(await store.merchantCouriers(userId));
       },
     }),
   };

@@ -1,5 +1,6 @@
 import Joi from '../../libs/joi';
 import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
+import { latitude, longitude } from '../../libs/contracts/geo';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import {
   TRIMMED_CHARACTERS,
@@ -224,4 +225,53 @@ export interface MerchantCourierParams {
 export const merchantCourierParams = Joi.object<MerchantCourierParams, true>({
   userId: uuid().required(),
   courierId: uuid().required(),
+});
+
+/**
+ * Tokens one courier may hold at once: a phone or two and a spare. The list of them answers
+ * in one message whatever happens.
+ */
+export const COURIER_TOKENS_MAX = 10;
+
+export const tokenIdParams = Joi.object<{ tokenId: string }, true>({
+  tokenId: uuid().required(),
+});
+
+export const courierTokenView = view('CourierToken', {
+  id: uuid().description('The token’s id: revoke it with `DELETE /admin/courier-tokens/{id}`'),
+  courierId: uuid(),
+  createdAt: Joi.string().isoDate(),
+  lastUsedAt: Joi.string()
+    .isoDate()
+    .allow(null)
+    .description(
+      'When a gateway last looked the token up, to the nearest 10 minutes; null if never',
+    ),
+});
+
+export const createdCourierTokenView = view('CreatedCourierToken', {
+  id: uuid().description('The token’s id'),
+  courierId: uuid(),
+  token: Joi.string()
+    .pattern(/^wbc_[A-Za-z0-9_-]{43}$/)
+    .description(
+      'The token itself, for the courier app’s `Authorization: Bearer <token>`. Shown only in this answer: the platform keeps its SHA-256',
+    ),
+  createdAt: Joi.string().isoDate(),
+});
+
+export interface LocationReport {
+  lat: number;
+  lon: number;
+}
+
+export const locationParams = Joi.object<LocationReport, true>({
+  lat: latitude().required().description('Degrees north, WGS 84'),
+  lon: longitude().required().description('Degrees east, WGS 84'),
+}).example({ lat: 6.5244, lon: 3.3792 });
+
+export const reportedLocationView = view('ReportedLocation', {
+  lat: Joi.number(),
+  lon: Joi.number(),
+  at: Joi.string().isoDate().description('When the platform took the report'),
 });

@@ -3,6 +3,7 @@ import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { MERCHANT_COURIERS_MAX } from './schemas';
+import { defineTokenModel } from './token-store';
 
 const fleetSchema = new Schema(
   {
@@ -97,6 +98,7 @@ export function defineMatchingModels(connection: Connection) {
       merchantCourierSchema,
       'merchant_couriers',
     ),
+    CourierToken: defineTokenModel(connection),
   };
 }
 
@@ -170,6 +172,27 @@ export class CourierStore {
     return this.models()
       .Courier.findOneAndUpdate({ _id: courierId }, { $set: changes }, { returnDocument: 'after' })
       .lean<CourierRecord>();
+  }
+
+  /**
+   * Writes couriers' last positions (the location flusher): one update by `_id` per courier,
+   * sent together. `updatedAt` stays: it is the directory's version (positions.ts), which a
+   * position is not part of.
+   */
+  async writeLocations(
+    locations: readonly { courierId: string; lat: number; lon: number; at: Date }[],
+  ): Promise<void> {
+    if (locations.length === 0) return;
+    await this.models().Courier.bulkWrite(
+      locations.map(({ courierId, lat, lon, at }) => ({
+        updateOne: {
+          filter: { _id: courierId },
+          update: { $set: { lastLocation: { lat, lon, at } } },
+          timestamps: false,
+        },
+      })),
+      { ordered: false },
+    );
   }
 
   /**

@@ -47,8 +47,8 @@ export function addressBucket(address: string): string {
 }
 
 /**
- * Failed authentications per client address, counted in Redis so every gateway replica
- * shares the count: up to `quota.limit` per window are answered 401, later ones 429 with
+ * Failed authentications per client address (API keys and courier tokens alike), counted in
+ * Redis so every gateway replica shares the count: up to `quota.limit` per window are answered 401, later ones 429 with
  * `Retry-After`, and a throttled address gets no database lookup of a key the gateway has
  * not accepted before. Successes are never counted.
  */
@@ -58,21 +58,24 @@ export class AuthFailureThrottle {
     private readonly quota: Quota,
   ) {}
 
-  /** Before a key lookup: refuses an address that has used up its failures. */
-  async admit(address: string): Promise<void> {
-    refuseUnless(await this.limiter.peek(address, this.quota));
+  /**
+   * Before a lookup: refuses an address that has used up its failures. `credential` names
+   * what the 429 asks for (`API key`, `courier token`).
+   */
+  async admit(address: string, credential = 'API key'): Promise<void> {
+    refuseUnless(await this.limiter.peek(address, this.quota), credential);
   }
 
   /** After a 401: counts it, and refuses instead once past the limit. */
-  async failed(address: string): Promise<void> {
-    refuseUnless(await this.limiter.consume(address, this.quota));
+  async failed(address: string, credential = 'API key'): Promise<void> {
+    refuseUnless(await this.limiter.consume(address, this.quota), credential);
   }
 }
 
-function refuseUnless(decision: QuotaDecision): void {
+function refuseUnless(decision: QuotaDecision, credential: string): void {
   if (decision.allowed) return;
   throw tooManyRequests(
-    `Too many failed authentications from your address; retry in ${decision.resetSeconds} seconds with a valid API key`,
+    `Too many failed authentications from your address; retry in ${decision.resetSeconds} seconds with a valid ${credential}`,
     decision.resetSeconds,
   );
 }

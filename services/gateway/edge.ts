@@ -3,10 +3,11 @@ import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { forbidden, quotaExceeded, tooManyRequests } from '../../libs/errors';
-import type { RouteGroup } from '../../libs/service';
+import type { RequestMeta, RouteGroup } from '../../libs/service';
 import { checkAdminToken } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
+import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
 import { describeRequest, isPreflight, type GatewayRequest } from './http';
 import { quotaHeaders, quotaStoreUnavailable, type QuotaLimiter } from './quota';
@@ -47,6 +48,7 @@ export function accessLog(
         status: res.statusCode,
         ms: Math.round(ms * 10) / 10,
         apiKeyId: req.$ctx?.meta.apiKeyId,
+        courierId: (req.$ctx?.meta.courier as RequestMeta['courier'])?.id,
         requestId: req.$ctx?.requestID,
       };
       if (path.startsWith('/health')) logger().debug('http', line);
@@ -70,6 +72,34 @@ export const PUBLISHABLE_KEY_REFUSED =
 const isUnauthorized = (err: unknown) => (err as { type?: unknown })?.type === 'UNAUTHORIZED';
 
 /**
+ * Runs an authentication with failures throttled per client address (gateway/auth-throttle):
+ * a lookup of a credential the gateway has not accepted before waits on `admit`, a 401 is
+ * counted. `credential` names what the 429 asks for.
+ */
+async function throttled<T>(
+  req: GatewayRequest,
+  options: { config: Pick<Config, 'trustProxyHops'>; authFailures: AuthFailureThrottle },
+  credential: string,
+  authenticate: (beforeLookup: () => Promise<void>) => Promise<T>,
+): Promise<T> {
+  const address = clientAddress(req, options.config.trustProxyHops);
+  try {
+    return await authenticate(() => options.authFailures.admit(address, credential));
+  } catch (err) {
+    if (isUnauthorized(err)) await options.authFailures.failed(address, credential);
+    throw err;
+  }
+}
+
+/** Browsers may not call a group that takes credentials apps and servers keep. */
+const browsersRefused = (group: RouteGroup) =>
+  forbidden(
+    group === 'courier'
+      ? `Browsers may not call ${GROUP_BASE.courier}; it is for the courier app, with its courier token`
+      : `Browsers may not call ${GROUP_BASE[group]}; call it from your server with your API key`,
+  );
+
+/**
  * `/api` and `/file`: CORS rules for the group, the key (failures throttled per client
  * address), what its kind may call, the quota, then the call runs as the key's user. Keys
  * created `serverOnly: false` are publishable: shipped in apps and web pages, they may call
@@ -82,26 +112,15 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
     if (!decision.allowed) throw quotaExceeded();
   }
 
-  async function authenticate(req: GatewayRequest) {
-    const address = clientAddress(req, options.config.trustProxyHops);
-    try {
-      return await options
-        .authenticator()
-        .authenticate(req.headers['api-key'], () => options.authFailures.admit(address));
-    } catch (err) {
-      if (isUnauthorized(err)) await options.authFailures.failed(address);
-      throw err;
-    }
-  }
+  const authenticate = (req: GatewayRequest) =>
+    throttled(req, options, 'API key', (beforeLookup) =>
+      options.authenticator().authenticate(req.headers['api-key'], beforeLookup),
+    );
 
   return middleware(async (req, res) => {
     const origin = req.headers.origin;
     if (isPreflight(req)) {
-      if (group !== 'file' || !origin) {
-        throw forbidden(
-          `Browsers may not call ${GROUP_BASE[group]}; call it from your server with your API key`,
-        );
-      }
+      if (group !== 'file' || !origin) throw browsersRefused(group);
       res.writeHead(204, {
         'Access-Control-Allow-Origin': origin,
         'Access-Control-Allow-Methods': 'POST, OPTIONS',
@@ -163,6 +182,27 @@ export function uploadGuard(options: UploadGuardOptions): Middleware {
     const { release } = lease;
     if (res.writableEnded || req.socket.destroyed) void release();
     else res.once('close', () => void release());
+  });
+}
+
+export interface CourierGuardOptions {
+  config: Pick<Config, 'trustProxyHops'>;
+  authenticator: () => CourierTokenAuthenticator;
+  authFailures: AuthFailureThrottle;
+}
+
+/**
+ * `/courier`: the courier app's `Authorization: Bearer <courier token>` (failures throttled
+ * per client address, as for API keys), then the call runs as the token's courier. No quota:
+ * a courier's calls are bounded by the app's reporting rhythm (docs/couriers.md).
+ */
+export function courierGuard(options: CourierGuardOptions): Middleware {
+  return middleware(async (req) => {
+    if (isPreflight(req)) throw browsersRefused('courier');
+    const courier = await throttled(req, options, 'courier token', (beforeLookup) =>
+      options.authenticator().authenticate(req.headers.authorization, beforeLookup),
+    );
+    if (req.$ctx) req.$ctx.meta.courier = { id: courier.courierId, tokenId: courier.tokenId };
   });
 }
 

@@ -3,6 +3,7 @@ import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
 import { API_KEY_REVOKED_EVENT } from '../../libs/contracts/account';
+import { COURIER_TOKENS_CHANGED_EVENT } from '../../libs/contracts/matching';
 import { registerHealthCheck } from '../../libs/health';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import type { ServiceDefinition } from '../../libs/service';
@@ -10,7 +11,8 @@ import { StreamFlows } from '../../libs/stream-flow';
 import { version } from '../../package.json';
 import { ApiKeyAuthenticator } from './api-key-auth';
 import { AuthFailureThrottle } from './auth-throttle';
-import { accessLog, adminGuard, apiKeyGuard, uploadGuard } from './edge';
+import { CourierTokenAuthenticator } from './courier-auth';
+import { accessLog, adminGuard, apiKeyGuard, courierGuard, uploadGuard } from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
 import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
 import { IdempotencyStore } from './idempotency';
@@ -31,6 +33,7 @@ export function createGatewayService(
   let logger: Logger;
   let broker: ServiceBroker;
   let authenticator: ApiKeyAuthenticator;
+  let couriers: CourierTokenAuthenticator;
 
   // The sandbox's pages exist only with the sandbox, a provider's webhook only with it.
   const mounted: MountedGroups = (group) =>
@@ -107,17 +110,18 @@ export function createGatewayService(
       // services' to check. No quota and no Idempotency-Key either.
       if (group === 'checkout') return [log, methods];
       if (group === 'webhooks') return [log, methods, rawBodyReader(rawHeaders)];
+      if (group === 'admin') return [log, methods, adminGuard(config.adminToken)];
+      if (group === 'courier') {
+        return [
+          log,
+          methods,
+          courierGuard({ config, authFailures, authenticator: () => couriers }),
+        ];
+      }
       return [
         log,
         methods,
-        group === 'admin'
-          ? adminGuard(config.adminToken)
-          : apiKeyGuard(group, {
-              config,
-              quota,
-              authFailures,
-              authenticator: () => authenticator,
-            }),
+        apiKeyGuard(group, { config, quota, authFailures, authenticator: () => authenticator }),
         ...(group === 'file' && body === 'stream' ? [uploads] : []),
       ];
     },
@@ -151,6 +155,13 @@ export function createGatewayService(
           if (ctx.params.hash) authenticator.forget(ctx.params.hash);
         },
       },
+      [COURIER_TOKENS_CHANGED_EVENT]: {
+        handler(ctx: { params: { hashes?: unknown } }) {
+          const { hashes } = ctx.params;
+          if (!Array.isArray(hashes)) return;
+          for (const hash of hashes) if (typeof hash === 'string') couriers.forget(hash);
+        },
+      },
     },
     methods: overrides.methods,
     created() {
@@ -161,6 +172,10 @@ export function createGatewayService(
         environment: config.appEnv,
         cacheMs: config.apiKeyCacheSeconds * 1000,
         lookup: (hash) => call(broker, 'account.resolveApiKey', { hash }),
+      });
+      couriers = new CourierTokenAuthenticator({
+        cacheMs: config.courierTokenCacheSeconds * 1000,
+        lookup: (tokenHash) => call(broker, 'courier-matching.authenticateCourier', { tokenHash }),
       });
       registerHealthCheck(broker, 'redis', () => redisReady(redis));
       registerHttpMetrics(broker);

@@ -30,6 +30,11 @@ const GROUP_ERROR_DESCRIPTIONS: Partial<Record<RouteGroup, Record<number, string
   file: {
     403: 'A server-only key sent from a browser (`Origin`); browsers need a client-app key (`serverOnly: false`)',
   },
+  courier: {
+    401: 'Missing, malformed, unknown or revoked courier token, or its courier is retired',
+    403: 'The courier is retired (inactive), or the call came from a browser',
+    429: 'Too many failed authentications from your address; see `Retry-After`',
+  },
 };
 
 /** The statuses of a group's credentials checks: its key or token, its quota, a signature. */
@@ -37,6 +42,7 @@ const GROUP_STATUSES: Record<RouteGroup, number[]> = {
   api: [401, 403, 429],
   file: [401, 403, 429],
   admin: [401, 403],
+  courier: [401, 403, 429],
   checkout: [],
   webhooks: [401],
 };
@@ -49,6 +55,7 @@ const SECURITY: Record<RouteGroup, Record<string, string[]>[]> = {
   api: [{ ApiKey: [] }],
   file: [{ ApiKey: [] }],
   admin: [{ AdminToken: [] }],
+  courier: [{ CourierToken: [] }],
   checkout: [],
   webhooks: [],
 };
@@ -404,6 +411,11 @@ const API_KEY_KINDS =
   'Stripe publishable key: it may be shipped in a mobile app or a web page, and may call the ' +
   '`/file` endpoints only (from a browser or not); `/api` answers it 403.';
 
+const COURIER_TOKEN_DOC =
+  'A courier token, for `/courier`: `wbc_` and 43 base64url characters, created for one ' +
+  'courier by an operator (`POST /admin/couriers/{courierId}/tokens`, shown once). Every call ' +
+  'acts as that courier; the token stops working when revoked or when the courier is retired.';
+
 /**
  * The OpenAPI 3.1 document of every routed action in the mounted groups, from the same joi
  * schemas that validate. HTML pages (the sandbox checkout) are for people, not integrators,
@@ -447,6 +459,11 @@ export function buildOpenApi(
       },
       { name: 'admin', description: 'Operators only (`Authorization: Bearer <ADMIN_TOKEN>`)' },
       {
+        name: 'courier',
+        description:
+          'The courier app (`Authorization: Bearer <courier token>`, issued per courier by an operator)',
+      },
+      {
         name: 'webhooks',
         description: 'Notifications from the payment provider (signed bodies, no API key)',
       },
@@ -461,7 +478,16 @@ export function buildOpenApi(
           name: 'api-key',
           description: API_KEY_KINDS,
         },
-        AdminToken: { type: 'http', scheme: 'bearer' },
+        AdminToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The operators’ `ADMIN_TOKEN`, for `/admin`',
+        },
+        CourierToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: COURIER_TOKEN_DOC,
+        },
       },
       schemas: components.schemas,
     },

@@ -7,7 +7,7 @@ import { GROUP_BASE, aliasesFor, type RouteEntry } from './routes';
 import type { AfterCall } from './web-overrides';
 
 /** The groups of JSON and streamed calls, each with a route per body kind. */
-const BACKEND_GROUPS: RouteGroup[] = ['api', 'file', 'admin'];
+const BACKEND_GROUPS: RouteGroup[] = ['api', 'file', 'admin', 'courier'];
 const BODY_KINDS = ['json', 'stream'] as const;
 
 /**

@@ -6,6 +6,7 @@ export const GROUP_BASE: Record<RouteGroup, string> = {
   api: '/api',
   file: '/file',
   admin: '/admin',
+  courier: '/courier',
   checkout: '/checkout',
   webhooks: '/webhooks',
 };

@@ -96,11 +96,15 @@ describe('buildOpenApi document', () => {
     for (const { method } of operations) expect(METHODS).toContain(method);
   });
 
-  it('declares both security schemes, and what each kind of API key may call', () => {
+  it('declares the three security schemes, and what each kind of API key may call', () => {
     expect(doc.components.securitySchemes).toEqual({
       ApiKey: { type: 'apiKey', in: 'header', name: 'api-key', description: expect.any(String) },
-      AdminToken: { type: 'http', scheme: 'bearer' },
+      AdminToken: { type: 'http', scheme: 'bearer', description: expect.any(String) },
+      CourierToken: { type: 'http', scheme: 'bearer', description: expect.any(String) },
     });
+    expect(doc.components.securitySchemes.CourierToken.description).toMatch(
+      /`wbc_`.*POST \/admin\/couriers\/\{courierId\}\/tokens/s,
+    );
     const { description } = doc.components.securitySchemes.ApiKey;
     expect(description).toMatch(/server-only.*`\/api` and `\/file`/s);
     expect(description).toMatch(/client-app.*serverOnly: false.*`\/file` endpoints only/s);
@@ -258,6 +262,30 @@ describe('buildOpenApi operations of the account service', () => {
       expect(operation.security).toEqual([{ ApiKey: [] }]);
       expect(operation.responses['429']).toBeDefined();
     }
+  });
+});
+
+describe('buildOpenApi of courier routes', () => {
+  const courierApp: ServiceDefinition = {
+    name: 'courier-app',
+    actions: {
+      report: {
+        retry: 'safe',
+        params: Joi.object({ lat: Joi.number().required() }),
+        http: { group: 'courier', method: 'POST', path: '/location', message: 'OK', summary: 'S' },
+        handler: () => null,
+      },
+    },
+  };
+  const courierDoc = buildOpenApi([courierApp], '1');
+
+  it('secures them with the courier token, its own bearer scheme, without a quota', () => {
+    const operation = (courierDoc.paths['/courier/location'] as Record<string, Operation>).post;
+    expect(operation.security).toEqual([{ CourierToken: [] }]);
+    expect(operation.tags).toEqual(['courier']);
+    expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '403', '429']));
+    expect(operation.responses['401'].description).toMatch(/courier token/);
+    expect(operation.responses['200'].headers?.['RateLimit-Limit']).toBeUndefined();
   });
 });
 

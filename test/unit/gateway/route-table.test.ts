@@ -49,6 +49,8 @@ describe('gatewayRoutes', () => {
       'file-stream /file',
       'admin-json /admin',
       'admin-stream /admin',
+      'courier-json /courier',
+      'courier-stream /courier',
       'ops /',
     ]);
   });

@@ -54,6 +54,7 @@ describe('GROUP_BASE', () => {
       api: '/api',
       file: '/file',
       admin: '/admin',
+      courier: '/courier',
       checkout: '/checkout',
       webhooks: '/webhooks',
     });

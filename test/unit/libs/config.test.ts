@@ -61,6 +61,8 @@ describe('loadConfig defaults', () => {
       authFailures: { limit: 30, windowSeconds: 60 },
       trustProxyHops: 0,
       apiKeyCacheSeconds: 5,
+      courierTokenCacheSeconds: 60,
+      courierPositions: { onlineMs: 120000, flushMs: 10000 },
       bodyLimit: '256kb',
       requestTimeoutMs: 15000,
       opsPort: 9464,
@@ -109,8 +111,13 @@ describe('loadConfig conversions', () => {
       AUTH_FAILURE_LIMIT: '5',
       AUTH_FAILURE_WINDOW_SECONDS: '600',
       TRUST_PROXY_HOPS: '2',
+      COURIER_TOKEN_CACHE_SECONDS: '1.5',
+      COURIER_ONLINE_MS: '30000',
+      COURIER_LOCATION_FLUSH_MS: '500',
     });
     expect(config.port).toBe(8080);
+    expect(config.courierTokenCacheSeconds).toBe(1.5);
+    expect(config.courierPositions).toEqual({ onlineMs: 30000, flushMs: 500 });
     expect(config.quota).toEqual({ limit: 100, windowSeconds: 3600 });
     expect(config.authFailures).toEqual({ limit: 5, windowSeconds: 600 });
     expect(config.trustProxyHops).toBe(2);
@@ -268,6 +275,11 @@ describe('loadConfig errors', () => {
     ['TRUST_PROXY_HOPS', 'true'],
     ['API_KEY_CACHE_SECONDS', '61'],
     ['API_KEY_CACHE_SECONDS', '-1'],
+    ['COURIER_TOKEN_CACHE_SECONDS', '601'],
+    ['COURIER_TOKEN_CACHE_SECONDS', '-1'],
+    ['COURIER_ONLINE_MS', '999'],
+    ['COURIER_ONLINE_MS', '1.5'],
+    ['COURIER_LOCATION_FLUSH_MS', '99'],
     ['BODY_LIMIT', '256'],
     ['BODY_LIMIT', '1gb'],
     ['BODY_LIMIT', '1mb'],
@@ -492,6 +504,9 @@ describe('describeConfig', () => {
     'AUTH_FAILURE_WINDOW_SECONDS',
     'TRUST_PROXY_HOPS',
     'API_KEY_CACHE_SECONDS',
+    'COURIER_TOKEN_CACHE_SECONDS',
+    'COURIER_ONLINE_MS',
+    'COURIER_LOCATION_FLUSH_MS',
     'BODY_LIMIT',
     'REQUEST_TIMEOUT_MS',
     'OSRM_URL',

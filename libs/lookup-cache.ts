@@ -1,0 +1,140 @@
+/**
+ * Answers of a lookup by key (a credential's hash, a record's id), cached briefly in memory:
+ * the gateway's API keys and courier tokens, and the courier directory that matching reads on
+ * every location report. Concurrent lookups of one key share a single call. Accepted answers
+ * and refused ones (unknown, revoked) are cached apart, so a flood of made-up keys can only
+ * evict other made-up keys.
+ */
+
+export interface LookupCacheOptions<V> {
+  cacheMs: number;
+  lookup: (key: string) => Promise<V | null>;
+  /** Whether an answer is kept with the accepted ones. Default: any answer but null. */
+  accepts?: (value: V | null) => boolean;
+  /** Accepted answers kept in memory. */
+  maxEntries?: number;
+  /** Refused answers kept in memory, apart from the accepted ones. */
+  maxNegativeEntries?: number;
+  now?: () => number;
+}
+
+/**
+ * Called before asking about a key this cache has not accepted lately, and only then; it
+ * throws to refuse without the lookup (the gateway's failed-authentication throttle).
+ */
+export type BeforeLookup = () => Promise<void>;
+
+interface CacheEntry<V> {
+  value: V | null;
+  expiresAt: number;
+}
+
+/** Insertion-ordered, at most `max` entries: the oldest goes first (a hit does not refresh it). */
+class BoundedMap<V> {
+  private readonly map = new Map<string, V>();
+
+  constructor(private readonly max: number) {}
+
+  get(key: string): V | undefined {
+    return this.map.get(key);
+  }
+
+  set(key: string, value: V): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.max) {
+      const oldest = this.map.keys().next().value;
+      if (oldest !== undefined) this.map.delete(oldest);
+    }
+  }
+
+  delete(key: string): void {
+    this.map.delete(key);
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+}
+
+export class LookupCache<V> {
+  private readonly accepted: BoundedMap<CacheEntry<V>>;
+  private readonly refused: BoundedMap<CacheEntry<V>>;
+  private readonly inFlight = new Map<string, Promise<V | null>>();
+  /**
+   * Bumped by every forget(). A lookup started under an older generation may have read the
+   * record before its change: it answers its own callers but is neither cached nor shared.
+   * One counter for all keys, since changes are rare and a stale lookup only costs a later
+   * lookup.
+   */
+  private generation = 0;
+  private readonly now: () => number;
+  private readonly accepts: (value: V | null) => boolean;
+
+  constructor(private readonly options: LookupCacheOptions<V>) {
+    this.now = options.now ?? Date.now;
+    this.accepts = options.accepts ?? ((value) => value !== null);
+    this.accepted = new BoundedMap(options.maxEntries ?? 10_000);
+    this.refused = new BoundedMap(options.maxNegativeEntries ?? 1_000);
+  }
+
+  /** Accepted answers held (expired ones included, until evicted). */
+  get acceptedCount(): number {
+    return this.accepted.size;
+  }
+
+  /** The answer for `key`: cached, shared with a lookup in flight, or looked up. */
+  async get(key: string, beforeLookup?: BeforeLookup): Promise<V | null> {
+    const known = this.accepted.get(key);
+    if (known && known.expiresAt > this.now()) return known.value;
+    const refused = this.refused.get(key);
+    if (refused && refused.expiresAt > this.now()) return refused.value;
+
+    let pending = this.inFlight.get(key);
+    if (!pending) {
+      // A key accepted before (its entry expired, but is still held) is looked up again
+      // without asking: only someone who holds a real credential can name its hash.
+      if (!known && beforeLookup) await beforeLookup();
+      pending = this.inFlight.get(key) ?? this.start(key);
+    }
+    return pending;
+  }
+
+  /** Drops a key, e.g. when its record changed, and disowns its lookups in flight. */
+  forget(key: string): void {
+    this.generation += 1;
+    this.accepted.delete(key);
+    this.refused.delete(key);
+    this.inFlight.delete(key);
+  }
+
+  private start(key: string): Promise<V | null> {
+    const generation = this.generation;
+    const pending = this.options.lookup(key).then((value) => {
+      if (generation === this.generation) this.remember(key, value);
+      return value;
+    });
+    this.inFlight.set(key, pending);
+    const settled = () => {
+      // forget() may have replaced this lookup with a newer one; leave that one alone.
+      if (this.inFlight.get(key) === pending) this.inFlight.delete(key);
+    };
+    pending.then(settled, settled);
+    return pending;
+  }
+
+  /**
+   * With cacheMs 0 an entry is stale at once, so every call looks the key up; an accepted
+   * key's entry still tells the next lookup that it was accepted before.
+   */
+  private remember(key: string, value: V | null): void {
+    const entry = { value, expiresAt: this.now() + this.options.cacheMs };
+    if (this.accepts(value)) {
+      this.refused.delete(key);
+      this.accepted.set(key, entry);
+    } else {
+      this.accepted.delete(key);
+      if (this.options.cacheMs > 0) this.refused.set(key, entry);
+    }
+  }
+}

@@ -1,0 +1,164 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import Joi from '../../libs/joi';
+import { broadcast } from '../../libs/contracts';
+import {
+  COURIER_NOT_FOUND,
+  COURIER_TOKEN_PREFIX,
+  COURIER_TOKENS_CHANGED_EVENT,
+  authenticateCourierParams,
+  courierIdParams,
+  hashCourierToken,
+} from '../../libs/contracts/matching';
+import { conflict, notFound } from '../../libs/errors';
+import { action, implement, type ServiceActions } from '../../libs/service';
+import {
+  COURIER_TOKENS_MAX,
+  courierTokenView,
+  createdCourierTokenView,
+  tokenIdParams,
+} from './schemas';
+import type { CourierStore } from './store';
+import type { CourierTokenStore } from './token-store';
+import { toCourierTokenView, toCreatedCourierToken } from './views';
+
+/**
+ * How stale `lastUsedAt` may be. Gateways look a token up once per cache period per replica;
+ * writing each lookup would be a write every few seconds per courier.
+ */
+export const TOKEN_TOUCH_MS = 10 * 60_000;
+
+/** A new token: the prefix and 32 random bytes in base64url (43 characters). */
+export function generateCourierToken(): { token: string; hash: string } {
+  const token = `${COURIER_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+  return { token, hash: hashCourierToken(token) };
+}
+
+export interface TokenActionDeps {
+  couriers: CourierStore;
+  tokens: CourierTokenStore;
+  now?: () => Date;
+}
+
+/**
+ * Courier tokens: the operators create, list and revoke them; the gateway authenticates the
+ * courier app's `/courier` calls with them (docs/couriers.md "Courier tokens").
+ */
+export function createTokenActions(deps: TokenActionDeps): ServiceActions {
+  const { couriers, tokens } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function findCourier(courierId: string) {
+    const courier = await couriers.find(courierId);
+    if (!courier) throw notFound(COURIER_NOT_FOUND);
+    return courier;
+  }
+
+  return {
+    createCourierToken: action({
+      retry: 'never',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/couriers/:courierId/tokens',
+        status: 201,
+        message: 'Courier token created; hand it to the courier app now, it is not shown again',
+        creates: 'tokenId',
+        summary: 'Create a token for the courier app',
+        description: `The courier app sends it as \`Authorization: Bearer <token>\` on \`/courier\` routes, which then act as this courier. The plaintext \`token\` is returned only in this answer; the platform keeps its SHA-256. A retired courier's tokens, new ones included, work again once it is active. At most ${COURIER_TOKENS_MAX} per courier.`,
+        response: createdCourierTokenView,
+        errors: {
+          404: 'Courier not found',
+          409: `The courier already has ${COURIER_TOKENS_MAX} tokens`,
+        },
+      },
+      params: courierIdParams,
+      async handler(ctx) {
+        const { courierId } = ctx.params;
+        await findCourier(courierId);
+        const count = await tokens.countFor(courierId);
+        if (count >= COURIER_TOKENS_MAX) {
+          throw conflict(
+            `Courier ${courierId} already has ${count} tokens (at most ${COURIER_TOKENS_MAX}); revoke one with DELETE /admin/courier-tokens/:tokenId first`,
+          );
+        }
+        const { token, hash } = generateCourierToken();
+        const record = await tokens.create({ hash, tokenId: randomUUID(), courierId });
+        return toCreatedCourierToken(record, token);
+      },
+    }),
+
+    listCourierTokens: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/couriers/:courierId/tokens',
+        message: 'Courier tokens retrieved',
+        summary: "A courier's tokens (never the tokens themselves), newest first",
+        response: Joi.array().items(courierTokenView),
+        errors: { 404: 'Courier not found' },
+      },
+      params: courierIdParams,
+      async handler(ctx) {
+        const { courierId } = ctx.params;
+        await findCourier(courierId);
+        return (await tokens.listFor(courierId, COURIER_TOKENS_MAX)).map(toCourierTokenView);
+      },
+    }),
+
+    revokeCourierToken: action({
+      // A second revocation answers 404: the token is gone.
+      retry: 'never',
+      http: {
+        group: 'admin',
+        method: 'DELETE',
+        path: '/courier-tokens/:tokenId',
+        status: 204,
+        message: 'Courier token revoked',
+        summary: 'Revoke a courier token',
+        description:
+          'Every gateway stops accepting it at once (by event; at the latest after `COURIER_TOKEN_CACHE_SECONDS`).',
+        errors: { 404: 'Courier token not found' },
+      },
+      params: tokenIdParams,
+      async handler(ctx) {
+        const { tokenId } = ctx.params;
+        const token = await tokens.findByTokenId(tokenId);
+        if (!token) {
+          throw notFound(
+            `Courier token ${tokenId} not found; GET /admin/couriers/:courierId/tokens lists a courier's tokens`,
+          );
+        }
+        await tokens.remove(token._id);
+        await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, {
+          courierId: token.courierId,
+          hashes: [token._id],
+        });
+        return null;
+      },
+    }),
+
+    /**
+     * Internal: the courier a token acts as (the gateway, on a cache miss). The courier is read
+     * from the database, not from a cache, so that a retirement is never answered late.
+     */
+    authenticateCourier: implement('courier-matching.authenticateCourier', {
+      visibility: 'public',
+      params: authenticateCourierParams,
+      async handler(ctx) {
+        const token = await tokens.findByHash(ctx.params.tokenHash);
+        if (!token) return null;
+        const courier = await couriers.find(token.courierId);
+        if (!courier?.active) return null;
+        const at = now();
+        if (!token.lastUsedAt || at.getTime() - token.lastUsedAt.getTime() >= TOKEN_TOUCH_MS) {
+          // A note for operators: a database too busy to take it must not refuse the courier.
+          await tokens.touch(token._id, at).catch((err: unknown) => {
+            ctx.service?.logger.warn('could not note when a courier token was last used', err);
+          });
+        }
+        return { courierId: token.courierId, tokenId: token.tokenId };
+      },
+    }),
+  };
+}

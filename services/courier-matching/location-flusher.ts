@@ -1,0 +1,68 @@
+import type { Logger } from 'moleculer';
+import type { CourierPositions } from './positions';
+import type { CourierStore } from './store';
+
+/** Couriers written to MongoDB per batch (one bulk write of as many updates by `_id`). */
+const BATCH = 500;
+
+export interface LocationFlusherDeps {
+  positions: CourierPositions;
+  store: CourierStore;
+  intervalMs: number;
+  logger: () => Logger;
+}
+
+/**
+ * Writes couriers' positions to MongoDB (`lastLocation`) at a lower rate than they report:
+ * every COURIER_LOCATION_FLUSH_MS, only the couriers that moved since they were last written.
+ * Each replica takes its own couriers from the moved set, so replicas flush side by side
+ * without writing one courier twice. A batch whose write fails goes back to the set.
+ */
+export class LocationFlusher {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<number> | undefined;
+
+  constructor(private readonly deps: LocationFlusherDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.flush(), this.deps.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer, then writes what moved since the last flush. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+    await this.flush();
+  }
+
+  /** One flush (joining the one under way): how many couriers were written. */
+  flush(): Promise<number> {
+    this.running ??= this.flushAll().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async flushAll(): Promise<number> {
+    const { positions, store, logger } = this.deps;
+    let written = 0;
+    try {
+      for (;;) {
+        const moved = await positions.takeMoved(BATCH);
+        if (moved.length === 0) return written;
+        try {
+          await store.writeLocations(moved);
+        } catch (err) {
+          await positions.giveBackMoved(moved.map((m) => m.courierId));
+          throw err;
+        }
+        written += moved.length;
+        if (moved.length < BATCH) return written;
+      }
+    } catch (err) {
+      logger().warn('courier positions not written to MongoDB; the next flush retries', { err });
+      return written;
+    }
+  }
+}

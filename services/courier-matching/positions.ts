@@ -1,0 +1,452 @@
+import type Redis from 'ioredis';
+import { haversineKm, type GeoPoint } from '../../libs/geodesy';
+import { serviceUnavailable } from '../../libs/errors';
+import { defineScripts, orUnavailable } from '../../libs/redis';
+import { cellsOf, ringSteps } from './cells';
+
+/**
+ * Couriers' hot state in Redis (docs/couriers.md "Where couriers are"): per courier a hash
+ * `<prefix>pos:<courierId>` (lat, lon, at in ms, its res-7 and res-9 cells, fleet type,
+ * busy, retired, and the directory version it was written under), and per fleet type and
+ * cell a sorted set of the available couriers scored by report time,
+ * `<prefix>avail:<fleetTypeId>:<res>:<cell>`. Every change is one Lua script, one round trip,
+ * atomic: a courier is in the sets of exactly the cells of its hash, unless busy or retired.
+ * The scripts build the keys they touch from the prefix, which a single Redis (ours) allows
+ * and a Redis Cluster would not.
+ */
+
+export interface Position {
+  lat: number;
+  lon: number;
+  at: Date;
+}
+
+export interface NearestQuery {
+  lat: number;
+  lon: number;
+  fleetTypeIds: string[];
+  maxDistanceKm: number;
+  limit: number;
+  exclude?: ReadonlySet<string>;
+  among?: ReadonlySet<string>;
+}
+
+export interface NearCourier {
+  courierId: string;
+  distanceKm: number;
+}
+
+/** What became of a report: stored, or refused as older than what Redis holds. */
+export type ReportOutcome =
+  | 'stored'
+  /** The directory changed (fleet, retired) after the entry the report was checked against. */
+  | 'outdated-directory'
+  /** A later report of this courier was stored first. */
+  | 'out-of-order';
+
+/** A courier who moved since positions were last written to MongoDB, where it is now. */
+export interface MovedCourier extends Position {
+  courierId: string;
+}
+
+/** The widest search: beyond it the rings become thousands of cells; matching widens to less. */
+export const MAX_SEARCH_KM = 100;
+
+export const positionsUnavailable = () =>
+  serviceUnavailable('Courier positions cannot be reached right now; retry in a few seconds');
+
+/**
+ * KEYS[1] the courier's hash. ARGV: avail prefix, courier id, fleet type, lat, lon, at (ms),
+ * res-7 cell, res-9 cell, directory version ('' when unknown: the hash's is kept), moved set.
+ * 1 stored, 0 the hash was written under a newer directory version, 2 it holds a later report.
+ */
+const REPORT = `
+local old = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'busy', 'v', 'lat', 'lon', 'at', 'retired')
+local avail, id, fleet, at = ARGV[1], ARGV[2], ARGV[3], ARGV[6]
+local retired = old[9] == '1'
+if ARGV[9] ~= '' then
+  if old[5] and tonumber(old[5]) > tonumber(ARGV[9]) then return 0 end
+end
+if old[8] and tonumber(old[8]) > tonumber(at) then return 2 end
+if ARGV[9] ~= '' then
+  redis.call('HSET', KEYS[1], 'v', ARGV[9])
+  redis.call('HDEL', KEYS[1], 'retired')
+  retired = false
+end
+if old[1] and old[2] then
+  if old[1] ~= fleet or old[2] ~= ARGV[7] then redis.call('ZREM', avail .. old[1] .. ':7:' .. old[2], id) end
+  if old[1] ~= fleet or old[3] ~= ARGV[8] then redis.call('ZREM', avail .. old[1] .. ':9:' .. old[3], id) end
+end
+redis.call('HSET', KEYS[1], 'lat', ARGV[4], 'lon', ARGV[5], 'at', at, 'c7', ARGV[7], 'c9', ARGV[8], 'fleet', fleet)
+if old[4] ~= '1' and not retired then
+  redis.call('ZADD', avail .. fleet .. ':7:' .. ARGV[7], at, id)
+  redis.call('ZADD', avail .. fleet .. ':9:' .. ARGV[8], at, id)
+end
+if old[6] ~= ARGV[4] or old[7] ~= ARGV[5] then redis.call('SADD', ARGV[10], id) end
+return 1
+`;
+
+/**
+ * KEYS: the sets to read. ARGV: hash prefix, cutoff (ms). Members reported at or before the
+ * cutoff are offline: removed on the way (the lazy half of freshness). Answers id, lat, lon of
+ * each courier once, flattened.
+ */
+const SEARCH = `
+local out, seen = {}, {}
+for _, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[2])
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', key, '(' .. ARGV[2], '+inf')) do
+    if not seen[id] then
+      seen[id] = true
+      local p = redis.call('HMGET', ARGV[1] .. id, 'lat', 'lon', 'busy', 'retired')
+      if p[1] and p[3] ~= '1' and p[4] ~= '1' then
+        out[#out + 1] = id
+        out[#out + 1] = p[1]
+        out[#out + 1] = p[2]
+      end
+    end
+  end
+end
+return out
+`;
+
+/** KEYS[1] the hash. ARGV: avail prefix, id, '1' busy or '0' free. */
+const BUSY = `
+local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'at', 'retired')
+local avail, id = ARGV[1], ARGV[2]
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], 'busy', '1')
+  if p[1] and p[2] then
+    redis.call('ZREM', avail .. p[1] .. ':7:' .. p[2], id)
+    redis.call('ZREM', avail .. p[1] .. ':9:' .. p[3], id)
+  end
+else
+  redis.call('HDEL', KEYS[1], 'busy')
+  if p[1] and p[2] and p[4] and p[5] ~= '1' then
+    redis.call('ZADD', avail .. p[1] .. ':7:' .. p[2], p[4], id)
+    redis.call('ZADD', avail .. p[1] .. ':9:' .. p[3], p[4], id)
+  end
+end
+return 1
+`;
+
+/**
+ * KEYS[1] the hash. ARGV: avail prefix, id, fleet type, '1' active or '0' retired, directory
+ * version. 0 when the hash was written under a newer version.
+ */
+const DIRECTORY = `
+local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'busy', 'v', 'at')
+local avail, id, fleet = ARGV[1], ARGV[2], ARGV[3]
+if p[5] and tonumber(p[5]) > tonumber(ARGV[5]) then return 0 end
+if p[1] and p[2] then
+  redis.call('ZREM', avail .. p[1] .. ':7:' .. p[2], id)
+  redis.call('ZREM', avail .. p[1] .. ':9:' .. p[3], id)
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[5], 'fleet', fleet)
+if ARGV[4] == '1' then
+  redis.call('HDEL', KEYS[1], 'retired')
+  if p[2] and p[4] ~= '1' and p[6] then
+    redis.call('ZADD', avail .. fleet .. ':7:' .. p[2], p[6], id)
+    redis.call('ZADD', avail .. fleet .. ':9:' .. p[3], p[6], id)
+  end
+else
+  redis.call('HSET', KEYS[1], 'retired', '1')
+end
+return 1
+`;
+
+/** KEYS[1] the hash. ARGV: avail prefix, id, moved set. */
+const FORGET = `
+local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9')
+if p[1] and p[2] then
+  redis.call('ZREM', ARGV[1] .. p[1] .. ':7:' .. p[2], ARGV[2])
+  redis.call('ZREM', ARGV[1] .. p[1] .. ':9:' .. p[3], ARGV[2])
+end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', ARGV[3], ARGV[2])
+return 1
+`;
+
+/** KEYS[1] the moved set. ARGV: how many, hash prefix. Answers id, lat, lon, at, flattened. */
+const TAKE_MOVED = `
+local out = {}
+for _, id in ipairs(redis.call('SPOP', KEYS[1], ARGV[1])) do
+  local p = redis.call('HMGET', ARGV[2] .. id, 'lat', 'lon', 'at')
+  if p[1] then
+    out[#out + 1] = id
+    out[#out + 1] = p[1]
+    out[#out + 1] = p[2]
+    out[#out + 1] = p[3]
+  end
+end
+return out
+`;
+
+interface PositionCommands {
+  reportPosition(key: string, ...args: string[]): Promise<number>;
+  searchCells(keyCount: number, ...keysThenArgs: string[]): Promise<string[]>;
+  setCourierBusy(key: string, ...args: string[]): Promise<number>;
+  applyCourierDirectory(key: string, ...args: string[]): Promise<number>;
+  forgetCourier(key: string, ...args: string[]): Promise<number>;
+  takeMovedCouriers(key: string, count: string, hashPrefix: string): Promise<string[]>;
+}
+
+export interface CourierPositionsOptions {
+  /** `<NAMESPACE>:couriers:` */
+  keyPrefix: string;
+  /** COURIER_ONLINE_MS: a courier whose last report is older is offline. */
+  onlineMs: number;
+  now?: () => number;
+}
+
+const REPORT_OUTCOMES: Record<number, ReportOutcome> = {
+  1: 'stored',
+  0: 'outdated-directory',
+  2: 'out-of-order',
+};
+
+function checkQuery(q: NearestQuery): void {
+  if (!Number.isFinite(q.lat) || Math.abs(q.lat) > 90) throw new RangeError('lat out of range');
+  if (!Number.isFinite(q.lon) || Math.abs(q.lon) > 180) throw new RangeError('lon out of range');
+  if (!(q.maxDistanceKm > 0 && q.maxDistanceKm <= MAX_SEARCH_KM)) {
+    throw new RangeError(`maxDistanceKm must be more than 0 and at most ${MAX_SEARCH_KM}`);
+  }
+  if (!Number.isSafeInteger(q.limit) || q.limit < 1) {
+    throw new RangeError('limit must be a positive integer');
+  }
+}
+
+const byDistance = (a: NearCourier, b: NearCourier) =>
+  a.distanceKm - b.distanceKm || (a.courierId < b.courierId ? -1 : 1);
+
+/** The couriers' positions and availability, indexed by H3 cell (class comment above). */
+export class CourierPositions {
+  private readonly redis: Redis & PositionCommands;
+  private readonly avail: string;
+  private readonly moved: string;
+  private readonly now: () => number;
+
+  constructor(
+    redis: Redis,
+    private readonly options: CourierPositionsOptions,
+  ) {
+    this.redis = defineScripts<PositionCommands>(redis, {
+      reportPosition: REPORT,
+      searchCells: { lua: SEARCH, keys: 'variable' },
+      setCourierBusy: BUSY,
+      applyCourierDirectory: DIRECTORY,
+      forgetCourier: FORGET,
+      takeMovedCouriers: TAKE_MOVED,
+    });
+    this.avail = `${options.keyPrefix}avail:`;
+    this.moved = `${options.keyPrefix}moved`;
+    this.now = options.now ?? Date.now;
+  }
+
+  private hashKey(courierId: string): string {
+    return `${this.options.keyPrefix}pos:${courierId}`;
+  }
+
+  private get hashPrefix(): string {
+    return `${this.options.keyPrefix}pos:`;
+  }
+
+  /**
+   * Stores a report: the courier's hash, and its cells' sets unless it is busy or retired,
+   * leaving the sets of the cells (or fleet type) it left. `version` is the directory entry's
+   * (its `updatedAt` in ms) the report was checked against: a hash written under a newer one
+   * refuses it (`outdated-directory`), so that a replica that has not heard of a retirement
+   * yet cannot put the courier back.
+   */
+  report(
+    courier: { id: string; fleetTypeId: string; version?: number },
+    lat: number,
+    lon: number,
+    at: Date,
+  ): Promise<ReportOutcome> {
+    const { c7, c9 } = cellsOf({ lat, lon });
+    return orUnavailable(async () => {
+      const answer = await this.redis.reportPosition(
+        this.hashKey(courier.id),
+        this.avail,
+        courier.id,
+        courier.fleetTypeId,
+        String(lat),
+        String(lon),
+        String(at.getTime()),
+        c7,
+        c9,
+        courier.version === undefined ? '' : String(courier.version),
+        this.moved,
+      );
+      return REPORT_OUTCOMES[answer];
+    }, positionsUnavailable);
+  }
+
+  /** The last report, online or not; null when there is none. */
+  async position(courierId: string): Promise<Position | null> {
+    return (await this.positions([courierId])).get(courierId) ?? null;
+  }
+
+  /** The last reports of these couriers, those that have one. */
+  positions(courierIds: readonly string[]): Promise<Map<string, Position>> {
+    return orUnavailable(async () => {
+      const found = new Map<string, Position>();
+      if (courierIds.length === 0) return found;
+      const pipeline = this.redis.pipeline();
+      for (const id of courierIds) pipeline.hmget(this.hashKey(id), 'lat', 'lon', 'at');
+      const answers = (await pipeline.exec()) ?? [];
+      answers.forEach(([err, value], i) => {
+        if (err) throw err;
+        const [lat, lon, at] = value as (string | null)[];
+        if (lat !== null && lon !== null && at !== null) {
+          found.set(courierIds[i], {
+            lat: Number(lat),
+            lon: Number(lon),
+            at: new Date(Number(at)),
+          });
+        }
+      });
+      return found;
+    }, positionsUnavailable);
+  }
+
+  /**
+   * Available (online, not busy) couriers of these fleet types within maxDistanceKm of the
+   * point, nearest first, by exact haversine distance. Reads H3 rings outward from the point
+   * (res 9, then res 7), one script per ring, and stops once `limit` are found no farther
+   * than anything unread can be, or nothing unread can be within maxDistanceKm (cells.ts).
+   * With `among`, reads those couriers' hashes instead: a short list needs no rings.
+   */
+  nearest(q: NearestQuery): Promise<NearCourier[]> {
+    checkQuery(q);
+    if (q.fleetTypeIds.length === 0) return Promise.resolve([]);
+    return orUnavailable(
+      () => (q.among ? this.nearestAmong(q, q.among) : this.nearestByRings(q)),
+      positionsUnavailable,
+    );
+  }
+
+  private cutoff(): number {
+    return this.now() - this.options.onlineMs;
+  }
+
+  private async nearestByRings(q: NearestQuery): Promise<NearCourier[]> {
+    const point: GeoPoint = { lat: q.lat, lon: q.lon };
+    const found: NearCourier[] = [];
+    const seen = new Set<string>();
+    const cutoff = String(this.cutoff());
+    for (const step of ringSteps(point)) {
+      const keys = step.cells.flatMap((cell) =>
+        q.fleetTypeIds.map((fleet) => `${this.avail}${fleet}:${step.res}:${cell}`),
+      );
+      const flat = await this.redis.searchCells(keys.length, ...keys, this.hashPrefix, cutoff);
+      for (let i = 0; i < flat.length; i += 3) {
+        const courierId = flat[i];
+        if (seen.has(courierId)) continue;
+        seen.add(courierId);
+        if (q.exclude?.has(courierId)) continue;
+        const distanceKm = haversineKm(point, {
+          lat: Number(flat[i + 1]),
+          lon: Number(flat[i + 2]),
+        });
+        if (distanceKm <= q.maxDistanceKm) found.push({ courierId, distanceKm });
+      }
+      found.sort(byDistance);
+      const enough =
+        found.length >= q.limit && found[q.limit - 1].distanceKm <= step.unreadBeyondKm;
+      if (enough || step.unreadBeyondKm > q.maxDistanceKm) break;
+    }
+    return found.slice(0, q.limit);
+  }
+
+  private async nearestAmong(q: NearestQuery, among: ReadonlySet<string>): Promise<NearCourier[]> {
+    const ids = [...among].filter((id) => !q.exclude?.has(id));
+    if (ids.length === 0) return [];
+    const point: GeoPoint = { lat: q.lat, lon: q.lon };
+    const fleets = new Set(q.fleetTypeIds);
+    const cutoff = this.cutoff();
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) {
+      pipeline.hmget(this.hashKey(id), 'lat', 'lon', 'at', 'fleet', 'busy', 'retired');
+    }
+    const answers = (await pipeline.exec()) ?? [];
+    const found: NearCourier[] = [];
+    answers.forEach(([err, value], i) => {
+      if (err) throw err;
+      const [lat, lon, at, fleet, busy, retired] = value as (string | null)[];
+      if (lat === null || lon === null || at === null || fleet === null) return;
+      if (Number(at) <= cutoff || !fleets.has(fleet) || busy === '1' || retired === '1') return;
+      const distanceKm = haversineKm(point, { lat: Number(lat), lon: Number(lon) });
+      if (distanceKm <= q.maxDistanceKm) found.push({ courierId: ids[i], distanceKm });
+    });
+    return found.sort(byDistance).slice(0, q.limit);
+  }
+
+  /** Busy couriers (holding an offer or a delivery) leave the available sets until set free again. */
+  async setBusy(courierId: string, busy: boolean): Promise<void> {
+    await orUnavailable(
+      () =>
+        this.redis.setCourierBusy(this.hashKey(courierId), this.avail, courierId, busy ? '1' : '0'),
+      positionsUnavailable,
+    );
+  }
+
+  /**
+   * The directory changed (PATCH /admin/couriers): the courier leaves its old fleet type's
+   * sets, and the new fleet type's take it unless it is retired, busy or has no position.
+   * `version` is the courier's new `updatedAt` in ms; reports checked against an older entry
+   * are refused from now on.
+   */
+  async applyDirectory(
+    courierId: string,
+    entry: { fleetTypeId: string; active: boolean; version: number },
+  ): Promise<void> {
+    await orUnavailable(
+      () =>
+        this.redis.applyCourierDirectory(
+          this.hashKey(courierId),
+          this.avail,
+          courierId,
+          entry.fleetTypeId,
+          entry.active ? '1' : '0',
+          String(entry.version),
+        ),
+      positionsUnavailable,
+    );
+  }
+
+  /** Removes the courier from the index altogether: its hash, its sets, its pending write. */
+  async forget(courierId: string): Promise<void> {
+    await orUnavailable(
+      () => this.redis.forgetCourier(this.hashKey(courierId), this.avail, courierId, this.moved),
+      positionsUnavailable,
+    );
+  }
+
+  /**
+   * Takes up to `count` couriers that moved since they were last taken, with their position:
+   * each is taken by one caller only (SPOP), whichever replica asks.
+   */
+  takeMoved(count: number): Promise<MovedCourier[]> {
+    return orUnavailable(async () => {
+      const flat = await this.redis.takeMovedCouriers(this.moved, String(count), this.hashPrefix);
+      const moved: MovedCourier[] = [];
+      for (let i = 0; i < flat.length; i += 4) {
+        moved.push({
+          courierId: flat[i],
+          lat: Number(flat[i + 1]),
+          lon: Number(flat[i + 2]),
+          at: new Date(Number(flat[i + 3])),
+        });
+      }
+      return moved;
+    }, positionsUnavailable);
+  }
+
+  /** Puts couriers back among the moved ones (their write failed). */
+  async giveBackMoved(courierIds: readonly string[]): Promise<void> {
+    if (courierIds.length === 0) return;
+    await orUnavailable(() => this.redis.sadd(this.moved, ...courierIds), positionsUnavailable);
+  }
+}
