@@ -1,11 +1,18 @@
-import type { Logger } from 'moleculer';
+import type { Logger, ServiceBroker } from 'moleculer';
+import Joi from '../../libs/joi';
 import type { Config } from '../../libs/config';
+import { CachedValue } from '../../libs/cache';
+import { call } from '../../libs/contracts';
+import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
 import {
   COURIER_CHANGED_EVENT,
   courierIdParams,
+  deliveryIdParams,
   merchantCouriersParams,
+  startSearchParams,
   type MerchantCouriersParams,
 } from '../../libs/contracts/matching';
+import { Periodic } from '../../libs/periodic';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import { ServiceDatabase } from '../../libs/mongo';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
@@ -22,9 +29,16 @@ import { createTokenActions } from './courier-tokens';
 import { LocationFlusher } from './location-flusher';
 import { CourierLocations } from './locations';
 import { CourierPositions } from './positions';
-import { locationParams, reportedLocationView } from './schemas';
+import { locationParams, offerIdParams, offerView, reportedLocationView } from './schemas';
+import { Searches } from './searches';
+import { SearchStore } from './search-store';
 import { CourierStore, defineMatchingModels } from './store';
 import { CourierTokenStore } from './token-store';
+
+/** Nearest free couriers asked for at each step of a search. */
+const SEARCH_CANDIDATES = 10;
+/** Searches stepped per sweep; the next sweep takes the rest. */
+const SWEEP_BATCH = 200;
 
 /**
  * Courier matching. So far: the directory (couriers, each merchant's own courier list), the
@@ -37,6 +51,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
   const store = new CourierStore(() => db.models);
   const tokens = new CourierTokenStore(() => db.models.CourierToken);
   let logger: Logger | undefined;
+  let broker: ServiceBroker;
   const log = () => logger as Logger;
   const redis = createRedis(config.redisUrl, `${config.namespace}-courier-matching`, (err) =>
     logger?.warn('Redis unreachable; location reports and courier searches answer 503', {
@@ -54,12 +69,29 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     intervalMs: config.courierPositions.flushMs,
     logger: log,
   });
+  // Which fleet types carry what changes rarely; geo announces each change.
+  const fleetTypes = new CachedValue(
+    () => call(broker, 'geo.listFleetTypes', { activeOnly: false }),
+    60_000,
+  );
+  const searches = new Searches({
+    store: new SearchStore(() => db.models),
+    couriers: positions,
+    services: () => broker,
+    settings: { ...config.matching, candidates: SEARCH_CANDIDATES },
+    fleetTypes: () => fleetTypes.get(),
+    merchantCourierIds: async (userId) =>
+      (await store.merchantCouriers(userId)).filter((c) => c.active).map((c) => c._id),
+    logger: log,
+  });
+  const sweep = new Periodic(config.matching.sweepIntervalMs, () => searches.sweep(SWEEP_BATCH));
 
   return {
     name: 'courier-matching',
     mixins: [db.mixin()],
     created() {
       logger = this.logger;
+      broker = this.broker;
     },
     started() {
       registerHealthCheck(this.broker, 'matching-redis', () => redisReady(redis));
@@ -68,13 +100,16 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         /* reported by the client's error listener */
       });
       flusher.start();
+      sweep.start();
     },
     async stopped() {
+      await sweep.stop();
       await flusher.stop();
       unregisterHealthCheck(this.broker, 'matching-redis');
       redis.disconnect();
     },
     events: {
+      [FLEET_TYPES_CHANGED_EVENT]: { handler: () => fleetTypes.invalidate() },
       [COURIER_CHANGED_EVENT]: {
         handler: (ctx: { params: { courierId?: unknown } }) => {
           if (typeof ctx.params.courierId === 'string') locations.forget(ctx.params.courierId);
@@ -124,6 +159,86 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
           const at = new Date();
           await locations.report(courierId, lat, lon, at);
           return { lat, lon, at: at.toISOString() };
+        },
+      }),
+
+      /** Internal: order's call once every share of a delivery is paid. */
+      startSearch: implement('courier-matching.startSearch', {
+        visibility: 'public',
+        params: startSearchParams,
+        handler: (ctx) => searches.start(ctx.params),
+      }),
+
+      /** Internal: order's call once a delivery is over (cancelled, delivered, failed…). */
+      endMatching: implement('courier-matching.endMatching', {
+        visibility: 'public',
+        params: deliveryIdParams,
+        handler: (ctx) => searches.end(ctx.params.deliveryId),
+      }),
+
+      /** Internal: the delivery a courier holds (order's `/courier/deliveries/current`). */
+      heldDelivery: implement('courier-matching.heldDelivery', {
+        visibility: 'public',
+        params: courierIdParams,
+        async handler(ctx) {
+          return { deliveryId: await searches.held(ctx.params.courierId) };
+        },
+      }),
+
+      offers: action({
+        retry: 'safe',
+        http: {
+          group: 'courier',
+          method: 'GET',
+          path: '/offers',
+          message: 'Offers retrieved',
+          summary: 'The delivery offered to the courier now, if any',
+          description:
+            'At most one: a courier is offered one delivery at a time, for `MATCHING_OFFER_TIMEOUT_MS` (30 s by default). Poll it while working.',
+          response: Joi.array().items(offerView),
+        },
+        params: Joi.object({}),
+        handler: (ctx) => searches.openOffers(requireCourier(ctx)),
+      }),
+
+      acceptOffer: action({
+        // Accepting twice answers as the first did.
+        retry: 'safe',
+        http: {
+          group: 'courier',
+          method: 'POST',
+          path: '/offers/:offerId/accept',
+          message: 'Offer accepted',
+          summary: 'Take the offered delivery',
+          description:
+            'The delivery is the courier’s: it shows on `GET /courier/deliveries/current` and the merchant sees the courier.',
+          response: offerView,
+          errors: {
+            404: 'Offer not found (not yours)',
+            409: 'The offer expired, was declined or withdrawn, or the delivery no longer needs a courier',
+          },
+        },
+        params: offerIdParams,
+        async handler(ctx) {
+          return searches.accept(requireCourier(ctx), ctx.params.offerId);
+        },
+      }),
+
+      declineOffer: action({
+        retry: 'safe',
+        http: {
+          group: 'courier',
+          method: 'POST',
+          path: '/offers/:offerId/decline',
+          message: 'Offer declined',
+          summary: 'Turn the offered delivery down',
+          description: 'The delivery goes to the next courier; it is not offered to you again.',
+          response: offerView,
+          errors: { 404: 'Offer not found (not yours)', 409: 'The offer was accepted or closed' },
+        },
+        params: offerIdParams,
+        async handler(ctx) {
+          return searches.decline(requireCourier(ctx), ctx.params.offerId);
         },
       }),
 

@@ -1,4 +1,5 @@
 import Joi from '../../libs/joi';
+import { OFFER_OUTCOMES } from './matching-rules';
 import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { latitude, longitude } from '../../libs/contracts/geo';
 import type { CourierFleet } from '../../libs/contracts/matching';
@@ -274,4 +275,23 @@ export const reportedLocationView = view('ReportedLocation', {
   lat: Joi.number(),
   lon: Joi.number(),
   at: Joi.string().isoDate().description('When the platform took the report'),
+});
+
+export const offerIdParams = Joi.object<{ offerId: string }, true>({
+  offerId: uuid().required(),
+});
+
+const point = Joi.object({ lat: Joi.number(), lon: Joi.number() });
+
+export const offerView = view('CourierOffer', {
+  id: uuid(),
+  deliveryId: uuid(),
+  status: Joi.string().valid('OPEN', ...OFFER_OUTCOMES),
+  pickup: point,
+  dropoff: point,
+  weightGrams: Joi.number().integer(),
+  offeredAt: Joi.string().isoDate(),
+  expiresAt: Joi.string()
+    .isoDate()
+    .description('Accept before this, or the offer goes to the next courier'),
 });

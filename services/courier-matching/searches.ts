@@ -8,6 +8,7 @@ import {
   offerId,
   searchRadiusKm,
   type FleetTypeCapacity,
+  type OfferOutcome,
   type SearchReach,
 } from './matching-rules';
 import type { OfferRecord, SearchRecord, SearchStore } from './search-store';
@@ -53,6 +54,8 @@ export interface SearchDeps {
 export interface OfferView {
   id: string;
   deliveryId: string;
+  /** OPEN until accepted, declined, expired or withdrawn. */
+  status: 'OPEN' | OfferOutcome;
   pickup: { lat: number; lon: number };
   dropoff: { lat: number; lon: number };
   weightGrams: number;
@@ -252,7 +255,7 @@ export class Searches {
     return offer;
   }
 
-  async accept(courierId: string, id: string, now = new Date()): Promise<OfferRecord> {
+  async accept(courierId: string, id: string, now = new Date()): Promise<OfferView> {
     const offer = await this.courierOffer(courierId, id);
     if (offer.expiresAt.getTime() <= now.getTime()) {
       if (await this.store.claimOfferOutcome(offer._id, 'EXPIRED')) {
@@ -265,20 +268,40 @@ export class Searches {
     const outcome = await this.store.offerOutcome(offer._id);
     if (outcome !== 'ACCEPTED') throw conflict(offerClosed(outcome ?? 'EXPIRED'));
     await this.confirm(offer);
-    return offer;
+    return this.view(offer, now);
   }
 
-  async decline(courierId: string, id: string): Promise<OfferRecord> {
+  async decline(courierId: string, id: string, now = new Date()): Promise<OfferView> {
     const offer = await this.courierOffer(courierId, id);
     if (!(await this.store.claimOfferOutcome(offer._id, 'DECLINED'))) {
       const outcome = await this.store.offerOutcome(offer._id);
       // A repeat of this decline answers as the first did.
       if (outcome !== 'DECLINED') throw conflict(offerClosed(outcome ?? 'EXPIRED'));
-      return offer;
+      return this.view(offer, now);
     }
     await this.letGo(offer);
     setImmediate(() => void this.step(offer.deliveryId));
-    return offer;
+    return this.view(offer, now);
+  }
+
+  /** An offer as its courier sees it, with where it stands. */
+  private async view(offer: OfferRecord, now: Date): Promise<OfferView> {
+    const [search, outcome] = await Promise.all([
+      this.store.search(offer.deliveryId),
+      this.store.offerOutcome(offer._id),
+    ]);
+    if (!search) throw new Error(`offer ${offer._id} has no search`);
+    const expired = outcome === null && offer.expiresAt.getTime() <= now.getTime();
+    return {
+      id: offer._id,
+      deliveryId: offer.deliveryId,
+      status: outcome ?? (expired ? 'EXPIRED' : 'OPEN'),
+      pickup: search.pickup,
+      dropoff: search.dropoff,
+      weightGrams: search.weightGrams,
+      offeredAt: offer.offeredAt.toISOString(),
+      expiresAt: offer.expiresAt.toISOString(),
+    };
   }
 
   /** The delivery is over (order's call): the search ends, its courier is free. Repeatable. */
@@ -310,21 +333,9 @@ export class Searches {
     const hold = await this.store.hold(courierId);
     if (hold?.kind !== 'OFFER') return [];
     const offer = await this.store.offer(hold.offerId);
-    if (!offer || offer.expiresAt.getTime() <= now.getTime()) return [];
-    if (await this.store.offerOutcome(offer._id)) return [];
-    const search = await this.store.search(offer.deliveryId);
-    if (!search) return [];
-    return [
-      {
-        id: offer._id,
-        deliveryId: offer.deliveryId,
-        pickup: search.pickup,
-        dropoff: search.dropoff,
-        weightGrams: search.weightGrams,
-        offeredAt: offer.offeredAt.toISOString(),
-        expiresAt: offer.expiresAt.toISOString(),
-      },
-    ];
+    if (!offer) return [];
+    const view = await this.view(offer, now);
+    return view.status === 'OPEN' ? [view] : [];
   }
 
   /** The sweep's part: every running search stepped (expired offers closed, widened, ended). */

@@ -2,6 +2,7 @@ import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
+import { defineSearchModels } from './search-store';
 import { MERCHANT_COURIERS_MAX } from './schemas';
 import { defineTokenModel } from './token-store';
 
@@ -99,6 +100,7 @@ export function defineMatchingModels(connection: Connection) {
       'merchant_couriers',
     ),
     CourierToken: defineTokenModel(connection),
+    ...defineSearchModels(connection),
   };
 }
 

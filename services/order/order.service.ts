@@ -13,6 +13,7 @@ import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import {
   action,
   implement,
+  requireCourier,
   requireUser,
   type AuthUser,
   type ServiceDefinition,
@@ -20,7 +21,7 @@ import {
 } from '../../libs/service';
 import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow } from './cancel-window';
 import { Cancellations, DELIVERY_NOT_FOUND } from './cancellation';
-import { CourierRun } from './courier-run';
+import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
 import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import { PaymentOutcomes } from './payment-outcomes';
@@ -34,6 +35,10 @@ import {
   deliveryView,
   listParams,
   notificationView,
+  courierCodeStepParams,
+  courierDeliveryView,
+  courierFailedParams,
+  courierStepParams,
   notificationsParams,
   proofParams,
   proofView,
@@ -46,12 +51,20 @@ import { OrderSweep } from './sweep';
 import { DeliveryTransitions } from './transitions';
 import {
   toAddressView,
+  toCourierDeliveryView,
   toCreatedView,
   toDeliveryView,
   toNotificationView,
   toProofView,
 } from './views';
 import Joi from '../../libs/joi';
+import { call } from '../../libs/contracts';
+
+/** What a step that takes a proof code may answer besides the others' errors. */
+const CODE_STEP_ERRORS: Record<number, string> = {
+  400: 'The code is required',
+  422: 'Wrong code (the message says how many tries are left)',
+};
 
 export function createOrderService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'order', defineOrderModels);
@@ -105,6 +118,42 @@ export function createOrderService(config: Config): ServiceDefinition {
 
   const addressesOf = (deliveries: DeliveryRecord[]) =>
     store.addresses(deliveries.flatMap((d) => [d.originId, d.destinationId]));
+
+  /** A step the courier reports, as `POST /courier/deliveries/:deliveryId/<step>`. */
+  function courierStep<P extends { deliveryId: string; code?: string; reason?: string }>(
+    step: CourierStep,
+    params: Joi.ObjectSchema<P>,
+    summary: string,
+  ) {
+    return action({
+      // A repeat answers 409 naming the status this call moved the delivery to.
+      retry: 'never',
+      http: {
+        group: 'courier',
+        method: 'POST',
+        path: `/deliveries/:deliveryId/${step}`,
+        message: `Delivery ${COURIER_STEPS[step]}`,
+        summary,
+        response: courierDeliveryView,
+        errors: {
+          404: NOT_YOUR_DELIVERY,
+          409: 'Not the next step for the delivery’s status (the message names it), or the proof is locked',
+          ...(params === courierCodeStepParams ? CODE_STEP_ERRORS : {}),
+        },
+      },
+      params,
+      async handler(ctx: WaybillContext<P>) {
+        const courierId = requireCourier(ctx);
+        const delivery = await courierRun.advance(
+          courierId,
+          ctx.params.deliveryId,
+          step,
+          ctx.params,
+        );
+        return toCourierDeliveryView(delivery, await addressesOf([delivery]));
+      },
+    });
+  }
 
   /** Deliveries as the merchant sees them, each with its courier once assigned. */
   async function merchantViews(ctx: WaybillContext<unknown>, deliveries: DeliveryRecord[]) {
@@ -292,6 +341,59 @@ export function createOrderService(config: Config): ServiceDefinition {
           return toProofView(proof);
         },
       }),
+
+      currentDelivery: action({
+        retry: 'safe',
+        http: {
+          group: 'courier',
+          method: 'GET',
+          path: '/deliveries/current',
+          message: 'Current delivery retrieved',
+          summary: 'The delivery the courier holds now, or null',
+          response: courierDeliveryView.allow(null),
+        },
+        params: Joi.object({}),
+        async handler(ctx) {
+          const courierId = requireCourier(ctx);
+          const held = await call(ctx, 'courier-matching.heldDelivery', { courierId });
+          if (!held.deliveryId) return null;
+          const delivery = await transitions.current(held.deliveryId);
+          if (!delivery || delivery.assignment?.courierId !== courierId) return null;
+          return toCourierDeliveryView(delivery, await addressesOf([delivery]));
+        },
+      }),
+
+      arrivedAtPickup: courierStep(
+        'arrived-at-pickup',
+        courierStepParams,
+        'You are at the pickup address',
+      ),
+      collected: courierStep(
+        'collected',
+        courierCodeStepParams,
+        'You have the packages (with the sender’s collection code when the delivery asks for one)',
+      ),
+      inTransit: courierStep('in-transit', courierStepParams, 'You are on the way to the drop-off'),
+      arrivedAtDropoff: courierStep(
+        'arrived-at-dropoff',
+        courierStepParams,
+        'You are at the drop-off address',
+      ),
+      delivered: courierStep(
+        'delivered',
+        courierCodeStepParams,
+        'Handed over (with the recipient’s delivery code when the delivery asks for one)',
+      ),
+      failed: courierStep(
+        'failed',
+        courierFailedParams,
+        'The delivery cannot go on: before collection it ends; after, the packages go back',
+      ),
+      returned: courierStep(
+        'returned',
+        courierStepParams,
+        'The packages are back with the sender (after a failure past collection)',
+      ),
 
       /** Internal: matching's courier accepted the delivery. */
       assignCourier: implement('order.assignCourier', {

@@ -263,3 +263,37 @@ export const notificationView = view('Notification', {
   createdAt: timestamp(),
   sentAt: timestamp().allow(null),
 });
+
+export const courierDeliveryView = view('CourierDelivery', {
+  id: uuid(),
+  trackingId: Joi.string(),
+  status: Joi.string().valid(...DELIVERY_STATUSES),
+  pickup: address,
+  dropoff: address,
+  note: Joi.string().allow(null),
+  packages: Joi.object({ count: Joi.number().integer(), totalWeight: Joi.string() }),
+  collectionCodeRequired: Joi.boolean().description('Ask the sender for the collection code'),
+  deliveryCodeRequired: Joi.boolean().description('Ask the recipient for the delivery code'),
+  collectOnDelivery: money()
+    .allow(null)
+    .description('Pay-on-delivery: what to collect from the recipient, NGN'),
+  assignedAt: timestamp().allow(null),
+  updatedAt: timestamp(),
+});
+
+/** A proof code as the stop's contact reads it: six digits. */
+const proofCode = () => Joi.string().pattern(/^\d{6}$/, 'six digits');
+
+export const courierStepParams = Joi.object<{ deliveryId: string }, true>({
+  deliveryId: uuid().required(),
+});
+
+export const courierCodeStepParams = Joi.object<{ deliveryId: string; code?: string }, true>({
+  deliveryId: uuid().required(),
+  code: proofCode().description('The code the person gave you, when the delivery asks for one'),
+});
+
+export const courierFailedParams = Joi.object<{ deliveryId: string; reason: string }, true>({
+  deliveryId: uuid().required(),
+  reason: Joi.string().trim().min(1).max(300).required().description('What went wrong'),
+});

@@ -174,3 +174,37 @@ export function toNotificationView(message: NotificationRecord, showText: boolea
     sentAt: iso(message.sentAt),
   };
 }
+
+/**
+ * A delivery as the courier holding it sees it: where to collect and deliver, whom to ask,
+ * which codes to ask for, what to collect; never the merchant's fees or the codes themselves.
+ */
+export function toCourierDeliveryView(
+  delivery: DeliveryRecord,
+  addresses: Map<string, StoredAddress>,
+) {
+  const stop = (id: string) => {
+    const found = addresses.get(id);
+    return found ? toAddressView(found) : null;
+  };
+  const codeNeeded = (type: ProofRecord['type']) =>
+    delivery.proofs.some((p) => p.type === type && p.isActive && !p.scannedAt);
+  const pod = delivery.payOnDelivery;
+  return {
+    id: delivery._id,
+    trackingId: delivery.trackingId,
+    status: delivery.lifecycle.status,
+    pickup: stop(delivery.originId),
+    dropoff: stop(delivery.destinationId),
+    note: delivery.note,
+    packages: {
+      count: delivery.packages.ids.length,
+      totalWeight: formatKg(delivery.packages.totalWeightGrams),
+    },
+    collectionCodeRequired: codeNeeded('COLLECTION'),
+    deliveryCodeRequired: codeNeeded('DELIVERY'),
+    collectOnDelivery: pod ? formatNaira(pod.collectAmountKobo) : null,
+    assignedAt: iso(delivery.assignment?.at ?? null),
+    updatedAt: new Date(delivery.updatedAt).toISOString(),
+  };
+}

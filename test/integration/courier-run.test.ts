@@ -66,7 +66,13 @@ async function courierAt(at: { lat: number; lon: number }, fleetCode = 'bike'): 
   const created = await admin('POST', '/admin/couriers', {
     name: 'Tunde Bakare',
     phone: '+2348031234567',
-    fleet: { typeId, regNo: `RUN-${process.pid % 1000}-${++plates}`, make: 'Bajaj', model: 'Boxer', colour: 'Red' },
+    fleet: {
+      typeId,
+      regNo: `RUN-${process.pid % 1000}-${++plates}`,
+      make: 'Bajaj',
+      model: 'Boxer',
+      colour: 'Red',
+    },
   });
   expect(created.status).toBe(201);
   const id = created.body.data.id as string;
@@ -311,7 +317,9 @@ describe('matching', () => {
     );
     const merchant: Party = await createUserWithKey(base());
     await credit(base(), merchant, 1_000_000);
-    const packages = await Promise.all(Array.from({ length: 50 }, () => savePackage(base(), merchant)));
+    const packages = await Promise.all(
+      Array.from({ length: 50 }, () => savePackage(base(), merchant)),
+    );
     const created = await Promise.all(
       packages.map((p) =>
         request(base(), 'POST', '/api/request', {

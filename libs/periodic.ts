@@ -1,0 +1,32 @@
+/**
+ * Work run every `intervalMs` (a sweep, a flush), never twice at once: a run that comes due
+ * while the last is still going joins it. The timer does not keep the process alive.
+ */
+export class Periodic {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly intervalMs: number,
+    private readonly work: () => Promise<void>,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.runOnce(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and waits for the run under way, if any. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One run, or the one under way. */
+  runOnce(): Promise<void> {
+    this.running ??= this.work().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+}
