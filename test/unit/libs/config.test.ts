@@ -90,6 +90,12 @@ describe('loadConfig defaults', () => {
         proofCodeSecret: expect.stringMatching(/^\S{32,}$/),
         fault: undefined,
       },
+      matching: {
+        offerTimeoutMs: 30000,
+        searchTimeoutMs: 900000,
+        reach: { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60000 },
+        sweepIntervalMs: 1000,
+      },
     });
   });
 
@@ -531,6 +537,11 @@ describe('describeConfig', () => {
     'ORDER_STALE_REQUEST_MS',
     'PROOF_CODE_SECRET',
     'ORDER_FAULT',
+    'MATCHING_OFFER_TIMEOUT_MS',
+    'MATCHING_SEARCH_TIMEOUT_MS',
+    'MATCHING_RADIUS_KM',
+    'MATCHING_WIDEN_EVERY_MS',
+    'MATCHING_SWEEP_INTERVAL_MS',
     'OPS_PORT',
   ];
 
