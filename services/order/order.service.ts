@@ -181,7 +181,7 @@ export function createOrderService(config: Config): ServiceDefinition {
       sweep.start();
     },
     async stopped() {
-      sweep.stop();
+      await sweep.stop();
       unregisterHealthCheck(this.broker, 'order-redis');
       redis.disconnect();
     },

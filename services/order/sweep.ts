@@ -1,5 +1,6 @@
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
+import { Periodic } from '../../libs/periodic';
 import type { DeliveryRequests } from './requests';
 import type { Settlement } from './settlement';
 import type { OrderStore } from './store';
@@ -26,30 +27,24 @@ export interface SweepDeps {
  * notification outbox is sent. Every step is idempotent, so replicas may sweep together.
  */
 export class OrderSweep {
-  private timer: NodeJS.Timeout | undefined;
-  private running = false;
+  private readonly periodic: Periodic;
 
-  constructor(private readonly deps: SweepDeps) {}
+  constructor(private readonly deps: SweepDeps) {
+    this.periodic = new Periodic(deps.config.sweepIntervalMs, () => this.sweep(new Date()));
+  }
 
   start(): void {
-    this.timer = setInterval(() => void this.runOnce(), this.deps.config.sweepIntervalMs);
-    this.timer.unref();
+    this.periodic.start();
   }
 
-  stop(): void {
-    clearInterval(this.timer);
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
-  async runOnce(now = new Date()): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      await this.step('requests', () => this.recoverRequests(now));
-      await this.step('settlements', () => this.settle(now));
-      await this.step('notifications', () => this.send());
-    } finally {
-      this.running = false;
-    }
+  private async sweep(now: Date): Promise<void> {
+    await this.step('requests', () => this.recoverRequests(now));
+    await this.step('settlements', () => this.settle(now));
+    await this.step('notifications', () => this.send());
   }
 
   private async step(name: string, work: () => Promise<void>): Promise<void> {

@@ -1,0 +1,35 @@
+import { Periodic } from '../../../libs/periodic';
+
+describe('Periodic', () => {
+  it('never runs its work twice at once: a run due meanwhile joins the one under way', async () => {
+    let runs = 0;
+    let finish: () => void = () => undefined;
+    const periodic = new Periodic(60_000, () => {
+      runs += 1;
+      return new Promise<void>((resolve) => (finish = resolve));
+    });
+    const first = periodic.runOnce();
+    const second = periodic.runOnce();
+    expect(second).toBe(first);
+    finish();
+    await first;
+    // Once it is over, the next run is a new one.
+    const third = periodic.runOnce();
+    expect(third).not.toBe(first);
+    finish();
+    await third;
+    expect(runs).toBe(2);
+  });
+
+  it('stop waits for the run under way', async () => {
+    let done = false;
+    const periodic = new Periodic(60_000, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      done = true;
+    });
+    periodic.start();
+    void periodic.runOnce();
+    await periodic.stop();
+    expect(done).toBe(true);
+  });
+});
