@@ -128,6 +128,8 @@ export interface Config {
     reach: { startKm: number; stepKm: number; maxKm: number; widenEveryMs: number };
     /** How often running searches are stepped (expired offers closed, the radius widened). */
     sweepIntervalMs: number;
+    /** How much faster than real time the sandbox's simulated deliveries run. */
+    simulatorTimeScale: number;
   };
 }
 
@@ -528,6 +530,13 @@ const envSchema = Joi.object({
     .description(
       'How often running searches are stepped: expired offers closed, the radius widened, searches ended',
     ),
+  SIMULATOR_TIME_SCALE: Joi.number()
+    .min(1)
+    .max(100000)
+    .default(60)
+    .description(
+      'Staging: how much faster than real time a delivery with the Waybill-Simulate header runs (its virtual courier, its search)',
+    ),
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
@@ -659,6 +668,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       searchTimeoutMs: value.MATCHING_SEARCH_TIMEOUT_MS,
       reach: searchReach(value.MATCHING_RADIUS_KM, value.MATCHING_WIDEN_EVERY_MS),
       sweepIntervalMs: value.MATCHING_SWEEP_INTERVAL_MS,
+      simulatorTimeScale: value.SIMULATOR_TIME_SCALE,
     },
   };
 }

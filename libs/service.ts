@@ -54,10 +54,22 @@ export interface HttpRoute {
   /** Extra error statuses worth documenting, with their meaning. */
   errors?: Record<number, string>;
   /**
+   * Optional request headers of a few allowed values (`Waybill-Simulate`): the gateway refuses
+   * any other value with 400 and hands the action the value in `meta.optionHeaders`, keyed
+   * by the header's name in lower case.
+   */
+  optionHeaders?: OptionHeader[];
+  /**
    * A creation: the path parameter (or body field) through which other routes take the
    * created resource's `data.id`, such as `userId`. The document links them (OpenAPI links).
    */
   creates?: string;
+}
+
+export interface OptionHeader {
+  name: string;
+  values: readonly string[];
+  description: string;
 }
 
 export interface AuthUser {
@@ -72,6 +84,8 @@ export interface AuthUser {
 export interface RequestMeta {
   user?: AuthUser;
   apiKeyId?: string;
+  /** The route's `optionHeaders` the request sent, by lower-case name. */
+  optionHeaders?: Record<string, string>;
   /** `/courier` routes: the courier the token acts as, and the token's id. */
   courier?: { id: string; tokenId: string };
   /**

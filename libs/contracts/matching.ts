@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import Joi from '../joi';
+import { nameBasedId } from '../ids';
 import { uuid } from '../schemas';
 import { latitude, longitude } from './geo';
 import type { Retry } from './retry';
@@ -68,6 +69,15 @@ export const merchantCouriersParams = Joi.object<MerchantCouriersParams, true>({
   activeOnly: Joi.boolean().default(true),
 });
 
+/**
+ * The sandbox's simulations (staging only), asked for with the `Waybill-Simulate` header of
+ * `POST /api/request`: a virtual courier takes the delivery to the door, or fails on the way,
+ * or nobody is found.
+ */
+export const SIMULATION_MODES = ['delivered', 'failed', 'no-courier'] as const;
+export type SimulationMode = (typeof SIMULATION_MODES)[number];
+export const SIMULATE_HEADER = 'Waybill-Simulate';
+
 /** What matching needs to find a courier for a delivery whose fee is paid. */
 export interface StartSearchParams {
   deliveryId: string;
@@ -81,7 +91,22 @@ export interface StartSearchParams {
   courierSelection: CourierSelection;
   /** SPECIFIC: the only courier it may be offered to. */
   courierId: string | null;
+  /** A sandbox delivery: a virtual courier, at SIMULATOR_TIME_SCALE (null: a real search). */
+  simulate?: SimulationMode | null;
 }
+
+/** A virtual courier of the sandbox moves: where it is now. */
+export interface PlaceVirtualCourierParams {
+  courierId: string;
+  lat: number;
+  lon: number;
+}
+
+export const placeVirtualCourierParams = Joi.object<PlaceVirtualCourierParams, true>({
+  courierId: uuid().required(),
+  lat: latitude().required(),
+  lon: longitude().required(),
+});
 
 const point = () => Joi.object({ lat: latitude().required(), lon: longitude().required() });
 
@@ -96,7 +121,27 @@ export const startSearchParams = Joi.object<StartSearchParams, true>({
     .valid(...COURIER_SELECTIONS)
     .required(),
   courierId: uuid().allow(null).required(),
+  simulate: Joi.string()
+    .valid(...SIMULATION_MODES)
+    .allow(null)
+    .default(null),
 });
+
+/** The sandbox's virtual courier of a simulated delivery: one per delivery, named after it. */
+export const virtualCourierId = (deliveryId: string) =>
+  nameBasedId('virtual-courier', deliveryId);
+
+/** How far from the pickup the sandbox's virtual courier starts: a short ride away. */
+export const VIRTUAL_START_KM = 1;
+const KM_PER_DEGREE_LATITUDE = 111.2;
+
+/** Where the virtual courier of a simulated delivery starts: `VIRTUAL_START_KM` north of it. */
+export function virtualStart(pickup: { lat: number; lon: number }): { lat: number; lon: number } {
+  return {
+    lat: Math.min(90, pickup.lat + VIRTUAL_START_KM / KM_PER_DEGREE_LATITUDE),
+    lon: pickup.lon,
+  };
+}
 
 export interface DeliveryIdParams {
   deliveryId: string;
@@ -181,6 +226,11 @@ export interface MatchingActions {
   'courier-matching.endMatching': { params: DeliveryIdParams; answer: { ended: boolean } };
   /** The delivery a courier holds now, if any. */
   'courier-matching.heldDelivery': { params: CourierIdParams; answer: HeldDelivery };
+  /** The sandbox's virtual courier is here now (refused for a real courier). */
+  'courier-matching.placeVirtualCourier': {
+    params: PlaceVirtualCourierParams;
+    answer: { placed: boolean };
+  };
 }
 
 /**
@@ -194,4 +244,5 @@ export const MATCHING_RETRY = {
   'courier-matching.startSearch': 'safe',
   'courier-matching.endMatching': 'safe',
   'courier-matching.heldDelivery': 'safe',
+  'courier-matching.placeVirtualCourier': 'safe',
 } as const satisfies Record<keyof MatchingActions, Retry>;

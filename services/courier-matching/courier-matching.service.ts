@@ -9,7 +9,9 @@ import {
   courierIdParams,
   deliveryIdParams,
   merchantCouriersParams,
+  placeVirtualCourierParams,
   startSearchParams,
+  virtualStart,
   type MerchantCouriersParams,
 } from '../../libs/contracts/matching';
 import { Periodic } from '../../libs/periodic';
@@ -32,6 +34,7 @@ import { CourierPositions } from './positions';
 import { locationParams, offerIdParams, offerView, reportedLocationView } from './schemas';
 import { Searches } from './searches';
 import { SearchStore } from './search-store';
+import { virtualCourier } from './virtual-courier';
 import { CourierStore, defineMatchingModels } from './store';
 import { CourierTokenStore } from './token-store';
 
@@ -82,6 +85,14 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     fleetTypes: () => fleetTypes.get(),
     merchantCourierIds: async (userId) =>
       (await store.merchantCouriers(userId)).filter((c) => c.active).map((c) => c._id),
+    async placeVirtualCourier(search) {
+      const courier = virtualCourier(search);
+      await store.ensureVirtual(courier);
+      // Busy before it has a position: no real search ever sees it.
+      await positions.setBusy(courier._id, true);
+      const start = virtualStart(search.pickup);
+      await locations.report(courier._id, start.lat, start.lon, new Date());
+    },
     logger: log,
   });
   const sweep = new Periodic(config.matching.sweepIntervalMs, () => searches.sweep(SWEEP_BATCH));
@@ -182,6 +193,19 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         params: courierIdParams,
         async handler(ctx) {
           return { deliveryId: await searches.held(ctx.params.courierId) };
+        },
+      }),
+
+      /** Internal: the sandbox's simulator moves a virtual courier along its route. */
+      placeVirtualCourier: implement('courier-matching.placeVirtualCourier', {
+        visibility: 'public',
+        params: placeVirtualCourierParams,
+        async handler(ctx) {
+          const { courierId, lat, lon } = ctx.params;
+          const record = await store.find(courierId);
+          if (!record?.virtual) return { placed: false };
+          await locations.report(courierId, lat, lon, new Date());
+          return { placed: true };
         },
       }),
 

@@ -1,6 +1,6 @@
 import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
-import type { StartSearchParams } from '../../libs/contracts/matching';
+import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
 import {
   carryingFleetTypes,
@@ -37,7 +37,12 @@ export interface MatchingSettings {
   reach: SearchReach;
   /** Nearest couriers asked for at each step; the first free one gets the offer. */
   candidates: number;
+  /** How much faster than real time a simulated delivery's search runs. */
+  simulatorTimeScale: number;
 }
+
+/** How long the sandbox's virtual courier takes to accept an offer, in simulated time. */
+export const SIMULATED_ACCEPT_MS = 20_000;
 
 export interface SearchDeps {
   store: SearchStore;
@@ -47,6 +52,8 @@ export interface SearchDeps {
   fleetTypes: () => Promise<FleetTypeCapacity[]>;
   /** The active couriers on a merchant's own list. */
   merchantCourierIds: (userId: string) => Promise<string[]>;
+  /** Puts the sandbox's virtual courier of a simulated delivery near its pickup. */
+  placeVirtualCourier: (search: StartSearchParams) => Promise<void>;
   logger: () => Logger;
 }
 
@@ -79,6 +86,9 @@ export class Searches {
   }
 
   async start(params: StartSearchParams, now = new Date()): Promise<{ started: boolean }> {
+    if (params.simulate === 'delivered' || params.simulate === 'failed') {
+      await this.deps.placeVirtualCourier(params);
+    }
     const started = await this.store.claimSearch({
       ...params,
       _id: params.deliveryId,
@@ -118,6 +128,11 @@ export class Searches {
     return found;
   }
 
+  /** Real time for a real search; the sandbox's simulations run `simulatorTimeScale` faster. */
+  private scaled(search: SearchRecord, ms: number): number {
+    return search.simulate ? ms / this.deps.settings.simulatorTimeScale : ms;
+  }
+
   async advance(deliveryId: string, now = new Date()): Promise<void> {
     const search = await this.store.search(deliveryId);
     if (!search) return;
@@ -133,6 +148,10 @@ export class Searches {
     if (latest) {
       const outcome = await this.store.offerOutcome(latest._id);
       if (outcome === 'ACCEPTED') return void (await this.confirm(latest));
+      if (outcome === null && this.virtualAccepts(search, latest, now)) {
+        await this.store.claimOfferOutcome(latest._id, 'ACCEPTED');
+        return this.advance(deliveryId, now);
+      }
       if (outcome === null) {
         if (latest.expiresAt.getTime() > now.getTime()) return;
         if (!(await this.store.claimOfferOutcome(latest._id, 'EXPIRED'))) {
@@ -141,23 +160,34 @@ export class Searches {
       }
       await this.letGo(latest);
     }
-    if (now.getTime() - search.startedAt.getTime() >= this.deps.settings.searchTimeoutMs) {
+    const searchTimeoutMs = this.scaled(search, this.deps.settings.searchTimeoutMs);
+    if (now.getTime() - search.startedAt.getTime() >= searchTimeoutMs) {
       return this.giveUp(deliveryId, now);
     }
     await this.offerNext(search, offers, now);
   }
 
-  /** Offers the delivery to the nearest free courier, if there is one in reach now. */
-  private async offerNext(search: SearchRecord, offers: OfferRecord[], now: Date): Promise<void> {
+  /** The sandbox's virtual courier takes its offer after a moment of simulated time. */
+  private virtualAccepts(search: SearchRecord, offer: OfferRecord, now: Date): boolean {
+    if (!search.simulate || offer.courierId !== virtualCourierId(search._id)) return false;
+    return now.getTime() >= offer.offeredAt.getTime() + this.scaled(search, SIMULATED_ACCEPT_MS);
+  }
+
+  /** The couriers to offer to now, nearest first. */
+  private async candidates(search: SearchRecord, offers: OfferRecord[], now: Date) {
+    // A simulation's only courier is its virtual one; with no-courier, nobody.
+    if (search.simulate) {
+      return search.simulate === 'no-courier' ? [] : [{ courierId: virtualCourierId(search._id) }];
+    }
     const { settings, couriers } = this.deps;
     const among = await this.allowed(search);
-    if (among?.size === 0) return;
+    if (among?.size === 0) return [];
     const fleetTypeIds = carryingFleetTypes(
       await this.deps.fleetTypes(),
       search.fleetTypeId,
       search.weightGrams,
     );
-    const candidates = await couriers.nearest({
+    return couriers.nearest({
       lat: search.pickup.lat,
       lon: search.pickup.lon,
       fleetTypeIds,
@@ -166,6 +196,12 @@ export class Searches {
       exclude: new Set([...search.tried, ...offers.map((o) => o.courierId)]),
       among,
     });
+  }
+
+  /** Offers the delivery to the nearest free courier, if there is one in reach now. */
+  private async offerNext(search: SearchRecord, offers: OfferRecord[], now: Date): Promise<void> {
+    const { settings, couriers } = this.deps;
+    const candidates = await this.candidates(search, offers, now);
     let n = offers.length;
     for (const { courierId } of candidates) {
       n += 1;
@@ -175,7 +211,7 @@ export class Searches {
         n,
         courierId,
         offeredAt: now,
-        expiresAt: new Date(now.getTime() + settings.offerTimeoutMs),
+        expiresAt: new Date(now.getTime() + this.scaled(search, settings.offerTimeoutMs)),
       };
       // Another matcher made the n-th offer first: this step is theirs.
       if (!(await this.store.claimOffer(offer))) return;
@@ -211,6 +247,8 @@ export class Searches {
   private async letGo(offer: OfferRecord): Promise<void> {
     await this.store.noteTried(offer.deliveryId, offer.courierId);
     await this.store.releaseHold(offer.courierId, offer._id);
+    // A virtual courier stays out of every real search: it is never made available.
+    if (offer.courierId === virtualCourierId(offer.deliveryId)) return;
     if (!(await this.store.hold(offer.courierId))) {
       await this.deps.couriers.setBusy(offer.courierId, false);
     }

@@ -35,6 +35,8 @@ const courierSchema = new Schema(
     profilePhoto: { type: String, default: null },
     fleet: { type: fleetSchema, required: true },
     active: { type: Boolean, required: true, default: true },
+    /** The sandbox's courier of one simulated delivery: never offered a real one. */
+    virtual: { type: Boolean, default: undefined },
     lastLocation: { type: locationSchema, default: null },
   },
   { timestamps: true, versionKey: false },
@@ -78,6 +80,7 @@ export interface CourierRecord {
   profilePhoto: string | null;
   fleet: CourierFleet;
   active: boolean;
+  virtual?: boolean;
   lastLocation: CourierLocationRecord | null;
   createdAt: Date;
   updatedAt: Date;
@@ -167,6 +170,13 @@ export class CourierStore {
   async create(fields: NewCourierRecord): Promise<CourierRecord> {
     const record = await this.models().Courier.create({ ...fields, lastLocation: null });
     return record.toObject() as CourierRecord;
+  }
+
+  /** The sandbox's virtual courier of a delivery, once: a repeat leaves the first. */
+  async ensureVirtual(fields: NewCourierRecord): Promise<void> {
+    await insertOnce(() =>
+      this.models().Courier.create({ ...fields, virtual: true, lastLocation: null }),
+    );
   }
 
   /** The courier as changed; null when there is none. */

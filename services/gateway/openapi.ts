@@ -146,11 +146,22 @@ const rawHeaderParams = (http: HttpRoute): Parameter[] =>
     schema: { type: 'string' },
   }));
 
+/** Optional headers of a few allowed values (`Waybill-Simulate`). */
+const optionHeaderParams = (http: HttpRoute): Parameter[] =>
+  (http.optionHeaders ?? []).map((option) => ({
+    name: option.name,
+    in: 'header' as const,
+    required: false,
+    description: option.description,
+    schema: { type: 'string', enum: [...option.values] },
+  }));
+
 /** Path, query and header parameters of an operation. */
 function parameters(http: HttpRoute, placed: PlacedParams): Parameter[] {
   return [
     ...placed.path,
     ...rawHeaderParams(http),
+    ...optionHeaderParams(http),
     ...(takesIdempotencyKey(http) ? [IDEMPOTENCY_KEY_DOC.parameter as Parameter] : []),
     ...placed.query,
   ];

@@ -8,6 +8,7 @@ import { PAGE_HEADERS, errorPage } from '../../libs/html';
 import type { HttpRoute } from '../../libs/service';
 import { receiveFlow, type Call, type FlowMeta, type StreamFlows } from '../../libs/stream-flow';
 import { aliasAction, describeRequest, sendJson, type GatewayRequest } from './http';
+import { readOptionHeaders } from './option-headers';
 import {
   REPLAYED_HEADER,
   claimForRequest,
@@ -169,7 +170,7 @@ export interface CallDeps {
   flows: StreamFlows;
   idempotency: IdempotencyStore;
   /** Which routes take an `Idempotency-Key` is read from their declarations. */
-  httpOf: HttpOf<IdempotencyRouteFields>;
+  httpOf: HttpOf<IdempotencyRouteFields | 'optionHeaders'>;
   /** This gateway's node, which receivers of a gated stream credit. */
   nodeID: () => string;
   /** The retry kind an action declares (undefined for an unknown one: never retried). */
@@ -203,13 +204,10 @@ export async function callAction(
     ctx.meta.$flow = flow.meta;
     opts.stream = flow.stream;
   }
-  const claim = await claimForRequest(
-    deps.idempotency,
-    req,
-    deps.httpOf(aliasAction(req)),
-    ctx.meta,
-    params,
-  );
+  const http = deps.httpOf(aliasAction(req));
+  const options = readOptionHeaders(http, req.headers);
+  if (options) ctx.meta.optionHeaders = options;
+  const claim = await claimForRequest(deps.idempotency, req, http, ctx.meta, params);
   opts.retries = retriesFor(deps.retryOf(aliasAction(req)) ?? 'never', ctx.meta);
   if (claim?.kind === 'replay') {
     const { status, headers, body } = claim.response;

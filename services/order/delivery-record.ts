@@ -1,5 +1,5 @@
 import type { ResolvedAddress } from '../../libs/contracts/geo';
-import type { CourierSelection } from '../../libs/contracts/matching';
+import type { CourierSelection, SimulationMode } from '../../libs/contracts/matching';
 import type { AssignedPackages } from '../../libs/contracts/package';
 import type { CheckoutStart } from '../../libs/contracts/payment';
 import type {
@@ -117,6 +117,8 @@ export interface DeliveryRecord {
   steps: StepRecord[];
   /** The courier taking it, once one is assigned (absent on records stored before matching). */
   assignment?: { courierId: string; at: Date } | null;
+  /** A sandbox delivery (`Waybill-Simulate`, staging only): driven by a virtual courier. */
+  simulation?: SimulationMode | null;
   /** Why the courier gave up, when the delivery failed. */
   failure?: { reason: string; at: Date } | null;
   p2p: { id: string; createdAt: Date; updatedAt: Date };

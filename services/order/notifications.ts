@@ -80,6 +80,13 @@ export function proofCodeMessages(
   return toBoth(delivery._id, PROOF_PURPOSE[type], contact, text, true, now, generation);
 }
 
+const CODE_IN_TEXT = /\bcode is (\d{6})\b/;
+
+/** The code a proof-code message carries (the sandbox's virtual courier reads it). */
+export function proofCodeIn(text: string | null): string | undefined {
+  return text ? CODE_IN_TEXT.exec(text)?.[1] : undefined;
+}
+
 /** The recipient's share of the fee, with the link to pay it. */
 export function paymentLinkMessages(
   delivery: Pick<DeliveryRecord, '_id' | 'trackingId'>,

@@ -6,7 +6,12 @@ import {
   matchingEndParams,
 } from '../../libs/contracts/order';
 import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
-import { notFound } from '../../libs/errors';
+import { badRequest, notFound } from '../../libs/errors';
+import {
+  SIMULATE_HEADER,
+  SIMULATION_MODES,
+  type SimulationMode,
+} from '../../libs/contracts/matching';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import { ServiceDatabase } from '../../libs/mongo';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
@@ -26,6 +31,7 @@ import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import { PaymentOutcomes } from './payment-outcomes';
 import { ProofChecks } from './proofs';
+import { Simulator } from './simulator';
 import type { RequestParams } from './request-input';
 import { DeliveryRequests } from './requests';
 import {
@@ -59,6 +65,11 @@ import {
 } from './views';
 import Joi from '../../libs/joi';
 import { call } from '../../libs/contracts';
+
+/** How often the sandbox's virtual couriers move and report their steps. */
+const SIMULATOR_TICK_MS = 250;
+
+export const SIMULATION_IN_LIVE = `${SIMULATE_HEADER} is for staging only: live deliveries go to real couriers; remove the header`;
 
 /** What a step that takes a proof code may answer besides the others' errors. */
 const CODE_STEP_ERRORS: Record<number, string> = {
@@ -98,6 +109,15 @@ export function createOrderService(config: Config): ServiceDefinition {
   const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });
   const proofs = new ProofChecks(store, config.order.proofCodeSecret);
   const courierRun = new CourierRun({ transitions, settlement, proofs });
+  const simulator = new Simulator({
+    store,
+    transitions,
+    courierRun,
+    services: () => broker,
+    scale: config.matching.simulatorTimeScale,
+    intervalMs: SIMULATOR_TICK_MS,
+    logger: () => logger,
+  });
   const sweep = new OrderSweep({
     config: config.order,
     appEnv: config.appEnv,
@@ -179,8 +199,10 @@ export function createOrderService(config: Config): ServiceDefinition {
         /* reported by the client's error listener */
       });
       sweep.start();
+      if (config.appEnv !== 'live') simulator.start();
     },
     async stopped() {
+      await simulator.stop();
       await sweep.stop();
       unregisterHealthCheck(this.broker, 'order-redis');
       redis.disconnect();
@@ -207,8 +229,16 @@ export function createOrderService(config: Config): ServiceDefinition {
           description:
             'Takes the packages, prices them exactly as `POST /api/pricing` Mode A does, and takes the creator’s share from the wallet (`paymentMethodType` WALLET) or opens a hosted checkout (CHECKOUT: the answer is the provider’s payload; the delivery’s URL is in `Location`). A recipient’s share (RECIPIENT, SPLIT) is paid through a checkout link sent to the recipient. With an `Idempotency-Key`, a retry answers the same delivery. See docs/deliveries.md.',
           response: createdView,
+          optionHeaders: [
+            {
+              name: SIMULATE_HEADER,
+              values: SIMULATION_MODES,
+              description:
+                'Staging only (400 in live): a virtual courier near the pickup takes the delivery and drives it to `delivered`, or `failed` half-way (the packages come back), or nobody is found (`no-courier`), at SIMULATOR_TIME_SCALE times real speed. See docs/matching.md.',
+            },
+          ],
           errors: {
-            400: 'Invalid packages selection; origin and destination the same; invalid input',
+            400: 'Invalid packages selection; origin and destination the same; invalid input; Waybill-Simulate in live',
             404: 'Fleet type not found; Courier not found; No merchant-specific couriers found',
             409: 'The Idempotency-Key is held by a request still in progress, or its request was undone (send a new key)',
             422: 'Insufficient balance',
@@ -219,10 +249,18 @@ export function createOrderService(config: Config): ServiceDefinition {
           requireUser(ctx);
           // requireUser refused a call without one.
           const user = ctx.meta.user as AuthUser;
+          const simulation = ctx.meta.optionHeaders?.[SIMULATE_HEADER.toLowerCase()] as
+            SimulationMode | undefined;
+          if (simulation && config.appEnv === 'live') {
+            throw badRequest(SIMULATION_IN_LIVE, [
+              { field: SIMULATE_HEADER, message: 'staging only' },
+            ]);
+          }
           const delivery = await requests.create(ctx.params, {
             user,
             apiKeyId: ctx.meta.apiKeyId ?? null,
             idempotencyToken: ctx.meta.idempotencyToken,
+            simulation,
             // Calls carry the caller's meta: geo resolves saved `{id}` addresses as this user.
             caller: ctx,
           });

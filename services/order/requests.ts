@@ -5,6 +5,7 @@ import { call, type Caller } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import { COURIER_NOT_FOUND, NO_MERCHANT_COURIERS } from '../../libs/contracts/matching';
 import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
+import type { SimulationMode } from '../../libs/contracts/matching';
 import { conflict, ERROR_STATUS, notFound, WaybillError, type ErrorType } from '../../libs/errors';
 import { nameBasedId } from '../../libs/ids';
 import type { AuthUser } from '../../libs/service';
@@ -37,6 +38,8 @@ export interface Requester {
   idempotencyToken?: string;
   /** The request's context: the calls it makes carry its meta (the user). */
   caller: Caller;
+  /** The sandbox's `Waybill-Simulate` (staging only). */
+  simulation?: SimulationMode;
 }
 
 export interface RequestDeps {
@@ -193,7 +196,7 @@ export class DeliveryRequests {
       now,
     });
     const { addresses } = built;
-    let { delivery } = built;
+    let delivery: DeliveryRecord = { ...built.delivery, simulation: who.simulation ?? null };
     const notifications: NotificationRecord[] = [...codes].flatMap(([type, code]) =>
       proofCodeMessages(
         delivery,
@@ -280,6 +283,7 @@ export class DeliveryRequests {
       throw new Error(`delivery ${delivery._id} could not be stored (tracking id taken?)`);
     }
     await this.store.enqueue(notifications);
+    if (delivery.simulation) await this.store.startSimulation(delivery._id, delivery.createdAt);
     const { settlement } = this.deps;
     if (isMatchingEligible(delivery.lifecycle)) {
       try {

@@ -79,6 +79,7 @@ export class Settlement {
       weightGrams: delivery.packages.totalWeightGrams,
       courierSelection: delivery.courierMatching,
       courierId: delivery.courierId,
+      simulate: delivery.simulation ?? null,
     });
     await this.announce(DELIVERY_PAID_EVENT, delivery, at);
   }

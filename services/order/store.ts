@@ -71,6 +71,9 @@ const proofCodeSchema = new Schema({ _id: String, codeHash: String, at: Date }, 
 /** A wrong code given for a proof: `<proofId>:<generation>:<n>`; the fifth locks it. */
 const proofAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 
+/** A sandbox delivery its virtual courier still drives, `_id` = delivery id (kept small). */
+const simulationSchema = new Schema({ _id: String, since: Date }, plain);
+
 export function defineOrderModels(connection: Connection) {
   return {
     Delivery: connection.model('Delivery', deliverySchema, 'deliveries'),
@@ -81,6 +84,7 @@ export function defineOrderModels(connection: Connection) {
     Notification: connection.model('Notification', notificationSchema, 'notifications'),
     ProofCode: connection.model('ProofCode', proofCodeSchema, 'proof_codes'),
     ProofAttempt: connection.model('ProofAttempt', proofAttemptSchema, 'proof_attempts'),
+    Simulation: connection.model('Simulation', simulationSchema, 'simulations'),
   };
 }
 
@@ -310,5 +314,21 @@ export class OrderStore {
     return insertOnce(() =>
       this.m.ProofAttempt.create({ _id: `${proofId}:${generation}:${n}`, at: new Date() }),
     );
+  }
+
+  // --- the sandbox's simulations
+
+  async startSimulation(deliveryId: string, since: Date): Promise<void> {
+    await insertOnce(() => this.m.Simulation.create({ _id: deliveryId, since }));
+  }
+
+  /** The simulations under way, oldest first: a small collection, scanned by the simulator. */
+  async simulations(limit: number): Promise<string[]> {
+    const found = await this.m.Simulation.find().sort({ since: 1 }).limit(limit).lean();
+    return found.map((s) => String(s._id));
+  }
+
+  async endSimulation(deliveryId: string): Promise<void> {
+    await this.m.Simulation.deleteOne({ _id: deliveryId });
   }
 }

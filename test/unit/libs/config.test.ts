@@ -95,6 +95,7 @@ describe('loadConfig defaults', () => {
         searchTimeoutMs: 900000,
         reach: { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60000 },
         sweepIntervalMs: 1000,
+        simulatorTimeScale: 60,
       },
     });
   });
@@ -542,6 +543,7 @@ describe('describeConfig', () => {
     'MATCHING_RADIUS_KM',
     'MATCHING_WIDEN_EVERY_MS',
     'MATCHING_SWEEP_INTERVAL_MS',
+    'SIMULATOR_TIME_SCALE',
     'OPS_PORT',
   ];
 

@@ -1,0 +1,162 @@
+import type { Logger } from 'moleculer';
+import { call, type Caller } from '../../libs/contracts';
+import { virtualStart } from '../../libs/contracts/matching';
+import { DEFAULT_CIRCUITY, haversineKm } from '../../libs/geodesy';
+import { Periodic } from '../../libs/periodic';
+import type { CourierRun, CourierStep } from './courier-run';
+import type { DeliveryRecord, ProofType } from './delivery-record';
+import { isTerminal } from './lifecycle';
+import { proofCodeIn } from './notifications';
+import {
+  nextSimulatedStep,
+  simulatedPosition,
+  SIMULATED_FAILURE,
+  type SimulationRoute,
+} from './simulation';
+import type { OrderStore } from './store';
+import type { DeliveryTransitions } from './transitions';
+
+/** Simulations driven per tick; the next tick takes the rest. */
+const BATCH = 100;
+
+export interface SimulatorDeps {
+  store: OrderStore;
+  transitions: DeliveryTransitions;
+  courierRun: CourierRun;
+  services: () => Caller;
+  /** SIMULATOR_TIME_SCALE. */
+  scale: number;
+  intervalMs: number;
+  logger: () => Logger;
+}
+
+const PROOF_OF_STEP: Partial<Record<CourierStep, ProofType>> = {
+  collected: 'COLLECTION',
+  delivered: 'DELIVERY',
+};
+
+/**
+ * The sandbox's virtual couriers (staging only): once matching has assigned a simulated
+ * delivery to its virtual courier, this moves the courier along the route at its fleet's
+ * speed, scaled, and reports each step through the same path as a real courier's — the
+ * transition table, and the proof codes read from the outbox as a person would give them.
+ * Stateless between ticks (the delivery's last transition says where the run is), so
+ * replicas and restarts simply carry on.
+ */
+export class Simulator {
+  private readonly periodic: Periodic;
+  private readonly speeds = new Map<string, number>();
+
+  constructor(private readonly deps: SimulatorDeps) {
+    this.periodic = new Periodic(deps.intervalMs, () => this.tick());
+  }
+
+  start(): void {
+    this.periodic.start();
+  }
+
+  stop(): Promise<void> {
+    return this.periodic.stop();
+  }
+
+  private async tick(now = new Date()): Promise<void> {
+    let ids: string[];
+    try {
+      ids = await this.deps.store.simulations(BATCH);
+    } catch (err) {
+      this.deps.logger().warn('simulator: simulations not read; next tick retries', { err });
+      return;
+    }
+    for (const id of ids) {
+      try {
+        await this.drive(id, now);
+      } catch (err) {
+        this.deps.logger().warn('simulator: step not taken; next tick retries', {
+          deliveryId: id,
+          err: (err as Error).message,
+        });
+      }
+    }
+  }
+
+  private async drive(deliveryId: string, now: Date): Promise<void> {
+    const { store, transitions, courierRun } = this.deps;
+    const delivery = await transitions.current(deliveryId);
+    const mode = delivery?.simulation;
+    if (!delivery || !mode || isTerminal(delivery.lifecycle.status)) {
+      await store.endSimulation(deliveryId);
+      return;
+    }
+    const courierId = delivery.assignment?.courierId;
+    if (!courierId) return; // matching's part: the virtual courier has not accepted yet
+    const route = await this.route(delivery);
+    const status = delivery.lifecycle.status;
+    const next = nextSimulatedStep(mode, status, route, this.deps.scale);
+    if (!next) return;
+    const elapsed = now.getTime() - new Date(delivery.updatedAt).getTime();
+    const position = simulatedPosition(
+      mode,
+      status,
+      route,
+      next.afterMs > 0 ? elapsed / next.afterMs : 1,
+    );
+    if (position) {
+      await call(this.deps.services(), 'courier-matching.placeVirtualCourier', {
+        courierId,
+        ...position,
+      });
+    }
+    if (elapsed < next.afterMs) return;
+    try {
+      await courierRun.advance(
+        courierId,
+        deliveryId,
+        next.step,
+        await this.body(delivery, next.step),
+      );
+    } catch (err) {
+      // Another replica's tick took this step first.
+      if ((err as { code?: number }).code !== 409) throw err;
+    }
+  }
+
+  /** What the virtual courier sends with a step: the code the person was sent, a reason. */
+  private async body(delivery: DeliveryRecord, step: CourierStep) {
+    if (step === 'failed') return { reason: SIMULATED_FAILURE };
+    const proofType = PROOF_OF_STEP[step];
+    if (!proofType) return {};
+    const purpose = proofType === 'COLLECTION' ? 'COLLECTION_CODE' : 'DELIVERY_CODE';
+    const messages = await this.deps.store.notificationsOf(delivery._id);
+    const sent = messages.filter((m) => m.purpose === purpose && m.channel === 'SMS').at(-1);
+    const code = proofCodeIn(sent?.text ?? null);
+    return code ? { code } : {};
+  }
+
+  private async route(delivery: DeliveryRecord): Promise<SimulationRoute> {
+    const addresses = await this.deps.store.addresses([delivery.originId, delivery.destinationId]);
+    const origin = addresses.get(delivery.originId)?.fields;
+    const destination = addresses.get(delivery.destinationId)?.fields;
+    if (!origin || !destination) throw new Error(`delivery ${delivery._id} lost its addresses`);
+    const pickup = { lat: origin.lat, lon: origin.lon };
+    const dropoff = { lat: destination.lat, lon: destination.lon };
+    const start = virtualStart(pickup);
+    return {
+      start,
+      pickup,
+      dropoff,
+      approachKm: haversineKm(start, pickup) * DEFAULT_CIRCUITY,
+      tripKm: delivery.distanceKm,
+      speedKmh: await this.speedOf(delivery.fleetType.id),
+    };
+  }
+
+  private async speedOf(fleetTypeId: string): Promise<number> {
+    let speed = this.speeds.get(fleetTypeId);
+    if (speed === undefined) {
+      const type = await call(this.deps.services(), 'geo.getFleetType', { fleetTypeId });
+      speed = type.averageSpeedKmh;
+      this.speeds.set(fleetTypeId, speed);
+    }
+    return speed;
+  }
+}
