@@ -1,6 +1,8 @@
 /**
  * Work run every `intervalMs` (a sweep, a flush), never twice at once: a run that comes due
- * while the last is still going joins it. The timer does not keep the process alive.
+ * while the last is still going joins it. A run that fails is reported to `onError`, never
+ * left as an unhandled rejection (which would end the process). The timer does not keep the
+ * process alive.
  */
 export class Periodic {
   private timer: NodeJS.Timeout | undefined;
@@ -9,6 +11,8 @@ export class Periodic {
   constructor(
     private readonly intervalMs: number,
     private readonly work: () => Promise<void>,
+    /** Told of a run that failed; the next run tries again. */
+    private readonly onError: (err: unknown) => void,
   ) {}
 
   start(): void {
@@ -24,9 +28,11 @@ export class Periodic {
 
   /** One run, or the one under way. */
   runOnce(): Promise<void> {
-    this.running ??= this.work().finally(() => {
-      this.running = undefined;
-    });
+    this.running ??= this.work()
+      .catch((err: unknown) => this.onError(err))
+      .finally(() => {
+        this.running = undefined;
+      });
     return this.running;
   }
 }

@@ -128,8 +128,7 @@ export const startSearchParams = Joi.object<StartSearchParams, true>({
 });
 
 /** The sandbox's virtual courier of a simulated delivery: one per delivery, named after it. */
-export const virtualCourierId = (deliveryId: string) =>
-  nameBasedId('virtual-courier', deliveryId);
+export const virtualCourierId = (deliveryId: string) => nameBasedId('virtual-courier', deliveryId);
 
 /** How far from the pickup the sandbox's virtual courier starts: a short ride away. */
 export const VIRTUAL_START_KM = 1;

@@ -95,7 +95,11 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     },
     logger: log,
   });
-  const sweep = new Periodic(config.matching.sweepIntervalMs, () => searches.sweep(SWEEP_BATCH));
+  const sweep = new Periodic(
+    config.matching.sweepIntervalMs,
+    () => searches.sweep(SWEEP_BATCH),
+    (err) => log().warn('matching sweep failed; the next one retries', { err }),
+  );
 
   return {
     name: 'courier-matching',

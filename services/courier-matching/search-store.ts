@@ -42,6 +42,8 @@ export interface SearchRecord extends StartSearchParams {
   offers: number;
   /** Couriers who declined or let an offer expire: not asked again for this delivery. */
   tried: string[];
+  /** MERCHANT_SPECIAL_COURIERS: the merchant's active couriers when the search started. */
+  merchantCourierIds?: string[];
 }
 
 export interface OfferRecord {
@@ -152,8 +154,9 @@ export class SearchStore {
     await this.m.Hold.updateOne({ _id: courierId, offerId }, { $set: { kind: 'DELIVERY' } });
   }
 
-  /** Lets the courier go, if this offer's hold is still theirs. */
-  async releaseHold(courierId: string, offerId: string): Promise<void> {
-    await this.m.Hold.deleteOne({ _id: courierId, offerId });
+  /** Lets the courier go, if this offer's hold is still theirs: whether it was. */
+  async releaseHold(courierId: string, offerId: string): Promise<boolean> {
+    const { deletedCount } = await this.m.Hold.deleteOne({ _id: courierId, offerId });
+    return deletedCount > 0;
   }
 }

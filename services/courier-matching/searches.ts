@@ -89,14 +89,21 @@ export class Searches {
     if (params.simulate === 'delivered' || params.simulate === 'failed') {
       await this.deps.placeVirtualCourier(params);
     }
+    // The merchant's list is read once: every step of the search reads the copy by `_id`.
+    const merchantCourierIds =
+      params.courierSelection === 'MERCHANT_SPECIAL_COURIERS'
+        ? await this.deps.merchantCourierIds(params.userId)
+        : undefined;
     const started = await this.store.claimSearch({
       ...params,
       _id: params.deliveryId,
       startedAt: now,
       offers: 0,
       tried: [],
+      ...(merchantCourierIds ? { merchantCourierIds } : {}),
     });
-    if (started) await this.store.activate(params.deliveryId, now);
+    // Every time, not only the first: a start whose activation was lost is stepped again.
+    await this.store.activate(params.deliveryId, now);
     // The first offer goes out at once; a failure here is the sweep's to retry.
     setImmediate(() => void this.step(params.deliveryId));
     return { started };
@@ -138,8 +145,10 @@ export class Searches {
     if (!search) return;
     const ended = await this.store.end(deliveryId);
     if (ended) {
-      // Finish telling order what an interrupted step decided, then stop.
+      // Finish what an interrupted step decided, then stop: order told of no courier, an
+      // offer made as the search ended withdrawn (its courier free again).
       if (ended.outcome === 'NO_COURIER') await this.tellNoCourier(deliveryId);
+      if (ended.outcome !== 'ASSIGNED') await this.withdrawLatest(search, false);
       await this.store.deactivate(deliveryId);
       return;
     }
@@ -158,7 +167,7 @@ export class Searches {
           return this.advance(deliveryId, now);
         }
       }
-      await this.letGo(latest);
+      await this.letGo(latest, outcome ?? 'EXPIRED');
     }
     const searchTimeoutMs = this.scaled(search, this.deps.settings.searchTimeoutMs);
     if (now.getTime() - search.startedAt.getTime() >= searchTimeoutMs) {
@@ -174,7 +183,7 @@ export class Searches {
   }
 
   /** The couriers to offer to now, nearest first. */
-  private async candidates(search: SearchRecord, offers: OfferRecord[], now: Date) {
+  private async candidates(search: SearchRecord, now: Date) {
     // A simulation's only courier is its virtual one; with no-courier, nobody.
     if (search.simulate) {
       return search.simulate === 'no-courier' ? [] : [{ courierId: virtualCourierId(search._id) }];
@@ -193,7 +202,7 @@ export class Searches {
       fleetTypeIds,
       maxDistanceKm: searchRadiusKm(settings.reach, now.getTime() - search.startedAt.getTime()),
       limit: settings.candidates,
-      exclude: new Set([...search.tried, ...offers.map((o) => o.courierId)]),
+      exclude: new Set(search.tried),
       among,
     });
   }
@@ -201,7 +210,7 @@ export class Searches {
   /** Offers the delivery to the nearest free courier, if there is one in reach now. */
   private async offerNext(search: SearchRecord, offers: OfferRecord[], now: Date): Promise<void> {
     const { settings, couriers } = this.deps;
-    const candidates = await this.candidates(search, offers, now);
+    const candidates = await this.candidates(search, now);
     let n = offers.length;
     for (const { courierId } of candidates) {
       n += 1;
@@ -225,6 +234,11 @@ export class Searches {
       });
       if (held) {
         await couriers.setBusy(courierId, true);
+        // The search ended while this step was choosing: the offer is void, the courier free.
+        if (await this.store.end(search._id)) {
+          await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
+          await this.letGo(offer, 'WITHDRAWN');
+        }
         return;
       }
       // The courier took another offer meanwhile: this one is void, try the next courier.
@@ -238,20 +252,39 @@ export class Searches {
       return new Set([search.courierId]);
     }
     if (search.courierSelection === 'MERCHANT_SPECIAL_COURIERS') {
-      return new Set(await this.deps.merchantCourierIds(search.userId));
+      return new Set(search.merchantCourierIds ?? []);
     }
     return undefined;
   }
 
-  /** The courier of a closed offer is free again and not asked again for this delivery. */
-  private async letGo(offer: OfferRecord): Promise<void> {
-    await this.store.noteTried(offer.deliveryId, offer.courierId);
-    await this.store.releaseHold(offer.courierId, offer._id);
-    // A virtual courier stays out of every real search: it is never made available.
-    if (offer.courierId === virtualCourierId(offer.deliveryId)) return;
+  /**
+   * The courier of a closed offer is free again; one who declined or let it expire is not
+   * asked again for this delivery (one whose offer was withdrawn may be).
+   */
+  private async letGo(offer: OfferRecord, outcome: OfferOutcome): Promise<void> {
+    if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
+      await this.store.noteTried(offer.deliveryId, offer.courierId);
+    }
+    const released = await this.store.releaseHold(offer.courierId, offer._id);
+    // A virtual courier stays out of every real search: it is never made available. And only
+    // the call that let the courier go marks them free, once they hold nothing else.
+    if (!released || offer.courierId === virtualCourierId(offer.deliveryId)) return;
     if (!(await this.store.hold(offer.courierId))) {
       await this.deps.couriers.setBusy(offer.courierId, false);
     }
+  }
+
+  /**
+   * The search's last offer withdrawn when still open, and its courier let go when they hold
+   * it for this delivery: an open offer only, or (the delivery is over) the delivery too.
+   */
+  private async withdrawLatest(search: SearchRecord, alsoDelivery: boolean): Promise<void> {
+    const latest = (await this.offers(search)).at(-1);
+    if (!latest) return;
+    await this.store.claimOfferOutcome(latest._id, 'WITHDRAWN');
+    const hold = await this.store.hold(latest.courierId);
+    if (hold?.deliveryId !== search._id) return;
+    if (hold.kind === 'OFFER' || alsoDelivery) await this.letGo(latest, 'WITHDRAWN');
   }
 
   private async giveUp(deliveryId: string, now: Date): Promise<void> {
@@ -281,7 +314,7 @@ export class Searches {
     }
     // Cancelled while the courier was accepting: they are free again.
     await this.store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at: now });
-    await this.letGo(offer);
+    await this.letGo(offer, 'WITHDRAWN');
     await this.store.deactivate(deliveryId);
     throw conflict(`The delivery no longer needs a courier: it is ${answer.status}`);
   }
@@ -295,16 +328,20 @@ export class Searches {
 
   async accept(courierId: string, id: string, now = new Date()): Promise<OfferView> {
     const offer = await this.courierOffer(courierId, id);
+    // Only an offer the courier holds can be taken: one whose hold failed is void.
+    const holding = (await this.store.hold(courierId))?.offerId === offer._id;
     if (offer.expiresAt.getTime() <= now.getTime()) {
       if (await this.store.claimOfferOutcome(offer._id, 'EXPIRED')) {
-        await this.letGo(offer);
+        await this.letGo(offer, 'EXPIRED');
         setImmediate(() => void this.step(offer.deliveryId));
       }
-    } else {
+    } else if (holding) {
       await this.store.claimOfferOutcome(offer._id, 'ACCEPTED');
     }
     const outcome = await this.store.offerOutcome(offer._id);
-    if (outcome !== 'ACCEPTED') throw conflict(offerClosed(outcome ?? 'EXPIRED'));
+    if (outcome !== 'ACCEPTED') {
+      throw conflict(offerClosed(outcome ?? (holding ? 'EXPIRED' : 'WITHDRAWN')));
+    }
     await this.confirm(offer);
     return this.view(offer, now);
   }
@@ -317,7 +354,7 @@ export class Searches {
       if (outcome !== 'DECLINED') throw conflict(offerClosed(outcome ?? 'EXPIRED'));
       return this.view(offer, now);
     }
-    await this.letGo(offer);
+    await this.letGo(offer, 'DECLINED');
     setImmediate(() => void this.step(offer.deliveryId));
     return this.view(offer, now);
   }
@@ -342,21 +379,16 @@ export class Searches {
     };
   }
 
-  /** The delivery is over (order's call): the search ends, its courier is free. Repeatable. */
+  /**
+   * The delivery is over (order's call): the search ends, its courier is free. Repeatable; a
+   * delivery never searched for is marked ended too, so that a late start finds it over.
+   */
   async end(deliveryId: string, now = new Date()): Promise<{ ended: boolean }> {
-    const search = await this.store.search(deliveryId);
-    if (!search) return { ended: false };
     await this.store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at: now });
-    const ended = await this.store.end(deliveryId);
-    const offers = await this.offers(search);
-    const latest = offers.at(-1);
-    if (latest) {
-      await this.store.claimOfferOutcome(latest._id, 'WITHDRAWN');
-      // Whatever its outcome, the courier of the last offer holds nothing of this delivery now.
-      const hold = await this.store.hold(latest.courierId);
-      if (hold?.deliveryId === deliveryId) await this.letGo(latest);
-    }
+    const search = await this.store.search(deliveryId);
+    if (search) await this.withdrawLatest(search, true);
     await this.store.deactivate(deliveryId);
+    const ended = await this.store.end(deliveryId);
     return { ended: ended?.outcome === 'ENDED' || ended?.outcome === 'ASSIGNED' };
   }
 

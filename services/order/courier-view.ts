@@ -1,13 +1,24 @@
 import { call, type Caller } from '../../libs/contracts';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import { etaWindow } from './eta';
+import type { DeliveryStatus } from './lifecycle';
+
+/** The statuses in which the courier is on the delivery's errand. */
+const UNDER_WAY: ReadonlySet<DeliveryStatus> = new Set([
+  'COURIER_ASSIGNED',
+  'ARRIVED_AT_PICKUP',
+  'COLLECTED',
+  'IN_TRANSIT',
+  'ARRIVED_AT_DROPOFF',
+  'RETURNING',
+]);
 
 /** The spec's courier view, on a delivery once a courier is assigned. */
 export interface CourierOnDelivery {
   name: string;
   phone: string;
   profilePhoto: string | null;
-  /** Where the courier last reported; null until they have. */
+  /** Where the courier last reported while on this delivery; null otherwise. */
   currentLocation: {
     country: string;
     state: string | null;
@@ -51,11 +62,16 @@ export async function courierOnDelivery(
     },
   };
   const at = courier.lastLocation;
-  if (!at) return view;
-  const [place, fleetType] = await Promise.all([
+  // Where the courier is belongs to the delivery only while they are carrying it out.
+  if (!at || !UNDER_WAY.has(delivery.lifecycle.status)) return view;
+  const found = await Promise.all([
     call(services, 'geo.resolveAddress', { address: { lat: at.lat, lon: at.lon } }),
     call(services, 'geo.getFleetType', { fleetTypeId: fleet.typeId }),
-  ]);
+  ]).catch(() => null);
+  // A position geo cannot place (far from any known place) or a fleet type since removed:
+  // the rest of the view stands.
+  if (!found) return view;
+  const [place, fleetType] = found;
   view.currentLocation = {
     country: place.country,
     state: place.state ?? null,

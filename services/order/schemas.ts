@@ -202,7 +202,7 @@ export const deliveryView = view('Delivery', {
       lon: Joi.number(),
     })
       .allow(null)
-      .description('Where the courier last reported; null until they have'),
+      .description('Where the courier last reported, while on this delivery; null otherwise'),
     eta: Joi.object({ from: timestamp(), to: timestamp() })
       .allow(null)
       .description('Arrival window at the drop-off, from the distance left and the fleet speed'),

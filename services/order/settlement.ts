@@ -49,7 +49,11 @@ export class Settlement {
 
   async settle(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
     const services = this.deps.services();
-    for (const effect of transition.effects) {
+    // The courier is freed first: a payment call that fails must not keep them unofferable.
+    const effects = [...transition.effects].sort(
+      (a, b) => Number(b.kind === 'END_MATCHING') - Number(a.kind === 'END_MATCHING'),
+    );
+    for (const effect of effects) {
       if (effect.kind === 'REFUND') await this.refund(delivery, effect.share);
       if (effect.kind === 'RELEASE_PACKAGES') {
         await call(services, 'package.release', { deliveryId: delivery._id });
@@ -109,10 +113,10 @@ export class Settlement {
    * fails here stays unsettled for the sweep, and the change itself stands.
    */
   async afterTransition(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
-    if (transition.step && !transition.step.hidden) {
-      await this.announce(DELIVERY_STATUS_CHANGED_EVENT, delivery, transition.at);
-    }
     try {
+      if (transition.step && !transition.step.hidden) {
+        await this.announce(DELIVERY_STATUS_CHANGED_EVENT, delivery, transition.at);
+      }
       await this.settle(delivery, transition);
     } catch (err) {
       this.deps.logger().warn('delivery transition not settled yet; the sweep retries', {

@@ -48,7 +48,11 @@ export class Simulator {
   private readonly speeds = new Map<string, number>();
 
   constructor(private readonly deps: SimulatorDeps) {
-    this.periodic = new Periodic(deps.intervalMs, () => this.tick());
+    this.periodic = new Periodic(
+      deps.intervalMs,
+      () => this.tick(),
+      (err) => deps.logger().warn('simulator tick failed; the next one retries', { err }),
+    );
   }
 
   start(): void {

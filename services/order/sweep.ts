@@ -30,7 +30,11 @@ export class OrderSweep {
   private readonly periodic: Periodic;
 
   constructor(private readonly deps: SweepDeps) {
-    this.periodic = new Periodic(deps.config.sweepIntervalMs, () => this.sweep(new Date()));
+    this.periodic = new Periodic(
+      deps.config.sweepIntervalMs,
+      () => this.sweep(new Date()),
+      (err) => deps.logger().warn('order sweep failed; the next one retries', { err }),
+    );
   }
 
   start(): void {
@@ -72,8 +76,16 @@ export class OrderSweep {
     const { store, transitions, settlement } = this.deps;
     const due = await store.unsettled(new Date(now.getTime() - SETTLE_GRACE_MS), BATCH);
     for (const transition of due) {
-      const delivery = await transitions.current(transition.deliveryId);
-      if (delivery) await settlement.settle(delivery, transition);
+      try {
+        const delivery = await transitions.current(transition.deliveryId);
+        if (delivery) await settlement.settle(delivery, transition);
+      } catch (err) {
+        // One transition whose effect fails (a service down) leaves the others to settle.
+        this.deps.logger().warn('transition not settled; next sweep retries', {
+          transitionId: transition._id,
+          err: (err as Error).message,
+        });
+      }
     }
   }
 

@@ -190,7 +190,10 @@ describe('a delivery driven to the door through the courier API', () => {
     const done = (await getDelivery(base(), merchant, deliveryId)).body.data;
     expect(done.status).toBe('DELIVERED');
     expect(done.p2pDelivery.status).toBe('COMPLETED');
+    // Over: the merchant no longer follows the courier.
     expect(done.courier.eta).toBeNull();
+    expect(done.courier.currentLocation).toBeNull();
+    expect(done.courier.name).toBe('Tunde Bakare');
     expect(done.deliverySteps.map((s: { step: string }) => s.step)).toEqual([
       'REQUEST_CREATED',
       'COURIER_ASSIGNED',
@@ -304,7 +307,8 @@ describe('matching', () => {
       { timeout: 40_000, interval: 500 },
     );
     await eventually(async () => expect(await balanceOf(base(), merchant)).toBe('100000.00'));
-    expect(await freePackages(base(), merchant)).toContain(packageId);
+    // Released by the transition's effects, a moment after its status shows.
+    await eventually(async () => expect(await freePackages(base(), merchant)).toContain(packageId));
     expect(await ledgerIsClean(base())).toBe(true);
   }, 60_000);
 

@@ -4,10 +4,14 @@ describe('Periodic', () => {
   it('never runs its work twice at once: a run due meanwhile joins the one under way', async () => {
     let runs = 0;
     let finish: () => void = () => undefined;
-    const periodic = new Periodic(60_000, () => {
-      runs += 1;
-      return new Promise<void>((resolve) => (finish = resolve));
-    });
+    const periodic = new Periodic(
+      60_000,
+      () => {
+        runs += 1;
+        return new Promise<void>((resolve) => (finish = resolve));
+      },
+      () => undefined,
+    );
     const first = periodic.runOnce();
     const second = periodic.runOnce();
     expect(second).toBe(first);
@@ -23,13 +27,34 @@ describe('Periodic', () => {
 
   it('stop waits for the run under way', async () => {
     let done = false;
-    const periodic = new Periodic(60_000, async () => {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      done = true;
-    });
+    const periodic = new Periodic(
+      60_000,
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        done = true;
+      },
+      () => undefined,
+    );
     periodic.start();
     void periodic.runOnce();
     await periodic.stop();
     expect(done).toBe(true);
+  });
+
+  it('reports a failed run instead of leaving an unhandled rejection, and runs again after', async () => {
+    const errors: unknown[] = [];
+    let runs = 0;
+    const periodic = new Periodic(
+      60_000,
+      async () => {
+        runs += 1;
+        if (runs === 1) throw new Error('database down');
+      },
+      (err) => errors.push(err),
+    );
+    await periodic.runOnce();
+    await periodic.runOnce();
+    expect(errors).toEqual([new Error('database down')]);
+    expect(runs).toBe(2);
   });
 });
