@@ -65,3 +65,35 @@ export function readScheduleText(
   }
   return p.deliveryDate && slot ? { date: p.deliveryDate, slot } : undefined;
 }
+
+/**
+ * The checks above as JSON Schema keywords, for the OpenAPI document (`documented()` in
+ * libs/schemas): what a body must hold for them to pass. The document asks for one spelling
+ * of an alias; the handler also takes both when they agree.
+ */
+export const present = (field: string) => ({ required: [field] });
+export const noneOf = (...fields: string[]) => ({ not: { anyOf: fields.map(present) } });
+export const equals = (field: string, value: string | boolean) => ({
+  required: [field],
+  properties: { [field]: { const: value } },
+});
+export const notBoth = (field: string, alias: string) => ({ not: { required: [field, alias] } });
+
+/** `readScheduleText`: a date and a slot when SCHEDULED (joi refuses them otherwise). */
+export const SCHEDULE_RULES = [
+  {
+    if: equals('urgencyType', 'SCHEDULED'),
+    then: { ...present('deliveryDate'), anyOf: [present('deliverySlot'), present('slot')] },
+  },
+  notBoth('deliverySlot', 'slot'),
+];
+
+/** `readCourierId`: a courier exactly when SPECIFIC. */
+export const COURIER_RULES = [
+  {
+    if: equals('courierSelection', 'SPECIFIC'),
+    then: { anyOf: [present('courierId'), present('courierProfileId')] },
+    else: noneOf('courierId', 'courierProfileId'),
+  },
+  notBoth('courierId', 'courierProfileId'),
+];

@@ -81,15 +81,7 @@ function defaultPasses(budget: string[]): Pass[] {
     },
     {
       name: `stateful scenarios for ${STATEFUL_SECONDS} s`,
-      // Without ST302 (ensure_resource_availability): see tools/schemathesis/schemathesis.toml.
-      args: [
-        '--phases',
-        'examples,stateful',
-        '--max-time',
-        STATEFUL_SECONDS,
-        '--exclude-checks',
-        'ensure_resource_availability',
-      ],
+      args: ['--phases', 'examples,stateful', '--max-time', STATEFUL_SECONDS],
     },
   ];
 }

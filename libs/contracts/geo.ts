@@ -228,7 +228,10 @@ export const getFleetTypeParams = Joi.object<GetFleetTypeParams, true>({
 export interface GeoActions {
   /** An address input to a resolved address (400 naming `field` when it cannot be). */
   'geo.resolveAddress': { params: ResolveAddressParams; answer: ResolvedAddress };
-  /** A country, state and LGA/city spelled as addresses spell them; 404 with a suggestion. */
+  /**
+   * A country, state and LGA/city spelled as addresses spell them; 404 with a suggestion,
+   * its field error naming the part not found (`countryCode`, `state` or `lgaOrCity`).
+   */
   'geo.findArea': { params: FindAreaParams; answer: Area };
   'geo.route': { params: RouteParams; answer: Route };
   /** Smallest first. */

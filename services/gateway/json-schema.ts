@@ -9,7 +9,8 @@ import { COMPONENT_NAME, DOCUMENT_KEYWORDS, EMBEDDED_SCHEMA, NOT_BLANK } from '.
  * - a string's `length(n)` is `minLength` and `maxLength` n;
  * - `Joi.object()` without keys takes any properties, and a forbidden key of a closed object
  *   is left out;
- * - `integer()` makes an integer wherever it stands among the number's rules;
+ * - `integer()` makes an integer wherever it stands among the number's rules, and a number is
+ *   within ±`Number.MAX_SAFE_INTEGER` unless `unsafe()`;
  * - a string is never empty unless `''` is allowed, and a trimmed one is at least as long as
  *   its `min` from the first character trimming keeps to the last;
  * - a key required, forbidden or optional depending on a sibling (`.when('sibling', ...)`)
@@ -114,6 +115,27 @@ function integerFirst(desc: Description): void {
   if (integer) desc.rules = [integer, ...rules.filter((r) => r !== integer)];
 }
 
+/**
+ * joi refuses a number beyond ±`Number.MAX_SAFE_INTEGER` unless it is `unsafe()`: the bound
+ * is stated on the side where the number has none of its own (an address's `neLon` of 1e300
+ * was refused while the document allowed it).
+ */
+function safeBounds(desc: Description): void {
+  if (desc.flags?.unsafe) return;
+  const rules = desc.rules ?? [];
+  const has = (...names: string[]) => rules.some((r) => names.includes(r.name));
+  const sign = rules.find((r) => r.name === 'sign')?.args?.sign;
+  const added = [
+    ...(has('min', 'greater') || sign === 'positive'
+      ? []
+      : [{ name: 'min', args: { limit: Number.MIN_SAFE_INTEGER } }]),
+    ...(has('max', 'less') || sign === 'negative'
+      ? []
+      : [{ name: 'max', args: { limit: Number.MAX_SAFE_INTEGER } }]),
+  ];
+  desc.rules = [...rules, ...added];
+}
+
 const presenceOf = (branch: Description | undefined) =>
   branch ? ((branch.flags?.presence as string | undefined) ?? 'optional') : undefined;
 
@@ -191,7 +213,10 @@ function prepare(desc: Description, inherited?: unknown): Description {
   const presence = inheritPresence(desc, inherited);
   for (const child of children(desc)) prepare(child, presence);
   if (desc.type === 'string') explicitStringRules(desc);
-  if (desc.type === 'number') integerFirst(desc);
+  if (desc.type === 'number') {
+    integerFirst(desc);
+    safeBounds(desc);
+  }
   if (desc.type === 'object') {
     // Joi.object() without keys takes any keys (Joi.object({}) takes none).
     if (!desc.keys && desc.flags?.unknown === undefined)

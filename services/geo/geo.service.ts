@@ -8,7 +8,7 @@ import {
   resolveAddressParams,
   routeParams,
 } from '../../libs/contracts/geo';
-import { badRequest, notFound } from '../../libs/errors';
+import { badRequest, notFound, WaybillError } from '../../libs/errors';
 import { ServiceDatabase } from '../../libs/mongo';
 import { action, implement, type ServiceDefinition, type WaybillContext } from '../../libs/service';
 import { version } from '../../package.json';
@@ -193,8 +193,8 @@ export function createGeoService(config: Config): ServiceDefinition {
 
       /**
        * Internal: checks that a country, state and LGA/city exist and answers them spelled
-       * as resolved addresses spell them; 404 with a suggestion otherwise. Pricing tiers and
-       * courier rules name places through this.
+       * as resolved addresses spell them; 404 with a suggestion otherwise, its field error
+       * naming the part not found. Pricing tiers and courier rules name places through this.
        */
       findArea: implement('geo.findArea', {
         visibility: 'public',
@@ -202,7 +202,11 @@ export function createGeoService(config: Config): ServiceDefinition {
         handler(ctx) {
           const { countryCode, state, lgaOrCity } = ctx.params;
           const found = findArea(countryCode, state, lgaOrCity);
-          if ('problem' in found) throw notFound(found.problem);
+          if ('problem' in found) {
+            throw new WaybillError('NOT_FOUND', found.problem, {
+              errors: [{ field: found.part, message: found.problem }],
+            });
+          }
           return found.area;
         },
       }),

@@ -69,8 +69,9 @@ export interface DeliveryRequest {
   courierId?: string;
 }
 
-type ContactField = 'Name' | 'Phone' | 'Email';
-const CONTACT_FIELDS: ContactField[] = ['Name', 'Phone', 'Email'];
+/** A stop's contact fields: `destinationContactName` on the body, `contactName` on the stop. */
+export const CONTACT_FIELDS = ['Name', 'Phone', 'Email'] as const;
+type ContactField = (typeof CONTACT_FIELDS)[number];
 
 /** A field of an address object (`contactName` on `destination`), when it is an object. */
 function onAddress(address: AddressInput, key: string): string | undefined {

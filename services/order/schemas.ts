@@ -1,9 +1,19 @@
 import Joi from '../../libs/joi';
+import {
+  COURIER_RULES,
+  equals,
+  noneOf,
+  notBoth,
+  present,
+  SCHEDULE_RULES,
+} from '../../libs/delivery-fields';
 import { addressInput } from '../../libs/contracts/geo';
 import { COURIER_SELECTIONS } from '../../libs/contracts/matching';
 import { packageIds } from '../../libs/contracts/package';
 import { FEE_PAYERS, URGENCY_TYPES } from '../../libs/contracts/pricing';
+import { scheduleFields, slotAlias } from '../../libs/schedule';
 import {
+  documented,
   e164Phone,
   email,
   fromUrl,
@@ -15,6 +25,7 @@ import {
 } from '../../libs/schemas';
 import { DELIVERY_TYPES, PAYMENT_METHODS, POD_REMIT_TARGETS, PROOF_TYPES } from './delivery-record';
 import { DELIVERY_STATUSES, P2P_STATUSES } from './lifecycle';
+import { CONTACT_FIELDS } from './request-input';
 import { CHANNELS, NOTIFICATION_PURPOSES, NOTIFICATION_STATUSES } from './notifications';
 
 /** Params and answers of the order actions; the answers are what /openapi.json documents. */
@@ -24,64 +35,104 @@ export const NOTE_MAX = 128;
 const money = () => Joi.string().pattern(/^\d+\.\d{2}$/);
 const timestamp = () => Joi.string().isoDate();
 
-/** The body of `POST /api/request`; the checks across fields are in `readDeliveryRequest`. */
-export const requestParams = Joi.object({
-  origin: addressInput().required(),
-  destination: addressInput().required(),
-  originContactEmail: email().description("Default: the account owner's"),
-  originContactPhone: e164Phone().description("Default: the account owner's"),
-  originContactName: personName().description("Default: the account owner's"),
-  destinationContactEmail: email().description('Required unless contactEmail is on destination'),
-  destinationContactPhone: e164Phone().description(
-    'Required unless contactPhone is on destination',
-  ),
-  destinationContactName: personName().description('Required unless contactName is on destination'),
-  note: plainText(NOTE_MAX).allow(''),
-  link3rdPartyByContactInfo: Joi.boolean(),
-  notify3rdParty: Joi.boolean().description('Alias of link3rdPartyByContactInfo'),
-  packagesId: packageIds().required(),
-  type: Joi.string()
-    .valid(...DELIVERY_TYPES)
-    .required(),
-  urgencyType: Joi.string()
-    .valid(...URGENCY_TYPES)
-    .default('STANDARD'),
-  deliveryDate: Joi.string().description('YYYY-MM-DD, when SCHEDULED'),
-  deliverySlot: Joi.string().description('HH:MM - HH:MM, when SCHEDULED'),
-  slot: Joi.string().description('Alias of deliverySlot'),
-  fleetTypeId: uuid(),
-  requireCollectionProofCode: Joi.boolean().default(true),
-  requireDeliveryProofCode: Joi.boolean()
-    .default(true)
-    .description('Ignored when payOnDelivery is true'),
-  deliveryFeePayer: Joi.string()
-    .valid(...FEE_PAYERS)
-    .default('CREATOR'),
-  payOnDelivery: Joi.boolean().default(false),
-  podRemitTo: Joi.string()
-    .valid(...POD_REMIT_TARGETS)
-    .description('When payOnDelivery; default MY_WALLET'),
-  podCourierProfileId: uuid().description('When podRemitTo is COURIER_WALLET'),
-  paymentMethodType: Joi.string()
-    .valid(...PAYMENT_METHODS)
-    .default('WALLET'),
-  courierSelection: Joi.string()
-    .valid(...COURIER_SELECTIONS)
-    .required(),
-  courierId: uuid().description('When SPECIFIC'),
-  courierProfileId: uuid().description('Alias of courierId'),
-}).example({
-  origin: 'Admiralty Way, Lekki, Lagos',
-  destination: {
-    address: 'Wuse 2, Abuja',
-    contactName: 'Ada Obi',
-    contactPhone: '+2348031234567',
-    contactEmail: 'ada@example.com',
-  },
-  packagesId: ['0b7f7a8e-3a55-4b1c-9a1e-2f6f1d6f4c11'],
-  type: 'DROP_OFF',
-  courierSelection: 'ANYONE',
+/** The recipient's contact field on the body, or on the `destination` object. */
+const recipientContact = (field: (typeof CONTACT_FIELDS)[number]) => ({
+  anyOf: [
+    present(`destinationContact${field}`),
+    {
+      required: ['destination'],
+      properties: { destination: { type: 'object', required: [`contact${field}`] } },
+    },
+  ],
 });
+
+/**
+ * The checks of `readDeliveryRequest`, as the document states them, so that a body the
+ * document allows is never refused for its shape: the recipient's contact on the body or on
+ * the `destination` object; date and slot when SCHEDULED; a courier exactly when SPECIFIC;
+ * the pay-on-delivery fields only with `payOnDelivery`, and its courier exactly when the money
+ * goes to a courier's wallet; one spelling of an aliased field.
+ */
+const REQUEST_RULES = {
+  allOf: [
+    ...CONTACT_FIELDS.map(recipientContact),
+    ...SCHEDULE_RULES,
+    ...COURIER_RULES,
+    {
+      if: equals('payOnDelivery', true),
+      else: noneOf('podRemitTo', 'podCourierProfileId'),
+    },
+    {
+      if: equals('podRemitTo', 'COURIER_WALLET'),
+      then: present('podCourierProfileId'),
+      else: noneOf('podCourierProfileId'),
+    },
+    notBoth('link3rdPartyByContactInfo', 'notify3rdParty'),
+  ],
+};
+
+/** The body of `POST /api/request`; the checks across fields are in `readDeliveryRequest`. */
+export const requestParams = documented(
+  Joi.object({
+    origin: addressInput().required(),
+    destination: addressInput().required(),
+    originContactEmail: email().description("Default: the account owner's"),
+    originContactPhone: e164Phone().description("Default: the account owner's"),
+    originContactName: personName().description("Default: the account owner's"),
+    destinationContactEmail: email().description('Required unless contactEmail is on destination'),
+    destinationContactPhone: e164Phone().description(
+      'Required unless contactPhone is on destination',
+    ),
+    destinationContactName: personName().description(
+      'Required unless contactName is on destination',
+    ),
+    note: plainText(NOTE_MAX).allow(''),
+    link3rdPartyByContactInfo: Joi.boolean(),
+    notify3rdParty: Joi.boolean().description('Alias of link3rdPartyByContactInfo'),
+    packagesId: packageIds().required(),
+    type: Joi.string()
+      .valid(...DELIVERY_TYPES)
+      .required(),
+    urgencyType: Joi.string()
+      .valid(...URGENCY_TYPES)
+      .default('STANDARD'),
+    ...scheduleFields,
+    slot: slotAlias(),
+    fleetTypeId: uuid(),
+    requireCollectionProofCode: Joi.boolean().default(true),
+    requireDeliveryProofCode: Joi.boolean()
+      .default(true)
+      .description('Ignored when payOnDelivery is true'),
+    deliveryFeePayer: Joi.string()
+      .valid(...FEE_PAYERS)
+      .default('CREATOR'),
+    payOnDelivery: Joi.boolean().default(false),
+    podRemitTo: Joi.string()
+      .valid(...POD_REMIT_TARGETS)
+      .description('When payOnDelivery; default MY_WALLET'),
+    podCourierProfileId: uuid().description('When podRemitTo is COURIER_WALLET'),
+    paymentMethodType: Joi.string()
+      .valid(...PAYMENT_METHODS)
+      .default('WALLET'),
+    courierSelection: Joi.string()
+      .valid(...COURIER_SELECTIONS)
+      .required(),
+    courierId: uuid().description('When SPECIFIC'),
+    courierProfileId: uuid().description('Alias of courierId'),
+  }).example({
+    origin: 'Admiralty Way, Lekki, Lagos',
+    destination: {
+      address: 'Wuse 2, Abuja',
+      contactName: 'Ada Obi',
+      contactPhone: '+2348031234567',
+      contactEmail: 'ada@example.com',
+    },
+    packagesId: ['0b7f7a8e-3a55-4b1c-9a1e-2f6f1d6f4c11'],
+    type: 'DROP_OFF',
+    courierSelection: 'ANYONE',
+  }),
+  REQUEST_RULES,
+);
 
 export const deliveryIdParams = Joi.object<{ deliveryId: string }, true>({
   deliveryId: uuid().required(),

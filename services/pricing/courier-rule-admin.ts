@@ -1,5 +1,5 @@
 import Joi from '../../libs/joi';
-import { conflict, notFound } from '../../libs/errors';
+import { badRequest, conflict, notFound, type FieldError } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
 import {
   TRIMMED_CHARACTERS,
@@ -13,7 +13,7 @@ import { action, type ServiceActions, type WaybillContext } from '../../libs/ser
 import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
 import type { CourierRuleRecord, PricingModels } from './store';
 import { AREA_NAME_MAX } from '../../libs/contracts/geo';
-import { findArea } from './places';
+import { findArea, missingPlace } from './places';
 
 type Db = ServiceDatabase<PricingModels>;
 
@@ -113,16 +113,45 @@ const ruleFields = {
 export function createCourierRuleActions(db: Db): ServiceActions {
   const models = () => db.models;
 
-  async function canonicalArea(
+  /**
+   * A rule's `from` and `to` spelled as addresses spell them. A place that is not in the
+   * rule's country is a 400 naming the field (both at once), not a 404: the request addresses
+   * the rule, which exists (a 404 on a rule's route means the rule does not); its places are
+   * values the body sets. Each comes with whether the body named it or the rule kept its own
+   * (a change of `countryCode` alone), which the message then says.
+   */
+  async function canonicalPlaces(
     ctx: WaybillContext<unknown>,
     countryCode: string,
-    area: Area,
-  ): Promise<Area> {
-    const found = await findArea(ctx, { countryCode, ...area });
-    return {
-      state: found.state ?? area.state,
-      ...(found.lgaOrCity ? { lgaOrCity: found.lgaOrCity } : {}),
-    };
+    places: Record<'from' | 'to', [Area, boolean]>,
+  ): Promise<Record<'from' | 'to', Area>> {
+    const fields = ['from', 'to'] as const;
+    const found = await Promise.allSettled(
+      fields.map((field) => findArea(ctx, { countryCode, ...places[field][0] })),
+    );
+    const errors: FieldError[] = [];
+    const areas = fields.map((field, i) => {
+      const outcome = found[i];
+      if (outcome.status === 'fulfilled') {
+        const area = places[field][0];
+        return {
+          state: outcome.value.state ?? area.state,
+          ...(outcome.value.lgaOrCity ? { lgaOrCity: outcome.value.lgaOrCity } : {}),
+        };
+      }
+      const missing = missingPlace(outcome.reason);
+      if (!missing) throw outcome.reason;
+      const named = missing.part === 'countryCode' ? 'countryCode' : field;
+      const kept = !places[field][1] && named !== 'countryCode';
+      const message = kept
+        ? `${missing.message}: the rule's ${field} is not in that country; send from and to of it with countryCode`
+        : missing.message;
+      // An unknown country is one problem, however many places name it.
+      if (!errors.some((e) => e.field === named)) errors.push({ field: named, message });
+      return places[field][0];
+    });
+    if (errors.length > 0) throw badRequest(errors[0].message, errors);
+    return { from: areas[0], to: areas[1] };
   }
 
   async function refuseAmbiguity(rule: CourierRule) {
@@ -176,7 +205,10 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         description:
           'When a delivery names this courier (`courierSelection: SPECIFIC`) and the trip goes from `from` to `to` (within `withinKmRadius` km when set), `amountKobo` (per kg when `isPerKg`) replaces the base fee, and weight, fleet and urgency fees are zero. Among matching rules the lowest `priority` wins.',
         response: ruleView,
-        errors: { 404: 'No such state or LGA', 409: 'Overlaps a rule with the same priority' },
+        errors: {
+          400: 'Invalid input, or `from` or `to` is not a place of `countryCode` (`errors` names the field)',
+          409: 'Overlaps a rule with the same priority',
+        },
       },
       params: Joi.object({
         courierId: uuid().required(),
@@ -199,8 +231,10 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         const { from, to, ...fields } = ctx.params;
         const rule = {
           ...fields,
-          from: await canonicalArea(ctx, fields.countryCode, from),
-          to: await canonicalArea(ctx, fields.countryCode, to),
+          ...(await canonicalPlaces(ctx, fields.countryCode, {
+            from: [from, true],
+            to: [to, true],
+          })),
         };
         await refuseAmbiguity({ ...rule, id: 'new', capBy: 'LOCATION', createdAt: new Date() });
         const created = (await models().CourierRule.create(rule)).toObject() as CourierRuleRecord;
@@ -216,8 +250,14 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         path: '/pricing/courier-rules/:ruleId',
         message: 'Courier pricing rule updated',
         summary: 'Change a courier pricing rule',
+        description:
+          'Only the fields sent change. The rule as changed must hold: its `from` and `to` must be places of its `countryCode`, so a new country needs places of it too.',
         response: ruleView,
-        errors: { 409: 'Overlaps a rule with the same priority' },
+        errors: {
+          400: 'Invalid input, or the changed rule’s `from` or `to` is not a place of its `countryCode` (`errors` names the field)',
+          404: 'No such courier pricing rule',
+          409: 'Overlaps a rule with the same priority',
+        },
       },
       params: Joi.object({ ruleId: uuid().required(), ...ruleFields }).or(
         ...Object.keys(ruleFields),
@@ -233,8 +273,10 @@ export function createCourierRuleActions(db: Db): ServiceActions {
           ...fields,
           countryCode,
           // Checked again even when unchanged: the country may have changed under them.
-          from: await canonicalArea(ctx, countryCode, from ?? current.from),
-          to: await canonicalArea(ctx, countryCode, to ?? current.to),
+          ...(await canonicalPlaces(ctx, countryCode, {
+            from: [from ?? current.from, from !== undefined],
+            to: [to ?? current.to, to !== undefined],
+          })),
         };
         await refuseAmbiguity(changed);
         const updated = await models()
@@ -268,6 +310,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         status: 204,
         message: 'Courier pricing rule deleted',
         summary: 'Delete a courier pricing rule',
+        errors: { 404: 'No such courier pricing rule' },
       },
       params: Joi.object({ ruleId: uuid().required() }),
       async handler(ctx) {

@@ -1,6 +1,7 @@
 import Decimal from 'decimal.js';
 import { formatNaira, Money } from '../../libs/money';
-import { isOffHours, type Slot } from './schedule';
+import type { Slot } from '../../libs/schedule';
+import { isOffHours } from './schedule';
 import type { RouteType } from '../../libs/contracts/geo';
 import type { FeeAmounts, UrgencyType } from '../../libs/contracts/pricing';
 import type { Tariff } from './tariff';

@@ -1,5 +1,12 @@
 import Joi from '../../libs/joi';
-import { readCourierId, readScheduleText } from '../../libs/delivery-fields';
+import {
+  COURIER_RULES,
+  noneOf,
+  present,
+  readCourierId,
+  readScheduleText,
+  SCHEDULE_RULES,
+} from '../../libs/delivery-fields';
 import { badRequest, type FieldError } from '../../libs/errors';
 import { documented, kilograms, naira, uuid } from '../../libs/schemas';
 import { addressInput, type AddressInput } from '../../libs/contracts/geo';
@@ -12,49 +19,10 @@ import {
   type QuoteLoadParams,
   type UrgencyType,
 } from '../../libs/contracts/pricing';
-import { SLOT_PATTERN, formatSlot, isCalendarDate, parseSlot, type Schedule } from './schedule';
+import { parseSlot, scheduleFields, slotAlias } from '../../libs/schedule';
+import type { Schedule } from './schedule';
 
 export const COURIER_SELECTIONS = ['ANYONE', 'SPECIFIC'] as const;
-
-const slotText = () =>
-  documented(Joi.string().trim(), {
-    pattern: SLOT_PATTERN.source,
-    description: 'A time window like 09:00 - 12:00, its start before its end',
-  })
-    .custom((text: string, helpers) => {
-      const slot = parseSlot(text);
-      return slot ? formatSlot(slot) : helpers.error('any.invalid');
-    })
-    .messages({
-      'any.invalid':
-        '{{#label}} must be a time window like 09:00 - 12:00, its start before its end',
-    });
-
-const dateText = () =>
-  documented(Joi.string().trim(), { format: 'date' })
-    .custom((text: string, helpers) => (isCalendarDate(text) ? text : helpers.error('any.invalid')))
-    .messages({ 'any.invalid': '{{#label}} must be a calendar date like 2026-12-24 (YYYY-MM-DD)' });
-
-const onlyWhenScheduled = (schema: Joi.Schema) =>
-  schema.when('urgencyType', {
-    not: 'SCHEDULED',
-    then: Joi.forbidden().messages({
-      'any.unknown': '{{#label}} applies only when urgencyType is SCHEDULED',
-    }),
-  });
-
-/** A scheduled delivery's date and slot, as both `POST /api/pricing` and `pricing.quote` take them. */
-const scheduleFields = {
-  deliveryDate: onlyWhenScheduled(dateText()),
-  deliverySlot: onlyWhenScheduled(slotText()),
-};
-
-const present = (field: string) => ({ required: [field] });
-const noneOf = (...fields: string[]) => ({ not: { anyOf: fields.map(present) } });
-const equals = (field: string, value: string) => ({
-  required: [field],
-  properties: { [field]: { const: value } },
-});
 
 /**
  * The checks of `readQuoteRequest`, as the document states them: one pricing mode; date and
@@ -69,19 +37,7 @@ const QUOTE_REQUEST_RULES = {
     },
     { title: 'Mode B: totals', required: ['totalWeight', 'totalValue'], ...noneOf('packagesId') },
   ],
-  allOf: [
-    {
-      if: equals('urgencyType', 'SCHEDULED'),
-      then: { ...present('deliveryDate'), anyOf: [present('deliverySlot'), present('slot')] },
-    },
-    {
-      if: equals('courierSelection', 'SPECIFIC'),
-      then: { anyOf: [present('courierId'), present('courierProfileId')] },
-      else: noneOf('courierId', 'courierProfileId'),
-    },
-    { not: { required: ['deliverySlot', 'slot'] } },
-    { not: { required: ['courierId', 'courierProfileId'] } },
-  ],
+  allOf: [...SCHEDULE_RULES, ...COURIER_RULES],
 };
 
 /** The body of `POST /api/pricing`; the checks across fields are in `readQuoteRequest`. */
@@ -96,7 +52,7 @@ export const quoteRequestSchema = documented(
       .valid(...URGENCY_TYPES)
       .default('STANDARD'),
     ...scheduleFields,
-    slot: onlyWhenScheduled(slotText()).description('Alias of deliverySlot'),
+    slot: slotAlias(),
     fleetTypeId: uuid(),
     courierSelection: Joi.string()
       .valid(...COURIER_SELECTIONS)

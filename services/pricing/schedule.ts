@@ -1,15 +1,12 @@
-/** Scheduled deliveries: a calendar date and a time window, read in the tariff's time zone. */
+import { formatSlot, type Slot } from '../../libs/schedule';
 
-export const SLOT_PATTERN = /^([01]\d|2[0-3]):([0-5]\d) ?- ?([01]\d|2[0-3]):([0-5]\d)$/;
-export const DATE_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
+/**
+ * Scheduled deliveries in the tariff's time zone: whether a date and slot can still be booked,
+ * and whether a slot is off hours. Their form (patterns, parse, joi fields) is libs/schedule's.
+ */
+
 /** How far ahead a delivery may be booked; tariffs change, and a quote should still hold. */
 export const MAX_SCHEDULE_DAYS = 30;
-
-/** Minutes after midnight. */
-export interface Slot {
-  start: number;
-  end: number;
-}
 
 /** When a SCHEDULED delivery is to arrive. */
 export interface Schedule {
@@ -20,29 +17,6 @@ export interface Schedule {
 export function minutesOf(time: string): number {
   const [hours, minutes] = time.split(':').map(Number);
   return hours * 60 + minutes;
-}
-
-/** "09:00 - 12:00" → {start: 540, end: 720}; null when malformed or not forward. */
-export function parseSlot(text: string): Slot | null {
-  const match = SLOT_PATTERN.exec(text.trim());
-  if (!match) return null;
-  const start = Number(match[1]) * 60 + Number(match[2]);
-  const end = Number(match[3]) * 60 + Number(match[4]);
-  return start < end ? { start, end } : null;
-}
-
-/** The canonical spelling, "09:00 - 12:00". */
-export function formatSlot(slot: Slot): string {
-  const hhmm = (m: number) =>
-    `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
-  return `${hhmm(slot.start)} - ${hhmm(slot.end)}`;
-}
-
-/** A real calendar date in `YYYY-MM-DD` (no 2026-02-30). */
-export function isCalendarDate(text: string): boolean {
-  if (!DATE_PATTERN.test(text)) return false;
-  const date = new Date(`${text}T00:00:00Z`);
-  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === text;
 }
 
 /** Today's date and the minutes since midnight, in `timeZone`. */

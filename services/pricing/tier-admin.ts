@@ -1,14 +1,14 @@
 import { broadcast } from '../../libs/contracts';
 import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import Joi from '../../libs/joi';
-import { badRequest, conflict, notFound, validationError } from '../../libs/errors';
+import { badRequest, conflict, notFound, validationError, WaybillError } from '../../libs/errors';
 import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
 import { areaName } from '../../libs/contracts/geo';
 import { countryCode, documented, fromUrl, schemaOf, uuid, view } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { VALIDATION_OPTIONS } from '../../libs/validation';
 import type { PricingModels, TierRevisionRecord } from './store';
-import { findArea } from './places';
+import { findArea, missingPlace } from './places';
 import {
   TIER_LEVELS,
   levelOf,
@@ -69,9 +69,19 @@ const scopeParams = {
   city: areaName().description('LGA or city, as addresses carry it in `lgaOrCity`; needs `state`'),
 };
 
-/** The scope with the names spelled as resolved addresses spell them (geo checks they exist). */
+/**
+ * The scope with the names spelled as resolved addresses spell them (geo checks they exist).
+ * A place that does not exist is a 404: the place is what the request addresses, a tier.
+ */
 async function canonicalScope(ctx: WaybillContext<unknown>, scope: TierScope): Promise<TierScope> {
-  const area = await findArea(ctx, { ...scope, lgaOrCity: scope.city });
+  const area = await findArea(ctx, { ...scope, lgaOrCity: scope.city }).catch((err: unknown) => {
+    const missing = missingPlace(err);
+    if (!missing) throw err;
+    const field = missing.part === 'lgaOrCity' ? 'city' : missing.part;
+    throw new WaybillError('NOT_FOUND', missing.message, {
+      errors: [{ field, message: missing.message }],
+    });
+  });
   return {
     countryCode: area.countryCode,
     ...(area.state ? { state: area.state } : {}),

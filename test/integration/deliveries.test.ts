@@ -233,7 +233,7 @@ describe('POST /api/request paid from the wallet', () => {
     for (const code of codes) expect(JSON.stringify(stored)).not.toContain(code);
   });
 
-  it('applies defaults and aliases: notify3rdParty, slot, contacts on the body, pay on delivery', async () => {
+  it('applies defaults and aliases: notify3rdParty, slot (kept in its canonical spelling), contacts on the body, pay on delivery', async () => {
     const who = await merchant();
     const packageId = await savePackage(base(), who, { value: 7000 });
     const tomorrow = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
@@ -246,7 +246,7 @@ describe('POST /api/request paid from the wallet', () => {
       notify3rdParty: true,
       urgencyType: 'SCHEDULED',
       deliveryDate: tomorrow,
-      slot: '09:00 - 12:00',
+      slot: '09:00-12:00',
       requireCollectionProofCode: false,
       payOnDelivery: true,
       type: 'PICKUP',
@@ -313,13 +313,30 @@ describe('POST /api/request paid from the wallet', () => {
       'podCourierProfileId',
     ],
     ['podRemitTo without pay on delivery', { podRemitTo: 'MY_WALLET' }, 'podRemitTo'],
+    [
+      'a pay-on-delivery courier when the money goes to my wallet',
+      { payOnDelivery: true, podCourierProfileId: randomUUID() },
+      'podCourierProfileId',
+    ],
+    ['a date without SCHEDULED', { deliveryDate: '2030-01-02' }, 'deliveryDate'],
+    ['a slot without SCHEDULED', { urgencyType: 'PRIORITY', slot: '09:00 - 12:00' }, 'slot'],
+    [
+      'a date that is no calendar date',
+      { urgencyType: 'SCHEDULED', deliveryDate: '2030-02-30', deliverySlot: '09:00 - 12:00' },
+      'deliveryDate',
+    ],
+    [
+      'a slot that ends before it starts',
+      { urgencyType: 'SCHEDULED', deliveryDate: '2030-01-02', deliverySlot: '12:00 - 09:00' },
+      'deliverySlot',
+    ],
     ['an unknown payment method', { paymentMethodType: 'CASH' }, 'paymentMethodType'],
   ])('refuses %s with a 400 naming the field, and takes nothing', async (_, fields, field) => {
     const who = await merchant();
     const packageId = await savePackage(base(), who);
     const reply = await requestDelivery(base(), who, [packageId], fields);
     expectErrorEnvelope(reply, 400);
-    expect(JSON.stringify(reply.body)).toContain(field);
+    expect((reply.body.errors as { field: string }[]).map((e) => e.field)).toContain(field);
     expect(await freePackages(base(), who)).toEqual([packageId]);
     expect(await balanceOf(base(), who)).toBe('100000.00');
   });

@@ -394,21 +394,23 @@ describe('geo.findArea (internal)', () => {
     }
   });
 
-  it('404s what the gazetteer does not know, with a suggestion', async () => {
-    await expect(findArea({ countryCode: 'XX' })).rejects.toMatchObject({
+  it('404s what the gazetteer does not know, with a suggestion, naming the part', async () => {
+    const refusal = (field: string, message: string) => ({
       code: 404,
-      message: 'Country "XX" not found',
+      message,
+      data: { errors: [{ field, message }] },
     });
-    await expect(findArea({ countryCode: 'NG', state: 'Lagoss' })).rejects.toMatchObject({
-      code: 404,
-      message: 'State "Lagoss" not found in Nigeria; did you mean Lagos?',
-    });
+    await expect(findArea({ countryCode: 'XX' })).rejects.toMatchObject(
+      refusal('countryCode', 'Country "XX" not found'),
+    );
+    await expect(findArea({ countryCode: 'NG', state: 'Lagoss' })).rejects.toMatchObject(
+      refusal('state', 'State "Lagoss" not found in Nigeria; did you mean Lagos?'),
+    );
     await expect(
       findArea({ countryCode: 'NG', state: 'Lagos', lgaOrCity: 'Ikejaa' }),
-    ).rejects.toMatchObject({
-      code: 404,
-      message: 'LGA or city "Ikejaa" not found in Lagos; did you mean Ikeja?',
-    });
+    ).rejects.toMatchObject(
+      refusal('lgaOrCity', 'LGA or city "Ikejaa" not found in Lagos; did you mean Ikeja?'),
+    );
   });
 
   it('refuses an LGA without its state, and malformed codes', async () => {

@@ -489,15 +489,23 @@ describe('tariff administration', () => {
       400,
       /required/,
     );
-    expectErrorEnvelope(
-      await admin('PUT', '/admin/pricing/tiers', {
-        countryCode: 'NG',
-        state: 'Lagoss',
-        rates: { includedWeightKg: 2 },
-      }),
-      404,
-      /Lagoss/,
-    );
+    const noSuchState = await admin('PUT', '/admin/pricing/tiers', {
+      countryCode: 'NG',
+      state: 'Lagoss',
+      rates: { includedWeightKg: 2 },
+    });
+    expectErrorEnvelope(noSuchState, 404, /Lagoss/);
+    expect(noSuchState.body.errors).toEqual([
+      { field: 'state', message: 'State "Lagoss" not found in Nigeria; did you mean Lagos?' },
+    ]);
+    const noSuchCity = await admin('PUT', '/admin/pricing/tiers', {
+      countryCode: 'NG',
+      state: 'Lagos',
+      city: 'Ikejaa',
+      rates: { includedWeightKg: 2 },
+    });
+    expectErrorEnvelope(noSuchCity, 404, /Ikejaa/);
+    expect(noSuchCity.body.errors.map((e: { field: string }) => e.field)).toEqual(['city']);
     expectErrorEnvelope(
       await admin('PUT', '/admin/pricing/tiers', {
         countryCode: 'NG',
@@ -582,12 +590,24 @@ describe('courier pricing rules', () => {
       priority: 1,
       isPerKg: true,
     });
+    // A country whose places the rule does not name: the rule is there, its places (both,
+    // at once) are wrong.
+    const abroad = await admin('PATCH', `/admin/pricing/courier-rules/${second.body.data.id}`, {
+      countryCode: 'GH',
+    });
+    expectErrorEnvelope(abroad, 400, /not found in Ghana: the rule's from is not in that country/);
+    expect(abroad.body.errors.map((e: { field: string }) => e.field)).toEqual(['from', 'to']);
+    const unknownTo = await admin('PATCH', `/admin/pricing/courier-rules/${second.body.data.id}`, {
+      to: 'Atlantis',
+    });
+    expectErrorEnvelope(unknownTo, 400, /^State "Atlantis" not found in Nigeria$/);
+    expect(unknownTo.body.errors.map((e: { field: string }) => e.field)).toEqual(['to']);
     expectErrorEnvelope(
-      await admin('PATCH', `/admin/pricing/courier-rules/${second.body.data.id}`, {
-        countryCode: 'GH',
+      await admin('PATCH', '/admin/pricing/courier-rules/6a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', {
+        priority: 3,
       }),
       404,
-      /not found in Ghana/,
+      /Courier pricing rule not found/,
     );
     const listed = await admin('GET', `/admin/pricing/courier-rules?courierId=${courierId}`);
     expect(listed.body.data).toHaveLength(2);
@@ -638,16 +658,25 @@ describe('courier pricing rules', () => {
       400,
       /amountKobo/,
     );
-    expectErrorEnvelope(
-      await admin('POST', '/admin/pricing/courier-rules', {
-        courierId,
-        from: 'Atlantis',
-        to: 'Lagos',
-        amountKobo: 1,
-      }),
-      404,
-      /Atlantis/,
-    );
+    const atlantis = await admin('POST', '/admin/pricing/courier-rules', {
+      courierId,
+      from: 'Atlantis',
+      to: 'Lagos',
+      amountKobo: 1,
+    });
+    expectErrorEnvelope(atlantis, 400, /Atlantis/);
+    expect(atlantis.body.errors).toEqual([
+      { field: 'from', message: 'State "Atlantis" not found in Nigeria' },
+    ]);
+    const nowhere = await admin('POST', '/admin/pricing/courier-rules', {
+      courierId,
+      countryCode: 'XX',
+      from: 'Lagos',
+      to: 'Lagos',
+      amountKobo: 1,
+    });
+    expectErrorEnvelope(nowhere, 400, /Country "XX" not found/);
+    expect(nowhere.body.errors.map((e: { field: string }) => e.field)).toEqual(['countryCode']);
     expectErrorEnvelope(
       await admin('POST', '/admin/pricing/courier-rules', {
         courierId,

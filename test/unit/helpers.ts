@@ -20,3 +20,51 @@ export async function rejectionOf(fn: () => unknown): Promise<unknown> {
   }
   throw new Error('expected the call to fail, but it succeeded');
 }
+
+type Schema = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const TYPES: Record<string, (value: unknown) => boolean> = {
+  object: isObject,
+  array: Array.isArray,
+  string: (value) => typeof value === 'string',
+  boolean: (value) => typeof value === 'boolean',
+  number: (value) => typeof value === 'number',
+  integer: (value) => Number.isInteger(value),
+  null: (value) => value === null,
+};
+
+/**
+ * Whether `value` meets `schema` by the JSON Schema keywords that state rules across fields
+ * (`required`, `const`, `enum`, `type`, `properties`, `not`, `allOf`, `anyOf`, `oneOf`,
+ * `if`/`then`/`else`); a field's own form (patterns, lengths, formats) is joi's to compare
+ * with the document elsewhere. The documented rules of a body are checked against the
+ * handler's by bodies of well-formed fields.
+ */
+export function meetsRules(schema: Schema, value: unknown): boolean {
+  const types = schema.type === undefined ? [] : [schema.type].flat();
+  if (types.length > 0 && !types.some((t) => TYPES[t as string]?.(value))) return false;
+  if ('const' in schema && value !== schema.const) return false;
+  if (Array.isArray(schema.enum) && !schema.enum.includes(value)) return false;
+  if (isObject(value)) {
+    const required = (schema.required ?? []) as string[];
+    if (!required.every((key) => key in value)) return false;
+    for (const [key, property] of Object.entries((schema.properties ?? {}) as Schema)) {
+      if (key in value && !meetsRules(property as Schema, value[key])) return false;
+    }
+  }
+  if (schema.not && meetsRules(schema.not as Schema, value)) return false;
+  const all = (schema.allOf ?? []) as Schema[];
+  const any = schema.anyOf as Schema[] | undefined;
+  const one = schema.oneOf as Schema[] | undefined;
+  if (!all.every((s) => meetsRules(s, value))) return false;
+  if (any && !any.some((s) => meetsRules(s, value))) return false;
+  if (one && one.filter((s) => meetsRules(s, value)).length !== 1) return false;
+  if (schema.if) {
+    const branch = meetsRules(schema.if as Schema, value) ? schema.then : schema.else;
+    if (branch && !meetsRules(branch as Schema, value)) return false;
+  }
+  return true;
+}

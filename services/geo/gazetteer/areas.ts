@@ -4,7 +4,9 @@ import { gazetteer } from './load';
 import { foldName } from '../../../libs/text';
 import { searchStates } from './search';
 
-export type AreaLookup = { area: Area } | { problem: string };
+/** A place found, or what is wrong and which part of the place (`countryCode`, `state`, `lgaOrCity`). */
+export type AreaLookup =
+  { area: Area } | { problem: string; part: 'countryCode' | 'state' | 'lgaOrCity' };
 
 /**
  * Names operators use that the gazetteer does not know: it has "FCT" and "Abuja FCT" for
@@ -110,7 +112,8 @@ const didYouMean = (name: string | undefined) => (name ? `; did you mean ${name}
 export function findArea(countryCode: string, state?: string, lgaOrCity?: string): AreaLookup {
   const g = gazetteer();
   const countryAt = g.countryByCode.get(countryCode.toUpperCase());
-  if (countryAt === undefined) return { problem: `Country "${countryCode}" not found` };
+  if (countryAt === undefined)
+    return { problem: `Country "${countryCode}" not found`, part: 'countryCode' };
   const country = g.countries[countryAt];
   const area: Area = { countryCode: country.countryCode, country: country.name };
   if (state === undefined) return { area };
@@ -118,7 +121,10 @@ export function findArea(countryCode: string, state?: string, lgaOrCity?: string
   const stateAt = stateNamesOf(country.countryCode).get(foldName(state));
   if (stateAt === undefined) {
     const guess = stateSuggestion(state, country.countryCode);
-    return { problem: `State "${state}" not found in ${country.name}${didYouMean(guess)}` };
+    return {
+      problem: `State "${state}" not found in ${country.name}${didYouMean(guess)}`,
+      part: 'state',
+    };
   }
   area.state = g.states[stateAt].name;
   if (lgaOrCity === undefined) return { area };
@@ -129,6 +135,7 @@ export function findArea(countryCode: string, state?: string, lgaOrCity?: string
     const guess = lgaSuggestion(stateAt, folded);
     return {
       problem: `LGA or city "${lgaOrCity}" not found in ${area.state}${didYouMean(guess)}`,
+      part: 'lgaOrCity',
     };
   }
   area.lgaOrCity = lga;

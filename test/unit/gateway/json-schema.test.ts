@@ -60,7 +60,27 @@ describe('strings: what joi refuses, the document refuses', () => {
 
 describe('numbers and objects', () => {
   it('makes an integer of integer() wherever it stands among the rules', () => {
-    expect(convert(Joi.number().min(1).integer())).toEqual({ type: 'integer', minimum: 1 });
+    expect(convert(Joi.number().min(1).max(9).integer())).toEqual({
+      type: 'integer',
+      minimum: 1,
+      maximum: 9,
+    });
+  });
+
+  it('states the safe range joi keeps numbers in, where a number has no bound of its own', () => {
+    const safe = { minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+    expect(convert(Joi.number())).toEqual({ type: 'number', ...safe });
+    expect(convert(Joi.number().min(0))).toEqual({ type: 'number', ...safe, minimum: 0 });
+    expect(convert(Joi.number().positive())).toEqual({
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+    });
+    expect(convert(Joi.number().unsafe())).toEqual({ type: 'number' });
+    for (const value of [1e300, -1e300, Number.MAX_SAFE_INTEGER + 2]) {
+      expect(Joi.number().validate(value).error).toBeDefined();
+    }
+    expect(Joi.number().validate(Number.MAX_SAFE_INTEGER).error).toBeUndefined();
   });
 
   it('lets Joi.object() without keys take any properties, and Joi.object({}) none', () => {
@@ -104,6 +124,11 @@ describe('a key that depends on a sibling', () => {
 });
 
 describe('named schemas', () => {
+  const number = {
+    type: 'number',
+    minimum: Number.MIN_SAFE_INTEGER,
+    maximum: Number.MAX_SAFE_INTEGER,
+  };
   const point = view('Point', { x: Joi.number(), y: Joi.number().optional() });
 
   it('are components, referred to wherever they are used', () => {
@@ -115,7 +140,7 @@ describe('named schemas', () => {
     });
     expect(components.schemas.Point).toEqual({
       type: 'object',
-      properties: { x: { type: 'number' }, y: { type: 'number' } },
+      properties: { x: number, y: number },
       required: ['x'],
       additionalProperties: false,
     });

@@ -3,7 +3,6 @@ import { computeFees, toBreakdown, toCosts, type FeeInput } from '../../../servi
 import { deliveryFeeBlock, splitTotal } from '../../../services/pricing/fee-blocks';
 import { FEE_PAYERS, URGENCY_TYPES } from '../../../libs/contracts/pricing';
 import { NIGERIA_COUNTRY_TARIFF, nigeriaTierSeeds } from '../../../services/pricing/nigeria-tariff';
-import { formatSlot } from '../../../services/pricing/schedule';
 import { ROUTE_TYPES } from '../../../libs/contracts/geo';
 import { mergeTariff, type Tariff } from '../../../services/pricing/tariff';
 
@@ -249,10 +248,6 @@ describe('fee blocks', () => {
     expect(splitTotal(1001, 'SPLIT')).toEqual({ creator: 501, recipient: 500 });
     expect(splitTotal(1000, 'RECIPIENT')).toEqual({ creator: 0, recipient: 1000 });
     expect(splitTotal(1000, 'CREATOR')).toEqual({ creator: 1000, recipient: 0 });
-  });
-
-  it('formats slots canonically', () => {
-    expect(formatSlot({ start: 540, end: 720 })).toBe('09:00 - 12:00');
   });
 });
 

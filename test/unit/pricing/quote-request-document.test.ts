@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { validate } from '../../../libs/validation';
+import { meetsRules } from '../helpers';
 import { ComponentSchemas, type JsonSchema } from '../../../services/gateway/json-schema';
 import {
   quoteRequestSchema,
@@ -7,30 +8,8 @@ import {
   type QuoteRequestParams,
 } from '../../../services/pricing/quote-request';
 
-/**
- * The document's rules of a pricing body against what the service accepts: joi, then
- * `readQuoteRequest`. The evaluator knows the keywords these rules use.
- */
-function holds(schema: JsonSchema, body: Record<string, unknown>): boolean {
-  const required = (schema.required ?? []) as string[];
-  if (!required.every((key) => key in body)) return false;
-  for (const [key, property] of Object.entries((schema.properties ?? {}) as JsonSchema)) {
-    const expected = (property as JsonSchema).const;
-    if (key in body && expected !== undefined && body[key] !== expected) return false;
-  }
-  if (schema.not && holds(schema.not as JsonSchema, body)) return false;
-  const all = (schema.allOf ?? []) as JsonSchema[];
-  const any = schema.anyOf as JsonSchema[] | undefined;
-  const one = schema.oneOf as JsonSchema[] | undefined;
-  if (!all.every((s) => holds(s, body))) return false;
-  if (any && !any.some((s) => holds(s, body))) return false;
-  if (one && one.filter((s) => holds(s, body)).length !== 1) return false;
-  if (schema.if) {
-    const branch = holds(schema.if as JsonSchema, body) ? schema.then : schema.else;
-    if (branch && !holds(branch as JsonSchema, body)) return false;
-  }
-  return true;
-}
+/** The document's rules of a pricing body against what the service accepts: joi, then `readQuoteRequest`. */
+const holds = (schema: JsonSchema, body: Record<string, unknown>) => meetsRules(schema, body);
 
 function serviceAccepts(body: Record<string, unknown>): boolean {
   try {

@@ -1,27 +1,6 @@
-import {
-  isCalendarDate,
-  isOffHours,
-  localNow,
-  parseSlot,
-  scheduleProblem,
-} from '../../../services/pricing/schedule';
+import { isOffHours, localNow, scheduleProblem } from '../../../services/pricing/schedule';
 
-describe('delivery slots', () => {
-  it.each([
-    ['09:00 - 12:00', { start: 540, end: 720 }],
-    ['09:00-12:00', { start: 540, end: 720 }],
-    ['00:00 - 23:59', { start: 0, end: 1439 }],
-  ])('reads %s', (text, slot) => expect(parseSlot(text)).toEqual(slot));
-
-  it.each([
-    '12:00 - 09:00',
-    '09:00 - 09:00',
-    '9:00 - 12:00',
-    '24:00 - 25:00',
-    '09:60 - 10:00',
-    'morning',
-  ])('refuses %s', (text) => expect(parseSlot(text)).toBeNull());
-
+describe('delivery slots in a tariff', () => {
   it('is off hours when it reaches outside opening time', () => {
     expect(isOffHours({ start: 480, end: 1080 }, '08:00', '18:00')).toBe(false);
     expect(isOffHours({ start: 420, end: 600 }, '08:00', '18:00')).toBe(true);
@@ -29,15 +8,7 @@ describe('delivery slots', () => {
   });
 });
 
-describe('delivery dates', () => {
-  it('accepts only real calendar dates', () => {
-    expect(isCalendarDate('2026-12-24')).toBe(true);
-    expect(isCalendarDate('2028-02-29')).toBe(true);
-    expect(isCalendarDate('2026-02-29')).toBe(false);
-    expect(isCalendarDate('2026-13-01')).toBe(false);
-    expect(isCalendarDate('24/12/2026')).toBe(false);
-  });
-
+describe('delivery dates in a tariff time zone', () => {
   // 23:30 UTC on 22 Nov is 00:30 on 23 Nov in Lagos (UTC+1).
   const now = new Date('2026-11-22T23:30:00Z');
   const morning = { start: 540, end: 720 };

@@ -46,32 +46,41 @@ describe('findArea', () => {
     }
   });
 
-  it('explains what it cannot find, with a suggestion', () => {
-    expect(findArea('XX')).toEqual({ problem: 'Country "XX" not found' });
+  it('explains what it cannot find and which part, with a suggestion', () => {
+    expect(findArea('XX')).toEqual({ problem: 'Country "XX" not found', part: 'countryCode' });
     expect(findArea('NG', 'Lagoss')).toEqual({
       problem: 'State "Lagoss" not found in Nigeria; did you mean Lagos?',
+      part: 'state',
     });
     expect(findArea('NG', 'Lagos', 'Ikejaa')).toEqual({
       problem: 'LGA or city "Ikejaa" not found in Lagos; did you mean Ikeja?',
+      part: 'lgaOrCity',
     });
     expect(findArea('NG', 'Lagos', 'Qwertyuiop')).toEqual({
       problem: 'LGA or city "Qwertyuiop" not found in Lagos',
+      part: 'lgaOrCity',
     });
     // a state of another country is not a state of this one
     expect(findArea('NG', 'California')).toEqual({
       problem: 'State "California" not found in Nigeria',
+      part: 'state',
     });
     // nothing left to search with once folded: no guess at all
-    expect(findArea('NG', '--')).toEqual({ problem: 'State "--" not found in Nigeria' });
+    expect(findArea('NG', '--')).toEqual({
+      problem: 'State "--" not found in Nigeria',
+      part: 'state',
+    });
   });
 
   it('points a city name at the LGA its addresses carry', () => {
     expect(findArea('NG', 'FCT', 'Abuja')).toEqual({
       problem:
         'LGA or city "Abuja" not found in Federal Capital Territory; did you mean Abuja Municipal Area Council?',
+      part: 'lgaOrCity',
     });
     expect(findArea('NG', 'Rivers', 'Port Harcout')).toEqual({
       problem: 'LGA or city "Port Harcout" not found in Rivers; did you mean Port-Harcourt?',
+      part: 'lgaOrCity',
     });
   });
 

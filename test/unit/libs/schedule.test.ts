@@ -1,0 +1,137 @@
+import Joi from '../../../libs/joi';
+import {
+  DATE_PATTERN,
+  formatSlot,
+  isCalendarDate,
+  parseSlot,
+  scheduleFields,
+  slotAlias,
+  SLOT_PATTERN,
+} from '../../../libs/schedule';
+import { validate } from '../../../libs/validation';
+import { ComponentSchemas } from '../../../services/gateway/json-schema';
+
+describe('delivery slots', () => {
+  it.each([
+    ['09:00 - 12:00', { start: 540, end: 720 }],
+    ['09:00-12:00', { start: 540, end: 720 }],
+    [' 09:00 -12:00 ', { start: 540, end: 720 }],
+    ['00:00 - 23:59', { start: 0, end: 1439 }],
+  ])('reads %s', (text, slot) => expect(parseSlot(text)).toEqual(slot));
+
+  it.each([
+    '12:00 - 09:00',
+    '09:00 - 09:00',
+    '9:00 - 12:00',
+    '24:00 - 25:00',
+    '09:60 - 10:00',
+    'morning',
+  ])('refuses %s', (text) => expect(parseSlot(text)).toBeNull());
+
+  it('formats slots canonically, and reads back what it wrote', () => {
+    expect(formatSlot({ start: 540, end: 720 })).toBe('09:00 - 12:00');
+    expect(formatSlot({ start: 0, end: 1439 })).toBe('00:00 - 23:59');
+    expect(parseSlot(formatSlot({ start: 65, end: 600 }))).toEqual({ start: 65, end: 600 });
+  });
+});
+
+describe('delivery dates', () => {
+  it('accepts only real calendar dates', () => {
+    expect(isCalendarDate('2026-12-24')).toBe(true);
+    expect(isCalendarDate('2028-02-29')).toBe(true);
+    expect(isCalendarDate('2026-02-29')).toBe(false);
+    expect(isCalendarDate('2026-13-01')).toBe(false);
+    expect(isCalendarDate('24/12/2026')).toBe(false);
+    expect(isCalendarDate('2026-12-24T00:00:00Z')).toBe(false);
+    expect(DATE_PATTERN.test('2026-12-24')).toBe(true);
+  });
+});
+
+/** A body that takes the schedule as the public bodies do. */
+const body = Joi.object({
+  urgencyType: Joi.string().valid('STANDARD', 'PRIORITY', 'SCHEDULED').default('STANDARD'),
+  ...scheduleFields,
+  slot: slotAlias(),
+});
+
+/** The field errors of `input`, or the validated value. */
+function read(input: object): { value?: unknown; errors?: { field: string; message: string }[] } {
+  try {
+    return { value: validate(body, input) };
+  } catch (err) {
+    return {
+      errors: (err as { data: { errors: { field: string; message: string }[] } }).data.errors,
+    };
+  }
+}
+
+describe('the schedule fields', () => {
+  const scheduled = { urgencyType: 'SCHEDULED' };
+
+  it('answer a slot in its canonical spelling, the date as sent (trimmed)', () => {
+    expect(
+      read({ ...scheduled, deliveryDate: ' 2030-01-15 ', deliverySlot: '09:00-12:00' }),
+    ).toEqual({
+      value: { ...scheduled, deliveryDate: '2030-01-15', deliverySlot: '09:00 - 12:00' },
+    });
+    expect(read({ ...scheduled, slot: '13:00 -15:00' }).value).toMatchObject({
+      slot: '13:00 - 15:00',
+    });
+  });
+
+  it.each([
+    [
+      { deliveryDate: '2026-02-30' },
+      'deliveryDate must be a calendar date like 2026-12-24 (YYYY-MM-DD)',
+    ],
+    [
+      { deliveryDate: 'tomorrow' },
+      'deliveryDate must be a calendar date like 2026-12-24 (YYYY-MM-DD)',
+    ],
+    [
+      { deliverySlot: '12:00 - 09:00' },
+      'deliverySlot must be a time window like 09:00 - 12:00, its start before its end',
+    ],
+    [
+      { slot: 'morning' },
+      'slot must be a time window like 09:00 - 12:00, its start before its end',
+    ],
+  ])('refuse %j: %s', (fields, message) => {
+    expect(read({ ...scheduled, ...fields }).errors).toEqual([
+      { field: Object.keys(fields)[0], message },
+    ]);
+  });
+
+  it.each(['STANDARD', 'PRIORITY', undefined])(
+    'apply only when SCHEDULED (urgencyType %s)',
+    (urgencyType) => {
+      const fields = {
+        deliveryDate: '2030-01-15',
+        deliverySlot: '09:00 - 12:00',
+        slot: '09:00 - 12:00',
+      };
+      expect(read({ urgencyType, ...fields }).errors).toEqual(
+        Object.keys(fields).map((field) => ({
+          field,
+          message: `${field} applies only when urgencyType is SCHEDULED`,
+        })),
+      );
+    },
+  );
+
+  it('are documented with their form and their condition', () => {
+    const json = new ComponentSchemas().convert(body);
+    const properties = json.properties as Record<string, Record<string, unknown>>;
+    expect(properties.deliveryDate).toMatchObject({ type: 'string', format: 'date' });
+    expect(properties.deliverySlot).toMatchObject({ pattern: SLOT_PATTERN.source });
+    expect(properties.slot).toMatchObject({
+      pattern: SLOT_PATTERN.source,
+      description: 'Alias of deliverySlot',
+    });
+    // Refused unless SCHEDULED: `urgencyType` defaults to STANDARD, so its absence is not.
+    expect(json.allOf).toContainEqual({
+      if: { properties: { urgencyType: { const: 'SCHEDULED' } }, required: ['urgencyType'] },
+      else: { not: { required: ['deliveryDate'] } },
+    });
+  });
+});
