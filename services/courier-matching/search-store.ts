@@ -105,9 +105,9 @@ export class SearchStore {
     await this.m.ActiveSearch.deleteOne({ _id: deliveryId });
   }
 
-  /** The searches still running, oldest first: a small collection, scanned by the sweep. */
-  async active(limit: number): Promise<string[]> {
-    const found = await this.m.ActiveSearch.find().sort({ since: 1 }).limit(limit).lean();
+  /** The searches still running, oldest first: a small collection, read whole by the sweep. */
+  async active(): Promise<string[]> {
+    const found = await this.m.ActiveSearch.find().sort({ since: 1, _id: 1 }).lean();
     return found.map((s) => String(s._id));
   }
 

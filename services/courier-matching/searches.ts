@@ -79,6 +79,9 @@ export interface OfferView {
  * (replicas, the sweep, a courier's accept) may step one search at once.
  */
 export class Searches {
+  /** Where the next sweep's window starts among the running searches. */
+  private sweepCursor = 0;
+
   constructor(private readonly deps: SearchDeps) {}
 
   private get store() {
@@ -410,6 +413,11 @@ export class Searches {
 
   /** The sweep's part: every running search stepped (expired offers closed, widened, ended). */
   async sweep(limit: number, now = new Date()): Promise<void> {
-    for (const deliveryId of await this.store.active(limit)) await this.step(deliveryId, now);
+    const active = await this.store.active();
+    // A window that moves on each sweep: in a surge, the newest searches get their turn too.
+    const start = active.length > limit ? this.sweepCursor % active.length : 0;
+    const turn = [...active.slice(start), ...active.slice(0, start)].slice(0, limit);
+    this.sweepCursor = start + turn.length;
+    for (const deliveryId of turn) await this.step(deliveryId, now);
   }
 }
