@@ -11,23 +11,13 @@ import {
   type OfferOutcome,
   type SearchReach,
 } from './matching-rules';
+import type { CourierPositions } from './positions';
 import type { OfferRecord, SearchRecord, SearchStore } from './search-store';
 
 export const OFFER_NOT_FOUND = 'Offer not found';
 
-/** The couriers matching may offer to: the hot index of positions (positions.ts). */
-export interface AvailableCouriers {
-  nearest(query: {
-    lat: number;
-    lon: number;
-    fleetTypeIds: string[];
-    maxDistanceKm: number;
-    limit: number;
-    exclude?: ReadonlySet<string>;
-    among?: ReadonlySet<string>;
-  }): Promise<{ courierId: string; distanceKm: number }[]>;
-  setBusy(courierId: string, busy: boolean): Promise<void>;
-}
+/** The couriers matching may offer to: the hot index of positions. */
+export type AvailableCouriers = Pick<CourierPositions, 'nearest' | 'setBusy'>;
 
 export interface MatchingSettings {
   /** How long a courier has to accept an offer. */

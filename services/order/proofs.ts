@@ -1,23 +1,20 @@
 import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors';
 import { hashProofCode, newProofCode, proofCodeMatches } from './codes';
 import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
-import type { DeliveryStatus, ScannedProof } from './lifecycle';
+import { DELIVERY_STATUSES, type DeliveryStatus, type ScannedProof } from './lifecycle';
 import { proofCodeMessages } from './notifications';
 import type { OrderStore } from './store';
 
 export const PROOF_NOT_FOUND = 'Proof not found on this delivery';
 
+/** The statuses before `step`, in lifecycle order. */
+const before = (step: DeliveryStatus) =>
+  new Set(DELIVERY_STATUSES.slice(0, DELIVERY_STATUSES.indexOf(step)));
+
 /** While a proof may still be given: the courier has not passed the step that takes it. */
 const OPEN_UNTIL: Record<ProofRecord['type'], ReadonlySet<DeliveryStatus>> = {
-  COLLECTION: new Set(['REQUEST_CREATED', 'COURIER_ASSIGNED', 'ARRIVED_AT_PICKUP']),
-  DELIVERY: new Set([
-    'REQUEST_CREATED',
-    'COURIER_ASSIGNED',
-    'ARRIVED_AT_PICKUP',
-    'COLLECTED',
-    'IN_TRANSIT',
-    'ARRIVED_AT_DROPOFF',
-  ]),
+  COLLECTION: before('COLLECTED'),
+  DELIVERY: before('DELIVERED'),
 };
 
 /** Wrong codes a proof takes before it locks until the merchant issues a new code. */

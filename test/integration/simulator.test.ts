@@ -3,6 +3,7 @@ import { SIMULATION_IN_LIVE } from '../../services/order/order.service';
 import {
   balanceOf,
   credit,
+  DELIVERED_STEPS,
   freePackages,
   getDelivery,
   requestDelivery,
@@ -71,15 +72,7 @@ describe('Waybill-Simulate', () => {
     const { merchant, deliveryId } = await simulated('delivered');
     const { statuses, positions, last } = await watch(merchant, deliveryId, 'DELIVERED');
     // Seen along the way (polling may miss a short step, never the order).
-    const order = [
-      'REQUEST_CREATED',
-      'COURIER_ASSIGNED',
-      'ARRIVED_AT_PICKUP',
-      'COLLECTED',
-      'IN_TRANSIT',
-      'ARRIVED_AT_DROPOFF',
-      'DELIVERED',
-    ];
+    const order = DELIVERED_STEPS;
     expect(statuses.map((s) => order.indexOf(s))).toEqual(
       [...statuses.map((s) => order.indexOf(s))].sort((a, b) => a - b),
     );

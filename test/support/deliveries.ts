@@ -12,6 +12,17 @@ export const DESTINATION = {
   contactEmail: 'ada@example.com',
 };
 
+/** The steps of a delivery taken to the door, in order, as `deliverySteps` lists them. */
+export const DELIVERED_STEPS = [
+  'REQUEST_CREATED',
+  'COURIER_ASSIGNED',
+  'ARRIVED_AT_PICKUP',
+  'COLLECTED',
+  'IN_TRANSIT',
+  'ARRIVED_AT_DROPOFF',
+  'DELIVERED',
+];
+
 export interface Party {
   key: string;
   userId: string;
