@@ -25,7 +25,7 @@ import {
   type NodeProcess,
 } from '../test/support/stack';
 import { percentile } from '../test/support/load';
-import { option, requireInfrastructure } from './bench-support';
+import { option, requireInfrastructure, runMain } from './bench-support';
 
 const CONCURRENCY = option('concurrency', 16);
 const DURATION_S = option('duration', 8);
@@ -192,10 +192,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runMain(main);

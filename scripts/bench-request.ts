@@ -15,7 +15,7 @@ import { adminHeaders, createUserWithKey, request } from '../test/support/http';
 import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
-import { option, requireInfrastructure, showHelpIfAsked } from './bench-support';
+import { option, requireInfrastructure, showHelpIfAsked, runMain } from './bench-support';
 import { checkWallet, unrefundedOrphans, type WalletEntry } from './lib/request-ledger';
 
 showHelpIfAsked(`
@@ -247,7 +247,14 @@ async function main(): Promise<number> {
       ORDER_STALE_REQUEST_MS: String(STALE_REQUEST_MS),
       ORDER_SWEEP_INTERVAL_MS: String(SWEEP_INTERVAL_MS),
     };
-    const groups = ['gateway,account', 'geo', 'pricing,courier-matching', 'package', 'payment', 'order'];
+    const groups = [
+      'gateway,account',
+      'geo',
+      'pricing,courier-matching',
+      'package',
+      'payment',
+      'order',
+    ];
     // allSettled, not all: when one node fails to start, the ones that did are still stopped.
     const settled = await Promise.allSettled(
       groups.map((services) => startNode({ services, iso, env })),
@@ -281,7 +288,7 @@ async function main(): Promise<number> {
     );
 
     console.log(
-      `bench:request — ${availableParallelism()} CPUs, Node ${process.version}; gateway+account, geo, pricing, package, payment, order each in its own process over NATS`,
+      `bench:request — ${availableParallelism()} CPUs, Node ${process.version}; ${groups.map((g) => g.replace(/,/g, '+')).join(', ')} each in its own process over NATS`,
     );
     console.log(
       `${COUNT} requests (after ${WARM_UP} unmeasured) at ${CONCURRENCY} connections, ${merchants.length} merchant(s), one package each\n`,
@@ -391,10 +398,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runMain(main);

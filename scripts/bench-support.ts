@@ -37,3 +37,14 @@ export function requireInfrastructure(names: readonly string[]): void {
     }
   }
 }
+
+/** Runs a script's `main` and exits with the code it answers, or 1 when it throws. */
+export function runMain(main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
