@@ -1,4 +1,9 @@
 import mongoose from 'mongoose';
+import { call } from '../../libs/contracts';
+import {
+  DELIVERY_STATUS_CHANGED_EVENT,
+  type DeliveryEventPayload,
+} from '../../libs/contracts/order';
 import {
   balanceOf,
   cancelDelivery,
@@ -24,8 +29,20 @@ import { useMerchantStack } from '../support/merchant-stack';
  * nearest free one is offered the delivery, accepts it and drives it to the door through the
  * courier API, and the merchant sees each step on GET /api/deliveries/:deliveryId.
  */
+/** Every `order.deliveryStatusChanged` the platform broadcasts, as a webhook sender will see it. */
+const statusEvents: DeliveryEventPayload[] = [];
 const stack = useMerchantStack({
-  internal: ['order', 'courier-matching'],
+  internal: ['order', 'courier-matching', 'payment'],
+  own: [
+    {
+      name: 'status-probe',
+      events: {
+        [DELIVERY_STATUS_CHANGED_EVENT]: {
+          handler: (ctx: { params: DeliveryEventPayload }) => void statusEvents.push(ctx.params),
+        },
+      },
+    },
+  ],
   env: {
     MATCHING_OFFER_TIMEOUT_MS: '4000',
     MATCHING_SEARCH_TIMEOUT_MS: '20000',
@@ -203,6 +220,17 @@ describe('a delivery driven to the door through the courier API', () => {
       expect(free.body.data).toBeNull();
     });
     expect(await freePackages(base(), merchant)).not.toContain(packageId);
+    // Every status change was broadcast with the key that created the delivery.
+    await eventually(() => {
+      const seen = statusEvents.filter((e) => e.deliveryId === deliveryId);
+      expect(seen.map((e) => e.status)).toEqual(DELIVERED_STEPS.slice(1));
+      for (const e of seen) {
+        expect(e).toMatchObject({
+          apiKeyId: (merchant as unknown as { keyId: string }).keyId,
+          courierId: near.id,
+        });
+      }
+    });
     // A repeat (an answer lost on the way) is told what happened.
     expectErrorEnvelope(
       await step(near, 'delivered', { code: deliveryCode }),
@@ -265,6 +293,22 @@ describe('matching', () => {
     });
     expect((await offerOf(chosen)).deliveryId).toBe(deliveryId);
     expect(await noOffer(nearer)).toBe(true);
+  });
+
+  it('offers a MERCHANT_SPECIAL_COURIERS delivery to the nearest courier on the merchant’s list only', async () => {
+    const stranger = await courierAt({ lat: ORIGIN.lat + 0.0003, lon: ORIGIN.lon + 0.0003 });
+    const own = await courierAt({ lat: ORIGIN.lat + 0.006, lon: ORIGIN.lon + 0.006 });
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    expect((await admin('PUT', `/admin/users/${merchant.userId}/couriers/${own.id}`)).status).toBe(
+      204,
+    );
+    const created = await requestDelivery(base(), merchant, [await savePackage(base(), merchant)], {
+      courierSelection: 'MERCHANT_SPECIAL_COURIERS',
+    });
+    expect(created.status).toBe(201);
+    expect((await offerOf(own)).deliveryId).toBe(created.body.data.deliveryId);
+    expect(await noOffer(stranger)).toBe(true);
   });
 
   it('ends NO_COURIER_FOUND when nobody is in reach: refunded, packages released', async () => {
@@ -455,6 +499,33 @@ describe('pay-on-delivery and cancel', () => {
       expect(credits[0].amount).toBe('5000.00');
     });
     expect(Number(await balanceOf(base(), merchant))).toBe(before + 5000);
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
+  it('remits to the courier’s wallet when the merchant says COURIER_WALLET', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat + 0.004, lon: ORIGIN.lon - 0.003 });
+    const { deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+      payOnDelivery: true,
+      podRemitTo: 'COURIER_WALLET',
+      podCourierProfileId: courier.id,
+    });
+    const offer = await offerOf(courier);
+    await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
+    const step = (name: string, json?: unknown) =>
+      asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
+    expect((await step('arrived-at-pickup')).status).toBe(200);
+    const code = await codeSent(deliveryId, 'COLLECTION_CODE');
+    expect((await step('collected', { code })).status).toBe(200);
+    expect((await step('in-transit')).status).toBe(200);
+    expect((await step('arrived-at-dropoff')).status).toBe(200);
+    expect((await step('delivered')).status).toBe(200);
+    // Couriers have no account: their wallet is read through the payment contract.
+    await eventually(async () => {
+      const wallet = await call(stack.client, 'payment.balance', { userId: courier.id });
+      expect(wallet.balanceKobo).toBe(500_000);
+    });
     expect(await ledgerIsClean(base())).toBe(true);
   });
 

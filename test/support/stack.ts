@@ -173,5 +173,26 @@ export async function startClient(
   for (const schema of own) client.createService(schema);
   await client.start();
   await client.waitForServices(services);
+  // A listener hears only the events sent after the other nodes learnt of it: wait for that.
+  if (own.length > 0) await knownToOthers(client);
   return client;
+}
+
+/** Resolves once every other node's registry lists `client` (its INFO was taken). */
+async function knownToOthers(client: ServiceBroker, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const others = client.registry
+      .getNodeList({ onlyAvailable: true, withServices: false })
+      .map((n: { id: string }) => n.id)
+      .filter((id: string) => id !== client.nodeID);
+    const lists = await Promise.all(
+      others.map((nodeID: string) =>
+        client.call<{ id: string }[], object>('$node.list', {}, { nodeID }).catch(() => []),
+      ),
+    );
+    if (lists.every((list) => list.some((n) => n.id === client.nodeID))) return;
+    if (Date.now() > deadline) throw new Error('the other nodes did not learn of the test broker');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
