@@ -373,6 +373,36 @@ couriers
     ),
   );
 
+couriers
+  .command('token-create')
+  .description('create a token for the courier app; the token is printed once')
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .action((courierId: string) =>
+    withCouriers((broker) =>
+      broker.call('courier-matching.createCourierToken', { courierId }),
+    ).then(print),
+  );
+
+couriers
+  .command('token-list')
+  .description("list a courier's tokens (never the tokens themselves), newest first")
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .action((courierId: string) =>
+    withCouriers((broker) => broker.call('courier-matching.listCourierTokens', { courierId })).then(
+      print,
+    ),
+  );
+
+couriers
+  .command('token-revoke')
+  .description('revoke a courier token: running gateways stop accepting it at once')
+  .argument('<tokenId>', 'the token’s id (UUID), as token-list shows it')
+  .action((tokenId: string) =>
+    withCouriers((broker) => broker.call('courier-matching.revokeCourierToken', { tokenId })).then(
+      () => console.log(`courier token ${tokenId} revoked`),
+    ),
+  );
+
 program
   .command('seed')
   .description(

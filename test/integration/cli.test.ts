@@ -153,6 +153,9 @@ describe('waybill CLI: couriers', () => {
       'merchant-add <userId> <courierId>',
       'merchant-remove <userId> <courierId>',
       'merchant-list <userId>',
+      'token-create <courierId>',
+      'token-list <courierId>',
+      'token-revoke <tokenId>',
     ]) {
       expect(help.stdout).toContain(command);
     }
@@ -209,6 +212,27 @@ describe('waybill CLI: couriers', () => {
     const again = await cli('couriers', 'merchant-remove', demoUserId, courier.id);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/is not on the list of user/);
+  }, 60_000);
+
+  it('creates a courier token shown once, lists it without the token, and revokes it', async () => {
+    const courierId = demoCourierId(DEMO_COURIERS[0]);
+    const created = json(await cli('couriers', 'token-create', courierId));
+    expect(created).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      courierId,
+      token: expect.stringMatching(/^wbc_[A-Za-z0-9_-]{43}$/),
+      createdAt: expect.any(String),
+    });
+    const listed = json(await cli('couriers', 'token-list', courierId));
+    expect(listed).toEqual([
+      { id: created.id, courierId, createdAt: created.createdAt, lastUsedAt: null },
+    ]);
+    const revoked = await cli('couriers', 'token-revoke', created.id);
+    expect(revoked.stdout.trim()).toBe(`courier token ${created.id} revoked`);
+    expect(json(await cli('couriers', 'token-list', courierId))).toEqual([]);
+    const again = await cli('couriers', 'token-revoke', created.id);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/Courier token .* not found/);
   }, 60_000);
 
   it('says what is wrong and exits 1', async () => {

@@ -22,6 +22,8 @@ describe('health probes', () => {
         redis: true,
         // The order service's cancel windows.
         'order-redis': true,
+        // courier-matching's index of couriers' positions.
+        'matching-redis': true,
         [`mongo:${iso.dbPrefix}account`]: true,
         [`mongo:${iso.dbPrefix}geo`]: true,
         [`mongo:${iso.dbPrefix}pricing`]: true,
