@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import Redis from 'ioredis';
-import { haversineKm, type GeoPoint } from '../../libs/contracts/geo';
+import { haversineKm, type GeoPoint } from '../../libs/geodesy';
 import { cellsOf } from '../../services/courier-matching/cells';
 import {
   CourierPositions,

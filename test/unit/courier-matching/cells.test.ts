@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { gridDistance, latLngToCell } from 'h3-js';
-import { haversineKm, type GeoPoint } from '../../../libs/contracts/geo';
+import { haversineKm, type GeoPoint } from '../../../libs/geodesy';
 import {
   COARSE_RES,
   FINE_RES,
