@@ -7,7 +7,8 @@
  * Starts the platform in one process on a namespace and databases of its own
  * (test/support/stack), seeds it through the admin API (a user and a staging API key, one
  * uploaded image and a package that shows it, a courier pricing rule, and a courier on the
- * user's list, so that lists answer more than `[]`), then runs schemathesis with every check, the seed WAYBILL_ST_SEED (1) and
+ * user's list with a courier token, so that lists answer more than `[]` and the courier app's
+ * routes are reached), then runs schemathesis with every check, the seed WAYBILL_ST_SEED (1) and
  * the budget of tools/schemathesis/schemathesis.toml (WAYBILL_ST_MAX_EXAMPLES overrides its
  * examples per operation), in two runs: the generated requests, then stateful scenarios for
  * WAYBILL_ST_STATEFUL_SECONDS (75). Extra arguments make one run of `schemathesis run` instead. Reports and the platform's log are kept in
@@ -94,8 +95,8 @@ function data<T>(reply: Reply, what: string): T {
   return (reply.body as { data: T }).data;
 }
 
-/** Seeds the run's data; returns the API key schemathesis authenticates with. */
-async function seed(base: string): Promise<string> {
+/** Seeds the run's data; returns the API key and the courier token schemathesis authenticates with. */
+async function seed(base: string): Promise<{ apiKey: string; courierToken: string }> {
   const { userId, key } = await createUserWithKey(base, { environment: 'staging' });
   const b = boundary();
   const file = { name: 'upload-file', filename: 'dot.png', contentType: 'image/png' };
@@ -153,7 +154,11 @@ async function seed(base: string): Promise<string> {
     headers: adminHeaders,
   });
   if (listed.status !== 204) throw new Error(`PUT a merchant courier answered ${listed.status}`);
-  return key;
+  const { token } = data<{ token: string }>(
+    await request(base, 'POST', `/admin/couriers/${courier.id}/tokens`, { headers: adminHeaders }),
+    'POST /admin/couriers/:courierId/tokens',
+  );
+  return { apiKey: key, courierToken: token };
 }
 
 /** Runs schemathesis in the foreground; resolves with its exit status. */
@@ -193,12 +198,17 @@ async function main(): Promise<number> {
     const limits = { QUOTA_LIMIT: '1000000', AUTH_FAILURE_LIMIT: '1000000' };
     node = await startNode({ services: 'all', iso, env: limits });
     if (interrupted) return SIGNALS[interrupted];
-    const apiKey = await seed(node.url);
+    const { apiKey, courierToken } = await seed(node.url);
     if (interrupted) return SIGNALS[interrupted];
 
     const run = ['run', `${node.url}/openapi.json`, '--checks', 'all', '--seed', SEED];
     const reports = ['--report', 'junit,ndjson', '--report-dir', OUT];
-    const env = { ...process.env, WAYBILL_ST_API_KEY: apiKey, WAYBILL_ST_ADMIN_TOKEN: ADMIN_TOKEN };
+    const env = {
+      ...process.env,
+      WAYBILL_ST_API_KEY: apiKey,
+      WAYBILL_ST_ADMIN_TOKEN: ADMIN_TOKEN,
+      WAYBILL_ST_COURIER_TOKEN: courierToken,
+    };
     const budget = MAX_EXAMPLES ? ['--max-examples', MAX_EXAMPLES] : [];
     // Extra arguments make one run of their own; otherwise the two of PASSES.
     const passes: Pass[] =

@@ -53,6 +53,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await db?.close();
+  // Couriers' hashes never expire (their number is bounded by the directory's): removed here.
+  const keys = (await redis?.keys(`${stack.iso.namespace}:couriers:*`)) ?? [];
+  if (keys.length > 0) await redis.del(...keys);
   redis?.disconnect();
 });
 

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { option } from '../../../scripts/bench-support';
@@ -14,6 +15,27 @@ const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 describe('npm run bench:*', () => {
   it('includes the delivery request benchmark', () => {
     expect(scripts['bench:request']).toBe('scripts/tsx scripts/bench-request.ts');
+  });
+
+  it('includes the courier matching benchmark, whose --help needs no infrastructure', () => {
+    expect(scripts['bench:matching']).toBe('scripts/tsx scripts/bench-matching.ts');
+    const env = { ...process.env };
+    for (const name of ['MONGO_URL', 'NATS_URL', 'REDIS_URL']) delete env[name];
+    const help = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'scripts', 'bench-matching.ts'), '--help'],
+      { cwd: ROOT, env, encoding: 'utf8' },
+    );
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^npm run bench:matching/);
+    for (const variable of [
+      'BENCH_COURIERS',
+      'BENCH_QUERIES',
+      'BENCH_CONCURRENCY',
+      'BENCH_TOKENS',
+    ]) {
+      expect(help.stdout).toContain(variable);
+    }
   });
 
   it.each(benches)('%s runs a script that exists and the README lists', (name, command) => {
