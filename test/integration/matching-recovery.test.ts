@@ -1,0 +1,152 @@
+import { credit, getDelivery, ORIGIN, requestDelivery, savePackage } from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { adminHeaders, createUserWithKey, request } from '../support/http';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+
+/**
+ * Matching survives restarts (issue 13): courier-matching runs in its own process. A delivery
+ * paid while no matching process runs is searched for once one is back (order keeps asking),
+ * and a search whose matching process is killed with SIGKILL goes on in the next one: its
+ * silent courier's offer expires and the next courier is asked.
+ */
+const iso = isolation();
+let rest: NodeProcess;
+let matching: NodeProcess | undefined;
+
+/** Starts a matching process and waits until the gateway reaches it. */
+async function startMatching(): Promise<NodeProcess> {
+  const node = await startNode({
+    services: 'courier-matching',
+    iso,
+    env: { MATCHING_OFFER_TIMEOUT_MS: '3000', MATCHING_SWEEP_INTERVAL_MS: '200' },
+  });
+  await eventually(
+    async () => expect((await admin('GET', '/admin/couriers?limit=1')).status).toBe(200),
+    { timeout: 30_000, interval: 250 },
+  );
+  return node;
+}
+
+beforeAll(async () => {
+  rest = await startNode({
+    services: 'gateway,account,geo,pricing,package,payment,order',
+    iso,
+    env: {
+      ORDER_SWEEP_INTERVAL_MS: '250',
+      // The sweep takes a request over only once it can no longer be under way.
+      REQUEST_TIMEOUT_MS: '5000',
+      ORDER_STALE_REQUEST_MS: '6000',
+    },
+  });
+  matching = await startMatching();
+}, 120_000);
+
+afterAll(async () => {
+  await matching?.stop();
+  await rest?.stop();
+  await dropDatabases(iso);
+});
+
+const admin = (method: string, path: string, json?: unknown) =>
+  request(rest.url, method, path, { headers: adminHeaders, json });
+
+interface Courier {
+  id: string;
+  token: string;
+}
+
+const asCourier = (courier: Courier, method: string, path: string, json?: unknown) =>
+  request(rest.url, method, path, { headers: { authorization: `Bearer ${courier.token}` }, json });
+
+let plates = 0;
+
+async function courierAt(at: { lat: number; lon: number }): Promise<Courier> {
+  const types = (await admin('GET', '/admin/fleet-types')).body.data as {
+    id: string;
+    code: string;
+  }[];
+  const created = await admin('POST', '/admin/couriers', {
+    name: 'Bola Ade',
+    phone: '+2348031234567',
+    fleet: {
+      typeId: types.find((t) => t.code === 'bike')?.id,
+      regNo: `RCV-${process.pid % 1000}-${++plates}`,
+      make: 'Bajaj',
+      model: 'Boxer',
+      colour: 'Blue',
+    },
+  });
+  expect(created.status).toBe(201);
+  const token = await admin('POST', `/admin/couriers/${created.body.data.id}/tokens`);
+  const courier = { id: created.body.data.id as string, token: token.body.data.token as string };
+  expect((await asCourier(courier, 'POST', '/courier/location', at)).status).toBe(200);
+  return courier;
+}
+
+/** The courier's open offer, once it comes. */
+async function offerOf(courier: Courier) {
+  let offer: { id: string; deliveryId: string } | undefined;
+  await eventually(
+    async () => {
+      const reply = await asCourier(courier, 'GET', '/courier/offers');
+      expect(reply.status).toBe(200);
+      expect(reply.body.data).toHaveLength(1);
+      offer = reply.body.data[0];
+    },
+    { timeout: 40_000, interval: 250 },
+  );
+  return offer as { id: string; deliveryId: string };
+}
+
+/** Waits until the gateway no longer reaches any matching process. */
+async function matchingGone(): Promise<void> {
+  await eventually(
+    async () => expect((await admin('GET', '/admin/couriers?limit=1')).status).toBe(503),
+    { timeout: 30_000, interval: 250 },
+  );
+}
+
+it('searches for a delivery paid while matching was down, once it is back', async () => {
+  const courier = await courierAt({ lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon });
+  await matching?.stop();
+  matching = undefined;
+  await matchingGone();
+
+  const merchant = await createUserWithKey(rest.url);
+  await credit(rest.url, merchant, 100_000);
+  const created = await requestDelivery(rest.url, merchant, [
+    await savePackage(rest.url, merchant),
+  ]);
+  expect(created.status).toBe(201);
+
+  matching = await startMatching();
+  const offer = await offerOf(courier);
+  expect(offer.deliveryId).toBe(created.body.data.deliveryId);
+  expect((await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`)).status).toBe(200);
+}, 120_000);
+
+it('goes on with a search whose matching process was killed', async () => {
+  const silent = await courierAt({ lat: ORIGIN.lat - 0.001, lon: ORIGIN.lon - 0.001 });
+  const next = await courierAt({ lat: ORIGIN.lat - 0.006, lon: ORIGIN.lon - 0.006 });
+  const merchant = await createUserWithKey(rest.url);
+  await credit(rest.url, merchant, 100_000);
+  const created = await requestDelivery(rest.url, merchant, [
+    await savePackage(rest.url, merchant),
+  ]);
+  expect(created.status).toBe(201);
+  const deliveryId = created.body.data.deliveryId as string;
+  expect((await offerOf(silent)).deliveryId).toBe(deliveryId);
+
+  await matching?.stop('SIGKILL');
+  matching = undefined;
+  await matchingGone();
+  matching = await startMatching();
+
+  // The silent courier's offer expires in the new process; the next courier is asked.
+  const offer = await offerOf(next);
+  expect(offer.deliveryId).toBe(deliveryId);
+  expect((await asCourier(next, 'POST', `/courier/offers/${offer.id}/accept`)).status).toBe(200);
+  const got = (await getDelivery(rest.url, merchant, deliveryId)).body.data;
+  expect(got.status).toBe('COURIER_ASSIGNED');
+  expect(got.courier.name).toBe('Bola Ade');
+}, 120_000);
