@@ -21,6 +21,12 @@ import {
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import {
+  asCourier as asCourierOf,
+  courierAt as courierAtOf,
+  offerOf as offerOfAt,
+  type Courier,
+} from '../support/couriers';
 import { useMerchantStack } from '../support/merchant-stack';
 
 /**
@@ -71,59 +77,13 @@ afterAll(() => db?.close());
 const admin = (method: string, path: string, json?: unknown) =>
   request(base(), method, path, { headers: adminHeaders, json });
 
-interface Courier {
-  id: string;
-  token: string;
-}
-
-let plates = 0;
-
-/** A courier of that fleet type with a token, reporting from `at`. */
-async function courierAt(at: { lat: number; lon: number }, fleetCode = 'bike'): Promise<Courier> {
-  const typeId = fleetTypes.find((t) => t.code === fleetCode)?.id;
-  const created = await admin('POST', '/admin/couriers', {
-    name: 'Tunde Bakare',
-    phone: '+2348031234567',
-    fleet: {
-      typeId,
-      regNo: `RUN-${process.pid % 1000}-${++plates}`,
-      make: 'Bajaj',
-      model: 'Boxer',
-      colour: 'Red',
-    },
-  });
-  expect(created.status).toBe(201);
-  const id = created.body.data.id as string;
-  const token = await admin('POST', `/admin/couriers/${id}/tokens`);
-  expect(token.status).toBe(201);
-  const courier = { id, token: token.body.data.token as string };
-  expect((await report(courier, at)).status).toBe(200);
-  return courier;
-}
-
+const courierAt = (at: { lat: number; lon: number }, fleetCode = 'bike') =>
+  courierAtOf(base(), at, fleetCode);
 const asCourier = (courier: Courier, method: string, path: string, json?: unknown) =>
-  request(base(), method, path, {
-    headers: { authorization: `Bearer ${courier.token}` },
-    json,
-  });
-
+  asCourierOf(base(), courier, method, path, json);
 const report = (courier: Courier, at: { lat: number; lon: number }) =>
   asCourier(courier, 'POST', '/courier/location', at);
-
-/** The courier's open offer, once it comes. */
-async function offerOf(courier: Courier, timeout = 15_000) {
-  let offer: { id: string; deliveryId: string } | undefined;
-  await eventually(
-    async () => {
-      const reply = await asCourier(courier, 'GET', '/courier/offers');
-      expect(reply.status).toBe(200);
-      expect(reply.body.data).toHaveLength(1);
-      offer = reply.body.data[0];
-    },
-    { timeout },
-  );
-  return offer as { id: string; deliveryId: string };
-}
+const offerOf = (courier: Courier, timeout?: number) => offerOfAt(base(), courier, timeout);
 
 async function noOffer(courier: Courier) {
   const reply = await asCourier(courier, 'GET', '/courier/offers');

@@ -1,0 +1,75 @@
+import { eventually } from './eventually';
+import { adminHeaders, request } from './http';
+
+/** A courier of the directory with a token of the courier app. */
+export interface Courier {
+  id: string;
+  token: string;
+}
+
+export interface Offer {
+  id: string;
+  deliveryId: string;
+}
+
+let plates = 0;
+
+/**
+ * A new courier of that fleet type (by code) with a token, reporting from `at`: through the
+ * admin API and the courier API of the gateway at `base`.
+ */
+export async function courierAt(
+  base: string,
+  at: { lat: number; lon: number },
+  fleetCode = 'bike',
+): Promise<Courier> {
+  const admin = (method: string, path: string, json?: unknown) =>
+    request(base, method, path, { headers: adminHeaders, json });
+  const types = (await admin('GET', '/admin/fleet-types')).body.data as {
+    id: string;
+    code: string;
+  }[];
+  const created = await admin('POST', '/admin/couriers', {
+    name: 'Tunde Bakare',
+    phone: '+2348031234567',
+    fleet: {
+      typeId: types.find((t) => t.code === fleetCode)?.id,
+      regNo: `RUN-${process.pid % 1000}-${++plates}`,
+      make: 'Bajaj',
+      model: 'Boxer',
+      colour: 'Red',
+    },
+  });
+  if (created.status !== 201) throw new Error(`courier: ${created.status} ${created.text}`);
+  const id = created.body.data.id as string;
+  const token = await admin('POST', `/admin/couriers/${id}/tokens`);
+  if (token.status !== 201) throw new Error(`token: ${token.status} ${token.text}`);
+  const courier = { id, token: token.body.data.token as string };
+  const reported = await asCourier(base, courier, 'POST', '/courier/location', at);
+  if (reported.status !== 200) throw new Error(`location: ${reported.status} ${reported.text}`);
+  return courier;
+}
+
+/** A call of the courier app, with the courier's token. */
+export const asCourier = (
+  base: string,
+  courier: Courier,
+  method: string,
+  path: string,
+  json?: unknown,
+) => request(base, method, path, { headers: { authorization: `Bearer ${courier.token}` }, json });
+
+/** The courier's open offer, once it comes. */
+export async function offerOf(base: string, courier: Courier, timeout = 15_000): Promise<Offer> {
+  let offer: Offer | undefined;
+  await eventually(
+    async () => {
+      const reply = await asCourier(base, courier, 'GET', '/courier/offers');
+      expect(reply.status).toBe(200);
+      expect(reply.body.data).toHaveLength(1);
+      offer = reply.body.data[0];
+    },
+    { timeout, interval: 250 },
+  );
+  return offer as Offer;
+}
