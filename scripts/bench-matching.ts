@@ -23,7 +23,13 @@ import { eventually } from '../test/support/eventually';
 import { adminHeaders, request } from '../test/support/http';
 import { percentile, send } from '../test/support/load';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
-import { option, requireInfrastructure, runMain, showHelpIfAsked } from './bench-support';
+import {
+  option,
+  requireInfrastructure,
+  runMain,
+  showHelpIfAsked,
+  inParallel,
+} from './bench-support';
 
 showHelpIfAsked(`
 npm run bench:matching [-- --couriers N --queries Q --naive S --count R --concurrency C --warm-up W --tokens T]
@@ -69,8 +75,6 @@ const FLEETS = [
 const BUSY_SHARE = 0.1;
 /** Couriers whose last report is older than COURIER_ONLINE_MS. */
 const STALE_SHARE = 0.05;
-/** Setup calls under way at once: kept light, so that they do not time out on a loaded machine. */
-const SETUP_WIDTH = 8;
 const GIVE_UP_MS = 30_000;
 
 const between = ([min, max]: readonly [number, number]) => min + Math.random() * (max - min);
@@ -246,21 +250,6 @@ async function removeKeys(redis: Redis, prefix: string): Promise<void> {
     if (keys.length > 0) await redis.unlink(...keys);
     cursor = next;
   } while (cursor !== '0');
-}
-
-/** Runs `work` over `items`, a few at a time. */
-async function inParallel<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(SETUP_WIDTH, items.length) }, async () => {
-      while (next < items.length) {
-        const at = next++;
-        results[at] = await work(items[at]);
-      }
-    }),
-  );
-  return results;
 }
 
 async function admin(url: string, method: string, path: string, json?: unknown) {

@@ -15,7 +15,13 @@ import { adminHeaders, createUserWithKey, request } from '../test/support/http';
 import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
-import { option, requireInfrastructure, showHelpIfAsked, runMain } from './bench-support';
+import {
+  option,
+  requireInfrastructure,
+  showHelpIfAsked,
+  runMain,
+  inParallel,
+} from './bench-support';
 import { checkWallet, unrefundedOrphans, type WalletEntry } from './lib/request-ledger';
 
 showHelpIfAsked(`
@@ -51,8 +57,6 @@ const FUNDS_NGN = 100_000_000;
  * request may have been under way: they are reconciled, not failed.
  */
 const SHED = new Set([0, 503, 504]);
-/** Setup calls (merchants, packages) under way at once. */
-const SETUP_WIDTH = 8;
 /**
  * The order service's sweep finishes or undoes a request stopped half-way once it is this old
  * (kept short here so that the reconciliation waits less for it).
@@ -149,24 +153,6 @@ function showUnexpected(phase: Phase): void {
     shown.set(a.status, (shown.get(a.status) ?? 0) + 1);
     console.error(`  ${phase.name}: ${a.status || 'no answer'} ${a.text.slice(0, 300)}`);
   }
-}
-
-/**
- * Runs `work` over `items`, a few at a time: the setup, not measured, kept light so that it
- * does not time out on a loaded machine.
- */
-async function inParallel<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(SETUP_WIDTH, items.length) }, async () => {
-      while (next < items.length) {
-        const at = next++;
-        results[at] = await work(items[at]);
-      }
-    }),
-  );
-  return results;
 }
 
 /** Every entry of a merchant's wallet, through the public API, page by page. */

@@ -48,3 +48,25 @@ export function runMain(main: () => Promise<number>): void {
     },
   );
 }
+
+/** Setup calls a benchmark makes at once: kept light so that it does not time out on a loaded machine. */
+export const SETUP_WIDTH = 8;
+
+/** Runs `work` over `items`, `width` at a time, answering in the items' order. */
+export async function inParallel<T, R>(
+  items: readonly T[],
+  work: (item: T) => Promise<R>,
+  width = SETUP_WIDTH,
+): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) {
+        const at = next++;
+        results[at] = await work(items[at]);
+      }
+    }),
+  );
+  return results;
+}
