@@ -26,6 +26,10 @@ const PROOF_OF: Partial<Record<EventKind, ProofType>> = {
   DELIVERED: 'DELIVERY',
 };
 
+/** The proof a courier's step gives, if any. */
+export const proofTypeOf = (step: CourierStep): ProofType | undefined =>
+  PROOF_OF[COURIER_STEPS[step]];
+
 export interface CourierRunDeps {
   transitions: DeliveryTransitions;
   settlement: Settlement;

@@ -1,17 +1,6 @@
 import { call, type Caller } from '../../libs/contracts';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
-import { etaWindow } from './eta';
-import type { DeliveryStatus } from './lifecycle';
-
-/** The statuses in which the courier is on the delivery's errand. */
-const UNDER_WAY: ReadonlySet<DeliveryStatus> = new Set([
-  'COURIER_ASSIGNED',
-  'ARRIVED_AT_PICKUP',
-  'COLLECTED',
-  'IN_TRANSIT',
-  'ARRIVED_AT_DROPOFF',
-  'RETURNING',
-]);
+import { etaWindow, UNDER_WAY } from './eta';
 
 /** The spec's courier view, on a delivery once a courier is assigned. */
 export interface CourierOnDelivery {

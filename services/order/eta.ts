@@ -10,6 +10,13 @@ const TO_DROPOFF: ReadonlySet<DeliveryStatus> = new Set([
   'ARRIVED_AT_DROPOFF',
 ]);
 
+/** Statuses in which the courier is on the delivery's errand: there and back included. */
+export const UNDER_WAY: ReadonlySet<DeliveryStatus> = new Set([
+  ...TO_PICKUP,
+  ...TO_DROPOFF,
+  'RETURNING',
+]);
+
 /** The window around the arithmetic: traffic makes a trip later more often than earlier. */
 export const ETA_EARLY_FACTOR = 0.85;
 export const ETA_LATE_FACTOR = 1.3;

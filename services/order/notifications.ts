@@ -83,8 +83,18 @@ export function proofCodeMessages(
 const CODE_IN_TEXT = /\bcode is (\d{6})\b/;
 
 /** The code a proof-code message carries (the sandbox's virtual courier reads it). */
-export function proofCodeIn(text: string | null): string | undefined {
+function proofCodeIn(text: string | null): string | undefined {
   return text ? CODE_IN_TEXT.exec(text)?.[1] : undefined;
+}
+
+/** The code last sent for a proof of that type, read from a delivery's messages. */
+export function latestProofCode(
+  messages: readonly NotificationRecord[],
+  type: ProofType,
+): string | undefined {
+  const purpose = PROOF_PURPOSE[type];
+  const sent = messages.filter((m) => m.purpose === purpose && m.channel === 'SMS').at(-1);
+  return proofCodeIn(sent?.text ?? null);
 }
 
 /** The recipient's share of the fee, with the link to pay it. */

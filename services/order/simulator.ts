@@ -3,10 +3,10 @@ import { call, type Caller } from '../../libs/contracts';
 import { virtualStart } from '../../libs/contracts/matching';
 import { DEFAULT_CIRCUITY, haversineKm } from '../../libs/geodesy';
 import { Periodic } from '../../libs/periodic';
-import type { CourierRun, CourierStep } from './courier-run';
-import type { DeliveryRecord, ProofType } from './delivery-record';
+import { proofTypeOf, type CourierRun, type CourierStep } from './courier-run';
+import type { DeliveryRecord } from './delivery-record';
 import { isTerminal } from './lifecycle';
-import { proofCodeIn } from './notifications';
+import { latestProofCode } from './notifications';
 import {
   nextSimulatedStep,
   simulatedPosition,
@@ -29,11 +29,6 @@ export interface SimulatorDeps {
   intervalMs: number;
   logger: () => Logger;
 }
-
-const PROOF_OF_STEP: Partial<Record<CourierStep, ProofType>> = {
-  collected: 'COLLECTION',
-  delivered: 'DELIVERY',
-};
 
 /**
  * The sandbox's virtual couriers (staging only): once matching has assigned a simulated
@@ -127,12 +122,9 @@ export class Simulator {
   /** What the virtual courier sends with a step: the code the person was sent, a reason. */
   private async body(delivery: DeliveryRecord, step: CourierStep) {
     if (step === 'failed') return { reason: SIMULATED_FAILURE };
-    const proofType = PROOF_OF_STEP[step];
+    const proofType = proofTypeOf(step);
     if (!proofType) return {};
-    const purpose = proofType === 'COLLECTION' ? 'COLLECTION_CODE' : 'DELIVERY_CODE';
-    const messages = await this.deps.store.notificationsOf(delivery._id);
-    const sent = messages.filter((m) => m.purpose === purpose && m.channel === 'SMS').at(-1);
-    const code = proofCodeIn(sent?.text ?? null);
+    const code = latestProofCode(await this.deps.store.notificationsOf(delivery._id), proofType);
     return code ? { code } : {};
   }
 
