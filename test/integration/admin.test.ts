@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { MAX_ACTIVE_KEYS_PER_USER } from '../../services/account/account.service';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  isolation,
+  startNode,
+  type NodeProcess,
+  openServiceDatabase,
+} from '../support/stack';
 
 const iso = isolation();
 let node: NodeProcess;
@@ -286,15 +292,12 @@ describe('API keys', () => {
   });
 
   it('never stores the plaintext key', async () => {
-    const mongoose = (await import('mongoose')).default;
     const userId = await createUser();
     const key = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
       headers: adminHeaders,
       json: {},
     });
-    const conn = await mongoose
-      .createConnection(process.env.MONGO_URL as string, { dbName: `${iso.dbPrefix}account` })
-      .asPromise();
+    const conn = await openServiceDatabase(iso, 'account');
     try {
       const stored = await conn.collection('api_keys').findOne({ _id: key.body.data.id } as never);
       expect(stored).not.toBeNull();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import mongoose from 'mongoose';
+import type mongoose from 'mongoose';
+import { openServiceDatabase } from '../support/stack';
 import { hashCourierToken, type CourierView } from '../../libs/contracts/matching';
 import { COURIER_TOKEN_MESSAGES } from '../../services/gateway/courier-auth';
 import { COURIER_RETIRED } from '../../services/courier-matching/locations';
@@ -35,11 +36,7 @@ let bike: string;
 let car: string;
 
 beforeAll(async () => {
-  db = await mongoose
-    .createConnection(process.env.MONGO_URL as string, {
-      dbName: `${stack.iso.dbPrefix}matching`,
-    })
-    .asPromise();
+  db = await openServiceDatabase(stack.iso, 'matching');
   redis = new Redis(process.env.REDIS_URL as string);
   positions = new CourierPositions(redis, {
     keyPrefix: `${stack.iso.namespace}:couriers:`,

@@ -1,4 +1,5 @@
-import mongoose from 'mongoose';
+import type mongoose from 'mongoose';
+import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
 import {
   DELIVERY_STATUS_CHANGED_EVENT,
@@ -64,11 +65,7 @@ let db: mongoose.Connection;
 let fleetTypes: { id: string; code: string }[];
 
 beforeAll(async () => {
-  db = await mongoose
-    .createConnection(process.env.MONGO_URL as string, {
-      dbName: `${stack.iso.dbPrefix}matching`,
-    })
-    .asPromise();
+  db = await openServiceDatabase(stack.iso, 'matching');
   fleetTypes = (await admin('GET', '/admin/fleet-types')).body.data;
 });
 
@@ -430,6 +427,23 @@ describe('proof codes', () => {
   });
 });
 
+/**
+ * The courier takes the offered delivery and carries it to the drop-off (the sender's code
+ * given at collection): each step 200. Answers the courier's step call for what follows.
+ */
+async function carryToDropoff(courier: Courier, deliveryId: string) {
+  const offer = await offerOf(courier);
+  await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
+  const step = (name: string, json?: unknown) =>
+    asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
+  expect((await step('arrived-at-pickup')).status).toBe(200);
+  const code = await codeSent(deliveryId, 'COLLECTION_CODE');
+  expect((await step('collected', { code })).status).toBe(200);
+  expect((await step('in-transit')).status).toBe(200);
+  expect((await step('arrived-at-dropoff')).status).toBe(200);
+  return step;
+}
+
 describe('pay-on-delivery and cancel', () => {
   it('remits what was collected to the merchant’s wallet once, on delivery', async () => {
     const courier = await courierAt({ lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon - 0.002 });
@@ -439,15 +453,7 @@ describe('pay-on-delivery and cancel', () => {
       payOnDelivery: true,
     });
     const before = Number(await balanceOf(base(), merchant));
-    const offer = await offerOf(courier);
-    await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
-    const step = (name: string, json?: unknown) =>
-      asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
-    expect((await step('arrived-at-pickup')).status).toBe(200);
-    const code = await codeSent(deliveryId, 'COLLECTION_CODE');
-    expect((await step('collected', { code })).status).toBe(200);
-    expect((await step('in-transit')).status).toBe(200);
-    expect((await step('arrived-at-dropoff')).status).toBe(200);
+    const step = await carryToDropoff(courier, deliveryId);
     // Pay-on-delivery has no delivery code: the courier collects the money instead.
     const delivered = await Promise.all([step('delivered'), step('delivered')]);
     expect(delivered.map((d) => d.status).sort()).toEqual([200, 409]);
@@ -471,15 +477,7 @@ describe('pay-on-delivery and cancel', () => {
       podRemitTo: 'COURIER_WALLET',
       podCourierProfileId: courier.id,
     });
-    const offer = await offerOf(courier);
-    await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
-    const step = (name: string, json?: unknown) =>
-      asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
-    expect((await step('arrived-at-pickup')).status).toBe(200);
-    const code = await codeSent(deliveryId, 'COLLECTION_CODE');
-    expect((await step('collected', { code })).status).toBe(200);
-    expect((await step('in-transit')).status).toBe(200);
-    expect((await step('arrived-at-dropoff')).status).toBe(200);
+    const step = await carryToDropoff(courier, deliveryId);
     expect((await step('delivered')).status).toBe(200);
     // Couriers have no account: their wallet is read through the payment contract.
     await eventually(async () => {

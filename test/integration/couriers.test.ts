@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import mongoose from 'mongoose';
+import type mongoose from 'mongoose';
+import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
 import type { CourierView } from '../../libs/contracts/matching';
 import { CLAIM_GRACE_MS } from '../../services/courier-matching/reg-no-claims';
@@ -24,11 +25,7 @@ let bike: string;
 let car: string;
 
 beforeAll(async () => {
-  db = await mongoose
-    .createConnection(process.env.MONGO_URL as string, {
-      dbName: `${stack.iso.dbPrefix}matching`,
-    })
-    .asPromise();
+  db = await openServiceDatabase(stack.iso, 'matching');
   const types = await admin('GET', '/admin/fleet-types');
   const idOf = (code: string) =>
     (types.body.data as { id: string; code: string }[]).find((t) => t.code === code)?.id as string;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import mongoose from 'mongoose';
+import { openServiceDatabase } from '../support/stack';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { postForm, pagePath } from '../support/checkout';
 import {
@@ -224,9 +224,7 @@ describe('POST /api/request paid from the wallet', () => {
       { timeout: 20_000 },
     );
     // At rest the codes are only hashes: the delivery's document holds none of them.
-    const db = await mongoose
-      .createConnection(process.env.MONGO_URL as string, { dbName: `${stack.iso.dbPrefix}order` })
-      .asPromise();
+    const db = await openServiceDatabase(stack.iso, 'order');
     const stored = await db.collection('deliveries').findOne({ _id: deliveryId as never });
     await db.close();
     expect(stored?.proofs).toHaveLength(2);

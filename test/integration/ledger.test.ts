@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import mongoose from 'mongoose';
+import type mongoose from 'mongoose';
 import type { ServiceBroker } from 'moleculer';
 import type { Posting } from '../../libs/contracts/payment';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
@@ -11,6 +11,7 @@ import {
   startClient,
   startNode,
   type NodeProcess,
+  openServiceDatabase,
 } from '../support/stack';
 
 /**
@@ -31,9 +32,7 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) nodes.push(await startNode({ services: 'payment', iso }));
   client = await startClient(iso, ['payment']);
   merchant = await createUserWithKey(gateway.url);
-  db = await mongoose
-    .createConnection(process.env.MONGO_URL as string, { dbName: `${iso.dbPrefix}payment` })
-    .asPromise();
+  db = await openServiceDatabase(iso, 'payment');
 });
 
 afterAll(async () => {

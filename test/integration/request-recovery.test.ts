@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import mongoose from 'mongoose';
+import type mongoose from 'mongoose';
 import { ORDER_FAULT_POINTS, type OrderFaultPoint } from '../../libs/config';
 import { ABANDONED } from '../../services/order/requests';
 import { postForm, pagePath } from '../support/checkout';
@@ -17,7 +17,13 @@ import {
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, type Reply } from '../support/http';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  isolation,
+  startNode,
+  type NodeProcess,
+  openServiceDatabase,
+} from '../support/stack';
 
 /**
  * A delivery request is a saga across four services. Here the order service runs in its own
@@ -57,9 +63,7 @@ beforeAll(async () => {
       PAYMENT_EVENT_RETRY_MS: '500',
     },
   });
-  db = await mongoose
-    .createConnection(process.env.MONGO_URL as string, { dbName: `${iso.dbPrefix}order` })
-    .asPromise();
+  db = await openServiceDatabase(iso, 'order');
   redis = new Redis(process.env.REDIS_URL as string);
 }, 120_000);
 

@@ -196,3 +196,10 @@ async function knownToOthers(client: ServiceBroker, timeoutMs = 20_000): Promise
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
+
+/** A connection of the test's own to one service's database (`account`, `order`, ...). */
+export function openServiceDatabase(iso: Isolation, service: string): Promise<mongoose.Connection> {
+  return mongoose
+    .createConnection(process.env.MONGO_URL as string, { dbName: `${iso.dbPrefix}${service}` })
+    .asPromise();
+}
