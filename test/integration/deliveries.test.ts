@@ -1,4 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import {
+  DELIVERY_CANCELLED_EVENT,
+  DELIVERY_CREATED_EVENT,
+  DELIVERY_PAID_EVENT,
+  type DeliveryEventPayload,
+} from '../../libs/contracts/order';
 import { openServiceDatabase } from '../support/stack';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { postForm, pagePath } from '../support/checkout';
@@ -25,8 +31,24 @@ import { useMerchantStack } from '../support/merchant-stack';
  * FerretDB, NATS and Redis: creation paid by wallet or checkout, every field and default,
  * the errors, cancellation, and the races with exact counts.
  */
+/** Every delivery event the order service broadcasts, by name, as a consumer hears them. */
+const heard: { name: string; payload: DeliveryEventPayload }[] = [];
+const listen = (name: string) => ({
+  handler: (ctx: { params: DeliveryEventPayload }) =>
+    void heard.push({ name, payload: ctx.params }),
+});
 const stack = useMerchantStack({
   internal: ['order', 'payment'],
+  own: [
+    {
+      name: 'delivery-event-probe',
+      events: {
+        [DELIVERY_CREATED_EVENT]: listen(DELIVERY_CREATED_EVENT),
+        [DELIVERY_PAID_EVENT]: listen(DELIVERY_PAID_EVENT),
+        [DELIVERY_CANCELLED_EVENT]: listen(DELIVERY_CANCELLED_EVENT),
+      },
+    },
+  ],
   env: {
     PAYMENT_SWEEP_INTERVAL_MS: '200',
     PAYMENT_EVENT_RETRY_MS: '500',
@@ -575,6 +597,56 @@ describe('POST /api/request/:deliveryId/cancel', () => {
     // A refused cancel used no slot, and the window survives in Redis: still refused.
     expectErrorEnvelope(await cancelDelivery(base(), who, ids[0] as string), 400);
     expect((await entriesOf(base(), who)).filter((e) => e.type === 'REFUND')).toHaveLength(2);
+  });
+});
+
+describe('events', () => {
+  /** The events heard for a delivery, by name, once each of `names` has come. */
+  async function eventsOf(deliveryId: string, names: string[]) {
+    let mine: typeof heard = [];
+    await eventually(() => {
+      mine = heard.filter((e) => e.payload.deliveryId === deliveryId);
+      expect(new Set(mine.map((e) => e.name))).toEqual(new Set(names));
+    });
+    return mine;
+  }
+
+  it('created, paid and cancelled are broadcast with the key that created the delivery', async () => {
+    const who = await merchant();
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)]);
+    expect(reply.status).toBe(201);
+    const deliveryId = reply.body.data.deliveryId as string;
+    expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
+    const events = await eventsOf(deliveryId, [
+      DELIVERY_CREATED_EVENT,
+      DELIVERY_PAID_EVENT,
+      DELIVERY_CANCELLED_EVENT,
+    ]);
+    for (const event of events) {
+      expect(event.payload).toMatchObject({ deliveryId, userId: who.userId, apiKeyId: who.keyId });
+    }
+    expect(events.find((e) => e.name === DELIVERY_CANCELLED_EVENT)?.payload.status).toBe(
+      'CANCELLED',
+    );
+  });
+
+  it('a checkout delivery is announced paid only once its checkout is paid', async () => {
+    const who = await merchant(0);
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
+      paymentMethodType: 'CHECKOUT',
+    });
+    const deliveryId = (reply.headers.get('location') as string).split('/').pop() as string;
+    await eventsOf(deliveryId, [DELIVERY_CREATED_EVENT]);
+    expect(
+      await postForm(base(), `${pagePath(reply.body.data.data.authorization_url)}/pay`),
+    ).toMatchObject({
+      status: 303,
+    });
+    const events = await eventsOf(deliveryId, [DELIVERY_CREATED_EVENT, DELIVERY_PAID_EVENT]);
+    expect(events.find((e) => e.name === DELIVERY_PAID_EVENT)?.payload).toMatchObject({
+      apiKeyId: who.keyId,
+      matchingEligible: true,
+    });
   });
 });
 
