@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { SIMULATION_IN_LIVE } from '../../services/order/order.service';
 import {
   balanceOf,
   credit,
@@ -13,13 +12,12 @@ import {
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 /**
  * The sandbox simulator (issue 13) through the gateway: a staging request with
  * `Waybill-Simulate` is taken to the door by a virtual courier, or fails on the way, or finds
  * nobody, at SIMULATOR_TIME_SCALE times real speed, every step visible on
- * GET /api/deliveries/:deliveryId; live refuses the header.
+ * GET /api/deliveries/:deliveryId (live refuses the header: live.test.ts).
  */
 const stack = useMerchantStack({
   internal: [],
@@ -135,41 +133,5 @@ describe('Waybill-Simulate', () => {
       400,
       'Waybill-Simulate must be one of delivered, failed, no-courier',
     );
-  });
-});
-
-describe('Waybill-Simulate in live', () => {
-  const iso = isolation();
-  let live: NodeProcess;
-
-  beforeAll(async () => {
-    live = await startNode({
-      services: 'gateway,account,order',
-      iso,
-      env: {
-        APP_ENV: 'live',
-        PAYMENT_PROVIDER: 'sandbox',
-        PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
-      },
-    });
-  });
-
-  afterAll(async () => {
-    await live?.stop();
-    await dropDatabases(iso);
-  });
-
-  it('is refused with 400 before anything is taken', async () => {
-    const merchant: Party = await createUserWithKey(live.url);
-    const reply = await requestDelivery(
-      live.url,
-      merchant,
-      [randomUUID()],
-      {},
-      {
-        'Waybill-Simulate': 'delivered',
-      },
-    );
-    expectErrorEnvelope(reply, 400, SIMULATION_IN_LIVE);
   });
 });

@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import { SIMULATION_IN_LIVE } from '../../services/order/order.service';
+import {
+  credit,
+  notificationsOf,
+  requestDelivery,
+  savePackage,
+  type Party,
+} from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { createUserWithKey, expectErrorEnvelope } from '../support/http';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+
+/**
+ * What only a live node does (APP_ENV=live, every service, the sandbox's payment provider so
+ * that no provider is needed): the sandbox's simulator is refused, and the notification
+ * outbox never shows a message's text, whose proof codes are secrets.
+ */
+const iso = isolation();
+let live: NodeProcess;
+
+beforeAll(async () => {
+  live = await startNode({
+    services: 'all',
+    iso,
+    env: {
+      APP_ENV: 'live',
+      PAYMENT_PROVIDER: 'sandbox',
+      PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
+      ORDER_SWEEP_INTERVAL_MS: '250',
+    },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await live?.stop();
+  await dropDatabases(iso);
+});
+
+it('refuses Waybill-Simulate with 400 before anything is taken', async () => {
+  const merchant: Party = await createUserWithKey(live.url);
+  const reply = await requestDelivery(
+    live.url,
+    merchant,
+    [randomUUID()],
+    {},
+    { 'Waybill-Simulate': 'delivered' },
+  );
+  expectErrorEnvelope(reply, 400, SIMULATION_IN_LIVE);
+});
+
+it('never shows a notification’s text, before it is sent or after', async () => {
+  const merchant: Party = await createUserWithKey(live.url);
+  await credit(live.url, merchant, 100_000);
+  const created = await requestDelivery(live.url, merchant, [
+    await savePackage(live.url, merchant),
+  ]);
+  expect(created.status).toBe(201);
+  const deliveryId = created.body.data.deliveryId as string;
+  const queued = await notificationsOf(live.url, deliveryId);
+  expect(queued.map((m) => m.purpose)).toContain('COLLECTION_CODE');
+  expect(queued.map((m) => m.text)).toEqual(queued.map(() => null));
+  await eventually(async () => {
+    const sent = await notificationsOf(live.url, deliveryId);
+    expect(sent.every((m) => m.status === 'SENT' && m.text === null)).toBe(true);
+  });
+});
