@@ -108,7 +108,7 @@ const RULES = TABLE.flatMap(([kind, family, ranges]) =>
     const list = new BlockList();
     if (prefix === (family === 'ipv4' ? 32 : 128)) list.addAddress(address, family);
     else list.addSubnet(address, prefix, family);
-    return { kind, family, list, label: `${what} (${address}/${prefix})`, what };
+    return { kind, family, list, label: `${what} (${address}/${prefix})` };
   }),
 );
 
@@ -301,7 +301,12 @@ export function guardedLookup(policy: OutboundPolicy, resolve: Resolver = system
         : typeof options === 'object'
           ? options
           : {};
-    const family = opts.family === 4 || opts.family === 6 ? opts.family : 0;
+    const family =
+      opts.family === 4 || opts.family === 'IPv4'
+        ? 4
+        : opts.family === 6 || opts.family === 'IPv6'
+          ? 6
+          : 0;
     const literal = isIP(hostname.replace(/%.*$/, ''));
     const found: Promise<LookupAddress[]> =
       literal !== 0

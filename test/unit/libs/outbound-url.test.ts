@@ -245,18 +245,20 @@ function get(host: string, lookup: ReturnType<typeof guardedLookup>) {
 }
 
 /** A resolver answering `answers` for every name, the next answer on each call. */
-function stubResolver(...answers: string[][]): Resolver & { calls: string[] } {
+function stubResolver(...answers: string[][]): Resolver & { calls: string[]; families: number[] } {
   const calls: string[] = [];
+  const families: number[] = [];
   let next = 0;
-  const resolve = async (hostname: string) => {
+  const resolve = async (hostname: string, family: number) => {
     calls.push(hostname);
+    families.push(family);
     const addresses = answers[Math.min(next++, answers.length - 1)];
     return addresses.map((address): LookupAddress => ({
       address,
       family: address.includes(':') ? 6 : 4,
     }));
   };
-  return Object.assign(resolve, { calls });
+  return Object.assign(resolve, { calls, families });
 }
 
 describe('guardedLookup', () => {
@@ -310,13 +312,17 @@ describe('guardedLookup', () => {
       lookup('hooks.example.test', 0, (err, address, family) => done([err, address, family])),
     );
     expect(one).toEqual([null, '8.8.8.8', 4]);
+    await new Promise<void>((done) =>
+      lookup('hooks.example.test', { family: 'IPv6' }, () => done()),
+    );
+    expect(resolve.families).toEqual([0, 6]);
     const literal = await new Promise<Error | null>((done) =>
       lookup('10.0.0.1', {}, (err) => done(err)),
     );
     expect(literal?.message).toBe(
       'webhook target is 10.0.0.1, a private address (10.0.0.0/8); use a public address',
     );
-    expect(resolve.calls).toEqual(['hooks.example.test']);
+    expect(resolve.calls).toEqual(['hooks.example.test', 'hooks.example.test']);
   });
 
   it('passes resolution errors through as they are', async () => {
