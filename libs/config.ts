@@ -11,6 +11,7 @@ export const SERVICE_NAMES = [
   'payment',
   'order',
   'courier-matching',
+  'webhook',
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
@@ -131,6 +132,23 @@ export interface Config {
     /** How much faster than real time the sandbox's simulated deliveries run. */
     simulatorTimeScale: number;
   };
+  webhook: {
+    /** Key sealing the endpoints' signing secrets at rest (AES-256-GCM): they must be read to sign. */
+    secretKey: string;
+    /** Staging and tests: private and loopback targets accepted (never link-local or metadata). */
+    allowPrivateTargets: boolean;
+    maxEndpoints: number;
+    timeoutMs: number;
+    /** How long a message is retried after its first attempt before it is given up. */
+    retryWindowMs: number;
+    /** An endpoint that has failed every attempt for this long is disabled. */
+    disableAfterMs: number;
+    backoffBaseMs: number;
+    backoffMaxMs: number;
+    dispatchIntervalMs: number;
+    /** Messages in flight at once, per dispatcher. */
+    concurrency: number;
+  };
 }
 
 /** Where a test may stop the order process in the middle of a request (ORDER_FAULT). */
@@ -145,6 +163,7 @@ export type OrderFaultPoint = (typeof ORDER_FAULT_POINTS)[number];
 
 /** Staging's proof-code key when none is set: staging shows codes to support anyway. */
 const STAGING_PROOF_CODE_SECRET = 'waybill-staging-proof-code-secret';
+const STAGING_WEBHOOK_SECRET_KEY = 'waybill-staging-webhook-secret-key';
 
 export const PAYMENT_PROVIDERS = ['sandbox', 'paystack'] as const;
 export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
@@ -537,6 +556,65 @@ const envSchema = Joi.object({
     .description(
       'Staging: how much faster than real time a delivery with the Waybill-Simulate header runs (its virtual courier, its search)',
     ),
+  WEBHOOK_SECRET_KEY: Joi.string()
+    .empty('')
+    .min(32)
+    .pattern(/^\S+$/, 'no whitespace')
+    .when('APP_ENV', { is: 'live', then: Joi.required() })
+    .description(
+      "Key under which webhook signing secrets are sealed at rest (AES-256-GCM, key = SHA-256 of this), at least 32 characters; required when live. Changing it makes every stored secret unreadable: rotate the endpoints' secrets after",
+    ),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Joi.boolean()
+    .default(false)
+    .when('APP_ENV', { is: 'live', then: Joi.valid(false) })
+    .description(
+      'Accept webhook URLs on private and loopback addresses (staging and tests only; refused when live). Link-local and cloud metadata addresses stay refused',
+    ),
+  WEBHOOK_MAX_ENDPOINTS: Joi.number()
+    .integer()
+    .min(1)
+    .max(100)
+    .default(10)
+    .description('Webhook endpoints a user may register'),
+  WEBHOOK_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .max(60000)
+    .default(10000)
+    .description('How long a webhook endpoint has to answer before the attempt counts as failed'),
+  WEBHOOK_RETRY_WINDOW_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(86400000)
+    .description('How long a webhook message is retried after its first attempt'),
+  WEBHOOK_DISABLE_AFTER_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(86400000)
+    .description(
+      'An endpoint whose attempts have all failed for this long is disabled (`GET /api/webhooks` says why) until its owner enables it',
+    ),
+  WEBHOOK_BACKOFF_BASE_MS: Joi.number()
+    .integer()
+    .min(10)
+    .default(10000)
+    .description('Wait before the second attempt; each later wait doubles (with jitter)'),
+  WEBHOOK_BACKOFF_MAX_MS: Joi.number()
+    .integer()
+    .min(10)
+    .default(3600000)
+    .description('Longest wait between two attempts'),
+  WEBHOOK_DISPATCH_INTERVAL_MS: Joi.number()
+    .integer()
+    .min(10)
+    .default(500)
+    .description('How often the dispatcher looks for messages due'),
+  WEBHOOK_CONCURRENCY: Joi.number()
+    .integer()
+    .min(1)
+    .max(1000)
+    .default(32)
+    .description('Webhook requests in flight at once per dispatcher process'),
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
@@ -669,6 +747,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reach: searchReach(value.MATCHING_RADIUS_KM, value.MATCHING_WIDEN_EVERY_MS),
       sweepIntervalMs: value.MATCHING_SWEEP_INTERVAL_MS,
       simulatorTimeScale: value.SIMULATOR_TIME_SCALE,
+    },
+    webhook: {
+      secretKey: value.WEBHOOK_SECRET_KEY ?? STAGING_WEBHOOK_SECRET_KEY,
+      allowPrivateTargets: value.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      maxEndpoints: value.WEBHOOK_MAX_ENDPOINTS,
+      timeoutMs: value.WEBHOOK_TIMEOUT_MS,
+      retryWindowMs: value.WEBHOOK_RETRY_WINDOW_MS,
+      disableAfterMs: value.WEBHOOK_DISABLE_AFTER_MS,
+      backoffBaseMs: value.WEBHOOK_BACKOFF_BASE_MS,
+      backoffMaxMs: value.WEBHOOK_BACKOFF_MAX_MS,
+      dispatchIntervalMs: value.WEBHOOK_DISPATCH_INTERVAL_MS,
+      concurrency: value.WEBHOOK_CONCURRENCY,
     },
   };
 }

@@ -9,6 +9,7 @@ import type * as OrderService from './order/order.service';
 import type * as PackageService from './package/package.service';
 import type * as PaymentService from './payment/payment.service';
 import type * as PricingService from './pricing/pricing.service';
+import type * as WebhookService from './webhook/webhook.service';
 
 type BackendName = Exclude<ServiceName, 'gateway'>;
 type ServiceFactory = (config: Config) => ServiceDefinition;
@@ -34,6 +35,8 @@ const LOADERS: Record<BackendName, () => ServiceFactory> = {
   'courier-matching': () =>
     (require('./courier-matching/courier-matching.service') as typeof CourierMatchingService)
       .createCourierMatchingService,
+  webhook: () =>
+    (require('./webhook/webhook.service') as typeof WebhookService).createWebhookService,
 };
 const loadGateway = () =>
   (require('./gateway/gateway.service') as typeof GatewayService).createGatewayService;

@@ -12,6 +12,7 @@ import type { PackageActions } from './package';
 import type { PaymentActions, PaymentEvents } from './payment';
 import type { PricingActions, PricingEvents } from './pricing';
 import type { MatchingActions, MatchingEvents } from './matching';
+import type { WebhookActions } from './webhook';
 
 export type Actions = AccountActions &
   GeoActions &
@@ -19,7 +20,8 @@ export type Actions = AccountActions &
   OrderActions &
   PackageActions &
   PaymentActions &
-  PricingActions;
+  PricingActions &
+  WebhookActions;
 export type ActionName = keyof Actions;
 
 export type Events = AccountEvents &

@@ -6,6 +6,7 @@ import { PACKAGE_RETRY } from './package';
 import { PAYMENT_RETRY } from './payment';
 import { PRICING_RETRY } from './pricing';
 import { MATCHING_RETRY } from './matching';
+import { WEBHOOK_RETRY } from './webhook';
 
 /**
  * Whether a call may be sent again, to another node, when the node it went to is lost before
@@ -34,6 +35,7 @@ export const CONTRACT_RETRY: Readonly<Record<ActionName, Retry>> = {
   ...PAYMENT_RETRY,
   ...PRICING_RETRY,
   ...MATCHING_RETRY,
+  ...WEBHOOK_RETRY,
 };
 
 /** moleculer's per-call `retries` option for an action of this kind, called with `meta`. */

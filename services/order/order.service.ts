@@ -65,6 +65,7 @@ import {
 } from './views';
 import Joi from '../../libs/joi';
 import { call } from '../../libs/contracts';
+import { Announcer } from './announcer';
 
 /** How often the sandbox's virtual couriers move and report their steps. */
 const SIMULATOR_TICK_MS = 250;
@@ -89,12 +90,14 @@ export function createOrderService(config: Config): ServiceDefinition {
   );
   const shared = { store, services: () => broker, logger: () => logger };
   const transitions = new DeliveryTransitions(store);
-  const settlement = new Settlement(shared);
+  const announcer = new Announcer({ ...shared, transitions });
+  const settlement = new Settlement({ ...shared, announcer });
   const requests = new DeliveryRequests({
     ...shared,
     config: config.order,
     transitions,
     settlement,
+    announcer,
   });
   const cancellations = new Cancellations({
     transitions,
@@ -106,7 +109,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     }),
     logger: () => logger,
   });
-  const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });
+  const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement, announcer });
   const proofs = new ProofChecks(store, config.order.proofCodeSecret);
   const courierRun = new CourierRun({ transitions, settlement, proofs });
   const simulator = new Simulator({
@@ -125,6 +128,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     requests,
     transitions,
     settlement,
+    announcer,
     logger: () => logger,
   });
 

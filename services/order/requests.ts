@@ -25,6 +25,7 @@ import { readDeliveryRequest, type DeliveryRequest, type RequestParams } from '.
 import type { Settlement } from './settlement';
 import type { OrderStore, PendingRequest, RequestStage } from './store';
 import type { DeliveryTransitions } from './transitions';
+import type { Announcer } from './announcer';
 
 export const ABANDONED =
   'This request could not be completed and was undone: nothing was charged and its packages are free. Send it again with a new Idempotency-Key.';
@@ -47,6 +48,7 @@ export interface RequestDeps {
   store: OrderStore;
   transitions: DeliveryTransitions;
   settlement: Settlement;
+  announcer: Announcer;
   services: () => Caller & Broadcaster;
   logger: () => Logger;
 }
@@ -297,6 +299,16 @@ export class DeliveryRequests {
         });
         return;
       }
+    }
+    try {
+      await this.deps.announcer.creation(delivery);
+    } catch (err) {
+      // As above: the sweep finishes the request, publishing its events then.
+      this.deps.logger().warn('delivery events not published yet; the sweep retries', {
+        deliveryId: delivery._id,
+        err: (err as Error).message,
+      });
+      return;
     }
     await this.store.dropPending(delivery._id);
     await settlement.announce(DELIVERY_CREATED_EVENT, delivery, delivery.createdAt);

@@ -10,6 +10,7 @@ import {
 import type { PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, type Share } from './lifecycle';
+import type { Announcer } from './announcer';
 import type { OrderStore, TransitionRecord } from './store';
 
 /** The ledger reference of money given back for a checkout: once per checkout, ever. */
@@ -35,6 +36,7 @@ export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEvent
 
 export interface SettlementDeps {
   store: OrderStore;
+  announcer: Announcer;
   services: () => Caller & Broadcaster;
   logger: () => Logger;
 }
@@ -113,6 +115,14 @@ export class Settlement {
    * fails here stays unsettled for the sweep, and the change itself stands.
    */
   async afterTransition(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
+    try {
+      await this.deps.announcer.transitionsUpTo(delivery._id, transition.version);
+    } catch (err) {
+      this.deps.logger().warn('delivery events not published yet; the sweep retries', {
+        deliveryId: delivery._id,
+        err: (err as Error).message,
+      });
+    }
     try {
       if (transition.step && !transition.step.hidden) {
         await this.announce(DELIVERY_STATUS_CHANGED_EVENT, delivery, transition.at);

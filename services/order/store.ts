@@ -39,11 +39,14 @@ const transitionSchema = new Schema(
     effects: Mixed,
     /** Set while the effects (refunds, release) are not all done: the sweep finishes them. */
     unsettled: Boolean,
+    /** Set while its webhook events are not handed over: the sweep publishes them. */
+    unannounced: Boolean,
     at: Date,
   },
   plain,
 );
 transitionSchema.index({ unsettled: 1 }, { sparse: true });
+transitionSchema.index({ unannounced: 1 }, { sparse: true });
 
 /** A request under way (its saga); deleted once it is created or refused and undone. */
 const pendingSchema = new Schema(
@@ -99,6 +102,8 @@ export interface TransitionRecord {
   step: DeliveryRecord['steps'][number] | null;
   effects: Effect[];
   unsettled?: boolean;
+  /** Its webhook events are not yet handed to the webhook service. */
+  unannounced?: boolean;
   at: Date;
 }
 
@@ -204,6 +209,16 @@ export class OrderStore {
 
   async settled(transition: Pick<TransitionRecord, '_id'>): Promise<void> {
     await this.m.Transition.updateOne({ _id: transition._id }, { $unset: { unsettled: 1 } });
+  }
+
+  async announced(transition: Pick<TransitionRecord, '_id'>): Promise<void> {
+    await this.m.Transition.updateOne({ _id: transition._id }, { $unset: { unannounced: 1 } });
+  }
+
+  async unannounced(olderThan: Date, limit: number): Promise<TransitionRecord[]> {
+    return (await this.m.Transition.find({ unannounced: true, at: { $lt: olderThan } })
+      .limit(limit)
+      .lean()) as unknown as TransitionRecord[];
   }
 
   async unsettled(olderThan: Date, limit: number): Promise<TransitionRecord[]> {

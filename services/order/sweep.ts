@@ -1,6 +1,7 @@
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { Periodic } from '../../libs/periodic';
+import type { Announcer } from './announcer';
 import type { DeliveryRequests } from './requests';
 import type { Settlement } from './settlement';
 import type { OrderStore } from './store';
@@ -18,13 +19,14 @@ export interface SweepDeps {
   requests: DeliveryRequests;
   transitions: DeliveryTransitions;
   settlement: Settlement;
+  announcer: Announcer;
   logger: () => Logger;
 }
 
 /**
  * The order service's recovery: requests stopped half-way are finished or undone,
- * transitions whose effects (refunds, releases) did not all happen are settled, and the
- * notification outbox is sent. Every step is idempotent, so replicas may sweep together.
+ * transitions whose effects (refunds, releases) did not all happen are settled, their webhook
+ * events published, and the notification outbox is sent. Every step is idempotent, so replicas may sweep together.
  */
 export class OrderSweep {
   private readonly periodic: Periodic;
@@ -48,6 +50,9 @@ export class OrderSweep {
   private async sweep(now: Date): Promise<void> {
     await this.step('requests', () => this.recoverRequests(now));
     await this.step('settlements', () => this.settle(now));
+    await this.step('announcements', () =>
+      this.deps.announcer.sweep(new Date(now.getTime() - SETTLE_GRACE_MS), BATCH),
+    );
     await this.step('notifications', () => this.send());
   }
 

@@ -2,6 +2,7 @@ import type { DeliveryRecord, StepRecord } from './delivery-record';
 import { recordIds } from './delivery-record';
 import { transition, type LifecycleEvent } from './lifecycle';
 import { transitionId, type OrderStore, type TransitionRecord } from './store';
+import { transitionEvents } from './webhook-events';
 
 /** What a delivery's steps become after a transition records one. */
 function withStep(steps: StepRecord[], step: StepRecord | null): StepRecord[] {
@@ -113,6 +114,7 @@ export class DeliveryTransitions {
         ...(result.effects.length > 0 ? { unsettled: true } : {}),
         at: now,
       };
+      if (transitionEvents(record).length > 0) record.unannounced = true;
       if (!(await this.store.claimTransition(record))) continue;
       const next = fold(delivery, [record]);
       await this.store.project(deliveryId, version, projected(next));

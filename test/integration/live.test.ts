@@ -8,7 +8,7 @@ import {
   type Party,
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
-import { createUserWithKey, expectErrorEnvelope } from '../support/http';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 /**
@@ -27,6 +27,7 @@ beforeAll(async () => {
       APP_ENV: 'live',
       PAYMENT_PROVIDER: 'sandbox',
       PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
+      WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
       ORDER_SWEEP_INTERVAL_MS: '250',
     },
   });
@@ -64,4 +65,19 @@ it('never shows a notification’s text, before it is sent or after', async () =
     const sent = await notificationsOf(live.url, deliveryId);
     expect(sent.every((m) => m.status === 'SENT' && m.text === null)).toBe(true);
   });
+});
+
+it.each([
+  ['a plain http URL', 'http://hooks.example.com/waybill', /https/],
+  ['a loopback address', 'https://127.0.0.1/hook', /loopback/],
+  ['a private address', 'https://10.1.2.3/hook', /private/],
+  ['localhost', 'https://localhost/hook', /localhost|loopback|private/],
+])('refuses a webhook to %s', async (_what, url, reason) => {
+  const merchant: Party = await createUserWithKey(live.url);
+  const reply = await request(live.url, 'POST', '/api/webhooks', {
+    headers: { 'api-key': merchant.key },
+    json: { url },
+  });
+  expectErrorEnvelope(reply, 400);
+  expect(reply.body.message).toMatch(reason);
 });

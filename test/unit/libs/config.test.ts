@@ -10,7 +10,8 @@ import { thrownBy } from '../helpers';
 const ADMIN_TOKEN = 'an-admin-token-of-32-characters!';
 const PROOF_CODE_SECRET = 'a-proof-code-key-of-32-characters';
 /** What live requires besides the payment provider's key. */
-const LIVE = { APP_ENV: 'live', ADMIN_TOKEN, PROOF_CODE_SECRET };
+const WEBHOOK_SECRET_KEY = 'a-webhook-secret-key-of-32-characters';
+const LIVE = { APP_ENV: 'live', ADMIN_TOKEN, PROOF_CODE_SECRET, WEBHOOK_SECRET_KEY };
 
 /** The ConfigError that `loadConfig(env)` throws. */
 function configErrorFor(env: NodeJS.ProcessEnv): ConfigError {
@@ -96,6 +97,18 @@ describe('loadConfig defaults', () => {
         reach: { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60000 },
         sweepIntervalMs: 1000,
         simulatorTimeScale: 60,
+      },
+      webhook: {
+        secretKey: 'waybill-staging-webhook-secret-key',
+        allowPrivateTargets: false,
+        maxEndpoints: 10,
+        timeoutMs: 10000,
+        retryWindowMs: 86400000,
+        disableAfterMs: 86400000,
+        backoffBaseMs: 10000,
+        backoffMaxMs: 3600000,
+        dispatchIntervalMs: 500,
+        concurrency: 32,
       },
     });
   });
@@ -394,6 +407,24 @@ describe('order', () => {
     expect(config.order.staleRequestMs).toBe(180001);
   });
 
+  it('requires WEBHOOK_SECRET_KEY when live, and never allows private webhook targets there', () => {
+    expect(
+      configErrorFor({ ...LIVE, WEBHOOK_SECRET_KEY: '', PAYSTACK_SECRET_KEY: 'sk_live_x' }).message,
+    ).toMatch(/^WEBHOOK_SECRET_KEY: .*required/);
+    const config = loadConfig({ ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' });
+    expect(config.webhook.secretKey).toBe(WEBHOOK_SECRET_KEY);
+    expect(
+      configErrorFor({
+        ...LIVE,
+        PAYSTACK_SECRET_KEY: 'sk_live_x',
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      }).message,
+    ).toMatch(/^WEBHOOK_ALLOW_PRIVATE_TARGETS: /);
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }).webhook.allowPrivateTargets).toBe(
+      true,
+    );
+  });
+
   it('requires PROOF_CODE_SECRET when live, and uses the one given', () => {
     const err = configErrorFor({ APP_ENV: 'live', ADMIN_TOKEN, PAYSTACK_SECRET_KEY: 'sk_live_x' });
     expect(err.message).toMatch(/^PROOF_CODE_SECRET: .*required/);
@@ -544,6 +575,16 @@ describe('describeConfig', () => {
     'MATCHING_WIDEN_EVERY_MS',
     'MATCHING_SWEEP_INTERVAL_MS',
     'SIMULATOR_TIME_SCALE',
+    'WEBHOOK_SECRET_KEY',
+    'WEBHOOK_ALLOW_PRIVATE_TARGETS',
+    'WEBHOOK_MAX_ENDPOINTS',
+    'WEBHOOK_TIMEOUT_MS',
+    'WEBHOOK_RETRY_WINDOW_MS',
+    'WEBHOOK_DISABLE_AFTER_MS',
+    'WEBHOOK_BACKOFF_BASE_MS',
+    'WEBHOOK_BACKOFF_MAX_MS',
+    'WEBHOOK_DISPATCH_INTERVAL_MS',
+    'WEBHOOK_CONCURRENCY',
     'OPS_PORT',
   ];
 

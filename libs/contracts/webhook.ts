@@ -1,0 +1,65 @@
+import Joi from '../joi';
+import { uuid } from '../schemas';
+import type { Retry } from './retry';
+
+/** What other services may know of the webhook service. */
+
+/** The events an endpoint may subscribe to (`events`); none named means every one. */
+export const WEBHOOK_EVENT_TYPES = [
+  'delivery.created',
+  'delivery.paid',
+  'delivery.status_changed',
+  'courier.assigned',
+  'courier.location',
+  'delivery.delivered',
+  'delivery.cancelled',
+  'payment.failed',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** One event of a delivery, as its owner's endpoints will receive it. */
+export interface PublishedEvent {
+  /** Stable: the same event published again is the same event (never sent twice per endpoint). */
+  id: string;
+  type: WebhookEventType;
+  /** Whose endpoints receive it: the user whose key created the delivery. */
+  userId: string;
+  deliveryId: string;
+  /** The event's place among its delivery's events: an endpoint receives them in this order. */
+  sequence: number;
+  createdAt: string;
+  /** The delivery as `GET /api/deliveries/:id` answers it, at the event. */
+  data: Record<string, unknown>;
+}
+
+export interface PublishParams {
+  events: PublishedEvent[];
+}
+
+const publishedEvent = Joi.object<PublishedEvent, true>({
+  id: uuid().required(),
+  type: Joi.string()
+    .valid(...WEBHOOK_EVENT_TYPES)
+    .required(),
+  userId: uuid().required(),
+  deliveryId: uuid().required(),
+  sequence: Joi.number().integer().min(0).required(),
+  createdAt: Joi.string().isoDate().required(),
+  data: Joi.object().unknown(true).required(),
+});
+
+export const publishParams = Joi.object<PublishParams, true>({
+  events: Joi.array().items(publishedEvent).min(1).max(100).required(),
+});
+
+export interface WebhookActions {
+  /**
+   * Queues events for their owner's endpoints. Repeatable: an event already queued is queued
+   * no more, so its publisher retries until this answers.
+   */
+  'webhook.publish': { params: PublishParams; answer: { queued: number } };
+}
+
+export const WEBHOOK_RETRY = {
+  'webhook.publish': 'safe',
+} as const satisfies Record<keyof WebhookActions, Retry>;

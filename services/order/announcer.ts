@@ -1,0 +1,111 @@
+import type { Logger } from 'moleculer';
+import { call, type Caller } from '../../libs/contracts';
+import type { WebhookEventType } from '../../libs/contracts/webhook';
+import { courierOnDelivery } from './courier-view';
+import type { DeliveryRecord } from './delivery-record';
+import type { OrderStore, TransitionRecord } from './store';
+import type { DeliveryTransitions } from './transitions';
+import { toDeliveryView } from './views';
+import { creationEvents, eventSequence, transitionEvents, webhookEventId } from './webhook-events';
+
+export interface AnnouncerDeps {
+  store: OrderStore;
+  transitions: DeliveryTransitions;
+  services: () => Caller;
+  logger: () => Logger;
+}
+
+interface Due {
+  type: WebhookEventType;
+  sequence: number;
+  at: Date;
+}
+
+/**
+ * Hands a delivery's webhook events to the webhook service, at least once and in order: a
+ * transition that makes events is stored `unannounced` and stays so until the webhook service
+ * took them, with every earlier one of its delivery; the creation's events go before any.
+ * Whatever fails is published again by the sweep (`webhook.publish` is repeatable).
+ */
+export class Announcer {
+  constructor(private readonly deps: AnnouncerDeps) {}
+
+  /** The creation's events; throws when the webhook service did not take them. */
+  async creation(delivery: DeliveryRecord): Promise<void> {
+    const due = creationEvents(delivery.lifecycle).map((type, i) => ({
+      type,
+      sequence: eventSequence(0, i),
+      at: delivery.createdAt,
+    }));
+    await this.publish(delivery, due);
+  }
+
+  /**
+   * The events of the delivery's transitions up to version `upTo` not yet published, oldest
+   * first; throws when the webhook service did not take them (they stay for the sweep).
+   */
+  async transitionsUpTo(deliveryId: string, upTo: number): Promise<void> {
+    const { store } = this.deps;
+    // Its creation is not published yet while its request is still pending.
+    if (await store.pending(deliveryId)) return;
+    const unannounced: TransitionRecord[] = [];
+    for (let v = upTo; v >= 1; v--) {
+      const t = await store.transition(deliveryId, v);
+      if (!t) continue;
+      if (t.unannounced) unannounced.unshift(t);
+      // Announced in order: one published means every one before it was too.
+      else if (transitionEvents(t).length > 0) break;
+    }
+    if (unannounced.length === 0) return;
+    const delivery = await this.deps.transitions.current(deliveryId);
+    if (!delivery) return;
+    const due = unannounced.flatMap((t) =>
+      transitionEvents(t).map((type, i) => ({
+        type,
+        sequence: eventSequence(t.version, i),
+        at: t.at,
+      })),
+    );
+    await this.publish(delivery, due);
+    for (const t of unannounced) await store.announced(t);
+  }
+
+  /** The sweep's part: transitions whose writer could not publish their events. */
+  async sweep(olderThan: Date, limit: number): Promise<void> {
+    const latest = new Map<string, number>();
+    for (const t of await this.deps.store.unannounced(olderThan, limit)) {
+      latest.set(t.deliveryId, Math.max(latest.get(t.deliveryId) ?? 0, t.version));
+    }
+    for (const [deliveryId, version] of latest) {
+      try {
+        await this.transitionsUpTo(deliveryId, version);
+      } catch (err) {
+        // One delivery whose events cannot be published leaves the others to go.
+        this.deps.logger().warn('delivery events not published; next sweep retries', {
+          deliveryId,
+          err: (err as Error).message,
+        });
+      }
+    }
+  }
+
+  /** `data` is the delivery as `GET /api/deliveries/:id` answers it now. */
+  private async publish(delivery: DeliveryRecord, due: Due[]): Promise<void> {
+    if (due.length === 0) return;
+    const services = this.deps.services();
+    const addresses = await this.deps.store.addresses([delivery.originId, delivery.destinationId]);
+    const courier = await courierOnDelivery(services, delivery, addresses);
+    const data = toDeliveryView(delivery, addresses, courier) as unknown as Record<string, unknown>;
+    await call(services, 'webhook.publish', {
+      events: due.map((e) => ({
+        id: webhookEventId(delivery._id, e.sequence),
+        type: e.type,
+        userId: delivery.userId,
+        deliveryId: delivery._id,
+        sequence: e.sequence,
+        createdAt: e.at.toISOString(),
+        data,
+      })),
+    });
+  }
+}

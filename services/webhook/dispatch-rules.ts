@@ -1,0 +1,118 @@
+import type { WebhookEventType } from '../../libs/contracts/webhook';
+
+/**
+ * The dispatcher's rules, pure: which endpoints take an event, which queued message of a
+ * lane may go now, how long to wait after a failure, when to give up, which secrets sign.
+ */
+
+/** An endpoint with no `events` list takes every event. */
+export function subscribes(events: readonly string[] | null, type: WebhookEventType): boolean {
+  return events === null || events.length === 0 || events.includes(type);
+}
+
+export interface Queued {
+  _id: string;
+  /** Messages of one lane go one at a time, in `sequence` order. */
+  lane: string;
+  sequence: number;
+  nextAttemptAt: Date;
+}
+
+/**
+ * The messages to attempt now: the first of each lane (lowest sequence, then oldest id), if
+ * its time has come. A lane's later messages wait for it: a delivery's events arrive in order.
+ */
+export function dueHeads<T extends Queued>(queue: readonly T[], now: Date): T[] {
+  const heads = new Map<string, T>();
+  for (const message of queue) {
+    const head = heads.get(message.lane);
+    if (
+      !head ||
+      message.sequence < head.sequence ||
+      (message.sequence === head.sequence && message._id < head._id)
+    ) {
+      heads.set(message.lane, message);
+    }
+  }
+  return [...heads.values()].filter((m) => m.nextAttemptAt.getTime() <= now.getTime());
+}
+
+export interface Backoff {
+  baseMs: number;
+  maxMs: number;
+}
+
+/**
+ * The wait after the n-th failed attempt: the base, doubled each time, capped, spread by ±20 %
+ * (`random` in [0, 1)) so that an endpoint coming back is not hit by every message at once.
+ */
+export function backoffMs(failedAttempts: number, backoff: Backoff, random: number): number {
+  const exponent = Math.min(Math.max(failedAttempts - 1, 0), 40);
+  const plain = Math.min(backoff.maxMs, backoff.baseMs * 2 ** exponent);
+  return Math.round(plain * (0.8 + 0.4 * random));
+}
+
+export type AfterFailure = { retryAt: Date } | { giveUp: true };
+
+/**
+ * What follows a failed attempt: another after the backoff, unless that would fall after the
+ * retry window (counted from the first attempt). A `courier.location` is stale by its next
+ * one: it is tried once.
+ */
+export function afterFailure(input: {
+  failedAttempts: number;
+  firstAttemptAt: Date;
+  now: Date;
+  retryWindowMs: number;
+  backoff: Backoff;
+  random: number;
+  ephemeral: boolean;
+}): AfterFailure {
+  if (input.ephemeral) return { giveUp: true };
+  const retryAt =
+    input.now.getTime() + backoffMs(input.failedAttempts, input.backoff, input.random);
+  if (retryAt > input.firstAttemptAt.getTime() + input.retryWindowMs) return { giveUp: true };
+  return { retryAt: new Date(retryAt) };
+}
+
+/** An endpoint failing without a success since `failingSince` is disabled after the limit. */
+export function shouldDisable(
+  failingSince: Date | null,
+  now: Date,
+  disableAfterMs: number,
+): boolean {
+  return failingSince !== null && now.getTime() - failingSince.getTime() >= disableAfterMs;
+}
+
+export interface SecretVersion {
+  n: number;
+  createdAt: Date;
+}
+
+/**
+ * The secrets that sign now, newest first: the latest, and the one before it for `overlapMs`
+ * after a rotation, so that receivers can switch without losing an event.
+ */
+export function signingSecrets<T extends SecretVersion>(
+  versions: readonly T[],
+  now: Date,
+  overlapMs: number,
+): T[] {
+  const sorted = [...versions].sort((a, b) => b.n - a.n);
+  const [latest, previous] = sorted;
+  if (!latest) return [];
+  const overlapping =
+    previous !== undefined && now.getTime() - latest.createdAt.getTime() < overlapMs;
+  return overlapping ? [latest, previous] : [latest];
+}
+
+/** What an attempt keeps of the answer: enough to debug, never a whole page. */
+export const EXCERPT_CHARS = 512;
+
+export function excerpt(body: string): string {
+  return body.length > EXCERPT_CHARS ? `${body.slice(0, EXCERPT_CHARS)}…` : body;
+}
+
+/** A 2xx answer is a delivery; anything else (and no answer) is a failure to retry. */
+export const isDelivered = (statusCode: number | null): boolean =>
+  statusCode !== null && statusCode >= 200 && statusCode < 300;

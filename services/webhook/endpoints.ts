@@ -1,0 +1,323 @@
+import { randomUUID } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import type { Config } from '../../libs/config';
+import Joi from '../../libs/joi';
+import { badRequest, conflict, notFound } from '../../libs/errors';
+import { checkTargetUrl, classifyAddress, isAllowedClass } from '../../libs/outbound-url';
+import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
+import { newWebhookSecret } from '../../libs/webhook-signature';
+import { ROTATION_OVERLAP_MS } from './dispatcher';
+import {
+  createWebhookParams,
+  deliveriesParams,
+  replayParams,
+  webhookDeliveryView,
+  webhookIdParams,
+  webhookView,
+  webhookWithSecretView,
+  type CreateWebhookParams,
+  type DeliveriesParams,
+  type ReplayParams,
+  type WebhookIdParams,
+} from './schemas';
+import type { SecretBox } from './secret-box';
+import { secretId, type EndpointRecord, type WebhookStore } from './store';
+import { toWebhookDeliveryView, toWebhookView, toWebhookWithSecret } from './views';
+
+export interface EndpointActionDeps {
+  store: WebhookStore;
+  config: Config['webhook'];
+  appEnv: Config['appEnv'];
+  box: SecretBox;
+  now?: () => Date;
+  /** Resolves a host name to its addresses (tests inject one; DNS otherwise). */
+  resolve?: (host: string) => Promise<string[]>;
+}
+
+const NOT_FOUND = (webhookId: string) =>
+  `Webhook ${webhookId} not found; list yours with GET /api/webhooks`;
+
+async function resolveAll(host: string): Promise<string[]> {
+  return (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+}
+
+/**
+ * The integrator's endpoints: registered, listed, removed, their secret rotated, enabled again
+ * after a disable, and their messages listed and replayed (docs/webhooks.md).
+ */
+export function createEndpointActions(deps: EndpointActionDeps): ServiceActions {
+  const { store, config, appEnv, box } = deps;
+  const now = deps.now ?? (() => new Date());
+  const resolve = deps.resolve ?? resolveAll;
+  const policy = { requireHttps: appEnv === 'live', allowPrivate: config.allowPrivateTargets };
+
+  /** Refuses a URL we must not call, by its form and by where its name points now. */
+  async function checkUrl(raw: string): Promise<string> {
+    const checked = checkTargetUrl(raw, policy);
+    if (!checked.ok) throw badRequest(checked.reason, [{ field: 'url', message: checked.reason }]);
+    const host = checked.url.hostname.replace(/^\[|\]$/g, '');
+    let addresses: string[];
+    try {
+      addresses = await resolve(host);
+    } catch {
+      const message = `url host ${host} does not resolve; give a host name with a public DNS record`;
+      throw badRequest(message, [{ field: 'url', message }]);
+    }
+    const refused = addresses.find((a) => !isAllowedClass(classifyAddress(a), policy));
+    if (refused !== undefined) {
+      const message = `url host ${host} resolves to ${refused}, a ${classifyAddress(refused).toLowerCase().replace('_', '-')} address; use a host with only public addresses`;
+      throw badRequest(message, [{ field: 'url', message }]);
+    }
+    return checked.url.toString();
+  }
+
+  async function ownEndpoint(ctx: WaybillContext<WebhookIdParams>): Promise<EndpointRecord> {
+    const userId = requireUser(ctx);
+    const endpoint = await store.endpoint(ctx.params.webhookId);
+    if (
+      !endpoint ||
+      endpoint.deleted ||
+      endpoint.userId !== userId ||
+      endpoint.environment !== appEnv
+    ) {
+      throw notFound(NOT_FOUND(ctx.params.webhookId));
+    }
+    return endpoint;
+  }
+
+  /** Gives the endpoint its next secret version, sealed; answers it in clear, once. */
+  async function nextSecret(endpoint: EndpointRecord, at: Date) {
+    for (;;) {
+      const [latest] = await store.latestSecrets(endpoint);
+      const n = (latest?.n ?? 0) + 1;
+      const secret = newWebhookSecret();
+      const claimed = await store.claimSecret({
+        _id: secretId(endpoint._id, n),
+        webhookId: endpoint._id,
+        n,
+        sealed: box.seal(secret),
+        createdAt: at,
+      });
+      // Two rotations at once: the loser takes the next number, so each caller's secret signs.
+      if (!claimed) continue;
+      await store.updateEndpoint(endpoint._id, { secretVersion: n });
+      const previousExpires = latest ? new Date(at.getTime() + ROTATION_OVERLAP_MS) : null;
+      return { secret, previousExpires, endpoint: { ...endpoint, secretVersion: n } };
+    }
+  }
+
+  return {
+    createWebhook: action({
+      retry: 'never',
+      http: {
+        group: 'api',
+        method: 'POST',
+        path: '/webhooks',
+        status: 201,
+        creates: 'webhookId',
+        message: 'Webhook created',
+        summary: 'Register a webhook endpoint',
+        description:
+          "Events of the deliveries your keys create are POSTed to `url`, signed with `Waybill-Signature` (docs/webhooks.md). The answer's `secret` is shown once.",
+        response: webhookWithSecretView,
+        errors: {
+          400: 'Invalid input, a URL Waybill must not call (not https in live, a private or link-local address, a host that does not resolve), or WEBHOOK_MAX_ENDPOINTS endpoints already',
+        },
+      },
+      params: createWebhookParams,
+      async handler(ctx: WaybillContext<CreateWebhookParams>) {
+        const userId = requireUser(ctx);
+        const url = await checkUrl(ctx.params.url);
+        // Counted before the insert: simultaneous creations may pass the cap by their number.
+        const existing = await store.endpointsOf(userId, appEnv);
+        if (existing.length >= config.maxEndpoints) {
+          throw badRequest(
+            `You already have ${existing.length} webhook endpoints (at most ${config.maxEndpoints}); delete one with DELETE /api/webhooks/:webhookId`,
+          );
+        }
+        const at = now();
+        const endpoint: EndpointRecord = {
+          _id: randomUUID(),
+          userId,
+          environment: appEnv,
+          url,
+          events: ctx.params.events ?? null,
+          description: ctx.params.description || null,
+          secretVersion: 0,
+          status: 'ACTIVE',
+          failingSince: null,
+          disabledAt: null,
+          disabledReason: null,
+          deleted: false,
+          createdAt: at,
+        };
+        await store.insertEndpoint(endpoint);
+        const { secret, endpoint: stored } = await nextSecret(endpoint, at);
+        return toWebhookWithSecret(stored, secret, null);
+      },
+    }),
+
+    listWebhooks: action({
+      retry: 'safe',
+      http: {
+        group: 'api',
+        method: 'GET',
+        path: '/webhooks',
+        message: 'Webhooks retrieved',
+        summary: 'List your webhook endpoints',
+        response: webhookView,
+      },
+      params: Joi.object({}),
+      async handler(ctx: WaybillContext) {
+        const userId = requireUser(ctx);
+        return (await store.endpointsOf(userId, appEnv)).map(toWebhookView);
+      },
+    }),
+
+    removeWebhook: action({
+      retry: 'safe',
+      http: {
+        group: 'api',
+        method: 'DELETE',
+        path: '/webhooks/:webhookId',
+        status: 204,
+        message: 'Webhook deleted',
+        summary: 'Delete a webhook endpoint',
+        description: 'Nothing more is sent to it, including messages not yet delivered.',
+        errors: { 404: 'No such webhook of yours' },
+      },
+      params: webhookIdParams,
+      async handler(ctx: WaybillContext<WebhookIdParams>) {
+        const endpoint = await ownEndpoint(ctx);
+        await store.updateEndpoint(endpoint._id, { deleted: true });
+        return null;
+      },
+    }),
+
+    rotateWebhookSecret: action({
+      retry: 'never',
+      http: {
+        group: 'api',
+        method: 'POST',
+        path: '/webhooks/:webhookId/rotate-secret',
+        status: 201,
+        message: 'Webhook secret rotated',
+        summary: 'Give a webhook endpoint a new signing secret',
+        description:
+          'The new secret is shown once. For 24 hours the old one signs too (two `v1` in `Waybill-Signature`), so receivers can switch without missing an event.',
+        response: webhookWithSecretView,
+        errors: { 404: 'No such webhook of yours' },
+      },
+      params: webhookIdParams,
+      async handler(ctx: WaybillContext<WebhookIdParams>) {
+        const endpoint = await ownEndpoint(ctx);
+        const { secret, previousExpires, endpoint: stored } = await nextSecret(endpoint, now());
+        return toWebhookWithSecret(stored, secret, previousExpires);
+      },
+    }),
+
+    enableWebhook: action({
+      retry: 'safe',
+      http: {
+        group: 'api',
+        method: 'POST',
+        path: '/webhooks/:webhookId/enable',
+        message: 'Webhook enabled',
+        summary: 'Enable a webhook endpoint disabled after failing',
+        description:
+          'Messages held while it was disabled are sent again, in order, within their 24-hour retry window.',
+        response: webhookView,
+        errors: { 404: 'No such webhook of yours' },
+      },
+      params: webhookIdParams,
+      async handler(ctx: WaybillContext<WebhookIdParams>) {
+        const endpoint = await ownEndpoint(ctx);
+        const enabled = {
+          status: 'ACTIVE' as const,
+          failingSince: null,
+          disabledAt: null,
+          disabledReason: null,
+        };
+        await store.updateEndpoint(endpoint._id, enabled);
+        return toWebhookView({ ...endpoint, ...enabled });
+      },
+    }),
+
+    webhookDeliveries: action({
+      retry: 'safe',
+      http: {
+        group: 'api',
+        method: 'GET',
+        path: '/webhooks/:webhookId/deliveries',
+        message: 'Webhook deliveries retrieved',
+        summary: "List a webhook endpoint's messages and their attempts",
+        description:
+          'Newest first. Each attempt records when it started, how long it took, the status answered (or the error) and the first 512 characters of the answer.',
+        response: webhookDeliveryView,
+        errors: { 404: 'No such webhook of yours' },
+      },
+      params: deliveriesParams,
+      async handler(ctx: WaybillContext<DeliveriesParams>) {
+        const endpoint = await ownEndpoint(ctx);
+        const messages = await store.messagesOf(endpoint._id, ctx.params.limit, ctx.params.offset);
+        return Promise.all(
+          messages.map(async (m) =>
+            toWebhookDeliveryView(m, await store.attemptsOf(m), await store.queued(m._id)),
+          ),
+        );
+      },
+    }),
+
+    replayWebhookDelivery: action({
+      retry: 'never',
+      http: {
+        group: 'api',
+        method: 'POST',
+        path: '/webhooks/:webhookId/deliveries/:webhookDeliveryId/replay',
+        status: 202,
+        message: 'Webhook delivery queued again',
+        summary: 'Send a message again',
+        description:
+          "Queues a new attempt of a delivered or failed message, now and in its delivery's order. The event keeps its `id`: receivers that deduplicate by it see a repeat.",
+        response: webhookDeliveryView,
+        errors: {
+          404: 'No such webhook of yours, or no such message of it',
+          409: 'The message is still queued: its next attempt is on its way',
+        },
+      },
+      params: replayParams,
+      async handler(ctx: WaybillContext<ReplayParams>) {
+        const endpoint = await ownEndpoint(ctx);
+        const message = await store.message(ctx.params.webhookDeliveryId);
+        if (!message || message.webhookId !== endpoint._id) {
+          throw notFound(
+            `Webhook delivery ${ctx.params.webhookDeliveryId} not found; list them with GET /api/webhooks/${endpoint._id}/deliveries`,
+          );
+        }
+        const event = await store.event(message.eventId);
+        if (!event) throw notFound(`The event of webhook delivery ${message._id} is gone`);
+        const at = now();
+        const queued = {
+          _id: message._id,
+          webhookId: endpoint._id,
+          eventId: message.eventId,
+          lane: `${endpoint._id}:${message.deliveryId}`,
+          sequence: message.sequence,
+          attempts: message.attempts,
+          firstAttemptAt: at,
+          nextAttemptAt: at,
+          ephemeral: false,
+          replay: true,
+        };
+        if (!(await store.requeue(queued))) {
+          throw conflict(
+            `Webhook delivery ${message._id} is still queued; its next attempt is on its way`,
+          );
+        }
+        await store.updateMessage(message._id, { status: 'PENDING' });
+        const pending = { ...message, status: 'PENDING' as const };
+        return toWebhookDeliveryView(pending, await store.attemptsOf(message), queued);
+      },
+    }),
+  };
+}

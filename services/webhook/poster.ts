@@ -1,0 +1,95 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { checkTargetUrl, guardedLookup, type OutboundPolicy } from '../../libs/outbound-url';
+import { EXCERPT_CHARS } from './dispatch-rules';
+
+/** What one POST to an endpoint gave: a status (any) or the reason there was none. */
+export interface PostResult {
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  responseExcerpt: string | null;
+}
+
+export interface PostInput {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  policy: OutboundPolicy;
+}
+
+/**
+ * POSTs a message. The URL is checked again here and every address its name resolves to is
+ * checked at connection (`guardedLookup`): a name that pointed to a public address at
+ * registration and to a private one now (DNS rebinding) is refused. Redirects are not followed.
+ */
+export function post(input: PostInput): Promise<PostResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const checked = checkTargetUrl(input.url, input.policy);
+  if (!checked.ok) {
+    return Promise.resolve({
+      statusCode: null,
+      error: checked.reason,
+      durationMs: 0,
+      responseExcerpt: null,
+    });
+  }
+  const url = checked.url;
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise<PostResult>((resolve) => {
+    let settled = false;
+    const finish = (result: Omit<PostResult, 'durationMs'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ ...result, durationMs: elapsed() });
+    };
+    const req = send(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(input.body)),
+          'user-agent': 'Waybill-Webhooks/1',
+          ...input.headers,
+        },
+        lookup: guardedLookup(input.policy),
+      },
+      (res) =>
+        readExcerpt(res, (text) =>
+          finish({ statusCode: res.statusCode ?? null, error: null, responseExcerpt: text }),
+        ),
+    );
+    // One deadline for the whole exchange: connection, upload and answer.
+    const timer = setTimeout(() => {
+      req.destroy();
+      finish({
+        statusCode: null,
+        error: `no answer within ${input.timeoutMs} ms`,
+        responseExcerpt: null,
+      });
+    }, input.timeoutMs);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      finish({ statusCode: null, error: describe(err), responseExcerpt: null });
+    });
+    req.end(input.body);
+  });
+}
+
+/** Keeps the first characters of the answer and drops the rest as it comes. */
+function readExcerpt(res: IncomingMessage, done: (text: string) => void): void {
+  let kept = '';
+  res.setEncoding('utf8');
+  res.on('data', (chunk: string) => {
+    if (kept.length <= EXCERPT_CHARS) kept += chunk.slice(0, EXCERPT_CHARS + 1 - kept.length);
+  });
+  res.on('end', () => done(kept));
+  res.on('error', () => done(kept));
+}
+
+function describe(err: NodeJS.ErrnoException): string {
+  return err.code ? `${err.code}: ${err.message}` : err.message;
+}

@@ -1,0 +1,113 @@
+import Joi from '../../libs/joi';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../libs/contracts/webhook';
+import { pageParams, plainText, uuid } from '../../libs/schemas';
+import { ENDPOINT_STATUSES, MESSAGE_STATUSES } from './store';
+
+/** Longest URL accepted: what browsers and proxies handle everywhere. */
+export const URL_MAX_LENGTH = 2048;
+
+export interface CreateWebhookParams {
+  url: string;
+  events?: WebhookEventType[];
+  description?: string;
+}
+
+export const createWebhookParams = Joi.object<CreateWebhookParams, true>({
+  url: Joi.string()
+    .max(URL_MAX_LENGTH)
+    .uri({ scheme: ['http', 'https'] })
+    .required()
+    .description(
+      'Where events are POSTed: https in live; a private, loopback or link-local address is refused (staging may allow private ones)',
+    ),
+  events: Joi.array()
+    .items(Joi.string().valid(...WEBHOOK_EVENT_TYPES))
+    .min(1)
+    .unique()
+    .description('The events to receive; every event when left out'),
+  description: plainText(200).allow('').description('A note for yourself'),
+});
+
+export interface WebhookIdParams {
+  webhookId: string;
+}
+
+export const webhookIdParams = Joi.object<WebhookIdParams, true>({
+  webhookId: uuid().required(),
+});
+
+export interface DeliveriesParams extends WebhookIdParams {
+  limit: number;
+  offset: number;
+}
+
+export const deliveriesParams = Joi.object<DeliveriesParams, true>({
+  webhookId: uuid().required(),
+  ...pageParams(),
+  limit: pageParams().limit.max(100).default(20),
+});
+
+export interface ReplayParams extends WebhookIdParams {
+  webhookDeliveryId: string;
+}
+
+export const replayParams = Joi.object<ReplayParams, true>({
+  webhookId: uuid().required(),
+  webhookDeliveryId: uuid().required(),
+});
+
+const isoDate = () => Joi.date().iso();
+
+export const webhookView = Joi.object({
+  id: uuid().required(),
+  url: Joi.string().required(),
+  events: Joi.array()
+    .items(Joi.string().valid(...WEBHOOK_EVENT_TYPES))
+    .allow(null)
+    .required()
+    .description('Null: every event'),
+  description: Joi.string().allow(null, '').required(),
+  status: Joi.string()
+    .valid(...ENDPOINT_STATUSES)
+    .required(),
+  failingSince: isoDate().allow(null).required(),
+  disabledAt: isoDate().allow(null).required(),
+  disabledReason: Joi.string().allow(null).required(),
+  createdAt: isoDate().required(),
+});
+
+export const webhookWithSecretView = webhookView.keys({
+  secret: Joi.string()
+    .required()
+    .description('The signing secret, shown this once: keep it to verify `Waybill-Signature`'),
+  previousSecretExpiresAt: isoDate()
+    .allow(null)
+    .required()
+    .description('Until when the previous secret also signs (after a rotation), or null'),
+});
+
+export const attemptView = Joi.object({
+  n: Joi.number().integer().required(),
+  startedAt: isoDate().required(),
+  durationMs: Joi.number().integer().allow(null).required(),
+  statusCode: Joi.number().integer().allow(null).required(),
+  error: Joi.string().allow(null).required(),
+  responseExcerpt: Joi.string().allow(null, '').required(),
+  replay: Joi.boolean().required(),
+});
+
+export const webhookDeliveryView = Joi.object({
+  id: uuid().required(),
+  eventId: uuid().required(),
+  type: Joi.string()
+    .valid(...WEBHOOK_EVENT_TYPES)
+    .required(),
+  deliveryId: uuid().required(),
+  status: Joi.string()
+    .valid(...MESSAGE_STATUSES)
+    .required(),
+  nextAttemptAt: isoDate().allow(null).required(),
+  deliveredAt: isoDate().allow(null).required(),
+  createdAt: isoDate().required(),
+  attempts: Joi.array().items(attemptView).required(),
+});

@@ -1,0 +1,40 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+
+/**
+ * Signing secrets at rest. Unlike API keys they cannot be hashed — every message is signed
+ * with them — so they are sealed with AES-256-GCM under a key from the configuration
+ * (`WEBHOOK_SECRET_KEY`): a copy of the database alone reveals none.
+ */
+export class SecretBox {
+  private readonly key: Buffer;
+
+  constructor(configuredKey: string) {
+    this.key = createHash('sha256').update(configuredKey, 'utf8').digest();
+  }
+
+  /** `v1.<iv>.<tag>.<ciphertext>`, base64url parts. */
+  seal(plaintext: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const sealed = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return ['v1', iv, cipher.getAuthTag(), sealed].map(encode).join('.');
+  }
+
+  /** Throws when the value was sealed under another key or altered. */
+  open(sealed: string): string {
+    const [version, iv, tag, ciphertext] = sealed.split('.');
+    if (version !== 'v1' || !iv || !tag || ciphertext === undefined) {
+      throw new Error('sealed secret: unknown format');
+    }
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([
+      decipher.update(Buffer.from(ciphertext, 'base64url')),
+      decipher.final(),
+    ]).toString('utf8');
+  }
+}
+
+function encode(part: string | Buffer): string {
+  return typeof part === 'string' ? part : part.toString('base64url');
+}

@@ -1,0 +1,284 @@
+import { Schema, type Connection } from 'mongoose';
+import type { WebhookEventType } from '../../libs/contracts/webhook';
+import { insertOnce } from '../../libs/mongo';
+
+/**
+ * The webhook service's records. Whatever must happen once is claimed by inserting a document
+ * whose `_id` names it (FerretDB's conditional updates are not atomic): a secret version, an
+ * event, an endpoint's message of it, and each attempt to send one. The queue holds only the
+ * messages still to send, so the dispatcher's scan of it stays small; the messages and their
+ * attempts are the history.
+ */
+
+const plain = { versionKey: false, minimize: false, strict: false } as const;
+
+const endpointSchema = new Schema({ _id: String, userId: String, createdAt: Date }, plain);
+endpointSchema.index({ userId: 1, environment: 1, createdAt: -1 });
+/** `_id` = `<webhookId>:<n>`: the n-th signing secret, sealed. */
+const secretSchema = new Schema({ _id: String, webhookId: String }, plain);
+const eventSchema = new Schema({ _id: String, deliveryId: String }, plain);
+const messageSchema = new Schema({ _id: String, webhookId: String, createdAt: Date }, plain);
+messageSchema.index({ webhookId: 1, createdAt: -1 });
+const queueSchema = new Schema(
+  {
+    _id: String,
+    webhookId: String,
+    eventId: String,
+    lane: String,
+    sequence: Number,
+    attempts: Number,
+    firstAttemptAt: Date,
+    nextAttemptAt: Date,
+    ephemeral: Boolean,
+    replay: Boolean,
+  },
+  plain,
+);
+/** `_id` = `<messageId>:<n>`: whoever inserts it makes the n-th attempt. */
+const attemptSchema = new Schema({ _id: String, messageId: String }, plain);
+
+export function defineWebhookModels(connection: Connection) {
+  return {
+    Endpoint: connection.model('WebhookEndpoint', endpointSchema, 'webhook_endpoints'),
+    Secret: connection.model('WebhookSecret', secretSchema, 'webhook_secrets'),
+    Event: connection.model('WebhookEvent', eventSchema, 'webhook_events'),
+    Message: connection.model('WebhookMessage', messageSchema, 'webhook_messages'),
+    Queue: connection.model('WebhookQueued', queueSchema, 'webhook_queue'),
+    Attempt: connection.model('WebhookAttempt', attemptSchema, 'webhook_attempts'),
+  };
+}
+
+type WebhookModels = ReturnType<typeof defineWebhookModels>;
+
+export const ENDPOINT_STATUSES = ['ACTIVE', 'DISABLED'] as const;
+export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
+
+export interface EndpointRecord {
+  _id: string;
+  userId: string;
+  environment: string;
+  url: string;
+  /** Null: every event. */
+  events: WebhookEventType[] | null;
+  description: string | null;
+  /** The latest secret version known when last written (a hint: the versions are the truth). */
+  secretVersion: number;
+  status: EndpointStatus;
+  /** The first failure since the last success, or null. */
+  failingSince: Date | null;
+  disabledAt: Date | null;
+  disabledReason: string | null;
+  deleted: boolean;
+  createdAt: Date;
+}
+
+export interface SecretRecord {
+  _id: string;
+  webhookId: string;
+  n: number;
+  sealed: string;
+  createdAt: Date;
+}
+
+export interface EventRecord {
+  _id: string;
+  type: WebhookEventType;
+  userId: string;
+  deliveryId: string;
+  sequence: number;
+  createdAt: Date;
+  data: Record<string, unknown>;
+}
+
+export const MESSAGE_STATUSES = ['PENDING', 'DELIVERED', 'FAILED'] as const;
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
+
+export interface MessageRecord {
+  _id: string;
+  webhookId: string;
+  eventId: string;
+  type: WebhookEventType;
+  deliveryId: string;
+  sequence: number;
+  status: MessageStatus;
+  attempts: number;
+  lastAttemptAt: Date | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  deliveredAt: Date | null;
+  createdAt: Date;
+}
+
+export interface QueuedRecord {
+  _id: string;
+  webhookId: string;
+  eventId: string;
+  lane: string;
+  sequence: number;
+  /** Attempts made so far (all failed). */
+  attempts: number;
+  firstAttemptAt: Date | null;
+  nextAttemptAt: Date;
+  /** Tried once: a courier's position is stale by the next one. */
+  ephemeral: boolean;
+  /** Queued again by its owner (`/replay`): its attempts say so. */
+  replay?: boolean;
+}
+
+export interface AttemptRecord {
+  _id: string;
+  messageId: string;
+  webhookId: string;
+  n: number;
+  startedAt: Date;
+  finishedAt: Date | null;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number | null;
+  responseExcerpt: string | null;
+  /** Made by a replay the owner asked for. */
+  replay: boolean;
+}
+
+export const attemptId = (messageId: string, n: number) => `${messageId}:${n}`;
+export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
+
+export class WebhookStore {
+  constructor(private readonly models: () => WebhookModels) {}
+
+  private get m(): WebhookModels {
+    return this.models();
+  }
+
+  // --- endpoints
+
+  async insertEndpoint(endpoint: EndpointRecord): Promise<void> {
+    await this.m.Endpoint.create(endpoint);
+  }
+
+  async endpoint(webhookId: string): Promise<EndpointRecord | null> {
+    return (await this.m.Endpoint.findById(webhookId).lean()) as EndpointRecord | null;
+  }
+
+  async endpointsOf(userId: string, environment: string): Promise<EndpointRecord[]> {
+    return (await this.m.Endpoint.find({ userId, environment, deleted: false })
+      .sort({ createdAt: -1 })
+      .lean()) as unknown as EndpointRecord[];
+  }
+
+  async updateEndpoint(webhookId: string, changes: Partial<EndpointRecord>): Promise<void> {
+    await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: changes });
+  }
+
+  // --- secrets
+
+  claimSecret(secret: SecretRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Secret.create(secret));
+  }
+
+  async secret(webhookId: string, n: number): Promise<SecretRecord | null> {
+    return (await this.m.Secret.findById(secretId(webhookId, n)).lean()) as SecretRecord | null;
+  }
+
+  /** The latest two versions, found from the endpoint's hint by `_id` lookups. */
+  async latestSecrets(endpoint: EndpointRecord): Promise<SecretRecord[]> {
+    let n = Math.max(endpoint.secretVersion, 1);
+    let latest = await this.secret(endpoint._id, n);
+    for (;;) {
+      const next = await this.secret(endpoint._id, n + 1);
+      if (!next) break;
+      latest = next;
+      n += 1;
+    }
+    if (!latest) return [];
+    const previous = n > 1 ? await this.secret(endpoint._id, n - 1) : null;
+    return previous ? [latest, previous] : [latest];
+  }
+
+  // --- events and messages
+
+  recordEvent(event: EventRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Event.create(event));
+  }
+
+  async event(eventId: string): Promise<EventRecord | null> {
+    return (await this.m.Event.findById(eventId).lean()) as EventRecord | null;
+  }
+
+  /**
+   * The message and its queue entry, once each: a repeated publication adds nothing. A message
+   * still pending is queued again (its publisher may have stopped between the two inserts); the
+   * attempt chain makes that harmless, since attempt n is made once whoever queued it.
+   */
+  async enqueue(message: MessageRecord, queued: QueuedRecord): Promise<boolean> {
+    if (await insertOnce(() => this.m.Message.create(message))) {
+      await insertOnce(() => this.m.Queue.create(queued));
+      return true;
+    }
+    const earlier = await this.message(message._id);
+    if (earlier?.status === 'PENDING') {
+      await insertOnce(() => this.m.Queue.create({ ...queued, attempts: earlier.attempts }));
+    }
+    return false;
+  }
+
+  async message(messageId: string): Promise<MessageRecord | null> {
+    return (await this.m.Message.findById(messageId).lean()) as MessageRecord | null;
+  }
+
+  /** An endpoint's messages, newest first. */
+  async messagesOf(webhookId: string, limit: number, offset: number): Promise<MessageRecord[]> {
+    return (await this.m.Message.find({ webhookId })
+      .sort({ createdAt: -1, _id: -1 })
+      .skip(offset)
+      .limit(limit)
+      .lean()) as unknown as MessageRecord[];
+  }
+
+  async updateMessage(messageId: string, changes: Partial<MessageRecord>): Promise<void> {
+    await this.m.Message.updateOne({ _id: messageId }, { $set: changes });
+  }
+
+  // --- the queue
+
+  async queue(limit: number): Promise<QueuedRecord[]> {
+    return (await this.m.Queue.find({}).limit(limit).lean()) as unknown as QueuedRecord[];
+  }
+
+  async queued(messageId: string): Promise<QueuedRecord | null> {
+    return (await this.m.Queue.findById(messageId).lean()) as QueuedRecord | null;
+  }
+
+  requeue(queued: QueuedRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Queue.create(queued));
+  }
+
+  async reschedule(messageId: string, changes: Partial<QueuedRecord>): Promise<void> {
+    await this.m.Queue.updateOne({ _id: messageId }, { $set: changes });
+  }
+
+  async dequeue(messageId: string): Promise<void> {
+    await this.m.Queue.deleteOne({ _id: messageId });
+  }
+
+  // --- attempts
+
+  claimAttempt(attempt: AttemptRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Attempt.create(attempt));
+  }
+
+  async attempt(messageId: string, n: number): Promise<AttemptRecord | null> {
+    return (await this.m.Attempt.findById(attemptId(messageId, n)).lean()) as AttemptRecord | null;
+  }
+
+  /** A message's attempts, each found by its `_id` (a filter on another field is a scan). */
+  async attemptsOf(message: Pick<MessageRecord, '_id' | 'attempts'>): Promise<AttemptRecord[]> {
+    const numbers = Array.from({ length: message.attempts }, (_, i) => i + 1);
+    const found = await Promise.all(numbers.map((n) => this.attempt(message._id, n)));
+    return found.filter((a): a is AttemptRecord => a !== null);
+  }
+
+  async finishAttempt(id: string, result: Partial<AttemptRecord>): Promise<void> {
+    await this.m.Attempt.updateOne({ _id: id }, { $set: result });
+  }
+}

@@ -1,0 +1,388 @@
+import { randomUUID } from 'node:crypto';
+import {
+  cancelDelivery,
+  credit,
+  requestDelivery,
+  savePackage,
+  type Party,
+} from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+import { startNode, type NodeProcess } from '../support/stack';
+import {
+  signatureCount,
+  signedWith,
+  WebhookReceiver,
+  type Received,
+} from '../support/webhook-receiver';
+
+/**
+ * Integrator webhooks (issue 14) through the gateway against a real HTTP receiver: endpoints
+ * registered and refused, a delivery's events signed and in order, retries after 500s and
+ * timeouts, replay, rotation, disabling, and two dispatchers that never send an event twice.
+ */
+const ENV = {
+  SIMULATOR_TIME_SCALE: '600',
+  MATCHING_SWEEP_INTERVAL_MS: '200',
+  ORDER_SWEEP_INTERVAL_MS: '500',
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+  WEBHOOK_BACKOFF_BASE_MS: '200',
+  WEBHOOK_BACKOFF_MAX_MS: '800',
+  WEBHOOK_TIMEOUT_MS: '1000',
+  WEBHOOK_DISABLE_AFTER_MS: '4000',
+};
+const stack = useMerchantStack({ internal: [], env: ENV });
+const base = () => stack.node.url;
+const receiver = new WebhookReceiver();
+
+beforeAll(() => receiver.start());
+afterAll(() => receiver.stop());
+
+const api = (who: Party, method: string, path: string, json?: unknown) =>
+  request(base(), method, path, { headers: { 'api-key': who.key }, json });
+
+async function merchantWithEndpoint(path: string, fields: Record<string, unknown> = {}) {
+  const merchant: Party = await createUserWithKey(base());
+  await credit(base(), merchant, 100_000);
+  const created = await api(merchant, 'POST', '/api/webhooks', {
+    url: receiver.url(path),
+    ...fields,
+  });
+  expect(created.status).toBe(201);
+  return { merchant, webhook: created.body.data as { id: string; secret: string } };
+}
+
+async function simulated(merchant: Party, mode = 'delivered') {
+  const packageId = await savePackage(base(), merchant);
+  const created = await requestDelivery(
+    base(),
+    merchant,
+    [packageId],
+    {},
+    { 'Waybill-Simulate': mode },
+  );
+  expect(created.status).toBe(201);
+  return created.body.data.deliveryId as string;
+}
+
+const typesOf = (received: Received[]) => received.map((r) => r.event.type);
+
+describe('webhook endpoints', () => {
+  it('are created with a secret shown once, listed without it, and deleted', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    const created = await api(merchant, 'POST', '/api/webhooks', {
+      url: receiver.url('/crud'),
+      events: ['delivery.delivered', 'delivery.cancelled'],
+      description: 'orders system',
+    });
+    expect(created.status).toBe(201);
+    const webhook = created.body.data;
+    expect(webhook).toMatchObject({
+      url: receiver.url('/crud'),
+      events: ['delivery.delivered', 'delivery.cancelled'],
+      description: 'orders system',
+      status: 'ACTIVE',
+      previousSecretExpiresAt: null,
+    });
+    expect(webhook.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+
+    const listed = await api(merchant, 'GET', '/api/webhooks');
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toHaveLength(1);
+    expect(listed.body.data[0].id).toBe(webhook.id);
+    expect(JSON.stringify(listed.body)).not.toContain(webhook.secret);
+
+    // Another user sees nothing of it and cannot touch it.
+    const other: Party = await createUserWithKey(base());
+    expect((await api(other, 'GET', '/api/webhooks')).body.data).toEqual([]);
+    for (const [method, path] of [
+      ['DELETE', `/api/webhooks/${webhook.id}`],
+      ['POST', `/api/webhooks/${webhook.id}/rotate-secret`],
+      ['GET', `/api/webhooks/${webhook.id}/deliveries`],
+    ]) {
+      expectErrorEnvelope(await api(other, method, path), 404);
+    }
+
+    expect((await api(merchant, 'DELETE', `/api/webhooks/${webhook.id}`)).status).toBe(204);
+    expect((await api(merchant, 'GET', '/api/webhooks')).body.data).toEqual([]);
+    expectErrorEnvelope(await api(merchant, 'DELETE', `/api/webhooks/${webhook.id}`), 404);
+  });
+
+  it.each([
+    ['not a URL', 'not a url'],
+    ['another scheme', 'ftp://example.com/hook'],
+    ['the cloud metadata address', 'http://169.254.169.254/latest/meta-data'],
+    ['a link-local address', 'http://169.254.10.1/hook'],
+    ['an IPv6 link-local address', 'http://[fe80::1]/hook'],
+    ['the unspecified address', 'http://0.0.0.0/hook'],
+    ['credentials in the URL', 'http://user:pass@127.0.0.1/hook'],
+  ])('refuses %s with 400', async (_what, url) => {
+    const merchant: Party = await createUserWithKey(base());
+    const reply = await api(merchant, 'POST', '/api/webhooks', { url });
+    expectErrorEnvelope(reply, 400);
+  });
+
+  it('refuses unknown events and too many endpoints', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    expectErrorEnvelope(
+      await api(merchant, 'POST', '/api/webhooks', {
+        url: receiver.url('/x'),
+        events: ['delivery.exploded'],
+      }),
+      400,
+    );
+    for (let i = 0; i < 10; i++) {
+      expect(
+        (await api(merchant, 'POST', '/api/webhooks', { url: receiver.url(`/many/${i}`) })).status,
+      ).toBe(201);
+    }
+    const eleventh = await api(merchant, 'POST', '/api/webhooks', {
+      url: receiver.url('/many/10'),
+    });
+    expectErrorEnvelope(eleventh, 400);
+    expect(eleventh.body.message).toMatch(/at most 10/);
+  });
+});
+
+describe('a delivery’s events', () => {
+  it('arrive signed, in order, once each, with the delivery as GET answers it', async () => {
+    const { merchant, webhook } = await merchantWithEndpoint('/run');
+    const deliveryId = await simulated(merchant);
+    await eventually(() => expect(typesOf(receiver.at('/run'))).toContain('delivery.delivered'), {
+      timeout: 60_000,
+      interval: 200,
+    });
+    const received = receiver.at('/run');
+    expect(typesOf(received)).toEqual([
+      'delivery.created',
+      'delivery.paid',
+      'courier.assigned',
+      'delivery.status_changed', // ARRIVED_AT_PICKUP
+      'delivery.status_changed', // COLLECTED
+      'delivery.status_changed', // IN_TRANSIT
+      'delivery.status_changed', // ARRIVED_AT_DROPOFF
+      'delivery.delivered',
+    ]);
+    expect(new Set(received.map((r) => r.event.id)).size).toBe(received.length);
+    for (const r of received) {
+      expect(signedWith(r, webhook.secret)).toBe(true);
+      expect(signedWith(r, `${webhook.secret}x`)).toBe(false);
+      expect(r.headers['waybill-event-id']).toBe(r.event.id);
+      expect(r.headers['waybill-event-type']).toBe(r.event.type);
+      expect(Object.keys(r.event).sort()).toEqual(['createdAt', 'data', 'id', 'type']);
+      expect(r.event.data.id).toBe(deliveryId);
+    }
+    const statuses = received.map((r) => r.event.data.status);
+    expect(statuses.at(-1)).toBe('DELIVERED');
+    expect(received[2].event.data.courier).toMatchObject({ fleet: expect.any(Object) });
+
+    // Each message and its attempt are logged.
+    const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`);
+    expect(log.status).toBe(200);
+    expect(log.body.data).toHaveLength(received.length);
+    for (const m of log.body.data) {
+      expect(m.status).toBe('DELIVERED');
+      expect(m.attempts).toHaveLength(1);
+      expect(m.attempts[0]).toMatchObject({
+        n: 1,
+        statusCode: 200,
+        error: null,
+        responseExcerpt: 'ok',
+        replay: false,
+      });
+    }
+  });
+
+  it('subscribed to some events, receives only those; a cancel is one delivery.cancelled', async () => {
+    const { merchant } = await merchantWithEndpoint('/cancel', {
+      events: ['delivery.cancelled', 'delivery.status_changed'],
+    });
+    const everything = await api(merchant, 'POST', '/api/webhooks', {
+      url: receiver.url('/cancel-all'),
+    });
+    expect(everything.status).toBe(201);
+    const deliveryId = await simulated(merchant, 'no-courier');
+    // Cancelled at once, before the simulated search gives up.
+    expect((await cancelDelivery(base(), merchant, deliveryId)).status).toBe(201);
+    await eventually(
+      () => expect(typesOf(receiver.at('/cancel-all'))).toContain('delivery.cancelled'),
+      {
+        timeout: 20_000,
+      },
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(typesOf(receiver.at('/cancel'))).toEqual(['delivery.cancelled']);
+    expect(typesOf(receiver.at('/cancel-all'))).toEqual([
+      'delivery.created',
+      'delivery.paid',
+      'delivery.cancelled',
+    ]);
+  });
+});
+
+describe('failures', () => {
+  it('are retried with backoff, the delivery’s later events waiting their turn', async () => {
+    receiver.answer = (path, event, nth) =>
+      path === '/flaky' && event.type === 'delivery.created' && nth <= 2
+        ? { status: 500, body: 'try later' }
+        : { status: 200 };
+    const { merchant, webhook } = await merchantWithEndpoint('/flaky');
+    await simulated(merchant);
+    await eventually(() => expect(typesOf(receiver.at('/flaky'))).toContain('delivery.delivered'), {
+      timeout: 60_000,
+      interval: 200,
+    });
+    const received = receiver.at('/flaky');
+    expect(typesOf(received).slice(0, 4)).toEqual([
+      'delivery.created',
+      'delivery.created',
+      'delivery.created',
+      'delivery.paid',
+    ]);
+    const log = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`)).body.data;
+    const created = log.find((m: { type: string }) => m.type === 'delivery.created');
+    expect(created.status).toBe('DELIVERED');
+    expect(created.attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([
+      500, 500, 200,
+    ]);
+    expect(created.attempts[0].responseExcerpt).toBe('try later');
+    receiver.answer = () => ({ status: 200 });
+  });
+
+  it('include an endpoint that does not answer in time', async () => {
+    receiver.answer = (path, _event, nth) =>
+      path === '/slow' && nth === 1 ? 'hang' : { status: 200 };
+    const { merchant, webhook } = await merchantWithEndpoint('/slow', {
+      events: ['delivery.created'],
+    });
+    await simulated(merchant);
+    await eventually(
+      async () => {
+        const log = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`)).body
+          .data;
+        expect(log[0].status).toBe('DELIVERED');
+        expect(log[0].attempts[0]).toMatchObject({
+          statusCode: null,
+          error: 'no answer within 1000 ms',
+        });
+        expect(log[0].attempts[1]).toMatchObject({ statusCode: 200 });
+      },
+      { timeout: 20_000, interval: 200 },
+    );
+    receiver.answer = () => ({ status: 200 });
+  });
+
+  it('disable an endpoint failing for WEBHOOK_DISABLE_AFTER_MS; enabled again, it gets what waited', async () => {
+    let down = true;
+    receiver.answer = (path) => (path === '/down' && down ? { status: 503 } : { status: 200 });
+    const { merchant, webhook } = await merchantWithEndpoint('/down', {
+      events: ['delivery.created'],
+    });
+    await simulated(merchant);
+    const disabled = await eventually(
+      async () => {
+        const [endpoint] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
+        expect(endpoint.status).toBe('DISABLED');
+        return endpoint;
+      },
+      { timeout: 30_000, interval: 250 },
+    );
+    expect(disabled.disabledReason).toMatch(/enable it with POST \/api\/webhooks\/.+\/enable/);
+    const triesWhileDisabled = receiver.at('/down').length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(receiver.at('/down')).toHaveLength(triesWhileDisabled);
+
+    down = false;
+    const enabled = await api(merchant, 'POST', `/api/webhooks/${webhook.id}/enable`);
+    expect(enabled.status).toBe(200);
+    expect(enabled.body.data.status).toBe('ACTIVE');
+    await eventually(
+      async () => {
+        const log = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`)).body
+          .data;
+        expect(log[0].status).toBe('DELIVERED');
+      },
+      { timeout: 20_000, interval: 200 },
+    );
+    receiver.answer = () => ({ status: 200 });
+  });
+});
+
+describe('replay and rotation', () => {
+  it('replays a message with the same event id; an unknown one is 404', async () => {
+    const { merchant, webhook } = await merchantWithEndpoint('/replay', {
+      events: ['delivery.created'],
+    });
+    await simulated(merchant);
+    await eventually(() => expect(receiver.at('/replay')).toHaveLength(1), { timeout: 20_000 });
+    const [message] = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`)).body
+      .data;
+    const replayed = await api(
+      merchant,
+      'POST',
+      `/api/webhooks/${webhook.id}/deliveries/${message.id}/replay`,
+    );
+    expect(replayed.status).toBe(202);
+    await eventually(() => expect(receiver.at('/replay')).toHaveLength(2), { timeout: 20_000 });
+    const [first, second] = receiver.at('/replay');
+    expect(second.event.id).toBe(first.event.id);
+    expect(signedWith(second, webhook.secret)).toBe(true);
+    await eventually(async () => {
+      const [after] = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`)).body
+        .data;
+      expect(after.attempts.map((a: { replay: boolean }) => a.replay)).toEqual([false, true]);
+    });
+    expectErrorEnvelope(
+      await api(merchant, 'POST', `/api/webhooks/${webhook.id}/deliveries/${randomUUID()}/replay`),
+      404,
+    );
+  });
+
+  it('after a rotation, signs with both secrets for a day', async () => {
+    const { merchant, webhook } = await merchantWithEndpoint('/rotate', {
+      events: ['delivery.created'],
+    });
+    const rotated = await api(merchant, 'POST', `/api/webhooks/${webhook.id}/rotate-secret`);
+    expect(rotated.status).toBe(201);
+    const next = rotated.body.data;
+    expect(next.secret).not.toBe(webhook.secret);
+    const overlap = new Date(next.previousSecretExpiresAt).getTime() - Date.now();
+    expect(overlap).toBeGreaterThan(23 * 3600_000);
+    await simulated(merchant);
+    await eventually(() => expect(receiver.at('/rotate')).toHaveLength(1), { timeout: 20_000 });
+    const [message] = receiver.at('/rotate');
+    expect(signatureCount(message)).toBe(2);
+    expect(signedWith(message, webhook.secret)).toBe(true);
+    expect(signedWith(message, next.secret)).toBe(true);
+  });
+});
+
+describe('two dispatchers', () => {
+  let second: NodeProcess;
+  afterAll(() => second?.stop());
+
+  it('share the queue and send each event once', async () => {
+    second = await startNode({ services: 'webhook', iso: stack.iso, env: ENV });
+    const merchants = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        merchantWithEndpoint(`/pair/${i}`, { events: ['delivery.created', 'delivery.paid'] }),
+      ),
+    );
+    await Promise.all(merchants.map(({ merchant }) => simulated(merchant, 'no-courier')));
+    await eventually(
+      () => {
+        for (let i = 0; i < merchants.length; i++) {
+          expect(typesOf(receiver.at(`/pair/${i}`)).sort()).toEqual([
+            'delivery.created',
+            'delivery.paid',
+          ]);
+        }
+      },
+      { timeout: 30_000, interval: 200 },
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    for (let i = 0; i < merchants.length; i++) expect(receiver.at(`/pair/${i}`)).toHaveLength(2);
+  });
+});

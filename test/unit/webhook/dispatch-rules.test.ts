@@ -1,0 +1,151 @@
+import fc from 'fast-check';
+import {
+  afterFailure,
+  backoffMs,
+  dueHeads,
+  excerpt,
+  EXCERPT_CHARS,
+  isDelivered,
+  shouldDisable,
+  signingSecrets,
+  subscribes,
+} from '../../../services/webhook/dispatch-rules';
+import { SecretBox } from '../../../services/webhook/secret-box';
+
+const at = (ms: number) => new Date(ms);
+const backoff = { baseMs: 1000, maxMs: 60_000 };
+
+describe('subscribes', () => {
+  it('takes every event without a list, and only the listed ones with one', () => {
+    expect(subscribes(null, 'delivery.paid')).toBe(true);
+    expect(subscribes(['delivery.paid'], 'delivery.paid')).toBe(true);
+    expect(subscribes(['delivery.paid'], 'delivery.created')).toBe(false);
+  });
+});
+
+describe('dueHeads', () => {
+  const queued = (lane: string, sequence: number, due: number, id = `${lane}-${sequence}`) => ({
+    _id: id,
+    lane,
+    sequence,
+    nextAttemptAt: at(due),
+  });
+
+  it('gives the first message of each lane, when its time has come', () => {
+    const queue = [queued('a', 20, 0), queued('a', 10, 0), queued('b', 5, 500), queued('c', 1, 0)];
+    expect(dueHeads(queue, at(100)).map((q) => q._id)).toEqual(['a-10', 'c-1']);
+  });
+
+  it('never gives a later message of a lane while an earlier one waits (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            lane: fc.constantFrom('a', 'b', 'c'),
+            sequence: fc.nat(50),
+            due: fc.nat(1000),
+          }),
+        ),
+        fc.nat(1000),
+        (items, now) => {
+          const queue = items.map((q, i) => queued(q.lane, q.sequence, q.due, `m${i}`));
+          const heads = dueHeads(queue, at(now));
+          expect(new Set(heads.map((h) => h.lane)).size).toBe(heads.length);
+          for (const head of heads) {
+            expect(head.nextAttemptAt.getTime()).toBeLessThanOrEqual(now);
+            for (const other of queue.filter((q) => q.lane === head.lane)) {
+              expect(other.sequence).toBeGreaterThanOrEqual(head.sequence);
+            }
+          }
+        },
+      ),
+    );
+  });
+});
+
+describe('backoff', () => {
+  it('doubles from the base, capped, within ±20 %', () => {
+    expect(backoffMs(1, backoff, 0.5)).toBe(1000);
+    expect(backoffMs(2, backoff, 0.5)).toBe(2000);
+    expect(backoffMs(5, backoff, 0.5)).toBe(16_000);
+    expect(backoffMs(50, backoff, 0.5)).toBe(60_000);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 100 }),
+        fc.double({ min: 0, max: 0.999999, noNaN: true }),
+        (n, r) => {
+          const wait = backoffMs(n, backoff, r);
+          const plain = Math.min(60_000, 1000 * 2 ** (n - 1));
+          expect(wait).toBeGreaterThanOrEqual(Math.floor(plain * 0.8));
+          expect(wait).toBeLessThanOrEqual(Math.ceil(plain * 1.2));
+        },
+      ),
+    );
+  });
+
+  it('gives up once the next try would fall after the retry window', () => {
+    const common = {
+      firstAttemptAt: at(0),
+      retryWindowMs: 10_000,
+      backoff,
+      random: 0.5,
+      ephemeral: false,
+    };
+    expect(afterFailure({ ...common, failedAttempts: 1, now: at(0) })).toEqual({
+      retryAt: at(1000),
+    });
+    // The 4th wait is 8 s: from 3 s it would end at 11 s, after the 10 s window.
+    expect(afterFailure({ ...common, failedAttempts: 4, now: at(3000) })).toEqual({ giveUp: true });
+    expect(afterFailure({ ...common, failedAttempts: 3, now: at(3000) })).toEqual({
+      retryAt: at(7000),
+    });
+    expect(afterFailure({ ...common, failedAttempts: 1, now: at(9500) })).toEqual({ giveUp: true });
+    expect(afterFailure({ ...common, failedAttempts: 1, now: at(0), ephemeral: true })).toEqual({
+      giveUp: true,
+    });
+  });
+});
+
+describe('shouldDisable', () => {
+  it('disables after the limit of failing without a success', () => {
+    expect(shouldDisable(null, at(10_000), 1000)).toBe(false);
+    expect(shouldDisable(at(0), at(999), 1000)).toBe(false);
+    expect(shouldDisable(at(0), at(1000), 1000)).toBe(true);
+  });
+});
+
+describe('signingSecrets', () => {
+  const v = (n: number, createdAt: number) => ({ n, createdAt: at(createdAt) });
+  it('signs with the latest, and the previous one during the overlap', () => {
+    expect(signingSecrets([v(1, 0)], at(5), 100)).toEqual([v(1, 0)]);
+    expect(signingSecrets([v(1, 0), v(2, 50)], at(100), 100)).toEqual([v(2, 50), v(1, 0)]);
+    expect(signingSecrets([v(1, 0), v(2, 50)], at(150), 100)).toEqual([v(2, 50)]);
+    expect(signingSecrets([], at(0), 100)).toEqual([]);
+  });
+});
+
+describe('answers', () => {
+  it('counts 2xx as delivered, anything else as a failure', () => {
+    expect([200, 204, 299].every(isDelivered)).toBe(true);
+    expect([null, 199, 301, 404, 500].some(isDelivered)).toBe(false);
+  });
+
+  it('keeps an excerpt of long answers', () => {
+    expect(excerpt('short')).toBe('short');
+    expect(excerpt('x'.repeat(EXCERPT_CHARS + 10))).toHaveLength(EXCERPT_CHARS + 1);
+  });
+});
+
+describe('SecretBox', () => {
+  it('opens what it sealed, and nothing sealed under another key or altered', () => {
+    const box = new SecretBox('a-key-of-at-least-thirty-two-characters');
+    const sealed = box.seal('whsec_secret');
+    expect(sealed).not.toContain('whsec_secret');
+    expect(box.open(sealed)).toBe('whsec_secret');
+    expect(box.seal('whsec_secret')).not.toBe(sealed);
+    expect(() => new SecretBox('another-key-of-at-least-thirty-two-chars').open(sealed)).toThrow();
+    const [v, iv, tag, body] = sealed.split('.');
+    const flipped = `${body[0] === 'A' ? 'B' : 'A'}${body.slice(1)}`;
+    expect(() => box.open([v, iv, tag, flipped].join('.'))).toThrow();
+  });
+});
