@@ -104,6 +104,7 @@ export function toLedgerEntry(record: EntryRecord): LedgerEntry {
 export interface LedgerReport {
   clean: boolean;
   wallets: number;
+  cashAccounts: number;
   entries: number;
   problems: LedgerProblem[];
   checkedAt: string;
@@ -275,7 +276,7 @@ export class LedgerStore {
         return { entry: toLedgerEntry(walked.posted), replayed: true };
       }
       const sequence = (walked.last?.sequence ?? 0) + 1;
-      const next = nextBalance(walked.last?.balanceKobo ?? 0, signed);
+      const next = nextBalance(claim.walletId, walked.last?.balanceKobo ?? 0, signed);
       if (!next.ok) {
         // Remembered so that a retry does not read these entries again.
         await this.m.Reference.updateOne(
@@ -319,6 +320,7 @@ export class LedgerStore {
       audit.add(entry as EntryRecord);
       lastSequence.set(entry.walletId, entry.sequence);
     }
+    audit.finish();
     const problems = [...audit.problems];
     for await (const head of this.m.Wallet.find({}).lean().cursor()) {
       const last = lastSequence.get(head._id) ?? 0;
@@ -347,6 +349,7 @@ export class LedgerStore {
     return {
       clean: problems.length === 0,
       wallets: audit.wallets,
+      cashAccounts: audit.cashAccounts,
       entries: audit.entries,
       problems: problems.slice(0, maxProblems),
       checkedAt: new Date().toISOString(),
