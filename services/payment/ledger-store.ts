@@ -167,6 +167,19 @@ export class LedgerStore {
     return found.filter((e): e is EntryRecord => e !== null);
   }
 
+  /**
+   * A page of a chain, newest first: `limit` entries before sequence `before`, from its end
+   * when absent (`account`, when the caller has read it, saves reading it again).
+   */
+  async page(
+    walletId: string,
+    { limit, before }: { limit: number; before?: number },
+    account?: WalletBalance,
+  ): Promise<LedgerEntry[]> {
+    const newest = before ?? (account ?? (await this.balance(walletId))).sequence + 1;
+    return (await this.entriesBefore(walletId, newest, limit)).map(toLedgerEntry);
+  }
+
   /** The head's hint moves forward only; a lost update leaves it behind, which is harmless. */
   private async advanceHead(walletId: string, sequence: number): Promise<void> {
     try {
