@@ -57,6 +57,10 @@ const withCouriers = <T>(run: (broker: ServiceBroker) => Promise<T>, options = {
     run,
   );
 
+/** A courier's cash account: the directory says the courier exists, payment keeps the ledger. */
+const withCourierCash = <T>(run: (broker: ServiceBroker) => Promise<T>) =>
+  withServices(['account', 'courier-matching', 'payment'], run);
+
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
 const positiveInt = (value: string) => {
@@ -227,7 +231,7 @@ async function fleetOf(broker: ServiceBroker, opts: FleetOptions) {
 
 const couriers = program
   .command('couriers')
-  .description('the courier directory, and merchants’ own courier lists');
+  .description('the courier directory, merchants’ own courier lists and couriers’ cash');
 
 couriers
   .command('add')
@@ -409,6 +413,38 @@ couriers
     withCouriers((broker) => broker.call('courier-matching.revokeCourierToken', { tokenId })).then(
       () => console.log(`courier token ${tokenId} revoked`),
     ),
+  );
+
+couriers
+  .command('cash')
+  .description('what a courier owes in cash collected on delivery, and the latest entries')
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .option('--limit <n>', 'entries per page, newest first (at most 100)', positiveInt, 20)
+  .option(
+    '--before <sequence>',
+    'only entries older than this sequence (the next page)',
+    positiveInt,
+  )
+  .action((courierId: string, opts: { limit: number; before?: number }) =>
+    withCourierCash((broker) => broker.call('payment.courierCash', { courierId, ...opts })).then(
+      print,
+    ),
+  );
+
+couriers
+  .command('remit')
+  .description('record cash a courier handed in, once per reference')
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .requiredOption('--amount <naira>', 'NGN, at most two decimals', Number)
+  .requiredOption(
+    '--reference <reference>',
+    'yours, unique per remittance (a receipt number): repeating it records nothing more',
+  )
+  .option('--note <text>', 'shown as the entry’s description')
+  .action((courierId: string, opts: { amount: number; reference: string; note?: string }) =>
+    withCourierCash((broker) =>
+      broker.call('payment.courierCashRemittance', { courierId, ...opts }),
+    ).then(print),
   );
 
 /** The file's bytes as they are, or standard input's for `-`: a signature covers raw bytes. */

@@ -103,6 +103,35 @@ export interface BalanceParams {
 
 export const balanceParams = Joi.object<BalanceParams, true>({ userId: uuid().required() });
 
+/**
+ * A pay-on-delivery delivery's money, once delivered: the collecting courier owes the cash
+ * (their cash account is debited) and the remit target is credited, each once per delivery.
+ */
+export interface CollectOnDeliveryParams {
+  deliveryId: string;
+  /** The courier who collected the cash. */
+  courierId: string;
+  /** Whose wallet is credited: the merchant's, or a courier's (COURIER_WALLET). */
+  remitToUserId: string;
+  amountKobo: number;
+  description?: string;
+}
+
+export const collectOnDeliveryParams = Joi.object<CollectOnDeliveryParams, true>({
+  deliveryId: uuid().required(),
+  courierId: uuid().required(),
+  remitToUserId: uuid().required(),
+  amountKobo: amountKobo().required(),
+  description: Joi.string().trim().max(200),
+});
+
+export interface CollectedOnDelivery {
+  /** The debit of the courier's cash account (`cash:<courierId>`). */
+  collected: Posting;
+  /** The credit of the remit target's wallet. */
+  credited: Posting;
+}
+
 /** What a checkout pays for; named in its outcome so that the payer's service acts on it. */
 export interface CheckoutPurpose {
   /** `DELIVERY` (the order service) or `WALLET_FUNDING` (the payment service itself). */
@@ -172,6 +201,8 @@ export interface PaymentActions {
   /** Adds money to a wallet (an operator's credit, a paid funding checkout). */
   'payment.credit': { params: PostingParams; answer: Posting };
   'payment.balance': { params: BalanceParams; answer: WalletBalance };
+  /** Records a pay-on-delivery: the courier's debt, then the target's credit; once each. */
+  'payment.collectOnDelivery': { params: CollectOnDeliveryParams; answer: CollectedOnDelivery };
   /** Opens a hosted checkout with the configured provider. */
   'payment.startCheckout': { params: StartCheckoutParams; answer: CheckoutStart };
   'payment.checkout': { params: ReferenceParams; answer: CheckoutView | null };
@@ -185,6 +216,7 @@ export const PAYMENT_RETRY = {
   'payment.refund': 'safe',
   'payment.credit': 'safe',
   'payment.balance': 'safe',
+  'payment.collectOnDelivery': 'safe',
   'payment.startCheckout': 'safe',
   'payment.checkout': 'safe',
   'payment.acknowledge': 'safe',

@@ -16,9 +16,6 @@ import type { OrderStore, TransitionRecord } from './store';
 /** The ledger reference of money given back for a checkout: once per checkout, ever. */
 export const checkoutRefundReference = (checkoutReference: string) => `refund:${checkoutReference}`;
 
-/** The ledger reference of what a courier collected on delivery: once per delivery, ever. */
-export const payOnDeliveryReference = (deliveryId: string) => `pod:${deliveryId}`;
-
 export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEventPayload {
   return {
     deliveryId: delivery._id,
@@ -91,20 +88,21 @@ export class Settlement {
   }
 
   /**
-   * What the courier collected on delivery (pay-on-delivery) goes to the merchant's wallet or
-   * to the courier's, once: the ledger reference names the delivery.
+   * What the courier collected on delivery (pay-on-delivery): the collecting courier owes it
+   * (their cash account) and the merchant's wallet, or a courier's, is credited with it. The
+   * payment service posts each once per delivery, so a retry of the effect posts what is left.
    */
   private async remitCollected(delivery: DeliveryRecord): Promise<void> {
     const pod = delivery.payOnDelivery;
     if (!pod || pod.collectAmountKobo <= 0) return;
+    const collector = delivery.assignment?.courierId;
+    if (!collector) throw new Error(`delivery ${delivery._id}: delivered by no courier`);
     const toCourier = pod.remitTo === 'COURIER_WALLET';
-    const courierId = pod.courierProfileId ?? delivery.assignment?.courierId;
-    if (toCourier && !courierId)
-      throw new Error(`delivery ${delivery._id}: no courier to remit to`);
-    await call(this.deps.services(), 'payment.credit', {
-      userId: toCourier ? (courierId as string) : delivery.userId,
+    await call(this.deps.services(), 'payment.collectOnDelivery', {
+      deliveryId: delivery._id,
+      courierId: collector,
+      remitToUserId: toCourier ? (pod.courierProfileId ?? collector) : delivery.userId,
       amountKobo: pod.collectAmountKobo,
-      reference: payOnDeliveryReference(delivery._id),
       description: `Collected on delivery ${delivery.trackingId}`,
     });
   }

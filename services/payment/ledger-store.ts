@@ -104,6 +104,7 @@ export function toLedgerEntry(record: EntryRecord): LedgerEntry {
 export interface LedgerReport {
   clean: boolean;
   wallets: number;
+  cashAccounts: number;
   entries: number;
   problems: LedgerProblem[];
   checkedAt: string;
@@ -164,6 +165,19 @@ export class LedgerStore {
     for (let s = before - 1; s >= 1 && sequences.length < limit; s--) sequences.push(s);
     const found = await Promise.all(sequences.map((s) => this.entry(walletId, s)));
     return found.filter((e): e is EntryRecord => e !== null);
+  }
+
+  /**
+   * A page of a chain, newest first: `limit` entries before sequence `before`, from its end
+   * when absent (`account`, when the caller has read it, saves reading it again).
+   */
+  async page(
+    walletId: string,
+    { limit, before }: { limit: number; before?: number },
+    account?: WalletBalance,
+  ): Promise<LedgerEntry[]> {
+    const newest = before ?? (account ?? (await this.balance(walletId))).sequence + 1;
+    return (await this.entriesBefore(walletId, newest, limit)).map(toLedgerEntry);
   }
 
   /** The head's hint moves forward only; a lost update leaves it behind, which is harmless. */
@@ -275,7 +289,7 @@ export class LedgerStore {
         return { entry: toLedgerEntry(walked.posted), replayed: true };
       }
       const sequence = (walked.last?.sequence ?? 0) + 1;
-      const next = nextBalance(walked.last?.balanceKobo ?? 0, signed);
+      const next = nextBalance(claim.walletId, walked.last?.balanceKobo ?? 0, signed);
       if (!next.ok) {
         // Remembered so that a retry does not read these entries again.
         await this.m.Reference.updateOne(
@@ -319,6 +333,7 @@ export class LedgerStore {
       audit.add(entry as EntryRecord);
       lastSequence.set(entry.walletId, entry.sequence);
     }
+    audit.finish();
     const problems = [...audit.problems];
     for await (const head of this.m.Wallet.find({}).lean().cursor()) {
       const last = lastSequence.get(head._id) ?? 0;
@@ -347,6 +362,7 @@ export class LedgerStore {
     return {
       clean: problems.length === 0,
       wallets: audit.wallets,
+      cashAccounts: audit.cashAccounts,
       entries: audit.entries,
       problems: problems.slice(0, maxProblems),
       checkedAt: new Date().toISOString(),

@@ -9,6 +9,23 @@ import type { EntryType } from '../../libs/contracts/payment';
 /** The `_id` of a wallet's entry: two writers that read the same last entry collide on it. */
 export const entryId = (walletId: string, sequence: number) => `${walletId}:${sequence}`;
 
+/**
+ * A courier's cash account: a chain like a wallet's, named apart from the courier's wallet
+ * (whose id is the courier's own). Its balance is below zero by what the courier collected on
+ * delivery and has not handed in yet.
+ */
+export const cashAccountId = (courierId: string) => `cash:${courierId}`;
+
+/** Only a cash account may go below zero: a wallet pays with what it holds, a courier owes. */
+export const mayGoNegative = (accountId: string) => accountId.startsWith('cash:');
+
+/** The references of the two postings of a pay-on-delivery delivery: each once, ever. */
+export const collectedReference = (deliveryId: string) => `collected:${deliveryId}`;
+export const payOnDeliveryReference = (deliveryId: string) => `pod:${deliveryId}`;
+
+/** An operator's record of cash a courier handed in, apart from other kinds of reference. */
+export const cashRemittanceReference = (reference: string) => `remittance:${reference}`;
+
 /** What an entry changes: a debit takes, a credit and a refund give. */
 export function signedAmount(type: EntryType, amountKobo: number): number {
   return type === 'DEBIT' ? -amountKobo : amountKobo;
@@ -16,10 +33,17 @@ export function signedAmount(type: EntryType, amountKobo: number): number {
 
 export type NextBalance = { ok: true; balanceKobo: number } | { ok: false };
 
-/** The balance after posting `signedKobo` on `balanceKobo`; refused when it would go below 0. */
-export function nextBalance(balanceKobo: number, signedKobo: number): NextBalance {
+/**
+ * The balance of `accountId` after posting `signedKobo` on `balanceKobo`; refused when it
+ * would take a wallet below 0.
+ */
+export function nextBalance(
+  accountId: string,
+  balanceKobo: number,
+  signedKobo: number,
+): NextBalance {
   const after = balanceKobo + signedKobo;
-  if (after < 0) return { ok: false };
+  if (after < 0 && !mayGoNegative(accountId)) return { ok: false };
   if (!Number.isSafeInteger(after)) throw new RangeError(`balance out of range: ${after}`);
   return { ok: true, balanceKobo: after };
 }
@@ -42,7 +66,7 @@ export interface AuditedEntry {
   reference: string;
 }
 
-export const PROBLEM_KINDS = ['GAP', 'DUPLICATE', 'MISMATCH'] as const;
+export const PROBLEM_KINDS = ['GAP', 'DUPLICATE', 'MISMATCH', 'UNMATCHED'] as const;
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
 
 export interface LedgerProblem {
@@ -52,15 +76,33 @@ export interface LedgerProblem {
   detail: string;
 }
 
+/** A posting of one side of a pay-on-delivery, as the audit pairs it with the other side. */
+interface PodSide {
+  walletId: string;
+  sequence: number;
+  amountKobo: number;
+}
+
+/** The delivery a reference of `kind` names, or undefined for any other reference. */
+function deliveryOf(reference: string, kind: (deliveryId: string) => string): string | undefined {
+  const prefix = kind('');
+  return reference.startsWith(prefix) ? reference.slice(prefix.length) : undefined;
+}
+
 /**
- * Reconciliation, fed one wallet's entries in order of sequence (a wallet after another): a
- * missing or repeated sequence is a GAP or DUPLICATE, a reference on two entries a DUPLICATE,
- * and a balance that is not the previous one plus the amount, or below zero, a MISMATCH.
+ * Reconciliation, fed one account's entries in order of sequence (an account after another):
+ * a missing or repeated sequence is a GAP or DUPLICATE, a reference on two entries a
+ * DUPLICATE, and a balance that is not the previous one plus the amount, or a wallet's below
+ * zero, a MISMATCH. Once all are fed, `finish` reports every pay-on-delivery credit without the
+ * debit of the same amount to a courier's cash account as UNMATCHED: money from nowhere.
  */
 export class LedgerAudit {
   readonly problems: LedgerProblem[] = [];
   wallets = 0;
+  cashAccounts = 0;
   entries = 0;
+  private readonly podCredits = new Map<string, PodSide>();
+  private readonly cashDebits = new Map<string, PodSide>();
   private walletId: string | undefined;
   private lastSequence = 0;
   private balanceKobo = 0;
@@ -77,7 +119,8 @@ export class LedgerAudit {
       this.walletId = entry.walletId;
       this.lastSequence = 0;
       this.balanceKobo = 0;
-      this.wallets++;
+      if (mayGoNegative(entry.walletId)) this.cashAccounts++;
+      else this.wallets++;
     }
     this.entries++;
     const { walletId, sequence } = entry;
@@ -99,7 +142,7 @@ export class LedgerAudit {
         sequence,
         detail: `balance ${entry.balanceKobo} kobo, but the previous ${this.balanceKobo} + ${entry.amountKobo} makes ${expected}`,
       });
-    } else if (entry.balanceKobo < 0) {
+    } else if (entry.balanceKobo < 0 && !mayGoNegative(walletId)) {
       this.report({ walletId, kind: 'MISMATCH', sequence, detail: 'the balance is below zero' });
     }
     const holder = this.references.get(entry.reference);
@@ -113,7 +156,41 @@ export class LedgerAudit {
     } else {
       this.references.set(entry.reference, entryId(walletId, sequence));
     }
+    this.pairSide(entry);
     this.lastSequence = sequence;
     this.balanceKobo = entry.balanceKobo;
+  }
+
+  private pairSide(entry: AuditedEntry): void {
+    const side = {
+      walletId: entry.walletId,
+      sequence: entry.sequence,
+      amountKobo: entry.amountKobo,
+    };
+    const credited = deliveryOf(entry.reference, payOnDeliveryReference);
+    if (credited !== undefined) this.podCredits.set(credited, side);
+    const collected = deliveryOf(entry.reference, collectedReference);
+    if (collected !== undefined && mayGoNegative(entry.walletId)) {
+      this.cashDebits.set(collected, side);
+    }
+  }
+
+  /**
+   * Pairs the pay-on-delivery credits with their cash debits. A debit whose credit is not
+   * posted yet is no problem: the credit is posted after it, and retried until it is.
+   */
+  finish(): void {
+    for (const [deliveryId, credit] of this.podCredits) {
+      const debit = this.cashDebits.get(deliveryId);
+      if (debit && debit.amountKobo === -credit.amountKobo) continue;
+      this.report({
+        walletId: credit.walletId,
+        kind: 'UNMATCHED',
+        sequence: credit.sequence,
+        detail: debit
+          ? `collected on delivery ${deliveryId}: credited ${credit.amountKobo} kobo, but ${debit.walletId} was debited ${-debit.amountKobo}`
+          : `collected on delivery ${deliveryId}: credited ${credit.amountKobo} kobo, but no courier's cash account was debited for it`,
+      });
+    }
   }
 }

@@ -18,11 +18,12 @@ import {
   type ServiceDefinition,
   type WaybillContext,
 } from '../../libs/service';
+import { createCashAccountActions } from './cash-accounts';
 import { Checkouts, createCheckoutActions } from './checkout-actions';
 import { checkoutProvider } from './checkout-providers';
 import { CheckoutStore } from './checkout-store';
 import { refundableKobo } from './ledger';
-import { LedgerStore, toLedgerEntry } from './ledger-store';
+import { LedgerStore } from './ledger-store';
 import {
   transactionView,
   transactionsParams,
@@ -97,11 +98,8 @@ export function createPaymentService(config: Config): ServiceDefinition {
         },
         params: transactionsParams,
         async handler(ctx: WaybillContext<TransactionsParams>) {
-          const userId = requireUser(ctx);
-          const { limit, before } = ctx.params;
-          const newest = before ?? (await ledger.balance(userId)).sequence + 1;
-          const entries = await ledger.entriesBefore(userId, newest, limit);
-          return entries.map((e) => toTransactionView(toLedgerEntry(e)));
+          const entries = await ledger.page(requireUser(ctx), ctx.params);
+          return entries.map(toTransactionView);
         },
       }),
 
@@ -155,6 +153,7 @@ export function createPaymentService(config: Config): ServiceDefinition {
       }),
 
       ...createWalletAdminActions(ledger),
+      ...createCashAccountActions(ledger),
       ...createCheckoutActions(checkouts),
     },
   };

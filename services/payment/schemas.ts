@@ -1,6 +1,6 @@
 import Joi from '../../libs/joi';
 import { CURRENCY, ENTRY_TYPES, ledgerReference } from '../../libs/contracts/payment';
-import { fromUrl, naira, uuid, view } from '../../libs/schemas';
+import { fromUrl, naira, plainText, uuid, view } from '../../libs/schemas';
 import { PROBLEM_KINDS } from './ledger';
 
 /** Params and answers of the payment actions; the answers are what /openapi.json documents. */
@@ -25,7 +25,7 @@ export const transactionView = view('WalletTransaction', {
   amount: Joi.string().description('NGN, two decimals, signed: negative for a debit'),
   balance: Joi.string().description('NGN, two decimals: the balance after this entry'),
   reference: Joi.string().description(
-    'What the entry is for: a delivery id (debit), `refund:<delivery id>`, `admin:<reference>` (an operator’s credit), `checkout:<reference>` (a paid funding checkout)',
+    'What the entry is for: a delivery id (debit), `refund:<delivery id>`, `admin:<reference>` (an operator’s credit), `checkout:<reference>` (a paid funding checkout), `pod:<delivery id>` (cash collected on delivery)',
   ),
   description: Joi.string().allow(null),
   createdAt: Joi.string().isoDate(),
@@ -34,10 +34,13 @@ export const transactionView = view('WalletTransaction', {
 export const ledgerReportView = view('LedgerReport', {
   clean: Joi.boolean().description('True when no problem was found'),
   wallets: Joi.number().integer(),
+  cashAccounts: Joi.number().integer().description('Couriers’ cash accounts with entries'),
   entries: Joi.number().integer(),
   problems: Joi.array().items(
     Joi.object({
-      walletId: uuid(),
+      walletId: Joi.string().description(
+        'A user’s id (their wallet), or `cash:<courierId>` (a courier’s cash account)',
+      ),
       kind: Joi.string().valid(...PROBLEM_KINDS),
       sequence: Joi.number().integer(),
       detail: Joi.string(),
@@ -46,18 +49,63 @@ export const ledgerReportView = view('LedgerReport', {
   checkedAt: Joi.string().isoDate(),
 });
 
+export const cashEntryView = view('CourierCashEntry', {
+  id: Joi.string().description('`cash:<courierId>:<sequence>`'),
+  sequence: Joi.number().integer().description('1 for the account’s first entry, then 2, 3, ...'),
+  type: Joi.string()
+    .valid('DEBIT', 'CREDIT')
+    .description('DEBIT: cash collected on a delivery; CREDIT: cash handed in'),
+  amount: Joi.string().description('NGN, two decimals, signed: negative for cash collected'),
+  balance: Joi.string().description(
+    'NGN, two decimals: the account after this entry, negative while the courier owes',
+  ),
+  reference: Joi.string().description(
+    '`collected:<delivery id>` (cash collected on delivery) or `remittance:<reference>` (cash handed in, by the operator’s reference)',
+  ),
+  description: Joi.string().allow(null).description('The delivery, or the operator’s note'),
+  createdAt: Joi.string().isoDate(),
+});
+
+export const courierCashView = view('CourierCash', {
+  courierId: uuid(),
+  balance: Joi.string().description(
+    'NGN, two decimals: negative by what the courier owes, positive when they handed in more',
+  ),
+  owed: Joi.string().description('NGN, two decimals: what the courier owes, 0.00 when nothing'),
+  currency: Joi.string().valid(CURRENCY),
+  updatedAt: Joi.string()
+    .isoDate()
+    .allow(null)
+    .description('When the last entry was posted; null for a courier who never collected'),
+  entries: Joi.array()
+    .items(cashEntryView)
+    .description('A page of entries, newest first (`limit`, `before`)'),
+});
+
 export interface TransactionsParams {
   limit: number;
   before?: number;
 }
 
-export const transactionsParams = Joi.object<TransactionsParams>({
+/** A page of a ledger chain, newest first: by sequence, so that new entries shift nothing. */
+const chainPage = {
   limit: fromUrl(Joi.number().integer().min(1).max(100).default(20)).description(
     'Entries per page, newest first',
   ),
   before: fromUrl(Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER)).description(
     'Only entries older than this `sequence`: the last `sequence` of the previous page',
   ),
+};
+
+export const transactionsParams = Joi.object<TransactionsParams>(chainPage);
+
+export interface CourierCashParams extends TransactionsParams {
+  courierId: string;
+}
+
+export const courierCashParams = Joi.object<CourierCashParams>({
+  courierId: uuid().required(),
+  ...chainPage,
 });
 
 export interface AdminCreditParams {
@@ -66,14 +114,32 @@ export interface AdminCreditParams {
   reference: string;
 }
 
+/** An operator's amount of money, in NGN. */
+const adminAmount = () =>
+  naira().greater(0).max(MAX_CREDIT_NAIRA).required().description('NGN, at most two decimals');
+
 export const adminCreditParams = Joi.object<AdminCreditParams>({
   userId: uuid().required(),
-  amount: naira()
-    .greater(0)
-    .max(MAX_CREDIT_NAIRA)
-    .required()
-    .description('NGN, at most two decimals'),
+  amount: adminAmount(),
   reference: ledgerReference()
     .required()
     .description('Yours, unique per credit: the same reference again credits nothing more'),
+});
+
+export interface CashRemittanceParams {
+  courierId: string;
+  amount: number;
+  reference: string;
+  note?: string;
+}
+
+export const cashRemittanceParams = Joi.object<CashRemittanceParams>({
+  courierId: uuid().required(),
+  amount: adminAmount(),
+  reference: ledgerReference()
+    .required()
+    .description(
+      'Yours, unique per remittance (a receipt number): the same reference again records nothing more',
+    ),
+  note: plainText(200).min(1).description('Shown as the entry’s description'),
 });

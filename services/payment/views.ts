@@ -22,3 +22,20 @@ export function toTransactionView(entry: LedgerEntry) {
     createdAt: entry.createdAt,
   };
 }
+
+/** A courier's cash account: its balance is below zero by what they owe. */
+export function toCourierCashView(
+  courierId: string,
+  account: WalletBalance,
+  entries: LedgerEntry[],
+) {
+  return {
+    courierId,
+    balance: formatNaira(account.balanceKobo),
+    owed: formatNaira(Math.max(0, -account.balanceKobo)),
+    currency: CURRENCY,
+    updatedAt: account.updatedAt,
+    // Entries of any chain show the same way.
+    entries: entries.map(toTransactionView),
+  };
+}

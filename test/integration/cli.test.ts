@@ -156,6 +156,8 @@ describe('waybill CLI: couriers', () => {
       'token-create <courierId>',
       'token-list <courierId>',
       'token-revoke <tokenId>',
+      'cash [options] <courierId>',
+      'remit [options] <courierId>',
     ]) {
       expect(help.stdout).toContain(command);
     }
@@ -233,6 +235,27 @@ describe('waybill CLI: couriers', () => {
     const again = await cli('couriers', 'token-revoke', created.id);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/Courier token .* not found/);
+  }, 60_000);
+
+  it('records cash a courier handed in, once per reference, and shows what they owe', async () => {
+    const courierId = demoCourierId(DEMO_COURIERS[1]);
+    const remit = (amount: string) =>
+      cli('couriers', 'remit', courierId, '--amount', amount, '--reference', 'cli-receipt-1');
+    const entry = json(await remit('250.5'));
+    expect(entry).toMatchObject({ type: 'CREDIT', amount: '250.50', balance: '250.50' });
+    expect(json(await remit('250.5'))).toEqual(entry);
+    const other = await remit('99');
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(/already used for another posting/);
+    expect(json(await cli('couriers', 'cash', courierId, '--limit', '5'))).toMatchObject({
+      courierId,
+      balance: '250.50',
+      owed: '0.00',
+      entries: [entry],
+    });
+    const unknown = await cli('couriers', 'cash', '4b0e8d3c-2f1a-4c5b-9d8e-7f6a5b4c3d2e');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/Courier not found/);
   }, 60_000);
 
   it('says what is wrong and exits 1', async () => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
 import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
@@ -105,6 +106,24 @@ async function codeSent(deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVE
   );
   const text = messages.at(-1)?.text ?? '';
   return /code is (\d{6})/.exec(text)?.[1] as string;
+}
+
+/** A courier's cash account as operators read it. */
+async function cashOf(courier: { id: string }, query = '') {
+  const reply = await admin('GET', `/admin/couriers/${courier.id}/cash${query}`);
+  expect(reply.status).toBe(200);
+  return reply.body.data as {
+    courierId: string;
+    balance: string;
+    owed: string;
+    entries: {
+      sequence: number;
+      type: string;
+      amount: string;
+      balance: string;
+      reference: string;
+    }[];
+  };
 }
 
 /** Somewhere a few hundred metres from the pickup, and farther out. */
@@ -465,6 +484,16 @@ describe('pay-on-delivery and cancel', () => {
       expect(credits[0].amount).toBe('5000.00');
     });
     expect(Number(await balanceOf(base(), merchant))).toBe(before + 5000);
+    // The cash is in the courier's hands: they owe exactly what the merchant was credited.
+    const cash = await cashOf(courier);
+    expect(cash).toMatchObject({ courierId: courier.id, balance: '-5000.00', owed: '5000.00' });
+    expect(cash.entries).toEqual([
+      expect.objectContaining({
+        type: 'DEBIT',
+        amount: '-5000.00',
+        reference: `collected:${deliveryId}`,
+      }),
+    ]);
     expect(await ledgerIsClean(base())).toBe(true);
   });
 
@@ -484,8 +513,53 @@ describe('pay-on-delivery and cancel', () => {
       const wallet = await call(stack.client, 'payment.balance', { userId: courier.id });
       expect(wallet.balanceKobo).toBe(500_000);
     });
+    // Owed the credit and owing the cash: both are on the ledger, apart.
+    expect(await cashOf(courier)).toMatchObject({ balance: '-5000.00', owed: '5000.00' });
     expect(await ledgerIsClean(base())).toBe(true);
   });
+
+  it('settled again by the sweep, or collected ten times at once, posts the debt and the credit once each', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.004 });
+    const { merchant, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+      payOnDelivery: true,
+    });
+    const step = await carryToDropoff(courier, deliveryId);
+    expect((await step('delivered')).status).toBe(200);
+    await eventually(async () => expect((await cashOf(courier)).owed).toBe('5000.00'));
+    // The DELIVERED transition's effects are done again, as by a sweep that read it unsettled.
+    const orders = await openServiceDatabase(stack.iso, 'order');
+    try {
+      const transitions = orders.collection<{ _id: string }>('delivery_transitions');
+      const delivered = { deliveryId, 'lifecycle.status': 'DELIVERED' };
+      expect(
+        (await transitions.updateOne(delivered, { $set: { unsettled: true } })).modifiedCount,
+      ).toBe(1);
+      await eventually(
+        async () => expect(await transitions.findOne({ ...delivered, unsettled: true })).toBeNull(),
+        { timeout: 40_000 },
+      );
+    } finally {
+      await orders.close();
+    }
+    const collect = () =>
+      call(stack.client, 'payment.collectOnDelivery', {
+        deliveryId,
+        courierId: courier.id,
+        remitToUserId: merchant.userId,
+        amountKobo: 500_000,
+      });
+    const answers = await Promise.all(Array.from({ length: 10 }, collect));
+    expect(answers.every((a) => a.collected.replayed && a.credited.replayed)).toBe(true);
+    expect((await cashOf(courier)).entries).toHaveLength(1);
+    const credits = (await entriesOf(base(), merchant)).filter((e) =>
+      e.reference.startsWith('pod:'),
+    );
+    expect(credits).toHaveLength(1);
+    expect(await ledgerIsClean(base())).toBe(true);
+    // The sweep waits for a transition to be 15 s old before it settles it again.
+  }, 120_000);
 
   it('a delivery cancelled after assignment frees its courier for the next one', async () => {
     const courier = await courierAt({ lat: ORIGIN.lat - 0.003, lon: ORIGIN.lon - 0.001 });
@@ -499,5 +573,87 @@ describe('pay-on-delivery and cancel', () => {
     });
     const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
     expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
+  });
+});
+
+describe('a courier’s cash account', () => {
+  const remit = (courier: { id: string }, json: unknown) =>
+    admin('POST', `/admin/couriers/${courier.id}/cash-remittances`, json);
+  const collect = (courier: { id: string }, amountKobo: number) =>
+    call(stack.client, 'payment.collectOnDelivery', {
+      deliveryId: randomUUID(),
+      courierId: courier.id,
+      remitToUserId: randomUUID(),
+      amountKobo,
+    });
+  const FAR_AWAY = { lat: ORIGIN.lat + 0.5, lon: ORIGIN.lon + 0.5 };
+
+  it('records a remittance once per reference, ten at once, and refuses the reference for another amount or courier', async () => {
+    const courier = await courierAt(FAR_AWAY);
+    await collect(courier, 200_000);
+    const json = { amount: 1500.5, reference: 'receipt-1', note: 'Handed in at the Yaba hub' };
+    const answers = await Promise.all(Array.from({ length: 10 }, () => remit(courier, json)));
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
+    expect(new Set(answers.map((a) => JSON.stringify(a.body.data))).size).toBe(1);
+    expect(answers[0].body.data).toMatchObject({
+      sequence: 2,
+      type: 'CREDIT',
+      amount: '1500.50',
+      balance: '-499.50',
+      reference: 'remittance:receipt-1',
+      description: 'Handed in at the Yaba hub',
+    });
+    expectErrorEnvelope(await remit(courier, { ...json, amount: 1500 }), 409, /another posting/);
+    const other = await courierAt(FAR_AWAY);
+    expectErrorEnvelope(await remit(other, json), 409, /use a new reference/);
+    const cash = await cashOf(courier);
+    expect(cash).toMatchObject({ balance: '-499.50', owed: '499.50' });
+    expect(cash.entries.map((e) => e.sequence)).toEqual([2, 1]);
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
+  it('takes more than the courier owes, as a credit against what they collect next', async () => {
+    const courier = await courierAt(FAR_AWAY);
+    expect((await remit(courier, { amount: 300, reference: randomUUID() })).status).toBe(201);
+    expect(await cashOf(courier)).toMatchObject({ balance: '300.00', owed: '0.00' });
+    await collect(courier, 50_000);
+    expect(await cashOf(courier)).toMatchObject({ balance: '-200.00', owed: '200.00' });
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
+  it('pages the entries newest first, by sequence', async () => {
+    const courier = await courierAt(FAR_AWAY);
+    for (const kobo of [100, 200, 300]) await collect(courier, kobo);
+    const first = await cashOf(courier, '?limit=2');
+    expect(first.owed).toBe('6.00');
+    expect(first.entries.map((e) => [e.sequence, e.amount, e.balance])).toEqual([
+      [3, '-3.00', '-6.00'],
+      [2, '-2.00', '-3.00'],
+    ]);
+    const next = await cashOf(courier, '?limit=2&before=2');
+    expect(next.entries.map((e) => e.sequence)).toEqual([1]);
+  });
+
+  it('answers 404 for a courier the directory does not know, 400 for a bad amount, reference or page', async () => {
+    const courier = await courierAt(FAR_AWAY);
+    const unknown = randomUUID();
+    expectErrorEnvelope(
+      await admin('GET', `/admin/couriers/${unknown}/cash`),
+      404,
+      /Courier not found/,
+    );
+    expectErrorEnvelope(await remit({ id: unknown }, { amount: 1, reference: 'r-1' }), 404);
+    expectErrorEnvelope(await admin('GET', '/admin/couriers/nope/cash'), 400);
+    for (const amount of [0, -5, 1.234, '10', 100_000_001]) {
+      expectErrorEnvelope(
+        await remit(courier, { amount, reference: `bad-${String(amount)}` }),
+        400,
+      );
+    }
+    expectErrorEnvelope(await remit(courier, { amount: 10 }), 400);
+    expectErrorEnvelope(await remit(courier, { amount: 10, reference: 'a b' }), 400);
+    expectErrorEnvelope(await remit(courier, { amount: 10, reference: 'r-2', note: '' }), 400);
+    expectErrorEnvelope(await admin('GET', `/admin/couriers/${courier.id}/cash?limit=0`), 400);
+    expect((await cashOf(courier)).entries).toEqual([]);
   });
 });

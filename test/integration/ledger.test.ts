@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type mongoose from 'mongoose';
 import type { ServiceBroker } from 'moleculer';
-import type { Posting } from '../../libs/contracts/payment';
+import type { CollectedOnDelivery, Posting } from '../../libs/contracts/payment';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { count, samples as metric } from '../support/metrics';
 import {
@@ -190,6 +190,30 @@ describe('references', () => {
 });
 
 describe('a posting interrupted by a crash', () => {
+  it('of a pay-on-delivery between the debt and the credit: the retry posts the credit, the debt once', async () => {
+    const [merchant, courierId, deliveryId] = [randomUUID(), randomUUID(), randomUUID()];
+    const collect = () =>
+      client.call('payment.collectOnDelivery', {
+        deliveryId,
+        courierId,
+        remitToUserId: merchant,
+        amountKobo: 250_000,
+      }) as Promise<CollectedOnDelivery>;
+    await collect();
+    // As if the call had died after claiming the credit's reference, before its entry.
+    const byId = (id: string) => ({ _id: id as unknown as mongoose.mongo.ObjectId });
+    await db.collection('ledger_entries').deleteOne(byId(`${merchant}:1`));
+    await db.collection('wallets').deleteOne(byId(merchant));
+    await db
+      .collection('ledger_references')
+      .updateOne(byId(`pod:${deliveryId}`), { $set: { entrySequence: null } });
+    const retried = await collect();
+    expect(retried.collected).toMatchObject({ replayed: true, entry: { balanceKobo: -250_000 } });
+    expect(retried.credited).toMatchObject({ replayed: false, entry: { sequence: 1 } });
+    expect(await storedEntries(`cash:${courierId}`)).toHaveLength(1);
+    expect(await storedEntries(merchant)).toHaveLength(1);
+  });
+
   it('is written once by its retry when the crash came before its entry', async () => {
     const userId = randomUUID();
     await credit(userId, 5_000);
@@ -381,5 +405,31 @@ describe('GET /admin/ledger/verify', () => {
     );
     const kinds = mine.map((p: { kind: string; sequence: number }) => `${p.kind}@${p.sequence}`);
     expect(kinds).toEqual(expect.arrayContaining(['MISMATCH@2', 'GAP@4', 'DUPLICATE@4']));
+  });
+
+  it('reports money collected on delivery that no courier owes, and a courier owing below zero as no problem', async () => {
+    const [merchant, courierId, paired] = [randomUUID(), randomUUID(), randomUUID()];
+    await client.call('payment.collectOnDelivery', {
+      deliveryId: paired,
+      courierId,
+      remitToUserId: merchant,
+      amountKobo: 700_000,
+    });
+    // A credit as pay-on-delivery was posted before couriers' cash accounts: from nowhere.
+    const orphan = randomUUID();
+    await credit(merchant, 300_000, `pod:${orphan}`);
+    const report = (await verify()).body.data;
+    expect(report.cashAccounts).toBeGreaterThanOrEqual(1);
+    const problems = report.problems.filter(
+      (p: { walletId: string }) => p.walletId === merchant || p.walletId === `cash:${courierId}`,
+    );
+    expect(problems).toEqual([
+      {
+        walletId: merchant,
+        kind: 'UNMATCHED',
+        sequence: 2,
+        detail: `collected on delivery ${orphan}: credited 300000 kobo, but no courier's cash account was debited for it`,
+      },
+    ]);
   });
 });

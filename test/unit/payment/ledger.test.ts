@@ -1,8 +1,12 @@
 import fc from 'fast-check';
 import {
   LedgerAudit,
+  cashAccountId,
+  collectedReference,
   entryId,
   nextBalance,
+  cashRemittanceReference,
+  payOnDeliveryReference,
   refundableKobo,
   signedAmount,
   type AuditedEntry,
@@ -10,6 +14,8 @@ import {
 
 const WALLET = '0b8f5a4e-1c2d-4e3f-8a9b-0c1d2e3f4a5b';
 const OTHER = '7c6d5e4f-3a2b-4c1d-9e8f-7a6b5c4d3e2f';
+const COURIER = '3e2f1a0b-9c8d-4e7f-a6b5-c4d3e2f1a0b9';
+const CASH = cashAccountId(COURIER);
 
 function chain(walletId: string, amounts: number[]): AuditedEntry[] {
   let balanceKobo = 0;
@@ -22,6 +28,7 @@ function chain(walletId: string, amounts: number[]): AuditedEntry[] {
 function audit(entries: AuditedEntry[]) {
   const check = new LedgerAudit();
   for (const entry of entries) check.add(entry);
+  check.finish();
   return check;
 }
 
@@ -37,9 +44,16 @@ describe('ledger arithmetic', () => {
   });
 
   it('refuses a posting that would take the balance below zero, to the kobo', () => {
-    expect(nextBalance(1000, -1000)).toEqual({ ok: true, balanceKobo: 0 });
-    expect(nextBalance(1000, -1001)).toEqual({ ok: false });
-    expect(nextBalance(0, 1)).toEqual({ ok: true, balanceKobo: 1 });
+    expect(nextBalance(WALLET, 1000, -1000)).toEqual({ ok: true, balanceKobo: 0 });
+    expect(nextBalance(WALLET, 1000, -1001)).toEqual({ ok: false });
+    expect(nextBalance(WALLET, 0, 1)).toEqual({ ok: true, balanceKobo: 1 });
+  });
+
+  it('lets a courier’s cash account go below zero, and only it', () => {
+    expect(nextBalance(CASH, 0, -500_000)).toEqual({ ok: true, balanceKobo: -500_000 });
+    expect(nextBalance(CASH, -500_000, 600_000)).toEqual({ ok: true, balanceKobo: 100_000 });
+    // The courier's wallet is named by the courier's id: it is a wallet like any other.
+    expect(nextBalance(COURIER, 0, -1)).toEqual({ ok: false });
   });
 
   it('refunds at most what was debited, all of it by default', () => {
@@ -88,6 +102,49 @@ describe('LedgerAudit', () => {
     expect(check.problems).toEqual([expect.objectContaining({ kind: 'MISMATCH', sequence: 2 })]);
   });
 
+  it('lets a cash account be below zero, and counts it apart from the wallets', () => {
+    const check = audit([...chain(CASH, [-500_000, 200_000]), ...chain(WALLET, [10])]);
+    expect(check.problems).toEqual([]);
+    expect(check.cashAccounts).toBe(1);
+    expect(check.wallets).toBe(1);
+  });
+
+  it('reports a pay-on-delivery credit without its cash debit, or with another amount, as unmatched', () => {
+    const credit = (deliveryId: string, kobo: number): AuditedEntry => ({
+      walletId: WALLET,
+      sequence: 1,
+      amountKobo: kobo,
+      balanceKobo: kobo,
+      reference: payOnDeliveryReference(deliveryId),
+    });
+    const collected = (deliveryId: string, kobo: number): AuditedEntry => ({
+      walletId: CASH,
+      sequence: 1,
+      amountKobo: -kobo,
+      balanceKobo: -kobo,
+      reference: collectedReference(deliveryId),
+    });
+    expect(audit([collected('d1', 5000), credit('d1', 5000)]).problems).toEqual([]);
+    // Collected, not credited yet: the credit follows and is retried until posted.
+    expect(audit([collected('d1', 5000)]).problems).toEqual([]);
+    expect(audit([credit('d1', 5000)]).problems).toEqual([
+      expect.objectContaining({ kind: 'UNMATCHED', walletId: WALLET, sequence: 1 }),
+    ]);
+    expect(audit([collected('d1', 4000), credit('d1', 5000)]).problems).toEqual([
+      expect.objectContaining({ kind: 'UNMATCHED', detail: expect.stringMatching(/debited 4000/) }),
+    ]);
+    // A "collected" reference on a wallet is not a courier's debt.
+    const onWallet = {
+      ...collected('d1', 5000),
+      walletId: OTHER,
+      amountKobo: 5000,
+      balanceKobo: 5000,
+    };
+    expect(audit([onWallet, credit('d1', 5000)]).problems.map((p) => p.kind)).toEqual([
+      'UNMATCHED',
+    ]);
+  });
+
   it('keeps at most the number of problems it was given', () => {
     const entries = chain(WALLET, [1, 1, 1, 1, 1]).map((e) => ({ ...e, balanceKobo: 99 }));
     const check = new LedgerAudit(2);
@@ -118,7 +175,7 @@ describe('a wallet under random credits, debits and refunds (property)', () => {
         const refunded = new Set<number>();
         let balance = 0;
         const post = (signed: number, reference: string) => {
-          const next = nextBalance(balance, signed);
+          const next = nextBalance(WALLET, balance, signed);
           if (!next.ok) return false;
           balance = next.balanceKobo;
           entries.push({
@@ -145,6 +202,80 @@ describe('a wallet under random credits, debits and refunds (property)', () => {
           expect(balance).toBe(entries.reduce((sum, e) => sum + e.amountKobo, 0));
         }
         expect(audit(entries).problems).toEqual([]);
+      }),
+    );
+  });
+});
+
+/**
+ * Pay-on-delivery settled as the payment service does it (the cash debit, then the credit, each
+ * once per reference), with crashes between the two and retries in any order, and remittances
+ * of any amount: a model of the ledger's postings on the pure functions.
+ */
+const podOperations = fc.array(
+  fc.oneof(
+    fc.record({
+      kind: fc.constant('deliver' as const),
+      kobo: fc.integer({ min: 1, max: 1_000_000 }),
+      crashAfterDebit: fc.boolean(),
+    }),
+    fc.record({ kind: fc.constant('retry' as const), which: fc.nat(30) }),
+    fc.record({
+      kind: fc.constant('remit' as const),
+      kobo: fc.integer({ min: 1, max: 1_000_000 }),
+    }),
+  ),
+  { maxLength: 60 },
+);
+
+describe('a courier’s cash account under deliveries, crashes, retries and remittances (property)', () => {
+  it('owes what was collected less what was handed in, and every credit has its debit', () => {
+    fc.assert(
+      fc.property(podOperations, (ops) => {
+        const chains = new Map<string, AuditedEntry[]>();
+        const posted = new Set<string>();
+        const post = (accountId: string, signed: number, reference: string) => {
+          if (posted.has(reference)) return;
+          const entries = chains.get(accountId) ?? [];
+          const next = nextBalance(accountId, entries.at(-1)?.balanceKobo ?? 0, signed);
+          if (!next.ok) throw new Error('a credit or a cash debit is never refused');
+          entries.push({
+            walletId: accountId,
+            sequence: entries.length + 1,
+            amountKobo: signed,
+            balanceKobo: next.balanceKobo,
+            reference,
+          });
+          chains.set(accountId, entries);
+          posted.add(reference);
+        };
+        const deliveries: { id: string; kobo: number }[] = [];
+        const settle = (d: { id: string; kobo: number }, crash: boolean) => {
+          post(CASH, signedAmount('DEBIT', d.kobo), collectedReference(d.id));
+          if (!crash) post(WALLET, signedAmount('CREDIT', d.kobo), payOnDeliveryReference(d.id));
+        };
+        const ledgerAudit = () => audit([...chains.values()].flat());
+        let remitted = 0;
+        for (const [i, op] of ops.entries()) {
+          if (op.kind === 'deliver') {
+            deliveries.push({ id: `d${i}`, kobo: op.kobo });
+            settle(deliveries[deliveries.length - 1], op.crashAfterDebit);
+          }
+          if (op.kind === 'retry' && deliveries.length > 0) {
+            settle(deliveries[op.which % deliveries.length], false);
+          }
+          if (op.kind === 'remit') {
+            post(CASH, signedAmount('CREDIT', op.kobo), cashRemittanceReference(`r${i}`));
+            remitted += op.kobo;
+          }
+          expect(ledgerAudit().problems).toEqual([]);
+        }
+        // The order sweep retries every unsettled delivery until it is.
+        for (const d of deliveries) settle(d, false);
+        const collected = deliveries.reduce((sum, d) => sum + d.kobo, 0);
+        expect(chains.get(CASH)?.at(-1)?.balanceKobo ?? 0).toBe(remitted - collected);
+        expect(chains.get(WALLET)?.at(-1)?.balanceKobo ?? 0).toBe(collected);
+        expect(ledgerAudit().problems).toEqual([]);
       }),
     );
   });

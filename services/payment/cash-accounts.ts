@@ -1,0 +1,129 @@
+import { call } from '../../libs/contracts';
+import { COURIER_NOT_FOUND } from '../../libs/contracts/matching';
+import { collectOnDeliveryParams } from '../../libs/contracts/payment';
+import { notFound } from '../../libs/errors';
+import { nairaToKobo } from '../../libs/money';
+import {
+  action,
+  implement,
+  type ServiceActions,
+  type WaybillContext,
+  type WithDefaults,
+} from '../../libs/service';
+import {
+  cashAccountId,
+  cashRemittanceReference,
+  collectedReference,
+  payOnDeliveryReference,
+} from './ledger';
+import type { LedgerStore } from './ledger-store';
+import {
+  cashEntryView,
+  cashRemittanceParams,
+  courierCashParams,
+  courierCashView,
+  type CourierCashParams,
+} from './schemas';
+import { toCourierCashView, toTransactionView } from './views';
+
+/**
+ * Couriers' cash accounts (docs/payments.md): what a courier collected on delivery is debited
+ * to their account, which may go below zero, and what they hand in is credited. The merchant
+ * (or the COURIER_WALLET courier) is credited at delivery: the platform carries the risk of
+ * the cash until the courier hands it in.
+ */
+export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
+  /** 404 unless the directory knows the courier (retired ones too: they may owe cash). */
+  async function requireCourier(ctx: WaybillContext<unknown>, courierId: string) {
+    const courier = await call(ctx, 'courier-matching.getCourier', { courierId });
+    if (!courier) {
+      throw notFound(
+        `${COURIER_NOT_FOUND}: no courier ${courierId} in the directory (GET /admin/couriers)`,
+      );
+    }
+  }
+
+  return {
+    collectOnDelivery: implement('payment.collectOnDelivery', {
+      visibility: 'public',
+      params: collectOnDeliveryParams,
+      async handler(ctx) {
+        const { deliveryId, courierId, remitToUserId, amountKobo, description } = ctx.params;
+        // The debt first: a credit is never on the ledger without the debit that pays for it
+        // (the audit holds it so), and a failure between them leaves the caller to retry both.
+        const collected = await ledger.post({
+          walletId: cashAccountId(courierId),
+          type: 'DEBIT',
+          amountKobo,
+          reference: collectedReference(deliveryId),
+          description: description ?? null,
+        });
+        const credited = await ledger.post({
+          walletId: remitToUserId,
+          type: 'CREDIT',
+          amountKobo,
+          reference: payOnDeliveryReference(deliveryId),
+          description: description ?? null,
+        });
+        return { collected, credited };
+      },
+    }),
+
+    courierCashRemittance: action({
+      // The reference makes a repeat record nothing more.
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/couriers/:courierId/cash-remittances',
+        status: 201,
+        message: 'Cash remittance recorded',
+        summary: 'Record cash a courier handed in',
+        description:
+          '`amount` in NGN, at most two decimals, credited to the courier’s cash account. The answer is the entry; the same `reference` again records nothing more and answers the same entry; with another amount (or for another courier) it is a 409. More than the courier owes is accepted and shows as a positive balance, counted against what they collect next.',
+        response: cashEntryView,
+        errors: {
+          404: 'No such courier',
+          409: 'The reference was already used for another amount or courier',
+        },
+      },
+      params: cashRemittanceParams,
+      async handler(ctx) {
+        const { courierId, amount, reference, note } = ctx.params;
+        await requireCourier(ctx, courierId);
+        const { entry } = await ledger.post({
+          walletId: cashAccountId(courierId),
+          type: 'CREDIT',
+          amountKobo: nairaToKobo(amount),
+          reference: cashRemittanceReference(reference),
+          description: note ?? 'Cash handed in',
+        });
+        return toTransactionView(entry);
+      },
+    }),
+
+    courierCash: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/couriers/:courierId/cash',
+        message: 'Courier cash account retrieved',
+        summary: 'What a courier owes in cash collected on delivery, and the latest entries',
+        description:
+          '`owed` is what the courier collected on delivery and has not handed in. `entries` is a page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
+        response: courierCashView,
+        errors: { 404: 'No such courier' },
+      },
+      params: courierCashParams,
+      async handler(ctx: WaybillContext<WithDefaults<CourierCashParams, 'limit'>>) {
+        const { courierId, limit, before } = ctx.params;
+        await requireCourier(ctx, courierId);
+        const accountId = cashAccountId(courierId);
+        const account = await ledger.balance(accountId);
+        const entries = await ledger.page(accountId, { limit, before }, account);
+        return toCourierCashView(courierId, account, entries);
+      },
+    }),
+  };
+}
