@@ -44,6 +44,7 @@ const GROUP_STATUSES: Record<RouteGroup, number[]> = {
   admin: [401, 403],
   courier: [401, 403, 429],
   checkout: [],
+  track: [],
   webhooks: [401],
 };
 
@@ -57,6 +58,7 @@ const SECURITY: Record<RouteGroup, Record<string, string[]>[]> = {
   admin: [{ AdminToken: [] }],
   courier: [{ CourierToken: [] }],
   checkout: [],
+  track: [],
   webhooks: [],
 };
 
