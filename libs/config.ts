@@ -379,6 +379,13 @@ const envSchema = Joi.object({
     .description(
       'A courier whose last location report is older than this is offline: never found by a search for couriers',
     ),
+  COURIER_LOCATION_FLUSH_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(10000)
+    .description(
+      'How often courier positions that moved since the last write are written from Redis to MongoDB (`lastLocation`)',
+    ),
   TRACKING_REFRESH_MS: Joi.number()
     .integer()
     .min(500)
@@ -404,13 +411,6 @@ const envSchema = Joi.object({
     .default(10)
     .description(
       'Tracking page streams one client address may hold open on one gateway process (429 beyond)',
-    ),
-  COURIER_LOCATION_FLUSH_MS: Joi.number()
-    .integer()
-    .min(100)
-    .default(10000)
-    .description(
-      'How often courier positions that moved since the last write are written from Redis to MongoDB (`lastLocation`)',
     ),
   BODY_LIMIT: Joi.string()
     .pattern(/^\d+(b|kb|mb)$/i)

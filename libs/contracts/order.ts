@@ -88,9 +88,10 @@ export interface TrackingParams {
   trackingId: string;
 }
 
+// Any text: a mistyped id is an unknown one (404, saying what to do), not a 400. Letters
+// typed in lower case from a printed label are the same id.
 export const trackingParams = Joi.object<TrackingParams, true>({
-  // Letters typed in lower case from a printed label are the same id.
-  trackingId: Joi.string().uppercase().pattern(TRACKING_PATTERN).required(),
+  trackingId: Joi.string().uppercase().max(64).required(),
 });
 
 /** A point of the tracking page's map drawing, in its own units (no coordinates on Earth). */

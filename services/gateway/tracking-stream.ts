@@ -95,7 +95,13 @@ export class TrackingStreams {
         const state = await this.options.fetch(trackingId);
         if (!state) throw notFound(UNKNOWN_TRACKING_ID);
         // Another page may have opened the feed while this one waited for the state.
-        feed = this.feeds.get(trackingId) ?? this.openFeed(trackingId, state);
+        feed = this.feeds.get(trackingId);
+        if (!feed) {
+          feed = this.openFeed(trackingId, state);
+          // A status change announced while the state was read found no feed to tell: read
+          // once more now that the feed hears them.
+          if (!state.view.terminal) void this.refresh(trackingId, feed);
+        }
       }
       if (res.destroyed) throw new Error('client left');
       this.join(trackingId, feed, res, release);

@@ -1,5 +1,6 @@
 import type { Caller } from '../../libs/contracts';
 import {
+  TRACKING_PATTERN,
   trackingParams,
   UNKNOWN_TRACKING_ID,
   type TrackingState,
@@ -24,6 +25,7 @@ export function createTrackingActions(deps: {
   const { store, transitions } = deps;
 
   async function stateOf(services: Caller, trackingId: string): Promise<TrackingState | null> {
+    if (!TRACKING_PATTERN.test(trackingId)) return null;
     const deliveryId = await store.deliveryIdByTracking(trackingId);
     const delivery = deliveryId ? await transitions.current(deliveryId) : null;
     if (!delivery) return null;
