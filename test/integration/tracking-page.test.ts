@@ -160,6 +160,13 @@ describe('GET /track/:trackingId', () => {
         /No delivery has this tracking number/,
       );
     }
+    const doc = (await request(base(), 'GET', '/openapi.json')).body;
+    expect(Object.keys(doc.paths['/track/{trackingId}/events'].get.responses)).toEqual(
+      expect.arrayContaining(['200', '404', '429', '503']),
+    );
+    expect(doc.paths['/track/{trackingId}'].get.responses['200'].content).toHaveProperty(
+      'text/html',
+    );
     // A page's errors are pages (as the sandbox checkout's).
     const post = await fetch(`${base()}/track/P2P-000000000000`, { method: 'POST' });
     expect(post.status).toBe(405);
