@@ -87,6 +87,17 @@ export interface Config {
     /** How often positions that moved are written to MongoDB. */
     flushMs: number;
   };
+  /** The public tracking page's live updates, per gateway process (gateway/tracking-stream). */
+  tracking: {
+    /** How often the courier's position is read again while they are under way. */
+    refreshMs: number;
+    /** How often an idle stream gets a comment, so that proxies keep it open. */
+    heartbeatMs: number;
+    /** Streams one gateway process holds open at once (503 beyond). */
+    maxStreams: number;
+    /** Streams one client address may hold open on one gateway process (429 beyond). */
+    maxStreamsPerAddress: number;
+  };
   bodyLimit: string;
   requestTimeoutMs: number;
   opsPort: number;
@@ -374,6 +385,32 @@ const envSchema = Joi.object({
     .default(10000)
     .description(
       'How often courier positions that moved since the last write are written from Redis to MongoDB (`lastLocation`)',
+    ),
+  TRACKING_REFRESH_MS: Joi.number()
+    .integer()
+    .min(500)
+    .default(5000)
+    .description(
+      'How often a gateway reads the courier position again for the tracking pages it streams, once per delivery whatever the number of viewers',
+    ),
+  TRACKING_HEARTBEAT_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(15000)
+    .description(
+      'How often a tracking page stream gets a heartbeat comment, so that proxies keep it open',
+    ),
+  TRACKING_MAX_STREAMS: Joi.number()
+    .integer()
+    .min(1)
+    .default(2000)
+    .description('Tracking page streams one gateway process holds open at once (503 beyond)'),
+  TRACKING_MAX_STREAMS_PER_ADDRESS: Joi.number()
+    .integer()
+    .min(1)
+    .default(10)
+    .description(
+      'Tracking page streams one client address may hold open on one gateway process (429 beyond)',
     ),
   BODY_LIMIT: Joi.string()
     .pattern(/^\d+(b|kb|mb)$/i)
@@ -717,6 +754,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     courierPositions: {
       onlineMs: value.COURIER_ONLINE_MS,
       flushMs: value.COURIER_LOCATION_FLUSH_MS,
+    },
+    tracking: {
+      refreshMs: value.TRACKING_REFRESH_MS,
+      heartbeatMs: value.TRACKING_HEARTBEAT_MS,
+      maxStreams: value.TRACKING_MAX_STREAMS,
+      maxStreamsPerAddress: value.TRACKING_MAX_STREAMS_PER_ADDRESS,
     },
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,

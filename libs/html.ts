@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * The few HTML pages the platform serves to people (the sandbox checkout, its error pages):
  * no scripts, inline styles only, every interpolated text escaped here.
@@ -38,15 +40,32 @@ const STYLE =
 
 /**
  * A whole page around `body`, which must already be markup built with `escapeHtml` for
- * every text it holds; the title is escaped here.
+ * every text it holds; the title is escaped here. A page of its own may bring its `style`
+ * (instead of the common one) and a `script`, which its Content-Security-Policy must allow
+ * by hash (`scriptHash`).
  */
-export function htmlDocument(title: string, body: string): string {
+export function htmlDocument(
+  title: string,
+  body: string,
+  own: { style?: string; script?: string } = {},
+): string {
+  const script = own.script === undefined ? '' : `<script>${own.script}</script>`;
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
-    `<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>` +
-    `<body>${body}</body></html>`
+    `<title>${escapeHtml(title)}</title><style>${own.style ?? STYLE}</style></head>` +
+    `<body>${body}${script}</body></html>`
   );
+}
+
+/** The CSP source that allows exactly this inline script: `'sha256-…'`. */
+export function scriptHash(script: string): string {
+  return `'sha256-${createHash('sha256').update(script, 'utf8').digest('base64')}'`;
+}
+
+/** JSON inside a `<script type="application/json">`: no `</script>` can end it early. */
+export function jsonForScript(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, '\\u003c');
 }
 
 /** The page of an error: its status and message, for a person rather than a program. */

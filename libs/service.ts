@@ -15,11 +15,11 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 /**
  * Which edge of the gateway serves an action, and how it authenticates: `api` and `file` an
  * API key, `admin` the admin token, `courier` a courier token (the courier app); `checkout`
- * (the sandbox's hosted pages) and `webhooks` (a provider's notifications) take no
- * credentials: the unguessable reference, or the request's signature, is checked by the
- * service.
+ * (the sandbox's hosted pages), `track` (the public tracking page) and `webhooks` (a
+ * provider's notifications) take no credentials: the unguessable reference or tracking id,
+ * or the request's signature, is checked by the service.
  */
-export type RouteGroup = 'api' | 'file' | 'admin' | 'courier' | 'checkout' | 'webhooks';
+export type RouteGroup = 'api' | 'file' | 'admin' | 'courier' | 'checkout' | 'track' | 'webhooks';
 
 /** How an action is exposed over HTTP. The gateway and the OpenAPI document read it. */
 export interface HttpRoute {

@@ -74,7 +74,76 @@ export interface AssignAnswer {
   status: string;
 }
 
+/**
+ * A delivery's tracking id: `P2P-` and 12 characters of Crockford's base 32 (services/order
+ * codes.ts draws them). The gateway checks it before asking the order service anything.
+ */
+export const TRACKING_PATTERN = /^P2P-[0-9A-HJKMNP-TV-Z]{12}$/;
+
+/** What both the page and its stream answer for a tracking id we never issued (404). */
+export const UNKNOWN_TRACKING_ID =
+  'No delivery has this tracking number. Check the link in the message you were sent, or ask the sender for it.';
+
+export interface TrackingParams {
+  trackingId: string;
+}
+
+// Any text: a mistyped id is an unknown one (404, saying what to do), not a 400. Letters
+// typed in lower case from a printed label are the same id.
+export const trackingParams = Joi.object<TrackingParams, true>({
+  trackingId: Joi.string().uppercase().max(64).required(),
+});
+
+/** A point of the tracking page's map drawing, in its own units (no coordinates on Earth). */
+export interface MapPoint {
+  x: number;
+  y: number;
+}
+
+/**
+ * What the public tracking page shows of a delivery (docs/deliveries.md, "Tracking page"):
+ * first names only, place names rather than addresses, and the map as a drawing whose
+ * points are relative to each other, never latitudes and longitudes.
+ */
+export interface TrackingView {
+  trackingId: string;
+  status: string;
+  /** The status as a sentence for the recipient. */
+  statusText: string;
+  /** The delivery is over: nothing will change any more. */
+  terminal: boolean;
+  /** A courier is on the errand: their position is worth refreshing. */
+  live: boolean;
+  steps: { step: string; label: string; at: string; active: boolean }[];
+  pickup: { place: string; firstName: string | null };
+  dropoff: { place: string; firstName: string | null };
+  /** The priced trip, pickup to drop-off. */
+  distanceKm: number;
+  courier: {
+    firstName: string;
+    vehicle: { type: string; make: string; model: string; colour: string; regNo: string };
+    /** Where the courier last reported, as a place name; null when not under way. */
+    place: string | null;
+  } | null;
+  eta: { from: string; to: string } | null;
+  map: {
+    width: number;
+    height: number;
+    pickup: MapPoint;
+    dropoff: MapPoint;
+    courier: MapPoint | null;
+  };
+}
+
+/** The view and the page's live regions as markup (the page swaps those that changed). */
+export interface TrackingState {
+  view: TrackingView;
+  regions: Record<string, string>;
+}
+
 export interface OrderActions {
+  /** The public tracking page's state of a delivery, or null for an unknown tracking id. */
+  'order.trackingState': { params: TrackingParams; answer: TrackingState | null };
   /** A user's saved address (one stored on a delivery), or null when there is none. */
   'order.getAddress': { params: GetAddressParams; answer: ResolvedAddress | null };
   /** Matching found a courier who accepted: the delivery is theirs. Repeatable. */
@@ -87,4 +156,5 @@ export const ORDER_RETRY = {
   'order.getAddress': 'safe',
   'order.assignCourier': 'safe',
   'order.noCourierFound': 'safe',
+  'order.trackingState': 'safe',
 } as const satisfies Record<keyof OrderActions, Retry>;

@@ -4,6 +4,12 @@ import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
 import { API_KEY_REVOKED_EVENT } from '../../libs/contracts/account';
 import { COURIER_TOKENS_CHANGED_EVENT } from '../../libs/contracts/matching';
+import {
+  DELIVERY_CANCELLED_EVENT,
+  DELIVERY_PAID_EVENT,
+  DELIVERY_STATUS_CHANGED_EVENT,
+  type DeliveryEventPayload,
+} from '../../libs/contracts/order';
 import { registerHealthCheck } from '../../libs/health';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import type { ServiceDefinition } from '../../libs/service';
@@ -22,6 +28,7 @@ import { QuotaLimiter } from './quota';
 import { gatewayRoutes } from './route-table';
 import { rawBodyReader } from './raw-body';
 import { GROUP_BASE, collectRoutes, type MountedGroups } from './routes';
+import { TRACKING_EVENTS_PATH, TrackingStreams } from './tracking-stream';
 import { UploadLeases } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
 
@@ -42,8 +49,14 @@ export function createGatewayService(
   const entries = collectRoutes(backends, mounted);
   const rawHeaders = [...new Set(entries.flatMap((e) => e.http.headers ?? []))];
   const pagePrefix = `${GROUP_BASE.checkout}/`;
-  const isPage = (req: GatewayRequest) =>
-    mounted('checkout') && describeRequest(req).path.toLowerCase().startsWith(pagePrefix);
+  // The tracking page itself, not its event stream: an EventSource reads no HTML.
+  const trackingPage = new RegExp(`^${GROUP_BASE.track}/[^/]+/?$`, 'i');
+  const isPage = (req: GatewayRequest) => {
+    const path = describeRequest(req).path;
+    return (
+      (mounted('checkout') && path.toLowerCase().startsWith(pagePrefix)) || trackingPage.test(path)
+    );
+  };
   const httpByAction = new Map(entries.map((e) => [e.actionName, e.http]));
   const httpOf = (name: string) => httpByAction.get(name);
   const retryByAction = new Map(entries.map((e) => [e.actionName, e.retry]));
@@ -62,6 +75,15 @@ export function createGatewayService(
     keepMs: 24 * 3600_000,
   });
   const flows = new StreamFlows('gateway');
+  const tracking = new TrackingStreams({
+    config,
+    fetch: (trackingId) => call(broker, 'order.trackingState', { trackingId }),
+    logger: () => logger,
+  });
+  // The stream sits next to the page, served only where the page is.
+  const trackingAliases = entries.some((e) => e.http.group === 'track')
+    ? { [`GET ${TRACKING_EVENTS_PATH}`]: tracking.handler() }
+    : {};
   // An upload's call ends within FILE_TIMEOUT_MS; the margin covers writing its answer.
   const uploads = uploadGuard({
     leases: new UploadLeases(redis, `${config.namespace}:uploads:`, config.files.timeoutMs + 5_000),
@@ -99,6 +121,10 @@ export function createGatewayService(
     allowedMethods([
       ...entries.map((e) => ({ method: e.http.method, fullPath: e.fullPath })),
       ...aliasRoutes(ops),
+      ...aliasRoutes(trackingAliases).map((r) => ({
+        ...r,
+        fullPath: `${GROUP_BASE.track}${r.fullPath}`,
+      })),
     ]),
   );
   const routes = gatewayRoutes({
@@ -108,7 +134,7 @@ export function createGatewayService(
     use: (group, body) => {
       // No credentials: the page's unguessable reference, the webhook's signature, are the
       // services' to check. No quota and no Idempotency-Key either.
-      if (group === 'checkout') return [log, methods];
+      if (group === 'checkout' || group === 'track') return [log, methods];
       if (group === 'webhooks') return [log, methods, rawBodyReader(rawHeaders)];
       if (group === 'admin') return [log, methods, adminGuard(config.adminToken)];
       if (group === 'courier') {
@@ -125,6 +151,7 @@ export function createGatewayService(
         ...(group === 'file' && body === 'stream' ? [uploads] : []),
       ];
     },
+    ownAliases: { track: trackingAliases },
     ops: { use: [log, methods], aliases: ops },
   });
 
@@ -155,6 +182,20 @@ export function createGatewayService(
           if (ctx.params.hash) authenticator.forget(ctx.params.hash);
         },
       },
+      // A delivery's change reaches the tracking pages this gateway streams at once.
+      ...Object.fromEntries(
+        [DELIVERY_STATUS_CHANGED_EVENT, DELIVERY_PAID_EVENT, DELIVERY_CANCELLED_EVENT].map(
+          (event) => [
+            event,
+            {
+              handler(ctx: { params: Partial<DeliveryEventPayload> }) {
+                const { trackingId } = ctx.params;
+                if (typeof trackingId === 'string') tracking.statusChanged(trackingId);
+              },
+            },
+          ],
+        ),
+      ),
       [COURIER_TOKENS_CHANGED_EVENT]: {
         handler(ctx: { params: { hashes?: unknown } }) {
           const { hashes } = ctx.params;
@@ -187,6 +228,7 @@ export function createGatewayService(
       });
     },
     async stopped() {
+      tracking.closeAll();
       redis.disconnect();
     },
   };

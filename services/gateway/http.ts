@@ -8,6 +8,8 @@ export interface GatewayRequest extends IncomingMessage {
   $ctx?: { meta: Record<string, unknown>; requestID?: string | null };
   /** The matched alias: its action and its path template (`/api/package/:packageId`). */
   $alias?: { action?: string; fullPath?: string };
+  /** Path, query and body params moleculer-web merged (what a function alias reads). */
+  $params?: Record<string, unknown>;
   /** The service endpoint moleculer-web resolved for the alias. */
   $endpoint?: { local?: boolean; action?: unknown };
 }

@@ -44,6 +44,7 @@ const GROUP_STATUSES: Record<RouteGroup, number[]> = {
   admin: [401, 403],
   courier: [401, 403, 429],
   checkout: [],
+  track: [],
   webhooks: [401],
 };
 
@@ -57,6 +58,7 @@ const SECURITY: Record<RouteGroup, Record<string, string[]>[]> = {
   admin: [{ AdminToken: [] }],
   courier: [{ CourierToken: [] }],
   checkout: [],
+  track: [],
   webhooks: [],
 };
 
@@ -422,6 +424,73 @@ const API_KEY_KINDS =
   'Stripe publishable key: it may be shipped in a mobile app or a web page, and may call the ' +
   '`/file` endpoints only (from a browser or not); `/api` answers it 403.';
 
+const TRACKING_ID_PARAM = {
+  name: 'trackingId',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^P2P-[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{12}$' },
+  description: 'The delivery’s `trackingId` (letters in either case)',
+};
+
+/**
+ * The tracking page and its event stream: not envelopes, so written here rather than built
+ * from schemas. The page is for people; integrators link to it
+ * (`<PUBLIC_BASE_URL>/track/<trackingId>`) and may follow the stream. See docs/deliveries.md.
+ */
+function trackingPaths(definitions: ServiceDefinition[], mounted: MountedGroups) {
+  const page = collectRoutes(definitions, mounted).find(
+    (e) => e.http.group === 'track' && e.http.page,
+  );
+  if (!page) return {};
+  const envelope = (description: string) => ({
+    description,
+    content: { 'application/json': { schema: ERROR_ENVELOPE_REF } },
+  });
+  return {
+    [openApiPath(page.fullPath)]: {
+      get: {
+        operationId: 'trackingPage',
+        tags: ['track'],
+        summary: page.http.summary,
+        description:
+          'An HTML page for the recipient: status, steps with times, the courier’s first name and vehicle, their position on a map drawing, the expected arrival; it updates itself from `/track/{trackingId}/events`. It shows first names and place names only: no phone, e-mail, last name or street address. Its CSP loads nothing from elsewhere.',
+        parameters: [TRACKING_ID_PARAM],
+        responses: {
+          200: {
+            description: 'The page',
+            content: { 'text/html': { schema: { type: 'string' } } },
+          },
+          404: {
+            description: 'No delivery has this tracking id (an HTML page saying what to do)',
+            content: { 'text/html': { schema: { type: 'string' } } },
+          },
+        },
+      },
+    },
+    [`${openApiPath(page.fullPath)}/events`]: {
+      get: {
+        operationId: 'trackingEvents',
+        tags: ['track'],
+        summary: 'The tracking page’s live updates (server-sent events)',
+        description:
+          'A `text/event-stream`: at once, and whenever something shown changes, `event: state` whose `data` is JSON `{view, regions}` (`view`: the redacted state; `regions`: the page’s markup by region). A comment line `: heartbeat` every TRACKING_HEARTBEAT_MS. Once the delivery is over, `event: end` with `{status}`, and the stream closes: do not reconnect. A courier’s position is refreshed every TRACKING_REFRESH_MS while under way.',
+        parameters: [TRACKING_ID_PARAM],
+        responses: {
+          200: {
+            description: 'The stream',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          404: envelope('No delivery has this tracking id'),
+          429: envelope(
+            'Too many streams open from your address (TRACKING_MAX_STREAMS_PER_ADDRESS); see `Retry-After`',
+          ),
+          503: envelope('Too many streams open on the server; retry after `Retry-After`'),
+        },
+      },
+    },
+  };
+}
+
 const COURIER_TOKEN_DOC =
   'A courier token, for `/courier`: `wbc_` and 43 base64url characters, created for one ' +
   'courier by an operator (`POST /admin/couriers/{courierId}/tokens`, shown once). Every call ' +
@@ -430,7 +499,8 @@ const COURIER_TOKEN_DOC =
 /**
  * The OpenAPI 3.1 document of every routed action in the mounted groups, from the same joi
  * schemas that validate. HTML pages (the sandbox checkout) are for people, not integrators,
- * and are left out (docs/payments.md describes them).
+ * and are left out (docs/payments.md describes them), except the tracking page that
+ * integrators link to (`trackingPaths`).
  */
 export function buildOpenApi(
   definitions: ServiceDefinition[],
@@ -449,6 +519,7 @@ export function buildOpenApi(
     built.push({ entry, op });
   }
   links(built, components);
+  Object.assign(paths, trackingPaths(definitions, mounted));
   return {
     openapi: '3.1.0',
     info: {
@@ -473,6 +544,11 @@ export function buildOpenApi(
         name: 'courier',
         description:
           'The courier app (`Authorization: Bearer <courier token>`, issued per courier by an operator)',
+      },
+      {
+        name: 'track',
+        description:
+          'The public tracking page for the recipient, and its live updates (no credentials: the tracking id is the capability)',
       },
       {
         name: 'webhooks',

@@ -12,11 +12,13 @@ const BODY_KINDS = ['json', 'stream'] as const;
 
 /**
  * The groups whose bodies are not JSON: the sandbox's pages (form posts, whose bodies are
- * not read: the path says everything) and providers' webhooks (raw bytes, read by their own
- * middleware). Routed only when an action is mounted there.
+ * not read: the path says everything), the public tracking page (GETs only) and providers'
+ * webhooks (raw bytes, read by their own middleware). Routed only when an action is mounted
+ * there.
  */
 const EDGE_GROUPS: { group: RouteGroup; body: 'json' | 'raw' }[] = [
   { group: 'checkout', body: 'json' },
+  { group: 'track', body: 'json' },
   { group: 'webhooks', body: 'raw' },
 ];
 
@@ -28,6 +30,11 @@ export interface RouteTableOptions {
   onAfterCall: AfterCall;
   /** Middlewares of a group's routes of a body kind, in order (access log, authentication, ...). */
   use: (group: RouteGroup, body: BodyKind) => Middleware[];
+  /**
+   * Aliases the gateway answers itself in a group whose actions are mounted (the tracking
+   * page's event stream, next to the page), by group: `{"GET /:id/events": handler}`.
+   */
+  ownAliases?: Partial<Record<RouteGroup, Record<string, unknown>>>;
   /** The routes without credentials (`opsAliases`) and their middlewares. */
   ops: { aliases: Record<string, unknown>; use: Middleware[] };
 }
@@ -82,7 +89,7 @@ export function gatewayRoutes(options: RouteTableOptions) {
     ...common,
     name: group,
     path: GROUP_BASE[group],
-    aliases: aliasesFor(options.entries, group, body),
+    aliases: { ...aliasesFor(options.entries, group, body), ...options.ownAliases?.[group] },
     bodyParsers: false,
     use: options.use(group, body),
   })).filter((route) => Object.keys(route.aliases).length > 0);

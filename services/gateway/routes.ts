@@ -8,6 +8,7 @@ export const GROUP_BASE: Record<RouteGroup, string> = {
   admin: '/admin',
   courier: '/courier',
   checkout: '/checkout',
+  track: '/track',
   webhooks: '/webhooks',
 };
 

@@ -4,8 +4,6 @@ import { createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto
 const TRACKING_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const TRACKING_LENGTH = 12;
 
-export const TRACKING_PATTERN = /^P2P-[0-9A-HJKMNP-TV-Z]{12}$/;
-
 /** `P2P-` and 60 random bits: unguessable, so a tracking id can be shared as a capability. */
 export function newTrackingId(): string {
   const bytes = randomBytes(TRACKING_LENGTH);

@@ -54,6 +54,7 @@ import {
 import { Settlement } from './settlement';
 import { defineOrderModels, OrderStore } from './store';
 import { OrderSweep } from './sweep';
+import { createTrackingActions } from './tracking-actions';
 import { DeliveryTransitions } from './transitions';
 import {
   toAddressView,
@@ -450,6 +451,8 @@ export function createOrderService(config: Config): ServiceDefinition {
         params: matchingEndParams,
         handler: (ctx) => courierRun.noCourier(ctx.params.deliveryId),
       }),
+
+      ...createTrackingActions({ store, transitions }),
 
       /** Internal: a saved address of the user's (geo resolves `{id}` address inputs with it). */
       getAddress: implement('order.getAddress', {

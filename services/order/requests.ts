@@ -279,6 +279,8 @@ export class DeliveryRequests {
   /** Stores a created delivery, its addresses and messages, and tells the others: once each. */
   private async persist(built: Built, notifications: NotificationRecord[]): Promise<void> {
     const { delivery, addresses } = built;
+    // First: a stored delivery always has its tracking page.
+    await this.store.insertTrackingRef(delivery);
     const inserted = await this.store.insertDelivery(delivery, addresses);
     if (!inserted && !(await this.store.delivery(delivery._id))) {
       // Only a tracking id drawn twice in 2^60 fails so; the sweep will draw no new one.

@@ -77,6 +77,12 @@ const proofAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 /** A sandbox delivery its virtual courier still drives, `_id` = delivery id (kept small). */
 const simulationSchema = new Schema({ _id: String, since: Date }, plain);
 
+/**
+ * The public tracking page's lookup, `_id` = tracking id → the delivery's id: FerretDB finds
+ * a delivery by `trackingId` only by a scan, and the page is open to anyone.
+ */
+const trackingRefSchema = new Schema({ _id: String, deliveryId: String }, plain);
+
 export function defineOrderModels(connection: Connection) {
   return {
     Delivery: connection.model('Delivery', deliverySchema, 'deliveries'),
@@ -88,6 +94,7 @@ export function defineOrderModels(connection: Connection) {
     ProofCode: connection.model('ProofCode', proofCodeSchema, 'proof_codes'),
     ProofAttempt: connection.model('ProofAttempt', proofAttemptSchema, 'proof_attempts'),
     Simulation: connection.model('Simulation', simulationSchema, 'simulations'),
+    TrackingRef: connection.model('TrackingRef', trackingRefSchema, 'tracking_refs'),
   };
 }
 
@@ -166,6 +173,21 @@ export class OrderStore {
   async insertDelivery(delivery: DeliveryRecord, addresses: StoredAddress[]): Promise<boolean> {
     await insertAll(this.m.Address, addresses);
     return insertOnce(() => this.m.Delivery.create(delivery));
+  }
+
+  /** Names the delivery by its tracking id for the public page; once (a retry finds it there). */
+  async insertTrackingRef(delivery: DeliveryRecord): Promise<void> {
+    await insertOnce(() =>
+      this.m.TrackingRef.create({ _id: delivery.trackingId, deliveryId: delivery._id }),
+    );
+  }
+
+  /** The delivery a tracking id names, by `_id`; null for an unknown one. */
+  async deliveryIdByTracking(trackingId: string): Promise<string | null> {
+    const ref = (await this.m.TrackingRef.findById(trackingId).lean()) as {
+      deliveryId: string;
+    } | null;
+    return ref?.deliveryId ?? null;
   }
 
   async address(addressId: string): Promise<StoredAddress | null> {

@@ -56,6 +56,7 @@ describe('GROUP_BASE', () => {
       admin: '/admin',
       courier: '/courier',
       checkout: '/checkout',
+      track: '/track',
       webhooks: '/webhooks',
     });
   });

@@ -1,0 +1,64 @@
+import type { Caller } from '../../libs/contracts';
+import {
+  TRACKING_PATTERN,
+  trackingParams,
+  UNKNOWN_TRACKING_ID,
+  type TrackingState,
+} from '../../libs/contracts/order';
+import { notFound } from '../../libs/errors';
+import { action, implement, type ServiceActions } from '../../libs/service';
+import { courierOnDelivery } from './courier-view';
+import type { OrderStore } from './store';
+import { toTrackingView } from './tracking';
+import { TRACKING_PAGE_CSP, trackingPage, trackingState } from './tracking-page';
+import type { DeliveryTransitions } from './transitions';
+
+/**
+ * The public tracking page and the state its live updates carry (docs/deliveries.md,
+ * "Tracking page"). The tracking id is the only credential: it is looked up by `_id` in
+ * `tracking_refs`, one read, whatever a visitor sends.
+ */
+export function createTrackingActions(deps: {
+  store: OrderStore;
+  transitions: DeliveryTransitions;
+}): ServiceActions {
+  const { store, transitions } = deps;
+
+  async function stateOf(services: Caller, trackingId: string): Promise<TrackingState | null> {
+    if (!TRACKING_PATTERN.test(trackingId)) return null;
+    const deliveryId = await store.deliveryIdByTracking(trackingId);
+    const delivery = deliveryId ? await transitions.current(deliveryId) : null;
+    if (!delivery) return null;
+    const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
+    const courier = await courierOnDelivery(services, delivery, addresses);
+    return trackingState(toTrackingView(delivery, addresses, courier));
+  }
+
+  return {
+    trackingPage: action({
+      retry: 'safe',
+      http: {
+        group: 'track',
+        method: 'GET',
+        path: '/:trackingId',
+        page: true,
+        message: 'Tracking page',
+        summary: 'The public tracking page of a delivery (HTML, for the recipient)',
+      },
+      params: trackingParams,
+      async handler(ctx) {
+        const state = await stateOf(ctx, ctx.params.trackingId);
+        if (!state) throw notFound(UNKNOWN_TRACKING_ID);
+        ctx.meta.$responseHeaders = { 'Content-Security-Policy': TRACKING_PAGE_CSP };
+        return trackingPage(state);
+      },
+    }),
+
+    /** Internal: what the gateway's event stream of a tracking page sends. */
+    trackingState: implement('order.trackingState', {
+      visibility: 'public',
+      params: trackingParams,
+      handler: (ctx) => stateOf(ctx, ctx.params.trackingId),
+    }),
+  };
+}

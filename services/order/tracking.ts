@@ -1,0 +1,115 @@
+import type { TrackingView } from '../../libs/contracts/order';
+import type { CourierOnDelivery } from './courier-view';
+import type { DeliveryRecord, StoredAddress } from './delivery-record';
+import { UNDER_WAY } from './eta';
+import { isTerminal, type DeliveryStatus } from './lifecycle';
+import { projectMap } from './tracking-map';
+
+/**
+ * The public tracking page's view of a delivery. The tracking id is all a visitor needs, and
+ * it travels in texts that get forwarded, so the view is redacted here, in one place: people
+ * by their first name only, stops by their place name (city or LGA, state) rather than their
+ * street, the map as a drawing of points relative to each other. No phone, e-mail, last name,
+ * street address, note, price or proof code ever reaches it.
+ */
+
+/** A step of the delivery as the recipient reads it. */
+export const STEP_LABELS: Record<DeliveryStatus, string> = {
+  REQUEST_CREATED: 'Booked',
+  COURIER_ASSIGNED: 'Courier assigned',
+  ARRIVED_AT_PICKUP: 'Courier at the pickup',
+  COLLECTED: 'Collected',
+  IN_TRANSIT: 'On the way',
+  ARRIVED_AT_DROPOFF: 'Courier at the drop-off',
+  DELIVERED: 'Delivered',
+  FAILED: 'Could not be delivered',
+  RETURNING: 'Going back to the sender',
+  RETURNED: 'Returned to the sender',
+  CANCELLED: 'Cancelled',
+  NO_COURIER_FOUND: 'No courier found',
+};
+
+/** The status as a sentence, with what the recipient may do when there is something. */
+export const STATUS_TEXT: Record<DeliveryStatus, string> = {
+  REQUEST_CREATED: 'Your delivery is booked. We are finding a courier.',
+  COURIER_ASSIGNED: 'A courier is on the way to collect your delivery.',
+  ARRIVED_AT_PICKUP: 'The courier is at the pickup, collecting your delivery.',
+  COLLECTED: 'The courier has your delivery.',
+  IN_TRANSIT: 'Your delivery is on its way to you.',
+  ARRIVED_AT_DROPOFF: 'The courier has arrived at the drop-off. Please meet them.',
+  DELIVERED: 'Delivered. Thank you!',
+  FAILED:
+    'The delivery could not be completed. The sender has been told; contact them for what happens next.',
+  RETURNING: 'The delivery is going back to the sender. Contact the sender for what happens next.',
+  RETURNED: 'The delivery is back with the sender. Contact the sender for what happens next.',
+  CANCELLED: 'This delivery was cancelled by the sender. Contact them if you expected it.',
+  NO_COURIER_FOUND:
+    'No courier was found, so the delivery was called off. Contact the sender to book it again.',
+};
+
+/** The first word of a name: `Ada Obi` → `Ada`; null when there is no name. */
+export function firstName(name: unknown): string | null {
+  if (typeof name !== 'string') return null;
+  const first = name.trim().split(/\s+/)[0];
+  return first ? first : null;
+}
+
+/** `Ikeja, Lagos`: the smallest place and its state, as the merchant's list names them. */
+export function placeName(place: {
+  lgaOrCity?: unknown;
+  state?: unknown;
+  country?: unknown;
+}): string {
+  const parts = [place.lgaOrCity, place.state].filter(
+    (p, i, all): p is string => typeof p === 'string' && p !== '' && all.indexOf(p) === i,
+  );
+  if (parts.length > 0) return parts.join(', ');
+  return typeof place.country === 'string' ? place.country : 'Unknown place';
+}
+
+/** The view of a delivery whose stops are known; `courier` as the merchant's view has it. */
+export function toTrackingView(
+  delivery: DeliveryRecord,
+  addresses: Map<string, StoredAddress>,
+  courier: CourierOnDelivery | undefined,
+): TrackingView {
+  const status = delivery.lifecycle.status;
+  const origin = addresses.get(delivery.originId)?.fields;
+  const destination = addresses.get(delivery.destinationId)?.fields;
+  if (!origin || !destination) throw new Error(`delivery ${delivery._id} without its addresses`);
+  const at = courier?.currentLocation ?? null;
+  return {
+    trackingId: delivery.trackingId,
+    status,
+    statusText: STATUS_TEXT[status],
+    terminal: isTerminal(status),
+    live: UNDER_WAY.has(status) && courier !== undefined,
+    steps: delivery.steps
+      .filter((s) => !s.hidden)
+      .map((s) => ({
+        step: s.step,
+        label: STEP_LABELS[s.step as DeliveryStatus] ?? s.step,
+        at: new Date(s.updatedAt).toISOString(),
+        active: s.active,
+      })),
+    pickup: { place: placeName(origin), firstName: firstName(origin.contactName) },
+    dropoff: { place: placeName(destination), firstName: firstName(destination.contactName) },
+    distanceKm: delivery.distanceKm,
+    courier: courier
+      ? {
+          firstName: firstName(courier.name) ?? 'Your courier',
+          vehicle: {
+            // Matching offers a delivery to couriers of its fleet type only.
+            type: delivery.fleetType.name,
+            make: courier.fleet.make,
+            model: courier.fleet.model,
+            colour: courier.fleet.colour,
+            regNo: courier.fleet.regNo,
+          },
+          place: at ? placeName(at) : null,
+        }
+      : null,
+    eta: courier?.eta ?? null,
+    map: projectMap(origin, destination, at),
+  };
+}

@@ -1,0 +1,219 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import type { CourierOnDelivery } from '../../../services/order/courier-view';
+import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
+import { firstName, placeName, toTrackingView } from '../../../services/order/tracking';
+import {
+  MAP_HEIGHT,
+  MAP_PADDING,
+  MAP_WIDTH,
+  projectMap,
+} from '../../../services/order/tracking-map';
+import {
+  TRACKING_PAGE_CSP,
+  trackingPage,
+  trackingState,
+} from '../../../services/order/tracking-page';
+
+const IKEJA = { lat: 6.6018, lon: 3.3515 };
+const LEKKI = { lat: 6.4474, lon: 3.4723 };
+const YABA = { lat: 6.5095, lon: 3.3711 };
+
+const point = fc.record({
+  lat: fc.double({ min: -60, max: 60, noNaN: true }),
+  lon: fc.double({ min: -170, max: 170, noNaN: true }),
+});
+
+describe('projectMap', () => {
+  it('keeps every point inside the drawing, clear of its edges', () => {
+    fc.assert(
+      fc.property(point, point, fc.option(point, { nil: null }), (a, b, c) => {
+        const map = projectMap(a, b, c);
+        for (const p of [map.pickup, map.dropoff, ...(map.courier ? [map.courier] : [])]) {
+          expect(p.x).toBeGreaterThanOrEqual(MAP_PADDING - 0.1);
+          expect(p.x).toBeLessThanOrEqual(MAP_WIDTH - MAP_PADDING + 0.1);
+          expect(p.y).toBeGreaterThanOrEqual(MAP_PADDING - 0.1);
+          expect(p.y).toBeLessThanOrEqual(MAP_HEIGHT - MAP_PADDING + 0.1);
+        }
+      }),
+    );
+  });
+
+  it('puts north up and east right, and fills the box along one axis', () => {
+    const map = projectMap(IKEJA, LEKKI, YABA);
+    // Lekki is south-east of Ikeja.
+    expect(map.dropoff.x).toBeGreaterThan(map.pickup.x);
+    expect(map.dropoff.y).toBeGreaterThan(map.pickup.y);
+    const xs = [map.pickup.x, map.dropoff.x, (map.courier as { x: number }).x];
+    const ys = [map.pickup.y, map.dropoff.y, (map.courier as { y: number }).y];
+    const spanX = Math.max(...xs) - Math.min(...xs);
+    const spanY = Math.max(...ys) - Math.min(...ys);
+    expect(
+      Math.abs(spanX - (MAP_WIDTH - 2 * MAP_PADDING)) < 0.2 ||
+        Math.abs(spanY - (MAP_HEIGHT - 2 * MAP_PADDING)) < 0.2,
+    ).toBe(true);
+  });
+
+  it('keeps the shape: one scale for both axes (longitude shrunk by the latitude)', () => {
+    const map = projectMap({ lat: 0, lon: 0 }, { lat: 0.01, lon: 0.01 }, null);
+    // At the equator a degree is as long both ways: a 45° line stays one.
+    expect(Math.abs(map.dropoff.x - map.pickup.x)).toBeCloseTo(
+      Math.abs(map.dropoff.y - map.pickup.y),
+      0,
+    );
+  });
+
+  it('puts points that coincide at the centre', () => {
+    const map = projectMap(IKEJA, IKEJA, IKEJA);
+    expect(map.pickup).toEqual({ x: MAP_WIDTH / 2, y: MAP_HEIGHT / 2 });
+    expect(map.courier).toEqual(map.pickup);
+  });
+});
+
+describe('firstName and placeName', () => {
+  it('keep the first word of a name, and a city with its state', () => {
+    expect(firstName('  Ada   Obi ')).toBe('Ada');
+    expect(firstName('')).toBeNull();
+    expect(firstName(undefined)).toBeNull();
+    expect(placeName({ lgaOrCity: 'Ikeja', state: 'Lagos', country: 'Nigeria' })).toBe(
+      'Ikeja, Lagos',
+    );
+    expect(placeName({ lgaOrCity: 'Lagos', state: 'Lagos' })).toBe('Lagos');
+    expect(placeName({ country: 'Nigeria' })).toBe('Nigeria');
+  });
+});
+
+const address = (id: string, at: { lat: number; lon: number }, contactName: string) =>
+  ({
+    _id: id,
+    userId: 'u',
+    deliveryId: 'd',
+    role: 'origin',
+    fields: {
+      ...at,
+      country: 'Nigeria',
+      state: 'Lagos',
+      lgaOrCity: id === 'o' ? 'Ikeja' : 'Eti Osa',
+      address: '12 Allen Avenue',
+      h3Index: '89',
+      phrase: 'one.two.three',
+      resolution: 9,
+      contactName,
+      contactPhone: '+2348031234567',
+      contactEmail: 'someone@example.com',
+      note: 'Gate code 4455',
+    },
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  }) as unknown as StoredAddress;
+
+const delivery = {
+  _id: 'd',
+  trackingId: 'P2P-0123456789AB',
+  lifecycle: { status: 'IN_TRANSIT' },
+  distanceKm: 21.4,
+  fleetType: { id: 'f', name: 'Bike', icon: null },
+  originId: 'o',
+  destinationId: 'x',
+  steps: [
+    { id: '1', step: 'REQUEST_CREATED', active: false, hidden: false, updatedAt: new Date(0) },
+    { id: '2', step: 'IN_TRANSIT', active: true, hidden: false, updatedAt: new Date(1000) },
+    { id: '3', step: 'SECRET_STEP', active: false, hidden: true, updatedAt: new Date(2000) },
+  ],
+} as unknown as DeliveryRecord;
+
+const courier: CourierOnDelivery = {
+  name: 'Tunde <b>Bakare</b>',
+  phone: '+2348000000001',
+  profilePhoto: null,
+  currentLocation: { country: 'Nigeria', state: 'Lagos', lgaOrCity: 'Yaba', ...YABA },
+  eta: { from: '2026-11-24T10:10:00.000Z', to: '2026-11-24T10:30:00.000Z' },
+  fleet: { regNo: 'LAG-123', make: 'Bajaj', model: 'Boxer', colour: 'Red', typeId: 'f' },
+};
+
+const addresses = new Map([
+  ['o', address('o', IKEJA, 'Sola Adeyemi')],
+  ['x', address('x', LEKKI, 'Ada Obi')],
+]);
+
+describe('toTrackingView', () => {
+  const view = toTrackingView(delivery, addresses, courier);
+
+  it('shows first names, place names and a drawing: no contact, street, note or coordinates', () => {
+    const text = JSON.stringify(trackingState(view));
+    for (const secret of [
+      'Obi',
+      'Adeyemi',
+      'Bakare',
+      '+234',
+      '@',
+      'Allen',
+      'Gate code',
+      'one.two.three',
+      String(IKEJA.lat),
+      String(YABA.lon),
+      'SECRET_STEP',
+    ]) {
+      expect(text).not.toContain(secret);
+    }
+    expect(view).toMatchObject({
+      status: 'IN_TRANSIT',
+      live: true,
+      terminal: false,
+      pickup: { place: 'Ikeja, Lagos', firstName: 'Sola' },
+      dropoff: { place: 'Eti Osa, Lagos', firstName: 'Ada' },
+      courier: {
+        firstName: 'Tunde',
+        vehicle: { type: 'Bike', make: 'Bajaj', model: 'Boxer', colour: 'Red', regNo: 'LAG-123' },
+        place: 'Yaba, Lagos',
+      },
+      eta: courier.eta,
+    });
+    expect(view.steps.map((s) => s.label)).toEqual(['Booked', 'On the way']);
+  });
+
+  it('has no courier and no marker before one is assigned', () => {
+    const waiting = toTrackingView(
+      { ...delivery, lifecycle: { status: 'REQUEST_CREATED' } } as unknown as DeliveryRecord,
+      addresses,
+      undefined,
+    );
+    expect(waiting).toMatchObject({ courier: null, eta: null, live: false });
+    expect(waiting.map.courier).toBeNull();
+    expect(trackingState(waiting).regions.map).not.toContain('courier-marker');
+  });
+});
+
+describe('trackingPage', () => {
+  const evil = toTrackingView(
+    delivery,
+    new Map([
+      ['o', address('o', IKEJA, '<script>alert(1)</script> X')],
+      ['x', address('x', LEKKI, 'Ada Obi')],
+    ]),
+    { ...courier, name: '"><img src=x onerror=alert(1)> Y' },
+  );
+  const html = trackingPage(trackingState(evil));
+
+  it('escapes every text, in the markup and in the state it embeds', () => {
+    expect(html).not.toContain('<script>alert');
+    expect(html).not.toContain('<img');
+    const embedded = /<script type="application\/json" id="tr-state">(.*?)<\/script>/.exec(html);
+    expect(embedded).not.toBeNull();
+    expect(() => JSON.parse((embedded as RegExpExecArray)[1])).not.toThrow();
+  });
+
+  it('runs only the script its CSP names by hash', () => {
+    const scripts = [...html.matchAll(/<script>(.*?)<\/script>/g)].map((m) => m[1]);
+    expect(scripts).toHaveLength(1);
+    const hash = createHash('sha256').update(scripts[0]).digest('base64');
+    expect(TRACKING_PAGE_CSP).toContain(`script-src 'sha256-${hash}'`);
+  });
+
+  it('has landmarks, one h1, and the status in a polite live region', () => {
+    expect(html.match(/<h1>/g)).toHaveLength(1);
+    for (const landmark of ['<header>', '<main>', '<footer>']) expect(html).toContain(landmark);
+    expect(html).toContain('<div id="tr-status" role="status" aria-live="polite">');
+    expect(html).toContain('<html lang="en">');
+  });
+});
