@@ -54,6 +54,7 @@ beforeAll(async () => {
     APP_ENV: 'live',
     PAYMENT_PROVIDER: 'sandbox',
     PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
+    WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
     PUBLIC_BASE_URL,
     SMTP_URL: smtp.url,
     MAIL_FROM: 'Waybill <deliveries@waybill.example.test>',
@@ -70,7 +71,7 @@ beforeAll(async () => {
     MATCHING_OFFER_TIMEOUT_MS: '10000',
   };
   rest = await startNode({
-    services: 'gateway,account,geo,pricing,package,payment,courier-matching',
+    services: 'gateway,account,geo,pricing,package,payment,courier-matching,webhook',
     iso,
     env,
   });
