@@ -18,7 +18,13 @@ const LIVE_NOTIFY = {
 };
 /** What live requires besides the payment provider's key. */
 const WEBHOOK_SECRET_KEY = 'a-webhook-secret-key-of-32-characters';
-const LIVE = { APP_ENV: 'live', ADMIN_TOKEN, PROOF_CODE_SECRET, WEBHOOK_SECRET_KEY, ...LIVE_NOTIFY };
+const LIVE = {
+  APP_ENV: 'live',
+  ADMIN_TOKEN,
+  PROOF_CODE_SECRET,
+  WEBHOOK_SECRET_KEY,
+  ...LIVE_NOTIFY,
+};
 
 /** The ConfigError that `loadConfig(env)` throws. */
 function configErrorFor(env: NodeJS.ProcessEnv): ConfigError {
