@@ -124,7 +124,7 @@ export interface Config {
     eventRetryMs: number;
   };
   order: {
-    /** How often requests stopped half-way, unsettled transitions and the outbox are swept. */
+    /** How often requests stopped half-way and unsettled transitions are swept. */
     sweepIntervalMs: number;
     /** How long a request may stay under way before the sweep finishes or undoes it. */
     staleRequestMs: number;
@@ -132,6 +132,24 @@ export interface Config {
     proofCodeSecret: string;
     /** Tests only: where to stop the process in the middle of a request. */
     fault: OrderFaultPoint | undefined;
+  };
+  /** Messages to people (the order service's outbox): SMS and e-mail, docs/deliveries.md. */
+  notifications: {
+    /** The gateway's public URL: the tracking link is `<publicBaseUrl>/track/<trackingId>`. */
+    publicBaseUrl: string;
+    /** Unset: e-mails go to the log sink (staging only). */
+    smtpUrl: string | undefined;
+    mailFrom: string;
+    sms: {
+      provider: SmsProviderName;
+      termii: { baseUrl: string; apiKey: string | undefined; senderId: string | undefined };
+    };
+    /** How often the outbox is read for messages due. */
+    intervalMs: number;
+    /** Time limit of one send to the SMTP server or the SMS provider. */
+    timeoutMs: number;
+    /** Attempts a message gets, and the growing wait between two. */
+    retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
   };
   matching: {
     offerTimeoutMs: number;
@@ -178,6 +196,13 @@ const STAGING_WEBHOOK_SECRET_KEY = 'waybill-staging-webhook-secret-key';
 
 export const PAYMENT_PROVIDERS = ['sandbox', 'paystack'] as const;
 export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
+
+/** `log`: SMS are written to the log (staging only); `termii`: sent through Termii's API. */
+export const SMS_PROVIDERS = ['log', 'termii'] as const;
+export type SmsProviderName = (typeof SMS_PROVIDERS)[number];
+
+/** The sender of e-mails when MAIL_FROM is not set (staging only). */
+const STAGING_MAIL_FROM = 'Waybill <no-reply@waybill.local>';
 
 /** What a JSON body may weigh so that, with the call's metadata, it fits in a NATS message. */
 const MAX_BODY_LIMIT_BYTES = 768 * 1024;
@@ -533,7 +558,7 @@ const envSchema = Joi.object({
     .min(100)
     .default(10000)
     .description(
-      'How often the order service finishes or undoes requests stopped half-way, settles cancellations and sends the notification outbox',
+      'How often the order service finishes or undoes requests stopped half-way and settles transitions left unsettled (refunds, releases, messages)',
     ),
   ORDER_STALE_REQUEST_MS: Joi.number()
     .integer()
@@ -556,6 +581,69 @@ const envSchema = Joi.object({
     .description(
       'Tests only (NODE_ENV=test): stops the order process at this point of a delivery request',
     ),
+  SMTP_URL: Joi.string()
+    .uri({ scheme: ['smtp', 'smtps'] })
+    .empty('')
+    .description(
+      'SMTP server of e-mails to people, `smtp://user:pass@host:587` or `smtps://…:465`; required when live (unset in staging: e-mails go to the log)',
+    ),
+  MAIL_FROM: Joi.string()
+    .empty('')
+    .max(200)
+    .description(
+      `Sender of e-mails to people, \`Name <address>\`; required when live (staging: \`${STAGING_MAIL_FROM}\`)`,
+    ),
+  SMS_PROVIDER: Joi.string()
+    .valid(...SMS_PROVIDERS)
+    .empty('')
+    .description(
+      'Where SMS to people go: `termii` (the default, and the only choice, when live) or `log` (the default in staging: the log)',
+    ),
+  TERMII_BASE_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('https://api.ng.termii.com')
+    .description('Base URL of the Termii API (your account’s, shown on its dashboard)'),
+  TERMII_API_KEY: Joi.string()
+    .empty('')
+    .pattern(/^\S+$/, 'no whitespace')
+    .description('Termii API key; required with SMS_PROVIDER=termii'),
+  TERMII_SENDER_ID: Joi.string()
+    .empty('')
+    .pattern(/^[A-Za-z0-9 ]{3,11}$/, '3 to 11 letters, digits or spaces')
+    .description(
+      'Sender ID registered with Termii (3 to 11 characters); required with SMS_PROVIDER=termii',
+    ),
+  NOTIFY_INTERVAL_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(2000)
+    .description(
+      'How often each order replica sends the notification outbox’s messages that are due',
+    ),
+  NOTIFY_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .max(60000)
+    .default(10000)
+    .description('Time limit of one SMS or e-mail handed to the provider or SMTP server'),
+  NOTIFY_MAX_ATTEMPTS: Joi.number()
+    .integer()
+    .min(1)
+    .max(50)
+    .default(8)
+    .description('Attempts an SMS or e-mail gets before it is recorded FAILED with its last error'),
+  NOTIFY_RETRY_BASE_MS: Joi.number()
+    .integer()
+    .min(10)
+    .default(10000)
+    .description(
+      'Wait after a failed attempt of a message, doubled after each further one up to NOTIFY_RETRY_MAX_MS',
+    ),
+  NOTIFY_RETRY_MAX_MS: Joi.number()
+    .integer()
+    .min(10)
+    .default(600000)
+    .description('Longest wait between two attempts of a message'),
   MATCHING_OFFER_TIMEOUT_MS: Joi.number()
     .integer()
     .min(1000)
@@ -784,6 +872,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       proofCodeSecret: value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET,
       fault: orderFault(value.ORDER_FAULT, env),
     },
+    notifications: notificationsConfig(value),
     matching: {
       offerTimeoutMs: value.MATCHING_OFFER_TIMEOUT_MS,
       searchTimeoutMs: value.MATCHING_SEARCH_TIMEOUT_MS,
@@ -839,6 +928,11 @@ function orderFault(
   return fault;
 }
 
+/** The gateway's public URL, without a trailing slash: links handed to people start with it. */
+function publicBaseUrl(value: { PORT: number; PUBLIC_BASE_URL?: string }): string {
+  return (value.PUBLIC_BASE_URL ?? `http://localhost:${value.PORT}`).replace(/\/+$/, '');
+}
+
 /** The variables `paymentConfig` reads, as validated. */
 interface PaymentEnv {
   APP_ENV: AppEnvironment;
@@ -861,10 +955,9 @@ function paymentConfig(value: PaymentEnv): Config['payment'] {
       'PAYSTACK_SECRET_KEY: required with PAYMENT_PROVIDER=paystack (the default when APP_ENV=live)',
     );
   }
-  const publicBaseUrl = value.PUBLIC_BASE_URL ?? `http://localhost:${value.PORT}`;
   return {
     provider,
-    publicBaseUrl: publicBaseUrl.replace(/\/+$/, ''),
+    publicBaseUrl: publicBaseUrl(value),
     paystack: {
       baseUrl: value.PAYSTACK_BASE_URL.replace(/\/+$/, ''),
       secretKey: value.PAYSTACK_SECRET_KEY,
@@ -876,5 +969,78 @@ function paymentConfig(value: PaymentEnv): Config['payment'] {
         : value.CHECKOUT_TTL_MINUTES * 60_000,
     sweepIntervalMs: value.PAYMENT_SWEEP_INTERVAL_MS,
     eventRetryMs: value.PAYMENT_EVENT_RETRY_MS,
+  };
+}
+
+/** The variables `notificationsConfig` reads, as validated. */
+interface NotificationsEnv {
+  APP_ENV: AppEnvironment;
+  PORT: number;
+  PUBLIC_BASE_URL?: string;
+  SMTP_URL?: string;
+  MAIL_FROM?: string;
+  SMS_PROVIDER?: SmsProviderName;
+  TERMII_BASE_URL: string;
+  TERMII_API_KEY?: string;
+  TERMII_SENDER_ID?: string;
+  NOTIFY_INTERVAL_MS: number;
+  NOTIFY_TIMEOUT_MS: number;
+  NOTIFY_MAX_ATTEMPTS: number;
+  NOTIFY_RETRY_BASE_MS: number;
+  NOTIFY_RETRY_MAX_MS: number;
+}
+
+/**
+ * Live, every message must reach a person: the log sinks (which would not) are refused, and so
+ * is a provider missing its credentials, at start rather than at the first proof code.
+ */
+function notificationsConfig(value: NotificationsEnv): Config['notifications'] {
+  const live = value.APP_ENV === 'live';
+  const provider = value.SMS_PROVIDER ?? (live ? 'termii' : 'log');
+  if (live && provider === 'log') {
+    throw new ConfigError(
+      'SMS_PROVIDER: `log` sends no SMS and is for staging only; set SMS_PROVIDER=termii with TERMII_API_KEY and TERMII_SENDER_ID',
+    );
+  }
+  if (provider === 'termii' && (!value.TERMII_API_KEY || !value.TERMII_SENDER_ID)) {
+    const missing = value.TERMII_API_KEY ? 'TERMII_SENDER_ID' : 'TERMII_API_KEY';
+    throw new ConfigError(
+      `${missing}: required with SMS_PROVIDER=termii (the default when APP_ENV=live); set TERMII_API_KEY and TERMII_SENDER_ID from your Termii dashboard`,
+    );
+  }
+  if (live && !value.SMTP_URL) {
+    throw new ConfigError(
+      'SMTP_URL: required when APP_ENV=live, e-mails to people (proof codes, payment links) go through it; e.g. smtps://user:pass@smtp.example.com:465',
+    );
+  }
+  if (live && !value.MAIL_FROM) {
+    throw new ConfigError(
+      'MAIL_FROM: required when APP_ENV=live, the sender of e-mails to people; e.g. Waybill <deliveries@example.com>',
+    );
+  }
+  if (value.NOTIFY_RETRY_MAX_MS < value.NOTIFY_RETRY_BASE_MS) {
+    throw new ConfigError(
+      `NOTIFY_RETRY_MAX_MS: must be at least NOTIFY_RETRY_BASE_MS (${value.NOTIFY_RETRY_BASE_MS}); raise it`,
+    );
+  }
+  return {
+    publicBaseUrl: publicBaseUrl(value),
+    smtpUrl: value.SMTP_URL,
+    mailFrom: value.MAIL_FROM ?? STAGING_MAIL_FROM,
+    sms: {
+      provider,
+      termii: {
+        baseUrl: value.TERMII_BASE_URL.replace(/\/+$/, ''),
+        apiKey: value.TERMII_API_KEY,
+        senderId: value.TERMII_SENDER_ID,
+      },
+    },
+    intervalMs: value.NOTIFY_INTERVAL_MS,
+    timeoutMs: value.NOTIFY_TIMEOUT_MS,
+    retry: {
+      maxAttempts: value.NOTIFY_MAX_ATTEMPTS,
+      baseDelayMs: value.NOTIFY_RETRY_BASE_MS,
+      maxDelayMs: value.NOTIFY_RETRY_MAX_MS,
+    },
   };
 }

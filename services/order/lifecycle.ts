@@ -76,7 +76,9 @@ export type Effect =
   /** The delivery is over: any search for a courier ends, the courier holding it is free. */
   | { kind: 'END_MATCHING' }
   /** Delivered: what the courier collected on delivery goes where the merchant said. */
-  | { kind: 'REMIT_COLLECTED' };
+  | { kind: 'REMIT_COLLECTED' }
+  /** Collected: the recipient is told the courier is on the way, with the tracking link. */
+  | { kind: 'COURIER_ON_THE_WAY' };
 
 /** The delivery step a transition records. */
 export interface Step {
@@ -115,6 +117,8 @@ export interface Rule {
   readonly releases?: boolean;
   /** What the courier collected on delivery (pay-on-delivery) is remitted. */
   readonly remits?: boolean;
+  /** The recipient is told the courier is on the way. */
+  readonly tellsRecipient?: boolean;
 }
 
 /** A status change that records its own name as a visible step. */
@@ -161,7 +165,8 @@ export const TRANSITIONS: {
     FAILED: becomes('FAILED', UNWIND),
   },
   ARRIVED_AT_PICKUP: {
-    COLLECTED: becomes('COLLECTED'),
+    // The package is in the courier's hands: from here it is coming (docs/deliveries.md).
+    COLLECTED: becomes('COLLECTED', { tellsRecipient: true }),
     CANCEL: becomes('CANCELLED', UNWIND),
     FAILED: becomes('FAILED', UNWIND),
   },
@@ -318,6 +323,7 @@ function settle(
   }
   if (rule.releases) effects.push({ kind: 'RELEASE_PACKAGES' });
   if (rule.remits) effects.push({ kind: 'REMIT_COLLECTED' });
+  if (rule.tellsRecipient) effects.push({ kind: 'COURIER_ON_THE_WAY' });
   if (isTerminal(rule.to)) effects.push({ kind: 'END_MATCHING' });
   return { paid, p2pStatus, effects };
 }

@@ -1,10 +1,10 @@
 import { formatNaira } from '../../libs/money';
-import type { DeliveryRecord, ProofType } from './delivery-record';
+import type { DeliveryRecord, ProofType, StoredAddress } from './delivery-record';
 import type { Contact } from './request-input';
 
 /**
- * The messages a delivery sends to people, as the notification outbox keeps them until a
- * sender delivers them (a log sink for now; SMS and e-mail come with the notifications issue).
+ * The messages a delivery sends to people, as the notification outbox keeps them until the
+ * sender (notification-sender.ts) delivers them by SMS and e-mail, and the rules of its retries.
  */
 
 export const CHANNELS = ['SMS', 'EMAIL'] as const;
@@ -13,9 +13,11 @@ export const NOTIFICATION_PURPOSES = [
   'COLLECTION_CODE',
   'DELIVERY_CODE',
   'RECIPIENT_PAYMENT_LINK',
+  'COURIER_ON_THE_WAY',
 ] as const;
 export type NotificationPurpose = (typeof NOTIFICATION_PURPOSES)[number];
-export const NOTIFICATION_STATUSES = ['PENDING', 'SENT'] as const;
+/** PENDING until sent; FAILED once its attempts are spent (the last error is kept). */
+export const NOTIFICATION_STATUSES = ['PENDING', 'SENT', 'FAILED'] as const;
 export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
 
 export interface NotificationRecord {
@@ -33,6 +35,43 @@ export interface NotificationRecord {
   status: NotificationStatus;
   createdAt: Date;
   sentAt: Date | null;
+  /** Attempts made so far; each was claimed as `<_id>:<n>` before it was made. */
+  attempts?: number;
+  /** When the next attempt is due (absent on messages queued before retries: due at once). */
+  nextAttemptAt?: Date;
+  /** Why the last attempt failed. */
+  lastError?: string | null;
+}
+
+/** The subject of a message's e-mail: its purpose, never its secret. */
+export const EMAIL_SUBJECTS: Record<NotificationPurpose, string> = {
+  COLLECTION_CODE: 'Your Waybill collection code',
+  DELIVERY_CODE: 'Your Waybill delivery code',
+  RECIPIENT_PAYMENT_LINK: 'Pay your part of a Waybill delivery',
+  COURIER_ON_THE_WAY: 'Your Waybill delivery is on the way',
+};
+
+/** How long to wait after failed attempt `attempt` (1, 2, ...): doubling from the base, capped. */
+export function retryDelayMs(
+  attempt: number,
+  retry: { baseDelayMs: number; maxDelayMs: number },
+): number {
+  // 2 ** 40 already exceeds any cap: the exponent is bounded so that the product stays finite.
+  const factor = 2 ** Math.min(Math.max(attempt, 1) - 1, 40);
+  return Math.min(retry.baseDelayMs * factor, retry.maxDelayMs);
+}
+
+/** The claim of a message's attempt `n`: whoever inserts it makes that attempt. */
+export const attemptId = (notificationId: string, attempt: number) =>
+  `${notificationId}:${attempt}`;
+
+/** A stop's contact as its stored address keeps it. */
+export function contactAt(stop: StoredAddress): Contact {
+  return {
+    name: String(stop.fields.contactName ?? ''),
+    phone: String(stop.fields.contactPhone ?? ''),
+    email: String(stop.fields.contactEmail ?? ''),
+  };
 }
 
 const PROOF_PURPOSE: Record<ProofType, NotificationPurpose> = {
@@ -61,6 +100,9 @@ function toBoth(
     status: 'PENDING',
     createdAt: now,
     sentAt: null,
+    attempts: 0,
+    nextAttemptAt: now,
+    lastError: null,
   }));
 }
 
@@ -108,4 +150,15 @@ export function paymentLinkMessages(
 ): NotificationRecord[] {
   const text = `${senderName} is sending you a delivery (${delivery.trackingId}). Pay your part of the fee, NGN ${formatNaira(amountKobo)}, at ${url} to have it sent.`;
   return toBoth(delivery._id, 'RECIPIENT_PAYMENT_LINK', contact, text, false, now);
+}
+
+/** The courier has the package: the recipient learns it is coming, with the tracking page. */
+export function onTheWayMessages(
+  delivery: Pick<DeliveryRecord, '_id' | 'trackingId'>,
+  trackingUrl: string,
+  contact: Contact,
+  now: Date,
+): NotificationRecord[] {
+  const text = `Waybill delivery ${delivery.trackingId}: your courier has collected your package and is on the way. Follow it at ${trackingUrl}`;
+  return toBoth(delivery._id, 'COURIER_ON_THE_WAY', contact, text, false, now);
 }

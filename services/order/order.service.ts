@@ -29,6 +29,9 @@ import { Cancellations, DELIVERY_NOT_FOUND } from './cancellation';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
 import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
+import { channelSenders } from './notification-channels';
+import { NotificationSender } from './notification-sender';
+import { Outbox } from './outbox';
 import { PaymentOutcomes } from './payment-outcomes';
 import { ProofChecks } from './proofs';
 import { Simulator } from './simulator';
@@ -89,7 +92,8 @@ export function createOrderService(config: Config): ServiceDefinition {
       err: err.message,
     }),
   );
-  const shared = { store, services: () => broker, logger: () => logger };
+  const outbox = new Outbox(store, config.notifications.publicBaseUrl);
+  const shared = { store, outbox, services: () => broker, logger: () => logger };
   const transitions = new DeliveryTransitions(store);
   const announcer = new Announcer({ ...shared, transitions });
   const settlement = new Settlement({ ...shared, announcer });
@@ -124,12 +128,18 @@ export function createOrderService(config: Config): ServiceDefinition {
   });
   const sweep = new OrderSweep({
     config: config.order,
-    appEnv: config.appEnv,
     store,
     requests,
     transitions,
     settlement,
     announcer,
+    logger: () => logger,
+  });
+  const sender = new NotificationSender({
+    config: config.notifications,
+    appEnv: config.appEnv,
+    store,
+    channels: channelSenders(config.notifications, () => logger),
     logger: () => logger,
   });
 
@@ -204,11 +214,13 @@ export function createOrderService(config: Config): ServiceDefinition {
         /* reported by the client's error listener */
       });
       sweep.start();
+      sender.start();
       if (config.appEnv !== 'live') simulator.start();
     },
     async stopped() {
       await simulator.stop();
       await sweep.stop();
+      await sender.stop();
       unregisterHealthCheck(this.broker, 'order-redis');
       redis.disconnect();
     },
@@ -348,7 +360,7 @@ export function createOrderService(config: Config): ServiceDefinition {
           message: 'Notifications retrieved',
           summary: 'The messages a delivery sent to people (its notification outbox)',
           description:
-            'In staging the text is shown, proof codes included, so that support and test suites can see what was sent. In live the text is never shown.',
+            'Each message goes by SMS and by e-mail; one that fails is retried with a growing wait, then left FAILED with its last error. In staging the text is shown, proof codes included, so that support and test suites can see what was sent. In live the text is never shown, and is dropped once sent or failed.',
           response: Joi.array().items(notificationView),
         },
         params: notificationsParams,

@@ -2,7 +2,7 @@ import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors
 import { hashProofCode, newProofCode, proofCodeMatches } from './codes';
 import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
 import { DELIVERY_STATUSES, type DeliveryStatus, type ScannedProof } from './lifecycle';
-import { proofCodeMessages } from './notifications';
+import { contactAt, proofCodeMessages } from './notifications';
 import type { OrderStore } from './store';
 
 export const PROOF_NOT_FOUND = 'Proof not found on this delivery';
@@ -103,13 +103,8 @@ export class ProofChecks {
     );
     if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
     const { code, generation } = await this.reissue(proof);
-    const contact = {
-      name: String(stop.fields.contactName ?? ''),
-      phone: String(stop.fields.contactPhone ?? ''),
-      email: String(stop.fields.contactEmail ?? ''),
-    };
     await this.store.enqueue(
-      proofCodeMessages(delivery, proof.type, code, contact, new Date(), generation),
+      proofCodeMessages(delivery, proof.type, code, contactAt(stop), new Date(), generation),
     );
     return proof;
   }

@@ -310,7 +310,15 @@ export const notificationView = view('Notification', {
   text: Joi.string()
     .allow(null)
     .description('Shown in staging only; in live never (codes are secrets)'),
-  status: Joi.string().valid(...NOTIFICATION_STATUSES),
+  status: Joi.string()
+    .valid(...NOTIFICATION_STATUSES)
+    .description(
+      'PENDING until sent (retried with a growing wait); FAILED once its attempts are spent',
+    ),
+  attempts: Joi.number().integer().min(0).description('Attempts made to send it'),
+  lastError: Joi.string()
+    .allow(null)
+    .description('Why the last attempt failed (the SMTP server’s or SMS provider’s answer)'),
   createdAt: timestamp(),
   sentAt: timestamp().allow(null),
 });

@@ -11,6 +11,7 @@ import type { PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, type Share } from './lifecycle';
 import type { Announcer } from './announcer';
+import type { Outbox } from './outbox';
 import type { OrderStore, TransitionRecord } from './store';
 
 /** The ledger reference of money given back for a checkout: once per checkout, ever. */
@@ -34,6 +35,7 @@ export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEvent
 export interface SettlementDeps {
   store: OrderStore;
   announcer: Announcer;
+  outbox: Outbox;
   services: () => Caller & Broadcaster;
   logger: () => Logger;
 }
@@ -62,6 +64,9 @@ export class Settlement {
         await call(services, 'courier-matching.endMatching', { deliveryId: delivery._id });
       }
       if (effect.kind === 'REMIT_COLLECTED') await this.remitCollected(delivery);
+      if (effect.kind === 'COURIER_ON_THE_WAY') {
+        await this.deps.outbox.courierOnTheWay(delivery, transition.at);
+      }
     }
     await this.deps.store.settled(transition);
   }

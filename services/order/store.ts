@@ -2,7 +2,7 @@ import { Schema, type Connection, type Model } from 'mongoose';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
-import type { NotificationRecord } from './notifications';
+import { attemptId, type NotificationRecord } from './notifications';
 
 const { Mixed } = Schema.Types;
 const plain = { versionKey: false, minimize: false, strict: false } as const;
@@ -66,7 +66,10 @@ const notificationSchema = new Schema(
   plain,
 );
 notificationSchema.index({ deliveryId: 1 });
-notificationSchema.index({ status: 1, createdAt: 1 });
+notificationSchema.index({ status: 1, nextAttemptAt: 1 });
+
+/** An attempt to send a message, `<notificationId>:<n>`: inserting it is the right to make it. */
+const notificationAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 
 /** A proof's code after the first (issued again by the merchant): `<proofId>:<generation>`. */
 const proofCodeSchema = new Schema({ _id: String, codeHash: String, at: Date }, plain);
@@ -91,6 +94,11 @@ export function defineOrderModels(connection: Connection) {
     Pending: connection.model('PendingRequest', pendingSchema, 'pending_requests'),
     Outcome: connection.model('RequestOutcome', outcomeSchema, 'request_outcomes'),
     Notification: connection.model('Notification', notificationSchema, 'notifications'),
+    NotificationAttempt: connection.model(
+      'NotificationAttempt',
+      notificationAttemptSchema,
+      'notification_attempts',
+    ),
     ProofCode: connection.model('ProofCode', proofCodeSchema, 'proof_codes'),
     ProofAttempt: connection.model('ProofAttempt', proofAttemptSchema, 'proof_attempts'),
     Simulation: connection.model('Simulation', simulationSchema, 'simulations'),
@@ -315,16 +323,72 @@ export class OrderStore {
       .lean()) as unknown as NotificationRecord[];
   }
 
-  async unsent(limit: number): Promise<NotificationRecord[]> {
-    return (await this.m.Notification.find({ status: 'PENDING' })
+  /** Messages not sent yet whose next attempt is due, oldest first. */
+  async dueNotifications(now: Date, limit: number): Promise<NotificationRecord[]> {
+    return (await this.m.Notification.find({
+      status: 'PENDING',
+      // Queued before retries existed: no `nextAttemptAt`, due at once.
+      $or: [{ nextAttemptAt: { $lte: now } }, { nextAttemptAt: { $exists: false } }],
+    })
+      .sort({ createdAt: 1, _id: 1 })
       .limit(limit)
       .lean()) as unknown as NotificationRecord[];
   }
 
-  async markSent(id: string, dropText: boolean): Promise<void> {
+  async notification(id: string): Promise<NotificationRecord | null> {
+    return (await this.m.Notification.findById(id).lean()) as NotificationRecord | null;
+  }
+
+  /** Claims attempt `n` of a message; false when it was claimed already (by whom, see `at`). */
+  claimNotificationAttempt(id: string, attempt: number, at: Date): Promise<boolean> {
+    return insertOnce(() => this.m.NotificationAttempt.create({ _id: attemptId(id, attempt), at }));
+  }
+
+  /** When attempt `n` of a message was claimed, or null when it never was. */
+  async notificationAttemptAt(id: string, attempt: number): Promise<Date | null> {
+    const found = (await this.m.NotificationAttempt.findById(attemptId(id, attempt)).lean()) as {
+      at: Date;
+    } | null;
+    return found ? new Date(found.at) : null;
+  }
+
+  async markSent(id: string, attempt: number, dropText: boolean): Promise<void> {
     await this.m.Notification.updateOne(
       { _id: id },
-      { $set: { status: 'SENT', sentAt: new Date(), ...(dropText ? { text: null } : {}) } },
+      {
+        $set: {
+          status: 'SENT',
+          sentAt: new Date(),
+          attempts: attempt,
+          lastError: null,
+          ...(dropText ? { text: null } : {}),
+        },
+      },
+    );
+  }
+
+  /**
+   * Records a failed attempt: the message waits until `retryAt`, or is FAILED when null. Only
+   * a message still PENDING (FerretDB does not make this atomic: the claims are the guard).
+   */
+  async markAttemptFailed(
+    id: string,
+    attempt: number,
+    error: string,
+    retryAt: Date | null,
+    dropText: boolean,
+  ): Promise<void> {
+    await this.m.Notification.updateOne(
+      { _id: id, status: 'PENDING' },
+      {
+        $set: {
+          attempts: attempt,
+          lastError: error,
+          ...(retryAt
+            ? { nextAttemptAt: retryAt }
+            : { status: 'FAILED', ...(dropText ? { text: null } : {}) }),
+        },
+      },
     );
   }
 

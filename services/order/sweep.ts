@@ -14,7 +14,6 @@ const SETTLE_GRACE_MS = 15_000;
 
 export interface SweepDeps {
   config: Config['order'];
-  appEnv: Config['appEnv'];
   store: OrderStore;
   requests: DeliveryRequests;
   transitions: DeliveryTransitions;
@@ -25,8 +24,9 @@ export interface SweepDeps {
 
 /**
  * The order service's recovery: requests stopped half-way are finished or undone,
- * transitions whose effects (refunds, releases) did not all happen are settled, their webhook
- * events published, and the notification outbox is sent. Every step is idempotent, so replicas may sweep together.
+ * transitions whose effects (refunds, releases) did not all happen are settled, and their
+ * webhook events published. Every step is idempotent, so replicas may sweep together. The
+ * notification outbox has its own sender (notification-sender.ts), which runs more often.
  */
 export class OrderSweep {
   private readonly periodic: Periodic;
@@ -53,7 +53,6 @@ export class OrderSweep {
     await this.step('announcements', () =>
       this.deps.announcer.sweep(new Date(now.getTime() - SETTLE_GRACE_MS), BATCH),
     );
-    await this.step('notifications', () => this.send());
   }
 
   private async step(name: string, work: () => Promise<void>): Promise<void> {
@@ -91,24 +90,6 @@ export class OrderSweep {
           err: (err as Error).message,
         });
       }
-    }
-  }
-
-  /**
-   * The outbox's sender until SMS and e-mail are wired: a log sink. In live a message's text
-   * is dropped once sent and never logged (codes are secrets).
-   */
-  private async send(): Promise<void> {
-    const { store, appEnv } = this.deps;
-    const live = appEnv === 'live';
-    for (const message of await store.unsent(BATCH)) {
-      this.deps.logger().info('notification sent (log sink)', {
-        notificationId: message._id,
-        channel: message.channel,
-        purpose: message.purpose,
-        ...(live ? {} : { recipient: message.recipient, text: message.text }),
-      });
-      await store.markSent(message._id, live);
     }
   }
 }

@@ -170,6 +170,8 @@ export function toNotificationView(message: NotificationRecord, showText: boolea
     recipient: message.recipient,
     text: showText ? message.text : null,
     status: message.status,
+    attempts: message.attempts ?? 0,
+    lastError: message.lastError ?? null,
     createdAt: new Date(message.createdAt).toISOString(),
     sentAt: iso(message.sentAt),
   };

@@ -9,17 +9,27 @@ import {
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import {
+  startSmsProvider,
+  startSmtpReceiver,
+  type SmsProvider,
+  type SmtpReceiver,
+} from '../support/receivers';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 /**
  * What only a live node does (APP_ENV=live, every service, the sandbox's payment provider so
- * that no provider is needed): the sandbox's simulator is refused, and the notification
- * outbox never shows a message's text, whose proof codes are secrets.
+ * that no provider is needed; live sends to people, so an SMTP server and an SMS provider of
+ * the test's own): the sandbox's simulator is refused, and the notification outbox never
+ * shows a message's text, whose proof codes are secrets.
  */
 const iso = isolation();
 let live: NodeProcess;
+let smtp: SmtpReceiver;
+let sms: SmsProvider;
 
 beforeAll(async () => {
+  [smtp, sms] = await Promise.all([startSmtpReceiver(), startSmsProvider()]);
   live = await startNode({
     services: 'all',
     iso,
@@ -29,12 +39,19 @@ beforeAll(async () => {
       PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
       WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
       ORDER_SWEEP_INTERVAL_MS: '250',
+      SMTP_URL: smtp.url,
+      MAIL_FROM: 'Waybill <deliveries@waybill.example.test>',
+      TERMII_BASE_URL: sms.url,
+      TERMII_API_KEY: 'termii-test-key',
+      TERMII_SENDER_ID: 'Waybill',
+      NOTIFY_INTERVAL_MS: '250',
     },
   });
 }, 120_000);
 
 afterAll(async () => {
   await live?.stop();
+  await Promise.all([smtp?.close(), sms?.close()]);
   await dropDatabases(iso);
 });
 

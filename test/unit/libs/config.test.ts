@@ -9,9 +9,22 @@ import { thrownBy } from '../helpers';
 
 const ADMIN_TOKEN = 'an-admin-token-of-32-characters!';
 const PROOF_CODE_SECRET = 'a-proof-code-key-of-32-characters';
+/** How live reaches people: an SMTP server and Termii. */
+const LIVE_NOTIFY = {
+  SMTP_URL: 'smtps://mailer:secret@smtp.example.com:465',
+  MAIL_FROM: 'Waybill <deliveries@example.com>',
+  TERMII_API_KEY: 'termii-key',
+  TERMII_SENDER_ID: 'Waybill',
+};
 /** What live requires besides the payment provider's key. */
 const WEBHOOK_SECRET_KEY = 'a-webhook-secret-key-of-32-characters';
-const LIVE = { APP_ENV: 'live', ADMIN_TOKEN, PROOF_CODE_SECRET, WEBHOOK_SECRET_KEY };
+const LIVE = {
+  APP_ENV: 'live',
+  ADMIN_TOKEN,
+  PROOF_CODE_SECRET,
+  WEBHOOK_SECRET_KEY,
+  ...LIVE_NOTIFY,
+};
 
 /** The ConfigError that `loadConfig(env)` throws. */
 function configErrorFor(env: NodeJS.ProcessEnv): ConfigError {
@@ -91,6 +104,18 @@ describe('loadConfig defaults', () => {
         // Staging's fixed key: as long and as free of whitespace as a key that is set.
         proofCodeSecret: expect.stringMatching(/^\S{32,}$/),
         fault: undefined,
+      },
+      notifications: {
+        publicBaseUrl: 'http://localhost:3000',
+        smtpUrl: undefined,
+        mailFrom: 'Waybill <no-reply@waybill.local>',
+        sms: {
+          provider: 'log',
+          termii: { baseUrl: 'https://api.ng.termii.com', apiKey: undefined, senderId: undefined },
+        },
+        intervalMs: 2000,
+        timeoutMs: 10000,
+        retry: { maxAttempts: 8, baseDelayMs: 10000, maxDelayMs: 600000 },
       },
       matching: {
         offerTimeoutMs: 30000,
@@ -392,6 +417,63 @@ describe('payment', () => {
   });
 });
 
+describe('notifications', () => {
+  it('sends through SMTP and Termii live, each as configured', () => {
+    const config = loadConfig({
+      ...LIVE,
+      PAYMENT_PROVIDER: 'sandbox',
+      PUBLIC_BASE_URL: 'https://api.example.com/',
+      TERMII_BASE_URL: 'https://v3.api.termii.com/',
+      NOTIFY_MAX_ATTEMPTS: '3',
+      NOTIFY_RETRY_BASE_MS: '500',
+      NOTIFY_RETRY_MAX_MS: '2000',
+    }).notifications;
+    expect(config).toMatchObject({
+      publicBaseUrl: 'https://api.example.com',
+      smtpUrl: LIVE_NOTIFY.SMTP_URL,
+      mailFrom: LIVE_NOTIFY.MAIL_FROM,
+      sms: {
+        provider: 'termii',
+        termii: { baseUrl: 'https://v3.api.termii.com', apiKey: 'termii-key', senderId: 'Waybill' },
+      },
+      retry: { maxAttempts: 3, baseDelayMs: 500, maxDelayMs: 2000 },
+    });
+  });
+
+  it.each([
+    ['SMTP_URL', /^SMTP_URL: required when APP_ENV=live.*smtps:\/\//],
+    ['MAIL_FROM', /^MAIL_FROM: required when APP_ENV=live/],
+    ['TERMII_API_KEY', /^TERMII_API_KEY: required with SMS_PROVIDER=termii.*TERMII_SENDER_ID/],
+    ['TERMII_SENDER_ID', /^TERMII_SENDER_ID: required with SMS_PROVIDER=termii/],
+  ])('refuses to start live without %s, saying what to set', (variable, message) => {
+    const env = { ...LIVE, PAYMENT_PROVIDER: 'sandbox', [variable]: '' };
+    expect(configErrorFor(env).message).toMatch(message);
+  });
+
+  it('refuses the log sink live: it reaches nobody', () => {
+    const env = { ...LIVE, PAYMENT_PROVIDER: 'sandbox', SMS_PROVIDER: 'log' };
+    expect(configErrorFor(env).message).toMatch(/^SMS_PROVIDER: .*SMS_PROVIDER=termii/);
+  });
+
+  it('requires Termii credentials in staging too when Termii is chosen', () => {
+    expect(configErrorFor({ SMS_PROVIDER: 'termii' }).message).toMatch(/^TERMII_API_KEY: /);
+  });
+
+  it.each([
+    ['SMTP_URL', 'http://smtp.example.com'],
+    ['SMS_PROVIDER', 'twilio'],
+    ['TERMII_SENDER_ID', 'a sender id that is too long'],
+    ['NOTIFY_MAX_ATTEMPTS', '0'],
+  ])('refuses a bad %s', (variable, value) => {
+    expect(configErrorFor({ [variable]: value }).message).toMatch(new RegExp(`^${variable}: `));
+  });
+
+  it('refuses a longest wait shorter than the first', () => {
+    const err = configErrorFor({ NOTIFY_RETRY_BASE_MS: '5000', NOTIFY_RETRY_MAX_MS: '1000' });
+    expect(err.message).toMatch(/^NOTIFY_RETRY_MAX_MS: .*NOTIFY_RETRY_BASE_MS \(5000\)/);
+  });
+});
+
 describe('order', () => {
   it('converts the sweep interval and the stale-request age to numbers', () => {
     const config = loadConfig({ ORDER_SWEEP_INTERVAL_MS: '500', ORDER_STALE_REQUEST_MS: '60000' });
@@ -574,6 +656,17 @@ describe('describeConfig', () => {
     'ORDER_STALE_REQUEST_MS',
     'PROOF_CODE_SECRET',
     'ORDER_FAULT',
+    'SMTP_URL',
+    'MAIL_FROM',
+    'SMS_PROVIDER',
+    'TERMII_BASE_URL',
+    'TERMII_API_KEY',
+    'TERMII_SENDER_ID',
+    'NOTIFY_INTERVAL_MS',
+    'NOTIFY_TIMEOUT_MS',
+    'NOTIFY_MAX_ATTEMPTS',
+    'NOTIFY_RETRY_BASE_MS',
+    'NOTIFY_RETRY_MAX_MS',
     'MATCHING_OFFER_TIMEOUT_MS',
     'MATCHING_SEARCH_TIMEOUT_MS',
     'MATCHING_RADIUS_KM',

@@ -249,10 +249,13 @@ describe('the courier run', () => {
       const result = apply(state, event);
       expect(result.step).toEqual({ step: event.kind, hidden: false });
       expect(result.next.status).toBe(event.kind);
-      // Delivered: the pay-on-delivery money is remitted and the courier is free again.
-      expect(result.effects).toEqual(
-        event.kind === 'DELIVERED' ? [{ kind: 'REMIT_COLLECTED' }, { kind: 'END_MATCHING' }] : [],
-      );
+      // Collected: the recipient is told it is coming. Delivered: the pay-on-delivery money
+      // is remitted and the courier is free again.
+      const effects: Partial<Record<EventKind, Effect[]>> = {
+        COLLECTED: [{ kind: 'COURIER_ON_THE_WAY' }],
+        DELIVERED: [{ kind: 'REMIT_COLLECTED' }, { kind: 'END_MATCHING' }],
+      };
+      expect(result.effects).toEqual(effects[event.kind] ?? []);
       state = result.next;
     }
     expect(state.p2pStatus).toBe('COMPLETED');

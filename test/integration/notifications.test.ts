@@ -1,0 +1,379 @@
+import { randomUUID } from 'node:crypto';
+import { ServiceBroker } from 'moleculer';
+import type { Connection } from 'mongoose';
+import { loadConfig } from '../../libs/config';
+import type { ChannelSender } from '../../services/order/notification-channels';
+import { NotificationSender } from '../../services/order/notification-sender';
+import { proofCodeMessages } from '../../services/order/notifications';
+import { defineOrderModels, OrderStore } from '../../services/order/store';
+import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
+import {
+  cancelDelivery,
+  credit,
+  DESTINATION,
+  notificationsOf,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+  type Party,
+} from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { createUserWithKey } from '../support/http';
+import {
+  startSmsProvider,
+  startSmtpReceiver,
+  type SmsProvider,
+  type SmtpReceiver,
+} from '../support/receivers';
+import {
+  dropDatabases,
+  isolation,
+  openServiceDatabase,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
+
+/**
+ * Notifications to people (issue 14), live, over NATS, with two order replicas sending the
+ * outbox together: e-mails reach a real SMTP server and SMS a Termii stand-in, both started
+ * here. The codes the courier gives are read from what the people received, since a live
+ * outbox never shows a text.
+ */
+const iso = isolation();
+const PUBLIC_BASE_URL = 'https://waybill.example.test';
+const MAX_ATTEMPTS = 3;
+let smtp: SmtpReceiver;
+let sms: SmsProvider;
+let rest: NodeProcess;
+const orders: NodeProcess[] = [];
+const base = () => rest.url;
+
+beforeAll(async () => {
+  [smtp, sms] = await Promise.all([startSmtpReceiver(), startSmsProvider()]);
+  const env = {
+    APP_ENV: 'live',
+    PAYMENT_PROVIDER: 'sandbox',
+    PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
+    WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
+    PUBLIC_BASE_URL,
+    SMTP_URL: smtp.url,
+    MAIL_FROM: 'Waybill <deliveries@waybill.example.test>',
+    TERMII_BASE_URL: sms.url,
+    TERMII_API_KEY: 'termii-test-key',
+    TERMII_SENDER_ID: 'Waybill',
+    NOTIFY_INTERVAL_MS: '150',
+    NOTIFY_TIMEOUT_MS: '2000',
+    NOTIFY_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
+    NOTIFY_RETRY_BASE_MS: '200',
+    NOTIFY_RETRY_MAX_MS: '400',
+    ORDER_SWEEP_INTERVAL_MS: '250',
+    MATCHING_SWEEP_INTERVAL_MS: '200',
+    MATCHING_OFFER_TIMEOUT_MS: '10000',
+  };
+  rest = await startNode({
+    services: 'gateway,account,geo,pricing,package,payment,courier-matching,webhook',
+    iso,
+    env,
+  });
+  // Info: the log of what each replica sent is read below for codes that must not be there.
+  for (let i = 0; i < 2; i++) {
+    orders.push(await startNode({ services: 'order', iso, env: { ...env, LOG_LEVEL: 'info' } }));
+  }
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all([...orders, rest].map((n) => n?.stop()));
+  await Promise.all([smtp?.close(), sms?.close()]);
+  await dropDatabases(iso);
+});
+
+/** Deliveries a test made: cancelled after it, so that no later courier is offered them. */
+const made: { merchant: Party; deliveryId: string }[] = [];
+afterEach(async () => {
+  for (const { merchant, deliveryId } of made.splice(0)) {
+    await cancelDelivery(base(), merchant, deliveryId);
+  }
+});
+
+/** A recipient of their own: what the receivers got for this test is what reached them. */
+function recipient() {
+  const n = Math.floor(Math.random() * 1e8)
+    .toString()
+    .padStart(8, '0');
+  return {
+    contactName: 'Ada Obi',
+    contactPhone: `+23480${n}`,
+    contactEmail: `ada-${randomUUID().slice(0, 8)}@example.com`,
+  };
+}
+type Recipient = ReturnType<typeof recipient>;
+
+/** The number as Termii receives it: international digits without `+`. */
+const termiiTo = (who: Recipient) => who.contactPhone.slice(1);
+
+const mailsTo = (who: Recipient) => smtp.mails.filter((m) => m.to.includes(who.contactEmail));
+const smsTo = (who: Recipient) => sms.accepted(termiiTo(who));
+
+/** A paid delivery from a sender to a recipient of the test's own. */
+async function deliveryTo(
+  receiver: Recipient,
+  sender: Recipient = recipient(),
+  fields: Record<string, unknown> = {},
+) {
+  const merchant: Party = await createUserWithKey(base());
+  await credit(base(), merchant, 100_000);
+  const created = await requestDelivery(base(), merchant, [await savePackage(base(), merchant)], {
+    destination: { ...DESTINATION, ...receiver },
+    originContactName: sender.contactName,
+    originContactPhone: sender.contactPhone,
+    originContactEmail: sender.contactEmail,
+    ...fields,
+  });
+  expect(created.status).toBe(201);
+  const deliveryId = created.body.data.deliveryId as string;
+  made.push({ merchant, deliveryId });
+  return {
+    merchant,
+    deliveryId,
+    trackingId: created.body.data.delivery.trackingId as string,
+  };
+}
+
+/** The six-digit code a message carries. */
+const codeIn = (text: string) => /code is (\d{6})/.exec(text)?.[1];
+
+/** Long enough for every replica to have run its sender many times over. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 3_000));
+
+describe('proof codes', () => {
+  it('reach the sender and the recipient by SMS and e-mail, exactly once each, from two replicas', async () => {
+    const sender = recipient();
+    const receiver = recipient();
+    const { deliveryId } = await deliveryTo(receiver, sender);
+
+    await eventually(async () => {
+      const messages = await notificationsOf(base(), deliveryId);
+      expect(messages).toHaveLength(4);
+      expect(messages.every((m) => m.status === 'SENT')).toBe(true);
+    });
+    await settle();
+
+    const collection = smsTo(sender);
+    const delivery = smsTo(receiver);
+    expect(collection).toHaveLength(1);
+    expect(delivery).toHaveLength(1);
+    expect(collection[0]).toMatch(/your collection code is \d{6}/);
+    expect(delivery[0]).toMatch(/your delivery code is \d{6}/);
+    // The e-mails carry the same codes, once each, from MAIL_FROM, with a subject that does not.
+    const [senderMail, ...moreToSender] = mailsTo(sender);
+    const [receiverMail, ...moreToReceiver] = mailsTo(receiver);
+    expect([moreToSender, moreToReceiver]).toEqual([[], []]);
+    expect(senderMail).toMatchObject({
+      from: 'deliveries@waybill.example.test',
+      subject: 'Your Waybill collection code',
+    });
+    expect(codeIn(senderMail.text)).toBe(codeIn(collection[0]));
+    expect(receiverMail.subject).toBe('Your Waybill delivery code');
+    expect(codeIn(receiverMail.text)).toBe(codeIn(delivery[0]));
+
+    // Termii's request, as its API takes it.
+    const request = sms.requests.find((r) => r.body.to === termiiTo(sender));
+    expect(request).toMatchObject({
+      path: '/api/sms/send',
+      body: {
+        to: termiiTo(sender),
+        from: 'Waybill',
+        sms: collection[0],
+        type: 'plain',
+        channel: 'generic',
+        api_key: 'termii-test-key',
+      },
+    });
+
+    // Live: no text is kept once sent, and no replica logged a code.
+    const messages = await notificationsOf(base(), deliveryId);
+    expect(messages.map((m) => m.text)).toEqual([null, null, null, null]);
+    for (const node of orders) {
+      expect(node.output()).not.toContain(codeIn(collection[0]));
+      expect(node.output()).not.toContain(codeIn(delivery[0]));
+    }
+  });
+
+  it('are sent again after the provider answers 500, and reach the person once', async () => {
+    const receiver = recipient();
+    sms.answerFor(termiiTo(receiver), [500]);
+    const { deliveryId } = await deliveryTo(receiver);
+
+    await eventually(async () => {
+      const [sent] = (await notificationsOf(base(), deliveryId)).filter(
+        (m) => m.purpose === 'DELIVERY_CODE' && m.channel === 'SMS',
+      );
+      expect(sent).toMatchObject({ status: 'SENT', attempts: 2, lastError: null, text: null });
+    });
+    await settle();
+    const tries = sms.requests.filter((r) => r.body.to === termiiTo(receiver));
+    expect(tries.map((r) => r.answer)).toEqual([500, 200]);
+    expect(smsTo(receiver)).toHaveLength(1);
+    expect(mailsTo(receiver)).toHaveLength(1);
+  });
+
+  it('are recorded FAILED, with the last error, once the provider stays down past the attempts', async () => {
+    const receiver = recipient();
+    sms.answerFor(termiiTo(receiver), Array<'drop'>(MAX_ATTEMPTS + 2).fill('drop'));
+    const { deliveryId } = await deliveryTo(receiver);
+
+    await eventually(async () => {
+      const [failed] = (await notificationsOf(base(), deliveryId)).filter(
+        (m) => m.purpose === 'DELIVERY_CODE' && m.channel === 'SMS',
+      );
+      expect(failed).toMatchObject({
+        status: 'FAILED',
+        attempts: MAX_ATTEMPTS,
+        lastError: expect.stringMatching(/\S/),
+        sentAt: null,
+        text: null,
+      });
+    });
+    await settle();
+    // Exactly the attempts allowed, and none after; the e-mail went.
+    expect(sms.requests.filter((r) => r.body.to === termiiTo(receiver))).toHaveLength(MAX_ATTEMPTS);
+    expect(smsTo(receiver)).toEqual([]);
+    expect(mailsTo(receiver)).toHaveLength(1);
+  });
+});
+
+describe('your courier is on the way', () => {
+  it('tells the recipient, with the tracking link, once the courier has collected', async () => {
+    const sender = recipient();
+    const receiver = recipient();
+    const courier: Courier = await courierAt(base(), {
+      lat: ORIGIN.lat + 0.003,
+      lon: ORIGIN.lon + 0.002,
+    });
+    // Only this courier: the deliveries of the other tests are still looking for one.
+    const { deliveryId, trackingId } = await deliveryTo(receiver, sender, {
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+    });
+    const offer = await offerOf(base(), courier);
+    expect(offer.deliveryId).toBe(deliveryId);
+    const step = (name: string, json?: unknown) =>
+      asCourier(base(), courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
+    expect(
+      (await asCourier(base(), courier, 'POST', `/courier/offers/${offer.id}/accept`)).status,
+    ).toBe(200);
+    expect((await step('arrived-at-pickup')).status).toBe(200);
+    await eventually(() => expect(smsTo(sender)).toHaveLength(1));
+    // Not before the package is in the courier's hands.
+    expect(smsTo(receiver).filter((t) => t.includes('on the way'))).toEqual([]);
+
+    // The code the sender received by SMS is the one the courier asks for.
+    const code = codeIn(smsTo(sender)[0]);
+    expect((await step('collected', { code })).status).toBe(200);
+
+    const link = `${PUBLIC_BASE_URL}/track/${trackingId}`;
+    await eventually(() => {
+      expect(smsTo(receiver).filter((t) => t.includes('on the way'))).toHaveLength(1);
+      expect(mailsTo(receiver).filter((m) => m.text.includes('on the way'))).toHaveLength(1);
+    });
+    expect((await step('in-transit')).status).toBe(200);
+    await settle();
+    const [text] = smsTo(receiver).filter((t) => t.includes('on the way'));
+    expect(text).toContain(link);
+    const mails = mailsTo(receiver).filter((m) => m.text.includes('on the way'));
+    expect(mails).toHaveLength(1);
+    expect(mails[0]).toMatchObject({ subject: 'Your Waybill delivery is on the way' });
+    expect(mails[0].text).toContain(link);
+    const queued = (await notificationsOf(base(), deliveryId)).filter(
+      (m) => m.purpose === 'COURIER_ON_THE_WAY',
+    );
+    expect(queued.map((m) => `${m.channel} ${m.status}`).sort()).toEqual([
+      'EMAIL SENT',
+      'SMS SENT',
+    ]);
+  });
+});
+
+/**
+ * The sender's claims on the real FerretDB, without the providers' latency: senders of several
+ * replicas share one outbox (a database of its own here, which no order node reads).
+ */
+describe('senders sharing an outbox', () => {
+  let conn: Connection;
+  let store: OrderStore;
+  const broker = new ServiceBroker({ logger: false });
+  const config = loadConfig({ NOTIFY_TIMEOUT_MS: '1000', NOTIFY_MAX_ATTEMPTS: '3' }).notifications;
+
+  beforeAll(async () => {
+    conn = await openServiceDatabase(iso, 'outbox_claims');
+    const models = defineOrderModels(conn);
+    await Promise.all(Object.values(models).map((m) => m.init()));
+    store = new OrderStore(() => models);
+  });
+  afterAll(() => conn?.close());
+
+  /** A channel that counts what it was given, and takes a moment like a provider. */
+  function countingChannel(sent: string[]): ChannelSender {
+    return {
+      async send(message) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        sent.push(`${message.to} ${message.text}`);
+      },
+    };
+  }
+
+  function senderOver(sent: string[]) {
+    const channel = countingChannel(sent);
+    return new NotificationSender({
+      config,
+      appEnv: 'staging',
+      store,
+      channels: { SMS: channel, EMAIL: channel },
+      logger: () => broker.getLogger('notifications-test'),
+    });
+  }
+
+  async function queue(count: number) {
+    const now = new Date();
+    const messages = Array.from({ length: count }, (_, i) =>
+      proofCodeMessages(
+        { _id: randomUUID(), trackingId: `P2P-TEST${i}` },
+        'DELIVERY',
+        String(100000 + i),
+        { name: 'Ada', phone: `+234800000${i}`, email: `ada-${i}@example.com` },
+        now,
+      ),
+    ).flat();
+    await store.enqueue(messages);
+    return messages;
+  }
+
+  it('send each message once, however many run at once', async () => {
+    const messages = await queue(15);
+    const sent: string[] = [];
+    const senders = [senderOver(sent), senderOver(sent), senderOver(sent)];
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(senders.map((s) => s.sendDue(new Date())));
+    }
+    expect(sent).toHaveLength(messages.length);
+    expect(new Set(sent).size).toBe(messages.length);
+    for (const m of messages) {
+      expect(await store.notification(m._id)).toMatchObject({ status: 'SENT', attempts: 1 });
+    }
+  });
+
+  it('leave a message whose attempt another sender holds, and take over one whose sender stopped', async () => {
+    const [held, lost] = await queue(1);
+    const now = new Date();
+    // A sender is at work on `held`; the sender of `lost` stopped long ago, mid-attempt.
+    await store.claimNotificationAttempt(held._id, 1, now);
+    await store.claimNotificationAttempt(lost._id, 1, new Date(now.getTime() - 10 * 60_000));
+    const sent: string[] = [];
+    await senderOver(sent).sendDue(now);
+    expect(await store.notification(held._id)).toMatchObject({ status: 'PENDING', attempts: 0 });
+    // The stopped attempt may have reached the person: this is the one resend it can cause.
+    expect(await store.notification(lost._id)).toMatchObject({ status: 'SENT', attempts: 2 });
+    expect(sent).toEqual([`${lost.recipient} ${lost.text}`]);
+    expect(await store.notificationAttemptAt(lost._id, 2)).not.toBeNull();
+  });
+});

@@ -1,0 +1,116 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  smtpSender,
+  termiiNumber,
+  termiiSender,
+} from '../../../services/order/notification-channels';
+import { startSmsProvider, startSmtpReceiver } from '../../support/receivers';
+
+/** The channels against local servers: what goes on the wire, and what a refusal throws. */
+describe('termiiSender', () => {
+  it('posts the message as Termii’s API takes it', async () => {
+    const provider = await startSmsProvider();
+    try {
+      const send = termiiSender({
+        baseUrl: provider.url,
+        apiKey: 'the-key',
+        senderId: 'Waybill',
+        timeoutMs: 2000,
+      });
+      await send.send({ to: '+234 803-123-4567', subject: 'ignored', text: 'Hello Ada' });
+      expect(provider.requests).toEqual([
+        {
+          path: '/api/sms/send',
+          answer: 200,
+          body: {
+            to: '2348031234567',
+            from: 'Waybill',
+            sms: 'Hello Ada',
+            type: 'plain',
+            channel: 'generic',
+            api_key: 'the-key',
+          },
+        },
+      ]);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('throws what the provider answered when it refuses, and when it hangs up', async () => {
+    const provider = await startSmsProvider();
+    try {
+      provider.answerFor('2348031234567', [503, 'drop']);
+      const send = termiiSender({
+        baseUrl: provider.url,
+        apiKey: 'k',
+        senderId: 'Waybill',
+        timeoutMs: 2000,
+      });
+      const message = { to: '+2348031234567', subject: '', text: 'x' };
+      await expect(send.send(message)).rejects.toThrow(/^Termii answered HTTP 503: .*try again/);
+      await expect(send.send(message)).rejects.toThrow();
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('gives up on a provider that does not answer within the time limit', async () => {
+    const silent = createServer(() => {
+      /* never answers */
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const send = termiiSender({
+        baseUrl: `http://127.0.0.1:${port}`,
+        apiKey: 'k',
+        senderId: 'Waybill',
+        timeoutMs: 200,
+      });
+      await expect(send.send({ to: '234', subject: '', text: 'x' })).rejects.toThrow(
+        /abort|timeout/i,
+      );
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
+  it('keeps only the digits of a number', () => {
+    expect(termiiNumber('+234 (803) 123-4567')).toBe('2348031234567');
+  });
+});
+
+describe('smtpSender', () => {
+  it('hands the e-mail to the SMTP server from MAIL_FROM, with its subject and text', async () => {
+    const smtp = await startSmtpReceiver();
+    try {
+      const send = smtpSender({
+        smtpUrl: smtp.url,
+        from: 'Waybill <deliveries@example.com>',
+        timeoutMs: 2000,
+      });
+      const text = `Waybill delivery P2P-ABC: your delivery code is 123456. ${'Long line. '.repeat(12)}`;
+      await send.send({ to: 'ada@example.com', subject: 'Your Waybill delivery code', text });
+      expect(smtp.mails).toEqual([
+        {
+          from: 'deliveries@example.com',
+          to: ['ada@example.com'],
+          subject: 'Your Waybill delivery code',
+          text: text.trim(),
+        },
+      ]);
+    } finally {
+      await smtp.close();
+    }
+  });
+
+  it('throws when no SMTP server answers', async () => {
+    const smtp = await startSmtpReceiver();
+    await smtp.close();
+    const send = smtpSender({ smtpUrl: smtp.url, from: 'a@example.com', timeoutMs: 1000 });
+    await expect(send.send({ to: 'ada@example.com', subject: 's', text: 't' })).rejects.toThrow();
+  });
+});
