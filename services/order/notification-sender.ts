@@ -1,13 +1,9 @@
+import { backoffMs } from '../../libs/backoff';
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { Periodic } from '../../libs/periodic';
 import type { ChannelSender } from './notification-channels';
-import {
-  EMAIL_SUBJECTS,
-  retryDelayMs,
-  type Channel,
-  type NotificationRecord,
-} from './notifications';
+import { EMAIL_SUBJECTS, type Channel, type NotificationRecord } from './notifications';
 import type { OrderStore } from './store';
 
 /** Messages one run takes; the next run takes the rest. */
@@ -107,7 +103,15 @@ export class NotificationSender {
       });
     } catch (err) {
       const retryAt =
-        attempt < maxAttempts ? new Date(Date.now() + retryDelayMs(attempt, config.retry)) : null;
+        attempt < maxAttempts
+          ? new Date(
+              Date.now() +
+                backoffMs(attempt, {
+                  baseMs: config.retry.baseDelayMs,
+                  maxMs: config.retry.maxDelayMs,
+                }),
+            )
+          : null;
       await this.failed(current, attempt, this.describe(err, current), retryAt);
       return;
     }

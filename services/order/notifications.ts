@@ -51,16 +51,6 @@ export const EMAIL_SUBJECTS: Record<NotificationPurpose, string> = {
   COURIER_ON_THE_WAY: 'Your Waybill delivery is on the way',
 };
 
-/** How long to wait after failed attempt `attempt` (1, 2, ...): doubling from the base, capped. */
-export function retryDelayMs(
-  attempt: number,
-  retry: { baseDelayMs: number; maxDelayMs: number },
-): number {
-  // 2 ** 40 already exceeds any cap: the exponent is bounded so that the product stays finite.
-  const factor = 2 ** Math.min(Math.max(attempt, 1) - 1, 40);
-  return Math.min(retry.baseDelayMs * factor, retry.maxDelayMs);
-}
-
 /** The claim of a message's attempt `n`: whoever inserts it makes that attempt. */
 export const attemptId = (notificationId: string, attempt: number) =>
   `${notificationId}:${attempt}`;

@@ -1,3 +1,4 @@
+import { backoffMs, type Backoff } from '../../libs/backoff';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
 
 /**
@@ -35,21 +36,6 @@ export function dueHeads<T extends Queued>(queue: readonly T[], now: Date): T[] 
     }
   }
   return [...heads.values()].filter((m) => m.nextAttemptAt.getTime() <= now.getTime());
-}
-
-export interface Backoff {
-  baseMs: number;
-  maxMs: number;
-}
-
-/**
- * The wait after the n-th failed attempt: the base, doubled each time, capped, spread by ±20 %
- * (`random` in [0, 1)) so that an endpoint coming back is not hit by every message at once.
- */
-export function backoffMs(failedAttempts: number, backoff: Backoff, random: number): number {
-  const exponent = Math.min(Math.max(failedAttempts - 1, 0), 40);
-  const plain = Math.min(backoff.maxMs, backoff.baseMs * 2 ** exponent);
-  return Math.round(plain * (0.8 + 0.4 * random));
 }
 
 export type AfterFailure = { retryAt: Date } | { giveUp: true };

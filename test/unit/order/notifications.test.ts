@@ -1,33 +1,4 @@
-import fc from 'fast-check';
-import { attemptId, onTheWayMessages, retryDelayMs } from '../../../services/order/notifications';
-
-const RETRY = { baseDelayMs: 10_000, maxDelayMs: 600_000 };
-
-describe('retryDelayMs', () => {
-  it('doubles from the base after each failed attempt, up to the cap', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => retryDelayMs(n, RETRY))).toEqual([
-      10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 600_000, 600_000,
-    ]);
-  });
-
-  it('never waits less than the base nor more than the cap, and never less than before', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 10_000 }),
-        fc.integer({ min: 1, max: 1000 }),
-        fc.integer({ min: 0, max: 1_000_000 }),
-        (attempt, base, extra) => {
-          const retry = { baseDelayMs: base, maxDelayMs: base + extra };
-          const delay = retryDelayMs(attempt, retry);
-          expect(delay).toBeGreaterThanOrEqual(base);
-          expect(delay).toBeLessThanOrEqual(retry.maxDelayMs);
-          expect(Number.isFinite(delay)).toBe(true);
-          expect(retryDelayMs(attempt + 1, retry)).toBeGreaterThanOrEqual(delay);
-        },
-      ),
-    );
-  });
-});
+import { attemptId, onTheWayMessages } from '../../../services/order/notifications';
 
 describe('messages', () => {
   it('names each attempt after its message', () => {

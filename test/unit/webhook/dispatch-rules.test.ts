@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import {
   afterFailure,
-  backoffMs,
   dueHeads,
   excerpt,
   EXCERPT_CHARS,
@@ -64,25 +63,6 @@ describe('dueHeads', () => {
 });
 
 describe('backoff', () => {
-  it('doubles from the base, capped, within ±20 %', () => {
-    expect(backoffMs(1, backoff, 0.5)).toBe(1000);
-    expect(backoffMs(2, backoff, 0.5)).toBe(2000);
-    expect(backoffMs(5, backoff, 0.5)).toBe(16_000);
-    expect(backoffMs(50, backoff, 0.5)).toBe(60_000);
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 100 }),
-        fc.double({ min: 0, max: 0.999999, noNaN: true }),
-        (n, r) => {
-          const wait = backoffMs(n, backoff, r);
-          const plain = Math.min(60_000, 1000 * 2 ** (n - 1));
-          expect(wait).toBeGreaterThanOrEqual(Math.floor(plain * 0.8));
-          expect(wait).toBeLessThanOrEqual(Math.ceil(plain * 1.2));
-        },
-      ),
-    );
-  });
-
   it('gives up once the next try would fall after the retry window', () => {
     const common = {
       firstAttemptAt: at(0),
