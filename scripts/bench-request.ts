@@ -238,7 +238,7 @@ async function main(): Promise<number> {
       'geo',
       'pricing,courier-matching',
       'package',
-      'payment',
+      'payment,webhook',
       'order',
     ];
     // allSettled, not all: when one node fails to start, the ones that did are still stopped.

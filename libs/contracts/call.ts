@@ -14,6 +14,11 @@ export interface Broadcaster {
   broadcast(eventName: string, payload?: unknown): Promise<unknown> | unknown;
 }
 
+/** Anything that can emit an event to one node of each listening service. */
+export interface Emitter {
+  emit(eventName: string, payload?: unknown): Promise<unknown> | unknown;
+}
+
 export type ParamsOf<N extends ActionName> = Actions[N]['params'];
 export type AnswerOf<N extends ActionName> = Actions[N]['answer'];
 
@@ -40,4 +45,16 @@ export async function broadcast<E extends EventName>(
   payload: Events[E],
 ): Promise<void> {
   await broadcaster.broadcast(eventName, payload);
+}
+
+/**
+ * Sends an event by its contract to one node of each service listening to it (moleculer's
+ * balanced events): for work that one replica should do, not each.
+ */
+export async function emit<E extends EventName>(
+  emitter: Emitter,
+  eventName: E,
+  payload: Events[E],
+): Promise<void> {
+  await emitter.emit(eventName, payload);
 }

@@ -32,5 +32,5 @@ export type Events = AccountEvents &
   PricingEvents;
 export type EventName = keyof Events;
 
-export { call, broadcast, type AnswerOf, type Caller, type ParamsOf } from './call';
+export { call, broadcast, emit, type AnswerOf, type Caller, type ParamsOf } from './call';
 export { CONTRACT_RETRY, retriesFor, SAFE_RETRIES, type Retry } from './retry';

@@ -198,9 +198,25 @@ export const COURIER_TOKENS_CHANGED_EVENT = 'courier-matching.courierTokensChang
  */
 export const COURIER_CHANGED_EVENT = 'courier-matching.courierChanged';
 
+/**
+ * Emitted (to one node of each listening service) as positions are written, every
+ * COURIER_LOCATION_FLUSH_MS: the couriers on a delivery who moved since, where they are now.
+ */
+export const COURIERS_MOVED_EVENT = 'courier-matching.couriersMoved';
+
+export interface CourierMove {
+  courierId: string;
+  deliveryId: string;
+  lat: number;
+  lon: number;
+  /** When the courier reported it (ISO). */
+  at: string;
+}
+
 export interface MatchingEvents {
   [COURIER_TOKENS_CHANGED_EVENT]: { courierId: string; hashes: string[] };
   [COURIER_CHANGED_EVENT]: { courierId: string };
+  [COURIERS_MOVED_EVENT]: { moves: CourierMove[] };
 }
 
 export interface MatchingActions {

@@ -2,10 +2,11 @@ import type { Logger, ServiceBroker } from 'moleculer';
 import Joi from '../../libs/joi';
 import type { Config } from '../../libs/config';
 import { CachedValue } from '../../libs/cache';
-import { call } from '../../libs/contracts';
+import { call, emit } from '../../libs/contracts';
 import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
 import {
   COURIER_CHANGED_EVENT,
+  COURIERS_MOVED_EVENT,
   courierIdParams,
   deliveryIdParams,
   merchantCouriersParams,
@@ -71,6 +72,17 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     store,
     intervalMs: config.courierPositions.flushMs,
     logger: log,
+    // Followers of a delivery (webhooks) hear where its courier is at the rate of flushes.
+    async onBusyMoved(moved) {
+      const held = await Promise.all(moved.map((m) => searches.held(m.courierId)));
+      const moves = moved.flatMap((m, i) => {
+        const deliveryId = held[i];
+        if (!deliveryId) return [];
+        const { courierId, lat, lon, at } = m;
+        return [{ courierId, deliveryId, lat, lon, at: at.toISOString() }];
+      });
+      if (moves.length > 0) await emit(broker, COURIERS_MOVED_EVENT, { moves });
+    },
   });
   // Which fleet types carry what changes rarely; geo announces each change.
   const fleetTypes = new CachedValue(

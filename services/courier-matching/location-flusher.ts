@@ -1,5 +1,5 @@
 import type { Logger } from 'moleculer';
-import type { CourierPositions } from './positions';
+import type { CourierPositions, MovedCourier } from './positions';
 import type { CourierStore } from './store';
 
 /** Couriers written to MongoDB per batch (one bulk write of as many updates by `_id`). */
@@ -10,13 +10,17 @@ export interface LocationFlusherDeps {
   store: CourierStore;
   intervalMs: number;
   logger: () => Logger;
+  /** After each written batch: its busy couriers, whose deliveries may want to know. */
+  onBusyMoved?: (moved: MovedCourier[]) => Promise<void>;
 }
 
 /**
  * Writes couriers' positions to MongoDB (`lastLocation`) at a lower rate than they report:
  * every COURIER_LOCATION_FLUSH_MS, only the couriers that moved since they were last written.
  * Each replica takes its own couriers from the moved set, so replicas flush side by side
- * without writing one courier twice. A batch whose write fails goes back to the set.
+ * without writing one courier twice. A batch whose write fails goes back to the set. The
+ * couriers of a batch who hold something are handed on (`onBusyMoved`): a delivery's followers
+ * hear of its courier's position at this rate, not at the rate of reports.
  */
 export class LocationFlusher {
   private timer: NodeJS.Timeout | undefined;
@@ -44,6 +48,17 @@ export class LocationFlusher {
     return this.running;
   }
 
+  /** A failure here loses nothing stored: a position told late is told by the next flush. */
+  private async tellBusy(moved: MovedCourier[]): Promise<void> {
+    const busy = moved.filter((m) => m.busy);
+    if (busy.length === 0 || !this.deps.onBusyMoved) return;
+    try {
+      await this.deps.onBusyMoved(busy);
+    } catch (err) {
+      this.deps.logger().warn('moved couriers not announced', { err });
+    }
+  }
+
   private async flushAll(): Promise<number> {
     const { positions, store, logger } = this.deps;
     let written = 0;
@@ -58,6 +73,7 @@ export class LocationFlusher {
           throw err;
         }
         written += moved.length;
+        await this.tellBusy(moved);
         if (moved.length < BATCH) return written;
       }
     } catch (err) {

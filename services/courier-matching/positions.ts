@@ -47,6 +47,8 @@ export type ReportOutcome =
 /** A courier who moved since positions were last written to MongoDB, where it is now. */
 export interface MovedCourier extends Position {
   courierId: string;
+  /** Holding an offer or a delivery. */
+  busy: boolean;
 }
 
 /** The widest search: beyond it the rings become thousands of cells; matching widens to less. */
@@ -171,12 +173,13 @@ return 1
 const TAKE_MOVED = `
 local out = {}
 for _, id in ipairs(redis.call('SPOP', KEYS[1], ARGV[1])) do
-  local p = redis.call('HMGET', ARGV[2] .. id, 'lat', 'lon', 'at')
+  local p = redis.call('HMGET', ARGV[2] .. id, 'lat', 'lon', 'at', 'busy')
   if p[1] then
     out[#out + 1] = id
     out[#out + 1] = p[1]
     out[#out + 1] = p[2]
     out[#out + 1] = p[3]
+    out[#out + 1] = p[4] or '0'
   end
 end
 return out
@@ -432,12 +435,13 @@ export class CourierPositions {
     return orUnavailable(async () => {
       const flat = await this.redis.takeMovedCouriers(this.moved, String(count), this.hashPrefix);
       const moved: MovedCourier[] = [];
-      for (let i = 0; i < flat.length; i += 4) {
+      for (let i = 0; i < flat.length; i += 5) {
         moved.push({
           courierId: flat[i],
           lat: Number(flat[i + 1]),
           lon: Number(flat[i + 2]),
           at: new Date(Number(flat[i + 3])),
+          busy: flat[i + 4] === '1',
         });
       }
       return moved;

@@ -1,12 +1,18 @@
 import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
+import type { CourierMove } from '../../libs/contracts/matching';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
+import { nameBasedId } from '../../libs/ids';
 import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import type { OrderStore, TransitionRecord } from './store';
+import { UNDER_WAY } from './eta';
 import type { DeliveryTransitions } from './transitions';
 import { toDeliveryView } from './views';
 import { creationEvents, eventSequence, transitionEvents, webhookEventId } from './webhook-events';
+
+/** A position's place after its delivery's change: it neither waits for nor holds up the others. */
+const LOCATION_INDEX = 9;
 
 export interface AnnouncerDeps {
   store: OrderStore;
@@ -19,6 +25,8 @@ interface Due {
   type: WebhookEventType;
   sequence: number;
   at: Date;
+  /** Set for events that are not one of the delivery's changes (a courier's position). */
+  id?: string;
 }
 
 /**
@@ -89,6 +97,38 @@ export class Announcer {
     }
   }
 
+  /**
+   * Where the courier of each delivery under way now is (`courier.location`): not kept, a
+   * position is stale by the next one, which comes with the next flush of positions.
+   */
+  async locations(moves: readonly CourierMove[]): Promise<void> {
+    for (const move of moves) {
+      const delivery = await this.deps.transitions.current(move.deliveryId);
+      if (!delivery || delivery.assignment?.courierId !== move.courierId) continue;
+      if (!UNDER_WAY.has(delivery.lifecycle.status)) continue;
+      await this.publishOnce(delivery, [
+        {
+          type: 'courier.location',
+          sequence: eventSequence(delivery.version, LOCATION_INDEX),
+          at: new Date(move.at),
+          id: nameBasedId('courier-location', delivery._id, move.courierId, move.at),
+        },
+      ]);
+    }
+  }
+
+  /** A position not published is not tried again: the next one comes with the next flush. */
+  private async publishOnce(delivery: DeliveryRecord, due: Due[]): Promise<void> {
+    try {
+      await this.publish(delivery, due);
+    } catch (err) {
+      this.deps.logger().warn('courier position not published', {
+        deliveryId: delivery._id,
+        err: (err as Error).message,
+      });
+    }
+  }
+
   /** `data` is the delivery as `GET /api/deliveries/:id` answers it now. */
   private async publish(delivery: DeliveryRecord, due: Due[]): Promise<void> {
     if (due.length === 0) return;
@@ -98,7 +138,7 @@ export class Announcer {
     const data = toDeliveryView(delivery, addresses, courier) as unknown as Record<string, unknown>;
     await call(services, 'webhook.publish', {
       events: due.map((e) => ({
-        id: webhookEventId(delivery._id, e.sequence),
+        id: e.id ?? webhookEventId(delivery._id, e.sequence),
         type: e.type,
         userId: delivery.userId,
         deliveryId: delivery._id,

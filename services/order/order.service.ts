@@ -70,6 +70,7 @@ import {
 import Joi from '../../libs/joi';
 import { call } from '../../libs/contracts';
 import { Announcer } from './announcer';
+import { COURIERS_MOVED_EVENT, type MatchingEvents } from '../../libs/contracts/matching';
 
 /** How often the sandbox's virtual couriers move and report their steps. */
 const SIMULATOR_TICK_MS = 250;
@@ -230,6 +231,10 @@ export function createOrderService(config: Config): ServiceDefinition {
       },
       'payment.failed': {
         handler: (ctx: { params: PaymentFailure }) => outcomes.failed(ctx.params),
+      },
+      [COURIERS_MOVED_EVENT]: {
+        handler: (ctx: { params: MatchingEvents[typeof COURIERS_MOVED_EVENT] }) =>
+          announcer.locations(ctx.params.moves),
       },
     },
     actions: {

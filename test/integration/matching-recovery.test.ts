@@ -35,7 +35,7 @@ async function startMatching(): Promise<NodeProcess> {
 
 beforeAll(async () => {
   rest = await startNode({
-    services: 'gateway,account,geo,pricing,package,payment,order',
+    services: 'gateway,account,geo,pricing,package,payment,order,webhook',
     iso,
     env: {
       ORDER_SWEEP_INTERVAL_MS: '250',

@@ -55,7 +55,7 @@ const startOrder = (fault?: OrderFaultPoint) =>
 
 beforeAll(async () => {
   rest = await startNode({
-    services: 'gateway,account,geo,pricing,package,payment,courier-matching',
+    services: 'gateway,account,geo,pricing,package,payment,courier-matching,webhook',
     iso,
     env: {
       REQUEST_TIMEOUT_MS: '20000',

@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import {
   cancelDelivery,
   credit,
+  ORIGIN,
   requestDelivery,
   savePackage,
   type Party,
 } from '../support/deliveries';
+import { asCourier, courierAt, offerOf } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
@@ -32,6 +34,7 @@ const ENV = {
   WEBHOOK_BACKOFF_MAX_MS: '800',
   WEBHOOK_TIMEOUT_MS: '1000',
   WEBHOOK_DISABLE_AFTER_MS: '4000',
+  COURIER_LOCATION_FLUSH_MS: '300',
 };
 const stack = useMerchantStack({ internal: [], env: ENV });
 const base = () => stack.node.url;
@@ -68,6 +71,61 @@ async function simulated(merchant: Party, mode = 'delivered') {
 }
 
 const typesOf = (received: Received[]) => received.map((r) => r.event.type);
+/** The delivery's changes, without its courier's positions (a lane of their own). */
+const changesOf = (received: Received[]) =>
+  typesOf(received).filter((type) => type !== 'courier.location');
+
+describe('courier.location', () => {
+  // First in the file: no simulated search of another test can take this courier's offer.
+  it('tells where the courier of a delivery under way is, at the rate positions are written', async () => {
+    const courier = await courierAt(base(), { lat: ORIGIN.lat + 0.003, lon: ORIGIN.lon + 0.002 });
+    const { merchant, webhook } = await merchantWithEndpoint('/location', {
+      events: ['courier.location', 'courier.assigned'],
+    });
+    const packageId = await savePackage(base(), merchant);
+    const created = await requestDelivery(base(), merchant, [packageId]);
+    expect(created.status).toBe(201);
+    const deliveryId = created.body.data.deliveryId as string;
+    const offer = await offerOf(base(), courier);
+    expect(offer.deliveryId).toBe(deliveryId);
+    expect(
+      (await asCourier(base(), courier, 'POST', `/courier/offers/${offer.id}/accept`)).status,
+    ).toBe(200);
+    await eventually(
+      () => expect(typesOf(receiver.at('/location'))).toContain('courier.assigned'),
+      {
+        timeout: 10_000,
+      },
+    );
+
+    const moved = { lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.001 };
+    expect((await asCourier(base(), courier, 'POST', '/courier/location', moved)).status).toBe(200);
+    const located = await eventually(
+      () => {
+        const seen = receiver.at('/location').filter((r) => r.event.type === 'courier.location');
+        const at = seen.at(-1)?.event.data.courier?.currentLocation;
+        expect(at).toMatchObject(moved);
+        return seen.at(-1) as Received;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    expect(located.event.data.id).toBe(deliveryId);
+    expect(signedWith(located, webhook.secret)).toBe(true);
+
+    // Written once, told once: no new position, no new event.
+    const count = receiver.at('/location').length;
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(receiver.at('/location')).toHaveLength(count);
+
+    // Once the delivery is over, its courier's positions are nobody's business.
+    expect((await cancelDelivery(base(), merchant, deliveryId)).status).toBe(201);
+    await new Promise((r) => setTimeout(r, 500));
+    const after = receiver.at('/location').length;
+    await asCourier(base(), courier, 'POST', '/courier/location', ORIGIN);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(receiver.at('/location')).toHaveLength(after);
+  });
+});
 
 describe('webhook endpoints', () => {
   it('are created with a secret shown once, listed without it, and deleted', async () => {
@@ -155,7 +213,9 @@ describe('a delivery’s events', () => {
       interval: 200,
     });
     const received = receiver.at('/run');
-    expect(typesOf(received)).toEqual([
+    // The virtual courier moves too: its positions come as it goes.
+    expect(typesOf(received)).toContain('courier.location');
+    expect(changesOf(received)).toEqual([
       'delivery.created',
       'delivery.paid',
       'courier.assigned',
@@ -179,7 +239,7 @@ describe('a delivery’s events', () => {
     expect(received[2].event.data.courier).toMatchObject({ fleet: expect.any(Object) });
 
     // Each message and its attempt are logged.
-    const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`);
+    const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries?limit=100`);
     expect(log.status).toBe(200);
     expect(log.body.data).toHaveLength(received.length);
     for (const m of log.body.data) {
@@ -235,13 +295,14 @@ describe('failures', () => {
       interval: 200,
     });
     const received = receiver.at('/flaky');
-    expect(typesOf(received).slice(0, 4)).toEqual([
+    expect(changesOf(received).slice(0, 4)).toEqual([
       'delivery.created',
       'delivery.created',
       'delivery.created',
       'delivery.paid',
     ]);
-    const log = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`)).body.data;
+    const log = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries?limit=100`))
+      .body.data;
     const created = log.find((m: { type: string }) => m.type === 'delivery.created');
     expect(created.status).toBe('DELIVERED');
     expect(created.attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([
