@@ -37,8 +37,15 @@ export interface EndpointActionDeps {
 const NOT_FOUND = (webhookId: string) =>
   `Webhook ${webhookId} not found; list yours with GET /api/webhooks`;
 
+/** How long a registration waits for the URL's host to resolve. */
+const RESOLVE_TIMEOUT_MS = 5000;
+
 async function resolveAll(host: string): Promise<string[]> {
-  return (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+  const resolved = lookup(host, { all: true, verbatim: true });
+  const timeout = new Promise<never>((_, reject) => {
+    setTimeout(() => reject(new Error('timed out')), RESOLVE_TIMEOUT_MS).unref();
+  });
+  return (await Promise.race([resolved, timeout])).map((a) => a.address);
 }
 
 /**

@@ -32,6 +32,7 @@ describe('health probes', () => {
         [`mongo:${iso.dbPrefix}order`]: true,
         // courier-matching's database is named for what it holds.
         [`mongo:${iso.dbPrefix}matching`]: true,
+        [`mongo:${iso.dbPrefix}webhook`]: true,
         s3: true,
       });
       const metrics = await fetch(`${node.opsUrl}/metrics`);

@@ -70,6 +70,10 @@ DATA_REFUSALS = {
     "POST /api/request": re.compile(rf"(?:{_PRICED})", re.DOTALL),
     "POST /admin/pricing/courier-rules": re.compile(_PLACE, re.DOTALL),
     "PATCH /admin/pricing/courier-rules/{ruleId}": re.compile(_PLACE, re.DOTALL),
+    # Where the URL points (its addresses, resolved now) and the endpoints already kept.
+    "POST /api/webhooks": re.compile(
+        r"url .+|You already have \d+ webhook endpoints .+", re.DOTALL
+    ),
 }
 
 
