@@ -18,8 +18,12 @@ import { attemptId, type EndpointRecord, type QueuedRecord, type WebhookStore } 
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 /** The queue a dispatcher reads at once; the rest waits for the next look. */
 const QUEUE_READ = 5000;
-/** How long after its deadline an attempt nobody finished (its process died) is taken as failed. */
-const ABANDONED_GRACE_MS = 30_000;
+/**
+ * How long after its start an attempt nobody concluded (its dispatcher died) is taken as
+ * failed: twice the deadline and some seconds, so that a dispatcher still at work (a slow
+ * database around the request) is never taken over.
+ */
+export const abandonedAfterMs = (timeoutMs: number) => 2 * timeoutMs + 5_000;
 
 export interface DispatcherDeps {
   store: WebhookStore;
@@ -235,11 +239,8 @@ export class Dispatcher {
     const attempt = await store.attempt(seen._id, n);
     if (!attempt) return;
     const finishedAt = attempt.finishedAt ? new Date(attempt.finishedAt) : null;
-    const abandoned = finishedAt
-      ? now.getTime() - finishedAt.getTime() > ABANDONED_GRACE_MS
-      : now.getTime() - new Date(attempt.startedAt).getTime() >
-        config.timeoutMs + ABANDONED_GRACE_MS;
-    if (!abandoned) return;
+    const since = finishedAt ?? new Date(attempt.startedAt);
+    if (now.getTime() - since.getTime() <= abandonedAfterMs(config.timeoutMs)) return;
     const endpoint = await store.endpoint(queued.webhookId);
     if (!endpoint) return;
     const result = finishedAt
