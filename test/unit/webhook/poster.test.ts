@@ -1,0 +1,68 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { post } from '../../../services/webhook/poster';
+
+/** A local endpoint that counts what reaches it and answers as told. */
+let server: Server;
+let reached = 0;
+let answer: (res: ServerResponse) => void = (res) => res.end('ok');
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    reached += 1;
+    req.resume();
+    req.on('end', () => answer(res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+const url = () => `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+const input = (allowPrivate: boolean) => ({
+  url: url(),
+  body: '{"id":"e"}',
+  headers: { 'waybill-signature': 't=1,v1=00' },
+  timeoutMs: 500,
+  policy: { requireHttps: false, allowPrivate },
+});
+
+describe('post', () => {
+  it('never connects to a loopback address unless private targets are allowed', async () => {
+    reached = 0;
+    const refused = await post(input(false));
+    expect(refused).toMatchObject({ statusCode: null });
+    expect(refused.error).toMatch(/^url points to/);
+    expect(reached).toBe(0);
+    expect(await post(input(true))).toMatchObject({
+      statusCode: 200,
+      error: null,
+      responseExcerpt: 'ok',
+    });
+    expect(reached).toBe(1);
+  });
+
+  it('refuses http where https is required', async () => {
+    const refused = await post({
+      ...input(true),
+      policy: { requireHttps: true, allowPrivate: true },
+    });
+    expect(refused.error).toMatch(/https/);
+  });
+
+  it('keeps the status of any answer, an excerpt of its body, and gives up at the deadline', async () => {
+    answer = (res) => {
+      res.statusCode = 500;
+      res.end('x'.repeat(10_000));
+    };
+    const failed = await post(input(true));
+    expect(failed.statusCode).toBe(500);
+    expect(failed.responseExcerpt?.length).toBeLessThanOrEqual(513);
+    answer = () => undefined; // never answers
+    const hung = await post(input(true));
+    expect(hung).toMatchObject({ statusCode: null, error: 'no answer within 500 ms' });
+    answer = (res) => res.end('ok');
+  });
+});
