@@ -196,7 +196,10 @@ async function main(): Promise<number> {
     // Every request comes from one address, and the checks send many without credentials:
     // neither the quota nor the failed-authentication throttle may turn those into 429s.
     const limits = { QUOTA_LIMIT: '1000000', AUTH_FAILURE_LIMIT: '1000000' };
-    node = await startNode({ services: 'all', iso, env: limits });
+    // Offline, only local hosts resolve: webhook endpoints on them let the stateful phase
+    // follow a created endpoint's links (rotate, list, delete).
+    const webhooks = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
+    node = await startNode({ services: 'all', iso, env: { ...limits, ...webhooks } });
     if (interrupted) return SIGNALS[interrupted];
     const { apiKey, courierToken } = await seed(node.url);
     if (interrupted) return SIGNALS[interrupted];

@@ -172,7 +172,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         path: '/webhooks',
         message: 'Webhooks retrieved',
         summary: 'List your webhook endpoints',
-        response: webhookView,
+        response: Joi.array().items(webhookView),
       },
       params: Joi.object({}),
       async handler(ctx: WaybillContext) {
@@ -260,7 +260,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         summary: "List a webhook endpoint's messages and their attempts",
         description:
           'Newest first. Each attempt records when it started, how long it took, the status answered (or the error) and the first 512 characters of the answer.',
-        response: webhookDeliveryView,
+        response: Joi.array().items(webhookDeliveryView),
         errors: { 404: 'No such webhook of yours' },
       },
       params: deliveriesParams,
