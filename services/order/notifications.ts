@@ -1,14 +1,15 @@
+import { CHANNELS, type Channel } from '../../libs/messaging/channels';
+import type { OutboxStatus } from '../../libs/messaging/outbox-sender';
 import { formatNaira } from '../../libs/money';
 import type { DeliveryRecord, ProofType, StoredAddress } from './delivery-record';
 import type { Contact } from './request-input';
 
 /**
  * The messages a delivery sends to people, as the notification outbox keeps them until the
- * sender (notification-sender.ts) delivers them by SMS and e-mail, and the rules of its retries.
+ * sender (libs/messaging/outbox-sender.ts, through notification-outbox.ts) delivers them by SMS
+ * and e-mail.
  */
 
-export const CHANNELS = ['SMS', 'EMAIL'] as const;
-export type Channel = (typeof CHANNELS)[number];
 export const NOTIFICATION_PURPOSES = [
   'COLLECTION_CODE',
   'DELIVERY_CODE',
@@ -16,9 +17,6 @@ export const NOTIFICATION_PURPOSES = [
   'COURIER_ON_THE_WAY',
 ] as const;
 export type NotificationPurpose = (typeof NOTIFICATION_PURPOSES)[number];
-/** PENDING until sent; FAILED once its attempts are spent (the last error is kept). */
-export const NOTIFICATION_STATUSES = ['PENDING', 'SENT', 'FAILED'] as const;
-export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
 
 export interface NotificationRecord {
   /** `<deliveryId>:<purpose>:<channel>`: one message of a kind per delivery, ever. */
@@ -32,7 +30,7 @@ export interface NotificationRecord {
   text: string | null;
   /** The text carries a secret (a proof code): never shown in live. */
   secret: boolean;
-  status: NotificationStatus;
+  status: OutboxStatus;
   createdAt: Date;
   sentAt: Date | null;
   /** Attempts made so far; each was claimed as `<_id>:<n>` before it was made. */

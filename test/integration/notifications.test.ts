@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { ServiceBroker } from 'moleculer';
 import type { Connection } from 'mongoose';
 import { loadConfig } from '../../libs/config';
-import type { ChannelSender } from '../../services/order/notification-channels';
-import { NotificationSender } from '../../services/order/notification-sender';
+import type { ChannelSender } from '../../libs/messaging/channels';
+import { OutboxSender } from '../../libs/messaging/outbox-sender';
+import { notificationOutbox } from '../../services/order/notification-outbox';
 import { proofCodeMessages } from '../../services/order/notifications';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
@@ -324,10 +325,11 @@ describe('senders sharing an outbox', () => {
 
   function senderOver(sent: string[]) {
     const channel = countingChannel(sent);
-    return new NotificationSender({
+    return new OutboxSender({
+      kind: 'notification',
       config,
       appEnv: 'staging',
-      store,
+      store: notificationOutbox(store),
       channels: { SMS: channel, EMAIL: channel },
       logger: () => broker.getLogger('notifications-test'),
     });
