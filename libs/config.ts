@@ -717,7 +717,7 @@ const envSchema = Joi.object({
     .min(1000)
     .default(86400000)
     .description(
-      'An endpoint whose attempts have all failed for this long is disabled (`GET /api/webhooks` says why) until its owner enables it',
+      'An endpoint whose attempts have all failed for this long is disabled (`GET /api/webhooks` says why, and its owner is told by e-mail) until its owner enables it',
     ),
   WEBHOOK_BACKOFF_BASE_MS: Joi.number()
     .integer()

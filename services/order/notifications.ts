@@ -1,14 +1,15 @@
+import { CHANNELS, type Channel } from '../../libs/messaging/channels';
+import type { StoredOutboxFields } from '../../libs/messaging/outbox-records';
 import { formatNaira } from '../../libs/money';
 import type { DeliveryRecord, ProofType, StoredAddress } from './delivery-record';
 import type { Contact } from './request-input';
 
 /**
  * The messages a delivery sends to people, as the notification outbox keeps them until the
- * sender (notification-sender.ts) delivers them by SMS and e-mail, and the rules of its retries.
+ * sender (libs/messaging/outbox-sender.ts, through notification-outbox.ts) delivers them by SMS
+ * and e-mail.
  */
 
-export const CHANNELS = ['SMS', 'EMAIL'] as const;
-export type Channel = (typeof CHANNELS)[number];
 export const NOTIFICATION_PURPOSES = [
   'COLLECTION_CODE',
   'DELIVERY_CODE',
@@ -16,11 +17,8 @@ export const NOTIFICATION_PURPOSES = [
   'COURIER_ON_THE_WAY',
 ] as const;
 export type NotificationPurpose = (typeof NOTIFICATION_PURPOSES)[number];
-/** PENDING until sent; FAILED once its attempts are spent (the last error is kept). */
-export const NOTIFICATION_STATUSES = ['PENDING', 'SENT', 'FAILED'] as const;
-export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
 
-export interface NotificationRecord {
+export interface NotificationRecord extends StoredOutboxFields {
   /** `<deliveryId>:<purpose>:<channel>`: one message of a kind per delivery, ever. */
   _id: string;
   deliveryId: string;
@@ -28,19 +26,8 @@ export interface NotificationRecord {
   purpose: NotificationPurpose;
   /** A phone number (SMS) or an e-mail address. */
   recipient: string;
-  /** Null once sent in live: a code must not outlive its delivery to the person. */
-  text: string | null;
   /** The text carries a secret (a proof code): never shown in live. */
   secret: boolean;
-  status: NotificationStatus;
-  createdAt: Date;
-  sentAt: Date | null;
-  /** Attempts made so far; each was claimed as `<_id>:<n>` before it was made. */
-  attempts?: number;
-  /** When the next attempt is due (absent on messages queued before retries: due at once). */
-  nextAttemptAt?: Date;
-  /** Why the last attempt failed. */
-  lastError?: string | null;
 }
 
 /** The subject of a message's e-mail: its purpose, never its secret. */
@@ -50,10 +37,6 @@ export const EMAIL_SUBJECTS: Record<NotificationPurpose, string> = {
   RECIPIENT_PAYMENT_LINK: 'Pay your part of a Waybill delivery',
   COURIER_ON_THE_WAY: 'Your Waybill delivery is on the way',
 };
-
-/** The claim of a message's attempt `n`: whoever inserts it makes that attempt. */
-export const attemptId = (notificationId: string, attempt: number) =>
-  `${notificationId}:${attempt}`;
 
 /** A stop's contact as its stored address keeps it. */
 export function contactAt(stop: StoredAddress): Contact {

@@ -13,6 +13,8 @@ import {
   type SimulationMode,
 } from '../../libs/contracts/matching';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
+import { channelSenders } from '../../libs/messaging/channels';
+import { OutboxSender } from '../../libs/messaging/outbox-sender';
 import { ServiceDatabase } from '../../libs/mongo';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import {
@@ -29,8 +31,7 @@ import { Cancellations, DELIVERY_NOT_FOUND } from './cancellation';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
 import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
-import { channelSenders } from './notification-channels';
-import { NotificationSender } from './notification-sender';
+import { notificationOutbox } from './notification-outbox';
 import { Outbox } from './outbox';
 import { PaymentOutcomes } from './payment-outcomes';
 import { ProofChecks } from './proofs';
@@ -136,10 +137,11 @@ export function createOrderService(config: Config): ServiceDefinition {
     announcer,
     logger: () => logger,
   });
-  const sender = new NotificationSender({
+  const sender = new OutboxSender({
+    kind: 'notification',
     config: config.notifications,
     appEnv: config.appEnv,
-    store,
+    store: notificationOutbox(store),
     channels: channelSenders(config.notifications, () => logger),
     logger: () => logger,
   });

@@ -11,6 +11,8 @@ import { addressInput } from '../../libs/contracts/geo';
 import { COURIER_SELECTIONS } from '../../libs/contracts/matching';
 import { packageIds } from '../../libs/contracts/package';
 import { FEE_PAYERS, URGENCY_TYPES } from '../../libs/contracts/pricing';
+import { CHANNELS } from '../../libs/messaging/channels';
+import { OUTBOX_STATUSES } from '../../libs/messaging/outbox-sender';
 import { scheduleFields, slotAlias } from '../../libs/schedule';
 import {
   documented,
@@ -26,7 +28,7 @@ import {
 import { DELIVERY_TYPES, PAYMENT_METHODS, POD_REMIT_TARGETS, PROOF_TYPES } from './delivery-record';
 import { DELIVERY_STATUSES, P2P_STATUSES } from './lifecycle';
 import { CONTACT_FIELDS } from './request-input';
-import { CHANNELS, NOTIFICATION_PURPOSES, NOTIFICATION_STATUSES } from './notifications';
+import { NOTIFICATION_PURPOSES } from './notifications';
 
 /** Params and answers of the order actions; the answers are what /openapi.json documents. */
 
@@ -311,7 +313,7 @@ export const notificationView = view('Notification', {
     .allow(null)
     .description('Shown in staging only; in live never (codes are secrets)'),
   status: Joi.string()
-    .valid(...NOTIFICATION_STATUSES)
+    .valid(...OUTBOX_STATUSES)
     .description(
       'PENDING until sent (retried with a growing wait); FAILED once its attempts are spent',
     ),

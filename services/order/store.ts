@@ -1,8 +1,9 @@
 import { Schema, type Connection, type Model } from 'mongoose';
+import { OutboxRecords } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
-import { attemptId, type NotificationRecord } from './notifications';
+import type { NotificationRecord } from './notifications';
 
 const { Mixed } = Schema.Types;
 const plain = { versionKey: false, minimize: false, strict: false } as const;
@@ -164,7 +165,15 @@ export const transitionId = (deliveryId: string, version: number) => `${delivery
 
 /** The order service's persistence: every query its actions make. */
 export class OrderStore {
-  constructor(private readonly models: () => OrderModels) {}
+  /** The notification outbox, read and written as every outbox is (libs/messaging). */
+  readonly notifications: OutboxRecords<NotificationRecord>;
+
+  constructor(private readonly models: () => OrderModels) {
+    this.notifications = new OutboxRecords(() => ({
+      messages: this.m.Notification,
+      attempts: this.m.NotificationAttempt,
+    }));
+  }
 
   private get m() {
     return this.models();
@@ -321,75 +330,6 @@ export class OrderStore {
     return (await this.m.Notification.find({ deliveryId })
       .sort({ createdAt: 1, _id: 1 })
       .lean()) as unknown as NotificationRecord[];
-  }
-
-  /** Messages not sent yet whose next attempt is due, oldest first. */
-  async dueNotifications(now: Date, limit: number): Promise<NotificationRecord[]> {
-    return (await this.m.Notification.find({
-      status: 'PENDING',
-      // Queued before retries existed: no `nextAttemptAt`, due at once.
-      $or: [{ nextAttemptAt: { $lte: now } }, { nextAttemptAt: { $exists: false } }],
-    })
-      .sort({ createdAt: 1, _id: 1 })
-      .limit(limit)
-      .lean()) as unknown as NotificationRecord[];
-  }
-
-  async notification(id: string): Promise<NotificationRecord | null> {
-    return (await this.m.Notification.findById(id).lean()) as NotificationRecord | null;
-  }
-
-  /** Claims attempt `n` of a message; false when it was claimed already (by whom, see `at`). */
-  claimNotificationAttempt(id: string, attempt: number, at: Date): Promise<boolean> {
-    return insertOnce(() => this.m.NotificationAttempt.create({ _id: attemptId(id, attempt), at }));
-  }
-
-  /** When attempt `n` of a message was claimed, or null when it never was. */
-  async notificationAttemptAt(id: string, attempt: number): Promise<Date | null> {
-    const found = (await this.m.NotificationAttempt.findById(attemptId(id, attempt)).lean()) as {
-      at: Date;
-    } | null;
-    return found ? new Date(found.at) : null;
-  }
-
-  async markSent(id: string, attempt: number, dropText: boolean): Promise<void> {
-    await this.m.Notification.updateOne(
-      { _id: id },
-      {
-        $set: {
-          status: 'SENT',
-          sentAt: new Date(),
-          attempts: attempt,
-          lastError: null,
-          ...(dropText ? { text: null } : {}),
-        },
-      },
-    );
-  }
-
-  /**
-   * Records a failed attempt: the message waits until `retryAt`, or is FAILED when null. Only
-   * a message still PENDING (FerretDB does not make this atomic: the claims are the guard).
-   */
-  async markAttemptFailed(
-    id: string,
-    attempt: number,
-    error: string,
-    retryAt: Date | null,
-    dropText: boolean,
-  ): Promise<void> {
-    await this.m.Notification.updateOne(
-      { _id: id, status: 'PENDING' },
-      {
-        $set: {
-          attempts: attempt,
-          lastError: error,
-          ...(retryAt
-            ? { nextAttemptAt: retryAt }
-            : { status: 'FAILED', ...(dropText ? { text: null } : {}) }),
-        },
-      },
-    );
   }
 
   // --- proofs: every lookup by `_id`

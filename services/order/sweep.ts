@@ -26,7 +26,7 @@ export interface SweepDeps {
  * The order service's recovery: requests stopped half-way are finished or undone,
  * transitions whose effects (refunds, releases) did not all happen are settled, and their
  * webhook events published. Every step is idempotent, so replicas may sweep together. The
- * notification outbox has its own sender (notification-sender.ts), which runs more often.
+ * notification outbox has its own sender (libs/messaging/outbox-sender.ts), which runs more often.
  */
 export class OrderSweep {
   private readonly periodic: Periodic;

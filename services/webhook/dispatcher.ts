@@ -11,6 +11,7 @@ import {
   signingSecrets,
 } from './dispatch-rules';
 import { post, type PostResult } from './poster';
+import { enableRoute } from './notices';
 import type { SecretBox } from './secret-box';
 import { attemptId, type EndpointRecord, type QueuedRecord, type WebhookStore } from './store';
 
@@ -31,8 +32,15 @@ export interface DispatcherDeps {
   appEnv: Config['appEnv'];
   box: SecretBox;
   logger: () => Logger;
-  /** An endpoint was disabled: its owner is told. */
-  onDisabled: (endpoint: EndpointRecord, reason: string) => Promise<void>;
+  /**
+   * An endpoint failing since `failingSince` is to be disabled: its owner is told, once per
+   * disable however many dispatchers get here. Answers the disable's time as first recorded.
+   */
+  recordDisable: (
+    endpoint: EndpointRecord & { failingSince: Date },
+    at: Date,
+    lastError: string | null,
+  ) => Promise<Date>;
 }
 
 /**
@@ -197,24 +205,39 @@ export class Dispatcher {
       await store.updateMessage(queued._id, { ...common, status: 'FAILED' });
       await store.dequeue(queued._id);
     }
-    await this.noteFailure(endpoint, at);
+    await this.noteFailure(endpoint, at, result);
   }
 
-  private async noteFailure(endpoint: EndpointRecord, at: Date): Promise<void> {
+  private async noteFailure(
+    endpoint: EndpointRecord,
+    at: Date,
+    result: Pick<PostResult, 'statusCode' | 'error'>,
+  ): Promise<void> {
     const { store, config } = this.deps;
-    if (!endpoint.failingSince) {
+    const { failingSince } = endpoint;
+    if (!failingSince) {
       await store.updateEndpoint(endpoint._id, { failingSince: at });
       return;
     }
-    if (!shouldDisable(endpoint.failingSince, at, config.disableAfterMs)) return;
+    if (!shouldDisable(failingSince, at, config.disableAfterMs)) return;
     const hours = Math.round(config.disableAfterMs / 3_600_000);
-    const reason = `Every attempt failed since ${endpoint.failingSince.toISOString()} (${hours} h or more); fix the endpoint, then enable it with POST /api/webhooks/${endpoint._id}/enable`;
+    const reason = `Every attempt failed since ${failingSince.toISOString()} (${hours} h or more); fix the endpoint, then enable it with POST ${enableRoute(endpoint._id)}`;
+    const lastError =
+      result.error ?? (result.statusCode === null ? null : `HTTP ${result.statusCode}`);
+    // The notice first: a dispatcher stopping between the two leaves the endpoint ACTIVE, and
+    // its next failure comes here again; the other way round nothing would tell the owner.
+    const disabledAt = await this.deps.recordDisable({ ...endpoint, failingSince }, at, lastError);
     await store.updateEndpoint(endpoint._id, {
       status: 'DISABLED',
-      disabledAt: at,
+      disabledAt,
       disabledReason: reason,
     });
-    await this.deps.onDisabled(endpoint, reason);
+    this.deps.logger().warn('webhook endpoint disabled; its owner is told by e-mail', {
+      webhookId: endpoint._id,
+      userId: endpoint.userId,
+      url: endpoint.url,
+      reason,
+    });
   }
 
   /** Gives a message up without an attempt (its endpoint is gone). */

@@ -71,7 +71,10 @@ export const webhookView = Joi.object({
   description: Joi.string().allow(null, '').required(),
   status: Joi.string()
     .valid(...ENDPOINT_STATUSES)
-    .required(),
+    .required()
+    .description(
+      'DISABLED once every attempt failed for 24 h: its messages wait, and the owner is told by e-mail (to the account’s address), once per disable, how to enable it again',
+    ),
   failingSince: isoDate().allow(null).required(),
   disabledAt: isoDate().allow(null).required(),
   disabledReason: Joi.string().allow(null).required(),

@@ -1,5 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
+import { OutboxRecords, type StoredOutboxFields } from '../../libs/messaging/outbox-records';
 import { insertOnce } from '../../libs/mongo';
 
 /**
@@ -7,7 +8,8 @@ import { insertOnce } from '../../libs/mongo';
  * whose `_id` names it (FerretDB's conditional updates are not atomic): a secret version, an
  * event, an endpoint's message of it, and each attempt to send one. The queue holds only the
  * messages still to send, so the dispatcher's scan of it stays small; the messages and their
- * attempts are the history.
+ * attempts are the history. The notices to endpoint owners (an endpoint disabled) are an outbox
+ * of their own, sent by e-mail as libs/messaging sends every message to people.
  */
 
 const plain = { versionKey: false, minimize: false, strict: false } as const;
@@ -36,6 +38,13 @@ const queueSchema = new Schema(
 );
 /** `_id` = `<messageId>:<n>`: whoever inserts it makes the n-th attempt. */
 const attemptSchema = new Schema({ _id: String, messageId: String }, plain);
+/**
+ * A notice to an endpoint's owner, `_id` naming what it tells once. Read by a scan: there is
+ * one per disable, and sent ones stay as the record of what the owner was told.
+ */
+const noticeSchema = new Schema({ _id: String, webhookId: String, status: String }, plain);
+/** `_id` = `<noticeId>:<n>`: whoever inserts it makes the n-th attempt to send the notice. */
+const noticeAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 
 export function defineWebhookModels(connection: Connection) {
   return {
@@ -45,6 +54,12 @@ export function defineWebhookModels(connection: Connection) {
     Message: connection.model('WebhookMessage', messageSchema, 'webhook_messages'),
     Queue: connection.model('WebhookQueued', queueSchema, 'webhook_queue'),
     Attempt: connection.model('WebhookAttempt', attemptSchema, 'webhook_attempts'),
+    Notice: connection.model('WebhookNotice', noticeSchema, 'webhook_notices'),
+    NoticeAttempt: connection.model(
+      'WebhookNoticeAttempt',
+      noticeAttemptSchema,
+      'webhook_notice_attempts',
+    ),
   };
 }
 
@@ -140,11 +155,32 @@ export interface AttemptRecord {
   replay: boolean;
 }
 
+/** An e-mail to an endpoint's owner; only one kind so far: the endpoint was disabled. */
+export interface NoticeRecord extends StoredOutboxFields {
+  /** `endpoint-disabled:<webhookId>:<failingSince ms>`: one per disable (docs/webhooks.md). */
+  _id: string;
+  webhookId: string;
+  userId: string;
+  /** The owner's e-mail address, asked of the account service when the notice is first due. */
+  recipient: string | null;
+  subject: string;
+  /** When the endpoint was disabled, as the first dispatcher to record it saw it. */
+  disabledAt: Date;
+}
+
 export const attemptId = (messageId: string, n: number) => `${messageId}:${n}`;
 export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
 
 export class WebhookStore {
-  constructor(private readonly models: () => WebhookModels) {}
+  /** The notices to endpoint owners, read and written as every outbox is (libs/messaging). */
+  readonly notices: OutboxRecords<NoticeRecord>;
+
+  constructor(private readonly models: () => WebhookModels) {
+    this.notices = new OutboxRecords(() => ({
+      messages: this.m.Notice,
+      attempts: this.m.NoticeAttempt,
+    }));
+  }
 
   private get m(): WebhookModels {
     return this.models();
@@ -168,6 +204,17 @@ export class WebhookStore {
 
   async updateEndpoint(webhookId: string, changes: Partial<EndpointRecord>): Promise<void> {
     await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: changes });
+  }
+
+  // --- notices to owners
+
+  /** Inserts a notice once; false when it was there already (read it for what it says). */
+  insertNotice(notice: NoticeRecord): Promise<boolean> {
+    return insertOnce(() => this.m.Notice.create(notice));
+  }
+
+  async setNoticeRecipient(noticeId: string, recipient: string): Promise<void> {
+    await this.m.Notice.updateOne({ _id: noticeId }, { $set: { recipient } });
   }
 
   // --- secrets

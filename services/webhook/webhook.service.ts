@@ -1,38 +1,59 @@
-import type { Logger } from 'moleculer';
+import type { Logger, ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
+import { call } from '../../libs/contracts';
 import { publishParams } from '../../libs/contracts/webhook';
+import { channelSenders } from '../../libs/messaging/channels';
+import { OutboxSender } from '../../libs/messaging/outbox-sender';
 import { ServiceDatabase } from '../../libs/mongo';
 import { implement, type ServiceDefinition } from '../../libs/service';
 import { Dispatcher } from './dispatcher';
 import { createEndpointActions } from './endpoints';
 import { fanOut } from './fan-out';
+import { DisableNotices } from './notices';
 import { SecretBox } from './secret-box';
 import { WebhookStore, defineWebhookModels } from './store';
 
 /**
- * Integrators' webhooks: endpoints, the events of their deliveries queued for them, and the
- * dispatcher that sends them signed, in order, with retries (docs/webhooks.md).
+ * Integrators' webhooks: endpoints, the events of their deliveries queued for them, the
+ * dispatcher that sends them signed, in order, with retries, and the e-mail that tells an
+ * owner their endpoint was disabled (docs/webhooks.md).
  */
 export function createWebhookService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'webhook', defineWebhookModels);
   const store = new WebhookStore(() => db.models);
   const box = new SecretBox(config.webhook.secretKey);
   let logger: Logger | undefined;
+  let broker: ServiceBroker | undefined;
   const log = () => logger as Logger;
+  const notices = new DisableNotices({
+    store,
+    publicBaseUrl: config.notifications.publicBaseUrl,
+    ownerEmail: async (userId) => {
+      try {
+        return (await call(broker as ServiceBroker, 'account.getUser', { userId })).email;
+      } catch (err) {
+        // The account is gone: nobody to tell (the sender records the notice FAILED).
+        if ((err as { type?: unknown }).type === 'NOT_FOUND') return '';
+        throw err;
+      }
+    },
+    logger: log,
+  });
   const dispatcher = new Dispatcher({
     store,
     config: config.webhook,
     appEnv: config.appEnv,
     box,
     logger: log,
-    onDisabled: async (endpoint, reason) => {
-      log().warn('webhook endpoint disabled', {
-        webhookId: endpoint._id,
-        userId: endpoint.userId,
-        url: endpoint.url,
-        reason,
-      });
-    },
+    recordDisable: (endpoint, at, lastError) => notices.record(endpoint, at, lastError),
+  });
+  const sender = new OutboxSender({
+    kind: 'webhook notice',
+    config: config.notifications,
+    appEnv: config.appEnv,
+    store: notices.outbox(),
+    channels: channelSenders(config.notifications, log),
+    logger: log,
   });
 
   return {
@@ -52,12 +73,14 @@ export function createWebhookService(config: Config): ServiceDefinition {
     },
     created() {
       logger = this.logger;
+      broker = this.broker;
     },
     started() {
       dispatcher.start();
+      sender.start();
     },
     async stopped() {
-      await dispatcher.stop();
+      await Promise.all([dispatcher.stop(), sender.stop()]);
     },
   };
 }

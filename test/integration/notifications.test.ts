@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { ServiceBroker } from 'moleculer';
 import type { Connection } from 'mongoose';
 import { loadConfig } from '../../libs/config';
-import type { ChannelSender } from '../../services/order/notification-channels';
-import { NotificationSender } from '../../services/order/notification-sender';
+import type { ChannelSender } from '../../libs/messaging/channels';
+import { OutboxSender } from '../../libs/messaging/outbox-sender';
+import { notificationOutbox } from '../../services/order/notification-outbox';
 import { proofCodeMessages } from '../../services/order/notifications';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
@@ -324,10 +325,11 @@ describe('senders sharing an outbox', () => {
 
   function senderOver(sent: string[]) {
     const channel = countingChannel(sent);
-    return new NotificationSender({
+    return new OutboxSender({
+      kind: 'notification',
       config,
       appEnv: 'staging',
-      store,
+      store: notificationOutbox(store),
       channels: { SMS: channel, EMAIL: channel },
       logger: () => broker.getLogger('notifications-test'),
     });
@@ -358,7 +360,7 @@ describe('senders sharing an outbox', () => {
     expect(sent).toHaveLength(messages.length);
     expect(new Set(sent).size).toBe(messages.length);
     for (const m of messages) {
-      expect(await store.notification(m._id)).toMatchObject({ status: 'SENT', attempts: 1 });
+      expect(await store.notifications.get(m._id)).toMatchObject({ status: 'SENT', attempts: 1 });
     }
   });
 
@@ -366,14 +368,17 @@ describe('senders sharing an outbox', () => {
     const [held, lost] = await queue(1);
     const now = new Date();
     // A sender is at work on `held`; the sender of `lost` stopped long ago, mid-attempt.
-    await store.claimNotificationAttempt(held._id, 1, now);
-    await store.claimNotificationAttempt(lost._id, 1, new Date(now.getTime() - 10 * 60_000));
+    await store.notifications.claimAttempt(held._id, 1, now);
+    await store.notifications.claimAttempt(lost._id, 1, new Date(now.getTime() - 10 * 60_000));
     const sent: string[] = [];
     await senderOver(sent).sendDue(now);
-    expect(await store.notification(held._id)).toMatchObject({ status: 'PENDING', attempts: 0 });
+    expect(await store.notifications.get(held._id)).toMatchObject({
+      status: 'PENDING',
+      attempts: 0,
+    });
     // The stopped attempt may have reached the person: this is the one resend it can cause.
-    expect(await store.notification(lost._id)).toMatchObject({ status: 'SENT', attempts: 2 });
+    expect(await store.notifications.get(lost._id)).toMatchObject({ status: 'SENT', attempts: 2 });
     expect(sent).toEqual([`${lost.recipient} ${lost.text}`]);
-    expect(await store.notificationAttemptAt(lost._id, 2)).not.toBeNull();
+    expect(await store.notifications.attemptClaimedAt(lost._id, 2)).not.toBeNull();
   });
 });

@@ -1,10 +1,6 @@
-import { attemptId, onTheWayMessages } from '../../../services/order/notifications';
+import { onTheWayMessages } from '../../../services/order/notifications';
 
 describe('messages', () => {
-  it('names each attempt after its message', () => {
-    expect(attemptId('d1:DELIVERY_CODE:SMS', 3)).toBe('d1:DELIVERY_CODE:SMS:3');
-  });
-
   it('tells the recipient the courier is on the way, with the link, by SMS and e-mail', () => {
     const now = new Date('2030-01-01T10:00:00Z');
     const messages = onTheWayMessages(

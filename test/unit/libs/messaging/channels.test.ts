@@ -1,11 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  smtpSender,
-  termiiNumber,
-  termiiSender,
-} from '../../../services/order/notification-channels';
-import { startSmsProvider, startSmtpReceiver } from '../../support/receivers';
+import { smtpSender, termiiNumber, termiiSender } from '../../../../libs/messaging/channels';
+import { startSmsProvider, startSmtpReceiver } from '../../../support/receivers';
 
 /** The channels against local servers: what goes on the wire, and what a refusal throws. */
 describe('termiiSender', () => {

@@ -1,7 +1,15 @@
 import type { Logger } from 'moleculer';
 import { createTransport } from 'nodemailer';
-import type { Config } from '../../libs/config';
-import type { Channel } from './notifications';
+import type { Config } from '../config';
+
+/**
+ * The ways the platform reaches people, whichever service writes to them (order's
+ * notifications, webhook's notices to endpoint owners): the channel of each is chosen by
+ * `config.notifications`, so every service sends through the same providers.
+ */
+
+export const CHANNELS = ['SMS', 'EMAIL'] as const;
+export type Channel = (typeof CHANNELS)[number];
 
 /** One message as a channel sends it. */
 export interface OutgoingMessage {
@@ -90,7 +98,7 @@ export function termiiSender(options: {
 export function logSink(channel: Channel, logger: () => Logger): ChannelSender {
   return {
     async send(message) {
-      logger().info('notification sent (log sink)', {
+      logger().info('message sent (log sink)', {
         channel,
         recipient: message.to,
         subject: message.subject,

@@ -1,0 +1,218 @@
+import type { Logger } from 'moleculer';
+import { backoffMs } from '../backoff';
+import type { Config } from '../config';
+import { Periodic } from '../periodic';
+import type { Channel, ChannelSender } from './channels';
+
+/** PENDING until sent; FAILED once its attempts are spent (the last error is kept). */
+export const OUTBOX_STATUSES = ['PENDING', 'SENT', 'FAILED'] as const;
+export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
+
+/** A message to a person as the sender needs it, whatever record its service keeps. */
+export interface OutboxMessage {
+  _id: string;
+  channel: Channel;
+  /** A phone number (SMS) or an e-mail address; empty when the person has none. */
+  recipient: string;
+  /** Null once dropped (a sent message's text in live). */
+  text: string | null;
+  /** The e-mail's subject; SMS have none. */
+  subject: string;
+  /** The text carries a secret (a proof code): its digits never reach a log in live. */
+  secret: boolean;
+  status: OutboxStatus;
+  /** Attempts made so far; each was claimed before it was made. */
+  attempts?: number;
+  /** What kind of message it is, for the logs (order: its purpose). */
+  label: string;
+}
+
+/**
+ * Where a service keeps its messages to people and the claims of their attempts. A claim is an
+ * insert of a document named after the message and the attempt's number, since FerretDB makes
+ * no conditional update atomic (decision 16): whoever inserts it makes that attempt.
+ */
+export interface OutboxStore {
+  /** Messages PENDING whose next attempt is due, oldest first. */
+  due(now: Date, limit: number): Promise<OutboxMessage[]>;
+  get(id: string): Promise<OutboxMessage | null>;
+  /** Claims attempt `n` of a message; false when it was claimed already. */
+  claimAttempt(id: string, attempt: number, at: Date): Promise<boolean>;
+  /** When attempt `n` of a message was claimed, or null when it never was. */
+  attemptClaimedAt(id: string, attempt: number): Promise<Date | null>;
+  markSent(id: string, attempt: number, dropText: boolean): Promise<void>;
+  /** The message waits until `retryAt`, or is FAILED when null; only a message still PENDING. */
+  markAttemptFailed(
+    id: string,
+    attempt: number,
+    error: string,
+    retryAt: Date | null,
+    dropText: boolean,
+  ): Promise<void>;
+}
+
+/** Messages one run takes; the next run takes the rest. */
+const BATCH = 50;
+/**
+ * How long a claimed attempt may go unrecorded before it counts as lost with its sender: longer
+ * than the send's own time limit and the writes around it, so that a sender still at work is
+ * never taken over (a takeover re-reads the message and finds it SENT).
+ */
+const claimLeaseMs = (timeoutMs: number) => 2 * timeoutMs + 30_000;
+
+export interface OutboxSenderDeps {
+  /** What the logs call a message of this outbox ("notification", "webhook notice"). */
+  kind: string;
+  config: Config['notifications'];
+  appEnv: Config['appEnv'];
+  store: OutboxStore;
+  channels: Record<Channel, ChannelSender>;
+  logger: () => Logger;
+}
+
+/**
+ * Sends an outbox by SMS and e-mail, in every replica of its service at once. Each attempt of a
+ * message is claimed by inserting `<messageId>:<n>` before the provider is called, so replicas
+ * never send one message together; a failed attempt waits (doubling, capped) for the next, and
+ * the last one leaves the message FAILED with its error. At least once: a sender that stops
+ * between the provider's accept and the record of it leaves a claim that another takes over
+ * after its lease, and the person may get that message twice (once per such stop, and never
+ * more than its attempts).
+ */
+export class OutboxSender {
+  private readonly periodic: Periodic;
+  private readonly live: boolean;
+
+  constructor(private readonly deps: OutboxSenderDeps) {
+    this.live = deps.appEnv === 'live';
+    this.periodic = new Periodic(
+      deps.config.intervalMs,
+      () => this.sendDue(new Date()),
+      (err) => deps.logger().warn(`${deps.kind} outbox not read; the next run retries`, { err }),
+    );
+  }
+
+  start(): void {
+    this.periodic.start();
+  }
+
+  stop(): Promise<void> {
+    return this.periodic.stop();
+  }
+
+  /** One run: every message due, one after the other (a provider is not flooded). */
+  async sendDue(now: Date): Promise<void> {
+    for (const message of await this.deps.store.due(now, BATCH)) {
+      try {
+        await this.deliver(message, now);
+      } catch (err) {
+        // The store failed around an attempt: the claim's lease lets a later run take it over.
+        this.deps
+          .logger()
+          .warn(`${this.deps.kind} attempt not recorded; a later run takes it over`, {
+            messageId: message._id,
+            err: (err as Error).message,
+          });
+      }
+    }
+  }
+
+  private async deliver(message: OutboxMessage, now: Date): Promise<void> {
+    const { store, config } = this.deps;
+    const { maxAttempts } = config.retry;
+    const attempt = await this.claim(message, now);
+    if (attempt === null) return;
+    if (attempt > maxAttempts) {
+      await this.failed(
+        message,
+        maxAttempts,
+        'its last sender stopped before it recorded how the attempt went',
+        null,
+      );
+      return;
+    }
+    // Read again once claimed: a message sent after the list was read is not sent twice.
+    const current = await store.get(message._id);
+    if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) return;
+    if (!current.recipient || current.text === null) {
+      const missing =
+        current.text === null
+          ? 'text'
+          : current.channel === 'SMS'
+            ? 'phone number'
+            : 'e-mail address';
+      await this.failed(current, attempt, `no ${missing} to send it to or with`, null);
+      return;
+    }
+    try {
+      await this.deps.channels[current.channel].send({
+        to: current.recipient,
+        subject: current.subject,
+        text: current.text,
+      });
+    } catch (err) {
+      const retryAt =
+        attempt < maxAttempts
+          ? new Date(
+              Date.now() +
+                backoffMs(attempt, {
+                  baseMs: config.retry.baseDelayMs,
+                  maxMs: config.retry.maxDelayMs,
+                }),
+            )
+          : null;
+      await this.failed(current, attempt, this.describe(err, current), retryAt);
+      return;
+    }
+    await store.markSent(current._id, attempt, this.live);
+    this.deps.logger().info(`${this.deps.kind} sent`, {
+      messageId: current._id,
+      channel: current.channel,
+      label: current.label,
+      attempt,
+    });
+  }
+
+  /**
+   * The attempt this sender may make: the next one when it claims it, null when another sender
+   * holds it. A claim whose sender never recorded the outcome within the lease is passed over
+   * (that attempt may have reached the person: the at-least-once case).
+   */
+  private async claim(message: OutboxMessage, now: Date): Promise<number | null> {
+    const { store, config } = this.deps;
+    const lease = claimLeaseMs(config.timeoutMs);
+    for (let attempt = (message.attempts ?? 0) + 1; ; attempt++) {
+      if (attempt > config.retry.maxAttempts) return attempt;
+      if (await store.claimAttempt(message._id, attempt, now)) return attempt;
+      const claimedAt = await store.attemptClaimedAt(message._id, attempt);
+      if (claimedAt && now.getTime() - claimedAt.getTime() < lease) return null;
+    }
+  }
+
+  private async failed(
+    message: OutboxMessage,
+    attempt: number,
+    error: string,
+    retryAt: Date | null,
+  ): Promise<void> {
+    await this.deps.store.markAttemptFailed(message._id, attempt, error, retryAt, this.live);
+    const { kind } = this.deps;
+    this.deps.logger().warn(retryAt ? `${kind} not sent; retried later` : `${kind} FAILED`, {
+      messageId: message._id,
+      channel: message.channel,
+      label: message.label,
+      attempt,
+      error,
+      ...(retryAt ? { retryAt: retryAt.toISOString() } : {}),
+    });
+  }
+
+  /**
+   * What went wrong, as kept on the message and logged. A provider may echo what it was sent:
+   * in live the digits of a secret's text never stay (codes are secrets).
+   */
+  private describe(err: unknown, message: OutboxMessage): string {
+    const text = err instanceof Error ? err.message : String(err);
+    return this.live && message.secret ? text.replace(/\d{4,}/g, '[digits]') : text;
+  }
+}

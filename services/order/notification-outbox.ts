@@ -1,0 +1,24 @@
+import { outboxStoreOver } from '../../libs/messaging/outbox-records';
+import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
+import { EMAIL_SUBJECTS, type NotificationRecord } from './notifications';
+import type { OrderStore } from './store';
+
+/** A delivery's message as the shared sender takes it: its e-mail's subject from its purpose. */
+const toOutboxMessage = (record: NotificationRecord): OutboxMessage => ({
+  _id: record._id,
+  channel: record.channel,
+  recipient: record.recipient,
+  text: record.text,
+  subject: EMAIL_SUBJECTS[record.purpose],
+  secret: record.secret,
+  status: record.status,
+  attempts: record.attempts,
+  label: record.purpose,
+});
+
+/**
+ * The notification outbox (`notifications`, `notification_attempts`) as the shared sender
+ * (libs/messaging/outbox-sender.ts) reads and writes it; the records stay as they are.
+ */
+export const notificationOutbox = (store: OrderStore): OutboxStore =>
+  outboxStoreOver(store.notifications, toOutboxMessage);

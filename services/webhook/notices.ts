@@ -1,0 +1,140 @@
+import type { Logger } from 'moleculer';
+import { outboxStoreOver } from '../../libs/messaging/outbox-records';
+import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
+import type { EndpointRecord, NoticeRecord, WebhookStore } from './store';
+
+export const DISABLED_SUBJECT = 'Your Waybill webhook endpoint was disabled';
+
+/**
+ * One notice per disable. A disable is named by its failing streak (`failingSince`), not by the
+ * moment it was recorded: two dispatchers that conclude failures of one endpoint together both
+ * disable it, each at its own instant, and must agree on the one notice. Enabling the endpoint
+ * clears `failingSince`, so the next disable is another streak and another notice.
+ */
+export const disabledNoticeId = (webhookId: string, failingSince: Date) =>
+  `endpoint-disabled:${webhookId}:${failingSince.getTime()}`;
+
+/** The route that enables an endpoint again, as the owner calls it. */
+export const enableRoute = (webhookId: string) => `/api/webhooks/${webhookId}/enable`;
+
+/** What the owner reads: which endpoint, since when, why if known, and what to do. */
+export function disabledNoticeText(notice: {
+  url: string;
+  webhookId: string;
+  failingSince: Date;
+  disabledAt: Date;
+  lastError: string | null;
+  publicBaseUrl: string;
+}): string {
+  return [
+    `Waybill stopped sending events to your webhook endpoint ${notice.url} (${notice.webhookId}) at ${notice.disabledAt.toISOString()}: every attempt to reach it failed since ${notice.failingSince.toISOString()}.`,
+    ...(notice.lastError ? [`The last attempt failed with: ${notice.lastError}.`] : []),
+    `The events meanwhile are held, not lost. Fix the endpoint, then enable it again with POST ${notice.publicBaseUrl}${enableRoute(notice.webhookId)} (with your API key): what waited is sent, in order, within each event's retry window.`,
+  ].join('\n\n');
+}
+
+export interface DisableNoticesDeps {
+  store: WebhookStore;
+  publicBaseUrl: string;
+  /**
+   * The owner's e-mail address (account.getUser); '' when the account is gone. Throws when the
+   * account service cannot say now: the notice waits for the next run.
+   */
+  ownerEmail: (userId: string) => Promise<string>;
+  logger: () => Logger;
+}
+
+/**
+ * The owners' side of a disable: the notice recorded once with the disable, and the outbox the
+ * shared sender (libs/messaging/outbox-sender.ts) sends by e-mail. The owner's address is asked
+ * for when the notice is first due, not when the endpoint is disabled: a dispatcher must not
+ * wait on the account service, and a lookup that fails is asked again at the next run.
+ */
+export class DisableNotices {
+  constructor(private readonly deps: DisableNoticesDeps) {}
+
+  /**
+   * Records the disable of an endpoint failing since `failingSince`, with the notice to its
+   * owner, once however many dispatchers record it; answers when it was disabled, as the first
+   * to record it saw it, so that every dispatcher writes the same `disabledAt`.
+   */
+  async record(
+    endpoint: EndpointRecord & { failingSince: Date },
+    at: Date,
+    lastError: string | null,
+  ): Promise<Date> {
+    const { store, publicBaseUrl } = this.deps;
+    const notice: NoticeRecord = {
+      _id: disabledNoticeId(endpoint._id, endpoint.failingSince),
+      webhookId: endpoint._id,
+      userId: endpoint.userId,
+      recipient: null,
+      subject: DISABLED_SUBJECT,
+      text: disabledNoticeText({
+        url: endpoint.url,
+        webhookId: endpoint._id,
+        failingSince: endpoint.failingSince,
+        disabledAt: at,
+        lastError,
+        publicBaseUrl,
+      }),
+      disabledAt: at,
+      status: 'PENDING',
+      createdAt: at,
+      sentAt: null,
+      attempts: 0,
+      nextAttemptAt: at,
+      lastError: null,
+    };
+    if (await store.insertNotice(notice)) return at;
+    const first = await store.notices.get(notice._id);
+    return first ? new Date(first.disabledAt) : at;
+  }
+
+  /** The notices as the sender reads them, each addressed to its owner before it is due. */
+  outbox(): OutboxStore {
+    const records = outboxStoreOver(this.deps.store.notices, toOutboxMessage);
+    return {
+      ...records,
+      due: async (now, limit) => {
+        const due: OutboxMessage[] = [];
+        for (const notice of await this.deps.store.notices.due(now, limit)) {
+          const addressed = notice.recipient === null ? await this.address(notice) : notice;
+          if (addressed) due.push(toOutboxMessage(addressed));
+        }
+        return due;
+      },
+    };
+  }
+
+  /** The notice with its owner's address, kept on it; null while the account cannot say. */
+  private async address(notice: NoticeRecord): Promise<NoticeRecord | null> {
+    let recipient: string;
+    try {
+      recipient = await this.deps.ownerEmail(notice.userId);
+    } catch (err) {
+      this.deps.logger().warn("webhook notice waits: the owner's address is not known now", {
+        noticeId: notice._id,
+        userId: notice.userId,
+        err: (err as Error).message,
+      });
+      return null;
+    }
+    await this.deps.store.setNoticeRecipient(notice._id, recipient);
+    return { ...notice, recipient };
+  }
+}
+
+/** A notice as the shared sender takes it: an e-mail, with nothing secret in it. */
+const toOutboxMessage = (notice: NoticeRecord): OutboxMessage => ({
+  _id: notice._id,
+  channel: 'EMAIL',
+  // `due` addresses a notice before the sender sees it; null is never sent.
+  recipient: notice.recipient ?? '',
+  text: notice.text,
+  subject: notice.subject,
+  secret: false,
+  status: notice.status,
+  attempts: notice.attempts,
+  label: 'endpoint-disabled',
+});

@@ -1,0 +1,216 @@
+import { randomUUID } from 'node:crypto';
+import { ServiceBroker } from 'moleculer';
+import type { Connection } from 'mongoose';
+import { DisableNotices, disabledNoticeId } from '../../services/webhook/notices';
+import {
+  defineWebhookModels,
+  WebhookStore,
+  type EndpointRecord,
+} from '../../services/webhook/store';
+import { credit, requestDelivery, savePackage, type Party } from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { adminHeaders, createUserWithKey, request } from '../support/http';
+import { startSmtpReceiver, type SmtpReceiver } from '../support/receivers';
+import {
+  dropDatabases,
+  isolation,
+  openServiceDatabase,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+/**
+ * An endpoint disabled after failing is told to its owner by e-mail (issue 14), once per
+ * disable, with two webhook nodes dispatching and sending notices together; the e-mails reach
+ * a real SMTP server started here.
+ */
+const iso = isolation();
+const PUBLIC_BASE_URL = 'https://waybill.example.test';
+const DISABLED = 'Your Waybill webhook endpoint was disabled';
+let smtp: SmtpReceiver;
+let rest: NodeProcess;
+const webhookNodes: NodeProcess[] = [];
+const receiver = new WebhookReceiver();
+const base = () => rest.url;
+
+beforeAll(async () => {
+  smtp = await startSmtpReceiver();
+  await receiver.start();
+  const env = {
+    PUBLIC_BASE_URL,
+    SMTP_URL: smtp.url,
+    MAIL_FROM: 'Waybill <webhooks@waybill.example.test>',
+    NOTIFY_INTERVAL_MS: '150',
+    SIMULATOR_TIME_SCALE: '600',
+    MATCHING_SWEEP_INTERVAL_MS: '200',
+    ORDER_SWEEP_INTERVAL_MS: '500',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+    WEBHOOK_BACKOFF_BASE_MS: '200',
+    WEBHOOK_BACKOFF_MAX_MS: '400',
+    WEBHOOK_TIMEOUT_MS: '1000',
+    WEBHOOK_DISABLE_AFTER_MS: '3000',
+  };
+  rest = await startNode({
+    services: 'gateway,account,geo,pricing,package,payment,courier-matching,order',
+    iso,
+    env,
+  });
+  for (let i = 0; i < 2; i++) {
+    webhookNodes.push(await startNode({ services: 'webhook', iso, env }));
+  }
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all([...webhookNodes, rest].map((n) => n?.stop()));
+  await Promise.all([smtp?.close(), receiver.stop()]);
+  await dropDatabases(iso);
+});
+
+const api = (who: Party, method: string, path: string, json?: unknown) =>
+  request(base(), method, path, { headers: { 'api-key': who.key }, json });
+
+async function simulated(merchant: Party) {
+  const packageId = await savePackage(base(), merchant);
+  const created = await requestDelivery(
+    base(),
+    merchant,
+    [packageId],
+    {},
+    { 'Waybill-Simulate': 'delivered' },
+  );
+  expect(created.status).toBe(201);
+}
+
+async function endpointStatus(merchant: Party) {
+  const [endpoint] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
+  return endpoint as { status: string; disabledAt: string | null };
+}
+
+describe('an endpoint disabled after failing', () => {
+  it('is told to its owner by one e-mail per disable, naming the URL and the enable route', async () => {
+    receiver.answer = (path) => (path === '/down' ? { status: 503 } : { status: 200 });
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    const owner = await request(base(), 'GET', `/admin/users/${merchant.userId}`, {
+      headers: adminHeaders,
+    });
+    const email = owner.body.data.email as string;
+    const url = receiver.url('/down');
+    const created = await api(merchant, 'POST', '/api/webhooks', {
+      url,
+      events: ['delivery.created'],
+    });
+    expect(created.status).toBe(201);
+    const webhookId = created.body.data.id as string;
+    // Three deliveries, three lanes: both nodes fail attempts of the endpoint at once, and both
+    // may disable it together.
+    for (let i = 0; i < 3; i++) await simulated(merchant);
+
+    // The deliveries' proof codes reach the merchant too: only the notices count here.
+    const mailsToOwner = () =>
+      smtp.mails.filter((m) => m.to.includes(email) && m.subject === DISABLED);
+    await eventually(async () => expect((await endpointStatus(merchant)).status).toBe('DISABLED'), {
+      timeout: 30_000,
+      interval: 250,
+    });
+    const [mail] = await eventually(
+      () => {
+        expect(mailsToOwner()).toHaveLength(1);
+        return mailsToOwner();
+      },
+      { timeout: 20_000, interval: 150 },
+    );
+    expect(mail.from).toBe('webhooks@waybill.example.test');
+    expect(mail.text).toContain(url);
+    expect(mail.text).toContain(`POST ${PUBLIC_BASE_URL}/api/webhooks/${webhookId}/enable`);
+    expect(mail.text).toContain('HTTP 503');
+    expect(mail.text).toContain((await endpointStatus(merchant)).disabledAt);
+    // Sent once: the other node's sender and later runs find it sent.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(mailsToOwner()).toHaveLength(1);
+
+    // Enabled while still failing: disabled again, told again, once.
+    const enabled = await api(merchant, 'POST', `/api/webhooks/${webhookId}/enable`);
+    expect(enabled.status).toBe(200);
+    await eventually(() => expect(mailsToOwner()).toHaveLength(2), {
+      timeout: 30_000,
+      interval: 150,
+    });
+    expect((await endpointStatus(merchant)).status).toBe('DISABLED');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(mailsToOwner()).toHaveLength(2);
+    expect(mailsToOwner()[1].text).toContain(`/api/webhooks/${webhookId}/enable`);
+    receiver.answer = () => ({ status: 200 });
+  });
+});
+
+/** Two dispatchers recording one disable, each at its own instant, against the real database. */
+describe('the record of a disable', () => {
+  let conn: Connection;
+  let store: WebhookStore;
+  const broker = new ServiceBroker({ logger: false });
+
+  beforeAll(async () => {
+    conn = await openServiceDatabase(iso, 'notice_claims');
+    const models = defineWebhookModels(conn);
+    await Promise.all(Object.values(models).map((m) => m.init()));
+    store = new WebhookStore(() => models);
+  });
+  afterAll(() => conn?.close());
+
+  it('is one notice, whose disabledAt every dispatcher writes', async () => {
+    const failingSince = new Date('2030-01-01T00:00:00Z');
+    const endpoint: EndpointRecord & { failingSince: Date } = {
+      _id: randomUUID(),
+      userId: randomUUID(),
+      environment: 'staging',
+      url: 'https://hooks.example.com/waybill',
+      events: null,
+      description: null,
+      secretVersion: 1,
+      status: 'ACTIVE',
+      failingSince,
+      disabledAt: null,
+      disabledReason: null,
+      deleted: false,
+      createdAt: failingSince,
+    };
+    const notices = new DisableNotices({
+      store,
+      publicBaseUrl: PUBLIC_BASE_URL,
+      ownerEmail: async () => 'owner@example.com',
+      logger: () => broker.getLogger('notices-test'),
+    });
+    const first = new Date('2030-01-02T00:00:01Z');
+    const second = new Date('2030-01-02T00:00:02Z');
+    const answers = await Promise.all([
+      notices.record(endpoint, first, 'HTTP 503'),
+      notices.record(endpoint, second, null),
+    ]);
+    expect(new Set(answers.map((d) => d.getTime())).size).toBe(1);
+    const id = disabledNoticeId(endpoint._id, failingSince);
+    expect(await store.notices.get(id)).toMatchObject({
+      webhookId: endpoint._id,
+      userId: endpoint.userId,
+      recipient: null,
+      status: 'PENDING',
+      disabledAt: answers[0],
+    });
+    // Addressed when due; the account service not answering leaves it for the next run.
+    const down = new DisableNotices({
+      store,
+      publicBaseUrl: PUBLIC_BASE_URL,
+      ownerEmail: async () => {
+        throw new Error('account unreachable');
+      },
+      logger: () => broker.getLogger('notices-test'),
+    });
+    const dueIds = async (n: DisableNotices) =>
+      (await n.outbox().due(new Date('2030-01-03T00:00:00Z'), 50)).map((m) => m._id);
+    expect(await dueIds(down)).not.toContain(id);
+    expect(await dueIds(notices)).toContain(id);
+    expect(await store.notices.get(id)).toMatchObject({ recipient: 'owner@example.com' });
+  });
+});
