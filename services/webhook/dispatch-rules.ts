@@ -20,22 +20,20 @@ export interface Queued {
 }
 
 /**
- * The messages to attempt now: the first of each lane (lowest sequence, then oldest id), if
- * its time has come. A lane's later messages wait for it: a delivery's events arrive in order.
+ * The queue by lane, each lane's messages in the order they go: by sequence, then id. Only a
+ * lane's first may be attempted; the others wait for it (a delivery's events arrive in order).
  */
-export function dueHeads<T extends Queued>(queue: readonly T[], now: Date): T[] {
-  const heads = new Map<string, T>();
+export function lanesOf<T extends Queued>(queue: readonly T[]): Map<string, T[]> {
+  const lanes = new Map<string, T[]>();
   for (const message of queue) {
-    const head = heads.get(message.lane);
-    if (
-      !head ||
-      message.sequence < head.sequence ||
-      (message.sequence === head.sequence && message._id < head._id)
-    ) {
-      heads.set(message.lane, message);
-    }
+    const lane = lanes.get(message.lane);
+    if (lane) lane.push(message);
+    else lanes.set(message.lane, [message]);
   }
-  return [...heads.values()].filter((m) => m.nextAttemptAt.getTime() <= now.getTime());
+  for (const lane of lanes.values()) {
+    lane.sort((x, y) => x.sequence - y.sequence || (x._id < y._id ? -1 : x._id > y._id ? 1 : 0));
+  }
+  return lanes;
 }
 
 export type AfterFailure = { retryAt: Date } | { giveUp: true };

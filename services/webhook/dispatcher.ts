@@ -4,9 +4,9 @@ import { Periodic } from '../../libs/periodic';
 import { signatureHeader } from '../../libs/webhook-signature';
 import {
   afterFailure,
-  dueHeads,
   excerpt,
   isDelivered,
+  lanesOf,
   shouldDisable,
   signingSecrets,
 } from './dispatch-rules';
@@ -20,11 +20,29 @@ export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 /** The queue a dispatcher reads at once; the rest waits for the next look. */
 const QUEUE_READ = 5000;
 /**
+ * How long a dispatcher keeps an endpoint and its secrets without reading them again: a
+ * rotation, a disable or a deletion takes effect within this (its own writes at once).
+ */
+const ENDPOINT_CACHE_MS = 1000;
+/**
  * How long after its start an attempt nobody concluded (its dispatcher died) is taken as
  * failed: twice the deadline and some seconds, so that a dispatcher still at work (a slow
  * database around the request) is never taken over.
  */
 export const abandonedAfterMs = (timeoutMs: number) => 2 * timeoutMs + 5_000;
+
+/** How an attempt left its message, as far as this dispatcher's view of the queue goes. */
+type Outcome =
+  | { done: true }
+  | { retryAt: Date; attempts: number; firstAttemptAt: Date }
+  /** Another dispatcher holds it, or its endpoint is disabled: left until the next read. */
+  | { passed: true };
+
+/** An endpoint as the dispatcher sends to it: the record and the secrets that sign now. */
+interface Target {
+  endpoint: EndpointRecord;
+  secrets: string[];
+}
 
 export interface DispatcherDeps {
   store: WebhookStore;
@@ -52,6 +70,12 @@ export interface DispatcherDeps {
 export class Dispatcher {
   private readonly periodic: Periodic;
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** The queue as last read, by lane, kept up to date with this dispatcher's own attempts. */
+  private lanes = new Map<string, QueuedRecord[]>();
+  /** Messages not to try again before the next read (see `Outcome`). */
+  private readonly passed = new Set<string>();
+  private readonly targets = new Map<string, { until: number; target: Target | null }>();
+  private stopping = false;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.periodic = new Periodic(
@@ -62,31 +86,24 @@ export class Dispatcher {
   }
 
   start(): void {
+    this.stopping = false;
     this.periodic.start();
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.periodic.stop();
     await Promise.allSettled(this.inFlight.values());
   }
 
-  /** Starts the attempts due now that this dispatcher has room for. */
+  /** Reads the queue and starts what is due; attempts that end start the next at once. */
   async look(now: Date): Promise<void> {
-    const room = this.deps.config.concurrency - this.inFlight.size;
-    if (room <= 0) return;
-    const queue = await this.deps.store.queue(QUEUE_READ);
-    const due = dueHeads(queue, now).filter((q) => !this.inFlight.has(q._id));
-    for (const queued of due.slice(0, room)) {
-      const run = this.attempt(queued, now)
-        .catch((err: unknown) => {
-          this.deps.logger().warn('webhook attempt not recorded; retried later', {
-            messageId: queued._id,
-            err: (err as Error).message,
-          });
-        })
-        .finally(() => this.inFlight.delete(queued._id));
-      this.inFlight.set(queued._id, run);
+    this.lanes = lanesOf(await this.deps.store.queue(QUEUE_READ));
+    this.passed.clear();
+    for (const [id, cached] of this.targets) {
+      if (cached.until <= now.getTime()) this.targets.delete(id);
     }
+    this.fill(now);
   }
 
   /** Waits for the attempts under way (tests and benchmarks). */
@@ -94,15 +111,80 @@ export class Dispatcher {
     await Promise.allSettled(this.inFlight.values());
   }
 
-  private async attempt(queued: QueuedRecord, now: Date): Promise<void> {
-    const { store } = this.deps;
-    const endpoint = await store.endpoint(queued.webhookId);
-    if (!endpoint || endpoint.deleted) {
-      await this.give(queued, 'the endpoint was deleted', now);
+  /** Starts each lane's first message that is due, while there is room. */
+  private fill(now: Date): void {
+    for (const [lane, messages] of this.lanes) {
+      if (this.stopping || this.inFlight.size >= this.deps.config.concurrency) return;
+      const head = messages[0];
+      if (!head) {
+        this.lanes.delete(lane);
+        continue;
+      }
+      if (this.inFlight.has(head._id) || this.passed.has(head._id)) continue;
+      if (new Date(head.nextAttemptAt).getTime() > now.getTime()) continue;
+      this.begin(head, now);
+    }
+  }
+
+  private begin(head: QueuedRecord, now: Date): void {
+    const run = this.attempt(head, now)
+      .then((outcome) => this.advance(head, outcome))
+      .catch((err: unknown) => {
+        this.passed.add(head._id);
+        this.deps.logger().warn('webhook attempt not recorded; retried later', {
+          messageId: head._id,
+          err: (err as Error).message,
+        });
+      })
+      .finally(() => {
+        this.inFlight.delete(head._id);
+        this.fill(new Date());
+      });
+    this.inFlight.set(head._id, run);
+  }
+
+  /** Its lane as this dispatcher now knows it: the next message may go at once. */
+  private advance(head: QueuedRecord, outcome: Outcome): void {
+    if ('passed' in outcome) {
+      this.passed.add(head._id);
       return;
     }
+    const lane = this.lanes.get(head.lane);
+    const at = lane?.findIndex((m) => m._id === head._id) ?? -1;
+    if (!lane || at < 0) return;
+    if ('done' in outcome) lane.splice(at, 1);
+    else lane[at] = { ...lane[at], ...outcome, nextAttemptAt: outcome.retryAt };
+  }
+
+  /** The endpoint and its signing secrets, read at most every ENDPOINT_CACHE_MS. */
+  private async target(webhookId: string, now: Date): Promise<Target | null> {
+    const cached = this.targets.get(webhookId);
+    if (cached && cached.until > now.getTime()) return cached.target;
+    const { store, box } = this.deps;
+    const endpoint = await store.endpoint(webhookId);
+    const versions = endpoint
+      ? signingSecrets(await store.latestSecrets(endpoint), now, ROTATION_OVERLAP_MS)
+      : [];
+    const target = endpoint ? { endpoint, secrets: versions.map((v) => box.open(v.sealed)) } : null;
+    this.targets.set(webhookId, { until: now.getTime() + ENDPOINT_CACHE_MS, target });
+    return target;
+  }
+
+  /** This dispatcher's own change to an endpoint, seen by its next attempts at once. */
+  private noteChange(webhookId: string, changes: Partial<EndpointRecord>): void {
+    const cached = this.targets.get(webhookId)?.target;
+    if (cached) cached.endpoint = { ...cached.endpoint, ...changes };
+  }
+
+  private async attempt(queued: QueuedRecord, now: Date): Promise<Outcome> {
+    const { store } = this.deps;
+    const target = await this.target(queued.webhookId, now);
+    if (!target || target.endpoint.deleted) {
+      await this.give(queued, 'the endpoint was deleted', now);
+      return { done: true };
+    }
     // A disabled endpoint's messages wait: enabling it again sends them, in order.
-    if (endpoint.status !== 'ACTIVE') return;
+    if (target.endpoint.status !== 'ACTIVE') return { passed: true };
     const n = queued.attempts + 1;
     const claimed = await store.claimAttempt({
       _id: attemptId(queued._id, n),
@@ -119,9 +201,9 @@ export class Dispatcher {
     });
     if (!claimed) {
       await this.recover(queued, n, now);
-      return;
+      return { passed: true };
     }
-    const result = await this.send(endpoint, queued, now);
+    const result = await this.send(target, queued, now);
     const finishedAt = new Date(now.getTime() + result.durationMs);
     await store.finishAttempt(attemptId(queued._id, n), {
       finishedAt,
@@ -130,15 +212,11 @@ export class Dispatcher {
       durationMs: result.durationMs,
       responseExcerpt: result.responseExcerpt === null ? null : excerpt(result.responseExcerpt),
     });
-    await this.conclude(endpoint, queued, n, result, finishedAt);
+    return this.conclude(target.endpoint, queued, n, result, finishedAt);
   }
 
-  private async send(
-    endpoint: EndpointRecord,
-    queued: QueuedRecord,
-    now: Date,
-  ): Promise<PostResult> {
-    const { store, box, config, appEnv } = this.deps;
+  private async send(target: Target, queued: QueuedRecord, now: Date): Promise<PostResult> {
+    const { store, config, appEnv } = this.deps;
     const event = await store.event(queued.eventId);
     if (!event) throw new Error(`event ${queued.eventId} of message ${queued._id} is missing`);
     const body = JSON.stringify({
@@ -147,13 +225,15 @@ export class Dispatcher {
       createdAt: new Date(event.createdAt).toISOString(),
       data: event.data,
     });
-    const versions = signingSecrets(await store.latestSecrets(endpoint), now, ROTATION_OVERLAP_MS);
-    const secrets = versions.map((v) => box.open(v.sealed));
     return post({
-      url: endpoint.url,
+      url: target.endpoint.url,
       body,
       headers: {
-        'waybill-signature': signatureHeader(secrets, body, Math.floor(now.getTime() / 1000)),
+        'waybill-signature': signatureHeader(
+          target.secrets,
+          body,
+          Math.floor(now.getTime() / 1000),
+        ),
         'waybill-event-id': event._id,
         'waybill-event-type': event.type,
         'waybill-attempt': String(queued.attempts + 1),
@@ -170,7 +250,7 @@ export class Dispatcher {
     n: number,
     result: Pick<PostResult, 'statusCode' | 'error'>,
     at: Date,
-  ): Promise<void> {
+  ): Promise<Outcome> {
     const { store, config } = this.deps;
     const common = {
       attempts: n,
@@ -181,8 +261,11 @@ export class Dispatcher {
     if (isDelivered(result.statusCode)) {
       await store.updateMessage(queued._id, { ...common, status: 'DELIVERED', deliveredAt: at });
       await store.dequeue(queued._id);
-      if (endpoint.failingSince) await store.updateEndpoint(endpoint._id, { failingSince: null });
-      return;
+      if (endpoint.failingSince) {
+        await store.updateEndpoint(endpoint._id, { failingSince: null });
+        this.noteChange(endpoint._id, { failingSince: null });
+      }
+      return { done: true };
     }
     const firstAttemptAt = queued.firstAttemptAt ?? at;
     const next = afterFailure({
@@ -194,6 +277,7 @@ export class Dispatcher {
       random: Math.random(),
       ephemeral: queued.ephemeral,
     });
+    let outcome: Outcome;
     if ('retryAt' in next) {
       await store.updateMessage(queued._id, common);
       await store.reschedule(queued._id, {
@@ -201,11 +285,14 @@ export class Dispatcher {
         firstAttemptAt,
         nextAttemptAt: next.retryAt,
       });
+      outcome = { retryAt: next.retryAt, attempts: n, firstAttemptAt };
     } else {
       await store.updateMessage(queued._id, { ...common, status: 'FAILED' });
       await store.dequeue(queued._id);
+      outcome = { done: true };
     }
     await this.noteFailure(endpoint, at, result);
+    return outcome;
   }
 
   private async noteFailure(
@@ -217,6 +304,7 @@ export class Dispatcher {
     const { failingSince } = endpoint;
     if (!failingSince) {
       await store.updateEndpoint(endpoint._id, { failingSince: at });
+      this.noteChange(endpoint._id, { failingSince: at });
       return;
     }
     if (!shouldDisable(failingSince, at, config.disableAfterMs)) return;
@@ -227,11 +315,9 @@ export class Dispatcher {
     // The notice first: a dispatcher stopping between the two leaves the endpoint ACTIVE, and
     // its next failure comes here again; the other way round nothing would tell the owner.
     const disabledAt = await this.deps.recordDisable({ ...endpoint, failingSince }, at, lastError);
-    await store.updateEndpoint(endpoint._id, {
-      status: 'DISABLED',
-      disabledAt,
-      disabledReason: reason,
-    });
+    const disabled = { status: 'DISABLED' as const, disabledAt, disabledReason: reason };
+    await store.updateEndpoint(endpoint._id, disabled);
+    this.noteChange(endpoint._id, disabled);
     this.deps.logger().warn('webhook endpoint disabled; its owner is told by e-mail', {
       webhookId: endpoint._id,
       userId: endpoint.userId,

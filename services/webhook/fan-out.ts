@@ -1,7 +1,7 @@
 import type { PublishedEvent } from '../../libs/contracts/webhook';
 import { nameBasedId } from '../../libs/ids';
 import { subscribes } from './dispatch-rules';
-import type { WebhookStore } from './store';
+import type { EndpointRecord, MessageRecord, QueuedRecord, WebhookStore } from './store';
 
 /** Names an endpoint's message of an event: the same pair is one message, however often published. */
 export const messageIdOf = (webhookId: string, eventId: string) =>
@@ -18,20 +18,27 @@ export async function fanOut(
   environment: string,
   now: Date,
 ): Promise<number> {
-  let queued = 0;
-  for (const event of events) {
-    await store.recordEvent({
+  await store.recordEvents(
+    events.map((event) => ({
       _id: event.id,
       ...withoutId(event),
       createdAt: new Date(event.createdAt),
-    });
-    const endpoints = await store.endpointsOf(event.userId, environment);
-    for (const endpoint of endpoints) {
+    })),
+  );
+  const endpointsOf = new Map<string, Promise<EndpointRecord[]>>();
+  const items: { message: MessageRecord; queued: QueuedRecord }[] = [];
+  for (const event of events) {
+    let endpoints = endpointsOf.get(event.userId);
+    if (!endpoints) {
+      endpoints = store.endpointsOf(event.userId, environment);
+      endpointsOf.set(event.userId, endpoints);
+    }
+    for (const endpoint of await endpoints) {
       if (endpoint.status !== 'ACTIVE' || !subscribes(endpoint.events, event.type)) continue;
       const messageId = messageIdOf(endpoint._id, event.id);
       const ephemeral = event.type === 'courier.location';
-      const created = await store.enqueue(
-        {
+      items.push({
+        message: {
           _id: messageId,
           webhookId: endpoint._id,
           eventId: event.id,
@@ -46,7 +53,7 @@ export async function fanOut(
           deliveredAt: null,
           createdAt: now,
         },
-        {
+        queued: {
           _id: messageId,
           webhookId: endpoint._id,
           eventId: event.id,
@@ -57,11 +64,10 @@ export async function fanOut(
           nextAttemptAt: now,
           ephemeral,
         },
-      );
-      if (created) queued += 1;
+      });
     }
   }
-  return queued;
+  return store.enqueueAll(items);
 }
 
 function withoutId({ id: _id, ...rest }: PublishedEvent) {

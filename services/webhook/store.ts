@@ -1,7 +1,7 @@
 import { Schema, type Connection } from 'mongoose';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
 import { OutboxRecords, type StoredOutboxFields } from '../../libs/messaging/outbox-records';
-import { insertOnce } from '../../libs/mongo';
+import { insertOnce, isDuplicateKey } from '../../libs/mongo';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -244,8 +244,9 @@ export class WebhookStore {
 
   // --- events and messages
 
-  recordEvent(event: EventRecord): Promise<boolean> {
-    return insertOnce(() => this.m.Event.create(event));
+  /** Each event once: one write for all, those recorded before left as they are. */
+  async recordEvents(events: EventRecord[]): Promise<void> {
+    await ignoringDuplicates(() => this.m.Event.insertMany(events, { ordered: false }));
   }
 
   async event(eventId: string): Promise<EventRecord | null> {
@@ -267,6 +268,34 @@ export class WebhookStore {
       await insertOnce(() => this.m.Queue.create({ ...queued, attempts: earlier.attempts }));
     }
     return false;
+  }
+
+  /**
+   * Messages and their queue entries in two writes when none existed (the usual case); a
+   * publication repeated in part goes one by one (`enqueue`). How many messages are new.
+   */
+  async enqueueAll(items: { message: MessageRecord; queued: QueuedRecord }[]): Promise<number> {
+    if (items.length === 0) return 0;
+    try {
+      await this.m.Message.insertMany(
+        items.map((i) => i.message),
+        { ordered: true },
+      );
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      let created = 0;
+      for (const { message, queued } of items) {
+        if (await this.enqueue(message, queued)) created += 1;
+      }
+      return created;
+    }
+    await ignoringDuplicates(() =>
+      this.m.Queue.insertMany(
+        items.map((i) => i.queued),
+        { ordered: false },
+      ),
+    );
+    return items.length;
   }
 
   async message(messageId: string): Promise<MessageRecord | null> {
@@ -327,5 +356,14 @@ export class WebhookStore {
 
   async finishAttempt(id: string, result: Partial<AttemptRecord>): Promise<void> {
     await this.m.Attempt.updateOne({ _id: id }, { $set: result });
+  }
+}
+
+/** A bulk insert of which some documents may exist already: those stay as they are. */
+async function ignoringDuplicates(write: () => Promise<unknown>): Promise<void> {
+  try {
+    await write();
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
   }
 }
