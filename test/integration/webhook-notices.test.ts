@@ -18,7 +18,7 @@ import {
   startNode,
   type NodeProcess,
 } from '../support/stack';
-import { WebhookReceiver } from '../support/webhook-receiver';
+import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * An endpoint disabled after failing is told to its owner by e-mail (issue 14), once per
@@ -45,11 +45,7 @@ beforeAll(async () => {
     SIMULATOR_TIME_SCALE: '600',
     MATCHING_SWEEP_INTERVAL_MS: '200',
     ORDER_SWEEP_INTERVAL_MS: '500',
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    WEBHOOK_DISPATCH_INTERVAL_MS: '100',
-    WEBHOOK_BACKOFF_BASE_MS: '200',
-    WEBHOOK_BACKOFF_MAX_MS: '400',
-    WEBHOOK_TIMEOUT_MS: '1000',
+    ...FAST_WEBHOOKS,
     WEBHOOK_DISABLE_AFTER_MS: '3000',
   };
   rest = await startNode({

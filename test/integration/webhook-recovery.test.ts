@@ -2,7 +2,7 @@ import { credit, requestDelivery, savePackage, type Party } from '../support/del
 import { eventually } from '../support/eventually';
 import { createUserWithKey, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
-import { signedWith, WebhookReceiver } from '../support/webhook-receiver';
+import { FAST_WEBHOOKS, signedWith, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * Webhooks survive the webhook service's absence and its crashes (issue 14): a delivery's
@@ -11,13 +11,6 @@ import { signedWith, WebhookReceiver } from '../support/webhook-receiver';
  * the message sent again: at least once, never lost.
  */
 const iso = isolation();
-const WEBHOOK_ENV = {
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-  WEBHOOK_DISPATCH_INTERVAL_MS: '100',
-  WEBHOOK_BACKOFF_BASE_MS: '200',
-  WEBHOOK_BACKOFF_MAX_MS: '500',
-  WEBHOOK_TIMEOUT_MS: '1000',
-};
 let front: NodeProcess;
 let dispatcher: NodeProcess | undefined;
 const receiver = new WebhookReceiver();
@@ -42,7 +35,7 @@ afterAll(async () => {
   await dropDatabases(iso);
 });
 
-const startDispatcher = () => startNode({ services: 'webhook', iso, env: WEBHOOK_ENV });
+const startDispatcher = () => startNode({ services: 'webhook', iso, env: FAST_WEBHOOKS });
 
 it('publishes what happened while no webhook node ran, and concludes an attempt its dispatcher died in', async () => {
   dispatcher = await startDispatcher();

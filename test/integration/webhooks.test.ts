@@ -7,12 +7,14 @@ import {
   savePackage,
   type Party,
 } from '../support/deliveries';
+import { pagePath, postForm } from '../support/checkout';
 import { asCourier, courierAt, offerOf } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { startNode, type NodeProcess } from '../support/stack';
 import {
+  FAST_WEBHOOKS,
   signatureCount,
   signedWith,
   WebhookReceiver,
@@ -28,11 +30,7 @@ const ENV = {
   SIMULATOR_TIME_SCALE: '600',
   MATCHING_SWEEP_INTERVAL_MS: '200',
   ORDER_SWEEP_INTERVAL_MS: '500',
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-  WEBHOOK_DISPATCH_INTERVAL_MS: '100',
-  WEBHOOK_BACKOFF_BASE_MS: '200',
-  WEBHOOK_BACKOFF_MAX_MS: '800',
-  WEBHOOK_TIMEOUT_MS: '1000',
+  ...FAST_WEBHOOKS,
   WEBHOOK_DISABLE_AFTER_MS: '4000',
   COURIER_LOCATION_FLUSH_MS: '300',
 };
@@ -279,6 +277,39 @@ describe('a delivery’s events', () => {
       'delivery.paid',
       'delivery.cancelled',
     ]);
+  });
+});
+
+describe('a checkout', () => {
+  it('declined: payment.failed, then delivery.cancelled; paid: delivery.paid', async () => {
+    const { merchant } = await merchantWithEndpoint('/checkout');
+    const checkout = async () => {
+      const reply = await requestDelivery(base(), merchant, [await savePackage(base(), merchant)], {
+        paymentMethodType: 'CHECKOUT',
+      });
+      expect(reply.status).toBe(201);
+      return {
+        deliveryId: (reply.headers.get('location') as string).split('/').pop() as string,
+        page: pagePath(reply.body.data.data.authorization_url),
+      };
+    };
+    const declined = await checkout();
+    expect((await postForm(base(), `${declined.page}/decline`)).status).toBe(303);
+    const paid = await checkout();
+    expect((await postForm(base(), `${paid.page}/pay`)).status).toBe(303);
+    const of = (deliveryId: string) =>
+      changesOf(receiver.at('/checkout').filter((r) => r.event.data.id === deliveryId));
+    await eventually(
+      () => {
+        expect(of(declined.deliveryId)).toEqual([
+          'delivery.created',
+          'payment.failed',
+          'delivery.cancelled',
+        ]);
+        expect(of(paid.deliveryId).slice(0, 2)).toEqual(['delivery.created', 'delivery.paid']);
+      },
+      { timeout: 20_000, interval: 200 },
+    );
   });
 });
 

@@ -7,6 +7,18 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+/**
+ * The webhook service at test speed: local receivers allowed, a dispatcher that looks often,
+ * retries within a second, and an endpoint that does not answer in 1 s has failed.
+ */
+export const FAST_WEBHOOKS = {
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+  WEBHOOK_BACKOFF_BASE_MS: '200',
+  WEBHOOK_BACKOFF_MAX_MS: '500',
+  WEBHOOK_TIMEOUT_MS: '1000',
+};
+
 /** One POST the receiver took, as it came. */
 export interface Received {
   path: string;
