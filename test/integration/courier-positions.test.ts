@@ -153,13 +153,19 @@ describe('a location report', () => {
     const id = randomUUID();
     await positions.report({ id, fleetTypeId: BIKE }, LAGOS.lat, LAGOS.lon, new Date());
     expect(await positions.takeMoved(10)).toEqual([
-      { courierId: id, ...LAGOS, at: expect.any(Date) },
+      { courierId: id, ...LAGOS, at: expect.any(Date), busy: false },
     ]);
     await positions.report({ id, fleetTypeId: BIKE }, LAGOS.lat, LAGOS.lon, new Date());
     expect(await positions.takeMoved(10)).toEqual([]);
     await positions.report({ id, fleetTypeId: BIKE }, 6.53, LAGOS.lon, new Date());
     expect(await positions.takeMoved(10)).toEqual([
-      { courierId: id, lat: 6.53, lon: LAGOS.lon, at: expect.any(Date) },
+      { courierId: id, lat: 6.53, lon: LAGOS.lon, at: expect.any(Date), busy: false },
+    ]);
+    // A courier holding an offer or a delivery is taken as busy: its followers hear of it.
+    await positions.setBusy(id, true);
+    await positions.report({ id, fleetTypeId: BIKE }, 6.54, LAGOS.lon, new Date());
+    expect(await positions.takeMoved(10)).toEqual([
+      { courierId: id, lat: 6.54, lon: LAGOS.lon, at: expect.any(Date), busy: true },
     ]);
   });
 });
