@@ -86,6 +86,13 @@ function addKeywords(desc: Description, keywords: JsonSchema): void {
 
 function explicitStringRules(desc: Description): void {
   const rules = desc.rules ?? [];
+  // JSON Schema patterns carry no flags: `/x/i` would be documented as the text `x/i`.
+  for (const rule of rules) {
+    const regex = rule.name === 'pattern' ? String(rule.args?.regex ?? '') : '';
+    if (/\/[a-z]+$/.test(regex)) {
+      throw new Error(`pattern ${regex}: JSON Schema has no regex flags; spell it without them`);
+    }
+  }
   desc.rules = rules.flatMap((rule) =>
     rule.name === 'length'
       ? [

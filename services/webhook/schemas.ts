@@ -17,7 +17,7 @@ export const createWebhookParams = Joi.object<CreateWebhookParams, true>({
   // (libs/outbound-url), refused with a 400 that says what to change.
   url: Joi.string()
     .max(URL_MAX_LENGTH)
-    .pattern(/^https?:\/\/\S+$/i, 'http(s) URL')
+    .pattern(/^[Hh][Tt][Tt][Pp][Ss]?:\/\/\S+$/, 'http(s) URL')
     .required()
     .description(
       'Where events are POSTed: https in live; a private, loopback or link-local address is refused (staging may allow private ones)',

@@ -196,3 +196,14 @@ describe('documented keywords', () => {
     expect(components.schemas.Point).toBeDefined();
   });
 });
+
+describe('patterns', () => {
+  it('refuses a pattern with flags, which JSON Schema cannot state', () => {
+    expect(() => convert(Joi.object({ a: Joi.string().pattern(/^a+$/i) }))).toThrow(
+      /no regex flags/,
+    );
+    expect(convert(Joi.object({ a: Joi.string().pattern(/^[Aa]+$/) }))).toMatchObject({
+      properties: { a: { pattern: '^[Aa]+$' } },
+    });
+  });
+});
