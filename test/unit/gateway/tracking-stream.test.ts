@@ -1,0 +1,107 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { TrackingState } from '../../../libs/contracts/order';
+import { TrackingStreams } from '../../../services/gateway/tracking-stream';
+import type { GatewayRequest } from '../../../services/gateway/http';
+
+/**
+ * A tracking id's viewers share one feed per gateway process: however many pages follow a
+ * delivery, a status change is one read of the order service, sent to each page.
+ */
+const TRACKING_ID = 'P2P-ABCDEFGHJKMN';
+
+const state = (status: string, terminal = false): TrackingState =>
+  ({
+    view: { trackingId: TRACKING_ID, status, terminal, live: false },
+    regions: {},
+  }) as unknown as TrackingState;
+
+let current = state('PENDING');
+let reads = 0;
+const streams = new TrackingStreams({
+  config: {
+    trustProxyHops: 0,
+    tracking: {
+      refreshMs: 3_600_000,
+      heartbeatMs: 3_600_000,
+      maxStreams: 50,
+      maxStreamsPerAddress: 20,
+    },
+  },
+  fetch: async () => {
+    reads += 1;
+    return current;
+  },
+  logger: () => ({ warn: () => undefined }),
+});
+let server: Server;
+
+beforeAll(async () => {
+  const handle = streams.handler();
+  server = createServer((req, res) => {
+    (req as GatewayRequest).$params = { trackingId: TRACKING_ID };
+    handle(req as GatewayRequest, res, (err) => {
+      res.statusCode = 500;
+      res.end(String(err));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+});
+
+afterAll(async () => {
+  streams.closeAll();
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+/** A page following the stream: every `state` event's status, as it comes. */
+async function follow() {
+  const { port } = server.address() as AddressInfo;
+  const res = await fetch(`http://127.0.0.1:${port}/track/${TRACKING_ID}/events`);
+  const statuses: string[] = [];
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  void (async () => {
+    for (;;) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done) return;
+      buffered += decoder.decode(value, { stream: true });
+      let at: number;
+      while ((at = buffered.indexOf('\n\n')) >= 0) {
+        const event = buffered.slice(0, at);
+        buffered = buffered.slice(at + 2);
+        const data = /^event: state\ndata: (.*)$/m.exec(event)?.[1];
+        if (data) statuses.push((JSON.parse(data) as TrackingState).view.status);
+      }
+    }
+  })();
+  return { statuses, close: () => reader.cancel() };
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  if (!condition()) throw new Error(`still false: reads ${reads}`);
+}
+
+it('reads the state once per change for every page following it', async () => {
+  const pages = [await follow()];
+  await until(() => pages[0].statuses.length === 1 && reads === 2);
+  // Opening the feed reads twice (the state, then once more for a change it may have missed).
+  for (let i = 0; i < 4; i++) pages.push(await follow());
+  await until(() => pages.every((p) => p.statuses.length === 1));
+  expect(reads).toBe(2);
+
+  current = state('COURIER_ASSIGNED');
+  streams.statusChanged(TRACKING_ID);
+  await until(() => pages.every((p) => p.statuses.length === 2));
+  expect(reads).toBe(3);
+  expect(pages.map((p) => p.statuses)).toEqual(pages.map(() => ['PENDING', 'COURIER_ASSIGNED']));
+
+  // A change that changes nothing is read, and sent to no page.
+  streams.statusChanged(TRACKING_ID);
+  await until(() => reads === 4);
+  expect(pages.every((p) => p.statuses.length === 2)).toBe(true);
+  expect(streams.open).toBe(5);
+  for (const page of pages) await page.close();
+});
