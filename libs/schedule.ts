@@ -1,4 +1,5 @@
 import Joi from './joi';
+import { URGENCY_TYPES } from './contracts/pricing';
 import { documented } from './schemas';
 
 /**
@@ -81,3 +82,12 @@ export const scheduleFields = {
 
 /** `slot`, the alias of `deliverySlot` that the public bodies also take. */
 export const slotAlias = () => onlyWhenScheduled(slotText()).description('Alias of deliverySlot');
+
+/** When a delivery goes, as the public bodies (quote, request) take it. */
+export const urgencyFields = () => ({
+  urgencyType: Joi.string()
+    .valid(...URGENCY_TYPES)
+    .default('STANDARD'),
+  ...scheduleFields,
+  slot: slotAlias(),
+});

@@ -13,7 +13,7 @@ import { packageIds } from '../../libs/contracts/package';
 import { FEE_PAYERS, URGENCY_TYPES } from '../../libs/contracts/pricing';
 import { CHANNELS } from '../../libs/messaging/channels';
 import { OUTBOX_STATUSES } from '../../libs/messaging/outbox-sender';
-import { scheduleFields, slotAlias } from '../../libs/schedule';
+import { urgencyFields } from '../../libs/schedule';
 import {
   documented,
   e164Phone,
@@ -95,11 +95,7 @@ export const requestParams = documented(
     type: Joi.string()
       .valid(...DELIVERY_TYPES)
       .required(),
-    urgencyType: Joi.string()
-      .valid(...URGENCY_TYPES)
-      .default('STANDARD'),
-    ...scheduleFields,
-    slot: slotAlias(),
+    ...urgencyFields(),
     fleetTypeId: uuid(),
     requireCollectionProofCode: Joi.boolean().default(true),
     requireDeliveryProofCode: Joi.boolean()

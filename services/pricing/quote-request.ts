@@ -14,12 +14,11 @@ import { packageIds } from '../../libs/contracts/package';
 import {
   FEE_PAYERS,
   quoteLoadParams,
-  URGENCY_TYPES,
   type FeePayer,
   type QuoteLoadParams,
   type UrgencyType,
 } from '../../libs/contracts/pricing';
-import { parseSlot, scheduleFields, slotAlias } from '../../libs/schedule';
+import { parseSlot, scheduleFields, urgencyFields } from '../../libs/schedule';
 import type { Schedule } from './schedule';
 
 export const COURIER_SELECTIONS = ['ANYONE', 'SPECIFIC'] as const;
@@ -48,11 +47,7 @@ export const quoteRequestSchema = documented(
     packagesId: packageIds().description('Mode A: your saved packages'),
     totalWeight: kilograms().positive().max(100_000).description('Mode B: kg'),
     totalValue: naira().min(0).max(1e11).description('Mode B: NGN, the declared value'),
-    urgencyType: Joi.string()
-      .valid(...URGENCY_TYPES)
-      .default('STANDARD'),
-    ...scheduleFields,
-    slot: slotAlias(),
+    ...urgencyFields(),
     fleetTypeId: uuid(),
     courierSelection: Joi.string()
       .valid(...COURIER_SELECTIONS)
