@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createUserWithKey } from '../test/support/http';
 import { failures, percentile, sentBetween, startLoad, type Sample } from '../test/support/load';
 import { QUOTE, waitForQuote } from '../test/support/quote';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
+import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import { option, requireInfrastructure } from './bench-support';
 
 const CONNECTIONS = option('connections', 20);
@@ -38,13 +38,7 @@ async function main() {
   try {
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn' };
     const names = ['gateway', 'account', 'geo', 'pricing', 'pricing'];
-    // allSettled, not all: when one node fails to start, the ones that did are still stopped.
-    const settled = await Promise.allSettled(
-      names.map((services) => startNode({ services, iso, env })),
-    );
-    for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
-    const failed = settled.find((s) => s.status === 'rejected');
-    if (failed) throw failed.reason;
+    await startNodes(nodes, names, { iso, env });
     const [gateway, , , , victim] = nodes;
     const { key } = await createUserWithKey(gateway.url);
     await waitForQuote(gateway.url, key);

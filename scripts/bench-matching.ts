@@ -22,7 +22,7 @@ import {
 import { eventually } from '../test/support/eventually';
 import { adminHeaders, request } from '../test/support/http';
 import { percentile, send } from '../test/support/load';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
+import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import {
   option,
   requireInfrastructure,
@@ -270,12 +270,7 @@ async function reportsPart(): Promise<string[]> {
   try {
     const env = { LOG_LEVEL: 'warn' };
     const groups = ['gateway', 'courier-matching', 'geo'];
-    const settled = await Promise.allSettled(
-      groups.map((services) => startNode({ services, iso, env })),
-    );
-    for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
-    const failed = settled.find((s) => s.status === 'rejected');
-    if (failed) throw failed.reason;
+    await startNodes(nodes, groups, { iso, env });
     const url = nodes[0].url;
     // The gateway finds geo and courier-matching over NATS a moment after they are ready.
     const types = await eventually(

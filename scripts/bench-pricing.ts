@@ -16,7 +16,7 @@ import { availableParallelism } from 'node:os';
 import autocannon from 'autocannon';
 import { createUserWithKey } from '../test/support/http';
 import { QUOTE as QUOTE_BODY, waitForQuote } from '../test/support/quote';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
+import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import { option, requireInfrastructure } from './bench-support';
 
 const CONNECTIONS = option('connections', 50);
@@ -96,13 +96,7 @@ async function main() {
   const bare = await startBareServer();
   try {
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn' };
-    // allSettled, not all: when one node fails to start, the ones that did are still stopped.
-    const settled = await Promise.allSettled(
-      ['gateway', 'account', 'geo', 'pricing'].map((services) => startNode({ services, iso, env })),
-    );
-    for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
-    const failed = settled.find((s) => s.status === 'rejected');
-    if (failed) throw failed.reason;
+    await startNodes(nodes, ['gateway', 'account', 'geo', 'pricing'], { iso, env });
     const gateway = nodes[0];
     const { key } = await createUserWithKey(gateway.url);
     const total = await waitForQuote(gateway.url, key);

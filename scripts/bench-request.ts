@@ -14,7 +14,7 @@ import { DESTINATION, ORIGIN, savePackage } from '../test/support/deliveries';
 import { adminHeaders, createUserWithKey, request } from '../test/support/http';
 import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
+import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import {
   option,
   requireInfrastructure,
@@ -241,13 +241,7 @@ async function main(): Promise<number> {
       'payment,webhook',
       'order',
     ];
-    // allSettled, not all: when one node fails to start, the ones that did are still stopped.
-    const settled = await Promise.allSettled(
-      groups.map((services) => startNode({ services, iso, env })),
-    );
-    for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
-    const failed = settled.find((s) => s.status === 'rejected');
-    if (failed) throw failed.reason;
+    await startNodes(nodes, groups, { iso, env });
     const url = nodes[0].url;
 
     const total = WARM_UP + COUNT;

@@ -65,6 +65,25 @@ export interface StartOptions {
   waitReady?: boolean;
 }
 
+/**
+ * Starts one process per group of services at once, adding each to `nodes` in the groups'
+ * order. allSettled, not all: when one fails to start, those that did are in `nodes` for the
+ * caller to stop, and the first failure is thrown.
+ */
+export async function startNodes(
+  nodes: NodeProcess[],
+  groups: readonly string[],
+  options: Omit<StartOptions, 'services'>,
+): Promise<NodeProcess[]> {
+  const settled = await Promise.allSettled(
+    groups.map((services) => startNode({ ...options, services })),
+  );
+  for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return nodes;
+}
+
 /** Starts `bin/server.ts` as its own process, exactly as production runs it. */
 export async function startNode(options: StartOptions): Promise<NodeProcess> {
   // Another test worker may take a port between freePort() and the server's listen.
