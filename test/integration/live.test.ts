@@ -10,6 +10,7 @@ import {
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import {
+  liveEnv,
   startSmsProvider,
   startSmtpReceiver,
   type SmsProvider,
@@ -33,19 +34,7 @@ beforeAll(async () => {
   live = await startNode({
     services: 'all',
     iso,
-    env: {
-      APP_ENV: 'live',
-      PAYMENT_PROVIDER: 'sandbox',
-      PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
-      WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
-      ORDER_SWEEP_INTERVAL_MS: '250',
-      SMTP_URL: smtp.url,
-      MAIL_FROM: 'Waybill <deliveries@waybill.example.test>',
-      TERMII_BASE_URL: sms.url,
-      TERMII_API_KEY: 'termii-test-key',
-      TERMII_SENDER_ID: 'Waybill',
-      NOTIFY_INTERVAL_MS: '250',
-    },
+    env: { ...liveEnv(smtp, sms), ORDER_SWEEP_INTERVAL_MS: '250', NOTIFY_INTERVAL_MS: '250' },
   });
 }, 120_000);
 

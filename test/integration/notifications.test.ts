@@ -21,6 +21,7 @@ import {
 import { eventually } from '../support/eventually';
 import { createUserWithKey } from '../support/http';
 import {
+  liveEnv,
   startSmsProvider,
   startSmtpReceiver,
   type SmsProvider,
@@ -52,16 +53,8 @@ const base = () => rest.url;
 beforeAll(async () => {
   [smtp, sms] = await Promise.all([startSmtpReceiver(), startSmsProvider()]);
   const env = {
-    APP_ENV: 'live',
-    PAYMENT_PROVIDER: 'sandbox',
-    PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
-    WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
+    ...liveEnv(smtp, sms),
     PUBLIC_BASE_URL,
-    SMTP_URL: smtp.url,
-    MAIL_FROM: 'Waybill <deliveries@waybill.example.test>',
-    TERMII_BASE_URL: sms.url,
-    TERMII_API_KEY: 'termii-test-key',
-    TERMII_SENDER_ID: 'Waybill',
     NOTIFY_INTERVAL_MS: '150',
     NOTIFY_TIMEOUT_MS: '2000',
     NOTIFY_MAX_ATTEMPTS: String(MAX_ATTEMPTS),

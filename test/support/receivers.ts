@@ -139,3 +139,21 @@ export async function startSmsProvider(): Promise<SmsProvider> {
       }),
   };
 }
+
+/**
+ * What a live node needs to start in a test: the sandbox's payment provider (no provider to
+ * fake), the secrets live requires, and the test's own SMTP server and SMS provider.
+ */
+export function liveEnv(smtp: SmtpReceiver, sms: SmsProvider): Record<string, string> {
+  return {
+    APP_ENV: 'live',
+    PAYMENT_PROVIDER: 'sandbox',
+    PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
+    WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
+    SMTP_URL: smtp.url,
+    MAIL_FROM: 'Waybill <deliveries@waybill.example.test>',
+    TERMII_BASE_URL: sms.url,
+    TERMII_API_KEY: 'termii-test-key',
+    TERMII_SENDER_ID: 'Waybill',
+  };
+}
