@@ -89,8 +89,9 @@ export class TrackingStreams {
     if (!TRACKING_PATTERN.test(trackingId)) throw notFound(UNKNOWN_TRACKING_ID);
     const address = clientAddress(req, this.options.config.trustProxyHops);
     const release = this.reserve(address);
+    let feed: Feed | undefined;
     try {
-      let feed = this.feeds.get(trackingId);
+      feed = this.feeds.get(trackingId);
       if (!feed) {
         const state = await this.options.fetch(trackingId);
         if (!state) throw notFound(UNKNOWN_TRACKING_ID);
@@ -107,6 +108,8 @@ export class TrackingStreams {
       this.join(trackingId, feed, res, release);
     } catch (err) {
       release();
+      // A page that left while the feed it opened read its first state: nobody follows it.
+      if (feed && feed.pages.size === 0) this.dispose(trackingId, feed);
       throw err;
     }
   }

@@ -18,6 +18,8 @@ const state = (status: string, terminal = false): TrackingState =>
 
 let current = state('PENDING');
 let reads = 0;
+/** How long the order service takes to answer. */
+let readMs = 0;
 const streams = new TrackingStreams({
   config: {
     trustProxyHops: 0,
@@ -30,6 +32,7 @@ const streams = new TrackingStreams({
   },
   fetch: async () => {
     reads += 1;
+    if (readMs > 0) await new Promise((r) => setTimeout(r, readMs));
     return current;
   },
   logger: () => ({ warn: () => undefined }),
@@ -55,9 +58,11 @@ afterAll(async () => {
 });
 
 /** A page following the stream: every `state` event's status, as it comes. */
+const streamUrl = () =>
+  `http://127.0.0.1:${(server.address() as AddressInfo).port}/track/${TRACKING_ID}/events`;
+
 async function follow() {
-  const { port } = server.address() as AddressInfo;
-  const res = await fetch(`http://127.0.0.1:${port}/track/${TRACKING_ID}/events`);
+  const res = await fetch(streamUrl());
   const statuses: string[] = [];
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
@@ -104,4 +109,22 @@ it('reads the state once per change for every page following it', async () => {
   expect(pages.every((p) => p.statuses.length === 2)).toBe(true);
   expect(streams.open).toBe(5);
   for (const page of pages) await page.close();
+});
+
+it('follows nothing for a page that left while its feed read the first state', async () => {
+  await until(() => streams.open === 0);
+  readMs = 200;
+  const leaving = new AbortController();
+  const request = fetch(streamUrl(), { signal: leaving.signal }).catch(() => undefined);
+  await until(() => reads === 5);
+  leaving.abort();
+  await request;
+  await new Promise((r) => setTimeout(r, 400));
+  readMs = 0;
+  const before = reads;
+  // A feed left behind would read again on a status change, for nobody.
+  streams.statusChanged(TRACKING_ID);
+  await new Promise((r) => setTimeout(r, 100));
+  expect(reads).toBe(before);
+  expect(streams.open).toBe(0);
 });
