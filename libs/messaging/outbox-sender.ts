@@ -104,7 +104,9 @@ export class OutboxSender {
   async sendDue(now: Date): Promise<void> {
     for (const message of await this.deps.store.due(now, BATCH)) {
       try {
-        await this.deliver(message, now);
+        // Each claim carries its own time: a run may take minutes, and a claim dated at the
+        // run's start would look lost to the other replicas long before its lease ends.
+        await this.deliver(message, new Date());
       } catch (err) {
         // The store failed around an attempt: the claim's lease lets a later run take it over.
         this.deps

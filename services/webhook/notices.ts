@@ -29,7 +29,7 @@ export function disabledNoticeText(notice: {
   return [
     `Waybill stopped sending events to your webhook endpoint ${notice.url} (${notice.webhookId}) at ${notice.disabledAt.toISOString()}: every attempt to reach it failed since ${notice.failingSince.toISOString()}.`,
     ...(notice.lastError ? [`The last attempt failed with: ${notice.lastError}.`] : []),
-    `The events meanwhile are held, not lost. Fix the endpoint, then enable it again with POST ${notice.publicBaseUrl}${enableRoute(notice.webhookId)} (with your API key): what waited is sent, in order, within each event's retry window.`,
+    `Messages queued before it was disabled wait; events that happen while it is disabled are not sent to it. Fix the endpoint, then enable it again with POST ${notice.publicBaseUrl}${enableRoute(notice.webhookId)} (with your API key): what waited is sent, in order, within each event's retry window.`,
   ].join('\n\n');
 }
 
