@@ -20,7 +20,7 @@ export const getAddressParams = Joi.object<GetAddressParams, true>({
 export interface DeliveryEventPayload {
   deliveryId: string;
   userId: string;
-  /** The key that created the delivery: webhooks go back to its owner (spec, Events). */
+  /** The key that created the delivery (spec, Events); its owner's webhooks hear of it. */
   apiKeyId: string | null;
   trackingId: string;
   status: string;

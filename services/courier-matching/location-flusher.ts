@@ -48,7 +48,10 @@ export class LocationFlusher {
     return this.running;
   }
 
-  /** A failure here loses nothing stored: a position told late is told by the next flush. */
+  /**
+   * A failure here loses nothing stored; that position is not told, and the courier's next
+   * move is (positions are stale by the next one anyway).
+   */
   private async tellBusy(moved: MovedCourier[]): Promise<void> {
     const busy = moved.filter((m) => m.busy);
     if (busy.length === 0 || !this.deps.onBusyMoved) return;

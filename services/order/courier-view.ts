@@ -57,8 +57,8 @@ export async function courierOnDelivery(
     call(services, 'geo.resolveAddress', { address: { lat: at.lat, lon: at.lon } }),
     call(services, 'geo.getFleetType', { fleetTypeId: fleet.typeId }),
   ]).catch(() => null);
-  // A position geo cannot place (far from any known place) or a fleet type since removed:
-  // the rest of the view stands.
+  // A position geo cannot place (far from any known place), a fleet type since removed, or
+  // geo unreachable: the rest of the view stands (a read must not fail for the map's sake).
   if (!found) return view;
   const [place, fleetType] = found;
   view.currentLocation = {

@@ -8,8 +8,10 @@ import {
 import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
 import { badRequest, notFound } from '../../libs/errors';
 import {
+  COURIERS_MOVED_EVENT,
   SIMULATE_HEADER,
   SIMULATION_MODES,
+  type MatchingEvents,
   type SimulationMode,
 } from '../../libs/contracts/matching';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
@@ -71,7 +73,6 @@ import {
 import Joi from '../../libs/joi';
 import { call } from '../../libs/contracts';
 import { Announcer } from './announcer';
-import { COURIERS_MOVED_EVENT, type MatchingEvents } from '../../libs/contracts/matching';
 
 /** How often the sandbox's virtual couriers move and report their steps. */
 const SIMULATOR_TICK_MS = 250;

@@ -1,10 +1,11 @@
 import type { DeliveryRecord } from './delivery-record';
 import { contactAt, onTheWayMessages } from './notifications';
 import type { OrderStore } from './store';
+import { trackingPagePath } from './tracking-page';
 
 /** The public tracking page of a delivery, for the recipient (no key: the id is the capability). */
 export const trackingUrl = (publicBaseUrl: string, trackingId: string) =>
-  `${publicBaseUrl}/track/${encodeURIComponent(trackingId)}`;
+  `${publicBaseUrl}${trackingPagePath(trackingId)}`;
 
 /**
  * The messages a delivery's transitions queue for people, as its effects settle them: each

@@ -113,9 +113,9 @@ export class Settlement {
   }
 
   /**
-   * After a transition its writer applied: the status change is told to whoever listens
-   * (webhooks, with the key that created the delivery), and its effects are carried out; what
-   * fails here stays unsettled for the sweep, and the change itself stands.
+   * After a transition its writer applied: its webhook events are handed over (announcer), the
+   * status change is broadcast to the services listening now (the tracking streams), and its
+   * effects are carried out; what fails here stays for the sweep, and the change itself stands.
    */
   async afterTransition(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
     try {

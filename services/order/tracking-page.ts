@@ -91,7 +91,7 @@ const stepsRegion = (view: TrackingView) =>
   '</ol>';
 
 /** The live regions by id (`tr-<name>` on the page), each rendered from the view alone. */
-export function trackingRegions(view: TrackingView): Record<string, string> {
+function trackingRegions(view: TrackingView): Record<string, string> {
   return {
     status: statusRegion(view),
     eta: etaRegion(view),

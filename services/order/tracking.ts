@@ -14,7 +14,7 @@ import { projectMap } from './tracking-map';
  */
 
 /** A step of the delivery as the recipient reads it. */
-export const STEP_LABELS: Record<DeliveryStatus, string> = {
+const STEP_LABELS: Record<DeliveryStatus, string> = {
   REQUEST_CREATED: 'Booked',
   COURIER_ASSIGNED: 'Courier assigned',
   ARRIVED_AT_PICKUP: 'Courier at the pickup',

@@ -17,7 +17,7 @@ export const entryId = (walletId: string, sequence: number) => `${walletId}:${se
 export const cashAccountId = (courierId: string) => `cash:${courierId}`;
 
 /** Only a cash account may go below zero: a wallet pays with what it holds, a courier owes. */
-export const mayGoNegative = (accountId: string) => accountId.startsWith('cash:');
+const mayGoNegative = (accountId: string) => accountId.startsWith(cashAccountId(''));
 
 /** The references of the two postings of a pay-on-delivery delivery: each once, ever. */
 export const collectedReference = (deliveryId: string) => `collected:${deliveryId}`;

@@ -68,6 +68,9 @@ export function shouldDisable(
   return failingSince !== null && now.getTime() - failingSince.getTime() >= disableAfterMs;
 }
 
+/** Both secrets sign for a day after a rotation. */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
 export interface SecretVersion {
   n: number;
   createdAt: Date;

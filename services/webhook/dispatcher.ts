@@ -1,22 +1,21 @@
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { Periodic } from '../../libs/periodic';
-import { signatureHeader } from '../../libs/webhook-signature';
+import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature';
 import {
   afterFailure,
-  excerpt,
   isDelivered,
   lanesOf,
   shouldDisable,
+  ROTATION_OVERLAP_MS,
   signingSecrets,
 } from './dispatch-rules';
 import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
 import type { SecretBox } from './secret-box';
-import { attemptId, type EndpointRecord, type QueuedRecord, type WebhookStore } from './store';
+import { attemptId } from '../../libs/messaging/outbox-records';
+import type { EndpointRecord, QueuedRecord, WebhookStore } from './store';
 
-/** Both secrets sign for a day after a rotation. */
-export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 /** The queue a dispatcher reads at once; the rest waits for the next look. */
 const QUEUE_READ = 5000;
 /**
@@ -29,7 +28,7 @@ const ENDPOINT_CACHE_MS = 1000;
  * failed: twice the deadline and some seconds, so that a dispatcher still at work (a slow
  * database around the request) is never taken over.
  */
-export const abandonedAfterMs = (timeoutMs: number) => 2 * timeoutMs + 5_000;
+const abandonedAfterMs = (timeoutMs: number) => 2 * timeoutMs + 5_000;
 
 /** How an attempt left its message, as far as this dispatcher's view of the queue goes. */
 type Outcome =
@@ -203,19 +202,24 @@ export class Dispatcher {
       await this.recover(queued, n, now);
       return { passed: true };
     }
-    const result = await this.send(target, queued, now);
+    const result = await this.send(target, queued, n, now);
     const finishedAt = new Date(now.getTime() + result.durationMs);
     await store.finishAttempt(attemptId(queued._id, n), {
       finishedAt,
       statusCode: result.statusCode,
       error: result.error,
       durationMs: result.durationMs,
-      responseExcerpt: result.responseExcerpt === null ? null : excerpt(result.responseExcerpt),
+      responseExcerpt: result.responseExcerpt,
     });
     return this.conclude(target.endpoint, queued, n, result, finishedAt);
   }
 
-  private async send(target: Target, queued: QueuedRecord, now: Date): Promise<PostResult> {
+  private async send(
+    target: Target,
+    queued: QueuedRecord,
+    n: number,
+    now: Date,
+  ): Promise<PostResult> {
     const { store, config, appEnv } = this.deps;
     const event = await store.event(queued.eventId);
     if (!event) throw new Error(`event ${queued.eventId} of message ${queued._id} is missing`);
@@ -229,14 +233,14 @@ export class Dispatcher {
       url: target.endpoint.url,
       body,
       headers: {
-        'waybill-signature': signatureHeader(
+        [SIGNATURE_HEADER.toLowerCase()]: signatureHeader(
           target.secrets,
           body,
           Math.floor(now.getTime() / 1000),
         ),
         'waybill-event-id': event._id,
         'waybill-event-type': event.type,
-        'waybill-attempt': String(queued.attempts + 1),
+        'waybill-attempt': String(n),
       },
       timeoutMs: config.timeoutMs,
       policy: { requireHttps: appEnv === 'live', allowPrivate: config.allowPrivateTargets },

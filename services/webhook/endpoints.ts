@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound } from '../../libs/errors';
 import { checkTargetUrl, classifyAddress, isAllowedClass } from '../../libs/outbound-url';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
-import { ROTATION_OVERLAP_MS } from './dispatcher';
+import { ROTATION_OVERLAP_MS } from './dispatch-rules';
 import {
   createWebhookParams,
   deliveriesParams,

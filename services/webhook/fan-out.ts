@@ -4,7 +4,7 @@ import { subscribes } from './dispatch-rules';
 import type { EndpointRecord, MessageRecord, QueuedRecord, WebhookStore } from './store';
 
 /** Names an endpoint's message of an event: the same pair is one message, however often published. */
-export const messageIdOf = (webhookId: string, eventId: string) =>
+const messageIdOf = (webhookId: string, eventId: string) =>
   nameBasedId('webhook-message', webhookId, eventId);
 
 /**

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { checkTargetUrl, guardedLookup, type OutboundPolicy } from '../../libs/outbound-url';
-import { EXCERPT_CHARS } from './dispatch-rules';
+import { EXCERPT_CHARS, excerpt } from './dispatch-rules';
 
 /** What one POST to an endpoint gave: a status (any) or the reason there was none. */
 export interface PostResult {
@@ -79,15 +79,15 @@ export function post(input: PostInput): Promise<PostResult> {
   });
 }
 
-/** Keeps the first characters of the answer and drops the rest as it comes. */
+/** Keeps the first characters of the answer (an excerpt) and drops the rest as it comes. */
 function readExcerpt(res: IncomingMessage, done: (text: string) => void): void {
   let kept = '';
   res.setEncoding('utf8');
   res.on('data', (chunk: string) => {
     if (kept.length <= EXCERPT_CHARS) kept += chunk.slice(0, EXCERPT_CHARS + 1 - kept.length);
   });
-  res.on('end', () => done(kept));
-  res.on('error', () => done(kept));
+  res.on('end', () => done(excerpt(kept)));
+  res.on('error', () => done(excerpt(kept)));
 }
 
 function describe(err: NodeJS.ErrnoException): string {

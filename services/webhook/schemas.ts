@@ -1,10 +1,8 @@
 import Joi from '../../libs/joi';
+import { MAX_URL_LENGTH } from '../../libs/contracts/file';
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../libs/contracts/webhook';
 import { pageParams, plainText, uuid } from '../../libs/schemas';
 import { ENDPOINT_STATUSES, MESSAGE_STATUSES } from './store';
-
-/** Longest URL accepted: what browsers and proxies handle everywhere. */
-export const URL_MAX_LENGTH = 2048;
 
 export interface CreateWebhookParams {
   url: string;
@@ -16,7 +14,7 @@ export const createWebhookParams = Joi.object<CreateWebhookParams, true>({
   // The form is only this; what the URL holds and where it points is the data's to decide
   // (libs/outbound-url), refused with a 400 that says what to change.
   url: Joi.string()
-    .max(URL_MAX_LENGTH)
+    .max(MAX_URL_LENGTH)
     .pattern(/^[Hh][Tt][Tt][Pp][Ss]?:\/\/\S+$/, 'http(s) URL')
     .required()
     .description(

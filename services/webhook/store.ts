@@ -1,6 +1,10 @@
 import { Schema, type Connection } from 'mongoose';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
-import { OutboxRecords, type StoredOutboxFields } from '../../libs/messaging/outbox-records';
+import {
+  attemptId,
+  OutboxRecords,
+  type StoredOutboxFields,
+} from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
 
 /**
@@ -168,7 +172,6 @@ export interface NoticeRecord extends StoredOutboxFields {
   disabledAt: Date;
 }
 
-export const attemptId = (messageId: string, n: number) => `${messageId}:${n}`;
 export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
 
 export class WebhookStore {
