@@ -117,7 +117,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     }),
     logger: () => logger,
   });
-  const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement, announcer });
+  const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });
   const proofs = new ProofChecks(store, config.order.proofCodeSecret);
   const courierRun = new CourierRun({ transitions, settlement, proofs });
   const simulator = new Simulator({

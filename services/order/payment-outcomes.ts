@@ -6,7 +6,7 @@ import type { LifecycleEvent, Share } from './lifecycle';
 import type { SettlementDeps, Settlement } from './settlement';
 import type { DeliveryTransitions } from './transitions';
 
-export interface PaymentOutcomeDeps extends SettlementDeps {
+export interface PaymentOutcomeDeps extends Pick<SettlementDeps, 'store' | 'services' | 'logger'> {
   transitions: DeliveryTransitions;
   settlement: Settlement;
 }

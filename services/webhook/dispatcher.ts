@@ -305,7 +305,9 @@ export class Dispatcher {
     result: Pick<PostResult, 'statusCode' | 'error'>,
   ): Promise<void> {
     const { store, config } = this.deps;
-    const { failingSince } = endpoint;
+    // What this dispatcher knows now: the snapshot its attempt began with may be older than a
+    // failure another of its attempts recorded meanwhile.
+    const { failingSince } = this.targets.get(endpoint._id)?.target?.endpoint ?? endpoint;
     if (!failingSince) {
       await store.updateEndpoint(endpoint._id, { failingSince: at });
       this.noteChange(endpoint._id, { failingSince: at });
