@@ -186,6 +186,23 @@ function refusal(ip: string, policy: OutboundPolicy): string | undefined {
 }
 
 /**
+ * Why a host whose name resolves to `addresses` may not be registered, for the integrator;
+ * undefined when every address may be called. One address refused refuses the host, as
+ * `guardedLookup` does at each connection.
+ */
+export function resolvedHostRefusal(
+  host: string,
+  addresses: readonly string[],
+  policy: OutboundPolicy,
+): string | undefined {
+  for (const address of addresses) {
+    const why = refusal(address, policy);
+    if (why !== undefined) return `url host ${host} resolves to ${why}`;
+  }
+  return undefined;
+}
+
+/**
  * Ports of other protocols (the Fetch standard's "bad ports", and 0): an HTTP request sent to
  * a mail or SSH server is a cross-protocol attack made from our address. Any other port is
  * accepted: receivers on 8443 or 3000 are common, and the address rules are what keep us out

@@ -3,7 +3,7 @@ import { lookup } from 'node:dns/promises';
 import type { Config } from '../../libs/config';
 import Joi from '../../libs/joi';
 import { badRequest, conflict, notFound } from '../../libs/errors';
-import { checkTargetUrl, classifyAddress, isAllowedClass } from '../../libs/outbound-url';
+import { checkTargetUrl, resolvedHostRefusal } from '../../libs/outbound-url';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
 import { ROTATION_OVERLAP_MS } from './dispatch-rules';
@@ -70,11 +70,8 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       const message = `url host ${host} does not resolve; give a host name with a public DNS record`;
       throw badRequest(message, [{ field: 'url', message }]);
     }
-    const refused = addresses.find((a) => !isAllowedClass(classifyAddress(a), policy));
-    if (refused !== undefined) {
-      const message = `url host ${host} resolves to ${refused}, a ${classifyAddress(refused).toLowerCase().replace('_', '-')} address; use a host with only public addresses`;
-      throw badRequest(message, [{ field: 'url', message }]);
-    }
+    const refused = resolvedHostRefusal(host, addresses, policy);
+    if (refused !== undefined) throw badRequest(refused, [{ field: 'url', message: refused }]);
     return checked.url.toString();
   }
 

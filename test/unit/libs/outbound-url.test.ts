@@ -8,6 +8,7 @@ import {
   classifyAddress,
   guardedLookup,
   isAllowedClass,
+  resolvedHostRefusal,
   type AddressClass,
   type OutboundPolicy,
   type Resolver,
@@ -75,6 +76,27 @@ describe('isAllowedClass', () => {
     const allowed = (policy: OutboundPolicy) => kinds.filter((k) => isAllowedClass(k, policy));
     expect(allowed(LIVE)).toEqual(['PUBLIC']);
     expect(allowed(TESTS)).toEqual(['PUBLIC', 'PRIVATE', 'LOOPBACK']);
+  });
+});
+
+describe('resolvedHostRefusal', () => {
+  it('refuses a host when any of its addresses is refused, naming it and its range', () => {
+    expect(resolvedHostRefusal('hooks.example.com', ['93.184.215.14', '10.1.2.3'], STAGING)).toBe(
+      'url host hooks.example.com resolves to 10.1.2.3, a private address (10.0.0.0/8); use a public address',
+    );
+    expect(resolvedHostRefusal('h.example.com', ['::'], TESTS)).toBe(
+      'url host h.example.com resolves to ::, the unspecified address (::/128); use a public address',
+    );
+  });
+
+  it('accepts public addresses, and private ones only where the policy allows them', () => {
+    expect(resolvedHostRefusal('h.example.com', ['93.184.215.14', '2606:2800::1'], LIVE)).toBe(
+      undefined,
+    );
+    expect(resolvedHostRefusal('h.example.com', ['127.0.0.1'], TESTS)).toBe(undefined);
+    expect(resolvedHostRefusal('h.example.com', ['169.254.169.254'], TESTS)).toMatch(
+      /resolves to 169\.254\.169\.254, the cloud metadata address/,
+    );
   });
 });
 
