@@ -790,6 +790,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const variable = String(error.details[0]?.path[0] ?? 'environment');
     throw new ConfigError(`${variable}: ${error.details[0]?.message ?? error.message}`);
   }
+  requireAtLeast(value, 'NOTIFY_RETRY_MAX_MS', 'NOTIFY_RETRY_BASE_MS');
+  requireAtLeast(value, 'WEBHOOK_BACKOFF_MAX_MS', 'WEBHOOK_BACKOFF_BASE_MS');
   return {
     port: value.PORT,
     host: value.HOST,
@@ -893,6 +895,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrency: value.WEBHOOK_CONCURRENCY,
     },
   };
+}
+
+/** Refuses a cap below the value it caps (a backoff's longest wait below its first). */
+function requireAtLeast(value: Record<string, number>, cap: string, floor: string): void {
+  if (value[cap] < value[floor]) {
+    throw new ConfigError(`${cap}: must be at least ${floor} (${value[floor]}); raise it`);
+  }
 }
 
 function searchReach(radius: string, widenEveryMs: number): Config['matching']['reach'] {
@@ -1016,11 +1025,6 @@ function notificationsConfig(value: NotificationsEnv): Config['notifications'] {
   if (live && !value.MAIL_FROM) {
     throw new ConfigError(
       'MAIL_FROM: required when APP_ENV=live, the sender of e-mails to people; e.g. Waybill <deliveries@example.com>',
-    );
-  }
-  if (value.NOTIFY_RETRY_MAX_MS < value.NOTIFY_RETRY_BASE_MS) {
-    throw new ConfigError(
-      `NOTIFY_RETRY_MAX_MS: must be at least NOTIFY_RETRY_BASE_MS (${value.NOTIFY_RETRY_BASE_MS}); raise it`,
     );
   }
   return {

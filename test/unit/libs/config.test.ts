@@ -471,6 +471,13 @@ describe('notifications', () => {
   it('refuses a longest wait shorter than the first', () => {
     const err = configErrorFor({ NOTIFY_RETRY_BASE_MS: '5000', NOTIFY_RETRY_MAX_MS: '1000' });
     expect(err.message).toMatch(/^NOTIFY_RETRY_MAX_MS: .*NOTIFY_RETRY_BASE_MS \(5000\)/);
+    const webhook = configErrorFor({
+      WEBHOOK_BACKOFF_BASE_MS: '60000',
+      WEBHOOK_BACKOFF_MAX_MS: '1000',
+    });
+    expect(webhook.message).toBe(
+      'WEBHOOK_BACKOFF_MAX_MS: must be at least WEBHOOK_BACKOFF_BASE_MS (60000); raise it',
+    );
   });
 });
 
