@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './stack';
@@ -9,9 +9,10 @@ const INFRA = join(__dirname, '..', '..', 'scripts', 'infra');
 export type ServerName = 'mongo' | 'nats' | 'redis';
 
 /**
- * A MongoDB-compatible server, NATS and Redis of a test's own, started by `scripts/infra` on
- * free ports with their data in a temporary folder: a test may stop and restart them while
- * the other test files go on with the shared ones.
+ * A MongoDB-compatible server (with its PostgreSQL, when FerretDB stores there), NATS and Redis
+ * of a test's own, started by `scripts/infra` on free ports with their data in a temporary
+ * folder: a test may stop and restart them while the other test files go on with the shared
+ * ones.
  */
 export interface PrivateInfra {
   /** MONGO_URL, NATS_URL and REDIS_URL of these servers, for `startNode`'s `env`. */
@@ -24,7 +25,10 @@ export interface PrivateInfra {
 
 export async function startPrivateInfra(): Promise<PrivateInfra> {
   const local = mkdtempSync(join(tmpdir(), 'waybill-private-infra-'));
+  // PostgreSQL runs as its own user when the tests run as root: it must reach its folder.
+  chmodSync(local, 0o755);
   const ports = {
+    WAYBILL_PG_PORT: String(await freePort()),
     WAYBILL_MONGO_PORT: String(await freePort()),
     WAYBILL_NATS_PORT: String(await freePort()),
     WAYBILL_REDIS_PORT: String(await freePort()),
@@ -50,7 +54,7 @@ export async function startPrivateInfra(): Promise<PrivateInfra> {
     down: (name) => infra('down', name),
     up: (name) => infra('up', name),
     async remove() {
-      await infra('down', ...servers);
+      await infra('down'); // all, PostgreSQL included
       rmSync(local, { recursive: true, force: true });
     },
   };

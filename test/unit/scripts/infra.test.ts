@@ -34,6 +34,7 @@ beforeAll(async () => {
     WAYBILL_NATS_PORT: await closedPort(),
     WAYBILL_REDIS_PORT: await closedPort(),
     WAYBILL_S3_PORT: await closedPort(),
+    WAYBILL_PG_PORT: await closedPort(),
   };
 });
 
@@ -210,9 +211,43 @@ describe('scripts/infra --help', () => {
     for (const usage of ['up [NAME...]', 'down [NAME...]', 'status', 'env', 'reset']) {
       expect(output).toContain(`scripts/infra ${usage} `);
     }
-    for (const variable of ['WAYBILL_LOCAL', 'WAYBILL_INFRA_STARTED', 'WAYBILL_NATS_PORT']) {
+    for (const variable of [
+      'WAYBILL_LOCAL',
+      'WAYBILL_INFRA_STARTED',
+      'WAYBILL_NATS_PORT',
+      'WAYBILL_FERRETDB',
+      'WAYBILL_PG_PORT',
+    ]) {
       expect(output).toContain(variable);
     }
     expect(output).not.toMatch(/set -euo|^#/m);
+  });
+});
+
+describe('scripts/infra and FerretDB’s storage', () => {
+  it('refuses a backend it does not know, saying which it knows', async () => {
+    const { code, output } = await infraWith({ WAYBILL_FERRETDB: 'mysql' }, 'status');
+    expect(code).not.toBe(0);
+    expect(output).toMatch(/WAYBILL_FERRETDB must be postgresql or sqlite, not 'mysql'/);
+  });
+
+  it('reports no PostgreSQL on SQLite, and one to run on PostgreSQL', async () => {
+    const sqlite = await infraWith({ WAYBILL_FERRETDB: 'sqlite' }, 'status', 'pg');
+    expect(sqlite.output).toMatch(/^pg +not used \(FerretDB on sqlite\)$/m);
+    expect(sqlite.code).toBe(0);
+    const postgres = await infraWith({ WAYBILL_FERRETDB: 'postgresql' }, 'status', 'pg');
+    expect(postgres.output).toMatch(/^pg +stopped$/m);
+    expect(postgres.code).toBe(1);
+  });
+
+  it('stops the PostgreSQL it started, by name or with everything', async () => {
+    const pg = await bystander();
+    const pid = pg.pid as number;
+    pidFile('pg', pid, { cmd: ['sleep', '60'], start: onLinux ? startTime(pid) : undefined });
+    const { code, output } = await infra('down');
+    expect(code).toBe(0);
+    expect(output).toMatch(/stopped pg/);
+    expect(await exited(pg)).toBe('SIGTERM');
+    expect(recorded('pg')).toEqual([]);
   });
 });
