@@ -267,7 +267,7 @@ const envSchema = Joi.object({
     .valid(...SERIALIZER_NAMES)
     .default('json')
     .description(
-      'Encoding of the packets between nodes; every node of a namespace must use the same (docs/operations.md)',
+      'Encoding of the packets a node sends to others; set it alike on every node, changed one node at a time (docs/operations.md)',
     ),
   NODE_ID: Joi.string().empty('').description('Moleculer node id (default: hostname-pid)'),
   REDIS_URL: Joi.string()
