@@ -4,50 +4,6 @@ import { Events, type NatsConnection } from 'nats';
 /** How long a stop waits for NATS to take what is queued before it closes the connection. */
 const FLUSH_ON_STOP_MS = 1_000;
 
-/** The part of the NATS client's protocol handler that writes to the socket (nats 2.x). */
-interface ProtocolWriter {
-  flushPending(): void;
-  outbound: { size(): number };
-  pendingLimit: number;
-}
-
-/**
- * The NATS client writes what it has queued at the end of every microtask checkpoint: under
- * load, one socket write per packet or two, and those writes were the largest single cost
- * of a call between services (docs/performance.md, "Between services"). Here what a turn of
- * the event loop publishes goes out in one write, at its end (`setImmediate`): the answers
- * to all the requests one socket read brought in leave together. A full buffer is still
- * written at once. Leaves the client as it is (returns false) if its internals are not the
- * ones this was measured on.
- */
-export function coalesceWrites(client: NatsConnection): boolean {
-  const protocol = (client as unknown as { protocol?: Partial<ProtocolWriter> }).protocol;
-  if (
-    !protocol ||
-    typeof protocol.flushPending !== 'function' ||
-    typeof protocol.outbound?.size !== 'function' ||
-    typeof protocol.pendingLimit !== 'number'
-  ) {
-    return false;
-  }
-  const writer = protocol as ProtocolWriter;
-  const writeNow = writer.flushPending.bind(writer);
-  let scheduled = false;
-  writer.flushPending = () => {
-    if (writer.outbound.size() >= writer.pendingLimit) {
-      writeNow();
-      return;
-    }
-    if (scheduled) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      writeNow();
-    });
-  };
-  return true;
-}
-
 /**
  * moleculer's NATS transporter, told when the connection drops and comes back. moleculer's
  * own only logs the NATS client's reconnects: while NATS is down it goes on publishing into
@@ -61,11 +17,7 @@ export function coalesceWrites(client: NatsConnection): boolean {
 export class NatsTransporter extends Transporters.NATS {
   override async connect(): Promise<void> {
     await super.connect();
-    const client = this.client as NatsConnection;
-    if (!coalesceWrites(client)) {
-      this.logger.warn('NATS client internals changed: its writes are not coalesced');
-    }
-    void this.follow(client);
+    void this.follow(this.client as NatsConnection);
   }
 
   override async disconnect(): Promise<void> {
