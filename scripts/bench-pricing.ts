@@ -1,23 +1,36 @@
 /**
  * Pricing benchmark: Mode B quotes through the gateway, with gateway, account, geo and
  * pricing each in its own process over NATS (the production shape), next to a bare Node
- * `http` server answering a fixed JSON body, measured the same way in the same run.
+ * `http` server answering a fixed JSON body and to the framework's floor in the same shape
+ * (moleculer-web calling no-op actions in other processes over NATS, one hop and two, as a
+ * quote takes: scripts/lib/framework-floor.ts), measured the same way in the same run.
  *
  *   scripts/infra up && eval "$(scripts/infra env)"
  *   npm run bench:pricing                          (or: scripts/tsx scripts/bench-pricing.ts)
  *   npm run bench:pricing -- --connections 50 --duration 15
+ *   SERIALIZER=cbor npm run bench:pricing          (every process started with that serializer)
  *
  * The load generator (autocannon) runs in this process; the servers run in their own. Every
  * database the benchmark creates is dropped at the end. Any error or non-2xx answer during a
  * run is reported and makes the script exit non-zero.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { createUserWithKey } from '../test/support/http';
 import { QUOTE as QUOTE_BODY, waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
-import { option, requireInfrastructure } from './bench-support';
+import { option, requireInfrastructure, showHelpIfAsked } from './bench-support';
+import { startFloor, type Floor } from './lib/framework-floor';
+
+showHelpIfAsked(`
+npm run bench:pricing -- [--connections N] [--duration S] [--warmup S]
+  --connections N  concurrent connections (default 50)
+  --duration S     seconds measured per target (default 15)
+  --warmup S       seconds of load before each measure (default 3)
+SERIALIZER=json|cbor|... in the environment starts every service process with it.
+Needs the local infrastructure: scripts/infra up && eval "$(scripts/infra env)"`);
 
 const CONNECTIONS = option('connections', 50);
 const DURATION_S = option('duration', 15);
@@ -53,8 +66,22 @@ interface Measured {
   p50: number;
   p99: number;
   failures: number;
+  /** CPU time the target's processes spent per request, in µs: steadier than req/s on a shared machine. */
+  cpuUs: number;
+  /** The same, by process, in the order of the target's `pids`. */
+  cpuUsByProcess: number[];
 }
 
+/** CPU time (user + system) a process has used so far, in µs (Linux). */
+function cpuTimeUs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  // Fields 14 and 15 of /proc/PID/stat, after the command name in parentheses.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
+
+const SERVICES = ['gateway', 'account', 'geo', 'pricing'];
 const ROUTE = JSON.stringify({ origin: QUOTE_BODY.origin, destination: QUOTE_BODY.destination });
 
 async function load(target: Target, seconds: number) {
@@ -72,49 +99,76 @@ interface Target {
   url: string;
   body: string;
   headers?: Record<string, string>;
+  /** The processes that serve it, whose CPU time is counted. */
+  pids: (number | undefined)[];
 }
 
 async function measure(target: Target): Promise<Measured> {
   await load(target, WARM_UP_S);
+  const cpu = () => target.pids.map(cpuTimeUs);
+  const before = cpu();
   const result = await load(target, DURATION_S);
+  const requests = Math.max(1, result.requests.total);
+  const used = cpu().map((after, i) => (after - before[i]) / requests);
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     failures: result.errors + result.timeouts + result.non2xx,
+    cpuUs: used.reduce((sum, us) => sum + us, 0),
+    cpuUsByProcess: used,
   };
 }
 
 const row = (name: string, m: Measured) =>
-  `${name.padEnd(26)} ${m.rps.toFixed(0).padStart(8)} ${m.p50.toFixed(1).padStart(8)} ${m.p99
+  `${name.padEnd(28)} ${m.rps.toFixed(0).padStart(8)} ${m.p50.toFixed(1).padStart(8)} ${m.p99
     .toFixed(1)
-    .padStart(8)} ${String(m.failures).padStart(8)}`;
+    .padStart(8)} ${m.cpuUs.toFixed(0).padStart(8)} ${String(m.failures).padStart(8)}`;
 
 async function main() {
   const iso = isolation();
   const nodes: NodeProcess[] = [];
   const bare = await startBareServer();
+  let floor: Floor | undefined;
   try {
+    floor = await startFloor(`${iso.namespace}-floor`);
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn' };
-    await startNodes(nodes, ['gateway', 'account', 'geo', 'pricing'], { iso, env });
+    await startNodes(nodes, SERVICES, { iso, env });
     const gateway = nodes[0];
     const { key } = await createUserWithKey(gateway.url);
     const total = await waitForQuote(gateway.url, key);
 
     console.log(
-      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each`,
+      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, SERIALIZER=${process.env.SERIALIZER ?? 'json'}, load average ${loadavg()[0].toFixed(2)}`,
     );
     console.log(`quote: Ikeja → Lekki, 3 kg, ₦20,000 declared → total ${total}`);
     const headers = { 'api-key': key };
-    const baseline = await measure({ url: bare.url, body: QUOTE });
-    const pricing = await measure({ url: `${gateway.url}/api/pricing`, body: QUOTE, headers });
+    const pids = (children: { pid?: number }[]) => children.map((c) => c.pid);
+    const ours = pids(nodes.map((n) => n.child));
+    const baseline = await measure({ url: bare.url, body: QUOTE, pids: pids([bare.child]) });
+    const floorPids = pids(floor.children);
+    const floorOne = await measure({ url: `${floor.url}/one`, body: ROUTE, pids: floorPids });
+    const floorTwo = await measure({ url: `${floor.url}/two`, body: QUOTE, pids: floorPids });
+    const pricing = await measure({
+      url: `${gateway.url}/api/pricing`,
+      body: QUOTE,
+      headers,
+      pids: ours,
+    });
     // One hop less (gateway → geo): what pricing itself adds to the platform's floor.
-    const route = await measure({ url: `${gateway.url}/api/route`, body: ROUTE, headers });
+    const route = await measure({
+      url: `${gateway.url}/api/route`,
+      body: ROUTE,
+      headers,
+      pids: ours,
+    });
 
     console.log(
-      `\n${'target'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'errors'.padStart(8)}`,
+      `\n${'target'.padEnd(28)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs'.padStart(8)} ${'errors'.padStart(8)}`,
     );
     console.log(row('bare node:http, fixed JSON', baseline));
+    console.log(row('floor, 1 hop (web → a)', floorOne));
+    console.log(row('floor, 2 hops (web → a → b)', floorTwo));
     console.log(row('pricing via gateway, NATS', pricing));
     console.log(row('route via gateway (1 hop)', route));
     const rpsRatio = pricing.rps / baseline.rps;
@@ -122,14 +176,25 @@ async function main() {
     console.log(
       `\nbench:pricing rps=${pricing.rps.toFixed(0)} p50=${pricing.p50} p99=${pricing.p99} | bare rps=${baseline.rps.toFixed(0)} p50=${baseline.p50} p99=${baseline.p99} | ratio rps=${rpsRatio.toFixed(3)} p99=${p99Ratio.toFixed(1)}`,
     );
-    if (pricing.failures > 0 || baseline.failures > 0 || route.failures > 0) {
+    const byProcess = (m: Measured) =>
+      SERVICES.map((name, i) => `${name} ${m.cpuUsByProcess[i].toFixed(0)}`).join(', ');
+    console.log(
+      `\nCPU µs per request, by process: quote: ${byProcess(pricing)}; route: ${byProcess(route)}`,
+    );
+    console.log(
+      `vs the framework floor in the same shape: quote/2-hop floor rps=${(pricing.rps / floorTwo.rps).toFixed(2)}, route/1-hop floor rps=${(route.rps / floorOne.rps).toFixed(2)}`,
+    );
+    const failed = { pricing, route, baseline, floorOne, floorTwo };
+    const failures = Object.entries(failed).filter(([, m]) => m.failures > 0);
+    if (failures.length > 0) {
       console.error(
-        `\nFAILED: ${pricing.failures} pricing, ${route.failures} route and ${baseline.failures} baseline requests did not answer 2xx`,
+        `\nFAILED: requests that did not answer 2xx: ${failures.map(([name, m]) => `${name} ${m.failures}`).join(', ')}`,
       );
       process.exitCode = 1;
     }
   } finally {
     bare.child.kill();
+    await floor?.stop();
     await Promise.all(nodes.map((n) => n.stop()));
     await dropDatabases(iso);
   }

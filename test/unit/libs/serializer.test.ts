@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Serializers } from 'moleculer';
-import { WaybillSerializer } from '../../../libs/serializer';
+import { ServiceBroker, Serializers } from 'moleculer';
+import type { SerializerName } from '../../../libs/config';
+import { WaybillSerializer, createSerializer } from '../../../libs/serializer';
 
 const serializer = new WaybillSerializer();
 const json = new Serializers.JSON();
@@ -66,5 +67,63 @@ describe('WaybillSerializer', () => {
   it('sends an empty chunk too', () => {
     const back = serializer.deserialize(serializer.serialize(chunkPacket(Buffer.alloc(0)), 'REQ'));
     expect((back as { params: Buffer }).params).toEqual(Buffer.alloc(0));
+  });
+});
+
+describe('WireSerializer (SERIALIZER)', () => {
+  const broker = new ServiceBroker({ logger: false });
+  const make = (name: SerializerName) => {
+    const wire = createSerializer(name);
+    wire.init(broker);
+    return wire;
+  };
+  const request = {
+    ver: '5',
+    sender: 'gateway-1',
+    id: 'ctx-1',
+    action: 'pricing.price',
+    params: { origin: { lat: 6.6, lon: 3.35 }, destination: 'Lekki, Lagos', totalWeight: 3 },
+    meta: { user: { id: 'u-1' } },
+    headers: {},
+    timeout: 15000,
+    level: 1,
+    tracing: null,
+    caller: 'gateway',
+    stream: false,
+  };
+
+  it('writes JSON by default, byte for byte as before', () => {
+    const wire = make('json');
+    expect(wire.serialize(request, 'REQ')).toEqual(json.serialize(request));
+  });
+
+  it('writes CBOR when SERIALIZER=cbor, smaller than JSON', () => {
+    const bytes = make('cbor').serialize(request, 'REQ');
+    expect(bytes[0]).toBeGreaterThanOrEqual(0xa0);
+    expect(bytes.length).toBeLessThan(json.serialize(request).length);
+  });
+
+  it.each([
+    ['json', 'cbor'],
+    ['cbor', 'json'],
+    ['cbor', 'cbor'],
+  ] as const)(
+    'a %s node reads what a %s node writes (a change rolls one node at a time)',
+    (reader, writer) => {
+      expect(make(reader).deserialize(make(writer).serialize(request, 'REQ'))).toEqual(request);
+    },
+  );
+
+  it.each(['json', 'cbor'] as const)('keeps stream chunks raw bytes with %s', (name) => {
+    const bytes = randomBytes(64 * 1024);
+    const wire = make(name);
+    const frame = wire.serialize(chunkPacket(bytes), 'REQ');
+    expect(frame.length).toBeLessThan(bytes.length + 300);
+    for (const reader of [make('json'), make('cbor')]) {
+      const back = reader.deserialize(frame) as { params: Buffer; seq: number };
+      expect(Buffer.isBuffer(back.params)).toBe(true);
+      expect(back.params).toEqual(bytes);
+      expect(back.seq).toBe(3);
+    }
   });
 });
