@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
 import { Errors } from 'moleculer';
 import { serviceUnavailable } from './errors';
+import { bytesMoved } from './reclaim';
 
 /**
  * Direct byte transfer between nodes. File bodies do not ride NATS: moleculer carries the
@@ -161,9 +162,10 @@ export class TransferDesk {
       'GET',
       () => source.destroy(),
       (_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        res.writeHead(200, { 'content-type': 'application/octet-stream' }).flushHeaders();
         // A puller that leaves closes `res`: pipeline then destroys the source (an S3 socket).
         pipeline(source, res, () => undefined);
+        source.on('data', (chunk: Buffer) => bytesMoved(chunk.length));
       },
     );
   }
@@ -260,14 +262,17 @@ export function pushBody(
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const req = request(agent, ticket, 'POST', timeoutMs);
+    const count = (chunk: Buffer) => bytesMoved(chunk.length);
     const stop = () => {
       body.unpipe(req);
       body.off('close', cut);
+      body.off('data', count);
     };
     const cut = () => {
       if (!body.readableEnded) req.destroy(new Error('the body was cut before its end'));
     };
     body.once('close', cut);
+    body.on('data', count);
     req.once('error', (err) => {
       stop();
       reject(isTimeout(err) ? err : unreachable());

@@ -62,8 +62,15 @@ const mb = (bytes: number) => bytes / 2 ** 20;
 const rssKb = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 
-/** Samples the RSS of processes every 20 ms; `stop()` returns baseline and peak, in MB. */
+/** CPU seconds a process has used (user + system): load on a shared machine does not change it. */
+const cpuSeconds = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
+/** Samples the RSS of processes every 20 ms; `stop()` returns baseline, peak (MB) and CPU s. */
 function sampleRss(pids: Record<string, number>) {
+  const cpu = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
   const baseline = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, rssKb(pid)]));
   const peak = { ...baseline };
   const timer = setInterval(() => {
@@ -74,7 +81,10 @@ function sampleRss(pids: Record<string, number>) {
   return () => {
     clearInterval(timer);
     return Object.fromEntries(
-      Object.keys(pids).map((n) => [n, { baseline: baseline[n] / 1024, peak: peak[n] / 1024 }]),
+      Object.entries(pids).map(([n, pid]) => [
+        n,
+        { baseline: baseline[n] / 1024, peak: peak[n] / 1024, cpu: cpuSeconds(pid) - cpu[n] },
+      ]),
     );
   };
 }
@@ -182,7 +192,9 @@ const DIRECT_DOWN = 'direct GetObject ← S3';
 interface Row {
   path: string;
   seconds: number;
-  rss?: Record<string, { baseline: number; peak: number }>;
+  rss?: Record<string, { baseline: number; peak: number; cpu: number }>;
+  /** CPU seconds of this benchmark's own process (the client side, or the direct path). */
+  clientCpu?: number;
 }
 
 async function main() {
@@ -208,26 +220,38 @@ async function main() {
         return key;
       }),
     );
+    const measured = async (
+      path: string,
+      move: () => Promise<number>,
+      pids: Record<string, number> = {},
+    ) => {
+      const stop = sampleRss(pids);
+      const cpu = process.cpuUsage();
+      let seconds = Number.NaN;
+      try {
+        seconds = await move();
+      } finally {
+        const used = process.cpuUsage(cpu);
+        rows.push({ path, seconds, rss: stop(), clientCpu: (used.user + used.system) / 1e6 });
+      }
+    };
     for (let run = 1; run <= RUNS; run++) {
-      rows.push({ path: DIRECT_UP, seconds: await directUpload() });
-      rows.push({ path: DIRECT_DOWN, seconds: await directDownload(written[written.length - 1]) });
+      await measured(DIRECT_UP, directUpload);
+      await measured(DIRECT_DOWN, () => directDownload(written[written.length - 1]));
       for (const [i, { topology }] of topologies.entries()) {
         const pids = Object.fromEntries(
           Object.entries(topology.nodes).map(([n, node]) => [n, node.child.pid as number]),
         );
-        const measured = async (path: string, move: () => Promise<number>) => {
-          const stop = sampleRss(pids);
-          let seconds = Number.NaN;
-          try {
-            seconds = await move();
-          } finally {
-            rows.push({ path, seconds, rss: stop() });
-          }
-        };
-        await measured(`upload: ${topology.name}`, () => throughGateway(topology.url, keys[i]));
+        await measured(
+          `upload: ${topology.name}`,
+          () => throughGateway(topology.url, keys[i]),
+          pids,
+        );
         const key = written[written.length - 1];
-        await measured(`download: ${topology.name}`, () =>
-          downloadThroughGateway(topology.url, keys[i], key),
+        await measured(
+          `download: ${topology.name}`,
+          () => downloadThroughGateway(topology.url, keys[i], key),
+          pids,
         );
       }
     }
@@ -248,10 +272,14 @@ async function main() {
   for (const row of rows) {
     const mbps = SIZE_MB / row.seconds;
     const rss = Object.entries(row.rss ?? {})
-      .map(([n, r]) => `${n} ${r.baseline.toFixed(0)} → ${r.peak.toFixed(0)} MB`)
+      .map(
+        ([n, r]) =>
+          `${n} ${r.baseline.toFixed(0)} → ${r.peak.toFixed(0)} MB, ${r.cpu.toFixed(2)} s CPU`,
+      )
       .join(', ');
     console.log(
-      `${row.path.padEnd(44)} ${row.seconds.toFixed(2).padStart(6)} s ${mbps.toFixed(1).padStart(7)} MB/s  ${rss}`,
+      `${row.path.padEnd(44)} ${row.seconds.toFixed(2).padStart(6)} s ${mbps.toFixed(1).padStart(7)} MB/s  ` +
+        `bench process ${row.clientCpu?.toFixed(2)} s CPU${rss ? `; ${rss}` : ''}`,
     );
     const previous = best.get(row.path);
     if (!previous || row.seconds < previous.seconds) best.set(row.path, row);

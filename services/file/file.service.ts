@@ -144,7 +144,7 @@ export function createFileService(config: Config): ServiceDefinition {
     408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
     413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
     429: `API quota exceeded, or this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY); see \`Retry-After\``,
-    503: 'The file service is busy with other uploads (see `Retry-After`), or file storage is unavailable; retry',
+    503: 'The file service is busy with other uploads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
   };
 
   return {

@@ -5,6 +5,7 @@ import { retriesFor, type Retry } from '../../libs/contracts';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { notFound, toHttpError } from '../../libs/errors';
 import { PAGE_HEADERS, errorPage } from '../../libs/html';
+import { bytesMoved } from '../../libs/reclaim';
 import type { HttpRoute } from '../../libs/service';
 import {
   DOWNLOAD_TICKET_META,
@@ -145,6 +146,7 @@ export function sendResponse(req: GatewayRequest, res: ServerResponse, data: unk
   } else if (data instanceof Readable) {
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
     data.on('error', () => res.destroy());
+    data.on('data', (chunk: Buffer) => bytesMoved(chunk.length));
     // A client that leaves mid-download must not leave the source (S3, a transfer) open.
     res.once('close', () => {
       if (!data.readableEnded) data.destroy();
