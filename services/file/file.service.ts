@@ -120,9 +120,8 @@ export function createFileService(config: Config): ServiceDefinition {
     if (!stream) throw badRequest('Send files as multipart/form-data');
     if (ctx.nodeID !== broker.nodeID) {
       stream.resume();
-      throw serviceUnavailable(
-        'Upload bodies are not taken over the transporter; the gateway must open a transfer (file.openUpload)',
-      );
+      // Only a gateway of an older version sends one: during a rolling update, retried.
+      throw serviceUnavailable('The file service is being updated; retry in a few seconds');
     }
     let slot: UploadSlot;
     try {
