@@ -12,9 +12,9 @@ export const BODY_BUFFER_BYTES = 1 * MiB;
 
 /**
  * The most one upload holds in a file-service process: its body's stream buffers, the parts
- * uploading to S3 (PART_QUEUE), the part being filled, and the copy lib-storage makes when it
- * joins a part's chunks. A bulk upload stores its files one after the other
- * (services/file/multipart), so this holds per request.
+ * uploading to S3 (PART_QUEUE), the chunks of the part being filled, and the part buffer
+ * they are copied into (services/file/part-upload). A bulk upload stores its files one after
+ * the other (services/file/multipart), so this holds per request.
  */
 export const UPLOAD_MEMORY_BYTES = BODY_BUFFER_BYTES + (PART_QUEUE + 2) * PART_SIZE;
 

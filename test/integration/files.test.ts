@@ -774,7 +774,7 @@ describe('memory while uploading 100 MB', () => {
     await dropDatabases(iso);
   });
 
-  it('streams a generated 100 MB file through the gateway to S3 with flat memory', async () => {
+  it('streams a generated 100 MB file through the gateway to S3, each process growing < 64 MB', async () => {
     const { key } = await createUserWithKey(gateway.url);
     await waitForFiles(gateway.url, key);
     const size = 100 * 1024 * 1024;
@@ -822,7 +822,8 @@ describe('memory while uploading 100 MB', () => {
         `(+${growth.file} MB), gateway RSS ${Math.round(baseline.gateway / 1024)} → peak ` +
         `${Math.round(peak.gateway / 1024)} MB (+${growth.gateway} MB)`,
     );
-    expect(growth.file).toBeLessThan(200);
-    expect(growth.gateway).toBeLessThan(200);
+    // Issue 15's goal: a file of any size moves through each process in less than 64 MB.
+    expect(growth.file).toBeLessThan(64);
+    expect(growth.gateway).toBeLessThan(64);
   });
 });
