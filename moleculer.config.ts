@@ -11,7 +11,6 @@ import {
   circuitBreaker,
   remoteCalls,
 } from './libs/resilience';
-import { WaybillSerializer } from './libs/serializer';
 import { JoiValidator } from './libs/validation';
 
 /**
@@ -37,8 +36,8 @@ export function createBrokerOptions(config: Config): BrokerOptions {
           maxPingOut: 2,
         })
       : null,
-    // JSON, with stream chunks (file bodies) as raw bytes instead of arrays of numbers.
-    serializer: new WaybillSerializer(),
+    // File bodies do not cross the transporter (libs/transfer): every packet is plain JSON.
+    serializer: 'JSON',
     logger: {
       type: 'Console',
       options: {
