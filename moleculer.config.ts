@@ -37,6 +37,7 @@ export function createBrokerOptions(config: Config): BrokerOptions {
           maxPingOut: 2,
         })
       : null,
+    // File bodies do not cross the transporter (libs/transfer): packets are JSON or CBOR.
     serializer: createSerializer(config.serializer),
     logger: {
       type: 'Console',

@@ -73,6 +73,10 @@ export interface Config {
     maxUploadsPerKey: number;
     /** How long an upload's body may send nothing before it is aborted (408). */
     idleTimeoutMs: number;
+    /** Internal port of the file service for bodies from gateways on other nodes (0: any free). */
+    transferPort: number;
+    /** Address gateways reach that port at; unset: HOST when it names one, else this node's IP. */
+    transferHost: string | undefined;
   };
   services: ServiceName[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -350,6 +354,18 @@ const envSchema = Joi.object({
     .default(30000)
     .description(
       'How long an upload body may send nothing before it is aborted (408), freeing its memory and slot',
+    ),
+  FILE_TRANSFER_PORT: Joi.number()
+    .port()
+    .default(0)
+    .description(
+      'Internal port on which the file service takes upload bodies from, and streams downloads to, gateways on other nodes (never public); 0 picks a free one',
+    ),
+  FILE_TRANSFER_HOST: Joi.string()
+    .hostname()
+    .empty('')
+    .description(
+      'Address gateways reach FILE_TRANSFER_PORT at (default: HOST when it names one, else the first IP of the node)',
     ),
   SERVICES: Joi.string()
     .default('all')
@@ -841,6 +857,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxUploads: value.FILE_MAX_UPLOADS,
       maxUploadsPerKey: value.FILE_MAX_UPLOADS_PER_KEY,
       idleTimeoutMs: value.FILE_IDLE_TIMEOUT_MS,
+      transferPort: value.FILE_TRANSFER_PORT,
+      transferHost: value.FILE_TRANSFER_HOST,
     },
     services: parseServices(value.SERVICES),
     logLevel: value.LOG_LEVEL,

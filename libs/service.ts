@@ -8,7 +8,7 @@ import {
   type Retry,
 } from './contracts';
 import { unauthorized } from './errors';
-import type { FlowMeta } from './stream-flow';
+import type { TransferTicket } from './transfer';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -99,10 +99,8 @@ export interface RequestMeta {
   /** `body: 'stream'` routes: the request's `Content-Type` and `Content-Length` headers. */
   contentType?: string;
   contentLength?: number;
-  /** A streamed request body is gated by its sender: credit it (libs/stream-flow). */
-  $flow?: FlowMeta;
-  /** Set by a service answering with a gated stream. */
-  $responseFlow?: FlowMeta;
+  /** Set by a service answering a remote caller with bytes: pull them with it (libs/transfer). */
+  $transferTicket?: TransferTicket;
 }
 
 export type WaybillContext<P = Record<string, unknown>> = Context<P, RequestMeta>;

@@ -1,19 +1,13 @@
 /**
  * File upload benchmark: a generated file (200 MB by default) uploaded through the gateway
  * and the file service, next to a direct lib-storage Upload of the same bytes to the same S3
- * server, in the same run; peak RSS of the server processes while they work.
- *
- *   scripts/infra up && eval "$(scripts/infra env)"
- *   npm run bench:files                    (or: scripts/tsx scripts/bench-files.ts)
- *   npm run bench:files -- --mb 500 --runs 3
- *
- * Two topologies are measured: the file service in its own process (bodies cross NATS,
- * the production shape) and every service in one process (no transporter hop). Every
- * object the benchmark writes is deleted at the end.
+ * server, in the same run; then downloaded through the gateway, next to a direct GetObject;
+ * peak RSS of the server processes while they work. Prints the goals of issue 15.
  */
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { Readable } from 'node:stream';
-import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { PART_QUEUE, PART_SIZE, createS3Client } from '../services/file/store';
 import { createUserWithKey } from '../test/support/http';
@@ -25,7 +19,26 @@ import {
   multipartType,
 } from '../test/support/multipart';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
-import { option, requireInfrastructure } from './bench-support';
+import { option, requireInfrastructure, showHelpIfAsked } from './bench-support';
+
+showHelpIfAsked(`
+npm run bench:files [-- --mb 200 --runs 2]
+
+Uploads a generated file (--mb MB, default 200) through the gateway and the file service,
+then downloads it back, --runs times (default 2), next to a direct lib-storage Upload and a
+direct GetObject of the same bytes to the same S3 server in the same run. Two topologies: the
+file service in its own process (bodies over its transfer port, the production shape) and
+every service in one process. Prints MB/s, the ratios to the direct paths, and each server
+process's peak RSS growth, against the goals: upload ≥ 0.7× direct, growth < 64 MB.
+
+Needs the local infrastructure: scripts/infra up && eval "$(scripts/infra env)".
+Every object and database it writes is deleted at the end; its processes are stopped.
+`);
+
+/** Issue 15's goals: an upload through the gateway at least this share of a direct one... */
+const GOAL_RATIO = 0.7;
+/** ...and no server process growing more than this, in MB, while it moves the file. */
+const GOAL_GROWTH_MB = 64;
 
 const SIZE_MB = option('mb', 200);
 const RUNS = option('runs', 2);
@@ -49,8 +62,15 @@ const mb = (bytes: number) => bytes / 2 ** 20;
 const rssKb = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 
-/** Samples the RSS of processes every 20 ms; `stop()` returns baseline and peak, in MB. */
+/** CPU seconds a process has used (user + system): load on a shared machine does not change it. */
+const cpuSeconds = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
+/** Samples the RSS of processes every 20 ms; `stop()` returns baseline, peak (MB) and CPU s. */
 function sampleRss(pids: Record<string, number>) {
+  const cpu = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
   const baseline = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, rssKb(pid)]));
   const peak = { ...baseline };
   const timer = setInterval(() => {
@@ -61,7 +81,10 @@ function sampleRss(pids: Record<string, number>) {
   return () => {
     clearInterval(timer);
     return Object.fromEntries(
-      Object.keys(pids).map((n) => [n, { baseline: baseline[n] / 1024, peak: peak[n] / 1024 }]),
+      Object.entries(pids).map(([n, pid]) => [
+        n,
+        { baseline: baseline[n] / 1024, peak: peak[n] / 1024, cpu: cpuSeconds(pid) - cpu[n] },
+      ]),
     );
   };
 }
@@ -81,6 +104,30 @@ async function directUpload(): Promise<number> {
     partSize: PART_SIZE,
     queueSize: PART_QUEUE,
   }).done();
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+async function directDownload(key: string): Promise<number> {
+  const started = process.hrtime.bigint();
+  const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+  let size = 0;
+  for await (const chunk of object.Body as Readable) size += (chunk as Buffer).length;
+  if (size !== SIZE) throw new Error(`direct download read ${size} bytes`);
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+async function downloadThroughGateway(base: string, apiKey: string, key: string) {
+  const started = process.hrtime.bigint();
+  const res = await fetch(`${base}/file/download`, {
+    method: 'POST',
+    headers: { 'api-key': apiKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `${CDN}/${key}` }),
+  });
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) size += chunk.length;
+  if (res.status !== 200 || size !== SIZE) {
+    throw new Error(`download failed: ${res.status}, ${size} bytes`);
+  }
   return Number(process.hrtime.bigint() - started) / 1e9;
 }
 
@@ -139,20 +186,30 @@ async function waitForFiles(base: string, apiKey: string) {
   throw new Error('the file service did not show up');
 }
 
+const DIRECT_UP = 'direct lib-storage Upload → S3';
+const DIRECT_DOWN = 'direct GetObject ← S3';
+
 interface Row {
   path: string;
   seconds: number;
-  rss?: Record<string, { baseline: number; peak: number }>;
+  rss?: Record<string, { baseline: number; peak: number; cpu: number }>;
+  /** CPU seconds of this benchmark's own process (the client side, or the direct path). */
+  clientCpu?: number;
 }
 
 async function main() {
   console.log(`bench:files: ${SIZE_MB} MB generated per upload, ${RUNS} run(s) each`);
   console.log(
+    `load average at the start: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  );
+  console.log(
     `S3 ${process.env.S3_ENDPOINT}, bucket ${bucket}; part ${mb(PART_SIZE)} MB × ${PART_QUEUE}\n`,
   );
   const rows: Row[] = [];
   const topologies = [
-    await startTopology('gateway → NATS → file service → S3', true),
+    await startTopology('gateway → transfer port → file service → S3', true),
     await startTopology('one process (gateway + file service) → S3', false),
   ];
   try {
@@ -163,20 +220,39 @@ async function main() {
         return key;
       }),
     );
+    const measured = async (
+      path: string,
+      move: () => Promise<number>,
+      pids: Record<string, number> = {},
+    ) => {
+      const stop = sampleRss(pids);
+      const cpu = process.cpuUsage();
+      let seconds = Number.NaN;
+      try {
+        seconds = await move();
+      } finally {
+        const used = process.cpuUsage(cpu);
+        rows.push({ path, seconds, rss: stop(), clientCpu: (used.user + used.system) / 1e6 });
+      }
+    };
     for (let run = 1; run <= RUNS; run++) {
-      rows.push({ path: 'direct lib-storage Upload → S3', seconds: await directUpload() });
+      await measured(DIRECT_UP, directUpload);
+      await measured(DIRECT_DOWN, () => directDownload(written[written.length - 1]));
       for (const [i, { topology }] of topologies.entries()) {
         const pids = Object.fromEntries(
           Object.entries(topology.nodes).map(([n, node]) => [n, node.child.pid as number]),
         );
-        const stop = sampleRss(pids);
-        let seconds: number;
-        try {
-          seconds = await throughGateway(topology.url, keys[i]);
-        } finally {
-          rows.push({ path: topology.name, seconds: 0, rss: stop() });
-        }
-        (rows[rows.length - 1] as Row).seconds = seconds;
+        await measured(
+          `upload: ${topology.name}`,
+          () => throughGateway(topology.url, keys[i]),
+          pids,
+        );
+        const key = written[written.length - 1];
+        await measured(
+          `download: ${topology.name}`,
+          () => downloadThroughGateway(topology.url, keys[i], key),
+          pids,
+        );
       }
     }
   } finally {
@@ -196,15 +272,19 @@ async function main() {
   for (const row of rows) {
     const mbps = SIZE_MB / row.seconds;
     const rss = Object.entries(row.rss ?? {})
-      .map(([n, r]) => `${n} ${r.baseline.toFixed(0)} → ${r.peak.toFixed(0)} MB`)
+      .map(
+        ([n, r]) =>
+          `${n} ${r.baseline.toFixed(0)} → ${r.peak.toFixed(0)} MB, ${r.cpu.toFixed(2)} s CPU`,
+      )
       .join(', ');
     console.log(
-      `${row.path.padEnd(44)} ${row.seconds.toFixed(2).padStart(6)} s ${mbps.toFixed(1).padStart(7)} MB/s  ${rss}`,
+      `${row.path.padEnd(44)} ${row.seconds.toFixed(2).padStart(6)} s ${mbps.toFixed(1).padStart(7)} MB/s  ` +
+        `bench process ${row.clientCpu?.toFixed(2)} s CPU${rss ? `; ${rss}` : ''}`,
     );
     const previous = best.get(row.path);
     if (!previous || row.seconds < previous.seconds) best.set(row.path, row);
     for (const [n, r] of Object.entries(row.rss ?? {})) {
-      const name = `${row.path}: ${n}`;
+      const name = `${row.path.replace(/^(upload|download): /, '')}: ${n}`;
       const seen = memory.get(name);
       memory.set(name, {
         baseline: seen?.baseline ?? r.baseline,
@@ -212,22 +292,34 @@ async function main() {
       });
     }
   }
-  const direct = best.get('direct lib-storage Upload → S3') as Row;
+  const directUp = best.get(DIRECT_UP) as Row;
+  const directDown = best.get(DIRECT_DOWN) as Row;
   console.log(
-    `\nbest run of each, against the direct upload (${(SIZE_MB / direct.seconds).toFixed(1)} MB/s):`,
+    `\nbest run of each, against the direct path (upload ${(SIZE_MB / directUp.seconds).toFixed(1)} MB/s, ` +
+      `download ${(SIZE_MB / directDown.seconds).toFixed(1)} MB/s):`,
   );
   for (const [path, row] of best) {
-    if (row === direct) continue;
+    if (row === directUp || row === directDown) continue;
+    const upload = path.startsWith('upload');
+    const ratio = (upload ? directUp : directDown).seconds / row.seconds;
+    const goal = upload ? `  goal ≥ ${GOAL_RATIO}: ${ratio >= GOAL_RATIO ? 'met' : 'MISSED'}` : '';
     console.log(
-      `  ${path}: ${(SIZE_MB / row.seconds).toFixed(1)} MB/s, ratio ${(direct.seconds / row.seconds).toFixed(2)}`,
+      `  ${path}: ${(SIZE_MB / row.seconds).toFixed(1)} MB/s, ratio ${ratio.toFixed(2)}${goal}`,
     );
   }
-  console.log('peak RSS over all runs (before the first upload → peak):');
+  console.log('peak RSS over all runs (before the first transfer → peak):');
   for (const [name, r] of memory) {
+    const growth = r.peak - r.baseline;
     console.log(
-      `  ${name}: ${r.baseline.toFixed(0)} → ${r.peak.toFixed(0)} MB (+${(r.peak - r.baseline).toFixed(0)} MB)`,
+      `  ${name}: ${r.baseline.toFixed(0)} → ${r.peak.toFixed(0)} MB (+${growth.toFixed(0)} MB)` +
+        `  goal < ${GOAL_GROWTH_MB} MB: ${growth < GOAL_GROWTH_MB ? 'met' : 'MISSED'}`,
     );
   }
+  console.log(
+    `load average at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -1,5 +1,6 @@
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { bodyTimeout } from '../../libs/errors';
+import { bytesMoved } from '../../libs/reclaim';
 
 export interface BodyWatchOptions {
   /** The client may send nothing for this long while we could take more (FILE_IDLE_TIMEOUT_MS). */
@@ -42,6 +43,7 @@ export class BodyWatch extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
     this.idleTimer.refresh();
+    bytesMoved(chunk.length);
     callback(null, chunk);
   }
 

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
-import { badRequest, serviceBusy } from '../../libs/errors';
+import { badRequest, serviceBusy, serviceUnavailable } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import {
   action,
@@ -9,7 +9,7 @@ import {
   type ServiceDefinition,
   type WaybillContext,
 } from '../../libs/service';
-import { StreamFlows, receiveFlow } from '../../libs/stream-flow';
+import { DOWNLOAD_TICKET_META, OPEN_UPLOAD_ACTION, TransferDesk } from '../../libs/transfer';
 import { contentDisposition } from './content-disposition';
 import {
   UPLOAD_RETRY_AFTER_SECONDS,
@@ -25,6 +25,8 @@ import {
   errorSlot,
   isFailed,
   receiveFiles,
+  refuseRequest,
+  type FileSlot,
   type ReceiveOptions,
 } from './multipart';
 import {
@@ -32,45 +34,60 @@ import {
   bulkUploadView,
   downloadParams,
   noParams,
+  openUploadParams,
   singleUploadForm,
+  UPLOAD_ACTIONS,
   singleUploadView,
 } from './schemas';
 import { FileStorage } from './store';
-import { meteredUploadSlots, type UploadSlots } from './upload-slots';
+import { meteredUploadSlots, type UploadSlot, type UploadSlots } from './upload-slots';
+
+type UploadMode = ReceiveOptions['mode'];
+
+/** What the request's headers said of its body (the gateway copies them into `ctx.meta`). */
+type BodyMeta = Pick<ReceiveOptions, 'contentType' | 'contentLength'>;
+
+const bodyMeta = (ctx: WaybillContext): BodyMeta => ({
+  contentType: ctx.meta.contentType,
+  contentLength: ctx.meta.contentLength,
+});
 
 export function createFileService(config: Config): ServiceDefinition {
   let storage: FileStorage;
   let broker: ServiceBroker;
   let uploads: UploadSlots;
-  const flows = new StreamFlows('file');
+  let desk: TransferDesk | undefined;
   const { maxBytes, allowedTypes } = config.files;
   const maxSize = `${Math.round((maxBytes / 1024 / 1024) * 10) / 10} MB`;
 
-  async function receive(ctx: WaybillContext, mode: ReceiveOptions['mode']) {
-    const userId = requireUser(ctx);
-    if (!ctx.stream) throw badRequest('Send files as multipart/form-data');
-    const stream = ctx.stream as Readable;
+  /** A slot for one more upload, or the 503 that tells the client when to come back. */
+  function takeSlot(): UploadSlot {
     const slot = uploads.take();
-    if (!slot) {
-      // Read and dropped without credit: a gateway on another node sends no more than its
-      // window, then closes the flow once this answer reaches it.
-      stream.resume();
-      throw serviceBusy(
-        `The file service is busy with other uploads; retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
-        UPLOAD_RETRY_AFTER_SECONDS,
-      );
-    }
+    if (slot) return slot;
+    throw serviceBusy(
+      `The file service is busy with other uploads; retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
+      UPLOAD_RETRY_AFTER_SECONDS,
+    );
+  }
+
+  /** Receives one request's files into the bucket; the slot is given back at the end. */
+  async function receive(
+    request: { mode: UploadMode; userId: string; meta: BodyMeta; body: Readable },
+    slot: UploadSlot,
+  ) {
     try {
-      const body = receiveFlow(stream, ctx.meta.$flow, (a, p, o) => broker.call(a, p, o));
       return await receiveFiles(
-        watchBody(body, { idleMs: config.files.idleTimeoutMs, deadlineMs: config.files.timeoutMs }),
+        watchBody(request.body, {
+          idleMs: config.files.idleTimeoutMs,
+          deadlineMs: config.files.timeoutMs,
+        }),
         {
-          mode,
-          contentType: ctx.meta.contentType,
-          contentLength: ctx.meta.contentLength,
+          mode: request.mode,
+          contentType: request.meta.contentType,
+          contentLength: request.meta.contentLength,
           maxFileBytes: maxBytes,
           allowedTypes,
-          newKey: (ext) => newFileKey(userId, ext),
+          newKey: (ext) => newFileKey(request.userId, ext),
           sink: storage,
         },
       );
@@ -79,12 +96,54 @@ export function createFileService(config: Config): ServiceDefinition {
     }
   }
 
+  /** What each upload action answers for the slots of its request. */
+  const answers: Record<UploadMode, (slots: FileSlot[]) => unknown> = {
+    single: ([slot]) => {
+      if (isFailed(slot)) throw slot.error;
+      return { url: hostedUrl(slot.key, config.cdnBaseUrl) };
+    },
+    bulk: (slots) => ({
+      urls: slots.map((slot) =>
+        isFailed(slot) ? errorSlot(slot) : hostedUrl(slot.key, config.cdnBaseUrl),
+      ),
+    }),
+  };
+
+  /**
+   * An upload action called in this process (the gateway beside us) with the request as
+   * `ctx.stream`. A gateway on another node opens a transfer instead (`openUpload`): a body
+   * over NATS would have no backpressure, so none is taken from there.
+   */
+  async function uploadHere(ctx: WaybillContext, mode: UploadMode) {
+    const userId = requireUser(ctx);
+    const stream = ctx.stream as Readable | undefined;
+    if (!stream) throw badRequest('Send files as multipart/form-data');
+    if (ctx.nodeID !== broker.nodeID) {
+      stream.resume();
+      // Only a gateway of an older version sends one: during a rolling update, retried.
+      throw serviceUnavailable('The file service is being updated; retry in a few seconds');
+    }
+    let slot: UploadSlot;
+    try {
+      slot = takeSlot();
+    } catch (err) {
+      stream.resume(); // read and dropped, so that the client reads the answer
+      throw err;
+    }
+    return answers[mode](await receive({ mode, userId, meta: bodyMeta(ctx), body: stream }, slot));
+  }
+
+  function openDesk(): TransferDesk {
+    if (!desk) throw serviceUnavailable('The file service has no transfer port; retry');
+    return desk;
+  }
+
   const uploadErrors = {
     400: 'Not multipart/form-data, missing or misnamed file part, empty file, too many files',
     408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
     413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
     429: `API quota exceeded, or this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY); see \`Retry-After\``,
-    503: 'The file service is busy with other uploads (see `Retry-After`), or file storage is unavailable; retry',
+    503: 'The file service is busy with other uploads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
   };
 
   return {
@@ -109,11 +168,7 @@ export function createFileService(config: Config): ServiceDefinition {
           errors: { ...uploadErrors, 415: 'The file type is not accepted' },
         },
         params: noParams,
-        async handler(ctx) {
-          const [slot] = await receive(ctx, 'single');
-          if (isFailed(slot)) throw slot.error;
-          return { url: hostedUrl(slot.key, config.cdnBaseUrl) };
-        },
+        handler: (ctx) => uploadHere(ctx, 'single'),
       }),
 
       bulkUpload: action({
@@ -136,14 +191,7 @@ export function createFileService(config: Config): ServiceDefinition {
           errors: uploadErrors,
         },
         params: noParams,
-        async handler(ctx) {
-          const slots = await receive(ctx, 'bulk');
-          return {
-            urls: slots.map((slot) =>
-              isFailed(slot) ? errorSlot(slot) : hostedUrl(slot.key, config.cdnBaseUrl),
-            ),
-          };
-        },
+        handler: (ctx) => uploadHere(ctx, 'bulk'),
       }),
 
       download: action({
@@ -179,18 +227,37 @@ export function createFileService(config: Config): ServiceDefinition {
               : {}),
           };
           if (ctx.nodeID === broker.nodeID) return object.body;
-          // To another node: gated, so a slow client does not pile the file up there.
-          const flow = flows.open(object.body, broker.nodeID, config.files.timeoutMs);
-          flow.stream.once('close', () => {
-            if (!object.body.readableEnded) object.body.destroy();
-          });
-          ctx.meta.$responseFlow = flow.meta;
-          return flow.stream;
+          // To another node: the bytes go over the transfer port, pulled with this ticket.
+          ctx.meta[DOWNLOAD_TICKET_META] = openDesk().offer(object.body);
+          return null;
         },
       }),
 
-      /** Credit for downloads streamed to a gateway on another node (libs/stream-flow). */
-      streamCredit: flows.action(),
+      [OPEN_UPLOAD_ACTION]: action({
+        // Takes a slot until its ticket is used or expires: a repeat would take another.
+        retry: 'never',
+        visibility: 'public',
+        params: openUploadParams,
+        handler(ctx) {
+          const userId = requireUser(ctx);
+          const mode = UPLOAD_ACTIONS[ctx.params.action];
+          const meta = bodyMeta(ctx);
+          // Refused before a byte is sent: not multipart, or a single file that cannot fit.
+          const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
+          if (refusal) throw refusal;
+          const slot = takeSlot();
+          try {
+            return openDesk().expectBody(
+              (body) =>
+                receive({ mode, userId, meta, body }, slot).then((slots) => answers[mode](slots)),
+              () => slot.release(),
+            );
+          } catch (err) {
+            slot.release();
+            throw err;
+          }
+        },
+      }),
     },
     created() {
       broker = this.broker;
@@ -201,8 +268,20 @@ export function createFileService(config: Config): ServiceDefinition {
       registerHealthCheck(this.broker, 's3', () => storage.ready());
       uploads = meteredUploadSlots(this.broker, config.files.maxUploads);
     },
-    stopped() {
+    async started() {
+      // Only gateways on other nodes transfer; in one process there are none.
+      if (!this.broker.transit) return;
+      desk = new TransferDesk({
+        host: config.host,
+        port: config.files.transferPort,
+        advertisedHost: config.files.transferHost,
+        fallbackHost: this.broker.getLocalNodeInfo().ipList[0] ?? '127.0.0.1',
+      });
+      await desk.listen();
+    },
+    async stopped() {
       unregisterHealthCheck(this.broker, 's3');
+      await desk?.close();
       storage.destroy();
     },
   };

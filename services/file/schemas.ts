@@ -42,6 +42,16 @@ export const bulkUploadForm = {
 /** Uploads take their body as a stream; nothing else. */
 export const noParams = Joi.object({});
 
+/** The upload actions a gateway may open a transfer for, and how each reads its body. */
+export const UPLOAD_ACTIONS = { 'file.singleUpload': 'single', 'file.bulkUpload': 'bulk' } as const;
+
+/** A gateway on another node asks where to send an upload's body (libs/transfer). */
+export const openUploadParams = Joi.object<{ action: keyof typeof UPLOAD_ACTIONS }, true>({
+  action: Joi.string()
+    .valid(...Object.keys(UPLOAD_ACTIONS))
+    .required(),
+});
+
 /** The URL pattern states in the document what `parseHostedUrl` accepts; the handler checks. */
 export const downloadParams = (cdnBaseUrl: string) =>
   Joi.object<{ url: string }, true>({

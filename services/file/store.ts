@@ -5,13 +5,13 @@ import {
   HeadBucketCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import type { Config } from '../../libs/config';
 import { isWaybillError, notFound, serviceUnavailable, type WaybillError } from '../../libs/errors';
+import { uploadParts } from './part-upload';
 
 /** Smallest part S3 accepts; parts are held in memory while they upload. */
 export const PART_SIZE = 5 * 1024 * 1024;
-/** Parts of one file uploading at once: memory per upload is about (this + 1) × PART_SIZE. */
+/** Parts of one file uploading at once: memory per upload is (this + 1) × PART_SIZE. */
 export const PART_QUEUE = 2;
 
 export const STORAGE_UNAVAILABLE = 'File storage is unavailable; retry in a few seconds';
@@ -83,15 +83,15 @@ export class FileStorage {
    * aborted and this rejects only after every request of the upload has settled.
    */
   async put(key: string, body: Readable, contentType: string): Promise<void> {
-    const upload = new Upload({
-      client: this.client,
-      params: { Bucket: this.s3.bucket, Key: key, Body: body, ContentType: contentType },
-      partSize: PART_SIZE,
-      queueSize: PART_QUEUE,
-      leavePartsOnError: false,
-    });
     try {
-      await upload.done();
+      await uploadParts(body, {
+        client: this.client,
+        bucket: this.s3.bucket,
+        key,
+        contentType,
+        partSize: PART_SIZE,
+        queueSize: PART_QUEUE,
+      });
     } catch (err) {
       this.fail('upload', err);
     }

@@ -13,7 +13,7 @@ import {
 import { registerHealthCheck } from '../../libs/health';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import type { ServiceDefinition } from '../../libs/service';
-import { StreamFlows } from '../../libs/stream-flow';
+import { transferAgent } from '../../libs/transfer';
 import { version } from '../../package.json';
 import { ApiKeyAuthenticator } from './api-key-auth';
 import { AuthFailureThrottle } from './auth-throttle';
@@ -74,7 +74,7 @@ export function createGatewayService(
     pendingMs: Math.max(2 * config.requestTimeoutMs, 60_000),
     keepMs: 24 * 3600_000,
   });
-  const flows = new StreamFlows('gateway');
+  const transfers = transferAgent();
   const tracking = new TrackingStreams({
     config,
     fetch: (trackingId) => call(broker, 'order.trackingState', { trackingId }),
@@ -101,13 +101,11 @@ export function createGatewayService(
   const overrides = webOverrides({
     environment: config.appEnv,
     isPage,
-    flows,
+    transfers,
     idempotency,
     httpOf,
     logger: () => logger,
-    nodeID: () => broker.nodeID,
     retryOf: (action) => retryByAction.get(action),
-    call: (action, params, opts) => broker.call(action, params, opts),
   });
 
   const ops = opsAliases({
@@ -172,10 +170,6 @@ export function createGatewayService(
       logResponse: null,
       onError: overrides.onError,
     },
-    actions: {
-      /** Credit for request bodies streamed to services on other nodes (libs/stream-flow). */
-      streamCredit: flows.action(),
-    },
     events: {
       [API_KEY_REVOKED_EVENT]: {
         handler(ctx: { params: { hash?: string } }) {
@@ -229,6 +223,7 @@ export function createGatewayService(
     },
     async stopped() {
       tracking.closeAll();
+      transfers.destroy();
       redis.disconnect();
     },
   };

@@ -11,7 +11,7 @@ export interface GatewayRequest extends IncomingMessage {
   /** Path, query and body params moleculer-web merged (what a function alias reads). */
   $params?: Record<string, unknown>;
   /** The service endpoint moleculer-web resolved for the alias. */
-  $endpoint?: { local?: boolean; action?: unknown };
+  $endpoint?: { local?: boolean; id?: string; action?: { name?: string } };
 }
 
 /** The action the matched alias calls (`package.save`), stream aliases included; '' for none. */

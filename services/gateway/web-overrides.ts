@@ -1,12 +1,19 @@
-import type { ServerResponse } from 'node:http';
+import type { Agent, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Context, Logger } from 'moleculer';
 import { retriesFor, type Retry } from '../../libs/contracts';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { notFound, toHttpError } from '../../libs/errors';
 import { PAGE_HEADERS, errorPage } from '../../libs/html';
+import { bytesMoved } from '../../libs/reclaim';
 import type { HttpRoute } from '../../libs/service';
-import { receiveFlow, type Call, type FlowMeta, type StreamFlows } from '../../libs/stream-flow';
+import {
+  DOWNLOAD_TICKET_META,
+  OPEN_UPLOAD_ACTION,
+  pullBody,
+  pushBody,
+  type TransferTicket,
+} from '../../libs/transfer';
 import { aliasAction, describeRequest, sendJson, type GatewayRequest } from './http';
 import { readOptionHeaders } from './option-headers';
 import {
@@ -127,16 +134,8 @@ function routeNotFound(req: GatewayRequest) {
   return notFound(`No route for ${method} ${path}; see /docs for the routes`);
 }
 
-/**
- * `sendResponse`: envelopes and 201s without noise, streams for downloads. A stream from
- * another node comes gated; it is credited (through `call`) as the client reads.
- */
-export function sendResponse(
-  deps: { call: Call },
-  req: GatewayRequest,
-  res: ServerResponse,
-  data: unknown,
-): void {
+/** `sendResponse`: envelopes and 201s without noise, streams for downloads. */
+export function sendResponse(req: GatewayRequest, res: ServerResponse, data: unknown): void {
   if (res.headersSent) return;
   const meta = req.$ctx?.meta ?? {};
   for (const [name, value] of Object.entries(responseHeaders(meta))) {
@@ -146,17 +145,13 @@ export function sendResponse(
     res.end();
   } else if (data instanceof Readable) {
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
-    const flow = meta.$responseFlow as FlowMeta | undefined;
-    const body = flow ? receiveFlow(data, flow, deps.call) : data;
-    body.on('error', () => res.destroy());
-    // A client that leaves mid-download must not leave the source (an S3 socket) open.
+    data.on('error', () => res.destroy());
+    data.on('data', (chunk: Buffer) => bytesMoved(chunk.length));
+    // A client that leaves mid-download must not leave the source (S3, a transfer) open.
     res.once('close', () => {
-      if (!body.readableEnded) {
-        body.destroy();
-        data.destroy();
-      }
+      if (!data.readableEnded) data.destroy();
     });
-    body.pipe(res);
+    data.pipe(res);
   } else if (Buffer.isBuffer(data)) {
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
     res.setHeader('Content-Length', data.length);
@@ -167,23 +162,49 @@ export function sendResponse(
 }
 
 export interface CallDeps {
-  flows: StreamFlows;
+  /** Connections to file services on other nodes, for bodies and downloads (libs/transfer). */
+  transfers: Agent;
   idempotency: IdempotencyStore;
   /** Which routes take an `Idempotency-Key` is read from their declarations. */
   httpOf: HttpOf<IdempotencyRouteFields | 'optionHeaders'>;
-  /** This gateway's node, which receivers of a gated stream credit. */
-  nodeID: () => string;
   /** The retry kind an action declares (undefined for an unknown one: never retried). */
   retryOf: (actionName: string) => Retry | undefined;
   logger: () => Pick<Logger, 'warn'>;
   send: (req: GatewayRequest, res: ServerResponse, data: unknown) => void;
 }
 
+/** What a transfer needs of the call that opens it. */
+type CallOptions = Meta & { timeout?: number };
+
 /**
- * `callAction`: moleculer-web's, except that a request body streamed to another node goes
- * through a credit gate (the client is read no faster than the service consumes), a JSON
- * call with an `Idempotency-Key` is claimed first and its answer stored, or replayed, and a
- * call lost with its node is repeated on another as often as the action's retry kind allows.
+ * A request body for a service on another node: the service hands out a ticket over
+ * moleculer (bound to the caller, after its own early checks: load, type, size), then the
+ * body goes to it over one direct HTTP connection, never NATS, and its answer comes back
+ * on that connection.
+ */
+async function transferBody(
+  deps: Pick<CallDeps, 'transfers'>,
+  ctx: Context<unknown, Meta>,
+  endpoint: NonNullable<GatewayRequest['$endpoint']>,
+  req: GatewayRequest,
+  opts: CallOptions,
+): Promise<unknown> {
+  const action = String(endpoint.action?.name);
+  const service = action.slice(0, action.lastIndexOf('.'));
+  const ticket = (await ctx.call(
+    `${service}.${OPEN_UPLOAD_ACTION}`,
+    { action },
+    { ...opts, nodeID: endpoint.id },
+  )) as TransferTicket;
+  return pushBody(deps.transfers, ticket, req, Number(opts.timeout));
+}
+
+/**
+ * `callAction`: moleculer-web's, except that a request body for another node goes there
+ * directly, not over NATS (`transferBody`), bytes answered from another node are pulled the
+ * same way, a JSON call with an `Idempotency-Key` is claimed first and its answer stored, or
+ * replayed, and a call lost with its node is repeated on another as often as the action's
+ * retry kind allows.
  */
 export async function callAction(
   deps: CallDeps,
@@ -195,15 +216,9 @@ export async function callAction(
 ): Promise<true> {
   const ctx = req.$ctx as Context<unknown, Meta>;
   const endpoint = req.$endpoint ?? {};
-  const opts: Meta = { ...route.callOptions };
-  let flow: ReturnType<StreamFlows['open']> | undefined;
-  if (isStream && endpoint.local) {
-    opts.stream = req;
-  } else if (isStream) {
-    flow = deps.flows.open(req, deps.nodeID());
-    ctx.meta.$flow = flow.meta;
-    opts.stream = flow.stream;
-  }
+  const opts: CallOptions = { ...route.callOptions };
+  const transfer = isStream && !endpoint.local;
+  if (isStream && !transfer) opts.stream = req;
   const http = deps.httpOf(aliasAction(req));
   const options = readOptionHeaders(http, req.headers);
   if (options) ctx.meta.optionHeaders = options;
@@ -218,7 +233,14 @@ export async function callAction(
     return true;
   }
   try {
-    let data = await ctx.call(endpoint as unknown as string, params, opts);
+    let data = transfer
+      ? await transferBody(deps, ctx, endpoint, req, opts)
+      : await ctx.call(endpoint as unknown as string, params, opts);
+    const ticket = ctx.meta[DOWNLOAD_TICKET_META] as TransferTicket | undefined;
+    if (ticket) {
+      delete ctx.meta[DOWNLOAD_TICKET_META];
+      data = await pullBody(deps.transfers, ticket, Number(opts.timeout));
+    }
     if (route.onAfterCall) data = await route.onAfterCall(ctx, route, req, res, data);
     const stored = await claim?.complete({
       status: res.statusCode,
@@ -236,16 +258,12 @@ export async function callAction(
     await claim?.fail(err, aliasAction(req));
     throw err;
   } finally {
-    if (flow) {
-      flow.close();
-      if (!req.readableEnded) req.resume(); // the service stopped early: drain the rest
-    }
+    if (transfer && !req.readableEnded) req.resume(); // the service stopped early: drain the rest
   }
 }
 
 export interface OverrideDeps extends ErrorDeps, Omit<CallDeps, 'send' | 'logger'> {
   logger: () => Pick<Logger, 'error' | 'warn'>;
-  call: Call;
 }
 
 /**
@@ -257,7 +275,7 @@ export function webOverrides(deps: OverrideDeps) {
   const onError = (req: GatewayRequest, res: ServerResponse, err: unknown) =>
     writeError(deps, req, res, err);
   const send = (req: GatewayRequest, res: ServerResponse, data: unknown) =>
-    sendResponse(deps, req, res, data);
+    sendResponse(req, res, data);
   return {
     onError,
     methods: {

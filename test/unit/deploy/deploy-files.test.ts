@@ -33,6 +33,8 @@ interface ComposeService {
   entrypoint?: string | string[];
   environment?: Record<string, EnvValue> | string[];
   ports?: (string | number | { target: number; published?: string | number; host_ip?: string })[];
+  /** Ports other containers reach, never published on the host. */
+  expose?: string[];
   depends_on?: string[] | Record<string, { condition?: string }>;
   healthcheck?: { test?: string | string[]; disable?: boolean };
   restart?: string;
@@ -181,6 +183,14 @@ describe('docker-compose.yml', () => {
       for (const [hostIp] of publishedPorts(service))
         expect({ name, hostIp }).toEqual({ name, hostIp: '127.0.0.1' });
     }
+  });
+
+  it('gives the file service a fixed transfer port, reachable by the gateways and not published', () => {
+    const file = services.file;
+    const port = Number(envOf(file).FILE_TRANSFER_PORT);
+    expect(port).toBeGreaterThan(0);
+    expect(file.expose).toEqual([String(port)]);
+    expect(publishedPorts(file)).toEqual([]);
   });
 
   it('checks readiness of Waybill containers with node on the ops port', () => {
@@ -549,6 +559,20 @@ describe('deploy/k8s', () => {
     const limit = kubernetesBytes(container.resources?.limits?.memory ?? '0');
     expect(maxUploads).toBeGreaterThan(0);
     expect(fileProcessMemoryBound(maxUploads)).toBeLessThanOrEqual(limit);
+  });
+
+  it('declares the file service transfer port, and no Service exposes it', () => {
+    const file = deployments.find((d) => servicesOf(d) === 'file') as Manifest;
+    const container = containerOf(file);
+    const port = Number(container.env?.find((e) => e.name === 'FILE_TRANSFER_PORT')?.value);
+    expect(port).toBeGreaterThan(0);
+    expect(container.ports?.find((p) => p.name === 'transfer')?.containerPort).toBe(port);
+    for (const service of manifests.filter((m) => m.kind === 'Service')) {
+      for (const p of service.spec?.ports ?? []) {
+        expect([p.port, p.targetPort]).not.toContain(port);
+        expect(p.targetPort).not.toBe('transfer');
+      }
+    }
   });
 
   it('autoscales the gateway on 70% CPU, leaving its replica count to the autoscaler', () => {

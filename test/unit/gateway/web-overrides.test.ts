@@ -2,7 +2,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { SAFE_RETRIES, type Retry } from '../../../libs/contracts';
 import { badRequest, conflict, serviceBusy } from '../../../libs/errors';
 import type { HttpRoute } from '../../../libs/service';
-import { FLOW_STEP, StreamFlows } from '../../../libs/stream-flow';
+import { TransferDesk, transferAgent } from '../../../libs/transfer';
 import type { Claim, IdempotencyStore } from '../../../services/gateway/idempotency';
 import {
   afterCall,
@@ -16,7 +16,8 @@ import {
 import { rejectionOf } from '../helpers';
 import { FakeResponse, fakeRequest } from './fake-http';
 
-const noCall = async () => undefined;
+const agent = transferAgent();
+afterAll(() => agent.destroy());
 
 describe('responseHeaders', () => {
   it("takes the service's headers and Location, leaving meta alone", () => {
@@ -83,7 +84,7 @@ describe('sendResponse', () => {
     const req = fakeRequest({
       meta: { $location: '/api/package/p-1', $responseHeaders: { 'X-Extra': 'yes' } },
     });
-    sendResponse({ call: noCall }, req, res.asServerResponse(), { success: true });
+    sendResponse(req, res.asServerResponse(), { success: true });
     expect(res.statusCode).toBe(201);
     expect(res.getHeader('content-type')).toBe('application/json; charset=utf-8');
     expect(res.getHeader('content-length')).toBe(res.body.length);
@@ -95,7 +96,7 @@ describe('sendResponse', () => {
   it('ends without a body for null', () => {
     const res = new FakeResponse();
     res.statusCode = 204;
-    sendResponse({ call: noCall }, fakeRequest(), res.asServerResponse(), null);
+    sendResponse(fakeRequest(), res.asServerResponse(), null);
     expect(res.writableEnded).toBe(true);
     expect(res.body.length).toBe(0);
     expect(res.hasHeader('content-type')).toBe(false);
@@ -103,21 +104,21 @@ describe('sendResponse', () => {
 
   it('writes a Buffer as octet-stream unless the service named its type', () => {
     const plain = new FakeResponse();
-    sendResponse({ call: noCall }, fakeRequest(), plain.asServerResponse(), Buffer.from('abc'));
+    sendResponse(fakeRequest(), plain.asServerResponse(), Buffer.from('abc'));
     expect(plain.getHeader('content-type')).toBe('application/octet-stream');
     expect(plain.getHeader('content-length')).toBe(3);
     expect(plain.body.toString()).toBe('abc');
 
     const typed = new FakeResponse();
     const req = fakeRequest({ meta: { $responseHeaders: { 'Content-Type': 'image/png' } } });
-    sendResponse({ call: noCall }, req, typed.asServerResponse(), Buffer.from('png'));
+    sendResponse(req, typed.asServerResponse(), Buffer.from('png'));
     expect(typed.getHeader('content-type')).toBe('image/png');
   });
 
   it('pipes a stream through', async () => {
     const res = new FakeResponse();
     const data = Readable.from([Buffer.from('one '), Buffer.from('two')]);
-    sendResponse({ call: noCall }, fakeRequest(), res.asServerResponse(), data);
+    sendResponse(fakeRequest(), res.asServerResponse(), data);
     await res.done();
     expect(res.getHeader('content-type')).toBe('application/octet-stream');
     expect(res.body.toString()).toBe('one two');
@@ -126,7 +127,7 @@ describe('sendResponse', () => {
   it('closes the source when the client leaves mid-download', async () => {
     const res = new FakeResponse();
     const source = new PassThrough();
-    sendResponse({ call: noCall }, fakeRequest(), res.asServerResponse(), source);
+    sendResponse(fakeRequest(), res.asServerResponse(), source);
     source.write('first chunk');
     res.destroy();
     await res.done();
@@ -134,27 +135,10 @@ describe('sendResponse', () => {
     expect(source.destroyed).toBe(true);
   });
 
-  it('credits a gated stream from another node as it is read', async () => {
-    const calls: unknown[][] = [];
-    const call = async (...args: unknown[]) => {
-      calls.push(args);
-    };
-    const flow = { id: 'f-1', nodeID: 'file-node', action: 'file.streamCredit' };
-    const res = new FakeResponse();
-    const req = fakeRequest({ meta: { $responseFlow: flow } });
-    const data = Readable.from([Buffer.alloc(FLOW_STEP), Buffer.alloc(1024)]);
-    sendResponse({ call }, req, res.asServerResponse(), data);
-    await res.done();
-    expect(res.body.length).toBe(FLOW_STEP + 1024);
-    expect(calls).toEqual([
-      ['file.streamCredit', { id: 'f-1', bytes: FLOW_STEP }, { nodeID: 'file-node' }],
-    ]);
-  });
-
   it('does nothing once the headers are out', () => {
     const res = new FakeResponse();
     res.write('already');
-    sendResponse({ call: noCall }, fakeRequest(), res.asServerResponse(), { late: true });
+    sendResponse(fakeRequest(), res.asServerResponse(), { late: true });
     expect(res.body.toString()).toBe('already');
   });
 });
@@ -265,10 +249,9 @@ describe('callAction', () => {
     const warnings: unknown[] = [];
     const store = { claim: async () => undefined } as unknown as IdempotencyStore;
     const d: CallDeps = {
-      flows: new StreamFlows('gateway'),
+      transfers: agent,
       idempotency: store,
       httpOf: (name) => ROUTES[name],
-      nodeID: () => 'gateway-node',
       retryOf: () => undefined,
       logger: () => ({ warn: (...args: unknown[]) => warnings.push(args) }),
       send: (_req, _res, data) => sent.push(data),
@@ -329,22 +312,91 @@ describe('callAction', () => {
     expect(seen[0].stream).toBe(req);
   });
 
-  it('gates a stream to another node, and drains what the service left unread', async () => {
-    const flows = new StreamFlows('gateway');
-    const seen: Record<string, unknown>[] = [];
-    const req = fakeRequest({
-      endpoint: { local: false },
-      call: (_e, _p, opts) => seen.push(opts),
+  describe('with a service on another node', () => {
+    const desk = new TransferDesk({ host: '127.0.0.1', port: 0, fallbackHost: '127.0.0.1' });
+    beforeAll(() => desk.listen());
+    afterAll(() => desk.close());
+
+    it('sends a body over a transfer, not the call, and answers what the service answered', async () => {
+      const seen: unknown[][] = [];
+      let received = '';
+      const req = fakeRequest({
+        endpoint: { local: false, id: 'file-node', action: { name: 'file.singleUpload' } },
+        call: (...args) => {
+          seen.push(args);
+          return desk.expectBody(
+            async (body) => {
+              for await (const chunk of body) received += String(chunk);
+              return { url: 'stored' };
+            },
+            () => undefined,
+          );
+        },
+      });
+      (req as unknown as PassThrough).end('the bytes');
+      const { deps: d, sent } = deps();
+      await callAction(d, route, req, new FakeResponse().asServerResponse(), {}, true);
+      expect(seen).toEqual([
+        [
+          'file.openUpload',
+          { action: 'file.singleUpload' },
+          { timeout: 500, retries: 0, nodeID: 'file-node' },
+        ],
+      ]);
+      expect(received).toBe('the bytes');
+      expect(sent).toEqual([{ wrapped: true }]);
     });
-    const { deps: d } = deps({ flows });
-    await callAction(d, {}, req, new FakeResponse().asServerResponse(), {}, true);
-    expect(seen[0].stream).not.toBe(req);
-    expect(req.$ctx?.meta.$flow).toMatchObject({
-      nodeID: 'gateway-node',
-      action: 'gateway.streamCredit',
+
+    it("throws the service's error, and drains what the service left unread", async () => {
+      const req = fakeRequest({
+        endpoint: { local: false, id: 'file-node', action: { name: 'file.singleUpload' } },
+        call: () =>
+          desk.expectBody(
+            async () => {
+              throw serviceBusy('busy', 5);
+            },
+            () => undefined,
+          ),
+      });
+      (req as unknown as PassThrough).write(Buffer.alloc(1024));
+      const err = await rejectionOf(() =>
+        callAction(deps().deps, {}, req, new FakeResponse().asServerResponse(), {}, true),
+      );
+      expect(err).toMatchObject({ message: 'busy', code: 503, data: { retryAfter: 5 } });
+      expect(req.readableFlowing).toBe(true);
     });
-    expect(flows.size).toBe(0); // closed after the call
-    expect(req.readableFlowing).toBe(true);
+
+    it('pulls bytes a service offers from another node, and sends them on', async () => {
+      const req = fakeRequest({
+        alias: { action: 'file.download' },
+        endpoint: { local: false, id: 'file-node' },
+        call: () => {
+          req.$ctx!.meta.$transferTicket = desk.offer(Readable.from([Buffer.from('file bytes')]));
+          return null;
+        },
+      });
+      const { deps: d, sent } = deps();
+      await callAction(d, {}, req, new FakeResponse().asServerResponse(), {}, false);
+      expect(req.$ctx?.meta.$transferTicket).toBeUndefined();
+      const [body] = sent as Readable[];
+      let text = '';
+      for await (const chunk of body) text += String(chunk);
+      expect(text).toBe('file bytes');
+    });
+
+    it('refuses a ticket that is presented twice, or with another token', async () => {
+      const ticket = desk.offer(Readable.from([Buffer.from('once')]));
+      const forged = await fetch(ticket.url, { headers: { 'x-waybill-transfer-token': 'AAAA' } });
+      expect(forged.status).toBe(404);
+      const first = await fetch(ticket.url, {
+        headers: { 'x-waybill-transfer-token': ticket.token },
+      });
+      expect(await first.text()).toBe('once');
+      const again = await fetch(ticket.url, {
+        headers: { 'x-waybill-transfer-token': ticket.token },
+      });
+      expect(again.status).toBe(404);
+    });
   });
 
   function claiming(claim: Claim) {
@@ -448,13 +500,11 @@ describe('webOverrides', () => {
   it('sends a 404 and any error through the one envelope writer', () => {
     const { methods, onError } = webOverrides({
       environment: 'staging',
-      flows: new StreamFlows('gateway'),
+      transfers: agent,
       idempotency: {} as IdempotencyStore,
       httpOf: () => undefined,
-      nodeID: () => 'n',
       retryOf: () => undefined,
       logger: () => ({ error: () => undefined, warn: () => undefined }),
-      call: noCall,
     });
     const missing = new FakeResponse();
     methods.send404(fakeRequest({ method: 'PUT', url: '/nowhere' }), missing.asServerResponse());

@@ -1,0 +1,328 @@
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pipeline, type Readable } from 'node:stream';
+import { Errors } from 'moleculer';
+import { serviceUnavailable } from './errors';
+import { bytesMoved } from './reclaim';
+
+/**
+ * Direct byte transfer between nodes. File bodies do not ride NATS: moleculer carries the
+ * control (who, what, the answer), one HTTP connection between the two processes carries the
+ * bytes, with TCP's own backpressure end to end. The node that holds the bytes' consumer or
+ * source (the file service) listens on an internal port (`TransferDesk`) and hands out tickets
+ * over moleculer; the gateway presents one to push an upload's body (`pushBody`) or to pull a
+ * download (`pullBody`). See docs/files.md, "How bytes move".
+ *
+ * A ticket is a capability: a random id in the URL and a 256-bit random token, kept in the
+ * issuing process only (which is also the one that checks it, so no secret is shared), good
+ * once and for TICKET_MS. It travels only over moleculer, never to clients.
+ */
+
+/** What the gateway needs to reach a transfer: where, and the proof it was given one. */
+export interface TransferTicket {
+  url: string;
+  token: string;
+}
+
+/** The request header that carries a ticket's token. */
+export const TOKEN_HEADER = 'x-waybill-transfer-token';
+
+/** How long a ticket waits for its transfer to start: the gateway starts it at once. */
+export const TICKET_MS = 10_000;
+
+/**
+ * The action a service with `body: 'stream'` routes exposes on every node: `{action}` (the
+ * routed action's full name) in, a ticket to push the body to out, bound to the caller's meta.
+ */
+export const OPEN_UPLOAD_ACTION = 'openUpload';
+
+/** `ctx.meta` key under which an action answering a remote caller hands a download's ticket. */
+export const DOWNLOAD_TICKET_META = '$transferTicket';
+
+/** An error as it crosses the transfer connection: what the gateway's error mapping reads. */
+interface PlainError {
+  name?: string;
+  message: string;
+  code: number;
+  type?: string;
+  data?: unknown;
+}
+
+/** The answer to a pushed body: the handler's result, or its error. */
+type PushAnswer = { ok: true; data: unknown } | { ok: false; error: PlainError };
+
+function plainError(err: unknown): PlainError {
+  const e = (err ?? {}) as Partial<PlainError>;
+  return {
+    name: typeof e.name === 'string' ? e.name : 'Error',
+    message: typeof e.message === 'string' ? e.message : String(err),
+    code: typeof e.code === 'number' ? e.code : 500,
+    type: typeof e.type === 'string' ? e.type : undefined,
+    data: e.data,
+  };
+}
+
+/** The same error on the receiving side, typed as moleculer's own, like one off NATS. */
+function restoreError(plain: PlainError): Errors.MoleculerError {
+  const err = new Errors.MoleculerError(plain.message, plain.code, plain.type ?? '', plain.data);
+  if (plain.name) err.name = plain.name;
+  return err;
+}
+
+/** A 503 for a transfer that could not be made: the file service went away, or the ticket. */
+const unreachable = () =>
+  serviceUnavailable('The file service could not be reached; retry in a few seconds');
+
+/** Longest answer to a push we read: a bulk upload's seven URLs or errors. */
+const MAX_ANSWER_BYTES = 256 * 1024;
+
+interface Pending {
+  method: 'POST' | 'GET';
+  token: Buffer;
+  timer: NodeJS.Timeout;
+  serve(req: http.IncomingMessage, res: http.ServerResponse): void;
+  expire(): void;
+}
+
+export interface TransferDeskOptions {
+  /** Interface to bind (HOST). */
+  host: string;
+  /** Port to listen on; 0 picks a free one, announced in the tickets. */
+  port: number;
+  /** Address other nodes reach this one at; default: `host` when it names one, else `fallbackHost`. */
+  advertisedHost?: string;
+  /** Used when neither names a reachable address (`host` is 0.0.0.0): this node's first IP. */
+  fallbackHost: string;
+  ticketMs?: number;
+}
+
+const ANY_ADDRESS = new Set(['0.0.0.0', '::', '']);
+
+/** The receiving end: an internal HTTP server that serves transfers by ticket, each once. */
+export class TransferDesk {
+  private server: http.Server | undefined;
+  private base = '';
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(private readonly options: TransferDeskOptions) {}
+
+  async listen(): Promise<void> {
+    const server = http.createServer((req, res) => this.serve(req, res));
+    // An upload lasts up to FILE_TIMEOUT_MS, enforced by the file service's own watch.
+    server.requestTimeout = 0;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.options.port, this.options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.server = server;
+    const { port } = server.address() as AddressInfo;
+    const { advertisedHost, host, fallbackHost } = this.options;
+    const address = advertisedHost || (ANY_ADDRESS.has(host) ? fallbackHost : host);
+    this.base = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+  }
+
+  async close(): Promise<void> {
+    for (const [id, pending] of this.pending) {
+      this.pending.delete(id);
+      clearTimeout(pending.timer);
+      pending.expire();
+    }
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Transfers issued and not yet started. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * A ticket for one body: pushed with it, the body is handed to `receive`, whose result or
+   * error is the answer. `expired` runs instead when no push comes within the ticket's life.
+   */
+  expectBody(receive: (body: Readable) => Promise<unknown>, expired: () => void): TransferTicket {
+    return this.issue('POST', expired, (req, res) => {
+      receive(req).then(
+        (data) => answer(res, { ok: true, data }),
+        (err: unknown) => answer(res, { ok: false, error: plainError(err) }),
+      );
+    });
+  }
+
+  /** A ticket for `source`, streamed once to whoever pulls it; destroyed when unclaimed. */
+  offer(source: Readable): TransferTicket {
+    return this.issue(
+      'GET',
+      () => source.destroy(),
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/octet-stream' }).flushHeaders();
+        // A puller that leaves closes `res`: pipeline then destroys the source (an S3 socket).
+        pipeline(source, res, () => undefined);
+        source.on('data', (chunk: Buffer) => bytesMoved(chunk.length));
+      },
+    );
+  }
+
+  private issue(
+    method: Pending['method'],
+    expire: () => void,
+    serve: Pending['serve'],
+  ): TransferTicket {
+    if (!this.server) throw unreachable();
+    const id = randomUUID();
+    const token = randomBytes(32);
+    const timer = setTimeout(() => {
+      this.pending.delete(id);
+      expire();
+    }, this.options.ticketMs ?? TICKET_MS);
+    timer.unref();
+    this.pending.set(id, { method, token, timer, serve, expire });
+    return { url: `${this.base}/transfers/${id}`, token: token.toString('base64url') };
+  }
+
+  private serve(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const id = /^\/transfers\/([0-9a-f-]{36})$/.exec(req.url ?? '')?.[1];
+    const pending = id ? this.pending.get(id) : undefined;
+    const presented = req.headers[TOKEN_HEADER];
+    const given = typeof presented === 'string' ? Buffer.from(presented, 'base64url') : undefined;
+    if (
+      !id ||
+      !pending ||
+      req.method !== pending.method ||
+      given?.length !== pending.token.length ||
+      !timingSafeEqual(given, pending.token)
+    ) {
+      req.resume();
+      res.writeHead(404, { connection: 'close' }).end();
+      return;
+    }
+    this.pending.delete(id);
+    clearTimeout(pending.timer);
+    pending.serve(req, res);
+  }
+}
+
+function answer(res: http.ServerResponse, body: PushAnswer): void {
+  if (res.destroyed) return;
+  const json = Buffer.from(JSON.stringify(body));
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': json.length });
+  res.end(json);
+}
+
+/** Connections to file services, kept open between transfers. */
+export function transferAgent(): http.Agent {
+  return new http.Agent({ keepAlive: true });
+}
+
+/** A 504 for a transfer cut by the call's time limit, as a moleculer call would end. */
+const timedOut = (url: string) =>
+  new Errors.RequestTimeoutError({ action: 'transfer', nodeID: new URL(url).host });
+
+function request(
+  agent: http.Agent,
+  ticket: TransferTicket,
+  method: Pending['method'],
+  timeoutMs: number,
+): http.ClientRequest {
+  const req = http.request(ticket.url, {
+    method,
+    agent,
+    headers: {
+      [TOKEN_HEADER]: ticket.token,
+      ...(method === 'POST' ? { 'content-type': 'application/octet-stream' } : {}),
+    },
+  });
+  if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
+    const timer = setTimeout(() => req.destroy(timedOut(ticket.url)), timeoutMs);
+    req.once('close', () => clearTimeout(timer));
+  }
+  return req;
+}
+
+const isTimeout = (err: unknown) =>
+  (err as { type?: unknown } | undefined)?.type === 'REQUEST_TIMEOUT';
+
+/**
+ * Pushes `body` with `ticket` and resolves with the receiver's answer, or rejects with its
+ * error. The receiver may answer before the body's end (a refusal): the rest is then no
+ * longer sent, and the caller drains it. A body that is cut (the client left) cuts the push.
+ */
+export function pushBody(
+  agent: http.Agent,
+  ticket: TransferTicket,
+  body: Readable,
+  timeoutMs: number,
+): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = request(agent, ticket, 'POST', timeoutMs);
+    const count = (chunk: Buffer) => bytesMoved(chunk.length);
+    const stop = () => {
+      body.unpipe(req);
+      body.off('close', cut);
+      body.off('data', count);
+    };
+    const cut = () => {
+      if (!body.readableEnded) req.destroy(new Error('the body was cut before its end'));
+    };
+    body.once('close', cut);
+    body.on('data', count);
+    req.once('error', (err) => {
+      stop();
+      reject(isTimeout(err) ? err : unreachable());
+    });
+    req.once('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_ANSWER_BYTES) chunks.push(chunk);
+      });
+      res.once('end', () => {
+        stop();
+        // Answered before the whole body was sent: this connection cannot be reused.
+        if (!req.writableFinished) req.destroy();
+        if (res.statusCode !== 200 || size > MAX_ANSWER_BYTES) {
+          reject(unreachable());
+          return;
+        }
+        try {
+          const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as PushAnswer;
+          if (parsed.ok) resolve(parsed.data);
+          else reject(restoreError(parsed.error));
+        } catch {
+          reject(unreachable());
+        }
+      });
+      res.once('error', () => undefined);
+    });
+    body.pipe(req);
+  });
+}
+
+/** Pulls the bytes offered with `ticket`: the response, to stream on (destroy it to stop). */
+export function pullBody(
+  agent: http.Agent,
+  ticket: TransferTicket,
+  timeoutMs: number,
+): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request(agent, ticket, 'GET', timeoutMs);
+    req.once('error', (err) => reject(isTimeout(err) ? err : unreachable()));
+    req.once('response', (res) => {
+      if (res.statusCode === 200) {
+        resolve(res);
+        return;
+      }
+      res.resume();
+      reject(unreachable());
+    });
+    req.end();
+  });
+}

@@ -1,0 +1,143 @@
+import { PassThrough, Readable } from 'node:stream';
+import { payloadTooLarge } from '../../../libs/errors';
+import { TransferDesk, pullBody, pushBody, transferAgent } from '../../../libs/transfer';
+import { rejectionOf } from '../helpers';
+
+const agent = transferAgent();
+const desk = new TransferDesk({ host: '127.0.0.1', port: 0, fallbackHost: '127.0.0.1' });
+beforeAll(() => desk.listen());
+afterAll(async () => {
+  agent.destroy();
+  await desk.close();
+});
+
+const settled = (stream: Readable) =>
+  new Promise<void>((resolve) => {
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+  });
+
+describe('TransferDesk', () => {
+  it('announces where it listens: the bound address, or the fallback for any address', async () => {
+    expect(
+      desk.expectBody(
+        async () => null,
+        () => undefined,
+      ).url,
+    ).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/transfers\/[0-9a-f-]{36}$/);
+    const any = new TransferDesk({ host: '0.0.0.0', port: 0, fallbackHost: '10.1.2.3' });
+    const named = new TransferDesk({
+      host: '0.0.0.0',
+      port: 0,
+      fallbackHost: '10.1.2.3',
+      advertisedHost: 'file-0.internal',
+    });
+    await Promise.all([any.listen(), named.listen()]);
+    try {
+      expect(any.offer(Readable.from([])).url).toMatch(/^http:\/\/10\.1\.2\.3:\d+\//);
+      expect(named.offer(Readable.from([])).url).toMatch(/^http:\/\/file-0\.internal:\d+\//);
+    } finally {
+      await Promise.all([any.close(), named.close()]);
+    }
+  });
+
+  it('gives an unused ticket up after its life: the upload slot back, the download closed', async () => {
+    const short = new TransferDesk({
+      host: '127.0.0.1',
+      port: 0,
+      fallbackHost: '127.0.0.1',
+      ticketMs: 20,
+    });
+    await short.listen();
+    try {
+      let expired = 0;
+      const ticket = short.expectBody(
+        async () => 'never',
+        () => expired++,
+      );
+      const source = new PassThrough();
+      short.offer(source);
+      await settled(source);
+      expect(source.destroyed).toBe(true);
+      expect(expired).toBe(1);
+      expect(short.size).toBe(0);
+      const late = await rejectionOf(() =>
+        pushBody(agent, ticket, Readable.from([Buffer.from('x')]), 1000),
+      );
+      expect(late).toMatchObject({ code: 503, message: /could not be reached/ });
+    } finally {
+      await short.close();
+    }
+  });
+});
+
+describe('pushBody', () => {
+  it('stops sending when the receiver answers before the end, and throws its error', async () => {
+    const ticket = desk.expectBody(
+      async (body) => {
+        await new Promise((resolve) => body.once('data', resolve));
+        throw payloadTooLarge('The file is larger than 1 MB');
+      },
+      () => undefined,
+    );
+    // A body that would never end: the answer must not wait for it.
+    const body = new PassThrough();
+    body.write(Buffer.alloc(64 * 1024));
+    const err = await rejectionOf(() => pushBody(agent, ticket, body, 5000));
+    expect(err).toMatchObject({
+      code: 413,
+      type: 'PAYLOAD_TOO_LARGE',
+      message: 'The file is larger than 1 MB',
+    });
+  });
+
+  it('cuts the transfer when the body is cut, so that the receiver stops at once', async () => {
+    let seen: unknown;
+    const received = new Promise<void>((resolve) => {
+      const ticket = desk.expectBody(
+        async (stream) => {
+          try {
+            for await (const chunk of stream) void chunk;
+          } catch (err) {
+            seen = err;
+          }
+          resolve();
+        },
+        () => undefined,
+      );
+      const body = new PassThrough();
+      body.write('part of it');
+      void pushBody(agent, ticket, body, 5000).catch(() => undefined);
+      setTimeout(() => body.destroy(), 50);
+    });
+    await received;
+    expect(seen).toBeDefined();
+  });
+
+  it('times out as a moleculer call does (504)', async () => {
+    const ticket = desk.expectBody(
+      () => new Promise(() => undefined),
+      () => undefined,
+    );
+    const err = await rejectionOf(() => pushBody(agent, ticket, new PassThrough(), 100));
+    expect(err).toMatchObject({ type: 'REQUEST_TIMEOUT' });
+  });
+});
+
+describe('pullBody', () => {
+  it('streams what was offered', async () => {
+    const res = await pullBody(agent, desk.offer(Readable.from([Buffer.from('abc')])), 1000);
+    let text = '';
+    for await (const chunk of res) text += String(chunk);
+    expect(text).toBe('abc');
+  });
+
+  it('closes the source when the puller leaves', async () => {
+    const source = new PassThrough();
+    const res = await pullBody(agent, desk.offer(source), 1000);
+    source.write('first');
+    res.destroy();
+    await settled(source);
+    expect(source.destroyed).toBe(true);
+  });
+});
