@@ -4,7 +4,7 @@
  * over NATS, all in one run. See USAGE.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
@@ -31,8 +31,9 @@ Measures, with autocannon in this process and the servers in their own, in one r
   no-op       our gateway on GET ${NOOP_PATH}: a no-op action the benchmark adds to its own
               processes only, through the whole /api pipeline (API key, quota, log, metrics)
 each floor and ours in one process (in memory) and across processes over NATS (the action in
-a second process). Prints req/s, p50/p99 and the ratios: ours vs bare (goal >= 0.5x in one
-process) and ours vs the floor in the same topology (goal >= 0.8x).
+a second process). Prints req/s, p50/p99, the servers' CPU time per request, and the ratios:
+ours vs bare (goal >= 0.5x in one process) and ours vs the floor in the same topology (goal
+>= 0.8x), by req/s and by CPU per request (which a busy shared machine hardly moves).
 
   --connections N   concurrent connections (BENCH_CONNECTIONS, default 50)
   --duration S      seconds measured per target (BENCH_DURATION, default 5)
@@ -64,6 +65,7 @@ const loads = () =>
 
 interface Measured {
   rps: number;
+  cpuUs: number;
   p50: number;
   p99: number;
   failures: number;
@@ -72,6 +74,14 @@ interface Measured {
 interface Target {
   url: string;
   headers?: Record<string, string>;
+  /** The processes that serve it, whose CPU time is counted per request. */
+  pids: number[];
+}
+
+/** User + system CPU time of a process so far, in ms (Linux: /proc, in clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 const load = (target: Target, seconds: number) =>
@@ -84,9 +94,13 @@ const load = (target: Target, seconds: number) =>
 
 async function measure(target: Target): Promise<Measured> {
   await load(target, WARM_UP_S);
+  const cpuBefore = target.pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
   const result = await load(target, DURATION_S);
+  const cpu = target.pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore;
   return {
     rps: result.requests.average,
+    // What a request costs the servers, whatever else the shared machine runs meanwhile.
+    cpuUs: (cpu * 1000) / Math.max(1, result.requests.total),
     p50: result.latency.p50,
     p99: result.latency.p99,
     failures: result.errors + result.timeouts + result.non2xx,
@@ -96,6 +110,7 @@ async function measure(target: Target): Promise<Measured> {
 /** A child of ours that prints its port once it listens (bench-gateway-node: bare, floor). */
 interface Child {
   url: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -112,7 +127,7 @@ function startChild(env: Record<string, string | undefined>): Promise<Child> {
   return new Promise((resolvePort, reject) => {
     child.once('exit', (code) => reject(new Error(`${env.BENCH_ROLE} exited with ${code}`)));
     child.stdout?.once('data', (port: Buffer) =>
-      resolvePort({ url: `http://127.0.0.1:${port.toString().trim()}`, stop }),
+      resolvePort({ url: `http://127.0.0.1:${port.toString().trim()}`, pid: child.pid ?? 0, stop }),
     );
   });
 }
@@ -184,7 +199,7 @@ async function startWaybill(iso: Isolation, overNats: boolean, nodes: NodeProces
 
 const pad = (text: string, width: number) => text.padStart(width);
 const row = (name: string, m: Measured) =>
-  `${name.padEnd(34)} ${pad(m.rps.toFixed(0), 8)} ${pad(m.p50.toFixed(1), 7)} ${pad(m.p99.toFixed(1), 7)} ${pad(String(m.failures), 7)}`;
+  `${name.padEnd(34)} ${pad(m.rps.toFixed(0), 8)} ${pad(m.p50.toFixed(1), 7)} ${pad(m.p99.toFixed(1), 7)} ${pad(m.cpuUs.toFixed(0), 11)} ${pad(String(m.failures), 7)}`;
 const ratio = (ours: Measured, reference: Measured, goal: number) => {
   const r = ours.rps / reference.rps;
   return `${r.toFixed(2)}x (goal >= ${goal}x: ${r >= goal ? 'met' : 'NOT met'})`;
@@ -199,14 +214,19 @@ async function startTargets(
   const targets = new Map<string, Target>();
   const bare = await startChild({ BENCH_ROLE: 'bare' });
   children.push(bare);
-  targets.set('bare node:http', { url: bare.url });
+  targets.set('bare node:http', { url: bare.url, pids: [bare.pid] });
   for (const overNats of [false, true]) {
     const topology = overNats ? NATS : ONE;
     const floor = await startFloor(iso, overNats);
     children.push(...floor);
     await answering(`${floor[0].url}${NOOP_PATH}`);
-    targets.set(`floor no-op, ${topology}`, { url: `${floor[0].url}${NOOP_PATH}` });
+    targets.set(`floor no-op, ${topology}`, {
+      url: `${floor[0].url}${NOOP_PATH}`,
+      pids: floor.map((c) => c.pid),
+    });
+    const before = nodes.length;
     const gateway = await startWaybill(iso, overNats, nodes);
+    const pids = nodes.slice(before).map((n) => n.child.pid ?? 0);
     const { key } = await eventually(() => createUserWithKey(gateway.url), {
       timeout: 30_000,
       interval: 200,
@@ -217,7 +237,7 @@ async function startTargets(
       ['fleet-types', '/api/fleet-types'],
     ]) {
       await answering(`${gateway.url}${path}`, headers);
-      targets.set(`ours ${name}, ${topology}`, { url: `${gateway.url}${path}`, headers });
+      targets.set(`ours ${name}, ${topology}`, { url: `${gateway.url}${path}`, headers, pids });
     }
   }
   return targets;
@@ -260,7 +280,7 @@ async function main(): Promise<number> {
   const results = new Map([...measured].map(([name, rounds]) => [name, median(rounds)]));
 
   console.log(
-    `\n${'target'.padEnd(34)} ${pad('req/s', 8)} ${pad('p50 ms', 7)} ${pad('p99 ms', 7)} ${pad('errors', 7)}`,
+    `\n${'target'.padEnd(34)} ${pad('req/s', 8)} ${pad('p50 ms', 7)} ${pad('p99 ms', 7)} ${pad('CPU µs/req', 11)} ${pad('errors', 7)}`,
   );
   for (const [name, m] of results) console.log(row(name, m));
   const get = (name: string) => results.get(name) as Measured;
@@ -274,6 +294,10 @@ async function main(): Promise<number> {
       const vsBare =
         topology === ONE ? ratio(ours, baseline, 0.5) : `${(ours.rps / baseline.rps).toFixed(2)}x`;
       console.log(`  ours ${name}, ${topology}: ${vsBare} bare, ${ratio(ours, floor, 0.8)} floor`);
+      // req/s on a shared machine follow its other load; CPU per request hardly does.
+      console.log(
+        `    by CPU per request: ${(baseline.cpuUs / ours.cpuUs).toFixed(2)}x bare, ${(floor.cpuUs / ours.cpuUs).toFixed(2)}x floor`,
+      );
     }
   }
   console.log(
