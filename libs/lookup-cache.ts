@@ -30,7 +30,7 @@ interface CacheEntry<V> {
 }
 
 /** Insertion-ordered, at most `max` entries: the oldest goes first (a hit does not refresh it). */
-class BoundedMap<V> {
+export class BoundedMap<V> {
   private readonly map = new Map<string, V>();
 
   constructor(private readonly max: number) {}
@@ -57,6 +57,9 @@ class BoundedMap<V> {
   }
 }
 
+/** Accepted answers kept when the options say nothing. */
+export const DEFAULT_MAX_ENTRIES = 10_000;
+
 export class LookupCache<V> {
   private readonly accepted: BoundedMap<CacheEntry<V>>;
   private readonly refused: BoundedMap<CacheEntry<V>>;
@@ -74,7 +77,7 @@ export class LookupCache<V> {
   constructor(private readonly options: LookupCacheOptions<V>) {
     this.now = options.now ?? Date.now;
     this.accepts = options.accepts ?? ((value) => value !== null);
-    this.accepted = new BoundedMap(options.maxEntries ?? 10_000);
+    this.accepted = new BoundedMap(options.maxEntries ?? DEFAULT_MAX_ENTRIES);
     this.refused = new BoundedMap(options.maxNegativeEntries ?? 1_000);
   }
 

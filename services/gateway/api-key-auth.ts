@@ -1,7 +1,12 @@
 import type { AppEnvironment } from '../../libs/config';
 import { unauthorized } from '../../libs/errors';
 import { parseApiKey, type ResolvedApiKey } from '../../libs/contracts/account';
-import { LookupCache, type BeforeLookup } from '../../libs/lookup-cache';
+import {
+  BoundedMap,
+  DEFAULT_MAX_ENTRIES,
+  LookupCache,
+  type BeforeLookup,
+} from '../../libs/lookup-cache';
 
 export type { BeforeLookup } from '../../libs/lookup-cache';
 
@@ -19,13 +24,25 @@ export interface ApiKeyAuthOptions {
 
 const isActive = (key: ResolvedApiKey | null): key is ResolvedApiKey => !!key && !key.revokedAt;
 
+interface KnownHeader {
+  hash: string;
+  expiresAt: number;
+}
+
 /**
  * Turns an `api-key` header into the key's record, looked up by its hash through a
  * `LookupCache` (libs/lookup-cache): brief, shared among concurrent calls, active keys and
  * refused ones (unknown, revoked) cached apart.
+ *
+ * The hash of a header accepted lately is kept by the header itself for the cache lifetime,
+ * so that a key's every request does not pay a SHA-256: revocation drops the record by its
+ * hash, and the next request of the key looks it up again all the same. Only accepted
+ * headers are kept, so made-up keys cannot crowd them out.
  */
 export class ApiKeyAuthenticator {
   private readonly cache: LookupCache<ResolvedApiKey>;
+  private readonly hashes: BoundedMap<KnownHeader>;
+  private readonly now: () => number;
 
   constructor(private readonly options: ApiKeyAuthOptions) {
     this.cache = new LookupCache({
@@ -36,6 +53,9 @@ export class ApiKeyAuthenticator {
       maxNegativeEntries: options.maxNegativeEntries,
       now: options.now,
     });
+    this.now = options.now ?? Date.now;
+    // As many headers as active keys: the oldest goes first.
+    this.hashes = new BoundedMap(options.maxCacheEntries ?? DEFAULT_MAX_ENTRIES);
   }
 
   async authenticate(
@@ -43,6 +63,20 @@ export class ApiKeyAuthenticator {
     beforeLookup?: BeforeLookup,
   ): Promise<ResolvedApiKey> {
     const raw = Array.isArray(header) ? header[0] : header;
+    const known = raw === undefined ? undefined : this.hashes.get(raw);
+    const fresh = known !== undefined && known.expiresAt > this.now();
+    const hash = fresh ? known.hash : this.hashOf(raw);
+    const key = await this.cache.get(hash, beforeLookup);
+    if (!key) throw unauthorized('Unknown API key; check the key or create a new one');
+    if (key.revokedAt) throw unauthorized('This API key has been revoked; create a new one');
+    if (!fresh && raw !== undefined) {
+      this.hashes.set(raw, { hash, expiresAt: this.now() + this.options.cacheMs });
+    }
+    return key;
+  }
+
+  /** The hash of a header not accepted lately: 401 when it is no key of this environment. */
+  private hashOf(raw: string | undefined): string {
     if (!raw || raw.trim() === '') throw unauthorized('API key is required');
     const parsed = parseApiKey(raw, this.options.prefix);
     if (!parsed.valid) throw unauthorized('Invalid API key format');
@@ -51,10 +85,7 @@ export class ApiKeyAuthenticator {
         `This is a ${parsed.environment} API key; this ${this.options.environment} environment accepts only ${this.options.environment} keys`,
       );
     }
-    const key = await this.cache.get(parsed.hash, beforeLookup);
-    if (!key) throw unauthorized('Unknown API key; check the key or create a new one');
-    if (key.revokedAt) throw unauthorized('This API key has been revoked; create a new one');
-    return key;
+    return parsed.hash;
   }
 
   /** Drops a key from the cache, e.g. when it is revoked, and disowns its lookups in flight. */

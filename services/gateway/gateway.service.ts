@@ -11,7 +11,7 @@ import {
   type DeliveryEventPayload,
 } from '../../libs/contracts/order';
 import { registerHealthCheck } from '../../libs/health';
-import { connectRedis, createRedis, redisReady } from '../../libs/redis';
+import { connectRedis, redisReady } from '../../libs/redis';
 import type { ServiceDefinition } from '../../libs/service';
 import { transferAgent } from '../../libs/transfer';
 import { version } from '../../package.json';
@@ -24,7 +24,7 @@ import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-me
 import { IdempotencyStore } from './idempotency';
 import { aliasRoutes, allowedMethods, methodGuard } from './method-check';
 import { opsAliases } from './ops-routes';
-import { QuotaLimiter } from './quota';
+import { QuotaLimiter, quotaStoreClient } from './quota';
 import { gatewayRoutes } from './route-table';
 import { rawBodyReader } from './raw-body';
 import { GROUP_BASE, collectRoutes, type MountedGroups } from './routes';
@@ -60,7 +60,7 @@ export function createGatewayService(
   const httpByAction = new Map(entries.map((e) => [e.actionName, e.http]));
   const httpOf = (name: string) => httpByAction.get(name);
   const retryByAction = new Map(entries.map((e) => [e.actionName, e.retry]));
-  const redis = createRedis(config.redisUrl, `${config.namespace}-gateway`, (err) =>
+  const redis = quotaStoreClient(config.redisUrl, `${config.namespace}-gateway`, (err) =>
     logger?.warn('Redis unreachable; quota checks answer 503 until it is back', {
       error: err.message,
     }),

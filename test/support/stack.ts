@@ -63,6 +63,15 @@ export interface StartOptions {
   env?: Record<string, string | undefined>;
   /** Wait for /health/ready (default), or only for the gateway to listen. */
   waitReady?: boolean;
+  /** The entry point run instead of `bin/server.ts` (a benchmark's own server). */
+  entry?: string;
+  /** Node options put before the entry point, such as `--cpu-prof`. */
+  nodeArgs?: string[];
+  /**
+   * Read the process's output and let it go, as a log collector would, instead of keeping
+   * it for `output()`: a benchmark's access log would fill the memory.
+   */
+  discardOutput?: boolean;
 }
 
 /**
@@ -113,13 +122,17 @@ async function startNodeOnce(options: StartOptions): Promise<NodeProcess> {
     ...options.env,
   };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'server.ts')], {
+  const entry = options.entry ?? join(ROOT, 'bin', 'server.ts');
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', entry], {
     cwd: ROOT,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  const keep = (d: Buffer) => {
+    if (!options.discardOutput) output += d.toString();
+  };
+  child.stdout?.on('data', keep);
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const gone = new AbortController();

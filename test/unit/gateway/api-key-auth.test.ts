@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fc from 'fast-check';
 import type { AppEnvironment } from '../../../libs/config';
 import { WaybillError } from '../../../libs/errors';
@@ -177,6 +178,37 @@ describe('ApiKeyAuthenticator cache', () => {
     clock.now += 1000;
     await auth.authenticate(keyOf(1));
     expect(lookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('hashes a key accepted lately once for the cache lifetime, not on every request', async () => {
+    const { auth, clock } = setup({ cacheMs: 5000 });
+    const sha = jest.spyOn(crypto, 'createHash');
+    try {
+      await auth.authenticate(keyOf(1));
+      clock.now += 4999;
+      await auth.authenticate(keyOf(1));
+      await auth.authenticate([keyOf(1)]);
+      expect(sha).toHaveBeenCalledTimes(1);
+      clock.now += 1;
+      await auth.authenticate(keyOf(1));
+      expect(sha).toHaveBeenCalledTimes(2);
+    } finally {
+      sha.mockRestore();
+    }
+  });
+
+  it('keeps hashing refused keys: only accepted ones are remembered by the key', async () => {
+    const { auth, table } = setup();
+    table.set(hashOf(1), record(1, { revokedAt: '2024-01-01T00:00:00.000Z' }));
+    const sha = jest.spyOn(crypto, 'createHash');
+    try {
+      await unauthorizedBy(() => auth.authenticate(keyOf(1)));
+      await unauthorizedBy(() => auth.authenticate(keyOf(1)));
+      await unauthorizedBy(() => auth.authenticate(keyOf(9)));
+      expect(sha).toHaveBeenCalledTimes(3);
+    } finally {
+      sha.mockRestore();
+    }
   });
 
   it('caches misses too', async () => {

@@ -1,4 +1,10 @@
-import { clientRequestId } from '../../../services/gateway/http';
+import fc from 'fast-check';
+import {
+  clientRequestId,
+  describeRequest,
+  requestPath,
+  type GatewayRequest,
+} from '../../../services/gateway/http';
 
 describe('clientRequestId', () => {
   it('takes a sane X-Request-ID, and X-Correlation-ID over it', () => {
@@ -15,5 +21,78 @@ describe('clientRequestId', () => {
     ['a non-ASCII one', { 'x-request-id': 'zamówienie' }],
   ])('leaves %s to moleculer to make', (_case, headers) => {
     expect(clientRequestId(headers)).toBeUndefined();
+  });
+});
+
+describe('describeRequest', () => {
+  const request = (url: string, headers: Record<string, string> = {}) =>
+    ({ method: 'GET', url, headers: { host: 'api.example.com', ...headers } }) as GatewayRequest;
+
+  it('gives method, path without query and full URL', () => {
+    expect(
+      describeRequest(request('/api/packages?page=2', { 'x-forwarded-proto': 'https' })),
+    ).toEqual({
+      method: 'GET',
+      path: '/api/packages',
+      url: 'https://api.example.com/api/packages?page=2',
+    });
+  });
+
+  it('parses no URL for a plain path, however often it is asked', () => {
+    const parse = jest.spyOn(globalThis, 'URL');
+    try {
+      const req = request('/api/package/0a1b2c?x=1');
+      describeRequest(req);
+      describeRequest(req);
+      expect(parse).not.toHaveBeenCalled();
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
+  it('follows a URL moleculer-web rewrote', () => {
+    const req = request('/api/a');
+    expect(describeRequest(req).path).toBe('/api/a');
+    req.originalUrl = '/api/b';
+    expect(describeRequest(req).path).toBe('/api/b');
+  });
+
+  it('reads every path as new URL does (property)', () => {
+    const raw = fc
+      .array(
+        fc.constantFrom(
+          '/',
+          'a',
+          'Z',
+          '0',
+          '-',
+          '_',
+          '~',
+          '.',
+          '%',
+          '2e',
+          '\\',
+          '?',
+          ' ',
+          'é',
+          '@',
+          ':',
+        ),
+        {
+          maxLength: 12,
+        },
+      )
+      .map((parts) => `/${parts.join('')}`);
+    fc.assert(
+      fc.property(raw, (url) => {
+        let expected: string;
+        try {
+          expected = new URL(url, 'http://x').pathname;
+        } catch {
+          expected = url.split('?')[0] || '/';
+        }
+        expect(requestPath(url)).toBe(expected);
+      }),
+    );
   });
 });

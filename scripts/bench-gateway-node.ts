@@ -1,0 +1,147 @@
+/**
+ * The servers `npm run bench:gateway` measures, one role per process (BENCH_ROLE):
+ *
+ *   bare     `node:http` answering fixed JSON: the machine's ceiling
+ *   floor    moleculer-web and/or a no-op action on a plain broker (BENCH_WEB, BENCH_NOOP):
+ *            the framework's floor, with our transporter and serializer and nothing else
+ *   waybill  our services (SERVICES), exactly as bin/server.ts runs them, plus the no-op
+ *            action (BENCH_NOOP) routed through the whole `/api` pipeline of our gateway
+ *
+ * bare and floor print their port on stdout once they listen; waybill is watched through its
+ * health endpoint like any node (test/support/stack). Not an entry point of its own.
+ */
+import { createServer } from 'node:http';
+import Joi from '../libs/joi';
+import { ServiceBroker, type ServiceSchema } from 'moleculer';
+import ApiGateway from 'moleculer-web';
+import { loadConfig, type Config } from '../libs/config';
+import { stopAndExit } from '../libs/resilience';
+import { action, toServiceSchema, type ServiceDefinition } from '../libs/service';
+import { createBrokerOptions } from '../moleculer.config';
+import { backendDefinitions, serviceDefinition } from '../services/catalog';
+import { createGatewayService } from '../services/gateway/gateway.service';
+
+/** The answer every target gives, about the size of our envelope around an empty object. */
+export const NOOP_ANSWER = { success: true, message: 'ok', data: {} };
+
+/** The no-op path, under the gateway's `/api` in both the floor and ours. */
+export const NOOP_PATH = '/api/bench/noop';
+
+/**
+ * The benchmark's own action, declared as any action with `http` is: the gateway routes it
+ * through the API key, the quota, the access log and the metrics like every `/api` route.
+ * It exists only in this benchmark's processes, never in the served API.
+ */
+const benchNoop: ServiceDefinition = {
+  name: 'bench',
+  actions: {
+    noop: action({
+      retry: 'safe',
+      http: {
+        group: 'api',
+        method: 'GET',
+        path: '/bench/noop',
+        message: 'ok',
+        summary: 'Benchmark no-op',
+      },
+      params: Joi.object({}),
+      handler: () => ({}),
+    }),
+  },
+};
+
+const wanted = (name: string) => process.env[name] === '1';
+
+function listening(port: number): void {
+  console.log(String(port));
+}
+
+function bare(): void {
+  const body = JSON.stringify(NOOP_ANSWER);
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      });
+      res.end(body);
+    });
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    listening(typeof address === 'object' && address ? address.port : 0);
+  });
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
+async function floor(config: Config): Promise<void> {
+  const ours = createBrokerOptions(config);
+  const broker = new ServiceBroker({
+    namespace: ours.namespace,
+    nodeID: ours.nodeID,
+    transporter: ours.transporter,
+    serializer: ours.serializer,
+    logger: false,
+  });
+  if (wanted('BENCH_NOOP')) {
+    broker.createService({ name: 'bench', actions: { noop: () => NOOP_ANSWER.data } });
+  }
+  if (wanted('BENCH_WEB')) {
+    broker.createService({
+      name: 'web',
+      mixins: [ApiGateway],
+      settings: {
+        port: config.port,
+        ip: '127.0.0.1',
+        routes: [
+          {
+            path: '/api',
+            aliases: { 'GET /bench/noop': 'bench.noop' },
+            // The same envelope as ours, so that both write about the same bytes.
+            onAfterCall: (
+              _ctx: unknown,
+              _route: unknown,
+              _req: unknown,
+              _res: unknown,
+              data: object,
+            ) => ({ ...NOOP_ANSWER, data }),
+          },
+        ],
+        logRequest: null,
+        logResponse: null,
+      },
+    } as ServiceSchema);
+  }
+  await broker.start();
+  listening(config.port);
+  process.on('SIGTERM', () => void broker.stop().then(() => process.exit(0)));
+}
+
+async function waybill(config: Config): Promise<void> {
+  const broker = new ServiceBroker(createBrokerOptions(config));
+  for (const name of config.services) {
+    const definition =
+      name === 'gateway'
+        ? createGatewayService(config, [...backendDefinitions(config), benchNoop])
+        : serviceDefinition(name, config);
+    broker.createService(toServiceSchema(definition));
+  }
+  if (wanted('BENCH_NOOP')) broker.createService(toServiceSchema(benchNoop));
+  process.on('SIGTERM', () => void stopAndExit(broker, (code) => process.exit(code)));
+  await broker.start();
+}
+
+// Run by bench-gateway.ts as a child; imported by it only for the constants above.
+if (require.main === module) {
+  const role = process.env.BENCH_ROLE;
+  if (role === 'bare') bare();
+  else if (role === 'floor') void floor(loadConfig()).catch(fail);
+  else if (role === 'waybill') void waybill(loadConfig()).catch(fail);
+  else fail(new Error(`BENCH_ROLE must be bare, floor or waybill, not ${role}`));
+}
+
+function fail(err: unknown): void {
+  console.error(err);
+  process.exit(1);
+}
