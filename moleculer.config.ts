@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { BrokerOptions, MetricRegistry } from 'moleculer';
 import type { Config } from './libs/config';
+import { BufferedConsoleLogger } from './libs/log-output';
 import { jsonLogLine } from './libs/logging';
 import { NatsTransporter } from './libs/nats-transporter';
 import { OpsServer } from './libs/ops-server';
@@ -39,20 +40,18 @@ export function createBrokerOptions(config: Config): BrokerOptions {
       : null,
     // File bodies do not cross the transporter (libs/transfer): packets are JSON or CBOR.
     serializer: createSerializer(config.serializer),
-    logger: {
-      type: 'Console',
-      options: {
-        level: config.logLevel,
-        formatter:
-          config.logFormat === 'json'
-            ? (level: string, args: unknown[], bindings: Record<string, unknown>) => [
-                jsonLogLine(level, args, bindings),
-              ]
-            : 'short',
-        colors: config.logFormat === 'pretty',
-        moduleColors: false,
-      },
-    },
+    // Moleculer's console logger, its lines written a turn at a time (libs/log-output).
+    logger: new BufferedConsoleLogger({
+      level: config.logLevel,
+      formatter:
+        config.logFormat === 'json'
+          ? (level: string, args: unknown[], bindings: Record<string, unknown>) => [
+              jsonLogLine(level, args, bindings),
+            ]
+          : 'short',
+      colors: config.logFormat === 'pretty',
+      moduleColors: false,
+    }),
     // Lost nodes and failing ones, docs/resilience.md: a call is retried only as its action's
     // retry kind allows (libs/contracts/retry), and never beyond its timeout.
     requestTimeout: config.requestTimeoutMs,

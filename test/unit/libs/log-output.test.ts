@@ -1,0 +1,75 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { ServiceBroker } from 'moleculer';
+import { BufferedConsoleLogger, LineBuffer } from '../../../libs/log-output';
+import { jsonLogLine } from '../../../libs/logging';
+
+describe('LineBuffer', () => {
+  it('writes the lines of one turn with one write, in order', async () => {
+    const writes: string[] = [];
+    const buffer = new LineBuffer((text) => writes.push(text));
+    for (let i = 0; i < 100; i++) buffer.push(`line ${i}`);
+    expect(writes).toEqual([]);
+    await nextTurn();
+    expect(writes).toHaveLength(1);
+    expect(writes[0].split('\n').slice(0, -1)).toEqual(
+      Array.from({ length: 100 }, (_, i) => `line ${i}`),
+    );
+    buffer.push('next turn');
+    await nextTurn();
+    expect(writes).toEqual([writes[0], 'next turn\n']);
+  });
+
+  it('writes at once when a turn piles up its limit, and flush leaves nothing behind', async () => {
+    const writes: string[] = [];
+    const buffer = new LineBuffer((text) => writes.push(text), 20);
+    buffer.push('0123456789');
+    buffer.push('0123456789');
+    expect(writes).toEqual(['0123456789\n0123456789\n']);
+    buffer.push('last');
+    buffer.flush();
+    expect(writes).toHaveLength(2);
+    await nextTurn();
+    expect(writes).toEqual(['0123456789\n0123456789\n', 'last\n']);
+  });
+});
+
+describe('BufferedConsoleLogger', () => {
+  it('writes the lines a broker logs in one turn to stdout with one write, warnings to stderr', async () => {
+    const out = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const err = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const broker = new ServiceBroker({
+        nodeID: 'log-test',
+        logger: new BufferedConsoleLogger({
+          level: 'info',
+          formatter: (level, args, bindings) => [jsonLogLine(level, args, bindings)],
+        }),
+      });
+      const logger = broker.getLogger('edge');
+      await nextTurn();
+      out.mockClear();
+      err.mockClear();
+      logger.info('http', { status: 200 });
+      logger.info('http', { status: 201 });
+      logger.debug('not at this level');
+      logger.warn('slow');
+      expect(out).not.toHaveBeenCalled();
+      await nextTurn();
+      expect(out).toHaveBeenCalledTimes(1);
+      const lines = String(out.mock.calls[0][0])
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines.map((l: { status: number }) => l.status)).toEqual([200, 201]);
+      expect(lines[0]).toMatchObject({ level: 'info', msg: 'http', nodeID: 'log-test' });
+      expect(err).toHaveBeenCalledTimes(1);
+      expect(JSON.parse(String(err.mock.calls[0][0]))).toMatchObject({
+        level: 'warn',
+        msg: 'slow',
+      });
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+    }
+  });
+});
