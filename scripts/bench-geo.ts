@@ -6,8 +6,10 @@
 import { spawn } from 'node:child_process';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { resolvePlace } from '../services/geo/address';
 import { geocodeText, gazetteer, nearestCity, searchCities } from '../services/geo/gazetteer';
+import type { CityTable } from '../services/geo/gazetteer/city-table';
 import { freePort, isolation, rssKb } from '../test/support/stack';
 import { showHelpIfAsked } from './bench-support';
 
@@ -73,12 +75,33 @@ function time<T>(inputs: readonly T[], run: (input: T) => unknown): Timing {
   };
 }
 
+/** Counts the garbage collector's pauses until `stop()`: what the slowest calls wait for. */
+function watchGc(): { stop(): Promise<{ count: number; longest: number }> } {
+  let count = 0;
+  let longest = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries() as PerformanceEntry[]) {
+      count++;
+      longest = Math.max(longest, entry.duration);
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    async stop() {
+      // Node reports each pause from the event loop, after the synchronous calls timed.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      observer.disconnect();
+      return { count, longest };
+    },
+  };
+}
+
 /** Exact names, prefixes of 1–6 letters and names with one typo, a third each. */
-function searchQueries(names: readonly string[], rand: () => number): string[] {
+function searchQueries(cities: CityTable, rand: () => number): string[] {
   const pick = () => {
     // Half from the 5,000 most important cities (what people type), half from anywhere.
-    const pool = rand() < 0.5 ? Math.min(5000, names.length) : names.length;
-    return names[Math.floor(rand() * pool)];
+    const pool = rand() < 0.5 ? Math.min(5000, cities.size) : cities.size;
+    return cities.nameOf(Math.floor(rand() * pool));
   };
   const queries = ['lagos', 'abuja', 'port', 'kano', 'ibadn', 'lagso', 'sao paulo', 'a', 'l'];
   while (queries.length < SEARCH_QUERIES) {
@@ -158,7 +181,9 @@ async function main(): Promise<void> {
     Array.from({ length: SEARCH_QUERIES }, (_, i) => i),
     (i) => numbers.slice(i % 7).sort((a, b) => a - b),
   );
-  const search = time(searchQueries(g.cities.names, rand), (q) => searchCities(q, SEARCH_LIMIT));
+  const pauses = watchGc();
+  const search = time(searchQueries(g.cities, rand), (q) => searchCities(q, SEARCH_LIMIT));
+  const gcDuringSearch = await pauses.stop();
   const points = Array.from(
     { length: NEAREST_QUERIES },
     (_, i) =>
@@ -169,7 +194,7 @@ async function main(): Promise<void> {
   const nearest = time(points, (p) => nearestCity(p.lat, p.lon));
   const resolve = time(points, (p) => resolvePlace({ lat: p.lat, lon: p.lon }, 'bench'));
   const texts = Array.from({ length: GEOCODE_QUERIES }, (_, i) => {
-    const city = g.cities.names[Math.floor(rand() * 2000)];
+    const city = g.cities.nameOf(Math.floor(rand() * 2000));
     return i % 2 === 0 ? `${1 + (i % 90)} Some Street, ${city}` : `${city}, Nigeria`;
   });
   const geocode = time(texts, (t) => geocodeText(t));
@@ -236,6 +261,12 @@ async function main(): Promise<void> {
       measured: f(search.p99),
       target: `< ${TARGETS.searchP99Ms}`,
       verdict: verdict(search.p99, TARGETS.searchP99Ms),
+    },
+    {
+      metric: 'GC pauses during the searches (count, longest ms)',
+      measured: `${gcDuringSearch.count}, ${f(gcDuringSearch.longest)}`,
+      target: '',
+      verdict: '',
     },
     {
       metric: 'searchCities max (ms)',

@@ -41,10 +41,10 @@ Starts each service in its own process over NATS, prints each one's resident mem
 at rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
 create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read)
 and reads, city searches, small file uploads, webhook registration and removal. Every S seconds it samples each process's RSS; at the end it prints the table and a
-verdict per process from the samples after the warm-up (the first quarter): the growth rate
-(MB/min) over the first and the last half of them. "GROWING" is a last half that still grows
-(over ${GROWTH_MB_PER_MIN} MB/min) at more than half the pace of the first: memory that does
-not level off. A bare node:http process taking a share of the load is the reference.
+verdict per process from the samples after the warm-up (the first quarter): a V8 heap's RSS
+is a saw, so the verdict is on its floor, the lowest sample of the last half against the
+lowest of the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min: memory
+never given back. A bare node:http process taking a share of the load is the reference.
 Exits 1 when an answer is a 5xx other than 503/504 (load shed), or a process exits.
 
   --minutes M       minutes of load                        BENCH_MINUTES      10
@@ -325,13 +325,13 @@ async function main(): Promise<number> {
       );
     }
     console.log(
-      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'first½ MB/min'.padStart(14)} ${'last½ MB/min'.padStart(13)}  verdict`,
+      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'slope MB/min'.padStart(13)} ${'floor MB/min'.padStart(13)}  verdict`,
     );
     for (const [i, p] of processes.entries()) {
       const t = memoryTrend(samples[i]);
       const s = samples[i];
       console.log(
-        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${t.first.toFixed(2).padStart(14)} ${t.last.toFixed(2).padStart(13)}  ${memoryVerdict(t)}`,
+        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t)}`,
       );
     }
     console.log('\nAnswers by operation and status:');

@@ -4,14 +4,16 @@ export interface MemorySample {
   mb: number;
 }
 
-/** Growth rates (MB/min) over the first and the last half of the samples after the warm-up. */
+/** How a process's memory moved after the warm-up, in MB/min. */
 export interface MemoryTrend {
-  first: number;
-  last: number;
+  /** Least-squares slope over every sample after the warm-up: for information only. */
+  slope: number;
+  /** How fast the floor (the lowest sample) rose from the first half to the last. */
+  floor: number;
 }
 
-/** A last half growing faster than this (MB/min), not levelling off, is a leak. */
-export const GROWTH_MB_PER_MIN = 0.5;
+/** A floor rising faster than this (MB/min) is memory that is never given back. */
+export const GROWTH_MB_PER_MIN = 1;
 
 /** Least-squares slope of megabytes against minutes. */
 function slope(points: readonly MemorySample[]): number {
@@ -28,23 +30,28 @@ function slope(points: readonly MemorySample[]): number {
   return den === 0 ? 0 : num / den;
 }
 
-/**
- * The trend after the warm-up (the first quarter of the samples: heaps and caches grow to
- * their working size then). The halves share their middle sample, so that three samples
- * after the warm-up already give two slopes.
- */
-export function memoryTrend(points: readonly MemorySample[]): MemoryTrend {
-  const warm = points.slice(Math.floor(points.length / 4));
-  const half = Math.ceil(warm.length / 2);
-  return { first: slope(warm.slice(0, half)), last: slope(warm.slice(half - 1)) };
+function lowest(points: readonly MemorySample[]): MemorySample {
+  return points.reduce((low, p) => (p.mb < low.mb ? p : low));
 }
 
 /**
- * GROWING: the last half still grows, at more than half the pace of the first (memory that
- * does not level off); settling: it grew, but slows down; flat: it did not grow.
+ * The trend after the warm-up (the first quarter of the samples: heaps and caches grow to
+ * their working size then). A V8 heap's resident size is a saw: it grows until a full
+ * collection, which may give pages back or not, so a slope over a few samples says more about
+ * when the collections fell than about a leak. What a leak does is raise the floor: the
+ * lowest sample of the last half stands above the lowest of the first.
  */
-export function memoryVerdict({ first, last }: MemoryTrend): 'GROWING' | 'settling' | 'flat' {
-  if (last > GROWTH_MB_PER_MIN && last > first / 2) return 'GROWING';
-  if (first > GROWTH_MB_PER_MIN) return 'settling';
-  return 'flat';
+export function memoryTrend(points: readonly MemorySample[]): MemoryTrend {
+  const warm = points.slice(Math.floor(points.length / 4));
+  if (warm.length < 2) return { slope: 0, floor: 0 };
+  const half = Math.floor(warm.length / 2);
+  const first = lowest(warm.slice(0, half));
+  const last = lowest(warm.slice(half));
+  const span = (warm[warm.length - 1].min - warm[0].min) / 2;
+  return { slope: slope(warm), floor: span > 0 ? (last.mb - first.mb) / span : 0 };
+}
+
+/** GROWING: the floor rose faster than GROWTH_MB_PER_MIN; else flat. */
+export function memoryVerdict({ floor }: MemoryTrend): 'GROWING' | 'flat' {
+  return floor > GROWTH_MB_PER_MIN ? 'GROWING' : 'flat';
 }

@@ -1,4 +1,5 @@
 import { IdColumn, admin2IdName, cityIdName } from './ids';
+import { PackedStrings } from './packed-strings';
 import type { RankedCities } from './importance';
 import type { SourceCities } from './sources';
 import type { City, Country, State } from './types';
@@ -10,9 +11,9 @@ import type { City, Country, State } from './types';
  */
 export class CityTable {
   readonly size: number;
-  readonly names: readonly string[];
+  private readonly names: PackedStrings;
   /** Folded names (`foldName`, libs/text.ts), for the search index. */
-  readonly folded: readonly string[];
+  private readonly folded: PackedStrings;
   readonly lat: Float64Array;
   readonly lon: Float64Array;
   readonly tier: Uint8Array;
@@ -66,8 +67,8 @@ export class CityTable {
       this.lga[i] = admin2 === undefined ? -1 : this.lgaSlot(lgaIndex, admin2, admin2Names);
       if (from >= source.curatedFrom) this.curated.add(i);
     });
-    this.names = names;
-    this.folded = folded;
+    this.names = new PackedStrings(names);
+    this.folded = new PackedStrings(folded);
     this.ids = new IdColumn(n);
   }
 
@@ -80,6 +81,20 @@ export class CityTable {
       this.lgaNames.push(names.get(code) ?? code);
     }
     return slot;
+  }
+
+  nameOf(i: number): string {
+    return this.names.get(i);
+  }
+
+  /** The folded name (`foldName`) of city i. */
+  foldedNameOf(i: number): string {
+    return this.folded.get(i);
+  }
+
+  /** Whether city i's folded name is `folded`, without making a string. */
+  hasFoldedName(i: number, folded: string): boolean {
+    return this.folded.equals(i, folded);
   }
 
   countryIndexOf(i: number): number {
@@ -98,7 +113,7 @@ export class CityTable {
   /** What addresses here carry as `lgaOrCity`: the LGA, else the city's own name. */
   lgaOrCityOf(i: number): string {
     const lga = this.lga[i];
-    return lga >= 0 ? this.lgaNames[lga] : this.names[i];
+    return lga >= 0 ? this.lgaNames[lga] : this.names.get(i);
   }
 
   idOf(i: number): string {
@@ -113,7 +128,7 @@ export class CityTable {
   }
 
   private idName(i: number): string {
-    return cityIdName(this.countryOf(i).countryCode, this.names[i], this.lat[i], this.lon[i]);
+    return cityIdName(this.countryOf(i).countryCode, this.names.get(i), this.lat[i], this.lon[i]);
   }
 
   city(i: number): City {
@@ -121,7 +136,7 @@ export class CityTable {
     const lga = this.lga[i];
     const city: City = {
       locationId: this.idOf(i),
-      name: this.names[i],
+      name: this.names.get(i),
       lat: this.lat[i],
       lon: this.lon[i],
       countryCode: this.countryOf(i).countryCode,
