@@ -34,25 +34,30 @@ import {
 } from './lib/memory-trend';
 
 showHelpIfAsked(`
-npm run bench:soak [-- --minutes M --interval S --connections C]
+npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
   (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Starts each service in its own process over NATS, prints each one's resident memory (RSS)
 at rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
 create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read)
-and reads, city searches, small file uploads, webhook registration and removal. Every S seconds it samples each process's RSS; at the end it prints the table and a
-verdict per process from the samples after the warm-up (the first quarter): a V8 heap's RSS
-is a saw, so the verdict is on its floor, the lowest sample of the last half against the
-lowest of the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min: memory
-never given back. A bare node:http process taking a share of the load is the reference.
+and reads, city searches, small file uploads, webhook registration and removal. Every S
+seconds it samples each process's RSS; at the end it prints the table and a verdict per
+process from the samples after the warm-up (the first quarter). A V8 heap's RSS is a saw,
+so the verdict is on its floor: the lowest sample of the last half against the lowest of
+the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min, memory never given back.
+Last, after D idle seconds (V8 collects in full and shrinks an idle heap), each RSS again,
+to set against the one at rest. A bare node:http process taking a share of the load is
+the reference.
 Exits 1 when an answer is a 5xx other than 503/504 (load shed), or a process exits.
 
   --minutes M       minutes of load                        BENCH_MINUTES      10
   --interval S      seconds between RSS samples            BENCH_INTERVAL     30
   --connections C   requests under way at once             BENCH_CONNECTIONS  8
+  --cool-down D     idle seconds before the last sample    BENCH_COOL_DOWN    60
 `);
 
 const MINUTES = option('minutes', 10);
+const COOL_DOWN_S = option('cool-down', 60);
 const INTERVAL_S = option('interval', 30);
 const CONNECTIONS = option('connections', 8);
 /** Delivery requests per merchant before the next merchant takes over (open packages are capped). */
@@ -310,6 +315,9 @@ async function main(): Promise<number> {
     stopping = true;
     await Promise.race([Promise.all(workers), sleep(GIVE_UP_MS)]);
     const ranMin = minutes();
+    // Idle, V8 collects in full and shrinks its heap: what stays is what the run kept.
+    await sleep(COOL_DOWN_S * 1000);
+    const afterRest = processes.map((p) => rssKb(p.pid) / 1024);
 
     console.log(
       `\nRSS (MB) every ${INTERVAL_S} s, ${tally.total} answers in ${ranMin.toFixed(1)} min:`,
@@ -325,13 +333,13 @@ async function main(): Promise<number> {
       );
     }
     console.log(
-      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'slope MB/min'.padStart(13)} ${'floor MB/min'.padStart(13)}  verdict`,
+      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'slope MB/min'.padStart(13)} ${'floor MB/min'.padStart(13)}  verdict`,
     );
     for (const [i, p] of processes.entries()) {
       const t = memoryTrend(samples[i]);
       const s = samples[i];
       console.log(
-        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t)}`,
+        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${afterRest[i].toFixed(0).padStart(10)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t)}`,
       );
     }
     console.log('\nAnswers by operation and status:');
