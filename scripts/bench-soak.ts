@@ -44,7 +44,8 @@ and reads, city searches, small file uploads, webhook registration and removal. 
 seconds it samples each process's RSS; at the end it prints the table and a verdict per
 process from the samples after the warm-up (the first quarter). A V8 heap's RSS is a saw,
 so the verdict is on its floor: the lowest sample of the last half against the lowest of
-the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min, memory never given back.
+the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min and over twice the
+reference's: memory never given back.
 Last, after D idle seconds (V8 collects in full and shrinks an idle heap), each RSS again,
 to set against the one at rest. A bare node:http process taking a share of the load is
 the reference.
@@ -335,11 +336,12 @@ async function main(): Promise<number> {
     console.log(
       `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'slope MB/min'.padStart(13)} ${'floor MB/min'.padStart(13)}  verdict`,
     );
+    const referenceTrend = memoryTrend(samples[samples.length - 1]);
     for (const [i, p] of processes.entries()) {
       const t = memoryTrend(samples[i]);
       const s = samples[i];
       console.log(
-        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${afterRest[i].toFixed(0).padStart(10)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t)}`,
+        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${afterRest[i].toFixed(0).padStart(10)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t, referenceTrend)}`,
       );
     }
     console.log('\nAnswers by operation and status:');

@@ -51,7 +51,13 @@ export function memoryTrend(points: readonly MemorySample[]): MemoryTrend {
   return { slope: slope(warm), floor: span > 0 ? (last.mb - first.mb) / span : 0 };
 }
 
-/** GROWING: the floor rose faster than GROWTH_MB_PER_MIN; else flat. */
-export function memoryVerdict({ floor }: MemoryTrend): 'GROWING' | 'flat' {
-  return floor > GROWTH_MB_PER_MIN ? 'GROWING' : 'flat';
+/**
+ * GROWING: the floor rose faster than GROWTH_MB_PER_MIN and than twice the reference's (a
+ * process that cannot leak, sampled in the same run: its floor moves a few MB too); else flat.
+ */
+export function memoryVerdict(
+  { floor }: MemoryTrend,
+  reference: MemoryTrend = { slope: 0, floor: 0 },
+): 'GROWING' | 'flat' {
+  return floor > Math.max(GROWTH_MB_PER_MIN, 2 * Math.abs(reference.floor)) ? 'GROWING' : 'flat';
 }

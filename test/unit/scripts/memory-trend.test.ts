@@ -23,6 +23,13 @@ describe('the soak verdict on a process', () => {
     expect(memoryVerdict(memoryTrend(leakingSaw))).toBe('GROWING');
   });
 
+  it('allows as much again as the reference moved in the same run', () => {
+    const step = (at: number, mb: number) => run((min) => 150 + (min >= at ? mb : 0));
+    const reference = memoryTrend(step(6, 6));
+    expect(memoryVerdict(memoryTrend(step(6, 10)), reference)).toBe('flat');
+    expect(memoryVerdict(memoryTrend(step(6, 30)), reference)).toBe('GROWING');
+  });
+
   it('ignores the warm-up', () => {
     const warmUpOnly = run((min) => (min < 2 ? 100 + 40 * min : 180));
     expect(memoryVerdict(memoryTrend(warmUpOnly))).toBe('flat');
