@@ -43,19 +43,26 @@ export function scanWithinTypos(
   table[m + 1] = over;
   bestUpTo[0] = prefix && m <= max ? m : over;
 
-  /** The key before, whose first `valid` rows the table holds. */
-  let previous = -1;
+  const text = keys.text;
+  /** Where the key before starts in `text`; the table holds its first `valid` rows. */
+  let previous = 0;
   let valid = 0;
   let i = start;
   while (i < end) {
+    const keyStart = keys.startOf(i);
     const keyLength = keys.lengthOf(i);
     let depth = 0;
     const shared = Math.min(valid, keyLength);
-    while (depth < shared && keys.charAt(previous, depth) === keys.charAt(i, depth)) depth++;
+    while (
+      depth < shared &&
+      text.charCodeAt(previous + depth) === text.charCodeAt(keyStart + depth)
+    ) {
+      depth++;
+    }
     const target = Math.min(keyLength, depthLimit);
     let dead = 0;
     for (let r = depth + 1; r <= target; r++) {
-      if (!computeRow(query, keys, i, table, width, r, max)) {
+      if (!computeRow(query, text, keyStart, table, width, r, max)) {
         dead = r;
         break;
       }
@@ -63,7 +70,7 @@ export function scanWithinTypos(
       const ends = prefix && r >= m - max && r + max >= m ? last : over;
       bestUpTo[r] = Math.min(bestUpTo[r - 1], ends);
     }
-    previous = i;
+    previous = keyStart;
     valid = dead > 0 ? dead : target;
 
     let typos: number;
@@ -92,8 +99,8 @@ export function scanWithinTypos(
  */
 function computeRow(
   query: string,
-  keys: PackedStrings,
-  key: number,
+  text: string,
+  keyStart: number,
   table: Int32Array,
   width: number,
   r: number,
@@ -108,8 +115,8 @@ function computeRow(
   const hi = Math.min(m, r + max);
   table[cur] = r <= max ? r : over;
   if (lo > 1) table[cur + lo - 1] = over;
-  const c = keys.charAt(key, r - 1);
-  const before = r > 1 ? keys.charAt(key, r - 2) : -1;
+  const c = text.charCodeAt(keyStart + r - 1);
+  const before = r > 1 ? text.charCodeAt(keyStart + r - 2) : -1;
   let rowMin = table[cur];
   for (let j = lo; j <= hi; j++) {
     const q = query.charCodeAt(j - 1);
@@ -163,9 +170,12 @@ function blockEndOf(
 /** Whether key `key` starts with the first `length` characters of key `stem`. */
 function sharesStart(keys: PackedStrings, key: number, stem: number, length: number): boolean {
   if (keys.lengthOf(key) < length) return false;
+  const text = keys.text;
+  const keyStart = keys.startOf(key);
+  const stemStart = keys.startOf(stem);
   // From the end: neighbours in sorted order differ late, if at all.
   for (let c = length - 1; c >= 0; c--) {
-    if (keys.charAt(key, c) !== keys.charAt(stem, c)) return false;
+    if (text.charCodeAt(keyStart + c) !== text.charCodeAt(stemStart + c)) return false;
   }
   return true;
 }

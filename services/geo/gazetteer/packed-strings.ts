@@ -3,11 +3,12 @@
  * 171,000 heap objects, which every full garbage collection walks and which cost a header
  * each; as one string and a typed array they are two objects, and the collector's pauses
  * (the slowest city searches) shrink with them. Readers compare characters in place
- * (`charAt`, `compare`); `get` makes a string, for results only.
+ * (`compare`, or `text` from `startOf`); `get` makes a string, for results only.
  */
 export class PackedStrings {
   readonly size: number;
-  private readonly text: string;
+  /** Every string, one after another: hot loops read it directly (`startOf`). */
+  readonly text: string;
   /** starts[i] is where string i begins in `text`; starts[size] is its end. */
   private readonly starts: Uint32Array;
 
@@ -27,13 +28,13 @@ export class PackedStrings {
     return this.text.slice(this.starts[i], this.starts[i + 1]);
   }
 
-  lengthOf(i: number): number {
-    return this.starts[i + 1] - this.starts[i];
+  /** Where string i begins in `text`. */
+  startOf(i: number): number {
+    return this.starts[i];
   }
 
-  /** The UTF-16 code unit at `offset` of string i (NaN past its end, like charCodeAt). */
-  charAt(i: number, offset: number): number {
-    return offset < this.lengthOf(i) ? this.text.charCodeAt(this.starts[i] + offset) : NaN;
+  lengthOf(i: number): number {
+    return this.starts[i + 1] - this.starts[i];
   }
 
   /** String i against `other` in code-unit order (as `<` orders strings): <0, 0 or >0. */
