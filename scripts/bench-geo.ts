@@ -11,7 +11,7 @@ import { resolvePlace } from '../services/geo/address';
 import { geocodeText, gazetteer, nearestCity, searchCities } from '../services/geo/gazetteer';
 import type { CityTable } from '../services/geo/gazetteer/city-table';
 import { freePort, isolation, rssKb } from '../test/support/stack';
-import { showHelpIfAsked } from './bench-support';
+import { GEO_NODE_OPTIONS, showHelpIfAsked } from './bench-support';
 
 showHelpIfAsked(`
 npm run bench:geo       (builds first; or: scripts/tsx scripts/bench-geo.ts after npm run build)
@@ -121,9 +121,6 @@ function searchQueries(cities: CityTable, rand: () => number): string[] {
   }
   return queries;
 }
-
-/** The NODE_OPTIONS the geo process runs with in deploy/ and docker-compose.yml. */
-const GEO_NODE_OPTIONS = '--expose-gc --max-semi-space-size=1';
 
 /**
  * Starts `dist/bin/server.js` with SERVICES=geo, waits until it is ready, and reads its

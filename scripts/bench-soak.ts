@@ -25,6 +25,7 @@ import {
   runMain,
   showHelpIfAsked,
   startBareServer,
+  GEO_NODE_OPTIONS,
 } from './bench-support';
 import {
   GROWTH_MB_PER_MIN,
@@ -37,8 +38,8 @@ showHelpIfAsked(`
 npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
   (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
-Starts each service in its own process over NATS, prints each one's resident memory (RSS)
-at rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
+Starts each service in its own process over NATS (as the integration tests do; geo with
+its production NODE_OPTIONS), prints each one's resident memory (RSS) at rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
 create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read)
 and reads, city searches, small file uploads, webhook registration and removal. Every S
 seconds it samples each process's RSS; at the end it prints the table and a verdict per
@@ -251,10 +252,19 @@ async function main(): Promise<number> {
   try {
     await receiver.start();
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn', ...FAST_WEBHOOKS };
-    await startNodes(nodes, SERVICES, { iso, env });
+    // Geo with its production NODE_OPTIONS (deploy/), so that its memory is what a pod's is.
+    const others = SERVICES.filter((name) => name !== 'geo');
+    const geo: NodeProcess[] = [];
+    const starts = await Promise.allSettled([
+      startNodes(nodes, others, { iso, env }),
+      startNodes(geo, ['geo'], { iso, env: { ...env, NODE_OPTIONS: GEO_NODE_OPTIONS } }),
+    ]);
+    nodes.push(...geo);
+    for (const s of starts) if (s.status === 'rejected') throw s.reason;
+    const byName = new Map([...others, 'geo'].map((name, i) => [name, nodes[i]]));
     const url = nodes[0].url;
     const processes = [
-      ...SERVICES.map((name, i) => ({ name, pid: nodes[i].child.pid as number })),
+      ...SERVICES.map((name) => ({ name, pid: byName.get(name)?.child.pid as number })),
       { name: 'reference: bare node:http', pid: bare.child.pid as number },
     ];
 

@@ -50,6 +50,9 @@ export function runMain(main: () => Promise<number>): void {
   );
 }
 
+/** The NODE_OPTIONS the geo process runs with in deploy/ and docker-compose.yml. */
+export const GEO_NODE_OPTIONS = '--expose-gc --max-semi-space-size=1';
+
 /** Setup calls a benchmark makes at once: kept light so that it does not time out on a loaded machine. */
 export const SETUP_WIDTH = 8;
 
