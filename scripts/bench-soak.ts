@@ -39,13 +39,13 @@ npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
   (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Starts each service in its own process over NATS (as the integration tests do; geo with
-its production NODE_OPTIONS), prints each one's resident memory (RSS) at rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
-create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read)
-and reads, city searches, small file uploads, webhook registration and removal. Every S
-seconds it samples each process's RSS; at the end it prints the table and a verdict per
-process from the samples after the warm-up (the first quarter). A V8 heap's RSS is a saw,
-so the verdict is on its floor: the lowest sample of the last half against the lowest of
-the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min and over twice the
+its production NODE_OPTIONS), prints each one's resident memory (RSS) at rest, then runs a
+mixed load through the gateway for M minutes: Mode B quotes, package create/list/delete,
+wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
+searches, small file uploads, webhook registration and removal. Every S seconds it
+samples each process's RSS; at the end it prints the table and a verdict per process from
+the samples after the warm-up (the first quarter). A V8 heap's RSS is a saw, so the verdict
+is on its floor: the lowest sample of the last half against the lowest of the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min and over twice the
 reference's: memory never given back.
 Last, after D idle seconds (V8 collects in full and shrinks an idle heap), each RSS again,
 to set against the one at rest. A bare node:http process taking a share of the load is
