@@ -14,14 +14,13 @@
  * database the benchmark creates is dropped at the end. Any error or non-2xx answer during a
  * run is reported and makes the script exit non-zero.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { createUserWithKey } from '../test/support/http';
 import { QUOTE as QUOTE_BODY, waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
-import { option, requireInfrastructure, showHelpIfAsked } from './bench-support';
+import { option, requireInfrastructure, showHelpIfAsked, startBareServer } from './bench-support';
 import { startFloor, type Floor } from './lib/framework-floor';
 
 showHelpIfAsked(`
@@ -39,27 +38,6 @@ const WARM_UP_S = option('warmup', 3);
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 
 const QUOTE = JSON.stringify(QUOTE_BODY);
-
-/** A bare `node:http` server in a child process; resolves with its URL. */
-function startBareServer(): Promise<{ url: string; child: ChildProcess }> {
-  const program = `
-    const body = JSON.stringify({ success: true, message: 'ok', data: { total: '2756.25' } });
-    const server = require('node:http').createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        res.end(body);
-      });
-    });
-    server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
-  const child = spawn(process.execPath, ['-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`bare server exited with ${code}`)));
-    child.stdout?.once('data', (port: Buffer) =>
-      resolve({ url: `http://127.0.0.1:${port.toString().trim()}`, child }),
-    );
-  });
-}
 
 interface Measured {
   rps: number;

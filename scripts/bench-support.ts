@@ -1,4 +1,5 @@
 /** What every benchmark script needs: its numeric `--flags` and the local infrastructure. */
+import { spawn, type ChildProcess } from 'node:child_process';
 
 /**
  * `--name N` from the command line, else `BENCH_NAME` from the environment (`--warm-up` reads
@@ -49,6 +50,9 @@ export function runMain(main: () => Promise<number>): void {
   );
 }
 
+/** The NODE_OPTIONS the geo process runs with in deploy/ and docker-compose.yml. */
+export const GEO_NODE_OPTIONS = '--expose-gc --max-semi-space-size=1';
+
 /** Setup calls a benchmark makes at once: kept light so that it does not time out on a loaded machine. */
 export const SETUP_WIDTH = 8;
 
@@ -69,4 +73,28 @@ export async function inParallel<T, R>(
     }),
   );
   return results;
+}
+
+/**
+ * A bare `node:http` server in a child process answering every request with a fixed JSON
+ * body: the reference a benchmark measures next to Waybill. Resolves with its URL.
+ */
+export function startBareServer(): Promise<{ url: string; child: ChildProcess }> {
+  const program = `
+    const body = JSON.stringify({ success: true, message: 'ok', data: { total: '2756.25' } });
+    const server = require('node:http').createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      });
+    });
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
+  const child = spawn(process.execPath, ['-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bare server exited with ${code}`)));
+    child.stdout?.once('data', (port: Buffer) =>
+      resolve({ url: `http://127.0.0.1:${port.toString().trim()}`, child }),
+    );
+  });
 }

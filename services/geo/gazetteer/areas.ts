@@ -81,7 +81,7 @@ function lgaSuggestion(state: number, query: string): string | undefined {
   if (!query) return undefined;
   const cities = gazetteer().cities;
   for (let i = 0; i < cities.size; i++) {
-    if (cities.state[i] === state && cities.folded[i] === query) return cities.lgaOrCityOf(i);
+    if (cities.state[i] === state && cities.hasFoldedName(i, query)) return cities.lgaOrCityOf(i);
   }
   return closest(query, lgaNamesOf(state));
 }

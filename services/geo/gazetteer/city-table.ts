@@ -1,4 +1,5 @@
-import { admin2Uuid, cityUuid } from './ids';
+import { IdColumn, admin2IdName, cityIdName } from './ids';
+import { PackedStrings } from './packed-strings';
 import type { RankedCities } from './importance';
 import type { SourceCities } from './sources';
 import type { City, Country, State } from './types';
@@ -10,9 +11,9 @@ import type { City, Country, State } from './types';
  */
 export class CityTable {
   readonly size: number;
-  readonly names: readonly string[];
+  private readonly names: PackedStrings;
   /** Folded names (`foldName`, libs/text.ts), for the search index. */
-  readonly folded: readonly string[];
+  private readonly folded: PackedStrings;
   readonly lat: Float64Array;
   readonly lon: Float64Array;
   readonly tier: Uint8Array;
@@ -22,15 +23,12 @@ export class CityTable {
   readonly state: Int32Array;
   /** Index into the LGA columns, or -1. */
   private readonly lga: Int32Array;
-  private readonly lgaIds: string[] = [];
+  /** LGA ids, by LGA slot (filled as the slots are made). */
+  private readonly lgaIds: IdColumn;
   private readonly lgaNames: string[] = [];
   private readonly curated = new Set<number>();
   /** Ids cost a SHA-1 each, so they are made when first asked for. */
-  private readonly ids: (string | undefined)[];
-  /** First 48 bits of each id → city index: numbers, not 171k id strings, stay in memory. */
-  private byIdPrefix: Map<number, number> | undefined;
-  /** Ids whose 48-bit prefix another id already holds (expected: none). */
-  private readonly prefixClashes = new Map<string, number>();
+  private readonly ids: IdColumn;
 
   constructor(
     source: SourceCities,
@@ -52,6 +50,9 @@ export class CityTable {
     const countryIndex = new Map(countries.map((c, i) => [c.countryCode, i]));
     const stateIndex = new Map(states.map((s, i) => [s.code, i]));
     const lgaIndex = new Map<string, number>();
+    const lgaCodes = new Set(source.admin2);
+    lgaCodes.delete(undefined);
+    this.lgaIds = new IdColumn(lgaCodes.size);
     ranked.order.forEach((from, i) => {
       names[i] = source.name[from];
       folded[i] = ranked.folded[from];
@@ -66,20 +67,34 @@ export class CityTable {
       this.lga[i] = admin2 === undefined ? -1 : this.lgaSlot(lgaIndex, admin2, admin2Names);
       if (from >= source.curatedFrom) this.curated.add(i);
     });
-    this.names = names;
-    this.folded = folded;
-    this.ids = new Array<string | undefined>(n);
+    this.names = new PackedStrings(names);
+    this.folded = new PackedStrings(folded);
+    this.ids = new IdColumn(n);
   }
 
   private lgaSlot(slots: Map<string, number>, code: string, names: ReadonlyMap<string, string>) {
     let slot = slots.get(code);
     if (slot === undefined) {
-      slot = this.lgaIds.length;
+      slot = this.lgaNames.length;
       slots.set(code, slot);
-      this.lgaIds.push(admin2Uuid(code));
+      this.lgaIds.set(slot, admin2IdName(code));
       this.lgaNames.push(names.get(code) ?? code);
     }
     return slot;
+  }
+
+  nameOf(i: number): string {
+    return this.names.get(i);
+  }
+
+  /** The folded name (`foldName`) of city i. */
+  foldedNameOf(i: number): string {
+    return this.folded.get(i);
+  }
+
+  /** Whether city i's folded name is `folded`, without making a string. */
+  hasFoldedName(i: number, folded: string): boolean {
+    return this.folded.equals(i, folded);
   }
 
   countryIndexOf(i: number): number {
@@ -98,41 +113,22 @@ export class CityTable {
   /** What addresses here carry as `lgaOrCity`: the LGA, else the city's own name. */
   lgaOrCityOf(i: number): string {
     const lga = this.lga[i];
-    return lga >= 0 ? this.lgaNames[lga] : this.names[i];
+    return lga >= 0 ? this.lgaNames[lga] : this.names.get(i);
   }
 
   idOf(i: number): string {
-    let id = this.ids[i];
-    if (id === undefined) {
-      id = this.computeId(i);
-      this.ids[i] = id;
-    }
-    return id;
+    if (!this.ids.has(i)) this.ids.set(i, this.idName(i));
+    return this.ids.get(i);
   }
 
   /** Index of the city with this id; the first call hashes every city (under a second). */
   indexOf(locationId: string): number | undefined {
-    const prefixes = this.byIdPrefix ?? this.indexIds();
-    const clash = this.prefixClashes.get(locationId);
-    if (clash !== undefined) return clash;
-    const i = prefixes.get(idPrefix(locationId));
-    return i !== undefined && this.idOf(i) === locationId ? i : undefined;
+    this.ids.fillMissing((i) => this.idName(i));
+    return this.ids.lookup(locationId);
   }
 
-  private computeId(i: number): string {
-    return cityUuid(this.countryOf(i).countryCode, this.names[i], this.lat[i], this.lon[i]);
-  }
-
-  private indexIds(): Map<number, number> {
-    const prefixes = new Map<number, number>();
-    for (let i = 0; i < this.size; i++) {
-      const id = this.ids[i] ?? this.computeId(i);
-      const prefix = idPrefix(id);
-      if (prefixes.has(prefix)) this.prefixClashes.set(id, i);
-      else prefixes.set(prefix, i);
-    }
-    this.byIdPrefix = prefixes;
-    return prefixes;
+  private idName(i: number): string {
+    return cityIdName(this.countryOf(i).countryCode, this.names.get(i), this.lat[i], this.lon[i]);
   }
 
   city(i: number): City {
@@ -140,7 +136,7 @@ export class CityTable {
     const lga = this.lga[i];
     const city: City = {
       locationId: this.idOf(i),
-      name: this.names[i],
+      name: this.names.get(i),
       lat: this.lat[i],
       lon: this.lon[i],
       countryCode: this.countryOf(i).countryCode,
@@ -152,14 +148,9 @@ export class CityTable {
       city.admin1Name = state.name;
     }
     if (lga >= 0) {
-      city.admin2Id = this.lgaIds[lga];
+      city.admin2Id = this.lgaIds.get(lga);
       city.admin2Name = this.lgaNames[lga];
     }
     return city;
   }
-}
-
-/** The first 12 hex digits of a UUID as a number (exact: 48 bits < 2^53). */
-function idPrefix(uuid: string): number {
-  return Number.parseInt(uuid.slice(0, 8) + uuid.slice(9, 13), 16);
 }

@@ -1,3 +1,5 @@
+import { PackedStrings } from './packed-strings';
+
 /** Longest query the fuzzy matcher looks at; longer input is a pasted address, not a name. */
 export const MAX_FUZZY_LENGTH = 48;
 
@@ -21,7 +23,7 @@ export function allowedTypos(query: string): number {
  */
 export function scanWithinTypos(
   query: string,
-  keys: readonly string[],
+  keys: PackedStrings,
   start: number,
   end: number,
   max: number,
@@ -41,18 +43,26 @@ export function scanWithinTypos(
   table[m + 1] = over;
   bestUpTo[0] = prefix && m <= max ? m : over;
 
-  let previous = '';
+  const text = keys.text;
+  /** Where the key before starts in `text`; the table holds its first `valid` rows. */
+  let previous = 0;
   let valid = 0;
   let i = start;
   while (i < end) {
-    const key = keys[i];
+    const keyStart = keys.startOf(i);
+    const keyLength = keys.lengthOf(i);
     let depth = 0;
-    const shared = Math.min(valid, key.length);
-    while (depth < shared && previous.charCodeAt(depth) === key.charCodeAt(depth)) depth++;
-    const target = Math.min(key.length, depthLimit);
+    const shared = Math.min(valid, keyLength);
+    while (
+      depth < shared &&
+      text.charCodeAt(previous + depth) === text.charCodeAt(keyStart + depth)
+    ) {
+      depth++;
+    }
+    const target = Math.min(keyLength, depthLimit);
     let dead = 0;
     for (let r = depth + 1; r <= target; r++) {
-      if (!computeRow(query, key, table, width, r, max)) {
+      if (!computeRow(query, text, keyStart, table, width, r, max)) {
         dead = r;
         break;
       }
@@ -60,7 +70,7 @@ export function scanWithinTypos(
       const ends = prefix && r >= m - max && r + max >= m ? last : over;
       bestUpTo[r] = Math.min(bestUpTo[r - 1], ends);
     }
-    previous = key;
+    previous = keyStart;
     valid = dead > 0 ? dead : target;
 
     let typos: number;
@@ -73,10 +83,10 @@ export function scanWithinTypos(
       typos = bestUpTo[target];
       if (target === depthLimit) decidedBy = target;
     } else {
-      const n = key.length;
+      const n = keyLength;
       typos = n <= depthLimit && Math.abs(n - m) <= max ? table[n * width + m] : over;
     }
-    const blockEnd = decidedBy > 0 ? blockEndOf(keys, key, decidedBy, i + 1, end) : i + 1;
+    const blockEnd = decidedBy > 0 ? blockEndOf(keys, i, decidedBy, i + 1, end) : i + 1;
     if (typos <= max) for (let k = i; k < blockEnd; k++) visit(k, typos);
     i = blockEnd;
   }
@@ -89,7 +99,8 @@ export function scanWithinTypos(
  */
 function computeRow(
   query: string,
-  key: string,
+  text: string,
+  keyStart: number,
   table: Int32Array,
   width: number,
   r: number,
@@ -104,8 +115,8 @@ function computeRow(
   const hi = Math.min(m, r + max);
   table[cur] = r <= max ? r : over;
   if (lo > 1) table[cur + lo - 1] = over;
-  const c = key.charCodeAt(r - 1);
-  const before = r > 1 ? key.charCodeAt(r - 2) : -1;
+  const c = text.charCodeAt(keyStart + r - 1);
+  const before = r > 1 ? text.charCodeAt(keyStart + r - 2) : -1;
   let rowMin = table[cur];
   for (let j = lo; j <= hi; j++) {
     const q = query.charCodeAt(j - 1);
@@ -128,19 +139,19 @@ function computeRow(
 
 /**
  * First position in keys[from..to) whose key does not start with the first `length`
- * characters of `stem` (keys are sorted). Most blocks are short, so the search gallops from
- * `from` before it bisects, and compares characters rather than building strings.
+ * characters of key `stem` (keys are sorted). Most blocks are short, so the search gallops
+ * from `from` before it bisects.
  */
 function blockEndOf(
-  keys: readonly string[],
-  stem: string,
+  keys: PackedStrings,
+  stem: number,
   length: number,
   from: number,
   to: number,
 ): number {
   let lo = from;
   let step = 1;
-  while (lo < to && sharesStart(keys[lo], stem, length)) {
+  while (lo < to && sharesStart(keys, lo, stem, length)) {
     lo += step;
     step *= 2;
   }
@@ -150,24 +161,29 @@ function blockEndOf(
   if (step === 1) return from;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (sharesStart(keys[mid], stem, length)) lo = mid + 1;
+    if (sharesStart(keys, mid, stem, length)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
-/** Whether `key` starts with the first `length` characters of `stem`. */
-function sharesStart(key: string, stem: string, length: number): boolean {
-  if (key.length < length) return false;
+/** Whether key `key` starts with the first `length` characters of key `stem`. */
+function sharesStart(keys: PackedStrings, key: number, stem: number, length: number): boolean {
+  if (keys.lengthOf(key) < length) return false;
+  const text = keys.text;
+  const keyStart = keys.startOf(key);
+  const stemStart = keys.startOf(stem);
   // From the end: neighbours in sorted order differ late, if at all.
-  for (let c = length - 1; c >= 0; c--) if (key.charCodeAt(c) !== stem.charCodeAt(c)) return false;
+  for (let c = length - 1; c >= 0; c--) {
+    if (text.charCodeAt(keyStart + c) !== text.charCodeAt(stemStart + c)) return false;
+  }
   return true;
 }
 
 /** Typos between `query` and `name` (or its best prefix), or max + 1 when more than `max`. */
 export function boundedDistance(query: string, name: string, max: number, prefix: boolean): number {
   let typos = max + 1;
-  scanWithinTypos(query, [name], 0, 1, max, prefix, (_, t) => {
+  scanWithinTypos(query, new PackedStrings([name]), 0, 1, max, prefix, (_, t) => {
     typos = t;
   });
   return typos;

@@ -56,8 +56,8 @@ export function buildGazetteer(): Gazetteer {
     ),
     stateIndex: NameIndex.ofNames(stateRecords.map((r) => r.names)),
     cityIndex: new NameIndex(
-      cities.folded,
-      Array.from(cities.folded, (_, i) => i),
+      Array.from({ length: cities.size }, (_, i) => cities.foldedNameOf(i)),
+      Array.from({ length: cities.size }, (_, i) => i),
     ),
     cityPoints: buildPointIndex(cities.lat, cities.lon),
     countryByCode: new Map(countries.map((c, i) => [c.countryCode, i])),

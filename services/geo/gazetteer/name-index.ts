@@ -1,4 +1,5 @@
 import { allowedTypos, scanWithinTypos } from './fuzzy';
+import { PackedStrings } from './packed-strings';
 import { foldName } from '../../../libs/text';
 
 export interface FuzzyHit {
@@ -8,7 +9,7 @@ export interface FuzzyHit {
 
 /** Keys in code-unit order with the item each one names: prefix lookups are binary searches. */
 class SortedKeys {
-  readonly keys: string[];
+  readonly keys: PackedStrings;
   readonly items: Int32Array;
 
   constructor(keys: readonly string[], items: readonly number[]) {
@@ -18,17 +19,17 @@ class SortedKeys {
       const kb = keys[b];
       return ka < kb ? -1 : ka > kb ? 1 : items[a] - items[b];
     });
-    this.keys = Array.from(order, (i) => keys[i]);
+    this.keys = new PackedStrings(Array.from(order, (i) => keys[i]));
     this.items = Int32Array.from(order, (i) => items[i]);
   }
 
   /** First position whose key is >= `key`. */
   lowerBound(key: string): number {
     let lo = 0;
-    let hi = this.keys.length;
+    let hi = this.keys.size;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.keys[mid] < key) lo = mid + 1;
+      if (this.keys.compare(mid, key) < 0) lo = mid + 1;
       else hi = mid;
     }
     return lo;
@@ -119,7 +120,7 @@ export class NameIndex {
     };
     const [start, end] = this.names.prefixRange(query);
     let exactEnd = start;
-    while (exactEnd < end && this.names.keys[exactEnd] === query) exactEnd++;
+    while (exactEnd < end && this.names.keys.equals(exactEnd, query)) exactEnd++;
     take(this.collect(this.names, start, exactEnd, limit, taken, accept));
     if (result.length < limit) {
       take(this.collect(this.names, exactEnd, end, limit - result.length, taken, accept));
@@ -143,7 +144,8 @@ export class NameIndex {
   /** Items whose name or alias is exactly this folded text, most important first. */
   exact(query: string): number[] {
     const result: number[] = [];
-    for (let i = this.names.lowerBound(query); this.names.keys[i] === query; i++) {
+    const keys = this.names.keys;
+    for (let i = this.names.lowerBound(query); i < keys.size && keys.equals(i, query); i++) {
       const item = this.names.items[i];
       if (!result.includes(item)) result.push(item);
     }

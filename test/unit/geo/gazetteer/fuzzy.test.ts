@@ -4,6 +4,7 @@ import {
   boundedDistance,
   scanWithinTypos,
 } from '../../../../services/geo/gazetteer/fuzzy';
+import { PackedStrings } from '../../../../services/geo/gazetteer/packed-strings';
 
 /** Textbook optimal-string-alignment distance, full table. */
 function osa(a: string, b: string): number {
@@ -83,7 +84,7 @@ describe('scanWithinTypos', () => {
         (words, q, max, prefix) => {
           const keys = [...words].sort();
           const found: [number, number][] = [];
-          scanWithinTypos(q, keys, 0, keys.length, max, prefix, (i, typos) =>
+          scanWithinTypos(q, new PackedStrings(keys), 0, keys.length, max, prefix, (i, typos) =>
             found.push([i, typos]),
           );
           const expected = keys

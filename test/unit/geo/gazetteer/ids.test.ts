@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import {
   buildGazetteer,
@@ -68,8 +70,27 @@ describe('gazetteer ids', () => {
     expect(new Set(g.states.map((s) => s.admin1Id)).size).toBe(g.states.length);
   });
 
+  it('keep no string per city once printed: a long-running process does not grow with them', () => {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const fresh = buildGazetteer();
+    fresh.cities.idOf(0);
+    collect();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < fresh.cities.size; i++) fresh.cities.idOf(i);
+    collect();
+    const grown = process.memoryUsage().heapUsed - before;
+    // Used after the measure, so that the collector could not take it during it.
+    expect(fresh.cities.idOf(1)).toMatch(UUID_V5);
+    // 171,000 id strings would be over 10 MB.
+    expect(grown).toBeLessThan(2 * 2 ** 20);
+  });
+
   it('find nothing for unknown ids', () => {
     expect(findCity('00000000-0000-5000-8000-000000000000')).toBeUndefined();
+    expect(findCity(g.cities.idOf(0).toUpperCase())).toBeUndefined();
+    expect(findCity(`${g.cities.idOf(0)} `)).toBeUndefined();
+    expect(findCity('')).toBeUndefined();
     expect(findState('nope')).toBeUndefined();
   });
 });

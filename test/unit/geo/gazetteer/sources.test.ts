@@ -8,11 +8,11 @@ describe('readJsonArrayInBatches', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gazetteer-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const readBack = (rows: unknown[], text = JSON.stringify(rows)) => {
+  const readBack = (rows: unknown[], text = JSON.stringify(rows), chunkBytes?: number) => {
     const file = join(dir, 'rows.json');
     writeFileSync(file, text);
     const batches: unknown[][] = [];
-    readJsonArrayInBatches<unknown>(file, (batch) => batches.push(batch));
+    readJsonArrayInBatches<unknown>(file, (batch) => batches.push(batch), chunkBytes);
     return batches;
   };
 
@@ -44,6 +44,26 @@ describe('readJsonArrayInBatches', () => {
     const batches = readBack(rows);
     expect(batches.length).toBeGreaterThan(1);
     expect(batches.flat()).toEqual(rows);
+  });
+
+  it('reads the file in small pieces, whatever falls on a boundary (escapes, UTF-8, objects)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ name: fc.string({ unit: 'grapheme' }), q: fc.constant('a\\"}{') }), {
+          maxLength: 30,
+        }),
+        fc.integer({ min: 1, max: 64 }),
+        (rows, chunkBytes) => {
+          expect(readBack(rows, JSON.stringify(rows), chunkBytes).flat()).toEqual(rows);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('keeps an object larger than its buffer whole', () => {
+    const rows = [{ name: 'x'.repeat(200_000) }, { name: 'y' }];
+    expect(readBack(rows, JSON.stringify(rows), 16).flat()).toEqual(rows);
   });
 
   it('reads an empty array as nothing', () => {

@@ -1,0 +1,386 @@
+/**
+ * Soak: every service in its own process over NATS under a steady mixed load for minutes,
+ * each process's resident memory sampled as it goes, to tell a leak (memory that keeps
+ * growing at the same pace once warm) from a heap that settles. The reference is a bare
+ * `node:http` process taking a share of the same load: what "flat" looks like in this run.
+ */
+import { randomUUID } from 'node:crypto';
+import { availableParallelism, loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { QUOTE } from '../test/support/quote';
+import { credit, requestDelivery, savePackage } from '../test/support/deliveries';
+import { adminHeaders, createUserWithKey, request, type Reply } from '../test/support/http';
+import { fileOf, HEADS } from '../test/support/multipart';
+import { FAST_WEBHOOKS, WebhookReceiver } from '../test/support/webhook-receiver';
+import {
+  dropDatabases,
+  isolation,
+  rssKb,
+  startNodes,
+  type NodeProcess,
+} from '../test/support/stack';
+import {
+  option,
+  requireInfrastructure,
+  runMain,
+  showHelpIfAsked,
+  startBareServer,
+  GEO_NODE_OPTIONS,
+} from './bench-support';
+import {
+  GROWTH_MB_PER_MIN,
+  memoryTrend,
+  memoryVerdict,
+  type MemorySample,
+} from './lib/memory-trend';
+
+showHelpIfAsked(`
+npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
+  (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
+
+Starts each service in its own process over NATS (as the integration tests do; geo with
+its production NODE_OPTIONS), prints each one's resident memory (RSS) at rest, then runs a
+mixed load through the gateway for M minutes: Mode B quotes, package create/list/delete,
+wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
+searches, small file uploads, webhook registration and removal. Every S seconds it
+samples each process's RSS; at the end it prints the table and a verdict per process from
+the samples after the warm-up (the first quarter). A V8 heap's RSS is a saw, so the verdict
+is on its floor: the lowest sample of the last half against the lowest of the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min and over twice the
+reference's: memory never given back.
+Last, after D idle seconds (V8 collects in full and shrinks an idle heap), each RSS again,
+to set against the one at rest. A bare node:http process taking a share of the load is
+the reference.
+Exits 1 when an answer is a 5xx other than 503/504 (load shed), or a process exits.
+
+  --minutes M       minutes of load                        BENCH_MINUTES      10
+  --interval S      seconds between RSS samples            BENCH_INTERVAL     30
+  --connections C   requests under way at once             BENCH_CONNECTIONS  8
+  --cool-down D     idle seconds before the last sample    BENCH_COOL_DOWN    60
+`);
+
+const MINUTES = option('minutes', 10);
+const COOL_DOWN_S = option('cool-down', 60);
+const INTERVAL_S = option('interval', 30);
+const CONNECTIONS = option('connections', 8);
+/** Delivery requests per merchant before the next merchant takes over (open packages are capped). */
+const REQUESTS_PER_MERCHANT = 150;
+const GIVE_UP_MS = 30_000;
+/** Answers of load, not faults. */
+const SHED = new Set([503, 504]);
+
+requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL', 'S3_ENDPOINT']);
+
+const SERVICES = [
+  'gateway',
+  'account',
+  'geo',
+  'pricing',
+  'package',
+  'payment',
+  'order',
+  'courier-matching',
+  'file',
+  'webhook',
+] as const;
+
+const CITY_QUERIES = ['lagos', 'abuja', 'ibadn', 'port', 'kano', 'ikeja', 'lekki', 'sao paulo'];
+
+interface Merchant {
+  key: string;
+  userId: string;
+  requests: number;
+}
+
+/** Answers by operation and status, and the first unexpected one of each kind. */
+class Tally {
+  readonly counts = new Map<string, Map<number, number>>();
+  readonly unexpected: string[] = [];
+
+  note(op: string, reply: Pick<Reply, 'status' | 'text'>, expected: readonly number[]): void {
+    const byStatus = this.counts.get(op) ?? new Map<number, number>();
+    byStatus.set(reply.status, (byStatus.get(reply.status) ?? 0) + 1);
+    this.counts.set(op, byStatus);
+    if (
+      !expected.includes(reply.status) &&
+      !SHED.has(reply.status) &&
+      this.unexpected.length < 20
+    ) {
+      this.unexpected.push(`${op}: ${reply.status} ${reply.text.slice(0, 200)}`);
+    }
+  }
+
+  get faults(): number {
+    let n = 0;
+    for (const byStatus of this.counts.values()) {
+      for (const [status, count] of byStatus) if (status >= 500 && !SHED.has(status)) n += count;
+    }
+    return n;
+  }
+
+  get total(): number {
+    let n = 0;
+    for (const byStatus of this.counts.values()) for (const count of byStatus.values()) n += count;
+    return n;
+  }
+}
+
+/** The operations of the mix, one after another on every connection. */
+function operations(
+  url: string,
+  bareUrl: string,
+  receiverUrl: string,
+  tally: Tally,
+  merchantFor: () => Promise<Merchant>,
+) {
+  const as = (who: Merchant) => ({ 'api-key': who.key });
+  const call = async (
+    op: string,
+    expected: readonly number[],
+    run: () => Promise<Reply>,
+  ): Promise<Reply | undefined> => {
+    try {
+      const reply = await run();
+      tally.note(op, reply, expected);
+      return reply;
+    } catch (error) {
+      tally.note(op, { status: 0, text: String(error) }, expected);
+      return undefined;
+    }
+  };
+  const png = fileOf(HEADS.png, 20_000);
+  return [
+    async (who: Merchant) => {
+      await call('quote (Mode B)', [200], () =>
+        request(url, 'POST', '/api/pricing', { headers: as(who), json: QUOTE }),
+      );
+    },
+    async (who: Merchant) => {
+      const created = await call('package create', [201], () =>
+        request(url, 'POST', '/api/package', {
+          headers: as(who),
+          json: { packageType: 'Parcel', name: 'Soak', quantity: 1, size: 'SMALL', value: 5000 },
+        }),
+      );
+      await call('package list', [200], () =>
+        request(url, 'GET', '/api/packages', { headers: as(who) }),
+      );
+      const id = (created?.body as { data?: { id?: string } } | undefined)?.data?.id;
+      if (id) {
+        await call('package delete', [200, 204], () =>
+          request(url, 'DELETE', `/api/package/${id}`, { headers: as(who) }),
+        );
+      }
+    },
+    async (who: Merchant) => {
+      await call('wallet top-up (admin)', [200, 201], () =>
+        request(url, 'POST', `/admin/users/${who.userId}/wallet/credit`, {
+          headers: adminHeaders,
+          json: { amount: 1000, reference: `soak-${randomUUID()}` },
+        }),
+      );
+      const packageId = await savePackage(url, who).catch(() => undefined);
+      if (!packageId) return;
+      who.requests++;
+      const created = await call('delivery request (debit)', [201], () =>
+        requestDelivery(url, who, [packageId]),
+      );
+      const deliveryId = (created?.body as { data?: { deliveryId?: string } } | undefined)?.data
+        ?.deliveryId;
+      if (!deliveryId) return;
+      await call('delivery read', [200], () =>
+        request(url, 'GET', `/api/deliveries/${deliveryId}`, { headers: as(who) }),
+      );
+      await call('wallet read', [200], () =>
+        request(url, 'GET', '/api/wallet', { headers: as(who) }),
+      );
+    },
+    async (who: Merchant, i: number) => {
+      const q = CITY_QUERIES[i % CITY_QUERIES.length];
+      await call('city search', [200], () =>
+        request(url, 'GET', `/api/cities?search=${encodeURIComponent(q)}`, { headers: as(who) }),
+      );
+    },
+    async (who: Merchant) => {
+      await call('file upload (20 kB)', [200], async () => {
+        const body = new FormData();
+        body.append('upload-file', new Blob([png], { type: 'image/png' }), 'soak.png');
+        const res = await fetch(`${url}/file/single-upload`, {
+          method: 'POST',
+          headers: as(who),
+          body,
+          signal: AbortSignal.timeout(GIVE_UP_MS),
+        });
+        return {
+          status: res.status,
+          text: await res.text(),
+          headers: res.headers,
+          body: undefined,
+        };
+      });
+    },
+    async (who: Merchant) => {
+      const created = await call('webhook register', [201], () =>
+        request(url, 'POST', '/api/webhooks', {
+          headers: as(who),
+          json: { url: receiverUrl },
+        }),
+      );
+      const id = (created?.body as { data?: { id?: string } } | undefined)?.data?.id;
+      if (id) {
+        await call('webhook remove', [200, 204], () =>
+          request(url, 'DELETE', `/api/webhooks/${id}`, { headers: as(who) }),
+        );
+      }
+    },
+    async () => {
+      await call('reference (bare node:http)', [200], () => request(bareUrl, 'POST', '/', {}));
+    },
+  ].map((op) => async (i: number) => op(await merchantFor(), i));
+}
+
+async function main(): Promise<number> {
+  const iso = isolation();
+  const nodes: NodeProcess[] = [];
+  const receiver = new WebhookReceiver();
+  const bare = await startBareServer();
+  let stopping = false;
+  const onSignal = () => {
+    stopping = true;
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await receiver.start();
+    const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn', ...FAST_WEBHOOKS };
+    // Geo with its production NODE_OPTIONS (deploy/), so that its memory is what a pod's is.
+    const others = SERVICES.filter((name) => name !== 'geo');
+    const geo: NodeProcess[] = [];
+    const starts = await Promise.allSettled([
+      startNodes(nodes, others, { iso, env }),
+      startNodes(geo, ['geo'], { iso, env: { ...env, NODE_OPTIONS: GEO_NODE_OPTIONS } }),
+    ]);
+    nodes.push(...geo);
+    for (const s of starts) if (s.status === 'rejected') throw s.reason;
+    const byName = new Map([...others, 'geo'].map((name, i) => [name, nodes[i]]));
+    const url = nodes[0].url;
+    const processes = [
+      ...SERVICES.map((name) => ({ name, pid: byName.get(name)?.child.pid as number })),
+      { name: 'reference: bare node:http', pid: bare.child.pid as number },
+    ];
+
+    console.log(
+      `bench:soak — ${availableParallelism()} CPUs, Node ${process.version}, load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; ${SERVICES.length} services each in its own process over NATS`,
+    );
+    console.log(
+      `${MINUTES} min of mixed load at ${CONNECTIONS} connections, RSS every ${INTERVAL_S} s\n`,
+    );
+    await sleep(5000); // let start-up garbage go
+    const samples = processes.map(() => [] as MemorySample[]);
+    const sample = (min: number) =>
+      processes.forEach((p, i) => samples[i].push({ min, mb: rssKb(p.pid) / 1024 }));
+    sample(0);
+    console.log('RSS at rest (MB):');
+    for (const [i, p] of processes.entries()) {
+      console.log(`  ${p.name.padEnd(28)} ${samples[i][0].mb.toFixed(0).padStart(6)}`);
+    }
+
+    let merchant: Merchant | undefined;
+    let making: Promise<Merchant> | undefined;
+    const merchantFor = async (): Promise<Merchant> => {
+      if (merchant && merchant.requests < REQUESTS_PER_MERCHANT) return merchant;
+      making ??= (async () => {
+        const who = { ...(await createUserWithKey(url)), requests: 0 };
+        await credit(url, who, 1_000_000);
+        merchant = who;
+        making = undefined;
+        return who;
+      })();
+      return making;
+    };
+    const tally = new Tally();
+    const ops = operations(url, bare.url, receiver.url('/soak'), tally, merchantFor);
+    const started = performance.now();
+    const endAt = started + MINUTES * 60_000;
+    const minutes = () => (performance.now() - started) / 60_000;
+    let next = 0;
+    const exited = () =>
+      nodes.some((n) => n.child.exitCode !== null || n.child.signalCode !== null);
+    const workers = Array.from({ length: CONNECTIONS }, async () => {
+      while (!stopping && performance.now() < endAt && !exited()) {
+        const i = next++;
+        await ops[i % ops.length](Math.floor(i / ops.length));
+      }
+    });
+    const sampler = (async () => {
+      while (!stopping && performance.now() < endAt && !exited()) {
+        await sleep(Math.min(INTERVAL_S * 1000, Math.max(0, endAt - performance.now())));
+        sample(minutes());
+        const last = samples.map((s) => s[s.length - 1].mb.toFixed(0)).join(' ');
+        console.log(`  ${minutes().toFixed(1)} min: ${tally.total} answers; RSS ${last}`);
+      }
+    })();
+    await sampler;
+    // Bounded: a request still unanswered GIVE_UP_MS after the end is left behind.
+    stopping = true;
+    await Promise.race([Promise.all(workers), sleep(GIVE_UP_MS)]);
+    const ranMin = minutes();
+    // Idle, V8 collects in full and shrinks its heap: what stays is what the run kept.
+    await sleep(COOL_DOWN_S * 1000);
+    const afterRest = processes.map((p) => rssKb(p.pid) / 1024);
+
+    console.log(
+      `\nRSS (MB) every ${INTERVAL_S} s, ${tally.total} answers in ${ranMin.toFixed(1)} min:`,
+    );
+    const header = [
+      'process'.padEnd(28),
+      ...samples[0].map((s) => `${s.min.toFixed(1)}`.padStart(6)),
+    ];
+    console.log(header.join(' '));
+    for (const [i, p] of processes.entries()) {
+      console.log(
+        [p.name.padEnd(28), ...samples[i].map((s) => s.mb.toFixed(0).padStart(6))].join(' '),
+      );
+    }
+    console.log(
+      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'slope MB/min'.padStart(13)} ${'floor MB/min'.padStart(13)}  verdict`,
+    );
+    const referenceTrend = memoryTrend(samples[samples.length - 1]);
+    for (const [i, p] of processes.entries()) {
+      const t = memoryTrend(samples[i]);
+      const s = samples[i];
+      console.log(
+        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${afterRest[i].toFixed(0).padStart(10)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t, referenceTrend)}`,
+      );
+    }
+    console.log('\nAnswers by operation and status:');
+    for (const [op, byStatus] of tally.counts) {
+      const statuses = [...byStatus].map(([s, n]) => `${s || 'no answer'} × ${n}`).join(', ');
+      console.log(`  ${op.padEnd(28)} ${statuses}`);
+    }
+    console.log(
+      `\nLoad average at the end: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
+    for (const line of tally.unexpected) console.error(`  unexpected: ${line}`);
+    if (exited()) {
+      console.error('FAILED: a service process exited during the run');
+      for (const n of nodes) if (n.child.exitCode !== null) console.error(n.output().slice(-2000));
+      return 1;
+    }
+    if (tally.faults > 0) {
+      console.error(`FAILED: ${tally.faults} answers were server errors (5xx other than 503/504)`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    bare.child.kill();
+    await Promise.all(nodes.map((n) => n.stop()));
+    await receiver.stop();
+    await dropDatabases(iso);
+  }
+}
+
+runMain(main);
