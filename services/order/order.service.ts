@@ -351,7 +351,8 @@ export function createOrderService(config: Config): ServiceDefinition {
           path: '/deliveries',
           message: 'Deliveries retrieved',
           summary: 'Your deliveries, newest first (an extension of the spec)',
-          description: 'Paged with `limit` and `offset`; `status` keeps one delivery status.',
+          description:
+            'Newest first, in the order they were stored. Paged with `limit` and `offset`; `status` keeps one delivery status (a page of a status is found by reading your deliveries from the newest back, so a rare status on a long history answers more slowly).',
           response: Joi.array().items(deliveryView),
         },
         params: listParams,
