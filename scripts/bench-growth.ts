@@ -329,7 +329,7 @@ interface Measured {
 const median = (values: number[]) => percentile(values, 50);
 
 /** Times `once` alone, a few times in a row; the first call (warming caches) is left out. */
-async function timeAlone(once: () => Promise<unknown>, times = 5): Promise<number> {
+async function timeAlone(once: () => Promise<unknown>, times = 15): Promise<number> {
   await once();
   const ms: number[] = [];
   for (let i = 0; i < times; i++) {
