@@ -356,22 +356,24 @@ async function load(url: string, key: string, paths: string[], seconds: number) 
 }
 
 async function measureHttp(url: string, key: string, paths: string[]): Promise<Measured> {
+  let failures = 0;
   const get = async (path: string) => {
     const res = await fetch(`${url}${path}`, { headers: { 'api-key': key } });
     await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}`);
+    if (res.status !== 200) failures++;
+    return res.status;
   };
   let at = 0;
   const alone = await timeAlone(() => get(paths[at++ % paths.length]));
   const r = await load(url, key, paths, DURATION_S);
   // Requests autocannon gave up on may still be running: the next path must not pay for them.
-  await get(paths[0]);
+  for (let tries = 0; tries < 10 && (await get(paths[0])) !== 200; tries++);
   return {
     alone,
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
-    failures: r.errors + r.timeouts + r.non2xx,
+    failures: failures + r.errors + r.timeouts + r.non2xx,
   };
 }
 
