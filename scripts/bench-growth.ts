@@ -435,6 +435,16 @@ async function main(): Promise<number> {
   let node: NodeProcess | undefined;
   let client: ServiceBroker | undefined;
   const conns: mongoose.Connection[] = [];
+  const cleanUp = async () => {
+    await Promise.all(conns.map((c) => c.close()));
+    await client?.stop();
+    await node?.stop();
+    await dropDatabases(iso);
+  };
+  // Stopped early (Ctrl-C), it still stops its server and drops what it seeded.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void cleanUp().finally(() => process.exit(130)));
+  }
   try {
     console.log(
       `bench:growth — every service in one process over NATS; ${CONNECTIONS} connections, ${DURATION_S} s a path`,
@@ -512,10 +522,7 @@ async function main(): Promise<number> {
     if (failures > 0) console.error(`FAILED: ${failures} requests did not answer 2xx`);
     return failures > 0 || missed ? 1 : 0;
   } finally {
-    await Promise.all(conns.map((c) => c.close()));
-    await client?.stop();
-    await node?.stop();
-    await dropDatabases(iso);
+    await cleanUp();
   }
 }
 
