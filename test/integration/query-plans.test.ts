@@ -165,6 +165,15 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     await conn.close();
   });
 
+  /** The user's package ids, read before recording starts. */
+  const packageIdsOf = async (owner: string) => {
+    const was = recording;
+    recording = false;
+    const ids = (await packages.listOpen(owner)).map((p) => p._id);
+    recording = was;
+    return ids;
+  };
+
   /** The queries `work` sends, recorded as the driver sends them. */
   async function queriesOf(work: () => Promise<unknown>): Promise<Query[]> {
     recorded.length = 0;
@@ -199,6 +208,10 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       () => order.list(userId, { status: 'REQUEST_CREATED', limit: 20, offset: 0 }),
     ],
     ['GET /api/packages', () => packages.listOpen(userId)],
+    [
+      "a delivery request's package selection",
+      async () => packages.findOpen(userId, await packageIdsOf(userId)),
+    ],
     [
       'a wallet debit',
       () =>
