@@ -4,7 +4,7 @@ import { AccountStore, defineAccountModels } from '../../services/account/store'
 import { isolation, openServiceDatabase } from '../support/stack';
 
 /**
- * Keys are found by their hash's `_id` entry (decision 61). A key stored before those entries
+ * Keys are found by their hash's `_id` entry (decision 63). A key stored before those entries
  * existed has none: the account service enters them when it starts, once.
  */
 const iso = isolation();
