@@ -25,7 +25,13 @@ import {
   type NodeProcess,
 } from '../test/support/stack';
 import { percentile } from '../test/support/load';
-import { option, requireInfrastructure, runMain } from './bench-support';
+import {
+  measureCalls,
+  option,
+  requireInfrastructure,
+  runMain,
+  type CallPhase as Phase,
+} from './bench-support';
 
 const CONCURRENCY = option('concurrency', 16);
 const DURATION_S = option('duration', 8);
@@ -36,41 +42,8 @@ requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 const FUNDS_KOBO = 1_000_000_000_000;
 const DEBIT_KOBO = 100;
 
-interface Phase {
-  name: string;
-  calls: number;
-  failures: number;
-  seconds: number;
-  latenciesMs: number[];
-}
-
-/** Runs `calls` from `workers` callers at once for the duration; counts and times each call. */
-async function measure(
-  name: string,
-  workers: number,
-  call: (worker: number) => Promise<unknown>,
-): Promise<Phase> {
-  const latenciesMs: number[] = [];
-  let failures = 0;
-  const started = performance.now();
-  const until = started + DURATION_S * 1000;
-  await Promise.all(
-    Array.from({ length: workers }, async (_, worker) => {
-      while (performance.now() < until) {
-        const t0 = performance.now();
-        try {
-          await call(worker);
-          latenciesMs.push(performance.now() - t0);
-        } catch (err) {
-          failures++;
-          if (failures <= 3) console.error(`  ${name}: ${(err as Error).message}`);
-        }
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  return { name, calls: latenciesMs.length, failures, seconds, latenciesMs };
-}
+const measure = (name: string, workers: number, call: (worker: number) => Promise<unknown>) =>
+  measureCalls(name, workers, DURATION_S, call);
 
 function report(phase: Phase, reference?: Phase, referenceName = 'the reference'): void {
   const rate = phase.calls / phase.seconds;

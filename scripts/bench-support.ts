@@ -98,3 +98,46 @@ export function startBareServer(): Promise<{ url: string; child: ChildProcess }>
     );
   });
 }
+
+/** Calls made by a number of callers for a while: how many, how many failed, how long each took. */
+export interface CallPhase {
+  name: string;
+  calls: number;
+  failures: number;
+  seconds: number;
+  latenciesMs: number[];
+}
+
+/** Runs `call` from `workers` callers at once for `seconds`; counts and times each call. */
+export async function measureCalls(
+  name: string,
+  workers: number,
+  seconds: number,
+  call: (worker: number) => Promise<unknown>,
+): Promise<CallPhase> {
+  const latenciesMs: number[] = [];
+  let failures = 0;
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: workers }, async (_, worker) => {
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        try {
+          await call(worker);
+          latenciesMs.push(performance.now() - t0);
+        } catch (err) {
+          failures++;
+          if (failures <= 3) console.error(`  ${name}: ${(err as Error).message}`);
+        }
+      }
+    }),
+  );
+  return {
+    name,
+    calls: latenciesMs.length,
+    failures,
+    seconds: (performance.now() - started) / 1000,
+    latenciesMs,
+  };
+}

@@ -51,6 +51,10 @@ export function createAccountService(config: Config): ServiceDefinition {
   return {
     name: 'account',
     mixins: [db.mixin()],
+    async started() {
+      // Awaited: until it is done, keys made before `api_key_hashes` existed are not found.
+      await store.enterStoredKeyHashes();
+    },
     actions: {
       createUser: implement('account.createUser', {
         http: {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
+import { insertOnce } from '../../libs/mongo';
 
 const userSchema = new Schema(
   {
@@ -35,6 +36,18 @@ const apiKeySchema = new Schema(
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
 
+/**
+ * A key's hash → its id: the gateway looks a presented key up by its hash on every cache miss,
+ * and FerretDB 1.24 on SQLite finds a document by `_id` alone without reading every other.
+ */
+const keyHashSchema = new Schema(
+  { _id: { type: String, required: true }, keyId: { type: String, required: true } },
+  { versionKey: false },
+);
+
+/** The hash entry that marks the keys stored before `api_key_hashes` existed as entered. */
+const HASHES_FILLED = '$filled';
+
 export type UserRecord = InferSchemaType<typeof userSchema>;
 export type ApiKeyRecord = InferSchemaType<typeof apiKeySchema>;
 
@@ -42,6 +55,7 @@ export function defineAccountModels(connection: Connection) {
   return {
     User: connection.model('User', userSchema, 'users'),
     ApiKey: connection.model('ApiKey', apiKeySchema, 'api_keys'),
+    KeyHash: connection.model('ApiKeyHash', keyHashSchema, 'api_key_hashes'),
   };
 }
 
@@ -75,7 +89,20 @@ export class AccountStore {
   async createKey(
     fields: Pick<ApiKeyRecord, 'userId' | 'hash' | 'environment' | 'serverOnly' | 'quota'>,
   ) {
-    return (await this.models().ApiKey.create(fields)).toObject();
+    const _id = randomUUID();
+    // The hash's entry first: a stored key can always be found by its hash.
+    await this.models().KeyHash.create({ _id: fields.hash, keyId: _id });
+    return (await this.models().ApiKey.create({ ...fields, _id })).toObject();
+  }
+
+  /** Enters the hashes of keys stored before `api_key_hashes` existed (a scan, once). */
+  async enterStoredKeyHashes(): Promise<void> {
+    const { ApiKey, KeyHash } = this.models();
+    if (await KeyHash.exists({ _id: HASHES_FILLED })) return;
+    for await (const key of ApiKey.find({}, { hash: 1 }).lean().cursor()) {
+      await insertOnce(() => KeyHash.create({ _id: key.hash, keyId: key._id }));
+    }
+    await insertOnce(() => KeyHash.create({ _id: HASHES_FILLED, keyId: HASHES_FILLED }));
   }
 
   /** Newest first, a page at a time. */
@@ -92,8 +119,11 @@ export class AccountStore {
     return this.models().ApiKey.findById(keyId).lean();
   }
 
-  findKeyByHash(hash: string) {
-    return this.models().ApiKey.findOne({ hash }).lean();
+  async findKeyByHash(hash: string) {
+    const entry = await this.models().KeyHash.findById(hash).lean();
+    if (!entry) return null;
+    const key = await this.findKey(entry.keyId);
+    return key?.hash === hash ? key : null;
   }
 
   async revokeKey(keyId: string): Promise<void> {

@@ -219,6 +219,12 @@ export function createOrderService(config: Config): ServiceDefinition {
       });
       sweep.start();
       sender.start();
+      // Once per deployment, in the background: lists read until then miss older deliveries.
+      store.listStoredDeliveries().catch((err: unknown) => {
+        logger.warn(
+          `deliveries stored before the users' lists are not all listed yet: ${String(err)}`,
+        );
+      });
       if (config.appEnv !== 'live') simulator.start();
     },
     async stopped() {
@@ -345,14 +351,15 @@ export function createOrderService(config: Config): ServiceDefinition {
           path: '/deliveries',
           message: 'Deliveries retrieved',
           summary: 'Your deliveries, newest first (an extension of the spec)',
-          description: 'Paged with `limit` and `offset`; `status` keeps one delivery status.',
+          description:
+            'Newest first, in the order they were stored. Paged with `limit` and `offset`; `status` keeps one delivery status (a page of a status is found by reading your deliveries from the newest back, so a rare status on a long history answers more slowly).',
           response: Joi.array().items(deliveryView),
         },
         params: listParams,
         async handler(ctx: WaybillContext<ListParams>) {
           const userId = requireUser(ctx);
-          const found = await store.list(userId, ctx.params);
-          const current = (await Promise.all(found.map((d) => transitions.current(d._id)))).filter(
+          const ids = await store.list(userId, ctx.params);
+          const current = (await Promise.all(ids.map((id) => transitions.current(id)))).filter(
             (d): d is DeliveryRecord => d !== null,
           );
           return merchantViews(ctx, current);

@@ -1,6 +1,7 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import { OutboxRecords } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
+import { OwnerList, defineOwnerListModels } from '../../libs/owner-list';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
 import type { NotificationRecord } from './notifications';
@@ -18,10 +19,8 @@ const deliverySchema = new Schema(
   },
   plain,
 );
-// FerretDB answers these by a scan (it pushes down only `_id`); MongoDB uses them.
+// Uniqueness only: a delivery is found by `_id`, a user's by their list (`user_deliveries`).
 deliverySchema.index({ trackingId: 1 }, { unique: true });
-deliverySchema.index({ userId: 1, createdAt: -1 });
-deliverySchema.index({ userId: 1, 'lifecycle.status': 1, createdAt: -1 });
 
 const addressSchema = new Schema(
   { _id: String, userId: { type: String, required: true }, fields: Mixed },
@@ -88,6 +87,8 @@ const simulationSchema = new Schema({ _id: String, since: Date }, plain);
 const trackingRefSchema = new Schema({ _id: String, deliveryId: String }, plain);
 
 export function defineOrderModels(connection: Connection) {
+  // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
+  const byUser = defineOwnerListModels(connection, 'user_deliveries');
   return {
     Delivery: connection.model('Delivery', deliverySchema, 'deliveries'),
     Address: connection.model('Address', addressSchema, 'addresses'),
@@ -104,6 +105,10 @@ export function defineOrderModels(connection: Connection) {
     ProofAttempt: connection.model('ProofAttempt', proofAttemptSchema, 'proof_attempts'),
     Simulation: connection.model('Simulation', simulationSchema, 'simulations'),
     TrackingRef: connection.model('TrackingRef', trackingRefSchema, 'tracking_refs'),
+    // One level of models: tests and the index build walk them.
+    UserDeliveryEntry: byUser.Entry,
+    UserDeliveryHead: byUser.Head,
+    UserDeliveryClaim: byUser.Claim,
   };
 }
 
@@ -167,8 +172,15 @@ export const transitionId = (deliveryId: string, version: number) => `${delivery
 export class OrderStore {
   /** The notification outbox, read and written as every outbox is (libs/messaging). */
   readonly notifications: OutboxRecords<NotificationRecord>;
+  /** Each user's deliveries, newest last. */
+  readonly byUser: OwnerList;
 
   constructor(private readonly models: () => OrderModels) {
+    this.byUser = new OwnerList(() => ({
+      Entry: this.m.UserDeliveryEntry,
+      Head: this.m.UserDeliveryHead,
+      Claim: this.m.UserDeliveryClaim,
+    }));
     this.notifications = new OutboxRecords(() => ({
       messages: this.m.Notification,
       attempts: this.m.NotificationAttempt,
@@ -189,6 +201,8 @@ export class OrderStore {
    */
   async insertDelivery(delivery: DeliveryRecord, addresses: StoredAddress[]): Promise<boolean> {
     await insertAll(this.m.Address, addresses);
+    // Before the delivery: a stored delivery is always on its user's list.
+    await this.byUser.add(delivery.userId, delivery._id, delivery.createdAt);
     return insertOnce(() => this.m.Delivery.create(delivery));
   }
 
@@ -217,20 +231,42 @@ export class OrderStore {
     return new Map(found.filter((a) => a !== null).map((a) => [a._id, a]));
   }
 
-  /** A user's deliveries, newest first. */
+  /**
+   * The ids of a user's deliveries, newest first (in the order they were stored). With a
+   * status, the list is read back until the page is full: what that costs grows with the
+   * user's deliveries, never with anyone else's.
+   */
   async list(
     userId: string,
     options: { status?: DeliveryStatus; limit: number; offset: number },
-  ): Promise<DeliveryRecord[]> {
-    const filter = {
-      userId,
-      ...(options.status ? { 'lifecycle.status': options.status } : {}),
-    };
-    return (await this.m.Delivery.find(filter)
-      .sort({ createdAt: -1, _id: 1 })
-      .skip(options.offset)
-      .limit(options.limit)
-      .lean()) as unknown as DeliveryRecord[];
+  ): Promise<string[]> {
+    const { status, limit, offset } = options;
+    if (!status) return this.byUser.page(userId, options);
+    const page: string[] = [];
+    let skipped = 0;
+    for await (const ids of this.byUser.newestFirst(userId)) {
+      for (const found of await Promise.all(ids.map((id) => this.delivery(id)))) {
+        if (found?.lifecycle.status !== status) continue;
+        if (skipped < offset) skipped++;
+        else page.push(found._id);
+        if (page.length === limit) return page;
+      }
+    }
+    return page;
+  }
+
+  /** Puts the deliveries stored before `user_deliveries` existed on their users' lists. */
+  async listStoredDeliveries(): Promise<void> {
+    const stored = this.m.Delivery.find({}, { userId: 1, createdAt: 1 })
+      .sort({ createdAt: 1 })
+      .lean()
+      .cursor();
+    async function* items() {
+      for await (const d of stored) {
+        yield { ownerId: d.userId, itemId: String(d._id), at: d.createdAt };
+      }
+    }
+    await this.byUser.backfill(items());
   }
 
   // --- transitions

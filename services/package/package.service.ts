@@ -40,6 +40,8 @@ export function createPackageService(config: Config): ServiceDefinition {
    * pass the limit by at most their number; nothing but list size depends on it.
    */
   async function ensureRoomForAnother(userId: string) {
+    // Counting reads every package the user ever saved: only when there may be too many.
+    if ((await store.savedCount(userId)) < config.packageMaxOpen) return;
     const open = await store.countOpen(userId);
     if (open >= config.packageMaxOpen) {
       throw badRequest(
@@ -104,6 +106,14 @@ export function createPackageService(config: Config): ServiceDefinition {
   return {
     name: 'package',
     mixins: [db.mixin()],
+    started() {
+      // Once per deployment, in the background: lists read until then miss older packages.
+      store.listStoredPackages().catch((err: unknown) => {
+        this.logger.warn(
+          `packages saved before the users' lists are not all listed yet: ${String(err)}`,
+        );
+      });
+    },
     actions: {
       save: action({
         // A new package is named after its Idempotency-Key (decision 32).

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { isDuplicateKey } from '../../libs/mongo';
+import { OwnerList, defineOwnerListModels } from '../../libs/owner-list';
 
 const packageSchema = new Schema(
   {
@@ -20,8 +21,6 @@ const packageSchema = new Schema(
   },
   { timestamps: true, versionKey: false },
 );
-packageSchema.index({ userId: 1, deletedAt: 1, p2pDeliveryId: 1 });
-packageSchema.index({ p2pDeliveryId: 1 });
 
 /**
  * Who holds a package: a delivery id, or DELETED. The package id is the claim's `_id`, so
@@ -46,9 +45,15 @@ export type PackageRecord = InferSchemaType<typeof packageSchema> & {
 };
 
 export function definePackageModels(connection: Connection) {
+  // Each user's packages in the order they were saved, read by `_id` (libs/owner-list).
+  const byUser = defineOwnerListModels(connection, 'user_packages');
   return {
     Package: connection.model('Package', packageSchema, 'packages'),
     Claim: connection.model('PackageClaim', claimSchema, 'package_claims'),
+    // One level of models: tests and the index build walk them.
+    UserPackageEntry: byUser.Entry,
+    UserPackageHead: byUser.Head,
+    UserPackageClaim: byUser.Claim,
   };
 }
 
@@ -56,6 +61,8 @@ export type PackageModels = ReturnType<typeof definePackageModels>;
 
 /** Not deleted, not taken by a delivery: what a user may still edit, delete or select. */
 const open = (userId: string) => ({ userId, deletedAt: null, p2pDeliveryId: null });
+const isOpen = (userId: string, p: PackageRecord | null): p is PackageRecord =>
+  p?.userId === userId && p.deletedAt == null && p.p2pDeliveryId == null;
 
 /**
  * The package service's persistence: every query its actions make. Writes name one `_id`
@@ -63,7 +70,15 @@ const open = (userId: string) => ({ userId, deletedAt: null, p2pDeliveryId: null
  * write scan the whole collection while it holds the database's write lock.
  */
 export class PackageStore {
-  constructor(private readonly models: () => PackageModels) {}
+  /** Each user's packages, newest last: every package a user ever saved, open or not. */
+  private readonly byUser: OwnerList;
+
+  constructor(private readonly models: () => PackageModels) {
+    this.byUser = new OwnerList(() => {
+      const m = this.models();
+      return { Entry: m.UserPackageEntry, Head: m.UserPackageHead, Claim: m.UserPackageClaim };
+    });
+  }
 
   private get Package() {
     return this.models().Package;
@@ -114,22 +129,57 @@ export class PackageStore {
     return this.Package.findOne({ _id: packageId, userId }).lean();
   }
 
-  countOpen(userId: string) {
-    return this.Package.countDocuments(open(userId));
+  /**
+   * The user's open packages, newest first: the user's list read back whole, each package by
+   * `_id`. What that costs grows with the packages the user ever saved, never with anyone
+   * else's.
+   */
+  async listOpen(userId: string): Promise<PackageRecord[]> {
+    const found: PackageRecord[] = [];
+    for await (const ids of this.byUser.newestFirst(userId)) {
+      const read = await Promise.all(ids.map((_id) => this.byId(_id)));
+      found.push(...read.filter((p) => isOpen(userId, p)));
+    }
+    return found;
   }
 
-  /** Newest first. */
-  listOpen(userId: string) {
-    return this.Package.find(open(userId)).sort({ createdAt: -1 }).lean();
+  /** How many packages the user ever saved: a bound of the open ones, read by `_id`. */
+  savedCount(userId: string): Promise<number> {
+    return this.byUser.length(userId);
   }
 
-  findOpen(userId: string, packageIds: string[]) {
-    return this.Package.find({ _id: { $in: packageIds }, ...open(userId) }).lean();
+  async countOpen(userId: string): Promise<number> {
+    return (await this.listOpen(userId)).length;
+  }
+
+  /** One lookup by `_id` each: FerretDB pushes down nothing else (an `$in` scans). */
+  async findOpen(userId: string, packageIds: string[]): Promise<PackageRecord[]> {
+    const found = await Promise.all(packageIds.map((_id) => this.byId(_id)));
+    return found.filter((p) => isOpen(userId, p));
+  }
+
+  private async byId(packageId: string): Promise<PackageRecord | null> {
+    return (await this.Package.findById(packageId).lean()) as PackageRecord | null;
+  }
+
+  /** Puts the packages saved before `user_packages` existed on their users' lists. */
+  async listStoredPackages(): Promise<void> {
+    const stored = this.Package.find({}, { userId: 1, createdAt: 1 })
+      .sort({ createdAt: 1 })
+      .lean()
+      .cursor();
+    async function* items() {
+      for await (const p of stored) yield { ownerId: p.userId, itemId: p._id, at: p.createdAt };
+    }
+    await this.byUser.backfill(items());
   }
 
   /** Throws a duplicate-key error when `_id` is given and taken. */
-  async insert(fields: object): Promise<PackageRecord> {
-    return (await this.Package.create(fields)).toObject() as PackageRecord;
+  async insert(fields: { userId: string; _id?: string }): Promise<PackageRecord> {
+    const _id = fields._id ?? randomUUID();
+    // Before the package: a saved package is always on its user's list.
+    await this.byUser.add(fields.userId, _id, new Date());
+    return (await this.Package.create({ ...fields, _id })).toObject() as PackageRecord;
   }
 
   /** Null when the package is not the user's, deleted or taken. */

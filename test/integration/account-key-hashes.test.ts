@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import type mongoose from 'mongoose';
+import { AccountStore, defineAccountModels } from '../../services/account/store';
+import { isolation, openServiceDatabase } from '../support/stack';
+
+/**
+ * Keys are found by their hash's `_id` entry (decision 63). A key stored before those entries
+ * existed has none: the account service enters them when it starts, once.
+ */
+const iso = isolation();
+let conn: mongoose.Connection;
+let store: AccountStore;
+
+beforeAll(async () => {
+  conn = await openServiceDatabase(iso, 'account');
+  const models = defineAccountModels(conn);
+  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
+  store = new AccountStore(() => models);
+});
+
+afterAll(async () => {
+  await conn?.dropDatabase();
+  await conn?.close();
+});
+
+it('finds a key made now, and one stored before the hash entries once they are entered', async () => {
+  const made = await store.createKey({
+    userId: randomUUID(),
+    hash: randomUUID(),
+    environment: 'staging',
+    serverOnly: false,
+    quota: null,
+  });
+  const older = { _id: randomUUID(), userId: randomUUID(), hash: randomUUID() };
+  await conn.collection('api_keys').insertOne({
+    ...older,
+    environment: 'staging',
+    serverOnly: false,
+    quota: null,
+    lastUsedAt: null,
+    revokedAt: null,
+    createdAt: new Date(),
+  } as never);
+
+  expect(await store.findKeyByHash(made.hash)).toMatchObject({ _id: made._id });
+  expect(await store.findKeyByHash(older.hash)).toBeNull();
+  await store.enterStoredKeyHashes();
+  expect(await store.findKeyByHash(older.hash)).toMatchObject({ _id: older._id });
+  expect(await store.findKeyByHash(randomUUID())).toBeNull();
+});
