@@ -47,5 +47,4 @@ describe('WireSerializer (SERIALIZER)', () => {
       expect(make(reader).deserialize(make(writer).serialize(request))).toEqual(request);
     },
   );
-
 });
