@@ -12,7 +12,6 @@ import {
   circuitBreaker,
   remoteCalls,
 } from './libs/resilience';
-import { createSerializer } from './libs/serializer';
 import { JoiValidator } from './libs/validation';
 
 /**
@@ -38,8 +37,9 @@ export function createBrokerOptions(config: Config): BrokerOptions {
           maxPingOut: 2,
         })
       : null,
-    // File bodies do not cross the transporter (libs/transfer): packets are JSON or CBOR.
-    serializer: createSerializer(config.serializer),
+    // JSON, measured against moleculer's binary serializers (decision 59). Every node must
+    // use the same; file bodies do not cross the transporter (libs/transfer).
+    serializer: 'JSON',
     // Moleculer's console logger, its lines written a turn at a time (libs/log-output).
     logger: new BufferedConsoleLogger({
       level: config.logLevel,

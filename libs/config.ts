@@ -15,10 +15,6 @@ export const SERVICE_NAMES = [
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
-/** Packet encodings between nodes (`SERIALIZER`); libs/serializer.ts builds each. */
-export const SERIALIZER_NAMES = ['json', 'cbor'] as const;
-export type SerializerName = (typeof SERIALIZER_NAMES)[number];
-
 export const APP_ENVIRONMENTS = ['staging', 'live'] as const;
 export type AppEnvironment = (typeof APP_ENVIRONMENTS)[number];
 
@@ -49,7 +45,6 @@ export interface Config {
   mongoTimeoutMs: number;
   natsUrl: string | undefined;
   namespace: string;
-  serializer: SerializerName;
   nodeId: string | undefined;
   redisUrl: string;
   s3: {
@@ -267,12 +262,6 @@ const envSchema = Joi.object({
     .pattern(/^[a-z0-9-]+$/)
     .default('waybill')
     .description('Moleculer namespace; also prefixes Redis keys. Nodes see only their namespace'),
-  SERIALIZER: Joi.string()
-    .valid(...SERIALIZER_NAMES)
-    .default('json')
-    .description(
-      'Encoding of the packets a node sends to others; set it alike on every node, changed one node at a time (docs/operations.md)',
-    ),
   NODE_ID: Joi.string().empty('').description('Moleculer node id (default: hostname-pid)'),
   REDIS_URL: Joi.string()
     .uri({ scheme: ['redis', 'rediss'] })
@@ -830,7 +819,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongoTimeoutMs: value.MONGO_TIMEOUT_MS,
     natsUrl: value.NATS_URL,
     namespace: value.NAMESPACE,
-    serializer: value.SERIALIZER,
     nodeId: value.NODE_ID,
     redisUrl: value.REDIS_URL,
     s3: {

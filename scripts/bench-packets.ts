@@ -1,15 +1,14 @@
 /**
  * Serializer benchmark: the packets one Mode B quote really sends between gateway, account,
  * geo and pricing (each its own broker over NATS, in this process), recorded, then encoded and
- * decoded by ours (JSON) and by each binary serializer moleculer has. Prints the time and
+ * decoded by moleculer's JSON and by each binary serializer moleculer has. Prints the time and
  * bytes per quote and whether each answers the same objects as JSON on the receiving side.
  *
  *   scripts/infra up && eval "$(scripts/infra env)"
  *   npm run bench:packets -- --rounds 2000
  *
- * A serializer whose package is not installed is reported as such, not measured. The quote
- * across processes, which is what decides (docs/performance.md), is `npm run bench:pricing`
- * with `SERIALIZER=...` set: it starts every process with that serializer.
+ * A serializer whose package is not installed (`npm install --no-save cbor-x notepack.io
+ * msgpack5`) is reported as such, not measured. decision 59 says why JSON stays.
  */
 import { performance } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
@@ -105,8 +104,8 @@ interface Measured {
 }
 
 /**
- * The candidates: moleculer's JSON and its binary serializers, each
- * with the package moleculer loads for it. Only those `SERIALIZER` names can be deployed.
+ * The candidates: moleculer's JSON and its binary serializers, each with the package
+ * moleculer loads for it.
  */
 const CANDIDATES: Record<string, { pkg?: string; make(): Serializers.Base }> = {
   json: { make: () => new Serializers.JSON() },

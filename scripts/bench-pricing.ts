@@ -8,7 +8,6 @@
  *   scripts/infra up && eval "$(scripts/infra env)"
  *   npm run bench:pricing                          (or: scripts/tsx scripts/bench-pricing.ts)
  *   npm run bench:pricing -- --connections 50 --duration 15
- *   SERIALIZER=cbor npm run bench:pricing          (every process started with that serializer)
  *
  * The load generator (autocannon) runs in this process; the servers run in their own. Every
  * database the benchmark creates is dropped at the end. Any error or non-2xx answer during a
@@ -28,7 +27,6 @@ npm run bench:pricing -- [--connections N] [--duration S] [--warmup S]
   --connections N  concurrent connections (default 50)
   --duration S     seconds measured per target (default 15)
   --warmup S       seconds of load before each measure (default 3)
-SERIALIZER=json|cbor|... in the environment starts every service process with it.
 Needs the local infrastructure: scripts/infra up && eval "$(scripts/infra env)"`);
 
 const CONNECTIONS = option('connections', 50);
@@ -117,7 +115,7 @@ async function main() {
     const total = await waitForQuote(gateway.url, key);
 
     console.log(
-      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, SERIALIZER=${process.env.SERIALIZER ?? 'json'}, load average ${loadavg()[0].toFixed(2)}`,
+      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, load average ${loadavg()[0].toFixed(2)}`,
     );
     console.log(`quote: Ikeja → Lekki, 3 kg, ₦20,000 declared → total ${total}`);
     const headers = { 'api-key': key };
