@@ -11,7 +11,7 @@ import { runInNewContext } from 'node:vm';
  * minor collection (a scavenge, under a millisecond) frees them: `bytesMoved` asks for one
  * each RECLAIM_STEP bytes that a transfer or an upload moved through this process.
  */
-export const RECLAIM_STEP = 16 * 1024 * 1024;
+const RECLAIM_STEP = 16 * 1024 * 1024;
 
 type Collect = (options: { type: 'minor'; execution: 'sync' }) => void;
 

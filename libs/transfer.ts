@@ -26,10 +26,10 @@ export interface TransferTicket {
 }
 
 /** The request header that carries a ticket's token. */
-export const TOKEN_HEADER = 'x-waybill-transfer-token';
+const TOKEN_HEADER = 'x-waybill-transfer-token';
 
 /** How long a ticket waits for its transfer to start: the gateway starts it at once. */
-export const TICKET_MS = 10_000;
+const TICKET_MS = 10_000;
 
 /**
  * The action a service with `body: 'stream'` routes exposes on every node: `{action}` (the

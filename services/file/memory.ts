@@ -8,7 +8,7 @@ const MiB = 1024 * 1024;
  * comes over TCP (a transfer, or the client's own socket), whose backpressure holds the rest
  * back in the sender.
  */
-export const BODY_BUFFER_BYTES = 1 * MiB;
+const BODY_BUFFER_BYTES = 1 * MiB;
 
 /**
  * The most one upload holds in a file-service process: its body's stream buffers, the parts

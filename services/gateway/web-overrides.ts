@@ -274,8 +274,6 @@ export interface OverrideDeps extends ErrorDeps, Omit<CallDeps, 'send' | 'logger
 export function webOverrides(deps: OverrideDeps) {
   const onError = (req: GatewayRequest, res: ServerResponse, err: unknown) =>
     writeError(deps, req, res, err);
-  const send = (req: GatewayRequest, res: ServerResponse, data: unknown) =>
-    sendResponse(req, res, data);
   return {
     onError,
     methods: {
@@ -288,8 +286,8 @@ export function webOverrides(deps: OverrideDeps) {
         res: ServerResponse,
         params: Meta,
         isStream: boolean,
-      ) => callAction({ ...deps, send }, route, req, res, params, isStream),
-      sendResponse: send,
+      ) => callAction({ ...deps, send: sendResponse }, route, req, res, params, isStream),
+      sendResponse,
     },
   };
 }
