@@ -56,6 +56,15 @@ interface EntryRecord {
 export const ownerListEntryId = (ownerId: string, n: number) => `${ownerId}:${n}`;
 export const ownerListClaimId = (ownerId: string, itemId: string) => `${ownerId}:${itemId}`;
 
+/** What a store reads of its items for `backfill`: `{_id, userId, createdAt}`. */
+export async function* ownedItems(
+  stored: AsyncIterable<{ _id: unknown; userId: string; createdAt: Date }>,
+) {
+  for await (const item of stored) {
+    yield { ownerId: item.userId, itemId: String(item._id), at: item.createdAt };
+  }
+}
+
 /** The head that marks a list filled from the documents stored before it existed. */
 const BACKFILLED = '$backfilled';
 
@@ -121,22 +130,23 @@ export class OwnerList {
     }
   }
 
-  /** Item ids newest first: `limit` of them after skipping `offset`. */
-  async page(ownerId: string, { offset, limit }: { offset: number; limit: number }) {
-    const newest = (await this.length(ownerId)) - offset;
+  /** The item ids of entries `newest`, `newest - 1`, … down to 1, at most `count` of them. */
+  private async itemsDown(ownerId: string, newest: number, count: number): Promise<string[]> {
     const numbers: number[] = [];
-    for (let n = newest; n >= 1 && numbers.length < limit; n--) numbers.push(n);
+    for (let n = newest; n >= 1 && numbers.length < count; n--) numbers.push(n);
     const found = await Promise.all(numbers.map((n) => this.entry(ownerId, n)));
     return found.filter((e): e is EntryRecord => e !== null).map((e) => e.itemId);
+  }
+
+  /** Item ids newest first: `limit` of them after skipping `offset`. */
+  async page(ownerId: string, { offset, limit }: { offset: number; limit: number }) {
+    return this.itemsDown(ownerId, (await this.length(ownerId)) - offset, limit);
   }
 
   /** Every item id, newest first, a batch at a time: the caller stops when it has enough. */
   async *newestFirst(ownerId: string): AsyncGenerator<string[]> {
     for (let newest = await this.length(ownerId); newest >= 1; newest -= READ_WIDTH) {
-      const numbers: number[] = [];
-      for (let n = newest; n > Math.max(0, newest - READ_WIDTH); n--) numbers.push(n);
-      const found = await Promise.all(numbers.map((n) => this.entry(ownerId, n)));
-      yield found.filter((e): e is EntryRecord => e !== null).map((e) => e.itemId);
+      yield await this.itemsDown(ownerId, newest, READ_WIDTH);
     }
   }
 

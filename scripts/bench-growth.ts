@@ -23,6 +23,7 @@ import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import type { ServiceBroker } from 'moleculer';
 import type mongoose from 'mongoose';
+import { ownerListClaimId, ownerListEntryId } from '../libs/owner-list';
 import { percentile } from '../test/support/load';
 import { createUserWithKey, request } from '../test/support/http';
 import { credit, requestDelivery, savePackage } from '../test/support/deliveries';
@@ -86,7 +87,7 @@ function renamer(ids: Map<string, string>) {
   return (s: string) => s.replace(pattern, (id) => ids.get(id) as string);
 }
 
-/** Inserts in batches; documents whose `_id` is there already (a resumed seed) are left. */
+/** Inserts in batches of BATCH. */
 async function insertAll(collection: mongoose.mongo.Collection, docs: Doc[]): Promise<void> {
   for (let i = 0; i < docs.length; i += BATCH) {
     await collection.insertMany(docs.slice(i, i + BATCH) as mongoose.mongo.Document[], {
@@ -172,8 +173,9 @@ class Seeder {
     for (const [ownerId, itemIds] of items) {
       const from = this.listed.get(`${name}/${ownerId}`) ?? 0;
       itemIds.forEach((itemId, i) => {
-        entries.push({ _id: `${ownerId}:${from + i + 1}`, ownerId, n: from + i + 1, itemId, at });
-        claims.push({ _id: `${ownerId}:${itemId}`, from: from + i + 1 });
+        const n = from + i + 1;
+        entries.push({ _id: ownerListEntryId(ownerId, n), ownerId, n, itemId, at });
+        claims.push({ _id: ownerListClaimId(ownerId, itemId), from: n });
       });
       const n = from + itemIds.length;
       this.listed.set(`${name}/${ownerId}`, n);

@@ -1,7 +1,7 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import { OutboxRecords } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
-import { OwnerList, defineOwnerListModels } from '../../libs/owner-list';
+import { OwnerList, defineOwnerListModels, ownedItems } from '../../libs/owner-list';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
 import type { NotificationRecord } from './notifications';
@@ -261,12 +261,7 @@ export class OrderStore {
       .sort({ createdAt: 1 })
       .lean()
       .cursor();
-    async function* items() {
-      for await (const d of stored) {
-        yield { ownerId: d.userId, itemId: String(d._id), at: d.createdAt };
-      }
-    }
-    await this.byUser.backfill(items());
+    await this.byUser.backfill(ownedItems(stored));
   }
 
   // --- transitions

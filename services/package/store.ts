@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { isDuplicateKey } from '../../libs/mongo';
-import { OwnerList, defineOwnerListModels } from '../../libs/owner-list';
+import { OwnerList, defineOwnerListModels, ownedItems } from '../../libs/owner-list';
 
 const packageSchema = new Schema(
   {
@@ -168,10 +168,7 @@ export class PackageStore {
       .sort({ createdAt: 1 })
       .lean()
       .cursor();
-    async function* items() {
-      for await (const p of stored) yield { ownerId: p.userId, itemId: p._id, at: p.createdAt };
-    }
-    await this.byUser.backfill(items());
+    await this.byUser.backfill(ownedItems(stored));
   }
 
   /** Throws a duplicate-key error when `_id` is given and taken. */

@@ -5,7 +5,7 @@ import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
 import { definePackageModels, PackageStore } from '../../services/package/store';
 import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
-import { isolation } from '../support/stack';
+import { dropDatabases, isolation } from '../support/stack';
 
 /**
  * Every query behind `GET /api/deliveries/:id`, `GET /api/deliveries`, `GET /api/packages`, a
@@ -159,9 +159,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
   });
 
   afterAll(async () => {
-    for (const service of ['order', 'package', 'payment', 'account']) {
-      await conn.useDb(`${iso.dbPrefix}${service}`).dropDatabase();
-    }
+    await dropDatabases(iso);
     await conn.close();
   });
 
