@@ -106,13 +106,10 @@ export function createPackageService(config: Config): ServiceDefinition {
   return {
     name: 'package',
     mixins: [db.mixin()],
-    started() {
-      // Once per deployment, in the background: lists read until then miss older packages.
-      store.listStoredPackages().catch((err: unknown) => {
-        this.logger.warn(
-          `packages saved before the users' lists are not all listed yet: ${String(err)}`,
-        );
-      });
+    async started() {
+      // Awaited, once per deployment: until it is done a user's older packages are missing
+      // from their list, so the limit of open packages, counted on it, would let more through.
+      await store.listStoredPackages();
     },
     actions: {
       save: action({
