@@ -37,8 +37,9 @@ interface QuotaCommands {
 }
 
 /**
- * The gateway's Redis client, which counts every request's quota. The counts of one tick go
- * out in one write: a write per request was the largest cost of the gateway under load
+ * The gateway's one Redis client: quota counts, and also the authentication throttle, the
+ * idempotency records and the upload leases. The commands of one tick go out in one write: a
+ * write per request's quota count was the largest cost of the gateway under load
  * (docs/performance.md). Each count is still its own atomic script, so every replica still
  * counts exactly.
  */
