@@ -4,7 +4,6 @@
  * server, in the same run; then downloaded through the gateway, next to a direct GetObject;
  * peak RSS of the server processes while they work. Prints the goals of issue 15.
  */
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
@@ -18,7 +17,14 @@ import {
   multipartStream,
   multipartType,
 } from '../test/support/multipart';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../test/support/stack';
+import {
+  cpuTimeMs,
+  dropDatabases,
+  isolation,
+  rssKb,
+  startNode,
+  type NodeProcess,
+} from '../test/support/stack';
 import { option, requireInfrastructure, showHelpIfAsked } from './bench-support';
 
 showHelpIfAsked(`
@@ -59,14 +65,9 @@ const s3 = createS3Client({
 const written: string[] = [];
 
 const mb = (bytes: number) => bytes / 2 ** 20;
-const rssKb = (pid: number) =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 
 /** CPU seconds a process has used (user + system): load on a shared machine does not change it. */
-const cpuSeconds = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
+const cpuSeconds = (pid: number) => cpuTimeMs(pid) / 1000;
 
 /** Samples the RSS of processes every 20 ms; `stop()` returns baseline, peak (MB) and CPU s. */
 function sampleRss(pids: Record<string, number>) {

@@ -4,13 +4,14 @@
  * over NATS, all in one run. See USAGE.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { eventually } from '../test/support/eventually';
 import { createUserWithKey } from '../test/support/http';
 import {
+  cpuTimeMs,
   dropDatabases,
   freePort,
   isolation,
@@ -78,12 +79,6 @@ interface Target {
   pids: number[];
 }
 
-/** User + system CPU time of a process so far, in ms (Linux: /proc, in clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 const load = (target: Target, seconds: number) =>
   autocannon({
     url: target.url,
@@ -94,9 +89,9 @@ const load = (target: Target, seconds: number) =>
 
 async function measure(target: Target): Promise<Measured> {
   await load(target, WARM_UP_S);
-  const cpuBefore = target.pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const cpuBefore = target.pids.reduce((sum, pid) => sum + cpuTimeMs(pid), 0);
   const result = await load(target, DURATION_S);
-  const cpu = target.pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore;
+  const cpu = target.pids.reduce((sum, pid) => sum + cpuTimeMs(pid), 0) - cpuBefore;
   return {
     rps: result.requests.average,
     // What a request costs the servers, whatever else the shared machine runs meanwhile.
@@ -300,11 +295,7 @@ async function main(): Promise<number> {
       );
     }
   }
-  console.log(
-    `load after: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`load after: ${loads()}`);
   if (PROFILE_DIR) console.log(`CPU profiles of our gateway processes: ${PROFILE_DIR}`);
   const failures = [...results].filter(([, m]) => m.failures > 0);
   for (const [name, m] of failures)

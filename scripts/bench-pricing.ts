@@ -13,12 +13,17 @@
  * database the benchmark creates is dropped at the end. Any error or non-2xx answer during a
  * run is reported and makes the script exit non-zero.
  */
-import { readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { createUserWithKey } from '../test/support/http';
 import { QUOTE as QUOTE_BODY, waitForQuote } from '../test/support/quote';
-import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
+import {
+  cpuTimeMs,
+  dropDatabases,
+  isolation,
+  startNodes,
+  type NodeProcess,
+} from '../test/support/stack';
 import { option, requireInfrastructure, showHelpIfAsked, startBareServer } from './bench-support';
 import { startFloor, type Floor } from './lib/framework-floor';
 
@@ -48,14 +53,9 @@ interface Measured {
   cpuUsByProcess: number[];
 }
 
-/** CPU time (user + system) a process has used so far, in µs (Linux). */
-function cpuTimeUs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  // Fields 14 and 15 of /proc/PID/stat, after the command name in parentheses.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-}
-const CLOCK_TICKS = 100;
+/** CPU time (user + system) a process has used so far, in µs. */
+const cpuTimeUs = (pid: number | undefined): number =>
+  pid === undefined ? 0 : cpuTimeMs(pid) * 1000;
 
 const SERVICES = ['gateway', 'account', 'geo', 'pricing'];
 const ROUTE = JSON.stringify({ origin: QUOTE_BODY.origin, destination: QUOTE_BODY.destination });
