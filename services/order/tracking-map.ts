@@ -45,10 +45,10 @@ export function projectMap(
   const spanY = maxY - minY;
   const innerW = MAP_WIDTH - 2 * MAP_PADDING;
   const innerH = MAP_HEIGHT - 2 * MAP_PADDING;
-  const scale =
-    spanX === 0 && spanY === 0
-      ? 0
-      : Math.min(innerW / (spanX || Infinity), innerH / (spanY || Infinity));
+  // A span of 0 fits any scale (x / 0 is Infinity); points closer than any scale can tell
+  // apart (a span of 5e-324 overflows it) are drawn together in the middle, as one point is.
+  const fit = Math.min(innerW / spanX, innerH / spanY);
+  const scale = Number.isFinite(fit) ? fit : 0;
   // Centre the drawing: the axis with room to spare gets it on both sides.
   const offsetX = MAP_PADDING + (innerW - spanX * scale) / 2;
   const offsetY = MAP_PADDING + (innerH - spanY * scale) / 2;

@@ -39,6 +39,13 @@ describe('projectMap', () => {
     );
   });
 
+  it('draws points closer than any scale can tell apart in the middle, not at NaN', () => {
+    // fast-check's counterexample: a span of 5e-324 made the scale Infinity.
+    const map = projectMap({ lat: 0, lon: 0 }, { lat: -5e-324, lon: 5e-324 }, null);
+    expect(map.pickup).toEqual({ x: MAP_WIDTH / 2, y: MAP_HEIGHT / 2 });
+    expect(map.dropoff).toEqual(map.pickup);
+  });
+
   it('puts north up and east right, and fills the box along one axis', () => {
     const map = projectMap(IKEJA, LEKKI, YABA);
     // Lekki is south-east of Ikeja.
