@@ -1,5 +1,6 @@
 import os from 'node:os';
 import type { BrokerOptions, MetricRegistry } from 'moleculer';
+import { withCallMetrics } from './libs/call-metrics';
 import type { Config } from './libs/config';
 import { BufferedConsoleLogger } from './libs/log-output';
 import { jsonLogLine } from './libs/logging';
@@ -58,7 +59,9 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     retryPolicy: RETRY_POLICY,
     circuitBreaker: circuitBreaker(nodeID),
     ...HEARTBEAT,
-    middlewares: [remoteCalls],
+    // moleculer's call metrics counted in our own table (libs/call-metrics, decision 64).
+    internalMiddlewares: false,
+    middlewares: withCallMetrics([remoteCalls]),
     registry: { strategy: 'RoundRobin', preferLocal: true },
     tracking: { enabled: true, shutdownTimeout: STOP_GRACE_MS + 5_000 },
     validator: new JoiValidator({}),
@@ -67,11 +70,6 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     },
     metrics: {
       enabled: config.opsPort > 0,
-      // moleculer's call and event timings as plain histograms (buckets, sum, count; Prometheus
-      // derives quantiles from the buckets). Its default quantiles keep a sliding window of
-      // samples per series, a fifth of the CPU of a call between services (docs/performance.md).
-      // Its type allows no null; null is what turns the windows off.
-      defaultQuantiles: null as unknown as number[],
       // moleculer accepts reporter instances; its option type only lists option objects.
       reporter:
         config.opsPort > 0

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MetricReporters, type MetricRegistry, type ServiceBroker } from 'moleculer';
+import { MetricReporters } from 'moleculer';
+import { metricTableOf } from './metric-table';
 import { readiness } from './health';
 
 /**
@@ -14,8 +15,7 @@ export class OpsServer extends MetricReporters.Prometheus {
       return;
     }
     if (path === '/health/ready') {
-      const broker = (this.registry as unknown as { broker: ServiceBroker }).broker;
-      readiness(broker).then(
+      readiness(this.broker).then(
         (state) => this.reply(res, state.ready ? 200 : 503, state),
         () => this.reply(res, 503, { ready: false }),
       );
@@ -24,54 +24,13 @@ export class OpsServer extends MetricReporters.Prometheus {
     super.handler(req, res);
   }
 
-  /**
-   * moleculer writes a histogram without quantiles with no `_sum` and `_count` and with its
-   * buckets in object-key order; such histograms (ours) are written here instead.
-   */
-  override matchMetricName(name: string): boolean {
-    return super.matchMetricName(name) && !isPlainHistogram(this.registry.getMetric(name));
-  }
-
+  /** moleculer's registry, then the counts kept out of it (libs/metric-table). */
   override generatePrometheusResponse(): string {
-    const histograms = [...this.registry.store.values()]
-      .filter(isPlainHistogram)
-      .filter((metric) => super.matchMetricName(metric.name));
-    return [
-      super.generatePrometheusResponse(),
-      ...histograms.map((metric) => this.histogramText(metric)),
-    ].join('\n');
-  }
-
-  private histogramText(metric: PlainHistogram): string {
-    const name = this.formatMetricName(metric.name).replace(/[.-]/g, '_');
-    const lines = [
-      `# HELP ${name} ${metric.description ?? metric.name}`,
-      `# TYPE ${name} histogram`,
-    ];
-    const bounds = [...metric.buckets].sort((a, b) => a - b);
-    for (const item of metric.snapshot()) {
-      for (const le of bounds) {
-        const labels = this.labelsToStr(item.labels, { le });
-        lines.push(`${name}_bucket${labels} ${item.buckets?.[le] ?? 0}`);
-      }
-      lines.push(`${name}_bucket${this.labelsToStr(item.labels, { le: '+Inf' })} ${item.count}`);
-      lines.push(`${name}_sum${this.labelsToStr(item.labels)} ${item.sum}`);
-      lines.push(`${name}_count${this.labelsToStr(item.labels)} ${item.count}`);
-    }
-    return `${lines.join('\n')}\n`;
+    return `${super.generatePrometheusResponse()}\n${metricTableOf(this.broker).text()}`;
   }
 
   private reply(res: ServerResponse, status: number, body: unknown) {
     res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8' });
     res.end(JSON.stringify(body));
   }
-}
-
-type PlainHistogram = Extract<ReturnType<MetricRegistry['getMetric']>, { buckets: number[] }>;
-
-function isPlainHistogram(metric: unknown): metric is PlainHistogram {
-  const candidate = metric as Partial<PlainHistogram> | null;
-  return (
-    candidate?.type === 'histogram' && Array.isArray(candidate.buckets) && !candidate.quantiles
-  );
 }

@@ -20,7 +20,7 @@ import { AuthFailureThrottle } from './auth-throttle';
 import { CourierTokenAuthenticator } from './courier-auth';
 import { accessLog, adminGuard, apiKeyGuard, courierGuard, uploadGuard } from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
-import { recordHttpAnswer, registerHttpMetrics, routeTemplates } from './http-metrics';
+import { httpAnswerRecorder, routeTemplates, type HttpAnswer } from './http-metrics';
 import { IdempotencyStore } from './idempotency';
 import { aliasRoutes, allowedMethods, methodGuard } from './method-check';
 import { opsAliases } from './ops-routes';
@@ -41,6 +41,7 @@ export function createGatewayService(
   let broker: ServiceBroker;
   let authenticator: ApiKeyAuthenticator;
   let couriers: CourierTokenAuthenticator;
+  let recordHttpAnswer: (answer: HttpAnswer) => void = () => undefined;
 
   // The sandbox's pages exist only with the sandbox, a provider's webhook only with it.
   const mounted: MountedGroups = (group) =>
@@ -94,7 +95,7 @@ export function createGatewayService(
   const measure = (req: GatewayRequest, status: number, seconds: number) => {
     const { method, path } = describeRequest(req);
     const route = req.$alias?.fullPath ?? templateOf(method, path);
-    recordHttpAnswer(broker, { method, route, status, seconds });
+    recordHttpAnswer({ method, route, status, seconds });
   };
   const log = accessLog(() => logger, measure);
 
@@ -213,7 +214,7 @@ export function createGatewayService(
         lookup: (tokenHash) => call(broker, 'courier-matching.authenticateCourier', { tokenHash }),
       });
       registerHealthCheck(broker, 'redis', () => redisReady(redis));
-      registerHttpMetrics(broker);
+      recordHttpAnswer = httpAnswerRecorder(broker);
     },
     started() {
       // Not awaited: without Redis the gateway still starts, reports not ready and answers 503.

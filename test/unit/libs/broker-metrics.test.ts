@@ -6,26 +6,68 @@ import { freePort } from '../../support/stack';
 describe('moleculer metrics of every process', () => {
   let broker: ServiceBroker;
   let opsUrl: string;
+  const received: string[] = [];
 
   beforeAll(async () => {
     const port = await freePort();
     opsUrl = `http://127.0.0.1:${port}`;
     const config = loadConfig({ NATS_URL: '', OPS_PORT: String(port), NAMESPACE: 'metrics-test' });
     broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
-    broker.createService({ name: 'probe', actions: { ping: () => 'pong' } });
+    broker.createService({
+      name: 'probe',
+      actions: {
+        ping: () => 'pong',
+        fail: () => {
+          throw new Error('refused');
+        },
+      },
+      events: {
+        'probe.seen'(ctx: { params: string }) {
+          received.push(ctx.params);
+        },
+      },
+    });
     await broker.start();
   });
 
   afterAll(() => broker.stop());
 
-  it('time calls as plain histograms, without sliding quantile windows', async () => {
+  const lines = async (prefix: string) =>
+    (await (await fetch(`${opsUrl}/metrics`)).text())
+      .split('\n')
+      .filter((line) => line.startsWith(prefix));
+
+  it('count calls, their failures and their times under moleculer names, as plain histograms', async () => {
     for (let i = 0; i < 5; i++) await broker.call('probe.ping');
-    const text = await (await fetch(`${opsUrl}/metrics`)).text();
-    const timing = text.split('\n').filter((line) => line.startsWith('moleculer_request_time'));
-    expect(
-      timing.some((line) => /^moleculer_request_time_count\{.*"probe\.ping".*\} 5$/.test(line)),
-    ).toBe(true);
+    await expect(broker.call('probe.fail')).rejects.toThrow('refused');
+    const ping = '{service="probe",action="probe.ping",type="local",caller=""}';
+    expect(await lines('moleculer_request_total{')).toEqual(
+      expect.arrayContaining([`moleculer_request_total${ping} 5`]),
+    );
+    expect(await lines('moleculer_request_active{')).toContain(`moleculer_request_active${ping} 0`);
+    expect(await lines('moleculer_request_error_total{')).toEqual([
+      'moleculer_request_error_total{service="probe",action="probe.fail",type="local",caller="",errorName="Error",errorCode="",errorType=""} 1',
+    ]);
+    const timing = await lines('moleculer_request_time');
+    expect(timing).toContain(`moleculer_request_time_count${ping} 5`);
     expect(timing.some((line) => line.startsWith('moleculer_request_time_bucket{'))).toBe(true);
-    expect(text).not.toMatch(/quantile="/);
+    expect(await (await fetch(`${opsUrl}/metrics`)).text()).not.toMatch(/quantile="/);
+  });
+
+  it("count them outside moleculer's registry, whose per-call work was the cost (decision 64)", () => {
+    expect(broker.metrics.getMetric('moleculer.request.total')).toBeNull();
+    expect(broker.middlewares.list.map((m: { name?: string }) => m.name)).not.toContain('Metrics');
+  });
+
+  it('count events received and emitted', async () => {
+    await broker.emit('probe.seen', 'a');
+    await broker.emit('probe.seen', 'b');
+    expect(received).toEqual(['a', 'b']);
+    expect(await lines('moleculer_event_emit_total{')).toEqual([
+      'moleculer_event_emit_total{event="probe.seen"} 2',
+    ]);
+    expect(await lines('moleculer_event_received_total{')).toEqual([
+      'moleculer_event_received_total{service="probe",group="probe",event="probe.seen",caller=""} 2',
+    ]);
   });
 });
