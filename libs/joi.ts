@@ -51,7 +51,7 @@ function characters(
 
 // The extension's helpers are joi's untyped internals; `this` is the string schema.
 /* eslint-disable @typescript-eslint/no-explicit-any */
-const Joi: typeof BaseJoi = BaseJoi.extend((joi: typeof BaseJoi) => ({
+const WithStrings: typeof BaseJoi = BaseJoi.extend((joi: typeof BaseJoi) => ({
   type: 'string',
   base: joi.string().prefs({ convert: true }),
   rules: {
@@ -91,6 +91,35 @@ const Joi: typeof BaseJoi = BaseJoi.extend((joi: typeof BaseJoi) => ({
     },
   },
 }));
+
+/** The messages a schema's `.messages()` gave, by error code; `_` keeps them out of `describe()`. */
+const MESSAGES_FLAG = '_messages';
+
+/**
+ * `.messages()` on every type, as joi's own but without its cost: joi keeps messages as a
+ * preference, and merges (deep-copying) a schema's preferences into its parent's on every
+ * validation of it; an address object cost 17 µs that way (docs/performance.md). Here the
+ * messages are the templates of the errors the schema and its children report, once they are
+ * reported; an inner schema's own message stays, as with joi's.
+ */
+const Joi: typeof BaseJoi = WithStrings.extend({
+  type: /^/,
+  overrides: {
+    messages(this: any, messages: Record<string, string>) {
+      const compiled = Object.fromEntries(
+        Object.entries(messages).map(([code, text]) => [code, WithStrings.expression(text)]),
+      );
+      const all = { ...this.$_getFlag(MESSAGES_FLAG), ...compiled };
+      return this.$_setFlag(MESSAGES_FLAG, all).error((reports: any[]) => {
+        for (const report of reports) {
+          // joi renders the report with this template, as it would have with its own.
+          if (!report.template && all[report.code]) report.template = all[report.code];
+        }
+        return reports;
+      });
+    },
+  },
+});
 /* eslint-enable @typescript-eslint/no-explicit-any */
 
 // The types of joi under the same name, so that `Joi.Schema` reads as it always has.

@@ -146,11 +146,12 @@ function safeBounds(desc: Description): void {
 const presenceOf = (branch: Description | undefined) =>
   branch ? ((branch.flags?.presence as string | undefined) ?? 'optional') : undefined;
 
+// `error` is what custom messages set (libs/joi); they do not change what is accepted.
 const isPresenceOnly = (branch: Description | undefined) =>
   branch === undefined ||
   (branch.type === 'any' &&
     !branch.rules?.length &&
-    Object.keys(branch.flags ?? {}).every((f) => f === 'presence'));
+    Object.keys(branch.flags ?? {}).every((f) => f === 'presence' || f === 'error'));
 
 function presenceKeywords(key: string, presence: string | undefined): JsonSchema | undefined {
   if (presence === 'required') return { required: [key] };

@@ -76,3 +76,51 @@ describe('string lengths count characters, as JSON Schema does', () => {
     );
   });
 });
+
+describe('custom messages', () => {
+  const options = { abortEarly: false, errors: { wrap: { label: false } } } as const;
+  const messagesOf = (schema: Joi.Schema, value: unknown) =>
+    schema.validate(value, options).error?.details.map((d) => d.message);
+
+  it('render as joi renders its own, labels wrapped as the options say', () => {
+    const id = Joi.string()
+      .pattern(/^\d+$/)
+      .messages({ 'string.pattern.base': '{{#label}} must be digits' });
+    expect(id.label('id').validate('x').error?.message).toBe('"id" must be digits');
+    expect(messagesOf(id.label('id'), 'x')).toEqual(['id must be digits']);
+  });
+
+  it("reword their children's errors, an inner schema's own message first", () => {
+    const schema = Joi.object({
+      a: Joi.number().messages({ 'number.base': '{{#label}} wants a number (inner)' }),
+      b: Joi.number(),
+    }).messages({ 'number.base': '{{#label}} wants a number (outer)' });
+    expect(messagesOf(schema, { a: 'x', b: 'y' })).toEqual([
+      'a wants a number (inner)',
+      'b wants a number (outer)',
+    ]);
+  });
+
+  it('leave the errors of other codes as joi words them', () => {
+    const schema = Joi.number().max(3).messages({ 'number.base': 'not this one' });
+    expect(messagesOf(schema.label('n'), 5)).toEqual(['n must be less than or equal to 3']);
+  });
+
+  it('are not compiled again on every validation (joi merges its own messages each time)', () => {
+    // The module joi compiles message templates with; the cost this avoids (docs/performance.md).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- joi's internal module
+    const compiler = require('joi/lib/messages') as { compile: (...args: unknown[]) => unknown };
+    const schema = Joi.object({
+      inner: Joi.object({ n: Joi.number().messages({ 'number.base': 'a number' }) }).messages({
+        'object.base': 'an object',
+      }),
+    }).messages({ 'object.unknown': 'not known' });
+    const compile = jest.spyOn(compiler, 'compile');
+    try {
+      for (let i = 0; i < 3; i++) schema.validate({ inner: { n: 1 } }, options);
+      expect(compile).not.toHaveBeenCalled();
+    } finally {
+      compile.mockRestore();
+    }
+  });
+});
