@@ -4,9 +4,8 @@
  * over NATS, all in one run. See USAGE.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { eventually } from '../test/support/eventually';
 import { createUserWithKey } from '../test/support/http';
@@ -19,7 +18,14 @@ import {
   type Isolation,
   type NodeProcess,
 } from '../test/support/stack';
-import { option, requireInfrastructure, runMain, showHelpIfAsked } from './bench-support';
+import {
+  cpuProfileArgs,
+  option,
+  profileDir,
+  requireInfrastructure,
+  runMain,
+  showHelpIfAsked,
+} from './bench-support';
 import { NOOP_PATH } from './bench-gateway-node';
 
 const USAGE = `
@@ -51,8 +57,7 @@ showHelpIfAsked(`npm run bench:gateway\n${USAGE}`);
 const CONNECTIONS = option('connections', 50);
 const DURATION_S = option('duration', 5);
 const WARM_UP_S = option('warmup', 2);
-const PROFILE_AT = process.argv.indexOf('--profile');
-const PROFILE_DIR = PROFILE_AT >= 0 ? resolve(process.argv[PROFILE_AT + 1] ?? '') : undefined;
+const PROFILE_DIR = profileDir();
 
 const ROUNDS = option('rounds', 3);
 
@@ -166,9 +171,7 @@ async function startWaybill(iso: Isolation, overNats: boolean, nodes: NodeProces
     NATS_URL: overNats ? process.env.NATS_URL : undefined,
   };
   const profiled = (services: string) =>
-    PROFILE_DIR && services.startsWith('gateway')
-      ? [`--cpu-prof`, `--cpu-prof-dir=${PROFILE_DIR}`]
-      : [];
+    cpuProfileArgs(services.startsWith('gateway') ? PROFILE_DIR : undefined);
   // Each group its own array, so that the gateway's is known whichever starts first.
   const byGroup = groups.map((): NodeProcess[] => []);
   const started = await Promise.allSettled(
@@ -249,7 +252,6 @@ function median(rounds: Measured[]): Measured {
 
 async function main(): Promise<number> {
   requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
-  if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
   const measured = new Map<string, Measured[]>();
   const iso = isolation();
   const children: Child[] = [];

@@ -24,14 +24,23 @@ import {
   startNodes,
   type NodeProcess,
 } from '../test/support/stack';
-import { option, requireInfrastructure, showHelpIfAsked, startBareServer } from './bench-support';
+import {
+  cpuProfileArgs,
+  option,
+  profileDir,
+  requireInfrastructure,
+  showHelpIfAsked,
+  startBareServer,
+} from './bench-support';
 import { startFloor, type Floor } from './lib/framework-floor';
 
 showHelpIfAsked(`
-npm run bench:pricing -- [--connections N] [--duration S] [--warmup S]
+npm run bench:pricing -- [--connections N] [--duration S] [--warmup S] [--profile DIR]
   --connections N  concurrent connections (default 50)
   --duration S     seconds measured per target (default 15)
   --warmup S       seconds of load before each measure (default 3)
+  --profile DIR    run our processes under node --cpu-prof, a profile per process in DIR
+                   (the file names carry the pids the run prints)
 Needs the local infrastructure: scripts/infra up && eval "$(scripts/infra env)"`);
 
 const CONNECTIONS = option('connections', 50);
@@ -109,7 +118,12 @@ async function main() {
   try {
     floor = await startFloor(`${iso.namespace}-floor`);
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn' };
-    await startNodes(nodes, SERVICES, { iso, env });
+    const profiles = profileDir();
+    await startNodes(nodes, SERVICES, {
+      iso,
+      env,
+      nodeArgs: cpuProfileArgs(profiles),
+    });
     const gateway = nodes[0];
     const { key } = await createUserWithKey(gateway.url);
     const total = await waitForQuote(gateway.url, key);
@@ -121,6 +135,10 @@ async function main() {
     const headers = { 'api-key': key };
     const pids = (children: { pid?: number }[]) => children.map((c) => c.pid);
     const ours = pids(nodes.map((n) => n.child));
+    if (profiles) {
+      const named = SERVICES.map((name, i) => `${name} ${ours[i]}`).join(', ');
+      console.log(`CPU profiles in ${profiles}, by pid: ${named}`);
+    }
     const baseline = await measure({ url: bare.url, body: QUOTE, pids: pids([bare.child]) });
     const floorPids = pids(floor.children);
     const floorOne = await measure({ url: `${floor.url}/one`, body: ROUTE, pids: floorPids });

@@ -1,5 +1,23 @@
 /** What every benchmark script needs: its numeric `--flags` and the local infrastructure. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/**
+ * `--profile DIR`: where the processes a benchmark profiles write their `node --cpu-prof`
+ * profiles; undefined without the flag.
+ */
+export function profileDir(argv: readonly string[] = process.argv): string | undefined {
+  const at = argv.indexOf('--profile');
+  if (at < 0) return undefined;
+  const dir = resolve(argv[at + 1] ?? '');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** Node arguments that profile a process into `dir`, none without one. */
+export const cpuProfileArgs = (dir: string | undefined): string[] =>
+  dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 
 /**
  * `--name N` from the command line, else `BENCH_NAME` from the environment (`--warm-up` reads
