@@ -60,6 +60,36 @@ export class BoundedMap<V> {
 /** Accepted answers kept when the options say nothing. */
 export const DEFAULT_MAX_ENTRIES = 10_000;
 
+/**
+ * The hash of a credential (an API key, a courier token, as the client sent it) accepted
+ * lately, kept by the credential itself for `ttlMs`, so that its every request does not pay a
+ * SHA-256. A revocation drops the record by its hash, and the next request looks it up again
+ * all the same. Only accepted credentials are remembered, so made-up ones cannot crowd them
+ * out; the oldest goes first beyond `max`.
+ */
+export class AcceptedCredentials {
+  private readonly known: BoundedMap<{ hash: string; expiresAt: number }>;
+
+  constructor(
+    max: number,
+    private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.known = new BoundedMap(max);
+  }
+
+  /** The hash remembered for `raw`, else undefined (to be computed and checked). */
+  hashOf(raw: string | undefined): string | undefined {
+    const known = raw === undefined ? undefined : this.known.get(raw);
+    return known !== undefined && known.expiresAt > this.now() ? known.hash : undefined;
+  }
+
+  /** `raw` was accepted, its hash being `hash`. */
+  accepted(raw: string, hash: string): void {
+    this.known.set(raw, { hash, expiresAt: this.now() + this.ttlMs });
+  }
+}
+
 export class LookupCache<V> {
   private readonly accepted: BoundedMap<CacheEntry<V>>;
   private readonly refused: BoundedMap<CacheEntry<V>>;

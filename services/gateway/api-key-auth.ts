@@ -2,7 +2,7 @@ import type { AppEnvironment } from '../../libs/config';
 import { unauthorized } from '../../libs/errors';
 import { parseApiKey, type ResolvedApiKey } from '../../libs/contracts/account';
 import {
-  BoundedMap,
+  AcceptedCredentials,
   DEFAULT_MAX_ENTRIES,
   LookupCache,
   type BeforeLookup,
@@ -24,25 +24,15 @@ export interface ApiKeyAuthOptions {
 
 const isActive = (key: ResolvedApiKey | null): key is ResolvedApiKey => !!key && !key.revokedAt;
 
-interface KnownHeader {
-  hash: string;
-  expiresAt: number;
-}
-
 /**
  * Turns an `api-key` header into the key's record, looked up by its hash through a
  * `LookupCache` (libs/lookup-cache): brief, shared among concurrent calls, active keys and
- * refused ones (unknown, revoked) cached apart.
- *
- * The hash of a header accepted lately is kept by the header itself for the cache lifetime,
- * so that a key's every request does not pay a SHA-256: revocation drops the record by its
- * hash, and the next request of the key looks it up again all the same. Only accepted
- * headers are kept, so made-up keys cannot crowd them out.
+ * refused ones (unknown, revoked) cached apart. The hash of a header accepted lately is
+ * remembered for the cache lifetime (`AcceptedCredentials`).
  */
 export class ApiKeyAuthenticator {
   private readonly cache: LookupCache<ResolvedApiKey>;
-  private readonly hashes: BoundedMap<KnownHeader>;
-  private readonly now: () => number;
+  private readonly hashes: AcceptedCredentials;
 
   constructor(private readonly options: ApiKeyAuthOptions) {
     this.cache = new LookupCache({
@@ -53,9 +43,12 @@ export class ApiKeyAuthenticator {
       maxNegativeEntries: options.maxNegativeEntries,
       now: options.now,
     });
-    this.now = options.now ?? Date.now;
-    // As many headers as active keys: the oldest goes first.
-    this.hashes = new BoundedMap(options.maxCacheEntries ?? DEFAULT_MAX_ENTRIES);
+    // As many headers as active keys.
+    this.hashes = new AcceptedCredentials(
+      options.maxCacheEntries ?? DEFAULT_MAX_ENTRIES,
+      options.cacheMs,
+      options.now,
+    );
   }
 
   async authenticate(
@@ -63,15 +56,12 @@ export class ApiKeyAuthenticator {
     beforeLookup?: BeforeLookup,
   ): Promise<ResolvedApiKey> {
     const raw = Array.isArray(header) ? header[0] : header;
-    const known = raw === undefined ? undefined : this.hashes.get(raw);
-    const fresh = known !== undefined && known.expiresAt > this.now();
-    const hash = fresh ? known.hash : this.hashOf(raw);
+    const known = this.hashes.hashOf(raw);
+    const hash = known ?? this.hashOf(raw);
     const key = await this.cache.get(hash, beforeLookup);
     if (!key) throw unauthorized('Unknown API key; check the key or create a new one');
     if (key.revokedAt) throw unauthorized('This API key has been revoked; create a new one');
-    if (!fresh && raw !== undefined) {
-      this.hashes.set(raw, { hash, expiresAt: this.now() + this.options.cacheMs });
-    }
+    if (known === undefined && raw !== undefined) this.hashes.accepted(raw, hash);
     return key;
   }
 

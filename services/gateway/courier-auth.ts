@@ -4,7 +4,7 @@ import {
   parseCourierToken,
   type CourierAuth,
 } from '../../libs/contracts/matching';
-import { LookupCache, type BeforeLookup } from '../../libs/lookup-cache';
+import { AcceptedCredentials, LookupCache, type BeforeLookup } from '../../libs/lookup-cache';
 import { COURIER_TOKEN_REQUIRED } from '../../libs/service';
 
 export interface CourierTokenAuthOptions {
@@ -30,19 +30,23 @@ export const COURIER_TOKEN_MESSAGES = {
  * token's hash through a `LookupCache` (libs/lookup-cache), as API keys are. The courier app
  * reports its location every few seconds, so answers are kept longer than API keys'
  * (COURIER_TOKEN_CACHE_SECONDS); a revocation or a retirement reaches the cache at once by
- * `courier-matching.courierTokensChanged`.
+ * `courier-matching.courierTokensChanged`. The hash of a header accepted lately is
+ * remembered for the cache lifetime (`AcceptedCredentials`).
  */
 export class CourierTokenAuthenticator {
   private readonly cache: LookupCache<CourierAuth>;
+  private readonly hashes: AcceptedCredentials;
 
   constructor(options: CourierTokenAuthOptions) {
+    const maxEntries = options.maxCacheEntries ?? 50_000;
     this.cache = new LookupCache({
       cacheMs: options.cacheMs,
       lookup: options.lookup,
-      maxEntries: options.maxCacheEntries ?? 50_000,
+      maxEntries,
       maxNegativeEntries: options.maxNegativeEntries,
       now: options.now,
     });
+    this.hashes = new AcceptedCredentials(maxEntries, options.cacheMs, options.now);
   }
 
   async authenticate(
@@ -50,12 +54,11 @@ export class CourierTokenAuthenticator {
     beforeLookup?: BeforeLookup,
   ): Promise<CourierAuth> {
     const raw = Array.isArray(header) ? header[0] : header;
-    if (!raw || raw.trim() === '') throw unauthorized(COURIER_TOKEN_MESSAGES.required);
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(raw);
-    const hash = bearer ? parseCourierToken(bearer[1]) : null;
-    if (!hash) throw unauthorized(COURIER_TOKEN_MESSAGES.format);
+    const known = this.hashes.hashOf(raw);
+    const hash = known ?? hashOfHeader(raw);
     const courier = await this.cache.get(hash, beforeLookup);
     if (!courier) throw unauthorized(COURIER_TOKEN_MESSAGES.refused);
+    if (known === undefined && raw !== undefined) this.hashes.accepted(raw, hash);
     return courier;
   }
 
@@ -63,4 +66,13 @@ export class CourierTokenAuthenticator {
   forget(hash: string): void {
     this.cache.forget(hash);
   }
+}
+
+/** The token's hash, from a header not accepted lately: 401 when it holds no courier token. */
+function hashOfHeader(raw: string | undefined): string {
+  if (!raw || raw.trim() === '') throw unauthorized(COURIER_TOKEN_MESSAGES.required);
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(raw);
+  const hash = bearer ? parseCourierToken(bearer[1]) : null;
+  if (!hash) throw unauthorized(COURIER_TOKEN_MESSAGES.format);
+  return hash;
 }

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { WaybillError } from '../../../libs/errors';
 import {
@@ -123,5 +124,46 @@ describe('CourierTokenAuthenticator', () => {
     await expect(authenticator.authenticate(`Bearer ${token(3)}`, refuse)).rejects.toThrow(
       'throttled',
     );
+  });
+
+  it('hashes a token accepted lately once for the cache lifetime, not on every report', async () => {
+    const { authenticator, clock } = setup();
+    const sha = jest.spyOn(crypto, 'createHash');
+    try {
+      await authenticator.authenticate(`Bearer ${token(1)}`);
+      clock.now += 59_999;
+      await authenticator.authenticate(`Bearer ${token(1)}`);
+      await authenticator.authenticate([`Bearer ${token(1)}`]);
+      expect(sha).toHaveBeenCalledTimes(1);
+      clock.now += 1;
+      await authenticator.authenticate(`Bearer ${token(1)}`);
+      expect(sha).toHaveBeenCalledTimes(2);
+    } finally {
+      sha.mockRestore();
+    }
+  });
+
+  it('keeps hashing refused tokens, and a forgotten token is looked up again', async () => {
+    const { authenticator, lookup, table } = setup();
+    const sha = jest.spyOn(crypto, 'createHash');
+    try {
+      for (let i = 0; i < 2; i++) {
+        await refusedWith(
+          () => authenticator.authenticate(`Bearer ${token(2)}`),
+          COURIER_TOKEN_MESSAGES.refused,
+        );
+      }
+      expect(sha).toHaveBeenCalledTimes(2);
+    } finally {
+      sha.mockRestore();
+    }
+    await authenticator.authenticate(`Bearer ${token(1)}`);
+    table.clear();
+    authenticator.forget(hashCourierToken(token(1)));
+    await refusedWith(
+      () => authenticator.authenticate(`Bearer ${token(1)}`),
+      COURIER_TOKEN_MESSAGES.refused,
+    );
+    expect(lookup).toHaveBeenLastCalledWith(hashCourierToken(token(1)));
   });
 });
