@@ -300,7 +300,15 @@ export function pushBody(
           reject(unreachable());
         }
       });
-      res.once('error', () => undefined);
+      // Cut after the headers (the file service died or reset the connection): no answer
+      // will come, so settle now rather than hold the upload's lease until it expires.
+      res.once('close', () => {
+        if (res.complete) return;
+        stop();
+        req.destroy();
+        reject(unreachable());
+      });
+      res.once('error', () => undefined); // 'close' follows, and settles
     });
     body.pipe(req);
   });
