@@ -774,7 +774,7 @@ describe('memory while moving 100 MB up and down', () => {
     await dropDatabases(iso);
   });
 
-  it('streams a generated 100 MB file up and twice back down, each process peaking < 64 MB above its start', async () => {
+  it('streams a generated 100 MB file up and twice back down, each process peaking < 48 MB above its start', async () => {
     const { key } = await createUserWithKey(gateway.url);
     await waitForFiles(gateway.url, key);
     const size = 100 * 1024 * 1024;
@@ -839,8 +839,10 @@ describe('memory while moving 100 MB up and down', () => {
         `${Math.round(baseline.gateway / 1024)} → peak ${Math.round(peak.gateway / 1024)} MB ` +
         `(+${growth.gateway} MB)`,
     );
-    // Issue 15's goal: a file of any size moves through each process in less than 64 MB.
-    expect(growth.file).toBeLessThan(64);
-    expect(growth.gateway).toBeLessThan(64);
+    // Issue 15's goal is < 64 MB in every process; both stay under 30 MB or so since the part
+    // buffers are freed and the scavenges come every 4 MB (+60 and +52 MB before), so a bound
+    // of 48 MB shows a regression before the goal is lost.
+    expect(growth.file).toBeLessThan(48);
+    expect(growth.gateway).toBeLessThan(48);
   });
 });
