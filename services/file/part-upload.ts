@@ -64,18 +64,23 @@ export async function uploadParts(body: Readable, options: PartUploadOptions): P
 
   /** Sends a part once fewer than `queueSize` are in flight; its buffer is free again after. */
   const sendPart = async (buffer: Buffer, size: number) => {
-    while (inFlight.size >= queueSize && !failure) await Promise.race(inFlight);
-    if (failure) throw failure.error;
-    uploadId ??= (
-      await client.send(
-        new CreateMultipartUploadCommand({
-          Bucket: bucket,
-          Key: key,
-          ContentType: options.contentType,
-        }),
-        { abortSignal: abort.signal },
-      )
-    ).UploadId;
+    try {
+      while (inFlight.size >= queueSize && !failure) await Promise.race(inFlight);
+      if (failure) throw failure.error;
+      uploadId ??= (
+        await client.send(
+          new CreateMultipartUploadCommand({
+            Bucket: bucket,
+            Key: key,
+            ContentType: options.contentType,
+          }),
+          { abortSignal: abort.signal },
+        )
+      ).UploadId;
+    } catch (err) {
+      free.push(buffer); // never sent, so no request holds it: freed with the others
+      throw err;
+    }
     const PartNumber = ++partNumber;
     const sent = client
       .send(
