@@ -164,6 +164,16 @@ describe('pullBody', () => {
     expect(text).toBe('abc');
   });
 
+  it('sends an offered length as Content-Length: the bytes come unframed, in whole reads', async () => {
+    const chunks = [Buffer.from('ab'), Buffer.from('cd'), Buffer.from('e')];
+    const res = await pullBody(agent, desk.offer(Readable.from(chunks), 5), 1000);
+    expect(res.headers['content-length']).toBe('5');
+    expect(res.headers['transfer-encoding']).toBeUndefined();
+    let text = '';
+    for await (const chunk of res) text += String(chunk);
+    expect(text).toBe('abcde');
+  });
+
   it('closes the source when the puller leaves', async () => {
     const source = new PassThrough();
     const res = await pullBody(agent, desk.offer(source), 1000);
