@@ -8,10 +8,17 @@ import { runInNewContext } from 'node:vm';
  * collection. A process moving a large file therefore grew by that much whatever its streams'
  * backpressure (measured: a bare `node:http` server reading 200 MB grew 52–60 MB; with a minor
  * collection every 16 MB, 30 MB, for 5 ms of collection in all). The buffers die young, so a
- * minor collection (a scavenge, under a millisecond) frees them: `bytesMoved` asks for one
- * each RECLAIM_STEP bytes that a transfer or an upload moved through this process.
+ * minor collection (a scavenge, well under a millisecond with nothing alive to copy) frees
+ * them: `bytesMoved` asks for one each RECLAIM_STEP bytes that a transfer or an upload moved
+ * through this process.
+ *
+ * 4 MB, not 16: with 16 MB, the garbage between scavenges (about 1.6 bytes of buffers per byte
+ * moved) still pushed V8 into full collections, 55 of them in the file service over two 200 MB
+ * uploads and two downloads, against 2 with 4 MB; the scavenges cost less than those did, so
+ * each upload took less CPU and the file service's peak growth fell from +57 to about +30 MB
+ * (docs/performance.md "File bytes").
  */
-const RECLAIM_STEP = 16 * 1024 * 1024;
+const RECLAIM_STEP = 4 * 1024 * 1024;
 
 type Collect = (options: { type: 'minor'; execution: 'sync' }) => void;
 

@@ -156,13 +156,23 @@ export class TransferDesk {
     });
   }
 
-  /** A ticket for `source`, streamed once to whoever pulls it; destroyed when unclaimed. */
-  offer(source: Readable): TransferTicket {
+  /**
+   * A ticket for `source`, streamed once to whoever pulls it; destroyed when unclaimed. With
+   * its `length` (known for a stored object) the bytes go unframed: chunked encoding made the
+   * puller's parser cut most socket reads in two, twice the chunks to pass on (measured: 6,400
+   * instead of 3,200 for 200 MB, half of them under 8 KB).
+   */
+  offer(source: Readable, length?: number): TransferTicket {
     return this.issue(
       'GET',
       () => source.destroy(),
       (_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/octet-stream' }).flushHeaders();
+        res
+          .writeHead(200, {
+            'content-type': 'application/octet-stream',
+            ...(length !== undefined ? { 'content-length': length } : {}),
+          })
+          .flushHeaders();
         // A puller that leaves closes `res`: pipeline then destroys the source (an S3 socket).
         pipeline(source, res, () => undefined);
         source.on('data', (chunk: Buffer) => bytesMoved(chunk.length));
@@ -300,7 +310,15 @@ export function pushBody(
           reject(unreachable());
         }
       });
-      res.once('error', () => undefined);
+      // Cut after the headers (the file service died or reset the connection): no answer
+      // will come, so settle now rather than hold the upload's lease until it expires.
+      res.once('close', () => {
+        if (res.complete) return;
+        stop();
+        req.destroy();
+        reject(unreachable());
+      });
+      res.once('error', () => undefined); // 'close' follows, and settles
     });
     body.pipe(req);
   });

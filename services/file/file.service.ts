@@ -228,7 +228,7 @@ export function createFileService(config: Config): ServiceDefinition {
           };
           if (ctx.nodeID === broker.nodeID) return object.body;
           // To another node: the bytes go over the transfer port, pulled with this ticket.
-          ctx.meta[DOWNLOAD_TICKET_META] = openDesk().offer(object.body);
+          ctx.meta[DOWNLOAD_TICKET_META] = openDesk().offer(object.body, object.contentLength);
           return null;
         },
       }),

@@ -12,11 +12,11 @@ const BODY_BUFFER_BYTES = 1 * MiB;
 
 /**
  * The most one upload holds in a file-service process: its body's stream buffers, the parts
- * uploading to S3 (PART_QUEUE), the chunks of the part being filled, and the part buffer
- * they are copied into (services/file/part-upload). A bulk upload stores its files one after
- * the other (services/file/multipart), so this holds per request.
+ * uploading to S3 (PART_QUEUE) and the part buffer being filled, each chunk copied in as it
+ * comes (services/file/part-upload). A bulk upload stores its files one after the other
+ * (services/file/multipart), so this holds per request.
  */
-export const UPLOAD_MEMORY_BYTES = BODY_BUFFER_BYTES + (PART_QUEUE + 2) * PART_SIZE;
+export const UPLOAD_MEMORY_BYTES = BODY_BUFFER_BYTES + (PART_QUEUE + 1) * PART_SIZE;
 
 /** RSS of a file-service process that receives nothing: about 140 MB measured, rounded up. */
 export const FILE_PROCESS_BASELINE_BYTES = 160 * MiB;

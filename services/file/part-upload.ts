@@ -20,12 +20,26 @@ export interface PartUploadOptions {
   queueSize: number;
 }
 
+/** Detaches an ArrayBuffer, freeing its memory at once (ES2024; TS's lib here is ES2023). */
+type Detachable = ArrayBuffer & { transfer(newByteLength: number): ArrayBuffer };
+
+/**
+ * Gives a part buffer's memory back now. A part buffer lives through a whole upload, so V8
+ * has moved it to the old generation by the end, where only a full collection would free it;
+ * over a few uploads that garbage was the file service's largest growth (docs/performance.md
+ * "File bytes"). Only a buffer whose requests have all settled may be released.
+ */
+function release(part: Buffer): void {
+  (part.buffer as Detachable).transfer(0);
+}
+
 /**
  * Streams `body` into one object, a part at a time, like lib-storage's `Upload`, except that
- * the parts are copied into `queueSize + 1` buffers reused for the whole upload. `Upload`
- * joins each part's chunks into a new buffer: 200 MB through it allocated 400 MB, which V8
- * collects late (docs/performance.md "File bytes"); here the only garbage is the body's own
- * chunks. A body of at most one part is one PutObject.
+ * each chunk is copied as it comes into one of `queueSize + 1` part buffers reused for the
+ * whole upload and freed at its end. `Upload` holds a part's chunks, then joins them into a
+ * new buffer: 200 MB through it allocated 400 MB, which V8 collects late; here a chunk is
+ * garbage as soon as it is copied, young enough for the next minor collection to free. A body
+ * of at most one part is one PutObject.
  *
  * A failure (the body's error, or S3's) stops reading, aborts the requests in flight, waits
  * for every one to settle, then aborts the multipart upload, and rejects with the failure.
@@ -33,30 +47,15 @@ export interface PartUploadOptions {
 export async function uploadParts(body: Readable, options: PartUploadOptions): Promise<void> {
   const { client, bucket, key, partSize, queueSize } = options;
   const abort = new AbortController();
+  /** Part buffers no request holds: the one being filled comes from here. */
   const free: Buffer[] = [];
   const inFlight = new Set<Promise<void>>();
   const completed: CompletedPart[] = [];
   let uploadId: string | undefined;
   let failure: { error: unknown } | undefined;
-  let chunks: Buffer[] = [];
-  let length = 0;
+  let part: Buffer | undefined;
+  let filled = 0;
   let partNumber = 0;
-
-  /** The first `size` bytes held, copied into a part buffer; the rest stays held. */
-  const takePart = (size: number): Buffer => {
-    const part = free.pop() ?? Buffer.allocUnsafe(partSize);
-    let filled = 0;
-    while (filled < size) {
-      const chunk = chunks[0];
-      const n = Math.min(chunk.length, size - filled);
-      chunk.copy(part, filled, 0, n);
-      filled += n;
-      if (n === chunk.length) chunks.shift();
-      else chunks[0] = chunk.subarray(n);
-    }
-    length -= size;
-    return part;
-  };
 
   const fail = (error: unknown) => {
     failure ??= { error };
@@ -64,19 +63,24 @@ export async function uploadParts(body: Readable, options: PartUploadOptions): P
   };
 
   /** Sends a part once fewer than `queueSize` are in flight; its buffer is free again after. */
-  const sendPart = async (part: Buffer, size: number) => {
-    while (inFlight.size >= queueSize && !failure) await Promise.race(inFlight);
-    if (failure) throw failure.error;
-    uploadId ??= (
-      await client.send(
-        new CreateMultipartUploadCommand({
-          Bucket: bucket,
-          Key: key,
-          ContentType: options.contentType,
-        }),
-        { abortSignal: abort.signal },
-      )
-    ).UploadId;
+  const sendPart = async (buffer: Buffer, size: number) => {
+    try {
+      while (inFlight.size >= queueSize && !failure) await Promise.race(inFlight);
+      if (failure) throw failure.error;
+      uploadId ??= (
+        await client.send(
+          new CreateMultipartUploadCommand({
+            Bucket: bucket,
+            Key: key,
+            ContentType: options.contentType,
+          }),
+          { abortSignal: abort.signal },
+        )
+      ).UploadId;
+    } catch (err) {
+      free.push(buffer); // never sent, so no request holds it: freed with the others
+      throw err;
+    }
     const PartNumber = ++partNumber;
     const sent = client
       .send(
@@ -85,14 +89,14 @@ export async function uploadParts(body: Readable, options: PartUploadOptions): P
           Key: key,
           UploadId: uploadId,
           PartNumber,
-          Body: part.subarray(0, size),
+          Body: buffer.subarray(0, size),
           ContentLength: size,
         }),
         { abortSignal: abort.signal },
       )
       .then(({ ETag }) => {
         completed.push({ PartNumber, ETag });
-        free.push(part);
+        free.push(buffer);
       }, fail)
       .finally(() => inFlight.delete(sent));
     inFlight.add(sent);
@@ -101,28 +105,40 @@ export async function uploadParts(body: Readable, options: PartUploadOptions): P
   try {
     for await (const chunk of body as AsyncIterable<Buffer>) {
       if (failure) throw failure.error;
-      chunks.push(chunk);
-      length += chunk.length;
-      // A full part goes once a byte more has come: the last part may then be any size.
-      while (length > partSize) await sendPart(takePart(partSize), partSize);
+      for (let offset = 0; offset < chunk.length;) {
+        // A full part goes once a byte more has come: the last part may then be any size.
+        if (part && filled === partSize) {
+          const full = part;
+          part = undefined;
+          filled = 0;
+          await sendPart(full, partSize);
+        }
+        part ??= free.pop() ?? Buffer.allocUnsafeSlow(partSize);
+        const n = chunk.copy(part, filled, offset);
+        filled += n;
+        offset += n;
+      }
     }
     if (partNumber === 0) {
-      const whole = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length);
-      chunks = [];
+      const whole = part;
+      part = undefined;
+      const bytes = whole?.subarray(0, filled) ?? Buffer.alloc(0);
       await client.send(
         new PutObjectCommand({
           Bucket: bucket,
           Key: key,
-          Body: whole,
-          ContentLength: whole.length,
+          Body: bytes,
+          ContentLength: bytes.length,
           ContentType: options.contentType,
         }),
         { abortSignal: abort.signal },
       );
+      if (whole) release(whole);
       return;
     }
-    const size = length;
-    await sendPart(takePart(size), size);
+    const lastPart = part as Buffer;
+    part = undefined;
+    await sendPart(lastPart, filled);
     await Promise.all(inFlight);
     if (failure) throw failure.error;
     completed.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
@@ -143,5 +159,8 @@ export async function uploadParts(body: Readable, options: PartUploadOptions): P
         .catch(() => undefined);
     }
     throw (failure as { error: unknown }).error;
+  } finally {
+    // Only buffers no request holds: a failed request's socket may still be writing its own.
+    for (const buffer of part ? [part, ...free] : free) release(buffer);
   }
 }

@@ -756,7 +756,7 @@ describe('S3 failures answer 503, never hang', () => {
 
 // ---------------------------------------------------------------- memory
 
-describe('memory while uploading 100 MB', () => {
+describe('memory while moving 100 MB up and down', () => {
   const iso = isolation();
   let gateway: NodeProcess;
   let file: NodeProcess;
@@ -774,7 +774,7 @@ describe('memory while uploading 100 MB', () => {
     await dropDatabases(iso);
   });
 
-  it('streams a generated 100 MB file through the gateway to S3, each process growing < 64 MB', async () => {
+  it('streams a generated 100 MB file up and twice back down, each process peaking < 48 MB above its start', async () => {
     const { key } = await createUserWithKey(gateway.url);
     await waitForFiles(gateway.url, key);
     const size = 100 * 1024 * 1024;
@@ -794,36 +794,55 @@ describe('memory while uploading 100 MB', () => {
       peak.gateway = Math.max(peak.gateway, rssKb(gatewayPid));
     }, 25);
 
-    const started = Date.now();
-    const { body, headers } = streamed([
-      { name: 'upload-file', filename: 'big.pdf', data: hashed },
-    ]);
-    const reply = await post(gateway.url, '/single-upload', key, body, headers).finally(() =>
-      clearInterval(sampler),
-    );
-    const seconds = (Date.now() - started) / 1000;
-    expect(reply.status).toBe(200);
+    try {
+      const { body, headers } = streamed([
+        { name: 'upload-file', filename: 'big.pdf', data: hashed },
+      ]);
+      const reply = await post(gateway.url, '/single-upload', key, body, headers);
+      expect(reply.status).toBe(200);
+      const sent = hash.digest('hex');
 
-    const objectKey = keyOf(reply.body.data.url);
-    const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: objectKey }));
-    expect(head.ContentLength).toBe(size);
-    const object = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: objectKey }));
-    const stored = createHash('sha256');
-    for await (const chunk of object.Body as Readable) stored.update(chunk as Buffer);
-    expect(stored.digest('hex')).toBe(hash.digest('hex'));
+      const objectKey = keyOf(reply.body.data.url);
+      const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: objectKey }));
+      expect(head.ContentLength).toBe(size);
+      const object = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: objectKey }));
+      const stored = createHash('sha256');
+      for await (const chunk of object.Body as Readable) stored.update(chunk as Buffer);
+      expect(stored.digest('hex')).toBe(sent);
+
+      // Downloads stream through both processes as well: the bound holds for the whole run,
+      // not only for the first transfer.
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(`${gateway.url}/file/download`, {
+          method: 'POST',
+          headers: { 'api-key': key, 'content-type': 'application/json' },
+          body: JSON.stringify({ url: reply.body.data.url }),
+        });
+        expect(res.status).toBe(200);
+        const received = createHash('sha256');
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          received.update(chunk);
+        }
+        expect(received.digest('hex')).toBe(sent);
+      }
+    } finally {
+      clearInterval(sampler);
+    }
 
     const growth = {
       file: Math.round((peak.file - baseline.file) / 1024),
       gateway: Math.round((peak.gateway - baseline.gateway) / 1024),
     };
     console.log(
-      `100 MB upload in ${seconds.toFixed(1)} s (${(100 / seconds).toFixed(0)} MB/s): ` +
-        `file service RSS ${Math.round(baseline.file / 1024)} → peak ${Math.round(peak.file / 1024)} MB ` +
-        `(+${growth.file} MB), gateway RSS ${Math.round(baseline.gateway / 1024)} → peak ` +
-        `${Math.round(peak.gateway / 1024)} MB (+${growth.gateway} MB)`,
+      `100 MB up, twice down: file service RSS ${Math.round(baseline.file / 1024)} → peak ` +
+        `${Math.round(peak.file / 1024)} MB (+${growth.file} MB), gateway RSS ` +
+        `${Math.round(baseline.gateway / 1024)} → peak ${Math.round(peak.gateway / 1024)} MB ` +
+        `(+${growth.gateway} MB)`,
     );
-    // Issue 15's goal: a file of any size moves through each process in less than 64 MB.
-    expect(growth.file).toBeLessThan(64);
-    expect(growth.gateway).toBeLessThan(64);
+    // Issue 15's goal is < 64 MB in every process; both stay under 30 MB or so since the part
+    // buffers are freed and the scavenges come every 4 MB (+60 and +52 MB before), so a bound
+    // of 48 MB shows a regression before the goal is lost.
+    expect(growth.file).toBeLessThan(48);
+    expect(growth.gateway).toBeLessThan(48);
   });
 });

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { payloadTooLarge } from '../../../libs/errors';
 import { TransferDesk, pullBody, pushBody, transferAgent } from '../../../libs/transfer';
@@ -114,6 +116,36 @@ describe('pushBody', () => {
     expect(seen).toBeDefined();
   });
 
+  it.each([
+    ['closes', (socket: Socket) => socket.destroy()],
+    ['resets', (socket: Socket) => socket.resetAndDestroy()],
+  ])(
+    'fails with a 503 when the receiver %s the connection after its answer has begun',
+    async (_how, cut) => {
+      // A receiver that dies mid-answer: the headers and part of the JSON, then no more.
+      const server = createServer((socket) => {
+        socket.once('data', () => {
+          socket.write(
+            'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"ok"',
+          );
+          setImmediate(() => cut(socket));
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = server.address() as AddressInfo;
+        const ticket = { url: `http://127.0.0.1:${port}/transfers/${randomUUID()}`, token: 'x' };
+        // No time limit: before the fix nothing settled a closed push, and the test timed out.
+        const err = await rejectionOf(() =>
+          pushBody(agent, ticket, Readable.from([Buffer.from('body')]), 0),
+        );
+        expect(err).toMatchObject({ code: 503, message: /could not be reached/ });
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+  );
+
   it('times out as a moleculer call does (504)', async () => {
     const ticket = desk.expectBody(
       () => new Promise(() => undefined),
@@ -130,6 +162,16 @@ describe('pullBody', () => {
     let text = '';
     for await (const chunk of res) text += String(chunk);
     expect(text).toBe('abc');
+  });
+
+  it('sends an offered length as Content-Length: the bytes come unframed, in whole reads', async () => {
+    const chunks = [Buffer.from('ab'), Buffer.from('cd'), Buffer.from('e')];
+    const res = await pullBody(agent, desk.offer(Readable.from(chunks), 5), 1000);
+    expect(res.headers['content-length']).toBe('5');
+    expect(res.headers['transfer-encoding']).toBeUndefined();
+    let text = '';
+    for await (const chunk of res) text += String(chunk);
+    expect(text).toBe('abcde');
   });
 
   it('closes the source when the puller leaves', async () => {
