@@ -1,16 +1,14 @@
 /**
  * The servers `npm run bench:gateway` measures, one role per process (BENCH_ROLE):
  *
- *   bare     `node:http` answering fixed JSON: the machine's ceiling
  *   floor    moleculer-web and/or a no-op action on a plain broker (BENCH_WEB, BENCH_NOOP):
  *            the framework's floor, with our transporter and serializer and nothing else
  *   waybill  our services (SERVICES), exactly as bin/server.ts runs them, plus the no-op
  *            action (BENCH_NOOP) routed through the whole `/api` pipeline of our gateway
  *
- * bare and floor print their port on stdout once they listen; waybill is watched through its
+ * floor prints its port on stdout once it listens; waybill is watched through its
  * health endpoint like any node (test/support/stack). Not an entry point of its own.
  */
-import { createServer } from 'node:http';
 import Joi from '../libs/joi';
 import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import ApiGateway from 'moleculer-web';
@@ -54,25 +52,6 @@ const wanted = (name: string) => process.env[name] === '1';
 
 function listening(port: number): void {
   console.log(String(port));
-}
-
-function bare(): void {
-  const body = JSON.stringify(NOOP_ANSWER);
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-      });
-      res.end(body);
-    });
-  });
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    listening(typeof address === 'object' && address ? address.port : 0);
-  });
-  process.on('SIGTERM', () => server.close(() => process.exit(0)));
 }
 
 async function floor(config: Config): Promise<void> {
@@ -135,10 +114,9 @@ async function waybill(config: Config): Promise<void> {
 // Run by bench-gateway.ts as a child; imported by it only for the constants above.
 if (require.main === module) {
   const role = process.env.BENCH_ROLE;
-  if (role === 'bare') bare();
-  else if (role === 'floor') void floor(loadConfig()).catch(fail);
+  if (role === 'floor') void floor(loadConfig()).catch(fail);
   else if (role === 'waybill') void waybill(loadConfig()).catch(fail);
-  else fail(new Error(`BENCH_ROLE must be bare, floor or waybill, not ${role}`));
+  else fail(new Error(`BENCH_ROLE must be floor or waybill, not ${role}`));
 }
 
 function fail(err: unknown): void {

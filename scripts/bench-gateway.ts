@@ -25,8 +25,9 @@ import {
   requireInfrastructure,
   runMain,
   showHelpIfAsked,
+  startBareServer,
 } from './bench-support';
-import { NOOP_PATH } from './bench-gateway-node';
+import { NOOP_ANSWER, NOOP_PATH } from './bench-gateway-node';
 
 const USAGE = `
 npm run bench:gateway [-- --connections 50 --duration 5 --warmup 2 --rounds 3 --profile DIR]
@@ -107,7 +108,7 @@ async function measure(target: Target): Promise<Measured> {
   };
 }
 
-/** A child of ours that prints its port once it listens (bench-gateway-node: bare, floor). */
+/** A child of ours that prints its port once it listens (bench-gateway-node's floor, the bare server). */
 interface Child {
   url: string;
   pid: number;
@@ -210,9 +211,14 @@ async function startTargets(
   nodes: NodeProcess[],
 ): Promise<Map<string, Target>> {
   const targets = new Map<string, Target>();
-  const bare = await startChild({ BENCH_ROLE: 'bare' });
-  children.push(bare);
-  targets.set('bare node:http', { url: bare.url, pids: [bare.pid] });
+  const bare = await startBareServer(NOOP_ANSWER);
+  const exited = new Promise<void>((done) => bare.child.once('exit', () => done()));
+  children.push({
+    url: bare.url,
+    pid: bare.child.pid ?? 0,
+    stop: () => (bare.child.kill(), exited),
+  });
+  targets.set('bare node:http', { url: bare.url, pids: [bare.child.pid ?? 0] });
   for (const overNats of [false, true]) {
     const topology = overNats ? NATS : ONE;
     const floor = await startFloor(iso, overNats);

@@ -97,9 +97,14 @@ export async function inParallel<T, R>(
  * A bare `node:http` server in a child process answering every request with a fixed JSON
  * body: the reference a benchmark measures next to Waybill. Resolves with its URL.
  */
-export function startBareServer(): Promise<{ url: string; child: ChildProcess }> {
+/** What the bare server answers unless told: about the size of a quote's total in our envelope. */
+const BARE_ANSWER = { success: true, message: 'ok', data: { total: '2756.25' } };
+
+export function startBareServer(
+  answer: object = BARE_ANSWER,
+): Promise<{ url: string; child: ChildProcess }> {
   const program = `
-    const body = JSON.stringify({ success: true, message: 'ok', data: { total: '2756.25' } });
+    const body = ${JSON.stringify(JSON.stringify(answer))};
     const server = require('node:http').createServer((req, res) => {
       req.resume();
       req.on('end', () => {
