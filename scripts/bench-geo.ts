@@ -11,7 +11,7 @@ import { resolvePlace } from '../services/geo/address';
 import { geocodeText, gazetteer, nearestCity, searchCities } from '../services/geo/gazetteer';
 import type { CityTable } from '../services/geo/gazetteer/city-table';
 import { freePort, isolation, rssKb } from '../test/support/stack';
-import { GEO_NODE_OPTIONS, showHelpIfAsked } from './bench-support';
+import { deployedNodeOptions, showHelpIfAsked } from './bench-support';
 
 showHelpIfAsked(`
 npm run bench:geo       (builds first; or: scripts/tsx scripts/bench-geo.ts after npm run build)
@@ -138,7 +138,7 @@ async function measureGeoProcess(): Promise<{ readyMs: number; rssMb: number } |
       OPS_PORT: String(opsPort),
       NAMESPACE: isolation().namespace,
       LOG_LEVEL: 'warn',
-      NODE_OPTIONS: GEO_NODE_OPTIONS,
+      NODE_OPTIONS: deployedNodeOptions('geo'),
     },
     stdio: 'ignore',
   });

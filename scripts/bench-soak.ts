@@ -13,10 +13,11 @@ import { adminHeaders, createUserWithKey, request, type Reply } from '../test/su
 import { fileOf, HEADS } from '../test/support/multipart';
 import { FAST_WEBHOOKS, WebhookReceiver } from '../test/support/webhook-receiver';
 import {
+  cpuTimeMs,
   dropDatabases,
   isolation,
   rssKb,
-  startNodes,
+  startNode,
   type NodeProcess,
 } from '../test/support/stack';
 import {
@@ -25,7 +26,7 @@ import {
   runMain,
   showHelpIfAsked,
   startBareServer,
-  GEO_NODE_OPTIONS,
+  deployedNodeOptions,
 } from './bench-support';
 import {
   GROWTH_MB_PER_MIN,
@@ -38,8 +39,8 @@ showHelpIfAsked(`
 npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
   (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
-Starts each service in its own process over NATS (as the integration tests do; geo with
-its production NODE_OPTIONS), prints each one's resident memory (RSS) at rest, then runs a
+Starts each service in its own process over NATS (as the integration tests do, each
+with its pod's NODE_OPTIONS from deploy/k8s), prints each one's resident memory (RSS) at rest, then runs a
 mixed load through the gateway for M minutes: Mode B quotes, package create/list/delete,
 wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
 searches, small file uploads, webhook registration and removal. Every S seconds it
@@ -47,6 +48,9 @@ samples each process's RSS; at the end it prints the table and a verdict per pro
 the samples after the warm-up (the first quarter). A V8 heap's RSS is a saw, so the verdict
 is on its floor: the lowest sample of the last half against the lowest of the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min and over twice the
 reference's: memory never given back.
+With the verdicts, each process's V8 heap in use and young-generation size at the end of
+the load (from its /metrics: RSS above the heap in use is mostly that young space, which V8
+sizes to the allocation rate) and the CPU seconds it used during the load.
 Last, after D idle seconds (V8 collects in full and shrinks an idle heap), each RSS again,
 to set against the one at rest. A bare node:http process taking a share of the load is
 the reference.
@@ -121,6 +125,27 @@ class Tally {
     let n = 0;
     for (const byStatus of this.counts.values()) for (const count of byStatus.values()) n += count;
     return n;
+  }
+}
+
+/** A process's V8 heap in MB, read from its metrics (none for the reference). */
+interface Heap {
+  used: number;
+  /** The young generation's size: V8 grows it with the allocation rate, up to twice --max-semi-space-size. */
+  young: number;
+}
+
+async function heapOf(opsUrl: string | undefined): Promise<Heap | undefined> {
+  if (!opsUrl) return undefined;
+  try {
+    const text = await (await fetch(`${opsUrl}/metrics`)).text();
+    const mb = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN) / 2 ** 20;
+    return {
+      used: mb(/^process_memory_heap_size_used\{[^}]*\} (\S+)$/m),
+      young: mb(/^process_memory_heap_space_size_total\{[^}]*space="new_space"[^}]*\} (\S+)$/m),
+    };
+  } catch {
+    return undefined;
   }
 }
 
@@ -252,20 +277,29 @@ async function main(): Promise<number> {
   try {
     await receiver.start();
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn', ...FAST_WEBHOOKS };
-    // Geo with its production NODE_OPTIONS (deploy/), so that its memory is what a pod's is.
-    const others = SERVICES.filter((name) => name !== 'geo');
-    const geo: NodeProcess[] = [];
-    const starts = await Promise.allSettled([
-      startNodes(nodes, others, { iso, env }),
-      startNodes(geo, ['geo'], { iso, env: { ...env, NODE_OPTIONS: GEO_NODE_OPTIONS } }),
-    ]);
-    nodes.push(...geo);
+    // Each service with its pod's NODE_OPTIONS (deploy/k8s), so that its memory is a pod's.
+    const starts = await Promise.allSettled(
+      SERVICES.map((services) => {
+        const nodeOptions = deployedNodeOptions(services);
+        const own = nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env;
+        return startNode({ iso, env: own, services });
+      }),
+    );
+    const byName = new Map<string, NodeProcess>();
+    starts.forEach((s, i) => {
+      if (s.status === 'fulfilled') {
+        nodes.push(s.value);
+        byName.set(SERVICES[i], s.value);
+      }
+    });
     for (const s of starts) if (s.status === 'rejected') throw s.reason;
-    const byName = new Map([...others, 'geo'].map((name, i) => [name, nodes[i]]));
-    const url = nodes[0].url;
+    const url = (byName.get('gateway') as NodeProcess).url;
     const processes = [
-      ...SERVICES.map((name) => ({ name, pid: byName.get(name)?.child.pid as number })),
-      { name: 'reference: bare node:http', pid: bare.child.pid as number },
+      ...SERVICES.map((name) => {
+        const node = byName.get(name) as NodeProcess;
+        return { name, pid: node.child.pid as number, opsUrl: node.opsUrl };
+      }),
+      { name: 'reference: bare node:http', pid: bare.child.pid as number, opsUrl: undefined },
     ];
 
     console.log(
@@ -300,6 +334,7 @@ async function main(): Promise<number> {
       return making;
     };
     const tally = new Tally();
+    const cpuAtStart = processes.map((p) => cpuTimeMs(p.pid));
     const ops = operations(url, bare.url, receiver.url('/soak'), tally, merchantFor);
     const started = performance.now();
     const endAt = started + MINUTES * 60_000;
@@ -326,6 +361,8 @@ async function main(): Promise<number> {
     stopping = true;
     await Promise.race([Promise.all(workers), sleep(GIVE_UP_MS)]);
     const ranMin = minutes();
+    const cpuS = processes.map((p, i) => (cpuTimeMs(p.pid) - cpuAtStart[i]) / 1000);
+    const heapsAtEnd = await Promise.all(processes.map((p) => heapOf(p.opsUrl)));
     // Idle, V8 collects in full and shrinks its heap: what stays is what the run kept.
     await sleep(COOL_DOWN_S * 1000);
     const afterRest = processes.map((p) => rssKb(p.pid) / 1024);
@@ -344,14 +381,14 @@ async function main(): Promise<number> {
       );
     }
     console.log(
-      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'slope MB/min'.padStart(13)} ${'floor MB/min'.padStart(13)}  verdict`,
+      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'slope MB/min'.padStart(13)} ${'floor MB/min'.padStart(13)}  ${'verdict'.padEnd(8)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'CPU s'.padStart(6)}`,
     );
     const referenceTrend = memoryTrend(samples[samples.length - 1]);
     for (const [i, p] of processes.entries()) {
       const t = memoryTrend(samples[i]);
       const s = samples[i];
       console.log(
-        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${afterRest[i].toFixed(0).padStart(10)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t, referenceTrend)}`,
+        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${afterRest[i].toFixed(0).padStart(10)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${(heapsAtEnd[i]?.used.toFixed(0) ?? '-').padStart(9)} ${(heapsAtEnd[i]?.young.toFixed(0) ?? '-').padStart(9)} ${cpuS[i].toFixed(0).padStart(6)}`,
       );
     }
     console.log('\nAnswers by operation and status:');

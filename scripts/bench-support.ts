@@ -1,7 +1,8 @@
 /** What every benchmark script needs: its numeric `--flags` and the local infrastructure. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 
 /**
  * `--profile DIR`: where the processes a benchmark profiles write their `node --cpu-prof`
@@ -68,8 +69,26 @@ export function runMain(main: () => Promise<number>): void {
   );
 }
 
-/** The NODE_OPTIONS the geo process runs with in deploy/ and docker-compose.yml. */
-export const GEO_NODE_OPTIONS = '--expose-gc --max-semi-space-size=1';
+/**
+ * The NODE_OPTIONS a service's pod runs with (`deploy/k8s/<service>.yaml`; docker-compose.yml
+ * sets the same, test/unit/deploy), '' for V8's defaults: a benchmark starts each process as it
+ * is deployed, or its memory is not a pod's.
+ */
+export function deployedNodeOptions(service: string): string {
+  const file = join(__dirname, '..', 'deploy', 'k8s', `${service}.yaml`);
+  for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+    const manifest = doc.toJS() as {
+      kind?: string;
+      spec?: {
+        template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } };
+      };
+    };
+    if (manifest.kind !== 'Deployment') continue;
+    const env = manifest.spec?.template?.spec?.containers?.[0]?.env ?? [];
+    return env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+  }
+  throw new Error(`${file} has no Deployment`);
+}
 
 /** Setup calls a benchmark makes at once: kept light so that it does not time out on a loaded machine. */
 export const SETUP_WIDTH = 8;

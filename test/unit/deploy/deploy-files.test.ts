@@ -3,11 +3,13 @@
  * here, so they are parsed and checked against the code: one container and one Deployment per
  * entry of SERVICE_NAMES, and only environment variables that libs/config.ts knows.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { SERVICE_NAMES, describeConfig, loadConfig } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
+import { deployedNodeOptions } from '../../../scripts/bench-support';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const K8S_DIR = join(ROOT, 'deploy', 'k8s');
@@ -559,6 +561,41 @@ describe('deploy/k8s', () => {
     const limit = kubernetesBytes(container.resources?.limits?.memory ?? '0');
     expect(maxUploads).toBeGreaterThan(0);
     expect(fileProcessMemoryBound(maxUploads)).toBeLessThanOrEqual(limit);
+  });
+
+  it.each(SERVICE_NAMES)(
+    'runs %s with the same NODE_OPTIONS as docker-compose.yml and the benchmarks',
+    (name) => {
+      const container = containerOf(deployments.find((d) => servicesOf(d) === name) as Manifest);
+      const own = container.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+      expect(envOf(services[name]).NODE_OPTIONS ?? '').toBe(own);
+      expect(deployedNodeOptions(name)).toBe(own);
+    },
+  );
+
+  it('bounds the young generation of courier-matching, which V8 grows to 128 MB under its sweep (docs/performance.md)', () => {
+    // Objects that live a little while, at a steady rate: V8 grows the young generation as
+    // many of them survive a scavenge, up to twice --max-semi-space-size (64 MB here by default).
+    const allocate = `
+      let kept = [];
+      for (let i = 0; i < 3e7; i++) {
+        const o = { i, pair: [i, i + 1] };
+        if (i % 50 === 0) kept.push(o);
+        if (kept.length > 20000) kept = [];
+      }
+      const young = require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+      console.log(young.space_size / 2 ** 20);`;
+    const youngMb = (nodeOptions: string) => {
+      const run = spawnSync(process.execPath, ['-e', allocate], {
+        env: { PATH: process.env.PATH, NODE_OPTIONS: nodeOptions },
+        encoding: 'utf8',
+      });
+      expect(run.stderr).toBe('');
+      return Number(run.stdout);
+    };
+    // The load grows an unbounded process past the bound: the check below means something.
+    expect(youngMb('')).toBeGreaterThan(32);
+    expect(youngMb(deployedNodeOptions('courier-matching'))).toBeLessThanOrEqual(32);
   });
 
   it('declares the file service transfer port, and no Service exposes it', () => {
