@@ -40,9 +40,9 @@ npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
   (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Starts each service in its own process over NATS (as the integration tests do, each
-with its pod's NODE_OPTIONS from deploy/k8s), prints each one's resident memory (RSS) at rest, then runs a
-mixed load through the gateway for M minutes: Mode B quotes, package create/list/delete,
-wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
+with its pod's NODE_OPTIONS from deploy/k8s), prints each one's resident memory (RSS) at
+rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
+create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
 searches, small file uploads, webhook registration and removal. Every S seconds it
 samples each process's RSS; at the end it prints the table and a verdict per process from
 the samples after the warm-up (the first quarter). A V8 heap's RSS is a saw, so the verdict
