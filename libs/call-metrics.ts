@@ -113,29 +113,41 @@ function callMetrics(broker: ServiceBroker): Middleware | null {
   const received = table.counter('moleculer_transit_receive_total', 'Number of received packets', [
     'type',
   ]);
+  const count = (name: string, help: string) => table.counter(name, help, []).of();
   const sent = {
-    packets: table
-      .counter('moleculer_transporter_packets_sent_total', 'Number of sent packets', [])
-      .of(),
-    bytes: table
-      .counter('moleculer_transporter_packets_sent_bytes', 'Number of sent bytes', [])
-      .of(),
+    packets: count('moleculer_transporter_packets_sent_total', 'Number of sent packets'),
+    bytes: count('moleculer_transporter_packets_sent_bytes', 'Number of sent bytes'),
   };
   const got = {
-    packets: table
-      .counter('moleculer_transporter_packets_received_total', 'Number of received packets', [])
-      .of(),
-    bytes: table
-      .counter('moleculer_transporter_packets_received_bytes', 'Number of received bytes', [])
-      .of(),
+    packets: count('moleculer_transporter_packets_received_total', 'Number of received packets'),
+    bytes: count('moleculer_transporter_packets_received_bytes', 'Number of received bytes'),
   };
 
-  /** Counts each run of `handler`, its time, and its failures, by the series of its caller. */
+  /**
+   * Counts each run of `handler` in `family`, its time and its failures, under the label
+   * values of its context; the series are found once per distinct `keyOf`.
+   */
   function measured(
-    seriesOf: (ctx: Context) => Series,
-    errorOf: (ctx: Context, err: unknown) => Count,
+    family: typeof request | typeof event,
+    valuesOf: (ctx: Context) => string[],
+    keyOf: (ctx: Context) => string,
     handler: Handler,
   ): Handler {
+    const found = new Map<string, Series>();
+    const seriesOf = (ctx: Context) => {
+      const key = keyOf(ctx);
+      let series = found.get(key);
+      if (!series) {
+        const values = valuesOf(ctx);
+        series = {
+          total: family.total.of(...values),
+          active: family.active.of(...values),
+          time: family.time.of(...values),
+        };
+        found.set(key, series);
+      }
+      return series;
+    };
     return function (this: unknown, ctx: Context) {
       const series = seriesOf(ctx);
       series.total.value++;
@@ -150,43 +162,18 @@ function callMetrics(broker: ServiceBroker): Middleware | null {
         (err: unknown) => {
           series.time.observe(performance.now() - started);
           series.active.value--;
-          errorOf(ctx, err).value++;
+          family.errors.of(...valuesOf(ctx), ...errorLabels(err)).value++;
           throw err;
         },
       );
     };
   }
 
-  function callSeries(
-    type: 'local' | 'remote',
-    action: { name: string; service?: { fullName?: string } },
-  ) {
-    const fixed = [labelValue(action.service?.fullName), action.name, type];
-    const byCaller = new Map<string, Series>();
-    return {
-      seriesOf: (ctx: Context) => {
-        const caller = labelValue(ctx.caller);
-        let series = byCaller.get(caller);
-        if (!series) {
-          const values = [...fixed, caller];
-          series = {
-            total: request.total.of(...values),
-            active: request.active.of(...values),
-            time: request.time.of(...values),
-          };
-          byCaller.set(caller, series);
-        }
-        return series;
-      },
-      errorOf: (ctx: Context, err: unknown) =>
-        request.errors.of(...fixed, labelValue(ctx.caller), ...errorLabels(err)),
-    };
-  }
-
+  const callerOf = (ctx: Context) => labelValue(ctx.caller);
   const wrapAction = (type: 'local' | 'remote') =>
     function (next: Handler, action: { name: string; service?: { fullName?: string } }) {
-      const { seriesOf, errorOf } = callSeries(type, action);
-      return measured(seriesOf, errorOf, next);
+      const fixed = [labelValue(action.service?.fullName), action.name, type];
+      return measured(request, (ctx) => [...fixed, callerOf(ctx)], callerOf, next);
     };
 
   return {
@@ -196,29 +183,10 @@ function callMetrics(broker: ServiceBroker): Middleware | null {
     localEvent(next: Handler, handler: { group?: string; service?: { name?: string } }) {
       const service = labelValue(handler.service?.name);
       const group = labelValue(handler.group ?? handler.service?.name);
-      const byKey = new Map<string, Series>();
-      const valuesOf = (ctx: Context) => [
-        service,
-        group,
-        labelValue(ctx.eventName),
-        labelValue(ctx.caller),
-      ];
       return measured(
-        (ctx: Context) => {
-          const key = `${ctx.eventName ?? ''}\u0000${ctx.caller ?? ''}`;
-          let series = byKey.get(key);
-          if (!series) {
-            const values = valuesOf(ctx);
-            series = {
-              total: event.total.of(...values),
-              active: event.active.of(...values),
-              time: event.time.of(...values),
-            };
-            byKey.set(key, series);
-          }
-          return series;
-        },
-        (ctx: Context, err: unknown) => event.errors.of(...valuesOf(ctx), ...errorLabels(err)),
+        event,
+        (ctx) => [service, group, labelValue(ctx.eventName), callerOf(ctx)],
+        (ctx) => `${ctx.eventName ?? ''}\u0000${ctx.caller ?? ''}`,
         next,
       );
     },
