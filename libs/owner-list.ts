@@ -12,6 +12,11 @@ import { insertOnce, isDuplicateKey } from './mongo';
  * number is the lock. An item is added once: its claim, `<ownerId>:<itemId>`, records the
  * number from which its entry may be, so that a retry walks from there and finds it rather
  * than adding it twice. The head records the last number seen, a hint that may lag.
+ *
+ * A list whose items close for good (a package deleted or taken) keeps a floor in its head:
+ * every entry below it names an item that was closed when a reader looked, so reads stop there
+ * and cost what the open items and the closed ones above them cost, not the whole history. An
+ * item that opens again is added again under a tag (`add(…, tag)`), above any floor.
  */
 const plain = { versionKey: false } as const;
 
@@ -22,11 +27,16 @@ const entrySchema = new Schema(
     n: { type: Number, required: true },
     itemId: { type: String, required: true },
     at: { type: Date, required: true },
+    tag: { type: String },
   },
   plain,
 );
 const headSchema = new Schema(
-  { _id: { type: String, required: true }, n: { type: Number, required: true } },
+  {
+    _id: { type: String, required: true },
+    n: { type: Number, required: true },
+    floor: { type: Number },
+  },
   plain,
 );
 const claimSchema = new Schema(
@@ -45,16 +55,51 @@ export function defineOwnerListModels(connection: Connection, name: string) {
 
 export type OwnerListModels = ReturnType<typeof defineOwnerListModels>;
 
-interface EntryRecord {
-  _id: string;
-  ownerId: string;
+/** One entry of an owner's list: its number, its item, when it was added. */
+export interface OwnerListEntry {
   n: number;
   itemId: string;
   at: Date;
 }
 
+interface EntryRecord extends OwnerListEntry {
+  _id: string;
+  ownerId: string;
+  /** Names a second entry of the same item (`returned:<deliveryId>`); none for the first. */
+  tag?: string;
+}
+
 export const ownerListEntryId = (ownerId: string, n: number) => `${ownerId}:${n}`;
-export const ownerListClaimId = (ownerId: string, itemId: string) => `${ownerId}:${itemId}`;
+export const ownerListClaimId = (ownerId: string, itemId: string, tag?: string) =>
+  tag === undefined ? `${ownerId}:${itemId}` : `${ownerId}:${itemId}#${tag}`;
+
+/** Closed entries above a live one that a read passes over before it lifts the live ones. */
+export const LIFT_AFTER_CLOSED = 50;
+
+/**
+ * What a whole read of a list (every entry from the newest down to the floor) lets the next
+ * one skip. Without a lift, the floor rises to the lowest live entry (one past the newest read
+ * when none is). When more closed entries lie above live ones than `LIFT_AFTER_CLOSED` and
+ * than there are live ones, the live items are to be added again at the top, and then the
+ * floor passes everything read: each closed entry is read a bounded number of times.
+ */
+export function afterRead(read: { n: number; live: boolean }[]): {
+  floor: number | undefined;
+  lift: boolean;
+} {
+  if (read.length === 0) return { floor: undefined, lift: false };
+  let lowestLive = Infinity;
+  let newest = -Infinity;
+  let live = 0;
+  for (const r of read) {
+    if (r.live) live++;
+    if (r.live && r.n < lowestLive) lowestLive = r.n;
+    if (r.n > newest) newest = r.n;
+  }
+  const closedAbove = read.filter((r) => !r.live && r.n > lowestLive).length;
+  const lift = closedAbove >= Math.max(LIFT_AFTER_CLOSED, live);
+  return { floor: lift ? newest + 1 : Math.min(lowestLive, newest + 1), lift };
+}
 
 /** What a store reads of its items for `backfill`: `{_id, userId, createdAt}`. */
 export async function* ownedItems(
@@ -83,71 +128,136 @@ export class OwnerList {
     return this.m.Entry.findById(ownerListEntryId(ownerId, n)).lean<EntryRecord>();
   }
 
-  private async hint(ownerId: string): Promise<number> {
-    return (await this.m.Head.findById(ownerId).lean())?.n ?? 0;
+  /** The head's hint of the last number (0 for none) and the list's floor (1 for none). */
+  private async head(ownerId: string): Promise<{ hint: number; floor: number }> {
+    const head = await this.m.Head.findById(ownerId).lean();
+    return { hint: head?.n ?? 0, floor: Math.max(1, head?.floor ?? 1) };
   }
 
-  /** The number of the owner's last entry: from the head's hint, forward while entries exist. */
-  async length(ownerId: string): Promise<number> {
-    const hint = await this.hint(ownerId);
+  /** The number of the owner's last entry, from the head's hint forward while entries exist. */
+  private async last(ownerId: string): Promise<{ length: number; floor: number }> {
+    const { hint, floor } = await this.head(ownerId);
     let n = hint;
     while (await this.entry(ownerId, n + 1)) n++;
-    if (n > hint) this.advanceHead(ownerId, n).catch(() => undefined);
-    return n;
+    if (n > hint) this.raiseHead(ownerId, { n }).catch(() => undefined);
+    return { length: n, floor };
   }
 
-  /** Moves the head forward only; a lost update leaves it behind, which is harmless. */
-  private async advanceHead(ownerId: string, n: number): Promise<void> {
+  /** The number of the owner's last entry. */
+  async length(ownerId: string): Promise<number> {
+    return (await this.last(ownerId)).length;
+  }
+
+  /**
+   * Moves the head's hint or floor up only; a lost update leaves it lower, which is harmless:
+   * either is a bound that a stale copy can only understate.
+   */
+  private async raiseHead(ownerId: string, to: { n: number } | { floor: number }): Promise<void> {
     try {
-      await this.m.Head.updateOne({ _id: ownerId }, { $max: { n } }, { upsert: true });
+      await this.m.Head.updateOne({ _id: ownerId }, { $max: to }, { upsert: true });
     } catch (err) {
-      // Two first entries raced to create the head: the other one did.
+      // Two first writers raced to create the head: the other one did.
       if (!isDuplicateKey(err)) throw err;
-      await this.m.Head.updateOne({ _id: ownerId }, { $max: { n } });
+      await this.m.Head.updateOne({ _id: ownerId }, { $max: to });
     }
   }
 
-  /** Adds the item at the end of the owner's list, once however often it is called. */
-  async add(ownerId: string, itemId: string, at: Date): Promise<void> {
-    const claimId = ownerListClaimId(ownerId, itemId);
-    const fresh = { _id: claimId, from: (await this.hint(ownerId)) + 1 };
+  /**
+   * Adds the item at the end of the owner's list, once however often it is called, and returns
+   * its entry. With a tag it adds the item again, once per tag, whatever entries it has.
+   */
+  async add(ownerId: string, itemId: string, at: Date, tag?: string): Promise<OwnerListEntry> {
+    const claimId = ownerListClaimId(ownerId, itemId, tag);
+    const fresh = { _id: claimId, from: (await this.head(ownerId)).hint + 1 };
     const claim = (await insertOnce(() => this.m.Claim.create(fresh)))
       ? fresh
       : await this.m.Claim.findById(claimId).lean();
     if (!claim) throw new Error(`the claim of ${claimId} is taken but cannot be read`);
-    // No entry of this item can be before `from`: its claim came first.
+    // No entry under this claim can be before `from`: the claim came first.
     for (let n = claim.from; ; n++) {
       const found = await this.entry(ownerId, n);
-      if (found?.itemId === itemId) return;
+      if (found?.itemId === itemId && found.tag === tag) return found;
       if (found) continue;
       const record: EntryRecord = { _id: ownerListEntryId(ownerId, n), ownerId, n, itemId, at };
+      if (tag !== undefined) record.tag = tag;
       if (await insertOnce(() => this.m.Entry.create(record))) {
-        await this.advanceHead(ownerId, n);
-        return;
+        await this.raiseHead(ownerId, { n });
+        return record;
       }
       // Another writer took this number: read its entry on the next turn.
       n--;
     }
   }
 
-  /** The item ids of entries `newest`, `newest - 1`, … down to 1, at most `count` of them. */
-  private async itemsDown(ownerId: string, newest: number, count: number): Promise<string[]> {
+  /** The entries `newest`, `newest - 1`, … down to `lowest`, at most `count` of them. */
+  private async entriesDown(ownerId: string, newest: number, lowest: number, count: number) {
     const numbers: number[] = [];
-    for (let n = newest; n >= 1 && numbers.length < count; n--) numbers.push(n);
+    for (let n = newest; n >= lowest && numbers.length < count; n--) numbers.push(n);
     const found = await Promise.all(numbers.map((n) => this.entry(ownerId, n)));
-    return found.filter((e): e is EntryRecord => e !== null).map((e) => e.itemId);
+    return found.filter((e): e is EntryRecord => e !== null);
   }
 
   /** Item ids newest first: `limit` of them after skipping `offset`. */
   async page(ownerId: string, { offset, limit }: { offset: number; limit: number }) {
-    return this.itemsDown(ownerId, (await this.length(ownerId)) - offset, limit);
+    const { length, floor } = await this.last(ownerId);
+    const entries = await this.entriesDown(ownerId, length - offset, floor, limit);
+    return entries.map((e) => e.itemId);
   }
 
-  /** Every item id, newest first, a batch at a time: the caller stops when it has enough. */
+  /** Every item id from the newest down to the floor, a batch at a time. */
   async *newestFirst(ownerId: string): AsyncGenerator<string[]> {
-    for (let newest = await this.length(ownerId); newest >= 1; newest -= READ_WIDTH) {
-      yield await this.itemsDown(ownerId, newest, READ_WIDTH);
+    const { length, floor } = await this.last(ownerId);
+    for (let newest = length; newest >= floor; newest -= READ_WIDTH) {
+      yield (await this.entriesDown(ownerId, newest, floor, READ_WIDTH)).map((e) => e.itemId);
     }
+  }
+
+  /**
+   * The items still live, newest entry first, for a list whose items close for good or open
+   * again only by being added again with a tag. `judge` says of each item's newest entry
+   * whether it is live and, when there is one, the item; older entries of an item are
+   * superseded. The read then keeps the next one short (`afterRead`): it raises the floor, and
+   * first adds the live items again at the top when closed entries have piled up above them.
+   */
+  async readLive<T>(
+    ownerId: string,
+    judge: (entries: OwnerListEntry[]) => Promise<{ live: boolean; item?: T }[]>,
+  ): Promise<T[]> {
+    const { length, floor } = await this.last(ownerId);
+    const seen = new Set<string>();
+    const read: { n: number; live: boolean }[] = [];
+    const live: OwnerListEntry[] = [];
+    const items: T[] = [];
+    for (let newest = length; newest >= floor; newest -= READ_WIDTH) {
+      const entries = await this.entriesDown(ownerId, newest, floor, READ_WIDTH);
+      const latest = entries.filter((e) => !seen.has(e.itemId));
+      for (const e of latest) seen.add(e.itemId);
+      const judged = new Map((await judge(latest)).map((j, i) => [latest[i], j]));
+      for (const entry of entries) {
+        const verdict = judged.get(entry);
+        read.push({ n: entry.n, live: verdict?.live ?? false });
+        if (!verdict?.live) continue;
+        live.push(entry);
+        if (verdict.item !== undefined) items.push(verdict.item);
+      }
+    }
+    await this.keepShort(ownerId, read, live).catch(() => undefined);
+    return items;
+  }
+
+  /** A floor left where it was only costs the next read what this one cost. */
+  private async keepShort(
+    ownerId: string,
+    read: { n: number; live: boolean }[],
+    live: OwnerListEntry[],
+  ) {
+    const { floor, lift } = afterRead(read);
+    const lowestRead = read.reduce((lowest, r) => Math.min(lowest, r.n), Infinity);
+    if (floor === undefined || floor <= lowestRead) return;
+    // Keeping the first `at`: an entry still waiting for its item ages as the first did.
+    if (lift)
+      await Promise.all(live.map((e) => this.add(ownerId, e.itemId, e.at, `lifted:${e.n}`)));
+    await this.raiseHead(ownerId, { floor });
   }
 
   /**

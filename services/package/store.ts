@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { isDuplicateKey } from '../../libs/mongo';
-import { OwnerList, defineOwnerListModels, ownedItems } from '../../libs/owner-list';
+import {
+  OwnerList,
+  defineOwnerListModels,
+  ownedItems,
+  type OwnerListEntry,
+} from '../../libs/owner-list';
 
 const packageSchema = new Schema(
   {
@@ -63,6 +68,31 @@ export type PackageModels = ReturnType<typeof definePackageModels>;
 const open = (userId: string) => ({ userId, deletedAt: null, p2pDeliveryId: null });
 const isOpen = (userId: string, p: PackageRecord | null): p is PackageRecord =>
   p?.userId === userId && p.deletedAt == null && p.p2pDeliveryId == null;
+
+/**
+ * How long an entry of a user's list may wait for its package to be stored (the entry is
+ * written first) before a read takes it for an insert that died. An insert that comes later
+ * still lists its package again (`PackageStore.insert`).
+ */
+export const PENDING_INSERT_MS = 10 * 60_000;
+
+/**
+ * Whether an entry of the user's list may still name a package to list: one open now, or one
+ * not stored yet by an insert that may still be running. A deleted package never opens again;
+ * a taken one opens again only by being returned, which adds it to the list anew.
+ */
+export function mayBeListed(
+  userId: string,
+  found: PackageRecord | null,
+  entry: OwnerListEntry,
+  now: number,
+): boolean {
+  if (found) return isOpen(userId, found);
+  return now - entry.at.getTime() < PENDING_INSERT_MS;
+}
+
+const newestSavedFirst = (a: PackageRecord, b: PackageRecord) =>
+  b.createdAt.getTime() - a.createdAt.getTime();
 
 /**
  * The package service's persistence: every query its actions make. Writes name one `_id`
@@ -130,20 +160,24 @@ export class PackageStore {
   }
 
   /**
-   * The user's open packages, newest first: the user's list read back whole, each package by
-   * `_id`. What that costs grows with the packages the user ever saved, never with anyone
+   * The user's open packages, newest saved first: the user's list read down to its floor, each
+   * package by `_id` (libs/owner-list `readLive`). What that costs grows with the user's open
+   * packages and the few closed ones above them, never with the user's history or anyone
    * else's.
    */
   async listOpen(userId: string): Promise<PackageRecord[]> {
-    const found: PackageRecord[] = [];
-    for await (const ids of this.byUser.newestFirst(userId)) {
-      const read = await Promise.all(ids.map((_id) => this.byId(_id)));
-      found.push(...read.filter((p) => isOpen(userId, p)));
-    }
-    return found;
+    const now = Date.now();
+    const open = await this.byUser.readLive(userId, async (entries) => {
+      const found = await Promise.all(entries.map((e) => this.byId(e.itemId)));
+      return found.map((p, i) => ({
+        live: mayBeListed(userId, p, entries[i], now),
+        item: isOpen(userId, p) ? p : undefined,
+      }));
+    });
+    return open.sort(newestSavedFirst);
   }
 
-  /** How many packages the user ever saved: a bound of the open ones, read by `_id`. */
+  /** The entries of the user's list (every package saved, some twice): a bound of the open ones. */
   savedCount(userId: string): Promise<number> {
     return this.byUser.length(userId);
   }
@@ -175,8 +209,13 @@ export class PackageStore {
   async insert(fields: { userId: string; _id?: string }): Promise<PackageRecord> {
     const _id = fields._id ?? randomUUID();
     // Before the package: a saved package is always on its user's list.
-    await this.byUser.add(fields.userId, _id, new Date());
-    return (await this.Package.create({ ...fields, _id })).toObject() as PackageRecord;
+    const entry = await this.byUser.add(fields.userId, _id, new Date());
+    const created = (await this.Package.create({ ...fields, _id })).toObject() as PackageRecord;
+    // An entry this old (a retry of an insert that died) may be below the floor by now.
+    if (Date.now() - entry.at.getTime() >= PENDING_INSERT_MS / 2) {
+      await this.byUser.add(fields.userId, _id, new Date(), 'stored-late');
+    }
+    return created;
   }
 
   /** Null when the package is not the user's, deleted or taken. */
@@ -208,14 +247,22 @@ export class PackageStore {
     return new Map(found.filter((p) => p !== null).map((p) => [p._id, p as PackageRecord]));
   }
 
+  /**
+   * Gives the packages back, then adds each to its user's list again: a read may have raised
+   * the list's floor past its entry while it was taken. A retry adds none twice.
+   */
   async markReturned(packageIds: string[], deliveryId: string): Promise<void> {
     await Promise.all(
-      packageIds.map((_id) =>
-        this.Package.updateOne(
+      packageIds.map(async (_id) => {
+        await this.Package.updateOne(
           { _id, p2pDeliveryId: deliveryId },
           { $set: { p2pDeliveryId: null } },
-        ),
-      ),
+        );
+        const back = await this.byId(_id);
+        if (back && isOpen(back.userId, back)) {
+          await this.byUser.add(back.userId, _id, new Date(), `returned:${deliveryId}`);
+        }
+      }),
     );
   }
 }

@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import mongoose from 'mongoose';
+import { LIFT_AFTER_CLOSED, OwnerList } from '../../libs/owner-list';
+import {
+  PENDING_INSERT_MS,
+  PackageStore,
+  definePackageModels,
+  type PackageModels,
+} from '../../services/package/store';
+import { isolation } from '../support/stack';
+
+/**
+ * `GET /api/packages` reads a user's list of packages down to its floor (libs/owner-list): on
+ * the real server, what a list reads stops growing with the packages the user deleted or gave
+ * to deliveries, and no open package is ever lost below the floor — returned by a delivery,
+ * stored by an insert still running, or by one retried long after.
+ */
+const iso = isolation();
+let conn: mongoose.Connection;
+let models: PackageModels;
+let store: PackageStore;
+let list: OwnerList;
+/** `find`s on the packages collection: one per package a list reads. */
+let packageReads = 0;
+
+beforeAll(async () => {
+  conn = await mongoose
+    .createConnection(process.env.MONGO_URL as string, {
+      dbName: `${iso.dbPrefix}package`,
+      monitorCommands: true,
+    })
+    .asPromise();
+  conn.getClient().on('commandStarted', (event) => {
+    if (event.commandName === 'find' && event.command.find === 'packages') packageReads++;
+  });
+  models = definePackageModels(conn);
+  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
+  store = new PackageStore(() => models);
+  list = new OwnerList(() => ({
+    Entry: models.UserPackageEntry,
+    Head: models.UserPackageHead,
+    Claim: models.UserPackageClaim,
+  }));
+});
+
+afterAll(async () => {
+  await conn?.dropDatabase();
+  await conn?.close();
+});
+
+const PACKAGE = {
+  packageType: 'Parcel',
+  name: 'Box',
+  quantity: 1,
+  size: 'SMALL' as const,
+  valueKobo: 500,
+};
+const save = async (userId: string) => (await store.insert({ userId, ...PACKAGE }))._id;
+
+/** The user's open package ids and how many packages the list read. */
+async function listed(userId: string) {
+  const before = packageReads;
+  const ids = (await store.listOpen(userId)).map((p) => p._id);
+  return { ids, reads: packageReads - before };
+}
+
+it('reads the open packages and a bounded few closed ones, not the history', async () => {
+  const userId = randomUUID();
+  const saveAndDelete = async (count: number) => {
+    for (let i = 0; i < count; i++) await store.markDeleted(await save(userId));
+  };
+  await saveAndDelete(29);
+  const kept = await save(userId);
+
+  // The first read walks the whole history once and raises the floor past what it found closed.
+  expect(await listed(userId)).toEqual({ ids: [kept], reads: 30 });
+  expect(await listed(userId)).toEqual({ ids: [kept], reads: 1 });
+
+  // Closed ones saved after an open one stay above the floor, up to a bound…
+  await saveAndDelete(LIFT_AFTER_CLOSED - 1);
+  expect(await listed(userId)).toEqual({ ids: [kept], reads: LIFT_AFTER_CLOSED });
+  expect(await listed(userId)).toEqual({ ids: [kept], reads: LIFT_AFTER_CLOSED });
+  // …past which the read adds the open one again at the top, and the floor passes them all.
+  await saveAndDelete(1);
+  expect(await listed(userId)).toEqual({ ids: [kept], reads: LIFT_AFTER_CLOSED + 1 });
+  expect(await listed(userId)).toEqual({ ids: [kept], reads: 1 });
+
+  await store.markDeleted(kept);
+  expect(await listed(userId)).toEqual({ ids: [], reads: 1 });
+  expect(await listed(userId)).toEqual({ ids: [], reads: 0 });
+  // A package saved after the floor passed everything is listed.
+  const fresh = await save(userId);
+  expect(await listed(userId)).toEqual({ ids: [fresh], reads: 1 });
+});
+
+it('lists packages given back by a delivery after the floor passed them, each once', async () => {
+  const userId = randomUUID();
+  const [a, b, c] = [await save(userId), await save(userId), await save(userId)];
+  const deliveryId = randomUUID();
+  await store.markTaken([a, b], deliveryId);
+  expect((await listed(userId)).ids).toEqual([c]);
+  expect((await listed(userId)).reads).toBe(1);
+
+  await store.markReturned([a, b], deliveryId);
+  // A retry of the release adds nothing.
+  await store.markReturned([a, b], deliveryId);
+  expect((await listed(userId)).ids).toEqual([c, b, a]);
+  expect(await store.savedCount(userId)).toBe(5);
+  expect(await store.countOpen(userId)).toBe(3);
+});
+
+it('loses no package given back while lists run at the same time', async () => {
+  const userId = randomUUID();
+  const saved: string[] = [];
+  for (let i = 0; i < 20; i++) saved.push(await save(userId));
+  const deliveries = saved.map(() => randomUUID());
+  await Promise.all(saved.map((id, i) => store.markTaken([id], deliveries[i])));
+  expect((await listed(userId)).ids).toEqual([]);
+
+  // Every list here may raise the floor past packages that are being given back.
+  await Promise.all([
+    ...saved.map((id, i) => store.markReturned([id], deliveries[i])),
+    ...saved.map(() => store.listOpen(userId)),
+  ]);
+  const after = (await listed(userId)).ids;
+  expect(after).toHaveLength(20);
+  expect(new Set(after)).toEqual(new Set(saved));
+  expect(await store.savedCount(userId)).toBe(40);
+});
+
+it('keeps what an insert still running will store, and lists what one retried late stores', async () => {
+  const userId = randomUUID();
+  // An insert that has written its entry and not yet its package.
+  const running = randomUUID();
+  await list.add(userId, running, new Date());
+  // One that died long ago after writing its entry, and will be retried.
+  const retried = randomUUID();
+  await list.add(userId, retried, new Date(Date.now() - PENDING_INSERT_MS - 1000));
+  await store.markDeleted(await save(userId));
+
+  expect((await listed(userId)).ids).toEqual([]);
+  await models.Package.create({ _id: running, userId, ...PACKAGE });
+  expect((await listed(userId)).ids).toEqual([running]);
+
+  await store.insert({ _id: retried, userId, ...PACKAGE });
+  expect(new Set((await listed(userId)).ids)).toEqual(new Set([running, retried]));
+});

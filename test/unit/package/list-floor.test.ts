@@ -1,0 +1,74 @@
+import fc from 'fast-check';
+import { LIFT_AFTER_CLOSED, afterRead } from '../../../libs/owner-list';
+import {
+  PENDING_INSERT_MS,
+  mayBeListed,
+  type PackageRecord,
+} from '../../../services/package/store';
+
+describe('afterRead', () => {
+  const entries = (spec: string) =>
+    // Newest first, as a read goes: 'c' closed, 'L' live; numbered from the bottom up.
+    [...spec].map((c, i) => ({ n: spec.length - i, live: c === 'L' }));
+
+  it('raises the floor to the lowest live entry, or past the newest when none is live', () => {
+    expect(afterRead([])).toEqual({ floor: undefined, lift: false });
+    expect(afterRead(entries('cLcLc'))).toEqual({ floor: 2, lift: false });
+    expect(afterRead(entries('cc'))).toEqual({ floor: 3, lift: false });
+  });
+
+  it('lifts the live items once the closed ones above them outnumber the bound and them', () => {
+    const piled = 'c'.repeat(LIFT_AFTER_CLOSED);
+    expect(afterRead(entries(`${piled.slice(1)}Lc`))).toEqual({ floor: 2, lift: false });
+    expect(afterRead(entries(`${piled}Lc`))).toEqual({ floor: LIFT_AFTER_CLOSED + 3, lift: true });
+    const manyLive = 'L'.repeat(LIFT_AFTER_CLOSED + 1);
+    expect(afterRead(entries(`${piled}${manyLive}`)).lift).toBe(false);
+  });
+
+  it('never passes a live entry it does not lift, nor leaves many closed entries above the floor', () => {
+    const reads = fc
+      .uniqueArray(fc.integer({ min: 1, max: 10_000 }), { minLength: 1, maxLength: 300 })
+      .chain((ns) =>
+        fc.tuple(
+          fc.constant(ns),
+          fc.array(fc.boolean(), { minLength: ns.length, maxLength: ns.length }),
+        ),
+      )
+      .map(([ns, lives]) => ns.map((n, i) => ({ n, live: lives[i] })));
+    fc.assert(
+      fc.property(reads, (read) => {
+        const { floor, lift } = afterRead(read) as { floor: number; lift: boolean };
+        const newest = Math.max(...read.map((r) => r.n));
+        const live = read.filter((r) => r.live);
+        if (lift) {
+          expect(floor).toBe(newest + 1);
+          return;
+        }
+        for (const r of live) expect(r.n).toBeGreaterThanOrEqual(floor);
+        const closedAbove = read.filter((r) => !r.live && r.n >= floor).length;
+        expect(closedAbove).toBeLessThan(Math.max(LIFT_AFTER_CLOSED, live.length));
+      }),
+    );
+  });
+});
+
+describe('mayBeListed', () => {
+  const userId = 'd2b0c7a4-1e3f-4a5b-8c6d-7e8f9a0b1c2d';
+  const now = Date.parse('2026-11-24T12:00:00Z');
+  const entry = (ageMs: number) => ({ n: 1, itemId: 'p', at: new Date(now - ageMs) });
+  const stored = (changes: Partial<PackageRecord>) =>
+    ({ _id: 'p', userId, deletedAt: null, p2pDeliveryId: null, ...changes }) as PackageRecord;
+
+  it('keeps an open package and one whose insert may still be running', () => {
+    expect(mayBeListed(userId, stored({}), entry(PENDING_INSERT_MS * 10), now)).toBe(true);
+    expect(mayBeListed(userId, null, entry(0), now)).toBe(true);
+    expect(mayBeListed(userId, null, entry(PENDING_INSERT_MS - 1), now)).toBe(true);
+  });
+
+  it('lets go of deleted, taken and foreign packages and of inserts that died', () => {
+    expect(mayBeListed(userId, stored({ deletedAt: new Date(now) }), entry(0), now)).toBe(false);
+    expect(mayBeListed(userId, stored({ p2pDeliveryId: 'd' }), entry(0), now)).toBe(false);
+    expect(mayBeListed(userId, stored({ userId: 'someone else' }), entry(0), now)).toBe(false);
+    expect(mayBeListed(userId, null, entry(PENDING_INSERT_MS), now)).toBe(false);
+  });
+});
