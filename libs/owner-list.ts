@@ -230,8 +230,13 @@ export class OwnerList {
     const items: T[] = [];
     for (let newest = length; newest >= floor; newest -= READ_WIDTH) {
       const entries = await this.entriesDown(ownerId, newest, floor, READ_WIDTH);
-      const latest = entries.filter((e) => !seen.has(e.itemId));
-      for (const e of latest) seen.add(e.itemId);
+      // An item's entries may share a batch (given back soon after it was taken).
+      const latest: OwnerListEntry[] = [];
+      for (const e of entries) {
+        if (seen.has(e.itemId)) continue;
+        seen.add(e.itemId);
+        latest.push(e);
+      }
       const judged = new Map((await judge(latest)).map((j, i) => [latest[i], j]));
       for (const entry of entries) {
         const verdict = judged.get(entry);

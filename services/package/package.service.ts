@@ -239,8 +239,9 @@ export function createPackageService(config: Config): ServiceDefinition {
         params: releaseParams,
         async handler(ctx) {
           const { deliveryId } = ctx.params;
-          const ids = await store.claimedBy(deliveryId);
-          await store.markReturned(ids, deliveryId);
+          const held = await store.claimedBy(deliveryId);
+          const ids = held.map((h) => h.packageId);
+          await store.markReturned(held, deliveryId);
           await store.dropClaims(ids, deliveryId);
           return { released: ids.length };
         },

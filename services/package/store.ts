@@ -44,6 +44,12 @@ claimSchema.index({ holder: 1 });
 
 export const DELETED = 'deleted';
 
+/** A package a delivery holds, and when its claim was taken: one take of it. */
+export interface HeldPackage {
+  packageId: string;
+  takenAt: Date;
+}
+
 export type PackageRecord = InferSchemaType<typeof packageSchema> & {
   createdAt: Date;
   updatedAt: Date;
@@ -142,8 +148,12 @@ export class PackageStore {
     await Promise.all(packageIds.map((_id) => this.Claim.deleteOne({ _id, holder })));
   }
 
-  async claimedBy(holder: string): Promise<string[]> {
-    return (await this.Claim.find({ holder }).lean()).map((c) => c._id);
+  /** The packages `holder` has claimed, and when it took each. */
+  async claimedBy(holder: string): Promise<HeldPackage[]> {
+    return (await this.Claim.find({ holder }).lean()).map((c) => ({
+      packageId: c._id,
+      takenAt: c.createdAt,
+    }));
   }
 
   /** A user's package that is not deleted (it may be taken by a delivery). */
@@ -210,12 +220,12 @@ export class PackageStore {
     const _id = fields._id ?? randomUUID();
     // Before the package: a saved package is always on its user's list.
     const entry = await this.byUser.add(fields.userId, _id, new Date());
-    const created = (await this.Package.create({ ...fields, _id })).toObject() as PackageRecord;
-    // An entry this old (a retry of an insert that died) may be below the floor by now.
+    // An entry this old (a retry of an insert that died) may be below the floor by now: a
+    // fresh one, pending until the package is stored, keeps it listed.
     if (Date.now() - entry.at.getTime() >= PENDING_INSERT_MS / 2) {
       await this.byUser.add(fields.userId, _id, new Date(), 'stored-late');
     }
-    return created;
+    return (await this.Package.create({ ...fields, _id })).toObject() as PackageRecord;
   }
 
   /** Null when the package is not the user's, deleted or taken. */
@@ -249,18 +259,19 @@ export class PackageStore {
 
   /**
    * Gives the packages back, then adds each to its user's list again: a read may have raised
-   * the list's floor past its entry while it was taken. A retry adds none twice.
+   * the list's floor past its entry while it was taken. Once per take, however often retried.
    */
-  async markReturned(packageIds: string[], deliveryId: string): Promise<void> {
+  async markReturned(held: HeldPackage[], deliveryId: string): Promise<void> {
     await Promise.all(
-      packageIds.map(async (_id) => {
+      held.map(async ({ packageId: _id, takenAt }) => {
         await this.Package.updateOne(
           { _id, p2pDeliveryId: deliveryId },
           { $set: { p2pDeliveryId: null } },
         );
         const back = await this.byId(_id);
         if (back && isOpen(back.userId, back)) {
-          await this.byUser.add(back.userId, _id, new Date(), `returned:${deliveryId}`);
+          const take = `returned:${deliveryId}:${takenAt.getTime()}`;
+          await this.byUser.add(back.userId, _id, new Date(), take);
         }
       }),
     );

@@ -93,20 +93,59 @@ it('reads the open packages and a bounded few closed ones, not the history', asy
   expect(await listed(userId)).toEqual({ ids: [fresh], reads: 1 });
 });
 
+/** A delivery takes the packages as `package.assign` does. */
+async function take(userId: string, packageIds: string[], deliveryId: string) {
+  for (const id of packageIds) expect(await store.claim(id, userId, deliveryId)).toBe('taken');
+  await store.markTaken(packageIds, deliveryId);
+}
+
+/** The delivery gives back what it holds as `package.release` does. */
+async function giveBack(deliveryId: string) {
+  const held = await store.claimedBy(deliveryId);
+  await store.markReturned(held, deliveryId);
+  await store.dropClaims(
+    held.map((h) => h.packageId),
+    deliveryId,
+  );
+}
+
 it('lists packages given back by a delivery after the floor passed them, each once', async () => {
   const userId = randomUUID();
   const [a, b, c] = [await save(userId), await save(userId), await save(userId)];
   const deliveryId = randomUUID();
-  await store.markTaken([a, b], deliveryId);
+  await take(userId, [a, b], deliveryId);
   expect((await listed(userId)).ids).toEqual([c]);
   expect((await listed(userId)).reads).toBe(1);
 
-  await store.markReturned([a, b], deliveryId);
+  await giveBack(deliveryId);
   // A retry of the release adds nothing.
-  await store.markReturned([a, b], deliveryId);
+  await giveBack(deliveryId);
   expect((await listed(userId)).ids).toEqual([c, b, a]);
   expect(await store.savedCount(userId)).toBe(5);
   expect(await store.countOpen(userId)).toBe(3);
+});
+
+it('lists a package given back before any list once, though it has two entries', async () => {
+  const userId = randomUUID();
+  const [a, b, c] = [await save(userId), await save(userId), await save(userId)];
+  const deliveryId = randomUUID();
+  await take(userId, [a, b], deliveryId);
+  await giveBack(deliveryId);
+  expect(await store.savedCount(userId)).toBe(5);
+  expect((await listed(userId)).ids).toEqual([c, b, a]);
+  expect(await store.countOpen(userId)).toBe(3);
+});
+
+it('lists a package each time the same delivery gives it back', async () => {
+  const userId = randomUUID();
+  const a = await save(userId);
+  const deliveryId = randomUUID();
+  for (let round = 0; round < 3; round++) {
+    await take(userId, [a], deliveryId);
+    expect((await listed(userId)).ids).toEqual([]);
+    await giveBack(deliveryId);
+    expect((await listed(userId)).ids).toEqual([a]);
+  }
 });
 
 it('loses no package given back while lists run at the same time', async () => {
@@ -114,12 +153,12 @@ it('loses no package given back while lists run at the same time', async () => {
   const saved: string[] = [];
   for (let i = 0; i < 20; i++) saved.push(await save(userId));
   const deliveries = saved.map(() => randomUUID());
-  await Promise.all(saved.map((id, i) => store.markTaken([id], deliveries[i])));
+  await Promise.all(saved.map((id, i) => take(userId, [id], deliveries[i])));
   expect((await listed(userId)).ids).toEqual([]);
 
   // Every list here may raise the floor past packages that are being given back.
   await Promise.all([
-    ...saved.map((id, i) => store.markReturned([id], deliveries[i])),
+    ...deliveries.map((deliveryId) => giveBack(deliveryId)),
     ...saved.map(() => store.listOpen(userId)),
   ]);
   const after = (await listed(userId)).ids;
@@ -143,5 +182,6 @@ it('keeps what an insert still running will store, and lists what one retried la
   expect((await listed(userId)).ids).toEqual([running]);
 
   await store.insert({ _id: retried, userId, ...PACKAGE });
-  expect(new Set((await listed(userId)).ids)).toEqual(new Set([running, retried]));
+  expect((await listed(userId)).ids).toEqual([retried, running]);
+  expect((await listed(userId)).ids).toEqual([retried, running]);
 });
