@@ -24,6 +24,19 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
   }
 }
 
+/** Inserts documents in one round trip, leaving any already there (a repeat) as they are. */
+// The models differ in their document types; only insertMany is used.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<void> {
+  if (documents.length === 0) return;
+  try {
+    await model.insertMany(documents, { ordered: false });
+  } catch (err) {
+    const failures = (err as { writeErrors?: unknown[] }).writeErrors;
+    if (!failures?.every(isDuplicateKey)) throw err;
+  }
+}
+
 /** Errors of a socket whose other end went away. */
 const SOCKET_GONE = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT']);
 

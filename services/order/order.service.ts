@@ -225,6 +225,11 @@ export function createOrderService(config: Config): ServiceDefinition {
           `deliveries stored before the users' lists are not all listed yet: ${String(err)}`,
         );
       });
+      store.notifications.placeStoredMessages().catch((err: unknown) => {
+        logger.warn(
+          `notifications queued before their places are not all sent yet: ${String(err)}`,
+        );
+      });
       if (config.appEnv !== 'live') simulator.start();
     },
     async stopped() {

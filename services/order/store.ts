@@ -1,6 +1,6 @@
-import { Schema, type Connection, type Model } from 'mongoose';
-import { OutboxRecords } from '../../libs/messaging/outbox-records';
-import { insertOnce, isDuplicateKey } from '../../libs/mongo';
+import { Schema, type Connection } from 'mongoose';
+import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
+import { insertAll, insertOnce } from '../../libs/mongo';
 import { OwnerList, defineOwnerListModels, ownedItems } from '../../libs/owner-list';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
@@ -96,6 +96,11 @@ export function defineOrderModels(connection: Connection) {
     Pending: connection.model('PendingRequest', pendingSchema, 'pending_requests'),
     Outcome: connection.model('RequestOutcome', outcomeSchema, 'request_outcomes'),
     Notification: connection.model('Notification', notificationSchema, 'notifications'),
+    NotificationPlace: connection.model(
+      'NotificationPlace',
+      outboxPlaceSchema(),
+      'notification_places',
+    ),
     NotificationAttempt: connection.model(
       'NotificationAttempt',
       notificationAttemptSchema,
@@ -153,19 +158,6 @@ export type RequestOutcome =
       at: Date;
     };
 
-/** Inserts documents in one round trip, leaving any already there (a repeat) as they are. */
-// The models differ in their document types; only insertMany is used.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function insertAll(model: Model<any>, documents: object[]): Promise<void> {
-  if (documents.length === 0) return;
-  try {
-    await model.insertMany(documents, { ordered: false });
-  } catch (err) {
-    const failures = (err as { writeErrors?: unknown[] }).writeErrors;
-    if (!failures?.every(isDuplicateKey)) throw err;
-  }
-}
-
 export const transitionId = (deliveryId: string, version: number) => `${deliveryId}:${version}`;
 
 /** The order service's persistence: every query its actions make. */
@@ -183,6 +175,7 @@ export class OrderStore {
     }));
     this.notifications = new OutboxRecords(() => ({
       messages: this.m.Notification,
+      places: this.m.NotificationPlace,
       attempts: this.m.NotificationAttempt,
     }));
   }
@@ -354,7 +347,7 @@ export class OrderStore {
   // --- notifications
 
   async enqueue(messages: NotificationRecord[]): Promise<void> {
-    await insertAll(this.m.Notification, messages);
+    await this.notifications.enqueue(messages);
   }
 
   async notificationsOf(deliveryId: string): Promise<NotificationRecord[]> {

@@ -4,6 +4,7 @@ import {
   attemptId,
   OutboxRecords,
   type StoredOutboxFields,
+  outboxPlaceSchema,
 } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
 
@@ -59,6 +60,11 @@ export function defineWebhookModels(connection: Connection) {
     Queue: connection.model('WebhookQueued', queueSchema, 'webhook_queue'),
     Attempt: connection.model('WebhookAttempt', attemptSchema, 'webhook_attempts'),
     Notice: connection.model('WebhookNotice', noticeSchema, 'webhook_notices'),
+    NoticePlace: connection.model(
+      'WebhookNoticePlace',
+      outboxPlaceSchema(),
+      'webhook_notice_places',
+    ),
     NoticeAttempt: connection.model(
       'WebhookNoticeAttempt',
       noticeAttemptSchema,
@@ -181,6 +187,7 @@ export class WebhookStore {
   constructor(private readonly models: () => WebhookModels) {
     this.notices = new OutboxRecords(() => ({
       messages: this.m.Notice,
+      places: this.m.NoticePlace,
       attempts: this.m.NoticeAttempt,
     }));
   }
@@ -213,7 +220,7 @@ export class WebhookStore {
 
   /** Inserts a notice once; false when it was there already (read it for what it says). */
   insertNotice(notice: NoticeRecord): Promise<boolean> {
-    return insertOnce(() => this.m.Notice.create(notice));
+    return this.notices.enqueueOnce(notice);
   }
 
   async setNoticeRecipient(noticeId: string, recipient: string): Promise<void> {

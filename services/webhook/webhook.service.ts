@@ -78,6 +78,10 @@ export function createWebhookService(config: Config): ServiceDefinition {
     started() {
       dispatcher.start();
       sender.start();
+      // Once per deployment, in the background: notices queued before places wait until then.
+      store.notices.placeStoredMessages().catch((err: unknown) => {
+        log().warn(`notices queued before their places are not all sent yet: ${String(err)}`);
+      });
     },
     async stopped() {
       await Promise.all([dispatcher.stop(), sender.stop()]);

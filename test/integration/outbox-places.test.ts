@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import mongoose, { Schema } from 'mongoose';
+import {
+  OutboxRecords,
+  UNSTORED_PLACE_MS,
+  outboxPlaceSchema,
+  type StoredOutboxFields,
+} from '../../libs/messaging/outbox-records';
+import { isolation } from '../support/stack';
+
+/**
+ * An outbox's senders ask every few seconds what is due. The messages stay as the record of
+ * what was sent, so that question is answered from the places of the messages still to send
+ * (libs/messaging/outbox-records): on the real server, the messages are read by `_id` only,
+ * and the places hold exactly the queue.
+ */
+const iso = isolation();
+let conn: mongoose.Connection;
+let records: OutboxRecords<StoredOutboxFields>;
+let models: ReturnType<typeof defineModels>;
+/** Filters of the commands sent to the messages collection while recording. */
+const messageFilters: unknown[] = [];
+let recording = false;
+
+const plain = { versionKey: false, strict: false } as const;
+function defineModels(c: mongoose.Connection) {
+  return {
+    messages: c.model('Message', new Schema({ _id: String }, plain), 'messages'),
+    places: c.model('MessagePlace', outboxPlaceSchema(), 'message_places'),
+    attempts: c.model('MessageAttempt', new Schema({ _id: String, at: Date }, plain), 'attempts'),
+  };
+}
+
+beforeAll(async () => {
+  conn = await mongoose
+    .createConnection(process.env.MONGO_URL as string, {
+      dbName: `${iso.dbPrefix}outbox`,
+      monitorCommands: true,
+    })
+    .asPromise();
+  conn.getClient().on('commandStarted', (event) => {
+    if (!recording) return;
+    const command = event.command as Record<string, unknown>;
+    if (command[event.commandName] !== 'messages') return;
+    messageFilters.push(command.filter ?? command.q ?? command.updates ?? command.deletes);
+  });
+  models = defineModels(conn);
+  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
+  records = new OutboxRecords(() => models);
+});
+
+afterEach(async () => {
+  const { messages, places, attempts } = models;
+  await Promise.all([messages.deleteMany({}), places.deleteMany({}), attempts.deleteMany({})]);
+});
+
+afterAll(async () => {
+  await conn?.dropDatabase();
+  await conn?.close();
+});
+
+const message = (createdAt: Date, id = randomUUID()): StoredOutboxFields => ({
+  _id: id,
+  status: 'PENDING',
+  text: 'Your parcel is on its way',
+  createdAt,
+  sentAt: null,
+});
+const ids = (found: { _id: string }[]) => found.map((m) => m._id);
+
+it('answers what is due from the queue, reading the messages by `_id` alone', async () => {
+  const t0 = Date.now() - 60_000;
+  const queued = Array.from({ length: 6 }, (_, i) => message(new Date(t0 + i)));
+  await records.enqueue(queued);
+  const now = new Date();
+  expect(ids(await records.due(now, 50))).toEqual(ids(queued));
+
+  await records.markSent(queued[0]._id, 1, false);
+  await records.markSent(queued[1]._id, 1, true);
+  await records.markAttemptFailed(queued[2]._id, 1, 'provider down', null, false);
+  const retryAt = new Date(now.getTime() + 30_000);
+  await records.markAttemptFailed(queued[3]._id, 1, 'provider busy', retryAt, false);
+
+  recording = true;
+  expect(ids(await records.due(now, 50))).toEqual(ids(queued.slice(4)));
+  expect(ids(await records.due(retryAt, 50))).toEqual(ids(queued.slice(3)));
+  expect(ids(await records.due(retryAt, 1))).toEqual([queued[3]._id]);
+  recording = false;
+  for (const filter of messageFilters) expect(Object.keys(filter as object)).toEqual(['_id']);
+  expect(messageFilters.length).toBeGreaterThan(0);
+
+  // Every message stays as the record; the queue holds only those still to send.
+  expect(await models.messages.countDocuments()).toBe(6);
+  expect((await models.places.find().lean()).map((p) => p._id).sort()).toEqual(
+    ids(queued.slice(3)).sort(),
+  );
+});
+
+it('queues a message once however often it is queued at the same time', async () => {
+  const one = message(new Date());
+  const outcomes = await Promise.all(Array.from({ length: 5 }, () => records.enqueueOnce(one)));
+  expect(outcomes.filter(Boolean)).toHaveLength(1);
+  await Promise.all(Array.from({ length: 3 }, () => records.enqueue([one])));
+  expect(await models.messages.countDocuments()).toBe(1);
+  expect(await models.places.countDocuments()).toBe(1);
+});
+
+it('lets go of a place whose message was never stored, not of one being stored', async () => {
+  const now = Date.now();
+  const lost = {
+    _id: randomUUID(),
+    dueAt: new Date(now - UNSTORED_PLACE_MS - 1),
+    createdAt: new Date(now - UNSTORED_PLACE_MS - 1),
+  };
+  const storing = { _id: randomUUID(), dueAt: new Date(now - 1), createdAt: new Date(now - 1) };
+  await models.places.create([lost, storing]);
+  expect(await records.due(new Date(now), 50)).toEqual([]);
+  expect((await models.places.find().lean()).map((p) => p._id)).toEqual([storing._id]);
+  // Its message arrives: it is due.
+  await models.messages.create(message(storing.createdAt, storing._id));
+  expect(ids(await records.due(new Date(now), 50))).toEqual([storing._id]);
+});
+
+it('queues the messages stored before places existed, once', async () => {
+  const old = [message(new Date(Date.now() - 2000)), message(new Date(Date.now() - 1000))];
+  await models.messages.insertMany([...old, { ...message(new Date()), status: 'SENT' }] as never[]);
+  expect(await records.due(new Date(), 50)).toEqual([]);
+  await Promise.all([records.placeStoredMessages(), records.placeStoredMessages()]);
+  expect(ids(await records.due(new Date(), 50))).toEqual(ids(old));
+  // Done once per deployment: a message stored without a place later is not looked for.
+  await models.messages.create(message(new Date(Date.now() - 500)));
+  await records.placeStoredMessages();
+  expect(ids(await records.due(new Date(), 50))).toEqual(ids(old));
+});
