@@ -79,9 +79,9 @@ export class Announcer {
   }
 
   /** The sweep's part: transitions whose writer could not publish their events. */
-  async sweep(olderThan: Date, limit: number): Promise<void> {
+  async sweep(unannounced: readonly TransitionRecord[]): Promise<void> {
     const latest = new Map<string, number>();
-    for (const t of await this.deps.store.unannounced(olderThan, limit)) {
+    for (const t of unannounced) {
       latest.set(t.deliveryId, Math.max(latest.get(t.deliveryId) ?? 0, t.version));
     }
     for (const [deliveryId, version] of latest) {

@@ -12,7 +12,7 @@ import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, type Share } from './lifecycle';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
-import type { OrderStore, TransitionRecord } from './store';
+import { hasWork, type OrderStore, type TransitionRecord } from './store';
 
 /** The ledger reference of money given back for a checkout: once per checkout, ever. */
 export const checkoutRefundReference = (checkoutReference: string) => `refund:${checkoutReference}`;
@@ -137,6 +137,10 @@ export class Settlement {
         event: transition.event.kind,
         err: (err as Error).message,
       });
+    }
+    // Its mark goes when nothing is left; a mark left here is ended by the sweep.
+    if (hasWork(transition)) {
+      await this.deps.store.finishWork(transition, new Date()).catch(() => undefined);
     }
   }
 

@@ -45,8 +45,14 @@ const transitionSchema = new Schema(
   },
   plain,
 );
-transitionSchema.index({ unsettled: 1 }, { sparse: true });
-transitionSchema.index({ unannounced: 1 }, { sparse: true });
+
+/**
+ * A transition that may still have work, effects to settle or events to hand over, `_id` = the
+ * transition's, `at` = when it was made: what the sweep reads, as few as the work under way,
+ * where asking the transitions themselves scans every transition ever made (decision 70).
+ */
+const transitionWorkSchema = new Schema({ _id: String, at: Date }, plain);
+transitionWorkSchema.index({ at: 1 });
 
 /** A request under way (its saga); deleted once it is created or refused and undone. */
 const pendingSchema = new Schema(
@@ -93,6 +99,7 @@ export function defineOrderModels(connection: Connection) {
     Delivery: connection.model('Delivery', deliverySchema, 'deliveries'),
     Address: connection.model('Address', addressSchema, 'addresses'),
     Transition: connection.model('Transition', transitionSchema, 'delivery_transitions'),
+    TransitionWork: connection.model('TransitionWork', transitionWorkSchema, 'transition_work'),
     Pending: connection.model('PendingRequest', pendingSchema, 'pending_requests'),
     Outcome: connection.model('RequestOutcome', outcomeSchema, 'request_outcomes'),
     Notification: connection.model('Notification', notificationSchema, 'notifications'),
@@ -159,6 +166,30 @@ export type RequestOutcome =
     };
 
 export const transitionId = (deliveryId: string, version: number) => `${deliveryId}:${version}`;
+
+/** The mark of a transition that may have work left (`transition_work`). */
+export interface WorkMark {
+  _id: string;
+  at: Date;
+}
+
+export interface MarkedWork {
+  mark: WorkMark;
+  transition: TransitionRecord | null;
+}
+
+/** Effects to settle or events to hand over. */
+export const hasWork = (t: Pick<TransitionRecord, 'unsettled' | 'unannounced'>) =>
+  Boolean(t.unsettled || t.unannounced);
+
+/**
+ * How long a mark may wait for its transition to be claimed before the sweep lets it go:
+ * longer than any pause between a writer's mark and its claim.
+ */
+export const UNCLAIMED_MARK_MS = 60_000;
+
+/** The mark that says the transitions stored before marks existed were marked. */
+const MARKED = '$marked';
 
 /** The order service's persistence: every query its actions make. */
 export class OrderStore {
@@ -278,16 +309,57 @@ export class OrderStore {
     await this.m.Transition.updateOne({ _id: transition._id }, { $unset: { unannounced: 1 } });
   }
 
-  async unannounced(olderThan: Date, limit: number): Promise<TransitionRecord[]> {
-    return (await this.m.Transition.find({ unannounced: true, at: { $lt: olderThan } })
-      .limit(limit)
-      .lean()) as unknown as TransitionRecord[];
+  /** Marks a transition as having work to finish; marking it again changes nothing. */
+  async markWork(transition: Pick<TransitionRecord, '_id' | 'at'>): Promise<void> {
+    await insertAll(this.m.TransitionWork, [{ _id: transition._id, at: transition.at }]);
   }
 
-  async unsettled(olderThan: Date, limit: number): Promise<TransitionRecord[]> {
-    return (await this.m.Transition.find({ unsettled: true, at: { $lt: olderThan } })
+  /** Transitions marked before `olderThan`, oldest first, each with its record (null if none). */
+  async markedWork(olderThan: Date, limit: number): Promise<MarkedWork[]> {
+    const marks = (await this.m.TransitionWork.find({ at: { $lt: olderThan } })
+      .sort({ at: 1, _id: 1 })
       .limit(limit)
-      .lean()) as unknown as TransitionRecord[];
+      .lean()) as unknown as WorkMark[];
+    return Promise.all(
+      marks.map(async (mark) => ({ mark, transition: await this.transitionById(mark._id) })),
+    );
+  }
+
+  /**
+   * Ends the mark of a transition whose work is done, or that was never stored (after
+   * `UNCLAIMED_MARK_MS`: a writer marks before it claims). A write of the transition begun
+   * before may land after the delete (FerretDB rewrites a document whole, decision 16), and a
+   * writer may claim it meanwhile: read again, a transition with work is marked again.
+   */
+  async finishWork(mark: WorkMark, now: Date): Promise<void> {
+    const transition = await this.transitionById(mark._id);
+    if (transition && hasWork(transition)) return;
+    if (!transition && now.getTime() - new Date(mark.at).getTime() < UNCLAIMED_MARK_MS) return;
+    await this.m.TransitionWork.deleteOne({ _id: mark._id });
+    const again = await this.transitionById(mark._id);
+    if (again && hasWork(again)) await this.markWork(again);
+  }
+
+  /**
+   * Marks every transition with work stored before the marks existed: a scan, once per
+   * deployment, safe on two replicas at once.
+   */
+  async markStoredWork(): Promise<void> {
+    if (await this.m.TransitionWork.exists({ _id: MARKED })) return;
+    const stored = this.m.Transition.find(
+      { $or: [{ unsettled: true }, { unannounced: true }] },
+      { _id: 1, at: 1 },
+    )
+      .lean()
+      .cursor();
+    for await (const transition of stored) {
+      await this.markWork(transition as unknown as WorkMark);
+    }
+    await insertOnce(() => this.m.TransitionWork.create({ _id: MARKED }));
+  }
+
+  private async transitionById(id: string): Promise<TransitionRecord | null> {
+    return (await this.m.Transition.findById(id).lean()) as TransitionRecord | null;
   }
 
   /**

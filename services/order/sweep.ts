@@ -49,10 +49,7 @@ export class OrderSweep {
 
   private async sweep(now: Date): Promise<void> {
     await this.step('requests', () => this.recoverRequests(now));
-    await this.step('settlements', () => this.settle(now));
-    await this.step('announcements', () =>
-      this.deps.announcer.sweep(new Date(now.getTime() - SETTLE_GRACE_MS), BATCH),
-    );
+    await this.step('transitions', () => this.finishTransitions(now));
   }
 
   private async step(name: string, work: () => Promise<void>): Promise<void> {
@@ -76,10 +73,15 @@ export class OrderSweep {
     }
   }
 
-  private async settle(now: Date): Promise<void> {
-    const { store, transitions, settlement } = this.deps;
-    const due = await store.unsettled(new Date(now.getTime() - SETTLE_GRACE_MS), BATCH);
-    for (const transition of due) {
+  /**
+   * Transitions whose writer did not finish their work (marked in `transition_work`): effects
+   * settled, then events handed over, then each mark ended if nothing is left.
+   */
+  private async finishTransitions(now: Date): Promise<void> {
+    const { store, transitions, settlement, announcer } = this.deps;
+    const marked = await store.markedWork(new Date(now.getTime() - SETTLE_GRACE_MS), BATCH);
+    const stored = marked.flatMap((m) => (m.transition ? [m.transition] : []));
+    for (const transition of stored.filter((t) => t.unsettled)) {
       try {
         const delivery = await transitions.current(transition.deliveryId);
         if (delivery) await settlement.settle(delivery, transition);
@@ -91,5 +93,7 @@ export class OrderSweep {
         });
       }
     }
+    await this.step('announcements', () => announcer.sweep(stored.filter((t) => t.unannounced)));
+    for (const { mark } of marked) await store.finishWork(mark, now);
   }
 }

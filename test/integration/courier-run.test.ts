@@ -536,6 +536,11 @@ describe('pay-on-delivery and cancel', () => {
       expect(
         (await transitions.updateOne(delivered, { $set: { unsettled: true } })).modifiedCount,
       ).toBe(1);
+      // Marked as its writer marks it (transition_work): the sweep reads the marks.
+      const { _id } = (await transitions.findOne(delivered)) as { _id: string };
+      await orders
+        .collection<{ _id: string; at: Date }>('transition_work')
+        .insertOne({ _id, at: new Date(0) });
       await eventually(
         async () => expect(await transitions.findOne({ ...delivered, unsettled: true })).toBeNull(),
         { timeout: 40_000 },

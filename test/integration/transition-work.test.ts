@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import mongoose from 'mongoose';
+import {
+  OrderStore,
+  UNCLAIMED_MARK_MS,
+  defineOrderModels,
+  transitionId,
+  type OrderModels,
+  type TransitionRecord,
+} from '../../services/order/store';
+import { isolation } from '../support/stack';
+
+/**
+ * The order sweep finishes transitions whose writer did not (effects to settle, events to hand
+ * over). Transitions are every change of every delivery ever made, so the sweep reads their
+ * marks (`transition_work`), as many as the work under way, and each transition by `_id`: on the
+ * real server, what it sends to `delivery_transitions` is `_id` lookups alone.
+ */
+const iso = isolation();
+let conn: mongoose.Connection;
+let models: OrderModels;
+let store: OrderStore;
+const transitionFilters: unknown[] = [];
+let recording = false;
+
+beforeAll(async () => {
+  conn = await mongoose
+    .createConnection(process.env.MONGO_URL as string, {
+      dbName: `${iso.dbPrefix}order`,
+      monitorCommands: true,
+    })
+    .asPromise();
+  conn.getClient().on('commandStarted', (event) => {
+    const command = event.command as Record<string, unknown>;
+    if (!recording || command[event.commandName] !== 'delivery_transitions') return;
+    const updates = command.updates as { q: unknown }[] | undefined;
+    for (const filter of [command.filter, ...(updates ?? []).map((u) => u.q)]) {
+      if (filter !== undefined) transitionFilters.push(filter);
+    }
+  });
+  models = defineOrderModels(conn);
+  await Promise.all([models.Transition.createIndexes(), models.TransitionWork.createIndexes()]);
+  store = new OrderStore(() => models);
+});
+
+afterAll(async () => {
+  await conn?.dropDatabase();
+  await conn?.close();
+});
+
+const old = new Date(Date.now() - 10 * 60_000);
+
+function record(work: Partial<TransitionRecord>, at = old): TransitionRecord {
+  const deliveryId = randomUUID();
+  return {
+    _id: transitionId(deliveryId, 2),
+    deliveryId,
+    version: 2,
+    event: { kind: 'CANCEL' },
+    lifecycle: { status: 'CANCELLED' },
+    step: null,
+    effects: [],
+    at,
+    ...work,
+  } as TransitionRecord;
+}
+
+/** As `DeliveryTransitions.apply` writes a transition with work. */
+async function write(t: TransitionRecord) {
+  await store.markWork(t);
+  expect(await store.claimTransition(t)).toBe(true);
+  await store.markWork(t);
+}
+
+const markIds = async () => (await models.TransitionWork.find().lean()).map((m) => m._id).sort();
+
+it('reads marks, not transitions, and ends each mark once its work is done', async () => {
+  // Many transitions done long ago: what a scan would read.
+  await models.Transition.insertMany(Array.from({ length: 200 }, () => record({})) as never[]);
+  const unsettled = record({ unsettled: true });
+  const unannounced = record({ unannounced: true });
+  const fresh = record({ unsettled: true }, new Date());
+  for (const t of [unsettled, unannounced, fresh]) await write(t);
+
+  recording = true;
+  const marked = await store.markedWork(new Date(Date.now() - 15_000), 100);
+  expect(marked.map((m) => m.transition?._id).sort()).toEqual(
+    [unsettled._id, unannounced._id].sort(),
+  );
+  // Work left: the marks stay.
+  for (const { mark } of marked) await store.finishWork(mark, new Date());
+  expect(await markIds()).toEqual([unsettled._id, unannounced._id, fresh._id].sort());
+
+  await store.settled(unsettled);
+  await store.announced(unannounced);
+  for (const { mark } of marked) await store.finishWork(mark, new Date());
+  recording = false;
+  expect(await markIds()).toEqual([fresh._id]);
+  expect(transitionFilters.length).toBeGreaterThan(0);
+  for (const filter of transitionFilters) expect(Object.keys(filter as object)).toEqual(['_id']);
+});
+
+it('lets go of a mark whose transition was never claimed, after a while only', async () => {
+  await models.TransitionWork.deleteMany({});
+  const stopped = record({ unsettled: true }, new Date(Date.now() - UNCLAIMED_MARK_MS - 1000));
+  const claiming = record({ unsettled: true }, new Date());
+  await store.markWork(stopped);
+  await store.markWork(claiming);
+  for (const t of [stopped, claiming]) await store.finishWork(t, new Date());
+  expect(await markIds()).toEqual([claiming._id]);
+  // Its writer claims it: the mark stays until the work is done.
+  expect(await store.claimTransition(claiming)).toBe(true);
+  await store.finishWork(claiming, new Date(Date.now() + UNCLAIMED_MARK_MS * 2));
+  expect(await markIds()).toEqual([claiming._id]);
+});
+
+it('marks the transitions with work stored before marks existed, once', async () => {
+  await Promise.all([models.TransitionWork.deleteMany({}), models.Transition.deleteMany({})]);
+  const before = [record({ unsettled: true }), record({ unannounced: true }), record({})];
+  await models.Transition.insertMany(before as never[]);
+  await Promise.all([store.markStoredWork(), store.markStoredWork()]);
+  const marked = await store.markedWork(new Date(), 100);
+  expect(marked.map((m) => m.mark._id).sort()).toEqual([before[0]._id, before[1]._id].sort());
+  await models.Transition.insertMany([record({ unsettled: true })] as never[]);
+  await store.markStoredWork();
+  expect(await store.markedWork(new Date(), 100)).toHaveLength(2);
+});
