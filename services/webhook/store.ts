@@ -239,16 +239,8 @@ export class WebhookStore {
   private readonly endpointsByOwner: OwnerList;
 
   constructor(private readonly models: () => WebhookModels) {
-    this.messagesByEndpoint = new OwnerList(() => ({
-      Entry: this.m.EndpointMessageEntry,
-      Head: this.m.EndpointMessageHead,
-      Claim: this.m.EndpointMessageClaim,
-    }));
-    this.endpointsByOwner = new OwnerList(() => ({
-      Entry: this.m.OwnerEndpointEntry,
-      Head: this.m.OwnerEndpointHead,
-      Claim: this.m.OwnerEndpointClaim,
-    }));
+    this.messagesByEndpoint = this.list('EndpointMessage');
+    this.endpointsByOwner = this.list('OwnerEndpoint');
     this.notices = new OutboxRecords(() => ({
       messages: this.m.Notice,
       places: this.m.NoticePlace,
@@ -258,6 +250,14 @@ export class WebhookStore {
 
   private get m(): WebhookModels {
     return this.models();
+  }
+
+  /** The list whose models are `<name>Entry`, `<name>Head` and `<name>Claim`. */
+  private list(name: 'EndpointMessage' | 'OwnerEndpoint'): OwnerList {
+    return new OwnerList(() => {
+      const m = this.m;
+      return { Entry: m[`${name}Entry`], Head: m[`${name}Head`], Claim: m[`${name}Claim`] };
+    });
   }
 
   // --- endpoints

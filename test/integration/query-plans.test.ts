@@ -6,12 +6,9 @@ import { DeliveryTransitions } from '../../services/order/transitions';
 import { definePackageModels, PackageStore } from '../../services/package/store';
 import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
 import { fanOut } from '../../services/webhook/fan-out';
-import {
-  defineWebhookModels,
-  WebhookStore,
-  type EndpointRecord,
-} from '../../services/webhook/store';
+import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { dropDatabases, isolation } from '../support/stack';
+import { endpointRecord, publishedEvent } from '../support/webhook-records';
 
 /**
  * Every query behind `GET /api/deliveries/:id`, `GET /api/deliveries`, `GET /api/packages`, a
@@ -153,14 +150,14 @@ describe('the queries of the paths whose cost must not grow with the data', () =
         await packages.insert({ userId: owner, ...PACKAGE });
       }
       for (let i = 0; i < 3; i++) {
-        const endpoint = webhookEndpoint(owner, i);
+        const endpoint = endpointRecord(owner, { createdAt: new Date(Date.now() + i) });
         await webhooks.insertEndpoint(endpoint);
         if (i === 1) await webhooks.updateEndpoint(endpoint._id, { deleted: true });
         else if (owner === userId) webhookIds.push(endpoint._id);
       }
       await fanOut(
         webhooks,
-        [1, 2, 3].map((n) => webhookEvent(owner, n)),
+        [1, 2, 3].map((n) => publishedEvent(owner, n)),
         'staging',
         new Date(),
       );
@@ -252,7 +249,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       "the fan-out's endpoint lookup",
       async () => expect(await webhooks.endpointsOf(userId, 'staging')).toHaveLength(2),
     ],
-    ['webhook.publish', () => fanOut(webhooks, [webhookEvent(userId, 4)], 'staging', new Date())],
+    ['webhook.publish', () => fanOut(webhooks, [publishedEvent(userId, 4)], 'staging', new Date())],
   ];
 
   it.each(paths)('%s reads nothing but what an index finds', async (_name, work) => {
@@ -275,36 +272,6 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     }
   });
 });
-
-function webhookEndpoint(userId: string, i: number): EndpointRecord {
-  return {
-    _id: randomUUID(),
-    userId,
-    environment: 'staging',
-    url: `https://example.com/hook/${i}`,
-    events: null,
-    description: null,
-    secretVersion: 1,
-    status: 'ACTIVE',
-    failingSince: null,
-    disabledAt: null,
-    disabledReason: null,
-    deleted: false,
-    createdAt: new Date(Date.now() + i),
-  };
-}
-
-function webhookEvent(userId: string, sequence: number) {
-  return {
-    id: randomUUID(),
-    type: 'delivery.status_changed' as const,
-    userId,
-    deliveryId: randomUUID(),
-    sequence,
-    createdAt: new Date().toISOString(),
-    data: {},
-  };
-}
 
 const PACKAGE = {
   packageType: 'Parcel',

@@ -9,6 +9,7 @@ import {
   type MessageRecord,
 } from '../../services/webhook/store';
 import { isolation, openServiceDatabase } from '../support/stack';
+import { endpointRecord, publishedEvent } from '../support/webhook-records';
 
 /**
  * The webhook service's reads by `_id` (decision 71) on the real server: an endpoint's
@@ -38,37 +39,6 @@ afterAll(async () => {
   await conn?.close();
 });
 
-function endpointOf(userId: string, fields: Partial<EndpointRecord> = {}): EndpointRecord {
-  return {
-    _id: randomUUID(),
-    userId,
-    environment: ENV,
-    url: 'https://example.com/hook',
-    events: null,
-    description: null,
-    secretVersion: 1,
-    status: 'ACTIVE',
-    failingSince: null,
-    disabledAt: null,
-    disabledReason: null,
-    deleted: false,
-    createdAt: new Date(),
-    ...fields,
-  };
-}
-
-function eventOf(userId: string, sequence: number): PublishedEvent {
-  return {
-    id: randomUUID(),
-    type: 'delivery.status_changed',
-    userId,
-    deliveryId: randomUUID(),
-    sequence,
-    createdAt: new Date().toISOString(),
-    data: {},
-  };
-}
-
 /** What the route answered before the lists: a scan sorted by `createdAt`, then `_id`. */
 async function formerPage(webhookId: string, limit: number, offset: number) {
   const found = await models.Message.find({ webhookId })
@@ -84,12 +54,12 @@ const ids = (records: { _id: unknown }[]) => records.map((r) => String(r._id));
 describe("an endpoint's messages", () => {
   it('page newest first as the former sort did, each once however often published', async () => {
     const userId = randomUUID();
-    const [a, b] = [endpointOf(userId), endpointOf(userId)];
+    const [a, b] = [endpointRecord(userId), endpointRecord(userId)];
     for (const e of [a, b]) await store.insertEndpoint(e);
     // Publications of one event and of several at once (those share a `createdAt`).
     const published: PublishedEvent[][] = [];
     for (let i = 0; i < 6; i++) {
-      const events = Array.from({ length: 1 + (i % 3) }, (_, j) => eventOf(userId, j));
+      const events = Array.from({ length: 1 + (i % 3) }, (_, j) => publishedEvent(userId, j));
       published.push(events);
       // The last one twice at once, as a retry racing its first try: each message made once.
       const tries = i === 5 ? [new Date(), new Date(Date.now() + 1)] : [new Date()];
@@ -120,9 +90,9 @@ describe("an endpoint's messages", () => {
 
   it('skip a message listed whose publication stopped before storing it', async () => {
     const userId = randomUUID();
-    const endpoint = endpointOf(userId);
+    const endpoint = endpointRecord(userId);
     await store.insertEndpoint(endpoint);
-    await fanOut(store, [eventOf(userId, 0)], ENV, new Date());
+    await fanOut(store, [publishedEvent(userId, 0)], ENV, new Date());
     await models.EndpointMessageEntry.create({
       _id: `${endpoint._id}:2`,
       ownerId: endpoint._id,
@@ -130,7 +100,7 @@ describe("an endpoint's messages", () => {
       itemId: randomUUID(),
       at: new Date(),
     });
-    await fanOut(store, [eventOf(userId, 1)], ENV, new Date());
+    await fanOut(store, [publishedEvent(userId, 1)], ENV, new Date());
     const page = await store.messagesOf(endpoint._id, 20, 0);
     expect(ids(page)).toEqual(await formerPage(endpoint._id, 20, 0));
     expect(page.map((m) => m.sequence)).toEqual([1, 0]);
@@ -142,13 +112,13 @@ describe("an owner's endpoints", () => {
     const userId = randomUUID();
     const created: EndpointRecord[] = [];
     for (let i = 0; i < 5; i++) {
-      const endpoint = endpointOf(userId, { createdAt: new Date(Date.now() + i) });
+      const endpoint = endpointRecord(userId, { createdAt: new Date(Date.now() + i) });
       await store.insertEndpoint(endpoint);
       created.push(endpoint);
     }
     // Another environment's and another user's are not theirs.
-    await store.insertEndpoint(endpointOf(userId, { environment: 'live' }));
-    await store.insertEndpoint(endpointOf(randomUUID()));
+    await store.insertEndpoint(endpointRecord(userId, { environment: 'live' }));
+    await store.insertEndpoint(endpointRecord(randomUUID()));
     for (const e of [created[0], created[3]]) {
       await store.updateEndpoint(e._id, { deleted: true });
     }
@@ -157,7 +127,7 @@ describe("an owner's endpoints", () => {
     // Twice: the second read starts from the floor the first one raised.
     expect(ids(await store.endpointsOf(userId, ENV))).toEqual(ids(live));
 
-    await fanOut(store, [eventOf(userId, 0)], ENV, new Date());
+    await fanOut(store, [publishedEvent(userId, 0)], ENV, new Date());
     for (const e of created) {
       const messages = await store.messagesOf(e._id, 20, 0);
       expect(messages).toHaveLength(live.includes(e) ? 1 : 0);
@@ -167,14 +137,14 @@ describe("an owner's endpoints", () => {
   it('stay listed when created while others are deleted and read', async () => {
     const userId = randomUUID();
     const first = Array.from({ length: 60 }, (_, i) =>
-      endpointOf(userId, { createdAt: new Date(Date.now() + i) }),
+      endpointRecord(userId, { createdAt: new Date(Date.now() + i) }),
     );
     for (const e of first) await store.insertEndpoint(e);
     const kept = first[0];
     await Promise.all(first.slice(1).map((e) => store.updateEndpoint(e._id, { deleted: true })));
     // Reads lift the one live endpoint past the deleted ones while more are created.
     const more = Array.from({ length: 8 }, (_, i) =>
-      endpointOf(userId, { createdAt: new Date(Date.now() + 100 + i) }),
+      endpointRecord(userId, { createdAt: new Date(Date.now() + 100 + i) }),
     );
     await Promise.all([
       ...more.map((e) => store.insertEndpoint(e)),
@@ -192,7 +162,7 @@ describe('documents stored before the lists', () => {
     try {
       const userId = randomUUID();
       const endpoints = [0, 1, 2].map((i) =>
-        endpointOf(userId, { createdAt: new Date(Date.now() - 10_000 + i) }),
+        endpointRecord(userId, { createdAt: new Date(Date.now() - 10_000 + i) }),
       );
       endpoints[1].deleted = true;
       await before.m.Endpoint.insertMany(endpoints);
