@@ -215,13 +215,16 @@ export class OwnerList {
         await this.raiseHead(ownerId, { n: n + pending.length - 1 });
         return;
       }
-      for (let found = await this.entry(ownerId, n); found; found = await this.entry(ownerId, n)) {
-        const at =
-          found.tag === undefined ? pending.findIndex((p) => p.itemId === found?.itemId) : -1;
-        if (at >= 0) pending.splice(at, 1);
+      // Past the entries there are, dropping the items found (a retry stops once all are).
+      for (;;) {
+        const found = await this.entry(ownerId, n);
+        if (!found) break;
+        const i =
+          found.tag === undefined ? pending.findIndex((p) => p.itemId === found.itemId) : -1;
+        if (i >= 0) pending.splice(i, 1);
+        if (pending.length === 0) return;
         n++;
       }
-      if (pending.length === 0) return;
     }
   }
 

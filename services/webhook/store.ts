@@ -369,9 +369,10 @@ export class WebhookStore {
   /**
    * The message and its queue entry, once each: a repeated publication adds nothing. A message
    * still pending is queued again (its publisher may have stopped between the two inserts); the
-   * attempt chain makes that harmless, since attempt n is made once whoever queued it.
+   * attempt chain makes that harmless, since attempt n is made once whoever queued it. The
+   * message must be on its endpoint's list already (`enqueueAll` puts it there).
    */
-  async enqueue(message: MessageRecord, queued: QueuedRecord): Promise<boolean> {
+  private async enqueue(message: MessageRecord, queued: QueuedRecord): Promise<boolean> {
     if (await insertOnce(() => this.m.Message.create(message))) {
       await insertOnce(() => this.m.Queue.create(queued));
       return true;
