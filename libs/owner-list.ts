@@ -113,6 +113,9 @@ export async function* ownedItems(
 /** The head that marks a list filled from the documents stored before it existed. */
 const BACKFILLED = '$backfilled';
 
+/** Stored items a backfill adds at once, a few writes for each owner among them. */
+const BACKFILL_BATCH = 500;
+
 /** Entries read at once when a page is read from the newest back. */
 const READ_WIDTH = 50;
 
@@ -187,6 +190,53 @@ export class OwnerList {
       // Another writer took this number: read its entry on the next turn.
       n--;
     }
+  }
+
+  /**
+   * Adds the items at the end of the owner's list in the order given, each once as `add` does,
+   * in five operations when none was added before and nobody else adds to the list meanwhile
+   * (the usual case). Otherwise it walks the list once from the lowest number its items' claims
+   * allow, passing the entries they have already, and appends the others after the last entry.
+   */
+  async addAll(ownerId: string, items: { itemId: string; at: Date }[]): Promise<void> {
+    const pending = [...new Map(items.map((i) => [i.itemId, i])).values()];
+    if (pending.length === 0) return;
+    const from = (await this.head(ownerId)).hint + 1;
+    const claims = pending.map((i) => ({ _id: ownerListClaimId(ownerId, i.itemId), from }));
+    // No entry of an item can be below its claim's `from`: the claim came first.
+    let n = (await this.claimAll(claims)) ? from : await this.lowestClaimed(claims);
+    for (;;) {
+      const entries = pending.map(({ itemId, at }, i): EntryRecord => {
+        const number = n + i;
+        return { _id: ownerListEntryId(ownerId, number), ownerId, n: number, itemId, at };
+      });
+      // In order: a number another writer took stops the rest, found or added on the next turn.
+      if (await insertOnce(() => this.m.Entry.insertMany(entries, { ordered: true }))) {
+        await this.raiseHead(ownerId, { n: n + pending.length - 1 });
+        return;
+      }
+      // Past the entries there are, dropping the items found (a retry stops once all are).
+      for (;;) {
+        const found = await this.entry(ownerId, n);
+        if (!found) break;
+        const i =
+          found.tag === undefined ? pending.findIndex((p) => p.itemId === found.itemId) : -1;
+        if (i >= 0) pending.splice(i, 1);
+        if (pending.length === 0) return;
+        n++;
+      }
+    }
+  }
+
+  /** Inserts the claims; false when any was there already (a retry, or an item twice). */
+  private claimAll(claims: { _id: string; from: number }[]): Promise<boolean> {
+    return insertOnce(() => this.m.Claim.insertMany(claims, { ordered: false }));
+  }
+
+  /** The lowest `from` of these claims, each read by `_id`. */
+  private async lowestClaimed(claims: { _id: string; from: number }[]): Promise<number> {
+    const stored = await Promise.all(claims.map((c) => this.m.Claim.findById(c._id).lean()));
+    return Math.min(...stored.map((c, i) => c?.from ?? claims[i].from));
   }
 
   /** The entries `newest`, `newest - 1`, … down to `lowest`, at most `count` of them. */
@@ -271,7 +321,21 @@ export class OwnerList {
    */
   async backfill(stored: AsyncIterable<{ ownerId: string; itemId: string; at: Date }>) {
     if (await this.m.Head.exists({ _id: BACKFILLED })) return;
-    for await (const item of stored) await this.add(item.ownerId, item.itemId, item.at);
+    // A batch at a time, each owner's items of it in one `addAll`, in the order stored.
+    let batch = new Map<string, { itemId: string; at: Date }[]>();
+    let count = 0;
+    const flush = async () => {
+      for (const [ownerId, items] of batch) await this.addAll(ownerId, items);
+      batch = new Map();
+      count = 0;
+    };
+    for await (const { ownerId, itemId, at } of stored) {
+      const items = batch.get(ownerId) ?? [];
+      items.push({ itemId, at });
+      batch.set(ownerId, items);
+      if (++count === BACKFILL_BATCH) await flush();
+    }
+    await flush();
     await insertOnce(() => this.m.Head.create({ _id: BACKFILLED, n: 0 }));
   }
 }

@@ -7,6 +7,7 @@ import {
   outboxPlaceSchema,
 } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
+import { OwnerList, defineOwnerListModels, type OwnerListEntry } from '../../libs/owner-list';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -52,6 +53,9 @@ const noticeSchema = new Schema({ _id: String, webhookId: String, status: String
 const noticeAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 
 export function defineWebhookModels(connection: Connection) {
+  // Read by `_id` (libs/owner-list): each endpoint's messages, and each owner's endpoints.
+  const messagesByEndpoint = defineOwnerListModels(connection, 'webhook_endpoint_messages');
+  const endpointsByOwner = defineOwnerListModels(connection, 'webhook_owner_endpoints');
   return {
     Endpoint: connection.model('WebhookEndpoint', endpointSchema, 'webhook_endpoints'),
     Secret: connection.model('WebhookSecret', secretSchema, 'webhook_secrets'),
@@ -70,6 +74,13 @@ export function defineWebhookModels(connection: Connection) {
       noticeAttemptSchema,
       'webhook_notice_attempts',
     ),
+    // One level of models: tests and the index build walk them.
+    EndpointMessageEntry: messagesByEndpoint.Entry,
+    EndpointMessageHead: messagesByEndpoint.Head,
+    EndpointMessageClaim: messagesByEndpoint.Claim,
+    OwnerEndpointEntry: endpointsByOwner.Entry,
+    OwnerEndpointHead: endpointsByOwner.Head,
+    OwnerEndpointClaim: endpointsByOwner.Claim,
   };
 }
 
@@ -180,11 +191,56 @@ export interface NoticeRecord extends StoredOutboxFields {
 
 export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
 
+/** Whose list of endpoints an endpoint is on: its user's in its environment. */
+export const endpointOwner = (userId: string, environment: string) => `${userId}:${environment}`;
+
+/**
+ * How long an entry of an owner's endpoint list may wait for its endpoint to be stored (the
+ * entry is written first) before a read takes it for an insert that died.
+ */
+export const PENDING_ENDPOINT_MS = 10 * 60_000;
+
+/** Whether an entry of the owner's list may still name a live endpoint (libs/owner-list `readLive`). */
+function mayBeLive(found: EndpointRecord | null, entry: OwnerListEntry, now: number): boolean {
+  if (found) return !found.deleted;
+  return now - entry.at.getTime() < PENDING_ENDPOINT_MS;
+}
+
+const newestCreatedFirst = (a: EndpointRecord, b: EndpointRecord) =>
+  b.createdAt.getTime() - a.createdAt.getTime() || (a._id < b._id ? 1 : -1);
+
+/** The order an endpoint's messages are listed in (read back newest first, the reverse). */
+const olderFirst = (a: MessageRecord, b: MessageRecord) =>
+  a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : 1);
+
+/** Stored documents as a list's backfill reads them, oldest first. */
+async function* listedAs<T>(
+  stored: AsyncIterable<T>,
+  owner: (doc: T) => { ownerId: string; itemId: string; at: Date },
+) {
+  for await (const doc of stored) yield owner(doc);
+}
+
 export class WebhookStore {
   /** The notices to endpoint owners, read and written as every outbox is (libs/messaging). */
   readonly notices: OutboxRecords<NoticeRecord>;
+  /**
+   * Each endpoint's messages in the order they were stored, the messages of one publication
+   * by `_id`: newest first, that is the order `createdAt` then `_id` descending gave.
+   */
+  private readonly messagesByEndpoint: OwnerList;
+  /**
+   * Each owner's endpoints (`<userId>:<environment>`), every one ever created: a delete only
+   * marks the endpoint, so a read passes over the deleted ones, and the list's floor
+   * (`readLive`) keeps it from reading those below the oldest live endpoint again. At most
+   * `WEBHOOK_MAX_ENDPOINTS` are live; deleted ones above a live one pile up with an owner's
+   * turnover (one entry per endpoint created) until 50 of them lift the live ones above.
+   */
+  private readonly endpointsByOwner: OwnerList;
 
   constructor(private readonly models: () => WebhookModels) {
+    this.messagesByEndpoint = this.list('EndpointMessage');
+    this.endpointsByOwner = this.list('OwnerEndpoint');
     this.notices = new OutboxRecords(() => ({
       messages: this.m.Notice,
       places: this.m.NoticePlace,
@@ -196,9 +252,24 @@ export class WebhookStore {
     return this.models();
   }
 
+  /** The list whose models are `<name>Entry`, `<name>Head` and `<name>Claim`. */
+  private list(name: 'EndpointMessage' | 'OwnerEndpoint'): OwnerList {
+    return new OwnerList(() => {
+      const m = this.m;
+      return { Entry: m[`${name}Entry`], Head: m[`${name}Head`], Claim: m[`${name}Claim`] };
+    });
+  }
+
   // --- endpoints
 
   async insertEndpoint(endpoint: EndpointRecord): Promise<void> {
+    const owner = endpointOwner(endpoint.userId, endpoint.environment);
+    // Before the endpoint: a stored endpoint is always on its owner's list.
+    const entry = await this.endpointsByOwner.add(owner, endpoint._id, new Date());
+    // An entry this old may be below the list's floor by now: a fresh one keeps it listed.
+    if (Date.now() - entry.at.getTime() >= PENDING_ENDPOINT_MS / 2) {
+      await this.endpointsByOwner.add(owner, endpoint._id, new Date(), 'stored-late');
+    }
     await this.m.Endpoint.create(endpoint);
   }
 
@@ -206,10 +277,42 @@ export class WebhookStore {
     return (await this.m.Endpoint.findById(webhookId).lean()) as EndpointRecord | null;
   }
 
+  /**
+   * The owner's endpoints not deleted, newest created first: the owner's list read down to its
+   * floor, each endpoint by `_id`. Its cost grows with the owner's live endpoints and the
+   * deleted ones above them, never with anyone else's.
+   */
   async endpointsOf(userId: string, environment: string): Promise<EndpointRecord[]> {
-    return (await this.m.Endpoint.find({ userId, environment, deleted: false })
-      .sort({ createdAt: -1 })
-      .lean()) as unknown as EndpointRecord[];
+    const now = Date.now();
+    const owner = endpointOwner(userId, environment);
+    const live = await this.endpointsByOwner.readLive(owner, async (entries) => {
+      const found = await Promise.all(entries.map((e) => this.endpoint(e.itemId)));
+      return found.map((endpoint, i) => ({
+        live: mayBeLive(endpoint, entries[i], now),
+        item: endpoint && !endpoint.deleted ? endpoint : undefined,
+      }));
+    });
+    return live
+      .filter((e) => e.userId === userId && e.environment === environment)
+      .sort(newestCreatedFirst);
+  }
+
+  /** Puts the endpoints stored before `webhook_owner_endpoints` existed on their owners' lists. */
+  async listStoredEndpoints(): Promise<void> {
+    const stored = this.m.Endpoint.find(
+      { deleted: false },
+      { userId: 1, environment: 1, createdAt: 1 },
+    )
+      .sort({ createdAt: 1 })
+      .lean<Pick<EndpointRecord, '_id' | 'userId' | 'environment' | 'createdAt'>[]>()
+      .cursor();
+    await this.endpointsByOwner.backfill(
+      listedAs(stored, (e) => ({
+        ownerId: endpointOwner(e.userId, e.environment),
+        itemId: e._id,
+        at: e.createdAt,
+      })),
+    );
   }
 
   async updateEndpoint(webhookId: string, changes: Partial<EndpointRecord>): Promise<void> {
@@ -266,9 +369,10 @@ export class WebhookStore {
   /**
    * The message and its queue entry, once each: a repeated publication adds nothing. A message
    * still pending is queued again (its publisher may have stopped between the two inserts); the
-   * attempt chain makes that harmless, since attempt n is made once whoever queued it.
+   * attempt chain makes that harmless, since attempt n is made once whoever queued it. The
+   * message must be on its endpoint's list already (`enqueueAll` puts it there).
    */
-  async enqueue(message: MessageRecord, queued: QueuedRecord): Promise<boolean> {
+  private async enqueue(message: MessageRecord, queued: QueuedRecord): Promise<boolean> {
     if (await insertOnce(() => this.m.Message.create(message))) {
       await insertOnce(() => this.m.Queue.create(queued));
       return true;
@@ -286,6 +390,7 @@ export class WebhookStore {
    */
   async enqueueAll(items: { message: MessageRecord; queued: QueuedRecord }[]): Promise<number> {
     if (items.length === 0) return 0;
+    await this.listMessages(items.map((i) => i.message));
     try {
       await this.m.Message.insertMany(
         items.map((i) => i.message),
@@ -312,13 +417,43 @@ export class WebhookStore {
     return (await this.m.Message.findById(messageId).lean()) as MessageRecord | null;
   }
 
-  /** An endpoint's messages, newest first. */
+  /**
+   * Puts messages on their endpoints' lists before they are stored, so that a stored message
+   * is always listed; each once, however often published. A publication's messages of one
+   * endpoint share a `createdAt` and go on in `_id` order, so the page reads them as the
+   * former sort by `createdAt` and `_id` did.
+   */
+  private async listMessages(messages: MessageRecord[]): Promise<void> {
+    const byEndpoint = new Map<string, { itemId: string; at: Date }[]>();
+    for (const m of [...messages].sort(olderFirst)) {
+      const own = byEndpoint.get(m.webhookId) ?? [];
+      own.push({ itemId: m._id, at: m.createdAt });
+      byEndpoint.set(m.webhookId, own);
+    }
+    await Promise.all(
+      [...byEndpoint].map(([webhookId, own]) => this.messagesByEndpoint.addAll(webhookId, own)),
+    );
+  }
+
+  /**
+   * An endpoint's messages, newest first: a page of its list, each message by `_id`. One
+   * listed but never stored (its publication stopped between the two) is skipped.
+   */
   async messagesOf(webhookId: string, limit: number, offset: number): Promise<MessageRecord[]> {
-    return (await this.m.Message.find({ webhookId })
-      .sort({ createdAt: -1, _id: -1 })
-      .skip(offset)
-      .limit(limit)
-      .lean()) as unknown as MessageRecord[];
+    const ids = await this.messagesByEndpoint.page(webhookId, { offset, limit });
+    const found = await Promise.all(ids.map((id) => this.message(id)));
+    return found.filter((m): m is MessageRecord => m !== null);
+  }
+
+  /** Puts the messages stored before `webhook_endpoint_messages` existed on their endpoints' lists. */
+  async listStoredMessages(): Promise<void> {
+    const stored = this.m.Message.find({}, { webhookId: 1, createdAt: 1 })
+      .sort({ createdAt: 1, _id: 1 })
+      .lean<Pick<MessageRecord, '_id' | 'webhookId' | 'createdAt'>[]>()
+      .cursor();
+    await this.messagesByEndpoint.backfill(
+      listedAs(stored, (m) => ({ ownerId: m.webhookId, itemId: m._id, at: m.createdAt })),
+    );
   }
 
   async updateMessage(messageId: string, changes: Partial<MessageRecord>): Promise<void> {

@@ -75,7 +75,12 @@ export function createWebhookService(config: Config): ServiceDefinition {
       logger = this.logger;
       broker = this.broker;
     },
-    started() {
+    async started() {
+      // Once per deployment, awaited: until they are done a stored endpoint would miss the
+      // events of its owner and let more than WEBHOOK_MAX_ENDPOINTS be created, and a page
+      // of messages would leave out the older ones and list them later above newer ones.
+      await store.listStoredEndpoints();
+      await store.listStoredMessages();
       dispatcher.start();
       sender.start();
       // Once per deployment, in the background: notices queued before places wait until then.

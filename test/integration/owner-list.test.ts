@@ -69,3 +69,50 @@ it('adds what was stored before it once, oldest first, and only on its first run
   await list.backfill(stored(['never']));
   expect(await all(owner)).toEqual(['old-2', 'old-1', 'new']);
 });
+
+it('adds a batch in its order, each item once, whatever adds race it or retry it', async () => {
+  const owner = randomUUID();
+  const at = new Date();
+  const batch = (names: string[]) => names.map((itemId) => ({ itemId, at }));
+  await list.addAll(owner, batch(['a', 'b', 'c']));
+  expect(await all(owner)).toEqual(['c', 'b', 'a']);
+  // Two batches and single adds at once, some items in several of them, one batch retried.
+  await Promise.all([
+    list.addAll(owner, batch(['d', 'e', 'f'])),
+    list.addAll(owner, batch(['g', 'h'])),
+    list.add(owner, 'e', at),
+    list.add(owner, 'i', at),
+    list.addAll(owner, batch(['b', 'j'])),
+  ]);
+  await list.addAll(owner, batch(['d', 'e', 'f']));
+  const listed = await all(owner);
+  expect([...listed].sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']);
+  const after = (x: string, y: string) => listed.indexOf(x) < listed.indexOf(y);
+  expect(after('f', 'd') && after('h', 'g') && after('j', 'c')).toBe(true);
+  expect(await list.length(owner)).toBe(10);
+});
+
+it('adds what was stored before it by batches, each owner in the order stored', async () => {
+  const models = defineOwnerListModels(conn, 'batched');
+  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
+  const batched = new OwnerList(() => models);
+  const owners = [randomUUID(), randomUUID(), randomUUID()];
+  // More than one batch of 500, the owners' items interleaved.
+  const stored = Array.from({ length: 1_100 }, (_, i) => ({
+    ownerId: owners[i % 3 === 0 ? 0 : i % 2 ? 1 : 2],
+    itemId: `item-${i}`,
+    at: new Date(),
+  }));
+  await batched.add(owners[1], 'item-1', new Date());
+  await batched.backfill(
+    (async function* () {
+      yield* stored;
+    })(),
+  );
+  for (const owner of owners) {
+    const expected = stored.filter((s) => s.ownerId === owner).map((s) => s.itemId);
+    const listed: string[] = [];
+    for await (const page of batched.newestFirst(owner)) listed.push(...page);
+    expect(listed).toEqual(expected.reverse());
+  }
+});

@@ -5,11 +5,15 @@ import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
 import { definePackageModels, PackageStore } from '../../services/package/store';
 import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
+import { fanOut } from '../../services/webhook/fan-out';
+import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { dropDatabases, isolation } from '../support/stack';
+import { endpointRecord, publishedEvent } from '../support/webhook-records';
 
 /**
  * Every query behind `GET /api/deliveries/:id`, `GET /api/deliveries`, `GET /api/packages`, a
- * wallet debit and the gateway's key lookup (docs/performance.md "Cost as data grows"),
+ * wallet debit, the gateway's key lookup, `GET /api/webhooks/:webhookId/deliveries` and the
+ * webhook fan-out (docs/performance.md "Cost as data grows", docs/webhooks.md),
  * recorded from the driver as the stores send them and each explained by the server: none may
  * read the whole collection. FerretDB on SQLite pushes only `_id` equality down (its plan says
  * SEARCH ... USING INDEX, or SCAN); MongoDB names its plan's stages (COLLSCAN or an index);
@@ -80,7 +84,9 @@ describe('the queries of the paths whose cost must not grow with the data', () =
   let packages: PackageStore;
   let ledger: LedgerStore;
   let account: AccountStore;
+  let webhooks: WebhookStore;
   const userId = randomUUID();
+  const webhookIds: string[] = [];
   const deliveryIds: string[] = [];
   let keyHash = '';
 
@@ -110,7 +116,8 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     const p = open('package', definePackageModels);
     const l = open('payment', defineLedgerModels);
     const a = open('account', defineAccountModels);
-    for (const { db } of [o, p, l, a]) {
+    const w = open('webhook', defineWebhookModels);
+    for (const { db } of [o, p, l, a, w]) {
       await Promise.all(Object.values(db.models).map((m) => m.createIndexes()));
     }
     order = new OrderStore(() => o.models);
@@ -118,6 +125,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     packages = new PackageStore(() => p.models);
     ledger = new LedgerStore(() => l.models);
     account = new AccountStore(() => a.models);
+    webhooks = new WebhookStore(() => w.models);
 
     // Other users' documents too: a filter that matched only this user's would hide a scan.
     for (const owner of [userId, randomUUID(), randomUUID()]) {
@@ -141,6 +149,18 @@ describe('the queries of the paths whose cost must not grow with the data', () =
         );
         await packages.insert({ userId: owner, ...PACKAGE });
       }
+      for (let i = 0; i < 3; i++) {
+        const endpoint = endpointRecord(owner, { createdAt: new Date(Date.now() + i) });
+        await webhooks.insertEndpoint(endpoint);
+        if (i === 1) await webhooks.updateEndpoint(endpoint._id, { deleted: true });
+        else if (owner === userId) webhookIds.push(endpoint._id);
+      }
+      await fanOut(
+        webhooks,
+        [1, 2, 3].map((n) => publishedEvent(owner, n)),
+        'staging',
+        new Date(),
+      );
       await ledger.post({
         walletId: owner,
         type: 'CREDIT',
@@ -216,6 +236,20 @@ describe('the queries of the paths whose cost must not grow with the data', () =
         ledger.post({ walletId: userId, type: 'DEBIT', amountKobo: 100, reference: randomUUID() }),
     ],
     ["the gateway's key lookup", () => account.findKeyByHash(keyHash)],
+    [
+      'GET /api/webhooks/:webhookId/deliveries',
+      async () => {
+        const messages = await webhooks.messagesOf(webhookIds[0], 20, 1);
+        expect(messages).toHaveLength(2);
+        await Promise.all(messages.map((m) => webhooks.attemptsOf({ ...m, attempts: 1 })));
+        await Promise.all(messages.map((m) => webhooks.queued(m._id)));
+      },
+    ],
+    [
+      "the fan-out's endpoint lookup",
+      async () => expect(await webhooks.endpointsOf(userId, 'staging')).toHaveLength(2),
+    ],
+    ['webhook.publish', () => fanOut(webhooks, [publishedEvent(userId, 4)], 'staging', new Date())],
   ];
 
   it.each(paths)('%s reads nothing but what an index finds', async (_name, work) => {

@@ -200,6 +200,48 @@ describe('webhook endpoints', () => {
     expectErrorEnvelope(eleventh, 400);
     expect(eleventh.body.message).toMatch(/at most 10/);
   });
+
+  it('deleted, free a place under the cap and get no more events', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const created = await api(merchant, 'POST', '/api/webhooks', {
+        url: receiver.url(`/turnover/${i}`),
+      });
+      expect(created.status).toBe(201);
+      ids.push(created.body.data.id);
+    }
+    for (const id of ids.slice(0, 3)) {
+      expect((await api(merchant, 'DELETE', `/api/webhooks/${id}`)).status).toBe(204);
+    }
+    for (let i = 10; i < 13; i++) {
+      const created = await api(merchant, 'POST', '/api/webhooks', {
+        url: receiver.url(`/turnover/${i}`),
+      });
+      expect(created.status).toBe(201);
+      ids.push(created.body.data.id);
+    }
+    expectErrorEnvelope(
+      await api(merchant, 'POST', '/api/webhooks', { url: receiver.url('/turnover/13') }),
+      400,
+    );
+    const listed = (await api(merchant, 'GET', '/api/webhooks')).body.data;
+    // Newest first.
+    expect(listed.map((w: { id: string }) => w.id)).toEqual(ids.slice(3).reverse());
+
+    const deliveryId = await simulated(merchant, 'no-courier');
+    expect((await cancelDelivery(base(), merchant, deliveryId)).status).toBe(201);
+    await eventually(
+      () => {
+        for (let i = 3; i < 13; i++) {
+          expect(typesOf(receiver.at(`/turnover/${i}`))).toContain('delivery.cancelled');
+        }
+      },
+      { timeout: 20_000 },
+    );
+    for (let i = 0; i < 3; i++) expect(receiver.at(`/turnover/${i}`)).toEqual([]);
+  });
 });
 
 describe('a delivery’s events', () => {
@@ -236,10 +278,25 @@ describe('a delivery’s events', () => {
     expect(statuses.at(-1)).toBe('DELIVERED');
     expect(received[2].event.data.courier).toMatchObject({ fleet: expect.any(Object) });
 
-    // Each message and its attempt are logged.
+    // Each message and its attempt are logged, newest first, paged by offset and limit.
     const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries?limit=100`);
     expect(log.status).toBe(200);
     expect(log.body.data).toHaveLength(received.length);
+    const logged = log.body.data as { id: string; type: string }[];
+    const changes = logged.map((m) => m.type).filter((type) => type !== 'courier.location');
+    expect(changes[0]).toBe('delivery.delivered');
+    // Published together, so stored at one instant and listed by message id, as ever.
+    expect(changes.slice(-2).sort()).toEqual(['delivery.created', 'delivery.paid']);
+    const page = await api(
+      merchant,
+      'GET',
+      `/api/webhooks/${webhook.id}/deliveries?limit=3&offset=2`,
+    );
+    expect(page.body.data.map((m: { id: string }) => m.id)).toEqual(
+      logged.slice(2, 5).map((m) => m.id),
+    );
+    const past = `/api/webhooks/${webhook.id}/deliveries?limit=5&offset=${logged.length}`;
+    expect((await api(merchant, 'GET', past)).body.data).toEqual([]);
     for (const m of log.body.data) {
       expect(m.status).toBe('DELIVERED');
       expect(m.attempts).toHaveLength(1);
