@@ -228,6 +228,11 @@ export function createOrderService(config: Config): ServiceDefinition {
       store.markStoredWork().catch((err: unknown) => {
         logger.warn(`transitions stored before their marks are not all swept yet: ${String(err)}`);
       });
+      store.listStoredNotifications().catch((err: unknown) => {
+        logger.warn(
+          `notifications queued before their lists are not all listed yet: ${String(err)}`,
+        );
+      });
       store.notifications.placeStoredMessages().catch((err: unknown) => {
         logger.warn(
           `notifications queued before their places are not all sent yet: ${String(err)}`,

@@ -95,6 +95,8 @@ const trackingRefSchema = new Schema({ _id: String, deliveryId: String }, plain)
 export function defineOrderModels(connection: Connection) {
   // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
   const byUser = defineOwnerListModels(connection, 'user_deliveries');
+  // Each delivery's messages to people, read by `_id`: the staging simulator and support ask.
+  const byDelivery = defineOwnerListModels(connection, 'delivery_notifications');
   return {
     Delivery: connection.model('Delivery', deliverySchema, 'deliveries'),
     Address: connection.model('Address', addressSchema, 'addresses'),
@@ -121,6 +123,9 @@ export function defineOrderModels(connection: Connection) {
     UserDeliveryEntry: byUser.Entry,
     UserDeliveryHead: byUser.Head,
     UserDeliveryClaim: byUser.Claim,
+    DeliveryNotificationEntry: byDelivery.Entry,
+    DeliveryNotificationHead: byDelivery.Head,
+    DeliveryNotificationClaim: byDelivery.Claim,
   };
 }
 
@@ -197,12 +202,19 @@ export class OrderStore {
   readonly notifications: OutboxRecords<NotificationRecord>;
   /** Each user's deliveries, newest last. */
   readonly byUser: OwnerList;
+  /** Each delivery's notifications, in the order queued. */
+  private readonly notificationsByDelivery: OwnerList;
 
   constructor(private readonly models: () => OrderModels) {
     this.byUser = new OwnerList(() => ({
       Entry: this.m.UserDeliveryEntry,
       Head: this.m.UserDeliveryHead,
       Claim: this.m.UserDeliveryClaim,
+    }));
+    this.notificationsByDelivery = new OwnerList(() => ({
+      Entry: this.m.DeliveryNotificationEntry,
+      Head: this.m.DeliveryNotificationHead,
+      Claim: this.m.DeliveryNotificationClaim,
     }));
     this.notifications = new OutboxRecords(() => ({
       messages: this.m.Notification,
@@ -418,14 +430,47 @@ export class OrderStore {
 
   // --- notifications
 
+  /** Queues messages, each listed under its delivery first (a stored one is always listed). */
   async enqueue(messages: NotificationRecord[]): Promise<void> {
+    const byDelivery = new Map<string, { itemId: string; at: Date }[]>();
+    for (const m of messages) {
+      byDelivery.set(m.deliveryId, [
+        ...(byDelivery.get(m.deliveryId) ?? []),
+        { itemId: m._id, at: m.createdAt },
+      ]);
+    }
+    for (const [deliveryId, items] of byDelivery) {
+      await this.notificationsByDelivery.addAll(deliveryId, items);
+    }
     await this.notifications.enqueue(messages);
   }
 
+  /** A delivery's notifications, oldest first: its list, then each by `_id`. */
   async notificationsOf(deliveryId: string): Promise<NotificationRecord[]> {
-    return (await this.m.Notification.find({ deliveryId })
-      .sort({ createdAt: 1, _id: 1 })
-      .lean()) as unknown as NotificationRecord[];
+    const ids: string[] = [];
+    for await (const batch of this.notificationsByDelivery.newestFirst(deliveryId)) {
+      ids.push(...batch);
+    }
+    const found = await Promise.all(ids.map((id) => this.m.Notification.findById(id).lean()));
+    return (found.filter((n) => n !== null) as unknown as NotificationRecord[]).sort(
+      (a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a._id.localeCompare(b._id),
+    );
+  }
+
+  /** Puts the notifications queued before `delivery_notifications` existed on their lists. */
+  async listStoredNotifications(): Promise<void> {
+    const stored = this.m.Notification.find({}, { deliveryId: 1, createdAt: 1 })
+      .sort({ createdAt: 1 })
+      .lean()
+      .cursor();
+    await this.notificationsByDelivery.backfill(
+      (async function* () {
+        for await (const n of stored) {
+          const { _id, deliveryId, createdAt } = n as unknown as NotificationRecord;
+          yield { ownerId: deliveryId, itemId: _id, at: createdAt };
+        }
+      })(),
+    );
   }
 
   // --- proofs: every lookup by `_id`

@@ -148,6 +148,20 @@ describe('the queries of the paths whose cost must not grow with the data', () =
           addressIds.map((_id) => ({ _id, userId: owner, fields: {}, createdAt: at }) as never),
         );
         await packages.insert({ userId: owner, ...PACKAGE });
+        await order.enqueue(
+          (['SMS', 'EMAIL'] as const).map((channel) => ({
+            _id: `${id}:COURIER_ON_THE_WAY:${channel}`,
+            deliveryId: id,
+            channel,
+            purpose: 'COURIER_ON_THE_WAY',
+            recipient: channel === 'SMS' ? '+2348012345678' : 'ada@example.com',
+            secret: false,
+            status: 'PENDING',
+            text: 'On its way',
+            createdAt: at,
+            sentAt: null,
+          })) as never[],
+        );
       }
       for (let i = 0; i < 3; i++) {
         const endpoint = endpointRecord(owner, { createdAt: new Date(Date.now() + i) });
@@ -224,6 +238,10 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     [
       'GET /api/deliveries?status=',
       () => order.list(userId, { status: 'REQUEST_CREATED', limit: 20, offset: 0 }),
+    ],
+    [
+      "a delivery's notifications (the staging simulator, GET /admin/notifications)",
+      () => order.notificationsOf(deliveryIds[0]),
     ],
     ['GET /api/packages', () => packages.listOpen(userId)],
     [
