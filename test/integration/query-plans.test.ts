@@ -9,9 +9,10 @@ import { dropDatabases, isolation } from '../support/stack';
 
 /**
  * Every query behind `GET /api/deliveries/:id`, `GET /api/deliveries`, `GET /api/packages`, a
- * wallet debit and the gateway's key lookup (docs/performance.md "Cost as data grows"),
- * recorded from the driver as the stores send them and each explained by the server: none may
- * read the whole collection. FerretDB on SQLite pushes only `_id` equality down (its plan says
+ * wallet debit, the gateway's key lookup, `package.release` and a merchant's couriers
+ * (docs/performance.md "Cost as data grows"), recorded from the driver as the stores send them
+ * and each explained by the server: none may read the whole collection. A filter with more than
+ * a lone `_id` reads it on FerretDB, `_id` and all. FerretDB on SQLite pushes only `_id` equality down (its plan says
  * SEARCH ... USING INDEX, or SCAN); MongoDB names its plan's stages (COLLSCAN or an index);
  * FerretDB on PostgreSQL shows PostgreSQL's plan and uses no index but `_id`'s, whose planner
  * may still scan a table this small: there a filter without an `_id` equality fails, and a
@@ -82,6 +83,8 @@ describe('the queries of the paths whose cost must not grow with the data', () =
   let account: AccountStore;
   const userId = randomUUID();
   const deliveryIds: string[] = [];
+  /** A delivery of the user's that holds two of its packages. */
+  const holder = randomUUID();
   let keyHash = '';
 
   beforeAll(async () => {
@@ -141,6 +144,12 @@ describe('the queries of the paths whose cost must not grow with the data', () =
         );
         await packages.insert({ userId: owner, ...PACKAGE });
       }
+      // Everyone's deliveries hold packages: a filter by holder would read them all.
+      const taken = (await packages.listOpen(owner)).slice(0, 2).map((p) => p._id);
+      const deliveryId = owner === userId ? holder : randomUUID();
+      await packages.recordSelection(deliveryId, taken);
+      for (const id of taken) await packages.claim(id, owner, deliveryId);
+      await packages.markTaken(taken, deliveryId);
       await ledger.post({
         walletId: owner,
         type: 'CREDIT',
@@ -216,6 +225,18 @@ describe('the queries of the paths whose cost must not grow with the data', () =
         ledger.post({ walletId: userId, type: 'DEBIT', amountKobo: 100, reference: randomUUID() }),
     ],
     ["the gateway's key lookup", () => account.findKeyByHash(keyHash)],
+    [
+      'package.release (cancellations, refunds, undone requests)',
+      async () => {
+        const held = await packages.claimedBy(holder);
+        expect(held).toHaveLength(2);
+        await packages.markReturned(held, holder);
+        await packages.dropClaims(
+          held.map((h) => h.packageId),
+          holder,
+        );
+      },
+    ],
   ];
 
   it.each(paths)('%s reads nothing but what an index finds', async (_name, work) => {
