@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import mongoose from 'mongoose';
 import { defineAccountModels, AccountStore } from '../../services/account/store';
+import { CourierStore, defineMatchingModels } from '../../services/courier-matching/store';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
 import { definePackageModels, PackageStore } from '../../services/package/store';
@@ -81,6 +82,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
   let packages: PackageStore;
   let ledger: LedgerStore;
   let account: AccountStore;
+  let couriers: CourierStore;
   const userId = randomUUID();
   const deliveryIds: string[] = [];
   /** A delivery of the user's that holds two of its packages. */
@@ -113,7 +115,8 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     const p = open('package', definePackageModels);
     const l = open('payment', defineLedgerModels);
     const a = open('account', defineAccountModels);
-    for (const { db } of [o, p, l, a]) {
+    const m = open('matching', defineMatchingModels);
+    for (const { db } of [o, p, l, a, m]) {
       await Promise.all(Object.values(db.models).map((m) => m.createIndexes()));
     }
     order = new OrderStore(() => o.models);
@@ -121,6 +124,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     packages = new PackageStore(() => p.models);
     ledger = new LedgerStore(() => l.models);
     account = new AccountStore(() => a.models);
+    couriers = new CourierStore(() => m.models);
 
     // Other users' documents too: a filter that matched only this user's would hide a scan.
     for (const owner of [userId, randomUUID(), randomUUID()]) {
@@ -150,6 +154,13 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       await packages.recordSelection(deliveryId, taken);
       for (const id of taken) await packages.claim(id, owner, deliveryId);
       await packages.markTaken(taken, deliveryId);
+      // Every merchant's list holds couriers, one of them removed.
+      for (let i = 0; i < 3; i++) {
+        const courierId = randomUUID();
+        await couriers.create({ _id: courierId, ...COURIER });
+        await couriers.addToList(owner, courierId);
+        if (i === 1) await couriers.removeFromList(owner, courierId);
+      }
       await ledger.post({
         walletId: owner,
         type: 'CREDIT',
@@ -226,6 +237,10 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     ],
     ["the gateway's key lookup", () => account.findKeyByHash(keyHash)],
     [
+      "a merchant's couriers (MERCHANT_SPECIAL_COURIERS requests and searches)",
+      async () => expect(await couriers.merchantCouriers(userId)).toHaveLength(2),
+    ],
+    [
       'package.release (cancellations, refunds, undone requests)',
       async () => {
         const held = await packages.claimedBy(holder);
@@ -266,4 +281,12 @@ const PACKAGE = {
   quantity: 1,
   size: 'SMALL',
   valueKobo: 500_000,
+};
+
+const COURIER = {
+  name: 'Ada',
+  phone: '+2348012345678',
+  profilePhoto: null,
+  fleet: { typeId: randomUUID(), regNo: 'LAG-1', make: 'Honda', model: 'Ace', colour: 'Red' },
+  active: true,
 };
