@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
-import { OwnerList, defineOwnerListModels, type OwnerListEntry } from '../../libs/owner-list';
+import {
+  OwnerList,
+  defineOwnerListModels,
+  type OwnerListEntry,
+  type OwnerListModels,
+} from '../../libs/owner-list';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
 import { MERCHANT_COURIERS_MAX } from './schemas';
@@ -152,6 +157,12 @@ export const PENDING_LINK_MS = 10 * 60_000;
 const oldestAddedFirst = (a: MerchantCourierRecord, b: MerchantCourierRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
 
+const additionModels = (m: MatchingModels): OwnerListModels => ({
+  Entry: m.MerchantListEntry,
+  Head: m.MerchantListHead,
+  Claim: m.MerchantListClaim,
+});
+
 /** The courier directory's persistence: every query its actions make. */
 export class CourierStore {
   /**
@@ -161,10 +172,7 @@ export class CourierStore {
   private readonly additions: OwnerList;
 
   constructor(private readonly models: () => MatchingModels) {
-    this.additions = new OwnerList(() => {
-      const m = this.models();
-      return { Entry: m.MerchantListEntry, Head: m.MerchantListHead, Claim: m.MerchantListClaim };
-    });
+    this.additions = new OwnerList(() => additionModels(this.models()));
   }
 
   find(courierId: string): Promise<CourierRecord | null> {

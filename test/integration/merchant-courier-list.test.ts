@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import mongoose from 'mongoose';
 import {
   CourierStore,
   PENDING_LINK_MS,
   defineMatchingModels,
-  type MatchingModels,
 } from '../../services/courier-matching/store';
-import { isolation } from '../support/stack';
+import { useStoreDatabase } from '../support/store-database';
 
 /**
  * A merchant's couriers are read through its list of additions (libs/owner-list), each link
@@ -14,32 +12,8 @@ import { isolation } from '../support/stack';
  * are added once at start, removed ones are passed over and then left below the floor, and the
  * answer stays oldest addition first.
  */
-const iso = isolation();
-let conn: mongoose.Connection;
-let models: MatchingModels;
-let store: CourierStore;
-/** `find`s on merchant_couriers: one per link a read judges. */
-let linkReads = 0;
-
-beforeAll(async () => {
-  conn = await mongoose
-    .createConnection(process.env.MONGO_URL as string, {
-      dbName: `${iso.dbPrefix}matching`,
-      monitorCommands: true,
-    })
-    .asPromise();
-  conn.getClient().on('commandStarted', (event) => {
-    if (event.commandName === 'find' && event.command.find === 'merchant_couriers') linkReads++;
-  });
-  models = defineMatchingModels(conn);
-  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
-  store = new CourierStore(() => models);
-});
-
-afterAll(async () => {
-  await conn?.dropDatabase();
-  await conn?.close();
-});
+const db = useStoreDatabase('matching', defineMatchingModels);
+const store = new CourierStore(() => db.models);
 
 const newCourier = async () =>
   (
@@ -59,18 +33,18 @@ const newCourier = async () =>
     })
   )._id;
 
-/** The merchant's courier ids and how many links the read judged. */
+/** The merchant's courier ids and how many links the read judged (a find each). */
 async function listed(userId: string) {
-  const before = linkReads;
-  const ids = (await store.merchantCouriers(userId)).map((c) => c._id);
-  return { ids, reads: linkReads - before };
+  const read = () => store.merchantCouriers(userId);
+  const { result, finds } = await db.countFinds('merchant_couriers', read);
+  return { ids: result.map((c) => c._id), reads: finds };
 }
 
 it('adds the links stored before the list existed, once, oldest first', async () => {
   const userId = randomUUID();
   const [a, b, c] = [await newCourier(), await newCourier(), await newCourier()];
   const at = Date.now() - 60_000;
-  await models.MerchantCourier.collection.insertMany(
+  await db.models.MerchantCourier.collection.insertMany(
     [b, a, c].map((courierId, i) => ({
       _id: `${userId}:${courierId}` as never,
       userId,

@@ -1,54 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import mongoose from 'mongoose';
-import {
-  PackageStore,
-  definePackageModels,
-  type PackageModels,
-} from '../../services/package/store';
-import { isolation } from '../support/stack';
+import { PackageStore, definePackageModels } from '../../services/package/store';
+import { STORED_PACKAGE, useStoreDatabase } from '../support/store-database';
 
 /**
  * `package.release` finds a delivery's claims through the selection its `package.assign`
  * recorded first, each by `_id` (decision 72), on the real server: through a stop between the
  * steps, a retry, a refused selection, and claims stored before selections were recorded.
  */
-const iso = isolation();
-let conn: mongoose.Connection;
-let models: PackageModels;
-let store: PackageStore;
 /** The filters of the reads of `package_claims` (finds), as the driver sends them. */
 const claimReads: Record<string, unknown>[] = [];
-
-beforeAll(async () => {
-  conn = await mongoose
-    .createConnection(process.env.MONGO_URL as string, {
-      dbName: `${iso.dbPrefix}package`,
-      monitorCommands: true,
-    })
-    .asPromise();
-  conn.getClient().on('commandStarted', (event) => {
-    if (event.commandName === 'find' && event.command.find === 'package_claims') {
-      claimReads.push(event.command.filter as Record<string, unknown>);
-    }
-  });
-  models = definePackageModels(conn);
-  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
-  store = new PackageStore(() => models);
+const db = useStoreDatabase('package', definePackageModels, (event) => {
+  if (event.commandName === 'find' && event.command.find === 'package_claims') {
+    claimReads.push(event.command.filter as Record<string, unknown>);
+  }
 });
-
-afterAll(async () => {
-  await conn?.dropDatabase();
-  await conn?.close();
-});
-
-const PACKAGE = {
-  packageType: 'Parcel',
-  name: 'Box',
-  quantity: 1,
-  size: 'SMALL' as const,
-  valueKobo: 500,
-};
-const save = async (userId: string) => (await store.insert({ userId, ...PACKAGE }))._id;
+const store = new PackageStore(() => db.models);
+const save = async (userId: string) => (await store.insert({ userId, ...STORED_PACKAGE }))._id;
 const openIds = async (userId: string) => (await store.listOpen(userId)).map((p) => p._id).sort();
 
 /** As `package.assign` does: the selection first, then the claims, all or none. */
@@ -162,15 +129,15 @@ it("puts back another delivery's claim that a late second release deleted", asyn
   const a = await save(userId);
   const [first, next] = [randomUUID(), randomUUID()];
   expect(await assign(userId, next, [a])).toBe('assigned');
-  const before = await models.Claim.findById(a).lean();
+  const before = await db.models.Claim.findById(a).lean();
   // The second of two releases of `first` read the claim as `first`'s before the first one
   // dropped it and `next` took the package; its delete meets `next`'s claim.
   const stale = { ...before, holder: first };
-  const read = jest.spyOn(models.Claim, 'findById').mockReturnValueOnce({
+  const read = jest.spyOn(db.models.Claim, 'findById').mockReturnValueOnce({
     lean: async () => stale,
   } as never);
   await store.dropClaims([a], first);
   read.mockRestore();
-  expect(await models.Claim.findById(a).lean()).toEqual(before);
+  expect(await db.models.Claim.findById(a).lean()).toEqual(before);
   expect(await release(next)).toBe(1);
 });

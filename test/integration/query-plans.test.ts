@@ -7,6 +7,7 @@ import { DeliveryTransitions } from '../../services/order/transitions';
 import { definePackageModels, PackageStore } from '../../services/package/store';
 import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
 import { dropDatabases, isolation } from '../support/stack';
+import { STORED_PACKAGE } from '../support/store-database';
 
 /**
  * Every query behind `GET /api/deliveries/:id`, `GET /api/deliveries`, `GET /api/packages`, a
@@ -146,7 +147,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
           } as never,
           addressIds.map((_id) => ({ _id, userId: owner, fields: {}, createdAt: at }) as never),
         );
-        await packages.insert({ userId: owner, ...PACKAGE });
+        await packages.insert({ userId: owner, ...STORED_PACKAGE });
       }
       // Everyone's deliveries hold packages: a filter by holder would read them all.
       const taken = (await packages.listOpen(owner)).slice(0, 2).map((p) => p._id);
@@ -274,14 +275,6 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     }
   });
 });
-
-const PACKAGE = {
-  packageType: 'Parcel',
-  name: 'Box',
-  quantity: 1,
-  size: 'SMALL',
-  valueKobo: 500_000,
-};
 
 const COURIER = {
   name: 'Ada',
