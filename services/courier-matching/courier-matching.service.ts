@@ -120,7 +120,10 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       logger = this.logger;
       broker = this.broker;
     },
-    started() {
+    async started() {
+      // Awaited, once per deployment: until it is done the merchants' lists stored earlier
+      // read empty, and MERCHANT_SPECIAL_COURIERS requests would be refused.
+      await store.listStoredLinks();
       registerHealthCheck(this.broker, 'matching-redis', () => redisReady(redis));
       // Not awaited: without Redis the service still starts; positions answer 503.
       connectRedis(redis).catch(() => {

@@ -1,6 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
+import {
+  OwnerList,
+  defineOwnerListModels,
+  type OwnerListEntry,
+  type OwnerListModels,
+} from '../../libs/owner-list';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
 import { MERCHANT_COURIERS_MAX } from './schemas';
@@ -55,7 +62,8 @@ const regNoSchema = new Schema(
 
 /**
  * A courier on a merchant's own list, `_id` `<userId>:<courierId>`: adding twice, or ten
- * times at once, inserts one entry.
+ * times at once, inserts one link. Read through the merchant's list of additions
+ * (`merchant_courier_list`, libs/owner-list), each by `_id`: the index serves MongoDB only.
  */
 const merchantCourierSchema = new Schema(
   {
@@ -94,6 +102,8 @@ interface MerchantCourierRecord {
 }
 
 export function defineMatchingModels(connection: Connection) {
+  // Each merchant's additions to its list, in order, read by `_id` (libs/owner-list).
+  const additions = defineOwnerListModels(connection, 'merchant_courier_list');
   return {
     Courier: connection.model('Courier', courierSchema, 'couriers'),
     RegNo: connection.model('CourierRegNo', regNoSchema, 'courier_reg_nos'),
@@ -102,6 +112,10 @@ export function defineMatchingModels(connection: Connection) {
       merchantCourierSchema,
       'merchant_couriers',
     ),
+    // One level of models: the index build walks them.
+    MerchantListEntry: additions.Entry,
+    MerchantListHead: additions.Head,
+    MerchantListClaim: additions.Claim,
     CourierToken: defineTokenModel(connection),
     ...defineSearchModels(connection),
   };
@@ -134,22 +148,44 @@ const TAKE_ATTEMPTS = 3;
 
 const entryId = (userId: string, courierId: string) => `${userId}:${courierId}`;
 
+/**
+ * How long an addition to a merchant's list may wait for its link to be stored (the addition
+ * is written first) before a read takes it for one that died.
+ */
+export const PENDING_LINK_MS = 10 * 60_000;
+
+const oldestAddedFirst = (a: MerchantCourierRecord, b: MerchantCourierRecord) =>
+  a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
+
+const additionModels = (m: MatchingModels): OwnerListModels => ({
+  Entry: m.MerchantListEntry,
+  Head: m.MerchantListHead,
+  Claim: m.MerchantListClaim,
+});
+
 /** The courier directory's persistence: every query its actions make. */
 export class CourierStore {
-  constructor(private readonly models: () => MatchingModels) {}
+  /**
+   * Each merchant's additions to its list, newest last; a removed courier's stays, closed, and
+   * a courier added again is added anew (each addition has a tag of its own).
+   */
+  private readonly additions: OwnerList;
+
+  constructor(private readonly models: () => MatchingModels) {
+    this.additions = new OwnerList(() => additionModels(this.models()));
+  }
 
   find(courierId: string): Promise<CourierRecord | null> {
     return this.models().Courier.findById(courierId).lean<CourierRecord>();
   }
 
-  /** The couriers of `ids` in that order, those that do not exist left out. */
+  /**
+   * The couriers of `ids` in that order, those that do not exist left out: one lookup by `_id`
+   * each, FerretDB pushes down nothing else (an `$in` read every courier).
+   */
   async findInOrder(ids: string[]): Promise<CourierRecord[]> {
-    if (ids.length === 0) return [];
-    const found = await this.models()
-      .Courier.find({ _id: { $in: ids } })
-      .lean<CourierRecord[]>();
-    const byId = new Map(found.map((c) => [c._id, c]));
-    return ids.flatMap((id) => byId.get(id) ?? []);
+    const found = await Promise.all(ids.map((id) => this.find(id)));
+    return found.filter((c) => c !== null);
   }
 
   /** Newest first, a page at a time. */
@@ -238,7 +274,13 @@ export class CourierStore {
   }
 
   /** True when this call put the courier on the list, false when it was on it. */
-  addToList(userId: string, courierId: string): Promise<boolean> {
+  async addToList(userId: string, courierId: string): Promise<boolean> {
+    if (await this.isOnList(userId, courierId)) return false;
+    // The addition first, so that a stored link is always read; then the link.
+    const addition = () => this.additions.add(userId, courierId, new Date(), randomUUID());
+    const added = await addition();
+    // Written long ago (a stalled call): a fresh one waits for the link, above any floor.
+    if (Date.now() - added.at.getTime() >= PENDING_LINK_MS / 2) await addition();
     return insertOnce(() =>
       this.models().MerchantCourier.create({ _id: entryId(userId, courierId), userId, courierId }),
     );
@@ -257,8 +299,8 @@ export class CourierStore {
     return deletedCount > 0;
   }
 
-  countList(userId: string): Promise<number> {
-    return this.models().MerchantCourier.countDocuments({ userId });
+  async countList(userId: string): Promise<number> {
+    return (await this.links(userId)).length;
   }
 
   /**
@@ -266,11 +308,45 @@ export class CourierStore {
    * count first (not atomic), so the read is capped too: the answer always fits one message.
    */
   async merchantCouriers(userId: string): Promise<CourierRecord[]> {
-    const entries = await this.models()
-      .MerchantCourier.find({ userId })
+    const links = (await this.links(userId)).sort(oldestAddedFirst);
+    return this.findInOrder(links.slice(0, MERCHANT_COURIERS_MAX).map((l) => l.courierId));
+  }
+
+  /**
+   * The merchant's links: its list of additions read down to its floor (libs/owner-list
+   * `readLive`), each addition's link by `_id`. What it costs grows with the merchant's own
+   * list, never with other merchants' or the directory.
+   */
+  private links(userId: string): Promise<MerchantCourierRecord[]> {
+    const now = Date.now();
+    const { MerchantCourier } = this.models();
+    return this.additions.readLive(userId, (added: OwnerListEntry[]) =>
+      Promise.all(
+        added.map(async (a) => {
+          const link = await MerchantCourier.findById(
+            entryId(userId, a.itemId),
+          ).lean<MerchantCourierRecord>();
+          // Removed, unless its link may still be on its way.
+          if (!link) return { live: now - a.at.getTime() < PENDING_LINK_MS };
+          return { live: true, item: link };
+        }),
+      ),
+    );
+  }
+
+  /** Puts the links stored before `merchant_courier_list` existed on their merchants' lists. */
+  async listStoredLinks(): Promise<void> {
+    const stored = this.models()
+      .MerchantCourier.find({}, { userId: 1, courierId: 1, createdAt: 1 })
       .sort({ createdAt: 1, _id: 1 })
-      .limit(MERCHANT_COURIERS_MAX)
-      .lean<MerchantCourierRecord[]>();
-    return this.findInOrder(entries.map((e) => e.courierId));
+      .lean<MerchantCourierRecord[]>()
+      .cursor();
+    await this.additions.backfill(linksAsItems(stored));
+  }
+}
+
+async function* linksAsItems(stored: AsyncIterable<MerchantCourierRecord>) {
+  for await (const link of stored) {
+    yield { ownerId: link.userId, itemId: link.courierId, at: link.createdAt };
   }
 }

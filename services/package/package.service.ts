@@ -210,6 +210,12 @@ export function createPackageService(config: Config): ServiceDefinition {
         params: assignParams,
         async handler(ctx) {
           const { userId, deliveryId, packageIds } = ctx.params;
+          // First, once: release finds the delivery's claims by the packages recorded here.
+          if (!(await store.recordSelection(deliveryId, packageIds))) {
+            throw conflict(
+              `Delivery ${deliveryId} was given another selection of packages; it cannot take others`,
+            );
+          }
           const taken: string[] = [];
           const refused: FieldError[] = [];
           for (const [i, id] of packageIds.entries()) {
@@ -233,7 +239,11 @@ export function createPackageService(config: Config): ServiceDefinition {
         },
       }),
 
-      /** Internal: gives a delivery's packages back (cancellation, failed payment). */
+      /**
+       * Internal: gives a delivery's packages back (cancellation, failed payment): those of its
+       * recorded selection it holds, each read by `_id`. Claims are dropped last, so a retry
+       * after a partial run finds what is left.
+       */
       release: implement('package.release', {
         visibility: 'public',
         params: releaseParams,

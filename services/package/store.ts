@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import { isDuplicateKey } from '../../libs/mongo';
+import { insertOnce, isDuplicateKey } from '../../libs/mongo';
 import {
   OwnerList,
   defineOwnerListModels,
@@ -40,7 +40,22 @@ const claimSchema = new Schema(
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
+// Declared for MongoDB; FerretDB on SQLite filters by nothing but `_id` (release reads by it).
 claimSchema.index({ holder: 1 });
+
+/**
+ * The packages a delivery asked `package.assign` for, `_id` the delivery id: written once,
+ * before any claim, so that every claim a delivery holds is of a package named here and
+ * `package.release` reads them by `_id`. Kept after the release: a retried release reads it
+ * again, and a missing one means a delivery that claimed before these documents existed.
+ */
+const selectionSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    packageIds: { type: [String], required: true },
+  },
+  { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
+);
 
 export const DELETED = 'deleted';
 
@@ -61,6 +76,7 @@ export function definePackageModels(connection: Connection) {
   return {
     Package: connection.model('Package', packageSchema, 'packages'),
     Claim: connection.model('PackageClaim', claimSchema, 'package_claims'),
+    Selection: connection.model('PackageSelection', selectionSchema, 'package_selections'),
     // One level of models: tests and the index build walk them.
     UserPackageEntry: byUser.Entry,
     UserPackageHead: byUser.Head,
@@ -124,6 +140,23 @@ export class PackageStore {
     return this.models().Claim;
   }
 
+  private get Selection() {
+    return this.models().Selection;
+  }
+
+  /**
+   * Records the packages a delivery asks for, before it claims any (a retry finds the first
+   * record). False when the delivery recorded a selection without some of these: it must not
+   * claim them, or its release would not find them.
+   */
+  async recordSelection(deliveryId: string, packageIds: string[]): Promise<boolean> {
+    if (await insertOnce(() => this.Selection.create({ _id: deliveryId, packageIds }))) {
+      return true;
+    }
+    const recorded = new Set((await this.Selection.findById(deliveryId).lean())?.packageIds);
+    return packageIds.every((id) => recorded.has(id));
+  }
+
   /**
    * Takes the package for `holder` by inserting its claim. Returns 'taken', 'already' when the
    * holder has it, or the other holder's name when someone else does.
@@ -143,17 +176,44 @@ export class PackageStore {
     return Boolean(await this.Claim.exists({ _id: packageId }));
   }
 
-  /** Gives back the claims `holder` has on these packages. */
+  /**
+   * Gives back the claims `holder` has on these packages. Each is read and deleted by `_id`
+   * alone: FerretDB pushes down nothing but a lone `_id` equality, so `{_id, holder}` read
+   * every claim (and was no more atomic there: it filters, then deletes by `_id`). A claim
+   * that is another's when deleted (two releases of one delivery at once, and another
+   * delivery taking the package between the first one's delete and the second's) is put back.
+   */
   async dropClaims(packageIds: string[], holder: string): Promise<void> {
-    await Promise.all(packageIds.map((_id) => this.Claim.deleteOne({ _id, holder })));
+    await Promise.all(
+      packageIds.map(async (_id) => {
+        if ((await this.Claim.findById(_id).lean())?.holder !== holder) return;
+        const dropped = await this.Claim.findOneAndDelete({ _id }).lean();
+        if (dropped && dropped.holder !== holder) {
+          await insertOnce(() => new this.Claim(dropped).save({ timestamps: false }));
+        }
+      }),
+    );
   }
 
-  /** The packages `holder` has claimed, and when it took each. */
+  /**
+   * The packages the delivery `holder` has claimed, and when it took each: the claims of its
+   * recorded selection, each by `_id`, that it holds (a package of a refused selection may be
+   * another delivery's).
+   */
   async claimedBy(holder: string): Promise<HeldPackage[]> {
-    return (await this.Claim.find({ holder }).lean()).map((c) => ({
-      packageId: c._id,
-      takenAt: c.createdAt,
-    }));
+    const selection = await this.Selection.findById(holder).lean();
+    // No selection: a delivery that claimed before selections were recorded (deployments of
+    // an earlier version, old replicas during a rolling update), or one whose assign never
+    // ran (a request stopped before it). Only those pay for a scan, which on FerretDB reads
+    // every claim; a backfill at start could not cover claims an old replica makes after it.
+    const claims = selection
+      ? await Promise.all(
+          [...new Set(selection.packageIds)].map((id) => this.Claim.findById(id).lean()),
+        )
+      : await this.Claim.find({ holder }).lean();
+    return claims.flatMap((c) =>
+      c?.holder === holder ? [{ packageId: c._id, takenAt: c.createdAt }] : [],
+    );
   }
 
   /** A user's package that is not deleted (it may be taken by a delivery). */
@@ -264,11 +324,14 @@ export class PackageStore {
   async markReturned(held: HeldPackage[], deliveryId: string): Promise<void> {
     await Promise.all(
       held.map(async ({ packageId: _id, takenAt }) => {
-        await this.Package.updateOne(
-          { _id, p2pDeliveryId: deliveryId },
-          { $set: { p2pDeliveryId: null } },
-        );
-        const back = await this.byId(_id);
+        // By `_id` alone (see dropClaims). The delivery's claim, dropped after this, keeps
+        // others from marking the package meanwhile; two releases of one delivery at once may
+        // at worst clear the mark of a delivery that took it between them, which the claim,
+        // the lock, still keeps from any other.
+        const taken = await this.byId(_id);
+        const ours = taken?.p2pDeliveryId === deliveryId;
+        if (ours) await this.Package.updateOne({ _id }, { $set: { p2pDeliveryId: null } });
+        const back = taken && ours ? { ...taken, p2pDeliveryId: null } : taken;
         if (back && isOpen(back.userId, back)) {
           const take = `returned:${deliveryId}:${takenAt.getTime()}`;
           await this.byUser.add(back.userId, _id, new Date(), take);

@@ -5,6 +5,11 @@ import { call } from '../../libs/contracts';
 import type { CourierView } from '../../libs/contracts/matching';
 import { CLAIM_GRACE_MS } from '../../services/courier-matching/reg-no-claims';
 import { MERCHANT_COURIERS_MAX } from '../../services/courier-matching/schemas';
+import {
+  CourierStore,
+  defineMatchingModels,
+  type MatchingModels,
+} from '../../services/courier-matching/store';
 import { credit, requestDelivery, savePackage } from '../support/deliveries';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
@@ -21,11 +26,13 @@ const stack = useMerchantStack({
 });
 
 let db: mongoose.Connection;
+let models: MatchingModels;
 let bike: string;
 let car: string;
 
 beforeAll(async () => {
   db = await openServiceDatabase(stack.iso, 'matching');
+  models = defineMatchingModels(db);
   const types = await admin('GET', '/admin/fleet-types');
   const idOf = (code: string) =>
     (types.body.data as { id: string; code: string }[]).find((t) => t.code === code)?.id as string;
@@ -427,6 +434,16 @@ describe("a merchant's own courier list", () => {
     ).toBe(1);
   });
 
+  it('lists a courier removed and added again once, as its latest addition', async () => {
+    const { userId } = await createMerchant();
+    const [first, second] = [await createCourier(), await createCourier()];
+    for (const courier of [first, second]) await admin('PUT', entryPath(userId, courier.id));
+    expect((await admin('DELETE', entryPath(userId, first.id))).status).toBe(204);
+    expect((await admin('GET', listPath(userId))).body.data).toEqual([second]);
+    expect((await admin('PUT', entryPath(userId, first.id))).status).toBe(204);
+    expect((await admin('GET', listPath(userId))).body.data).toEqual([second, first]);
+  });
+
   it('removes with 204, then 404 as it is no longer there', async () => {
     const { userId } = stack.alice;
     const courier = await createCourier();
@@ -472,12 +489,11 @@ describe("a merchant's own courier list", () => {
   it(`holds at most ${MERCHANT_COURIERS_MAX} couriers`, async () => {
     const { userId } = await createMerchant();
     const courier = await createCourier();
-    await db.collection<{ _id: string }>('merchant_couriers').insertMany(
-      Array.from({ length: MERCHANT_COURIERS_MAX }, () => {
-        const courierId = randomUUID();
-        return { _id: `${userId}:${courierId}`, userId, courierId, createdAt: new Date() };
-      }),
-    );
+    // Links to couriers the directory does not hold: the list counts them all the same.
+    const store = new CourierStore(() => models);
+    for (let i = 0; i < MERCHANT_COURIERS_MAX; i++) {
+      expect(await store.addToList(userId, randomUUID())).toBe(true);
+    }
     expectErrorEnvelope(
       await admin('PUT', entryPath(userId, courier.id)),
       409,

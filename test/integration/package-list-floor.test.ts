@@ -1,13 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import mongoose from 'mongoose';
 import { LIFT_AFTER_CLOSED, OwnerList } from '../../libs/owner-list';
-import {
-  PENDING_INSERT_MS,
-  PackageStore,
-  definePackageModels,
-  type PackageModels,
-} from '../../services/package/store';
-import { isolation } from '../support/stack';
+import { PENDING_INSERT_MS, PackageStore, definePackageModels } from '../../services/package/store';
+import { STORED_PACKAGE, useStoreDatabase } from '../support/store-database';
 
 /**
  * `GET /api/packages` reads a user's list of packages down to its floor (libs/owner-list): on
@@ -15,53 +9,20 @@ import { isolation } from '../support/stack';
  * to deliveries, and no open package is ever lost below the floor — returned by a delivery,
  * stored by an insert still running, or by one retried long after.
  */
-const iso = isolation();
-let conn: mongoose.Connection;
-let models: PackageModels;
-let store: PackageStore;
-let list: OwnerList;
-/** `find`s on the packages collection: one per package a list reads. */
-let packageReads = 0;
-
-beforeAll(async () => {
-  conn = await mongoose
-    .createConnection(process.env.MONGO_URL as string, {
-      dbName: `${iso.dbPrefix}package`,
-      monitorCommands: true,
-    })
-    .asPromise();
-  conn.getClient().on('commandStarted', (event) => {
-    if (event.commandName === 'find' && event.command.find === 'packages') packageReads++;
-  });
-  models = definePackageModels(conn);
-  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
-  store = new PackageStore(() => models);
-  list = new OwnerList(() => ({
-    Entry: models.UserPackageEntry,
-    Head: models.UserPackageHead,
-    Claim: models.UserPackageClaim,
-  }));
-});
-
-afterAll(async () => {
-  await conn?.dropDatabase();
-  await conn?.close();
-});
-
-const PACKAGE = {
-  packageType: 'Parcel',
-  name: 'Box',
-  quantity: 1,
-  size: 'SMALL' as const,
-  valueKobo: 500,
-};
+const db = useStoreDatabase('package', definePackageModels);
+const store = new PackageStore(() => db.models);
+const list = new OwnerList(() => ({
+  Entry: db.models.UserPackageEntry,
+  Head: db.models.UserPackageHead,
+  Claim: db.models.UserPackageClaim,
+}));
+const PACKAGE = STORED_PACKAGE;
 const save = async (userId: string) => (await store.insert({ userId, ...PACKAGE }))._id;
 
-/** The user's open package ids and how many packages the list read. */
+/** The user's open package ids and how many packages the list read (a find each). */
 async function listed(userId: string) {
-  const before = packageReads;
-  const ids = (await store.listOpen(userId)).map((p) => p._id);
-  return { ids, reads: packageReads - before };
+  const { result, finds } = await db.countFinds('packages', () => store.listOpen(userId));
+  return { ids: result.map((p) => p._id), reads: finds };
 }
 
 it('reads the open packages and a bounded few closed ones, not the history', async () => {
@@ -95,6 +56,7 @@ it('reads the open packages and a bounded few closed ones, not the history', asy
 
 /** A delivery takes the packages as `package.assign` does. */
 async function take(userId: string, packageIds: string[], deliveryId: string) {
+  expect(await store.recordSelection(deliveryId, packageIds)).toBe(true);
   for (const id of packageIds) expect(await store.claim(id, userId, deliveryId)).toBe('taken');
   await store.markTaken(packageIds, deliveryId);
 }
@@ -178,7 +140,7 @@ it('keeps what an insert still running will store, and lists what one retried la
   await store.markDeleted(await save(userId));
 
   expect((await listed(userId)).ids).toEqual([]);
-  await models.Package.create({ _id: running, userId, ...PACKAGE });
+  await db.models.Package.create({ _id: running, userId, ...PACKAGE });
   expect((await listed(userId)).ids).toEqual([running]);
 
   await store.insert({ _id: retried, userId, ...PACKAGE });

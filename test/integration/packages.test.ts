@@ -267,6 +267,38 @@ describe('assignment to deliveries', () => {
     expect((await list(stack.alice)).body.data.map((p: { id: string }) => p.id)).toContain(pkg.id);
   });
 
+  it("gives back only what a delivery holds: a refused delivery's release leaves the winner's", async () => {
+    const pkg = (await save(stack.alice, shoes)).body.data;
+    const mine = (await save(stack.alice, shoes)).body.data;
+    const [winner, loser] = [randomUUID(), randomUUID()];
+    const assign = (deliveryId: string, packageIds: string[]) =>
+      stack.client.call('package.assign', { userId: stack.alice.userId, deliveryId, packageIds });
+    await assign(winner, [pkg.id]);
+    await expect(assign(loser, [mine.id, pkg.id])).rejects.toMatchObject({ code: 400 });
+    const listed = async () => (await list(stack.alice)).body.data.map((p: { id: string }) => p.id);
+    expect(await listed()).toContain(mine.id);
+
+    // The loser holds nothing; its release (a refused request's undo), repeated, frees nothing.
+    for (let i = 0; i < 2; i++) {
+      expect(await stack.client.call('package.release', { deliveryId: loser })).toEqual({
+        released: 0,
+      });
+    }
+    expect(await listed()).not.toContain(pkg.id);
+    // The winner's repeated assign keeps its one package; its release, repeated, frees it once.
+    await assign(winner, [pkg.id]);
+    expect(await stack.client.call('package.release', { deliveryId: winner })).toEqual({
+      released: 1,
+    });
+    expect(await stack.client.call('package.release', { deliveryId: winner })).toEqual({
+      released: 0,
+    });
+    expect(await listed()).toContain(pkg.id);
+    // A delivery is given the packages it first asked for, never others.
+    await expect(assign(winner, [mine.id])).rejects.toMatchObject({ code: 409 });
+    expect(await listed()).toContain(mine.id);
+  });
+
   it('never lets a delivery take a package being deleted, or the reverse', async () => {
     for (let round = 0; round < 5; round++) {
       const pkg = (await save(stack.alice, shoes)).body.data;

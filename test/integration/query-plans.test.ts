@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import mongoose from 'mongoose';
 import { defineAccountModels, AccountStore } from '../../services/account/store';
+import { CourierStore, defineMatchingModels } from '../../services/courier-matching/store';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
 import { definePackageModels, PackageStore } from '../../services/package/store';
@@ -9,13 +10,15 @@ import { fanOut } from '../../services/webhook/fan-out';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { dropDatabases, isolation } from '../support/stack';
 import { endpointRecord, publishedEvent } from '../support/webhook-records';
+import { STORED_PACKAGE } from '../support/store-database';
 
 /**
  * Every query behind `GET /api/deliveries/:id`, `GET /api/deliveries`, `GET /api/packages`, a
- * wallet debit, the gateway's key lookup, `GET /api/webhooks/:webhookId/deliveries` and the
- * webhook fan-out (docs/performance.md "Cost as data grows", docs/webhooks.md),
- * recorded from the driver as the stores send them and each explained by the server: none may
- * read the whole collection. FerretDB on SQLite pushes only `_id` equality down (its plan says
+ * wallet debit, the gateway's key lookup, `GET /api/webhooks/:webhookId/deliveries`, the
+ * webhook fan-out, `package.release` and a merchant's couriers (docs/performance.md "Cost as
+ * data grows", docs/webhooks.md), recorded from the driver as the stores send them and each
+ * explained by the server: none may read the whole collection. A filter with more than a lone
+ * `_id` reads it on FerretDB, `_id` and all. FerretDB on SQLite pushes only `_id` equality down (its plan says
  * SEARCH ... USING INDEX, or SCAN); MongoDB names its plan's stages (COLLSCAN or an index);
  * FerretDB on PostgreSQL shows PostgreSQL's plan and uses no index but `_id`'s, whose planner
  * may still scan a table this small: there a filter without an `_id` equality fails, and a
@@ -85,9 +88,12 @@ describe('the queries of the paths whose cost must not grow with the data', () =
   let ledger: LedgerStore;
   let account: AccountStore;
   let webhooks: WebhookStore;
+  let couriers: CourierStore;
   const userId = randomUUID();
   const webhookIds: string[] = [];
   const deliveryIds: string[] = [];
+  /** A delivery of the user's that holds two of its packages. */
+  const holder = randomUUID();
   let keyHash = '';
 
   beforeAll(async () => {
@@ -117,7 +123,8 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     const l = open('payment', defineLedgerModels);
     const a = open('account', defineAccountModels);
     const w = open('webhook', defineWebhookModels);
-    for (const { db } of [o, p, l, a, w]) {
+    const m = open('matching', defineMatchingModels);
+    for (const { db } of [o, p, l, a, w, m]) {
       await Promise.all(Object.values(db.models).map((m) => m.createIndexes()));
     }
     order = new OrderStore(() => o.models);
@@ -126,6 +133,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     ledger = new LedgerStore(() => l.models);
     account = new AccountStore(() => a.models);
     webhooks = new WebhookStore(() => w.models);
+    couriers = new CourierStore(() => m.models);
 
     // Other users' documents too: a filter that matched only this user's would hide a scan.
     for (const owner of [userId, randomUUID(), randomUUID()]) {
@@ -147,7 +155,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
           } as never,
           addressIds.map((_id) => ({ _id, userId: owner, fields: {}, createdAt: at }) as never),
         );
-        await packages.insert({ userId: owner, ...PACKAGE });
+        await packages.insert({ userId: owner, ...STORED_PACKAGE });
         await order.enqueue(
           (['SMS', 'EMAIL'] as const).map((channel) => ({
             _id: `${id}:COURIER_ON_THE_WAY:${channel}`,
@@ -162,6 +170,19 @@ describe('the queries of the paths whose cost must not grow with the data', () =
             sentAt: null,
           })) as never[],
         );
+      }
+      // Everyone's deliveries hold packages: a filter by holder would read them all.
+      const taken = (await packages.listOpen(owner)).slice(0, 2).map((p) => p._id);
+      const deliveryId = owner === userId ? holder : randomUUID();
+      await packages.recordSelection(deliveryId, taken);
+      for (const id of taken) await packages.claim(id, owner, deliveryId);
+      await packages.markTaken(taken, deliveryId);
+      // Every merchant's list holds couriers, one of them removed.
+      for (let i = 0; i < 3; i++) {
+        const courierId = randomUUID();
+        await couriers.create({ _id: courierId, ...COURIER });
+        await couriers.addToList(owner, courierId);
+        if (i === 1) await couriers.removeFromList(owner, courierId);
       }
       for (let i = 0; i < 3; i++) {
         const endpoint = endpointRecord(owner, { createdAt: new Date(Date.now() + i) });
@@ -268,6 +289,22 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       async () => expect(await webhooks.endpointsOf(userId, 'staging')).toHaveLength(2),
     ],
     ['webhook.publish', () => fanOut(webhooks, [publishedEvent(userId, 4)], 'staging', new Date())],
+    [
+      "a merchant's couriers (MERCHANT_SPECIAL_COURIERS requests and searches)",
+      async () => expect(await couriers.merchantCouriers(userId)).toHaveLength(2),
+    ],
+    [
+      'package.release (cancellations, refunds, undone requests)',
+      async () => {
+        const held = await packages.claimedBy(holder);
+        expect(held).toHaveLength(2);
+        await packages.markReturned(held, holder);
+        await packages.dropClaims(
+          held.map((h) => h.packageId),
+          holder,
+        );
+      },
+    ],
   ];
 
   it.each(paths)('%s reads nothing but what an index finds', async (_name, work) => {
@@ -291,10 +328,10 @@ describe('the queries of the paths whose cost must not grow with the data', () =
   });
 });
 
-const PACKAGE = {
-  packageType: 'Parcel',
-  name: 'Box',
-  quantity: 1,
-  size: 'SMALL',
-  valueKobo: 500_000,
+const COURIER = {
+  name: 'Ada',
+  phone: '+2348012345678',
+  profilePhoto: null,
+  fleet: { typeId: randomUUID(), regNo: 'LAG-1', make: 'Honda', model: 'Ace', colour: 'Red' },
+  active: true,
 };

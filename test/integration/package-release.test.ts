@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { PackageStore, definePackageModels } from '../../services/package/store';
+import { STORED_PACKAGE, useStoreDatabase } from '../support/store-database';
+
+/**
+ * `package.release` finds a delivery's claims through the selection its `package.assign`
+ * recorded first, each by `_id` (decision 72), on the real server: through a stop between the
+ * steps, a retry, a refused selection, and claims stored before selections were recorded.
+ */
+/** The filters of the reads of `package_claims` (finds), as the driver sends them. */
+const claimReads: Record<string, unknown>[] = [];
+const db = useStoreDatabase('package', definePackageModels, (event) => {
+  if (event.commandName === 'find' && event.command.find === 'package_claims') {
+    claimReads.push(event.command.filter as Record<string, unknown>);
+  }
+});
+const store = new PackageStore(() => db.models);
+const save = async (userId: string) => (await store.insert({ userId, ...STORED_PACKAGE }))._id;
+const openIds = async (userId: string) => (await store.listOpen(userId)).map((p) => p._id).sort();
+
+/** As `package.assign` does: the selection first, then the claims, all or none. */
+async function assign(userId: string, deliveryId: string, packageIds: string[]) {
+  if (!(await store.recordSelection(deliveryId, packageIds))) return 'conflict';
+  const taken: string[] = [];
+  let refused = false;
+  for (const id of packageIds) {
+    const outcome = await store.claim(id, userId, deliveryId);
+    if (outcome === 'taken') taken.push(id);
+    else if (outcome !== 'already') refused = true;
+  }
+  if (refused) {
+    await store.dropClaims(taken, deliveryId);
+    return 'refused';
+  }
+  await store.markTaken(packageIds, deliveryId);
+  return 'assigned';
+}
+
+/** As `package.release` does; `stopBeforeDrop` stops where a crash would leave it half done. */
+async function release(deliveryId: string, { stopBeforeDrop = false } = {}) {
+  const held = await store.claimedBy(deliveryId);
+  await store.markReturned(held, deliveryId);
+  if (stopBeforeDrop) return held.length;
+  await store.dropClaims(
+    held.map((h) => h.packageId),
+    deliveryId,
+  );
+  return held.length;
+}
+
+/** The claim reads `work` makes, and whether each named one `_id`. */
+async function claimReadsOf(work: () => Promise<unknown>) {
+  claimReads.length = 0;
+  await work();
+  return claimReads.map((f) => typeof f._id === 'string');
+}
+
+it('reads only the claims of the selection, by `_id`, and a retried release finishes once', async () => {
+  const userId = randomUUID();
+  const [a, b, c] = [await save(userId), await save(userId), await save(userId)];
+  const deliveryId = randomUUID();
+  expect(await assign(userId, deliveryId, [a, b])).toBe('assigned');
+  // A retried assign changes nothing.
+  expect(await assign(userId, deliveryId, [a, b])).toBe('assigned');
+  expect(await openIds(userId)).toEqual([c]);
+  const takenAt = (await store.claimedBy(deliveryId)).map((h) => h.takenAt.getTime());
+
+  // Stopped after giving the packages back, before dropping the claims: the retry finds the
+  // same takes (the same re-listing tags) and ends it.
+  expect(await claimReadsOf(() => release(deliveryId, { stopBeforeDrop: true }))).toEqual([
+    true,
+    true,
+  ]);
+  const retried = await store.claimedBy(deliveryId);
+  expect(retried.map((h) => h.takenAt.getTime())).toEqual(takenAt);
+  expect(await release(deliveryId)).toBe(2);
+  expect(await release(deliveryId)).toBe(0);
+  expect(await openIds(userId)).toEqual([a, b, c].sort());
+  // Saved three, each taken package listed again once for its one take.
+  expect(await store.savedCount(userId)).toBe(5);
+});
+
+it("leaves another delivery's claim on a package of a refused selection", async () => {
+  const userId = randomUUID();
+  const [a, b] = [await save(userId), await save(userId)];
+  const [winner, loser] = [randomUUID(), randomUUID()];
+  expect(await assign(userId, winner, [b])).toBe('assigned');
+  expect(await assign(userId, loser, [a, b])).toBe('refused');
+  expect(await claimReadsOf(() => release(loser))).toEqual([true, true]);
+  expect(await openIds(userId)).toEqual([a]);
+  expect(await store.isClaimed(b)).toBe(true);
+  expect(await assign(userId, loser, [b])).toBe('refused');
+  // A selection is the first one asked: a delivery claims nothing outside it.
+  expect(await assign(userId, winner, [a])).toBe('conflict');
+  expect(await store.isClaimed(a)).toBe(false);
+  expect(await release(winner)).toBe(1);
+  expect(await openIds(userId)).toEqual([a, b].sort());
+});
+
+it('releases nothing, by `_id`, for an assign that stopped before its claims', async () => {
+  const userId = randomUUID();
+  const a = await save(userId);
+  const deliveryId = randomUUID();
+  expect(await store.recordSelection(deliveryId, [a])).toBe(true);
+  expect(await claimReadsOf(() => release(deliveryId))).toEqual([true]);
+  expect(await openIds(userId)).toEqual([a]);
+  // The retried assign takes it, and the release gives it back.
+  expect(await assign(userId, deliveryId, [a])).toBe('assigned');
+  expect(await release(deliveryId)).toBe(1);
+  expect(await openIds(userId)).toEqual([a]);
+});
+
+it('still releases claims stored before selections were recorded, by reading them all', async () => {
+  const userId = randomUUID();
+  const [a, b] = [await save(userId), await save(userId)];
+  const deliveryId = randomUUID();
+  // As an earlier version took them: claims and no selection.
+  for (const id of [a, b]) expect(await store.claim(id, userId, deliveryId)).toBe('taken');
+  await store.markTaken([a, b], deliveryId);
+  expect(await openIds(userId)).toEqual([]);
+  // The scan, then each claim by `_id` as it is dropped.
+  expect(await claimReadsOf(() => release(deliveryId))).toEqual([false, true, true]);
+  expect(await openIds(userId)).toEqual([a, b].sort());
+  expect(await release(deliveryId)).toBe(0);
+});
+
+it("puts back another delivery's claim that a late second release deleted", async () => {
+  const userId = randomUUID();
+  const a = await save(userId);
+  const [first, next] = [randomUUID(), randomUUID()];
+  expect(await assign(userId, next, [a])).toBe('assigned');
+  const before = await db.models.Claim.findById(a).lean();
+  // The second of two releases of `first` read the claim as `first`'s before the first one
+  // dropped it and `next` took the package; its delete meets `next`'s claim.
+  const stale = { ...before, holder: first };
+  const read = jest.spyOn(db.models.Claim, 'findById').mockReturnValueOnce({
+    lean: async () => stale,
+  } as never);
+  await store.dropClaims([a], first);
+  read.mockRestore();
+  expect(await db.models.Claim.findById(a).lean()).toEqual(before);
+  expect(await release(next)).toBe(1);
+});
