@@ -37,6 +37,54 @@ export async function insertAll(model: mongoose.Model<any>, documents: object[])
   }
 }
 
+/**
+ * A filter's fields other than `_id`, tested in this process. FerretDB 1.24 pushes a filter
+ * down to SQLite only when it is a lone `_id` equality; with any other field beside it, it
+ * decodes every document of the collection (measured: 60 ms at 20,000 documents against 0.6
+ * for the lone `_id`). Each field is equal to its value, absent or null for `null`, or below
+ * `{ $lt: n }`.
+ */
+export type Where = Record<string, string | number | boolean | null | { $lt: number }>;
+
+export function matchesWhere(doc: Record<string, unknown>, where: Where): boolean {
+  return Object.entries(where).every(([field, wanted]) => {
+    const value = doc[field];
+    if (wanted === null) return value == null;
+    if (typeof wanted === 'object') return typeof value === 'number' && value < wanted.$lt;
+    return value === wanted;
+  });
+}
+
+/** The document with this `_id` when it matches `where`, else null: read by `_id` alone. */
+export async function findByIdWhere<T>(
+  // The models differ in their document types; only findById is used.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  model: mongoose.Model<any>,
+  id: string,
+  where: Where,
+): Promise<T | null> {
+  const doc = (await model.findById(id).lean()) as Record<string, unknown> | null;
+  return doc && matchesWhere(doc, where) ? (doc as T) : null;
+}
+
+/**
+ * Applies `update` by `_id` when the document matches `where` as read just before; whether it
+ * did. As on FerretDB before (its conditional updates are not atomic, decision 16), a write
+ * between the read and the update is not seen: callers keep their guarantees by claims.
+ */
+export async function updateByIdWhere(
+  // The models differ in their document types; only findById and updateOne are used.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  model: mongoose.Model<any>,
+  id: string,
+  where: Where,
+  update: mongoose.UpdateQuery<unknown>,
+): Promise<boolean> {
+  if (!(await findByIdWhere(model, id, where))) return false;
+  await model.updateOne({ _id: id }, update);
+  return true;
+}
+
 /** Errors of a socket whose other end went away. */
 const SOCKET_GONE = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT']);
 

@@ -1,5 +1,5 @@
 import { Schema, type Model } from 'mongoose';
-import { insertAll, insertOnce } from '../mongo';
+import { insertAll, insertOnce, updateByIdWhere } from '../mongo';
 import type { OutboxMessage, OutboxStatus, OutboxStore } from './outbox-sender';
 
 /** The claim of a message's attempt `n`: whoever inserts it makes that attempt. */
@@ -195,8 +195,10 @@ export class OutboxRecords<R extends StoredOutboxFields> {
     dropText: boolean,
   ): Promise<void> {
     const { messages, places } = this.models();
-    await messages.updateOne(
-      { _id: id, status: 'PENDING' },
+    await updateByIdWhere(
+      messages,
+      id,
+      { status: 'PENDING' },
       {
         $set: {
           attempts: attempt,

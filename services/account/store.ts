@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import { insertOnce } from '../../libs/mongo';
+import { insertOnce, updateByIdWhere } from '../../libs/mongo';
 
 const userSchema = new Schema(
   {
@@ -127,8 +127,10 @@ export class AccountStore {
   }
 
   async revokeKey(keyId: string): Promise<void> {
-    await this.models().ApiKey.updateOne(
-      { _id: keyId, revokedAt: null },
+    await updateByIdWhere(
+      this.models().ApiKey,
+      keyId,
+      { revokedAt: null },
       { $set: { revokedAt: new Date() } },
     );
   }

@@ -1,6 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
-import { insertAll, insertOnce } from '../../libs/mongo';
+import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
 import { OwnerList, defineOwnerListModels, ownedItems } from '../../libs/owner-list';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
@@ -383,8 +383,10 @@ export class OrderStore {
     version: number,
     changes: Pick<DeliveryRecord, 'lifecycle' | 'steps' | 'updatedAt'> & Partial<DeliveryRecord>,
   ): Promise<void> {
-    await this.m.Delivery.updateOne(
-      { _id: deliveryId, version: { $lt: version } },
+    await updateByIdWhere(
+      this.m.Delivery,
+      deliveryId,
+      { version: { $lt: version } },
       { $set: { ...changes, version } },
     );
   }

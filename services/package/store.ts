@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import { insertOnce, isDuplicateKey } from '../../libs/mongo';
+import { findByIdWhere, insertOnce, isDuplicateKey, updateByIdWhere } from '../../libs/mongo';
 import {
   OwnerList,
   defineOwnerListModels,
@@ -218,15 +218,15 @@ export class PackageStore {
 
   /** A user's package that is not deleted (it may be taken by a delivery). */
   findLive(userId: string, packageId: string) {
-    return this.Package.findOne({ _id: packageId, userId, deletedAt: null }).lean();
+    return findByIdWhere<PackageRecord>(this.Package, packageId, { userId, deletedAt: null });
   }
 
   async isLive(userId: string, packageId: string): Promise<boolean> {
-    return Boolean(await this.Package.exists({ _id: packageId, userId, deletedAt: null }));
+    return Boolean(await this.findLive(userId, packageId));
   }
 
   findOwn(userId: string, packageId: string) {
-    return this.Package.findOne({ _id: packageId, userId }).lean();
+    return findByIdWhere<PackageRecord>(this.Package, packageId, { userId });
   }
 
   /**
@@ -289,12 +289,11 @@ export class PackageStore {
   }
 
   /** Null when the package is not the user's, deleted or taken. */
-  updateOpen(userId: string, packageId: string, changes: object) {
-    return this.Package.findOneAndUpdate(
-      { _id: packageId, ...open(userId) },
-      { $set: changes },
-      { new: true },
-    ).lean();
+  async updateOpen(userId: string, packageId: string, changes: object) {
+    if (!(await updateByIdWhere(this.Package, packageId, open(userId), { $set: changes }))) {
+      return null;
+    }
+    return this.byId(packageId);
   }
 
   async markDeleted(packageId: string): Promise<void> {
@@ -312,9 +311,11 @@ export class PackageStore {
   /** The packages a delivery holds, by id: what it took, as it was taken. */
   async findHeld(deliveryId: string, packageIds: string[]): Promise<Map<string, PackageRecord>> {
     const found = await Promise.all(
-      packageIds.map((_id) => this.Package.findOne({ _id, p2pDeliveryId: deliveryId }).lean()),
+      packageIds.map((_id) =>
+        findByIdWhere<PackageRecord>(this.Package, _id, { p2pDeliveryId: deliveryId }),
+      ),
     );
-    return new Map(found.filter((p) => p !== null).map((p) => [p._id, p as PackageRecord]));
+    return new Map(found.filter((p) => p !== null).map((p) => [p._id, p]));
   }
 
   /**

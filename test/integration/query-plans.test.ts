@@ -294,6 +294,45 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       async () => expect(await couriers.merchantCouriers(userId)).toHaveLength(2),
     ],
     [
+      "package.assign's checks (every delivery request)",
+      async () => {
+        const ids = await packageIdsOf(userId);
+        await Promise.all(ids.map((id) => packages.isLive(userId, id)));
+        await packages.findHeld(holder, ids);
+      },
+    ],
+    [
+      'a package edited or deleted',
+      async () => {
+        const [id] = await packageIdsOf(userId);
+        expect(await packages.updateOpen(userId, id, { name: 'Renamed' })).not.toBeNull();
+        expect(await packages.findLive(userId, id)).not.toBeNull();
+      },
+    ],
+    [
+      "a transition's projection on its delivery",
+      async () => {
+        const delivery = await order.delivery(deliveryIds[0]);
+        if (!delivery) throw new Error('the delivery is not stored');
+        await order.project(deliveryIds[0], delivery.version + 1, {
+          lifecycle: delivery.lifecycle,
+          steps: delivery.steps ?? [],
+          updatedAt: new Date(),
+        });
+      },
+    ],
+    [
+      "a notification's failed attempt",
+      () =>
+        order.notifications.markAttemptFailed(
+          `${deliveryIds[0]}:COURIER_ON_THE_WAY:SMS`,
+          1,
+          'provider down',
+          new Date(Date.now() + 60_000),
+          false,
+        ),
+    ],
+    [
       'package.release (cancellations, refunds, undone requests)',
       async () => {
         const held = await packages.claimedBy(holder);
