@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import mongoose, { Schema } from 'mongoose';
+import type mongoose from 'mongoose';
+import { Schema } from 'mongoose';
 import {
   OutboxRecords,
   UNSTORED_PLACE_MS,
   outboxPlaceSchema,
   type StoredOutboxFields,
 } from '../../libs/messaging/outbox-records';
-import { isolation } from '../support/stack';
+import { useStoreDatabase } from '../support/store-database';
 
 /**
  * An outbox's senders ask every few seconds what is due. The messages stay as the record of
@@ -14,10 +15,6 @@ import { isolation } from '../support/stack';
  * (libs/messaging/outbox-records): on the real server, the messages are read by `_id` only,
  * and the places hold exactly the queue.
  */
-const iso = isolation();
-let conn: mongoose.Connection;
-let records: OutboxRecords<StoredOutboxFields>;
-let models: ReturnType<typeof defineModels>;
 /** Filters of the commands sent to the messages collection while recording. */
 const messageFilters: unknown[] = [];
 let recording = false;
@@ -31,32 +28,22 @@ function defineModels(c: mongoose.Connection) {
   };
 }
 
-beforeAll(async () => {
-  conn = await mongoose
-    .createConnection(process.env.MONGO_URL as string, {
-      dbName: `${iso.dbPrefix}outbox`,
-      monitorCommands: true,
-    })
-    .asPromise();
-  conn.getClient().on('commandStarted', (event) => {
-    if (!recording) return;
-    const command = event.command as Record<string, unknown>;
-    if (command[event.commandName] !== 'messages') return;
-    messageFilters.push(command.filter ?? command.q ?? command.updates ?? command.deletes);
-  });
-  models = defineModels(conn);
-  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
+const db = useStoreDatabase('outbox', defineModels, (event) => {
+  const command = event.command as Record<string, unknown>;
+  if (!recording || command[event.commandName] !== 'messages') return;
+  messageFilters.push(command.filter ?? command.q ?? command.updates ?? command.deletes);
+});
+let records: OutboxRecords<StoredOutboxFields>;
+let models: ReturnType<typeof defineModels>;
+
+beforeAll(() => {
+  models = db.models;
   records = new OutboxRecords(() => models);
 });
 
 afterEach(async () => {
   const { messages, places, attempts } = models;
   await Promise.all([messages.deleteMany({}), places.deleteMany({}), attempts.deleteMany({})]);
-});
-
-afterAll(async () => {
-  await conn?.dropDatabase();
-  await conn?.close();
 });
 
 const message = (createdAt: Date, id = randomUUID()): StoredOutboxFields => ({

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import mongoose from 'mongoose';
 import {
   OrderStore,
   UNCLAIMED_MARK_MS,
@@ -8,7 +7,7 @@ import {
   type OrderModels,
   type TransitionRecord,
 } from '../../services/order/store';
-import { isolation } from '../support/stack';
+import { useStoreDatabase } from '../support/store-database';
 
 /**
  * The order sweep finishes transitions whose writer did not (effects to settle, events to hand
@@ -16,36 +15,22 @@ import { isolation } from '../support/stack';
  * marks (`transition_work`), as many as the work under way, and each transition by `_id`: on the
  * real server, what it sends to `delivery_transitions` is `_id` lookups alone.
  */
-const iso = isolation();
-let conn: mongoose.Connection;
-let models: OrderModels;
-let store: OrderStore;
 const transitionFilters: unknown[] = [];
 let recording = false;
-
-beforeAll(async () => {
-  conn = await mongoose
-    .createConnection(process.env.MONGO_URL as string, {
-      dbName: `${iso.dbPrefix}order`,
-      monitorCommands: true,
-    })
-    .asPromise();
-  conn.getClient().on('commandStarted', (event) => {
-    const command = event.command as Record<string, unknown>;
-    if (!recording || command[event.commandName] !== 'delivery_transitions') return;
-    const updates = command.updates as { q: unknown }[] | undefined;
-    for (const filter of [command.filter, ...(updates ?? []).map((u) => u.q)]) {
-      if (filter !== undefined) transitionFilters.push(filter);
-    }
-  });
-  models = defineOrderModels(conn);
-  await Promise.all([models.Transition.createIndexes(), models.TransitionWork.createIndexes()]);
-  store = new OrderStore(() => models);
+const db = useStoreDatabase('order', defineOrderModels, (event) => {
+  const command = event.command as Record<string, unknown>;
+  if (!recording || command[event.commandName] !== 'delivery_transitions') return;
+  const updates = command.updates as { q: unknown }[] | undefined;
+  for (const filter of [command.filter, ...(updates ?? []).map((u) => u.q)]) {
+    if (filter !== undefined) transitionFilters.push(filter);
+  }
 });
+let models: OrderModels;
+let store: OrderStore;
 
-afterAll(async () => {
-  await conn?.dropDatabase();
-  await conn?.close();
+beforeAll(() => {
+  models = db.models;
+  store = new OrderStore(() => models);
 });
 
 const old = new Date(Date.now() - 10 * 60_000);
