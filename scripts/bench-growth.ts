@@ -12,9 +12,11 @@
  * stored documents are the templates every seeded document is cloned from, so that the seeds
  * are what the stores write. The measured merchant then gets a realistic history (--user-*),
  * and the collections are filled, spread over many users (--per-user each), to --small
- * deliveries, packages and ledger entries each; the four paths are measured; the collections
- * grow to --big, or as far as --seed-minutes allows (the size reached is printed); the paths
- * are measured again. A reference that reads nothing stored (`GET /api/fleet-types`) is
+ * deliveries, packages and ledger entries each (each delivery with its transitions and two
+ * messages sent); the four paths and the two reads the order service makes on its own every
+ * few seconds (its sweep's, its notification sender's) are measured; the collections grow to
+ * --big, or as far as --seed-minutes allows (the size reached is printed); all are measured
+ * again. A reference that reads nothing stored (`GET /api/fleet-types`) is
  * measured with each size: its ratio is the machine's drift between the two. Every database
  * the run created is dropped at the end.
  */
@@ -24,6 +26,7 @@ import autocannon from 'autocannon';
 import type { ServiceBroker } from 'moleculer';
 import type mongoose from 'mongoose';
 import { ownerListClaimId, ownerListEntryId } from '../libs/owner-list';
+import { OrderStore, defineOrderModels } from '../services/order/store';
 import { percentile } from '../test/support/load';
 import { createUserWithKey, request } from '../test/support/http';
 import { credit, requestDelivery, savePackage } from '../test/support/deliveries';
@@ -128,8 +131,44 @@ async function readTemplates(
   if (!trackingRef || !openPackage || !takenPackage || addresses.some((a) => !a)) {
     throw new Error('the template delivery was not stored whole');
   }
-  return { delivery, addresses: addresses as Doc[], trackingRef, openPackage, takenPackage };
+  return {
+    delivery,
+    addresses: addresses as Doc[],
+    trackingRef,
+    openPackage,
+    takenPackage,
+  };
 }
+
+/** Changes of a delivery after its creation, each done (no work left): a run's usual count. */
+const TRANSITIONS_PER_DELIVERY = 4;
+const doneTransitions = (deliveryId: string, lifecycle: unknown, at: Date): Doc[] =>
+  Array.from({ length: TRANSITIONS_PER_DELIVERY }, (_, i) => ({
+    _id: `${deliveryId}:${i + 2}`,
+    deliveryId,
+    version: i + 2,
+    event: { kind: 'CANCEL' },
+    lifecycle,
+    step: null,
+    effects: [],
+    at,
+  }));
+
+/** The SMS and the e-mail that told a delivery's recipient it was on its way, sent. */
+const sentMessages = (deliveryId: string, at: Date): Doc[] =>
+  (['SMS', 'EMAIL'] as const).map((channel) => ({
+    _id: `${deliveryId}:COURIER_ON_THE_WAY:${channel}`,
+    deliveryId,
+    channel,
+    purpose: 'COURIER_ON_THE_WAY',
+    recipient: channel === 'SMS' ? '+2348012345678' : 'recipient@example.com',
+    secret: false,
+    status: 'SENT',
+    text: null,
+    attempts: 1,
+    createdAt: at,
+    sentAt: at,
+  }));
 
 /** One owner's share of a batch: `count` documents of theirs. */
 type Share = [ownerId: string, count: number];
@@ -139,6 +178,9 @@ class Seeder {
   deliveries = 0;
   packages = 0;
   entries = 0;
+  /** What the sweeps would read, were they to ask the collections themselves. */
+  transitions = 0;
+  notifications = 0;
   /** How long each list (`<collection>/<ownerId>`) is so far. */
   private readonly listed = new Map<string, number>();
 
@@ -190,12 +232,17 @@ class Seeder {
     }
   }
 
-  /** Each owner's deliveries, each with its addresses and tracking id. */
+  /**
+   * Each owner's deliveries, each with its addresses, tracking id and transitions (done), and
+   * two messages sent about it.
+   */
   async addDeliveries(shares: Share[]): Promise<void> {
     const { delivery, addresses, trackingRef } = this.t;
     const deliveries: Doc[] = [];
     const addressDocs: Doc[] = [];
     const refs: Doc[] = [];
+    const changes: Doc[] = [];
+    const messages: Doc[] = [];
     const lists: [string, string[]][] = [];
     const at = new Date();
     const trackingLength = String(delivery.trackingId).length;
@@ -217,14 +264,20 @@ class Seeder {
         deliveries.push({ ...(cloneWith(delivery, rename) as Doc), createdAt: at });
         addressDocs.push(...addresses.map((a) => cloneWith(a, rename) as Doc));
         refs.push(cloneWith(trackingRef, rename) as Doc);
+        changes.push(...doneTransitions(id, delivery.lifecycle, at));
+        messages.push(...sentMessages(id, at));
       }
       this.deliveries += count;
+      this.transitions += count * TRANSITIONS_PER_DELIVERY;
+      this.notifications += count * 2;
     }
     // As the store does: on the list first, then stored.
     await this.writeLists(this.order, 'user_deliveries', lists, at);
     await insertAll(this.order.collection('deliveries'), deliveries);
     await insertAll(this.order.collection('addresses'), addressDocs);
     await insertAll(this.order.collection('tracking_refs'), refs);
+    await insertAll(this.order.collection('delivery_transitions'), changes);
+    await insertAll(this.order.collection('notifications'), messages);
   }
 
   /** Each owner's packages: every third open, the others taken by a delivery. */
@@ -379,7 +432,15 @@ async function measureHttp(url: string, key: string, paths: string[]): Promise<M
   };
 }
 
-const PATHS = ['reference', 'delivery', 'deliveries', 'packages', 'debit'] as const;
+const PATHS = [
+  'reference',
+  'delivery',
+  'deliveries',
+  'packages',
+  'debit',
+  'sweep',
+  'outbox',
+] as const;
 type PathName = (typeof PATHS)[number];
 const LABELS: Record<PathName, string> = {
   reference: 'reference: GET /api/fleet-types',
@@ -387,7 +448,18 @@ const LABELS: Record<PathName, string> = {
   deliveries: 'GET /api/deliveries',
   packages: 'GET /api/packages',
   debit: 'wallet debit (payment.debit)',
+  sweep: "order sweep's read (every 10 s)",
+  outbox: "notification sender's read (2 s)",
 };
+
+/**
+ * A read a service makes on its own every few seconds, timed alone from a store on the same
+ * database: under load it is the same read, so its "req/s" is one over its time.
+ */
+async function measureRead(read: () => Promise<unknown>): Promise<Measured> {
+  const alone = await timeAlone(read);
+  return { alone, rps: 1000 / alone, p50: alone, p99: alone, failures: 0 };
+}
 
 async function measureAll(
   node: NodeProcess,
@@ -395,6 +467,7 @@ async function measureAll(
   merchant: { key: string; userId: string },
   deliveryIds: string[],
   wallets: string[],
+  orders: OrderStore,
 ): Promise<Record<PathName, Measured>> {
   const http = (paths: string[]) => measureHttp(node.url, merchant.key, paths);
   const debitOnce = (walletId: string) =>
@@ -416,6 +489,8 @@ async function measureAll(
     deliveries: await http(['/api/deliveries']),
     packages: await http(['/api/packages']),
     debit,
+    sweep: await measureRead(() => orders.markedWork(new Date(), 100)),
+    outbox: await measureRead(() => orders.notifications.due(new Date(), 50)),
   };
 }
 
@@ -470,6 +545,7 @@ async function main(): Promise<number> {
       ['order', 'package', 'payment'].map((s) => openServiceDatabase(iso, s)),
     );
     conns.push(order, pkg, payment);
+    const orderModels = defineOrderModels(order);
     const seeder = new Seeder(
       order,
       pkg,
@@ -494,16 +570,17 @@ async function main(): Promise<number> {
     const started = Date.now();
     await seeder.growTo(SMALL, PER_USER, Infinity);
     console.log(`seeded ${SMALL} of each in ${((Date.now() - started) / 1000).toFixed(0)} s`);
-    const small = await measureAll(node, client, merchant, deliveryIds, wallets);
+    const orders = new OrderStore(() => orderModels);
+    const small = await measureAll(node, client, merchant, deliveryIds, wallets, orders);
     printSize(`${SMALL} deliveries, packages and ledger entries (load ${loadAverage()})`, small);
 
     const growing = Date.now();
     const reached = await seeder.growTo(BIG, PER_USER, growing + SEED_MINUTES * 60_000);
     const size = Math.min(seeder.deliveries, seeder.packages, seeder.entries);
     console.log(
-      `\nseeded to ${seeder.deliveries} deliveries, ${seeder.packages} packages, ${seeder.entries} ledger entries in ${((Date.now() - growing) / 1000).toFixed(0)} s${reached ? '' : ` (stopped after ${SEED_MINUTES} min, short of ${BIG})`}`,
+      `\nseeded to ${seeder.deliveries} deliveries (${seeder.transitions} transitions, ${seeder.notifications} notifications), ${seeder.packages} packages, ${seeder.entries} ledger entries in ${((Date.now() - growing) / 1000).toFixed(0)} s${reached ? '' : ` (stopped after ${SEED_MINUTES} min, short of ${BIG})`}`,
     );
-    const big = await measureAll(node, client, merchant, deliveryIds, wallets);
+    const big = await measureAll(node, client, merchant, deliveryIds, wallets, orders);
     printSize(`${size} of each (load ${loadAverage()})`, big);
 
     console.log(
