@@ -55,6 +55,28 @@ export function defineOwnerListModels(connection: Connection, name: string) {
 
 export type OwnerListModels = ReturnType<typeof defineOwnerListModels>;
 
+/** A list's models among a service's, one level deep: `<P>Entry`, `<P>Head`, `<P>Claim`. */
+export type NamedOwnerListModels<P extends string> = Record<`${P}Entry`, OwnerListModels['Entry']> &
+  Record<`${P}Head`, OwnerListModels['Head']> &
+  Record<`${P}Claim`, OwnerListModels['Claim']>;
+
+/**
+ * The models of list `name` under keys a service spreads into its own models (tests and the
+ * index build walk one level of them).
+ */
+export function defineNamedOwnerListModels<P extends string>(
+  connection: Connection,
+  name: string,
+  prefix: P,
+): NamedOwnerListModels<P> {
+  const { Entry, Head, Claim } = defineOwnerListModels(connection, name);
+  return {
+    [`${prefix}Entry`]: Entry,
+    [`${prefix}Head`]: Head,
+    [`${prefix}Claim`]: Claim,
+  } as NamedOwnerListModels<P>;
+}
+
 /** One entry of an owner's list: its number, its item, when it was added. */
 export interface OwnerListEntry {
   n: number;
@@ -101,14 +123,33 @@ export function afterRead(read: { n: number; live: boolean }[]): {
   return { floor: lift ? newest + 1 : Math.min(lowestLive, newest + 1), lift };
 }
 
-/** What a store reads of its items for `backfill`: `{_id, userId, createdAt}`. */
-export async function* ownedItems(
-  stored: AsyncIterable<{ _id: unknown; userId: string; createdAt: Date }>,
+/** Stored documents as a list's `backfill` reads them, oldest first. */
+export async function* listedAs<T>(
+  stored: AsyncIterable<T>,
+  entry: (doc: T) => { ownerId: string; itemId: string; at: Date },
 ) {
-  for await (const item of stored) {
-    yield { ownerId: item.userId, itemId: String(item._id), at: item.createdAt };
-  }
+  for await (const doc of stored) yield entry(doc);
 }
+
+/** What a store reads of its items for `backfill`: `{_id, userId, createdAt}`. */
+export const ownedItems = (
+  stored: AsyncIterable<{ _id: unknown; userId: string; createdAt: Date }>,
+) =>
+  listedAs(stored, (item) => ({
+    ownerId: item.userId,
+    itemId: String(item._id),
+    at: item.createdAt,
+  }));
+
+/**
+ * How long an entry may wait for its item to be stored (the entry is written first, so that a
+ * stored item is always listed) before a read of live items takes it for a store that died.
+ */
+export const PENDING_ITEM_MS = 10 * 60_000;
+
+/** Whether an entry whose item is not stored may still see it stored (`readLive`'s judges). */
+export const awaitsItem = (entry: OwnerListEntry, now: number) =>
+  now - entry.at.getTime() < PENDING_ITEM_MS;
 
 /** The head that marks a list filled from the documents stored before it existed. */
 const BACKFILLED = '$backfilled';
@@ -121,6 +162,19 @@ const READ_WIDTH = 50;
 
 export class OwnerList {
   constructor(private readonly models: () => OwnerListModels) {}
+
+  /** The list whose models a service keeps as `<prefix>Entry`, `<prefix>Head`, `<prefix>Claim`. */
+  static named<P extends string>(models: () => NamedOwnerListModels<P>, prefix: P): OwnerList {
+    return new OwnerList(() => {
+      // TypeScript does not narrow an index by a generic template key: the type says it is there.
+      const m = models() as unknown as Record<string, unknown>;
+      return {
+        Entry: m[`${prefix}Entry`],
+        Head: m[`${prefix}Head`],
+        Claim: m[`${prefix}Claim`],
+      } as OwnerListModels;
+    });
+  }
 
   private get m() {
     return this.models();
@@ -193,6 +247,18 @@ export class OwnerList {
   }
 
   /**
+   * Adds an item about to be stored, before it is (`add`). When its entry is older than half
+   * of `PENDING_ITEM_MS` (a retry of a store that died), a read may have let it go: a fresh
+   * entry, which waits for the item, is added too.
+   */
+  async addBeforeStoring(ownerId: string, itemId: string): Promise<void> {
+    const entry = await this.add(ownerId, itemId, new Date());
+    if (Date.now() - entry.at.getTime() >= PENDING_ITEM_MS / 2) {
+      await this.add(ownerId, itemId, new Date(), 'stored-late');
+    }
+  }
+
+  /**
    * Adds the items at the end of the owner's list in the order given, each once as `add` does,
    * in five operations when none was added before and nobody else adds to the list meanwhile
    * (the usual case). Otherwise it walks the list once from the lowest number its items' claims
@@ -226,6 +292,17 @@ export class OwnerList {
         n++;
       }
     }
+  }
+
+  /** Adds items of many owners, each owner's in the order given (`addAll`), owner by owner. */
+  async addByOwner(items: { ownerId: string; itemId: string; at: Date }[]): Promise<void> {
+    const byOwner = new Map<string, { itemId: string; at: Date }[]>();
+    for (const { ownerId, itemId, at } of items) {
+      const own = byOwner.get(ownerId) ?? [];
+      own.push({ itemId, at });
+      byOwner.set(ownerId, own);
+    }
+    for (const [ownerId, own] of byOwner) await this.addAll(ownerId, own);
   }
 
   /** Inserts the claims; false when any was there already (a retry, or an item twice). */
@@ -322,20 +399,15 @@ export class OwnerList {
   async backfill(stored: AsyncIterable<{ ownerId: string; itemId: string; at: Date }>) {
     if (await this.m.Head.exists({ _id: BACKFILLED })) return;
     // A batch at a time, each owner's items of it in one `addAll`, in the order stored.
-    let batch = new Map<string, { itemId: string; at: Date }[]>();
-    let count = 0;
-    const flush = async () => {
-      for (const [ownerId, items] of batch) await this.addAll(ownerId, items);
-      batch = new Map();
-      count = 0;
-    };
-    for await (const { ownerId, itemId, at } of stored) {
-      const items = batch.get(ownerId) ?? [];
-      items.push({ itemId, at });
-      batch.set(ownerId, items);
-      if (++count === BACKFILL_BATCH) await flush();
+    let batch: { ownerId: string; itemId: string; at: Date }[] = [];
+    for await (const item of stored) {
+      batch.push(item);
+      if (batch.length === BACKFILL_BATCH) {
+        await this.addByOwner(batch);
+        batch = [];
+      }
     }
-    await flush();
+    await this.addByOwner(batch);
     await insertOnce(() => this.m.Head.create({ _id: BACKFILLED, n: 0 }));
   }
 }

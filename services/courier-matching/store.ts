@@ -4,9 +4,10 @@ import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
 import {
   OwnerList,
-  defineOwnerListModels,
+  awaitsItem,
+  defineNamedOwnerListModels,
+  listedAs,
   type OwnerListEntry,
-  type OwnerListModels,
 } from '../../libs/owner-list';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
@@ -102,8 +103,6 @@ interface MerchantCourierRecord {
 }
 
 export function defineMatchingModels(connection: Connection) {
-  // Each merchant's additions to its list, in order, read by `_id` (libs/owner-list).
-  const additions = defineOwnerListModels(connection, 'merchant_courier_list');
   return {
     Courier: connection.model('Courier', courierSchema, 'couriers'),
     RegNo: connection.model('CourierRegNo', regNoSchema, 'courier_reg_nos'),
@@ -112,10 +111,8 @@ export function defineMatchingModels(connection: Connection) {
       merchantCourierSchema,
       'merchant_couriers',
     ),
-    // One level of models: the index build walks them.
-    MerchantListEntry: additions.Entry,
-    MerchantListHead: additions.Head,
-    MerchantListClaim: additions.Claim,
+    // Each merchant's additions to its list, in order, read by `_id` (libs/owner-list).
+    ...defineNamedOwnerListModels(connection, 'merchant_courier_list', 'MerchantList'),
     CourierToken: defineTokenModel(connection),
     ...defineSearchModels(connection),
   };
@@ -148,20 +145,8 @@ const TAKE_ATTEMPTS = 3;
 
 const entryId = (userId: string, courierId: string) => `${userId}:${courierId}`;
 
-/**
- * How long an addition to a merchant's list may wait for its link to be stored (the addition
- * is written first) before a read takes it for one that died.
- */
-export const PENDING_LINK_MS = 10 * 60_000;
-
 const oldestAddedFirst = (a: MerchantCourierRecord, b: MerchantCourierRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
-
-const additionModels = (m: MatchingModels): OwnerListModels => ({
-  Entry: m.MerchantListEntry,
-  Head: m.MerchantListHead,
-  Claim: m.MerchantListClaim,
-});
 
 /** The courier directory's persistence: every query its actions make. */
 export class CourierStore {
@@ -172,7 +157,7 @@ export class CourierStore {
   private readonly additions: OwnerList;
 
   constructor(private readonly models: () => MatchingModels) {
-    this.additions = new OwnerList(() => additionModels(this.models()));
+    this.additions = OwnerList.named(models, 'MerchantList');
   }
 
   find(courierId: string): Promise<CourierRecord | null> {
@@ -277,10 +262,8 @@ export class CourierStore {
   async addToList(userId: string, courierId: string): Promise<boolean> {
     if (await this.isOnList(userId, courierId)) return false;
     // The addition first, so that a stored link is always read; then the link.
-    const addition = () => this.additions.add(userId, courierId, new Date(), randomUUID());
-    const added = await addition();
-    // Written long ago (a stalled call): a fresh one waits for the link, above any floor.
-    if (Date.now() - added.at.getTime() >= PENDING_LINK_MS / 2) await addition();
+    // A tag of its own: each addition is a fresh entry, which waits for its link.
+    await this.additions.add(userId, courierId, new Date(), randomUUID());
     return insertOnce(() =>
       this.models().MerchantCourier.create({ _id: entryId(userId, courierId), userId, courierId }),
     );
@@ -327,7 +310,7 @@ export class CourierStore {
             entryId(userId, a.itemId),
           ).lean<MerchantCourierRecord>();
           // Removed, unless its link may still be on its way.
-          if (!link) return { live: now - a.at.getTime() < PENDING_LINK_MS };
+          if (!link) return { live: awaitsItem(a, now) };
           return { live: true, item: link };
         }),
       ),
@@ -341,12 +324,12 @@ export class CourierStore {
       .sort({ createdAt: 1, _id: 1 })
       .lean<MerchantCourierRecord[]>()
       .cursor();
-    await this.additions.backfill(linksAsItems(stored));
-  }
-}
-
-async function* linksAsItems(stored: AsyncIterable<MerchantCourierRecord>) {
-  for await (const link of stored) {
-    yield { ownerId: link.userId, itemId: link.courierId, at: link.createdAt };
+    await this.additions.backfill(
+      listedAs(stored, (link) => ({
+        ownerId: link.userId,
+        itemId: link.courierId,
+        at: link.createdAt,
+      })),
+    );
   }
 }

@@ -1,7 +1,7 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
-import { OwnerList, defineOwnerListModels, ownedItems } from '../../libs/owner-list';
+import { OwnerList, defineNamedOwnerListModels, listedAs, ownedItems } from '../../libs/owner-list';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
 import type { NotificationRecord } from './notifications';
@@ -93,10 +93,6 @@ const simulationSchema = new Schema({ _id: String, since: Date }, plain);
 const trackingRefSchema = new Schema({ _id: String, deliveryId: String }, plain);
 
 export function defineOrderModels(connection: Connection) {
-  // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
-  const byUser = defineOwnerListModels(connection, 'user_deliveries');
-  // Each delivery's messages to people, read by `_id`: the staging simulator and support ask.
-  const byDelivery = defineOwnerListModels(connection, 'delivery_notifications');
   return {
     Delivery: connection.model('Delivery', deliverySchema, 'deliveries'),
     Address: connection.model('Address', addressSchema, 'addresses'),
@@ -119,13 +115,10 @@ export function defineOrderModels(connection: Connection) {
     ProofAttempt: connection.model('ProofAttempt', proofAttemptSchema, 'proof_attempts'),
     Simulation: connection.model('Simulation', simulationSchema, 'simulations'),
     TrackingRef: connection.model('TrackingRef', trackingRefSchema, 'tracking_refs'),
-    // One level of models: tests and the index build walk them.
-    UserDeliveryEntry: byUser.Entry,
-    UserDeliveryHead: byUser.Head,
-    UserDeliveryClaim: byUser.Claim,
-    DeliveryNotificationEntry: byDelivery.Entry,
-    DeliveryNotificationHead: byDelivery.Head,
-    DeliveryNotificationClaim: byDelivery.Claim,
+    // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
+    ...defineNamedOwnerListModels(connection, 'user_deliveries', 'UserDelivery'),
+    // Each delivery's messages to people, read by `_id`: the staging simulator and support ask.
+    ...defineNamedOwnerListModels(connection, 'delivery_notifications', 'DeliveryNotification'),
   };
 }
 
@@ -206,16 +199,8 @@ export class OrderStore {
   private readonly notificationsByDelivery: OwnerList;
 
   constructor(private readonly models: () => OrderModels) {
-    this.byUser = new OwnerList(() => ({
-      Entry: this.m.UserDeliveryEntry,
-      Head: this.m.UserDeliveryHead,
-      Claim: this.m.UserDeliveryClaim,
-    }));
-    this.notificationsByDelivery = new OwnerList(() => ({
-      Entry: this.m.DeliveryNotificationEntry,
-      Head: this.m.DeliveryNotificationHead,
-      Claim: this.m.DeliveryNotificationClaim,
-    }));
+    this.byUser = OwnerList.named(models, 'UserDelivery');
+    this.notificationsByDelivery = OwnerList.named(models, 'DeliveryNotification');
     this.notifications = new OutboxRecords(() => ({
       messages: this.m.Notification,
       places: this.m.NotificationPlace,
@@ -434,16 +419,9 @@ export class OrderStore {
 
   /** Queues messages, each listed under its delivery first (a stored one is always listed). */
   async enqueue(messages: NotificationRecord[]): Promise<void> {
-    const byDelivery = new Map<string, { itemId: string; at: Date }[]>();
-    for (const m of messages) {
-      byDelivery.set(m.deliveryId, [
-        ...(byDelivery.get(m.deliveryId) ?? []),
-        { itemId: m._id, at: m.createdAt },
-      ]);
-    }
-    for (const [deliveryId, items] of byDelivery) {
-      await this.notificationsByDelivery.addAll(deliveryId, items);
-    }
+    await this.notificationsByDelivery.addByOwner(
+      messages.map((m) => ({ ownerId: m.deliveryId, itemId: m._id, at: m.createdAt })),
+    );
     await this.notifications.enqueue(messages);
   }
 
@@ -466,12 +444,10 @@ export class OrderStore {
       .lean()
       .cursor();
     await this.notificationsByDelivery.backfill(
-      (async function* () {
-        for await (const n of stored) {
-          const { _id, deliveryId, createdAt } = n as unknown as NotificationRecord;
-          yield { ownerId: deliveryId, itemId: _id, at: createdAt };
-        }
-      })(),
+      listedAs(stored, (n) => {
+        const { _id, deliveryId, createdAt } = n as unknown as NotificationRecord;
+        return { ownerId: deliveryId, itemId: _id, at: createdAt };
+      }),
     );
   }
 

@@ -4,7 +4,8 @@ import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { findByIdWhere, insertOnce, isDuplicateKey, updateByIdWhere } from '../../libs/mongo';
 import {
   OwnerList,
-  defineOwnerListModels,
+  awaitsItem,
+  defineNamedOwnerListModels,
   ownedItems,
   type OwnerListEntry,
 } from '../../libs/owner-list';
@@ -71,16 +72,12 @@ export type PackageRecord = InferSchemaType<typeof packageSchema> & {
 };
 
 export function definePackageModels(connection: Connection) {
-  // Each user's packages in the order they were saved, read by `_id` (libs/owner-list).
-  const byUser = defineOwnerListModels(connection, 'user_packages');
   return {
     Package: connection.model('Package', packageSchema, 'packages'),
     Claim: connection.model('PackageClaim', claimSchema, 'package_claims'),
     Selection: connection.model('PackageSelection', selectionSchema, 'package_selections'),
-    // One level of models: tests and the index build walk them.
-    UserPackageEntry: byUser.Entry,
-    UserPackageHead: byUser.Head,
-    UserPackageClaim: byUser.Claim,
+    // Each user's packages in the order they were saved, read by `_id` (libs/owner-list).
+    ...defineNamedOwnerListModels(connection, 'user_packages', 'UserPackage'),
   };
 }
 
@@ -90,13 +87,6 @@ export type PackageModels = ReturnType<typeof definePackageModels>;
 const open = (userId: string) => ({ userId, deletedAt: null, p2pDeliveryId: null });
 const isOpen = (userId: string, p: PackageRecord | null): p is PackageRecord =>
   p?.userId === userId && p.deletedAt == null && p.p2pDeliveryId == null;
-
-/**
- * How long an entry of a user's list may wait for its package to be stored (the entry is
- * written first) before a read takes it for an insert that died. An insert that comes later
- * still lists its package again (`PackageStore.insert`).
- */
-export const PENDING_INSERT_MS = 10 * 60_000;
 
 /**
  * Whether an entry of the user's list may still name a package to list: one open now, or one
@@ -109,8 +99,7 @@ export function mayBeListed(
   entry: OwnerListEntry,
   now: number,
 ): boolean {
-  if (found) return isOpen(userId, found);
-  return now - entry.at.getTime() < PENDING_INSERT_MS;
+  return found ? isOpen(userId, found) : awaitsItem(entry, now);
 }
 
 const newestSavedFirst = (a: PackageRecord, b: PackageRecord) =>
@@ -126,10 +115,7 @@ export class PackageStore {
   private readonly byUser: OwnerList;
 
   constructor(private readonly models: () => PackageModels) {
-    this.byUser = new OwnerList(() => {
-      const m = this.models();
-      return { Entry: m.UserPackageEntry, Head: m.UserPackageHead, Claim: m.UserPackageClaim };
-    });
+    this.byUser = OwnerList.named(this.models, 'UserPackage');
   }
 
   private get Package() {
@@ -279,12 +265,7 @@ export class PackageStore {
   async insert(fields: { userId: string; _id?: string }): Promise<PackageRecord> {
     const _id = fields._id ?? randomUUID();
     // Before the package: a saved package is always on its user's list.
-    const entry = await this.byUser.add(fields.userId, _id, new Date());
-    // An entry this old (a retry of an insert that died) may be below the floor by now: a
-    // fresh one, pending until the package is stored, keeps it listed.
-    if (Date.now() - entry.at.getTime() >= PENDING_INSERT_MS / 2) {
-      await this.byUser.add(fields.userId, _id, new Date(), 'stored-late');
-    }
+    await this.byUser.addBeforeStoring(fields.userId, _id);
     return (await this.Package.create({ ...fields, _id })).toObject() as PackageRecord;
   }
 
@@ -325,14 +306,13 @@ export class PackageStore {
   async markReturned(held: HeldPackage[], deliveryId: string): Promise<void> {
     await Promise.all(
       held.map(async ({ packageId: _id, takenAt }) => {
-        // By `_id` alone (see dropClaims). The delivery's claim, dropped after this, keeps
+        // By `_id` alone (decision 73). The delivery's claim, dropped after this, keeps
         // others from marking the package meanwhile; two releases of one delivery at once may
         // at worst clear the mark of a delivery that took it between them, which the claim,
         // the lock, still keeps from any other.
-        const taken = await this.byId(_id);
-        const ours = taken?.p2pDeliveryId === deliveryId;
-        if (ours) await this.Package.updateOne({ _id }, { $set: { p2pDeliveryId: null } });
-        const back = taken && ours ? { ...taken, p2pDeliveryId: null } : taken;
+        const mark = { p2pDeliveryId: deliveryId };
+        await updateByIdWhere(this.Package, _id, mark, { $set: { p2pDeliveryId: null } });
+        const back = await this.byId(_id);
         if (back && isOpen(back.userId, back)) {
           const take = `returned:${deliveryId}:${takenAt.getTime()}`;
           await this.byUser.add(back.userId, _id, new Date(), take);

@@ -7,7 +7,13 @@ import {
   outboxPlaceSchema,
 } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
-import { OwnerList, defineOwnerListModels, type OwnerListEntry } from '../../libs/owner-list';
+import {
+  OwnerList,
+  awaitsItem,
+  defineNamedOwnerListModels,
+  listedAs,
+  type OwnerListEntry,
+} from '../../libs/owner-list';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -53,9 +59,6 @@ const noticeSchema = new Schema({ _id: String, webhookId: String, status: String
 const noticeAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 
 export function defineWebhookModels(connection: Connection) {
-  // Read by `_id` (libs/owner-list): each endpoint's messages, and each owner's endpoints.
-  const messagesByEndpoint = defineOwnerListModels(connection, 'webhook_endpoint_messages');
-  const endpointsByOwner = defineOwnerListModels(connection, 'webhook_owner_endpoints');
   return {
     Endpoint: connection.model('WebhookEndpoint', endpointSchema, 'webhook_endpoints'),
     Secret: connection.model('WebhookSecret', secretSchema, 'webhook_secrets'),
@@ -74,13 +77,9 @@ export function defineWebhookModels(connection: Connection) {
       noticeAttemptSchema,
       'webhook_notice_attempts',
     ),
-    // One level of models: tests and the index build walk them.
-    EndpointMessageEntry: messagesByEndpoint.Entry,
-    EndpointMessageHead: messagesByEndpoint.Head,
-    EndpointMessageClaim: messagesByEndpoint.Claim,
-    OwnerEndpointEntry: endpointsByOwner.Entry,
-    OwnerEndpointHead: endpointsByOwner.Head,
-    OwnerEndpointClaim: endpointsByOwner.Claim,
+    // Read by `_id` (libs/owner-list): each endpoint's messages, and each owner's endpoints.
+    ...defineNamedOwnerListModels(connection, 'webhook_endpoint_messages', 'EndpointMessage'),
+    ...defineNamedOwnerListModels(connection, 'webhook_owner_endpoints', 'OwnerEndpoint'),
   };
 }
 
@@ -194,16 +193,9 @@ export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
 /** Whose list of endpoints an endpoint is on: its user's in its environment. */
 export const endpointOwner = (userId: string, environment: string) => `${userId}:${environment}`;
 
-/**
- * How long an entry of an owner's endpoint list may wait for its endpoint to be stored (the
- * entry is written first) before a read takes it for an insert that died.
- */
-export const PENDING_ENDPOINT_MS = 10 * 60_000;
-
 /** Whether an entry of the owner's list may still name a live endpoint (libs/owner-list `readLive`). */
 function mayBeLive(found: EndpointRecord | null, entry: OwnerListEntry, now: number): boolean {
-  if (found) return !found.deleted;
-  return now - entry.at.getTime() < PENDING_ENDPOINT_MS;
+  return found ? !found.deleted : awaitsItem(entry, now);
 }
 
 const newestCreatedFirst = (a: EndpointRecord, b: EndpointRecord) =>
@@ -212,14 +204,6 @@ const newestCreatedFirst = (a: EndpointRecord, b: EndpointRecord) =>
 /** The order an endpoint's messages are listed in (read back newest first, the reverse). */
 const olderFirst = (a: MessageRecord, b: MessageRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : 1);
-
-/** Stored documents as a list's backfill reads them, oldest first. */
-async function* listedAs<T>(
-  stored: AsyncIterable<T>,
-  owner: (doc: T) => { ownerId: string; itemId: string; at: Date },
-) {
-  for await (const doc of stored) yield owner(doc);
-}
 
 export class WebhookStore {
   /** The notices to endpoint owners, read and written as every outbox is (libs/messaging). */
@@ -239,8 +223,8 @@ export class WebhookStore {
   private readonly endpointsByOwner: OwnerList;
 
   constructor(private readonly models: () => WebhookModels) {
-    this.messagesByEndpoint = this.list('EndpointMessage');
-    this.endpointsByOwner = this.list('OwnerEndpoint');
+    this.messagesByEndpoint = OwnerList.named(models, 'EndpointMessage');
+    this.endpointsByOwner = OwnerList.named(models, 'OwnerEndpoint');
     this.notices = new OutboxRecords(() => ({
       messages: this.m.Notice,
       places: this.m.NoticePlace,
@@ -252,24 +236,12 @@ export class WebhookStore {
     return this.models();
   }
 
-  /** The list whose models are `<name>Entry`, `<name>Head` and `<name>Claim`. */
-  private list(name: 'EndpointMessage' | 'OwnerEndpoint'): OwnerList {
-    return new OwnerList(() => {
-      const m = this.m;
-      return { Entry: m[`${name}Entry`], Head: m[`${name}Head`], Claim: m[`${name}Claim`] };
-    });
-  }
-
   // --- endpoints
 
   async insertEndpoint(endpoint: EndpointRecord): Promise<void> {
     const owner = endpointOwner(endpoint.userId, endpoint.environment);
     // Before the endpoint: a stored endpoint is always on its owner's list.
-    const entry = await this.endpointsByOwner.add(owner, endpoint._id, new Date());
-    // An entry this old may be below the list's floor by now: a fresh one keeps it listed.
-    if (Date.now() - entry.at.getTime() >= PENDING_ENDPOINT_MS / 2) {
-      await this.endpointsByOwner.add(owner, endpoint._id, new Date(), 'stored-late');
-    }
+    await this.endpointsByOwner.addBeforeStoring(owner, endpoint._id);
     await this.m.Endpoint.create(endpoint);
   }
 
@@ -424,14 +396,10 @@ export class WebhookStore {
    * former sort by `createdAt` and `_id` did.
    */
   private async listMessages(messages: MessageRecord[]): Promise<void> {
-    const byEndpoint = new Map<string, { itemId: string; at: Date }[]>();
-    for (const m of [...messages].sort(olderFirst)) {
-      const own = byEndpoint.get(m.webhookId) ?? [];
-      own.push({ itemId: m._id, at: m.createdAt });
-      byEndpoint.set(m.webhookId, own);
-    }
-    await Promise.all(
-      [...byEndpoint].map(([webhookId, own]) => this.messagesByEndpoint.addAll(webhookId, own)),
+    await this.messagesByEndpoint.addByOwner(
+      [...messages]
+        .sort(olderFirst)
+        .map((m) => ({ ownerId: m.webhookId, itemId: m._id, at: m.createdAt })),
     );
   }
 

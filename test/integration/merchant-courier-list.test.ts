@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import {
-  CourierStore,
-  PENDING_LINK_MS,
-  defineMatchingModels,
-} from '../../services/courier-matching/store';
+import { PENDING_ITEM_MS } from '../../libs/owner-list';
+import { CourierStore, defineMatchingModels } from '../../services/courier-matching/store';
 import { useStoreDatabase } from '../support/store-database';
 
 /**
@@ -74,7 +71,7 @@ it('reads the live links and a bounded few removed ones, not the history', async
   expect(await listed(userId)).toEqual({ ids: [kept], reads: 21 });
   // Past the wait they are closed, and the floor rises past them to the live one (closed
   // additions above live ones are passed over up to a bound, then the live ones lifted).
-  const later = Date.now() + PENDING_LINK_MS;
+  const later = Date.now() + PENDING_ITEM_MS;
   const clock = jest.spyOn(Date, 'now').mockReturnValue(later);
   try {
     expect(await listed(userId)).toEqual({ ids: [kept], reads: 21 });

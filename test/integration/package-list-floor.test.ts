@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { LIFT_AFTER_CLOSED, OwnerList } from '../../libs/owner-list';
-import { PENDING_INSERT_MS, PackageStore, definePackageModels } from '../../services/package/store';
+import { LIFT_AFTER_CLOSED, OwnerList, PENDING_ITEM_MS } from '../../libs/owner-list';
+import { PackageStore, definePackageModels } from '../../services/package/store';
 import { STORED_PACKAGE, useStoreDatabase } from '../support/store-database';
 
 /**
@@ -136,7 +136,7 @@ it('keeps what an insert still running will store, and lists what one retried la
   await list.add(userId, running, new Date());
   // One that died long ago after writing its entry, and will be retried.
   const retried = randomUUID();
-  await list.add(userId, retried, new Date(Date.now() - PENDING_INSERT_MS - 1000));
+  await list.add(userId, retried, new Date(Date.now() - PENDING_ITEM_MS - 1000));
   await store.markDeleted(await save(userId));
 
   expect((await listed(userId)).ids).toEqual([]);

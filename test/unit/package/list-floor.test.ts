@@ -1,10 +1,6 @@
 import fc from 'fast-check';
-import { LIFT_AFTER_CLOSED, afterRead } from '../../../libs/owner-list';
-import {
-  PENDING_INSERT_MS,
-  mayBeListed,
-  type PackageRecord,
-} from '../../../services/package/store';
+import { LIFT_AFTER_CLOSED, PENDING_ITEM_MS, afterRead } from '../../../libs/owner-list';
+import { mayBeListed, type PackageRecord } from '../../../services/package/store';
 
 describe('afterRead', () => {
   const entries = (spec: string) =>
@@ -60,15 +56,15 @@ describe('mayBeListed', () => {
     ({ _id: 'p', userId, deletedAt: null, p2pDeliveryId: null, ...changes }) as PackageRecord;
 
   it('keeps an open package and one whose insert may still be running', () => {
-    expect(mayBeListed(userId, stored({}), entry(PENDING_INSERT_MS * 10), now)).toBe(true);
+    expect(mayBeListed(userId, stored({}), entry(PENDING_ITEM_MS * 10), now)).toBe(true);
     expect(mayBeListed(userId, null, entry(0), now)).toBe(true);
-    expect(mayBeListed(userId, null, entry(PENDING_INSERT_MS - 1), now)).toBe(true);
+    expect(mayBeListed(userId, null, entry(PENDING_ITEM_MS - 1), now)).toBe(true);
   });
 
   it('lets go of deleted, taken and foreign packages and of inserts that died', () => {
     expect(mayBeListed(userId, stored({ deletedAt: new Date(now) }), entry(0), now)).toBe(false);
     expect(mayBeListed(userId, stored({ p2pDeliveryId: 'd' }), entry(0), now)).toBe(false);
     expect(mayBeListed(userId, stored({ userId: 'someone else' }), entry(0), now)).toBe(false);
-    expect(mayBeListed(userId, null, entry(PENDING_INSERT_MS), now)).toBe(false);
+    expect(mayBeListed(userId, null, entry(PENDING_ITEM_MS), now)).toBe(false);
   });
 });
