@@ -82,13 +82,13 @@ export interface OwnerListEntry {
   n: number;
   itemId: string;
   at: Date;
+  /** Names a further entry of the same item (`returned:<deliveryId>`); none for the first. */
+  tag?: string;
 }
 
 interface EntryRecord extends OwnerListEntry {
   _id: string;
   ownerId: string;
-  /** Names a second entry of the same item (`returned:<deliveryId>`); none for the first. */
-  tag?: string;
 }
 
 export const ownerListEntryId = (ownerId: string, n: number) => `${ownerId}:${n}`;
@@ -247,14 +247,20 @@ export class OwnerList {
   }
 
   /**
-   * Adds an item about to be stored, before it is (`add`). When its entry is older than half
+   * Adds an item about to be stored, before it is (`add`, under `tag` when given: an item about to
+   * be stored again). When its entry is older than half
    * of `PENDING_ITEM_MS` (a retry of a store that died), a read may have let it go: a fresh
    * entry, which waits for the item, is added too.
    */
-  async addBeforeStoring(ownerId: string, itemId: string): Promise<void> {
-    const entry = await this.add(ownerId, itemId, new Date());
+  async addBeforeStoring(ownerId: string, itemId: string, tag?: string): Promise<void> {
+    const entry = await this.add(ownerId, itemId, new Date(), tag);
     if (Date.now() - entry.at.getTime() >= PENDING_ITEM_MS / 2) {
-      await this.add(ownerId, itemId, new Date(), 'stored-late');
+      await this.add(
+        ownerId,
+        itemId,
+        new Date(),
+        tag === undefined ? 'stored-late' : `${tag}:stored-late`,
+      );
     }
   }
 
@@ -343,20 +349,25 @@ export class OwnerList {
    * The items still live, newest entry first, for a list whose items close for good or open
    * again only by being added again with a tag. `judge` says of each item's newest entry
    * whether it is live and, when there is one, the item; older entries of an item are
-   * superseded. The read then keeps the next one short (`afterRead`): it raises the floor, and
-   * first adds the live items again at the top when closed entries have piled up above them.
+   * superseded. A read that reaches the floor then keeps the next one short (`afterRead`): it
+   * raises the floor, and first adds the live items again at the top when closed entries have
+   * piled up above them. With `wanted`, the read stops once it has that many items: a page of a
+   * list whose live items are many (a status deliveries stay in) costs the page, not the list.
    */
   async readLive<T>(
     ownerId: string,
     judge: (entries: OwnerListEntry[]) => Promise<{ live: boolean; item?: T }[]>,
+    wanted = Infinity,
   ): Promise<T[]> {
     const { length, floor } = await this.last(ownerId);
     const seen = new Set<string>();
     const read: { n: number; live: boolean }[] = [];
     const live: OwnerListEntry[] = [];
     const items: T[] = [];
-    for (let newest = length; newest >= floor; newest -= READ_WIDTH) {
-      const entries = await this.entriesDown(ownerId, newest, floor, READ_WIDTH);
+    // A page's worth at a time: each entry judged costs reads of its item.
+    const width = Math.min(READ_WIDTH, wanted);
+    for (let newest = length; newest >= floor; newest -= width) {
+      const entries = await this.entriesDown(ownerId, newest, floor, width);
       // An item's entries may share a batch (given back soon after it was taken).
       const latest: OwnerListEntry[] = [];
       for (const e of entries) {
@@ -371,6 +382,7 @@ export class OwnerList {
         if (!verdict?.live) continue;
         live.push(entry);
         if (verdict.item !== undefined) items.push(verdict.item);
+        if (items.length >= wanted) return items;
       }
     }
     await this.keepShort(ownerId, read, live).catch(() => undefined);
@@ -386,9 +398,14 @@ export class OwnerList {
     const { floor, lift } = afterRead(read);
     const lowestRead = read.reduce((lowest, r) => Math.min(lowest, r.n), Infinity);
     if (floor === undefined || floor <= lowestRead) return;
-    // Keeping the first `at`: an entry still waiting for its item ages as the first did.
-    if (lift)
-      await Promise.all(live.map((e) => this.add(ownerId, e.itemId, e.at, `lifted:${e.n}`)));
+    // Oldest first, so that the lifted keep their order; each keeps its `at` (an entry still
+    // waiting for its item ages as the first did) and its tag (what the item's entry meant).
+    if (lift) {
+      for (const e of [...live].reverse()) {
+        const tag = e.tag === undefined ? `lifted:${e.n}` : `${e.tag}:lifted:${e.n}`;
+        await this.add(ownerId, e.itemId, e.at, tag);
+      }
+    }
     await this.raiseHead(ownerId, { floor });
   }
 

@@ -1,7 +1,14 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
-import { OwnerList, defineNamedOwnerListModels, listedAs, ownedItems } from '../../libs/owner-list';
+import {
+  OwnerList,
+  awaitsItem,
+  type OwnerListEntry,
+  defineNamedOwnerListModels,
+  listedAs,
+  ownedItems,
+} from '../../libs/owner-list';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
 import type { NotificationRecord } from './notifications';
@@ -117,6 +124,8 @@ export function defineOrderModels(connection: Connection) {
     TrackingRef: connection.model('TrackingRef', trackingRefSchema, 'tracking_refs'),
     // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'user_deliveries', 'UserDelivery'),
+    // Each user's deliveries in one status, `<userId>:<status>`, in the order they entered it.
+    ...defineNamedOwnerListModels(connection, 'user_deliveries_by_status', 'StatusDelivery'),
     // Each delivery's messages to people, read by `_id`: the staging simulator and support ask.
     ...defineNamedOwnerListModels(connection, 'delivery_notifications', 'DeliveryNotification'),
   };
@@ -186,6 +195,21 @@ export const hasWork = (t: Pick<TransitionRecord, 'unsettled' | 'unannounced'>) 
  */
 export const UNCLAIMED_MARK_MS = 60_000;
 
+/** The owner of a user's list of deliveries in one status. */
+const inStatus = (userId: string, status: DeliveryStatus) => `${userId}:${status}`;
+
+/**
+ * Whether the delivery has reached the version its status entry was written for (the entry's
+ * tag, `enteringStatus`): an entry is written before its transition is claimed, and until the
+ * delivery reaches that version (or the writer is surely gone) it may still enter the status.
+ * A lifted entry keeps its tag; one without (backfilled) was in the status when written.
+ */
+function reached(entry: OwnerListEntry, delivery: DeliveryRecord | null): boolean {
+  const version = Number.parseInt(entry.tag ?? '', 10);
+  if (!delivery) return false;
+  return Number.isNaN(version) || delivery.version >= version;
+}
+
 /** The mark that says the transitions stored before marks existed were marked. */
 const MARKED = '$marked';
 
@@ -195,11 +219,14 @@ export class OrderStore {
   readonly notifications: OutboxRecords<NotificationRecord>;
   /** Each user's deliveries, newest last. */
   readonly byUser: OwnerList;
+  /** Each user's deliveries in each status, the latest to enter it last. */
+  private readonly byStatus: OwnerList;
   /** Each delivery's notifications, in the order queued. */
   private readonly notificationsByDelivery: OwnerList;
 
   constructor(private readonly models: () => OrderModels) {
     this.byUser = OwnerList.named(models, 'UserDelivery');
+    this.byStatus = OwnerList.named(models, 'StatusDelivery');
     this.notificationsByDelivery = OwnerList.named(models, 'DeliveryNotification');
     this.notifications = new OutboxRecords(() => ({
       messages: this.m.Notification,
@@ -222,9 +249,26 @@ export class OrderStore {
    */
   async insertDelivery(delivery: DeliveryRecord, addresses: StoredAddress[]): Promise<boolean> {
     await insertAll(this.m.Address, addresses);
-    // Before the delivery: a stored delivery is always on its user's list.
+    // Before the delivery: a stored delivery is always on its user's lists.
     await this.byUser.add(delivery.userId, delivery._id, delivery.createdAt);
+    await this.enteringStatus(delivery, delivery.lifecycle.status, delivery.version);
     return insertOnce(() => this.m.Delivery.create(delivery));
+  }
+
+  /**
+   * Lists the delivery under the status it is about to enter at `version`, before it does (a
+   * delivery in a status is always on that status's list); once per version, however often.
+   */
+  async enteringStatus(
+    delivery: Pick<DeliveryRecord, '_id' | 'userId'>,
+    status: DeliveryStatus,
+    version: number,
+  ): Promise<void> {
+    await this.byStatus.addBeforeStoring(
+      inStatus(delivery.userId, status),
+      delivery._id,
+      String(version),
+    );
   }
 
   /** Names the delivery by its tracking id for the public page; once (a retry finds it there). */
@@ -252,28 +296,39 @@ export class OrderStore {
     return new Map(found.filter((a) => a !== null).map((a) => [a._id, a]));
   }
 
+  /** The ids of a user's deliveries, newest first (in the order they were stored). */
+  list(userId: string, page: { limit: number; offset: number }): Promise<string[]> {
+    return this.byUser.page(userId, page);
+  }
+
   /**
-   * The ids of a user's deliveries, newest first (in the order they were stored). With a
-   * status, the list is read back until the page is full: what that costs grows with the
-   * user's deliveries, never with anyone else's.
+   * A page of the user's deliveries in `status` as `current` reads them, the latest to enter
+   * it first: what that costs grows with the page and the deliveries that have left the status
+   * lately (libs/owner-list `readLive`), not with the user's history.
    */
-  async list(
+  async listInStatus(
     userId: string,
-    options: { status?: DeliveryStatus; limit: number; offset: number },
-  ): Promise<string[]> {
-    const { status, limit, offset } = options;
-    if (!status) return this.byUser.page(userId, options);
-    const page: string[] = [];
-    let skipped = 0;
-    for await (const ids of this.byUser.newestFirst(userId)) {
-      for (const found of await Promise.all(ids.map((id) => this.delivery(id)))) {
-        if (found?.lifecycle.status !== status) continue;
-        if (skipped < offset) skipped++;
-        else page.push(found._id);
-        if (page.length === limit) return page;
-      }
-    }
-    return page;
+    status: DeliveryStatus,
+    { limit, offset }: { limit: number; offset: number },
+    current: (deliveryId: string) => Promise<DeliveryRecord | null>,
+  ): Promise<DeliveryRecord[]> {
+    const now = Date.now();
+    const found = await this.byStatus.readLive(
+      inStatus(userId, status),
+      (entries) =>
+        Promise.all(
+          entries.map(async (entry) => {
+            const delivery = await current(entry.itemId);
+            const listed = delivery?.userId === userId && delivery.lifecycle.status === status;
+            return {
+              live: listed || (!reached(entry, delivery) && awaitsItem(entry, now)),
+              item: listed ? delivery : undefined,
+            };
+          }),
+        ),
+      offset + limit,
+    );
+    return found.slice(offset);
   }
 
   /** Puts the deliveries stored before `user_deliveries` existed on their users' lists. */
@@ -283,6 +338,20 @@ export class OrderStore {
       .lean()
       .cursor();
     await this.byUser.backfill(ownedItems(stored));
+  }
+
+  /** Puts the deliveries stored before `user_deliveries_by_status` existed on their status's list. */
+  async listStoredStatuses(): Promise<void> {
+    const stored = this.m.Delivery.find({}, { userId: 1, 'lifecycle.status': 1, updatedAt: 1 })
+      .sort({ updatedAt: 1 })
+      .lean()
+      .cursor();
+    await this.byStatus.backfill(
+      listedAs(stored, (d) => {
+        const { _id, userId, lifecycle, updatedAt } = d as unknown as DeliveryRecord;
+        return { ownerId: inStatus(userId, lifecycle.status), itemId: _id, at: updatedAt };
+      }),
+    );
   }
 
   // --- transitions

@@ -115,6 +115,9 @@ export class DeliveryTransitions {
         at: now,
       };
       if (transitionEvents(record).length > 0) record.unannounced = true;
+      if (result.next.status !== delivery.lifecycle.status) {
+        await this.store.enteringStatus(delivery, result.next.status, version);
+      }
       // Marked before the claim, so that a stored transition with work always has its mark, and
       // after: a sweep may have let go of a mark left at this number by a writer that stopped.
       if (hasWork(record)) await this.store.markWork(record);

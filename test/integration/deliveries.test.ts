@@ -700,7 +700,7 @@ describe('races', () => {
 });
 
 describe('GET /api/deliveries', () => {
-  it('lists the caller’s deliveries newest first, filtered by status, paged', async () => {
+  it('lists the caller’s deliveries newest first, or those in a status the latest to enter it first, paged', async () => {
     const who = await merchant();
     const first = (await requestDelivery(base(), who, [await savePackage(base(), who)])).body.data
       .deliveryId;
@@ -716,6 +716,16 @@ describe('GET /api/deliveries', () => {
     expect((await list('?limit=1&offset=1')).body.data.map((d: { id: string }) => d.id)).toEqual([
       first,
     ]);
+    // A status lists the latest to enter it first: cancelled second, `second` heads the list.
+    await cancelDelivery(base(), who, second);
+    expect((await list('?status=CANCELLED')).body.data.map((d: { id: string }) => d.id)).toEqual([
+      second,
+      first,
+    ]);
+    expect((await list('?status=CANCELLED&limit=1&offset=1')).body.data).toMatchObject([
+      { id: first, status: 'CANCELLED' },
+    ]);
+    expect((await list('?status=REQUEST_CREATED')).body.data).toEqual([]);
     expect(
       (await request(base(), 'GET', '/api/deliveries', { headers: { 'api-key': stack.bob.key } }))
         .body.data,

@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import { LIFT_AFTER_CLOSED } from '../../libs/owner-list';
+import type { DeliveryRecord } from '../../services/order/delivery-record';
+import type { DeliveryStatus, LifecycleEvent } from '../../services/order/lifecycle';
+import { OrderStore, defineOrderModels } from '../../services/order/store';
+import { DeliveryTransitions } from '../../services/order/transitions';
+import { useStoreDatabase } from '../support/store-database';
+
+/**
+ * `GET /api/deliveries?status=` reads the user's list of deliveries in that status (one list
+ * per status, `user_deliveries_by_status`): on the real server, a page costs the page and the
+ * deliveries that left the status lately, never the user's whole history, and no delivery in
+ * a status is ever missing from its list — whatever writer stopped or raced where.
+ */
+const db = useStoreDatabase('order', defineOrderModels);
+let store: OrderStore;
+let transitions: DeliveryTransitions;
+
+beforeAll(() => {
+  store = new OrderStore(() => db.models);
+  transitions = new DeliveryTransitions(store);
+});
+
+/** Nothing owed: the delivery may be assigned or cancelled at once. */
+const LIFECYCLE = {
+  status: 'REQUEST_CREATED',
+  p2pStatus: 'PENDING',
+  owes: { creator: false, recipient: false },
+  paid: { creator: false, recipient: false },
+} as const;
+
+function deliveryRecord(userId: string): DeliveryRecord {
+  const now = new Date();
+  return {
+    _id: randomUUID(),
+    userId,
+    trackingId: randomUUID(),
+    version: 0,
+    lifecycle: { ...LIFECYCLE, owes: { ...LIFECYCLE.owes }, paid: { ...LIFECYCLE.paid } },
+    steps: [],
+    proofs: [],
+    createdAt: now,
+    updatedAt: now,
+  } as unknown as DeliveryRecord;
+}
+
+async function create(userId: string): Promise<string> {
+  const delivery = deliveryRecord(userId);
+  expect(await store.insertDelivery(delivery, [])).toBe(true);
+  return delivery._id;
+}
+
+const assign: LifecycleEvent = { kind: 'COURIER_ASSIGNED', courierId: 'courier-1' };
+const cancel: LifecycleEvent = { kind: 'CANCEL' };
+
+async function apply(deliveryId: string, event: LifecycleEvent) {
+  expect((await transitions.apply(deliveryId, event)).applied).toBe(true);
+}
+
+const current = (deliveryId: string) => transitions.current(deliveryId);
+
+/** The ids of a page of the user's deliveries in `status`, and how many deliveries it read. */
+async function listed(userId: string, status: DeliveryStatus, limit = 20, offset = 0) {
+  const { result, finds } = await db.countFinds('deliveries', () =>
+    store.listInStatus(userId, status, { limit, offset }, current),
+  );
+  for (const d of result) expect(d.lifecycle.status).toBe(status);
+  return { ids: result.map((d) => d._id), reads: finds };
+}
+
+const idsIn = async (userId: string, status: DeliveryStatus, limit = 20, offset = 0) =>
+  (await listed(userId, status, limit, offset)).ids;
+
+it('lists the deliveries now in a status, the latest to enter it first, paged', async () => {
+  const userId = randomUUID();
+  const [a, b, c] = [await create(userId), await create(userId), await create(userId)];
+  expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([c, b, a]);
+  await apply(b, assign);
+  await apply(a, cancel);
+  expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([c]);
+  expect(await idsIn(userId, 'COURIER_ASSIGNED')).toEqual([b]);
+  expect(await idsIn(userId, 'CANCELLED')).toEqual([a]);
+
+  await apply(c, cancel);
+  await apply(b, cancel);
+  expect(await idsIn(userId, 'CANCELLED')).toEqual([b, c, a]);
+  expect(await idsIn(userId, 'CANCELLED', 2, 1)).toEqual([c, a]);
+  expect(await idsIn(userId, 'CANCELLED', 2, 3)).toEqual([]);
+  expect(await idsIn(userId, 'COURIER_ASSIGNED')).toEqual([]);
+  // Another user's lists hold none of them.
+  expect(await idsIn(randomUUID(), 'CANCELLED')).toEqual([]);
+});
+
+it('reads a page or a rare status, not the history; what left a status is passed over a bounded number of times', async () => {
+  const userId = randomUUID();
+  const rare = await create(userId);
+  await apply(rare, assign);
+  const kept = [await create(userId), await create(userId)];
+  const history: string[] = [];
+  for (let i = 0; i < LIFT_AFTER_CLOSED + 10; i++) history.push(await create(userId));
+  for (const id of history) await apply(id, cancel);
+
+  // A rare status reads its one delivery; a status most deliveries end in reads the page.
+  expect(await listed(userId, 'COURIER_ASSIGNED')).toEqual({ ids: [rare], reads: 1 });
+  expect(await listed(userId, 'CANCELLED', 20)).toEqual({
+    ids: history.slice(-20).reverse(),
+    reads: 20,
+  });
+
+  // Every delivery passed through REQUEST_CREATED: the first read walks the entries once, lifts
+  // the ones still there above the others in their order, and the next read finds them at once.
+  const stillCreated = [...kept].reverse();
+  const walked = history.length + 3;
+  expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: stillCreated, reads: walked });
+  expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: stillCreated, reads: 2 });
+  for (const id of kept) await apply(id, cancel);
+  expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: [], reads: 2 });
+  expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: [], reads: 0 });
+  const fresh = await create(userId);
+  expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: [fresh], reads: 1 });
+});
+
+it('keeps an entry whose transition is not claimed yet above the floor, and drops one whose version another writer took', async () => {
+  const userId = randomUUID();
+  const gone = await create(userId);
+  await apply(gone, assign);
+  await apply(gone, cancel);
+  // A writer listed `late` under COURIER_ASSIGNED for version 1 and has not claimed it yet.
+  const late = deliveryRecord(userId);
+  expect(await store.insertDelivery(late, [])).toBe(true);
+  await store.enteringStatus(late, 'COURIER_ASSIGNED', 1);
+  // A read that finds nothing in the status must not raise the floor past the waiting entry.
+  expect(await idsIn(userId, 'COURIER_ASSIGNED')).toEqual([]);
+  expect(await idsIn(userId, 'COURIER_ASSIGNED')).toEqual([]);
+  await apply(late._id, assign);
+  expect(await idsIn(userId, 'COURIER_ASSIGNED')).toEqual([late._id]);
+
+  // Listed under CANCELLED for version 1 by a writer that lost version 1 to the assignment.
+  const raced = await create(userId);
+  await store.enteringStatus({ _id: raced, userId }, 'CANCELLED', 1);
+  await apply(raced, assign);
+  expect(await idsIn(userId, 'CANCELLED')).toEqual([gone]);
+  // Version 2 is the cancellation's: listed once, at its own entry.
+  await apply(raced, cancel);
+  expect(await idsIn(userId, 'CANCELLED')).toEqual([raced, gone]);
+});
+
+it('lists each delivery once, in exactly one status, under concurrent transitions and reads', async () => {
+  const userId = randomUUID();
+  const ids: string[] = [];
+  for (let i = 0; i < 12; i++) ids.push(await create(userId));
+  const reads: Promise<unknown>[] = [];
+  const writes = ids.flatMap((id, i) => {
+    // Racing writers: the same event twice, or an assignment against a cancellation.
+    const events = i % 3 === 0 ? [assign, cancel] : i % 3 === 1 ? [cancel, cancel] : [assign];
+    return events.map((event) => transitions.apply(id, event));
+  });
+  for (const status of ['REQUEST_CREATED', 'COURIER_ASSIGNED', 'CANCELLED'] as const) {
+    for (let r = 0; r < 4; r++) reads.push(store.listInStatus(userId, status, PAGE, current));
+  }
+  await Promise.all([...writes, ...reads]);
+
+  const byStatus = new Map<string, string[]>();
+  for (const status of ['REQUEST_CREATED', 'COURIER_ASSIGNED', 'CANCELLED'] as const) {
+    byStatus.set(status, await idsIn(userId, status, 100));
+  }
+  const everyListed = [...byStatus.values()].flat();
+  expect(everyListed.sort()).toEqual([...ids].sort());
+  for (const id of ids) {
+    const delivery = await current(id);
+    expect(byStatus.get(delivery?.lifecycle.status ?? '')).toContain(id);
+  }
+});
+
+const PAGE = { limit: 100, offset: 0 };
+
+it('lists the deliveries stored before the status lists existed, once per deployment', async () => {
+  const userId = randomUUID();
+  const old = deliveryRecord(userId);
+  const older = { ...deliveryRecord(userId), updatedAt: new Date(Date.now() - 60_000) };
+  const cancelled = {
+    ...deliveryRecord(userId),
+    lifecycle: { ...LIFECYCLE, status: 'CANCELLED' },
+  } as DeliveryRecord;
+  await db.models.Delivery.insertMany([old, older, cancelled] as never[]);
+  expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([]);
+
+  await Promise.all([store.listStoredStatuses(), store.listStoredStatuses()]);
+  expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([old._id, older._id]);
+  expect(await idsIn(userId, 'CANCELLED')).toEqual([cancelled._id]);
+  // Once marked filled, a later start does not scan again.
+  const stray = deliveryRecord(userId);
+  await db.models.Delivery.create(stray);
+  await store.listStoredStatuses();
+  expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([old._id, older._id]);
+});
