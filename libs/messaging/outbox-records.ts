@@ -1,5 +1,6 @@
 import { Schema, type Model } from 'mongoose';
 import { insertAll, insertOnce, updateByIdWhere } from '../mongo';
+import { WorkMarks } from '../work-marks';
 import type { OutboxMessage, OutboxStatus, OutboxStore } from './outbox-sender';
 
 /** The claim of a message's attempt `n`: whoever inserts it makes that attempt. */
@@ -40,9 +41,6 @@ interface OutboxPlace {
   createdAt: Date;
 }
 
-/** The place that marks an outbox's queue filled from the messages stored before it existed. */
-const PLACED = '$placed';
-
 /**
  * How long a place may wait for its message to be stored (the place is written first) before
  * the queue lets it go; longer than any pause between two writes of one enqueue.
@@ -80,27 +78,31 @@ const placeOf = (message: StoredOutboxFields): OutboxPlace => ({
  * PENDING, deleted when it is sent or fails for good, a collection as small as the queue.
  */
 export class OutboxRecords<R extends StoredOutboxFields> {
-  constructor(private readonly models: () => OutboxModels) {}
+  /** One per message still PENDING, written around its message (libs/work-marks). */
+  private readonly places: WorkMarks<R, OutboxPlace>;
 
-  /**
-   * Queues messages, leaving any already queued as they are. Each place is written before its
-   * message, so that a stored message always has one, and again after it: a sender that let
-   * the place go while the message was not stored yet (`due`) cannot have left it without.
-   */
+  constructor(private readonly models: () => OutboxModels) {
+    this.places = new WorkMarks<R, OutboxPlace>({
+      marks: () => this.models().places,
+      markOf: placeOf,
+      read: (id) => this.get(id),
+      hasWork: (message) => message.status === 'PENDING',
+      markedAt: (place) => place.createdAt,
+      graceMs: UNSTORED_PLACE_MS,
+      backfilled: '$placed',
+    });
+  }
+
+  /** Queues messages, leaving any already queued as they are. */
   async enqueue(messages: R[]): Promise<void> {
-    const places = messages.map(placeOf);
-    await insertAll(this.models().places, places);
-    await insertAll(this.models().messages, messages);
-    await insertAll(this.models().places, places);
+    await this.places.storing(messages, () => insertAll(this.models().messages, messages));
   }
 
   /** Queues one message; false when it was there already (read it for what it says). */
-  async enqueueOnce(message: R): Promise<boolean> {
-    const place = placeOf(message);
-    await insertAll(this.models().places, [place]);
-    const stored = await insertOnce(() => this.models().messages.create(message));
-    await insertAll(this.models().places, [place]);
-    return stored;
+  enqueueOnce(message: R): Promise<boolean> {
+    return this.places.storing([message], () =>
+      insertOnce(() => this.models().messages.create(message)),
+    );
   }
 
   /** Messages not sent yet whose next attempt is due, oldest first. */
@@ -117,7 +119,7 @@ export class OutboxRecords<R extends StoredOutboxFields> {
     const ready: R[] = [];
     for (const [i, message] of found.entries()) {
       const place = queued[i];
-      if (message?.status !== 'PENDING') await this.letGo(place, message, now);
+      if (message?.status !== 'PENDING') await this.places.release(place, message, now);
       else if (message.nextAttemptAt && message.nextAttemptAt > now) {
         // Its failed attempt was recorded and its place not moved: moved now.
         await places.updateOne({ _id: place._id }, { $set: { dueAt: message.nextAttemptAt } });
@@ -126,26 +128,10 @@ export class OutboxRecords<R extends StoredOutboxFields> {
     return ready;
   }
 
-  /** A place whose message is sent, FAILED or, after a while, never stored. */
-  private async letGo(place: OutboxPlace, message: R | null, now: Date): Promise<void> {
-    if (message === null && now.getTime() - place.createdAt.getTime() < UNSTORED_PLACE_MS) return;
-    await this.models().places.deleteOne({ _id: place._id });
-    if (message !== null) return;
-    // Stored after all, between the read and the delete: it keeps its place.
-    const late = (await this.models().messages.findById(place._id).lean()) as R | null;
-    if (late?.status === 'PENDING') await insertAll(this.models().places, [placeOf(late)]);
-  }
-
-  /**
-   * Gives a place to every PENDING message stored before places existed: a scan, once per
-   * deployment, safe on two replicas at once.
-   */
+  /** Gives a place to every PENDING message stored before places existed (once per deployment). */
   async placeStoredMessages(): Promise<void> {
-    const { places, messages } = this.models();
-    if (await places.exists({ _id: PLACED })) return;
-    const stored = messages.find({ status: 'PENDING' }).lean().cursor();
-    for await (const message of stored) await insertAll(places, [placeOf(message as R)]);
-    await insertOnce(() => places.create({ _id: PLACED }));
+    const stored = this.models().messages.find({ status: 'PENDING' }).lean().cursor();
+    await this.places.markStored(stored as AsyncIterable<R>);
   }
 
   async get(id: string): Promise<R | null> {

@@ -1,6 +1,7 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
+import { WorkMarks } from '../../libs/work-marks';
 import {
   OwnerList,
   awaitsItem,
@@ -210,9 +211,6 @@ function reached(entry: OwnerListEntry, delivery: DeliveryRecord | null): boolea
   return Number.isNaN(version) || delivery.version >= version;
 }
 
-/** The mark that says the transitions stored before marks existed were marked. */
-const MARKED = '$marked';
-
 /** The order service's persistence: every query its actions make. */
 export class OrderStore {
   /** The notification outbox, read and written as every outbox is (libs/messaging). */
@@ -223,11 +221,22 @@ export class OrderStore {
   private readonly byStatus: OwnerList;
   /** Each delivery's notifications, in the order queued. */
   private readonly notificationsByDelivery: OwnerList;
+  /** The transitions that may still have work (libs/work-marks). */
+  private readonly work: WorkMarks<TransitionRecord, WorkMark>;
 
   constructor(private readonly models: () => OrderModels) {
     this.byUser = OwnerList.named(models, 'UserDelivery');
     this.byStatus = OwnerList.named(models, 'StatusDelivery');
     this.notificationsByDelivery = OwnerList.named(models, 'DeliveryNotification');
+    this.work = new WorkMarks<TransitionRecord, WorkMark>({
+      marks: () => this.m.TransitionWork,
+      markOf: (t) => ({ _id: t._id, at: t.at }),
+      read: (id) => this.transitionById(id),
+      hasWork,
+      markedAt: (mark) => new Date(mark.at),
+      graceMs: UNCLAIMED_MARK_MS,
+      backfilled: '$marked',
+    });
     this.notifications = new OutboxRecords(() => ({
       messages: this.m.Notification,
       places: this.m.NotificationPlace,
@@ -362,9 +371,12 @@ export class OrderStore {
     ).lean()) as TransitionRecord | null;
   }
 
-  /** Claims the delivery's next transition; false when another writer took that number. */
+  /**
+   * Claims the delivery's next transition, marked if it has work (`transition_work`); false when
+   * another writer took that number.
+   */
   claimTransition(record: TransitionRecord): Promise<boolean> {
-    return insertOnce(() => this.m.Transition.create(record));
+    return this.work.storing([record], () => insertOnce(() => this.m.Transition.create(record)));
   }
 
   async settled(transition: Pick<TransitionRecord, '_id'>): Promise<void> {
@@ -373,11 +385,6 @@ export class OrderStore {
 
   async announced(transition: Pick<TransitionRecord, '_id'>): Promise<void> {
     await this.m.Transition.updateOne({ _id: transition._id }, { $unset: { unannounced: 1 } });
-  }
-
-  /** Marks a transition as having work to finish; marking it again changes nothing. */
-  async markWork(transition: Pick<TransitionRecord, '_id' | 'at'>): Promise<void> {
-    await insertAll(this.m.TransitionWork, [{ _id: transition._id, at: transition.at }]);
   }
 
   /** Transitions marked before `olderThan`, oldest first, each with its record (null if none). */
@@ -393,35 +400,21 @@ export class OrderStore {
 
   /**
    * Ends the mark of a transition whose work is done, or that was never stored (after
-   * `UNCLAIMED_MARK_MS`: a writer marks before it claims). A write of the transition begun
-   * before may land after the delete (FerretDB rewrites a document whole, decision 16), and a
-   * writer may claim it meanwhile: read again, a transition with work is marked again.
+   * `UNCLAIMED_MARK_MS`: a writer marks before it claims).
    */
   async finishWork(mark: WorkMark, now: Date): Promise<void> {
-    const transition = await this.transitionById(mark._id);
-    if (transition && hasWork(transition)) return;
-    if (!transition && now.getTime() - new Date(mark.at).getTime() < UNCLAIMED_MARK_MS) return;
-    await this.m.TransitionWork.deleteOne({ _id: mark._id });
-    const again = await this.transitionById(mark._id);
-    if (again && hasWork(again)) await this.markWork(again);
+    await this.work.release(mark, await this.transitionById(mark._id), now);
   }
 
-  /**
-   * Marks every transition with work stored before the marks existed: a scan, once per
-   * deployment, safe on two replicas at once.
-   */
+  /** Marks every transition with work stored before the marks existed (once per deployment). */
   async markStoredWork(): Promise<void> {
-    if (await this.m.TransitionWork.exists({ _id: MARKED })) return;
     const stored = this.m.Transition.find(
       { $or: [{ unsettled: true }, { unannounced: true }] },
-      { _id: 1, at: 1 },
+      { _id: 1, at: 1, unsettled: 1, unannounced: 1 },
     )
       .lean()
       .cursor();
-    for await (const transition of stored) {
-      await this.markWork(transition as unknown as WorkMark);
-    }
-    await insertOnce(() => this.m.TransitionWork.create({ _id: MARKED }));
+    await this.work.markStored(stored as AsyncIterable<TransitionRecord>);
   }
 
   private async transitionById(id: string): Promise<TransitionRecord | null> {

@@ -1,7 +1,7 @@
 import type { DeliveryRecord, StepRecord } from './delivery-record';
 import { recordIds } from './delivery-record';
 import { transition, type LifecycleEvent } from './lifecycle';
-import { hasWork, transitionId, type OrderStore, type TransitionRecord } from './store';
+import { transitionId, type OrderStore, type TransitionRecord } from './store';
 import { transitionEvents } from './webhook-events';
 
 /** What a delivery's steps become after a transition records one. */
@@ -118,11 +118,7 @@ export class DeliveryTransitions {
       if (result.next.status !== delivery.lifecycle.status) {
         await this.store.enteringStatus(delivery, result.next.status, version);
       }
-      // Marked before the claim, so that a stored transition with work always has its mark, and
-      // after: a sweep may have let go of a mark left at this number by a writer that stopped.
-      if (hasWork(record)) await this.store.markWork(record);
       if (!(await this.store.claimTransition(record))) continue;
-      if (hasWork(record)) await this.store.markWork(record);
       const next = fold(delivery, [record]);
       await this.store.project(deliveryId, version, projected(next));
       return { applied: true, delivery: next, transition: record };

@@ -50,12 +50,14 @@ function record(work: Partial<TransitionRecord>, at = old): TransitionRecord {
   } as TransitionRecord;
 }
 
-/** As `DeliveryTransitions.apply` writes a transition with work. */
+/** As `DeliveryTransitions.apply` writes a transition with work: marked around its claim. */
 async function write(t: TransitionRecord) {
-  await store.markWork(t);
   expect(await store.claimTransition(t)).toBe(true);
-  await store.markWork(t);
 }
+
+/** The mark a writer makes before it claims its transition. */
+const markBeforeClaim = (t: TransitionRecord) =>
+  models.TransitionWork.create({ _id: t._id, at: t.at });
 
 const markIds = async () => (await models.TransitionWork.find().lean()).map((m) => m._id).sort();
 
@@ -89,8 +91,8 @@ it('lets go of a mark whose transition was never claimed, after a while only', a
   await models.TransitionWork.deleteMany({});
   const stopped = record({ unsettled: true }, new Date(Date.now() - UNCLAIMED_MARK_MS - 1000));
   const claiming = record({ unsettled: true }, new Date());
-  await store.markWork(stopped);
-  await store.markWork(claiming);
+  await markBeforeClaim(stopped);
+  await markBeforeClaim(claiming);
   for (const t of [stopped, claiming]) await store.finishWork(t, new Date());
   expect(await markIds()).toEqual([claiming._id]);
   // Its writer claims it: the mark stays until the work is done.

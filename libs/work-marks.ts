@@ -1,0 +1,83 @@
+import type { Model } from 'mongoose';
+import { insertAll, insertOnce } from './mongo';
+
+/** What a mark is: the `_id` of the item it names, and what its reader sorts or waits by. */
+export interface Mark {
+  _id: string;
+}
+
+export interface WorkMarksOf<Item, M extends Mark> {
+  // Each store's model types its own documents; only marks as `markOf` makes them are written.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  marks: () => Model<any>;
+  markOf: (item: Item) => M;
+  /** The item a mark names, by `_id`; null when it is not stored (yet). */
+  read: (id: string) => Promise<Item | null>;
+  /** Whether the item still has work. */
+  hasWork: (item: Item) => boolean;
+  /** When the mark's grace for an item not stored yet began. */
+  markedAt: (mark: M) => Date;
+  /** How long a mark may wait for its item: longer than any pause between the two writes. */
+  graceMs: number;
+  /** The `_id` of the mark that says the items stored before marks existed were marked. */
+  backfilled: string;
+}
+
+/**
+ * A small collection that names the items of a large one that still have work (messages to
+ * send, transitions to settle), one mark per item, `_id` = the item's, so that whoever does the
+ * work reads the marks, as few as the work under way, and each item by `_id`: FerretDB answers
+ * any other query of the large collection by reading all of it (decision 73).
+ *
+ * A mark is written before its item is stored, so a stored item with work always has one, and
+ * again after: a reader that ended the mark in between, its item not stored yet, cannot have
+ * left it without. A mark whose item has no work left ends, and one whose item is missing after
+ * `graceMs`; the item is then read once more, since it may have been stored, or a write begun
+ * before the delete may have landed after it (FerretDB rewrites a document whole, decision 16),
+ * between the read and the delete (decisions 69 and 70).
+ */
+export class WorkMarks<Item, M extends Mark> {
+  constructor(private readonly of: WorkMarksOf<Item, M>) {}
+
+  /** Marks the items with work; marking one again changes nothing. */
+  async mark(items: Item[]): Promise<void> {
+    const working = items.filter((item) => this.of.hasWork(item));
+    if (working.length > 0) await insertAll(this.of.marks(), working.map(this.of.markOf));
+  }
+
+  /** Stores items (`store`) between the two writes of their marks, and answers what it answered. */
+  async storing<T>(items: Item[], store: () => Promise<T>): Promise<T> {
+    await this.mark(items);
+    const stored = await store();
+    await this.mark(items);
+    return stored;
+  }
+
+  /**
+   * Ends the mark if its item has no work left or, after the grace, is still not stored.
+   * `item` is the item as the caller read it after the mark.
+   */
+  async release(mark: M, item: Item | null, now: Date): Promise<void> {
+    if (
+      item
+        ? this.of.hasWork(item)
+        : now.getTime() - this.of.markedAt(mark).getTime() < this.of.graceMs
+    ) {
+      return;
+    }
+    await this.of.marks().deleteOne({ _id: mark._id });
+    const late = await this.of.read(mark._id);
+    if (late) await this.mark([late]);
+  }
+
+  /**
+   * Marks every item of `stored` with work (a scan of what was stored before the marks existed),
+   * once per deployment, safe on two replicas at once.
+   */
+  async markStored(stored: AsyncIterable<Item>): Promise<void> {
+    const marks = this.of.marks();
+    if (await marks.exists({ _id: this.of.backfilled })) return;
+    for await (const item of stored) await this.mark([item]);
+    await insertOnce(() => marks.create({ _id: this.of.backfilled }));
+  }
+}
