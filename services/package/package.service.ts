@@ -19,6 +19,7 @@ import {
 } from '../../libs/service';
 import { packageIdParams, packageView, saveParams, type SaveParams } from './schemas';
 import { DELETED, PackageStore, definePackageModels, type PackageRecord } from './store';
+import { assignPackages, releasePackages } from './assignment';
 import { toPackageView, toSelection } from './views';
 
 export function createPackageService(config: Config): ServiceDefinition {
@@ -200,37 +201,15 @@ export function createPackageService(config: Config): ServiceDefinition {
         },
       }),
 
-      /**
-       * Internal: gives the packages to a delivery, each by inserting its claim, so two
-       * deliveries can never both take a package. Repeating the call is harmless; if any
-       * package cannot be taken, the ones this call took are given back and it fails.
-       */
+      /** Internal: gives the packages to a delivery, all or none (./assignment). */
       assign: implement('package.assign', {
         visibility: 'public',
         params: assignParams,
         async handler(ctx) {
-          const { userId, deliveryId, packageIds } = ctx.params;
-          // First, once: release finds the delivery's claims by the packages recorded here.
-          if (!(await store.recordSelection(deliveryId, packageIds))) {
-            throw conflict(
-              `Delivery ${deliveryId} was given another selection of packages; it cannot take others`,
-            );
-          }
-          const taken: string[] = [];
-          const refused: FieldError[] = [];
-          for (const [i, id] of packageIds.entries()) {
-            const usable = await store.isLive(userId, id);
-            const outcome = usable ? await store.claim(id, userId, deliveryId) : DELETED;
-            if (outcome === 'taken') taken.push(id);
-            else if (outcome !== 'already') {
-              refused.push({ field: `packagesId.${i}`, message: `package ${id} is not available` });
-            }
-          }
-          if (refused.length > 0) {
-            await store.dropClaims(taken, deliveryId);
-            throw badRequest(INVALID_SELECTION, refused);
-          }
-          await store.markTaken(packageIds, deliveryId);
+          const { deliveryId, packageIds } = ctx.params;
+          const assigned = await assignPackages(store, ctx.params);
+          if (assigned.outcome === 'conflict') throw conflict(assigned.message);
+          if (assigned.outcome === 'refused') throw badRequest(INVALID_SELECTION, assigned.refused);
           const held = await store.findHeld(deliveryId, packageIds);
           return {
             deliveryId,
@@ -239,21 +218,12 @@ export function createPackageService(config: Config): ServiceDefinition {
         },
       }),
 
-      /**
-       * Internal: gives a delivery's packages back (cancellation, failed payment): those of its
-       * recorded selection it holds, each read by `_id`. Claims are dropped last, so a retry
-       * after a partial run finds what is left.
-       */
+      /** Internal: gives a delivery's packages back, and keeps later assigns from taking any. */
       release: implement('package.release', {
         visibility: 'public',
         params: releaseParams,
         async handler(ctx) {
-          const { deliveryId } = ctx.params;
-          const held = await store.claimedBy(deliveryId);
-          const ids = held.map((h) => h.packageId);
-          await store.markReturned(held, deliveryId);
-          await store.dropClaims(ids, deliveryId);
-          return { released: ids.length };
+          return { released: await releasePackages(store, ctx.params.deliveryId) };
         },
       }),
     },

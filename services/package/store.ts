@@ -54,16 +54,20 @@ const selectionSchema = new Schema(
   {
     _id: { type: String, required: true },
     packageIds: { type: [String], required: true },
+    /** Set by the release, before it reads the claims: a later assign takes nothing. */
+    released: Boolean,
+    /** Written by a release that found no selection: the delivery's assign never recorded one. */
+    unassigned: Boolean,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
 
 export const DELETED = 'deleted';
 
-/** A package a delivery holds, and when its claim was taken: one take of it. */
+/** A package a delivery gives back, and which take of it that ends (its list entry's tag). */
 export interface HeldPackage {
   packageId: string;
-  takenAt: Date;
+  take: string;
 }
 
 export type PackageRecord = InferSchemaType<typeof packageSchema> & {
@@ -132,15 +136,31 @@ export class PackageStore {
 
   /**
    * Records the packages a delivery asks for, before it claims any (a retry finds the first
-   * record). False when the delivery recorded a selection without some of these: it must not
-   * claim them, or its release would not find them.
+   * record). 'other' when the delivery recorded a selection without some of these (it must not
+   * claim them, or its release would not find them); 'released' once it was released.
    */
-  async recordSelection(deliveryId: string, packageIds: string[]): Promise<boolean> {
+  async recordSelection(
+    deliveryId: string,
+    packageIds: string[],
+  ): Promise<'recorded' | 'other' | 'released'> {
     if (await insertOnce(() => this.Selection.create({ _id: deliveryId, packageIds }))) {
-      return true;
+      return 'recorded';
     }
-    const recorded = new Set((await this.Selection.findById(deliveryId).lean())?.packageIds);
-    return packageIds.every((id) => recorded.has(id));
+    const selection = await this.Selection.findById(deliveryId).lean();
+    if (selection?.released) return 'released';
+    const recorded = new Set(selection?.packageIds);
+    return packageIds.every((id) => recorded.has(id)) ? 'recorded' : 'other';
+  }
+
+  /** Closes the delivery's selection to assigns, recording an empty one if it has none. */
+  async closeSelection(deliveryId: string): Promise<void> {
+    const none = { _id: deliveryId, packageIds: [], released: true, unassigned: true };
+    if (await insertOnce(() => this.Selection.create(none))) return;
+    await this.Selection.updateOne({ _id: deliveryId }, { $set: { released: true } });
+  }
+
+  async isReleased(deliveryId: string): Promise<boolean> {
+    return Boolean((await this.Selection.findById(deliveryId).lean())?.released);
   }
 
   /**
@@ -188,17 +208,19 @@ export class PackageStore {
    */
   async claimedBy(holder: string): Promise<HeldPackage[]> {
     const selection = await this.Selection.findById(holder).lean();
-    // No selection: a delivery that claimed before selections were recorded (deployments of
-    // an earlier version, old replicas during a rolling update), or one whose assign never
-    // ran (a request stopped before it). Only those pay for a scan, which on FerretDB reads
-    // every claim; a backfill at start could not cover claims an old replica makes after it.
-    const claims = selection
-      ? await Promise.all(
-          [...new Set(selection.packageIds)].map((id) => this.Claim.findById(id).lean()),
-        )
-      : await this.Claim.find({ holder }).lean();
+    // No selection recorded by an assign: a delivery that claimed before selections were
+    // recorded (deployments of an earlier version, old replicas during a rolling update), or
+    // one whose assign never ran (a request stopped before it). Only those pay for a scan, which
+    // on FerretDB reads every claim; a backfill at start could not cover claims an old replica
+    // makes after it.
+    const claims =
+      selection && !selection.unassigned
+        ? await Promise.all(
+            [...new Set(selection.packageIds)].map((id) => this.Claim.findById(id).lean()),
+          )
+        : await this.Claim.find({ holder }).lean();
     return claims.flatMap((c) =>
-      c?.holder === holder ? [{ packageId: c._id, takenAt: c.createdAt }] : [],
+      c?.holder === holder ? [{ packageId: c._id, take: String(c.createdAt.getTime()) }] : [],
     );
   }
 
@@ -281,10 +303,21 @@ export class PackageStore {
     await this.Package.updateOne({ _id: packageId }, { $set: { deletedAt: new Date() } });
   }
 
+  /**
+   * Marks the packages taken by the delivery, each unless it is marked already: a delivery
+   * whose claim was dropped by a release meanwhile must not mark over the next taker's.
+   */
   async markTaken(packageIds: string[], deliveryId: string): Promise<void> {
     await Promise.all(
       packageIds.map((_id) =>
-        this.Package.updateOne({ _id }, { $set: { p2pDeliveryId: deliveryId } }),
+        updateByIdWhere(
+          this.Package,
+          _id,
+          { p2pDeliveryId: null },
+          {
+            $set: { p2pDeliveryId: deliveryId },
+          },
+        ),
       ),
     );
   }
@@ -305,7 +338,7 @@ export class PackageStore {
    */
   async markReturned(held: HeldPackage[], deliveryId: string): Promise<void> {
     await Promise.all(
-      held.map(async ({ packageId: _id, takenAt }) => {
+      held.map(async ({ packageId: _id, take }) => {
         // By `_id` alone (decision 73). The delivery's claim, dropped after this, keeps
         // others from marking the package meanwhile; two releases of one delivery at once may
         // at worst clear the mark of a delivery that took it between them, which the claim,
@@ -314,8 +347,7 @@ export class PackageStore {
         await updateByIdWhere(this.Package, _id, mark, { $set: { p2pDeliveryId: null } });
         const back = await this.byId(_id);
         if (back && isOpen(back.userId, back)) {
-          const take = `returned:${deliveryId}:${takenAt.getTime()}`;
-          await this.byUser.add(back.userId, _id, new Date(), take);
+          await this.byUser.add(back.userId, _id, new Date(), `returned:${deliveryId}:${take}`);
         }
       }),
     );

@@ -56,7 +56,7 @@ it('reads the open packages and a bounded few closed ones, not the history', asy
 
 /** A delivery takes the packages as `package.assign` does. */
 async function take(userId: string, packageIds: string[], deliveryId: string) {
-  expect(await store.recordSelection(deliveryId, packageIds)).toBe(true);
+  expect(await store.recordSelection(deliveryId, packageIds)).toBe('recorded');
   for (const id of packageIds) expect(await store.claim(id, userId, deliveryId)).toBe('taken');
   await store.markTaken(packageIds, deliveryId);
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { assignPackages, releasePackages } from '../../services/package/assignment';
 import { PackageStore, definePackageModels } from '../../services/package/store';
 import { STORED_PACKAGE, useStoreDatabase } from '../support/store-database';
 
@@ -18,33 +19,15 @@ const store = new PackageStore(() => db.models);
 const save = async (userId: string) => (await store.insert({ userId, ...STORED_PACKAGE }))._id;
 const openIds = async (userId: string) => (await store.listOpen(userId)).map((p) => p._id).sort();
 
-/** As `package.assign` does: the selection first, then the claims, all or none. */
-async function assign(userId: string, deliveryId: string, packageIds: string[]) {
-  if (!(await store.recordSelection(deliveryId, packageIds))) return 'conflict';
-  const taken: string[] = [];
-  let refused = false;
-  for (const id of packageIds) {
-    const outcome = await store.claim(id, userId, deliveryId);
-    if (outcome === 'taken') taken.push(id);
-    else if (outcome !== 'already') refused = true;
-  }
-  if (refused) {
-    await store.dropClaims(taken, deliveryId);
-    return 'refused';
-  }
-  await store.markTaken(packageIds, deliveryId);
-  return 'assigned';
-}
+const assign = async (userId: string, deliveryId: string, packageIds: string[]) =>
+  (await assignPackages(store, { userId, deliveryId, packageIds })).outcome;
 
-/** As `package.release` does; `stopBeforeDrop` stops where a crash would leave it half done. */
+/** `package.release`; `stopBeforeDrop` stops where a crash would leave it half done. */
 async function release(deliveryId: string, { stopBeforeDrop = false } = {}) {
+  if (!stopBeforeDrop) return releasePackages(store, deliveryId);
+  await store.closeSelection(deliveryId);
   const held = await store.claimedBy(deliveryId);
   await store.markReturned(held, deliveryId);
-  if (stopBeforeDrop) return held.length;
-  await store.dropClaims(
-    held.map((h) => h.packageId),
-    deliveryId,
-  );
   return held.length;
 }
 
@@ -63,7 +46,7 @@ it('reads only the claims of the selection, by `_id`, and a retried release fini
   // A retried assign changes nothing.
   expect(await assign(userId, deliveryId, [a, b])).toBe('assigned');
   expect(await openIds(userId)).toEqual([c]);
-  const takenAt = (await store.claimedBy(deliveryId)).map((h) => h.takenAt.getTime());
+  const takes = (await store.claimedBy(deliveryId)).map((h) => h.take);
 
   // Stopped after giving the packages back, before dropping the claims: the retry finds the
   // same takes (the same re-listing tags) and ends it.
@@ -72,7 +55,7 @@ it('reads only the claims of the selection, by `_id`, and a retried release fini
     true,
   ]);
   const retried = await store.claimedBy(deliveryId);
-  expect(retried.map((h) => h.takenAt.getTime())).toEqual(takenAt);
+  expect(retried.map((h) => h.take)).toEqual(takes);
   expect(await release(deliveryId)).toBe(2);
   expect(await release(deliveryId)).toBe(0);
   expect(await openIds(userId)).toEqual([a, b, c].sort());
@@ -89,7 +72,8 @@ it("leaves another delivery's claim on a package of a refused selection", async 
   expect(await claimReadsOf(() => release(loser))).toEqual([true, true]);
   expect(await openIds(userId)).toEqual([a]);
   expect(await store.isClaimed(b)).toBe(true);
-  expect(await assign(userId, loser, [b])).toBe('refused');
+  // Released, the loser takes nothing again.
+  expect(await assign(userId, loser, [b])).toBe('conflict');
   // A selection is the first one asked: a delivery claims nothing outside it.
   expect(await assign(userId, winner, [a])).toBe('conflict');
   expect(await store.isClaimed(a)).toBe(false);
@@ -101,13 +85,44 @@ it('releases nothing, by `_id`, for an assign that stopped before its claims', a
   const userId = randomUUID();
   const a = await save(userId);
   const deliveryId = randomUUID();
-  expect(await store.recordSelection(deliveryId, [a])).toBe(true);
+  expect(await store.recordSelection(deliveryId, [a])).toBe('recorded');
   expect(await claimReadsOf(() => release(deliveryId))).toEqual([true]);
   expect(await openIds(userId)).toEqual([a]);
-  // The retried assign takes it, and the release gives it back.
-  expect(await assign(userId, deliveryId, [a])).toBe('assigned');
-  expect(await release(deliveryId)).toBe(1);
+  // The assign, retried after the release, takes nothing.
+  expect(await assign(userId, deliveryId, [a])).toBe('conflict');
+  expect(await store.isClaimed(a)).toBe(false);
   expect(await openIds(userId)).toEqual([a]);
+});
+
+it('gives nothing to an assign that arrives after its release (a request timed out and undone)', async () => {
+  const userId = randomUUID();
+  const [a, b] = [await save(userId), await save(userId)];
+  const deliveryId = randomUUID();
+  expect(await release(deliveryId)).toBe(0);
+  expect(await assign(userId, deliveryId, [a, b])).toBe('conflict');
+  for (const id of [a, b]) expect(await store.isClaimed(id)).toBe(false);
+  expect(await openIds(userId)).toEqual([a, b].sort());
+  // Released twice, or again later: still nothing to take.
+  expect(await release(deliveryId)).toBe(0);
+  expect(await assign(userId, deliveryId, [a])).toBe('conflict');
+});
+
+it('leaves no package held when an assign and the release of its delivery race', async () => {
+  const userId = randomUUID();
+  const outcomes = new Map<string, number>();
+  for (let round = 0; round < 20; round++) {
+    const packageIds = [await save(userId), await save(userId)];
+    const deliveryId = randomUUID();
+    const [assigned] = await Promise.all([
+      assign(userId, deliveryId, packageIds),
+      new Promise((resolve) => setTimeout(resolve, round % 7)).then(() => release(deliveryId)),
+    ]);
+    outcomes.set(assigned, (outcomes.get(assigned) ?? 0) + 1);
+    for (const id of packageIds) expect(await store.isClaimed(id)).toBe(false);
+  }
+  // Every package saved is open again, each listed once.
+  expect(await openIds(userId)).toHaveLength(40);
+  expect([...outcomes.keys()].every((o) => o === 'assigned' || o === 'conflict')).toBe(true);
 });
 
 it('still releases claims stored before selections were recorded, by reading them all', async () => {

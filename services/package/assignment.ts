@@ -1,0 +1,79 @@
+import type { FieldError } from '../../libs/errors';
+import { DELETED, type PackageStore } from './store';
+
+/** What `package.assign` made of a delivery's request for packages. */
+export type Assignment =
+  | { outcome: 'assigned' }
+  /** The delivery recorded other packages, or was released: it takes nothing now. */
+  | { outcome: 'conflict'; message: string }
+  /** Some packages cannot be taken: none is. */
+  | { outcome: 'refused'; refused: FieldError[] };
+
+/**
+ * Gives the packages to a delivery, each by inserting its claim, so two deliveries can never
+ * both take a package; all or none, and again as often as asked. The selection is recorded
+ * first, so that a release finds the claims by `_id`. A release closes the selection before it
+ * reads the claims, and an assign reads it again after its claims and marks: either the
+ * release read them, or the assign sees it closed and gives them back itself. So a late assign
+ * (its request timed out, was undone and released) cannot leave packages held by a delivery
+ * that does not exist.
+ */
+export async function assignPackages(
+  store: PackageStore,
+  { userId, deliveryId, packageIds }: { userId: string; deliveryId: string; packageIds: string[] },
+): Promise<Assignment> {
+  const recorded = await store.recordSelection(deliveryId, packageIds);
+  if (recorded === 'released') return released(deliveryId);
+  if (recorded === 'other') {
+    return {
+      outcome: 'conflict',
+      message: `Delivery ${deliveryId} was given another selection of packages; it cannot take others`,
+    };
+  }
+  const taken: string[] = [];
+  const refused: FieldError[] = [];
+  for (const [i, id] of packageIds.entries()) {
+    const usable = await store.isLive(userId, id);
+    const outcome = usable ? await store.claim(id, userId, deliveryId) : DELETED;
+    if (outcome === 'taken') taken.push(id);
+    else if (outcome !== 'already') {
+      refused.push({ field: `packagesId.${i}`, message: `package ${id} is not available` });
+    }
+  }
+  if (refused.length > 0) {
+    await store.dropClaims(taken, deliveryId);
+    return { outcome: 'refused', refused };
+  }
+  await store.markTaken(packageIds, deliveryId);
+  if (await store.isReleased(deliveryId)) {
+    // The release may have read the claims before these marks, even dropped them: every
+    // package is given back here, as one more take of its own.
+    const undone = packageIds.map((packageId) => ({ packageId, take: 'undone' }));
+    await store.markReturned(undone, deliveryId);
+    await store.dropClaims(packageIds, deliveryId);
+    return released(deliveryId);
+  }
+  return { outcome: 'assigned' };
+}
+
+const released = (deliveryId: string): Assignment => ({
+  outcome: 'conflict',
+  message: `Delivery ${deliveryId} has given its packages back; it cannot take them again`,
+});
+
+/**
+ * Gives a delivery's packages back (cancellation, failed payment, an undone request): it closes
+ * the selection to later assigns, then gives back those of its packages it holds, each read by
+ * `_id`. Claims are dropped last, so a retry after a partial run finds what is left. Answers
+ * how many it gave back.
+ */
+export async function releasePackages(store: PackageStore, deliveryId: string): Promise<number> {
+  await store.closeSelection(deliveryId);
+  const held = await store.claimedBy(deliveryId);
+  await store.markReturned(held, deliveryId);
+  await store.dropClaims(
+    held.map((h) => h.packageId),
+    deliveryId,
+  );
+  return held.length;
+}
