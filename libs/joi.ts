@@ -15,6 +15,79 @@ import BaseJoi from 'joi';
  *   booleans); `fromUrl` in libs/schemas opts a number or boolean into conversion.
  */
 
+/**
+ * joi's module of shared helpers, where it merges preferences. Its validator calls
+ * `preferences` through the module object each time, so the function set below is the one used
+ * (in memory: joi's files are left as installed); were an upgrade of joi to stop calling it so,
+ * test/unit/libs/joi.test.ts would fail ("are made once").
+ */
+interface JoiCommon {
+  defaults: object;
+  preferences(target: object | null | undefined, source: object | null | undefined): object;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- joi's internal module, untyped
+const Common = require('joi/lib/common') as JoiCommon;
+
+/**
+ * Merged preferences, kept by what was merged into (`target`) and what was merged in (`source`),
+ * wherever neither can change, so that a merge already made is the same merge made again:
+ * - into `Common.defaults`, options frozen through (`constantOptions`): the settings that a
+ *   validation with them starts from;
+ * - into settings kept here, a schema's own preferences. joi merges them into the incoming
+ *   settings on every validation of that schema, a key left out included, and keeps the result
+ *   only under its default options (validator.js `internals.prefs`). Every string of ours
+ *   carries `convert: true` (below): a Mode B quote's params cost 36 merges a validation, some
+ *   13 % of it (docs/performance.md, "Between services", session 13). A schema's preferences
+ *   are replaced when a schema is derived, never changed (joi adds only its own cache symbol,
+ *   which a merge drops), and are never settings kept here: `source` is fixed.
+ * Kept settings are frozen, so that a write to one would throw rather than reach another
+ * validation. Every other merge (`.prefs()`, options not frozen, `$_match`'s copy) is joi's own,
+ * made each time as before.
+ */
+const keptMerges = new WeakMap<object, WeakMap<object, object>>([[Common.defaults, new WeakMap()]]);
+const mergePreferences = Common.preferences;
+/** Options made by `constantOptions`: frozen, with every object in them. */
+const constantOptionsSet = new WeakSet<object>();
+
+Common.preferences = function preferences(target, source) {
+  const kept = target && source ? keptMerges.get(target) : undefined;
+  if (!kept || !source || (target === Common.defaults && !constantOptionsSet.has(source))) {
+    return mergePreferences(target, source);
+  }
+  let merged = kept.get(source);
+  if (!merged) {
+    merged = Object.freeze(mergePreferences(target, source));
+    kept.set(source, merged);
+    keptMerges.set(merged, new WeakMap());
+  }
+  return merged;
+};
+
+function freezeDeep(value: unknown, seen = new Set<object>()): void {
+  if (typeof value !== 'object' || value === null || seen.has(value)) return;
+  seen.add(value);
+  for (const key of Reflect.ownKeys(value)) {
+    const property = Object.getOwnPropertyDescriptor(value, key);
+    // A getter could answer differently on the next merge than on the one kept.
+    if (property && !('value' in property)) {
+      throw new TypeError(`Constant options hold values, not accessors: ${String(key)}`);
+    }
+    freezeDeep(property?.value, seen);
+  }
+  Object.freeze(value);
+}
+
+/**
+ * Validation options that never change, frozen with all they hold: joi's merge of them into its
+ * defaults, and of every schema's preferences below, is made once and kept (above) instead of on
+ * every validation.
+ */
+export function constantOptions<T extends BaseJoi.ValidationOptions>(options: T): Readonly<T> {
+  freezeDeep(options);
+  constantOptionsSet.add(options);
+  return options;
+}
+
 const COMPARE = {
   '<=': (count: number, limit: number) => count <= limit,
   '>=': (count: number, limit: number) => count >= limit,

@@ -1,4 +1,4 @@
-import Joi from './joi';
+import Joi, { constantOptions } from './joi';
 import type { Context, Middleware, ServiceBroker } from 'moleculer';
 import { Validators } from 'moleculer';
 import { validationError, type FieldError } from './errors';
@@ -7,14 +7,16 @@ import { validationError, type FieldError } from './errors';
  * How every action validates: all problems at once, unknown keys refused, and nothing taken
  * for what it is not: a JSON body's number is a JSON number, not `"5"`, its object not a
  * string of JSON (the document says so, and schemathesis checks it). Strings still trim and
- * change case (libs/joi), and the URL's numbers and booleans convert (`fromUrl`).
+ * change case (libs/joi), and the URL's numbers and booleans convert (`fromUrl`). Constant
+ * (frozen), so that joi's merges of them with each schema's preferences are made once, not on
+ * every validation (libs/joi, decision 76).
  */
-export const VALIDATION_OPTIONS: Joi.ValidationOptions = {
+export const VALIDATION_OPTIONS: Joi.ValidationOptions = constantOptions({
   abortEarly: false,
   convert: false,
   allowUnknown: false,
   errors: { wrap: { label: false }, label: 'path' },
-};
+});
 
 export function toFieldErrors(error: Joi.ValidationError): FieldError[] {
   return error.details.map((d) => ({

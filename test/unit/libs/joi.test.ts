@@ -1,5 +1,7 @@
 import fc from 'fast-check';
-import Joi, { characterCount } from '../../../libs/joi';
+import Joi, { characterCount, constantOptions } from '../../../libs/joi';
+import { addressInput, routeParams } from '../../../libs/contracts/geo';
+import { email, fromUrl, named, uuid, view } from '../../../libs/schemas';
 import { VALIDATION_OPTIONS } from '../../../libs/validation';
 
 const accepts = (schema: Joi.Schema, value: unknown) =>
@@ -122,5 +124,237 @@ describe('custom messages', () => {
     } finally {
       compile.mockRestore();
     }
+  });
+});
+
+describe('preferences merged once for constant options (decision 76)', () => {
+  /** The same options, not frozen: joi merges them, and every schema's preferences, each time. */
+  const asJoiMerges = (options: Joi.ValidationOptions): Joi.ValidationOptions => ({
+    ...options,
+    errors: { ...options.errors, wrap: { ...options.errors?.wrap } },
+  });
+  const outcome = (schema: Joi.Schema, value: unknown, options: Joi.ValidationOptions) => {
+    const { value: validated, error } = schema.validate(value, options);
+    return { value: validated, errors: error?.details };
+  };
+
+  /** The preferences each validation of `field` ran with, as its `custom` sees them. */
+  function seenPreferences(field: Joi.Schema, options: Joi.ValidationOptions, times = 2) {
+    const seen: unknown[] = [];
+    const schema = Joi.object({
+      inner: Joi.object({
+        field: field.custom((value, helpers) => {
+          seen.push(helpers.prefs);
+          return value;
+        }),
+      }),
+    });
+    for (let i = 0; i < times; i++) schema.validate({ inner: { field: 'x' } }, options);
+    return seen;
+  }
+
+  it('are made once: a nested string sees the same frozen settings on every validation', () => {
+    const seen = seenPreferences(Joi.string(), VALIDATION_OPTIONS);
+    expect(seen[0]).toBe(seen[1]);
+    expect(Object.isFrozen(seen[0])).toBe(true);
+    expect(seen[0]).toMatchObject({ convert: true, abortEarly: false, allowUnknown: false });
+  });
+
+  it('are joi’s own, made each time, for options that are not constant', () => {
+    const seen = seenPreferences(Joi.string(), asJoiMerges(VALIDATION_OPTIONS));
+    expect(seen[0]).not.toBe(seen[1]);
+    expect(seen[0]).toEqual(seen[1]);
+    expect(Object.isFrozen(seen[0])).toBe(false);
+  });
+
+  it('equal joi’s own merges, key for key', () => {
+    const [kept] = seenPreferences(Joi.string(), VALIDATION_OPTIONS, 1);
+    const [merged] = seenPreferences(Joi.string(), asJoiMerges(VALIDATION_OPTIONS), 1);
+    expect(kept).toEqual(merged);
+    const [keptNumber] = seenPreferences(fromUrl(Joi.number()).allow('x'), VALIDATION_OPTIONS, 1);
+    const [number] = seenPreferences(
+      fromUrl(Joi.number()).allow('x'),
+      asJoiMerges(VALIDATION_OPTIONS),
+      1,
+    );
+    expect(keptNumber).toEqual(number);
+  });
+
+  it('still trim and change case in nested objects and arrays, validation after validation', () => {
+    const schema = Joi.object({
+      stops: Joi.array().items(
+        Joi.object({
+          code: Joi.string().trim().uppercase(),
+          contact: Joi.object({ email: email() }),
+        }),
+      ),
+      id: uuid(),
+    });
+    const input = {
+      stops: [{ code: ' ab ', contact: { email: ' Ada@Example.COM ' } }, { code: 'cd  ' }],
+      id: '5B0C7F8E-4C1D-4A8B-9F3E-2D6A1C9E7B40',
+    };
+    for (let i = 0; i < 3; i++) {
+      expect(schema.validate(input, VALIDATION_OPTIONS)).toEqual({
+        value: {
+          stops: [{ code: 'AB', contact: { email: 'ada@example.com' } }, { code: 'CD' }],
+          id: '5b0c7f8e-4c1d-4a8b-9f3e-2d6a1c9e7b40',
+        },
+      });
+    }
+  });
+
+  it('still take JSON numbers only as numbers, and convert the URL’s', () => {
+    const schema = Joi.object({
+      n: Joi.number(),
+      b: Joi.boolean(),
+      limit: fromUrl(Joi.number().integer().default(50)),
+      all: fromUrl(Joi.boolean()),
+      list: Joi.array().items(Joi.number()),
+    });
+    for (let i = 0; i < 3; i++) {
+      expect(schema.validate({ limit: '5', all: 'true' }, VALIDATION_OPTIONS)).toEqual({
+        value: { limit: 5, all: true },
+      });
+      const { error } = schema.validate({ n: '5', b: 'true', list: ['1'] }, VALIDATION_OPTIONS);
+      expect(error?.details.map((d) => d.message)).toEqual([
+        'n must be a number',
+        'b must be a boolean',
+        'list[0] must be a number',
+      ]);
+    }
+  });
+
+  it("still apply a schema's own preferences under the constant ones", () => {
+    const named_ = named('Pair', Joi.object({ a: Joi.string(), b: Joi.number() }));
+    const schema = Joi.object({
+      view: view('Shown', { a: Joi.string(), b: Joi.number().optional() }),
+      named: named_,
+      strict: Joi.string().trim().strict(),
+      early: Joi.object({ x: Joi.number(), y: Joi.number() }).prefs({ abortEarly: true }),
+      lenient: Joi.object({ n: Joi.number() }).prefs({ convert: true }),
+    });
+    for (let i = 0; i < 2; i++) {
+      const { value, error } = schema.validate(
+        {
+          view: { b: 1 },
+          named: {},
+          strict: ' a ',
+          early: { x: 'x', y: 'y' },
+          lenient: { n: '5' },
+        },
+        VALIDATION_OPTIONS,
+      );
+      expect(error?.details.map((d) => `${d.type} ${d.message}`)).toEqual([
+        'any.required view.a is required',
+        'string.trim strict must not have leading or trailing whitespace',
+        'number.base early.x must be a number',
+      ]);
+      expect(value.lenient).toEqual({ n: 5 });
+    }
+  });
+
+  it('carry nothing from one set of options into another', () => {
+    // A string's errors show the settings it ran with: how many, and how labels are written.
+    const schema = Joi.object({
+      n: Joi.number(),
+      s: Joi.string().trim().min(3).pattern(/^\d+$/),
+      m: Joi.number(),
+    });
+    const input = { n: '5', s: ' a ', m: 'x', extra: 1 };
+    const converting = constantOptions({ ...VALIDATION_OPTIONS, convert: true });
+    const loose = constantOptions({ allowUnknown: true, abortEarly: true });
+    const messages = (options?: Joi.ValidationOptions) =>
+      schema.validate(input, options).error?.details.map((d) => d.message);
+    for (let i = 0; i < 2; i++) {
+      const sFails = [
+        's length must be at least 3 characters long',
+        's with value a fails to match the required pattern: /^\\d+$/',
+      ];
+      expect(messages(VALIDATION_OPTIONS)).toEqual([
+        'n must be a number',
+        ...sFails,
+        'm must be a number',
+        'extra is not allowed',
+      ]);
+      expect(messages(converting)).toEqual([
+        ...sFails,
+        'm must be a number',
+        'extra is not allowed',
+      ]);
+      expect(messages(loose)).toEqual(['"s" length must be at least 3 characters long']);
+      expect(messages()).toEqual(['"s" length must be at least 3 characters long']);
+      expect(messages({ abortEarly: false, convert: false })).toEqual([
+        '"n" must be a number',
+        '"s" length must be at least 3 characters long',
+        '"s" with value "a" fails to match the required pattern: /^\\d+$/',
+        '"m" must be a number',
+        '"extra" is not allowed',
+      ]);
+    }
+  });
+
+  it('answer what joi’s own merges answer, on the params of geo.route (property)', () => {
+    const text = fc.oneof(
+      fc.string({ maxLength: 8 }),
+      fc.constantFrom(' Lekki, Lagos ', 'ADA@EXAMPLE.COM', ' +2348031234567', '', '  ', '5'),
+    );
+    const scalar = fc.oneof(text, fc.double(), fc.integer(), fc.boolean(), fc.constant(null));
+    const fields = [
+      'id',
+      'address',
+      'addressLine1',
+      'lat',
+      'lon',
+      'phrase',
+      'floor',
+      'contactName',
+      'contactPhone',
+      'contactEmail',
+      'label',
+      'zipCode',
+      'country',
+      'h3Index',
+      'unknown',
+    ];
+    const address = fc.oneof(
+      text,
+      fc.dictionary(fc.constantFrom(...fields), scalar, { maxKeys: 6 }),
+      fc.record({ lat: fc.double({ min: -100, max: 100 }), lon: fc.double() }),
+    );
+    const params = fc.record(
+      {
+        origin: address,
+        destination: address,
+        fleetTypeId: fc.oneof(
+          fc.uuid().map((id) => id.toUpperCase()),
+          text,
+        ),
+      },
+      { requiredKeys: [] },
+    );
+    const plain = asJoiMerges(VALIDATION_OPTIONS);
+    const list = Joi.array().items(addressInput());
+    fc.assert(
+      fc.property(params, (input) => {
+        expect(outcome(routeParams, input, VALIDATION_OPTIONS)).toEqual(
+          outcome(routeParams, input, plain),
+        );
+        const addresses = [input.origin, input.destination];
+        expect(outcome(list, addresses, VALIDATION_OPTIONS)).toEqual(
+          outcome(list, addresses, plain),
+        );
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('are kept only for options frozen through: constantOptions freezes them so', () => {
+    const options = constantOptions({ abortEarly: false, errors: { wrap: { label: false } } });
+    expect(Object.isFrozen(options)).toBe(true);
+    expect(Object.isFrozen(options.errors)).toBe(true);
+    expect(Object.isFrozen(options.errors?.wrap)).toBe(true);
+    const withGetter = Object.defineProperty({}, 'convert', { get: () => true, enumerable: true });
+    expect(() => constantOptions(withGetter)).toThrow('Constant options hold values');
   });
 });
