@@ -82,7 +82,11 @@ export interface OwnerListEntry {
   n: number;
   itemId: string;
   at: Date;
-  /** Names a further entry of the same item (`returned:<deliveryId>`); none for the first. */
+  /**
+   * Names a further entry of the same item, as its list means it (a package's
+   * `returned:<deliveryId>:<take>`, a status's version); `…:stored-late` and `…:lifted:<n>`
+   * are added by this module. None for the first.
+   */
   tag?: string;
 }
 
@@ -108,8 +112,10 @@ export const LIFT_AFTER_CLOSED = 50;
 export function afterRead(read: { n: number; live: boolean }[]): {
   floor: number | undefined;
   lift: boolean;
+  /** The floor without the lift (one left for a later read). */
+  unlifted: number | undefined;
 } {
-  if (read.length === 0) return { floor: undefined, lift: false };
+  if (read.length === 0) return { floor: undefined, lift: false, unlifted: undefined };
   let lowestLive = Infinity;
   let newest = -Infinity;
   let live = 0;
@@ -120,7 +126,8 @@ export function afterRead(read: { n: number; live: boolean }[]): {
   }
   const closedAbove = read.filter((r) => !r.live && r.n > lowestLive).length;
   const lift = closedAbove >= Math.max(LIFT_AFTER_CLOSED, live);
-  return { floor: lift ? newest + 1 : Math.min(lowestLive, newest + 1), lift };
+  const unlifted = Math.min(lowestLive, newest + 1);
+  return { floor: lift ? newest + 1 : unlifted, lift, unlifted };
 }
 
 /** Stored documents as a list's `backfill` reads them, oldest first. */
@@ -159,6 +166,9 @@ const BACKFILL_BATCH = 500;
 
 /** Entries read at once when a page is read from the newest back. */
 const READ_WIDTH = 50;
+
+/** Entries read at once for a short page, so that `limit=1` does not walk one at a time. */
+const MIN_READ_WIDTH = 10;
 
 export class OwnerList {
   constructor(private readonly models: () => OwnerListModels) {}
@@ -270,17 +280,28 @@ export class OwnerList {
    * (the usual case). Otherwise it walks the list once from the lowest number its items' claims
    * allow, passing the entries they have already, and appends the others after the last entry.
    */
-  async addAll(ownerId: string, items: { itemId: string; at: Date }[]): Promise<void> {
-    const pending = [...new Map(items.map((i) => [i.itemId, i])).values()];
+  async addAll(
+    ownerId: string,
+    items: { itemId: string; at: Date; tag?: string }[],
+  ): Promise<void> {
+    const pending = [...new Map(items.map((i) => [`${i.itemId}#${i.tag}`, i])).values()];
     if (pending.length === 0) return;
     const from = (await this.head(ownerId)).hint + 1;
-    const claims = pending.map((i) => ({ _id: ownerListClaimId(ownerId, i.itemId), from }));
+    const claims = pending.map((i) => ({ _id: ownerListClaimId(ownerId, i.itemId, i.tag), from }));
     // No entry of an item can be below its claim's `from`: the claim came first.
     let n = (await this.claimAll(claims)) ? from : await this.lowestClaimed(claims);
     for (;;) {
-      const entries = pending.map(({ itemId, at }, i): EntryRecord => {
+      const entries = pending.map(({ itemId, at, tag }, i): EntryRecord => {
         const number = n + i;
-        return { _id: ownerListEntryId(ownerId, number), ownerId, n: number, itemId, at };
+        const entry: EntryRecord = {
+          _id: ownerListEntryId(ownerId, number),
+          ownerId,
+          n: number,
+          itemId,
+          at,
+        };
+        if (tag !== undefined) entry.tag = tag;
+        return entry;
       });
       // In order: a number another writer took stops the rest, found or added on the next turn.
       if (await insertOnce(() => this.m.Entry.insertMany(entries, { ordered: true }))) {
@@ -291,8 +312,7 @@ export class OwnerList {
       for (;;) {
         const found = await this.entry(ownerId, n);
         if (!found) break;
-        const i =
-          found.tag === undefined ? pending.findIndex((p) => p.itemId === found.itemId) : -1;
+        const i = pending.findIndex((p) => p.itemId === found.itemId && p.tag === found.tag);
         if (i >= 0) pending.splice(i, 1);
         if (pending.length === 0) return;
         n++;
@@ -364,8 +384,9 @@ export class OwnerList {
     const read: { n: number; live: boolean }[] = [];
     const live: OwnerListEntry[] = [];
     const items: T[] = [];
-    // A page's worth at a time: each entry judged costs reads of its item.
-    const width = Math.min(READ_WIDTH, wanted);
+    if (wanted <= 0) return items;
+    // About a page at a time: each entry judged costs reads of its item.
+    const width = Math.min(READ_WIDTH, Math.max(wanted, MIN_READ_WIDTH));
     for (let newest = length; newest >= floor; newest -= width) {
       const entries = await this.entriesDown(ownerId, newest, floor, width);
       // An item's entries may share a batch (given back soon after it was taken).
@@ -382,31 +403,49 @@ export class OwnerList {
         if (!verdict?.live) continue;
         live.push(entry);
         if (verdict.item !== undefined) items.push(verdict.item);
-        if (items.length >= wanted) return items;
+        if (items.length >= wanted) {
+          // The list below is not read: the floor stays, but what this read passed over is
+          // passed over once, not by every read of the first page.
+          await this.keepShort(ownerId, length, read, live, false).catch(() => undefined);
+          return items;
+        }
       }
     }
-    await this.keepShort(ownerId, read, live).catch(() => undefined);
+    await this.keepShort(ownerId, length, read, live, true).catch(() => undefined);
     return items;
   }
 
-  /** A floor left where it was only costs the next read what this one cost. */
+  /**
+   * Raises the floor past what a whole read found closed, or lifts the live items read above
+   * the closed ones (`afterRead`). A partial read (`whole` false) only lifts. A lift is left
+   * for a later read when the list grew during this one: the lifted would go above items that
+   * entered after them. Left undone, each only costs the next read what this one cost.
+   */
   private async keepShort(
     ownerId: string,
+    length: number,
     read: { n: number; live: boolean }[],
     live: OwnerListEntry[],
+    whole: boolean,
   ) {
-    const { floor, lift } = afterRead(read);
+    const { floor, lift, unlifted } = afterRead(read);
     const lowestRead = read.reduce((lowest, r) => Math.min(lowest, r.n), Infinity);
-    if (floor === undefined || floor <= lowestRead) return;
-    // Oldest first, so that the lifted keep their order; each keeps its `at` (an entry still
-    // waiting for its item ages as the first did) and its tag (what the item's entry meant).
-    if (lift) {
-      for (const e of [...live].reverse()) {
-        const tag = e.tag === undefined ? `lifted:${e.n}` : `${e.tag}:lifted:${e.n}`;
-        await this.add(ownerId, e.itemId, e.at, tag);
-      }
+    const lifting = lift && (await this.last(ownerId)).length === length;
+    if (lifting) {
+      // Oldest first, in one batch, so that the lifted keep their order; each keeps its `at`
+      // (an entry still waiting for its item ages as the first did) and its tag (what the
+      // item's entry meant).
+      const lifted = [...live].reverse().map((e) => ({
+        itemId: e.itemId,
+        at: e.at,
+        tag: e.tag === undefined ? `lifted:${e.n}` : `${e.tag}:lifted:${e.n}`,
+      }));
+      await this.addAll(ownerId, lifted);
     }
-    await this.raiseHead(ownerId, { floor });
+    const raised = lifting ? floor : unlifted;
+    if (whole && raised !== undefined && raised > lowestRead) {
+      await this.raiseHead(ownerId, { floor: raised });
+    }
   }
 
   /**

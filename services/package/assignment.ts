@@ -46,14 +46,33 @@ export async function assignPackages(
   }
   await store.markTaken(packageIds, deliveryId);
   if (await store.isReleased(deliveryId)) {
-    // The release may have read the claims before these marks, even dropped them: every
-    // package is given back here, as one more take of its own.
-    const undone = packageIds.map((packageId) => ({ packageId, take: 'undone' }));
-    await store.markReturned(undone, deliveryId);
-    await store.dropClaims(packageIds, deliveryId);
+    await undo(store, deliveryId, packageIds);
     return released(deliveryId);
   }
   return { outcome: 'assigned' };
+}
+
+/**
+ * Gives back what an assign took after its delivery's release began. The release may have
+ * read the claims before the marks, even dropped them, and another delivery taken a package
+ * since: this delivery's packages are given back as one more take of their own, and a package
+ * another delivery holds is marked as its claim says.
+ */
+async function undo(store: PackageStore, deliveryId: string, packageIds: string[]) {
+  const holders = await Promise.all(packageIds.map((id) => store.holderOf(id)));
+  const mine = packageIds.filter((_, i) => holders[i] === null || holders[i] === deliveryId);
+  await store.markReturned(
+    mine.map((packageId) => ({ packageId, take: 'undone' })),
+    deliveryId,
+  );
+  await Promise.all(
+    packageIds.map((id, i) => {
+      const holder = holders[i];
+      const another = holder !== null && holder !== deliveryId && holder !== DELETED;
+      return another ? store.markTaken([id], holder) : undefined;
+    }),
+  );
+  await store.dropClaims(mine, deliveryId);
 }
 
 const released = (deliveryId: string): Assignment => ({

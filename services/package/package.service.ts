@@ -210,7 +210,7 @@ export function createPackageService(config: Config): ServiceDefinition {
           const assigned = await assignPackages(store, ctx.params);
           if (assigned.outcome === 'conflict') throw conflict(assigned.message);
           if (assigned.outcome === 'refused') throw badRequest(INVALID_SELECTION, assigned.refused);
-          const held = await store.findHeld(deliveryId, packageIds);
+          const held = await store.findHeld(packageIds);
           return {
             deliveryId,
             ...toSelection(packageIds.map((id) => held.get(id) as PackageRecord)),

@@ -21,7 +21,10 @@ const packageSchema = new Schema(
     quantity: { type: Number, required: true },
     size: { type: String, required: true, enum: PACKAGE_SIZES },
     valueKobo: { type: Number, required: true },
-    /** The delivery that took this package; set once, atomically, by `package.assign`. */
+    /**
+     * The delivery that took this package, as lists read it: set by `package.assign` for the
+     * delivery that holds the package's claim (the claim is the lock, this follows it).
+     */
     p2pDeliveryId: { type: String, default: null },
     deletedAt: { type: Date, default: null },
   },
@@ -202,7 +205,7 @@ export class PackageStore {
   }
 
   /**
-   * The packages the delivery `holder` has claimed, and when it took each: the claims of its
+   * The packages the delivery `holder` has claimed, and which take of each: the claims of its
    * recorded selection, each by `_id`, that it holds (a package of a refused selection may be
    * another delivery's).
    */
@@ -304,31 +307,27 @@ export class PackageStore {
   }
 
   /**
-   * Marks the packages taken by the delivery, each unless it is marked already: a delivery
-   * whose claim was dropped by a release meanwhile must not mark over the next taker's.
+   * Marks each package taken by the delivery if the delivery holds its claim, whatever the
+   * mark said: a mark follows the claim, so a delivery whose claim a release dropped meanwhile
+   * does not mark, and the next taker marks over what it left.
    */
   async markTaken(packageIds: string[], deliveryId: string): Promise<void> {
     await Promise.all(
-      packageIds.map((_id) =>
-        updateByIdWhere(
-          this.Package,
-          _id,
-          { p2pDeliveryId: null },
-          {
-            $set: { p2pDeliveryId: deliveryId },
-          },
-        ),
-      ),
+      packageIds.map(async (_id) => {
+        if ((await this.holderOf(_id)) !== deliveryId) return;
+        await this.Package.updateOne({ _id }, { $set: { p2pDeliveryId: deliveryId } });
+      }),
     );
   }
 
-  /** The packages a delivery holds, by id: what it took, as it was taken. */
-  async findHeld(deliveryId: string, packageIds: string[]): Promise<Map<string, PackageRecord>> {
-    const found = await Promise.all(
-      packageIds.map((_id) =>
-        findByIdWhere<PackageRecord>(this.Package, _id, { p2pDeliveryId: deliveryId }),
-      ),
-    );
+  /** Who holds the package's claim: a delivery id, DELETED, or null for nobody. */
+  async holderOf(packageId: string): Promise<string | null> {
+    return (await this.Claim.findById(packageId).lean())?.holder ?? null;
+  }
+
+  /** The packages a delivery holds (its claims say so), by id: what it took. */
+  async findHeld(packageIds: string[]): Promise<Map<string, PackageRecord>> {
+    const found = await Promise.all(packageIds.map((_id) => this.byId(_id)));
     return new Map(found.filter((p) => p !== null).map((p) => [p._id, p]));
   }
 
@@ -339,10 +338,8 @@ export class PackageStore {
   async markReturned(held: HeldPackage[], deliveryId: string): Promise<void> {
     await Promise.all(
       held.map(async ({ packageId: _id, take }) => {
-        // By `_id` alone (decision 73). The delivery's claim, dropped after this, keeps
-        // others from marking the package meanwhile; two releases of one delivery at once may
-        // at worst clear the mark of a delivery that took it between them, which the claim,
-        // the lock, still keeps from any other.
+        // By `_id` alone (decision 73). Only this delivery's mark is cleared; one that took the
+        // package since marks it again (`markTaken` follows the claim).
         const mark = { p2pDeliveryId: deliveryId };
         await updateByIdWhere(this.Package, _id, mark, { $set: { p2pDeliveryId: null } });
         const back = await this.byId(_id);

@@ -125,6 +125,47 @@ it('leaves no package held when an assign and the release of its delivery race',
   expect([...outcomes.keys()].every((o) => o === 'assigned' || o === 'conflict')).toBe(true);
 });
 
+const markOf = async (packageId: string) =>
+  (await db.models.Package.findById(packageId).lean())?.p2pDeliveryId;
+
+it('leaves a package with the delivery that took it after the release of a late assign', async () => {
+  const userId = randomUUID();
+  const a = await save(userId);
+  const [late, next] = [randomUUID(), randomUUID()];
+  const markTaken = store.markTaken.bind(store);
+  // Between the late assign's claims and its marks: its release, then another delivery takes it.
+  const spy = jest.spyOn(store, 'markTaken').mockImplementationOnce(async (ids, deliveryId) => {
+    expect(await release(late)).toBe(1);
+    expect(await assign(userId, next, [a])).toBe('assigned');
+    await markTaken(ids, deliveryId);
+  });
+  expect(await assign(userId, late, [a])).toBe('conflict');
+  spy.mockRestore();
+  expect(await store.holderOf(a)).toBe(next);
+  expect(await markOf(a)).toBe(next);
+  expect(await openIds(userId)).toEqual([]);
+  expect(await release(next)).toBe(1);
+  expect(await openIds(userId)).toEqual([a]);
+});
+
+it("marks a package as its claim says when a late assign's mark lands over the next taker's", async () => {
+  const userId = randomUUID();
+  const a = await save(userId);
+  const [late, next] = [randomUUID(), randomUUID()];
+  const markTaken = store.markTaken.bind(store);
+  const spy = jest.spyOn(store, 'markTaken').mockImplementationOnce(async (ids, deliveryId) => {
+    await markTaken(ids, deliveryId);
+    expect(await release(late)).toBe(1);
+    expect(await assign(userId, next, [a])).toBe('assigned');
+    // The late assign's write, begun while it still held the claim, lands now.
+    await db.models.Package.updateOne({ _id: a }, { $set: { p2pDeliveryId: late } });
+  });
+  expect(await assign(userId, late, [a])).toBe('conflict');
+  spy.mockRestore();
+  expect(await markOf(a)).toBe(next);
+  expect(await openIds(userId)).toEqual([]);
+});
+
 it('still releases claims stored before selections were recorded, by reading them all', async () => {
   const userId = randomUUID();
   const [a, b] = [await save(userId), await save(userId)];

@@ -303,7 +303,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       async () => {
         const ids = await packageIdsOf(userId);
         await Promise.all(ids.map((id) => packages.isLive(userId, id)));
-        await packages.findHeld(holder, ids);
+        await packages.findHeld(ids);
       },
     ],
     [

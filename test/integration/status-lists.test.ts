@@ -58,6 +58,7 @@ async function apply(deliveryId: string, event: LifecycleEvent) {
 }
 
 const current = (deliveryId: string) => transitions.current(deliveryId);
+const PAGE = { limit: 100, offset: 0 };
 
 /** The ids of a page of the user's deliveries in `status`, and how many deliveries it read. */
 async function listed(userId: string, status: DeliveryStatus, limit = 20, offset = 0) {
@@ -120,6 +121,37 @@ it('reads a page or a rare status, not the history; what left a status is passed
   expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: [fresh], reads: 1 });
 });
 
+it('passes over what left a status once when the first page fills before the floor', async () => {
+  const userId = randomUUID();
+  const stuck: string[] = [];
+  for (let i = 0; i < 25; i++) stuck.push(await create(userId));
+  const passed: string[] = [];
+  for (let i = 0; i < 120; i++) passed.push(await create(userId));
+  for (const id of passed) await apply(id, cancel);
+  const page = stuck.slice(-20).reverse();
+  // The first page walks the 120 that left, then lifts the 20 it found above them.
+  expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: page, reads: 140 });
+  expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: page, reads: 20 });
+  expect(await idsIn(userId, 'REQUEST_CREATED', 20, 20)).toEqual(stuck.slice(0, 5).reverse());
+});
+
+it('leaves the lift to a later read when a delivery enters the status during the read', async () => {
+  const userId = randomUUID();
+  const kept = await create(userId);
+  for (let i = 0; i < LIFT_AFTER_CLOSED + 5; i++) await apply(await create(userId), cancel);
+  let fresh = '';
+  // While the read judges the bottom of the list, a new delivery enters the status.
+  const racing = async (id: string) => {
+    if (id === kept && !fresh) fresh = await create(userId);
+    return current(id);
+  };
+  const first = await store.listInStatus(userId, 'REQUEST_CREATED', PAGE, racing);
+  expect(first.map((d) => d._id)).toEqual([kept]);
+  // The latest to enter heads the list; the next whole read lifts `kept` below it.
+  expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([fresh, kept]);
+  expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: [fresh, kept], reads: 2 });
+});
+
 it('keeps an entry whose transition is not claimed yet above the floor, and drops one whose version another writer took', async () => {
   const userId = randomUUID();
   const gone = await create(userId);
@@ -171,8 +203,6 @@ it('lists each delivery once, in exactly one status, under concurrent transition
     expect(byStatus.get(delivery?.lifecycle.status ?? '')).toContain(id);
   }
 });
-
-const PAGE = { limit: 100, offset: 0 };
 
 it('lists the deliveries stored before the status lists existed, once per deployment', async () => {
   const userId = randomUUID();

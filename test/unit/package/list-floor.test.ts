@@ -8,15 +8,20 @@ describe('afterRead', () => {
     [...spec].map((c, i) => ({ n: spec.length - i, live: c === 'L' }));
 
   it('raises the floor to the lowest live entry, or past the newest when none is live', () => {
-    expect(afterRead([])).toEqual({ floor: undefined, lift: false });
-    expect(afterRead(entries('cLcLc'))).toEqual({ floor: 2, lift: false });
-    expect(afterRead(entries('cc'))).toEqual({ floor: 3, lift: false });
+    expect(afterRead([])).toEqual({ floor: undefined, lift: false, unlifted: undefined });
+    expect(afterRead(entries('cLcLc'))).toEqual({ floor: 2, lift: false, unlifted: 2 });
+    expect(afterRead(entries('cc'))).toEqual({ floor: 3, lift: false, unlifted: 3 });
   });
 
   it('lifts the live items once the closed ones above them outnumber the bound and them', () => {
     const piled = 'c'.repeat(LIFT_AFTER_CLOSED);
-    expect(afterRead(entries(`${piled.slice(1)}Lc`))).toEqual({ floor: 2, lift: false });
-    expect(afterRead(entries(`${piled}Lc`))).toEqual({ floor: LIFT_AFTER_CLOSED + 3, lift: true });
+    expect(afterRead(entries(`${piled.slice(1)}Lc`))).toMatchObject({ floor: 2, lift: false });
+    expect(afterRead(entries(`${piled}Lc`))).toEqual({
+      floor: LIFT_AFTER_CLOSED + 3,
+      lift: true,
+      // Left for a later read, the floor stops at the live one.
+      unlifted: 2,
+    });
     const manyLive = 'L'.repeat(LIFT_AFTER_CLOSED + 1);
     expect(afterRead(entries(`${piled}${manyLive}`)).lift).toBe(false);
   });
@@ -33,13 +38,20 @@ describe('afterRead', () => {
       .map(([ns, lives]) => ns.map((n, i) => ({ n, live: lives[i] })));
     fc.assert(
       fc.property(reads, (read) => {
-        const { floor, lift } = afterRead(read) as { floor: number; lift: boolean };
+        const { floor, lift, unlifted } = afterRead(read) as {
+          floor: number;
+          lift: boolean;
+          unlifted: number;
+        };
         const newest = Math.max(...read.map((r) => r.n));
         const live = read.filter((r) => r.live);
+        // Unlifted, the floor never passes a live entry.
+        for (const r of live) expect(r.n).toBeGreaterThanOrEqual(unlifted);
         if (lift) {
           expect(floor).toBe(newest + 1);
           return;
         }
+        expect(unlifted).toBe(floor);
         for (const r of live) expect(r.n).toBeGreaterThanOrEqual(floor);
         const closedAbove = read.filter((r) => !r.live && r.n >= floor).length;
         expect(closedAbove).toBeLessThan(Math.max(LIFT_AFTER_CLOSED, live.length));
