@@ -28,13 +28,16 @@ export type MemoryVerdict = 'GROWING' | 'plateau' | 'flat';
 export const GROWTH_MB_PER_MIN = 1;
 
 /**
- * The windows the samples after the warm-up are cut into. Enough that the last two are the
- * last quarter of the run (a plateau reached before that is not read as growth), few enough
- * that each is long beside a saw tooth.
+ * The windows the samples after the warm-up are cut into. Enough that the last two are at most
+ * the last quarter of a run of 21 samples or more (a plateau reached before them is not read
+ * as growth), few enough that each is long beside a saw tooth.
  */
 const WINDOWS = 6;
 
-/** A window's floor ignores a tooth as long as the window has samples on either side of it. */
+/**
+ * A window's floor is the saw's floor when the window holds one sample between teeth: three
+ * samples hold one under teeth up to two samples long.
+ */
 const MIN_WINDOW_SAMPLES = 3;
 
 /**
