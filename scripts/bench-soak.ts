@@ -1,10 +1,14 @@
 /**
  * Soak: every service in its own process over NATS under a steady mixed load for minutes,
- * each process's resident memory sampled as it goes, to tell a leak (memory that keeps
- * growing at the same pace once warm) from a heap that settles. The reference is a bare
- * `node:http` process taking a share of the same load: what "flat" looks like in this run.
+ * each process's resident memory sampled as it goes, to tell a leak (memory whose floor is
+ * still rising at the end of the run: GROWING) from memory that grew to a working size and
+ * stayed there (plateau) and memory that did not grow (flat); scripts/lib/memory-trend.ts
+ * has the rule. What the memory is made of at the start and end of the load (glibc's heap,
+ * the anonymous mappings) tells which part grew. The reference is a bare `node:http` process
+ * taking a share of the same load: how far a floor moves in this run without a leak.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QUOTE } from '../test/support/quote';
@@ -34,6 +38,7 @@ import {
   memoryVerdict,
   type MemorySample,
 } from './lib/memory-trend';
+import { memoryParts, type MemoryParts } from './lib/smaps';
 
 showHelpIfAsked(`
 npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
@@ -44,13 +49,26 @@ with its pod's NODE_OPTIONS from deploy/k8s), prints each one's resident memory 
 rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
 create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
 searches, small file uploads, webhook registration and removal. Every S seconds it
-samples each process's RSS; at the end it prints the table and a verdict per process from
-the samples after the warm-up (the first quarter). A V8 heap's RSS is a saw, so the verdict
-is on its floor: the lowest sample of the last half against the lowest of the first. "GROWING" is a floor rising over ${GROWTH_MB_PER_MIN} MB/min and over twice the
-reference's: memory never given back.
+samples each process's RSS; at the end it prints the table and a verdict per process.
+
+The verdict: the samples after the warm-up (the first quarter, and the few the cut leaves
+over) are cut into at most 6 windows of equal length, at least 3 samples each, and each
+window is read by its floor, its lowest sample (RSS is a saw: it grows until a collection
+gives pages back). A window's floor rises when it stands above the highest floor before
+it faster than ${GROWTH_MB_PER_MIN} MB/min (over the minutes since the latest window with that floor)
+and faster than twice the reference's fastest such rise in the run.
+  GROWING  the floor rose into the last window: still rising at the end of the run
+  plateau  the floor rose into an earlier window, then stopped (V8's young space and glibc's
+           heap grow to a working size and stay there)
+  flat     the floor never rose
+A plateau reached before the last two windows (at most the last quarter of a run of 21
+samples or more) is never GROWING; one reached later cannot be told from a climb.
+
 With the verdicts, each process's V8 heap in use and young-generation size at the end of
 the load (from its /metrics: RSS above the heap in use is mostly that young space, which V8
-sizes to the allocation rate) and the CPU seconds it used during the load.
+sizes to the allocation rate), the RSS of glibc's heap ([heap]) and of the anonymous
+mappings (V8's pages, other arenas, buffers) at the start and at the end of the load (from
+/proc/<pid>/smaps), and the CPU seconds each process used during the load.
 Last, after D idle seconds (V8 collects in full and shrinks an idle heap), each RSS again,
 to set against the one at rest. A bare node:http process taking a share of the load is
 the reference.
@@ -133,6 +151,15 @@ interface Heap {
   used: number;
   /** The young generation's size: V8 grows it with the allocation rate, up to twice --max-semi-space-size. */
   young: number;
+}
+
+/** What a process's memory is made of now, none once it has exited. */
+function partsOf(pid: number): MemoryParts | undefined {
+  try {
+    return memoryParts(readFileSync(`/proc/${pid}/smaps`, 'utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 async function heapOf(opsUrl: string | undefined): Promise<Heap | undefined> {
@@ -315,6 +342,7 @@ async function main(): Promise<number> {
     const sample = (min: number) =>
       processes.forEach((p, i) => samples[i].push({ min, mb: rssKb(p.pid) / 1024 }));
     sample(0);
+    const partsAtStart = processes.map((p) => partsOf(p.pid));
     console.log('RSS at rest (MB):');
     for (const [i, p] of processes.entries()) {
       console.log(`  ${p.name.padEnd(28)} ${samples[i][0].mb.toFixed(0).padStart(6)}`);
@@ -363,6 +391,7 @@ async function main(): Promise<number> {
     const ranMin = minutes();
     const cpuS = processes.map((p, i) => (cpuTimeMs(p.pid) - cpuAtStart[i]) / 1000);
     const heapsAtEnd = await Promise.all(processes.map((p) => heapOf(p.opsUrl)));
+    const partsAtEnd = processes.map((p) => partsOf(p.pid));
     // Idle, V8 collects in full and shrinks its heap: what stays is what the run kept.
     await sleep(COOL_DOWN_S * 1000);
     const afterRest = processes.map((p) => rssKb(p.pid) / 1024);
@@ -380,17 +409,28 @@ async function main(): Promise<number> {
         [p.name.padEnd(28), ...samples[i].map((s) => s.mb.toFixed(0).padStart(6))].join(' '),
       );
     }
+    const mb = (n: number | undefined, width: number) => (n?.toFixed(0) ?? '-').padStart(width);
+    const fromTo = (from: number | undefined, to: number | undefined, width: number) =>
+      `${mb(from, 0)} → ${mb(to, 0)}`.padStart(width);
     console.log(
-      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'slope MB/min'.padStart(13)} ${'floor MB/min'.padStart(13)}  ${'verdict'.padEnd(8)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'CPU s'.padStart(6)}`,
+      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'floor MB'.padStart(11)} ${'last rise'.padStart(9)}  ${'verdict'.padEnd(8)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'[heap] MB'.padStart(11)} ${'anon MB'.padStart(11)} ${'CPU s'.padStart(6)}`,
     );
     const referenceTrend = memoryTrend(samples[samples.length - 1]);
     for (const [i, p] of processes.entries()) {
       const t = memoryTrend(samples[i]);
       const s = samples[i];
       console.log(
-        `${p.name.padEnd(28)} ${s[0].mb.toFixed(0).padStart(6)} ${s[s.length - 1].mb.toFixed(0).padStart(6)} ${afterRest[i].toFixed(0).padStart(10)} ${t.slope.toFixed(2).padStart(13)} ${t.floor.toFixed(2).padStart(13)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${(heapsAtEnd[i]?.used.toFixed(0) ?? '-').padStart(9)} ${(heapsAtEnd[i]?.young.toFixed(0) ?? '-').padStart(9)} ${cpuS[i].toFixed(0).padStart(6)}`,
+        `${p.name.padEnd(28)} ${mb(s[0].mb, 6)} ${mb(s[s.length - 1].mb, 6)} ${mb(afterRest[i], 10)} ${fromTo(t.windows[0]?.floor, t.windows.at(-1)?.floor, 11)} ${(t.rises.at(-1)?.toFixed(2) ?? '-').padStart(9)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${mb(heapsAtEnd[i]?.used, 9)} ${mb(heapsAtEnd[i]?.young, 9)} ${fromTo(partsAtStart[i]?.heap, partsAtEnd[i]?.heap, 11)} ${fromTo(partsAtStart[i]?.anon, partsAtEnd[i]?.anon, 11)} ${cpuS[i].toFixed(0).padStart(6)}`,
       );
     }
+    console.log(
+      [
+        '\nfloor MB: the lowest sample of the first window after the warm-up → of the last.',
+        "last rise: how fast the last window's floor rose above the highest before it, MB/min",
+        `  (GROWING above ${GROWTH_MB_PER_MIN} and above twice the reference's fastest rise).`,
+        "[heap], anon: RSS of glibc's heap and of the anonymous mappings, start → end of the load.",
+      ].join('\n'),
+    );
     console.log('\nAnswers by operation and status:');
     for (const [op, byStatus] of tally.counts) {
       const statuses = [...byStatus].map(([s, n]) => `${s || 'no answer'} × ${n}`).join(', ');
