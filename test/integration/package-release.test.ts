@@ -128,19 +128,38 @@ it('leaves no package held when an assign and the release of its delivery race',
 const markOf = async (packageId: string) =>
   (await db.models.Package.findById(packageId).lean())?.p2pDeliveryId;
 
+/**
+ * A late assign of package `a` that stops between its claims and its marks, where `between`
+ * runs (and makes its marks, `mark`, when it likes); answers the assign's outcome.
+ */
+async function lateAssign(
+  userId: string,
+  late: string,
+  a: string,
+  between: (mark: () => Promise<void>) => Promise<void>,
+) {
+  const markTaken = store.markTaken.bind(store);
+  const spy = jest
+    .spyOn(store, 'markTaken')
+    .mockImplementationOnce((ids, deliveryId) => between(() => markTaken(ids, deliveryId)));
+  try {
+    return await assign(userId, late, [a]);
+  } finally {
+    spy.mockRestore();
+  }
+}
+
 it('leaves a package with the delivery that took it after the release of a late assign', async () => {
   const userId = randomUUID();
   const a = await save(userId);
   const [late, next] = [randomUUID(), randomUUID()];
-  const markTaken = store.markTaken.bind(store);
   // Between the late assign's claims and its marks: its release, then another delivery takes it.
-  const spy = jest.spyOn(store, 'markTaken').mockImplementationOnce(async (ids, deliveryId) => {
+  const outcome = await lateAssign(userId, late, a, async (mark) => {
     expect(await release(late)).toBe(1);
     expect(await assign(userId, next, [a])).toBe('assigned');
-    await markTaken(ids, deliveryId);
+    await mark();
   });
-  expect(await assign(userId, late, [a])).toBe('conflict');
-  spy.mockRestore();
+  expect(outcome).toBe('conflict');
   expect(await store.holderOf(a)).toBe(next);
   expect(await markOf(a)).toBe(next);
   expect(await openIds(userId)).toEqual([]);
@@ -152,16 +171,14 @@ it("marks a package as its claim says when a late assign's mark lands over the n
   const userId = randomUUID();
   const a = await save(userId);
   const [late, next] = [randomUUID(), randomUUID()];
-  const markTaken = store.markTaken.bind(store);
-  const spy = jest.spyOn(store, 'markTaken').mockImplementationOnce(async (ids, deliveryId) => {
-    await markTaken(ids, deliveryId);
+  const outcome = await lateAssign(userId, late, a, async (mark) => {
+    await mark();
     expect(await release(late)).toBe(1);
     expect(await assign(userId, next, [a])).toBe('assigned');
     // The late assign's write, begun while it still held the claim, lands now.
     await db.models.Package.updateOne({ _id: a }, { $set: { p2pDeliveryId: late } });
   });
-  expect(await assign(userId, late, [a])).toBe('conflict');
-  spy.mockRestore();
+  expect(outcome).toBe('conflict');
   expect(await markOf(a)).toBe(next);
   expect(await openIds(userId)).toEqual([]);
 });
