@@ -64,9 +64,11 @@ and faster than twice the reference's fastest such rise in the run.
 A plateau reached before the last two windows (at most the last quarter of a run of 21
 samples or more) is never GROWING; one reached later cannot be told from a climb.
 
-With the verdicts, each process's V8 heap in use and young-generation size at the end of
-the load (from its /metrics: RSS above the heap in use is mostly that young space, which V8
-sizes to the allocation rate), the RSS of glibc's heap ([heap]) and of the anonymous
+Each sample also reads every process's young-generation size (from its /metrics: RSS above
+the heap in use is mostly that young space, which V8 sizes to the allocation rate, up to a
+bound its flags set), printed as a table, and the verdict is given again on RSS less that
+young space ("w/o young"). With the verdicts, each process's V8 heap in use and young
+space at the end of the load, the RSS of glibc's heap ([heap]) and of the anonymous
 mappings (V8's pages, other arenas, buffers) at the start and at the end of the load (from
 /proc/<pid>/smaps), and the CPU seconds each process used during the load.
 Last, after D idle seconds (V8 collects in full and shrinks an idle heap), each RSS again,
@@ -339,9 +341,16 @@ async function main(): Promise<number> {
     );
     await sleep(5000); // let start-up garbage go
     const samples = processes.map(() => [] as MemorySample[]);
-    const sample = (min: number) =>
-      processes.forEach((p, i) => samples[i].push({ min, mb: rssKb(p.pid) / 1024 }));
-    sample(0);
+    // V8's young space with each sample: bounded by its flags, it is no leak however late it grows.
+    const youngs = processes.map(() => [] as (number | undefined)[]);
+    const sample = async (min: number) => {
+      const heaps = await Promise.all(processes.map((p) => heapOf(p.opsUrl)));
+      processes.forEach((p, i) => {
+        samples[i].push({ min, mb: rssKb(p.pid) / 1024 });
+        youngs[i].push(heaps[i]?.young);
+      });
+    };
+    await sample(0);
     const partsAtStart = processes.map((p) => partsOf(p.pid));
     console.log('RSS at rest (MB):');
     for (const [i, p] of processes.entries()) {
@@ -379,7 +388,7 @@ async function main(): Promise<number> {
     const sampler = (async () => {
       while (!stopping && performance.now() < endAt && !exited()) {
         await sleep(Math.min(INTERVAL_S * 1000, Math.max(0, endAt - performance.now())));
-        sample(minutes());
+        await sample(minutes());
         const last = samples.map((s) => s[s.length - 1].mb.toFixed(0)).join(' ');
         console.log(`  ${minutes().toFixed(1)} min: ${tally.total} answers; RSS ${last}`);
       }
@@ -409,18 +418,29 @@ async function main(): Promise<number> {
         [p.name.padEnd(28), ...samples[i].map((s) => s.mb.toFixed(0).padStart(6))].join(' '),
       );
     }
+    console.log(`\nV8's young space (MB) with each sample:`);
+    console.log(header.join(' '));
+    for (const [i, p] of processes.entries()) {
+      if (!p.opsUrl) continue;
+      const cells = youngs[i].map((y) => (y?.toFixed(0) ?? '-').padStart(6));
+      console.log([p.name.padEnd(28), ...cells].join(' '));
+    }
     const mb = (n: number | undefined, width: number) => (n?.toFixed(0) ?? '-').padStart(width);
     const fromTo = (from: number | undefined, to: number | undefined, width: number) =>
       `${mb(from, 0)} → ${mb(to, 0)}`.padStart(width);
     console.log(
-      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'floor MB'.padStart(11)} ${'last rise'.padStart(9)}  ${'verdict'.padEnd(8)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'[heap] MB'.padStart(11)} ${'anon MB'.padStart(11)} ${'CPU s'.padStart(6)}`,
+      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'floor MB'.padStart(11)} ${'last rise'.padStart(9)}  ${'verdict'.padEnd(8)} ${'w/o young'.padEnd(9)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'[heap] MB'.padStart(11)} ${'anon MB'.padStart(11)} ${'CPU s'.padStart(6)}`,
     );
     const referenceTrend = memoryTrend(samples[samples.length - 1]);
+    const withoutYoung = samples.map((s, i) =>
+      s.map((point, k) => ({ min: point.min, mb: point.mb - (youngs[i][k] ?? 0) })),
+    );
     for (const [i, p] of processes.entries()) {
       const t = memoryTrend(samples[i]);
       const s = samples[i];
+      const rest = memoryVerdict(memoryTrend(withoutYoung[i]), referenceTrend);
       console.log(
-        `${p.name.padEnd(28)} ${mb(s[0].mb, 6)} ${mb(s[s.length - 1].mb, 6)} ${mb(afterRest[i], 10)} ${fromTo(t.windows[0]?.floor, t.windows.at(-1)?.floor, 11)} ${(t.rises.at(-1)?.toFixed(2) ?? '-').padStart(9)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${mb(heapsAtEnd[i]?.used, 9)} ${mb(heapsAtEnd[i]?.young, 9)} ${fromTo(partsAtStart[i]?.heap, partsAtEnd[i]?.heap, 11)} ${fromTo(partsAtStart[i]?.anon, partsAtEnd[i]?.anon, 11)} ${cpuS[i].toFixed(0).padStart(6)}`,
+        `${p.name.padEnd(28)} ${mb(s[0].mb, 6)} ${mb(s[s.length - 1].mb, 6)} ${mb(afterRest[i], 10)} ${fromTo(t.windows[0]?.floor, t.windows.at(-1)?.floor, 11)} ${(t.rises.at(-1)?.toFixed(2) ?? '-').padStart(9)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${(p.opsUrl ? rest : '-').padEnd(9)} ${mb(heapsAtEnd[i]?.used, 9)} ${mb(heapsAtEnd[i]?.young, 9)} ${fromTo(partsAtStart[i]?.heap, partsAtEnd[i]?.heap, 11)} ${fromTo(partsAtStart[i]?.anon, partsAtEnd[i]?.anon, 11)} ${cpuS[i].toFixed(0).padStart(6)}`,
       );
     }
     console.log(
@@ -428,6 +448,8 @@ async function main(): Promise<number> {
         '\nfloor MB: the lowest sample of the first window after the warm-up → of the last.',
         "last rise: how fast the last window's floor rose above the highest before it, MB/min",
         `  (GROWING above ${GROWTH_MB_PER_MIN} and above twice the reference's fastest rise).`,
+        "w/o young: the same verdict on RSS less V8's young space at each sample (a space its",
+        '  flags bound, which V8 grows with the allocation rate, late or early).',
         "[heap], anon: RSS of glibc's heap and of the anonymous mappings, start → end of the load.",
       ].join('\n'),
     );
