@@ -158,6 +158,22 @@ export const PENDING_ITEM_MS = 10 * 60_000;
 export const awaitsItem = (entry: OwnerListEntry, now: number) =>
   now - entry.at.getTime() < PENDING_ITEM_MS;
 
+/**
+ * What a read makes of an entry whose item it read by `_id` (`found`): live and listed when
+ * `listed` says so; live but not listed while the item may still come to be listed (`waiting`:
+ * by default, not stored yet) and the entry is younger than `PENDING_ITEM_MS`; else closed.
+ */
+export function judgeItem<T>(
+  found: T | null,
+  entry: OwnerListEntry,
+  now: number,
+  listed: (item: T) => boolean,
+  waiting = found === null,
+): { live: boolean; item?: T } {
+  if (found !== null && listed(found)) return { live: true, item: found };
+  return { live: waiting && awaitsItem(entry, now) };
+}
+
 /** The head that marks a list filled from the documents stored before it existed. */
 const BACKFILLED = '$backfilled';
 
@@ -413,6 +429,30 @@ export class OwnerList {
     }
     await this.keepShort(ownerId, length, read, live, true).catch(() => undefined);
     return items;
+  }
+
+  /**
+   * The items still live (`readLive`), each read by `_id` (`read`) and judged by `judgeItem`:
+   * `listed` says which stored items are live, `waiting` (by default: not stored yet) which
+   * may still come to be.
+   */
+  readLiveItems<T>(
+    ownerId: string,
+    read: (itemId: string) => Promise<T | null>,
+    listed: (item: T) => boolean,
+    options: {
+      wanted?: number;
+      waiting?: (found: T | null, entry: OwnerListEntry) => boolean;
+    } = {},
+  ): Promise<T[]> {
+    const now = Date.now();
+    const judge = async (entries: OwnerListEntry[]) => {
+      const found = await Promise.all(entries.map((e) => read(e.itemId)));
+      return found.map((item, i) =>
+        judgeItem(item, entries[i], now, listed, options.waiting?.(item, entries[i])),
+      );
+    };
+    return this.readLive(ownerId, judge, options.wanted);
   }
 
   /**

@@ -2,13 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
-import {
-  OwnerList,
-  awaitsItem,
-  defineNamedOwnerListModels,
-  listedAs,
-  type OwnerListEntry,
-} from '../../libs/owner-list';
+import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
 import { MERCHANT_COURIERS_MAX } from './schemas';
@@ -301,19 +295,13 @@ export class CourierStore {
    * list, never with other merchants' or the directory.
    */
   private links(userId: string): Promise<MerchantCourierRecord[]> {
-    const now = Date.now();
     const { MerchantCourier } = this.models();
-    return this.additions.readLive(userId, (added: OwnerListEntry[]) =>
-      Promise.all(
-        added.map(async (a) => {
-          const link = await MerchantCourier.findById(
-            entryId(userId, a.itemId),
-          ).lean<MerchantCourierRecord>();
-          // Removed, unless its link may still be on its way.
-          if (!link) return { live: awaitsItem(a, now) };
-          return { live: true, item: link };
-        }),
-      ),
+    // A missing link is a removed courier, unless its link may still be on its way.
+    return this.additions.readLiveItems(
+      userId,
+      (courierId) =>
+        MerchantCourier.findById(entryId(userId, courierId)).lean<MerchantCourierRecord>(),
+      () => true,
     );
   }
 

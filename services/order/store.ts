@@ -4,7 +4,6 @@ import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
 import { WorkMarks } from '../../libs/work-marks';
 import {
   OwnerList,
-  awaitsItem,
   type OwnerListEntry,
   defineNamedOwnerListModels,
   listedAs,
@@ -321,21 +320,11 @@ export class OrderStore {
     { limit, offset }: { limit: number; offset: number },
     current: (deliveryId: string) => Promise<DeliveryRecord | null>,
   ): Promise<DeliveryRecord[]> {
-    const now = Date.now();
-    const found = await this.byStatus.readLive(
+    const found = await this.byStatus.readLiveItems(
       inStatus(userId, status),
-      (entries) =>
-        Promise.all(
-          entries.map(async (entry) => {
-            const delivery = await current(entry.itemId);
-            const listed = delivery?.userId === userId && delivery.lifecycle.status === status;
-            return {
-              live: listed || (!reached(entry, delivery) && awaitsItem(entry, now)),
-              item: listed ? delivery : undefined,
-            };
-          }),
-        ),
-      offset + limit,
+      current,
+      (delivery) => delivery.userId === userId && delivery.lifecycle.status === status,
+      { wanted: offset + limit, waiting: (delivery, entry) => !reached(entry, delivery) },
     );
     return found.slice(offset);
   }

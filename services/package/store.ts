@@ -2,13 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { findByIdWhere, insertOnce, isDuplicateKey, updateByIdWhere } from '../../libs/mongo';
-import {
-  OwnerList,
-  awaitsItem,
-  defineNamedOwnerListModels,
-  ownedItems,
-  type OwnerListEntry,
-} from '../../libs/owner-list';
+import { OwnerList, defineNamedOwnerListModels, ownedItems } from '../../libs/owner-list';
 
 const packageSchema = new Schema(
   {
@@ -92,22 +86,12 @@ export type PackageModels = ReturnType<typeof definePackageModels>;
 
 /** Not deleted, not taken by a delivery: what a user may still edit, delete or select. */
 const open = (userId: string) => ({ userId, deletedAt: null, p2pDeliveryId: null });
-const isOpen = (userId: string, p: PackageRecord | null): p is PackageRecord =>
-  p?.userId === userId && p.deletedAt == null && p.p2pDeliveryId == null;
-
 /**
- * Whether an entry of the user's list may still name a package to list: one open now, or one
- * not stored yet by an insert that may still be running. A deleted package never opens again;
- * a taken one opens again only by being returned, which adds it to the list anew.
+ * Whether the user's list shows the package: a deleted package never opens again; a taken one
+ * opens again only by being returned, which adds it to the list anew.
  */
-export function mayBeListed(
-  userId: string,
-  found: PackageRecord | null,
-  entry: OwnerListEntry,
-  now: number,
-): boolean {
-  return found ? isOpen(userId, found) : awaitsItem(entry, now);
-}
+export const isOpen = (userId: string, p: PackageRecord | null): p is PackageRecord =>
+  p?.userId === userId && p.deletedAt == null && p.p2pDeliveryId == null;
 
 const newestSavedFirst = (a: PackageRecord, b: PackageRecord) =>
   b.createdAt.getTime() - a.createdAt.getTime();
@@ -247,14 +231,11 @@ export class PackageStore {
    * else's.
    */
   async listOpen(userId: string): Promise<PackageRecord[]> {
-    const now = Date.now();
-    const open = await this.byUser.readLive(userId, async (entries) => {
-      const found = await Promise.all(entries.map((e) => this.byId(e.itemId)));
-      return found.map((p, i) => ({
-        live: mayBeListed(userId, p, entries[i], now),
-        item: isOpen(userId, p) ? p : undefined,
-      }));
-    });
+    const open = await this.byUser.readLiveItems(
+      userId,
+      (id) => this.byId(id),
+      (p) => isOpen(userId, p),
+    );
     return open.sort(newestSavedFirst);
   }
 

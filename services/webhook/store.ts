@@ -7,13 +7,7 @@ import {
   outboxPlaceSchema,
 } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
-import {
-  OwnerList,
-  awaitsItem,
-  defineNamedOwnerListModels,
-  listedAs,
-  type OwnerListEntry,
-} from '../../libs/owner-list';
+import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -193,11 +187,6 @@ export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
 /** Whose list of endpoints an endpoint is on: its user's in its environment. */
 export const endpointOwner = (userId: string, environment: string) => `${userId}:${environment}`;
 
-/** Whether an entry of the owner's list may still name a live endpoint (libs/owner-list `readLive`). */
-function mayBeLive(found: EndpointRecord | null, entry: OwnerListEntry, now: number): boolean {
-  return found ? !found.deleted : awaitsItem(entry, now);
-}
-
 const newestCreatedFirst = (a: EndpointRecord, b: EndpointRecord) =>
   b.createdAt.getTime() - a.createdAt.getTime() || (a._id < b._id ? 1 : -1);
 
@@ -255,15 +244,12 @@ export class WebhookStore {
    * deleted ones above them, never with anyone else's.
    */
   async endpointsOf(userId: string, environment: string): Promise<EndpointRecord[]> {
-    const now = Date.now();
     const owner = endpointOwner(userId, environment);
-    const live = await this.endpointsByOwner.readLive(owner, async (entries) => {
-      const found = await Promise.all(entries.map((e) => this.endpoint(e.itemId)));
-      return found.map((endpoint, i) => ({
-        live: mayBeLive(endpoint, entries[i], now),
-        item: endpoint && !endpoint.deleted ? endpoint : undefined,
-      }));
-    });
+    const live = await this.endpointsByOwner.readLiveItems(
+      owner,
+      (id) => this.endpoint(id),
+      (endpoint) => !endpoint.deleted,
+    );
     return live
       .filter((e) => e.userId === userId && e.environment === environment)
       .sort(newestCreatedFirst);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { LIFT_AFTER_CLOSED, PENDING_ITEM_MS, afterRead } from '../../../libs/owner-list';
-import { mayBeListed, type PackageRecord } from '../../../services/package/store';
+import { LIFT_AFTER_CLOSED, PENDING_ITEM_MS, afterRead, judgeItem } from '../../../libs/owner-list';
+import { isOpen, type PackageRecord } from '../../../services/package/store';
 
 describe('afterRead', () => {
   const entries = (spec: string) =>
@@ -60,10 +60,16 @@ describe('afterRead', () => {
   });
 });
 
-describe('mayBeListed', () => {
+describe("what a read of the user's list makes of an entry (judgeItem, isOpen)", () => {
   const userId = 'd2b0c7a4-1e3f-4a5b-8c6d-7e8f9a0b1c2d';
   const now = Date.parse('2026-11-24T12:00:00Z');
   const entry = (ageMs: number) => ({ n: 1, itemId: 'p', at: new Date(now - ageMs) });
+  const mayBeListed = (
+    _: string,
+    found: PackageRecord | null,
+    e: ReturnType<typeof entry>,
+    at: number,
+  ) => judgeItem(found, e, at, (p) => isOpen(userId, p)).live;
   const stored = (changes: Partial<PackageRecord>) =>
     ({ _id: 'p', userId, deletedAt: null, p2pDeliveryId: null, ...changes }) as PackageRecord;
 
