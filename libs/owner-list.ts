@@ -155,7 +155,7 @@ export const ownedItems = (
 export const PENDING_ITEM_MS = 10 * 60_000;
 
 /** Whether an entry whose item is not stored may still see it stored (`readLive`'s judges). */
-export const awaitsItem = (entry: OwnerListEntry, now: number) =>
+const awaitsItem = (entry: OwnerListEntry, now: number) =>
   now - entry.at.getTime() < PENDING_ITEM_MS;
 
 /**
@@ -390,7 +390,7 @@ export class OwnerList {
    * piled up above them. With `wanted`, the read stops once it has that many items: a page of a
    * list whose live items are many (a status deliveries stay in) costs the page, not the list.
    */
-  async readLive<T>(
+  private async readLive<T>(
     ownerId: string,
     judge: (entries: OwnerListEntry[]) => Promise<{ live: boolean; item?: T }[]>,
     wanted = Infinity,

@@ -291,7 +291,7 @@ export class CourierStore {
 
   /**
    * The merchant's links: its list of additions read down to its floor (libs/owner-list
-   * `readLive`), each addition's link by `_id`. What it costs grows with the merchant's own
+   * `readLiveItems`), each addition's link by `_id`. What it costs grows with the merchant's own
    * list, never with other merchants' or the directory.
    */
   private links(userId: string): Promise<MerchantCourierRecord[]> {

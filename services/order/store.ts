@@ -312,7 +312,7 @@ export class OrderStore {
   /**
    * A page of the user's deliveries in `status` as `current` reads them, the latest to enter
    * it first: what that costs grows with the page and the deliveries that have left the status
-   * lately (libs/owner-list `readLive`), not with the user's history.
+   * lately (libs/owner-list `readLiveItems`), not with the user's history.
    */
   async listInStatus(
     userId: string,

@@ -226,7 +226,7 @@ export class PackageStore {
 
   /**
    * The user's open packages, newest saved first: the user's list read down to its floor, each
-   * package by `_id` (libs/owner-list `readLive`). What that costs grows with the user's open
+   * package by `_id` (libs/owner-list `readLiveItems`). What that costs grows with the user's open
    * packages and the few closed ones above them, never with the user's history or anyone
    * else's.
    */

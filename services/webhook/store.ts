@@ -205,7 +205,7 @@ export class WebhookStore {
   /**
    * Each owner's endpoints (`<userId>:<environment>`), every one ever created: a delete only
    * marks the endpoint, so a read passes over the deleted ones, and the list's floor
-   * (`readLive`) keeps it from reading those below the oldest live endpoint again. At most
+   * (`readLiveItems`) keeps it from reading those below the oldest live endpoint again. At most
    * `WEBHOOK_MAX_ENDPOINTS` are live; deleted ones above a live one pile up with an owner's
    * turnover (one entry per endpoint created) until 50 of them lift the live ones above.
    */
