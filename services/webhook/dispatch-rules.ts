@@ -19,9 +19,14 @@ export interface Queued {
   nextAttemptAt: Date;
 }
 
+/** An endpoint's messages of one delivery: sent one at a time, in order. */
+export const laneOf = (webhookId: string, deliveryId: string) => `${webhookId}:${deliveryId}`;
+
 /**
- * The queue by lane, each lane's messages in the order they go: by sequence, then id. Only a
- * lane's first may be attempted; the others wait for it (a delivery's events arrive in order).
+ * The queue by lane, each lane's messages in the order they go: by sequence, then as queued,
+ * then by id. Only a lane's first may be attempted; the others wait for it (a delivery's events
+ * arrive in order). Two messages share a sequence only when both are positions read at one
+ * version of the delivery: the one queued first is the older.
  */
 export function lanesOf<T extends Queued>(queue: readonly T[]): Map<string, T[]> {
   const lanes = new Map<string, T[]>();
@@ -31,9 +36,29 @@ export function lanesOf<T extends Queued>(queue: readonly T[]): Map<string, T[]>
     else lanes.set(message.lane, [message]);
   }
   for (const lane of lanes.values()) {
-    lane.sort((x, y) => x.sequence - y.sequence || (x._id < y._id ? -1 : x._id > y._id ? 1 : 0));
+    lane.sort(
+      (x, y) =>
+        x.sequence - y.sequence ||
+        new Date(x.nextAttemptAt).getTime() - new Date(y.nextAttemptAt).getTime() ||
+        (x._id < y._id ? -1 : x._id > y._id ? 1 : 0),
+    );
   }
   return lanes;
+}
+
+/**
+ * Whether a courier's position at the head of its lane is stale, and so not sent: another
+ * message of the lane waits behind it (a later change, or a later position), or a change of a
+ * later version was sent already (`laneMark`, the highest sequence of a change attempted in
+ * the lane). Sent anyway, it would reach the endpoint after that change with the delivery as it
+ * was before it — a delivered delivery shown arriving (decision 77).
+ */
+export function isSuperseded(
+  position: { sequence: number },
+  queuedBehind: number,
+  laneMark: number | null,
+): boolean {
+  return queuedBehind > 0 || (laneMark !== null && laneMark > position.sequence);
 }
 
 export type AfterFailure = { retryAt: Date } | { giveUp: true };

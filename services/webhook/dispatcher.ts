@@ -5,6 +5,7 @@ import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature'
 import {
   afterFailure,
   isDelivered,
+  isSuperseded,
   lanesOf,
   shouldDisable,
   ROTATION_OVERLAP_MS,
@@ -69,6 +70,11 @@ export interface DispatcherDeps {
 export class Dispatcher {
   private readonly periodic: Periodic;
   private readonly inFlight = new Map<string, Promise<void>>();
+  /**
+   * The lanes with an attempt under way here: one at a time each, even when a read of the queue
+   * puts a message queued late (a stale position) before the one being sent.
+   */
+  private readonly busyLanes = new Set<string>();
   /** The queue as last read, by lane, kept up to date with this dispatcher's own attempts. */
   private lanes = new Map<string, QueuedRecord[]>();
   /** Messages not to try again before the next read (see `Outcome`). */
@@ -119,7 +125,7 @@ export class Dispatcher {
         this.lanes.delete(lane);
         continue;
       }
-      if (this.inFlight.has(head._id) || this.passed.has(head._id)) continue;
+      if (this.busyLanes.has(lane) || this.passed.has(head._id)) continue;
       if (new Date(head.nextAttemptAt).getTime() > now.getTime()) continue;
       this.begin(head, now);
     }
@@ -137,9 +143,11 @@ export class Dispatcher {
       })
       .finally(() => {
         this.inFlight.delete(head._id);
+        this.busyLanes.delete(head.lane);
         this.fill(new Date());
       });
     this.inFlight.set(head._id, run);
+    this.busyLanes.add(head.lane);
   }
 
   /** Its lane as this dispatcher now knows it: the next message may go at once. */
@@ -201,6 +209,11 @@ export class Dispatcher {
     if (!claimed) {
       await this.recover(queued, n, now);
       return { passed: true };
+    }
+    if (!queued.ephemeral) {
+      await store.markLane(queued.lane, queued.sequence);
+    } else if (await this.superseded(queued)) {
+      return this.skip(queued, n, now);
     }
     const result = await this.send(target, queued, n, now);
     const finishedAt = new Date(now.getTime() + result.durationMs);
@@ -330,6 +343,34 @@ export class Dispatcher {
       url: endpoint.url,
       reason,
     });
+  }
+
+  /** Whether a position at the head of its lane is stale (`isSuperseded`). */
+  private async superseded(position: QueuedRecord): Promise<boolean> {
+    const lane = this.lanes.get(position.lane) ?? [];
+    const behind = lane.filter((m) => m._id !== position._id).length;
+    const mark = behind > 0 ? null : await this.deps.store.laneMark(position.lane);
+    return isSuperseded(position, behind, mark);
+  }
+
+  /** A stale position's n-th attempt, claimed and not made: the log says why. */
+  private async skip(position: QueuedRecord, n: number, at: Date): Promise<Outcome> {
+    const { store } = this.deps;
+    const why =
+      "not sent: a later event of this delivery was sent or waits to be, and a courier's position is stale by it";
+    await store.finishAttempt(attemptId(position._id, n), {
+      finishedAt: at,
+      error: why,
+      durationMs: 0,
+    });
+    await store.updateMessage(position._id, {
+      status: 'SKIPPED',
+      attempts: n,
+      lastAttemptAt: at,
+      lastError: why,
+    });
+    await store.dequeue(position._id);
+    return { done: true };
   }
 
   /** Gives a message up without an attempt (its endpoint is gone). */

@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound } from '../../libs/errors';
 import { checkTargetUrl, resolvedHostRefusal } from '../../libs/outbound-url';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
-import { ROTATION_OVERLAP_MS } from './dispatch-rules';
+import { laneOf, ROTATION_OVERLAP_MS } from './dispatch-rules';
 import {
   createWebhookParams,
   deliveriesParams,
@@ -305,7 +305,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           _id: message._id,
           webhookId: endpoint._id,
           eventId: message.eventId,
-          lane: `${endpoint._id}:${message.deliveryId}`,
+          lane: laneOf(endpoint._id, message.deliveryId),
           sequence: message.sequence,
           attempts: message.attempts,
           firstAttemptAt: at,

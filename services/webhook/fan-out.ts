@@ -1,6 +1,6 @@
 import type { PublishedEvent } from '../../libs/contracts/webhook';
 import { nameBasedId } from '../../libs/ids';
-import { subscribes } from './dispatch-rules';
+import { laneOf, subscribes } from './dispatch-rules';
 import type { EndpointRecord, MessageRecord, QueuedRecord, WebhookStore } from './store';
 
 /** Names an endpoint's message of an event: the same pair is one message, however often published. */
@@ -9,8 +9,8 @@ const messageIdOf = (webhookId: string, eventId: string) =>
 
 /**
  * Records each event once and queues one message of it for every active endpoint of its owner
- * that takes its type. A delivery's events share a lane per endpoint, sent in order; a courier's
- * position is alone in its lane (tried once, it neither waits for nor holds up the others).
+ * that takes its type. A delivery's events share a lane per endpoint, sent in order, its
+ * courier's positions among them; a position is tried once, and skipped once stale.
  */
 export async function fanOut(
   store: WebhookStore,
@@ -36,7 +36,6 @@ export async function fanOut(
     for (const endpoint of await endpoints) {
       if (endpoint.status !== 'ACTIVE' || !subscribes(endpoint.events, event.type)) continue;
       const messageId = messageIdOf(endpoint._id, event.id);
-      const ephemeral = event.type === 'courier.location';
       items.push({
         message: {
           _id: messageId,
@@ -57,12 +56,12 @@ export async function fanOut(
           _id: messageId,
           webhookId: endpoint._id,
           eventId: event.id,
-          lane: ephemeral ? messageId : `${endpoint._id}:${event.deliveryId}`,
+          lane: laneOf(endpoint._id, event.deliveryId),
           sequence: event.sequence,
           attempts: 0,
           firstAttemptAt: null,
           nextAttemptAt: now,
-          ephemeral,
+          ephemeral: event.type === 'courier.location',
         },
       });
     }

@@ -42,6 +42,11 @@ const queueSchema = new Schema(
   },
   plain,
 );
+/**
+ * `_id` = a lane (`<webhookId>:<deliveryId>`): the highest sequence of a change attempted in
+ * it. A courier's position below it is stale and not sent (decision 77).
+ */
+const laneSchema = new Schema({ _id: String, sequence: Number }, plain);
 /** `_id` = `<messageId>:<n>`: whoever inserts it makes the n-th attempt. */
 const attemptSchema = new Schema({ _id: String, messageId: String }, plain);
 /**
@@ -59,6 +64,7 @@ export function defineWebhookModels(connection: Connection) {
     Event: connection.model('WebhookEvent', eventSchema, 'webhook_events'),
     Message: connection.model('WebhookMessage', messageSchema, 'webhook_messages'),
     Queue: connection.model('WebhookQueued', queueSchema, 'webhook_queue'),
+    Lane: connection.model('WebhookLane', laneSchema, 'webhook_lanes'),
     Attempt: connection.model('WebhookAttempt', attemptSchema, 'webhook_attempts'),
     Notice: connection.model('WebhookNotice', noticeSchema, 'webhook_notices'),
     NoticePlace: connection.model(
@@ -119,7 +125,8 @@ export interface EventRecord {
   data: Record<string, unknown>;
 }
 
-export const MESSAGE_STATUSES = ['PENDING', 'DELIVERED', 'FAILED'] as const;
+/** `SKIPPED`: a courier's position not sent, stale by a later event of its delivery. */
+export const MESSAGE_STATUSES = ['PENDING', 'DELIVERED', 'FAILED', 'SKIPPED'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 export interface MessageRecord {
@@ -148,7 +155,10 @@ export interface QueuedRecord {
   attempts: number;
   firstAttemptAt: Date | null;
   nextAttemptAt: Date;
-  /** Tried once: a courier's position is stale by the next one. */
+  /**
+   * A courier's position: tried once, and not at all once a later event of its delivery went or
+   * waits in its lane (it is stale by then).
+   */
   ephemeral: boolean;
   /** Queued again by its owner (`/replay`): its attempts say so. */
   replay?: boolean;
@@ -434,6 +444,29 @@ export class WebhookStore {
 
   async dequeue(messageId: string): Promise<void> {
     await this.m.Queue.deleteOne({ _id: messageId });
+  }
+
+  /**
+   * A change of the lane is about to be sent: positions below it are stale from now on. The
+   * lane's messages go one at a time, so its marks are not written at once by two attempts;
+   * `$max` keeps a replayed older change from lowering the mark.
+   */
+  async markLane(lane: string, sequence: number): Promise<void> {
+    const write = () =>
+      this.m.Lane.updateOne({ _id: lane }, { $max: { sequence } }, { upsert: true });
+    try {
+      await write();
+    } catch (err) {
+      // Two first marks of a lane at once: the other inserted it, so this one updates.
+      if (!isDuplicateKey(err)) throw err;
+      await write();
+    }
+  }
+
+  /** The highest sequence of a change attempted in the lane, if any was. */
+  async laneMark(lane: string): Promise<number | null> {
+    const found = (await this.m.Lane.findById(lane).lean()) as { sequence: number } | null;
+    return found?.sequence ?? null;
   }
 
   // --- attempts

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { call } from '../../libs/contracts';
+import type { PublishedEvent, WebhookEventType } from '../../libs/contracts/webhook';
 import {
   cancelDelivery,
   credit,
@@ -34,7 +36,7 @@ const ENV = {
   WEBHOOK_DISABLE_AFTER_MS: '4000',
   COURIER_LOCATION_FLUSH_MS: '300',
 };
-const stack = useMerchantStack({ internal: [], env: ENV });
+const stack = useMerchantStack({ internal: ['webhook'], env: ENV });
 const base = () => stack.node.url;
 const receiver = new WebhookReceiver();
 
@@ -69,7 +71,7 @@ async function simulated(merchant: Party, mode = 'delivered') {
 }
 
 const typesOf = (received: Received[]) => received.map((r) => r.event.type);
-/** The delivery's changes, without its courier's positions (a lane of their own). */
+/** The delivery's changes, without its courier's positions. */
 const changesOf = (received: Received[]) =>
   typesOf(received).filter((type) => type !== 'courier.location');
 
@@ -122,6 +124,72 @@ describe('courier.location', () => {
     await asCourier(base(), courier, 'POST', '/courier/location', ORIGIN);
     await new Promise((r) => setTimeout(r, 1000));
     expect(receiver.at('/location')).toHaveLength(after);
+  });
+});
+
+describe('a courier’s position', () => {
+  it('never reaches an endpoint after a later change of its delivery: it is skipped, and logged so', async () => {
+    const { merchant, webhook } = await merchantWithEndpoint('/stale');
+    const deliveryId = randomUUID();
+    /** An event of version `sequence / 10`, as order publishes it (positions at index 9). */
+    const event = (type: WebhookEventType, sequence: number, status: string): PublishedEvent => ({
+      id: randomUUID(),
+      type,
+      userId: merchant.userId,
+      deliveryId,
+      sequence,
+      createdAt: new Date().toISOString(),
+      data: { id: deliveryId, status },
+    });
+    const publish = (...events: PublishedEvent[]) =>
+      call(stack.client, 'webhook.publish', { events });
+    const sent = () => receiver.at('/stale').map((r) => r.event.id);
+    const logged = async () => {
+      const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries?limit=100`);
+      expect(log.status).toBe(200);
+      return new Map(
+        (log.body.data as { eventId: string; status: string; attempts: { error: string }[] }[]).map(
+          (m) => [m.eventId, m],
+        ),
+      );
+    };
+
+    const arrived = event('delivery.status_changed', 30, 'ARRIVED_AT_PICKUP');
+    const collected = event('delivery.status_changed', 40, 'COLLECTED');
+    await publish(arrived, collected);
+    await eventually(() => expect(sent()).toEqual([arrived.id, collected.id]));
+    // Read at version 3, published once version 4 went: the delivery as it was, too late.
+    const late = event('courier.location', 39, 'ARRIVED_AT_PICKUP');
+    await publish(late);
+    await eventually(async () => expect((await logged()).get(late.id)?.status).toBe('SKIPPED'));
+    const skipped = (await logged()).get(late.id);
+    expect(skipped?.attempts).toHaveLength(1);
+    expect(skipped?.attempts[0].error).toMatch(/^not sent: a later event of this delivery/);
+
+    // A position with a later change queued behind it, while an earlier one is retried.
+    const held = event('delivery.status_changed', 50, 'IN_TRANSIT');
+    let holding = true;
+    receiver.answer = (_path, e) =>
+      e.id === held.id && holding ? { status: 503 } : { status: 200 };
+    await publish(held);
+    await eventually(() => expect(sent()).toContain(held.id));
+    const behind = event('courier.location', 59, 'IN_TRANSIT');
+    const next = event('delivery.status_changed', 60, 'ARRIVED_AT_DROPOFF');
+    await publish(behind, next);
+    holding = false;
+    await eventually(() => expect(sent().at(-1)).toBe(next.id), { timeout: 15_000 });
+    expect((await logged()).get(behind.id)?.status).toBe('SKIPPED');
+
+    // The latest position, nothing after it: sent, and after every change before it.
+    const latest = event('courier.location', 69, 'ARRIVED_AT_DROPOFF');
+    await publish(latest);
+    await eventually(() => expect(sent().at(-1)).toBe(latest.id));
+    const once = [...new Set(sent())];
+    expect(once).toEqual([arrived.id, collected.id, held.id, next.id, latest.id]);
+    const statuses = await logged();
+    expect([late, behind].map((e) => statuses.get(e.id)?.status)).toEqual(['SKIPPED', 'SKIPPED']);
+    expect(statuses.get(latest.id)?.status).toBe('DELIVERED');
+    receiver.answer = () => ({ status: 200 });
   });
 });
 
@@ -281,8 +349,13 @@ describe('a delivery’s events', () => {
     // Each message and its attempt are logged, newest first, paged by offset and limit.
     const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries?limit=100`);
     expect(log.status).toBe(200);
-    expect(log.body.data).toHaveLength(received.length);
-    const logged = log.body.data as { id: string; type: string }[];
+    const logged = log.body.data as { id: string; eventId: string; type: string; status: string }[];
+    // What was not sent is a position a later change overtook (skipped, never received).
+    const skipped = logged.filter((m) => m.status === 'SKIPPED');
+    expect(skipped.every((m) => m.type === 'courier.location')).toBe(true);
+    const receivedIds = new Set(received.map((r) => r.event.id));
+    expect(skipped.filter((m) => receivedIds.has(m.eventId))).toEqual([]);
+    expect(logged).toHaveLength(received.length + skipped.length);
     const changes = logged.map((m) => m.type).filter((type) => type !== 'courier.location');
     expect(changes[0]).toBe('delivery.delivered');
     // Published together, so stored at one instant and listed by message id, as ever.
@@ -298,6 +371,7 @@ describe('a delivery’s events', () => {
     const past = `/api/webhooks/${webhook.id}/deliveries?limit=5&offset=${logged.length}`;
     expect((await api(merchant, 'GET', past)).body.data).toEqual([]);
     for (const m of log.body.data) {
+      if (m.status === 'SKIPPED') continue;
       expect(m.status).toBe('DELIVERED');
       expect(m.attempts).toHaveLength(1);
       expect(m.attempts[0]).toMatchObject({

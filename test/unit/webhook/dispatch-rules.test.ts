@@ -4,6 +4,7 @@ import {
   excerpt,
   EXCERPT_CHARS,
   isDelivered,
+  isSuperseded,
   lanesOf,
   shouldDisable,
   signingSecrets,
@@ -23,11 +24,11 @@ describe('subscribes', () => {
 });
 
 describe('lanesOf', () => {
-  const queued = (lane: string, sequence: number, id = `${lane}-${sequence}`) => ({
+  const queued = (lane: string, sequence: number, id = `${lane}-${sequence}`, queuedAt = 0) => ({
     _id: id,
     lane,
     sequence,
-    nextAttemptAt: at(0),
+    nextAttemptAt: at(queuedAt),
   });
 
   it('groups the queue by lane, each in the order its messages go', () => {
@@ -39,6 +40,11 @@ describe('lanesOf', () => {
     ]);
     expect([...lanes.keys()]).toEqual(['a', 'b']);
     expect(lanes.get('a')?.map((q) => q._id)).toEqual(['a-0', 'a-10', 'a-20']);
+  });
+
+  it('puts the older of two positions read at one version first, whatever their ids', () => {
+    const lanes = lanesOf([queued('a', 19, 'p-a', 2_000), queued('a', 19, 'p-z', 1_000)]);
+    expect(lanes.get('a')?.map((q) => q._id)).toEqual(['p-z', 'p-a']);
   });
 
   it('keeps every message once, in its lane, sorted (property)', () => {
@@ -57,6 +63,31 @@ describe('lanesOf', () => {
           }
         },
       ),
+    );
+  });
+});
+
+describe('isSuperseded', () => {
+  // A position read at version 3 (sequence 39) and the changes around it.
+  const position = { sequence: 39 };
+
+  it('sends a position nothing later of its delivery went before or waits behind', () => {
+    expect(isSuperseded(position, 0, null)).toBe(false);
+    expect(isSuperseded(position, 0, 30)).toBe(false);
+  });
+
+  it('skips a position once a later change was sent, or anything waits behind it', () => {
+    expect(isSuperseded(position, 0, 40)).toBe(true);
+    expect(isSuperseded(position, 1, null)).toBe(true);
+    expect(isSuperseded(position, 1, 30)).toBe(true);
+  });
+
+  it('sends a position exactly when nothing waits and no later change went (property)', () => {
+    fc.assert(
+      fc.property(fc.nat(100), fc.nat(3), fc.option(fc.nat(100)), (sequence, behind, mark) => {
+        const sent = !isSuperseded({ sequence }, behind, mark);
+        expect(sent).toBe(behind === 0 && (mark === null || mark <= sequence));
+      }),
     );
   });
 });
