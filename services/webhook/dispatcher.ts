@@ -10,6 +10,7 @@ import {
   shouldDisable,
   ROTATION_OVERLAP_MS,
   signingSecrets,
+  subscribes,
 } from './dispatch-rules';
 import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
@@ -210,12 +211,14 @@ export class Dispatcher {
       await this.recover(queued, n, now);
       return { passed: true };
     }
-    if (!queued.ephemeral) {
-      await store.markLane(queued.lane, queued.sequence);
-    } else if (await this.superseded(queued)) {
-      return this.skip(queued, n, now);
-    }
-    const result = await this.send(target, queued, n, now);
+    if (queued.ephemeral && (await this.superseded(queued))) return this.skip(queued, n, now);
+    // The mark goes beside the request: this dispatcher looks at the lane's next message only
+    // once both are done. Lanes without positions need none.
+    const marks = !queued.ephemeral && subscribes(target.endpoint.events, 'courier.location');
+    const [result] = await Promise.all([
+      this.send(target, queued, n, now),
+      marks ? store.markLane(queued.lane, queued.sequence) : undefined,
+    ]);
     const finishedAt = new Date(now.getTime() + result.durationMs);
     await store.finishAttempt(attemptId(queued._id, n), {
       finishedAt,
