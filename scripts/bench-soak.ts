@@ -8,8 +8,9 @@
  * taking a share of the same load: how far a floor moves in this run without a leak.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { availableParallelism, loadavg } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QUOTE } from '../test/support/quote';
 import { credit, requestDelivery, savePackage } from '../test/support/deliveries';
@@ -31,6 +32,7 @@ import {
   showHelpIfAsked,
   startBareServer,
   deployedNodeOptions,
+  stringOption,
 } from './bench-support';
 import {
   GROWTH_MB_PER_MIN,
@@ -80,12 +82,22 @@ Exits 1 when an answer is a 5xx other than 503/504 (load shed), or a process exi
   --interval S      seconds between RSS samples            BENCH_INTERVAL     30
   --connections C   requests under way at once             BENCH_CONNECTIONS  8
   --cool-down D     idle seconds before the last sample    BENCH_COOL_DOWN    60
+  --heap-snapshots S  comma-separated processes (package,order) to take V8 heap snapshots
+                    of, once an eighth into the load and once at its end, in a directory
+                    printed at the end; compare them with scripts/heap-diff.ts
+                                                           BENCH_HEAP_SNAPSHOTS
 `);
 
 const MINUTES = option('minutes', 10);
 const COOL_DOWN_S = option('cool-down', 60);
 const INTERVAL_S = option('interval', 30);
 const CONNECTIONS = option('connections', 8);
+const SNAPSHOTTED = new Set(
+  (stringOption('heap-snapshots') ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean),
+);
 /** Delivery requests per merchant before the next merchant takes over (open packages are capped). */
 const REQUESTS_PER_MERCHANT = 150;
 const GIVE_UP_MS = 30_000;
@@ -161,6 +173,29 @@ function partsOf(pid: number): MemoryParts | undefined {
     return memoryParts(readFileSync(`/proc/${pid}/smaps`, 'utf8'));
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Asks a process started with `--heapsnapshot-signal=SIGUSR2` for a heap snapshot and waits
+ * until V8 has written it (the process does nothing else meanwhile): its path.
+ */
+async function heapSnapshot(pid: number, dir: string): Promise<string> {
+  const before = new Set(readdirSync(dir));
+  process.kill(pid, 'SIGUSR2');
+  const deadline = Date.now() + 300_000;
+  let size = -1;
+  for (;;) {
+    await sleep(1000);
+    const file = readdirSync(dir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+    if (file) {
+      const path = join(dir, file);
+      const now = statSync(path).size;
+      // V8 writes the file in one go and then closes it: complete once it stops growing.
+      if (now > 0 && now === size) return path;
+      size = now;
+    }
+    if (Date.now() > deadline) throw new Error(`no heap snapshot of process ${pid} in ${dir}`);
   }
 }
 
@@ -306,10 +341,21 @@ async function main(): Promise<number> {
   try {
     await receiver.start();
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn', ...FAST_WEBHOOKS };
+    for (const name of SNAPSHOTTED) {
+      if (!(SERVICES as readonly string[]).includes(name)) throw new Error(`no process ${name}`);
+    }
+    const snapshotDir = SNAPSHOTTED.size > 0 ? mkdtempSync(join(tmpdir(), 'soak-heap-')) : '';
     // Each service with its pod's NODE_OPTIONS (deploy/k8s), so that its memory is a pod's.
     const starts = await Promise.allSettled(
       SERVICES.map((services) => {
-        const nodeOptions = deployedNodeOptions(services);
+        const nodeOptions = [
+          deployedNodeOptions(services),
+          SNAPSHOTTED.has(services)
+            ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`
+            : '',
+        ]
+          .filter(Boolean)
+          .join(' ');
         const own = nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env;
         return startNode({ iso, env: own, services });
       }),
@@ -385,9 +431,22 @@ async function main(): Promise<number> {
         await ops[i % ops.length](Math.floor(i / ops.length));
       }
     });
+    const snapshots: string[] = [];
+    const snapshot = async () => {
+      for (const p of processes.filter((p) => SNAPSHOTTED.has(p.name))) {
+        snapshots.push(
+          `${await heapSnapshot(p.pid, snapshotDir)} (${p.name}, ${minutes().toFixed(1)} min)`,
+        );
+      }
+    };
+    let snapshotted = false;
     const sampler = (async () => {
       while (!stopping && performance.now() < endAt && !exited()) {
         await sleep(Math.min(INTERVAL_S * 1000, Math.max(0, endAt - performance.now())));
+        if (!snapshotted && minutes() >= MINUTES / 8) {
+          snapshotted = true;
+          await snapshot();
+        }
         await sample(minutes());
         const last = samples.map((s) => s[s.length - 1].mb.toFixed(0)).join(' ');
         console.log(`  ${minutes().toFixed(1)} min: ${tally.total} answers; RSS ${last}`);
@@ -399,6 +458,7 @@ async function main(): Promise<number> {
     await Promise.race([Promise.all(workers), sleep(GIVE_UP_MS)]);
     const ranMin = minutes();
     const cpuS = processes.map((p, i) => (cpuTimeMs(p.pid) - cpuAtStart[i]) / 1000);
+    await snapshot();
     const heapsAtEnd = await Promise.all(processes.map((p) => heapOf(p.opsUrl)));
     const partsAtEnd = processes.map((p) => partsOf(p.pid));
     // Idle, V8 collects in full and shrinks its heap: what stays is what the run kept.
@@ -463,6 +523,10 @@ async function main(): Promise<number> {
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
+    if (snapshots.length > 0) {
+      console.log(`\nHeap snapshots (scripts/tsx scripts/heap-diff.ts <early> <late>):`);
+      for (const line of snapshots) console.log(`  ${line}`);
+    }
     for (const line of tally.unexpected) console.error(`  unexpected: ${line}`);
     if (exited()) {
       console.error('FAILED: a service process exited during the run');

@@ -30,15 +30,23 @@ export function option(
   argv: readonly string[] = process.argv,
   env: NodeJS.ProcessEnv = process.env,
 ): number {
-  const at = argv.indexOf(`--${name}`);
-  const fromEnv = env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`];
-  const given = at >= 0 ? argv[at + 1] : fromEnv;
+  const given = stringOption(name, argv, env);
   const value = given === undefined || given === '' ? fallback : Number(given);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
   return value;
 }
 
 /** Prints `usage` and exits 0 on `--help` or `-h`; call it before anything else runs. */
+/** `--name V` from the command line, else `BENCH_NAME` from the environment, as given. */
+export function stringOption(
+  name: string,
+  argv: readonly string[] = process.argv,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  const at = argv.indexOf(`--${name}`);
+  return at >= 0 ? argv[at + 1] : env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`];
+}
+
 export function showHelpIfAsked(usage: string, argv: readonly string[] = process.argv): void {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(usage.trim());
