@@ -104,6 +104,8 @@ export interface Config {
   };
   bodyLimit: string;
   requestTimeoutMs: number;
+  /** After how long a node passes again over what was stored without our records (libs/backfills). */
+  backfillAfterRolloutMs: number;
   opsPort: number;
   routing: {
     osrmUrl: string | undefined;
@@ -468,6 +470,13 @@ const envSchema = Joi.object({
     .min(100)
     .default(15000)
     .description('Timeout of a call from the gateway to a service (504 after it)'),
+  BACKFILL_AFTER_ROLLOUT_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(1800000)
+    .description(
+      'How long after it starts a node lists again what replicas of an older version stored meanwhile; longer than a rolling update takes',
+    ),
   OSRM_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .empty('')
@@ -871,6 +880,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
+    backfillAfterRolloutMs: value.BACKFILL_AFTER_ROLLOUT_MS,
     opsPort: value.OPS_PORT,
     routing: {
       osrmUrl: value.OSRM_URL,

@@ -1,4 +1,5 @@
 import { Schema, type Connection } from 'mongoose';
+import { passRecordsIn, runPass, type BackfillPass } from './backfills';
 import { insertOnce, isDuplicateKey } from './mongo';
 
 /**
@@ -36,6 +37,8 @@ const headSchema = new Schema(
     _id: { type: String, required: true },
     n: { type: Number, required: true },
     floor: { type: Number },
+    /** On the head that marks a backfill's pass (libs/backfills): when the pass began. */
+    startedAt: { type: Date },
   },
   plain,
 );
@@ -130,11 +133,16 @@ export function afterRead(read: { n: number; live: boolean }[]): {
   return { floor: lift ? newest + 1 : unlifted, lift, unlifted };
 }
 
+/** A stored item as a backfill lists it: whose list, when stored, and its entry's tag if any. */
+export interface StoredItem {
+  ownerId: string;
+  itemId: string;
+  at: Date;
+  tag?: string;
+}
+
 /** Stored documents as a list's `backfill` reads them, oldest first. */
-export async function* listedAs<T>(
-  stored: AsyncIterable<T>,
-  entry: (doc: T) => { ownerId: string; itemId: string; at: Date },
-) {
+export async function* listedAs<T>(stored: AsyncIterable<T>, entry: (doc: T) => StoredItem) {
   for await (const doc of stored) yield entry(doc);
 }
 
@@ -337,11 +345,11 @@ export class OwnerList {
   }
 
   /** Adds items of many owners, each owner's in the order given (`addAll`), owner by owner. */
-  async addByOwner(items: { ownerId: string; itemId: string; at: Date }[]): Promise<void> {
-    const byOwner = new Map<string, { itemId: string; at: Date }[]>();
-    for (const { ownerId, itemId, at } of items) {
+  async addByOwner(items: StoredItem[]): Promise<void> {
+    const byOwner = new Map<string, { itemId: string; at: Date; tag?: string }[]>();
+    for (const { ownerId, itemId, at, tag } of items) {
       const own = byOwner.get(ownerId) ?? [];
-      own.push({ itemId, at });
+      own.push({ itemId, at, tag });
       byOwner.set(ownerId, own);
     }
     for (const [ownerId, own] of byOwner) await this.addAll(ownerId, own);
@@ -489,21 +497,23 @@ export class OwnerList {
   }
 
   /**
-   * Adds what was stored before this list existed (a scan, once per deployment): every item of
-   * `stored`, oldest first, then marks the list filled. Safe to run twice or on two replicas.
+   * Adds what was stored without being listed (libs/backfills): at the first start, everything
+   * stored before this list existed; after a rolling update, what the replicas of the version
+   * before stored since. `stored(since)` yields the items stored since then, oldest first.
+   * Safe to run twice or on two replicas.
    */
-  async backfill(stored: AsyncIterable<{ ownerId: string; itemId: string; at: Date }>) {
-    if (await this.m.Head.exists({ _id: BACKFILLED })) return;
-    // A batch at a time, each owner's items of it in one `addAll`, in the order stored.
-    let batch: { ownerId: string; itemId: string; at: Date }[] = [];
-    for await (const item of stored) {
-      batch.push(item);
-      if (batch.length === BACKFILL_BATCH) {
-        await this.addByOwner(batch);
-        batch = [];
+  async backfill(pass: BackfillPass, stored: (since: Date | null) => AsyncIterable<StoredItem>) {
+    await runPass(pass, passRecordsIn(this.m.Head, { n: 0 }), BACKFILLED, async (since) => {
+      // A batch at a time, each owner's items of it in one `addAll`, in the order stored.
+      let batch: StoredItem[] = [];
+      for await (const item of stored(since)) {
+        batch.push(item);
+        if (batch.length === BACKFILL_BATCH) {
+          await this.addByOwner(batch);
+          batch = [];
+        }
       }
-    }
-    await this.addByOwner(batch);
-    await insertOnce(() => this.m.Head.create({ _id: BACKFILLED, n: 0 }));
+      await this.addByOwner(batch);
+    });
   }
 }

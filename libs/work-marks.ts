@@ -72,7 +72,7 @@ export class WorkMarks<Item, M extends Mark> {
 
   /**
    * Marks every item of `stored` with work (a scan of what was stored before the marks existed),
-   * once per deployment, safe on two replicas at once.
+   * at each start and after a rollout (libs/backfills), safe on two replicas at once.
    */
   async markStored(stored: AsyncIterable<Item>): Promise<void> {
     const marks = this.of.marks();

@@ -128,7 +128,7 @@ export class OutboxRecords<R extends StoredOutboxFields> {
     return ready;
   }
 
-  /** Gives a place to every PENDING message stored before places existed (once per deployment). */
+  /** Gives a place to every PENDING message stored before places existed (libs/backfills). */
   async placeStoredMessages(): Promise<void> {
     const stored = this.models().messages.find({ status: 'PENDING' }).lean().cursor();
     await this.places.markStored(stored as AsyncIterable<R>);

@@ -1,4 +1,5 @@
 import Joi from '../../libs/joi';
+import { Backfills } from '../../libs/backfills';
 import type { Config } from '../../libs/config';
 import { broadcast } from '../../libs/contracts';
 import {
@@ -48,12 +49,26 @@ export function createAccountService(config: Config): ServiceDefinition {
     return user;
   }
 
+  // Awaited: until it is done, keys made without their hash's entry are not found.
+  const backfills = new Backfills(
+    [
+      {
+        what: 'keys made before their hashes were entered',
+        run: (pass) => store.enterStoredKeyHashes(pass),
+        awaited: true,
+      },
+    ],
+    config.backfillAfterRolloutMs,
+  );
+
   return {
     name: 'account',
     mixins: [db.mixin()],
     async started() {
-      // Awaited: until it is done, keys made before `api_key_hashes` existed are not found.
-      await store.enterStoredKeyHashes();
+      await backfills.start(this.logger);
+    },
+    async stopped() {
+      await backfills.stop();
     },
     actions: {
       createUser: implement('account.createUser', {

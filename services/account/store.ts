@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { insertOnce, updateByIdWhere } from '../../libs/mongo';
+import { passRecordsIn, runPass, storedSince, type BackfillPass } from '../../libs/backfills';
 
 const userSchema = new Schema(
   {
@@ -41,7 +42,12 @@ const apiKeySchema = new Schema(
  * and FerretDB 1.24 on SQLite finds a document by `_id` alone without reading every other.
  */
 const keyHashSchema = new Schema(
-  { _id: { type: String, required: true }, keyId: { type: String, required: true } },
+  {
+    _id: { type: String, required: true },
+    keyId: { type: String, required: true },
+    /** On the entry that marks a backfill's pass (libs/backfills): when the pass began. */
+    startedAt: { type: Date },
+  },
   { versionKey: false },
 );
 
@@ -95,14 +101,16 @@ export class AccountStore {
     return (await this.models().ApiKey.create({ ...fields, _id })).toObject();
   }
 
-  /** Enters the hashes of keys stored before `api_key_hashes` existed (a scan, once). */
-  async enterStoredKeyHashes(): Promise<void> {
+  /** Enters the hashes of keys stored without them (a scan, libs/backfills). */
+  async enterStoredKeyHashes(pass: BackfillPass): Promise<void> {
     const { ApiKey, KeyHash } = this.models();
-    if (await KeyHash.exists({ _id: HASHES_FILLED })) return;
-    for await (const key of ApiKey.find({}, { hash: 1 }).lean().cursor()) {
-      await insertOnce(() => KeyHash.create({ _id: key.hash, keyId: key._id }));
-    }
-    await insertOnce(() => KeyHash.create({ _id: HASHES_FILLED, keyId: HASHES_FILLED }));
+    const records = passRecordsIn(KeyHash, { keyId: HASHES_FILLED });
+    await runPass(pass, records, HASHES_FILLED, async (since) => {
+      const stored = ApiKey.find(storedSince('createdAt', since), { hash: 1 }).lean().cursor();
+      for await (const key of stored) {
+        await insertOnce(() => KeyHash.create({ _id: key.hash, keyId: key._id }));
+      }
+    });
   }
 
   /** Newest first, a page at a time. */

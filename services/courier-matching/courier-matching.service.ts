@@ -1,5 +1,6 @@
 import type { Logger, ServiceBroker } from 'moleculer';
 import Joi from '../../libs/joi';
+import { Backfills } from '../../libs/backfills';
 import type { Config } from '../../libs/config';
 import { CachedValue } from '../../libs/cache';
 import { call, emit } from '../../libs/contracts';
@@ -113,6 +114,19 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     (err) => log().warn('matching sweep failed; the next one retries', { err }),
   );
 
+  // Awaited: until it is done the merchants' lists stored earlier read empty, and
+  // MERCHANT_SPECIAL_COURIERS requests would be refused.
+  const backfills = new Backfills(
+    [
+      {
+        what: "merchants' couriers linked before their lists",
+        run: (pass) => store.listStoredLinks(pass),
+        awaited: true,
+      },
+    ],
+    config.backfillAfterRolloutMs,
+  );
+
   return {
     name: 'courier-matching',
     mixins: [db.mixin()],
@@ -121,9 +135,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       broker = this.broker;
     },
     async started() {
-      // Awaited, once per deployment: until it is done the merchants' lists stored earlier
-      // read empty, and MERCHANT_SPECIAL_COURIERS requests would be refused.
-      await store.listStoredLinks();
+      await backfills.start(this.logger);
       registerHealthCheck(this.broker, 'matching-redis', () => redisReady(redis));
       // Not awaited: without Redis the service still starts; positions answer 503.
       connectRedis(redis).catch(() => {
@@ -133,6 +145,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       sweep.start();
     },
     async stopped() {
+      await backfills.stop();
       await sweep.stop();
       await flusher.stop();
       unregisterHealthCheck(this.broker, 'matching-redis');

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
+import { storedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
@@ -306,18 +307,20 @@ export class CourierStore {
   }
 
   /** Puts the links stored before `merchant_courier_list` existed on their merchants' lists. */
-  async listStoredLinks(): Promise<void> {
-    const stored = this.models()
-      .MerchantCourier.find({}, { userId: 1, courierId: 1, createdAt: 1 })
-      .sort({ createdAt: 1, _id: 1 })
-      .lean<MerchantCourierRecord[]>()
-      .cursor();
-    await this.additions.backfill(
-      listedAs(stored, (link) => ({
-        ownerId: link.userId,
-        itemId: link.courierId,
-        at: link.createdAt,
-      })),
+  async listStoredLinks(pass: BackfillPass): Promise<void> {
+    await this.additions.backfill(pass, (since) =>
+      listedAs(
+        this.models()
+          .MerchantCourier.find(storedSince('createdAt', since), {
+            userId: 1,
+            courierId: 1,
+            createdAt: 1,
+          })
+          .sort({ createdAt: 1, _id: 1 })
+          .lean<MerchantCourierRecord[]>()
+          .cursor(),
+        (link) => ({ ownerId: link.userId, itemId: link.courierId, at: link.createdAt }),
+      ),
     );
   }
 }

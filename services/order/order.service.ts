@@ -1,4 +1,5 @@
 import type { Logger, ServiceBroker } from 'moleculer';
+import { Backfills } from '../../libs/backfills';
 import type { Config } from '../../libs/config';
 import {
   assignCourierParams,
@@ -138,6 +139,30 @@ export function createOrderService(config: Config): ServiceDefinition {
     announcer,
     logger: () => logger,
   });
+  // In the background: what is stored without these records is missed by their readers until
+  // then, but nothing refuses or doubles anything meanwhile.
+  const backfills = new Backfills(
+    [
+      {
+        what: "deliveries stored before the users' lists",
+        run: (pass) => store.listStoredDeliveries(pass),
+      },
+      {
+        what: 'deliveries stored before the status lists',
+        run: (pass) => store.listStoredStatuses(pass),
+      },
+      { what: 'transitions stored before their marks', run: () => store.markStoredWork() },
+      {
+        what: 'notifications queued before their lists',
+        run: (pass) => store.listStoredNotifications(pass),
+      },
+      {
+        what: 'notifications queued before their places',
+        run: () => store.notifications.placeStoredMessages(),
+      },
+    ],
+    config.backfillAfterRolloutMs,
+  );
   const sender = new OutboxSender({
     kind: 'notification',
     config: config.notifications,
@@ -211,7 +236,7 @@ export function createOrderService(config: Config): ServiceDefinition {
       broker = this.broker;
       logger = this.logger;
     },
-    started() {
+    async started() {
       registerHealthCheck(this.broker, 'order-redis', () => redisReady(redis));
       // Not awaited: without Redis the service still starts; cancellations answer 503.
       connectRedis(redis).catch(() => {
@@ -219,26 +244,11 @@ export function createOrderService(config: Config): ServiceDefinition {
       });
       sweep.start();
       sender.start();
-      // Once per deployment, in the background: what is stored before these records existed is
-      // missed by their readers until then.
-      const backfills: [() => Promise<void>, string][] = [
-        [() => store.listStoredDeliveries(), "deliveries stored before the users' lists"],
-        [() => store.listStoredStatuses(), 'deliveries stored before the status lists'],
-        [() => store.markStoredWork(), 'transitions stored before their marks'],
-        [() => store.listStoredNotifications(), 'notifications queued before their lists'],
-        [
-          () => store.notifications.placeStoredMessages(),
-          'notifications queued before their places',
-        ],
-      ];
-      for (const [backfill, what] of backfills) {
-        backfill().catch((err: unknown) => {
-          logger.warn(`${what} are not all recorded yet: ${String(err)}`);
-        });
-      }
+      await backfills.start(logger);
       if (config.appEnv !== 'live') simulator.start();
     },
     async stopped() {
+      await backfills.stop();
       await simulator.stop();
       await sweep.stop();
       await sender.stop();

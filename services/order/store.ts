@@ -1,6 +1,7 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
+import { storedSince, type BackfillPass } from '../../libs/backfills';
 import { WorkMarks } from '../../libs/work-marks';
 import {
   OwnerList,
@@ -330,25 +331,42 @@ export class OrderStore {
   }
 
   /** Puts the deliveries stored before `user_deliveries` existed on their users' lists. */
-  async listStoredDeliveries(): Promise<void> {
-    const stored = this.m.Delivery.find({}, { userId: 1, createdAt: 1 })
-      .sort({ createdAt: 1 })
-      .lean()
-      .cursor();
-    await this.byUser.backfill(ownedItems(stored));
+  async listStoredDeliveries(pass: BackfillPass): Promise<void> {
+    await this.byUser.backfill(pass, (since) =>
+      ownedItems(
+        this.m.Delivery.find(storedSince('createdAt', since), { userId: 1, createdAt: 1 })
+          .sort({ createdAt: 1 })
+          .lean()
+          .cursor(),
+      ),
+    );
   }
 
   /** Puts the deliveries stored before `user_deliveries_by_status` existed on their status's list. */
-  async listStoredStatuses(): Promise<void> {
-    const stored = this.m.Delivery.find({}, { userId: 1, 'lifecycle.status': 1, updatedAt: 1 })
-      .sort({ updatedAt: 1 })
-      .lean()
-      .cursor();
-    await this.byStatus.backfill(
-      listedAs(stored, (d) => {
-        const { _id, userId, lifecycle, updatedAt } = d as unknown as DeliveryRecord;
-        return { ownerId: inStatus(userId, lifecycle.status), itemId: _id, at: updatedAt };
-      }),
+  async listStoredStatuses(pass: BackfillPass): Promise<void> {
+    await this.byStatus.backfill(pass, (since) =>
+      listedAs(
+        this.m.Delivery.find(storedSince('updatedAt', since), {
+          userId: 1,
+          'lifecycle.status': 1,
+          version: 1,
+          updatedAt: 1,
+        })
+          .sort({ updatedAt: 1 })
+          .lean()
+          .cursor(),
+        (d) => {
+          const { _id, userId, lifecycle, version, updatedAt } = d as unknown as DeliveryRecord;
+          // Tagged as `enteringStatus` tags: a delivery listed by it at this version is not
+          // listed twice.
+          return {
+            ownerId: inStatus(userId, lifecycle.status),
+            itemId: _id,
+            at: updatedAt,
+            tag: String(version),
+          };
+        },
+      ),
     );
   }
 
@@ -395,7 +413,7 @@ export class OrderStore {
     await this.work.release(mark, await this.transitionById(mark._id), now);
   }
 
-  /** Marks every transition with work stored before the marks existed (once per deployment). */
+  /** Marks every transition with work stored before the marks existed (at each start, libs/backfills). */
   async markStoredWork(): Promise<void> {
     const stored = this.m.Transition.find(
       { $or: [{ unsettled: true }, { unannounced: true }] },
@@ -489,16 +507,18 @@ export class OrderStore {
   }
 
   /** Puts the notifications queued before `delivery_notifications` existed on their lists. */
-  async listStoredNotifications(): Promise<void> {
-    const stored = this.m.Notification.find({}, { deliveryId: 1, createdAt: 1 })
-      .sort({ createdAt: 1 })
-      .lean()
-      .cursor();
-    await this.notificationsByDelivery.backfill(
-      listedAs(stored, (n) => {
-        const { _id, deliveryId, createdAt } = n as unknown as NotificationRecord;
-        return { ownerId: deliveryId, itemId: _id, at: createdAt };
-      }),
+  async listStoredNotifications(pass: BackfillPass): Promise<void> {
+    await this.notificationsByDelivery.backfill(pass, (since) =>
+      listedAs(
+        this.m.Notification.find(storedSince('createdAt', since), { deliveryId: 1, createdAt: 1 })
+          .sort({ createdAt: 1 })
+          .lean()
+          .cursor(),
+        (n) => {
+          const { _id, deliveryId, createdAt } = n as unknown as NotificationRecord;
+          return { ownerId: deliveryId, itemId: _id, at: createdAt };
+        },
+      ),
     );
   }
 

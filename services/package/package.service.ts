@@ -1,4 +1,5 @@
 import Joi from '../../libs/joi';
+import { Backfills } from '../../libs/backfills';
 import type { Config } from '../../libs/config';
 import {
   INVALID_SELECTION,
@@ -104,13 +105,27 @@ export function createPackageService(config: Config): ServiceDefinition {
     return ids.map((id) => byId.get(id) as PackageRecord);
   }
 
+  // Awaited: until it is done a user's older packages are missing from their list, so the
+  // limit of open packages, counted on it, would let more through.
+  const backfills = new Backfills(
+    [
+      {
+        what: "packages saved before their users' lists",
+        run: (pass) => store.listStoredPackages(pass),
+        awaited: true,
+      },
+    ],
+    config.backfillAfterRolloutMs,
+  );
+
   return {
     name: 'package',
     mixins: [db.mixin()],
     async started() {
-      // Awaited, once per deployment: until it is done a user's older packages are missing
-      // from their list, so the limit of open packages, counted on it, would let more through.
-      await store.listStoredPackages();
+      await backfills.start(this.logger);
+    },
+    async stopped() {
+      await backfills.stop();
     },
     actions: {
       save: action({

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { findByIdWhere, insertOnce, isDuplicateKey, updateByIdWhere } from '../../libs/mongo';
+import { storedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, ownedItems } from '../../libs/owner-list';
 
 const packageSchema = new Schema(
@@ -258,13 +259,16 @@ export class PackageStore {
     return (await this.Package.findById(packageId).lean()) as PackageRecord | null;
   }
 
-  /** Puts the packages saved before `user_packages` existed on their users' lists. */
-  async listStoredPackages(): Promise<void> {
-    const stored = this.Package.find({}, { userId: 1, createdAt: 1 })
-      .sort({ createdAt: 1 })
-      .lean()
-      .cursor();
-    await this.byUser.backfill(ownedItems(stored));
+  /** Puts the packages saved without being listed on their users' lists (libs/backfills). */
+  async listStoredPackages(pass: BackfillPass): Promise<void> {
+    await this.byUser.backfill(pass, (since) =>
+      ownedItems(
+        this.Package.find(storedSince('createdAt', since), { userId: 1, createdAt: 1 })
+          .sort({ createdAt: 1 })
+          .lean()
+          .cursor(),
+      ),
+    );
   }
 
   /** Throws a duplicate-key error when `_id` is given and taken. */

@@ -7,6 +7,7 @@ import {
   outboxPlaceSchema,
 } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey } from '../../libs/mongo';
+import { storedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 
 /**
@@ -266,20 +267,22 @@ export class WebhookStore {
   }
 
   /** Puts the endpoints stored before `webhook_owner_endpoints` existed on their owners' lists. */
-  async listStoredEndpoints(): Promise<void> {
-    const stored = this.m.Endpoint.find(
-      { deleted: false },
-      { userId: 1, environment: 1, createdAt: 1 },
-    )
-      .sort({ createdAt: 1 })
-      .lean<Pick<EndpointRecord, '_id' | 'userId' | 'environment' | 'createdAt'>[]>()
-      .cursor();
-    await this.endpointsByOwner.backfill(
-      listedAs(stored, (e) => ({
-        ownerId: endpointOwner(e.userId, e.environment),
-        itemId: e._id,
-        at: e.createdAt,
-      })),
+  async listStoredEndpoints(pass: BackfillPass): Promise<void> {
+    await this.endpointsByOwner.backfill(pass, (since) =>
+      listedAs(
+        this.m.Endpoint.find(
+          { deleted: false, ...storedSince('createdAt', since) },
+          { userId: 1, environment: 1, createdAt: 1 },
+        )
+          .sort({ createdAt: 1 })
+          .lean<Pick<EndpointRecord, '_id' | 'userId' | 'environment' | 'createdAt'>[]>()
+          .cursor(),
+        (e) => ({
+          ownerId: endpointOwner(e.userId, e.environment),
+          itemId: e._id,
+          at: e.createdAt,
+        }),
+      ),
     );
   }
 
@@ -410,13 +413,15 @@ export class WebhookStore {
   }
 
   /** Puts the messages stored before `webhook_endpoint_messages` existed on their endpoints' lists. */
-  async listStoredMessages(): Promise<void> {
-    const stored = this.m.Message.find({}, { webhookId: 1, createdAt: 1 })
-      .sort({ createdAt: 1, _id: 1 })
-      .lean<Pick<MessageRecord, '_id' | 'webhookId' | 'createdAt'>[]>()
-      .cursor();
-    await this.messagesByEndpoint.backfill(
-      listedAs(stored, (m) => ({ ownerId: m.webhookId, itemId: m._id, at: m.createdAt })),
+  async listStoredMessages(pass: BackfillPass): Promise<void> {
+    await this.messagesByEndpoint.backfill(pass, (since) =>
+      listedAs(
+        this.m.Message.find(storedSince('createdAt', since), { webhookId: 1, createdAt: 1 })
+          .sort({ createdAt: 1, _id: 1 })
+          .lean<Pick<MessageRecord, '_id' | 'webhookId' | 'createdAt'>[]>()
+          .cursor(),
+        (m) => ({ ownerId: m.webhookId, itemId: m._id, at: m.createdAt }),
+      ),
     );
   }
 

@@ -4,6 +4,7 @@ import { call } from '../../libs/contracts';
 import { publishParams } from '../../libs/contracts/webhook';
 import { channelSenders } from '../../libs/messaging/channels';
 import { OutboxSender } from '../../libs/messaging/outbox-sender';
+import { Backfills } from '../../libs/backfills';
 import { ServiceDatabase } from '../../libs/mongo';
 import { implement, type ServiceDefinition } from '../../libs/service';
 import { Dispatcher } from './dispatcher';
@@ -47,6 +48,29 @@ export function createWebhookService(config: Config): ServiceDefinition {
     logger: log,
     recordDisable: (endpoint, at, lastError) => notices.record(endpoint, at, lastError),
   });
+  const backfills = new Backfills(
+    [
+      // Awaited: until they are done a stored endpoint would miss the events of its owner and
+      // let more than WEBHOOK_MAX_ENDPOINTS be created, and a page of messages would leave out
+      // the older ones and list them later above newer ones.
+      {
+        what: "endpoints stored before their owners' lists",
+        run: (pass) => store.listStoredEndpoints(pass),
+        awaited: true,
+      },
+      {
+        what: "messages stored before their endpoints' lists",
+        run: (pass) => store.listStoredMessages(pass),
+        awaited: true,
+      },
+      // In the background: notices queued before their places wait until then.
+      {
+        what: 'notices queued before their places',
+        run: () => store.notices.placeStoredMessages(),
+      },
+    ],
+    config.backfillAfterRolloutMs,
+  );
   const sender = new OutboxSender({
     kind: 'webhook notice',
     config: config.notifications,
@@ -76,20 +100,12 @@ export function createWebhookService(config: Config): ServiceDefinition {
       broker = this.broker;
     },
     async started() {
-      // Once per deployment, awaited: until they are done a stored endpoint would miss the
-      // events of its owner and let more than WEBHOOK_MAX_ENDPOINTS be created, and a page
-      // of messages would leave out the older ones and list them later above newer ones.
-      await store.listStoredEndpoints();
-      await store.listStoredMessages();
+      await backfills.start(this.logger);
       dispatcher.start();
       sender.start();
-      // Once per deployment, in the background: notices queued before places wait until then.
-      store.notices.placeStoredMessages().catch((err: unknown) => {
-        log().warn(`notices queued before their places are not all sent yet: ${String(err)}`);
-      });
     },
     async stopped() {
-      await Promise.all([dispatcher.stop(), sender.stop()]);
+      await Promise.all([dispatcher.stop(), sender.stop(), backfills.stop()]);
     },
   };
 }

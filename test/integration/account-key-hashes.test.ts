@@ -44,7 +44,7 @@ it('finds a key made now, and one stored before the hash entries once they are e
 
   expect(await store.findKeyByHash(made.hash)).toMatchObject({ _id: made._id });
   expect(await store.findKeyByHash(older.hash)).toBeNull();
-  await store.enterStoredKeyHashes();
+  await store.enterStoredKeyHashes('start');
   expect(await store.findKeyByHash(older.hash)).toMatchObject({ _id: older._id });
   expect(await store.findKeyByHash(randomUUID())).toBeNull();
 });

@@ -50,8 +50,8 @@ it('adds the links stored before the list existed, once, oldest first', async ()
     })),
   );
   expect((await listed(userId)).ids).toEqual([]);
-  await store.listStoredLinks();
-  await store.listStoredLinks();
+  await store.listStoredLinks('start');
+  await store.listStoredLinks('start');
   expect((await listed(userId)).ids).toEqual([b, a, c]);
   expect(await store.countList(userId)).toBe(3);
   const d = await newCourier();

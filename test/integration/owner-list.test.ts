@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
+import { CLOCK_SKEW_MS } from '../../libs/backfills';
 import { OwnerList, defineOwnerListModels } from '../../libs/owner-list';
 import { isolation, openServiceDatabase } from '../support/stack';
 
@@ -25,9 +26,9 @@ afterAll(async () => {
 });
 
 /** Every item of the owner's list, newest first. */
-async function all(ownerId: string): Promise<string[]> {
+async function all(ownerId: string, of: OwnerList = list): Promise<string[]> {
   const items: string[] = [];
-  for await (const batch of list.newestFirst(ownerId)) items.push(...batch);
+  for await (const batch of of.newestFirst(ownerId)) items.push(...batch);
   return items;
 }
 
@@ -65,9 +66,43 @@ it('adds what was stored before it once, oldest first, and only on its first run
     (async function* () {
       for (const itemId of names) yield { ownerId: owner, itemId, at: new Date() };
     })();
-  await list.backfill(stored(['old-1', 'old-2', 'new']));
-  await list.backfill(stored(['never']));
+  await list.backfill('start', () => stored(['old-1', 'old-2', 'new']));
+  await list.backfill('start', () => stored(['never']));
   expect(await all(owner)).toEqual(['old-2', 'old-1', 'new']);
+});
+
+it('adds, once after a rolling update, what was stored since its first pass began', async () => {
+  const models = defineOwnerListModels(conn, 'rollout');
+  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
+  const rolled = new OwnerList(() => models);
+  const owner = randomUUID();
+  const at = new Date();
+  const stored = (names: string[]) =>
+    (async function* () {
+      for (const itemId of names) yield { ownerId: owner, itemId, at };
+    })();
+  const asked: (Date | null)[] = [];
+  // Before the first pass has ended, the second does nothing: the next start tries again.
+  await rolled.backfill('after-rollout', (since) => (asked.push(since), stored(['early'])));
+  const began = Date.now();
+  await rolled.backfill('start', (since) => (asked.push(since), stored(['old'])));
+  // A replica of the version before stores one without listing it; then new code lists one.
+  await rolled.add(owner, 'new', at);
+  const second = (since: Date | null) => (asked.push(since), stored(['old', 'unlisted', 'new']));
+  await Promise.all([
+    rolled.backfill('after-rollout', second),
+    rolled.backfill('after-rollout', second),
+  ]);
+  await rolled.backfill('after-rollout', (since) => (asked.push(since), stored(['never'])));
+  expect(await all(owner, rolled)).toEqual(['unlisted', 'new', 'old']);
+  // The first pass read everything; the second what was stored since it began, less the skew.
+  expect(asked[0]).toBeNull();
+  const since = asked.slice(1).map((d) => (d as Date).getTime());
+  expect(since.length).toBeGreaterThanOrEqual(1);
+  for (const s of since) {
+    expect(s).toBeGreaterThanOrEqual(began - CLOCK_SKEW_MS - 1000);
+    expect(s).toBeLessThanOrEqual(Date.now() - CLOCK_SKEW_MS);
+  }
 });
 
 it('adds a batch in its order, each item once, whatever adds race it or retry it', async () => {
@@ -104,7 +139,7 @@ it('adds what was stored before it by batches, each owner in the order stored', 
     at: new Date(),
   }));
   await batched.add(owners[1], 'item-1', new Date());
-  await batched.backfill(
+  await batched.backfill('start', () =>
     (async function* () {
       yield* stored;
     })(),

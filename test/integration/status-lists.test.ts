@@ -215,12 +215,12 @@ it('lists the deliveries stored before the status lists existed, once per deploy
   await db.models.Delivery.insertMany([old, older, cancelled] as never[]);
   expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([]);
 
-  await Promise.all([store.listStoredStatuses(), store.listStoredStatuses()]);
+  await Promise.all([store.listStoredStatuses('start'), store.listStoredStatuses('start')]);
   expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([old._id, older._id]);
   expect(await idsIn(userId, 'CANCELLED')).toEqual([cancelled._id]);
   // Once marked filled, a later start does not scan again.
   const stray = deliveryRecord(userId);
   await db.models.Delivery.create(stray);
-  await store.listStoredStatuses();
+  await store.listStoredStatuses('start');
   expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([old._id, older._id]);
 });

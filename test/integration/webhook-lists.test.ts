@@ -186,11 +186,11 @@ describe('documents stored before the lists', () => {
       await before.m.Message.insertMany(messages);
 
       expect(await before.store.endpointsOf(userId, ENV)).toEqual([]);
-      await before.store.listStoredEndpoints();
-      await before.store.listStoredMessages();
+      await before.store.listStoredEndpoints('start');
+      await before.store.listStoredMessages('start');
       // Once per deployment: a second start adds nothing.
-      await before.store.listStoredEndpoints();
-      await before.store.listStoredMessages();
+      await before.store.listStoredEndpoints('start');
+      await before.store.listStoredMessages('start');
 
       expect(ids(await before.store.endpointsOf(userId, ENV))).toEqual(
         ids([endpoints[2], endpoints[0]]),

@@ -82,6 +82,7 @@ describe('loadConfig defaults', () => {
       courierPositions: { onlineMs: 120000, flushMs: 10000 },
       bodyLimit: '256kb',
       requestTimeoutMs: 15000,
+      backfillAfterRolloutMs: 1800000,
       opsPort: 9464,
       routing: {
         osrmUrl: undefined,
@@ -333,6 +334,7 @@ describe('loadConfig errors', () => {
     ['BODY_LIMIT', '1mb'],
     ['BODY_LIMIT', '786433b'],
     ['REQUEST_TIMEOUT_MS', '99'],
+    ['BACKFILL_AFTER_ROLLOUT_MS', '999'],
     ['S3_TIMEOUT_MS', '99'],
     ['MONGO_TIMEOUT_MS', '99'],
     ['FILE_MAX_BYTES', '0'],
@@ -647,6 +649,7 @@ describe('describeConfig', () => {
     'TRACKING_MAX_STREAMS_PER_ADDRESS',
     'BODY_LIMIT',
     'REQUEST_TIMEOUT_MS',
+    'BACKFILL_AFTER_ROLLOUT_MS',
     'OSRM_URL',
     'OSRM_PROFILE',
     'OSRM_TIMEOUT_MS',

@@ -1,0 +1,126 @@
+import type { Logger } from 'moleculer';
+import { insertOnce } from './mongo';
+
+/**
+ * A service's passes over what was stored before a record of ours existed: a list a read goes
+ * by, a hash entry a key is found by, a mark a sweep reads (decision 78). The first pass runs
+ * when the service starts. During a rolling update, replicas of the version before keep
+ * storing documents without those records after it, so each node runs a second pass once the
+ * update has had time to end (`BACKFILL_AFTER_ROLLOUT_MS`), over what was stored since the
+ * first began. Both are safe to run twice or on two replicas: what a pass adds is added once.
+ */
+export type BackfillPass = 'start' | 'after-rollout';
+
+/**
+ * How far before the first pass began the second one reads: a document stamped by a replica
+ * whose clock runs behind ours is still read.
+ */
+export const CLOCK_SKEW_MS = 5 * 60_000;
+
+/** The documents that record a backfill's passes: `_id` names the pass. */
+export interface PassRecords {
+  /** The record by `_id`, with when its pass began (none on records older than that field). */
+  find(id: string): Promise<{ startedAt?: Date | null } | null>;
+  /** Records the pass once; a repeat leaves the first record. */
+  insert(id: string, startedAt: Date): Promise<void>;
+}
+
+/** Pass records kept as documents of a collection of ours, with the fields it requires. */
+export function passRecordsIn(
+  model: {
+    findById(id: string): { lean(): PromiseLike<unknown> };
+    create(doc: Record<string, unknown>): Promise<unknown>;
+  },
+  required: Record<string, unknown> = {},
+): PassRecords {
+  return {
+    find: async (id) => (await model.findById(id).lean()) as { startedAt?: Date | null } | null,
+    insert: async (id, startedAt) => {
+      await insertOnce(() => model.create({ ...required, _id: id, startedAt }));
+    },
+  };
+}
+
+/**
+ * Runs one pass of a backfill whose first pass is recorded as `firstId`: `fill(since)` adds what
+ * was stored since `since` (everything for null). The first pass runs once, recording when it
+ * began; the second once after it, from then (less `CLOCK_SKEW_MS`). A second pass before the
+ * first has ended does nothing (the next start schedules it again); after a first pass recorded
+ * before its start was kept, it does nothing either: that update ended long ago.
+ */
+export async function runPass(
+  pass: BackfillPass,
+  records: PassRecords,
+  firstId: string,
+  fill: (since: Date | null) => Promise<void>,
+  now: () => Date = () => new Date(),
+): Promise<void> {
+  const first = await records.find(firstId);
+  if (pass === 'start') {
+    if (first) return;
+    const startedAt = now();
+    await fill(null);
+    await records.insert(firstId, startedAt);
+    return;
+  }
+  const secondId = `${firstId}:${pass}`;
+  if (!first || (await records.find(secondId))) return;
+  const startedAt = now();
+  if (first.startedAt) await fill(new Date(new Date(first.startedAt).getTime() - CLOCK_SKEW_MS));
+  await records.insert(secondId, startedAt);
+}
+
+/** What a pass reads when it reads what was stored since `since`: a filter on `field`. */
+export const storedSince = (field: string, since: Date | null) =>
+  since ? { [field]: { $gte: since } } : {};
+
+export interface Backfill {
+  /** What it fills, for the log: "deliveries stored before the users' lists". */
+  what: string;
+  run(pass: BackfillPass): Promise<void>;
+  /** Its first pass ends before the service reports started (readers would miss items). */
+  awaited?: boolean;
+}
+
+/** Runs a service's backfills: the first pass as it starts, the second after a rollout's time. */
+export class Backfills {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(
+    private readonly backfills: readonly Backfill[],
+    private readonly afterRolloutMs: number,
+  ) {}
+
+  /** Resolves once the awaited first passes are done; the others go on in the background. */
+  async start(logger: Logger): Promise<void> {
+    for (const backfill of this.backfills) {
+      if (backfill.awaited) await backfill.run('start');
+    }
+    for (const backfill of this.backfills) {
+      if (!backfill.awaited) this.inBackground(backfill, 'start', logger);
+    }
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      for (const backfill of this.backfills) this.inBackground(backfill, 'after-rollout', logger);
+    }, this.afterRolloutMs);
+    // A node stopping before the time comes is not held up by it.
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await Promise.allSettled(this.running);
+  }
+
+  private inBackground(backfill: Backfill, pass: BackfillPass, logger: Logger): void {
+    const run = backfill
+      .run(pass)
+      .catch((err: unknown) => {
+        logger.warn(`${backfill.what} are not all recorded yet: ${String(err)}`, { pass });
+      })
+      .finally(() => this.running.delete(run));
+    this.running.add(run);
+  }
+}

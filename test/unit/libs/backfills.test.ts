@@ -1,0 +1,138 @@
+import type { Logger } from 'moleculer';
+import {
+  Backfills,
+  CLOCK_SKEW_MS,
+  runPass,
+  storedSince,
+  type PassRecords,
+} from '../../../libs/backfills';
+
+/** Pass records in memory, as a collection keyed by `_id` keeps them. */
+function memoryRecords(initial: Record<string, { startedAt?: Date | null }> = {}) {
+  const docs = new Map(Object.entries(initial));
+  const records: PassRecords = {
+    find: async (id) => docs.get(id) ?? null,
+    insert: async (id, startedAt) => {
+      if (!docs.has(id)) docs.set(id, { startedAt });
+    },
+  };
+  return { records, docs };
+}
+
+const T0 = new Date('2026-11-24T10:00:00Z');
+const T1 = new Date('2026-11-24T10:40:00Z');
+
+describe('runPass', () => {
+  it('fills everything once at the first start, recording when it began', async () => {
+    const { records, docs } = memoryRecords();
+    const fills: (Date | null)[] = [];
+    const fill = async (since: Date | null) => void fills.push(since);
+    await runPass('start', records, '$done', fill, () => T0);
+    await runPass('start', records, '$done', fill, () => T1);
+    expect(fills).toEqual([null]);
+    expect(docs.get('$done')).toEqual({ startedAt: T0 });
+  });
+
+  it('fills once after a rollout what was stored since the first pass began, less the skew', async () => {
+    const { records, docs } = memoryRecords({ $done: { startedAt: T0 } });
+    const fills: (Date | null)[] = [];
+    const fill = async (since: Date | null) => void fills.push(since);
+    await runPass('after-rollout', records, '$done', fill, () => T1);
+    await runPass('after-rollout', records, '$done', fill, () => T1);
+    expect(fills).toEqual([new Date(T0.getTime() - CLOCK_SKEW_MS)]);
+    expect(docs.get('$done:after-rollout')).toEqual({ startedAt: T1 });
+  });
+
+  it('leaves the second pass to the next start while the first has not ended', async () => {
+    const { records, docs } = memoryRecords();
+    const fill = jest.fn(async () => undefined);
+    await runPass('after-rollout', records, '$done', fill);
+    expect(fill).not.toHaveBeenCalled();
+    expect(docs.size).toBe(0);
+  });
+
+  it('records the second pass without filling after a first one from before its start was kept', async () => {
+    const { records, docs } = memoryRecords({ $done: {} });
+    const fill = jest.fn(async () => undefined);
+    await runPass('after-rollout', records, '$done', fill, () => T1);
+    expect(fill).not.toHaveBeenCalled();
+    expect(docs.get('$done:after-rollout')).toEqual({ startedAt: T1 });
+  });
+
+  it('records nothing when the fill fails, so that the pass runs again', async () => {
+    const { records, docs } = memoryRecords();
+    await expect(
+      runPass('start', records, '$done', async () => {
+        throw new Error('server gone');
+      }),
+    ).rejects.toThrow('server gone');
+    expect(docs.size).toBe(0);
+  });
+});
+
+describe('storedSince', () => {
+  it('reads everything without a time, and from it on the field with one', () => {
+    expect(storedSince('createdAt', null)).toEqual({});
+    expect(storedSince('updatedAt', T0)).toEqual({ updatedAt: { $gte: T0 } });
+  });
+});
+
+describe('Backfills', () => {
+  const logger = () => ({ warn: jest.fn() }) as unknown as Logger & { warn: jest.Mock };
+
+  afterEach(() => jest.useRealTimers());
+
+  it('awaits the awaited first passes, runs the others behind, and each again after the rollout time', async () => {
+    jest.useFakeTimers();
+    const passes: string[] = [];
+    let releaseBehind: () => void = () => undefined;
+    const backfills = new Backfills(
+      [
+        {
+          what: 'behind',
+          run: (pass) => {
+            passes.push(`behind:${pass}`);
+            return pass === 'start'
+              ? new Promise<void>((resolve) => (releaseBehind = resolve))
+              : Promise.resolve();
+          },
+        },
+        {
+          what: 'awaited',
+          run: async (pass) => void passes.push(`awaited:${pass}`),
+          awaited: true,
+        },
+      ],
+      60_000,
+    );
+    await backfills.start(logger());
+    expect(passes).toEqual(['awaited:start', 'behind:start']);
+    jest.advanceTimersByTime(59_999);
+    expect(passes).toHaveLength(2);
+    jest.advanceTimersByTime(1);
+    expect(passes).toEqual([
+      'awaited:start',
+      'behind:start',
+      'behind:after-rollout',
+      'awaited:after-rollout',
+    ]);
+    releaseBehind();
+    await backfills.stop();
+  });
+
+  it('logs a background pass that failed and schedules nothing once stopped', async () => {
+    jest.useFakeTimers();
+    const log = logger();
+    const run = jest.fn(async () => {
+      throw new Error('server gone');
+    });
+    const backfills = new Backfills([{ what: 'lists', run }], 1_000);
+    await backfills.start(log);
+    await backfills.stop();
+    expect(log.warn).toHaveBeenCalledWith('lists are not all recorded yet: Error: server gone', {
+      pass: 'start',
+    });
+    jest.advanceTimersByTime(5_000);
+    expect(run).toHaveBeenCalledTimes(1);
+  });
+});
