@@ -4,10 +4,11 @@ import { insertOnce } from './mongo';
 /**
  * A service's passes over what was stored before a record of ours existed: a list a read goes
  * by, a hash entry a key is found by, a mark a sweep reads (decision 78). The first pass runs
- * when the service starts. During a rolling update, replicas of the version before keep
- * storing documents without those records after it, so each node runs a second pass once the
- * update has had time to end (`BACKFILL_AFTER_ROLLOUT_MS`), over what was stored since the
- * first began. Both are safe to run twice or on two replicas: what a pass adds is added once.
+ * when the service first starts. During a rolling update (or after a rollback), replicas of a
+ * version without those records keep storing documents without them, so each node passes
+ * again once the update has had time to end (`BACKFILL_AFTER_ROLLOUT_MS`), over what was
+ * stored since the latest pass began. Every pass is safe to run twice or on two replicas: what
+ * it adds is added once.
  */
 export type BackfillPass = 'start' | 'after-rollout';
 
@@ -23,6 +24,8 @@ export interface PassRecords {
   find(id: string): Promise<{ startedAt?: Date | null } | null>;
   /** Records the pass once; a repeat leaves the first record. */
   insert(id: string, startedAt: Date): Promise<void>;
+  /** Records a pass that began at `startedAt`, unless a later one is recorded. */
+  raise(id: string, startedAt: Date): Promise<void>;
 }
 
 /** Pass records kept as documents of a collection of ours, with the fields it requires. */
@@ -30,6 +33,11 @@ export function passRecordsIn(
   model: {
     findById(id: string): { lean(): PromiseLike<unknown> };
     create(doc: Record<string, unknown>): Promise<unknown>;
+    updateOne(
+      filter: Record<string, unknown>,
+      update: Record<string, unknown>,
+      options: { upsert: boolean },
+    ): PromiseLike<unknown>;
   },
   required: Record<string, unknown> = {},
 ): PassRecords {
@@ -38,15 +46,28 @@ export function passRecordsIn(
     insert: async (id, startedAt) => {
       await insertOnce(() => model.create({ ...required, _id: id, startedAt }));
     },
+    raise: async (id, startedAt) => {
+      // FerretDB applies `$max` as a read and a write: two at once may keep the earlier time,
+      // and the next pass then reads a little more than it needs, never less.
+      const write = async () => {
+        await model.updateOne(
+          { _id: id },
+          { $max: { startedAt }, $setOnInsert: required },
+          { upsert: true },
+        );
+      };
+      if (!(await insertOnce(write))) await write();
+    },
   };
 }
 
 /**
  * Runs one pass of a backfill whose first pass is recorded as `firstId`: `fill(since)` adds what
  * was stored since `since` (everything for null). The first pass runs once, recording when it
- * began; the second once after it, from then (less `CLOCK_SKEW_MS`). A second pass before the
- * first has ended does nothing (the next start schedules it again); after a first pass recorded
- * before its start was kept, it does nothing either: that update ended long ago.
+ * began; so does an `after-rollout` pass that finds none (the first failed, or never ran).
+ * Every later pass fills from the latest pass recorded (`<firstId>:latest`), less
+ * `CLOCK_SKEW_MS`, and records its own. After a first pass recorded before its start was kept,
+ * there is nothing to read from: it records its start for the passes after it.
  */
 export async function runPass(
   pass: BackfillPass,
@@ -56,18 +77,21 @@ export async function runPass(
   now: () => Date = () => new Date(),
 ): Promise<void> {
   const first = await records.find(firstId);
-  if (pass === 'start') {
-    if (first) return;
+  if (!first) {
     const startedAt = now();
     await fill(null);
     await records.insert(firstId, startedAt);
     return;
   }
-  const secondId = `${firstId}:${pass}`;
-  if (!first || (await records.find(secondId))) return;
+  if (pass === 'start') return;
+  const latestId = `${firstId}:latest`;
+  const latest = await records.find(latestId);
+  const from = [first.startedAt, latest?.startedAt]
+    .filter((at): at is Date => at instanceof Date || typeof at === 'string')
+    .map((at) => new Date(at).getTime());
   const startedAt = now();
-  if (first.startedAt) await fill(new Date(new Date(first.startedAt).getTime() - CLOCK_SKEW_MS));
-  await records.insert(secondId, startedAt);
+  if (from.length > 0) await fill(new Date(Math.max(...from) - CLOCK_SKEW_MS));
+  await records.raise(latestId, startedAt);
 }
 
 /** What a pass reads when it reads what was stored since `since`: a filter on `field`. */
@@ -86,6 +110,7 @@ export interface Backfill {
 export class Backfills {
   private timer: NodeJS.Timeout | undefined;
   private readonly running = new Set<Promise<void>>();
+  private stopped = false;
 
   constructor(
     private readonly backfills: readonly Backfill[],
@@ -94,9 +119,12 @@ export class Backfills {
 
   /** Resolves once the awaited first passes are done; the others go on in the background. */
   async start(logger: Logger): Promise<void> {
+    this.stopped = false;
     for (const backfill of this.backfills) {
       if (backfill.awaited) await backfill.run('start');
     }
+    // Stopped while an awaited pass ran: nothing more.
+    if (this.stopped) return;
     for (const backfill of this.backfills) {
       if (!backfill.awaited) this.inBackground(backfill, 'start', logger);
     }
@@ -109,6 +137,7 @@ export class Backfills {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
     await Promise.allSettled(this.running);

@@ -473,6 +473,8 @@ const envSchema = Joi.object({
   BACKFILL_AFTER_ROLLOUT_MS: Joi.number()
     .integer()
     .min(1000)
+    // Node's timers take at most 2^31 - 1 ms; a longer delay would fire at once.
+    .max(2147483647)
     .default(1800000)
     .description(
       'How long after it starts a node lists again what replicas of an older version stored meanwhile; longer than a rolling update takes',

@@ -11,7 +11,10 @@ import type { DeliveryTransitions } from './transitions';
 import { toDeliveryView } from './views';
 import { creationEvents, eventSequence, transitionEvents, webhookEventId } from './webhook-events';
 
-/** A position's place after its delivery's change: it neither waits for nor holds up the others. */
+/**
+ * A position's place among its delivery's events: after the change it was read at, before the
+ * next one (the webhook service skips it once that next one went or waits, decision 77).
+ */
 const LOCATION_INDEX = 9;
 
 export interface AnnouncerDeps {

@@ -18,6 +18,11 @@ import type { SecretBox } from './secret-box';
 import { attemptId } from '../../libs/messaging/outbox-records';
 import type { EndpointRecord, QueuedRecord, WebhookStore } from './store';
 
+/** What a skipped position's attempt and message say. */
+const SKIPPED_WHY =
+  "not sent: a later event of this delivery was sent or waits to be, and a courier's position is stale by it";
+/** Stale positions one look skips at most, behind the heads of their lanes. */
+const PRUNE_AT_ONCE = 500;
 /** The queue a dispatcher reads at once; the rest waits for the next look. */
 const QUEUE_READ = 5000;
 /**
@@ -81,6 +86,8 @@ export class Dispatcher {
   /** Messages not to try again before the next read (see `Outcome`). */
   private readonly passed = new Set<string>();
   private readonly targets = new Map<string, { until: number; target: Target | null }>();
+  /** The skips of stale positions under way (`pruneStalePositions`), one batch at a time. */
+  private pruning: Promise<void> | undefined;
   private stopping = false;
 
   constructor(private readonly deps: DispatcherDeps) {
@@ -99,7 +106,7 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.periodic.stop();
-    await Promise.allSettled(this.inFlight.values());
+    await Promise.allSettled([...this.inFlight.values(), this.pruning]);
   }
 
   /** Reads the queue and starts what is due; attempts that end start the next at once. */
@@ -109,6 +116,7 @@ export class Dispatcher {
     for (const [id, cached] of this.targets) {
       if (cached.until <= now.getTime()) this.targets.delete(id);
     }
+    this.pruneStalePositions(now);
     this.fill(now);
   }
 
@@ -217,7 +225,7 @@ export class Dispatcher {
     const marks = !queued.ephemeral && subscribes(target.endpoint.events, 'courier.location');
     const [result] = await Promise.all([
       this.send(target, queued, n, now),
-      marks ? store.markLane(queued.lane, queued.sequence) : undefined,
+      marks ? this.markLane(queued) : undefined,
     ]);
     const finishedAt = new Date(now.getTime() + result.durationMs);
     await store.finishAttempt(attemptId(queued._id, n), {
@@ -356,24 +364,96 @@ export class Dispatcher {
     return isSuperseded(position, behind, mark);
   }
 
-  /** A stale position's n-th attempt, claimed and not made: the log says why. */
+  /**
+   * A change's mark, written at most once it is sent: a mark that failed leaves a position
+   * that trails the change to be sent after it, which is less harmful than an attempt not
+   * recorded (sent again by the recovery).
+   */
+  private async markLane(change: QueuedRecord): Promise<void> {
+    try {
+      await this.deps.store.markLane(change.lane, change.sequence);
+    } catch (err) {
+      this.deps.logger().warn('webhook lane mark not written; a stale position may follow', {
+        messageId: change._id,
+        err: (err as Error).message,
+      });
+    }
+  }
+
+  /**
+   * A stale position's n-th attempt, claimed and not made: the attempt says so (a dispatcher
+   * dying before the message does is concluded as a skip by `recover`), the log says why.
+   */
   private async skip(position: QueuedRecord, n: number, at: Date): Promise<Outcome> {
-    const { store } = this.deps;
-    const why =
-      "not sent: a later event of this delivery was sent or waits to be, and a courier's position is stale by it";
-    await store.finishAttempt(attemptId(position._id, n), {
+    await this.deps.store.finishAttempt(attemptId(position._id, n), {
       finishedAt: at,
-      error: why,
+      error: SKIPPED_WHY,
       durationMs: 0,
+      skipped: true,
     });
-    await store.updateMessage(position._id, {
+    await this.concludeSkip(position, n, at);
+    return { done: true };
+  }
+
+  private async concludeSkip(position: QueuedRecord, n: number, at: Date): Promise<void> {
+    await this.deps.store.updateMessage(position._id, {
       status: 'SKIPPED',
       attempts: n,
       lastAttemptAt: at,
-      lastError: why,
+      lastError: SKIPPED_WHY,
     });
-    await store.dequeue(position._id);
-    return { done: true };
+    await this.deps.store.dequeue(position._id);
+  }
+
+  /**
+   * Skips, in the background, the positions that wait in a lane behind its head with a later
+   * message after them (stale whatever happens to the head): an endpoint retrying one change
+   * for hours would otherwise gather one position per delivery under way per flush.
+   */
+  private pruneStalePositions(now: Date): void {
+    if (this.pruning) return;
+    const stale: QueuedRecord[] = [];
+    for (const lane of this.lanes.values()) {
+      for (const message of lane.slice(1, -1)) {
+        if (message.ephemeral && stale.length < PRUNE_AT_ONCE) stale.push(message);
+      }
+    }
+    if (stale.length === 0) return;
+    const skipped = new Set(stale.map((m) => m._id));
+    for (const [id, lane] of this.lanes) {
+      this.lanes.set(
+        id,
+        lane.filter((m) => !skipped.has(m._id)),
+      );
+    }
+    this.pruning = (async () => {
+      for (const position of stale) {
+        if (this.stopping) break;
+        const n = position.attempts + 1;
+        const claimed = await this.deps.store.claimAttempt({
+          _id: attemptId(position._id, n),
+          messageId: position._id,
+          webhookId: position.webhookId,
+          n,
+          startedAt: now,
+          finishedAt: null,
+          statusCode: null,
+          error: null,
+          durationMs: null,
+          responseExcerpt: null,
+          replay: false,
+        });
+        if (claimed) await this.skip(position, n, now);
+      }
+    })()
+      .catch((err: unknown) => {
+        this.deps.logger().warn('stale courier positions not all skipped; the next look goes on', {
+          err: (err as Error).message,
+        });
+      })
+      .finally(() => {
+        this.pruning = undefined;
+      });
   }
 
   /** Gives a message up without an attempt (its endpoint is gone). */
@@ -397,6 +477,8 @@ export class Dispatcher {
     if (!queued || queued.attempts >= n) return;
     const attempt = await store.attempt(seen._id, n);
     if (!attempt) return;
+    // A skip whose maker stopped before the message: what it decided stands.
+    if (attempt.skipped) return this.concludeSkip(queued, n, new Date(attempt.startedAt));
     const finishedAt = attempt.finishedAt ? new Date(attempt.finishedAt) : null;
     const since = finishedAt ?? new Date(attempt.startedAt);
     if (now.getTime() - since.getTime() <= abandonedAfterMs(config.timeoutMs)) return;

@@ -178,6 +178,8 @@ export interface AttemptRecord {
   responseExcerpt: string | null;
   /** Made by a replay the owner asked for. */
   replay: boolean;
+  /** Claimed for a stale courier position and not made (decision 77). */
+  skipped?: boolean;
 }
 
 /** An e-mail to an endpoint's owner; only one kind so far: the endpoint was disabled. */
@@ -452,9 +454,10 @@ export class WebhookStore {
   }
 
   /**
-   * A change of the lane is about to be sent: positions below it are stale from now on. The
-   * lane's messages go one at a time, so its marks are not written at once by two attempts;
-   * `$max` keeps a replayed older change from lowering the mark.
+   * A change of the lane is being sent: positions below it are stale from now on. One
+   * dispatcher sends a lane's messages one at a time, so its marks of a lane are not written
+   * at once; `$max` keeps a replayed older change from lowering the mark (FerretDB applies it
+   * as a read and a write, so two replicas' marks at once may keep the lower).
    */
   async markLane(lane: string, sequence: number): Promise<void> {
     const write = () =>

@@ -71,7 +71,7 @@ it('adds what was stored before it once, oldest first, and only on its first run
   expect(await all(owner)).toEqual(['old-2', 'old-1', 'new']);
 });
 
-it('adds, once after a rolling update, what was stored since its first pass began', async () => {
+it('adds after a rolling update what was stored since the latest pass began, once each', async () => {
   const models = defineOwnerListModels(conn, 'rollout');
   await Promise.all(Object.values(models).map((m) => m.createIndexes()));
   const rolled = new OwnerList(() => models);
@@ -82,27 +82,30 @@ it('adds, once after a rolling update, what was stored since its first pass bega
       for (const itemId of names) yield { ownerId: owner, itemId, at };
     })();
   const asked: (Date | null)[] = [];
-  // Before the first pass has ended, the second does nothing: the next start tries again.
-  await rolled.backfill('after-rollout', (since) => (asked.push(since), stored(['early'])));
+  const reading = (names: string[]) => (since: Date | null) => (asked.push(since), stored(names));
   const began = Date.now();
-  await rolled.backfill('start', (since) => (asked.push(since), stored(['old'])));
-  // A replica of the version before stores one without listing it; then new code lists one.
+  await rolled.backfill('start', reading(['old']));
+  await rolled.backfill('start', reading(['never']));
+  // A replica of the version before stores one without listing it; new code lists one.
   await rolled.add(owner, 'new', at);
-  const second = (since: Date | null) => (asked.push(since), stored(['old', 'unlisted', 'new']));
+  const second = reading(['old', 'unlisted', 'new']);
   await Promise.all([
     rolled.backfill('after-rollout', second),
     rolled.backfill('after-rollout', second),
   ]);
-  await rolled.backfill('after-rollout', (since) => (asked.push(since), stored(['never'])));
-  expect(await all(owner, rolled)).toEqual(['unlisted', 'new', 'old']);
-  // The first pass read everything; the second what was stored since it began, less the skew.
+  const third = Date.now();
+  await rolled.backfill('after-rollout', reading(['unlisted', 'later']));
+  expect(await all(owner, rolled)).toEqual(['later', 'unlisted', 'new', 'old']);
+  // The first pass read everything; the others from the latest pass's start, less the skew.
   expect(asked[0]).toBeNull();
   const since = asked.slice(1).map((d) => (d as Date).getTime());
-  expect(since.length).toBeGreaterThanOrEqual(1);
-  for (const s of since) {
-    expect(s).toBeGreaterThanOrEqual(began - CLOCK_SKEW_MS - 1000);
-    expect(s).toBeLessThanOrEqual(Date.now() - CLOCK_SKEW_MS);
+  expect(since).toHaveLength(3);
+  for (const s of since.slice(0, 2)) {
+    expect(s).toBeGreaterThanOrEqual(began - CLOCK_SKEW_MS);
+    expect(s).toBeLessThan(third - CLOCK_SKEW_MS);
   }
+  expect(since[2]).toBeGreaterThan(since[0]);
+  expect(since[2]).toBeLessThanOrEqual(third - CLOCK_SKEW_MS);
 });
 
 it('adds a batch in its order, each item once, whatever adds race it or retry it', async () => {

@@ -158,6 +158,10 @@ describe('a courier’s position', () => {
     const collected = event('delivery.status_changed', 40, 'COLLECTED');
     await publish(arrived, collected);
     await eventually(() => expect(sent()).toEqual([arrived.id, collected.id]));
+    // Sent and gone from the queue: only the lane's mark can tell what follows is stale.
+    await eventually(async () =>
+      expect((await logged()).get(collected.id)?.status).toBe('DELIVERED'),
+    );
     // Read at version 3, published once version 4 went: the delivery as it was, too late.
     const late = event('courier.location', 39, 'ARRIVED_AT_PICKUP');
     await publish(late);
@@ -174,8 +178,19 @@ describe('a courier’s position', () => {
     await publish(held);
     await eventually(() => expect(sent()).toContain(held.id));
     const behind = event('courier.location', 59, 'IN_TRANSIT');
+    const newer = event('courier.location', 59, 'IN_TRANSIT');
     const next = event('delivery.status_changed', 60, 'ARRIVED_AT_DROPOFF');
-    await publish(behind, next);
+    await publish(behind);
+    await publish(newer, next);
+    // Stale behind a change still retried: skipped while it waits, not piled up.
+    await eventually(async () => {
+      const statuses = await logged();
+      expect([behind, newer].map((e) => statuses.get(e.id)?.status)).toEqual([
+        'SKIPPED',
+        'SKIPPED',
+      ]);
+    });
+    expect(sent()).not.toContain(next.id);
     holding = false;
     await eventually(() => expect(sent().at(-1)).toBe(next.id), { timeout: 15_000 });
     expect((await logged()).get(behind.id)?.status).toBe('SKIPPED');
@@ -187,7 +202,11 @@ describe('a courier’s position', () => {
     const once = [...new Set(sent())];
     expect(once).toEqual([arrived.id, collected.id, held.id, next.id, latest.id]);
     const statuses = await logged();
-    expect([late, behind].map((e) => statuses.get(e.id)?.status)).toEqual(['SKIPPED', 'SKIPPED']);
+    expect([late, behind, newer].map((e) => statuses.get(e.id)?.status)).toEqual([
+      'SKIPPED',
+      'SKIPPED',
+      'SKIPPED',
+    ]);
     expect(statuses.get(latest.id)?.status).toBe('DELIVERED');
     receiver.answer = () => ({ status: 200 });
   });

@@ -15,48 +15,61 @@ function memoryRecords(initial: Record<string, { startedAt?: Date | null }> = {}
     insert: async (id, startedAt) => {
       if (!docs.has(id)) docs.set(id, { startedAt });
     },
+    raise: async (id, startedAt) => {
+      const at = docs.get(id)?.startedAt;
+      if (!at || at < startedAt) docs.set(id, { startedAt });
+    },
   };
   return { records, docs };
 }
 
 const T0 = new Date('2026-11-24T10:00:00Z');
 const T1 = new Date('2026-11-24T10:40:00Z');
+const T2 = new Date('2026-11-26T09:00:00Z');
+const skewed = (at: Date) => new Date(at.getTime() - CLOCK_SKEW_MS);
+
+/** A fill that records what it was asked for. */
+function recording() {
+  const asked: (Date | null)[] = [];
+  return { asked, fill: async (since: Date | null) => void asked.push(since) };
+}
 
 describe('runPass', () => {
   it('fills everything once at the first start, recording when it began', async () => {
     const { records, docs } = memoryRecords();
-    const fills: (Date | null)[] = [];
-    const fill = async (since: Date | null) => void fills.push(since);
+    const { asked, fill } = recording();
     await runPass('start', records, '$done', fill, () => T0);
     await runPass('start', records, '$done', fill, () => T1);
-    expect(fills).toEqual([null]);
+    expect(asked).toEqual([null]);
     expect(docs.get('$done')).toEqual({ startedAt: T0 });
   });
 
-  it('fills once after a rollout what was stored since the first pass began, less the skew', async () => {
+  it('fills after each rollout what was stored since the latest pass began, less the skew', async () => {
     const { records, docs } = memoryRecords({ $done: { startedAt: T0 } });
-    const fills: (Date | null)[] = [];
-    const fill = async (since: Date | null) => void fills.push(since);
+    const { asked, fill } = recording();
     await runPass('after-rollout', records, '$done', fill, () => T1);
-    await runPass('after-rollout', records, '$done', fill, () => T1);
-    expect(fills).toEqual([new Date(T0.getTime() - CLOCK_SKEW_MS)]);
-    expect(docs.get('$done:after-rollout')).toEqual({ startedAt: T1 });
+    // A rollback, days of an older version, then the update again: from the last pass on.
+    await runPass('after-rollout', records, '$done', fill, () => T2);
+    expect(asked).toEqual([skewed(T0), skewed(T1)]);
+    expect(docs.get('$done:latest')).toEqual({ startedAt: T2 });
   });
 
-  it('leaves the second pass to the next start while the first has not ended', async () => {
+  it('runs the first pass after a rollout when none has ended', async () => {
     const { records, docs } = memoryRecords();
-    const fill = jest.fn(async () => undefined);
-    await runPass('after-rollout', records, '$done', fill);
-    expect(fill).not.toHaveBeenCalled();
-    expect(docs.size).toBe(0);
+    const { asked, fill } = recording();
+    await runPass('after-rollout', records, '$done', fill, () => T1);
+    expect(asked).toEqual([null]);
+    expect(docs.get('$done')).toEqual({ startedAt: T1 });
   });
 
-  it('records the second pass without filling after a first one from before its start was kept', async () => {
+  it('reads nothing after a first pass whose start was not kept, then from its own start', async () => {
     const { records, docs } = memoryRecords({ $done: {} });
-    const fill = jest.fn(async () => undefined);
+    const { asked, fill } = recording();
     await runPass('after-rollout', records, '$done', fill, () => T1);
-    expect(fill).not.toHaveBeenCalled();
-    expect(docs.get('$done:after-rollout')).toEqual({ startedAt: T1 });
+    expect(asked).toEqual([]);
+    expect(docs.get('$done:latest')).toEqual({ startedAt: T1 });
+    await runPass('after-rollout', records, '$done', fill, () => T2);
+    expect(asked).toEqual([skewed(T1)]);
   });
 
   it('records nothing when the fill fails, so that the pass runs again', async () => {
@@ -132,6 +145,25 @@ describe('Backfills', () => {
     expect(log.warn).toHaveBeenCalledWith('lists are not all recorded yet: Error: server gone', {
       pass: 'start',
     });
+    jest.advanceTimersByTime(5_000);
+    expect(run).toHaveBeenCalledTimes(1);
+  });
+
+  it('schedules nothing when stopped while an awaited pass ran', async () => {
+    jest.useFakeTimers();
+    let finish: () => void = () => undefined;
+    const run = jest.fn(
+      (pass: string) =>
+        new Promise<void>((resolve) => {
+          if (pass === 'start') finish = resolve;
+          else resolve();
+        }),
+    );
+    const backfills = new Backfills([{ what: 'keys', run, awaited: true }], 1_000);
+    const starting = backfills.start(logger());
+    const stopping = backfills.stop();
+    finish();
+    await Promise.all([starting, stopping]);
     jest.advanceTimersByTime(5_000);
     expect(run).toHaveBeenCalledTimes(1);
   });

@@ -335,6 +335,7 @@ describe('loadConfig errors', () => {
     ['BODY_LIMIT', '786433b'],
     ['REQUEST_TIMEOUT_MS', '99'],
     ['BACKFILL_AFTER_ROLLOUT_MS', '999'],
+    ['BACKFILL_AFTER_ROLLOUT_MS', '2147483648'],
     ['S3_TIMEOUT_MS', '99'],
     ['MONGO_TIMEOUT_MS', '99'],
     ['FILE_MAX_BYTES', '0'],
