@@ -31,8 +31,8 @@ import {
   runMain,
   showHelpIfAsked,
   startBareServer,
-  deployedNodeOptions,
   stringOption,
+  withDeployedNodeOptions,
 } from './bench-support';
 import {
   GROWTH_MB_PER_MIN,
@@ -348,16 +348,10 @@ async function main(): Promise<number> {
     // Each service with its pod's NODE_OPTIONS (deploy/k8s), so that its memory is a pod's.
     const starts = await Promise.allSettled(
       SERVICES.map((services) => {
-        const nodeOptions = [
-          deployedNodeOptions(services),
-          SNAPSHOTTED.has(services)
-            ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`
-            : '',
-        ]
-          .filter(Boolean)
-          .join(' ');
-        const own = nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env;
-        return startNode({ iso, env: own, services });
+        const snapshots = SNAPSHOTTED.has(services)
+          ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`
+          : '';
+        return startNode({ iso, env: withDeployedNodeOptions(services, env, snapshots), services });
       }),
     );
     const byName = new Map<string, NodeProcess>();

@@ -98,6 +98,16 @@ export function deployedNodeOptions(service: string): string {
   throw new Error(`${file} has no Deployment`);
 }
 
+/** `env` with the service's NODE_OPTIONS from its k8s manifest added to `extra`, if any. */
+export function withDeployedNodeOptions(
+  service: string,
+  env: Record<string, string>,
+  extra = '',
+): Record<string, string> {
+  const nodeOptions = [deployedNodeOptions(service), extra].filter(Boolean).join(' ');
+  return nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env;
+}
+
 /** Setup calls a benchmark makes at once: kept light so that it does not time out on a loaded machine. */
 export const SETUP_WIDTH = 8;
 

@@ -595,7 +595,7 @@ describe('deploy/k8s', () => {
     };
     // The load grows an unbounded process past the bound: the check below means something.
     expect(youngMb('')).toBeGreaterThan(32);
-    for (const name of ['courier-matching', 'package', 'order', 'webhook'] as const) {
+    for (const name of ['courier-matching', 'package', 'order', 'webhook', 'file'] as const) {
       expect(youngMb(deployedNodeOptions(name))).toBeLessThanOrEqual(32);
     }
   });
