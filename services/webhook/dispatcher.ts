@@ -202,19 +202,7 @@ export class Dispatcher {
     // A disabled endpoint's messages wait: enabling it again sends them, in order.
     if (target.endpoint.status !== 'ACTIVE') return { passed: true };
     const n = queued.attempts + 1;
-    const claimed = await store.claimAttempt({
-      _id: attemptId(queued._id, n),
-      messageId: queued._id,
-      webhookId: queued.webhookId,
-      n,
-      startedAt: now,
-      finishedAt: null,
-      statusCode: null,
-      error: null,
-      durationMs: null,
-      responseExcerpt: null,
-      replay: queued.replay === true,
-    });
+    const claimed = await this.claim(queued, n, now);
     if (!claimed) {
       await this.recover(queued, n, now);
       return { passed: true };
@@ -356,6 +344,23 @@ export class Dispatcher {
     });
   }
 
+  /** Attempt n of the message, this dispatcher's if it inserted the attempt first. */
+  private claim(queued: QueuedRecord, n: number, now: Date): Promise<boolean> {
+    return this.deps.store.claimAttempt({
+      _id: attemptId(queued._id, n),
+      messageId: queued._id,
+      webhookId: queued.webhookId,
+      n,
+      startedAt: now,
+      finishedAt: null,
+      statusCode: null,
+      error: null,
+      durationMs: null,
+      responseExcerpt: null,
+      replay: queued.replay === true,
+    });
+  }
+
   /** Whether a position at the head of its lane is stale (`isSuperseded`). */
   private async superseded(position: QueuedRecord): Promise<boolean> {
     const lane = this.lanes.get(position.lane) ?? [];
@@ -430,20 +435,7 @@ export class Dispatcher {
       for (const position of stale) {
         if (this.stopping) break;
         const n = position.attempts + 1;
-        const claimed = await this.deps.store.claimAttempt({
-          _id: attemptId(position._id, n),
-          messageId: position._id,
-          webhookId: position.webhookId,
-          n,
-          startedAt: now,
-          finishedAt: null,
-          statusCode: null,
-          error: null,
-          durationMs: null,
-          responseExcerpt: null,
-          replay: false,
-        });
-        if (claimed) await this.skip(position, n, now);
+        if (await this.claim(position, n, now)) await this.skip(position, n, now);
       }
     })()
       .catch((err: unknown) => {
