@@ -1,5 +1,6 @@
 import type { Logger } from 'moleculer';
-import { insertOnce } from './mongo';
+import type { Model } from 'mongoose';
+import { insertOnce, raiseById } from './mongo';
 
 /**
  * A service's passes over what was stored before a record of ours existed: a list a read goes
@@ -30,15 +31,9 @@ export interface PassRecords {
 
 /** Pass records kept as documents of a collection of ours, with the fields it requires. */
 export function passRecordsIn(
-  model: {
-    findById(id: string): { lean(): PromiseLike<unknown> };
-    create(doc: Record<string, unknown>): Promise<unknown>;
-    updateOne(
-      filter: Record<string, unknown>,
-      update: Record<string, unknown>,
-      options: { upsert: boolean },
-    ): PromiseLike<unknown>;
-  },
+  // The models differ in their document types; only their documents by `_id` are used.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  model: Model<any>,
   required: Record<string, unknown> = {},
 ): PassRecords {
   return {
@@ -46,18 +41,8 @@ export function passRecordsIn(
     insert: async (id, startedAt) => {
       await insertOnce(() => model.create({ ...required, _id: id, startedAt }));
     },
-    raise: async (id, startedAt) => {
-      // FerretDB applies `$max` as a read and a write: two at once may keep the earlier time,
-      // and the next pass then reads a little more than it needs, never less.
-      const write = async () => {
-        await model.updateOne(
-          { _id: id },
-          { $max: { startedAt }, $setOnInsert: required },
-          { upsert: true },
-        );
-      };
-      if (!(await insertOnce(write))) await write();
-    },
+    // Two raises at once may keep the earlier time: the next pass reads a little more.
+    raise: (id, startedAt) => raiseById(model, id, { startedAt }, { setOnInsert: required }),
   };
 }
 

@@ -38,6 +38,30 @@ export async function insertAll(model: mongoose.Model<any>, documents: object[])
 }
 
 /**
+ * Raises fields of the document `_id` to at least `to`, creating it (with `setOnInsert`) when
+ * missing. Two first writers race to create it: the loser's upsert fails on the key and it
+ * updates the document the other made. FerretDB applies `$max` as a read and a write, so two at
+ * once may keep the lower value: for bounds that a stale copy only understates.
+ */
+export async function raiseById(
+  // The models differ in their document types; only updateOne by `_id` is used.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  model: mongoose.Model<any>,
+  id: string,
+  to: Record<string, number | Date>,
+  { setOnInsert, timestamps }: { setOnInsert?: Record<string, unknown>; timestamps?: boolean } = {},
+): Promise<void> {
+  const update = setOnInsert ? { $max: to, $setOnInsert: setOnInsert } : { $max: to };
+  const write = () => model.updateOne({ _id: id }, update, { upsert: true, timestamps });
+  try {
+    await write();
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+    await write();
+  }
+}
+
+/**
  * A filter's fields other than `_id`, tested in this process. FerretDB 1.24 pushes a filter
  * down to SQLite only when it is a lone `_id` equality; with any other field beside it, it
  * decodes every document of the collection (measured: 60 ms at 20,000 documents against 0.6

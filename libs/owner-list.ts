@@ -1,6 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import { passRecordsIn, runPass, type BackfillPass } from './backfills';
-import { insertOnce, isDuplicateKey } from './mongo';
+import { insertOnce, raiseById } from './mongo';
 
 /**
  * What one owner (a user) has, in the order it was added, read back by `_id` alone: entry
@@ -244,13 +244,7 @@ export class OwnerList {
    * either is a bound that a stale copy can only understate.
    */
   private async raiseHead(ownerId: string, to: { n: number } | { floor: number }): Promise<void> {
-    try {
-      await this.m.Head.updateOne({ _id: ownerId }, { $max: to }, { upsert: true });
-    } catch (err) {
-      // Two first writers raced to create the head: the other one did.
-      if (!isDuplicateKey(err)) throw err;
-      await this.m.Head.updateOne({ _id: ownerId }, { $max: to });
-    }
+    await raiseById(this.m.Head, ownerId, to);
   }
 
   /**

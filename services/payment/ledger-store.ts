@@ -8,7 +8,7 @@ import {
   type WalletBalance,
 } from '../../libs/contracts/payment';
 import { conflict, unprocessable } from '../../libs/errors';
-import { insertOnce, isDuplicateKey } from '../../libs/mongo';
+import { insertOnce, raiseById } from '../../libs/mongo';
 import { LedgerAudit, entryId, nextBalance, signedAmount, type LedgerProblem } from './ledger';
 
 /**
@@ -182,17 +182,7 @@ export class LedgerStore {
 
   /** The head's hint moves forward only; a lost update leaves it behind, which is harmless. */
   private async advanceHead(walletId: string, sequence: number): Promise<void> {
-    try {
-      await this.m.Wallet.updateOne(
-        { _id: walletId },
-        { $max: { sequence } },
-        { upsert: true, timestamps: true },
-      );
-    } catch (err) {
-      // Two first entries raced to create the head: the other one did.
-      if (!isDuplicateKey(err)) throw err;
-      await this.m.Wallet.updateOne({ _id: walletId }, { $max: { sequence } });
-    }
+    await raiseById(this.m.Wallet, walletId, { sequence }, { timestamps: true });
   }
 
   /** The reference's claim: this request's, or the one an earlier request made. */

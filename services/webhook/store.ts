@@ -6,7 +6,7 @@ import {
   type StoredOutboxFields,
   outboxPlaceSchema,
 } from '../../libs/messaging/outbox-records';
-import { insertOnce, isDuplicateKey } from '../../libs/mongo';
+import { insertOnce, isDuplicateKey, raiseById } from '../../libs/mongo';
 import { storedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 
@@ -460,15 +460,7 @@ export class WebhookStore {
    * as a read and a write, so two replicas' marks at once may keep the lower).
    */
   async markLane(lane: string, sequence: number): Promise<void> {
-    const write = () =>
-      this.m.Lane.updateOne({ _id: lane }, { $max: { sequence } }, { upsert: true });
-    try {
-      await write();
-    } catch (err) {
-      // Two first marks of a lane at once: the other inserted it, so this one updates.
-      if (!isDuplicateKey(err)) throw err;
-      await write();
-    }
+    await raiseById(this.m.Lane, lane, { sequence });
   }
 
   /** The highest sequence of a change attempted in the lane, if any was. */
