@@ -86,6 +86,15 @@ Exits 1 when an answer is a 5xx other than 503/504 (load shed), or a process exi
                     of, once an eighth into the load and once at its end, in a directory
                     printed at the end; compare them with scripts/heap-diff.ts
                                                            BENCH_HEAP_SNAPSHOTS
+  --twins T         semicolon-separated NAME:VAR=VALUE[,VAR=VALUE] (package:MALLOC_ARENA_MAX=2):
+                    also start a second process of NAME with those variables (NODE_OPTIONS
+                    is added to the pod's), which takes its share of the same load, so that
+                    a setting is compared with the default in one run
+                                                           BENCH_TWINS
+  --parts S         comma-separated processes (twins included) whose memory to break down
+                    at every sample: RSS, V8's heap (committed), its young space, glibc's
+                    heap and other arenas, and the anonymous mappings less V8's heap
+                                                           BENCH_PARTS
 `);
 
 const MINUTES = option('minutes', 10);
@@ -118,6 +127,18 @@ const SERVICES = [
   'file',
   'webhook',
 ] as const;
+
+const TWINS = (stringOption('twins') ?? '')
+  .split(';')
+  .map((spec) => spec.trim())
+  .filter(Boolean)
+  .map(parseTwin);
+const BROKEN_DOWN = new Set(
+  (stringOption('parts') ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean),
+);
 
 const CITY_QUERIES = ['lagos', 'abuja', 'ibadn', 'port', 'kano', 'ikeja', 'lekki', 'sao paulo'];
 
@@ -160,11 +181,42 @@ class Tally {
   }
 }
 
+/** A second process of a service, started with other variables (`--twins`). */
+interface Twin {
+  services: (typeof SERVICES)[number];
+  env: Record<string, string>;
+  name: string;
+}
+
+function parseTwin(spec: string): Twin {
+  const [services, assignments = ''] = spec.split(/:(.*)/s);
+  if (!(SERVICES as readonly string[]).includes(services))
+    throw new Error(`no process ${services}`);
+  const env: Record<string, string> = {};
+  for (const assignment of assignments.split(',').filter(Boolean)) {
+    const [name, value] = assignment.split(/=(.*)/s);
+    if (!/^[A-Z_][A-Z0-9_]*$/i.test(name) || value === undefined) {
+      throw new Error(`--twins: "${assignment}" is not VAR=VALUE`);
+    }
+    env[name] = value;
+  }
+  return { services: services as Twin['services'], env, name: `${services} [${assignments}]` };
+}
+
 /** A process's V8 heap in MB, read from its metrics (none for the reference). */
 interface Heap {
   used: number;
+  /** What V8 holds for its heap, used or not: the part of the anonymous mappings that is V8's. */
+  committed: number;
   /** The young generation's size: V8 grows it with the allocation rate, up to twice --max-semi-space-size. */
   young: number;
+}
+
+/** One sample of a process whose memory is broken down (`--parts`). */
+interface Breakdown {
+  rss: number;
+  heap: Heap | undefined;
+  parts: MemoryParts | undefined;
 }
 
 /** What a process's memory is made of now, none once it has exited. */
@@ -206,6 +258,7 @@ async function heapOf(opsUrl: string | undefined): Promise<Heap | undefined> {
     const mb = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN) / 2 ** 20;
     return {
       used: mb(/^process_memory_heap_size_used\{[^}]*\} (\S+)$/m),
+      committed: mb(/^process_memory_heap_size_total\{[^}]*\} (\S+)$/m),
       young: mb(/^process_memory_heap_space_size_total\{[^}]*space="new_space"[^}]*\} (\S+)$/m),
     };
   } catch {
@@ -354,17 +407,24 @@ async function main(): Promise<number> {
         return startNode({ iso, env: withDeployedNodeOptions(services, env, snapshots), services });
       }),
     );
+    const twinStarts = await Promise.allSettled(
+      TWINS.map((twin) => {
+        const { NODE_OPTIONS: extra = '', ...variables } = twin.env;
+        const twinEnv = withDeployedNodeOptions(twin.services, { ...env, ...variables }, extra);
+        return startNode({ iso, env: twinEnv, services: twin.services });
+      }),
+    );
     const byName = new Map<string, NodeProcess>();
-    starts.forEach((s, i) => {
+    [...starts, ...twinStarts].forEach((s, i) => {
       if (s.status === 'fulfilled') {
         nodes.push(s.value);
-        byName.set(SERVICES[i], s.value);
+        byName.set(i < SERVICES.length ? SERVICES[i] : TWINS[i - SERVICES.length].name, s.value);
       }
     });
-    for (const s of starts) if (s.status === 'rejected') throw s.reason;
+    for (const s of [...starts, ...twinStarts]) if (s.status === 'rejected') throw s.reason;
     const url = (byName.get('gateway') as NodeProcess).url;
     const processes = [
-      ...SERVICES.map((name) => {
+      ...[...SERVICES, ...TWINS.map((twin) => twin.name)].map((name) => {
         const node = byName.get(name) as NodeProcess;
         return { name, pid: node.child.pid as number, opsUrl: node.opsUrl };
       }),
@@ -383,11 +443,15 @@ async function main(): Promise<number> {
     const samples = processes.map(() => [] as MemorySample[]);
     // V8's young space with each sample: bounded by its flags, it is no leak however late it grows.
     const youngs = processes.map(() => [] as (number | undefined)[]);
+    const brokenDown = (name: string) => BROKEN_DOWN.has(name.split(' [')[0]);
+    const breakdowns = processes.map(() => [] as Breakdown[]);
     const sample = async (min: number) => {
       const heaps = await Promise.all(processes.map((p) => heapOf(p.opsUrl)));
       processes.forEach((p, i) => {
-        samples[i].push({ min, mb: rssKb(p.pid) / 1024 });
+        const rss = rssKb(p.pid) / 1024;
+        samples[i].push({ min, mb: rss });
         youngs[i].push(heaps[i]?.young);
+        if (brokenDown(p.name)) breakdowns[i].push({ rss, heap: heaps[i], parts: partsOf(p.pid) });
       });
     };
     await sample(0);
@@ -480,10 +544,25 @@ async function main(): Promise<number> {
       console.log([p.name.padEnd(28), ...cells].join(' '));
     }
     const mb = (n: number | undefined, width: number) => (n?.toFixed(0) ?? '-').padStart(width);
+    for (const [i, p] of processes.entries()) {
+      if (breakdowns[i].length === 0) continue;
+      console.log(`\n${p.name}: what its memory is made of at each sample (MB)`);
+      console.log(header.join(' '));
+      const row = (label: string, of: (b: Breakdown) => number | undefined) =>
+        console.log([`  ${label}`.padEnd(28), ...breakdowns[i].map((b) => mb(of(b), 6))].join(' '));
+      row('RSS', (b) => b.rss);
+      row("V8's heap, committed", (b) => b.heap?.committed);
+      row('  of it young space', (b) => b.heap?.young);
+      row("glibc's [heap]", (b) => b.parts?.heap);
+      row("glibc's other arenas", (b) => b.parts?.arenas);
+      row('anonymous less V8', (b) =>
+        b.parts && b.heap ? b.parts.anon - b.heap.committed : undefined,
+      );
+    }
     const fromTo = (from: number | undefined, to: number | undefined, width: number) =>
       `${mb(from, 0)} → ${mb(to, 0)}`.padStart(width);
     console.log(
-      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'floor MB'.padStart(11)} ${'last rise'.padStart(9)}  ${'verdict'.padEnd(8)} ${'w/o young'.padEnd(9)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'[heap] MB'.padStart(11)} ${'anon MB'.padStart(11)} ${'CPU s'.padStart(6)}`,
+      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'floor MB'.padStart(11)} ${'last rise'.padStart(9)}  ${'verdict'.padEnd(8)} ${'w/o young'.padEnd(9)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'[heap] MB'.padStart(11)} ${'arenas MB'.padStart(11)} ${'anon MB'.padStart(11)} ${'CPU s'.padStart(6)}`,
     );
     const referenceTrend = memoryTrend(samples[samples.length - 1]);
     const withoutYoung = samples.map((s, i) =>
@@ -494,7 +573,7 @@ async function main(): Promise<number> {
       const s = samples[i];
       const rest = memoryVerdict(memoryTrend(withoutYoung[i]), referenceTrend);
       console.log(
-        `${p.name.padEnd(28)} ${mb(s[0].mb, 6)} ${mb(s[s.length - 1].mb, 6)} ${mb(afterRest[i], 10)} ${fromTo(t.windows[0]?.floor, t.windows.at(-1)?.floor, 11)} ${(t.rises.at(-1)?.toFixed(2) ?? '-').padStart(9)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${(p.opsUrl ? rest : '-').padEnd(9)} ${mb(heapsAtEnd[i]?.used, 9)} ${mb(heapsAtEnd[i]?.young, 9)} ${fromTo(partsAtStart[i]?.heap, partsAtEnd[i]?.heap, 11)} ${fromTo(partsAtStart[i]?.anon, partsAtEnd[i]?.anon, 11)} ${cpuS[i].toFixed(0).padStart(6)}`,
+        `${p.name.padEnd(28)} ${mb(s[0].mb, 6)} ${mb(s[s.length - 1].mb, 6)} ${mb(afterRest[i], 10)} ${fromTo(t.windows[0]?.floor, t.windows.at(-1)?.floor, 11)} ${(t.rises.at(-1)?.toFixed(2) ?? '-').padStart(9)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${(p.opsUrl ? rest : '-').padEnd(9)} ${mb(heapsAtEnd[i]?.used, 9)} ${mb(heapsAtEnd[i]?.young, 9)} ${fromTo(partsAtStart[i]?.heap, partsAtEnd[i]?.heap, 11)} ${fromTo(partsAtStart[i]?.arenas, partsAtEnd[i]?.arenas, 11)} ${fromTo(partsAtStart[i]?.anon, partsAtEnd[i]?.anon, 11)} ${cpuS[i].toFixed(0).padStart(6)}`,
       );
     }
     console.log(
@@ -504,7 +583,8 @@ async function main(): Promise<number> {
         `  (GROWING above ${GROWTH_MB_PER_MIN} and above twice the reference's fastest rise).`,
         "w/o young: the same verdict on RSS less V8's young space at each sample (a space its",
         '  flags bound, which V8 grows with the allocation rate, late or early).',
-        "[heap], anon: RSS of glibc's heap and of the anonymous mappings, start → end of the load.",
+        "[heap], arenas, anon: RSS of glibc's main heap, of its other threads' arenas and of the",
+        '  other anonymous mappings (V8, buffers, large mallocs), start → end of the load.',
       ].join('\n'),
     );
     console.log('\nAnswers by operation and status:');
