@@ -22,14 +22,8 @@ RUN npm run build
 
 # ---- runtime: production dependencies and dist/ only, non-root ----
 FROM node:24-bookworm-slim AS runtime
-# MALLOC_MMAP_THRESHOLD_: glibc maps each malloc of 128 KB or more apart and gives it back when
-# freed. By default it raises that threshold to the largest block freed so far, and blocks
-# that size are then kept in its heap, which then grows by steps. Fixed, the package, order
-# and webhook processes' heaps held 9, 27 and 16 MB where they reached 16, 50 and 18, at
-# the same CPU (docs/performance.md, "glibc's heap").
 ENV NODE_ENV=production \
-    SCARF_ANALYTICS=false \
-    MALLOC_MMAP_THRESHOLD_=131072
+    SCARF_ANALYTICS=false
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund

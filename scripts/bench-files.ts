@@ -25,7 +25,12 @@ import {
   startNode,
   type NodeProcess,
 } from '../test/support/stack';
-import { option, requireInfrastructure, showHelpIfAsked, withDeployedEnv } from './bench-support';
+import {
+  option,
+  requireInfrastructure,
+  showHelpIfAsked,
+  withDeployedNodeOptions,
+} from './bench-support';
 
 showHelpIfAsked(`
 npm run bench:files [-- --mb 200 --runs 2]
@@ -166,11 +171,10 @@ async function startTopology(name: string, split: boolean, iso = isolation()) {
     ? Object.fromEntries(
         await Promise.all([
           startNode({ services: 'gateway,account', iso, env }).then((n) => ['gateway', n]),
-          // With its container's variables (image, pod), so that its memory and CPU are a pod's.
-          startNode({ services: 'file', iso, env: withDeployedEnv('file', env) }).then((n) => [
-            'file',
-            n,
-          ]),
+          // With its pod's NODE_OPTIONS (deploy/k8s), so that its memory and CPU are a pod's.
+          startNode({ services: 'file', iso, env: withDeployedNodeOptions('file', env) }).then(
+            (n) => ['file', n],
+          ),
         ]),
       )
     : { 'all services': await startNode({ services: 'all', iso, env }) };

@@ -1,6 +1,6 @@
 /**
  * Gazetteer benchmark: load time, memory, city search and nearest-city latency, and the
- * resident memory of a real geo process (production build, its container's variables).
+ * resident memory of a real geo process (production build, production NODE_OPTIONS).
  * Queries are generated from the data with a fixed seed, so runs are comparable.
  */
 import { spawn } from 'node:child_process';
@@ -11,7 +11,7 @@ import { resolvePlace } from '../services/geo/address';
 import { geocodeText, gazetteer, nearestCity, searchCities } from '../services/geo/gazetteer';
 import type { CityTable } from '../services/geo/gazetteer/city-table';
 import { freePort, isolation, rssKb } from '../test/support/stack';
-import { showHelpIfAsked, withDeployedEnv } from './bench-support';
+import { deployedNodeOptions, showHelpIfAsked } from './bench-support';
 
 showHelpIfAsked(`
 npm run bench:geo       (builds first; or: scripts/tsx scripts/bench-geo.ts after npm run build)
@@ -19,7 +19,7 @@ npm run bench:geo       (builds first; or: scripts/tsx scripts/bench-geo.ts afte
 Times the gazetteer in this process (load, city search, nearest city, coordinate resolution,
 text geocoding) next to a reference (sorting 200 numbers, timed the same way: its p99 and max
 show what the machine's load alone does), then starts a geo process from dist/ with the
-its container's variables and reads its resident memory. That part needs MONGO_URL
+production NODE_OPTIONS and reads its resident memory. That part needs MONGO_URL
 (scripts/infra up && eval "$(scripts/infra env)") and is skipped without it.
 Takes about 15 s. Run it with NODE_OPTIONS=--expose-gc to see the heap after a full GC.
 `);
@@ -133,13 +133,12 @@ async function measureGeoProcess(): Promise<{ readyMs: number; rssMb: number } |
   const child = spawn(process.execPath, [join(__dirname, '..', 'dist', 'bin', 'server.js')], {
     env: {
       ...process.env,
-      ...withDeployedEnv('geo', {
-        SERVICES: 'geo',
-        NATS_URL: '',
-        OPS_PORT: String(opsPort),
-        NAMESPACE: isolation().namespace,
-        LOG_LEVEL: 'warn',
-      }),
+      SERVICES: 'geo',
+      NATS_URL: '',
+      OPS_PORT: String(opsPort),
+      NAMESPACE: isolation().namespace,
+      LOG_LEVEL: 'warn',
+      NODE_OPTIONS: deployedNodeOptions('geo'),
     },
     stdio: 'ignore',
   });

@@ -32,7 +32,7 @@ import {
   showHelpIfAsked,
   startBareServer,
   stringOption,
-  withDeployedEnv,
+  withDeployedNodeOptions,
 } from './bench-support';
 import {
   GROWTH_MB_PER_MIN,
@@ -47,7 +47,7 @@ npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
   (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Starts each service in its own process over NATS (as the integration tests do, each
-with its container's variables: the image's and its pod's NODE_OPTIONS), prints each one's resident memory (RSS) at
+with its pod's NODE_OPTIONS from deploy/k8s), prints each one's resident memory (RSS) at
 rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
 create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
 searches, small file uploads, webhook registration and removal. Every S seconds it
@@ -398,19 +398,19 @@ async function main(): Promise<number> {
       if (!(SERVICES as readonly string[]).includes(name)) throw new Error(`no process ${name}`);
     }
     const snapshotDir = SNAPSHOTTED.size > 0 ? mkdtempSync(join(tmpdir(), 'soak-heap-')) : '';
-    // Each service with its container's variables (image, pod), so that its memory is a pod's.
+    // Each service with its pod's NODE_OPTIONS (deploy/k8s), so that its memory is a pod's.
     const starts = await Promise.allSettled(
       SERVICES.map((services) => {
         const snapshots = SNAPSHOTTED.has(services)
           ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`
           : '';
-        return startNode({ iso, env: withDeployedEnv(services, env, snapshots), services });
+        return startNode({ iso, env: withDeployedNodeOptions(services, env, snapshots), services });
       }),
     );
     const twinStarts = await Promise.allSettled(
       TWINS.map((twin) => {
         const { NODE_OPTIONS: extra = '', ...variables } = twin.env;
-        const twinEnv = withDeployedEnv(twin.services, { ...env, ...variables }, extra);
+        const twinEnv = withDeployedNodeOptions(twin.services, { ...env, ...variables }, extra);
         return startNode({ iso, env: twinEnv, services: twin.services });
       }),
     );

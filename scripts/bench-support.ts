@@ -3,7 +3,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { parseDockerfile, stageEnv } from './lib/dockerfile';
 
 /**
  * `--profile DIR`: where the processes a benchmark profiles write their `node --cpu-prof`
@@ -99,23 +98,14 @@ export function deployedNodeOptions(service: string): string {
   throw new Error(`${file} has no Deployment`);
 }
 
-/** The variables the image sets for every service (the Dockerfile's last stage). */
-export function imageEnv(): Record<string, string> {
-  const stages = parseDockerfile(readFileSync(join(__dirname, '..', 'Dockerfile'), 'utf8'));
-  return stageEnv(stages.at(-1) ?? []);
-}
-
-/**
- * `env` over the variables a service's container starts with: the image's (glibc's arenas,
- * Node's mode) and its pod's NODE_OPTIONS, to which `extraNodeOptions` are added.
- */
-export function withDeployedEnv(
+/** `env` with the service's NODE_OPTIONS from its k8s manifest added to `extra`, if any. */
+export function withDeployedNodeOptions(
   service: string,
   env: Record<string, string>,
-  extraNodeOptions = '',
+  extra = '',
 ): Record<string, string> {
-  const nodeOptions = [deployedNodeOptions(service), extraNodeOptions].filter(Boolean).join(' ');
-  return { ...imageEnv(), ...env, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) };
+  const nodeOptions = [deployedNodeOptions(service), extra].filter(Boolean).join(' ');
+  return nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env;
 }
 
 /** Setup calls a benchmark makes at once: kept light so that it does not time out on a loaded machine. */

@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { SERVICE_NAMES, describeConfig, loadConfig } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
-import { deployedNodeOptions, withDeployedEnv } from '../../../scripts/bench-support';
-import { parseDockerfile, stageEnv, type Instruction } from '../../../scripts/lib/dockerfile';
+import { deployedNodeOptions } from '../../../scripts/bench-support';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const K8S_DIR = join(ROOT, 'deploy', 'k8s');
@@ -251,6 +250,31 @@ describe('docker-compose.yml', () => {
 
 // ---------------------------------------------------------------- Dockerfile
 
+interface Instruction {
+  op: string;
+  args: string;
+}
+
+/** Instructions grouped by stage; continuation lines joined, comments dropped. */
+function parseDockerfile(text: string): Instruction[][] {
+  const logical = text
+    .split('\n')
+    .filter((line) => !/^\s*#/.test(line))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const stages: Instruction[][] = [];
+  for (const line of logical) {
+    const [, op, args] = /^(\S+)\s*(.*)$/.exec(line) ?? [];
+    const instruction = { op: op.toUpperCase(), args };
+    if (instruction.op === 'FROM') stages.push([]);
+    stages[stages.length - 1]?.push(instruction);
+  }
+  return stages;
+}
+
 const stages = parseDockerfile(read('Dockerfile'));
 const finalStage = stages[stages.length - 1];
 const buildStage = stages.find((s) => /\bAS\s+build$/i.test(s[0].args)) ?? [];
@@ -285,45 +309,6 @@ describe('Dockerfile', () => {
     expect(ops(finalStage, 'COPY').map((i) => i.args)).toContainEqual(
       expect.stringMatching(/^--from=build \/app\/dist \.\/dist$/),
     );
-  });
-
-  it("fixes glibc's mmap threshold, which every benchmark's processes run with too", () => {
-    const threshold = stageEnv(finalStage).MALLOC_MMAP_THRESHOLD_;
-    expect(threshold).toBe('131072');
-    for (const name of SERVICE_NAMES) {
-      expect(withDeployedEnv(name, {})).toMatchObject({
-        MALLOC_MMAP_THRESHOLD_: threshold,
-        NODE_ENV: 'production',
-      });
-    }
-    // A large block freed raises glibc's threshold to its size; blocks under it then stay in
-    // its heap ([heap]), which grows. Fixed, they are mapped apart and the heap does not grow.
-    const heapGrowthMb = (variables: Record<string, string>) => {
-      const run = spawnSync(
-        process.execPath,
-        [
-          '--expose-gc',
-          '-e',
-          `const heap = () => {
-            const [, rest = ''] = require('node:fs').readFileSync('/proc/self/smaps', 'utf8').split(/\\[heap\\]\\n/);
-            return Number(/^Rss:\\s+(\\d+) kB/m.exec(rest)?.[1] ?? 0) / 1024;
-          };
-          let large = Buffer.alloc(8 << 20);
-          large = undefined;
-          globalThis.gc();
-          const before = heap();
-          const kept = Array.from({ length: 100 }, () => Buffer.alloc(256 << 10));
-          console.log(heap() - before, kept.length);`,
-        ],
-        { env: { PATH: process.env.PATH, ...variables }, encoding: 'utf8' },
-      );
-      expect(run.stderr).toBe('');
-      const [growth, kept] = run.stdout.trim().split(' ').map(Number);
-      expect(kept).toBe(100);
-      return growth;
-    };
-    expect(heapGrowthMb({})).toBeGreaterThan(8);
-    expect(heapGrowthMb({ MALLOC_MMAP_THRESHOLD_: threshold })).toBeLessThan(2);
   });
 
   it('copies everything tsconfig.build.json compiles into the build stage', () => {
