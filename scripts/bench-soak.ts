@@ -394,7 +394,7 @@ async function main(): Promise<number> {
   try {
     await receiver.start();
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn', ...FAST_WEBHOOKS };
-    for (const name of SNAPSHOTTED) {
+    for (const name of [...SNAPSHOTTED, ...BROKEN_DOWN]) {
       if (!(SERVICES as readonly string[]).includes(name)) throw new Error(`no process ${name}`);
     }
     const snapshotDir = SNAPSHOTTED.size > 0 ? mkdtempSync(join(tmpdir(), 'soak-heap-')) : '';
