@@ -69,7 +69,10 @@ samples or more) is never GROWING; one reached later cannot be told from a climb
 Each sample also reads every process's young-generation size (from its /metrics: RSS above
 the heap in use is mostly that young space, which V8 sizes to the allocation rate, up to a
 bound its flags set), printed as a table, and the verdict is given again on RSS less that
-young space ("w/o young"). With the verdicts, each process's V8 heap in use and young
+young space ("w/o young"), and on V8's heap kept after each full collection ("JS kept",
+process_memory_heap_kept: the old space's saw of garbage left out, so that what the process
+keeps alive is judged apart from V8's and glibc's working sizes). With the verdicts, each
+process's V8 heap in use and young
 space at the end of the load, the RSS of glibc's heap ([heap]) and of the anonymous
 mappings (V8's pages, other arenas, buffers) at the start and at the end of the load (from
 /proc/<pid>/smaps), and the CPU seconds each process used during the load.
@@ -208,6 +211,8 @@ interface Heap {
   used: number;
   /** What V8 holds for its heap, used or not: the part of the anonymous mappings that is V8's. */
   committed: number;
+  /** The heap in use beside the young space after the latest full collection: what is kept alive. */
+  kept: number;
   /** The young generation's size: V8 grows it with the allocation rate, up to twice --max-semi-space-size. */
   young: number;
 }
@@ -259,6 +264,7 @@ async function heapOf(opsUrl: string | undefined): Promise<Heap | undefined> {
     return {
       used: mb(/^process_memory_heap_size_used\{[^}]*\} (\S+)$/m),
       committed: mb(/^process_memory_heap_size_total\{[^}]*\} (\S+)$/m),
+      kept: mb(/^process_memory_heap_kept(?:\{[^}]*\})? (\S+)$/m),
       young: mb(/^process_memory_heap_space_size_total\{[^}]*space="new_space"[^}]*\} (\S+)$/m),
     };
   } catch {
@@ -443,6 +449,8 @@ async function main(): Promise<number> {
     const samples = processes.map(() => [] as MemorySample[]);
     // V8's young space with each sample: bounded by its flags, it is no leak however late it grows.
     const youngs = processes.map(() => [] as (number | undefined)[]);
+    // What V8 keeps after each full collection: its saw of garbage left out.
+    const kepts = processes.map(() => [] as MemorySample[]);
     const brokenDown = (name: string) => BROKEN_DOWN.has(name.split(' [')[0]);
     const breakdowns = processes.map(() => [] as Breakdown[]);
     const sample = async (min: number) => {
@@ -451,6 +459,8 @@ async function main(): Promise<number> {
         const rss = rssKb(p.pid) / 1024;
         samples[i].push({ min, mb: rss });
         youngs[i].push(heaps[i]?.young);
+        const kept = heaps[i]?.kept;
+        if (kept !== undefined && Number.isFinite(kept)) kepts[i].push({ min, mb: kept });
         if (brokenDown(p.name)) breakdowns[i].push({ rss, heap: heaps[i], parts: partsOf(p.pid) });
       });
     };
@@ -552,6 +562,7 @@ async function main(): Promise<number> {
         console.log([`  ${label}`.padEnd(28), ...breakdowns[i].map((b) => mb(of(b), 6))].join(' '));
       row('RSS', (b) => b.rss);
       row("V8's heap, committed", (b) => b.heap?.committed);
+      row('  kept after a full GC', (b) => b.heap?.kept);
       row('  of it young space', (b) => b.heap?.young);
       row("glibc's [heap]", (b) => b.parts?.heap);
       row("glibc's other arenas", (b) => b.parts?.arenas);
@@ -562,7 +573,7 @@ async function main(): Promise<number> {
     const fromTo = (from: number | undefined, to: number | undefined, width: number) =>
       `${mb(from, 0)} → ${mb(to, 0)}`.padStart(width);
     console.log(
-      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'floor MB'.padStart(11)} ${'last rise'.padStart(9)}  ${'verdict'.padEnd(8)} ${'w/o young'.padEnd(9)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'[heap] MB'.padStart(11)} ${'arenas MB'.padStart(11)} ${'anon MB'.padStart(11)} ${'CPU s'.padStart(6)}`,
+      `\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'end'.padStart(6)} ${'idle after'.padStart(10)} ${'floor MB'.padStart(11)} ${'last rise'.padStart(9)}  ${'verdict'.padEnd(8)} ${'w/o young'.padEnd(9)} ${'JS kept'.padEnd(18)} ${'heap used'.padStart(9)} ${'young gen'.padStart(9)} ${'[heap] MB'.padStart(11)} ${'arenas MB'.padStart(11)} ${'anon MB'.padStart(11)} ${'CPU s'.padStart(6)}`,
     );
     const referenceTrend = memoryTrend(samples[samples.length - 1]);
     const withoutYoung = samples.map((s, i) =>
@@ -572,8 +583,13 @@ async function main(): Promise<number> {
       const t = memoryTrend(samples[i]);
       const s = samples[i];
       const rest = memoryVerdict(memoryTrend(withoutYoung[i]), referenceTrend);
+      const k = kepts[i];
+      const kept =
+        k.length > 0
+          ? `${memoryVerdict(memoryTrend(k), referenceTrend)} ${mb(k[0].mb, 0)} → ${mb(k[k.length - 1].mb, 0)}`
+          : '-';
       console.log(
-        `${p.name.padEnd(28)} ${mb(s[0].mb, 6)} ${mb(s[s.length - 1].mb, 6)} ${mb(afterRest[i], 10)} ${fromTo(t.windows[0]?.floor, t.windows.at(-1)?.floor, 11)} ${(t.rises.at(-1)?.toFixed(2) ?? '-').padStart(9)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${(p.opsUrl ? rest : '-').padEnd(9)} ${mb(heapsAtEnd[i]?.used, 9)} ${mb(heapsAtEnd[i]?.young, 9)} ${fromTo(partsAtStart[i]?.heap, partsAtEnd[i]?.heap, 11)} ${fromTo(partsAtStart[i]?.arenas, partsAtEnd[i]?.arenas, 11)} ${fromTo(partsAtStart[i]?.anon, partsAtEnd[i]?.anon, 11)} ${cpuS[i].toFixed(0).padStart(6)}`,
+        `${p.name.padEnd(28)} ${mb(s[0].mb, 6)} ${mb(s[s.length - 1].mb, 6)} ${mb(afterRest[i], 10)} ${fromTo(t.windows[0]?.floor, t.windows.at(-1)?.floor, 11)} ${(t.rises.at(-1)?.toFixed(2) ?? '-').padStart(9)}  ${memoryVerdict(t, referenceTrend).padEnd(8)} ${(p.opsUrl ? rest : '-').padEnd(9)} ${kept.padEnd(18)} ${mb(heapsAtEnd[i]?.used, 9)} ${mb(heapsAtEnd[i]?.young, 9)} ${fromTo(partsAtStart[i]?.heap, partsAtEnd[i]?.heap, 11)} ${fromTo(partsAtStart[i]?.arenas, partsAtEnd[i]?.arenas, 11)} ${fromTo(partsAtStart[i]?.anon, partsAtEnd[i]?.anon, 11)} ${cpuS[i].toFixed(0).padStart(6)}`,
       );
     }
     console.log(
@@ -583,6 +599,8 @@ async function main(): Promise<number> {
         `  (GROWING above ${GROWTH_MB_PER_MIN} and above twice the reference's fastest rise).`,
         "w/o young: the same verdict on RSS less V8's young space at each sample (a space its",
         '  flags bound, which V8 grows with the allocation rate, late or early).',
+        "JS kept: the same verdict on V8's heap in use beside its young space after each full",
+        '  collection (process_memory_heap_kept), start → end in MB: what the process keeps alive.',
         "[heap], arenas, anon: RSS of glibc's main heap, of its other threads' arenas and of the",
         '  other anonymous mappings (V8, buffers, large mallocs), start → end of the load.',
       ].join('\n'),

@@ -54,6 +54,13 @@ describe('moleculer metrics of every process', () => {
     expect(await (await fetch(`${opsUrl}/metrics`)).text()).not.toMatch(/quantile="/);
   });
 
+  it('show the heap the process kept after its latest full collection, in bytes', async () => {
+    const [kept] = await lines('process_memory_heap_kept');
+    expect(
+      Number(/^process_memory_heap_kept(?:\{[^}]*\})? (\d+)$/.exec(kept)?.[1]),
+    ).toBeGreaterThan(2 ** 20);
+  });
+
   it("count them outside moleculer's registry, whose per-call work was the cost (decision 64)", () => {
     expect(broker.metrics.getMetric('moleculer.request.total')).toBeNull();
     expect(broker.middlewares.list.map((m: { name?: string }) => m.name)).not.toContain('Metrics');
