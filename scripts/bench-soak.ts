@@ -184,14 +184,17 @@ class Tally {
   }
 }
 
-/** A second process of a service, started with other variables (`--twins`). */
-interface Twin {
-  services: (typeof SERVICES)[number];
-  env: Record<string, string>;
+/** A process the soak starts: a service, as deployed, with variables and V8 flags of its own. */
+interface Launch {
   name: string;
+  service: (typeof SERVICES)[number];
+  env: Record<string, string>;
+  /** Added to its pod's NODE_OPTIONS. */
+  nodeOptions: string;
 }
 
-function parseTwin(spec: string): Twin {
+/** A second process of a service with other variables (`--twins`). */
+function parseTwin(spec: string): Launch {
   const [services, assignments = ''] = spec.split(/:(.*)/s);
   if (!(SERVICES as readonly string[]).includes(services))
     throw new Error(`no process ${services}`);
@@ -203,7 +206,13 @@ function parseTwin(spec: string): Twin {
     }
     env[name] = value;
   }
-  return { services: services as Twin['services'], env, name: `${services} [${assignments}]` };
+  const { NODE_OPTIONS: nodeOptions = '', ...variables } = env;
+  return {
+    name: `${services} [${assignments}]`,
+    service: services as Launch['service'],
+    env: variables,
+    nodeOptions,
+  };
 }
 
 /** A process's V8 heap in MB, read from its metrics (none for the reference). */
@@ -404,36 +413,42 @@ async function main(): Promise<number> {
       if (!(SERVICES as readonly string[]).includes(name)) throw new Error(`no process ${name}`);
     }
     const snapshotDir = SNAPSHOTTED.size > 0 ? mkdtempSync(join(tmpdir(), 'soak-heap-')) : '';
-    // Each service with its pod's NODE_OPTIONS (deploy/k8s), so that its memory is a pod's.
-    const starts = await Promise.allSettled(
-      SERVICES.map((services) => {
-        const snapshots = SNAPSHOTTED.has(services)
+    const launches: Launch[] = [
+      ...SERVICES.map((service) => ({
+        name: service,
+        service,
+        env: {},
+        nodeOptions: SNAPSHOTTED.has(service)
           ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`
-          : '';
-        return startNode({ iso, env: withDeployedNodeOptions(services, env, snapshots), services });
-      }),
+          : '',
+      })),
+      ...TWINS,
+    ];
+    // Each with its pod's NODE_OPTIONS (deploy/k8s), so that its memory is a pod's.
+    const starts = await Promise.allSettled(
+      launches.map((launch) =>
+        startNode({
+          iso,
+          env: withDeployedNodeOptions(
+            launch.service,
+            { ...env, ...launch.env },
+            launch.nodeOptions,
+          ),
+          services: launch.service,
+        }),
+      ),
     );
-    const twinStarts = await Promise.allSettled(
-      TWINS.map((twin) => {
-        const { NODE_OPTIONS: extra = '', ...variables } = twin.env;
-        const twinEnv = withDeployedNodeOptions(twin.services, { ...env, ...variables }, extra);
-        return startNode({ iso, env: twinEnv, services: twin.services });
-      }),
-    );
-    const byName = new Map<string, NodeProcess>();
-    [...starts, ...twinStarts].forEach((s, i) => {
-      if (s.status === 'fulfilled') {
-        nodes.push(s.value);
-        byName.set(i < SERVICES.length ? SERVICES[i] : TWINS[i - SERVICES.length].name, s.value);
-      }
-    });
-    for (const s of [...starts, ...twinStarts]) if (s.status === 'rejected') throw s.reason;
-    const url = (byName.get('gateway') as NodeProcess).url;
-    const processes = [
-      ...[...SERVICES, ...TWINS.map((twin) => twin.name)].map((name) => {
-        const node = byName.get(name) as NodeProcess;
-        return { name, pid: node.child.pid as number, opsUrl: node.opsUrl };
-      }),
+    for (const s of starts) if (s.status === 'fulfilled') nodes.push(s.value);
+    for (const s of starts) if (s.status === 'rejected') throw s.reason;
+    const nodeOf = starts.map((s) => (s as PromiseFulfilledResult<NodeProcess>).value);
+    const url = nodeOf[launches.findIndex((launch) => launch.name === 'gateway')].url;
+    const processes: { name: string; service?: string; pid: number; opsUrl?: string }[] = [
+      ...launches.map(({ name, service }, i) => ({
+        name,
+        service,
+        pid: nodeOf[i].child.pid as number,
+        opsUrl: nodeOf[i].opsUrl,
+      })),
       { name: 'reference: bare node:http', pid: bare.child.pid as number, opsUrl: undefined },
     ];
 
@@ -451,7 +466,6 @@ async function main(): Promise<number> {
     const youngs = processes.map(() => [] as (number | undefined)[]);
     // What V8 keeps after each full collection: its saw of garbage left out.
     const kepts = processes.map(() => [] as MemorySample[]);
-    const brokenDown = (name: string) => BROKEN_DOWN.has(name.split(' [')[0]);
     const breakdowns = processes.map(() => [] as Breakdown[]);
     const sample = async (min: number) => {
       const heaps = await Promise.all(processes.map((p) => heapOf(p.opsUrl)));
@@ -461,7 +475,8 @@ async function main(): Promise<number> {
         youngs[i].push(heaps[i]?.young);
         const kept = heaps[i]?.kept;
         if (kept !== undefined && Number.isFinite(kept)) kepts[i].push({ min, mb: kept });
-        if (brokenDown(p.name)) breakdowns[i].push({ rss, heap: heaps[i], parts: partsOf(p.pid) });
+        if (BROKEN_DOWN.has(p.service ?? ''))
+          breakdowns[i].push({ rss, heap: heaps[i], parts: partsOf(p.pid) });
       });
     };
     await sample(0);
