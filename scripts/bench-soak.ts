@@ -26,6 +26,7 @@ import {
   type NodeProcess,
 } from '../test/support/stack';
 import {
+  buildAsTheImage,
   option,
   requireInfrastructure,
   runMain,
@@ -43,11 +44,13 @@ import {
 import { memoryParts, type MemoryParts } from './lib/smaps';
 
 showHelpIfAsked(`
-npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D]
+npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D --tsx]
   (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
-Starts each service in its own process over NATS (as the integration tests do, each
-with its pod's NODE_OPTIONS from deploy/k8s), prints each one's resident memory (RSS) at
+Builds the services as the image does (npm run build) and starts each, compiled, in its own
+process over NATS, each with its pod's NODE_OPTIONS from deploy/k8s (--tsx: the TypeScript
+through tsx instead, as the integration tests run it, which adds tsx's loader, esbuild's
+worker thread and every module's source map to each process), prints each one's resident memory (RSS) at
 rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
 create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
 searches, small file uploads, webhook registration and removal. Every S seconds it
@@ -96,10 +99,13 @@ Exits 1 when an answer is a 5xx other than 503/504 (load shed), or a process exi
                                                            BENCH_TWINS
   --parts S         comma-separated processes (twins included) whose memory to break down
                     at every sample: RSS, V8's heap (committed), its young space, glibc's
-                    heap and other arenas, and the anonymous mappings less V8's heap
+                    heap and other arenas, the anonymous mappings less V8's heap, and the
+                    memory of JS objects outside V8's heap (Buffers, ArrayBuffers)
                                                            BENCH_PARTS
 `);
 
+/** The TypeScript through tsx, as the tests run it, instead of the build the image runs. */
+const FROM_SOURCE = process.argv.includes('--tsx');
 const MINUTES = option('minutes', 10);
 const COOL_DOWN_S = option('cool-down', 60);
 const INTERVAL_S = option('interval', 30);
@@ -224,6 +230,8 @@ interface Heap {
   kept: number;
   /** The young generation's size: V8 grows it with the allocation rate, up to twice --max-semi-space-size. */
   young: number;
+  /** Memory of JS objects outside V8's heap (Buffers, ArrayBuffers): malloc'd or mapped by Node. */
+  external: number;
 }
 
 /** One sample of a process whose memory is broken down (`--parts`). */
@@ -275,6 +283,7 @@ async function heapOf(opsUrl: string | undefined): Promise<Heap | undefined> {
       committed: mb(/^process_memory_heap_size_total\{[^}]*\} (\S+)$/m),
       kept: mb(/^process_memory_heap_kept(?:\{[^}]*\})? (\S+)$/m),
       young: mb(/^process_memory_heap_space_size_total\{[^}]*space="new_space"[^}]*\} (\S+)$/m),
+      external: mb(/^process_memory_external\{[^}]*\} (\S+)$/m),
     };
   } catch {
     return undefined;
@@ -425,10 +434,12 @@ async function main(): Promise<number> {
       ...TWINS,
     ];
     // Each with its pod's NODE_OPTIONS (deploy/k8s), so that its memory is a pod's.
+    const entry = FROM_SOURCE ? undefined : buildAsTheImage();
     const starts = await Promise.allSettled(
       launches.map((launch) =>
         startNode({
           iso,
+          entry,
           env: withDeployedNodeOptions(
             launch.service,
             { ...env, ...launch.env },
@@ -455,7 +466,9 @@ async function main(): Promise<number> {
     console.log(
       `bench:soak — ${availableParallelism()} CPUs, Node ${process.version}, load average ${loadavg()
         .map((l) => l.toFixed(2))
-        .join(' ')}; ${SERVICES.length} services each in its own process over NATS`,
+        .join(
+          ' ',
+        )}; ${SERVICES.length} services each in its own process over NATS, ${FROM_SOURCE ? 'TypeScript through tsx' : 'compiled (dist/, as the image runs them)'}`,
     );
     console.log(
       `${MINUTES} min of mixed load at ${CONNECTIONS} connections, RSS every ${INTERVAL_S} s\n`,
@@ -584,6 +597,7 @@ async function main(): Promise<number> {
       row('anonymous less V8', (b) =>
         b.parts && b.heap ? b.parts.anon - b.heap.committed : undefined,
       );
+      row('JS external (Buffers)', (b) => b.heap?.external);
     }
     const fromTo = (from: number | undefined, to: number | undefined, width: number) =>
       `${mb(from, 0)} → ${mb(to, 0)}`.padStart(width);

@@ -1,5 +1,5 @@
 /** What every benchmark script needs: its numeric `--flags` and the local infrastructure. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -96,6 +96,24 @@ export function deployedNodeOptions(service: string): string {
     return env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
   }
   throw new Error(`${file} has no Deployment`);
+}
+
+/**
+ * Compiles the services as the image does (`npm run build`: tsc into dist/) and answers the
+ * entry point the image runs, `dist/bin/server.js`. A process run through tsx also carries
+ * tsx's loader, esbuild's worker thread and the source maps of every module: not a pod's memory.
+ */
+export function buildAsTheImage(): string {
+  const root = join(__dirname, '..');
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  const built = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (built.status !== 0) {
+    throw new Error(`npm run build failed:\n${built.stdout}${built.stderr}`);
+  }
+  return join(root, 'dist', 'bin', 'server.js');
 }
 
 /** `env` with the service's NODE_OPTIONS from its k8s manifest added to `extra`, if any. */

@@ -63,7 +63,10 @@ export interface StartOptions {
   env?: Record<string, string | undefined>;
   /** Wait for /health/ready (default), or only for the gateway to listen. */
   waitReady?: boolean;
-  /** The entry point run instead of `bin/server.ts` (a benchmark's own server). */
+  /**
+   * The entry point run instead of `bin/server.ts`: a benchmark's own server, or the compiled
+   * `dist/bin/server.js` (run without tsx).
+   */
   entry?: string;
   /** Node options put before the entry point, such as `--cpu-prof`. */
   nodeArgs?: string[];
@@ -93,7 +96,7 @@ export async function startNodes(
   return nodes;
 }
 
-/** Starts `bin/server.ts` as its own process, exactly as production runs it. */
+/** Starts a server as its own process: `bin/server.ts` through tsx unless `entry` says otherwise. */
 export async function startNode(options: StartOptions): Promise<NodeProcess> {
   // Another test worker may take a port between freePort() and the server's listen.
   for (let attempt = 1; ; attempt++) {
@@ -123,7 +126,9 @@ async function startNodeOnce(options: StartOptions): Promise<NodeProcess> {
   };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const entry = options.entry ?? join(ROOT, 'bin', 'server.ts');
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', entry], {
+  // TypeScript through tsx; the compiled build (dist/, as the image runs it) as it is.
+  const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...loader, entry], {
     cwd: ROOT,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
