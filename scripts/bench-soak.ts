@@ -161,6 +161,19 @@ interface Merchant {
 class Tally {
   readonly counts = new Map<string, Map<number, number>>();
   readonly unexpected: string[] = [];
+  /** The slowest answer since the last sample: a stall lines up with a step in memory. */
+  private slowest = { ms: 0, op: '' };
+
+  timed(op: string, ms: number): void {
+    if (ms > this.slowest.ms) this.slowest = { ms, op };
+  }
+
+  /** The slowest answer since the last call, and a fresh start. */
+  takeSlowest(): { ms: number; op: string } {
+    const slowest = this.slowest;
+    this.slowest = { ms: 0, op: '' };
+    return slowest;
+  }
 
   note(op: string, reply: Pick<Reply, 'status' | 'text'>, expected: readonly number[]): void {
     const byStatus = this.counts.get(op) ?? new Map<number, number>();
@@ -304,9 +317,11 @@ function operations(
     expected: readonly number[],
     run: () => Promise<Reply>,
   ): Promise<Reply | undefined> => {
+    const started = performance.now();
     try {
       const reply = await run();
       tally.note(op, reply, expected);
+      tally.timed(op, performance.now() - started);
       return reply;
     } catch (error) {
       tally.note(op, { status: 0, text: String(error) }, expected);
@@ -545,7 +560,10 @@ async function main(): Promise<number> {
         }
         await sample(minutes());
         const last = samples.map((s) => s[s.length - 1].mb.toFixed(0)).join(' ');
-        console.log(`  ${minutes().toFixed(1)} min: ${tally.total} answers; RSS ${last}`);
+        const slowest = tally.takeSlowest();
+        console.log(
+          `  ${minutes().toFixed(1)} min: ${tally.total} answers, slowest ${slowest.ms.toFixed(0)} ms (${slowest.op}); RSS ${last}`,
+        );
       }
     })();
     await sampler;

@@ -98,6 +98,9 @@ export function deployedNodeOptions(service: string): string {
   throw new Error(`${file} has no Deployment`);
 }
 
+/** What the image runs (its `CMD`), relative to the project: test/unit/deploy checks it. */
+export const IMAGE_ENTRY = 'dist/bin/server.js';
+
 /**
  * Compiles the services as the image does (`npm run build`: tsc into dist/) and answers the
  * entry point the image runs, `dist/bin/server.js`. A process run through tsx also carries
@@ -113,7 +116,7 @@ export function buildAsTheImage(): string {
   if (built.status !== 0) {
     throw new Error(`npm run build failed:\n${built.stdout}${built.stderr}`);
   }
-  return join(root, 'dist', 'bin', 'server.js');
+  return join(root, IMAGE_ENTRY);
 }
 
 /** `env` with the service's NODE_OPTIONS from its k8s manifest added to `extra`, if any. */
