@@ -50,11 +50,12 @@ npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D --
 Builds the services as the image does (npm run build) and starts each, compiled, in its own
 process over NATS, each with its pod's NODE_OPTIONS from deploy/k8s (--tsx: the TypeScript
 through tsx instead, as the integration tests run it, which adds tsx's loader, esbuild's
-worker thread and every module's source map to each process), prints each one's resident memory (RSS) at
-rest, then runs a mixed load through the gateway for M minutes: Mode B quotes, package
-create/list/delete, wallet top-ups (admin credit), debits (delivery requests, then read) and reads, city
-searches, small file uploads, webhook registration and removal. Every S seconds it
-samples each process's RSS; at the end it prints the table and a verdict per process.
+worker thread and every module's source map to each process). Prints each one's resident
+memory (RSS) at rest, then runs a mixed load through the gateway for M minutes: Mode B
+quotes, package create/list/delete, wallet top-ups (admin credit), debits (delivery
+requests, then read) and reads, city searches, small file uploads, webhook registration and
+removal. Every S seconds it samples each process's RSS and prints the slowest answer since
+the last sample; at the end it prints the table and a verdict per process.
 
 The verdict: the samples after the warm-up (the first quarter, and the few the cut leaves
 over) are cut into at most 6 windows of equal length, at least 3 samples each, and each
@@ -478,12 +479,14 @@ async function main(): Promise<number> {
       { name: 'reference: bare node:http', pid: bare.child.pid as number, opsUrl: undefined },
     ];
 
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
+    const form = FROM_SOURCE
+      ? 'TypeScript through tsx'
+      : 'compiled (dist/, as the image runs them)';
     console.log(
-      `bench:soak — ${availableParallelism()} CPUs, Node ${process.version}, load average ${loadavg()
-        .map((l) => l.toFixed(2))
-        .join(
-          ' ',
-        )}; ${SERVICES.length} services each in its own process over NATS, ${FROM_SOURCE ? 'TypeScript through tsx' : 'compiled (dist/, as the image runs them)'}`,
+      `bench:soak — ${availableParallelism()} CPUs, Node ${process.version}, load average ${load}; ${SERVICES.length} services each in its own process over NATS, ${form}`,
     );
     console.log(
       `${MINUTES} min of mixed load at ${CONNECTIONS} connections, RSS every ${INTERVAL_S} s\n`,
