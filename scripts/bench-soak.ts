@@ -15,6 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { QUOTE } from '../test/support/quote';
 import { credit, requestDelivery, savePackage } from '../test/support/deliveries';
 import { adminHeaders, createUserWithKey, request, type Reply } from '../test/support/http';
+import { hasLabels, samplesIn } from '../test/support/metrics';
 import { fileOf, HEADS } from '../test/support/multipart';
 import { FAST_WEBHOOKS, WebhookReceiver } from '../test/support/webhook-receiver';
 import {
@@ -290,14 +291,16 @@ async function heapSnapshot(pid: number, dir: string): Promise<string> {
 async function heapOf(opsUrl: string | undefined): Promise<Heap | undefined> {
   if (!opsUrl) return undefined;
   try {
-    const text = await (await fetch(`${opsUrl}/metrics`)).text();
-    const mb = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN) / 2 ** 20;
+    const scrape = await (await fetch(`${opsUrl}/metrics`)).text();
+    /** The first sample of `name` with `labels`, in MB; NaN when the process has none. */
+    const mb = (name: string, labels: Record<string, string> = {}) =>
+      (samplesIn(scrape, name).find((s) => hasLabels(s, labels))?.value ?? NaN) / 2 ** 20;
     return {
-      used: mb(/^process_memory_heap_size_used\{[^}]*\} (\S+)$/m),
-      committed: mb(/^process_memory_heap_size_total\{[^}]*\} (\S+)$/m),
-      kept: mb(/^process_memory_heap_kept(?:\{[^}]*\})? (\S+)$/m),
-      young: mb(/^process_memory_heap_space_size_total\{[^}]*space="new_space"[^}]*\} (\S+)$/m),
-      external: mb(/^process_memory_external\{[^}]*\} (\S+)$/m),
+      used: mb('process_memory_heap_size_used'),
+      committed: mb('process_memory_heap_size_total'),
+      kept: mb('process_memory_heap_kept'),
+      young: mb('process_memory_heap_space_size_total', { space: 'new_space' }),
+      external: mb('process_memory_external'),
     };
   } catch {
     return undefined;

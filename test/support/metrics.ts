@@ -5,8 +5,12 @@ export interface Sample {
 
 /** The samples of one metric in a process's Prometheus scrape (`<opsUrl>/metrics`). */
 export async function samples(opsUrl: string, name: string): Promise<Sample[]> {
-  const text = await (await fetch(`${opsUrl}/metrics`)).text();
-  return text
+  return samplesIn(await (await fetch(`${opsUrl}/metrics`)).text(), name);
+}
+
+/** The samples of one metric in the text of a Prometheus scrape. */
+export function samplesIn(scrape: string, name: string): Sample[] {
+  return scrape
     .split('\n')
     .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
     .map((line) => {
@@ -18,8 +22,10 @@ export async function samples(opsUrl: string, name: string): Promise<Sample[]> {
     });
 }
 
+/** Whether a sample's labels include `labels`. */
+export const hasLabels = (sample: Sample, labels: Record<string, string>) =>
+  Object.entries(labels).every(([k, v]) => sample.labels[k] === v);
+
 /** The sum of the samples whose labels include `labels`. */
 export const count = (all: Sample[], labels: Record<string, string> = {}) =>
-  all
-    .filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-    .reduce((sum, s) => sum + s.value, 0);
+  all.filter((s) => hasLabels(s, labels)).reduce((sum, s) => sum + s.value, 0);

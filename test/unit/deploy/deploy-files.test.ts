@@ -346,7 +346,7 @@ describe('Dockerfile', () => {
     // What bench:soak builds and runs, so that its memory is the image's.
     expect(JSON.parse(lastOp(finalStage, 'CMD') ?? 'null')).toEqual(['node', IMAGE_ENTRY]);
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
-    expect(pkg.scripts.start).toBe('node dist/bin/server.js');
+    expect(pkg.scripts.start).toBe(`node ${IMAGE_ENTRY}`);
     expect(
       ops(finalStage, 'ENV')
         .map((i) => i.args)
