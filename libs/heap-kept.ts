@@ -4,6 +4,9 @@ import { getHeapSpaceStatistics } from 'node:v8';
 /** The `/metrics` gauge (moleculer's name) of what the process keeps, in bytes. */
 export const HEAP_KEPT_METRIC = 'process.memory.heap.kept';
 
+/** The young generation: small objects, and large ones not yet through a collection. */
+const YOUNG_SPACES = new Set(['new_space', 'new_large_object_space']);
+
 /**
  * V8's heap in use outside the young generation. Read right after a full collection, it is
  * what the process keeps alive: it climbs only when something is retained, where RSS and
@@ -12,7 +15,7 @@ export const HEAP_KEPT_METRIC = 'process.memory.heap.kept';
 export function heapBesideYoung(): number {
   let bytes = 0;
   for (const space of getHeapSpaceStatistics()) {
-    if (space.space_name !== 'new_space') bytes += space.space_used_size;
+    if (!YOUNG_SPACES.has(space.space_name)) bytes += space.space_used_size;
   }
   return bytes;
 }
