@@ -83,6 +83,25 @@ export async function runPass(
 export const storedSince = (field: string, since: Date | null) =>
   since ? { [field]: { $gte: since } } : {};
 
+/**
+ * The field a writer of this version sets on a document whose records (its list entries, its
+ * hash entry) it wrote before storing it. A pass reads only documents without it: those of
+ * replicas of an older version, not the thousands this version stored since the latest pass
+ * (decision 81). A record added to a collection later needs a mark of its own.
+ */
+export const RECORDED_FIRST = 'recordedFirst';
+
+/** The document as a writer that recorded it first stores it. */
+export function markedRecorded<T extends object>(document: T): T & { recordedFirst: true } {
+  return { ...document, [RECORDED_FIRST]: true as const };
+}
+
+/** What a pass reads: stored since `since` (on `field`) by a writer that did not record it first. */
+export const unrecordedSince = (field: string, since: Date | null) => ({
+  ...storedSince(field, since),
+  [RECORDED_FIRST]: { $exists: false },
+});
+
 export interface Backfill {
   /** What it fills, for the log: "deliveries stored before the users' lists". */
   what: string;

@@ -141,9 +141,12 @@ export interface StoredItem {
   tag?: string;
 }
 
-/** Stored documents as a list's `backfill` reads them, oldest first. */
-export async function* listedAs<T>(stored: AsyncIterable<T>, entry: (doc: T) => StoredItem) {
-  for await (const doc of stored) yield entry(doc);
+/** Stored documents as a list's `backfill` reads them, oldest first; null skips a document. */
+export async function* listedAs<T>(stored: AsyncIterable<T>, entry: (doc: T) => StoredItem | null) {
+  for await (const doc of stored) {
+    const item = entry(doc);
+    if (item) yield item;
+  }
 }
 
 /** What a store reads of its items for `backfill`: `{_id, userId, createdAt}`. */

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { insertOnce, updateByIdWhere } from '../../libs/mongo';
-import { passRecordsIn, runPass, storedSince, type BackfillPass } from '../../libs/backfills';
+import {
+  markedRecorded,
+  passRecordsIn,
+  runPass,
+  unrecordedSince,
+  type BackfillPass,
+} from '../../libs/backfills';
 
 const userSchema = new Schema(
   {
@@ -33,6 +39,8 @@ const apiKeySchema = new Schema(
     quota: { type: quotaSchema, default: null },
     lastUsedAt: { type: Date, default: null },
     revokedAt: { type: Date, default: null },
+    /** Set when stored by a writer that entered its hash first: backfill passes skip it (libs/backfills). */
+    recordedFirst: Boolean,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
@@ -98,7 +106,7 @@ export class AccountStore {
     const _id = randomUUID();
     // The hash's entry first: a stored key can always be found by its hash.
     await this.models().KeyHash.create({ _id: fields.hash, keyId: _id });
-    return (await this.models().ApiKey.create({ ...fields, _id })).toObject();
+    return (await this.models().ApiKey.create(markedRecorded({ ...fields, _id }))).toObject();
   }
 
   /** Enters the hashes of keys stored without them (a scan, libs/backfills). */
@@ -106,7 +114,7 @@ export class AccountStore {
     const { ApiKey, KeyHash } = this.models();
     const records = passRecordsIn(KeyHash, { keyId: HASHES_FILLED });
     await runPass(pass, records, HASHES_FILLED, async (since) => {
-      const stored = ApiKey.find(storedSince('createdAt', since), { hash: 1 }).lean().cursor();
+      const stored = ApiKey.find(unrecordedSince('createdAt', since), { hash: 1 }).lean().cursor();
       for await (const key of stored) {
         await insertOnce(() => KeyHash.create({ _id: key.hash, keyId: key._id }));
       }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
-import { storedSince, type BackfillPass } from '../../libs/backfills';
+import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
@@ -66,6 +66,8 @@ const merchantCourierSchema = new Schema(
     _id: { type: String, required: true },
     userId: { type: String, required: true },
     courierId: { type: String, required: true },
+    /** Set when stored by a writer that listed it first: backfill passes skip it (libs/backfills). */
+    recordedFirst: Boolean,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
@@ -260,7 +262,9 @@ export class CourierStore {
     // A tag of its own: each addition is a fresh entry, which waits for its link.
     await this.additions.add(userId, courierId, new Date(), randomUUID());
     return insertOnce(() =>
-      this.models().MerchantCourier.create({ _id: entryId(userId, courierId), userId, courierId }),
+      this.models().MerchantCourier.create(
+        markedRecorded({ _id: entryId(userId, courierId), userId, courierId }),
+      ),
     );
   }
 
@@ -311,7 +315,7 @@ export class CourierStore {
     await this.additions.backfill(pass, (since) =>
       listedAs(
         this.models()
-          .MerchantCourier.find(storedSince('createdAt', since), {
+          .MerchantCourier.find(unrecordedSince('createdAt', since), {
             userId: 1,
             courierId: 1,
             createdAt: 1,

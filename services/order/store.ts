@@ -1,7 +1,12 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
-import { storedSince, type BackfillPass } from '../../libs/backfills';
+import {
+  markedRecorded,
+  storedSince,
+  unrecordedSince,
+  type BackfillPass,
+} from '../../libs/backfills';
 import { WorkMarks } from '../../libs/work-marks';
 import {
   OwnerList,
@@ -261,7 +266,8 @@ export class OrderStore {
     // Before the delivery: a stored delivery is always on its user's lists.
     await this.byUser.add(delivery.userId, delivery._id, delivery.createdAt);
     await this.enteringStatus(delivery, delivery.lifecycle.status, delivery.version);
-    return insertOnce(() => this.m.Delivery.create(delivery));
+    const stored = { ...markedRecorded(delivery), listedStatus: delivery.lifecycle.status };
+    return insertOnce(() => this.m.Delivery.create(stored));
   }
 
   /**
@@ -334,7 +340,7 @@ export class OrderStore {
   async listStoredDeliveries(pass: BackfillPass): Promise<void> {
     await this.byUser.backfill(pass, (since) =>
       ownedItems(
-        this.m.Delivery.find(storedSince('createdAt', since), { userId: 1, createdAt: 1 })
+        this.m.Delivery.find(unrecordedSince('createdAt', since), { userId: 1, createdAt: 1 })
           .sort({ createdAt: 1 })
           .lean()
           .cursor(),
@@ -351,12 +357,17 @@ export class OrderStore {
           'lifecycle.status': 1,
           version: 1,
           updatedAt: 1,
+          listedStatus: 1,
         })
           .sort({ updatedAt: 1 })
           .lean()
           .cursor(),
         (d) => {
-          const { _id, userId, lifecycle, version, updatedAt } = d as unknown as DeliveryRecord;
+          const { _id, userId, lifecycle, version, updatedAt, listedStatus } =
+            d as unknown as DeliveryRecord & { listedStatus?: DeliveryStatus };
+          // Listed by the writer that moved it into its status (`project`): nothing to add. A
+          // status is never entered twice, so the name alone says which entry it was.
+          if (listedStatus === lifecycle.status) return null;
           // Tagged as `enteringStatus` tags: a delivery listed by it at this version is not
           // listed twice.
           return {
@@ -430,18 +441,21 @@ export class OrderStore {
 
   /**
    * Writes what the transitions up to `version` made of the delivery. Only moves forward;
-   * a writer that loses a race leaves it behind, and the next read repairs it.
+   * a writer that loses a race leaves it behind, and the next read repairs it. `listedStatus`
+   * is the status this writer listed the delivery under before entering it (`enteringStatus`):
+   * the backfill's passes skip a delivery still in it (libs/backfills).
    */
   async project(
     deliveryId: string,
     version: number,
     changes: Pick<DeliveryRecord, 'lifecycle' | 'steps' | 'updatedAt'> & Partial<DeliveryRecord>,
+    listedStatus?: DeliveryStatus,
   ): Promise<void> {
     await updateByIdWhere(
       this.m.Delivery,
       deliveryId,
       { version: { $lt: version } },
-      { $set: { ...changes, version } },
+      { $set: { ...changes, version, ...(listedStatus ? { listedStatus } : {}) } },
     );
   }
 
@@ -491,7 +505,7 @@ export class OrderStore {
     await this.notificationsByDelivery.addByOwner(
       messages.map((m) => ({ ownerId: m.deliveryId, itemId: m._id, at: m.createdAt })),
     );
-    await this.notifications.enqueue(messages);
+    await this.notifications.enqueue(messages.map(markedRecorded));
   }
 
   /** A delivery's notifications, oldest first: its list, then each by `_id`. */
@@ -510,7 +524,10 @@ export class OrderStore {
   async listStoredNotifications(pass: BackfillPass): Promise<void> {
     await this.notificationsByDelivery.backfill(pass, (since) =>
       listedAs(
-        this.m.Notification.find(storedSince('createdAt', since), { deliveryId: 1, createdAt: 1 })
+        this.m.Notification.find(unrecordedSince('createdAt', since), {
+          deliveryId: 1,
+          createdAt: 1,
+        })
           .sort({ createdAt: 1 })
           .lean()
           .cursor(),

@@ -115,12 +115,12 @@ export class DeliveryTransitions {
         at: now,
       };
       if (transitionEvents(record).length > 0) record.unannounced = true;
-      if (result.next.status !== delivery.lifecycle.status) {
-        await this.store.enteringStatus(delivery, result.next.status, version);
-      }
+      const entering = result.next.status !== delivery.lifecycle.status;
+      if (entering) await this.store.enteringStatus(delivery, result.next.status, version);
       if (!(await this.store.claimTransition(record))) continue;
       const next = fold(delivery, [record]);
-      await this.store.project(deliveryId, version, projected(next));
+      const listedStatus = entering ? result.next.status : undefined;
+      await this.store.project(deliveryId, version, projected(next), listedStatus);
       return { applied: true, delivery: next, transition: record };
     }
   }

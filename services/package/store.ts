@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { findByIdWhere, insertOnce, isDuplicateKey, updateByIdWhere } from '../../libs/mongo';
-import { storedSince, type BackfillPass } from '../../libs/backfills';
+import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, ownedItems } from '../../libs/owner-list';
 
 const packageSchema = new Schema(
@@ -22,6 +22,8 @@ const packageSchema = new Schema(
      */
     p2pDeliveryId: { type: String, default: null },
     deletedAt: { type: Date, default: null },
+    /** Set when stored by a writer that listed it first: backfill passes skip it (libs/backfills). */
+    recordedFirst: Boolean,
   },
   { timestamps: true, versionKey: false },
 );
@@ -263,7 +265,7 @@ export class PackageStore {
   async listStoredPackages(pass: BackfillPass): Promise<void> {
     await this.byUser.backfill(pass, (since) =>
       ownedItems(
-        this.Package.find(storedSince('createdAt', since), { userId: 1, createdAt: 1 })
+        this.Package.find(unrecordedSince('createdAt', since), { userId: 1, createdAt: 1 })
           .sort({ createdAt: 1 })
           .lean()
           .cursor(),
@@ -276,7 +278,9 @@ export class PackageStore {
     const _id = fields._id ?? randomUUID();
     // Before the package: a saved package is always on its user's list.
     await this.byUser.addBeforeStoring(fields.userId, _id);
-    return (await this.Package.create({ ...fields, _id })).toObject() as PackageRecord;
+    return (
+      await this.Package.create(markedRecorded({ ...fields, _id }))
+    ).toObject() as PackageRecord;
   }
 
   /** Null when the package is not the user's, deleted or taken. */

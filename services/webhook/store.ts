@@ -7,7 +7,7 @@ import {
   outboxPlaceSchema,
 } from '../../libs/messaging/outbox-records';
 import { insertOnce, isDuplicateKey, raiseById } from '../../libs/mongo';
-import { storedSince, type BackfillPass } from '../../libs/backfills';
+import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 
 /**
@@ -244,7 +244,7 @@ export class WebhookStore {
     const owner = endpointOwner(endpoint.userId, endpoint.environment);
     // Before the endpoint: a stored endpoint is always on its owner's list.
     await this.endpointsByOwner.addBeforeStoring(owner, endpoint._id);
-    await this.m.Endpoint.create(endpoint);
+    await this.m.Endpoint.create(markedRecorded(endpoint));
   }
 
   async endpoint(webhookId: string): Promise<EndpointRecord | null> {
@@ -273,7 +273,7 @@ export class WebhookStore {
     await this.endpointsByOwner.backfill(pass, (since) =>
       listedAs(
         this.m.Endpoint.find(
-          { deleted: false, ...storedSince('createdAt', since) },
+          { deleted: false, ...unrecordedSince('createdAt', since) },
           { userId: 1, environment: 1, createdAt: 1 },
         )
           .sort({ createdAt: 1 })
@@ -346,7 +346,7 @@ export class WebhookStore {
    * message must be on its endpoint's list already (`enqueueAll` puts it there).
    */
   private async enqueue(message: MessageRecord, queued: QueuedRecord): Promise<boolean> {
-    if (await insertOnce(() => this.m.Message.create(message))) {
+    if (await insertOnce(() => this.m.Message.create(markedRecorded(message)))) {
       await insertOnce(() => this.m.Queue.create(queued));
       return true;
     }
@@ -366,7 +366,7 @@ export class WebhookStore {
     await this.listMessages(items.map((i) => i.message));
     try {
       await this.m.Message.insertMany(
-        items.map((i) => i.message),
+        items.map((i) => markedRecorded(i.message)),
         { ordered: true },
       );
     } catch (err) {
@@ -418,7 +418,7 @@ export class WebhookStore {
   async listStoredMessages(pass: BackfillPass): Promise<void> {
     await this.messagesByEndpoint.backfill(pass, (since) =>
       listedAs(
-        this.m.Message.find(storedSince('createdAt', since), { webhookId: 1, createdAt: 1 })
+        this.m.Message.find(unrecordedSince('createdAt', since), { webhookId: 1, createdAt: 1 })
           .sort({ createdAt: 1, _id: 1 })
           .lean<Pick<MessageRecord, '_id' | 'webhookId' | 'createdAt'>[]>()
           .cursor(),

@@ -43,6 +43,10 @@ it('finds a key made now, and one stored before the hash entries once they are e
   } as never);
 
   expect(await store.findKeyByHash(made.hash)).toMatchObject({ _id: made._id });
+  // Its hash entered before it was stored: a pass after a rollout does not read it again.
+  expect(await conn.collection('api_keys').findOne({ _id: made._id as never })).toMatchObject({
+    recordedFirst: true,
+  });
   expect(await store.findKeyByHash(older.hash)).toBeNull();
   await store.enterStoredKeyHashes('start');
   expect(await store.findKeyByHash(older.hash)).toMatchObject({ _id: older._id });

@@ -83,3 +83,24 @@ it('reads the live links and a bounded few removed ones, not the history', async
   await store.addToList(userId, removed[3]);
   expect((await listed(userId)).ids).toEqual([kept, removed[3]]);
 });
+
+it('after a rollout, offers its list only the links an older version stored', async () => {
+  await store.listStoredLinks('start');
+  const userId = randomUUID();
+  const [ours, theirs] = [await newCourier(), await newCourier()];
+  expect(await store.addToList(userId, ours)).toBe(true);
+  // A replica of a version before the list stores a link without its addition.
+  await db.models.MerchantCourier.collection.insertOne({
+    _id: `${userId}:${theirs}` as never,
+    userId,
+    courierId: theirs,
+    createdAt: new Date(),
+  });
+  // A pass claims each link it offers the list, listed already or not.
+  const offered = await db.idsInserted('merchant_courier_list_claims', () =>
+    store.listStoredLinks('after-rollout'),
+  );
+  expect(offered).toContain(`${userId}:${theirs}`);
+  expect(offered.filter((claim) => claim.includes(ours))).toEqual([]);
+  expect((await listed(userId)).ids).toEqual([ours, theirs]);
+});

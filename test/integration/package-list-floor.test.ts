@@ -147,3 +147,27 @@ it('keeps what an insert still running will store, and lists what one retried la
   expect((await listed(userId)).ids).toEqual([retried, running]);
   expect((await listed(userId)).ids).toEqual([retried, running]);
 });
+
+it('after a rollout, offers the lists only the packages an older version saved', async () => {
+  await store.listStoredPackages('start');
+  const userId = randomUUID();
+  const ours = await save(userId);
+  // A replica of a version before the lists saves a package without its entry.
+  const theirs = randomUUID();
+  await db.models.Package.collection.insertOne({
+    ...PACKAGE,
+    _id: theirs as never,
+    userId,
+    p2pDeliveryId: null,
+    deletedAt: null,
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  });
+  // A pass claims each package it offers the list, listed already or not.
+  const offered = await db.idsInserted('user_packages_claims', () =>
+    store.listStoredPackages('after-rollout'),
+  );
+  expect(offered).toContain(`${userId}:${theirs}`);
+  expect(offered.filter((claim) => claim.includes(ours))).toEqual([]);
+  expect((await listed(userId)).ids.sort()).toEqual([ours, theirs].sort());
+});

@@ -58,7 +58,11 @@ it('finds, after BACKFILL_AFTER_ROLLOUT_MS, the keys and packages an older repli
 
   // What a replica of the version before writes: the documents alone.
   const packages = (await database('package')).collection('packages');
-  const copy = await packages.findOne({ _id: saved as never });
+  // Without this version's mark: its writer did not list it first.
+  const stored = await packages.findOne({ _id: saved as never });
+  if (!stored) throw new Error(`package ${saved} was not stored`);
+  const { recordedFirst, ...copy } = stored;
+  expect(recordedFirst).toBe(true);
   const older = randomUUID();
   await packages.insertOne({ ...copy, _id: older as never, createdAt: new Date() });
   const olderKey = formatApiKey(

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LIFT_AFTER_CLOSED } from '../../libs/owner-list';
 import type { DeliveryRecord } from '../../services/order/delivery-record';
 import type { DeliveryStatus, LifecycleEvent } from '../../services/order/lifecycle';
+import type { NotificationRecord } from '../../services/order/notifications';
 import { OrderStore, defineOrderModels } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
 import { useStoreDatabase } from '../support/store-database';
@@ -223,4 +224,86 @@ it('lists the deliveries stored before the status lists existed, once per deploy
   await db.models.Delivery.create(stray);
   await store.listStoredStatuses('start');
   expect(await idsIn(userId, 'REQUEST_CREATED')).toEqual([old._id, older._id]);
+});
+
+it('after a rollout, lists what an older version stored or moved and offers nothing this version listed', async () => {
+  await store.listStoredDeliveries('start');
+  await store.listStoredStatuses('start');
+  const userId = randomUUID();
+  const [kept, assigned, movedByOld] = [
+    await create(userId),
+    await create(userId),
+    await create(userId),
+  ];
+  await apply(assigned, assign);
+  await apply(movedByOld, assign);
+  // A replica of a version before the marks stores a delivery, and cancels one of ours; it
+  // writes neither list's entry nor a mark.
+  const storedByOld = deliveryRecord(userId);
+  await db.models.Delivery.insertMany([storedByOld] as never[]);
+  const moved = await current(movedByOld);
+  await db.models.Delivery.updateOne(
+    { _id: movedByOld },
+    {
+      $set: {
+        lifecycle: { ...moved?.lifecycle, status: 'CANCELLED' },
+        version: 2,
+        updatedAt: new Date(),
+      },
+    },
+  );
+  expect(await idsIn(userId, 'CANCELLED')).toEqual([]);
+
+  // A pass claims each item it offers its list (`<list>_claims`), listed already or not.
+  const offeredToUsers = await db.idsInserted('user_deliveries_claims', () =>
+    store.listStoredDeliveries('after-rollout'),
+  );
+  const offeredToStatuses = await db.idsInserted('user_deliveries_by_status_claims', () =>
+    store.listStoredStatuses('after-rollout'),
+  );
+  const offered = (claims: string[], id: string) => claims.some((c) => c.includes(id));
+  for (const id of [kept, assigned, movedByOld]) {
+    expect(offered(offeredToUsers, id)).toBe(false);
+  }
+  expect(offered(offeredToUsers, storedByOld._id)).toBe(true);
+  for (const id of [kept, assigned]) expect(offered(offeredToStatuses, id)).toBe(false);
+  expect(offered(offeredToStatuses, storedByOld._id)).toBe(true);
+  expect(offered(offeredToStatuses, movedByOld)).toBe(true);
+
+  expect(await idsIn(userId, 'CANCELLED')).toEqual([movedByOld]);
+  expect((await idsIn(userId, 'REQUEST_CREATED')).sort()).toEqual([kept, storedByOld._id].sort());
+  expect(await idsIn(userId, 'COURIER_ASSIGNED')).toEqual([assigned]);
+  const page = await store.list(userId, PAGE);
+  expect(page.map(String).sort()).toEqual([kept, assigned, movedByOld, storedByOld._id].sort());
+});
+
+it("after a rollout, offers a delivery's notifications list only what an older version queued", async () => {
+  await store.listStoredNotifications('start');
+  const deliveryId = await create(randomUUID());
+  const notification = (purpose: string) =>
+    ({
+      _id: `${deliveryId}:${purpose}:SMS`,
+      deliveryId,
+      channel: 'SMS',
+      purpose,
+      recipient: '+2348012345678',
+      secret: false,
+      status: 'SENT',
+      text: null,
+      createdAt: new Date(),
+      sentAt: new Date(),
+    }) as NotificationRecord;
+  const ours = notification('COURIER_ON_THE_WAY');
+  await store.enqueue([ours]);
+  // A replica of a version before the list queues one without its entry.
+  const theirs = notification('COLLECTION_CODE');
+  await db.models.Notification.collection.insertOne(theirs as never);
+
+  const offered = await db.idsInserted('delivery_notifications_claims', () =>
+    store.listStoredNotifications('after-rollout'),
+  );
+  expect(offered).toEqual([`${deliveryId}:${theirs._id}`]);
+  expect((await store.notificationsOf(deliveryId)).map((n) => n._id).sort()).toEqual(
+    [ours._id, theirs._id].sort(),
+  );
 });

@@ -73,6 +73,12 @@ describe("an endpoint's messages", () => {
     for (const e of [a, b]) {
       const total = await models.Message.countDocuments({ webhookId: e._id });
       expect(total).toBe(12);
+      // Each listed before it was stored, whichever way it was stored: a pass after a
+      // rollout reads none of them (libs/backfills).
+      expect(await models.Message.countDocuments({ webhookId: e._id, recordedFirst: true })).toBe(
+        12,
+      );
+      expect(await models.Endpoint.findById(e._id).lean()).toMatchObject({ recordedFirst: true });
       expect(ids(await store.messagesOf(e._id, 100, 0))).toEqual(await formerPage(e._id, 100, 0));
       for (const [limit, offset] of [
         [5, 0],

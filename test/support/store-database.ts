@@ -14,6 +14,8 @@ export interface StoreDatabase<M> {
   models: M;
   /** What `work` answers, and how many finds it sent to `collection`. */
   countFinds<T>(collection: string, work: () => Promise<T>): Promise<{ result: T; finds: number }>;
+  /** The `_id`s of the documents `work` sent to `collection` in inserts (taken or not). */
+  idsInserted(collection: string, work: () => Promise<unknown>): Promise<string[]>;
 }
 
 /**
@@ -28,11 +30,23 @@ export function useStoreDatabase<M extends Record<string, { createIndexes(): Pro
 ): StoreDatabase<M> {
   const iso = isolation();
   const finds = new Map<string, number>();
+  /** The ids sent to each collection an `idsInserted` is watching. */
+  const watched = new Map<string, string[]>();
   const opened = {
     async countFinds<T>(collection: string, work: () => Promise<T>) {
       const before = finds.get(collection) ?? 0;
       const result = await work();
       return { result, finds: (finds.get(collection) ?? 0) - before };
+    },
+    async idsInserted(collection: string, work: () => Promise<unknown>) {
+      const ids: string[] = [];
+      watched.set(collection, ids);
+      try {
+        await work();
+        return ids;
+      } finally {
+        watched.delete(collection);
+      }
     },
   } as StoreDatabase<M> & { connection?: mongoose.Connection };
   beforeAll(async () => {
@@ -47,6 +61,10 @@ export function useStoreDatabase<M extends Record<string, { createIndexes(): Pro
       if (event.commandName === 'find') {
         const collection = String(event.command.find);
         finds.set(collection, (finds.get(collection) ?? 0) + 1);
+      }
+      const ids = event.commandName === 'insert' && watched.get(String(event.command.insert));
+      if (ids) {
+        for (const d of event.command.documents as { _id: unknown }[]) ids.push(String(d._id));
       }
       onCommand?.(event);
     });

@@ -1,31 +1,12 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newWebhookSecret, signatureHeader } from '../../../libs/webhook-signature';
+import { ROOT, runTypeScript } from '../../support/node-run';
 
 /** `waybill webhooks verify` needs no infrastructure: it is run as an integrator would. */
-const ROOT = join(__dirname, '..', '..', '..');
 const CLI = join(ROOT, 'bin', 'waybill.ts');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], stdin?: Buffer): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      ['--import', 'tsx', CLI, ...args],
-      { cwd: ROOT, encoding: 'utf8' },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
-    );
-    child.stdin?.end(stdin);
-  });
-}
+const cli = (args: string[], stdin?: Buffer) => runTypeScript(CLI, args, { stdin });
 
 const SECRET = newWebhookSecret();
 const T = 1_760_000_000;

@@ -2,8 +2,10 @@ import type { Logger } from 'moleculer';
 import {
   Backfills,
   CLOCK_SKEW_MS,
+  markedRecorded,
   runPass,
   storedSince,
+  unrecordedSince,
   type PassRecords,
 } from '../../../libs/backfills';
 
@@ -87,6 +89,17 @@ describe('storedSince', () => {
   it('reads everything without a time, and from it on the field with one', () => {
     expect(storedSince('createdAt', null)).toEqual({});
     expect(storedSince('updatedAt', T0)).toEqual({ updatedAt: { $gte: T0 } });
+  });
+});
+
+describe('unrecordedSince and markedRecorded', () => {
+  it('reads only documents without the mark a writer that recorded them first sets', () => {
+    const unmarked = { recordedFirst: { $exists: false } };
+    expect(unrecordedSince('createdAt', null)).toEqual(unmarked);
+    expect(unrecordedSince('createdAt', T0)).toEqual({ createdAt: { $gte: T0 }, ...unmarked });
+    const document = { _id: 'a', userId: 'u' };
+    expect(markedRecorded(document)).toEqual({ _id: 'a', userId: 'u', recordedFirst: true });
+    expect(document).toEqual({ _id: 'a', userId: 'u' });
   });
 });
 

@@ -1,7 +1,6 @@
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { runTypeScript } from '../../support/node-run';
 
-const ROOT = join(__dirname, '..', '..', '..');
 const PROBE = join(__dirname, 'probes', 'heap-kept-probe.ts');
 
 interface Figures {
@@ -13,22 +12,14 @@ interface Figures {
   now: number;
 }
 
-function runProbe(): Promise<Figures> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--expose-gc', '--import', 'tsx', PROBE],
-      { cwd: ROOT, encoding: 'utf8' },
-      (err, stdout, stderr) => {
-        if (err) return reject(new Error(`${err.message}\n${stderr}`));
-        try {
-          resolve(JSON.parse(stdout) as Figures);
-        } catch {
-          reject(new Error(`the probe printed no figures: ${JSON.stringify(stdout)}\n${stderr}`));
-        }
-      },
-    );
-  });
+async function runProbe(): Promise<Figures> {
+  const { code, stdout, stderr } = await runTypeScript(PROBE, [], { nodeFlags: ['--expose-gc'] });
+  try {
+    if (code !== 0) throw new Error(`exit ${code}`);
+    return JSON.parse(stdout) as Figures;
+  } catch (err) {
+    throw new Error(`the probe printed no figures (${String(err)}): ${stdout}\n${stderr}`);
+  }
 }
 
 const MB = 2 ** 20;

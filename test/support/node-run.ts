@@ -1,0 +1,32 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+
+/** The repository's root: where a script run by a test starts. */
+export const ROOT = join(__dirname, '..', '..');
+
+export interface NodeRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a TypeScript entry in a Node process of its own, through tsx as the tests run ours,
+ * with `nodeFlags` before it and `args` after; `stdin` is written and closed.
+ */
+export function runTypeScript(
+  entry: string,
+  args: string[] = [],
+  { nodeFlags = [], stdin }: { nodeFlags?: string[]; stdin?: Buffer } = {},
+): Promise<NodeRun> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [...nodeFlags, '--import', 'tsx', entry, ...args],
+      { cwd: ROOT, encoding: 'utf8' },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
+    );
+    child.stdin?.end(stdin);
+  });
+}
