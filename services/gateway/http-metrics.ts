@@ -1,6 +1,6 @@
 import type { ServiceBroker } from 'moleculer';
 import { metricTableOf } from '../../libs/metric-table';
-import { templatePattern } from './routes';
+import { templateMatcher } from './routes';
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120];
 
@@ -15,13 +15,9 @@ export const UNMATCHED_ROUTE = 'unmatched';
 export function routeTemplates(
   routes: { method: string; fullPath: string }[],
 ): (method: string, path: string) => string {
-  const patterns = routes.map(({ method, fullPath }) => ({
-    method,
-    fullPath,
-    regexp: templatePattern(fullPath),
-  }));
+  const matching = templateMatcher(routes);
   return (method, path) =>
-    patterns.find((p) => p.method === method && p.regexp.test(path))?.fullPath ?? UNMATCHED_ROUTE;
+    matching(path).find((route) => route.method === method)?.fullPath ?? UNMATCHED_ROUTE;
 }
 
 export interface HttpAnswer {

@@ -1,7 +1,7 @@
 import { methodNotAllowed } from '../../libs/errors';
 import type { Middleware } from './edge';
 import { describeRequest, isPreflight } from './http';
-import { templatePattern } from './routes';
+import { templateMatcher } from './routes';
 
 /** A declared route: its method and its full path template (`/api/package/:packageId`). */
 export interface DeclaredRoute {
@@ -22,14 +22,8 @@ export function aliasRoutes(aliases: Record<string, unknown>): DeclaredRoute[] {
  * matches them (case-insensitive, `:param` one segment); none for an unknown path.
  */
 export function allowedMethods(routes: DeclaredRoute[]): (path: string) => string[] {
-  const patterns = routes.map((r) => ({
-    method: r.method,
-    regexp: templatePattern(r.fullPath, 'i'),
-  }));
-  return (path) => {
-    const methods = new Set(patterns.filter((p) => p.regexp.test(path)).map((p) => p.method));
-    return [...methods].sort();
-  };
+  const matching = templateMatcher(routes, 'i');
+  return (path) => [...new Set(matching(path).map((route) => route.method))].sort();
 }
 
 const spell = (methods: string[]) =>

@@ -1,4 +1,4 @@
-import type Redis from 'ioredis';
+import type { ChainableCommander, default as Redis } from 'ioredis';
 import { serviceUnavailable } from '../../libs/errors';
 import { createRedis, defineScripts, orUnavailable } from '../../libs/redis';
 
@@ -15,12 +15,13 @@ export interface QuotaDecision {
   resetSeconds: number;
 }
 
-// Fixed window per key: the first request of a window sets its expiry. One round trip,
-// atomic, so every gateway replica shares the same count (and shares the round trip with
-// the other counts of its tick: quotaStoreClient).
+// Fixed window per key: the first count of a window sets its expiry. ARGV[2] requests are
+// counted at once (those of one key in one turn of the event loop: QuotaLimiter), atomically,
+// so every gateway replica shares the same count.
 const CONSUME_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local added = tonumber(ARGV[2])
+local count = redis.call('INCRBY', KEYS[1], added)
+if count == added then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {count, ttl}
@@ -32,7 +33,7 @@ return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])
 `;
 
 interface QuotaCommands {
-  consumeQuota(key: string, windowMs: number): Promise<[number, number]>;
+  consumeQuota(key: string, windowMs: number, count: number): Promise<[number, number]>;
   peekQuota(key: string): Promise<[number, number]>;
 }
 
@@ -40,8 +41,7 @@ interface QuotaCommands {
  * The gateway's one Redis client: quota counts, and also the authentication throttle, the
  * idempotency records and the upload leases. The commands of one tick go out in one write: a
  * write per request's quota count was the largest cost of the gateway under load
- * (docs/performance.md). Each count is still its own atomic script, so every replica still
- * counts exactly.
+ * (docs/performance.md).
  */
 export function quotaStoreClient(
   url: string,
@@ -51,8 +51,19 @@ export function quotaStoreClient(
   return createRedis(url, connectionName, onError, { batchPerTick: true });
 }
 
+/** The requests of one key waiting for this turn's count, in the order they came. */
+interface PendingCount {
+  windowMs: number;
+  waiters: { resolve: (counted: [number, number]) => void; reject: (err: unknown) => void }[];
+}
+
+type QuotaPipeline = ChainableCommander & {
+  consumeQuota(key: string, windowMs: number, count: number): ChainableCommander;
+};
+
 export class QuotaLimiter {
   private readonly redis: Redis & QuotaCommands;
+  private pending = new Map<string, PendingCount>();
 
   constructor(
     redis: Redis,
@@ -64,10 +75,15 @@ export class QuotaLimiter {
     });
   }
 
-  /** Counts one request of `subject`; refused once the window holds more than the limit. */
+  /**
+   * Counts one request of `subject`; refused once the window holds more than the limit. The
+   * requests of one key in one turn of the event loop are counted by one command that adds
+   * them all (decision 82): each still gets a count of its own, as if counted one by one
+   * without another replica's count between them, so every replica counts exactly.
+   */
   async consume(subject: string, quota: Quota): Promise<QuotaDecision> {
     const [count, ttlMs] = await this.reach(() =>
-      this.redis.consumeQuota(this.keyOf(subject, quota), quota.windowSeconds * 1000),
+      this.countInThisTurn(this.keyOf(subject, quota), quota.windowSeconds * 1000),
     );
     return decide(quota, count, count <= quota.limit, ttlMs);
   }
@@ -83,6 +99,47 @@ export class QuotaLimiter {
     );
   }
 
+  private countInThisTurn(key: string, windowMs: number): Promise<[number, number]> {
+    return new Promise((resolve, reject) => {
+      if (this.pending.size === 0) setImmediate(() => this.sendCounts());
+      let batch = this.pending.get(key);
+      if (!batch) {
+        batch = { windowMs, waiters: [] };
+        this.pending.set(key, batch);
+      }
+      batch.waiters.push({ resolve, reject });
+    });
+  }
+
+  /** One write for the turn: a command per key, each adding its requests. */
+  private sendCounts(): void {
+    const batches = [...this.pending.values()];
+    const keys = [...this.pending.keys()];
+    this.pending = new Map();
+    const failAll = (err: unknown) => {
+      for (const { waiters } of batches) for (const waiter of waiters) waiter.reject(err);
+    };
+    try {
+      const pipeline = this.redis.pipeline() as QuotaPipeline;
+      batches.forEach(({ windowMs, waiters }, i) =>
+        pipeline.consumeQuota(keys[i], windowMs, waiters.length),
+      );
+      pipeline.exec().then((results) => {
+        batches.forEach(({ waiters }, index) => {
+          const [err, counted] = (results?.[index] ?? [new Error('not counted')]) as [
+            Error | null,
+            [number, number],
+          ];
+          if (err) return waiters.forEach((waiter) => waiter.reject(err));
+          const counts = countsOfBatch(counted[0], waiters.length);
+          waiters.forEach((waiter, i) => waiter.resolve([counts[i], counted[1]]));
+        });
+      }, failAll);
+    } catch (err) {
+      failAll(err);
+    }
+  }
+
   private keyOf(subject: string, quota: Quota): string {
     return `${this.keyPrefix}${subject}:${quota.windowSeconds}`;
   }
@@ -91,6 +148,14 @@ export class QuotaLimiter {
   private reach<T>(command: () => Promise<T>): Promise<T> {
     return orUnavailable(command, quotaStoreUnavailable);
   }
+}
+
+/**
+ * The count of each of `requests` counted together, in their order, when the window's count
+ * after them is `total`: `total - requests + 1` for the first, up to `total` for the last.
+ */
+export function countsOfBatch(total: number, requests: number): number[] {
+  return Array.from({ length: requests }, (_, i) => total - requests + 1 + i);
 }
 
 /** Redis, which keeps quotas, failed authentications and upload leases, cannot be reached. */

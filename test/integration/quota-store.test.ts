@@ -38,4 +38,88 @@ describe("the gateway's quota store", () => {
       writes.mockRestore();
     }
   });
+
+  /** The EVALSHA/EVAL commands in what was written to Redis. */
+  const scriptCommands = (writes: jest.SpyInstance) =>
+    writes.mock.calls
+      .map(([data]) => String(data))
+      .join('')
+      .match(/\$(7\r\nevalsha|4\r\neval)\r\n/gi)?.length ?? 0;
+
+  it('counts the requests of one key in one turn with one command, however many keys', async () => {
+    const limiter = new QuotaLimiter(redis, prefix);
+    const quota = { limit: 5, windowSeconds: 60 };
+    await limiter.consume('warm-up', quota);
+    const writes = jest.spyOn(redis.stream, 'write');
+    try {
+      const keys = ['turn-a', 'turn-b', 'turn-c'];
+      const decisions = await Promise.all(
+        keys.flatMap((key) => Array.from({ length: 8 }, () => limiter.consume(key, quota))),
+      );
+      expect(writes).toHaveBeenCalledTimes(1);
+      expect(scriptCommands(writes)).toBe(3);
+      for (let k = 0; k < keys.length; k++) {
+        const ofKey = decisions.slice(k * 8, k * 8 + 8);
+        // In the order they came: the first five allowed, 4 down to 0 left, then refused.
+        expect(ofKey.map((d) => d.allowed)).toEqual([
+          ...Array(5).fill(true),
+          ...Array(3).fill(false),
+        ]);
+        expect(ofKey.map((d) => d.remaining)).toEqual([4, 3, 2, 1, 0, 0, 0, 0]);
+      }
+    } finally {
+      writes.mockRestore();
+    }
+  });
+
+  it('lets two replicas together through exactly the limit, each request with a count of its own', async () => {
+    const other = quotaStoreClient(
+      process.env.REDIS_URL as string,
+      'quota-store-other',
+      () => undefined,
+    );
+    await connectRedis(other);
+    try {
+      const replicas = [new QuotaLimiter(redis, prefix), new QuotaLimiter(other, prefix)];
+      const quota = { limit: 120, windowSeconds: 60 };
+      // 300 requests, spread over both replicas and over several turns of the event loop.
+      const decisions = await Promise.all(
+        Array.from({ length: 300 }, async (_, i) => {
+          for (let turn = 0; turn < i % 4; turn++) await new Promise((r) => setImmediate(r));
+          return replicas[i % 2].consume('shared', quota);
+        }),
+      );
+      const allowed = decisions.filter((d) => d.allowed);
+      expect(allowed).toHaveLength(120);
+      expect(allowed.map((d) => d.remaining).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 120 }, (_, i) => i),
+      );
+      expect(await redis.get(`${prefix}shared:60`)).toBe('300');
+    } finally {
+      other.disconnect();
+    }
+  });
+
+  it('answers every waiting request 503 when Redis cannot be reached, none left hanging', async () => {
+    const unreachable = quotaStoreClient(
+      'redis://127.0.0.1:1',
+      'quota-store-down',
+      () => undefined,
+    );
+    try {
+      const limiter = new QuotaLimiter(unreachable, prefix);
+      const quota = { limit: 10, windowSeconds: 60 };
+      const outcomes = await Promise.allSettled(
+        ['a', 'a', 'b'].map((key) => limiter.consume(key, quota)),
+      );
+      for (const outcome of outcomes) {
+        expect(outcome).toMatchObject({
+          status: 'rejected',
+          reason: { code: 503, message: expect.stringMatching(/quota store is unavailable/) },
+        });
+      }
+    } finally {
+      unreachable.disconnect();
+    }
+  });
 });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { quotaHeaders, type QuotaDecision } from '../../../services/gateway/quota';
+import { countsOfBatch, quotaHeaders, type QuotaDecision } from '../../../services/gateway/quota';
 
 describe('quotaHeaders', () => {
   it('reports limit, remaining and reset of an allowed request, without Retry-After', () => {
@@ -43,6 +43,25 @@ describe('quotaHeaders', () => {
         for (const value of Object.values(headers)) expect(value).toMatch(/^\d+$/);
         if (d.allowed) expect(Object.keys(headers)).toHaveLength(3);
         else expect(headers['Retry-After']).toBe(String(d.resetSeconds));
+      }),
+    );
+  });
+});
+
+describe('countsOfBatch', () => {
+  it('gives the requests counted together the counts they would have had one by one', () => {
+    expect(countsOfBatch(7, 3)).toEqual([5, 6, 7]);
+    expect(countsOfBatch(1, 1)).toEqual([1]);
+  });
+
+  it('ends at the total, one apart, as many as the requests (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 500 }), fc.nat(1_000_000), (requests, before) => {
+        const counts = countsOfBatch(before + requests, requests);
+        expect(counts).toHaveLength(requests);
+        expect(counts[0]).toBe(before + 1);
+        expect(counts.at(-1)).toBe(before + requests);
+        counts.forEach((count, i) => i > 0 && expect(count - counts[i - 1]).toBe(1));
       }),
     );
   });

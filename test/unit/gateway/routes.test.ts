@@ -1,7 +1,16 @@
 import { thrownBy } from '../helpers';
 import type { Retry } from '../../../libs/contracts';
 import type { ActionDefinition, HttpRoute, ServiceDefinition } from '../../../libs/service';
-import { GROUP_BASE, aliasesFor, collectRoutes } from '../../../services/gateway/routes';
+import fc from 'fast-check';
+import { escapeRegExp } from '../../../libs/text';
+import {
+  GROUP_BASE,
+  aliasesFor,
+  collectRoutes,
+  templateMatcher,
+} from '../../../services/gateway/routes';
+import { loadConfig } from '../../../libs/config';
+import { backendDefinitions } from '../../../services/catalog';
 
 const handler = () => null;
 
@@ -224,5 +233,87 @@ describe('aliasesFor', () => {
     expect(all.map((t) => t.replace(/^stream:/, '')).sort()).toEqual(
       entries.map((e) => e.actionName).sort(),
     );
+  });
+});
+
+describe('templateMatcher', () => {
+  /** What it must agree with: every template tested, in order, as moleculer-web would. */
+  const everyTemplate = (templates: { fullPath: string }[], flags: string) => (path: string) =>
+    templates.filter(({ fullPath }) => {
+      const parts = fullPath.split('/').map((p) => (p.startsWith(':') ? '[^/]+' : escapeRegExp(p)));
+      return new RegExp(`^${parts.join('/')}/?$`, flags).test(path);
+    });
+
+  const templates = [
+    '/',
+    '/health',
+    '/api/deliveries',
+    '/api/deliveries/quote',
+    '/api/deliveries/:deliveryId',
+    '/api/deliveries/:deliveryId/cancel',
+    '/api/:group/list',
+    '/:anything',
+    '/docs/assets/:file',
+    '/admin/pricing/tiers/history',
+    '/admin/pricing/tiers/:tierId',
+  ].map((fullPath) => ({ fullPath }));
+
+  it('finds the templates a path matches, in their order, literal before a :param one', () => {
+    const matching = templateMatcher(templates);
+    expect(matching('/api/deliveries/quote').map((t) => t.fullPath)).toEqual([
+      '/api/deliveries/quote',
+      '/api/deliveries/:deliveryId',
+    ]);
+    expect(matching('/api/deliveries/').map((t) => t.fullPath)).toEqual(['/api/deliveries']);
+    expect(matching('/api/packages/list').map((t) => t.fullPath)).toEqual(['/api/:group/list']);
+    expect(matching('/health').map((t) => t.fullPath)).toEqual(['/health', '/:anything']);
+    expect(matching('/api//deliveries')).toEqual([]);
+    expect(templateMatcher(templates, 'i')('/API/Deliveries/X1').map((t) => t.fullPath)).toEqual([
+      '/api/deliveries/:deliveryId',
+    ]);
+  });
+
+  it('agrees with testing every template, on paths made of their parts (property)', () => {
+    const segment = fc.constantFrom(
+      'api',
+      'API',
+      'deliveries',
+      'quote',
+      'x1',
+      'health',
+      'docs',
+      'assets',
+      'admin',
+      'pricing',
+      'tiers',
+      'history',
+      'list',
+      'cancel',
+      '',
+      'a.b',
+    );
+    const path = fc
+      .tuple(fc.array(segment, { minLength: 0, maxLength: 5 }), fc.boolean())
+      .map(([parts, slash]) => `/${parts.join('/')}${slash ? '/' : ''}`);
+    for (const flags of ['', 'i']) {
+      const matching = templateMatcher(templates, flags);
+      const expected = everyTemplate(templates, flags);
+      fc.assert(
+        fc.property(path, (p) => expect(matching(p)).toEqual(expected(p))),
+        {
+          numRuns: 2_000,
+        },
+      );
+    }
+  });
+
+  it("agrees with testing every template on the gateway's own routes", () => {
+    const entries = collectRoutes(backendDefinitions(loadConfig({})));
+    const matching = templateMatcher(entries, 'i');
+    const expected = everyTemplate(entries, 'i');
+    for (const { fullPath } of entries) {
+      const path = fullPath.replace(/:[^/]+/g, 'x-1');
+      expect(matching(path)).toEqual(expected(path));
+    }
   });
 });

@@ -35,4 +35,29 @@ describe('jsonLogLine', () => {
   it('keeps one line whatever the input', () => {
     expect(jsonLogLine('warn', ['a\nb', ['x']], bindings)).not.toContain('\n');
   });
+
+  it('keeps the order of a line: time, level, msg, fields, then where it ran, which wins', () => {
+    const line = (fields: object) => JSON.parse(jsonLogLine('info', [fields], bindings, now));
+    expect(Object.keys(line({ status: 200, path: '/x' }))).toEqual([
+      ...['time', 'level', 'msg', 'status', 'path'],
+      ...['nodeID', 'ns', 'mod', 'svc'],
+    ]);
+    expect(line({ svc: 'spoofed', msg: 'from a field' })).toMatchObject({
+      msg: 'from a field',
+      svc: 'gateway',
+    });
+  });
+
+  it('gives each line its own moment, however many share a millisecond', () => {
+    const times = [now, now, new Date(now.getTime() + 1), new Date(now.getTime() + 1), now].map(
+      (at) => JSON.parse(jsonLogLine('info', ['x'], bindings, at)).time,
+    );
+    expect(times).toEqual([
+      '2026-01-02T03:04:05.000Z',
+      '2026-01-02T03:04:05.000Z',
+      '2026-01-02T03:04:05.001Z',
+      '2026-01-02T03:04:05.001Z',
+      '2026-01-02T03:04:05.000Z',
+    ]);
+  });
 });
