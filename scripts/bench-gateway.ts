@@ -19,6 +19,7 @@ import {
   type NodeProcess,
 } from '../test/support/stack';
 import {
+  compiledBenchScript,
   cpuProfileArgs,
   option,
   profileDir,
@@ -30,7 +31,7 @@ import {
 import { NOOP_ANSWER, NOOP_PATH } from './bench-gateway-node';
 
 const USAGE = `
-npm run bench:gateway [-- --connections 50 --duration 5 --warmup 2 --rounds 3 --profile DIR]
+npm run bench:gateway [-- --connections 50 --duration 5 --warmup 2 --rounds 3 --profile DIR --tsx]
 
 Measures, with autocannon in this process and the servers in their own, in one run:
   bare        node:http answering fixed JSON
@@ -48,6 +49,8 @@ ours vs bare (goal >= 0.5x in one process) and ours vs the floor in the same top
   --warmup S        seconds of load before each measure (BENCH_WARMUP, default 2)
   --rounds N        rounds through every target; the median is shown (BENCH_ROUNDS, default 3)
   --profile DIR     run our gateway processes under node --cpu-prof, profiles written to DIR
+  --tsx             run the servers' TypeScript through tsx, as the tests do, instead of
+                    compiled by tsc as the image runs them (the default; built in .local/)
 
 Needs scripts/infra up && eval "$(scripts/infra env)". Ports are free ones picked at start;
 every database the run creates is dropped and every child process stopped at the end.
@@ -62,7 +65,9 @@ const PROFILE_DIR = profileDir();
 
 const ROUNDS = option('rounds', 3);
 
-const NODE_SCRIPT = join(__dirname, 'bench-gateway-node.ts');
+const SOURCE_SCRIPT = join(__dirname, 'bench-gateway-node.ts');
+/** The servers' script: compiled as the image's code is, unless --tsx (set by main). */
+let nodeScript = SOURCE_SCRIPT;
 const ONE = '1 process';
 const NATS = 'NATS, 2 processes';
 const loads = () =>
@@ -116,7 +121,8 @@ interface Child {
 }
 
 function startChild(env: Record<string, string | undefined>): Promise<Child> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', NODE_SCRIPT], {
+  const loader = nodeScript.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child: ChildProcess = spawn(process.execPath, [...loader, nodeScript], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env } as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -179,7 +185,7 @@ async function startWaybill(iso: Isolation, overNats: boolean, nodes: NodeProces
     groups.map((services, at) =>
       startNodes(byGroup[at], [services], {
         iso,
-        entry: NODE_SCRIPT,
+        entry: nodeScript,
         discardOutput: true,
         nodeArgs: profiled(services),
         env: {
@@ -258,6 +264,7 @@ function median(rounds: Measured[]): Measured {
 
 async function main(): Promise<number> {
   requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
+  if (!process.argv.includes('--tsx')) nodeScript = compiledBenchScript(SOURCE_SCRIPT);
   const measured = new Map<string, Measured[]>();
   const iso = isolation();
   const children: Child[] = [];
@@ -265,7 +272,7 @@ async function main(): Promise<number> {
   try {
     const targets = await startTargets(iso, children, nodes);
     console.log(
-      `bench:gateway — ${availableParallelism()} CPUs, Node ${process.version}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARM_UP_S} s warm-up + ${DURATION_S} s per target, load ${loads()}`,
+      `bench:gateway — ${availableParallelism()} CPUs, Node ${process.version}, ${nodeScript.endsWith('.ts') ? 'TypeScript through tsx' : 'compiled (as the image runs it)'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARM_UP_S} s warm-up + ${DURATION_S} s per target, load ${loads()}`,
     );
     // Rounds through every target in turn, so that a burst of other work on the machine
     // falls on one round of each rather than on all of one target.

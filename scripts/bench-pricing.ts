@@ -25,6 +25,7 @@ import {
   type NodeProcess,
 } from '../test/support/stack';
 import {
+  buildAsTheImage,
   cpuProfileArgs,
   option,
   profileDir,
@@ -35,12 +36,14 @@ import {
 import { startFloor, type Floor } from './lib/framework-floor';
 
 showHelpIfAsked(`
-npm run bench:pricing -- [--connections N] [--duration S] [--warmup S] [--profile DIR]
+npm run bench:pricing -- [--connections N] [--duration S] [--warmup S] [--profile DIR] [--tsx]
   --connections N  concurrent connections (default 50)
   --duration S     seconds measured per target (default 15)
   --warmup S       seconds of load before each measure (default 3)
   --profile DIR    run our processes under node --cpu-prof, a profile per process in DIR
                    (the file names carry the pids the run prints)
+  --tsx            run our services' TypeScript through tsx, as the tests do, instead of
+                   compiled as the image runs them (npm run build, dist/: the default)
 Needs the local infrastructure: scripts/infra up && eval "$(scripts/infra env)"`);
 
 const CONNECTIONS = option('connections', 50);
@@ -121,6 +124,8 @@ async function main() {
     const profiles = profileDir();
     await startNodes(nodes, SERVICES, {
       iso,
+      // What the image runs, unless --tsx: tsx adds its loader and esbuild's helpers.
+      entry: process.argv.includes('--tsx') ? undefined : buildAsTheImage(),
       env,
       nodeArgs: cpuProfileArgs(profiles),
     });
@@ -129,7 +134,7 @@ async function main() {
     const total = await waitForQuote(gateway.url, key);
 
     console.log(
-      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, load average ${loadavg()[0].toFixed(2)}`,
+      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${process.argv.includes('--tsx') ? 'TypeScript through tsx' : 'compiled (as the image runs it)'}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, load average ${loadavg()[0].toFixed(2)}`,
     );
     console.log(`quote: Ikeja → Lekki, 3 kg, ₦20,000 declared → total ${total}`);
     const headers = { 'api-key': key };

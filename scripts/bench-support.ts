@@ -1,7 +1,7 @@
 /** What every benchmark script needs: its numeric `--flags` and the local infrastructure. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
 /**
@@ -117,6 +117,35 @@ export function buildAsTheImage(): string {
     throw new Error(`npm run build failed:\n${built.stdout}${built.stderr}`);
   }
   return join(root, IMAGE_ENTRY);
+}
+
+/**
+ * A benchmark's own server script (`scripts/bench-gateway-node.ts`), compiled with the
+ * services as `npm run build` compiles them, into `.local/bench-dist`: its path there. What a
+ * request costs is then what it costs in the image, without tsx's loader and the helpers
+ * esbuild adds to every function made (some are made per request).
+ */
+export function compiledBenchScript(script: string): string {
+  const root = join(__dirname, '..');
+  const local = join(root, '.local');
+  mkdirSync(local, { recursive: true });
+  const config = join(local, 'tsconfig.bench.json');
+  const build = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')) as {
+    include: string[];
+  };
+  writeFileSync(
+    config,
+    JSON.stringify({
+      extends: '../tsconfig.build.json',
+      compilerOptions: { rootDir: '..', outDir: 'bench-dist' },
+      include: [...build.include, relative(root, script)].map((path) => `../${path}`),
+    }),
+  );
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  const built = spawnSync(process.execPath, [tsc, '-p', config], { cwd: root, encoding: 'utf8' });
+  if (built.status !== 0)
+    throw new Error(`compiling ${script} failed:\n${built.stdout}${built.stderr}`);
+  return join(local, 'bench-dist', relative(root, script).replace(/\.ts$/, '.js'));
 }
 
 /** `env` with the service's NODE_OPTIONS from its k8s manifest added to `extra`, if any. */

@@ -82,11 +82,12 @@ async function throttled<T>(
   credential: string,
   authenticate: (beforeLookup: () => Promise<void>) => Promise<T>,
 ): Promise<T> {
-  const address = clientAddress(req, options.config.trustProxyHops);
+  // Only a lookup or a failure needs the address: most requests carry a credential known already.
+  const address = () => clientAddress(req, options.config.trustProxyHops);
   try {
-    return await authenticate(() => options.authFailures.admit(address, credential));
+    return await authenticate(() => options.authFailures.admit(address(), credential));
   } catch (err) {
-    if (isUnauthorized(err)) await options.authFailures.failed(address, credential);
+    if (isUnauthorized(err)) await options.authFailures.failed(address(), credential);
     throw err;
   }
 }

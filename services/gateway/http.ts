@@ -51,18 +51,26 @@ export function describeRequest(req: GatewayRequest): RequestDescription {
   const raw = req.originalUrl ?? req.url ?? '/';
   const known = descriptions.get(req);
   if (known?.raw === raw) return known.described;
+  let url: string | undefined;
+  const described = {
+    method: req.method ?? 'GET',
+    path: requestPath(raw),
+    // Only an error envelope shows it; every request asks for the method and path.
+    get url() {
+      url ??= requestUrl(req, raw);
+      return url;
+    },
+  };
+  descriptions.set(req, { raw, described });
+  return described;
+}
+
+function requestUrl(req: GatewayRequest, raw: string): string {
   const forwardedProto = String(req.headers['x-forwarded-proto'] ?? '')
     .split(',')[0]
     .trim();
   const proto = forwardedProto === 'https' ? 'https' : 'http';
-  const host = req.headers.host ?? 'localhost';
-  const described = {
-    method: req.method ?? 'GET',
-    path: requestPath(raw),
-    url: `${proto}://${host}${raw}`,
-  };
-  descriptions.set(req, { raw, described });
-  return described;
+  return `${proto}://${req.headers.host ?? 'localhost'}${raw}`;
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
