@@ -17,7 +17,8 @@ export function jsonLogLine(
     if (arg instanceof Error || (arg !== null && typeof arg === 'object' && !Array.isArray(arg))) {
       continue;
     }
-    const word = typeof arg === 'string' ? arg : JSON.stringify(arg);
+    // JSON has no text for undefined, a function or a symbol: an empty word, as before.
+    const word = typeof arg === 'string' ? arg : (JSON.stringify(arg) ?? '');
     msg = msg === undefined ? word : `${msg} ${word}`;
   }
   const line: Record<string, unknown> = { time: isoTime(now), level, msg: msg ?? '' };

@@ -82,12 +82,12 @@ async function throttled<T>(
   credential: string,
   authenticate: (beforeLookup: () => Promise<void>) => Promise<T>,
 ): Promise<T> {
-  // Only a lookup or a failure needs the address: most requests carry a credential known already.
-  const address = () => clientAddress(req, options.config.trustProxyHops);
+  // Read now: once the client has left, its socket no longer knows the peer's address.
+  const address = clientAddress(req, options.config.trustProxyHops);
   try {
-    return await authenticate(() => options.authFailures.admit(address(), credential));
+    return await authenticate(() => options.authFailures.admit(address, credential));
   } catch (err) {
-    if (isUnauthorized(err)) await options.authFailures.failed(address(), credential);
+    if (isUnauthorized(err)) await options.authFailures.failed(address, credential);
     throw err;
   }
 }

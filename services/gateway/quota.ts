@@ -124,17 +124,24 @@ export class QuotaLimiter {
       batches.forEach(({ windowMs, waiters }, i) =>
         pipeline.consumeQuota(keys[i], windowMs, waiters.length),
       );
-      pipeline.exec().then((results) => {
-        batches.forEach(({ waiters }, index) => {
-          const [err, counted] = (results?.[index] ?? [new Error('not counted')]) as [
-            Error | null,
-            [number, number],
-          ];
-          if (err) return waiters.forEach((waiter) => waiter.reject(err));
-          const counts = countsOfBatch(counted[0], waiters.length);
-          waiters.forEach((waiter, i) => waiter.resolve([counts[i], counted[1]]));
-        });
-      }, failAll);
+      pipeline
+        .exec()
+        .then((results) =>
+          batches.forEach(({ waiters }, index) => {
+            // Each key's answer on its own: one that failed fails only its requests.
+            try {
+              const [err, counted] = results?.[index] ?? [new Error('not counted')];
+              if (err) throw err;
+              const [total, ttlMs] = counted as [number, number];
+              const counts = countsOfBatch(total, waiters.length);
+              waiters.forEach((waiter, i) => waiter.resolve([counts[i], ttlMs]));
+            } catch (err) {
+              waiters.forEach((waiter) => waiter.reject(err));
+            }
+          }),
+        )
+        // A waiter settled already ignores a second answer.
+        .catch(failAll);
     } catch (err) {
       failAll(err);
     }

@@ -99,14 +99,19 @@ export function templateMatcher<Route extends { fullPath: string }>(
 ): (path: string) => Route[] {
   const templates = routes.map((route) => {
     const segments = segmentsOf(route.fullPath);
-    const loose = segments.slice(1, 3).some((segment) => segment.startsWith(':'));
-    return { route, regexp: templatePattern(route.fullPath, flags), segments, loose };
+    // `/docs/` (its own slash, then the optional one) also matches `/docs//`, a segment more.
+    const lengths = [segments.length];
+    if (route.fullPath.length > 1 && route.fullPath.endsWith('/'))
+      lengths.push(segments.length + 1);
+    const loose =
+      lengths.length > 1 || segments.slice(1, 3).some((segment) => segment.startsWith(':'));
+    return { route, regexp: templatePattern(route.fullPath, flags), segments, lengths, loose };
   });
-  const looseByLength = new Map<number, typeof templates>();
-  for (const template of templates.filter((t) => t.loose)) {
-    const length = template.segments.length;
-    looseByLength.set(length, [...(looseByLength.get(length) ?? []), template]);
-  }
+  const looseOfLength = (length: number) =>
+    templates.filter((t) => t.loose && t.lengths.includes(length));
+  const looseByLength = new Map(
+    templates.flatMap((t) => t.lengths).map((length) => [length, looseOfLength(length)]),
+  );
   const shelves = new Map<string, typeof templates>();
   for (const template of templates.filter((t) => !t.loose)) {
     const shelf = shelfOf(template.segments);
@@ -116,7 +121,7 @@ export function templateMatcher<Route extends { fullPath: string }>(
     shelves.set(
       shelf,
       templates.filter((t) =>
-        t.loose ? t.segments.length === length : shelfOf(t.segments) === shelf,
+        t.loose ? t.lengths.includes(length) : shelfOf(t.segments) === shelf,
       ),
     );
   }

@@ -100,6 +100,27 @@ describe("the gateway's quota store", () => {
     }
   });
 
+  it('fails only the requests of a key whose count failed, not the others of the turn', async () => {
+    const limiter = new QuotaLimiter(redis, prefix);
+    const quota = { limit: 10, windowSeconds: 60 };
+    // A key holding a list: INCRBY on it fails (WRONGTYPE) inside the turn's pipeline.
+    await redis.lpush(`${prefix}broken:60`, 'not a count');
+    const outcomes = await Promise.allSettled([
+      limiter.consume('broken', quota),
+      limiter.consume('sound', quota),
+      limiter.consume('broken', quota),
+      limiter.consume('sound', quota),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual([
+      'rejected',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ]);
+    expect(outcomes[0]).toMatchObject({ reason: { code: 503 } });
+    expect(outcomes[3]).toMatchObject({ value: { allowed: true, remaining: 8 } });
+  });
+
   it('answers every waiting request 503 when Redis cannot be reached, none left hanging', async () => {
     const unreachable = quotaStoreClient(
       'redis://127.0.0.1:1',

@@ -256,6 +256,8 @@ describe('templateMatcher', () => {
     '/docs/assets/:file',
     '/admin/pricing/tiers/history',
     '/admin/pricing/tiers/:tierId',
+    '/docs/',
+    '/track/:id/',
   ].map((fullPath) => ({ fullPath }));
 
   it('finds the templates a path matches, in their order, literal before a :param one', () => {
@@ -268,6 +270,9 @@ describe('templateMatcher', () => {
     expect(matching('/api/packages/list').map((t) => t.fullPath)).toEqual(['/api/:group/list']);
     expect(matching('/health').map((t) => t.fullPath)).toEqual(['/health', '/:anything']);
     expect(matching('/api//deliveries')).toEqual([]);
+    // A template's own trailing slash, then the optional one: a segment more.
+    expect(matching('/docs//').map((t) => t.fullPath)).toEqual(['/docs/']);
+    expect(matching('/docs/').map((t) => t.fullPath)).toEqual(['/:anything', '/docs/']);
     expect(templateMatcher(templates, 'i')('/API/Deliveries/X1').map((t) => t.fullPath)).toEqual([
       '/api/deliveries/:deliveryId',
     ]);

@@ -60,4 +60,11 @@ describe('jsonLogLine', () => {
       '2026-01-02T03:04:05.000Z',
     ]);
   });
+
+  it('gives what JSON cannot write an empty word, as joining words did', () => {
+    const msg = (args: unknown[]) => JSON.parse(jsonLogLine('warn', args, bindings, now)).msg;
+    expect(msg(['failed', undefined])).toBe('failed ');
+    expect(msg([undefined, 'x'])).toBe(' x');
+    expect(msg(['a', () => 1, 'b'])).toBe('a  b');
+  });
 });
