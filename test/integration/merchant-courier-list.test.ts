@@ -89,12 +89,13 @@ it('after a rollout, offers its list only the links an older version stored', as
   const userId = randomUUID();
   const [ours, theirs] = [await newCourier(), await newCourier()];
   expect(await store.addToList(userId, ours)).toBe(true);
-  // A replica of a version before the list stores a link without its addition.
+  // A replica of a version before the list stores a link without its addition, after ours:
+  // a millisecond on at least, or the two would be ordered by their random ids.
   await db.models.MerchantCourier.collection.insertOne({
     _id: `${userId}:${theirs}` as never,
     userId,
     courierId: theirs,
-    createdAt: new Date(),
+    createdAt: new Date(Date.now() + 1),
   });
   // A pass claims each link it offers the list, listed already or not.
   const offered = await db.idsInserted('merchant_courier_list_claims', () =>
