@@ -29,8 +29,26 @@ function toSafeInteger(d: Decimal, what: string): number {
   return n;
 }
 
+/**
+ * A safe integer over 10^places as a decimal string with exactly `places` decimals, in
+ * integer arithmetic: what `Money` would print, without building decimals for the
+ * figures every quote formats. Undefined for anything else, which takes the decimal path.
+ */
+function scaledInteger(value: Numeric, places: number): string | undefined {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) return undefined;
+  const scale = 10 ** places;
+  const magnitude = Math.abs(value);
+  const fraction = magnitude % scale;
+  // A multiple of the scale divided by it: exact, as every step here is for safe integers.
+  const whole = (magnitude - fraction) / scale;
+  const sign = value < 0 ? '-' : '';
+  return `${sign}${whole}.${String(fraction).padStart(places, '0')}`;
+}
+
 /** Integer kobo → NGN string with exactly two decimals ("1234.50"). */
 export function formatNaira(kobo: Numeric): string {
+  const fast = scaledInteger(kobo, 2);
+  if (fast !== undefined) return fast;
   const k = toDecimal(kobo, 'kobo');
   if (!k.isInteger()) throw new RangeError(`kobo must be an integer, got ${k.toString()}`);
   return k.dividedBy(KOBO_PER_NAIRA).toFixed(2);
@@ -44,6 +62,8 @@ export function nairaToKobo(naira: Numeric): number {
 
 /** Integer grams → kg string with exactly five decimals ("2.00000"). */
 export function formatKg(grams: Numeric): string {
+  const fast = scaledInteger(grams, 3);
+  if (fast !== undefined) return `${fast}00`;
   const g = toDecimal(grams, 'grams');
   if (!g.isInteger()) throw new RangeError(`grams must be an integer, got ${g.toString()}`);
   return g.dividedBy(GRAMS_PER_KG).toFixed(5);

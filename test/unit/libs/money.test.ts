@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import fc from 'fast-check';
-import { formatKg, formatNaira, kgToGrams, nairaToKobo } from '../../../libs/money';
+import { Money, formatKg, formatNaira, kgToGrams, nairaToKobo } from '../../../libs/money';
 
 const NAIRA_FORMAT = /^-?\d+\.\d{2}$/;
 const KG_FORMAT = /^-?\d+\.\d{5}$/;
@@ -242,5 +242,23 @@ describe('conversions refuse what they cannot represent exactly', () => {
 
   it('throws RangeError past the safe integer range', () => {
     expect(() => nairaToKobo('1e17')).toThrow(/too large/);
+  });
+});
+
+describe('formatNaira and formatKg on safe integers (printed without decimals)', () => {
+  const safeInteger = fc.oneof(
+    fc.integer({ min: -1_000_000, max: 1_000_000 }),
+    fc.integer({ min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }),
+    fc.constantFrom(0, -0, 1, -1, 99, 100, 101, 999, 1000, 1001, Number.MAX_SAFE_INTEGER),
+  );
+
+  it('print what exact decimal arithmetic prints (property)', () => {
+    fc.assert(
+      fc.property(safeInteger, (n) => {
+        expect(formatNaira(n)).toBe(new Money(n).dividedBy(100).toFixed(2));
+        expect(formatKg(n)).toBe(new Money(n).dividedBy(1000).toFixed(5));
+      }),
+      { numRuns: 5_000 },
+    );
   });
 });
