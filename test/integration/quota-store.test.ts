@@ -14,61 +14,64 @@ describe("the gateway's quota store", () => {
   beforeAll(() => connectRedis(redis));
   afterAll(() => redis.disconnect());
 
-  it('counts the requests of one tick in one write to Redis, each exactly once', async () => {
-    const limiter = new QuotaLimiter(redis, prefix);
-    const quota = { limit: 30, windowSeconds: 60 };
-    // A script's text goes once per connection; after that, its SHA.
-    await limiter.consume('warm-up', quota);
+  /**
+   * What `work` writes to Redis, once the limiter's script is loaded on the connection (its
+   * text goes once per connection; after that, its SHA), and how many scripts that runs.
+   */
+  async function writtenBy<T>(limiter: QuotaLimiter, work: () => Promise<T>) {
+    await limiter.consume('warm-up', { limit: 1, windowSeconds: 60 });
     const writes = jest.spyOn(redis.stream, 'write');
     try {
-      const decisions = await Promise.all(
-        Array.from({ length: 50 }, () => limiter.consume('key-1', quota)),
-      );
-      expect(writes).toHaveBeenCalledTimes(1);
-      expect(decisions.filter((d) => d.allowed)).toHaveLength(30);
-      // Every request had a count of its own: 29 left after the first, down to 0.
-      const remaining = decisions.map((d) => d.remaining).sort((a, b) => b - a);
-      expect(remaining).toEqual([
-        ...Array.from({ length: 30 }, (_, i) => 29 - i),
-        ...Array.from({ length: 20 }, () => 0),
-      ]);
-      const peeked = await limiter.peek('key-1', quota);
-      expect(peeked).toMatchObject({ allowed: false, remaining: 0 });
+      const result = await work();
+      const sent = writes.mock.calls.map(([data]) => String(data));
+      const scripts = sent.join('').match(/\$(7\r\nevalsha|4\r\neval)\r\n/gi)?.length ?? 0;
+      return { result, writes: sent.length, scripts };
     } finally {
       writes.mockRestore();
     }
-  });
+  }
 
-  /** The EVALSHA/EVAL commands in what was written to Redis. */
-  const scriptCommands = (writes: jest.SpyInstance) =>
-    writes.mock.calls
-      .map(([data]) => String(data))
-      .join('')
-      .match(/\$(7\r\nevalsha|4\r\neval)\r\n/gi)?.length ?? 0;
+  it('counts the requests of one tick in one write to Redis, each exactly once', async () => {
+    const limiter = new QuotaLimiter(redis, prefix);
+    const quota = { limit: 30, windowSeconds: 60 };
+    const { result: decisions, writes } = await writtenBy(limiter, () =>
+      Promise.all(Array.from({ length: 50 }, () => limiter.consume('key-1', quota))),
+    );
+    expect(writes).toBe(1);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(30);
+    // Every request had a count of its own: 29 left after the first, down to 0.
+    const remaining = decisions.map((d) => d.remaining).sort((a, b) => b - a);
+    expect(remaining).toEqual([
+      ...Array.from({ length: 30 }, (_, i) => 29 - i),
+      ...Array.from({ length: 20 }, () => 0),
+    ]);
+    const peeked = await limiter.peek('key-1', quota);
+    expect(peeked).toMatchObject({ allowed: false, remaining: 0 });
+  });
 
   it('counts the requests of one key in one turn with one command, however many keys', async () => {
     const limiter = new QuotaLimiter(redis, prefix);
     const quota = { limit: 5, windowSeconds: 60 };
-    await limiter.consume('warm-up', quota);
-    const writes = jest.spyOn(redis.stream, 'write');
-    try {
-      const keys = ['turn-a', 'turn-b', 'turn-c'];
-      const decisions = await Promise.all(
+    const keys = ['turn-a', 'turn-b', 'turn-c'];
+    const {
+      result: decisions,
+      writes,
+      scripts,
+    } = await writtenBy(limiter, () =>
+      Promise.all(
         keys.flatMap((key) => Array.from({ length: 8 }, () => limiter.consume(key, quota))),
-      );
-      expect(writes).toHaveBeenCalledTimes(1);
-      expect(scriptCommands(writes)).toBe(3);
-      for (let k = 0; k < keys.length; k++) {
-        const ofKey = decisions.slice(k * 8, k * 8 + 8);
-        // In the order they came: the first five allowed, 4 down to 0 left, then refused.
-        expect(ofKey.map((d) => d.allowed)).toEqual([
-          ...Array(5).fill(true),
-          ...Array(3).fill(false),
-        ]);
-        expect(ofKey.map((d) => d.remaining)).toEqual([4, 3, 2, 1, 0, 0, 0, 0]);
-      }
-    } finally {
-      writes.mockRestore();
+      ),
+    );
+    expect(writes).toBe(1);
+    expect(scripts).toBe(3);
+    for (let k = 0; k < keys.length; k++) {
+      const ofKey = decisions.slice(k * 8, k * 8 + 8);
+      // In the order they came: the first five allowed, 4 down to 0 left, then refused.
+      expect(ofKey.map((d) => d.allowed)).toEqual([
+        ...Array(5).fill(true),
+        ...Array(3).fill(false),
+      ]);
+      expect(ofKey.map((d) => d.remaining)).toEqual([4, 3, 2, 1, 0, 0, 0, 0]);
     }
   });
 
