@@ -19,6 +19,8 @@ import {
   type NodeProcess,
 } from '../test/support/stack';
 import {
+  BUILD_RUN,
+  FROM_SOURCE,
   compiledBenchScript,
   cpuProfileArgs,
   option,
@@ -264,7 +266,7 @@ function median(rounds: Measured[]): Measured {
 
 async function main(): Promise<number> {
   requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
-  if (!process.argv.includes('--tsx')) nodeScript = compiledBenchScript(SOURCE_SCRIPT);
+  if (!FROM_SOURCE) nodeScript = compiledBenchScript(SOURCE_SCRIPT);
   const measured = new Map<string, Measured[]>();
   const iso = isolation();
   const children: Child[] = [];
@@ -272,7 +274,7 @@ async function main(): Promise<number> {
   try {
     const targets = await startTargets(iso, children, nodes);
     console.log(
-      `bench:gateway — ${availableParallelism()} CPUs, Node ${process.version}, ${nodeScript.endsWith('.ts') ? 'TypeScript through tsx' : 'compiled (as the image runs it)'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARM_UP_S} s warm-up + ${DURATION_S} s per target, load ${loads()}`,
+      `bench:gateway — ${availableParallelism()} CPUs, Node ${process.version}, ${BUILD_RUN}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARM_UP_S} s warm-up + ${DURATION_S} s per target, load ${loads()}`,
     );
     // Rounds through every target in turn, so that a burst of other work on the machine
     // falls on one round of each rather than on all of one target.

@@ -25,6 +25,8 @@ import {
   type NodeProcess,
 } from '../test/support/stack';
 import {
+  BUILD_RUN,
+  FROM_SOURCE,
   buildAsTheImage,
   cpuProfileArgs,
   option,
@@ -125,7 +127,7 @@ async function main() {
     await startNodes(nodes, SERVICES, {
       iso,
       // What the image runs, unless --tsx: tsx adds its loader and esbuild's helpers.
-      entry: process.argv.includes('--tsx') ? undefined : buildAsTheImage(),
+      entry: FROM_SOURCE ? undefined : buildAsTheImage(),
       env,
       nodeArgs: cpuProfileArgs(profiles),
     });
@@ -134,7 +136,7 @@ async function main() {
     const total = await waitForQuote(gateway.url, key);
 
     console.log(
-      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${process.argv.includes('--tsx') ? 'TypeScript through tsx' : 'compiled (as the image runs it)'}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, load average ${loadavg()[0].toFixed(2)}`,
+      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${BUILD_RUN}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, load average ${loadavg()[0].toFixed(2)}`,
     );
     console.log(`quote: Ikeja → Lekki, 3 kg, ₦20,000 declared → total ${total}`);
     const headers = { 'api-key': key };

@@ -27,6 +27,8 @@ import {
   type NodeProcess,
 } from '../test/support/stack';
 import {
+  BUILD_RUN,
+  FROM_SOURCE,
   buildAsTheImage,
   option,
   requireInfrastructure,
@@ -106,8 +108,6 @@ Exits 1 when an answer is a 5xx other than 503/504 (load shed), or a process exi
                                                            BENCH_PARTS
 `);
 
-/** The TypeScript through tsx, as the tests run it, instead of the build the image runs. */
-const FROM_SOURCE = process.argv.includes('--tsx');
 const MINUTES = option('minutes', 10);
 const COOL_DOWN_S = option('cool-down', 60);
 const INTERVAL_S = option('interval', 30);
@@ -487,11 +487,8 @@ async function main(): Promise<number> {
     const load = loadavg()
       .map((l) => l.toFixed(2))
       .join(' ');
-    const form = FROM_SOURCE
-      ? 'TypeScript through tsx'
-      : 'compiled (dist/, as the image runs them)';
     console.log(
-      `bench:soak — ${availableParallelism()} CPUs, Node ${process.version}, load average ${load}; ${SERVICES.length} services each in its own process over NATS, ${form}`,
+      `bench:soak — ${availableParallelism()} CPUs, Node ${process.version}, load average ${load}; ${SERVICES.length} services each in its own process over NATS, ${BUILD_RUN}`,
     );
     console.log(
       `${MINUTES} min of mixed load at ${CONNECTIONS} connections, RSS every ${INTERVAL_S} s\n`,

@@ -102,21 +102,33 @@ export function deployedNodeOptions(service: string): string {
 export const IMAGE_ENTRY = 'dist/bin/server.js';
 
 /**
+ * `--tsx`: the services' TypeScript run through tsx, as the tests run it, instead of compiled
+ * as the image runs them (the default of the benchmarks that start services).
+ */
+export const FROM_SOURCE = process.argv.includes('--tsx');
+
+/** How a benchmark's services run, for its header line. */
+export const BUILD_RUN = FROM_SOURCE
+  ? 'TypeScript through tsx'
+  : 'compiled by tsc, as the image runs them';
+
+const ROOT = join(__dirname, '..');
+
+/** Runs the project's tsc on `config` (relative to the project); throws with its output. */
+function compile(config: string, what: string): void {
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const built = spawnSync(process.execPath, [tsc, '-p', config], { cwd: ROOT, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`${what} failed:\n${built.stdout}${built.stderr}`);
+}
+
+/**
  * Compiles the services as the image does (`npm run build`: tsc into dist/) and answers the
  * entry point the image runs, `dist/bin/server.js`. A process run through tsx also carries
  * tsx's loader, esbuild's worker thread and the source maps of every module: not a pod's memory.
  */
 export function buildAsTheImage(): string {
-  const root = join(__dirname, '..');
-  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-  const built = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  if (built.status !== 0) {
-    throw new Error(`npm run build failed:\n${built.stdout}${built.stderr}`);
-  }
-  return join(root, IMAGE_ENTRY);
+  compile('tsconfig.build.json', 'npm run build');
+  return join(ROOT, IMAGE_ENTRY);
 }
 
 /**
@@ -126,11 +138,10 @@ export function buildAsTheImage(): string {
  * esbuild adds to every function made (some are made per request).
  */
 export function compiledBenchScript(script: string): string {
-  const root = join(__dirname, '..');
-  const local = join(root, '.local');
+  const local = join(ROOT, '.local');
   mkdirSync(local, { recursive: true });
   const config = join(local, 'tsconfig.bench.json');
-  const build = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')) as {
+  const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as {
     include: string[];
   };
   writeFileSync(
@@ -138,14 +149,11 @@ export function compiledBenchScript(script: string): string {
     JSON.stringify({
       extends: '../tsconfig.build.json',
       compilerOptions: { rootDir: '..', outDir: 'bench-dist' },
-      include: [...build.include, relative(root, script)].map((path) => `../${path}`),
+      include: [...build.include, relative(ROOT, script)].map((path) => `../${path}`),
     }),
   );
-  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-  const built = spawnSync(process.execPath, [tsc, '-p', config], { cwd: root, encoding: 'utf8' });
-  if (built.status !== 0)
-    throw new Error(`compiling ${script} failed:\n${built.stdout}${built.stderr}`);
-  return join(local, 'bench-dist', relative(root, script).replace(/\.ts$/, '.js'));
+  compile(relative(ROOT, config), `compiling ${script}`);
+  return join(local, 'bench-dist', relative(ROOT, script).replace(/\.ts$/, '.js'));
 }
 
 /** `env` with the service's NODE_OPTIONS from its k8s manifest added to `extra`, if any. */
