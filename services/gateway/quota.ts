@@ -39,9 +39,9 @@ interface QuotaCommands {
 
 /**
  * The gateway's one Redis client: quota counts, and also the authentication throttle, the
- * idempotency records and the upload leases. The commands of one tick go out in one write: a
- * write per request's quota count was the largest cost of the gateway under load
- * (docs/performance.md).
+ * idempotency records and the upload leases. The commands of one tick go out in one write (a
+ * write per request was the largest cost of the gateway under load, docs/performance.md);
+ * the quota counts of a tick are gathered per key before that (`QuotaLimiter`).
  */
 export function quotaStoreClient(
   url: string,
@@ -113,21 +113,20 @@ export class QuotaLimiter {
 
   /** One write for the turn: a command per key, each adding its requests. */
   private sendCounts(): void {
-    const batches = [...this.pending.values()];
-    const keys = [...this.pending.keys()];
+    const batches = [...this.pending];
     this.pending = new Map();
     const failAll = (err: unknown) => {
-      for (const { waiters } of batches) for (const waiter of waiters) waiter.reject(err);
+      for (const [, { waiters }] of batches) for (const waiter of waiters) waiter.reject(err);
     };
     try {
       const pipeline = this.redis.pipeline() as QuotaPipeline;
-      batches.forEach(({ windowMs, waiters }, i) =>
-        pipeline.consumeQuota(keys[i], windowMs, waiters.length),
-      );
+      for (const [key, { windowMs, waiters }] of batches) {
+        pipeline.consumeQuota(key, windowMs, waiters.length);
+      }
       pipeline
         .exec()
         .then((results) =>
-          batches.forEach(({ waiters }, index) => {
+          batches.forEach(([, { waiters }], index) => {
             // Each key's answer on its own: one that failed fails only its requests.
             try {
               const [err, counted] = results?.[index] ?? [new Error('not counted')];

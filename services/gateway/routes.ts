@@ -107,24 +107,22 @@ export function templateMatcher<Route extends { fullPath: string }>(
       lengths.length > 1 || segments.slice(1, 3).some((segment) => segment.startsWith(':'));
     return { route, regexp: templatePattern(route.fullPath, flags), segments, lengths, loose };
   });
-  const looseOfLength = (length: number) =>
-    templates.filter((t) => t.loose && t.lengths.includes(length));
-  const looseByLength = new Map(
-    templates.flatMap((t) => t.lengths).map((length) => [length, looseOfLength(length)]),
-  );
-  const shelves = new Map<string, typeof templates>();
-  for (const template of templates.filter((t) => !t.loose)) {
-    const shelf = shelfOf(template.segments);
-    if (shelves.has(shelf)) continue;
-    const length = template.segments.length;
-    // In the order given: a literal template may come before a `:param` one that also matches.
-    shelves.set(
-      shelf,
-      templates.filter((t) =>
-        t.loose ? t.lengths.includes(length) : shelfOf(t.segments) === shelf,
-      ),
+  // A template may match a path of `length` segments filed on `shelf`: a loose one by its
+  // length alone. Candidates keep the order given (a literal before a `:param` one).
+  const candidatesFor = (length: number, shelf?: string) =>
+    templates.filter(
+      (t) => t.lengths.includes(length) && (t.loose || shelfOf(t.segments) === shelf),
     );
-  }
+  const lengths = new Set(templates.flatMap((t) => t.lengths));
+  const looseByLength = new Map([...lengths].map((length) => [length, candidatesFor(length)]));
+  const shelves = new Map(
+    templates
+      .filter((t) => !t.loose)
+      .map((t) => {
+        const shelf = shelfOf(t.segments);
+        return [shelf, candidatesFor(t.segments.length, shelf)] as const;
+      }),
+  );
   return (path) => {
     const segments = segmentsOf(path);
     const candidates = shelves.get(shelfOf(segments)) ?? looseByLength.get(segments.length) ?? [];
