@@ -63,6 +63,7 @@ export function nairaToKobo(naira: Numeric): number {
 /** Integer grams → kg string with exactly five decimals ("2.00000"). */
 export function formatKg(grams: Numeric): string {
   const fast = scaledInteger(grams, 3);
+  // Grams are the third decimal of a kilogram; the API prints five.
   if (fast !== undefined) return `${fast}00`;
   const g = toDecimal(grams, 'grams');
   if (!g.isInteger()) throw new RangeError(`grams must be an integer, got ${g.toString()}`);
