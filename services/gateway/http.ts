@@ -12,6 +12,8 @@ export interface GatewayRequest extends IncomingMessage {
   $params?: Record<string, unknown>;
   /** The service endpoint moleculer-web resolved for the alias. */
   $endpoint?: { local?: boolean; id?: string; action?: { name?: string } };
+  /** What `describeRequest` found for the URL it read (`raw`). */
+  $description?: { raw: string; described: RequestDescription };
 }
 
 /** The action the matched alias calls (`package.save`), stream aliases included; '' for none. */
@@ -43,25 +45,23 @@ export function requestPath(raw: string): string {
   }
 }
 
-/** Described once per request URL: the access log, the metrics and errors all ask. */
-const descriptions = new WeakMap<IncomingMessage, { raw: string; described: RequestDescription }>();
-
-/** `path` and `url` of the error envelope: the path without query, and the full URL. */
+/**
+ * `path` and `url` of the error envelope: the path without query, and the full URL. Described
+ * once per request URL (the access log, the method check, the metrics and errors all ask) and
+ * kept on the request itself. A plain object: a getter in this literal (to build the URL only
+ * for an error) made V8 give every description its own shape, and cost the gateway some 14 µs
+ * a request (docs/performance.md, session 18).
+ */
 export function describeRequest(req: GatewayRequest): RequestDescription {
   const raw = req.originalUrl ?? req.url ?? '/';
-  const known = descriptions.get(req);
+  const known = req.$description;
   if (known?.raw === raw) return known.described;
-  let url: string | undefined;
   const described = {
     method: req.method ?? 'GET',
     path: requestPath(raw),
-    // Only an error envelope shows it; every request asks for the method and path.
-    get url() {
-      url ??= requestUrl(req, raw);
-      return url;
-    },
+    url: requestUrl(req, raw),
   };
-  descriptions.set(req, { raw, described });
+  req.$description = { raw, described };
   return described;
 }
 

@@ -50,6 +50,19 @@ describe('describeRequest', () => {
     }
   });
 
+  it('describes with plain data properties, one shape for every request', () => {
+    // A getter in the description made V8 give each one its own shape: 14 µs a request.
+    const described = describeRequest(request('/api/a?b=1'));
+    for (const name of ['method', 'path', 'url']) {
+      expect(Object.getOwnPropertyDescriptor(described, name)).toEqual(
+        expect.objectContaining({ writable: true, value: expect.any(String) }),
+      );
+    }
+    expect(Object.keys(described)).toEqual(
+      Object.keys(describeRequest(request('/api/c', { 'x-forwarded-proto': 'https' }))),
+    );
+  });
+
   it('follows a URL moleculer-web rewrote', () => {
     const req = request('/api/a');
     expect(describeRequest(req).path).toBe('/api/a');
