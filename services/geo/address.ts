@@ -18,7 +18,9 @@ import {
 } from './gazetteer';
 import type { TextGeocoder } from './external-geocoder';
 import { decodePhrase, encodePhrase, isPhrase } from './phrase';
-import { compact } from './views';
+import { assignDefined } from './views';
+
+const PRESERVED_FIELDS = [...PRESERVED_STRINGS, ...PRESERVED_NUMBERS];
 
 export const H3_RESOLUTION = 9;
 
@@ -93,13 +95,12 @@ function locate(input: Exclude<AddressInput, string>, field: string): Place {
 function describe(place: Place, input: Exclude<AddressInput, string>, line?: string) {
   const h3Index = latLngToCell(place.lat, place.lon, H3_RESOLUTION);
   const { city, state, country } = place;
-  const preserved = Object.fromEntries(
-    [...PRESERVED_STRINGS, ...PRESERVED_NUMBERS]
-      .filter((f) => input[f] !== undefined)
-      .map((f) => [f, input[f]]),
-  );
-  return compact<ResolvedAddress>({
-    ...preserved,
+  // The caller's own fields first, as given.
+  const resolved: Partial<ResolvedAddress> = {};
+  for (const field of PRESERVED_FIELDS) {
+    if (input[field] !== undefined) (resolved as Record<string, unknown>)[field] = input[field];
+  }
+  return assignDefined<ResolvedAddress>(resolved, {
     addressLine1: line ?? city?.name ?? state?.name ?? country.name,
     floor: input.floor,
     lat: place.lat,

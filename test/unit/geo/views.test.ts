@@ -1,0 +1,57 @@
+import fc from 'fast-check';
+import { resolvePlace } from '../../../services/geo/address';
+import { assignDefined, compact } from '../../../services/geo/views';
+
+describe('compact', () => {
+  it('keeps the defined properties in their order, null included, and drops undefined ones', () => {
+    expect(Object.entries(compact({ b: 1, a: undefined, c: null, d: '' }))).toEqual([
+      ['b', 1],
+      ['c', null],
+      ['d', ''],
+    ]);
+  });
+
+  it('gives what filtering the entries gives (property)', () => {
+    const value = fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer(), fc.string());
+    fc.assert(
+      // Our sources are literals of field names; `__proto__` would set a prototype instead.
+      fc.property(
+        fc.dictionary(
+          fc.string().filter((k) => k !== '__proto__'),
+          value,
+        ),
+        (source) => {
+          const filtered = Object.fromEntries(
+            Object.entries(source).filter(([, v]) => v !== undefined),
+          );
+          const compacted = compact(source);
+          expect(Object.entries(compacted)).toEqual(Object.entries(filtered));
+          expect(Object.getPrototypeOf(compacted)).toBe(Object.prototype);
+        },
+      ),
+    );
+  });
+
+  it('adds after what the target holds, leaving the source as it was', () => {
+    const source = { b: 2, c: undefined };
+    expect(
+      Object.keys(assignDefined<{ a?: number; b: number; c?: number }>({ a: 1 }, source)),
+    ).toEqual(['a', 'b']);
+    expect(source).toEqual({ b: 2, c: undefined });
+  });
+});
+
+describe('resolvePlace', () => {
+  it("puts the caller's own fields first, then what geo resolved, and leaves out what it does not know", () => {
+    const resolved = resolvePlace(
+      { lat: 6.6018, lon: 3.3515, addressLine2: 'Block C', swLat: 6.5 },
+      'origin',
+    );
+    const keys = Object.keys(resolved);
+    expect(keys.slice(0, 3)).toEqual(['addressLine2', 'swLat', 'addressLine1']);
+    expect(resolved).toMatchObject({ addressLine2: 'Block C', swLat: 6.5, lat: 6.6018 });
+    for (const value of Object.values(resolved)) expect(value).not.toBeUndefined();
+    expect(keys).not.toContain('centerLat');
+    expect(keys).not.toContain('contactName');
+  });
+});
