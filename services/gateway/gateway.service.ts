@@ -1,4 +1,4 @@
-import type { Logger, ServiceBroker } from 'moleculer';
+import type { ActionSchema, Logger, ServiceBroker } from 'moleculer';
 import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
@@ -10,6 +10,7 @@ import {
   DELIVERY_STATUS_CHANGED_EVENT,
   type DeliveryEventPayload,
 } from '../../libs/contracts/order';
+import { ENTRY_POINT } from '../../libs/entry-points';
 import { registerHealthCheck } from '../../libs/health';
 import { connectRedis, redisReady } from '../../libs/redis';
 import type { ServiceDefinition } from '../../libs/service';
@@ -31,6 +32,19 @@ import { GROUP_BASE, collectRoutes, type MountedGroups } from './routes';
 import { TRACKING_EVENTS_PATH, TrackingStreams } from './tracking-stream';
 import { UploadLeases } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
+
+/**
+ * moleculer-web, its `rest` action (which carries each HTTP request in) marked as an entry
+ * point: not a call between services (libs/entry-points).
+ */
+const HttpGateway = {
+  ...ApiGateway,
+  actions: {
+    ...ApiGateway.actions,
+    // moleculer-web defines `rest` as an object; its declared type allows a bare handler too.
+    rest: { ...(ApiGateway.actions?.rest as ActionSchema), ...ENTRY_POINT },
+  },
+};
 
 /** The gateway: moleculer-web with our routes, middlewares and overrides, wired together. */
 export function createGatewayService(
@@ -156,7 +170,7 @@ export function createGatewayService(
 
   return {
     name: 'gateway',
-    mixins: [ApiGateway],
+    mixins: [HttpGateway],
     settings: {
       port: config.port,
       ip: config.host,

@@ -122,6 +122,16 @@ afterAll(async () => {
 
 const auth = () => ({ 'api-key': key });
 
+describe('the way in', () => {
+  it("carries each request in through moleculer-web's rest action, an entry point", () => {
+    // libs/entry-points: the call middlewares leave it alone, the tracker does not.
+    const rest = broker.getLocalService('gateway')?.schema.actions?.rest as
+      { entryPoint?: boolean; handler?: unknown } | undefined;
+    expect(rest?.entryPoint).toBe(true);
+    expect(typeof rest?.handler).toBe('function');
+  });
+});
+
 describe('success envelope', () => {
   it('wraps data with the route status and message, path params converted', async () => {
     const reply = await request(base, 'POST', '/api/fixture/echo/42?note=hi', {
