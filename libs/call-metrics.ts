@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { ServiceBroker, type Context, type Middleware } from 'moleculer';
-import { TRACKER, exceptEntryPoints, type MiddlewareEntry } from './entry-points';
+import { KEPT_BY_ENTRY_POINTS, exceptEntryPoints, type MiddlewareEntry } from './entry-points';
 import { metricTableOf, type Count, type Histogram } from './metric-table';
 
 /**
@@ -47,7 +47,8 @@ const BUILT_IN_WITHOUT_METRICS = ServiceBroker.INTERNAL_MIDDLEWARES.filter(
 /**
  * The broker's middlewares: ours (innermost first, as moleculer adds user middlewares before
  * its own), moleculer's built-in ones but its `Metrics`, and these metrics in its place. Use
- * with `internalMiddlewares: false`. Entry points (libs/entry-points) pass only the tracker.
+ * with `internalMiddlewares: false`. Entry points (libs/entry-points) pass only the tracker
+ * and tracing.
  */
 export function withCallMetrics(ours: Middleware[]): (Middleware | string)[] {
   const [beforeMetrics, afterMetrics] = [
@@ -57,7 +58,9 @@ export function withCallMetrics(ours: Middleware[]): (Middleware | string)[] {
   const forCalls = (entry: MiddlewareEntry) =>
     // moleculer also takes a function of the broker (its MiddlewareInit), which the option's
     // type leaves out: these metrics need the broker's own table.
-    (entry === TRACKER ? entry : exceptEntryPoints(entry)) as unknown as Middleware;
+    (typeof entry === 'string' && KEPT_BY_ENTRY_POINTS.includes(entry)
+      ? entry
+      : exceptEntryPoints(entry)) as unknown as Middleware;
   return [...ours, ...[...beforeMetrics, callMetrics, ...afterMetrics].map(forCalls)];
 }
 

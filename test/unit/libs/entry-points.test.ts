@@ -1,6 +1,7 @@
 import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import { loadConfig } from '../../../libs/config';
-import { ENTRY_POINT, exceptEntryPoints } from '../../../libs/entry-points';
+import { withCallMetrics } from '../../../libs/call-metrics';
+import { ENTRY_POINT, KEPT_BY_ENTRY_POINTS, exceptEntryPoints } from '../../../libs/entry-points';
 import { createBrokerOptions } from '../../../moleculer.config';
 import { freePort } from '../../support/stack';
 
@@ -82,6 +83,16 @@ describe('entry points', () => {
     expect(timeout(broker).name).toBe('Timeout');
     expect(() => (exceptEntryPoints('Nowhere') as (b: ServiceBroker) => unknown)(broker)).toThrow(
       'no built-in middleware named Nowhere',
+    );
+  });
+
+  it("keep the tracker and tracing as moleculer's own, and wrap every other built-in", () => {
+    const entries = withCallMetrics([]);
+    expect(entries.filter((e) => typeof e === 'string')).toEqual([...KEPT_BY_ENTRY_POINTS]);
+    const builtIns = ServiceBroker.INTERNAL_MIDDLEWARES.filter((name) => name !== 'Metrics');
+    // Every other built-in, and our call metrics, wrapped as a function of the broker.
+    expect(entries.filter((e) => typeof e === 'function')).toHaveLength(
+      builtIns.length - KEPT_BY_ENTRY_POINTS.length + 1,
     );
   });
 });
