@@ -1,3 +1,8 @@
+import { ServiceBroker } from 'moleculer';
+import { loadConfig } from '../../libs/config';
+import { createBrokerOptions } from '../../moleculer.config';
+import { freePort } from './stack';
+
 export interface Sample {
   labels: Record<string, string>;
   value: number;
@@ -29,3 +34,16 @@ export const hasLabels = (sample: Sample, labels: Record<string, string>) =>
 /** The sum of the samples whose labels include `labels`. */
 export const count = (all: Sample[], labels: Record<string, string> = {}) =>
   all.filter((s) => hasLabels(s, labels)).reduce((sum, s) => sum + s.value, 0);
+
+/**
+ * A broker with the services' own options in this process (no transporter), its metrics
+ * served on a free ops port: for tests of what the broker counts.
+ */
+export async function brokerWithOps(
+  namespace: string,
+): Promise<{ broker: ServiceBroker; opsUrl: string }> {
+  const port = await freePort();
+  const config = loadConfig({ NATS_URL: '', OPS_PORT: String(port), NAMESPACE: namespace });
+  const broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  return { broker, opsUrl: `http://127.0.0.1:${port}` };
+}

@@ -1,8 +1,5 @@
-import { ServiceBroker } from 'moleculer';
-import { loadConfig } from '../../../libs/config';
-import { createBrokerOptions } from '../../../moleculer.config';
-import { samples } from '../../support/metrics';
-import { freePort } from '../../support/stack';
+import type { ServiceBroker } from 'moleculer';
+import { brokerWithOps, samples } from '../../support/metrics';
 
 describe('moleculer metrics of every process', () => {
   let broker: ServiceBroker;
@@ -10,10 +7,7 @@ describe('moleculer metrics of every process', () => {
   const received: string[] = [];
 
   beforeAll(async () => {
-    const port = await freePort();
-    opsUrl = `http://127.0.0.1:${port}`;
-    const config = loadConfig({ NATS_URL: '', OPS_PORT: String(port), NAMESPACE: 'metrics-test' });
-    broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+    ({ broker, opsUrl } = await brokerWithOps('metrics-test'));
     broker.createService({
       name: 'probe',
       actions: {
