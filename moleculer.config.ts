@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { BrokerOptions, MetricRegistry } from 'moleculer';
 import { withCallMetrics } from './libs/call-metrics';
+import { forCalls } from './libs/entry-points';
 import type { Config } from './libs/config';
 import { BufferedConsoleLogger } from './libs/log-output';
 import { jsonLogLine } from './libs/logging';
@@ -61,7 +62,8 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     ...HEARTBEAT,
     // moleculer's call metrics counted in our own table (libs/call-metrics, decision 64).
     internalMiddlewares: false,
-    middlewares: withCallMetrics([remoteCalls]),
+    // HTTP requests' way in passes only some of them (libs/entry-points, decision 83).
+    middlewares: forCalls(withCallMetrics([remoteCalls])),
     registry: { strategy: 'RoundRobin', preferLocal: true },
     tracking: { enabled: true, shutdownTimeout: STOP_GRACE_MS + 5_000 },
     validator: new JoiValidator({}),

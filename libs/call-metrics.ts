@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import { ServiceBroker, type Context, type Middleware } from 'moleculer';
-import { KEPT_BY_ENTRY_POINTS, exceptEntryPoints, type MiddlewareEntry } from './entry-points';
 import { metricTableOf, type Count, type Histogram } from './metric-table';
 
 /**
@@ -47,21 +46,17 @@ const BUILT_IN_WITHOUT_METRICS = ServiceBroker.INTERNAL_MIDDLEWARES.filter(
 /**
  * The broker's middlewares: ours (innermost first, as moleculer adds user middlewares before
  * its own), moleculer's built-in ones but its `Metrics`, and these metrics in its place. Use
- * with `internalMiddlewares: false`. Entry points (libs/entry-points) pass only the tracker
- * and tracing.
+ * with `internalMiddlewares: false`.
  */
 export function withCallMetrics(ours: Middleware[]): (Middleware | string)[] {
   const [beforeMetrics, afterMetrics] = [
     BUILT_IN_WITHOUT_METRICS.slice(0, METRICS_AT),
     BUILT_IN_WITHOUT_METRICS.slice(METRICS_AT),
   ];
-  const forCalls = (entry: MiddlewareEntry) =>
-    // moleculer also takes a function of the broker (its MiddlewareInit), which the option's
-    // type leaves out: these metrics need the broker's own table.
-    (typeof entry === 'string' && KEPT_BY_ENTRY_POINTS.includes(entry)
-      ? entry
-      : exceptEntryPoints(entry)) as unknown as Middleware;
-  return [...ours, ...[...beforeMetrics, callMetrics, ...afterMetrics].map(forCalls)];
+  // moleculer also takes a function of the broker (its MiddlewareInit), which the option's
+  // type leaves out: these metrics need the broker's own table.
+  const init = callMetrics as unknown as Middleware;
+  return [...ours, ...beforeMetrics, init, ...afterMetrics];
 }
 
 function callMetrics(broker: ServiceBroker): Middleware | null {

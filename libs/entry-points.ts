@@ -19,7 +19,7 @@ const isEntryPoint = (action: unknown) =>
   (action as { entryPoint?: unknown } | undefined)?.entryPoint === true;
 
 /** What moleculer takes in `middlewares`: a built-in's name, hooks, or a function of the broker. */
-export type MiddlewareEntry = string | Middleware | ((broker: ServiceBroker) => Middleware | null);
+type MiddlewareEntry = string | Middleware | ((broker: ServiceBroker) => Middleware | null);
 
 /**
  * The built-in middlewares entry points keep: the tracker of running contexts, and tracing,
@@ -48,4 +48,14 @@ export function exceptEntryPoints(entry: MiddlewareEntry): MiddlewareEntry {
       },
     };
   };
+}
+
+/** A broker's `middlewares`, each but those entry points keep leaving entry points unwrapped. */
+export function forCalls(entries: (Middleware | string)[]): (Middleware | string)[] {
+  return entries.map((entry) =>
+    typeof entry === 'string' && KEPT_BY_ENTRY_POINTS.includes(entry)
+      ? entry
+      : // A function of the broker, which moleculer takes and the option's type leaves out.
+        (exceptEntryPoints(entry) as unknown as Middleware),
+  );
 }

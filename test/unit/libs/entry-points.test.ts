@@ -1,7 +1,12 @@
 import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import { loadConfig } from '../../../libs/config';
 import { withCallMetrics } from '../../../libs/call-metrics';
-import { ENTRY_POINT, KEPT_BY_ENTRY_POINTS, exceptEntryPoints } from '../../../libs/entry-points';
+import {
+  ENTRY_POINT,
+  KEPT_BY_ENTRY_POINTS,
+  exceptEntryPoints,
+  forCalls,
+} from '../../../libs/entry-points';
 import { createBrokerOptions } from '../../../moleculer.config';
 import { brokerWithOps, samples } from '../../support/metrics';
 
@@ -79,7 +84,7 @@ describe('entry points', () => {
   });
 
   it("keep the tracker and tracing as moleculer's own, and wrap every other built-in", () => {
-    const entries = withCallMetrics([]);
+    const entries = forCalls(withCallMetrics([]));
     expect(entries.filter((e) => typeof e === 'string')).toEqual([...KEPT_BY_ENTRY_POINTS]);
     const builtIns = ServiceBroker.INTERNAL_MIDDLEWARES.filter((name) => name !== 'Metrics');
     // Every other built-in, and our call metrics, wrapped as a function of the broker.
