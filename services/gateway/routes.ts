@@ -88,46 +88,61 @@ const shelfOf = (segments: string[]) =>
   `${segments.length} ${segments.slice(1, 3).join('/').toLowerCase()}`;
 
 /**
+ * The templates a path may match, in the order given: only those with the path's number of
+ * segments and first two segments (regardless of case), and those with a `:param` among the
+ * first two. Every request asks, and testing each of the gateway's ~100 templates was a
+ * measurable part of its cost; what is left is tested by the caller.
+ */
+export function templateCandidates<Template extends { fullPath: string }>(
+  templates: Template[],
+): (path: string) => Template[] {
+  const filed = templates.map((template) => {
+    const segments = segmentsOf(template.fullPath);
+    // `/docs/` (its own slash, then the optional one) also matches `/docs//`, a segment more.
+    const lengths = [segments.length];
+    if (template.fullPath.length > 1 && template.fullPath.endsWith('/'))
+      lengths.push(segments.length + 1);
+    const loose =
+      lengths.length > 1 || segments.slice(1, 3).some((segment) => segment.startsWith(':'));
+    return { template, shelf: shelfOf(segments), lengths, loose };
+  });
+  // A template may match a path of `length` segments filed on `shelf`: a loose one by its
+  // length alone. Candidates keep the order given (a literal before a `:param` one).
+  const candidatesFor = (length: number, shelf?: string) =>
+    filed
+      .filter((t) => t.lengths.includes(length) && (t.loose || t.shelf === shelf))
+      .map((t) => t.template);
+  const lengths = new Set(filed.flatMap((t) => t.lengths));
+  const looseByLength = new Map([...lengths].map((length) => [length, candidatesFor(length)]));
+  const shelves = new Map(
+    filed
+      .filter((t) => !t.loose)
+      .map((t) => [t.shelf, candidatesFor(t.lengths[0], t.shelf)] as const),
+  );
+  return (path) => {
+    const segments = segmentsOf(path);
+    return shelves.get(shelfOf(segments)) ?? looseByLength.get(segments.length) ?? [];
+  };
+}
+
+/**
  * The templates a path matches, in the order given, as moleculer-web matches them (`i`:
- * regardless of case). Only the templates with the path's number of segments and first two
- * segments are tested, and those with a `:param` among the first two: every request asks,
- * and testing each of the gateway's ~100 templates was a measurable part of its cost.
+ * regardless of case).
  */
 export function templateMatcher<Route extends { fullPath: string }>(
   routes: Route[],
   flags = '',
 ): (path: string) => Route[] {
-  const templates = routes.map((route) => {
-    const segments = segmentsOf(route.fullPath);
-    // `/docs/` (its own slash, then the optional one) also matches `/docs//`, a segment more.
-    const lengths = [segments.length];
-    if (route.fullPath.length > 1 && route.fullPath.endsWith('/'))
-      lengths.push(segments.length + 1);
-    const loose =
-      lengths.length > 1 || segments.slice(1, 3).some((segment) => segment.startsWith(':'));
-    return { route, regexp: templatePattern(route.fullPath, flags), segments, lengths, loose };
-  });
-  // A template may match a path of `length` segments filed on `shelf`: a loose one by its
-  // length alone. Candidates keep the order given (a literal before a `:param` one).
-  const candidatesFor = (length: number, shelf?: string) =>
-    templates.filter(
-      (t) => t.lengths.includes(length) && (t.loose || shelfOf(t.segments) === shelf),
-    );
-  const lengths = new Set(templates.flatMap((t) => t.lengths));
-  const looseByLength = new Map([...lengths].map((length) => [length, candidatesFor(length)]));
-  const shelves = new Map(
-    templates
-      .filter((t) => !t.loose)
-      .map((t) => {
-        const shelf = shelfOf(t.segments);
-        return [shelf, candidatesFor(t.segments.length, shelf)] as const;
-      }),
+  const candidates = templateCandidates(
+    routes.map((route) => ({
+      fullPath: route.fullPath,
+      route,
+      regexp: templatePattern(route.fullPath, flags),
+    })),
   );
   return (path) => {
-    const segments = segmentsOf(path);
-    const candidates = shelves.get(shelfOf(segments)) ?? looseByLength.get(segments.length) ?? [];
     const matched: Route[] = [];
-    for (const candidate of candidates)
+    for (const candidate of candidates(path))
       if (candidate.regexp.test(path)) matched.push(candidate.route);
     return matched;
   };

@@ -1,0 +1,126 @@
+import type { ServerResponse } from 'node:http';
+import { Errors } from 'moleculer';
+import type { Middleware } from './edge';
+import type { GatewayRequest } from './http';
+import { templateCandidates } from './routes';
+
+/**
+ * How moleculer-web finds the alias of a request and runs its route, replaced for the
+ * gateway's routes: the same results, without the work moleculer-web does on every request
+ * for options the gateway does not use (docs/performance.md, session 19).
+ */
+
+/** A moleculer-web alias, as far as routing reads it. */
+export interface WebAlias {
+  method: string;
+  /** The route's path and the alias's, without a trailing slash: `/api/package/:packageId`. */
+  fullPath: string;
+  isMethod(method: string): boolean;
+  /** The path's params, or false when the alias does not match it. */
+  match(url: string): Record<string, string> | false;
+}
+
+export interface FoundAlias<Alias extends WebAlias = WebAlias> {
+  alias: Alias;
+  params: Record<string, string>;
+}
+
+/** Only plain templates are filed by their segments: a `:param` is one segment, the rest literal. */
+const PLAIN_TEMPLATE = /^[\w\-.~/:]*$/;
+
+/**
+ * moleculer-web's `resolveAlias`: the first alias, in moleculer-web's order, with the method
+ * that matches the path. moleculer-web tests every alias in turn (some 40 for a GET, about 1
+ * µs a request); this tests only those `templateCandidates` files with the path, each by
+ * moleculer-web's own `match`. The index is made again whenever moleculer-web's list of
+ * aliases is replaced or grows; with a template it cannot file, every alias is tested.
+ */
+export function aliasResolver<Alias extends WebAlias>(): (
+  aliases: Alias[],
+  url: string,
+  method?: string,
+) => FoundAlias<Alias> | false {
+  let indexed: { aliases: Alias[]; length: number; candidates?: (path: string) => Alias[] };
+  return (aliases, url, method = 'GET') => {
+    if (indexed?.aliases !== aliases || indexed.length !== aliases.length) {
+      indexed = {
+        aliases,
+        length: aliases.length,
+        candidates: aliases.every((alias) => PLAIN_TEMPLATE.test(alias.fullPath))
+          ? templateCandidates(aliases)
+          : undefined,
+      };
+    }
+    for (const alias of indexed.candidates?.(url) ?? aliases) {
+      if (!alias.isMethod(method)) continue;
+      const params = alias.match(url);
+      if (params) return { alias, params };
+    }
+    return false;
+  };
+}
+
+/** What the route handler reads of a moleculer-web route. */
+export interface WebRoute {
+  middlewares: Middleware[];
+}
+
+/** What the route handler calls back into: moleculer-web's own `aliasHandler`. */
+export interface RoutingService<Alias> {
+  aliasHandler(req: GatewayRequest, res: ServerResponse, alias: Alias): Promise<unknown>;
+}
+
+/** An error passed to `next`, as moleculer-web hands it on: always a MoleculerError. */
+export function asMoleculerError(err: unknown): Errors.MoleculerError {
+  if (err instanceof Errors.MoleculerError) return err;
+  if (err instanceof Error) {
+    const { code, status, type } = err as Error & { code?: number; status?: number; type?: string };
+    // moleculer takes a missing code as 500 and keeps a missing type missing (its type says string).
+    return new Errors.MoleculerError(err.message, code || status || 500, type as string);
+  }
+  return new Errors.MoleculerError(String(err));
+}
+
+/**
+ * moleculer-web's `routeHandler`, for routes that call declared aliases only (`mappingPolicy:
+ * restrict`), merge the body, query and path params into one object and leave CORS to our
+ * middlewares, as every gateway route does (route-table): the route's middlewares in turn,
+ * then the alias with its params. Settled when the alias has answered, or when the answer is
+ * sent by a middleware or an alias that does not call back. moleculer-web's own also logs the
+ * alias on every request, at debug level but formatted whatever the level, and composes the
+ * middlewares into a promise of their own.
+ */
+export function routeHandler<Alias extends WebAlias>(
+  this: RoutingService<Alias>,
+  _ctx: unknown,
+  route: WebRoute,
+  req: GatewayRequest & { $route?: WebRoute; body?: unknown; query?: Record<string, unknown> },
+  res: ServerResponse & { $route?: WebRoute },
+  found?: FoundAlias<Alias>,
+): Promise<unknown> {
+  req.$route = route;
+  res.$route = route;
+  return new Promise((resolve, reject) => {
+    res.once('finish', () => resolve(true));
+    res.once('close', () => resolve(true));
+    res.once('error', reject);
+    const { middlewares } = route;
+    const next = (index: number, err?: unknown): void => {
+      if (err) return reject(asMoleculerError(err));
+      if (index < middlewares.length) {
+        middlewares[index].call(this, req, res, (failed?: unknown) => next(index + 1, failed));
+        return;
+      }
+      if (!found) return resolve(null);
+      const body = req.body !== null && typeof req.body === 'object' ? req.body : {};
+      req.$params = Object.assign({}, body, req.query, found.params);
+      req.$alias = found.alias;
+      this.aliasHandler(req, res, found.alias).then(resolve, reject);
+    };
+    try {
+      next(0);
+    } catch (err) {
+      reject(err);
+    }
+  });
+}

@@ -1,0 +1,242 @@
+import fc from 'fast-check';
+import { Errors } from 'moleculer';
+import ApiGateway from 'moleculer-web';
+import { loadConfig } from '../../../libs/config';
+import { badRequest } from '../../../libs/errors';
+import { backendDefinitions } from '../../../services/catalog';
+import type { Middleware } from '../../../services/gateway/edge';
+import { collectRoutes } from '../../../services/gateway/routes';
+import {
+  aliasResolver,
+  asMoleculerError,
+  routeHandler,
+  type FoundAlias,
+  type WebAlias,
+} from '../../../services/gateway/web-routing';
+import { FakeResponse, fakeRequest } from './fake-http';
+
+// moleculer-web's own alias, built as its routes build them; its module has no types.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const Alias = require('moleculer-web/src/alias') as new (
+  service: unknown,
+  route: { path: string; opts: Record<string, unknown> },
+  opts: string,
+  action: string,
+) => WebAlias;
+
+/** What ours must agree with: moleculer-web's resolveAlias, every alias tested in turn. */
+const moleculerWebResolve = (ApiGateway.methods as Record<string, unknown>).resolveAlias as (
+  this: { aliases: WebAlias[] },
+  url: string,
+  method?: string,
+) => FoundAlias | false;
+const everyAlias = (aliases: WebAlias[], url: string, method?: string) =>
+  moleculerWebResolve.call({ aliases }, url, method);
+
+/** Aliases `METHOD /path` under a route at `base`, in the order given. */
+const aliasesOf = (base: string, keys: string[]) =>
+  keys.map((key) => new Alias({}, { path: base, opts: {} }, key, `svc.${key}`));
+
+describe('aliasResolver', () => {
+  const templates = aliasesOf('/api', [
+    'GET /deliveries/quote',
+    'GET /deliveries/:deliveryId',
+    'POST /deliveries/:deliveryId/cancel',
+    'GET /deliveries',
+    'POST /deliveries',
+    'GET /:group/list',
+    'GET /',
+  ]).concat(aliasesOf('/', ['GET /health', 'GET /docs/assets/:file', 'GET /:anything']));
+
+  it('finds the first alias with the method that matches, with its params', () => {
+    const resolve = aliasResolver<WebAlias>();
+    const found = resolve(templates, '/api/Deliveries/d%2D1', 'GET');
+    expect(found && found.alias.fullPath).toBe('/api/deliveries/:deliveryId');
+    expect(found && found.params).toEqual({ deliveryId: 'd-1' });
+    const quote = resolve(templates, '/api/deliveries/quote', 'GET');
+    expect(quote && quote.alias.fullPath).toBe('/api/deliveries/quote');
+    expect(resolve(templates, '/api/deliveries/quote', 'DELETE')).toBe(false);
+    expect(resolve(templates, '/nowhere/at/all', 'GET')).toBe(false);
+  });
+
+  it("agrees with moleculer-web's, on paths made of the templates' parts (property)", () => {
+    const segment = fc.constantFrom(
+      'api',
+      'API',
+      'deliveries',
+      'quote',
+      'cancel',
+      'list',
+      'health',
+      'docs',
+      'assets',
+      'd-1',
+      '%41',
+      '',
+    );
+    const request = fc.record({
+      parts: fc.array(segment, { minLength: 0, maxLength: 5 }),
+      slash: fc.boolean(),
+      method: fc.constantFrom('GET', 'POST', 'DELETE'),
+    });
+    const resolve = aliasResolver<WebAlias>();
+    fc.assert(
+      fc.property(request, ({ parts, slash, method }) => {
+        // moleculer-web trims one trailing slash before it resolves.
+        const url = `/${parts.join('/')}${slash ? '/' : ''}`;
+        expect(resolve(templates, url, method)).toEqual(everyAlias(templates, url, method));
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  it("agrees with moleculer-web's on every route of the gateway", () => {
+    const entries = collectRoutes(backendDefinitions(loadConfig({})));
+    const aliases = entries.map(
+      (e) => new Alias({}, { path: '', opts: {} }, `${e.http.method} ${e.fullPath}`, e.actionName),
+    );
+    const resolve = aliasResolver<WebAlias>();
+    for (const { fullPath, http } of entries) {
+      for (const url of [fullPath.replace(/:[^/]+/g, 'x-1'), fullPath.toUpperCase()]) {
+        for (const method of [http.method, 'GET', 'POST']) {
+          expect(resolve(aliases, url, method)).toEqual(everyAlias(aliases, url, method));
+        }
+      }
+    }
+  });
+
+  it('tests every alias when one is not a plain template, and indexes a list again once it grows', () => {
+    const resolve = aliasResolver<WebAlias>();
+    const aliases = aliasesOf('/api', ['GET /things']);
+    expect(resolve(aliases, '/api/other', 'GET')).toBe(false);
+    aliases.push(...aliasesOf('/api', ['GET /other']));
+    const other = resolve(aliases, '/api/other', 'GET');
+    expect(other && other.alias.fullPath).toBe('/api/other');
+
+    const unusual = aliasesOf('/files', ['GET /{:name}']);
+    const found = resolve(unusual, '/files/report', 'GET');
+    expect(found && found.params).toEqual({ name: 'report' });
+    expect(resolve(unusual, '/files', 'GET')).toEqual(everyAlias(unusual, '/files', 'GET'));
+  });
+});
+
+describe('asMoleculerError', () => {
+  it("keeps a MoleculerError, and turns another error into one with its status and type, as moleculer-web's compose does", () => {
+    const ours = badRequest('no');
+    expect(asMoleculerError(ours)).toBe(ours);
+    const parser = Object.assign(new Error('Unexpected token'), {
+      status: 400,
+      type: 'entity.parse.failed',
+    });
+    const converted = asMoleculerError(parser);
+    expect(converted).toBeInstanceOf(Errors.MoleculerError);
+    expect(converted).toMatchObject({
+      message: 'Unexpected token',
+      code: 400,
+      type: 'entity.parse.failed',
+    });
+    expect(asMoleculerError('plain')).toMatchObject({ message: 'plain', code: 500 });
+  });
+});
+
+describe('routeHandler', () => {
+  const found = (params: Record<string, string> = {}): FoundAlias =>
+    ({ alias: { fullPath: '/api/things/:id', action: 'svc.get' }, params }) as never;
+
+  function handle(
+    middlewares: Middleware[],
+    alias: FoundAlias | undefined,
+    setup: (req: ReturnType<typeof fakeRequest>) => void = () => undefined,
+  ) {
+    const calls: string[] = [];
+    const service = {
+      aliasHandler: jest.fn(async () => {
+        calls.push('alias');
+        return 'answered';
+      }),
+    };
+    const req = fakeRequest({ url: '/api/things/t-1?limit=5' });
+    setup(req);
+    const res = new FakeResponse();
+    const settled = routeHandler.call(
+      service,
+      req.$ctx,
+      { middlewares },
+      req,
+      res.asServerResponse(),
+      alias,
+    );
+    return { settled, req, res, service, calls };
+  }
+
+  it('runs the middlewares in turn as the service, then the alias with body, query and path params merged in that order', async () => {
+    const order: string[] = [];
+    const seen: unknown[] = [];
+    const middlewares: Middleware[] = [
+      function (this: unknown, _req, _res, next) {
+        seen.push(this);
+        order.push('first');
+        setImmediate(next);
+      },
+      (_req, _res, next) => {
+        order.push('second');
+        next();
+      },
+    ];
+    const { settled, req, service } = handle(middlewares, found({ id: 't-1' }), (r) => {
+      Object.assign(r, {
+        body: { id: 'from-body', limit: 1, name: 'box' },
+        query: { limit: '5' },
+      });
+    });
+    await expect(settled).resolves.toBe('answered');
+    expect(order).toEqual(['first', 'second']);
+    expect(seen).toEqual([service]);
+    expect(req.$params).toEqual({ id: 't-1', limit: '5', name: 'box' });
+    expect(req.$alias).toEqual(found().alias);
+    expect(service.aliasHandler).toHaveBeenCalledWith(req, expect.anything(), found().alias);
+  });
+
+  it('takes a body that is not an object as no params', async () => {
+    const { settled, req } = handle([], found(), (r) => {
+      Object.assign(r, { body: 'text', query: {} });
+    });
+    await settled;
+    expect(req.$params).toEqual({});
+  });
+
+  it('answers null without an alias: only declared aliases are called', async () => {
+    const { settled, service } = handle([], undefined);
+    await expect(settled).resolves.toBeNull();
+    expect(service.aliasHandler).not.toHaveBeenCalled();
+  });
+
+  it('rejects with the error a middleware passes on, or throws, and calls nothing after it', async () => {
+    const parser: Middleware = (_req, _res, next) =>
+      next(Object.assign(new Error('bad json'), { status: 400, type: 'entity.parse.failed' }));
+    const after = jest.fn();
+    const passed = handle([parser, after], found());
+    await expect(passed.settled).rejects.toMatchObject({ code: 400, type: 'entity.parse.failed' });
+    expect(after).not.toHaveBeenCalled();
+
+    const thrown = handle(
+      [
+        () => {
+          throw badRequest('thrown');
+        },
+      ],
+      found(),
+    );
+    await expect(thrown.settled).rejects.toMatchObject({ message: 'thrown' });
+  });
+
+  it('settles once a middleware has answered without calling next', async () => {
+    const answering: Middleware = (_req, res) => {
+      res.statusCode = 204;
+      res.end();
+    };
+    const { settled, service } = handle([answering], found());
+    await expect(settled).resolves.toBe(true);
+    expect(service.aliasHandler).not.toHaveBeenCalled();
+  });
+});
