@@ -63,6 +63,82 @@ Common.preferences = function preferences(target, source) {
   return merged;
 };
 
+/** What `absentKeyIsNothing` reads of a schema: joi's internals, untyped. */
+interface SchemaInternals {
+  $_terms: Record<string, unknown[] | null | undefined>;
+  _cache?: unknown;
+  _preferences?: Record<string, unknown> | null;
+  _definition: { prepare?: unknown };
+  _flags: Record<string, unknown>;
+}
+
+interface JoiValidator {
+  validate(
+    value: unknown,
+    schema: SchemaInternals,
+    state: unknown,
+    prefs: { presence?: string; debug?: boolean },
+    overrides?: unknown,
+  ): { value: unknown; errors: unknown[] | null };
+}
+
+/**
+ * Whether joi validating `undefined` against `schema`, under settings whose presence is
+ * `optional`, answers `{value: undefined, errors: null}` and does nothing else: the schema has
+ * no condition (`when`), cache, failover, preparation, default, result flag or external, does
+ * not require or forbid a value, and does not change the presence through preferences of its
+ * own (validator.js: such a value is finalised at the presence check, before any rule). Kept
+ * by schema: joi's schemas never change once made.
+ */
+const nothingWhenAbsent = new WeakMap<object, boolean>();
+export function absentKeyIsNothing(schema: SchemaInternals): boolean {
+  let known = nothingWhenAbsent.get(schema);
+  if (known === undefined) {
+    const flags = schema._flags;
+    known =
+      !schema.$_terms.whens?.length &&
+      !schema.$_terms.externals?.length &&
+      !schema._cache &&
+      !schema._definition.prepare &&
+      (flags.presence === undefined || flags.presence === 'optional') &&
+      !flags._endedSwitch &&
+      flags.default === undefined &&
+      flags.failover === undefined &&
+      flags.result === undefined &&
+      schema._preferences?.presence === undefined &&
+      schema._preferences?.debug === undefined;
+    nothingWhenAbsent.set(schema, known);
+  }
+  return known;
+}
+
+/**
+ * joi validates every key of an object schema, one left out included, as fully as one given
+ * (helpers, the finalising of a result); an address object has some 50 optional keys
+ * (docs/performance.md, "Between services", session 19). A value left out whose schema does
+ * nothing for `undefined` is answered here without that. Every schema validates a value
+ * through the validator's module object (`$_validate`, `$_match`, the entry), so the function
+ * set here is the one used, as with `Common.preferences` above.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- joi's internal module, untyped
+const Validator = require('joi/lib/validator') as JoiValidator;
+const validateFully = Validator.validate;
+/** Off only to compare with joi's own answers (test/unit/libs/joi.test.ts). */
+export const absentValues = { answeredHere: true };
+Validator.validate = function validate(value, schema, state, prefs, overrides) {
+  if (
+    value === undefined &&
+    absentValues.answeredHere &&
+    overrides === undefined &&
+    prefs.presence === 'optional' &&
+    !prefs.debug &&
+    absentKeyIsNothing(schema)
+  ) {
+    return { value: undefined, errors: null };
+  }
+  return validateFully(value, schema, state, prefs, overrides);
+};
+
 function freezeDeep(value: unknown, seen = new Set<object>()): void {
   if (typeof value !== 'object' || value === null || seen.has(value)) return;
   seen.add(value);

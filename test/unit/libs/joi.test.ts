@@ -1,5 +1,12 @@
 import fc from 'fast-check';
-import Joi, { characterCount, constantOptions } from '../../../libs/joi';
+import Joi, {
+  absentKeyIsNothing,
+  absentValues,
+  characterCount,
+  constantOptions,
+} from '../../../libs/joi';
+import { loadConfig } from '../../../libs/config';
+import { backendDefinitions } from '../../../services/catalog';
 import { addressInput, routeParams } from '../../../libs/contracts/geo';
 import { email, fromUrl, named, uuid, view } from '../../../libs/schemas';
 import { VALIDATION_OPTIONS } from '../../../libs/validation';
@@ -356,5 +363,116 @@ describe('preferences merged once for constant options (decision 76)', () => {
     expect(Object.isFrozen(options.errors?.wrap)).toBe(true);
     const withGetter = Object.defineProperty({}, 'convert', { get: () => true, enumerable: true });
     expect(() => constantOptions(withGetter)).toThrow('Constant options hold values');
+  });
+});
+
+describe('values left out, answered without joi’s full validation', () => {
+  const internals = (schema: Joi.Schema) =>
+    schema as unknown as Parameters<typeof absentKeyIsNothing>[0];
+  const outcome = (schema: Joi.Schema, value: unknown, options = VALIDATION_OPTIONS) => {
+    const { value: validated, error } = schema.validate(value, options);
+    return { value: validated, errors: error?.details };
+  };
+  /** The same validation with every value, left out or not, validated by joi itself. */
+  const byJoi = <T>(run: () => T): T => {
+    absentValues.answeredHere = false;
+    try {
+      return run();
+    } finally {
+      absentValues.answeredHere = true;
+    }
+  };
+
+  it('only for schemas that do nothing with undefined', () => {
+    for (const schema of [
+      Joi.string().max(3),
+      Joi.number().allow(null),
+      Joi.object({ a: Joi.string().required() }),
+      Joi.string().optional().empty(''),
+      Joi.array().items(Joi.string()),
+    ]) {
+      expect(absentKeyIsNothing(internals(schema))).toBe(true);
+    }
+    for (const schema of [
+      Joi.string().required(),
+      Joi.string().forbidden(),
+      Joi.string().default('x'),
+      Joi.object().default(),
+      Joi.string().strip(),
+      Joi.string().failover('x'),
+      Joi.string().prefs({ presence: 'required' }),
+      Joi.string().when('b', { is: 1, then: Joi.required() }),
+      Joi.string().external(() => undefined),
+      Joi.string().cache(),
+    ]) {
+      expect(absentKeyIsNothing(internals(schema))).toBe(false);
+    }
+  });
+
+  it('answer what joi answers for keys left out: required, defaults, conditions, stripped', () => {
+    const schema = Joi.object({
+      required: Joi.string().required(),
+      defaulted: Joi.number().default(7),
+      conditional: Joi.string().when('flag', { is: true, then: Joi.required() }),
+      flag: Joi.boolean(),
+      stripped: Joi.string().strip(),
+      plain: Joi.string().trim(),
+      nested: Joi.object({ inner: Joi.string().required(), other: Joi.number() }),
+    });
+    for (const input of [{}, { flag: true }, { nested: {} }, { required: 'x', plain: ' y ' }]) {
+      const ours = outcome(schema, input);
+      expect(ours).toEqual(byJoi(() => outcome(schema, input)));
+    }
+    expect(outcome(schema, { flag: true }).errors?.map((d) => d.path.join('.'))).toEqual([
+      'required',
+      'conditional',
+    ]);
+    expect(outcome(schema, { required: 'x' }).value).toEqual({ required: 'x', defaulted: 7 });
+  });
+
+  it("answer what joi answers on every action's params (property)", () => {
+    const actions = backendDefinitions(loadConfig({})).flatMap((definition) =>
+      Object.entries(definition.actions ?? {})
+        .filter(([, action]) => Joi.isSchema(action.params))
+        .map(([name, action]) => ({
+          name: `${definition.name}.${name}`,
+          schema: action.params as Joi.Schema,
+        })),
+    );
+    expect(actions.length).toBeGreaterThan(50);
+    const scalar = fc.oneof(
+      fc.constantFrom('', ' x ', 'Lekki, Lagos', 'a@b.co', '+2348031234567', 'NG', null, true),
+      fc.integer({ min: -5, max: 1000 }),
+      fc.double({ min: -200, max: 200, noNaN: true }),
+      fc.uuid(),
+    );
+    type Description = { keys?: Record<string, Description> };
+    /** Inputs made of a schema's own keys, some left out, some nested, some wrong. */
+    const inputOf = (description: Description, depth = 0): fc.Arbitrary<unknown> => {
+      const keys = Object.entries(description.keys ?? {});
+      if (keys.length === 0 || depth > 3) return scalar;
+      return fc.oneof(
+        {
+          weight: 4,
+          arbitrary: fc.record(
+            Object.fromEntries(keys.map(([key, child]) => [key, inputOf(child, depth + 1)])),
+            { requiredKeys: [] },
+          ),
+        },
+        { weight: 1, arbitrary: scalar },
+      );
+    };
+    for (const { name, schema } of actions) {
+      const input = inputOf(schema.describe() as Description);
+      fc.assert(
+        fc.property(input, (value) => {
+          expect({ name, ...outcome(schema, value) }).toEqual({
+            name,
+            ...byJoi(() => outcome(schema, value)),
+          });
+        }),
+        { numRuns: 60 },
+      );
+    }
   });
 });
