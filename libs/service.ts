@@ -80,6 +80,14 @@ export interface AuthUser {
   profileId: string;
 }
 
+/**
+ * The caller as services see it, and nothing more of the user's record: `meta` rides every
+ * packet of a call and of its answer (docs/performance.md, "Between services").
+ */
+export function authUserOf({ id, name, email, phone, profileId }: AuthUser): AuthUser {
+  return { id, name, email, phone, profileId };
+}
+
 /** What the gateway puts in `ctx.meta` for every authenticated call. */
 export interface RequestMeta {
   user?: AuthUser;

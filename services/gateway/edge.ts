@@ -3,7 +3,7 @@ import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { forbidden, quotaExceeded, tooManyRequests } from '../../libs/errors';
-import type { RequestMeta, RouteGroup } from '../../libs/service';
+import { authUserOf, type RequestMeta, type RouteGroup } from '../../libs/service';
 import { checkAdminToken } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
@@ -146,7 +146,7 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
     if (group !== 'file' && !key.serverOnly) throw forbidden(PUBLISHABLE_KEY_REFUSED);
     await consumeQuota(key, res);
     if (req.$ctx) {
-      req.$ctx.meta.user = key.user;
+      req.$ctx.meta.user = authUserOf(key.user);
       req.$ctx.meta.apiKeyId = key.id;
     }
   });

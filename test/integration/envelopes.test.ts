@@ -35,6 +35,14 @@ const fixture: ServiceDefinition = {
         return { late: true };
       },
     }),
+    caller: action({
+      retry: 'safe',
+      http: { group: 'api', method: 'GET', path: '/fixture/caller', message: 'x', summary: 'x' },
+      params: Joi.object({}),
+      handler(ctx) {
+        return ctx.meta.user;
+      },
+    }),
     refuse: action({
       retry: 'never',
       http: { group: 'api', method: 'POST', path: '/fixture/refuse', message: 'x', summary: 'x' },
@@ -144,6 +152,14 @@ describe('success envelope', () => {
       message: 'Echoed',
       data: { id: 42, note: 'hi', user: userId, apiKeyId: keyId },
     });
+  });
+
+  it("gives services the caller's id, name, email, phone and profile, no more of the user", async () => {
+    const reply = await request(base, 'GET', '/api/fixture/caller', { headers: auth() });
+    expect(reply.status).toBe(200);
+    const caller = (reply.body as { data: Record<string, unknown> }).data;
+    expect(Object.keys(caller).sort()).toEqual(['email', 'id', 'name', 'phone', 'profileId']);
+    expect(caller.id).toBe(userId);
   });
 
   it('answers 204 with an empty body', async () => {
