@@ -3,7 +3,8 @@
  * pricing each in its own process over NATS (the production shape), next to a bare Node
  * `http` server answering a fixed JSON body and to the framework's floor in the same shape
  * (moleculer-web calling no-op actions in other processes over NATS, one hop and two, as a
- * quote takes: scripts/lib/framework-floor.ts), measured the same way in the same run.
+ * quote takes: scripts/lib/framework-floor.ts), measured the same way in the same run; the
+ * 2-hop floor also with our broker settings, to tell what they cost from what our services do.
  *
  *   scripts/infra up && eval "$(scripts/infra env)"
  *   npm run bench:pricing                          (or: scripts/tsx scripts/bench-pricing.ts)
@@ -46,6 +47,9 @@ npm run bench:pricing -- [--connections N] [--duration S] [--warmup S] [--profil
                    (the file names carry the pids the run prints)
   --tsx            run our services' TypeScript through tsx, as the tests do, instead of
                    compiled as the image runs them (npm run build, dist/: the default)
+Measures, in turn: bare node:http; the framework's floor (moleculer-web calling no-op actions
+over NATS, one hop and two) with moleculer's defaults, and the 2-hop floor again with the
+broker settings our processes run with; Mode B quotes and routes through our gateway.
 Needs the local infrastructure: scripts/infra up && eval "$(scripts/infra env)"`);
 
 const CONNECTIONS = option('connections', 50);
@@ -120,8 +124,10 @@ async function main() {
   const nodes: NodeProcess[] = [];
   const bare = await startBareServer();
   let floor: Floor | undefined;
+  let floorOurs: Floor | undefined;
   try {
     floor = await startFloor(`${iso.namespace}-floor`);
+    floorOurs = await startFloor(`${iso.namespace}-floor-ours`, 'ours');
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn' };
     const profiles = profileDir();
     await startNodes(nodes, SERVICES, {
@@ -150,6 +156,12 @@ async function main() {
     const floorPids = pids(floor.children);
     const floorOne = await measure({ url: `${floor.url}/one`, body: ROUTE, pids: floorPids });
     const floorTwo = await measure({ url: `${floor.url}/two`, body: QUOTE, pids: floorPids });
+    // The same floor with the broker settings every Waybill process runs with.
+    const floorTwoOurs = await measure({
+      url: `${floorOurs.url}/two`,
+      body: QUOTE,
+      pids: pids(floorOurs.children),
+    });
     const pricing = await measure({
       url: `${gateway.url}/api/pricing`,
       body: QUOTE,
@@ -170,6 +182,7 @@ async function main() {
     console.log(row('bare node:http, fixed JSON', baseline));
     console.log(row('floor, 1 hop (web → a)', floorOne));
     console.log(row('floor, 2 hops (web → a → b)', floorTwo));
+    console.log(row('floor, 2 hops, our brokers', floorTwoOurs));
     console.log(row('pricing via gateway, NATS', pricing));
     console.log(row('route via gateway (1 hop)', route));
     const rpsRatio = pricing.rps / baseline.rps;
@@ -185,7 +198,10 @@ async function main() {
     console.log(
       `vs the framework floor in the same shape: quote/2-hop floor rps=${(pricing.rps / floorTwo.rps).toFixed(2)}, route/1-hop floor rps=${(route.rps / floorOne.rps).toFixed(2)}`,
     );
-    const failed = { pricing, route, baseline, floorOne, floorTwo };
+    console.log(
+      `our broker settings on the 2-hop floor: ${(floorTwoOurs.cpuUs - floorTwo.cpuUs).toFixed(0)} CPU µs per request more (${floorTwoOurs.cpuUs.toFixed(0)} against ${floorTwo.cpuUs.toFixed(0)}); quote/that floor rps=${(pricing.rps / floorTwoOurs.rps).toFixed(2)}`,
+    );
+    const failed = { pricing, route, baseline, floorOne, floorTwo, floorTwoOurs };
     const failures = Object.entries(failed).filter(([, m]) => m.failures > 0);
     if (failures.length > 0) {
       console.error(
@@ -196,6 +212,7 @@ async function main() {
   } finally {
     bare.child.kill();
     await floor?.stop();
+    await floorOurs?.stop();
     await Promise.all(nodes.map((n) => n.stop()));
     await dropDatabases(iso);
   }

@@ -1,26 +1,54 @@
 /**
  * The framework's floor across processes: moleculer-web in one process answering POSTs by
- * calling no-op actions in others over NATS, moleculer's defaults throughout (JSON, no
- * validator, metrics or middlewares of ours). `POST /one` is one hop (web → a), `POST /two`
+ * calling no-op actions in others over NATS. `POST /one` is one hop (web → a), `POST /two`
  * two, as a quote is (web → a → b). What our services add is measured against it.
  *
- * Run as a child process: `FLOOR_ROLE=web|a|b FLOOR_NAMESPACE=... NATS_URL=...`; the web
- * process prints its port once both actions are reachable.
+ * Its brokers take moleculer's defaults (JSON, no validator, metrics or middlewares of ours),
+ * or, as `brokers: 'ours'`, the settings every Waybill process runs with (`createBrokerOptions`:
+ * our transporter and logger, the context tracker, breaker, retries, deadlines, validator and
+ * call metrics), so that what those settings cost is told apart from what our services do.
+ *
+ * Run as a child process: `FLOOR_ROLE=web|a|b FLOOR_NAMESPACE=... NATS_URL=...` (and
+ * `FLOOR_BROKERS=ours FLOOR_OPS_PORT=...`); the web process prints its port once both
+ * actions are reachable.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { ServiceBroker, type Context } from 'moleculer';
+import { ServiceBroker, type BrokerOptions, type Context } from 'moleculer';
 import ApiGateway from 'moleculer-web';
+import { loadConfig } from '../../libs/config';
+import { createBrokerOptions } from '../../moleculer.config';
+import { freePort } from '../../test/support/stack';
+
+/** Whose broker settings the floor's processes run with. */
+export type FloorBrokers = 'moleculer' | 'ours';
 
 const ANSWER = { total: '2756.25' };
 
-async function runRole(role: string, namespace: string, natsUrl: string): Promise<void> {
-  const broker = new ServiceBroker({
-    namespace,
-    nodeID: `floor-${role}-${process.pid}`,
-    transporter: { type: 'NATS', options: { url: natsUrl } },
-    logger: false,
+function brokerOptions(role: string, namespace: string, natsUrl: string): BrokerOptions {
+  const nodeID = `floor-${role}-${process.pid}`;
+  if (process.env.FLOOR_BROKERS !== 'ours') {
+    return {
+      namespace,
+      nodeID,
+      transporter: { type: 'NATS', options: { url: natsUrl } },
+      logger: false,
+    };
+  }
+  const config = loadConfig({
+    ...process.env,
+    NATS_URL: natsUrl,
+    NAMESPACE: namespace,
+    NODE_ID: nodeID,
+    // Metrics on, as in every deployed process (the ops server answers /metrics on it).
+    OPS_PORT: process.env.FLOOR_OPS_PORT,
+    LOG_LEVEL: 'warn',
   });
+  return createBrokerOptions(config);
+}
+
+async function runRole(role: string, namespace: string, natsUrl: string): Promise<void> {
+  const broker = new ServiceBroker(brokerOptions(role, namespace, natsUrl));
   if (role === 'web') {
     broker.createService({
       name: 'floor-web',
@@ -66,11 +94,22 @@ export interface Floor {
 }
 
 /** Starts the three floor processes on `namespace`; resolves once the web one listens. */
-export async function startFloor(namespace: string): Promise<Floor> {
-  const children = ['web', 'a', 'b'].map((role) =>
+export async function startFloor(
+  namespace: string,
+  brokers: FloorBrokers = 'moleculer',
+): Promise<Floor> {
+  const roles = ['web', 'a', 'b'];
+  const opsPorts = await Promise.all(roles.map(() => freePort()));
+  const children = roles.map((role, i) =>
     spawn(process.execPath, ['--import', 'tsx', __filename], {
       cwd: join(__dirname, '..', '..'),
-      env: { ...process.env, FLOOR_ROLE: role, FLOOR_NAMESPACE: namespace },
+      env: {
+        ...process.env,
+        FLOOR_ROLE: role,
+        FLOOR_NAMESPACE: namespace,
+        FLOOR_BROKERS: brokers,
+        FLOOR_OPS_PORT: String(opsPorts[i]),
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     }),
   );
