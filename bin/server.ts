@@ -3,6 +3,7 @@ import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../moleculer.config';
 import { ConfigError, loadConfig, type Config } from '../libs/config';
 import { stopAndExit } from '../libs/resilience';
+import { unsupportedNode } from '../libs/runtime';
 import { createServices } from '../services';
 
 function readConfig(): Config {
@@ -18,6 +19,11 @@ function readConfig(): Config {
 }
 
 async function main() {
+  const tooOld = unsupportedNode();
+  if (tooOld) {
+    console.error(`waybill: ${tooOld}`);
+    process.exit(1);
+  }
   const config = readConfig();
   const broker = new ServiceBroker(createBrokerOptions(config));
   for (const schema of createServices(config)) broker.createService(schema);
