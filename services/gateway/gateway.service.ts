@@ -32,7 +32,6 @@ import { GROUP_BASE, collectRoutes, type MountedGroups } from './routes';
 import { TRACKING_EVENTS_PATH, TrackingStreams } from './tracking-stream';
 import { UploadLeases } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
-import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
 
 /**
  * moleculer-web, its `rest` action (which carries each HTTP request in) marked as an entry
@@ -114,7 +113,6 @@ export function createGatewayService(
   };
   const log = accessLog(() => logger, measure);
 
-  const resolveAlias = aliasResolver<WebAlias>();
   const overrides = webOverrides({
     environment: config.appEnv,
     isPage,
@@ -215,14 +213,7 @@ export function createGatewayService(
         },
       },
     },
-    methods: {
-      ...overrides.methods,
-      // moleculer-web's routing, leaner for the routes the gateway declares (web-routing).
-      resolveAlias(this: { aliases: WebAlias[] }, url: string, method?: string) {
-        return resolveAlias(this.aliases, url, method);
-      },
-      routeHandler,
-    },
+    methods: overrides.methods,
     created() {
       logger = this.logger;
       broker = this.broker;

@@ -16,6 +16,7 @@ import {
 } from '../../libs/transfer';
 import { aliasAction, describeRequest, sendJson, type GatewayRequest } from './http';
 import { readOptionHeaders } from './option-headers';
+import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
 import {
   REPLAYED_HEADER,
   claimForRequest,
@@ -269,11 +270,13 @@ export interface OverrideDeps extends ErrorDeps, Omit<CallDeps, 'send' | 'logger
 /**
  * The moleculer-web settings and methods the gateway replaces. Every error, moleculer-web's
  * own 404 included, goes to `onError`; moleculer-web would log each 5xx with its stack,
- * `onError` logs only what is ours to fix.
+ * `onError` logs only what is ours to fix. The alias lookup and the route handler are leaner
+ * for the routes the gateway declares (web-routing).
  */
 export function webOverrides(deps: OverrideDeps) {
   const onError = (req: GatewayRequest, res: ServerResponse, err: unknown) =>
     writeError(deps, req, res, err);
+  const resolveAlias = aliasResolver<WebAlias>();
   return {
     onError,
     methods: {
@@ -288,6 +291,10 @@ export function webOverrides(deps: OverrideDeps) {
         isStream: boolean,
       ) => callAction({ ...deps, send: sendResponse }, route, req, res, params, isStream),
       sendResponse,
+      resolveAlias(this: { aliases: WebAlias[] }, url: string, method?: string) {
+        return resolveAlias(this.aliases, url, method);
+      },
+      routeHandler,
     },
   };
 }

@@ -7,6 +7,8 @@ import { fromUrl } from '../../libs/schemas';
 import { action, toServiceSchema, type ServiceDefinition } from '../../libs/service';
 import { createAccountService } from '../../services/account/account.service';
 import { createGatewayService } from '../../services/gateway/gateway.service';
+import { routeHandler } from '../../services/gateway/web-routing';
+import ApiGateway from 'moleculer-web';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { eventually } from '../support/eventually';
 import { ADMIN_TOKEN, dropDatabases, freePort, isolation } from '../support/stack';
@@ -137,6 +139,15 @@ describe('the way in', () => {
       { entryPoint?: boolean; handler?: unknown } | undefined;
     expect(rest?.entryPoint).toBe(true);
     expect(typeof rest?.handler).toBe('function');
+  });
+
+  it("finds routes and runs them with the gateway's own alias lookup and route handler", () => {
+    // gateway/web-routing, bound with the other replaced methods in web-overrides.
+    const methods = broker.getLocalService('gateway')?.schema.methods ?? {};
+    const moleculerWeb = ApiGateway.methods ?? {};
+    expect(methods.routeHandler).toBe(routeHandler);
+    expect(methods.resolveAlias).toBeDefined();
+    expect(methods.resolveAlias).not.toBe(moleculerWeb.resolveAlias);
   });
 });
 
