@@ -192,8 +192,13 @@ async function main() {
     );
     const byProcess = (m: Measured) =>
       SERVICES.map((name, i) => `${name} ${m.cpuUsByProcess[i].toFixed(0)}`).join(', ');
+    const floorByProcess = (m: Measured) =>
+      ['web', 'a', 'b'].map((name, i) => `${name} ${m.cpuUsByProcess[i].toFixed(0)}`).join(', ');
     console.log(
       `\nCPU µs per request, by process: quote: ${byProcess(pricing)}; route: ${byProcess(route)}`,
+    );
+    console.log(
+      `the floor's, by process: 1 hop: ${floorByProcess(floorOne)}; 2 hops: ${floorByProcess(floorTwo)}; 2 hops, our brokers: ${floorByProcess(floorTwoOurs)}`,
     );
     console.log(
       `vs the framework floor in the same shape: quote/2-hop floor rps=${(pricing.rps / floorTwo.rps).toFixed(2)}, route/1-hop floor rps=${(route.rps / floorOne.rps).toFixed(2)}`,
