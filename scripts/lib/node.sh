@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the project's scripts: puts a Node >= 22 first on PATH and installs
-# node_modules when the lockfile changed. Never installs anything globally.
+# Sourced by the project's scripts: puts a Node that package.json's engines accept first on
+# PATH and installs node_modules when the lockfile changed. Never installs anything globally.
 
 WAYBILL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WAYBILL_CACHE="${WAYBILL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/waybill}"
@@ -11,20 +11,31 @@ export WAYBILL_ROOT WAYBILL_CACHE WAYBILL_LOCAL
 log() { printf '[waybill] %s\n' "$*" >&2; }
 die() { printf '[waybill] error: %s\n' "$*" >&2; exit 1; }
 
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+# node_minimum: the oldest Node package.json's engines accept (its `>=` bound).
+# node_supported BIN: whether the node binary BIN is that version or later.
+node_minimum() {
+  sed -n 's/.*"node": *">= *\([0-9][0-9.]*\)".*/\1/p' "$WAYBILL_ROOT/package.json" | head -n 1
+}
+node_supported() {
+  local have need
+  have="$("$1" -p 'process.versions.node' 2>/dev/null)" || return 1
+  need="$(node_minimum)"
+  [ -n "$have" ] && [ -n "$need" ] || return 1
+  [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" = "$need" ]
+}
 
 # Node from the npm registry package node-linux-<arch>, pinned by .nvmrc, kept in
 # the user cache (so clean clones and CI reuse it) and linked into .local/node.
 ensure_node() {
   local want arch pkg dir
   want="$(tr -d ' \n' < "$WAYBILL_ROOT/.nvmrc")"
-  if command -v node >/dev/null && [ "$(node_major node)" -ge 22 ]; then
+  if command -v node >/dev/null && node_supported node; then
     return 0
   fi
   case "$(uname -m)" in
     x86_64) arch=x64 ;;
     aarch64 | arm64) arch=arm64 ;;
-    *) die "no prebuilt Node for $(uname -m); install Node >= 22 yourself" ;;
+    *) die "no prebuilt Node for $(uname -m); install Node $(node_minimum) or later yourself" ;;
   esac
   pkg="node-linux-$arch"
   dir="$WAYBILL_CACHE/node-$want-$arch"
@@ -41,7 +52,7 @@ ensure_node() {
   mkdir -p "$WAYBILL_LOCAL"
   ln -sfn "$dir" "$WAYBILL_LOCAL/node"
   export PATH="$WAYBILL_LOCAL/node/bin:$PATH"
-  [ "$(node_major node)" -ge 22 ] || die "Node $want did not start"
+  node_supported node || die "Node $want did not start, or is older than package.json's engines ($(node_minimum))"
 }
 
 # npm ci when node_modules is missing or older than the lockfile; leaves a linked node_modules

@@ -24,7 +24,13 @@ beforeEach(() => {
   mkdirSync(join(root, 'scripts', 'lib'), { recursive: true });
   mkdirSync(join(root, 'node_modules'));
   mkdirSync(join(root, 'bin'));
-  for (const file of ['scripts/test', 'scripts/lib/node.sh', '.nvmrc', 'package-lock.json']) {
+  for (const file of [
+    'scripts/test',
+    'scripts/lib/node.sh',
+    '.nvmrc',
+    'package.json',
+    'package-lock.json',
+  ]) {
     copyFileSync(join(ROOT, file), join(root, file));
   }
   // node_modules up to date with the lockfile: no npm ci.
