@@ -99,7 +99,10 @@ export async function startFloor(
   brokers: FloorBrokers = 'moleculer',
 ): Promise<Floor> {
   const roles = ['web', 'a', 'b'];
-  const opsPorts = await Promise.all(roles.map(() => freePort()));
+  // Only our settings serve metrics, each process on a port of its own.
+  const opsPorts = await Promise.all(
+    roles.map(async () => (brokers === 'ours' ? String(await freePort()) : undefined)),
+  );
   const children = roles.map((role, i) =>
     spawn(process.execPath, ['--import', 'tsx', __filename], {
       cwd: join(__dirname, '..', '..'),
@@ -108,7 +111,7 @@ export async function startFloor(
         FLOOR_ROLE: role,
         FLOOR_NAMESPACE: namespace,
         FLOOR_BROKERS: brokers,
-        FLOOR_OPS_PORT: String(opsPorts[i]),
+        FLOOR_OPS_PORT: opsPorts[i],
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     }),
