@@ -11,7 +11,8 @@ import { resolvePlace } from '../services/geo/address';
 import { geocodeText, gazetteer, nearestCity, searchCities } from '../services/geo/gazetteer';
 import type { CityTable } from '../services/geo/gazetteer/city-table';
 import { freePort, isolation, rssKb } from '../test/support/stack';
-import { deployedNodeOptions, showHelpIfAsked } from './bench-support';
+import { showHelpIfAsked } from './bench-support';
+import { deployedNodeOptions } from './lib/manifests';
 
 showHelpIfAsked(`
 npm run bench:geo       (builds first; or: scripts/tsx scripts/bench-geo.ts after npm run build)

@@ -38,6 +38,7 @@ import {
   stringOption,
   withDeployedNodeOptions,
 } from './bench-support';
+import { deployedMemoryMb, memoryFit } from './lib/manifests';
 import {
   GROWTH_MB_PER_MIN,
   memoryTrend,
@@ -58,7 +59,9 @@ memory (RSS) at rest, then runs a mixed load through the gateway for M minutes: 
 quotes, package create/list/delete, wallet top-ups (admin credit), debits (delivery
 requests, then read) and reads, city searches, small file uploads, webhook registration and
 removal. Every S seconds it samples each process's RSS and prints the slowest answer since
-the last sample; at the end it prints the table and a verdict per process.
+the last sample; at the end it prints the table and a verdict per process, and each
+process's RSS at rest and its highest against the memory its pod requests and is limited to
+in deploy/k8s (above the request: the scheduler reserves less than the process uses).
 
 The verdict: the samples after the warm-up (the first quarter, and the few the cut leaves
 over) are cut into at most 6 windows of equal length, at least 3 samples each, and each
@@ -657,6 +660,18 @@ async function main(): Promise<number> {
         '  other anonymous mappings (V8, buffers, large mallocs), start → end of the load.',
       ].join('\n'),
     );
+    console.log(
+      `\nAgainst each pod's memory (deploy/k8s), MB:\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'highest'.padStart(8)} ${'request'.padStart(8)} ${'limit'.padStart(6)}  fit`,
+    );
+    for (const [i, p] of processes.entries()) {
+      if (!p.service) continue;
+      const pod = deployedMemoryMb(p.service);
+      const atRestMb = samples[i][0].mb;
+      const highestMb = Math.max(...samples[i].map((s) => s.mb), afterRest[i]);
+      console.log(
+        `${p.name.padEnd(28)} ${mb(atRestMb, 6)} ${mb(highestMb, 8)} ${mb(pod.request, 8)} ${mb(pod.limit, 6)}  ${memoryFit({ atRestMb, highestMb }, pod) || 'fits'}`,
+      );
+    }
     console.log('\nAnswers by operation and status:');
     for (const [op, byStatus] of tally.counts) {
       const statuses = [...byStatus].map(([s, n]) => `${s || 'no answer'} × ${n}`).join(', ');

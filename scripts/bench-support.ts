@@ -2,7 +2,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { deployedNodeOptions } from './lib/manifests';
 
 /**
  * `--profile DIR`: where the processes a benchmark profiles write their `node --cpu-prof`
@@ -75,27 +75,6 @@ export function runMain(main: () => Promise<number>): void {
       process.exit(1);
     },
   );
-}
-
-/**
- * The NODE_OPTIONS a service's pod runs with (`deploy/k8s/<service>.yaml`; docker-compose.yml
- * sets the same, test/unit/deploy), '' for V8's defaults: a benchmark starts each process as it
- * is deployed, or its memory is not a pod's.
- */
-export function deployedNodeOptions(service: string): string {
-  const file = join(__dirname, '..', 'deploy', 'k8s', `${service}.yaml`);
-  for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-    const manifest = doc.toJS() as {
-      kind?: string;
-      spec?: {
-        template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } };
-      };
-    };
-    if (manifest.kind !== 'Deployment') continue;
-    const env = manifest.spec?.template?.spec?.containers?.[0]?.env ?? [];
-    return env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
-  }
-  throw new Error(`${file} has no Deployment`);
 }
 
 /** What the image runs (its `CMD`), relative to the project: test/unit/deploy checks it. */

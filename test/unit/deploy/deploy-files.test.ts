@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { SERVICE_NAMES, describeConfig, loadConfig } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
-import { IMAGE_ENTRY, deployedNodeOptions } from '../../../scripts/bench-support';
+import { IMAGE_ENTRY } from '../../../scripts/bench-support';
+import { deployedNodeOptions, kubernetesBytes } from '../../../scripts/lib/manifests';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const K8S_DIR = join(ROOT, 'deploy', 'k8s');
@@ -408,14 +409,6 @@ interface Manifest {
       resource?: { name: string; target: { averageUtilization?: number } };
     }[];
   };
-}
-
-/** `512Mi`, `1Gi`, `500M`: a Kubernetes memory quantity in bytes. */
-function kubernetesBytes(quantity: string): number {
-  const [, amount, unit] = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(quantity) ?? [];
-  const factor = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, K: 1e3, M: 1e6, G: 1e9 }[unit ?? ''] ?? 1;
-  if (amount === undefined) throw new Error(`not a memory quantity: ${quantity}`);
-  return Number(amount) * factor;
 }
 
 function loadManifests(file: string): Manifest[] {
