@@ -7,10 +7,15 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { SERVICE_NAMES, describeConfig, loadConfig } from '../../../libs/config';
+import { SERVICE_NAMES, describeConfig, loadConfig, type ServiceName } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
 import { IMAGE_ENTRY } from '../../../scripts/bench-support';
-import { deployedNodeOptions, kubernetesBytes } from '../../../scripts/lib/manifests';
+import {
+  deployedMemoryMb,
+  deployedNodeOptions,
+  kubernetesBytes,
+  memoryFit,
+} from '../../../scripts/lib/manifests';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const K8S_DIR = join(ROOT, 'deploy', 'k8s');
@@ -468,6 +473,32 @@ describe('deploy/k8s', () => {
         memory: expect.any(String),
       });
     }
+  });
+
+  /**
+   * The most RSS each process reached under `npm run bench:soak` (session 20's 10-minute run;
+   * order's and package's from the longer runs S and V, docs/performance.md "Memory over
+   * time"). A pod that requests less is scheduled where its memory may not be; one whose limit
+   * is this close is killed at the next burst. A soak that measures more raises these.
+   */
+  const MEASURED_HIGHEST_MB: Record<ServiceName, number> = {
+    gateway: 309,
+    account: 140,
+    geo: 160,
+    pricing: 168,
+    package: 237,
+    payment: 240,
+    order: 320,
+    'courier-matching': 218,
+    file: 156,
+    webhook: 183,
+  };
+
+  it.each(SERVICE_NAMES)('sizes the memory of %s by what the soak measured', (name) => {
+    const { request, limit } = deployedMemoryMb(name);
+    const measured = MEASURED_HIGHEST_MB[name];
+    expect(request).toBeGreaterThanOrEqual(measured);
+    expect(memoryFit({ atRestMb: measured, highestMb: measured }, { request, limit })).toBe('');
   });
 
   it.each(SERVICE_NAMES)('runs %s as non-root on a read-only filesystem', (name) => {
