@@ -18,9 +18,10 @@ node_minimum() {
 }
 node_supported() {
   local have need
-  have="$("$1" -p 'process.versions.node' 2>/dev/null)" || return 1
+  have="$("$1" -p 'process.versions.node' 2>/dev/null | tail -n 1)" || return 1
   need="$(node_minimum)"
-  [ -n "$have" ] && [ -n "$need" ] || return 1
+  [ -n "$need" ] || die "cannot read the >= bound of engines.node in $WAYBILL_ROOT/package.json"
+  [[ $have =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || return 1
   [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" = "$need" ]
 }
 

@@ -10,12 +10,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { SERVICE_NAMES, describeConfig, loadConfig, type ServiceName } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
 import { IMAGE_ENTRY } from '../../../scripts/bench-support';
-import {
-  deployedMemoryMb,
-  deployedNodeOptions,
-  kubernetesBytes,
-  memoryFit,
-} from '../../../scripts/lib/manifests';
+import { deployedMemoryMb, deployedNodeOptions, memoryFit } from '../../../scripts/lib/manifests';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const K8S_DIR = join(ROOT, 'deploy', 'k8s');
@@ -476,19 +471,20 @@ describe('deploy/k8s', () => {
   });
 
   /**
-   * The most RSS each process reached under `npm run bench:soak` (session 20's 10-minute run;
-   * order's and package's from the longer runs S and V, docs/performance.md "Memory over
-   * time"). A pod that requests less is scheduled where its memory may not be; one whose limit
-   * is this close is killed at the next burst. A soak that measures more raises these.
+   * The most RSS recorded for each process under `npm run bench:soak` (docs/performance.md,
+   * "Memory over time"): session 20's run X, but the gateway's 401 MB (run U, session 17) and
+   * order's 321 and package's 274 MB (run S, 40 minutes, during the rollout backfill's pass).
+   * A pod that requests less is scheduled where its memory may not be; one whose limit is this
+   * close is killed at the next burst. A soak that measures more raises these.
    */
   const MEASURED_HIGHEST_MB: Record<ServiceName, number> = {
-    gateway: 309,
+    gateway: 401,
     account: 140,
     geo: 160,
     pricing: 168,
-    package: 237,
+    package: 274,
     payment: 240,
-    order: 320,
+    order: 321,
     'courier-matching': 218,
     file: 156,
     webhook: 183,
@@ -497,7 +493,8 @@ describe('deploy/k8s', () => {
   it.each(SERVICE_NAMES)('sizes the memory of %s by what the soak measured', (name) => {
     const { request, limit } = deployedMemoryMb(name);
     const measured = MEASURED_HIGHEST_MB[name];
-    expect(request).toBeGreaterThanOrEqual(measured);
+    expect(request).toBeGreaterThan(measured);
+    // Nothing to say: within the request, and under NEAR_LIMIT of the limit.
     expect(memoryFit({ atRestMb: measured, highestMb: measured }, { request, limit })).toBe('');
   });
 
@@ -583,9 +580,12 @@ describe('deploy/k8s', () => {
       ...exampleSecret.stringData,
     };
     const { maxUploads } = loadConfig(env).files;
-    const limit = kubernetesBytes(container.resources?.limits?.memory ?? '0');
+    const { request, limit } = deployedMemoryMb('file');
+    const boundMb = fileProcessMemoryBound(maxUploads) / 2 ** 20;
     expect(maxUploads).toBeGreaterThan(0);
-    expect(fileProcessMemoryBound(maxUploads)).toBeLessThanOrEqual(limit);
+    // Every slot taken is the file service's normal work: requested, and clear of the limit.
+    expect(request).toBeGreaterThanOrEqual(boundMb);
+    expect(memoryFit({ atRestMb: boundMb, highestMb: boundMb }, { request, limit })).toBe('');
   });
 
   it.each(SERVICE_NAMES)(

@@ -36,7 +36,11 @@ describe('the deployed pods', () => {
     const { request, limit } = deployedMemoryMb(name);
     expect(request).toBeGreaterThan(0);
     expect(limit).toBeGreaterThan(request as number);
-    expect(typeof deployedNodeOptions(name)).toBe('string');
+  });
+
+  it('reads the NODE_OPTIONS a pod runs with, none for V8 defaults', () => {
+    expect(deployedNodeOptions('order')).toBe('--max-semi-space-size=16');
+    expect(deployedNodeOptions('gateway')).toBe('');
   });
 
   it('fails for a service without a manifest', () => {
