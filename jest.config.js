@@ -11,6 +11,12 @@ const transform = {
 /** ES-module-only packages, transformed; everything else in node_modules is left alone. */
 const transformIgnorePatterns = ['/node_modules/(?!(kdbush|geokdbush|tinyqueue|@scure|@noble)/)'];
 
+/**
+ * The build (dist/, with its copy of package.json) and this checkout's state (.local/) are run
+ * as child processes, never loaded by jest; its module map would find two `waybill` packages.
+ */
+const modulePathIgnorePatterns = ['<rootDir>/dist/', '<rootDir>/.local/'];
+
 /** @type {import('jest').Config} */
 module.exports = {
   // Integration suites start real server processes; unit tests finish far below this.
@@ -21,6 +27,7 @@ module.exports = {
       testEnvironment: 'node',
       transform,
       transformIgnorePatterns,
+      modulePathIgnorePatterns,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
     },
     {
@@ -28,6 +35,7 @@ module.exports = {
       testEnvironment: 'node',
       transform,
       transformIgnorePatterns,
+      modulePathIgnorePatterns,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
     },
