@@ -36,7 +36,7 @@ import {
   showHelpIfAsked,
   startBareServer,
 } from './bench-support';
-import { startFloor, type Floor } from './lib/framework-floor';
+import { FLOOR_ROLES, startFloor, type Floor } from './lib/framework-floor';
 
 showHelpIfAsked(`
 npm run bench:pricing -- [--connections N] [--duration S] [--warmup S] [--profile DIR] [--tsx]
@@ -190,10 +190,10 @@ async function main() {
     console.log(
       `\nbench:pricing rps=${pricing.rps.toFixed(0)} p50=${pricing.p50} p99=${pricing.p99} | bare rps=${baseline.rps.toFixed(0)} p50=${baseline.p50} p99=${baseline.p99} | ratio rps=${rpsRatio.toFixed(3)} p99=${p99Ratio.toFixed(1)}`,
     );
-    const byProcess = (m: Measured) =>
-      SERVICES.map((name, i) => `${name} ${m.cpuUsByProcess[i].toFixed(0)}`).join(', ');
-    const floorByProcess = (m: Measured) =>
-      ['web', 'a', 'b'].map((name, i) => `${name} ${m.cpuUsByProcess[i].toFixed(0)}`).join(', ');
+    // Each target's processes, named in the order of its `pids`.
+    const byProcess = (m: Measured, names: readonly string[] = SERVICES) =>
+      names.map((name, i) => `${name} ${m.cpuUsByProcess[i].toFixed(0)}`).join(', ');
+    const floorByProcess = (m: Measured) => byProcess(m, FLOOR_ROLES);
     console.log(
       `\nCPU µs per request, by process: quote: ${byProcess(pricing)}; route: ${byProcess(route)}`,
     );

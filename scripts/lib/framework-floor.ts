@@ -20,6 +20,9 @@ import { loadConfig } from '../../libs/config';
 import { createBrokerOptions } from '../../moleculer.config';
 import { freePort } from '../../test/support/stack';
 
+/** The floor's processes, in the order of a `Floor`'s `children`. */
+export const FLOOR_ROLES = ['web', 'a', 'b'] as const;
+
 /** Whose broker settings the floor's processes run with. */
 export type FloorBrokers = 'moleculer' | 'ours';
 
@@ -98,12 +101,11 @@ export async function startFloor(
   namespace: string,
   brokers: FloorBrokers = 'moleculer',
 ): Promise<Floor> {
-  const roles = ['web', 'a', 'b'];
   // Only our settings serve metrics, each process on a port of its own.
   const opsPorts = await Promise.all(
-    roles.map(async () => (brokers === 'ours' ? String(await freePort()) : undefined)),
+    FLOOR_ROLES.map(async () => (brokers === 'ours' ? String(await freePort()) : undefined)),
   );
-  const children = roles.map((role, i) =>
+  const children = FLOOR_ROLES.map((role, i) =>
     spawn(process.execPath, ['--import', 'tsx', __filename], {
       cwd: join(__dirname, '..', '..'),
       env: {

@@ -10,10 +10,14 @@ import { parse, parseAllDocuments } from 'yaml';
 import { SERVICE_NAMES, describeConfig, loadConfig, type ServiceName } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
 import { IMAGE_ENTRY } from '../../../scripts/bench-support';
-import { deployedMemoryMb, deployedNodeOptions, memoryFit } from '../../../scripts/lib/manifests';
+import {
+  K8S_DIR,
+  deployedMemoryMb,
+  deployedNodeOptions,
+  memoryFit,
+} from '../../../scripts/lib/manifests';
 
 const ROOT = join(__dirname, '..', '..', '..');
-const K8S_DIR = join(ROOT, 'deploy', 'k8s');
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 /** Every variable loadConfig reads; a name outside it is a typo or a forgotten variable. */
