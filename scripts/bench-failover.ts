@@ -16,7 +16,7 @@ import { createUserWithKey } from '../test/support/http';
 import { failures, percentile, sentBetween, startLoad, type Sample } from '../test/support/load';
 import { QUOTE, waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
-import { option, requireInfrastructure } from './bench-support';
+import { asDeployed, option, requireInfrastructure } from './bench-support';
 
 const CONNECTIONS = option('connections', 20);
 const DURATION_S = option('duration', 20);
@@ -38,7 +38,7 @@ async function main() {
   try {
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn' };
     const names = ['gateway', 'account', 'geo', 'pricing', 'pricing'];
-    await startNodes(nodes, names, { iso, env });
+    await startNodes(nodes, names, { iso, envOf: asDeployed(env) });
     const [gateway, , , , victim] = nodes;
     const { key } = await createUserWithKey(gateway.url);
     await waitForQuote(gateway.url, key);

@@ -30,6 +30,7 @@ import {
   option,
   requireInfrastructure,
   runMain,
+  withDeployedNodeOptions,
   type CallPhase as Phase,
 } from './bench-support';
 
@@ -99,7 +100,11 @@ async function main(): Promise<number> {
     console.log(
       `payment service in its own process over NATS; ${CONCURRENCY} concurrent callers, ${DURATION_S} s a phase`,
     );
-    node = await startNode({ services: 'payment', iso });
+    node = await startNode({
+      services: 'payment',
+      iso,
+      env: withDeployedNodeOptions('payment', {}),
+    });
     client = await startClient(iso, ['payment']);
     const broker = client;
     const fund = (userId: string) =>

@@ -24,6 +24,7 @@ import { adminHeaders, request } from '../test/support/http';
 import { percentile, send } from '../test/support/load';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import {
+  asDeployed,
   option,
   requireInfrastructure,
   runMain,
@@ -270,7 +271,7 @@ async function reportsPart(): Promise<string[]> {
   try {
     const env = { LOG_LEVEL: 'warn' };
     const groups = ['gateway', 'courier-matching', 'geo'];
-    await startNodes(nodes, groups, { iso, env });
+    await startNodes(nodes, groups, { iso, envOf: asDeployed(env) });
     const url = nodes[0].url;
     // The gateway finds geo and courier-matching over NATS a moment after they are ready.
     const types = await eventually(

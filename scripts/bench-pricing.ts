@@ -28,6 +28,7 @@ import {
 import {
   BUILD_RUN,
   FROM_SOURCE,
+  asDeployed,
   buildAsTheImage,
   cpuProfileArgs,
   option,
@@ -134,7 +135,8 @@ async function main() {
       iso,
       // What the image runs, unless --tsx: tsx adds its loader and esbuild's helpers.
       entry: FROM_SOURCE ? undefined : buildAsTheImage(),
-      env,
+      // Each with its pod's NODE_OPTIONS: V8's heap as deployed (decision 87).
+      envOf: asDeployed(env),
       nodeArgs: cpuProfileArgs(profiles),
     });
     const gateway = nodes[0];

@@ -16,6 +16,7 @@ import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import {
+  asDeployed,
   option,
   requireInfrastructure,
   showHelpIfAsked,
@@ -241,7 +242,7 @@ async function main(): Promise<number> {
       'payment,webhook',
       'order',
     ];
-    await startNodes(nodes, groups, { iso, env });
+    await startNodes(nodes, groups, { iso, envOf: asDeployed(env) });
     const url = nodes[0].url;
 
     const total = WARM_UP + COUNT;

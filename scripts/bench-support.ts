@@ -136,13 +136,24 @@ export function compiledBenchScript(script: string): string {
 }
 
 /** `env` with the service's NODE_OPTIONS from its k8s manifest added to `extra`, if any. */
-export function withDeployedNodeOptions(
+export function withDeployedNodeOptions<Env extends Record<string, string | undefined>>(
   service: string,
-  env: Record<string, string>,
+  env: Env,
   extra = '',
-): Record<string, string> {
+): Env {
   const nodeOptions = [deployedNodeOptions(service), extra].filter(Boolean).join(' ');
   return nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env;
+}
+
+/**
+ * `startNodes`' `envOf` for a benchmark: a process that runs one service gets that service's
+ * NODE_OPTIONS, as its pod runs it (V8's heap sized as deployed, decision 87); one that runs
+ * several, which no pod does, V8's defaults.
+ */
+export function asDeployed<Env extends Record<string, string | undefined>>(
+  env: Env,
+): (services: string) => Env {
+  return (services) => (services.includes(',') ? env : withDeployedNodeOptions(services, env));
 }
 
 /** Setup calls a benchmark makes at once: kept light so that it does not time out on a loaded machine. */

@@ -18,6 +18,7 @@ import {
   requireInfrastructure,
   runMain,
   showHelpIfAsked,
+  withDeployedNodeOptions,
 } from './bench-support';
 
 showHelpIfAsked(`
@@ -69,7 +70,10 @@ async function main(): Promise<number> {
     env: { ...env, WEBHOOK_CONCURRENCY: '1', WEBHOOK_DISPATCH_INTERVAL_MS: '3600000' },
   });
   const drain = process.argv.includes('--drain');
-  let dispatcher = drain ? undefined : await startNode({ services: 'webhook', iso, env });
+  const dispatcherEnv = withDeployedNodeOptions('webhook', env);
+  let dispatcher = drain
+    ? undefined
+    : await startNode({ services: 'webhook', iso, env: dispatcherEnv });
   const client = await startClient(iso, ['webhook']);
   try {
     const merchant = await createUserWithKey(front.url);
@@ -107,7 +111,7 @@ async function main(): Promise<number> {
       8,
     );
     const publishedIn = (performance.now() - started) / 1000;
-    if (drain) dispatcher = await startNode({ services: 'webhook', iso, env });
+    if (drain) dispatcher = await startNode({ services: 'webhook', iso, env: dispatcherEnv });
     const drainStarted = performance.now();
     const deadline = Date.now() + 10 * 60_000;
     while (receiver.at('/bench').length < total && Date.now() < deadline) {

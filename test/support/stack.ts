@@ -85,10 +85,16 @@ export interface StartOptions {
 export async function startNodes(
   nodes: NodeProcess[],
   groups: readonly string[],
-  options: Omit<StartOptions, 'services'>,
+  options: Omit<StartOptions, 'services'> & {
+    /** Each group's environment instead of `env`: a benchmark starts each service as deployed. */
+    envOf?: (services: string) => StartOptions['env'];
+  },
 ): Promise<NodeProcess[]> {
+  const { envOf, ...common } = options;
   const settled = await Promise.allSettled(
-    groups.map((services) => startNode({ ...options, services })),
+    groups.map((services) =>
+      startNode({ ...common, services, env: envOf ? envOf(services) : common.env }),
+    ),
   );
   for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
   const failed = settled.find((s) => s.status === 'rejected');

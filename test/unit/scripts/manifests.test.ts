@@ -38,9 +38,11 @@ describe('the deployed pods', () => {
     expect(limit).toBeGreaterThan(request as number);
   });
 
-  it('reads the NODE_OPTIONS a pod runs with, none for V8 defaults', () => {
-    expect(deployedNodeOptions('order')).toBe('--max-semi-space-size=16');
-    expect(deployedNodeOptions('gateway')).toBe('');
+  it('reads the NODE_OPTIONS a pod runs with', () => {
+    expect(deployedNodeOptions('order')).toBe('--max-semi-space-size=16 --max-old-space-size=1024');
+    expect(deployedNodeOptions('gateway')).toBe(
+      '--max-semi-space-size=64 --max-old-space-size=1024',
+    );
   });
 
   it('fails for a service without a manifest', () => {
