@@ -38,7 +38,7 @@ async function main() {
   try {
     const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn' };
     const names = ['gateway', 'account', 'geo', 'pricing', 'pricing'];
-    await startNodes(nodes, names, { iso, envOf: asDeployed(env) });
+    await startNodes(nodes, names, { iso, perProcess: asDeployed(env) });
     const [gateway, , , , victim] = nodes;
     const { key } = await createUserWithKey(gateway.url);
     await waitForQuote(gateway.url, key);

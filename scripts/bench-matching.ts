@@ -271,7 +271,7 @@ async function reportsPart(): Promise<string[]> {
   try {
     const env = { LOG_LEVEL: 'warn' };
     const groups = ['gateway', 'courier-matching', 'geo'];
-    await startNodes(nodes, groups, { iso, envOf: asDeployed(env) });
+    await startNodes(nodes, groups, { iso, perProcess: asDeployed(env) });
     const url = nodes[0].url;
     // The gateway finds geo and courier-matching over NATS a moment after they are ready.
     const types = await eventually(

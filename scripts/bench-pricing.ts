@@ -30,6 +30,8 @@ import {
   FROM_SOURCE,
   asDeployed,
   buildAsTheImage,
+  podMemories,
+  removePodMemories,
   cpuProfileArgs,
   option,
   profileDir,
@@ -41,6 +43,7 @@ import { FLOOR_ROLES, startFloor, type Floor } from './lib/framework-floor';
 
 showHelpIfAsked(`
 npm run bench:pricing -- [--connections N] [--duration S] [--warmup S] [--profile DIR] [--tsx]
+                         [--pod-memory]
   --connections N  concurrent connections (default 50)
   --duration S     seconds measured per target (default 15)
   --warmup S       seconds of load before each measure (default 3)
@@ -48,6 +51,10 @@ npm run bench:pricing -- [--connections N] [--duration S] [--warmup S] [--profil
                    (the file names carry the pids the run prints)
   --tsx            run our services' TypeScript through tsx, as the tests do, instead of
                    compiled as the image runs them (npm run build, dist/: the default)
+  --pod-memory     run each of our processes in a memory cgroup of its pod's limit
+                   (deploy/k8s), as Kubernetes does: Node sizes V8's heap from that limit.
+                   Needs root and cgroup v1, or a v2 that delegates memory; exits otherwise.
+Every process of ours runs with its pod's NODE_OPTIONS (deploy/k8s, decision 87).
 Measures, in turn: bare node:http; the framework's floor (moleculer-web calling no-op actions
 over NATS, one hop and two) with moleculer's defaults, and the 2-hop floor again with the
 broker settings our processes run with; Mode B quotes and routes through our gateway.
@@ -56,6 +63,7 @@ Needs the local infrastructure: scripts/infra up && eval "$(scripts/infra env)"`
 const CONNECTIONS = option('connections', 50);
 const DURATION_S = option('duration', 15);
 const WARM_UP_S = option('warmup', 3);
+const POD_MEMORY = process.argv.includes('--pod-memory');
 
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 
@@ -126,6 +134,7 @@ async function main() {
   const bare = await startBareServer();
   let floor: Floor | undefined;
   let floorOurs: Floor | undefined;
+  const pods = POD_MEMORY ? podMemories(SERVICES) : new Map<string, never>();
   try {
     floor = await startFloor(`${iso.namespace}-floor`);
     floorOurs = await startFloor(`${iso.namespace}-floor-ours`, 'ours');
@@ -136,7 +145,7 @@ async function main() {
       // What the image runs, unless --tsx: tsx adds its loader and esbuild's helpers.
       entry: FROM_SOURCE ? undefined : buildAsTheImage(),
       // Each with its pod's NODE_OPTIONS: V8's heap as deployed (decision 87).
-      envOf: asDeployed(env),
+      perProcess: asDeployed(env, pods),
       nodeArgs: cpuProfileArgs(profiles),
     });
     const gateway = nodes[0];
@@ -144,7 +153,7 @@ async function main() {
     const total = await waitForQuote(gateway.url, key);
 
     console.log(
-      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${BUILD_RUN}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, load average ${loadavg()[0].toFixed(2)}`,
+      `bench:pricing — ${availableParallelism()} CPUs, Node ${process.version}, ${BUILD_RUN}, ${POD_MEMORY ? "in cgroups of the pods' memory limits" : 'no memory limit'}, ${CONNECTIONS} connections, ${WARM_UP_S} s warm-up + ${DURATION_S} s each, load average ${loadavg()[0].toFixed(2)}`,
     );
     console.log(`quote: Ikeja → Lekki, 3 kg, ₦20,000 declared → total ${total}`);
     const headers = { 'api-key': key };
@@ -221,6 +230,7 @@ async function main() {
     await floor?.stop();
     await floorOurs?.stop();
     await Promise.all(nodes.map((n) => n.stop()));
+    removePodMemories(pods);
     await dropDatabases(iso);
   }
 }

@@ -242,7 +242,7 @@ async function main(): Promise<number> {
       'payment,webhook',
       'order',
     ];
-    await startNodes(nodes, groups, { iso, envOf: asDeployed(env) });
+    await startNodes(nodes, groups, { iso, perProcess: asDeployed(env) });
     const url = nodes[0].url;
 
     const total = WARM_UP + COUNT;

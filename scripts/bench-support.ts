@@ -2,7 +2,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { deployedNodeOptions } from './lib/manifests';
+import { deployedMemoryMb, deployedNodeOptions } from './lib/manifests';
+import { podMemory, type PodMemory } from './lib/pod-memory';
 
 /**
  * `--profile DIR`: where the processes a benchmark profiles write their `node --cpu-prof`
@@ -146,14 +147,50 @@ export function withDeployedNodeOptions<Env extends Record<string, string | unde
 }
 
 /**
- * `startNodes`' `envOf` for a benchmark: a process that runs one service gets that service's
- * NODE_OPTIONS, as its pod runs it (V8's heap sized as deployed, decision 87); one that runs
- * several, which no pod does, V8's defaults.
+ * `startNodes`' `perProcess` for a benchmark: a process that runs one service gets that
+ * service's NODE_OPTIONS, as its pod runs it (V8's heap sized as deployed, decision 87), and
+ * its pod's memory cgroup if `pods` has one; a process that runs several, which no pod does,
+ * V8's defaults.
  */
 export function asDeployed<Env extends Record<string, string | undefined>>(
   env: Env,
-): (services: string) => Env {
-  return (services) => (services.includes(',') ? env : withDeployedNodeOptions(services, env));
+  pods?: ReadonlyMap<string, PodMemory>,
+): (services: string) => { env: Env; wrapCommand?: PodMemory['wrap'] } {
+  return (services) =>
+    services.includes(',')
+      ? { env }
+      : { env: withDeployedNodeOptions(services, env), wrapCommand: pods?.get(services)?.wrap };
+}
+
+/**
+ * A memory cgroup of its pod's limit (deploy/k8s) for each service, for `--pod-memory`: Node
+ * then sizes V8's heap as in the pod. Throws with the reason where this machine cannot make one.
+ */
+export function podMemories(services: readonly string[]): Map<string, PodMemory> {
+  const pods = new Map<string, PodMemory>();
+  for (const service of new Set(services)) {
+    const { limit } = deployedMemoryMb(service);
+    if (limit === undefined) throw new Error(`deploy/k8s/${service}.yaml sets no memory limit`);
+    const pod = podMemory(`waybill-bench-${process.pid}-${service}`, limit);
+    if (typeof pod === 'string') {
+      removePodMemories(pods);
+      throw new Error(`--pod-memory: ${pod}`);
+    }
+    pods.set(service, pod);
+  }
+  return pods;
+}
+
+/** Removes the cgroups of `podMemories` once their processes have stopped. */
+export function removePodMemories(pods: ReadonlyMap<string, PodMemory>): void {
+  for (const pod of pods.values()) {
+    try {
+      pod.remove();
+    } catch (error) {
+      // An empty cgroup left behind costs nothing; the benchmark's own result stands.
+      console.warn(`could not remove a memory cgroup: ${(error as Error).message}`);
+    }
+  }
 }
 
 /** Setup calls a benchmark makes at once: kept light so that it does not time out on a loaded machine. */

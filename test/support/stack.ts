@@ -70,6 +70,8 @@ export interface StartOptions {
   entry?: string;
   /** Node options put before the entry point, such as `--cpu-prof`. */
   nodeArgs?: string[];
+  /** Starts Node through another command: inside a memory cgroup (scripts/lib/pod-memory). */
+  wrapCommand?: (command: string, args: string[]) => [string, string[]];
   /**
    * Read the process's output and let it go, as a log collector would, instead of keeping
    * it for `output()`: a benchmark's access log would fill the memory.
@@ -86,15 +88,13 @@ export async function startNodes(
   nodes: NodeProcess[],
   groups: readonly string[],
   options: Omit<StartOptions, 'services'> & {
-    /** Each group's environment instead of `env`: a benchmark starts each service as deployed. */
-    envOf?: (services: string) => StartOptions['env'];
+    /** What each group's process takes over the rest: a benchmark starts each as deployed. */
+    perProcess?: (services: string) => Pick<StartOptions, 'env' | 'wrapCommand'>;
   },
 ): Promise<NodeProcess[]> {
-  const { envOf, ...common } = options;
+  const { perProcess, ...common } = options;
   const settled = await Promise.allSettled(
-    groups.map((services) =>
-      startNode({ ...common, services, env: envOf ? envOf(services) : common.env }),
-    ),
+    groups.map((services) => startNode({ ...common, services, ...perProcess?.(services) })),
   );
   for (const s of settled) if (s.status === 'fulfilled') nodes.push(s.value);
   const failed = settled.find((s) => s.status === 'rejected');
@@ -134,7 +134,12 @@ async function startNodeOnce(options: StartOptions): Promise<NodeProcess> {
   const entry = options.entry ?? join(ROOT, 'bin', 'server.ts');
   // TypeScript through tsx; the compiled build (dist/, as the image runs it) as it is.
   const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...loader, entry], {
+  const nodeArgv = [...(options.nodeArgs ?? []), ...loader, entry];
+  const [command, args] = options.wrapCommand?.(process.execPath, nodeArgv) ?? [
+    process.execPath,
+    nodeArgv,
+  ];
+  const child = spawn(command, args, {
     cwd: ROOT,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,53 @@
+import { spawnSync } from 'node:child_process';
+import { memoryCgroupOf, podMemory } from '../../../scripts/lib/pod-memory';
+
+describe('memoryCgroupOf', () => {
+  it("finds cgroup v1's memory controller among the others", () => {
+    const text = '9:name=systemd:/\n4:memory:/process_api/abc\n2:cpu,cpuacct:/\n0::/\n';
+    expect(memoryCgroupOf(text)).toEqual({
+      dir: '/sys/fs/cgroup/memory/process_api/abc',
+      limitFile: 'memory.limit_in_bytes',
+    });
+  });
+
+  it('falls back to the unified hierarchy of cgroup v2', () => {
+    expect(memoryCgroupOf('0::/kubepods/pod1/c1\n', '/cg')).toEqual({
+      dir: '/cg/kubepods/pod1/c1',
+      limitFile: 'memory.max',
+    });
+  });
+
+  it('answers none for a process in no cgroup', () => {
+    expect(memoryCgroupOf('')).toBeUndefined();
+  });
+});
+
+describe('podMemory', () => {
+  // Node sizes V8's heap from the limit it finds: the proof that the process is inside it.
+  const heapLimitMb = (command: string, args: string[]) => {
+    const run = spawnSync(command, args, { encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    return Number(run.stdout);
+  };
+  const program = [
+    '-e',
+    "console.log(require('v8').getHeapStatistics().heap_size_limit / 2 ** 20)",
+  ];
+
+  it('runs a process under the limit where this machine lets it make a cgroup, or says why not', () => {
+    const pod = podMemory(`waybill-test-${process.pid}`, 512);
+    if (typeof pod === 'string') {
+      // Not root, or a cgroup v2 that does not delegate memory: the benchmark prints this.
+      expect(pod).toMatch(/cgroup/);
+      return;
+    }
+    try {
+      const outside = heapLimitMb(process.execPath, program);
+      const inside = heapLimitMb(...pod.wrap(process.execPath, program));
+      expect(inside).toBeLessThan(512);
+      expect(outside).toBeGreaterThan(inside);
+    } finally {
+      pod.remove();
+    }
+  });
+});
