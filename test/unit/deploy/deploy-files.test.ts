@@ -637,8 +637,8 @@ describe('deploy/k8s', () => {
         Number(new RegExp(`(?:^| )--${option}=(\\d+)(?: |$)`).exec(nodeOptions)?.[1]);
       const semiSpaceMb = flag('max-semi-space-size');
       const oldSpaceMb = flag('max-old-space-size');
-      // Below 2 × 256 MB of old space V8 collects at 1.3–1.4× the live heap instead of up to
-      // 1.6×: measured, a Mode B quote cost 251–258 CPU µs in pods against 219–227 at 1024.
+      // In a 512 Mi pod's 256 MB V8 lets its heap grow to 1.3× what a collection kept, at 1,024
+      // MB about 1.6×: measured in pods, a Mode B quote cost 251–258 CPU µs against 219–227.
       expect(oldSpaceMb).toBe(1024);
       // A 512 Mi pod alone would give some 10 MB of young space; geo's is small on purpose.
       expect(semiSpaceMb).toBeGreaterThanOrEqual(name === 'geo' ? 4 : 16);
