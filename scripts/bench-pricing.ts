@@ -134,7 +134,7 @@ async function main() {
   const bare = await startBareServer();
   let floor: Floor | undefined;
   let floorOurs: Floor | undefined;
-  const pods = POD_MEMORY ? podMemories(SERVICES) : new Map<string, never>();
+  const pods = POD_MEMORY ? podMemories(SERVICES) : undefined;
   try {
     floor = await startFloor(`${iso.namespace}-floor`);
     floorOurs = await startFloor(`${iso.namespace}-floor-ours`, 'ours');

@@ -181,9 +181,9 @@ export function podMemories(services: readonly string[]): Map<string, PodMemory>
   return pods;
 }
 
-/** Removes the cgroups of `podMemories` once their processes have stopped. */
-export function removePodMemories(pods: ReadonlyMap<string, PodMemory>): void {
-  for (const pod of pods.values()) {
+/** Removes the cgroups of `podMemories`, if any, once their processes have stopped. */
+export function removePodMemories(pods: ReadonlyMap<string, PodMemory> | undefined): void {
+  for (const pod of pods?.values() ?? []) {
     try {
       pod.remove();
     } catch (error) {

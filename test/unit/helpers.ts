@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+
 /** Runs `fn` and returns what it threw; fails the test when it returns normally. */
 export function thrownBy(fn: () => unknown): unknown {
   try {
@@ -67,4 +69,26 @@ export function meetsRules(schema: Schema, value: unknown): boolean {
     if (branch && !meetsRules(branch as Schema, value)) return false;
   }
   return true;
+}
+
+/** A Node program that prints V8's heap limit in MB: old space and young generation. */
+export const PRINT_HEAP_LIMIT_MB =
+  "console.log(require('v8').getHeapStatistics().heap_size_limit / 2 ** 20)";
+
+/**
+ * The number a Node program prints, run with only `nodeOptions` for NODE_OPTIONS, through
+ * `wrap` when given (a memory cgroup); fails the test if Node writes to stderr.
+ */
+export function numberPrintedByNode(
+  program: string,
+  nodeOptions = '',
+  wrap: (command: string, args: string[]) => [string, string[]] = (c, a) => [c, a],
+): number {
+  const [command, args] = wrap(process.execPath, ['-e', program]);
+  const run = spawnSync(command, args, {
+    env: { PATH: process.env.PATH, NODE_OPTIONS: nodeOptions },
+    encoding: 'utf8',
+  });
+  expect(run.stderr).toBe('');
+  return Number(run.stdout);
 }

@@ -3,13 +3,13 @@
  * here, so they are parsed and checked against the code: one container and one Deployment per
  * entry of SERVICE_NAMES, and only environment variables that libs/config.ts knows.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { SERVICE_NAMES, describeConfig, loadConfig, type ServiceName } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
 import { IMAGE_ENTRY } from '../../../scripts/bench-support';
+import { PRINT_HEAP_LIMIT_MB, numberPrintedByNode } from '../helpers';
 import {
   K8S_DIR,
   deployedMemoryMb,
@@ -614,14 +614,7 @@ describe('deploy/k8s', () => {
       }
       const young = require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
       console.log(young.space_size / 2 ** 20);`;
-    const youngMb = (nodeOptions: string) => {
-      const run = spawnSync(process.execPath, ['-e', allocate], {
-        env: { PATH: process.env.PATH, NODE_OPTIONS: nodeOptions },
-        encoding: 'utf8',
-      });
-      expect(run.stderr).toBe('');
-      return Number(run.stdout);
-    };
+    const youngMb = (nodeOptions: string) => numberPrintedByNode(allocate, nodeOptions);
     // The load grows an unbounded process past the bound: the check below means something.
     expect(youngMb('')).toBeGreaterThan(32);
     for (const name of ['courier-matching', 'package', 'order', 'webhook', 'file'] as const) {
@@ -646,13 +639,9 @@ describe('deploy/k8s', () => {
       const { limit } = deployedMemoryMb(name);
       expect(2 * semiSpaceMb).toBeLessThanOrEqual((limit ?? 0) / 4);
       // Node takes the options: V8's heap limit is the old space and the young generation.
-      const run = spawnSync(
-        process.execPath,
-        ['-e', "console.log(require('v8').getHeapStatistics().heap_size_limit / 2 ** 20)"],
-        { env: { PATH: process.env.PATH, NODE_OPTIONS: nodeOptions }, encoding: 'utf8' },
+      expect(numberPrintedByNode(PRINT_HEAP_LIMIT_MB, nodeOptions)).toBeGreaterThanOrEqual(
+        oldSpaceMb + 2 * semiSpaceMb,
       );
-      expect(run.stderr).toBe('');
-      expect(Number(run.stdout)).toBeGreaterThanOrEqual(oldSpaceMb + 2 * semiSpaceMb);
     },
   );
 

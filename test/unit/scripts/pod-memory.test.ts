@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
 import { memoryCgroupOf, podMemory } from '../../../scripts/lib/pod-memory';
+import { PRINT_HEAP_LIMIT_MB, numberPrintedByNode } from '../helpers';
 
 describe('memoryCgroupOf', () => {
   it("finds cgroup v1's memory controller among the others", () => {
@@ -23,17 +23,6 @@ describe('memoryCgroupOf', () => {
 });
 
 describe('podMemory', () => {
-  // Node sizes V8's heap from the limit it finds: the proof that the process is inside it.
-  const heapLimitMb = (command: string, args: string[]) => {
-    const run = spawnSync(command, args, { encoding: 'utf8' });
-    expect(run.stderr).toBe('');
-    return Number(run.stdout);
-  };
-  const program = [
-    '-e',
-    "console.log(require('v8').getHeapStatistics().heap_size_limit / 2 ** 20)",
-  ];
-
   it('runs a process under the limit where this machine lets it make a cgroup, or says why not', () => {
     const pod = podMemory(`waybill-test-${process.pid}`, 512);
     if (typeof pod === 'string') {
@@ -42,8 +31,9 @@ describe('podMemory', () => {
       return;
     }
     try {
-      const outside = heapLimitMb(process.execPath, program);
-      const inside = heapLimitMb(...pod.wrap(process.execPath, program));
+      // Node sizes V8's heap from the limit it finds: the proof that the process is inside it.
+      const outside = numberPrintedByNode(PRINT_HEAP_LIMIT_MB);
+      const inside = numberPrintedByNode(PRINT_HEAP_LIMIT_MB, '', pod.wrap);
       expect(inside).toBeLessThan(512);
       expect(outside).toBeGreaterThan(inside);
     } finally {
