@@ -38,7 +38,7 @@ import {
   stringOption,
   withDeployedNodeOptions,
 } from './bench-support';
-import { deployedMemoryMb, memoryFit } from './lib/manifests';
+import { deployedMemoryMb, memoryFit, requestFor } from './lib/manifests';
 import {
   GROWTH_MB_PER_MIN,
   memoryTrend,
@@ -61,7 +61,9 @@ requests, then read) and reads, city searches, small file uploads, webhook regis
 removal. Every S seconds it samples each process's RSS and prints the slowest answer since
 the last sample; at the end it prints the table and a verdict per process, and each
 process's RSS at rest and its highest against the memory its pod requests and is limited to
-in deploy/k8s (above the request: the scheduler reserves less than the process uses).
+in deploy/k8s (above the request: the scheduler reserves less than the process uses), with
+the request the sizing rule gives for that highest (the next 64 Mi at or above 1.1 times it,
+decision 88).
 
 The verdict: the samples after the warm-up (the first quarter, and the few the cut leaves
 over) are cut into at most 6 windows of equal length, at least 3 samples each, and each
@@ -661,7 +663,7 @@ async function main(): Promise<number> {
       ].join('\n'),
     );
     console.log(
-      `\nAgainst each pod's memory (deploy/k8s), MB:\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'highest'.padStart(8)} ${'request'.padStart(8)} ${'limit'.padStart(6)}  fit`,
+      `\nAgainst each pod's memory (deploy/k8s), MB; "sized": the request decision 88 gives for this run's highest:\n${'process'.padEnd(28)} ${'rest'.padStart(6)} ${'highest'.padStart(8)} ${'request'.padStart(8)} ${'sized'.padStart(6)} ${'limit'.padStart(6)}  fit`,
     );
     for (const [i, p] of processes.entries()) {
       if (!p.service) continue;
@@ -669,7 +671,7 @@ async function main(): Promise<number> {
       const atRestMb = samples[i][0].mb;
       const highestMb = Math.max(...samples[i].map((s) => s.mb), afterRest[i]);
       console.log(
-        `${p.name.padEnd(28)} ${mb(atRestMb, 6)} ${mb(highestMb, 8)} ${mb(pod.request, 8)} ${mb(pod.limit, 6)}  ${memoryFit({ atRestMb, highestMb }, pod) || 'fits'}`,
+        `${p.name.padEnd(28)} ${mb(atRestMb, 6)} ${mb(highestMb, 8)} ${mb(pod.request, 8)} ${mb(requestFor(highestMb), 6)} ${mb(pod.limit, 6)}  ${memoryFit({ atRestMb, highestMb }, pod) || 'fits'}`,
       );
     }
     console.log('\nAnswers by operation and status:');

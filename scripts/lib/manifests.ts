@@ -64,6 +64,17 @@ export function deployedMemoryMb(service: string): { request?: number; limit?: n
   return { request: mb(requests?.memory), limit: mb(limits?.memory) };
 }
 
+/** How far above the most its process was measured to use a pod requests (decision 88). */
+export const REQUEST_HEADROOM = 1.1;
+
+/**
+ * The memory request, in Mi, for a process measured at `highestMb` at most: the next multiple
+ * of 64 Mi at or above REQUEST_HEADROOM times it (decision 88).
+ */
+export function requestFor(highestMb: number): number {
+  return Math.ceil((highestMb * REQUEST_HEADROOM) / 64) * 64;
+}
+
 /** How near its limit a process may come before a benchmark says so. */
 export const NEAR_LIMIT = 0.8;
 

@@ -15,6 +15,7 @@ import {
   deployedMemoryMb,
   deployedNodeOptions,
   memoryFit,
+  requestFor,
 } from '../../../scripts/lib/manifests';
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -478,10 +479,10 @@ describe('deploy/k8s', () => {
    * The most RSS recorded for each process under `npm run bench:soak` with the V8 heap its pod
    * states (decision 87; docs/performance.md, "Memory over time"): runs Y (10 minutes) and Z
    * (40 minutes, through the rollout backfill's pass). Earlier runs measured V8 sized for the
-   * development machine, not the pods. Each pod requests at least HEADROOM times its figure,
-   * since the soak's is one load among many (decision 86): a pod that requests less is
-   * scheduled where its memory may not be; one whose limit is this close is killed at the next
-   * burst. A soak that measures more raises these.
+   * development machine, not the pods. Each pod requests what `requestFor` gives for its
+   * figure, 10 % above it, since the soak's is one load among many (decision 88): a pod that
+   * requests less is scheduled where its memory may not be; one whose limit is this close is
+   * killed at the next burst. A soak that measures more raises these.
    */
   const MEASURED_HIGHEST_MB: Record<ServiceName, number> = {
     gateway: 277,
@@ -495,15 +496,13 @@ describe('deploy/k8s', () => {
     file: 163,
     webhook: 167,
   };
-  const HEADROOM = 1.1;
 
   it.each(SERVICE_NAMES)('sizes the memory of %s by what the soak measured', (name) => {
     const { request, limit } = deployedMemoryMb(name);
     const measured = MEASURED_HIGHEST_MB[name];
-    // The next step of 64 Mi from there, no more (the file service requests its upload slots).
-    const sized = Math.ceil((measured * HEADROOM) / 64) * 64;
-    if (name === 'file') expect(request).toBeGreaterThanOrEqual(sized);
-    else expect(request).toBe(sized);
+    // No less and no more; the file service requests its upload slots, above that.
+    if (name === 'file') expect(request).toBeGreaterThanOrEqual(requestFor(measured));
+    else expect(request).toBe(requestFor(measured));
     // Nothing to say: within the request, and under NEAR_LIMIT of the limit.
     expect(memoryFit({ atRestMb: measured, highestMb: measured }, { request, limit })).toBe('');
   });

@@ -5,7 +5,9 @@ import {
   deployedMemoryMb,
   deployedNodeOptions,
   kubernetesBytes,
+  REQUEST_HEADROOM,
   memoryFit,
+  requestFor,
 } from '../../../scripts/lib/manifests';
 import { SERVICE_NAMES } from '../../../libs/config';
 
@@ -47,6 +49,16 @@ describe('the deployed pods', () => {
 
   it('fails for a service without a manifest', () => {
     expect(() => deployedMemoryMb('nowhere')).toThrow();
+  });
+});
+
+describe('requestFor', () => {
+  it('requests the next 64 Mi at or above 1.1 times the highest measured', () => {
+    expect(REQUEST_HEADROOM).toBe(1.1);
+    expect(requestFor(100)).toBe(128);
+    expect(requestFor(174)).toBe(192); // 191.4
+    expect(requestFor(175)).toBe(256); // 192.5
+    expect(requestFor(277)).toBe(320); // the gateway's, run Z: 304.7
   });
 });
 
