@@ -477,8 +477,9 @@ describe('deploy/k8s', () => {
 
   /**
    * The most RSS recorded for each process under `npm run bench:soak` with the V8 heap its pod
-   * states (decision 87; docs/performance.md, "Memory over time"): runs Y (10 minutes) and Z
-   * (40 minutes, through the rollout backfill's pass). Earlier runs measured V8 sized for the
+   * states (decision 87; docs/performance.md, "Memory over time"): runs Y (10 minutes), Z (40
+   * minutes, through the rollout backfill's pass) and AA (10 minutes at 50 connections).
+   * Earlier runs measured V8 sized for the
    * development machine, not the pods. Each pod requests what `requestFor` gives for its
    * figure, 10 % above it, since the soak's is one load among many (decision 88): a pod that
    * requests less is scheduled where its memory may not be; one whose limit is this close is
@@ -486,15 +487,15 @@ describe('deploy/k8s', () => {
    */
   const MEASURED_HIGHEST_MB: Record<ServiceName, number> = {
     gateway: 277,
-    account: 137,
+    account: 138,
     geo: 173,
     pricing: 149,
-    package: 165,
+    package: 174,
     payment: 158,
-    order: 189,
+    order: 192,
     'courier-matching': 180,
     file: 163,
-    webhook: 167,
+    webhook: 185,
   };
 
   it.each(SERVICE_NAMES)('sizes the memory of %s by what the soak measured', (name) => {
