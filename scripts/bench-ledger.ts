@@ -62,16 +62,17 @@ const DEBIT_KOBO = 100;
 /** A phase, with the CPU time the payment process spent on it. */
 type LedgerPhase = Phase & { serviceCpuMs: number };
 
-/** Runs a phase, reading the payment process's CPU time around it. */
-async function measure(
-  servicePid: number,
-  name: string,
-  workers: number,
-  call: (worker: number) => Promise<unknown>,
-): Promise<LedgerPhase> {
-  const cpuBefore = cpuTimeMs(servicePid);
-  const phase = await measureCalls(name, workers, DURATION_S, call);
-  return { ...phase, serviceCpuMs: cpuTimeMs(servicePid) - cpuBefore };
+/** A phase runner that reads the CPU time of the process `pid` around each phase. */
+function phasesOf(pid: number) {
+  return async (
+    name: string,
+    workers: number,
+    call: (worker: number) => Promise<unknown>,
+  ): Promise<LedgerPhase> => {
+    const cpuBefore = cpuTimeMs(pid);
+    const phase = await measureCalls(name, workers, DURATION_S, call);
+    return { ...phase, serviceCpuMs: cpuTimeMs(pid) - cpuBefore };
+  };
 }
 
 /**
@@ -142,7 +143,7 @@ async function main(): Promise<number> {
     });
     client = await startClient(iso, ['payment']);
     const broker = client;
-    const servicePid = node.child.pid as number;
+    const measure = phasesOf(node.child.pid as number);
     const fund = (userId: string) =>
       broker.call('payment.credit', {
         userId,
@@ -154,21 +155,19 @@ async function main(): Promise<number> {
 
     const idle = randomUUID();
     await fund(idle);
-    const reference = await measure(servicePid, 'reference: payment.balance', CONCURRENCY, () =>
+    const reference = await measure('reference: payment.balance', CONCURRENCY, () =>
       broker.call('payment.balance', { userId: idle }),
     );
     report(reference);
 
     const hot = randomUUID();
     await fund(hot);
-    const hotPhase = await measure(servicePid, 'debits, one hot wallet', CONCURRENCY, () =>
-      debit(hot),
-    );
+    const hotPhase = await measure('debits, one hot wallet', CONCURRENCY, () => debit(hot));
     report(hotPhase, reference);
 
     const many = Array.from({ length: CONCURRENCY }, () => randomUUID());
     await Promise.all(many.map(fund));
-    const manyPhase = await measure(servicePid, 'debits, a wallet per caller', CONCURRENCY, (w) =>
+    const manyPhase = await measure('debits, a wallet per caller', CONCURRENCY, (w) =>
       debit(many[w]),
     );
     report(manyPhase, reference);
@@ -178,13 +177,9 @@ async function main(): Promise<number> {
     const old = randomUUID();
     console.log(`writing a wallet of ${HISTORY} entries...`);
     await writeHistory(old, HISTORY, `${iso.dbPrefix}payment`);
-    const youngPhase = await measure(servicePid, 'debits, 1 caller, 10 entries', 1, () =>
-      debit(young),
-    );
+    const youngPhase = await measure('debits, 1 caller, 10 entries', 1, () => debit(young));
     report(youngPhase);
-    const oldPhase = await measure(servicePid, `debits, 1 caller, ${HISTORY} entries`, 1, () =>
-      debit(old),
-    );
+    const oldPhase = await measure(`debits, 1 caller, ${HISTORY} entries`, 1, () => debit(old));
     report(oldPhase, youngPhase, 'the 10-entry wallet');
 
     console.log('reconciling the ledger...');

@@ -5,6 +5,7 @@
  */
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { CommandWrap } from '../../test/support/stack';
 
 /** Where a process's memory cgroup is, from its `/proc/<pid>/cgroup`: v1's controller, or v2's. */
 export function memoryCgroupOf(
@@ -23,7 +24,7 @@ export function memoryCgroupOf(
 
 export interface PodMemory {
   /** The command and arguments that run `command` inside the cgroup. */
-  wrap(command: string, args: string[]): [string, string[]];
+  wrap: CommandWrap;
   /** Removes the cgroup once nothing runs in it. */
   remove(): void;
 }

@@ -57,6 +57,9 @@ export interface NodeProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** A command and its arguments turned into the command that runs them (in a cgroup, say). */
+export type CommandWrap = (command: string, args: string[]) => [string, string[]];
+
 export interface StartOptions {
   services: string;
   iso: Isolation;
@@ -71,7 +74,7 @@ export interface StartOptions {
   /** Node options put before the entry point, such as `--cpu-prof`. */
   nodeArgs?: string[];
   /** Starts Node through another command: inside a memory cgroup (scripts/lib/pod-memory). */
-  wrapCommand?: (command: string, args: string[]) => [string, string[]];
+  wrapCommand?: CommandWrap;
   /**
    * Read the process's output and let it go, as a log collector would, instead of keeping
    * it for `output()`: a benchmark's access log would fill the memory.

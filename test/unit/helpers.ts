@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import type { CommandWrap } from '../support/stack';
 
 /** Runs `fn` and returns what it threw; fails the test when it returns normally. */
 export function thrownBy(fn: () => unknown): unknown {
@@ -82,7 +83,7 @@ export const PRINT_HEAP_LIMIT_MB =
 export function numberPrintedByNode(
   program: string,
   nodeOptions = '',
-  wrap: (command: string, args: string[]) => [string, string[]] = (c, a) => [c, a],
+  wrap: CommandWrap = (command, args) => [command, args],
 ): number {
   const [command, args] = wrap(process.execPath, ['-e', program]);
   const run = spawnSync(command, args, {

@@ -479,11 +479,11 @@ describe('deploy/k8s', () => {
    * The most RSS recorded for each process under `npm run bench:soak` with the V8 heap its pod
    * states (decision 87; docs/performance.md, "Memory over time"): runs Y (10 minutes), Z (40
    * minutes, through the rollout backfill's pass) and AA (10 minutes at 50 connections).
-   * Earlier runs measured V8 sized for the
-   * development machine, not the pods. Each pod requests what `requestFor` gives for its
-   * figure, 10 % above it, since the soak's is one load among many (decision 88): a pod that
-   * requests less is scheduled where its memory may not be; one whose limit is this close is
-   * killed at the next burst. A soak that measures more raises these.
+   * Earlier runs measured V8 sized for the development machine, not the pods. Each pod
+   * requests what `requestFor` gives for its figure, 10 % above it, since the soak's is one
+   * load among many (decision 88): a pod that requests less is scheduled where its memory may
+   * not be; one whose limit is this close is killed at the next burst. A soak that measures
+   * more raises these.
    */
   const MEASURED_HIGHEST_MB: Record<ServiceName, number> = {
     gateway: 277,
