@@ -8,7 +8,6 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { nairaToKobo } from '../libs/money';
 import { DESTINATION, ORIGIN, savePackage } from '../test/support/deliveries';
 import { adminHeaders, createUserWithKey, request } from '../test/support/http';
@@ -23,7 +22,7 @@ import {
   runMain,
   inParallel,
 } from './bench-support';
-import { checkWallet, unrefundedOrphans, type WalletEntry } from './lib/request-ledger';
+import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
 npm run bench:request [-- --count N --concurrency C --warm-up W]
@@ -62,8 +61,7 @@ const SHED = new Set([0, 503, 504]);
  * The order service's sweep finishes or undoes a request stopped half-way once it is this old
  * (kept short here so that the reconciliation waits less for it).
  */
-const STALE_REQUEST_MS = 30_000;
-const SWEEP_INTERVAL_MS = 5_000;
+const SWEEP = { staleMs: 30_000, intervalMs: 5_000 };
 
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 
@@ -156,74 +154,6 @@ function showUnexpected(phase: Phase): void {
   }
 }
 
-/** Every entry of a merchant's wallet, through the public API, page by page. */
-async function entriesOf(url: string, who: Merchant): Promise<WalletEntry[]> {
-  const entries: WalletEntry[] = [];
-  let before = '';
-  for (;;) {
-    const reply = await request(url, 'GET', `/api/wallet/transactions?limit=100${before}`, {
-      headers: { 'api-key': who.key },
-    });
-    if (reply.status !== 200) throw new Error(`transactions: ${reply.status} ${reply.text}`);
-    const page = reply.body.data as WalletEntry[];
-    entries.push(...page);
-    if (page.length < 100) return entries;
-    before = `&before=${page[page.length - 1].sequence}`;
-  }
-}
-
-async function balanceKobo(url: string, who: Merchant): Promise<number> {
-  const reply = await request(url, 'GET', '/api/wallet', { headers: { 'api-key': who.key } });
-  if (reply.status !== 200) throw new Error(`wallet: ${reply.status} ${reply.text}`);
-  return nairaToKobo(reply.body.data.balance);
-}
-
-/**
- * Every merchant's wallet checked against the answers (checkWallet), the debits of requests
- * shed (503, 504, no answer) at most as many as those requests, and the whole ledger verified.
- */
-async function reconcile(
-  url: string,
-  merchants: readonly Merchant[],
-  created: ReadonlyMap<string, { merchant: Merchant; amountKobo: number }>,
-  unanswered: number,
-): Promise<{ mismatches: string[]; orphans: number; completed: number; unsettled: number }> {
-  const mismatches: string[] = [];
-  let orphans = 0;
-  let completed = 0;
-  let unsettled = 0;
-  for (const merchant of merchants) {
-    const mine = new Map<string, number>();
-    for (const [id, c] of created) if (c.merchant === merchant) mine.set(id, c.amountKobo);
-    const entries = await entriesOf(url, merchant);
-    const delivered = new Set<string>();
-    for (const deliveryId of unrefundedOrphans(entries, mine)) {
-      const reply = await request(url, 'GET', `/api/deliveries/${deliveryId}`, {
-        headers: { 'api-key': merchant.key },
-      });
-      if (reply.status === 200) delivered.add(deliveryId);
-    }
-    const wallet = checkWallet({
-      entries,
-      created: mine,
-      balanceKobo: await balanceKobo(url, merchant),
-      delivered,
-    });
-    mismatches.push(...wallet.mismatches.map((m) => `merchant ${merchant.userId}: ${m}`));
-    orphans += wallet.orphans;
-    completed += wallet.completed;
-    unsettled += wallet.unsettled;
-  }
-  if (orphans > unanswered) {
-    mismatches.push(`${orphans} debits of no 201, but only ${unanswered} requests were shed`);
-  }
-  const verify = await request(url, 'GET', '/admin/ledger/verify', { headers: adminHeaders });
-  if (verify.status !== 200 || verify.body.data.clean !== true) {
-    mismatches.push(`GET /admin/ledger/verify: ${verify.status} ${verify.text.slice(0, 500)}`);
-  }
-  return { mismatches, orphans, completed, unsettled };
-}
-
 async function main(): Promise<number> {
   const iso = isolation();
   const nodes: NodeProcess[] = [];
@@ -231,8 +161,7 @@ async function main(): Promise<number> {
     const env = {
       QUOTA_LIMIT: '100000000',
       LOG_LEVEL: 'warn',
-      ORDER_STALE_REQUEST_MS: String(STALE_REQUEST_MS),
-      ORDER_SWEEP_INTERVAL_MS: String(SWEEP_INTERVAL_MS),
+      ...sweepEnv(SWEEP),
     };
     const groups = [
       'gateway,account',
@@ -338,16 +267,9 @@ async function main(): Promise<number> {
     }
 
     // A request shed may still be under way: the sweep settles it.
-    const deadline = Date.now() + (unanswered > 0 ? STALE_REQUEST_MS + 3 * SWEEP_INTERVAL_MS : 0);
-    let ledger = await reconcile(url, merchants, created, unanswered);
-    while (ledger.unsettled > 0 && Date.now() < deadline) {
-      await sleep(SWEEP_INTERVAL_MS);
-      ledger = await reconcile(url, merchants, created, unanswered);
-    }
+    const ledger = await reconcileWhenSettled(url, merchants, created, unanswered, SWEEP);
     problems.push(...ledger.mismatches);
-    console.log(
-      `\nledger: ${created.size} requests answered 201 (warm-up included); ${ledger.orphans} debit(s) of requests shed (503, 504, no answer): ${ledger.completed} became deliveries, ${ledger.orphans - ledger.completed - ledger.unsettled} refunded; ${problems.length === 0 ? 'every 201 has its one debit of the quoted total, balances add up, verify clean' : `${problems.length} mismatch(es)`}`,
-    );
+    console.log(`\n${ledgerSummary(created.size, ledger)} (warm-up included)`);
     const ms = succeeded(requests);
     const refMs = succeeded(reference);
     console.log(

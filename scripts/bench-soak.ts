@@ -8,6 +8,7 @@
  * taking a share of the same load: how far a floor moves in this run without a leak.
  */
 import { randomUUID } from 'node:crypto';
+import { nairaToKobo } from '../libs/money';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +47,7 @@ import {
   type MemorySample,
 } from './lib/memory-trend';
 import { memoryParts, type MemoryParts } from './lib/smaps';
+import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
 npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D --tsx]
@@ -91,7 +93,13 @@ mappings (V8's pages, other arenas, buffers) at the start and at the end of the 
 Last, after D idle seconds (V8 collects in full and shrinks an idle heap), each RSS again,
 to set against the one at rest. A bare node:http process taking a share of the load is
 the reference.
-Exits 1 when an answer is a 5xx other than 503/504 (load shed), or a process exits.
+Then the ledger is held to the wallet-paid delivery requests' answers: every 201 has its one
+debit of the amount it states, every debit of a request shed (503, 504, no answer) was
+refunded in full or became a delivery (the order service's sweep, which takes over such a
+request 30 s old here, is given time to settle it), every balance adds up, and
+GET /admin/ledger/verify is clean.
+Exits 1 when an answer is a 5xx other than 503/504 (load shed), a process exits, or the
+ledger does not match the answers.
 
   --minutes M       minutes of load                        BENCH_MINUTES      10
   --interval S      seconds between RSS samples            BENCH_INTERVAL     30
@@ -128,6 +136,12 @@ const REQUESTS_PER_MERCHANT = 150;
 const GIVE_UP_MS = 30_000;
 /** Answers of load, not faults. */
 const SHED = new Set([503, 504]);
+/**
+ * The order service's sweep takes over a delivery request stopped half-way once it is this
+ * old (shortened from 120 s so that the ledger is settled soon after the cool-down); it runs
+ * at its deployed interval.
+ */
+const SWEEP = { staleMs: 30_000, intervalMs: 10_000 };
 
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL', 'S3_ENDPOINT']);
 
@@ -162,6 +176,30 @@ interface Merchant {
   key: string;
   userId: string;
   requests: number;
+}
+
+/**
+ * The wallet-paid delivery requests of the run, for the ledger to be held to: the 201s with
+ * what each said was charged, and how many were shed (503, 504, no answer) and may still have
+ * debited.
+ */
+class DeliveryBook {
+  readonly merchants: Merchant[] = [];
+  readonly created = new Map<string, { merchant: Merchant; amountKobo: number }>();
+  shed = 0;
+
+  note(merchant: Merchant, reply: Pick<Reply, 'status' | 'text'> | undefined): void {
+    if (!reply || reply.status === 0 || SHED.has(reply.status)) {
+      this.shed++;
+      return;
+    }
+    if (reply.status !== 201) return;
+    const data = JSON.parse(reply.text).data;
+    this.created.set(data.deliveryId, {
+      merchant,
+      amountKobo: nairaToKobo(data.deliveryFee.creator.amount),
+    });
+  }
 }
 
 /** Answers by operation and status, and the first unexpected one of each kind. */
@@ -318,6 +356,7 @@ function operations(
   bareUrl: string,
   receiverUrl: string,
   tally: Tally,
+  book: DeliveryBook,
   merchantFor: () => Promise<Merchant>,
 ) {
   const as = (who: Merchant) => ({ 'api-key': who.key });
@@ -376,6 +415,7 @@ function operations(
       const created = await call('delivery request (debit)', [201], () =>
         requestDelivery(url, who, [packageId]),
       );
+      book.note(who, created);
       const deliveryId = (created?.body as { data?: { deliveryId?: string } } | undefined)?.data
         ?.deliveryId;
       if (!deliveryId) return;
@@ -443,7 +483,12 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onSignal);
   try {
     await receiver.start();
-    const env = { QUOTA_LIMIT: '100000000', LOG_LEVEL: 'warn', ...FAST_WEBHOOKS };
+    const env = {
+      QUOTA_LIMIT: '100000000',
+      LOG_LEVEL: 'warn',
+      ...FAST_WEBHOOKS,
+      ...sweepEnv(SWEEP),
+    };
     for (const name of [...SNAPSHOTTED, ...BROKEN_DOWN]) {
       if (!(SERVICES as readonly string[]).includes(name)) throw new Error(`no process ${name}`);
     }
@@ -530,7 +575,8 @@ async function main(): Promise<number> {
       if (merchant && merchant.requests < REQUESTS_PER_MERCHANT) return merchant;
       making ??= (async () => {
         const who = { ...(await createUserWithKey(url)), requests: 0 };
-        await credit(url, who, 1_000_000);
+        await credit(url, who, 100_000_000); // far more than its requests cost
+        book.merchants.push(who);
         merchant = who;
         making = undefined;
         return who;
@@ -538,8 +584,9 @@ async function main(): Promise<number> {
       return making;
     };
     const tally = new Tally();
+    const book = new DeliveryBook();
     const cpuAtStart = processes.map((p) => cpuTimeMs(p.pid));
-    const ops = operations(url, bare.url, receiver.url('/soak'), tally, merchantFor);
+    const ops = operations(url, bare.url, receiver.url('/soak'), tally, book, merchantFor);
     const started = performance.now();
     const endAt = started + MINUTES * 60_000;
     const minutes = () => (performance.now() - started) / 60_000;
@@ -588,6 +635,8 @@ async function main(): Promise<number> {
     // Idle, V8 collects in full and shrinks its heap: what stays is what the run kept.
     await sleep(COOL_DOWN_S * 1000);
     const afterRest = processes.map((p) => rssKb(p.pid) / 1024);
+    // Read after the last sample, so as not to move it: no money lost or doubled under load.
+    const ledger = await reconcileWhenSettled(url, book.merchants, book.created, book.shed, SWEEP);
 
     console.log(
       `\nRSS (MB) every ${INTERVAL_S} s, ${tally.total} answers in ${ranMin.toFixed(1)} min:`,
@@ -688,6 +737,7 @@ async function main(): Promise<number> {
       console.log(`\nHeap snapshots (scripts/tsx scripts/heap-diff.ts <early> <late>):`);
       for (const line of snapshots) console.log(`  ${line}`);
     }
+    console.log(`\n${ledgerSummary(book.created.size, ledger)}`);
     for (const line of tally.unexpected) console.error(`  unexpected: ${line}`);
     if (exited()) {
       console.error('FAILED: a service process exited during the run');
@@ -696,6 +746,11 @@ async function main(): Promise<number> {
     }
     if (tally.faults > 0) {
       console.error(`FAILED: ${tally.faults} answers were server errors (5xx other than 503/504)`);
+      return 1;
+    }
+    if (ledger.mismatches.length > 0) {
+      console.error('FAILED: the ledger does not match the answers:');
+      for (const m of ledger.mismatches.slice(0, 20)) console.error(`  ${m}`);
       return 1;
     }
     return 0;

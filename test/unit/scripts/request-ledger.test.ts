@@ -3,6 +3,7 @@ import {
   unrefundedOrphans,
   type WalletEntry,
 } from '../../../scripts/lib/request-ledger';
+import { ledgerSummary } from '../../../scripts/lib/wallet-reconcile';
 
 /**
  * The reconciliation of `npm run bench:request`: one merchant's wallet against the answers to
@@ -107,5 +108,19 @@ describe('bench:request reconciliation of a wallet', () => {
       'DEBIT both (-2756.25) of no 201: refunded 2756.25, and a delivery',
       'balance 98243.75, expected 100000.00 credited − 0.00 kept = 100000.00',
     ]);
+  });
+});
+
+describe('the ledger line bench:request and bench:soak print', () => {
+  it('counts the debits of requests shed by how each was settled', () => {
+    expect(ledgerSummary(279, { mismatches: [], orphans: 108, completed: 100, unsettled: 3 })).toBe(
+      'ledger: 279 requests answered 201; 108 debit(s) of requests shed (503, 504, no answer): 100 became deliveries, 5 refunded, 3 unsettled; every 201 has its one debit, balances add up, verify clean',
+    );
+  });
+
+  it('says how many mismatches there are instead of the all-clear', () => {
+    expect(
+      ledgerSummary(2, { mismatches: ['a', 'b'], orphans: 0, completed: 0, unsettled: 0 }),
+    ).toMatch(/; 2 mismatch\(es\)$/);
   });
 });

@@ -1,0 +1,141 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { nairaToKobo } from '../../libs/money';
+import { adminHeaders, request } from '../../test/support/http';
+import { checkWallet, unrefundedOrphans, type WalletEntry } from './request-ledger';
+
+/**
+ * A benchmark's wallet-paid delivery requests held against the ledger through the public
+ * API, once the load is over: every 201 has its one debit, every debit of a request shed
+ * (503, 504, no answer) was refunded in full or became a delivery, every balance adds up, and
+ * `GET /admin/ledger/verify` is clean. bench:request and bench:soak both end with it.
+ */
+
+export interface Payer {
+  key: string;
+  userId: string;
+}
+
+/** deliveryId → who was charged for it and what its 201 said, in kobo. */
+export type CreatedDeliveries = ReadonlyMap<string, { merchant: Payer; amountKobo: number }>;
+
+export interface LedgerReconciliation {
+  mismatches: string[];
+  /** DEBITs of no 201. */
+  orphans: number;
+  /** Of those, the ones whose delivery was created after all. */
+  completed: number;
+  /** Of those, the ones neither refunded nor delivered yet. */
+  unsettled: number;
+}
+
+/** Every entry of a merchant's wallet, through the public API, page by page. */
+async function entriesOf(url: string, who: Payer): Promise<WalletEntry[]> {
+  const entries: WalletEntry[] = [];
+  let before = '';
+  for (;;) {
+    const reply = await request(url, 'GET', `/api/wallet/transactions?limit=100${before}`, {
+      headers: { 'api-key': who.key },
+    });
+    if (reply.status !== 200) throw new Error(`transactions: ${reply.status} ${reply.text}`);
+    const page = reply.body.data as WalletEntry[];
+    entries.push(...page);
+    if (page.length < 100) return entries;
+    before = `&before=${page[page.length - 1].sequence}`;
+  }
+}
+
+async function balanceKobo(url: string, who: Payer): Promise<number> {
+  const reply = await request(url, 'GET', '/api/wallet', { headers: { 'api-key': who.key } });
+  if (reply.status !== 200) throw new Error(`wallet: ${reply.status} ${reply.text}`);
+  return nairaToKobo(reply.body.data.balance);
+}
+
+/**
+ * Every merchant's wallet checked against the answers (checkWallet), the debits of requests
+ * shed at most as many as those requests, and the whole ledger verified.
+ */
+export async function reconcileWallets(
+  url: string,
+  merchants: readonly Payer[],
+  created: CreatedDeliveries,
+  shed: number,
+): Promise<LedgerReconciliation> {
+  const mismatches: string[] = [];
+  let orphans = 0;
+  let completed = 0;
+  let unsettled = 0;
+  for (const merchant of merchants) {
+    const mine = new Map<string, number>();
+    for (const [id, c] of created) if (c.merchant === merchant) mine.set(id, c.amountKobo);
+    const entries = await entriesOf(url, merchant);
+    const delivered = new Set<string>();
+    for (const deliveryId of unrefundedOrphans(entries, mine)) {
+      const reply = await request(url, 'GET', `/api/deliveries/${deliveryId}`, {
+        headers: { 'api-key': merchant.key },
+      });
+      if (reply.status === 200) delivered.add(deliveryId);
+    }
+    const wallet = checkWallet({
+      entries,
+      created: mine,
+      balanceKobo: await balanceKobo(url, merchant),
+      delivered,
+    });
+    mismatches.push(...wallet.mismatches.map((m) => `merchant ${merchant.userId}: ${m}`));
+    orphans += wallet.orphans;
+    completed += wallet.completed;
+    unsettled += wallet.unsettled;
+  }
+  if (orphans > shed) {
+    mismatches.push(`${orphans} debits of no 201, but only ${shed} requests were shed`);
+  }
+  const verify = await request(url, 'GET', '/admin/ledger/verify', { headers: adminHeaders });
+  if (verify.status !== 200 || verify.body.data.clean !== true) {
+    mismatches.push(`GET /admin/ledger/verify: ${verify.status} ${verify.text.slice(0, 500)}`);
+  }
+  return { mismatches, orphans, completed, unsettled };
+}
+
+/** How long the order service's sweep may take to settle a request shed half-way. */
+export interface SweepTiming {
+  /** ORDER_STALE_REQUEST_MS the services run with. */
+  staleMs: number;
+  /** ORDER_SWEEP_INTERVAL_MS the services run with. */
+  intervalMs: number;
+}
+
+/** The order service's settings that let a reconciliation wait for its sweep briefly. */
+export const sweepEnv = (timing: SweepTiming) => ({
+  ORDER_STALE_REQUEST_MS: String(timing.staleMs),
+  ORDER_SWEEP_INTERVAL_MS: String(timing.intervalMs),
+});
+
+/**
+ * `reconcileWallets`, again each sweep interval while some debit of a request shed is
+ * neither refunded nor a delivery, until the sweep has had time to settle every one.
+ */
+export async function reconcileWhenSettled(
+  url: string,
+  merchants: readonly Payer[],
+  created: CreatedDeliveries,
+  shed: number,
+  timing: SweepTiming,
+): Promise<LedgerReconciliation> {
+  const deadline = Date.now() + (shed > 0 ? timing.staleMs + 3 * timing.intervalMs : 0);
+  let ledger = await reconcileWallets(url, merchants, created, shed);
+  while (ledger.unsettled > 0 && Date.now() < deadline) {
+    await sleep(timing.intervalMs);
+    ledger = await reconcileWallets(url, merchants, created, shed);
+  }
+  return ledger;
+}
+
+/** One line for the run's report: what the ledger says of the requests. */
+export function ledgerSummary(createdCount: number, ledger: LedgerReconciliation): string {
+  const refunded = ledger.orphans - ledger.completed - ledger.unsettled;
+  const verdict =
+    ledger.mismatches.length === 0
+      ? 'every 201 has its one debit, balances add up, verify clean'
+      : `${ledger.mismatches.length} mismatch(es)`;
+  return `ledger: ${createdCount} requests answered 201; ${ledger.orphans} debit(s) of requests shed (503, 504, no answer): ${ledger.completed} became deliveries, ${refunded} refunded, ${ledger.unsettled} unsettled; ${verdict}`;
+}
