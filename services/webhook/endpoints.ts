@@ -21,7 +21,8 @@ import {
   type WebhookIdParams,
 } from './schemas';
 import type { SecretBox } from './secret-box';
-import { secretId, type EndpointRecord, type WebhookStore } from './store';
+import { placeId, placesFor, takePlace } from './endpoint-places';
+import { endpointOwner, secretId, type EndpointRecord, type WebhookStore } from './store';
 import { toWebhookDeliveryView, toWebhookView, toWebhookWithSecret } from './views';
 
 export interface EndpointActionDeps {
@@ -132,16 +133,25 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       async handler(ctx: WaybillContext<CreateWebhookParams>) {
         const userId = requireUser(ctx);
         const url = await checkUrl(ctx.params.url);
-        // Counted before the insert: simultaneous creations may pass the cap by their number.
+        const at = now();
+        const webhookId = randomUUID();
         const existing = await store.endpointsOf(userId, appEnv);
-        if (existing.length >= config.maxEndpoints) {
+        const place = await takePlace(
+          store,
+          endpointOwner(userId, appEnv),
+          placesFor(config.maxEndpoints, existing),
+          webhookId,
+          at,
+        );
+        if (place === undefined) {
+          // Every place is held, some perhaps by registrations still under way.
+          const held = Math.max(existing.length, config.maxEndpoints);
           throw badRequest(
-            `You already have ${existing.length} webhook endpoints (at most ${config.maxEndpoints}); delete one with DELETE /api/webhooks/:webhookId`,
+            `You already have ${held} webhook endpoints (at most ${config.maxEndpoints}); delete one with DELETE /api/webhooks/:webhookId`,
           );
         }
-        const at = now();
         const endpoint: EndpointRecord = {
-          _id: randomUUID(),
+          _id: webhookId,
           userId,
           environment: appEnv,
           url,
@@ -154,8 +164,14 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           disabledReason: null,
           deleted: false,
           createdAt: at,
+          place,
         };
-        await store.insertEndpoint(endpoint);
+        try {
+          await store.insertEndpoint(endpoint);
+        } catch (err) {
+          await store.releasePlace(placeId(endpointOwner(userId, appEnv), place), webhookId);
+          throw err;
+        }
         const { secret, endpoint: stored } = await nextSecret(endpoint, at);
         return toWebhookWithSecret(stored, secret, null);
       },
@@ -194,6 +210,11 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       async handler(ctx: WaybillContext<WebhookIdParams>) {
         const endpoint = await ownEndpoint(ctx);
         await store.updateEndpoint(endpoint._id, { deleted: true });
+        // Left held if this stops here: the next registration to find every place held frees it.
+        if (endpoint.place !== undefined) {
+          const owner = endpointOwner(endpoint.userId, endpoint.environment);
+          await store.releasePlace(placeId(owner, endpoint.place), endpoint._id);
+        }
         return null;
       },
     }),

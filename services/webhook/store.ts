@@ -9,6 +9,7 @@ import {
 import { insertOnce, isDuplicateKey, raiseById } from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
+import type { EndpointPlace, PlaceStore } from './endpoint-places';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -48,6 +49,8 @@ const queueSchema = new Schema(
  * it. A courier's position below it is stale and not sent (decision 77).
  */
 const laneSchema = new Schema({ _id: String, sequence: Number }, plain);
+/** `_id` = `<owner>:<k>`: the endpoint that holds its owner's k-th place (endpoint-places). */
+const placeSchema = new Schema({ _id: String, webhookId: String, at: Date }, plain);
 /** `_id` = `<messageId>:<n>`: whoever inserts it makes the n-th attempt. */
 const attemptSchema = new Schema({ _id: String, messageId: String }, plain);
 /**
@@ -61,6 +64,7 @@ const noticeAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 export function defineWebhookModels(connection: Connection) {
   return {
     Endpoint: connection.model('WebhookEndpoint', endpointSchema, 'webhook_endpoints'),
+    Place: connection.model('WebhookEndpointPlace', placeSchema, 'webhook_endpoint_places'),
     Secret: connection.model('WebhookSecret', secretSchema, 'webhook_secrets'),
     Event: connection.model('WebhookEvent', eventSchema, 'webhook_events'),
     Message: connection.model('WebhookMessage', messageSchema, 'webhook_messages'),
@@ -106,6 +110,8 @@ export interface EndpointRecord {
   disabledReason: string | null;
   deleted: boolean;
   createdAt: Date;
+  /** Which of its owner's places it holds (endpoint-places); none if registered before places. */
+  place?: number;
 }
 
 export interface SecretRecord {
@@ -207,7 +213,7 @@ const newestCreatedFirst = (a: EndpointRecord, b: EndpointRecord) =>
 const olderFirst = (a: MessageRecord, b: MessageRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : 1);
 
-export class WebhookStore {
+export class WebhookStore implements PlaceStore {
   /** The notices to endpoint owners, read and written as every outbox is (libs/messaging). */
   readonly notices: OutboxRecords<NoticeRecord>;
   /**
@@ -286,6 +292,23 @@ export class WebhookStore {
         }),
       ),
     );
+  }
+
+  claimPlace(place: EndpointPlace): Promise<boolean> {
+    return insertOnce(() => this.m.Place.create(place));
+  }
+
+  async place(id: string): Promise<EndpointPlace | null> {
+    return (await this.m.Place.findById(id).lean()) as EndpointPlace | null;
+  }
+
+  /**
+   * Deletes the place while `webhookId` holds it. FerretDB reads the filter, then deletes by
+   * `_id`: two registrations freeing one place left behind at the same instant could delete the
+   * other's new claim, and the cap pass by one, only after a delete or registration died.
+   */
+  async releasePlace(id: string, webhookId: string): Promise<void> {
+    await this.m.Place.deleteOne({ _id: id, webhookId });
   }
 
   async updateEndpoint(webhookId: string, changes: Partial<EndpointRecord>): Promise<void> {

@@ -288,6 +288,29 @@ describe('webhook endpoints', () => {
     expect(eleventh.body.message).toMatch(/at most 10/);
   });
 
+  it('are held to the cap exactly when registered at once, and a delete frees one place', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    const register = (path: string) =>
+      api(merchant, 'POST', '/api/webhooks', { url: receiver.url(path) });
+    const statuses = (replies: { status: number }[]) => replies.map((r) => r.status).sort();
+    const first = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => register(`/at-once/${i}`)),
+    );
+    expect(statuses(first)).toEqual([...Array(10).fill(201), ...Array(6).fill(400)]);
+    for (const refused of first.filter((r) => r.status === 400)) {
+      expect(refused.body.message).toMatch(/You already have 10 webhook endpoints \(at most 10\)/);
+    }
+    const listed = (await api(merchant, 'GET', '/api/webhooks')).body.data as { id: string }[];
+    expect(listed).toHaveLength(10);
+
+    expect((await api(merchant, 'DELETE', `/api/webhooks/${listed[4].id}`)).status).toBe(204);
+    const second = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => register(`/at-once/again/${i}`)),
+    );
+    expect(statuses(second)).toEqual([201, 400, 400, 400, 400]);
+    expect((await api(merchant, 'GET', '/api/webhooks')).body.data).toHaveLength(10);
+  });
+
   it('deleted, free a place under the cap and get no more events', async () => {
     const merchant: Party = await createUserWithKey(base());
     await credit(base(), merchant, 100_000);
