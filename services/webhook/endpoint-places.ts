@@ -35,11 +35,23 @@ export function placeLeftBehind(
 }
 
 /**
- * How many places an owner's new endpoints may take: the cap less the endpoints registered
- * before places existed, which hold none.
+ * What an owner's new endpoint may take: as many places as the cap less the endpoints
+ * registered before places existed (which hold none), and which of them the owner's live
+ * endpoints hold (no insert is tried there: under a busy database every failed insert waits
+ * for the write lock like one that succeeds).
  */
-export const placesFor = (cap: number, endpoints: readonly { place?: number }[]) =>
-  cap - endpoints.filter((e) => e.place === undefined).length;
+export function placesOf(
+  cap: number,
+  endpoints: readonly { place?: number }[],
+): { count: number; held: ReadonlySet<number> } {
+  const held = new Set<number>();
+  let unplaced = 0;
+  for (const e of endpoints) {
+    if (e.place === undefined) unplaced++;
+    else held.add(e.place);
+  }
+  return { count: cap - unplaced, held };
+}
 
 /** What taking a place reads and writes. */
 export interface PlaceStore {
@@ -52,20 +64,26 @@ export interface PlaceStore {
 }
 
 /**
- * The number of the first free place of `owner`'s `places`, now held by `webhookId`; else
- * the first left behind (`placeLeftBehind`), given back and taken again; undefined when every
+ * The number of the first place of `owner`'s that no live endpoint holds and that its insert
+ * gives `webhookId` (a registration under way may hold one no list shows yet); else the first
+ * of those left behind (`placeLeftBehind`), given back and taken again; undefined when every
  * one is held.
  */
 export async function takePlace(
   store: PlaceStore,
   owner: string,
-  places: number,
+  places: { count: number; held: ReadonlySet<number> },
   webhookId: string,
   now: Date,
 ): Promise<number | undefined> {
   const claim = (k: number) => store.claimPlace({ _id: placeId(owner, k), webhookId, at: now });
-  for (let k = 0; k < places; k++) if (await claim(k)) return k;
-  for (let k = 0; k < places; k++) {
+  const taken: number[] = [];
+  for (let k = 0; k < places.count; k++) {
+    if (places.held.has(k)) continue;
+    if (await claim(k)) return k;
+    taken.push(k);
+  }
+  for (const k of taken) {
     const held = await store.place(placeId(owner, k));
     if (held) {
       if (!placeLeftBehind(held, await store.endpoint(held.webhookId), now)) continue;

@@ -21,7 +21,7 @@ import {
   type WebhookIdParams,
 } from './schemas';
 import type { SecretBox } from './secret-box';
-import { placeId, placesFor, takePlace } from './endpoint-places';
+import { placeId, placesOf, takePlace } from './endpoint-places';
 import { endpointOwner, secretId, type EndpointRecord, type WebhookStore } from './store';
 import { toWebhookDeliveryView, toWebhookView, toWebhookWithSecret } from './views';
 
@@ -139,7 +139,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         const place = await takePlace(
           store,
           endpointOwner(userId, appEnv),
-          placesFor(config.maxEndpoints, existing),
+          placesOf(config.maxEndpoints, existing),
           webhookId,
           at,
         );

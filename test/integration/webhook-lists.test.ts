@@ -167,7 +167,9 @@ describe("an owner's endpoint places", () => {
   it('go one to each of registrations at once, never more than there are', async () => {
     const owner = `${randomUUID()}:${ENV}`;
     const taken = await Promise.all(
-      Array.from({ length: 24 }, (_, i) => takePlace(store, owner, 10, `w${i}`, new Date())),
+      Array.from({ length: 24 }, (_, i) =>
+        takePlace(store, owner, { count: 10, held: new Set() }, `w${i}`, new Date()),
+      ),
     );
     const held = taken.filter((k): k is number => k !== undefined).sort((a, b) => a - b);
     expect(held).toEqual([...Array(10).keys()]);
@@ -177,7 +179,9 @@ describe("an owner's endpoint places", () => {
 
   it('are given back only by the endpoint that holds them', async () => {
     const owner = `${randomUUID()}:${ENV}`;
-    expect(await takePlace(store, owner, 1, 'holder', new Date())).toBe(0);
+    expect(await takePlace(store, owner, { count: 1, held: new Set() }, 'holder', new Date())).toBe(
+      0,
+    );
     await store.releasePlace(placeId(owner, 0), 'someone-else');
     expect((await store.place(placeId(owner, 0)))?.webhookId).toBe('holder');
     await store.releasePlace(placeId(owner, 0), 'holder');

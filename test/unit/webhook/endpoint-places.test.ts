@@ -3,7 +3,7 @@ import {
   PLACE_PENDING_MS,
   placeId,
   placeLeftBehind,
-  placesFor,
+  placesOf,
   takePlace,
   type EndpointPlace,
   type PlaceStore,
@@ -40,6 +40,8 @@ class MapPlaces implements PlaceStore {
 }
 
 const NOW = new Date('2026-11-29T06:00:00Z');
+/** `count` places, none held by a live endpoint the caller listed. */
+const free = (count: number) => ({ count, held: new Set<number>() });
 const before = (ms: number) => new Date(NOW.getTime() - ms);
 
 describe('placeLeftBehind', () => {
@@ -56,10 +58,13 @@ describe('placeLeftBehind', () => {
   });
 });
 
-describe('placesFor', () => {
+describe('placesOf', () => {
   it('leaves out of the cap the endpoints registered before places, which hold none', () => {
-    expect(placesFor(10, [])).toBe(10);
-    expect(placesFor(10, [{ place: 0 }, {}, { place: 3 }, {}])).toBe(8);
+    expect(placesOf(10, [])).toEqual({ count: 10, held: new Set() });
+    expect(placesOf(10, [{ place: 0 }, {}, { place: 3 }, {}])).toEqual({
+      count: 8,
+      held: new Set([0, 3]),
+    });
   });
 });
 
@@ -73,7 +78,7 @@ describe('takePlace', () => {
           const store = new MapPlaces();
           const taken = await Promise.all(
             Array.from({ length: callers }, (_, i) =>
-              takePlace(store, 'u:staging', places, `w${i}`, NOW),
+              takePlace(store, 'u:staging', free(places), `w${i}`, NOW),
             ),
           );
           const held = taken.filter((k) => k !== undefined);
@@ -89,22 +94,37 @@ describe('takePlace', () => {
     const store = new MapPlaces();
     for (let i = 0; i < 3; i++) {
       store.endpoints.set(`w${i}`, { deleted: false });
-      expect(await takePlace(store, 'o', 3, `w${i}`, NOW)).toBe(i);
+      expect(await takePlace(store, 'o', free(3), `w${i}`, NOW)).toBe(i);
     }
-    expect(await takePlace(store, 'o', 3, 'late', NOW)).toBeUndefined();
+    expect(await takePlace(store, 'o', free(3), 'late', NOW)).toBeUndefined();
 
     await store.releasePlace(placeId('o', 1), 'w1');
-    expect(await takePlace(store, 'o', 3, 'w3', NOW)).toBe(1);
+    expect(await takePlace(store, 'o', free(3), 'w3', NOW)).toBe(1);
 
     store.endpoints.set('w2', { deleted: true }); // its delete stopped before giving the place back
-    expect(await takePlace(store, 'o', 3, 'w4', NOW)).toBe(2);
+    expect(await takePlace(store, 'o', free(3), 'w4', NOW)).toBe(2);
     expect(store.places.get(placeId('o', 2))?.webhookId).toBe('w4');
 
     // A registration that took place 0 and died before storing its endpoint.
     store.endpoints.delete('w0');
-    expect(await takePlace(store, 'o', 3, 'w5', NOW)).toBeUndefined();
+    expect(await takePlace(store, 'o', free(3), 'w5', NOW)).toBeUndefined();
     const later = new Date(NOW.getTime() + PLACE_PENDING_MS);
-    expect(await takePlace(store, 'o', 3, 'w5', later)).toBe(0);
+    expect(await takePlace(store, 'o', free(3), 'w5', later)).toBe(0);
+  });
+
+  it('tries no insert at a place a listed live endpoint holds', async () => {
+    const store = new MapPlaces();
+    const claimed: string[] = [];
+    const claimPlace = store.claimPlace.bind(store);
+    store.claimPlace = (place) => {
+      claimed.push(place._id);
+      return claimPlace(place);
+    };
+    await store.claimPlace({ _id: placeId('o', 2), webhookId: 'pending', at: NOW });
+    claimed.length = 0;
+    const places = { count: 4, held: new Set([0, 1]) };
+    expect(await takePlace(store, 'o', places, 'new', NOW)).toBe(3);
+    expect(claimed).toEqual([placeId('o', 2), placeId('o', 3)]);
   });
 
   it('gives a place left behind to one of the registrations that find it so', async () => {
@@ -112,7 +132,7 @@ describe('takePlace', () => {
     await store.claimPlace({ _id: placeId('o', 0), webhookId: 'gone', at: NOW });
     store.endpoints.set('gone', { deleted: true });
     const taken = await Promise.all(
-      ['a', 'b', 'c'].map((webhookId) => takePlace(store, 'o', 1, webhookId, NOW)),
+      ['a', 'b', 'c'].map((webhookId) => takePlace(store, 'o', free(1), webhookId, NOW)),
     );
     expect(taken.filter((k) => k === 0)).toHaveLength(1);
   });
