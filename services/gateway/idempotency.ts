@@ -38,6 +38,16 @@ export function takesIdempotencyKey(
   return http?.group === 'api' && http.method === 'POST' && http.body !== 'stream' && !http.binary;
 }
 
+/**
+ * The 504 of a route that takes the header: the work may still finish after the answer went
+ * out, so "retry it" would do it twice (a delivery paid twice) unless the retry names the key.
+ */
+export function timedOutMessage(headers: GatewayRequest['headers']): string {
+  return headers[IDEMPOTENCY_HEADER] === undefined
+    ? 'The request timed out and may still complete; check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it'
+    : 'The request timed out and may still complete; retry with the same Idempotency-Key to get its outcome without repeating it';
+}
+
 /** Whether an answer can be kept for replays: JSON data, never a stream or bytes. */
 function isStorable(body: unknown): boolean {
   return !(body instanceof Readable || body instanceof Uint8Array || body instanceof ArrayBuffer);

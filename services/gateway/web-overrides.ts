@@ -20,6 +20,7 @@ import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
 import {
   REPLAYED_HEADER,
   claimForRequest,
+  timedOutMessage,
   type IdempotencyRouteFields,
   type IdempotencyStore,
 } from './idempotency';
@@ -82,6 +83,8 @@ export interface ErrorDeps {
   logger: () => Pick<Logger, 'error'>;
   /** Whether the request is for a page (the sandbox checkout): its errors are pages too. */
   isPage?: (req: GatewayRequest) => boolean;
+  /** Whether the request's route takes an `Idempotency-Key`: its 504 says how to retry. */
+  takesKey?: (req: GatewayRequest) => boolean;
 }
 
 /**
@@ -95,6 +98,10 @@ export function writeError(
   err: unknown,
 ): void {
   const httpError = toHttpError(err);
+  const message =
+    httpError.status === 504 && deps.takesKey?.(req)
+      ? timedOutMessage(req.headers)
+      : httpError.message;
   if (httpError.internal) {
     deps.logger().error('request failed', {
       ...describeRequest(req),
@@ -109,7 +116,7 @@ export function writeError(
   if (httpError.retryAfter !== undefined)
     res.setHeader('Retry-After', String(httpError.retryAfter));
   if (deps.isPage?.(req)) {
-    const page = Buffer.from(errorPage(httpError.status, httpError.message), 'utf8');
+    const page = Buffer.from(errorPage(httpError.status, message), 'utf8');
     for (const [name, value] of Object.entries(PAGE_HEADERS)) res.setHeader(name, value);
     res.statusCode = httpError.status;
     res.setHeader('Content-Length', page.length);
@@ -122,7 +129,7 @@ export function writeError(
     errorEnvelope({
       statusCode: httpError.status,
       ...describeRequest(req),
-      message: httpError.message,
+      message,
       environment: deps.environment,
       errors: httpError.errors,
     }),

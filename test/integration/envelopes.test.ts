@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Joi from '../../libs/joi';
 import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../../moleculer.config';
@@ -31,6 +32,15 @@ const fixture: ServiceDefinition = {
     slow: action({
       retry: 'never',
       http: { group: 'api', method: 'GET', path: '/fixture/slow', message: 'x', summary: 'x' },
+      params: Joi.object({}),
+      async handler() {
+        await new Promise((r) => setTimeout(r, 3_000));
+        return { late: true };
+      },
+    }),
+    slowWrite: action({
+      retry: 'never',
+      http: { group: 'api', method: 'POST', path: '/fixture/slow', message: 'x', summary: 'x' },
       params: Joi.object({}),
       async handler() {
         await new Promise((r) => setTimeout(r, 3_000));
@@ -208,6 +218,20 @@ describe('error envelope', () => {
   it('a timeout → 504', async () => {
     const reply = await request(base, 'GET', '/api/fixture/slow', { headers: auth() });
     expectErrorEnvelope(reply, 504, /timed out/);
+  });
+
+  it('a timeout of a request that may change something → 504 that tells how to retry it safely', async () => {
+    const bare = await request(base, 'POST', '/api/fixture/slow', { headers: auth(), json: {} });
+    expectErrorEnvelope(
+      bare,
+      504,
+      /may still complete; check before sending it again, and send an Idempotency-Key/,
+    );
+    const keyed = await request(base, 'POST', '/api/fixture/slow', {
+      headers: { ...auth(), 'Idempotency-Key': randomUUID() },
+      json: {},
+    });
+    expectErrorEnvelope(keyed, 504, /may still complete; retry with the same Idempotency-Key/);
   });
 
   it('malformed JSON → 400', async () => {
