@@ -39,13 +39,22 @@ export function takesIdempotencyKey(
 }
 
 /**
- * The 504 of a route that takes the header: the work may still finish after the answer went
- * out, so "retry it" would do it twice (a delivery paid twice) unless the retry names the key.
+ * What happened to a request whose work may have been done all the same: a timeout (504), or
+ * the node running it gone before answering (moleculer's REQUEST_REJECTED); undefined for any
+ * other error. On a route that takes the header, "retry" alone could do the work twice (a
+ * delivery paid twice): the error says how to retry safely (`outcomeUnknownMessage`).
  */
-export function timedOutMessage(headers: GatewayRequest['headers']): string {
+export function outcomeUnknownLead(err: unknown): string | undefined {
+  if ((err as { type?: unknown } | null)?.type === 'REQUEST_REJECTED') {
+    return 'The service answering the request went away before it answered';
+  }
+  return toHttpError(err).status === 504 ? 'The request timed out' : undefined;
+}
+
+export function outcomeUnknownMessage(lead: string, headers: GatewayRequest['headers']): string {
   return headers[IDEMPOTENCY_HEADER] === undefined
-    ? 'The request timed out and may still complete; check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it'
-    : 'The request timed out and may still complete; retry with the same Idempotency-Key to get its outcome without repeating it';
+    ? `${lead}; it may have completed or may still complete. Check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it`
+    : `${lead}; it may have completed or may still complete. Retry with the same Idempotency-Key to get its outcome without repeating it`;
 }
 
 /** Whether an answer can be kept for replays: JSON data, never a stream or bytes. */

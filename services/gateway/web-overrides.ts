@@ -20,7 +20,8 @@ import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
 import {
   REPLAYED_HEADER,
   claimForRequest,
-  timedOutMessage,
+  outcomeUnknownLead,
+  outcomeUnknownMessage,
   type IdempotencyRouteFields,
   type IdempotencyStore,
 } from './idempotency';
@@ -83,7 +84,7 @@ export interface ErrorDeps {
   logger: () => Pick<Logger, 'error'>;
   /** Whether the request is for a page (the sandbox checkout): its errors are pages too. */
   isPage?: (req: GatewayRequest) => boolean;
-  /** Whether the request's route takes an `Idempotency-Key`: its 504 says how to retry. */
+  /** Whether the request's route takes an `Idempotency-Key`: a 504 there says how to retry. */
   takesKey?: (req: GatewayRequest) => boolean;
 }
 
@@ -98,10 +99,10 @@ export function writeError(
   err: unknown,
 ): void {
   const httpError = toHttpError(err);
-  const message =
-    httpError.status === 504 && deps.takesKey?.(req)
-      ? timedOutMessage(req.headers)
-      : httpError.message;
+  const unknownOutcome = deps.takesKey?.(req) ? outcomeUnknownLead(err) : undefined;
+  const message = unknownOutcome
+    ? outcomeUnknownMessage(unknownOutcome, req.headers)
+    : httpError.message;
   if (httpError.internal) {
     deps.logger().error('request failed', {
       ...describeRequest(req),

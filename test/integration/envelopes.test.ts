@@ -225,13 +225,17 @@ describe('error envelope', () => {
     expectErrorEnvelope(
       bare,
       504,
-      /may still complete; check before sending it again, and send an Idempotency-Key/,
+      /^The request timed out; it may have completed or may still complete. Check before sending it again, and send an Idempotency-Key/,
     );
     const keyed = await request(base, 'POST', '/api/fixture/slow', {
       headers: { ...auth(), 'Idempotency-Key': randomUUID() },
       json: {},
     });
-    expectErrorEnvelope(keyed, 504, /may still complete; retry with the same Idempotency-Key/);
+    expectErrorEnvelope(
+      keyed,
+      504,
+      /^The request timed out; it may have completed or may still complete. Retry with the same Idempotency-Key/,
+    );
   });
 
   it('malformed JSON → 400', async () => {

@@ -1,4 +1,5 @@
 import { PassThrough, Readable } from 'node:stream';
+import { Errors } from 'moleculer';
 import { SAFE_RETRIES, type Retry } from '../../../libs/contracts';
 import { badRequest, conflict, serviceBusy } from '../../../libs/errors';
 import type { HttpRoute } from '../../../libs/service';
@@ -189,6 +190,43 @@ describe('writeError', () => {
       conflict('taken'),
     );
     expect(plain.hasHeader('retry-after')).toBe(false);
+  });
+
+  it('says how to retry a request whose work may have been done, on routes that take Idempotency-Key', () => {
+    const target = { action: 'order.request', nodeID: 'order-1' };
+    const messageOf = (err: unknown, takesKey: boolean, headers: Record<string, string> = {}) => {
+      const res = new FakeResponse();
+      writeError(
+        { environment: 'live', logger: logger().logger, takesKey: () => takesKey },
+        fakeRequest({ method: 'POST', headers }),
+        res.asServerResponse(),
+        err,
+      );
+      return { status: res.statusCode, message: (res.json() as { message: string }).message };
+    };
+    const timeout = new Errors.RequestTimeoutError(target);
+    expect(messageOf(timeout, false)).toEqual({
+      status: 504,
+      message: 'The request timed out; retry it',
+    });
+    expect(messageOf(timeout, true)).toEqual({
+      status: 504,
+      message:
+        'The request timed out; it may have completed or may still complete. Check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it',
+    });
+    expect(messageOf(timeout, true, { 'idempotency-key': 'k-1' }).message).toBe(
+      'The request timed out; it may have completed or may still complete. Retry with the same Idempotency-Key to get its outcome without repeating it',
+    );
+    const rejected = messageOf(new Errors.RequestRejectedError(target), true);
+    expect(rejected.status).toBe(503);
+    expect(rejected.message).toMatch(
+      /^The service answering the request went away before it answered; it may have completed/,
+    );
+    // Refusals, and a service that never started the work, keep their own message.
+    expect(messageOf(badRequest('no'), true).message).toBe('no');
+    expect(messageOf(new Errors.ServiceNotAvailableError(target), true).message).toMatch(
+      /temporarily unavailable; retry in a few seconds/,
+    );
   });
 
   it('logs a failure of ours and answers a generic 500', () => {
