@@ -20,9 +20,9 @@ import { ApiKeyAuthenticator } from './api-key-auth';
 import { AuthFailureThrottle } from './auth-throttle';
 import { CourierTokenAuthenticator } from './courier-auth';
 import { accessLog, adminGuard, apiKeyGuard, courierGuard, uploadGuard } from './edge';
-import { aliasAction, clientRequestId, describeRequest, type GatewayRequest } from './http';
+import { clientRequestId, describeRequest, type GatewayRequest } from './http';
 import { httpAnswerRecorder, routeTemplates, type HttpAnswer } from './http-metrics';
-import { IdempotencyStore, takesIdempotencyKey } from './idempotency';
+import { IdempotencyStore } from './idempotency';
 import { aliasRoutes, allowedMethods, methodGuard } from './method-check';
 import { opsAliases } from './ops-routes';
 import { QuotaLimiter, quotaStoreClient } from './quota';
@@ -116,7 +116,6 @@ export function createGatewayService(
   const overrides = webOverrides({
     environment: config.appEnv,
     isPage,
-    takesKey: (req) => takesIdempotencyKey(httpOf(aliasAction(req))),
     transfers,
     idempotency,
     httpOf,

@@ -39,22 +39,35 @@ export function takesIdempotencyKey(
 }
 
 /**
- * What happened to a request whose work may have been done all the same: a timeout (504), or
- * the node running it gone before answering (moleculer's REQUEST_REJECTED); undefined for any
- * other error. On a route that takes the header, "retry" alone could do the work twice (a
- * delivery paid twice): the error says how to retry safely (`outcomeUnknownMessage`).
+ * What happened to a call whose work may have been done all the same: it timed out, or the
+ * node running it went away before answering (moleculer's types); undefined for any other
+ * error, whose own message stands.
  */
 export function outcomeUnknownLead(err: unknown): string | undefined {
-  if ((err as { type?: unknown } | null)?.type === 'REQUEST_REJECTED') {
+  const type = (err as { type?: unknown } | null)?.type;
+  if (type === 'REQUEST_REJECTED') {
     return 'The service answering the request went away before it answered';
   }
-  return toHttpError(err).status === 504 ? 'The request timed out' : undefined;
+  if (type === 'REQUEST_TIMEOUT' || type === 'REQUEST_SKIPPED') return 'The request timed out';
+  return undefined;
 }
 
-export function outcomeUnknownMessage(lead: string, headers: GatewayRequest['headers']): string {
+/**
+ * How to retry a request whose outcome is unknown (`outcomeUnknownLead`), by its action's retry
+ * kind: "retry it" could do the work twice (a delivery paid twice). A `keyed` action names what
+ * it creates after the `Idempotency-Key`, so a retry with the same key gets the first outcome;
+ * a `never` action does not, and a retry after the key's hold would run it again.
+ */
+export function outcomeUnknownMessage(
+  lead: string,
+  kind: 'keyed' | 'never',
+  headers: GatewayRequest['headers'],
+): string {
+  const unknown = `${lead}; it may have completed or may still complete.`;
+  if (kind === 'never') return `${unknown} Check before sending it again`;
   return headers[IDEMPOTENCY_HEADER] === undefined
-    ? `${lead}; it may have completed or may still complete. Check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it`
-    : `${lead}; it may have completed or may still complete. Retry with the same Idempotency-Key to get its outcome without repeating it`;
+    ? `${unknown} Check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it`
+    : `${unknown} Retry with the same Idempotency-Key to get its outcome without repeating it`;
 }
 
 /** Whether an answer can be kept for replays: JSON data, never a stream or bytes. */

@@ -84,8 +84,11 @@ export interface ErrorDeps {
   logger: () => Pick<Logger, 'error'>;
   /** Whether the request is for a page (the sandbox checkout): its errors are pages too. */
   isPage?: (req: GatewayRequest) => boolean;
-  /** Whether the request's route takes an `Idempotency-Key`: a 504 there says how to retry. */
-  takesKey?: (req: GatewayRequest) => boolean;
+  /**
+   * The retry kind an action declares: a request whose outcome is unknown (a timeout) says how
+   * to retry it safely unless its action is `safe`.
+   */
+  retryOf?: (actionName: string) => Retry | undefined;
 }
 
 /**
@@ -99,10 +102,12 @@ export function writeError(
   err: unknown,
 ): void {
   const httpError = toHttpError(err);
-  const unknownOutcome = deps.takesKey?.(req) ? outcomeUnknownLead(err) : undefined;
-  const message = unknownOutcome
-    ? outcomeUnknownMessage(unknownOutcome, req.headers)
-    : httpError.message;
+  const lead = outcomeUnknownLead(err);
+  const kind = lead ? deps.retryOf?.(aliasAction(req)) : undefined;
+  const message =
+    lead && kind && kind !== 'safe'
+      ? outcomeUnknownMessage(lead, kind, req.headers)
+      : httpError.message;
   if (httpError.internal) {
     deps.logger().error('request failed', {
       ...describeRequest(req),
@@ -271,7 +276,8 @@ export async function callAction(
   }
 }
 
-export interface OverrideDeps extends ErrorDeps, Omit<CallDeps, 'send' | 'logger'> {
+export interface OverrideDeps
+  extends Omit<ErrorDeps, 'retryOf'>, Omit<CallDeps, 'send' | 'logger'> {
   logger: () => Pick<Logger, 'error' | 'warn'>;
 }
 

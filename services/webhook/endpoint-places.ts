@@ -17,28 +17,39 @@ export const placeId = (owner: string, k: number) => `${owner}:${k}`;
 
 /**
  * How long a place may wait for its endpoint to be stored before it is taken for a
- * registration that died half-way: far longer than a registration takes.
+ * registration that died half-way: far longer than a registration takes (as an owner list's
+ * entry waits `PENDING_ITEM_MS` for its item, libs/owner-list).
  */
 export const PLACE_PENDING_MS = 5 * 60_000;
 
+/** What a place's holder is, as far as the place is concerned. */
+export interface PlaceHolder {
+  deleted: boolean;
+  place?: number;
+}
+
 /**
- * Whether a taken place may be taken again: its endpoint was deleted (and the place not given
- * back: the delete stopped half-way), or never stored by a registration long gone.
+ * Whether place `k`, taken, may be taken again: its endpoint was deleted (and the place not
+ * given back: the delete stopped half-way), holds another place (its registration's insert
+ * here was written but reported lost), or was never stored by a registration long gone.
  */
 export function placeLeftBehind(
+  k: number,
   place: Pick<EndpointPlace, 'at'>,
-  endpoint: { deleted: boolean } | null,
+  endpoint: PlaceHolder | null,
   now: Date,
 ): boolean {
-  if (endpoint) return endpoint.deleted;
+  if (endpoint) return endpoint.deleted || endpoint.place !== k;
   return now.getTime() - place.at.getTime() >= PLACE_PENDING_MS;
 }
 
 /**
- * What an owner's new endpoint may take: as many places as the cap less the endpoints
- * registered before places existed (which hold none), and which of them the owner's live
- * endpoints hold (no insert is tried there: under a busy database every failed insert waits
- * for the write lock like one that succeeds).
+ * Which places an owner's new endpoint may try: the first `count`, skipping those its live
+ * endpoints hold (under a busy database every failed insert waits for the write lock like
+ * one that succeeds). `count` is the most for which the endpoints registered before places
+ * existed (which hold none), those holding a place at `count` or above (registered under a
+ * higher cap) and `count` more stay within the cap: however many registrations run at once,
+ * each takes a place below `count` or none.
  */
 export function placesOf(
   cap: number,
@@ -50,7 +61,10 @@ export function placesOf(
     if (e.place === undefined) unplaced++;
     else held.add(e.place);
   }
-  return { count: cap - unplaced, held };
+  let count = Math.max(0, cap - unplaced);
+  const heldFrom = (k: number) => [...held].filter((place) => place >= k).length;
+  while (count > 0 && unplaced + count + heldFrom(count) > cap) count--;
+  return { count, held };
 }
 
 /** What taking a place reads and writes. */
@@ -60,7 +74,7 @@ export interface PlaceStore {
   place(id: string): Promise<EndpointPlace | null>;
   /** Deletes the place if `webhookId` still holds it. */
   releasePlace(id: string, webhookId: string): Promise<void>;
-  endpoint(webhookId: string): Promise<{ deleted: boolean } | null>;
+  endpoint(webhookId: string): Promise<PlaceHolder | null>;
 }
 
 /**
@@ -86,7 +100,7 @@ export async function takePlace(
   for (const k of taken) {
     const held = await store.place(placeId(owner, k));
     if (held) {
-      if (!placeLeftBehind(held, await store.endpoint(held.webhookId), now)) continue;
+      if (!placeLeftBehind(k, held, await store.endpoint(held.webhookId), now)) continue;
       await store.releasePlace(held._id, held.webhookId);
     }
     // Freed since, or left behind: whoever else found it so races for it too, the insert decides.

@@ -136,18 +136,18 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         const at = now();
         const webhookId = randomUUID();
         const existing = await store.endpointsOf(userId, appEnv);
-        const place = await takePlace(
-          store,
-          endpointOwner(userId, appEnv),
-          placesOf(config.maxEndpoints, existing),
-          webhookId,
-          at,
-        );
-        if (place === undefined) {
-          // Every place is held, some perhaps by registrations still under way.
-          const held = Math.max(existing.length, config.maxEndpoints);
+        const cap = config.maxEndpoints;
+        const deleteOne = 'delete one with DELETE /api/webhooks/:webhookId';
+        if (existing.length >= cap) {
           throw badRequest(
-            `You already have ${held} webhook endpoints (at most ${config.maxEndpoints}); delete one with DELETE /api/webhooks/:webhookId`,
+            `You already have ${existing.length} webhook endpoints (at most ${cap}); ${deleteOne}`,
+          );
+        }
+        const owner = endpointOwner(userId, appEnv);
+        const place = await takePlace(store, owner, placesOf(cap, existing), webhookId, at);
+        if (place === undefined) {
+          throw badRequest(
+            `You have ${existing.length} webhook endpoints and registrations under way hold the other places (at most ${cap}); retry in a few seconds, or ${deleteOne}`,
           );
         }
         const endpoint: EndpointRecord = {
@@ -169,7 +169,10 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         try {
           await store.insertEndpoint(endpoint);
         } catch (err) {
-          await store.releasePlace(placeId(endpointOwner(userId, appEnv), place), webhookId);
+          // Unless the write landed after all: then the endpoint holds the place it names.
+          if (!(await store.endpoint(webhookId).catch(() => endpoint))) {
+            await store.releasePlace(placeId(owner, place), webhookId).catch(() => undefined);
+          }
           throw err;
         }
         const { secret, endpoint: stored } = await nextSecret(endpoint, at);

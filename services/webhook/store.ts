@@ -303,9 +303,10 @@ export class WebhookStore implements PlaceStore {
   }
 
   /**
-   * Deletes the place while `webhookId` holds it. FerretDB reads the filter, then deletes by
-   * `_id`: two registrations freeing one place left behind at the same instant could delete the
-   * other's new claim, and the cap pass by one, only after a delete or registration died.
+   * Deletes the place while `webhookId` holds it. Should FerretDB read the filter and delete by
+   * `_id` apart (as its conditional updates are applied, decision 16), two that free one place
+   * at the same instant (a delete giving it back while a registration takes it for left behind,
+   * or two such registrations) could delete the other's new claim, and the cap be passed by one.
    */
   async releasePlace(id: string, webhookId: string): Promise<void> {
     await this.m.Place.deleteOne({ _id: id, webhookId });

@@ -39,7 +39,7 @@ const fixture: ServiceDefinition = {
       },
     }),
     slowWrite: action({
-      retry: 'never',
+      retry: 'keyed',
       http: { group: 'api', method: 'POST', path: '/fixture/slow', message: 'x', summary: 'x' },
       params: Joi.object({}),
       async handler() {

@@ -1,7 +1,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { Errors } from 'moleculer';
 import { SAFE_RETRIES, type Retry } from '../../../libs/contracts';
-import { badRequest, conflict, serviceBusy } from '../../../libs/errors';
+import { badRequest, conflict, serviceBusy, upstreamTimeout } from '../../../libs/errors';
 import type { HttpRoute } from '../../../libs/service';
 import { TransferDesk, transferAgent } from '../../../libs/transfer';
 import type { Claim, IdempotencyStore } from '../../../services/gateway/idempotency';
@@ -192,40 +192,53 @@ describe('writeError', () => {
     expect(plain.hasHeader('retry-after')).toBe(false);
   });
 
-  it('says how to retry a request whose work may have been done, on routes that take Idempotency-Key', () => {
+  it("says how to retry a request whose outcome is unknown, by its action's retry kind", () => {
     const target = { action: 'order.request', nodeID: 'order-1' };
-    const messageOf = (err: unknown, takesKey: boolean, headers: Record<string, string> = {}) => {
+    const messageOf = (
+      err: unknown,
+      kind: Retry | undefined,
+      headers: Record<string, string> = {},
+    ) => {
       const res = new FakeResponse();
       writeError(
-        { environment: 'live', logger: logger().logger, takesKey: () => takesKey },
-        fakeRequest({ method: 'POST', headers }),
+        { environment: 'live', logger: logger().logger, retryOf: () => kind },
+        fakeRequest({ method: 'POST', headers, alias: { action: 'order.request' } }),
         res.asServerResponse(),
         err,
       );
       return { status: res.statusCode, message: (res.json() as { message: string }).message };
     };
     const timeout = new Errors.RequestTimeoutError(target);
-    expect(messageOf(timeout, false)).toEqual({
+    const unknown = 'The request timed out; it may have completed or may still complete.';
+    // A safe action, or a request no alias matched: retrying is harmless.
+    expect(messageOf(timeout, 'safe')).toEqual({
       status: 504,
       message: 'The request timed out; retry it',
     });
-    expect(messageOf(timeout, true)).toEqual({
+    expect(messageOf(timeout, undefined).message).toBe('The request timed out; retry it');
+    expect(messageOf(timeout, 'keyed')).toEqual({
       status: 504,
-      message:
-        'The request timed out; it may have completed or may still complete. Check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it',
+      message: `${unknown} Check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it`,
     });
-    expect(messageOf(timeout, true, { 'idempotency-key': 'k-1' }).message).toBe(
-      'The request timed out; it may have completed or may still complete. Retry with the same Idempotency-Key to get its outcome without repeating it',
+    expect(messageOf(timeout, 'keyed', { 'idempotency-key': 'k-1' }).message).toBe(
+      `${unknown} Retry with the same Idempotency-Key to get its outcome without repeating it`,
     );
-    const rejected = messageOf(new Errors.RequestRejectedError(target), true);
+    // A key cannot make an action that does not name its records after it safe to repeat.
+    expect(messageOf(timeout, 'never', { 'idempotency-key': 'k-1' }).message).toBe(
+      `${unknown} Check before sending it again`,
+    );
+    const rejected = messageOf(new Errors.RequestRejectedError(target), 'keyed');
     expect(rejected.status).toBe(503);
     expect(rejected.message).toMatch(
       /^The service answering the request went away before it answered; it may have completed/,
     );
-    // Refusals, and a service that never started the work, keep their own message.
-    expect(messageOf(badRequest('no'), true).message).toBe('no');
-    expect(messageOf(new Errors.ServiceNotAvailableError(target), true).message).toMatch(
+    // Refusals, a service that never started the work, and a service's own 504 keep their message.
+    expect(messageOf(badRequest('no'), 'never').message).toBe('no');
+    expect(messageOf(new Errors.ServiceNotAvailableError(target), 'never').message).toMatch(
       /temporarily unavailable; retry in a few seconds/,
+    );
+    expect(messageOf(upstreamTimeout('The payment provider did not answer'), 'never').message).toBe(
+      'The payment provider did not answer',
     );
   });
 

@@ -6,6 +6,7 @@ import {
   placesOf,
   takePlace,
   type EndpointPlace,
+  type PlaceHolder,
   type PlaceStore,
 } from '../../../services/webhook/endpoint-places';
 
@@ -17,7 +18,7 @@ import {
  */
 class MapPlaces implements PlaceStore {
   readonly places = new Map<string, EndpointPlace>();
-  readonly endpoints = new Map<string, { deleted: boolean }>();
+  readonly endpoints = new Map<string, PlaceHolder>();
 
   async claimPlace(place: EndpointPlace) {
     await Promise.resolve(); // an insert is a round trip: others run in between
@@ -46,15 +47,18 @@ const before = (ms: number) => new Date(NOW.getTime() - ms);
 
 describe('placeLeftBehind', () => {
   it('frees the place of a deleted endpoint, never that of a live one', () => {
-    expect(placeLeftBehind({ at: before(1) }, { deleted: true }, NOW)).toBe(true);
-    expect(placeLeftBehind({ at: before(PLACE_PENDING_MS * 10) }, { deleted: false }, NOW)).toBe(
-      false,
-    );
+    expect(placeLeftBehind(2, { at: before(1) }, { deleted: true, place: 2 }, NOW)).toBe(true);
+    const old = { at: before(PLACE_PENDING_MS * 10) };
+    expect(placeLeftBehind(2, old, { deleted: false, place: 2 }, NOW)).toBe(false);
+  });
+
+  it('frees a place whose live endpoint holds another (an insert reported lost but written)', () => {
+    expect(placeLeftBehind(2, { at: before(1) }, { deleted: false, place: 3 }, NOW)).toBe(true);
   });
 
   it('waits PLACE_PENDING_MS for an endpoint not stored yet', () => {
-    expect(placeLeftBehind({ at: before(PLACE_PENDING_MS - 1) }, null, NOW)).toBe(false);
-    expect(placeLeftBehind({ at: before(PLACE_PENDING_MS) }, null, NOW)).toBe(true);
+    expect(placeLeftBehind(0, { at: before(PLACE_PENDING_MS - 1) }, null, NOW)).toBe(false);
+    expect(placeLeftBehind(0, { at: before(PLACE_PENDING_MS) }, null, NOW)).toBe(true);
   });
 });
 
@@ -65,6 +69,35 @@ describe('placesOf', () => {
       count: 8,
       held: new Set([0, 3]),
     });
+  });
+
+  it('after the cap was lowered, counts the places held above it against the cap', () => {
+    // Places 5, 6, 7 and 0 held under a cap of 10, now 5: two more would make 6.
+    expect(placesOf(5, [{ place: 5 }, { place: 6 }, { place: 7 }, { place: 0 }]).count).toBe(2);
+    expect(placesOf(5, [{ place: 5 }, { place: 6 }, { place: 7 }, { place: 8 }, {}]).count).toBe(0);
+  });
+
+  it('never lets listed endpoints and as many new ones as places pass the cap, and gives the most it can', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 12 }),
+        fc.uniqueArray(fc.integer({ min: 0, max: 15 }), { maxLength: 12 }),
+        fc.integer({ min: 0, max: 4 }),
+        (cap, placed, unplaced) => {
+          const endpoints = [...placed.map((place) => ({ place })), ...Array(unplaced).fill({})];
+          const { count, held } = placesOf(cap, endpoints);
+          const free = (n: number) => [...Array(n).keys()].filter((k) => !held.has(k)).length;
+          // Every place below `count` that no listed endpoint holds is taken at once.
+          expect(endpoints.length + free(count)).toBeLessThanOrEqual(
+            Math.max(cap, endpoints.length),
+          );
+          if (endpoints.length <= cap && count < cap - unplaced) {
+            // One place more would let them pass the cap.
+            expect(endpoints.length + free(count + 1)).toBeGreaterThan(cap);
+          }
+        },
+      ),
+    );
   });
 });
 
@@ -93,7 +126,7 @@ describe('takePlace', () => {
   it('takes a freed place again, and one left behind by a delete or a registration long gone', async () => {
     const store = new MapPlaces();
     for (let i = 0; i < 3; i++) {
-      store.endpoints.set(`w${i}`, { deleted: false });
+      store.endpoints.set(`w${i}`, { deleted: false, place: i });
       expect(await takePlace(store, 'o', free(3), `w${i}`, NOW)).toBe(i);
     }
     expect(await takePlace(store, 'o', free(3), 'late', NOW)).toBeUndefined();
@@ -101,7 +134,7 @@ describe('takePlace', () => {
     await store.releasePlace(placeId('o', 1), 'w1');
     expect(await takePlace(store, 'o', free(3), 'w3', NOW)).toBe(1);
 
-    store.endpoints.set('w2', { deleted: true }); // its delete stopped before giving the place back
+    store.endpoints.set('w2', { deleted: true, place: 2 }); // its delete stopped before giving the place back
     expect(await takePlace(store, 'o', free(3), 'w4', NOW)).toBe(2);
     expect(store.places.get(placeId('o', 2))?.webhookId).toBe('w4');
 
