@@ -3,6 +3,7 @@ import Joi from '../../libs/joi';
 import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../../moleculer.config';
 import { loadConfig } from '../../libs/config';
+import type { Retry } from '../../libs/contracts';
 import { badRequest } from '../../libs/errors';
 import { fromUrl } from '../../libs/schemas';
 import { action, toServiceSchema, type ServiceDefinition } from '../../libs/service';
@@ -18,6 +19,18 @@ import { ADMIN_TOKEN, dropDatabases, freePort, isolation } from '../support/stac
  * The gateway on a broker in this process (no transporter), with the real account service
  * and Redis, and a fixture service whose actions fail in each way a service can.
  */
+/** An action at `/fixture/slow` that answers after 3 s. */
+const slowly = (retry: Retry, method: 'GET' | 'POST') =>
+  action({
+    retry,
+    http: { group: 'api', method, path: '/fixture/slow', message: 'x', summary: 'x' },
+    params: Joi.object({}),
+    async handler() {
+      await new Promise((r) => setTimeout(r, 3_000));
+      return { late: true };
+    },
+  });
+
 const fixture: ServiceDefinition = {
   name: 'fixture',
   actions: {
@@ -29,24 +42,9 @@ const fixture: ServiceDefinition = {
         throw new Error('connection string mongodb://secret@db leaked');
       },
     }),
-    slow: action({
-      retry: 'never',
-      http: { group: 'api', method: 'GET', path: '/fixture/slow', message: 'x', summary: 'x' },
-      params: Joi.object({}),
-      async handler() {
-        await new Promise((r) => setTimeout(r, 3_000));
-        return { late: true };
-      },
-    }),
-    slowWrite: action({
-      retry: 'keyed',
-      http: { group: 'api', method: 'POST', path: '/fixture/slow', message: 'x', summary: 'x' },
-      params: Joi.object({}),
-      async handler() {
-        await new Promise((r) => setTimeout(r, 3_000));
-        return { late: true };
-      },
-    }),
+    // A read and a write that outlast REQUEST_TIMEOUT_MS: the write's 504 says how to retry.
+    slow: slowly('never', 'GET'),
+    slowWrite: slowly('keyed', 'POST'),
     caller: action({
       retry: 'safe',
       http: { group: 'api', method: 'GET', path: '/fixture/caller', message: 'x', summary: 'x' },
