@@ -14,7 +14,7 @@ import { asCourier, courierAt, offerOf } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
-import { startNode, type NodeProcess } from '../support/stack';
+import { openServiceDatabase, startNode, type NodeProcess } from '../support/stack';
 import {
   FAST_WEBHOOKS,
   signatureCount,
@@ -306,7 +306,19 @@ describe('webhook endpoints', () => {
     const listed = (await api(merchant, 'GET', '/api/webhooks')).body.data as { id: string }[];
     expect(listed).toHaveLength(10);
 
-    expect((await api(merchant, 'DELETE', `/api/webhooks/${listed[4].id}`)).status).toBe(204);
+    // Each endpoint holds one place; a delete gives its place back at once.
+    const db = await openServiceDatabase(stack.iso, 'webhook');
+    try {
+      const places = () =>
+        db
+          .collection<{ _id: string }>('webhook_endpoint_places')
+          .countDocuments({ _id: { $regex: `^${merchant.userId}:` } });
+      expect(await places()).toBe(10);
+      expect((await api(merchant, 'DELETE', `/api/webhooks/${listed[4].id}`)).status).toBe(204);
+      expect(await places()).toBe(9);
+    } finally {
+      await db.close();
+    }
     const second = await Promise.all(
       Array.from({ length: 5 }, (_, i) => register(`/at-once/again/${i}`)),
     );
