@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nairaToKobo } from '../libs/money';
-import { DESTINATION, ORIGIN, savePackage } from '../test/support/deliveries';
+import { DESTINATION, ORIGIN, savePackage, type Party } from '../test/support/deliveries';
 import { adminHeaders, createUserWithKey, request } from '../test/support/http';
 import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
@@ -65,10 +65,7 @@ const SWEEP = { staleMs: 30_000, intervalMs: 5_000 };
 
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 
-interface Merchant {
-  key: string;
-  userId: string;
-}
+type Merchant = Party;
 
 /** One delivery request (and its reference quote): a merchant and one of its packages. */
 interface Job {

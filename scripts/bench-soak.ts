@@ -8,11 +8,11 @@
  * taking a share of the same load: how far a floor moves in this run without a leak.
  */
 import { randomUUID } from 'node:crypto';
-import { nairaToKobo } from '../libs/money';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { nairaToKobo } from '../libs/money';
 import { QUOTE } from '../test/support/quote';
 import { credit, requestDelivery, savePackage } from '../test/support/deliveries';
 import { adminHeaders, createUserWithKey, request, type Reply } from '../test/support/http';

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { nairaToKobo } from '../../libs/money';
+import type { Party } from '../../test/support/deliveries';
 import { adminHeaders, request } from '../../test/support/http';
 import { checkWallet, unrefundedOrphans, type WalletEntry } from './request-ledger';
 
@@ -10,13 +11,8 @@ import { checkWallet, unrefundedOrphans, type WalletEntry } from './request-ledg
  * `GET /admin/ledger/verify` is clean. bench:request and bench:soak both end with it.
  */
 
-export interface Payer {
-  key: string;
-  userId: string;
-}
-
 /** deliveryId → who was charged for it and what its 201 said, in kobo. */
-export type CreatedDeliveries = ReadonlyMap<string, { merchant: Payer; amountKobo: number }>;
+export type CreatedDeliveries = ReadonlyMap<string, { merchant: Party; amountKobo: number }>;
 
 export interface LedgerReconciliation {
   mismatches: string[];
@@ -29,7 +25,7 @@ export interface LedgerReconciliation {
 }
 
 /** Every entry of a merchant's wallet, through the public API, page by page. */
-async function entriesOf(url: string, who: Payer): Promise<WalletEntry[]> {
+async function entriesOf(url: string, who: Party): Promise<WalletEntry[]> {
   const entries: WalletEntry[] = [];
   let before = '';
   for (;;) {
@@ -44,7 +40,7 @@ async function entriesOf(url: string, who: Payer): Promise<WalletEntry[]> {
   }
 }
 
-async function balanceKobo(url: string, who: Payer): Promise<number> {
+async function balanceKobo(url: string, who: Party): Promise<number> {
   const reply = await request(url, 'GET', '/api/wallet', { headers: { 'api-key': who.key } });
   if (reply.status !== 200) throw new Error(`wallet: ${reply.status} ${reply.text}`);
   return nairaToKobo(reply.body.data.balance);
@@ -56,7 +52,7 @@ async function balanceKobo(url: string, who: Payer): Promise<number> {
  */
 export async function reconcileWallets(
   url: string,
-  merchants: readonly Payer[],
+  merchants: readonly Party[],
   created: CreatedDeliveries,
   shed: number,
 ): Promise<LedgerReconciliation> {
@@ -116,7 +112,7 @@ export const sweepEnv = (timing: SweepTiming) => ({
  */
 export async function reconcileWhenSettled(
   url: string,
-  merchants: readonly Payer[],
+  merchants: readonly Party[],
   created: CreatedDeliveries,
   shed: number,
   timing: SweepTiming,
