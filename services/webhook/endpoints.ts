@@ -6,6 +6,7 @@ import { badRequest, conflict, notFound } from '../../libs/errors';
 import { checkTargetUrl, resolvedHostRefusal } from '../../libs/outbound-url';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
+import { createInPlace, givePlaceBack } from '../../libs/places';
 import { laneOf, ROTATION_OVERLAP_MS } from './dispatch-rules';
 import {
   createWebhookParams,
@@ -21,7 +22,6 @@ import {
   type WebhookIdParams,
 } from './schemas';
 import type { SecretBox } from './secret-box';
-import { placeId, placesOf, takePlace } from './endpoint-places';
 import { endpointOwner, secretId, type EndpointRecord, type WebhookStore } from './store';
 import { toWebhookDeliveryView, toWebhookView, toWebhookWithSecret } from './views';
 
@@ -138,43 +138,43 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         const existing = await store.endpointsOf(userId, appEnv);
         const cap = config.maxEndpoints;
         const deleteOne = 'delete one with DELETE /api/webhooks/:webhookId';
-        if (existing.length >= cap) {
-          throw badRequest(
-            `You already have ${existing.length} webhook endpoints (at most ${cap}); ${deleteOne}`,
-          );
-        }
-        const owner = endpointOwner(userId, appEnv);
-        const place = await takePlace(store, owner, placesOf(cap, existing), webhookId, at);
-        if (place === undefined) {
-          throw badRequest(
-            `You have ${existing.length} webhook endpoints and registrations under way hold the other places (at most ${cap}); retry in a few seconds, or ${deleteOne}`,
-          );
-        }
-        const endpoint: EndpointRecord = {
-          _id: webhookId,
-          userId,
-          environment: appEnv,
-          url,
-          events: ctx.params.events ?? null,
-          description: ctx.params.description || null,
-          secretVersion: 0,
-          status: 'ACTIVE',
-          failingSince: null,
-          disabledAt: null,
-          disabledReason: null,
-          deleted: false,
-          createdAt: at,
-          place,
-        };
-        try {
-          await store.insertEndpoint(endpoint);
-        } catch (err) {
-          // Unless the write landed after all: then the endpoint holds the place it names.
-          if (!(await store.endpoint(webhookId).catch(() => endpoint))) {
-            await store.releasePlace(placeId(owner, place), webhookId).catch(() => undefined);
-          }
-          throw err;
-        }
+        const endpoint = await createInPlace({
+          store: store.places,
+          owner: endpointOwner(userId, appEnv),
+          cap,
+          live: existing,
+          holder: webhookId,
+          now: at,
+          full: () =>
+            badRequest(
+              `You already have ${existing.length} webhook endpoints (at most ${cap}); ${deleteOne}`,
+            ),
+          busy: () =>
+            badRequest(
+              `You have ${existing.length} webhook endpoints and registrations under way hold the other places (at most ${cap}); retry in a few seconds, or ${deleteOne}`,
+            ),
+          insert: async (place) => {
+            const record: EndpointRecord = {
+              _id: webhookId,
+              userId,
+              environment: appEnv,
+              url,
+              events: ctx.params.events ?? null,
+              description: ctx.params.description || null,
+              secretVersion: 0,
+              status: 'ACTIVE',
+              failingSince: null,
+              disabledAt: null,
+              disabledReason: null,
+              deleted: false,
+              createdAt: at,
+              place,
+            };
+            await store.insertEndpoint(record);
+            return record;
+          },
+          stored: async () => (await store.endpoint(webhookId)) !== null,
+        });
         const { secret, endpoint: stored } = await nextSecret(endpoint, at);
         return toWebhookWithSecret(stored, secret, null);
       },
@@ -213,11 +213,8 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       async handler(ctx: WaybillContext<WebhookIdParams>) {
         const endpoint = await ownEndpoint(ctx);
         await store.updateEndpoint(endpoint._id, { deleted: true });
-        // Left held if this stops here: the next registration to find every place held frees it.
-        if (endpoint.place !== undefined) {
-          const owner = endpointOwner(endpoint.userId, endpoint.environment);
-          await store.releasePlace(placeId(owner, endpoint.place), endpoint._id);
-        }
+        const owner = endpointOwner(endpoint.userId, endpoint.environment);
+        await givePlaceBack(store.places, owner, { id: endpoint._id, place: endpoint.place });
         return null;
       },
     }),

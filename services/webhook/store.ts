@@ -9,7 +9,7 @@ import {
 import { insertOnce, isDuplicateKey, raiseById } from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
-import type { EndpointPlace, PlaceStore } from './endpoint-places';
+import { definePlaceModel, StoredPlaces } from '../../libs/places';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -49,8 +49,6 @@ const queueSchema = new Schema(
  * it. A courier's position below it is stale and not sent (decision 77).
  */
 const laneSchema = new Schema({ _id: String, sequence: Number }, plain);
-/** `_id` = `<owner>:<k>`: the endpoint that holds its owner's k-th place (endpoint-places). */
-const placeSchema = new Schema({ _id: String, webhookId: String, at: Date }, plain);
 /** `_id` = `<messageId>:<n>`: whoever inserts it makes the n-th attempt. */
 const attemptSchema = new Schema({ _id: String, messageId: String }, plain);
 /**
@@ -64,7 +62,8 @@ const noticeAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 export function defineWebhookModels(connection: Connection) {
   return {
     Endpoint: connection.model('WebhookEndpoint', endpointSchema, 'webhook_endpoints'),
-    Place: connection.model('WebhookEndpointPlace', placeSchema, 'webhook_endpoint_places'),
+    /** `_id` = `<owner>:<k>`: the endpoint that holds its owner's k-th place (libs/places). */
+    Place: definePlaceModel(connection, 'WebhookEndpointPlace', 'webhook_endpoint_places'),
     Secret: connection.model('WebhookSecret', secretSchema, 'webhook_secrets'),
     Event: connection.model('WebhookEvent', eventSchema, 'webhook_events'),
     Message: connection.model('WebhookMessage', messageSchema, 'webhook_messages'),
@@ -110,7 +109,7 @@ export interface EndpointRecord {
   disabledReason: string | null;
   deleted: boolean;
   createdAt: Date;
-  /** Which of its owner's places it holds (endpoint-places); none if registered before places. */
+  /** Which of its owner's places it holds (libs/places); none if registered before places. */
   place?: number;
 }
 
@@ -213,7 +212,9 @@ const newestCreatedFirst = (a: EndpointRecord, b: EndpointRecord) =>
 const olderFirst = (a: MessageRecord, b: MessageRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : 1);
 
-export class WebhookStore implements PlaceStore {
+export class WebhookStore {
+  /** Each owner's endpoint places (libs/places): WEBHOOK_MAX_ENDPOINTS held exactly. */
+  readonly places: StoredPlaces;
   /** The notices to endpoint owners, read and written as every outbox is (libs/messaging). */
   readonly notices: OutboxRecords<NoticeRecord>;
   /**
@@ -233,6 +234,13 @@ export class WebhookStore implements PlaceStore {
   constructor(private readonly models: () => WebhookModels) {
     this.messagesByEndpoint = OwnerList.named(models, 'EndpointMessage');
     this.endpointsByOwner = OwnerList.named(models, 'OwnerEndpoint');
+    this.places = new StoredPlaces(
+      () => this.m.Place,
+      async (webhookId) => {
+        const endpoint = await this.endpoint(webhookId);
+        return endpoint && { gone: endpoint.deleted, place: endpoint.place };
+      },
+    );
     this.notices = new OutboxRecords(() => ({
       messages: this.m.Notice,
       places: this.m.NoticePlace,
@@ -292,24 +300,6 @@ export class WebhookStore implements PlaceStore {
         }),
       ),
     );
-  }
-
-  claimPlace(place: EndpointPlace): Promise<boolean> {
-    return insertOnce(() => this.m.Place.create(place));
-  }
-
-  async place(id: string): Promise<EndpointPlace | null> {
-    return (await this.m.Place.findById(id).lean()) as EndpointPlace | null;
-  }
-
-  /**
-   * Deletes the place while `webhookId` holds it. Should FerretDB read the filter and delete by
-   * `_id` apart (as its conditional updates are applied, decision 16), two that free one place
-   * at the same instant (a delete giving it back while a registration takes it for left behind,
-   * or two such registrations) could delete the other's new claim, and the cap be passed by one.
-   */
-  async releasePlace(id: string, webhookId: string): Promise<void> {
-    await this.m.Place.deleteOne({ _id: id, webhookId });
   }
 
   async updateEndpoint(webhookId: string, changes: Partial<EndpointRecord>): Promise<void> {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
 import type { PublishedEvent } from '../../libs/contracts/webhook';
-import { placeId, takePlace } from '../../services/webhook/endpoint-places';
 import { fanOut } from '../../services/webhook/fan-out';
 import {
   defineWebhookModels,
@@ -160,32 +159,6 @@ describe("an owner's endpoints", () => {
     const expected = [...more].reverse().concat(kept);
     expect(ids(await store.endpointsOf(userId, ENV))).toEqual(ids(expected));
     expect(ids(await store.endpointsOf(userId, ENV))).toEqual(ids(expected));
-  });
-});
-
-describe("an owner's endpoint places", () => {
-  it('go one to each of registrations at once, never more than there are', async () => {
-    const owner = `${randomUUID()}:${ENV}`;
-    const taken = await Promise.all(
-      Array.from({ length: 24 }, (_, i) =>
-        takePlace(store, owner, { count: 10, held: new Set() }, `w${i}`, new Date()),
-      ),
-    );
-    const held = taken.filter((k): k is number => k !== undefined).sort((a, b) => a - b);
-    expect(held).toEqual([...Array(10).keys()]);
-    const stored = await Promise.all(held.map((k) => store.place(placeId(owner, k))));
-    expect(new Set(stored.map((p) => p?.webhookId)).size).toBe(10);
-  });
-
-  it('are given back only by the endpoint that holds them', async () => {
-    const owner = `${randomUUID()}:${ENV}`;
-    expect(await takePlace(store, owner, { count: 1, held: new Set() }, 'holder', new Date())).toBe(
-      0,
-    );
-    await store.releasePlace(placeId(owner, 0), 'someone-else');
-    expect((await store.place(placeId(owner, 0)))?.webhookId).toBe('holder');
-    await store.releasePlace(placeId(owner, 0), 'holder');
-    expect(await store.place(placeId(owner, 0))).toBeNull();
   });
 });
 
