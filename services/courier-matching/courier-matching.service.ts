@@ -54,7 +54,10 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
   // The database is named for what it holds (waybill_matching), not for the service.
   const db = new ServiceDatabase(config, 'matching', defineMatchingModels);
   const store = new CourierStore(() => db.models);
-  const tokens = new CourierTokenStore(() => db.models.CourierToken);
+  const tokens = new CourierTokenStore(
+    () => db.models.CourierToken,
+    () => db.models.CourierTokenPlace,
+  );
   let logger: Logger | undefined;
   let broker: ServiceBroker;
   const log = () => logger as Logger;

@@ -10,6 +10,7 @@ import {
   hashCourierToken,
 } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
+import { createInPlace, givePlaceBack } from '../../libs/places';
 import { action, implement, type ServiceActions } from '../../libs/service';
 import {
   COURIER_TOKENS_MAX,
@@ -75,14 +76,28 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
       async handler(ctx) {
         const { courierId } = ctx.params;
         await findCourier(courierId);
-        const count = await tokens.countFor(courierId);
-        if (count >= COURIER_TOKENS_MAX) {
-          throw conflict(
-            `Courier ${courierId} already has ${count} tokens (at most ${COURIER_TOKENS_MAX}); revoke one with DELETE /admin/courier-tokens/:tokenId first`,
-          );
-        }
+        const live = await tokens.listFor(courierId);
         const { token, hash } = generateCourierToken();
-        const record = await tokens.create({ hash, tokenId: randomUUID(), courierId });
+        const tokenId = randomUUID();
+        const revokeOne = 'revoke one with DELETE /admin/courier-tokens/:tokenId first';
+        const record = await createInPlace({
+          store: tokens.places,
+          owner: courierId,
+          cap: COURIER_TOKENS_MAX,
+          live,
+          holder: tokenId,
+          now: now(),
+          full: () =>
+            conflict(
+              `Courier ${courierId} already has ${live.length} tokens (at most ${COURIER_TOKENS_MAX}); ${revokeOne}`,
+            ),
+          busy: () =>
+            conflict(
+              `Courier ${courierId} has ${live.length} tokens and creations under way hold the other places (at most ${COURIER_TOKENS_MAX}); retry in a few seconds, or ${revokeOne}`,
+            ),
+          insert: (place) => tokens.create({ hash, tokenId, courierId, place }),
+          stored: async () => (await tokens.findByTokenId(tokenId)) !== null,
+        });
         return toCreatedCourierToken(record, token);
       },
     }),
@@ -102,7 +117,7 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
       async handler(ctx) {
         const { courierId } = ctx.params;
         await findCourier(courierId);
-        return (await tokens.listFor(courierId, COURIER_TOKENS_MAX)).map(toCourierTokenView);
+        return (await tokens.listFor(courierId)).map(toCourierTokenView);
       },
     }),
 
@@ -130,6 +145,7 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
           );
         }
         await tokens.remove(token._id);
+        await givePlaceBack(tokens.places, token.courierId, { id: tokenId, place: token.place });
         await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, {
           courierId: token.courierId,
           hashes: [token._id],

@@ -7,7 +7,7 @@ import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owne
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
 import { MERCHANT_COURIERS_MAX } from './schemas';
-import { defineTokenModel } from './token-store';
+import { defineTokenModels } from './token-store';
 
 const fleetSchema = new Schema(
   {
@@ -110,7 +110,7 @@ export function defineMatchingModels(connection: Connection) {
     ),
     // Each merchant's additions to its list, in order, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'merchant_courier_list', 'MerchantList'),
-    CourierToken: defineTokenModel(connection),
+    ...defineTokenModels(connection),
     ...defineSearchModels(connection),
   };
 }

@@ -1,4 +1,5 @@
 import { Schema, type Connection } from 'mongoose';
+import { definePlaceModel, StoredPlaces, type PlaceModel } from '../../libs/places';
 
 /**
  * A courier token, `_id` the SHA-256 (hex) of the token: the gateway's lookup, on every cache
@@ -11,6 +12,7 @@ const courierTokenSchema = new Schema(
     tokenId: { type: String, required: true, unique: true },
     courierId: { type: String, required: true },
     lastUsedAt: { type: Date, default: null },
+    place: { type: Number },
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
@@ -23,19 +25,37 @@ export interface CourierTokenRecord {
   courierId: string;
   lastUsedAt: Date | null;
   createdAt: Date;
+  /** Which of its courier's places it holds (libs/places); none if created before places. */
+  place?: number;
 }
 
-export function defineTokenModel(connection: Connection) {
-  return connection.model('CourierToken', courierTokenSchema, 'courier_tokens');
+export function defineTokenModels(connection: Connection) {
+  return {
+    CourierToken: connection.model('CourierToken', courierTokenSchema, 'courier_tokens'),
+    /** `_id` = `<courierId>:<k>`: the token (by `tokenId`) that holds the k-th place. */
+    CourierTokenPlace: definePlaceModel(connection, 'CourierTokenPlace', 'courier_token_places'),
+  };
 }
 
-type TokenModel = ReturnType<typeof defineTokenModel>;
+type TokenModel = ReturnType<typeof defineTokenModels>['CourierToken'];
 
 /** Courier tokens' persistence: every query the token actions make. */
 export class CourierTokenStore {
-  constructor(private readonly model: () => TokenModel) {}
+  /** Each courier's token places: COURIER_TOKENS_MAX held exactly. */
+  readonly places: StoredPlaces;
 
-  async create(fields: { hash: string; tokenId: string; courierId: string }) {
+  constructor(
+    private readonly model: () => TokenModel,
+    placeModel: () => PlaceModel,
+  ) {
+    this.places = new StoredPlaces(placeModel, async (tokenId) => {
+      const token = await this.findByTokenId(tokenId);
+      // A revoked token is removed: its place reads as never stored (free after a while).
+      return token && { gone: false, place: token.place };
+    });
+  }
+
+  async create(fields: { hash: string; tokenId: string; courierId: string; place: number }) {
     const { hash, ...rest } = fields;
     const record = await this.model().create({ _id: hash, ...rest });
     return record.toObject() as CourierTokenRecord;
@@ -45,17 +65,21 @@ export class CourierTokenStore {
     return this.model().findById(hash).lean<CourierTokenRecord>();
   }
 
-  /** Revocations only, rare: FerretDB scans for a filter other than `_id`. */
+  /**
+   * Revocations and places left behind only, rare: FerretDB scans for a filter other than `_id`.
+   */
   findByTokenId(tokenId: string): Promise<CourierTokenRecord | null> {
     return this.model().findOne({ tokenId }).lean<CourierTokenRecord>();
   }
 
-  /** A courier's tokens, newest first. */
-  listFor(courierId: string, limit: number): Promise<CourierTokenRecord[]> {
+  /**
+   * A courier's tokens, newest first: every one, so that none that works is hidden from the
+   * operators (they are COURIER_TOKENS_MAX at most, and those created before places).
+   */
+  listFor(courierId: string): Promise<CourierTokenRecord[]> {
     return this.model()
       .find({ courierId })
       .sort({ createdAt: -1, _id: -1 })
-      .limit(limit)
       .lean<CourierTokenRecord[]>();
   }
 
@@ -63,10 +87,6 @@ export class CourierTokenStore {
   async hashesOf(courierId: string): Promise<string[]> {
     const tokens = await this.model().find({ courierId }, { _id: 1 }).lean<{ _id: string }[]>();
     return tokens.map((t) => t._id);
-  }
-
-  countFor(courierId: string): Promise<number> {
-    return this.model().countDocuments({ courierId });
   }
 
   /** False when the token was gone already. */

@@ -130,6 +130,7 @@ describe('courier tokens', () => {
         courierId: courier.id,
         lastUsedAt: null,
         createdAt: expect.any(Date),
+        place: 0,
       },
     ]);
     expect(JSON.stringify(stored)).not.toContain(created.token.slice(4));
@@ -169,6 +170,38 @@ describe('courier tokens', () => {
       409,
       `Courier ${courier.id} already has ${COURIER_TOKENS_MAX} tokens (at most ${COURIER_TOKENS_MAX}); revoke one with DELETE /admin/courier-tokens/:tokenId first`,
     );
+  });
+
+  it(`are held to ${COURIER_TOKENS_MAX} exactly when created at once, each listed, and a revocation frees one place`, async () => {
+    const courier = await createCourier();
+    const create = () => admin('POST', `/admin/couriers/${courier.id}/tokens`);
+    const statuses = (replies: { status: number }[]) => replies.map((r) => r.status).sort();
+    const first = await Promise.all(Array.from({ length: 16 }, create));
+    expect(statuses(first)).toEqual([
+      ...Array(COURIER_TOKENS_MAX).fill(201),
+      ...Array(16 - COURIER_TOKENS_MAX).fill(409),
+    ]);
+    for (const refused of first.filter((r) => r.status === 409)) {
+      expect(refused.body.message).toMatch(
+        new RegExp(
+          `^Courier ${courier.id} (already )?has \\d+ tokens (and creations under way hold the other places )?\\(at most ${COURIER_TOKENS_MAX}\\)`,
+        ),
+      );
+    }
+    // Every token that works is listed: none beyond the cap for operators not to see.
+    const created = first.filter((r) => r.status === 201).map((r) => r.body.data.id as string);
+    const listed = await admin('GET', `/admin/couriers/${courier.id}/tokens`);
+    expect(listed.body.data.map((t: { id: string }) => t.id).sort()).toEqual(created.sort());
+
+    const places = () =>
+      db
+        .collection('courier_token_places')
+        .countDocuments({ _id: { $regex: `^${courier.id}:` } } as object);
+    expect(await places()).toBe(COURIER_TOKENS_MAX);
+    expect((await admin('DELETE', `/admin/courier-tokens/${created[3]}`)).status).toBe(204);
+    expect(await places()).toBe(COURIER_TOKENS_MAX - 1);
+    const second = await Promise.all(Array.from({ length: 5 }, create));
+    expect(statuses(second)).toEqual([201, 409, 409, 409, 409]);
   });
 
   it('stop working at once when revoked (204), and a second revocation is 404', async () => {
