@@ -1,4 +1,4 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { Schema, type Connection } from 'mongoose';
 import { insertOnce } from './mongo';
 
 /**
@@ -175,17 +175,14 @@ export async function givePlaceBack(
   if (record.place !== undefined) await store.releasePlace(placeId(owner, record.place), record.id);
 }
 
-const placeSchema = new Schema<Place>(
-  { _id: String, holder: String, at: Date },
-  { versionKey: false },
-);
+const placeSchema = new Schema({ _id: String, holder: String, at: Date }, { versionKey: false });
 
 /** The places of one kind of record, in `collection`. */
 export function definePlaceModel(connection: Connection, name: string, collection: string) {
-  return connection.model<Place>(name, placeSchema, collection);
+  return connection.model(name, placeSchema, collection);
 }
 
-export type PlaceModel = Model<Place>;
+export type PlaceModel = ReturnType<typeof definePlaceModel>;
 
 /** Places kept in a collection, their holders read by `holderOf`. */
 export class StoredPlaces implements PlaceStore {
@@ -198,8 +195,8 @@ export class StoredPlaces implements PlaceStore {
     return insertOnce(() => this.model().create(place));
   }
 
-  place(id: string): Promise<Place | null> {
-    return this.model().findById(id).lean<Place>().exec();
+  async place(id: string): Promise<Place | null> {
+    return (await this.model().findById(id).lean()) as Place | null;
   }
 
   async releasePlace(id: string, holder: string): Promise<void> {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Joi from '../../libs/joi';
 import { Backfills } from '../../libs/backfills';
 import type { Config } from '../../libs/config';
@@ -12,6 +13,7 @@ import {
   type UserView,
 } from '../../libs/contracts/account';
 import { conflict, notFound, unauthorized } from '../../libs/errors';
+import { createInPlace, givePlaceBack } from '../../libs/places';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import {
   action,
@@ -151,14 +153,29 @@ export function createAccountService(config: Config): ServiceDefinition {
         ) {
           const { userId, environment, serverOnly, quota } = ctx.params;
           await findUser(userId);
-          const active = await store.countActiveKeys(userId);
-          if (active >= MAX_ACTIVE_KEYS_PER_USER) {
-            throw conflict(
-              `User ${userId} already has ${active} active API keys (at most ${MAX_ACTIVE_KEYS_PER_USER}); revoke one with DELETE /admin/api-keys/:keyId first`,
-            );
-          }
+          const active = await store.activeKeyPlaces(userId);
           const { plaintext, hash } = generateApiKey(config.apiKeyPrefix, environment);
-          const key = await store.createKey({ userId, hash, environment, serverOnly, quota });
+          const keyId = randomUUID();
+          const revokeOne = 'revoke one with DELETE /admin/api-keys/:keyId first';
+          const key = await createInPlace({
+            store: store.keyPlaces,
+            owner: userId,
+            cap: MAX_ACTIVE_KEYS_PER_USER,
+            live: active,
+            holder: keyId,
+            now: new Date(),
+            full: () =>
+              conflict(
+                `User ${userId} already has ${active.length} active API keys (at most ${MAX_ACTIVE_KEYS_PER_USER}); ${revokeOne}`,
+              ),
+            busy: () =>
+              conflict(
+                `User ${userId} has ${active.length} active API keys and creations under way hold the other places (at most ${MAX_ACTIVE_KEYS_PER_USER}); retry in a few seconds, or ${revokeOne}`,
+              ),
+            insert: (place) =>
+              store.createKey({ _id: keyId, userId, hash, environment, serverOnly, quota, place }),
+            stored: async () => (await store.findKey(keyId)) !== null,
+          });
           return toCreatedApiKey(key, plaintext);
         },
       }),
@@ -197,6 +214,11 @@ export function createAccountService(config: Config): ServiceDefinition {
           const key = await store.findKey(keyId);
           if (!key) throw notFound(`API key ${keyId} not found`);
           if (!key.revokedAt) await store.revokeKey(keyId);
+          // Again on a repeat: a revocation that stopped before it leaves the place held.
+          await givePlaceBack(store.keyPlaces, key.userId, {
+            id: keyId,
+            place: key.place ?? undefined,
+          });
           await broadcast(ctx, API_KEY_REVOKED_EVENT, { keyId, hash: key.hash });
           return null;
         },

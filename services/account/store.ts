@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { insertOnce, updateByIdWhere } from '../../libs/mongo';
+import { definePlaceModel, StoredPlaces } from '../../libs/places';
 import {
   markedRecorded,
   passRecordsIn,
@@ -39,6 +40,8 @@ const apiKeySchema = new Schema(
     quota: { type: quotaSchema, default: null },
     lastUsedAt: { type: Date, default: null },
     revokedAt: { type: Date, default: null },
+    /** Which of its user's places it holds (libs/places); none if created before places. */
+    place: { type: Number },
     /** Set when stored by a writer that entered its hash first: backfill passes skip it (libs/backfills). */
     recordedFirst: Boolean,
   },
@@ -70,6 +73,8 @@ export function defineAccountModels(connection: Connection) {
     User: connection.model('User', userSchema, 'users'),
     ApiKey: connection.model('ApiKey', apiKeySchema, 'api_keys'),
     KeyHash: connection.model('ApiKeyHash', keyHashSchema, 'api_key_hashes'),
+    /** `_id` = `<userId>:<k>`: the active key that holds the user's k-th place. */
+    KeyPlace: definePlaceModel(connection, 'ApiKeyPlace', 'api_key_places'),
   };
 }
 
@@ -77,7 +82,18 @@ export type AccountModels = ReturnType<typeof defineAccountModels>;
 
 /** The account service's persistence: every query its actions make. */
 export class AccountStore {
-  constructor(private readonly models: () => AccountModels) {}
+  /** Each user's API key places: MAX_ACTIVE_KEYS_PER_USER held exactly. */
+  readonly keyPlaces: StoredPlaces;
+
+  constructor(private readonly models: () => AccountModels) {
+    this.keyPlaces = new StoredPlaces(
+      () => this.models().KeyPlace,
+      async (keyId) => {
+        const key = await this.findKey(keyId);
+        return key && { gone: key.revokedAt !== null, place: key.place ?? undefined };
+      },
+    );
+  }
 
   findUser(userId: string) {
     return this.models().User.findById(userId).lean();
@@ -96,17 +112,22 @@ export class AccountStore {
       .lean();
   }
 
-  countActiveKeys(userId: string) {
-    return this.models().ApiKey.countDocuments({ userId, revokedAt: null });
+  /** The places of a user's active keys (a scan: an operator's call, not a hot path). */
+  async activeKeyPlaces(userId: string): Promise<{ place?: number }[]> {
+    const keys = await this.models().ApiKey.find({ userId, revokedAt: null }, { place: 1 }).lean();
+    return keys.map((key) => ({ place: key.place ?? undefined }));
   }
 
   async createKey(
-    fields: Pick<ApiKeyRecord, 'userId' | 'hash' | 'environment' | 'serverOnly' | 'quota'>,
+    fields: Pick<ApiKeyRecord, 'userId' | 'hash' | 'environment' | 'serverOnly' | 'quota'> & {
+      _id: string;
+      place: number;
+    },
   ) {
-    const _id = randomUUID();
+    const { _id } = fields;
     // The hash's entry first: a stored key can always be found by its hash.
     await this.models().KeyHash.create({ _id: fields.hash, keyId: _id });
-    return (await this.models().ApiKey.create(markedRecorded({ ...fields, _id }))).toObject();
+    return (await this.models().ApiKey.create(markedRecorded(fields))).toObject();
   }
 
   /** Enters the hashes of keys stored without them (a scan, libs/backfills). */

@@ -25,6 +25,8 @@ afterAll(async () => {
 
 it('finds a key made now, and one stored before the hash entries once they are entered', async () => {
   const made = await store.createKey({
+    _id: randomUUID(),
+    place: 0,
     userId: randomUUID(),
     hash: randomUUID(),
     environment: 'staging',

@@ -254,30 +254,48 @@ describe('API keys', () => {
     );
   });
 
-  it('caps active keys per user, and pages the list of keys', async () => {
+  it('caps active keys per user exactly, however many are created at once, and pages the list of keys', async () => {
     const userId = await createUser();
     const create = () =>
       request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
         headers: adminHeaders,
         json: {},
       });
+    const statuses = (replies: { status: number }[]) => replies.map((r) => r.status).sort();
     const ids: string[] = [];
-    for (let batch = 0; batch < MAX_ACTIVE_KEYS_PER_USER / 10; batch++) {
+    for (let batch = 0; batch < MAX_ACTIVE_KEYS_PER_USER / 10 - 1; batch++) {
       for (const reply of await Promise.all(Array.from({ length: 10 }, create))) {
         expect(reply.status).toBe(201);
         ids.push(reply.body.data.id);
       }
     }
+    // The last ten places, 16 creations at once: each key takes a place by insert.
+    const last = await Promise.all(Array.from({ length: 16 }, create));
+    expect(statuses(last)).toEqual([...Array(10).fill(201), ...Array(6).fill(409)]);
+    ids.push(...last.filter((r) => r.status === 201).map((r) => r.body.data.id as string));
     expectErrorEnvelope(
       await create(),
       409,
       `User ${userId} already has ${MAX_ACTIVE_KEYS_PER_USER} active API keys (at most ${MAX_ACTIVE_KEYS_PER_USER}); revoke one with DELETE /admin/api-keys/:keyId first`,
     );
-    const revoked = await request(node.url, 'DELETE', `/admin/api-keys/${ids[0]}`, {
-      headers: adminHeaders,
-    });
-    expect(revoked.status).toBe(204);
-    expect((await create()).status).toBe(201);
+    const conn = await openServiceDatabase(iso, 'account');
+    const places = () =>
+      conn
+        .collection('api_key_places')
+        .countDocuments({ _id: { $regex: `^${userId}:` } } as object);
+    try {
+      expect(await places()).toBe(MAX_ACTIVE_KEYS_PER_USER);
+      const revoked = await request(node.url, 'DELETE', `/admin/api-keys/${ids[0]}`, {
+        headers: adminHeaders,
+      });
+      expect(revoked.status).toBe(204);
+      expect(await places()).toBe(MAX_ACTIVE_KEYS_PER_USER - 1);
+    } finally {
+      await conn.close();
+    }
+    expect(statuses(await Promise.all(Array.from({ length: 5 }, create)))).toEqual([
+      201, 409, 409, 409, 409,
+    ]);
 
     const page = async (query: string) =>
       (

@@ -205,6 +205,8 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     }
     keyHash = randomUUID().replace(/-/g, '');
     await account.createKey({
+      _id: randomUUID(),
+      place: 0,
       userId,
       hash: keyHash,
       environment: 'staging',
