@@ -10,6 +10,7 @@ import {
 } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
 import { isDuplicateKey } from '../../libs/mongo';
+import { createInPlace, givePlaceBack } from '../../libs/places';
 import { userIdParams } from '../../libs/schemas';
 import {
   action,
@@ -27,7 +28,7 @@ import {
   type ListCouriersParams,
 } from './schemas';
 import type { CourierLocations } from './locations';
-import type { CourierRecord, CourierSet, CourierStore } from './store';
+import { merchantCourierId, type CourierRecord, type CourierSet, type CourierStore } from './store';
 import type { CourierTokenStore } from './token-store';
 import { toCourierView } from './views';
 
@@ -242,13 +243,32 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         await call(ctx, 'account.getUser', { userId });
         await findCourier(courierId);
         if (await store.isOnList(userId, courierId)) return null;
-        const count = await store.countList(userId);
-        if (count >= MERCHANT_COURIERS_MAX) {
-          throw conflict(
-            `User ${userId} already has ${count} couriers on its list (at most ${MERCHANT_COURIERS_MAX}); remove one with DELETE /admin/users/${userId}/couriers/:courierId first`,
-          );
-        }
-        await store.addToList(userId, courierId);
+        const listed = await store.placesOnList(userId);
+        const linkId = merchantCourierId(userId, courierId);
+        const removeOne = `remove one with DELETE /admin/users/${userId}/couriers/:courierId first`;
+        await createInPlace({
+          store: store.listPlaces,
+          owner: userId,
+          cap: MERCHANT_COURIERS_MAX,
+          live: listed,
+          holder: linkId,
+          now: new Date(),
+          full: () =>
+            conflict(
+              `User ${userId} already has ${listed.length} couriers on its list (at most ${MERCHANT_COURIERS_MAX}); ${removeOne}`,
+            ),
+          busy: () =>
+            conflict(
+              `User ${userId} has ${listed.length} couriers on its list and additions under way hold the other places (at most ${MERCHANT_COURIERS_MAX}); retry in a few seconds, or ${removeOne}`,
+            ),
+          insert: async (place) => {
+            // Put there by an addition of the same courier at the same instant, in its own place.
+            if (!(await store.addToList(userId, courierId, place))) {
+              await givePlaceBack(store.listPlaces, userId, { id: linkId, place });
+            }
+          },
+          stored: () => store.isOnList(userId, courierId),
+        });
         return null;
       },
     }),
@@ -268,11 +288,14 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
       params: merchantCourierParams,
       async handler(ctx) {
         const { userId, courierId } = ctx.params;
-        if (!(await store.removeFromList(userId, courierId))) {
+        const removed = await store.removeFromList(userId, courierId);
+        if (!removed) {
           throw notFound(
             `Courier ${courierId} is not on the list of user ${userId}; GET /admin/users/${userId}/couriers lists it`,
           );
         }
+        const linkId = merchantCourierId(userId, courierId);
+        await givePlaceBack(store.listPlaces, userId, { id: linkId, place: removed.place });
         return null;
       },
     }),

@@ -4,6 +4,7 @@ import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
+import { definePlaceModel, StoredPlaces } from '../../libs/places';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
 import { MERCHANT_COURIERS_MAX } from './schemas';
@@ -66,6 +67,8 @@ const merchantCourierSchema = new Schema(
     _id: { type: String, required: true },
     userId: { type: String, required: true },
     courierId: { type: String, required: true },
+    /** Which of the merchant's places it holds (libs/places); none if added before places. */
+    place: { type: Number },
     /** Set when stored by a writer that listed it first: backfill passes skip it (libs/backfills). */
     recordedFirst: Boolean,
   },
@@ -97,6 +100,7 @@ interface MerchantCourierRecord {
   userId: string;
   courierId: string;
   createdAt: Date;
+  place?: number;
 }
 
 export function defineMatchingModels(connection: Connection) {
@@ -110,6 +114,12 @@ export function defineMatchingModels(connection: Connection) {
     ),
     // Each merchant's additions to its list, in order, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'merchant_courier_list', 'MerchantList'),
+    /** `_id` = `<userId>:<k>`: the link (`<userId>:<courierId>`) that holds the k-th place. */
+    MerchantCourierPlace: definePlaceModel(
+      connection,
+      'MerchantCourierPlace',
+      'merchant_courier_places',
+    ),
     ...defineTokenModels(connection),
     ...defineSearchModels(connection),
   };
@@ -140,7 +150,8 @@ export type RegNoTaking =
 /** Rounds of taking a number: a stale claim released, then taken by another, is lost once. */
 const TAKE_ATTEMPTS = 3;
 
-const entryId = (userId: string, courierId: string) => `${userId}:${courierId}`;
+/** A merchant's link to a courier: its `_id`, and what holds its place on the list. */
+export const merchantCourierId = (userId: string, courierId: string) => `${userId}:${courierId}`;
 
 const oldestAddedFirst = (a: MerchantCourierRecord, b: MerchantCourierRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
@@ -153,8 +164,21 @@ export class CourierStore {
    */
   private readonly additions: OwnerList;
 
+  /** Each merchant's list places: MERCHANT_COURIERS_MAX held exactly. */
+  readonly listPlaces: StoredPlaces;
+
   constructor(private readonly models: () => MatchingModels) {
     this.additions = OwnerList.named(models, 'MerchantList');
+    this.listPlaces = new StoredPlaces(
+      () => this.models().MerchantCourierPlace,
+      async (linkId) => {
+        const link = await this.models()
+          .MerchantCourier.findById(linkId)
+          .lean<MerchantCourierRecord>();
+        // A removed link is deleted: its place reads as never stored (free after a while).
+        return link && { gone: false, place: link.place ?? undefined };
+      },
+    );
   }
 
   find(courierId: string): Promise<CourierRecord | null> {
@@ -255,39 +279,48 @@ export class CourierStore {
     await this.models().RegNo.deleteOne({ _id: regNo, courierId });
   }
 
-  /** True when this call put the courier on the list, false when it was on it. */
-  async addToList(userId: string, courierId: string): Promise<boolean> {
+  /** True when this call put the courier on the list, in `place`; false when it was on it. */
+  async addToList(userId: string, courierId: string, place: number): Promise<boolean> {
     if (await this.isOnList(userId, courierId)) return false;
     // The addition first, so that a stored link is always read; then the link.
     // A tag of its own: each addition is a fresh entry, which waits for its link.
     await this.additions.add(userId, courierId, new Date(), randomUUID());
     return insertOnce(() =>
       this.models().MerchantCourier.create(
-        markedRecorded({ _id: entryId(userId, courierId), userId, courierId }),
+        markedRecorded({ _id: merchantCourierId(userId, courierId), userId, courierId, place }),
       ),
     );
   }
 
   async isOnList(userId: string, courierId: string): Promise<boolean> {
-    const entry = await this.models().MerchantCourier.findById(entryId(userId, courierId)).lean();
+    const entry = await this.models()
+      .MerchantCourier.findById(merchantCourierId(userId, courierId))
+      .lean();
     return entry !== null;
   }
 
-  /** False when the courier was not on the list. */
-  async removeFromList(userId: string, courierId: string): Promise<boolean> {
-    const { deletedCount } = await this.models().MerchantCourier.deleteOne({
-      _id: entryId(userId, courierId),
-    });
-    return deletedCount > 0;
+  /** The place the removed link held; false when the courier was not on the list. */
+  async removeFromList(
+    userId: string,
+    courierId: string,
+  ): Promise<{ place: number | undefined } | false> {
+    const { MerchantCourier } = this.models();
+    const _id = merchantCourierId(userId, courierId);
+    const link = await MerchantCourier.findById(_id).lean<MerchantCourierRecord>();
+    if (!link) return false;
+    const { deletedCount } = await MerchantCourier.deleteOne({ _id });
+    return deletedCount > 0 && { place: link.place ?? undefined };
   }
 
-  async countList(userId: string): Promise<number> {
-    return (await this.links(userId)).length;
+  /** The places of the links on a merchant's list (libs/places). */
+  async placesOnList(userId: string): Promise<{ place?: number }[]> {
+    return (await this.links(userId)).map((link) => ({ place: link.place ?? undefined }));
   }
 
   /**
-   * The couriers on a merchant's list, oldest addition first. Additions are capped by a
-   * count first (not atomic), so the read is capped too: the answer always fits one message.
+   * The couriers on a merchant's list, oldest addition first. Additions take places since
+   * decision 90; those counted before were not held exactly, so the read stays capped: the
+   * answer always fits one message.
    */
   async merchantCouriers(userId: string): Promise<CourierRecord[]> {
     const links = (await this.links(userId)).sort(oldestAddedFirst);
@@ -305,7 +338,9 @@ export class CourierStore {
     return this.additions.readLiveItems(
       userId,
       (courierId) =>
-        MerchantCourier.findById(entryId(userId, courierId)).lean<MerchantCourierRecord>(),
+        MerchantCourier.findById(
+          merchantCourierId(userId, courierId),
+        ).lean<MerchantCourierRecord>(),
       () => true,
     );
   }

@@ -492,13 +492,48 @@ describe("a merchant's own courier list", () => {
     // Links to couriers the directory does not hold: the list counts them all the same.
     const store = new CourierStore(() => models);
     for (let i = 0; i < MERCHANT_COURIERS_MAX; i++) {
-      expect(await store.addToList(userId, randomUUID())).toBe(true);
+      expect(await store.addToList(userId, randomUUID(), i)).toBe(true);
     }
     expectErrorEnvelope(
       await admin('PUT', entryPath(userId, courier.id)),
       409,
       `User ${userId} already has ${MERCHANT_COURIERS_MAX} couriers on its list (at most ${MERCHANT_COURIERS_MAX}); remove one with DELETE /admin/users/${userId}/couriers/:courierId first`,
     );
+  });
+
+  it(`holds ${MERCHANT_COURIERS_MAX} exactly when couriers are added at once, and one added ten times at once once`, async () => {
+    const { userId } = await createMerchant();
+    const store = new CourierStore(() => models);
+    // Five places left (links to couriers the directory does not hold count all the same).
+    for (let i = 0; i < MERCHANT_COURIERS_MAX - 5; i++) {
+      await store.addToList(userId, randomUUID(), i);
+    }
+    const couriers = await Promise.all(Array.from({ length: 12 }, () => createCourier()));
+    const added = await Promise.all(couriers.map((c) => admin('PUT', entryPath(userId, c.id))));
+    expect(added.map((r) => r.status).sort()).toEqual([
+      ...Array(5).fill(204),
+      ...Array(7).fill(409),
+    ]);
+    const places = () =>
+      models.MerchantCourierPlace.countDocuments({ _id: { $regex: `^${userId}:` } });
+    expect(await places()).toBe(5);
+    const listed = (await admin('GET', `/admin/users/${userId}/couriers`)).body.data;
+    expect(listed).toHaveLength(5); // the others are not in the directory
+    const removed = await admin('DELETE', entryPath(userId, listed[0].id));
+    expect(removed.status).toBe(204);
+    expect(await places()).toBe(4);
+
+    const other = await createMerchant();
+    const again = await Promise.all(
+      Array.from({ length: 10 }, () => admin('PUT', entryPath(other.userId, couriers[0].id))),
+    );
+    expect(again.map((r) => r.status)).toEqual(Array(10).fill(204));
+    const list = (await admin('GET', `/admin/users/${other.userId}/couriers`)).body.data;
+    expect(list.map((c: { id: string }) => c.id)).toEqual([couriers[0].id]);
+    // The additions that lost to the one that stored the link gave their places back.
+    expect(
+      await models.MerchantCourierPlace.countDocuments({ _id: { $regex: `^${other.userId}:` } }),
+    ).toBe(1);
   });
 });
 

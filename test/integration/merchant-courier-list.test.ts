@@ -53,19 +53,19 @@ it('adds the links stored before the list existed, once, oldest first', async ()
   await store.listStoredLinks('start');
   await store.listStoredLinks('start');
   expect((await listed(userId)).ids).toEqual([b, a, c]);
-  expect(await store.countList(userId)).toBe(3);
+  expect(await store.placesOnList(userId)).toHaveLength(3);
   const d = await newCourier();
-  expect(await store.addToList(userId, d)).toBe(true);
-  expect(await store.addToList(userId, d)).toBe(false);
+  expect(await store.addToList(userId, d, 0)).toBe(true);
+  expect(await store.addToList(userId, d, 0)).toBe(false);
   expect((await listed(userId)).ids).toEqual([b, a, c, d]);
 });
 
 it('reads the live links and a bounded few removed ones, not the history', async () => {
   const userId = randomUUID();
   const removed = await Promise.all(Array.from({ length: 20 }, () => newCourier()));
-  for (const id of removed) await store.addToList(userId, id);
+  for (const id of removed) await store.addToList(userId, id, 0);
   const kept = await newCourier();
-  await store.addToList(userId, kept);
+  await store.addToList(userId, kept, 0);
   for (const id of removed) await store.removeFromList(userId, id);
   // Removed moments ago, their additions may still be waiting for links: each is read.
   expect(await listed(userId)).toEqual({ ids: [kept], reads: 21 });
@@ -80,7 +80,7 @@ it('reads the live links and a bounded few removed ones, not the history', async
     clock.mockRestore();
   }
   // A removed courier added again is listed above the floor, after the older one.
-  await store.addToList(userId, removed[3]);
+  await store.addToList(userId, removed[3], 0);
   expect((await listed(userId)).ids).toEqual([kept, removed[3]]);
 });
 
@@ -88,7 +88,7 @@ it('after a rollout, offers its list only the links an older version stored', as
   await store.listStoredLinks('start');
   const userId = randomUUID();
   const [ours, theirs] = [await newCourier(), await newCourier()];
-  expect(await store.addToList(userId, ours)).toBe(true);
+  expect(await store.addToList(userId, ours, 0)).toBe(true);
   // A replica of a version before the list stores a link without its addition, after ours:
   // a millisecond on at least, or the two would be ordered by their random ids.
   await db.models.MerchantCourier.collection.insertOne({

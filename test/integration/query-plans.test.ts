@@ -181,7 +181,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       for (let i = 0; i < 3; i++) {
         const courierId = randomUUID();
         await couriers.create({ _id: courierId, ...COURIER });
-        await couriers.addToList(owner, courierId);
+        await couriers.addToList(owner, courierId, i);
         if (i === 1) await couriers.removeFromList(owner, courierId);
       }
       for (let i = 0; i < 3; i++) {
