@@ -143,7 +143,9 @@ export function createAccountService(config: Config): ServiceDefinition {
           description:
             'The plaintext `key` is returned only in this response; the platform keeps its SHA-256 hash.',
           response: createdApiKeyView,
-          errors: { 409: `The user already has ${MAX_ACTIVE_KEYS_PER_USER} active keys` },
+          errors: {
+            409: `The user already has ${MAX_ACTIVE_KEYS_PER_USER} active keys, or creations under way hold the last places (retry in a few seconds)`,
+          },
         },
         params: createApiKeyParams(config.appEnv),
         async handler(

@@ -90,7 +90,7 @@ export class AccountStore {
       () => this.models().KeyPlace,
       async (keyId) => {
         const key = await this.findKey(keyId);
-        return key && { gone: key.revokedAt !== null, place: key.place ?? undefined };
+        return key && { gone: key.revokedAt != null, place: key.place ?? undefined };
       },
     );
   }

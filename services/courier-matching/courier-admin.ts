@@ -28,11 +28,22 @@ import {
   type ListCouriersParams,
 } from './schemas';
 import type { CourierLocations } from './locations';
-import { merchantCourierId, type CourierRecord, type CourierSet, type CourierStore } from './store';
+import {
+  merchantCourierHolder,
+  type CourierRecord,
+  type CourierSet,
+  type CourierStore,
+} from './store';
 import type { CourierTokenStore } from './token-store';
 import { toCourierView } from './views';
 
 const courierPath = (courierId: string) => `/admin/couriers/${courierId}`;
+
+/**
+ * How long an addition refused at the cap waits for another addition of the same courier that
+ * holds a place: far longer than an insert takes, far shorter than the call's timeout.
+ */
+const TWIN_WAIT_MS = 5_000;
 
 /**
  * The operators' courier actions: the directory (create, list, read, change; couriers are
@@ -234,7 +245,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         description: `Deliveries requested with \`courierSelection: MERCHANT_SPECIAL_COURIERS\` are offered to the active couriers of this list. At most ${MERCHANT_COURIERS_MAX} couriers per merchant.`,
         errors: {
           404: 'User not found; courier not found',
-          409: `The list already has ${MERCHANT_COURIERS_MAX} couriers`,
+          409: `The list already has ${MERCHANT_COURIERS_MAX} couriers, or additions under way hold the last places (retry in a few seconds)`,
         },
       },
       params: merchantCourierParams,
@@ -244,31 +255,41 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         await findCourier(courierId);
         if (await store.isOnList(userId, courierId)) return null;
         const listed = await store.placesOnList(userId);
-        const linkId = merchantCourierId(userId, courierId);
+        const holder = merchantCourierHolder(userId, courierId);
         const removeOne = `remove one with DELETE /admin/users/${userId}/couriers/:courierId first`;
-        await createInPlace({
-          store: store.listPlaces,
-          owner: userId,
-          cap: MERCHANT_COURIERS_MAX,
-          live: listed,
-          holder: linkId,
-          now: new Date(),
-          full: () =>
-            conflict(
-              `User ${userId} already has ${listed.length} couriers on its list (at most ${MERCHANT_COURIERS_MAX}); ${removeOne}`,
-            ),
-          busy: () =>
-            conflict(
-              `User ${userId} has ${listed.length} couriers on its list and additions under way hold the other places (at most ${MERCHANT_COURIERS_MAX}); retry in a few seconds, or ${removeOne}`,
-            ),
-          insert: async (place) => {
-            // Put there by an addition of the same courier at the same instant, in its own place.
-            if (!(await store.addToList(userId, courierId, place))) {
-              await givePlaceBack(store.listPlaces, userId, { id: linkId, place });
-            }
-          },
-          stored: () => store.isOnList(userId, courierId),
-        });
+        try {
+          await createInPlace({
+            store: store.listPlaces,
+            owner: userId,
+            cap: MERCHANT_COURIERS_MAX,
+            live: listed,
+            holder,
+            now: new Date(),
+            full: () =>
+              conflict(
+                `User ${userId} already has ${listed.length} couriers on its list (at most ${MERCHANT_COURIERS_MAX}); ${removeOne}`,
+              ),
+            busy: () =>
+              conflict(
+                `User ${userId} has ${listed.length} couriers on its list and additions under way hold the other places (at most ${MERCHANT_COURIERS_MAX}); retry in a few seconds, or ${removeOne}`,
+              ),
+            insert: async (place) => {
+              // Put there at the same instant by another addition of the courier, in its own place.
+              if (!(await store.addToList(userId, courierId, place, holder))) {
+                await givePlaceBack(store.listPlaces, userId, { id: holder, place });
+              }
+            },
+            stored: async () => (await store.linkOf(userId, courierId))?.holder === holder,
+          });
+        } catch (err) {
+          // Refused (or failed) while another addition of the same courier took the last place:
+          // its outcome is this call's.
+          const added = await store
+            .onListOnceAdded(userId, courierId, TWIN_WAIT_MS)
+            .catch(() => false);
+          if (added) return null;
+          throw err;
+        }
         return null;
       },
     }),
@@ -294,8 +315,12 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
             `Courier ${courierId} is not on the list of user ${userId}; GET /admin/users/${userId}/couriers lists it`,
           );
         }
-        const linkId = merchantCourierId(userId, courierId);
-        await givePlaceBack(store.listPlaces, userId, { id: linkId, place: removed.place });
+        if (removed.holder) {
+          await givePlaceBack(store.listPlaces, userId, {
+            id: removed.holder,
+            place: removed.place,
+          });
+        }
         return null;
       },
     }),

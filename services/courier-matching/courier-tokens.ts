@@ -69,7 +69,7 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
         response: createdCourierTokenView,
         errors: {
           404: 'Courier not found',
-          409: `The courier already has ${COURIER_TOKENS_MAX} tokens`,
+          409: `The courier already has ${COURIER_TOKENS_MAX} tokens, or creations under way hold the last places (retry in a few seconds)`,
         },
       },
       params: courierIdParams,

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout } from 'node:timers/promises';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import { insertOnce } from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
+import { escapeRegExp } from '../../libs/text';
 import { claimHolds, type RegNoClaim } from './reg-no-claims';
 import { defineSearchModels } from './search-store';
 import { MERCHANT_COURIERS_MAX } from './schemas';
@@ -69,6 +71,8 @@ const merchantCourierSchema = new Schema(
     courierId: { type: String, required: true },
     /** Which of the merchant's places it holds (libs/places); none if added before places. */
     place: { type: Number },
+    /** The addition that holds the place (`merchantCourierHolder`): one of its own each time. */
+    holder: { type: String },
     /** Set when stored by a writer that listed it first: backfill passes skip it (libs/backfills). */
     recordedFirst: Boolean,
   },
@@ -101,6 +105,7 @@ interface MerchantCourierRecord {
   courierId: string;
   createdAt: Date;
   place?: number;
+  holder?: string;
 }
 
 export function defineMatchingModels(connection: Connection) {
@@ -150,8 +155,20 @@ export type RegNoTaking =
 /** Rounds of taking a number: a stale claim released, then taken by another, is lost once. */
 const TAKE_ATTEMPTS = 3;
 
-/** A merchant's link to a courier: its `_id`, and what holds its place on the list. */
-export const merchantCourierId = (userId: string, courierId: string) => `${userId}:${courierId}`;
+/** A merchant's link to a courier: its `_id`. */
+const merchantCourierId = (userId: string, courierId: string) => `${userId}:${courierId}`;
+
+/**
+ * An addition of a courier to a merchant's list, as the holder of its place: the link's `_id`
+ * and a UUID of its own, so that two additions of one courier at once, or a removal's late
+ * release and the next addition, never free each other's place.
+ */
+export const merchantCourierHolder = (userId: string, courierId: string) =>
+  `${merchantCourierId(userId, courierId)}:${randomUUID()}`;
+const linkOfHolder = (holder: string) => holder.slice(0, holder.lastIndexOf(':'));
+
+/** How often an addition refused at the cap looks again for its twin's link. */
+const TWIN_POLL_MS = 50;
 
 const oldestAddedFirst = (a: MerchantCourierRecord, b: MerchantCourierRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
@@ -171,12 +188,13 @@ export class CourierStore {
     this.additions = OwnerList.named(models, 'MerchantList');
     this.listPlaces = new StoredPlaces(
       () => this.models().MerchantCourierPlace,
-      async (linkId) => {
+      async (holder) => {
         const link = await this.models()
-          .MerchantCourier.findById(linkId)
+          .MerchantCourier.findById(linkOfHolder(holder))
           .lean<MerchantCourierRecord>();
-        // A removed link is deleted: its place reads as never stored (free after a while).
-        return link && { gone: false, place: link.place ?? undefined };
+        // A removed link is deleted, and another addition's link is not this one's: either way
+        // this addition's link reads as never stored (its place free after a while).
+        return link?.holder === holder ? { gone: false, place: link.place ?? undefined } : null;
       },
     );
   }
@@ -279,37 +297,69 @@ export class CourierStore {
     await this.models().RegNo.deleteOne({ _id: regNo, courierId });
   }
 
-  /** True when this call put the courier on the list, in `place`; false when it was on it. */
-  async addToList(userId: string, courierId: string, place: number): Promise<boolean> {
+  /**
+   * True when this call put the courier on the list, in `place` taken by `holder`
+   * (`merchantCourierHolder`); false when it was on it.
+   */
+  async addToList(
+    userId: string,
+    courierId: string,
+    place: number,
+    holder = merchantCourierHolder(userId, courierId),
+  ): Promise<boolean> {
     if (await this.isOnList(userId, courierId)) return false;
     // The addition first, so that a stored link is always read; then the link.
     // A tag of its own: each addition is a fresh entry, which waits for its link.
     await this.additions.add(userId, courierId, new Date(), randomUUID());
     return insertOnce(() =>
       this.models().MerchantCourier.create(
-        markedRecorded({ _id: merchantCourierId(userId, courierId), userId, courierId, place }),
+        markedRecorded({
+          _id: merchantCourierId(userId, courierId),
+          userId,
+          courierId,
+          place,
+          holder,
+        }),
       ),
     );
   }
 
   async isOnList(userId: string, courierId: string): Promise<boolean> {
-    const entry = await this.models()
-      .MerchantCourier.findById(merchantCourierId(userId, courierId))
-      .lean();
-    return entry !== null;
+    return (await this.linkOf(userId, courierId)) !== null;
   }
 
-  /** The place the removed link held; false when the courier was not on the list. */
-  async removeFromList(
-    userId: string,
-    courierId: string,
-  ): Promise<{ place: number | undefined } | false> {
-    const { MerchantCourier } = this.models();
-    const _id = merchantCourierId(userId, courierId);
-    const link = await MerchantCourier.findById(_id).lean<MerchantCourierRecord>();
-    if (!link) return false;
-    const { deletedCount } = await MerchantCourier.deleteOne({ _id });
-    return deletedCount > 0 && { place: link.place ?? undefined };
+  /**
+   * Whether the courier is on the list once the other additions of it under way (those holding
+   * a place of the merchant's) are done, waiting for them up to `waitMs`. A scan of the places
+   * by holder: asked only by an addition refused at the cap.
+   */
+  async onListOnceAdded(userId: string, courierId: string, waitMs: number): Promise<boolean> {
+    const link = escapeRegExp(merchantCourierId(userId, courierId));
+    const twinUnderWay = () =>
+      this.models().MerchantCourierPlace.exists({
+        _id: { $regex: `^${escapeRegExp(userId)}:` },
+        holder: { $regex: `^${link}:` },
+      });
+    const until = Date.now() + waitMs;
+    for (;;) {
+      if (await this.isOnList(userId, courierId)) return true;
+      if (!(await twinUnderWay()) || Date.now() >= until) return this.isOnList(userId, courierId);
+      await setTimeout(TWIN_POLL_MS);
+    }
+  }
+
+  linkOf(userId: string, courierId: string): Promise<MerchantCourierRecord | null> {
+    return this.models()
+      .MerchantCourier.findById(merchantCourierId(userId, courierId))
+      .lean<MerchantCourierRecord>();
+  }
+
+  /** The removed link (with the place it held); null when the courier was not on the list. */
+  async removeFromList(userId: string, courierId: string): Promise<MerchantCourierRecord | null> {
+    const link = await this.linkOf(userId, courierId);
+    if (!link) return null;
+    const { deletedCount } = await this.models().MerchantCourier.deleteOne({ _id: link._id });
+    return deletedCount > 0 ? link : null;
   }
 
   /** The places of the links on a merchant's list (libs/places). */

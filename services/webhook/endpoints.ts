@@ -126,7 +126,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           "Events of the deliveries your keys create are POSTed to `url`, signed with `Waybill-Signature` (docs/webhooks.md). The answer's `secret` is shown once.",
         response: webhookWithSecretView,
         errors: {
-          400: 'Invalid input, a URL Waybill must not call (not https in live, a private or link-local address, a host that does not resolve), or WEBHOOK_MAX_ENDPOINTS endpoints already',
+          400: 'Invalid input, a URL Waybill must not call (not https in live, a private or link-local address, a host that does not resolve), or WEBHOOK_MAX_ENDPOINTS endpoints already (or registrations under way hold the last places: retry in a few seconds)',
         },
       },
       params: createWebhookParams,

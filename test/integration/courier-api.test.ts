@@ -6,6 +6,7 @@ import { hashCourierToken, type CourierView } from '../../libs/contracts/matchin
 import { COURIER_TOKEN_MESSAGES } from '../../services/gateway/courier-auth';
 import { COURIER_RETIRED } from '../../services/courier-matching/locations';
 import { CourierPositions, type NearestQuery } from '../../services/courier-matching/positions';
+import { PLACE_PENDING_MS } from '../../libs/places';
 import { COURIER_TOKENS_MAX } from '../../services/courier-matching/schemas';
 import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
@@ -202,6 +203,45 @@ describe('courier tokens', () => {
     expect(await places()).toBe(COURIER_TOKENS_MAX - 1);
     const second = await Promise.all(Array.from({ length: 5 }, create));
     expect(statuses(second)).toEqual([201, 409, 409, 409, 409]);
+  });
+
+  it('count those made before places against the cap, and free a place a revocation left held once it is old', async () => {
+    const courier = await createCourier();
+    const tokens = db.collection('courier_tokens');
+    // Three tokens stored before places existed: they hold none and count all the same.
+    await tokens.insertMany(
+      Array.from({ length: 3 }, () => ({
+        _id: randomUUID() as never,
+        tokenId: randomUUID(),
+        courierId: courier.id,
+        lastUsedAt: null,
+        createdAt: new Date(),
+      })),
+    );
+    const create = () => admin('POST', `/admin/couriers/${courier.id}/tokens`);
+    const statuses = (replies: { status: number }[]) => replies.map((r) => r.status).sort();
+    const first = await Promise.all(Array.from({ length: COURIER_TOKENS_MAX }, create));
+    expect(statuses(first)).toEqual([
+      ...Array(COURIER_TOKENS_MAX - 3).fill(201),
+      ...Array(3).fill(409),
+    ]);
+    const listed = await admin('GET', `/admin/couriers/${courier.id}/tokens`);
+    expect(listed.body.data).toHaveLength(COURIER_TOKENS_MAX);
+
+    // A revocation that removed its token and stopped before giving the place back.
+    const placed = first.find((r) => r.status === 201)?.body.data.id as string;
+    expect((await tokens.deleteOne({ tokenId: placed })).deletedCount).toBe(1);
+    const busy = await create();
+    expectErrorEnvelope(busy, 409);
+    expect(busy.body.message).toMatch(/creations under way hold the other places/);
+    // Past PLACE_PENDING_MS the place is taken for the next token.
+    const places = db.collection('courier_token_places');
+    await places.updateOne({ holder: placed } as object, {
+      $set: { at: new Date(Date.now() - PLACE_PENDING_MS) },
+    });
+    expect((await create()).status).toBe(201);
+    expect(await places.countDocuments({ holder: placed } as object)).toBe(0);
+    expectErrorEnvelope(await create(), 409);
   });
 
   it('stop working at once when revoked (204), and a second revocation is 404', async () => {

@@ -523,6 +523,20 @@ describe("a merchant's own courier list", () => {
     expect(removed.status).toBe(204);
     expect(await places()).toBe(4);
 
+    // The same courier added five times at once to a list one short of full: one link, each 204.
+    const full = await createMerchant();
+    for (let i = 0; i < MERCHANT_COURIERS_MAX - 1; i++) {
+      await store.addToList(full.userId, randomUUID(), i);
+    }
+    const same = await Promise.all(
+      Array.from({ length: 5 }, () => admin('PUT', entryPath(full.userId, couriers[1].id))),
+    );
+    expect(same.map((r) => r.status)).toEqual(Array(5).fill(204));
+    expect(
+      await models.MerchantCourierPlace.countDocuments({ _id: { $regex: `^${full.userId}:` } }),
+    ).toBe(1);
+    expectErrorEnvelope(await admin('PUT', entryPath(full.userId, couriers[2].id)), 409);
+
     const other = await createMerchant();
     const again = await Promise.all(
       Array.from({ length: 10 }, () => admin('PUT', entryPath(other.userId, couriers[0].id))),
