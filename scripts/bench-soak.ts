@@ -12,6 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { describeConfig } from '../libs/config';
 import { nairaToKobo } from '../libs/money';
 import { QUOTE } from '../test/support/quote';
 import { credit, requestDelivery, savePackage } from '../test/support/deliveries';
@@ -59,8 +60,8 @@ through tsx instead, as the integration tests run it, which adds tsx's loader, e
 worker thread and every module's source map to each process). Prints each one's resident
 memory (RSS) at rest, then runs a mixed load through the gateway for M minutes: Mode B
 quotes, package create/list/delete, wallet top-ups (admin credit), debits (delivery
-requests, then read) and reads, city searches, small file uploads, webhook registration and
-removal. Every S seconds it samples each process's RSS and prints the slowest answer since
+requests, then read) and reads, city searches, small file uploads, webhook registration
+(its owner's list read back, to hold the endpoint cap) and removal. Every S seconds it samples each process's RSS and prints the slowest answer since
 the last sample; at the end it prints the table and a verdict per process, and each
 process's RSS at rest and its highest against the memory its pod requests and is limited to
 in deploy/k8s (above the request: the scheduler reserves less than the process uses), with
@@ -98,8 +99,9 @@ debit of the amount it states, every debit of a request shed (503, 504, no answe
 refunded in full or became a delivery (the order service's sweep, which takes over such a
 request 30 s old here, is given time to settle it), every balance adds up, and
 GET /admin/ledger/verify is clean.
-Exits 1 when an answer is a 5xx other than 503/504 (load shed), a process exits, or the
-ledger does not match the answers.
+Exits 1 when an answer is a 5xx other than 503/504 (load shed), a process exits, the
+ledger does not match the answers, or a merchant's webhook endpoints were listed above
+WEBHOOK_MAX_ENDPOINTS.
 
   --minutes M       minutes of load                        BENCH_MINUTES      10
   --interval S      seconds between RSS samples            BENCH_INTERVAL     30
@@ -199,6 +201,23 @@ class DeliveryBook {
       merchant,
       amountKobo: nairaToKobo(data.deliveryFee.creator.amount),
     });
+  }
+}
+
+/**
+ * The most webhook endpoints one merchant held, read back right after each registration: the
+ * cap (decisions 89 and 90) must hold under the load, as 13 of 10 once showed it did not.
+ */
+class EndpointWatch {
+  readonly cap = Number(
+    process.env.WEBHOOK_MAX_ENDPOINTS ??
+      describeConfig().find((v) => v.name === 'WEBHOOK_MAX_ENDPOINTS')?.default,
+  );
+  most = 0;
+
+  note(listed: Reply | undefined): void {
+    const data = (listed?.body as { data?: unknown } | undefined)?.data;
+    if (Array.isArray(data)) this.most = Math.max(this.most, data.length);
   }
 }
 
@@ -357,6 +376,7 @@ function operations(
   receiverUrl: string,
   tally: Tally,
   book: DeliveryBook,
+  endpoints: EndpointWatch,
   merchantFor: () => Promise<Merchant>,
 ) {
   const as = (who: Merchant) => ({ 'api-key': who.key });
@@ -459,6 +479,11 @@ function operations(
       );
       const id = (created?.body as { data?: { id?: string } } | undefined)?.data?.id;
       if (id) {
+        endpoints.note(
+          await call('webhook list', [200], () =>
+            request(url, 'GET', '/api/webhooks', { headers: as(who) }),
+          ),
+        );
         await call('webhook remove', [200, 204], () =>
           request(url, 'DELETE', `/api/webhooks/${id}`, { headers: as(who) }),
         );
@@ -585,8 +610,17 @@ async function main(): Promise<number> {
     };
     const tally = new Tally();
     const book = new DeliveryBook();
+    const endpoints = new EndpointWatch();
     const cpuAtStart = processes.map((p) => cpuTimeMs(p.pid));
-    const ops = operations(url, bare.url, receiver.url('/soak'), tally, book, merchantFor);
+    const ops = operations(
+      url,
+      bare.url,
+      receiver.url('/soak'),
+      tally,
+      book,
+      endpoints,
+      merchantFor,
+    );
     const started = performance.now();
     const endAt = started + MINUTES * 60_000;
     const minutes = () => (performance.now() - started) / 60_000;
@@ -738,6 +772,9 @@ async function main(): Promise<number> {
       for (const line of snapshots) console.log(`  ${line}`);
     }
     console.log(`\n${ledgerSummary(book.created.size, ledger)}`);
+    console.log(
+      `webhook endpoints: at most ${endpoints.most} listed for one merchant right after a registration (the cap: ${endpoints.cap})`,
+    );
     for (const line of tally.unexpected) console.error(`  unexpected: ${line}`);
     if (exited()) {
       console.error('FAILED: a service process exited during the run');
@@ -746,6 +783,12 @@ async function main(): Promise<number> {
     }
     if (tally.faults > 0) {
       console.error(`FAILED: ${tally.faults} answers were server errors (5xx other than 503/504)`);
+      return 1;
+    }
+    if (endpoints.most > endpoints.cap) {
+      console.error(
+        `FAILED: a merchant held ${endpoints.most} webhook endpoints, above the cap of ${endpoints.cap}`,
+      );
       return 1;
     }
     if (ledger.mismatches.length > 0) {
