@@ -1,6 +1,7 @@
 import { Schema, type Connection } from 'mongoose';
 import { passRecordsIn, runPass, type BackfillPass } from './backfills';
 import { insertOnce, raiseById } from './mongo';
+import { Turns } from './turns';
 
 /**
  * What one owner (a user) has, in the order it was added, read back by `_id` alone: entry
@@ -197,8 +198,18 @@ const READ_WIDTH = 50;
 /** Entries read at once for a short page, so that `limit=1` does not walk one at a time. */
 const MIN_READ_WIDTH = 10;
 
+/** Appends to one owner's list take turns in this process: see libs/turns. */
+const appends = new Turns();
+
 export class OwnerList {
-  constructor(private readonly models: () => OwnerListModels) {}
+  /**
+   * `turns`: the appends this list's take turns with; every list of a process shares one by
+   * default (a test gives another to play a second replica).
+   */
+  constructor(
+    private readonly models: () => OwnerListModels,
+    private readonly turns: Turns = appends,
+  ) {}
 
   /** The list whose models a service keeps as `<prefix>Entry`, `<prefix>Head`, `<prefix>Claim`. */
   static named<P extends string>(models: () => NamedOwnerListModels<P>, prefix: P): OwnerList {
@@ -254,7 +265,21 @@ export class OwnerList {
    * Adds the item at the end of the owner's list, once however often it is called, and returns
    * its entry. With a tag it adds the item again, once per tag, whatever entries it has.
    */
-  async add(ownerId: string, itemId: string, at: Date, tag?: string): Promise<OwnerListEntry> {
+  add(ownerId: string, itemId: string, at: Date, tag?: string): Promise<OwnerListEntry> {
+    return this.turns.run(this.appendKey(ownerId), () => this.addNow(ownerId, itemId, at, tag));
+  }
+
+  /** One append to each of an owner's lists at a time in this process (libs/turns). */
+  private appendKey(ownerId: string): string {
+    return `${this.m.Entry.collection.collectionName}:${ownerId}`;
+  }
+
+  private async addNow(
+    ownerId: string,
+    itemId: string,
+    at: Date,
+    tag?: string,
+  ): Promise<OwnerListEntry> {
     const claimId = ownerListClaimId(ownerId, itemId, tag);
     const fresh = { _id: claimId, from: (await this.head(ownerId)).hint + 1 };
     const claim = (await insertOnce(() => this.m.Claim.create(fresh)))
@@ -301,7 +326,11 @@ export class OwnerList {
    * (the usual case). Otherwise it walks the list once from the lowest number its items' claims
    * allow, passing the entries they have already, and appends the others after the last entry.
    */
-  async addAll(
+  addAll(ownerId: string, items: { itemId: string; at: Date; tag?: string }[]): Promise<void> {
+    return this.turns.run(this.appendKey(ownerId), () => this.addAllNow(ownerId, items));
+  }
+
+  private async addAllNow(
     ownerId: string,
     items: { itemId: string; at: Date; tag?: string }[],
   ): Promise<void> {

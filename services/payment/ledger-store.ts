@@ -9,6 +9,7 @@ import {
 } from '../../libs/contracts/payment';
 import { conflict, unprocessable } from '../../libs/errors';
 import { insertOnce, raiseById } from '../../libs/mongo';
+import { Turns } from '../../libs/turns';
 import { LedgerAudit, entryId, nextBalance, signedAmount, type LedgerProblem } from './ledger';
 
 /**
@@ -116,8 +117,15 @@ export interface LedgerReport {
  * posting is by `_id`, so that a posting costs the same on a wallet of ten entries or ten
  * million.
  */
+/** Postings to one wallet take turns in this process (libs/turns). */
+const postings = new Turns();
+
 export class LedgerStore {
-  constructor(private readonly models: () => LedgerModels) {}
+  /** `turns`: the postings this store's take turns with (a test gives another: a second replica). */
+  constructor(
+    private readonly models: () => LedgerModels,
+    private readonly turns: Turns = postings,
+  ) {}
 
   private get m() {
     return this.models();
@@ -261,7 +269,13 @@ export class LedgerStore {
    * 422 when the balance does not cover a debit; 409 when the reference was used for another
    * posting.
    */
-  async post(request: PostRequest): Promise<Posting> {
+  post(request: PostRequest): Promise<Posting> {
+    // One posting to a wallet at a time in this process (libs/turns): the entry's insert still
+    // decides between replicas.
+    return this.turns.run(request.walletId, () => this.postNow(request));
+  }
+
+  private async postNow(request: PostRequest): Promise<Posting> {
     const claim = await this.claim(request);
     if (claim.entrySequence != null) {
       const posted = await this.entry(claim.walletId, claim.entrySequence);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
 import { CLOCK_SKEW_MS } from '../../libs/backfills';
 import { OwnerList, defineOwnerListModels } from '../../libs/owner-list';
+import { Turns } from '../../libs/turns';
 import { isolation, openServiceDatabase } from '../support/stack';
 
 /**
@@ -43,6 +44,39 @@ it('keeps every item once when items are added at once, and the same item again'
   expect(listed).toHaveLength(items.length);
   expect(new Set(listed)).toEqual(new Set(items));
   expect(await list.length(owner)).toBe(items.length);
+});
+
+it('keeps every item once when two replicas add at once, each taking turns only with its own', async () => {
+  const owner = randomUUID();
+  const models = defineOwnerListModels(conn, 'things');
+  const replicas = [
+    new OwnerList(() => models, new Turns()),
+    new OwnerList(() => models, new Turns()),
+  ];
+  const items = Array.from({ length: 12 }, () => randomUUID());
+  await Promise.all(
+    items.flatMap((item, i) =>
+      [0, 1, 2].map((k) => replicas[(i + k) % 2].add(owner, item, new Date())),
+    ),
+  );
+  const listed = await all(owner);
+  expect(listed).toHaveLength(items.length);
+  expect(new Set(listed)).toEqual(new Set(items));
+});
+
+it('inserts each entry at its first try when one process adds at once (appends take turns)', async () => {
+  const owner = randomUUID();
+  const models = defineOwnerListModels(conn, 'things');
+  const inserts = jest.spyOn(models.Entry, 'create');
+  try {
+    const one = new OwnerList(() => models);
+    const items = Array.from({ length: 20 }, () => randomUUID());
+    await Promise.all(items.map((item) => one.add(owner, item, new Date())));
+    expect(inserts).toHaveBeenCalledTimes(items.length);
+    expect(await all(owner, one)).toEqual([...items].reverse());
+  } finally {
+    inserts.mockRestore();
+  }
 });
 
 it('pages newest first by offset and limit, and keeps owners apart', async () => {
