@@ -143,6 +143,38 @@ export interface PlacedCreation<T> {
   stored: () => Promise<boolean>;
 }
 
+/** How a capped creation is refused, in its owner's and its records' words. */
+export interface CapWords {
+  /** `User <id>`, `Courier <id>`, `You`. */
+  owner: string;
+  /** The verb that goes with `owner`: `has`, or `have` for `You`. */
+  has: 'has' | 'have';
+  /** What the owner has, counted: `active API keys`, `couriers on its list`. */
+  things: string;
+  /** Who holds places while under way: `creations`, `registrations`, `additions`. */
+  underWay: string;
+  /** How to make room: `revoke one with DELETE /admin/api-keys/:keyId first`. */
+  advice: string;
+  /** The error that carries the message (its status). */
+  error: (message: string) => Error;
+}
+
+/** A creation's two refusals (`full`, `busy`), given the owner's live records now. */
+export function capRefusals(
+  words: CapWords,
+  count: number,
+  cap: number,
+): Pick<PlacedCreation<unknown>, 'full' | 'busy'> {
+  const { owner, has, things, underWay, advice, error } = words;
+  return {
+    full: () => error(`${owner} already ${has} ${count} ${things} (at most ${cap}); ${advice}`),
+    busy: () =>
+      error(
+        `${owner} ${has} ${count} ${things} and ${underWay} under way hold the other places (at most ${cap}); retry in a few seconds, or ${advice}`,
+      ),
+  };
+}
+
 /**
  * Creates a record within its owner's cap: refused at once when the live records fill it (no
  * insert tried), else stored in a place taken first. A failed insert gives the place back,

@@ -13,7 +13,7 @@ import {
   type UserView,
 } from '../../libs/contracts/account';
 import { conflict, notFound, unauthorized } from '../../libs/errors';
-import { createInPlace, givePlaceBack } from '../../libs/places';
+import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import {
   action,
@@ -158,7 +158,6 @@ export function createAccountService(config: Config): ServiceDefinition {
           const active = await store.activeKeyPlaces(userId);
           const { plaintext, hash } = generateApiKey(config.apiKeyPrefix, environment);
           const keyId = randomUUID();
-          const revokeOne = 'revoke one with DELETE /admin/api-keys/:keyId first';
           const key = await createInPlace({
             store: store.keyPlaces,
             owner: userId,
@@ -166,14 +165,18 @@ export function createAccountService(config: Config): ServiceDefinition {
             live: active,
             holder: keyId,
             now: new Date(),
-            full: () =>
-              conflict(
-                `User ${userId} already has ${active.length} active API keys (at most ${MAX_ACTIVE_KEYS_PER_USER}); ${revokeOne}`,
-              ),
-            busy: () =>
-              conflict(
-                `User ${userId} has ${active.length} active API keys and creations under way hold the other places (at most ${MAX_ACTIVE_KEYS_PER_USER}); retry in a few seconds, or ${revokeOne}`,
-              ),
+            ...capRefusals(
+              {
+                owner: `User ${userId}`,
+                has: 'has',
+                things: 'active API keys',
+                underWay: 'creations',
+                advice: 'revoke one with DELETE /admin/api-keys/:keyId first',
+                error: conflict,
+              },
+              active.length,
+              MAX_ACTIVE_KEYS_PER_USER,
+            ),
             insert: (place) =>
               store.createKey({ _id: keyId, userId, hash, environment, serverOnly, quota, place }),
             stored: async () => (await store.findKey(keyId)) !== null,

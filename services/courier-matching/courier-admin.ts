@@ -10,7 +10,7 @@ import {
 } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
 import { isDuplicateKey } from '../../libs/mongo';
-import { createInPlace, givePlaceBack } from '../../libs/places';
+import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { userIdParams } from '../../libs/schemas';
 import {
   action,
@@ -256,7 +256,6 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         if (await store.isOnList(userId, courierId)) return null;
         const listed = await store.placesOnList(userId);
         const holder = merchantCourierHolder(userId, courierId);
-        const removeOne = `remove one with DELETE /admin/users/${userId}/couriers/:courierId first`;
         try {
           await createInPlace({
             store: store.listPlaces,
@@ -265,14 +264,18 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
             live: listed,
             holder,
             now: new Date(),
-            full: () =>
-              conflict(
-                `User ${userId} already has ${listed.length} couriers on its list (at most ${MERCHANT_COURIERS_MAX}); ${removeOne}`,
-              ),
-            busy: () =>
-              conflict(
-                `User ${userId} has ${listed.length} couriers on its list and additions under way hold the other places (at most ${MERCHANT_COURIERS_MAX}); retry in a few seconds, or ${removeOne}`,
-              ),
+            ...capRefusals(
+              {
+                owner: `User ${userId}`,
+                has: 'has',
+                things: 'couriers on its list',
+                underWay: 'additions',
+                advice: `remove one with DELETE /admin/users/${userId}/couriers/:courierId first`,
+                error: conflict,
+              },
+              listed.length,
+              MERCHANT_COURIERS_MAX,
+            ),
             insert: async (place) => {
               // Put there at the same instant by another addition of the courier, in its own place.
               if (!(await store.addToList(userId, courierId, place, holder))) {

@@ -10,7 +10,7 @@ import {
   hashCourierToken,
 } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
-import { createInPlace, givePlaceBack } from '../../libs/places';
+import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { action, implement, type ServiceActions } from '../../libs/service';
 import {
   COURIER_TOKENS_MAX,
@@ -79,7 +79,6 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
         const live = await tokens.listFor(courierId);
         const { token, hash } = generateCourierToken();
         const tokenId = randomUUID();
-        const revokeOne = 'revoke one with DELETE /admin/courier-tokens/:tokenId first';
         const record = await createInPlace({
           store: tokens.places,
           owner: courierId,
@@ -87,14 +86,18 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
           live,
           holder: tokenId,
           now: now(),
-          full: () =>
-            conflict(
-              `Courier ${courierId} already has ${live.length} tokens (at most ${COURIER_TOKENS_MAX}); ${revokeOne}`,
-            ),
-          busy: () =>
-            conflict(
-              `Courier ${courierId} has ${live.length} tokens and creations under way hold the other places (at most ${COURIER_TOKENS_MAX}); retry in a few seconds, or ${revokeOne}`,
-            ),
+          ...capRefusals(
+            {
+              owner: `Courier ${courierId}`,
+              has: 'has',
+              things: 'tokens',
+              underWay: 'creations',
+              advice: 'revoke one with DELETE /admin/courier-tokens/:tokenId first',
+              error: conflict,
+            },
+            live.length,
+            COURIER_TOKENS_MAX,
+          ),
           insert: (place) => tokens.create({ hash, tokenId, courierId, place }),
           stored: async () => (await tokens.findByTokenId(tokenId)) !== null,
         });

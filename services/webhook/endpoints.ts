@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound } from '../../libs/errors';
 import { checkTargetUrl, resolvedHostRefusal } from '../../libs/outbound-url';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
-import { createInPlace, givePlaceBack } from '../../libs/places';
+import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { laneOf, ROTATION_OVERLAP_MS } from './dispatch-rules';
 import {
   createWebhookParams,
@@ -137,7 +137,6 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         const webhookId = randomUUID();
         const existing = await store.endpointsOf(userId, appEnv);
         const cap = config.maxEndpoints;
-        const deleteOne = 'delete one with DELETE /api/webhooks/:webhookId';
         const endpoint = await createInPlace({
           store: store.places,
           owner: endpointOwner(userId, appEnv),
@@ -145,14 +144,18 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           live: existing,
           holder: webhookId,
           now: at,
-          full: () =>
-            badRequest(
-              `You already have ${existing.length} webhook endpoints (at most ${cap}); ${deleteOne}`,
-            ),
-          busy: () =>
-            badRequest(
-              `You have ${existing.length} webhook endpoints and registrations under way hold the other places (at most ${cap}); retry in a few seconds, or ${deleteOne}`,
-            ),
+          ...capRefusals(
+            {
+              owner: 'You',
+              has: 'have',
+              things: 'webhook endpoints',
+              underWay: 'registrations',
+              advice: 'delete one with DELETE /api/webhooks/:webhookId',
+              error: badRequest,
+            },
+            existing.length,
+            cap,
+          ),
           insert: async (place) => {
             const record: EndpointRecord = {
               _id: webhookId,

@@ -4,6 +4,7 @@ import {
   placeId,
   placeLeftBehind,
   placesOf,
+  capRefusals,
   createInPlace,
   takePlace,
   type Place,
@@ -222,5 +223,28 @@ describe('createInPlace', () => {
     await expect(failing('y', async () => true)).rejects.toThrow('lost');
     await expect(failing('z', () => Promise.reject(new Error('down')))).rejects.toThrow('lost');
     expect([...store.places.values()].map((p) => p.holder)).toEqual(['y', 'z']);
+  });
+});
+
+describe('capRefusals', () => {
+  it('says how many the owner has, the cap, and how to make room; busy also asks for a retry', () => {
+    const { full, busy } = capRefusals(
+      {
+        owner: 'You',
+        has: 'have',
+        things: 'webhook endpoints',
+        underWay: 'registrations',
+        advice: 'delete one',
+        error: (message) => new RangeError(message),
+      },
+      7,
+      10,
+    );
+    expect(full()).toEqual(
+      new RangeError('You already have 7 webhook endpoints (at most 10); delete one'),
+    );
+    expect(busy().message).toBe(
+      'You have 7 webhook endpoints and registrations under way hold the other places (at most 10); retry in a few seconds, or delete one',
+    );
   });
 });
