@@ -119,7 +119,7 @@ export function defineMatchingModels(connection: Connection) {
     ),
     // Each merchant's additions to its list, in order, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'merchant_courier_list', 'MerchantList'),
-    /** `_id` = `<userId>:<k>`: the link (`<userId>:<courierId>`) that holds the k-th place. */
+    /** `_id` = `<userId>:<k>`: the addition (`merchantCourierHolder`) that holds the k-th place. */
     MerchantCourierPlace: definePlaceModel(
       connection,
       'MerchantCourierPlace',
