@@ -133,10 +133,11 @@ export interface PlacedCreation<T> {
   /** The new record's id, which its place names. */
   holder: string;
   now: Date;
-  /** The error when the live records fill the cap already. */
-  full: () => Error;
-  /** The error when creations under way hold every other place. */
-  busy: () => Error;
+  /**
+   * The error of a refusal: `full` when the live records (`count` of them) fill the cap
+   * already, `busy` when creations under way hold every other place (`capRefusals`).
+   */
+  refused: Refusal;
   /** Stores the record holding place `k`. */
   insert: (k: number) => Promise<T>;
   /** Whether the record is stored (asked after its insert failed: the write may have landed). */
@@ -159,20 +160,18 @@ export interface CapWords {
   error: (message: string) => Error;
 }
 
-/** A creation's two refusals (`full`, `busy`), given the owner's live records now. */
-export function capRefusals(
-  words: CapWords,
-  count: number,
-  cap: number,
-): Pick<PlacedCreation<unknown>, 'full' | 'busy'> {
+/** Why a capped creation was refused, with the owner's live records and the cap. */
+export type Refusal = (why: 'full' | 'busy', count: number, cap: number) => Error;
+
+/** A creation's refusals in its owner's and its records' words. */
+export function capRefusals(words: CapWords): Refusal {
   const { owner, has, things, underWay, advice, error } = words;
-  return {
-    full: () => error(`${owner} already ${has} ${count} ${things} (at most ${cap}); ${advice}`),
-    busy: () =>
-      error(
-        `${owner} ${has} ${count} ${things} and ${underWay} under way hold the other places (at most ${cap}); retry in a few seconds, or ${advice}`,
-      ),
-  };
+  return (why, count, cap) =>
+    why === 'full'
+      ? error(`${owner} already ${has} ${count} ${things} (at most ${cap}); ${advice}`)
+      : error(
+          `${owner} ${has} ${count} ${things} and ${underWay} under way hold the other places (at most ${cap}); retry in a few seconds, or ${advice}`,
+        );
 }
 
 /**
@@ -182,9 +181,9 @@ export function capRefusals(
  */
 export async function createInPlace<T>(creation: PlacedCreation<T>): Promise<T> {
   const { store, owner, cap, live, holder, now } = creation;
-  if (live.length >= cap) throw creation.full();
+  if (live.length >= cap) throw creation.refused('full', live.length, cap);
   const k = await takePlace(store, owner, placesOf(cap, live), holder, now);
-  if (k === undefined) throw creation.busy();
+  if (k === undefined) throw creation.refused('busy', live.length, cap);
   try {
     return await creation.insert(k);
   } catch (err) {

@@ -61,12 +61,12 @@ worker thread and every module's source map to each process). Prints each one's 
 memory (RSS) at rest, then runs a mixed load through the gateway for M minutes: Mode B
 quotes, package create/list/delete, wallet top-ups (admin credit), debits (delivery
 requests, then read) and reads, city searches, small file uploads, webhook registration
-(its owner's list read back, to hold the endpoint cap) and removal. Every S seconds it samples each process's RSS and prints the slowest answer since
-the last sample; at the end it prints the table and a verdict per process, and each
-process's RSS at rest and its highest against the memory its pod requests and is limited to
-in deploy/k8s (above the request: the scheduler reserves less than the process uses), with
-the request the sizing rule gives for that highest (the next 64 Mi at or above 1.1 times it,
-decision 88).
+(its owner's list read back, to hold the endpoint cap) and removal. Every S seconds it
+samples each process's RSS and prints the slowest answer since the last sample; at the end
+it prints the table and a verdict per process, and each process's RSS at rest and its
+highest against the memory its pod requests and is limited to in deploy/k8s (above the
+request: the scheduler reserves less than the process uses), with the request the sizing
+rule gives for that highest (the next 64 Mi at or above 1.1 times it, decision 88).
 
 The verdict: the samples after the warm-up (the first quarter, and the few the cut leaves
 over) are cut into at most 6 windows of equal length, at least 3 samples each, and each

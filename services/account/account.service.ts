@@ -165,18 +165,14 @@ export function createAccountService(config: Config): ServiceDefinition {
             live: active,
             holder: keyId,
             now: new Date(),
-            ...capRefusals(
-              {
-                owner: `User ${userId}`,
-                has: 'has',
-                things: 'active API keys',
-                underWay: 'creations',
-                advice: 'revoke one with DELETE /admin/api-keys/:keyId first',
-                error: conflict,
-              },
-              active.length,
-              MAX_ACTIVE_KEYS_PER_USER,
-            ),
+            refused: capRefusals({
+              owner: `User ${userId}`,
+              has: 'has',
+              things: 'active API keys',
+              underWay: 'creations',
+              advice: 'revoke one with DELETE /admin/api-keys/:keyId first',
+              error: conflict,
+            }),
             insert: (place) =>
               store.createKey({ _id: keyId, userId, hash, environment, serverOnly, quota, place }),
             stored: async () => (await store.findKey(keyId)) !== null,

@@ -264,18 +264,14 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
             live: listed,
             holder,
             now: new Date(),
-            ...capRefusals(
-              {
-                owner: `User ${userId}`,
-                has: 'has',
-                things: 'couriers on its list',
-                underWay: 'additions',
-                advice: `remove one with DELETE /admin/users/${userId}/couriers/:courierId first`,
-                error: conflict,
-              },
-              listed.length,
-              MERCHANT_COURIERS_MAX,
-            ),
+            refused: capRefusals({
+              owner: `User ${userId}`,
+              has: 'has',
+              things: 'couriers on its list',
+              underWay: 'additions',
+              advice: `remove one with DELETE /admin/users/${userId}/couriers/:courierId first`,
+              error: conflict,
+            }),
             insert: async (place) => {
               // Put there at the same instant by another addition of the courier, in its own place.
               if (!(await store.addToList(userId, courierId, place, holder))) {

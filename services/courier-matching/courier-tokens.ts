@@ -86,18 +86,14 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
           live,
           holder: tokenId,
           now: now(),
-          ...capRefusals(
-            {
-              owner: `Courier ${courierId}`,
-              has: 'has',
-              things: 'tokens',
-              underWay: 'creations',
-              advice: 'revoke one with DELETE /admin/courier-tokens/:tokenId first',
-              error: conflict,
-            },
-            live.length,
-            COURIER_TOKENS_MAX,
-          ),
+          refused: capRefusals({
+            owner: `Courier ${courierId}`,
+            has: 'has',
+            things: 'tokens',
+            underWay: 'creations',
+            advice: 'revoke one with DELETE /admin/courier-tokens/:tokenId first',
+            error: conflict,
+          }),
           insert: (place) => tokens.create({ hash, tokenId, courierId, place }),
           stored: async () => (await tokens.findByTokenId(tokenId)) !== null,
         });

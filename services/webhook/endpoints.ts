@@ -144,18 +144,14 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           live: existing,
           holder: webhookId,
           now: at,
-          ...capRefusals(
-            {
-              owner: 'You',
-              has: 'have',
-              things: 'webhook endpoints',
-              underWay: 'registrations',
-              advice: 'delete one with DELETE /api/webhooks/:webhookId',
-              error: badRequest,
-            },
-            existing.length,
-            cap,
-          ),
+          refused: capRefusals({
+            owner: 'You',
+            has: 'have',
+            things: 'webhook endpoints',
+            underWay: 'registrations',
+            advice: 'delete one with DELETE /api/webhooks/:webhookId',
+            error: badRequest,
+          }),
           insert: async (place) => {
             const record: EndpointRecord = {
               _id: webhookId,

@@ -73,8 +73,7 @@ describe('places on the real server', () => {
         live: [],
         holder,
         now: new Date(),
-        full: () => new Error('full'),
-        busy: () => new Error('busy'),
+        refused: (why: 'full' | 'busy') => new Error(why),
         insert: async (place) => {
           holders.set(holder, { gone: false, place });
           stored.add(holder);
@@ -104,8 +103,7 @@ describe('places on the real server', () => {
         live: [],
         holder,
         now: new Date(),
-        full: () => new Error('full'),
-        busy: () => new Error('busy'),
+        refused: (why: 'full' | 'busy') => new Error(why),
         insert: async () => {
           throw new Error('lost');
         },

@@ -181,8 +181,7 @@ describe('createInPlace', () => {
     live,
     holder,
     now: NOW,
-    full: () => new Error('full'),
-    busy: () => new Error('busy'),
+    refused: (why: 'full' | 'busy') => new Error(why),
     insert: async (place: number) => {
       store.holders.set(holder, { gone: false, place });
       return place;
@@ -228,22 +227,18 @@ describe('createInPlace', () => {
 
 describe('capRefusals', () => {
   it('says how many the owner has, the cap, and how to make room; busy also asks for a retry', () => {
-    const { full, busy } = capRefusals(
-      {
-        owner: 'You',
-        has: 'have',
-        things: 'webhook endpoints',
-        underWay: 'registrations',
-        advice: 'delete one',
-        error: (message) => new RangeError(message),
-      },
-      7,
-      10,
-    );
-    expect(full()).toEqual(
+    const refused = capRefusals({
+      owner: 'You',
+      has: 'have',
+      things: 'webhook endpoints',
+      underWay: 'registrations',
+      advice: 'delete one',
+      error: (message) => new RangeError(message),
+    });
+    expect(refused('full', 7, 10)).toEqual(
       new RangeError('You already have 7 webhook endpoints (at most 10); delete one'),
     );
-    expect(busy().message).toBe(
+    expect(refused('busy', 7, 10).message).toBe(
       'You have 7 webhook endpoints and registrations under way hold the other places (at most 10); retry in a few seconds, or delete one',
     );
   });
