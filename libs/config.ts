@@ -43,6 +43,8 @@ export interface Config {
   mongoUrl: string;
   mongoDbPrefix: string;
   mongoTimeoutMs: number;
+  /** Count every database command in `waybill_db_commands_total` (for measuring). */
+  dbCommandMetrics: boolean;
   natsUrl: string | undefined;
   namespace: string;
   nodeId: string | undefined;
@@ -254,6 +256,11 @@ const envSchema = Joi.object({
     .min(100)
     .default(10000)
     .description('Time limit to reach MongoDB, at start and for each operation (503 after it)'),
+  DB_COMMAND_METRICS: Joi.boolean()
+    .default(false)
+    .description(
+      'Count every database command by database, collection and command in `waybill_db_commands_total` (each reply is decoded a second time: for measuring, off by default)',
+    ),
   NATS_URL: Joi.string()
     .uri({ scheme: ['nats', 'tls'] })
     .empty('')
@@ -828,6 +835,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongoUrl: value.MONGO_URL,
     mongoDbPrefix: value.MONGO_DB_PREFIX,
     mongoTimeoutMs: value.MONGO_TIMEOUT_MS,
+    dbCommandMetrics: value.DB_COMMAND_METRICS,
     natsUrl: value.NATS_URL,
     namespace: value.NAMESPACE,
     nodeId: value.NODE_ID,

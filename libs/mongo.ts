@@ -1,6 +1,8 @@
 import mongoose, { type ConnectOptions, type Connection } from 'mongoose';
-import type { Logger, ServiceSchema } from 'moleculer';
+import type { CommandStartedEvent, MongoClient } from 'mongodb';
+import type { Logger, ServiceBroker, ServiceSchema } from 'moleculer';
 import type { Config } from './config';
+import { metricTableOf, type MetricTable } from './metric-table';
 import { serviceBusy, serviceUnavailable } from './errors';
 import { registerHealthCheck, unregisterHealthCheck } from './health';
 
@@ -141,6 +143,30 @@ export function isDatabaseBusy(err: unknown): boolean {
   return err.code === LOCK_TIMEOUT || /\bSQLITE_BUSY\b/.test(err.message);
 }
 
+/** The collection a command works on: named by the command, or in `collection` (a getMore). */
+export function commandCollection(event: Pick<CommandStartedEvent, 'commandName' | 'command'>) {
+  const named = event.command[event.commandName];
+  if (typeof named === 'string') return named;
+  return typeof event.command.collection === 'string' ? event.command.collection : '';
+}
+
+type CommandCounter = ReturnType<MetricTable['counter']>;
+const commandCounters = new WeakMap<ServiceBroker, CommandCounter>();
+
+/** `waybill_db_commands_total` of the broker, shared by the databases of its services. */
+function commandCounterOf(broker: ServiceBroker): CommandCounter {
+  let counter = commandCounters.get(broker);
+  if (!counter) {
+    counter = metricTableOf(broker).counter(
+      'waybill_db_commands_total',
+      'Database commands sent, by database, collection and command (DB_COMMAND_METRICS)',
+      ['database', 'collection', 'command'],
+    );
+    commandCounters.set(broker, counter);
+  }
+  return counter;
+}
+
 /**
  * One service's own database: its own mongoose connection (never the global one), opened
  * when the service starts and closed when it stops.
@@ -153,10 +179,14 @@ export class ServiceDatabase<Models> {
   /** Tries in a row in which the server answered a new connection while this one was down. */
   private answeredTries = 0;
   private logger: Pick<Logger, 'warn'> | undefined;
+  /** Counts each command sent, when DB_COMMAND_METRICS asks for it. */
+  private commandCounter: CommandCounter | undefined;
+  private readonly watchedClients = new WeakSet<MongoClient>();
   readonly name: string;
 
   constructor(
-    private readonly config: Pick<Config, 'mongoUrl' | 'mongoDbPrefix' | 'mongoTimeoutMs'>,
+    private readonly config: Pick<Config, 'mongoUrl' | 'mongoDbPrefix' | 'mongoTimeoutMs'> &
+      Partial<Pick<Config, 'dbCommandMetrics'>>,
     service: string,
     private readonly defineModels: (connection: Connection) => Models,
     /** How often a connection that lost its server tries the server with a new one. */
@@ -177,6 +207,8 @@ export class ServiceDatabase<Models> {
       // in mongoose's queue until mongoose sees a heartbeat (and failing there as a 500).
       bufferCommands: false,
       autoIndex: false,
+      // The driver then decodes each reply again for its event: only when measuring.
+      monitorCommands: this.config.dbCommandMetrics === true,
     };
   }
 
@@ -195,6 +227,7 @@ export class ServiceDatabase<Models> {
     const connection = mongoose.createConnection(this.config.mongoUrl, this.options);
     await connection.asPromise();
     this.connection = connection;
+    this.countCommandsOf(connection);
     const models = this.defineModels(connection);
     // Indexes are part of correctness here (unique keys back idempotency), so build them now.
     await Promise.all(Object.values(connection.models).map((m) => m.createIndexes()));
@@ -247,12 +280,23 @@ export class ServiceDatabase<Models> {
         );
         await connection.close();
         await connection.openUri(this.config.mongoUrl, this.options);
+        this.countCommandsOf(connection);
       }
     } catch {
       // Still unreachable: the next try starts over.
     } finally {
       this.probing = false;
     }
+  }
+
+  private countCommandsOf(connection: Connection): void {
+    const counter = this.commandCounter;
+    const client = connection.getClient();
+    if (!counter || this.watchedClients.has(client)) return;
+    this.watchedClients.add(client);
+    client.on('commandStarted', (event) => {
+      counter.of(event.databaseName, commandCollection(event), event.commandName).value++;
+    });
   }
 
   /** Drops the whole database; for tests only. */
@@ -283,6 +327,7 @@ export class ServiceDatabase<Models> {
         },
       },
       async started() {
+        if (db.config.dbCommandMetrics) db.commandCounter = commandCounterOf(this.broker);
         await db.connect(this.logger);
         registerHealthCheck(this.broker, checkName, () => db.connected);
       },

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { nairaToKobo } from '../libs/money';
 import { DESTINATION, ORIGIN, savePackage, type Party } from '../test/support/deliveries';
 import { adminHeaders, createUserWithKey, request } from '../test/support/http';
+import { samples, type Sample } from '../test/support/metrics';
 import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
@@ -25,7 +26,7 @@ import {
 import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
-npm run bench:request [-- --count N --concurrency C --warm-up W]
+npm run bench:request [-- --count N --concurrency C --warm-up W --db-commands]
   (or: scripts/tsx scripts/bench-request.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Wallet-paid POST /api/request through the gateway, the services in separate processes over
@@ -38,6 +39,9 @@ the ledger. Timings never fail the run.
   --count N         measured requests (and reference quotes)      BENCH_COUNT        800
   --concurrency C   connections sending one request after another  BENCH_CONCURRENCY  50
   --warm-up W       unmeasured requests first (reconciled too)     BENCH_WARM_UP      50
+  --db-commands     also print the database commands a measured request sent, by database
+                    and by collection (DB_COMMAND_METRICS in every process; the driver then
+                    decodes each reply twice, so compare requests/s only between runs alike)
 
 Each merchant holds at most PACKAGE_MAX_OPEN (400) open packages: every 400 requests go to
 a merchant of their own, one after another, so the load is one merchant's at a time.
@@ -46,6 +50,7 @@ a merchant of their own, one after another, so the load is one merchant's at a t
 const COUNT = option('count', 800);
 const CONCURRENCY = option('concurrency', 50);
 const WARM_UP = option('warm-up', 50);
+const DB_COMMANDS = process.argv.includes('--db-commands');
 /** Open packages one merchant may hold (PACKAGE_MAX_OPEN's ceiling). */
 const PACKAGES_PER_MERCHANT = 400;
 /** A request unanswered this long is abandoned and recorded with status 0. */
@@ -151,6 +156,48 @@ function showUnexpected(phase: Phase): void {
   }
 }
 
+/** Every process's `waybill_db_commands_total` (DB_COMMAND_METRICS). */
+async function dbCommands(nodes: readonly NodeProcess[]): Promise<Sample[]> {
+  const scrapes = await Promise.all(nodes.map((node) => samples(node.opsUrl, DB_COMMANDS_METRIC)));
+  return scrapes.flat();
+}
+
+const DB_COMMANDS_METRIC = 'waybill_db_commands_total';
+const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
+
+/** Commands a request sent, by database (writes and reads) and the busiest collections. */
+function printDbCommands(before: Sample[], after: Sample[], requests: number): void {
+  const perRequest = (key: (s: Sample) => string | null) => {
+    const totals = new Map<string, number>();
+    for (const [samplesOf, sign] of [
+      [after, 1],
+      [before, -1],
+    ] as const) {
+      for (const sample of samplesOf) {
+        const k = key(sample);
+        if (k !== null) totals.set(k, (totals.get(k) ?? 0) + sign * sample.value);
+      }
+    }
+    return [...totals].map(([k, n]) => [k, n / requests] as const).filter(([, n]) => n > 0);
+  };
+  const kind = (s: Sample) => (WRITES.has(s.labels.command) ? 'writes' : 'reads');
+  console.log(`\ndatabase commands a measured request sent (${requests} requests):`);
+  const byDatabase = perRequest((s) => `${s.labels.database} ${kind(s)}`);
+  for (const database of new Set(byDatabase.map(([k]) => k.split(' ')[0])).values()) {
+    const of = (k: string) => byDatabase.find(([key]) => key === `${database} ${k}`)?.[1] ?? 0;
+    console.log(
+      `  ${database.padEnd(24)} writes ${of('writes').toFixed(2).padStart(6)}  reads ${of('reads').toFixed(2).padStart(6)}`,
+    );
+  }
+  const byCollection = perRequest((s) =>
+    s.labels.collection ? `${s.labels.database}.${s.labels.collection} ${s.labels.command}` : null,
+  ).sort(([, a], [, b]) => b - a);
+  console.log('  by collection and command, the busiest first (from 0.05 a request):');
+  for (const [k, n] of byCollection.filter(([, n]) => n >= 0.05)) {
+    console.log(`    ${n.toFixed(2).padStart(6)}  ${k}`);
+  }
+}
+
 async function main(): Promise<number> {
   const iso = isolation();
   const nodes: NodeProcess[] = [];
@@ -159,6 +206,7 @@ async function main(): Promise<number> {
       QUOTA_LIMIT: '100000000',
       LOG_LEVEL: 'warn',
       ...sweepEnv(SWEEP),
+      ...(DB_COMMANDS ? { DB_COMMAND_METRICS: 'true' } : {}),
     };
     const groups = [
       'gateway,account',
@@ -223,8 +271,13 @@ async function main(): Promise<number> {
     const reference = await runAll('reference: Mode A quote', 200, measured, quote);
     report(reference);
     const requestWarm = await runAll('warm-up: requests', 201, warm, deliver);
+    const commandsBefore = DB_COMMANDS ? await dbCommands(nodes) : [];
     const requests = await runAll('POST /api/request (wallet)', 201, measured, deliver);
     report(requests, reference);
+    if (DB_COMMANDS) {
+      // Sweeps and outboxes run between the requests too: their commands are counted with them.
+      printDbCommands(commandsBefore, await dbCommands(nodes), measured.length);
+    }
 
     // What Mode A quoted each package, to hold each debit to it.
     const quoted = new Map<string, number>();
