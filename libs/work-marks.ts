@@ -21,6 +21,8 @@ export interface WorkMarksOf<Item, M extends Mark> {
   graceMs: number;
   /** The `_id` of the mark that says the items stored before marks existed were marked. */
   backfilled: string;
+  /** The writer's clock (ms); tests move it. */
+  now?: () => number;
 }
 
 /**
@@ -30,8 +32,11 @@ export interface WorkMarksOf<Item, M extends Mark> {
  * any other query of the large collection by reading all of it (decision 73).
  *
  * A mark is written before its item is stored, so a stored item with work always has one, and
- * again after: a reader that ended the mark in between, its item not stored yet, cannot have
- * left it without. A mark whose item has no work left ends, and one whose item is missing after
+ * again after when the store ended late: a reader that ended the mark in between, its item not
+ * stored yet, cannot have left it without. A reader ends the mark of an item it cannot find only
+ * `graceMs` after `markedAt` by its own clock, so a store that ended within half of that by the
+ * writer's clock needs no second write (readers' clocks up to `graceMs / 2` ahead of the
+ * writer's: 30 s for every grace in use; decision 92). A mark whose item has no work left ends, and one whose item is missing after
  * `graceMs`; the item is then read once more, since it may have been stored, or a write begun
  * before the delete may have landed after it (FerretDB rewrites a document whole, decision 16),
  * between the read and the delete (decisions 69 and 70).
@@ -49,7 +54,11 @@ export class WorkMarks<Item, M extends Mark> {
   async storing<T>(items: Item[], store: () => Promise<T>): Promise<T> {
     await this.mark(items);
     const stored = await store();
-    await this.mark(items);
+    const now = (this.of.now ?? Date.now)();
+    const late = items.filter(
+      (item) => now - this.of.markedAt(this.of.markOf(item)).getTime() >= this.of.graceMs / 2,
+    );
+    await this.mark(late);
     return stored;
   }
 

@@ -31,6 +31,8 @@ const db = useStoreDatabase('work-marks', define);
 
 const GRACE_MS = 60_000;
 let marks: WorkMarks<Item, ItemMark>;
+/** How far the writer's clock is ahead of this machine's: a writer that paused so long. */
+let writerPaused = 0;
 const read = async (id: string) => (await db.models.Item.findById(id).lean()) as Item | null;
 
 beforeAll(() => {
@@ -42,7 +44,13 @@ beforeAll(() => {
     markedAt: (mark) => mark.at,
     graceMs: GRACE_MS,
     backfilled: '$marked',
+    now: () => Date.now() + writerPaused,
   });
+});
+
+afterEach(() => {
+  writerPaused = 0;
+  jest.restoreAllMocks();
 });
 
 const item = (work = true, at = new Date()): Item => ({ _id: randomUUID(), work, at });
@@ -65,13 +73,30 @@ it('keeps the mark of an item not stored yet through its grace, and restores one
     await marks.release({ _id: waiting._id, at: waiting.at }, null, new Date());
     expect(await isMarked(waiting._id)).toBe(true);
     // After it (a writer that paused that long), it goes…
-    const late = new Date(Date.now() + GRACE_MS + 1);
+    writerPaused = GRACE_MS + 1;
+    const late = new Date(Date.now() + writerPaused);
     await marks.release({ _id: waiting._id, at: waiting.at }, null, late);
     expect(await isMarked(waiting._id)).toBe(false);
     return store(waiting);
   });
   // …and the write after the store puts it back.
   expect(await isMarked(waiting._id)).toBe(true);
+});
+
+it('writes the mark again only after a store that ended past half the grace', async () => {
+  const writes = jest.spyOn(db.models.Mark, 'insertMany');
+  const quick = item();
+  await marks.storing([quick], () => store(quick));
+  expect(writes).toHaveBeenCalledTimes(1);
+
+  const slow = item();
+  await marks.storing([slow], async () => {
+    writerPaused = GRACE_MS / 2;
+    return store(slow);
+  });
+  expect(writes).toHaveBeenCalledTimes(3);
+  expect(await isMarked(quick._id)).toBe(true);
+  expect(await isMarked(slow._id)).toBe(true);
 });
 
 it('ends the mark of an item whose work is done, and keeps one whose work came back before the delete', async () => {
