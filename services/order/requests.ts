@@ -236,13 +236,10 @@ export class DeliveryRequests {
       );
     }
     const walletPays = delivery.payment.creator.method === 'WALLET';
-    await this.stage(deliveryId, walletPays ? 'BUILT' : 'READY', {
-      built: { delivery, addresses },
-      notifications,
-    });
-    this.fault('after-build');
-
     if (walletPays) {
+      // Nothing is saved before the debit: a request stopped before READY is undone, and its
+      // pending document already says that a debit may have to be given back (`walletDebit`).
+      this.fault('after-build');
       await call(services, 'payment.debit', {
         userId: user.id,
         amountKobo: delivery.payment.creator.amountKobo,
@@ -250,9 +247,9 @@ export class DeliveryRequests {
         description: `Delivery ${delivery.trackingId}`,
       });
       delivery = paidByWallet(delivery);
-      await this.stage(deliveryId, 'READY', { built: { delivery, addresses } });
-      this.fault('after-debit');
     }
+    await this.stage(deliveryId, 'READY', { built: { delivery, addresses }, notifications });
+    this.fault(walletPays ? 'after-debit' : 'after-build');
     return this.finish(deliveryId, { delivery, addresses }, notifications);
   }
 

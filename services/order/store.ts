@@ -1,5 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
+import { BoundedMap } from '../../libs/lookup-cache';
 import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
 import {
   markedRecorded,
@@ -153,7 +154,10 @@ export interface TransitionRecord {
   at: Date;
 }
 
-/** READY: everything but the delivery record is done (paid, or its checkouts opened). */
+/**
+ * READY: everything but the delivery record is done (paid, or its checkouts opened). Requests
+ * saved before session 25 may say BUILT (built, not yet debited): undone as STARTED is.
+ */
 export type RequestStage = 'STARTED' | 'BUILT' | 'READY';
 
 /** What a request under way has saved, so that the sweep can finish or undo it. */
@@ -201,6 +205,9 @@ export const hasWork = (t: Pick<TransitionRecord, 'unsettled' | 'unannounced'>) 
  */
 export const UNCLAIMED_MARK_MS = 60_000;
 
+/** Addresses kept in memory by `OrderStore` (those of about a thousand deliveries). */
+const ADDRESSES_KEPT = 2_000;
+
 /** The owner of a user's list of deliveries in one status. */
 const inStatus = (userId: string, status: DeliveryStatus) => `${userId}:${status}`;
 
@@ -228,6 +235,12 @@ export class OrderStore {
   private readonly notificationsByDelivery: OwnerList;
   /** The transitions that may still have work (libs/work-marks). */
   private readonly work: WorkMarks<TransitionRecord, WorkMark>;
+  /**
+   * Addresses stored or read lately. An address is never changed once stored, so a copy is
+   * never stale on any replica; a new delivery's are read by its answer, its events and its
+   * matching within moments of being stored (six reads a request before).
+   */
+  private readonly recentAddresses = new BoundedMap<StoredAddress>(ADDRESSES_KEPT);
 
   constructor(private readonly models: () => OrderModels) {
     this.byUser = OwnerList.named(models, 'UserDelivery');
@@ -263,6 +276,7 @@ export class OrderStore {
    */
   async insertDelivery(delivery: DeliveryRecord, addresses: StoredAddress[]): Promise<boolean> {
     await insertAll(this.m.Address, addresses);
+    for (const address of addresses) this.recentAddresses.set(address._id, address);
     // Before the delivery: a stored delivery is always on its user's lists.
     await this.byUser.add(delivery.userId, delivery._id, delivery.createdAt);
     await this.enteringStatus(delivery, delivery.lifecycle.status, delivery.version);
@@ -302,7 +316,11 @@ export class OrderStore {
   }
 
   async address(addressId: string): Promise<StoredAddress | null> {
-    return (await this.m.Address.findById(addressId).lean()) as StoredAddress | null;
+    const known = this.recentAddresses.get(addressId);
+    if (known) return known;
+    const found = (await this.m.Address.findById(addressId).lean()) as StoredAddress | null;
+    if (found) this.recentAddresses.set(addressId, found);
+    return found;
   }
 
   async addresses(ids: string[]): Promise<Map<string, StoredAddress>> {
