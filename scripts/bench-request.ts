@@ -5,7 +5,7 @@
  * same reads and the same price, without the saga's writes). Then the ledger is reconciled
  * against the answers; any mismatch fails the run (exit 1). Timings never do.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nairaToKobo } from '../libs/money';
@@ -14,10 +14,18 @@ import { adminHeaders, createUserWithKey, request } from '../test/support/http';
 import { samples, type Sample } from '../test/support/metrics';
 import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
-import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
+import {
+  cpuTimeMs,
+  dropDatabases,
+  isolation,
+  startNodes,
+  type NodeProcess,
+} from '../test/support/stack';
 import {
   asDeployed,
+  cpuProfileArgs,
   option,
+  profileDir,
   requireInfrastructure,
   showHelpIfAsked,
   runMain,
@@ -26,7 +34,7 @@ import {
 import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
-npm run bench:request [-- --count N --concurrency C --warm-up W --db-commands]
+npm run bench:request [-- --count N --concurrency C --warm-up W --db-commands --profile DIR]
   (or: scripts/tsx scripts/bench-request.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Wallet-paid POST /api/request through the gateway, the services in separate processes over
@@ -39,6 +47,11 @@ the ledger. Timings never fail the run.
   --count N         measured requests (and reference quotes)      BENCH_COUNT        800
   --concurrency C   connections sending one request after another  BENCH_CONCURRENCY  50
   --warm-up W       unmeasured requests first (reconciled too)     BENCH_WARM_UP      50
+Also printed: the CPU time each process (services, database, NATS, Redis) spent a measured
+request, from /proc.
+
+  --profile DIR     each service process writes a CPU profile of the whole run (node
+                    --cpu-prof) into DIR; scripts/profile-summary.ts reads one
   --db-commands     also print the database commands a measured request sent, by database
                     and by collection (DB_COMMAND_METRICS in every process; the driver then
                     decodes each reply twice, so compare requests/s only between runs alike)
@@ -156,6 +169,31 @@ function showUnexpected(phase: Phase): void {
   }
 }
 
+/** The servers `scripts/infra up` started, by the pid files it keeps in `.local/run`. */
+const INFRA_SERVERS = { database: 'mongo', nats: 'nats', redis: 'redis' } as const;
+
+/** Each process the requests keep busy, by name: the services' and the infrastructure's. */
+function busyProcesses(nodes: readonly NodeProcess[], groups: readonly string[]) {
+  const processes = nodes.map((node, i) => ({ name: groups[i], pid: node.child.pid ?? 0 }));
+  for (const [name, file] of Object.entries(INFRA_SERVERS)) {
+    const pidFile = join(__dirname, '..', '.local', 'run', `${file}.pid`);
+    if (existsSync(pidFile)) processes.push({ name, pid: Number(readFileSync(pidFile, 'utf8')) });
+  }
+  return processes.filter(({ pid }) => pid > 0);
+}
+
+/** CPU ms each process spent on a measured request, and how much of the machine that was. */
+function printCpu(used: { name: string; ms: number }[], requests: number, seconds: number): void {
+  const total = used.reduce((sum, p) => sum + p.ms, 0);
+  console.log(
+    `\nCPU a measured request (ms), ${(total / 1000 / seconds / availableParallelism()).toFixed(2)} of the machine's ${availableParallelism()} CPUs busy with these:`,
+  );
+  for (const { name, ms } of [...used].sort((a, b) => b.ms - a.ms)) {
+    console.log(`  ${name.padEnd(26)} ${(ms / requests).toFixed(2).padStart(7)}`);
+  }
+  console.log(`  ${'all'.padEnd(26)} ${(total / requests).toFixed(2).padStart(7)}`);
+}
+
 /** Every process's `waybill_db_commands_total` (DB_COMMAND_METRICS). */
 async function dbCommands(nodes: readonly NodeProcess[]): Promise<Sample[]> {
   const scrapes = await Promise.all(nodes.map((node) => samples(node.opsUrl, DB_COMMANDS_METRIC)));
@@ -216,7 +254,11 @@ async function main(): Promise<number> {
       'payment,webhook',
       'order',
     ];
-    await startNodes(nodes, groups, { iso, perProcess: asDeployed(env) });
+    await startNodes(nodes, groups, {
+      iso,
+      perProcess: asDeployed(env),
+      nodeArgs: cpuProfileArgs(profileDir()),
+    });
     const url = nodes[0].url;
 
     const total = WARM_UP + COUNT;
@@ -272,8 +314,12 @@ async function main(): Promise<number> {
     report(reference);
     const requestWarm = await runAll('warm-up: requests', 201, warm, deliver);
     const commandsBefore = DB_COMMANDS ? await dbCommands(nodes) : [];
+    const busy = busyProcesses(nodes, groups);
+    const cpuBefore = busy.map(({ pid }) => cpuTimeMs(pid));
     const requests = await runAll('POST /api/request (wallet)', 201, measured, deliver);
+    const cpuUsed = busy.map(({ name, pid }, i) => ({ name, ms: cpuTimeMs(pid) - cpuBefore[i] }));
     report(requests, reference);
+    printCpu(cpuUsed, measured.length, requests.seconds);
     if (DB_COMMANDS) {
       // Sweeps and outboxes run between the requests too: their commands are counted with them.
       printDbCommands(commandsBefore, await dbCommands(nodes), measured.length);

@@ -1,7 +1,7 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { BoundedMap } from '../../libs/lookup-cache';
-import { insertAll, insertOnce, updateByIdWhere } from '../../libs/mongo';
+import { insertAll, insertOnce, setByIdUncast, updateByIdWhere } from '../../libs/mongo';
 import {
   markedRecorded,
   storedSince,
@@ -487,10 +487,8 @@ export class OrderStore {
     deliveryId: string,
     changes: Partial<Omit<PendingRequest, '_id'>>,
   ): Promise<void> {
-    await this.m.Pending.updateOne(
-      { _id: deliveryId },
-      { $set: { ...changes, updatedAt: new Date() } },
-    );
+    // It carries a whole delivery: no cast (the document is read back lean, as written).
+    await setByIdUncast(this.m.Pending, deliveryId, { ...changes, updatedAt: new Date() });
   }
 
   async pending(deliveryId: string): Promise<PendingRequest | null> {
