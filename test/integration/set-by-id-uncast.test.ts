@@ -6,7 +6,10 @@ import { useStoreDatabase } from '../support/store-database';
 const define = (connection: Connection) => ({
   Doc: connection.model(
     'Doc',
-    new Schema({ _id: String, stage: String, at: Date }, { versionKey: false, strict: false }),
+    new Schema(
+      { _id: String, stage: String, at: Date, keep: Number },
+      { versionKey: false, strict: false },
+    ),
     'docs',
   ),
 });
