@@ -282,23 +282,25 @@ export class OwnerList {
   ): Promise<OwnerListEntry> {
     const claimId = ownerListClaimId(ownerId, itemId, tag);
     const fresh = { _id: claimId, from: (await this.head(ownerId)).hint + 1 };
-    const claim = (await insertOnce(() => this.m.Claim.create(fresh)))
-      ? fresh
-      : await this.m.Claim.findById(claimId).lean();
+    const claimedNow = await insertOnce(() => this.m.Claim.create(fresh));
+    const claim = claimedNow ? fresh : await this.m.Claim.findById(claimId).lean();
     if (!claim) throw new Error(`the claim of ${claimId} is taken but cannot be read`);
-    // No entry under this claim can be before `from`: the claim came first.
+    // No entry under this claim can be before `from`: the claim came first. A claim made just
+    // now has no entry yet, so a number taken is another item's: not read, passed.
     for (let n = claim.from; ; n++) {
-      const found = await this.entry(ownerId, n);
-      if (found?.itemId === itemId && found.tag === tag) return found;
-      if (found) continue;
+      if (!claimedNow) {
+        const found = await this.entry(ownerId, n);
+        if (found?.itemId === itemId && found.tag === tag) return found;
+        if (found) continue;
+      }
       const record: EntryRecord = { _id: ownerListEntryId(ownerId, n), ownerId, n, itemId, at };
       if (tag !== undefined) record.tag = tag;
       if (await insertOnce(() => this.m.Entry.create(record))) {
         await this.raiseHead(ownerId, { n });
         return record;
       }
-      // Another writer took this number: read its entry on the next turn.
-      n--;
+      // Another writer took this number: a retry reads its entry on the next turn.
+      if (!claimedNow) n--;
     }
   }
 

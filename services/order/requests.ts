@@ -91,7 +91,8 @@ export class DeliveryRequests {
     const deliveryId = who.idempotencyToken
       ? nameBasedId('delivery', user.id, who.idempotencyToken)
       : randomUUID();
-    const earlier = await this.replay(deliveryId);
+    // Only a request named by its key can have run before.
+    const earlier = who.idempotencyToken ? await this.replay(deliveryId) : null;
     if (earlier) return earlier;
 
     const now = new Date();

@@ -68,15 +68,42 @@ it('inserts each entry at its first try when one process adds at once (appends t
   const owner = randomUUID();
   const models = defineOwnerListModels(conn, 'things');
   const inserts = jest.spyOn(models.Entry, 'create');
+  const reads = jest.spyOn(models.Entry, 'findById');
   try {
     const one = new OwnerList(() => models);
     const items = Array.from({ length: 20 }, () => randomUUID());
     await Promise.all(items.map((item) => one.add(owner, item, new Date())));
     expect(inserts).toHaveBeenCalledTimes(items.length);
+    // A first add claims its item just now: no entry of its own to look for.
+    expect(reads).not.toHaveBeenCalled();
     expect(await all(owner, one)).toEqual([...items].reverse());
   } finally {
-    inserts.mockRestore();
+    jest.restoreAllMocks();
   }
+});
+
+it('passes the numbers other items took beyond a head that lags, reading none of them', async () => {
+  const owner = randomUUID();
+  const models = defineOwnerListModels(conn, 'things');
+  // Entries whose head was never raised (their writer's last write lost).
+  await models.Entry.insertMany(
+    [1, 2, 3].map((n) => ({
+      _id: `${owner}:${n}`,
+      ownerId: owner,
+      n,
+      itemId: `old-${n}`,
+      at: new Date(),
+    })),
+  );
+  const reads = jest.spyOn(models.Entry, 'findById');
+  try {
+    const entry = await new OwnerList(() => models).add(owner, 'new', new Date());
+    expect(entry.n).toBe(4);
+    expect(reads).not.toHaveBeenCalled();
+  } finally {
+    jest.restoreAllMocks();
+  }
+  expect(await all(owner)).toEqual(['new', 'old-3', 'old-2', 'old-1']);
 });
 
 it('pages newest first by offset and limit, and keeps owners apart', async () => {
