@@ -26,16 +26,21 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
   }
 }
 
-/** Inserts documents in one round trip, leaving any already there (a repeat) as they are. */
+/**
+ * Inserts documents in one round trip, leaving any already there (a repeat) as they are; true
+ * when this call wrote every one of them.
+ */
 // The models differ in their document types; only insertMany is used.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<void> {
-  if (documents.length === 0) return;
+export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<boolean> {
+  if (documents.length === 0) return true;
   try {
     await model.insertMany(documents, { ordered: false });
+    return true;
   } catch (err) {
     const failures = (err as { writeErrors?: unknown[] }).writeErrors;
     if (!failures?.every(isDuplicateKey)) throw err;
+    return false;
   }
 }
 

@@ -99,6 +99,20 @@ it('writes the mark again only after a store that ended past half the grace', as
   expect(await isMarked(slow._id)).toBe(true);
 });
 
+it('writes the mark again after a quick store when the mark it found was another writer’s', async () => {
+  // A writer that stopped after its mark, long ago; this one stores the same item now.
+  const stopped = item(true, new Date(Date.now() - GRACE_MS - 1000));
+  await marks.mark([stopped]);
+  const now = { ...stopped, at: new Date() };
+  await marks.storing([now], async () => {
+    // The reader ends the old mark by its own time, the item not stored yet.
+    await marks.release(stopped, null, new Date());
+    expect(await isMarked(stopped._id)).toBe(false);
+    return store(now);
+  });
+  expect(await isMarked(now._id)).toBe(true);
+});
+
 it('ends the mark of an item whose work is done, and keeps one whose work came back before the delete', async () => {
   const done = item();
   await marks.storing([done], () => store(done));
