@@ -26,21 +26,16 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
   }
 }
 
-/**
- * Inserts documents in one round trip, leaving any already there (a repeat) as they are; true
- * when this call wrote every one of them.
- */
+/** Inserts documents in one round trip, leaving any already there (a repeat) as they are. */
 // The models differ in their document types; only insertMany is used.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<boolean> {
-  if (documents.length === 0) return true;
+export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<void> {
+  if (documents.length === 0) return;
   try {
     await model.insertMany(documents, { ordered: false });
-    return true;
   } catch (err) {
     const failures = (err as { writeErrors?: unknown[] }).writeErrors;
     if (!failures?.every(isDuplicateKey)) throw err;
-    return false;
   }
 }
 
@@ -120,7 +115,7 @@ export async function updateByIdWhere(
  * `$set`s fields of the document `_id` through the driver, without mongoose's cast of the
  * update, which walks every key of a large nested value (a whole delivery: 15 % of the order
  * process's CPU under bench:request, docs/performance.md). For fields stored as given and read
- * back lean; undefined ones are left out, as mongoose leaves them.
+ * back lean; undefined ones are left out, in arrays too (where mongoose wrote null).
  */
 export async function setByIdUncast(
   // The models differ in their document types; only their collection is used.

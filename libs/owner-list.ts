@@ -286,9 +286,11 @@ export class OwnerList {
     const claim = claimedNow ? fresh : await this.m.Claim.findById(claimId).lean();
     if (!claim) throw new Error(`the claim of ${claimId} is taken but cannot be read`);
     // No entry under this claim can be before `from`: the claim came first. A claim made just
-    // now has no entry yet, so a number taken is another item's: not read, passed.
+    // now had no entry when it was made, so each number is tried before it is read: only a
+    // number taken is read (another item's, or this one's, added by a twin that found the claim).
+    let unread = claimedNow;
     for (let n = claim.from; ; n++) {
-      if (!claimedNow) {
+      if (!unread) {
         const found = await this.entry(ownerId, n);
         if (found?.itemId === itemId && found.tag === tag) return found;
         if (found) continue;
@@ -299,8 +301,9 @@ export class OwnerList {
         await this.raiseHead(ownerId, { n });
         return record;
       }
-      // Another writer took this number: a retry reads its entry on the next turn.
-      if (!claimedNow) n--;
+      // Another writer took this number: its entry is read on the next turn.
+      unread = false;
+      n--;
     }
   }
 

@@ -21,8 +21,6 @@ export interface WorkMarksOf<Item, M extends Mark> {
   graceMs: number;
   /** The `_id` of the mark that says the items stored before marks existed were marked. */
   backfilled: string;
-  /** The writer's clock (ms); tests move it. */
-  now?: () => number;
 }
 
 /**
@@ -32,38 +30,26 @@ export interface WorkMarksOf<Item, M extends Mark> {
  * any other query of the large collection by reading all of it (decision 73).
  *
  * A mark is written before its item is stored, so a stored item with work always has one, and
- * again after, so that a reader that ended the mark in between, its item not stored yet,
- * cannot have left it without. A reader ends the mark of an item it cannot find only `graceMs`
- * after `markedAt` by its own clock, so the second write is left out when the first wrote the
- * mark itself (no other writer's, perhaps older, was there) and the store ended within half of
- * that by the writer's clock (readers' clocks up to `graceMs / 2` ahead of the writer's: 30 s
- * for every grace in use; decision 92). A mark whose item has no work left ends, and one whose
- * item is missing after `graceMs`; the item is then read once more, since it may have been
- * stored, or a write begun before the delete may have landed after it (FerretDB rewrites a
- * document whole, decision 16), between the read and the delete (decisions 69 and 70).
+ * again after: a reader that ended the mark in between, its item not stored yet, cannot have
+ * left it without. A mark whose item has no work left ends, and one whose item is missing after
+ * `graceMs`; the item is then read once more, since it may have been stored, or a write begun
+ * before the delete may have landed after it (FerretDB rewrites a document whole, decision 16),
+ * between the read and the delete (decisions 69 and 70).
  */
 export class WorkMarks<Item, M extends Mark> {
   constructor(private readonly of: WorkMarksOf<Item, M>) {}
 
-  /**
-   * Marks the items with work; marking one again changes nothing. True when every mark is this
-   * call's (none was there already).
-   */
-  async mark(items: Item[]): Promise<boolean> {
+  /** Marks the items with work; marking one again changes nothing. */
+  async mark(items: Item[]): Promise<void> {
     const working = items.filter((item) => this.of.hasWork(item));
-    return insertAll(this.of.marks(), working.map(this.of.markOf));
+    if (working.length > 0) await insertAll(this.of.marks(), working.map(this.of.markOf));
   }
 
   /** Stores items (`store`) between the two writes of their marks, and answers what it answered. */
   async storing<T>(items: Item[], store: () => Promise<T>): Promise<T> {
-    // A mark found there (another writer's, of any age) may be ended before the store: marked
-    // again after, whenever it was.
-    const ownMarks = await this.mark(items);
+    await this.mark(items);
     const stored = await store();
-    const now = (this.of.now ?? Date.now)();
-    const late = (item: Item) =>
-      now - this.of.markedAt(this.of.markOf(item)).getTime() >= this.of.graceMs / 2;
-    await this.mark(ownMarks ? items.filter(late) : items);
+    await this.mark(items);
     return stored;
   }
 

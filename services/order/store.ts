@@ -155,8 +155,9 @@ export interface TransitionRecord {
 }
 
 /**
- * READY: everything but the delivery record is done (paid, or its checkouts opened). Requests
- * saved before session 25 may say BUILT (built, not yet debited): undone as STARTED is.
+ * READY: everything but the delivery record is done (paid, or its checkouts opened). BUILT
+ * (built, not yet debited) is no longer written; a document an older version left so is undone
+ * as STARTED is.
  */
 export type RequestStage = 'STARTED' | 'BUILT' | 'READY';
 

@@ -28,7 +28,7 @@ it('sets the fields as given, nested values and dates included, and leaves the r
     stage: 'READY',
     at,
     keep: 1,
-    // An undefined field is left out, as mongoose leaves it out.
+    // An undefined field is left out.
     built: { delivery: { id: 'd', fee: { kobo: 150_000 }, steps: [{ at }] } },
   });
 });
