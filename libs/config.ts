@@ -193,6 +193,7 @@ export const ORDER_FAULT_POINTS = [
   'after-claim',
   'after-packages',
   'after-build',
+  'before-ready',
   'after-debit',
   'after-outcome',
 ] as const;

@@ -248,6 +248,7 @@ export class DeliveryRequests {
         description: `Delivery ${delivery.trackingId}`,
       });
       delivery = paidByWallet(delivery);
+      this.fault('before-ready');
     }
     await this.stage(deliveryId, 'READY', { built: { delivery, addresses }, notifications });
     this.fault(walletPays ? 'after-debit' : 'after-build');

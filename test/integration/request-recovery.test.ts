@@ -128,6 +128,7 @@ const FINISHED: Record<OrderFaultPoint, boolean> = {
   'after-claim': false,
   'after-packages': false,
   'after-build': false,
+  'before-ready': false,
   'after-debit': true,
   'after-outcome': true,
 };
@@ -178,7 +179,15 @@ describe.each(ORDER_FAULT_POINTS)('a wallet-paid request whose order process die
         await db.collection<{ _id: string }>('deliveries').countDocuments({ _id: deliveryId }),
       ).toBe(0);
       expect(await freePackages(rest.url, merchant)).toContain(packageId);
-      expect(debits).toEqual([]);
+      if (point === 'before-ready') {
+        // Debited, then stopped before the record was saved: the debit given back once.
+        expect(debits.map((d) => d.reference)).toEqual([deliveryId]);
+        const refunds = (await entriesOf(rest.url, merchant)).filter((e) => e.type === 'REFUND');
+        expect(refunds).toHaveLength(1);
+        expect(Number(refunds[0].amount)).toBe(Math.abs(Number(debits[0].amount)));
+      } else {
+        expect(debits).toEqual([]);
+      }
       expect(await balanceOf(rest.url, merchant)).toBe('10000.00');
     }
     expect(await ledgerIsClean(rest.url)).toBe(true);

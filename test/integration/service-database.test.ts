@@ -2,23 +2,29 @@ import mongoose from 'mongoose';
 import type { ServiceBroker } from 'moleculer';
 import { brokerWithOps, count, samples } from '../support/metrics';
 import { eventually } from '../support/eventually';
-import { isolation } from '../support/stack';
+import { isolation, type Isolation } from '../support/stack';
 import { ServiceDatabase } from '../../libs/mongo';
+
+/** A database of one `Thing` model for `service`, its server probed every 100 ms when lost. */
+function thingsDatabase(iso: Isolation, service: string, dbCommandMetrics = false) {
+  return new ServiceDatabase(
+    {
+      mongoUrl: process.env.MONGO_URL as string,
+      mongoDbPrefix: iso.dbPrefix,
+      mongoTimeoutMs: 1_000,
+      dbCommandMetrics,
+    },
+    service,
+    (connection) => ({ Thing: connection.model('Thing', new mongoose.Schema({ n: Number })) }),
+    100,
+  );
+}
 
 /** A service's database connection against the real server. */
 describe('ServiceDatabase', () => {
   const iso = isolation();
   const warnings: unknown[][] = [];
-  const db = new ServiceDatabase(
-    {
-      mongoUrl: process.env.MONGO_URL as string,
-      mongoDbPrefix: iso.dbPrefix,
-      mongoTimeoutMs: 1_000,
-    },
-    'probe',
-    (connection) => ({ Thing: connection.model('Thing', new mongoose.Schema({ n: Number })) }),
-    100,
-  );
+  const db = thingsDatabase(iso, 'probe');
 
   afterAll(async () => {
     await db.dropDatabase();
@@ -44,20 +50,7 @@ describe('ServiceDatabase', () => {
 /** DB_COMMAND_METRICS: every command a service's database sends, counted on `/metrics`. */
 describe('ServiceDatabase command counts', () => {
   const iso = isolation();
-  const databases = ['counted', 'tallied'].map(
-    (service) =>
-      new ServiceDatabase(
-        {
-          mongoUrl: process.env.MONGO_URL as string,
-          mongoDbPrefix: iso.dbPrefix,
-          mongoTimeoutMs: 1_000,
-          dbCommandMetrics: true,
-        },
-        service,
-        (connection) => ({ Thing: connection.model('Thing', new mongoose.Schema({ n: Number })) }),
-        100,
-      ),
-  );
+  const databases = ['counted', 'tallied'].map((service) => thingsDatabase(iso, service, true));
   let broker: ServiceBroker;
   let opsUrl: string;
 
@@ -113,15 +106,7 @@ describe('ServiceDatabase command counts', () => {
 it('counts nothing without DB_COMMAND_METRICS', async () => {
   const iso = isolation();
   const { broker, opsUrl } = await brokerWithOps(iso.namespace);
-  const db = new ServiceDatabase(
-    {
-      mongoUrl: process.env.MONGO_URL as string,
-      mongoDbPrefix: iso.dbPrefix,
-      mongoTimeoutMs: 1_000,
-    },
-    'uncounted',
-    (connection) => ({ Thing: connection.model('Thing', new mongoose.Schema({ n: Number })) }),
-  );
+  const db = thingsDatabase(iso, 'uncounted');
   broker.createService({ name: 'db-probe', mixins: [db.mixin()] });
   await broker.start();
   try {
