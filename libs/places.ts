@@ -146,10 +146,8 @@ export interface PlacedCreation<T> {
 
 /** How a capped creation is refused, in its owner's and its records' words. */
 export interface CapWords {
-  /** `User <id>`, `Courier <id>`, `You`. */
+  /** `User <id>`, `Courier <id>`, or `You` (which takes `have`, the others `has`). */
   owner: string;
-  /** The verb that goes with `owner`: `has`, or `have` for `You`. */
-  has: 'has' | 'have';
   /** What the owner has, counted: `active API keys`, `couriers on its list`. */
   things: string;
   /** Who holds places while under way: `creations`, `registrations`, `additions`. */
@@ -165,7 +163,8 @@ export type Refusal = (why: 'full' | 'busy', count: number, cap: number) => Erro
 
 /** A creation's refusals in its owner's and its records' words. */
 export function capRefusals(words: CapWords): Refusal {
-  const { owner, has, things, underWay, advice, error } = words;
+  const { owner, things, underWay, advice, error } = words;
+  const has = owner === 'You' ? 'have' : 'has';
   return (why, count, cap) =>
     why === 'full'
       ? error(`${owner} already ${has} ${count} ${things} (at most ${cap}); ${advice}`)

@@ -205,34 +205,33 @@ const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
 
 /** Commands a request sent, by database (writes and reads) and the busiest collections. */
 function printDbCommands(before: Sample[], after: Sample[], requests: number): void {
+  /** What `after` counts beyond `before` a request, summed by `key` (null: left out). */
   const perRequest = (key: (s: Sample) => string | null) => {
     const totals = new Map<string, number>();
-    for (const [samplesOf, sign] of [
-      [after, 1],
-      [before, -1],
-    ] as const) {
-      for (const sample of samplesOf) {
+    const add = (list: Sample[], sign: number) => {
+      for (const sample of list) {
         const k = key(sample);
-        if (k !== null) totals.set(k, (totals.get(k) ?? 0) + sign * sample.value);
+        if (k !== null) totals.set(k, (totals.get(k) ?? 0) + (sign * sample.value) / requests);
       }
-    }
-    return [...totals].map(([k, n]) => [k, n / requests] as const).filter(([, n]) => n > 0);
+    };
+    add(after, 1);
+    add(before, -1);
+    return new Map([...totals].filter(([, n]) => n > 0));
   };
-  const kind = (s: Sample) => (WRITES.has(s.labels.command) ? 'writes' : 'reads');
+  const byDatabase = (writing: boolean) =>
+    perRequest((s) => (WRITES.has(s.labels.command) === writing ? s.labels.database : null));
+  const [writes, reads] = [byDatabase(true), byDatabase(false)];
   console.log(`\ndatabase commands a measured request sent (${requests} requests):`);
-  const byDatabase = perRequest((s) => `${s.labels.database} ${kind(s)}`);
-  for (const database of new Set(byDatabase.map(([k]) => k.split(' ')[0])).values()) {
-    const of = (k: string) => byDatabase.find(([key]) => key === `${database} ${k}`)?.[1] ?? 0;
-    console.log(
-      `  ${database.padEnd(24)} writes ${of('writes').toFixed(2).padStart(6)}  reads ${of('reads').toFixed(2).padStart(6)}`,
-    );
+  for (const database of new Set([...writes.keys(), ...reads.keys()])) {
+    const of = (counts: Map<string, number>) => (counts.get(database) ?? 0).toFixed(2).padStart(6);
+    console.log(`  ${database.padEnd(24)} writes ${of(writes)}  reads ${of(reads)}`);
   }
   const byCollection = perRequest((s) =>
     s.labels.collection ? `${s.labels.database}.${s.labels.collection} ${s.labels.command}` : null,
-  ).sort(([, a], [, b]) => b - a);
+  );
   console.log('  by collection and command, the busiest first (from 0.05 a request):');
-  for (const [k, n] of byCollection.filter(([, n]) => n >= 0.05)) {
-    console.log(`    ${n.toFixed(2).padStart(6)}  ${k}`);
+  for (const [k, n] of [...byCollection].sort(([, a], [, b]) => b - a)) {
+    if (n >= 0.05) console.log(`    ${n.toFixed(2).padStart(6)}  ${k}`);
   }
 }
 

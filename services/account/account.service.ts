@@ -167,7 +167,6 @@ export function createAccountService(config: Config): ServiceDefinition {
             now: new Date(),
             refused: capRefusals({
               owner: `User ${userId}`,
-              has: 'has',
               things: 'active API keys',
               underWay: 'creations',
               advice: 'revoke one with DELETE /admin/api-keys/:keyId first',

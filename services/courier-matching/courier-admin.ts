@@ -266,7 +266,6 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
             now: new Date(),
             refused: capRefusals({
               owner: `User ${userId}`,
-              has: 'has',
               things: 'couriers on its list',
               underWay: 'additions',
               advice: `remove one with DELETE /admin/users/${userId}/couriers/:courierId first`,

@@ -88,7 +88,6 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
           now: now(),
           refused: capRefusals({
             owner: `Courier ${courierId}`,
-            has: 'has',
             things: 'tokens',
             underWay: 'creations',
             advice: 'revoke one with DELETE /admin/courier-tokens/:tokenId first',

@@ -146,7 +146,6 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           now: at,
           refused: capRefusals({
             owner: 'You',
-            has: 'have',
             things: 'webhook endpoints',
             underWay: 'registrations',
             advice: 'delete one with DELETE /api/webhooks/:webhookId',

@@ -229,7 +229,6 @@ describe('capRefusals', () => {
   it('says how many the owner has, the cap, and how to make room; busy also asks for a retry', () => {
     const refused = capRefusals({
       owner: 'You',
-      has: 'have',
       things: 'webhook endpoints',
       underWay: 'registrations',
       advice: 'delete one',
