@@ -23,7 +23,10 @@ import {
 } from '../test/support/stack';
 import {
   asDeployed,
+  buildAsTheImage,
+  BUILD_RUN,
   cpuProfileArgs,
+  FROM_SOURCE,
   option,
   profileDir,
   requireInfrastructure,
@@ -34,7 +37,7 @@ import {
 import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
-npm run bench:request [-- --count N --concurrency C --warm-up W --db-commands --profile DIR]
+npm run bench:request [-- --count N --concurrency C --warm-up W --db-commands --profile DIR --tsx]
   (or: scripts/tsx scripts/bench-request.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Wallet-paid POST /api/request through the gateway, the services in separate processes over
@@ -55,6 +58,8 @@ request, from /proc.
   --db-commands     also print the database commands a measured request sent, by database
                     and by collection (DB_COMMAND_METRICS in every process; the driver then
                     decodes each reply twice, so compare requests/s only between runs alike)
+  --tsx             run the services' TypeScript through tsx, as the tests do, instead of
+                    compiled as the image runs them (npm run build, dist/: the default)
 
 Each merchant holds at most PACKAGE_MAX_OPEN (400) open packages: every 400 requests go to
 a merchant of their own, one after another, so the load is one merchant's at a time.
@@ -255,6 +260,9 @@ async function main(): Promise<number> {
     ];
     await startNodes(nodes, groups, {
       iso,
+      // What the image runs, unless --tsx: tsx adds its loader, esbuild's helpers and the
+      // source maps of every error (a claim lost to another writer is one).
+      entry: FROM_SOURCE ? undefined : buildAsTheImage(),
       perProcess: asDeployed(env),
       nodeArgs: cpuProfileArgs(profileDir()),
     });
@@ -284,7 +292,7 @@ async function main(): Promise<number> {
     );
 
     console.log(
-      `bench:request — ${availableParallelism()} CPUs, Node ${process.version}; ${groups.map((g) => g.replace(/,/g, '+')).join(', ')} each in its own process over NATS`,
+      `bench:request — ${availableParallelism()} CPUs, Node ${process.version}, ${BUILD_RUN}; ${groups.map((g) => g.replace(/,/g, '+')).join(', ')} each in its own process over NATS`,
     );
     console.log(
       `${COUNT} requests (after ${WARM_UP} unmeasured) at ${CONCURRENCY} connections, ${merchants.length} merchant(s), one package each\n`,
