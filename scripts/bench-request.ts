@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { nairaToKobo } from '../libs/money';
 import { DESTINATION, ORIGIN, savePackage, type Party } from '../test/support/deliveries';
 import { adminHeaders, createUserWithKey, request } from '../test/support/http';
-import { samples, type Sample } from '../test/support/metrics';
+import { count, samples, type Sample } from '../test/support/metrics';
 import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
 import {
@@ -37,7 +37,8 @@ import {
 import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
-npm run bench:request [-- --count N --concurrency C --warm-up W --db-commands --profile DIR --tsx]
+npm run bench:request [-- --count N --concurrency C --warm-up W --db-commands --waiting S
+                          --profile DIR --tsx]
   (or: scripts/tsx scripts/bench-request.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Wallet-paid POST /api/request through the gateway, the services in separate processes over
@@ -58,6 +59,11 @@ request, from /proc.
   --db-commands     also print the database commands a measured request sent, by database
                     and by collection (DB_COMMAND_METRICS in every process; the driver then
                     decodes each reply twice, so compare requests/s only between runs alike)
+  --waiting S       then, for S seconds, what the searches left waiting cost: no courier is
+                    in reach, so every delivery made is searched for until its time is over,
+                    each search stepped by matching's sweep; prints the steps a second and a
+                    step's reads and CPU (matching's process, the database, Redis). Counts
+                    commands as --db-commands does, in both runs of a comparison
   --tsx             run the services' TypeScript through tsx, as the tests do, instead of
                     compiled as the image runs them (npm run build, dist/: the default)
 
@@ -69,6 +75,7 @@ const COUNT = option('count', 800);
 const CONCURRENCY = option('concurrency', 50);
 const WARM_UP = option('warm-up', 50);
 const DB_COMMANDS = process.argv.includes('--db-commands');
+const WAITING_S = option('waiting', 0);
 /** Open packages one merchant may hold (PACKAGE_MAX_OPEN's ceiling). */
 const PACKAGES_PER_MERCHANT = 400;
 /** A request unanswered this long is abandoned and recorded with status 0. */
@@ -240,6 +247,46 @@ function printDbCommands(before: Sample[], after: Sample[], requests: number): v
   }
 }
 
+/** What a step of a search may read: its record (one a step, so they count the steps), its end, its offers. */
+const READ_IN_A_STEP = ['searches', 'search_ends', 'offers'] as const;
+
+/**
+ * What searches waiting for a courier cost: over `seconds`, the steps matching's sweep made
+ * (each reads its search's record), and a step's reads and CPU in the matching process, the
+ * database and Redis.
+ */
+async function printWaiting(
+  nodes: readonly NodeProcess[],
+  groups: readonly string[],
+  waiting: number,
+  seconds: number,
+): Promise<void> {
+  const at = groups.findIndex((group) => group.split(',').includes('courier-matching'));
+  const finds = async () => {
+    const all = await samples(nodes[at].opsUrl, DB_COMMANDS_METRIC);
+    return READ_IN_A_STEP.map((collection) => count(all, { collection, command: 'find' }));
+  };
+  const busy = busyProcesses(nodes, groups).filter(
+    ({ name }) => name === groups[at] || name === 'database' || name === 'redis',
+  );
+  const [findsBefore, cpuBefore] = [await finds(), busy.map(({ pid }) => cpuTimeMs(pid))];
+  await new Promise((done) => setTimeout(done, seconds * 1000));
+  const [findsAfter, cpuAfter] = [await finds(), busy.map(({ pid }) => cpuTimeMs(pid))];
+  const [steps] = findsAfter.map((n, i) => n - findsBefore[i]);
+  const perStep = (n: number) => (steps > 0 ? n / steps : NaN);
+  console.log(
+    `\n${waiting} searches waiting, no courier in reach, over ${seconds} s: ${(steps / seconds).toFixed(1)} steps/s`,
+  );
+  const reads = READ_IN_A_STEP.map(
+    (collection, i) => `${collection} ${perStep(findsAfter[i] - findsBefore[i]).toFixed(2)}`,
+  );
+  console.log(`  reads a step: ${reads.join(', ')}`);
+  const cpu = busy.map(
+    ({ name }, i) => `${name} ${perStep((cpuAfter[i] - cpuBefore[i]) * 1000).toFixed(0)}`,
+  );
+  console.log(`  CPU µs a step: ${cpu.join(', ')}`);
+}
+
 async function main(): Promise<number> {
   const iso = isolation();
   const nodes: NodeProcess[] = [];
@@ -248,7 +295,7 @@ async function main(): Promise<number> {
       QUOTA_LIMIT: '100000000',
       LOG_LEVEL: 'warn',
       ...sweepEnv(SWEEP),
-      ...(DB_COMMANDS ? { DB_COMMAND_METRICS: 'true' } : {}),
+      ...(DB_COMMANDS || WAITING_S > 0 ? { DB_COMMAND_METRICS: 'true' } : {}),
     };
     const groups = [
       'gateway,account',
@@ -378,6 +425,7 @@ async function main(): Promise<number> {
     console.log(
       `bench:request rps=${rate(requests).toFixed(1)} p50=${percentile(ms, 50).toFixed(0)} p99=${percentile(ms, 99).toFixed(0)} | modeA rps=${rate(reference).toFixed(1)} p50=${percentile(refMs, 50).toFixed(0)} p99=${percentile(refMs, 99).toFixed(0)} | ratio rps=${(rate(requests) / rate(reference)).toFixed(3)}`,
     );
+    if (WAITING_S > 0) await printWaiting(nodes, groups, created.size, WAITING_S);
     // What the services logged as errors tells why a request failed: kept for the bug report.
     const errors = nodes.flatMap((node, i) =>
       node

@@ -11,10 +11,13 @@ import {
   type OfferOutcome,
   type SearchReach,
 } from './matching-rules';
-import type { CourierPositions } from './positions';
+import type { CourierPositions, NearCourier } from './positions';
 import type { OfferRecord, SearchRecord, SearchStore } from './search-store';
 
 export const OFFER_NOT_FOUND = 'Offer not found';
+
+/** A courier a step may offer to. */
+type Candidate = Pick<NearCourier, 'courierId'>;
 
 /** The couriers matching may offer to: the hot index of positions. */
 export type AvailableCouriers = Pick<CourierPositions, 'nearest' | 'setBusy'>;
@@ -136,6 +139,8 @@ export class Searches {
   async advance(deliveryId: string, now = new Date()): Promise<void> {
     const search = await this.store.search(deliveryId);
     if (!search) return;
+    const reach = await this.reachWhileWaiting(search, now);
+    if (reach?.length === 0) return;
     const ended = await this.store.end(deliveryId);
     if (ended) {
       // Finish what an interrupted step decided, then stop: order told of no courier, an
@@ -162,11 +167,29 @@ export class Searches {
       }
       await this.letGo(latest, outcome ?? 'EXPIRED');
     }
+    if (this.timedOut(search, now)) return this.giveUp(deliveryId, now);
+    await this.offerNext(search, offers, now, reach);
+  }
+
+  private timedOut(search: SearchRecord, now: Date): boolean {
     const searchTimeoutMs = this.scaled(search, this.deps.settings.searchTimeoutMs);
-    if (now.getTime() - search.startedAt.getTime() >= searchTimeoutMs) {
-      return this.giveUp(deliveryId, now);
-    }
-    await this.offerNext(search, offers, now);
+    return now.getTime() - search.startedAt.getTime() >= searchTimeoutMs;
+  }
+
+  /**
+   * The couriers in reach of a search that has made no offer and is not over its time, read
+   * before anything else: with none, a step has nothing to do, and the search's end and
+   * offers are not read (two of a waiting search's three reads, every sweep). `offers: 0`
+   * means no offer exists, since an offer's number is noted on the search before the offer
+   * is claimed (`offerNext`); an ended search makes no offer, and its end is read at the first
+   * step with a courier in reach, or at its time. Undefined when the step must read them.
+   */
+  private async reachWhileWaiting(
+    search: SearchRecord,
+    now: Date,
+  ): Promise<readonly Candidate[] | undefined> {
+    if (search.offers > 0 || this.timedOut(search, now)) return undefined;
+    return this.candidates(search, now);
   }
 
   /** The sandbox's virtual courier takes its offer after a moment of simulated time. */
@@ -176,7 +199,7 @@ export class Searches {
   }
 
   /** The couriers to offer to now, nearest first. */
-  private async candidates(search: SearchRecord, now: Date) {
+  private async candidates(search: SearchRecord, now: Date): Promise<readonly Candidate[]> {
     // A simulation's only courier is its virtual one; with no-courier, nobody.
     if (search.simulate) {
       return search.simulate === 'no-courier' ? [] : [{ courierId: virtualCourierId(search._id) }];
@@ -200,10 +223,18 @@ export class Searches {
     });
   }
 
-  /** Offers the delivery to the nearest free courier, if there is one in reach now. */
-  private async offerNext(search: SearchRecord, offers: OfferRecord[], now: Date): Promise<void> {
+  /**
+   * Offers the delivery to the nearest free courier, if there is one in reach now (`reach`:
+   * as this step found them already).
+   */
+  private async offerNext(
+    search: SearchRecord,
+    offers: OfferRecord[],
+    now: Date,
+    reach?: readonly Candidate[],
+  ): Promise<void> {
     const { settings, couriers } = this.deps;
-    const candidates = await this.candidates(search, now);
+    const candidates = reach ?? (await this.candidates(search, now));
     let n = offers.length;
     for (const { courierId } of candidates) {
       n += 1;
@@ -215,9 +246,10 @@ export class Searches {
         offeredAt: now,
         expiresAt: new Date(now.getTime() + this.scaled(search, settings.offerTimeoutMs)),
       };
+      // Noted first: a search that notes no offer has none (`reachWhileWaiting`).
+      await this.store.noteOffer(search._id, n);
       // Another matcher made the n-th offer first: this step is theirs.
       if (!(await this.store.claimOffer(offer))) return;
-      await this.store.noteOffer(search._id, n);
       const held = await this.store.claimHold({
         _id: courierId,
         deliveryId: search._id,
