@@ -269,9 +269,12 @@ async function printWaiting(
   const busy = busyProcesses(nodes, groups).filter(
     ({ name }) => name === groups[at] || name === 'database' || name === 'redis',
   );
-  const [findsBefore, cpuBefore] = [await finds(), busy.map(({ pid }) => cpuTimeMs(pid))];
+  const commands = async () => count(await dbCommands(nodes));
+  const [findsBefore, commandsBefore] = [await finds(), await commands()];
+  const cpuBefore = busy.map(({ pid }) => cpuTimeMs(pid));
   await new Promise((done) => setTimeout(done, seconds * 1000));
-  const [findsAfter, cpuAfter] = [await finds(), busy.map(({ pid }) => cpuTimeMs(pid))];
+  const cpuAfter = busy.map(({ pid }) => cpuTimeMs(pid));
+  const [findsAfter, commandsAfter] = [await finds(), await commands()];
   const [steps] = findsAfter.map((n, i) => n - findsBefore[i]);
   const perStep = (n: number) => (steps > 0 ? n / steps : NaN);
   console.log(
@@ -281,6 +284,9 @@ async function printWaiting(
     (collection, i) => `${collection} ${perStep(findsAfter[i] - findsBefore[i]).toFixed(2)}`,
   );
   console.log(`  reads a step: ${reads.join(', ')}`);
+  // The other services' sweeps and outboxes go on meanwhile: the database serves them too.
+  const all = perStep(commandsAfter - commandsBefore).toFixed(2);
+  console.log(`  database commands from every process, a step: ${all}`);
   const cpu = busy.map(
     ({ name }, i) => `${name} ${perStep((cpuAfter[i] - cpuBefore[i]) * 1000).toFixed(0)}`,
   );

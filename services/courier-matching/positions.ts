@@ -2,7 +2,8 @@ import type Redis from 'ioredis';
 import { haversineKm, type GeoPoint } from '../../libs/geodesy';
 import { serviceUnavailable } from '../../libs/errors';
 import { defineScripts, orUnavailable } from '../../libs/redis';
-import { cellsOf, ringSteps } from './cells';
+import { BoundedMap } from '../../libs/lookup-cache';
+import { cellsOf, FINE_RINGS, ringSteps } from './cells';
 
 /**
  * Couriers' hot state in Redis (docs/couriers.md "Where couriers are"): per courier a hash
@@ -222,12 +223,20 @@ function checkQuery(q: NearestQuery): void {
 const byDistance = (a: NearCourier, b: NearCourier) =>
   a.distanceKm - b.distanceKm || (a.courierId < b.courierId ? -1 : 1);
 
+/**
+ * Points whose ring bounds are kept: the sweep comes back to each waiting search within
+ * seconds, so this keeps every waiting search's point but in a surge, in a few MB.
+ */
+const RING_BOUNDS_KEPT = 10_000;
+
 /** The couriers' positions and availability, indexed by H3 cell (class comment above). */
 export class CourierPositions {
   private readonly redis: Redis & PositionCommands;
   private readonly avail: string;
   private readonly moved: string;
   private readonly now: () => number;
+  /** Ring bounds by point (`ringSteps`): some 20 numbers a point, for the searches waiting. */
+  private readonly ringBounds = new BoundedMap<number[]>(RING_BOUNDS_KEPT);
 
   constructor(
     redis: Redis,
@@ -330,6 +339,17 @@ export class CourierPositions {
     );
   }
 
+  /** The ring bounds of a point searched around lately (`ringSteps`), kept as they are made. */
+  private ringBoundsAround(point: GeoPoint): number[] {
+    const key = `${point.lat},${point.lon}`;
+    let known = this.ringBounds.get(key);
+    if (!known) {
+      known = [];
+      this.ringBounds.set(key, known);
+    }
+    return known;
+  }
+
   private cutoff(): number {
     return this.now() - this.options.onlineMs;
   }
@@ -339,7 +359,7 @@ export class CourierPositions {
     const found: NearCourier[] = [];
     const seen = new Set<string>();
     const cutoff = String(this.cutoff());
-    for (const step of ringSteps(point)) {
+    for (const step of ringSteps(point, FINE_RINGS, this.ringBoundsAround(point))) {
       const keys = step.cells.flatMap((cell) =>
         q.fleetTypeIds.map((fleet) => `${this.avail}${fleet}:${step.res}:${cell}`),
       );

@@ -37,9 +37,9 @@ const near = (from: GeoPoint, maxKm: number): fc.Arbitrary<GeoPoint> =>
 const pointAndNear = (maxKm: number) => point.chain((p) => near(p, maxKm).map((q) => ({ p, q })));
 
 /** The steps of a search until it has read beyond `km`. */
-function stepsBeyond(p: GeoPoint, km: number): RingStep[] {
+function stepsBeyond(p: GeoPoint, km: number, known?: number[]): RingStep[] {
   const steps: RingStep[] = [];
-  for (const step of ringSteps(p)) {
+  for (const step of ringSteps(p, FINE_RINGS, known)) {
     steps.push(step);
     if (step.unreadBeyondKm > km) break;
   }
@@ -112,6 +112,25 @@ describe('ringSteps', () => {
         expect(read).toBe(true);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('keeps each step’s bound in `known`, and takes it from there for the same point', () => {
+    fc.assert(
+      fc.property(point, (p) => {
+        const first = stepsBeyond(p, 10);
+        const known: number[] = [];
+        const kept = stepsBeyond(p, 10, known);
+        expect(kept).toEqual(first);
+        expect(known).toEqual(first.map((step) => step.unreadBeyondKm));
+        // Taken, not made again: a bound put there is the one given.
+        const made = [...known];
+        known[2] = -1;
+        const again = stepsBeyond(p, 10, known);
+        expect(again.map((step) => step.unreadBeyondKm)).toEqual(made.with(2, -1));
+        expect(again.map((step) => step.cells)).toEqual(first.map((step) => step.cells));
+      }),
+      { numRuns: 20 },
     );
   });
 
