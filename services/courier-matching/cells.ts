@@ -102,3 +102,16 @@ export function* ringSteps(
     }
   }
 }
+
+/**
+ * The steps a search reads out to `maxDistanceKm` when it finds nobody nearer: up to the first
+ * beyond which nothing unread can be within it.
+ */
+export function stepsWithin(steps: Iterable<RingStep>, maxDistanceKm: number): RingStep[] {
+  const within: RingStep[] = [];
+  for (const step of steps) {
+    within.push(step);
+    if (step.unreadBeyondKm > maxDistanceKm) break;
+  }
+  return within;
+}

@@ -3,7 +3,7 @@ import { haversineKm, type GeoPoint } from '../../libs/geodesy';
 import { serviceUnavailable } from '../../libs/errors';
 import { defineScripts, orUnavailable } from '../../libs/redis';
 import { BoundedMap } from '../../libs/lookup-cache';
-import { cellsOf, FINE_RINGS, ringSteps } from './cells';
+import { cellsOf, FINE_RINGS, ringSteps, stepsWithin, type RingStep } from './cells';
 
 /**
  * Couriers' hot state in Redis (docs/couriers.md "Where couriers are"): per courier a hash
@@ -30,6 +30,12 @@ export interface NearestQuery {
   limit: number;
   exclude?: ReadonlySet<string>;
   among?: ReadonlySet<string>;
+  /**
+   * Nobody is likely in reach (a search waiting for a courier): one script first asks whether
+   * any cell the rings would read holds an available courier, and the rings are read one by
+   * one only if one does. The answer is the same either way.
+   */
+  probeFirst?: boolean;
 }
 
 export interface NearCourier {
@@ -113,6 +119,14 @@ end
 return out
 `;
 
+/** KEYS: available sets. ARGV[1]: the online cutoff. 1 when one holds a courier online, else 0. */
+const ANY_ONLINE = `
+for _, key in ipairs(KEYS) do
+  if redis.call('ZCOUNT', key, '(' .. ARGV[1], '+inf') > 0 then return 1 end
+end
+return 0
+`;
+
 /** KEYS[1] the hash. ARGV: avail prefix, id, '1' busy or '0' free. */
 const BUSY = `
 local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'at', 'retired')
@@ -189,6 +203,7 @@ return out
 interface PositionCommands {
   reportPosition(key: string, ...args: string[]): Promise<number>;
   searchCells(keyCount: number, ...keysThenArgs: string[]): Promise<string[]>;
+  anyOnline(keyCount: number, ...keysThenArgs: string[]): Promise<number>;
   setCourierBusy(key: string, ...args: string[]): Promise<number>;
   applyCourierDirectory(key: string, ...args: string[]): Promise<number>;
   forgetCourier(key: string, ...args: string[]): Promise<number>;
@@ -245,6 +260,7 @@ export class CourierPositions {
     this.redis = defineScripts<PositionCommands>(redis, {
       reportPosition: REPORT,
       searchCells: { lua: SEARCH, keys: 'variable' },
+      anyOnline: { lua: ANY_ONLINE, keys: 'variable' },
       setCourierBusy: BUSY,
       applyCourierDirectory: DIRECTORY,
       forgetCourier: FORGET,
@@ -359,10 +375,19 @@ export class CourierPositions {
     const found: NearCourier[] = [];
     const seen = new Set<string>();
     const cutoff = String(this.cutoff());
-    for (const step of ringSteps(point, FINE_RINGS, this.ringBoundsAround(point))) {
-      const keys = step.cells.flatMap((cell) =>
+    const keysOf = (step: RingStep) =>
+      step.cells.flatMap((cell) =>
         q.fleetTypeIds.map((fleet) => `${this.avail}${fleet}:${step.res}:${cell}`),
       );
+    let steps: Iterable<RingStep> = ringSteps(point, FINE_RINGS, this.ringBoundsAround(point));
+    if (q.probeFirst) {
+      const within = stepsWithin(steps, q.maxDistanceKm);
+      const keys = within.flatMap(keysOf);
+      if ((await this.redis.anyOnline(keys.length, ...keys, cutoff)) === 0) return [];
+      steps = within;
+    }
+    for (const step of steps) {
+      const keys = keysOf(step);
       const flat = await this.redis.searchCells(keys.length, ...keys, this.hashPrefix, cutoff);
       for (let i = 0; i < flat.length; i += 3) {
         const courierId = flat[i];

@@ -189,7 +189,7 @@ export class Searches {
     now: Date,
   ): Promise<readonly Candidate[] | undefined> {
     if (search.offers > 0 || this.timedOut(search, now)) return undefined;
-    return this.candidates(search, now);
+    return this.candidates(search, now, true);
   }
 
   /** The sandbox's virtual courier takes its offer after a moment of simulated time. */
@@ -198,8 +198,15 @@ export class Searches {
     return now.getTime() >= offer.offeredAt.getTime() + this.scaled(search, SIMULATED_ACCEPT_MS);
   }
 
-  /** The couriers to offer to now, nearest first. */
-  private async candidates(search: SearchRecord, now: Date): Promise<readonly Candidate[]> {
+  /**
+   * The couriers to offer to now, nearest first. `waiting`: the search has found nobody so far,
+   * as most steps of a search that has made no offer find (`NearestQuery.probeFirst`).
+   */
+  private async candidates(
+    search: SearchRecord,
+    now: Date,
+    waiting = false,
+  ): Promise<readonly Candidate[]> {
     // A simulation's only courier is its virtual one; with no-courier, nobody.
     if (search.simulate) {
       return search.simulate === 'no-courier' ? [] : [{ courierId: virtualCourierId(search._id) }];
@@ -219,6 +226,7 @@ export class Searches {
       maxDistanceKm: searchRadiusKm(settings.reach, now.getTime() - search.startedAt.getTime()),
       limit: settings.candidates,
       exclude: new Set(search.tried),
+      probeFirst: waiting,
       among,
     });
   }

@@ -208,6 +208,24 @@ describe('nearest', () => {
     expect(await positions.nearest(query({ fleetTypeIds: [] }))).toEqual([]);
   });
 
+  it('probed first, answers as it does unprobed: nobody when no cell in reach holds anyone online', async () => {
+    const clock = { now: Date.now() };
+    const { positions } = newIndex(() => clock.now);
+    const probed = (overrides: Partial<NearestQuery>) =>
+      positions.nearest(query({ probeFirst: true, ...overrides }));
+    expect(await probed({})).toEqual([]);
+    // A row from 1 to 4 km east; a busy one nearer, which no set holds.
+    const [b1, , b3] = await row(positions, [BIKE, CAR, BIKE, VAN], new Date(clock.now));
+    const busy = randomUUID();
+    await positions.setBusy(busy, true);
+    await positions.report({ id: busy, fleetTypeId: VAN }, LAGOS.lat, LAGOS.lon, new Date());
+    expect(await probed({ fleetTypeIds: [VAN], maxDistanceKm: 2 })).toEqual([]);
+    expect((await probed({})).map((f) => f.courierId)).toEqual([b1, b3]);
+    expect(await probed({ maxDistanceKm: 0.5 })).toEqual([]);
+    clock.now += ONLINE_MS;
+    expect(await probed({})).toEqual([]);
+  });
+
   it('leaves out couriers excluded, and keeps to `among` when given', async () => {
     const { positions } = newIndex();
     const [b1, b2, b3] = await row(positions, [BIKE, BIKE, BIKE]);
@@ -303,7 +321,7 @@ describe('nearest agrees with a brute-force scan (property, real Redis)', () => 
       .slice(0, q.limit);
   }
 
-  it('for random couriers, points, radii, limits, fleet types, exclusions and lists', async () => {
+  it('for random couriers, points, radii, limits, fleet types, exclusions and lists, probed first or not', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(courier, { minLength: 20, maxLength: 250, size: 'max' }),
@@ -318,6 +336,7 @@ describe('nearest agrees with a brute-force scan (property, real Redis)', () => 
             limit: fc.noBias(fc.integer({ min: 1, max: 12 })),
             exclude: fc.noBias(fc.nat(20)),
             among: fc.option(fc.noBias(fc.integer({ min: 1, max: 60 })), { freq: 3 }),
+            probeFirst: fc.boolean(),
           }),
           { minLength: 1, maxLength: 8 },
         ),
@@ -342,6 +361,7 @@ describe('nearest agrees with a brute-force scan (property, real Redis)', () => 
               fleetTypeIds: drawnQuery.fleets,
               maxDistanceKm: drawnQuery.maxDistanceKm,
               limit: drawnQuery.limit,
+              probeFirst: drawnQuery.probeFirst,
               exclude: new Set(couriers.slice(0, drawnQuery.exclude).map((c) => c.id)),
               ...(drawnQuery.among === null
                 ? {}

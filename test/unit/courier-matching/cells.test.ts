@@ -8,6 +8,7 @@ import {
   cellLowerBoundKm,
   cellsOf,
   ringSteps,
+  stepsWithin,
   type RingStep,
 } from '../../../services/courier-matching/cells';
 
@@ -37,14 +38,8 @@ const near = (from: GeoPoint, maxKm: number): fc.Arbitrary<GeoPoint> =>
 const pointAndNear = (maxKm: number) => point.chain((p) => near(p, maxKm).map((q) => ({ p, q })));
 
 /** The steps of a search until it has read beyond `km`. */
-function stepsBeyond(p: GeoPoint, km: number, known?: number[]): RingStep[] {
-  const steps: RingStep[] = [];
-  for (const step of ringSteps(p, FINE_RINGS, known)) {
-    steps.push(step);
-    if (step.unreadBeyondKm > km) break;
-  }
-  return steps;
-}
+const stepsBeyond = (p: GeoPoint, km: number, known?: number[]): RingStep[] =>
+  stepsWithin(ringSteps(p, FINE_RINGS, known), km);
 
 describe('cellsOf', () => {
   it('is the res-7 and res-9 cell the point falls in', () => {
@@ -131,6 +126,17 @@ describe('ringSteps', () => {
         expect(again.map((step) => step.cells)).toEqual(first.map((step) => step.cells));
       }),
       { numRuns: 20 },
+    );
+  });
+
+  it('stepsWithin: every step to the first beyond which nothing unread is within the distance', () => {
+    fc.assert(
+      fc.property(point, fc.double({ min: 0.01, max: 25, noNaN: true }), (p, km) => {
+        const steps = stepsWithin(ringSteps(p), km);
+        expect(steps.at(-1)?.unreadBeyondKm).toBeGreaterThan(km);
+        for (const step of steps.slice(0, -1)) expect(step.unreadBeyondKm).toBeLessThanOrEqual(km);
+      }),
+      { numRuns: 30 },
     );
   });
 
