@@ -77,8 +77,9 @@ export interface RingStep {
  * the nearest point of ring k + 1 bounds everything unread. Once at res 7, the res-9 disk is
  * read too: what is unread lies outside both, hence the larger of the two bounds.
  *
- * `known` keeps each step's bound, in order, for the next search around the same point: it is
- * taken from there when there and written there when not. The bounds are nine tenths of the
+ * `known` keeps each step's bound, in order, for the next search around the same point with the
+ * same `fineRings` (the steps are numbered across both resolutions): it is taken from there when
+ * there and written there when not. The bounds are nine tenths of the
  * cell math (a centre and six vertices a cell, each an H3 call: 0.6 ms a step to 3 km, 1.8 to
  * 15 km), and a search waiting for a courier asks about its point again every sweep.
  */

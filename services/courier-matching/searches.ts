@@ -16,6 +16,11 @@ import type { OfferRecord, SearchRecord, SearchStore } from './search-store';
 
 export const OFFER_NOT_FOUND = 'Offer not found';
 
+export interface StepOptions {
+  /** Read the search's end whoever is in reach (`reachWhileWaiting` does not). */
+  readEnd?: boolean;
+}
+
 /** A courier a step may offer to. */
 type Candidate = Pick<NearCourier, 'courierId'>;
 
@@ -100,15 +105,17 @@ export class Searches {
     });
     // Every time, not only the first: a start whose activation was lost is stepped again.
     await this.store.activate(params.deliveryId, now);
-    // The first offer goes out at once; a failure here is the sweep's to retry.
-    setImmediate(() => void this.step(params.deliveryId));
+    // The first offer goes out at once; a failure here is the sweep's to retry. This step reads
+    // the search's end whoever is in reach: a start heard after its delivery was over (order's
+    // end first, or a start retried after it) stops its search here.
+    setImmediate(() => void this.step(params.deliveryId, new Date(), { readEnd: true }));
     return { started };
   }
 
   /** One step, its failure logged: the sweep steps the search again. */
-  async step(deliveryId: string, now = new Date()): Promise<void> {
+  async step(deliveryId: string, now = new Date(), how: StepOptions = {}): Promise<void> {
     try {
-      await this.advance(deliveryId, now);
+      await this.advance(deliveryId, now, how);
     } catch (err) {
       this.deps.logger().warn('matching step failed; the sweep retries', {
         deliveryId,
@@ -136,10 +143,10 @@ export class Searches {
     return search.simulate ? ms / this.deps.settings.simulatorTimeScale : ms;
   }
 
-  async advance(deliveryId: string, now = new Date()): Promise<void> {
+  async advance(deliveryId: string, now = new Date(), how: StepOptions = {}): Promise<void> {
     const search = await this.store.search(deliveryId);
     if (!search) return;
-    const reach = await this.reachWhileWaiting(search, now);
+    const reach = how.readEnd ? undefined : await this.reachWhileWaiting(search, now);
     if (reach?.length === 0) return;
     const ended = await this.store.end(deliveryId);
     if (ended) {
@@ -168,7 +175,8 @@ export class Searches {
       await this.letGo(latest, outcome ?? 'EXPIRED');
     }
     if (this.timedOut(search, now)) return this.giveUp(deliveryId, now);
-    await this.offerNext(search, offers, now, reach);
+    // Found before the end and the offers were read: still this step's when there were none.
+    await this.offerNext(search, offers, now, offers.length === 0 ? reach : undefined);
   }
 
   private timedOut(search: SearchRecord, now: Date): boolean {
@@ -189,7 +197,13 @@ export class Searches {
     now: Date,
   ): Promise<readonly Candidate[] | undefined> {
     if (search.offers > 0 || this.timedOut(search, now)) return undefined;
-    return this.candidates(search, now, true);
+    try {
+      return await this.candidates(search, now, true);
+    } catch {
+      // Positions unreachable: the step reads the end and the offers all the same (an ended
+      // search is stopped, an expired offer closed) and fails where it needs the couriers.
+      return undefined;
+    }
   }
 
   /** The sandbox's virtual courier takes its offer after a moment of simulated time. */

@@ -210,7 +210,7 @@ describe('nearest', () => {
 
   it('probed first, answers as it does unprobed: nobody when no cell in reach holds anyone online', async () => {
     const clock = { now: Date.now() };
-    const { positions } = newIndex(() => clock.now);
+    const { keyPrefix, positions } = newIndex(() => clock.now);
     const probed = (overrides: Partial<NearestQuery>) =>
       positions.nearest(query({ probeFirst: true, ...overrides }));
     expect(await probed({})).toEqual([]);
@@ -222,6 +222,16 @@ describe('nearest', () => {
     expect(await probed({ fleetTypeIds: [VAN], maxDistanceKm: 2 })).toEqual([]);
     expect((await probed({})).map((f) => f.courierId)).toEqual([b1, b3]);
     expect(await probed({ maxDistanceKm: 0.5 })).toEqual([]);
+    // Nobody online in reach: the rings are not read, so an offline courier stays in its sets
+    // (reading them drops it, as the search's script does just after).
+    const offline = randomUUID();
+    const old = new Date(clock.now - ONLINE_MS);
+    await positions.report({ id: offline, fleetTypeId: CAR }, LAGOS.lat, LAGOS.lon, old);
+    const far = { fleetTypeIds: [CAR], maxDistanceKm: 0.5 };
+    expect(await probed(far)).toEqual([]);
+    expect(await isIn(keyPrefix, CAR, LAGOS, offline)).toEqual({ res7: true, res9: true });
+    expect(await positions.nearest(query(far))).toEqual([]);
+    expect(await isIn(keyPrefix, CAR, LAGOS, offline)).toMatchObject({ res9: false });
     clock.now += ONLINE_MS;
     expect(await probed({})).toEqual([]);
   });

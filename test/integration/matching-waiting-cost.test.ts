@@ -1,8 +1,20 @@
-import { credit, ORIGIN, requestDelivery, savePackage } from '../support/deliveries';
-import { createUserWithKey } from '../support/http';
+import { randomUUID } from 'node:crypto';
+import type { ServiceBroker } from 'moleculer';
+import type mongoose from 'mongoose';
+import { call } from '../../libs/contracts';
+import { credit, DESTINATION, ORIGIN, requestDelivery, savePackage } from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { adminHeaders, createUserWithKey, request } from '../support/http';
 import { courierAt, offerOf } from '../support/couriers';
 import { count, samples } from '../support/metrics';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  isolation,
+  openServiceDatabase,
+  startClient,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
 
 /**
  * What a search costs while it waits for a courier (issue 15): the sweep steps every running
@@ -13,6 +25,8 @@ import { dropDatabases, isolation, startNode, type NodeProcess } from '../suppor
  */
 const iso = isolation();
 let node: NodeProcess;
+let client: ServiceBroker;
+let db: mongoose.Connection;
 
 beforeAll(async () => {
   node = await startNode({
@@ -20,9 +34,13 @@ beforeAll(async () => {
     iso,
     env: { DB_COMMAND_METRICS: 'true', MATCHING_SWEEP_INTERVAL_MS: '100' },
   });
+  client = await startClient(iso, ['courier-matching']);
+  db = await openServiceDatabase(iso, 'matching');
 }, 120_000);
 
 afterAll(async () => {
+  await db?.close();
+  await client?.stop();
   await node?.stop();
   await dropDatabases(iso);
 });
@@ -61,3 +79,27 @@ it('steps a search with nobody in reach by reading only its record, and offers i
   const courier = await courierAt(node.url, { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon });
   expect((await offerOf(node.url, courier)).deliveryId).toBe(deliveryId);
 }, 60_000);
+
+it('stops a search started after its delivery was over at the start’s own step, with nobody in reach', async () => {
+  const fleetTypes = (
+    await request(node.url, 'GET', '/admin/fleet-types', { headers: adminHeaders })
+  ).body.data as { id: string }[];
+  const deliveryId = randomUUID();
+  // Order ends the search of a delivery cancelled before its start was heard (or retried after).
+  await call(client, 'courier-matching.endMatching', { deliveryId });
+  await call(client, 'courier-matching.startSearch', {
+    deliveryId,
+    userId: randomUUID(),
+    pickup: { lat: ORIGIN.lat + 1, lon: ORIGIN.lon },
+    dropoff: { lat: DESTINATION.lat + 1, lon: DESTINATION.lon },
+    fleetTypeId: fleetTypes[0].id,
+    weightGrams: 1_000,
+    courierSelection: 'ANYONE',
+    courierId: null,
+  });
+  await eventually(async () =>
+    expect(
+      await db.collection<{ _id: string }>('active_searches').findOne({ _id: deliveryId }),
+    ).toBeNull(),
+  );
+});

@@ -1,0 +1,91 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import type { Logger } from 'moleculer';
+import type mongoose from 'mongoose';
+import type { Caller } from '../../libs/contracts';
+import { CourierPositions } from '../../services/courier-matching/positions';
+import { defineSearchModels, SearchStore } from '../../services/courier-matching/search-store';
+import { Searches } from '../../services/courier-matching/searches';
+import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
+
+/**
+ * One matcher's step of a search, on the real FerretDB and Redis (the rest of matching is
+ * tested through the gateway): what it has written by the time it claims an offer.
+ */
+const iso = isolation();
+let db: mongoose.Connection;
+let redis: Redis;
+
+beforeAll(async () => {
+  db = await openServiceDatabase(iso, 'matching');
+  redis = new Redis(process.env.REDIS_URL as string);
+});
+
+afterAll(async () => {
+  await db?.close();
+  redis?.disconnect();
+  await dropDatabases(iso);
+});
+
+const BIKE = randomUUID();
+const PICKUP = { lat: 6.5244, lon: 3.3792 };
+
+it('notes an offer’s number on the search before it claims the offer, so that offers: 0 means none', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const notedAtClaim: number[] = [];
+  // The real store, watched: what the search notes when each offer is claimed.
+  const watched = Object.create(store) as SearchStore;
+  watched.claimOffer = async (offer) => {
+    notedAtClaim.push((await store.search(offer.deliveryId))?.offers ?? -1);
+    return store.claimOffer(offer);
+  };
+  const positions = new CourierPositions(redis, {
+    keyPrefix: `t-${randomBytes(4).toString('hex')}:couriers:`,
+    onlineMs: 120_000,
+  });
+  const searches = new Searches({
+    store: watched,
+    couriers: positions,
+    services: () => ({}) as Caller,
+    settings: {
+      offerTimeoutMs: 30_000,
+      searchTimeoutMs: 900_000,
+      reach: { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60_000 },
+      candidates: 5,
+      simulatorTimeScale: 1,
+    },
+    fleetTypes: async () => [{ id: BIKE, maxWeight: '20.00000', active: true }],
+    merchantCourierIds: async () => [],
+    placeVirtualCourier: async () => undefined,
+    logger: () => ({ warn: () => undefined }) as unknown as Logger,
+  });
+  const courierId = randomUUID();
+  await positions.report(
+    { id: courierId, fleetTypeId: BIKE },
+    PICKUP.lat + 0.002,
+    PICKUP.lon,
+    new Date(),
+  );
+
+  const deliveryId = randomUUID();
+  await store.claimSearch({
+    _id: deliveryId,
+    deliveryId,
+    userId: randomUUID(),
+    pickup: PICKUP,
+    dropoff: { lat: 6.45, lon: 3.4 },
+    fleetTypeId: BIKE,
+    weightGrams: 1_000,
+    courierSelection: 'ANYONE',
+    courierId: null,
+    simulate: null,
+    startedAt: new Date(),
+    offers: 0,
+    tried: [],
+  });
+  await searches.advance(deliveryId);
+
+  expect(notedAtClaim).toEqual([1]);
+  expect((await store.hold(courierId))?.deliveryId).toBe(deliveryId);
+});
