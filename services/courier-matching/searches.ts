@@ -105,17 +105,22 @@ export class Searches {
     });
     // Every time, not only the first: a start whose activation was lost is stepped again.
     await this.store.activate(params.deliveryId, now);
-    // The first offer goes out at once; a failure here is the sweep's to retry. This step reads
-    // the search's end whoever is in reach: a start heard after its delivery was over (order's
-    // end first, or a start retried after it) stops its search here.
-    setImmediate(() => void this.step(params.deliveryId, new Date(), { readEnd: true }));
+    // A start heard after its delivery was over (order's end first, or a start retried after
+    // it) stops its search before it answers, since the sweep's steps read no end while nobody
+    // is in reach (`reachWhileWaiting`); a failure here fails the start, which order repeats.
+    if (await this.store.end(params.deliveryId)) {
+      await this.advance(params.deliveryId, now, { readEnd: true });
+      return { started };
+    }
+    // The first offer goes out at once; a failure here is the sweep's to retry.
+    setImmediate(() => void this.step(params.deliveryId));
     return { started };
   }
 
   /** One step, its failure logged: the sweep steps the search again. */
-  async step(deliveryId: string, now = new Date(), how: StepOptions = {}): Promise<void> {
+  async step(deliveryId: string, now = new Date()): Promise<void> {
     try {
-      await this.advance(deliveryId, now, how);
+      await this.advance(deliveryId, now);
     } catch (err) {
       this.deps.logger().warn('matching step failed; the sweep retries', {
         deliveryId,
@@ -189,21 +194,16 @@ export class Searches {
    * before anything else: with none, a step has nothing to do, and the search's end and
    * offers are not read (two of a waiting search's three reads, every sweep). `offers: 0`
    * means no offer exists, since an offer's number is noted on the search before the offer
-   * is claimed (`offerNext`); an ended search makes no offer, and its end is read at the first
-   * step with a courier in reach, or at its time. Undefined when the step must read them.
+   * is claimed (`offerNext`); an ended search makes no offer, and its end is read at its start,
+   * at the first step with a courier in reach, or at its time. Undefined when the step must
+   * read them.
    */
   private async reachWhileWaiting(
     search: SearchRecord,
     now: Date,
   ): Promise<readonly Candidate[] | undefined> {
     if (search.offers > 0 || this.timedOut(search, now)) return undefined;
-    try {
-      return await this.candidates(search, now, true);
-    } catch {
-      // Positions unreachable: the step reads the end and the offers all the same (an ended
-      // search is stopped, an expired offer closed) and fails where it needs the couriers.
-      return undefined;
-    }
+    return this.candidates(search, now, true);
   }
 
   /** The sandbox's virtual courier takes its offer after a moment of simulated time. */

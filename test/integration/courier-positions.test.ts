@@ -227,10 +227,10 @@ describe('nearest', () => {
     const offline = randomUUID();
     const old = new Date(clock.now - ONLINE_MS);
     await positions.report({ id: offline, fleetTypeId: CAR }, LAGOS.lat, LAGOS.lon, old);
-    const far = { fleetTypeIds: [CAR], maxDistanceKm: 0.5 };
-    expect(await probed(far)).toEqual([]);
+    const nearby = { fleetTypeIds: [CAR], maxDistanceKm: 0.5 };
+    expect(await probed(nearby)).toEqual([]);
     expect(await isIn(keyPrefix, CAR, LAGOS, offline)).toEqual({ res7: true, res9: true });
-    expect(await positions.nearest(query(far))).toEqual([]);
+    expect(await positions.nearest(query(nearby))).toEqual([]);
     expect(await isIn(keyPrefix, CAR, LAGOS, offline)).toMatchObject({ res9: false });
     clock.now += ONLINE_MS;
     expect(await probed({})).toEqual([]);

@@ -80,7 +80,7 @@ it('steps a search with nobody in reach by reading only its record, and offers i
   expect((await offerOf(node.url, courier)).deliveryId).toBe(deliveryId);
 }, 60_000);
 
-it('stops a search started after its delivery was over at the start’s own step, with nobody in reach', async () => {
+it('stops a search started after its delivery was over before the start answers, with nobody in reach', async () => {
   const fleetTypes = (
     await request(node.url, 'GET', '/admin/fleet-types', { headers: adminHeaders })
   ).body.data as { id: string }[];

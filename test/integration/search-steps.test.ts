@@ -15,6 +15,7 @@ import { dropDatabases, isolation, openServiceDatabase } from '../support/stack'
 const iso = isolation();
 let db: mongoose.Connection;
 let redis: Redis;
+const keyPrefix = `t-${randomBytes(4).toString('hex')}:couriers:`;
 
 beforeAll(async () => {
   db = await openServiceDatabase(iso, 'matching');
@@ -23,6 +24,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await db?.close();
+  const keys = await redis.keys(`${keyPrefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
   redis?.disconnect();
   await dropDatabases(iso);
 });
@@ -40,10 +43,7 @@ it('notes an offer’s number on the search before it claims the offer, so that 
     notedAtClaim.push((await store.search(offer.deliveryId))?.offers ?? -1);
     return store.claimOffer(offer);
   };
-  const positions = new CourierPositions(redis, {
-    keyPrefix: `t-${randomBytes(4).toString('hex')}:couriers:`,
-    onlineMs: 120_000,
-  });
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
   const searches = new Searches({
     store: watched,
     couriers: positions,
