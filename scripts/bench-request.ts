@@ -194,6 +194,12 @@ function busyProcesses(nodes: readonly NodeProcess[], groups: readonly string[])
   return processes.filter(({ pid }) => pid > 0);
 }
 
+/** From now: a reading of the CPU ms each process has spent since. */
+function cpuFromNow(processes: readonly { name: string; pid: number }[]) {
+  const before = processes.map(({ pid }) => cpuTimeMs(pid));
+  return () => processes.map(({ name, pid }, i) => ({ name, ms: cpuTimeMs(pid) - before[i] }));
+}
+
 /** CPU ms each process spent on a measured request, and how much of the machine that was. */
 function printCpu(used: { name: string; ms: number }[], requests: number, seconds: number): void {
   const total = used.reduce((sum, p) => sum + p.ms, 0);
@@ -261,36 +267,35 @@ async function printWaiting(
   waiting: number,
   seconds: number,
 ): Promise<void> {
-  const at = groups.findIndex((group) => group.split(',').includes('courier-matching'));
-  const finds = async () => {
-    const all = await samples(nodes[at].opsUrl, DB_COMMANDS_METRIC);
-    return READ_IN_A_STEP.map((collection) => count(all, { collection, command: 'find' }));
+  const matching = groups.find((group) => group.split(',').includes('courier-matching'));
+  // The finds of a step, then every command of every process (the collections are matching's).
+  const counts = async () => {
+    const all = await dbCommands(nodes);
+    return [
+      ...READ_IN_A_STEP.map((collection) => count(all, { collection, command: 'find' })),
+      count(all),
+    ];
   };
   const busy = busyProcesses(nodes, groups).filter(
-    ({ name }) => name === groups[at] || name === 'database' || name === 'redis',
+    ({ name }) => name === matching || name === 'database' || name === 'redis',
   );
-  const commands = async () => count(await dbCommands(nodes));
-  const [findsBefore, commandsBefore] = [await finds(), await commands()];
-  const cpuBefore = busy.map(({ pid }) => cpuTimeMs(pid));
+  const countsBefore = await counts();
+  const cpuUsed = cpuFromNow(busy);
   await new Promise((done) => setTimeout(done, seconds * 1000));
-  const cpuAfter = busy.map(({ pid }) => cpuTimeMs(pid));
-  const [findsAfter, commandsAfter] = [await finds(), await commands()];
-  const [steps] = findsAfter.map((n, i) => n - findsBefore[i]);
+  const cpu = cpuUsed();
+  const [steps, ends, offers, commands] = (await counts()).map((n, i) => n - countsBefore[i]);
   const perStep = (n: number) => (steps > 0 ? n / steps : NaN);
   console.log(
     `\n${waiting} searches waiting, no courier in reach, over ${seconds} s: ${(steps / seconds).toFixed(1)} steps/s`,
   );
-  const reads = READ_IN_A_STEP.map(
-    (collection, i) => `${collection} ${perStep(findsAfter[i] - findsBefore[i]).toFixed(2)}`,
+  const reads = [steps, ends, offers].map(
+    (n, i) => `${READ_IN_A_STEP[i]} ${perStep(n).toFixed(2)}`,
   );
   console.log(`  reads a step: ${reads.join(', ')}`);
   // The other services' sweeps and outboxes go on meanwhile: the database serves them too.
-  const all = perStep(commandsAfter - commandsBefore).toFixed(2);
-  console.log(`  database commands from every process, a step: ${all}`);
-  const cpu = busy.map(
-    ({ name }, i) => `${name} ${perStep((cpuAfter[i] - cpuBefore[i]) * 1000).toFixed(0)}`,
-  );
-  console.log(`  CPU µs a step: ${cpu.join(', ')}`);
+  console.log(`  database commands from every process, a step: ${perStep(commands).toFixed(2)}`);
+  const used = cpu.map(({ name, ms }) => `${name} ${perStep(ms * 1000).toFixed(0)}`);
+  console.log(`  CPU µs a step: ${used.join(', ')}`);
 }
 
 async function main(): Promise<number> {
@@ -374,12 +379,11 @@ async function main(): Promise<number> {
     report(reference);
     const requestWarm = await runAll('warm-up: requests', 201, warm, deliver);
     const commandsBefore = DB_COMMANDS ? await dbCommands(nodes) : [];
-    const busy = busyProcesses(nodes, groups);
-    const cpuBefore = busy.map(({ pid }) => cpuTimeMs(pid));
+    const cpuUsed = cpuFromNow(busyProcesses(nodes, groups));
     const requests = await runAll('POST /api/request (wallet)', 201, measured, deliver);
-    const cpuUsed = busy.map(({ name, pid }, i) => ({ name, ms: cpuTimeMs(pid) - cpuBefore[i] }));
+    const used = cpuUsed();
     report(requests, reference);
-    printCpu(cpuUsed, measured.length, requests.seconds);
+    printCpu(used, measured.length, requests.seconds);
     if (DB_COMMANDS) {
       // Sweeps and outboxes run between the requests too: their commands are counted with them.
       printDbCommands(commandsBefore, await dbCommands(nodes), measured.length);

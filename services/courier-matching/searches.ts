@@ -12,14 +12,9 @@ import {
   type SearchReach,
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
-import type { OfferRecord, SearchRecord, SearchStore } from './search-store';
+import type { OfferRecord, SearchEndRecord, SearchRecord, SearchStore } from './search-store';
 
 export const OFFER_NOT_FOUND = 'Offer not found';
-
-export interface StepOptions {
-  /** Read the search's end whoever is in reach (`reachWhileWaiting` does not). */
-  readEnd?: boolean;
-}
 
 /** A courier a step may offer to. */
 type Candidate = Pick<NearCourier, 'courierId'>;
@@ -108,8 +103,10 @@ export class Searches {
     // A start heard after its delivery was over (order's end first, or a start retried after
     // it) stops its search before it answers, since the sweep's steps read no end while nobody
     // is in reach (`reachWhileWaiting`); a failure here fails the start, which order repeats.
-    if (await this.store.end(params.deliveryId)) {
-      await this.advance(params.deliveryId, now, { readEnd: true });
+    const ended = await this.store.end(params.deliveryId);
+    if (ended) {
+      const search = await this.store.search(params.deliveryId);
+      if (search) await this.finishEnded(search, ended);
       return { started };
     }
     // The first offer goes out at once; a failure here is the sweep's to retry.
@@ -148,20 +145,13 @@ export class Searches {
     return search.simulate ? ms / this.deps.settings.simulatorTimeScale : ms;
   }
 
-  async advance(deliveryId: string, now = new Date(), how: StepOptions = {}): Promise<void> {
+  async advance(deliveryId: string, now = new Date()): Promise<void> {
     const search = await this.store.search(deliveryId);
     if (!search) return;
-    const reach = how.readEnd ? undefined : await this.reachWhileWaiting(search, now);
+    const reach = await this.reachWhileWaiting(search, now);
     if (reach?.length === 0) return;
     const ended = await this.store.end(deliveryId);
-    if (ended) {
-      // Finish what an interrupted step decided, then stop: order told of no courier, an
-      // offer made as the search ended withdrawn (its courier free again).
-      if (ended.outcome === 'NO_COURIER') await this.tellNoCourier(deliveryId);
-      if (ended.outcome !== 'ASSIGNED') await this.withdrawLatest(search, false);
-      await this.store.deactivate(deliveryId);
-      return;
-    }
+    if (ended) return this.finishEnded(search, ended);
     const offers = await this.offers(search);
     const latest = offers.at(-1);
     if (latest) {
@@ -182,6 +172,16 @@ export class Searches {
     if (this.timedOut(search, now)) return this.giveUp(deliveryId, now);
     // Found before the end and the offers were read: still this step's when there were none.
     await this.offerNext(search, offers, now, offers.length === 0 ? reach : undefined);
+  }
+
+  /**
+   * Finishes what an interrupted step decided for an ended search, then stops it: order told of
+   * no courier, an offer made as the search ended withdrawn (its courier free again).
+   */
+  private async finishEnded(search: SearchRecord, ended: SearchEndRecord): Promise<void> {
+    if (ended.outcome === 'NO_COURIER') await this.tellNoCourier(search._id);
+    if (ended.outcome !== 'ASSIGNED') await this.withdrawLatest(search, false);
+    await this.store.deactivate(search._id);
   }
 
   private timedOut(search: SearchRecord, now: Date): boolean {
