@@ -28,6 +28,7 @@ import {
   cpuProfileArgs,
   FROM_SOURCE,
   option,
+  optionIfGiven,
   profileDir,
   requireInfrastructure,
   showHelpIfAsked,
@@ -75,7 +76,8 @@ const COUNT = option('count', 800);
 const CONCURRENCY = option('concurrency', 50);
 const WARM_UP = option('warm-up', 50);
 const DB_COMMANDS = process.argv.includes('--db-commands');
-const WAITING_S = option('waiting', 0);
+/** Seconds of waiting searches measured after the requests; none unless asked for. */
+const WAITING_S = optionIfGiven('waiting') ?? 0;
 /** Open packages one merchant may hold (PACKAGE_MAX_OPEN's ceiling). */
 const PACKAGES_PER_MERCHANT = 400;
 /** A request unanswered this long is abandoned and recorded with status 0. */

@@ -31,8 +31,21 @@ export function option(
   argv: readonly string[] = process.argv,
   env: NodeJS.ProcessEnv = process.env,
 ): number {
+  return optionIfGiven(name, argv, env) ?? fallback;
+}
+
+/**
+ * `--name N`, else `BENCH_NAME`, a positive number; undefined when neither is given, for an
+ * option that turns a part of a benchmark on.
+ */
+export function optionIfGiven(
+  name: string,
+  argv: readonly string[] = process.argv,
+  env: NodeJS.ProcessEnv = process.env,
+): number | undefined {
   const given = stringOption(name, argv, env);
-  const value = given === undefined || given === '' ? fallback : Number(given);
+  if (given === undefined || given === '') return undefined;
+  const value = Number(given);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
   return value;
 }

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { option } from '../../../scripts/bench-support';
+import { option, optionIfGiven } from '../../../scripts/bench-support';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const scripts = (
@@ -38,6 +38,25 @@ describe('npm run bench:*', () => {
     }
   });
 
+  // Each of these reads its options before it looks for the infrastructure: with no flag at
+  // all, the first thing it can refuse is the missing infrastructure, not its own defaults.
+  const checkedFirst = benches
+    .map(([name, command]) => [name, /scripts\/[\w-]+\.ts/.exec(command)?.[0] ?? ''] as const)
+    .filter(([, file]) => /^requireInfrastructure\(/m.test(readFileSync(join(ROOT, file), 'utf8')));
+
+  it.each(checkedFirst)('%s accepts its own defaults', (_name, file) => {
+    const env = { ...process.env };
+    for (const name of Object.keys(env)) if (name.startsWith('BENCH_')) delete env[name];
+    for (const name of ['MONGO_URL', 'NATS_URL', 'REDIS_URL', 'S3_ENDPOINT']) delete env[name];
+    const run = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, file)], {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toMatch(/^\w+ is not set: run scripts\/infra up/);
+    expect(run.status).toBe(1);
+  });
+
   it.each(benches)('%s runs a script that exists and the README lists', (name, command) => {
     const file = /scripts\/[\w-]+\.ts/.exec(command)?.[0];
     expect(file).toBeDefined();
@@ -53,6 +72,15 @@ describe('a benchmark option', () => {
     expect(option('count', 800, ['node', 's'], env)).toBe(9);
     expect(option('warm-up', 50, ['node', 's'], env)).toBe(7);
     expect(option('concurrency', 50, ['node', 's'], env)).toBe(50);
+  });
+
+  it('that turns a part on is undefined unless given', () => {
+    expect(optionIfGiven('waiting', ['node', 's'], {})).toBeUndefined();
+    expect(optionIfGiven('waiting', ['node', 's', '--waiting', '20'], {})).toBe(20);
+    expect(optionIfGiven('waiting', ['node', 's'], { BENCH_WAITING: '5' })).toBe(5);
+    expect(() => optionIfGiven('waiting', ['node', 's', '--waiting', '0'], {})).toThrow(
+      '--waiting must be a positive number',
+    );
   });
 
   it('must be a positive number, wherever it comes from', () => {
