@@ -166,6 +166,8 @@ export interface Config {
     reach: { startKm: number; stepKm: number; maxKm: number; widenEveryMs: number };
     /** How often running searches are stepped (expired offers closed, the radius widened). */
     sweepIntervalMs: number;
+    /** The longest wait between two steps of a search that finds nobody in reach. */
+    idleStepMaxMs: number;
     /** How much faster than real time the sandbox's simulated deliveries run. */
     simulatorTimeScale: number;
   };
@@ -709,6 +711,13 @@ const envSchema = Joi.object({
     .description(
       'How often running searches are stepped: expired offers closed, the radius widened, searches ended',
     ),
+  MATCHING_IDLE_STEP_MAX_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(8000)
+    .description(
+      'Longest wait between two steps of a search with no courier in reach (each such step doubles it from MATCHING_SWEEP_INTERVAL_MS); a courier reported or freed in its radius steps it sooner',
+    ),
   SIMULATOR_TIME_SCALE: Joi.number()
     .min(1)
     .max(100000)
@@ -919,6 +928,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       searchTimeoutMs: value.MATCHING_SEARCH_TIMEOUT_MS,
       reach: searchReach(value.MATCHING_RADIUS_KM, value.MATCHING_WIDEN_EVERY_MS),
       sweepIntervalMs: value.MATCHING_SWEEP_INTERVAL_MS,
+      idleStepMaxMs: value.MATCHING_IDLE_STEP_MAX_MS,
       simulatorTimeScale: value.SIMULATOR_TIME_SCALE,
     },
     webhook: {

@@ -204,6 +204,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
           const { lat, lon } = ctx.params;
           const at = new Date();
           await locations.report(courierId, lat, lon, at);
+          searches.courierNear({ lat, lon }, at);
           return { lat, lon, at: at.toISOString() };
         },
       }),

@@ -50,6 +50,16 @@ export function searchRadiusKm(reach: SearchReach, elapsedMs: number): number {
 }
 
 /**
+ * When, after the start, the radius next grows (ms): the next multiple of `widenEveryMs`;
+ * undefined once it is at its widest.
+ */
+export function nextWideningMs(reach: SearchReach, elapsedMs: number): number | undefined {
+  if (searchRadiusKm(reach, elapsedMs) >= reach.maxKm) return undefined;
+  const rounds = Math.max(0, Math.floor(elapsedMs / reach.widenEveryMs));
+  return (rounds + 1) * reach.widenEveryMs;
+}
+
+/**
  * The n-th offer of a delivery (from 1), a UUID as every path parameter is: inserting it is
  * the claim to make that offer, so two matchers never make the n-th offer twice.
  */

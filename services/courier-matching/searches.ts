@@ -2,8 +2,10 @@ import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
+import type { GeoPoint } from '../../libs/geodesy';
 import {
   carryingFleetTypes,
+  nextWideningMs,
   offerClosed,
   offerId,
   searchRadiusKm,
@@ -13,6 +15,7 @@ import {
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
 import type { OfferRecord, SearchEndRecord, SearchRecord, SearchStore } from './search-store';
+import { WaitingSearches } from './waiting-searches';
 
 export const OFFER_NOT_FOUND = 'Offer not found';
 
@@ -20,7 +23,7 @@ export const OFFER_NOT_FOUND = 'Offer not found';
 type Candidate = Pick<NearCourier, 'courierId'>;
 
 /** The couriers matching may offer to: the hot index of positions. */
-export type AvailableCouriers = Pick<CourierPositions, 'nearest' | 'setBusy'>;
+export type AvailableCouriers = Pick<CourierPositions, 'nearest' | 'setBusy' | 'position'>;
 
 export interface MatchingSettings {
   /** How long a courier has to accept an offer. */
@@ -32,6 +35,10 @@ export interface MatchingSettings {
   candidates: number;
   /** How much faster than real time a simulated delivery's search runs. */
   simulatorTimeScale: number;
+  /** How often the sweep runs: the first wait of a search that finds nobody in reach. */
+  sweepIntervalMs: number;
+  /** The longest wait between two steps of a search that finds nobody in reach. */
+  idleStepMaxMs: number;
 }
 
 /** How long the sandbox's virtual courier takes to accept an offer, in simulated time. */
@@ -74,8 +81,15 @@ export interface OfferView {
 export class Searches {
   /** Where the next sweep's window starts among the running searches. */
   private sweepCursor = 0;
+  /** The searches that found nobody in reach, each stepped again after a wait (decision 93). */
+  private readonly waiting: WaitingSearches;
 
-  constructor(private readonly deps: SearchDeps) {}
+  constructor(private readonly deps: SearchDeps) {
+    this.waiting = new WaitingSearches({
+      firstMs: deps.settings.sweepIntervalMs,
+      maxMs: deps.settings.idleStepMaxMs,
+    });
+  }
 
   private get store() {
     return this.deps.store;
@@ -149,7 +163,8 @@ export class Searches {
     const search = await this.store.search(deliveryId);
     if (!search) return;
     const reach = await this.reachWhileWaiting(search, now);
-    if (reach?.length === 0) return;
+    if (reach?.length === 0) return this.waitForCourier(search, now);
+    this.waiting.forget(deliveryId);
     const ended = await this.store.end(deliveryId);
     if (ended) return this.finishEnded(search, ended);
     const offers = await this.offers(search);
@@ -182,6 +197,35 @@ export class Searches {
     if (ended.outcome === 'NO_COURIER') await this.tellNoCourier(search._id);
     if (ended.outcome !== 'ASSIGNED') await this.withdrawLatest(search, false);
     await this.store.deactivate(search._id);
+    this.waiting.forget(search._id);
+  }
+
+  /**
+   * The search found nobody in reach: the sweep steps it again after a wait that grows with
+   * each such step, at the latest when its radius grows or its time is up.
+   */
+  private waitForCourier(search: SearchRecord, now: Date): void {
+    const { reach, searchTimeoutMs } = this.deps.settings;
+    const started = search.startedAt.getTime();
+    const widening = nextWideningMs(reach, now.getTime() - started);
+    const timeUp = started + this.scaled(search, searchTimeoutMs);
+    this.waiting.foundNobody(
+      {
+        id: search._id,
+        pickup: search.pickup,
+        radiusKmAt: (at) => searchRadiusKm(reach, at - started),
+      },
+      now.getTime(),
+      widening === undefined ? timeUp : Math.min(timeUp, started + widening),
+    );
+  }
+
+  /**
+   * A courier was reported at `point`, or set free there: the searches waiting for one that
+   * reach it are stepped by the next sweep.
+   */
+  courierNear(point: GeoPoint, now = new Date()): void {
+    this.waiting.wakeNear(point, now.getTime(), this.deps.settings.reach.maxKm);
   }
 
   private timedOut(search: SearchRecord, now: Date): boolean {
@@ -318,6 +362,18 @@ export class Searches {
     if (!released || offer.courierId === virtualCourierId(offer.deliveryId)) return;
     if (!(await this.store.hold(offer.courierId))) {
       await this.deps.couriers.setBusy(offer.courierId, false);
+      await this.wakeNearCourier(offer.courierId);
+    }
+  }
+
+  /** Wakes the waiting searches near a courier just set free, where it was last reported. */
+  private async wakeNearCourier(courierId: string): Promise<void> {
+    if (this.waiting.size === 0) return;
+    try {
+      const at = await this.deps.couriers.position(courierId);
+      if (at) this.courierNear(at);
+    } catch {
+      // Positions unreachable: the searches are stepped after their wait all the same.
     }
   }
 
@@ -455,9 +511,14 @@ export class Searches {
     return view.status === 'OPEN' ? [view] : [];
   }
 
-  /** The sweep's part: every running search stepped (expired offers closed, widened, ended). */
+  /**
+   * The sweep's part: every running search stepped (expired offers closed, widened, ended),
+   * but one that found nobody in reach only once its wait is over.
+   */
   async sweep(limit: number, now = new Date()): Promise<void> {
-    const active = await this.store.active();
+    const running = await this.store.active();
+    this.waiting.retain(running);
+    const active = running.filter((id) => this.waiting.isDue(id, now.getTime()));
     // A window that moves on each sweep: in a surge, the newest searches get their turn too.
     const start = active.length > limit ? this.sweepCursor % active.length : 0;
     const turn = [...active.slice(start), ...active.slice(0, start)].slice(0, limit);

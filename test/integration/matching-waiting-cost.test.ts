@@ -2,10 +2,18 @@ import { randomUUID } from 'node:crypto';
 import type { ServiceBroker } from 'moleculer';
 import type mongoose from 'mongoose';
 import { call } from '../../libs/contracts';
-import { credit, DESTINATION, ORIGIN, requestDelivery, savePackage } from '../support/deliveries';
+import {
+  cancelDelivery,
+  credit,
+  DESTINATION,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+  type Party,
+} from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, request } from '../support/http';
-import { courierAt, offerOf } from '../support/couriers';
+import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
 import { count, samples } from '../support/metrics';
 import {
   dropDatabases,
@@ -18,10 +26,12 @@ import {
 
 /**
  * What a search costs while it waits for a courier (issue 15): the sweep steps every running
- * search every `MATCHING_SWEEP_INTERVAL_MS`. One that has made no offer and has nobody in
- * reach reads only its own record, not its end and its offers, and is still offered to the
- * first courier who comes in reach. Counted by the database commands the process sends
- * (`DB_COMMAND_METRICS`), every service in one process on the real FerretDB, NATS and Redis.
+ * search every `MATCHING_SWEEP_INTERVAL_MS` (100 ms here). One that has made no offer and has
+ * nobody in reach reads only its own record, not its end and its offers, and waits twice as
+ * long after each such step (here without a ceiling that matters: 10 minutes); a courier
+ * reported, or set free, within its reach has it stepped at the next sweep. Counted by the
+ * database commands the process sends (`DB_COMMAND_METRICS`), every service in one process on
+ * the real FerretDB, NATS and Redis.
  */
 const iso = isolation();
 let node: NodeProcess;
@@ -32,7 +42,11 @@ beforeAll(async () => {
   node = await startNode({
     services: 'all',
     iso,
-    env: { DB_COMMAND_METRICS: 'true', MATCHING_SWEEP_INTERVAL_MS: '100' },
+    env: {
+      DB_COMMAND_METRICS: 'true',
+      MATCHING_SWEEP_INTERVAL_MS: '100',
+      MATCHING_IDLE_STEP_MAX_MS: '600000',
+    },
   });
   client = await startClient(iso, ['courier-matching']);
   db = await openServiceDatabase(iso, 'matching');
@@ -58,26 +72,98 @@ async function matchingFinds(): Promise<Record<'searches' | 'ends' | 'offers', n
 
 const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
-it('steps a search with nobody in reach by reading only its record, and offers it once a courier comes', async () => {
+/** What a test left near ORIGIN: its deliveries are cancelled and its couriers sent away after it. */
+const made: { deliveries: { merchant: Party; deliveryId: string }[]; couriers: Courier[] } = {
+  deliveries: [],
+  couriers: [],
+};
+
+/** A paid delivery picked up at ORIGIN, its search under way. */
+async function waitingDelivery(): Promise<string> {
   const merchant = await createUserWithKey(node.url);
   await credit(node.url, merchant, 100_000);
   const packageId = await savePackage(node.url, merchant);
   const created = await requestDelivery(node.url, merchant, [packageId]);
   expect(created.status).toBe(201);
   const deliveryId = created.body.data.deliveryId as string;
+  made.deliveries.push({ merchant, deliveryId });
+  return deliveryId;
+}
 
+afterEach(async () => {
+  for (const courier of made.couriers.splice(0)) await reportAt(courier, FAR_FROM_ORIGIN);
+  const deliveries = made.deliveries.splice(0);
+  for (const { merchant, deliveryId } of deliveries) {
+    expect((await cancelDelivery(node.url, merchant, deliveryId)).status).toBe(201);
+  }
+  // Each search over, so that none of them answers the next test's couriers.
+  await eventually(async () => {
+    for (const { deliveryId } of deliveries) {
+      expect(
+        await db.collection<{ _id: string }>('active_searches').findOne({ _id: deliveryId }),
+      ).toBeNull();
+    }
+  });
+});
+
+/** Within reach of ORIGIN at every radius: some 220 m away. */
+const NEAR_ORIGIN = { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon };
+/** Out of reach of ORIGIN at every radius: some 110 km away. */
+const FAR_FROM_ORIGIN = { lat: ORIGIN.lat + 1, lon: ORIGIN.lon };
+
+const reportAt = async (courier: Courier, at: { lat: number; lon: number }) =>
+  expect((await asCourier(node.url, courier, 'POST', '/courier/location', at)).status).toBe(200);
+
+/**
+ * With the first wait one sweep (100 ms) and each doubling, a search that finds nobody is
+ * stepped some 0.1, 0.3, 0.7, 1.5, 3.1, 6.3 and 12.7 s after its start: between 6.5 and 12.7
+ * s nothing but a wake steps it, and an offer made in that span was made by one.
+ */
+const INTO_A_LONG_WAIT_MS = 6_500;
+/** Well within the 6 s before the search's own next step, and far more than a wake takes. */
+const OFFERED_WITHIN_MS = 3_000;
+
+it('steps a search with nobody in reach by reading only its record, less and less often', async () => {
+  await waitingDelivery();
   // The search's first steps (its start's, then the sweep's) are under way by now.
   await pause(1_000);
   const before = await matchingFinds();
-  await pause(1_500);
+  await pause(5_000);
   const after = await matchingFinds();
-  // Some 15 sweeps at 100 ms; a slow machine makes fewer, never none.
-  expect(after.searches - before.searches).toBeGreaterThanOrEqual(3);
+  // Steps near 1.5, 3.1 and 6.3 s of the search (a slow machine may pass the last); each
+  // sweep, some 50 here, stepped it before the waits.
+  expect(after.searches - before.searches).toBeGreaterThanOrEqual(1);
+  expect(after.searches - before.searches).toBeLessThanOrEqual(4);
   expect(after.ends - before.ends).toBe(0);
   expect(after.offers - before.offers).toBe(0);
+}, 60_000);
 
-  const courier = await courierAt(node.url, { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon });
-  expect((await offerOf(node.url, courier)).deliveryId).toBe(deliveryId);
+it('offers a waiting search to a courier at once when one is reported within its reach', async () => {
+  const courier = await courierAt(node.url, FAR_FROM_ORIGIN);
+  made.couriers.push(courier);
+  const deliveryId = await waitingDelivery();
+  await pause(INTO_A_LONG_WAIT_MS);
+  await reportAt(courier, NEAR_ORIGIN);
+  expect((await offerOf(node.url, courier, OFFERED_WITHIN_MS)).deliveryId).toBe(deliveryId);
+}, 60_000);
+
+it('offers a waiting search to a courier at once when the courier is set free nearby', async () => {
+  // Whichever search finds the courier first holds them; the other waits, nobody free in reach.
+  const courier = await courierAt(node.url, NEAR_ORIGIN);
+  made.couriers.push(courier);
+  const deliveries = [await waitingDelivery(), await waitingDelivery()];
+  const first = await offerOf(node.url, courier);
+  await pause(INTO_A_LONG_WAIT_MS);
+  const declined = await asCourier(
+    node.url,
+    courier,
+    'POST',
+    `/courier/offers/${first.id}/decline`,
+  );
+  expect(declined.status).toBe(200);
+  const next = await offerOf(node.url, courier, OFFERED_WITHIN_MS);
+  expect(next.deliveryId).not.toBe(first.deliveryId);
+  expect(deliveries).toContain(next.deliveryId);
 }, 60_000);
 
 it('stops a search started after its delivery was over before the start answers, with nobody in reach', async () => {

@@ -54,6 +54,8 @@ it('notes an offer’s number on the search before it claims the offer, so that 
       reach: { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60_000 },
       candidates: 5,
       simulatorTimeScale: 1,
+      sweepIntervalMs: 1_000,
+      idleStepMaxMs: 8_000,
     },
     fleetTypes: async () => [{ id: BIKE, maxWeight: '20.00000', active: true }],
     merchantCourierIds: async () => [],

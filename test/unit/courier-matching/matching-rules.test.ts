@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import {
   carryingFleetTypes,
+  nextWideningMs,
   offerId,
   searchRadiusKm,
   type FleetTypeCapacity,
@@ -83,6 +84,45 @@ describe('offerId', () => {
     expect(offerId(delivery, 1)).not.toBe(offerId(delivery, 2));
     expect(offerId(delivery, 1)).toMatch(
       /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+  });
+});
+
+describe('nextWideningMs', () => {
+  const reach = { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60_000 };
+
+  it('names the next round until the radius is at its widest', () => {
+    expect(nextWideningMs(reach, 0)).toBe(60_000);
+    expect(nextWideningMs(reach, 60_000)).toBe(120_000);
+    expect(nextWideningMs(reach, 3 * 60_000 + 1)).toBe(4 * 60_000);
+    expect(nextWideningMs(reach, 4 * 60_000)).toBeUndefined();
+  });
+
+  it('is the first moment after now at which the radius grows (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          startKm: fc.integer({ min: 1, max: 10 }),
+          stepKm: fc.integer({ min: 0, max: 5 }),
+          extraKm: fc.integer({ min: 0, max: 30 }),
+          widenEveryMs: fc.integer({ min: 1_000, max: 120_000 }),
+        }),
+        fc.nat(2_000_000),
+        ({ startKm, stepKm, extraKm, widenEveryMs }, elapsed) => {
+          const r = { startKm, stepKm, maxKm: startKm + extraKm, widenEveryMs };
+          const now = searchRadiusKm(r, elapsed);
+          const next = nextWideningMs(r, elapsed);
+          if (next === undefined) {
+            expect(now).toBe(r.maxKm);
+            return;
+          }
+          expect(next).toBeGreaterThan(elapsed);
+          expect(next - elapsed).toBeLessThanOrEqual(widenEveryMs);
+          // Unchanged until then (a step of 0 km never widens: the round still ends there).
+          expect(searchRadiusKm(r, next - 1)).toBe(now);
+          if (stepKm > 0) expect(searchRadiusKm(r, next)).toBeGreaterThan(now);
+        },
+      ),
     );
   });
 });

@@ -126,6 +126,7 @@ describe('loadConfig defaults', () => {
         searchTimeoutMs: 900000,
         reach: { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60000 },
         sweepIntervalMs: 1000,
+        idleStepMaxMs: 8000,
         simulatorTimeScale: 60,
       },
       webhook: {
@@ -691,6 +692,7 @@ describe('describeConfig', () => {
     'MATCHING_RADIUS_KM',
     'MATCHING_WIDEN_EVERY_MS',
     'MATCHING_SWEEP_INTERVAL_MS',
+    'MATCHING_IDLE_STEP_MAX_MS',
     'SIMULATOR_TIME_SCALE',
     'WEBHOOK_SECRET_KEY',
     'WEBHOOK_ALLOW_PRIVATE_TARGETS',
