@@ -62,9 +62,10 @@ request, from /proc.
                     decodes each reply twice, so compare requests/s only between runs alike)
   --waiting S       then, for S seconds, what the searches left waiting cost: no courier is
                     in reach, so every delivery made is searched for until its time is over,
-                    each search stepped by matching's sweep; prints the steps a second and a
-                    step's reads and CPU (matching's process, the database, Redis). Counts
-                    commands as --db-commands does, in both runs of a comparison
+                    each search stepped by matching's sweep; prints the steps a second, a
+                    step's reads and CPU (matching's process, the database, Redis), and that
+                    CPU a second of the window. Counts commands as --db-commands does, in
+                    both runs of a comparison
   --tsx             run the services' TypeScript through tsx, as the tests do, instead of
                     compiled as the image runs them (npm run build, dist/: the default)
 
@@ -298,6 +299,9 @@ async function printWaiting(
   console.log(`  database commands from every process, a step: ${perStep(commands).toFixed(2)}`);
   const used = cpu.map(({ name, ms }) => `${name} ${perStep(ms * 1000).toFixed(0)}`);
   console.log(`  CPU µs a step: ${used.join(', ')}`);
+  // What the waiting costs the machine, however often each search is stepped.
+  const rate = cpu.map(({ name, ms }) => `${name} ${(ms / seconds).toFixed(1)}`);
+  console.log(`  CPU ms a second: ${rate.join(', ')}`);
 }
 
 async function main(): Promise<number> {
