@@ -81,7 +81,7 @@ export interface RingStep {
  * same `fineRings` (the steps are numbered across both resolutions): it is taken from there when
  * there and written there when not. The bounds are nine tenths of the cell math (a centre and
  * six vertices a cell, each an H3 call: 0.6 ms a step to 3 km, 1.8 to 15 km), and a search
- * waiting for a courier asks about its point again every sweep.
+ * waiting for a courier asks about its point again at each of its steps.
  */
 export function* ringSteps(
   point: GeoPoint,

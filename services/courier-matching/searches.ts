@@ -15,7 +15,7 @@ import {
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
 import type { OfferRecord, SearchEndRecord, SearchRecord, SearchStore } from './search-store';
-import { WaitingSearches } from './waiting-searches';
+import { WaitingSearches, sweepTurn } from './waiting-searches';
 
 export const OFFER_NOT_FOUND = 'Offer not found';
 
@@ -177,7 +177,9 @@ export class Searches {
         return this.advance(deliveryId, now);
       }
       if (outcome === null) {
-        if (latest.expiresAt.getTime() > now.getTime()) return;
+        if (latest.expiresAt.getTime() > now.getTime()) {
+          return this.awaitAnswer(search, latest, now);
+        }
         if (!(await this.store.claimOfferOutcome(latest._id, 'EXPIRED'))) {
           return this.advance(deliveryId, now);
         }
@@ -221,6 +223,18 @@ export class Searches {
   }
 
   /**
+   * The search's offer is open: its courier's answer steps it; the sweep does at the offer's
+   * expiry, or when the sandbox's virtual courier takes it.
+   */
+  private awaitAnswer(search: SearchRecord, offer: OfferRecord, now: Date): void {
+    const virtual = search.simulate && offer.courierId === virtualCourierId(search._id);
+    const until = virtual
+      ? offer.offeredAt.getTime() + this.scaled(search, SIMULATED_ACCEPT_MS)
+      : offer.expiresAt.getTime();
+    this.waiting.awaitAnswer(search._id, now.getTime(), Math.min(until, offer.expiresAt.getTime()));
+  }
+
+  /**
    * A courier was reported at `point`, or set free there: the searches waiting for one that
    * reach it are stepped by the next sweep.
    */
@@ -236,7 +250,7 @@ export class Searches {
   /**
    * The couriers in reach of a search that has made no offer and is not over its time, read
    * before anything else: with none, a step has nothing to do, and the search's end and
-   * offers are not read (two of a waiting search's three reads, every sweep). `offers: 0`
+   * offers are not read (two of a waiting search's three reads, at each of its steps). `offers: 0`
    * means no offer exists, since an offer's number is noted on the search before the offer
    * is claimed (`offerNext`); an ended search makes no offer, and its end is read at its start,
    * at the first step with a courier in reach, or at its time. Undefined when the step must
@@ -329,12 +343,14 @@ export class Searches {
         if (await this.store.end(search._id)) {
           await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
           await this.letGo(offer, 'WITHDRAWN');
+          return;
         }
-        return;
+        return this.awaitAnswer(search, offer, now);
       }
       // The courier took another offer meanwhile: this one is void, try the next courier.
       await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
     }
+    this.waitForCourier(search, now);
   }
 
   /** The couriers a search may offer to, when it is not anyone's. */
@@ -368,7 +384,7 @@ export class Searches {
 
   /** Wakes the waiting searches near a courier just set free, where it was last reported. */
   private async wakeNearCourier(courierId: string): Promise<void> {
-    if (this.waiting.size === 0) return;
+    if (!this.waiting.anyWaitingForCourier) return;
     try {
       const at = await this.deps.couriers.position(courierId);
       if (at) this.courierNear(at);
@@ -513,16 +529,18 @@ export class Searches {
 
   /**
    * The sweep's part: every running search stepped (expired offers closed, widened, ended),
-   * but one that found nobody in reach only once its wait is over.
+   * but one that found nobody to offer to, or whose offer is open, only once its wait is over.
    */
   async sweep(limit: number, now = new Date()): Promise<void> {
     const running = await this.store.active();
     this.waiting.retain(running);
-    const active = running.filter((id) => this.waiting.isDue(id, now.getTime()));
-    // A window that moves on each sweep: in a surge, the newest searches get their turn too.
-    const start = active.length > limit ? this.sweepCursor % active.length : 0;
-    const turn = [...active.slice(start), ...active.slice(0, start)].slice(0, limit);
-    this.sweepCursor = start + turn.length;
+    const { turn, cursor } = sweepTurn(
+      running,
+      (id) => this.waiting.isDue(id, now.getTime()),
+      this.sweepCursor,
+      limit,
+    );
+    this.sweepCursor = cursor;
     for (const deliveryId of turn) await this.step(deliveryId, now);
   }
 }

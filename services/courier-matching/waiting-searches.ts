@@ -1,22 +1,49 @@
 import { haversineKm, type GeoPoint } from '../../libs/geodesy';
 
 /**
- * The searches that found nobody in reach, and when the sweep steps each again. A search
- * waiting for a courier was stepped every sweep (1 s) for up to its whole time (15 min): a
- * few hundred of them took most of a core with no courier anywhere (docs/performance.md,
- * session 27). Each step that finds nobody doubles the wait before the next, up to a ceiling;
- * the search is stepped sooner when something can change its answer: its radius grows, its
- * time is up, or a courier is reported, or set free, within its radius (`wakeNear`).
- * In memory, one per matching process: every replica's sweep steps every running search, and
- * one replica's step is enough.
+ * When the sweep steps each running search. A search waiting for a courier was stepped every
+ * sweep (1 s) for up to its whole time (15 min): a few hundred of them took most of a core
+ * with no courier anywhere (docs/performance.md, session 27). Now each step that finds nobody
+ * to offer to doubles the wait before the next, up to a ceiling, and the search is stepped
+ * sooner when something can change its answer: its radius grows, its time is up, or a courier
+ * is reported, or set free, within its radius (`wakeNear`). A search whose offer is open
+ * waits for its courier's answer, which steps it, and is swept only at the offer's expiry or
+ * after the ceiling, whichever comes first. In memory, one per matching process: every
+ * replica's sweep steps every running search, and one replica's step is enough.
  */
 
-/** How long a search that found nobody waits before its next step: doubling, up to `maxMs`. */
+/**
+ * How long a search waits after its `idleSteps`-th step in a row that found nobody (from 1):
+ * doubling from `firstMs`, up to `maxMs`.
+ */
 export function idleDelayMs(idleSteps: number, firstMs: number, maxMs: number): number {
-  if (idleSteps <= 0) return 0;
-  // 2^30 ms is some 12 days: far above any ceiling, and no overflow of the shift.
-  const doubled = firstMs * 2 ** Math.min(idleSteps - 1, 30);
+  // 2^30 ms is some 12 days: far above any ceiling, and no overflow of the power.
+  const doubled = firstMs * 2 ** Math.min(Math.max(idleSteps, 1) - 1, 30);
   return Math.max(firstMs, Math.min(maxMs, doubled));
+}
+
+/**
+ * The searches a sweep steps: up to `limit` of those due, walking the running ones (oldest
+ * first) from `cursor` round to it, so that in a surge every due search is stepped within
+ * ceil(due ÷ limit) sweeps. Answers them, and where the next sweep's walk starts.
+ */
+export function sweepTurn(
+  running: readonly string[],
+  isDue: (id: string) => boolean,
+  cursor: number,
+  limit: number,
+): { turn: string[]; cursor: number } {
+  const count = running.length;
+  if (count === 0) return { turn: [], cursor: 0 };
+  const start = cursor % count;
+  const turn: string[] = [];
+  let walked = 0;
+  while (walked < count && turn.length < limit) {
+    const id = running[(start + walked) % count];
+    walked++;
+    if (isDue(id)) turn.push(id);
+  }
+  return { turn, cursor: (start + walked) % count };
 }
 
 /** Degrees of latitude and longitude a bucket of waiting pickups spans. */
@@ -48,7 +75,7 @@ export function bucketsWithin(point: GeoPoint, km: number): string[] {
   const north = (centreRow + rowSpan + 1) * BUCKET_DEGREES;
   const poleward = Math.min(90, Math.max(Math.abs(south), Math.abs(north)));
   const kmPerColumn = KM_PER_DEGREE * BUCKET_DEGREES * Math.cos((poleward * Math.PI) / 180);
-  const columnSpan = kmPerColumn > 0 ? Math.ceil(km / kmPerColumn) + 1 : BUCKETS_AROUND;
+  const columnSpan = poleward >= 90 ? BUCKETS_AROUND : Math.ceil(km / kmPerColumn) + 1;
   const columns: number[] = [];
   if (2 * columnSpan + 1 >= BUCKETS_AROUND) {
     for (let column = 0; column < BUCKETS_AROUND; column++) columns.push(column);
@@ -72,10 +99,14 @@ export interface WaitingSearch {
   radiusKmAt: (now: number) => number;
 }
 
-interface Waiting extends WaitingSearch {
-  bucket: string;
-  idleSteps: number;
+interface Waiting {
   dueAt: number;
+  /** Steps in a row that found nobody to offer to; 0 while an offer is open. */
+  idleSteps: number;
+  /** Filed by its pickup while it waits for a courier; not while its offer is open. */
+  filed?: WaitingSearch & { bucket: string };
+  /** When a courier was last reported or set free within its reach. */
+  wokenAt?: number;
 }
 
 export interface WaitSettings {
@@ -91,41 +122,58 @@ export class WaitingSearches {
 
   constructor(private readonly settings: WaitSettings) {}
 
-  /** Whether the sweep steps the search now: it is not waiting, or its wait is over. */
+  /**
+   * Whether the sweep steps the search now: it is not waiting, or its wait is over. Half a
+   * sweep early counts as over: the sweep's timer may fire a little short of its interval,
+   * and a wait of one interval must not last two.
+   */
   isDue(id: string, now: number): boolean {
     const entry = this.waiting.get(id);
-    return !entry || entry.dueAt <= now;
+    return !entry || entry.dueAt <= now + this.settings.firstMs / 2;
   }
 
   /**
-   * The search's step found nobody in reach: it waits longer than after its last such step,
-   * but not past `changesAt` (ms since the epoch: its radius grows, or its time is up).
+   * The search's step (begun at `now`) found nobody to offer to: it waits longer than after its
+   * last such step, but not past `changesAt` (ms since the epoch: its radius grows, or its
+   * time is up), and not at all when a courier came within its reach while the step ran.
    */
   foundNobody(search: WaitingSearch, now: number, changesAt?: number): void {
     const known = this.waiting.get(search.id);
     const idleSteps = (known?.idleSteps ?? 0) + 1;
     let dueAt = now + idleDelayMs(idleSteps, this.settings.firstMs, this.settings.maxMs);
     if (changesAt !== undefined) dueAt = Math.min(dueAt, Math.max(now, changesAt));
-    if (known) {
-      known.idleSteps = idleSteps;
-      known.dueAt = dueAt;
-      return;
-    }
+    if (known?.wokenAt !== undefined && known.wokenAt >= now) dueAt = now;
+    this.unfile(search.id, known);
     const bucket = bucketOf(search.pickup);
-    this.waiting.set(search.id, { ...search, bucket, idleSteps, dueAt });
+    this.waiting.set(search.id, { dueAt, idleSteps, filed: { ...search, bucket } });
     const inBucket = this.byBucket.get(bucket) ?? new Set<string>();
     inBucket.add(search.id);
     this.byBucket.set(bucket, inBucket);
   }
 
-  /** The search is no longer waiting for anybody (it made an offer, or it is over). */
+  /**
+   * The search's offer is open until `until` (ms since the epoch): its courier's answer steps
+   * it, so the sweep need not before then, or before the ceiling has passed (a step that
+   * followed an answer and failed is retried by the sweep).
+   */
+  awaitAnswer(id: string, now: number, until: number): void {
+    this.forget(id);
+    this.waiting.set(id, { dueAt: Math.min(until, now + this.settings.maxMs), idleSteps: 0 });
+  }
+
+  /** The search is stepped every sweep again (its step found work, or it is over). */
   forget(id: string): void {
     const entry = this.waiting.get(id);
     if (!entry) return;
     this.waiting.delete(id);
-    const inBucket = this.byBucket.get(entry.bucket);
+    this.unfile(id, entry);
+  }
+
+  private unfile(id: string, entry: Waiting | undefined): void {
+    if (!entry?.filed) return;
+    const inBucket = this.byBucket.get(entry.filed.bucket);
     inBucket?.delete(id);
-    if (inBucket?.size === 0) this.byBucket.delete(entry.bucket);
+    if (inBucket?.size === 0) this.byBucket.delete(entry.filed.bucket);
   }
 
   /** Keeps only the searches still running (others ended them, on any replica). */
@@ -136,18 +184,22 @@ export class WaitingSearches {
   }
 
   /**
-   * A courier is where `point` is: every waiting search that reaches it now is due at once
-   * (its count of steps that found nobody stays, so a courier it cannot take does not undo
-   * its wait for long). Answers how many were woken.
+   * A courier is where `point` is: every search waiting for a courier that reaches it now is
+   * due at once (its count of steps that found nobody stays, so a courier it cannot take does
+   * not undo its wait for long). Answers how many were woken.
    */
   wakeNear(point: GeoPoint, now: number, reachKm: number): number {
     let woken = 0;
-    if (this.waiting.size === 0) return woken;
+    if (this.byBucket.size === 0) return woken;
     for (const bucket of bucketsWithin(point, reachKm)) {
       for (const id of this.byBucket.get(bucket) ?? []) {
-        const entry = this.waiting.get(id) as Waiting;
-        if (entry.dueAt <= now) continue;
-        if (haversineKm(entry.pickup, point) <= entry.radiusKmAt(now)) {
+        const entry = this.waiting.get(id);
+        if (!entry?.filed) continue;
+        const { pickup, radiusKmAt } = entry.filed;
+        if (haversineKm(pickup, point) > radiusKmAt(now)) continue;
+        // Noted even when due: a step under way that finds nobody keeps it due.
+        entry.wokenAt = now;
+        if (entry.dueAt > now) {
           entry.dueAt = now;
           woken++;
         }
@@ -156,8 +208,8 @@ export class WaitingSearches {
     return woken;
   }
 
-  /** How many searches wait (for metrics and tests). */
-  get size(): number {
-    return this.waiting.size;
+  /** Whether any search waits for a courier (a freed courier's position is read only then). */
+  get anyWaitingForCourier(): boolean {
+    return this.byBucket.size > 0;
   }
 }

@@ -119,9 +119,9 @@ const reportAt = async (courier: Courier, at: { lat: number; lon: number }) =>
  * stepped some 0.1, 0.3, 0.7, 1.5, 3.1, 6.3 and 12.7 s after its start: between 6.5 and 12.7
  * s nothing but a wake steps it, and an offer made in that span was made by one.
  */
-const INTO_A_LONG_WAIT_MS = 6_500;
-/** Well within the 6 s before the search's own next step, and far more than a wake takes. */
-const OFFERED_WITHIN_MS = 3_000;
+const INTO_A_LONG_WAIT_MS = 8_000;
+/** Well within the 4 s left before the search's own next step, far more than a wake takes. */
+const OFFERED_WITHIN_MS = 2_000;
 
 it('steps a search with nobody in reach by reading only its record, less and less often', async () => {
   await waitingDelivery();
@@ -164,6 +164,30 @@ it('offers a waiting search to a courier at once when the courier is set free ne
   const next = await offerOf(node.url, courier, OFFERED_WITHIN_MS);
   expect(next.deliveryId).not.toBe(first.deliveryId);
   expect(deliveries).toContain(next.deliveryId);
+}, 60_000);
+
+it('reads nothing of a search whose offer is open until its courier answers', async () => {
+  const courier = await courierAt(node.url, NEAR_ORIGIN);
+  made.couriers.push(courier);
+  const deliveryId = await waitingDelivery();
+  const offer = await offerOf(node.url, courier);
+  expect(offer.deliveryId).toBe(deliveryId);
+  const before = await matchingFinds();
+  // The offer is open for MATCHING_OFFER_TIMEOUT_MS (30 s): some 20 sweeps here.
+  await pause(2_000);
+  const after = await matchingFinds();
+  expect(after.searches - before.searches).toBe(0);
+  // The answer steps it at once: declined, the courier is not asked again, nobody else is near.
+  const declined = await asCourier(
+    node.url,
+    courier,
+    'POST',
+    `/courier/offers/${offer.id}/decline`,
+  );
+  expect(declined.status).toBe(200);
+  await eventually(async () =>
+    expect((await matchingFinds()).searches - after.searches).toBeGreaterThanOrEqual(1),
+  );
 }, 60_000);
 
 it('stops a search started after its delivery was over before the start answers, with nobody in reach', async () => {

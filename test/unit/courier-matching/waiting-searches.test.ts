@@ -1,15 +1,18 @@
 import fc from 'fast-check';
-import { haversineKm, type GeoPoint } from '../../../libs/geodesy';
+import { EARTH_MEAN_RADIUS_KM, haversineKm, type GeoPoint } from '../../../libs/geodesy';
 import {
   WaitingSearches,
   bucketOf,
   bucketsWithin,
   idleDelayMs,
+  sweepTurn,
   type WaitingSearch,
 } from '../../../services/courier-matching/waiting-searches';
 
 const LAGOS = { lat: 6.5244, lon: 3.3792 };
 const SETTINGS = { firstMs: 1_000, maxMs: 8_000 };
+/** A wait counts as over half a sweep early. */
+const SLACK = SETTINGS.firstMs / 2;
 
 const search = (id: string, pickup: GeoPoint, radiusKm = 3): WaitingSearch => ({
   id,
@@ -17,10 +20,28 @@ const search = (id: string, pickup: GeoPoint, radiusKm = 3): WaitingSearch => ({
   radiusKmAt: () => radiusKm,
 });
 
+/** Where `km` along `bearing` (degrees from north) from `from` leads, on the mean sphere. */
+function travel(from: GeoPoint, bearing: number, km: number): GeoPoint {
+  const rad = Math.PI / 180;
+  const angle = km / EARTH_MEAN_RADIUS_KM;
+  const phi = from.lat * rad;
+  const theta = bearing * rad;
+  const lat = Math.asin(
+    Math.sin(phi) * Math.cos(angle) + Math.cos(phi) * Math.sin(angle) * Math.cos(theta),
+  );
+  const lon =
+    from.lon * rad +
+    Math.atan2(
+      Math.sin(theta) * Math.sin(angle) * Math.cos(phi),
+      Math.cos(angle) - Math.sin(phi) * Math.sin(lat),
+    );
+  return { lat: lat / rad, lon: ((((lon / rad + 180) % 360) + 360) % 360) - 180 };
+}
+
 describe('idleDelayMs', () => {
   it('doubles from the first wait up to the ceiling', () => {
-    expect([0, 1, 2, 3, 4, 5, 60].map((k) => idleDelayMs(k, 1_000, 8_000))).toEqual([
-      0, 1_000, 2_000, 4_000, 8_000, 8_000, 8_000,
+    expect([1, 2, 3, 4, 5, 60].map((k) => idleDelayMs(k, 1_000, 8_000))).toEqual([
+      1_000, 2_000, 4_000, 8_000, 8_000, 8_000,
     ]);
   });
 
@@ -42,30 +63,56 @@ describe('idleDelayMs', () => {
 });
 
 describe('bucketsWithin', () => {
-  it('holds the bucket of every point within the distance (property)', () => {
+  it('holds the bucket of every point within the distance, poles and the antimeridian included (property)', () => {
     fc.assert(
       fc.property(
-        fc.double({ min: -89, max: 89, noNaN: true }),
+        fc.double({ min: -90, max: 90, noNaN: true }),
         fc.double({ min: -180, max: 180, noNaN: true }),
-        fc.double({ min: -1, max: 1, noNaN: true }),
-        fc.double({ min: -3, max: 3, noNaN: true }),
+        fc.double({ min: 0, max: 360, noNaN: true }),
         fc.double({ min: 0.1, max: 40, noNaN: true }),
-        (lat, lon, dLat, dLon, km) => {
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (lat, lon, bearing, km, share) => {
           const point = { lat, lon };
-          const otherLon = ((lon + dLon + 540) % 360) - 180;
-          const other = { lat: Math.max(-90, Math.min(90, lat + dLat)), lon: otherLon };
-          if (haversineKm(point, other) > km) return;
+          const other = travel(point, bearing, km * share);
           expect(bucketsWithin(point, km)).toContain(bucketOf(other));
         },
       ),
-      { numRuns: 2_000 },
+      { numRuns: 5_000 },
     );
   });
 
-  it('reads some 25 buckets for 15 km near the equator, and stays bounded near a pole', () => {
+  it('is a few buckets near the equator, and every bucket of the rows near a pole', () => {
     expect(bucketsWithin(LAGOS, 15)).toHaveLength(25);
-    expect(new Set(bucketsWithin({ lat: 89.9, lon: 10 }, 15)).size).toBe(
-      bucketsWithin({ lat: 89.9, lon: 10 }, 15).length,
+    const polar = bucketsWithin({ lat: 89.9, lon: 10 }, 15);
+    expect(new Set(polar).size).toBe(polar.length);
+    expect(polar).toContain(bucketOf({ lat: 89.95, lon: -170 }));
+  });
+});
+
+describe('sweepTurn', () => {
+  it('steps every due search within ceil(due / limit) sweeps, in a surge too (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 200 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.nat(1_000),
+        (dueFlags, limit, firstCursor) => {
+          const running = dueFlags.map((_, i) => `s${i}`);
+          const due = new Set(running.filter((_, i) => dueFlags[i]));
+          const stepped = new Set<string>();
+          let cursor = firstCursor;
+          for (let sweep = 0; sweep < Math.ceil(due.size / limit); sweep++) {
+            const next = sweepTurn(running, (id) => due.has(id), cursor, limit);
+            expect(next.turn.length).toBeLessThanOrEqual(limit);
+            for (const id of next.turn) {
+              expect(due.has(id)).toBe(true);
+              stepped.add(id);
+            }
+            cursor = next.cursor;
+          }
+          expect(stepped).toEqual(due);
+        },
+      ),
     );
   });
 });
@@ -81,8 +128,8 @@ describe('WaitingSearches', () => {
       waiting.foundNobody(s, now);
       let due = now;
       while (!waiting.isDue('a', due)) due += 100;
-      waits.push(due - now);
-      now = due;
+      waits.push(due + SLACK - now);
+      now = due + SLACK;
     }
     expect(waits).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
   });
@@ -90,9 +137,9 @@ describe('WaitingSearches', () => {
   it('steps it no later than when its answer may change', () => {
     const waiting = new WaitingSearches(SETTINGS);
     waiting.foundNobody(search('a', LAGOS), 0);
-    waiting.foundNobody(search('a', LAGOS), 1_000, 1_500);
-    expect(waiting.isDue('a', 1_499)).toBe(false);
-    expect(waiting.isDue('a', 1_500)).toBe(true);
+    waiting.foundNobody(search('a', LAGOS), 1_000, 1_800);
+    expect(waiting.isDue('a', 1_800 - SLACK - 1)).toBe(false);
+    expect(waiting.isDue('a', 1_800 - SLACK)).toBe(true);
     // A moment already past: due at once.
     waiting.foundNobody(search('a', LAGOS), 2_000, 1_000);
     expect(waiting.isDue('a', 2_000)).toBe(true);
@@ -107,9 +154,9 @@ describe('WaitingSearches', () => {
     expect(waiting.wakeNear(near, 10, 15)).toBe(2);
     expect(['near', 'wide', 'far'].map((id) => waiting.isDue(id, 10))).toEqual([true, true, false]);
     // Woken, it found nobody it could take: its next wait goes on from its count.
-    waiting.foundNobody(search('near', LAGOS, 3), 10);
-    expect(waiting.isDue('near', 10 + 1_999)).toBe(false);
-    expect(waiting.isDue('near', 10 + 2_000)).toBe(true);
+    waiting.foundNobody(search('near', LAGOS, 3), 20);
+    expect(waiting.isDue('near', 20 + 2_000 - SLACK - 1)).toBe(false);
+    expect(waiting.isDue('near', 20 + 2_000 - SLACK)).toBe(true);
   });
 
   it('wakes exactly the searches whose radius holds the courier (property)', () => {
@@ -145,9 +192,43 @@ describe('WaitingSearches', () => {
     for (const id of ['a', 'b', 'c']) waiting.foundNobody(search(id, LAGOS), 0);
     waiting.forget('a');
     waiting.retain(['b', 'x']);
-    expect(waiting.size).toBe(1);
+    expect(waiting.anyWaitingForCourier).toBe(true);
     expect(waiting.isDue('a', 0)).toBe(true);
     expect(waiting.isDue('b', 0)).toBe(false);
     expect(waiting.wakeNear(LAGOS, 0, 15)).toBe(1);
+  });
+
+  it('counts half a sweep early as due, so that a one-sweep wait is not two', () => {
+    const waiting = new WaitingSearches(SETTINGS);
+    waiting.foundNobody(search('a', LAGOS), 0);
+    expect(waiting.isDue('a', 499)).toBe(false);
+    expect(waiting.isDue('a', 500)).toBe(true);
+  });
+
+  it('keeps a search due when a courier came within reach while its step ran', () => {
+    const waiting = new WaitingSearches(SETTINGS);
+    waiting.foundNobody(search('a', LAGOS), 0);
+    // Its next step begins at 1,000 and reads nobody; a courier is reported at 1,010…
+    waiting.wakeNear(LAGOS, 1_010, 15);
+    // …before the step's answer is noted: it stays due for the next sweep.
+    waiting.foundNobody(search('a', LAGOS), 1_000);
+    expect(waiting.isDue('a', 1_000)).toBe(true);
+    // A step begun after the report waits as before.
+    waiting.foundNobody(search('a', LAGOS), 1_100);
+    expect(waiting.isDue('a', 1_100)).toBe(false);
+  });
+
+  it('sweeps a search whose offer is open at its expiry or the ceiling, and no courier wakes it', () => {
+    const waiting = new WaitingSearches(SETTINGS);
+    waiting.foundNobody(search('a', LAGOS), 0);
+    waiting.awaitAnswer('a', 1_000, 4_000);
+    expect(waiting.isDue('a', 3_000)).toBe(false);
+    expect(waiting.isDue('a', 3_500)).toBe(true);
+    expect(waiting.anyWaitingForCourier).toBe(false);
+    expect(waiting.wakeNear(LAGOS, 1_100, 15)).toBe(0);
+    // An offer open for longer than the ceiling: swept at the ceiling.
+    waiting.awaitAnswer('a', 1_000, 60_000);
+    expect(waiting.isDue('a', 8_000)).toBe(false);
+    expect(waiting.isDue('a', 9_000)).toBe(true);
   });
 });
