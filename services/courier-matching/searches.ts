@@ -86,7 +86,7 @@ export class Searches {
 
   constructor(private readonly deps: SearchDeps) {
     this.waiting = new WaitingSearches({
-      firstMs: deps.settings.sweepIntervalMs,
+      baseMs: deps.settings.sweepIntervalMs,
       maxMs: deps.settings.idleStepMaxMs,
     });
   }

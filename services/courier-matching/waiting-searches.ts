@@ -1,3 +1,4 @@
+import { backoffMs, type Backoff } from '../../libs/backoff';
 import { haversineKm, type GeoPoint } from '../../libs/geodesy';
 
 /**
@@ -11,16 +12,6 @@ import { haversineKm, type GeoPoint } from '../../libs/geodesy';
  * after the ceiling, whichever comes first. In memory, one per matching process: every
  * replica's sweep steps every running search, and one replica's step is enough.
  */
-
-/**
- * How long a search waits after its `idleSteps`-th step in a row that found nobody (from 1):
- * doubling from `firstMs`, up to `maxMs`.
- */
-export function idleDelayMs(idleSteps: number, firstMs: number, maxMs: number): number {
-  // 2^30 ms is some 12 days: far above any ceiling, and no overflow of the power.
-  const doubled = firstMs * 2 ** Math.min(Math.max(idleSteps, 1) - 1, 30);
-  return Math.max(firstMs, Math.min(maxMs, doubled));
-}
 
 /**
  * The searches a sweep steps: up to `limit` of those due, walking the running ones (oldest
@@ -109,18 +100,15 @@ interface Waiting {
   wokenAt?: number;
 }
 
-export interface WaitSettings {
-  /** The first wait, the sweep's own interval. */
-  firstMs: number;
-  /** The longest wait between two steps of a search that finds nobody. */
-  maxMs: number;
-}
-
 export class WaitingSearches {
   private readonly waiting = new Map<string, Waiting>();
   private readonly byBucket = new Map<string, Set<string>>();
 
-  constructor(private readonly settings: WaitSettings) {}
+  /**
+   * `waits`: after the n-th step in a row that found nobody, the n-th wait of this backoff
+   * (its base the sweep's interval, its ceiling the longest wait).
+   */
+  constructor(private readonly waits: Backoff) {}
 
   /**
    * Whether the sweep steps the search now: it is not waiting, or its wait is over. Half a
@@ -129,7 +117,7 @@ export class WaitingSearches {
    */
   isDue(id: string, now: number): boolean {
     const entry = this.waiting.get(id);
-    return !entry || entry.dueAt <= now + this.settings.firstMs / 2;
+    return !entry || entry.dueAt <= now + this.waits.baseMs / 2;
   }
 
   /**
@@ -140,7 +128,7 @@ export class WaitingSearches {
   foundNobody(search: WaitingSearch, now: number, changesAt?: number): void {
     const known = this.waiting.get(search.id);
     const idleSteps = (known?.idleSteps ?? 0) + 1;
-    let dueAt = now + idleDelayMs(idleSteps, this.settings.firstMs, this.settings.maxMs);
+    let dueAt = now + backoffMs(idleSteps, this.waits);
     if (changesAt !== undefined) dueAt = Math.min(dueAt, Math.max(now, changesAt));
     if (known?.wokenAt !== undefined && known.wokenAt >= now) dueAt = now;
     this.unfile(search.id, known);
@@ -158,7 +146,7 @@ export class WaitingSearches {
    */
   awaitAnswer(id: string, now: number, until: number): void {
     this.forget(id);
-    this.waiting.set(id, { dueAt: Math.min(until, now + this.settings.maxMs), idleSteps: 0 });
+    this.waiting.set(id, { dueAt: Math.min(until, now + this.waits.maxMs), idleSteps: 0 });
   }
 
   /** The search is stepped every sweep again (its step found work, or it is over). */

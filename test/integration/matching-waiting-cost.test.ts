@@ -13,7 +13,7 @@ import {
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, request } from '../support/http';
-import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
+import { asCourier, courierAt, offerOf, type Courier, type Offer } from '../support/couriers';
 import { count, samples } from '../support/metrics';
 import {
   dropDatabases,
@@ -111,6 +111,11 @@ const NEAR_ORIGIN = { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon };
 /** Out of reach of ORIGIN at every radius: some 110 km away. */
 const FAR_FROM_ORIGIN = { lat: ORIGIN.lat + 1, lon: ORIGIN.lon };
 
+const decline = async (courier: Courier, offer: Offer) =>
+  expect(
+    (await asCourier(node.url, courier, 'POST', `/courier/offers/${offer.id}/decline`)).status,
+  ).toBe(200);
+
 const reportAt = async (courier: Courier, at: { lat: number; lon: number }) =>
   expect((await asCourier(node.url, courier, 'POST', '/courier/location', at)).status).toBe(200);
 
@@ -154,13 +159,7 @@ it('offers a waiting search to a courier at once when the courier is set free ne
   const deliveries = [await waitingDelivery(), await waitingDelivery()];
   const first = await offerOf(node.url, courier);
   await pause(INTO_A_LONG_WAIT_MS);
-  const declined = await asCourier(
-    node.url,
-    courier,
-    'POST',
-    `/courier/offers/${first.id}/decline`,
-  );
-  expect(declined.status).toBe(200);
+  await decline(courier, first);
   const next = await offerOf(node.url, courier, OFFERED_WITHIN_MS);
   expect(next.deliveryId).not.toBe(first.deliveryId);
   expect(deliveries).toContain(next.deliveryId);
@@ -178,13 +177,7 @@ it('reads nothing of a search whose offer is open until its courier answers', as
   const after = await matchingFinds();
   expect(after.searches - before.searches).toBe(0);
   // The answer steps it at once: declined, the courier is not asked again, nobody else is near.
-  const declined = await asCourier(
-    node.url,
-    courier,
-    'POST',
-    `/courier/offers/${offer.id}/decline`,
-  );
-  expect(declined.status).toBe(200);
+  await decline(courier, offer);
   await eventually(async () =>
     expect((await matchingFinds()).searches - after.searches).toBeGreaterThanOrEqual(1),
   );

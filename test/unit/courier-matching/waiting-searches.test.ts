@@ -4,15 +4,14 @@ import {
   WaitingSearches,
   bucketOf,
   bucketsWithin,
-  idleDelayMs,
   sweepTurn,
   type WaitingSearch,
 } from '../../../services/courier-matching/waiting-searches';
 
 const LAGOS = { lat: 6.5244, lon: 3.3792 };
-const SETTINGS = { firstMs: 1_000, maxMs: 8_000 };
+const SETTINGS = { baseMs: 1_000, maxMs: 8_000 };
 /** A wait counts as over half a sweep early. */
-const SLACK = SETTINGS.firstMs / 2;
+const SLACK = SETTINGS.baseMs / 2;
 
 const search = (id: string, pickup: GeoPoint, radiusKm = 3): WaitingSearch => ({
   id,
@@ -37,30 +36,6 @@ function travel(from: GeoPoint, bearing: number, km: number): GeoPoint {
     );
   return { lat: lat / rad, lon: ((((lon / rad + 180) % 360) + 360) % 360) - 180 };
 }
-
-describe('idleDelayMs', () => {
-  it('doubles from the first wait up to the ceiling', () => {
-    expect([1, 2, 3, 4, 5, 60].map((k) => idleDelayMs(k, 1_000, 8_000))).toEqual([
-      1_000, 2_000, 4_000, 8_000, 8_000, 8_000,
-    ]);
-  });
-
-  it('never shrinks with more steps and stays within its bounds (property)', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 2_000 }),
-        fc.integer({ min: 100, max: 600_000 }),
-        fc.integer({ min: 1, max: 10_000 }),
-        (k, firstMs, maxMs) => {
-          const delay = idleDelayMs(k, firstMs, maxMs);
-          expect(delay).toBeGreaterThanOrEqual(firstMs);
-          expect(delay).toBeLessThanOrEqual(Math.max(firstMs, maxMs));
-          expect(idleDelayMs(k + 1, firstMs, maxMs)).toBeGreaterThanOrEqual(delay);
-        },
-      ),
-    );
-  });
-});
 
 describe('bucketsWithin', () => {
   it('holds the bucket of every point within the distance, poles and the antimeridian included (property)', () => {
