@@ -34,6 +34,7 @@ import { LocationFlusher } from './location-flusher';
 import { CourierLocations } from './locations';
 import { CourierPositions } from './positions';
 import { locationParams, offerIdParams, offerView, reportedLocationView } from './schemas';
+import { searchGauge } from './search-gauge';
 import { Searches } from './searches';
 import { SearchStore } from './search-store';
 import { virtualCourier } from './virtual-courier';
@@ -93,6 +94,8 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     () => call(broker, 'geo.listFleetTypes', { activeOnly: false }),
     60_000,
   );
+  // Set once the broker exists (created): what each sweep saw, on `/metrics`.
+  let reportSearches: ReturnType<typeof searchGauge> = () => undefined;
   const searches = new Searches({
     store: new SearchStore(() => db.models),
     couriers: positions,
@@ -110,6 +113,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       await locations.report(courier._id, start.lat, start.lon, new Date());
     },
     logger: log,
+    onSwept: (counts) => reportSearches(counts),
   });
   const sweep = new Periodic(
     config.matching.sweepIntervalMs,
@@ -136,6 +140,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     created() {
       logger = this.logger;
       broker = this.broker;
+      reportSearches = searchGauge(broker);
     },
     async started() {
       await backfills.start(this.logger);

@@ -15,7 +15,7 @@ import {
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
 import type { OfferRecord, SearchEndRecord, SearchRecord, SearchStore } from './search-store';
-import { WaitingSearches, sweepTurn } from './waiting-searches';
+import { WaitingSearches, sweepTurn, type SearchCounts } from './waiting-searches';
 
 export const OFFER_NOT_FOUND = 'Offer not found';
 
@@ -55,6 +55,8 @@ export interface SearchDeps {
   /** Puts the sandbox's virtual courier of a simulated delivery near its pickup. */
   placeVirtualCourier: (search: StartSearchParams) => Promise<void>;
   logger: () => Logger;
+  /** What each sweep saw of the running searches, for `/metrics`. */
+  onSwept?: (counts: SearchCounts) => void;
 }
 
 /** What a courier sees of an offer. */
@@ -542,5 +544,6 @@ export class Searches {
     );
     this.sweepCursor = cursor;
     for (const deliveryId of turn) await this.step(deliveryId, now);
+    this.deps.onSwept?.(this.waiting.counts(running.length));
   }
 }

@@ -90,6 +90,15 @@ export interface WaitingSearch {
   radiusKmAt: (now: number) => number;
 }
 
+/** The running searches by what they wait for, as the sweep saw them. */
+export interface SearchCounts {
+  running: number;
+  /** Their last step found nobody to offer to. */
+  waiting_for_courier: number;
+  /** Their offer is open. */
+  awaiting_answer: number;
+}
+
 interface Waiting {
   dueAt: number;
   /** Steps in a row that found nobody to offer to; 0 while an offer is open. */
@@ -194,6 +203,16 @@ export class WaitingSearches {
       }
     }
     return woken;
+  }
+
+  /** The running searches by what they wait for (after `retain`, all of them are running). */
+  counts(running: number): SearchCounts {
+    const forCourier = [...this.waiting.values()].filter((entry) => entry.filed).length;
+    return {
+      running,
+      waiting_for_courier: forCourier,
+      awaiting_answer: this.waiting.size - forCourier,
+    };
   }
 
   /** Whether any search waits for a courier (a freed courier's position is read only then). */

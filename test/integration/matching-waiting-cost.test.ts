@@ -70,6 +70,11 @@ async function matchingFinds(): Promise<Record<'searches' | 'ends' | 'offers', n
   return { searches: finds('searches'), ends: finds('search_ends'), offers: finds('offers') };
 }
 
+/** The running searches in a state, as matching's last sweep saw them (`/metrics`). */
+async function searchesIn(state: string): Promise<number> {
+  return count(await samples(node.opsUrl, 'waybill_matching_searches'), { state });
+}
+
 const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 /** What a test left near ORIGIN: its deliveries are cancelled and its couriers sent away after it. */
@@ -141,6 +146,10 @@ it('steps a search with nobody in reach by reading only its record, less and les
   expect(after.searches - before.searches).toBeLessThanOrEqual(4);
   expect(after.ends - before.ends).toBe(0);
   expect(after.offers - before.offers).toBe(0);
+  // Operators see it waiting.
+  expect(await searchesIn('running')).toBe(1);
+  expect(await searchesIn('waiting_for_courier')).toBe(1);
+  expect(await searchesIn('awaiting_answer')).toBe(0);
 }, 60_000);
 
 it('offers a waiting search to a courier at once when one is reported within its reach', async () => {
@@ -176,6 +185,8 @@ it('reads nothing of a search whose offer is open until its courier answers', as
   await pause(2_000);
   const after = await matchingFinds();
   expect(after.searches - before.searches).toBe(0);
+  expect(await searchesIn('awaiting_answer')).toBe(1);
+  expect(await searchesIn('waiting_for_courier')).toBe(0);
   // The answer steps it at once: declined, the courier is not asked again, nobody else is near.
   await decline(courier, offer);
   await eventually(async () =>

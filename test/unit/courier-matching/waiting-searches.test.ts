@@ -206,4 +206,15 @@ describe('WaitingSearches', () => {
     expect(waiting.isDue('a', 8_000)).toBe(false);
     expect(waiting.isDue('a', 9_000)).toBe(true);
   });
+
+  it('counts the running searches by what they wait for', () => {
+    const waiting = new WaitingSearches(SETTINGS);
+    waiting.foundNobody(search('a', LAGOS), 0);
+    waiting.foundNobody(search('b', LAGOS), 0);
+    waiting.awaitAnswer('b', 0, 30_000);
+    waiting.awaitAnswer('c', 0, 30_000);
+    expect(waiting.counts(5)).toEqual({ running: 5, waiting_for_courier: 1, awaiting_answer: 2 });
+    waiting.retain(['a']);
+    expect(waiting.counts(1)).toEqual({ running: 1, waiting_for_courier: 1, awaiting_answer: 0 });
+  });
 });
