@@ -716,7 +716,7 @@ const envSchema = Joi.object({
     .min(100)
     .default(8000)
     .description(
-      'Longest wait between two steps of a search with no courier in reach (each such step doubles it from MATCHING_SWEEP_INTERVAL_MS); a courier reported or freed in its radius steps it sooner',
+      'Longest wait between two sweeps of a search with an open offer, or with no courier in reach (each such step doubles it from MATCHING_SWEEP_INTERVAL_MS); a courier reported or freed in reach ends it',
     ),
   SIMULATOR_TIME_SCALE: Joi.number()
     .min(1)

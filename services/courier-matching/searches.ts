@@ -162,11 +162,11 @@ export class Searches {
   }
 
   async advance(deliveryId: string, now = new Date()): Promise<void> {
+    this.waiting.stepping(deliveryId, now.getTime());
     const search = await this.store.search(deliveryId);
     if (!search) return;
     const reach = await this.reachWhileWaiting(search, now);
     if (reach?.length === 0) return this.waitForCourier(search, now);
-    this.waiting.forget(deliveryId);
     const ended = await this.store.end(deliveryId);
     if (ended) return this.finishEnded(search, ended);
     const offers = await this.offers(search);
@@ -463,6 +463,8 @@ export class Searches {
     if (outcome !== 'ACCEPTED') {
       throw conflict(offerClosed(outcome ?? (holding ? 'EXPIRED' : 'WITHDRAWN')));
     }
+    // Swept at once should the confirmation fail: it no longer waits for an answer.
+    this.waiting.stepping(offer.deliveryId, now.getTime());
     await this.confirm(offer);
     return this.view(offer, now);
   }
@@ -544,6 +546,6 @@ export class Searches {
     );
     this.sweepCursor = cursor;
     for (const deliveryId of turn) await this.step(deliveryId, now);
-    this.deps.onSwept?.(this.waiting.counts(running.length));
+    this.deps.onSwept?.(this.waiting.counts(running));
   }
 }

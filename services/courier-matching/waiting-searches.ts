@@ -119,14 +119,28 @@ export class WaitingSearches {
    */
   constructor(private readonly waits: Backoff) {}
 
-  /**
-   * Whether the sweep steps the search now: it is not waiting, or its wait is over. Half a
-   * sweep early counts as over: the sweep's timer may fire a little short of its interval,
-   * and a wait of one interval must not last two.
-   */
+  /** Whether the sweep steps the search now: it is not waiting, or its wait is over. */
   isDue(id: string, now: number): boolean {
     const entry = this.waiting.get(id);
-    return !entry || entry.dueAt <= now + this.waits.baseMs / 2;
+    return !entry || entry.dueAt <= now;
+  }
+
+  /**
+   * How long a wait of `ms` is kept: half a sweep shorter, since the sweep's timer may fire a
+   * little short of its interval and a wait of one interval must not last two. A moment
+   * fixed in time (an expiry, a widening) is kept as it is: a step before it finds nothing new.
+   */
+  private waitOf(ms: number): number {
+    return ms - this.waits.baseMs / 2;
+  }
+
+  /**
+   * The search is being stepped: due until its step says how long it waits, so that a step
+   * that fails is repeated at the next sweep. Its count of steps that found nobody stays.
+   */
+  stepping(id: string, now: number): void {
+    const entry = this.waiting.get(id);
+    if (entry) entry.dueAt = Math.min(entry.dueAt, now);
   }
 
   /**
@@ -137,7 +151,7 @@ export class WaitingSearches {
   foundNobody(search: WaitingSearch, now: number, changesAt?: number): void {
     const known = this.waiting.get(search.id);
     const idleSteps = (known?.idleSteps ?? 0) + 1;
-    let dueAt = now + backoffMs(idleSteps, this.waits);
+    let dueAt = now + this.waitOf(backoffMs(idleSteps, this.waits));
     if (changesAt !== undefined) dueAt = Math.min(dueAt, Math.max(now, changesAt));
     if (known?.wokenAt !== undefined && known.wokenAt >= now) dueAt = now;
     this.unfile(search.id, known);
@@ -155,7 +169,10 @@ export class WaitingSearches {
    */
   awaitAnswer(id: string, now: number, until: number): void {
     this.forget(id);
-    this.waiting.set(id, { dueAt: Math.min(until, now + this.waits.maxMs), idleSteps: 0 });
+    this.waiting.set(id, {
+      dueAt: Math.min(until, now + this.waitOf(this.waits.maxMs)),
+      idleSteps: 0,
+    });
   }
 
   /** The search is stepped every sweep again (its step found work, or it is over). */
@@ -205,14 +222,15 @@ export class WaitingSearches {
     return woken;
   }
 
-  /** The running searches by what they wait for (after `retain`, all of them are running). */
-  counts(running: number): SearchCounts {
-    const forCourier = [...this.waiting.values()].filter((entry) => entry.filed).length;
-    return {
-      running,
-      waiting_for_courier: forCourier,
-      awaiting_answer: this.waiting.size - forCourier,
-    };
+  /** The running searches by what they wait for. */
+  counts(running: readonly string[]): SearchCounts {
+    const counts = { running: running.length, waiting_for_courier: 0, awaiting_answer: 0 };
+    for (const id of running) {
+      const entry = this.waiting.get(id);
+      if (entry?.filed) counts.waiting_for_courier++;
+      else if (entry) counts.awaiting_answer++;
+    }
+    return counts;
   }
 
   /** Whether any search waits for a courier (a freed courier's position is read only then). */

@@ -174,24 +174,31 @@ it('offers a waiting search to a courier at once when the courier is set free ne
   expect(deliveries).toContain(next.deliveryId);
 }, 60_000);
 
-it('reads nothing of a search whose offer is open until its courier answers', async () => {
+it('reads nothing of a search whose offer is open until its courier answers, then less and less', async () => {
   const courier = await courierAt(node.url, NEAR_ORIGIN);
   made.couriers.push(courier);
   const deliveryId = await waitingDelivery();
   const offer = await offerOf(node.url, courier);
   expect(offer.deliveryId).toBe(deliveryId);
+  // Past the sweep that found the offer open (the one that made it may not have).
+  await pause(300);
   const before = await matchingFinds();
   // The offer is open for MATCHING_OFFER_TIMEOUT_MS (30 s): some 20 sweeps here.
   await pause(2_000);
-  const after = await matchingFinds();
-  expect(after.searches - before.searches).toBe(0);
+  const open = await matchingFinds();
+  expect(open.searches - before.searches).toBe(0);
   expect(await searchesIn('awaiting_answer')).toBe(1);
   expect(await searchesIn('waiting_for_courier')).toBe(0);
-  // The answer steps it at once: declined, the courier is not asked again, nobody else is near.
+  // The answer steps it at once (only a step reads its end); declined, the courier is not
+  // asked again and nobody else is near: it waits for a courier, longer after each step.
   await decline(courier, offer);
-  await eventually(async () =>
-    expect((await matchingFinds()).searches - after.searches).toBeGreaterThanOrEqual(1),
-  );
+  await eventually(async () => expect((await matchingFinds()).ends).toBeGreaterThan(open.ends));
+  await eventually(async () => expect(await searchesIn('waiting_for_courier')).toBe(1));
+  const declined = await matchingFinds();
+  await pause(3_000);
+  const waited = await matchingFinds();
+  // Steps some 0.1, 0.3, 0.7, 1.5 and 3.1 s after the decline; some 30 sweeps meanwhile.
+  expect(waited.ends - declined.ends).toBeLessThanOrEqual(5);
 }, 60_000);
 
 it('stops a search started after its delivery was over before the start answers, with nobody in reach', async () => {

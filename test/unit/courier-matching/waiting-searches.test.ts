@@ -113,8 +113,9 @@ describe('WaitingSearches', () => {
     const waiting = new WaitingSearches(SETTINGS);
     waiting.foundNobody(search('a', LAGOS), 0);
     waiting.foundNobody(search('a', LAGOS), 1_000, 1_800);
-    expect(waiting.isDue('a', 1_800 - SLACK - 1)).toBe(false);
-    expect(waiting.isDue('a', 1_800 - SLACK)).toBe(true);
+    // A moment fixed in time is kept as it is: a step before it would find nothing new.
+    expect(waiting.isDue('a', 1_799)).toBe(false);
+    expect(waiting.isDue('a', 1_800)).toBe(true);
     // A moment already past: due at once.
     waiting.foundNobody(search('a', LAGOS), 2_000, 1_000);
     expect(waiting.isDue('a', 2_000)).toBe(true);
@@ -173,7 +174,7 @@ describe('WaitingSearches', () => {
     expect(waiting.wakeNear(LAGOS, 0, 15)).toBe(1);
   });
 
-  it('counts half a sweep early as due, so that a one-sweep wait is not two', () => {
+  it('keeps a wait half a sweep short, so that a one-sweep wait is not two', () => {
     const waiting = new WaitingSearches(SETTINGS);
     waiting.foundNobody(search('a', LAGOS), 0);
     expect(waiting.isDue('a', 499)).toBe(false);
@@ -197,14 +198,14 @@ describe('WaitingSearches', () => {
     const waiting = new WaitingSearches(SETTINGS);
     waiting.foundNobody(search('a', LAGOS), 0);
     waiting.awaitAnswer('a', 1_000, 4_000);
-    expect(waiting.isDue('a', 3_000)).toBe(false);
-    expect(waiting.isDue('a', 3_500)).toBe(true);
+    expect(waiting.isDue('a', 3_999)).toBe(false);
+    expect(waiting.isDue('a', 4_000)).toBe(true);
     expect(waiting.anyWaitingForCourier).toBe(false);
     expect(waiting.wakeNear(LAGOS, 1_100, 15)).toBe(0);
     // An offer open for longer than the ceiling: swept at the ceiling.
     waiting.awaitAnswer('a', 1_000, 60_000);
-    expect(waiting.isDue('a', 8_000)).toBe(false);
-    expect(waiting.isDue('a', 9_000)).toBe(true);
+    expect(waiting.isDue('a', 1_000 + 8_000 - SLACK - 1)).toBe(false);
+    expect(waiting.isDue('a', 1_000 + 8_000 - SLACK)).toBe(true);
   });
 
   it('counts the running searches by what they wait for', () => {
@@ -213,8 +214,30 @@ describe('WaitingSearches', () => {
     waiting.foundNobody(search('b', LAGOS), 0);
     waiting.awaitAnswer('b', 0, 30_000);
     waiting.awaitAnswer('c', 0, 30_000);
-    expect(waiting.counts(5)).toEqual({ running: 5, waiting_for_courier: 1, awaiting_answer: 2 });
-    waiting.retain(['a']);
-    expect(waiting.counts(1)).toEqual({ running: 1, waiting_for_courier: 1, awaiting_answer: 0 });
+    expect(waiting.counts(['a', 'b', 'c', 'd', 'e'])).toEqual({
+      running: 5,
+      waiting_for_courier: 1,
+      awaiting_answer: 2,
+    });
+    // Only the running ones: one started during the sweep is counted at the next.
+    expect(waiting.counts(['a', 'd'])).toEqual({
+      running: 2,
+      waiting_for_courier: 1,
+      awaiting_answer: 0,
+    });
+  });
+
+  it('keeps a search being stepped due, and its count of steps that found nobody', () => {
+    const waiting = new WaitingSearches(SETTINGS);
+    waiting.foundNobody(search('a', LAGOS), 0);
+    waiting.foundNobody(search('a', LAGOS), 1_000);
+    expect(waiting.isDue('a', 1_100)).toBe(false);
+    // A step begins (a decline's, say) and fails: the next sweep repeats it.
+    waiting.stepping('a', 1_100);
+    expect(waiting.isDue('a', 1_100)).toBe(true);
+    // The third step in a row that finds nobody waits 4 s.
+    waiting.foundNobody(search('a', LAGOS), 1_200);
+    expect(waiting.isDue('a', 1_200 + 4_000 - SLACK - 1)).toBe(false);
+    expect(waiting.isDue('a', 1_200 + 4_000 - SLACK)).toBe(true);
   });
 });
