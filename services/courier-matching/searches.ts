@@ -209,10 +209,10 @@ export class Searches {
    * each such step, at the latest when its radius grows or its time is up.
    */
   private waitForCourier(search: SearchRecord, now: Date): void {
-    const { reach, searchTimeoutMs } = this.deps.settings;
+    const { reach } = this.deps.settings;
     const started = search.startedAt.getTime();
     const widening = nextWideningMs(reach, now.getTime() - started);
-    const timeUp = started + this.scaled(search, searchTimeoutMs);
+    const timeUp = this.timeUpAt(search);
     this.waiting.foundNobody(
       {
         id: search._id,
@@ -244,9 +244,13 @@ export class Searches {
     this.waiting.wakeNear(point, now.getTime(), this.deps.settings.reach.maxKm);
   }
 
+  /** When the search's time is up (ms since the epoch): it then ends NO_COURIER. */
+  private timeUpAt(search: SearchRecord): number {
+    return search.startedAt.getTime() + this.scaled(search, this.deps.settings.searchTimeoutMs);
+  }
+
   private timedOut(search: SearchRecord, now: Date): boolean {
-    const searchTimeoutMs = this.scaled(search, this.deps.settings.searchTimeoutMs);
-    return now.getTime() - search.startedAt.getTime() >= searchTimeoutMs;
+    return now.getTime() >= this.timeUpAt(search);
   }
 
   /**

@@ -38,7 +38,7 @@ export function sweepTurn(
 }
 
 /** Degrees of latitude and longitude a bucket of waiting pickups spans. */
-export const BUCKET_DEGREES = 0.25;
+const BUCKET_DEGREES = 0.25;
 /** Kilometres in a degree of latitude (and of longitude at the equator), on the mean sphere. */
 const KM_PER_DEGREE = 111.19;
 /** The most buckets a wake reads along a parallel: beyond it (near the poles), every one. */
