@@ -5,22 +5,14 @@
  * same reads and the same price, without the saga's writes). Then the ledger is reconciled
  * against the answers; any mismatch fails the run (exit 1). Timings never do.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { nairaToKobo } from '../libs/money';
 import { DESTINATION, ORIGIN, savePackage, type Party } from '../test/support/deliveries';
 import { adminHeaders, createUserWithKey, request } from '../test/support/http';
-import { count, samples, type Sample } from '../test/support/metrics';
+import { count } from '../test/support/metrics';
 import { percentile, send, type LoadTarget } from '../test/support/load';
 import { waitForQuote } from '../test/support/quote';
-import {
-  cpuTimeMs,
-  dropDatabases,
-  isolation,
-  startNodes,
-  type NodeProcess,
-} from '../test/support/stack';
+import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import {
   asDeployed,
   buildAsTheImage,
@@ -35,6 +27,15 @@ import {
   runMain,
   inParallel,
 } from './bench-support';
+import {
+  busyProcesses,
+  cpuFromNow,
+  dbCommands,
+  keepLoggedErrors,
+  outputMarks,
+  printCpu,
+  printDbCommands,
+} from './lib/process-cost';
 import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
@@ -184,78 +185,6 @@ function showUnexpected(phase: Phase): void {
   }
 }
 
-/** The servers `scripts/infra up` started, by the pid files it keeps in `.local/run`. */
-const INFRA_SERVERS = { database: 'mongo', nats: 'nats', redis: 'redis' } as const;
-
-/** Each process the requests keep busy, by name: the services' and the infrastructure's. */
-function busyProcesses(nodes: readonly NodeProcess[], groups: readonly string[]) {
-  const processes = nodes.map((node, i) => ({ name: groups[i], pid: node.child.pid ?? 0 }));
-  for (const [name, file] of Object.entries(INFRA_SERVERS)) {
-    const pidFile = join(__dirname, '..', '.local', 'run', `${file}.pid`);
-    if (existsSync(pidFile)) processes.push({ name, pid: Number(readFileSync(pidFile, 'utf8')) });
-  }
-  return processes.filter(({ pid }) => pid > 0);
-}
-
-/** From now: a reading of the CPU ms each process has spent since. */
-function cpuFromNow(processes: readonly { name: string; pid: number }[]) {
-  const before = processes.map(({ pid }) => cpuTimeMs(pid));
-  return () => processes.map(({ name, pid }, i) => ({ name, ms: cpuTimeMs(pid) - before[i] }));
-}
-
-/** CPU ms each process spent on a measured request, and how much of the machine that was. */
-function printCpu(used: { name: string; ms: number }[], requests: number, seconds: number): void {
-  const total = used.reduce((sum, p) => sum + p.ms, 0);
-  console.log(
-    `\nCPU a measured request (ms), ${(total / 1000 / seconds / availableParallelism()).toFixed(2)} of the machine's ${availableParallelism()} CPUs busy with these:`,
-  );
-  for (const { name, ms } of [...used].sort((a, b) => b.ms - a.ms)) {
-    console.log(`  ${name.padEnd(26)} ${(ms / requests).toFixed(2).padStart(7)}`);
-  }
-  console.log(`  ${'all'.padEnd(26)} ${(total / requests).toFixed(2).padStart(7)}`);
-}
-
-/** Every process's `waybill_db_commands_total` (DB_COMMAND_METRICS). */
-async function dbCommands(nodes: readonly NodeProcess[]): Promise<Sample[]> {
-  const scrapes = await Promise.all(nodes.map((node) => samples(node.opsUrl, DB_COMMANDS_METRIC)));
-  return scrapes.flat();
-}
-
-const DB_COMMANDS_METRIC = 'waybill_db_commands_total';
-const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
-
-/** Commands a request sent, by database (writes and reads) and the busiest collections. */
-function printDbCommands(before: Sample[], after: Sample[], requests: number): void {
-  /** What `after` counts beyond `before` a request, summed by `key` (null: left out). */
-  const perRequest = (key: (s: Sample) => string | null) => {
-    const totals = new Map<string, number>();
-    const add = (list: Sample[], sign: number) => {
-      for (const sample of list) {
-        const k = key(sample);
-        if (k !== null) totals.set(k, (totals.get(k) ?? 0) + (sign * sample.value) / requests);
-      }
-    };
-    add(after, 1);
-    add(before, -1);
-    return new Map([...totals].filter(([, n]) => n > 0));
-  };
-  const byDatabase = (writing: boolean) =>
-    perRequest((s) => (WRITES.has(s.labels.command) === writing ? s.labels.database : null));
-  const [writes, reads] = [byDatabase(true), byDatabase(false)];
-  console.log(`\ndatabase commands a measured request sent (${requests} requests):`);
-  for (const database of new Set([...writes.keys(), ...reads.keys()])) {
-    const of = (counts: Map<string, number>) => (counts.get(database) ?? 0).toFixed(2).padStart(6);
-    console.log(`  ${database.padEnd(24)} writes ${of(writes)}  reads ${of(reads)}`);
-  }
-  const byCollection = perRequest((s) =>
-    s.labels.collection ? `${s.labels.database}.${s.labels.collection} ${s.labels.command}` : null,
-  );
-  console.log('  by collection and command, the busiest first (from 0.05 a request):');
-  for (const [k, n] of [...byCollection].sort(([, a], [, b]) => b - a)) {
-    if (n >= 0.05) console.log(`    ${n.toFixed(2).padStart(6)}  ${k}`);
-  }
-}
-
 /** What a step of a search may read: its record (one a step, so they count the steps), its end, its offers. */
 const READ_IN_A_STEP = ['searches', 'search_ends', 'offers'] as const;
 
@@ -349,7 +278,7 @@ async function main(): Promise<number> {
     );
     await waitForQuote(url, merchants[0].key);
     // Errors logged while the processes were still finding each other are not the run's.
-    const logStart = nodes.map((node) => node.output().length);
+    const logStart = outputMarks(nodes);
     const jobs = await inParallel(
       Array.from({ length: total }, (_, i) => merchants[Math.floor(i / PACKAGES_PER_MERCHANT)]),
       async (merchant) => ({ merchant, packageId: await savePackage(url, merchant) }),
@@ -389,10 +318,15 @@ async function main(): Promise<number> {
     const requests = await runAll('POST /api/request (wallet)', 201, measured, deliver);
     const used = cpuUsed();
     report(requests, reference);
-    printCpu(used, measured.length, requests.seconds);
+    printCpu(used, measured.length, 'a measured request', requests.seconds);
     if (DB_COMMANDS) {
       // Sweeps and outboxes run between the requests too: their commands are counted with them.
-      printDbCommands(commandsBefore, await dbCommands(nodes), measured.length);
+      printDbCommands(
+        commandsBefore,
+        await dbCommands(nodes),
+        measured.length,
+        'a measured request',
+      );
     }
 
     // What Mode A quoted each package, to hold each debit to it.
@@ -443,19 +377,8 @@ async function main(): Promise<number> {
     );
     if (WAITING_S > 0) await printWaiting(nodes, groups, created.size, WAITING_S);
     // What the services logged as errors tells why a request failed: kept for the bug report.
-    const errors = nodes.flatMap((node, i) =>
-      node
-        .output()
-        .slice(logStart[i])
-        .split('\n')
-        .filter((line) => /"level":"(error|fatal)"/.test(line))
-        .map((line) => `[${groups[i]}] ${line}`),
-    );
-    if (errors.length > 0) {
-      const file = join(tmpdir(), `bench-request-${iso.namespace}.log`);
-      writeFileSync(file, `${errors.join('\n')}\n`);
-      console.log(`the services logged ${errors.length} error(s): ${file}`);
-    }
+    const logged = keepLoggedErrors(nodes, groups, logStart, `bench-request-${iso.namespace}`);
+    if (logged) console.log(`the services logged ${logged.count} error(s): ${logged.file}`);
     if (problems.length > 0) {
       console.error('\nFAILED:');
       for (const p of problems.slice(0, 20)) console.error(`  ${p}`);

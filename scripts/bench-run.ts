@@ -1,0 +1,463 @@
+/**
+ * Deliveries taken to the door under load: merchants request wallet-paid deliveries through the
+ * gateway while couriers, as the courier app would, report where they are, poll their offers,
+ * accept, and drive each delivery through its steps with the codes the stops' contacts were
+ * sent by SMS (a Termii stand-in the script runs; the services run as live). Every service in
+ * its own process over NATS, compiled as the image runs them. The reference, measured in the
+ * same run by the same couriers: a location report, the cheapest courier call.
+ *
+ * Fails (exit 1) on an answer other than the expected one, a delivery not delivered in time, a
+ * delivery accepted twice, or a ledger that does not reconcile. Timings never fail the run.
+ */
+import { randomInt } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { nairaToKobo } from '../libs/money';
+import { asCourier, courierAt, type Courier, type Offer } from '../test/support/couriers';
+import { DESTINATION, ORIGIN, savePackage, type Party } from '../test/support/deliveries';
+import { adminHeaders, createUserWithKey, request } from '../test/support/http';
+import { percentile } from '../test/support/load';
+import { waitForQuote } from '../test/support/quote';
+import {
+  liveEnv,
+  startSmsProvider,
+  startSmtpReceiver,
+  type SmsProvider,
+} from '../test/support/receivers';
+import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
+import {
+  asDeployed,
+  buildAsTheImage,
+  BUILD_RUN,
+  cpuProfileArgs,
+  FROM_SOURCE,
+  inParallel,
+  option,
+  profileDir,
+  requireInfrastructure,
+  runMain,
+  showHelpIfAsked,
+} from './bench-support';
+import {
+  busyProcesses,
+  cpuFromNow,
+  dbCommands,
+  keepLoggedErrors,
+  outputMarks,
+  printCpu,
+  printDbCommands,
+} from './lib/process-cost';
+import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
+
+showHelpIfAsked(`
+npm run bench:run [-- --deliveries N --couriers C --concurrency K --report-every S --poll-ms P
+                      --give-up S --db-commands --profile DIR --tsx]
+  (or: scripts/tsx scripts/bench-run.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
+
+Deliveries taken to the door: N wallet-paid POST /api/request at K connections while C
+couriers near the pickup report every S seconds, poll GET /courier/offers every P ms,
+accept, and drive each delivery (arrived-at-pickup, collected, in-transit,
+arrived-at-dropoff, delivered) with the codes sent by SMS to a Termii stand-in; the
+services run as live, each in its own process over NATS. Prints deliveries delivered a
+second; from each request's 201, when it was offered, assigned and delivered (p50, p99);
+each courier call's p50/p99 against a location report's in the same run; the CPU each
+process spent a delivery taken to the door. Exits 1 on any unexpected answer, a delivery
+not delivered within the give-up time or accepted twice, or a ledger that does not
+reconcile. Timings never fail the run.
+
+  --deliveries N    delivery requests                             BENCH_DELIVERIES   200
+  --couriers C      couriers at work                               BENCH_COURIERS     20
+  --concurrency K   connections requesting, one after another      BENCH_CONCURRENCY  10
+  --report-every S  seconds between a courier's location reports   BENCH_REPORT_EVERY 5
+  --poll-ms P       ms between a free courier's offer polls        BENCH_POLL_MS      1000
+  --give-up S       seconds after which deliveries not delivered fail the run
+                                                                   BENCH_GIVE_UP      600
+  --db-commands     also print the database commands a delivery sent, by database and
+                    collection (DB_COMMAND_METRICS in every process)
+  --profile DIR     each service process writes a CPU profile of the whole run into DIR
+  --tsx             run the services' TypeScript through tsx instead of compiled
+`);
+
+const DELIVERIES = option('deliveries', 200);
+const COURIERS = option('couriers', 20);
+const CONCURRENCY = option('concurrency', 10);
+const REPORT_EVERY_MS = option('report-every', 5) * 1000;
+const POLL_MS = option('poll-ms', 1000);
+const GIVE_UP_MS = option('give-up', 600) * 1000;
+const DB_COMMANDS = process.argv.includes('--db-commands');
+
+/** Open packages one merchant may hold (PACKAGE_MAX_OPEN's ceiling). */
+const PACKAGES_PER_MERCHANT = 400;
+const FUNDS_NGN = 100_000_000;
+/** Kept short so that a request shed half-way is settled before the ledger is reconciled. */
+const SWEEP = { staleMs: 30_000, intervalMs: 5_000 };
+
+requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
+
+/** A courier call the run times, by what it does. */
+type CallName =
+  | 'location'
+  | 'offers'
+  | 'accept'
+  | 'current'
+  | 'arrived-at-pickup'
+  | 'collected'
+  | 'in-transit'
+  | 'arrived-at-dropoff'
+  | 'delivered';
+
+/** The steps a courier takes a delivery through after accepting it, in order. */
+const STEPS = [
+  'arrived-at-pickup',
+  'collected',
+  'in-transit',
+  'arrived-at-dropoff',
+  'delivered',
+] as const;
+
+/** What the run saw of one delivery, in ms of the run's clock. */
+interface Seen {
+  requestedAt: number;
+  merchant: Party;
+  amountKobo: number;
+  offeredAt?: number;
+  assignedAt?: number;
+  deliveredAt?: number;
+  /** Accepts answered 200: exactly one for every delivery. */
+  accepted: number;
+}
+
+/** Everything measured, shared by the merchants' and the couriers' loops. */
+class Run {
+  readonly deliveries = new Map<string, Seen>();
+  readonly calls = new Map<CallName, number[]>();
+  readonly problems: string[] = [];
+  requestsAnswered = 0;
+  shed = 0;
+  finished = false;
+
+  time(name: CallName, ms: number): void {
+    const list = this.calls.get(name) ?? [];
+    list.push(ms);
+    this.calls.set(name, list);
+  }
+
+  problem(what: string): void {
+    if (this.problems.length < 50) this.problems.push(what);
+  }
+
+  get delivered(): number {
+    let n = 0;
+    for (const seen of this.deliveries.values()) if (seen.deliveredAt !== undefined) n++;
+    return n;
+  }
+}
+
+/** Somewhere within about a kilometre of the pickup: where couriers wait for work. */
+function nearPickup(): { lat: number; lon: number } {
+  const jitter = () => randomInt(-900, 900) / 100_000;
+  return { lat: ORIGIN.lat + jitter(), lon: ORIGIN.lon + jitter() };
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** The code SMS'd for a delivery's stop, once the stand-in has it (newest first). */
+async function codeSent(
+  sms: SmsProvider,
+  trackingId: string,
+  type: 'collection' | 'delivery',
+  deadline: number,
+): Promise<string | undefined> {
+  const pattern = new RegExp(`delivery ${trackingId}: your (?:new )?${type} code is (\\d{6})`);
+  while (Date.now() < deadline) {
+    for (let i = sms.requests.length - 1; i >= 0; i--) {
+      const found = pattern.exec(String(sms.requests[i].body.sms));
+      if (found) return found[1];
+    }
+    await sleep(100);
+  }
+  return undefined;
+}
+
+/** One courier's shift: free, it reports and polls; offered, it accepts and drives the delivery. */
+async function shift(url: string, courier: Courier, run: Run, sms: SmsProvider, deadline: number) {
+  const call = async (name: CallName, method: string, path: string, json?: unknown) => {
+    const t0 = performance.now();
+    const reply = await asCourier(url, courier, method, path, json);
+    run.time(name, performance.now() - t0);
+    return reply;
+  };
+  const expect200 = (name: CallName, reply: { status: number; text: string }) => {
+    if (reply.status === 200) return true;
+    run.problem(`courier ${courier.id} ${name}: ${reply.status} ${reply.text.slice(0, 200)}`);
+    return false;
+  };
+  let reportedAt = performance.now();
+  const report = async (at: { lat: number; lon: number }) => {
+    reportedAt = performance.now();
+    expect200('location', await call('location', 'POST', '/courier/location', at));
+  };
+
+  const drive = async (offer: Offer) => {
+    const seen = run.deliveries.get(offer.deliveryId);
+    const current = await call('current', 'GET', '/courier/deliveries/current');
+    if (!expect200('current', current)) return;
+    const trackingId = current.body?.data?.trackingId as string | undefined;
+    if (current.body?.data?.id !== offer.deliveryId || !trackingId) {
+      run.problem(
+        `courier ${courier.id} holds ${current.text.slice(0, 200)} after accepting ${offer.deliveryId}`,
+      );
+      return;
+    }
+    for (const step of STEPS) {
+      let body: unknown;
+      if (step === 'collected' || step === 'delivered') {
+        const type = step === 'collected' ? 'collection' : 'delivery';
+        const code = await codeSent(sms, trackingId, type, deadline);
+        if (!code) {
+          run.problem(`delivery ${offer.deliveryId}: no ${type} code was sent`);
+          return;
+        }
+        body = { code };
+      }
+      if (step === 'arrived-at-dropoff')
+        await report({ lat: DESTINATION.lat, lon: DESTINATION.lon });
+      const path = `/courier/deliveries/${offer.deliveryId}/${step}`;
+      if (!expect200(step, await call(step, 'POST', path, body))) return;
+    }
+    if (seen) seen.deliveredAt = performance.now();
+    // Back where the work is: a courier freed near waiting searches wakes them.
+    await report(nearPickup());
+  };
+
+  while (!run.finished && Date.now() < deadline) {
+    if (performance.now() - reportedAt >= REPORT_EVERY_MS) await report(nearPickup());
+    const offers = await call('offers', 'GET', '/courier/offers');
+    if (!expect200('offers', offers)) {
+      await sleep(POLL_MS);
+      continue;
+    }
+    const offer = (offers.body.data as Offer[])[0];
+    if (!offer) {
+      await sleep(POLL_MS);
+      continue;
+    }
+    const seen = run.deliveries.get(offer.deliveryId);
+    if (seen && seen.offeredAt === undefined) seen.offeredAt = performance.now();
+    const accepted = await call('accept', 'POST', `/courier/offers/${offer.id}/accept`);
+    // 409: the offer ran out, or the delivery no longer needs a courier; the next poll goes on.
+    if (accepted.status === 409) continue;
+    if (!expect200('accept', accepted)) continue;
+    if (seen) {
+      seen.accepted++;
+      seen.assignedAt = performance.now();
+    }
+    await drive(offer);
+  }
+}
+
+/** The merchants' side: every request, `CONCURRENCY` at a time. */
+async function requestAll(url: string, jobs: { merchant: Party; packageId: string }[], run: Run) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(CONCURRENCY, jobs.length) }, async () => {
+      while (next < jobs.length) {
+        const { merchant, packageId } = jobs[next++];
+        const reply = await request(url, 'POST', '/api/request', {
+          headers: { 'api-key': merchant.key },
+          json: {
+            origin: ORIGIN,
+            destination: DESTINATION,
+            packagesId: [packageId],
+            type: 'DROP_OFF',
+            courierSelection: 'ANYONE',
+          },
+        }).catch((error: unknown) => ({ status: 0, text: String(error), body: undefined }));
+        run.requestsAnswered++;
+        if (reply.status === 201) {
+          const data = reply.body.data;
+          run.deliveries.set(data.deliveryId, {
+            requestedAt: performance.now(),
+            merchant,
+            amountKobo: nairaToKobo(data.deliveryFee.creator.amount),
+            accepted: 0,
+          });
+        } else if ([0, 503, 504].includes(reply.status)) {
+          run.shed++;
+        } else {
+          run.problem(`POST /api/request: ${reply.status} ${reply.text.slice(0, 200)}`);
+        }
+      }
+    }),
+  );
+}
+
+const ms = (values: number[], p: number) => percentile(values, p).toFixed(0).padStart(6);
+const seconds = (values: number[], p: number) =>
+  (percentile(values, p) / 1000).toFixed(2).padStart(7);
+
+function printTimes(run: Run): void {
+  const since = (pick: (s: Seen) => number | undefined) =>
+    [...run.deliveries.values()].flatMap((s) => {
+      const at = pick(s);
+      return at === undefined ? [] : [at - s.requestedAt];
+    });
+  console.log('\nfrom the 201 of its request, a delivery was (s)            p50     p99');
+  for (const [what, pick] of [
+    ['offered (seen by the courier polling)', (s: Seen) => s.offeredAt],
+    ['assigned (its accept answered)', (s: Seen) => s.assignedAt],
+    ['delivered (its last step answered)', (s: Seen) => s.deliveredAt],
+  ] as const) {
+    const values = since(pick);
+    console.log(`  ${what.padEnd(52)} ${seconds(values, 50)} ${seconds(values, 99)}`);
+  }
+  const reference = run.calls.get('location') ?? [];
+  const refP50 = percentile(reference, 50);
+  console.log(
+    '\ncourier calls (ms)              count    p50    p99   p50 against a location report',
+  );
+  for (const [name, values] of run.calls) {
+    const ratio = (percentile(values, 50) / refP50).toFixed(2);
+    console.log(
+      `  ${name.padEnd(28)} ${String(values.length).padStart(6)} ${ms(values, 50)} ${ms(values, 99)}   ${ratio}×`,
+    );
+  }
+}
+
+async function main(): Promise<number> {
+  const iso = isolation();
+  const nodes: NodeProcess[] = [];
+  const [smtp, sms] = await Promise.all([startSmtpReceiver(), startSmsProvider()]);
+  try {
+    const env = {
+      ...liveEnv(smtp, sms),
+      QUOTA_LIMIT: '100000000',
+      LOG_LEVEL: 'warn',
+      ...sweepEnv(SWEEP),
+      ...(DB_COMMANDS ? { DB_COMMAND_METRICS: 'true' } : {}),
+    };
+    const groups = [
+      'gateway',
+      'account',
+      'geo',
+      'pricing',
+      'courier-matching',
+      'package',
+      'payment',
+      'webhook',
+      'order',
+    ];
+    await startNodes(nodes, groups, {
+      iso,
+      entry: FROM_SOURCE ? undefined : buildAsTheImage(),
+      perProcess: asDeployed(env),
+      nodeArgs: cpuProfileArgs(profileDir()),
+    });
+    const url = nodes[0].url;
+
+    const merchants = await inParallel(
+      Array.from({ length: Math.ceil(DELIVERIES / PACKAGES_PER_MERCHANT) }),
+      async () => {
+        const who = await createUserWithKey(url);
+        const credited = await request(url, 'POST', `/admin/users/${who.userId}/wallet/credit`, {
+          headers: adminHeaders,
+          json: { amount: FUNDS_NGN, reference: `bench-${who.userId}` },
+        });
+        if (credited.status !== 200 && credited.status !== 201) {
+          throw new Error(`credit: ${credited.status} ${credited.text}`);
+        }
+        return who;
+      },
+    );
+    await waitForQuote(url, merchants[0].key);
+    const jobs = await inParallel(
+      Array.from(
+        { length: DELIVERIES },
+        (_, i) => merchants[Math.floor(i / PACKAGES_PER_MERCHANT)],
+      ),
+      async (merchant) => ({ merchant, packageId: await savePackage(url, merchant) }),
+    );
+    const couriers = await inParallel(Array.from({ length: COURIERS }), () =>
+      courierAt(url, nearPickup()),
+    );
+    const logStart = outputMarks(nodes);
+
+    console.log(
+      `bench:run — ${availableParallelism()} CPUs, Node ${process.version}, ${BUILD_RUN}, APP_ENV=live; ${groups.length} processes over NATS`,
+    );
+    console.log(
+      `${DELIVERIES} deliveries requested at ${CONCURRENCY} connections; ${COURIERS} couriers reporting every ${REPORT_EVERY_MS / 1000} s, polling offers every ${POLL_MS} ms`,
+    );
+
+    const run = new Run();
+    const deadline = Date.now() + GIVE_UP_MS;
+    const commandsBefore = DB_COMMANDS ? await dbCommands(nodes) : [];
+    const cpuUsed = cpuFromNow(busyProcesses(nodes, groups));
+    const started = performance.now();
+    const shifts = couriers.map((courier) => shift(url, courier, run, sms, deadline));
+    await requestAll(url, jobs, run);
+    const requested = (performance.now() - started) / 1000;
+    // Done when every delivery made is delivered (or a courier call went wrong: then it waits
+    // out the give-up time, which the problems already explain).
+    while (run.delivered < run.deliveries.size && Date.now() < deadline) await sleep(200);
+    run.finished = true;
+    await Promise.all(shifts);
+    const elapsed = (performance.now() - started) / 1000;
+    const used = cpuUsed();
+    const commandsAfter = DB_COMMANDS ? await dbCommands(nodes) : [];
+
+    const delivered = run.delivered;
+    console.log(
+      `\n${run.deliveries.size} requests answered 201 in ${requested.toFixed(1)} s (${(run.deliveries.size / requested).toFixed(1)}/s), ${run.shed} shed; ${delivered} delivered in ${elapsed.toFixed(1)} s: ${(delivered / elapsed).toFixed(2)} deliveries/s`,
+    );
+    printTimes(run);
+    printCpu(used, Math.max(delivered, 1), 'a delivery taken to the door', elapsed);
+    if (DB_COMMANDS) {
+      printDbCommands(commandsBefore, commandsAfter, Math.max(delivered, 1), 'a delivery');
+    }
+
+    const problems = [...run.problems];
+    for (const [id, seen] of run.deliveries) {
+      if (seen.accepted > 1) problems.push(`delivery ${id} accepted ${seen.accepted} times`);
+      if (seen.deliveredAt === undefined) {
+        problems.push(`delivery ${id} not delivered within ${GIVE_UP_MS / 1000} s`);
+      }
+    }
+    // What the merchants see: every delivery DELIVERED, by a sample read back.
+    for (const [id, seen] of [...run.deliveries].slice(0, 20)) {
+      const reply = await request(url, 'GET', `/api/deliveries/${id}`, {
+        headers: { 'api-key': seen.merchant.key },
+      });
+      if (reply.body?.data?.status !== 'DELIVERED') {
+        problems.push(`GET /api/deliveries/${id}: ${reply.status} ${reply.text.slice(0, 200)}`);
+      }
+    }
+    const created = new Map(
+      [...run.deliveries].map(([id, s]) => [
+        id,
+        { merchant: s.merchant, amountKobo: s.amountKobo },
+      ]),
+    );
+    const ledger = await reconcileWhenSettled(url, merchants, created, run.shed, SWEEP);
+    problems.push(...ledger.mismatches);
+    console.log(`\n${ledgerSummary(created.size, ledger)}`);
+    const reference = percentile(run.calls.get('location') ?? [], 50);
+    const steps = STEPS.flatMap((step) => run.calls.get(step) ?? []);
+    console.log(
+      `bench:run delivered/s=${(delivered / elapsed).toFixed(2)} | step p50=${percentile(steps, 50).toFixed(0)} p99=${percentile(steps, 99).toFixed(0)} | location p50=${reference.toFixed(0)} | ratio step/location p50=${(percentile(steps, 50) / reference).toFixed(2)}`,
+    );
+    const logged = keepLoggedErrors(nodes, groups, logStart, `bench-run-${iso.namespace}`);
+    if (logged) console.log(`the services logged ${logged.count} error(s): ${logged.file}`);
+    if (problems.length > 0) {
+      console.error('\nFAILED:');
+      for (const p of problems.slice(0, 20)) console.error(`  ${p}`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await Promise.all(nodes.map((n) => n.stop()));
+    await dropDatabases(iso);
+    await Promise.all([smtp.close(), sms.close()]);
+  }
+}
+
+runMain(main);
