@@ -56,21 +56,55 @@ export class Announcer {
    * first; throws when the webhook service did not take them (they stay for the sweep).
    */
   async transitionsUpTo(deliveryId: string, upTo: number): Promise<void> {
+    const unannounced = await this.unannouncedUpTo(deliveryId, upTo);
+    if (unannounced === null || unannounced.length === 0) return;
+    const delivery = await this.deps.transitions.current(deliveryId);
+    if (!delivery) return;
+    await this.publishTransitions(delivery, unannounced);
+    for (const t of unannounced) await this.deps.store.announced(t);
+  }
+
+  /**
+   * Its writer's part, right after applying `transition` (not read again): its events and
+   * any earlier ones not yet published, with `delivery` as the transition left it as their
+   * data. The earlier ones are marked published; whether `transition`'s own went is answered
+   * (true when it has none), for its writer to record with the rest of its work.
+   */
+  async applied(delivery: DeliveryRecord, transition: TransitionRecord): Promise<boolean> {
+    if (!transition.unannounced) return true;
+    const earlier = await this.unannouncedUpTo(delivery._id, transition.version - 1);
+    if (earlier === null) return false;
+    await this.publishTransitions(delivery, [...earlier, transition]);
+    for (const t of earlier) await this.deps.store.announced(t);
+    return true;
+  }
+
+  /**
+   * The delivery's transitions up to `upTo` whose events are not published, oldest first;
+   * null while its creation's are not (its request still pending), which go before any.
+   */
+  private async unannouncedUpTo(
+    deliveryId: string,
+    upTo: number,
+  ): Promise<TransitionRecord[] | null> {
     const { store } = this.deps;
-    // Its creation is not published yet while its request is still pending.
-    if (await store.pending(deliveryId)) return;
     const unannounced: TransitionRecord[] = [];
     for (let v = upTo; v >= 1; v--) {
       const t = await store.transition(deliveryId, v);
       if (!t) continue;
       if (t.unannounced) unannounced.unshift(t);
-      // Announced in order: one published means every one before it was too.
-      else if (transitionEvents(t).length > 0) break;
+      // Announced in order: one published means every one before it was too, the creation's
+      // first (published before its request stops pending).
+      else if (transitionEvents(t).length > 0) return unannounced;
     }
-    if (unannounced.length === 0) return;
-    const delivery = await this.deps.transitions.current(deliveryId);
-    if (!delivery) return;
-    const due = unannounced.flatMap((t) =>
+    return (await store.pending(deliveryId)) ? null : unannounced;
+  }
+
+  private async publishTransitions(
+    delivery: DeliveryRecord,
+    transitions: readonly TransitionRecord[],
+  ): Promise<void> {
+    const due = transitions.flatMap((t) =>
       transitionEvents(t).map((type, i) => ({
         type,
         sequence: eventSequence(t.version, i),
@@ -78,7 +112,6 @@ export class Announcer {
       })),
     );
     await this.publish(delivery, due);
-    for (const t of unannounced) await store.announced(t);
   }
 
   /** The sweep's part: transitions whose writer could not publish their events. */

@@ -44,7 +44,7 @@ export class Cancellations {
         );
     let applied;
     try {
-      applied = await transitions.apply(deliveryId, { kind: 'CANCEL' });
+      applied = await transitions.apply(deliveryId, { kind: 'CANCEL' }, { known: delivery });
     } catch (err) {
       await giveBack();
       throw err;

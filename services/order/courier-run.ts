@@ -94,7 +94,7 @@ export class CourierRun {
       const scanned = await this.deps.proofs.check(proof, body.code);
       event = { ...event, proof: scanned } as LifecycleEvent;
     }
-    const applied = await this.deps.transitions.apply(deliveryId, event);
+    const applied = await this.deps.transitions.apply(deliveryId, event, { known: delivery });
     if (!applied.applied) throw conflict(applied.message);
     await this.deps.settlement.afterTransition(applied.delivery, applied.transition);
     return applied.delivery;

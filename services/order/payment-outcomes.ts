@@ -43,7 +43,9 @@ export class PaymentOutcomes {
       if (paid) await settlement.creditLateMoney(outcome);
     } else {
       const share = shareOfCheckout(delivery, outcome.reference);
-      const applied = share ? await transitions.apply(deliveryId, eventFor(share)) : null;
+      const applied = share
+        ? await transitions.apply(deliveryId, eventFor(share), { known: delivery })
+        : null;
       if (applied?.applied) {
         await settlement.afterTransition(applied.delivery, applied.transition);
         if (applied.delivery.lifecycle.status === 'CANCELLED') {

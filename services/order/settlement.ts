@@ -49,6 +49,12 @@ export class Settlement {
   constructor(private readonly deps: SettlementDeps) {}
 
   async settle(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
+    await this.carryOut(delivery, transition);
+    await this.deps.store.settled(transition);
+  }
+
+  /** The transition's effects, each idempotent; recorded as settled by the caller. */
+  private async carryOut(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
     const services = this.deps.services();
     // The courier is freed first: a payment call that fails must not keep them unofferable.
     const effects = [...transition.effects].sort(
@@ -68,7 +74,6 @@ export class Settlement {
         await this.deps.outbox.courierOnTheWay(delivery, transition.at);
       }
     }
-    await this.deps.store.settled(transition);
   }
 
   /** Every share is paid: matching looks for a courier, and the others are told. */
@@ -115,22 +120,26 @@ export class Settlement {
   /**
    * After a transition its writer applied: its webhook events are handed over (announcer), the
    * status change is broadcast to the services listening now (the tracking streams), and its
-   * effects are carried out; what fails here stays for the sweep, and the change itself stands.
+   * effects are carried out; what is done is recorded on the transition in one write, and
+   * what fails here stays for the sweep, the change itself standing.
    */
   async afterTransition(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
+    let announced = false;
     try {
-      await this.deps.announcer.transitionsUpTo(delivery._id, transition.version);
+      announced = await this.deps.announcer.applied(delivery, transition);
     } catch (err) {
       this.deps.logger().warn('delivery events not published yet; the sweep retries', {
         deliveryId: delivery._id,
         err: (err as Error).message,
       });
     }
+    let settled = false;
     try {
       if (transition.step && !transition.step.hidden) {
         await this.announce(DELIVERY_STATUS_CHANGED_EVENT, delivery, transition.at);
       }
-      await this.settle(delivery, transition);
+      await this.carryOut(delivery, transition);
+      settled = true;
     } catch (err) {
       this.deps.logger().warn('delivery transition not settled yet; the sweep retries', {
         deliveryId: delivery._id,
@@ -138,9 +147,18 @@ export class Settlement {
         err: (err as Error).message,
       });
     }
-    // Its mark goes when nothing is left; a mark left here is ended by the sweep.
-    if (hasWork(transition)) {
-      await this.deps.store.finishWork(transition, new Date()).catch(() => undefined);
+    if (!hasWork(transition)) return;
+    const left: TransitionRecord = {
+      ...transition,
+      unsettled: transition.unsettled && !settled,
+      unannounced: transition.unannounced && !announced,
+    };
+    try {
+      await this.deps.store.workDone(transition, left);
+      // Its mark goes when nothing is left; a mark left here is ended by the sweep.
+      if (!hasWork(left)) await this.deps.store.finishWork(transition, new Date(), left);
+    } catch {
+      // The sweep finds the transition by its mark and finishes what is left.
     }
   }
 

@@ -196,9 +196,12 @@ export interface MarkedWork {
   transition: TransitionRecord | null;
 }
 
+/** What a transition may have left to do: effects to settle, events to hand over. */
+const WORK_FLAGS = ['unsettled', 'unannounced'] as const;
+export type WorkLeft = Pick<TransitionRecord, (typeof WORK_FLAGS)[number]>;
+
 /** Effects to settle or events to hand over. */
-export const hasWork = (t: Pick<TransitionRecord, 'unsettled' | 'unannounced'>) =>
-  Boolean(t.unsettled || t.unannounced);
+export const hasWork = (t: WorkLeft) => Boolean(t.unsettled || t.unannounced);
 
 /**
  * How long a mark may wait for its transition to be claimed before the sweep lets it go:
@@ -424,6 +427,14 @@ export class OrderStore {
     await this.m.Transition.updateOne({ _id: transition._id }, { $unset: { unannounced: 1 } });
   }
 
+  /** Records in one write what its writer did of a transition's work: `left` is what is not done. */
+  async workDone(transition: TransitionRecord, left: WorkLeft): Promise<void> {
+    const done = WORK_FLAGS.filter((flag) => transition[flag] && !left[flag]);
+    if (done.length === 0) return;
+    const unset = Object.fromEntries(done.map((flag) => [flag, 1]));
+    await this.m.Transition.updateOne({ _id: transition._id }, { $unset: unset });
+  }
+
   /** Transitions marked before `olderThan`, oldest first, each with its record (null if none). */
   async markedWork(olderThan: Date, limit: number): Promise<MarkedWork[]> {
     const marks = (await this.m.TransitionWork.find({ at: { $lt: olderThan } })
@@ -437,10 +448,11 @@ export class OrderStore {
 
   /**
    * Ends the mark of a transition whose work is done, or that was never stored (after
-   * `UNCLAIMED_MARK_MS`: a writer marks before it claims).
+   * `UNCLAIMED_MARK_MS`: a writer marks before it claims). `known`: the transition as its
+   * writer just left it, not read again (the release reads it once more after the delete).
    */
-  async finishWork(mark: WorkMark, now: Date): Promise<void> {
-    await this.work.release(mark, await this.transitionById(mark._id), now);
+  async finishWork(mark: WorkMark, now: Date, known?: TransitionRecord): Promise<void> {
+    await this.work.release(mark, known ?? (await this.transitionById(mark._id)), now);
   }
 
   /** Marks every transition with work stored before the marks existed (at each start, libs/backfills). */

@@ -86,10 +86,19 @@ export class DeliveryTransitions {
   /**
    * Applies an event if the lifecycle allows it now. The transition is stored with its
    * effects marked unsettled; the caller settles them (`settle`), or the sweep does.
+   * `known` is the delivery as the caller has just read it (`current`), tried first instead of
+   * reading it again: if another writer has moved it on since, the claim of the next number
+   * fails and the delivery is read afresh, as after any lost race.
    */
-  async apply(deliveryId: string, event: LifecycleEvent, now = new Date()): Promise<Applied> {
+  async apply(
+    deliveryId: string,
+    event: LifecycleEvent,
+    { now = new Date(), known }: { now?: Date; known?: DeliveryRecord } = {},
+  ): Promise<Applied> {
+    let readFirst: DeliveryRecord | undefined = known;
     for (;;) {
-      const delivery = await this.current(deliveryId);
+      const delivery = readFirst ?? (await this.current(deliveryId));
+      readFirst = undefined;
       if (!delivery) throw new Error(`delivery ${deliveryId} does not exist`);
       const result = transition(delivery.lifecycle, event);
       if (!result.ok) return { applied: false, delivery, message: result.message };

@@ -87,6 +87,28 @@ it('reads marks, not transitions, and ends each mark once its work is done', asy
   for (const filter of transitionFilters) expect(Object.keys(filter as object)).toEqual(['_id']);
 });
 
+it('records its writer’s work in one write, and ends the mark it knows done unless the record says otherwise', async () => {
+  await models.TransitionWork.deleteMany({});
+  const both = record({ unsettled: true, unannounced: true }, new Date());
+  await write(both);
+  const stored = async () =>
+    (await models.Transition.findById(both._id).lean()) as unknown as TransitionRecord;
+
+  // Settled, not announced: only `unsettled` goes.
+  await store.workDone(both, { unsettled: false, unannounced: true });
+  expect((await stored()).unsettled).toBeUndefined();
+  expect((await stored()).unannounced).toBe(true);
+  // Its writer believes it done (a write of another's undid its own): the record, read after
+  // the mark's end, puts the mark back.
+  await store.finishWork(both, new Date(), { ...both, unsettled: false, unannounced: false });
+  expect(await markIds()).toEqual([both._id]);
+
+  await store.workDone(both, { unsettled: false, unannounced: false });
+  expect(await stored()).not.toHaveProperty('unannounced');
+  await store.finishWork(both, new Date(), { ...both, unsettled: false, unannounced: false });
+  expect(await markIds()).toEqual([]);
+});
+
 it('lets go of a mark whose transition was never claimed, after a while only', async () => {
   await models.TransitionWork.deleteMany({});
   const stopped = record({ unsettled: true }, new Date(Date.now() - UNCLAIMED_MARK_MS - 1000));

@@ -1,0 +1,131 @@
+import type mongoose from 'mongoose';
+import {
+  credit,
+  notificationsOf,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+} from '../support/deliveries';
+import { createUserWithKey } from '../support/http';
+import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
+import { samples, type Sample } from '../support/metrics';
+import {
+  dropDatabases,
+  isolation,
+  openServiceDatabase,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
+
+/**
+ * What a courier's step costs the order database (issue 15; `npm run bench:run` put the
+ * transitions at most of a delivery's 303 commands): the writer of a transition reads the
+ * delivery once (the courier's hold on it, which the change then starts from), hands over the
+ * events with the delivery as the change left it, and records what it did of the transition's
+ * work in one write, ending its mark without reading it first. Counted by the commands the
+ * process sends (`DB_COMMAND_METRICS`), every service in one process on the real FerretDB,
+ * NATS and Redis, the order sweep kept out of the way.
+ */
+const iso = isolation();
+let node: NodeProcess;
+let orderDb: mongoose.Connection;
+
+beforeAll(async () => {
+  node = await startNode({
+    services: 'all',
+    iso,
+    env: { DB_COMMAND_METRICS: 'true', ORDER_SWEEP_INTERVAL_MS: '3600000' },
+  });
+  orderDb = await openServiceDatabase(iso, 'order');
+}, 120_000);
+
+afterAll(async () => {
+  await orderDb?.close();
+  await node?.stop();
+  await dropDatabases(iso);
+});
+
+const base = () => node.url;
+
+/** The order database's commands so far, by `<collection> <command>`. */
+async function orderCommands(): Promise<Map<string, number>> {
+  const all: Sample[] = await samples(node.opsUrl, 'waybill_db_commands_total');
+  const counts = new Map<string, number>();
+  for (const s of all) {
+    if (!s.labels.database.endsWith('_order') || !s.labels.collection) continue;
+    const key = `${s.labels.collection} ${s.labels.command}`;
+    counts.set(key, (counts.get(key) ?? 0) + s.value);
+  }
+  return counts;
+}
+
+/** What `after` counts beyond `before`, the keys that moved only. */
+function sent(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const moved: Record<string, number> = {};
+  for (const [key, n] of after)
+    if (n !== (before.get(key) ?? 0)) moved[key] = n - (before.get(key) ?? 0);
+  return moved;
+}
+
+/** The code a stop's contact was sent (staging shows the texts). */
+async function codeSent(deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE') {
+  const messages = (await notificationsOf(base(), deliveryId)).filter(
+    (m) => m.purpose === purpose && m.channel === 'SMS',
+  );
+  return /code is (\d{6})/.exec(messages.at(-1)?.text ?? '')?.[1] as string;
+}
+
+it('a courier step reads its delivery and its transitions no more than it must, and leaves no work', async () => {
+  const merchant = await createUserWithKey(base());
+  await credit(base(), merchant, 100_000);
+  const packageId = await savePackage(base(), merchant);
+  const courier: Courier = await courierAt(base(), { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon });
+  const created = await requestDelivery(base(), merchant, [packageId]);
+  expect(created.status).toBe(201);
+  const deliveryId = created.body.data.deliveryId as string;
+  const offer = await offerOf(base(), courier);
+  expect(offer.deliveryId).toBe(deliveryId);
+  expect(
+    (await asCourier(base(), courier, 'POST', `/courier/offers/${offer.id}/accept`)).status,
+  ).toBe(200);
+
+  const steps = ['arrived-at-pickup', 'collected', 'in-transit', 'arrived-at-dropoff', 'delivered'];
+  const costs: Record<string, number>[] = [];
+  for (const step of steps) {
+    const code =
+      step === 'collected'
+        ? await codeSent(deliveryId, 'COLLECTION_CODE')
+        : step === 'delivered'
+          ? await codeSent(deliveryId, 'DELIVERY_CODE')
+          : undefined;
+    const before = await orderCommands();
+    const path = `/courier/deliveries/${deliveryId}/${step}`;
+    const answer = await asCourier(base(), courier, 'POST', path, code ? { code } : undefined);
+    expect(answer.status).toBe(200);
+    costs.push(sent(before, await orderCommands()));
+  }
+  for (const cost of costs) {
+    // The courier's hold on the delivery, which the change starts from, and the projection's
+    // check that it only moves forward.
+    expect(cost['deliveries find']).toBe(2);
+    // The hold's look for a later transition; the one before this, whose events went before
+    // (so no request is pending: its creation's went first); the mark's last look after its end.
+    expect(cost['delivery_transitions find']).toBe(3);
+    expect(cost['pending_requests find']).toBeUndefined();
+    // What the writer did of the transition's work, in one write.
+    expect(cost['delivery_transitions update']).toBe(1);
+    expect(cost['transition_work delete']).toBe(1);
+  }
+  // Every transition's work was done by its writer, recorded, and its mark ended.
+  const transitions = await orderDb
+    .collection('delivery_transitions')
+    .find({ deliveryId })
+    .toArray();
+  expect(transitions.length).toBeGreaterThanOrEqual(steps.length + 1);
+  for (const t of transitions) {
+    expect(t.unsettled).toBeUndefined();
+    expect(t.unannounced).toBeUndefined();
+  }
+  const marks = await orderDb.collection('transition_work').find({}).toArray();
+  expect(marks.filter((m) => String(m._id).startsWith(deliveryId))).toEqual([]);
+});
