@@ -154,6 +154,8 @@ export interface Config {
     };
     /** How often the outbox is read for messages due. */
     intervalMs: number;
+    /** People sent to at once, each person's messages in order; the SMTP connections kept. */
+    concurrency: number;
     /** Time limit of one send to the SMTP server or the SMS provider. */
     timeoutMs: number;
     /** Attempts a message gets, and the growing wait between two. */
@@ -657,6 +659,14 @@ const envSchema = Joi.object({
     .description(
       'How often each order replica sends the notification outbox’s messages that are due',
     ),
+  NOTIFY_CONCURRENCY: Joi.number()
+    .integer()
+    .min(1)
+    .max(64)
+    .default(8)
+    .description(
+      'People one replica sends messages to at once (each person’s in the order queued), and the SMTP connections it keeps open',
+    ),
   NOTIFY_TIMEOUT_MS: Joi.number()
     .integer()
     .min(100)
@@ -1042,6 +1052,7 @@ interface NotificationsEnv {
   TERMII_API_KEY?: string;
   TERMII_SENDER_ID?: string;
   NOTIFY_INTERVAL_MS: number;
+  NOTIFY_CONCURRENCY: number;
   NOTIFY_TIMEOUT_MS: number;
   NOTIFY_MAX_ATTEMPTS: number;
   NOTIFY_RETRY_BASE_MS: number;
@@ -1089,6 +1100,7 @@ function notificationsConfig(value: NotificationsEnv): Config['notifications'] {
       },
     },
     intervalMs: value.NOTIFY_INTERVAL_MS,
+    concurrency: value.NOTIFY_CONCURRENCY,
     timeoutMs: value.NOTIFY_TIMEOUT_MS,
     retry: {
       maxAttempts: value.NOTIFY_MAX_ATTEMPTS,

@@ -32,6 +32,7 @@ import {
   FROM_SOURCE,
   inParallel,
   option,
+  optionIfGiven,
   profileDir,
   requireInfrastructure,
   runMain,
@@ -50,7 +51,7 @@ import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reco
 
 showHelpIfAsked(`
 npm run bench:run [-- --deliveries N --couriers C --concurrency K --report-every S --poll-ms P
-                      --give-up S --db-commands --profile DIR --tsx]
+                      --give-up S --provider-ms M --db-commands --profile DIR --tsx]
   (or: scripts/tsx scripts/bench-run.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Deliveries taken to the door: N wallet-paid POST /api/request at K connections while C
@@ -71,6 +72,8 @@ reconcile. Timings never fail the run.
   --poll-ms P       ms between a free courier's offer polls        BENCH_POLL_MS      1000
   --give-up S       seconds after which deliveries not delivered fail the run
                                                                    BENCH_GIVE_UP      600
+  --provider-ms M   ms the SMS and SMTP stand-ins take to accept each message, as real
+                    providers do (none unless given)               BENCH_PROVIDER_MS
   --db-commands     also print the database commands a delivery sent, by database and
                     collection (DB_COMMAND_METRICS in every process)
   --profile DIR     each service process writes a CPU profile of the whole run into DIR
@@ -83,6 +86,7 @@ const CONCURRENCY = option('concurrency', 10);
 const REPORT_EVERY_MS = option('report-every', 5) * 1000;
 const POLL_MS = option('poll-ms', 1000);
 const GIVE_UP_MS = option('give-up', 600) * 1000;
+const PROVIDER_MS = optionIfGiven('provider-ms') ?? 0;
 const DB_COMMANDS = process.argv.includes('--db-commands');
 
 /** Open packages one merchant may hold (PACKAGE_MAX_OPEN's ceiling). */
@@ -130,6 +134,8 @@ interface Seen {
 class Run {
   readonly deliveries = new Map<string, Seen>();
   readonly calls = new Map<CallName, number[]>();
+  /** How long couriers waited for a code to reach its stop's contact, once they needed it. */
+  readonly codeWaits: number[] = [];
   readonly problems: string[] = [];
   requestsAnswered = 0;
   shed = 0;
@@ -212,7 +218,9 @@ async function shift(url: string, courier: Courier, run: Run, sms: SmsProvider, 
       let body: unknown;
       if (step === 'collected' || step === 'delivered') {
         const type = step === 'collected' ? 'collection' : 'delivery';
+        const asked = performance.now();
         const code = await codeSent(sms, trackingId, type, deadline);
+        run.codeWaits.push(performance.now() - asked);
         if (!code) {
           run.problem(`delivery ${offer.deliveryId}: no ${type} code was sent`);
           return;
@@ -310,6 +318,9 @@ function printTimes(run: Run): void {
     const values = since(pick);
     console.log(`  ${what.padEnd(52)} ${seconds(values, 50)} ${seconds(values, 99)}`);
   }
+  console.log(
+    `  ${'a courier waited for a code SMS, once needed'.padEnd(52)} ${seconds(run.codeWaits, 50)} ${seconds(run.codeWaits, 99)}`,
+  );
   const reference = run.calls.get('location') ?? [];
   const refP50 = percentile(reference, 50);
   console.log(
@@ -326,7 +337,10 @@ function printTimes(run: Run): void {
 async function main(): Promise<number> {
   const iso = isolation();
   const nodes: NodeProcess[] = [];
-  const [smtp, sms] = await Promise.all([startSmtpReceiver(), startSmsProvider()]);
+  const [smtp, sms] = await Promise.all([
+    startSmtpReceiver({ acceptMs: PROVIDER_MS }),
+    startSmsProvider({ answerMs: PROVIDER_MS }),
+  ]);
   try {
     const env = {
       ...liveEnv(smtp, sms),
@@ -385,7 +399,7 @@ async function main(): Promise<number> {
       `bench:run — ${availableParallelism()} CPUs, Node ${process.version}, ${BUILD_RUN}, APP_ENV=live; ${groups.length} processes over NATS`,
     );
     console.log(
-      `${DELIVERIES} deliveries requested at ${CONCURRENCY} connections; ${COURIERS} couriers reporting every ${REPORT_EVERY_MS / 1000} s, polling offers every ${POLL_MS} ms`,
+      `${DELIVERIES} deliveries requested at ${CONCURRENCY} connections; ${COURIERS} couriers reporting every ${REPORT_EVERY_MS / 1000} s, polling offers every ${POLL_MS} ms; SMS and SMTP accept in ${PROVIDER_MS} ms`,
     );
 
     const run = new Run();

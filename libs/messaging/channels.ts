@@ -26,24 +26,34 @@ export interface OutgoingMessage {
  */
 export interface ChannelSender {
   send(message: OutgoingMessage): Promise<void>;
+  /** Lets go of what it keeps open (an SMTP server's connections), when it keeps anything. */
+  close?(): void;
 }
 
 /** What a provider answered, cut short: enough to diagnose, never a whole page. */
 const EXCERPT = 200;
 
-/** E-mail through an SMTP server, as `SMTP_URL` names it (nodemailer). */
+/**
+ * E-mail through an SMTP server, as `SMTP_URL` names it (nodemailer), over at most
+ * `connections` connections kept open between messages: each new one costs the server's
+ * greeting, STARTTLS and login again.
+ */
 export function smtpSender(options: {
   smtpUrl: string;
   from: string;
   timeoutMs: number;
+  connections: number;
 }): ChannelSender {
   const transport = createTransport({
     url: options.smtpUrl,
+    pool: true,
+    maxConnections: options.connections,
     connectionTimeout: options.timeoutMs,
     greetingTimeout: options.timeoutMs,
     socketTimeout: options.timeoutMs,
   });
   return {
+    close: () => transport.close(),
     async send(message) {
       await transport.sendMail({
         from: options.from,
@@ -116,7 +126,12 @@ export function channelSenders(
   const { termii } = config.sms;
   return {
     EMAIL: config.smtpUrl
-      ? smtpSender({ smtpUrl: config.smtpUrl, from: config.mailFrom, timeoutMs: config.timeoutMs })
+      ? smtpSender({
+          smtpUrl: config.smtpUrl,
+          from: config.mailFrom,
+          timeoutMs: config.timeoutMs,
+          connections: config.concurrency,
+        })
       : logSink('EMAIL', logger),
     SMS:
       config.sms.provider === 'termii'

@@ -1,6 +1,7 @@
 import type { Logger } from 'moleculer';
 import { backoffMs } from '../backoff';
 import type { Config } from '../config';
+import { runInLanes } from '../lanes';
 import { Periodic } from '../periodic';
 import type { Channel, ChannelSender } from './channels';
 
@@ -51,7 +52,10 @@ export interface OutboxStore {
   ): Promise<void>;
 }
 
-/** Messages one run takes; the next run takes the rest. */
+/**
+ * Messages one read of the outbox takes: a run reads again while each read is full and this
+ * sender made an attempt of some message in it (one another replica holds is not waited for).
+ */
 const BATCH = 50;
 /**
  * How long a claimed attempt may go unrecorded before it counts as lost with its sender: longer
@@ -82,6 +86,7 @@ export interface OutboxSenderDeps {
 export class OutboxSender {
   private readonly periodic: Periodic;
   private readonly live: boolean;
+  private stopping = false;
 
   constructor(private readonly deps: OutboxSenderDeps) {
     this.live = deps.appEnv === 'live';
@@ -96,34 +101,53 @@ export class OutboxSender {
     this.periodic.start();
   }
 
-  stop(): Promise<void> {
-    return this.periodic.stop();
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.periodic.stop();
+    for (const channel of Object.values(this.deps.channels)) channel.close?.();
   }
 
-  /** One run: every message due, one after the other (a provider is not flooded). */
+  /**
+   * One run: the messages due, each person's (a channel's recipient) one after the other in
+   * the order queued, up to NOTIFY_CONCURRENCY people at once, so that a slow provider holds
+   * back only its own messages and none is flooded; again while the outbox has more.
+   */
   async sendDue(now: Date): Promise<void> {
-    for (const message of await this.deps.store.due(now, BATCH)) {
-      try {
-        // Each claim carries its own time: a run may take minutes, and a claim dated at the
-        // run's start would look lost to the other replicas long before its lease ends.
-        await this.deliver(message, new Date());
-      } catch (err) {
-        // The store failed around an attempt: the claim's lease lets a later run take it over.
-        this.deps
-          .logger()
-          .warn(`${this.deps.kind} attempt not recorded; a later run takes it over`, {
-            messageId: message._id,
-            err: (err as Error).message,
-          });
-      }
+    let at = now;
+    for (;;) {
+      const due = await this.deps.store.due(at, BATCH);
+      let attempted = 0;
+      await runInLanes(
+        due,
+        (message) => `${message.channel}:${message.recipient}`,
+        this.deps.config.concurrency,
+        async (message) => {
+          try {
+            // Each claim carries its own time: a run may take minutes, and a claim dated at
+            // the run's start would look lost to the other replicas long before its lease ends.
+            if (await this.deliver(message, new Date())) attempted++;
+          } catch (err) {
+            // The store failed around an attempt: the claim's lease lets a later run take it over.
+            this.deps
+              .logger()
+              .warn(`${this.deps.kind} attempt not recorded; a later run takes it over`, {
+                messageId: message._id,
+                err: (err as Error).message,
+              });
+          }
+        },
+      );
+      if (due.length < BATCH || attempted === 0 || this.stopping) return;
+      at = new Date();
     }
   }
 
-  private async deliver(message: OutboxMessage, now: Date): Promise<void> {
+  /** Makes the message's next attempt; false when another sender holds it, or it is sent. */
+  private async deliver(message: OutboxMessage, now: Date): Promise<boolean> {
     const { store, config } = this.deps;
     const { maxAttempts } = config.retry;
     const attempt = await this.claim(message, now);
-    if (attempt === null) return;
+    if (attempt === null) return false;
     if (attempt > maxAttempts) {
       await this.failed(
         message,
@@ -131,11 +155,13 @@ export class OutboxSender {
         'its last sender stopped before it recorded how the attempt went',
         null,
       );
-      return;
+      return true;
     }
     // Read again once claimed: a message sent after the list was read is not sent twice.
     const current = await store.get(message._id);
-    if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) return;
+    if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) {
+      return false;
+    }
     if (!current.recipient || current.text === null) {
       const missing =
         current.text === null
@@ -144,7 +170,7 @@ export class OutboxSender {
             ? 'phone number'
             : 'e-mail address';
       await this.failed(current, attempt, `no ${missing} to send it to or with`, null);
-      return;
+      return true;
     }
     try {
       await this.deps.channels[current.channel].send({
@@ -164,7 +190,7 @@ export class OutboxSender {
             )
           : null;
       await this.failed(current, attempt, this.describe(err, current), retryAt);
-      return;
+      return true;
     }
     await store.markSent(current._id, attempt, this.live);
     this.deps.logger().info(`${this.deps.kind} sent`, {
@@ -173,6 +199,7 @@ export class OutboxSender {
       label: current.label,
       attempt,
     });
+    return true;
   }
 
   /**

@@ -13,6 +13,8 @@ export interface ReceivedMail {
 export interface SmtpReceiver {
   url: string;
   mails: ReceivedMail[];
+  /** The connections clients opened to it so far. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -40,10 +42,20 @@ const header = (headers: string, name: string) =>
  * A real SMTP server on a free local port, keeping what it accepts: plain SMTP without
  * STARTTLS or login, as `smtp://127.0.0.1:<port>` reaches it.
  */
-export async function startSmtpReceiver(): Promise<SmtpReceiver> {
+export async function startSmtpReceiver(
+  options: {
+    /** How long it takes to accept each mail, as a real relay does; none unless told. */
+    acceptMs?: number;
+  } = {},
+): Promise<SmtpReceiver> {
   const mails: ReceivedMail[] = [];
+  let connections = 0;
   const server = new SMTPServer({
     authOptional: true,
+    onConnect(_session, callback) {
+      connections += 1;
+      callback();
+    },
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
     onData(stream, session, callback) {
@@ -61,7 +73,8 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
           subject: header(headers, 'subject'),
           text: decodeBody(headers, body).trim(),
         });
-        callback();
+        if (options.acceptMs) setTimeout(callback, options.acceptMs);
+        else callback();
       });
     },
   });
@@ -70,6 +83,7 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
   return {
     url: `smtp://127.0.0.1:${port}`,
     mails,
+    connections: () => connections,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -95,7 +109,12 @@ export interface SmsProvider {
 }
 
 /** A Termii stand-in on a free local port: `POST /api/sms/send`, answers as told per number. */
-export async function startSmsProvider(): Promise<SmsProvider> {
+export async function startSmsProvider(
+  options: {
+    /** How long it takes to answer each request, as the real API does; none unless told. */
+    answerMs?: number;
+  } = {},
+): Promise<SmsProvider> {
   const requests: SmsRequest[] = [];
   const scripted = new Map<string, SmsAnswer[]>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -110,18 +129,23 @@ export async function startSmsProvider(): Promise<SmsProvider> {
       }
       const answer = scripted.get(String(body.to))?.shift() ?? 200;
       requests.push({ path: req.url ?? '', body, answer });
-      if (answer === 'drop') {
-        req.socket.destroy();
-        return;
-      }
-      res.writeHead(answer, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify(
-          answer === 200
-            ? { message_id: `m-${requests.length}`, message: 'Successfully Sent', balance: 9 }
-            : { message: 'Provider trouble, try again' },
-        ),
-      );
+      const messageId = `m-${requests.length}`;
+      const reply = () => {
+        if (answer === 'drop') {
+          req.socket.destroy();
+          return;
+        }
+        res.writeHead(answer, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify(
+            answer === 200
+              ? { message_id: messageId, message: 'Successfully Sent', balance: 9 }
+              : { message: 'Provider trouble, try again' },
+          ),
+        );
+      };
+      if (options.answerMs) setTimeout(reply, options.answerMs);
+      else reply();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -82,12 +82,13 @@ describe('termiiSender', () => {
 describe('smtpSender', () => {
   it('hands the e-mail to the SMTP server from MAIL_FROM, with its subject and text', async () => {
     const smtp = await startSmtpReceiver();
+    const send = smtpSender({
+      smtpUrl: smtp.url,
+      from: 'Waybill <deliveries@example.com>',
+      timeoutMs: 2000,
+      connections: 2,
+    });
     try {
-      const send = smtpSender({
-        smtpUrl: smtp.url,
-        from: 'Waybill <deliveries@example.com>',
-        timeoutMs: 2000,
-      });
       const text = `Waybill delivery P2P-ABC: your delivery code is 123456. ${'Long line. '.repeat(12)}`;
       await send.send({ to: 'ada@example.com', subject: 'Your Waybill delivery code', text });
       expect(smtp.mails).toEqual([
@@ -99,6 +100,29 @@ describe('smtpSender', () => {
         },
       ]);
     } finally {
+      send.close?.();
+      await smtp.close();
+    }
+  });
+
+  it('keeps its connections open between mails, never more than it is allowed', async () => {
+    const smtp = await startSmtpReceiver();
+    const send = smtpSender({
+      smtpUrl: smtp.url,
+      from: 'a@example.com',
+      timeoutMs: 2000,
+      connections: 2,
+    });
+    try {
+      const mail = (n: number) =>
+        send.send({ to: `p${n}@example.com`, subject: 's', text: `t${n}` });
+      for (let n = 0; n < 4; n++) await mail(n);
+      expect(smtp.connections()).toBe(1);
+      await Promise.all(Array.from({ length: 8 }, (_, n) => mail(10 + n)));
+      expect(smtp.mails).toHaveLength(12);
+      expect(smtp.connections()).toBeLessThanOrEqual(2);
+    } finally {
+      send.close?.();
       await smtp.close();
     }
   });
@@ -106,7 +130,12 @@ describe('smtpSender', () => {
   it('throws when no SMTP server answers', async () => {
     const smtp = await startSmtpReceiver();
     await smtp.close();
-    const send = smtpSender({ smtpUrl: smtp.url, from: 'a@example.com', timeoutMs: 1000 });
+    const send = smtpSender({
+      smtpUrl: smtp.url,
+      from: 'a@example.com',
+      timeoutMs: 1000,
+      connections: 1,
+    });
     await expect(send.send({ to: 'ada@example.com', subject: 's', text: 't' })).rejects.toThrow();
   });
 });

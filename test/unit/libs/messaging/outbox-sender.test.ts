@@ -13,8 +13,10 @@ function memoryOutbox(messages: OutboxMessage[]) {
   const claims = new Map<string, Date>();
   const writes: string[] = [];
   const store: OutboxStore = {
-    due: async (now) =>
-      [...byId.values()].filter((m) => m.status === 'PENDING' && (!m.retryAt || m.retryAt <= now)),
+    due: async (now, limit) =>
+      [...byId.values()]
+        .filter((m) => m.status === 'PENDING' && (!m.retryAt || m.retryAt <= now))
+        .slice(0, limit),
     get: async (id) => byId.get(id) ?? null,
     claimAttempt: async (id, n, at) => {
       if (claims.has(`${id}:${n}`)) return false;
@@ -33,7 +35,7 @@ function memoryOutbox(messages: OutboxMessage[]) {
       writes.push(`${retryAt ? 'retry' : 'failed'} ${id} ${attempt}: ${error}`);
     },
   };
-  return { store, writes, byId };
+  return { store, writes, byId, claims };
 }
 
 const message = (fields: Partial<OutboxMessage> = {}): OutboxMessage => ({
@@ -52,10 +54,15 @@ const message = (fields: Partial<OutboxMessage> = {}): OutboxMessage => ({
 const config = loadConfig({ NOTIFY_MAX_ATTEMPTS: '2' }).notifications;
 const broker = new ServiceBroker({ logger: false });
 
-function senderOver(store: OutboxStore, channel: ChannelSender, appEnv: 'live' | 'staging') {
+function senderOver(
+  store: OutboxStore,
+  channel: ChannelSender,
+  appEnv: 'live' | 'staging',
+  concurrency = config.concurrency,
+) {
   return new OutboxSender({
     kind: 'test message',
-    config,
+    config: { ...config, concurrency },
     appEnv,
     store,
     channels: { EMAIL: channel, SMS: channel },
@@ -97,5 +104,89 @@ describe('OutboxSender', () => {
     const { store, writes } = memoryOutbox([message({ channel: 'SMS', recipient: '' })]);
     await senderOver(store, { send: async () => undefined }, 'staging').sendDue(new Date());
     expect(writes).toEqual(['failed m1 1: no phone number to send it to or with']);
+  });
+
+  it('sends to several people at once, each person’s messages in the order queued', async () => {
+    const messages = ['a1', 'b1', 'a2', 'c1', 'b2', 'd1'].map((id) =>
+      message({ _id: id, recipient: `${id[0]}@example.com`, text: id }),
+    );
+    const { store } = memoryOutbox(messages);
+    const inFlight = new Set<string>();
+    let most = 0;
+    const sent: string[] = [];
+    const slow: ChannelSender = {
+      send: async (m) => {
+        // Never two of one person's at once.
+        expect(inFlight.has(m.to)).toBe(false);
+        inFlight.add(m.to);
+        most = Math.max(most, inFlight.size);
+        await new Promise((done) => setTimeout(done, 20));
+        inFlight.delete(m.to);
+        sent.push(m.text);
+      },
+    };
+    await senderOver(store, slow, 'staging', 3).sendDue(new Date());
+    expect([...sent].sort()).toEqual(['a1', 'a2', 'b1', 'b2', 'c1', 'd1']);
+    expect(sent.indexOf('a1')).toBeLessThan(sent.indexOf('a2'));
+    expect(sent.indexOf('b1')).toBeLessThan(sent.indexOf('b2'));
+    expect(most).toBe(3);
+  });
+
+  it('sends the others while one person’s provider hangs', async () => {
+    const { store } = memoryOutbox([
+      message({ _id: 'sms', channel: 'SMS', recipient: '+2348031234567' }),
+      message({ _id: 'm2', recipient: 'b@example.com' }),
+      message({ _id: 'm3', recipient: 'c@example.com' }),
+    ]);
+    let answer: () => void = () => undefined;
+    const sent: string[] = [];
+    const sms: ChannelSender = {
+      send: () => new Promise<void>((done) => (answer = done)).then(() => void sent.push('sms')),
+    };
+    const email: ChannelSender = { send: async (m) => void sent.push(m.to) };
+    const sender = new OutboxSender({
+      kind: 'test message',
+      config,
+      appEnv: 'staging',
+      store,
+      channels: { EMAIL: email, SMS: sms },
+      logger: () => broker.getLogger('outbox-test'),
+    });
+    const run = sender.sendDue(new Date());
+    await new Promise((done) => setTimeout(done, 50));
+    expect(sent).toEqual(['b@example.com', 'c@example.com']);
+    answer();
+    await run;
+    expect(sent).toHaveLength(3);
+  });
+
+  it('reads the outbox again while it has more, and stops when another sender holds what is left', async () => {
+    const many = Array.from({ length: 130 }, (_, i) =>
+      message({ _id: `m${i}`, recipient: `p${i}@example.com` }),
+    );
+    const { store, writes, claims } = memoryOutbox(many);
+    // Another replica is sending the last 60 (claimed just now).
+    for (let i = 70; i < 130; i++) claims.set(`m${i}:1`, new Date());
+    const sender = senderOver(store, { send: async () => undefined }, 'staging');
+    await sender.sendDue(new Date());
+    expect(writes).toHaveLength(70);
+  });
+
+  it('lets go of what its channels keep open when it stops', async () => {
+    const closed: string[] = [];
+    const sender = new OutboxSender({
+      kind: 'test message',
+      config,
+      appEnv: 'staging',
+      store: memoryOutbox([]).store,
+      channels: {
+        EMAIL: { send: async () => undefined, close: () => void closed.push('EMAIL') },
+        SMS: { send: async () => undefined },
+      },
+      logger: () => broker.getLogger('outbox-test'),
+    });
+    sender.start();
+    await sender.stop();
+    expect(closed).toEqual(['EMAIL']);
   });
 });
