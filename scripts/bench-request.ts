@@ -7,11 +7,9 @@
  */
 import { availableParallelism } from 'node:os';
 import { nairaToKobo } from '../libs/money';
-import { DESTINATION, ORIGIN, savePackage, type Party } from '../test/support/deliveries';
-import { adminHeaders, createUserWithKey, request } from '../test/support/http';
+import { DESTINATION, ORIGIN, type Party } from '../test/support/deliveries';
 import { count } from '../test/support/metrics';
 import { percentile, send, type LoadTarget } from '../test/support/load';
-import { waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import {
   asDeployed,
@@ -25,7 +23,6 @@ import {
   requireInfrastructure,
   showHelpIfAsked,
   runMain,
-  inParallel,
 } from './bench-support';
 import {
   busyProcesses,
@@ -36,6 +33,7 @@ import {
   printCpu,
   printDbCommands,
 } from './lib/process-cost';
+import { fundedPackages, type FundedPackage } from './lib/funded-packages';
 import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
@@ -80,12 +78,8 @@ const WARM_UP = option('warm-up', 50);
 const DB_COMMANDS = process.argv.includes('--db-commands');
 /** Seconds of waiting searches measured after the requests; none unless asked for. */
 const WAITING_S = optionIfGiven('waiting') ?? 0;
-/** Open packages one merchant may hold (PACKAGE_MAX_OPEN's ceiling). */
-const PACKAGES_PER_MERCHANT = 400;
 /** A request unanswered this long is abandoned and recorded with status 0. */
 const GIVE_UP_MS = 60_000;
-/** What each merchant's wallet is credited with: far more than 400 deliveries cost. */
-const FUNDS_NGN = 100_000_000;
 /**
  * Answers of load, not faults: a timeout (504), a service too busy (503), none at all. The
  * request may have been under way: they are reconciled, not failed.
@@ -102,10 +96,7 @@ requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 type Merchant = Party;
 
 /** One delivery request (and its reference quote): a merchant and one of its packages. */
-interface Job {
-  merchant: Merchant;
-  packageId: string;
-}
+type Job = FundedPackage;
 
 interface Answer {
   job: Job;
@@ -262,27 +253,11 @@ async function main(): Promise<number> {
     const url = nodes[0].url;
 
     const total = WARM_UP + COUNT;
-    const merchants = await inParallel(
-      Array.from({ length: Math.ceil(total / PACKAGES_PER_MERCHANT) }),
-      async () => {
-        const who = await createUserWithKey(url);
-        const credited = await request(url, 'POST', `/admin/users/${who.userId}/wallet/credit`, {
-          headers: adminHeaders,
-          json: { amount: FUNDS_NGN, reference: `bench-${who.userId}` },
-        });
-        if (credited.status !== 200 && credited.status !== 201) {
-          throw new Error(`credit: ${credited.status} ${credited.text}`);
-        }
-        return who;
-      },
-    );
-    await waitForQuote(url, merchants[0].key);
     // Errors logged while the processes were still finding each other are not the run's.
-    const logStart = outputMarks(nodes);
-    const jobs = await inParallel(
-      Array.from({ length: total }, (_, i) => merchants[Math.floor(i / PACKAGES_PER_MERCHANT)]),
-      async (merchant) => ({ merchant, packageId: await savePackage(url, merchant) }),
-    );
+    let logStart: number[] = [];
+    const { merchants, packages: jobs } = await fundedPackages(url, total, () => {
+      logStart = outputMarks(nodes);
+    });
 
     console.log(
       `bench:request — ${availableParallelism()} CPUs, Node ${process.version}, ${BUILD_RUN}; ${groups.map((g) => g.replace(/,/g, '+')).join(', ')} each in its own process over NATS`,

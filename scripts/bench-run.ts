@@ -13,10 +13,9 @@ import { randomInt } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { nairaToKobo } from '../libs/money';
 import { asCourier, courierAt, type Courier, type Offer } from '../test/support/couriers';
-import { DESTINATION, ORIGIN, savePackage, type Party } from '../test/support/deliveries';
-import { adminHeaders, createUserWithKey, request } from '../test/support/http';
+import { DESTINATION, ORIGIN, type Party } from '../test/support/deliveries';
+import { request } from '../test/support/http';
 import { percentile } from '../test/support/load';
-import { waitForQuote } from '../test/support/quote';
 import {
   liveEnv,
   startSmsProvider,
@@ -47,6 +46,7 @@ import {
   printCpu,
   printDbCommands,
 } from './lib/process-cost';
+import { fundedPackages, type FundedPackage } from './lib/funded-packages';
 import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
@@ -89,9 +89,6 @@ const GIVE_UP_MS = option('give-up', 600) * 1000;
 const PROVIDER_MS = optionIfGiven('provider-ms') ?? 0;
 const DB_COMMANDS = process.argv.includes('--db-commands');
 
-/** Open packages one merchant may hold (PACKAGE_MAX_OPEN's ceiling). */
-const PACKAGES_PER_MERCHANT = 400;
-const FUNDS_NGN = 100_000_000;
 /** Kept short so that a request shed half-way is settled before the ledger is reconciled. */
 const SWEEP = { staleMs: 30_000, intervalMs: 5_000 };
 
@@ -264,7 +261,7 @@ async function shift(url: string, courier: Courier, run: Run, sms: SmsProvider, 
 }
 
 /** The merchants' side: every request, `CONCURRENCY` at a time. */
-async function requestAll(url: string, jobs: { merchant: Party; packageId: string }[], run: Run) {
+async function requestAll(url: string, jobs: readonly FundedPackage[], run: Run) {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(CONCURRENCY, jobs.length) }, async () => {
@@ -368,28 +365,7 @@ async function main(): Promise<number> {
     });
     const url = nodes[0].url;
 
-    const merchants = await inParallel(
-      Array.from({ length: Math.ceil(DELIVERIES / PACKAGES_PER_MERCHANT) }),
-      async () => {
-        const who = await createUserWithKey(url);
-        const credited = await request(url, 'POST', `/admin/users/${who.userId}/wallet/credit`, {
-          headers: adminHeaders,
-          json: { amount: FUNDS_NGN, reference: `bench-${who.userId}` },
-        });
-        if (credited.status !== 200 && credited.status !== 201) {
-          throw new Error(`credit: ${credited.status} ${credited.text}`);
-        }
-        return who;
-      },
-    );
-    await waitForQuote(url, merchants[0].key);
-    const jobs = await inParallel(
-      Array.from(
-        { length: DELIVERIES },
-        (_, i) => merchants[Math.floor(i / PACKAGES_PER_MERCHANT)],
-      ),
-      async (merchant) => ({ merchant, packageId: await savePackage(url, merchant) }),
-    );
+    const { merchants, packages: jobs } = await fundedPackages(url, DELIVERIES);
     const couriers = await inParallel(Array.from({ length: COURIERS }), () =>
       courierAt(url, nearPickup()),
     );

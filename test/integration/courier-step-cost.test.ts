@@ -1,13 +1,7 @@
 import type mongoose from 'mongoose';
-import {
-  credit,
-  notificationsOf,
-  ORIGIN,
-  requestDelivery,
-  savePackage,
-} from '../support/deliveries';
+import { credit, notificationsOf, ORIGIN } from '../support/deliveries';
 import { createUserWithKey } from '../support/http';
-import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
+import { acceptedDelivery, asCourier, courierAt, type Courier } from '../support/couriers';
 import { samples, type Sample } from '../support/metrics';
 import {
   dropDatabases,
@@ -78,16 +72,8 @@ async function codeSent(deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVE
 it('a courier step reads its delivery and its transitions no more than it must, and leaves no work', async () => {
   const merchant = await createUserWithKey(base());
   await credit(base(), merchant, 100_000);
-  const packageId = await savePackage(base(), merchant);
   const courier: Courier = await courierAt(base(), { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon });
-  const created = await requestDelivery(base(), merchant, [packageId]);
-  expect(created.status).toBe(201);
-  const deliveryId = created.body.data.deliveryId as string;
-  const offer = await offerOf(base(), courier);
-  expect(offer.deliveryId).toBe(deliveryId);
-  expect(
-    (await asCourier(base(), courier, 'POST', `/courier/offers/${offer.id}/accept`)).status,
-  ).toBe(200);
+  const deliveryId = await acceptedDelivery(base(), merchant, courier);
 
   const steps = ['arrived-at-pickup', 'collected', 'in-transit', 'arrived-at-dropoff', 'delivered'];
   const costs: Record<string, number>[] = [];

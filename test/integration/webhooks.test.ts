@@ -10,7 +10,7 @@ import {
   type Party,
 } from '../support/deliveries';
 import { pagePath, postForm } from '../support/checkout';
-import { asCourier, courierAt, offerOf } from '../support/couriers';
+import { acceptedDelivery, asCourier, courierAt } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
@@ -82,15 +82,7 @@ describe('courier.location', () => {
     const { merchant, webhook } = await merchantWithEndpoint('/location', {
       events: ['courier.location', 'courier.assigned'],
     });
-    const packageId = await savePackage(base(), merchant);
-    const created = await requestDelivery(base(), merchant, [packageId]);
-    expect(created.status).toBe(201);
-    const deliveryId = created.body.data.deliveryId as string;
-    const offer = await offerOf(base(), courier);
-    expect(offer.deliveryId).toBe(deliveryId);
-    expect(
-      (await asCourier(base(), courier, 'POST', `/courier/offers/${offer.id}/accept`)).status,
-    ).toBe(200);
+    const deliveryId = await acceptedDelivery(base(), merchant, courier);
     await eventually(
       () => expect(typesOf(receiver.at('/location'))).toContain('courier.assigned'),
       {

@@ -1,3 +1,4 @@
+import { requestDelivery, savePackage, type Party } from './deliveries';
 import { eventually } from './eventually';
 import { adminHeaders, request } from './http';
 
@@ -72,4 +73,24 @@ export async function offerOf(base: string, courier: Courier, timeout = 15_000):
     { timeout, interval: 250 },
   );
   return offer as Offer;
+}
+
+/**
+ * A delivery of one new package of the merchant's, requested, offered to `courier` (who must
+ * be its nearest free courier) and accepted: its id.
+ */
+export async function acceptedDelivery(
+  base: string,
+  merchant: Party,
+  courier: Courier,
+): Promise<string> {
+  const packageId = await savePackage(base, merchant);
+  const created = await requestDelivery(base, merchant, [packageId]);
+  expect(created.status).toBe(201);
+  const deliveryId = created.body.data.deliveryId as string;
+  const offer = await offerOf(base, courier);
+  expect(offer.deliveryId).toBe(deliveryId);
+  const accepted = await asCourier(base, courier, 'POST', `/courier/offers/${offer.id}/accept`);
+  expect(accepted.status).toBe(200);
+  return deliveryId;
 }
