@@ -1,13 +1,14 @@
 /**
  * Runs `work` over `items`, those of one lane (`laneOf`) one after another in the order given,
- * up to `width` lanes at once: a slow lane holds back only its own items. Every item is worked
- * once, even when some fail; the first failure is thrown once all are done.
+ * up to `width` lanes at once: a slow lane holds back only its own items. Work that answers
+ * `false` leaves the rest of its lane unworked (they must not go before it); every other item
+ * is worked once, even when some fail, and the first failure is thrown once all are done.
  */
 export async function runInLanes<T>(
   items: readonly T[],
   laneOf: (item: T) => string,
   width: number,
-  work: (item: T) => Promise<void>,
+  work: (item: T) => Promise<boolean | void>,
 ): Promise<void> {
   const lanes = new Map<string, T[]>();
   for (const item of items) {
@@ -24,7 +25,7 @@ export async function runInLanes<T>(
       while (next < queue.length) {
         for (const item of queue[next++]) {
           try {
-            await work(item);
+            if ((await work(item)) === false) break;
           } catch (err) {
             failures.push(err);
           }

@@ -35,8 +35,8 @@ const EXCERPT = 200;
 
 /**
  * E-mail through an SMTP server, as `SMTP_URL` names it (nodemailer), over at most
- * `connections` connections kept open between messages: each new one costs the server's
- * greeting, STARTTLS and login again.
+ * `connections` connections kept open between messages (each sender its own): each new one
+ * costs the server's greeting, STARTTLS and login again.
  */
 export function smtpSender(options: {
   smtpUrl: string;
@@ -48,6 +48,9 @@ export function smtpSender(options: {
     url: options.smtpUrl,
     pool: true,
     maxConnections: options.connections,
+    // A mail whose connection closed is not tried again on another: the outbox's own retry
+    // does that, counted and within its claim's lease.
+    maxRequeues: 0,
     connectionTimeout: options.timeoutMs,
     greetingTimeout: options.timeoutMs,
     socketTimeout: options.timeoutMs,

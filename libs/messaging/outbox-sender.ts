@@ -98,6 +98,7 @@ export class OutboxSender {
   }
 
   start(): void {
+    this.stopping = false;
     this.periodic.start();
   }
 
@@ -109,8 +110,10 @@ export class OutboxSender {
 
   /**
    * One run: the messages due, each person's (a channel's recipient) one after the other in
-   * the order queued, up to NOTIFY_CONCURRENCY people at once, so that a slow provider holds
-   * back only its own messages and none is flooded; again while the outbox has more.
+   * the order queued, up to NOTIFY_CONCURRENCY people at once, so that no provider is flooded
+   * and a slow one holds back its own messages first; again while the outbox has more. A
+   * message another sender is sending holds the person's later ones back until a later run; one
+   * whose attempt failed waits for its retry while they go on.
    */
   async sendDue(now: Date): Promise<void> {
     let at = now;
@@ -122,18 +125,24 @@ export class OutboxSender {
         (message) => `${message.channel}:${message.recipient}`,
         this.deps.config.concurrency,
         async (message) => {
+          // Stopping: what is not claimed yet is left for a later run (or another replica).
+          if (this.stopping) return false;
           try {
             // Each claim carries its own time: a run may take minutes, and a claim dated at
             // the run's start would look lost to the other replicas long before its lease ends.
-            if (await this.deliver(message, new Date())) attempted++;
+            const outcome = await this.deliver(message, new Date());
+            if (outcome === 'attempted') attempted++;
+            return outcome !== 'held';
           } catch (err) {
-            // The store failed around an attempt: the claim's lease lets a later run take it over.
+            // The store failed around an attempt: the claim's lease lets a later run take it
+            // over, and the person's later messages wait for it.
             this.deps
               .logger()
               .warn(`${this.deps.kind} attempt not recorded; a later run takes it over`, {
                 messageId: message._id,
                 err: (err as Error).message,
               });
+            return false;
           }
         },
       );
@@ -142,12 +151,15 @@ export class OutboxSender {
     }
   }
 
-  /** Makes the message's next attempt; false when another sender holds it, or it is sent. */
-  private async deliver(message: OutboxMessage, now: Date): Promise<boolean> {
+  /**
+   * Makes the message's next attempt (sent, failed for good, or waiting for a retry):
+   * `attempted`; `held` when another sender holds it; `done` when it was sent meanwhile.
+   */
+  private async deliver(message: OutboxMessage, now: Date): Promise<'attempted' | 'held' | 'done'> {
     const { store, config } = this.deps;
     const { maxAttempts } = config.retry;
     const attempt = await this.claim(message, now);
-    if (attempt === null) return false;
+    if (attempt === null) return 'held';
     if (attempt > maxAttempts) {
       await this.failed(
         message,
@@ -155,12 +167,12 @@ export class OutboxSender {
         'its last sender stopped before it recorded how the attempt went',
         null,
       );
-      return true;
+      return 'attempted';
     }
     // Read again once claimed: a message sent after the list was read is not sent twice.
     const current = await store.get(message._id);
     if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) {
-      return false;
+      return 'done';
     }
     if (!current.recipient || current.text === null) {
       const missing =
@@ -170,7 +182,7 @@ export class OutboxSender {
             ? 'phone number'
             : 'e-mail address';
       await this.failed(current, attempt, `no ${missing} to send it to or with`, null);
-      return true;
+      return 'attempted';
     }
     try {
       await this.deps.channels[current.channel].send({
@@ -190,7 +202,7 @@ export class OutboxSender {
             )
           : null;
       await this.failed(current, attempt, this.describe(err, current), retryAt);
-      return true;
+      return 'attempted';
     }
     await store.markSent(current._id, attempt, this.live);
     this.deps.logger().info(`${this.deps.kind} sent`, {
@@ -199,7 +211,7 @@ export class OutboxSender {
       label: current.label,
       attempt,
     });
-    return true;
+    return 'attempted';
   }
 
   /**

@@ -71,10 +71,11 @@ export class Announcer {
    * (true when it has none), for its writer to record with the rest of its work.
    */
   async applied(delivery: DeliveryRecord, transition: TransitionRecord): Promise<boolean> {
-    if (!transition.unannounced) return true;
     const earlier = await this.unannouncedUpTo(delivery._id, transition.version - 1);
-    if (earlier === null) return false;
-    await this.publishTransitions(delivery, [...earlier, transition]);
+    // Its request still pending: nothing goes before the creation's events.
+    if (earlier === null) return !transition.unannounced;
+    const due = transition.unannounced ? [...earlier, transition] : earlier;
+    if (due.length > 0) await this.publishTransitions(delivery, due);
     for (const t of earlier) await this.deps.store.announced(t);
     return true;
   }

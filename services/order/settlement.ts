@@ -48,6 +48,7 @@ export interface SettlementDeps {
 export class Settlement {
   constructor(private readonly deps: SettlementDeps) {}
 
+  /** The sweep's part: a transition's effects carried out, and recorded as settled. */
   async settle(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
     await this.carryOut(delivery, transition);
     await this.deps.store.settled(transition);

@@ -201,7 +201,7 @@ const WORK_FLAGS = ['unsettled', 'unannounced'] as const;
 export type WorkLeft = Pick<TransitionRecord, (typeof WORK_FLAGS)[number]>;
 
 /** Effects to settle or events to hand over. */
-export const hasWork = (t: WorkLeft) => Boolean(t.unsettled || t.unannounced);
+export const hasWork = (t: WorkLeft) => WORK_FLAGS.some((flag) => t[flag]);
 
 /**
  * How long a mark may wait for its transition to be claimed before the sweep lets it go:

@@ -85,7 +85,8 @@ export class DeliveryTransitions {
 
   /**
    * Applies an event if the lifecycle allows it now. The transition is stored with its
-   * effects marked unsettled; the caller settles them (`settle`), or the sweep does.
+   * effects marked unsettled and its events unannounced; the caller carries them out
+   * (`Settlement.afterTransition`), or the sweep does.
    * `known` is the delivery as the caller has just read it (`current`), tried first instead of
    * reading it again: if another writer has moved it on since, the claim of the next number
    * fails and the delivery is read afresh, as after any lost race.

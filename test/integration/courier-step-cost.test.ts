@@ -23,6 +23,7 @@ import {
 const iso = isolation();
 let node: NodeProcess;
 let orderDb: mongoose.Connection;
+let webhookDb: mongoose.Connection;
 
 beforeAll(async () => {
   node = await startNode({
@@ -31,10 +32,12 @@ beforeAll(async () => {
     env: { DB_COMMAND_METRICS: 'true', ORDER_SWEEP_INTERVAL_MS: '3600000' },
   });
   orderDb = await openServiceDatabase(iso, 'order');
+  webhookDb = await openServiceDatabase(iso, 'webhook');
 }, 120_000);
 
 afterAll(async () => {
   await orderDb?.close();
+  await webhookDb?.close();
   await node?.stop();
   await dropDatabases(iso);
 });
@@ -59,6 +62,12 @@ function sent(before: Map<string, number>, after: Map<string, number>): Record<s
   for (const [key, n] of after)
     if (n !== (before.get(key) ?? 0)) moved[key] = n - (before.get(key) ?? 0);
   return moved;
+}
+
+/** The delivery's webhook events as the webhook service recorded them, in their order. */
+async function eventsOf(deliveryId: string) {
+  const events = await webhookDb.collection('webhook_events').find({ deliveryId }).toArray();
+  return events.sort((a, b) => a.sequence - b.sequence);
 }
 
 /** The code a stop's contact was sent (staging shows the texts). */
@@ -89,6 +98,9 @@ it('a courier step reads its delivery and its transitions no more than it must, 
     const answer = await asCourier(base(), courier, 'POST', path, code ? { code } : undefined);
     expect(answer.status).toBe(200);
     costs.push(sent(before, await orderCommands()));
+    // Its event went with the delivery as this step left it.
+    const latest = (await eventsOf(deliveryId)).at(-1);
+    expect(latest?.data).toMatchObject({ status: answer.body.data.status });
   }
   for (const cost of costs) {
     // The courier's hold on the delivery, which the change starts from, and the projection's
@@ -114,4 +126,43 @@ it('a courier step reads its delivery and its transitions no more than it must, 
   }
   const marks = await orderDb.collection('transition_work').find({}).toArray();
   expect(marks.filter((m) => String(m._id).startsWith(deliveryId))).toEqual([]);
+});
+
+it('hands over the events of an earlier change its writer could not, with the next change’s', async () => {
+  const merchant = await createUserWithKey(base());
+  await credit(base(), merchant, 100_000);
+  // Nearer the pickup than the first test's courier, who is free again.
+  const courier: Courier = await courierAt(base(), { lat: ORIGIN.lat + 0.0005, lon: ORIGIN.lon });
+  const deliveryId = await acceptedDelivery(base(), merchant, courier);
+  const step = (name: string) =>
+    asCourier(base(), courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`);
+  expect((await step('arrived-at-pickup')).status).toBe(200);
+  // As if its writer had stopped before the webhook service took its event.
+  const [arrived] = await orderDb
+    .collection('delivery_transitions')
+    .find({ deliveryId, 'event.kind': 'ARRIVED_AT_PICKUP' })
+    .toArray();
+  await orderDb
+    .collection('delivery_transitions')
+    .updateOne({ _id: arrived._id }, { $set: { unannounced: true } });
+  const sequence = arrived.version * 10;
+  await webhookDb.collection('webhook_events').deleteMany({ deliveryId, sequence });
+
+  expect((await step('in-transit')).status).toBe(409);
+  // The next change's writer (the collection needs its code first) hands both over, in order.
+  const code = await codeSent(deliveryId, 'COLLECTION_CODE');
+  const collected = await asCourier(
+    base(),
+    courier,
+    'POST',
+    `/courier/deliveries/${deliveryId}/collected`,
+    { code },
+  );
+  expect(collected.status).toBe(200);
+  const events = await eventsOf(deliveryId);
+  const arrivedAgain = events.find((e) => e.sequence === sequence);
+  expect(arrivedAgain?.data).toMatchObject({ status: 'COLLECTED' });
+  expect(events.at(-1)?.sequence).toBeGreaterThan(sequence);
+  const stored = await orderDb.collection('delivery_transitions').findOne({ _id: arrived._id });
+  expect(stored?.unannounced).toBeUndefined();
 });

@@ -58,6 +58,29 @@ async function apply(deliveryId: string, event: LifecycleEvent) {
   expect((await transitions.apply(deliveryId, event)).applied).toBe(true);
 }
 
+it('decides a change again on a fresh read when the delivery it started from was moved on', async () => {
+  const deliveryId = await create(randomUUID());
+  const known = (await transitions.current(deliveryId)) as DeliveryRecord;
+  await apply(deliveryId, assign);
+  // As read before the assignment, another courier's assignment was allowed; the claim of
+  // the next number fails, and the delivery as it now is refuses it.
+  const again = await transitions.apply(
+    deliveryId,
+    { kind: 'COURIER_ASSIGNED', courierId: 'courier-2' },
+    { known },
+  );
+  expect(again.applied).toBe(false);
+  expect(again.delivery.assignment?.courierId).toBe('courier-1');
+  // Two writers starting from the same read: one change is made.
+  const twice = await Promise.all(
+    Array.from({ length: 2 }, () =>
+      transitions.apply(deliveryId, { kind: 'CANCEL' }, { known: again.delivery }),
+    ),
+  );
+  expect(twice.filter((a) => a.applied)).toHaveLength(1);
+  expect((await transitions.current(deliveryId))?.version).toBe(2);
+});
+
 const current = (deliveryId: string) => transitions.current(deliveryId);
 const PAGE = { limit: 100, offset: 0 };
 

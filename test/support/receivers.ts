@@ -128,9 +128,10 @@ export async function startSmsProvider(
         // Recorded as an empty body: the test sees what came.
       }
       const answer = scripted.get(String(body.to))?.shift() ?? 200;
-      requests.push({ path: req.url ?? '', body, answer });
-      const messageId = `m-${requests.length}`;
+      // Kept once answered: a provider that takes its time has not taken the message before.
       const reply = () => {
+        requests.push({ path: req.url ?? '', body, answer });
+        const messageId = `m-${requests.length}`;
         if (answer === 'drop') {
           req.socket.destroy();
           return;

@@ -76,4 +76,18 @@ describe('runInLanes', () => {
     ).rejects.toThrow('two failed');
     expect(worked).toEqual([1, 3, 4]);
   });
+
+  it('leaves the rest of a lane when its work says so, and goes on with the others', async () => {
+    const worked: string[] = [];
+    await runInLanes(
+      ['a1', 'b1', 'a2', 'b2', 'a3'],
+      (item) => item[0],
+      2,
+      async (item) => {
+        worked.push(item);
+        return item !== 'a2';
+      },
+    );
+    expect(worked.sort()).toEqual(['a1', 'a2', 'b1', 'b2']);
+  });
 });

@@ -172,6 +172,22 @@ describe('OutboxSender', () => {
     expect(writes).toHaveLength(70);
   });
 
+  it('holds a person’s later messages back while another sender is sending their earlier one', async () => {
+    const { store, writes, claims } = memoryOutbox([
+      message({ _id: 'old-code', recipient: 'ada@example.com' }),
+      message({ _id: 'new-code', recipient: 'ada@example.com' }),
+      message({ _id: 'other', recipient: 'bola@example.com' }),
+    ]);
+    claims.set('old-code:1', new Date());
+    const sender = senderOver(store, { send: async () => undefined }, 'staging');
+    await sender.sendDue(new Date());
+    expect(writes).toEqual(['sent other 1']);
+    // Its sender recorded it: the next run sends the later one.
+    await store.markSent('old-code', 1, false);
+    await sender.sendDue(new Date());
+    expect(writes).toEqual(['sent other 1', 'sent old-code 1', 'sent new-code 1']);
+  });
+
   it('lets go of what its channels keep open when it stops', async () => {
     const closed: string[] = [];
     const sender = new OutboxSender({
