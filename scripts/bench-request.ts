@@ -34,7 +34,12 @@ import {
   printDbCommands,
 } from './lib/process-cost';
 import { fundedPackages, type FundedPackage } from './lib/funded-packages';
-import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
+import {
+  ledgerSummary,
+  reconcileWhenSettled,
+  SHED_STATUSES,
+  sweepEnv,
+} from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
 npm run bench:request [-- --count N --concurrency C --warm-up W --db-commands --waiting S
@@ -80,11 +85,6 @@ const DB_COMMANDS = process.argv.includes('--db-commands');
 const WAITING_S = optionIfGiven('waiting') ?? 0;
 /** A request unanswered this long is abandoned and recorded with status 0. */
 const GIVE_UP_MS = 60_000;
-/**
- * Answers of load, not faults: a timeout (504), a service too busy (503), none at all. The
- * request may have been under way: they are reconciled, not failed.
- */
-const SHED = new Set([0, 503, 504]);
 /**
  * The order service's sweep finishes or undoes a request stopped half-way once it is this old
  * (kept short here so that the reconciliation waits less for it).
@@ -319,7 +319,7 @@ async function main(): Promise<number> {
     const created = new Map<string, { merchant: Merchant; amountKobo: number }>();
     let unanswered = 0;
     for (const a of [...requestWarm.answers, ...requests.answers]) {
-      if (SHED.has(a.status)) {
+      if (SHED_STATUSES.has(a.status)) {
         unanswered++;
         continue;
       }
@@ -335,7 +335,9 @@ async function main(): Promise<number> {
     }
     for (const phase of [quoteWarm, reference, requestWarm, requests]) {
       showUnexpected(phase);
-      const wrong = phase.answers.filter((a) => a.status !== phase.expected && !SHED.has(a.status));
+      const wrong = phase.answers.filter(
+        (a) => a.status !== phase.expected && !SHED_STATUSES.has(a.status),
+      );
       if (wrong.length > 0) {
         problems.push(`${phase.name}: ${wrong.length} answers other than ${phase.expected}`);
       }

@@ -12,9 +12,15 @@
 import { randomInt } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { nairaToKobo } from '../libs/money';
+import { COURIER_STEPS, type CourierStep } from '../services/order/courier-run';
 import { asCourier, courierAt, type Courier, type Offer } from '../test/support/couriers';
-import { DESTINATION, ORIGIN, type Party } from '../test/support/deliveries';
-import { request } from '../test/support/http';
+import {
+  DESTINATION,
+  getDelivery,
+  ORIGIN,
+  requestDelivery,
+  type Party,
+} from '../test/support/deliveries';
 import { percentile } from '../test/support/load';
 import {
   liveEnv,
@@ -47,7 +53,12 @@ import {
   printDbCommands,
 } from './lib/process-cost';
 import { fundedPackages, type FundedPackage } from './lib/funded-packages';
-import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
+import {
+  ledgerSummary,
+  reconcileWhenSettled,
+  SHED_STATUSES,
+  sweepEnv,
+} from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
 npm run bench:run [-- --deliveries N --couriers C --concurrency K --report-every S --poll-ms P
@@ -94,35 +105,20 @@ const SWEEP = { staleMs: 30_000, intervalMs: 5_000 };
 
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 
-/** A courier call the run times, by what it does. */
-type CallName =
-  | 'location'
-  | 'offers'
-  | 'accept'
-  | 'current'
-  | 'arrived-at-pickup'
-  | 'collected'
-  | 'in-transit'
-  | 'arrived-at-dropoff'
-  | 'delivered';
-
-/** The steps a courier takes a delivery through after accepting it, in order. */
+/**
+ * The steps a courier takes a delivery through after accepting it, in order; each answer must
+ * show the status of the step's name (`COURIER_STEPS`).
+ */
 const STEPS = [
   'arrived-at-pickup',
   'collected',
   'in-transit',
   'arrived-at-dropoff',
   'delivered',
-] as const;
+] as const satisfies readonly CourierStep[];
 
-/** The status a step's answer must show. */
-const STATUS_AFTER: Record<(typeof STEPS)[number], string> = {
-  'arrived-at-pickup': 'ARRIVED_AT_PICKUP',
-  collected: 'COLLECTED',
-  'in-transit': 'IN_TRANSIT',
-  'arrived-at-dropoff': 'ARRIVED_AT_DROPOFF',
-  delivered: 'DELIVERED',
-};
+/** A courier call the run times, by what it does. */
+type CallName = 'location' | 'offers' | 'accept' | 'current' | (typeof STEPS)[number];
 
 /** How long a courier waits for a code before the run counts it as never sent. */
 const CODE_TIMEOUT_MS = 120_000;
@@ -253,7 +249,7 @@ async function shift(url: string, courier: Courier, run: Run, sms: SmsProvider, 
       const path = `/courier/deliveries/${offer.deliveryId}/${step}`;
       const answer = await call(step, 'POST', path, body);
       if (!expect200(step, answer)) return;
-      if (answer.body?.data?.status !== STATUS_AFTER[step]) {
+      if (answer.body?.data?.status !== COURIER_STEPS[step]) {
         run.problem(`delivery ${offer.deliveryId} ${step}: answered ${answer.text.slice(0, 200)}`);
         return;
       }
@@ -289,33 +285,26 @@ async function shift(url: string, courier: Courier, run: Run, sms: SmsProvider, 
 
 /** The merchants' side: every request, `CONCURRENCY` at a time. */
 async function requestAll(url: string, jobs: readonly FundedPackage[], run: Run) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, jobs.length) }, async () => {
-      while (next < jobs.length) {
-        const { merchant, packageId } = jobs[next++];
-        const reply = await request(url, 'POST', '/api/request', {
-          headers: { 'api-key': merchant.key },
-          json: {
-            origin: ORIGIN,
-            destination: DESTINATION,
-            packagesId: [packageId],
-            type: 'DROP_OFF',
-            courierSelection: 'ANYONE',
-          },
-        }).catch((error: unknown) => ({ status: 0, text: String(error), body: undefined }));
-        if (reply.status === 201) {
-          const data = reply.body.data;
-          const seen = run.seen(data.deliveryId);
-          seen.requestedAt = performance.now();
-          seen.created = { merchant, amountKobo: nairaToKobo(data.deliveryFee.creator.amount) };
-        } else if ([0, 503, 504].includes(reply.status)) {
-          run.shed++;
-        } else {
-          run.problem(`POST /api/request: ${reply.status} ${reply.text.slice(0, 200)}`);
-        }
+  await inParallel(
+    jobs,
+    async ({ merchant, packageId }) => {
+      const reply = await requestDelivery(url, merchant, [packageId]).catch((error: unknown) => ({
+        status: 0,
+        text: String(error),
+        body: undefined,
+      }));
+      if (reply.status === 201) {
+        const data = reply.body.data;
+        const seen = run.seen(data.deliveryId);
+        seen.requestedAt = performance.now();
+        seen.created = { merchant, amountKobo: nairaToKobo(data.deliveryFee.creator.amount) };
+      } else if (SHED_STATUSES.has(reply.status)) {
+        run.shed++;
+      } else {
+        run.problem(`POST /api/request: ${reply.status} ${reply.text.slice(0, 200)}`);
       }
-    }),
+    },
+    CONCURRENCY,
   );
 }
 
@@ -440,9 +429,7 @@ async function main(): Promise<number> {
     }
     // What the merchants see: every delivery DELIVERED.
     const reads = await inParallel([...created], async ([id, { merchant }]) => {
-      const reply = await request(url, 'GET', `/api/deliveries/${id}`, {
-        headers: { 'api-key': merchant.key },
-      });
+      const reply = await getDelivery(url, merchant, id);
       return reply.body?.data?.status === 'DELIVERED'
         ? undefined
         : `GET /api/deliveries/${id}: ${reply.status} ${reply.text.slice(0, 200)}`;

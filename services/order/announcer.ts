@@ -61,7 +61,7 @@ export class Announcer {
     const delivery = await this.deps.transitions.current(deliveryId);
     if (!delivery) return;
     await this.publishTransitions(delivery, unannounced);
-    for (const t of unannounced) await this.deps.store.announced(t);
+    for (const t of unannounced) await this.deps.store.workDone(t, ['unannounced']);
   }
 
   /**
@@ -76,7 +76,7 @@ export class Announcer {
     if (earlier === null) return !transition.unannounced;
     const due = transition.unannounced ? [...earlier, transition] : earlier;
     if (due.length > 0) await this.publishTransitions(delivery, due);
-    for (const t of earlier) await this.deps.store.announced(t);
+    for (const t of earlier) await this.deps.store.workDone(t, ['unannounced']);
     return true;
   }
 

@@ -12,7 +12,7 @@ import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, type Share } from './lifecycle';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
-import { hasWork, type OrderStore, type TransitionRecord } from './store';
+import { hasWork, type OrderStore, type TransitionRecord, type WorkFlag } from './store';
 
 /** The ledger reference of money given back for a checkout: once per checkout, ever. */
 export const checkoutRefundReference = (checkoutReference: string) => `refund:${checkoutReference}`;
@@ -51,7 +51,7 @@ export class Settlement {
   /** The sweep's part: a transition's effects carried out, and recorded as settled. */
   async settle(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
     await this.carryOut(delivery, transition);
-    await this.deps.store.settled(transition);
+    await this.deps.store.workDone(transition, ['unsettled']);
   }
 
   /** The transition's effects, each idempotent; recorded as settled by the caller. */
@@ -149,13 +149,16 @@ export class Settlement {
       });
     }
     if (!hasWork(transition)) return;
+    const done: WorkFlag[] = [];
+    if (transition.unsettled && settled) done.push('unsettled');
+    if (transition.unannounced && announced) done.push('unannounced');
     const left: TransitionRecord = {
       ...transition,
       unsettled: transition.unsettled && !settled,
       unannounced: transition.unannounced && !announced,
     };
     try {
-      await this.deps.store.workDone(transition, left);
+      await this.deps.store.workDone(transition, done);
       // Its mark goes when nothing is left; a mark left here is ended by the sweep.
       if (!hasWork(left)) await this.deps.store.finishWork(transition, new Date(), left);
     } catch {

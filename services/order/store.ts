@@ -198,7 +198,8 @@ export interface MarkedWork {
 
 /** What a transition may have left to do: effects to settle, events to hand over. */
 const WORK_FLAGS = ['unsettled', 'unannounced'] as const;
-export type WorkLeft = Pick<TransitionRecord, (typeof WORK_FLAGS)[number]>;
+export type WorkFlag = (typeof WORK_FLAGS)[number];
+type WorkLeft = Pick<TransitionRecord, WorkFlag>;
 
 /** Effects to settle or events to hand over. */
 export const hasWork = (t: WorkLeft) => WORK_FLAGS.some((flag) => t[flag]);
@@ -419,17 +420,8 @@ export class OrderStore {
     return this.work.storing([record], () => insertOnce(() => this.m.Transition.create(record)));
   }
 
-  async settled(transition: Pick<TransitionRecord, '_id'>): Promise<void> {
-    await this.m.Transition.updateOne({ _id: transition._id }, { $unset: { unsettled: 1 } });
-  }
-
-  async announced(transition: Pick<TransitionRecord, '_id'>): Promise<void> {
-    await this.m.Transition.updateOne({ _id: transition._id }, { $unset: { unannounced: 1 } });
-  }
-
-  /** Records in one write what its writer did of a transition's work: `left` is what is not done. */
-  async workDone(transition: TransitionRecord, left: WorkLeft): Promise<void> {
-    const done = WORK_FLAGS.filter((flag) => transition[flag] && !left[flag]);
+  /** Records work of a transition done (effects settled, events handed over), in one write. */
+  async workDone(transition: Pick<TransitionRecord, '_id'>, done: readonly WorkFlag[]) {
     if (done.length === 0) return;
     const unset = Object.fromEntries(done.map((flag) => [flag, 1]));
     await this.m.Transition.updateOne({ _id: transition._id }, { $unset: unset });

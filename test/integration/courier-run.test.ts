@@ -15,8 +15,8 @@ import {
   freePackages,
   getDelivery,
   ledgerIsClean,
-  notificationsOf,
   ORIGIN,
+  proofCodeSent,
   requestDelivery,
   savePackage,
   type Party,
@@ -100,13 +100,8 @@ async function paidDelivery(fields: Record<string, unknown> = {}) {
 }
 
 /** The code a stop's contact was sent (staging shows the outbox's texts). */
-async function codeSent(deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE') {
-  const messages = (await notificationsOf(base(), deliveryId)).filter(
-    (m) => m.purpose === purpose && m.channel === 'SMS',
-  );
-  const text = messages.at(-1)?.text ?? '';
-  return /code is (\d{6})/.exec(text)?.[1] as string;
-}
+const codeSent = (deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE') =>
+  proofCodeSent(base(), deliveryId, purpose);
 
 /** A courier's cash account as operators read it. */
 async function cashOf(courier: { id: string }, query = '') {

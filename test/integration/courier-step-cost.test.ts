@@ -1,5 +1,6 @@
 import type mongoose from 'mongoose';
-import { credit, notificationsOf, ORIGIN } from '../support/deliveries';
+import { eventSequence } from '../../services/order/webhook-events';
+import { credit, ORIGIN, proofCodeSent } from '../support/deliveries';
 import { createUserWithKey } from '../support/http';
 import { acceptedDelivery, asCourier, courierAt, type Courier } from '../support/couriers';
 import { samples, type Sample } from '../support/metrics';
@@ -71,12 +72,8 @@ async function eventsOf(deliveryId: string) {
 }
 
 /** The code a stop's contact was sent (staging shows the texts). */
-async function codeSent(deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE') {
-  const messages = (await notificationsOf(base(), deliveryId)).filter(
-    (m) => m.purpose === purpose && m.channel === 'SMS',
-  );
-  return /code is (\d{6})/.exec(messages.at(-1)?.text ?? '')?.[1] as string;
-}
+const codeSent = (deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE') =>
+  proofCodeSent(base(), deliveryId, purpose);
 
 it('a courier step reads its delivery and its transitions no more than it must, and leaves no work', async () => {
   const merchant = await createUserWithKey(base());
@@ -145,7 +142,7 @@ it('hands over the events of an earlier change its writer could not, with the ne
   await orderDb
     .collection('delivery_transitions')
     .updateOne({ _id: arrived._id }, { $set: { unannounced: true } });
-  const sequence = arrived.version * 10;
+  const sequence = eventSequence(arrived.version, 0);
   await webhookDb.collection('webhook_events').deleteMany({ deliveryId, sequence });
 
   expect((await step('in-transit')).status).toBe(409);

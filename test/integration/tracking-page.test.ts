@@ -7,7 +7,7 @@ import {
   credit,
   DESTINATION,
   getDelivery,
-  notificationsOf,
+  proofCodeSent,
   ORIGIN,
   requestDelivery,
   savePackage,
@@ -277,12 +277,8 @@ describe('the tracking page in headless Chromium, following a delivery to the do
     expect(stream.status).toBe(200);
     const step = (name: string, json?: unknown) =>
       asCourier(base(), courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
-    const codeSent = async (purpose: string) => {
-      const sms = (await notificationsOf(base(), deliveryId)).filter(
-        (m) => m.purpose === purpose && m.channel === 'SMS',
-      );
-      return /code is (\d{6})/.exec(sms.at(-1)?.text ?? '')?.[1] as string;
-    };
+    const codeSent = (purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE') =>
+      proofCodeSent(base(), deliveryId, purpose);
     const liveStatus = (status: string) =>
       eventually(async () => expect(await statusOf()).toBe(status), { timeout: 10_000 });
 

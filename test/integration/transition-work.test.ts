@@ -78,8 +78,8 @@ it('reads marks, not transitions, and ends each mark once its work is done', asy
   for (const { mark } of marked) await store.finishWork(mark, new Date());
   expect(await markIds()).toEqual([unsettled._id, unannounced._id, fresh._id].sort());
 
-  await store.settled(unsettled);
-  await store.announced(unannounced);
+  await store.workDone(unsettled, ['unsettled']);
+  await store.workDone(unannounced, ['unannounced']);
   for (const { mark } of marked) await store.finishWork(mark, new Date());
   recording = false;
   expect(await markIds()).toEqual([fresh._id]);
@@ -95,7 +95,7 @@ it('records its writer’s work in one write, and ends the mark it knows done un
     (await models.Transition.findById(both._id).lean()) as unknown as TransitionRecord;
 
   // Settled, not announced: only `unsettled` goes.
-  await store.workDone(both, { unsettled: false, unannounced: true });
+  await store.workDone(both, ['unsettled']);
   expect((await stored()).unsettled).toBeUndefined();
   expect((await stored()).unannounced).toBe(true);
   // Its writer believes it done (a write of another's undid its own): the record, read after
@@ -103,7 +103,7 @@ it('records its writer’s work in one write, and ends the mark it knows done un
   await store.finishWork(both, new Date(), { ...both, unsettled: false, unannounced: false });
   expect(await markIds()).toEqual([both._id]);
 
-  await store.workDone(both, { unsettled: false, unannounced: false });
+  await store.workDone(both, ['unannounced']);
   expect(await stored()).not.toHaveProperty('unannounced');
   await store.finishWork(both, new Date(), { ...both, unsettled: false, unannounced: false });
   expect(await markIds()).toEqual([]);

@@ -130,3 +130,15 @@ export async function notificationsOf(base: string, deliveryId: string) {
     status: string;
   }[];
 }
+
+/** The proof code last sent to a stop's contact by SMS (staging shows the texts). */
+export async function proofCodeSent(
+  base: string,
+  deliveryId: string,
+  purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE',
+): Promise<string> {
+  const messages = (await notificationsOf(base, deliveryId)).filter(
+    (m) => m.purpose === purpose && m.channel === 'SMS',
+  );
+  return /code is (\d{6})/.exec(messages.at(-1)?.text ?? '')?.[1] as string;
+}
