@@ -9,25 +9,13 @@
  * Fails (exit 1) on an answer other than the expected one, a delivery not delivered in time, a
  * delivery accepted twice, or a ledger that does not reconcile. Timings never fail the run.
  */
-import { randomInt } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { nairaToKobo } from '../libs/money';
-import { COURIER_STEPS, type CourierStep } from '../services/order/courier-run';
-import { asCourier, courierAt, type Courier, type Offer } from '../test/support/couriers';
-import {
-  DESTINATION,
-  getDelivery,
-  ORIGIN,
-  requestDelivery,
-  type Party,
-} from '../test/support/deliveries';
+import { courierAt } from '../test/support/couriers';
+import { getDelivery, requestDelivery, type Party } from '../test/support/deliveries';
 import { percentile } from '../test/support/load';
-import {
-  liveEnv,
-  startSmsProvider,
-  startSmtpReceiver,
-  type SmsProvider,
-} from '../test/support/receivers';
+import { liveEnv, startSmsProvider, startSmtpReceiver } from '../test/support/receivers';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
 import {
   asDeployed,
@@ -52,6 +40,7 @@ import {
   printCpu,
   printDbCommands,
 } from './lib/process-cost';
+import { CodeBook, CourierRun, nearPickup, shift, STEPS, type Seen } from './lib/courier-shift';
 import { fundedPackages, type FundedPackage } from './lib/funded-packages';
 import {
   ledgerSummary,
@@ -105,181 +94,17 @@ const SWEEP = { staleMs: 30_000, intervalMs: 5_000 };
 
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL']);
 
-/**
- * The steps a courier takes a delivery through after accepting it, in order; each answer must
- * show the status of the step's name (`COURIER_STEPS`).
- */
-const STEPS = [
-  'arrived-at-pickup',
-  'collected',
-  'in-transit',
-  'arrived-at-dropoff',
-  'delivered',
-] as const satisfies readonly CourierStep[];
-
-/** A courier call the run times, by what it does. */
-type CallName = 'location' | 'offers' | 'accept' | 'current' | (typeof STEPS)[number];
-
-/** How long a courier waits for a code before the run counts it as never sent. */
-const CODE_TIMEOUT_MS = 120_000;
-
-/**
- * What the run saw of one delivery, in ms of the run's clock. Its courier may see it before
- * its merchant sees the 201 (matching starts before the answer goes back).
- */
-interface Seen {
-  /** When its 201 came, and what it debited from whom; unset until then. */
-  requestedAt?: number;
+/** What the run saw of one delivery: its couriers' side, and its merchant's 201. */
+interface Requested extends Seen {
   created?: { merchant: Party; amountKobo: number };
-  offeredAt?: number;
-  assignedAt?: number;
-  deliveredAt?: number;
-  /** Accepts answered 200: exactly one for every delivery. */
-  accepted: number;
 }
 
-/** Everything measured, shared by the merchants' and the couriers' loops. */
-class Run {
-  readonly deliveries = new Map<string, Seen>();
-  readonly calls = new Map<CallName, number[]>();
-  /** How long couriers waited for a code to reach its stop's contact, once they needed it. */
-  readonly codeWaits: number[] = [];
-  readonly problems: string[] = [];
+/** Everything measured: the couriers' side, and the requests the gateway shed. */
+class Run extends CourierRun<Requested> {
   shed = 0;
-  finished = false;
 
-  time(name: CallName, ms: number): void {
-    const list = this.calls.get(name) ?? [];
-    list.push(ms);
-    this.calls.set(name, list);
-  }
-
-  /** The delivery's record, made by whichever side sees it first. */
-  seen(deliveryId: string): Seen {
-    let seen = this.deliveries.get(deliveryId);
-    if (!seen) {
-      seen = { accepted: 0 };
-      this.deliveries.set(deliveryId, seen);
-    }
-    return seen;
-  }
-
-  problem(what: string): void {
-    if (this.problems.length < 50) this.problems.push(what);
-  }
-
-  get delivered(): number {
-    let n = 0;
-    for (const seen of this.deliveries.values()) if (seen.deliveredAt !== undefined) n++;
-    return n;
-  }
-}
-
-/** Somewhere within about a kilometre of the pickup: where couriers wait for work. */
-function nearPickup(): { lat: number; lon: number } {
-  const jitter = () => randomInt(-900, 900) / 100_000;
-  return { lat: ORIGIN.lat + jitter(), lon: ORIGIN.lon + jitter() };
-}
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-/** The code SMS'd for a delivery's stop, once the stand-in has it (newest first). */
-async function codeSent(
-  sms: SmsProvider,
-  trackingId: string,
-  type: 'collection' | 'delivery',
-): Promise<string | undefined> {
-  const deadline = Date.now() + CODE_TIMEOUT_MS;
-  const pattern = new RegExp(`delivery ${trackingId}: your (?:new )?${type} code is (\\d{6})`);
-  while (Date.now() < deadline) {
-    for (let i = sms.requests.length - 1; i >= 0; i--) {
-      const found = pattern.exec(String(sms.requests[i].body.sms));
-      if (found) return found[1];
-    }
-    await sleep(100);
-  }
-  return undefined;
-}
-
-/** One courier's shift: free, it reports and polls; offered, it accepts and drives the delivery. */
-async function shift(url: string, courier: Courier, run: Run, sms: SmsProvider, deadline: number) {
-  const call = async (name: CallName, method: string, path: string, json?: unknown) => {
-    const t0 = performance.now();
-    const reply = await asCourier(url, courier, method, path, json);
-    run.time(name, performance.now() - t0);
-    return reply;
-  };
-  const expect200 = (name: CallName, reply: { status: number; text: string }) => {
-    if (reply.status === 200) return true;
-    run.problem(`courier ${courier.id} ${name}: ${reply.status} ${reply.text.slice(0, 200)}`);
-    return false;
-  };
-  let reportedAt = performance.now();
-  const report = async (at: { lat: number; lon: number }) => {
-    reportedAt = performance.now();
-    expect200('location', await call('location', 'POST', '/courier/location', at));
-  };
-
-  const drive = async (offer: Offer) => {
-    const seen = run.seen(offer.deliveryId);
-    const current = await call('current', 'GET', '/courier/deliveries/current');
-    if (!expect200('current', current)) return;
-    const trackingId = current.body?.data?.trackingId as string | undefined;
-    if (current.body?.data?.id !== offer.deliveryId || !trackingId) {
-      run.problem(
-        `courier ${courier.id} holds ${current.text.slice(0, 200)} after accepting ${offer.deliveryId}`,
-      );
-      return;
-    }
-    for (const step of STEPS) {
-      let body: unknown;
-      if (step === 'collected' || step === 'delivered') {
-        const type = step === 'collected' ? 'collection' : 'delivery';
-        const asked = performance.now();
-        const code = await codeSent(sms, trackingId, type);
-        run.codeWaits.push(performance.now() - asked);
-        if (!code) {
-          run.problem(`delivery ${offer.deliveryId}: no ${type} code was sent`);
-          return;
-        }
-        body = { code };
-      }
-      if (step === 'arrived-at-dropoff')
-        await report({ lat: DESTINATION.lat, lon: DESTINATION.lon });
-      const path = `/courier/deliveries/${offer.deliveryId}/${step}`;
-      const answer = await call(step, 'POST', path, body);
-      if (!expect200(step, answer)) return;
-      if (answer.body?.data?.status !== COURIER_STEPS[step]) {
-        run.problem(`delivery ${offer.deliveryId} ${step}: answered ${answer.text.slice(0, 200)}`);
-        return;
-      }
-    }
-    seen.deliveredAt = performance.now();
-    // Back where the work is: a courier freed near waiting searches wakes them.
-    await report(nearPickup());
-  };
-
-  while (!run.finished && Date.now() < deadline) {
-    if (performance.now() - reportedAt >= REPORT_EVERY_MS) await report(nearPickup());
-    const offers = await call('offers', 'GET', '/courier/offers');
-    if (!expect200('offers', offers)) {
-      await sleep(POLL_MS);
-      continue;
-    }
-    const offer = (offers.body.data as Offer[])[0];
-    if (!offer) {
-      await sleep(POLL_MS);
-      continue;
-    }
-    const seen = run.seen(offer.deliveryId);
-    seen.offeredAt ??= performance.now();
-    const accepted = await call('accept', 'POST', `/courier/offers/${offer.id}/accept`);
-    // 409: the offer ran out, or the delivery no longer needs a courier; the next poll goes on.
-    if (accepted.status === 409) continue;
-    if (!expect200('accept', accepted)) continue;
-    seen.accepted++;
-    seen.assignedAt = performance.now();
-    await drive(offer);
+  constructor() {
+    super(() => ({ accepted: 0 }));
   }
 }
 
@@ -308,7 +133,6 @@ async function requestAll(url: string, jobs: readonly FundedPackage[], run: Run)
   );
 }
 
-const ms = (values: number[], p: number) => percentile(values, p).toFixed(0).padStart(6);
 const seconds = (values: number[], p: number) =>
   (percentile(values, p) / 1000).toFixed(2).padStart(7);
 
@@ -330,17 +154,7 @@ function printTimes(run: Run): void {
   console.log(
     `  ${'a courier waited for a code SMS, once needed'.padEnd(52)} ${seconds(run.codeWaits, 50)} ${seconds(run.codeWaits, 99)}`,
   );
-  const reference = run.calls.get('location') ?? [];
-  const refP50 = percentile(reference, 50);
-  console.log(
-    '\ncourier calls (ms)              count    p50    p99   p50 against a location report',
-  );
-  for (const [name, values] of run.calls) {
-    const ratio = (percentile(values, 50) / refP50).toFixed(2);
-    console.log(
-      `  ${name.padEnd(28)} ${String(values.length).padStart(6)} ${ms(values, 50)} ${ms(values, 99)}   ${ratio}×`,
-    );
-  }
+  run.printCalls();
 }
 
 async function main(): Promise<number> {
@@ -395,7 +209,9 @@ async function main(): Promise<number> {
     const commandsBefore = DB_COMMANDS ? await dbCommands(nodes) : [];
     const cpuUsed = cpuFromNow(busyProcesses(nodes, groups));
     const started = performance.now();
-    const shifts = couriers.map((courier) => shift(url, courier, run, sms, deadline));
+    const codes = new CodeBook(sms);
+    const pace = { reportEveryMs: REPORT_EVERY_MS, pollMs: POLL_MS, deadline };
+    const shifts = couriers.map((courier) => shift(url, courier, run, codes, pace));
     await requestAll(url, jobs, run);
     const requested = (performance.now() - started) / 1000;
     // Done when every delivery made is delivered (or a courier call went wrong: then it waits
@@ -420,9 +236,8 @@ async function main(): Promise<number> {
       printDbCommands(commandsBefore, commandsAfter, Math.max(delivered, 1), 'a delivery');
     }
 
-    const problems = [...run.problems];
+    const problems = [...run.problems, ...run.acceptedTwice()];
     for (const [id, seen] of run.deliveries) {
-      if (seen.accepted > 1) problems.push(`delivery ${id} accepted ${seen.accepted} times`);
       if (seen.deliveredAt === undefined) {
         problems.push(`delivery ${id} not delivered within ${GIVE_UP_MS / 1000} s`);
       }

@@ -20,6 +20,8 @@ import { adminHeaders, createUserWithKey, request, type Reply } from '../test/su
 import { hasLabels, samplesIn } from '../test/support/metrics';
 import { fileOf, HEADS } from '../test/support/multipart';
 import { FAST_WEBHOOKS, WebhookReceiver } from '../test/support/webhook-receiver';
+import { courierAt } from '../test/support/couriers';
+import { startSmsProvider } from '../test/support/receivers';
 import {
   cpuTimeMs,
   dropDatabases,
@@ -32,6 +34,7 @@ import {
   BUILD_RUN,
   FROM_SOURCE,
   buildAsTheImage,
+  inParallel,
   option,
   requireInfrastructure,
   runMain,
@@ -40,6 +43,7 @@ import {
   stringOption,
   withDeployedNodeOptions,
 } from './bench-support';
+import { CodeBook, CourierRun, nearPickup, shift, type Seen } from './lib/courier-shift';
 import { deployedMemoryMb, memoryFit, requestFor } from './lib/manifests';
 import {
   GROWTH_MB_PER_MIN,
@@ -51,7 +55,7 @@ import { memoryParts, type MemoryParts } from './lib/smaps';
 import { ledgerSummary, reconcileWhenSettled, sweepEnv } from './lib/wallet-reconcile';
 
 showHelpIfAsked(`
-npm run bench:soak [-- --minutes M --interval S --connections C --cool-down D --tsx]
+npm run bench:soak [-- --minutes M --interval S --connections C --couriers N --cool-down D --tsx]
   (or: scripts/tsx scripts/bench-soak.ts ...; needs scripts/infra up && eval "$(scripts/infra env)")
 
 Builds the services as the image does (npm run build) and starts each, compiled, in its own
@@ -61,7 +65,10 @@ worker thread and every module's source map to each process). Prints each one's 
 memory (RSS) at rest, then runs a mixed load through the gateway for M minutes: Mode B
 quotes, package create/list/delete, wallet top-ups (admin credit), debits (delivery
 requests, then read) and reads, city searches, small file uploads, webhook registration
-(its owner's list read back, to hold the endpoint cap) and removal. Every S seconds it
+(its owner's list read back, to hold the endpoint cap) and removal; meanwhile N couriers
+near the pickup work as the courier app does (bench:run): they report every 5 s, poll
+their offers every second while free, accept, and take the requested deliveries to the
+door with the codes SMS'd to a Termii stand-in the script runs. Every S seconds it
 samples each process's RSS and prints the slowest answer since the last sample; at the end
 it prints the table and a verdict per process, and each process's RSS at rest and its
 highest against the memory its pod requests and is limited to in deploy/k8s (above the
@@ -100,12 +107,14 @@ refunded in full or became a delivery (the order service's sweep, which takes ov
 request 30 s old here, is given time to settle it), every balance adds up, and
 GET /admin/ledger/verify is clean.
 Exits 1 when an answer is a 5xx other than 503/504 (load shed), a process exits, the
-ledger does not match the answers, or a merchant's webhook endpoints were listed above
-WEBHOOK_MAX_ENDPOINTS.
+ledger does not match the answers, a merchant's webhook endpoints were listed above
+WEBHOOK_MAX_ENDPOINTS, a courier's call is answered other than as the courier app expects,
+or a delivery is accepted twice.
 
   --minutes M       minutes of load                        BENCH_MINUTES      10
   --interval S      seconds between RSS samples            BENCH_INTERVAL     30
   --connections C   requests under way at once             BENCH_CONNECTIONS  8
+  --couriers N      couriers at work beside them           BENCH_COURIERS     6
   --cool-down D     idle seconds before the last sample    BENCH_COOL_DOWN    60
   --heap-snapshots S  comma-separated processes (package,order) to take V8 heap snapshots
                     of, once an eighth into the load and once at its end, in a directory
@@ -127,6 +136,9 @@ const MINUTES = option('minutes', 10);
 const COOL_DOWN_S = option('cool-down', 60);
 const INTERVAL_S = option('interval', 30);
 const CONNECTIONS = option('connections', 8);
+const COURIERS = option('couriers', 6);
+/** As the courier app paces them (bench:run's defaults). */
+const COURIER_PACE = { reportEveryMs: 5000, pollMs: 1000 };
 const SNAPSHOTTED = new Set(
   (stringOption('heap-snapshots') ?? '')
     .split(',')
@@ -499,6 +511,7 @@ async function main(): Promise<number> {
   const iso = isolation();
   const nodes: NodeProcess[] = [];
   const receiver = new WebhookReceiver();
+  const sms = await startSmsProvider();
   const bare = await startBareServer();
   let stopping = false;
   const onSignal = () => {
@@ -512,6 +525,11 @@ async function main(): Promise<number> {
       QUOTA_LIMIT: '100000000',
       LOG_LEVEL: 'warn',
       ...FAST_WEBHOOKS,
+      // Staging, with its SMS to the stand-in: couriers need the stops' codes.
+      SMS_PROVIDER: 'termii',
+      TERMII_BASE_URL: sms.url,
+      TERMII_API_KEY: 'termii-soak-key',
+      TERMII_SENDER_ID: 'Waybill',
       ...sweepEnv(SWEEP),
     };
     for (const name of [...SNAPSHOTTED, ...BROKEN_DOWN]) {
@@ -621,8 +639,15 @@ async function main(): Promise<number> {
       endpoints,
       merchantFor,
     );
+    const couriers = await inParallel(Array.from({ length: COURIERS }), () =>
+      courierAt(url, nearPickup()),
+    );
+    const courierRun = new CourierRun<Seen>(() => ({ accepted: 0 }));
     const started = performance.now();
     const endAt = started + MINUTES * 60_000;
+    const codes = new CodeBook(sms);
+    const pace = { ...COURIER_PACE, deadline: Date.now() + MINUTES * 60_000 };
+    const shifts = couriers.map((courier) => shift(url, courier, courierRun, codes, pace));
     const minutes = () => (performance.now() - started) / 60_000;
     let next = 0;
     const exited = () =>
@@ -660,7 +685,8 @@ async function main(): Promise<number> {
     await sampler;
     // Bounded: a request still unanswered GIVE_UP_MS after the end is left behind.
     stopping = true;
-    await Promise.race([Promise.all(workers), sleep(GIVE_UP_MS)]);
+    courierRun.finished = true;
+    await Promise.race([Promise.all([...workers, ...shifts]), sleep(GIVE_UP_MS)]);
     const ranMin = minutes();
     const cpuS = processes.map((p, i) => (cpuTimeMs(p.pid) - cpuAtStart[i]) / 1000);
     await snapshot();
@@ -757,6 +783,11 @@ async function main(): Promise<number> {
         `${p.name.padEnd(28)} ${mb(atRestMb, 6)} ${mb(highestMb, 8)} ${mb(pod.request, 8)} ${mb(requestFor(highestMb), 6)} ${mb(pod.limit, 6)}  ${memoryFit({ atRestMb, highestMb }, pod) || 'fits'}`,
       );
     }
+    const offered = [...courierRun.deliveries.values()].filter((d) => d.offeredAt).length;
+    console.log(
+      `\n${COURIERS} couriers: ${offered} deliveries offered, ${courierRun.delivered} taken to the door of ${book.created.size} requested`,
+    );
+    courierRun.printCalls();
     console.log('\nAnswers by operation and status:');
     for (const [op, byStatus] of tally.counts) {
       const statuses = [...byStatus].map(([s, n]) => `${s || 'no answer'} × ${n}`).join(', ');
@@ -791,6 +822,12 @@ async function main(): Promise<number> {
       );
       return 1;
     }
+    const courierProblems = [...courierRun.problems, ...courierRun.acceptedTwice()];
+    if (courierProblems.length > 0) {
+      console.error('FAILED: the couriers were answered other than as expected:');
+      for (const p of courierProblems.slice(0, 20)) console.error(`  ${p}`);
+      return 1;
+    }
     if (ledger.mismatches.length > 0) {
       console.error('FAILED: the ledger does not match the answers:');
       for (const m of ledger.mismatches.slice(0, 20)) console.error(`  ${m}`);
@@ -801,6 +838,7 @@ async function main(): Promise<number> {
     bare.child.kill();
     await Promise.all(nodes.map((n) => n.stop()));
     await receiver.stop();
+    await sms.close();
     await dropDatabases(iso);
   }
 }
