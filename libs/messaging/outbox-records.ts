@@ -151,6 +151,28 @@ export class OutboxRecords<R extends StoredOutboxFields> {
     return found ? new Date(found.at) : null;
   }
 
+  /**
+   * Withdraws messages no longer worth sending (a proof code replaced by a newer one): each
+   * still PENDING and not under way is left SUPERSEDED, its place gone. Its next attempt is
+   * claimed first, as a sender would, so that no sender makes it; one a sender holds already
+   * goes out and is recorded as sent. The ids withdrawn.
+   */
+  async supersede(ids: readonly string[], at: Date, dropText: boolean): Promise<string[]> {
+    const withdrawn: string[] = [];
+    for (const id of ids) {
+      const message = await this.get(id);
+      if (message?.status !== 'PENDING') continue;
+      if (!(await this.claimAttempt(id, (message.attempts ?? 0) + 1, at))) continue;
+      await this.models().messages.updateOne(
+        { _id: id },
+        { $set: { status: 'SUPERSEDED', ...(dropText ? { text: null } : {}) } },
+      );
+      await this.models().places.deleteOne({ _id: id });
+      withdrawn.push(id);
+    }
+    return withdrawn;
+  }
+
   /** Records the attempt that sent the message; its place in the queue goes. */
   async markSent(id: string, attempt: number, dropText: boolean): Promise<void> {
     await this.models().messages.updateOne(

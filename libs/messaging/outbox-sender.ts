@@ -5,8 +5,11 @@ import { runInLanes } from '../lanes';
 import { Periodic } from '../periodic';
 import type { Channel, ChannelSender } from './channels';
 
-/** PENDING until sent; FAILED once its attempts are spent (the last error is kept). */
-export const OUTBOX_STATUSES = ['PENDING', 'SENT', 'FAILED'] as const;
+/**
+ * PENDING until sent; FAILED once its attempts are spent (the last error is kept); SUPERSEDED
+ * when a newer message made it pointless before it went (a proof code replaced).
+ */
+export const OUTBOX_STATUSES = ['PENDING', 'SENT', 'FAILED', 'SUPERSEDED'] as const;
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
 
 /** A message to a person as the sender needs it, whatever record its service keeps. */

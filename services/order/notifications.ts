@@ -19,7 +19,10 @@ export const NOTIFICATION_PURPOSES = [
 export type NotificationPurpose = (typeof NOTIFICATION_PURPOSES)[number];
 
 export interface NotificationRecord extends StoredOutboxFields {
-  /** `<deliveryId>:<purpose>:<channel>`: one message of a kind per delivery, ever. */
+  /**
+   * `<deliveryId>:<purpose>:<channel>`: one message of a kind per delivery, ever; a proof's
+   * later codes add `:<generation>`.
+   */
   _id: string;
   deliveryId: string;
   channel: Channel;
@@ -52,6 +55,10 @@ const PROOF_PURPOSE: Record<ProofType, NotificationPurpose> = {
   DELIVERY: 'DELIVERY_CODE',
 };
 
+/** The `_id` of a delivery's message of a kind on a channel: its `nth` (a proof's new code). */
+const messageId = (deliveryId: string, purpose: NotificationPurpose, channel: Channel, nth = 1) =>
+  `${deliveryId}:${purpose}:${channel}${nth > 1 ? `:${nth}` : ''}`;
+
 function toBoth(
   deliveryId: string,
   purpose: NotificationPurpose,
@@ -63,7 +70,7 @@ function toBoth(
   nth = 1,
 ): NotificationRecord[] {
   return CHANNELS.map((channel) => ({
-    _id: `${deliveryId}:${purpose}:${channel}${nth > 1 ? `:${nth}` : ''}`,
+    _id: messageId(deliveryId, purpose, channel, nth),
     deliveryId,
     channel,
     purpose,
@@ -93,6 +100,18 @@ export function proofCodeMessages(
   const fresh = generation > 1 ? 'new ' : '';
   const text = `Waybill delivery ${delivery.trackingId}: your ${fresh}${type.toLowerCase()} code is ${code}. Give it to the courier only ${moment}.`;
   return toBoth(delivery._id, PROOF_PURPOSE[type], contact, text, true, now, generation);
+}
+
+/** The messages that carried a proof's codes before its code `generation`. */
+export function earlierProofCodeMessageIds(
+  deliveryId: string,
+  type: ProofType,
+  generation: number,
+): string[] {
+  const earlier = Array.from({ length: generation - 1 }, (_, i) => i + 1);
+  return earlier.flatMap((nth) =>
+    CHANNELS.map((channel) => messageId(deliveryId, PROOF_PURPOSE[type], channel, nth)),
+  );
 }
 
 const CODE_IN_TEXT = /\bcode is (\d{6})\b/;

@@ -119,7 +119,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     logger: () => logger,
   });
   const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });
-  const proofs = new ProofChecks(store, config.order.proofCodeSecret);
+  const proofs = new ProofChecks(store, config.order.proofCodeSecret, config.appEnv === 'live');
   const courierRun = new CourierRun({ transitions, settlement, proofs });
   const simulator = new Simulator({
     store,
@@ -423,7 +423,7 @@ export function createOrderService(config: Config): ServiceDefinition {
           message: 'Proof code issued',
           summary: 'Issue a new proof code (an extension of the spec)',
           description:
-            'The old code stops working and the count of wrong codes starts again (a proof locks after 5 wrong codes). The new code is sent to the stop’s contact by SMS and e-mail, never answered. At most 6 codes per proof.',
+            'The old code stops working and the count of wrong codes starts again (a proof locks after 5 wrong codes). The new code is sent to the stop’s contact by SMS and e-mail, never answered; an earlier code’s messages not sent yet are withdrawn (SUPERSEDED in GET /admin/notifications). At most 6 codes per proof.',
           response: proofView,
           errors: {
             404: 'Delivery request not found; Proof not found on this delivery',

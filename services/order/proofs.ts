@@ -2,7 +2,7 @@ import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors
 import { hashProofCode, newProofCode, proofCodeMatches } from './codes';
 import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
 import { DELIVERY_STATUSES, type DeliveryStatus, type ScannedProof } from './lifecycle';
-import { contactAt, proofCodeMessages } from './notifications';
+import { contactAt, earlierProofCodeMessageIds, proofCodeMessages } from './notifications';
 import type { OrderStore } from './store';
 
 export const PROOF_NOT_FOUND = 'Proof not found on this delivery';
@@ -43,6 +43,8 @@ export class ProofChecks {
   constructor(
     private readonly store: OrderStore,
     private readonly secret: string,
+    /** Live: a withdrawn message's text (its dead code) is dropped, as a sent one's is. */
+    private readonly live: boolean,
   ) {}
 
   private async current(proof: ProofRecord): Promise<CurrentCode> {
@@ -83,7 +85,9 @@ export class ProofChecks {
   /**
    * The merchant's new code for a proof not given yet (the old code stops working, the count
    * of wrong codes starts again): sent to the stop's contact through the outbox, never
-   * answered. 404 for a proof not on the delivery, 409 once it can no longer be given.
+   * answered; the earlier codes' messages not sent yet are withdrawn (a dead code would
+   * only mislead the person). 404 for a proof not on the delivery, 409 once it can no longer
+   * be given.
    */
   async issueAgain(
     delivery: DeliveryRecord,
@@ -103,9 +107,12 @@ export class ProofChecks {
     );
     if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
     const { code, generation } = await this.reissue(proof);
+    const now = new Date();
     await this.store.enqueue(
-      proofCodeMessages(delivery, proof.type, code, contactAt(stop), new Date(), generation),
+      proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation),
     );
+    const earlier = earlierProofCodeMessageIds(delivery._id, proof.type, generation);
+    await this.store.supersedeMessages(earlier, now, this.live);
     return proof;
   }
 

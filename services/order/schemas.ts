@@ -311,7 +311,7 @@ export const notificationView = view('Notification', {
   status: Joi.string()
     .valid(...OUTBOX_STATUSES)
     .description(
-      'PENDING until sent (retried with a growing wait); FAILED once its attempts are spent',
+      'PENDING until sent (retried with a growing wait); FAILED once its attempts are spent; SUPERSEDED when a newer proof code replaced it before it went',
     ),
   attempts: Joi.number().integer().min(0).description('Attempts made to send it'),
   lastError: Joi.string()

@@ -529,6 +529,11 @@ export class OrderStore {
     await this.notifications.enqueue(messages.map(markedRecorded));
   }
 
+  /** Withdraws messages not sent yet that a newer one made pointless (libs/messaging). */
+  supersedeMessages(ids: readonly string[], at: Date, dropText: boolean): Promise<string[]> {
+    return this.notifications.supersede(ids, at, dropText);
+  }
+
   /** A delivery's notifications, oldest first: its list, then each by `_id`. */
   async notificationsOf(deliveryId: string): Promise<NotificationRecord[]> {
     const ids: string[] = [];

@@ -1,11 +1,13 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { ServiceBroker } from 'moleculer';
 import type { Connection } from 'mongoose';
 import { loadConfig } from '../../libs/config';
 import type { ChannelSender } from '../../libs/messaging/channels';
 import { OutboxSender } from '../../libs/messaging/outbox-sender';
 import { notificationOutbox } from '../../services/order/notification-outbox';
+import type { DeliveryRecord, StoredAddress } from '../../services/order/delivery-record';
 import { proofCodeMessages } from '../../services/order/notifications';
+import { ProofChecks } from '../../services/order/proofs';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
 import {
@@ -373,5 +375,97 @@ describe('senders sharing an outbox', () => {
     expect(await store.notifications.get(lost._id)).toMatchObject({ status: 'SENT', attempts: 2 });
     expect(sent).toEqual([`${lost.recipient} ${lost.text}`]);
     expect(await store.notifications.attemptClaimedAt(lost._id, 2)).not.toBeNull();
+  });
+
+  /**
+   * A delivery at the pickup whose sender was sent (or is being sent) their first collection
+   * code, and the merchant's way to issue another.
+   */
+  async function codeReissue(live: boolean) {
+    const deliveryId = randomUUID();
+    const proofId = randomUUID();
+    const tag = String(randomInt(1e7, 1e8));
+    const contact = { name: 'Ada', phone: `+23481${tag}`, email: `ada-${tag}@example.com` };
+    const delivery = {
+      _id: deliveryId,
+      trackingId: `P2P-${deliveryId.slice(0, 8)}`,
+      originId: `${deliveryId}:origin`,
+      destinationId: `${deliveryId}:destination`,
+      lifecycle: { status: 'ARRIVED_AT_PICKUP' },
+      proofs: [{ id: proofId, type: 'COLLECTION', codeHash: 'first', scannedAt: null }],
+    } as unknown as DeliveryRecord;
+    const origin = {
+      fields: {
+        contactName: contact.name,
+        contactPhone: contact.phone,
+        contactEmail: contact.email,
+      },
+    } as unknown as StoredAddress;
+    const addresses = new Map([[delivery.originId, origin]]);
+    const first = proofCodeMessages(delivery, 'COLLECTION', '111111', contact, new Date());
+    await store.enqueue(first);
+    const proofs = new ProofChecks(store, 'proof-secret-for-the-test', live);
+    return { first, issueAgain: () => proofs.issueAgain(delivery, proofId, addresses) };
+  }
+
+  it('withdraw a proof code replaced before it went: only the new code reaches the person', async () => {
+    const { first, issueAgain } = await codeReissue(false);
+    await issueAgain();
+    const sent: string[] = [];
+    await senderOver(sent).sendDue(new Date());
+    expect(sent).toHaveLength(2);
+    for (const line of sent) expect(line).toMatch(/your new collection code is \d{6}/);
+    for (const m of first) {
+      expect(await store.notifications.get(m._id)).toMatchObject({
+        status: 'SUPERSEDED',
+        sentAt: null,
+        text: m.text, // staging keeps what it would have said
+      });
+    }
+    // Live drops the dead code as it drops a sent one's.
+    const inLive = await codeReissue(true);
+    await inLive.issueAgain();
+    for (const m of inLive.first) {
+      expect(await store.notifications.get(m._id)).toMatchObject({
+        status: 'SUPERSEDED',
+        text: null,
+      });
+    }
+  });
+
+  it('send a replaced code once or withdraw it, never both, while senders race the merchant', async () => {
+    const reissues = await Promise.all(Array.from({ length: 12 }, () => codeReissue(false)));
+    const sent: string[] = [];
+    const senders = [senderOver(sent), senderOver(sent)];
+    await Promise.all([
+      ...senders.map((s) => s.sendDue(new Date())),
+      ...reissues.map((r) => r.issueAgain()),
+    ]);
+    // Whatever a sender held when it was withdrawn has been recorded; the new codes go now.
+    for (let round = 0; round < 2; round++) await senders[round].sendDue(new Date());
+
+    // What reached this test's people (an earlier test's new codes may have gone too).
+    const firsts = reissues.flatMap((r) => r.first);
+    const ours = new Set(firsts.map((m) => m.recipient));
+    const reached = sent.filter((line) => ours.has(line.slice(0, line.indexOf(' '))));
+    let firstSent = 0;
+    for (const m of firsts) {
+      const record = await store.notifications.get(m._id);
+      const times = reached.filter((line) => line === `${m.recipient} ${m.text}`).length;
+      if (record?.status === 'SENT') {
+        firstSent++;
+        expect(times).toBe(1);
+      } else {
+        expect(record?.status).toBe('SUPERSEDED');
+        expect(times).toBe(0);
+      }
+      // Each person's new code, once.
+      const fresh = reached.filter(
+        (line) => line.startsWith(`${m.recipient} `) && line !== `${m.recipient} ${m.text}`,
+      );
+      expect(fresh).toHaveLength(1);
+      expect(fresh[0]).toMatch(/your new collection code is \d{6}/);
+    }
+    expect(reached).toHaveLength(firstSent + firsts.length);
   });
 });

@@ -119,3 +119,25 @@ it('queues the messages stored before places existed, once', async () => {
   await records.placeStoredMessages();
   expect(ids(await records.due(new Date(), 50))).toEqual(ids(old));
 });
+
+it('withdraws only messages still PENDING and not under way, taking them off the queue', async () => {
+  const now = new Date();
+  const [waiting, retrying, held, sent] = Array.from({ length: 4 }, () => message(now));
+  await records.enqueue([waiting, retrying, held, sent]);
+  await records.markAttemptFailed(retrying._id, 1, 'provider busy', new Date(+now + 60_000), false);
+  await records.claimAttempt(held._id, 1, now); // a sender is at work on it
+  await records.markSent(sent._id, 1, false);
+
+  const all = ids([waiting, retrying, held, sent]);
+  const withdrawn = await records.supersede(all, now, true);
+  expect(withdrawn.sort()).toEqual(ids([waiting, retrying]).sort());
+  for (const m of [waiting, retrying]) {
+    expect(await records.get(m._id)).toMatchObject({ status: 'SUPERSEDED', text: null });
+  }
+  expect(await records.get(held._id)).toMatchObject({ status: 'PENDING', text: held.text });
+  expect(await records.get(sent._id)).toMatchObject({ status: 'SENT' });
+  // Off the queue: only the held one is still due, for its sender to record.
+  expect(ids(await records.due(new Date(+now + 120_000), 50))).toEqual([held._id]);
+  // Withdrawing again changes nothing.
+  expect(await records.supersede(all, now, true)).toEqual([]);
+});
