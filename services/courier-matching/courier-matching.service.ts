@@ -172,10 +172,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       getCourier: implement('courier-matching.getCourier', {
         visibility: 'public',
         params: courierIdParams,
-        async handler(ctx) {
-          const record = await store.find(ctx.params.courierId);
-          return record ? locations.view(record) : null;
-        },
+        handler: (ctx) => locations.viewById(ctx.params.courierId),
       }),
 
       /** Internal: the couriers on a merchant's own list, by default the active ones only. */

@@ -22,6 +22,12 @@ export interface DirectoryEntry {
  */
 export const DIRECTORY_CACHE_MS = 30_000;
 
+/**
+ * Profiles kept for other services' views of a courier (order asks for one with every change
+ * of a delivery the courier carries): enough for the couriers on deliveries at once.
+ */
+const PROFILE_CACHE_ENTRIES = 5_000;
+
 export const COURIER_RETIRED =
   'This courier is retired (inactive): its location is not taken. An operator can make it active again';
 
@@ -44,6 +50,8 @@ export interface CourierLocationsDeps {
  */
 export class CourierLocations {
   private readonly directory: LookupCache<DirectoryEntry>;
+  /** Whole records, for the views other services ask for; dropped with the directory's entry. */
+  private readonly profiles: LookupCache<CourierRecord>;
 
   constructor(private readonly deps: CourierLocationsDeps) {
     this.directory = new LookupCache({
@@ -53,6 +61,14 @@ export class CourierLocations {
         return record ? toEntry(record) : null;
       },
       maxEntries: 50_000,
+    });
+    this.profiles = new LookupCache({
+      cacheMs: DIRECTORY_CACHE_MS,
+      lookup: (courierId) => deps.store.find(courierId),
+      maxEntries: PROFILE_CACHE_ENTRIES,
+      // A courier not there yet (the sandbox's virtual one, looked for until it is made) is
+      // looked up again each time.
+      maxNegativeEntries: 0,
     });
   }
 
@@ -79,6 +95,7 @@ export class CourierLocations {
   /** Another replica (or this one) changed a courier's entry: read it afresh next time. */
   forget(courierId: string): void {
     this.directory.forget(courierId);
+    this.profiles.forget(courierId);
   }
 
   /**
@@ -86,7 +103,7 @@ export class CourierLocations {
    * is logged, not answered: the change is made, and the next report carries it.
    */
   async directoryChanged(after: CourierRecord): Promise<void> {
-    this.directory.forget(after._id);
+    this.forget(after._id);
     await this.applyEntry(after._id, toEntry(after));
   }
 
@@ -116,5 +133,15 @@ export class CourierLocations {
   async view(record: CourierRecord): Promise<CourierView> {
     const [view] = await this.views([record]);
     return view;
+  }
+
+  /**
+   * A courier's view for another service, null when there is none: the profile as cached
+   * (a change made through this service drops it everywhere, DIRECTORY_CACHE_MS bounds the
+   * rest), the position live from Redis (the stored one, as cached, only when Redis has none).
+   */
+  async viewById(courierId: string): Promise<CourierView | null> {
+    const record = await this.profiles.get(courierId);
+    return record ? this.view(record) : null;
   }
 }

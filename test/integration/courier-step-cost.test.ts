@@ -1,7 +1,7 @@
 import type mongoose from 'mongoose';
 import { eventSequence } from '../../services/order/webhook-events';
-import { credit, ORIGIN, proofCodeSent } from '../support/deliveries';
-import { createUserWithKey } from '../support/http';
+import { credit, getDelivery, ORIGIN, proofCodeSent } from '../support/deliveries';
+import { adminHeaders, createUserWithKey, request } from '../support/http';
 import { acceptedDelivery, asCourier, courierAt, type Courier } from '../support/couriers';
 import { samples, type Sample } from '../support/metrics';
 import {
@@ -45,12 +45,12 @@ afterAll(async () => {
 
 const base = () => node.url;
 
-/** The order database's commands so far, by `<collection> <command>`. */
-async function orderCommands(): Promise<Map<string, number>> {
+/** A service database's commands so far, by `<collection> <command>`. */
+async function commandsOf(service: string): Promise<Map<string, number>> {
   const all: Sample[] = await samples(node.opsUrl, 'waybill_db_commands_total');
   const counts = new Map<string, number>();
   for (const s of all) {
-    if (!s.labels.database.endsWith('_order') || !s.labels.collection) continue;
+    if (!s.labels.database.endsWith(`_${service}`) || !s.labels.collection) continue;
     const key = `${s.labels.collection} ${s.labels.command}`;
     counts.set(key, (counts.get(key) ?? 0) + s.value);
   }
@@ -83,6 +83,7 @@ it('a courier step reads its delivery and its transitions no more than it must, 
 
   const steps = ['arrived-at-pickup', 'collected', 'in-transit', 'arrived-at-dropoff', 'delivered'];
   const costs: Record<string, number>[] = [];
+  const matchingBefore = await commandsOf('matching');
   for (const step of steps) {
     const code =
       step === 'collected'
@@ -90,15 +91,27 @@ it('a courier step reads its delivery and its transitions no more than it must, 
         : step === 'delivered'
           ? await codeSent(deliveryId, 'DELIVERY_CODE')
           : undefined;
-    const before = await orderCommands();
+    const before = await commandsOf('order');
     const path = `/courier/deliveries/${deliveryId}/${step}`;
     const answer = await asCourier(base(), courier, 'POST', path, code ? { code } : undefined);
     expect(answer.status).toBe(200);
-    costs.push(sent(before, await orderCommands()));
+    costs.push(sent(before, await commandsOf('order')));
     // Its event went with the delivery as this step left it.
     const latest = (await eventsOf(deliveryId)).at(-1);
     expect(latest?.data).toMatchObject({ status: answer.body.data.status });
   }
+  // Each step's events show the courier (order asks matching for the view): the profile is
+  // read once in the run, not again with every change.
+  const matching = sent(matchingBefore, await commandsOf('matching'));
+  expect(matching['couriers find'] ?? 0).toBeLessThanOrEqual(1);
+  // A change to the courier shows at once all the same (the change drops the cached profile).
+  const renamed = await request(base(), 'PATCH', `/admin/couriers/${courier.id}`, {
+    headers: adminHeaders,
+    json: { name: 'Renamed Courier' },
+  });
+  expect(renamed.status).toBe(200);
+  const read = await getDelivery(base(), merchant, deliveryId);
+  expect(read.body.data.courier).toMatchObject({ name: 'Renamed Courier' });
   for (const cost of costs) {
     // The courier's hold on the delivery, which the change starts from, and the projection's
     // check that it only moves forward.
