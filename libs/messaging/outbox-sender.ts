@@ -172,8 +172,12 @@ export class OutboxSender {
       );
       return 'attempted';
     }
-    // Read again once claimed: a message sent after the list was read is not sent twice.
-    const current = await store.get(message._id);
+    // Every change to a message PENDING when the list was read (sent, failed, withdrawn) is
+    // made by whoever claimed an attempt after the ones it had then; so when this sender
+    // claimed the very next one, the message is as read. After passing over an attempt whose
+    // sender stopped, it is read again: that sender may have recorded it sent after all.
+    const current =
+      attempt === (message.attempts ?? 0) + 1 ? message : await store.get(message._id);
     if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) {
       return 'done';
     }

@@ -188,6 +188,36 @@ describe('OutboxSender', () => {
     expect(writes).toEqual(['sent other 1', 'sent old-code 1', 'sent new-code 1']);
   });
 
+  it('sends what it listed without reading it again when it claims the next attempt', async () => {
+    const { store, writes } = memoryOutbox([message(), message({ _id: 'm2' })]);
+    const reads: string[] = [];
+    const counted: OutboxStore = {
+      ...store,
+      get: async (id) => {
+        reads.push(id);
+        return store.get(id);
+      },
+    };
+    await senderOver(counted, { send: async () => undefined }, 'staging').sendDue(new Date());
+    expect(writes).toEqual(['sent m1 1', 'sent m2 1']);
+    expect(reads).toEqual([]);
+  });
+
+  it('reads a message again after passing over a stopped sender’s attempt: sent after all, it is not sent twice', async () => {
+    const { store, writes, claims } = memoryOutbox([message()]);
+    // The list as read before that sender recorded it sent.
+    const listed = { ...message() };
+    const stale: OutboxStore = { ...store, due: async () => [listed] };
+    claims.set('m1:1', new Date(Date.now() - 60 * 60_000));
+    await store.markSent('m1', 1, false);
+    const sent: OutgoingMessage[] = [];
+    await senderOver(stale, { send: async (m) => void sent.push(m) }, 'staging').sendDue(
+      new Date(),
+    );
+    expect(sent).toEqual([]);
+    expect(writes).toEqual(['sent m1 1']);
+  });
+
   it('lets go of what its channels keep open when it stops', async () => {
     const closed: string[] = [];
     const sender = new OutboxSender({
