@@ -15,7 +15,12 @@ import {
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
 import type { OfferRecord, SearchEndRecord, SearchRecord, SearchStore } from './search-store';
-import { WaitingSearches, sweepTurn, type SearchCounts } from './waiting-searches';
+import {
+  WaitingSearches,
+  sweepTurn,
+  type SearchCounts,
+  type WaitingSearch,
+} from './waiting-searches';
 
 export const OFFER_NOT_FOUND = 'Offer not found';
 
@@ -83,8 +88,11 @@ export interface OfferView {
 export class Searches {
   /** Where the next sweep's window starts among the running searches. */
   private sweepCursor = 0;
-  /** The searches that found nobody in reach, each stepped again after a wait (decision 93). */
-  private readonly waiting: WaitingSearches;
+  /**
+   * The searches that found nobody in reach, each stepped again after a wait (decision 93),
+   * with the record its last step read when that step made no offer (`advance`).
+   */
+  private readonly waiting: WaitingSearches<WaitingSearch & { unoffered?: SearchRecord }>;
 
   constructor(private readonly deps: SearchDeps) {
     this.waiting = new WaitingSearches({
@@ -163,10 +171,18 @@ export class Searches {
 
   async advance(deliveryId: string, now = new Date()): Promise<void> {
     this.waiting.stepping(deliveryId, now.getTime());
+    // A search whose last step found nobody in reach, with no offer made: most of its steps
+    // find nobody again, and for that its record as then read is enough (all but `offers` and
+    // `tried` are fixed at its start, and both stay empty until an offer is made). With
+    // someone in reach, it is read afresh: another matcher may have made an offer since.
+    const unoffered = this.waiting.filedSearch(deliveryId)?.unoffered;
+    const reachBefore = unoffered && (await this.reachWhileWaiting(unoffered, now));
+    if (unoffered && reachBefore?.length === 0) return this.waitForCourier(unoffered, now, true);
     const search = await this.store.search(deliveryId);
     if (!search) return;
-    const reach = await this.reachWhileWaiting(search, now);
-    if (reach?.length === 0) return this.waitForCourier(search, now);
+    const reach =
+      reachBefore && search.offers === 0 ? reachBefore : await this.reachWhileWaiting(search, now);
+    if (reach?.length === 0) return this.waitForCourier(search, now, true);
     const ended = await this.store.end(deliveryId);
     if (ended) return this.finishEnded(search, ended);
     const offers = await this.offers(search);
@@ -206,9 +222,10 @@ export class Searches {
 
   /**
    * The search found nobody in reach: the sweep steps it again after a wait that grows with
-   * each such step, at the latest when its radius grows or its time is up.
+   * each such step, at the latest when its radius grows or its time is up. `unoffered`: the
+   * record was read with no offer made, and the next step may start from it.
    */
-  private waitForCourier(search: SearchRecord, now: Date): void {
+  private waitForCourier(search: SearchRecord, now: Date, unoffered = false): void {
     const { reach } = this.deps.settings;
     const started = search.startedAt.getTime();
     const widening = nextWideningMs(reach, now.getTime() - started);
@@ -218,6 +235,7 @@ export class Searches {
         id: search._id,
         pickup: search.pickup,
         radiusKmAt: (at) => searchRadiusKm(reach, at - started),
+        ...(unoffered ? { unoffered: search } : {}),
       },
       now.getTime(),
       widening === undefined ? timeUp : Math.min(timeUp, started + widening),

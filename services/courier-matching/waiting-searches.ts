@@ -99,18 +99,19 @@ export interface SearchCounts {
   awaiting_answer: number;
 }
 
-interface Waiting {
+interface Waiting<S extends WaitingSearch> {
   dueAt: number;
   /** Steps in a row that found nobody to offer to; 0 while an offer is open. */
   idleSteps: number;
   /** Filed by its pickup while it waits for a courier; not while its offer is open. */
-  filed?: WaitingSearch & { bucket: string };
+  filed?: S & { bucket: string };
   /** When a courier was last reported or set free within its reach. */
   wokenAt?: number;
 }
 
-export class WaitingSearches {
-  private readonly waiting = new Map<string, Waiting>();
+/** `S`: what the searches' owner files with each search waiting for a courier. */
+export class WaitingSearches<S extends WaitingSearch = WaitingSearch> {
+  private readonly waiting = new Map<string, Waiting<S>>();
   private readonly byBucket = new Map<string, Set<string>>();
 
   /**
@@ -148,7 +149,7 @@ export class WaitingSearches {
    * last such step, but not past `changesAt` (ms since the epoch: its radius grows, or its
    * time is up), and not at all when a courier came within its reach while the step ran.
    */
-  foundNobody(search: WaitingSearch, now: number, changesAt?: number): void {
+  foundNobody(search: S, now: number, changesAt?: number): void {
     const known = this.waiting.get(search.id);
     const idleSteps = (known?.idleSteps ?? 0) + 1;
     let dueAt = now + this.waitOf(backoffMs(idleSteps, this.waits));
@@ -183,7 +184,12 @@ export class WaitingSearches {
     this.unfile(id, entry);
   }
 
-  private unfile(id: string, entry: Waiting | undefined): void {
+  /** The search as filed by its last step, while it waits for a courier. */
+  filedSearch(id: string): S | undefined {
+    return this.waiting.get(id)?.filed;
+  }
+
+  private unfile(id: string, entry: Waiting<S> | undefined): void {
     if (!entry?.filed) return;
     const inBucket = this.byBucket.get(entry.filed.bucket);
     inBucket?.delete(id);
