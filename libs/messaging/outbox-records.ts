@@ -6,11 +6,14 @@ import type { OutboxMessage, OutboxStatus, OutboxStore } from './outbox-sender';
 /** The claim of a message's attempt `n`: whoever inserts it makes that attempt. */
 export const attemptId = (messageId: string, attempt: number) => `${messageId}:${attempt}`;
 
+/** Beside the attempts' claims: the message was withdrawn, and no later attempt is made. */
+const withdrawalId = (messageId: string) => `${messageId}:withdrawn`;
+
 /** What every stored message to people has, whatever else its service keeps on it. */
 export interface StoredOutboxFields {
   _id: string;
   status: OutboxStatus;
-  /** Null once sent in live, or once FAILED there. */
+  /** Null once sent in live, or once FAILED or SUPERSEDED there. */
   text: string | null;
   createdAt: Date;
   sentAt: Date | null;
@@ -152,25 +155,38 @@ export class OutboxRecords<R extends StoredOutboxFields> {
   }
 
   /**
-   * Withdraws messages no longer worth sending (a proof code replaced by a newer one): each
-   * still PENDING and not under way is left SUPERSEDED, its place gone. Its next attempt is
-   * claimed first, as a sender would, so that no sender makes it; one a sender holds already
-   * goes out and is recorded as sent. The ids withdrawn.
+   * Withdraws messages no longer worth sending (a proof code replaced by a newer one). Each
+   * still PENDING is marked withdrawn, then its next attempt is claimed, as a sender would:
+   * claimed, it is left SUPERSEDED at once, its place gone. One a sender holds already goes out
+   * if that attempt succeeds; should it fail, or its sender stop, the next attempt's sender
+   * finds the mark and records it SUPERSEDED instead (`OutboxSender`). The ids left SUPERSEDED
+   * now.
    */
   async supersede(ids: readonly string[], at: Date, dropText: boolean): Promise<string[]> {
     const withdrawn: string[] = [];
     for (const id of ids) {
       const message = await this.get(id);
       if (message?.status !== 'PENDING') continue;
+      await insertOnce(() => this.models().attempts.create({ _id: withdrawalId(id), at }));
       if (!(await this.claimAttempt(id, (message.attempts ?? 0) + 1, at))) continue;
-      await this.models().messages.updateOne(
-        { _id: id },
-        { $set: { status: 'SUPERSEDED', ...(dropText ? { text: null } : {}) } },
-      );
-      await this.models().places.deleteOne({ _id: id });
+      await this.markWithdrawn(id, dropText);
       withdrawn.push(id);
     }
     return withdrawn;
+  }
+
+  /** Whether the message was withdrawn (`supersede`) while a sender held it. */
+  async isWithdrawn(id: string): Promise<boolean> {
+    return (await this.models().attempts.exists({ _id: withdrawalId(id) })) !== null;
+  }
+
+  /** Records the message SUPERSEDED, by the holder of its next attempt; its place goes. */
+  async markWithdrawn(id: string, dropText: boolean): Promise<void> {
+    await this.models().messages.updateOne(
+      { _id: id },
+      { $set: { status: 'SUPERSEDED', ...(dropText ? { text: null } : {}) } },
+    );
+    await this.models().places.deleteOne({ _id: id });
   }
 
   /** Records the attempt that sent the message; its place in the queue goes. */
@@ -241,6 +257,8 @@ export function outboxStoreOver<R extends StoredOutboxFields>(
     claimAttempt: (id, attempt, at) => records.claimAttempt(id, attempt, at),
     attemptClaimedAt: (id, attempt) => records.attemptClaimedAt(id, attempt),
     markSent: (id, attempt, dropText) => records.markSent(id, attempt, dropText),
+    isWithdrawn: (id) => records.isWithdrawn(id),
+    markWithdrawn: (id, dropText) => records.markWithdrawn(id, dropText),
     markAttemptFailed: (id, attempt, error, retryAt, dropText) =>
       records.markAttemptFailed(id, attempt, error, retryAt, dropText),
   };

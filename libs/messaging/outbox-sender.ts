@@ -45,6 +45,10 @@ export interface OutboxStore {
   /** When attempt `n` of a message was claimed, or null when it never was. */
   attemptClaimedAt(id: string, attempt: number): Promise<Date | null>;
   markSent(id: string, attempt: number, dropText: boolean): Promise<void>;
+  /** Whether the message was withdrawn while a sender held its attempt. */
+  isWithdrawn(id: string): Promise<boolean>;
+  /** Records the message SUPERSEDED (by the holder of its next attempt). */
+  markWithdrawn(id: string, dropText: boolean): Promise<void>;
   /** The message waits until `retryAt`, or is FAILED when null; only a message still PENDING. */
   markAttemptFailed(
     id: string,
@@ -172,13 +176,17 @@ export class OutboxSender {
       );
       return 'attempted';
     }
-    // Every change to a message PENDING when the list was read (sent, failed, withdrawn) is
-    // made by whoever claimed an attempt after the ones it had then; so when this sender
-    // claimed the very next one, the message is as read. After passing over an attempt whose
-    // sender stopped, it is read again: that sender may have recorded it sent after all.
-    const current =
-      attempt === (message.attempts ?? 0) + 1 ? message : await store.get(message._id);
+    // A message's first attempt, claimed: nobody attempted it before, so nobody can have
+    // recorded it since it was listed. Any later attempt (a retry, or one passing over a
+    // sender that stopped or outlived its lease) reads it again first: it may have been sent
+    // after all, or withdrawn while its earlier attempt was under way.
+    const first = attempt === 1 && (message.attempts ?? 0) === 0;
+    const current = first ? message : await store.get(message._id);
     if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) {
+      return 'done';
+    }
+    if (!first && (await store.isWithdrawn(current._id))) {
+      await store.markWithdrawn(current._id, this.live);
       return 'done';
     }
     if (!current.recipient || current.text === null) {

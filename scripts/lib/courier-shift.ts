@@ -11,6 +11,7 @@ import { asCourier, type Courier, type Offer } from '../../test/support/couriers
 import { DESTINATION, ORIGIN } from '../../test/support/deliveries';
 import { percentile } from '../../test/support/load';
 import type { SmsProvider } from '../../test/support/receivers';
+import { SHED_STATUSES } from './wallet-reconcile';
 
 /**
  * The steps a courier takes a delivery through after accepting it, in order; each answer must
@@ -51,6 +52,8 @@ export class CourierRun<S extends Seen = Seen> {
   /** How long couriers waited for a code to reach its stop's contact, once they needed it. */
   readonly codeWaits: number[] = [];
   readonly problems: string[] = [];
+  /** Courier calls answered as load (503, 504, none) and tried again. */
+  shedCalls = 0;
   /** Set to end every shift once its courier is free (a delivery under way is finished first). */
   finished = false;
 
@@ -87,7 +90,7 @@ export class CourierRun<S extends Seen = Seen> {
     const ms = (values: number[], p: number) => percentile(values, p).toFixed(0).padStart(6);
     const refP50 = percentile(this.calls.get('location') ?? [], 50);
     console.log(
-      '\ncourier calls (ms)              count    p50    p99   p50 against a location report',
+      `\ncourier calls (ms), ${this.shedCalls} answered as load and tried again\n                                 count    p50    p99   p50 against a location report`,
     );
     for (const [name, values] of this.calls) {
       const ratio = (percentile(values, 50) / refP50).toFixed(2);
@@ -125,10 +128,17 @@ export class CodeBook {
 
   constructor(private readonly sms: SmsProvider) {}
 
-  /** The code SMS'd for a delivery's stop, once the stand-in has it; undefined if it never came. */
-  async codeFor(trackingId: string, type: CodeType): Promise<string | undefined> {
+  /**
+   * The code SMS'd for a delivery's stop, once the stand-in has it; undefined if it never came,
+   * or once `stop` says to stop waiting.
+   */
+  async codeFor(
+    trackingId: string,
+    type: CodeType,
+    stop: () => boolean,
+  ): Promise<string | undefined> {
     const deadline = Date.now() + CODE_TIMEOUT_MS;
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline && !stop()) {
       this.catchUp();
       const code = this.codes.get(`${trackingId} ${type}`);
       if (code) return code;
@@ -154,7 +164,18 @@ export interface ShiftPace {
   deadline: number;
 }
 
-/** One courier's shift: free, it reports and polls; offered, it accepts and drives the delivery. */
+/** The statuses of `STEPS`, in order: a delivery at one of them has taken the steps up to it. */
+const STEP_STATUSES: readonly string[] = STEPS.map((step) => COURIER_STEPS[step]);
+
+/** A courier call's answer, or the lack of one (status 0). */
+type Reply = Omit<Awaited<ReturnType<typeof asCourier>>, 'headers'>;
+
+/**
+ * One courier's shift: free, it reports and polls; offered, it accepts and drives the delivery.
+ * An answer of load (503, 504, none) is tried again after a poll's pause, as the courier app
+ * would; a step's, once the delivery's status says it did not go through (a step repeated
+ * answers 409).
+ */
 export async function shift(
   url: string,
   courier: Courier,
@@ -162,15 +183,30 @@ export async function shift(
   codes: CodeBook,
   pace: ShiftPace,
 ): Promise<void> {
-  const call = async (name: CallName, method: string, path: string, json?: unknown) => {
+  const once = async (name: CallName, method: string, path: string, json?: unknown) => {
     const t0 = performance.now();
-    const reply = await asCourier(url, courier, method, path, json).catch((error: unknown) => ({
-      status: 0,
-      text: String(error),
-      body: undefined,
-    }));
+    const reply: Reply = await asCourier(url, courier, method, path, json).catch(
+      (error: unknown) => ({ status: 0, text: String(error), body: undefined }),
+    );
     run.time(name, performance.now() - t0);
     return reply;
+  };
+  /** A call tried again while shed; `wentThrough` tells whether a shed one did after all. */
+  const call = async (
+    name: CallName,
+    method: string,
+    path: string,
+    json?: unknown,
+    wentThrough?: () => Promise<Reply | undefined>,
+  ): Promise<Reply> => {
+    for (;;) {
+      const reply = await once(name, method, path, json);
+      if (!SHED_STATUSES.has(reply.status)) return reply;
+      run.shedCalls++;
+      await sleep(pace.pollMs);
+      const answered = await wentThrough?.();
+      if (answered) return answered;
+    }
   };
   const expect200 = (name: CallName, reply: { status: number; text: string }) => {
     if (reply.status === 200) return true;
@@ -182,15 +218,32 @@ export async function shift(
     reportedAt = performance.now();
     expect200('location', await call('location', 'POST', '/courier/location', at));
   };
+  const current = () => call('current', 'GET', '/courier/deliveries/current');
+  /**
+   * The delivery as it stands when `step` went through, as a step's answer would show it;
+   * undefined when it did not. Once delivered, the courier holds nothing.
+   */
+  const stepTaken = (deliveryId: string, step: CourierStep) => async () => {
+    const held = await current();
+    const data = held.body?.data;
+    if (held.status !== 200) return undefined;
+    if (data?.id !== deliveryId) {
+      return step === 'delivered'
+        ? { ...held, body: { data: { status: 'DELIVERED' } } }
+        : undefined;
+    }
+    const at = STEP_STATUSES.indexOf(data.status);
+    return at >= STEP_STATUSES.indexOf(COURIER_STEPS[step]) ? held : undefined;
+  };
 
   const drive = async (offer: Offer) => {
     const seen = run.seen(offer.deliveryId);
-    const current = await call('current', 'GET', '/courier/deliveries/current');
-    if (!expect200('current', current)) return;
-    const trackingId = current.body?.data?.trackingId as string | undefined;
-    if (current.body?.data?.id !== offer.deliveryId || !trackingId) {
+    const held = await current();
+    if (!expect200('current', held)) return;
+    const trackingId = held.body?.data?.trackingId as string | undefined;
+    if (held.body?.data?.id !== offer.deliveryId || !trackingId) {
       run.problem(
-        `courier ${courier.id} holds ${current.text.slice(0, 200)} after accepting ${offer.deliveryId}`,
+        `courier ${courier.id} holds ${held.text.slice(0, 200)} after accepting ${offer.deliveryId}`,
       );
       return;
     }
@@ -199,7 +252,9 @@ export async function shift(
       if (step === 'collected' || step === 'delivered') {
         const type = step === 'collected' ? 'collection' : 'delivery';
         const asked = performance.now();
-        const code = await codes.codeFor(trackingId, type);
+        const code = await codes.codeFor(trackingId, type, () => run.finished);
+        // The run is over: what is left of this delivery is nobody's fault.
+        if (!code && run.finished) return;
         run.codeWaits.push(performance.now() - asked);
         if (!code) {
           run.problem(`delivery ${offer.deliveryId}: no ${type} code was sent`);
@@ -210,11 +265,17 @@ export async function shift(
       if (step === 'arrived-at-dropoff')
         await report({ lat: DESTINATION.lat, lon: DESTINATION.lon });
       const path = `/courier/deliveries/${offer.deliveryId}/${step}`;
-      const answer = await call(step, 'POST', path, body);
+      const answer = await call(step, 'POST', path, body, stepTaken(offer.deliveryId, step));
       if (!expect200(step, answer)) return;
       if (answer.body?.data?.status !== COURIER_STEPS[step]) {
-        run.problem(`delivery ${offer.deliveryId} ${step}: answered ${answer.text.slice(0, 200)}`);
-        return;
+        const found = answer.body?.data?.status;
+        // Retried after a shed answer that went through: a later status is as good.
+        if (STEP_STATUSES.indexOf(found) < STEP_STATUSES.indexOf(COURIER_STEPS[step])) {
+          run.problem(
+            `delivery ${offer.deliveryId} ${step}: answered ${answer.text.slice(0, 200)}`,
+          );
+          return;
+        }
       }
     }
     seen.deliveredAt = performance.now();
@@ -225,21 +286,21 @@ export async function shift(
   while (!run.finished && Date.now() < pace.deadline) {
     if (performance.now() - reportedAt >= pace.reportEveryMs) await report(nearPickup());
     const offers = await call('offers', 'GET', '/courier/offers');
-    if (!expect200('offers', offers)) {
-      await sleep(pace.pollMs);
-      continue;
-    }
-    const offer = (offers.body.data as Offer[])[0];
+    const offer = expect200('offers', offers) ? (offers.body.data as Offer[])[0] : undefined;
     if (!offer) {
       await sleep(pace.pollMs);
       continue;
     }
     const seen = run.seen(offer.deliveryId);
     seen.offeredAt ??= performance.now();
+    // Accepting again answers as the first accept did.
     const accepted = await call('accept', 'POST', `/courier/offers/${offer.id}/accept`);
     // 409: the offer ran out, or the delivery no longer needs a courier; the next poll goes on.
     if (accepted.status === 409) continue;
-    if (!expect200('accept', accepted)) continue;
+    if (!expect200('accept', accepted)) {
+      await sleep(pace.pollMs);
+      continue;
+    }
     seen.accepted++;
     seen.assignedAt = performance.now();
     await drive(offer);

@@ -77,6 +77,15 @@ export interface OfferView {
   expiresAt: string;
 }
 
+/** A search's record as read when it had made no offer, and when (ms since the epoch). */
+interface Unoffered {
+  record: SearchRecord;
+  readAt: number;
+}
+
+/** A search waiting for a courier, as filed with its wait. */
+type FiledSearch = WaitingSearch & { unoffered?: Unoffered };
+
 /**
  * Searches for couriers, one offer at a time. Each step of a search either waits for the
  * courier holding the open offer, closes an expired one, gives up once the search time is
@@ -90,9 +99,9 @@ export class Searches {
   private sweepCursor = 0;
   /**
    * The searches that found nobody in reach, each stepped again after a wait (decision 93),
-   * with the record its last step read when that step made no offer (`advance`).
+   * with the record read when no offer had been made (`reachAsLastRead`).
    */
-  private readonly waiting: WaitingSearches<WaitingSearch & { unoffered?: SearchRecord }>;
+  private readonly waiting: WaitingSearches<FiledSearch>;
 
   constructor(private readonly deps: SearchDeps) {
     this.waiting = new WaitingSearches({
@@ -171,18 +180,20 @@ export class Searches {
 
   async advance(deliveryId: string, now = new Date()): Promise<void> {
     this.waiting.stepping(deliveryId, now.getTime());
-    // A search whose last step found nobody in reach, with no offer made: most of its steps
-    // find nobody again, and for that its record as then read is enough (all but `offers` and
-    // `tried` are fixed at its start, and both stay empty until an offer is made). With
-    // someone in reach, it is read afresh: another matcher may have made an offer since.
-    const unoffered = this.waiting.filedSearch(deliveryId)?.unoffered;
-    const reachBefore = unoffered && (await this.reachWhileWaiting(unoffered, now));
-    if (unoffered && reachBefore?.length === 0) return this.waitForCourier(unoffered, now, true);
+    const asLastRead = await this.reachAsLastRead(deliveryId, now);
+    if (asLastRead?.reach.length === 0) {
+      return this.waitForCourier(asLastRead.kept.record, now, asLastRead.kept);
+    }
     const search = await this.store.search(deliveryId);
     if (!search) return;
+    // Those found from the kept record stand while still no offer has been made.
     const reach =
-      reachBefore && search.offers === 0 ? reachBefore : await this.reachWhileWaiting(search, now);
-    if (reach?.length === 0) return this.waitForCourier(search, now, true);
+      asLastRead && search.offers === 0
+        ? asLastRead.reach
+        : await this.reachWhileWaiting(search, now);
+    if (reach?.length === 0) {
+      return this.waitForCourier(search, now, { record: search, readAt: now.getTime() });
+    }
     const ended = await this.store.end(deliveryId);
     if (ended) return this.finishEnded(search, ended);
     const offers = await this.offers(search);
@@ -221,11 +232,31 @@ export class Searches {
   }
 
   /**
+   * The couriers in reach of a search whose last step found nobody, with no offer made, from
+   * its record as then read: most of its steps find nobody again, and for that the record is
+   * enough (all but `offers` and `tried` is fixed at its start, and both stay empty until an
+   * offer is made). Undefined when the step must read it: none kept, the search over its time,
+   * or kept for as long as an offer lasts (another matcher may have made one since and stopped
+   * before closing it: a step with a fresh read closes it and frees its courier).
+   */
+  private async reachAsLastRead(
+    deliveryId: string,
+    now: Date,
+  ): Promise<{ kept: Unoffered; reach: readonly Candidate[] } | undefined> {
+    const kept = this.waiting.filedSearch(deliveryId)?.unoffered;
+    if (!kept) return undefined;
+    const offerLasts = this.scaled(kept.record, this.deps.settings.offerTimeoutMs);
+    if (now.getTime() - kept.readAt >= offerLasts) return undefined;
+    const reach = await this.reachWhileWaiting(kept.record, now);
+    return reach && { kept, reach };
+  }
+
+  /**
    * The search found nobody in reach: the sweep steps it again after a wait that grows with
    * each such step, at the latest when its radius grows or its time is up. `unoffered`: the
-   * record was read with no offer made, and the next step may start from it.
+   * record as read when no offer had been made, for the next step to start from.
    */
-  private waitForCourier(search: SearchRecord, now: Date, unoffered = false): void {
+  private waitForCourier(search: SearchRecord, now: Date, unoffered?: Unoffered): void {
     const { reach } = this.deps.settings;
     const started = search.startedAt.getTime();
     const widening = nextWideningMs(reach, now.getTime() - started);
@@ -235,7 +266,7 @@ export class Searches {
         id: search._id,
         pickup: search.pickup,
         radiusKmAt: (at) => searchRadiusKm(reach, at - started),
-        ...(unoffered ? { unoffered: search } : {}),
+        ...(unoffered ? { unoffered } : {}),
       },
       now.getTime(),
       widening === undefined ? timeUp : Math.min(timeUp, started + widening),

@@ -119,7 +119,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     logger: () => logger,
   });
   const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });
-  const proofs = new ProofChecks(store, config.order.proofCodeSecret, config.appEnv === 'live');
+  const proofs = new ProofChecks(store, config.order.proofCodeSecret, config.appEnv);
   const courierRun = new CourierRun({ transitions, settlement, proofs });
   const simulator = new Simulator({
     store,

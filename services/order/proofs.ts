@@ -1,3 +1,4 @@
+import type { Config } from '../../libs/config';
 import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors';
 import { hashProofCode, newProofCode, proofCodeMatches } from './codes';
 import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
@@ -40,12 +41,16 @@ interface CurrentCode {
  * new code, which starts a new generation with its own count.
  */
 export class ProofChecks {
+  /** Live: a withdrawn message's text (its dead code) is dropped, as a sent one's is. */
+  private readonly dropWithdrawnText: boolean;
+
   constructor(
     private readonly store: OrderStore,
     private readonly secret: string,
-    /** Live: a withdrawn message's text (its dead code) is dropped, as a sent one's is. */
-    private readonly live: boolean,
-  ) {}
+    appEnv: Config['appEnv'],
+  ) {
+    this.dropWithdrawnText = appEnv === 'live';
+  }
 
   private async current(proof: ProofRecord): Promise<CurrentCode> {
     let code: CurrentCode = { generation: 1, codeHash: proof.codeHash };
@@ -111,8 +116,11 @@ export class ProofChecks {
     await this.store.enqueue(
       proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation),
     );
-    const earlier = earlierProofCodeMessageIds(delivery._id, proof.type, generation);
-    await this.store.supersedeMessages(earlier, now, this.live);
+    // Read again once queued: another call may have issued a later code meanwhile, whose own
+    // withdrawal ran before this code was queued. Then this one is dead too.
+    const latest = (await this.current(proof)).generation;
+    const dead = earlierProofCodeMessageIds(delivery._id, proof.type, latest);
+    await this.store.supersedeMessages(dead, now, this.dropWithdrawnText);
     return proof;
   }
 

@@ -530,8 +530,8 @@ export class OrderStore {
   }
 
   /** Withdraws messages not sent yet that a newer one made pointless (libs/messaging). */
-  supersedeMessages(ids: readonly string[], at: Date, dropText: boolean): Promise<string[]> {
-    return this.notifications.supersede(ids, at, dropText);
+  async supersedeMessages(ids: readonly string[], at: Date, dropText: boolean): Promise<void> {
+    await this.notifications.supersede(ids, at, dropText);
   }
 
   /** A delivery's notifications, oldest first: its list, then each by `_id`. */

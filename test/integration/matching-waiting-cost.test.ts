@@ -136,13 +136,15 @@ const OFFERED_WITHIN_MS = 2_000;
 
 it('steps a search with nobody in reach without reading it again, less and less often', async () => {
   await waitingDelivery();
-  // The search's first steps (its start's, then the sweep's) are under way by now.
-  await pause(1_000);
+  // Past the search's first steps (its start's, then the sweep's), which read it.
+  await eventually(async () => expect(await searchesIn('waiting_for_courier')).toBe(1));
+  await pause(500);
   const before = await matchingFinds();
   await pause(5_000);
   const after = await matchingFinds();
   // Steps near 1.5, 3.1 and 6.3 s of the search, each from its record as its first step read
-  // it (each of some 50 sweeps here read it before the waits; each step read it before that).
+  // it: nothing of it changes until an offer is made (the offer timeout, 30 s, bounds the
+  // record's age).
   expect(after.searches - before.searches).toBe(0);
   expect(after.ends - before.ends).toBe(0);
   expect(after.offers - before.offers).toBe(0);

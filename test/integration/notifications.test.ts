@@ -318,8 +318,7 @@ describe('senders sharing an outbox', () => {
     };
   }
 
-  function senderOver(sent: string[]) {
-    const channel = countingChannel(sent);
+  function senderOver(sent: string[], channel = countingChannel(sent)) {
     return new OutboxSender({
       kind: 'notification',
       config,
@@ -404,7 +403,7 @@ describe('senders sharing an outbox', () => {
     const addresses = new Map([[delivery.originId, origin]]);
     const first = proofCodeMessages(delivery, 'COLLECTION', '111111', contact, new Date());
     await store.enqueue(first);
-    const proofs = new ProofChecks(store, 'proof-secret-for-the-test', live);
+    const proofs = new ProofChecks(store, 'proof-secret-for-the-test', live ? 'live' : 'staging');
     return { first, issueAgain: () => proofs.issueAgain(delivery, proofId, addresses) };
   }
 
@@ -413,8 +412,9 @@ describe('senders sharing an outbox', () => {
     await issueAgain();
     const sent: string[] = [];
     await senderOver(sent).sendDue(new Date());
-    expect(sent).toHaveLength(2);
-    for (const line of sent) expect(line).toMatch(/your new collection code is \d{6}/);
+    const reached = sent.filter((line) => first.some((m) => line.startsWith(`${m.recipient} `)));
+    expect(reached).toHaveLength(2);
+    for (const line of reached) expect(line).toMatch(/your new collection code is \d{6}/);
     for (const m of first) {
       expect(await store.notifications.get(m._id)).toMatchObject({
         status: 'SUPERSEDED',
@@ -430,6 +430,46 @@ describe('senders sharing an outbox', () => {
         status: 'SUPERSEDED',
         text: null,
       });
+    }
+  });
+
+  it('send a code withdrawn while under way once if that attempt goes, and never if it fails', async () => {
+    const [goes, fails] = await Promise.all([codeReissue(false), codeReissue(false)]);
+    const failing = new Set(fails.first.map((m) => m.recipient));
+    const held = new Set([...failing, ...goes.first.map((m) => m.recipient)]);
+    // The first codes' sends wait at a gate until the merchant has issued new ones.
+    const waiting: (() => void)[] = [];
+    const sent: string[] = [];
+    const gated: ChannelSender = {
+      async send(message) {
+        if (held.delete(message.to)) {
+          await new Promise<void>((open) => waiting.push(open));
+          if (failing.has(message.to)) throw new Error('provider down');
+        }
+        sent.push(`${message.to} ${message.text}`);
+      },
+    };
+    const sender = senderOver(sent, gated);
+    const run = sender.sendDue(new Date());
+    await eventually(() => expect(waiting).toHaveLength(4));
+    await Promise.all([goes.issueAgain(), fails.issueAgain()]);
+    for (const open of waiting) open();
+    await run;
+    // The failed ones' retries fall due; the new codes go.
+    await sender.sendDue(new Date(Date.now() + 10 * 60_000));
+
+    const to = (m: { recipient: string }) =>
+      sent.filter((line) => line.startsWith(`${m.recipient} `));
+    for (const m of goes.first) {
+      expect(await store.notifications.get(m._id)).toMatchObject({ status: 'SENT' });
+      expect(to(m)).toEqual([`${m.recipient} ${m.text}`, expect.stringMatching(/new collection/)]);
+    }
+    for (const m of fails.first) {
+      expect(await store.notifications.get(m._id)).toMatchObject({
+        status: 'SUPERSEDED',
+        attempts: 1,
+      });
+      expect(to(m)).toEqual([expect.stringMatching(/your new collection code is \d{6}/)]);
     }
   });
 

@@ -11,13 +11,19 @@ import {
 function memoryOutbox(messages: OutboxMessage[]) {
   const byId = new Map(messages.map((m) => [m._id, { ...m, retryAt: null as Date | null }]));
   const claims = new Map<string, Date>();
+  const withdrawn = new Set<string>();
   const writes: string[] = [];
   const store: OutboxStore = {
+    // Copies, as a database answers: what was listed does not change with later writes.
     due: async (now, limit) =>
       [...byId.values()]
         .filter((m) => m.status === 'PENDING' && (!m.retryAt || m.retryAt <= now))
-        .slice(0, limit),
-    get: async (id) => byId.get(id) ?? null,
+        .slice(0, limit)
+        .map((m) => ({ ...m })),
+    get: async (id) => {
+      const m = byId.get(id);
+      return m ? { ...m } : null;
+    },
     claimAttempt: async (id, n, at) => {
       if (claims.has(`${id}:${n}`)) return false;
       claims.set(`${id}:${n}`, at);
@@ -34,8 +40,13 @@ function memoryOutbox(messages: OutboxMessage[]) {
       Object.assign(m, { attempts: attempt, retryAt, ...(retryAt ? {} : { status: 'FAILED' }) });
       writes.push(`${retryAt ? 'retry' : 'failed'} ${id} ${attempt}: ${error}`);
     },
+    isWithdrawn: async (id) => withdrawn.has(id),
+    markWithdrawn: async (id) => {
+      byId.get(id)!.status = 'SUPERSEDED';
+      writes.push(`withdrawn ${id}`);
+    },
   };
-  return { store, writes, byId, claims };
+  return { store, writes, byId, claims, withdrawn };
 }
 
 const message = (fields: Partial<OutboxMessage> = {}): OutboxMessage => ({
@@ -216,6 +227,40 @@ describe('OutboxSender', () => {
     );
     expect(sent).toEqual([]);
     expect(writes).toEqual(['sent m1 1']);
+  });
+
+  it('records a message withdrawn while its attempt failed SUPERSEDED at the retry, unsent', async () => {
+    const { store, writes, withdrawn } = memoryOutbox([message()]);
+    const sent: OutgoingMessage[] = [];
+    let failing = true;
+    const channel: ChannelSender = {
+      send: async (m) => {
+        if (failing) {
+          // The merchant issues a new code while this attempt is under way.
+          withdrawn.add('m1');
+          throw new Error('provider down');
+        }
+        sent.push(m);
+      },
+    };
+    const sender = senderOver(store, channel, 'staging');
+    await sender.sendDue(new Date());
+    failing = false;
+    await sender.sendDue(new Date(Date.now() + 60_000));
+    expect(sent).toEqual([]);
+    expect(writes).toEqual(['retry m1 1: provider down', 'withdrawn m1']);
+  });
+
+  it('records a message withdrawn while its sender stopped SUPERSEDED when it takes over', async () => {
+    const { store, writes, claims, withdrawn } = memoryOutbox([message()]);
+    claims.set('m1:1', new Date(Date.now() - 60 * 60_000));
+    withdrawn.add('m1');
+    const sent: OutgoingMessage[] = [];
+    await senderOver(store, { send: async (m) => void sent.push(m) }, 'staging').sendDue(
+      new Date(),
+    );
+    expect(sent).toEqual([]);
+    expect(writes).toEqual(['withdrawn m1']);
   });
 
   it('lets go of what its channels keep open when it stops', async () => {
