@@ -138,7 +138,7 @@ export class CourierLocations {
   /**
    * A courier's view for another service, null when there is none: the profile as cached
    * (a change made through this service drops it everywhere, DIRECTORY_CACHE_MS bounds the
-   * rest), the position live from Redis (the stored one, as cached, only when Redis has none).
+   * rest), the position the later of Redis's and the one in the cached document.
    */
   async viewById(courierId: string): Promise<CourierView | null> {
     const record = await this.profiles.get(courierId);
