@@ -191,7 +191,10 @@ export async function shift(
     run.time(name, performance.now() - t0);
     return reply;
   };
-  /** A call tried again while shed; `wentThrough` tells whether a shed one did after all. */
+  /**
+   * A call tried again while shed, until the shift's deadline; `wentThrough` tells whether a
+   * shed one did after all.
+   */
   const call = async (
     name: CallName,
     method: string,
@@ -201,7 +204,7 @@ export async function shift(
   ): Promise<Reply> => {
     for (;;) {
       const reply = await once(name, method, path, json);
-      if (!SHED_STATUSES.has(reply.status)) return reply;
+      if (!SHED_STATUSES.has(reply.status) || Date.now() >= pace.deadline) return reply;
       run.shedCalls++;
       await sleep(pace.pollMs);
       const answered = await wentThrough?.();
