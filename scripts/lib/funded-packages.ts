@@ -1,5 +1,5 @@
-import { savePackage, type Party } from '../../test/support/deliveries';
-import { adminHeaders, createUserWithKey, request } from '../../test/support/http';
+import { credit, savePackage, type Party } from '../../test/support/deliveries';
+import { createUserWithKey } from '../../test/support/http';
 import { waitForQuote } from '../../test/support/quote';
 import { inParallel } from '../bench-support';
 
@@ -28,13 +28,7 @@ export async function fundedPackages(
     Array.from({ length: Math.ceil(count / PACKAGES_PER_MERCHANT) }),
     async () => {
       const who = await createUserWithKey(url);
-      const credited = await request(url, 'POST', `/admin/users/${who.userId}/wallet/credit`, {
-        headers: adminHeaders,
-        json: { amount: FUNDS_NGN, reference: `bench-${who.userId}` },
-      });
-      if (credited.status !== 200 && credited.status !== 201) {
-        throw new Error(`credit: ${credited.status} ${credited.text}`);
-      }
+      await credit(url, who, FUNDS_NGN);
       return who;
     },
   );

@@ -11,13 +11,13 @@ import { checkWallet, unrefundedOrphans, type WalletEntry } from './request-ledg
  * `GET /admin/ledger/verify` is clean. bench:request and bench:soak both end with it.
  */
 
-/** deliveryId → who was charged for it and what its 201 said, in kobo. */
 /**
  * Answers of load, not faults: none at all, a service too busy (503), a timeout (504). The
  * request may have been under way: such requests are reconciled, not failed.
  */
 export const SHED_STATUSES: ReadonlySet<number> = new Set([0, 503, 504]);
 
+/** deliveryId → who was charged for it and what its 201 said, in kobo. */
 export type CreatedDeliveries = ReadonlyMap<string, { merchant: Party; amountKobo: number }>;
 
 export interface LedgerReconciliation {

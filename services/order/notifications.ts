@@ -123,7 +123,8 @@ function proofCodeIn(text: string | null): string | undefined {
 
 /** The code last sent for a proof of that type, read from a delivery's messages. */
 export function latestProofCode(
-  messages: readonly NotificationRecord[],
+  // As stored, or as `GET /admin/notifications` shows them (staging's test suites read those).
+  messages: readonly { purpose: string; channel: string; text: string | null }[],
   type: ProofType,
 ): string | undefined {
   const purpose = PROOF_PURPOSE[type];

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { latestProofCode } from '../../services/order/notifications';
 import { adminHeaders, request } from './http';
 
 /** Ikeja to Lekki: a Lagos trip every tariff in the seed prices. */
@@ -137,8 +138,6 @@ export async function proofCodeSent(
   deliveryId: string,
   purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE',
 ): Promise<string> {
-  const messages = (await notificationsOf(base, deliveryId)).filter(
-    (m) => m.purpose === purpose && m.channel === 'SMS',
-  );
-  return /code is (\d{6})/.exec(messages.at(-1)?.text ?? '')?.[1] as string;
+  const type = purpose === 'COLLECTION_CODE' ? 'COLLECTION' : 'DELIVERY';
+  return latestProofCode(await notificationsOf(base, deliveryId), type) as string;
 }

@@ -1,7 +1,12 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { smtpSender, termiiNumber, termiiSender } from '../../../../libs/messaging/channels';
-import { startSmsProvider, startSmtpReceiver } from '../../../support/receivers';
+import {
+  smtpSender,
+  termiiNumber,
+  termiiSender,
+  type ChannelSender,
+} from '../../../../libs/messaging/channels';
+import { startSmsProvider, startSmtpReceiver, type SmtpReceiver } from '../../../support/receivers';
 
 /** The channels against local servers: what goes on the wire, and what a refusal throws. */
 describe('termiiSender', () => {
@@ -79,16 +84,24 @@ describe('termiiSender', () => {
   });
 });
 
+/** An SMTP sender from `from` (two connections at most) to a receiver of the test's own, both closed after `use`. */
+async function withSmtpSender(
+  from: string,
+  use: (smtp: SmtpReceiver, send: ChannelSender) => Promise<void>,
+): Promise<void> {
+  const smtp = await startSmtpReceiver();
+  const send = smtpSender({ smtpUrl: smtp.url, from, timeoutMs: 2000, connections: 2 });
+  try {
+    await use(smtp, send);
+  } finally {
+    send.close?.();
+    await smtp.close();
+  }
+}
+
 describe('smtpSender', () => {
   it('hands the e-mail to the SMTP server from MAIL_FROM, with its subject and text', async () => {
-    const smtp = await startSmtpReceiver();
-    const send = smtpSender({
-      smtpUrl: smtp.url,
-      from: 'Waybill <deliveries@example.com>',
-      timeoutMs: 2000,
-      connections: 2,
-    });
-    try {
+    await withSmtpSender('Waybill <deliveries@example.com>', async (smtp, send) => {
       const text = `Waybill delivery P2P-ABC: your delivery code is 123456. ${'Long line. '.repeat(12)}`;
       await send.send({ to: 'ada@example.com', subject: 'Your Waybill delivery code', text });
       expect(smtp.mails).toEqual([
@@ -99,21 +112,11 @@ describe('smtpSender', () => {
           text: text.trim(),
         },
       ]);
-    } finally {
-      send.close?.();
-      await smtp.close();
-    }
+    });
   });
 
   it('keeps its connections open between mails, never more than it is allowed', async () => {
-    const smtp = await startSmtpReceiver();
-    const send = smtpSender({
-      smtpUrl: smtp.url,
-      from: 'a@example.com',
-      timeoutMs: 2000,
-      connections: 2,
-    });
-    try {
+    await withSmtpSender('a@example.com', async (smtp, send) => {
       const mail = (n: number) =>
         send.send({ to: `p${n}@example.com`, subject: 's', text: `t${n}` });
       for (let n = 0; n < 4; n++) await mail(n);
@@ -121,10 +124,7 @@ describe('smtpSender', () => {
       await Promise.all(Array.from({ length: 8 }, (_, n) => mail(10 + n)));
       expect(smtp.mails).toHaveLength(12);
       expect(smtp.connections()).toBeLessThanOrEqual(2);
-    } finally {
-      send.close?.();
-      await smtp.close();
-    }
+    });
   });
 
   it('throws when no SMTP server answers', async () => {
