@@ -189,13 +189,17 @@ export class OutboxRecords<R extends StoredOutboxFields> {
     await this.models().places.deleteOne({ _id: id });
   }
 
-  /** Records the attempt that sent the message; its place in the queue goes. */
-  async markSent(id: string, attempt: number, dropText: boolean): Promise<void> {
+  /**
+   * Records the attempt that sent the message and the address it went to (a notice is
+   * addressed when it is sent, not before: decision 97); its place in the queue goes.
+   */
+  async markSent(id: string, attempt: number, recipient: string, dropText: boolean): Promise<void> {
     await this.models().messages.updateOne(
       { _id: id },
       {
         $set: {
           status: 'SENT',
+          recipient,
           sentAt: new Date(),
           attempts: attempt,
           lastError: null,
@@ -256,7 +260,8 @@ export function outboxStoreOver<R extends StoredOutboxFields>(
     },
     claimAttempt: (id, attempt, at) => records.claimAttempt(id, attempt, at),
     attemptClaimedAt: (id, attempt) => records.attemptClaimedAt(id, attempt),
-    markSent: (id, attempt, dropText) => records.markSent(id, attempt, dropText),
+    markSent: (id, attempt, recipient, dropText) =>
+      records.markSent(id, attempt, recipient, dropText),
     isWithdrawn: (id) => records.isWithdrawn(id),
     markWithdrawn: (id, dropText) => records.markWithdrawn(id, dropText),
     markAttemptFailed: (id, attempt, error, retryAt, dropText) =>

@@ -44,7 +44,8 @@ export interface OutboxStore {
   claimAttempt(id: string, attempt: number, at: Date): Promise<boolean>;
   /** When attempt `n` of a message was claimed, or null when it never was. */
   attemptClaimedAt(id: string, attempt: number): Promise<Date | null>;
-  markSent(id: string, attempt: number, dropText: boolean): Promise<void>;
+  /** Records the attempt that sent the message, and the address it went to. */
+  markSent(id: string, attempt: number, recipient: string, dropText: boolean): Promise<void>;
   /** Whether the message was withdrawn while a sender held its attempt. */
   isWithdrawn(id: string): Promise<boolean>;
   /** Records the message SUPERSEDED (by the holder of its next attempt). */
@@ -219,7 +220,7 @@ export class OutboxSender {
       await this.failed(current, attempt, this.describe(err, current), retryAt);
       return 'attempted';
     }
-    await store.markSent(current._id, attempt, this.live);
+    await store.markSent(current._id, attempt, current.recipient, this.live);
     this.deps.logger().info(`${this.deps.kind} sent`, {
       messageId: current._id,
       channel: current.channel,

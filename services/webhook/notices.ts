@@ -47,8 +47,8 @@ export interface DisableNoticesDeps {
 /**
  * The owners' side of a disable: the notice recorded once with the disable, and the outbox the
  * shared sender (libs/messaging/outbox-sender.ts) sends by e-mail. The owner's address is asked
- * for when the notice is first due, not when the endpoint is disabled: a dispatcher must not
- * wait on the account service, and a lookup that fails is asked again at the next run.
+ * for when the notice is due, not when the endpoint is disabled: a dispatcher must not wait on
+ * the account service, and a lookup that fails is asked again at the next run.
  */
 export class DisableNotices {
   constructor(private readonly deps: DisableNoticesDeps) {}
@@ -91,7 +91,13 @@ export class DisableNotices {
     return first ? new Date(first.disabledAt) : at;
   }
 
-  /** The notices as the sender reads them, each addressed to its owner before it is due. */
+  /**
+   * The notices as the sender reads them, each addressed to its owner as it is read: nothing is
+   * written to a notice but by the holder of its attempt (the address goes on record with the
+   * send, `markSent`), since FerretDB writes a document whole (decision 97). One whose owner's
+   * address cannot be known now waits: left out of `due`, and a later attempt's `get` fails,
+   * for a later run to take over.
+   */
   outbox(): OutboxStore {
     const records = outboxStoreOver(this.deps.store.notices, toOutboxMessage);
     return {
@@ -99,29 +105,29 @@ export class DisableNotices {
       due: async (now, limit) => {
         const due: OutboxMessage[] = [];
         for (const notice of await this.deps.store.notices.due(now, limit)) {
-          const addressed = notice.recipient === null ? await this.address(notice) : notice;
-          if (addressed) due.push(toOutboxMessage(addressed));
+          try {
+            due.push(await this.addressed(notice));
+          } catch (err) {
+            this.deps.logger().warn("webhook notice waits: the owner's address is not known now", {
+              noticeId: notice._id,
+              userId: notice.userId,
+              err: (err as Error).message,
+            });
+          }
         }
         return due;
+      },
+      get: async (id) => {
+        const notice = await this.deps.store.notices.get(id);
+        return notice && this.addressed(notice);
       },
     };
   }
 
-  /** The notice with its owner's address, kept on it; null while the account cannot say. */
-  private async address(notice: NoticeRecord): Promise<NoticeRecord | null> {
-    let recipient: string;
-    try {
-      recipient = await this.deps.ownerEmail(notice.userId);
-    } catch (err) {
-      this.deps.logger().warn("webhook notice waits: the owner's address is not known now", {
-        noticeId: notice._id,
-        userId: notice.userId,
-        err: (err as Error).message,
-      });
-      return null;
-    }
-    await this.deps.store.setNoticeRecipient(notice._id, recipient);
-    return { ...notice, recipient };
+  /** The notice as sent: to the address on its record once sent, else its owner's now. */
+  private async addressed(notice: NoticeRecord): Promise<OutboxMessage> {
+    const recipient = notice.recipient ?? (await this.deps.ownerEmail(notice.userId));
+    return toOutboxMessage({ ...notice, recipient });
   }
 }
 
@@ -129,7 +135,7 @@ export class DisableNotices {
 const toOutboxMessage = (notice: NoticeRecord): OutboxMessage => ({
   _id: notice._id,
   channel: 'EMAIL',
-  // `due` addresses a notice before the sender sees it; null is never sent.
+  // The outbox addresses a notice before the sender sees it (`addressed`): null is never sent.
   recipient: notice.recipient ?? '',
   text: notice.text,
   subject: notice.subject,

@@ -193,7 +193,10 @@ export interface NoticeRecord extends StoredOutboxFields {
   _id: string;
   webhookId: string;
   userId: string;
-  /** The owner's e-mail address, asked of the account service when the notice is first due. */
+  /**
+   * The address the notice went to, recorded with its send; null before (the owner's address
+   * is asked of the account service at each attempt).
+   */
   recipient: string | null;
   subject: string;
   /** When the endpoint was disabled, as the first dispatcher to record it saw it. */
@@ -311,10 +314,6 @@ export class WebhookStore {
   /** Inserts a notice once; false when it was there already (read it for what it says). */
   insertNotice(notice: NoticeRecord): Promise<boolean> {
     return this.notices.enqueueOnce(notice);
-  }
-
-  async setNoticeRecipient(noticeId: string, recipient: string): Promise<void> {
-    await this.m.Notice.updateOne({ _id: noticeId }, { $set: { recipient } });
   }
 
   // --- secrets

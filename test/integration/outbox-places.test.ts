@@ -62,8 +62,8 @@ it('answers what is due from the queue, reading the messages by `_id` alone', as
   const now = new Date();
   expect(ids(await records.due(now, 50))).toEqual(ids(queued));
 
-  await records.markSent(queued[0]._id, 1, false);
-  await records.markSent(queued[1]._id, 1, true);
+  await records.markSent(queued[0]._id, 1, 'ada@example.com', false);
+  await records.markSent(queued[1]._id, 1, 'ada@example.com', true);
   await records.markAttemptFailed(queued[2]._id, 1, 'provider down', null, false);
   const retryAt = new Date(now.getTime() + 30_000);
   await records.markAttemptFailed(queued[3]._id, 1, 'provider busy', retryAt, false);
@@ -126,7 +126,7 @@ it('withdraws only messages still PENDING and not under way, taking them off the
   await records.enqueue([waiting, retrying, held, sent]);
   await records.markAttemptFailed(retrying._id, 1, 'provider busy', new Date(+now + 60_000), false);
   await records.claimAttempt(held._id, 1, now); // a sender is at work on it
-  await records.markSent(sent._id, 1, false);
+  await records.markSent(sent._id, 1, 'ada@example.com', false);
 
   const all = ids([waiting, retrying, held, sent]);
   const withdrawn = await records.supersede(all, now, true);

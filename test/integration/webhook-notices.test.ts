@@ -194,7 +194,7 @@ describe('the record of a disable', () => {
       status: 'PENDING',
       disabledAt: answers[0],
     });
-    // Addressed when due; the account service not answering leaves it for the next run.
+    // Addressed as it is read; the account service not answering leaves it for the next run.
     const down = new DisableNotices({
       store,
       publicBaseUrl: PUBLIC_BASE_URL,
@@ -206,7 +206,21 @@ describe('the record of a disable', () => {
     const dueIds = async (n: DisableNotices) =>
       (await n.outbox().due(new Date('2030-01-03T00:00:00Z'), 50)).map((m) => m._id);
     expect(await dueIds(down)).not.toContain(id);
-    expect(await dueIds(notices)).toContain(id);
-    expect(await store.notices.get(id)).toMatchObject({ recipient: 'owner@example.com' });
+    const listed = await notices.outbox().due(new Date('2030-01-03T00:00:00Z'), 50);
+    expect(listed.find((m) => m._id === id)).toMatchObject({
+      channel: 'EMAIL',
+      recipient: 'owner@example.com',
+    });
+    // A later attempt's read is addressed too, and fails while the owner cannot be known.
+    expect(await notices.outbox().get(id)).toMatchObject({ recipient: 'owner@example.com' });
+    await expect(down.outbox().get(id)).rejects.toThrow('account unreachable');
+    // Reading writes nothing (a write beside a sender's could undo its record, decision 97):
+    // the address goes on the notice with its send, by the holder of the attempt.
+    expect(await store.notices.get(id)).toMatchObject({ recipient: null, status: 'PENDING' });
+    await notices.outbox().markSent(id, 1, 'owner@example.com', false);
+    expect(await store.notices.get(id)).toMatchObject({
+      recipient: 'owner@example.com',
+      status: 'SENT',
+    });
   });
 });

@@ -30,9 +30,14 @@ function memoryOutbox(messages: OutboxMessage[]) {
       return true;
     },
     attemptClaimedAt: async (id, n) => claims.get(`${id}:${n}`) ?? null,
-    markSent: async (id, attempt, dropText) => {
+    markSent: async (id, attempt, recipient, dropText) => {
       const m = byId.get(id)!;
-      Object.assign(m, { status: 'SENT', attempts: attempt, ...(dropText ? { text: null } : {}) });
+      Object.assign(m, {
+        status: 'SENT',
+        attempts: attempt,
+        recipient,
+        ...(dropText ? { text: null } : {}),
+      });
       writes.push(`sent ${id} ${attempt}`);
     },
     markAttemptFailed: async (id, attempt, error, retryAt) => {
@@ -201,7 +206,7 @@ describe('OutboxSender', () => {
     await sender.sendDue(new Date());
     expect(writes).toEqual(['sent other 1']);
     // Its sender recorded it: the next run sends the later one.
-    await store.markSent('old-code', 1, false);
+    await store.markSent('old-code', 1, '+2348030000000', false);
     await sender.sendDue(new Date());
     expect(writes).toEqual(['sent other 1', 'sent old-code 1', 'sent new-code 1']);
   });
@@ -227,7 +232,7 @@ describe('OutboxSender', () => {
     const listed = { ...message() };
     const stale: OutboxStore = { ...store, due: async () => [listed] };
     claims.set('m1:1', new Date(Date.now() - 60 * 60_000));
-    await store.markSent('m1', 1, false);
+    await store.markSent('m1', 1, '+2348030000000', false);
     expect(await sentInOneRun(stale)).toEqual([]);
     expect(writes).toEqual(['sent m1 1']);
   });
