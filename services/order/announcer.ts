@@ -3,6 +3,7 @@ import { call, type Caller } from '../../libs/contracts';
 import type { CourierMove } from '../../libs/contracts/matching';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
 import { nameBasedId } from '../../libs/ids';
+import { BoundedMap } from '../../libs/lookup-cache';
 import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import type { OrderStore, TransitionRecord } from './store';
@@ -16,6 +17,9 @@ import { creationEvents, eventSequence, transitionEvents, webhookEventId } from 
  * next one (the webhook service skips it once that next one went or waits, decision 77).
  */
 const LOCATION_INDEX = 9;
+
+/** Deliveries whose published events an announcer remembers (a few minutes' worth). */
+const PUBLISHED_KEPT = 5_000;
 
 export interface AnnouncerDeps {
   store: OrderStore;
@@ -39,7 +43,20 @@ interface Due {
  * Whatever fails is published again by the sweep (`webhook.publish` is repeatable).
  */
 export class Announcer {
+  /**
+   * For a delivery, the version up to which this process published its events (0: the
+   * creation's). Once published they stay so, so the writer of the next transition need not
+   * read the chain to find what went before: one read a transition fewer.
+   */
+  private readonly publishedUpTo = new BoundedMap<number>(PUBLISHED_KEPT);
+
   constructor(private readonly deps: AnnouncerDeps) {}
+
+  private published(deliveryId: string, version: number): void {
+    if ((this.publishedUpTo.get(deliveryId) ?? -1) < version) {
+      this.publishedUpTo.set(deliveryId, version);
+    }
+  }
 
   /** The creation's events; throws when the webhook service did not take them. */
   async creation(delivery: DeliveryRecord): Promise<void> {
@@ -49,6 +66,7 @@ export class Announcer {
       at: delivery.createdAt,
     }));
     await this.publish(delivery, due);
+    this.published(delivery._id, 0);
   }
 
   /**
@@ -57,10 +75,13 @@ export class Announcer {
    */
   async transitionsUpTo(deliveryId: string, upTo: number): Promise<void> {
     const unannounced = await this.unannouncedUpTo(deliveryId, upTo);
-    if (unannounced === null || unannounced.length === 0) return;
-    const delivery = await this.deps.transitions.current(deliveryId);
-    if (!delivery) return;
-    await this.publishTransitions(delivery, unannounced);
+    if (unannounced === null) return;
+    if (unannounced.length > 0) {
+      const delivery = await this.deps.transitions.current(deliveryId);
+      if (!delivery) return;
+      await this.publishTransitions(delivery, unannounced);
+    }
+    this.published(deliveryId, upTo);
     for (const t of unannounced) await this.deps.store.workDone(t, ['unannounced']);
   }
 
@@ -76,13 +97,15 @@ export class Announcer {
     if (earlier === null) return !transition.unannounced;
     const due = transition.unannounced ? [...earlier, transition] : earlier;
     if (due.length > 0) await this.publishTransitions(delivery, due);
+    this.published(delivery._id, transition.version);
     for (const t of earlier) await this.deps.store.workDone(t, ['unannounced']);
     return true;
   }
 
   /**
    * The delivery's transitions up to `upTo` whose events are not published, oldest first;
-   * null while its creation's are not (its request still pending), which go before any.
+   * null while its creation's are not (its request still pending), which go before any. Those
+   * this process published are not read.
    */
   private async unannouncedUpTo(
     deliveryId: string,
@@ -90,7 +113,8 @@ export class Announcer {
   ): Promise<TransitionRecord[] | null> {
     const { store } = this.deps;
     const unannounced: TransitionRecord[] = [];
-    for (let v = upTo; v >= 1; v--) {
+    const publishedHere = this.publishedUpTo.get(deliveryId);
+    for (let v = upTo; v > (publishedHere ?? 0); v--) {
       const t = await store.transition(deliveryId, v);
       if (!t) continue;
       if (t.unannounced) unannounced.unshift(t);
@@ -98,6 +122,7 @@ export class Announcer {
       // first (published before its request stops pending).
       else if (transitionEvents(t).length > 0) return unannounced;
     }
+    if (publishedHere !== undefined) return unannounced;
     return (await store.pending(deliveryId)) ? null : unannounced;
   }
 
