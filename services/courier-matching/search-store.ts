@@ -20,7 +20,10 @@ const offerOutcomeSchema = new Schema({ _id: String, outcome: String, at: Date }
 /** `_id` = courier id: a courier holds one offer or one delivery at a time, never two. */
 const holdSchema = new Schema({ _id: String, deliveryId: String, kind: String }, plain);
 /** `_id` = delivery id: how its search ended (a courier, none found, or ended by order). */
-const searchEndSchema = new Schema({ _id: String, outcome: String, courierId: Mixed }, plain);
+const searchEndSchema = new Schema(
+  { _id: String, outcome: String, courierId: Mixed, offerId: String },
+  plain,
+);
 
 export function defineSearchModels(connection: Connection) {
   return {
@@ -69,6 +72,8 @@ export interface SearchEndRecord {
   _id: string;
   outcome: SearchEndOutcome;
   courierId: string | null;
+  /** ASSIGNED: the offer accepted, the search's last (none on ends written before it was kept). */
+  offerId?: string;
   at: Date;
 }
 

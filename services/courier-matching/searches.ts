@@ -423,7 +423,10 @@ export class Searches {
    * The courier of a closed offer is free again; one who declined or let it expire is not
    * asked again for this delivery (one whose offer was withdrawn may be).
    */
-  private async letGo(offer: OfferRecord, outcome: OfferOutcome): Promise<void> {
+  private async letGo(
+    offer: Pick<OfferRecord, '_id' | 'courierId' | 'deliveryId'>,
+    outcome: OfferOutcome,
+  ): Promise<void> {
     if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
       await this.store.noteTried(offer.deliveryId, offer.courierId);
     }
@@ -482,7 +485,13 @@ export class Searches {
     });
     const now = new Date();
     if (answer.assigned) {
-      await this.store.claimEnd({ _id: deliveryId, outcome: 'ASSIGNED', courierId, at: now });
+      await this.store.claimEnd({
+        _id: deliveryId,
+        outcome: 'ASSIGNED',
+        courierId,
+        offerId: offer._id,
+        at: now,
+      });
       await this.store.deactivate(deliveryId);
       return;
     }
@@ -509,17 +518,27 @@ export class Searches {
         await this.letGo(offer, 'EXPIRED');
         setImmediate(() => void this.step(offer.deliveryId));
       }
-    } else if (holding) {
-      await this.store.claimOfferOutcome(offer._id, 'ACCEPTED');
+    } else if (holding && (await this.store.claimOfferOutcome(offer._id, 'ACCEPTED'))) {
+      // An outcome is claimed once and never changes: this one need not be read back.
+      return this.confirmAccepted(offer, now);
     }
     const outcome = await this.store.offerOutcome(offer._id);
     if (outcome !== 'ACCEPTED') {
       throw conflict(offerClosed(outcome ?? (holding ? 'EXPIRED' : 'WITHDRAWN')));
     }
-    // Swept at once should the confirmation fail: it no longer waits for an answer.
-    this.waiting.stepping(offer.deliveryId, now.getTime());
-    await this.confirm(offer);
-    return this.view(offer, now);
+    return this.confirmAccepted(offer, now);
+  }
+
+  private async confirmAccepted(offer: OfferRecord, now: Date): Promise<OfferView> {
+    try {
+      await this.confirm(offer);
+    } catch (err) {
+      // Swept at once: it no longer waits for an answer. Not before, or the sweep would confirm
+      // it beside this call while order assigns it.
+      this.waiting.stepping(offer.deliveryId, now.getTime());
+      throw err;
+    }
+    return this.view(offer, now, 'ACCEPTED');
   }
 
   async decline(courierId: string, id: string, now = new Date()): Promise<OfferView> {
@@ -532,14 +551,17 @@ export class Searches {
     }
     await this.letGo(offer, 'DECLINED');
     setImmediate(() => void this.step(offer.deliveryId));
-    return this.view(offer, now);
+    return this.view(offer, now, 'DECLINED');
   }
 
-  /** An offer as its courier sees it, with where it stands. */
-  private async view(offer: OfferRecord, now: Date): Promise<OfferView> {
+  /**
+   * An offer as its courier sees it, with where it stands: `known`, its outcome as the caller
+   * has just claimed or read it (an outcome never changes once claimed), else read now.
+   */
+  private async view(offer: OfferRecord, now: Date, known?: OfferOutcome): Promise<OfferView> {
     const [search, outcome] = await Promise.all([
       this.store.search(offer.deliveryId),
-      this.store.offerOutcome(offer._id),
+      known ?? this.store.offerOutcome(offer._id),
     ]);
     if (!search) throw new Error(`offer ${offer._id} has no search`);
     const expired = outcome === null && offer.expiresAt.getTime() <= now.getTime();
@@ -560,12 +582,25 @@ export class Searches {
    * delivery never searched for is marked ended too, so that a late start finds it over.
    */
   async end(deliveryId: string, now = new Date()): Promise<{ ended: boolean }> {
-    await this.store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at: now });
-    const search = await this.store.search(deliveryId);
-    if (search) await this.withdrawLatest(search, true);
+    const endedNow = await this.store.claimEnd({
+      _id: deliveryId,
+      outcome: 'ENDED',
+      courierId: null,
+      at: now,
+    });
+    // An end is claimed once and never changes: read before the rest, it is what a read after
+    // would find.
+    const ended = endedNow ? null : await this.store.end(deliveryId);
+    if (ended?.outcome === 'ASSIGNED' && ended.courierId !== null && ended.offerId) {
+      // The accepted offer was the search's last (none is made after one is accepted): its
+      // courier is let go by it, if they still hold the delivery by it.
+      await this.letGo({ _id: ended.offerId, courierId: ended.courierId, deliveryId }, 'WITHDRAWN');
+    } else {
+      const search = await this.store.search(deliveryId);
+      if (search) await this.withdrawLatest(search, true);
+    }
     await this.store.deactivate(deliveryId);
-    const ended = await this.store.end(deliveryId);
-    return { ended: ended?.outcome === 'ENDED' || ended?.outcome === 'ASSIGNED' };
+    return { ended: endedNow || ended?.outcome === 'ENDED' || ended?.outcome === 'ASSIGNED' };
   }
 
   /** The delivery a courier holds, if any. */

@@ -1,8 +1,15 @@
 import type mongoose from 'mongoose';
 import { eventSequence } from '../../services/order/webhook-events';
-import { credit, getDelivery, ORIGIN, proofCodeSent } from '../support/deliveries';
+import {
+  credit,
+  getDelivery,
+  ORIGIN,
+  proofCodeSent,
+  requestDelivery,
+  savePackage,
+} from '../support/deliveries';
 import { adminHeaders, createUserWithKey, request } from '../support/http';
-import { acceptedDelivery, asCourier, courierAt, type Courier } from '../support/couriers';
+import { acceptedDelivery, asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
 import { samples, type Sample } from '../support/metrics';
 import {
   dropDatabases,
@@ -81,11 +88,26 @@ it('a courier step reads its delivery and its transitions no more than it must, 
   const merchant = await createUserWithKey(base());
   await credit(base(), merchant, 100_000);
   const courier: Courier = await courierAt(base(), { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon });
-  const deliveryId = await acceptedDelivery(base(), merchant, courier);
+  const packageId = await savePackage(base(), merchant);
+  const created = await requestDelivery(base(), merchant, [packageId]);
+  expect(created.status).toBe(201);
+  const deliveryId = created.body.data.deliveryId as string;
+  const offer = await offerOf(base(), courier);
+  const beforeAccept = await commandsOf('matching');
+  const accepted = await asCourier(base(), courier, 'POST', `/courier/offers/${offer.id}/accept`);
+  expect(accepted.status).toBe(200);
+  expect(accepted.body.data).toMatchObject({ deliveryId, status: 'ACCEPTED' });
+  // The outcome the accept claimed is what it answers, not read back; and no sweep confirms
+  // the offer beside it (the search is swept at once only should the confirmation fail).
+  const acceptCost = sent(beforeAccept, await commandsOf('matching'));
+  expect(acceptCost['offer_outcomes find']).toBeUndefined();
+  expect(acceptCost['offer_outcomes insert']).toBe(1);
+  expect(acceptCost['search_ends insert']).toBe(1);
 
   const steps = ['arrived-at-pickup', 'collected', 'in-transit', 'arrived-at-dropoff', 'delivered'];
   const costs: Record<string, number>[] = [];
   const matchingBefore = await commandsOf('matching');
+  let lastStepMatching: Record<string, number> = {};
   for (const step of steps) {
     const code =
       step === 'collected'
@@ -94,10 +116,12 @@ it('a courier step reads its delivery and its transitions no more than it must, 
           ? await codeSent(deliveryId, 'DELIVERY_CODE')
           : undefined;
     const before = await commandsOf('order');
+    const matchingBeforeStep = await commandsOf('matching');
     const path = `/courier/deliveries/${deliveryId}/${step}`;
     const answer = await asCourier(base(), courier, 'POST', path, code ? { code } : undefined);
     expect(answer.status).toBe(200);
     costs.push(sent(before, await commandsOf('order')));
+    lastStepMatching = sent(matchingBeforeStep, await commandsOf('matching'));
     // Its event went with the delivery as this step left it.
     const latest = (await eventsOf(deliveryId)).at(-1);
     expect(latest?.data).toMatchObject({ status: answer.body.data.status });
@@ -106,6 +130,19 @@ it('a courier step reads its delivery and its transitions no more than it must, 
   // read once in the run, not again with every change.
   const matching = sent(matchingBefore, await commandsOf('matching'));
   expect(matching['couriers find'] ?? 0).toBeLessThanOrEqual(1);
+  // The delivered step ends the search: its courier let go by the offer its end names, without
+  // reading the search, its offers or the courier's hold first.
+  expect(lastStepMatching).toMatchObject({
+    'search_ends insert': 1,
+    'search_ends find': 1,
+    'courier_holds delete': 1,
+  });
+  for (const unread of ['searches find', 'offers find', 'offer_outcomes insert']) {
+    expect(lastStepMatching[unread]).toBeUndefined();
+  }
+  const current = await asCourier(base(), courier, 'GET', '/courier/deliveries/current');
+  expect(current.status).toBe(200);
+  expect(current.body.data).toBeNull();
   // A change to the courier shows at once all the same (the change drops the cached profile).
   const renamed = await request(base(), 'PATCH', `/admin/couriers/${courier.id}`, {
     headers: adminHeaders,
