@@ -142,8 +142,8 @@ export class OutboxSender {
             if (outcome === 'attempted') attempted++;
             return outcome !== 'held';
           } catch (err) {
-            // The store failed around an attempt: the claim's lease lets a later run take it
-            // over, and the person's later messages wait for it.
+            // The store (or what addresses the message) failed around an attempt: the claim's
+            // lease lets a later run take it over, and the person's later messages wait for it.
             this.deps
               .logger()
               .warn(`${this.deps.kind} attempt not recorded; a later run takes it over`, {

@@ -465,9 +465,16 @@ export class Searches {
   }
 
   private async giveUp(deliveryId: string, now: Date): Promise<void> {
-    await this.store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at: now });
-    const ended = await this.store.end(deliveryId);
-    if (ended?.outcome === 'NO_COURIER') await this.tellNoCourier(deliveryId);
+    const givenUpNow = await this.store.claimEnd({
+      _id: deliveryId,
+      outcome: 'NO_COURIER',
+      courierId: null,
+      at: now,
+    });
+    // The claim's winner knows how it ended; another replica's may have ended it the same way.
+    if (givenUpNow || (await this.store.end(deliveryId))?.outcome === 'NO_COURIER') {
+      await this.tellNoCourier(deliveryId);
+    }
     await this.store.deactivate(deliveryId);
   }
 
@@ -533,8 +540,9 @@ export class Searches {
     try {
       await this.confirm(offer);
     } catch (err) {
-      // Swept at once: it no longer waits for an answer. Not before, or the sweep would confirm
-      // it beside this call while order assigns it.
+      // Swept at once: it no longer waits for an answer. Not before, or this process's sweep
+      // would confirm it beside this call while order assigns it (twice, harmlessly, a few
+      // times in a hundred).
       this.waiting.stepping(offer.deliveryId, now.getTime());
       throw err;
     }
@@ -590,17 +598,18 @@ export class Searches {
     });
     // An end is claimed once and never changes: read before the rest, it is what a read after
     // would find.
-    const ended = endedNow ? null : await this.store.end(deliveryId);
-    if (ended?.outcome === 'ASSIGNED' && ended.courierId !== null && ended.offerId) {
+    const endRecord = endedNow ? null : await this.store.end(deliveryId);
+    const { outcome, courierId, offerId } = endRecord ?? {};
+    if (outcome === 'ASSIGNED' && courierId && offerId) {
       // The accepted offer was the search's last (none is made after one is accepted): its
       // courier is let go by it, if they still hold the delivery by it.
-      await this.letGo({ _id: ended.offerId, courierId: ended.courierId, deliveryId }, 'WITHDRAWN');
+      await this.letGo({ _id: offerId, courierId, deliveryId }, 'WITHDRAWN');
     } else {
       const search = await this.store.search(deliveryId);
       if (search) await this.withdrawLatest(search, true);
     }
     await this.store.deactivate(deliveryId);
-    return { ended: endedNow || ended?.outcome === 'ENDED' || ended?.outcome === 'ASSIGNED' };
+    return { ended: endedNow || outcome === 'ENDED' || outcome === 'ASSIGNED' };
   }
 
   /** The delivery a courier holds, if any. */

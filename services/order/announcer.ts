@@ -70,11 +70,14 @@ export class Announcer {
   }
 
   /**
-   * The events of the delivery's transitions up to version `upTo` not yet published, oldest
-   * first; throws when the webhook service did not take them (they stay for the sweep).
+   * The sweep's part for one delivery: the events of its transitions up to version `upTo` whose
+   * record says they are not published, oldest first, handed over and recorded. The chain is
+   * read whatever this process published (`publishedUpTo`): the sweep is what clears a record
+   * its writer published but could not clear. Throws when the webhook service did not take
+   * them (they stay for the next sweep).
    */
-  async transitionsUpTo(deliveryId: string, upTo: number): Promise<void> {
-    const unannounced = await this.unannouncedUpTo(deliveryId, upTo);
+  private async transitionsUpTo(deliveryId: string, upTo: number): Promise<void> {
+    const unannounced = await this.unannouncedUpTo(deliveryId, upTo, { readAll: true });
     if (unannounced === null) return;
     if (unannounced.length > 0) {
       const delivery = await this.deps.transitions.current(deliveryId);
@@ -97,6 +100,7 @@ export class Announcer {
     if (earlier === null) return !transition.unannounced;
     const due = transition.unannounced ? [...earlier, transition] : earlier;
     if (due.length > 0) await this.publishTransitions(delivery, due);
+    // Published, whatever becomes of the records below: any left uncleared are the sweep's.
     this.published(delivery._id, transition.version);
     for (const t of earlier) await this.deps.store.workDone(t, ['unannounced']);
     return true;
@@ -104,16 +108,17 @@ export class Announcer {
 
   /**
    * The delivery's transitions up to `upTo` whose events are not published, oldest first;
-   * null while its creation's are not (its request still pending), which go before any. Those
-   * this process published are not read.
+   * null while its creation's are not (its request still pending), which go before any. A
+   * writer does not read those this process published; the sweep (`readAll`) reads the records.
    */
   private async unannouncedUpTo(
     deliveryId: string,
     upTo: number,
+    { readAll = false } = {},
   ): Promise<TransitionRecord[] | null> {
     const { store } = this.deps;
     const unannounced: TransitionRecord[] = [];
-    const publishedHere = this.publishedUpTo.get(deliveryId);
+    const publishedHere = readAll ? undefined : this.publishedUpTo.get(deliveryId);
     for (let v = upTo; v > (publishedHere ?? 0); v--) {
       const t = await store.transition(deliveryId, v);
       if (!t) continue;

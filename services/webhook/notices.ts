@@ -1,9 +1,13 @@
 import type { Logger } from 'moleculer';
+import { LookupCache } from '../../libs/lookup-cache';
 import { outboxStoreOver } from '../../libs/messaging/outbox-records';
 import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
 import type { EndpointRecord, NoticeRecord, WebhookStore } from './store';
 
 export const DISABLED_SUBJECT = 'Your Waybill webhook endpoint was disabled';
+
+/** How long an owner's address, once asked, addresses their notices. */
+const OWNER_ADDRESS_KEPT_MS = 60_000;
 
 /**
  * One notice per disable. A disable is named by its failing streak (`failingSince`), not by the
@@ -51,7 +55,20 @@ export interface DisableNoticesDeps {
  * the account service, and a lookup that fails is asked again at the next run.
  */
 export class DisableNotices {
-  constructor(private readonly deps: DisableNoticesDeps) {}
+  /**
+   * Owners' addresses as asked lately: a notice's attempt reads it again (`get`) moments after
+   * `due` addressed it, and must not fail, its attempt spent, because the account service
+   * did not answer the second time.
+   */
+  private readonly ownerAddresses: LookupCache<string>;
+
+  constructor(private readonly deps: DisableNoticesDeps) {
+    this.ownerAddresses = new LookupCache<string>({
+      cacheMs: OWNER_ADDRESS_KEPT_MS,
+      lookup: (userId) => deps.ownerEmail(userId),
+      maxEntries: 1_000,
+    });
+  }
 
   /**
    * Records the disable of an endpoint failing since `failingSince`, with the notice to its
@@ -95,7 +112,8 @@ export class DisableNotices {
    * The notices as the sender reads them, each addressed to its owner as it is read: nothing is
    * written to a notice but by the holder of its attempt (the address goes on record with the
    * send, `markSent`), since FerretDB writes a document whole (decision 97). One whose owner's
-   * address cannot be known now waits: left out of `due`, and a later attempt's `get` fails,
+   * address cannot be known now waits: left out of `due`; a later attempt's `get` uses the
+   * address `due` found for it moments before, and fails only when none is known,
    * for a later run to take over.
    */
   outbox(): OutboxStore {
@@ -124,9 +142,14 @@ export class DisableNotices {
     };
   }
 
-  /** The notice as sent: to the address on its record once sent, else its owner's now. */
+  /**
+   * The notice as sent: a PENDING one to its owner's address as the account service gives it
+   * (kept `OWNER_ADDRESS_KEPT_MS`), any other as recorded (the sender only reads where it
+   * stands).
+   */
   private async addressed(notice: NoticeRecord): Promise<OutboxMessage> {
-    const recipient = notice.recipient ?? (await this.deps.ownerEmail(notice.userId));
+    if (notice.status !== 'PENDING' || notice.recipient !== null) return toOutboxMessage(notice);
+    const recipient = (await this.ownerAddresses.get(notice.userId)) ?? '';
     return toOutboxMessage({ ...notice, recipient });
   }
 }
@@ -135,7 +158,8 @@ export class DisableNotices {
 const toOutboxMessage = (notice: NoticeRecord): OutboxMessage => ({
   _id: notice._id,
   channel: 'EMAIL',
-  // The outbox addresses a notice before the sender sees it (`addressed`): null is never sent.
+  // The outbox addresses a PENDING notice before the sender sees it (`addressed`): null is never
+  // sent.
   recipient: notice.recipient ?? '',
   text: notice.text,
   subject: notice.subject,

@@ -3,14 +3,20 @@ import Redis from 'ioredis';
 import type { Logger } from 'moleculer';
 import type mongoose from 'mongoose';
 import type { Caller } from '../../libs/contracts';
+import { offerId as offerIdOf } from '../../services/courier-matching/matching-rules';
 import { CourierPositions } from '../../services/courier-matching/positions';
-import { defineSearchModels, SearchStore } from '../../services/courier-matching/search-store';
+import {
+  defineSearchModels,
+  SearchStore,
+  type SearchRecord,
+} from '../../services/courier-matching/search-store';
 import { Searches } from '../../services/courier-matching/searches';
 import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
 
 /**
  * One matcher's step of a search, on the real FerretDB and Redis (the rest of matching is
- * tested through the gateway): what it has written by the time it claims an offer.
+ * tested through the gateway): what it has written by the time it claims an offer; and the end
+ * of an assigned search, as this version and the one before it recorded it.
  */
 const iso = isolation();
 let db: mongoose.Connection;
@@ -44,8 +50,64 @@ it('notes an offer’s number on the search before it claims the offer, so that 
     return store.claimOffer(offer);
   };
   const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
-  const searches = new Searches({
-    store: watched,
+  const searches = searchesOver(watched, positions);
+  const courierId = randomUUID();
+  await positions.report(
+    { id: courierId, fleetTypeId: BIKE },
+    PICKUP.lat + 0.002,
+    PICKUP.lon,
+    new Date(),
+  );
+
+  const deliveryId = randomUUID();
+  await store.claimSearch(searchRecord(deliveryId));
+  await searches.advance(deliveryId);
+
+  expect(notedAtClaim).toEqual([1]);
+  expect((await store.hold(courierId))?.deliveryId).toBe(deliveryId);
+});
+
+it.each([
+  ['names the accepted offer', true],
+  ['was written before ends named it', false],
+])('ends an assigned search by letting its courier go, when its end %s', async (_, named) => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  const freed: string[] = [];
+  const watched = Object.create(positions) as CourierPositions;
+  watched.setBusy = async (courierId, busy) => {
+    if (!busy) freed.push(courierId);
+    return positions.setBusy(courierId, busy);
+  };
+  const searches = searchesOver(store, watched);
+  const [deliveryId, courierId] = [randomUUID(), randomUUID()];
+  const offerId = offerIdOf(deliveryId, 1);
+  const at = new Date();
+  await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+  const expiresAt = new Date(at.getTime() + 30_000);
+  await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
+  await store.claimOfferOutcome(offerId, 'ACCEPTED');
+  await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'DELIVERY', at });
+  await store.claimEnd({
+    _id: deliveryId,
+    outcome: 'ASSIGNED',
+    courierId,
+    ...(named ? { offerId } : {}),
+    at,
+  });
+
+  expect(await searches.end(deliveryId)).toEqual({ ended: true });
+  expect(await store.hold(courierId)).toBeNull();
+  expect(freed).toEqual([courierId]);
+  // Again (order's writer and its sweep): nothing more to let go.
+  expect(await searches.end(deliveryId)).toEqual({ ended: true });
+  expect(freed).toEqual([courierId]);
+});
+
+function searchesOver(store: SearchStore, positions: CourierPositions): Searches {
+  return new Searches({
+    store,
     couriers: positions,
     services: () => ({}) as Caller,
     settings: {
@@ -62,16 +124,10 @@ it('notes an offer’s number on the search before it claims the offer, so that 
     placeVirtualCourier: async () => undefined,
     logger: () => ({ warn: () => undefined }) as unknown as Logger,
   });
-  const courierId = randomUUID();
-  await positions.report(
-    { id: courierId, fleetTypeId: BIKE },
-    PICKUP.lat + 0.002,
-    PICKUP.lon,
-    new Date(),
-  );
+}
 
-  const deliveryId = randomUUID();
-  await store.claimSearch({
+function searchRecord(deliveryId: string): SearchRecord {
+  return {
     _id: deliveryId,
     deliveryId,
     userId: randomUUID(),
@@ -85,9 +141,5 @@ it('notes an offer’s number on the search before it claims the offer, so that 
     startedAt: new Date(),
     offers: 0,
     tried: [],
-  });
-  await searches.advance(deliveryId);
-
-  expect(notedAtClaim).toEqual([1]);
-  expect((await store.hold(courierId))?.deliveryId).toBe(deliveryId);
-});
+  };
+}

@@ -126,6 +126,16 @@ describe('an endpoint disabled after failing', () => {
     // Sent once: the other node's sender and later runs find it sent.
     await new Promise((r) => setTimeout(r, 1500));
     expect(mailsToOwner()).toHaveLength(1);
+    // On record as sent, with the address it went to.
+    const webhookDb = await openServiceDatabase(iso, 'webhook');
+    try {
+      const notices = await webhookDb.collection('webhook_notices').find({ webhookId }).toArray();
+      expect(notices).toEqual([
+        expect.objectContaining({ status: 'SENT', recipient: email, attempts: 1 }),
+      ]);
+    } finally {
+      await webhookDb.close();
+    }
 
     // Enabled while still failing: disabled again, told again, once.
     const enabled = await api(merchant, 'POST', `/api/webhooks/${webhookId}/enable`);

@@ -107,6 +107,18 @@ describe('OutboxSender', () => {
     expect(byId.get('m1')?.text).toBeNull();
   });
 
+  it('records the address it sent to with the send', async () => {
+    const { store, byId } = memoryOutbox([message({ recipient: '' })]);
+    // Addressed as it is listed (a webhook notice), not on its record.
+    const addressed: OutboxStore = {
+      ...store,
+      due: async (now, limit) =>
+        (await store.due(now, limit)).map((m) => ({ ...m, recipient: 'owner@example.com' })),
+    };
+    expect((await sentInOneRun(addressed)).map((m) => m.to)).toEqual(['owner@example.com']);
+    expect(byId.get('m1')).toMatchObject({ status: 'SENT', recipient: 'owner@example.com' });
+  });
+
   it('retries a failed attempt, then leaves it FAILED, without a secret’s digits in live', async () => {
     const { store, writes } = memoryOutbox([message()]);
     const refusing = {
