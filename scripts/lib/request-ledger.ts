@@ -16,6 +16,12 @@ export interface WalletCheck {
   balanceKobo: number;
   /** deliveryIds (among `unrefundedOrphans`) whose delivery exists. */
   delivered: ReadonlySet<string>;
+  /**
+   * deliveryIds (among `refundedCreated`) whose delivery ended NO_COURIER_FOUND: a search
+   * that found nobody in its time (a run longer than `MATCHING_SEARCH_TIMEOUT_MS` with more
+   * requests than its couriers carry) gives the money back, and that is no mismatch.
+   */
+  noCourier?: ReadonlySet<string>;
 }
 
 export interface WalletReport {
@@ -26,6 +32,8 @@ export interface WalletReport {
   completed: number;
   /** Orphans neither refunded nor delivered yet: the sweep may still settle them. */
   unsettled: number;
+  /** 201s refunded in full once their search found no courier (`noCourier`). */
+  refundedNoCourier: number;
 }
 
 const naira = (kobo: number) => (kobo / 100).toFixed(2);
@@ -42,6 +50,15 @@ function refundedKobo(index: Map<string, WalletEntry[]>, reference: string): num
     (sum, r) => sum + nairaToKobo(r.amount),
     0,
   );
+}
+
+/** The 201s with a refund: the caller asks how each delivery ended (`noCourier`). */
+export function refundedCreated(
+  entries: readonly WalletEntry[],
+  created: ReadonlyMap<string, number>,
+): string[] {
+  const index = byReference(entries);
+  return [...created.keys()].filter((deliveryId) => index.has(refundReference(deliveryId)));
 }
 
 /** DEBITs of no 201 that are not refunded in full: the caller asks whether their delivery exists. */
@@ -63,7 +80,7 @@ export function unrefundedOrphans(
  * both; the balance is what was credited less what the deliveries kept.
  */
 export function checkWallet(check: WalletCheck): WalletReport {
-  const { entries, created, balanceKobo, delivered } = check;
+  const { entries, created, balanceKobo, delivered, noCourier = new Set<string>() } = check;
   const index = byReference(entries);
   const mismatches: string[] = [];
   let creditedKobo = 0;
@@ -71,6 +88,7 @@ export function checkWallet(check: WalletCheck): WalletReport {
   let orphans = 0;
   let completed = 0;
   let unsettled = 0;
+  let refundedNoCourier = 0;
   for (const e of entries) if (e.type === 'CREDIT') creditedKobo += nairaToKobo(e.amount);
 
   for (const [deliveryId, paidKobo] of created) {
@@ -86,7 +104,17 @@ export function checkWallet(check: WalletCheck): WalletReport {
       );
     }
     if (index.has(refundReference(deliveryId))) {
-      mismatches.push(`delivery ${deliveryId}: answered 201 but refunded`);
+      const refunded = refundedKobo(index, deliveryId);
+      if (!noCourier.has(deliveryId)) {
+        mismatches.push(`delivery ${deliveryId}: answered 201 but refunded`);
+      } else if (refunded !== debitKobo) {
+        mismatches.push(
+          `delivery ${deliveryId}: no courier found, refunded ${naira(refunded)} of ${naira(debitKobo)}`,
+        );
+      } else {
+        refundedNoCourier++;
+        continue;
+      }
     }
     keptKobo += debitKobo;
   }
@@ -113,5 +141,5 @@ export function checkWallet(check: WalletCheck): WalletReport {
       `balance ${naira(balanceKobo)}, expected ${naira(creditedKobo)} credited − ${naira(keptKobo)} kept = ${naira(creditedKobo - keptKobo)}`,
     );
   }
-  return { mismatches, orphans, completed, unsettled };
+  return { mismatches, orphans, completed, unsettled, refundedNoCourier };
 }

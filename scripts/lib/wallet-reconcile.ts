@@ -2,7 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { nairaToKobo } from '../../libs/money';
 import type { Party } from '../../test/support/deliveries';
 import { adminHeaders, request } from '../../test/support/http';
-import { checkWallet, unrefundedOrphans, type WalletEntry } from './request-ledger';
+import {
+  checkWallet,
+  refundedCreated,
+  unrefundedOrphans,
+  type WalletEntry,
+} from './request-ledger';
 
 /**
  * A benchmark's wallet-paid delivery requests held against the ledger through the public
@@ -28,6 +33,8 @@ export interface LedgerReconciliation {
   completed: number;
   /** Of those, the ones neither refunded nor delivered yet. */
   unsettled: number;
+  /** 201s refunded in full once their search found no courier in its time. */
+  refundedNoCourier: number;
 }
 
 /** Every entry of a merchant's wallet, through the public API, page by page. */
@@ -66,6 +73,7 @@ export async function reconcileWallets(
   let orphans = 0;
   let completed = 0;
   let unsettled = 0;
+  let refundedNoCourier = 0;
   for (const merchant of merchants) {
     const mine = new Map<string, number>();
     for (const [id, c] of created) if (c.merchant === merchant) mine.set(id, c.amountKobo);
@@ -77,16 +85,25 @@ export async function reconcileWallets(
       });
       if (reply.status === 200) delivered.add(deliveryId);
     }
+    const noCourier = new Set<string>();
+    for (const deliveryId of refundedCreated(entries, mine)) {
+      const reply = await request(url, 'GET', `/api/deliveries/${deliveryId}`, {
+        headers: { 'api-key': merchant.key },
+      });
+      if (reply.body?.data?.status === 'NO_COURIER_FOUND') noCourier.add(deliveryId);
+    }
     const wallet = checkWallet({
       entries,
       created: mine,
       balanceKobo: await balanceKobo(url, merchant),
       delivered,
+      noCourier,
     });
     mismatches.push(...wallet.mismatches.map((m) => `merchant ${merchant.userId}: ${m}`));
     orphans += wallet.orphans;
     completed += wallet.completed;
     unsettled += wallet.unsettled;
+    refundedNoCourier += wallet.refundedNoCourier;
   }
   if (orphans > shed) {
     mismatches.push(`${orphans} debits of no 201, but only ${shed} requests were shed`);
@@ -95,7 +112,7 @@ export async function reconcileWallets(
   if (verify.status !== 200 || verify.body.data.clean !== true) {
     mismatches.push(`GET /admin/ledger/verify: ${verify.status} ${verify.text.slice(0, 500)}`);
   }
-  return { mismatches, orphans, completed, unsettled };
+  return { mismatches, orphans, completed, unsettled, refundedNoCourier };
 }
 
 /** How long the order service's sweep may take to settle a request shed half-way. */
@@ -139,5 +156,9 @@ export function ledgerSummary(createdCount: number, ledger: LedgerReconciliation
     ledger.mismatches.length === 0
       ? 'every 201 has its one debit, balances add up, verify clean'
       : `${ledger.mismatches.length} mismatch(es)`;
-  return `ledger: ${createdCount} requests answered 201; ${ledger.orphans} debit(s) of requests shed (503, 504, no answer): ${ledger.completed} became deliveries, ${refunded} refunded, ${ledger.unsettled} unsettled; ${verdict}`;
+  const noCourier =
+    ledger.refundedNoCourier > 0
+      ? `, ${ledger.refundedNoCourier} of them refunded when no courier was found in time`
+      : '';
+  return `ledger: ${createdCount} requests answered 201${noCourier}; ${ledger.orphans} debit(s) of requests shed (503, 504, no answer): ${ledger.completed} became deliveries, ${refunded} refunded, ${ledger.unsettled} unsettled; ${verdict}`;
 }

@@ -1,5 +1,6 @@
 import {
   checkWallet,
+  refundedCreated,
   unrefundedOrphans,
   type WalletEntry,
 } from '../../../scripts/lib/request-ledger';
@@ -42,7 +43,13 @@ describe('bench:request reconciliation of a wallet', () => {
       balanceKobo: 10_000_000 - 2 * KOBO,
       delivered: none,
     });
-    expect(report).toEqual({ mismatches: [], orphans: 0, completed: 0, unsettled: 0 });
+    expect(report).toEqual({
+      mismatches: [],
+      orphans: 0,
+      completed: 0,
+      unsettled: 0,
+      refundedNoCourier: 0,
+    });
   });
 
   it('reports a 201 without a debit, a debit of another amount, a refunded 201 and a wrong balance', () => {
@@ -73,7 +80,41 @@ describe('bench:request reconciliation of a wallet', () => {
       balanceKobo: 10_000_000 - KOBO,
       delivered: new Set(['late']),
     });
-    expect(report).toEqual({ mismatches: [], orphans: 2, completed: 1, unsettled: 0 });
+    expect(report).toEqual({
+      mismatches: [],
+      orphans: 2,
+      completed: 1,
+      unsettled: 0,
+      refundedNoCourier: 0,
+    });
+  });
+
+  it('accepts a 201 refunded in full once its search found no courier, and only that', () => {
+    const entries = [
+      FUNDED,
+      debit(2, 'timed-out'),
+      refund(3, 'timed-out'),
+      debit(4, 'short'),
+      refund(5, 'short', '1000.00'),
+      debit(6, 'carried'),
+      refund(7, 'carried'),
+      debit(8, 'kept'),
+    ];
+    const created = new Map(['timed-out', 'short', 'carried', 'kept'].map((id) => [id, KOBO]));
+    expect(refundedCreated(entries, created)).toEqual(['timed-out', 'short', 'carried']);
+    const report = checkWallet({
+      entries,
+      created,
+      // As the debits the answers account for leave it: only the two deliveries disagree.
+      balanceKobo: 10_000_000 - 3 * KOBO,
+      delivered: none,
+      noCourier: new Set(['timed-out', 'short']),
+    });
+    expect(report.refundedNoCourier).toBe(1);
+    expect(report.mismatches).toEqual([
+      'delivery short: no courier found, refunded 1000.00 of 2756.25',
+      'delivery carried: answered 201 but refunded',
+    ]);
   });
 
   it('reports a debit of no 201 that is neither refunded nor a delivery as unsettled', () => {
@@ -113,14 +154,24 @@ describe('bench:request reconciliation of a wallet', () => {
 
 describe('the ledger line bench:request and bench:soak print', () => {
   it('counts the debits of requests shed by how each was settled', () => {
-    expect(ledgerSummary(279, { mismatches: [], orphans: 108, completed: 100, unsettled: 3 })).toBe(
+    const ledger = { mismatches: [], orphans: 108, completed: 100, unsettled: 3 };
+    expect(ledgerSummary(279, { ...ledger, refundedNoCourier: 0 })).toBe(
       'ledger: 279 requests answered 201; 108 debit(s) of requests shed (503, 504, no answer): 100 became deliveries, 5 refunded, 3 unsettled; every 201 has its one debit, balances add up, verify clean',
+    );
+    expect(ledgerSummary(279, { ...ledger, refundedNoCourier: 12 })).toMatch(
+      /^ledger: 279 requests answered 201, 12 of them refunded when no courier was found in time; 108/,
     );
   });
 
   it('says how many mismatches there are instead of the all-clear', () => {
     expect(
-      ledgerSummary(2, { mismatches: ['a', 'b'], orphans: 0, completed: 0, unsettled: 0 }),
+      ledgerSummary(2, {
+        mismatches: ['a', 'b'],
+        orphans: 0,
+        completed: 0,
+        unsettled: 0,
+        refundedNoCourier: 0,
+      }),
     ).toMatch(/; 2 mismatch\(es\)$/);
   });
 });
