@@ -53,10 +53,30 @@ async function entriesOf(url: string, who: Party): Promise<WalletEntry[]> {
   }
 }
 
-async function balanceKobo(url: string, who: Party): Promise<number> {
+async function balanceOf(url: string, who: Party): Promise<number> {
   const reply = await request(url, 'GET', '/api/wallet', { headers: { 'api-key': who.key } });
   if (reply.status !== 200) throw new Error(`wallet: ${reply.status} ${reply.text}`);
   return nairaToKobo(reply.body.data.balance);
+}
+
+/** Reads of a wallet tried before its entries and balance are compared however they moved. */
+const STILL_READS = 20;
+
+/**
+ * A wallet's entries and its balance as of one moment: read again while money moved between
+ * the balance read before the entries and the one after (refunds still land after a load, as
+ * searches that found no courier end).
+ */
+async function walletAtRest(
+  url: string,
+  who: Party,
+): Promise<{ entries: WalletEntry[]; balanceKobo: number }> {
+  for (let read = 1; ; read++) {
+    const before = await balanceOf(url, who);
+    const entries = await entriesOf(url, who);
+    const after = await balanceOf(url, who);
+    if (before === after || read >= STILL_READS) return { entries, balanceKobo: after };
+  }
 }
 
 /**
@@ -77,7 +97,7 @@ export async function reconcileWallets(
   for (const merchant of merchants) {
     const mine = new Map<string, number>();
     for (const [id, c] of created) if (c.merchant === merchant) mine.set(id, c.amountKobo);
-    const entries = await entriesOf(url, merchant);
+    const { entries, balanceKobo } = await walletAtRest(url, merchant);
     const delivered = new Set<string>();
     for (const deliveryId of unrefundedOrphans(entries, mine)) {
       const reply = await request(url, 'GET', `/api/deliveries/${deliveryId}`, {
@@ -95,7 +115,7 @@ export async function reconcileWallets(
     const wallet = checkWallet({
       entries,
       created: mine,
-      balanceKobo: await balanceKobo(url, merchant),
+      balanceKobo,
       delivered,
       noCourier,
     });

@@ -541,8 +541,8 @@ export class Searches {
       await this.confirm(offer);
     } catch (err) {
       // Swept at once: it no longer waits for an answer. Not before, or this process's sweep
-      // would confirm it beside this call while order assigns it (twice, harmlessly, a few
-      // times in a hundred).
+      // would confirm it beside this call while order assigns it (harmlessly, but for about
+      // one accept in five under bench:run).
       this.waiting.stepping(offer.deliveryId, now.getTime());
       throw err;
     }

@@ -77,7 +77,7 @@ export class Announcer {
    * them (they stay for the next sweep).
    */
   private async transitionsUpTo(deliveryId: string, upTo: number): Promise<void> {
-    const unannounced = await this.unannouncedUpTo(deliveryId, upTo, { readAll: true });
+    const unannounced = await this.unannouncedUpTo(deliveryId, upTo, { fromRecordsOnly: true });
     if (unannounced === null) return;
     if (unannounced.length > 0) {
       const delivery = await this.deps.transitions.current(deliveryId);
@@ -109,16 +109,17 @@ export class Announcer {
   /**
    * The delivery's transitions up to `upTo` whose events are not published, oldest first;
    * null while its creation's are not (its request still pending), which go before any. A
-   * writer does not read those this process published; the sweep (`readAll`) reads the records.
+   * writer does not read those this process published; the sweep (`fromRecordsOnly`) reads the
+   * records whatever this process remembers.
    */
   private async unannouncedUpTo(
     deliveryId: string,
     upTo: number,
-    { readAll = false } = {},
+    { fromRecordsOnly = false } = {},
   ): Promise<TransitionRecord[] | null> {
     const { store } = this.deps;
     const unannounced: TransitionRecord[] = [];
-    const publishedHere = readAll ? undefined : this.publishedUpTo.get(deliveryId);
+    const publishedHere = fromRecordsOnly ? undefined : this.publishedUpTo.get(deliveryId);
     for (let v = upTo; v > (publishedHere ?? 0); v--) {
       const t = await store.transition(deliveryId, v);
       if (!t) continue;

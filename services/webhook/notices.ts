@@ -6,8 +6,12 @@ import type { EndpointRecord, NoticeRecord, WebhookStore } from './store';
 
 export const DISABLED_SUBJECT = 'Your Waybill webhook endpoint was disabled';
 
-/** How long an owner's address, once asked, addresses their notices. */
-const OWNER_ADDRESS_KEPT_MS = 60_000;
+/**
+ * How long an owner's address, once asked, addresses their notices: the run of the sender that
+ * listed a notice, not its next attempt (`NOTIFY_RETRY_BASE_MS` later at the soonest), which
+ * asks again and so goes to an address the owner has corrected meanwhile.
+ */
+const OWNER_ADDRESS_KEPT_MS = 5_000;
 
 /**
  * One notice per disable. A disable is named by its failing streak (`failingSince`), not by the

@@ -27,7 +27,8 @@ import {
  * events with the delivery as the change left it, and records what it did of the transition's
  * work in one write, ending its mark without reading it first. Counted by the commands the
  * process sends (`DB_COMMAND_METRICS`), every service in one process on the real FerretDB,
- * NATS and Redis, the order sweep kept out of the way.
+ * NATS and Redis, the order sweep kept out of the way (but for the end of the last test, which
+ * is the sweep's).
  */
 const iso = isolation();
 let node: NodeProcess;
@@ -231,14 +232,15 @@ it('hands over the events of an earlier change its writer could not, with the ne
   const [collectedChange] = await transitions
     .find({ deliveryId, 'event.kind': 'COLLECTED' })
     .toArray();
-  await transitions.updateOne({ _id: collectedChange._id }, { $set: { unannounced: true } });
-  await orderDb
-    .collection<{ _id: string; at: Date }>('transition_work')
-    .insertOne({ _id: collectedChange._id, at: new Date(Date.now() - 60_000) });
   const collectedSequence = eventSequence(collectedChange.version, 0);
   await webhookDb
     .collection('webhook_events')
     .deleteMany({ deliveryId, sequence: collectedSequence });
+  await transitions.updateOne({ _id: collectedChange._id }, { $set: { unannounced: true } });
+  // The mark last: it is what the sweep goes by.
+  await orderDb
+    .collection<{ _id: string; at: Date }>('transition_work')
+    .insertOne({ _id: collectedChange._id, at: new Date(Date.now() - 60_000) });
   await eventually(
     async () => {
       const swept = await transitions.findOne({ _id: collectedChange._id });

@@ -224,6 +224,22 @@ describe('the record of a disable', () => {
     // A later attempt's read is addressed too, and fails while the owner cannot be known.
     expect(await notices.outbox().get(id)).toMatchObject({ recipient: 'owner@example.com' });
     await expect(down.outbox().get(id)).rejects.toThrow('account unreachable');
+    // The attempt's read, moments after its run listed the notice, does not ask again.
+    let asked = 0;
+    const flaky = new DisableNotices({
+      store,
+      publicBaseUrl: PUBLIC_BASE_URL,
+      ownerEmail: async () => {
+        asked += 1;
+        if (asked > 1) throw new Error('account unreachable');
+        return 'owner@example.com';
+      },
+      logger: () => broker.getLogger('notices-test'),
+    });
+    const run = flaky.outbox();
+    expect(await dueIds(flaky)).toContain(id);
+    expect(await run.get(id)).toMatchObject({ recipient: 'owner@example.com' });
+    expect(asked).toBe(1);
     // Reading writes nothing (a write beside a sender's could undo its record, decision 97):
     // the address goes on the notice with its send, by the holder of the attempt.
     expect(await store.notices.get(id)).toMatchObject({ recipient: null, status: 'PENDING' });
