@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import type mongoose from 'mongoose';
 import type { ServiceBroker } from 'moleculer';
 import type { CollectedOnDelivery, Posting } from '../../libs/contracts/payment';
+import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { count, samples as metric } from '../support/metrics';
 import {
@@ -405,6 +406,32 @@ describe('GET /admin/ledger/verify', () => {
     );
     const kinds = mine.map((p: { kind: string; sequence: number }) => `${p.kind}@${p.sequence}`);
     expect(kinds).toEqual(expect.arrayContaining(['MISMATCH@2', 'GAP@4', 'DUPLICATE@4']));
+  });
+
+  it('reports a head naming an entry that is not there, but not entries posted while it runs', async () => {
+    const ahead = randomUUID();
+    await credit(ahead, 1_000);
+    await db
+      .collection<{ _id: string; sequence: number }>('wallets')
+      .updateOne({ _id: ahead }, { $set: { sequence: 3 } });
+    // Money moves between the scan of the entries and the read of the heads.
+    const busy = randomUUID();
+    await credit(busy, 100);
+    const models = defineLedgerModels(db);
+    const Wallet = Object.create(models.Wallet) as typeof models.Wallet;
+    Wallet.find = ((filter: object) => ({
+      lean: () => ({
+        cursor: async function* () {
+          await credit(busy, 100);
+          yield* models.Wallet.find(filter).lean().cursor();
+        },
+      }),
+    })) as unknown as typeof Wallet.find;
+    const report = await new LedgerStore(() => ({ ...models, Wallet })).verify();
+    expect(report.problems.filter((p) => p.walletId === ahead)).toEqual([
+      expect.objectContaining({ kind: 'MISMATCH', sequence: 3 }),
+    ]);
+    expect(report.problems.filter((p) => p.walletId === busy)).toEqual([]);
   });
 
   it('reports money collected on delivery that no courier owes, and a courier owing below zero as no problem', async () => {
