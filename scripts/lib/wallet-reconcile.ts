@@ -79,6 +79,23 @@ async function walletAtRest(
   }
 }
 
+/** Those of `deliveryIds` that exist as the merchant reads them, in a status `wanted` takes. */
+async function deliveriesWhere(
+  url: string,
+  merchant: Party,
+  deliveryIds: readonly string[],
+  wanted: (status: string) => boolean,
+): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (const deliveryId of deliveryIds) {
+    const reply = await request(url, 'GET', `/api/deliveries/${deliveryId}`, {
+      headers: { 'api-key': merchant.key },
+    });
+    if (reply.status === 200 && wanted(reply.body.data.status)) found.add(deliveryId);
+  }
+  return found;
+}
+
 /**
  * Every merchant's wallet checked against the answers (checkWallet), the debits of requests
  * shed at most as many as those requests, and the whole ledger verified.
@@ -98,20 +115,18 @@ export async function reconcileWallets(
     const mine = new Map<string, number>();
     for (const [id, c] of created) if (c.merchant === merchant) mine.set(id, c.amountKobo);
     const { entries, balanceKobo } = await walletAtRest(url, merchant);
-    const delivered = new Set<string>();
-    for (const deliveryId of unrefundedOrphans(entries, mine)) {
-      const reply = await request(url, 'GET', `/api/deliveries/${deliveryId}`, {
-        headers: { 'api-key': merchant.key },
-      });
-      if (reply.status === 200) delivered.add(deliveryId);
-    }
-    const noCourier = new Set<string>();
-    for (const deliveryId of refundedCreated(entries, mine)) {
-      const reply = await request(url, 'GET', `/api/deliveries/${deliveryId}`, {
-        headers: { 'api-key': merchant.key },
-      });
-      if (reply.body?.data?.status === 'NO_COURIER_FOUND') noCourier.add(deliveryId);
-    }
+    const delivered = await deliveriesWhere(
+      url,
+      merchant,
+      unrefundedOrphans(entries, mine),
+      () => true,
+    );
+    const noCourier = await deliveriesWhere(
+      url,
+      merchant,
+      refundedCreated(entries, mine),
+      (status) => status === 'NO_COURIER_FOUND',
+    );
     const wallet = checkWallet({
       entries,
       created: mine,

@@ -1,16 +1,16 @@
 import type mongoose from 'mongoose';
 import { eventSequence } from '../../services/order/webhook-events';
-import {
-  credit,
-  getDelivery,
-  ORIGIN,
-  proofCodeSent,
-  requestDelivery,
-  savePackage,
-} from '../support/deliveries';
+import { credit, getDelivery, ORIGIN, proofCodeSent } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, request } from '../support/http';
-import { acceptedDelivery, asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
+import {
+  acceptedDelivery,
+  acceptOffer,
+  asCourier,
+  courierAt,
+  offeredDelivery,
+  type Courier,
+} from '../support/couriers';
 import { samples, type Sample } from '../support/metrics';
 import {
   dropDatabases,
@@ -90,14 +90,9 @@ it('a courier step reads its delivery and its transitions no more than it must, 
   const merchant = await createUserWithKey(base());
   await credit(base(), merchant, 100_000);
   const courier: Courier = await courierAt(base(), { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon });
-  const packageId = await savePackage(base(), merchant);
-  const created = await requestDelivery(base(), merchant, [packageId]);
-  expect(created.status).toBe(201);
-  const deliveryId = created.body.data.deliveryId as string;
-  const offer = await offerOf(base(), courier);
+  const { deliveryId, offer } = await offeredDelivery(base(), merchant, courier);
   const beforeAccept = await commandsOf('matching');
-  const accepted = await asCourier(base(), courier, 'POST', `/courier/offers/${offer.id}/accept`);
-  expect(accepted.status).toBe(200);
+  const accepted = await acceptOffer(base(), courier, offer);
   expect(accepted.body.data).toMatchObject({ deliveryId, status: 'ACCEPTED' });
   // The outcome the accept claimed is what it answers, not read back; and no sweep confirms
   // the offer beside it (the search is swept at once only should the confirmation fail).

@@ -183,12 +183,15 @@ describe('the record of a disable', () => {
       deleted: false,
       createdAt: failingSince,
     };
-    const notices = new DisableNotices({
-      store,
-      publicBaseUrl: PUBLIC_BASE_URL,
-      ownerEmail: async () => 'owner@example.com',
-      logger: () => broker.getLogger('notices-test'),
-    });
+    /** The notices of this store, the owner's address asked of `ownerEmail`. */
+    const noticesAsking = (ownerEmail: (userId: string) => Promise<string>) =>
+      new DisableNotices({
+        store,
+        publicBaseUrl: PUBLIC_BASE_URL,
+        ownerEmail,
+        logger: () => broker.getLogger('notices-test'),
+      });
+    const notices = noticesAsking(async () => 'owner@example.com');
     const first = new Date('2030-01-02T00:00:01Z');
     const second = new Date('2030-01-02T00:00:02Z');
     const answers = await Promise.all([
@@ -205,13 +208,8 @@ describe('the record of a disable', () => {
       disabledAt: answers[0],
     });
     // Addressed as it is read; the account service not answering leaves it for the next run.
-    const down = new DisableNotices({
-      store,
-      publicBaseUrl: PUBLIC_BASE_URL,
-      ownerEmail: async () => {
-        throw new Error('account unreachable');
-      },
-      logger: () => broker.getLogger('notices-test'),
+    const down = noticesAsking(async () => {
+      throw new Error('account unreachable');
     });
     const dueIds = async (n: DisableNotices) =>
       (await n.outbox().due(new Date('2030-01-03T00:00:00Z'), 50)).map((m) => m._id);
@@ -226,15 +224,10 @@ describe('the record of a disable', () => {
     await expect(down.outbox().get(id)).rejects.toThrow('account unreachable');
     // The attempt's read, moments after its run listed the notice, does not ask again.
     let asked = 0;
-    const flaky = new DisableNotices({
-      store,
-      publicBaseUrl: PUBLIC_BASE_URL,
-      ownerEmail: async () => {
-        asked += 1;
-        if (asked > 1) throw new Error('account unreachable');
-        return 'owner@example.com';
-      },
-      logger: () => broker.getLogger('notices-test'),
+    const flaky = noticesAsking(async () => {
+      asked += 1;
+      if (asked > 1) throw new Error('account unreachable');
+      return 'owner@example.com';
     });
     const run = flaky.outbox();
     expect(await dueIds(flaky)).toContain(id);

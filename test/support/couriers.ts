@@ -76,21 +76,37 @@ export async function offerOf(base: string, courier: Courier, timeout = 15_000):
 }
 
 /**
- * A delivery of one new package of the merchant's, requested, offered to `courier` (who must
- * be its nearest free courier) and accepted: its id.
+ * A delivery of one new package of the merchant's, requested and offered to `courier` (who
+ * must be its nearest free courier): its id and the offer.
  */
-export async function acceptedDelivery(
+export async function offeredDelivery(
   base: string,
   merchant: Party,
   courier: Courier,
-): Promise<string> {
+): Promise<{ deliveryId: string; offer: Offer }> {
   const packageId = await savePackage(base, merchant);
   const created = await requestDelivery(base, merchant, [packageId]);
   expect(created.status).toBe(201);
   const deliveryId = created.body.data.deliveryId as string;
   const offer = await offerOf(base, courier);
   expect(offer.deliveryId).toBe(deliveryId);
+  return { deliveryId, offer };
+}
+
+/** The courier accepts the offer: the answer, 200 expected. */
+export async function acceptOffer(base: string, courier: Courier, offer: Offer) {
   const accepted = await asCourier(base, courier, 'POST', `/courier/offers/${offer.id}/accept`);
   expect(accepted.status).toBe(200);
+  return accepted;
+}
+
+/** A delivery offered to `courier` (`offeredDelivery`) and accepted: its id. */
+export async function acceptedDelivery(
+  base: string,
+  merchant: Party,
+  courier: Courier,
+): Promise<string> {
+  const { deliveryId, offer } = await offeredDelivery(base, merchant, courier);
+  await acceptOffer(base, courier, offer);
   return deliveryId;
 }
