@@ -192,13 +192,17 @@ export interface Config {
   };
 }
 
-/** Where a test may stop the order process in the middle of a request (ORDER_FAULT). */
+/**
+ * Where a test may stop the order process in the middle of a request (ORDER_FAULT), in the
+ * order a request passes them; a checkout-paid request has no debit, so passes neither
+ * `before-debit` nor `before-ready`.
+ */
 export const ORDER_FAULT_POINTS = [
   'after-claim',
   'after-packages',
-  'after-build',
+  'before-debit',
   'before-ready',
-  'after-debit',
+  'after-ready',
   'after-outcome',
 ] as const;
 export type OrderFaultPoint = (typeof ORDER_FAULT_POINTS)[number];

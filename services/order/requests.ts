@@ -240,7 +240,7 @@ export class DeliveryRequests {
     if (walletPays) {
       // Nothing is saved before the debit: a request stopped before READY is undone, and its
       // pending document already says that a debit may have to be given back (`walletDebit`).
-      this.fault('after-build');
+      this.fault('before-debit');
       await call(services, 'payment.debit', {
         userId: user.id,
         amountKobo: delivery.payment.creator.amountKobo,
@@ -251,7 +251,7 @@ export class DeliveryRequests {
       this.fault('before-ready');
     }
     await this.stage(deliveryId, 'READY', { built: { delivery, addresses }, notifications });
-    this.fault(walletPays ? 'after-debit' : 'after-build');
+    this.fault('after-ready');
     return this.finish(deliveryId, { delivery, addresses }, notifications);
   }
 

@@ -127,9 +127,9 @@ async function swept(): Promise<void> {
 const FINISHED: Record<OrderFaultPoint, boolean> = {
   'after-claim': false,
   'after-packages': false,
-  'after-build': false,
+  'before-debit': false,
   'before-ready': false,
-  'after-debit': true,
+  'after-ready': true,
   'after-outcome': true,
 };
 
@@ -194,7 +194,7 @@ describe.each(ORDER_FAULT_POINTS)('a wallet-paid request whose order process die
   }, 180_000);
 });
 
-describe('a checkout-paid request whose order process dies after-build', () => {
+describe('a checkout-paid request whose order process dies after-ready', () => {
   it('is finished by the sweep, and the checkout paid meanwhile marks it paid, crediting nothing back', async () => {
     const merchant = await createUserWithKey(rest.url);
     const packageId = await savePackage(rest.url, merchant);
@@ -208,7 +208,7 @@ describe('a checkout-paid request whose order process dies after-build', () => {
         { 'Idempotency-Key': key },
       );
 
-    await orderUp(merchant, 'after-build');
+    await orderUp(merchant, 'after-ready');
     await crash(send, merchant);
     // The payer pays while no order process runs: the payment service keeps the outcome
     // until an order process acknowledges it.

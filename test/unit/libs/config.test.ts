@@ -549,12 +549,12 @@ describe('order', () => {
   });
 
   it('honours ORDER_FAULT under tests only', () => {
-    expect(loadConfig({ NODE_ENV: 'test', ORDER_FAULT: 'after-debit' }).order.fault).toBe(
-      'after-debit',
+    expect(loadConfig({ NODE_ENV: 'test', ORDER_FAULT: 'after-ready' }).order.fault).toBe(
+      'after-ready',
     );
     expect(loadConfig({ NODE_ENV: 'test', ORDER_FAULT: '' }).order.fault).toBeUndefined();
     for (const NODE_ENV of ['production', 'development', undefined]) {
-      const err = configErrorFor({ NODE_ENV, ORDER_FAULT: 'after-debit' });
+      const err = configErrorFor({ NODE_ENV, ORDER_FAULT: 'after-ready' });
       expect(err.message).toMatch(/^ORDER_FAULT: .*NODE_ENV=test.*unset it/);
     }
   });
