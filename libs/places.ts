@@ -7,7 +7,8 @@ import { insertOnce } from './mongo';
  * owner's numbered places by inserting the place's document (`_id` `<owner>:<k>`), which only
  * one insert can do (FerretDB's conditional updates are not atomic, decision 16). Counting the
  * records before inserting one let simultaneous creations pass the cap by their number (13
- * webhook endpoints of 10 under bench:soak at 50 connections; decisions 89 and 90).
+ * webhook endpoints of 10 under bench:soak at 50 connections; decisions 89 and 90). A place is
+ * given back by one delete however many give it back at once (`releasePlace`, decision 98).
  */
 
 /** A taken place: which record holds it, since when. */
@@ -82,12 +83,11 @@ export interface PlaceStore {
   claimPlace(place: Place): Promise<boolean>;
   place(id: string): Promise<Place | null>;
   /**
-   * Deletes the place if `holder` still holds it. Should FerretDB read the filter and delete by
-   * `_id` apart (as its conditional updates are applied, decision 16), two that free one place
-   * at the same instant (a removal giving it back while a creation takes it for left behind, or
-   * two such creations) could delete the other's new claim, and the cap be passed by one.
+   * Deletes the place if `holder` still holds it. FerretDB reads the filter and deletes by `_id`
+   * apart (decision 16), so only the caller that claimed the release calls this
+   * (`releasePlace`).
    */
-  releasePlace(id: string, holder: string): Promise<void>;
+  deletePlace(id: string, holder: string): Promise<void>;
   holder(id: string): Promise<PlaceHolder | null>;
 }
 
@@ -115,12 +115,54 @@ export async function takePlace(
     const held = await store.place(placeId(owner, k));
     if (held) {
       if (!placeLeftBehind(k, held, await store.holder(held.holder), now)) continue;
-      await store.releasePlace(held._id, held.holder);
+      await releasePlace(store, held._id, held.holder, now);
     }
     // Freed since, or left behind: whoever else found it so races for it too, the insert decides.
     if (await claim(k)) return k;
   }
   return undefined;
+}
+
+/** The document whose insert claims the release of place `id` from `holder`, try `attempt`. */
+export const releaseId = (id: string, holder: string, attempt: number) =>
+  `release ${JSON.stringify([id, holder, attempt])}`;
+
+/**
+ * Frees place `id` of `holder`, once however many free it at the same instant (a removal giving
+ * it back while creations take it for left behind). FerretDB reads a delete's filter and
+ * deletes by `_id` apart (decision 16): two deletes of `holder`'s place could both read it held
+ * by `holder`, and the later one delete the place a creation had taken again in between, which
+ * lets the cap be passed by one. So the release is claimed by inserting a document that names
+ * it, and only the claim's winner deletes (a failed delete takes its claim back). A claim whose
+ * winner died before deleting leaves the place held: `PLACE_PENDING_MS` after it, the next
+ * release takes the next attempt's claim.
+ * The claims are kept (one small document a release): deleting one would let a late release
+ * of the same holder claim it again.
+ */
+export async function releasePlace(
+  store: PlaceStore,
+  id: string,
+  holder: string,
+  now: Date,
+): Promise<void> {
+  let attempt = 0;
+  for (;;) {
+    const release: Place = { _id: releaseId(id, holder, attempt), holder, at: now };
+    if (await store.claimPlace(release)) {
+      try {
+        return await store.deletePlace(id, holder);
+      } catch (err) {
+        // The delete failed: the claim goes with it, so that a retry deletes at once.
+        await store.deletePlace(release._id, holder).catch(() => undefined);
+        throw err;
+      }
+    }
+    const claimed = await store.place(release._id);
+    // Taken back by a delete that failed: the same claim is tried again.
+    if (!claimed) continue;
+    if (now.getTime() - claimed.at.getTime() < PLACE_PENDING_MS) return;
+    attempt++;
+  }
 }
 
 /** A capped creation: who creates what for whom, and how it is refused. */
@@ -187,7 +229,7 @@ export async function createInPlace<T>(creation: PlacedCreation<T>): Promise<T> 
     return await creation.insert(k);
   } catch (err) {
     if (!(await creation.stored().catch(() => true))) {
-      await store.releasePlace(placeId(owner, k), holder).catch(() => undefined);
+      await releasePlace(store, placeId(owner, k), holder, now).catch(() => undefined);
     }
     throw err;
   }
@@ -201,13 +243,15 @@ export async function givePlaceBack(
   store: PlaceStore,
   owner: string,
   record: { id: string; place?: number },
+  now = new Date(),
 ): Promise<void> {
-  if (record.place !== undefined) await store.releasePlace(placeId(owner, record.place), record.id);
+  if (record.place === undefined) return;
+  await releasePlace(store, placeId(owner, record.place), record.id, now);
 }
 
 const placeSchema = new Schema({ _id: String, holder: String, at: Date }, { versionKey: false });
 
-/** The places of one kind of record, in `collection`. */
+/** The places of one kind of record, and the claims of their releases, in `collection`. */
 export function definePlaceModel(connection: Connection, name: string, collection: string) {
   return connection.model(name, placeSchema, collection);
 }
@@ -229,7 +273,7 @@ export class StoredPlaces implements PlaceStore {
     return (await this.model().findById(id).lean()) as Place | null;
   }
 
-  async releasePlace(id: string, holder: string): Promise<void> {
+  async deletePlace(id: string, holder: string): Promise<void> {
     await this.model().deleteOne({ _id: id, holder });
   }
 

@@ -4,10 +4,14 @@ import {
   createInPlace,
   definePlaceModel,
   givePlaceBack,
+  PLACE_PENDING_MS,
   placeId,
+  releaseId,
+  releasePlace,
   StoredPlaces,
   takePlace,
   type PlaceHolder,
+  type PlaceModel,
 } from '../../libs/places';
 import { isolation, openServiceDatabase } from '../support/stack';
 
@@ -19,12 +23,13 @@ import { isolation, openServiceDatabase } from '../support/stack';
 const iso = isolation();
 let conn: mongoose.Connection;
 let store: StoredPlaces;
+let model: PlaceModel;
 /** The records that hold places, as the service's own collection would tell them. */
 const holders = new Map<string, PlaceHolder>();
 
 beforeAll(async () => {
   conn = await openServiceDatabase(iso, 'places');
-  const model = definePlaceModel(conn, 'TestPlace', 'test_places');
+  model = definePlaceModel(conn, 'TestPlace', 'test_places');
   store = new StoredPlaces(
     () => model,
     async (id) => holders.get(id) ?? null,
@@ -55,10 +60,38 @@ describe('places on the real server', () => {
     expect(await takePlace(store, owner, { count: 1, held: new Set() }, 'holder', new Date())).toBe(
       0,
     );
-    await store.releasePlace(placeId(owner, 0), 'someone-else');
+    await releasePlace(store, placeId(owner, 0), 'someone-else', new Date());
     expect((await store.place(placeId(owner, 0)))?.holder).toBe('holder');
     await givePlaceBack(store, owner, { id: 'holder', place: 0 });
     expect(await store.place(placeId(owner, 0))).toBeNull();
+  });
+
+  it('are given back once while creations take them for left behind, the release’s claim kept', async () => {
+    const owner = randomUUID();
+    const place = placeId(owner, 0);
+    const one = () => ({ count: 1, held: new Set<number>() });
+    expect(await takePlace(store, owner, one(), 'removed', new Date())).toBe(0);
+    holders.set('removed', { gone: true, place: 0 });
+    const taken = await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) => takePlace(store, owner, one(), `c${i}`, new Date())),
+      givePlaceBack(store, owner, { id: 'removed', place: 0 }),
+    ]);
+    const winners = taken.flatMap((k, i) => (k === 0 ? [`c${i}`] : []));
+    expect(winners.length).toBeLessThanOrEqual(1);
+    expect((await store.place(place))?.holder).toBe(winners[0]);
+    expect(await model.countDocuments({ _id: releaseId(place, 'removed', 0) })).toBe(1);
+    expect(await model.countDocuments({ _id: releaseId(place, 'removed', 1) })).toBe(0);
+  });
+
+  it('held by a release that claimed and stopped are freed PLACE_PENDING_MS later', async () => {
+    const owner = randomUUID();
+    const place = placeId(owner, 0);
+    const taken = new Date(Date.now() - PLACE_PENDING_MS);
+    await store.claimPlace({ _id: place, holder: 'removed', at: taken });
+    await store.claimPlace({ _id: releaseId(place, 'removed', 0), holder: 'removed', at: taken });
+    await givePlaceBack(store, owner, { id: 'removed', place: 0 });
+    expect(await store.place(place)).toBeNull();
+    expect(await model.countDocuments({ _id: releaseId(place, 'removed', 1) })).toBe(1);
   });
 
   it('hold a cap exactly for creations at once, and take a removed record’s place again', async () => {

@@ -6,6 +6,9 @@ import {
   placesOf,
   capRefusals,
   createInPlace,
+  givePlaceBack,
+  releaseId,
+  releasePlace,
   takePlace,
   type Place,
   type PlaceHolder,
@@ -34,12 +37,31 @@ class MapPlaces implements PlaceStore {
     return this.places.get(id) ?? null;
   }
 
-  async releasePlace(id: string, holder: string) {
+  async deletePlace(id: string, holder: string) {
     if (this.places.get(id)?.holder === holder) this.places.delete(id);
   }
 
   async holder(id: string) {
     return this.holders.get(id) ?? null;
+  }
+
+  /** Who holds each of `owner`'s places (the claims of releases left out). */
+  heldBy(owner: string) {
+    return [...this.places.values()]
+      .filter((place) => place._id.startsWith(`${owner}:`))
+      .map((place) => place.holder);
+  }
+}
+
+/**
+ * Deletes as FerretDB applies a conditional delete (decision 16): the filter read, then, a
+ * round trip later, the document deleted by `_id` whatever it is by then.
+ */
+class SplitDeletePlaces extends MapPlaces {
+  override async deletePlace(id: string, holder: string) {
+    const read = this.places.get(id);
+    await new Promise((resolve) => setImmediate(resolve));
+    if (read?.holder === holder) this.places.delete(id);
   }
 }
 
@@ -132,7 +154,7 @@ describe('takePlace', () => {
     }
     expect(await takePlace(store, 'o', free(3), 'late', NOW)).toBeUndefined();
 
-    await store.releasePlace(placeId('o', 1), 'w1');
+    await releasePlace(store, placeId('o', 1), 'w1', NOW);
     expect(await takePlace(store, 'o', free(3), 'w3', NOW)).toBe(1);
 
     store.holders.set('w2', { gone: true, place: 2 }); // its removal stopped before giving the place back
@@ -169,6 +191,104 @@ describe('takePlace', () => {
       ['a', 'b', 'c'].map((holder) => takePlace(store, 'o', free(1), holder, NOW)),
     );
     expect(taken.filter((k) => k === 0)).toHaveLength(1);
+  });
+
+  it('gives a place left behind to one creation even when deletes read their filter apart', async () => {
+    // A removal giving its place back while creations find it left behind: each read the place
+    // held by the removed record, and a delete not claimed first removed the place the first
+    // creation had just taken again, so a second took it too.
+    for (let creations = 4; creations >= 1; creations--) {
+      const store = new SplitDeletePlaces();
+      await store.claimPlace({ _id: placeId('o', 0), holder: 'gone', at: NOW });
+      store.holders.set('gone', { gone: true, place: 0 });
+      const taken = await Promise.all([
+        ...Array.from({ length: creations }, (_, i) =>
+          takePlace(store, 'o', free(1), `c${i}`, NOW),
+        ),
+        givePlaceBack(store, 'o', { id: 'gone', place: 0 }, NOW),
+      ]);
+      const winners = taken.filter((k) => k === 0);
+      expect(winners.length).toBeLessThanOrEqual(1);
+      expect(store.heldBy('o')).toHaveLength(winners.length);
+      expect(store.places.has(releaseId(placeId('o', 0), 'gone', 0))).toBe(true);
+      expect(store.places.has(releaseId(placeId('o', 0), 'gone', 1))).toBe(false);
+    }
+  });
+});
+
+describe('releasePlace', () => {
+  it('deletes once however many release at once, and keeps the claim', async () => {
+    const store = new SplitDeletePlaces();
+    await store.claimPlace({ _id: placeId('o', 0), holder: 'h', at: NOW });
+    const deletePlace = jest.spyOn(store, 'deletePlace');
+    await Promise.all(
+      Array.from({ length: 5 }, () => releasePlace(store, placeId('o', 0), 'h', NOW)),
+    );
+    expect(deletePlace).toHaveBeenCalledTimes(1);
+    expect(store.heldBy('o')).toEqual([]);
+    expect([...store.places.keys()]).toEqual([releaseId(placeId('o', 0), 'h', 0)]);
+  });
+
+  it('takes its claim back when the delete fails, so that a retry deletes', async () => {
+    const store = new MapPlaces();
+    await store.claimPlace({ _id: placeId('o', 0), holder: 'h', at: NOW });
+    const deletePlace = store.deletePlace.bind(store);
+    jest
+      .spyOn(store, 'deletePlace')
+      .mockImplementationOnce(() => Promise.reject(new Error('down')))
+      .mockImplementation(deletePlace);
+    await expect(releasePlace(store, placeId('o', 0), 'h', NOW)).rejects.toThrow('down');
+    expect([...store.places.keys()]).toEqual([placeId('o', 0)]);
+    await releasePlace(store, placeId('o', 0), 'h', NOW);
+    expect([...store.places.keys()]).toEqual([releaseId(placeId('o', 0), 'h', 0)]);
+  });
+
+  it('tries the same claim again when a failed delete took it back, never the next', async () => {
+    const store = new MapPlaces();
+    await store.claimPlace({ _id: placeId('o', 0), holder: 'h', at: NOW });
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    // The second release reads the claim it lost after the first's failed delete took it back.
+    const place = store.place.bind(store);
+    jest.spyOn(store, 'place').mockImplementation(async (id) => {
+      await tick();
+      await tick();
+      return place(id);
+    });
+    const deletePlace = store.deletePlace.bind(store);
+    const deleted: string[] = [];
+    jest
+      .spyOn(store, 'deletePlace')
+      .mockImplementationOnce(async () => {
+        await tick();
+        throw new Error('down');
+      })
+      .mockImplementation(async (id, holder) => {
+        deleted.push(id);
+        return deletePlace(id, holder);
+      });
+    const [failed, second] = await Promise.allSettled([
+      releasePlace(store, placeId('o', 0), 'h', NOW),
+      releasePlace(store, placeId('o', 0), 'h', NOW),
+    ]);
+    expect(failed.status).toBe('rejected');
+    expect(second.status).toBe('fulfilled');
+    await releasePlace(store, placeId('o', 0), 'h', NOW); // the failed one's retry
+    expect(store.heldBy('o')).toEqual([]);
+    // The failed delete's claim taken back, the second's delete of the place its only one.
+    expect(deleted).toEqual([releaseId(placeId('o', 0), 'h', 0), placeId('o', 0)]);
+    expect(store.places.has(releaseId(placeId('o', 0), 'h', 1))).toBe(false);
+  });
+
+  it('leaves the place to a fresh claim’s winner, and takes the next claim once it is PLACE_PENDING_MS old', async () => {
+    const store = new MapPlaces();
+    await store.claimPlace({ _id: placeId('o', 0), holder: 'h', at: NOW });
+    // A release that claimed and died before deleting.
+    await store.claimPlace({ _id: releaseId(placeId('o', 0), 'h', 0), holder: 'h', at: NOW });
+    await releasePlace(store, placeId('o', 0), 'h', before(-(PLACE_PENDING_MS - 1)));
+    expect(store.heldBy('o')).toEqual(['h']);
+    await releasePlace(store, placeId('o', 0), 'h', before(-PLACE_PENDING_MS));
+    expect(store.heldBy('o')).toEqual([]);
+    expect(store.places.has(releaseId(placeId('o', 0), 'h', 1))).toBe(true);
   });
 });
 
@@ -218,10 +338,10 @@ describe('createInPlace', () => {
         stored,
       });
     await expect(failing('x', async () => false)).rejects.toThrow('lost');
-    expect(store.places.size).toBe(0);
+    expect(store.heldBy('o')).toEqual([]);
     await expect(failing('y', async () => true)).rejects.toThrow('lost');
     await expect(failing('z', () => Promise.reject(new Error('down')))).rejects.toThrow('lost');
-    expect([...store.places.values()].map((p) => p.holder)).toEqual(['y', 'z']);
+    expect(store.heldBy('o')).toEqual(['y', 'z']);
   });
 });
 
