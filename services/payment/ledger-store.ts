@@ -327,8 +327,9 @@ export class LedgerStore {
   /**
    * Recomputes every wallet from its entries (in order of wallet and sequence; a scan, for
    * operators), checks each head does not run ahead of its chain and each posted reference
-   * points at its entry. Money may move while it runs: a head ahead of what the scan read is
-   * a problem only if the entry it names is missing.
+   * points at its entry (as the scan found it; read by `_id` only when it did not). Money may
+   * move while it runs: a head ahead of what the scan read is a problem only if the entry it
+   * names is missing.
    */
   async verify(maxProblems = 1000): Promise<LedgerReport> {
     const audit = new LedgerAudit(maxProblems);
@@ -355,6 +356,9 @@ export class LedgerStore {
     for await (const ref of this.m.Reference.find({ entrySequence: { $ne: null } })
       .lean()
       .cursor()) {
+      // Found by the scan: no read. Else posted since (or a problem): its entry read by `_id`.
+      const named = entryId(ref.walletId, ref.entrySequence as number);
+      if (audit.postedAs(ref._id) === named) continue;
       const entry = await this.entry(ref.walletId, ref.entrySequence as number);
       if (entry?.reference !== ref._id) {
         problems.push({

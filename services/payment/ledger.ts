@@ -114,6 +114,11 @@ export class LedgerAudit {
     if (this.problems.length < this.maxProblems) this.problems.push(problem);
   }
 
+  /** The id of the entry fed first that posted `reference`, if one did. */
+  postedAs(reference: string): string | undefined {
+    return this.references.get(reference);
+  }
+
   add(entry: AuditedEntry): void {
     if (entry.walletId !== this.walletId) {
       this.walletId = entry.walletId;

@@ -434,6 +434,32 @@ describe('GET /admin/ledger/verify', () => {
     expect(report.problems.filter((p) => p.walletId === busy)).toEqual([]);
   });
 
+  it('reads an entry by `_id` only for a reference the scan did not find posted there', async () => {
+    // Every reference's entry was read by `_id`: 20,000 reads after a 30-minute soak, and the
+    // gateway's timeout (504) before the report.
+    const userId = randomUUID();
+    for (let i = 0; i < 3; i++) await credit(userId, 1_000, `test:${userId}:${i}`);
+    await db
+      .collection<{ _id: string; entrySequence: number }>('ledger_references')
+      .updateOne({ _id: `test:${userId}:0` }, { $set: { entrySequence: 2 } });
+    const models = defineLedgerModels(db);
+    const Entry = Object.create(models.Entry) as typeof models.Entry;
+    const read: string[] = [];
+    Entry.findById = ((id: string) => {
+      read.push(id);
+      return models.Entry.findById(id);
+    }) as typeof Entry.findById;
+    const report = await new LedgerStore(() => ({ ...models, Entry })).verify();
+    expect(report.problems.filter((p) => p.walletId === userId)).toEqual([
+      expect.objectContaining({
+        kind: 'MISMATCH',
+        sequence: 2,
+        detail: `reference test:${userId}:0 names this entry, which holds test:${userId}:1`,
+      }),
+    ]);
+    expect(read.filter((id) => id.startsWith(userId))).toEqual([`${userId}:2`]);
+  });
+
   it('reports money collected on delivery that no courier owes, and a courier owing below zero as no problem', async () => {
     const [merchant, courierId, paired] = [randomUUID(), randomUUID(), randomUUID()];
     await client.call('payment.collectOnDelivery', {
