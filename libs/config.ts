@@ -443,7 +443,7 @@ const envSchema = Joi.object({
     .min(100)
     .default(10000)
     .description(
-      'How often courier positions that moved since the last write are written from Redis to MongoDB (`lastLocation`)',
+      'How often courier positions that moved since the last write are written from Redis to MongoDB (`courier_locations`)',
     ),
   TRACKING_REFRESH_MS: Joi.number()
     .integer()

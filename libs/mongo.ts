@@ -26,6 +26,10 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
   }
 }
 
+/** A bulk write refused only by unique indexes (each a race lost or a repeat). */
+export const onlyDuplicateKeys = (err: unknown): boolean =>
+  (err as { writeErrors?: unknown[] }).writeErrors?.every(isDuplicateKey) ?? false;
+
 /** Inserts documents in one round trip, leaving any already there (a repeat) as they are. */
 // The models differ in their document types; only insertMany is used.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -34,8 +38,7 @@ export async function insertAll(model: mongoose.Model<any>, documents: object[])
   try {
     await model.insertMany(documents, { ordered: false });
   } catch (err) {
-    const failures = (err as { writeErrors?: unknown[] }).writeErrors;
-    if (!failures?.every(isDuplicateKey)) throw err;
+    if (!onlyDuplicateKeys(err)) throw err;
   }
 }
 
@@ -54,11 +57,45 @@ export async function raiseById(
   { setOnInsert, timestamps }: { setOnInsert?: Record<string, unknown>; timestamps?: boolean } = {},
 ): Promise<void> {
   const update = setOnInsert ? { $max: to, $setOnInsert: setOnInsert } : { $max: to };
+  await upsertById(model, id, update, { timestamps });
+}
+
+/**
+ * Updates the document `_id`, creating it when missing. Two first writers race to create it:
+ * the loser's upsert fails on the key and it updates the document the other made.
+ */
+export async function upsertById(
+  // The models differ in their document types; only updateOne by `_id` is used.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  model: mongoose.Model<any>,
+  id: string,
+  update: mongoose.UpdateQuery<unknown>,
+  { timestamps }: { timestamps?: boolean } = {},
+): Promise<void> {
   const write = () => model.updateOne({ _id: id }, update, { upsert: true, timestamps });
   try {
     await write();
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
+    await write();
+  }
+}
+
+/** `upsertById` for many documents, in one round trip. */
+export async function upsertManyById(
+  // The models differ in their document types; only bulkWrite by `_id` is used.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  model: mongoose.Model<any>,
+  updates: readonly { id: string; update: mongoose.UpdateQuery<unknown> }[],
+): Promise<void> {
+  const operations = updates.map(({ id, update }) => ({
+    updateOne: { filter: { _id: id }, update, upsert: true },
+  }));
+  const write = () => model.bulkWrite(operations, { ordered: false });
+  try {
+    await write();
+  } catch (err) {
+    if (!onlyDuplicateKeys(err)) throw err;
     await write();
   }
 }

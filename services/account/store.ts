@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { APP_ENVIRONMENTS } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import { insertOnce, updateByIdWhere } from '../../libs/mongo';
+import { insertOnce, raiseById, updateByIdWhere } from '../../libs/mongo';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
 import {
   markedRecorded,
@@ -38,6 +38,7 @@ const apiKeySchema = new Schema(
     environment: { type: String, required: true, enum: APP_ENVIRONMENTS },
     serverOnly: { type: Boolean, required: true },
     quota: { type: quotaSchema, default: null },
+    /** Written by keys stored before `api_key_uses` existed only; read with the key's use. */
     lastUsedAt: { type: Date, default: null },
     revokedAt: { type: Date, default: null },
     /** Which of its user's places it holds (libs/places); none if created before places. */
@@ -62,6 +63,13 @@ const keyHashSchema = new Schema(
   { versionKey: false },
 );
 
+/**
+ * When a key was last used, apart from the key: FerretDB writes a document whole from the copy
+ * an update read (decision 16), so a use recorded on the key, racing its revocation, could
+ * write the key back unrevoked (decision 99).
+ */
+const keyUseSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
+
 /** The hash entry that marks the keys stored before `api_key_hashes` existed as entered. */
 const HASHES_FILLED = '$filled';
 
@@ -73,6 +81,7 @@ export function defineAccountModels(connection: Connection) {
     User: connection.model('User', userSchema, 'users'),
     ApiKey: connection.model('ApiKey', apiKeySchema, 'api_keys'),
     KeyHash: connection.model('ApiKeyHash', keyHashSchema, 'api_key_hashes'),
+    KeyUse: connection.model('ApiKeyUse', keyUseSchema, 'api_key_uses'),
     /** `_id` = `<userId>:<k>`: the active key that holds the user's k-th place. */
     KeyPlace: definePlaceModel(connection, 'ApiKeyPlace', 'api_key_places'),
   };
@@ -89,7 +98,7 @@ export class AccountStore {
     this.keyPlaces = new StoredPlaces(
       () => this.models().KeyPlace,
       async (keyId) => {
-        const key = await this.findKey(keyId);
+        const key = await this.keyById(keyId);
         return key && { gone: key.revokedAt != null, place: key.place ?? undefined };
       },
     );
@@ -143,23 +152,41 @@ export class AccountStore {
   }
 
   /** Newest first, a page at a time. */
-  listKeys(userId: string, page: { limit: number; offset: number }) {
-    return this.models()
+  async listKeys(userId: string, page: { limit: number; offset: number }) {
+    const keys = await this.models()
       .ApiKey.find({ userId })
       .sort({ createdAt: -1, _id: -1 })
       .skip(page.offset)
       .limit(page.limit)
       .lean();
+    return Promise.all(keys.map((key) => this.withLastUse(key)));
   }
 
-  findKey(keyId: string) {
+  /** The key with when it was last used. */
+  async findKey(keyId: string) {
+    const key = await this.keyById(keyId);
+    return key && this.withLastUse(key);
+  }
+
+  private keyById(keyId: string) {
     return this.models().ApiKey.findById(keyId).lean();
+  }
+
+  /**
+   * The key with its last use: the later of its use's and its own field's, which keys used
+   * before `api_key_uses` existed have (and replicas of the version before still write).
+   */
+  private async withLastUse(key: ApiKeyRecord & { _id: string }) {
+    const use = await this.models().KeyUse.findById(key._id).lean();
+    const own = key.lastUsedAt?.getTime() ?? 0;
+    return use?.at && use.at.getTime() > own ? { ...key, lastUsedAt: use.at } : key;
   }
 
   async findKeyByHash(hash: string) {
     const entry = await this.models().KeyHash.findById(hash).lean();
     if (!entry) return null;
-    const key = await this.findKey(entry.keyId);
+    // Without its use: the gateway's lookup has no need of it, and records one after.
+    const key = await this.keyById(entry.keyId);
     return key?.hash === hash ? key : null;
   }
 
@@ -172,7 +199,8 @@ export class AccountStore {
     );
   }
 
+  /** Records a use; two at once may keep the earlier (a use is a lower bound, `raiseById`). */
   async touchKey(keyId: string): Promise<void> {
-    await this.models().ApiKey.updateOne({ _id: keyId }, { $set: { lastUsedAt: new Date() } });
+    await raiseById(this.models().KeyUse, keyId, { at: new Date() });
   }
 }

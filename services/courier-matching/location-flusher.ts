@@ -15,7 +15,7 @@ export interface LocationFlusherDeps {
 }
 
 /**
- * Writes couriers' positions to MongoDB (`lastLocation`) at a lower rate than they report:
+ * Writes couriers' positions to MongoDB (`courier_locations`) at a lower rate than they report:
  * every COURIER_LOCATION_FLUSH_MS, only the couriers that moved since they were last written.
  * Each replica takes its own couriers from the moved set, so replicas flush side by side
  * without writing one courier twice. A batch whose write fails goes back to the set. The

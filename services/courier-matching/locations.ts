@@ -118,7 +118,10 @@ export class CourierLocations {
     }
   }
 
-  /** Views whose `lastLocation` is the later of Redis's and the document's. */
+  /**
+   * Views whose `lastLocation` is the later of Redis's and the one written to MongoDB, which is
+   * read only for couriers Redis has none of (the flusher writes what Redis held).
+   */
   async views(records: readonly CourierRecord[]): Promise<CourierView[]> {
     let live = new Map<string, Position>();
     try {
@@ -127,7 +130,11 @@ export class CourierLocations {
       // Redis unreachable: the positions last written to MongoDB are still worth answering.
       this.deps.logger().warn('courier positions unreachable; views show the stored ones', { err });
     }
-    return records.map((record) => toCourierView(record, live.get(record._id)));
+    const unknown = records.filter((r) => !live.has(r._id)).map((r) => r._id);
+    const stored = unknown.length > 0 ? await this.deps.store.storedLocations(unknown) : undefined;
+    return records.map((record) =>
+      toCourierView(record, live.get(record._id), stored?.get(record._id)),
+    );
   }
 
   async view(record: CourierRecord): Promise<CourierView> {
@@ -138,7 +145,7 @@ export class CourierLocations {
   /**
    * A courier's view for another service, null when there is none: the profile as cached
    * (a change made through this service drops it everywhere, DIRECTORY_CACHE_MS bounds the
-   * rest), the position the later of Redis's and the one in the cached document.
+   * rest), the position as `views` finds it.
    */
   async viewById(courierId: string): Promise<CourierView | null> {
     const record = await this.profiles.get(courierId);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
-import { insertOnce } from '../../libs/mongo';
+import { insertOnce, upsertManyById } from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
@@ -43,12 +43,23 @@ const courierSchema = new Schema(
     active: { type: Boolean, required: true, default: true },
     /** The sandbox's courier of one simulated delivery: never offered a real one. */
     virtual: { type: Boolean, default: undefined },
+    /** Written before `courier_locations` existed only (a fallback for those couriers). */
     lastLocation: { type: locationSchema, default: null },
   },
   { timestamps: true, versionKey: false },
 );
 courierSchema.index({ createdAt: -1, _id: -1 });
 courierSchema.index({ 'fleet.typeId': 1 });
+
+/**
+ * A courier's position as last written from Redis, apart from the courier: FerretDB writes a
+ * document whole from the copy an update read (decision 16), so a position written onto the
+ * courier, racing an operator's change, could undo it, a retirement among them (decision 99).
+ */
+const courierLocationSchema = new Schema(
+  { _id: String, lat: Number, lon: Number, at: Date },
+  { versionKey: false },
+);
 
 /** A registration number's claim (reg-no-claims.ts): `_id` is the number. */
 const regNoSchema = new Schema(
@@ -111,6 +122,11 @@ interface MerchantCourierRecord {
 export function defineMatchingModels(connection: Connection) {
   return {
     Courier: connection.model('Courier', courierSchema, 'couriers'),
+    CourierLocation: connection.model(
+      'CourierLocation',
+      courierLocationSchema,
+      'courier_locations',
+    ),
     RegNo: connection.model('CourierRegNo', regNoSchema, 'courier_reg_nos'),
     MerchantCourier: connection.model(
       'MerchantCourier',
@@ -247,23 +263,35 @@ export class CourierStore {
   }
 
   /**
-   * Writes couriers' last positions (the location flusher): one update by `_id` per courier,
-   * sent together. `updatedAt` stays: it is the directory's version (positions.ts), which a
-   * position is not part of.
+   * Writes couriers' last positions (the location flusher): one upsert by `_id` per courier,
+   * sent together, into `courier_locations`; the courier's own document (and its `updatedAt`,
+   * the directory's version, positions.ts) stays the operators'.
    */
   async writeLocations(
     locations: readonly { courierId: string; lat: number; lon: number; at: Date }[],
   ): Promise<void> {
     if (locations.length === 0) return;
-    await this.models().Courier.bulkWrite(
+    await upsertManyById(
+      this.models().CourierLocation,
       locations.map(({ courierId, lat, lon, at }) => ({
-        updateOne: {
-          filter: { _id: courierId },
-          update: { $set: { lastLocation: { lat, lon, at } } },
-          timestamps: false,
-        },
+        id: courierId,
+        update: { $set: { lat, lon, at } },
       })),
-      { ordered: false },
+    );
+  }
+
+  /** The positions last written of those of `courierIds` that have one. */
+  async storedLocations(
+    courierIds: readonly string[],
+  ): Promise<Map<string, CourierLocationRecord>> {
+    const { CourierLocation } = this.models();
+    const found = await Promise.all(
+      courierIds.map((id) =>
+        CourierLocation.findById(id).lean<CourierLocationRecord & { _id: string }>(),
+      ),
+    );
+    return new Map(
+      found.flatMap((l) => (l ? [[l._id, { lat: l.lat, lon: l.lon, at: l.at }]] : [])),
     );
   }
 

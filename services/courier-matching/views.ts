@@ -9,17 +9,30 @@ const locationView = (location: CourierLocationRecord): CourierLocation => ({
   at: location.at.toISOString(),
 });
 
-/** The later of the two: Redis holds the last report, MongoDB the last one written there. */
-function lastLocation(stored: CourierLocationRecord | null, live: Position | undefined) {
-  if (!live) return stored;
-  if (!stored) return live;
-  return live.at.getTime() >= stored.at.getTime() ? live : stored;
+/**
+ * The latest of them: Redis holds the last report, MongoDB the last one written there (and a
+ * courier's own document the last written before `courier_locations`, or by a replica of the
+ * version before).
+ */
+function lastLocation(...candidates: (CourierLocationRecord | null | undefined)[]) {
+  let latest: CourierLocationRecord | null = null;
+  for (const c of candidates) {
+    if (c && (!latest || c.at.getTime() > latest.at.getTime())) latest = c;
+  }
+  return latest;
 }
 
-/** `live`: the courier's position in Redis, newer than the document's when it moved since. */
-export function toCourierView(record: CourierRecord, live?: Position): CourierView {
+/**
+ * `live`: the courier's position in Redis, newer than the one written to MongoDB (`stored`)
+ * when it moved since; a courier written before `courier_locations` has its own.
+ */
+export function toCourierView(
+  record: CourierRecord,
+  live?: Position,
+  stored?: CourierLocationRecord,
+): CourierView {
   const { fleet } = record;
-  const location = lastLocation(record.lastLocation, live);
+  const location = lastLocation(live, stored, record.lastLocation);
   return {
     id: record._id,
     name: record.name,

@@ -283,12 +283,23 @@ export class PackageStore {
     ).toObject() as PackageRecord;
   }
 
-  /** Null when the package is not the user's, deleted or taken. */
+  /**
+   * Null when the package is not the user's, deleted or taken, or was claimed while the edit
+   * was written. FerretDB writes the document whole from the copy the update read (decision
+   * 99): an edit written as a delivery or a delete that claimed the package meanwhile marked it
+   * could put back the copy without their mark, or their mark the copy without the edit. So the
+   * claim is read after the write: claimed, the edit is refused as if the claim came first, and
+   * the claim's mark written again.
+   */
   async updateOpen(userId: string, packageId: string, changes: object) {
     if (!(await updateByIdWhere(this.Package, packageId, open(userId), { $set: changes }))) {
       return null;
     }
-    return this.byId(packageId);
+    const holder = await this.holderOf(packageId);
+    if (holder === null) return this.byId(packageId);
+    if (holder === DELETED) await this.markDeleted(packageId);
+    else await this.markTaken([packageId], holder);
+    return null;
   }
 
   async markDeleted(packageId: string): Promise<void> {

@@ -210,7 +210,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       params: webhookIdParams,
       async handler(ctx: WaybillContext<WebhookIdParams>) {
         const endpoint = await ownEndpoint(ctx);
-        await store.updateEndpoint(endpoint._id, { deleted: true });
+        await store.deleteEndpoint(endpoint._id);
         const owner = endpointOwner(endpoint.userId, endpoint.environment);
         await givePlaceBack(store.places, owner, { id: endpoint._id, place: endpoint.place });
         return null;

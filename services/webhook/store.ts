@@ -58,10 +58,22 @@ const attemptSchema = new Schema({ _id: String, messageId: String }, plain);
 const noticeSchema = new Schema({ _id: String, webhookId: String, status: String }, plain);
 /** `_id` = `<noticeId>:<n>`: whoever inserts it makes the n-th attempt to send the notice. */
 const noticeAttemptSchema = new Schema({ _id: String, at: Date }, plain);
+/**
+ * `_id` = a deleted endpoint's id, inserted before the endpoint is marked deleted. FerretDB
+ * writes a document whole from the copy an update read (decision 16), so another write of the
+ * endpoint racing its deletion (a dispatcher's failing streak, a disable, an enable) could
+ * write it back live: each looks here after it (decision 99).
+ */
+const endpointDeletionSchema = new Schema({ _id: String, at: Date }, plain);
 
 export function defineWebhookModels(connection: Connection) {
   return {
     Endpoint: connection.model('WebhookEndpoint', endpointSchema, 'webhook_endpoints'),
+    EndpointDeletion: connection.model(
+      'WebhookEndpointDeletion',
+      endpointDeletionSchema,
+      'webhook_endpoint_deletions',
+    ),
     /** `_id` = `<owner>:<k>`: the endpoint that holds its owner's k-th place (libs/places). */
     Place: definePlaceModel(connection, 'WebhookEndpointPlace', 'webhook_endpoint_places'),
     Secret: connection.model('WebhookSecret', secretSchema, 'webhook_secrets'),
@@ -305,8 +317,30 @@ export class WebhookStore {
     );
   }
 
-  async updateEndpoint(webhookId: string, changes: Partial<EndpointRecord>): Promise<void> {
+  /**
+   * Changes an endpoint. A deletion recorded by the time the change is written may have been
+   * undone by it: the endpoint is marked deleted again.
+   */
+  async updateEndpoint(
+    webhookId: string,
+    changes: Partial<Omit<EndpointRecord, 'deleted'>>,
+  ): Promise<void> {
     await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: changes });
+    if (await this.m.EndpointDeletion.exists({ _id: webhookId })) await this.markDeleted(webhookId);
+  }
+
+  /**
+   * Deletes an endpoint: its deletion recorded, then the endpoint marked. A change whose write
+   * undoes the mark finds the record after it (`updateEndpoint`), and one that found none
+   * wrote before the mark read the endpoint.
+   */
+  async deleteEndpoint(webhookId: string, at = new Date()): Promise<void> {
+    await insertOnce(() => this.m.EndpointDeletion.create({ _id: webhookId, at }));
+    await this.markDeleted(webhookId);
+  }
+
+  private async markDeleted(webhookId: string): Promise<void> {
+    await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: { deleted: true } });
   }
 
   // --- notices to owners

@@ -5,7 +5,8 @@ import { isolation, openServiceDatabase } from '../support/stack';
 
 /**
  * Keys are found by their hash's `_id` entry (decision 63). A key stored before those entries
- * existed has none: the account service enters them when it starts, once.
+ * existed has none: the account service enters them when it starts, once. A key's uses are
+ * recorded apart from it (decision 99).
  */
 const iso = isolation();
 let conn: mongoose.Connection;
@@ -53,4 +54,29 @@ it('finds a key made now, and one stored before the hash entries once they are e
   await store.enterStoredKeyHashes('start');
   expect(await store.findKeyByHash(older.hash)).toMatchObject({ _id: older._id });
   expect(await store.findKeyByHash(randomUUID())).toBeNull();
+});
+
+it('keeps a revocation that races the key’s uses, and each key’s latest use', async () => {
+  // A use written onto the key, racing its revocation, wrote the key back unrevoked in more
+  // than half of such rounds (FerretDB writes the whole document from the copy it read).
+  const userId = randomUUID();
+  for (let round = 0; round < 12; round++) {
+    const key = await store.createKey({
+      _id: randomUUID(),
+      place: round,
+      userId,
+      hash: randomUUID(),
+      environment: 'staging',
+      serverOnly: false,
+      quota: null,
+    });
+    const before = Date.now();
+    await Promise.all([store.revokeKey(key._id), store.touchKey(key._id), store.touchKey(key._id)]);
+    const stored = await store.findKey(key._id);
+    expect(stored?.revokedAt).toBeInstanceOf(Date);
+    expect(stored?.lastUsedAt?.getTime()).toBeGreaterThanOrEqual(before);
+  }
+  const listed = await store.listKeys(userId, { limit: 20, offset: 0 });
+  expect(listed).toHaveLength(12);
+  expect(listed.every((key) => key.revokedAt && key.lastUsedAt)).toBe(true);
 });

@@ -81,6 +81,10 @@ const asCourier = (
 const report = (token: string, json: unknown) =>
   asCourier('POST', '/courier/location', { authorization: `Bearer ${token}`, json });
 
+/** The courier's position as the flusher last wrote it to MongoDB. */
+const storedLocation = (courierId: string) =>
+  db.collection('courier_locations').findOne({ _id: courierId as never });
+
 let plates = 0;
 async function createCourier(fleetTypeId = bike): Promise<CourierView> {
   const created = await admin('POST', '/admin/couriers', {
@@ -432,13 +436,18 @@ describe('POST /courier/location', () => {
       taken,
     );
 
-    const stored = await eventually(async () => {
-      const doc = await db.collection('couriers').findOne({ _id: courier.id as never });
-      expect(doc?.lastLocation).toEqual({ lat: 6.6018, lon: 3.3515, at: new Date(taken.at) });
-      return doc;
+    await eventually(async () => {
+      expect(await storedLocation(courier.id)).toEqual({
+        _id: courier.id,
+        lat: 6.6018,
+        lon: 3.3515,
+        at: new Date(taken.at),
+      });
     });
-    // A position is no change of the directory: `updatedAt` is the operators' changes only.
+    // A position is no change of the directory: the courier's document is the operators' only.
+    const stored = await db.collection('couriers').findOne({ _id: courier.id as never });
     expect((stored?.updatedAt as Date).toISOString()).toBe(courier.updatedAt);
+    expect(stored?.lastLocation).toBeNull();
   });
 
   it('writes to MongoDB only the couriers that moved since the last flush', async () => {
@@ -446,30 +455,23 @@ describe('POST /courier/location', () => {
     await report(token, { lat: 6.51, lon: 3.31 });
     const moved = `${stack.iso.namespace}:couriers:moved`;
     await eventually(async () => {
-      const doc = await db.collection('couriers').findOne({ _id: courier.id as never });
-      expect(doc?.lastLocation?.lat).toBe(6.51);
+      expect((await storedLocation(courier.id))?.lat).toBe(6.51);
       expect(await redis.sismember(moved, courier.id)).toBe(0);
     });
     await report(token, { lat: 6.51, lon: 3.31 });
     expect(await redis.sismember(moved, courier.id)).toBe(0);
     await report(token, { lat: 6.52, lon: 3.31 });
-    await eventually(async () => {
-      const doc = await db.collection('couriers').findOne({ _id: courier.id as never });
-      expect(doc?.lastLocation?.lat).toBe(6.52);
-    });
+    await eventually(async () => expect((await storedLocation(courier.id))?.lat).toBe(6.52));
   });
 
   it('shows the later of the position in Redis and the one in MongoDB', async () => {
     const { courier, token } = await courierWithToken();
     const taken = (await report(token, { lat: 6.45, lon: 3.45 })).body.data;
-    await eventually(async () => {
-      const doc = await db.collection('couriers').findOne({ _id: courier.id as never });
-      expect(doc?.lastLocation?.lat).toBe(6.45);
-    });
+    await eventually(async () => expect((await storedLocation(courier.id))?.lat).toBe(6.45));
     const older = { lat: 1, lon: 1, at: new Date(Date.parse(taken.at) - 60_000) };
     await db
-      .collection('couriers')
-      .updateOne({ _id: courier.id as never }, { $set: { lastLocation: older } });
+      .collection('courier_locations')
+      .updateOne({ _id: courier.id as never }, { $set: older });
     expect((await admin('GET', `/admin/couriers/${courier.id}`)).body.data.lastLocation).toEqual(
       taken,
     );

@@ -321,6 +321,24 @@ describe('PATCH /admin/couriers/:courierId', () => {
     expect(cleared.body.data.profilePhoto).toBeNull();
   });
 
+  it('keeps an operator’s change that races the flush of the courier’s position', async () => {
+    // A position written onto the courier's document undid a change made at the same instant
+    // in most such rounds (FerretDB writes the whole document from the copy it read).
+    const store = new CourierStore(() => models);
+    const courier = await createCourier();
+    for (let round = 1; round <= 12; round++) {
+      const active = round % 2 === 0;
+      const at = new Date();
+      await Promise.all([
+        store.update(courier.id, { active, name: `Round ${round}` }),
+        store.writeLocations([{ courierId: courier.id, lat: 6.5, lon: 3 + round / 100, at }]),
+      ]);
+      const shown = (await admin('GET', `/admin/couriers/${courier.id}`)).body.data;
+      expect(shown).toMatchObject({ active, name: `Round ${round}` });
+      expect(shown.lastLocation).toEqual({ lat: 6.5, lon: 3 + round / 100, at: at.toISOString() });
+    }
+  });
+
   it('moves the registration number: the old one is free, one another courier has is refused', async () => {
     const [a, b] = [await createCourier(), await createCourier()];
     const oldRegNo = a.fleet.regNo;

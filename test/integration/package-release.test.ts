@@ -214,3 +214,24 @@ it("puts back another delivery's claim that a late second release deleted", asyn
   expect(await db.models.Claim.findById(a).lean()).toEqual(before);
   expect(await release(next)).toBe(1);
 });
+
+it('keeps the mark of a delivery that takes a package while it is edited', async () => {
+  // The edit's write could put back the copy it read, without the delivery's mark: the package
+  // then looked open while the delivery held it (FerretDB writes the whole document). An edit
+  // that finds the package claimed after its write is refused, as if the claim came first.
+  const userId = randomUUID();
+  for (let round = 0; round < 12; round++) {
+    const packageId = await save(userId);
+    const deliveryId = randomUUID();
+    // Claimed as the edit begins (it checked the claim just before), marked as it is written.
+    expect(await store.claim(packageId, userId, deliveryId)).toBe('taken');
+    const [edited] = await Promise.all([
+      store.updateOpen(userId, packageId, { description: `Round ${round}` }),
+      store.markTaken([packageId], deliveryId),
+    ]);
+    const [stored] = [...(await store.findHeld([packageId])).values()];
+    expect(stored.p2pDeliveryId).toBe(deliveryId);
+    expect(edited).toBeNull();
+  }
+  expect(await openIds(userId)).toEqual([]);
+});

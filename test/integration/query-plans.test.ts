@@ -187,7 +187,7 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       for (let i = 0; i < 3; i++) {
         const endpoint = endpointRecord(owner, { createdAt: new Date(Date.now() + i) });
         await webhooks.insertEndpoint(endpoint);
-        if (i === 1) await webhooks.updateEndpoint(endpoint._id, { deleted: true });
+        if (i === 1) await webhooks.deleteEndpoint(endpoint._id);
         else if (owner === userId) webhookIds.push(endpoint._id);
       }
       await fanOut(

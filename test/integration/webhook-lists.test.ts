@@ -126,7 +126,7 @@ describe("an owner's endpoints", () => {
     await store.insertEndpoint(endpointRecord(userId, { environment: 'live' }));
     await store.insertEndpoint(endpointRecord(randomUUID()));
     for (const e of [created[0], created[3]]) {
-      await store.updateEndpoint(e._id, { deleted: true });
+      await store.deleteEndpoint(e._id);
     }
     const live = [created[4], created[2], created[1]];
     expect(ids(await store.endpointsOf(userId, ENV))).toEqual(ids(live));
@@ -147,7 +147,7 @@ describe("an owner's endpoints", () => {
     );
     for (const e of first) await store.insertEndpoint(e);
     const kept = first[0];
-    await Promise.all(first.slice(1).map((e) => store.updateEndpoint(e._id, { deleted: true })));
+    await Promise.all(first.slice(1).map((e) => store.deleteEndpoint(e._id)));
     // Reads lift the one live endpoint past the deleted ones while more are created.
     const more = Array.from({ length: 8 }, (_, i) =>
       endpointRecord(userId, { createdAt: new Date(Date.now() + 100 + i) }),
@@ -159,6 +159,25 @@ describe("an owner's endpoints", () => {
     const expected = [...more].reverse().concat(kept);
     expect(ids(await store.endpointsOf(userId, ENV))).toEqual(ids(expected));
     expect(ids(await store.endpointsOf(userId, ENV))).toEqual(ids(expected));
+  });
+});
+
+describe("an endpoint's deletion", () => {
+  it('stands against the changes written as it is made', async () => {
+    // A change written from a copy read before the deletion wrote the endpoint back live in
+    // most such rounds (FerretDB writes the whole document from the copy it read).
+    const userId = randomUUID();
+    for (let round = 0; round < 12; round++) {
+      const endpoint = endpointRecord(userId);
+      await store.insertEndpoint(endpoint);
+      await Promise.all([
+        store.updateEndpoint(endpoint._id, { failingSince: new Date() }),
+        store.deleteEndpoint(endpoint._id),
+        store.updateEndpoint(endpoint._id, { secretVersion: 2 }),
+      ]);
+      expect((await store.endpoint(endpoint._id))?.deleted).toBe(true);
+    }
+    expect(await store.endpointsOf(userId, ENV)).toEqual([]);
   });
 });
 
