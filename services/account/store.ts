@@ -200,7 +200,7 @@ export class AccountStore {
   }
 
   /** Records a use; two at once may keep the earlier (a use is a lower bound, `raiseById`). */
-  async touchKey(keyId: string): Promise<void> {
-    await raiseById(this.models().KeyUse, keyId, { at: new Date() });
+  async touchKey(keyId: string, at = new Date()): Promise<void> {
+    await raiseById(this.models().KeyUse, keyId, { at });
   }
 }

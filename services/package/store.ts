@@ -289,17 +289,27 @@ export class PackageStore {
    * 99): an edit written as a delivery or a delete that claimed the package meanwhile marked it
    * could put back the copy without their mark, or their mark the copy without the edit. So the
    * claim is read after the write: claimed, the edit is refused as if the claim came first, and
-   * the claim's mark written again.
+   * the claim's mark written again; held by nobody yet marked, the mark of a delivery released
+   * while the edit was written (put back by the edit's copy) is cleared again.
    */
   async updateOpen(userId: string, packageId: string, changes: object) {
     if (!(await updateByIdWhere(this.Package, packageId, open(userId), { $set: changes }))) {
       return null;
     }
     const holder = await this.holderOf(packageId);
-    if (holder === null) return this.byId(packageId);
     if (holder === DELETED) await this.markDeleted(packageId);
-    else await this.markTaken([packageId], holder);
-    return null;
+    else if (holder !== null) await this.markTaken([packageId], holder);
+    if (holder !== null) return null;
+    const edited = await this.byId(packageId);
+    if (!edited?.p2pDeliveryId) return edited;
+    await this.clearMark(packageId, edited.p2pDeliveryId);
+    return { ...edited, p2pDeliveryId: null };
+  }
+
+  /** Clears the mark of `deliveryId`, if the package still carries it (by `_id` alone). */
+  private async clearMark(packageId: string, deliveryId: string): Promise<void> {
+    const mark = { p2pDeliveryId: deliveryId };
+    await updateByIdWhere(this.Package, packageId, mark, { $set: { p2pDeliveryId: null } });
   }
 
   async markDeleted(packageId: string): Promise<void> {
@@ -340,8 +350,7 @@ export class PackageStore {
       held.map(async ({ packageId: _id, take }) => {
         // By `_id` alone (decision 73). Only this delivery's mark is cleared; one that took the
         // package since marks it again (`markTaken` follows the claim).
-        const mark = { p2pDeliveryId: deliveryId };
-        await updateByIdWhere(this.Package, _id, mark, { $set: { p2pDeliveryId: null } });
+        await this.clearMark(_id, deliveryId);
         const back = await this.byId(_id);
         if (back && isOpen(back.userId, back)) {
           await this.byUser.add(back.userId, _id, new Date(), `returned:${deliveryId}:${take}`);

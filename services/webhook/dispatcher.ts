@@ -177,7 +177,10 @@ export class Dispatcher {
     const cached = this.targets.get(webhookId);
     if (cached && cached.until > now.getTime()) return cached.target;
     const { store, box } = this.deps;
-    const endpoint = await store.endpoint(webhookId);
+    const stored = await store.endpoint(webhookId);
+    // Its deletion's mark undone by a change that stopped before looking: nothing more is sent.
+    const deleted = stored && !stored.deleted && (await store.deletionRecorded(webhookId));
+    const endpoint = stored && deleted ? { ...stored, deleted } : stored;
     const versions = endpoint
       ? signingSecrets(await store.latestSecrets(endpoint), now, ROTATION_OVERLAP_MS)
       : [];

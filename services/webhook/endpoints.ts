@@ -83,7 +83,8 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       !endpoint ||
       endpoint.deleted ||
       endpoint.userId !== userId ||
-      endpoint.environment !== appEnv
+      endpoint.environment !== appEnv ||
+      (await store.deletionRecorded(endpoint._id))
     ) {
       throw notFound(NOT_FOUND(ctx.params.webhookId));
     }
@@ -105,7 +106,9 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       });
       // Two rotations at once: the loser takes the next number, so each caller's secret signs.
       if (!claimed) continue;
-      await store.updateEndpoint(endpoint._id, { secretVersion: n });
+      if (!(await store.updateEndpoint(endpoint._id, { secretVersion: n }))) {
+        throw notFound(NOT_FOUND(endpoint._id));
+      }
       const previousExpires = latest ? new Date(at.getTime() + ROTATION_OVERLAP_MS) : null;
       return { secret, previousExpires, endpoint: { ...endpoint, secretVersion: n } };
     }
@@ -261,7 +264,9 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           disabledAt: null,
           disabledReason: null,
         };
-        await store.updateEndpoint(endpoint._id, enabled);
+        if (!(await store.updateEndpoint(endpoint._id, enabled))) {
+          throw notFound(NOT_FOUND(endpoint._id));
+        }
         return toWebhookView({ ...endpoint, ...enabled });
       },
     }),

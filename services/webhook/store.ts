@@ -318,15 +318,26 @@ export class WebhookStore {
   }
 
   /**
-   * Changes an endpoint. A deletion recorded by the time the change is written may have been
-   * undone by it: the endpoint is marked deleted again.
+   * Changes an endpoint; false when it was deleted. A deletion recorded by the time the change
+   * is written may have been undone by it: the endpoint is marked deleted again.
    */
   async updateEndpoint(
     webhookId: string,
     changes: Partial<Omit<EndpointRecord, 'deleted'>>,
-  ): Promise<void> {
+  ): Promise<boolean> {
     await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: changes });
-    if (await this.m.EndpointDeletion.exists({ _id: webhookId })) await this.markDeleted(webhookId);
+    return !(await this.deletionRecorded(webhookId));
+  }
+
+  /**
+   * Whether the endpoint's deletion is recorded, marking it deleted again if so. Its readers
+   * that act on it (the dispatcher, its owner's calls) ask too: a change that stopped between
+   * its write and its look leaves the mark undone.
+   */
+  async deletionRecorded(webhookId: string): Promise<boolean> {
+    if (!(await this.m.EndpointDeletion.exists({ _id: webhookId }))) return false;
+    await this.markDeleted(webhookId);
+    return true;
   }
 
   /**

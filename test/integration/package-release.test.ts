@@ -235,3 +235,24 @@ it('keeps the mark of a delivery that takes a package while it is edited', async
   }
   expect(await openIds(userId)).toEqual([]);
 });
+
+it('clears the mark of a delivery released while an edit was written, which the edit’s copy put back', async () => {
+  const userId = randomUUID();
+  const packageId = await save(userId);
+  const released = randomUUID();
+  // The edit's write (the first) as FerretDB makes it from a copy read while that delivery
+  // held the package.
+  let writes = 0;
+  const Package = Object.create(db.models.Package) as typeof db.models.Package;
+  Package.updateOne = ((filter: object, update: { $set: object }) =>
+    db.models.Package.updateOne(
+      filter,
+      writes++ === 0 ? { $set: { ...update.$set, p2pDeliveryId: released } } : update,
+    )) as unknown as typeof Package.updateOne;
+  const editing = new PackageStore(() => ({ ...db.models, Package }));
+  const edited = await editing.updateOpen(userId, packageId, { description: 'Edited' });
+  expect(edited).toMatchObject({ description: 'Edited', p2pDeliveryId: null });
+  const [stored] = [...(await store.findHeld([packageId])).values()];
+  expect(stored).toMatchObject({ description: 'Edited', p2pDeliveryId: null });
+  expect(await openIds(userId)).toEqual([packageId]);
+});
