@@ -80,3 +80,26 @@ it('keeps a revocation that races the key’s uses, and each key’s latest use'
   expect(listed).toHaveLength(12);
   expect(listed.every((key) => key.revokedAt && key.lastUsedAt)).toBe(true);
 });
+
+it('shows the later of a key’s recorded use and its own field (keys used before uses were kept)', async () => {
+  const key = await store.createKey({
+    _id: randomUUID(),
+    place: 0,
+    userId: randomUUID(),
+    hash: randomUUID(),
+    environment: 'staging',
+    serverOnly: false,
+    quota: null,
+  });
+  const [earlier, later] = [new Date(Date.now() - 60_000), new Date()];
+  const own = (lastUsedAt: Date) =>
+    conn.collection('api_keys').updateOne({ _id: key._id as never }, { $set: { lastUsedAt } });
+  await own(earlier);
+  expect((await store.findKey(key._id))?.lastUsedAt).toEqual(earlier);
+  await store.touchKey(key._id, later);
+  expect((await store.findKey(key._id))?.lastUsedAt).toEqual(later);
+  // A replica of the version before recorded a later use on the key itself.
+  const latest = new Date(later.getTime() + 1_000);
+  await own(latest);
+  expect((await store.listKeys(key.userId, { limit: 5, offset: 0 }))[0].lastUsedAt).toEqual(latest);
+});
