@@ -23,7 +23,10 @@ free ports; no other infrastructure is needed) and prints, for each:
   (b) atomicity: --rounds (20) rounds of --racers (8) concurrent updateOne and
       findOneAndUpdate calls, filtered on {_id, owner: null}, that set owner: how many rounds
       had more than one winner; and concurrent inserts of one _id as the reference;
-  (c) what explain answers for the list query and for a find by _id.
+  (c) fields kept: --rounds rounds of --racers concurrent updateOne({_id}) calls on one
+      document, each $set of a field of its own: how many rounds lost a field (an update that
+      writes the whole document from the copy it read undoes the others', decision 99);
+  (d) what explain answers for the list query and for a find by _id.
 Each list phase runs for at most --seconds (10) and at least 3 queries.
 
   --small N      BENCH_SMALL      documents of the first size (10000)
@@ -256,6 +259,22 @@ async function measureRaces(collection: Collection): Promise<Race[]> {
   ];
 }
 
+/** ROUNDS rounds of RACERS concurrent `$set`s, each of a field of its own, on one document. */
+async function measureLostFields(collection: Collection): Promise<number> {
+  let roundsThatLost = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const id = `fields-${round}`;
+    await collection.insertOne({ _id: id });
+    const racers = Array.from({ length: RACERS }, (_, racer) => racer);
+    await Promise.all(
+      racers.map((racer) => collection.updateOne({ _id: id }, { $set: { [`f${racer}`]: racer } })),
+    );
+    const kept = await collection.findOne({ _id: id });
+    if (racers.some((racer) => kept?.[`f${racer}`] !== racer)) roundsThatLost++;
+  }
+  return roundsThatLost;
+}
+
 /** What explain answers, without what every answer carries (command, server, ok). */
 async function explain(db: mongoose.mongo.Db, find: mongoose.mongo.Document): Promise<string> {
   const answer = await db.command({ explain: find, verbosity: 'queryPlanner' });
@@ -311,7 +330,12 @@ async function benchBackend(backend: Backend): Promise<void> {
       );
     }
 
-    console.log('(c) explain');
+    const lost = await measureLostFields(db.collection<Doc>('fields'));
+    console.log(
+      `(c) ${ROUNDS} rounds of ${RACERS} concurrent $set of a field each on one document: ${lost} lost a field (${lost === 0 ? 'fields kept' : 'whole-document writes'})`,
+    );
+
+    console.log('(d) explain');
     const list = {
       find: 'deliveries',
       filter: { userId: TARGET_USER },
