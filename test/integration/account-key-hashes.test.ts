@@ -24,16 +24,20 @@ afterAll(async () => {
   await conn?.close();
 });
 
-it('finds a key made now, and one stored before the hash entries once they are entered', async () => {
-  const made = await store.createKey({
+/** A staging key of `userId`'s in its `place`, stored as the service stores one. */
+const createKey = (userId: string = randomUUID(), place = 0) =>
+  store.createKey({
     _id: randomUUID(),
-    place: 0,
-    userId: randomUUID(),
+    place,
+    userId,
     hash: randomUUID(),
     environment: 'staging',
     serverOnly: false,
     quota: null,
   });
+
+it('finds a key made now, and one stored before the hash entries once they are entered', async () => {
+  const made = await createKey();
   const older = { _id: randomUUID(), userId: randomUUID(), hash: randomUUID() };
   await conn.collection('api_keys').insertOne({
     ...older,
@@ -61,15 +65,7 @@ it('keeps a revocation that races the key’s uses, and each key’s latest use'
   // than half of such rounds (FerretDB writes the whole document from the copy it read).
   const userId = randomUUID();
   for (let round = 0; round < 12; round++) {
-    const key = await store.createKey({
-      _id: randomUUID(),
-      place: round,
-      userId,
-      hash: randomUUID(),
-      environment: 'staging',
-      serverOnly: false,
-      quota: null,
-    });
+    const key = await createKey(userId, round);
     const before = Date.now();
     await Promise.all([store.revokeKey(key._id), store.touchKey(key._id), store.touchKey(key._id)]);
     const stored = await store.findKey(key._id);
@@ -82,15 +78,7 @@ it('keeps a revocation that races the key’s uses, and each key’s latest use'
 });
 
 it('shows the later of a key’s recorded use and its own field (keys used before uses were kept)', async () => {
-  const key = await store.createKey({
-    _id: randomUUID(),
-    place: 0,
-    userId: randomUUID(),
-    hash: randomUUID(),
-    environment: 'staging',
-    serverOnly: false,
-    quota: null,
-  });
+  const key = await createKey();
   const [earlier, later] = [new Date(Date.now() - 60_000), new Date()];
   const own = (lastUsedAt: Date) =>
     conn.collection('api_keys').updateOne({ _id: key._id as never }, { $set: { lastUsedAt } });
