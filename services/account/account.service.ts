@@ -254,11 +254,9 @@ export function createAccountService(config: Config): ServiceDefinition {
           if (!key) return null;
           const user = await store.findUser(key.userId);
           if (!user) return null;
-          if (key.revokedAt) return { ...toApiKeyView(key), user: toUserView(user) };
           // The gateway caches lookups, so this runs at most once per cache period per key.
-          const lastUsedAt = new Date();
-          await store.touchKey(key._id, lastUsedAt);
-          return { ...toApiKeyView({ ...key, lastUsedAt }), user: toUserView(user) };
+          const used = key.revokedAt ? key : { ...key, lastUsedAt: await store.touchKey(key._id) };
+          return { ...toApiKeyView(used), user: toUserView(user) };
         },
       }),
     },

@@ -199,8 +199,12 @@ export class AccountStore {
     );
   }
 
-  /** Records a use; two at once may keep the earlier (a use is a lower bound, `raiseById`). */
-  async touchKey(keyId: string, at = new Date()): Promise<void> {
+  /**
+   * Records a use now, and answers when: two at once may keep the earlier (a use is a lower
+   * bound, `raiseById`).
+   */
+  async touchKey(keyId: string, at = new Date()): Promise<Date> {
     await raiseById(this.models().KeyUse, keyId, { at });
+    return at;
   }
 }

@@ -290,9 +290,7 @@ export class CourierStore {
         CourierLocation.findById(id).lean<CourierLocationRecord & { _id: string }>(),
       ),
     );
-    return new Map(
-      found.flatMap((l) => (l ? [[l._id, { lat: l.lat, lon: l.lon, at: l.at }]] : [])),
-    );
+    return new Map(found.flatMap((location) => (location ? [[location._id, location]] : [])));
   }
 
   /**

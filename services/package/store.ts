@@ -297,9 +297,10 @@ export class PackageStore {
       return null;
     }
     const holder = await this.holderOf(packageId);
-    if (holder === DELETED) await this.markDeleted(packageId);
-    else if (holder !== null) await this.markTaken([packageId], holder);
-    if (holder !== null) return null;
+    if (holder !== null) {
+      await this.markAs(packageId, holder);
+      return null;
+    }
     const edited = await this.byId(packageId);
     if (!edited?.p2pDeliveryId) return edited;
     await this.clearMark(packageId, edited.p2pDeliveryId);
@@ -316,6 +317,12 @@ export class PackageStore {
     await this.Package.updateOne({ _id: packageId }, { $set: { deletedAt: new Date() } });
   }
 
+  /** Writes the mark of `holder`, the claim's: deleted, or taken by that delivery. */
+  private async markAs(packageId: string, holder: string): Promise<void> {
+    if (holder === DELETED) return this.markDeleted(packageId);
+    await this.Package.updateOne({ _id: packageId }, { $set: { p2pDeliveryId: holder } });
+  }
+
   /**
    * Marks each package taken by the delivery if the delivery holds its claim, whatever the
    * mark said: a mark follows the claim, so a delivery whose claim a release dropped meanwhile
@@ -324,8 +331,7 @@ export class PackageStore {
   async markTaken(packageIds: string[], deliveryId: string): Promise<void> {
     await Promise.all(
       packageIds.map(async (_id) => {
-        if ((await this.holderOf(_id)) !== deliveryId) return;
-        await this.Package.updateOne({ _id }, { $set: { p2pDeliveryId: deliveryId } });
+        if ((await this.holderOf(_id)) === deliveryId) await this.markAs(_id, deliveryId);
       }),
     );
   }
