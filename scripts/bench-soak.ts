@@ -34,6 +34,7 @@ import {
   BUILD_RUN,
   FROM_SOURCE,
   buildAsTheImage,
+  countOption,
   inParallel,
   option,
   requireInfrastructure,
@@ -136,7 +137,7 @@ const MINUTES = option('minutes', 10);
 const COOL_DOWN_S = option('cool-down', 60);
 const INTERVAL_S = option('interval', 30);
 const CONNECTIONS = option('connections', 8);
-const COURIERS = option('couriers', 6);
+const COURIERS = countOption('couriers', 6);
 /** As the courier app paces them (bench:run's defaults). */
 const COURIER_PACE = { reportEveryMs: 5000, pollMs: 1000 };
 const SNAPSHOTTED = new Set(

@@ -50,7 +50,24 @@ export function optionIfGiven(
   return value;
 }
 
-/** Prints `usage` and exits 0 on `--help` or `-h`; call it before anything else runs. */
+/**
+ * `--name N`, else `BENCH_NAME`, a whole number, zero allowed (how many of a part to run beside
+ * the load: `--couriers 0` runs none), else `fallback`.
+ */
+export function countOption(
+  name: string,
+  fallback: number,
+  argv: readonly string[] = process.argv,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  const given = stringOption(name, argv, env);
+  if (given === undefined || given === '') return fallback;
+  const value = Number(given);
+  if (!Number.isInteger(value) || value < 0)
+    throw new Error(`--${name} must be a whole number, 0 or more`);
+  return value;
+}
+
 /** `--name V` from the command line, else `BENCH_NAME` from the environment, as given. */
 export function stringOption(
   name: string,
@@ -61,6 +78,7 @@ export function stringOption(
   return at >= 0 ? argv[at + 1] : env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`];
 }
 
+/** Prints `usage` and exits 0 on `--help` or `-h`; call it before anything else runs. */
 export function showHelpIfAsked(usage: string, argv: readonly string[] = process.argv): void {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(usage.trim());

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { option, optionIfGiven } from '../../../scripts/bench-support';
+import { countOption, option, optionIfGiven } from '../../../scripts/bench-support';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const scripts = (
@@ -90,5 +90,16 @@ describe('a benchmark option', () => {
     expect(() => option('count', 1, ['node', 's'], { BENCH_COUNT: '0' })).toThrow(
       '--count must be a positive number',
     );
+  });
+
+  it('that counts a part may be zero, but not a fraction or below zero', () => {
+    expect(countOption('couriers', 6, ['node', 's', '--couriers', '0'], {})).toBe(0);
+    expect(countOption('couriers', 6, ['node', 's'], { BENCH_COURIERS: '3' })).toBe(3);
+    expect(countOption('couriers', 6, ['node', 's'], {})).toBe(6);
+    for (const bad of ['-1', '1.5', 'x']) {
+      expect(() => countOption('couriers', 6, ['node', 's', '--couriers', bad], {})).toThrow(
+        '--couriers must be a whole number, 0 or more',
+      );
+    }
   });
 });
