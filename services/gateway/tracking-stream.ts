@@ -14,8 +14,11 @@ import type { GatewayRequest } from './http';
  * The tracking page's live updates (`GET /track/:trackingId/events`, server-sent events). A
  * gateway process follows each tracking id once, however many pages watch it: one `Feed`
  * reads the state at once when the delivery's status changes (the order service's event),
- * and every `refreshMs` while a courier is under way (their position), and sends it to its
- * pages only when it changed. Streams are capped per client address and in total.
+ * every `refreshMs` while a courier is under way (their position), and otherwise at each
+ * heartbeat: the event is sent once and may be missed (a process stopped after the change, a
+ * broadcast lost), and a feed that only waited for it would show the old status for good. It
+ * sends the state to its pages only when it changed. Streams are capped per client address
+ * and in total.
  */
 
 /** The stream's path under `/track`, next to its page. */
@@ -158,6 +161,8 @@ export class TrackingStreams {
     }, refreshMs);
     const beat = setInterval(() => {
       for (const page of feed.pages) page.write(': heartbeat\n\n');
+      // Not polled: a status change whose event this process missed shows within a beat.
+      if (!feed.state.view.live) void this.refresh(trackingId, feed);
     }, heartbeatMs);
     // Neither keeps the process alive on its own.
     poll.unref();

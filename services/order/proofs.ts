@@ -36,9 +36,12 @@ interface CurrentCode {
 
 /**
  * Proof codes as the courier gives them: compared in constant time against the HMAC kept at
- * rest; each wrong code is counted by inserting the next `<proofId>:<generation>:<n>`, so
- * that concurrent tries count exactly and the fifth locks the proof. The merchant may issue a
- * new code, which starts a new generation with its own count.
+ * rest. Each try takes the next of the generation's `MAX_WRONG_CODES` tries before its code is
+ * compared, by inserting `<proofId>:<generation>:<n>`, so that however many come at once at
+ * most five codes are compared: a burst of guesses read "not locked" together when the try
+ * was counted only after a wrong comparison. A right code gives its try back; a try whose
+ * process stops before the comparison counts as wrong. The merchant may issue a new code,
+ * which starts a new generation with its own count.
  */
 export class ProofChecks {
   /** Live: a withdrawn message's text (its dead code) is dropped, as a sent one's is. */
@@ -62,8 +65,12 @@ export class ProofChecks {
     return code;
   }
 
-  private locked(proof: ProofRecord, generation: number): Promise<boolean> {
-    return this.store.hasProofAttempt(proof.id, generation, MAX_WRONG_CODES);
+  /** The number of the try this call takes, undefined when every one is taken (locked). */
+  private async takeTry(proof: ProofRecord, generation: number): Promise<number | undefined> {
+    for (let n = 1; n <= MAX_WRONG_CODES; n++) {
+      if (await this.store.claimProofAttempt(proof.id, generation, n)) return n;
+    }
+    return undefined;
   }
 
   /** The scanned proof when `code` is right; otherwise the error to answer, the try counted. */
@@ -74,17 +81,17 @@ export class ProofChecks {
       ]);
     }
     const { generation, codeHash } = await this.current(proof);
-    if (await this.locked(proof, generation)) throw conflict(proofLocked(proof));
-    if (proofCodeMatches(this.secret, proof.id, code, codeHash)) return { id: proof.id, code };
-    for (let n = 1; n <= MAX_WRONG_CODES; n++) {
-      if (!(await this.store.claimProofAttempt(proof.id, generation, n))) continue;
-      const left = MAX_WRONG_CODES - n;
-      if (left === 0) throw conflict(proofLocked(proof));
-      throw unprocessable(
-        `Wrong ${label(proof)}; ${left} ${left === 1 ? 'try' : 'tries'} left before it locks`,
-      );
+    const n = await this.takeTry(proof, generation);
+    if (n === undefined) throw conflict(proofLocked(proof));
+    if (proofCodeMatches(this.secret, proof.id, code, codeHash)) {
+      await this.store.releaseProofAttempt(proof.id, generation, n);
+      return { id: proof.id, code };
     }
-    throw conflict(proofLocked(proof));
+    const left = MAX_WRONG_CODES - n;
+    if (left === 0) throw conflict(proofLocked(proof));
+    throw unprocessable(
+      `Wrong ${label(proof)}; ${left} ${left === 1 ? 'try' : 'tries'} left before it locks`,
+    );
   }
 
   /**

@@ -580,14 +580,15 @@ export class OrderStore {
     );
   }
 
-  async hasProofAttempt(proofId: string, generation: number, n: number): Promise<boolean> {
-    return (await this.m.ProofAttempt.exists({ _id: `${proofId}:${generation}:${n}` })) !== null;
-  }
-
   claimProofAttempt(proofId: string, generation: number, n: number): Promise<boolean> {
     return insertOnce(() =>
       this.m.ProofAttempt.create({ _id: `${proofId}:${generation}:${n}`, at: new Date() }),
     );
+  }
+
+  /** Gives a try back (its code was right): only its claimer calls this, by `_id`. */
+  async releaseProofAttempt(proofId: string, generation: number, n: number): Promise<void> {
+    await this.m.ProofAttempt.deleteOne({ _id: `${proofId}:${generation}:${n}` });
   }
 
   // --- the sandbox's simulations

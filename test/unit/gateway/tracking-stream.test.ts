@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TrackingState } from '../../../libs/contracts/order';
 import { TrackingStreams } from '../../../services/gateway/tracking-stream';
@@ -20,49 +20,50 @@ let current = state('PENDING');
 let reads = 0;
 /** How long the order service takes to answer. */
 let readMs = 0;
-const streams = new TrackingStreams({
-  config: {
-    trustProxyHops: 0,
-    tracking: {
-      refreshMs: 3_600_000,
-      heartbeatMs: 3_600_000,
-      maxStreams: 50,
-      maxStreamsPerAddress: 20,
-    },
-  },
-  fetch: async () => {
-    reads += 1;
-    if (readMs > 0) await new Promise((r) => setTimeout(r, readMs));
-    return current;
-  },
-  logger: () => ({ warn: () => undefined }),
-});
-let server: Server;
 
-beforeAll(async () => {
+/** Streams reading `current`, beating every `heartbeatMs`, and the server they answer on. */
+function streamsServing(heartbeatMs: number) {
+  const streams = new TrackingStreams({
+    config: {
+      trustProxyHops: 0,
+      tracking: { refreshMs: 3_600_000, heartbeatMs, maxStreams: 50, maxStreamsPerAddress: 20 },
+    },
+    fetch: async () => {
+      reads += 1;
+      if (readMs > 0) await new Promise((r) => setTimeout(r, readMs));
+      return current;
+    },
+    logger: () => ({ warn: () => undefined }),
+  });
   const handle = streams.handler();
-  server = createServer((req, res) => {
+  const server = createServer((req, res) => {
     (req as GatewayRequest).$params = { trackingId: TRACKING_ID };
     handle(req as GatewayRequest, res, (err) => {
       res.statusCode = 500;
       res.end(String(err));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-});
+  const listening = new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = () =>
+    `http://127.0.0.1:${(server.address() as AddressInfo).port}/track/${TRACKING_ID}/events`;
+  const stop = async () => {
+    streams.closeAll();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  return { streams, listening, url, stop };
+}
 
-afterAll(async () => {
-  streams.closeAll();
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+const served = streamsServing(3_600_000);
+const { streams } = served;
+beforeAll(() => served.listening);
+afterAll(() => served.stop());
 
 /** A page following the stream: every `state` event's status, as it comes. */
-const streamUrl = () =>
-  `http://127.0.0.1:${(server.address() as AddressInfo).port}/track/${TRACKING_ID}/events`;
+const streamUrl = () => served.url();
 
-async function follow() {
-  const res = await fetch(streamUrl());
+async function follow(url = streamUrl()) {
+  const res = await fetch(url);
   const statuses: string[] = [];
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
@@ -127,4 +128,22 @@ it('follows nothing for a page that left while its feed read the first state', a
   await new Promise((r) => setTimeout(r, 100));
   expect(reads).toBe(before);
   expect(streams.open).toBe(0);
+});
+
+it('reads again at each heartbeat while no courier is under way: a missed status change shows', async () => {
+  const beating = streamsServing(50);
+  await beating.listening;
+  try {
+    current = state('PENDING');
+    const page = await follow(beating.url());
+    await until(() => page.statuses.length === 1);
+    // The change's event never reaches this process: no statusChanged.
+    current = state('COURIER_ASSIGNED');
+    await until(() => page.statuses.includes('COURIER_ASSIGNED'));
+    current = state('CANCELLED', true);
+    await until(() => page.statuses.includes('CANCELLED') && beating.streams.open === 0);
+    expect(page.statuses).toEqual(['PENDING', 'COURIER_ASSIGNED', 'CANCELLED']);
+  } finally {
+    await beating.stop();
+  }
 });
