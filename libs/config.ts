@@ -552,7 +552,7 @@ const envSchema = Joi.object({
     .valid(...PAYMENT_PROVIDERS)
     .empty('')
     .description(
-      'Hosted checkout: `sandbox` (our own page, the default when APP_ENV=staging) or `paystack` (the default when live)',
+      'Hosted checkout: `sandbox` (our own page, which takes no money: staging only, its default) or `paystack` (the default, and the only choice, when live)',
     ),
   PAYSTACK_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
@@ -1022,6 +1022,11 @@ interface PaymentEnv {
 
 function paymentConfig(value: PaymentEnv): Config['payment'] {
   const provider = value.PAYMENT_PROVIDER ?? (value.APP_ENV === 'live' ? 'paystack' : 'sandbox');
+  if (value.APP_ENV === 'live' && provider === 'sandbox') {
+    throw new ConfigError(
+      'PAYMENT_PROVIDER: `sandbox` takes no money (its page pays any checkout) and is for staging only; set PAYMENT_PROVIDER=paystack with PAYSTACK_SECRET_KEY',
+    );
+  }
   if (provider === 'paystack' && !value.PAYSTACK_SECRET_KEY) {
     throw new ConfigError(
       'PAYSTACK_SECRET_KEY: required with PAYMENT_PROVIDER=paystack (the default when APP_ENV=live)',

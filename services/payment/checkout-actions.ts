@@ -25,6 +25,7 @@ import {
   validSignature,
   verificationMismatch,
   type DecidedStatus,
+  type OutcomeSource,
   type SessionFacts,
 } from './checkout';
 import { checkoutPage, checkoutPagePath, redirectPage } from './checkout-pages';
@@ -45,9 +46,6 @@ import type { LedgerStore } from './ledger-store';
 const SWEEP_BATCH = 100;
 
 export const SIGNATURE_HEADER = 'x-paystack-signature';
-
-/** What decided an outcome, recorded with it. */
-type Source = 'sandbox' | 'paystack' | 'sweep';
 
 export interface CheckoutDeps {
   config: Config['payment'];
@@ -163,7 +161,7 @@ export class Checkouts {
    * The one confirmation path of a payment, whoever reports it (the sandbox's Pay button, a
    * provider's verified webhook, the sweep that finds it paid at the provider).
    */
-  confirmPayment(session: SessionRecord, source: Source): Promise<OutcomeRecord> {
+  confirmPayment(session: SessionRecord, source: OutcomeSource): Promise<OutcomeRecord> {
     return this.decide(session, 'PAID', source);
   }
 
@@ -175,10 +173,10 @@ export class Checkouts {
   async decide(
     session: SessionRecord,
     wanted: DecidedStatus,
-    source: Source,
+    source: OutcomeSource,
   ): Promise<OutcomeRecord> {
     const now = new Date();
-    const claimed = claimFor(wanted, session, now);
+    const claimed = claimFor(wanted, source, session, now);
     const { outcome, won } = await this.store.claimOutcome(session._id, claimed, source, now);
     if (won || (await this.store.isPending(session._id))) {
       const event = outcomeEvent(facts(session), outcome);

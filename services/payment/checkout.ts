@@ -14,6 +14,12 @@ import {
 /** The outcomes a session can end with; PENDING is the absence of one. */
 export type DecidedStatus = Exclude<CheckoutStatus, 'PENDING'>;
 
+/**
+ * What decided an outcome, recorded with it: the payer on the sandbox's page, the provider's
+ * verified webhook, or the sweep (an expiry, or a payment it verified at the provider).
+ */
+export type OutcomeSource = 'sandbox' | 'paystack' | 'sweep';
+
 /** Random bytes of a reference: 160 bits, far beyond guessing. */
 const REFERENCE_BYTES = 20;
 
@@ -65,16 +71,21 @@ export function statusOf(
 }
 
 /**
- * The outcome an attempt to decide a session claims: a payer's answer (PAID, DECLINED) past
- * the session's time claims EXPIRED instead, so that a late click cannot pay a session the
- * sweep is about to expire. The claim itself (an insert) decides between racing attempts.
+ * The outcome an attempt to decide a session claims: a payer's answer on the sandbox's page
+ * (Pay, Decline) past the session's time claims EXPIRED instead, so that a late click cannot
+ * pay a session the sweep is about to expire. A payment the provider verified claims PAID
+ * whatever the time: the payer's money was taken, and only a session not yet decided is
+ * claimed (one expired already stays so, its money to be refunded at the provider). The claim
+ * itself (an insert) decides between racing attempts.
  */
 export function claimFor(
   wanted: DecidedStatus,
+  source: OutcomeSource,
   session: Pick<SessionFacts, 'expiresAt'>,
   now: Date,
 ): DecidedStatus {
-  return wanted !== 'EXPIRED' && isExpired(session, now) ? 'EXPIRED' : wanted;
+  const payersLateAnswer = source === 'sandbox' && wanted !== 'EXPIRED';
+  return payersLateAnswer && isExpired(session, now) ? 'EXPIRED' : wanted;
 }
 
 /** The event of an outcome and its payload. */

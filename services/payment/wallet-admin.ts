@@ -1,4 +1,5 @@
 import { call } from '../../libs/contracts';
+import Joi from '../../libs/joi';
 import { nairaToKobo } from '../../libs/money';
 import { action, type ServiceActions } from '../../libs/service';
 import type { LedgerStore } from './ledger-store';
@@ -76,6 +77,7 @@ export function createWalletAdminActions(ledger: LedgerStore): ServiceActions {
           'Recomputes every wallet from its entries and reports any gap or duplicate in a wallet’s sequence, any reference posted twice, and any balance that is not the previous balance plus the amount (at most 1000 problems).',
         response: ledgerReportView,
       },
+      params: Joi.object({}),
       async handler() {
         return ledger.verify();
       },

@@ -390,6 +390,13 @@ describe('random sequences of credits, debits and refunds (property, on the real
 
 // Last: it damages the ledger on purpose.
 describe('GET /admin/ledger/verify', () => {
+  it('refuses a query it does not take with 400', async () => {
+    const reply = await request(gateway.url, 'GET', '/admin/ledger/verify?wallet=x', {
+      headers: adminHeaders,
+    });
+    expectErrorEnvelope(reply, 400, /wallet/);
+  });
+
   it('reports a changed balance, a missing entry and a doubled reference', async () => {
     const userId = randomUUID();
     for (let i = 0; i < 4; i++) await credit(userId, 1_000, `test:${userId}:${i}`);

@@ -19,8 +19,8 @@ import {
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 /**
- * What only a live node does (APP_ENV=live, every service, the sandbox's payment provider so
- * that no provider is needed; live sends to people, so an SMTP server and an SMS provider of
+ * What only a live node does (APP_ENV=live, every service, a Paystack key the tests never use:
+ * they open no checkout; live sends to people, so an SMTP server and an SMS provider of
  * the test's own): the sandbox's simulator is refused, and the notification outbox never
  * shows a message's text, whose proof codes are secrets.
  */

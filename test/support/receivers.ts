@@ -166,13 +166,15 @@ export async function startSmsProvider(
 }
 
 /**
- * What a live node needs to start in a test: the sandbox's payment provider (no provider to
- * fake), the secrets live requires, and the test's own SMTP server and SMS provider.
+ * What a live node needs to start in a test: the secrets live requires, a Paystack key for a
+ * provider at a closed port (these tests open no checkout), and the test's own SMTP server and
+ * SMS provider.
  */
 export function liveEnv(smtp: SmtpReceiver, sms: SmsProvider): Record<string, string> {
   return {
     APP_ENV: 'live',
-    PAYMENT_PROVIDER: 'sandbox',
+    PAYSTACK_SECRET_KEY: 'sk_live_unused_by_these_tests',
+    PAYSTACK_BASE_URL: 'http://127.0.0.1:9',
     PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
     WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
     SMTP_URL: smtp.url,

@@ -400,9 +400,9 @@ describe('payment', () => {
     );
   });
 
-  it('lets live use the sandbox only when asked to', () => {
-    const config = loadConfig({ ...LIVE, PAYMENT_PROVIDER: 'sandbox' });
-    expect(config.payment.provider).toBe('sandbox');
+  it('refuses the sandbox live: its page pays any checkout without money', () => {
+    const env = { ...LIVE, PAYMENT_PROVIDER: 'sandbox', PAYSTACK_SECRET_KEY: 'sk_live_x' };
+    expect(configErrorFor(env).message).toMatch(/^PAYMENT_PROVIDER: `sandbox` takes no money/);
   });
 
   it('links to the public URL without its trailing slash, the gateway port by default', () => {
@@ -431,7 +431,7 @@ describe('notifications', () => {
   it('sends through SMTP and Termii live, each as configured', () => {
     const config = loadConfig({
       ...LIVE,
-      PAYMENT_PROVIDER: 'sandbox',
+      PAYSTACK_SECRET_KEY: 'sk_live_x',
       PUBLIC_BASE_URL: 'https://api.example.com/',
       TERMII_BASE_URL: 'https://v3.api.termii.com/',
       NOTIFY_MAX_ATTEMPTS: '3',
@@ -456,12 +456,12 @@ describe('notifications', () => {
     ['TERMII_API_KEY', /^TERMII_API_KEY: required with SMS_PROVIDER=termii.*TERMII_SENDER_ID/],
     ['TERMII_SENDER_ID', /^TERMII_SENDER_ID: required with SMS_PROVIDER=termii/],
   ])('refuses to start live without %s, saying what to set', (variable, message) => {
-    const env = { ...LIVE, PAYMENT_PROVIDER: 'sandbox', [variable]: '' };
+    const env = { ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x', [variable]: '' };
     expect(configErrorFor(env).message).toMatch(message);
   });
 
   it('refuses the log sink live: it reaches nobody', () => {
-    const env = { ...LIVE, PAYMENT_PROVIDER: 'sandbox', SMS_PROVIDER: 'log' };
+    const env = { ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x', SMS_PROVIDER: 'log' };
     expect(configErrorFor(env).message).toMatch(/^SMS_PROVIDER: .*SMS_PROVIDER=termii/);
   });
 

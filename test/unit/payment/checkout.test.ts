@@ -46,12 +46,18 @@ describe('checkout state', () => {
     expect(statusOf(session, { status: 'DECLINED' }, at(1))).toBe('DECLINED');
   });
 
-  it('turns a late pay or decline into an expiry claim', () => {
-    expect(claimFor('PAID', session, at(29))).toBe('PAID');
-    expect(claimFor('DECLINED', session, at(29))).toBe('DECLINED');
-    expect(claimFor('PAID', session, at(30))).toBe('EXPIRED');
-    expect(claimFor('DECLINED', session, at(45))).toBe('EXPIRED');
-    expect(claimFor('EXPIRED', session, at(1))).toBe('EXPIRED');
+  it('turns a late pay or decline on the sandbox page into an expiry claim', () => {
+    expect(claimFor('PAID', 'sandbox', session, at(29))).toBe('PAID');
+    expect(claimFor('DECLINED', 'sandbox', session, at(29))).toBe('DECLINED');
+    expect(claimFor('PAID', 'sandbox', session, at(30))).toBe('EXPIRED');
+    expect(claimFor('DECLINED', 'sandbox', session, at(45))).toBe('EXPIRED');
+    expect(claimFor('EXPIRED', 'sweep', session, at(1))).toBe('EXPIRED');
+  });
+
+  it('claims a payment the provider verified as paid, whatever the time: the money was taken', () => {
+    expect(claimFor('PAID', 'paystack', session, at(29))).toBe('PAID');
+    expect(claimFor('PAID', 'paystack', session, at(31))).toBe('PAID');
+    expect(claimFor('PAID', 'sweep', session, at(45))).toBe('PAID');
   });
 
   it('makes payment.succeeded of a payment and payment.failed with the reason otherwise', () => {
