@@ -1,15 +1,17 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 /**
- * Signing secrets at rest. Unlike API keys they cannot be hashed — every message is signed
- * with them — so they are sealed with AES-256-GCM under a key from the configuration
- * (`WEBHOOK_SECRET_KEY`): a copy of the database alone reveals none.
+ * What must be kept at rest but read back, so cannot be hashed, sealed with AES-256-GCM under
+ * the SHA-256 of a key kept elsewhere: webhook signing secrets (every message is signed with
+ * them) under `WEBHOOK_SECRET_KEY` from the configuration, so that a copy of the database alone
+ * reveals none; answers kept for `Idempotency-Key` replays under the key the client sends
+ * (gateway/idempotency), so that a copy of Redis alone reveals none.
  */
 export class SecretBox {
   private readonly key: Buffer;
 
-  constructor(configuredKey: string) {
-    this.key = createHash('sha256').update(configuredKey, 'utf8').digest();
+  constructor(keyMaterial: string) {
+    this.key = createHash('sha256').update(keyMaterial, 'utf8').digest();
   }
 
   /** `v1.<iv>.<tag>.<ciphertext>`, base64url parts. */
@@ -24,7 +26,7 @@ export class SecretBox {
   open(sealed: string): string {
     const [version, iv, tag, ciphertext] = sealed.split('.');
     if (version !== 'v1' || !iv || !tag || ciphertext === undefined) {
-      throw new Error('sealed secret: unknown format');
+      throw new Error('sealed value: unknown format');
     }
     const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));

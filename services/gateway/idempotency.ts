@@ -11,12 +11,16 @@ import {
   unprocessable,
 } from '../../libs/errors';
 import { neverStarted } from '../../libs/resilience';
+import { SecretBox } from '../../libs/secret-box';
 import type { HttpRoute } from '../../libs/service';
 import { describeRequest, type GatewayRequest } from './http';
 
 /**
  * `Idempotency-Key` on JSON POSTs of the API: a retried request answers what the first one
- * answered instead of doing it again. Keys belong to a user and live in Redis.
+ * answered instead of doing it again. Keys belong to a user and live in Redis, by their hash;
+ * the answers kept for replays are sealed under the key itself (`answerBox`), since some
+ * carry what is shown once (a webhook endpoint's signing secret) and most carry people's
+ * names and phone numbers: a copy of Redis alone reveals none of them.
  */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -99,9 +103,19 @@ export interface StoredResponse {
 
 interface Entry {
   fingerprint: string;
-  /** Absent while the first request is still running. */
+  /** The answer, sealed (`answerBox`); absent while the first request is still running. */
+  sealed?: string;
+  /** The answer in clear, as kept before answers were sealed (read until such keys expire). */
   response?: StoredResponse;
 }
+
+/**
+ * The box an answer is sealed in: under the key the client sends with the request and its
+ * retries, with the user and a purpose of its own, so that neither the Redis key (the key's
+ * bare hash) nor anything else Redis holds opens it.
+ */
+const answerBox = (subject: string, key: string) =>
+  new SecretBox(`waybill idempotent answer\n${subject}\n${key}`);
 
 export type Claim =
   | {
@@ -253,6 +267,7 @@ export class IdempotencyStore {
 
   private async tryClaim(subject: string, key: string, fingerprint: string): Promise<Claim> {
     const redisKey = `${this.keyPrefix}${subject}:${sha256(key)}`;
+    const box = answerBox(subject, key);
     for (let attempt = 0; attempt < 3; attempt++) {
       const pending: Entry = { fingerprint };
       const taken = await this.redis.set(
@@ -262,7 +277,7 @@ export class IdempotencyStore {
         this.windows.pendingMs,
         'NX',
       );
-      if (taken === 'OK') return this.firstClaim(redisKey, fingerprint);
+      if (taken === 'OK') return this.firstClaim(redisKey, fingerprint, box);
       const raw = await this.redis.get(redisKey);
       if (raw === null) continue; // released or expired between the two calls
       const entry = JSON.parse(raw) as Entry;
@@ -271,20 +286,23 @@ export class IdempotencyStore {
           'This Idempotency-Key was already used for a different request; send a new key for a new request',
         );
       }
+      if (entry.sealed) {
+        return { kind: 'replay', response: JSON.parse(box.open(entry.sealed)) as StoredResponse };
+      }
       if (!entry.response) throw keyHeld(await this.redis.pttl(redisKey));
       return { kind: 'replay', response: entry.response };
     }
     throw conflict('This Idempotency-Key is changing hands; retry in a moment');
   }
 
-  private firstClaim(redisKey: string, fingerprint: string): Claim {
+  private firstClaim(redisKey: string, fingerprint: string, box: SecretBox): Claim {
     return {
       kind: 'first',
       complete: async (response) => {
         // Not stored, so the key waits out pendingMs: a stream would be stored as its
         // internals (buffered bytes included) and replayed as JSON.
         if (!isStorable(response.body)) return false;
-        const done: Entry = { fingerprint, response };
+        const done: Entry = { fingerprint, sealed: box.seal(JSON.stringify(response)) };
         try {
           await this.redis.set(redisKey, JSON.stringify(done), 'PX', this.windows.keepMs);
           return true;

@@ -14,7 +14,7 @@ import {
 } from './dispatch-rules';
 import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
-import type { SecretBox } from './secret-box';
+import type { SecretBox } from '../../libs/secret-box';
 import { attemptId } from '../../libs/messaging/outbox-records';
 import type { EndpointRecord, QueuedRecord, WebhookStore } from './store';
 

@@ -21,7 +21,7 @@ import {
   type ReplayParams,
   type WebhookIdParams,
 } from './schemas';
-import type { SecretBox } from './secret-box';
+import type { SecretBox } from '../../libs/secret-box';
 import { endpointOwner, secretId, type EndpointRecord, type WebhookStore } from './store';
 import { toWebhookDeliveryView, toWebhookView, toWebhookWithSecret } from './views';
 

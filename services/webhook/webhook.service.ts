@@ -11,7 +11,7 @@ import { Dispatcher } from './dispatcher';
 import { createEndpointActions } from './endpoints';
 import { fanOut } from './fan-out';
 import { DisableNotices } from './notices';
-import { SecretBox } from './secret-box';
+import { SecretBox } from '../../libs/secret-box';
 import { WebhookStore, defineWebhookModels } from './store';
 
 /**

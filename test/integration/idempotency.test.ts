@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { connectRedis, createRedis } from '../../libs/redis';
 import { Errors } from 'moleculer';
@@ -150,6 +150,9 @@ describe('a package saved under an Idempotency-Key', () => {
   });
 });
 
+/** How the store names a key in Redis: its SHA-256, never the key itself. */
+const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url');
+
 describe('IdempotencyStore on Redis', () => {
   const redis = createRedis(process.env.REDIS_URL as string, 'idempotency-test', () => undefined);
   const store = new IdempotencyStore(redis, `${stack.iso.namespace}:idem-test:`, {
@@ -224,6 +227,30 @@ describe('IdempotencyStore on Redis', () => {
     const response = { status: 201, headers: { Location: '/x' }, body: { data: 1 } };
     if (first.kind === 'first') expect(await first.complete(response)).toBe(true);
     expect(await store.claim('u1', 'k-done', 'fp')).toEqual({ kind: 'replay', response });
+  });
+
+  it('keeps an answer sealed under the key: Redis holds none of its text, the retry reads it', async () => {
+    const key = `k-${randomUUID()}`;
+    const first = await store.claim('u1', key, 'fp');
+    const secret = `whsec_${randomUUID()}`;
+    const response = { status: 201, headers: {}, body: { data: { secret, name: 'Ada Obi' } } };
+    if (first.kind === 'first') expect(await first.complete(response)).toBe(true);
+    const stored = await redis.get(`${stack.iso.namespace}:idem-test:u1:${sha256(key)}`);
+    expect(stored).toContain('"sealed"');
+    for (const text of [secret, 'Ada Obi']) expect(stored).not.toContain(text);
+    expect(await store.claim('u1', key, 'fp')).toEqual({ kind: 'replay', response });
+  });
+
+  it('replays an answer kept in clear before answers were sealed', async () => {
+    const key = `k-${randomUUID()}`;
+    const response = { status: 201, headers: {}, body: { data: 2 } };
+    await redis.set(
+      `${stack.iso.namespace}:idem-test:u1:${sha256(key)}`,
+      JSON.stringify({ fingerprint: 'fp', response }),
+      'PX',
+      60_000,
+    );
+    expect(await store.claim('u1', key, 'fp')).toEqual({ kind: 'replay', response });
   });
 
   it('never stores a stream or bytes: the key stays held, nothing is replayed', async () => {

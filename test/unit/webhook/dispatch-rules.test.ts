@@ -10,7 +10,7 @@ import {
   signingSecrets,
   subscribes,
 } from '../../../services/webhook/dispatch-rules';
-import { SecretBox } from '../../../services/webhook/secret-box';
+import { SecretBox } from '../../../libs/secret-box';
 
 const at = (ms: number) => new Date(ms);
 const backoff = { baseMs: 1000, maxMs: 60_000 };
