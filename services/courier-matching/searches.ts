@@ -394,10 +394,13 @@ export class Searches {
       });
       if (held) {
         await couriers.setBusy(courierId, true);
-        // The search ended while this step was choosing: the offer is void, the courier free.
+        // The search ended while this step was choosing: the offer is void, the courier free,
+        // unless they accepted it first (then the hold is the delivery's, and order decides).
         if (await this.store.end(search._id)) {
-          await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
-          await this.letGo(offer, 'WITHDRAWN');
+          const withdrawn = await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
+          if (withdrawn || (await this.store.offerOutcome(offer._id)) !== 'ACCEPTED') {
+            await this.letGo(offer, 'WITHDRAWN');
+          }
           return;
         }
         return this.awaitAnswer(search, offer, now);

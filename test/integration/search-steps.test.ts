@@ -105,6 +105,46 @@ it.each([
   expect(freed).toEqual([courierId]);
 });
 
+it('keeps a courier who accepted an offer made as another replica gave the search up', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const deliveryId = randomUUID();
+  // The real store, with what happens elsewhere between this step's hold and its next read:
+  // another replica gives the search up, and the courier accepts the offer at once.
+  const watched = Object.create(store) as SearchStore;
+  watched.claimHold = async (hold) => {
+    const held = await store.claimHold(hold);
+    if (held) {
+      const at = new Date();
+      await store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at });
+      await store.claimOfferOutcome(hold.offerId, 'ACCEPTED');
+      await store.holdDelivery(hold._id, hold.offerId);
+    }
+    return held;
+  };
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  const freed: string[] = [];
+  const watchedPositions = Object.create(positions) as CourierPositions;
+  watchedPositions.setBusy = async (courierId, busy) => {
+    if (!busy) freed.push(courierId);
+    return positions.setBusy(courierId, busy);
+  };
+  const searches = searchesOver(watched, watchedPositions);
+  const courierId = randomUUID();
+  await positions.report(
+    { id: courierId, fleetTypeId: BIKE },
+    PICKUP.lat + 0.002,
+    PICKUP.lon,
+    new Date(),
+  );
+  await store.claimSearch(searchRecord(deliveryId));
+  await searches.advance(deliveryId);
+
+  expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('ACCEPTED');
+  expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'DELIVERY' });
+  expect(freed).not.toContain(courierId);
+});
+
 function searchesOver(store: SearchStore, positions: CourierPositions): Searches {
   return new Searches({
     store,
