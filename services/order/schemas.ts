@@ -352,5 +352,5 @@ export const courierCodeStepParams = Joi.object<{ deliveryId: string; code?: str
 
 export const courierFailedParams = Joi.object<{ deliveryId: string; reason: string }, true>({
   deliveryId: uuid().required(),
-  reason: Joi.string().trim().min(1).max(300).required().description('What went wrong'),
+  reason: plainText(300).min(1).required().description('What went wrong'),
 });
