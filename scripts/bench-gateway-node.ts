@@ -2,13 +2,16 @@
  * The servers `npm run bench:gateway` measures, one role per process (BENCH_ROLE):
  *
  *   floor    moleculer-web and/or a no-op action on a plain broker (BENCH_WEB, BENCH_NOOP):
- *            the framework's floor, with our transporter and serializer and nothing else
+ *            the framework's floor, with our transporter and serializer and nothing else;
+ *            BENCH_WEB=direct puts node:http calling the broker in moleculer-web's place (the
+ *            floor of a front of our own: what moleculer-web itself costs)
  *   waybill  our services (SERVICES), exactly as bin/server.ts runs them, plus the no-op
  *            action (BENCH_NOOP) routed through the whole `/api` pipeline of our gateway
  *
  * floor prints its port on stdout once it listens; waybill is watched through its
  * health endpoint like any node (test/support/stack). Not an entry point of its own.
  */
+import { createServer } from 'node:http';
 import Joi from '../libs/joi';
 import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import ApiGateway from 'moleculer-web';
@@ -93,8 +96,35 @@ async function floor(config: Config): Promise<void> {
     } as ServiceSchema);
   }
   await broker.start();
+  if (process.env.BENCH_WEB === 'direct') await directFront(broker, config.port);
   listening(config.port);
   process.on('SIGTERM', () => void broker.stop().then(() => process.exit(0)));
+}
+
+/**
+ * node:http calling the no-op through the broker and writing the same envelope: the least a
+ * front of our own in moleculer-web's place would cost, with no routing, key, quota or log.
+ */
+function directFront(broker: ServiceBroker, port: number): Promise<void> {
+  const server = createServer((req, res) => {
+    req.resume();
+    if (req.url !== NOOP_PATH) {
+      res.writeHead(404).end();
+      return;
+    }
+    broker.call('bench.noop').then(
+      (data) => {
+        const body = JSON.stringify({ ...NOOP_ANSWER, data });
+        res.writeHead(200, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+        });
+        res.end(body);
+      },
+      () => res.writeHead(500).end(),
+    );
+  });
+  return new Promise((listen) => server.listen(port, '127.0.0.1', listen));
 }
 
 async function waybill(config: Config): Promise<void> {

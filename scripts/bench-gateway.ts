@@ -38,6 +38,8 @@ npm run bench:gateway [-- --connections 50 --duration 5 --warmup 2 --rounds 3 --
 Measures, with autocannon in this process and the servers in their own, in one run:
   bare        node:http answering fixed JSON
   floor       moleculer-web answering a no-op action (the framework's floor)
+  direct      node:http calling the same no-op through the broker, in moleculer-web's place:
+              the floor of a front of our own, and by difference what moleculer-web costs
   fleet-types our gateway on GET /api/fleet-types (API key, quota, log, metrics, geo's list)
   no-op       our gateway on GET ${NOOP_PATH}: a no-op action the benchmark adds to its own
               processes only, through the whole /api pipeline (API key, quota, log, metrics)
@@ -152,10 +154,14 @@ const answering = (url: string, headers: Record<string, string> = {}) =>
     { timeout: 30_000, interval: 200 },
   );
 
-/** moleculer-web and the no-op: in one process without a transporter, or two over NATS. */
-async function startFloor(iso: Isolation, overNats: boolean): Promise<Child[]> {
+/** The front (moleculer-web, or node:http direct) and the no-op: in one process without a transporter, or two over NATS. */
+async function startFloor(
+  iso: Isolation,
+  overNats: boolean,
+  front: '1' | 'direct',
+): Promise<Child[]> {
   const common = { BENCH_ROLE: 'floor', NAMESPACE: iso.namespace };
-  const web = { ...common, BENCH_WEB: '1', PORT: String(await freePort()) };
+  const web = { ...common, BENCH_WEB: front, PORT: String(await freePort()) };
   if (!overNats) return [await startChild({ ...web, BENCH_NOOP: '1', NATS_URL: undefined })];
   const started = await Promise.allSettled([
     startChild(web),
@@ -229,13 +235,18 @@ async function startTargets(
   targets.set('bare node:http', { url: bare.url, pids: [bare.child.pid ?? 0] });
   for (const overNats of [false, true]) {
     const topology = overNats ? NATS : ONE;
-    const floor = await startFloor(iso, overNats);
-    children.push(...floor);
-    await answering(`${floor[0].url}${NOOP_PATH}`);
-    targets.set(`floor no-op, ${topology}`, {
-      url: `${floor[0].url}${NOOP_PATH}`,
-      pids: floor.map((c) => c.pid),
-    });
+    for (const [name, front] of [
+      ['floor', '1'],
+      ['direct', 'direct'],
+    ] as const) {
+      const floor = await startFloor(iso, overNats, front);
+      children.push(...floor);
+      await answering(`${floor[0].url}${NOOP_PATH}`);
+      targets.set(`${name} no-op, ${topology}`, {
+        url: `${floor[0].url}${NOOP_PATH}`,
+        pids: floor.map((c) => c.pid),
+      });
+    }
     const before = nodes.length;
     const gateway = await startWaybill(iso, overNats, nodes);
     const pids = nodes.slice(before).map((n) => n.child.pid ?? 0);
@@ -300,7 +311,11 @@ async function main(): Promise<number> {
   console.log('\nratios (req/s):');
   for (const topology of [ONE, NATS]) {
     const floor = get(`floor no-op, ${topology}`);
+    const direct = get(`direct no-op, ${topology}`);
     console.log(`  floor, ${topology}: ${(floor.rps / baseline.rps).toFixed(2)}x bare`);
+    console.log(
+      `  direct, ${topology}: ${(direct.rps / baseline.rps).toFixed(2)}x bare; moleculer-web's own ${(floor.cpuUs - direct.cpuUs).toFixed(0)} CPU µs a request`,
+    );
     for (const name of ['no-op', 'fleet-types']) {
       const ours = get(`ours ${name}, ${topology}`);
       const vsBare =
@@ -308,7 +323,7 @@ async function main(): Promise<number> {
       console.log(`  ours ${name}, ${topology}: ${vsBare} bare, ${ratio(ours, floor, 0.8)} floor`);
       // req/s on a shared machine follow its other load; CPU per request hardly does.
       console.log(
-        `    by CPU per request: ${(baseline.cpuUs / ours.cpuUs).toFixed(2)}x bare, ${(floor.cpuUs / ours.cpuUs).toFixed(2)}x floor`,
+        `    by CPU per request: ${(baseline.cpuUs / ours.cpuUs).toFixed(2)}x bare, ${(floor.cpuUs / ours.cpuUs).toFixed(2)}x floor, ${(direct.cpuUs / ours.cpuUs).toFixed(2)}x direct`,
       );
     }
   }
