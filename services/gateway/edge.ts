@@ -207,10 +207,21 @@ export function courierGuard(options: CourierGuardOptions): Middleware {
   });
 }
 
-/** `/admin`: `Authorization: Bearer <ADMIN_TOKEN>`. */
-export function adminGuard(adminToken: string | undefined): Middleware {
+export interface AdminGuardOptions {
+  config: Pick<Config, 'trustProxyHops' | 'adminToken'>;
+  authFailures: AuthFailureThrottle;
+}
+
+/**
+ * `/admin`: `Authorization: Bearer <ADMIN_TOKEN>`, its failures throttled per client address
+ * as API keys' are: the token is one secret for the whole platform, not to be guessed at will.
+ */
+export function adminGuard(options: AdminGuardOptions): Middleware {
   return middleware(async (req) => {
     const header = req.headers.authorization;
-    checkAdminToken(Array.isArray(header) ? header[0] : header, adminToken);
+    await throttled(req, options, 'admin token', async (beforeLookup) => {
+      await beforeLookup();
+      checkAdminToken(Array.isArray(header) ? header[0] : header, options.config.adminToken);
+    });
   });
 }

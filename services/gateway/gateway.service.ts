@@ -149,7 +149,7 @@ export function createGatewayService(
       // services' to check. No quota and no Idempotency-Key either.
       if (group === 'checkout' || group === 'track') return [log, methods];
       if (group === 'webhooks') return [log, methods, rawBodyReader(rawHeaders)];
-      if (group === 'admin') return [log, methods, adminGuard(config.adminToken)];
+      if (group === 'admin') return [log, methods, adminGuard({ config, authFailures })];
       if (group === 'courier') {
         return [
           log,

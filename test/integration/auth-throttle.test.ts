@@ -144,4 +144,19 @@ describe('failed authentications per client address', () => {
     }
     expectErrorEnvelope(await me(client, unknownKey()), 401, /Unknown API key/);
   });
+
+  it('throttles wrong admin tokens too, and then refuses even the right one from that address', async () => {
+    const admin = (client: string, authorization: string) =>
+      request(node.url, 'GET', '/admin/users', {
+        headers: { 'x-forwarded-for': client, authorization },
+      });
+    const client = '198.51.100.10';
+    expect((await admin(client, adminHeaders.authorization)).status).toBe(200);
+    for (let i = 0; i < LIMIT; i++) {
+      expectErrorEnvelope(await admin(client, `Bearer guess-${i}`), 401, /Invalid admin token/);
+    }
+    expectErrorEnvelope(await admin(client, 'Bearer guess-last'), 429, /valid admin token/);
+    expectErrorEnvelope(await admin(client, adminHeaders.authorization), 429, THROTTLED);
+    expect((await admin('198.51.100.11', adminHeaders.authorization)).status).toBe(200);
+  });
 });
