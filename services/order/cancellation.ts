@@ -20,7 +20,8 @@ export interface CancellationDeps {
 /**
  * A merchant's cancel: only its own delivery, only in a status that permits it, at most
  * twice in three hours. The window's slot is taken before the change and given back when
- * the change does not happen, so a refused or failed cancel uses none.
+ * the change does not happen, so a refused or failed cancel uses none; a cancel recorded
+ * before an error answers as one that went well.
  */
 export class Cancellations {
   constructor(private readonly deps: CancellationDeps) {}
@@ -46,6 +47,10 @@ export class Cancellations {
     try {
       applied = await transitions.apply(deliveryId, { kind: 'CANCEL' }, { known: delivery });
     } catch (err) {
+      // The change may be recorded all the same (the error came after its claim): then it
+      // stands, its slot counts, and the sweep settles it (refund, packages, events).
+      const now = await transitions.current(deliveryId).catch(() => null);
+      if (now?.lifecycle.status === 'CANCELLED') return now;
       await giveBack();
       throw err;
     }
@@ -53,10 +58,14 @@ export class Cancellations {
       await giveBack();
       throw badRequest(applied.message);
     }
-    const { settlement } = this.deps;
+    const { settlement, logger } = this.deps;
     // The cancel stands even when its refund fails here: the sweep gives the money back.
     await settlement.afterTransition(applied.delivery, applied.transition);
-    await settlement.announce(DELIVERY_CANCELLED_EVENT, applied.delivery);
+    // For the tracking pages, which also read again at their next heartbeat: a lost event
+    // must not turn a cancel that happened into an error.
+    await settlement
+      .announce(DELIVERY_CANCELLED_EVENT, applied.delivery)
+      .catch((err: unknown) => logger().warn('delivery cancel not announced', { deliveryId, err }));
     return applied.delivery;
   }
 }

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'moleculer';
+import type { CancelWindow } from '../../../services/order/cancel-window';
+import { Cancellations } from '../../../services/order/cancellation';
+import type { DeliveryRecord } from '../../../services/order/delivery-record';
+import type { Settlement } from '../../../services/order/settlement';
+import type { DeliveryTransitions } from '../../../services/order/transitions';
+
+const USER = randomUUID();
+const DELIVERY = randomUUID();
+
+const deliveryIn = (status: string) =>
+  ({ _id: DELIVERY, userId: USER, lifecycle: { status } }) as unknown as DeliveryRecord;
+
+/**
+ * A cancel over fakes of what it calls: the transition table's writer (`reads`, the statuses
+ * `current` answers in turn; `apply` as given), a window that notes the slots given back, and
+ * a settlement whose announcement can fail.
+ */
+function cancelling(options: {
+  reads: string[];
+  apply: () => Promise<unknown>;
+  announce?: () => Promise<void>;
+}) {
+  const givenBack: string[] = [];
+  const reads = [...options.reads];
+  // Only the methods a cancel calls exist on each fake.
+  const transitions = {
+    current: async () => deliveryIn(reads.shift() ?? 'REQUEST_CREATED'),
+    apply: options.apply,
+  } as unknown as DeliveryTransitions;
+  const window = {
+    reserve: async () => ({ ok: true }),
+    release: async (_user: string, attempt: string) => void givenBack.push(attempt),
+    exceededMessage: () => 'limit',
+  } as unknown as CancelWindow;
+  const settlement = {
+    afterTransition: async () => undefined,
+    announce: options.announce ?? (async () => undefined),
+  } as unknown as Settlement;
+  const warnings: string[] = [];
+  const logger = () => ({ warn: (message: string) => warnings.push(message) }) as unknown as Logger;
+  const cancellations = new Cancellations({ transitions, settlement, window, logger });
+  return { cancel: () => cancellations.cancel(USER, DELIVERY), givenBack, warnings };
+}
+
+describe('a cancel', () => {
+  it('recorded before an error answers as one that went well, its slot kept', async () => {
+    const { cancel, givenBack } = cancelling({
+      reads: ['REQUEST_CREATED', 'CANCELLED'],
+      apply: async () => {
+        throw new Error('the projection failed after the claim');
+      },
+    });
+    expect((await cancel()).lifecycle.status).toBe('CANCELLED');
+    expect(givenBack).toEqual([]);
+  });
+
+  it('not recorded gives its slot back and answers the error', async () => {
+    const { cancel, givenBack } = cancelling({
+      reads: ['REQUEST_CREATED', 'REQUEST_CREATED'],
+      apply: async () => {
+        throw new Error('the database is down');
+      },
+    });
+    await expect(cancel()).rejects.toThrow('the database is down');
+    expect(givenBack).toHaveLength(1);
+  });
+
+  it('stands when its announcement to the tracking pages fails', async () => {
+    const { cancel, givenBack, warnings } = cancelling({
+      reads: ['REQUEST_CREATED'],
+      apply: async () => ({
+        applied: true,
+        delivery: deliveryIn('CANCELLED'),
+        transition: {},
+      }),
+      announce: async () => {
+        throw new Error('NATS is down');
+      },
+    });
+    expect((await cancel()).lifecycle.status).toBe('CANCELLED');
+    expect(givenBack).toEqual([]);
+    expect(warnings).toEqual(['delivery cancel not announced']);
+  });
+});
