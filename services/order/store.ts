@@ -444,7 +444,14 @@ export class OrderStore {
    * writer just left it, not read again (the release reads it once more after the delete).
    */
   async finishWork(mark: WorkMark, now: Date, known?: TransitionRecord): Promise<void> {
-    await this.work.release(mark, known ?? (await this.transitionById(mark._id)), now);
+    const transition = known ?? (await this.transitionById(mark._id));
+    await this.work.release(mark, transition, now);
+    // Work left after the sweep tried it (an effect failing for now): the mark goes behind the
+    // others, so that a batch's worth failing for long holds back no later transition (the
+    // sweep reads the oldest marks first). Its writer's own mark is new already.
+    if (!known && transition && hasWork(transition)) {
+      await this.m.TransitionWork.updateOne({ _id: mark._id }, { $set: { at: now } });
+    }
   }
 
   /** Marks every transition with work stored before the marks existed (at each start, libs/backfills). */

@@ -109,6 +109,20 @@ it('records its writer’s work in one write, and ends the mark it knows done un
   expect(await markIds()).toEqual([]);
 });
 
+it('puts a mark whose work is left behind the others, so that failing ones hold back no later one', async () => {
+  await models.TransitionWork.deleteMany({});
+  const failing = [0, 1].map((ms) => record({ unsettled: true }, new Date(old.getTime() + ms)));
+  const later = record({ unsettled: true }, new Date(old.getTime() + 60_000));
+  for (const t of [...failing, later]) await write(t);
+  const first = await store.markedWork(new Date(Date.now() - 15_000), 2);
+  expect(first.map((m) => m.transition?._id)).toEqual(failing.map((t) => t._id));
+  const now = new Date();
+  for (const { mark } of first) await store.finishWork(mark, now);
+  const next = await store.markedWork(new Date(now.getTime() + 1), 2);
+  expect(next[0].transition?._id).toBe(later._id);
+  expect(await markIds()).toEqual([...failing, later].map((t) => t._id).sort());
+});
+
 it('lets go of a mark whose transition was never claimed, after a while only', async () => {
   await models.TransitionWork.deleteMany({});
   const stopped = record({ unsettled: true }, new Date(Date.now() - UNCLAIMED_MARK_MS - 1000));
