@@ -457,7 +457,7 @@ const envSchema = Joi.object({
     .min(1000)
     .default(15000)
     .description(
-      'How often a tracking page stream gets a heartbeat comment, so that proxies keep it open',
+      'How often a tracking page stream gets a heartbeat comment, so that proxies keep it open; with no courier under way, the state is also read again then (a missed status event shows within a beat)',
     ),
   TRACKING_MAX_STREAMS: Joi.number()
     .integer()

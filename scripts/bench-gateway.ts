@@ -160,7 +160,12 @@ async function startFloor(
   overNats: boolean,
   front: '1' | 'direct',
 ): Promise<Child[]> {
-  const common = { BENCH_ROLE: 'floor', NAMESPACE: iso.namespace };
+  // A namespace of its own: over NATS, the no-op of another target's process (the other
+  // front's, or our geo process's) must not answer this front's calls.
+  const common = {
+    BENCH_ROLE: 'floor',
+    NAMESPACE: `${iso.namespace}-${front === '1' ? 'floor' : 'direct'}`,
+  };
   const web = { ...common, BENCH_WEB: front, PORT: String(await freePort()) };
   if (!overNats) return [await startChild({ ...web, BENCH_NOOP: '1', NATS_URL: undefined })];
   const started = await Promise.allSettled([

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
-import { forbidden, quotaExceeded, tooManyRequests } from '../../libs/errors';
+import { forbidden, quotaExceeded, toHttpError, tooManyRequests } from '../../libs/errors';
 import { authUserOf, type RequestMeta, type RouteGroup } from '../../libs/service';
 import { checkAdminToken } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
@@ -215,13 +215,34 @@ export interface AdminGuardOptions {
 /**
  * `/admin`: `Authorization: Bearer <ADMIN_TOKEN>`, its failures throttled per client address
  * as API keys' are: the token is one secret for the whole platform, not to be guessed at will.
+ * Counted apart from API keys and courier tokens (guesses at those from the operator's
+ * address must not shut the operator out), and not at all while Redis is unreachable: the
+ * admin API is what an operator repairs things with, and the token is still checked.
  */
 export function adminGuard(options: AdminGuardOptions): Middleware {
   return middleware(async (req) => {
     const header = req.headers.authorization;
-    await throttled(req, options, 'admin token', async (beforeLookup) => {
-      await beforeLookup();
+    const subject = `admin ${clientAddress(req, options.config.trustProxyHops)}`;
+    const { authFailures } = options;
+    await unlessUncountable(() => authFailures.admit(subject, ADMIN_CREDENTIAL));
+    try {
       checkAdminToken(Array.isArray(header) ? header[0] : header, options.config.adminToken);
-    });
+    } catch (err) {
+      if (isUnauthorized(err)) {
+        await unlessUncountable(() => authFailures.failed(subject, ADMIN_CREDENTIAL));
+      }
+      throw err;
+    }
   });
+}
+
+const ADMIN_CREDENTIAL = 'admin token';
+
+/** Counts, unless the count's store is unreachable (its 503): then nothing is counted. */
+async function unlessUncountable(count: () => Promise<void>): Promise<void> {
+  try {
+    await count();
+  } catch (err) {
+    if (toHttpError(err).status !== 503) throw err;
+  }
 }

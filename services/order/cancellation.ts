@@ -48,7 +48,9 @@ export class Cancellations {
       applied = await transitions.apply(deliveryId, { kind: 'CANCEL' }, { known: delivery });
     } catch (err) {
       // The change may be recorded all the same (the error came after its claim): then it
-      // stands, its slot counts, and the sweep settles it (refund, packages, events).
+      // stands, its slot counts, and the sweep settles it (refund, packages, events). A cancel
+      // by another party at that instant (a failed payment's) reads the same and keeps the slot
+      // too: one slot at worst, for an error that already took a cancel's place.
       const now = await transitions.current(deliveryId).catch(() => null);
       if (now?.lifecycle.status === 'CANCELLED') return now;
       await giveBack();

@@ -39,8 +39,9 @@ interface CurrentCode {
  * rest. Each try takes the next of the generation's `MAX_WRONG_CODES` tries before its code is
  * compared, by inserting `<proofId>:<generation>:<n>`, so that however many come at once at
  * most five codes are compared: a burst of guesses read "not locked" together when the try
- * was counted only after a wrong comparison. A right code gives its try back; a try whose
- * process stops before the comparison counts as wrong. The merchant may issue a new code,
+ * was counted only after a wrong comparison. A right code gives its try back (while it is
+ * compared it holds one, so a wrong code at that instant may read the proof locked); a try
+ * whose process stops before the comparison counts as wrong. The merchant may issue a new code,
  * which starts a new generation with its own count.
  */
 export class ProofChecks {
