@@ -39,6 +39,25 @@ afterAll(async () => {
 const BIKE = randomUUID();
 const PICKUP = { lat: 6.5244, lon: 3.3792 };
 
+/** Couriers' positions, and the couriers set free (`setBusy(id, false)`) in `freed`. */
+function positionsNoting(freed: string[]): CourierPositions {
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  const watched = Object.create(positions) as CourierPositions;
+  watched.setBusy = async (courierId, busy) => {
+    if (!busy) freed.push(courierId);
+    return positions.setBusy(courierId, busy);
+  };
+  return watched;
+}
+
+/** A new courier on a bike, reported just north of the pickup: the next step offers to them. */
+async function courierInReach(positions: CourierPositions): Promise<string> {
+  const courierId = randomUUID();
+  const at = { lat: PICKUP.lat + 0.002, lon: PICKUP.lon };
+  await positions.report({ id: courierId, fleetTypeId: BIKE }, at.lat, at.lon, new Date());
+  return courierId;
+}
+
 it('notes an offer’s number on the search before it claims the offer, so that offers: 0 means none', async () => {
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
@@ -51,13 +70,7 @@ it('notes an offer’s number on the search before it claims the offer, so that 
   };
   const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
   const searches = searchesOver(watched, positions);
-  const courierId = randomUUID();
-  await positions.report(
-    { id: courierId, fleetTypeId: BIKE },
-    PICKUP.lat + 0.002,
-    PICKUP.lon,
-    new Date(),
-  );
+  const courierId = await courierInReach(positions);
 
   const deliveryId = randomUUID();
   await store.claimSearch(searchRecord(deliveryId));
@@ -73,14 +86,8 @@ it.each([
 ])('ends an assigned search by letting its courier go, when its end %s', async (_, named) => {
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
-  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
   const freed: string[] = [];
-  const watched = Object.create(positions) as CourierPositions;
-  watched.setBusy = async (courierId, busy) => {
-    if (!busy) freed.push(courierId);
-    return positions.setBusy(courierId, busy);
-  };
-  const searches = searchesOver(store, watched);
+  const searches = searchesOver(store, positionsNoting(freed));
   const [deliveryId, courierId] = [randomUUID(), randomUUID()];
   const offerId = offerIdOf(deliveryId, 1);
   const at = new Date();
@@ -122,21 +129,10 @@ it('keeps a courier who accepted an offer made as another replica gave the searc
     }
     return held;
   };
-  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
   const freed: string[] = [];
-  const watchedPositions = Object.create(positions) as CourierPositions;
-  watchedPositions.setBusy = async (courierId, busy) => {
-    if (!busy) freed.push(courierId);
-    return positions.setBusy(courierId, busy);
-  };
-  const searches = searchesOver(watched, watchedPositions);
-  const courierId = randomUUID();
-  await positions.report(
-    { id: courierId, fleetTypeId: BIKE },
-    PICKUP.lat + 0.002,
-    PICKUP.lon,
-    new Date(),
-  );
+  const positions = positionsNoting(freed);
+  const searches = searchesOver(watched, positions);
+  const courierId = await courierInReach(positions);
   await store.claimSearch(searchRecord(deliveryId));
   await searches.advance(deliveryId);
 
