@@ -43,11 +43,7 @@ export function optionIfGiven(
   argv: readonly string[] = process.argv,
   env: NodeJS.ProcessEnv = process.env,
 ): number | undefined {
-  const given = stringOption(name, argv, env);
-  if (given === undefined || given === '') return undefined;
-  const value = Number(given);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
-  return value;
+  return numberOption(name, argv, env, (v) => Number.isFinite(v) && v > 0, 'a positive number');
 }
 
 /**
@@ -60,11 +56,22 @@ export function countOption(
   argv: readonly string[] = process.argv,
   env: NodeJS.ProcessEnv = process.env,
 ): number {
+  const isCount = (v: number) => Number.isInteger(v) && v >= 0;
+  return numberOption(name, argv, env, isCount, 'a whole number, 0 or more') ?? fallback;
+}
+
+/** `--name N`, else `BENCH_NAME`, as a number `accepts`; undefined when neither is given. */
+function numberOption(
+  name: string,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  accepts: (value: number) => boolean,
+  rule: string,
+): number | undefined {
   const given = stringOption(name, argv, env);
-  if (given === undefined || given === '') return fallback;
+  if (given === undefined || given === '') return undefined;
   const value = Number(given);
-  if (!Number.isInteger(value) || value < 0)
-    throw new Error(`--${name} must be a whole number, 0 or more`);
+  if (!accepts(value)) throw new Error(`--${name} must be ${rule}`);
   return value;
 }
 
