@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { call } from '../../libs/contracts';
 import { FakePaystack, fund, outcomeListener, walletOf } from '../support/checkout';
 import { eventually } from '../support/eventually';
@@ -66,8 +67,6 @@ function signedChargeSuccess(stack: MerchantStack, reference: string) {
   });
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('a Paystack payment confirmed after the checkout’s time', () => {
   it('is found by the sweep, paid and credited once', async () => {
     const reference = await opened(sweeping, 120);
@@ -80,7 +79,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     );
     await eventually(async () => expect(await creditsOf(sweeping, reference)).toHaveLength(1));
     // Sweeps go on every 100 ms: none credits it again.
-    await pause(500);
+    await sleep(500);
     const credits = await creditsOf(sweeping, reference);
     expect(credits).toHaveLength(1);
     expect(credits[0]).toMatchObject({ amount: '120.00' });
@@ -89,7 +88,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
   it('is paid by a webhook that comes late, and credited once however often it comes', async () => {
     const reference = await opened(unswept, 80);
     paidAtProvider(reference);
-    await pause(1_100);
+    await sleep(1_100);
     expect(await statusOf(unswept, reference)).toBe('EXPIRED'); // as read: past its time
     const replies = await Promise.all([1, 2, 3].map(() => signedChargeSuccess(unswept, reference)));
     for (const reply of replies) expect(reply.status).toBe(200);
@@ -97,7 +96,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(replies.some((r) => r.body.data.handled === true)).toBe(true);
     expect(await statusOf(unswept, reference)).toBe('PAID');
     await eventually(async () => expect(await creditsOf(unswept, reference)).toHaveLength(1));
-    await pause(300);
+    await sleep(300);
     expect(await creditsOf(unswept, reference)).toHaveLength(1);
   });
 
@@ -113,7 +112,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(reply.status).toBe(200);
     expect(reply.body.data).toEqual({ handled: false });
     expect(await statusOf(sweeping, reference)).toBe('EXPIRED');
-    await pause(500);
+    await sleep(500);
     expect(await creditsOf(sweeping, reference)).toHaveLength(0);
   });
 });
