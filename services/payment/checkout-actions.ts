@@ -11,15 +11,26 @@ import {
   type CheckoutView,
   type StartCheckoutParams,
 } from '../../libs/contracts/payment';
-import { badRequest, notFound, serviceUnavailable, unauthorized } from '../../libs/errors';
+import {
+  badRequest,
+  conflict,
+  notFound,
+  serviceUnavailable,
+  unauthorized,
+  upstreamFailed,
+} from '../../libs/errors';
 import { nameBasedId } from '../../libs/ids';
 import { nairaToKobo } from '../../libs/money';
 import { action, implement, requireUser, type ServiceActions } from '../../libs/service';
 import {
+  OPEN_ATTEMPTS,
+  attemptReference,
+  checkoutOfAttempt,
   claimFor,
   expiresAt,
   fundingCreditReference,
   newCheckoutReference,
+  nextAttemptWait,
   outcomeEvent,
   statusOf,
   validSignature,
@@ -29,7 +40,7 @@ import {
   type SessionFacts,
 } from './checkout';
 import { checkoutPage, checkoutPagePath, redirectPage } from './checkout-pages';
-import type { CheckoutProvider } from './checkout-providers';
+import type { CheckoutProvider, Initialized } from './checkout-providers';
 import {
   checkoutStartView,
   fundWalletParams,
@@ -39,7 +50,13 @@ import {
   type FundWalletParams,
   type WebhookParams,
 } from './checkout-schemas';
-import type { CheckoutStore, OutboxRecord, OutcomeRecord, SessionRecord } from './checkout-store';
+import type {
+  CheckoutStore,
+  OpenedRecord,
+  OutboxRecord,
+  OutcomeRecord,
+  SessionRecord,
+} from './checkout-store';
 import type { LedgerStore } from './ledger-store';
 
 /** Sessions expired and events sent per sweep at most; the rest wait for the next one. */
@@ -65,13 +82,17 @@ const facts = (session: SessionRecord): SessionFacts => ({
   expiresAt: session.expiresAt,
 });
 
-const startAnswer = (session: SessionRecord & { authorizationUrl: string }): CheckoutStart => ({
+/** The payload of an opened checkout: the integrator's handle is the checkout's reference. */
+const startAnswer = (
+  reference: string,
+  opened: { authorizationUrl: string; accessCode?: string | null },
+): CheckoutStart => ({
   status: true,
   message: 'Authorization URL created',
   data: {
-    authorization_url: session.authorizationUrl,
-    access_code: session.accessCode ?? '',
-    reference: session._id,
+    authorization_url: opened.authorizationUrl,
+    access_code: opened.accessCode ?? '',
+    reference,
   },
 });
 
@@ -116,17 +137,65 @@ export class Checkouts {
       await this.store.createSession(record);
       session = (await this.store.session(reference)) ?? record;
     }
-    if (session.authorizationUrl)
-      return startAnswer({ ...session, authorizationUrl: session.authorizationUrl });
-    const opened = await this.deps.provider.initialize({
-      reference,
-      amountKobo: session.amountKobo,
-      currency: session.currency,
-      email: session.email,
-      purpose: session.purpose,
-    });
-    await this.store.recordInitialized(reference, opened.authorizationUrl, opened.accessCode);
-    return startAnswer({ ...session, ...opened });
+    const { authorizationUrl } = session;
+    if (authorizationUrl) return startAnswer(reference, { ...session, authorizationUrl });
+    const opened = (await this.store.opened(reference)) ?? (await this.open(session));
+    return startAnswer(reference, opened);
+  }
+
+  /**
+   * Opens the session's transaction at the provider: the first attempt whose reference no
+   * call has used, each claimed by an insert (`attemptReference`). A call still running holds
+   * its attempt (409 with the seconds to wait); a failed one, or one that cannot be running
+   * any more, lets the next attempt start.
+   */
+  private async open(session: SessionRecord): Promise<OpenedRecord> {
+    const { provider, config } = this.deps;
+    for (let attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
+      const providerReference = attemptReference(session._id, attempt);
+      const now = new Date();
+      const holder = await this.store.claimAttempt({
+        _id: providerReference,
+        reference: session._id,
+        startedAt: now,
+        failedAt: null,
+      });
+      if (holder) {
+        const waitMs = nextAttemptWait(holder, config.paystack.timeoutMs, now);
+        if (waitMs === 0) continue;
+        // It may have finished while we looked: then its answer stands.
+        const opened = await this.store.opened(session._id);
+        if (opened) return opened;
+        throw conflict(
+          'This checkout is being opened by another request with the same key; retry after the seconds in `Retry-After`',
+          { retryAfter: Math.ceil(waitMs / 1000) },
+        );
+      }
+      let initialized: Initialized;
+      try {
+        initialized = await provider.initialize({
+          reference: session._id,
+          providerReference,
+          amountKobo: session.amountKobo,
+          currency: session.currency,
+          email: session.email,
+          purpose: session.purpose,
+        });
+      } catch (err) {
+        // Whether the provider opened it is unknown: this reference is never used again.
+        await this.store.attemptFailed(providerReference, new Date());
+        throw err;
+      }
+      return this.store.recordOpened({
+        _id: session._id,
+        providerReference,
+        ...initialized,
+        openedAt: new Date(),
+      });
+    }
+    throw upstreamFailed(
+      `The payment provider did not open this checkout in ${OPEN_ATTEMPTS} attempts; start a new one with a new key`,
+    );
   }
 
   async view(reference: string): Promise<CheckoutView | null> {
@@ -258,8 +327,9 @@ export class Checkouts {
     } catch {
       throw badRequest('The webhook body is not JSON');
     }
-    const reference = event?.data?.reference;
-    if (event?.event !== 'charge.success' || typeof reference !== 'string') return false;
+    const paidReference = event?.data?.reference;
+    if (event?.event !== 'charge.success' || typeof paidReference !== 'string') return false;
+    const reference = checkoutOfAttempt(paidReference);
     const session = await this.store.session(reference);
     // Not ours (another integration on the same account): acknowledged, nothing done.
     if (!session) return false;
@@ -273,12 +343,15 @@ export class Checkouts {
       }
       return false;
     }
-    const verified = await this.deps.provider.verify(reference);
+    const verified = await this.deps.provider.verify(paidReference);
     const mismatch = verified
       ? verificationMismatch(session, verified)
       : 'the provider knows no such transaction';
     if (mismatch) {
-      this.deps.logger().warn('webhook refused after verification', { reference, mismatch });
+      this.deps.logger().warn('webhook refused after verification', {
+        reference: paidReference,
+        mismatch,
+      });
       return false;
     }
     const outcome = await this.confirmPayment(session, 'paystack');
@@ -321,7 +394,9 @@ export class Checkouts {
   }
 
   private async expire(session: SessionRecord): Promise<void> {
-    const verified = await this.deps.provider.verify(session._id);
+    // The transaction handed out is the only one a payer could reach.
+    const opened = await this.store.opened(session._id);
+    const verified = await this.deps.provider.verify(opened?.providerReference ?? session._id);
     if (verified && verificationMismatch(session, verified) === null) {
       await this.confirmPayment(session, 'sweep');
     } else {

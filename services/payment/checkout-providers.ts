@@ -3,9 +3,12 @@ import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { serviceUnavailable, upstreamFailed, upstreamTimeout } from '../../libs/errors';
 import type { VerifiedTransaction } from './checkout';
 
-/** What a provider is asked to open: one transaction per checkout reference. */
+/** What a provider is asked to open: one transaction per attempt (`attemptReference`). */
 export interface InitializeRequest {
+  /** The checkout's own reference. */
   reference: string;
+  /** The reference of this attempt, the transaction's at the provider. */
+  providerReference: string;
   amountKobo: number;
   currency: string;
   email: string;
@@ -107,7 +110,7 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
       const { status, answer } = await send('POST', '/transaction/initialize', {
         email: request.email,
         amount: request.amountKobo,
-        reference: request.reference,
+        reference: request.providerReference,
         currency: request.currency,
         metadata: { purpose: request.purpose },
       });

@@ -53,6 +53,35 @@ const keySchema = new Schema(
   { timestamps: true, versionKey: false },
 );
 
+/**
+ * An attempt to open a session at the provider, by the provider's reference it used
+ * (`attemptReference`): claimed by its insert, so two callers never use one reference.
+ */
+const attemptSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    reference: { type: String, required: true },
+    startedAt: { type: Date, required: true },
+    failedAt: { type: Date, default: null },
+  },
+  { versionKey: false },
+);
+
+/**
+ * The provider's transaction a session is paid through, by the session's reference: the
+ * first attempt to record its answer wins, so every caller hands out the same page.
+ */
+const openedSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    providerReference: { type: String, required: true },
+    authorizationUrl: { type: String, required: true },
+    accessCode: { type: String, required: true },
+    openedAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
 /** The outcome of a session: the first insert for a reference wins, every other attempt reads it. */
 const outcomeSchema = new Schema(
   {
@@ -88,11 +117,15 @@ const outboxSchema = new Schema(
 export type SessionRecord = InferSchemaType<typeof sessionSchema>;
 export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: DecidedStatus };
 export type OutboxRecord = InferSchemaType<typeof outboxSchema>;
+export type AttemptRecord = InferSchemaType<typeof attemptSchema>;
+export type OpenedRecord = InferSchemaType<typeof openedSchema>;
 
 export function defineCheckoutModels(connection: Connection) {
   return {
     CheckoutSession: connection.model('CheckoutSession', sessionSchema, 'checkout_sessions'),
     CheckoutKey: connection.model('CheckoutKey', keySchema, 'checkout_keys'),
+    CheckoutAttempt: connection.model('CheckoutAttempt', attemptSchema, 'checkout_attempts'),
+    CheckoutOpened: connection.model('CheckoutOpened', openedSchema, 'checkout_opened'),
     CheckoutOutcome: connection.model('CheckoutOutcome', outcomeSchema, 'checkout_outcomes'),
     CheckoutPending: connection.model('CheckoutPending', pendingSchema, 'checkout_pending'),
     CheckoutOutbox: connection.model('CheckoutOutbox', outboxSchema, 'checkout_outbox'),
@@ -148,11 +181,44 @@ export class CheckoutStore {
     return insertOnce(() => this.m.CheckoutSession.create(record));
   }
 
-  async recordInitialized(reference: string, authorizationUrl: string, accessCode: string) {
+  /**
+   * Claims the provider's reference `attempt._id` for one call: null when this caller won it,
+   * else the attempt that holds it.
+   */
+  async claimAttempt(attempt: AttemptRecord): Promise<AttemptRecord | null> {
+    if (await insertOnce(() => this.m.CheckoutAttempt.create(attempt))) return null;
+    const earlier = await this.m.CheckoutAttempt.findById(attempt._id).lean<AttemptRecord>();
+    if (!earlier) throw new Error(`checkout attempt ${attempt._id} is claimed but cannot be read`);
+    return earlier;
+  }
+
+  /** Marks an attempt whose call failed (only its claimant writes it): its reference is spent. */
+  async attemptFailed(providerReference: string, failedAt: Date): Promise<void> {
+    await this.m.CheckoutAttempt.updateOne({ _id: providerReference }, { $set: { failedAt } });
+  }
+
+  /**
+   * Records the transaction a session is paid through, unless another attempt did first:
+   * answers the one that stands. Then copies it onto the session, where checkouts opened
+   * before attempts existed keep theirs and older replicas read it during a rollout.
+   */
+  async recordOpened(opened: OpenedRecord): Promise<OpenedRecord> {
+    let standing = opened;
+    if (!(await insertOnce(() => this.m.CheckoutOpened.create(opened)))) {
+      const earlier = await this.opened(opened._id);
+      if (!earlier) throw new Error(`checkout ${opened._id} is opened but cannot be read`);
+      standing = earlier;
+    }
+    const { authorizationUrl, accessCode } = standing;
     await this.m.CheckoutSession.updateOne(
-      { _id: reference },
+      { _id: standing._id },
       { $set: { authorizationUrl, accessCode } },
     );
+    return standing;
+  }
+
+  opened(reference: string): Promise<OpenedRecord | null> {
+    return this.m.CheckoutOpened.findById(reference).lean<OpenedRecord>();
   }
 
   outcome(reference: string): Promise<OutcomeRecord | null> {

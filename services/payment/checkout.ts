@@ -33,6 +33,54 @@ export function newCheckoutReference(): string {
   return `ck-${randomBytes(REFERENCE_BYTES).toString('hex')}`;
 }
 
+/**
+ * Attempts to open a checkout at the provider, at most. A provider that answered too late may
+ * have opened the transaction all the same, and refuses its reference ever after ("Duplicate
+ * Transaction Reference"): so each attempt has a reference of its own, and an attempt whose
+ * answer was lost is never made again.
+ */
+export const OPEN_ATTEMPTS = 10;
+
+/**
+ * How long past the provider's timeout an attempt's claim stands before the next attempt may
+ * start: its call was given up at the timeout, so by then it has recorded its answer or failed
+ * (or its replica died). The margin covers the writes after the call.
+ */
+export const ATTEMPT_GRACE_MS = 5_000;
+
+/**
+ * The provider's reference of attempt `n` to open a checkout: the checkout's own for the first
+ * (as every checkout opened before attempts existed has it), then `<reference>.<n>`, which
+ * Paystack accepts (`.` is among its characters) and no checkout reference holds.
+ */
+export function attemptReference(reference: string, attempt: number): string {
+  return attempt === 0 ? reference : `${reference}.${attempt}`;
+}
+
+/** The checkout a provider's reference belongs to: the reference less its attempt number. */
+export function checkoutOfAttempt(providerReference: string): string {
+  const numbered = /^(.+)\.([1-9][0-9]*)$/.exec(providerReference);
+  return numbered && Number(numbered[2]) < OPEN_ATTEMPTS ? numbered[1] : providerReference;
+}
+
+/** What became of an attempt to open a checkout, as its claim records it. */
+export interface AttemptFacts {
+  startedAt: Date;
+  /** Set when its call failed: its reference is spent, the next attempt may start at once. */
+  failedAt?: Date | null;
+}
+
+/**
+ * Whether the next attempt may start after `attempt`, or in how many ms: at once after a
+ * failure, else once the attempt's call and writes must be over (`ATTEMPT_GRACE_MS` past the
+ * provider's timeout).
+ */
+export function nextAttemptWait(attempt: AttemptFacts, timeoutMs: number, now: Date): number {
+  if (attempt.failedAt) return 0;
+  const over = attempt.startedAt.getTime() + timeoutMs + ATTEMPT_GRACE_MS;
+  return Math.max(0, over - now.getTime());
+}
+
 /** The ledger reference of the credit a paid wallet-funding checkout makes: once per checkout. */
 export const fundingCreditReference = (reference: string) => `checkout:${reference}`;
 

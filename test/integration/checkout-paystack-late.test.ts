@@ -85,6 +85,29 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(credits[0]).toMatchObject({ amount: '120.00' });
   });
 
+  it('is found by the sweep on the transaction handed out when the first attempt failed', async () => {
+    // Through the contract, as the order service retries (the gateway would hold the key).
+    const params = {
+      userId: sweeping.alice.userId,
+      amountKobo: 9000,
+      purpose: { kind: 'WALLET_FUNDING' as const, id: sweeping.alice.userId },
+      email: 'alice@example.com',
+      merchantName: 'Alice',
+      idempotencyKey: 'retried-key',
+    };
+    Object.assign(fake.fail, { initialize: 1, mode: 'refuse' });
+    await expect(call(sweeping.client, 'payment.startCheckout', params)).rejects.toMatchObject({
+      code: 502,
+    });
+    const { reference } = (await call(sweeping.client, 'payment.startCheckout', params)).data;
+    paidAtProvider(`${reference}.1`);
+    await eventually(async () => expect(await statusOf(sweeping, reference)).toBe('PAID'), {
+      timeout: 15_000,
+    });
+    expect(fake.calls.map((c) => c.path)).toContain(`/transaction/verify/${reference}.1`);
+    await eventually(async () => expect(await creditsOf(sweeping, reference)).toHaveLength(1));
+  });
+
   it('is paid by a webhook that comes late, and credited once however often it comes', async () => {
     const reference = await opened(unswept, 80);
     paidAtProvider(reference);

@@ -24,7 +24,7 @@ const stack = useMerchantStack({ internal: ['payment'], own: [listener.schema], 
 afterAll(() => fake.stop());
 
 beforeEach(() => {
-  Object.assign(fake.fail, { initialize: 0, verify: 0, mode: 'error' });
+  Object.assign(fake.fail, { initialize: 0, verify: 0, mode: 'error', lateMs: 0 });
 });
 
 const webhook = (body: string, headers: Record<string, string> = {}) =>
@@ -89,7 +89,7 @@ describe('Paystack-compatible initialize', () => {
     ['no answer in time', 'hang', 504],
     ['a refusal', 'refuse', 502],
   ] as const)(
-    'answers the provider’s %s (%s) with %d; a retry with the same key opens the checkout',
+    'answers the provider’s %s (%s) with %d; a retry with the same key opens the checkout under a reference of its own',
     async (_what, mode, status) => {
       Object.assign(fake.fail, { initialize: 1, mode });
       const failed = await fund(stack.node.url, stack.alice.key, 10);
@@ -109,13 +109,88 @@ describe('Paystack-compatible initialize', () => {
         code: status,
       });
       const retried = await call(stack.client, 'payment.startCheckout', params);
+      // Whether the failed call opened a transaction is unknown: its reference is not reused.
       expect(retried.data.authorization_url).toBe(
-        `https://checkout.paystack.test/${retried.data.reference}`,
+        `https://checkout.paystack.test/${retried.data.reference}.1`,
       );
       const again = await call(stack.client, 'payment.startCheckout', params);
       expect(again).toEqual(retried);
     },
   );
+
+  /** A delivery checkout of Bob's through the contract, keyed as the order service keys it. */
+  const deliveryCheckout = (amountKobo: number) => {
+    const deliveryId = randomUUID();
+    return {
+      userId: stack.bob.userId,
+      amountKobo,
+      purpose: { kind: 'DELIVERY' as const, id: deliveryId },
+      email: 'bob@example.com',
+      merchantName: 'Bob',
+      idempotencyKey: `${deliveryId}:creator`,
+    };
+  };
+
+  it('opens, after an answer that came too late, a transaction the payer can pay, credited once', async () => {
+    // The provider opens the transaction but answers after PAYSTACK_TIMEOUT_MS: it will
+    // refuse that reference ever after ("Duplicate Transaction Reference"). Through the
+    // contract, as the order service retries (the gateway would hold the key for a minute).
+    Object.assign(fake.fail, { initialize: 1, mode: 'late', lateMs: 1500 });
+    const params = {
+      userId: stack.alice.userId,
+      amountKobo: 7000,
+      purpose: { kind: 'WALLET_FUNDING' as const, id: stack.alice.userId },
+      email: 'alice@example.com',
+      merchantName: 'Alice',
+      idempotencyKey: randomUUID(),
+    };
+    await expect(call(stack.client, 'payment.startCheckout', params)).rejects.toMatchObject({
+      code: 504,
+    });
+    const retried = await call(stack.client, 'payment.startCheckout', params);
+    const { reference } = retried.data;
+    expect(fake.transactions.has(reference)).toBe(true); // the late one, never handed out
+    expect(retried.data.authorization_url).toBe(`https://checkout.paystack.test/${reference}.1`);
+
+    const before = await walletOf(stack.node.url, stack.alice.key);
+    (fake.transactions.get(`${reference}.1`) as { status: string }).status = 'success';
+    const paid = await signed(chargeSuccess(`${reference}.1`));
+    expect(paid.body.data).toEqual({ handled: true });
+    expect(await statusOf(reference)).toBe('PAID');
+    expect(fake.calls.map((c) => c.path)).toContain(`/transaction/verify/${reference}.1`);
+    expect((await signed(chargeSuccess(`${reference}.1`))).body.data).toEqual({ handled: false });
+    const after = await eventually(async () => {
+      const now = await walletOf(stack.node.url, stack.alice.key);
+      expect(now.entries.length).toBe(before.entries.length + 1);
+      return now;
+    });
+    expect(after.entries[0]).toMatchObject({ reference: `checkout:${reference}`, amount: '70.00' });
+  });
+
+  it('opens one transaction for concurrent starts with one key: the others wait (409) and then get it', async () => {
+    Object.assign(fake.fail, { initialize: 1, mode: 'late', lateMs: 300 });
+    const params = deliveryCheckout(4200);
+    const settled = await Promise.allSettled(
+      Array.from({ length: 8 }, () => call(stack.client, 'payment.startCheckout', params)),
+    );
+    const answered = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const refused = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason] : []));
+    expect(answered.length).toBeGreaterThanOrEqual(1);
+    for (const err of refused) {
+      expect(err).toMatchObject({ code: 409, data: { retryAfter: expect.any(Number) } });
+      expect(String(err.message)).toMatch(/being opened by another request/);
+    }
+    const reference = answered[0].data.reference;
+    for (const answer of answered) expect(answer).toEqual(answered[0]);
+    const again = await call(stack.client, 'payment.startCheckout', params);
+    expect(again).toEqual(answered[0]);
+    const initializations = fake.calls.filter(
+      (c) =>
+        c.path === '/transaction/initialize' &&
+        (c.body as { reference: string }).reference.startsWith(reference),
+    );
+    expect(initializations).toHaveLength(1);
+  });
 });
 
 describe('POST /webhooks/paystack', () => {

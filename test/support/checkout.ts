@@ -115,13 +115,20 @@ export interface FakeTransaction {
 
 /**
  * A small Paystack-compatible provider: initialize and verify with the Bearer secret,
- * amounts in kobo. `fail` makes the next calls of a kind answer 500 or hang.
+ * amounts in kobo; a reference initialized once is refused ever after, as Paystack refuses
+ * it. `fail` makes the next calls of a kind answer 500, hang, refuse, or carry on and answer
+ * only after `lateMs`.
  */
 export class FakePaystack {
   readonly transactions = new Map<string, FakeTransaction>();
   readonly calls: { method: string; path: string; authorization?: string; body?: unknown }[] = [];
   /** Calls of a kind still to fail, and how. */
-  readonly fail = { initialize: 0, verify: 0, mode: 'error' as 'error' | 'hang' | 'refuse' };
+  readonly fail = {
+    initialize: 0,
+    verify: 0,
+    mode: 'error' as 'error' | 'hang' | 'refuse' | 'late',
+    lateMs: 0,
+  };
   private server: Server | undefined;
   url = '';
 
@@ -155,7 +162,7 @@ export class FakePaystack {
       authorization: req.headers.authorization,
       body,
     });
-    const send = (status: number, json: unknown) => {
+    let send = (status: number, json: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(json));
     };
@@ -163,7 +170,12 @@ export class FakePaystack {
       return send(401, { status: false, message: 'Invalid key' });
     }
     const kind = path.startsWith('/transaction/initialize') ? 'initialize' : 'verify';
-    if (this.fail[kind] > 0) {
+    if (this.fail[kind] > 0 && this.fail.mode === 'late') {
+      this.fail[kind]--;
+      // Does its work now, answers after the caller gave up.
+      const answer = send;
+      send = (status, json) => void setTimeout(() => answer(status, json), this.fail.lateMs);
+    } else if (this.fail[kind] > 0) {
       this.fail[kind]--;
       if (this.fail.mode === 'hang') return; // never answers: the caller's timeout ends it
       if (this.fail.mode === 'refuse') {
@@ -175,6 +187,9 @@ export class FakePaystack {
       const { reference, amount, currency, email, metadata } = body;
       if (!Number.isInteger(amount) || amount <= 0) {
         return send(400, { status: false, message: 'Invalid amount' });
+      }
+      if (this.transactions.has(reference)) {
+        return send(400, { status: false, message: 'Duplicate Transaction Reference' });
       }
       this.transactions.set(reference, { amount, currency, email, metadata, status: 'abandoned' });
       return send(200, {

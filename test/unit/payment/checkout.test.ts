@@ -1,11 +1,17 @@
 import { createHmac } from 'node:crypto';
+import fc from 'fast-check';
 import { ledgerReference } from '../../../libs/contracts/payment';
 import { PAGE_HEADERS, errorPage, escapeHtml } from '../../../libs/html';
 import {
+  ATTEMPT_GRACE_MS,
+  OPEN_ATTEMPTS,
+  attemptReference,
+  checkoutOfAttempt,
   claimFor,
   expiresAt,
   fundingCreditReference,
   newCheckoutReference,
+  nextAttemptWait,
   outcomeEvent,
   statusOf,
   validSignature,
@@ -34,6 +40,46 @@ describe('checkout references', () => {
       expect(ledgerReference().validate(ref).error).toBeUndefined();
       expect(ledgerReference().validate(fundingCreditReference(ref)).error).toBeUndefined();
     }
+  });
+});
+
+describe('attempts to open a checkout', () => {
+  const reference = newCheckoutReference();
+
+  it('use the checkout’s own reference first, then one per attempt that leads back to it', () => {
+    expect(attemptReference(reference, 0)).toBe(reference);
+    expect(attemptReference(reference, 1)).toBe(`${reference}.1`);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: OPEN_ATTEMPTS - 1 }), (attempt) => {
+        const providerReference = attemptReference(reference, attempt);
+        expect(checkoutOfAttempt(providerReference)).toBe(reference);
+        // Paystack's characters, and a valid ledger reference once credited.
+        expect(providerReference).toMatch(/^[A-Za-z0-9.=-]+$/);
+      }),
+    );
+    const all = Array.from({ length: OPEN_ATTEMPTS }, (_, n) => attemptReference(reference, n));
+    expect(new Set(all).size).toBe(OPEN_ATTEMPTS);
+  });
+
+  it('lead nowhere else from a reference that is no attempt of ours', () => {
+    for (const other of ['T123.abc', `${reference}.0`, `${reference}.01`, `${reference}.`]) {
+      expect(checkoutOfAttempt(other)).toBe(other);
+    }
+    expect(checkoutOfAttempt(`${reference}.${OPEN_ATTEMPTS}`)).toBe(
+      `${reference}.${OPEN_ATTEMPTS}`,
+    );
+  });
+
+  it('let the next start at once after a failure, else once the call must be over', () => {
+    const startedAt = new Date('2026-01-01T10:00:00Z');
+    const after = (ms: number) => new Date(startedAt.getTime() + ms);
+    expect(nextAttemptWait({ startedAt, failedAt: after(10) }, 15_000, after(20))).toBe(0);
+    expect(nextAttemptWait({ startedAt }, 15_000, after(1_000))).toBe(14_000 + ATTEMPT_GRACE_MS);
+    expect(nextAttemptWait({ startedAt, failedAt: null }, 15_000, after(15_000))).toBe(
+      ATTEMPT_GRACE_MS,
+    );
+    expect(nextAttemptWait({ startedAt }, 15_000, after(15_000 + ATTEMPT_GRACE_MS))).toBe(0);
+    expect(nextAttemptWait({ startedAt }, 15_000, after(60_000))).toBe(0);
   });
 });
 
