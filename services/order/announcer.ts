@@ -167,13 +167,19 @@ export class Announcer {
 
   /**
    * Where the courier of each delivery under way now is (`courier.location`): not kept, a
-   * position is stale by the next one, which comes with the next flush of positions.
+   * position is stale by the next one, which comes with the next flush of positions. None goes
+   * while a change of the delivery waits for the sweep: it would reach the endpoint before
+   * that change (`courier.assigned` among them), which the webhook service cannot put back
+   * in order once the position is sent.
    */
   async locations(moves: readonly CourierMove[]): Promise<void> {
     for (const move of moves) {
       const delivery = await this.deps.transitions.current(move.deliveryId);
       if (!delivery || delivery.assignment?.courierId !== move.courierId) continue;
       if (!UNDER_WAY.has(delivery.lifecycle.status)) continue;
+      const unannounced = await this.unannouncedUpTo(delivery._id, delivery.version);
+      if (unannounced?.length !== 0) continue;
+      this.published(delivery._id, delivery.version);
       await this.publishOnce(delivery, [
         {
           type: 'courier.location',

@@ -1,0 +1,91 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { credit, ORIGIN, type Party } from '../support/deliveries';
+import { acceptOffer, asCourier, courierAt, offeredDelivery } from '../support/couriers';
+import { eventually } from '../support/eventually';
+import { createUserWithKey, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+import { startNode, type NodeProcess } from '../support/stack';
+import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
+
+/**
+ * A courier's position never reaches an endpoint before the change that put the courier on the
+ * delivery. The webhook service runs in a process of its own, stopped while the courier
+ * accepts: `courier.assigned` then waits for the order sweep (15 s), and positions written
+ * meanwhile, once the webhook service is back, must wait too.
+ */
+const ENV = {
+  MATCHING_SWEEP_INTERVAL_MS: '200',
+  ORDER_SWEEP_INTERVAL_MS: '500',
+  ...FAST_WEBHOOKS,
+  COURIER_LOCATION_FLUSH_MS: '300',
+};
+const stack = useMerchantStack({
+  internal: [],
+  env: ENV,
+  services: 'gateway,account,geo,pricing,package,file,payment,order,courier-matching',
+});
+const base = () => stack.node.url;
+const receiver = new WebhookReceiver();
+let webhooks: NodeProcess | undefined;
+const startWebhooks = async () => {
+  webhooks = await startNode({ services: 'webhook', iso: stack.iso, env: ENV });
+};
+
+beforeAll(async () => {
+  await receiver.start();
+  await startWebhooks();
+});
+afterAll(async () => {
+  await webhooks?.stop();
+  await receiver.stop();
+});
+
+const typesAt = (path: string) => receiver.at(path).map((r) => r.event.type);
+
+it('sends no position ahead of the courier.assigned its writer could not hand over', async () => {
+  const merchant: Party = await createUserWithKey(base());
+  await credit(base(), merchant, 100_000);
+  // Once the gateway's process has seen the webhook service's.
+  await eventually(async () => {
+    const registered = await request(base(), 'POST', '/api/webhooks', {
+      headers: { 'api-key': merchant.key },
+      json: { url: receiver.url('/order'), events: ['courier.assigned', 'courier.location'] },
+    });
+    expect(registered.status).toBe(201);
+  });
+  const courier = await courierAt(base(), { lat: ORIGIN.lat + 0.003, lon: ORIGIN.lon + 0.002 });
+  const { offer } = await offeredDelivery(base(), merchant, courier);
+
+  await webhooks?.stop();
+  webhooks = undefined;
+  await acceptOffer(base(), courier, offer);
+  await startWebhooks();
+  // The webhook service answers the gateway again: order, in the same process, reaches it.
+  await eventually(async () => {
+    const listed = await request(base(), 'GET', '/api/webhooks', {
+      headers: { 'api-key': merchant.key },
+    });
+    expect(listed.status).toBe(200);
+  });
+
+  // Well within the sweep's 15 s: courier.assigned is still waiting.
+  const moved = { lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.001 };
+  expect((await asCourier(base(), courier, 'POST', '/courier/location', moved)).status).toBe(200);
+  await sleep(2_000);
+  expect(typesAt('/order')).not.toContain('courier.location');
+
+  await eventually(() => expect(typesAt('/order')).toContain('courier.assigned'), {
+    timeout: 30_000,
+    interval: 200,
+  });
+  const later = { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon + 0.001 };
+  expect((await asCourier(base(), courier, 'POST', '/courier/location', later)).status).toBe(200);
+  await eventually(() => expect(typesAt('/order')).toContain('courier.location'), {
+    timeout: 10_000,
+  });
+  const types = typesAt('/order');
+  expect(types[0]).toBe('courier.assigned');
+  expect(types.filter((t) => t === 'courier.assigned')).toHaveLength(1);
+  const located = receiver.at('/order').filter((r) => r.event.type === 'courier.location');
+  expect(located.at(-1)?.event.data.courier?.currentLocation).toMatchObject(later);
+});
