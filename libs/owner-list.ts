@@ -433,6 +433,7 @@ export class OwnerList {
     ownerId: string,
     judge: (entries: OwnerListEntry[]) => Promise<{ live: boolean; item?: T }[]>,
     wanted = Infinity,
+    skip = 0,
   ): Promise<T[]> {
     const { length, floor } = await this.last(ownerId);
     const seen = new Set<string>();
@@ -440,8 +441,10 @@ export class OwnerList {
     const live: OwnerListEntry[] = [];
     const items: T[] = [];
     if (wanted <= 0) return items;
+    // Passed over, not kept: a deep page holds only its own items.
+    let skipping = skip;
     // About a page at a time: each entry judged costs reads of its item.
-    const width = Math.min(READ_WIDTH, Math.max(wanted, MIN_READ_WIDTH));
+    const width = Math.min(READ_WIDTH, Math.max(skip + wanted, MIN_READ_WIDTH));
     for (let newest = length; newest >= floor; newest -= width) {
       const entries = await this.entriesDown(ownerId, newest, floor, width);
       // An item's entries may share a batch (given back soon after it was taken).
@@ -457,7 +460,12 @@ export class OwnerList {
         read.push({ n: entry.n, live: verdict?.live ?? false });
         if (!verdict?.live) continue;
         live.push(entry);
-        if (verdict.item !== undefined) items.push(verdict.item);
+        if (verdict.item === undefined) continue;
+        if (skipping > 0) {
+          skipping--;
+          continue;
+        }
+        items.push(verdict.item);
         if (items.length >= wanted) {
           // The list below is not read: the floor stays, but what this read passed over is
           // passed over once, not by every read of the first page.
@@ -480,7 +488,10 @@ export class OwnerList {
     read: (itemId: string) => Promise<T | null>,
     listed: (item: T) => boolean,
     options: {
+      /** Items to answer at most. */
       wanted?: number;
+      /** Live items to pass over first, newest first (a page's offset). */
+      skip?: number;
       waiting?: (found: T | null, entry: OwnerListEntry) => boolean;
     } = {},
   ): Promise<T[]> {
@@ -491,7 +502,7 @@ export class OwnerList {
         judgeItem(item, entries[i], now, listed, options.waiting?.(item, entries[i])),
       );
     };
-    return this.readLive(ownerId, judge, options.wanted);
+    return this.readLive(ownerId, judge, options.wanted, options.skip);
   }
 
   /**

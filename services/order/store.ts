@@ -341,8 +341,9 @@ export class OrderStore {
 
   /**
    * A page of the user's deliveries in `status` as `current` reads them, the latest to enter
-   * it first: what that costs grows with the page and the deliveries that have left the status
-   * lately (libs/owner-list `readLiveItems`), not with the user's history.
+   * it first: what that costs grows with the page, its offset and the deliveries that have left
+   * the status lately (libs/owner-list `readLiveItems`), not with the user's history; only the
+   * page is held.
    */
   async listInStatus(
     userId: string,
@@ -354,9 +355,13 @@ export class OrderStore {
       inStatus(userId, status),
       current,
       (delivery) => delivery.userId === userId && delivery.lifecycle.status === status,
-      { wanted: offset + limit, waiting: (delivery, entry) => !reached(entry, delivery) },
+      {
+        wanted: limit,
+        skip: offset,
+        waiting: (delivery, entry) => !reached(entry, delivery),
+      },
     );
-    return found.slice(offset);
+    return found;
   }
 
   /** Puts the deliveries stored before `user_deliveries` existed on their users' lists. */

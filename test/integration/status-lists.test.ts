@@ -145,6 +145,24 @@ it('reads a page or a rare status, not the history; what left a status is passed
   expect(await listed(userId, 'REQUEST_CREATED')).toEqual({ ids: [fresh], reads: 1 });
 });
 
+it('pages deep by reading the deliveries before the page, holding only the page', async () => {
+  const userId = randomUUID();
+  const cancelled: string[] = [];
+  for (let i = 0; i < 45; i++) cancelled.push(await create(userId));
+  for (const id of cancelled) await apply(id, cancel);
+  const newestFirst = [...cancelled].reverse();
+  const pages: string[] = [];
+  for (let offset = 0; offset < 45; offset += 10) {
+    const page = await listed(userId, 'CANCELLED', 10, offset);
+    expect(page.ids).toEqual(newestFirst.slice(offset, offset + 10));
+    // What it costs: the deliveries before the page and the page, read in batches.
+    expect(page.reads).toBe(Math.min(offset + 10, 45));
+    pages.push(...page.ids);
+  }
+  expect(pages).toEqual(newestFirst);
+  expect(await idsIn(userId, 'CANCELLED', 10, 45)).toEqual([]);
+});
+
 it('passes over what left a status once when the first page fills before the floor', async () => {
   const userId = randomUUID();
   const stuck: string[] = [];
