@@ -55,7 +55,8 @@ const referenceSchema = new Schema(
   {
     _id: { type: String, required: true },
     walletId: { type: String, required: true },
-    type: { type: String, required: true, enum: ENTRY_TYPES },
+    /** An entry's type, or `VOIDED`: a debit given up before it came (`refundDebit`). */
+    type: { type: String, required: true, enum: [...ENTRY_TYPES, 'VOIDED'] },
     amountKobo: { type: Number, required: true },
     fromSequence: { type: Number, required: true },
     checkedThrough: { type: Number, required: true },
@@ -117,6 +118,9 @@ export interface LedgerReport {
  * posting is by `_id`, so that a posting costs the same on a wallet of ten entries or ten
  * million.
  */
+/** A reference's claim by a refund that came before its debit. */
+const VOIDED = 'VOIDED';
+
 /** Postings to one wallet take turns in this process (libs/turns). */
 const postings = new Turns();
 
@@ -213,6 +217,11 @@ export class LedgerStore {
     if (await insertOnce(() => this.m.Reference.create(record))) return record;
     const earlier = await this.m.Reference.findById(reference).lean<ReferenceRecord>();
     if (!earlier) throw new Error(`reference ${reference} is claimed but cannot be read`);
+    if (earlier.type === VOIDED) {
+      throw conflict(
+        `Reference ${reference} was given up before this debit came (its request was undone): nothing was taken`,
+      );
+    }
     if (
       earlier.walletId !== walletId ||
       earlier.type !== type ||
@@ -232,8 +241,51 @@ export class LedgerStore {
     );
   }
 
+  /**
+   * Gives (part of) the debit posted under `debitReference` back, once: `refund` names the
+   * posting for the debit's claim. Null when no debit of `walletId` was posted under it; a
+   * debit not even claimed yet (its call still on its way, or waiting for the wallet) is given
+   * up for good (`VOIDED`), so that an undone request's late debit takes nothing. In the
+   * wallet's turn: no debit of this process is half-way meanwhile. One claimed on another
+   * replica and still posting is the window left (decision 46).
+   */
+  refundDebit(
+    walletId: string,
+    debitReference: string,
+    refund: (debit: ReferenceRecord) => PostRequest,
+  ): Promise<Posting | null> {
+    return this.turns.run(walletId, async () => {
+      let debit = await this.findReference(debitReference);
+      if (!debit) {
+        if (await this.giveUp(debitReference, walletId)) return null;
+        debit = await this.findReference(debitReference);
+      }
+      const posted = debit?.type === 'DEBIT' ? await this.postedEntry(debit) : null;
+      if (!debit || debit.walletId !== walletId || !posted) return null;
+      return this.postNow(refund(debit));
+    });
+  }
+
+  /** Claims a debit's reference so that no debit is ever posted under it: true when this did. */
+  private giveUp(reference: string, walletId: string): Promise<boolean> {
+    const now = new Date();
+    const record: ReferenceRecord = {
+      _id: reference,
+      walletId,
+      type: VOIDED,
+      amountKobo: 0,
+      fromSequence: 0,
+      checkedThrough: 0,
+      entrySequence: null,
+      description: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    return insertOnce(() => this.m.Reference.create(record));
+  }
+
   /** The claim of a reference, if it was ever made. */
-  findReference(reference: string): Promise<ReferenceRecord | null> {
+  private findReference(reference: string): Promise<ReferenceRecord | null> {
     return this.m.Reference.findById(reference).lean<ReferenceRecord>();
   }
 
@@ -255,7 +307,7 @@ export class LedgerStore {
   }
 
   /** The entry a claimed reference was posted as, or null while it is not (refused, or under way). */
-  async postedEntry(claim: ReferenceRecord): Promise<EntryRecord | null> {
+  private async postedEntry(claim: ReferenceRecord): Promise<EntryRecord | null> {
     if (claim.entrySequence != null) return this.entry(claim.walletId, claim.entrySequence);
     const start = { sequence: claim.checkedThrough + 1, previous: null };
     const walked = await this.walk(claim, start);

@@ -116,24 +116,23 @@ export function createPaymentService(config: Config): ServiceDefinition {
         params: refundParams,
         async handler(ctx) {
           const { userId, debitReference, description } = ctx.params;
-          const debit = await ledger.findReference(debitReference);
-          const posted = debit?.type === 'DEBIT' ? await ledger.postedEntry(debit) : null;
-          if (!debit || debit.walletId !== userId || !posted) {
-            throw notFound(`No debit ${debitReference} of this wallet to refund`);
-          }
-          let amountKobo: number;
-          try {
-            amountKobo = refundableKobo(debit.amountKobo, ctx.params.amountKobo);
-          } catch (err) {
-            throw conflict((err as Error).message);
-          }
-          return ledger.post({
-            walletId: userId,
-            type: 'REFUND',
-            amountKobo,
-            reference: refundReference(debitReference),
-            description: description ?? null,
+          const refunded = await ledger.refundDebit(userId, debitReference, (debit) => {
+            let amountKobo: number;
+            try {
+              amountKobo = refundableKobo(debit.amountKobo, ctx.params.amountKobo);
+            } catch (err) {
+              throw conflict((err as Error).message);
+            }
+            return {
+              walletId: userId,
+              type: 'REFUND',
+              amountKobo,
+              reference: refundReference(debitReference),
+              description: description ?? null,
+            };
           });
+          if (!refunded) throw notFound(`No debit ${debitReference} of this wallet to refund`);
+          return refunded;
         },
       }),
 

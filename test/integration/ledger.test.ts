@@ -171,6 +171,63 @@ describe('references', () => {
     expect(part.entry).toMatchObject({ amountKobo: 1_500, balanceKobo: 7_500 });
   });
 
+  it('gives up a debit refunded before it came: it takes nothing when it comes (409)', async () => {
+    // The order sweep undoes a request whose debit is still on its way (decision 46).
+    const userId = randomUUID();
+    await credit(userId, 10_000);
+    const reference = randomUUID();
+    await expect(refund(userId, reference)).rejects.toMatchObject({ code: 404 });
+    await expect(debit(userId, 4_000, reference)).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringMatching(/given up before this debit came.*nothing was taken/),
+    });
+    await expect(refund(userId, reference)).rejects.toMatchObject({ code: 404 });
+    expect((await storedEntries(userId)).map((e) => e.reference)).toEqual([
+      expect.stringMatching(/^test:/),
+    ]);
+    expect((await verify()).body.data).toMatchObject({ clean: true });
+  });
+
+  it('takes a debit and its refund racing on one replica either both or neither', async () => {
+    const userId = randomUUID();
+    await credit(userId, 100_000);
+    const replica = (
+      client.registry.getServiceList({ onlyAvailable: true }) as { name: string; nodeID: string }[]
+    ).find((s) => s.name === 'payment')?.nodeID;
+    expect(replica).toBeDefined();
+    const on = { nodeID: replica };
+    const references = Array.from({ length: 20 }, () => randomUUID());
+    const raced = await Promise.all(
+      references.map(async (reference, i) => {
+        const debiting = () =>
+          client.call('payment.debit', { userId, amountKobo: 1_000, reference }, on);
+        const refunding = () =>
+          client.call('payment.refund', { userId, debitReference: reference }, on);
+        // Every other pair has its refund asked first.
+        const [r, d] = await Promise.allSettled(
+          i % 2 ? [refunding(), debiting()] : [debiting(), refunding()].reverse(),
+        );
+        return { debited: d.status === 'fulfilled', refunded: r.status === 'fulfilled', d, r };
+      }),
+    );
+    for (const { debited, refunded, d, r } of raced) {
+      expect({ debited, refunded }).toEqual(
+        debited ? { debited, refunded: true } : { debited, refunded: false },
+      );
+      if (!debited) {
+        expect((d as PromiseRejectedResult).reason).toMatchObject({ code: 409 });
+        expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 404 });
+      }
+    }
+    const wallet = (await client.call('payment.balance', { userId })) as { balanceKobo: number };
+    expect(wallet.balanceKobo).toBe(100_000);
+    const posted = raced.filter((x) => x.debited).length;
+    expect(await storedEntries(userId)).toHaveLength(1 + 2 * posted);
+    // Both ways came about: refunds asked first gave their debits up.
+    expect(posted).toBeGreaterThan(0);
+    expect(posted).toBeLessThan(references.length);
+  });
+
   it('refuses a reference reused for another amount or another wallet (409)', async () => {
     const userId = randomUUID();
     await credit(userId, 10_000);
