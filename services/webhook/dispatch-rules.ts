@@ -102,21 +102,35 @@ export interface SecretVersion {
 }
 
 /**
- * The secrets that sign now, newest first: the latest, and the one before it for `overlapMs`
- * after a rotation, so that receivers can switch without losing an event.
+ * Secrets that sign one message at most: rotations faster than a day apart drop the oldest,
+ * so that a header stays a few hundred bytes however often an endpoint is rotated.
+ */
+export const MOST_SIGNING_SECRETS = 4;
+
+/**
+ * The secrets that sign now, newest first: the latest, and each one before it while its
+ * successor is younger than `overlapMs`, so that a receiver holding any secret a rotation's
+ * answer promised (`previousSecretExpiresAt`) keeps verifying until then, however many
+ * rotations came meanwhile (up to `MOST_SIGNING_SECRETS`).
  */
 export function signingSecrets<T extends SecretVersion>(
   versions: readonly T[],
   now: Date,
   overlapMs: number,
 ): T[] {
-  const sorted = [...versions].sort((a, b) => b.n - a.n);
-  const [latest, previous] = sorted;
-  if (!latest) return [];
-  const overlapping =
-    previous !== undefined && now.getTime() - latest.createdAt.getTime() < overlapMs;
-  return overlapping ? [latest, previous] : [latest];
+  const signing: T[] = [];
+  for (const version of [...versions].sort((a, b) => b.n - a.n)) {
+    const successor = signing.at(-1);
+    if (successor && !withinOverlap(successor, now, overlapMs)) break;
+    if (signing.length === MOST_SIGNING_SECRETS) break;
+    signing.push(version);
+  }
+  return signing;
 }
+
+/** Whether the version before `successor` still signs: `successor` is younger than the overlap. */
+export const withinOverlap = (successor: SecretVersion, now: Date, overlapMs: number) =>
+  now.getTime() - successor.createdAt.getTime() < overlapMs;
 
 /** What an attempt keeps of the answer: enough to debug, never a whole page. */
 export const EXCERPT_CHARS = 512;

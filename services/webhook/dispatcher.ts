@@ -8,9 +8,11 @@ import {
   isSuperseded,
   lanesOf,
   shouldDisable,
+  MOST_SIGNING_SECRETS,
   ROTATION_OVERLAP_MS,
   signingSecrets,
   subscribes,
+  withinOverlap,
 } from './dispatch-rules';
 import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
@@ -182,7 +184,14 @@ export class Dispatcher {
     const deleted = stored && !stored.deleted && (await store.deletionRecorded(webhookId));
     const endpoint = stored && deleted ? { ...stored, deleted } : stored;
     const versions = endpoint
-      ? signingSecrets(await store.latestSecrets(endpoint), now, ROTATION_OVERLAP_MS)
+      ? signingSecrets(
+          await store.latestSecrets(endpoint, {
+            most: MOST_SIGNING_SECRETS - 1,
+            while: (successor) => withinOverlap(successor, now, ROTATION_OVERLAP_MS),
+          }),
+          now,
+          ROTATION_OVERLAP_MS,
+        )
       : [];
     const target = endpoint ? { endpoint, secrets: versions.map((v) => box.open(v.sealed)) } : null;
     this.targets.set(webhookId, { until: now.getTime() + ENDPOINT_CACHE_MS, target });

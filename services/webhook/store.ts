@@ -371,8 +371,17 @@ export class WebhookStore {
     return (await this.m.Secret.findById(secretId(webhookId, n)).lean()) as SecretRecord | null;
   }
 
-  /** The latest two versions, found from the endpoint's hint by `_id` lookups. */
-  async latestSecrets(endpoint: EndpointRecord): Promise<SecretRecord[]> {
+  /**
+   * The latest version, found from the endpoint's hint by `_id` lookups, then up to
+   * `older.most` before it, newest first, each read while `older.while` holds for the one after.
+   */
+  async latestSecrets(
+    endpoint: EndpointRecord,
+    older: { most: number; while: (successor: SecretRecord) => boolean } = {
+      most: 0,
+      while: () => false,
+    },
+  ): Promise<SecretRecord[]> {
     let n = Math.max(endpoint.secretVersion, 1);
     let latest = await this.secret(endpoint._id, n);
     for (;;) {
@@ -382,8 +391,14 @@ export class WebhookStore {
       n += 1;
     }
     if (!latest) return [];
-    const previous = n > 1 ? await this.secret(endpoint._id, n - 1) : null;
-    return previous ? [latest, previous] : [latest];
+    const found = [latest];
+    for (let k = n - 1; k >= 1 && found.length <= older.most; k--) {
+      if (!older.while(found[found.length - 1])) break;
+      const version = await this.secret(endpoint._id, k);
+      if (!version) break;
+      found.push(version);
+    }
+    return found;
   }
 
   // --- events and messages

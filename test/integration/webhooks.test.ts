@@ -628,6 +628,20 @@ describe('replay and rotation', () => {
     expect(signatureCount(message)).toBe(2);
     expect(signedWith(message, webhook.secret)).toBe(true);
     expect(signedWith(message, next.secret)).toBe(true);
+
+    // Rotated again within the day (a retry whose first answer was lost, say): the first
+    // secret still signs until the time the first rotation promised.
+    const again = await api(merchant, 'POST', `/api/webhooks/${webhook.id}/rotate-secret`);
+    expect(again.status).toBe(201);
+    // A dispatcher reads an endpoint's secrets again after a second (ENDPOINT_CACHE_MS).
+    await new Promise((r) => setTimeout(r, 1_100));
+    await simulated(merchant);
+    await eventually(() => expect(receiver.at('/rotate')).toHaveLength(2), { timeout: 20_000 });
+    const later = receiver.at('/rotate')[1];
+    expect(signatureCount(later)).toBe(3);
+    for (const secret of [webhook.secret, next.secret, again.body.data.secret]) {
+      expect(signedWith(later, secret)).toBe(true);
+    }
   });
 });
 

@@ -6,6 +6,7 @@ import {
   isDelivered,
   isSuperseded,
   lanesOf,
+  MOST_SIGNING_SECRETS,
   shouldDisable,
   signingSecrets,
   subscribes,
@@ -131,6 +132,19 @@ describe('signingSecrets', () => {
     expect(signingSecrets([v(1, 0), v(2, 50)], at(100), 100)).toEqual([v(2, 50), v(1, 0)]);
     expect(signingSecrets([v(1, 0), v(2, 50)], at(150), 100)).toEqual([v(2, 50)]);
     expect(signingSecrets([], at(0), 100)).toEqual([]);
+  });
+
+  it('keeps each secret a rotation promised, through later rotations within the overlap', () => {
+    // Rotated at 50, then again at 60: version 1 was promised until 150.
+    const versions = [v(1, 0), v(2, 50), v(3, 60)];
+    expect(signingSecrets(versions, at(100), 100)).toEqual([v(3, 60), v(2, 50), v(1, 0)]);
+    expect(signingSecrets(versions, at(150), 100)).toEqual([v(3, 60), v(2, 50)]);
+    expect(signingSecrets(versions, at(160), 100)).toEqual([v(3, 60)]);
+    // Rotated every moment: the header keeps the latest few.
+    const many = Array.from({ length: 10 }, (_, i) => v(i + 1, i));
+    expect(signingSecrets(many, at(20), 100).map((x) => x.n)).toEqual(
+      Array.from({ length: MOST_SIGNING_SECRETS }, (_, i) => 10 - i),
+    );
   });
 });
 
