@@ -20,6 +20,14 @@ export interface Queued {
 }
 
 /** An endpoint's messages of one delivery: sent one at a time, in order. */
+/**
+ * The attempts one endpoint may have under way in a dispatcher: a quarter of its room (one at
+ * least), so that a slow receiver with many deliveries waiting cannot hold every request slot
+ * while the other endpoints' events wait behind it.
+ */
+export const endpointShare = (concurrency: number): number =>
+  Math.max(1, Math.floor(concurrency / 4));
+
 export const laneOf = (webhookId: string, deliveryId: string) => `${webhookId}:${deliveryId}`;
 
 /**

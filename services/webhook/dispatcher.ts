@@ -4,6 +4,7 @@ import { Periodic } from '../../libs/periodic';
 import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature';
 import {
   afterFailure,
+  endpointShare,
   isDelivered,
   isSuperseded,
   lanesOf,
@@ -83,6 +84,8 @@ export class Dispatcher {
    * puts a message queued late (a stale position) before the one being sent.
    */
   private readonly busyLanes = new Set<string>();
+  /** Attempts under way here per endpoint, each held to its share (`endpointShare`). */
+  private readonly busyEndpoints = new Map<string, number>();
   /** The queue as last read, by lane, kept up to date with this dispatcher's own attempts. */
   private lanes = new Map<string, QueuedRecord[]>();
   /** Messages not to try again before the next read (see `Outcome`). */
@@ -138,6 +141,8 @@ export class Dispatcher {
       }
       if (this.busyLanes.has(lane) || this.passed.has(head._id)) continue;
       if (new Date(head.nextAttemptAt).getTime() > now.getTime()) continue;
+      const busy = this.busyEndpoints.get(head.webhookId) ?? 0;
+      if (busy >= endpointShare(this.deps.config.concurrency)) continue;
       this.begin(head, now);
     }
   }
@@ -155,10 +160,14 @@ export class Dispatcher {
       .finally(() => {
         this.inFlight.delete(head._id);
         this.busyLanes.delete(head.lane);
+        const busy = (this.busyEndpoints.get(head.webhookId) ?? 1) - 1;
+        if (busy > 0) this.busyEndpoints.set(head.webhookId, busy);
+        else this.busyEndpoints.delete(head.webhookId);
         this.fill(new Date());
       });
     this.inFlight.set(head._id, run);
     this.busyLanes.add(head.lane);
+    this.busyEndpoints.set(head.webhookId, (this.busyEndpoints.get(head.webhookId) ?? 0) + 1);
   }
 
   /** Its lane as this dispatcher now knows it: the next message may go at once. */

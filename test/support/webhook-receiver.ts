@@ -41,9 +41,17 @@ export class WebhookReceiver {
   answer: (path: string, event: Received['event'], nth: number) => Answer = () => ({ status: 200 });
   private server: Server | undefined;
   private readonly hung = new Set<ServerResponse>();
+  /** Requests under way per path now, and the most there ever were at once. */
+  private readonly open = new Map<string, number>();
+  private readonly most = new Map<string, number>();
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
+      const opened = req.url ?? '/';
+      const now = (this.open.get(opened) ?? 0) + 1;
+      this.open.set(opened, now);
+      this.most.set(opened, Math.max(now, this.most.get(opened) ?? 0));
+      res.on('close', () => this.open.set(opened, (this.open.get(opened) ?? 1) - 1));
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -67,6 +75,11 @@ export class WebhookReceiver {
   url(path: string): string {
     const { port } = this.server?.address() as AddressInfo;
     return `http://127.0.0.1:${port}${path}`;
+  }
+
+  /** The most requests to `path` that were under way at once. */
+  mostAtOnce(path: string): number {
+    return this.most.get(path) ?? 0;
   }
 
   at(path: string): Received[] {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import {
   afterFailure,
+  endpointShare,
   excerpt,
   EXCERPT_CHARS,
   isDelivered,
@@ -122,6 +123,12 @@ describe('shouldDisable', () => {
     expect(shouldDisable(null, at(10_000), 1000)).toBe(false);
     expect(shouldDisable(at(0), at(999), 1000)).toBe(false);
     expect(shouldDisable(at(0), at(1000), 1000)).toBe(true);
+  });
+});
+
+describe('endpointShare', () => {
+  it('is a quarter of the room, one at least', () => {
+    expect([1, 3, 4, 7, 8, 32, 1000].map(endpointShare)).toEqual([1, 1, 1, 1, 2, 8, 250]);
   });
 });
 

@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { call } from '../../libs/contracts';
+import type { PublishedEvent } from '../../libs/contracts/webhook';
+import { eventually } from '../support/eventually';
+import { createUserWithKey, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
+
+/**
+ * One slow receiver does not hold a dispatcher's every request slot: with room for four
+ * requests (WEBHOOK_CONCURRENCY), an endpoint that never answers, with eight deliveries' events
+ * waiting, has one request under way at a time, and another endpoint's event goes meanwhile.
+ */
+const stack = useMerchantStack({
+  internal: ['webhook'],
+  services: 'gateway,account,webhook',
+  env: { ...FAST_WEBHOOKS, WEBHOOK_CONCURRENCY: '4', WEBHOOK_TIMEOUT_MS: '2000' },
+});
+const receiver = new WebhookReceiver();
+beforeAll(() => receiver.start());
+afterAll(() => receiver.stop());
+
+async function endpointAt(path: string) {
+  const merchant = await createUserWithKey(stack.node.url);
+  const created = await request(stack.node.url, 'POST', '/api/webhooks', {
+    headers: { 'api-key': merchant.key },
+    json: { url: receiver.url(path), events: ['delivery.created'] },
+  });
+  expect(created.status).toBe(201);
+  return merchant;
+}
+
+const created = (userId: string): PublishedEvent => {
+  const deliveryId = randomUUID();
+  return {
+    id: randomUUID(),
+    type: 'delivery.created',
+    userId,
+    deliveryId,
+    sequence: 0,
+    createdAt: new Date().toISOString(),
+    data: { id: deliveryId, status: 'REQUEST_CREATED' },
+  };
+};
+
+it('gives a receiver that never answers a share of the room, and the others the rest', async () => {
+  receiver.answer = (path) => (path === '/slow' ? 'hang' : { status: 200 });
+  const slow = await endpointAt('/slow');
+  const fast = await endpointAt('/fast');
+  const events = Array.from({ length: 8 }, () => created(slow.userId));
+  await call(stack.client, 'webhook.publish', { events });
+  await call(stack.client, 'webhook.publish', { events: [created(fast.userId)] });
+
+  await eventually(() => expect(receiver.at('/fast')).toHaveLength(1), { timeout: 10_000 });
+  // The slow one's deliveries are tried one after another, each until its deadline.
+  await eventually(() => expect(receiver.at('/slow').length).toBeGreaterThanOrEqual(3), {
+    timeout: 20_000,
+  });
+  expect(receiver.mostAtOnce('/slow')).toBe(1);
+});
