@@ -68,6 +68,10 @@ export interface Config {
     maxUploads: number;
     /** Uploads one API key may have in progress across every replica (429 beyond). */
     maxUploadsPerKey: number;
+    /** Downloads one file-service process streams at once (503 beyond), its S3 pool's size. */
+    maxDownloads: number;
+    /** Downloads one API key may have in progress across every replica (429 beyond). */
+    maxDownloadsPerKey: number;
     /** How long an upload's body may send nothing before it is aborted (408). */
     idleTimeoutMs: number;
     /** Internal port of the file service for bodies from gateways on other nodes (0: any free). */
@@ -354,6 +358,21 @@ const envSchema = Joi.object({
     .default(4)
     .description(
       'Uploads one API key may have in progress at once, counted in Redis across replicas (429 with Retry-After beyond)',
+    ),
+  FILE_MAX_DOWNLOADS: Joi.number()
+    .integer()
+    .min(1)
+    .max(1000)
+    .default(32)
+    .description(
+      'Downloads one file-service process streams at once (503 with Retry-After beyond), each on an S3 connection of a pool kept apart from uploads',
+    ),
+  FILE_MAX_DOWNLOADS_PER_KEY: Joi.number()
+    .integer()
+    .min(1)
+    .default(8)
+    .description(
+      'Downloads one API key may have in progress at once, counted in Redis across replicas (429 with Retry-After beyond)',
     ),
   FILE_IDLE_TIMEOUT_MS: Joi.number()
     .integer()
@@ -887,6 +906,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: value.FILE_TIMEOUT_MS,
       maxUploads: value.FILE_MAX_UPLOADS,
       maxUploadsPerKey: value.FILE_MAX_UPLOADS_PER_KEY,
+      maxDownloads: value.FILE_MAX_DOWNLOADS,
+      maxDownloadsPerKey: value.FILE_MAX_DOWNLOADS_PER_KEY,
       idleTimeoutMs: value.FILE_IDLE_TIMEOUT_MS,
       transferPort: value.FILE_TRANSFER_PORT,
       transferHost: value.FILE_TRANSFER_HOST,

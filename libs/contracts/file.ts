@@ -18,11 +18,11 @@ const UUID_PATTERN = new RegExp(`^${UUID}$`);
 const EXT_PATTERN = new RegExp(`^${EXT}$`);
 
 /**
- * Seconds an upload refused for load is told to wait (`Retry-After`): by the gateway when
- * the key has FILE_MAX_UPLOADS_PER_KEY in progress, by the file service when it is full.
- * Uploads of a few megabytes take seconds, so a slot is likely free by then.
+ * Seconds an upload or download refused for load is told to wait (`Retry-After`): by the
+ * gateway when the key has as many in progress as it may, by the file service when it is
+ * full. Files of a few megabytes take seconds, so a slot is likely free by then.
  */
-export const UPLOAD_RETRY_AFTER_SECONDS = 5;
+export const FILE_RETRY_AFTER_SECONDS = 5;
 
 /** Longest URL we look at; ours are about 120 characters plus the base. */
 export const MAX_URL_LENGTH = 2048;

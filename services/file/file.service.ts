@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { finished, type Readable } from 'node:stream';
 import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { badRequest, serviceBusy, serviceUnavailable } from '../../libs/errors';
@@ -12,7 +12,7 @@ import {
 import { DOWNLOAD_TICKET_META, OPEN_UPLOAD_ACTION, TransferDesk } from '../../libs/transfer';
 import { contentDisposition } from './content-disposition';
 import {
-  UPLOAD_RETRY_AFTER_SECONDS,
+  FILE_RETRY_AFTER_SECONDS,
   fileNameOf,
   hostedUrl,
   newFileKey,
@@ -40,7 +40,7 @@ import {
   singleUploadView,
 } from './schemas';
 import { FileStorage } from './store';
-import { meteredUploadSlots, type UploadSlot, type UploadSlots } from './upload-slots';
+import { meteredSlots, type Slot, type Slots } from './slots';
 
 type UploadMode = ReceiveOptions['mode'];
 
@@ -55,25 +55,43 @@ const bodyMeta = (ctx: WaybillContext): BodyMeta => ({
 export function createFileService(config: Config): ServiceDefinition {
   let storage: FileStorage;
   let broker: ServiceBroker;
-  let uploads: UploadSlots;
+  let uploads: Slots;
+  let downloads: Slots;
   let desk: TransferDesk | undefined;
   const { maxBytes, allowedTypes } = config.files;
   const maxSize = `${Math.round((maxBytes / 1024 / 1024) * 10) / 10} MB`;
 
-  /** A slot for one more upload, or the 503 that tells the client when to come back. */
-  function takeSlot(): UploadSlot {
-    const slot = uploads.take();
+  /** A slot for one more transfer, or the 503 that tells the client when to come back. */
+  function takeSlot(slots: Slots = uploads, what = 'uploads'): Slot {
+    const slot = slots.take();
     if (slot) return slot;
     throw serviceBusy(
-      `The file service is busy with other uploads; retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
-      UPLOAD_RETRY_AFTER_SECONDS,
+      `The file service is busy with other ${what}; retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
+      FILE_RETRY_AFTER_SECONDS,
     );
+  }
+
+  /**
+   * The stored object, on a download slot (and an S3 connection) given back when its stream
+   * ends, fails or is destroyed: by the gateway at FILE_TIMEOUT_MS however slowly the client
+   * reads, or by the transfer desk when no gateway pulls it.
+   */
+  async function download(key: string) {
+    const slot = takeSlot(downloads, 'downloads');
+    try {
+      const object = await storage.get(key);
+      finished(object.body, () => slot.release());
+      return object;
+    } catch (err) {
+      slot.release();
+      throw err;
+    }
   }
 
   /** Receives one request's files into the bucket; the slot is given back at the end. */
   async function receive(
     request: { mode: UploadMode; userId: string; meta: BodyMeta; body: Readable },
-    slot: UploadSlot,
+    slot: Slot,
   ) {
     try {
       return await receiveFiles(
@@ -123,7 +141,7 @@ export function createFileService(config: Config): ServiceDefinition {
       // Only a gateway of an older version sends one: during a rolling update, retried.
       throw serviceUnavailable('The file service is being updated; retry in a few seconds');
     }
-    let slot: UploadSlot;
+    let slot: Slot;
     try {
       slot = takeSlot();
     } catch (err) {
@@ -207,7 +225,12 @@ export function createFileService(config: Config): ServiceDefinition {
             'Answers the bytes as `application/octet-stream` with `Content-Disposition: ' +
             'attachment`. Only URLs of this platform (`CDN_BASE_URL`) are accepted; the URL is ' +
             'mapped to a stored object, never fetched.',
-          errors: { 400: 'Not a hosted file URL', 404: 'No such file' },
+          errors: {
+            400: 'Not a hosted file URL',
+            404: 'No such file',
+            429: `API quota exceeded, or this key already has ${config.files.maxDownloadsPerKey} downloads in progress (FILE_MAX_DOWNLOADS_PER_KEY); see \`Retry-After\``,
+            503: 'The file service is busy with other downloads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
+          },
         },
         params: downloadParams(config.cdnBaseUrl),
         async handler(ctx) {
@@ -217,7 +240,7 @@ export function createFileService(config: Config): ServiceDefinition {
               { field: 'url', message: parsed.reason },
             ]);
           }
-          const object = await storage.get(parsed.key);
+          const object = await download(parsed.key);
           ctx.meta.$responseHeaders = {
             'Content-Type': 'application/octet-stream',
             'Content-Disposition': contentDisposition(fileNameOf(parsed.key)),
@@ -261,12 +284,13 @@ export function createFileService(config: Config): ServiceDefinition {
     },
     created() {
       broker = this.broker;
-      storage = new FileStorage(config.s3, (operation, err) => {
+      storage = new FileStorage(config.s3, config.files.maxDownloads, (operation, err) => {
         const e = err as { name?: string; message?: string };
         this.logger.warn('S3 request failed', { operation, error: e?.name, message: e?.message });
       });
       registerHealthCheck(this.broker, 's3', () => storage.ready());
-      uploads = meteredUploadSlots(this.broker, config.files.maxUploads);
+      uploads = meteredSlots(this.broker, config.files.maxUploads, 'uploads');
+      downloads = meteredSlots(this.broker, config.files.maxDownloads, 'downloads');
     },
     async started() {
       // Only gateways on other nodes transfer; in one process there are none.

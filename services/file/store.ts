@@ -16,8 +16,12 @@ export const PART_QUEUE = 2;
 
 export const STORAGE_UNAVAILABLE = 'File storage is unavailable; retry in a few seconds';
 
-/** The S3 client of the file service: path-style, checksums only where S3 requires them. */
-export function createS3Client(s3: Config['s3']): S3Client {
+/**
+ * An S3 client of the file service: path-style, checksums only where S3 requires them; with
+ * `maxSockets`, at most that many connections (the SDK's default is 50).
+ */
+export function createS3Client(s3: Config['s3'], maxSockets?: number): S3Client {
+  const agent = maxSockets === undefined ? {} : { maxSockets, keepAlive: true };
   return new S3Client({
     endpoint: s3.endpoint,
     region: s3.region,
@@ -32,7 +36,11 @@ export function createS3Client(s3: Config['s3']): S3Client {
     responseChecksumValidation: 'WHEN_REQUIRED',
     // One retry: a dead or hanging server costs at most about 2 × S3_TIMEOUT_MS.
     maxAttempts: 2,
-    requestHandler: { connectionTimeout: s3.timeoutMs, socketTimeout: s3.timeoutMs },
+    requestHandler: {
+      connectionTimeout: s3.timeoutMs,
+      socketTimeout: s3.timeoutMs,
+      ...(maxSockets === undefined ? {} : { httpAgent: agent, httpsAgent: agent }),
+    },
   });
 }
 
@@ -63,12 +71,20 @@ export interface StoredObject {
 /** The bucket of hosted files. Every method throws typed errors (see storageError). */
 export class FileStorage {
   readonly client: S3Client;
+  /**
+   * Downloads' own connections, as many as downloads may run (FILE_MAX_DOWNLOADS): a client
+   * reading slowly holds its connection, and with one pool slow downloads would leave uploads
+   * and the readiness check waiting for a socket.
+   */
+  private readonly reads: S3Client;
 
   constructor(
     private readonly s3: Config['s3'],
+    maxDownloads: number,
     private readonly onError: (operation: string, err: unknown) => void = () => undefined,
   ) {
     this.client = createS3Client(s3);
+    this.reads = createS3Client(s3, maxDownloads);
   }
 
   private fail(operation: string, err: unknown): never {
@@ -112,7 +128,7 @@ export class FileStorage {
 
   async get(key: string): Promise<StoredObject> {
     try {
-      const object = await this.client.send(
+      const object = await this.reads.send(
         new GetObjectCommand({ Bucket: this.s3.bucket, Key: key }),
       );
       if (!object.Body) throw notFound('File not found');
@@ -140,5 +156,6 @@ export class FileStorage {
 
   destroy(): void {
     this.client.destroy();
+    this.reads.destroy();
   }
 }

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
-import { UPLOAD_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
+import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { forbidden, quotaExceeded, toHttpError, tooManyRequests } from '../../libs/errors';
 import { authUserOf, type RequestMeta, type RouteGroup } from '../../libs/service';
 import { checkAdminToken } from './admin-auth';
@@ -152,18 +152,20 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
   });
 }
 
-export interface UploadGuardOptions {
+export interface TransferGuardOptions {
   leases: UploadLeases;
-  /** FILE_MAX_UPLOADS_PER_KEY. */
+  /** FILE_MAX_UPLOADS_PER_KEY or FILE_MAX_DOWNLOADS_PER_KEY. */
   limit: number;
+  /** What is limited, as the 429 says it: `uploads` or `downloads`. */
+  what: string;
 }
 
 /**
- * Uploads (after `apiKeyGuard`): at most `limit` in progress per API key across every
- * gateway replica, else 429. The lease is given back when the answer is sent or the client
- * leaves; if this process dies first, the lease expires on its own.
+ * Uploads or downloads (after `apiKeyGuard`): at most `limit` in progress per API key across
+ * every gateway replica, else 429. The lease is given back when the answer is sent or the
+ * client leaves; if this process dies first, the lease expires on its own.
  */
-export function uploadGuard(options: UploadGuardOptions): Middleware {
+export function transferGuard(options: TransferGuardOptions): Middleware {
   return middleware(async (req, res) => {
     const keyId = req.$ctx?.meta.apiKeyId;
     if (typeof keyId !== 'string') return;
@@ -175,9 +177,9 @@ export function uploadGuard(options: UploadGuardOptions): Middleware {
     }
     if (!lease) {
       throw tooManyRequests(
-        `This API key already has ${options.limit} uploads in progress; wait for one to ` +
-          `finish, or retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
-        UPLOAD_RETRY_AFTER_SECONDS,
+        `This API key already has ${options.limit} ${options.what} in progress; wait for one to ` +
+          `finish, or retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
+        FILE_RETRY_AFTER_SECONDS,
       );
     }
     const { release } = lease;

@@ -19,7 +19,7 @@ import { version } from '../../package.json';
 import { ApiKeyAuthenticator } from './api-key-auth';
 import { AuthFailureThrottle } from './auth-throttle';
 import { CourierTokenAuthenticator } from './courier-auth';
-import { accessLog, adminGuard, apiKeyGuard, courierGuard, uploadGuard } from './edge';
+import { accessLog, adminGuard, apiKeyGuard, courierGuard, transferGuard } from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
 import { httpAnswerRecorder, routeTemplates, type HttpAnswer } from './http-metrics';
 import { IdempotencyStore } from './idempotency';
@@ -99,10 +99,18 @@ export function createGatewayService(
   const trackingAliases = entries.some((e) => e.http.group === 'track')
     ? { [`GET ${TRACKING_EVENTS_PATH}`]: tracking.handler() }
     : {};
-  // An upload's call ends within FILE_TIMEOUT_MS; the margin covers writing its answer.
-  const uploads = uploadGuard({
-    leases: new UploadLeases(redis, `${config.namespace}:uploads:`, config.files.timeoutMs + 5_000),
+  // A transfer ends within FILE_TIMEOUT_MS; the margin covers writing its answer.
+  const leases = (kind: string) =>
+    new UploadLeases(redis, `${config.namespace}:${kind}:`, config.files.timeoutMs + 5_000);
+  const uploads = transferGuard({
+    leases: leases('uploads'),
     limit: config.files.maxUploadsPerKey,
+    what: 'uploads',
+  });
+  const downloads = transferGuard({
+    leases: leases('downloads'),
+    limit: config.files.maxDownloadsPerKey,
+    what: 'downloads',
   });
 
   const templateOf = routeTemplates(entries.map((e) => ({ ...e, method: e.http.method })));
@@ -161,7 +169,8 @@ export function createGatewayService(
         log,
         methods,
         apiKeyGuard(group, { config, quota, authFailures, authenticator: () => authenticator }),
-        ...(group === 'file' && body === 'stream' ? [uploads] : []),
+        // `/file` takes uploads as streams and answers downloads to JSON requests.
+        ...(group === 'file' ? [body === 'stream' ? uploads : downloads] : []),
       ];
     },
     ownAliases: { track: trackingAliases },

@@ -1,6 +1,6 @@
-import { UPLOAD_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
+import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
-import { UPLOADS_ACTIVE_METRIC } from '../../services/file/upload-slots';
+import { DOWNLOADS_ACTIVE_METRIC, UPLOADS_ACTIVE_METRIC } from '../../services/file/slots';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, type Reply } from '../support/http';
 import { count, samples } from '../support/metrics';
@@ -136,9 +136,9 @@ describe('upload caps (gateway and file service in their own processes)', () => 
       expectErrorEnvelope(
         busy,
         503,
-        `The file service is busy with other uploads; retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
+        `The file service is busy with other uploads; retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
       );
-      expect(busy.headers.get('retry-after')).toBe(String(UPLOAD_RETRY_AFTER_SECONDS));
+      expect(busy.headers.get('retry-after')).toBe(String(FILE_RETRY_AFTER_SECONDS));
 
       // A flood of stalled uploads from keys within their own cap: all refused, none held.
       const flood = others
@@ -157,9 +157,9 @@ describe('upload caps (gateway and file service in their own processes)', () => 
       expectErrorEnvelope(
         tooMany,
         429,
-        `This API key already has ${PER_KEY} uploads in progress; wait for one to finish, or retry in ${UPLOAD_RETRY_AFTER_SECONDS} seconds`,
+        `This API key already has ${PER_KEY} uploads in progress; wait for one to finish, or retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
       );
-      expect(tooMany.headers.get('retry-after')).toBe(String(UPLOAD_RETRY_AFTER_SECONDS));
+      expect(tooMany.headers.get('retry-after')).toBe(String(FILE_RETRY_AFTER_SECONDS));
       expect(await activeUploads(file.opsUrl)).toBe(MAX_UPLOADS);
     } finally {
       clearInterval(sampler);
@@ -309,4 +309,101 @@ describe.each(idleTopologies)('an upload body that goes quiet, %s', (_name, star
     await waitForActive(top.opsUrl, 0);
     expect((await upload(top.url, key)).status).toBe(200);
   });
+});
+
+// ---------------------------------------------------------------- downloads
+
+const DOWNLOADS_ACTIVE = DOWNLOADS_ACTIVE_METRIC.replace(/\./g, '_');
+const activeDownloads = async (opsUrl: string) => count(await samples(opsUrl, DOWNLOADS_ACTIVE));
+
+/** A download whose client reads nothing: it holds its slot until dropped or cut. */
+function heldDownload(base: string, key: string, url: string) {
+  const dropped = new AbortController();
+  const answer = fetch(`${base}/file/download`, {
+    method: 'POST',
+    headers: { 'api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ url }),
+    signal: dropped.signal,
+  });
+  answer.catch(() => undefined);
+  return { answer, drop: () => dropped.abort() };
+}
+
+describe.each(idleTopologies)('download caps, %s', (_name, start) => {
+  const iso = isolation();
+  let top: { url: string; opsUrl: string; nodes: NodeProcess[] };
+  const held: { drop(): void }[] = [];
+  /** Big enough that a client reading nothing stalls the stream behind it. */
+  const SIZE = 18 * 1024 * 1024;
+
+  beforeAll(async () => {
+    top = await start(iso, {
+      FILE_MAX_DOWNLOADS: '3',
+      FILE_MAX_DOWNLOADS_PER_KEY: '2',
+      FILE_TIMEOUT_MS: '12000',
+    });
+  });
+
+  afterAll(async () => {
+    for (const download of held) download.drop();
+    await Promise.all(top?.nodes.map((n) => n.stop()) ?? []);
+    await dropDatabases(iso);
+  });
+
+  it('holds a key to FILE_MAX_DOWNLOADS_PER_KEY (429) and the process to FILE_MAX_DOWNLOADS (503), uploads going on; a download read by nobody is cut after FILE_TIMEOUT_MS', async () => {
+    const [a, b, c] = await Promise.all([1, 2, 3].map(() => createUserWithKey(top.url)));
+    await waitForFiles(top.url, a.key);
+    const bytes = fileOf(HEADS.png, SIZE);
+    const form = new FormData();
+    form.append('upload-file', new Blob([bytes]), 'big.png');
+    const stored = await fetch(`${top.url}/file/single-upload`, {
+      method: 'POST',
+      headers: { 'api-key': a.key },
+      body: form,
+    });
+    expect(stored.status).toBe(200);
+    const { url } = ((await stored.json()) as { data: { url: string } }).data;
+    const waitForDownloads = (expected: number, timeout = 10_000) =>
+      eventually(async () => expect(await activeDownloads(top.opsUrl)).toBe(expected), {
+        timeout,
+        interval: 100,
+      });
+
+    for (const { key } of [a, a, b]) {
+      const download = heldDownload(top.url, key, url);
+      held.push(download);
+      expect((await download.answer).status).toBe(200);
+    }
+    await waitForDownloads(3);
+    const refusedForKey = await heldDownload(top.url, a.key, url).answer;
+    expect(refusedForKey.status).toBe(429);
+    expect(await refusedForKey.json()).toMatchObject({
+      message: expect.stringMatching(/already has 2 downloads in progress/),
+    });
+    const refusedForLoad = await heldDownload(top.url, c.key, url).answer;
+    expect(refusedForLoad.status).toBe(503);
+    expect(refusedForLoad.headers.get('retry-after')).toBe(String(FILE_RETRY_AFTER_SECONDS));
+    expect(await refusedForLoad.json()).toMatchObject({
+      message: expect.stringMatching(/busy with other downloads/),
+    });
+    // Uploads have their own slots and S3 connections.
+    expect((await upload(top.url, c.key)).status).toBe(200);
+
+    for (const download of held.splice(0)) download.drop();
+    await waitForDownloads(0);
+    const whole = await fetch(`${top.url}/file/download`, {
+      method: 'POST',
+      headers: { 'api-key': c.key, 'content-type': 'application/json' },
+      body: JSON.stringify({ url }),
+    });
+    expect(whole.status).toBe(200);
+    expect(Buffer.from(await whole.arrayBuffer()).equals(bytes)).toBe(true);
+
+    // A client that keeps the connection and reads nothing is cut at FILE_TIMEOUT_MS.
+    const forgotten = heldDownload(top.url, c.key, url);
+    held.push(forgotten);
+    expect((await forgotten.answer).status).toBe(200);
+    await waitForDownloads(1);
+    await waitForDownloads(0, 30_000);
+  }, 90_000);
 });

@@ -1,9 +1,9 @@
-import { UploadSlots } from '../../../services/file/upload-slots';
+import { Slots } from '../../../services/file/slots';
 
-describe('UploadSlots', () => {
+describe('Slots', () => {
   it('gives out at most max slots, and one more once one is given back', () => {
     const events: { active: number; refused: boolean }[] = [];
-    const slots = new UploadSlots(2, (e) => events.push(e));
+    const slots = new Slots(2, (e) => events.push(e));
     const first = slots.take();
     const second = slots.take();
     expect(first && second).toBeDefined();
@@ -22,7 +22,7 @@ describe('UploadSlots', () => {
   });
 
   it('counts a slot given back twice only once', () => {
-    const slots = new UploadSlots(1);
+    const slots = new Slots(1);
     const slot = slots.take();
     slot?.release();
     slot?.release();

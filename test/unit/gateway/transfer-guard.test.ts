@@ -1,4 +1,4 @@
-import { uploadGuard } from '../../../services/gateway/edge';
+import { transferGuard } from '../../../services/gateway/edge';
 import type { UploadLease, UploadLeases } from '../../../services/gateway/upload-leases';
 import { FakeResponse, fakeRequest } from './fake-http';
 
@@ -19,7 +19,7 @@ function fakeLeases(options: { down?: boolean } = {}) {
 }
 
 /** Runs the middleware; resolves with what it passed to `next`. */
-function run(guard: ReturnType<typeof uploadGuard>, res = new FakeResponse()) {
+function run(guard: ReturnType<typeof transferGuard>, res = new FakeResponse()) {
   const req = fakeRequest({ method: 'POST', url: '/file/single-upload', meta: { apiKeyId: 'k1' } });
   Object.assign(req, { socket: { destroyed: false } });
   return new Promise<{ err: unknown; res: FakeResponse }>((resolve) =>
@@ -27,10 +27,10 @@ function run(guard: ReturnType<typeof uploadGuard>, res = new FakeResponse()) {
   );
 }
 
-describe('uploadGuard', () => {
+describe('transferGuard', () => {
   it('lets a key hold `limit` uploads, refuses the next with 429 and Retry-After', async () => {
     const { held, leases } = fakeLeases();
-    const guard = uploadGuard({ leases, limit: 2 });
+    const guard = transferGuard({ leases, limit: 2, what: 'uploads' });
     expect((await run(guard)).err).toBeUndefined();
     expect((await run(guard)).err).toBeUndefined();
     const { err } = await run(guard);
@@ -46,7 +46,7 @@ describe('uploadGuard', () => {
 
   it('gives the lease back once the answer is out or the client has left', async () => {
     const { held, leases } = fakeLeases();
-    const guard = uploadGuard({ leases, limit: 1 });
+    const guard = transferGuard({ leases, limit: 1, what: 'downloads' });
     const { res } = await run(guard);
     expect(held.size).toBe(1);
     res.end('answered');
@@ -56,7 +56,11 @@ describe('uploadGuard', () => {
   });
 
   it('answers 503 when the lease store cannot be reached', async () => {
-    const guard = uploadGuard({ leases: fakeLeases({ down: true }).leases, limit: 1 });
+    const guard = transferGuard({
+      leases: fakeLeases({ down: true }).leases,
+      limit: 1,
+      what: 'uploads',
+    });
     expect((await run(guard)).err).toMatchObject({
       code: 503,
       message: 'The quota store is unavailable; retry in a few seconds',
