@@ -182,12 +182,14 @@ export function createPackageService(config: Config): ServiceDefinition {
             throw notFound(`Package ${packageId} not found`);
           }
           const outcome = await store.claim(packageId, userId, DELETED);
-          if (outcome === 'already' || outcome === DELETED) {
-            throw notFound(`Package ${packageId} not found`);
+          // Claimed for deletion and still live: a delete that stopped before its mark (or
+          // its twin, marking now): finished here, so the package does not stay half-deleted.
+          if (outcome === 'taken' || outcome === 'already') {
+            await store.markDeleted(packageId);
+            return null;
           }
-          if (outcome !== 'taken') throw await explainUnchanged(userId, packageId, 'deleted');
-          await store.markDeleted(packageId);
-          return null;
+          if (outcome === DELETED) throw notFound(`Package ${packageId} not found`);
+          throw await explainUnchanged(userId, packageId, 'deleted');
         },
       }),
 

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
+import { openServiceDatabase } from '../support/stack';
+import { DELETED } from '../../services/package/store';
 
 const CDN = 'https://cdn.waybill.test';
 const MAX_OPEN = 40;
@@ -152,6 +154,30 @@ describe('DELETE /api/package/:packageId and GET /api/packages', () => {
       pkg.id,
     );
     expectErrorEnvelope(await save(stack.alice, { packageId: pkg.id, name: 'Back' }), 404);
+  });
+
+  it('finishes a delete that stopped after its claim: the retry answers 204 and the package goes', async () => {
+    const pkg = (await save(stack.alice, shoes)).body.data;
+    // What a delete leaves when its process stops between the claim and the mark.
+    const db = await openServiceDatabase(stack.iso, 'package');
+    try {
+      await db
+        .collection<{ _id: string; holder: string; userId: string }>('package_claims')
+        .insertOne({ _id: pkg.id, holder: DELETED, userId: stack.alice.userId });
+    } finally {
+      await db.close();
+    }
+    const retried = await request(stack.node.url, 'DELETE', `/api/package/${pkg.id}`, {
+      headers: as(stack.alice),
+    });
+    expect(retried.status).toBe(204);
+    expect((await list(stack.alice)).body.data.map((p: { id: string }) => p.id)).not.toContain(
+      pkg.id,
+    );
+    const again = await request(stack.node.url, 'DELETE', `/api/package/${pkg.id}`, {
+      headers: as(stack.alice),
+    });
+    expectErrorEnvelope(again, 404);
   });
 });
 
