@@ -275,7 +275,12 @@ export class UnsafeTargetError extends Error {
     readonly address: string,
     why: string,
   ) {
-    super(`webhook target ${hostname === address ? 'is' : `${hostname} resolves to`} ${why}`);
+    // A name's addresses are not told: they would map our internal network for the caller.
+    super(
+      hostname === address
+        ? `webhook target is ${why}`
+        : `webhook target ${hostname} has no public address now; use a host name with a public DNS record`,
+    );
     this.name = 'UnsafeTargetError';
   }
 }

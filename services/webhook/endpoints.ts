@@ -64,15 +64,19 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
     const checked = checkTargetUrl(raw, policy);
     if (!checked.ok) throw badRequest(checked.reason, [{ field: 'url', message: checked.reason }]);
     const host = checked.url.hostname.replace(/^\[|\]$/g, '');
+    // One answer whether the name does not resolve or resolves to a private address: telling
+    // them apart, or naming the address, would map our internal network for the caller.
+    const noPublicAddress = () => {
+      const message = `url host ${host} has no public address; give a host name with a public DNS record`;
+      return badRequest(message, [{ field: 'url', message }]);
+    };
     let addresses: string[];
     try {
       addresses = await resolve(host);
     } catch {
-      const message = `url host ${host} does not resolve; give a host name with a public DNS record`;
-      throw badRequest(message, [{ field: 'url', message }]);
+      throw noPublicAddress();
     }
-    const refused = resolvedHostRefusal(host, addresses, policy);
-    if (refused !== undefined) throw badRequest(refused, [{ field: 'url', message: refused }]);
+    if (resolvedHostRefusal(host, addresses, policy) !== undefined) throw noPublicAddress();
     return checked.url.toString();
   }
 

@@ -78,6 +78,12 @@ it.each([
   ['a loopback address', 'https://127.0.0.1/hook', /loopback/],
   ['a private address', 'https://10.1.2.3/hook', /private/],
   ['localhost', 'https://localhost/hook', /localhost|loopback|private/],
+  // Told as a name resolving to a private address is: which names exist inside is not told.
+  [
+    'a name that does not resolve',
+    'https://hooks.no-such-host.invalid/hook',
+    /^url host hooks\.no-such-host\.invalid has no public address; give a host name with a public DNS record$/,
+  ],
 ])('refuses a webhook to %s', async (_what, url, reason) => {
   const merchant: Party = await createUserWithKey(live.url);
   const reply = await request(live.url, 'POST', '/api/webhooks', {

@@ -287,8 +287,8 @@ describe('guardedLookup', () => {
   it('refuses a request to a name of this host when private targets are not allowed', async () => {
     const refused = await get('localhost', guardedLookup(STAGING));
     expect(refused.code).toBe('EUNSAFETARGET');
-    expect(refused.message).toMatch(
-      /^webhook target localhost resolves to (127\.0\.0\.1|::1), a loopback address .*; use a public address$/,
+    expect(refused.message).toBe(
+      'webhook target localhost has no public address now; use a host name with a public DNS record',
     );
   });
 
@@ -303,8 +303,9 @@ describe('guardedLookup', () => {
     const refused = await get('hooks.example.test', guardedLookup(STAGING, resolve));
     expect(refused).toEqual({
       code: 'EUNSAFETARGET',
+      // Which address, and of what kind, is not told: it would map our network.
       message:
-        'webhook target hooks.example.test resolves to 127.0.0.1, a loopback address (127.0.0.0/8); use a public address',
+        'webhook target hooks.example.test has no public address now; use a host name with a public DNS record',
     });
   });
 
