@@ -314,7 +314,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         response: webhookDeliveryView,
         errors: {
           404: 'No such webhook of yours, or no such message of it',
-          409: 'The message is still queued: its next attempt is on its way',
+          409: 'The message is still queued (its next attempt is on its way), or is a courier position skipped as stale',
         },
       },
       params: replayParams,
@@ -324,6 +324,11 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         if (!message || message.webhookId !== endpoint._id) {
           throw notFound(
             `Webhook delivery ${ctx.params.webhookDeliveryId} not found; list them with GET /api/webhooks/${endpoint._id}/deliveries`,
+          );
+        }
+        if (message.status === 'SKIPPED') {
+          throw conflict(
+            `Webhook delivery ${message._id} is a courier position skipped as stale; it is not sent again`,
           );
         }
         const event = await store.event(message.eventId);
@@ -341,12 +346,16 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           ephemeral: false,
           replay: true,
         };
+        // PENDING before it is queued: a dispatcher that sends it at once then writes its
+        // outcome after ours, not under it.
+        if (message.status !== 'PENDING') {
+          await store.updateMessage(message._id, { status: 'PENDING' });
+        }
         if (!(await store.requeue(queued))) {
           throw conflict(
             `Webhook delivery ${message._id} is still queued; its next attempt is on its way`,
           );
         }
-        await store.updateMessage(message._id, { status: 'PENDING' });
         const pending = { ...message, status: 'PENDING' as const };
         return toWebhookDeliveryView(pending, await store.attemptsOf(message), queued);
       },

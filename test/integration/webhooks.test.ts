@@ -161,6 +161,14 @@ describe('a courier’s position', () => {
     const skipped = (await logged()).get(late.id);
     expect(skipped?.attempts).toHaveLength(1);
     expect(skipped?.attempts[0].error).toMatch(/^not sent: a later event of this delivery/);
+    // Stale for good: not queued again on request.
+    const skippedId = (skipped as unknown as { id: string }).id;
+    expectErrorEnvelope(
+      await api(merchant, 'POST', `/api/webhooks/${webhook.id}/deliveries/${skippedId}/replay`),
+      409,
+      /skipped as stale/,
+    );
+    expect((await logged()).get(late.id)?.status).toBe('SKIPPED');
 
     // A position with a later change queued behind it, while an earlier one is retried.
     const held = event('delivery.status_changed', 50, 'IN_TRANSIT');
