@@ -255,7 +255,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         message: 'Webhook enabled',
         summary: 'Enable a webhook endpoint disabled after failing',
         description:
-          'Messages held while it was disabled are sent again, in order, within their 24-hour retry window.',
+          'Messages queued before it was disabled are sent, in order, within their 24-hour retry window; events that happened while it was disabled were not queued for it.',
         response: webhookView,
         errors: { 404: 'No such webhook of yours' },
       },
