@@ -142,6 +142,15 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         const url = await checkUrl(ctx.params.url);
         const at = now();
         const webhookId = randomUUID();
+        // Its first secret before the endpoint: a stored endpoint always has one to sign with.
+        const secret = newWebhookSecret();
+        await store.claimSecret({
+          _id: secretId(webhookId, 1),
+          webhookId,
+          n: 1,
+          sealed: box.seal(secret),
+          createdAt: at,
+        });
         const existing = await store.endpointsOf(userId, appEnv);
         const cap = config.maxEndpoints;
         const endpoint = await createInPlace({
@@ -166,7 +175,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
               url,
               events: ctx.params.events ?? null,
               description: ctx.params.description || null,
-              secretVersion: 0,
+              secretVersion: 1,
               status: 'ACTIVE',
               failingSince: null,
               disabledAt: null,
@@ -180,8 +189,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           },
           stored: async () => (await store.endpoint(webhookId)) !== null,
         });
-        const { secret, endpoint: stored } = await nextSecret(endpoint, at);
-        return toWebhookWithSecret(stored, secret, null);
+        return toWebhookWithSecret(endpoint, secret, null);
       },
     }),
 
