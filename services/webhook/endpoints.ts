@@ -292,7 +292,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         message: 'Webhook deliveries retrieved',
         summary: "List a webhook endpoint's messages and their attempts",
         description:
-          'Newest first. Each attempt records when it started, how long it took, the status answered (or the error) and the first 512 characters of the answer.',
+          'Newest first, each with its latest 10 attempts (numbered `n`, so the first shown tells how many came before). Each attempt records when it started, how long it took, the status answered (or the error) and the first 512 characters of the answer.',
         response: Joi.array().items(webhookDeliveryView),
         errors: { 404: 'No such webhook of yours' },
       },

@@ -215,6 +215,9 @@ export interface NoticeRecord extends StoredOutboxFields {
   disabledAt: Date;
 }
 
+/** Attempts of a message the delivery log shows: the latest. */
+export const ATTEMPTS_SHOWN = 10;
+
 export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
 
 /** Whose list of endpoints an endpoint is on: its user's in its environment. */
@@ -552,9 +555,17 @@ export class WebhookStore {
     return (await this.m.Attempt.findById(attemptId(messageId, n)).lean()) as AttemptRecord | null;
   }
 
-  /** A message's attempts, each found by its `_id` (a filter on another field is a scan). */
-  async attemptsOf(message: Pick<MessageRecord, '_id' | 'attempts'>): Promise<AttemptRecord[]> {
-    const numbers = Array.from({ length: message.attempts }, (_, i) => i + 1);
+  /**
+   * A message's latest `most` attempts, oldest first, each found by its `_id` (a filter on
+   * another field is a scan): a message retried for a day has some thirty, and a page of the
+   * log a hundred messages.
+   */
+  async attemptsOf(
+    message: Pick<MessageRecord, '_id' | 'attempts'>,
+    most = ATTEMPTS_SHOWN,
+  ): Promise<AttemptRecord[]> {
+    const first = Math.max(1, message.attempts - most + 1);
+    const numbers = Array.from({ length: message.attempts - first + 1 }, (_, i) => first + i);
     const found = await Promise.all(numbers.map((n) => this.attempt(message._id, n)));
     return found.filter((a): a is AttemptRecord => a !== null);
   }

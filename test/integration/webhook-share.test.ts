@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { call } from '../../libs/contracts';
 import type { PublishedEvent } from '../../libs/contracts/webhook';
+import { ATTEMPTS_SHOWN } from '../../services/webhook/store';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
- * One slow receiver does not hold a dispatcher's every request slot: with room for four
+ * What one receiver's trouble costs the others and its owner's log. One slow receiver does not
+ * hold a dispatcher's every request slot: with room for four
  * requests (WEBHOOK_CONCURRENCY), an endpoint that never answers, with eight deliveries' events
  * waiting, has one request under way at a time, and another endpoint's event goes meanwhile.
+ * A message retried many times shows its latest attempts.
  */
 const stack = useMerchantStack({
   internal: ['webhook'],
@@ -57,4 +60,29 @@ it('gives a receiver that never answers a share of the room, and the others the 
     timeout: 20_000,
   });
   expect(receiver.mostAtOnce('/slow')).toBe(1);
+});
+
+it('shows a message retried many times with its latest attempts, not every one', async () => {
+  receiver.answer = (path) => (path === '/failing' ? { status: 500 } : { status: 200 });
+  const owner = await endpointAt('/failing');
+  await call(stack.client, 'webhook.publish', { events: [created(owner.userId)] });
+  await eventually(() => expect(receiver.at('/failing').length).toBeGreaterThan(ATTEMPTS_SHOWN), {
+    timeout: 30_000,
+    interval: 200,
+  });
+  const [endpoint] = (
+    await request(stack.node.url, 'GET', '/api/webhooks', { headers: { 'api-key': owner.key } })
+  ).body.data as { id: string }[];
+  const log = await request(stack.node.url, 'GET', `/api/webhooks/${endpoint.id}/deliveries`, {
+    headers: { 'api-key': owner.key },
+  });
+  expect(log.status).toBe(200);
+  const [message] = log.body.data as { attempts: { n: number }[] }[];
+  const numbers = message.attempts.map((a) => a.n);
+  expect(numbers).toHaveLength(ATTEMPTS_SHOWN);
+  const last = numbers[numbers.length - 1];
+  expect(last).toBeGreaterThan(ATTEMPTS_SHOWN);
+  expect(numbers).toEqual(
+    Array.from({ length: ATTEMPTS_SHOWN }, (_, i) => last - ATTEMPTS_SHOWN + 1 + i),
+  );
 });
