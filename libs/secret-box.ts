@@ -7,6 +7,9 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
  * reveals none; answers kept for `Idempotency-Key` replays under the key the client sends
  * (gateway/idempotency), so that a copy of Redis alone reveals none.
  */
+/** GCM's full tag, as `seal` writes it. */
+const TAG_BYTES = 16;
+
 export class SecretBox {
   private readonly key: Buffer;
 
@@ -28,7 +31,11 @@ export class SecretBox {
     if (version !== 'v1' || !iv || !tag || ciphertext === undefined) {
       throw new Error('sealed value: unknown format');
     }
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    // The whole 16-byte tag: GCM would check a truncated one, down to 4 bytes, and forging
+    // a tag that short takes some four billion tries, not 2^128.
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'), {
+      authTagLength: TAG_BYTES,
+    });
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
     return Buffer.concat([
       decipher.update(Buffer.from(ciphertext, 'base64url')),
