@@ -28,6 +28,7 @@ import {
   type ListCouriersParams,
 } from './schemas';
 import type { CourierLocations } from './locations';
+import type { SearchStore } from './search-store';
 import {
   merchantCourierHolder,
   type CourierRecord,
@@ -55,6 +56,8 @@ export interface CourierAdminDeps {
   store: CourierStore;
   tokens: CourierTokenStore;
   locations: CourierLocations;
+  /** What each courier holds: an offer, or a delivery under way. */
+  holds: Pick<SearchStore, 'hold'>;
 }
 
 export function createCourierAdminActions(deps: CourierAdminDeps): ServiceActions {
@@ -112,6 +115,19 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
       if (hashes.length > 0) {
         await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, { courierId: after._id, hashes });
       }
+    }
+  }
+
+  /**
+   * A retired courier's token stops working: one taking a delivery to the door could neither
+   * finish nor give it up, and the delivery would wait for good.
+   */
+  async function refuseRetiringMidDelivery(courierId: string) {
+    const hold = await deps.holds.hold(courierId);
+    if (hold?.kind === 'DELIVERY') {
+      throw conflict(
+        `Courier ${courierId} is taking delivery ${hold.deliveryId} to the door; retire them once it is delivered, failed or cancelled`,
+      );
     }
   }
 
@@ -202,13 +218,14 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         response: courierView,
         errors: {
           404: 'Courier not found; fleet type not found',
-          409: 'Another courier has this registration number',
+          409: 'Another courier has this registration number, or the courier being retired is taking a delivery to the door',
         },
       },
       params: updateCourierParams(config.cdnBaseUrl),
       async handler(ctx) {
         const { courierId, fleet = {}, ...fields } = ctx.params;
         const current = await findCourier(courierId);
+        if (fields.active === false) await refuseRetiringMidDelivery(courierId);
         if (fleet.typeId) await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
         const oldRegNo = current.fleet.regNo;
         const newRegNo = fleet.regNo !== undefined && fleet.regNo !== oldRegNo ? fleet.regNo : null;

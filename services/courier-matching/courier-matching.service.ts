@@ -96,8 +96,9 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
   );
   // Set once the broker exists (created): what each sweep saw, on `/metrics`.
   let reportSearches: ReturnType<typeof searchGauge> = () => undefined;
+  const searchStore = new SearchStore(() => db.models);
   const searches = new Searches({
-    store: new SearchStore(() => db.models),
+    store: searchStore,
     couriers: positions,
     services: () => broker,
     settings: { ...config.matching, candidates: SEARCH_CANDIDATES },
@@ -305,7 +306,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       }),
 
       ...createTokenActions({ couriers: store, tokens }),
-      ...createCourierAdminActions({ config, store, tokens, locations }),
+      ...createCourierAdminActions({ config, store, tokens, locations, holds: searchStore }),
     },
   };
 }

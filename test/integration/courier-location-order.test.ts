@@ -1,15 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { credit, ORIGIN, type Party } from '../support/deliveries';
+import { cancelDelivery, credit, ORIGIN, type Party } from '../support/deliveries';
 import { acceptOffer, asCourier, courierAt, offeredDelivery } from '../support/couriers';
 import { eventually } from '../support/eventually';
-import { createUserWithKey, request } from '../support/http';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { startNode, type NodeProcess } from '../support/stack';
 import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
- * A courier's position never reaches an endpoint before the change that put the courier on the
- * delivery. The webhook service runs in a process of its own, stopped while the courier
+ * Couriers at work, with the webhook service in a process of its own. Operators cannot retire a
+ * courier taking a delivery to the door. A courier's position never reaches an endpoint before
+ * the change that put the courier on the delivery. The webhook service runs in a process of its own, stopped while the courier
  * accepts: `courier.assigned` then waits for the order sweep (15 s), and positions written
  * meanwhile, once the webhook service is back, must wait too.
  */
@@ -88,4 +89,27 @@ it('sends no position ahead of the courier.assigned its writer could not hand ov
   expect(types.filter((t) => t === 'courier.assigned')).toHaveLength(1);
   const located = receiver.at('/order').filter((r) => r.event.type === 'courier.location');
   expect(located.at(-1)?.event.data.courier?.currentLocation).toMatchObject(later);
+});
+
+it('refuses to retire a courier taking a delivery to the door (409), and retires them once it is over', async () => {
+  const merchant: Party = await createUserWithKey(base());
+  await credit(base(), merchant, 100_000);
+  const courier = await courierAt(base(), { lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.001 });
+  const { deliveryId, offer } = await offeredDelivery(base(), merchant, courier);
+  await acceptOffer(base(), courier, offer);
+  const retire = () =>
+    request(base(), 'PATCH', `/admin/couriers/${courier.id}`, {
+      headers: adminHeaders,
+      json: { active: false },
+    });
+  expectErrorEnvelope(
+    await retire(),
+    409,
+    `Courier ${courier.id} is taking delivery ${deliveryId} to the door; retire them once it is delivered, failed or cancelled`,
+  );
+  // Still at work: the courier's token works.
+  const at = { lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.002 };
+  expect((await asCourier(base(), courier, 'POST', '/courier/location', at)).status).toBe(200);
+  expect((await cancelDelivery(base(), merchant, deliveryId)).status).toBe(201);
+  await eventually(async () => expect((await retire()).status).toBe(200));
 });
