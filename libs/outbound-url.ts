@@ -52,6 +52,8 @@ const TABLE: [AddressClass, Family, Range[]][] = [
       ['169.254.169.254', 32, 'the cloud metadata address'],
       ['100.100.100.200', 32, 'the Alibaba Cloud metadata address'],
       ['192.0.0.192', 32, 'the Oracle Cloud metadata address'],
+      // Public by its range, but inside Azure the host's agent (WireServer) answers on it.
+      ['168.63.129.16', 32, 'the Azure host agent address (WireServer)'],
     ],
   ],
   ['METADATA', 'ipv6', [['fd00:ec2::254', 128, 'the AWS metadata address']]],
