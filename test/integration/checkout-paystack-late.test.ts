@@ -1,6 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { call } from '../../libs/contracts';
-import { FakePaystack, fund, outcomeListener, walletOf } from '../support/checkout';
+import {
+  FakePaystack,
+  fund,
+  outcomeListener,
+  walletFundingParams,
+  walletOf,
+} from '../support/checkout';
 import { eventually } from '../support/eventually';
 import { request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
@@ -86,15 +92,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
   });
 
   it('is found by the sweep on the transaction handed out when the first attempt failed', async () => {
-    // Through the contract, as the order service retries (the gateway would hold the key).
-    const params = {
-      userId: sweeping.alice.userId,
-      amountKobo: 9000,
-      purpose: { kind: 'WALLET_FUNDING' as const, id: sweeping.alice.userId },
-      email: 'alice@example.com',
-      merchantName: 'Alice',
-      idempotencyKey: 'retried-key',
-    };
+    const params = walletFundingParams(sweeping.alice.userId, 9000);
     Object.assign(fake.fail, { initialize: 1, mode: 'refuse' });
     await expect(call(sweeping.client, 'payment.startCheckout', params)).rejects.toMatchObject({
       code: 502,

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { call } from '../../libs/contracts';
-import { FakePaystack, fund, outcomeListener, walletOf } from '../support/checkout';
+import {
+  FakePaystack,
+  fund,
+  outcomeListener,
+  walletFundingParams,
+  walletOf,
+} from '../support/checkout';
 import { eventually } from '../support/eventually';
 import { expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
@@ -52,6 +58,19 @@ const statusOf = async (reference: string) =>
   (await call(stack.client, 'payment.checkout', { reference }))?.status;
 
 describe('Paystack-compatible initialize', () => {
+  /** A delivery checkout of Bob's through the contract, keyed as the order service keys it. */
+  const deliveryCheckout = (amountKobo: number) => {
+    const deliveryId = randomUUID();
+    return {
+      userId: stack.bob.userId,
+      amountKobo,
+      purpose: { kind: 'DELIVERY' as const, id: deliveryId },
+      email: 'bob@example.com',
+      merchantName: 'Bob',
+      idempotencyKey: `${deliveryId}:creator`,
+    };
+  };
+
   it('opens the transaction with the secret key, in kobo, and answers the provider’s payload', async () => {
     const reply = await fund(stack.node.url, stack.alice.key, 2500.5);
     expect(reply.status).toBe(201);
@@ -96,15 +115,7 @@ describe('Paystack-compatible initialize', () => {
       expectErrorEnvelope(failed, status, /payment provider/);
       // The same through the contract, as the order service calls it, with its key.
       Object.assign(fake.fail, { initialize: 1, mode });
-      const deliveryId = randomUUID();
-      const params = {
-        userId: stack.bob.userId,
-        amountKobo: 1000,
-        purpose: { kind: 'DELIVERY' as const, id: deliveryId },
-        email: 'bob@example.com',
-        merchantName: 'Bob',
-        idempotencyKey: deliveryId,
-      };
+      const params = deliveryCheckout(1000);
       await expect(call(stack.client, 'payment.startCheckout', params)).rejects.toMatchObject({
         code: status,
       });
@@ -118,32 +129,11 @@ describe('Paystack-compatible initialize', () => {
     },
   );
 
-  /** A delivery checkout of Bob's through the contract, keyed as the order service keys it. */
-  const deliveryCheckout = (amountKobo: number) => {
-    const deliveryId = randomUUID();
-    return {
-      userId: stack.bob.userId,
-      amountKobo,
-      purpose: { kind: 'DELIVERY' as const, id: deliveryId },
-      email: 'bob@example.com',
-      merchantName: 'Bob',
-      idempotencyKey: `${deliveryId}:creator`,
-    };
-  };
-
   it('opens, after an answer that came too late, a transaction the payer can pay, credited once', async () => {
     // The provider opens the transaction but answers after PAYSTACK_TIMEOUT_MS: it will
-    // refuse that reference ever after ("Duplicate Transaction Reference"). Through the
-    // contract, as the order service retries (the gateway would hold the key for a minute).
+    // refuse that reference ever after ("Duplicate Transaction Reference").
     Object.assign(fake.fail, { initialize: 1, mode: 'late', lateMs: 1500 });
-    const params = {
-      userId: stack.alice.userId,
-      amountKobo: 7000,
-      purpose: { kind: 'WALLET_FUNDING' as const, id: stack.alice.userId },
-      email: 'alice@example.com',
-      merchantName: 'Alice',
-      idempotencyKey: randomUUID(),
-    };
+    const params = walletFundingParams(stack.alice.userId, 7000);
     await expect(call(stack.client, 'payment.startCheckout', params)).rejects.toMatchObject({
       code: 504,
     });

@@ -245,7 +245,7 @@ describe('the per-key cap across gateway replicas', () => {
 
 // ---------------------------------------------------------------- idle bodies
 
-const idleTopologies: [
+const fileTopologies: [
   string,
   (
     iso: Isolation,
@@ -272,22 +272,28 @@ const idleTopologies: [
   ],
 ];
 
-describe.each(idleTopologies)('an upload body that goes quiet, %s', (_name, start) => {
+type Topology = (typeof fileTopologies)[number][1];
+
+/** The topology started with `env` before the suite, stopped and its databases dropped after. */
+function useTopology(start: Topology, env: Record<string, string>) {
   const iso = isolation();
-  let top: { url: string; opsUrl: string; nodes: NodeProcess[] };
-
+  const started = {} as { url: string; opsUrl: string; nodes: NodeProcess[] };
   beforeAll(async () => {
-    top = await start(iso, {
-      FILE_IDLE_TIMEOUT_MS: '1500',
-      FILE_MAX_UPLOADS: '1',
-      // Well beyond the idle timeout: a 504 after it would be the call's own timeout.
-      FILE_TIMEOUT_MS: '20000',
-    });
+    Object.assign(started, await start(iso, env));
   });
-
   afterAll(async () => {
-    await Promise.all(top?.nodes.map((n) => n.stop()) ?? []);
+    await Promise.all(started.nodes?.map((n) => n.stop()) ?? []);
     await dropDatabases(iso);
+  });
+  return started;
+}
+
+describe.each(fileTopologies)('an upload body that goes quiet, %s', (_name, start) => {
+  const top = useTopology(start, {
+    FILE_IDLE_TIMEOUT_MS: '1500',
+    FILE_MAX_UPLOADS: '1',
+    // Well beyond the idle timeout: a 504 after it would be the call's own timeout.
+    FILE_TIMEOUT_MS: '20000',
   });
 
   it('is aborted with 408 after FILE_IDLE_TIMEOUT_MS, and its slot is free again', async () => {
@@ -329,26 +335,18 @@ function heldDownload(base: string, key: string, url: string) {
   return { answer, drop: () => dropped.abort() };
 }
 
-describe.each(idleTopologies)('download caps, %s', (_name, start) => {
-  const iso = isolation();
-  let top: { url: string; opsUrl: string; nodes: NodeProcess[] };
+describe.each(fileTopologies)('download caps, %s', (_name, start) => {
+  const top = useTopology(start, {
+    FILE_MAX_DOWNLOADS: '3',
+    FILE_MAX_DOWNLOADS_PER_KEY: '2',
+    FILE_TIMEOUT_MS: '12000',
+  });
   const held: { drop(): void }[] = [];
+  afterAll(() => {
+    for (const download of held) download.drop();
+  });
   /** Big enough that a client reading nothing stalls the stream behind it. */
   const SIZE = 18 * 1024 * 1024;
-
-  beforeAll(async () => {
-    top = await start(iso, {
-      FILE_MAX_DOWNLOADS: '3',
-      FILE_MAX_DOWNLOADS_PER_KEY: '2',
-      FILE_TIMEOUT_MS: '12000',
-    });
-  });
-
-  afterAll(async () => {
-    for (const download of held) download.drop();
-    await Promise.all(top?.nodes.map((n) => n.stop()) ?? []);
-    await dropDatabases(iso);
-  });
 
   it('holds a key to FILE_MAX_DOWNLOADS_PER_KEY (429) and the process to FILE_MAX_DOWNLOADS (503), uploads going on; a download read by nobody is cut after FILE_TIMEOUT_MS', async () => {
     const [a, b, c] = await Promise.all([1, 2, 3].map(() => createUserWithKey(top.url)));

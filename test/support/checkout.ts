@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,6 +49,24 @@ export async function postForm(base: string, path: string) {
   });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
+
+/**
+ * A funding checkout of `userId`'s wallet as `payment.startCheckout` takes it: through the
+ * contract, as the order service calls it and retries it (the gateway would hold a failed
+ * request's key for its pending window).
+ */
+export const walletFundingParams = (
+  userId: string,
+  amountKobo: number,
+  idempotencyKey: string = randomUUID(),
+) => ({
+  userId,
+  amountKobo,
+  purpose: { kind: 'WALLET_FUNDING' as const, id: userId },
+  email: 'alice@example.com',
+  merchantName: 'Alice',
+  idempotencyKey,
+});
 
 /** Funds `who`'s wallet through a checkout: the 201's checkout payload. */
 export async function fund(base: string, key: string, amount: number, idempotencyKey?: string) {
