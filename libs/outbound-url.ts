@@ -270,6 +270,13 @@ export function checkTargetUrl(raw: string, policy: OutboundPolicy): TargetCheck
 }
 
 /** The refusal of a connection: `code` is what a dispatcher tells apart from network errors. */
+/**
+ * What a delivery is told of a name with no address it may call: the same whether the name
+ * resolves to private addresses or not at all, so that which names exist inside is not told.
+ */
+export const noPublicAddressNow = (hostname: string) =>
+  `webhook target ${hostname} has no public address now; use a host name with a public DNS record`;
+
 export class UnsafeTargetError extends Error {
   readonly code = 'EUNSAFETARGET';
   constructor(
@@ -278,11 +285,7 @@ export class UnsafeTargetError extends Error {
     why: string,
   ) {
     // A name's addresses are not told: they would map our internal network for the caller.
-    super(
-      hostname === address
-        ? `webhook target is ${why}`
-        : `webhook target ${hostname} has no public address now; use a host name with a public DNS record`,
-    );
+    super(hostname === address ? `webhook target is ${why}` : noPublicAddressNow(hostname));
     this.name = 'UnsafeTargetError';
   }
 }

@@ -1,5 +1,8 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
+/** GCM's full tag, as `seal` writes it. */
+const TAG_BYTES = 16;
+
 /**
  * What must be kept at rest but read back, so cannot be hashed, sealed with AES-256-GCM under
  * the SHA-256 of a key kept elsewhere: webhook signing secrets (every message is signed with
@@ -7,9 +10,6 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
  * reveals none; answers kept for `Idempotency-Key` replays under the key the client sends
  * (gateway/idempotency), so that a copy of Redis alone reveals none.
  */
-/** GCM's full tag, as `seal` writes it. */
-const TAG_BYTES = 16;
-
 export class SecretBox {
   private readonly key: Buffer;
 

@@ -38,6 +38,11 @@ import {
 import type { CourierTokenStore } from './token-store';
 import { toCourierView } from './views';
 
+const retiringMidDelivery = (courierId: string, deliveryId: string) =>
+  conflict(
+    `Courier ${courierId} is taking delivery ${deliveryId} to the door; retire them once it is delivered, failed or cancelled`,
+  );
+
 const courierPath = (courierId: string) => `/admin/couriers/${courierId}`;
 
 /**
@@ -124,11 +129,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
    */
   async function refuseRetiringMidDelivery(courierId: string) {
     const hold = await deps.holds.hold(courierId);
-    if (hold?.kind === 'DELIVERY') {
-      throw conflict(
-        `Courier ${courierId} is taking delivery ${hold.deliveryId} to the door; retire them once it is delivered, failed or cancelled`,
-      );
-    }
+    if (hold?.kind === 'DELIVERY') throw retiringMidDelivery(courierId, hold.deliveryId);
   }
 
   return {
@@ -240,6 +241,15 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
           throw err;
         }
         if (!updated) throw notFound(COURIER_NOT_FOUND);
+        if (fields.active === false) {
+          // An accept may have landed between the check and the write: then the courier
+          // stays at work, before any gateway hears of a retirement.
+          const hold = await deps.holds.hold(courierId);
+          if (hold?.kind === 'DELIVERY') {
+            await store.update(courierId, { active: true });
+            throw retiringMidDelivery(courierId, hold.deliveryId);
+          }
+        }
         if (newRegNo) await giveBack(ctx, oldRegNo, courierId);
         await directoryChanged(ctx, updated, {
           fleetType: fleet.typeId !== undefined,

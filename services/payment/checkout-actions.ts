@@ -13,8 +13,8 @@ import {
 } from '../../libs/contracts/payment';
 import {
   badRequest,
-  conflict,
   notFound,
+  serviceBusy,
   serviceUnavailable,
   unauthorized,
   upstreamFailed,
@@ -166,9 +166,11 @@ export class Checkouts {
         // It may have finished while we looked: then its answer stands.
         const opened = await this.store.opened(session._id);
         if (opened) return opened;
-        throw conflict(
+        // A 503, not a 409: nothing is refused, and the order service, which retries a
+        // call lost with its node, must not record its request as refused.
+        throw serviceBusy(
           'This checkout is being opened by another request with the same key; retry after the seconds in `Retry-After`',
-          { retryAfter: Math.ceil(waitMs / 1000) },
+          Math.ceil(waitMs / 1000),
         );
       }
       let initialized: Initialized;

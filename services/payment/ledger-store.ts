@@ -112,18 +112,18 @@ export interface LedgerReport {
   checkedAt: string;
 }
 
-/**
- * Wallets as append-only ledgers on a database whose conditional updates are not atomic:
- * every write is an insert whose `_id` decides who wins, and every read on the way of a
- * posting is by `_id`, so that a posting costs the same on a wallet of ten entries or ten
- * million.
- */
 /** A reference's claim by a refund that came before its debit. */
 const VOIDED = 'VOIDED';
 
 /** Postings to one wallet take turns in this process (libs/turns). */
 const postings = new Turns();
 
+/**
+ * Wallets as append-only ledgers on a database whose conditional updates are not atomic:
+ * every write is an insert whose `_id` decides who wins, and every read on the way of a
+ * posting is by `_id`, so that a posting costs the same on a wallet of ten entries or ten
+ * million.
+ */
 export class LedgerStore {
   /** `turns`: the postings this store's take turns with (a test gives another: a second replica). */
   constructor(

@@ -19,7 +19,6 @@ export interface Queued {
   nextAttemptAt: Date;
 }
 
-/** An endpoint's messages of one delivery: sent one at a time, in order. */
 /**
  * The attempts one endpoint may have under way in a dispatcher: a quarter of its room (one at
  * least), so that a slow receiver with many deliveries waiting cannot hold every request slot
@@ -28,6 +27,7 @@ export interface Queued {
 export const endpointShare = (concurrency: number): number =>
   Math.max(1, Math.floor(concurrency / 4));
 
+/** An endpoint's messages of one delivery: sent one at a time, in order. */
 export const laneOf = (webhookId: string, deliveryId: string) => `${webhookId}:${deliveryId}`;
 
 /**

@@ -254,6 +254,12 @@ export class Dispatcher {
     now: Date,
   ): Promise<PostResult> {
     const { store, config, appEnv } = this.deps;
+    // Registered half-way by a version that stored the endpoint before its secret: failing
+    // (so its owner is told, and the endpoint disabled in time) beats throwing at every look.
+    if (target.secrets.length === 0) {
+      const error = `the endpoint has no signing secret; rotate it with POST /api/webhooks/${queued.webhookId}/rotate-secret`;
+      return { statusCode: null, error, durationMs: 0, responseExcerpt: null };
+    }
     const event = await store.event(queued.eventId);
     if (!event) throw new Error(`event ${queued.eventId} of message ${queued._id} is missing`);
     const body = JSON.stringify({

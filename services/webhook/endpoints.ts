@@ -142,15 +142,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         const url = await checkUrl(ctx.params.url);
         const at = now();
         const webhookId = randomUUID();
-        // Its first secret before the endpoint: a stored endpoint always has one to sign with.
         const secret = newWebhookSecret();
-        await store.claimSecret({
-          _id: secretId(webhookId, 1),
-          webhookId,
-          n: 1,
-          sealed: box.seal(secret),
-          createdAt: at,
-        });
         const existing = await store.endpointsOf(userId, appEnv);
         const cap = config.maxEndpoints;
         const endpoint = await createInPlace({
@@ -168,6 +160,15 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
             error: badRequest,
           }),
           insert: async (place) => {
+            // Its first secret before the endpoint: a stored endpoint always has one to sign
+            // with. Once a place is held: a registration refused at the cap writes nothing.
+            await store.claimSecret({
+              _id: secretId(webhookId, 1),
+              webhookId,
+              n: 1,
+              sealed: box.seal(secret),
+              createdAt: at,
+            });
             const record: EndpointRecord = {
               _id: webhookId,
               userId,
@@ -359,7 +360,17 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         if (message.status !== 'PENDING') {
           await store.updateMessage(message._id, { status: 'PENDING' });
         }
-        if (!(await store.requeue(queued))) {
+        let requeued = false;
+        try {
+          requeued = await store.requeue(queued);
+        } finally {
+          // Not queued again (still queued, its dispatcher about to conclude it; or a failure):
+          // the status goes back to what was read, or the log would say PENDING for good.
+          if (!requeued && message.status !== 'PENDING') {
+            await store.updateMessage(message._id, { status: message.status });
+          }
+        }
+        if (!requeued) {
           throw conflict(
             `Webhook delivery ${message._id} is still queued; its next attempt is on its way`,
           );

@@ -1,6 +1,12 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { checkTargetUrl, guardedLookup, type OutboundPolicy } from '../../libs/outbound-url';
+import { isIP } from 'node:net';
+import {
+  checkTargetUrl,
+  guardedLookup,
+  noPublicAddressNow,
+  type OutboundPolicy,
+} from '../../libs/outbound-url';
 import { EXCERPT_CHARS, excerpt } from './dispatch-rules';
 
 /** What one POST to an endpoint gave: a status (any) or the reason there was none. */
@@ -73,7 +79,7 @@ export function post(input: PostInput): Promise<PostResult> {
       });
     }, input.timeoutMs);
     req.on('error', (err: NodeJS.ErrnoException) => {
-      finish({ statusCode: null, error: describe(err), responseExcerpt: null });
+      finish({ statusCode: null, error: describeFailure(err), responseExcerpt: null });
     });
     req.end(input.body);
   });
@@ -90,6 +96,12 @@ function readExcerpt(res: IncomingMessage, done: (text: string) => void): void {
   res.on('error', () => done(excerpt(kept)));
 }
 
-function describe(err: NodeJS.ErrnoException): string {
+/** Name errors that would tell which names exist in our network (see `noPublicAddressNow`). */
+const NAME_ERRORS = new Set(['EUNSAFETARGET', 'ENOTFOUND', 'EAI_AGAIN', 'ENODATA']);
+
+export function describeFailure(err: NodeJS.ErrnoException & { hostname?: string }): string {
+  if (err.code && NAME_ERRORS.has(err.code) && err.hostname && isIP(err.hostname) === 0) {
+    return noPublicAddressNow(err.hostname);
+  }
   return err.code ? `${err.code}: ${err.message}` : err.message;
 }

@@ -157,7 +157,7 @@ describe('Paystack-compatible initialize', () => {
     expect(after.entries[0]).toMatchObject({ reference: `checkout:${reference}`, amount: '70.00' });
   });
 
-  it('opens one transaction for concurrent starts with one key: the others wait (409) and then get it', async () => {
+  it('opens one transaction for concurrent starts with one key: the others wait (503, Retry-After) and then get it', async () => {
     Object.assign(fake.fail, { initialize: 1, mode: 'late', lateMs: 300 });
     const params = deliveryCheckout(4200);
     const settled = await Promise.allSettled(
@@ -167,7 +167,7 @@ describe('Paystack-compatible initialize', () => {
     const refused = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason] : []));
     expect(answered.length).toBeGreaterThanOrEqual(1);
     for (const err of refused) {
-      expect(err).toMatchObject({ code: 409, data: { retryAfter: expect.any(Number) } });
+      expect(err).toMatchObject({ code: 503, data: { retryAfter: expect.any(Number) } });
       expect(String(err.message)).toMatch(/being opened by another request/);
     }
     const reference = answered[0].data.reference;

@@ -620,6 +620,38 @@ describe('replay and rotation', () => {
     );
   });
 
+  it('fails, not throws, an endpoint left without a secret by an older version, and says how to mend it', async () => {
+    const { merchant, webhook } = await merchantWithEndpoint('/no-secret', {
+      events: ['delivery.created'],
+    });
+    const db = await openServiceDatabase(stack.iso, 'webhook');
+    try {
+      await db.collection('webhook_secrets').deleteMany({ webhookId: webhook.id });
+    } finally {
+      await db.close();
+    }
+    // A dispatcher reads an endpoint's secrets again after a second.
+    await new Promise((r) => setTimeout(r, 1_100));
+    await simulated(merchant);
+    const attempted = await eventually(
+      async () => {
+        const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`);
+        const attempts = (log.body.data[0]?.attempts ?? []) as { error: string | null }[];
+        expect(attempts.length).toBeGreaterThan(0);
+        return attempts;
+      },
+      { timeout: 20_000 },
+    );
+    expect(attempted[0].error).toBe(
+      `the endpoint has no signing secret; rotate it with POST /api/webhooks/${webhook.id}/rotate-secret`,
+    );
+    expect(receiver.at('/no-secret')).toHaveLength(0);
+    // Rotating mends it.
+    expect((await api(merchant, 'POST', `/api/webhooks/${webhook.id}/rotate-secret`)).status).toBe(
+      201,
+    );
+  });
+
   it('after a rotation, signs with both secrets for a day', async () => {
     const { merchant, webhook } = await merchantWithEndpoint('/rotate', {
       events: ['delivery.created'],

@@ -1,6 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { post } from '../../../services/webhook/poster';
+import { describeFailure, post } from '../../../services/webhook/poster';
 
 /** A local endpoint that counts what reaches it and answers as told. */
 let server: Server;
@@ -64,5 +64,31 @@ describe('post', () => {
     const hung = await post(input(true));
     expect(hung).toMatchObject({ statusCode: null, error: 'no answer within 500 ms' });
     answer = (res) => res.end('ok');
+  });
+});
+
+describe('describeFailure', () => {
+  const failure = (code: string, hostname: string, message = `${code} ${hostname}`) =>
+    Object.assign(new Error(message), { code, hostname });
+
+  it('tells a name that does not resolve as one that resolves only to private addresses', () => {
+    const told =
+      'webhook target hooks.internal has no public address now; use a host name with a public DNS record';
+    expect(
+      describeFailure(
+        failure('ENOTFOUND', 'hooks.internal', 'getaddrinfo ENOTFOUND hooks.internal'),
+      ),
+    ).toBe(told);
+    expect(describeFailure(failure('EAI_AGAIN', 'hooks.internal'))).toBe(told);
+    expect(describeFailure(failure('EUNSAFETARGET', 'hooks.internal', 'anything'))).toBe(told);
+  });
+
+  it('keeps the code and message of other failures, and of an IP literal refused', () => {
+    expect(
+      describeFailure(failure('ECONNREFUSED', 'hooks.example.com', 'connect ECONNREFUSED')),
+    ).toBe('ECONNREFUSED: connect ECONNREFUSED');
+    expect(
+      describeFailure(failure('EUNSAFETARGET', '10.0.0.1', 'webhook target is 10.0.0.1')),
+    ).toBe('EUNSAFETARGET: webhook target is 10.0.0.1');
   });
 });
