@@ -269,7 +269,6 @@ export function checkTargetUrl(raw: string, policy: OutboundPolicy): TargetCheck
   return { ok: true, url };
 }
 
-/** The refusal of a connection: `code` is what a dispatcher tells apart from network errors. */
 /**
  * What a delivery is told of a name with no address it may call: the same whether the name
  * resolves to private addresses or not at all, so that which names exist inside is not told.
@@ -277,6 +276,7 @@ export function checkTargetUrl(raw: string, policy: OutboundPolicy): TargetCheck
 export const noPublicAddressNow = (hostname: string) =>
   `webhook target ${hostname} has no public address now; use a host name with a public DNS record`;
 
+/** The refusal of a connection: `code` is what a dispatcher tells apart from network errors. */
 export class UnsafeTargetError extends Error {
   readonly code = 'EUNSAFETARGET';
   constructor(
