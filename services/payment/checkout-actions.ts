@@ -146,7 +146,7 @@ export class Checkouts {
   /**
    * Opens the session's transaction at the provider: the first attempt whose reference no
    * call has used, each claimed by an insert (`attemptReference`). A call still running holds
-   * its attempt (409 with the seconds to wait); a failed one, or one that cannot be running
+   * its attempt (503 with the seconds to wait); a failed one, or one that cannot be running
    * any more, lets the next attempt start.
    */
   private async open(session: SessionRecord): Promise<OpenedRecord> {

@@ -134,6 +134,24 @@ export function defineCheckoutModels(connection: Connection) {
 
 export type CheckoutModels = ReturnType<typeof defineCheckoutModels>;
 
+/**
+ * Inserts `record` unless a document already has its `_id` (decision 16: the insert decides):
+ * the document that stands, and whether it is this one.
+ */
+async function claimById<T extends { _id: string }>(
+  model: {
+    create(doc: NoInfer<T>): Promise<unknown>;
+    findById(id: string): { lean<R>(): PromiseLike<R | null> };
+  },
+  record: T,
+  what: string,
+): Promise<{ standing: T; won: boolean }> {
+  if (await insertOnce(() => model.create(record))) return { standing: record, won: true };
+  const earlier = await model.findById(record._id).lean<T>();
+  if (!earlier) throw new Error(`${what} ${record._id} is claimed but cannot be read`);
+  return { standing: earlier, won: false };
+}
+
 const samePurpose = (a: CheckoutPurpose, b: CheckoutPurpose) => a.kind === b.kind && a.id === b.id;
 
 /**
@@ -158,9 +176,8 @@ export class CheckoutStore {
     what: { amountKobo: number; purpose: CheckoutPurpose },
   ): Promise<string> {
     const record = { _id: keyId, reference, ...what };
-    if (await insertOnce(() => this.m.CheckoutKey.create(record))) return reference;
-    const earlier = await this.m.CheckoutKey.findById(keyId).lean();
-    if (!earlier) throw new Error(`checkout key ${keyId} is claimed but cannot be read`);
+    const { standing: earlier, won } = await claimById(this.m.CheckoutKey, record, 'checkout key');
+    if (won) return reference;
     if (earlier.amountKobo !== what.amountKobo || !samePurpose(earlier.purpose, what.purpose)) {
       throw conflict(
         'This idempotency key was already used for another checkout (another amount or purpose); use a new key',
@@ -186,10 +203,8 @@ export class CheckoutStore {
    * else the attempt that holds it.
    */
   async claimAttempt(attempt: AttemptRecord): Promise<AttemptRecord | null> {
-    if (await insertOnce(() => this.m.CheckoutAttempt.create(attempt))) return null;
-    const earlier = await this.m.CheckoutAttempt.findById(attempt._id).lean<AttemptRecord>();
-    if (!earlier) throw new Error(`checkout attempt ${attempt._id} is claimed but cannot be read`);
-    return earlier;
+    const { standing, won } = await claimById(this.m.CheckoutAttempt, attempt, 'checkout attempt');
+    return won ? null : standing;
   }
 
   /** Marks an attempt whose call failed (only its claimant writes it): its reference is spent. */
@@ -203,12 +218,7 @@ export class CheckoutStore {
    * before attempts existed keep theirs and older replicas read it during a rollout.
    */
   async recordOpened(opened: OpenedRecord): Promise<OpenedRecord> {
-    let standing = opened;
-    if (!(await insertOnce(() => this.m.CheckoutOpened.create(opened)))) {
-      const earlier = await this.opened(opened._id);
-      if (!earlier) throw new Error(`checkout ${opened._id} is opened but cannot be read`);
-      standing = earlier;
-    }
+    const { standing } = await claimById(this.m.CheckoutOpened, opened, 'opened checkout');
     const { authorizationUrl, accessCode } = standing;
     await this.m.CheckoutSession.updateOne(
       { _id: standing._id },
@@ -233,12 +243,8 @@ export class CheckoutStore {
     decidedAt: Date,
   ): Promise<{ outcome: OutcomeRecord; won: boolean }> {
     const record: OutcomeRecord = { _id: reference, status, source, decidedAt };
-    if (await insertOnce(() => this.m.CheckoutOutcome.create(record))) {
-      return { outcome: record, won: true };
-    }
-    const earlier = await this.outcome(reference);
-    if (!earlier) throw new Error(`outcome of ${reference} is claimed but cannot be read`);
-    return { outcome: earlier, won: false };
+    const { standing, won } = await claimById(this.m.CheckoutOutcome, record, 'checkout outcome');
+    return { outcome: standing, won };
   }
 
   async isPending(reference: string): Promise<boolean> {

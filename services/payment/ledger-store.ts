@@ -46,6 +46,9 @@ const walletSchema = new Schema(
   { timestamps: true, versionKey: false },
 );
 
+/** A reference's claim by a refund that came before its debit. */
+const VOIDED = 'VOIDED';
+
 /**
  * A business reference, claimed by insert so that what it names is posted once. Its entry is
  * found without searching: none exists before `fromSequence` (the claim came first), and
@@ -56,7 +59,7 @@ const referenceSchema = new Schema(
     _id: { type: String, required: true },
     walletId: { type: String, required: true },
     /** An entry's type, or `VOIDED`: a debit given up before it came (`refundDebit`). */
-    type: { type: String, required: true, enum: [...ENTRY_TYPES, 'VOIDED'] },
+    type: { type: String, required: true, enum: [...ENTRY_TYPES, VOIDED] },
     amountKobo: { type: Number, required: true },
     fromSequence: { type: Number, required: true },
     checkedThrough: { type: Number, required: true },
@@ -111,9 +114,6 @@ export interface LedgerReport {
   problems: LedgerProblem[];
   checkedAt: string;
 }
-
-/** A reference's claim by a refund that came before its debit. */
-const VOIDED = 'VOIDED';
 
 /** Postings to one wallet take turns in this process (libs/turns). */
 const postings = new Turns();
