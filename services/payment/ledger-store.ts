@@ -7,7 +7,7 @@ import {
   type Posting,
   type WalletBalance,
 } from '../../libs/contracts/payment';
-import { conflict, unprocessable } from '../../libs/errors';
+import { WaybillError, conflict, unprocessable } from '../../libs/errors';
 import { insertOnce, raiseById } from '../../libs/mongo';
 import { Turns } from '../../libs/turns';
 import { LedgerAudit, entryId, nextBalance, signedAmount, type LedgerProblem } from './ledger';
@@ -243,11 +243,13 @@ export class LedgerStore {
 
   /**
    * Gives (part of) the debit posted under `debitReference` back, once: `refund` names the
-   * posting for the debit's claim. Null when no debit of `walletId` was posted under it; a
-   * debit not even claimed yet (its call still on its way, or waiting for the wallet) is given
-   * up for good (`VOIDED`), so that an undone request's late debit takes nothing. In the
-   * wallet's turn: no debit of this process is half-way meanwhile. One claimed on another
-   * replica and still posting is the window left (decision 46).
+   * posting for the debit's claim. Null when no debit of `walletId` was taken under it. A debit
+   * not even claimed yet (its call still on its way, or waiting for the wallet) is given up for
+   * good (`VOIDED`), so that an undone request's late debit takes nothing. A debit claimed but
+   * not written yet (a request still posting, on this replica or another, or one that died
+   * half-way) is posted here first, as its own request would post it: whichever writes it, the
+   * other meets it on its walk, so it is taken once and given back. Only a debit the balance
+   * still does not cover is left as it is (nothing was taken).
    */
   refundDebit(
     walletId: string,
@@ -260,10 +262,29 @@ export class LedgerStore {
         if (await this.giveUp(debitReference, walletId)) return null;
         debit = await this.findReference(debitReference);
       }
-      const posted = debit?.type === 'DEBIT' ? await this.postedEntry(debit) : null;
-      if (!debit || debit.walletId !== walletId || !posted) return null;
-      return this.postNow(refund(debit));
+      if (debit?.type !== 'DEBIT' || debit.walletId !== walletId) return null;
+      const giveBack = refund(debit);
+      if (!(await this.postedEntry(debit)) && !(await this.finishDebit(debit))) return null;
+      return this.postNow(giveBack);
     });
+  }
+
+  /** Posts a claimed debit as its request would: false when the balance does not cover it. */
+  private async finishDebit(debit: ReferenceRecord): Promise<boolean> {
+    const { walletId, amountKobo, description } = debit;
+    try {
+      await this.postNow({
+        walletId,
+        type: 'DEBIT',
+        amountKobo,
+        reference: debit._id,
+        description,
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof WaybillError && err.type === 'UNPROCESSABLE') return false;
+      throw err;
+    }
   }
 
   /** Claims a debit's reference so that no debit is ever posted under it: true when this did. */

@@ -71,6 +71,31 @@ async function storedEntries(walletId: string) {
   return entries as unknown as { _id: string; sequence: number; reference: string }[];
 }
 
+/** The node ids of the two payment replicas. */
+function paymentReplicas(): string[] {
+  const services = client.registry.getServiceList({ onlyAvailable: true }) as {
+    name: string;
+    nodeID: string;
+  }[];
+  const replicas = services.filter((s) => s.name === 'payment').map((s) => s.nodeID);
+  expect(replicas).toHaveLength(2);
+  return replicas;
+}
+
+/** The claim a debit leaves before it writes its entry (right after a wallet's first entry). */
+async function insertDebitClaim(walletId: string, reference: string, amountKobo: number) {
+  await db.collection('ledger_references').insertOne({
+    _id: reference as unknown as mongoose.mongo.ObjectId,
+    walletId,
+    type: 'DEBIT',
+    amountKobo,
+    fromSequence: 2,
+    checkedThrough: 1,
+    entrySequence: null,
+    description: null,
+  });
+}
+
 describe('200 concurrent debits against a wallet funded for exactly 50', () => {
   it('lets exactly 50 through, across two replicas, and leaves 0.00', async () => {
     const { userId, key } = await createUserWithKey(gateway.url);
@@ -188,14 +213,68 @@ describe('references', () => {
     expect((await verify()).body.data).toMatchObject({ clean: true });
   });
 
+  it('gives back a debit claimed but not written yet: the refund posts it first, the debit then finds it', async () => {
+    const userId = randomUUID();
+    await credit(userId, 5_000);
+    const reference = randomUUID();
+    // The claim of a debit still posting (on another replica, or dead half-way).
+    await insertDebitClaim(userId, reference, 1_000);
+    const refunded = await refund(userId, reference);
+    expect(refunded.entry).toMatchObject({ type: 'REFUND', amountKobo: 1_000, balanceKobo: 5_000 });
+    expect(await debit(userId, 1_000, reference)).toMatchObject({
+      replayed: true,
+      entry: { type: 'DEBIT', sequence: 2, balanceKobo: 4_000 },
+    });
+    expect((await storedEntries(userId)).map((e) => e.reference)).toEqual([
+      expect.stringMatching(/^test:/),
+      reference,
+      `refund:${reference}`,
+    ]);
+    expect((await verify()).body.data).toMatchObject({ clean: true });
+  });
+
+  it('leaves a claimed debit the balance does not cover as it is: nothing taken, nothing given back', async () => {
+    const userId = randomUUID();
+    await credit(userId, 500);
+    const reference = randomUUID();
+    await insertDebitClaim(userId, reference, 1_000);
+    await expect(refund(userId, reference)).rejects.toMatchObject({ code: 404 });
+    expect(await storedEntries(userId)).toHaveLength(1);
+  });
+
+  it('takes a debit and its refund racing on two replicas either both or neither', async () => {
+    const userId = randomUUID();
+    await credit(userId, 100_000);
+    const [first, second] = paymentReplicas();
+    const references = Array.from({ length: 20 }, () => randomUUID());
+    const raced = await Promise.all(
+      references.map(async (reference, i) => {
+        const [d, r] = await Promise.allSettled([
+          client.call(
+            'payment.debit',
+            { userId, amountKobo: 1_000, reference },
+            { nodeID: i % 2 ? first : second },
+          ),
+          client.call(
+            'payment.refund',
+            { userId, debitReference: reference },
+            { nodeID: i % 2 ? second : first },
+          ),
+        ]);
+        return { debited: d.status === 'fulfilled', refunded: r.status === 'fulfilled' };
+      }),
+    );
+    for (const { debited, refunded } of raced) expect(refunded).toBe(debited);
+    const wallet = (await client.call('payment.balance', { userId })) as { balanceKobo: number };
+    expect(wallet.balanceKobo).toBe(100_000);
+    const posted = raced.filter((x) => x.debited).length;
+    expect(await storedEntries(userId)).toHaveLength(1 + 2 * posted);
+  });
+
   it('takes a debit and its refund racing on one replica either both or neither', async () => {
     const userId = randomUUID();
     await credit(userId, 100_000);
-    const replica = (
-      client.registry.getServiceList({ onlyAvailable: true }) as { name: string; nodeID: string }[]
-    ).find((s) => s.name === 'payment')?.nodeID;
-    expect(replica).toBeDefined();
-    const on = { nodeID: replica };
+    const on = { nodeID: paymentReplicas()[0] };
     const references = Array.from({ length: 20 }, () => randomUUID());
     const raced = await Promise.all(
       references.map(async (reference, i) => {
@@ -277,16 +356,7 @@ describe('a posting interrupted by a crash', () => {
     await credit(userId, 5_000);
     const reference = randomUUID();
     // The claim of a request that died before writing its entry.
-    await db.collection('ledger_references').insertOne({
-      _id: reference as unknown as mongoose.mongo.ObjectId,
-      walletId: userId,
-      type: 'DEBIT',
-      amountKobo: 1_000,
-      fromSequence: 2,
-      checkedThrough: 1,
-      entrySequence: null,
-      description: null,
-    });
+    await insertDebitClaim(userId, reference, 1_000);
     const retried = await debit(userId, 1_000, reference);
     expect(retried).toMatchObject({ replayed: false, entry: { sequence: 2, balanceKobo: 4_000 } });
     expect(await storedEntries(userId)).toHaveLength(2);
