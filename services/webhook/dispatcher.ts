@@ -353,13 +353,19 @@ export class Dispatcher {
       return;
     }
     if (!shouldDisable(failingSince, at, config.disableAfterMs)) return;
+    const streak = await this.streakAsStored(endpoint._id, at);
+    if (!streak) return;
     const hours = Math.round(config.disableAfterMs / 3_600_000);
-    const reason = `Every attempt failed since ${failingSince.toISOString()} (${hours} h or more); fix the endpoint, then enable it with POST ${enableRoute(endpoint._id)}`;
+    const reason = `Every attempt failed since ${streak.toISOString()} (${hours} h or more); fix the endpoint, then enable it with POST ${enableRoute(endpoint._id)}`;
     const lastError =
       result.error ?? (result.statusCode === null ? null : `HTTP ${result.statusCode}`);
     // The notice first: a dispatcher stopping between the two leaves the endpoint ACTIVE, and
     // its next failure comes here again; the other way round nothing would tell the owner.
-    const disabledAt = await this.deps.recordDisable({ ...endpoint, failingSince }, at, lastError);
+    const disabledAt = await this.deps.recordDisable(
+      { ...endpoint, failingSince: streak },
+      at,
+      lastError,
+    );
     const disabled = { status: 'DISABLED' as const, disabledAt, disabledReason: reason };
     await store.updateEndpoint(endpoint._id, disabled);
     this.noteChange(endpoint._id, disabled);
@@ -369,6 +375,26 @@ export class Dispatcher {
       url: endpoint.url,
       reason,
     });
+  }
+
+  /**
+   * The failing streak to disable the endpoint for, as stored: another dispatcher's success
+   * within this one's cache window ended the one it knows. Null when no disable is due (nor
+   * possible: the endpoint was deleted or disabled meanwhile); a streak found ended starts again
+   * with this failure.
+   */
+  private async streakAsStored(webhookId: string, at: Date): Promise<Date | null> {
+    const { store, config } = this.deps;
+    const stored = await store.endpoint(webhookId);
+    if (!stored || stored.deleted || stored.status !== 'ACTIVE') return null;
+    const { failingSince } = stored;
+    if (!failingSince) {
+      await store.updateEndpoint(webhookId, { failingSince: at });
+      this.noteChange(webhookId, { failingSince: at });
+      return null;
+    }
+    this.noteChange(webhookId, { failingSince });
+    return shouldDisable(failingSince, at, config.disableAfterMs) ? failingSince : null;
   }
 
   /** Attempt n of the message, this dispatcher's if it inserted the attempt first. */

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceBroker } from 'moleculer';
 import type { Connection } from 'mongoose';
+import { loadConfig } from '../../libs/config';
+import { SecretBox } from '../../libs/secret-box';
+import { Dispatcher } from '../../services/webhook/dispatcher';
 import { DisableNotices, disabledNoticeId } from '../../services/webhook/notices';
 import {
   defineWebhookModels,
@@ -240,6 +243,116 @@ describe('the record of a disable', () => {
     expect(await store.notices.get(id)).toMatchObject({
       recipient: 'owner@example.com',
       status: 'SENT',
+    });
+  });
+});
+
+/**
+ * A dispatcher keeps an endpoint for a second between reads; another dispatcher's success in
+ * that second ends the failing streak it still knows. Its failure then must not disable.
+ */
+describe('a failing streak another dispatcher ended', () => {
+  let conn: Connection;
+  let store: WebhookStore;
+  const broker = new ServiceBroker({ logger: false });
+  const disableAfterMs = 3_000;
+
+  beforeAll(async () => {
+    conn = await openServiceDatabase(iso, 'streaks');
+    const models = defineWebhookModels(conn);
+    await Promise.all(Object.values(models).map((m) => m.init()));
+    store = new WebhookStore(() => models);
+  });
+  afterAll(() => conn?.close());
+
+  /** A message of a new event queued for the endpoint, due at `at`. */
+  async function queueMessage(webhookId: string, at: Date) {
+    const event = {
+      _id: randomUUID(),
+      type: 'delivery.status_changed' as const,
+      userId: randomUUID(),
+      deliveryId: randomUUID(),
+      sequence: 1,
+      createdAt: at,
+      data: {},
+    };
+    await store.recordEvents([event]);
+    const messageId = `${webhookId}:${event._id}`;
+    const common = { webhookId, eventId: event._id, sequence: 1, attempts: 0 };
+    await store.enqueueAll([
+      {
+        message: {
+          _id: messageId,
+          ...common,
+          type: event.type,
+          deliveryId: event.deliveryId,
+          status: 'PENDING',
+          lastAttemptAt: null,
+          lastStatusCode: null,
+          lastError: null,
+          deliveredAt: null,
+          createdAt: at,
+        },
+        queued: {
+          _id: messageId,
+          ...common,
+          lane: `${webhookId}:${event.deliveryId}`,
+          firstAttemptAt: null,
+          nextAttemptAt: at,
+          ephemeral: false,
+        },
+      },
+    ]);
+  }
+
+  it('starts a new streak instead of disabling the endpoint', async () => {
+    const failingSince = new Date('2031-01-01T00:00:00Z');
+    const webhookId = randomUUID();
+    // No signing secret: every attempt fails without a request (the dispatcher says why).
+    await store.insertEndpoint({
+      _id: webhookId,
+      userId: randomUUID(),
+      environment: 'staging',
+      url: 'https://hooks.example.com/waybill',
+      events: null,
+      description: null,
+      secretVersion: 1,
+      status: 'ACTIVE',
+      failingSince,
+      disabledAt: null,
+      disabledReason: null,
+      deleted: false,
+      createdAt: failingSince,
+    });
+    let disables = 0;
+    const config = loadConfig({ ...process.env, WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs) });
+    const dispatcher = new Dispatcher({
+      store,
+      config: config.webhook,
+      appEnv: config.appEnv,
+      box: new SecretBox('streak-test'),
+      logger: () => broker.getLogger('dispatcher-test'),
+      recordDisable: async (_endpoint, at) => {
+        disables += 1;
+        return at;
+      },
+    });
+    const later = (ms: number) => new Date(failingSince.getTime() + ms);
+    await queueMessage(webhookId, later(0));
+    // A failure short of the limit: the dispatcher now keeps the endpoint, streak and all.
+    await dispatcher.look(later(disableAfterMs - 200));
+    await dispatcher.settle();
+    expect(await store.endpoint(webhookId)).toMatchObject({ status: 'ACTIVE', failingSince });
+    // Another dispatcher's success ends the streak; a failure here, within the second, is due
+    // a disable by the streak this one knows.
+    await store.updateEndpoint(webhookId, { failingSince: null });
+    await queueMessage(webhookId, later(0));
+    await dispatcher.look(later(disableAfterMs + 300));
+    await dispatcher.settle();
+    expect(disables).toBe(0);
+    expect(await store.endpoint(webhookId)).toMatchObject({
+      status: 'ACTIVE',
+      failingSince: later(disableAfterMs + 300),
     });
   });
 });
