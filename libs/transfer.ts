@@ -146,11 +146,17 @@ export class TransferDesk {
   /**
    * A ticket for one body: pushed with it, the body is handed to `receive`, whose result or
    * error is the answer. `expired` runs instead when no push comes within the ticket's life.
+   * `unanswered` runs when a result could not be handed back (the pusher left: its call timed
+   * out, or it died), so that what `receive` made for nobody can be undone.
    */
-  expectBody(receive: (body: Readable) => Promise<unknown>, expired: () => void): TransferTicket {
+  expectBody<T>(
+    receive: (body: Readable) => Promise<T>,
+    expired: () => void,
+    unanswered: (data: T) => void = () => undefined,
+  ): TransferTicket {
     return this.issue('POST', expired, (req, res) => {
       receive(req).then(
-        (data) => answer(res, { ok: true, data }),
+        (data) => answer(res, { ok: true, data }, () => unanswered(data)),
         (err: unknown) => answer(res, { ok: false, error: plainError(err) }),
       );
     });
@@ -219,8 +225,13 @@ export class TransferDesk {
   }
 }
 
-function answer(res: http.ServerResponse, body: PushAnswer): void {
-  if (res.destroyed) return;
+/** Writes the answer; `lost` runs when it cannot be written whole (the pusher is gone). */
+function answer(res: http.ServerResponse, body: PushAnswer, lost?: () => void): void {
+  if (res.destroyed) {
+    lost?.();
+    return;
+  }
+  if (lost) res.once('close', () => res.writableFinished || lost());
   const json = Buffer.from(JSON.stringify(body));
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': json.length });
   res.end(json);

@@ -269,11 +269,26 @@ export function createFileService(config: Config): ServiceDefinition {
           const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
           if (refusal) throw refusal;
           const slot = takeSlot();
+          let stored: string[] = [];
           try {
             return openDesk().expectBody(
-              (body) =>
-                receive({ mode, userId, meta, body }, slot).then((slots) => answers[mode](slots)),
+              async (body) => {
+                const slots = await receive({ mode, userId, meta, body }, slot);
+                stored = slots.flatMap((s) => (isFailed(s) ? [] : [s.key]));
+                return answers[mode](slots);
+              },
               () => slot.release(),
+              // The gateway stopped waiting (its FILE_TIMEOUT_MS, or it died): nobody will
+              // ever hold these URLs.
+              () => {
+                ctx.service?.logger.warn(
+                  'upload unanswered (the gateway left); its files deleted',
+                  {
+                    keys: stored,
+                  },
+                );
+                void storage.remove(stored);
+              },
             );
           } catch (err) {
             slot.release();

@@ -1,4 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
+import { createS3Client } from '../../services/file/store';
 import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
 import { DOWNLOADS_ACTIVE_METRIC, UPLOADS_ACTIVE_METRIC } from '../../services/file/slots';
 import { eventually } from '../support/eventually';
@@ -404,4 +408,118 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
     await waitForDownloads(1);
     await waitForDownloads(0, 30_000);
   }, 90_000);
+});
+
+// ---------------------------------------------------------------- unanswered uploads
+
+/**
+ * An S3 endpoint in front of the real one that, while told to, holds every object write (a PUT
+ * of a key under `uploads/`) until released, and passes everything else straight on: S3 slow
+ * to store.
+ */
+async function holdingS3(target: string) {
+  const upstream = new URL(target);
+  let release = () => undefined as void;
+  let released: Promise<void> | undefined;
+  let held = 0;
+  let deletes = 0;
+  const server = http.createServer((req, res) => {
+    const hold = req.method === 'PUT' && /\/uploads\//.test(req.url ?? '') ? released : undefined;
+    if (hold) held += 1;
+    if (req.method === 'DELETE') deletes += 1;
+    const forward = http.request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    // The body is read at once; only the write's arrival upstream waits.
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (hold ?? Promise.resolve()).then(() => forward.end(Buffer.concat(chunks)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    held: () => held,
+    deletes: () => deletes,
+    hold: () => {
+      released = new Promise<void>((resolve) => (release = resolve));
+    },
+    release: () => {
+      released = undefined;
+      release();
+    },
+    close: () => {
+      release();
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('an upload the gateway stopped waiting for (gateway and file service apart)', () => {
+  const iso = isolation();
+  let nodes: NodeProcess[] = [];
+  let gateway: NodeProcess;
+  let s3: Awaited<ReturnType<typeof holdingS3>>;
+  const bucket = process.env.S3_BUCKET ?? 'waybill';
+  const direct = createS3Client({
+    endpoint: process.env.S3_ENDPOINT as string,
+    region: process.env.S3_REGION ?? 'us-east-1',
+    bucket,
+    accessKeyId: process.env.S3_ACCESS_KEY_ID,
+    secretAccessKey: process.env.S3_SECRET_ACCESS_KEY,
+    timeoutMs: 10_000,
+  });
+  const storedFor = async (userId: string) =>
+    (await direct.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `uploads/${userId}/` })))
+      .Contents ?? [];
+
+  beforeAll(async () => {
+    s3 = await holdingS3(process.env.S3_ENDPOINT as string);
+    const [file, gatewayNode] = await Promise.all([
+      startNode({ services: 'file', iso, env: { CDN_BASE_URL: CDN, S3_ENDPOINT: s3.url } }),
+      startNode({
+        services: 'gateway,account',
+        iso,
+        env: { CDN_BASE_URL: CDN, FILE_TIMEOUT_MS: '1500' },
+      }),
+    ]);
+    nodes = [file, gatewayNode];
+    gateway = gatewayNode;
+  });
+
+  afterAll(async () => {
+    await s3?.close();
+    direct.destroy();
+    await Promise.all(nodes.map((n) => n.stop()));
+    await dropDatabases(iso);
+  });
+
+  it('answers 504 and keeps nothing of it: what S3 stored after the gateway left is deleted', async () => {
+    const { userId, key } = await createUserWithKey(gateway.url);
+    await waitForFiles(gateway.url, key);
+    expect(await storedFor(userId)).toHaveLength(1);
+
+    s3.hold();
+    const answer = await upload(gateway.url, key);
+    expectErrorEnvelope(answer, 504);
+    expect(s3.held()).toBe(1);
+    s3.release();
+    // Stored once released, then deleted by the file service: only the warm-up's file stays.
+    await eventually(async () => expect(s3.deletes()).toBe(1), { timeout: 10_000, interval: 50 });
+    expect(await storedFor(userId)).toHaveLength(1);
+  }, 60_000);
 });

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { payloadTooLarge } from '../../../libs/errors';
@@ -153,6 +155,46 @@ describe('pushBody', () => {
     );
     const err = await rejectionOf(() => pushBody(agent, ticket, new PassThrough(), 100));
     expect(err).toMatchObject({ type: 'REQUEST_TIMEOUT' });
+  });
+
+  it('hands a result the pusher no longer waits for to `unanswered`, and only such a result', async () => {
+    const unanswered: string[] = [];
+    let lost = () => undefined as void;
+    const handedOver = new Promise<void>((resolve) => (lost = resolve));
+    let finish = (_: string) => undefined as void;
+    let pusherGone: Promise<unknown> = Promise.resolve();
+    const late = desk.expectBody(
+      (body) => {
+        body.resume();
+        pusherGone = once((body as IncomingMessage).socket, 'close');
+        return new Promise<string>((resolve) => (finish = resolve));
+      },
+      () => undefined,
+      (data) => {
+        unanswered.push(data);
+        lost();
+      },
+    );
+    const err = await rejectionOf(() =>
+      pushBody(agent, late, Readable.from([Buffer.from('body')]), 100),
+    );
+    expect(err).toMatchObject({ type: 'REQUEST_TIMEOUT' });
+    await pusherGone;
+    finish('made for nobody');
+    await handedOver;
+    const answered = desk.expectBody(
+      async (body) => {
+        body.resume();
+        return 'handed back';
+      },
+      () => undefined,
+      (data) => unanswered.push(data),
+    );
+    await expect(
+      pushBody(agent, answered, Readable.from([Buffer.from('body')]), 5_000),
+    ).resolves.toBe('handed back');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(unanswered).toEqual(['made for nobody']);
   });
 });
 
