@@ -13,6 +13,7 @@ import {
 } from '../../libs/contracts/payment';
 import {
   badRequest,
+  conflict,
   notFound,
   serviceBusy,
   serviceUnavailable,
@@ -136,11 +137,27 @@ export class Checkouts {
       };
       await this.store.createSession(record);
       session = (await this.store.session(reference)) ?? record;
+    } else {
+      await this.refuseEnded(session);
     }
     const { authorizationUrl } = session;
     if (authorizationUrl) return startAnswer(reference, { ...session, authorizationUrl });
     const opened = (await this.store.opened(reference)) ?? (await this.open(session));
     return startAnswer(reference, opened);
+  }
+
+  /**
+   * A key's checkout that has ended (expired or declined) is not opened or handed out again:
+   * a page paid after its end would never be credited (its money to be refunded by hand).
+   */
+  private async refuseEnded(session: SessionRecord): Promise<void> {
+    const outcome = await this.store.outcome(session._id);
+    const status = statusOf(session, outcome, new Date());
+    if (status === 'EXPIRED' || status === 'DECLINED') {
+      throw conflict(
+        `Checkout ${session._id} of this Idempotency-Key has ended (${status.toLowerCase()}); start a new one with a new key`,
+      );
+    }
   }
 
   /**
@@ -497,6 +514,7 @@ export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
           'Answers the external checkout payload: open `data.authorization_url` to pay `amount` NGN. Once paid, the wallet is credited exactly once, with an entry whose reference is `checkout:<reference>`. With an `Idempotency-Key`, a retry answers the same checkout.',
         response: checkoutStartView,
         errors: {
+          409: 'The checkout of this `Idempotency-Key` has ended (expired or declined); send a new key',
           502: 'The payment provider refused the checkout or answered nonsense; retry later',
           503: 'The payment provider or a service is unavailable; retry in a few seconds (with the same `Idempotency-Key`)',
           504: 'The payment provider or a service did not answer in time; retry (with the same `Idempotency-Key`)',

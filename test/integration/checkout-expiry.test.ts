@@ -53,6 +53,32 @@ describe('checkout expiry', () => {
     expect(await walletOf(stack.node.url, stack.alice.key)).toEqual(before);
   });
 
+  it('does not open or hand out a checkout again, for its key, once it has ended (409)', async () => {
+    const start = (idempotencyKey: string) =>
+      call(stack.client, 'payment.startCheckout', {
+        userId: stack.alice.userId,
+        amountKobo: 4_200,
+        purpose: { kind: 'WALLET_FUNDING', id: stack.alice.userId },
+        email: 'alice@example.com',
+        merchantName: 'Alice',
+        idempotencyKey,
+      });
+    const key = randomUUID();
+    const opened = await start(key);
+    expect(await start(key)).toEqual(opened);
+    const { reference } = opened.data;
+    await eventually(
+      () => expect(listener.log.of(reference).map((e) => e.name)).toContain('payment.failed'),
+      { timeout: 15_000 },
+    );
+    await expect(start(key)).rejects.toMatchObject({
+      code: 409,
+      message: `Checkout ${reference} of this Idempotency-Key has ended (expired); start a new one with a new key`,
+    });
+    const another = await start(randomUUID());
+    expect(another.data.reference).not.toBe(reference);
+  });
+
   it('expires a delivery’s checkout and sends payment.failed until acknowledged', async () => {
     const deliveryId = randomUUID();
     const start = await call(stack.client, 'payment.startCheckout', {
