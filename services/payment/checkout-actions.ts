@@ -354,12 +354,8 @@ export class Checkouts {
     if (!session) return false;
     const decided = await this.store.outcome(reference);
     if (decided && !(await this.store.isPending(reference))) {
-      if (decided.status !== 'PAID') {
-        this.deps.logger().error('a closed checkout was paid at the provider; refund it there', {
-          reference,
-          status: decided.status,
-        });
-      }
+      if (decided.status !== 'PAID')
+        this.uncredited(paidReference, `the checkout is ${decided.status}`);
       return false;
     }
     const verified = await this.deps.provider.verify(paidReference);
@@ -367,14 +363,32 @@ export class Checkouts {
       ? verificationMismatch(session, verified)
       : 'the provider knows no such transaction';
     if (mismatch) {
-      this.deps.logger().warn('webhook refused after verification', {
-        reference: paidReference,
-        mismatch,
-      });
+      if (verified?.status === 'success') this.uncredited(paidReference, mismatch);
+      else {
+        this.deps.logger().warn('webhook refused after verification', {
+          reference: paidReference,
+          mismatch,
+        });
+      }
       return false;
     }
     const outcome = await this.confirmPayment(session, 'paystack');
+    // The sweep expired it while the provider was asked (or had, and stopped before it was
+    // off the pending list): the payment stands at the provider, and is not credited.
+    if (outcome.status !== 'PAID')
+      this.uncredited(paidReference, `the checkout is ${outcome.status}`);
     return outcome.status === 'PAID' && outcome.source === 'paystack';
+  }
+
+  /**
+   * A payment the provider took that no checkout will credit (the checkout had ended, or the
+   * charge was for another amount): an operator must refund it at the provider.
+   */
+  private uncredited(providerReference: string, why: string): void {
+    this.deps.logger().error('a payment at the provider is not credited; refund it there', {
+      reference: providerReference,
+      why,
+    });
   }
 
   /**
@@ -416,11 +430,15 @@ export class Checkouts {
     // The transaction handed out is the only one a payer could reach.
     const opened = await this.store.opened(session._id);
     const verified = await this.deps.provider.verify(opened?.providerReference ?? session._id);
-    if (verified && verificationMismatch(session, verified) === null) {
+    const mismatch = verified && verificationMismatch(session, verified);
+    if (verified && mismatch === null) {
       await this.confirmPayment(session, 'sweep');
-    } else {
-      await this.decide(session, 'EXPIRED', 'sweep');
+      return;
     }
+    if (verified?.status === 'success' && mismatch) {
+      this.uncredited(opened?.providerReference ?? session._id, mismatch);
+    }
+    await this.decide(session, 'EXPIRED', 'sweep');
   }
 
   /** Runs the sweep every PAYMENT_SWEEP_INTERVAL_MS; the returned function stops it. */

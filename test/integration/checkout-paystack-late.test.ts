@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ObjectId } from 'mongodb';
 import { call } from '../../libs/contracts';
 import {
   FakePaystack,
@@ -10,6 +11,7 @@ import {
 import { eventually } from '../support/eventually';
 import { request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
+import { openServiceDatabase } from '../support/stack';
 
 /**
  * Paystack-compatible checkouts whose payment the provider confirms only after the checkout's
@@ -135,5 +137,56 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(await statusOf(sweeping, reference)).toBe('EXPIRED');
     await sleep(500);
     expect(await creditsOf(sweeping, reference)).toHaveLength(0);
+    expect(await uncreditedLogged(sweeping, reference)).toContain('the checkout is EXPIRED');
+  });
+
+  it('is logged for a refund when the sweep finds it paid for another amount', async () => {
+    const reference = await opened(sweeping, 70);
+    Object.assign(fake.transactions.get(reference) as object, { status: 'success', amount: 6_900 });
+    await eventually(
+      () => expect(listener.log.of(reference).map((e) => e.name)).toContain('payment.failed'),
+      { timeout: 15_000 },
+    );
+    expect(await statusOf(sweeping, reference)).toBe('EXPIRED');
+    expect(await uncreditedLogged(sweeping, reference)).toContain(
+      'the provider reports 6900 kobo, the checkout is for 7000',
+    );
+  });
+
+  it('is logged for a refund when the webhook finds the checkout expired as it confirms', async () => {
+    const reference = await opened(unswept, 85);
+    paidAtProvider(reference);
+    // The sweep recorded EXPIRED and stopped before taking it off its list.
+    const db = await openServiceDatabase(unswept.iso, 'payment');
+    try {
+      await db.collection('checkout_outcomes').insertOne({
+        _id: reference as unknown as ObjectId,
+        status: 'EXPIRED',
+        source: 'sweep',
+        decidedAt: new Date(),
+      });
+    } finally {
+      await db.close();
+    }
+    const reply = await signedChargeSuccess(unswept, reference);
+    expect(reply.status).toBe(200);
+    expect(reply.body.data).toEqual({ handled: false });
+    expect(await uncreditedLogged(unswept, reference)).toContain('the checkout is EXPIRED');
+    expect(await creditsOf(unswept, reference)).toHaveLength(0);
   });
 });
+
+/** The node's error log line that tells an operator to refund a payment of `reference`. */
+async function uncreditedLogged(stack: MerchantStack, reference: string): Promise<string> {
+  const logged = () =>
+    stack.node
+      .output()
+      .split('\n')
+      .find(
+        (l) => l.includes('a payment at the provider is not credited') && l.includes(reference),
+      );
+  await eventually(() => expect(logged()).toBeDefined());
+  const line = logged() as string;
+  expect(line).toMatch(/"level":"error"|ERROR/i);
+  return line;
+}
