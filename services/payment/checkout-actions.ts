@@ -20,6 +20,7 @@ import {
   unauthorized,
   upstreamFailed,
 } from '../../libs/errors';
+import { forEachAtOnce } from '../../libs/at-once';
 import { nameBasedId } from '../../libs/ids';
 import { nairaToKobo } from '../../libs/money';
 import { action, implement, requireUser, type ServiceActions } from '../../libs/service';
@@ -62,6 +63,11 @@ import type { LedgerStore } from './ledger-store';
 
 /** Sessions expired and events sent per sweep at most; the rest wait for the next one. */
 const SWEEP_BATCH = 100;
+/**
+ * Expired sessions one sweep asks the provider about at once: a provider answering slowly (up
+ * to PAYSTACK_TIMEOUT_MS) holds up a sweep of a hundred for a tenth of that.
+ */
+const EXPIRY_CHECKS_AT_ONCE = 10;
 
 export const SIGNATURE_HEADER = 'x-paystack-signature';
 
@@ -398,20 +404,23 @@ export class Checkouts {
    */
   async sweep(): Promise<void> {
     const now = new Date();
-    for (const reference of await this.store.duePending(now, SWEEP_BATCH)) {
-      await this.eachOnItsOwn(reference, async () => {
-        const session = await this.store.session(reference);
-        // Its start died between the two inserts; nobody ever saw its reference.
-        if (!session) await this.store.removePending(reference);
-        else await this.expire(session);
-      });
-    }
+    // The events first: expiries each ask the provider, which may take PAYSTACK_TIMEOUT_MS
+    // apiece while it is slow, and a payment's event must not wait behind them.
     for (const queued of await this.store.dueEvents(now, SWEEP_BATCH)) {
       await this.eachOnItsOwn(queued._id, async () => {
         await this.store.postpone(queued._id, this.nextAttempt(now));
         await this.deliver(queued);
       });
     }
+    const due = await this.store.duePending(now, SWEEP_BATCH);
+    await forEachAtOnce(due, EXPIRY_CHECKS_AT_ONCE, (reference) =>
+      this.eachOnItsOwn(reference, async () => {
+        const session = await this.store.session(reference);
+        // Its start died between the two inserts; nobody ever saw its reference.
+        if (!session) await this.store.removePending(reference);
+        else await this.expire(session);
+      }),
+    );
   }
 
   /** One checkout's part of a sweep: its failure (the provider is down) holds up no other. */

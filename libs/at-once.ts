@@ -1,0 +1,24 @@
+/**
+ * Runs `work` for each item, at most `limit` at a time, and settles when all have ended: one
+ * item's failure stops no other, and the first is rethrown at the end.
+ */
+export async function forEachAtOnce<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  let failure: { err: unknown } | undefined;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++];
+      try {
+        await work(item);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  if (failure) throw failure.err;
+}
