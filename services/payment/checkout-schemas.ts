@@ -30,11 +30,11 @@ export const fundWalletParams = Joi.object<FundWalletParams>({
 });
 
 /**
- * A page's reference as it comes in the URL: anything (bounded), so that a malformed one is
- * the same 404 page as an unknown one.
+ * A page's reference as it comes in the URL: anything (the URL's own limit bounds it), so that
+ * a malformed one, however long, is the same 404 page as an unknown one.
  */
 export const pageParams = Joi.object<{ reference: string }>({
-  reference: Joi.string().max(200).required(),
+  reference: Joi.string().required(),
 });
 
 export interface WebhookParams {
@@ -45,7 +45,8 @@ export interface WebhookParams {
 
 export const webhookParams = Joi.object<WebhookParams>({
   rawBody: Joi.string().base64().allow('').required(),
-  headers: Joi.object().pattern(Joi.string(), Joi.string()).required(),
+  // An empty signature is a missing one: 401, not a malformed request.
+  headers: Joi.object().pattern(Joi.string(), Joi.string().allow('')).required(),
 });
 
 export const webhookView = view('WebhookReceipt', {

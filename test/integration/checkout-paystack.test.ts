@@ -216,6 +216,7 @@ describe('POST /webhooks/paystack', () => {
 
   it.each([
     ['unsigned', () => ({})],
+    ['with an empty signature', () => ({ 'x-paystack-signature': '' })],
     [
       'forged (same length, other key)',
       (body: string) => ({ 'x-paystack-signature': new FakePaystack('sk_other').sign(body) }),

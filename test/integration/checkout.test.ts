@@ -203,6 +203,7 @@ describe('the sandbox checkout page', () => {
   it.each([
     ['an unknown reference', `/checkout/ck-${'0'.repeat(40)}`],
     ['a malformed one', '/checkout/%3Cscript%3E'],
+    ['one far too long', `/checkout/ck-${'3'.repeat(400)}`],
     ['a post for an unknown one', `/checkout/ck-${'1'.repeat(40)}/pay`],
   ])('answers %s with a 404 page', async (_what, path) => {
     const res = path.endsWith('/pay')
