@@ -6,7 +6,7 @@ import type { Broadcaster } from '../../libs/contracts/call';
 import { COURIER_NOT_FOUND, NO_MERCHANT_COURIERS } from '../../libs/contracts/matching';
 import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
 import type { SimulationMode } from '../../libs/contracts/matching';
-import { conflict, ERROR_STATUS, notFound, WaybillError, type ErrorType } from '../../libs/errors';
+import { conflict, isWaybillError, notFound, WaybillError, type ErrorType } from '../../libs/errors';
 import { nameBasedId } from '../../libs/ids';
 import type { AuthUser } from '../../libs/service';
 import { hashProofCode, newProofCode, newTrackingId } from './codes';
@@ -55,11 +55,18 @@ export interface RequestDeps {
 
 type Built = NonNullable<PendingRequest['built']>;
 
-/** A refusal the requester must see again on a retry: a 4xx from us or another service. */
-function isRefusal(err: unknown): err is { type?: string; code: number; message: string } {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && code >= 400 && code < 500;
+/**
+ * A refusal the requester must see again on a retry: a 4xx of ours, from this service or
+ * another. Not moleculer's own 4xx (no node runs the action, a node stopping, a full queue:
+ * 404s and 429s that pass), nor a time limit or a rate limit: a retry may well succeed.
+ */
+export function isRefusal(err: unknown): err is WaybillError {
+  if (!isWaybillError(err)) return false;
+  return err.code >= 400 && err.code < 500 && err.code !== 408 && err.code !== 429;
 }
+
+/** The payment service's answer that there is no debit to give back (nothing was taken). */
+export const isNoDebit = (err: unknown) => isWaybillError(err) && err.type === 'NOT_FOUND';
 
 /**
  * Creating a delivery request is a saga over four services: take the packages, price them,
@@ -320,8 +327,7 @@ export class DeliveryRequests {
     deliveryId: string,
     err: { type?: string; code: number; message: string; data?: unknown },
   ): Promise<void> {
-    const type = (err.type && err.type in ERROR_STATUS ? err.type : 'BAD_REQUEST') as ErrorType;
-    const error = { type, message: err.message, data: err.data };
+    const error = { type: err.type as ErrorType, message: err.message, data: err.data };
     await this.store.claimOutcome({ _id: deliveryId, outcome: 'REFUSED', error, at: new Date() });
     const pending = await this.store.pending(deliveryId);
     if (pending) await this.undo(pending);
@@ -338,8 +344,9 @@ export class DeliveryRequests {
           description: 'Delivery request not completed',
         });
       } catch (err) {
-        // No debit was made: nothing to give back.
-        if ((err as { code?: unknown }).code !== 404) throw err;
+        // No debit was made: nothing to give back. Anything else (the payment service down)
+        // keeps the request pending, for the sweep to give the debit back later.
+        if (!isNoDebit(err)) throw err;
       }
     }
     await call(services, 'package.release', { deliveryId: pending._id });

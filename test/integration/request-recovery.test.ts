@@ -16,7 +16,7 @@ import {
   type Party,
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
-import { createUserWithKey, expectErrorEnvelope, type Reply } from '../support/http';
+import { createUserWithKey, expectErrorEnvelope, request, type Reply } from '../support/http';
 import {
   dropDatabases,
   isolation,
@@ -34,6 +34,7 @@ import {
  */
 const iso = isolation();
 let rest: NodeProcess;
+let payment: NodeProcess | undefined;
 let order: NodeProcess | undefined;
 let db: mongoose.Connection;
 let redis: Redis;
@@ -53,16 +54,31 @@ const startOrder = (fault?: OrderFaultPoint) =>
     },
   });
 
+const REST_ENV = {
+  REQUEST_TIMEOUT_MS: '20000',
+  PAYMENT_SWEEP_INTERVAL_MS: '200',
+  PAYMENT_EVENT_RETRY_MS: '500',
+};
+/** Payment in a process of its own, so that a test can take it away; up once the gateway reaches it. */
+async function startPayment(): Promise<NodeProcess> {
+  const node = await startNode({ services: 'payment', iso, env: REST_ENV });
+  const someone = await createUserWithKey(rest.url);
+  await eventually(async () => expect((await walletOf(rest.url, someone.key)).status).toBe(200), {
+    timeout: 30_000,
+  });
+  return node;
+}
+
+const walletOf = (base: string, key: string) =>
+  request(base, 'GET', '/api/wallet', { headers: { 'api-key': key } });
+
 beforeAll(async () => {
   rest = await startNode({
-    services: 'gateway,account,geo,pricing,package,payment,courier-matching,webhook',
+    services: 'gateway,account,geo,pricing,package,courier-matching,webhook',
     iso,
-    env: {
-      REQUEST_TIMEOUT_MS: '20000',
-      PAYMENT_SWEEP_INTERVAL_MS: '200',
-      PAYMENT_EVENT_RETRY_MS: '500',
-    },
+    env: REST_ENV,
   });
+  payment = await startPayment();
   db = await openServiceDatabase(iso, 'order');
   redis = new Redis(process.env.REDIS_URL as string);
 }, 120_000);
@@ -71,6 +87,7 @@ afterAll(async () => {
   redis?.disconnect();
   await db?.close();
   await order?.stop();
+  await payment?.stop();
   await rest?.stop();
   await dropDatabases(iso);
 });
@@ -190,6 +207,42 @@ describe.each(ORDER_FAULT_POINTS)('a wallet-paid request whose order process die
       }
       expect(await balanceOf(rest.url, merchant)).toBe('10000.00');
     }
+    expect(await ledgerIsClean(rest.url)).toBe(true);
+  }, 180_000);
+});
+
+describe('a wallet-paid request undone while the payment service is away', () => {
+  it('stays pending until its debit can be given back, and is given back once', async () => {
+    const merchant = await createUserWithKey(rest.url);
+    await credit(rest.url, merchant, 10_000);
+    const packageId = await savePackage(rest.url, merchant);
+    await orderUp(merchant, 'before-ready');
+    await crash(() => requestDelivery(rest.url, merchant, [packageId]), merchant);
+    const { _id: deliveryId } = await halfDone();
+    expect(await balanceOf(rest.url, merchant)).not.toBe('10000.00');
+
+    // No node runs payment.refund (moleculer's 404): not the answer that nothing was debited.
+    await payment?.stop();
+    payment = undefined;
+    await orderUp(merchant);
+    await eventually(
+      async () =>
+        expect(
+          await db.collection('request_outcomes').findOne({ _id: deliveryId as never }),
+        ).toMatchObject({ outcome: 'REFUSED' }),
+      { timeout: 60_000, interval: 250 },
+    );
+    // Several sweeps later the request is still pending, its package still held.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await halfDone())._id).toBe(deliveryId);
+    expect(await freePackages(rest.url, merchant)).not.toContain(packageId);
+
+    payment = await startPayment();
+    await swept();
+    const refunds = (await entriesOf(rest.url, merchant)).filter((e) => e.type === 'REFUND');
+    expect(refunds.map((r) => r.reference)).toEqual([`refund:${deliveryId}`]);
+    expect(await balanceOf(rest.url, merchant)).toBe('10000.00');
+    expect(await freePackages(rest.url, merchant)).toContain(packageId);
     expect(await ledgerIsClean(rest.url)).toBe(true);
   }, 180_000);
 });
