@@ -94,13 +94,14 @@ export class DeliveryRequests {
   async create(params: RequestParams, who: Requester): Promise<DeliveryRecord> {
     const { user } = who;
     const request = readDeliveryRequest(params, user);
-    await this.checkCouriers(request, user.id, who.caller);
     const deliveryId = who.idempotencyToken
       ? nameBasedId('delivery', user.id, who.idempotencyToken)
       : randomUUID();
-    // Only a request named by its key can have run before.
+    // Only a request named by its key can have run before. Its answer stands whatever became
+    // of its couriers since, so they are checked only for a request not decided yet.
     const earlier = who.idempotencyToken ? await this.replay(deliveryId) : null;
     if (earlier) return earlier;
+    await this.checkCouriers(request, user.id, who.caller);
 
     const now = new Date();
     const claimed = await this.store.claimPending({

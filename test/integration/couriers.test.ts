@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
 import type mongoose from 'mongoose';
 import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
@@ -637,6 +638,36 @@ describe('delivery requests read the directory (the order service, through the c
     expect((await ask(who, specific)).status).toBe(201);
     await admin('PATCH', `/admin/couriers/${courier.id}`, { active: false });
     expectErrorEnvelope(await ask(who, specific), 404, 'Courier not found');
+  });
+
+  it('answers a retry with its key as the first time, though its courier was retired since', async () => {
+    const who = await fundedMerchant();
+    const courier = await createCourier();
+    const packageId = await savePackage(stack.node.url, who);
+    const key = { 'Idempotency-Key': randomUUID() };
+    const send = () =>
+      requestDelivery(
+        stack.node.url,
+        who,
+        [packageId],
+        { courierSelection: 'SPECIFIC', courierId: courier.id },
+        key,
+      );
+    const first = await send();
+    expect(first.status).toBe(201);
+    await admin('PATCH', `/admin/couriers/${courier.id}`, { active: false });
+    // The gateway's record of the key is gone (its answer was lost, say): the order service
+    // answers the retry from its own.
+    const redis = new Redis(process.env.REDIS_URL as string);
+    try {
+      const kept = await redis.keys(`${stack.iso.namespace}:idempotency:*`);
+      if (kept.length > 0) await redis.del(...kept);
+    } finally {
+      redis.disconnect();
+    }
+    const retried = await send();
+    expect(retried.status).toBe(201);
+    expect(retried.body.data.deliveryId).toBe(first.body.data.deliveryId);
   });
 
   it("MERCHANT_SPECIAL_COURIERS: only the merchant's active couriers count", async () => {
