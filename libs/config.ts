@@ -144,6 +144,11 @@ export interface Config {
     proofCodeSecret: string;
     /** Tests only: where to stop the process in the middle of a request. */
     fault: OrderFaultPoint | undefined;
+    /**
+     * How long before a SCHEDULED delivery must leave for its slot (the slot's start less the
+     * trip) the search for its courier starts.
+     */
+    scheduledSearchLeadMs: number;
   };
   /** Messages to people (the order service's outbox): SMS and e-mail, docs/deliveries.md. */
   notifications: {
@@ -629,6 +634,13 @@ const envSchema = Joi.object({
     .description(
       'How long a delivery request may be under way before the sweep takes it over: longer than REQUEST_TIMEOUT_MS',
     ),
+  ORDER_SCHEDULED_SEARCH_LEAD_MS: Joi.number()
+    .integer()
+    .min(0)
+    .default(2_700_000)
+    .description(
+      "How long before a SCHEDULED delivery must leave to reach its slot's start the search for its courier begins",
+    ),
   PROOF_CODE_SECRET: Joi.string()
     .empty('')
     .min(32)
@@ -956,6 +968,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       staleRequestMs: staleRequestMs(value.ORDER_STALE_REQUEST_MS, value.REQUEST_TIMEOUT_MS),
       proofCodeSecret: value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET,
       fault: orderFault(value.ORDER_FAULT, env),
+      scheduledSearchLeadMs: value.ORDER_SCHEDULED_SEARCH_LEAD_MS,
     },
     notifications: notificationsConfig(value),
     matching: {

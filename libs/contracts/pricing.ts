@@ -134,6 +134,8 @@ export interface PricedDelivery {
   fleetType: { id: string; name: string; icon: string | null };
   tierIds: TierIds;
   tariffVersion: string;
+  /** When a SCHEDULED delivery's slot opens, in the tariff's time zone (ISO); else null. */
+  slotStartsAt: string | null;
 }
 
 export interface PricingActions {

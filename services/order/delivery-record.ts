@@ -108,6 +108,8 @@ export interface DeliveryRecord {
   urgencyType: UrgencyType;
   deliveryDate: Date | null;
   deliverySlot: string | null;
+  /** When a SCHEDULED delivery's slot opens, in its tariff's time zone (absent on older records). */
+  slotStartsAt?: Date | null;
   note: string | null;
   payOnDelivery: PayOnDelivery | null;
   packages: { ids: string[]; totalWeightGrams: number; totalValueKobo: number };
@@ -235,6 +237,7 @@ export function buildDelivery(n: NewDelivery): {
     urgencyType: request.urgencyType,
     deliveryDate: request.schedule ? new Date(`${request.schedule.date}T00:00:00.000Z`) : null,
     deliverySlot: request.schedule?.slot ?? null,
+    slotStartsAt: priced.slotStartsAt ? new Date(priced.slotStartsAt) : null,
     note: request.note ?? null,
     payOnDelivery: request.payOnDelivery
       ? {

@@ -100,7 +100,11 @@ export function createOrderService(config: Config): ServiceDefinition {
   const shared = { store, outbox, services: () => broker, logger: () => logger };
   const transitions = new DeliveryTransitions(store);
   const announcer = new Announcer({ ...shared, transitions });
-  const settlement = new Settlement({ ...shared, announcer });
+  const settlement = new Settlement({
+    ...shared,
+    announcer,
+    scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
+  });
   const requests = new DeliveryRequests({
     ...shared,
     config: config.order,

@@ -6,7 +6,13 @@ import type { Broadcaster } from '../../libs/contracts/call';
 import { COURIER_NOT_FOUND, NO_MERCHANT_COURIERS } from '../../libs/contracts/matching';
 import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
 import type { SimulationMode } from '../../libs/contracts/matching';
-import { conflict, isWaybillError, notFound, WaybillError, type ErrorType } from '../../libs/errors';
+import {
+  conflict,
+  isWaybillError,
+  notFound,
+  WaybillError,
+  type ErrorType,
+} from '../../libs/errors';
 import { nameBasedId } from '../../libs/ids';
 import type { AuthUser } from '../../libs/service';
 import { hashProofCode, newProofCode, newTrackingId } from './codes';

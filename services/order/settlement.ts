@@ -10,6 +10,7 @@ import {
 import type { PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, type Share } from './lifecycle';
+import { searchStartsAt } from './scheduling';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
 import { hasWork, type OrderStore, type TransitionRecord, type WorkFlag } from './store';
@@ -34,6 +35,8 @@ export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEvent
 
 export interface SettlementDeps {
   store: OrderStore;
+  /** ORDER_SCHEDULED_SEARCH_LEAD_MS. */
+  scheduledSearchLeadMs: number;
   announcer: Announcer;
   outbox: Outbox;
   services: () => Caller & Broadcaster;
@@ -77,8 +80,22 @@ export class Settlement {
     }
   }
 
-  /** Every share is paid: matching looks for a courier, and the others are told. */
+  /**
+   * Every share is paid: matching looks for a courier (a SCHEDULED delivery's search waits for
+   * its date, `./scheduling`), and the others are told.
+   */
   async startMatching(delivery: DeliveryRecord, at: Date): Promise<void> {
+    const from = searchStartsAt(delivery, this.deps.scheduledSearchLeadMs);
+    if (from && from.getTime() > Date.now()) {
+      await this.deps.store.scheduleSearch(delivery._id, from);
+    } else {
+      await this.search(delivery);
+    }
+    await this.announce(DELIVERY_PAID_EVENT, delivery, at);
+  }
+
+  /** Asks matching to look for the delivery's courier (again: it starts a search once). */
+  async search(delivery: DeliveryRecord): Promise<void> {
     const [origin, destination] = await Promise.all([
       this.deps.store.address(delivery.originId),
       this.deps.store.address(delivery.destinationId),
@@ -95,7 +112,6 @@ export class Settlement {
       courierId: delivery.courierId,
       simulate: delivery.simulation ?? null,
     });
-    await this.announce(DELIVERY_PAID_EVENT, delivery, at);
   }
 
   /**

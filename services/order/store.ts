@@ -101,6 +101,13 @@ const proofAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 const simulationSchema = new Schema({ _id: String, since: Date }, plain);
 
 /**
+ * A paid SCHEDULED delivery whose search for a courier waits for its date, `_id` = the
+ * delivery's id: a small collection (deliveries booked ahead), scanned by the sweep.
+ */
+const scheduledSearchSchema = new Schema({ _id: String, dueAt: Date }, plain);
+scheduledSearchSchema.index({ dueAt: 1 });
+
+/**
  * The public tracking page's lookup, `_id` = tracking id → the delivery's id: FerretDB finds
  * a delivery by `trackingId` only by a scan, and the page is open to anyone.
  */
@@ -128,6 +135,11 @@ export function defineOrderModels(connection: Connection) {
     ProofCode: connection.model('ProofCode', proofCodeSchema, 'proof_codes'),
     ProofAttempt: connection.model('ProofAttempt', proofAttemptSchema, 'proof_attempts'),
     Simulation: connection.model('Simulation', simulationSchema, 'simulations'),
+    ScheduledSearch: connection.model(
+      'ScheduledSearch',
+      scheduledSearchSchema,
+      'scheduled_searches',
+    ),
     TrackingRef: connection.model('TrackingRef', trackingRefSchema, 'tracking_refs'),
     // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'user_deliveries', 'UserDelivery'),
@@ -617,5 +629,23 @@ export class OrderStore {
 
   async endSimulation(deliveryId: string): Promise<void> {
     await this.m.Simulation.deleteOne({ _id: deliveryId });
+  }
+
+  /** The delivery's search waits until `dueAt`; once, whoever records it. */
+  async scheduleSearch(deliveryId: string, dueAt: Date): Promise<void> {
+    await insertOnce(() => this.m.ScheduledSearch.create({ _id: deliveryId, dueAt }));
+  }
+
+  /** The deliveries whose search is due, earliest first. */
+  async dueSearches(now: Date, limit: number): Promise<string[]> {
+    const due = await this.m.ScheduledSearch.find({ dueAt: { $lte: now } })
+      .sort({ dueAt: 1 })
+      .limit(limit)
+      .lean();
+    return due.map((s) => String(s._id));
+  }
+
+  async dropScheduledSearch(deliveryId: string): Promise<void> {
+    await this.m.ScheduledSearch.deleteOne({ _id: deliveryId });
   }
 }

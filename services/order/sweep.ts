@@ -2,6 +2,7 @@ import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { Periodic } from '../../libs/periodic';
 import type { Announcer } from './announcer';
+import { isMatchingEligible } from './lifecycle';
 import type { DeliveryRequests } from './requests';
 import type { Settlement } from './settlement';
 import type { OrderStore } from './store';
@@ -50,6 +51,29 @@ export class OrderSweep {
   private async sweep(now: Date): Promise<void> {
     await this.step('requests', () => this.recoverRequests(now));
     await this.step('transitions', () => this.finishTransitions(now));
+    await this.step('scheduled searches', () => this.startDueSearches(now));
+  }
+
+  /**
+   * SCHEDULED deliveries whose search is due: started if the delivery still waits for a
+   * courier (not cancelled meanwhile), then taken off the list. A search starts once however
+   * often it is asked, so replicas may do this together.
+   */
+  private async startDueSearches(now: Date): Promise<void> {
+    const { store, transitions, settlement } = this.deps;
+    for (const deliveryId of await store.dueSearches(now, BATCH)) {
+      try {
+        const delivery = await transitions.current(deliveryId);
+        if (delivery && isMatchingEligible(delivery.lifecycle)) await settlement.search(delivery);
+        await store.dropScheduledSearch(deliveryId);
+      } catch (err) {
+        // Matching unreachable: this one stays on the list, the others go on.
+        this.deps.logger().warn('scheduled search not started; next sweep retries', {
+          deliveryId,
+          err: (err as Error).message,
+        });
+      }
+    }
   }
 
   private async step(name: string, work: () => Promise<void>): Promise<void> {

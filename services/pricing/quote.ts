@@ -19,7 +19,7 @@ import {
   type QuoteRequest,
   type QuoteRequestParams,
 } from './quote-request';
-import { scheduleProblem, type Schedule } from './schedule';
+import { scheduleProblem, zonedInstant, type Schedule } from './schedule';
 import type { TariffBook } from './tariff-book';
 import { toDeliveryCost, toModeAQuote, type PricedTrip } from './views';
 
@@ -169,11 +169,8 @@ export async function quoteLoad(
   sources: QuoteSources,
 ): Promise<PricedDelivery> {
   const params = ctx.params;
-  const trip = await priceLoad(ctx, sources, {
-    ...params,
-    schedule: readLoadSchedule(params),
-    valueField: 'packagesId',
-  });
+  const schedule = readLoadSchedule(params);
+  const trip = await priceLoad(ctx, sources, { ...params, schedule, valueField: 'packagesId' });
   const answer = toModeAQuote(trip, params);
   return {
     quote: answer,
@@ -183,5 +180,8 @@ export async function quoteLoad(
     fleetType: answer.deliveryCost.fleetType,
     tierIds: trip.choice.tierIds,
     tariffVersion: trip.choice.tariffVersion,
+    slotStartsAt: schedule
+      ? zonedInstant(schedule.date, schedule.slot.start, trip.choice.tariff.timezone).toISOString()
+      : null,
   };
 }

@@ -78,3 +78,20 @@ export function scheduleProblem(
 export function isOffHours(slot: Slot, openingTime: string, closingTime: string): boolean {
   return slot.start < minutesOf(openingTime) || slot.end > minutesOf(closingTime);
 }
+
+/**
+ * The instant `minutes` after midnight of `date` in `timeZone`: that wall-clock time read as
+ * UTC, moved by the zone's offset then. A time a daylight-saving change skips or repeats
+ * comes out an hour either way (no tariff zone of ours has one).
+ */
+export function zonedInstant(date: string, minutes: number, timeZone: string): Date {
+  const wall = Date.parse(`${date}T00:00:00Z`) + minutes * 60_000;
+  const offsetAt = (instant: number) => {
+    const local = localNow(new Date(instant), timeZone);
+    return Date.parse(`${local.date}T00:00:00Z`) + local.minutes * 60_000 - instant;
+  };
+  // The offset at the wall time read as UTC, then at the instant that gives: the second is
+  // the zone's offset at the answer unless a change lies between them.
+  const guess = wall - offsetAt(wall);
+  return new Date(wall - offsetAt(guess));
+}

@@ -110,6 +110,7 @@ describe('loadConfig defaults', () => {
         // Staging's fixed key: as long and as free of whitespace as a key that is set.
         proofCodeSecret: expect.stringMatching(/^\S{32,}$/),
         fault: undefined,
+        scheduledSearchLeadMs: 2_700_000,
       },
       notifications: {
         publicBaseUrl: 'http://localhost:3000',
@@ -679,6 +680,7 @@ describe('describeConfig', () => {
     'PAYMENT_EVENT_RETRY_MS',
     'ORDER_SWEEP_INTERVAL_MS',
     'ORDER_STALE_REQUEST_MS',
+    'ORDER_SCHEDULED_SEARCH_LEAD_MS',
     'PROOF_CODE_SECRET',
     'ORDER_FAULT',
     'SMTP_URL',

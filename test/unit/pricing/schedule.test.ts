@@ -1,4 +1,10 @@
-import { isOffHours, localNow, scheduleProblem } from '../../../services/pricing/schedule';
+import fc from 'fast-check';
+import {
+  isOffHours,
+  localNow,
+  scheduleProblem,
+  zonedInstant,
+} from '../../../services/pricing/schedule';
 
 describe('delivery slots in a tariff', () => {
   it('is off hours when it reaches outside opening time', () => {
@@ -39,5 +45,39 @@ describe('delivery dates in a tariff time zone', () => {
   it('refuses dates more than 30 days ahead', () => {
     expect(scheduleProblem('2026-12-23', morning, now, 'Africa/Lagos')).toBeNull();
     expect(scheduleProblem('2026-12-24', morning, now, 'Africa/Lagos')?.message).toMatch(/30 days/);
+  });
+});
+
+describe('the instant a slot starts, in the tariff time zone', () => {
+  it('reads the wall-clock time in that zone', () => {
+    expect(zonedInstant('2026-12-24', 540, 'Africa/Lagos').toISOString()).toBe(
+      '2026-12-24T08:00:00.000Z',
+    );
+    expect(zonedInstant('2026-12-24', 30, 'Africa/Lagos').toISOString()).toBe(
+      '2026-12-23T23:30:00.000Z',
+    );
+    expect(zonedInstant('2026-12-24', 540, 'UTC').toISOString()).toBe('2026-12-24T09:00:00.000Z');
+    expect(zonedInstant('2026-07-01', 600, 'Europe/London').toISOString()).toBe(
+      '2026-07-01T09:00:00.000Z',
+    );
+  });
+
+  it('is the time localNow reads back, whatever the date, minute and zone', () => {
+    const zones = ['Africa/Lagos', 'UTC', 'Africa/Nairobi', 'America/New_York', 'Asia/Kolkata'];
+    fc.assert(
+      fc.property(
+        fc.date({ min: new Date('2024-01-01T00:00:00Z'), max: new Date('2030-12-31T00:00:00Z') }),
+        fc.integer({ min: 0, max: 1439 }),
+        fc.constantFrom(...zones),
+        (day, minutes, zone) => {
+          const date = day.toISOString().slice(0, 10);
+          const instant = zonedInstant(date, minutes, zone);
+          const local = localNow(instant, zone);
+          // New York skips 02:00-02:59 once a year: those come out an hour later.
+          const skipped = zone === 'America/New_York' && local.minutes === minutes + 60;
+          if (!skipped) expect(local).toEqual({ date, minutes });
+        },
+      ),
+    );
   });
 });

@@ -1,0 +1,101 @@
+import type mongoose from 'mongoose';
+import { zonedInstant } from '../../services/pricing/schedule';
+import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
+import {
+  cancelDelivery,
+  credit,
+  getDelivery,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+} from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { useMerchantStack } from '../support/merchant-stack';
+import { openServiceDatabase } from '../support/stack';
+
+/**
+ * A SCHEDULED delivery is paid when it is booked, but its courier is searched for on its date:
+ * ORDER_SCHEDULED_SEARCH_LEAD_MS before it must leave to reach its slot's start (Lagos time,
+ * the tariff's zone). The order sweep starts the searches that are due.
+ */
+const stack = useMerchantStack({ internal: [], env: { ORDER_SWEEP_INTERVAL_MS: '200' } });
+const LEAD_MS = 2_700_000;
+let db: mongoose.Connection;
+let courier: Courier;
+
+beforeAll(async () => {
+  db = await openServiceDatabase(stack.iso, 'order');
+  courier = await courierAt(stack.node.url, { lat: ORIGIN.lat, lon: ORIGIN.lon });
+  await credit(stack.node.url, stack.alice, 100_000);
+});
+afterAll(() => db?.close());
+
+/** Three days from now, in Lagos. */
+const dateAhead = () =>
+  new Date(Date.now() + 3 * 86_400_000 + 3_600_000).toISOString().slice(0, 10);
+
+async function scheduled() {
+  const packageId = await savePackage(stack.node.url, stack.alice);
+  const deliveryDate = dateAhead();
+  const created = await requestDelivery(stack.node.url, stack.alice, [packageId], {
+    urgencyType: 'SCHEDULED',
+    deliveryDate,
+    deliverySlot: '09:00 - 12:00',
+  });
+  expect(created.status).toBe(201);
+  return { deliveryId: created.body.data.deliveryId as string, deliveryDate, created };
+}
+
+const searchOf = (deliveryId: string) =>
+  db.collection<{ _id: string; dueAt: Date }>('scheduled_searches').findOne({ _id: deliveryId });
+
+/** The date came: the search is due now. */
+const dueNow = (deliveryId: string) =>
+  db
+    .collection<{ _id: string; dueAt: Date }>('scheduled_searches')
+    .updateOne({ _id: deliveryId }, { $set: { dueAt: new Date() } });
+
+const offers = async () =>
+  (await asCourier(stack.node.url, courier, 'GET', '/courier/offers')).body.data as unknown[];
+
+describe('a SCHEDULED delivery paid from the wallet', () => {
+  it('waits for its date before its courier is searched for, then is offered', async () => {
+    const { deliveryId, deliveryDate, created } = await scheduled();
+    expect(created.body.data.deliveryFee.creator.paid).toBe(true);
+    const search = await searchOf(deliveryId);
+    const stored = await getDelivery(stack.node.url, stack.alice, deliveryId);
+    const record = await db
+      .collection<{ _id: string; etaSeconds: number }>('deliveries')
+      .findOne({ _id: deliveryId });
+    const etaMs = (record?.etaSeconds as number) * 1000;
+    expect(etaMs).toBeGreaterThan(0);
+    const slotStart = zonedInstant(deliveryDate, 9 * 60, 'Africa/Lagos').getTime();
+    expect(search?.dueAt.getTime()).toBe(slotStart - etaMs - LEAD_MS);
+    // Sweeps go by every 200 ms: nobody is offered it before its date.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await offers()).toEqual([]);
+    expect(stored.body.data.p2pDelivery.status).toBe('PENDING');
+
+    await dueNow(deliveryId);
+    const offer = await offerOf(stack.node.url, courier);
+    expect(offer.deliveryId).toBe(deliveryId);
+    await eventually(async () => expect(await searchOf(deliveryId)).toBeNull());
+    const declined = await asCourier(
+      stack.node.url,
+      courier,
+      'POST',
+      `/courier/offers/${offer.id}/decline`,
+    );
+    expect(declined.status).toBe(200);
+    expect((await cancelDelivery(stack.node.url, stack.alice, deliveryId)).status).toBe(201);
+  });
+
+  it('is never searched for once cancelled before its date', async () => {
+    const { deliveryId } = await scheduled();
+    expect(await searchOf(deliveryId)).not.toBeNull();
+    expect((await cancelDelivery(stack.node.url, stack.alice, deliveryId)).status).toBe(201);
+    await dueNow(deliveryId);
+    await eventually(async () => expect(await searchOf(deliveryId)).toBeNull());
+    expect(await offers()).toEqual([]);
+  });
+});
