@@ -81,7 +81,7 @@ export function createPackageService(config: Config): ServiceDefinition {
     }
   }
 
-  async function editPackage(userId: string, packageId: string, changes: object) {
+  async function editPackage(userId: string, packageId: string, changes: Record<string, unknown>) {
     // Edits check the claim too; a delivery claims before it marks the package.
     if (await store.isClaimed(packageId)) {
       throw await explainUnchanged(userId, packageId, 'edited');

@@ -28,6 +28,18 @@ const packageSchema = new Schema(
   { timestamps: true, versionKey: false },
 );
 
+/** The update that puts the edited fields back as `before` had them. */
+function restoring(before: object, changes: object) {
+  const was = before as Record<string, unknown>;
+  const keys = Object.keys(changes);
+  const kept = keys.filter((k) => was[k] !== undefined);
+  const absent = keys.filter((k) => was[k] === undefined);
+  return {
+    $set: Object.fromEntries(kept.map((k) => [k, was[k]])),
+    ...(absent.length > 0 ? { $unset: Object.fromEntries(absent.map((k) => [k, 1])) } : {}),
+  };
+}
+
 /**
  * Who holds a package: a delivery id, or DELETED. The package id is the claim's `_id`, so
  * the first insert wins and every other one fails with a duplicate key. This is the lock:
@@ -288,16 +300,21 @@ export class PackageStore {
    * was written. FerretDB writes the document whole from the copy the update read (decision
    * 99): an edit written as a delivery or a delete that claimed the package meanwhile marked it
    * could put back the copy without their mark, or their mark the copy without the edit. So the
-   * claim is read after the write: claimed, the edit is refused as if the claim came first, and
-   * the claim's mark written again; held by nobody yet marked, the mark of a delivery released
-   * while the edit was written (put back by the edit's copy) is cleared again.
+   * claim is read after the write: claimed, the edit is refused as if the claim came first, its
+   * fields put back as they were, and the claim's mark written again; held by nobody yet marked,
+   * the mark of a delivery released while the edit was written (put back by the edit's copy) is
+   * cleared again.
    */
-  async updateOpen(userId: string, packageId: string, changes: object) {
+  async updateOpen(userId: string, packageId: string, changes: Record<string, unknown>) {
+    const before = await this.byId(packageId);
     if (!(await updateByIdWhere(this.Package, packageId, open(userId), { $set: changes }))) {
       return null;
     }
     const holder = await this.holderOf(packageId);
     if (holder !== null) {
+      // Refused: what the user was told was not changed is not (the package may come back to
+      // their list when the delivery is released).
+      if (before) await this.Package.updateOne({ _id: packageId }, restoring(before, changes));
       await this.markAs(packageId, holder);
       return null;
     }

@@ -215,13 +215,14 @@ it("puts back another delivery's claim that a late second release deleted", asyn
   expect(await release(next)).toBe(1);
 });
 
-it('keeps the mark of a delivery that takes a package while it is edited', async () => {
+it('keeps the mark, and not the edit, of a package a delivery takes while it is edited', async () => {
   // The edit's write could put back the copy it read, without the delivery's mark: the package
   // then looked open while the delivery held it (FerretDB writes the whole document). An edit
   // that finds the package claimed after its write is refused, as if the claim came first.
   const userId = randomUUID();
   for (let round = 0; round < 12; round++) {
     const packageId = await save(userId);
+    const [original] = [...(await store.findHeld([packageId])).values()];
     const deliveryId = randomUUID();
     // Claimed as the edit begins (it checked the claim just before), marked as it is written.
     expect(await store.claim(packageId, userId, deliveryId)).toBe('taken');
@@ -232,6 +233,8 @@ it('keeps the mark of a delivery that takes a package while it is edited', async
     const [stored] = [...(await store.findHeld([packageId])).values()];
     expect(stored.p2pDeliveryId).toBe(deliveryId);
     expect(edited).toBeNull();
+    // Refused, so not written either: the delivery gives back the package it took.
+    expect(stored.description).toBe(original.description);
   }
   expect(await openIds(userId)).toEqual([]);
 });
