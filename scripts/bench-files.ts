@@ -8,7 +8,8 @@ import { loadavg } from 'node:os';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { PART_QUEUE, PART_SIZE, createS3Client } from '../services/file/store';
+import { PART_QUEUE, PART_SIZE } from '../services/file/store';
+import { directS3, S3_BUCKET } from '../test/support/s3';
 import { createUserWithKey } from '../test/support/http';
 import {
   HEADS,
@@ -58,15 +59,8 @@ const CDN = 'https://cdn.waybill.bench';
 
 requireInfrastructure(['MONGO_URL', 'NATS_URL', 'REDIS_URL', 'S3_ENDPOINT']);
 
-const bucket = process.env.S3_BUCKET ?? 'waybill';
-const s3 = createS3Client({
-  endpoint: process.env.S3_ENDPOINT as string,
-  region: process.env.S3_REGION ?? 'us-east-1',
-  bucket,
-  accessKeyId: process.env.S3_ACCESS_KEY_ID,
-  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY,
-  timeoutMs: 30_000,
-});
+const bucket = S3_BUCKET;
+const s3 = directS3(30_000);
 const written: string[] = [];
 
 const mb = (bytes: number) => bytes / 2 ** 20;

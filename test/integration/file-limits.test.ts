@@ -2,13 +2,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
-import { createS3Client } from '../../services/file/store';
 import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
 import { DOWNLOADS_ACTIVE_METRIC, UPLOADS_ACTIVE_METRIC } from '../../services/file/slots';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, type Reply } from '../support/http';
 import { count, samples } from '../support/metrics';
 import { HEADS, fileOf } from '../support/multipart';
+import { directS3, S3_BUCKET } from '../support/s3';
 import { stalledUpload, type StalledUpload } from '../support/stalled-upload';
 import {
   dropDatabases,
@@ -474,18 +474,13 @@ describe('an upload the gateway stopped waiting for (gateway and file service ap
   let nodes: NodeProcess[] = [];
   let gateway: NodeProcess;
   let s3: Awaited<ReturnType<typeof holdingS3>>;
-  const bucket = process.env.S3_BUCKET ?? 'waybill';
-  const direct = createS3Client({
-    endpoint: process.env.S3_ENDPOINT as string,
-    region: process.env.S3_REGION ?? 'us-east-1',
-    bucket,
-    accessKeyId: process.env.S3_ACCESS_KEY_ID,
-    secretAccessKey: process.env.S3_SECRET_ACCESS_KEY,
-    timeoutMs: 10_000,
-  });
+  const direct = directS3();
   const storedFor = async (userId: string) =>
-    (await direct.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `uploads/${userId}/` })))
-      .Contents ?? [];
+    (
+      await direct.send(
+        new ListObjectsV2Command({ Bucket: S3_BUCKET, Prefix: `uploads/${userId}/` }),
+      )
+    ).Contents ?? [];
 
   beforeAll(async () => {
     s3 = await holdingS3(process.env.S3_ENDPOINT as string);

@@ -8,7 +8,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { connect } from 'nats';
-import { createS3Client } from '../../services/file/store';
+import { directS3, S3_BUCKET } from '../support/s3';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request, type Reply } from '../support/http';
 import {
@@ -36,15 +36,8 @@ const ORIGIN = 'https://shop.example.com';
 const FILE_ENV = { CDN_BASE_URL: CDN, FILE_MAX_BYTES: String(MAX) };
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
-const s3: S3Client = createS3Client({
-  endpoint: process.env.S3_ENDPOINT as string,
-  region: process.env.S3_REGION ?? 'us-east-1',
-  bucket: process.env.S3_BUCKET ?? 'waybill',
-  accessKeyId: process.env.S3_ACCESS_KEY_ID,
-  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY,
-  timeoutMs: 10_000,
-});
-const BUCKET = process.env.S3_BUCKET ?? 'waybill';
+const s3: S3Client = directS3();
+const BUCKET = S3_BUCKET;
 
 afterAll(() => s3.destroy());
 

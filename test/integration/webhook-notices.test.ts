@@ -5,11 +5,7 @@ import { loadConfig } from '../../libs/config';
 import { SecretBox } from '../../libs/secret-box';
 import { Dispatcher } from '../../services/webhook/dispatcher';
 import { DisableNotices, disabledNoticeId } from '../../services/webhook/notices';
-import {
-  defineWebhookModels,
-  WebhookStore,
-  type EndpointRecord,
-} from '../../services/webhook/store';
+import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { credit, requestDelivery, savePackage, type Party } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, request } from '../support/http';
@@ -21,6 +17,7 @@ import {
   startNode,
   type NodeProcess,
 } from '../support/stack';
+import { endpointRecord } from '../support/webhook-records';
 import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
@@ -171,20 +168,9 @@ describe('the record of a disable', () => {
 
   it('is one notice, whose disabledAt every dispatcher writes', async () => {
     const failingSince = new Date('2030-01-01T00:00:00Z');
-    const endpoint: EndpointRecord & { failingSince: Date } = {
-      _id: randomUUID(),
-      userId: randomUUID(),
-      environment: 'staging',
-      url: 'https://hooks.example.com/waybill',
-      events: null,
-      description: null,
-      secretVersion: 1,
-      status: 'ACTIVE',
+    const endpoint = {
+      ...endpointRecord(randomUUID(), { createdAt: failingSince }),
       failingSince,
-      disabledAt: null,
-      disabledReason: null,
-      deleted: false,
-      createdAt: failingSince,
     };
     /** The notices of this store, the owner's address asked of `ownerEmail`. */
     const noticesAsking = (ownerEmail: (userId: string) => Promise<string>) =>
@@ -307,23 +293,10 @@ describe('a failing streak another dispatcher ended', () => {
 
   it('starts a new streak instead of disabling the endpoint', async () => {
     const failingSince = new Date('2031-01-01T00:00:00Z');
-    const webhookId = randomUUID();
     // No signing secret: every attempt fails without a request (the dispatcher says why).
-    await store.insertEndpoint({
-      _id: webhookId,
-      userId: randomUUID(),
-      environment: 'staging',
-      url: 'https://hooks.example.com/waybill',
-      events: null,
-      description: null,
-      secretVersion: 1,
-      status: 'ACTIVE',
-      failingSince,
-      disabledAt: null,
-      disabledReason: null,
-      deleted: false,
-      createdAt: failingSince,
-    });
+    const endpoint = endpointRecord(randomUUID(), { failingSince, createdAt: failingSince });
+    const webhookId = endpoint._id;
+    await store.insertEndpoint(endpoint);
     let disables = 0;
     const config = loadConfig({ ...process.env, WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs) });
     const dispatcher = new Dispatcher({
