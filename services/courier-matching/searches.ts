@@ -184,7 +184,7 @@ export class Searches {
     if (asLastRead?.reach.length === 0) {
       return this.waitForCourier(asLastRead.kept.record, now, asLastRead.kept);
     }
-    const search = await this.store.search(deliveryId);
+    let search = await this.store.search(deliveryId);
     if (!search) return;
     // Those found from the kept record stand while still no offer has been made.
     const reach =
@@ -213,7 +213,12 @@ export class Searches {
           return this.advance(deliveryId, now);
         }
       }
-      await this.letGo(latest, outcome ?? 'EXPIRED');
+      const closed = outcome ?? 'EXPIRED';
+      await this.letGo(latest, closed);
+      // The search was read before this courier was noted as tried: not asked again now.
+      if (closed === 'DECLINED' || closed === 'EXPIRED') {
+        search = { ...search, tried: [...search.tried, latest.courierId] };
+      }
     }
     if (this.timedOut(search, now)) return this.giveUp(deliveryId, now);
     // Found before the end and the offers were read: still this step's when there were none.

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
+import { offerId } from '../../services/courier-matching/matching-rules';
 import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
 import {
@@ -227,6 +228,8 @@ describe('matching', () => {
     expect(next.deliveryId).toBe(deliveryId);
     const last = await offerOf(third, 20_000);
     expect(last.deliveryId).toBe(deliveryId);
+    // The third offer: the silent courier was not asked again when theirs expired.
+    expect(last.id).toBe(offerId(deliveryId, 3));
     expect(await noOffer(first)).toBe(true);
     // The silent courier's late accept is refused.
     expectErrorEnvelope(
