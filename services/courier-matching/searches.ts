@@ -439,12 +439,14 @@ export class Searches {
       await this.store.noteTried(offer.deliveryId, offer.courierId);
     }
     const released = await this.store.releaseHold(offer.courierId, offer._id);
-    // A virtual courier stays out of every real search: it is never made available. And only
-    // the call that let the courier go marks them free, once they hold nothing else.
-    if (!released || offer.courierId === virtualCourierId(offer.deliveryId)) return;
+    // A virtual courier stays out of every real search: it is never made available.
+    if (offer.courierId === virtualCourierId(offer.deliveryId)) return;
+    // Marked free once they hold nothing, by this call or by a repeat of it: a call that let
+    // the courier go and then failed to mark them (Redis away, the process stopped) would
+    // otherwise leave them busy for good, since its repeat releases nothing.
     if (!(await this.store.hold(offer.courierId))) {
       await this.deps.couriers.setBusy(offer.courierId, false);
-      await this.wakeNearCourier(offer.courierId);
+      if (released) await this.wakeNearCourier(offer.courierId);
     }
   }
 
@@ -468,8 +470,10 @@ export class Searches {
     if (!latest) return;
     await this.store.claimOfferOutcome(latest._id, 'WITHDRAWN');
     const hold = await this.store.hold(latest.courierId);
-    if (hold?.deliveryId !== search._id) return;
-    if (hold.kind === 'OFFER' || alsoDelivery) await this.letGo(latest, 'WITHDRAWN');
+    // Holding another delivery's offer or trip: not this search's to let go.
+    if (hold && hold.deliveryId !== search._id) return;
+    // Holding nothing: let go all the same, so that a release cut short is finished.
+    if (!hold || hold.kind === 'OFFER' || alsoDelivery) await this.letGo(latest, 'WITHDRAWN');
   }
 
   private async giveUp(deliveryId: string, now: Date): Promise<void> {

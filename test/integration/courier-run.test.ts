@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
 import type mongoose from 'mongoose';
 import { offerId } from '../../services/courier-matching/matching-rules';
+import { CourierPositions } from '../../services/courier-matching/positions';
 import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
 import {
@@ -574,6 +576,33 @@ describe('pay-on-delivery and cancel', () => {
       const free = await asCourier(courier, 'GET', '/courier/deliveries/current');
       expect(free.body.data).toBeNull();
     });
+    const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
+    expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
+  });
+
+  it('frees a courier whose release was cut short before they were marked free, when the end is asked again', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat - 0.006, lon: ORIGIN.lon - 0.002 });
+    const first = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
+    const offer = await offerOf(courier);
+    await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
+    expect((await cancelDelivery(base(), first.merchant, first.deliveryId)).status).toBe(201);
+    await eventually(async () => {
+      const free = await asCourier(courier, 'GET', '/courier/deliveries/current');
+      expect(free.body.data).toBeNull();
+    });
+    // The hold was given back, and the mark that they are free lost (Redis away a moment).
+    const redis = new Redis(process.env.REDIS_URL as string);
+    try {
+      const positions = new CourierPositions(redis, {
+        keyPrefix: `${stack.iso.namespace}:couriers:`,
+        onlineMs: 60_000,
+      });
+      await positions.setBusy(courier.id, true);
+    } finally {
+      redis.disconnect();
+    }
+    // Order asks for the end again (its call failed with that write).
+    await call(stack.client, 'courier-matching.endMatching', { deliveryId: first.deliveryId });
     const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
     expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
   });
