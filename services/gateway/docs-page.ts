@@ -44,8 +44,9 @@ export async function sendDocsAsset(
   res: ServerResponse,
   dir = SWAGGER_UI_DIR,
 ): Promise<boolean> {
+  // Own names only: `constructor` or `__proto__` are not assets.
+  if (!Object.hasOwn(ASSETS, name)) return false;
   const type = ASSETS[name];
-  if (!type) return false;
   const file = createReadStream(join(dir, name));
   try {
     // The first chunk (or the end) is read before the status is set: opening and the first

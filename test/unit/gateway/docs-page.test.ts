@@ -71,12 +71,16 @@ describe('docsAssetRoute', () => {
     expect(logged).toEqual([]);
   });
 
-  it('answers 404 in the envelope for a name that is not whitelisted', async () => {
-    writeFileSync(join(dir, 'secret.txt'), 'no');
-    const res = await fetch(`${base}/docs/assets/secret.txt`);
-    expect(res.status).toBe(404);
-    expect(await res.json()).toMatchObject({ statusCode: 404, message: 'No such docs asset' });
-  });
+  it.each(['secret.txt', 'constructor', '__proto__', 'toString', 'hasOwnProperty'])(
+    'answers 404 in the envelope for a name that is not whitelisted: %s',
+    async (name) => {
+      writeFileSync(join(dir, 'secret.txt'), 'no');
+      const res = await fetch(`${base}/docs/assets/${name}`);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ statusCode: 404, message: 'No such docs asset' });
+      expect(logged).toEqual([]);
+    },
+  );
 
   it.each([
     ['missing', () => undefined],
