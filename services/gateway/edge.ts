@@ -30,7 +30,7 @@ const middleware =
 
 const FILE_CORS_HEADERS = 'api-key, content-type, x-request-id';
 const EXPOSED_HEADERS =
-  'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-ID';
+  'Content-Disposition, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-ID';
 
 /** One structured `http` line per request, probes at debug level; each answer is measured. */
 export function accessLog(
@@ -132,11 +132,14 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
       res.end();
       return true;
     }
-    const key = await authenticate(req);
+    // Before the key is checked: a page reads why it was refused (401, 429) as well.
     if (group === 'file' && origin) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
       res.setHeader('Vary', 'Origin');
+    }
+    const key = await authenticate(req);
+    if (group === 'file' && origin) {
       if (key.serverOnly) {
         throw forbidden(
           'This API key is server-only; browser calls to /file need a key created with serverOnly: false',

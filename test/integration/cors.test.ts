@@ -50,6 +50,20 @@ describe('browser calls to /file', () => {
     expect(reply.status).not.toBe(401);
     expect(reply.headers.get('access-control-allow-origin')).toBe(origin);
     expect(reply.headers.get('access-control-expose-headers')).toMatch(/RateLimit-Remaining/);
+    // A download's file name is the page's to read.
+    expect(reply.headers.get('access-control-expose-headers')).toMatch(/Content-Disposition/);
+  });
+
+  it.each([
+    ['a key that is not one', 'wb_live_nonsense'],
+    ['no key', undefined],
+  ])('answers %s with a 401 the page can read', async (_what, key) => {
+    const reply = await request(node.url, 'POST', '/file/download', {
+      headers: { origin, ...(key ? { 'api-key': key } : {}) },
+      json: { url: 'https://cdn.waybill.local/x.png' },
+    });
+    expectErrorEnvelope(reply, 401);
+    expect(reply.headers.get('access-control-allow-origin')).toBe(origin);
   });
 
   it('lets a serverOnly key call /file from a server (no Origin)', async () => {
