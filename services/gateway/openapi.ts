@@ -30,6 +30,9 @@ const GROUP_ERROR_DESCRIPTIONS: Partial<Record<RouteGroup, Record<number, string
   file: {
     403: 'A server-only key sent from a browser (`Origin`); browsers need a client-app key (`serverOnly: false`)',
   },
+  admin: {
+    429: 'Too many failed admin-token checks from your address; see `Retry-After`',
+  },
   courier: {
     401: 'Missing, malformed, unknown or revoked courier token, or its courier is retired',
     403: 'The courier is retired (inactive), or the call came from a browser',
@@ -41,7 +44,7 @@ const GROUP_ERROR_DESCRIPTIONS: Partial<Record<RouteGroup, Record<number, string
 const GROUP_STATUSES: Record<RouteGroup, number[]> = {
   api: [401, 403, 429],
   file: [401, 403, 429],
-  admin: [401, 403],
+  admin: [401, 403, 429],
   courier: [401, 403, 429],
   checkout: [],
   track: [],

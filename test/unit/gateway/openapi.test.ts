@@ -244,7 +244,7 @@ describe('buildOpenApi operations of the account service', () => {
     expect(op('/admin/users', 'get').responses['413']).toBeUndefined();
   });
 
-  it('secures admin routes with the admin token, with 401 and 403 but no 429', () => {
+  it('secures admin routes with the admin token, with 401, 403 and the 429 of too many failed checks', () => {
     const admin = allOperations(doc).filter(({ path }) => path.startsWith('/admin/'));
     expect(admin.length).toBeGreaterThanOrEqual(6);
     for (const { operation } of admin) {
@@ -252,7 +252,8 @@ describe('buildOpenApi operations of the account service', () => {
       expect(operation.tags).toEqual(['admin']);
       expect(operation.responses['401']).toBeDefined();
       expect(operation.responses['403']).toBeDefined();
-      expect(operation.responses['429']).toBeUndefined();
+      expect(operation.responses['429'].description).toMatch(/failed admin-token checks/);
+      expect(operation.responses['429'].headers['Retry-After']).toBeDefined();
     }
   });
 
@@ -595,7 +596,7 @@ describe('the parts of an operation', () => {
       400, 401, 403, 404, 409, 413, 422, 429, 500, 503, 504,
     ]);
     expect(errorStatuses(route({ group: 'admin', method: 'GET' }), '/admin/things')).toEqual([
-      400, 401, 403, 500, 503, 504,
+      400, 401, 403, 429, 500, 503, 504,
     ]);
     expect(
       errorStatuses(route({ method: 'GET', errors: { 404: 'No tariff' } }), '/api/things'),
