@@ -253,7 +253,7 @@ describe('buildOpenApi operations of the account service', () => {
       expect(operation.responses['401']).toBeDefined();
       expect(operation.responses['403']).toBeDefined();
       expect(operation.responses['429'].description).toMatch(/failed admin-token checks/);
-      expect(operation.responses['429'].headers['Retry-After']).toBeDefined();
+      expect(operation.responses['429'].headers?.['Retry-After']).toBeDefined();
     }
   });
 
