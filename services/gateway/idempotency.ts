@@ -232,7 +232,9 @@ export async function claimForRequest(
   const key = readIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]);
   if (key === undefined) return undefined;
   const { method, path } = describeRequest(req);
-  const fingerprint = requestFingerprint(method, path, params);
+  // Headers that change what the request does (`Waybill-Simulate`) are part of it too.
+  const options = meta.optionHeaders;
+  const fingerprint = requestFingerprint(method, path, options ? { params, options } : params);
   const claim = await store.claim(userId, key, fingerprint);
   if (claim.kind === 'first') meta.idempotencyToken = idempotencyToken(key, fingerprint);
   return claim;

@@ -117,6 +117,29 @@ describe('Waybill-Simulate', () => {
     await eventually(async () => expect(await freePackages(base(), merchant)).toContain(packageId));
   });
 
+  it('takes the header as part of the request an Idempotency-Key names', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    const packageId = await savePackage(base(), merchant);
+    const key = randomUUID();
+    const send = (mode: string) =>
+      requestDelivery(
+        base(),
+        merchant,
+        [packageId],
+        {},
+        {
+          'Idempotency-Key': key,
+          'Waybill-Simulate': mode,
+        },
+      );
+    const first = await send('no-courier');
+    expect(first.status).toBe(201);
+    expect((await send('no-courier')).headers.get('idempotent-replayed')).toBe('true');
+    // Another simulation is another request: the key is not its to replay.
+    expectErrorEnvelope(await send('delivered'), 422, /Idempotency-Key/);
+  });
+
   it('refuses a value it does not know, naming the ones it does', async () => {
     const merchant: Party = await createUserWithKey(base());
     const reply = await requestDelivery(
