@@ -1,5 +1,5 @@
 import { cellToLatLng, latLngToCell } from 'h3-js';
-import { badRequest } from '../../libs/errors';
+import { badRequest, serviceUnavailable } from '../../libs/errors';
 import {
   PRESERVED_NUMBERS,
   PRESERVED_STRINGS,
@@ -25,7 +25,17 @@ const PRESERVED_FIELDS = [...PRESERVED_STRINGS, ...PRESERVED_NUMBERS];
 export const H3_RESOLUTION = 9;
 
 /** Loads a saved address (owned by the order service); null when there is none. */
-export type SavedAddressLookup = (id: string) => Promise<ResolvedAddress | null>;
+/**
+ * A saved address of the caller's by id: null when there is none, `UNREADABLE` while the
+ * service that keeps them cannot be reached.
+ */
+export type SavedAddressLookup = (
+  id: string,
+) => Promise<ResolvedAddress | null | typeof UNREADABLE>;
+export const UNREADABLE = 'unreadable';
+
+/** What a stop's input says of itself, kept over a saved address it names. */
+const OWN_FIELDS = ['floor', 'contactName', 'contactPhone', 'contactEmail'] as const;
 
 interface Place {
   lat: number;
@@ -149,6 +159,13 @@ export interface ResolveOptions {
   geocoder?: TextGeocoder;
 }
 
+/** Whether the input names a place besides its saved address `id`. */
+function locatesItself(input: Exclude<AddressInput, string>): boolean {
+  return ['lat', 'address', 'addressLine1', 'mapPlaceId', 'phrase'].some(
+    (k) => input[k] !== undefined && input[k] !== '',
+  );
+}
+
 /** The text to geocode when text is all the input has to go on. */
 function textOnly(input: AddressInput): string | undefined {
   if (typeof input === 'string') return isPhrase(input) ? undefined : input;
@@ -168,8 +185,22 @@ export async function resolveAddress(
 ): Promise<ResolvedAddress> {
   if (typeof input !== 'string' && input.id) {
     const saved = await options.savedAddress(input.id);
-    if (!saved) throw unresolvable(`${field}.id`, `no saved address ${input.id}`);
-    return saved;
+    if (saved && saved !== UNREADABLE) {
+      const own = Object.fromEntries(
+        OWN_FIELDS.flatMap((k) => (input[k] === undefined ? [] : [[k, input[k]]])),
+      );
+      const note = input.additionalNote === undefined ? {} : { note: input.additionalNote };
+      return { ...saved, ...own, ...note };
+    }
+    // Not one (any more): the rest of the input, when it locates the stop, is geocoded.
+    if (!locatesItself(input)) {
+      if (saved === UNREADABLE) {
+        throw serviceUnavailable(
+          'Saved addresses cannot be read right now; retry in a few seconds, or send the address itself',
+        );
+      }
+      throw unresolvable(`${field}.id`, `no saved address ${input.id}`);
+    }
   }
   const text = textOnly(input);
   const point = text && options.geocoder ? await options.geocoder.geocode(text) : null;

@@ -12,7 +12,13 @@ import { badRequest, notFound, WaybillError } from '../../libs/errors';
 import { ServiceDatabase } from '../../libs/mongo';
 import { action, implement, type ServiceDefinition, type WaybillContext } from '../../libs/service';
 import { version } from '../../package.json';
-import { SAME_PLACE_MESSAGE, resolveAddress, samePlace, type ResolveOptions } from './address';
+import {
+  SAME_PLACE_MESSAGE,
+  UNREADABLE,
+  resolveAddress,
+  samePlace,
+  type ResolveOptions,
+} from './address';
 import { createNominatimGeocoder, type TextGeocoder } from './external-geocoder';
 import { createFleetTypeActions } from './fleet-type-admin';
 import {
@@ -70,7 +76,8 @@ export function createGeoService(config: Config): ServiceDefinition {
       try {
         return await call(ctx, 'order.getAddress', { addressId, userId });
       } catch (err) {
-        if ((err as { type?: string }).type === 'SERVICE_NOT_FOUND') return null;
+        // No order node (down, or not deployed): not an answer that there is no such address.
+        if ((err as { type?: string }).type === 'SERVICE_NOT_FOUND') return UNREADABLE;
         throw err;
       }
     },
