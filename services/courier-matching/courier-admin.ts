@@ -62,7 +62,7 @@ export interface CourierAdminDeps {
   tokens: CourierTokenStore;
   locations: CourierLocations;
   /** What each courier holds: an offer, or a delivery under way. */
-  holds: Pick<SearchStore, 'hold'>;
+  holds: Pick<SearchStore, 'hold' | 'claimOfferOutcome' | 'offerOutcome'>;
 }
 
 export function createCourierAdminActions(deps: CourierAdminDeps): ServiceActions {
@@ -243,9 +243,15 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         if (!updated) throw notFound(COURIER_NOT_FOUND);
         if (fields.active === false) {
           // An accept may have landed between the check and the write: then the courier
-          // stays at work, before any gateway hears of a retirement.
+          // stays at work, before any gateway hears of a retirement. An offer they hold is
+          // withdrawn, unless they accepted it first (its hold not yet the delivery's): the
+          // offer's one outcome decides between the accept and the retirement.
           const hold = await deps.holds.hold(courierId);
-          if (hold?.kind === 'DELIVERY') {
+          const accepted =
+            hold?.kind === 'OFFER' &&
+            !(await deps.holds.claimOfferOutcome(hold.offerId, 'WITHDRAWN')) &&
+            (await deps.holds.offerOutcome(hold.offerId)) === 'ACCEPTED';
+          if (hold && (hold.kind === 'DELIVERY' || accepted)) {
             await store.update(courierId, { active: true });
             throw retiringMidDelivery(courierId, hold.deliveryId);
           }

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type mongoose from 'mongoose';
 import { cancelDelivery, credit, ORIGIN, type Party } from '../support/deliveries';
 import { acceptOffer, asCourier, courierAt, offeredDelivery } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
-import { startNode, type NodeProcess } from '../support/stack';
+import { openServiceDatabase, startNode, type NodeProcess } from '../support/stack';
 import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
@@ -112,4 +113,45 @@ it('refuses to retire a courier taking a delivery to the door (409), and retires
   expect((await asCourier(base(), courier, 'POST', '/courier/location', at)).status).toBe(200);
   expect((await cancelDelivery(base(), merchant, deliveryId)).status).toBe(201);
   await eventually(async () => expect((await retire()).status).toBe(200));
+});
+
+describe('a retirement meeting an offer', () => {
+  let db: mongoose.Connection;
+  beforeAll(async () => {
+    db = await openServiceDatabase(stack.iso, 'matching');
+  });
+  afterAll(() => db?.close());
+
+  const retire = (courierId: string) =>
+    request(base(), 'PATCH', `/admin/couriers/${courierId}`, {
+      headers: adminHeaders,
+      json: { active: false },
+    });
+  const outcomeOf = (offerId: string) =>
+    db.collection<{ _id: string; outcome: string }>('offer_outcomes').findOne({ _id: offerId });
+
+  it('gives way to an accept claimed first (409): the courier stays at work', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    const courier = await courierAt(base(), { lat: ORIGIN.lat - 0.004, lon: ORIGIN.lon + 0.003 });
+    const { deliveryId, offer } = await offeredDelivery(base(), merchant, courier);
+    // The accept's claim, its hold not yet the delivery's (the confirmation under way).
+    await db
+      .collection('offer_outcomes')
+      .insertOne({ _id: offer.id as never, outcome: 'ACCEPTED', at: new Date() });
+    expectErrorEnvelope(await retire(courier.id), 409, new RegExp(`taking delivery ${deliveryId}`));
+    // Still at work, the accept standing: the search's next step confirms it.
+    const at = { lat: ORIGIN.lat - 0.004, lon: ORIGIN.lon + 0.004 };
+    expect((await asCourier(base(), courier, 'POST', '/courier/location', at)).status).toBe(200);
+    expect(await outcomeOf(offer.id)).toMatchObject({ outcome: 'ACCEPTED' });
+  });
+
+  it('withdraws an offer the courier had not accepted, so the search moves on', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    const courier = await courierAt(base(), { lat: ORIGIN.lat - 0.006, lon: ORIGIN.lon + 0.005 });
+    const { offer } = await offeredDelivery(base(), merchant, courier);
+    expect((await retire(courier.id)).status).toBe(200);
+    expect(await outcomeOf(offer.id)).toMatchObject({ outcome: 'WITHDRAWN' });
+  });
 });
