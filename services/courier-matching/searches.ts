@@ -445,8 +445,14 @@ export class Searches {
     // the courier go and then failed to mark them (Redis away, the process stopped) would
     // otherwise leave them busy for good, since its repeat releases nothing.
     if (!(await this.store.hold(offer.courierId))) {
-      await this.deps.couriers.setBusy(offer.courierId, false);
-      if (released) await this.wakeNearCourier(offer.courierId);
+      if (released) {
+        await this.deps.couriers.setBusy(offer.courierId, false);
+        await this.wakeNearCourier(offer.courierId);
+        return;
+      }
+      // Only finishing a release cut short: Redis away now must not hold up what waits on
+      // this call (a cancelled delivery's refund); the next call finishes it.
+      await this.deps.couriers.setBusy(offer.courierId, false).catch(() => undefined);
     }
   }
 

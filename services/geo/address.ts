@@ -24,10 +24,9 @@ const PRESERVED_FIELDS = [...PRESERVED_STRINGS, ...PRESERVED_NUMBERS];
 
 export const H3_RESOLUTION = 9;
 
-/** Loads a saved address (owned by the order service); null when there is none. */
 /**
- * A saved address of the caller's by id: null when there is none, `UNREADABLE` while the
- * service that keeps them cannot be reached.
+ * Loads a saved address of the caller's (owned by the order service): null when there is
+ * none, `UNREADABLE` while the service that keeps them cannot be reached.
  */
 export type SavedAddressLookup = (
   id: string,
@@ -141,7 +140,8 @@ function describe(place: Place, input: Exclude<AddressInput, string>, line?: str
 }
 
 /**
- * Resolves an address input without a saved address id (validated by `addressInput()`).
+ * Resolves an address input by what locates it, any saved address `id` aside (validated by
+ * `addressInput()`).
  * `field` names it in errors. Precedence: coordinates, mapPlaceId, phrase, then text.
  */
 export function resolvePlace(input: AddressInput, field: string): ResolvedAddress {

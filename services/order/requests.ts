@@ -64,7 +64,9 @@ type Built = NonNullable<PendingRequest['built']>;
 /**
  * A refusal the requester must see again on a retry: a 4xx of ours, from this service or
  * another. Not moleculer's own 4xx (no node runs the action, a node stopping, a full queue:
- * 404s and 429s that pass), nor a time limit or a rate limit: a retry may well succeed.
+ * 404s and 429s that pass), nor a time limit or a rate limit: they say nothing of the request
+ * itself, which stays pending for the sweep to undo (its retries then answer 409, and a new key
+ * sends it again).
  */
 export function isRefusal(err: unknown): err is WaybillError {
   if (!isWaybillError(err)) return false;
@@ -127,7 +129,7 @@ export class DeliveryRequests {
     try {
       return await this.run(deliveryId, request, who, now);
     } catch (err) {
-      if (isRefusal(err)) await this.refuse(deliveryId, err);
+      if (isRefusal(err)) await this.refuseAnswering(deliveryId, err);
       throw err;
     }
   }
@@ -327,6 +329,25 @@ export class DeliveryRequests {
     }
     await this.store.dropPending(delivery._id);
     await settlement.announce(DELIVERY_CREATED_EVENT, delivery, delivery.createdAt);
+  }
+
+  /**
+   * `refuse`, whose own failure (giving back what was taken while the payment or package
+   * service is away) leaves the rest to the sweep: the requester is answered the refusal, as
+   * every retry with the key will be.
+   */
+  private async refuseAnswering(
+    deliveryId: string,
+    err: { type?: string; code: number; message: string; data?: unknown },
+  ): Promise<void> {
+    try {
+      await this.refuse(deliveryId, err);
+    } catch (undoErr) {
+      this.deps.logger().warn('refused request not undone yet; the sweep finishes it', {
+        deliveryId,
+        err: (undoErr as Error).message,
+      });
+    }
   }
 
   /** Ends a refused request: its refusal recorded for retries, what it took given back. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { findByIdWhere, insertOnce, isDuplicateKey, updateByIdWhere } from '../../libs/mongo';
@@ -313,8 +314,16 @@ export class PackageStore {
     const holder = await this.holderOf(packageId);
     if (holder !== null) {
       // Refused: what the user was told was not changed is not (the package may come back to
-      // their list when the delivery is released).
-      if (before) await this.Package.updateOne({ _id: packageId }, restoring(before, changes));
+      // their list when the delivery is released). Only fields still as this edit wrote them:
+      // another edit's since is not undone.
+      const stored = await this.byId(packageId);
+      const ours = Object.keys(changes).filter((k) =>
+        isDeepStrictEqual((stored as Record<string, unknown> | null)?.[k], changes[k]),
+      );
+      if (before && ours.length > 0) {
+        const undone = Object.fromEntries(ours.map((k) => [k, changes[k]]));
+        await this.Package.updateOne({ _id: packageId }, restoring(before, undone));
+      }
       await this.markAs(packageId, holder);
       return null;
     }

@@ -247,6 +247,22 @@ describe('a wallet-paid request undone while the payment service is away', () =>
   }, 180_000);
 });
 
+describe('a wallet-paid request refused while the payment service is away', () => {
+  it('is answered its refusal, and undone by the sweep once payment is back', async () => {
+    const merchant = await createUserWithKey(rest.url);
+    await orderUp(merchant);
+    await payment?.stop();
+    payment = undefined;
+    // Not one of the merchant's packages: refused before anything is taken, but its undoing
+    // asks payment to give back a debit that may have been made.
+    const refused = await requestDelivery(rest.url, merchant, [randomUUID()]);
+    expectErrorEnvelope(refused, 400, 'Invalid packages selection');
+    expect(await db.collection('pending_requests').countDocuments()).toBe(1);
+    payment = await startPayment();
+    await swept();
+  }, 120_000);
+});
+
 describe('a checkout-paid request whose order process dies after-ready', () => {
   it('is finished by the sweep, and the checkout paid meanwhile marks it paid, crediting nothing back', async () => {
     const merchant = await createUserWithKey(rest.url);
