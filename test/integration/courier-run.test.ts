@@ -566,8 +566,9 @@ describe('pay-on-delivery and cancel', () => {
     // The sweep waits for a transition to be 15 s old before it settles it again.
   }, 120_000);
 
-  it('a delivery cancelled after assignment frees its courier for the next one', async () => {
-    const courier = await courierAt({ lat: ORIGIN.lat - 0.003, lon: ORIGIN.lon - 0.001 });
+  /** A courier at `at` who accepted a SPECIFIC delivery then cancelled, free again: both. */
+  async function cancelledUnderCourier(at: { lat: number; lon: number }) {
+    const courier = await courierAt(at);
     const first = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
     const offer = await offerOf(courier);
     await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
@@ -576,19 +577,22 @@ describe('pay-on-delivery and cancel', () => {
       const free = await asCourier(courier, 'GET', '/courier/deliveries/current');
       expect(free.body.data).toBeNull();
     });
+    return { courier, first };
+  }
+
+  it('a delivery cancelled after assignment frees its courier for the next one', async () => {
+    const { courier } = await cancelledUnderCourier({
+      lat: ORIGIN.lat - 0.003,
+      lon: ORIGIN.lon - 0.001,
+    });
     const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
     expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
   });
 
   it('frees a courier whose release was cut short before they were marked free, when the end is asked again', async () => {
-    const courier = await courierAt({ lat: ORIGIN.lat - 0.006, lon: ORIGIN.lon - 0.002 });
-    const first = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
-    const offer = await offerOf(courier);
-    await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
-    expect((await cancelDelivery(base(), first.merchant, first.deliveryId)).status).toBe(201);
-    await eventually(async () => {
-      const free = await asCourier(courier, 'GET', '/courier/deliveries/current');
-      expect(free.body.data).toBeNull();
+    const { courier, first } = await cancelledUnderCourier({
+      lat: ORIGIN.lat - 0.006,
+      lon: ORIGIN.lon - 0.002,
     });
     // The hold was given back, and the mark that they are free lost (Redis away a moment).
     const redis = new Redis(process.env.REDIS_URL as string);
