@@ -80,9 +80,9 @@ export function isOffHours(slot: Slot, openingTime: string, closingTime: string)
 }
 
 /**
- * The instant `minutes` after midnight of `date` in `timeZone`: that wall-clock time read as
- * UTC, moved by the zone's offset then. A time a daylight-saving change skips or repeats
- * comes out an hour either way (no tariff zone of ours has one).
+ * The instant `minutes` after midnight of `date` in `timeZone`. Across a daylight-saving
+ * change it answers as clocks do: a wall time the change skips is read with the offset before
+ * it (02:30 on a spring-forward night is 03:30 after it), a time it repeats is the first one.
  */
 export function zonedInstant(date: string, minutes: number, timeZone: string): Date {
   const wall = Date.parse(`${date}T00:00:00Z`) + minutes * 60_000;
@@ -90,8 +90,11 @@ export function zonedInstant(date: string, minutes: number, timeZone: string): D
     const local = localNow(new Date(instant), timeZone);
     return Date.parse(`${local.date}T00:00:00Z`) + local.minutes * 60_000 - instant;
   };
-  // The offset at the wall time read as UTC, then at the instant that gives: the second is
-  // the zone's offset at the answer unless a change lies between them.
-  const guess = wall - offsetAt(wall);
-  return new Date(wall - offsetAt(guess));
+  const readsBack = (instant: number) => instant + offsetAt(instant) === wall;
+  // Zones change offset at most once within a day of any instant: the offsets a day either side
+  // are the only ones the wall time can have.
+  const before = wall - offsetAt(wall - 86_400_000);
+  const after = wall - offsetAt(wall + 86_400_000);
+  const fitting = [before, after].filter(readsBack);
+  return new Date(fitting.length > 0 ? Math.min(...fitting) : before);
 }

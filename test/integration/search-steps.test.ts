@@ -107,9 +107,22 @@ it.each([
   expect(await searches.end(deliveryId)).toEqual({ ended: true });
   expect(await store.hold(courierId)).toBeNull();
   expect(freed).toEqual([courierId]);
-  // Again (order's writer and its sweep): nothing more to let go.
+  // Again (order's writer and its sweep), holding nothing: marked free again, which finishes a
+  // release cut short before its mark and changes nothing otherwise.
   expect(await searches.end(deliveryId)).toEqual({ ended: true });
-  expect(freed).toEqual([courierId]);
+  expect(freed).toEqual([courierId, courierId]);
+  // Again once they hold another delivery's trip: theirs, not this end's, to let go.
+  const next = randomUUID();
+  await store.claimHold({
+    _id: courierId,
+    deliveryId: next,
+    offerId: offerIdOf(next, 1),
+    kind: 'DELIVERY',
+    at,
+  });
+  expect(await searches.end(deliveryId)).toEqual({ ended: true });
+  expect(freed).toEqual([courierId, courierId]);
+  expect((await store.hold(courierId))?.deliveryId).toBe(next);
 });
 
 it('keeps a courier who accepted an offer made as another replica gave the search up', async () => {

@@ -62,22 +62,58 @@ describe('the instant a slot starts, in the tariff time zone', () => {
     );
   });
 
+  it('answers as clocks do across a daylight-saving change: a skipped time later, a repeated one first', () => {
+    // New York springs forward at 02:00 on 8 March 2026 and falls back at 02:00 on 1 November.
+    expect(zonedInstant('2026-03-08', 150, 'America/New_York').toISOString()).toBe(
+      '2026-03-08T07:30:00.000Z',
+    );
+    expect(zonedInstant('2026-11-01', 90, 'America/New_York').toISOString()).toBe(
+      '2026-11-01T05:30:00.000Z',
+    );
+    // London at 01:00 on 29 March and 25 October 2026.
+    expect(zonedInstant('2026-03-29', 90, 'Europe/London').toISOString()).toBe(
+      '2026-03-29T01:30:00.000Z',
+    );
+    expect(zonedInstant('2026-10-25', 90, 'Europe/London').toISOString()).toBe(
+      '2026-10-25T00:30:00.000Z',
+    );
+  });
+
   it('is the time localNow reads back, whatever the date, minute and zone', () => {
-    const zones = ['Africa/Lagos', 'UTC', 'Africa/Nairobi', 'America/New_York', 'Asia/Kolkata'];
+    const zones = [
+      'Africa/Lagos',
+      'UTC',
+      'Africa/Nairobi',
+      'America/New_York',
+      'Europe/London',
+      'Asia/Kolkata',
+      'Australia/Lord_Howe',
+    ];
     fc.assert(
       fc.property(
-        fc.date({ min: new Date('2024-01-01T00:00:00Z'), max: new Date('2030-12-31T00:00:00Z') }),
+        fc.date({
+          min: new Date('2024-01-01T00:00:00Z'),
+          max: new Date('2030-12-31T00:00:00Z'),
+          noInvalidDate: true,
+        }),
         fc.integer({ min: 0, max: 1439 }),
         fc.constantFrom(...zones),
         (day, minutes, zone) => {
           const date = day.toISOString().slice(0, 10);
           const instant = zonedInstant(date, minutes, zone);
           const local = localNow(instant, zone);
-          // New York skips 02:00-02:59 once a year: those come out an hour later.
-          const skipped = zone === 'America/New_York' && local.minutes === minutes + 60;
-          if (!skipped) expect(local).toEqual({ date, minutes });
+          // A time the spring change skips reads back as late as the change moved clocks on;
+          // read with the offset after the change, it is no instant either.
+          const skippedBy = local.minutes - minutes;
+          expect(local.date).toBe(date);
+          expect([0, 30, 60]).toContain(skippedBy);
+          if (skippedBy !== 0) {
+            const earlier = localNow(new Date(instant.getTime() - skippedBy * 60_000), zone);
+            expect(earlier.minutes).not.toBe(minutes);
+          }
         },
       ),
+      { numRuns: 2000 },
     );
   });
 });
