@@ -206,7 +206,8 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
           const courierId = requireCourier(ctx);
           const { lat, lon } = ctx.params;
           const at = new Date();
-          await locations.report(courierId, lat, lon, at);
+          const busyFor = await locations.report(courierId, lat, lon, at);
+          if (busyFor) await searches.checkBusy(courierId, busyFor);
           searches.courierNear({ lat, lon }, at);
           return { lat, lon, at: at.toISOString() };
         },

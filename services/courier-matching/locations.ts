@@ -75,9 +75,10 @@ export class CourierLocations {
   /**
    * Takes a courier's report: 403 when it is retired (and out of the index, in case the
    * change did not reach it), 404 when it is not in the directory. A report the index refuses
-   * as checked against an outdated entry is checked again against a fresh one, once.
+   * as checked against an outdated entry is checked again against a fresh one, once. Answers
+   * the offer a busy mark stands for when it is due a check against the courier's hold.
    */
-  async report(courierId: string, lat: number, lon: number, at: Date): Promise<void> {
+  async report(courierId: string, lat: number, lon: number, at: Date): Promise<string | undefined> {
     for (let attempt = 0; ; attempt++) {
       const entry = await this.directory.get(courierId);
       if (!entry) throw notFound(COURIER_NOT_FOUND);
@@ -86,8 +87,8 @@ export class CourierLocations {
         throw forbidden(COURIER_RETIRED);
       }
       const courier = { id: courierId, fleetTypeId: entry.fleetTypeId, version: entry.version };
-      const outcome = await this.deps.positions.report(courier, lat, lon, at);
-      if (outcome !== 'outdated-directory' || attempt > 0) return;
+      const { outcome, busyFor } = await this.deps.positions.report(courier, lat, lon, at);
+      if (outcome !== 'outdated-directory' || attempt > 0) return busyFor;
       this.directory.forget(courierId);
     }
   }

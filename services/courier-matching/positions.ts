@@ -43,6 +43,13 @@ export interface NearCourier {
   distanceKm: number;
 }
 
+/**
+ * How long a courier's busy mark stands before a report of theirs has it checked against
+ * their hold (`Searches.checkBusy`): a mark whose clearing was lost (Redis away as the
+ * courier was let go, the process stopped) would otherwise keep them out of every search.
+ */
+export const BUSY_CHECK_MS = 60_000;
+
 /** What became of a report: stored, or refused as older than what Redis holds. */
 export type ReportOutcome =
   | 'stored'
@@ -66,11 +73,13 @@ export const positionsUnavailable = () =>
 
 /**
  * KEYS[1] the courier's hash. ARGV: avail prefix, courier id, fleet type, lat, lon, at (ms),
- * res-7 cell, res-9 cell, directory version ('' when unknown: the hash's is kept), moved set.
- * 1 stored, 0 the hash was written under a newer directory version, 2 it holds a later report.
+ * res-7 cell, res-9 cell, directory version ('' when unknown: the hash's is kept), moved set,
+ * how long a busy mark stands unchecked (ms). 1 stored, 0 the hash was written under a newer
+ * directory version, 2 it holds a later report; stored with a busy mark due a check: the
+ * offer id it was made for (the check is then noted as done).
  */
 const REPORT = `
-local old = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'busy', 'v', 'lat', 'lon', 'at', 'retired')
+local old = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'busy', 'v', 'lat', 'lon', 'at', 'retired', 'busyFor', 'busyChecked')
 local avail, id, fleet, at = ARGV[1], ARGV[2], ARGV[3], ARGV[6]
 local retired = old[9] == '1'
 if ARGV[9] ~= '' then
@@ -92,6 +101,10 @@ if old[4] ~= '1' and not retired then
   redis.call('ZADD', avail .. fleet .. ':9:' .. ARGV[8], at, id)
 end
 if old[6] ~= ARGV[4] or old[7] ~= ARGV[5] then redis.call('SADD', ARGV[10], id) end
+if old[4] == '1' and old[10] and tonumber(at) - tonumber(old[11] or '0') >= tonumber(ARGV[11]) then
+  redis.call('HSET', KEYS[1], 'busyChecked', at)
+  return old[10]
+end
 return 1
 `;
 
@@ -127,18 +140,24 @@ end
 return 0
 `;
 
-/** KEYS[1] the hash. ARGV: avail prefix, id, '1' busy or '0' free. */
+/**
+ * KEYS[1] the hash. ARGV: avail prefix, id, '1' busy or '0' free, the offer id the mark is
+ * for ('' none), now (ms). A mark for an offer is cleared only by a call for the same offer
+ * (or for none): 0 when it is another's.
+ */
 const BUSY = `
-local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'at', 'retired')
-local avail, id = ARGV[1], ARGV[2]
+local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'at', 'retired', 'busyFor')
+local avail, id, offer = ARGV[1], ARGV[2], ARGV[4]
 if ARGV[3] == '1' then
-  redis.call('HSET', KEYS[1], 'busy', '1')
+  redis.call('HSET', KEYS[1], 'busy', '1', 'busyChecked', ARGV[5])
+  if offer ~= '' then redis.call('HSET', KEYS[1], 'busyFor', offer) else redis.call('HDEL', KEYS[1], 'busyFor') end
   if p[1] and p[2] then
     redis.call('ZREM', avail .. p[1] .. ':7:' .. p[2], id)
     redis.call('ZREM', avail .. p[1] .. ':9:' .. p[3], id)
   end
 else
-  redis.call('HDEL', KEYS[1], 'busy')
+  if offer ~= '' and p[6] and p[6] ~= offer then return 0 end
+  redis.call('HDEL', KEYS[1], 'busy', 'busyFor', 'busyChecked')
   if p[1] and p[2] and p[4] and p[5] ~= '1' then
     redis.call('ZADD', avail .. p[1] .. ':7:' .. p[2], p[4], id)
     redis.call('ZADD', avail .. p[1] .. ':9:' .. p[3], p[4], id)
@@ -201,7 +220,7 @@ return out
 `;
 
 interface PositionCommands {
-  reportPosition(key: string, ...args: string[]): Promise<number>;
+  reportPosition(key: string, ...args: string[]): Promise<number | string>;
   searchCells(keyCount: number, ...keysThenArgs: string[]): Promise<string[]>;
   anyOnline(keyCount: number, ...keysThenArgs: string[]): Promise<number>;
   setCourierBusy(key: string, ...args: string[]): Promise<number>;
@@ -291,7 +310,7 @@ export class CourierPositions {
     lat: number,
     lon: number,
     at: Date,
-  ): Promise<ReportOutcome> {
+  ): Promise<{ outcome: ReportOutcome; busyFor?: string }> {
     const { c7, c9 } = cellsOf({ lat, lon });
     return orUnavailable(async () => {
       const answer = await this.redis.reportPosition(
@@ -306,8 +325,11 @@ export class CourierPositions {
         c9,
         courier.version === undefined ? '' : String(courier.version),
         this.moved,
+        String(BUSY_CHECK_MS),
       );
-      return REPORT_OUTCOMES[answer];
+      return typeof answer === 'string'
+        ? { outcome: 'stored', busyFor: answer }
+        : { outcome: REPORT_OUTCOMES[answer] };
     }, positionsUnavailable);
   }
 
@@ -431,13 +453,25 @@ export class CourierPositions {
     return found.sort(byDistance).slice(0, q.limit);
   }
 
-  /** Busy couriers (holding an offer or a delivery) leave the available sets until set free again. */
-  async setBusy(courierId: string, busy: boolean): Promise<void> {
-    await orUnavailable(
+  /**
+   * Busy couriers (holding an offer or a delivery) leave the available sets until set free
+   * again. A mark made for an offer is cleared only for that offer: a late call letting the
+   * courier go from an earlier one leaves them busy with the next. False when it was not.
+   */
+  async setBusy(courierId: string, busy: boolean, offerId?: string): Promise<boolean> {
+    const done = await orUnavailable(
       () =>
-        this.redis.setCourierBusy(this.hashKey(courierId), this.avail, courierId, busy ? '1' : '0'),
+        this.redis.setCourierBusy(
+          this.hashKey(courierId),
+          this.avail,
+          courierId,
+          busy ? '1' : '0',
+          offerId ?? '',
+          String(this.now()),
+        ),
       positionsUnavailable,
     );
+    return done === 1;
   }
 
   /**

@@ -374,7 +374,7 @@ export class Searches {
     reach?: readonly Candidate[],
   ): Promise<void> {
     const { settings, couriers } = this.deps;
-    const candidates = reach ?? (await this.candidates(search, now));
+    const candidates = reach ?? (await this.candidates(await this.triedNow(search), now));
     let n = offers.length;
     for (const { courierId } of candidates) {
       n += 1;
@@ -398,7 +398,7 @@ export class Searches {
         at: now,
       });
       if (held) {
-        await couriers.setBusy(courierId, true);
+        await couriers.setBusy(courierId, true, offer._id);
         // The search ended while this step was choosing: the offer is void, the courier free,
         // unless they accepted it first (then the hold is the delivery's, and order decides).
         if (await this.store.end(search._id)) {
@@ -414,6 +414,16 @@ export class Searches {
       await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
     }
     this.waitForCourier(search, now);
+  }
+
+  /**
+   * The search with the couriers noted as tried since it was read: another replica closing an
+   * offer notes its courier before it lets them go, so one free again is known as tried here.
+   */
+  private async triedNow(search: SearchRecord): Promise<SearchRecord> {
+    const fresh = await this.store.search(search._id);
+    if (!fresh) return search;
+    return { ...search, tried: [...new Set([...search.tried, ...fresh.tried])] };
   }
 
   /** The couriers a search may offer to, when it is not anyone's. */
@@ -446,13 +456,43 @@ export class Searches {
     // otherwise leave them busy for good, since its repeat releases nothing.
     if (!(await this.store.hold(offer.courierId))) {
       if (released) {
-        await this.deps.couriers.setBusy(offer.courierId, false);
+        await this.deps.couriers.setBusy(offer.courierId, false, offer._id);
         await this.wakeNearCourier(offer.courierId);
         return;
       }
       // Only finishing a release cut short: Redis away now must not hold up what waits on
-      // this call (a cancelled delivery's refund); the next call finishes it.
-      await this.deps.couriers.setBusy(offer.courierId, false).catch(() => undefined);
+      // this call (a cancelled delivery's refund); the courier's next report checks the mark
+      // (`checkBusy`) should no call come again.
+      await this.deps.couriers.setBusy(offer.courierId, false, offer._id).catch(() => undefined);
+    }
+  }
+
+  /**
+   * A courier's report found them marked busy for `markedFor` long enough to check it
+   * (positions.ts BUSY_CHECK_MS): holding nothing, they are marked free, unless an offer made
+   * meanwhile marked them for itself; holding another offer or trip, the mark is made theirs,
+   * so that its release clears it. Never fails the report: the next check comes a while later.
+   */
+  async checkBusy(courierId: string, markedFor: string): Promise<void> {
+    try {
+      const hold = await this.store.hold(courierId);
+      if (hold) {
+        if (hold.offerId !== markedFor)
+          await this.deps.couriers.setBusy(courierId, true, hold.offerId);
+        return;
+      }
+      if (await this.deps.couriers.setBusy(courierId, false, markedFor)) {
+        this.deps.logger().warn('a courier holding nothing was still marked busy; marked free', {
+          courierId,
+          offerId: markedFor,
+        });
+        await this.wakeNearCourier(courierId);
+      }
+    } catch (err) {
+      this.deps.logger().warn('a courier’s busy mark not checked; their next report checks it', {
+        courierId,
+        err: (err as Error).message,
+      });
     }
   }
 

@@ -4,6 +4,7 @@ import Redis from 'ioredis';
 import { haversineKm, type GeoPoint } from '../../libs/geodesy';
 import { cellsOf } from '../../services/courier-matching/cells';
 import {
+  BUSY_CHECK_MS,
   CourierPositions,
   type NearCourier,
   type NearestQuery,
@@ -70,9 +71,9 @@ describe('a location report', () => {
     const id = randomUUID();
     const here = { lat: 6.5, lon: 3.35 };
     const there = { lat: 6.6, lon: 3.45 };
-    expect(await positions.report({ id, fleetTypeId: BIKE }, here.lat, here.lon, new Date())).toBe(
-      'stored',
-    );
+    expect(
+      await positions.report({ id, fleetTypeId: BIKE }, here.lat, here.lon, new Date()),
+    ).toEqual({ outcome: 'stored' });
     expect(await isIn(keyPrefix, BIKE, here, id)).toEqual({ res7: true, res9: true });
     await positions.report({ id, fleetTypeId: BIKE }, there.lat, there.lon, new Date());
     expect(await isIn(keyPrefix, BIKE, here, id)).toEqual({ res7: false, res9: false });
@@ -89,7 +90,7 @@ describe('a location report', () => {
     expect(await isIn(keyPrefix, BIKE, LAGOS, id)).toEqual({ res7: false, res9: false });
     expect(await isIn(keyPrefix, CAR, LAGOS, id)).toEqual({ res7: true, res9: true });
     const late = await positions.report({ id, fleetTypeId: CAR }, 6.6, 3.5, new Date(at - 1000));
-    expect(late).toBe('out-of-order');
+    expect(late).toEqual({ outcome: 'out-of-order' });
     expect(await positions.position(id)).toEqual({ ...LAGOS, at: new Date(at + 1) });
   });
 
@@ -111,7 +112,7 @@ describe('a location report', () => {
       3.4,
       new Date(),
     );
-    expect(stale).toBe('outdated-directory');
+    expect(stale).toEqual({ outcome: 'outdated-directory' });
     expect(await isIn(keyPrefix, BIKE, LAGOS, id)).toEqual({ res7: false, res9: false });
     // Active again at 30, as a van: the van's sets take it at its last position.
     await positions.applyDirectory(id, { fleetTypeId: VAN, active: true, version: 30 });
@@ -122,7 +123,7 @@ describe('a location report', () => {
       3.4,
       new Date(),
     );
-    expect(fresh).toBe('stored');
+    expect(fresh).toEqual({ outcome: 'stored' });
   });
 
   it('of a busy courier updates its position but not the sets, until it is free', async () => {
@@ -136,6 +137,48 @@ describe('a location report', () => {
     expect(await positions.nearest(query())).toEqual([{ courierId: id, distanceKm: 0 }]);
     await positions.setBusy(id, true);
     expect(await positions.nearest(query())).toEqual([]);
+  });
+
+  it('of a busy courier keeps a mark made for an offer until that offer’s courier is let go', async () => {
+    const { positions } = newIndex();
+    const id = randomUUID();
+    await positions.report({ id, fleetTypeId: BIKE }, LAGOS.lat, LAGOS.lon, new Date());
+    await positions.setBusy(id, true, 'delivery-a:1');
+    // The mark moved to the next offer before a late call let them go from the first.
+    expect(await positions.setBusy(id, true, 'delivery-b:1')).toBe(true);
+    expect(await positions.setBusy(id, false, 'delivery-a:1')).toBe(false);
+    expect(await positions.nearest(query())).toEqual([]);
+    expect(await positions.setBusy(id, false, 'delivery-b:1')).toBe(true);
+    expect(await positions.nearest(query())).toEqual([{ courierId: id, distanceKm: 0 }]);
+    // A mark made for no offer (a virtual courier's) is cleared by any call.
+    await positions.setBusy(id, true);
+    expect(await positions.setBusy(id, false, 'delivery-c:1')).toBe(true);
+  });
+
+  it('of a courier long marked busy answers the offer of the mark, once a while', async () => {
+    let now = Date.now();
+    const { positions } = newIndex(() => now);
+    const id = randomUUID();
+    const report = (at: number) =>
+      positions.report({ id, fleetTypeId: BIKE }, LAGOS.lat, LAGOS.lon, new Date(at));
+    await positions.setBusy(id, true, 'delivery-a:1');
+    expect(await report(now + BUSY_CHECK_MS - 1)).toEqual({ outcome: 'stored' });
+    expect(await report(now + BUSY_CHECK_MS)).toEqual({
+      outcome: 'stored',
+      busyFor: 'delivery-a:1',
+    });
+    // Checked: not again until another while has passed.
+    expect(await report(now + BUSY_CHECK_MS + 1)).toEqual({ outcome: 'stored' });
+    expect(await report(now + 2 * BUSY_CHECK_MS)).toEqual({
+      outcome: 'stored',
+      busyFor: 'delivery-a:1',
+    });
+    // A mark for no offer, or no mark, is never answered.
+    now += 3 * BUSY_CHECK_MS;
+    await positions.setBusy(id, true);
+    expect(await report(now + 2 * BUSY_CHECK_MS)).toEqual({ outcome: 'stored' });
+    await positions.setBusy(id, false);
+    expect(await report(now + 4 * BUSY_CHECK_MS)).toEqual({ outcome: 'stored' });
   });
 
   it('is forgotten altogether by forget()', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import type mongoose from 'mongoose';
 import { offerId } from '../../services/courier-matching/matching-rules';
-import { CourierPositions } from '../../services/courier-matching/positions';
+import { BUSY_CHECK_MS, CourierPositions } from '../../services/courier-matching/positions';
 import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
 import {
@@ -577,7 +577,22 @@ describe('pay-on-delivery and cancel', () => {
       const free = await asCourier(courier, 'GET', '/courier/deliveries/current');
       expect(free.body.data).toBeNull();
     });
-    return { courier, first };
+    return { courier, first, offer };
+  }
+
+  /** The stack's courier index, its clock `sinceMs` back. */
+  async function withPositions(sinceMs: number, use: (p: CourierPositions) => Promise<unknown>) {
+    const redis = new Redis(process.env.REDIS_URL as string);
+    try {
+      const positions = new CourierPositions(redis, {
+        keyPrefix: `${stack.iso.namespace}:couriers:`,
+        onlineMs: 60_000,
+        now: () => Date.now() - sinceMs,
+      });
+      await use(positions);
+    } finally {
+      redis.disconnect();
+    }
   }
 
   it('a delivery cancelled after assignment frees its courier for the next one', async () => {
@@ -595,18 +610,21 @@ describe('pay-on-delivery and cancel', () => {
       lon: ORIGIN.lon - 0.002,
     });
     // The hold was given back, and the mark that they are free lost (Redis away a moment).
-    const redis = new Redis(process.env.REDIS_URL as string);
-    try {
-      const positions = new CourierPositions(redis, {
-        keyPrefix: `${stack.iso.namespace}:couriers:`,
-        onlineMs: 60_000,
-      });
-      await positions.setBusy(courier.id, true);
-    } finally {
-      redis.disconnect();
-    }
+    await withPositions(0, (positions) => positions.setBusy(courier.id, true));
     // Order asks for the end again (its call failed with that write).
     await call(stack.client, 'courier-matching.endMatching', { deliveryId: first.deliveryId });
+    const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
+    expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
+  });
+
+  it('frees a courier left marked busy for a delivery gone, at a report of theirs a while later', async () => {
+    const at = { lat: ORIGIN.lat - 0.009, lon: ORIGIN.lon - 0.003 };
+    const { courier, offer } = await cancelledUnderCourier(at);
+    // The mark that they are free lost, and no call left to come again: marked a while ago.
+    await withPositions(BUSY_CHECK_MS, (positions) =>
+      positions.setBusy(courier.id, true, offer.id),
+    );
+    expect((await report(courier, at)).status).toBe(200);
     const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
     expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
   });

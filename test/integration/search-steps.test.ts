@@ -43,17 +43,28 @@ const PICKUP = { lat: 6.5244, lon: 3.3792 };
 function positionsNoting(freed: string[]): CourierPositions {
   const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
   const watched = Object.create(positions) as CourierPositions;
-  watched.setBusy = async (courierId, busy) => {
+  watched.setBusy = async (courierId, busy, offerId) => {
     if (!busy) freed.push(courierId);
-    return positions.setBusy(courierId, busy);
+    return positions.setBusy(courierId, busy, offerId);
   };
   return watched;
 }
 
-/** A new courier on a bike, reported just north of the pickup: the next step offers to them. */
-async function courierInReach(positions: CourierPositions): Promise<string> {
+/** Whether a search from the pickup finds the courier free. */
+async function isFree(positions: CourierPositions, courierId: string): Promise<boolean> {
+  const near = await positions.nearest({
+    ...PICKUP,
+    fleetTypeIds: [BIKE],
+    maxDistanceKm: 5,
+    limit: 50,
+  });
+  return near.some((c) => c.courierId === courierId);
+}
+
+/** A new courier on a bike, reported `northKm` north of the pickup: the next step offers to them. */
+async function courierInReach(positions: CourierPositions, northKm = 0.22): Promise<string> {
   const courierId = randomUUID();
-  const at = { lat: PICKUP.lat + 0.002, lon: PICKUP.lon };
+  const at = { lat: PICKUP.lat + northKm / 111.2, lon: PICKUP.lon };
   await positions.report({ id: courierId, fleetTypeId: BIKE }, at.lat, at.lon, new Date());
   return courierId;
 }
@@ -192,3 +203,126 @@ function searchRecord(deliveryId: string): SearchRecord {
     tried: [],
   };
 }
+
+it('leaves a courier marked for the next offer busy when a late call lets them go from the last', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  const courierId = await courierInReach(positions);
+  const [first, next] = [randomUUID(), randomUUID()];
+  const at = new Date();
+  const firstOffer = offerIdOf(first, 1);
+  await store.claimSearch({ ...searchRecord(first), offers: 1 });
+  const expiresAt = new Date(at.getTime() + 30_000);
+  await store.claimOffer({
+    _id: firstOffer,
+    deliveryId: first,
+    n: 1,
+    courierId,
+    offeredAt: at,
+    expiresAt,
+  });
+  await store.claimOfferOutcome(firstOffer, 'DECLINED');
+  // Let go of the first already; another search offers them the next delivery between this
+  // repeat's read of their hold (none) and its mark.
+  const watched = Object.create(store) as SearchStore;
+  watched.hold = async (id) => {
+    const held = await store.hold(id);
+    await store.claimHold({
+      _id: id,
+      deliveryId: next,
+      offerId: offerIdOf(next, 1),
+      kind: 'OFFER',
+      at,
+    });
+    await positions.setBusy(id, true, offerIdOf(next, 1));
+    return held;
+  };
+  await searchesOver(watched, positions).end(first);
+
+  expect((await store.hold(courierId))?.deliveryId).toBe(next);
+  expect(await isFree(positions, courierId)).toBe(false);
+});
+
+it('does not offer a delivery again to a courier another replica noted as tried after this step read the search', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  // The nearest of the couriers this file puts in reach.
+  const courierId = await courierInReach(positions, 0);
+  const deliveryId = randomUUID();
+  const at = new Date();
+  const expiresAt = new Date(at.getTime() + 30_000);
+  // The search as this step reads it, before the other replica's step below.
+  const asRead: SearchRecord = { ...searchRecord(deliveryId), offers: 2 };
+  await store.claimSearch(asRead);
+  // The other replica: the first offer expired, its courier noted as tried and let go, the
+  // second made to a courier who had taken another offer (withdrawn at once).
+  await store.claimOffer({
+    _id: offerIdOf(deliveryId, 1),
+    deliveryId,
+    n: 1,
+    courierId,
+    offeredAt: at,
+    expiresAt,
+  });
+  await store.claimOfferOutcome(offerIdOf(deliveryId, 1), 'EXPIRED');
+  await store.noteTried(deliveryId, courierId);
+  const other = randomUUID();
+  await store.claimOffer({
+    _id: offerIdOf(deliveryId, 2),
+    deliveryId,
+    n: 2,
+    courierId: other,
+    offeredAt: at,
+    expiresAt,
+  });
+  await store.claimOfferOutcome(offerIdOf(deliveryId, 2), 'WITHDRAWN');
+  const watched = Object.create(store) as SearchStore;
+  let reads = 0;
+  watched.search = async (id) => (reads++ === 0 ? asRead : store.search(id));
+  await searchesOver(watched, positions).advance(deliveryId);
+
+  expect((await store.offer(offerIdOf(deliveryId, 3)))?.courierId).not.toBe(courierId);
+  expect(await store.hold(courierId)).toBeNull();
+});
+
+describe('a busy mark checked on a report', () => {
+  it('marks free a courier who holds nothing, once', async () => {
+    const models = defineSearchModels(db);
+    const store = new SearchStore(() => models);
+    const freed: string[] = [];
+    const positions = positionsNoting(freed);
+    const courierId = await courierInReach(positions);
+    const stale = offerIdOf(randomUUID(), 1);
+    await positions.setBusy(courierId, true, stale);
+    const searches = searchesOver(store, positions);
+
+    await searches.checkBusy(courierId, stale);
+    expect(await isFree(positions, courierId)).toBe(true);
+  });
+
+  it('keeps busy a courier holding an offer, the mark theirs so that its release clears it', async () => {
+    const models = defineSearchModels(db);
+    const store = new SearchStore(() => models);
+    const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+    const courierId = await courierInReach(positions);
+    const stale = offerIdOf(randomUUID(), 1);
+    const deliveryId = randomUUID();
+    const held = offerIdOf(deliveryId, 1);
+    await positions.setBusy(courierId, true, stale);
+    await store.claimHold({
+      _id: courierId,
+      deliveryId,
+      offerId: held,
+      kind: 'OFFER',
+      at: new Date(),
+    });
+
+    await searchesOver(store, positions).checkBusy(courierId, stale);
+    expect(await isFree(positions, courierId)).toBe(false);
+    expect(await positions.setBusy(courierId, false, stale)).toBe(false);
+    expect(await positions.setBusy(courierId, false, held)).toBe(true);
+    expect(await isFree(positions, courierId)).toBe(true);
+  });
+});
