@@ -399,21 +399,27 @@ export class Searches {
       });
       if (held) {
         await couriers.setBusy(courierId, true, offer._id);
-        // The search ended while this step was choosing: the offer is void, the courier free,
-        // unless they accepted it first (then the hold is the delivery's, and order decides).
-        if (await this.store.end(search._id)) {
-          const withdrawn = await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
-          if (withdrawn || (await this.store.offerOutcome(offer._id)) !== 'ACCEPTED') {
-            await this.letGo(offer, 'WITHDRAWN');
-          }
-          return;
-        }
+        if (await this.withdrawIfEnded(offer)) return;
         return this.awaitAnswer(search, offer, now);
       }
       // The courier took another offer meanwhile: this one is void, try the next courier.
       await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
     }
     this.waitForCourier(search, now);
+  }
+
+  /**
+   * An offer made as its search ended (while a step was choosing, or the step stopped before
+   * it looked) is void and its courier free, unless they accepted it first: then the hold is
+   * the delivery's, and order decides. True when the search has ended.
+   */
+  private async withdrawIfEnded(offer: OfferRecord): Promise<boolean> {
+    if (!(await this.store.end(offer.deliveryId))) return false;
+    const withdrawn = await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
+    if (withdrawn || (await this.store.offerOutcome(offer._id)) !== 'ACCEPTED') {
+      await this.letGo(offer, 'WITHDRAWN');
+    }
+    return true;
   }
 
   /**
@@ -471,14 +477,19 @@ export class Searches {
    * A courier's report found them marked busy for `markedFor` long enough to check it
    * (positions.ts BUSY_CHECK_MS): holding nothing, they are marked free, unless an offer made
    * meanwhile marked them for itself; holding another offer or trip, the mark is made theirs,
-   * so that its release clears it. Never fails the report: the next check comes a while later.
+   * so that its release clears it; holding an offer of a search that ended with no step left to
+   * close it (one stopped between its offer and its look at the end), they are let go of it.
+   * Never fails the report: the next check comes a while later.
    */
   async checkBusy(courierId: string, markedFor: string): Promise<void> {
     try {
       const hold = await this.store.hold(courierId);
       if (hold) {
-        if (hold.offerId !== markedFor)
+        if (hold.offerId !== markedFor) {
           await this.deps.couriers.setBusy(courierId, true, hold.offerId);
+        }
+        const offer = hold.kind === 'OFFER' ? await this.store.offer(hold.offerId) : null;
+        if (offer) await this.withdrawIfEnded(offer);
         return;
       }
       if (await this.deps.couriers.setBusy(courierId, false, markedFor)) {

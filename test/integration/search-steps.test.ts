@@ -302,6 +302,28 @@ describe('a busy mark checked on a report', () => {
     expect(await isFree(positions, courierId)).toBe(true);
   });
 
+  it('lets go a courier holding an offer of a search that ended with no step to close it', async () => {
+    const models = defineSearchModels(db);
+    const store = new SearchStore(() => models);
+    const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+    const courierId = await courierInReach(positions);
+    const deliveryId = randomUUID();
+    const offerId = offerIdOf(deliveryId, 1);
+    const at = new Date();
+    const expiresAt = new Date(at.getTime() + 30_000);
+    await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+    await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
+    await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
+    await positions.setBusy(courierId, true, offerId);
+    // Ended (cancelled) after the step made the offer, which stopped before it looked.
+    await store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at });
+
+    await searchesOver(store, positions).checkBusy(courierId, offerId);
+    expect(await store.offerOutcome(offerId)).toBe('WITHDRAWN');
+    expect(await store.hold(courierId)).toBeNull();
+    expect(await isFree(positions, courierId)).toBe(true);
+  });
+
   it('keeps busy a courier holding an offer, the mark theirs so that its release clears it', async () => {
     const models = defineSearchModels(db);
     const store = new SearchStore(() => models);
