@@ -47,6 +47,27 @@ export const STATUS_TEXT: Record<DeliveryStatus, string> = {
     'No courier was found, so the delivery was called off. Contact the sender to book it again.',
 };
 
+/**
+ * The status as a sentence for this delivery: a SCHEDULED one waiting for its courier is
+ * booked for its day and slot (its courier is looked for on the day, not since it was booked).
+ */
+export function statusTextOf(
+  delivery: Pick<DeliveryRecord, 'lifecycle' | 'deliveryDate' | 'deliverySlot'>,
+): string {
+  const { status } = delivery.lifecycle;
+  if (status === 'REQUEST_CREATED' && delivery.deliveryDate && delivery.deliverySlot) {
+    const day = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'UTC',
+      weekday: 'long',
+      day: 'numeric',
+      month: 'long',
+      year: 'numeric',
+    }).format(new Date(delivery.deliveryDate));
+    return `Your delivery is booked for ${day}, ${delivery.deliverySlot}. A courier is found for it on the day.`;
+  }
+  return STATUS_TEXT[status];
+}
+
 /** The first word of a name: `Ada Obi` → `Ada`; null when there is no name. */
 export function firstName(name: unknown): string | null {
   if (typeof name !== 'string') return null;
@@ -81,7 +102,7 @@ export function toTrackingView(
   return {
     trackingId: delivery.trackingId,
     status,
-    statusText: STATUS_TEXT[status],
+    statusText: statusTextOf(delivery),
     terminal: isTerminal(status),
     live: UNDER_WAY.has(status) && courier !== undefined,
     steps: delivery.steps

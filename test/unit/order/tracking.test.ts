@@ -188,6 +188,23 @@ describe('toTrackingView', () => {
     expect(waiting).toMatchObject({ courier: null, eta: null, live: false });
     expect(waiting.map.courier).toBeNull();
     expect(trackingState(waiting).regions.map).not.toContain('courier-marker');
+    expect(waiting.statusText).toBe('Your delivery is booked. We are finding a courier.');
+  });
+
+  it('tells of a SCHEDULED delivery waiting for its courier its day and slot', () => {
+    const booked = {
+      ...delivery,
+      lifecycle: { status: 'REQUEST_CREATED' },
+      deliveryDate: new Date('2026-12-24T00:00:00.000Z'),
+      deliverySlot: '09:00 - 12:00',
+    } as unknown as DeliveryRecord;
+    expect(toTrackingView(booked, addresses, undefined).statusText).toBe(
+      'Your delivery is booked for Thursday, 24 December 2026, 09:00 - 12:00. A courier is found for it on the day.',
+    );
+    const assigned = { ...booked, lifecycle: { status: 'COURIER_ASSIGNED' } } as DeliveryRecord;
+    expect(toTrackingView(assigned, addresses, undefined).statusText).toBe(
+      'A courier is on the way to collect your delivery.',
+    );
   });
 });
 
