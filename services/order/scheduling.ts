@@ -13,3 +13,27 @@ export function searchStartsAt(
   if (!delivery.slotStartsAt || delivery.simulation) return null;
   return new Date(new Date(delivery.slotStartsAt).getTime() - delivery.etaSeconds * 1000 - leadMs);
 }
+
+/**
+ * The span of one bucket of `scheduled_search_buckets`: the sweep reads a handful of them a
+ * tick (from its cursor to now), each by `_id`, whatever the number booked further ahead.
+ */
+export const SEARCH_BUCKET_MS = 5 * 60_000;
+
+/** The start of the bucket that holds `at`: a multiple of `SEARCH_BUCKET_MS` since the epoch. */
+export function dueBucket(at: Date | number): number {
+  const ms = typeof at === 'number' ? at : at.getTime();
+  return ms - (((ms % SEARCH_BUCKET_MS) + SEARCH_BUCKET_MS) % SEARCH_BUCKET_MS);
+}
+
+/** The name of the bucket starting at `start`, its list's owner id: readable in the database. */
+export const bucketName = (start: number) => new Date(start).toISOString();
+
+/** The starts of the buckets from `from`'s to `to`'s, both included, at most `max` of them. */
+export function bucketsBetween(from: number, to: number, max: number): number[] {
+  const starts: number[] = [];
+  for (let b = dueBucket(from); b <= to && starts.length < max; b += SEARCH_BUCKET_MS) {
+    starts.push(b);
+  }
+  return starts;
+}

@@ -72,6 +72,8 @@ export class Settlement {
       if (effect.kind === 'MATCHING_ELIGIBLE') await this.startMatching(delivery, transition.at);
       if (effect.kind === 'END_MATCHING') {
         await call(services, 'courier-matching.endMatching', { deliveryId: delivery._id });
+        // Ended while its search waited for its date: its bucket no longer holds it live.
+        await this.deps.store.dropScheduledSearch(delivery._id);
       }
       if (effect.kind === 'REMIT_COLLECTED') await this.remitCollected(delivery);
       if (effect.kind === 'COURIER_ON_THE_WAY') {
@@ -85,11 +87,16 @@ export class Settlement {
    * its date, `./scheduling`), and the others are told.
    */
   async startMatching(delivery: DeliveryRecord, at: Date): Promise<void> {
+    const { store } = this.deps;
     const from = searchStartsAt(delivery, this.deps.scheduledSearchLeadMs);
-    if (from && from.getTime() > Date.now()) {
-      await this.deps.store.scheduleSearch(delivery._id, from);
-    } else {
+    const waits =
+      from !== null &&
+      from.getTime() > Date.now() &&
+      (await store.scheduleSearch(delivery._id, from));
+    if (!waits) {
       await this.search(delivery);
+      // A retry after its date, or one the sweep read past: no sweep is to start it again.
+      if (from) await store.dropScheduledSearch(delivery._id);
     }
     await this.announce(DELIVERY_PAID_EVENT, delivery, at);
   }

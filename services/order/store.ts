@@ -1,7 +1,8 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { BoundedMap } from '../../libs/lookup-cache';
-import { insertAll, insertOnce, setByIdUncast, updateByIdWhere } from '../../libs/mongo';
+import { forEachAtOnce } from '../../libs/at-once';
+import { insertAll, insertOnce, raiseById, setByIdUncast, updateByIdWhere } from '../../libs/mongo';
 import {
   markedRecorded,
   storedSince,
@@ -19,6 +20,7 @@ import {
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
 import type { NotificationRecord } from './notifications';
+import { bucketName, bucketsBetween, dueBucket } from './scheduling';
 
 const { Mixed } = Schema.Types;
 const plain = { versionKey: false, minimize: false, strict: false } as const;
@@ -102,10 +104,19 @@ const simulationSchema = new Schema({ _id: String, since: Date }, plain);
 
 /**
  * A paid SCHEDULED delivery whose search for a courier waits for its date, `_id` = the
- * delivery's id: a small collection (deliveries booked ahead), scanned by the sweep.
+ * delivery's id: inserting it is the once-only claim, and while it exists the delivery is live
+ * in the bucket it is listed in (`scheduled_search_buckets`), which is how the sweep finds it.
+ * `listedIn`: the bucket it was moved to after failing long (absent: its `dueAt`'s).
  */
-const scheduledSearchSchema = new Schema({ _id: String, dueAt: Date }, plain);
+const scheduledSearchSchema = new Schema({ _id: String, dueAt: Date, listedIn: Number }, plain);
+// For MongoDB's tools; the sweep never queries by it (FerretDB would decode every booking).
 scheduledSearchSchema.index({ dueAt: 1 });
+
+/**
+ * How far a sweep has read a time-ordered list (`_id` = the list): every bucket before `bucket`
+ * (ms since the epoch) held nothing live when a sweep last read it. Only raised (`raiseById`).
+ */
+const sweepCursorSchema = new Schema({ _id: String, bucket: Number }, plain);
 
 /**
  * The public tracking page's lookup, `_id` = tracking id → the delivery's id: FerretDB finds
@@ -141,12 +152,16 @@ export function defineOrderModels(connection: Connection) {
       'scheduled_searches',
     ),
     TrackingRef: connection.model('TrackingRef', trackingRefSchema, 'tracking_refs'),
+    SweepCursor: connection.model('SweepCursor', sweepCursorSchema, 'sweep_cursors'),
     // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'user_deliveries', 'UserDelivery'),
     // Each user's deliveries in one status, `<userId>:<status>`, in the order they entered it.
     ...defineNamedOwnerListModels(connection, 'user_deliveries_by_status', 'StatusDelivery'),
     // Each delivery's messages to people, read by `_id`: the staging simulator and support ask.
     ...defineNamedOwnerListModels(connection, 'delivery_notifications', 'DeliveryNotification'),
+    // The scheduled searches due in each 5-minute bucket, owner = the bucket's start (ISO), so
+    // that the sweep reads the buckets up to now by `_id`, never the bookings made further ahead.
+    ...defineNamedOwnerListModels(connection, 'scheduled_search_buckets', 'SearchBucket'),
   };
 }
 
@@ -222,6 +237,38 @@ export const hasWork = (t: WorkLeft) => WORK_FLAGS.some((flag) => t[flag]);
  */
 export const UNCLAIMED_MARK_MS = 60_000;
 
+/** A SCHEDULED delivery's search waiting for its date (`scheduled_searches`). */
+export interface ScheduledSearchRecord {
+  _id: string;
+  dueAt: Date;
+  /** The bucket it was moved to after failing for long (`relistSearch`). */
+  listedIn?: number;
+}
+
+/** The start of the bucket a scheduled search is listed in. */
+export const listedBucket = (search: ScheduledSearchRecord) =>
+  search.listedIn ?? dueBucket(search.dueAt);
+
+/** One bucket of scheduled searches as the sweep reads it. */
+export interface SearchBucket {
+  /** Its start, ms since the epoch. */
+  start: number;
+  /** The searches listed in it and not dropped, due or not yet. */
+  searches: ScheduledSearchRecord[];
+}
+
+/** The sweep cursor's `_id` for the scheduled searches' buckets. */
+const SEARCH_CURSOR = 'scheduled_searches';
+
+/**
+ * Where the sweep starts before any sweep raised its cursor: no search was scheduled before
+ * this version, and a day covers any booking made since, whatever its date.
+ */
+const FIRST_SEARCH_LOOK_BACK_MS = 86_400_000;
+
+/** Buckets read at once by a sweep: a backlog of empty ones goes quickly. */
+const BUCKET_READS_AT_ONCE = 10;
+
 /** Addresses kept in memory by `OrderStore` (those of about a thousand deliveries). */
 const ADDRESSES_KEPT = 2_000;
 
@@ -250,6 +297,8 @@ export class OrderStore {
   private readonly byStatus: OwnerList;
   /** Each delivery's notifications, in the order queued. */
   private readonly notificationsByDelivery: OwnerList;
+  /** The scheduled searches of each 5-minute bucket of their dates. */
+  private readonly searchBuckets: OwnerList;
   /** The transitions that may still have work (libs/work-marks). */
   private readonly work: WorkMarks<TransitionRecord, WorkMark>;
   /**
@@ -263,6 +312,7 @@ export class OrderStore {
     this.byUser = OwnerList.named(models, 'UserDelivery');
     this.byStatus = OwnerList.named(models, 'StatusDelivery');
     this.notificationsByDelivery = OwnerList.named(models, 'DeliveryNotification');
+    this.searchBuckets = OwnerList.named(models, 'SearchBucket');
     this.work = new WorkMarks<TransitionRecord, WorkMark>({
       marks: () => this.m.TransitionWork,
       markOf: (t) => ({ _id: t._id, at: t.at }),
@@ -631,20 +681,77 @@ export class OrderStore {
     await this.m.Simulation.deleteOne({ _id: deliveryId });
   }
 
-  /** The delivery's search waits until `dueAt`; once, whoever records it. */
-  async scheduleSearch(deliveryId: string, dueAt: Date): Promise<void> {
-    await insertOnce(() => this.m.ScheduledSearch.create({ _id: deliveryId, dueAt }));
+  // --- scheduled searches
+
+  /**
+   * The delivery's search waits until `dueAt`, recorded once whoever records it, listed in its
+   * bucket. False when the sweep may have read past that bucket already (a retry long after,
+   * or clocks apart): the caller searches at once instead.
+   */
+  async scheduleSearch(deliveryId: string, dueAt: Date, now = new Date()): Promise<boolean> {
+    const fresh: ScheduledSearchRecord = { _id: deliveryId, dueAt };
+    const stored = (await insertOnce(() => this.m.ScheduledSearch.create(fresh)))
+      ? fresh
+      : await this.scheduledSearch(deliveryId);
+    // Dropped since: started by a sweep, or the delivery ended. Nothing waits any more.
+    if (!stored) return true;
+    // Where the record says, not where `dueAt` says: a retry follows the first writer.
+    const bucket = listedBucket(stored);
+    await this.searchBuckets.add(bucketName(bucket), deliveryId, new Date());
+    // After the add: a sweep that raises the cursor past the bucket from now on has seen it.
+    return bucket >= (await this.searchCursor(now));
   }
 
-  /** The deliveries whose search is due, earliest first. */
-  async dueSearches(now: Date, limit: number): Promise<string[]> {
-    const due = await this.m.ScheduledSearch.find({ dueAt: { $lte: now } })
-      .sort({ dueAt: 1 })
-      .limit(limit)
-      .lean();
-    return due.map((s) => String(s._id));
+  async scheduledSearch(deliveryId: string): Promise<ScheduledSearchRecord | null> {
+    return (await this.m.ScheduledSearch.findById(
+      deliveryId,
+    ).lean()) as ScheduledSearchRecord | null;
   }
 
+  /**
+   * The buckets from the sweep's cursor to the one of `now`, at most `maxBuckets`, each with
+   * the searches it holds (due or not yet): a few lookups by `_id` a bucket, read 10 at once.
+   */
+  async waitingSearches(now: Date, maxBuckets: number): Promise<SearchBucket[]> {
+    const from = await this.searchCursor(now);
+    const buckets: SearchBucket[] = bucketsBetween(from, now.getTime(), maxBuckets).map(
+      (start) => ({ start, searches: [] }),
+    );
+    await forEachAtOnce(buckets, BUCKET_READS_AT_ONCE, async (bucket) => {
+      bucket.searches = await this.searchBuckets.readLiveItems(
+        bucketName(bucket.start),
+        (id) => this.scheduledSearch(id),
+        (search) => listedBucket(search) === bucket.start,
+        // Listed in an earlier bucket, it may be on its way here (`relistSearch` adds first).
+        { waiting: (search) => search !== null && listedBucket(search) < bucket.start },
+      );
+    });
+    return buckets;
+  }
+
+  /** Every bucket before `bucket` holds nothing live: the sweep reads from there on. */
+  async passSearchBuckets(bucket: number): Promise<void> {
+    await raiseById(this.m.SweepCursor, SEARCH_CURSOR, { bucket });
+  }
+
+  /** The first bucket the sweep reads. */
+  async searchCursor(now: Date): Promise<number> {
+    const cursor = await this.m.SweepCursor.findById(SEARCH_CURSOR).lean();
+    return cursor?.bucket ?? dueBucket(now.getTime() - FIRST_SEARCH_LOOK_BACK_MS);
+  }
+
+  /**
+   * Lists a search that keeps failing in the bucket of `now`, so that the cursor can pass its
+   * old one. Added before the record points there: it is always listed where it says.
+   */
+  async relistSearch(deliveryId: string, now: Date): Promise<void> {
+    const bucket = dueBucket(now);
+    await this.searchBuckets.add(bucketName(bucket), deliveryId, now);
+    // `$max`: a replica moving it to an earlier bucket at the same time does not move it back.
+    await this.m.ScheduledSearch.updateOne({ _id: deliveryId }, { $max: { listedIn: bucket } });
+  }
+
+  /** Idempotent, by `_id`: its entry in its bucket is closed from then on. */
   async dropScheduledSearch(deliveryId: string): Promise<void> {
     await this.m.ScheduledSearch.deleteOne({ _id: deliveryId });
   }

@@ -2,8 +2,8 @@ import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { Periodic } from '../../libs/periodic';
 import type { Announcer } from './announcer';
-import { isMatchingEligible } from './lifecycle';
 import type { DeliveryRequests } from './requests';
+import { ScheduledSearches } from './scheduled-searches';
 import type { Settlement } from './settlement';
 import type { OrderStore } from './store';
 import type { DeliveryTransitions } from './transitions';
@@ -25,14 +25,17 @@ export interface SweepDeps {
 
 /**
  * The order service's recovery: requests stopped half-way are finished or undone,
- * transitions whose effects (refunds, releases) did not all happen are settled, and their
- * webhook events published. Every step is idempotent, so replicas may sweep together. The
+ * transitions whose effects (refunds, releases) did not all happen are settled and their
+ * webhook events published, and SCHEDULED deliveries' searches started on their date
+ * (./scheduled-searches). Every step is idempotent, so replicas may sweep together. The
  * notification outbox has its own sender (libs/messaging/outbox-sender.ts), which runs more often.
  */
 export class OrderSweep {
   private readonly periodic: Periodic;
+  private readonly scheduled: ScheduledSearches;
 
   constructor(private readonly deps: SweepDeps) {
+    this.scheduled = new ScheduledSearches(deps);
     this.periodic = new Periodic(
       deps.config.sweepIntervalMs,
       () => this.sweep(new Date()),
@@ -51,29 +54,7 @@ export class OrderSweep {
   private async sweep(now: Date): Promise<void> {
     await this.step('requests', () => this.recoverRequests(now));
     await this.step('transitions', () => this.finishTransitions(now));
-    await this.step('scheduled searches', () => this.startDueSearches(now));
-  }
-
-  /**
-   * SCHEDULED deliveries whose search is due: started if the delivery still waits for a
-   * courier (not cancelled meanwhile), then taken off the list. A search starts once however
-   * often it is asked, so replicas may do this together.
-   */
-  private async startDueSearches(now: Date): Promise<void> {
-    const { store, transitions, settlement } = this.deps;
-    for (const deliveryId of await store.dueSearches(now, BATCH)) {
-      try {
-        const delivery = await transitions.current(deliveryId);
-        if (delivery && isMatchingEligible(delivery.lifecycle)) await settlement.search(delivery);
-        await store.dropScheduledSearch(deliveryId);
-      } catch (err) {
-        // Matching unreachable: this one stays on the list, the others go on.
-        this.deps.logger().warn('scheduled search not started; next sweep retries', {
-          deliveryId,
-          err: (err as Error).message,
-        });
-      }
-    }
+    await this.step('scheduled searches', () => this.scheduled.startDue(now));
   }
 
   private async step(name: string, work: () => Promise<void>): Promise<void> {

@@ -1,5 +1,6 @@
 import type mongoose from 'mongoose';
 import { zonedInstant } from '../../services/pricing/schedule';
+import { OrderStore, defineOrderModels } from '../../services/order/store';
 import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
 import {
   cancelDelivery,
@@ -21,10 +22,13 @@ import { openServiceDatabase } from '../support/stack';
 const stack = useMerchantStack({ internal: [], env: { ORDER_SWEEP_INTERVAL_MS: '200' } });
 const LEAD_MS = 2_700_000;
 let db: mongoose.Connection;
+let store: OrderStore;
 let courier: Courier;
 
 beforeAll(async () => {
   db = await openServiceDatabase(stack.iso, 'order');
+  const models = defineOrderModels(db);
+  store = new OrderStore(() => models);
   courier = await courierAt(stack.node.url, { lat: ORIGIN.lat, lon: ORIGIN.lon });
   await credit(stack.node.url, stack.alice, 100_000);
 });
@@ -49,11 +53,16 @@ async function scheduled() {
 const searchOf = (deliveryId: string) =>
   db.collection<{ _id: string; dueAt: Date }>('scheduled_searches').findOne({ _id: deliveryId });
 
-/** The date came: the search is due now. */
-const dueNow = (deliveryId: string) =>
-  db
+/**
+ * The date came: the search is due now, and listed in the bucket of now, which the sweep reads
+ * (it finds searches through their buckets, never by `dueAt`).
+ */
+async function dueNow(deliveryId: string) {
+  await db
     .collection<{ _id: string; dueAt: Date }>('scheduled_searches')
     .updateOne({ _id: deliveryId }, { $set: { dueAt: new Date() } });
+  await store.relistSearch(deliveryId, new Date());
+}
 
 const offers = async () =>
   (await asCourier(stack.node.url, courier, 'GET', '/courier/offers')).body.data as unknown[];
@@ -94,8 +103,11 @@ describe('a SCHEDULED delivery paid from the wallet', () => {
     const { deliveryId } = await scheduled();
     expect(await searchOf(deliveryId)).not.toBeNull();
     expect((await cancelDelivery(stack.node.url, stack.alice, deliveryId)).status).toBe(201);
-    await dueNow(deliveryId);
+    // The cancellation's END_MATCHING drops it, before its date.
     await eventually(async () => expect(await searchOf(deliveryId)).toBeNull());
+    // Listed in the bucket the sweep reads now all the same: nothing is left to start.
+    await dueNow(deliveryId);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(await offers()).toEqual([]);
   });
 });

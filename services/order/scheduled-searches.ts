@@ -1,0 +1,108 @@
+import type { Logger } from 'moleculer';
+import { forEachAtOnce } from '../../libs/at-once';
+import { isMatchingEligible } from './lifecycle';
+import { SEARCH_BUCKET_MS } from './scheduling';
+import type { Settlement } from './settlement';
+import { listedBucket, type OrderStore, type ScheduledSearchRecord } from './store';
+import type { DeliveryTransitions } from './transitions';
+
+/**
+ * Buckets a tick reads at most: a day and a bit. A sweep that was down longer catches up over
+ * several ticks rather than reading everything since in one.
+ */
+export const BUCKETS_PER_TICK = 300;
+
+/** Searches started at once: a tick's worth goes out in seconds without flooding matching. */
+const STARTS_AT_ONCE = 10;
+
+/**
+ * How long after a bucket ends the cursor may pass it. A booking is listed in a bucket that has
+ * not begun when it is made, so only a writer paused this long between its check and its add
+ * could list one in a bucket passed already.
+ */
+export const BUCKET_GRACE_MS = 10 * 60_000;
+
+/**
+ * How long a due search may keep failing before an operator is called. It is then listed again
+ * under the current bucket: its old one no longer holds the cursor back, and a bucket that
+ * failed for a day would otherwise keep the later ones out of the reads a tick allows.
+ */
+export const STUCK_SEARCH_MS = 60 * 60_000;
+
+export interface ScheduledSearchDeps {
+  store: OrderStore;
+  transitions: DeliveryTransitions;
+  settlement: Settlement;
+  logger: () => Logger;
+}
+
+/**
+ * SCHEDULED deliveries whose search is due, found through their buckets (`dueBucket`) from the
+ * sweep's cursor up to now, each read by `_id`: what a tick costs follows the searches due, not
+ * the bookings made ahead. Started if the delivery still waits for a courier (not cancelled
+ * meanwhile), then dropped. A search starts once however often it is asked, so replicas may do
+ * this together.
+ */
+export class ScheduledSearches {
+  constructor(private readonly deps: ScheduledSearchDeps) {}
+
+  async startDue(now: Date): Promise<void> {
+    const { store } = this.deps;
+    const buckets = await store.waitingSearches(now, BUCKETS_PER_TICK);
+    const due = buckets.flatMap((b) =>
+      b.searches.filter((s) => new Date(s.dueAt).getTime() <= now.getTime()),
+    );
+    const started = new Set<string>();
+    await forEachAtOnce(due, STARTS_AT_ONCE, async (search) => {
+      if (await this.start(search, now)) started.add(search._id);
+    });
+    // Past the leading buckets that are over and now empty. A search still there (failing)
+    // stops the cursor before its bucket; the later buckets were read all the same.
+    let passed: number | undefined;
+    for (const bucket of buckets) {
+      const over = bucket.start + SEARCH_BUCKET_MS <= now.getTime() - BUCKET_GRACE_MS;
+      if (!over || !bucket.searches.every((s) => started.has(s._id))) break;
+      passed = bucket.start + SEARCH_BUCKET_MS;
+    }
+    if (passed !== undefined) await store.passSearchBuckets(passed);
+  }
+
+  /** Whether the search is over: started or not wanted, and dropped. */
+  private async start(search: ScheduledSearchRecord, now: Date): Promise<boolean> {
+    const { store, transitions, settlement } = this.deps;
+    try {
+      const delivery = await transitions.current(search._id);
+      if (delivery && isMatchingEligible(delivery.lifecycle)) await settlement.search(delivery);
+      await store.dropScheduledSearch(search._id);
+      return true;
+    } catch (err) {
+      await this.failed(search, now, err as Error);
+      return false;
+    }
+  }
+
+  private async failed(search: ScheduledSearchRecord, now: Date, err: Error): Promise<void> {
+    const lateMs = now.getTime() - new Date(search.dueAt).getTime();
+    const context = { deliveryId: search._id, dueAt: search.dueAt, err: err.message };
+    if (lateMs <= STUCK_SEARCH_MS) {
+      // Matching unreachable, most likely: this one stays in its bucket, the others go on.
+      this.deps.logger().warn('scheduled search not started; next sweep retries', context);
+      return;
+    }
+    this.deps
+      .logger()
+      .error(
+        'scheduled search failing for over an hour: no courier is being searched for this ' +
+          'delivery. Check that courier-matching is up and the delivery is intact (its ' +
+          'addresses); the sweep keeps retrying. If it cannot be matched, cancel the delivery ' +
+          '(its fee is refunded).',
+        { ...context, lateMinutes: Math.round(lateMs / 60_000) },
+      );
+    if (listedBucket(search) + SEARCH_BUCKET_MS > now.getTime() - STUCK_SEARCH_MS) return;
+    try {
+      await this.deps.store.relistSearch(search._id, now);
+    } catch {
+      // Still in its bucket: the next sweep tries again.
+    }
+  }
+}
