@@ -50,6 +50,13 @@ export interface NearCourier {
  */
 export const BUSY_CHECK_MS = 60_000;
 
+/**
+ * What a report answers for a mark made without naming an offer (by a version before marks
+ * named theirs, or the sandbox's virtual courier): cleared, like a named one, only while no
+ * offer has named the mark since.
+ */
+export const UNNAMED_MARK = '-';
+
 /** What became of a report: stored, or refused as older than what Redis holds. */
 export type ReportOutcome =
   | 'stored'
@@ -101,9 +108,9 @@ if old[4] ~= '1' and not retired then
   redis.call('ZADD', avail .. fleet .. ':9:' .. ARGV[8], at, id)
 end
 if old[6] ~= ARGV[4] or old[7] ~= ARGV[5] then redis.call('SADD', ARGV[10], id) end
-if old[4] == '1' and old[10] and tonumber(at) - tonumber(old[11] or '0') >= tonumber(ARGV[11]) then
+if old[4] == '1' and tonumber(at) - tonumber(old[11] or '0') >= tonumber(ARGV[11]) then
   redis.call('HSET', KEYS[1], 'busyChecked', at)
-  return old[10]
+  return old[10] or '${UNNAMED_MARK}'
 end
 return 1
 `;
@@ -142,13 +149,15 @@ return 0
 
 /**
  * KEYS[1] the hash. ARGV: avail prefix, id, '1' busy or '0' free, the offer id the mark is
- * for ('' none), now (ms). A mark for an offer is cleared only by a call for the same offer
- * (or for none): 0 when it is another's.
+ * for ('' none), now (ms), and for a mark: the offer the mark must name now to be changed
+ * ('' any, UNNAMED_MARK none). A mark for an offer is cleared only by a call for the same offer
+ * (or for none): 0 when it is another's, or a mark's condition does not hold.
  */
 const BUSY = `
 local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'at', 'retired', 'busyFor')
 local avail, id, offer = ARGV[1], ARGV[2], ARGV[4]
 if ARGV[3] == '1' then
+  if ARGV[6] ~= '' and (redis.call('HGET', KEYS[1], 'busy') ~= '1' or (p[6] or '${UNNAMED_MARK}') ~= ARGV[6]) then return 0 end
   redis.call('HSET', KEYS[1], 'busy', '1', 'busyChecked', ARGV[5])
   if offer ~= '' then redis.call('HSET', KEYS[1], 'busyFor', offer) else redis.call('HDEL', KEYS[1], 'busyFor') end
   if p[1] and p[2] then
@@ -458,7 +467,13 @@ export class CourierPositions {
    * again. A mark made for an offer is cleared only for that offer: a late call letting the
    * courier go from an earlier one leaves them busy with the next. False when it was not.
    */
-  async setBusy(courierId: string, busy: boolean, offerId?: string): Promise<boolean> {
+  async setBusy(
+    courierId: string,
+    busy: boolean,
+    offerId?: string,
+    /** For a mark: made only while the courier is marked for this offer (or UNNAMED_MARK). */
+    ifMarkedFor?: string,
+  ): Promise<boolean> {
     const done = await orUnavailable(
       () =>
         this.redis.setCourierBusy(
@@ -468,6 +483,7 @@ export class CourierPositions {
           busy ? '1' : '0',
           offerId ?? '',
           String(this.now()),
+          ifMarkedFor ?? '',
         ),
       positionsUnavailable,
     );

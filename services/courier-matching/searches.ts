@@ -404,6 +404,7 @@ export class Searches {
       }
       // The courier took another offer meanwhile: this one is void, try the next courier.
       await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
+      await this.markHolding(courierId);
     }
     this.waitForCourier(search, now);
   }
@@ -420,6 +421,19 @@ export class Searches {
       await this.letGo(offer, 'WITHDRAWN');
     }
     return true;
+  }
+
+  /**
+   * A courier found free who holds an offer or a trip (their mark lost: Redis restarted empty,
+   * or the call marking them failed) is marked for it, so that the next searches pass them by
+   * instead of each spending an offer on them. A mark made as the hold was let go stands until
+   * their report's check (`checkBusy`), a minute at most.
+   */
+  private async markHolding(courierId: string): Promise<void> {
+    const hold = await this.store.hold(courierId);
+    if (hold && courierId !== virtualCourierId(hold.deliveryId)) {
+      await this.deps.couriers.setBusy(courierId, true, hold.offerId);
+    }
   }
 
   /**
@@ -485,8 +499,9 @@ export class Searches {
     try {
       const hold = await this.store.hold(courierId);
       if (hold) {
+        // Unless an offer marked them since (this one's release clears a mark it names).
         if (hold.offerId !== markedFor) {
-          await this.deps.couriers.setBusy(courierId, true, hold.offerId);
+          await this.deps.couriers.setBusy(courierId, true, hold.offerId, markedFor);
         }
         const offer = hold.kind === 'OFFER' ? await this.store.offer(hold.offerId) : null;
         if (offer) await this.withdrawIfEnded(offer);

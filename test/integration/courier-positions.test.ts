@@ -8,6 +8,7 @@ import {
   CourierPositions,
   type NearCourier,
   type NearestQuery,
+  UNNAMED_MARK,
 } from '../../services/courier-matching/positions';
 
 /**
@@ -173,12 +174,32 @@ describe('a location report', () => {
       outcome: 'stored',
       busyFor: 'delivery-a:1',
     });
-    // A mark for no offer, or no mark, is never answered.
+    // A mark naming no offer (a version before, or the sandbox's) is answered as such.
     now += 3 * BUSY_CHECK_MS;
     await positions.setBusy(id, true);
-    expect(await report(now + 2 * BUSY_CHECK_MS)).toEqual({ outcome: 'stored' });
+    expect(await report(now + BUSY_CHECK_MS)).toEqual({ outcome: 'stored', busyFor: UNNAMED_MARK });
+    // No mark: nothing to check.
     await positions.setBusy(id, false);
     expect(await report(now + 4 * BUSY_CHECK_MS)).toEqual({ outcome: 'stored' });
+  });
+
+  it('of a courier is made for another offer only while it names the one it was checked for', async () => {
+    const { positions } = newIndex();
+    const id = randomUUID();
+    await positions.report({ id, fleetTypeId: BIKE }, LAGOS.lat, LAGOS.lon, new Date());
+    await positions.setBusy(id, true, 'delivery-z:1');
+    expect(await positions.setBusy(id, true, 'delivery-y:1', 'delivery-x:1')).toBe(false);
+    expect(await positions.setBusy(id, false, 'delivery-y:1')).toBe(false);
+    expect(await positions.setBusy(id, true, 'delivery-y:1', 'delivery-z:1')).toBe(true);
+    expect(await positions.setBusy(id, false, 'delivery-y:1')).toBe(true);
+    // Free: a conditional mark is not made (the check's hold was let go meanwhile).
+    expect(await positions.setBusy(id, true, 'delivery-w:1', 'delivery-y:1')).toBe(false);
+    expect(await positions.nearest(query())).toEqual([{ courierId: id, distanceKm: 0 }]);
+    // A mark naming none is taken over by the check only while it still names none.
+    await positions.setBusy(id, true);
+    expect(await positions.setBusy(id, true, 'delivery-v:1', UNNAMED_MARK)).toBe(true);
+    expect(await positions.setBusy(id, false, UNNAMED_MARK)).toBe(false);
+    expect(await positions.setBusy(id, false, 'delivery-v:1')).toBe(true);
   });
 
   it('is forgotten altogether by forget()', async () => {

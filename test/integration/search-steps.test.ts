@@ -4,7 +4,7 @@ import type { Logger } from 'moleculer';
 import type mongoose from 'mongoose';
 import type { Caller } from '../../libs/contracts';
 import { offerId as offerIdOf } from '../../services/courier-matching/matching-rules';
-import { CourierPositions } from '../../services/courier-matching/positions';
+import { CourierPositions, UNNAMED_MARK } from '../../services/courier-matching/positions';
 import {
   defineSearchModels,
   SearchStore,
@@ -51,9 +51,13 @@ function positionsNoting(freed: string[]): CourierPositions {
 }
 
 /** Whether a search from the pickup finds the courier free. */
-async function isFree(positions: CourierPositions, courierId: string): Promise<boolean> {
+async function isFree(
+  positions: CourierPositions,
+  courierId: string,
+  at = PICKUP,
+): Promise<boolean> {
   const near = await positions.nearest({
-    ...PICKUP,
+    ...at,
     fleetTypeIds: [BIKE],
     maxDistanceKm: 5,
     limit: 50,
@@ -302,6 +306,17 @@ describe('a busy mark checked on a report', () => {
     expect(await isFree(positions, courierId)).toBe(true);
   });
 
+  it('marks free a courier holding nothing whose mark names no offer (made by a version before)', async () => {
+    const models = defineSearchModels(db);
+    const store = new SearchStore(() => models);
+    const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+    const courierId = await courierInReach(positions);
+    await positions.setBusy(courierId, true);
+
+    await searchesOver(store, positions).checkBusy(courierId, UNNAMED_MARK);
+    expect(await isFree(positions, courierId)).toBe(true);
+  });
+
   it('lets go a courier holding an offer of a search that ended with no step to close it', async () => {
     const models = defineSearchModels(db);
     const store = new SearchStore(() => models);
@@ -347,4 +362,33 @@ describe('a busy mark checked on a report', () => {
     expect(await positions.setBusy(courierId, false, held)).toBe(true);
     expect(await isFree(positions, courierId)).toBe(true);
   });
+});
+
+it('marks busy, for what they hold, a courier found free who holds another delivery', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  // Alone in reach of a pickup of its own, free in Redis (its mark lost), holding another
+  // delivery's trip.
+  const pickup = { lat: 7.3775, lon: 3.947 };
+  const courierId = randomUUID();
+  await positions.report({ id: courierId, fleetTypeId: BIKE }, pickup.lat, pickup.lon, new Date());
+  const other = randomUUID();
+  const trip = offerIdOf(other, 1);
+  await store.claimHold({
+    _id: courierId,
+    deliveryId: other,
+    offerId: trip,
+    kind: 'DELIVERY',
+    at: new Date(),
+  });
+  const deliveryId = randomUUID();
+  await store.claimSearch({ ...searchRecord(deliveryId), pickup });
+  await searchesOver(store, positions).advance(deliveryId);
+
+  expect(await store.offer(offerIdOf(deliveryId, 1))).toMatchObject({ courierId });
+  expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('WITHDRAWN');
+  expect(await isFree(positions, courierId, pickup)).toBe(false);
+  // Marked for the trip: its end clears the mark.
+  expect(await positions.setBusy(courierId, false, trip)).toBe(true);
 });
