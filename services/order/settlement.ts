@@ -72,8 +72,11 @@ export class Settlement {
       if (effect.kind === 'MATCHING_ELIGIBLE') await this.startMatching(delivery, transition.at);
       if (effect.kind === 'END_MATCHING') {
         await call(services, 'courier-matching.endMatching', { deliveryId: delivery._id });
-        // Ended while its search waited for its date: its bucket no longer holds it live.
-        await this.deps.store.dropScheduledSearch(delivery._id);
+        // Ended while its search waited for its date: its bucket no longer holds it live. Only
+        // a delivery with a date can have waited (a write saved on every other one).
+        if (searchStartsAt(delivery, this.deps.scheduledSearchLeadMs)) {
+          await this.deps.store.dropScheduledSearch(delivery._id);
+        }
       }
       if (effect.kind === 'REMIT_COLLECTED') await this.remitCollected(delivery);
       if (effect.kind === 'COURIER_ON_THE_WAY') {
