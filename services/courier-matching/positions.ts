@@ -83,7 +83,7 @@ export const positionsUnavailable = () =>
  * res-7 cell, res-9 cell, directory version ('' when unknown: the hash's is kept), moved set,
  * how long a busy mark stands unchecked (ms). 1 stored, 0 the hash was written under a newer
  * directory version, 2 it holds a later report; stored with a busy mark due a check: the
- * offer id it was made for (the check is then noted as done).
+ * offer id it was made for, or UNNAMED_MARK (the check is then noted as done).
  */
 const REPORT = `
 local old = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'busy', 'v', 'lat', 'lon', 'at', 'retired', 'busyFor', 'busyChecked')
@@ -154,10 +154,10 @@ return 0
  * (or for none): 0 when it is another's, or a mark's condition does not hold.
  */
 const BUSY = `
-local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'at', 'retired', 'busyFor')
+local p = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'at', 'retired', 'busyFor', 'busy')
 local avail, id, offer = ARGV[1], ARGV[2], ARGV[4]
 if ARGV[3] == '1' then
-  if ARGV[6] ~= '' and (redis.call('HGET', KEYS[1], 'busy') ~= '1' or (p[6] or '${UNNAMED_MARK}') ~= ARGV[6]) then return 0 end
+  if ARGV[6] ~= '' and (p[7] ~= '1' or (p[6] or '${UNNAMED_MARK}') ~= ARGV[6]) then return 0 end
   redis.call('HSET', KEYS[1], 'busy', '1', 'busyChecked', ARGV[5])
   if offer ~= '' then redis.call('HSET', KEYS[1], 'busyFor', offer) else redis.call('HDEL', KEYS[1], 'busyFor') end
   if p[1] and p[2] then
