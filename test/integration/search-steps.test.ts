@@ -292,62 +292,54 @@ it('does not offer a delivery again to a courier another replica noted as tried 
 });
 
 describe('a busy mark checked on a report', () => {
-  it('marks free a courier who holds nothing, once', async () => {
+  /** The real store and index, and a courier in reach marked busy for `mark` (none: unnamed). */
+  async function markedCourier(mark?: string) {
     const models = defineSearchModels(db);
     const store = new SearchStore(() => models);
-    const freed: string[] = [];
-    const positions = positionsNoting(freed);
+    const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
     const courierId = await courierInReach(positions);
+    await positions.setBusy(courierId, true, mark);
+    return { store, positions, courierId, searches: searchesOver(store, positions) };
+  }
+
+  it('marks free a courier who holds nothing, once', async () => {
     const stale = offerIdOf(randomUUID(), 1);
-    await positions.setBusy(courierId, true, stale);
-    const searches = searchesOver(store, positions);
+    const { positions, courierId, searches } = await markedCourier(stale);
 
     await searches.checkBusy(courierId, stale);
     expect(await isFree(positions, courierId)).toBe(true);
   });
 
   it('marks free a courier holding nothing whose mark names no offer (made by a version before)', async () => {
-    const models = defineSearchModels(db);
-    const store = new SearchStore(() => models);
-    const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
-    const courierId = await courierInReach(positions);
-    await positions.setBusy(courierId, true);
+    const { positions, courierId, searches } = await markedCourier();
 
-    await searchesOver(store, positions).checkBusy(courierId, UNNAMED_MARK);
+    await searches.checkBusy(courierId, UNNAMED_MARK);
     expect(await isFree(positions, courierId)).toBe(true);
   });
 
   it('lets go a courier holding an offer of a search that ended with no step to close it', async () => {
-    const models = defineSearchModels(db);
-    const store = new SearchStore(() => models);
-    const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
-    const courierId = await courierInReach(positions);
     const deliveryId = randomUUID();
     const offerId = offerIdOf(deliveryId, 1);
+    const { store, positions, courierId, searches } = await markedCourier(offerId);
     const at = new Date();
     const expiresAt = new Date(at.getTime() + 30_000);
     await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
     await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
     await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
-    await positions.setBusy(courierId, true, offerId);
     // Ended (cancelled) after the step made the offer, which stopped before it looked.
     await store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at });
 
-    await searchesOver(store, positions).checkBusy(courierId, offerId);
+    await searches.checkBusy(courierId, offerId);
     expect(await store.offerOutcome(offerId)).toBe('WITHDRAWN');
     expect(await store.hold(courierId)).toBeNull();
     expect(await isFree(positions, courierId)).toBe(true);
   });
 
   it('keeps busy a courier holding an offer, the mark theirs so that its release clears it', async () => {
-    const models = defineSearchModels(db);
-    const store = new SearchStore(() => models);
-    const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
-    const courierId = await courierInReach(positions);
     const stale = offerIdOf(randomUUID(), 1);
+    const { store, positions, courierId, searches } = await markedCourier(stale);
     const deliveryId = randomUUID();
     const held = offerIdOf(deliveryId, 1);
-    await positions.setBusy(courierId, true, stale);
     await store.claimHold({
       _id: courierId,
       deliveryId,
@@ -356,7 +348,7 @@ describe('a busy mark checked on a report', () => {
       at: new Date(),
     });
 
-    await searchesOver(store, positions).checkBusy(courierId, stale);
+    await searches.checkBusy(courierId, stale);
     expect(await isFree(positions, courierId)).toBe(false);
     expect(await positions.setBusy(courierId, false, stale)).toBe(false);
     expect(await positions.setBusy(courierId, false, held)).toBe(true);
