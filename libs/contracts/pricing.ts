@@ -136,6 +136,8 @@ export interface PricedDelivery {
   tariffVersion: string;
   /** When a SCHEDULED delivery's slot opens, in the tariff's time zone (ISO); else null. */
   slotStartsAt: string | null;
+  /** When that slot closes, read the same way; else null. */
+  slotEndsAt: string | null;
 }
 
 export interface PricingActions {

@@ -110,6 +110,8 @@ export interface DeliveryRecord {
   deliverySlot: string | null;
   /** When a SCHEDULED delivery's slot opens, in its tariff's time zone (absent on older records). */
   slotStartsAt?: Date | null;
+  /** When it closes (absent on older records: they are searched for however late). */
+  slotEndsAt?: Date | null;
   note: string | null;
   payOnDelivery: PayOnDelivery | null;
   packages: { ids: string[]; totalWeightGrams: number; totalValueKobo: number };
@@ -238,6 +240,7 @@ export function buildDelivery(n: NewDelivery): {
     deliveryDate: request.schedule ? new Date(`${request.schedule.date}T00:00:00.000Z`) : null,
     deliverySlot: request.schedule?.slot ?? null,
     slotStartsAt: priced.slotStartsAt ? new Date(priced.slotStartsAt) : null,
+    slotEndsAt: priced.slotEndsAt ? new Date(priced.slotEndsAt) : null,
     note: request.note ?? null,
     payOnDelivery: request.payOnDelivery
       ? {

@@ -102,6 +102,7 @@ export function createOrderService(config: Config): ServiceDefinition {
   const announcer = new Announcer({ ...shared, transitions });
   const settlement = new Settlement({
     ...shared,
+    transitions,
     announcer,
     scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
   });
@@ -507,7 +508,7 @@ export function createOrderService(config: Config): ServiceDefinition {
       noCourierFound: implement('order.noCourierFound', {
         visibility: 'public',
         params: matchingEndParams,
-        handler: (ctx) => courierRun.noCourier(ctx.params.deliveryId),
+        handler: (ctx) => settlement.noCourier(ctx.params.deliveryId),
       }),
 
       ...createTrackingActions({ store, transitions }),

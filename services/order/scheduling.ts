@@ -15,6 +15,20 @@ export function searchStartsAt(
 }
 
 /**
+ * Whether a SCHEDULED delivery's slot closed before its search could start (the sweep down past
+ * it, a checkout paid after it): no courier is sought for a slot that is over, the delivery is
+ * closed NO_COURIER_FOUND and refunded instead. A simulation, or a record older than
+ * `slotEndsAt`, is never over.
+ */
+export function slotIsOver(
+  delivery: Pick<DeliveryRecord, 'slotEndsAt' | 'simulation'>,
+  now: Date | number,
+): boolean {
+  if (!delivery.slotEndsAt || delivery.simulation) return false;
+  return new Date(delivery.slotEndsAt).getTime() <= new Date(now).getTime();
+}
+
+/**
  * The span of one bucket of `scheduled_search_buckets`: the sweep reads a handful of them a
  * tick (from its cursor to now), each by `_id`, whatever the number booked further ahead.
  */

@@ -10,10 +10,11 @@ import {
 import type { PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, type Share } from './lifecycle';
-import { searchStartsAt } from './scheduling';
+import { searchStartsAt, slotIsOver } from './scheduling';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
 import { hasWork, type OrderStore, type TransitionRecord, type WorkFlag } from './store';
+import type { DeliveryTransitions } from './transitions';
 
 /** The ledger reference of money given back for a checkout: once per checkout, ever. */
 export const checkoutRefundReference = (checkoutReference: string) => `refund:${checkoutReference}`;
@@ -35,6 +36,7 @@ export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEvent
 
 export interface SettlementDeps {
   store: OrderStore;
+  transitions: DeliveryTransitions;
   /** ORDER_SCHEDULED_SEARCH_LEAD_MS. */
   scheduledSearchLeadMs: number;
   announcer: Announcer;
@@ -87,25 +89,40 @@ export class Settlement {
 
   /**
    * Every share is paid: matching looks for a courier (a SCHEDULED delivery's search waits for
-   * its date, `./scheduling`), and the others are told.
+   * its date, `./scheduling`), and the others are told. Paid after its slot closed, it is told
+   * paid, then closed for want of a courier.
    */
   async startMatching(delivery: DeliveryRecord, at: Date): Promise<void> {
     const { store } = this.deps;
+    const now = new Date();
+    if (slotIsOver(delivery, now)) {
+      await this.announce(DELIVERY_PAID_EVENT, delivery, at);
+      await this.noCourier(delivery._id);
+      return;
+    }
     const from = searchStartsAt(delivery, this.deps.scheduledSearchLeadMs);
     const waits =
       from !== null &&
-      from.getTime() > Date.now() &&
+      from.getTime() > now.getTime() &&
       (await store.scheduleSearch(delivery._id, from));
     if (!waits) {
-      await this.search(delivery);
+      await this.search(delivery, now);
       // A retry after its date, or one the sweep read past: no sweep is to start it again.
       if (from) await store.dropScheduledSearch(delivery._id);
     }
     await this.announce(DELIVERY_PAID_EVENT, delivery, at);
   }
 
-  /** Asks matching to look for the delivery's courier (again: it starts a search once). */
-  async search(delivery: DeliveryRecord): Promise<void> {
+  /**
+   * Asks matching to look for the delivery's courier (again: it starts a search once). A
+   * SCHEDULED delivery whose slot closed by `now` is closed for want of a courier instead, and
+   * refunded: nobody is sent for a slot that is over.
+   */
+  async search(delivery: DeliveryRecord, now: Date): Promise<void> {
+    if (slotIsOver(delivery, now)) {
+      await this.noCourier(delivery._id);
+      return;
+    }
     const [origin, destination] = await Promise.all([
       this.deps.store.address(delivery.originId),
       this.deps.store.address(delivery.destinationId),
@@ -190,6 +207,16 @@ export class Settlement {
     } catch {
       // The sweep finds the transition by its mark and finishes what is left.
     }
+  }
+
+  /**
+   * NO_COURIER_FOUND, and its effects (refund, packages released, matching ended); nothing
+   * when the delivery has moved on (assigned, cancelled, closed already). Its status after.
+   */
+  async noCourier(deliveryId: string): Promise<{ status: string }> {
+    const applied = await this.deps.transitions.apply(deliveryId, { kind: 'NO_COURIER_FOUND' });
+    if (applied.applied) await this.afterTransition(applied.delivery, applied.transition);
+    return { status: applied.delivery.lifecycle.status };
   }
 
   /** Gives a paid share back to the creator's wallet: the recipient has no wallet with us. */

@@ -180,8 +180,16 @@ export async function quoteLoad(
     fleetType: answer.deliveryCost.fleetType,
     tierIds: trip.choice.tierIds,
     tariffVersion: trip.choice.tariffVersion,
-    slotStartsAt: schedule
-      ? zonedInstant(schedule.date, schedule.slot.start, trip.choice.tariff.timezone).toISOString()
-      : null,
+    slotStartsAt: slotInstant(schedule, 'start', trip.choice.tariff.timezone),
+    slotEndsAt: slotInstant(schedule, 'end', trip.choice.tariff.timezone),
   };
+}
+
+/** When a scheduled slot opens or closes in the tariff's zone (ISO); null without a schedule. */
+function slotInstant(
+  schedule: Schedule | undefined,
+  edge: 'start' | 'end',
+  timeZone: string,
+): string | null {
+  return schedule ? zonedInstant(schedule.date, schedule.slot[edge], timeZone).toISOString() : null;
 }

@@ -179,12 +179,12 @@ describe('pricing.quote', () => {
         expect(priced.fleetType).toEqual(cost.fleetType);
         expect(priced.tierIds).toEqual(cost.tierIds);
         expect(priced.tariffVersion).toBe(cost.tariffVersion);
-        // The slot's opening, in Lagos (UTC+1 all year): 09:00 there is 08:00 UTC.
+        // The slot's opening and close, in Lagos (UTC+1 all year): 09:00 there is 08:00 UTC.
         const slot = c.deliverySlot;
-        const utcHour = slot && String(Number(slot.slice(0, 2)) - 1).padStart(2, '0');
-        expect(priced.slotStartsAt).toBe(
-          slot ? `${c.deliveryDate}T${utcHour}:${slot.slice(3, 5)}:00.000Z` : null,
-        );
+        const utc = (time: string) =>
+          `${c.deliveryDate}T${String(Number(time.slice(0, 2)) - 1).padStart(2, '0')}:${time.slice(3, 5)}:00.000Z`;
+        expect(priced.slotStartsAt).toBe(slot ? utc(slot.slice(0, 5)) : null);
+        expect(priced.slotEndsAt).toBe(slot ? utc(slot.slice(-5)) : null);
       }),
       { numRuns: 40 },
     );

@@ -3,9 +3,12 @@ import { zonedInstant } from '../../services/pricing/schedule';
 import { OrderStore, defineOrderModels } from '../../services/order/store';
 import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
 import {
+  balanceOf,
   cancelDelivery,
   credit,
+  freePackages,
   getDelivery,
+  ledgerIsClean,
   ORIGIN,
   requestDelivery,
   savePackage,
@@ -47,7 +50,7 @@ async function scheduled() {
     deliverySlot: '09:00 - 12:00',
   });
   expect(created.status).toBe(201);
-  return { deliveryId: created.body.data.deliveryId as string, deliveryDate, created };
+  return { deliveryId: created.body.data.deliveryId as string, deliveryDate, created, packageId };
 }
 
 const searchOf = (deliveryId: string) =>
@@ -97,6 +100,38 @@ describe('a SCHEDULED delivery paid from the wallet', () => {
     );
     expect(declined.status).toBe(200);
     expect((await cancelDelivery(stack.node.url, stack.alice, deliveryId)).status).toBe(201);
+  });
+
+  it('is closed for want of a courier and refunded, nobody sent, when its slot closed before its search could start', async () => {
+    const before = await balanceOf(stack.node.url, stack.alice);
+    const { deliveryId, deliveryDate, packageId } = await scheduled();
+    const deliveries = db.collection<{ _id: string; slotEndsAt: Date }>('deliveries');
+    expect((await deliveries.findOne({ _id: deliveryId }))?.slotEndsAt).toEqual(
+      zonedInstant(deliveryDate, 12 * 60, 'Africa/Lagos'),
+    );
+    expect(Number(await balanceOf(stack.node.url, stack.alice))).toBeLessThan(Number(before));
+
+    // The sweep was down through its date: the slot is over when its search is read.
+    await deliveries.updateOne(
+      { _id: deliveryId },
+      { $set: { slotEndsAt: new Date(Date.now() - 60_000) } },
+    );
+    await dueNow(deliveryId);
+    await eventually(async () => {
+      const closed = (await getDelivery(stack.node.url, stack.alice, deliveryId)).body.data;
+      expect(closed.status).toBe('NO_COURIER_FOUND');
+      expect(closed.p2pDelivery.status).toBe('REFUNDED');
+    });
+    await eventually(async () => expect(await balanceOf(stack.node.url, stack.alice)).toBe(before));
+    await eventually(async () =>
+      expect(await freePackages(stack.node.url, stack.alice)).toContain(packageId),
+    );
+    expect(await searchOf(deliveryId)).toBeNull();
+    expect(await offers()).toEqual([]);
+    // Later sweeps change nothing: refunded once.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await balanceOf(stack.node.url, stack.alice)).toBe(before);
+    expect(await ledgerIsClean(stack.node.url)).toBe(true);
   });
 
   it('is never searched for once cancelled before its date', async () => {

@@ -5,6 +5,7 @@ import {
   bucketsBetween,
   dueBucket,
   searchStartsAt,
+  slotIsOver,
 } from '../../../services/order/scheduling';
 
 describe('when the search for a courier starts', () => {
@@ -29,6 +30,25 @@ describe('when the search for a courier starts', () => {
     expect(searchStartsAt({ slotStartsAt, etaSeconds: 0, simulation: null }, 0)).toEqual(
       slotStartsAt,
     );
+  });
+});
+
+describe('whether a slot is over before its courier is sought', () => {
+  const slotEndsAt = new Date('2026-12-24T11:00:00Z');
+
+  it('is over from the instant the slot closes', () => {
+    expect(slotIsOver({ slotEndsAt, simulation: null }, slotEndsAt.getTime() - 1)).toBe(false);
+    expect(slotIsOver({ slotEndsAt, simulation: null }, slotEndsAt)).toBe(true);
+    expect(slotIsOver({ slotEndsAt, simulation: null }, slotEndsAt.getTime() + 86_400_000)).toBe(
+      true,
+    );
+  });
+
+  it('is never over without a slot, on a record older than its close, or for a simulation', () => {
+    const late = new Date('2027-01-01T00:00:00Z');
+    expect(slotIsOver({ slotEndsAt: null, simulation: null }, late)).toBe(false);
+    expect(slotIsOver({}, late)).toBe(false);
+    expect(slotIsOver({ slotEndsAt, simulation: 'delivered' }, late)).toBe(false);
   });
 });
 
