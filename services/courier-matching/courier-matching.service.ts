@@ -105,6 +105,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     fleetTypes: () => fleetTypes.get(),
     merchantCourierIds: async (userId) =>
       (await store.merchantCouriers(userId)).filter((c) => c.active).map((c) => c._id),
+    isActive: async (courierId) => (await store.find(courierId))?.active === true,
     async placeVirtualCourier(search) {
       const courier = virtualCourier(search);
       await store.ensureVirtual(courier);

@@ -57,6 +57,8 @@ export interface SearchDeps {
   fleetTypes: () => Promise<FleetTypeCapacity[]>;
   /** The active couriers on a merchant's own list. */
   merchantCourierIds: (userId: string) => Promise<string[]>;
+  /** Whether the directory has the courier at work (not retired), read by `_id`. */
+  isActive: (courierId: string) => Promise<boolean>;
   /** Puts the sandbox's virtual courier of a simulated delivery near its pickup. */
   placeVirtualCourier: (search: StartSearchParams) => Promise<void>;
   logger: () => Logger;
@@ -400,6 +402,7 @@ export class Searches {
       if (held) {
         await couriers.setBusy(courierId, true, offer._id);
         if (await this.withdrawIfEnded(offer)) return;
+        if (await this.withdrawIfRetired(search, offer)) continue;
         return this.awaitAnswer(search, offer, now);
       }
       // The courier took another offer meanwhile: this one is void, try the next courier.
@@ -420,6 +423,23 @@ export class Searches {
     if (withdrawn || (await this.store.offerOutcome(offer._id)) !== 'ACCEPTED') {
       await this.letGo(offer, 'WITHDRAWN');
     }
+    return true;
+  }
+
+  /**
+   * An offer made to a courier retired while this step chose them is void: their token no
+   * longer works, and it would hold the delivery for the offer's time. A retirement writes the
+   * courier, then reads their hold (withdrawing an offer it finds); a step claims the hold, then
+   * reads the courier: of the two, one sees the other. The courier is noted as tried, should
+   * the index not have heard of the retirement yet. Unless they accepted first: the offer's one
+   * outcome decides, and the retirement gives way. True when withdrawn.
+   */
+  private async withdrawIfRetired(search: SearchRecord, offer: OfferRecord): Promise<boolean> {
+    if (search.simulate || (await this.deps.isActive(offer.courierId))) return false;
+    const withdrawn = await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
+    if (!withdrawn && (await this.store.offerOutcome(offer._id)) === 'ACCEPTED') return false;
+    await this.store.noteTried(offer.deliveryId, offer.courierId);
+    await this.letGo(offer, 'WITHDRAWN');
     return true;
   }
 

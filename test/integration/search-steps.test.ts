@@ -66,9 +66,13 @@ async function isFree(
 }
 
 /** A new courier on a bike, reported `northKm` north of the pickup: the next step offers to them. */
-async function courierInReach(positions: CourierPositions, northKm = 0.22): Promise<string> {
+async function courierInReach(
+  positions: CourierPositions,
+  northKm = 0.22,
+  pickup = PICKUP,
+): Promise<string> {
   const courierId = randomUUID();
-  const at = { lat: PICKUP.lat + northKm / 111.2, lon: PICKUP.lon };
+  const at = { lat: pickup.lat + northKm / 111.2, lon: pickup.lon };
   await positions.report({ id: courierId, fleetTypeId: BIKE }, at.lat, at.lon, new Date());
   return courierId;
 }
@@ -169,7 +173,12 @@ it('keeps a courier who accepted an offer made as another replica gave the searc
   expect(freed).not.toContain(courierId);
 });
 
-function searchesOver(store: SearchStore, positions: CourierPositions): Searches {
+/** Matching's steps over this store and index; the directory has `retired` retired. */
+function searchesOver(
+  store: SearchStore,
+  positions: CourierPositions,
+  retired: ReadonlySet<string> = new Set(),
+): Searches {
   return new Searches({
     store,
     couriers: positions,
@@ -185,17 +194,18 @@ function searchesOver(store: SearchStore, positions: CourierPositions): Searches
     },
     fleetTypes: async () => [{ id: BIKE, maxWeight: '20.00000', active: true }],
     merchantCourierIds: async () => [],
+    isActive: async (courierId) => !retired.has(courierId),
     placeVirtualCourier: async () => undefined,
     logger: () => ({ warn: () => undefined }) as unknown as Logger,
   });
 }
 
-function searchRecord(deliveryId: string): SearchRecord {
+function searchRecord(deliveryId: string, pickup = PICKUP): SearchRecord {
   return {
     _id: deliveryId,
     deliveryId,
     userId: randomUUID(),
-    pickup: PICKUP,
+    pickup,
     dropoff: { lat: 6.45, lon: 3.4 },
     fleetTypeId: BIKE,
     weightGrams: 1_000,
@@ -383,4 +393,55 @@ it('marks busy, for what they hold, a courier found free who holds another deliv
   expect(await isFree(positions, courierId, pickup)).toBe(false);
   // Marked for the trip: its end clears the mark.
   expect(await positions.setBusy(courierId, false, trip)).toBe(true);
+});
+
+it('withdraws an offer made to a courier retired while the step chose them, and offers the next courier', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const freed: string[] = [];
+  const positions = positionsNoting(freed);
+  // Retired in the directory, still in the index: the retirement read no hold (this step had
+  // not claimed it yet) and has not told the index yet.
+  // Away from the couriers the other tests leave in the index.
+  const pickup = { lat: 7.1, lon: 3.4 };
+  const retiredId = await courierInReach(positions, 0.05, pickup);
+  const nextId = await courierInReach(positions, 0.4, pickup);
+  const searches = searchesOver(store, positions, new Set([retiredId]));
+  const deliveryId = randomUUID();
+  await store.claimSearch(searchRecord(deliveryId, pickup));
+  await searches.advance(deliveryId);
+
+  expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('WITHDRAWN');
+  expect((await store.offer(offerIdOf(deliveryId, 1)))?.courierId).toBe(retiredId);
+  expect(await store.hold(retiredId)).toBeNull();
+  expect(freed).toEqual([retiredId]);
+  expect(await store.hold(nextId)).toMatchObject({ deliveryId, offerId: offerIdOf(deliveryId, 2) });
+  expect((await store.search(deliveryId))?.tried).toEqual([retiredId]);
+
+  // Its next step leaves the retired courier alone though the index still has them.
+  await store.claimOfferOutcome(offerIdOf(deliveryId, 2), 'DECLINED');
+  await searches.advance(deliveryId);
+  expect(await store.hold(retiredId)).toBeNull();
+});
+
+it('leaves an offer the retired courier accepted first to its accept', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const deliveryId = randomUUID();
+  const watched = Object.create(store) as SearchStore;
+  watched.claimHold = async (hold) => {
+    const held = await store.claimHold(hold);
+    // The accept's claim lands between the hold and the step's read of the directory.
+    if (held) await store.claimOfferOutcome(hold.offerId, 'ACCEPTED');
+    return held;
+  };
+  const positions = positionsNoting([]);
+  const pickup = { lat: 7.6, lon: 3.4 };
+  const courierId = await courierInReach(positions, 0.05, pickup);
+  const searches = searchesOver(watched, positions, new Set([courierId]));
+  await store.claimSearch(searchRecord(deliveryId, pickup));
+  await searches.advance(deliveryId);
+
+  expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('ACCEPTED');
+  expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'OFFER' });
 });
