@@ -511,7 +511,11 @@ export function createOrderService(config: Config): ServiceDefinition {
         handler: (ctx) => settlement.noCourier(ctx.params.deliveryId),
       }),
 
-      ...createTrackingActions({ store, transitions }),
+      ...createTrackingActions({
+        store,
+        transitions,
+        scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
+      }),
 
       /** Internal: a saved address of the user's (geo resolves `{id}` address inputs with it). */
       getAddress: implement('order.getAddress', {

@@ -8,6 +8,7 @@ import {
 import { notFound } from '../../libs/errors';
 import { action, implement, type ServiceActions } from '../../libs/service';
 import { courierOnDelivery } from './courier-view';
+import { searchStartsAt } from './scheduling';
 import type { OrderStore } from './store';
 import { toTrackingView } from './tracking';
 import { TRACKING_PAGE_CSP, trackingPage, trackingState } from './tracking-page';
@@ -21,8 +22,10 @@ import type { DeliveryTransitions } from './transitions';
 export function createTrackingActions(deps: {
   store: OrderStore;
   transitions: DeliveryTransitions;
+  /** ORDER_SCHEDULED_SEARCH_LEAD_MS: when a SCHEDULED delivery's courier is looked for. */
+  scheduledSearchLeadMs: number;
 }): ServiceActions {
-  const { store, transitions } = deps;
+  const { store, transitions, scheduledSearchLeadMs } = deps;
 
   async function stateOf(services: Caller, trackingId: string): Promise<TrackingState | null> {
     if (!TRACKING_PATTERN.test(trackingId)) return null;
@@ -31,7 +34,10 @@ export function createTrackingActions(deps: {
     if (!delivery) return null;
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
     const courier = await courierOnDelivery(services, delivery, addresses);
-    return trackingState(toTrackingView(delivery, addresses, courier));
+    const searchFrom = searchStartsAt(delivery, scheduledSearchLeadMs);
+    return trackingState(
+      toTrackingView(delivery, addresses, courier, { searchFrom, now: new Date() }),
+    );
   }
 
   return {

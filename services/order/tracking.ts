@@ -47,12 +47,20 @@ export const STATUS_TEXT: Record<DeliveryStatus, string> = {
     'No courier was found, so the delivery was called off. Contact the sender to book it again.',
 };
 
+/** When a delivery's courier is searched for: `searchFrom` (null: at once), as of `now`. */
+export interface SearchTime {
+  searchFrom: Date | null;
+  now: Date;
+}
+
 /**
  * The status as a sentence for this delivery: a SCHEDULED one waiting for its courier is
- * booked for its day and slot (its courier is looked for on the day, not since it was booked).
+ * booked for its day and slot, its courier looked for on the day (`searchFrom`), not since it
+ * was booked; once that time has come, we are finding one.
  */
 export function statusTextOf(
   delivery: Pick<DeliveryRecord, 'lifecycle' | 'deliveryDate' | 'deliverySlot'>,
+  { searchFrom, now }: SearchTime,
 ): string {
   const { status } = delivery.lifecycle;
   if (status === 'REQUEST_CREATED' && delivery.deliveryDate && delivery.deliverySlot) {
@@ -63,7 +71,9 @@ export function statusTextOf(
       month: 'long',
       year: 'numeric',
     }).format(new Date(delivery.deliveryDate));
-    return `Your delivery is booked for ${day}, ${delivery.deliverySlot}. A courier is found for it on the day.`;
+    const searching = searchFrom === null || searchFrom.getTime() <= now.getTime();
+    const next = searching ? 'We are finding a courier.' : 'A courier is found for it on the day.';
+    return `Your delivery is booked for ${day}, ${delivery.deliverySlot}. ${next}`;
   }
   return STATUS_TEXT[status];
 }
@@ -93,6 +103,7 @@ export function toTrackingView(
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,
   courier: CourierOnDelivery | undefined,
+  searchTime: SearchTime,
 ): TrackingView {
   const status = delivery.lifecycle.status;
   const origin = addresses.get(delivery.originId)?.fields;
@@ -102,7 +113,7 @@ export function toTrackingView(
   return {
     trackingId: delivery.trackingId,
     status,
-    statusText: statusTextOf(delivery),
+    statusText: statusTextOf(delivery, searchTime),
     terminal: isTerminal(status),
     live: UNDER_WAY.has(status) && courier !== undefined,
     steps: delivery.steps

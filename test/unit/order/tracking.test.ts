@@ -143,8 +143,11 @@ const addresses = new Map([
   ['x', address('x', LEKKI, 'Ada Obi')],
 ]);
 
+/** Searched for at once. */
+const AT_ONCE = { searchFrom: null, now: new Date('2026-11-24T10:00:00.000Z') };
+
 describe('toTrackingView', () => {
-  const view = toTrackingView(delivery, addresses, courier);
+  const view = toTrackingView(delivery, addresses, courier, AT_ONCE);
 
   it('shows first names, place names and a drawing: no contact, street, note or coordinates', () => {
     const text = JSON.stringify(trackingState(view));
@@ -184,6 +187,7 @@ describe('toTrackingView', () => {
       { ...delivery, lifecycle: { status: 'REQUEST_CREATED' } } as unknown as DeliveryRecord,
       addresses,
       undefined,
+      AT_ONCE,
     );
     expect(waiting).toMatchObject({ courier: null, eta: null, live: false });
     expect(waiting.map.courier).toBeNull();
@@ -198,11 +202,22 @@ describe('toTrackingView', () => {
       deliveryDate: new Date('2026-12-24T00:00:00.000Z'),
       deliverySlot: '09:00 - 12:00',
     } as unknown as DeliveryRecord;
-    expect(toTrackingView(booked, addresses, undefined).statusText).toBe(
+    const searchFrom = new Date('2026-12-24T06:45:00.000Z');
+    const textAt = (delivery: DeliveryRecord, now: string) =>
+      toTrackingView(delivery, addresses, undefined, { searchFrom, now: new Date(now) }).statusText;
+    expect(textAt(booked, '2026-12-20T10:00:00.000Z')).toBe(
       'Your delivery is booked for Thursday, 24 December 2026, 09:00 - 12:00. A courier is found for it on the day.',
     );
+    expect(textAt(booked, '2026-12-24T06:44:59.999Z')).toMatch(/found for it on the day\.$/);
+    // Its day has come: its courier is being looked for.
+    expect(textAt(booked, '2026-12-24T06:45:00.000Z')).toBe(
+      'Your delivery is booked for Thursday, 24 December 2026, 09:00 - 12:00. We are finding a courier.',
+    );
+    expect(toTrackingView(booked, addresses, undefined, AT_ONCE).statusText).toMatch(
+      /We are finding a courier\.$/,
+    );
     const assigned = { ...booked, lifecycle: { status: 'COURIER_ASSIGNED' } } as DeliveryRecord;
-    expect(toTrackingView(assigned, addresses, undefined).statusText).toBe(
+    expect(textAt(assigned, '2026-12-24T07:00:00.000Z')).toBe(
       'A courier is on the way to collect your delivery.',
     );
   });
@@ -216,6 +231,7 @@ describe('trackingPage', () => {
       ['x', address('x', LEKKI, 'Ada Obi')],
     ]),
     { ...courier, name: '"><img src=x onerror=alert(1)> Y' },
+    AT_ONCE,
   );
   const html = trackingPage(trackingState(evil));
 
