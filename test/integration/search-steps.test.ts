@@ -150,17 +150,12 @@ it('keeps a courier who accepted an offer made as another replica gave the searc
   const deliveryId = randomUUID();
   // The real store, with what happens elsewhere between this step's hold and its next read:
   // another replica gives the search up, and the courier accepts the offer at once.
-  const watched = Object.create(store) as SearchStore;
-  watched.claimHold = async (hold) => {
-    const held = await store.claimHold(hold);
-    if (held) {
-      const at = new Date();
-      await store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at });
-      await store.claimOfferOutcome(hold.offerId, 'ACCEPTED');
-      await store.holdDelivery(hold._id, hold.offerId);
-    }
-    return held;
-  };
+  const watched = afterEachHold(store, async (hold) => {
+    const at = new Date();
+    await store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at });
+    await store.claimOfferOutcome(hold.offerId, 'ACCEPTED');
+    await store.holdDelivery(hold._id, hold.offerId);
+  });
   const freed: string[] = [];
   const positions = positionsNoting(freed);
   const searches = searchesOver(watched, positions);
@@ -172,6 +167,20 @@ it('keeps a courier who accepted an offer made as another replica gave the searc
   expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'DELIVERY' });
   expect(freed).not.toContain(courierId);
 });
+
+/** The real store, with `meanwhile` done elsewhere right after each hold a step claims. */
+function afterEachHold(
+  store: SearchStore,
+  meanwhile: (hold: Parameters<SearchStore['claimHold']>[0]) => Promise<unknown>,
+): SearchStore {
+  const watched = Object.create(store) as SearchStore;
+  watched.claimHold = async (hold) => {
+    const held = await store.claimHold(hold);
+    if (held) await meanwhile(hold);
+    return held;
+  };
+  return watched;
+}
 
 /** Matching's steps over this store and index; the directory has `retired` retired. */
 function searchesOver(
@@ -428,13 +437,8 @@ it('leaves an offer the retired courier accepted first to its accept', async () 
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
   const deliveryId = randomUUID();
-  const watched = Object.create(store) as SearchStore;
-  watched.claimHold = async (hold) => {
-    const held = await store.claimHold(hold);
-    // The accept's claim lands between the hold and the step's read of the directory.
-    if (held) await store.claimOfferOutcome(hold.offerId, 'ACCEPTED');
-    return held;
-  };
+  // The accept's claim lands between the hold and the step's read of the directory.
+  const watched = afterEachHold(store, (hold) => store.claimOfferOutcome(hold.offerId, 'ACCEPTED'));
   const positions = positionsNoting([]);
   const pickup = { lat: 7.6, lon: 3.4 };
   const courierId = await courierInReach(positions, 0.05, pickup);
