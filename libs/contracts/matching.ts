@@ -93,6 +93,12 @@ export interface StartSearchParams {
   courierId: string | null;
   /** A sandbox delivery: a virtual courier, at SIMULATOR_TIME_SCALE (null: a real search). */
   simulate?: SimulationMode | null;
+  /**
+   * No courier is sought after this instant (a SCHEDULED delivery's slot closes then): the
+   * search ends NO_COURIER at it, at its first step if it started later. Null or absent: the
+   * search's own time only.
+   */
+  notAfter?: Date | null;
 }
 
 /** A virtual courier of the sandbox moves: where it is now. */
@@ -125,6 +131,7 @@ export const startSearchParams = Joi.object<StartSearchParams, true>({
     .valid(...SIMULATION_MODES)
     .allow(null)
     .default(null),
+  notAfter: Joi.date().iso().allow(null).default(null),
 });
 
 /** The sandbox's virtual courier of a simulated delivery: one per delivery, named after it. */

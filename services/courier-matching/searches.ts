@@ -300,9 +300,16 @@ export class Searches {
     this.waiting.wakeNear(point, now.getTime(), this.deps.settings.reach.maxKm);
   }
 
-  /** When the search's time is up (ms since the epoch): it then ends NO_COURIER. */
+  /**
+   * When the search's time is up (ms since the epoch): it then ends NO_COURIER. Its own time,
+   * cut short at its `notAfter` (a slot that closes): a search started after that gives up at
+   * its first step, whichever call started it; one that started before is not undone by a
+   * start repeated after.
+   */
   private timeUpAt(search: SearchRecord): number {
-    return search.startedAt.getTime() + this.scaled(search, this.deps.settings.searchTimeoutMs);
+    const own =
+      search.startedAt.getTime() + this.scaled(search, this.deps.settings.searchTimeoutMs);
+    return search.notAfter ? Math.min(own, new Date(search.notAfter).getTime()) : own;
   }
 
   private timedOut(search: SearchRecord, now: Date): boolean {

@@ -37,10 +37,9 @@ export interface CourierRunDeps {
 }
 
 /**
- * A delivery from the courier's side: matching assigns it (its giving up is
- * `Settlement.noCourier`), then the courier reports each step. Every change is a transition of
- * the lifecycle table, so a step out of order is refused with the status it found, and a
- * repeat by a retried call changes nothing.
+ * A delivery from the courier's side: matching assigns it (or gives up), then the courier
+ * reports each step. Every change is a transition of the lifecycle table, so a step out of
+ * order is refused with the status it found, and a repeat by a retried call changes nothing.
  */
 export class CourierRun {
   constructor(private readonly deps: CourierRunDeps) {}
@@ -56,6 +55,13 @@ export class CourierRun {
     // A repeat of the call that assigned this courier: the same answer.
     const ours = delivery.assignment?.courierId === courierId;
     return { assigned: ours, status: delivery.lifecycle.status };
+  }
+
+  async noCourier(deliveryId: string): Promise<{ status: string }> {
+    const applied = await this.deps.transitions.apply(deliveryId, { kind: 'NO_COURIER_FOUND' });
+    if (applied.applied)
+      await this.deps.settlement.afterTransition(applied.delivery, applied.transition);
+    return { status: applied.delivery.lifecycle.status };
   }
 
   /** The delivery, when this courier holds it; 404 otherwise (another's, or none). */

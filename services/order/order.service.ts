@@ -102,7 +102,6 @@ export function createOrderService(config: Config): ServiceDefinition {
   const announcer = new Announcer({ ...shared, transitions });
   const settlement = new Settlement({
     ...shared,
-    transitions,
     announcer,
     scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
   });
@@ -508,7 +507,7 @@ export function createOrderService(config: Config): ServiceDefinition {
       noCourierFound: implement('order.noCourierFound', {
         visibility: 'public',
         params: matchingEndParams,
-        handler: (ctx) => settlement.noCourier(ctx.params.deliveryId),
+        handler: (ctx) => courierRun.noCourier(ctx.params.deliveryId),
       }),
 
       ...createTrackingActions({

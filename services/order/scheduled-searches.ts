@@ -72,8 +72,7 @@ export class ScheduledSearches {
     const { store, transitions, settlement } = this.deps;
     try {
       const delivery = await transitions.current(search._id);
-      if (delivery && isMatchingEligible(delivery.lifecycle))
-        await settlement.search(delivery, now);
+      if (delivery && isMatchingEligible(delivery.lifecycle)) await settlement.search(delivery);
       await store.dropScheduledSearch(search._id);
       return true;
     } catch (err) {

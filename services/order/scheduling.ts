@@ -15,17 +15,15 @@ export function searchStartsAt(
 }
 
 /**
- * Whether a SCHEDULED delivery's slot closed before its search could start (the sweep down past
- * it, a checkout paid after it): no courier is sought for a slot that is over, the delivery is
- * closed NO_COURIER_FOUND and refunded instead. A simulation, or a record older than
- * `slotEndsAt`, is never over.
+ * The instant after which no courier is sought for the delivery: a SCHEDULED delivery's slot
+ * closes then (null: none, a simulation, or a record older than `slotEndsAt`). Matching's
+ * search ends at it, and one started after it ends at its first step: the delivery is closed
+ * NO_COURIER_FOUND and refunded rather than a courier sent for a slot that is over.
  */
-export function slotIsOver(
+export function searchNotAfter(
   delivery: Pick<DeliveryRecord, 'slotEndsAt' | 'simulation'>,
-  now: Date | number,
-): boolean {
-  if (!delivery.slotEndsAt || delivery.simulation) return false;
-  return new Date(delivery.slotEndsAt).getTime() <= new Date(now).getTime();
+): Date | null {
+  return delivery.slotEndsAt && !delivery.simulation ? new Date(delivery.slotEndsAt) : null;
 }
 
 /**

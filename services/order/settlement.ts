@@ -10,11 +10,10 @@ import {
 import type { PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, type Share } from './lifecycle';
-import { searchStartsAt, slotIsOver } from './scheduling';
+import { searchNotAfter, searchStartsAt } from './scheduling';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
 import { hasWork, type OrderStore, type TransitionRecord, type WorkFlag } from './store';
-import type { DeliveryTransitions } from './transitions';
 
 /** The ledger reference of money given back for a checkout: once per checkout, ever. */
 export const checkoutRefundReference = (checkoutReference: string) => `refund:${checkoutReference}`;
@@ -36,7 +35,6 @@ export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEvent
 
 export interface SettlementDeps {
   store: OrderStore;
-  transitions: DeliveryTransitions;
   /** ORDER_SCHEDULED_SEARCH_LEAD_MS. */
   scheduledSearchLeadMs: number;
   announcer: Announcer;
@@ -89,24 +87,17 @@ export class Settlement {
 
   /**
    * Every share is paid: matching looks for a courier (a SCHEDULED delivery's search waits for
-   * its date, `./scheduling`), and the others are told. Paid after its slot closed, it is told
-   * paid, then closed for want of a courier.
+   * its date, `./scheduling`), and the others are told.
    */
   async startMatching(delivery: DeliveryRecord, at: Date): Promise<void> {
     const { store } = this.deps;
-    const now = new Date();
-    if (slotIsOver(delivery, now)) {
-      await this.announce(DELIVERY_PAID_EVENT, delivery, at);
-      await this.noCourier(delivery._id);
-      return;
-    }
     const from = searchStartsAt(delivery, this.deps.scheduledSearchLeadMs);
     const waits =
       from !== null &&
-      from.getTime() > now.getTime() &&
+      from.getTime() > Date.now() &&
       (await store.scheduleSearch(delivery._id, from));
     if (!waits) {
-      await this.search(delivery, now);
+      await this.search(delivery);
       // A retry after its date, or one the sweep read past: no sweep is to start it again.
       if (from) await store.dropScheduledSearch(delivery._id);
     }
@@ -114,20 +105,16 @@ export class Settlement {
   }
 
   /**
-   * Asks matching to look for the delivery's courier (again: it starts a search once). A
-   * SCHEDULED delivery whose slot closed by `now` is closed for want of a courier instead, and
-   * refunded: nobody is sent for a slot that is over.
+   * Asks matching to look for the delivery's courier (again: it starts a search once), until
+   * its slot closes when it has one.
    */
-  async search(delivery: DeliveryRecord, now: Date): Promise<void> {
-    if (slotIsOver(delivery, now)) {
-      await this.noCourier(delivery._id);
-      return;
-    }
+  async search(delivery: DeliveryRecord): Promise<void> {
     const [origin, destination] = await Promise.all([
       this.deps.store.address(delivery.originId),
       this.deps.store.address(delivery.destinationId),
     ]);
     if (!origin || !destination) throw new Error(`delivery ${delivery._id} lost its addresses`);
+    const notAfter = searchNotAfter(delivery);
     await call(this.deps.services(), 'courier-matching.startSearch', {
       deliveryId: delivery._id,
       userId: delivery.userId,
@@ -138,6 +125,8 @@ export class Settlement {
       courierSelection: delivery.courierMatching,
       courierId: delivery.courierId,
       simulate: delivery.simulation ?? null,
+      // Sent only when there is one: a matching of the version before refuses the field.
+      ...(notAfter ? { notAfter } : {}),
     });
   }
 
@@ -207,16 +196,6 @@ export class Settlement {
     } catch {
       // The sweep finds the transition by its mark and finishes what is left.
     }
-  }
-
-  /**
-   * NO_COURIER_FOUND, and its effects (refund, packages released, matching ended); nothing
-   * when the delivery has moved on (assigned, cancelled, closed already). Its status after.
-   */
-  async noCourier(deliveryId: string): Promise<{ status: string }> {
-    const applied = await this.deps.transitions.apply(deliveryId, { kind: 'NO_COURIER_FOUND' });
-    if (applied.applied) await this.afterTransition(applied.delivery, applied.transition);
-    return { status: applied.delivery.lifecycle.status };
   }
 
   /** Gives a paid share back to the creator's wallet: the recipient has no wallet with us. */

@@ -39,14 +39,8 @@ class Matching {
   readonly started = new Set<string>();
   readonly unreachableFor = new Set<string>();
 
-  /** The other calls the order service made, by action: refunds, releases, ends. */
-  readonly others: string[] = [];
-
   async call(action: string, params?: unknown): Promise<unknown> {
-    if (action !== 'courier-matching.startSearch') {
-      this.others.push(action);
-      return undefined;
-    }
+    if (action !== 'courier-matching.startSearch') return undefined;
     const { deliveryId } = params as { deliveryId: string };
     this.calls.push(deliveryId);
     if (this.unreachableFor.has(deliveryId)) throw new Error('courier-matching unreachable');
@@ -80,9 +74,8 @@ function replica() {
   const transitions = new DeliveryTransitions(store);
   const settlement = new Settlement({
     store,
-    transitions,
     scheduledSearchLeadMs: 0,
-    announcer: { applied: async () => true } as unknown as Announcer,
+    announcer: {} as Announcer,
     outbox: {} as Outbox,
     services: () => matching,
     logger: () => logger,
@@ -302,62 +295,4 @@ it('starts the search of a retry after its date at once, and drops what the firs
   await settlement.startMatching(delivery, new Date());
   expect(matching.started).toEqual(new Set([delivery._id]));
   expect(await own.scheduledSearch(delivery._id)).toBeNull();
-});
-
-it('closes a delivery paid after its slot closed instead of searching, refunding it once while two replicas settle it', async () => {
-  const [a, b] = [replica(), replica()];
-  await a.store.passSearchBuckets(dueBucket(Date.now() - 60 * MINUTE));
-  const delivery = await paidDelivery({
-    slotStartsAt: new Date(Date.now() - 180 * MINUTE),
-    slotEndsAt: new Date(Date.now() - 60 * MINUTE),
-    lifecycle: {
-      status: 'REQUEST_CREATED',
-      p2pStatus: 'PENDING',
-      owes: { creator: true, recipient: false },
-      paid: { creator: true, recipient: false },
-    },
-    payment: {
-      creator: {
-        amountKobo: 150_000,
-        method: 'WALLET',
-        checkoutReference: null,
-        checkoutUrl: null,
-        checkout: null,
-      },
-      recipient: {
-        amountKobo: 0,
-        method: null,
-        checkoutReference: null,
-        checkoutUrl: null,
-        checkout: null,
-      },
-    },
-  });
-  // The payment's effect carried out by its writer and by a sweep at once.
-  await Promise.all([
-    a.settlement.startMatching(delivery, new Date()),
-    b.settlement.startMatching(delivery, new Date()),
-  ]);
-  expect(matching.calls).toEqual([]);
-  const closed = await a.transitions.current(delivery._id);
-  expect(closed?.lifecycle).toMatchObject({ status: 'NO_COURIER_FOUND', p2pStatus: 'REFUNDED' });
-  expect(matching.others.filter((action) => action === 'payment.refund')).toHaveLength(1);
-  expect(matching.others.filter((action) => action === 'package.release')).toHaveLength(1);
-  expect(await a.store.scheduledSearch(delivery._id)).toBeNull();
-});
-
-it('closes a due search whose slot closed before the sweep read it, and starts the others', async () => {
-  const { store: own, transitions, sweep } = replica();
-  await own.passSearchBuckets(dueBucket(at(-60)));
-  const over = await paidDelivery({ slotStartsAt: at(-30), slotEndsAt: at(-1) });
-  const open = await paidDelivery({ slotStartsAt: at(30), slotEndsAt: at(90) });
-  await own.scheduleSearch(over._id, at(-40), now);
-  await own.scheduleSearch(open._id, at(-2), now);
-
-  await sweep.startDue(now);
-  expect([...matching.started]).toEqual([open._id]);
-  expect((await transitions.current(over._id))?.lifecycle.status).toBe('NO_COURIER_FOUND');
-  expect((await transitions.current(open._id))?.lifecycle.status).toBe('REQUEST_CREATED');
-  expect(await own.scheduledSearch(over._id)).toBeNull();
-  expect(await own.scheduledSearch(open._id)).toBeNull();
 });

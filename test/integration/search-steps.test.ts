@@ -187,11 +187,19 @@ function searchesOver(
   store: SearchStore,
   positions: CourierPositions,
   retired: ReadonlySet<string> = new Set(),
+  /** The calls made to order, `action deliveryId`. */
+  toOrder: string[] = [],
 ): Searches {
+  const order: Caller = {
+    async call(action, params) {
+      toOrder.push(`${action} ${(params as { deliveryId: string }).deliveryId}`);
+      return { status: 'NO_COURIER_FOUND' };
+    },
+  };
   return new Searches({
     store,
     couriers: positions,
-    services: () => ({}) as Caller,
+    services: () => order,
     settings: {
       offerTimeoutMs: 30_000,
       searchTimeoutMs: 900_000,
@@ -448,4 +456,62 @@ it('leaves an offer the retired courier accepted first to its accept', async () 
 
   expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('ACCEPTED');
   expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'OFFER' });
+});
+
+describe('a search with a time after which no courier is sought (a slot that closes)', () => {
+  const MINUTE = 60_000;
+
+  it('gives up at its first step when it starts after that time, though a courier is in reach', async () => {
+    const models = defineSearchModels(db);
+    const store = new SearchStore(() => models);
+    const positions = positionsNoting([]);
+    const pickup = { lat: 8.1, lon: 3.4 };
+    const courierId = await courierInReach(positions, 0.05, pickup);
+    const toOrder: string[] = [];
+    const searches = searchesOver(store, positions, new Set(), toOrder);
+    const deliveryId = randomUUID();
+    const now = new Date();
+    await store.claimSearch({
+      ...searchRecord(deliveryId, pickup),
+      startedAt: now,
+      notAfter: new Date(now.getTime() - MINUTE),
+    });
+    await searches.advance(deliveryId, now);
+
+    expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+    expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
+    expect(await store.offer(offerIdOf(deliveryId, 1))).toBeNull();
+    expect(await store.hold(courierId)).toBeNull();
+  });
+
+  it('offers as usual before that time, waits out an open offer, and gives up at it', async () => {
+    const models = defineSearchModels(db);
+    const store = new SearchStore(() => models);
+    const positions = positionsNoting([]);
+    const pickup = { lat: 8.6, lon: 3.4 };
+    const courierId = await courierInReach(positions, 0.05, pickup);
+    const toOrder: string[] = [];
+    const searches = searchesOver(store, positions, new Set(), toOrder);
+    const deliveryId = randomUUID();
+    const startedAt = new Date();
+    const notAfter = new Date(startedAt.getTime() + 10_000);
+    await store.claimSearch({ ...searchRecord(deliveryId, pickup), startedAt, notAfter });
+    await searches.advance(deliveryId, startedAt);
+    const offer = await store.offer(offerIdOf(deliveryId, 1));
+    expect(offer?.courierId).toBe(courierId);
+
+    // Past that time with the offer still open: the courier may still take it.
+    const late = new Date(notAfter.getTime() + 1_000);
+    expect(offer && offer.expiresAt.getTime() > late.getTime()).toBe(true);
+    await searches.advance(deliveryId, late);
+    expect(await store.end(deliveryId)).toBeNull();
+    expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'OFFER' });
+
+    // Declined: nobody else is asked, the search is over.
+    await store.claimOfferOutcome(offerIdOf(deliveryId, 1), 'DECLINED');
+    await searches.advance(deliveryId, late);
+    expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+    expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
+    expect(await store.hold(courierId)).toBeNull();
+  });
 });

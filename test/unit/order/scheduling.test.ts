@@ -5,7 +5,7 @@ import {
   bucketsBetween,
   dueBucket,
   searchStartsAt,
-  slotIsOver,
+  searchNotAfter,
 } from '../../../services/order/scheduling';
 
 describe('when the search for a courier starts', () => {
@@ -33,22 +33,17 @@ describe('when the search for a courier starts', () => {
   });
 });
 
-describe('whether a slot is over before its courier is sought', () => {
+describe('the instant after which no courier is sought', () => {
   const slotEndsAt = new Date('2026-12-24T11:00:00Z');
 
-  it('is over from the instant the slot closes', () => {
-    expect(slotIsOver({ slotEndsAt, simulation: null }, slotEndsAt.getTime() - 1)).toBe(false);
-    expect(slotIsOver({ slotEndsAt, simulation: null }, slotEndsAt)).toBe(true);
-    expect(slotIsOver({ slotEndsAt, simulation: null }, slotEndsAt.getTime() + 86_400_000)).toBe(
-      true,
-    );
+  it('is the close of a SCHEDULED delivery’s slot', () => {
+    expect(searchNotAfter({ slotEndsAt, simulation: null })).toEqual(slotEndsAt);
   });
 
-  it('is never over without a slot, on a record older than its close, or for a simulation', () => {
-    const late = new Date('2027-01-01T00:00:00Z');
-    expect(slotIsOver({ slotEndsAt: null, simulation: null }, late)).toBe(false);
-    expect(slotIsOver({}, late)).toBe(false);
-    expect(slotIsOver({ slotEndsAt, simulation: 'delivered' }, late)).toBe(false);
+  it('is none without a slot, on a record older than its close, or for a simulation', () => {
+    expect(searchNotAfter({ slotEndsAt: null, simulation: null })).toBeNull();
+    expect(searchNotAfter({})).toBeNull();
+    expect(searchNotAfter({ slotEndsAt, simulation: 'delivered' })).toBeNull();
   });
 });
 
