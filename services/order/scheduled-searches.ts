@@ -3,7 +3,12 @@ import { forEachAtOnce } from '../../libs/at-once';
 import { isMatchingEligible } from './lifecycle';
 import { SEARCH_BUCKET_MS } from './scheduling';
 import type { Settlement } from './settlement';
-import { listedBucket, type OrderStore, type ScheduledSearchRecord } from './store';
+import {
+  listedBucket,
+  type OrderStore,
+  type ScheduledSearchRecord,
+  type SearchBucket,
+} from './store';
 import type { DeliveryTransitions } from './transitions';
 
 /**
@@ -11,6 +16,10 @@ import type { DeliveryTransitions } from './transitions';
  * several ticks rather than reading everything since in one.
  */
 export const BUCKETS_PER_TICK = 300;
+
+/** How far behind the cursor a look behind reads, and how often (`lookBehind`). */
+export const LOOK_BEHIND_MS = 60 * 60_000;
+export const LOOK_BEHIND_EVERY_MS = 10 * 60_000;
 
 /** Searches started at once: a tick's worth goes out in seconds without flooding matching. */
 const STARTS_AT_ONCE = 10;
@@ -44,18 +53,16 @@ export interface ScheduledSearchDeps {
  * this together.
  */
 export class ScheduledSearches {
+  /** When this replica last read the buckets behind the cursor (ms since the epoch). */
+  private lookedBehindAt = -Infinity;
+
   constructor(private readonly deps: ScheduledSearchDeps) {}
 
   async startDue(now: Date): Promise<void> {
     const { store } = this.deps;
+    await this.lookBehind(now);
     const buckets = await store.waitingSearches(now, BUCKETS_PER_TICK);
-    const due = buckets.flatMap((b) =>
-      b.searches.filter((s) => new Date(s.dueAt).getTime() <= now.getTime()),
-    );
-    const started = new Set<string>();
-    await forEachAtOnce(due, STARTS_AT_ONCE, async (search) => {
-      if (await this.start(search, now)) started.add(search._id);
-    });
+    const started = await this.startAll(buckets, now);
     // Past the leading buckets that are over and now empty. A search still there (failing)
     // stops the cursor before its bucket; the later buckets were read all the same.
     let passed: number | undefined;
@@ -65,6 +72,42 @@ export class ScheduledSearches {
       passed = bucket.start + SEARCH_BUCKET_MS;
     }
     if (passed !== undefined) await store.passSearchBuckets(passed);
+  }
+
+  /** Starts the searches of `buckets` that are due; the ids of those now over. */
+  private async startAll(buckets: SearchBucket[], now: Date): Promise<Set<string>> {
+    const due = buckets.flatMap((b) =>
+      b.searches.filter((s) => new Date(s.dueAt).getTime() <= now.getTime()),
+    );
+    const started = new Set<string>();
+    await forEachAtOnce(due, STARTS_AT_ONCE, async (search) => {
+      if (await this.start(search, now)) started.add(search._id);
+    });
+    return started;
+  }
+
+  /**
+   * Every `LOOK_BEHIND_EVERY_MS`, the buckets of the hour behind the cursor are read again: a
+   * booking listed there after the sweep passed it, its writer told all was well (a clock more
+   * than `BUCKET_GRACE_MS` behind the sweep's, or a writer paused that long between its check
+   * and its add), would otherwise wait for a search forever, paid. Twelve reads by `_id`.
+   */
+  private async lookBehind(now: Date): Promise<void> {
+    if (now.getTime() - this.lookedBehindAt < LOOK_BEHIND_EVERY_MS) return;
+    this.lookedBehindAt = now.getTime();
+    const { store } = this.deps;
+    const cursor = await store.searchCursor(now);
+    const behind = await store.searchesListed(
+      cursor - LOOK_BEHIND_MS,
+      cursor - SEARCH_BUCKET_MS,
+      BUCKETS_PER_TICK,
+    );
+    const found = behind.flatMap((b) => b.searches.map((s) => s._id));
+    if (found.length === 0) return;
+    this.deps.logger().warn('scheduled searches found behind the sweep’s cursor; starting them', {
+      deliveryIds: found,
+    });
+    await this.startAll(behind, now);
   }
 
   /** Whether the search is over: started or not wanted, and dropped. */

@@ -713,10 +713,15 @@ export class OrderStore {
    * the searches it holds (due or not yet): a few lookups by `_id` a bucket, read 10 at once.
    */
   async waitingSearches(now: Date, maxBuckets: number): Promise<SearchBucket[]> {
-    const from = await this.searchCursor(now);
-    const buckets: SearchBucket[] = bucketsBetween(from, now.getTime(), maxBuckets).map(
-      (start) => ({ start, searches: [] }),
-    );
+    return this.searchesListed(await this.searchCursor(now), now.getTime(), maxBuckets);
+  }
+
+  /** The buckets from `from`'s to `to`'s, at most `maxBuckets`, with their searches. */
+  async searchesListed(from: number, to: number, maxBuckets: number): Promise<SearchBucket[]> {
+    const buckets: SearchBucket[] = bucketsBetween(from, to, maxBuckets).map((start) => ({
+      start,
+      searches: [],
+    }));
     await forEachAtOnce(buckets, BUCKET_READS_AT_ONCE, async (bucket) => {
       bucket.searches = await this.searchBuckets.readLiveItems(
         bucketName(bucket.start),

@@ -5,6 +5,8 @@ import type { DeliveryRecord, StoredAddress } from '../../services/order/deliver
 import type { Outbox } from '../../services/order/outbox';
 import {
   BUCKET_GRACE_MS,
+  LOOK_BEHIND_EVERY_MS,
+  LOOK_BEHIND_MS,
   ScheduledSearches,
   STUCK_SEARCH_MS,
 } from '../../services/order/scheduled-searches';
@@ -295,4 +297,33 @@ it('starts the search of a retry after its date at once, and drops what the firs
   await settlement.startMatching(delivery, new Date());
   expect(matching.started).toEqual(new Set([delivery._id]));
   expect(await own.scheduledSearch(delivery._id)).toBeNull();
+});
+
+it('finds, within the hour behind its cursor, a booking listed in a bucket the sweep had passed, at most every ten minutes', async () => {
+  const { store: own, sweep } = replica();
+  const cursor = dueBucket(at(-20));
+  await own.passSearchBuckets(cursor);
+  // A writer whose clock was behind: it listed the booking in a bucket the cursor has passed,
+  // having read the cursor before it was raised (told all was well).
+  const missed = (await paidDelivery())._id;
+  await own.scheduleSearch(missed, at(-35), now);
+  const tooOld = (await paidDelivery())._id;
+  await own.scheduleSearch(tooOld, new Date(cursor - LOOK_BEHIND_MS - 10 * MINUTE), now);
+
+  // Not read by the ticks between two looks behind.
+  await sweep.startDue(at(-LOOK_BEHIND_EVERY_MS / MINUTE));
+  expect(matching.started).toEqual(new Set([missed]));
+  expect(logs).toContainEqual(expect.objectContaining({ level: 'warn' }));
+  expect(await own.scheduledSearch(missed)).toBeNull();
+  // Found, not passed: the cursor stays where it was.
+  expect(await own.searchCursor(now)).toBe(cursor);
+
+  const missedNext = (await paidDelivery())._id;
+  await own.scheduleSearch(missedNext, at(-30), now);
+  await sweep.startDue(at(-1));
+  expect(matching.started).toEqual(new Set([missed]));
+  await sweep.startDue(now);
+  expect(matching.started).toEqual(new Set([missed, missedNext]));
+  // An hour behind the cursor is as far as it looks.
+  expect(matching.callsFor(tooOld)).toBe(0);
 });
