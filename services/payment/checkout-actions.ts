@@ -30,6 +30,7 @@ import {
   checkoutOfAttempt,
   claimFor,
   expiresAt,
+  expiryVerdict,
   fundingCreditReference,
   newCheckoutReference,
   nextAttemptWait,
@@ -60,6 +61,9 @@ import type {
   SessionRecord,
 } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
+
+/** The longest wait between two looks at a checkout whose charge is still under way. */
+const STILL_PAYING_RECHECK_MS = 5 * 60_000;
 
 /** Sessions expired and events sent per sweep at most; the rest wait for the next one. */
 const SWEEP_BATCH = 100;
@@ -359,15 +363,16 @@ export class Checkouts {
     // Not ours (another integration on the same account): acknowledged, nothing done.
     if (!session) return false;
     const decided = await this.store.outcome(reference);
-    if (decided && !(await this.store.isPending(reference))) {
-      if (decided.status !== 'PAID')
-        this.uncredited(paidReference, `the checkout is ${decided.status}`);
-      return false;
-    }
+    const over = decided && !(await this.store.isPending(reference));
+    if (over && decided.status === 'PAID') return false;
     const verified = await this.deps.provider.verify(paidReference);
     const mismatch = verified
       ? verificationMismatch(session, verified)
       : 'the provider knows no such transaction';
+    if (over && !mismatch) {
+      await this.paidAfterItEnded(session, paidReference, decided.status);
+      return false;
+    }
     if (mismatch) {
       if (verified?.status === 'success') this.uncredited(paidReference, mismatch);
       else {
@@ -380,10 +385,40 @@ export class Checkouts {
     }
     const outcome = await this.confirmPayment(session, 'paystack');
     // The sweep expired it while the provider was asked (or had, and stopped before it was
-    // off the pending list): the payment stands at the provider, and is not credited.
-    if (outcome.status !== 'PAID')
-      this.uncredited(paidReference, `the checkout is ${outcome.status}`);
+    // off the pending list): the payment stands at the provider.
+    if (outcome.status !== 'PAID') {
+      await this.paidAfterItEnded(session, paidReference, outcome.status);
+    }
     return outcome.status === 'PAID' && outcome.source === 'paystack';
+  }
+
+  /**
+   * The provider took the exact amount for a checkout that had ended (expired or declined
+   * first). A wallet's own funding is credited all the same, once (the reference a paid funding
+   * would have credited under): the payer is the wallet's owner, and the money is theirs. A
+   * delivery's payer may be its recipient, so that money is an operator's to refund.
+   */
+  private async paidAfterItEnded(
+    session: SessionRecord,
+    providerReference: string,
+    status: string,
+  ): Promise<void> {
+    if (session.purpose.kind !== 'WALLET_FUNDING') {
+      this.uncredited(providerReference, `the checkout is ${status}`);
+      return;
+    }
+    await this.deps.ledger.post({
+      walletId: session.userId,
+      type: 'CREDIT',
+      amountKobo: session.amountKobo,
+      reference: fundingCreditReference(session._id),
+      description: 'Wallet funded through checkout (paid after the checkout had ended)',
+    });
+    this.deps.logger().warn('a wallet funding paid after its checkout ended was credited', {
+      reference: session._id,
+      providerReference,
+      status,
+    });
   }
 
   /**
@@ -438,15 +473,28 @@ export class Checkouts {
   private async expire(session: SessionRecord): Promise<void> {
     // The transaction handed out is the only one a payer could reach.
     const opened = await this.store.opened(session._id);
-    const verified = await this.deps.provider.verify(opened?.providerReference ?? session._id);
-    const mismatch = verified && verificationMismatch(session, verified);
-    if (verified && mismatch === null) {
+    const providerReference = opened?.providerReference ?? session._id;
+    const verified = await this.deps.provider.verify(providerReference);
+    const now = new Date();
+    // A charge still under way is looked at again as often as the checkout lasted, at most
+    // every five minutes.
+    const recheckMs = Math.min(STILL_PAYING_RECHECK_MS, this.deps.config.checkoutTtlMs);
+    const verdict = expiryVerdict(session, verified, now, recheckMs);
+    if ('pay' in verdict) {
       await this.confirmPayment(session, 'sweep');
       return;
     }
-    if (verified?.status === 'success' && mismatch) {
-      this.uncredited(opened?.providerReference ?? session._id, mismatch);
+    if ('recheckAt' in verdict) {
+      this.deps.logger().info('checkout past its time with its charge under way; asked again', {
+        reference: session._id,
+        providerStatus: verified?.status,
+        recheckAt: verdict.recheckAt,
+      });
+      await this.store.recheckPendingAt(session._id, verdict.recheckAt);
+      return;
     }
+    const mismatch = verified && verificationMismatch(session, verified);
+    if (verified?.status === 'success' && mismatch) this.uncredited(providerReference, mismatch);
     await this.decide(session, 'EXPIRED', 'sweep');
   }
 

@@ -255,6 +255,15 @@ export class CheckoutStore {
     await this.m.CheckoutPending.deleteOne({ _id: reference });
   }
 
+  /**
+   * The sweep looks at the session again at `at` (its charge still under way at the
+   * provider): its place on the pending list moves there. A hint, written whole: two sweeps
+   * at once each write a time about as far ahead.
+   */
+  async recheckPendingAt(reference: string, at: Date): Promise<void> {
+    await this.m.CheckoutPending.updateOne({ _id: reference }, { $set: { expiresAt: at } });
+  }
+
   /** Open sessions past their time, oldest first (a scan of the open ones only). */
   async duePending(now: Date, limit: number): Promise<string[]> {
     const due = await this.m.CheckoutPending.find({ expiresAt: { $lte: now } })

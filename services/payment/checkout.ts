@@ -191,3 +191,42 @@ export function verificationMismatch(
   }
   return null;
 }
+
+/**
+ * The provider's statuses of a charge still under way: the payer is at an OTP or 3-D Secure
+ * step, or a bank transfer has not settled. A checkout past its time is not expired on these.
+ */
+export const STILL_PAYING: ReadonlySet<string> = new Set([
+  'ongoing',
+  'pending',
+  'processing',
+  'queued',
+]);
+
+/**
+ * How long past its time a checkout whose charge is still under way at the provider is
+ * waited for, then expired all the same (a transfer that never settles).
+ */
+export const STILL_PAYING_GRACE_MS = 24 * 3_600_000;
+
+/** What the expiry sweep does with a checkout past its time, given the provider's word. */
+export type ExpiryVerdict = { pay: true } | { expire: true } | { recheckAt: Date };
+
+/**
+ * Paid when the provider verified the exact charge; looked at again (within
+ * `STILL_PAYING_GRACE_MS` of its time, every `recheckMs`) while the charge is still under way;
+ * expired otherwise: no transaction, or one failed, abandoned or reversed.
+ */
+export function expiryVerdict(
+  session: Pick<SessionFacts, 'amountKobo' | 'currency' | 'expiresAt'>,
+  verified: VerifiedTransaction | null,
+  now: Date,
+  recheckMs: number,
+): ExpiryVerdict {
+  if (verified && verificationMismatch(session, verified) === null) return { pay: true };
+  const waiting = now.getTime() < session.expiresAt.getTime() + STILL_PAYING_GRACE_MS;
+  if (verified && STILL_PAYING.has(verified.status) && waiting) {
+    return { recheckAt: new Date(now.getTime() + recheckMs) };
+  }
+  return { expire: true };
+}

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ObjectId } from 'mongodb';
 import { call } from '../../libs/contracts';
@@ -123,9 +124,53 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(await creditsOf(unswept, reference)).toHaveLength(1);
   });
 
-  it('stays EXPIRED when the sweep expired it before the payment: nothing is credited', async () => {
+  it('is not expired while its charge is still under way at the provider, and is paid once it settles', async () => {
+    const reference = await opened(sweeping, 130);
+    // A bank transfer the payer started before the checkout's time, not settled yet.
+    (fake.transactions.get(reference) as { status: string }).status = 'ongoing';
+    await sleep(2_500);
+    expect(listener.log.of(reference)).toEqual([]);
+    const verifies = fake.calls.filter((c) => c.path === `/transaction/verify/${reference}`);
+    // Asked again, as often as the checkout lasted (one second here), not at every sweep.
+    expect(verifies.length).toBeGreaterThanOrEqual(1);
+    expect(verifies.length).toBeLessThanOrEqual(4);
+    paidAtProvider(reference);
+    await eventually(async () => expect(await statusOf(sweeping, reference)).toBe('PAID'), {
+      timeout: 15_000,
+    });
+    await eventually(async () => expect(await creditsOf(sweeping, reference)).toHaveLength(1));
+    expect(listener.log.of(reference).map((e) => e.name)).not.toContain('payment.failed');
+  });
+
+  it('stays EXPIRED when the sweep expired it before the payment, and its wallet is credited once all the same', async () => {
     const reference = await opened(sweeping, 60);
     // Decided by the sweep (a checkout reads EXPIRED past its time before that).
+    await eventually(
+      () => expect(listener.log.of(reference).map((e) => e.name)).toContain('payment.failed'),
+      { timeout: 15_000 },
+    );
+    paidAtProvider(reference);
+    const replies = await Promise.all(
+      [1, 2, 3].map(() => signedChargeSuccess(sweeping, reference)),
+    );
+    for (const reply of replies) {
+      expect(reply.status).toBe(200);
+      expect(reply.body.data).toEqual({ handled: false });
+    }
+    expect(await statusOf(sweeping, reference)).toBe('EXPIRED');
+    const credits = await creditsOf(sweeping, reference);
+    expect(credits).toHaveLength(1);
+    expect(credits[0]).toMatchObject({ amount: '60.00' });
+    await sleep(500);
+    expect(await creditsOf(sweeping, reference)).toHaveLength(1);
+  });
+
+  it('is logged for a refund, and credits nobody, when a delivery’s checkout was paid after the sweep expired it', async () => {
+    const params = {
+      ...walletFundingParams(sweeping.alice.userId, 4_500),
+      purpose: { kind: 'DELIVERY' as const, id: randomUUID() },
+    };
+    const { reference } = (await call(sweeping.client, 'payment.startCheckout', params)).data;
     await eventually(
       () => expect(listener.log.of(reference).map((e) => e.name)).toContain('payment.failed'),
       { timeout: 15_000 },
@@ -134,10 +179,9 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     const reply = await signedChargeSuccess(sweeping, reference);
     expect(reply.status).toBe(200);
     expect(reply.body.data).toEqual({ handled: false });
-    expect(await statusOf(sweeping, reference)).toBe('EXPIRED');
-    await sleep(500);
-    expect(await creditsOf(sweeping, reference)).toHaveLength(0);
     expect(await uncreditedLogged(sweeping, reference)).toContain('the checkout is EXPIRED');
+    const entries = (await walletOf(sweeping.node.url, sweeping.alice.key)).entries;
+    expect(JSON.stringify(entries)).not.toContain(reference);
   });
 
   it('is logged for a refund when the sweep finds it paid for another amount', async () => {
@@ -153,7 +197,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     );
   });
 
-  it('is logged for a refund when the webhook finds the checkout expired as it confirms', async () => {
+  it('credits the wallet once when the webhook finds the checkout expired as it confirms', async () => {
     const reference = await opened(unswept, 85);
     paidAtProvider(reference);
     // The sweep recorded EXPIRED and stopped before taking it off its list.
@@ -171,8 +215,10 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     const reply = await signedChargeSuccess(unswept, reference);
     expect(reply.status).toBe(200);
     expect(reply.body.data).toEqual({ handled: false });
-    expect(await uncreditedLogged(unswept, reference)).toContain('the checkout is EXPIRED');
-    expect(await creditsOf(unswept, reference)).toHaveLength(0);
+    expect(await statusOf(unswept, reference)).toBe('EXPIRED');
+    const credits = await creditsOf(unswept, reference);
+    expect(credits).toHaveLength(1);
+    expect(credits[0]).toMatchObject({ amount: '85.00' });
   });
 });
 

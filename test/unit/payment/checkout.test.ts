@@ -16,6 +16,8 @@ import {
   statusOf,
   validSignature,
   verificationMismatch,
+  expiryVerdict,
+  STILL_PAYING_GRACE_MS,
   type SessionFacts,
 } from '../../../services/payment/checkout';
 import { checkoutPage } from '../../../services/payment/checkout-pages';
@@ -130,6 +132,40 @@ describe('checkout state', () => {
     expect(verificationMismatch(session, { ...ok, amountKobo: 250_049 })).toMatch(/250049 kobo/);
     expect(verificationMismatch(session, { ...ok, currency: 'GHS' })).toMatch(/GHS/);
     expect(verificationMismatch(session, { ...ok, status: 'abandoned' })).toMatch(/abandoned/);
+  });
+});
+
+describe('the expiry sweep’s verdict on a checkout past its time', () => {
+  const ok = { status: 'success', amountKobo: 250_050, currency: 'NGN' };
+  const minute = 60_000;
+
+  it('pays it on a verified charge of the exact amount, however late', () => {
+    expect(expiryVerdict(session, ok, at(31), minute)).toEqual({ pay: true });
+    expect(expiryVerdict(session, ok, at(30 + 48 * 60), minute)).toEqual({ pay: true });
+  });
+
+  it.each(['ongoing', 'pending', 'processing', 'queued'])(
+    'looks again later while the charge is %s, up to a day past its time, then expires it',
+    (status) => {
+      const verified = { ...ok, status };
+      expect(expiryVerdict(session, verified, at(31), minute)).toEqual({ recheckAt: at(32) });
+      const lastLook = new Date(session.expiresAt.getTime() + STILL_PAYING_GRACE_MS - 1);
+      expect(expiryVerdict(session, verified, lastLook, minute)).toMatchObject({
+        recheckAt: expect.any(Date),
+      });
+      const dayAfter = new Date(session.expiresAt.getTime() + STILL_PAYING_GRACE_MS);
+      expect(expiryVerdict(session, verified, dayAfter, minute)).toEqual({ expire: true });
+    },
+  );
+
+  it.each([
+    ['no such transaction', null],
+    ['abandoned', { ...ok, status: 'abandoned' }],
+    ['failed', { ...ok, status: 'failed' }],
+    ['reversed', { ...ok, status: 'reversed' }],
+    ['a success for another amount', { ...ok, amountKobo: 1 }],
+  ])('expires it on %s', (_, verified) => {
+    expect(expiryVerdict(session, verified, at(31), minute)).toEqual({ expire: true });
   });
 });
 
