@@ -20,12 +20,16 @@ export interface Queued {
 }
 
 /**
- * The attempts one endpoint may have under way in a dispatcher: a quarter of its room (one at
- * least), so that a slow receiver with many deliveries waiting cannot hold every request slot
- * while the other endpoints' events wait behind it.
+ * The attempts one owner's endpoints may have under way in a dispatcher, all together: a
+ * quarter of its room (one at least), so that a slow receiver with many deliveries waiting,
+ * or one user's several endpoints at a server that never answers, cannot hold every request
+ * slot while the other users' events wait behind them.
  */
-export const endpointShare = (concurrency: number): number =>
-  Math.max(1, Math.floor(concurrency / 4));
+export const ownerShare = (concurrency: number): number => Math.max(1, Math.floor(concurrency / 4));
+
+/** Whose share a queued message counts against: its endpoint's owner (older entries: the endpoint). */
+export const shareOf = (queued: { webhookId: string; userId?: string }): string =>
+  queued.userId ?? `endpoint:${queued.webhookId}`;
 
 /** An endpoint's messages of one delivery: sent one at a time, in order. */
 export const laneOf = (webhookId: string, deliveryId: string) => `${webhookId}:${deliveryId}`;

@@ -4,13 +4,14 @@ import { Periodic } from '../../libs/periodic';
 import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature';
 import {
   afterFailure,
-  endpointShare,
   isDelivered,
   isSuperseded,
   lanesOf,
   shouldDisable,
   MOST_SIGNING_SECRETS,
+  ownerShare,
   ROTATION_OVERLAP_MS,
+  shareOf,
   signingSecrets,
   subscribes,
   withinOverlap,
@@ -51,6 +52,27 @@ type Outcome =
 interface Target {
   endpoint: EndpointRecord;
   secrets: string[];
+  /** Its latest secret was sealed under another WEBHOOK_SECRET_KEY: nothing signs. */
+  unreadable: boolean;
+}
+
+/**
+ * The signing secrets opened, newest first. One sealed under another WEBHOOK_SECRET_KEY (the
+ * key changed since) cannot be: an older one is left out of the signature, and when it is
+ * the latest nothing signs, so that the attempt fails with a reason its owner can act on
+ * rather than every attempt throwing unrecorded.
+ */
+function openSecrets(box: SecretBox, versions: readonly { sealed: string }[]) {
+  const opened = versions.map((version) => {
+    try {
+      return box.open(version.sealed);
+    } catch {
+      return null;
+    }
+  });
+  const unreadable = versions.length > 0 && opened[0] === null;
+  const secrets = unreadable ? [] : opened.filter((secret): secret is string => secret !== null);
+  return { secrets, unreadable };
 }
 
 export interface DispatcherDeps {
@@ -84,8 +106,8 @@ export class Dispatcher {
    * puts a message queued late (a stale position) before the one being sent.
    */
   private readonly busyLanes = new Set<string>();
-  /** Attempts under way here per endpoint, each held to its share (`endpointShare`). */
-  private readonly busyEndpoints = new Map<string, number>();
+  /** Attempts under way here per owner, each held to their share (`ownerShare`). */
+  private readonly busyOwners = new Map<string, number>();
   /** The queue as last read, by lane, kept up to date with this dispatcher's own attempts. */
   private lanes = new Map<string, QueuedRecord[]>();
   /** Messages not to try again before the next read (see `Outcome`). */
@@ -141,8 +163,8 @@ export class Dispatcher {
       }
       if (this.busyLanes.has(lane) || this.passed.has(head._id)) continue;
       if (new Date(head.nextAttemptAt).getTime() > now.getTime()) continue;
-      const busy = this.busyEndpoints.get(head.webhookId) ?? 0;
-      if (busy >= endpointShare(this.deps.config.concurrency)) continue;
+      const busy = this.busyOwners.get(shareOf(head)) ?? 0;
+      if (busy >= ownerShare(this.deps.config.concurrency)) continue;
       this.begin(head, now);
     }
   }
@@ -160,14 +182,15 @@ export class Dispatcher {
       .finally(() => {
         this.inFlight.delete(head._id);
         this.busyLanes.delete(head.lane);
-        const busy = (this.busyEndpoints.get(head.webhookId) ?? 1) - 1;
-        if (busy > 0) this.busyEndpoints.set(head.webhookId, busy);
-        else this.busyEndpoints.delete(head.webhookId);
+        const owner = shareOf(head);
+        const busy = (this.busyOwners.get(owner) ?? 1) - 1;
+        if (busy > 0) this.busyOwners.set(owner, busy);
+        else this.busyOwners.delete(owner);
         this.fill(new Date());
       });
     this.inFlight.set(head._id, run);
     this.busyLanes.add(head.lane);
-    this.busyEndpoints.set(head.webhookId, (this.busyEndpoints.get(head.webhookId) ?? 0) + 1);
+    this.busyOwners.set(shareOf(head), (this.busyOwners.get(shareOf(head)) ?? 0) + 1);
   }
 
   /** Its lane as this dispatcher now knows it: the next message may go at once. */
@@ -202,7 +225,7 @@ export class Dispatcher {
           ROTATION_OVERLAP_MS,
         )
       : [];
-    const target = endpoint ? { endpoint, secrets: versions.map((v) => box.open(v.sealed)) } : null;
+    const target = endpoint ? { endpoint, ...openSecrets(box, versions) } : null;
     this.targets.set(webhookId, { until: now.getTime() + ENDPOINT_CACHE_MS, target });
     return target;
   }
@@ -257,7 +280,10 @@ export class Dispatcher {
     // Registered half-way by a version that stored the endpoint before its secret: failing
     // (so its owner is told, and the endpoint disabled in time) beats throwing at every look.
     if (target.secrets.length === 0) {
-      const error = `the endpoint has no signing secret; rotate it with POST /api/webhooks/${queued.webhookId}/rotate-secret`;
+      const rotate = `rotate it with POST /api/webhooks/${queued.webhookId}/rotate-secret`;
+      const error = target.unreadable
+        ? `the endpoint's signing secret cannot be read with this deployment's WEBHOOK_SECRET_KEY (changed since it was sealed); ${rotate}`
+        : `the endpoint has no signing secret; ${rotate}`;
       return { statusCode: null, error, durationMs: 0, responseExcerpt: null };
     }
     const event = await store.event(queued.eventId);

@@ -346,6 +346,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         const queued = {
           _id: message._id,
           webhookId: endpoint._id,
+          userId: endpoint.userId,
           eventId: message.eventId,
           lane: laneOf(endpoint._id, message.deliveryId),
           sequence: message.sequence,

@@ -55,6 +55,7 @@ export async function fanOut(
         queued: {
           _id: messageId,
           webhookId: endpoint._id,
+          userId: endpoint.userId,
           eventId: event.id,
           lane: laneOf(endpoint._id, event.deliveryId),
           sequence: event.sequence,

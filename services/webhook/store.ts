@@ -166,6 +166,8 @@ export interface MessageRecord {
 export interface QueuedRecord {
   _id: string;
   webhookId: string;
+  /** The endpoint's owner: their endpoints share one part of a dispatcher's room (absent on older entries). */
+  userId?: string;
   eventId: string;
   lane: string;
   sequence: number;

@@ -11,7 +11,8 @@ import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
  * What one receiver's trouble costs the others and its owner's log. One slow receiver does not
  * hold a dispatcher's every request slot: with room for four
  * requests (WEBHOOK_CONCURRENCY), an endpoint that never answers, with eight deliveries' events
- * waiting, has one request under way at a time, and another endpoint's event goes meanwhile.
+ * waiting, has one request under way at a time, and another endpoint's event goes meanwhile;
+ * so do one user's four endpoints at such a server, all together.
  * A message retried many times shows its latest attempts.
  */
 const stack = useMerchantStack({
@@ -23,15 +24,19 @@ const receiver = new WebhookReceiver();
 beforeAll(() => receiver.start());
 afterAll(() => receiver.stop());
 
-async function endpointAt(path: string) {
+/** A new merchant with an endpoint at each of `paths`. */
+async function endpointsAt(...paths: string[]) {
   const merchant = await createUserWithKey(stack.node.url);
-  const created = await request(stack.node.url, 'POST', '/api/webhooks', {
-    headers: { 'api-key': merchant.key },
-    json: { url: receiver.url(path), events: ['delivery.created'] },
-  });
-  expect(created.status).toBe(201);
+  for (const path of paths) {
+    const created = await request(stack.node.url, 'POST', '/api/webhooks', {
+      headers: { 'api-key': merchant.key },
+      json: { url: receiver.url(path), events: ['delivery.created'] },
+    });
+    expect(created.status).toBe(201);
+  }
   return merchant;
 }
+const endpointAt = (path: string) => endpointsAt(path);
 
 const created = (userId: string): PublishedEvent => {
   const deliveryId = randomUUID();
@@ -60,6 +65,25 @@ it('gives a receiver that never answers a share of the room, and the others the 
     timeout: 20_000,
   });
   expect(receiver.mostAtOnce('/slow')).toBe(1);
+});
+
+it('gives one user’s endpoints together one share, however many they register at a server that never answers', async () => {
+  const paths = ['/tarpit-1', '/tarpit-2', '/tarpit-3', '/tarpit-4'];
+  receiver.answer = (path) => (paths.includes(path) ? 'hang' : { status: 200 });
+  const owner = await endpointsAt(...paths);
+  const other = await endpointAt('/other');
+  // Each event goes to the four endpoints: eight lanes of one owner waiting.
+  const events = [created(owner.userId), created(owner.userId)];
+  await call(stack.client, 'webhook.publish', { events });
+  await call(stack.client, 'webhook.publish', { events: [created(other.userId)] });
+
+  await eventually(() => expect(receiver.at('/other')).toHaveLength(1), { timeout: 10_000 });
+  await eventually(
+    () => expect(paths.flatMap((p) => receiver.at(p)).length).toBeGreaterThanOrEqual(3),
+    { timeout: 20_000 },
+  );
+  // With room for four, a share of one: one request under way at a time across all four.
+  expect(receiver.mostAtOnceAmong(paths)).toBe(1);
 });
 
 it('shows a message retried many times with its latest attempts, not every one', async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { call } from '../../libs/contracts';
+import { SecretBox } from '../../libs/secret-box';
 import type { PublishedEvent, WebhookEventType } from '../../libs/contracts/webhook';
 import {
   cancelDelivery,
@@ -650,6 +651,52 @@ describe('replay and rotation', () => {
     expect((await api(merchant, 'POST', `/api/webhooks/${webhook.id}/rotate-secret`)).status).toBe(
       201,
     );
+  });
+
+  it('signs without the secrets sealed under an earlier WEBHOOK_SECRET_KEY, and fails, not throws, when the latest is one', async () => {
+    const { merchant, webhook } = await merchantWithEndpoint('/old-key', {
+      events: ['delivery.created'],
+    });
+    const rotated = await api(merchant, 'POST', `/api/webhooks/${webhook.id}/rotate-secret`);
+    expect(rotated.status).toBe(201);
+    const earlierKey = new SecretBox('an-earlier-webhook-secret-key-of-this-deployment');
+    const db = await openServiceDatabase(stack.iso, 'webhook');
+    const resealed = (n: number) =>
+      db
+        .collection<{ _id: string; sealed: string }>('webhook_secrets')
+        .updateOne({ _id: `${webhook.id}:${n}` }, { $set: { sealed: earlierKey.seal('old') } });
+    try {
+      // The first secret, sealed before the key changed: left out, the latest signs.
+      expect((await resealed(1)).modifiedCount).toBe(1);
+      await new Promise((r) => setTimeout(r, 1_100));
+      await simulated(merchant);
+      await eventually(() => expect(receiver.at('/old-key')).toHaveLength(1), { timeout: 20_000 });
+      const [message] = receiver.at('/old-key');
+      expect(signatureCount(message)).toBe(1);
+      expect(signedWith(message, rotated.body.data.secret)).toBe(true);
+
+      // The latest too: nothing signs, and the attempt says why and what to do.
+      expect((await resealed(2)).modifiedCount).toBe(1);
+      await new Promise((r) => setTimeout(r, 1_100));
+      const failing = await simulated(merchant);
+      const attempts = await eventually(
+        async () => {
+          const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`);
+          const latest = (log.body.data as { deliveryId: string; attempts: unknown[] }[]).find(
+            (m) => m.deliveryId === failing,
+          );
+          expect(latest?.attempts.length).toBeGreaterThan(0);
+          return latest?.attempts as { error: string | null }[];
+        },
+        { timeout: 20_000 },
+      );
+      expect(attempts[0].error).toBe(
+        `the endpoint's signing secret cannot be read with this deployment's WEBHOOK_SECRET_KEY (changed since it was sealed); rotate it with POST /api/webhooks/${webhook.id}/rotate-secret`,
+      );
+      expect(receiver.at('/old-key')).toHaveLength(1);
+    } finally {
+      await db.close();
+    }
   });
 
   it('after a rotation, signs with both secrets for a day', async () => {

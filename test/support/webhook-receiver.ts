@@ -44,6 +44,8 @@ export class WebhookReceiver {
   /** Requests under way per path now, and the most there ever were at once. */
   private readonly open = new Map<string, number>();
   private readonly most = new Map<string, number>();
+  /** Every request's span, its end unset while it is under way. */
+  private readonly spans: { path: string; from: number; to?: number }[] = [];
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
@@ -51,7 +53,15 @@ export class WebhookReceiver {
       const now = (this.open.get(opened) ?? 0) + 1;
       this.open.set(opened, now);
       this.most.set(opened, Math.max(now, this.most.get(opened) ?? 0));
-      res.on('close', () => this.open.set(opened, (this.open.get(opened) ?? 1) - 1));
+      const span: { path: string; from: number; to?: number } = {
+        path: opened,
+        from: performance.now(),
+      };
+      this.spans.push(span);
+      res.on('close', () => {
+        this.open.set(opened, (this.open.get(opened) ?? 1) - 1);
+        span.to = performance.now();
+      });
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -80,6 +90,25 @@ export class WebhookReceiver {
   /** The most requests to `path` that were under way at once. */
   mostAtOnce(path: string): number {
     return this.most.get(path) ?? 0;
+  }
+
+  /** The most requests to any of `paths` that were under way at once. */
+  mostAtOnceAmong(paths: readonly string[]): number {
+    const changes = this.spans
+      .filter((s) => paths.includes(s.path))
+      .flatMap((s) => [
+        { at: s.from, by: 1 },
+        { at: s.to ?? Infinity, by: -1 },
+      ])
+      // Ends before starts at one instant: back to back is not at once.
+      .sort((a, b) => a.at - b.at || a.by - b.by);
+    let open = 0;
+    let most = 0;
+    for (const change of changes) {
+      open += change.by;
+      most = Math.max(most, open);
+    }
+    return most;
   }
 
   at(path: string): Received[] {

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import {
   afterFailure,
-  endpointShare,
+  ownerShare,
+  shareOf,
   excerpt,
   EXCERPT_CHARS,
   isDelivered,
@@ -125,9 +126,17 @@ describe('shouldDisable', () => {
   });
 });
 
-describe('endpointShare', () => {
+describe('ownerShare', () => {
   it('is a quarter of the room, one at least', () => {
-    expect([1, 3, 4, 7, 8, 32, 1000].map(endpointShare)).toEqual([1, 1, 1, 1, 2, 8, 250]);
+    expect([1, 3, 4, 7, 8, 32, 1000].map(ownerShare)).toEqual([1, 1, 1, 1, 2, 8, 250]);
+  });
+
+  it('is counted per owner, or per endpoint for an entry queued before owners were noted', () => {
+    expect(shareOf({ webhookId: 'w1', userId: 'u1' })).toBe(
+      shareOf({ webhookId: 'w2', userId: 'u1' }),
+    );
+    expect(shareOf({ webhookId: 'w1' })).not.toBe(shareOf({ webhookId: 'w2' }));
+    expect(shareOf({ webhookId: 'u1' })).not.toBe(shareOf({ webhookId: 'w', userId: 'u1' }));
   });
 });
 
