@@ -31,6 +31,16 @@ export const ownerShare = (concurrency: number): number => Math.max(1, Math.floo
 export const shareOf = (queued: { webhookId: string; userId?: string }): string =>
   queued.userId ?? `endpoint:${queued.webhookId}`;
 
+/** The endpoints holding more than `most` of these queue entries. */
+export function backloggedEndpoints(
+  entries: readonly { webhookId: string }[],
+  most: number,
+): string[] {
+  const counts = new Map<string, number>();
+  for (const { webhookId } of entries) counts.set(webhookId, (counts.get(webhookId) ?? 0) + 1);
+  return [...counts].filter(([, n]) => n > most).map(([webhookId]) => webhookId);
+}
+
 /** An endpoint's messages of one delivery: sent one at a time, in order. */
 export const laneOf = (webhookId: string, deliveryId: string) => `${webhookId}:${deliveryId}`;
 

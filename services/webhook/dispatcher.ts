@@ -4,6 +4,7 @@ import { Periodic } from '../../libs/periodic';
 import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature';
 import {
   afterFailure,
+  backloggedEndpoints,
   isDelivered,
   isSuperseded,
   lanesOf,
@@ -28,7 +29,14 @@ const SKIPPED_WHY =
 /** Stale positions one look skips at most, behind the heads of their lanes. */
 const PRUNE_AT_ONCE = 500;
 /** The queue a dispatcher reads at once; the rest waits for the next look. */
-const QUEUE_READ = 5000;
+export const QUEUE_READ = 5000;
+/**
+ * An endpoint with more entries than this in a full read is backlogged (failing, or disabled
+ * with what waited for it): the next read of the same look leaves it out (`readQueue`).
+ */
+export const BACKLOGGED = 100;
+/** Reads a look makes at most: the first, and two without the backlogged endpoints. */
+const QUEUE_READS = 3;
 /**
  * How long a dispatcher keeps an endpoint and its secrets without reading them again: a
  * rotation, a disable or a deletion takes effect within this (its own writes at once).
@@ -138,13 +146,35 @@ export class Dispatcher {
 
   /** Reads the queue and starts what is due; attempts that end start the next at once. */
   async look(now: Date): Promise<void> {
-    this.lanes = lanesOf(await this.deps.store.queue(QUEUE_READ));
+    this.lanes = lanesOf(await this.readQueue());
     this.passed.clear();
     for (const [id, cached] of this.targets) {
       if (cached.until <= now.getTime()) this.targets.delete(id);
     }
     this.pruneStalePositions(now);
     this.fill(now);
+  }
+
+  /**
+   * The queue as a look sees it: `QUEUE_READ` entries in storage order, and while a read comes
+   * back full, the same again without the endpoints holding more than `BACKLOGGED` of its
+   * entries. A backlog of a few endpoints (one failing for a day, one disabled with what waited
+   * for it) would otherwise fill every read and hold every other endpoint's messages back; the
+   * backlogged keep what the reads before found of them, so they go on too. Only a queue of
+   * more than `QUEUE_READ` pays for the extra reads.
+   */
+  private async readQueue(): Promise<QueuedRecord[]> {
+    const found = new Map<string, QueuedRecord>();
+    const excluded = new Set<string>();
+    for (let read = 0; read < QUEUE_READS; read++) {
+      const entries = await this.deps.store.queue(QUEUE_READ, [...excluded]);
+      for (const entry of entries) found.set(entry._id, entry);
+      if (entries.length < QUEUE_READ) break;
+      const backlogged = backloggedEndpoints(entries, BACKLOGGED);
+      if (backlogged.length === 0) break;
+      for (const webhookId of backlogged) excluded.add(webhookId);
+    }
+    return [...found.values()];
   }
 
   /** Waits for the attempts under way (tests and benchmarks). */

@@ -511,8 +511,10 @@ export class WebhookStore {
 
   // --- the queue
 
-  async queue(limit: number): Promise<QueuedRecord[]> {
-    return (await this.m.Queue.find({}).limit(limit).lean()) as unknown as QueuedRecord[];
+  /** At most `limit` entries in storage order, none of the endpoints `excluding`. */
+  async queue(limit: number, excluding: readonly string[] = []): Promise<QueuedRecord[]> {
+    const filter = excluding.length > 0 ? { webhookId: { $nin: [...excluding] } } : {};
+    return (await this.m.Queue.find(filter).limit(limit).lean()) as unknown as QueuedRecord[];
   }
 
   async queued(messageId: string): Promise<QueuedRecord | null> {

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { call } from '../../libs/contracts';
 import type { PublishedEvent } from '../../libs/contracts/webhook';
+import { QUEUE_READ } from '../../services/webhook/dispatcher';
+import { laneOf } from '../../services/webhook/dispatch-rules';
 import { ATTEMPTS_SHOWN } from '../../services/webhook/store';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
+import { openServiceDatabase } from '../support/stack';
 import { FAST_WEBHOOKS, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
@@ -84,6 +87,49 @@ it('gives one user’s endpoints together one share, however many they register 
   );
   // With room for four, a share of one: one request under way at a time across all four.
   expect(receiver.mostAtOnceAmong(paths)).toBe(1);
+});
+
+it('sends other users’ events past a disabled endpoint’s backlog larger than a read of the queue', async () => {
+  receiver.answer = () => ({ status: 200 });
+  const owner = await endpointAt('/backlogged');
+  const [endpoint] = (
+    await request(stack.node.url, 'GET', '/api/webhooks', { headers: { 'api-key': owner.key } })
+  ).body.data as { id: string }[];
+  const db = await openServiceDatabase(stack.iso, 'webhook');
+  try {
+    // Disabled after a day of failures, with more waiting for it than one read of the queue
+    // holds, all stored before anything else.
+    await db
+      .collection<{ _id: string }>('webhook_endpoints')
+      .updateOne({ _id: endpoint.id }, { $set: { status: 'DISABLED', disabledAt: new Date() } });
+    const now = new Date();
+    await db.collection<{ _id: string }>('webhook_queue').insertMany(
+      Array.from({ length: QUEUE_READ + 1 }, () => {
+        const deliveryId = randomUUID();
+        return {
+          _id: randomUUID(),
+          webhookId: endpoint.id,
+          userId: owner.userId,
+          eventId: randomUUID(),
+          lane: laneOf(endpoint.id, deliveryId),
+          sequence: 0,
+          attempts: 0,
+          firstAttemptAt: null,
+          nextAttemptAt: now,
+          ephemeral: false,
+        };
+      }),
+    );
+    const other = await endpointAt('/behind-the-backlog');
+    await call(stack.client, 'webhook.publish', { events: [created(other.userId)] });
+    await eventually(() => expect(receiver.at('/behind-the-backlog')).toHaveLength(1), {
+      timeout: 15_000,
+    });
+    expect(receiver.at('/backlogged')).toHaveLength(0);
+  } finally {
+    await db.collection('webhook_queue').deleteMany({ webhookId: endpoint.id });
+    await db.close();
+  }
 });
 
 it('shows a message retried many times with its latest attempts, not every one', async () => {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import {
   afterFailure,
   ownerShare,
+  backloggedEndpoints,
   shareOf,
   excerpt,
   EXCERPT_CHARS,
@@ -123,6 +124,20 @@ describe('shouldDisable', () => {
     expect(shouldDisable(null, at(10_000), 1000)).toBe(false);
     expect(shouldDisable(at(0), at(999), 1000)).toBe(false);
     expect(shouldDisable(at(0), at(1000), 1000)).toBe(true);
+  });
+});
+
+describe('backloggedEndpoints', () => {
+  it('are those holding more than the most of a read', () => {
+    const read = [
+      ...Array.from({ length: 5 }, () => ({ webhookId: 'a' })),
+      ...Array.from({ length: 3 }, () => ({ webhookId: 'b' })),
+      { webhookId: 'c' },
+    ];
+    expect(backloggedEndpoints(read, 3)).toEqual(['a']);
+    expect(backloggedEndpoints(read, 2).sort()).toEqual(['a', 'b']);
+    expect(backloggedEndpoints(read, 5)).toEqual([]);
+    expect(backloggedEndpoints([], 0)).toEqual([]);
   });
 });
 
