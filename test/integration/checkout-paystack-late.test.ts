@@ -157,10 +157,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
       expect(reply.status).toBe(200);
       expect(reply.body.data).toEqual({ handled: false });
     }
-    expect(await statusOf(sweeping, reference)).toBe('EXPIRED');
-    const credits = await creditsOf(sweeping, reference);
-    expect(credits).toHaveLength(1);
-    expect(credits[0]).toMatchObject({ amount: '60.00' });
+    await expectCreditedOnceThoughExpired(sweeping, reference, '60.00');
     await sleep(500);
     expect(await creditsOf(sweeping, reference)).toHaveLength(1);
   });
@@ -215,12 +212,21 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     const reply = await signedChargeSuccess(unswept, reference);
     expect(reply.status).toBe(200);
     expect(reply.body.data).toEqual({ handled: false });
-    expect(await statusOf(unswept, reference)).toBe('EXPIRED');
-    const credits = await creditsOf(unswept, reference);
-    expect(credits).toHaveLength(1);
-    expect(credits[0]).toMatchObject({ amount: '85.00' });
+    await expectCreditedOnceThoughExpired(unswept, reference, '85.00');
   });
 });
+
+/** The checkout reads EXPIRED, and its wallet holds one credit of `amount` for it. */
+async function expectCreditedOnceThoughExpired(
+  stack: MerchantStack,
+  reference: string,
+  amount: string,
+): Promise<void> {
+  expect(await statusOf(stack, reference)).toBe('EXPIRED');
+  const credits = await creditsOf(stack, reference);
+  expect(credits).toHaveLength(1);
+  expect(credits[0]).toMatchObject({ amount });
+}
 
 /** The node's error log line that tells an operator to refund a payment of `reference`. */
 async function uncreditedLogged(stack: MerchantStack, reference: string): Promise<string> {

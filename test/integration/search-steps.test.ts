@@ -461,15 +461,20 @@ it('leaves an offer the retired courier accepted first to its accept', async () 
 describe('a search with a time after which no courier is sought (a slot that closes)', () => {
   const MINUTE = 60_000;
 
-  it('gives up at its first step when it starts after that time, though a courier is in reach', async () => {
+  /** A courier by a pickup of its own, and matching telling order into `toOrder`. */
+  async function courierByPickup(lat: number) {
     const models = defineSearchModels(db);
     const store = new SearchStore(() => models);
     const positions = positionsNoting([]);
-    const pickup = { lat: 8.1, lon: 3.4 };
+    const pickup = { lat, lon: 3.4 };
     const courierId = await courierInReach(positions, 0.05, pickup);
     const toOrder: string[] = [];
     const searches = searchesOver(store, positions, new Set(), toOrder);
-    const deliveryId = randomUUID();
+    return { store, pickup, courierId, toOrder, searches, deliveryId: randomUUID() };
+  }
+
+  it('gives up at its first step when it starts after that time, though a courier is in reach', async () => {
+    const { store, pickup, courierId, toOrder, searches, deliveryId } = await courierByPickup(8.1);
     const now = new Date();
     await store.claimSearch({
       ...searchRecord(deliveryId, pickup),
@@ -485,14 +490,7 @@ describe('a search with a time after which no courier is sought (a slot that clo
   });
 
   it('offers as usual before that time, waits out an open offer, and gives up at it', async () => {
-    const models = defineSearchModels(db);
-    const store = new SearchStore(() => models);
-    const positions = positionsNoting([]);
-    const pickup = { lat: 8.6, lon: 3.4 };
-    const courierId = await courierInReach(positions, 0.05, pickup);
-    const toOrder: string[] = [];
-    const searches = searchesOver(store, positions, new Set(), toOrder);
-    const deliveryId = randomUUID();
+    const { store, pickup, courierId, toOrder, searches, deliveryId } = await courierByPickup(8.6);
     const startedAt = new Date();
     const notAfter = new Date(startedAt.getTime() + 10_000);
     await store.claimSearch({ ...searchRecord(deliveryId, pickup), startedAt, notAfter });
