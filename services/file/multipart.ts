@@ -112,6 +112,14 @@ class SniffGate extends Transform {
   }
 }
 
+const tooManyParts = () =>
+  badRequest(
+    `The upload has more than ${PARTS_MAX} parts; send at most ${BULK_MAX_FILES} files and ${FIELDS_MAX} text fields; nothing was stored`,
+  );
+
+const missingBoundary = () =>
+  badRequest('Malformed multipart/form-data content type: the boundary is missing');
+
 export const fileTooLarge = (maxFileBytes: number) =>
   payloadTooLarge(`The file is larger than ${formatBytes(maxFileBytes)}`);
 
@@ -128,6 +136,7 @@ export function refuseRequest(
       `Send files as multipart/form-data (got ${contentType ? contentType.split(';')[0] : 'no content type'})`,
     );
   }
+  if (!/;\s*boundary=("[^"]+"|[^\s;"]+)/i.test(contentType)) return missingBoundary();
   if (
     options.mode === 'single' &&
     options.contentLength !== undefined &&
@@ -138,15 +147,20 @@ export function refuseRequest(
   return undefined;
 }
 
+/** Text fields an upload may carry (they are read for nothing but `upload-file` by mistake). */
+const FIELDS_MAX = 20;
+/** Parts of any kind in one upload. */
+const PARTS_MAX = 50;
+
 /** busboy's limits: one file more than allowed, so that it can be refused by name. */
 export function busboyLimits(mode: ReceiveOptions['mode'], maxFileBytes: number) {
   return {
     // busboy flags a file that reaches the limit, so one byte more is the first too many.
     fileSize: maxFileBytes + 1,
     files: mode === 'single' ? 2 : BULK_MAX_FILES + 1,
-    fields: 20,
+    fields: FIELDS_MAX,
     fieldSize: 1024,
-    parts: 50,
+    parts: PARTS_MAX,
     headerPairs: 20,
   };
 }
@@ -160,7 +174,7 @@ function parserFor(options: ReceiveOptions): Busboy.Busboy {
       limits: busboyLimits(options.mode, options.maxFileBytes),
     });
   } catch {
-    throw badRequest('Malformed multipart/form-data content type: the boundary is missing');
+    throw missingBoundary();
   }
 }
 
@@ -344,7 +358,11 @@ export function receiveFiles(stream: Readable, options: ReceiveOptions): Promise
   try {
     busboy = parserFor(options);
   } catch (err) {
-    stream.resume(); // let the body drain; the answer goes out now
+    // The body drains while the answer goes out. Nothing reads it any more, so its own end
+    // (the client gone, the watch's timeout) is ours to take: an error nobody listens for
+    // would stop the process.
+    stream.on('error', () => undefined);
+    stream.resume();
     return Promise.reject(err);
   }
 
@@ -375,6 +393,8 @@ export function receiveFiles(stream: Readable, options: ReceiveOptions): Promise
     busboy.on('error', (err: Error) =>
       reception.fail(badRequest(`Malformed multipart body: ${err.message}`)),
     );
+    // Past it busboy skips every part without a word, files included: refused, not dropped.
+    busboy.on('partsLimit', () => reception.fail(tooManyParts()));
     // Our own errors (the body went quiet: 408) say what happened; anything else is a cut.
     stream.on('error', (err: unknown) =>
       reception.fail(

@@ -29,6 +29,7 @@ import {
   type BodyOptions,
   type Part,
 } from '../../support/multipart';
+import { watchBody } from '../../../services/file/body-watch';
 import { rejectionOf, thrownBy } from '../helpers';
 
 /** An in-memory bucket that behaves like FileStorage: reads the body, fails when it fails. */
@@ -302,6 +303,18 @@ describe('bulk upload', () => {
     });
   });
 
+  it('fails an upload with more parts than busboy reads, rather than dropping the files past them', async () => {
+    const fields = Array.from({ length: 20 }, (_, i) => ({ name: `note${i}`, data: 'x' }));
+    // 20 fields, then files: past 50 parts busboy would skip the rest without a word.
+    const parts = [...fields, ...fields, ...fields.slice(0, 3), ...files(BULK_MAX_FILES)];
+    const err = await rejectionOf(() => receive(parts, { mode: 'bulk' }, { paced: true }));
+    expect(statusOf(err)).toBe(400);
+    expect((err as Error).message).toBe(
+      `The upload has more than 50 parts; send at most ${BULK_MAX_FILES} files and 20 text fields; nothing was stored`,
+    );
+    expect([...sink.removed].sort()).toEqual([...sink.started].sort());
+  });
+
   it('accepts any field name shared by all files', async () => {
     const slots = await receive(files(2, 'upload-file'), { mode: 'bulk' });
     expect(slots).toHaveLength(2);
@@ -438,9 +451,23 @@ describe('the parts of a reception', () => {
       maxFileBytes: 1000,
     });
 
-    it('takes multipart/form-data in any case, with or without parameters', () => {
+    it('takes multipart/form-data with its boundary, in any case, quoted or not', () => {
       expect(refuseRequest(request(multipart))).toBeUndefined();
-      expect(refuseRequest(request('Multipart/Form-Data'))).toBeUndefined();
+      expect(refuseRequest(request('Multipart/Form-Data; Boundary=x'))).toBeUndefined();
+      expect(refuseRequest(request('multipart/form-data; charset=utf-8; boundary="a b"'))).toBe(
+        undefined,
+      );
+    });
+
+    it.each([
+      'multipart/form-data',
+      'multipart/form-data; charset=utf-8',
+      'multipart/form-data; boundary=',
+    ])('refuses %p with 400: no boundary, so no body could be read', (contentType) => {
+      expect(refuseRequest(request(contentType))).toMatchObject({
+        code: 400,
+        message: 'Malformed multipart/form-data content type: the boundary is missing',
+      });
     });
 
     it.each<[string | undefined, string]>([
@@ -533,4 +560,26 @@ describe('the parts of a reception', () => {
     expect(cleanFilename('\x01')).toBeNull();
     expect(cleanFilename(undefined)).toBeNull();
   });
+});
+
+describe('a request refused before its body is read', () => {
+  it.each([
+    ['not multipart', 'text/plain'],
+    ['without a boundary', 'multipart/form-data'],
+  ])(
+    'is answered, and its body ending badly afterwards (%s; the client gone, the watch’s timeout) stops nothing',
+    async (_, contentType) => {
+      const body = new PassThrough();
+      const watched = watchBody(body, { idleMs: 20, deadlineMs: 5_000 });
+      await expect(receiveFiles(watched, options({ contentType }))).rejects.toMatchObject({
+        code: 400,
+      });
+      body.write(Buffer.alloc(1024));
+      // The watch goes quiet and destroys itself with a 408 nobody reads; then the client goes.
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      body.destroy(new Error('the client went away'));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(watched.destroyed).toBe(true);
+    },
+  );
 });
