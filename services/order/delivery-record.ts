@@ -174,7 +174,7 @@ export interface NewDelivery {
 export function requiredProofs(request: DeliveryRequest): ProofType[] {
   const types: ProofType[] = [];
   if (request.requireCollectionProofCode) types.push('COLLECTION');
-  if (request.requireDeliveryProofCode && !request.payOnDelivery) types.push('DELIVERY');
+  if (request.requireDeliveryProofCode) types.push('DELIVERY');
   return types;
 }
 

@@ -155,7 +155,8 @@ export function readDeliveryRequest(p: RequestParams, owner: Contact): DeliveryR
     schedule,
     fleetTypeId: p.fleetTypeId,
     requireCollectionProofCode: p.requireCollectionProofCode,
-    requireDeliveryProofCode: p.requireDeliveryProofCode,
+    // Ignored with pay-on-delivery (the spec): the delivery says what it requires.
+    requireDeliveryProofCode: p.requireDeliveryProofCode && !p.payOnDelivery,
     deliveryFeePayer: p.deliveryFeePayer,
     payOnDelivery: p.payOnDelivery,
     podRemitTo,

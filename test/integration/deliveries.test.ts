@@ -286,6 +286,8 @@ describe('POST /api/request paid from the wallet', () => {
       deliveryDate: `${tomorrow}T00:00:00.000Z`,
       deliverySlot: '09:00 - 12:00',
       requireCollectionProofCode: false,
+      // Asked for by default, ignored with pay-on-delivery: the delivery requires none.
+      requireDeliveryProofCode: false,
       payOnDelivery: true,
     });
     // No collection code asked for; the delivery code gives way to pay-on-delivery.
