@@ -86,7 +86,7 @@ export const IDEMPOTENCY_KEY_DOC = {
     in: 'header',
     required: false,
     description:
-      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work. A refusal (4xx) frees the key at once; a failure that may have changed something (a 500, 504, or most 503s) holds it, and retries get 409 with `Retry-After` until it is released.',
+      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work. A refusal (4xx) frees the key at once (except on `POST /api/request`, whose delivery is named after the key: a request refused once started answers the same refusal to that key, so send a new one after fixing the cause); a failure that may have changed something (a 500, 504, or most 503s) holds it, and retries get 409 with `Retry-After` until it is released.',
     schema: { type: 'string', pattern: KEY_FORMAT.source },
   },
   errors: {
