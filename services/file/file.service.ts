@@ -73,14 +73,23 @@ export function createFileService(config: Config): ServiceDefinition {
 
   /**
    * The stored object, on a download slot (and an S3 connection) given back when its stream
-   * ends, fails or is destroyed: by the gateway at FILE_TIMEOUT_MS however slowly the client
-   * reads, or by the transfer desk when no gateway pulls it.
+   * ends, fails or is destroyed: at FILE_TIMEOUT_MS however slowly the client reads (here, and
+   * by a gateway on another node), or by the transfer desk when no gateway pulls it.
    */
   async function download(key: string) {
     const slot = takeSlot(downloads, 'downloads');
     try {
       const object = await storage.get(key);
-      finished(object.body, () => slot.release());
+      // Cut at FILE_TIMEOUT_MS here too: a gateway in this process pipes the body straight to
+      // its client, and one that reads a trickle keeps S3 busy enough never to time out.
+      const deadline = setTimeout(
+        () => object.body.destroy(new Error('the download took longer than FILE_TIMEOUT_MS')),
+        config.files.timeoutMs,
+      );
+      finished(object.body, () => {
+        clearTimeout(deadline);
+        slot.release();
+      });
       return object;
     } catch (err) {
       slot.release();
