@@ -352,7 +352,7 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
   /** Big enough that a client reading nothing stalls the stream behind it. */
   const SIZE = 18 * 1024 * 1024;
 
-  it('holds a key to FILE_MAX_DOWNLOADS_PER_KEY (429) and the process to FILE_MAX_DOWNLOADS (503), uploads going on; a download read by nobody is cut after FILE_TIMEOUT_MS', async () => {
+  it('holds a key to FILE_MAX_DOWNLOADS_PER_KEY (429) and the process to FILE_MAX_DOWNLOADS (503), uploads going on; a download read by nobody, or a trickle, is cut after FILE_TIMEOUT_MS', async () => {
     const [a, b, c] = await Promise.all([1, 2, 3].map(() => createUserWithKey(top.url)));
     await waitForFiles(top.url, a.key);
     const bytes = fileOf(HEADS.png, SIZE);
@@ -410,7 +410,6 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
 
     // One that reads a trickle, never stalling the stream long enough for S3 to give up, is
     // cut at FILE_TIMEOUT_MS as well: its slot comes back long before it would have read it all.
-    const started = Date.now();
     const trickle = await fetch(`${top.url}/file/download`, {
       method: 'POST',
       headers: { 'api-key': c.key, 'content-type': 'application/json' },
@@ -428,8 +427,8 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
       }
     })().catch(() => 'cut');
     await waitForDownloads(1);
-    await waitForDownloads(0, 30_000);
-    expect(Date.now() - started).toBeLessThan(25_000);
+    // FILE_TIMEOUT_MS is 12 s; read whole, this would take over a minute.
+    await waitForDownloads(0, 20_000);
     expect(await reading).toBe('cut');
     expect(read).toBeGreaterThan(0);
     expect(read).toBeLessThan(SIZE);
