@@ -154,7 +154,9 @@ export const notificationsParams = Joi.object<{ deliveryId: string }, true>({
 
 const address = Joi.object()
   .unknown(true)
-  .description('A resolved address (see POST /api/route) with its id, createdAt and updatedAt');
+  .description(
+    'A resolved address (see POST /api/route) with its id, createdAt, updatedAt and deletedAt (null)',
+  );
 
 const feeBlock = Joi.object()
   .unknown(true)

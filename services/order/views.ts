@@ -58,9 +58,11 @@ export function toDeliveryView(
   courier?: CourierOnDelivery,
 ) {
   const { fees } = delivery;
+  // `deletedAt` is present on addresses stored on deliveries (the spec), and never set: a
+  // delivery's stops are never deleted.
   const address = (id: string) => {
     const found = addresses.get(id);
-    return found ? toAddressView(found) : null;
+    return found ? { ...toAddressView(found), deletedAt: null } : null;
   };
   return {
     id: delivery._id,

@@ -147,6 +147,8 @@ describe('POST /api/request paid from the wallet', () => {
       id: expect.any(String),
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
+      // Present on addresses stored on deliveries (the spec), never set.
+      deletedAt: null,
       lat: ORIGIN.lat,
       lon: ORIGIN.lon,
       country: 'Nigeria',
@@ -154,6 +156,7 @@ describe('POST /api/request paid from the wallet', () => {
       contactPhone: '+2348012345678',
     });
     expect(data.delivery.destination).toMatchObject({
+      deletedAt: null,
       contactName: DESTINATION.contactName,
       contactPhone: DESTINATION.contactPhone,
       contactEmail: DESTINATION.contactEmail,
