@@ -86,6 +86,11 @@ export class ProofChecks {
     if (n === undefined) throw conflict(proofLocked(proof));
     if (proofCodeMatches(this.secret, proof.id, code, codeHash)) {
       await this.store.releaseProofAttempt(proof.id, generation, n);
+      // Read again: a new code issued while this one was checked has told the merchant the
+      // old one stopped working (they may have issued it because the old one leaked).
+      if ((await this.current(proof)).generation !== generation) {
+        throw unprocessable(`That ${label(proof)} was replaced by a new one; ask for the latest`);
+      }
       return { id: proof.id, code };
     }
     const left = MAX_WRONG_CODES - n;

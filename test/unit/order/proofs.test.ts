@@ -22,8 +22,12 @@ class MemoryProofs {
     return this.codes.get(`${proofId}:${generation}`) ?? null;
   }
 
+  /** Done right after a try is claimed: what happens elsewhere while a code is compared. */
+  meanwhile: (() => void) | undefined;
+
   async claimProofAttempt(proofId: string, generation: number, n: number): Promise<boolean> {
     await this.turn();
+    this.meanwhile?.();
     const id = `${proofId}:${generation}:${n}`;
     if (this.tries.has(id)) return false;
     this.tries.add(id);
@@ -83,6 +87,16 @@ describe('proof codes', () => {
     expect(await statusOf(RIGHT)).toBe(409);
     store.codes.set('proof-1:2', hashProofCode(SECRET, 'proof-1', '654321'));
     expect(await statusOf(RIGHT)).toBe(422);
+    expect(await statusOf('654321')).toBe(200);
+  });
+
+  it('refuse the old code once a new one was issued while it was being compared', async () => {
+    const { store, statusOf } = setUp();
+    // The merchant issues a new code between the check's read of the current one and its answer.
+    store.meanwhile = () =>
+      store.codes.set('proof-1:2', hashProofCode(SECRET, 'proof-1', '654321'));
+    expect(await statusOf(RIGHT)).toBe(422);
+    store.meanwhile = undefined;
     expect(await statusOf('654321')).toBe(200);
   });
 });
