@@ -311,16 +311,24 @@ export class Checkouts {
     >;
     const { payload } = event;
     if (payload.purpose.kind === 'WALLET_FUNDING' && event.name === 'payment.succeeded') {
-      await this.deps.ledger.post({
-        walletId: payload.userId,
-        type: 'CREDIT',
-        amountKobo: payload.amountKobo,
-        reference: fundingCreditReference(payload.reference),
-        description: 'Wallet funded through checkout',
-      });
+      await this.creditFunding(payload, 'Wallet funded through checkout');
     }
     await broadcast(this.deps.broadcaster(), event.name, event.payload as never);
     if (payload.purpose.kind === 'WALLET_FUNDING') await this.store.acknowledge(queued._id);
+  }
+
+  /** A funding checkout's credit to its wallet: once, whoever posts it, by its reference. */
+  private async creditFunding(
+    funding: { userId: string; amountKobo: number; reference: string },
+    description: string,
+  ): Promise<void> {
+    await this.deps.ledger.post({
+      walletId: funding.userId,
+      type: 'CREDIT',
+      amountKobo: funding.amountKobo,
+      reference: fundingCreditReference(funding.reference),
+      description,
+    });
   }
 
   acknowledge(reference: string): Promise<boolean> {
@@ -407,13 +415,10 @@ export class Checkouts {
       this.uncredited(providerReference, `the checkout is ${status}`);
       return;
     }
-    await this.deps.ledger.post({
-      walletId: session.userId,
-      type: 'CREDIT',
-      amountKobo: session.amountKobo,
-      reference: fundingCreditReference(session._id),
-      description: 'Wallet funded through checkout (paid after the checkout had ended)',
-    });
+    await this.creditFunding(
+      { userId: session.userId, amountKobo: session.amountKobo, reference: session._id },
+      'Wallet funded through checkout (paid after the checkout had ended)',
+    );
     this.deps.logger().warn('a wallet funding paid after its checkout ended was credited', {
       reference: session._id,
       providerReference,
