@@ -41,25 +41,18 @@ export class WebhookReceiver {
   answer: (path: string, event: Received['event'], nth: number) => Answer = () => ({ status: 200 });
   private server: Server | undefined;
   private readonly hung = new Set<ServerResponse>();
-  /** Requests under way per path now, and the most there ever were at once. */
-  private readonly open = new Map<string, number>();
-  private readonly most = new Map<string, number>();
   /** Every request's span, its end unset while it is under way. */
   private readonly spans: { path: string; from: number; to?: number }[] = [];
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
       const opened = req.url ?? '/';
-      const now = (this.open.get(opened) ?? 0) + 1;
-      this.open.set(opened, now);
-      this.most.set(opened, Math.max(now, this.most.get(opened) ?? 0));
       const span: { path: string; from: number; to?: number } = {
         path: opened,
         from: performance.now(),
       };
       this.spans.push(span);
       res.on('close', () => {
-        this.open.set(opened, (this.open.get(opened) ?? 1) - 1);
         span.to = performance.now();
       });
       const chunks: Buffer[] = [];
@@ -89,7 +82,7 @@ export class WebhookReceiver {
 
   /** The most requests to `path` that were under way at once. */
   mostAtOnce(path: string): number {
-    return this.most.get(path) ?? 0;
+    return this.mostAtOnceAmong([path]);
   }
 
   /** The most requests to any of `paths` that were under way at once. */
