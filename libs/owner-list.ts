@@ -142,11 +142,14 @@ export interface StoredItem {
   tag?: string;
 }
 
-/** Stored documents as a list's `backfill` reads them, oldest first; null skips a document. */
-export async function* listedAs<T>(stored: AsyncIterable<T>, entry: (doc: T) => StoredItem | null) {
+/** Stored documents as a list's `backfill` reads them, oldest first: each one's entries (none skips it). */
+export async function* listedAs<T>(
+  stored: AsyncIterable<T>,
+  entries: (doc: T) => StoredItem | StoredItem[],
+) {
   for await (const doc of stored) {
-    const item = entry(doc);
-    if (item) yield item;
+    const items = entries(doc);
+    yield* Array.isArray(items) ? items : [items];
   }
 }
 

@@ -72,6 +72,12 @@ export interface FindUsersParams {
   limit?: number;
 }
 
+/** A delivery's recipient, as its creator gave them (`account.userByContact`). */
+export interface UserByContactParams {
+  email?: string;
+  phone?: string;
+}
+
 export interface CreateApiKeyParams {
   userId: string;
   environment?: AppEnvironment;
@@ -90,6 +96,7 @@ export interface AccountActions {
   'account.createUser': { params: CreateUserParams; answer: UserView };
   'account.findUsers': { params: FindUsersParams; answer: UserView[] };
   'account.getUser': { params: { userId: string }; answer: UserView };
+  'account.userByContact': { params: UserByContactParams; answer: UserView | null };
   'account.createApiKey': { params: CreateApiKeyParams; answer: CreatedApiKey };
   'account.listApiKeys': { params: ListApiKeysParams; answer: ApiKeyView[] };
   'account.revokeApiKey': { params: { keyId: string }; answer: null };
@@ -101,6 +108,7 @@ export const ACCOUNT_RETRY = {
   'account.createUser': 'never',
   'account.findUsers': 'safe',
   'account.getUser': 'safe',
+  'account.userByContact': 'safe',
   'account.createApiKey': 'never',
   'account.listApiKeys': 'safe',
   // Revoking a revoked key changes nothing and answers the same.

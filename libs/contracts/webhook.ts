@@ -24,6 +24,11 @@ export interface PublishedEvent {
   type: WebhookEventType;
   /** Whose endpoints receive it: the user whose key created the delivery. */
   userId: string;
+  /**
+   * The account linked to the delivery as its recipient (`link3rdPartyByContactInfo`): their
+   * endpoints receive its delivery and courier events too, never its payments'.
+   */
+  recipientUserId?: string;
   deliveryId: string;
   /** The event's place among its delivery's events: an endpoint receives them in this order. */
   sequence: number;
@@ -31,6 +36,13 @@ export interface PublishedEvent {
   /** The delivery as `GET /api/deliveries/:id` answers it, at the event. */
   data: Record<string, unknown>;
 }
+
+/** Whether the delivery's linked recipient hears of an event: not of the creator's payments. */
+export const toldToRecipient = (type: WebhookEventType) => !type.startsWith('payment.');
+
+/** Who an endpoint's owner is to the delivery an event is of (the body's `role`). */
+export const roleInEvent = (event: Pick<PublishedEvent, 'userId'>, endpointOwner: string) =>
+  endpointOwner === event.userId ? 'CREATOR' : 'RECIPIENT';
 
 export interface PublishParams {
   events: PublishedEvent[];
@@ -42,6 +54,7 @@ const publishedEvent = Joi.object<PublishedEvent, true>({
     .valid(...WEBHOOK_EVENT_TYPES)
     .required(),
   userId: uuid().required(),
+  recipientUserId: uuid(),
   deliveryId: uuid().required(),
   sequence: Joi.number().integer().min(0).required(),
   createdAt: Joi.string().isoDate().required(),

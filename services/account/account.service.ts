@@ -32,6 +32,7 @@ import {
   findUsersParams,
   keyIdParams,
   listApiKeysParams,
+  userByContactParams,
   userView,
 } from './schemas';
 import { userIdParams } from '../../libs/schemas';
@@ -58,6 +59,10 @@ export function createAccountService(config: Config): ServiceDefinition {
         what: 'keys made before their hashes were entered',
         run: (pass) => store.enterStoredKeyHashes(pass),
         awaited: true,
+      },
+      {
+        what: 'users made before their contacts were entered',
+        run: (pass) => store.enterStoredContacts(pass),
       },
     ],
     config.backfillAfterRolloutMs,
@@ -89,10 +94,14 @@ export function createAccountService(config: Config): ServiceDefinition {
         async handler(ctx): Promise<UserView> {
           try {
             const user = await store.createUser(ctx.params);
+            await store.enterContacts(user);
             ctx.meta.$location = `/admin/users/${user._id}`;
             return toUserView(user);
           } catch (err) {
             if (isDuplicateKey(err)) {
+              // A creation stopped before its contacts were entered is completed by a repeat.
+              const [holder] = await store.findUsers({ email: ctx.params.email, limit: 1 });
+              if (holder) await store.enterContacts(holder);
               throw conflict(`A user with e-mail ${ctx.params.email} already exists`);
             }
             throw err;
@@ -246,6 +255,15 @@ export function createAccountService(config: Config): ServiceDefinition {
       }),
 
       /** Internal: the gateway looks a presented key up by its hash. */
+      userByContact: implement('account.userByContact', {
+        visibility: 'public',
+        params: userByContactParams,
+        async handler(ctx) {
+          const user = await store.userByContact(ctx.params);
+          return user && toUserView(user);
+        },
+      }),
+
       resolveApiKey: implement('account.resolveApiKey', {
         visibility: 'public',
         params: resolveApiKeyParams,

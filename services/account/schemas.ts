@@ -6,6 +6,7 @@ import type {
   FindUsersParams,
   ListApiKeysParams,
   QuotaView,
+  UserByContactParams,
 } from '../../libs/contracts/account';
 import {
   e164Phone,
@@ -72,6 +73,11 @@ export const findUsersParams = Joi.object<FindUsersParams, true>({
   email: email(),
   limit: fromUrl(Joi.number().integer().min(1).max(100).default(50)),
 });
+
+export const userByContactParams = Joi.object<UserByContactParams, true>({
+  email: email(),
+  phone: e164Phone(),
+}).or('email', 'phone');
 
 export const keyIdParams = Joi.object<{ keyId: string }, true>({ keyId: uuid().required() });
 

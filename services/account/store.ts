@@ -7,6 +7,7 @@ import {
   markedRecorded,
   passRecordsIn,
   runPass,
+  storedSince,
   unrecordedSince,
   type BackfillPass,
 } from '../../libs/backfills';
@@ -70,6 +71,25 @@ const keyHashSchema = new Schema(
  */
 const keyUseSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
 
+/**
+ * A user's e-mail or phone → the user, found by `_id` alone: a delivery asked to be linked to
+ * its recipient's account looks its contact up as it is requested (FerretDB 1.24 on SQLite
+ * would read every user for a find by `email`). `_id` is `email:<e-mail>` or `phone:<E.164>`;
+ * a phone two users share also has `phone:<E.164>:shared`, and names neither of them.
+ */
+const userContactSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    /** On the entry that marks a backfill's pass (libs/backfills): when the pass began. */
+    startedAt: { type: Date },
+  },
+  { versionKey: false },
+);
+
+/** The contact entry that marks the users stored before `user_contacts` existed as entered. */
+const CONTACTS_FILLED = '$filled';
+
 /** The hash entry that marks the keys stored before `api_key_hashes` existed as entered. */
 const HASHES_FILLED = '$filled';
 
@@ -82,6 +102,7 @@ export function defineAccountModels(connection: Connection) {
     ApiKey: connection.model('ApiKey', apiKeySchema, 'api_keys'),
     KeyHash: connection.model('ApiKeyHash', keyHashSchema, 'api_key_hashes'),
     KeyUse: connection.model('ApiKeyUse', keyUseSchema, 'api_key_uses'),
+    UserContact: connection.model('UserContact', userContactSchema, 'user_contacts'),
     /** `_id` = `<userId>:<k>`: the active key that holds the user's k-th place. */
     KeyPlace: definePlaceModel(connection, 'ApiKeyPlace', 'api_key_places'),
   };
@@ -110,6 +131,50 @@ export class AccountStore {
 
   async createUser(fields: { name: string; email: string; phone: string }) {
     return (await this.models().User.create(fields)).toObject();
+  }
+
+  /**
+   * Enters the user's e-mail and phone, each once however often: a phone already another
+   * user's is marked shared instead.
+   */
+  async enterContacts(user: Pick<UserRecord, 'email' | 'phone'> & { _id: string }) {
+    const { UserContact } = this.models();
+    await insertOnce(() => UserContact.create({ _id: `email:${user.email}`, userId: user._id }));
+    const phoneId = `phone:${user.phone}`;
+    if (await insertOnce(() => UserContact.create({ _id: phoneId, userId: user._id }))) return;
+    const holder = await UserContact.findById(phoneId).lean();
+    if (holder && holder.userId !== user._id) {
+      await insertOnce(() => UserContact.create({ _id: `${phoneId}:shared`, userId: user._id }));
+    }
+  }
+
+  /**
+   * The user whose e-mail is `email`, or else the one user whose phone is `phone`: a phone
+   * two users share names neither. By `_id` alone.
+   */
+  async userByContact(contact: { email?: string; phone?: string }) {
+    const { UserContact } = this.models();
+    const byEmail = contact.email && (await UserContact.findById(`email:${contact.email}`).lean());
+    if (byEmail) return this.findUser(byEmail.userId);
+    if (!contact.phone) return null;
+    const phoneId = `phone:${contact.phone}`;
+    const [byPhone, shared] = await Promise.all([
+      UserContact.findById(phoneId).lean(),
+      UserContact.findById(`${phoneId}:shared`).lean(),
+    ]);
+    return byPhone && !shared ? this.findUser(byPhone.userId) : null;
+  }
+
+  /** Enters the contacts of users stored without them (a scan, libs/backfills). */
+  async enterStoredContacts(pass: BackfillPass): Promise<void> {
+    const { User, UserContact } = this.models();
+    const records = passRecordsIn(UserContact, { userId: CONTACTS_FILLED });
+    await runPass(pass, records, CONTACTS_FILLED, async (since) => {
+      const stored = User.find(storedSince('createdAt', since), { email: 1, phone: 1 })
+        .lean()
+        .cursor();
+      for await (const user of stored) await this.enterContacts(user);
+    });
   }
 
   /** Newest first, optionally by e-mail. */

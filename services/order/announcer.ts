@@ -215,6 +215,7 @@ export class Announcer {
         id: e.id ?? webhookEventId(delivery._id, e.sequence),
         type: e.type,
         userId: delivery.userId,
+        ...(delivery.recipientUserId ? { recipientUserId: delivery.recipientUserId } : {}),
         deliveryId: delivery._id,
         sequence: e.sequence,
         createdAt: e.at.toISOString(),

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
 import { DELIVERY_CANCELLED_EVENT } from '../../libs/contracts/order';
-import { badRequest, notFound } from '../../libs/errors';
+import { badRequest } from '../../libs/errors';
 import type { CancelWindow } from './cancel-window';
 import type { DeliveryRecord } from './delivery-record';
 import { canCancel, transition } from './lifecycle';
+import { changeableBy } from './parties';
 import type { Settlement } from './settlement';
 import type { DeliveryTransitions } from './transitions';
-
-export const DELIVERY_NOT_FOUND = 'Delivery request not found';
 
 export interface CancellationDeps {
   transitions: DeliveryTransitions;
@@ -28,8 +27,7 @@ export class Cancellations {
 
   async cancel(userId: string, deliveryId: string): Promise<DeliveryRecord> {
     const { transitions, window } = this.deps;
-    const delivery = await transitions.current(deliveryId);
-    if (!delivery || delivery.userId !== userId) throw notFound(DELIVERY_NOT_FOUND);
+    const delivery = changeableBy(await transitions.current(deliveryId), userId);
     if (!canCancel(delivery.lifecycle.status)) {
       const refused = transition(delivery.lifecycle, { kind: 'CANCEL' });
       throw badRequest(refused.ok ? 'This delivery cannot be cancelled now' : refused.message);

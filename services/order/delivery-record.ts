@@ -105,6 +105,11 @@ export interface DeliveryRecord {
   requireCollectionProofCode: boolean;
   requireDeliveryProofCode: boolean;
   link3rdPartyByContactInfo: boolean;
+  /**
+   * The account linked to it as its recipient (services/order/parties.ts); absent on records
+   * stored before links.
+   */
+  recipientUserId?: string | null;
   urgencyType: UrgencyType;
   deliveryDate: Date | null;
   deliverySlot: string | null;
@@ -162,6 +167,7 @@ export interface NewDelivery {
   trackingId: string;
   owner: { id: string; profileId: string };
   apiKeyId: string | null;
+  recipientUserId: string | null;
   request: DeliveryRequest;
   assigned: AssignedPackages;
   priced: PricedDelivery;
@@ -236,6 +242,7 @@ export function buildDelivery(n: NewDelivery): {
     requireCollectionProofCode: request.requireCollectionProofCode,
     requireDeliveryProofCode: request.requireDeliveryProofCode,
     link3rdPartyByContactInfo: request.link3rdPartyByContactInfo,
+    recipientUserId: n.recipientUserId,
     urgencyType: request.urgencyType,
     deliveryDate: request.schedule ? new Date(`${request.schedule.date}T00:00:00.000Z`) : null,
     deliverySlot: request.schedule?.slot ?? null,

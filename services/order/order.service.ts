@@ -7,7 +7,7 @@ import {
   matchingEndParams,
 } from '../../libs/contracts/order';
 import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
-import { badRequest, notFound } from '../../libs/errors';
+import { badRequest } from '../../libs/errors';
 import {
   COURIERS_MOVED_EVENT,
   SIMULATE_HEADER,
@@ -30,7 +30,8 @@ import {
   type WaybillContext,
 } from '../../libs/service';
 import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow } from './cancel-window';
-import { Cancellations, DELIVERY_NOT_FOUND } from './cancellation';
+import { Cancellations } from './cancellation';
+import { changeableBy, readableBy } from './parties';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
 import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
@@ -176,12 +177,12 @@ export function createOrderService(config: Config): ServiceDefinition {
     logger: () => logger,
   });
 
-  /** A delivery of the caller's, with its addresses; 404 for anyone else's. */
-  async function ownDelivery(ctx: WaybillContext<{ deliveryId: string }>) {
-    const userId = requireUser(ctx);
-    const delivery = await transitions.current(ctx.params.deliveryId);
-    if (!delivery || delivery.userId !== userId) throw notFound(DELIVERY_NOT_FOUND);
-    return delivery;
+  /** A delivery the caller may read (`readableBy`) or change (`changeableBy`). */
+  async function callersDelivery(
+    ctx: WaybillContext<{ deliveryId: string }>,
+    allowed: typeof readableBy,
+  ) {
+    return allowed(await transitions.current(ctx.params.deliveryId), requireUser(ctx));
   }
 
   const addressesOf = (deliveries: DeliveryRecord[]) =>
@@ -340,6 +341,7 @@ export function createOrderService(config: Config): ServiceDefinition {
           response: cancelledView,
           errors: {
             400: 'The delivery cannot be cancelled in its status, or two cancels in the last 3 hours',
+            403: 'The delivery is linked to your account as its recipient: only its creator cancels it',
             404: 'Delivery request not found',
           },
         },
@@ -357,13 +359,14 @@ export function createOrderService(config: Config): ServiceDefinition {
           method: 'GET',
           path: '/deliveries/:deliveryId',
           message: 'Delivery retrieved',
-          summary: 'One of your deliveries with its P2P record, addresses, proofs and steps',
+          summary:
+            'One of your deliveries with its P2P record, addresses, proofs and steps; or one linked to your account as its recipient',
           response: deliveryView,
           errors: { 404: 'Delivery request not found' },
         },
         params: deliveryIdParams,
         async handler(ctx) {
-          const [view] = await merchantViews(ctx, [await ownDelivery(ctx)]);
+          const [view] = await merchantViews(ctx, [await callersDelivery(ctx, readableBy)]);
           return view;
         },
       }),
@@ -377,18 +380,19 @@ export function createOrderService(config: Config): ServiceDefinition {
           message: 'Deliveries retrieved',
           summary: 'Your deliveries, newest first (an extension of the spec)',
           description:
-            'Newest first, in the order they were stored, paged with `limit` and `offset`. With `status`, the deliveries now in that status, the latest to enter it first (the most recently delivered first, for `DELIVERED`).',
+            'Newest first, in the order they were stored, paged with `limit` and `offset`. With `status`, the deliveries now in that status, the latest to enter it first (the most recently delivered first, for `DELIVERED`). With `role=RECIPIENT`, the deliveries others created with `link3rdPartyByContactInfo` whose recipient contact is your account’s (your e-mail, or a phone no other account has), instead of those you created.',
           response: Joi.array().items(deliveryView),
         },
         params: listParams,
         async handler(ctx: WaybillContext<ListParams>) {
           const userId = requireUser(ctx);
-          const { status, ...page } = ctx.params;
+          const { status, role, ...page } = ctx.params;
           const current = (deliveryId: string) => transitions.current(deliveryId);
           if (status) {
-            return merchantViews(ctx, await store.listInStatus(userId, status, page, current));
+            const found = await store.listInStatus(userId, status, page, current, role);
+            return merchantViews(ctx, found);
           }
-          const ids = await store.list(userId, page);
+          const ids = await store.list(userId, page, role);
           const found = await Promise.all(ids.map(current));
           return merchantViews(
             ctx,
@@ -430,13 +434,14 @@ export function createOrderService(config: Config): ServiceDefinition {
             'The old code stops working and the count of wrong codes starts again (a proof locks after 5 wrong codes). The new code is sent to the stop’s contact by SMS and e-mail, never answered; an earlier code’s messages not sent yet are withdrawn (SUPERSEDED in GET /admin/notifications). At most 6 codes per proof.',
           response: proofView,
           errors: {
+            403: 'The delivery is linked to your account as its recipient: only its creator issues codes',
             404: 'Delivery request not found; Proof not found on this delivery',
             409: 'The proof was given already, or the delivery is past the step that takes it',
           },
         },
         params: proofParams,
         async handler(ctx) {
-          const delivery = await ownDelivery(ctx);
+          const delivery = await callersDelivery(ctx, changeableBy);
           const addresses = await addressesOf([delivery]);
           const proof = await proofs.issueAgain(delivery, ctx.params.proofId, addresses);
           return toProofView(proof);

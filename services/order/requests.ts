@@ -26,6 +26,7 @@ import {
   type ProofType,
 } from './delivery-record';
 import { isMatchingEligible } from './lifecycle';
+import { linkedRecipient } from './parties';
 import { paymentLinkMessages, proofCodeMessages, type NotificationRecord } from './notifications';
 import { readDeliveryRequest, type DeliveryRequest, type RequestParams } from './request-input';
 import type { Settlement } from './settlement';
@@ -110,6 +111,15 @@ export class DeliveryRequests {
     const earlier = who.idempotencyToken ? await this.replay(deliveryId) : null;
     if (earlier) return earlier;
     await this.checkCouriers(request, user.id, who.caller);
+    const recipientUserId = request.link3rdPartyByContactInfo
+      ? linkedRecipient(
+          user.id,
+          await call(who.caller, 'account.userByContact', {
+            email: request.destinationContact.email,
+            phone: request.destinationContact.phone,
+          }),
+        )
+      : null;
 
     const now = new Date();
     const claimed = await this.store.claimPending({
@@ -127,7 +137,7 @@ export class DeliveryRequests {
     }
     this.fault('after-claim');
     try {
-      return await this.run(deliveryId, request, who, now);
+      return await this.run(deliveryId, request, { ...who, recipientUserId }, now);
     } catch (err) {
       if (isRefusal(err)) await this.refuseAnswering(deliveryId, err);
       throw err;
@@ -170,7 +180,7 @@ export class DeliveryRequests {
   private async run(
     deliveryId: string,
     request: DeliveryRequest,
-    who: Requester,
+    who: Requester & { recipientUserId: string | null },
     now: Date,
   ): Promise<DeliveryRecord> {
     const services = who.caller;
@@ -208,6 +218,7 @@ export class DeliveryRequests {
       trackingId: newTrackingId(),
       owner: { id: user.id, profileId: user.profileId },
       apiKeyId: who.apiKeyId,
+      recipientUserId: who.recipientUserId,
       request,
       assigned,
       priced,

@@ -29,6 +29,7 @@ import { DELIVERY_TYPES, PAYMENT_METHODS, POD_REMIT_TARGETS, PROOF_TYPES } from 
 import { DELIVERY_STATUSES, P2P_STATUSES } from './lifecycle';
 import { CONTACT_FIELDS } from './request-input';
 import { NOTIFICATION_PURPOSES } from './notifications';
+import { DELIVERY_ROLES, type DeliveryRole } from './parties';
 
 /** Params and answers of the order actions; the answers are what /openapi.json documents. */
 
@@ -138,12 +139,17 @@ export const deliveryIdParams = Joi.object<{ deliveryId: string }, true>({
 
 export interface ListParams {
   status?: (typeof DELIVERY_STATUSES)[number];
+  role: DeliveryRole;
   limit: number;
   offset: number;
 }
 
 export const listParams = Joi.object<ListParams, true>({
   status: Joi.string().valid(...DELIVERY_STATUSES),
+  role: Joi.string()
+    .valid(...DELIVERY_ROLES)
+    .default('CREATOR')
+    .description('CREATOR: the deliveries you created; RECIPIENT: those linked to you'),
   ...pageParams(),
   limit: fromUrl(Joi.number().integer().min(1).max(100).default(20)),
 });

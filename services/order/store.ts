@@ -19,6 +19,7 @@ import {
 } from '../../libs/owner-list';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
+import { roleOf, type DeliveryRole } from './parties';
 import type { NotificationRecord } from './notifications';
 import { bucketName, bucketsBetween, dueBucket } from './scheduling';
 
@@ -155,7 +156,10 @@ export function defineOrderModels(connection: Connection) {
     SweepCursor: connection.model('SweepCursor', sweepCursorSchema, 'sweep_cursors'),
     // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'user_deliveries', 'UserDelivery'),
-    // Each user's deliveries in one status, `<userId>:<status>`, in the order they entered it.
+    // Each user's deliveries linked to them as their recipient, in the order they were stored.
+    ...defineNamedOwnerListModels(connection, 'recipient_deliveries', 'RecipientDelivery'),
+    // Each user's deliveries in one status, `<userId>:<status>`, in the order they entered it;
+    // those linked to them as their recipient under `recipient:<userId>:<status>`.
     ...defineNamedOwnerListModels(connection, 'user_deliveries_by_status', 'StatusDelivery'),
     // Each delivery's messages to people, read by `_id`: the staging simulator and support ask.
     ...defineNamedOwnerListModels(connection, 'delivery_notifications', 'DeliveryNotification'),
@@ -272,8 +276,18 @@ const BUCKET_READS_AT_ONCE = 10;
 /** Addresses kept in memory by `OrderStore` (those of about a thousand deliveries). */
 const ADDRESSES_KEPT = 2_000;
 
-/** The owner of a user's list of deliveries in one status. */
-const inStatus = (userId: string, status: DeliveryStatus) => `${userId}:${status}`;
+/** The owner of a user's list of deliveries in one status, as their creator or recipient. */
+const inStatus = (userId: string, status: DeliveryStatus, role: DeliveryRole = 'CREATOR') =>
+  role === 'CREATOR' ? `${userId}:${status}` : `recipient:${userId}:${status}`;
+
+/** The lists a delivery is on in a status: its creator's, and its linked recipient's. */
+const statusListsOf = (
+  delivery: Pick<DeliveryRecord, 'userId' | 'recipientUserId'>,
+  status: DeliveryStatus,
+) => [
+  inStatus(delivery.userId, status),
+  ...(delivery.recipientUserId ? [inStatus(delivery.recipientUserId, status, 'RECIPIENT')] : []),
+];
 
 /**
  * Whether the delivery has reached the version its status entry was written for (the entry's
@@ -293,6 +307,8 @@ export class OrderStore {
   readonly notifications: OutboxRecords<NotificationRecord>;
   /** Each user's deliveries, newest last. */
   readonly byUser: OwnerList;
+  /** Each user's deliveries linked to them as their recipient, newest last. */
+  private readonly byRecipient: OwnerList;
   /** Each user's deliveries in each status, the latest to enter it last. */
   private readonly byStatus: OwnerList;
   /** Each delivery's notifications, in the order queued. */
@@ -310,6 +326,7 @@ export class OrderStore {
 
   constructor(private readonly models: () => OrderModels) {
     this.byUser = OwnerList.named(models, 'UserDelivery');
+    this.byRecipient = OwnerList.named(models, 'RecipientDelivery');
     this.byStatus = OwnerList.named(models, 'StatusDelivery');
     this.notificationsByDelivery = OwnerList.named(models, 'DeliveryNotification');
     this.searchBuckets = OwnerList.named(models, 'SearchBucket');
@@ -346,6 +363,9 @@ export class OrderStore {
     for (const address of addresses) this.recentAddresses.set(address._id, address);
     // Before the delivery: a stored delivery is always on its user's lists.
     await this.byUser.add(delivery.userId, delivery._id, delivery.createdAt);
+    if (delivery.recipientUserId) {
+      await this.byRecipient.add(delivery.recipientUserId, delivery._id, delivery.createdAt);
+    }
     await this.enteringStatus(delivery, delivery.lifecycle.status, delivery.version);
     const stored = { ...markedRecorded(delivery), listedStatus: delivery.lifecycle.status };
     return insertOnce(() => this.m.Delivery.create(stored));
@@ -356,14 +376,14 @@ export class OrderStore {
    * delivery in a status is always on that status's list); once per version, however often.
    */
   async enteringStatus(
-    delivery: Pick<DeliveryRecord, '_id' | 'userId'>,
+    delivery: Pick<DeliveryRecord, '_id' | 'userId' | 'recipientUserId'>,
     status: DeliveryStatus,
     version: number,
   ): Promise<void> {
-    await this.byStatus.addBeforeStoring(
-      inStatus(delivery.userId, status),
-      delivery._id,
-      String(version),
+    await Promise.all(
+      statusListsOf(delivery, status).map((owner) =>
+        this.byStatus.addBeforeStoring(owner, delivery._id, String(version)),
+      ),
     );
   }
 
@@ -396,9 +416,13 @@ export class OrderStore {
     return new Map(found.filter((a) => a !== null).map((a) => [a._id, a]));
   }
 
-  /** The ids of a user's deliveries, newest first (in the order they were stored). */
-  list(userId: string, page: { limit: number; offset: number }): Promise<string[]> {
-    return this.byUser.page(userId, page);
+  /** The ids of a user's deliveries as `role`, newest first (in the order they were stored). */
+  list(
+    userId: string,
+    page: { limit: number; offset: number },
+    role: DeliveryRole = 'CREATOR',
+  ): Promise<string[]> {
+    return (role === 'CREATOR' ? this.byUser : this.byRecipient).page(userId, page);
   }
 
   /**
@@ -412,11 +436,12 @@ export class OrderStore {
     status: DeliveryStatus,
     { limit, offset }: { limit: number; offset: number },
     current: (deliveryId: string) => Promise<DeliveryRecord | null>,
+    role: DeliveryRole = 'CREATOR',
   ): Promise<DeliveryRecord[]> {
     const found = await this.byStatus.readLiveItems(
-      inStatus(userId, status),
+      inStatus(userId, status, role),
       current,
-      (delivery) => delivery.userId === userId && delivery.lifecycle.status === status,
+      (delivery) => roleOf(delivery, userId) === role && delivery.lifecycle.status === status,
       {
         wanted: limit,
         skip: offset,
@@ -444,6 +469,7 @@ export class OrderStore {
       listedAs(
         this.m.Delivery.find(storedSince('updatedAt', since), {
           userId: 1,
+          recipientUserId: 1,
           'lifecycle.status': 1,
           version: 1,
           updatedAt: 1,
@@ -453,19 +479,19 @@ export class OrderStore {
           .lean()
           .cursor(),
         (d) => {
-          const { _id, userId, lifecycle, version, updatedAt, listedStatus } =
-            d as unknown as DeliveryRecord & { listedStatus?: DeliveryStatus };
+          const delivery = d as unknown as DeliveryRecord & { listedStatus?: DeliveryStatus };
+          const { _id, lifecycle, version, updatedAt, listedStatus } = delivery;
           // Listed by the writer that moved it into its status (`project`): nothing to add. A
           // status is never entered twice, so the name alone says which entry it was.
-          if (listedStatus === lifecycle.status) return null;
+          if (listedStatus === lifecycle.status) return [];
           // Tagged as `enteringStatus` tags: a delivery listed by it at this version is not
           // listed twice.
-          return {
-            ownerId: inStatus(userId, lifecycle.status),
+          return statusListsOf(delivery, lifecycle.status).map((ownerId) => ({
+            ownerId,
             itemId: _id,
             at: updatedAt,
             tag: String(version),
-          };
+          }));
         },
       ),
     );

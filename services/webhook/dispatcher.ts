@@ -1,6 +1,7 @@
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { Periodic } from '../../libs/periodic';
+import { roleInEvent } from '../../libs/contracts/webhook';
 import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature';
 import {
   afterFailure,
@@ -322,6 +323,7 @@ export class Dispatcher {
       id: event._id,
       type: event.type,
       createdAt: new Date(event.createdAt).toISOString(),
+      role: roleInEvent(event, target.endpoint.userId),
       data: event.data,
     });
     return post({

@@ -1,4 +1,4 @@
-import type { PublishedEvent } from '../../libs/contracts/webhook';
+import { toldToRecipient, type PublishedEvent } from '../../libs/contracts/webhook';
 import { nameBasedId } from '../../libs/ids';
 import { laneOf, subscribes } from './dispatch-rules';
 import type { EndpointRecord, MessageRecord, QueuedRecord, WebhookStore } from './store';
@@ -9,7 +9,7 @@ const messageIdOf = (webhookId: string, eventId: string) =>
 
 /**
  * Records each event once and queues one message of it for every active endpoint of its owner
- * that takes its type. A delivery's events share a lane per endpoint, sent in order, its
+ * (and of its delivery's linked recipient, `toldToRecipient`) that takes its type. A delivery's events share a lane per endpoint, sent in order, its
  * courier's positions among them; a position is tried once, and skipped once stale.
  */
 export async function fanOut(
@@ -27,13 +27,19 @@ export async function fanOut(
   );
   const endpointsOf = new Map<string, Promise<EndpointRecord[]>>();
   const items: { message: MessageRecord; queued: QueuedRecord }[] = [];
-  for (const event of events) {
-    let endpoints = endpointsOf.get(event.userId);
+  const endpointsOfOwner = (userId: string) => {
+    let endpoints = endpointsOf.get(userId);
     if (!endpoints) {
-      endpoints = store.endpointsOf(event.userId, environment);
-      endpointsOf.set(event.userId, endpoints);
+      endpoints = store.endpointsOf(userId, environment);
+      endpointsOf.set(userId, endpoints);
     }
-    for (const endpoint of await endpoints) {
+    return endpoints;
+  };
+  for (const event of events) {
+    const owners = [event.userId];
+    if (event.recipientUserId && toldToRecipient(event.type)) owners.push(event.recipientUserId);
+    const endpoints = (await Promise.all(owners.map(endpointsOfOwner))).flat();
+    for (const endpoint of endpoints) {
       if (endpoint.status !== 'ACTIVE' || !subscribes(endpoint.events, event.type)) continue;
       const messageId = messageIdOf(endpoint._id, event.id);
       items.push({

@@ -137,6 +137,7 @@ export interface EventRecord {
   _id: string;
   type: WebhookEventType;
   userId: string;
+  recipientUserId?: string;
   deliveryId: string;
   sequence: number;
   createdAt: Date;

@@ -91,3 +91,36 @@ it('shows the later of a key’s recorded use and its own field (keys used befor
   await own(latest);
   expect((await store.listKeys(key.userId, { limit: 5, offset: 0 }))[0].lastUsedAt).toEqual(latest);
 });
+
+it('enters the contacts of users stored before them: all at the first pass, then what came since', async () => {
+  const storeOld = async (email: string, phone: string) => {
+    const id = randomUUID();
+    await conn.collection('users').insertOne({
+      _id: id as never,
+      name: 'Old',
+      email,
+      phone,
+      profileId: randomUUID(),
+      createdAt: new Date(),
+      updatedAt: new Date(),
+    });
+    return id;
+  };
+  const first = await storeOld('old.first@example.com', '+2348031110011');
+  expect(await store.userByContact({ email: 'old.first@example.com' })).toBeNull();
+  await store.enterStoredContacts('start');
+  expect(await store.userByContact({ email: 'old.first@example.com' })).toMatchObject({
+    _id: first,
+  });
+  // Stored by a replica of the version before, during the rollout; a later start passes by.
+  const later = await storeOld('old.later@example.com', '+2348031110011');
+  await store.enterStoredContacts('start');
+  expect(await store.userByContact({ email: 'old.later@example.com' })).toBeNull();
+  await store.enterStoredContacts('after-rollout');
+  await store.enterStoredContacts('after-rollout');
+  expect(await store.userByContact({ email: 'old.later@example.com' })).toMatchObject({
+    _id: later,
+  });
+  // The two share a phone: it names neither.
+  expect(await store.userByContact({ phone: '+2348031110011' })).toBeNull();
+});

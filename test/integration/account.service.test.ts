@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../../moleculer.config';
 import { loadConfig } from '../../libs/config';
@@ -5,7 +6,7 @@ import { toServiceSchema } from '../../libs/service';
 import { API_KEY_REVOKED_EVENT, hashApiKey } from '../../libs/contracts/account';
 import { createAccountService } from '../../services/account/account.service';
 import { eventually } from '../support/eventually';
-import { dropDatabases, isolation } from '../support/stack';
+import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
 
 /** The account service on a broker in this process, against the real MongoDB-compatible server. */
 const iso = isolation();
@@ -87,6 +88,74 @@ describe('account service', () => {
       hash: hashApiKey(key.key),
     });
     expect(resolved.revokedAt).toEqual(expect.any(String));
+  });
+
+  describe('a user found by contact', () => {
+    type Found = { id: string } | null;
+    const byContact = (contact: { email?: string; phone?: string }) =>
+      broker.call<Found, typeof contact>('account.userByContact', contact);
+
+    it('finds a user by e-mail in any case, or by a phone only one user has', async () => {
+      const ada = await broker.call<{ id: string }, unknown>('account.createUser', {
+        name: 'Ada',
+        email: 'ada.contact@example.com',
+        phone: '+2348031110001',
+      });
+      expect(await byContact({ email: 'ADA.Contact@example.com' })).toMatchObject({ id: ada.id });
+      expect(await byContact({ phone: '+2348031110001' })).toMatchObject({ id: ada.id });
+      // The e-mail decides when it names someone; an unknown one falls back to the phone.
+      expect(
+        await byContact({ email: 'nobody@example.com', phone: '+2348031110001' }),
+      ).toMatchObject({ id: ada.id });
+      expect(await byContact({ email: 'nobody@example.com' })).toBeNull();
+      expect(await byContact({ phone: '+2348031110009' })).toBeNull();
+    });
+
+    it('names nobody by a phone two users share, however many at once', async () => {
+      const phone = '+2348031110002';
+      const made = await Promise.all(
+        ['s1', 's2', 's3'].map((name) =>
+          broker.call<{ id: string }, unknown>('account.createUser', {
+            name,
+            email: `${name}.shared@example.com`,
+            phone,
+          }),
+        ),
+      );
+      expect(await byContact({ phone })).toBeNull();
+      expect(await byContact({ email: 's2.shared@example.com', phone })).toMatchObject({
+        id: made[1]?.id,
+      });
+    });
+
+    it('enters the contacts of a user stored without them when its creation is repeated', async () => {
+      const conn = await openServiceDatabase(iso, 'account');
+      try {
+        const id = randomUUID();
+        // As a creation stopped between storing the user and entering its contacts leaves it.
+        await conn.collection('users').insertOne({
+          _id: id as never,
+          name: 'Half',
+          email: 'half.made@example.com',
+          phone: '+2348031110004',
+          profileId: randomUUID(),
+          createdAt: new Date(),
+          updatedAt: new Date(),
+        });
+        expect(await byContact({ email: 'half.made@example.com' })).toBeNull();
+        await expect(
+          broker.call('account.createUser', user('half.made@example.com')),
+        ).rejects.toMatchObject({ code: 409 });
+        expect(await byContact({ email: 'half.made@example.com' })).toMatchObject({ id });
+        expect(await byContact({ phone: '+2348031110004' })).toMatchObject({ id });
+      } finally {
+        await conn.close();
+      }
+    });
+
+    it('refuses a call that names no contact', async () => {
+      await expect(byContact({})).rejects.toMatchObject({ code: 400 });
+    });
   });
 
   it('validates internal calls too', async () => {

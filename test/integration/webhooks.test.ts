@@ -397,7 +397,8 @@ describe('a delivery’s events', () => {
       expect(signedWith(r, `${webhook.secret}x`)).toBe(false);
       expect(r.headers['waybill-event-id']).toBe(r.event.id);
       expect(r.headers['waybill-event-type']).toBe(r.event.type);
-      expect(Object.keys(r.event).sort()).toEqual(['createdAt', 'data', 'id', 'type']);
+      expect(Object.keys(r.event).sort()).toEqual(['createdAt', 'data', 'id', 'role', 'type']);
+      expect(r.event.role).toBe('CREATOR');
       expect(r.event.data.id).toBe(deliveryId);
     }
     const statuses = received.map((r) => r.event.data.status);

@@ -24,8 +24,8 @@ export interface Received {
   path: string;
   headers: IncomingHttpHeaders;
   body: string;
-  /** The parsed body: `{id, type, createdAt, data}`. */
-  event: { id: string; type: string; createdAt: string; data: Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any -- a delivery as JSON
+  /** The parsed body: `{id, type, createdAt, role, data}`. */
+  event: { id: string; type: string; createdAt: string; role: string; data: Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any -- a delivery as JSON
   at: number;
 }
 

@@ -1,0 +1,32 @@
+import { changeableBy, linkedRecipient, readableBy, roleOf } from '../../../services/order/parties';
+
+const delivery = { userId: 'creator', recipientUserId: 'recipient' };
+const unlinked = { userId: 'creator' };
+
+describe('who may see and change a delivery', () => {
+  it('names the creator and the linked recipient, and nobody else', () => {
+    expect(roleOf(delivery, 'creator')).toBe('CREATOR');
+    expect(roleOf(delivery, 'recipient')).toBe('RECIPIENT');
+    expect(roleOf(delivery, 'someone')).toBeNull();
+    expect(roleOf(unlinked, 'recipient')).toBeNull();
+    expect(roleOf({ userId: 'creator', recipientUserId: null }, 'recipient')).toBeNull();
+  });
+
+  it('lets both read, only the creator change; tells anyone else it does not exist', () => {
+    expect(readableBy(delivery, 'recipient')).toBe(delivery);
+    expect(changeableBy(delivery, 'creator')).toBe(delivery);
+    expect(() => changeableBy(delivery, 'recipient')).toThrow(
+      expect.objectContaining({ code: 403 }),
+    );
+    for (const allowed of [readableBy, changeableBy]) {
+      expect(() => allowed(delivery, 'someone')).toThrow(expect.objectContaining({ code: 404 }));
+      expect(() => allowed(null, 'creator')).toThrow(expect.objectContaining({ code: 404 }));
+    }
+  });
+
+  it('never links a delivery to its creator', () => {
+    expect(linkedRecipient('creator', { id: 'recipient' })).toBe('recipient');
+    expect(linkedRecipient('creator', { id: 'creator' })).toBeNull();
+    expect(linkedRecipient('creator', null)).toBeNull();
+  });
+});
