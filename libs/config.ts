@@ -74,6 +74,10 @@ export interface Config {
     maxDownloadsPerKey: number;
     /** How long an upload's body may send nothing before it is aborted (408). */
     idleTimeoutMs: number;
+    /** A multipart upload begun longer ago than this is a dead process's: it is aborted. */
+    staleUploadMs: number;
+    /** How often a file-service replica aborts the stale ones. */
+    uploadSweepIntervalMs: number;
     /** Internal port of the file service for bodies from gateways on other nodes (0: any free). */
     transferPort: number;
     /** Address gateways reach that port at; unset: HOST when it names one, else this node's IP. */
@@ -386,6 +390,18 @@ const envSchema = Joi.object({
     .description(
       'How long an upload body may send nothing before it is aborted (408), freeing its memory and slot',
     ),
+  FILE_STALE_UPLOAD_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(3_600_000)
+    .description(
+      'An incomplete multipart upload of a hosted file begun longer ago than this is aborted by the file service (a process killed mid-upload leaves one, its parts billed); longer than FILE_TIMEOUT_MS',
+    ),
+  FILE_UPLOAD_SWEEP_INTERVAL_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(600_000)
+    .description('How often each file-service replica looks for stale multipart uploads'),
   FILE_TRANSFER_PORT: Joi.number()
     .port()
     .default(0)
@@ -921,6 +937,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxDownloads: value.FILE_MAX_DOWNLOADS,
       maxDownloadsPerKey: value.FILE_MAX_DOWNLOADS_PER_KEY,
       idleTimeoutMs: value.FILE_IDLE_TIMEOUT_MS,
+      staleUploadMs: outlasting(
+        ['FILE_STALE_UPLOAD_MS', value.FILE_STALE_UPLOAD_MS],
+        ['FILE_TIMEOUT_MS', value.FILE_TIMEOUT_MS],
+        'or the sweep aborts uploads still under way',
+      ),
+      uploadSweepIntervalMs: value.FILE_UPLOAD_SWEEP_INTERVAL_MS,
       transferPort: value.FILE_TRANSFER_PORT,
       transferHost: value.FILE_TRANSFER_HOST,
     },
@@ -965,7 +987,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     payment: paymentConfig(value),
     order: {
       sweepIntervalMs: value.ORDER_SWEEP_INTERVAL_MS,
-      staleRequestMs: staleRequestMs(value.ORDER_STALE_REQUEST_MS, value.REQUEST_TIMEOUT_MS),
+      // A request younger than the gateway's timeout may still be running: were the sweep to
+      // take it over, it would undo a request whose caller is still waiting for it.
+      staleRequestMs: outlasting(
+        ['ORDER_STALE_REQUEST_MS', value.ORDER_STALE_REQUEST_MS],
+        ['REQUEST_TIMEOUT_MS', value.REQUEST_TIMEOUT_MS],
+        'or the sweep takes over requests still under way',
+      ),
       proofCodeSecret: value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET,
       fault: orderFault(value.ORDER_FAULT, env),
       scheduledSearchLeadMs: value.ORDER_SCHEDULED_SEARCH_LEAD_MS,
@@ -1011,17 +1039,18 @@ function searchReach(radius: string, widenEveryMs: number): Config['matching']['
   return { startKm, stepKm, maxKm, widenEveryMs };
 }
 
-/**
- * A request younger than the gateway's timeout may still be running: were the sweep to take
- * it over, it would undo a request whose caller is still waiting for it.
- */
-function staleRequestMs(staleMs: number, requestTimeoutMs: number): number {
-  if (staleMs <= requestTimeoutMs) {
+/** A wait that must be longer than another, or `consequence` follows: its value, or why not. */
+function outlasting(
+  [name, ms]: [string, number],
+  [otherName, otherMs]: [string, number],
+  consequence: string,
+): number {
+  if (ms <= otherMs) {
     throw new ConfigError(
-      `ORDER_STALE_REQUEST_MS: must be longer than REQUEST_TIMEOUT_MS (${requestTimeoutMs}), or the sweep takes over requests still under way; raise it`,
+      `${name}: must be longer than ${otherName} (${otherMs}), ${consequence}; raise it`,
     );
   }
-  return staleMs;
+  return ms;
 }
 
 function orderFault(

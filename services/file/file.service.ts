@@ -3,6 +3,7 @@ import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { badRequest, serviceBusy, serviceUnavailable } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
+import { Periodic } from '../../libs/periodic';
 import {
   action,
   requireUser,
@@ -58,6 +59,7 @@ export function createFileService(config: Config): ServiceDefinition {
   let uploads: Slots;
   let downloads: Slots;
   let desk: TransferDesk | undefined;
+  let staleUploads: Periodic | undefined;
   const { maxBytes, allowedTypes } = config.files;
   const maxSize = `${Math.round((maxBytes / 1024 / 1024) * 10) / 10} MB`;
 
@@ -317,6 +319,22 @@ export function createFileService(config: Config): ServiceDefinition {
       downloads = meteredSlots(this.broker, config.files.maxDownloads, 'downloads');
     },
     async started() {
+      const { staleUploadMs, uploadSweepIntervalMs } = config.files;
+      staleUploads = new Periodic(
+        uploadSweepIntervalMs,
+        async () => {
+          const aborted = await storage.abortUploadsBegunBefore(
+            new Date(Date.now() - staleUploadMs),
+          );
+          if (aborted > 0) this.logger.info('stale multipart uploads aborted', { aborted });
+        },
+        (err) =>
+          this.logger.warn(
+            'stale multipart uploads not looked for; the next sweep tries again (the credentials need s3:ListBucketMultipartUploads)',
+            { err: (err as Error).message },
+          ),
+      );
+      staleUploads.start();
       // Only gateways on other nodes transfer; in one process there are none.
       if (!this.broker.transit) return;
       desk = new TransferDesk({
@@ -329,6 +347,7 @@ export function createFileService(config: Config): ServiceDefinition {
     },
     async stopped() {
       unregisterHealthCheck(this.broker, 's3');
+      await staleUploads?.stop();
       await desk?.close();
       storage.destroy();
     },

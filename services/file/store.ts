@@ -1,11 +1,14 @@
 import type { Readable } from 'node:stream';
 import {
+  AbortMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  ListMultipartUploadsCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
 import type { Config } from '../../libs/config';
+import { KEY_PREFIX } from '../../libs/contracts/file';
 import { isWaybillError, notFound, serviceUnavailable, type WaybillError } from '../../libs/errors';
 import { uploadParts } from './part-upload';
 
@@ -139,6 +142,38 @@ export class FileStorage {
       };
     } catch (err) {
       this.fail('download', err);
+    }
+  }
+
+  /**
+   * Aborts the multipart uploads of hosted files begun before `before`, and answers how many.
+   * An upload that ends, well or not, completes or aborts its own; a process killed while
+   * storing one leaves it, its parts billed but never an object nor listed with the files.
+   * Another replica aborting it first is no failure.
+   */
+  async abortUploadsBegunBefore(before: Date): Promise<number> {
+    const Bucket = this.s3.bucket;
+    let aborted = 0;
+    let markers: { KeyMarker?: string; UploadIdMarker?: string } = {};
+    for (;;) {
+      const page = await this.client.send(
+        new ListMultipartUploadsCommand({ Bucket, Prefix: `${KEY_PREFIX}/`, ...markers }),
+      );
+      for (const { Key, UploadId, Initiated } of page.Uploads ?? []) {
+        if (!Key || !UploadId || !Initiated || Initiated >= before) continue;
+        try {
+          await this.client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId }));
+          aborted += 1;
+        } catch (err) {
+          if ((err as S3ErrorLike).name !== 'NoSuchUpload') throw err;
+        }
+      }
+      const next = { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker };
+      // A server that says there is more without saying from where would be asked forever.
+      const moved =
+        next.KeyMarker !== markers.KeyMarker || next.UploadIdMarker !== markers.UploadIdMarker;
+      if (!page.IsTruncated || !moved) return aborted;
+      markers = next;
     }
   }
 

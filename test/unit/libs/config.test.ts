@@ -70,6 +70,8 @@ describe('loadConfig defaults', () => {
         maxDownloads: 32,
         maxDownloadsPerKey: 8,
         idleTimeoutMs: 30000,
+        staleUploadMs: 3_600_000,
+        uploadSweepIntervalMs: 600_000,
         transferPort: 0,
         transferHost: undefined,
       },
@@ -510,6 +512,16 @@ describe('order', () => {
     expect(config.order.staleRequestMs).toBe(180001);
   });
 
+  it('refuses a stale-upload age an upload may still reach: the sweep would abort live uploads', () => {
+    expect(loadConfig({}).files).toMatchObject({
+      staleUploadMs: 3_600_000,
+      uploadSweepIntervalMs: 600_000,
+    });
+    const err = configErrorFor({ FILE_TIMEOUT_MS: '120000', FILE_STALE_UPLOAD_MS: '120000' });
+    expect(err.message).toMatch(/^FILE_STALE_UPLOAD_MS: .*FILE_TIMEOUT_MS \(120000\)/);
+    expect(loadConfig({ FILE_STALE_UPLOAD_MS: '120001' }).files.staleUploadMs).toBe(120001);
+  });
+
   it('requires WEBHOOK_SECRET_KEY when live, and never allows private webhook targets there', () => {
     expect(
       configErrorFor({ ...LIVE, WEBHOOK_SECRET_KEY: '', PAYSTACK_SECRET_KEY: 'sk_live_x' }).message,
@@ -639,6 +651,8 @@ describe('describeConfig', () => {
     'FILE_MAX_DOWNLOADS',
     'FILE_MAX_DOWNLOADS_PER_KEY',
     'FILE_IDLE_TIMEOUT_MS',
+    'FILE_STALE_UPLOAD_MS',
+    'FILE_UPLOAD_SWEEP_INTERVAL_MS',
     'FILE_TRANSFER_PORT',
     'FILE_TRANSFER_HOST',
     'SERVICES',
