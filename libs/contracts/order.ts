@@ -33,6 +33,41 @@ export interface DeliveryEventPayload {
   at: string;
 }
 
+/**
+ * What a delivery's linked recipient is not shown of it (decision 107): its creator's account,
+ * key and tariff, and what the creator pays (the total stays when the recipient pays a share).
+ */
+const CREATORS_OWN = [
+  'userId',
+  'apiKeyId',
+  'deliveryFee',
+  'serviceFee',
+  'weightFee',
+  'fleetFee',
+  'surchargeFee',
+  'insuranceFee',
+  'baseOrDistanceFee',
+  'hubCommission',
+  'paymentMethodType',
+  'tierIds',
+  'tariffVersion',
+];
+
+/** A delivery as `GET /api/deliveries/:id` answers its linked recipient, from its creator's view. */
+export function recipientsView(view: Record<string, unknown>): Record<string, unknown> {
+  const shown = Object.fromEntries(
+    Object.entries(view).filter(([field]) => !CREATORS_OWN.includes(field)),
+  );
+  if (view.deliveryFeePayer === 'CREATOR') delete shown.deliveryFeeTotal;
+  const p2p = view.p2pDelivery as Record<string, unknown> | undefined;
+  if (p2p) {
+    shown.p2pDelivery = Object.fromEntries(
+      Object.entries(p2p).filter(([field]) => field !== 'userId' && field !== 'profileId'),
+    );
+  }
+  return shown;
+}
+
 export const DELIVERY_CREATED_EVENT = 'order.deliveryCreated';
 /** Every share of the fee is paid: matching may start. */
 export const DELIVERY_PAID_EVENT = 'order.deliveryPaid';

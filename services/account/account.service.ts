@@ -60,13 +60,29 @@ export function createAccountService(config: Config): ServiceDefinition {
         run: (pass) => store.enterStoredKeyHashes(pass),
         awaited: true,
       },
+      // Awaited: until it is done, an older account's phone shared with a newer one's would
+      // name the newer alone.
       {
         what: 'users made before their contacts were entered',
         run: (pass) => store.enterStoredContacts(pass),
+        awaited: true,
       },
     ],
     config.backfillAfterRolloutMs,
   );
+
+  /**
+   * A creation stopped before its e-mail was entered is completed by a repeat, which is
+   * answered 409 whether or not this goes well.
+   */
+  async function completeContacts(email: string, logger: { warn: (...args: unknown[]) => void }) {
+    try {
+      const [holder] = await store.findUsers({ email, limit: 1 });
+      if (holder) await store.enterContacts(holder);
+    } catch (err) {
+      logger.warn('contacts of an existing user not completed', { err: (err as Error).message });
+    }
+  }
 
   return {
     name: 'account',
@@ -94,14 +110,11 @@ export function createAccountService(config: Config): ServiceDefinition {
         async handler(ctx): Promise<UserView> {
           try {
             const user = await store.createUser(ctx.params);
-            await store.enterContacts(user);
             ctx.meta.$location = `/admin/users/${user._id}`;
             return toUserView(user);
           } catch (err) {
             if (isDuplicateKey(err)) {
-              // A creation stopped before its contacts were entered is completed by a repeat.
-              const [holder] = await store.findUsers({ email: ctx.params.email, limit: 1 });
-              if (holder) await store.enterContacts(holder);
+              await completeContacts(ctx.params.email, ctx.broker.logger);
               throw conflict(`A user with e-mail ${ctx.params.email} already exists`);
             }
             throw err;
@@ -254,7 +267,7 @@ export function createAccountService(config: Config): ServiceDefinition {
         },
       }),
 
-      /** Internal: the gateway looks a presented key up by its hash. */
+      /** Internal: order links a delivery to its recipient's account (decision 107). */
       userByContact: implement('account.userByContact', {
         visibility: 'public',
         params: userByContactParams,
@@ -264,6 +277,7 @@ export function createAccountService(config: Config): ServiceDefinition {
         },
       }),
 
+      /** Internal: the gateway looks a presented key up by its hash. */
       resolveApiKey: implement('account.resolveApiKey', {
         visibility: 'public',
         params: resolveApiKeyParams,

@@ -129,13 +129,18 @@ export class AccountStore {
     return this.models().User.findById(userId).lean();
   }
 
+  /** Stores the user, then their contacts (`enterContacts`). */
   async createUser(fields: { name: string; email: string; phone: string }) {
-    return (await this.models().User.create(fields)).toObject();
+    const user = (await this.models().User.create(fields)).toObject();
+    await this.enterContacts(user);
+    return user;
   }
 
   /**
    * Enters the user's e-mail and phone, each once however often: a phone already another
-   * user's is marked shared instead.
+   * user's is marked shared instead. After the user is stored: a creation refused for its
+   * e-mail (a repeat) must not mark its phone shared. One that fails between the two is
+   * completed by its repeat's 409 (`createUser`), or by the backfill when a replica starts.
    */
   async enterContacts(user: Pick<UserRecord, 'email' | 'phone'> & { _id: string }) {
     const { UserContact } = this.models();

@@ -5,6 +5,7 @@ import {
   assignCourierParams,
   getAddressParams,
   matchingEndParams,
+  recipientsView,
 } from '../../libs/contracts/order';
 import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
 import { badRequest } from '../../libs/errors';
@@ -31,7 +32,7 @@ import {
 } from '../../libs/service';
 import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow } from './cancel-window';
 import { Cancellations } from './cancellation';
-import { changeableBy, readableBy } from './parties';
+import { changeableBy, readableBy, roleOf } from './parties';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
 import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
@@ -153,6 +154,10 @@ export function createOrderService(config: Config): ServiceDefinition {
         run: (pass) => store.listStoredDeliveries(pass),
       },
       {
+        what: "linked deliveries stored without their recipients' lists",
+        run: (pass) => store.listLinkedDeliveries(pass),
+      },
+      {
         what: 'deliveries stored before the status lists',
         run: (pass) => store.listStoredStatuses(pass),
       },
@@ -225,12 +230,15 @@ export function createOrderService(config: Config): ServiceDefinition {
   }
 
   /** Deliveries as the merchant sees them, each with its courier once assigned. */
-  async function merchantViews(ctx: WaybillContext<unknown>, deliveries: DeliveryRecord[]) {
+  /** The deliveries as the caller sees them: a linked recipient, less their creator's own. */
+  async function callersViews(ctx: WaybillContext<unknown>, deliveries: DeliveryRecord[]) {
+    const userId = requireUser(ctx);
     const addresses = await addressesOf(deliveries);
     return Promise.all(
-      deliveries.map(async (d) =>
-        toDeliveryView(d, addresses, await courierOnDelivery(ctx, d, addresses)),
-      ),
+      deliveries.map(async (d) => {
+        const view = toDeliveryView(d, addresses, await courierOnDelivery(ctx, d, addresses));
+        return roleOf(d, userId) === 'RECIPIENT' ? recipientsView(view) : view;
+      }),
     );
   }
 
@@ -366,7 +374,7 @@ export function createOrderService(config: Config): ServiceDefinition {
         },
         params: deliveryIdParams,
         async handler(ctx) {
-          const [view] = await merchantViews(ctx, [await callersDelivery(ctx, readableBy)]);
+          const [view] = await callersViews(ctx, [await callersDelivery(ctx, readableBy)]);
           return view;
         },
       }),
@@ -390,11 +398,11 @@ export function createOrderService(config: Config): ServiceDefinition {
           const current = (deliveryId: string) => transitions.current(deliveryId);
           if (status) {
             const found = await store.listInStatus(userId, status, page, current, role);
-            return merchantViews(ctx, found);
+            return callersViews(ctx, found);
           }
           const ids = await store.list(userId, page, role);
           const found = await Promise.all(ids.map(current));
-          return merchantViews(
+          return callersViews(
             ctx,
             found.filter((d): d is DeliveryRecord => d !== null),
           );

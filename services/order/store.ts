@@ -367,7 +367,12 @@ export class OrderStore {
       await this.byRecipient.add(delivery.recipientUserId, delivery._id, delivery.createdAt);
     }
     await this.enteringStatus(delivery, delivery.lifecycle.status, delivery.version);
-    const stored = { ...markedRecorded(delivery), listedStatus: delivery.lifecycle.status };
+    const stored = {
+      ...markedRecorded(delivery),
+      listedStatus: delivery.lifecycle.status,
+      // Listed for its recipient first: the backfill below passes it by.
+      ...(delivery.recipientUserId ? { recipientListed: true } : {}),
+    };
     return insertOnce(() => this.m.Delivery.create(stored));
   }
 
@@ -463,6 +468,33 @@ export class OrderStore {
     );
   }
 
+  /**
+   * Puts linked deliveries on their recipients' lists when a writer of the version before
+   * links stored them (it finished a request a writer of this version began, during a
+   * rolling update).
+   */
+  async listLinkedDeliveries(pass: BackfillPass): Promise<void> {
+    await this.byRecipient.backfill(pass, (since) =>
+      listedAs(
+        this.m.Delivery.find(
+          {
+            ...storedSince('createdAt', since),
+            recipientUserId: { $type: 'string' },
+            recipientListed: { $exists: false },
+          },
+          { recipientUserId: 1, createdAt: 1 },
+        )
+          .sort({ createdAt: 1 })
+          .lean()
+          .cursor(),
+        (d) => {
+          const { _id, recipientUserId, createdAt } = d as unknown as DeliveryRecord;
+          return { ownerId: recipientUserId as string, itemId: _id, at: createdAt };
+        },
+      ),
+    );
+  }
+
   /** Puts the deliveries stored before `user_deliveries_by_status` existed on their status's list. */
   async listStoredStatuses(pass: BackfillPass): Promise<void> {
     await this.byStatus.backfill(pass, (since) =>
@@ -481,12 +513,15 @@ export class OrderStore {
         (d) => {
           const delivery = d as unknown as DeliveryRecord & { listedStatus?: DeliveryStatus };
           const { _id, lifecycle, version, updatedAt, listedStatus } = delivery;
-          // Listed by the writer that moved it into its status (`project`): nothing to add. A
-          // status is never entered twice, so the name alone says which entry it was.
-          if (listedStatus === lifecycle.status) return [];
+          // Listed by the writer that moved it into its status (`project`): nothing to add for
+          // its creator. A status is never entered twice, so the name alone says which entry
+          // it was. Its recipient's entry is added all the same: a writer of the version
+          // before links moved it without one.
+          const owners = statusListsOf(delivery, lifecycle.status);
+          const missing = listedStatus === lifecycle.status ? owners.slice(1) : owners;
           // Tagged as `enteringStatus` tags: a delivery listed by it at this version is not
           // listed twice.
-          return statusListsOf(delivery, lifecycle.status).map((ownerId) => ({
+          return missing.map((ownerId) => ({
             ownerId,
             itemId: _id,
             at: updatedAt,

@@ -1,6 +1,7 @@
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { Periodic } from '../../libs/periodic';
+import { recipientsView } from '../../libs/contracts/order';
 import { roleInEvent } from '../../libs/contracts/webhook';
 import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature';
 import {
@@ -319,12 +320,13 @@ export class Dispatcher {
     }
     const event = await store.event(queued.eventId);
     if (!event) throw new Error(`event ${queued.eventId} of message ${queued._id} is missing`);
+    const role = roleInEvent(event, target.endpoint.userId);
     const body = JSON.stringify({
       id: event._id,
       type: event.type,
       createdAt: new Date(event.createdAt).toISOString(),
-      role: roleInEvent(event, target.endpoint.userId),
-      data: event.data,
+      role,
+      data: role === 'RECIPIENT' ? recipientsView(event.data) : event.data,
     });
     return post({
       url: target.endpoint.url,

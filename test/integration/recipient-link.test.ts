@@ -62,6 +62,24 @@ async function deliveryTo(
   return created.body.data.deliveryId as string;
 }
 
+/** What the creator's view has and the recipient's has not (the creator pays here). */
+const CREATORS_OWN = [
+  'apiKeyId',
+  'baseOrDistanceFee',
+  'deliveryFee',
+  'deliveryFeeTotal',
+  'fleetFee',
+  'hubCommission',
+  'insuranceFee',
+  'paymentMethodType',
+  'serviceFee',
+  'surchargeFee',
+  'tariffVersion',
+  'tierIds',
+  'userId',
+  'weightFee',
+];
+
 const idsOf = (reply: { body: { data: { id: string }[] } }) => reply.body.data.map((d) => d.id);
 const eventsOf = (received: Received[], deliveryId: string) =>
   received
@@ -86,7 +104,15 @@ describe('a delivery linked to its recipient’s account', () => {
     });
     const read = await getDelivery(base(), recipient, deliveryId);
     expect(read.status).toBe(200);
-    expect(read.body.data).toMatchObject({ id: deliveryId, userId: creator.userId });
+    expect(read.body.data).toMatchObject({ id: deliveryId, status: 'REQUEST_CREATED' });
+    expect(read.body.data.destination.contactEmail).toBe(recipient.email);
+    // The creator's account, key, tariff and prices are the creator's.
+    const own = await getDelivery(base(), creator, deliveryId);
+    expect(own.body.data).toMatchObject({ userId: creator.userId, tierIds: expect.any(Object) });
+    const hidden = Object.keys(own.body.data).filter((field) => !(field in read.body.data));
+    expect(hidden.sort()).toEqual(CREATORS_OWN);
+    expect(read.body.data.p2pDelivery).not.toHaveProperty('userId');
+    expect(read.body.data.p2pDelivery).not.toHaveProperty('profileId');
 
     expect(idsOf(await api(recipient, 'GET', '/api/deliveries?role=RECIPIENT'))).toEqual([
       deliveryId,
@@ -124,6 +150,13 @@ describe('a delivery linked to its recipient’s account', () => {
       },
       { timeout: 15_000, interval: 100 },
     );
+    const [toRecipient] = receiver.at(recipient.path).filter((r) => r.event.data.id === deliveryId);
+    const [toCreator] = receiver.at(creator.path).filter((r) => r.event.data.id === deliveryId);
+    expect(toCreator.event.data).toMatchObject({
+      userId: creator.userId,
+      apiKeyId: expect.any(String),
+    });
+    for (const field of CREATORS_OWN) expect(toRecipient.event.data).not.toHaveProperty(field);
   });
 
   it('is not the business of anyone else, nor of the recipient without the flag', async () => {

@@ -318,6 +318,59 @@ it('after a rollout, lists what an older version stored or moved and offers noth
   expect(page.map(String).sort()).toEqual([kept, assigned, movedByOld, storedByOld._id].sort());
 });
 
+it('lists a linked delivery for its recipient too, and after a rollout what an older version stored or moved', async () => {
+  await store.listLinkedDeliveries('start');
+  await store.listStoredStatuses('start');
+  const [creator, recipient] = [randomUUID(), randomUUID()];
+  const linked = (): DeliveryRecord => ({ ...deliveryRecord(creator), recipientUserId: recipient });
+  const ours = linked();
+  await store.insertDelivery(ours, []);
+  const asRecipient = (status: DeliveryStatus) =>
+    store
+      .listInStatus(recipient, status, PAGE, current, 'RECIPIENT')
+      .then((found) => found.map((d) => d._id));
+  expect(await store.list(recipient, PAGE, 'RECIPIENT')).toEqual([ours._id]);
+  expect(await store.list(recipient, PAGE)).toEqual([]);
+  expect(await asRecipient('REQUEST_CREATED')).toEqual([ours._id]);
+  await apply(ours._id, assign);
+  expect(await asRecipient('COURIER_ASSIGNED')).toEqual([ours._id]);
+  expect(await asRecipient('REQUEST_CREATED')).toEqual([]);
+  // Nor does the creator see it as a recipient, or the recipient as a creator.
+  expect(await store.listInStatus(creator, 'COURIER_ASSIGNED', PAGE, current, 'RECIPIENT')).toEqual(
+    [],
+  );
+  expect(await idsIn(recipient, 'COURIER_ASSIGNED')).toEqual([]);
+
+  // A writer of the version before links stores one (it finished a request ours began), and
+  // cancels ours: it lists each for its creator alone, and marks the status listed.
+  const storedByOld = linked();
+  await db.models.Delivery.insertMany([storedByOld] as never[]);
+  await store.enteringStatus({ _id: ours._id, userId: creator }, 'CANCELLED', 2);
+  const moved = await current(ours._id);
+  await db.models.Delivery.updateOne(
+    { _id: ours._id },
+    {
+      $set: {
+        lifecycle: { ...moved?.lifecycle, status: 'CANCELLED' },
+        listedStatus: 'CANCELLED',
+        version: 2,
+        updatedAt: new Date(),
+      },
+    },
+  );
+  expect(await asRecipient('CANCELLED')).toEqual([]);
+  expect(await store.list(recipient, PAGE, 'RECIPIENT')).toEqual([ours._id]);
+
+  await store.listLinkedDeliveries('after-rollout');
+  await store.listStoredStatuses('after-rollout');
+  expect((await store.list(recipient, PAGE, 'RECIPIENT')).sort()).toEqual(
+    [ours._id, storedByOld._id].sort(),
+  );
+  expect(await asRecipient('CANCELLED')).toEqual([ours._id]);
+  expect(await asRecipient('REQUEST_CREATED')).toEqual([storedByOld._id]);
+  expect(await idsIn(creator, 'CANCELLED')).toEqual([ours._id]);
+});
+
 it("after a rollout, offers a delivery's notifications list only what an older version queued", async () => {
   await store.listStoredNotifications('start');
   const deliveryId = await create(randomUUID());

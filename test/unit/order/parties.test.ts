@@ -1,3 +1,4 @@
+import { recipientsView } from '../../../libs/contracts/order';
 import { changeableBy, linkedRecipient, readableBy, roleOf } from '../../../services/order/parties';
 
 const delivery = { userId: 'creator', recipientUserId: 'recipient' };
@@ -28,5 +29,38 @@ describe('who may see and change a delivery', () => {
     expect(linkedRecipient('creator', { id: 'recipient' })).toBe('recipient');
     expect(linkedRecipient('creator', { id: 'creator' })).toBeNull();
     expect(linkedRecipient('creator', null)).toBeNull();
+  });
+});
+
+describe('what a linked recipient is shown', () => {
+  const view = {
+    id: 'd',
+    userId: 'creator',
+    apiKeyId: 'key',
+    status: 'REQUEST_CREATED',
+    deliveryFee: '1000.00',
+    deliveryFeeTotal: '1200.00',
+    hubCommission: '50.00',
+    tierIds: { distance: 't' },
+    tariffVersion: 'v1',
+    deliveryFeePayer: 'CREATOR',
+    p2pDelivery: { id: 'p', userId: 'creator', profileId: 'profile', status: 'PENDING' },
+  };
+
+  it('leaves out the creator’s account, key, tariff and prices', () => {
+    expect(recipientsView(view)).toEqual({
+      id: 'd',
+      status: 'REQUEST_CREATED',
+      deliveryFeePayer: 'CREATOR',
+      p2pDelivery: { id: 'p', status: 'PENDING' },
+    });
+  });
+
+  it('keeps the total when the recipient pays a share of it', () => {
+    for (const payer of ['RECIPIENT', 'SPLIT']) {
+      expect(recipientsView({ ...view, deliveryFeePayer: payer })).toMatchObject({
+        deliveryFeeTotal: '1200.00',
+      });
+    }
   });
 });
