@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { pagePath, postForm } from '../support/checkout';
 import {
+  callAs,
   cancelDelivery,
   credit,
   DESTINATION,
   getDelivery,
+  type Party,
   requestDelivery,
   savePackage,
-  type Party,
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
-import { FAST_WEBHOOKS, WebhookReceiver, type Received } from '../support/webhook-receiver';
+import { FAST_WEBHOOKS, useWebhookReceiver, type Received } from '../support/webhook-receiver';
 
 /**
  * `link3rdPartyByContactInfo` (the spec): a delivery whose recipient contact is another
@@ -21,13 +22,10 @@ import { FAST_WEBHOOKS, WebhookReceiver, type Received } from '../support/webhoo
  */
 const stack = useMerchantStack({ internal: [], env: { ...FAST_WEBHOOKS } });
 const base = () => stack.node.url;
-const receiver = new WebhookReceiver();
-
-beforeAll(() => receiver.start());
-afterAll(() => receiver.stop());
+const receiver = useWebhookReceiver();
 
 const api = (who: Party, method: string, path: string, json?: unknown) =>
-  request(base(), method, path, { headers: { 'api-key': who.key }, json });
+  callAs(base(), who, method, path, json);
 
 /** An account with its own e-mail and phone, a key and a webhook endpoint at `/<name>`. */
 async function account(name: string, phone: string) {

@@ -6,7 +6,7 @@ import { SecretBox } from '../../libs/secret-box';
 import { Dispatcher } from '../../services/webhook/dispatcher';
 import { DisableNotices, disabledNoticeId } from '../../services/webhook/notices';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
-import { credit, requestDelivery, savePackage, type Party } from '../support/deliveries';
+import { callAs, credit, type Party, requestDelivery, savePackage } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, request } from '../support/http';
 import { startSmtpReceiver, type SmtpReceiver } from '../support/receivers';
@@ -65,7 +65,7 @@ afterAll(async () => {
 });
 
 const api = (who: Party, method: string, path: string, json?: unknown) =>
-  request(base(), method, path, { headers: { 'api-key': who.key }, json });
+  callAs(base(), who, method, path, json);
 
 async function simulated(merchant: Party) {
   const packageId = await savePackage(base(), merchant);

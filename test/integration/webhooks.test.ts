@@ -3,24 +3,25 @@ import { call } from '../../libs/contracts';
 import { SecretBox } from '../../libs/secret-box';
 import type { PublishedEvent, WebhookEventType } from '../../libs/contracts/webhook';
 import {
+  callAs,
   cancelDelivery,
   credit,
   ORIGIN,
+  type Party,
   requestDelivery,
   savePackage,
-  type Party,
 } from '../support/deliveries';
 import { pagePath, postForm } from '../support/checkout';
 import { acceptedDelivery, asCourier, courierAt } from '../support/couriers';
 import { eventually } from '../support/eventually';
-import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { createUserWithKey, expectErrorEnvelope } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase, startNode, type NodeProcess } from '../support/stack';
 import {
   FAST_WEBHOOKS,
   signatureCount,
   signedWith,
-  WebhookReceiver,
+  useWebhookReceiver,
   type Received,
 } from '../support/webhook-receiver';
 
@@ -39,13 +40,10 @@ const ENV = {
 };
 const stack = useMerchantStack({ internal: ['webhook'], env: ENV });
 const base = () => stack.node.url;
-const receiver = new WebhookReceiver();
-
-beforeAll(() => receiver.start());
-afterAll(() => receiver.stop());
+const receiver = useWebhookReceiver();
 
 const api = (who: Party, method: string, path: string, json?: unknown) =>
-  request(base(), method, path, { headers: { 'api-key': who.key }, json });
+  callAs(base(), who, method, path, json);
 
 async function merchantWithEndpoint(path: string, fields: Record<string, unknown> = {}) {
   const merchant: Party = await createUserWithKey(base());

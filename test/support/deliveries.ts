@@ -29,6 +29,11 @@ export interface Party {
   userId: string;
 }
 
+/** A call of the API with `who`'s key. */
+export function callAs(base: string, who: Party, method: string, path: string, json?: unknown) {
+  return request(base, method, path, { headers: { 'api-key': who.key }, json });
+}
+
 /** A saved package of `who`'s: its id. */
 export async function savePackage(
   base: string,

@@ -138,3 +138,11 @@ export const signatureCount = (received: Received): number =>
   String(received.headers['waybill-signature'] ?? '')
     .split(',')
     .filter((p) => p.trim().startsWith('v1=')).length;
+
+/** A receiver started before the suite and stopped after it. */
+export function useWebhookReceiver(): WebhookReceiver {
+  const receiver = new WebhookReceiver();
+  beforeAll(() => receiver.start());
+  afterAll(() => receiver.stop());
+  return receiver;
+}
