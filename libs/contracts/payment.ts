@@ -211,6 +211,12 @@ export interface PaymentActions {
 }
 
 /** Every payment action is idempotent by its reference or key (or reads): each may be repeated. */
+/**
+ * The credit that gives a checkout's money to its user's wallet when its delivery cannot use
+ * it (a share refunded, paid after the delivery or its checkout ended): once per checkout.
+ */
+export const checkoutRefundReference = (checkoutReference: string) => `refund:${checkoutReference}`;
+
 export const PAYMENT_RETRY = {
   'payment.debit': 'safe',
   'payment.refund': 'safe',

@@ -7,16 +7,13 @@ import {
   type DeliveryEventPayload,
   type OrderEvents,
 } from '../../libs/contracts/order';
-import type { PaymentOutcome } from '../../libs/contracts/payment';
+import { checkoutRefundReference, type PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, type Share } from './lifecycle';
 import { searchNotAfter, searchStartsAt } from './scheduling';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
 import { hasWork, type OrderStore, type TransitionRecord, type WorkFlag } from './store';
-
-/** The ledger reference of money given back for a checkout: once per checkout, ever. */
-export const checkoutRefundReference = (checkoutReference: string) => `refund:${checkoutReference}`;
 
 export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEventPayload {
   return {

@@ -4,6 +4,7 @@ import type { Config } from '../../libs/config';
 import { broadcast } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
+  checkoutRefundReference,
   CURRENCY,
   referenceParams,
   startCheckoutParams,
@@ -382,7 +383,7 @@ export class Checkouts {
       return false;
     }
     if (mismatch) {
-      if (verified?.status === 'success') this.uncredited(paidReference, mismatch);
+      if (verified?.status === 'success') await this.uncredited(session, paidReference, mismatch);
       else {
         this.deps.logger().warn('webhook refused after verification', {
           reference: paidReference,
@@ -402,38 +403,59 @@ export class Checkouts {
 
   /**
    * The provider took the exact amount for a checkout that had ended (expired or declined
-   * first). A wallet's own funding is credited all the same, once (the reference a paid funding
-   * would have credited under): the payer is the wallet's owner, and the money is theirs. A
-   * delivery's payer may be its recipient, so that money is an operator's to refund.
+   * first), and it is credited all the same, once, to the wallet of the checkout's user. A
+   * wallet's own funding under the reference a paid funding would have credited under. A
+   * delivery's, whose delivery its failure cancelled, as order credits money paid for a
+   * delivery no longer waiting for it (`checkoutRefundReference`): to the merchant, who owns
+   * the relationship with a recipient who paid (the recipient has no wallet with us).
    */
   private async paidAfterItEnded(
     session: SessionRecord,
     providerReference: string,
     status: string,
   ): Promise<void> {
-    if (session.purpose.kind !== 'WALLET_FUNDING') {
-      this.uncredited(providerReference, `the checkout is ${status}`);
-      return;
+    const { userId, amountKobo, purpose } = session;
+    if (purpose.kind === 'WALLET_FUNDING') {
+      await this.creditFunding(
+        { userId, amountKobo, reference: session._id },
+        'Wallet funded through checkout (paid after the checkout had ended)',
+      );
+    } else {
+      await this.deps.ledger.post({
+        walletId: userId,
+        type: 'CREDIT',
+        amountKobo,
+        reference: checkoutRefundReference(session._id),
+        description: `Paid for delivery ${purpose.id} after its checkout had ended`,
+      });
     }
-    await this.creditFunding(
-      { userId: session.userId, amountKobo: session.amountKobo, reference: session._id },
-      'Wallet funded through checkout (paid after the checkout had ended)',
-    );
-    this.deps.logger().warn('a wallet funding paid after its checkout ended was credited', {
+    this.deps.logger().warn('a checkout paid after it ended was credited to the wallet', {
       reference: session._id,
+      purpose: purpose.kind,
       providerReference,
       status,
     });
   }
 
   /**
-   * A payment the provider took that no checkout will credit (the checkout had ended, or the
-   * charge was for another amount): an operator must refund it at the provider.
+   * A payment the provider took that no checkout credits (another amount or currency): an
+   * operator must refund it at the provider, and finds it at `GET /admin/payments/uncredited`.
    */
-  private uncredited(providerReference: string, why: string): void {
+  private async uncredited(
+    session: SessionRecord,
+    providerReference: string,
+    why: string,
+  ): Promise<void> {
     this.deps.logger().error('a payment at the provider is not credited; refund it there', {
       reference: providerReference,
       why,
+    });
+    await this.store.recordUncredited({
+      _id: providerReference,
+      checkoutReference: session._id,
+      userId: session.userId,
+      why,
+      at: new Date(),
     });
   }
 
@@ -498,8 +520,7 @@ export class Checkouts {
       await this.store.recheckPendingAt(session._id, verdict.recheckAt);
       return;
     }
-    const mismatch = verified && verificationMismatch(session, verified);
-    if (verified?.status === 'success' && mismatch) this.uncredited(providerReference, mismatch);
+    if (verdict.uncredited) await this.uncredited(session, providerReference, verdict.uncredited);
     await this.decide(session, 'EXPIRED', 'sweep');
   }
 

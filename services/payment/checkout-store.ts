@@ -114,11 +114,40 @@ const outboxSchema = new Schema(
   { versionKey: false, minimize: false },
 );
 
+/**
+ * A payment the provider took that no checkout credits (another amount or currency than the
+ * checkout's), by the provider's reference: an operator refunds it at the provider, then
+ * records that here (`uncredited_settlements`).
+ */
+const uncreditedSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    checkoutReference: { type: String, required: true },
+    userId: { type: String, required: true },
+    why: { type: String, required: true },
+    at: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+uncreditedSchema.index({ at: -1 });
+
+/** An operator's word that an uncredited payment was dealt with, once, by its `_id`. */
+const settlementSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    note: { type: String, required: true },
+    at: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
 export type SessionRecord = InferSchemaType<typeof sessionSchema>;
 export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: DecidedStatus };
 export type OutboxRecord = InferSchemaType<typeof outboxSchema>;
 export type AttemptRecord = InferSchemaType<typeof attemptSchema>;
 export type OpenedRecord = InferSchemaType<typeof openedSchema>;
+export type UncreditedRecord = InferSchemaType<typeof uncreditedSchema>;
+export type SettlementRecord = InferSchemaType<typeof settlementSchema>;
 
 export function defineCheckoutModels(connection: Connection) {
   return {
@@ -129,6 +158,12 @@ export function defineCheckoutModels(connection: Connection) {
     CheckoutOutcome: connection.model('CheckoutOutcome', outcomeSchema, 'checkout_outcomes'),
     CheckoutPending: connection.model('CheckoutPending', pendingSchema, 'checkout_pending'),
     CheckoutOutbox: connection.model('CheckoutOutbox', outboxSchema, 'checkout_outbox'),
+    Uncredited: connection.model('UncreditedPayment', uncreditedSchema, 'uncredited_payments'),
+    UncreditedSettlement: connection.model(
+      'UncreditedSettlement',
+      settlementSchema,
+      'uncredited_settlements',
+    ),
   };
 }
 
@@ -164,6 +199,34 @@ export class CheckoutStore {
 
   private get m() {
     return this.models();
+  }
+
+  /** Records a payment no checkout credits; once however often it is seen. */
+  async recordUncredited(record: UncreditedRecord): Promise<void> {
+    await insertOnce(() => this.m.Uncredited.create(record));
+  }
+
+  /**
+   * The uncredited payments, newest first, each with its settlement if any (a scan: an
+   * operator's call on a collection that stays small).
+   */
+  async uncredited(limit: number): Promise<(UncreditedRecord & { settlement: SettlementRecord | null })[]> {
+    const found = await this.m.Uncredited.find().sort({ at: -1, _id: -1 }).limit(limit).lean();
+    return Promise.all(
+      found.map(async (payment) => ({
+        ...payment,
+        settlement: await this.m.UncreditedSettlement.findById(payment._id).lean(),
+      })),
+    );
+  }
+
+  uncreditedPayment(providerReference: string) {
+    return this.m.Uncredited.findById(providerReference).lean();
+  }
+
+  /** Records its settlement, once: the first stands, and says so (`won`). */
+  settleUncredited(record: SettlementRecord) {
+    return claimById(this.m.UncreditedSettlement, record, 'uncredited payment settlement');
   }
 
   /**

@@ -210,12 +210,16 @@ export const STILL_PAYING: ReadonlySet<string> = new Set([
 export const STILL_PAYING_GRACE_MS = 24 * 3_600_000;
 
 /** What the expiry sweep does with a checkout past its time, given the provider's word. */
-export type ExpiryVerdict = { pay: true } | { expire: true } | { recheckAt: Date };
+export type ExpiryVerdict =
+  | { pay: true }
+  | { expire: true; uncredited?: string }
+  | { recheckAt: Date };
 
 /**
  * Paid when the provider verified the exact charge; looked at again (within
  * `STILL_PAYING_GRACE_MS` of its time, every `recheckMs`) while the charge is still under way;
- * expired otherwise: no transaction, or one failed, abandoned or reversed.
+ * expired otherwise: no transaction, or one failed, abandoned or reversed, or one that took
+ * another amount or currency (`uncredited` says how: an operator refunds it).
  */
 export function expiryVerdict(
   session: Pick<SessionFacts, 'amountKobo' | 'currency' | 'expiresAt'>,
@@ -223,10 +227,13 @@ export function expiryVerdict(
   now: Date,
   recheckMs: number,
 ): ExpiryVerdict {
-  if (verified && verificationMismatch(session, verified) === null) return { pay: true };
+  const mismatch = verified && verificationMismatch(session, verified);
+  if (verified && mismatch === null) return { pay: true };
   const waiting = now.getTime() < session.expiresAt.getTime() + STILL_PAYING_GRACE_MS;
   if (verified && STILL_PAYING.has(verified.status) && waiting) {
     return { recheckAt: new Date(now.getTime() + recheckMs) };
   }
-  return { expire: true };
+  return verified?.status === 'success' && mismatch
+    ? { expire: true, uncredited: mismatch }
+    : { expire: true };
 }

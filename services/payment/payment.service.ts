@@ -32,6 +32,7 @@ import {
 } from './schemas';
 import { definePaymentModels } from './store';
 import { toTransactionView, toWalletView } from './views';
+import { createUncreditedAdminActions } from './uncredited-admin';
 import { createWalletAdminActions } from './wallet-admin';
 
 export function createPaymentService(config: Config): ServiceDefinition {
@@ -43,9 +44,10 @@ export function createPaymentService(config: Config): ServiceDefinition {
       ledger.post({ walletId: params.userId, type, ...params });
   let broker: ServiceBroker;
   let logger: Logger;
+  const checkoutStore = new CheckoutStore(() => db.models);
   const checkouts = new Checkouts({
     config: config.payment,
-    store: new CheckoutStore(() => db.models),
+    store: checkoutStore,
     ledger,
     provider: checkoutProvider(config.payment),
     broadcaster: () => broker,
@@ -154,6 +156,7 @@ export function createPaymentService(config: Config): ServiceDefinition {
       ...createWalletAdminActions(ledger),
       ...createCashAccountActions(ledger),
       ...createCheckoutActions(checkouts),
+      ...createUncreditedAdminActions(checkoutStore),
     },
   };
 }

@@ -10,7 +10,7 @@ import {
   walletOf,
 } from '../support/checkout';
 import { eventually } from '../support/eventually';
-import { request } from '../support/http';
+import { adminHeaders, request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
 
@@ -162,7 +162,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(await creditsOf(sweeping, reference)).toHaveLength(1);
   });
 
-  it('is logged for a refund, and credits nobody, when a delivery’s checkout was paid after the sweep expired it', async () => {
+  it('credits a delivery’s checkout paid after the sweep expired it to its merchant’s wallet, once', async () => {
     const params = {
       ...walletFundingParams(sweeping.alice.userId, 4_500),
       purpose: { kind: 'DELIVERY' as const, id: randomUUID() },
@@ -173,12 +173,21 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
       { timeout: 15_000 },
     );
     paidAtProvider(reference);
-    const reply = await signedChargeSuccess(sweeping, reference);
-    expect(reply.status).toBe(200);
-    expect(reply.body.data).toEqual({ handled: false });
-    expect(await uncreditedLogged(sweeping, reference)).toContain('the checkout is EXPIRED');
-    const entries = (await walletOf(sweeping.node.url, sweeping.alice.key)).entries;
-    expect(JSON.stringify(entries)).not.toContain(reference);
+    const replies = await Promise.all(
+      [1, 2, 3].map(() => signedChargeSuccess(sweeping, reference)),
+    );
+    for (const reply of replies) expect(reply.body.data).toEqual({ handled: false });
+    expect(await statusOf(sweeping, reference)).toBe('EXPIRED');
+    const refunds = async () =>
+      (await walletOf(sweeping.node.url, sweeping.alice.key)).entries.filter(
+        (e) => (e as { reference: string }).reference === `refund:${reference}`,
+      );
+    expect(await refunds()).toEqual([
+      expect.objectContaining({ type: 'CREDIT', amount: '4500.00' }),
+    ]);
+    // Paid for the delivery that its expiry cancelled: no outcome is sent again.
+    expect(listener.log.of(reference).map((e) => e.name)).not.toContain('payment.succeeded');
+    expect(await uncreditedListed(sweeping, reference)).toBeUndefined();
   });
 
   it('is logged for a refund when the sweep finds it paid for another amount', async () => {
@@ -192,6 +201,42 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(await uncreditedLogged(sweeping, reference)).toContain(
       'the provider reports 6900 kobo, the checkout is for 7000',
     );
+    // Listed for operators, once however often it is seen, until one records its refund.
+    await signedChargeSuccess(sweeping, reference);
+    const listed = await uncreditedListed(sweeping, reference);
+    expect(listed).toMatchObject({
+      checkoutReference: reference,
+      userId: sweeping.alice.userId,
+      why: 'the provider reports 6900 kobo, the checkout is for 7000',
+      settlement: null,
+    });
+    const all = (await adminGet(sweeping, '/admin/payments/uncredited?limit=200')).body.data;
+    expect(
+      all.filter((p: { providerReference: string }) => p.providerReference === reference),
+    ).toHaveLength(1);
+
+    const settle = (note: string) =>
+      request(sweeping.node.url, 'POST', `/admin/payments/uncredited/${reference}/settle`, {
+        headers: adminHeaders,
+        json: { note },
+      });
+    const settled = await settle('refunded at Paystack, ref RF-1');
+    expect(settled.status).toBe(200);
+    expect(settled.body.data.settlement).toMatchObject({ note: 'refunded at Paystack, ref RF-1' });
+    expect((await settle('refunded at Paystack, ref RF-1')).status).toBe(200);
+    const again = await settle('refunded twice?');
+    expect(again.status).toBe(409);
+    expect(again.body.message).toContain('refunded at Paystack, ref RF-1');
+    expect((await uncreditedListed(sweeping, reference))?.settlement).toMatchObject({
+      note: 'refunded at Paystack, ref RF-1',
+    });
+    const unknown = await request(
+      sweeping.node.url,
+      'POST',
+      '/admin/payments/uncredited/no-such-reference/settle',
+      { headers: adminHeaders, json: { note: 'x' } },
+    );
+    expect(unknown.status).toBe(404);
   });
 
   it('credits the wallet once when the webhook finds the checkout expired as it confirms', async () => {
@@ -226,6 +271,18 @@ async function expectCreditedOnceThoughExpired(
   const credits = await creditsOf(stack, reference);
   expect(credits).toHaveLength(1);
   expect(credits[0]).toMatchObject({ amount });
+}
+
+const adminGet = (stack: MerchantStack, path: string) =>
+  request(stack.node.url, 'GET', path, { headers: adminHeaders });
+
+/** The uncredited payment of `reference` as operators see it, if it is listed. */
+async function uncreditedListed(stack: MerchantStack, reference: string) {
+  const listed = (await adminGet(stack, '/admin/payments/uncredited?limit=200')).body.data as {
+    providerReference: string;
+    settlement: unknown;
+  }[];
+  return listed.find((p) => p.providerReference === reference);
 }
 
 /** The node's error log line that tells an operator to refund a payment of `reference`. */

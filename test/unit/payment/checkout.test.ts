@@ -163,9 +163,18 @@ describe('the expiry sweep’s verdict on a checkout past its time', () => {
     ['abandoned', { ...ok, status: 'abandoned' }],
     ['failed', { ...ok, status: 'failed' }],
     ['reversed', { ...ok, status: 'reversed' }],
-    ['a success for another amount', { ...ok, amountKobo: 1 }],
   ])('expires it on %s', (_, verified) => {
     expect(expiryVerdict(session, verified, at(31), minute)).toEqual({ expire: true });
+  });
+
+  it('expires it on a success for another amount or currency, saying why nobody is credited', () => {
+    expect(expiryVerdict(session, { ...ok, amountKobo: 1 }, at(31), minute)).toEqual({
+      expire: true,
+      uncredited: 'the provider reports 1 kobo, the checkout is for 250050',
+    });
+    expect(expiryVerdict(session, { ...ok, currency: 'GHS' }, at(31), minute)).toMatchObject({
+      uncredited: expect.stringMatching(/GHS/),
+    });
   });
 });
 

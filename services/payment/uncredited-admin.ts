@@ -1,0 +1,110 @@
+import Joi from '../../libs/joi';
+import { conflict, notFound } from '../../libs/errors';
+import { fromUrl, plainText, view } from '../../libs/schemas';
+import { action, type ServiceActions } from '../../libs/service';
+import type { CheckoutStore, SettlementRecord, UncreditedRecord } from './checkout-store';
+
+/**
+ * Payments the provider took that no checkout credits (another amount or currency than the
+ * checkout's, decision 108): operators list them, refund each at the provider, and record
+ * that they did, once.
+ */
+
+const settlementView = view('UncreditedSettlement', {
+  note: Joi.string(),
+  settledAt: Joi.string().isoDate(),
+});
+
+const uncreditedView = view('UncreditedPayment', {
+  providerReference: Joi.string().description('The transaction at the provider'),
+  checkoutReference: Joi.string().description('The checkout it was made through'),
+  userId: Joi.string().description('The checkout’s user (the merchant)'),
+  why: Joi.string().description('Why no checkout credits it'),
+  at: Joi.string().isoDate(),
+  settlement: settlementView.allow(null).description('Null until an operator records one'),
+});
+
+const listParams = Joi.object<{ limit: number }, true>({
+  limit: fromUrl(Joi.number().integer().min(1).max(200).default(50)),
+});
+
+const settleParams = Joi.object<{ providerReference: string; note: string }, true>({
+  providerReference: Joi.string()
+    .pattern(/^[\w.=-]{1,200}$/)
+    .required()
+    .description('As listed: letters, digits, `_`, `.`, `=` and `-`'),
+  note: plainText(500).min(1).required().description('What was done: the refund’s reference'),
+});
+
+function toUncreditedView(
+  payment: UncreditedRecord & { settlement: SettlementRecord | null },
+): Record<string, unknown> {
+  const { settlement } = payment;
+  return {
+    providerReference: payment._id,
+    checkoutReference: payment.checkoutReference,
+    userId: payment.userId,
+    why: payment.why,
+    at: new Date(payment.at).toISOString(),
+    settlement: settlement && {
+      note: settlement.note,
+      settledAt: new Date(settlement.at).toISOString(),
+    },
+  };
+}
+
+export function createUncreditedAdminActions(store: CheckoutStore): ServiceActions {
+  return {
+    listUncredited: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/payments/uncredited',
+        message: 'Uncredited payments retrieved',
+        summary: 'Payments the provider took that no checkout credits, newest first',
+        description:
+          'A charge of another amount or currency than its checkout’s is credited to nobody: refund it at the provider, then record that with `POST /admin/payments/uncredited/:providerReference/settle`.',
+        response: Joi.array().items(uncreditedView),
+      },
+      params: listParams,
+      async handler(ctx) {
+        return (await store.uncredited(ctx.params.limit)).map(toUncreditedView);
+      },
+    }),
+
+    settleUncredited: action({
+      // The first note stands: the same again answers it, another is a 409.
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/payments/uncredited/:providerReference/settle',
+        message: 'Uncredited payment settled',
+        summary: 'Record that an uncredited payment was refunded at the provider',
+        response: uncreditedView,
+        errors: {
+          404: 'No uncredited payment has this provider reference',
+          409: 'It was settled already, with another note',
+        },
+      },
+      params: settleParams,
+      async handler(ctx) {
+        const { providerReference, note } = ctx.params;
+        const payment = await store.uncreditedPayment(providerReference);
+        if (!payment) throw notFound(`No uncredited payment has reference ${providerReference}`);
+        const { standing } = await store.settleUncredited({
+          _id: providerReference,
+          note,
+          at: new Date(),
+        });
+        if (standing.note !== note) {
+          throw conflict(
+            `Payment ${providerReference} was settled already on ${new Date(standing.at).toISOString()}: ${standing.note}`,
+          );
+        }
+        return toUncreditedView({ ...payment, settlement: standing });
+      },
+    }),
+  };
+}
