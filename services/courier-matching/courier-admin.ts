@@ -8,7 +8,7 @@ import {
   COURIER_TOKENS_CHANGED_EVENT,
   courierIdParams,
 } from '../../libs/contracts/matching';
-import { conflict, notFound } from '../../libs/errors';
+import { conflict, isWaybillError, notFound } from '../../libs/errors';
 import { isDuplicateKey } from '../../libs/mongo';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { userIdParams } from '../../libs/schemas';
@@ -132,6 +132,17 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     if (hold?.kind === 'DELIVERY') throw retiringMidDelivery(courierId, hold.deliveryId);
   }
 
+  /** Whether an account has this id (couriers and users share the wallets' names). */
+  async function isUserId(ctx: WaybillContext<unknown>, id: string): Promise<boolean> {
+    try {
+      await call(ctx, 'account.getUser', { userId: id });
+      return true;
+    } catch (err) {
+      if (isWaybillError(err) && err.code === 404) return false;
+      throw err;
+    }
+  }
+
   return {
     createCourier: action({
       retry: 'never',
@@ -148,7 +159,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         response: courierView,
         errors: {
           404: 'Fleet type not found',
-          409: 'Another courier has this registration number, or a courier has this id',
+          409: 'Another courier has this registration number, or a courier or a user has this id',
         },
       },
       params: createCourierParams(config.cdnBaseUrl),
@@ -157,6 +168,10 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         const courierId = id ?? randomUUID();
         const exists = `A courier with id ${courierId} already exists; change it with PATCH ${courierPath(courierId)}`;
         if (id && (await store.find(id))) throw conflict(exists);
+        if (id && (await isUserId(ctx, id))) {
+          // A courier's wallet is named by their id: it would be that user's.
+          throw conflict(`${id} is a user's id; give the courier another id, or none`);
+        }
         await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
         const took = await takeRegNo(fleet.regNo, courierId);
         try {

@@ -1,11 +1,16 @@
 import { call } from '../../libs/contracts';
 import { COURIER_NOT_FOUND } from '../../libs/contracts/matching';
-import { collectOnDeliveryParams } from '../../libs/contracts/payment';
+import {
+  collectOnDeliveryParams,
+  type LedgerEntry,
+  type WalletBalance,
+} from '../../libs/contracts/payment';
 import { notFound } from '../../libs/errors';
 import { nairaToKobo } from '../../libs/money';
 import {
   action,
   implement,
+  requireCourier,
   type ServiceActions,
   type WaybillContext,
   type WithDefaults,
@@ -22,9 +27,12 @@ import {
   cashRemittanceParams,
   courierCashParams,
   courierCashView,
+  courierWalletView,
+  transactionsParams,
   type CourierCashParams,
+  type TransactionsParams,
 } from './schemas';
-import { toCourierCashView, toTransactionView } from './views';
+import { toCourierCashView, toCourierWalletView, toTransactionView } from './views';
 
 /**
  * Couriers' cash accounts (docs/payments.md): what a courier collected on delivery is debited
@@ -33,8 +41,17 @@ import { toCourierCashView, toTransactionView } from './views';
  * the cash until the courier hands it in.
  */
 export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
+  /** A chain's balance and a page of its entries, newest first. */
+  async function chainOf(
+    accountId: string,
+    page: { limit: number; before?: number },
+  ): Promise<[WalletBalance, LedgerEntry[]]> {
+    const account = await ledger.balance(accountId);
+    return [account, await ledger.page(accountId, page, account)];
+  }
+
   /** 404 unless the directory knows the courier (retired ones too: they may owe cash). */
-  async function requireCourier(ctx: WaybillContext<unknown>, courierId: string) {
+  async function requireKnownCourier(ctx: WaybillContext<unknown>, courierId: string) {
     const courier = await call(ctx, 'courier-matching.getCourier', { courierId });
     if (!courier) {
       throw notFound(
@@ -90,7 +107,7 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
       params: cashRemittanceParams,
       async handler(ctx) {
         const { courierId, amount, reference, note } = ctx.params;
-        await requireCourier(ctx, courierId);
+        await requireKnownCourier(ctx, courierId);
         const { entry } = await ledger.post({
           walletId: cashAccountId(courierId),
           type: 'CREDIT',
@@ -99,6 +116,68 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
           description: note ?? 'Cash handed in',
         });
         return toTransactionView(entry);
+      },
+    }),
+
+    courierWallet: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/couriers/:courierId/wallet',
+        message: 'Courier wallet retrieved',
+        summary: 'What was credited to a courier’s wallet (pay-on-delivery money remitted to them)',
+        description:
+          'A COURIER_WALLET pay-on-delivery credits the courier’s wallet, apart from their cash account. `entries` is a page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
+        response: courierWalletView,
+        errors: { 404: 'No such courier' },
+      },
+      params: courierCashParams,
+      async handler(ctx: WaybillContext<WithDefaults<CourierCashParams, 'limit'>>) {
+        const { courierId, ...page } = ctx.params;
+        await requireKnownCourier(ctx, courierId);
+        return toCourierWalletView(courierId, ...(await chainOf(courierId, page)));
+      },
+    }),
+
+    ownWallet: action({
+      retry: 'safe',
+      http: {
+        group: 'courier',
+        method: 'GET',
+        path: '/wallet',
+        message: 'Wallet retrieved',
+        summary: 'Your wallet: pay-on-delivery money remitted to you, newest entries first',
+        description:
+          'A page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
+        response: courierWalletView,
+      },
+      params: transactionsParams,
+      async handler(ctx: WaybillContext<WithDefaults<TransactionsParams, 'limit'>>) {
+        const courierId = requireCourier(ctx);
+        return toCourierWalletView(courierId, ...(await chainOf(courierId, ctx.params)));
+      },
+    }),
+
+    ownCash: action({
+      retry: 'safe',
+      http: {
+        group: 'courier',
+        method: 'GET',
+        path: '/cash',
+        message: 'Cash account retrieved',
+        summary: 'The cash you collected on delivery and have not handed in yet (`owed`)',
+        description:
+          'A page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
+        response: courierCashView,
+      },
+      params: transactionsParams,
+      async handler(ctx: WaybillContext<WithDefaults<TransactionsParams, 'limit'>>) {
+        const courierId = requireCourier(ctx);
+        return toCourierCashView(
+          courierId,
+          ...(await chainOf(cashAccountId(courierId), ctx.params)),
+        );
       },
     }),
 
@@ -118,11 +197,11 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
       params: courierCashParams,
       async handler(ctx: WaybillContext<WithDefaults<CourierCashParams, 'limit'>>) {
         const { courierId, limit, before } = ctx.params;
-        await requireCourier(ctx, courierId);
-        const accountId = cashAccountId(courierId);
-        const account = await ledger.balance(accountId);
-        const entries = await ledger.page(accountId, { limit, before }, account);
-        return toCourierCashView(courierId, account, entries);
+        await requireKnownCourier(ctx, courierId);
+        return toCourierCashView(
+          courierId,
+          ...(await chainOf(cashAccountId(courierId), { limit, before })),
+        );
       },
     }),
   };

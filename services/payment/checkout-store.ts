@@ -210,7 +210,9 @@ export class CheckoutStore {
    * The uncredited payments, newest first, each with its settlement if any (a scan: an
    * operator's call on a collection that stays small).
    */
-  async uncredited(limit: number): Promise<(UncreditedRecord & { settlement: SettlementRecord | null })[]> {
+  async uncredited(
+    limit: number,
+  ): Promise<(UncreditedRecord & { settlement: SettlementRecord | null })[]> {
     const found = await this.m.Uncredited.find().sort({ at: -1, _id: -1 }).limit(limit).lean();
     return Promise.all(
       found.map(async (payment) => ({

@@ -211,9 +211,7 @@ export const STILL_PAYING_GRACE_MS = 24 * 3_600_000;
 
 /** What the expiry sweep does with a checkout past its time, given the provider's word. */
 export type ExpiryVerdict =
-  | { pay: true }
-  | { expire: true; uncredited?: string }
-  | { recheckAt: Date };
+  { pay: true } | { expire: true; uncredited?: string } | { recheckAt: Date };
 
 /**
  * Paid when the provider verified the exact charge; looked at again (within

@@ -99,6 +99,21 @@ const chainPage = {
 
 export const transactionsParams = Joi.object<TransactionsParams>(chainPage);
 
+export const courierWalletView = view('CourierWallet', {
+  courierId: uuid(),
+  balance: Joi.string().description(
+    'NGN, two decimals: what was credited to the courier (pay-on-delivery money remitted to them)',
+  ),
+  currency: Joi.string().valid(CURRENCY),
+  updatedAt: Joi.string()
+    .isoDate()
+    .allow(null)
+    .description('When the last entry was posted; null for a wallet without entries'),
+  entries: Joi.array()
+    .items(transactionView)
+    .description('A page of entries, newest first (`limit`, `before`)'),
+});
+
 export interface CourierCashParams extends TransactionsParams {
   courierId: string;
 }

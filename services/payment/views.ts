@@ -23,8 +23,8 @@ export function toTransactionView(entry: LedgerEntry) {
   };
 }
 
-/** A courier's cash account: its balance is below zero by what they owe. */
-export function toCourierCashView(
+/** A courier's wallet: what was credited to them. */
+export function toCourierWalletView(
   courierId: string,
   account: WalletBalance,
   entries: LedgerEntry[],
@@ -32,10 +32,19 @@ export function toCourierCashView(
   return {
     courierId,
     balance: formatNaira(account.balanceKobo),
-    owed: formatNaira(Math.max(0, -account.balanceKobo)),
     currency: CURRENCY,
     updatedAt: account.updatedAt,
     // Entries of any chain show the same way.
     entries: entries.map(toTransactionView),
   };
+}
+
+/** A courier's cash account: its balance is below zero by what they owe. */
+export function toCourierCashView(
+  courierId: string,
+  account: WalletBalance,
+  entries: LedgerEntry[],
+) {
+  const { entries: shown, ...wallet } = toCourierWalletView(courierId, account, entries);
+  return { ...wallet, owed: formatNaira(Math.max(0, -account.balanceKobo)), entries: shown };
 }

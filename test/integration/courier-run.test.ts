@@ -508,14 +508,34 @@ describe('pay-on-delivery and cancel', () => {
     });
     const step = await carryToDropoff(courier, deliveryId);
     expect((await step('delivered')).status).toBe(200);
-    // Couriers have no account: their wallet is read through the payment contract.
     await eventually(async () => {
       const wallet = await call(stack.client, 'payment.balance', { userId: courier.id });
       expect(wallet.balanceKobo).toBe(500_000);
     });
-    // Owed the credit and owing the cash: both are on the ledger, apart.
+    // Owed the credit and owing the cash: both are on the ledger, apart, and both are shown,
+    // to operators and to the courier.
+    const credit = expect.objectContaining({
+      type: 'CREDIT',
+      amount: '5000.00',
+      reference: `pod:${deliveryId}`,
+    });
+    const wallet = await admin('GET', `/admin/couriers/${courier.id}/wallet`);
+    expect(wallet.status).toBe(200);
+    expect(wallet.body.data).toMatchObject({
+      courierId: courier.id,
+      balance: '5000.00',
+      entries: [credit],
+    });
+    const own = await asCourier(courier, 'GET', '/courier/wallet');
+    expect(own.body.data).toEqual(wallet.body.data);
     expect(await cashOf(courier)).toMatchObject({ balance: '-5000.00', owed: '5000.00' });
+    const ownCash = await asCourier(courier, 'GET', '/courier/cash?limit=1');
+    expect(ownCash.body.data).toMatchObject({ courierId: courier.id, owed: '5000.00' });
+    expect(ownCash.body.data.entries).toHaveLength(1);
     expect(await ledgerIsClean(base())).toBe(true);
+    // Without a courier's token, nobody's.
+    expectErrorEnvelope(await request(base(), 'GET', '/courier/wallet'), 401);
+    expectErrorEnvelope(await admin('GET', `/admin/couriers/${randomUUID()}/wallet`), 404);
   });
 
   it('settled again by the sweep, or collected ten times at once, posts the debt and the credit once each', async () => {

@@ -116,6 +116,16 @@ describe('POST /admin/couriers', () => {
     );
   });
 
+  it('refuses a user’s id: the courier’s wallet would be that user’s', async () => {
+    const taken = await admin('POST', '/admin/couriers', newCourier({ id: stack.alice.userId }));
+    expectErrorEnvelope(
+      taken,
+      409,
+      `${stack.alice.userId} is a user's id; give the courier another id, or none`,
+    );
+    expect((await admin('GET', `/admin/couriers/${stack.alice.userId}`)).status).toBe(404);
+  });
+
   it('takes an https photo or a file hosted on our CDN, and nothing else', async () => {
     const https = 'https://photos.example.com/tunde.jpg';
     expect((await createCourier({ profilePhoto: https })).profilePhoto).toBe(https);
