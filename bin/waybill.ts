@@ -432,6 +432,24 @@ couriers
   );
 
 couriers
+  .command('wallet')
+  .description(
+    "what was credited to a courier's wallet (COURIER_WALLET pay-on-delivery), newest first",
+  )
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .option('--limit <n>', 'entries per page, newest first (at most 100)', positiveInt, 20)
+  .option(
+    '--before <sequence>',
+    'only entries older than this sequence (the next page)',
+    positiveInt,
+  )
+  .action((courierId: string, opts: { limit: number; before?: number }) =>
+    withCourierCash((broker) => broker.call('payment.courierWallet', { courierId, ...opts })).then(
+      print,
+    ),
+  );
+
+couriers
   .command('remit')
   .description('record cash a courier handed in, once per reference')
   .argument('<courierId>', 'courier profile id (UUID)')

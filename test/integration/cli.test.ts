@@ -256,6 +256,12 @@ describe('waybill CLI: couriers', () => {
     const unknown = await cli('couriers', 'cash', '4b0e8d3c-2f1a-4c5b-9d8e-7f6a5b4c3d2e');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/Courier not found/);
+    // Their wallet is apart from their cash: nothing was remitted to them.
+    expect(json(await cli('couriers', 'wallet', courierId))).toMatchObject({
+      courierId,
+      balance: '0.00',
+      entries: [],
+    });
   }, 60_000);
 
   it('says what is wrong and exits 1', async () => {
