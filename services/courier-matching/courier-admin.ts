@@ -8,7 +8,8 @@ import {
   COURIER_TOKENS_CHANGED_EVENT,
   courierIdParams,
 } from '../../libs/contracts/matching';
-import { conflict, isWaybillError, notFound } from '../../libs/errors';
+import { conflict, notFound } from '../../libs/errors';
+import { isUserId } from '../../libs/contracts/user-ids';
 import { isDuplicateKey } from '../../libs/mongo';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { userIdParams } from '../../libs/schemas';
@@ -130,17 +131,6 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
   async function refuseRetiringMidDelivery(courierId: string) {
     const hold = await deps.holds.hold(courierId);
     if (hold?.kind === 'DELIVERY') throw retiringMidDelivery(courierId, hold.deliveryId);
-  }
-
-  /** Whether an account has this id (couriers and users share the wallets' names). */
-  async function isUserId(ctx: WaybillContext<unknown>, id: string): Promise<boolean> {
-    try {
-      await call(ctx, 'account.getUser', { userId: id });
-      return true;
-    } catch (err) {
-      if (isWaybillError(err) && err.code === 404) return false;
-      throw err;
-    }
   }
 
   return {

@@ -5,7 +5,8 @@ import {
   type LedgerEntry,
   type WalletBalance,
 } from '../../libs/contracts/payment';
-import { notFound } from '../../libs/errors';
+import { conflict, notFound } from '../../libs/errors';
+import { isUserId } from '../../libs/contracts/user-ids';
 import { nairaToKobo } from '../../libs/money';
 import {
   action,
@@ -41,6 +42,23 @@ import { toCourierCashView, toCourierWalletView, toTransactionView } from './vie
  * the cash until the courier hands it in.
  */
 export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
+  /**
+   * A courier's wallet, by their id. A courier created with a user's id before that was refused
+   * shares the user's wallet: it is shown to neither as the courier's (409).
+   */
+  async function courierWalletOf(
+    ctx: WaybillContext<unknown>,
+    courierId: string,
+    page: { limit: number; before?: number },
+  ) {
+    if (!(await isUserId(ctx, courierId))) {
+      return toCourierWalletView(courierId, ...(await chainOf(courierId, page)));
+    }
+    throw conflict(
+      `Courier ${courierId} has a user's id, so its wallet is that user's; an operator must give the courier a profile of its own`,
+    );
+  }
+
   /** A chain's balance and a page of its entries, newest first. */
   async function chainOf(
     accountId: string,
@@ -130,13 +148,13 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
         description:
           'A COURIER_WALLET pay-on-delivery credits the courier’s wallet, apart from their cash account. `entries` is a page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
         response: courierWalletView,
-        errors: { 404: 'No such courier' },
+        errors: { 404: 'No such courier', 409: 'The courier has a user’s id' },
       },
       params: courierCashParams,
       async handler(ctx: WaybillContext<WithDefaults<CourierCashParams, 'limit'>>) {
         const { courierId, ...page } = ctx.params;
         await requireKnownCourier(ctx, courierId);
-        return toCourierWalletView(courierId, ...(await chainOf(courierId, page)));
+        return courierWalletOf(ctx, courierId, page);
       },
     }),
 
@@ -151,11 +169,11 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
         description:
           'A page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
         response: courierWalletView,
+        errors: { 409: 'Your courier profile has a user’s id: ask an operator for another' },
       },
       params: transactionsParams,
       async handler(ctx: WaybillContext<WithDefaults<TransactionsParams, 'limit'>>) {
-        const courierId = requireCourier(ctx);
-        return toCourierWalletView(courierId, ...(await chainOf(courierId, ctx.params)));
+        return courierWalletOf(ctx, requireCourier(ctx), ctx.params);
       },
     }),
 

@@ -30,9 +30,9 @@ const listParams = Joi.object<{ limit: number }, true>({
 
 const settleParams = Joi.object<{ providerReference: string; note: string }, true>({
   providerReference: Joi.string()
-    .pattern(/^[\w.=-]{1,200}$/)
+    .pattern(/^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$/)
     .required()
-    .description('As listed: letters, digits, `_`, `.`, `=` and `-`'),
+    .description('As listed: a letter or digit, then letters, digits, `_`, `.`, `=` and `-`'),
   note: plainText(500).min(1).required().description('What was done: the refund’s reference'),
 });
 

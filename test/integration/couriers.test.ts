@@ -124,6 +124,25 @@ describe('POST /admin/couriers', () => {
       `${stack.alice.userId} is a user's id; give the courier another id, or none`,
     );
     expect((await admin('GET', `/admin/couriers/${stack.alice.userId}`)).status).toBe(404);
+
+    // One a version before this refusal stored: its wallet, Alice's, is shown as neither's.
+    const courier = await createCourier();
+    const stored = await db.collection('couriers').findOne({ _id: courier.id as never });
+    await db
+      .collection('couriers')
+      .insertOne({
+        ...stored,
+        _id: stack.bob.userId as never,
+        fleet: { ...stored?.fleet, regNo: plate() },
+      });
+    expect((await admin('GET', `/admin/couriers/${stack.bob.userId}`)).status).toBe(200);
+    expectErrorEnvelope(
+      await admin('GET', `/admin/couriers/${stack.bob.userId}/wallet`),
+      409,
+      /has a user's id, so its wallet is that user's/,
+    );
+    const own = await admin('GET', `/admin/couriers/${courier.id}/wallet`);
+    expect(own.body.data).toMatchObject({ courierId: courier.id, balance: '0.00', entries: [] });
   });
 
   it('takes an https photo or a file hosted on our CDN, and nothing else', async () => {

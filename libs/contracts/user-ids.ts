@@ -1,0 +1,17 @@
+import { isWaybillError } from '../errors';
+import { call, type Caller } from './call';
+
+/**
+ * Whether an account has this id. A courier's wallet is named by the courier's id as a user's
+ * is by theirs, so a courier must never have a user's (decision 109).
+ */
+export async function isUserId(caller: Caller, id: string): Promise<boolean> {
+  try {
+    await call(caller, 'account.getUser', { userId: id });
+    return true;
+  } catch (err) {
+    // Ours only: moleculer's own "service not found" is a 404 too, and says nothing of users.
+    if (isWaybillError(err) && err.code === 404) return false;
+    throw err;
+  }
+}
