@@ -185,6 +185,8 @@ export interface Config {
     idleStepMaxMs: number;
     /** How much faster than real time the sandbox's simulated deliveries run. */
     simulatorTimeScale: number;
+    /** The cash a courier may owe with a pay-on-delivery offered to them, in kobo (0: any). */
+    cashLimitKobo: number;
   };
   webhook: {
     /** Key sealing the endpoints' signing secrets at rest (AES-256-GCM): they must be read to sign. */
@@ -779,6 +781,14 @@ const envSchema = Joi.object({
     .description(
       'Longest wait between two sweeps of a search with an open offer, or with no courier in reach (each such step doubles it from MATCHING_SWEEP_INTERVAL_MS); a courier reported or freed in reach ends it',
     ),
+  MATCHING_COURIER_CASH_LIMIT_NAIRA: Joi.number()
+    .integer()
+    .min(0)
+    .max(1_000_000_000)
+    .default(200_000)
+    .description(
+      'A courier who owes cash collected on delivery is not offered a pay-on-delivery delivery that would take what they owe past this (NGN; one who owes nothing may take any); 0: no limit',
+    ),
   SIMULATOR_TIME_SCALE: Joi.number()
     .min(1)
     .max(100000)
@@ -1006,6 +1016,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sweepIntervalMs: value.MATCHING_SWEEP_INTERVAL_MS,
       idleStepMaxMs: value.MATCHING_IDLE_STEP_MAX_MS,
       simulatorTimeScale: value.SIMULATOR_TIME_SCALE,
+      cashLimitKobo: value.MATCHING_COURIER_CASH_LIMIT_NAIRA * 100,
     },
     webhook: {
       secretKey: value.WEBHOOK_SECRET_KEY ?? STAGING_WEBHOOK_SECRET_KEY,

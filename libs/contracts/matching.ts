@@ -99,6 +99,11 @@ export interface StartSearchParams {
    * search's own time only.
    */
   notAfter?: Date | null;
+  /**
+   * Pay-on-delivery: the cash its courier will collect, in kobo. A courier it would take past
+   * MATCHING_COURIER_CASH_LIMIT_NAIRA of cash owed is not offered it. Null or absent: none.
+   */
+  collectKobo?: number | null;
 }
 
 /** A virtual courier of the sandbox moves: where it is now. */
@@ -132,6 +137,7 @@ export const startSearchParams = Joi.object<StartSearchParams, true>({
     .allow(null)
     .default(null),
   notAfter: Joi.date().iso().allow(null).default(null),
+  collectKobo: Joi.number().integer().min(0).allow(null).default(null),
 });
 
 /** The sandbox's virtual courier of a simulated delivery: one per delivery, named after it. */

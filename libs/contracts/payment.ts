@@ -201,6 +201,8 @@ export interface PaymentActions {
   /** Adds money to a wallet (an operator's credit, a paid funding checkout). */
   'payment.credit': { params: PostingParams; answer: Posting };
   'payment.balance': { params: BalanceParams; answer: WalletBalance };
+  /** What a courier owes in cash collected on delivery (0 when nothing). */
+  'payment.cashOwed': { params: { courierId: string }; answer: { owedKobo: number } };
   /** Records a pay-on-delivery: the courier's debt, then the target's credit; once each. */
   'payment.collectOnDelivery': { params: CollectOnDeliveryParams; answer: CollectedOnDelivery };
   /** Opens a hosted checkout with the configured provider. */
@@ -222,6 +224,7 @@ export const PAYMENT_RETRY = {
   'payment.refund': 'safe',
   'payment.credit': 'safe',
   'payment.balance': 'safe',
+  'payment.cashOwed': 'safe',
   'payment.collectOnDelivery': 'safe',
   'payment.startCheckout': 'safe',
   'payment.checkout': 'safe',

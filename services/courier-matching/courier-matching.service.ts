@@ -106,6 +106,8 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     merchantCourierIds: async (userId) =>
       (await store.merchantCouriers(userId)).filter((c) => c.active).map((c) => c._id),
     isActive: async (courierId) => (await store.find(courierId))?.active === true,
+    cashOwedKobo: async (courierId) =>
+      (await call(broker, 'payment.cashOwed', { courierId })).owedKobo,
     async placeVirtualCourier(search) {
       const courier = virtualCourier(search);
       await store.ensureVirtual(courier);

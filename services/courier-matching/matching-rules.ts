@@ -82,3 +82,12 @@ export function offerClosed(outcome: OfferOutcome): string {
       return 'This offer was withdrawn: the delivery no longer needs a courier';
   }
 }
+
+/**
+ * Whether a courier who owes `owedKobo` in cash collected on delivery may be offered one that
+ * collects `collectKobo` more: not past `limitKobo` (0: no limit). One who owes nothing may
+ * take any, so that a delivery worth more than the limit still finds a courier.
+ */
+export function withinCashLimit(owedKobo: number, collectKobo: number, limitKobo: number): boolean {
+  return limitKobo === 0 || owedKobo === 0 || owedKobo + collectKobo <= limitKobo;
+}

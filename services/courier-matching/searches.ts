@@ -9,6 +9,7 @@ import {
   offerClosed,
   offerId,
   searchRadiusKm,
+  withinCashLimit,
   type FleetTypeCapacity,
   type OfferOutcome,
   type SearchReach,
@@ -44,6 +45,8 @@ export interface MatchingSettings {
   sweepIntervalMs: number;
   /** The longest wait between two steps of a search that finds nobody in reach. */
   idleStepMaxMs: number;
+  /** The cash a courier may owe with a pay-on-delivery offered to them, in kobo (0: any). */
+  cashLimitKobo: number;
 }
 
 /** How long the sandbox's virtual courier takes to accept an offer, in simulated time. */
@@ -59,6 +62,8 @@ export interface SearchDeps {
   merchantCourierIds: (userId: string) => Promise<string[]>;
   /** Whether the directory has the courier at work (not retired), read by `_id`. */
   isActive: (courierId: string) => Promise<boolean>;
+  /** What the courier owes in cash collected on delivery, in kobo. */
+  cashOwedKobo: (courierId: string) => Promise<number>;
   /** Puts the sandbox's virtual courier of a simulated delivery near its pickup. */
   placeVirtualCourier: (search: StartSearchParams) => Promise<void>;
   logger: () => Logger;
@@ -386,6 +391,7 @@ export class Searches {
     const candidates = reach ?? (await this.candidates(await this.triedNow(search), now));
     let n = offers.length;
     for (const { courierId } of candidates) {
+      if (!(await this.mayCollect(search, courierId))) continue;
       n += 1;
       const offer: OfferRecord = {
         _id: offerId(search._id, n),
@@ -417,6 +423,27 @@ export class Searches {
       await this.markHolding(courierId);
     }
     this.waitForCourier(search, now);
+  }
+
+  /**
+   * Whether the courier may be offered the search's pay-on-delivery: not when the cash would
+   * take what they owe past the limit. Passed over, not noted as tried: once they hand cash in,
+   * a later step of the same search may offer it to them. When the payment service cannot say,
+   * the offer is made: the cash of one delivery is a smaller harm than deliveries held up.
+   */
+  private async mayCollect(search: SearchRecord, courierId: string): Promise<boolean> {
+    const limit = this.deps.settings.cashLimitKobo;
+    if (!search.collectKobo || search.simulate || limit === 0) return true;
+    try {
+      return withinCashLimit(await this.deps.cashOwedKobo(courierId), search.collectKobo, limit);
+    } catch (err) {
+      this.deps.logger().warn('cash owed not known; the pay-on-delivery is offered', {
+        courierId,
+        deliveryId: search._id,
+        err: (err as Error).message,
+      });
+      return true;
+    }
   }
 
   /**

@@ -122,8 +122,9 @@ export class Settlement {
       courierSelection: delivery.courierMatching,
       courierId: delivery.courierId,
       simulate: delivery.simulation ?? null,
-      // Sent only when there is one: a matching of the version before refuses the field.
+      // Each sent only when there is one: a matching of the version before refuses the field.
       ...(notAfter ? { notAfter } : {}),
+      ...(delivery.payOnDelivery ? { collectKobo: delivery.payOnDelivery.collectAmountKobo } : {}),
     });
   }
 

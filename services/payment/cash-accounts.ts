@@ -1,5 +1,5 @@
 import { call } from '../../libs/contracts';
-import { COURIER_NOT_FOUND } from '../../libs/contracts/matching';
+import { COURIER_NOT_FOUND, courierIdParams } from '../../libs/contracts/matching';
 import {
   collectOnDeliveryParams,
   type LedgerEntry,
@@ -20,6 +20,7 @@ import {
   cashAccountId,
   cashRemittanceReference,
   collectedReference,
+  owedKobo,
   payOnDeliveryReference,
 } from './ledger';
 import type { LedgerStore } from './ledger-store';
@@ -79,6 +80,15 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
   }
 
   return {
+    cashOwed: implement('payment.cashOwed', {
+      visibility: 'public',
+      params: courierIdParams,
+      async handler(ctx) {
+        const account = await ledger.balance(cashAccountId(ctx.params.courierId));
+        return { owedKobo: owedKobo(account.balanceKobo) };
+      },
+    }),
+
     collectOnDelivery: implement('payment.collectOnDelivery', {
       visibility: 'public',
       params: collectOnDeliveryParams,

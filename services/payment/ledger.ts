@@ -16,6 +16,9 @@ export const entryId = (walletId: string, sequence: number) => `${walletId}:${se
  */
 export const cashAccountId = (courierId: string) => `cash:${courierId}`;
 
+/** What a cash account's balance says its courier owes: 0 when they owe nothing. */
+export const owedKobo = (balanceKobo: number) => Math.max(0, -balanceKobo);
+
 /** Only a cash account may go below zero: a wallet pays with what it holds, a courier owes. */
 const mayGoNegative = (accountId: string) => accountId.startsWith(cashAccountId(''));
 

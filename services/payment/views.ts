@@ -1,4 +1,5 @@
 import { CURRENCY, type LedgerEntry, type WalletBalance } from '../../libs/contracts/payment';
+import { owedKobo } from './ledger';
 import { formatNaira } from '../../libs/money';
 
 export function toWalletView(wallet: WalletBalance) {
@@ -46,5 +47,5 @@ export function toCourierCashView(
   entries: LedgerEntry[],
 ) {
   const { entries: shown, ...wallet } = toCourierWalletView(courierId, account, entries);
-  return { ...wallet, owed: formatNaira(Math.max(0, -account.balanceKobo)), entries: shown };
+  return { ...wallet, owed: formatNaira(owedKobo(account.balanceKobo)), entries: shown };
 }

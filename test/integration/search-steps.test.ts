@@ -37,6 +37,8 @@ afterAll(async () => {
 });
 
 const BIKE = randomUUID();
+/** ₦60,000 of cash owed at most with a pay-on-delivery offered. */
+const CASH_LIMIT_KOBO = 6_000_000;
 const PICKUP = { lat: 6.5244, lon: 3.3792 };
 
 /** Couriers' positions, and the couriers set free (`setBusy(id, false)`) in `freed`. */
@@ -189,6 +191,8 @@ function searchesOver(
   retired: ReadonlySet<string> = new Set(),
   /** The calls made to order, `action deliveryId`. */
   toOrder: string[] = [],
+  /** What couriers owe in cash collected on delivery, in kobo; one that throws: unknown. */
+  owed: ReadonlyMap<string, number | Error> = new Map(),
 ): Searches {
   const order: Caller = {
     async call(action, params) {
@@ -208,10 +212,16 @@ function searchesOver(
       simulatorTimeScale: 1,
       sweepIntervalMs: 1_000,
       idleStepMaxMs: 8_000,
+      cashLimitKobo: CASH_LIMIT_KOBO,
     },
     fleetTypes: async () => [{ id: BIKE, maxWeight: '20.00000', active: true }],
     merchantCourierIds: async () => [],
     isActive: async (courierId) => !retired.has(courierId),
+    cashOwedKobo: async (courierId) => {
+      const known = owed.get(courierId) ?? 0;
+      if (known instanceof Error) throw known;
+      return known;
+    },
     placeVirtualCourier: async () => undefined,
     logger: () => ({ warn: () => undefined }) as unknown as Logger,
   });
@@ -456,6 +466,57 @@ it('leaves an offer the retired courier accepted first to its accept', async () 
 
   expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('ACCEPTED');
   expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'OFFER' });
+});
+
+describe('a pay-on-delivery', () => {
+  async function podSearch(
+    pickup: { lat: number; lon: number },
+    owed: Map<string, number | Error>,
+  ) {
+    const models = defineSearchModels(db);
+    const store = new SearchStore(() => models);
+    const positions = positionsNoting([]);
+    const searches = searchesOver(store, positions, new Set(), [], owed);
+    const deliveryId = randomUUID();
+    await store.claimSearch({ ...searchRecord(deliveryId, pickup), collectKobo: 2_000_000 });
+    return { store, positions, searches, deliveryId };
+  }
+
+  it('passes over a courier it would take past the cash limit, until they hand cash in', async () => {
+    const owed = new Map<string, number | Error>();
+    const pickup = { lat: 7.9, lon: 3.4 };
+    const { store, positions, searches, deliveryId } = await podSearch(pickup, owed);
+    const [nearest, next] = [
+      await courierInReach(positions, 0.05, pickup),
+      await courierInReach(positions, 0.4, pickup),
+    ];
+    // ₦50,000 owed + ₦20,000 collected > ₦60,000; ₦40,000 + ₦20,000 is within.
+    owed.set(nearest, 5_000_000).set(next, 4_000_000);
+    await searches.advance(deliveryId);
+    expect(await store.hold(nearest)).toBeNull();
+    expect(await store.hold(next)).toMatchObject({ deliveryId, offerId: offerIdOf(deliveryId, 1) });
+
+    // Declined; the nearest hands in cash: the same search offers it to them, never noted as
+    // tried for their debt.
+    await store.claimOfferOutcome(offerIdOf(deliveryId, 1), 'DECLINED');
+    owed.set(nearest, 0);
+    await searches.advance(deliveryId);
+    expect(await store.hold(nearest)).toMatchObject({
+      deliveryId,
+      offerId: offerIdOf(deliveryId, 2),
+    });
+    expect((await store.search(deliveryId))?.tried).toEqual([next]);
+  });
+
+  it('is offered to a courier who owes nothing, whatever it collects, and when their debt is not known', async () => {
+    const owed = new Map<string, number | Error>();
+    const pickup = { lat: 8.2, lon: 3.4 };
+    const { store, positions, searches, deliveryId } = await podSearch(pickup, owed);
+    const courierId = await courierInReach(positions, 0.05, pickup);
+    owed.set(courierId, new Error('payment service unreachable'));
+    await searches.advance(deliveryId);
+    expect(await store.hold(courierId)).toMatchObject({ deliveryId });
+  });
 });
 
 describe('a search with a time after which no courier is sought (a slot that closes)', () => {

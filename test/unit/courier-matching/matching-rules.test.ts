@@ -4,6 +4,7 @@ import {
   nextWideningMs,
   offerId,
   searchRadiusKm,
+  withinCashLimit,
   type FleetTypeCapacity,
 } from '../../../services/courier-matching/matching-rules';
 
@@ -121,6 +122,32 @@ describe('nextWideningMs', () => {
           // Unchanged until then (a step of 0 km never widens: the round still ends there).
           expect(searchRadiusKm(r, next - 1)).toBe(now);
           if (stepKm > 0) expect(searchRadiusKm(r, next)).toBeGreaterThan(now);
+        },
+      ),
+    );
+  });
+});
+
+describe('the cash a courier may owe with a pay-on-delivery offered', () => {
+  it('is the limit, past which nobody who owes is offered one; any for one who owes nothing', () => {
+    expect(withinCashLimit(4_000_000, 2_000_000, 6_000_000)).toBe(true);
+    expect(withinCashLimit(4_000_001, 2_000_000, 6_000_000)).toBe(false);
+    expect(withinCashLimit(0, 900_000_000, 6_000_000)).toBe(true);
+    expect(withinCashLimit(1e12, 1e12, 0)).toBe(true);
+  });
+
+  it('never lets an offer take what a courier owes past the limit', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 1e12 }),
+        fc.integer({ min: 1, max: 1e12 }),
+        fc.integer({ min: 1, max: 1e12 }),
+        (owed, collect, limit) => {
+          if (withinCashLimit(owed, collect, limit)) {
+            expect(owed === 0 || owed + collect <= limit).toBe(true);
+          } else {
+            expect(owed + collect).toBeGreaterThan(limit);
+          }
         },
       ),
     );

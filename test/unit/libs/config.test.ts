@@ -134,6 +134,7 @@ describe('loadConfig defaults', () => {
         sweepIntervalMs: 1000,
         idleStepMaxMs: 8000,
         simulatorTimeScale: 60,
+        cashLimitKobo: 20_000_000,
       },
       webhook: {
         secretKey: 'waybill-staging-webhook-secret-key',
@@ -715,6 +716,7 @@ describe('describeConfig', () => {
     'MATCHING_WIDEN_EVERY_MS',
     'MATCHING_SWEEP_INTERVAL_MS',
     'MATCHING_IDLE_STEP_MAX_MS',
+    'MATCHING_COURIER_CASH_LIMIT_NAIRA',
     'SIMULATOR_TIME_SCALE',
     'WEBHOOK_SECRET_KEY',
     'WEBHOOK_ALLOW_PRIVATE_TARGETS',
