@@ -415,39 +415,37 @@ couriers
     ),
   );
 
-couriers
-  .command('cash')
-  .description('what a courier owes in cash collected on delivery, and the latest entries')
-  .argument('<courierId>', 'courier profile id (UUID)')
-  .option('--limit <n>', 'entries per page, newest first (at most 100)', positiveInt, 20)
-  .option(
-    '--before <sequence>',
-    'only entries older than this sequence (the next page)',
-    positiveInt,
-  )
-  .action((courierId: string, opts: { limit: number; before?: number }) =>
-    withCourierCash((broker) => broker.call('payment.courierCash', { courierId, ...opts })).then(
-      print,
-    ),
-  );
+/** A courier's chain of entries read by `action`, a page at a time (`cash`, `wallet`). */
+function courierChainCommand(
+  name: string,
+  description: string,
+  action: 'payment.courierCash' | 'payment.courierWallet',
+) {
+  couriers
+    .command(name)
+    .description(description)
+    .argument('<courierId>', 'courier profile id (UUID)')
+    .option('--limit <n>', 'entries per page, newest first (at most 100)', positiveInt, 20)
+    .option(
+      '--before <sequence>',
+      'only entries older than this sequence (the next page)',
+      positiveInt,
+    )
+    .action((courierId: string, opts: { limit: number; before?: number }) =>
+      withCourierCash((broker) => broker.call(action, { courierId, ...opts })).then(print),
+    );
+}
 
-couriers
-  .command('wallet')
-  .description(
-    "what was credited to a courier's wallet (COURIER_WALLET pay-on-delivery), newest first",
-  )
-  .argument('<courierId>', 'courier profile id (UUID)')
-  .option('--limit <n>', 'entries per page, newest first (at most 100)', positiveInt, 20)
-  .option(
-    '--before <sequence>',
-    'only entries older than this sequence (the next page)',
-    positiveInt,
-  )
-  .action((courierId: string, opts: { limit: number; before?: number }) =>
-    withCourierCash((broker) => broker.call('payment.courierWallet', { courierId, ...opts })).then(
-      print,
-    ),
-  );
+courierChainCommand(
+  'cash',
+  'what a courier owes in cash collected on delivery, and the latest entries',
+  'payment.courierCash',
+);
+courierChainCommand(
+  'wallet',
+  "what was credited to a courier's wallet (COURIER_WALLET pay-on-delivery), newest first",
+  'payment.courierWallet',
+);
 
 couriers
   .command('remit')

@@ -42,7 +42,15 @@ import { toCourierCashView, toCourierWalletView, toTransactionView } from './vie
  * (or the COURIER_WALLET courier) is credited at delivery: the platform carries the risk of
  * the cash until the courier hands it in.
  */
+/** How a chain's entries are paged: by sequence, so that new entries shift nothing. */
+const PAGED =
+  'A page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.';
+
 export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
+  /** A courier's cash account and a page of its entries. */
+  const cashOf = async (courierId: string, page: { limit: number; before?: number }) =>
+    toCourierCashView(courierId, ...(await chainOf(cashAccountId(courierId), page)));
+
   /**
    * A courier's wallet, by their id. A courier created with a user's id before that was refused
    * shares the user's wallet: it is shown to neither as the courier's (409).
@@ -156,7 +164,8 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
         message: 'Courier wallet retrieved',
         summary: 'What was credited to a courier’s wallet (pay-on-delivery money remitted to them)',
         description:
-          'A COURIER_WALLET pay-on-delivery credits the courier’s wallet, apart from their cash account. `entries` is a page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
+          'A COURIER_WALLET pay-on-delivery credits the courier’s wallet, apart from their cash account. ' +
+          PAGED,
         response: courierWalletView,
         errors: { 404: 'No such courier', 409: 'The courier has a user’s id' },
       },
@@ -176,8 +185,7 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
         path: '/wallet',
         message: 'Wallet retrieved',
         summary: 'Your wallet: pay-on-delivery money remitted to you, newest entries first',
-        description:
-          'A page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
+        description: PAGED,
         response: courierWalletView,
         errors: { 409: 'Your courier profile has a user’s id: ask an operator for another' },
       },
@@ -195,17 +203,12 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
         path: '/cash',
         message: 'Cash account retrieved',
         summary: 'The cash you collected on delivery and have not handed in yet (`owed`)',
-        description:
-          'A page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
+        description: PAGED,
         response: courierCashView,
       },
       params: transactionsParams,
       async handler(ctx: WaybillContext<WithDefaults<TransactionsParams, 'limit'>>) {
-        const courierId = requireCourier(ctx);
-        return toCourierCashView(
-          courierId,
-          ...(await chainOf(cashAccountId(courierId), ctx.params)),
-        );
+        return cashOf(requireCourier(ctx), ctx.params);
       },
     }),
 
@@ -218,18 +221,15 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
         message: 'Courier cash account retrieved',
         summary: 'What a courier owes in cash collected on delivery, and the latest entries',
         description:
-          '`owed` is what the courier collected on delivery and has not handed in. `entries` is a page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.',
+          '`owed` is what the courier collected on delivery and has not handed in. ' + PAGED,
         response: courierCashView,
         errors: { 404: 'No such courier' },
       },
       params: courierCashParams,
       async handler(ctx: WaybillContext<WithDefaults<CourierCashParams, 'limit'>>) {
-        const { courierId, limit, before } = ctx.params;
+        const { courierId, ...page } = ctx.params;
         await requireKnownCourier(ctx, courierId);
-        return toCourierCashView(
-          courierId,
-          ...(await chainOf(cashAccountId(courierId), { limit, before })),
-        );
+        return cashOf(courierId, page);
       },
     }),
   };
