@@ -183,7 +183,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
         (e) => (e as { reference: string }).reference === `refund:${reference}`,
       );
     expect(await refunds()).toEqual([
-      expect.objectContaining({ type: 'CREDIT', amount: '4500.00' }),
+      expect.objectContaining({ type: 'CREDIT', amount: '45.00' }),
     ]);
     // Paid for the delivery that its expiry cancelled: no outcome is sent again.
     expect(listener.log.of(reference).map((e) => e.name)).not.toContain('payment.succeeded');
