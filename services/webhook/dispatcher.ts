@@ -275,11 +275,8 @@ export class Dispatcher {
       await this.give(queued, 'the endpoint was deleted', now);
       return { done: true };
     }
-    // A disabled endpoint's messages wait out of the queue: enabling it sends them, in order.
-    if (target.endpoint.status !== 'ACTIVE') {
-      await store.parkWhileDisabled(queued);
-      return { done: true };
-    }
+    // A disabled endpoint's messages wait: enabling it again sends them, in order.
+    if (target.endpoint.status !== 'ACTIVE') return { passed: true };
     const n = queued.attempts + 1;
     const claimed = await this.claim(queued, n, now);
     if (!claimed) {

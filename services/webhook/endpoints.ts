@@ -227,8 +227,6 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       async handler(ctx: WaybillContext<WebhookIdParams>) {
         const endpoint = await ownEndpoint(ctx);
         await store.deleteEndpoint(endpoint._id);
-        // Back in the queue, where the dispatcher gives each up as the endpoint's deletion's.
-        await store.unpark(endpoint._id);
         const owner = endpointOwner(endpoint.userId, endpoint.environment);
         await givePlaceBack(store.places, owner, { id: endpoint._id, place: endpoint.place });
         return null;
@@ -282,8 +280,6 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         if (!(await store.updateEndpoint(endpoint._id, enabled))) {
           throw notFound(NOT_FOUND(endpoint._id));
         }
-        // After the status: a dispatcher putting one aside now reads it, and puts it back.
-        await store.unpark(endpoint._id);
         return toWebhookView({ ...endpoint, ...enabled });
       },
     }),

@@ -1,4 +1,3 @@
-import { forEachAtOnce } from '../../libs/at-once';
 import { Schema, type Connection } from 'mongoose';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
 import {
@@ -81,8 +80,6 @@ export function defineWebhookModels(connection: Connection) {
     Event: connection.model('WebhookEvent', eventSchema, 'webhook_events'),
     Message: connection.model('WebhookMessage', messageSchema, 'webhook_messages'),
     Queue: connection.model('WebhookQueued', queueSchema, 'webhook_queue'),
-    // A disabled endpoint's queue entries, out of the dispatchers' reads until it is enabled.
-    Parked: connection.model('WebhookParked', queueSchema, 'webhook_parked'),
     Lane: connection.model('WebhookLane', laneSchema, 'webhook_lanes'),
     Attempt: connection.model('WebhookAttempt', attemptSchema, 'webhook_attempts'),
     Notice: connection.model('WebhookNotice', noticeSchema, 'webhook_notices'),
@@ -227,9 +224,6 @@ export const ATTEMPTS_SHOWN = 10;
 export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
 
 /** Whose list of endpoints an endpoint is on: its user's in its environment. */
-/** Entries put back in the queue at once when an endpoint is enabled. */
-const UNPARKED_AT_ONCE = 16;
-
 export const endpointOwner = (userId: string, environment: string) => `${userId}:${environment}`;
 
 const newestCreatedFirst = (a: EndpointRecord, b: EndpointRecord) =>
@@ -530,44 +524,6 @@ export class WebhookStore {
 
   requeue(queued: QueuedRecord): Promise<boolean> {
     return insertOnce(() => this.m.Queue.create(queued));
-  }
-
-  /**
-   * Moves a disabled endpoint's entry out of the queue, where no read of the dispatchers finds
-   * it: put aside first, so that it is always in one of the two.
-   */
-  private async park(entry: QueuedRecord): Promise<void> {
-    await insertOnce(() => this.m.Parked.create(entry));
-    await this.dequeue(entry._id);
-  }
-
-  /**
-   * Puts a disabled endpoint's entry aside, so that the queue's reads hold only messages that
-   * may go. Enabling (or deleting) the endpoint writes it, then puts its entries back (`unpark`);
-   * this puts aside, then reads the endpoint: of the two, one sees the other, and no entry stays
-   * aside for an endpoint active again (or deleted: its next attempt gives it up).
-   */
-  async parkWhileDisabled(entry: QueuedRecord): Promise<void> {
-    await this.park(entry);
-    const now = await this.endpoint(entry.webhookId);
-    const gone = !now || now.deleted || (await this.deletionRecorded(entry.webhookId));
-    if (gone || now.status === 'ACTIVE') await this.unparkEntry(entry);
-  }
-
-  /** Puts an entry put aside back in the queue: queued first, as `park` keeps it somewhere. */
-  private async unparkEntry(entry: QueuedRecord): Promise<void> {
-    await this.requeue(entry);
-    await this.m.Parked.deleteOne({ _id: entry._id });
-  }
-
-  /**
-   * Puts an endpoint's entries put aside back in the queue (a scan of the put aside: only
-   * disabled endpoints' messages are there), and answers how many.
-   */
-  async unpark(webhookId: string): Promise<number> {
-    const parked = (await this.m.Parked.find({ webhookId }).lean()) as unknown as QueuedRecord[];
-    await forEachAtOnce(parked, UNPARKED_AT_ONCE, (entry) => this.unparkEntry(entry));
-    return parked.length;
   }
 
   async reschedule(messageId: string, changes: Partial<QueuedRecord>): Promise<void> {

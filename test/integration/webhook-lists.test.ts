@@ -7,7 +7,6 @@ import {
   WebhookStore,
   type EndpointRecord,
   type MessageRecord,
-  type QueuedRecord,
 } from '../../services/webhook/store';
 import { isolation, openServiceDatabase } from '../support/stack';
 import { endpointRecord, publishedEvent } from '../support/webhook-records';
@@ -179,60 +178,6 @@ describe("an endpoint's deletion", () => {
       expect((await store.endpoint(endpoint._id))?.deleted).toBe(true);
     }
     expect(await store.endpointsOf(userId, ENV)).toEqual([]);
-  });
-});
-
-describe("a disabled endpoint's queue entries", () => {
-  /** `count` entries of the endpoint in the queue, as fan-out leaves them. */
-  async function queued(webhookId: string, count: number): Promise<QueuedRecord[]> {
-    const entries = Array.from({ length: count }, (_, i) => ({
-      _id: randomUUID(),
-      webhookId,
-      eventId: randomUUID(),
-      lane: `${webhookId}:${randomUUID()}`,
-      sequence: i,
-      attempts: 0,
-      firstAttemptAt: null,
-      nextAttemptAt: new Date(),
-      ephemeral: false,
-    }));
-    await models.Queue.insertMany(entries);
-    return entries;
-  }
-  const inQueue = (webhookId: string) => models.Queue.countDocuments({ webhookId });
-  const aside = (webhookId: string) => models.Parked.countDocuments({ webhookId });
-
-  it('are put aside while it is disabled, and every one is back once it is enabled, however they race', async () => {
-    for (let round = 0; round < 8; round++) {
-      const endpoint = { ...endpointRecord(randomUUID()), status: 'DISABLED' as const };
-      await store.insertEndpoint(endpoint);
-      const entries = await queued(endpoint._id, 6);
-      // Dispatchers put the entries aside as they meet them while the owner enables it.
-      await Promise.all([
-        ...entries.map((entry) => store.parkWhileDisabled(entry)),
-        (async () => {
-          await store.updateEndpoint(endpoint._id, { status: 'ACTIVE' });
-          await store.unpark(endpoint._id);
-        })(),
-      ]);
-      expect(await aside(endpoint._id)).toBe(0);
-      expect(await inQueue(endpoint._id)).toBe(6);
-    }
-  });
-
-  it('stay aside while it stays disabled, and come back for its deletion to give them up', async () => {
-    const endpoint = { ...endpointRecord(randomUUID()), status: 'DISABLED' as const };
-    await store.insertEndpoint(endpoint);
-    const entries = await queued(endpoint._id, 3);
-    await Promise.all(entries.map((entry) => store.parkWhileDisabled(entry)));
-    await store.parkWhileDisabled(entries[0] as QueuedRecord);
-    expect([await inQueue(endpoint._id), await aside(endpoint._id)]).toEqual([0, 3]);
-    await store.deleteEndpoint(endpoint._id);
-    expect(await store.unpark(endpoint._id)).toBe(3);
-    expect([await inQueue(endpoint._id), await aside(endpoint._id)]).toEqual([3, 0]);
-    // One put aside after the deletion goes back at once.
-    await store.parkWhileDisabled(entries[1] as QueuedRecord);
-    expect([await inQueue(endpoint._id), await aside(endpoint._id)]).toEqual([3, 0]);
   });
 });
 

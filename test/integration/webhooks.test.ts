@@ -573,33 +573,19 @@ describe('failures', () => {
     const triesWhileDisabled = receiver.at('/down').length;
     await new Promise((r) => setTimeout(r, 1500));
     expect(receiver.at('/down')).toHaveLength(triesWhileDisabled);
-    // Its message waits out of the queue, where the dispatchers' reads no longer meet it.
-    const db = await openServiceDatabase(stack.iso, 'webhook');
-    const entriesIn = (collection: string) =>
-      db.collection(collection).countDocuments({ webhookId: webhook.id });
-    try {
-      await eventually(async () => {
-        expect(await entriesIn('webhook_queue')).toBe(0);
-        expect(await entriesIn('webhook_parked')).toBe(1);
-      });
 
-      down = false;
-      const enabled = await api(merchant, 'POST', `/api/webhooks/${webhook.id}/enable`);
-      expect(enabled.status).toBe(200);
-      expect(enabled.body.data.status).toBe('ACTIVE');
-      expect(await entriesIn('webhook_parked')).toBe(0);
-      await eventually(
-        async () => {
-          const log = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`)).body
-            .data;
-          expect(log[0].status).toBe('DELIVERED');
-        },
-        { timeout: 20_000, interval: 200 },
-      );
-      expect(await entriesIn('webhook_queue')).toBe(0);
-    } finally {
-      await db.close();
-    }
+    down = false;
+    const enabled = await api(merchant, 'POST', `/api/webhooks/${webhook.id}/enable`);
+    expect(enabled.status).toBe(200);
+    expect(enabled.body.data.status).toBe('ACTIVE');
+    await eventually(
+      async () => {
+        const log = (await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries`)).body
+          .data;
+        expect(log[0].status).toBe('DELIVERED');
+      },
+      { timeout: 20_000, interval: 200 },
+    );
     receiver.answer = () => ({ status: 200 });
   });
 });
