@@ -192,6 +192,40 @@ describe('a delivery linked to its recipient’s account', () => {
     ).not.toContain(toSelf);
   });
 
+  it('is linked once however often its request is sent at once under one Idempotency-Key', async () => {
+    const packageId = await savePackage(base(), creator);
+    const key = `link-${randomUUID()}`;
+    const replies = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        requestDelivery(
+          base(),
+          creator,
+          [packageId],
+          {
+            destination: { ...DESTINATION, contactEmail: recipient.email },
+            link3rdPartyByContactInfo: true,
+          },
+          { 'Idempotency-Key': key },
+        ),
+      ),
+    );
+    const created = replies.filter((r) => r.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    // The others were told the first is still under way (409), never a second delivery.
+    for (const reply of replies.filter((r) => r.status !== 201)) expect(reply.status).toBe(409);
+    const deliveryIds = new Set(created.map((r) => r.body.data.deliveryId as string));
+    expect(deliveryIds.size).toBe(1);
+    const [deliveryId] = [...deliveryIds];
+    const linked = await api(recipient, 'GET', '/api/deliveries?role=RECIPIENT&limit=100');
+    expect(idsOf(linked).filter((id) => id === deliveryId)).toHaveLength(1);
+    const open = await api(
+      recipient,
+      'GET',
+      '/api/deliveries?role=RECIPIENT&status=REQUEST_CREATED&limit=100',
+    );
+    expect(idsOf(open).filter((id) => id === deliveryId)).toHaveLength(1);
+  });
+
   it('tells the recipient of the delivery, not of the creator’s payment', async () => {
     const created = await requestDelivery(base(), creator, [await savePackage(base(), creator)], {
       destination: { ...DESTINATION, contactEmail: recipient.email },
