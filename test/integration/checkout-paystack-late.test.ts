@@ -182,9 +182,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
       (await walletOf(sweeping.node.url, sweeping.alice.key)).entries.filter(
         (e) => (e as { reference: string }).reference === `refund:${reference}`,
       );
-    expect(await refunds()).toEqual([
-      expect.objectContaining({ type: 'CREDIT', amount: '45.00' }),
-    ]);
+    expect(await refunds()).toEqual([expect.objectContaining({ type: 'CREDIT', amount: '45.00' })]);
     // Paid for the delivery that its expiry cancelled: no outcome is sent again.
     expect(listener.log.of(reference).map((e) => e.name)).not.toContain('payment.succeeded');
     expect(await uncreditedListed(sweeping, reference)).toBeUndefined();

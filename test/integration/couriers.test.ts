@@ -128,13 +128,11 @@ describe('POST /admin/couriers', () => {
     // One a version before this refusal stored: its wallet, Alice's, is shown as neither's.
     const courier = await createCourier();
     const stored = await db.collection('couriers').findOne({ _id: courier.id as never });
-    await db
-      .collection('couriers')
-      .insertOne({
-        ...stored,
-        _id: stack.bob.userId as never,
-        fleet: { ...stored?.fleet, regNo: plate() },
-      });
+    await db.collection('couriers').insertOne({
+      ...stored,
+      _id: stack.bob.userId as never,
+      fleet: { ...stored?.fleet, regNo: plate() },
+    });
     expect((await admin('GET', `/admin/couriers/${stack.bob.userId}`)).status).toBe(200);
     expectErrorEnvelope(
       await admin('GET', `/admin/couriers/${stack.bob.userId}/wallet`),
