@@ -168,11 +168,21 @@ const feeBlock = Joi.object()
   .unknown(true)
   .description('The deliveryFee block of POST /api/pricing, with who has paid');
 
+/**
+ * A field of its creator's that a delivery's linked recipient is not shown (`recipientsView`,
+ * decision 107): present for the creator, absent for the recipient.
+ */
+const creatorsOwn = <T extends Joi.Schema>(schema: T): T => {
+  const own = (schema.describe().flags as { description?: string } | undefined)?.description;
+  const absent = 'Absent in a linked recipient’s view';
+  return schema.optional().description(own ? `${own}. ${absent}` : absent) as T;
+};
+
 export const p2pFields = {
   id: uuid(),
   deliveryId: uuid(),
-  userId: uuid(),
-  profileId: uuid(),
+  userId: creatorsOwn(uuid()),
+  profileId: creatorsOwn(uuid()),
   type: Joi.string().valid(...DELIVERY_TYPES),
   status: Joi.string().valid(...P2P_STATUSES),
   totalWeight: Joi.string().description('kg, five decimals'),
@@ -200,26 +210,30 @@ export const proofParams = Joi.object<{ deliveryId: string; proofId: string }, t
 
 export const deliveryView = view('Delivery', {
   id: uuid(),
-  userId: uuid(),
+  userId: creatorsOwn(uuid()),
   trackingId: Joi.string().pattern(/^P2P-[0-9A-Z]{12}$/),
   type: Joi.string().valid('P2P'),
   status: Joi.string().valid(...DELIVERY_STATUSES),
   routeType: Joi.string(),
   fleetTypeId: uuid(),
-  apiKeyId: uuid().allow(null),
+  apiKeyId: creatorsOwn(uuid().allow(null)),
   distanceKm: Joi.number(),
   etaSeconds: Joi.number(),
-  deliveryFee: money().description('The delivery subtotal'),
-  deliveryFeeTotal: money().description('What is charged: subtotal + service fee + hub commission'),
-  serviceFee: money(),
-  weightFee: money(),
-  fleetFee: money(),
-  surchargeFee: money(),
-  insuranceFee: money(),
-  baseOrDistanceFee: money(),
-  hubCommission: money(),
+  deliveryFee: creatorsOwn(money().description('The delivery subtotal')),
+  deliveryFeeTotal: money()
+    .optional()
+    .description(
+      'What is charged: subtotal + service fee + hub commission. Absent in a linked recipient’s view unless the recipient pays a share',
+    ),
+  serviceFee: creatorsOwn(money()),
+  weightFee: creatorsOwn(money()),
+  fleetFee: creatorsOwn(money()),
+  surchargeFee: creatorsOwn(money()),
+  insuranceFee: creatorsOwn(money()),
+  baseOrDistanceFee: creatorsOwn(money()),
+  hubCommission: creatorsOwn(money()),
   deliveryFeePayer: Joi.string().valid(...FEE_PAYERS),
-  paymentMethodType: Joi.string().valid(...PAYMENT_METHODS),
+  paymentMethodType: creatorsOwn(Joi.string().valid(...PAYMENT_METHODS)),
   courierMatching: Joi.string().valid(...COURIER_SELECTIONS),
   courierId: uuid().allow(null),
   requireCollectionProofCode: Joi.boolean(),
@@ -230,8 +244,8 @@ export const deliveryView = view('Delivery', {
   deliverySlot: Joi.string().allow(null),
   note: Joi.string().allow(null),
   payOnDelivery: Joi.boolean(),
-  tierIds: Joi.object().unknown(true),
-  tariffVersion: Joi.string(),
+  tierIds: creatorsOwn(Joi.object().unknown(true)),
+  tariffVersion: creatorsOwn(Joi.string()),
   createdAt: timestamp(),
   updatedAt: timestamp(),
   fleetType: Joi.object({ id: uuid(), name: Joi.string(), icon: Joi.string().allow(null) }),
