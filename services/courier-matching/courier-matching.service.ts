@@ -3,6 +3,7 @@ import Joi from '../../libs/joi';
 import { Backfills } from '../../libs/backfills';
 import type { Config } from '../../libs/config';
 import { CachedValue } from '../../libs/cache';
+import { LookupCache } from '../../libs/lookup-cache';
 import { call, emit } from '../../libs/contracts';
 import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
 import {
@@ -43,6 +44,9 @@ import { CourierTokenStore } from './token-store';
 
 /** Nearest free couriers asked for at each step of a search. */
 const SEARCH_CANDIDATES = 10;
+/** How long what a courier owes in cash is taken as known, and how long payment is waited for. */
+const CASH_OWED_CACHE_MS = 5_000;
+const CASH_OWED_TIMEOUT_MS = 2_000;
 /** Searches stepped per sweep; the next sweep takes the rest. */
 const SWEEP_BATCH = 200;
 
@@ -96,6 +100,20 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
   );
   // Set once the broker exists (created): what each sweep saw, on `/metrics`.
   let reportSearches: ReturnType<typeof searchGauge> = () => undefined;
+  // What couriers owe in cash, asked of payment briefly at most once per courier: their reports
+  // wake a pay-on-delivery's search every few seconds. A slow answer holds no sweep long.
+  const cashOwed = new LookupCache<number>({
+    cacheMs: CASH_OWED_CACHE_MS,
+    lookup: async (courierId) =>
+      (
+        await call(
+          broker,
+          'payment.cashOwed',
+          { courierId },
+          { timeout: CASH_OWED_TIMEOUT_MS, retries: 0 },
+        )
+      ).owedKobo,
+  });
   const searchStore = new SearchStore(() => db.models);
   const searches = new Searches({
     store: searchStore,
@@ -106,8 +124,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     merchantCourierIds: async (userId) =>
       (await store.merchantCouriers(userId)).filter((c) => c.active).map((c) => c._id),
     isActive: async (courierId) => (await store.find(courierId))?.active === true,
-    cashOwedKobo: async (courierId) =>
-      (await call(broker, 'payment.cashOwed', { courierId })).owedKobo,
+    cashOwedKobo: async (courierId) => (await cashOwed.get(courierId)) ?? 0,
     async placeVirtualCourier(search) {
       const courier = virtualCourier(search);
       await store.ensureVirtual(courier);

@@ -31,6 +31,9 @@ type Candidate = Pick<NearCourier, 'courierId'>;
 /** The couriers matching may offer to: the hot index of positions. */
 export type AvailableCouriers = Pick<CourierPositions, 'nearest' | 'setBusy' | 'position'>;
 
+/** Rounds of candidates a pay-on-delivery step asks about while all are over the cash limit. */
+const CASH_ROUNDS = 3;
+
 export interface MatchingSettings {
   /** How long a courier has to accept an offer. */
   offerTimeoutMs: number;
@@ -388,10 +391,12 @@ export class Searches {
     reach?: readonly Candidate[],
   ): Promise<void> {
     const { settings, couriers } = this.deps;
-    const candidates = reach ?? (await this.candidates(await this.triedNow(search), now));
+    const found = reach ?? (await this.candidates(await this.triedNow(search), now));
+    const candidates = await this.mayCollect(search, found, now);
+    // Offers last from when they are made: asking what couriers owe took a moment.
+    if (candidates !== found) now = new Date();
     let n = offers.length;
     for (const { courierId } of candidates) {
-      if (!(await this.mayCollect(search, courierId))) continue;
       n += 1;
       const offer: OfferRecord = {
         _id: offerId(search._id, n),
@@ -426,23 +431,51 @@ export class Searches {
   }
 
   /**
-   * Whether the courier may be offered the search's pay-on-delivery: not when the cash would
-   * take what they owe past the limit. Passed over, not noted as tried: once they hand cash in,
-   * a later step of the same search may offer it to them. When the payment service cannot say,
-   * the offer is made: the cash of one delivery is a smaller harm than deliveries held up.
+   * Of the candidates, those the search's pay-on-delivery may be offered to: not one it would
+   * take past the cash limit in what they owe. Passed over, not noted as tried, so that once
+   * they hand cash in a later step offers it to them; and while every candidate found is passed
+   * over, the next nearest are asked about (`CASH_ROUNDS` times at most), so that couriers over
+   * the limit never hide one under it. A courier whose debt the payment service cannot tell in
+   * time is taken: the cash of one delivery is a smaller harm than deliveries held up.
    */
-  private async mayCollect(search: SearchRecord, courierId: string): Promise<boolean> {
-    const limit = this.deps.settings.cashLimitKobo;
-    if (!search.collectKobo || search.simulate || limit === 0) return true;
+  private async mayCollect(
+    search: SearchRecord,
+    found: readonly Candidate[],
+    now: Date,
+  ): Promise<readonly Candidate[]> {
+    const { settings } = this.deps;
+    const { collectKobo } = search;
+    if (!collectKobo || search.simulate || settings.cashLimitKobo === 0) return found;
+    const passedOver = new Set<string>();
+    let batch = found;
+    for (let round = 0; round < CASH_ROUNDS && batch.length > 0; round++) {
+      const owed = await Promise.all(
+        batch.map(({ courierId }) => this.owedOrUnknown(search, courierId)),
+      );
+      const payable = batch.filter(
+        (_, i) => owed[i] === null || withinCashLimit(owed[i], collectKobo, settings.cashLimitKobo),
+      );
+      if (payable.length > 0) return payable;
+      // Fewer than asked for: nobody else is in reach.
+      if (batch.length < settings.candidates) break;
+      for (const { courierId } of batch) passedOver.add(courierId);
+      const { tried } = await this.triedNow(search);
+      batch = await this.candidates({ ...search, tried: [...tried, ...passedOver] }, now);
+    }
+    return [];
+  }
+
+  /** What the courier owes in cash, or null when the payment service cannot say. */
+  private async owedOrUnknown(search: SearchRecord, courierId: string): Promise<number | null> {
     try {
-      return withinCashLimit(await this.deps.cashOwedKobo(courierId), search.collectKobo, limit);
+      return await this.deps.cashOwedKobo(courierId);
     } catch (err) {
       this.deps.logger().warn('cash owed not known; the pay-on-delivery is offered', {
         courierId,
         deliveryId: search._id,
         err: (err as Error).message,
       });
-      return true;
+      return null;
     }
   }
 

@@ -508,6 +508,23 @@ describe('a pay-on-delivery', () => {
     expect((await store.search(deliveryId))?.tried).toEqual([next]);
   });
 
+  it('reaches past a step’s candidates all over the limit to the nearest under it', async () => {
+    const owed = new Map<string, number | Error>();
+    const pickup = { lat: 8.5, lon: 3.4 };
+    const { store, positions, searches, deliveryId } = await podSearch(pickup, owed);
+    // More couriers over the limit than a step asks for (5), all nearer than the one under it.
+    for (let i = 0; i < 7; i++) {
+      owed.set(await courierInReach(positions, 0.05 + i * 0.02, pickup), 5_000_000);
+    }
+    const under = await courierInReach(positions, 0.6, pickup);
+    await searches.advance(deliveryId);
+    expect(await store.hold(under)).toMatchObject({
+      deliveryId,
+      offerId: offerIdOf(deliveryId, 1),
+    });
+    expect((await store.search(deliveryId))?.tried).toEqual([]);
+  });
+
   it('is offered to a courier who owes nothing, whatever it collects, and when their debt is not known', async () => {
     const owed = new Map<string, number | Error>();
     const pickup = { lat: 8.2, lon: 3.4 };
