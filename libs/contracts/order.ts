@@ -37,7 +37,7 @@ export interface DeliveryEventPayload {
  * What a delivery's linked recipient is not shown of it (decision 107): its creator's account,
  * key and tariff, and what the creator pays (the total stays when the recipient pays a share).
  */
-const CREATORS_OWN = [
+export const CREATORS_OWN = [
   'userId',
   'apiKeyId',
   'deliveryFee',
@@ -51,20 +51,20 @@ const CREATORS_OWN = [
   'paymentMethodType',
   'tierIds',
   'tariffVersion',
-];
+] as const;
+
+/** Of the delivery's P2P record (`p2pDelivery`), likewise. */
+export const CREATORS_OWN_P2P = ['userId', 'profileId'] as const;
+
+const leftOut = (fields: readonly string[], record: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(record).filter(([field]) => !fields.includes(field)));
 
 /** A delivery as `GET /api/deliveries/:id` answers its linked recipient, from its creator's view. */
 export function recipientsView(view: Record<string, unknown>): Record<string, unknown> {
-  const shown = Object.fromEntries(
-    Object.entries(view).filter(([field]) => !CREATORS_OWN.includes(field)),
-  );
+  const shown = leftOut(CREATORS_OWN, view);
   if (view.deliveryFeePayer === 'CREATOR') delete shown.deliveryFeeTotal;
   const p2p = view.p2pDelivery as Record<string, unknown> | undefined;
-  if (p2p) {
-    shown.p2pDelivery = Object.fromEntries(
-      Object.entries(p2p).filter(([field]) => field !== 'userId' && field !== 'profileId'),
-    );
-  }
+  if (p2p) shown.p2pDelivery = leftOut(CREATORS_OWN_P2P, p2p);
   return shown;
 }
 

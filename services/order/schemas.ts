@@ -8,6 +8,7 @@ import {
   SCHEDULE_RULES,
 } from '../../libs/delivery-fields';
 import { addressInput } from '../../libs/contracts/geo';
+import { CREATORS_OWN, CREATORS_OWN_P2P } from '../../libs/contracts/order';
 import { COURIER_SELECTIONS } from '../../libs/contracts/matching';
 import { packageIds } from '../../libs/contracts/package';
 import { FEE_PAYERS, URGENCY_TYPES } from '../../libs/contracts/pricing';
@@ -169,28 +170,40 @@ const feeBlock = Joi.object()
   .description('The deliveryFee block of POST /api/pricing, with who has paid');
 
 /**
- * A field of its creator's that a delivery's linked recipient is not shown (`recipientsView`,
- * decision 107): present for the creator, absent for the recipient.
+ * The keys with the fields of its creator's that a delivery's linked recipient is not shown
+ * (`recipientsView`, decision 107) documented as such: present for the creator, absent for
+ * the recipient.
  */
-const creatorsOwn = <T extends Joi.Schema>(schema: T): T => {
-  const own = (schema.describe().flags as { description?: string } | undefined)?.description;
+function withCreatorsOwn(
+  keys: Record<string, Joi.Schema>,
+  fields: readonly string[],
+): Record<string, Joi.Schema> {
   const absent = 'Absent in a linked recipient’s view';
-  return schema.optional().description(own ? `${own}. ${absent}` : absent) as T;
-};
+  return Object.fromEntries(
+    Object.entries(keys).map(([field, schema]) => {
+      if (!fields.includes(field)) return [field, schema];
+      const own = (schema.describe().flags as { description?: string } | undefined)?.description;
+      return [field, schema.optional().description(own ? `${own}. ${absent}` : absent)];
+    }),
+  );
+}
 
-export const p2pFields = {
-  id: uuid(),
-  deliveryId: uuid(),
-  userId: creatorsOwn(uuid()),
-  profileId: creatorsOwn(uuid()),
-  type: Joi.string().valid(...DELIVERY_TYPES),
-  status: Joi.string().valid(...P2P_STATUSES),
-  totalWeight: Joi.string().description('kg, five decimals'),
-  totalValue: money(),
-  createdAt: timestamp(),
-  updatedAt: timestamp(),
-  deletedAt: timestamp().allow(null),
-};
+export const p2pFields = withCreatorsOwn(
+  {
+    id: uuid(),
+    deliveryId: uuid(),
+    userId: uuid(),
+    profileId: uuid(),
+    type: Joi.string().valid(...DELIVERY_TYPES),
+    status: Joi.string().valid(...P2P_STATUSES),
+    totalWeight: Joi.string().description('kg, five decimals'),
+    totalValue: money(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+    deletedAt: timestamp().allow(null),
+  },
+  CREATORS_OWN_P2P,
+);
 
 const p2pView = view('P2PDelivery', p2pFields);
 
@@ -208,84 +221,92 @@ export const proofParams = Joi.object<{ deliveryId: string; proofId: string }, t
   proofId: uuid().required(),
 });
 
-export const deliveryView = view('Delivery', {
-  id: uuid(),
-  userId: creatorsOwn(uuid()),
-  trackingId: Joi.string().pattern(/^P2P-[0-9A-Z]{12}$/),
-  type: Joi.string().valid('P2P'),
-  status: Joi.string().valid(...DELIVERY_STATUSES),
-  routeType: Joi.string(),
-  fleetTypeId: uuid(),
-  apiKeyId: creatorsOwn(uuid().allow(null)),
-  distanceKm: Joi.number(),
-  etaSeconds: Joi.number(),
-  deliveryFee: creatorsOwn(money().description('The delivery subtotal')),
-  deliveryFeeTotal: money()
-    .optional()
-    .description(
-      'What is charged: subtotal + service fee + hub commission. Absent in a linked recipient’s view unless the recipient pays a share',
-    ),
-  serviceFee: creatorsOwn(money()),
-  weightFee: creatorsOwn(money()),
-  fleetFee: creatorsOwn(money()),
-  surchargeFee: creatorsOwn(money()),
-  insuranceFee: creatorsOwn(money()),
-  baseOrDistanceFee: creatorsOwn(money()),
-  hubCommission: creatorsOwn(money()),
-  deliveryFeePayer: Joi.string().valid(...FEE_PAYERS),
-  paymentMethodType: creatorsOwn(Joi.string().valid(...PAYMENT_METHODS)),
-  courierMatching: Joi.string().valid(...COURIER_SELECTIONS),
-  courierId: uuid().allow(null),
-  requireCollectionProofCode: Joi.boolean(),
-  requireDeliveryProofCode: Joi.boolean(),
-  link3rdPartyByContactInfo: Joi.boolean(),
-  urgencyType: Joi.string().valid(...URGENCY_TYPES),
-  deliveryDate: timestamp().allow(null).description('Midnight UTC of the chosen date'),
-  deliverySlot: Joi.string().allow(null),
-  note: Joi.string().allow(null),
-  payOnDelivery: Joi.boolean(),
-  tierIds: creatorsOwn(Joi.object().unknown(true)),
-  tariffVersion: creatorsOwn(Joi.string()),
-  createdAt: timestamp(),
-  updatedAt: timestamp(),
-  fleetType: Joi.object({ id: uuid(), name: Joi.string(), icon: Joi.string().allow(null) }),
-  p2pDelivery: p2pView,
-  origin: address,
-  destination: address,
-  proofs: Joi.array().items(proofView),
-  deliverySteps: Joi.array().items(
-    view('DeliveryStep', {
+export const deliveryView = view(
+  'Delivery',
+  withCreatorsOwn(
+    {
       id: uuid(),
-      step: Joi.string(),
-      active: Joi.boolean(),
+      userId: uuid(),
+      trackingId: Joi.string().pattern(/^P2P-[0-9A-Z]{12}$/),
+      type: Joi.string().valid('P2P'),
+      status: Joi.string().valid(...DELIVERY_STATUSES),
+      routeType: Joi.string(),
+      fleetTypeId: uuid(),
+      apiKeyId: uuid().allow(null),
+      distanceKm: Joi.number(),
+      etaSeconds: Joi.number(),
+      deliveryFee: money().description('The delivery subtotal'),
+      deliveryFeeTotal: money()
+        .optional()
+        .description(
+          'What is charged: subtotal + service fee + hub commission. Absent in a linked recipient’s view unless the recipient pays a share',
+        ),
+      serviceFee: money(),
+      weightFee: money(),
+      fleetFee: money(),
+      surchargeFee: money(),
+      insuranceFee: money(),
+      baseOrDistanceFee: money(),
+      hubCommission: money(),
+      deliveryFeePayer: Joi.string().valid(...FEE_PAYERS),
+      paymentMethodType: Joi.string().valid(...PAYMENT_METHODS),
+      courierMatching: Joi.string().valid(...COURIER_SELECTIONS),
+      courierId: uuid().allow(null),
+      requireCollectionProofCode: Joi.boolean(),
+      requireDeliveryProofCode: Joi.boolean(),
+      link3rdPartyByContactInfo: Joi.boolean(),
+      urgencyType: Joi.string().valid(...URGENCY_TYPES),
+      deliveryDate: timestamp().allow(null).description('Midnight UTC of the chosen date'),
+      deliverySlot: Joi.string().allow(null),
+      note: Joi.string().allow(null),
+      payOnDelivery: Joi.boolean(),
+      tierIds: Joi.object().unknown(true),
+      tariffVersion: Joi.string(),
+      createdAt: timestamp(),
       updatedAt: timestamp(),
-    }),
+      fleetType: Joi.object({ id: uuid(), name: Joi.string(), icon: Joi.string().allow(null) }),
+      p2pDelivery: p2pView,
+      origin: address,
+      destination: address,
+      proofs: Joi.array().items(proofView),
+      deliverySteps: Joi.array().items(
+        view('DeliveryStep', {
+          id: uuid(),
+          step: Joi.string(),
+          active: Joi.boolean(),
+          updatedAt: timestamp(),
+        }),
+      ),
+      courier: view('DeliveryCourier', {
+        name: Joi.string(),
+        phone: Joi.string().description('E.164'),
+        profilePhoto: Joi.string().allow(null),
+        currentLocation: Joi.object({
+          country: Joi.string(),
+          state: Joi.string().allow(null),
+          lgaOrCity: Joi.string().allow(null),
+          lat: Joi.number(),
+          lon: Joi.number(),
+        })
+          .allow(null)
+          .description('Where the courier last reported, while on this delivery; null otherwise'),
+        eta: Joi.object({ from: timestamp(), to: timestamp() })
+          .allow(null)
+          .description(
+            'Arrival window at the drop-off, from the distance left and the fleet speed',
+          ),
+        fleet: Joi.object({
+          regNo: Joi.string(),
+          make: Joi.string(),
+          model: Joi.string(),
+          colour: Joi.string(),
+          typeId: uuid(),
+        }),
+      }).description('Left out until a courier is assigned'),
+    },
+    CREATORS_OWN,
   ),
-  courier: view('DeliveryCourier', {
-    name: Joi.string(),
-    phone: Joi.string().description('E.164'),
-    profilePhoto: Joi.string().allow(null),
-    currentLocation: Joi.object({
-      country: Joi.string(),
-      state: Joi.string().allow(null),
-      lgaOrCity: Joi.string().allow(null),
-      lat: Joi.number(),
-      lon: Joi.number(),
-    })
-      .allow(null)
-      .description('Where the courier last reported, while on this delivery; null otherwise'),
-    eta: Joi.object({ from: timestamp(), to: timestamp() })
-      .allow(null)
-      .description('Arrival window at the drop-off, from the distance left and the fleet speed'),
-    fleet: Joi.object({
-      regNo: Joi.string(),
-      make: Joi.string(),
-      model: Joi.string(),
-      colour: Joi.string(),
-      typeId: uuid(),
-    }),
-  }).description('Left out until a courier is assigned'),
-});
+);
 
 const payOnDeliveryView = view('PayOnDeliveryOrder', {
   enabled: Joi.boolean(),
