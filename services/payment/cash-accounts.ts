@@ -48,7 +48,7 @@ const PAGED =
 
 export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
   /** A courier's cash account and a page of its entries. */
-  const cashOf = async (courierId: string, page: { limit: number; before?: number }) =>
+  const cashOf = async (courierId: string, page: TransactionsParams) =>
     toCourierCashView(courierId, ...(await chainOf(cashAccountId(courierId), page)));
 
   /**
@@ -58,7 +58,7 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
   async function courierWalletOf(
     ctx: WaybillContext<unknown>,
     courierId: string,
-    page: { limit: number; before?: number },
+    page: TransactionsParams,
   ) {
     if (!(await isUserId(ctx, courierId))) {
       return toCourierWalletView(courierId, ...(await chainOf(courierId, page)));
@@ -71,7 +71,7 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
   /** A chain's balance and a page of its entries, newest first. */
   async function chainOf(
     accountId: string,
-    page: { limit: number; before?: number },
+    page: TransactionsParams,
   ): Promise<[WalletBalance, LedgerEntry[]]> {
     const account = await ledger.balance(accountId);
     return [account, await ledger.page(accountId, page, account)];
