@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import Joi from '../joi';
 import { nameBasedId } from '../ids';
+import { formatNaira } from '../money';
 import { uuid } from '../schemas';
 import { latitude, longitude } from './geo';
 import type { Retry } from './retry';
@@ -19,6 +20,16 @@ export type CourierSelection = (typeof COURIER_SELECTIONS)[number];
 export const COURIER_NOT_FOUND = 'Courier not found';
 /** The 404 of a MERCHANT_SPECIAL_COURIERS request when the merchant's list has no active courier. */
 export const NO_MERCHANT_COURIERS = 'No merchant-specific couriers found';
+
+/**
+ * The 422 of a pay-on-delivery only a courier who would pass the cash limit with it may carry.
+ * It tells no amount the courier owes: any merchant may name any courier.
+ */
+export const courierCannotCollect = (collectKobo: number) =>
+  `This courier cannot collect NGN ${formatNaira(collectKobo)} on delivery now: it would take the cash they hold past the cash limit until they hand it in. Choose another courier, or courierSelection ANYONE`;
+/** The same for a merchant's own couriers, every one of them. */
+export const noCourierCanCollect = (collectKobo: number) =>
+  `None of your couriers can collect NGN ${formatNaira(collectKobo)} on delivery now: each would take the cash they hold past the cash limit until they hand it in. Try again once one has, or choose courierSelection ANYONE`;
 
 export interface CourierFleet {
   /** A geo fleet type id. */
@@ -163,6 +174,20 @@ export const deliveryIdParams = Joi.object<DeliveryIdParams, true>({
   deliveryId: uuid().required(),
 });
 
+/** Couriers asked at most by one `mayCollect`: a merchant's list longer than this is not asked. */
+export const MAY_COLLECT_MAX_COURIERS = 100;
+
+export interface MayCollectParams {
+  courierIds: string[];
+  /** The cash a pay-on-delivery would have its courier collect, in kobo. */
+  collectKobo: number;
+}
+
+export const mayCollectParams = Joi.object<MayCollectParams, true>({
+  courierIds: Joi.array().items(uuid()).min(1).max(MAY_COLLECT_MAX_COURIERS).required(),
+  collectKobo: Joi.number().integer().min(0).required(),
+});
+
 export interface HeldDelivery {
   deliveryId: string | null;
 }
@@ -252,6 +277,11 @@ export interface MatchingActions {
   'courier-matching.startSearch': { params: StartSearchParams; answer: { started: boolean } };
   /** The delivery is over: its search ends and the courier holding it is free. Repeatable. */
   'courier-matching.endMatching': { params: DeliveryIdParams; answer: { ended: boolean } };
+  /**
+   * Of these couriers, those a pay-on-delivery collecting `collectKobo` may be offered to now:
+   * not past MATCHING_COURIER_CASH_LIMIT_NAIRA in cash owed (decision 110), in the order given.
+   */
+  'courier-matching.mayCollect': { params: MayCollectParams; answer: { courierIds: string[] } };
   /** The delivery a courier holds now, if any. */
   'courier-matching.heldDelivery': { params: CourierIdParams; answer: HeldDelivery };
   /** The sandbox's virtual courier is here now (refused for a real courier). */
@@ -271,6 +301,7 @@ export const MATCHING_RETRY = {
   'courier-matching.authenticateCourier': 'safe',
   'courier-matching.startSearch': 'safe',
   'courier-matching.endMatching': 'safe',
+  'courier-matching.mayCollect': 'safe',
   'courier-matching.heldDelivery': 'safe',
   'courier-matching.placeVirtualCourier': 'safe',
 } as const satisfies Record<keyof MatchingActions, Retry>;

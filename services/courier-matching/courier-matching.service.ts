@@ -12,6 +12,7 @@ import {
   courierIdParams,
   deliveryIdParams,
   merchantCouriersParams,
+  mayCollectParams,
   placeVirtualCourierParams,
   startSearchParams,
   virtualStart,
@@ -124,7 +125,10 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     merchantCourierIds: async (userId) =>
       (await store.merchantCouriers(userId)).filter((c) => c.active).map((c) => c._id),
     isActive: async (courierId) => (await store.find(courierId))?.active === true,
-    cashOwedKobo: async (courierId) => (await cashOwed.get(courierId)) ?? 0,
+    cashOwedKobo: async (courierId, fresh) => {
+      if (fresh) cashOwed.forget(courierId);
+      return (await cashOwed.get(courierId)) ?? 0;
+    },
     async placeVirtualCourier(search) {
       const courier = virtualCourier(search);
       await store.ensureVirtual(courier);
@@ -245,6 +249,16 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         visibility: 'public',
         params: deliveryIdParams,
         handler: (ctx) => searches.end(ctx.params.deliveryId),
+      }),
+
+      /** Internal: order's question before it takes a pay-on-delivery only these may carry. */
+      mayCollect: implement('courier-matching.mayCollect', {
+        visibility: 'public',
+        params: mayCollectParams,
+        async handler(ctx) {
+          const { courierIds, collectKobo } = ctx.params;
+          return { courierIds: await searches.allowedToCollect(courierIds, collectKobo) };
+        },
       }),
 
       /** Internal: the delivery a courier holds (order's `/courier/deliveries/current`). */

@@ -65,8 +65,11 @@ export interface SearchDeps {
   merchantCourierIds: (userId: string) => Promise<string[]>;
   /** Whether the directory has the courier at work (not retired), read by `_id`. */
   isActive: (courierId: string) => Promise<boolean>;
-  /** What the courier owes in cash collected on delivery, in kobo. */
-  cashOwedKobo: (courierId: string) => Promise<number>;
+  /**
+   * What the courier owes in cash collected on delivery, in kobo: kept briefly, or `fresh`
+   * from the payment service.
+   */
+  cashOwedKobo: (courierId: string, fresh?: boolean) => Promise<number>;
   /** Puts the sandbox's virtual courier of a simulated delivery near its pickup. */
   placeVirtualCourier: (search: StartSearchParams) => Promise<void>;
   logger: () => Logger;
@@ -449,12 +452,7 @@ export class Searches {
     const passedOver = new Set<string>();
     let batch = found;
     for (let round = 0; round < CASH_ROUNDS && batch.length > 0; round++) {
-      const owed = await Promise.all(
-        batch.map(({ courierId }) => this.owedOrUnknown(search, courierId)),
-      );
-      const payable = batch.filter(
-        (_, i) => owed[i] === null || withinCashLimit(owed[i], collectKobo, settings.cashLimitKobo),
-      );
+      const payable = await this.withinLimit(batch, collectKobo, { deliveryId: search._id });
       if (payable.length > 0) return payable;
       // Fewer than asked for: nobody else is in reach.
       if (batch.length < settings.candidates) break;
@@ -465,18 +463,49 @@ export class Searches {
     return [];
   }
 
-  /** What the courier owes in cash, or null when the payment service cannot say. */
-  private async owedOrUnknown(search: SearchRecord, courierId: string): Promise<number | null> {
-    try {
-      return await this.deps.cashOwedKobo(courierId);
-    } catch (err) {
-      this.deps.logger().warn('cash owed not known; the pay-on-delivery is offered', {
-        courierId,
-        deliveryId: search._id,
-        err: (err as Error).message,
-      });
-      return null;
-    }
+  /**
+   * Of these couriers, those a pay-on-delivery collecting `collectKobo` may go to now (order
+   * asks before it takes a request that only they may carry): all, when there is no limit.
+   */
+  async allowedToCollect(courierIds: readonly string[], collectKobo: number): Promise<string[]> {
+    if (collectKobo === 0 || this.deps.settings.cashLimitKobo === 0) return [...courierIds];
+    // Asked afresh: a merchant told to wait for cash to be handed in may try again at once.
+    const allowed = await this.withinLimit(
+      courierIds.map((courierId) => ({ courierId })),
+      collectKobo,
+      { fresh: true },
+    );
+    return allowed.map((c) => c.courierId);
+  }
+
+  /**
+   * Those of the couriers (all asked at once) who may collect `collectKobo` more. One whose
+   * debt the payment service cannot tell in time may: the cash of one delivery is a smaller
+   * harm than deliveries held up.
+   */
+  private async withinLimit<C extends { courierId: string }>(
+    couriers: readonly C[],
+    collectKobo: number,
+    asking: { deliveryId?: string; fresh?: boolean },
+  ): Promise<C[]> {
+    const { cashLimitKobo } = this.deps.settings;
+    const owed = await Promise.all(
+      couriers.map(async ({ courierId }) => {
+        try {
+          return await this.deps.cashOwedKobo(courierId, asking.fresh);
+        } catch (err) {
+          this.deps.logger().warn('cash owed not known; the pay-on-delivery is allowed', {
+            courierId,
+            deliveryId: asking.deliveryId ?? null,
+            err: (err as Error).message,
+          });
+          return null;
+        }
+      }),
+    );
+    return couriers.filter(
+      (_, i) => owed[i] === null || withinCashLimit(owed[i], collectKobo, cashLimitKobo),
+    );
   }
 
   /**

@@ -536,6 +536,36 @@ describe('a pay-on-delivery', () => {
   });
 });
 
+describe('who may collect a pay-on-delivery, asked before the request is taken', () => {
+  it('answers those within the limit, in the order asked, counting an unknown debt as within', async () => {
+    const within = randomUUID();
+    const over = randomUUID();
+    const unknown = randomUUID();
+    const free = randomUUID();
+    const owed = new Map<string, number | Error>([
+      [within, 4_000_000],
+      [over, 4_000_001],
+      [unknown, new Error('payment service unreachable')],
+    ]);
+    const models = defineSearchModels(db);
+    const searches = searchesOver(
+      new SearchStore(() => models),
+      positionsNoting([]),
+      new Set(),
+      [],
+      owed,
+    );
+    // ₦60,000 at most: ₦40,000 owed + ₦20,000 is within, a kobo more is not.
+    expect(await searches.allowedToCollect([over, within, unknown, free], 2_000_000)).toEqual([
+      within,
+      unknown,
+      free,
+    ]);
+    expect(await searches.allowedToCollect([over], 2_000_000)).toEqual([]);
+    expect(await searches.allowedToCollect([over], 0)).toEqual([over]);
+  });
+});
+
 describe('a search with a time after which no courier is sought (a slot that closes)', () => {
   const MINUTE = 60_000;
 
