@@ -478,8 +478,13 @@ export class DeliveryRequests {
       await this.store.claimOutcome(outcome);
       decided = await this.store.outcome(pending._id);
     }
-    if (decided?.outcome === 'CREATED' && pending.built) {
-      await this.persist(pending.built, pending.notifications ?? []);
+    if (decided?.outcome === 'CREATED') {
+      // The copy the sweep listed may be older than the request's READY: a request that
+      // saved it and claimed CREATED meanwhile is read again, never undone (it was paid).
+      const current = pending.built ? pending : await this.store.pending(pending._id);
+      // Gone: the request stored its delivery and dropped it. Without `built` it cannot be,
+      // since READY is saved before CREATED is claimed; the next sweep reads it again.
+      if (current?.built) await this.persist(current.built, current.notifications ?? []);
       return 'created';
     }
     await this.undo(pending);

@@ -181,14 +181,15 @@ export class LedgerStore {
 
   /**
    * A page of a chain, newest first: `limit` entries before sequence `before`, from its end
-   * when absent (`account`, when the caller has read it, saves reading it again).
+   * when absent or past it (`account`, when the caller has read it, saves reading it again).
    */
   async page(
     walletId: string,
     { limit, before }: { limit: number; before?: number },
     account?: WalletBalance,
   ): Promise<LedgerEntry[]> {
-    const newest = before ?? (account ?? (await this.balance(walletId))).sequence + 1;
+    const end = (account ?? (await this.balance(walletId))).sequence + 1;
+    const newest = Math.min(before ?? end, end);
     return (await this.entriesBefore(walletId, newest, limit)).map(toLedgerEntry);
   }
 

@@ -459,6 +459,9 @@ describe('GET /api/wallet and /api/wallet/transactions', () => {
     const next = await transactions(key, '?limit=4&before=3');
     expect(next.body.data.map((t: { sequence: number }) => t.sequence)).toEqual([2, 1]);
     expect(next.body.data[1]).toMatchObject({ type: 'CREDIT', amount: '1.00', balance: '1.00' });
+    // A `before` past the newest entry reads from the newest, never an empty page.
+    const past = await transactions(key, '?limit=2&before=500');
+    expect(past.body.data.map((t: { sequence: number }) => t.sequence)).toEqual([6, 5]);
 
     // Another merchant sees only their own.
     expect((await transactions(merchant.key)).body.data).toEqual([]);
