@@ -103,17 +103,18 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
   let reportSearches: ReturnType<typeof searchGauge> = () => undefined;
   // What couriers owe in cash, asked of payment briefly at most once per courier: their reports
   // wake a pay-on-delivery's search every few seconds. A slow answer holds no sweep long.
+  const askCashOwed = async (courierId: string) =>
+    (
+      await call(
+        broker,
+        'payment.cashOwed',
+        { courierId },
+        { timeout: CASH_OWED_TIMEOUT_MS, retries: 0 },
+      )
+    ).owedKobo;
   const cashOwed = new LookupCache<number>({
     cacheMs: CASH_OWED_CACHE_MS,
-    lookup: async (courierId) =>
-      (
-        await call(
-          broker,
-          'payment.cashOwed',
-          { courierId },
-          { timeout: CASH_OWED_TIMEOUT_MS, retries: 0 },
-        )
-      ).owedKobo,
+    lookup: askCashOwed,
   });
   const searchStore = new SearchStore(() => db.models);
   const searches = new Searches({
@@ -125,10 +126,8 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     merchantCourierIds: async (userId) =>
       (await store.merchantCouriers(userId)).filter((c) => c.active).map((c) => c._id),
     isActive: async (courierId) => (await store.find(courierId))?.active === true,
-    cashOwedKobo: async (courierId, fresh) => {
-      if (fresh) cashOwed.forget(courierId);
-      return (await cashOwed.get(courierId)) ?? 0;
-    },
+    cashOwedKobo: async (courierId, fresh) =>
+      fresh ? askCashOwed(courierId) : ((await cashOwed.get(courierId)) ?? 0),
     async placeVirtualCourier(search) {
       const courier = virtualCourier(search);
       await store.ensureVirtual(courier);

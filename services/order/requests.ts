@@ -117,7 +117,8 @@ export class DeliveryRequests {
     // of its couriers since, so they are checked only for a request not decided yet.
     const earlier = who.idempotencyToken ? await this.replay(deliveryId) : null;
     if (earlier) return earlier;
-    const onlyCouriers = await this.checkCouriers(request, user.id, who.caller);
+    const own = await this.checkCouriers(request, user.id, who.caller);
+    await this.checkCollectors(request, user.id, own, who);
     const recipientUserId = request.link3rdPartyByContactInfo
       ? linkedRecipient(
           user.id,
@@ -144,7 +145,7 @@ export class DeliveryRequests {
     }
     this.fault('after-claim');
     try {
-      return await this.run(deliveryId, request, { ...who, recipientUserId, onlyCouriers }, now);
+      return await this.run(deliveryId, request, { ...who, recipientUserId }, now);
     } catch (err) {
       if (isRefusal(err)) await this.refuseAnswering(deliveryId, err);
       throw err;
@@ -152,8 +153,8 @@ export class DeliveryRequests {
   }
 
   /**
-   * SPECIFIC needs an active courier; a merchant's own couriers, at least one. The couriers the
-   * delivery may go to when they are named (null: anyone).
+   * SPECIFIC needs an active courier; a merchant's own couriers, at least one. The ids of the
+   * merchant's own active couriers when they were read (MERCHANT_SPECIAL_COURIERS), else null.
    */
   private async checkCouriers(
     request: DeliveryRequest,
@@ -168,53 +169,79 @@ export class DeliveryRequests {
         throw error;
       }
     };
-    let only: string[] | null = null;
     if (request.courierSelection === 'SPECIFIC' && request.courierId) {
       await activeCourier(request.courierId, 'courierId');
-      only = [request.courierId];
     }
+    let own: string[] | null = null;
     if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS') {
-      const own = await call(services, 'courier-matching.merchantCouriers', {
-        userId,
-        activeOnly: true,
-      });
+      own = await this.ownCouriers(userId, services);
       if (own.length === 0) throw notFound(NO_MERCHANT_COURIERS);
-      only = own.map((c) => c.id);
     }
     if (request.podCourierProfileId) {
       await activeCourier(request.podCourierProfileId, 'podCourierProfileId');
     }
-    return only;
+    return own;
+  }
+
+  private async ownCouriers(userId: string, services: Caller): Promise<string[]> {
+    const own = await call(services, 'courier-matching.merchantCouriers', {
+      userId,
+      activeOnly: true,
+    });
+    return own.map((c) => c.id);
   }
 
   /**
-   * A pay-on-delivery that only named couriers may carry is refused while every one of them
-   * would pass the cash limit with it (decision 110): its search would only wait for one to
-   * hand cash in. Matching still holds the limit at each offer; a list too long to ask about
-   * at once is left to it.
+   * A pay-on-delivery that only the merchant's own couriers may carry (SPECIFIC naming one of
+   * them, or MERCHANT_SPECIAL_COURIERS) is refused while every one of them would pass the cash
+   * limit with it (decision 110), before anything is taken: its search would start at once and
+   * only wait for one to hand cash in. Asked before the request is claimed, so that the same
+   * Idempotency-Key is taken once one has. Left to matching, which holds the limit at each
+   * offer: a courier of someone else's (the answer would tell a stranger about their cash), a
+   * SCHEDULED delivery (its search starts on its date), the sandbox, a list too long to ask
+   * about at once, and any doubt (packages the request will refuse, matching or payment not
+   * answering).
    */
   private async checkCollectors(
-    delivery: DeliveryRecord,
     request: DeliveryRequest,
-    onlyCouriers: string[] | null,
-    services: Caller,
+    userId: string,
+    own: string[] | null,
+    who: Requester,
   ): Promise<void> {
-    const collectKobo = delivery.payOnDelivery?.collectAmountKobo ?? 0;
-    if (collectKobo <= 0 || delivery.simulation || !onlyCouriers) return;
-    if (onlyCouriers.length === 0 || onlyCouriers.length > MAY_COLLECT_MAX_COURIERS) return;
+    if (!request.payOnDelivery || request.schedule || who.simulation) return;
+    const services = who.caller;
+    let named: string[];
+    if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS' && own) {
+      named = own;
+    } else if (request.courierSelection === 'SPECIFIC' && request.courierId) {
+      const { courierId } = request;
+      if (!(await this.ownCouriers(userId, services)).includes(courierId)) return;
+      named = [courierId];
+    } else {
+      return;
+    }
+    if (named.length > MAY_COLLECT_MAX_COURIERS) return;
     let allowed: string[];
+    let collectKobo: number;
     try {
+      ({ totalValueKobo: collectKobo } = await call(services, 'package.resolveSelection', {
+        userId,
+        packageIds: request.packageIds,
+      }));
+      if (collectKobo <= 0) return;
       ({ courierIds: allowed } = await call(services, 'courier-matching.mayCollect', {
-        courierIds: onlyCouriers,
+        courierIds: named,
         collectKobo,
       }));
     } catch (err) {
-      // As matching does when payment cannot say (and a matching of the version before, during
-      // a rolling update, has no such action): the request is taken, the search holds the limit.
-      this.deps.logger().warn('couriers’ cash room not known; the pay-on-delivery is taken', {
-        deliveryId: delivery._id,
-        err: (err as Error).message,
-      });
+      // The request refuses bad packages itself; a matching of the version before (a rolling
+      // update) has no such action: either way the search holds the limit.
+      if (!isRefusal(err)) {
+        this.deps.logger().warn('couriers’ cash room not known; the pay-on-delivery is taken', {
+          userId,
+          err: (err as Error).message,
+        });
+      }
       return;
     }
     if (allowed.length > 0) return;
@@ -232,7 +259,7 @@ export class DeliveryRequests {
   private async run(
     deliveryId: string,
     request: DeliveryRequest,
-    who: Requester & { recipientUserId: string | null; onlyCouriers: string[] | null },
+    who: Requester & { recipientUserId: string | null },
     now: Date,
   ): Promise<DeliveryRecord> {
     const services = who.caller;
@@ -279,7 +306,6 @@ export class DeliveryRequests {
     });
     const { addresses } = built;
     let delivery: DeliveryRecord = { ...built.delivery, simulation: who.simulation ?? null };
-    await this.checkCollectors(delivery, request, who.onlyCouriers, services);
     const notifications: NotificationRecord[] = [...codes].flatMap(([type, code]) =>
       proofCodeMessages(
         delivery,

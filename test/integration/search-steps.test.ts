@@ -193,6 +193,8 @@ function searchesOver(
   toOrder: string[] = [],
   /** What couriers owe in cash collected on delivery, in kobo; one that throws: unknown. */
   owed: ReadonlyMap<string, number | Error> = new Map(),
+  /** The couriers whose debt was asked of payment afresh, not from the 5 s copy. */
+  askedAfresh: string[] = [],
 ): Searches {
   const order: Caller = {
     async call(action, params) {
@@ -217,7 +219,8 @@ function searchesOver(
     fleetTypes: async () => [{ id: BIKE, maxWeight: '20.00000', active: true }],
     merchantCourierIds: async () => [],
     isActive: async (courierId) => !retired.has(courierId),
-    cashOwedKobo: async (courierId) => {
+    cashOwedKobo: async (courierId, fresh) => {
+      if (fresh) askedAfresh.push(courierId);
       const known = owed.get(courierId) ?? 0;
       if (known instanceof Error) throw known;
       return known;
@@ -548,12 +551,14 @@ describe('who may collect a pay-on-delivery, asked before the request is taken',
       [unknown, new Error('payment service unreachable')],
     ]);
     const models = defineSearchModels(db);
+    const askedAfresh: string[] = [];
     const searches = searchesOver(
       new SearchStore(() => models),
       positionsNoting([]),
       new Set(),
       [],
       owed,
+      askedAfresh,
     );
     // ₦60,000 at most: ₦40,000 owed + ₦20,000 is within, a kobo more is not.
     expect(await searches.allowedToCollect([over, within, unknown, free], 2_000_000)).toEqual([
@@ -561,6 +566,8 @@ describe('who may collect a pay-on-delivery, asked before the request is taken',
       unknown,
       free,
     ]);
+    // Asked afresh: a courier who just handed cash in may be named again at once.
+    expect(askedAfresh.sort()).toEqual([over, within, unknown, free].sort());
     expect(await searches.allowedToCollect([over], 2_000_000)).toEqual([]);
     expect(await searches.allowedToCollect([over], 0)).toEqual([over]);
   });
