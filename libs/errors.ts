@@ -105,6 +105,8 @@ const UNAVAILABLE =
   'The service that handles this request is temporarily unavailable; retry in a few seconds';
 
 /** Errors raised by moleculer, moleculer-web and body-parser, by their `type`. */
+/** The type of a body that does not decompress as its Content-Encoding says (the gateway's). */
+export const UNDECODABLE_BODY = 'entity.decode.failed';
 const FRAMEWORK_ERRORS: Record<string, { status: number; message?: string }> = {
   SERVICE_NOT_FOUND: { status: 503, message: UNAVAILABLE },
   SERVICE_NOT_AVAILABLE: { status: 503, message: UNAVAILABLE },
@@ -120,6 +122,11 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; message?: string }> = {
   },
   'entity.too.large': { status: 413, message: 'Request body is too large' },
   'encoding.unsupported': { status: 415, message: 'Unsupported content encoding' },
+  [UNDECODABLE_BODY]: {
+    status: 400,
+    message:
+      'The body could not be decompressed; send it as its Content-Encoding says (gzip, deflate or br), or without one',
+  },
   'charset.unsupported': { status: 415, message: 'Unsupported charset; send UTF-8 JSON' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415 },
   INVALID_REQUEST_TYPE: { status: 415, message: 'Unsupported content type' },

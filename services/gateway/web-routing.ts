@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Errors } from 'moleculer';
+import { UNDECODABLE_BODY } from '../../libs/errors';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
 import { templateCandidates } from './routes';
@@ -74,9 +75,19 @@ export interface RoutingService<Alias> {
 export function asMoleculerError(err: unknown): Errors.MoleculerError {
   if (err instanceof Errors.MoleculerError) return err;
   if (err instanceof Error) {
-    const { code, status, type } = err as Error & { code?: number; status?: number; type?: string };
+    const { code, status, type } = err as Error & {
+      code?: number | string;
+      status?: number;
+      type?: string;
+    };
+    // body-parser types its own errors; an untyped 400 of its with a string code is its
+    // decompression stream's (zlib's `Z_DATA_ERROR`, brotli's `ERR__ERROR_FORMAT_…`): the body
+    // is not what its Content-Encoding says. The string code is no status.
+    const numeric = typeof code === 'number' ? code : undefined;
+    const named =
+      type ?? (status === 400 && typeof code === 'string' ? UNDECODABLE_BODY : undefined);
     // moleculer takes a missing code as 500 and keeps a missing type missing (its type says string).
-    return new Errors.MoleculerError(err.message, code || status || 500, type as string);
+    return new Errors.MoleculerError(err.message, numeric || status || 500, named as string);
   }
   return new Errors.MoleculerError(String(err));
 }

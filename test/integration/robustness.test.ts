@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { MAX_JSON_DEPTH, PROTOTYPE_KEYS } from '../../services/gateway/json-body';
@@ -369,6 +370,40 @@ describe('generated bad input never makes a 5xx', () => {
         `The JSON body is nested more than ${MAX_JSON_DEPTH} levels deep; send at most ${MAX_JSON_DEPTH} levels of objects and arrays`,
       );
     }
+  });
+
+  it('nor does a body its Content-Encoding does not describe, with a key or without', async () => {
+    const undecodable = [
+      ['gzip', Buffer.from('xx')],
+      ['gzip', gzipSync(Buffer.from('{"a":1}')).subarray(0, 12)],
+      ['deflate', Buffer.from([0x78, 0x9c, 0xff, 0xff])],
+      ['br', Buffer.from('not brotli at all')],
+    ] as const;
+    for (const [encoding, body] of undecodable) {
+      const keys: Record<string, string>[] = [{}, { 'api-key': stack.alice.key }];
+      for (const headers of keys) {
+        const reply = await request(stack.node.url, 'POST', '/api/package', {
+          headers: { ...headers, 'content-type': 'application/json', 'content-encoding': encoding },
+          raw: body,
+        });
+        expectErrorEnvelope(
+          reply,
+          400,
+          'The body could not be decompressed; send it as its Content-Encoding says (gzip, deflate or br), or without one',
+        );
+      }
+    }
+    // A body that does decompress is read as usual.
+    const reply = await request(stack.node.url, 'POST', '/api/route', {
+      headers: {
+        'api-key': stack.alice.key,
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+      },
+      raw: gzipSync(Buffer.from('{}')),
+    });
+    expectErrorEnvelope(reply, 400);
+    expect(reply.body.message).not.toMatch(/decompress/);
   });
 
   it('nor do malformed JSON, wrong content types and odd query strings', async () => {
