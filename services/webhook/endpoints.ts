@@ -212,7 +212,8 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
     }),
 
     removeWebhook: action({
-      retry: 'safe',
+      // Done once, a repeat answers 404 for the endpoint it deleted.
+      retry: 'never',
       http: {
         group: 'api',
         method: 'DELETE',
