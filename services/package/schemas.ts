@@ -34,9 +34,12 @@ export const packageView = view('Package', {
   deletedAt: Joi.string().isoDate().allow(null),
 });
 
-/** A URL of a file uploaded to this platform, by the file service's own rule. */
+/**
+ * A URL of a file uploaded to this platform, by the file service's own rule, taken as sent (as a
+ * download's is): untrimmed, so that the document's pattern is exactly the check.
+ */
 const hostedImage = (cdnBaseUrl: string) =>
-  documented(Joi.string().trim().max(PACKAGE_TEXT_LIMITS.image), {
+  documented(Joi.string().max(PACKAGE_TEXT_LIMITS.image), {
     pattern: hostedUrlPattern(cdnBaseUrl),
   })
     .custom((value: string, helpers) => {
