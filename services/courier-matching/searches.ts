@@ -751,14 +751,18 @@ export class Searches {
 
   async decline(courierId: string, id: string, now = new Date()): Promise<OfferView> {
     const offer = await this.courierOffer(courierId, id);
-    if (!(await this.store.claimOfferOutcome(offer._id, 'DECLINED'))) {
-      const outcome = await this.store.offerOutcome(offer._id);
+    // Past its time an offer is closed, as `accept` and `GET /courier/offers` say: expired.
+    const outcome: OfferOutcome =
+      offer.expiresAt.getTime() <= now.getTime() ? 'EXPIRED' : 'DECLINED';
+    if (!(await this.store.claimOfferOutcome(offer._id, outcome))) {
+      const decided = await this.store.offerOutcome(offer._id);
       // A repeat of this decline answers as the first did.
-      if (outcome !== 'DECLINED') throw conflict(offerClosed(outcome ?? 'EXPIRED'));
+      if (decided !== 'DECLINED') throw conflict(offerClosed(decided ?? 'EXPIRED'));
       return this.view(offer, now);
     }
-    await this.letGo(offer, 'DECLINED');
+    await this.letGo(offer, outcome);
     setImmediate(() => void this.step(offer.deliveryId));
+    if (outcome === 'EXPIRED') throw conflict(offerClosed(outcome));
     return this.view(offer, now, 'DECLINED');
   }
 

@@ -331,6 +331,39 @@ it('does not offer a delivery again to a courier another replica noted as tried 
   expect(await store.hold(courierId)).toBeNull();
 });
 
+it('refuses a decline past the offer’s time as closed, expired, as an accept is, and lets the courier go', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  const pickup = { lat: 6.1, lon: 3.9 };
+  const courierId = await courierInReach(positions, 0.05, pickup);
+  const searches = searchesOver(store, positions);
+  const [late, inTime] = [randomUUID(), randomUUID()];
+  for (const deliveryId of [late, inTime]) {
+    await store.claimSearch(searchRecord(deliveryId, pickup));
+    await searches.advance(deliveryId);
+    const offerId = offerIdOf(deliveryId, 1);
+    expect(await store.hold(courierId)).toMatchObject({ deliveryId, offerId });
+    const offer = await store.offer(offerId);
+    if (deliveryId === late) {
+      const after = new Date((offer?.expiresAt.getTime() ?? 0) + 1);
+      await expect(searches.decline(courierId, offerId, after)).rejects.toMatchObject({
+        code: 409,
+        message: expect.stringMatching(/expired/),
+      });
+      expect(await store.offerOutcome(offerId)).toBe('EXPIRED');
+    } else {
+      expect(await searches.decline(courierId, offerId)).toMatchObject({ status: 'DECLINED' });
+      // Repeated past its time, it answers as it did.
+      const after = new Date((offer?.expiresAt.getTime() ?? 0) + 1);
+      expect(await searches.decline(courierId, offerId, after)).toMatchObject({
+        status: 'DECLINED',
+      });
+    }
+    expect(await store.hold(courierId)).toBeNull();
+  }
+});
+
 describe('a busy mark checked on a report', () => {
   /** The real store and index, and a courier in reach marked busy for `mark` (none: unnamed). */
   async function markedCourier(mark?: string) {
