@@ -156,7 +156,14 @@ export interface TrackingView {
   distanceKm: number;
   courier: {
     firstName: string;
-    vehicle: { type: string; make: string; model: string; colour: string; regNo: string };
+    vehicle: {
+      /** The courier's fleet type, by name; null when geo cannot say at the moment. */
+      type: string | null;
+      make: string;
+      model: string;
+      colour: string;
+      regNo: string;
+    };
     /** Where the courier last reported, as a place name; null when not under way. */
     place: string | null;
   } | null;

@@ -1,4 +1,4 @@
-import type { Caller } from '../../libs/contracts';
+import { call, type Caller } from '../../libs/contracts';
 import {
   TRACKING_PATTERN,
   trackingParams,
@@ -35,8 +35,17 @@ export function createTrackingActions(deps: {
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
     const courier = await courierOnDelivery(services, delivery, addresses);
     const searchFrom = searchStartsAt(delivery, scheduledSearchLeadMs);
+    const fleetTypeId = courier?.fleet.typeId;
+    // A page must not fail for a vehicle's name: without geo it goes unnamed.
+    const otherFleetType =
+      fleetTypeId && fleetTypeId !== delivery.fleetType.id
+        ? await call(services, 'geo.getFleetType', { fleetTypeId }).then(
+            (type) => type.name,
+            () => null,
+          )
+        : null;
     return trackingState(
-      toTrackingView(delivery, addresses, courier, { searchFrom, now: new Date() }),
+      toTrackingView(delivery, addresses, courier, { searchFrom, now: new Date() }, otherFleetType),
     );
   }
 

@@ -46,7 +46,7 @@ function courierRegion(view: TrackingView): string {
   return (
     '<dl>' +
     `<dt>Courier</dt><dd class="courier-name">${escapeHtml(courier.firstName)}</dd>` +
-    `<dt>Vehicle</dt><dd>${escapeHtml(`${v.colour} ${v.make} ${v.model}`)} (${escapeHtml(v.type)})</dd>` +
+    `<dt>Vehicle</dt><dd>${escapeHtml(`${v.colour} ${v.make} ${v.model}`)}${v.type ? ` (${escapeHtml(v.type)})` : ''}</dd>` +
     `<dt>Plate</dt><dd class="plate">${escapeHtml(v.regNo)}</dd>` +
     where +
     '</dl>'

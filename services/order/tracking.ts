@@ -98,12 +98,17 @@ export function placeName(place: {
   return typeof place.country === 'string' ? place.country : 'Unknown place';
 }
 
-/** The view of a delivery whose stops are known; `courier` as the merchant's view has it. */
+/**
+ * The view of a delivery whose stops are known; `courier` as the merchant's view has it, and
+ * the name of their fleet type when it is not the one the delivery was priced for (a larger
+ * vehicle may carry a small load: docs/matching.md).
+ */
 export function toTrackingView(
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,
   courier: CourierOnDelivery | undefined,
   searchTime: SearchTime,
+  otherFleetTypeName: string | null = null,
 ): TrackingView {
   const status = delivery.lifecycle.status;
   const origin = addresses.get(delivery.originId)?.fields;
@@ -131,8 +136,10 @@ export function toTrackingView(
       ? {
           firstName: firstName(courier.name) ?? 'Your courier',
           vehicle: {
-            // Matching offers a delivery to couriers of its fleet type only.
-            type: delivery.fleetType.name,
+            type:
+              courier.fleet.typeId === delivery.fleetType.id
+                ? delivery.fleetType.name
+                : otherFleetTypeName,
             make: courier.fleet.make,
             model: courier.fleet.model,
             colour: courier.fleet.colour,

@@ -182,6 +182,19 @@ describe('toTrackingView', () => {
     expect(view.steps.map((s) => s.label)).toEqual(['Booked', 'On the way']);
   });
 
+  it('names the courier’s own vehicle type when a larger one carries the load', () => {
+    const inACar = { ...courier, fleet: { ...courier.fleet, typeId: 'car', make: 'Toyota' } };
+    const named = toTrackingView(delivery, addresses, inACar, AT_ONCE, 'Car');
+    expect(named.courier?.vehicle.type).toBe('Car');
+    expect(trackingState(named).regions.courier).toContain('Red Toyota Boxer (Car)');
+    // Geo could not say: unnamed, never the type the delivery was priced for.
+    const unnamed = toTrackingView(delivery, addresses, inACar, AT_ONCE);
+    expect(unnamed.courier?.vehicle.type).toBeNull();
+    const region = trackingState(unnamed).regions.courier;
+    expect(region).toContain('Red Toyota Boxer</dd>');
+    expect(region).not.toContain('Bike');
+  });
+
   it('has no courier and no marker before one is assigned', () => {
     const waiting = toTrackingView(
       { ...delivery, lifecycle: { status: 'REQUEST_CREATED' } } as unknown as DeliveryRecord,
