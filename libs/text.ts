@@ -39,3 +39,52 @@ export const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g
 export function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/**
+ * Control characters other than tabs and line breaks, and lone surrogates: JSON spells each in
+ * six bytes (`\u001b`), and no reader sees what they were.
+ */
+const UNSHOWN = /(?![\t\n\r])\p{Cc}|\p{Cs}/gu;
+
+/**
+ * A C0 control as its picture (U+2400 block: ␀, ␛) and DEL as ␡, so that a binary or
+ * ANSI-coloured answer still reads as what it was; C1 controls and lone surrogates as U+FFFD,
+ * which is what a decoder writes for bytes it cannot read.
+ */
+function picture(ch: string): string {
+  const code = ch.charCodeAt(0);
+  if (code < 0x20) return String.fromCharCode(0x2400 + code);
+  return code === 0x7f ? '\u2421' : '\ufffd';
+}
+
+/** What JSON escapes among the characters `UNSHOWN` leaves, each in two bytes. */
+const ESCAPED_IN_TWO = new Set(['"', '\\', '\t', '\n', '\r']);
+
+/** One code point's bytes in a JSON string, once `UNSHOWN` is gone: UTF-8's, or an escape's. */
+function jsonBytes(ch: string): number {
+  const code = ch.codePointAt(0) ?? 0;
+  if (code < 0x80) return ESCAPED_IN_TWO.has(ch) ? 2 : 1;
+  return code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
+}
+
+const ELLIPSIS = '…';
+
+/**
+ * Someone else's text as an answer may carry it: at most `maxBytes` once written as a JSON
+ * string (UTF-8, its quotes aside), which is its size on NATS, cut between code points and
+ * ended with `…` when cut, and unreadable characters shown as `picture` does. Its result passed
+ * again comes back unchanged, so text kept by an older rule can be clipped when it is read.
+ */
+export function clipForJson(text: string, maxBytes: number): string {
+  const shown = text.replace(UNSHOWN, picture);
+  if (Buffer.byteLength(JSON.stringify(shown)) - 2 <= maxBytes) return shown;
+  const room = maxBytes - Buffer.byteLength(ELLIPSIS);
+  let size = 0;
+  let end = 0;
+  for (const ch of shown) {
+    size += jsonBytes(ch);
+    if (size > room) break;
+    end += ch.length;
+  }
+  return shown.slice(0, end) + ELLIPSIS;
+}

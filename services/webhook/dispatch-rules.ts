@@ -1,5 +1,6 @@
 import { backoffMs, type Backoff } from '../../libs/backoff';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
+import { clipForJson } from '../../libs/text';
 
 /**
  * The dispatcher's rules, pure: which endpoints take an event, which queued message of a
@@ -154,12 +155,23 @@ export function signingSecrets<T extends SecretVersion>(
 export const withinOverlap = (successor: SecretVersion, now: Date, overlapMs: number) =>
   now.getTime() - successor.createdAt.getTime() < overlapMs;
 
-/** What an attempt keeps of the answer: enough to debug, never a whole page. */
-export const EXCERPT_CHARS = 512;
+/**
+ * What an attempt keeps of the answer: enough to debug, never a whole page. Counted in bytes as
+ * the delivery log sends it (`clipForJson`), not in characters: a page of 100 messages with
+ * 10 attempts each must fit one NATS message (decision 33) whatever the receiver answered,
+ * and 512 characters of CJK, of undecodable bytes or of control characters are 1.5 to 3 KB.
+ */
+export const EXCERPT_BYTES = 512;
 
-export function excerpt(body: string): string {
-  return body.length > EXCERPT_CHARS ? `${body.slice(0, EXCERPT_CHARS)}…` : body;
-}
+/**
+ * What an attempt keeps of why there was no answer. Most reasons are a line, but a TLS error
+ * names every name the receiver's certificate holds, and a name error the whole host name.
+ */
+export const ERROR_BYTES = 256;
+
+export const excerpt = (body: string): string => clipForJson(body, EXCERPT_BYTES);
+
+export const attemptError = (error: string): string => clipForJson(error, ERROR_BYTES);
 
 /** A 2xx answer is a delivery; anything else (and no answer) is a failure to retry. */
 export const isDelivered = (statusCode: number | null): boolean =>

@@ -294,7 +294,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         message: 'Webhook deliveries retrieved',
         summary: "List a webhook endpoint's messages and their attempts",
         description:
-          'Newest first, each with its latest 10 attempts (numbered `n`, so the first shown tells how many came before). Each attempt records when it started, how long it took, the status answered (or the error) and the first 512 characters of the answer.',
+          'Newest first, each with its latest 10 attempts (numbered `n`, so the first shown tells how many came before). Each attempt records when it started, how long it took, the status answered (or the error, at most 256 bytes) and the start of the answer: at most 512 bytes in UTF-8 as this JSON spells it, cut between characters and ended with `…`, control characters shown as their pictures (`␀`, `␛`) and bytes that are not UTF-8 as `�`.',
         response: Joi.array().items(webhookDeliveryView),
         errors: { 404: 'No such webhook of yours' },
       },

@@ -7,7 +7,7 @@ import {
   noPublicAddressNow,
   type OutboundPolicy,
 } from '../../libs/outbound-url';
-import { EXCERPT_CHARS, excerpt } from './dispatch-rules';
+import { attemptError, EXCERPT_BYTES, excerpt } from './dispatch-rules';
 
 /** What one POST to an endpoint gave: a status (any) or the reason there was none. */
 export interface PostResult {
@@ -85,15 +85,23 @@ export function post(input: PostInput): Promise<PostResult> {
   });
 }
 
-/** Keeps the first characters of the answer (an excerpt) and drops the rest as it comes. */
+/**
+ * Keeps the first bytes of the answer (an excerpt) and drops the rest as it comes. Each byte
+ * kept is at least one byte of the excerpt (an undecodable one three, as U+FFFD), so one
+ * byte past `EXCERPT_BYTES` is enough to tell that it was cut.
+ */
 function readExcerpt(res: IncomingMessage, done: (text: string) => void): void {
-  let kept = '';
-  res.setEncoding('utf8');
-  res.on('data', (chunk: string) => {
-    if (kept.length <= EXCERPT_CHARS) kept += chunk.slice(0, EXCERPT_CHARS + 1 - kept.length);
+  const kept: Buffer[] = [];
+  let size = 0;
+  res.on('data', (chunk: Buffer) => {
+    if (size > EXCERPT_BYTES) return;
+    const part = chunk.subarray(0, EXCERPT_BYTES + 1 - size);
+    kept.push(part);
+    size += part.length;
   });
-  res.on('end', () => done(excerpt(kept)));
-  res.on('error', () => done(excerpt(kept)));
+  const end = () => done(excerpt(Buffer.concat(kept).toString('utf8')));
+  res.on('end', end);
+  res.on('error', end);
 }
 
 /** Name errors that would tell which names exist in our network (see `noPublicAddressNow`). */
@@ -101,7 +109,7 @@ const NAME_ERRORS = new Set(['EUNSAFETARGET', 'ENOTFOUND', 'EAI_AGAIN', 'ENODATA
 
 export function describeFailure(err: NodeJS.ErrnoException & { hostname?: string }): string {
   if (err.code && NAME_ERRORS.has(err.code) && err.hostname && isIP(err.hostname) === 0) {
-    return noPublicAddressNow(err.hostname);
+    return attemptError(noPublicAddressNow(err.hostname));
   }
-  return err.code ? `${err.code}: ${err.message}` : err.message;
+  return attemptError(err.code ? `${err.code}: ${err.message}` : err.message);
 }

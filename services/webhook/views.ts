@@ -1,3 +1,4 @@
+import { attemptError, excerpt } from './dispatch-rules';
 import type { AttemptRecord, EndpointRecord, MessageRecord, QueuedRecord } from './store';
 
 export interface WebhookView {
@@ -53,8 +54,9 @@ export function toWebhookDeliveryView(
       startedAt: a.startedAt,
       durationMs: a.durationMs,
       statusCode: a.statusCode,
-      error: a.error,
-      responseExcerpt: a.responseExcerpt,
+      // Capped again as sent: older versions kept 512 characters of any answer, and errors whole.
+      error: a.error && attemptError(a.error),
+      responseExcerpt: a.responseExcerpt && excerpt(a.responseExcerpt),
       replay: a.replay,
     })),
   };

@@ -4,8 +4,10 @@ import {
   ownerShare,
   backloggedEndpoints,
   shareOf,
+  attemptError,
+  ERROR_BYTES,
   excerpt,
-  EXCERPT_CHARS,
+  EXCERPT_BYTES,
   isDelivered,
   isSuperseded,
   lanesOf,
@@ -184,8 +186,13 @@ describe('answers', () => {
     expect([null, 199, 301, 404, 500].some(isDelivered)).toBe(false);
   });
 
-  it('keeps an excerpt of long answers', () => {
+  it('keeps an excerpt of long answers and errors, by their bytes as sent', () => {
     expect(excerpt('short')).toBe('short');
-    expect(excerpt('x'.repeat(EXCERPT_CHARS + 10))).toHaveLength(EXCERPT_CHARS + 1);
+    expect(excerpt('x'.repeat(EXCERPT_BYTES + 10))).toBe(`${'x'.repeat(EXCERPT_BYTES - 3)}…`);
+    expect(Buffer.byteLength(excerpt('漢'.repeat(EXCERPT_BYTES)))).toBeLessThanOrEqual(
+      EXCERPT_BYTES,
+    );
+    expect(attemptError('no answer within 10000 ms')).toBe('no answer within 10000 ms');
+    expect(Buffer.byteLength(attemptError('DNS:a.example.com, '.repeat(100)))).toBe(ERROR_BYTES);
   });
 });

@@ -1,5 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ERROR_BYTES, EXCERPT_BYTES } from '../../../services/webhook/dispatch-rules';
 import { describeFailure, post } from '../../../services/webhook/poster';
 
 /** A local endpoint that counts what reaches it and answers as told. */
@@ -59,10 +60,28 @@ describe('post', () => {
     };
     const failed = await post(input(true));
     expect(failed.statusCode).toBe(500);
-    expect(failed.responseExcerpt?.length).toBeLessThanOrEqual(513);
+    expect(failed.responseExcerpt).toBe(`${'x'.repeat(EXCERPT_BYTES - 3)}…`);
     answer = () => undefined; // never answers
     const hung = await post(input(true));
     expect(hung).toMatchObject({ statusCode: null, error: 'no answer within 500 ms' });
+    answer = (res) => res.end('ok');
+  });
+
+  it('keeps an excerpt of a binary answer in its bytes as sent, and characters split between chunks whole', async () => {
+    const binary = Buffer.from(Array.from({ length: 4096 }, (_, i) => i % 256));
+    answer = (res) => res.end(binary);
+    const { responseExcerpt } = await post(input(true));
+    expect(Buffer.byteLength(JSON.stringify(responseExcerpt)) - 2).toBeLessThanOrEqual(
+      EXCERPT_BYTES,
+    );
+    expect(responseExcerpt).toMatch(/^␀␁␂/);
+    expect(responseExcerpt).toMatch(/…$/);
+    const split = Buffer.from('漢字 error');
+    answer = (res) => {
+      res.write(split.subarray(0, 1));
+      res.end(split.subarray(1));
+    };
+    expect(await post(input(true))).toMatchObject({ responseExcerpt: '漢字 error' });
     answer = (res) => res.end('ok');
   });
 });
@@ -90,5 +109,18 @@ describe('describeFailure', () => {
     expect(
       describeFailure(failure('EUNSAFETARGET', '10.0.0.1', 'webhook target is 10.0.0.1')),
     ).toBe('EUNSAFETARGET: webhook target is 10.0.0.1');
+  });
+
+  it("cuts a failure naming all of a certificate's names, or a long host name", () => {
+    const altnames = `Hostname/IP does not match certificate's altnames: ${'DNS:a.example.com, '.repeat(500)}`;
+    const told = describeFailure(
+      failure('ERR_TLS_CERT_ALTNAME_INVALID', 'hooks.example.com', altnames),
+    );
+    expect(told).toMatch(/^ERR_TLS_CERT_ALTNAME_INVALID: Hostname\/IP does not match .*…$/);
+    expect(Buffer.byteLength(told)).toBeLessThanOrEqual(ERROR_BYTES);
+    const host = `${'a'.repeat(60)}.`.repeat(30);
+    expect(Buffer.byteLength(describeFailure(failure('ENOTFOUND', host)))).toBeLessThanOrEqual(
+      ERROR_BYTES,
+    );
   });
 });
