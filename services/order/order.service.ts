@@ -35,6 +35,7 @@ import { Cancellations } from './cancellation';
 import { changeableBy, readableBy, roleOf } from './parties';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
 import { courierOnDelivery } from './courier-view';
+import { createDeliveryAdminActions } from './delivery-admin';
 import type { DeliveryRecord } from './delivery-record';
 import { notificationOutbox } from './notification-outbox';
 import { Outbox } from './outbox';
@@ -522,6 +523,8 @@ export function createOrderService(config: Config): ServiceDefinition {
         params: matchingEndParams,
         handler: (ctx) => courierRun.noCourier(ctx.params.deliveryId),
       }),
+
+      ...createDeliveryAdminActions({ store, transitions, settlement, logger: () => logger }),
 
       ...createTrackingActions({
         store,

@@ -463,6 +463,94 @@ async function carryToDropoff(courier: Courier, deliveryId: string) {
   return step;
 }
 
+describe('an operator, for a courier who cannot report', () => {
+  it('fails a delivery past collection and records it returned: the fee kept, the packages and the courier free', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat - 0.003, lon: ORIGIN.lon + 0.003 });
+    const { merchant, packageId, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+    });
+    // The courier reaches the drop-off, then is heard of no more.
+    await carryToDropoff(courier, deliveryId);
+    const retire = () => admin('PATCH', `/admin/couriers/${courier.id}`, { active: false });
+    expectErrorEnvelope(await retire(), 409);
+    expectErrorEnvelope(await cancelDelivery(base(), merchant, deliveryId), 400);
+    const seen = await admin('GET', `/admin/deliveries/${deliveryId}`);
+    expect(seen.status).toBe(200);
+    expect(seen.body.data).toMatchObject({
+      id: deliveryId,
+      userId: merchant.userId,
+      status: 'ARRIVED_AT_DROPOFF',
+      courier: { name: expect.any(String) },
+    });
+
+    const fail = (json: unknown) => admin('POST', `/admin/deliveries/${deliveryId}/fail`, json);
+    expectErrorEnvelope(await fail({}), 400);
+    expectErrorEnvelope(await fail({ reason: '' }), 400);
+    const failed = await fail({ reason: 'Courier unreachable since noon' });
+    expect(failed.status).toBe(200);
+    expect(failed.body.data.status).toBe('RETURNING');
+    // Once: a repeat is refused, naming where the first one left it.
+    expectErrorEnvelope(await fail({ reason: 'again' }), 409, /RETURNING/);
+    const mine = await getDelivery(base(), merchant, deliveryId);
+    expect(mine.body.data.status).toBe('RETURNING');
+
+    const returned = await admin('POST', `/admin/deliveries/${deliveryId}/returned`);
+    expect(returned.status).toBe(200);
+    expect(returned.body.data.status).toBe('RETURNED');
+    expectErrorEnvelope(await admin('POST', `/admin/deliveries/${deliveryId}/returned`), 409);
+    // The trip was made: the fee is kept, nothing refunded; the packages are free again, and
+    // the courier, no longer holding it, may be retired.
+    const entries = await entriesOf(base(), merchant);
+    expect(entries.filter((e) => e.type === 'REFUND')).toEqual([]);
+    await eventually(async () => expect(await freePackages(base(), merchant)).toContain(packageId));
+    await eventually(async () => expect((await retire()).status).toBe(200));
+    expect(statusEvents.filter((e) => e.deliveryId === deliveryId).map((e) => e.status)).toEqual(
+      expect.arrayContaining(['RETURNING', 'RETURNED']),
+    );
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
+  it('ends a delivery failed before collection with everything given back, and knows only real deliveries', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat - 0.004, lon: ORIGIN.lon + 0.002 });
+    const { merchant, packageId, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+    });
+    const before = await balanceOf(base(), merchant);
+    const offer = await offerOf(courier);
+    await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
+    const failed = await admin('POST', `/admin/deliveries/${deliveryId}/fail`, {
+      reason: 'Courier’s bike broke down',
+    });
+    expect(failed.status).toBe(200);
+    expect(failed.body.data.status).toBe('FAILED');
+    await eventually(async () => {
+      const refunds = (await entriesOf(base(), merchant)).filter((e) => e.type === 'REFUND');
+      expect(refunds).toHaveLength(1);
+    });
+    expect(Number(await balanceOf(base(), merchant))).toBeGreaterThan(Number(before));
+    await eventually(async () => expect(await freePackages(base(), merchant)).toContain(packageId));
+    await eventually(async () => {
+      const free = await asCourier(courier, 'GET', '/courier/deliveries/current');
+      expect(free.body.data).toBeNull();
+    });
+
+    const unknown = randomUUID();
+    expectErrorEnvelope(await admin('GET', `/admin/deliveries/${unknown}`), 404);
+    expectErrorEnvelope(
+      await admin('POST', `/admin/deliveries/${unknown}/fail`, { reason: 'x' }),
+      404,
+    );
+    expectErrorEnvelope(await admin('GET', '/admin/deliveries/not-an-id'), 400);
+    // Operators only.
+    const asMerchant = await request(base(), 'POST', `/admin/deliveries/${deliveryId}/returned`, {
+      headers: { 'api-key': merchant.key },
+    });
+    expectErrorEnvelope(asMerchant, 401);
+  });
+});
+
 describe('pay-on-delivery and cancel', () => {
   it('remits what was collected to the merchant’s wallet once, on delivery', async () => {
     const courier = await courierAt({ lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon - 0.002 });

@@ -1,0 +1,132 @@
+import type { Logger } from 'moleculer';
+import Joi from '../../libs/joi';
+import { conflict, notFound } from '../../libs/errors';
+import { plainText, uuid } from '../../libs/schemas';
+import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
+import { courierOnDelivery } from './courier-view';
+import type { DeliveryRecord } from './delivery-record';
+import type { LifecycleEvent } from './lifecycle';
+import { DELIVERY_NOT_FOUND } from './parties';
+import { deliveryIdParams, deliveryView } from './schemas';
+import type { Settlement } from './settlement';
+import type { OrderStore } from './store';
+import type { DeliveryTransitions } from './transitions';
+import { toDeliveryView } from './views';
+
+/**
+ * What operators may do for a courier who cannot (a phone lost, a courier gone with the
+ * parcel): past collection only couriers' steps move a delivery, the merchant can no longer
+ * cancel it, and its courier cannot be retired while they hold it. The same transitions as
+ * the courier's, with the same effects (decision 111).
+ */
+
+const failParams = Joi.object<{ deliveryId: string; reason: string }, true>({
+  deliveryId: uuid().required(),
+  reason: plainText(300).min(1).required().description('What went wrong, for the record'),
+});
+
+/** The reason a failure an operator records keeps, telling it from a courier's. */
+export const operatorsReason = (reason: string) => `${reason} (recorded by an operator)`;
+
+export interface DeliveryAdminDeps {
+  store: OrderStore;
+  transitions: DeliveryTransitions;
+  settlement: Settlement;
+  logger: () => Logger;
+}
+
+export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActions {
+  const { store, transitions, settlement } = deps;
+
+  async function existing(deliveryId: string): Promise<DeliveryRecord> {
+    const delivery = await transitions.current(deliveryId);
+    if (!delivery) throw notFound(DELIVERY_NOT_FOUND);
+    return delivery;
+  }
+
+  async function operatorsView(ctx: WaybillContext<unknown>, delivery: DeliveryRecord) {
+    const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
+    return toDeliveryView(delivery, addresses, await courierOnDelivery(ctx, delivery, addresses));
+  }
+
+  async function apply(
+    ctx: WaybillContext<unknown>,
+    deliveryId: string,
+    event: LifecycleEvent,
+  ): Promise<Record<string, unknown>> {
+    const delivery = await existing(deliveryId);
+    const applied = await transitions.apply(deliveryId, event, { known: delivery });
+    if (!applied.applied) throw conflict(applied.message);
+    await settlement.afterTransition(applied.delivery, applied.transition);
+    deps.logger().info('delivery moved by an operator', {
+      deliveryId,
+      event: event.kind,
+      status: applied.delivery.lifecycle.status,
+    });
+    return operatorsView(ctx, applied.delivery);
+  }
+
+  const stepErrors = {
+    404: DELIVERY_NOT_FOUND,
+    409: 'Not a step the delivery’s status takes (the message names it)',
+  };
+
+  return {
+    adminDelivery: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/deliveries/:deliveryId',
+        message: 'Delivery retrieved',
+        summary: 'Any delivery, as its creator sees it',
+        response: deliveryView,
+        errors: { 404: DELIVERY_NOT_FOUND },
+      },
+      params: deliveryIdParams,
+      async handler(ctx) {
+        return operatorsView(ctx, await existing(ctx.params.deliveryId));
+      },
+    }),
+
+    adminFailDelivery: action({
+      // A repeat answers 409 naming the status this call moved the delivery to.
+      retry: 'never',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/deliveries/:deliveryId/fail',
+        message: 'Delivery FAILED',
+        summary: 'Record that a delivery cannot go on, for its courier',
+        description:
+          'As the courier’s `failed`: before collection the delivery ends FAILED and everything is given back; past it the packages go back to the sender (RETURNING), and the fee is kept for the trip. For a courier who cannot report it themselves. See docs/deliveries.md.',
+        response: deliveryView,
+        errors: stepErrors,
+      },
+      params: failParams,
+      handler: (ctx: WaybillContext<{ deliveryId: string; reason: string }>) =>
+        apply(ctx, ctx.params.deliveryId, {
+          kind: 'FAILED',
+          reason: operatorsReason(ctx.params.reason),
+        }),
+    }),
+
+    adminReturnDelivery: action({
+      retry: 'never',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/deliveries/:deliveryId/returned',
+        message: 'Delivery RETURNED',
+        summary: 'Record that a returning delivery’s packages are back with the sender',
+        description:
+          'As the courier’s `returned`: the delivery ends RETURNED, its packages free again and its courier too (who may then be retired). See docs/deliveries.md.',
+        response: deliveryView,
+        errors: stepErrors,
+      },
+      params: deliveryIdParams,
+      handler: (ctx: WaybillContext<{ deliveryId: string }>) =>
+        apply(ctx, ctx.params.deliveryId, { kind: 'RETURNED' }),
+    }),
+  };
+}
