@@ -20,7 +20,9 @@ export interface LookupCacheOptions<V> {
 
 /**
  * Called before asking about a key this cache has not accepted lately, and only then; it
- * throws to refuse without the lookup (the gateway's failed-authentication throttle).
+ * throws to refuse without the lookup (the gateway's failed-authentication throttle, which
+ * counts the attempt there). Called for one caller of a key at a time: the others wait and
+ * share the lookup it lets through, so a burst of one key is asked about once.
  */
 export type BeforeLookup = () => Promise<void>;
 
@@ -94,6 +96,8 @@ export class LookupCache<V> {
   private readonly accepted: BoundedMap<CacheEntry<V>>;
   private readonly refused: BoundedMap<CacheEntry<V>>;
   private readonly inFlight = new Map<string, Promise<V | null>>();
+  /** The `beforeLookup` of the caller about to look a key up, for the others to wait on. */
+  private readonly asking = new Map<string, Promise<void>>();
   /**
    * Bumped by every forget(). A lookup started under an older generation may have read the
    * record before its change: it answers its own callers but is neither cached nor shared.
@@ -118,19 +122,21 @@ export class LookupCache<V> {
 
   /** The answer for `key`: cached, shared with a lookup in flight, or looked up. */
   async get(key: string, beforeLookup?: BeforeLookup): Promise<V | null> {
-    const known = this.accepted.get(key);
-    if (known && known.expiresAt > this.now()) return known.value;
-    const refused = this.refused.get(key);
-    if (refused && refused.expiresAt > this.now()) return refused.value;
-
-    let pending = this.inFlight.get(key);
-    if (!pending) {
+    for (;;) {
+      const known = this.accepted.get(key);
+      if (known && known.expiresAt > this.now()) return known.value;
+      const refused = this.refused.get(key);
+      if (refused && refused.expiresAt > this.now()) return refused.value;
+      const pending = this.inFlight.get(key);
+      if (pending) return pending;
       // A key accepted before (its entry expired, but is still held) is looked up again
       // without asking: only someone who holds a real credential can name its hash.
-      if (!known && beforeLookup) await beforeLookup();
-      pending = this.inFlight.get(key) ?? this.start(key);
+      if (known || !beforeLookup) return this.start(key);
+      const asked = this.asking.get(key);
+      if (!asked) return this.askThenLookUp(key, beforeLookup);
+      // Refused, it may have been for the asker's own address: then this caller asks in turn.
+      await asked.catch(() => undefined);
     }
-    return pending;
   }
 
   /** Drops a key, e.g. when its record changed, and disowns its lookups in flight. */
@@ -139,6 +145,18 @@ export class LookupCache<V> {
     this.accepted.delete(key);
     this.refused.delete(key);
     this.inFlight.delete(key);
+  }
+
+  private async askThenLookUp(key: string, beforeLookup: BeforeLookup): Promise<V | null> {
+    const asking = beforeLookup();
+    this.asking.set(key, asking);
+    try {
+      await asking;
+    } finally {
+      this.asking.delete(key);
+    }
+    // In the same turn as the delete: a caller that waited finds the lookup in flight.
+    return this.inFlight.get(key) ?? this.start(key);
   }
 
   private start(key: string): Promise<V | null> {

@@ -50,7 +50,8 @@ export function addressBucket(address: string): string {
  * Failed authentications per client address (API keys and courier tokens alike), counted in
  * Redis so every gateway replica shares the count: up to `quota.limit` per window are answered 401, later ones 429 with
  * `Retry-After`, and a throttled address gets no database lookup of a key the gateway has
- * not accepted before. Successes are never counted.
+ * not accepted before. Successes are never counted. `credential` names what a 429 asks for
+ * (`API key`, `courier token`).
  */
 export class AuthFailureThrottle {
   constructor(
@@ -59,16 +60,29 @@ export class AuthFailureThrottle {
   ) {}
 
   /**
-   * Before a lookup: refuses an address that has used up its failures. `credential` names
-   * what the 429 asks for (`API key`, `courier token`).
+   * Counts a failed authentication of `address`, and refuses it once past the limit. Before
+   * a lookup, the attempt is counted as failed in advance, so that concurrent attempts cannot
+   * all pass one look at the count, and forgiven if the credential proves good.
+   */
+  async countFailure(address: string, credential = 'API key'): Promise<void> {
+    refuseUnless(await this.limiter.consume(address, this.quota), credential);
+  }
+
+  /**
+   * Takes back a failure counted before a lookup that found the credential good. Should Redis
+   * not answer, the request goes on all the same: the count is one too high only until its
+   * window ends.
+   */
+  async forgive(address: string): Promise<void> {
+    await this.limiter.giveBack(address, this.quota).catch(() => undefined);
+  }
+
+  /**
+   * Refuses an address that has used up its failures, reading the count in order with the
+   * failures counted before it on this replica.
    */
   async admit(address: string, credential = 'API key'): Promise<void> {
     refuseUnless(await this.limiter.peek(address, this.quota), credential);
-  }
-
-  /** After a 401: counts it, and refuses instead once past the limit. */
-  async failed(address: string, credential = 'API key'): Promise<void> {
-    refuseUnless(await this.limiter.consume(address, this.quota), credential);
   }
 }
 

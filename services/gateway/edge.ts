@@ -72,9 +72,11 @@ export const PUBLISHABLE_KEY_REFUSED =
 const isUnauthorized = (err: unknown) => (err as { type?: unknown })?.type === 'UNAUTHORIZED';
 
 /**
- * Runs an authentication with failures throttled per client address (gateway/auth-throttle):
- * a lookup of a credential the gateway has not accepted before waits on `admit`, a 401 is
- * counted. `credential` names what the 429 asks for.
+ * Runs an authentication with failures throttled per client address (gateway/auth-throttle).
+ * A lookup of a credential the gateway has not accepted before is counted as a failure
+ * before it is made, so that a burst of concurrent attempts gets no more lookups than the
+ * limit, and forgiven unless it ends in a 401; any other 401 (no credential, a malformed
+ * one, a refusal cached) is counted after it. `credential` names what the 429 asks for.
  */
 async function throttled<T>(
   req: GatewayRequest,
@@ -84,11 +86,20 @@ async function throttled<T>(
 ): Promise<T> {
   // Read now: once the client has left, its socket no longer knows the peer's address.
   const address = clientAddress(req, options.config.trustProxyHops);
+  const { authFailures } = options;
+  let countedBeforeLookup = false;
+  let failed = false;
   try {
-    return await authenticate(() => options.authFailures.admit(address, credential));
+    return await authenticate(async () => {
+      await authFailures.countFailure(address, credential);
+      countedBeforeLookup = true;
+    });
   } catch (err) {
-    if (isUnauthorized(err)) await options.authFailures.failed(address, credential);
+    failed = isUnauthorized(err);
+    if (failed && !countedBeforeLookup) await authFailures.countFailure(address, credential);
     throw err;
+  } finally {
+    if (countedBeforeLookup && !failed) await authFailures.forgive(address);
   }
 }
 
@@ -220,24 +231,28 @@ export interface AdminGuardOptions {
 /**
  * `/admin`: `Authorization: Bearer <ADMIN_TOKEN>`, its failures throttled per client address
  * as API keys' are: the token is one secret for the whole platform, not to be guessed at will.
- * Counted apart from API keys and courier tokens (guesses at those from the operator's
- * address must not shut the operator out), and not at all while Redis is unreachable: the
- * admin API is what an operator repairs things with, and the token is still checked.
+ * Compared first (in memory, nothing to spare), the answer waiting on the count: a wrong token
+ * is counted in the turn it arrives, and the right one is refused once the failures counted
+ * before it reach the limit, so that a right guess in a burst looks like the wrong ones while
+ * an operator's own burst of calls is never held back. Counted apart from API keys and
+ * courier tokens (guesses at those from the operator's address must not shut the operator
+ * out), and not at all while Redis is unreachable: the admin API is what an operator repairs
+ * things with, and the token is still checked.
  */
 export function adminGuard(options: AdminGuardOptions): Middleware {
   return middleware(async (req) => {
     const header = req.headers.authorization;
     const subject = `admin ${clientAddress(req, options.config.trustProxyHops)}`;
     const { authFailures } = options;
-    await unlessUncountable(() => authFailures.admit(subject, ADMIN_CREDENTIAL));
     try {
       checkAdminToken(Array.isArray(header) ? header[0] : header, options.config.adminToken);
     } catch (err) {
       if (isUnauthorized(err)) {
-        await unlessUncountable(() => authFailures.failed(subject, ADMIN_CREDENTIAL));
+        await unlessUncountable(() => authFailures.countFailure(subject, ADMIN_CREDENTIAL));
       }
       throw err;
     }
+    await unlessUncountable(() => authFailures.admit(subject, ADMIN_CREDENTIAL));
   });
 }
 

@@ -17,9 +17,11 @@ export interface QuotaDecision {
 
 // Fixed window per key: the first count of a window sets its expiry. ARGV[2] requests are
 // counted at once (those of one key in one turn of the event loop: QuotaLimiter), atomically,
-// so every gateway replica shares the same count.
+// so every gateway replica shares the same count; 0 when the turn's requests only read it,
+// which then writes nothing before the window starts.
 const CONSUME_SCRIPT = `
 local added = tonumber(ARGV[2])
+if added == 0 and redis.call('EXISTS', KEYS[1]) == 0 then return {0, tonumber(ARGV[1])} end
 local count = redis.call('INCRBY', KEYS[1], added)
 if count == added then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
@@ -27,14 +29,15 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1])
 return {count, ttl}
 `;
 
-// The count so far and the time left, without counting: [0, -2] before the window starts.
-const PEEK_SCRIPT = `
-return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}
+// One count taken back, its window's expiry kept. A window that has ended (its key gone) is
+// left alone: a negative count without an expiry would be a credit that never ends.
+const GIVE_BACK_SCRIPT = `
+if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
 `;
 
 interface QuotaCommands {
   consumeQuota(key: string, windowMs: number, count: number): Promise<[number, number]>;
-  peekQuota(key: string): Promise<[number, number]>;
+  giveBackQuota(key: string): Promise<null>;
 }
 
 /**
@@ -54,7 +57,12 @@ export function quotaStoreClient(
 /** The requests of one key waiting for this turn's count, in the order they came. */
 interface PendingCount {
   windowMs: number;
-  waiters: { resolve: (counted: [number, number]) => void; reject: (err: unknown) => void }[];
+  waiters: {
+    /** 1 to be counted, 0 to read the count as it stands after the requests before it. */
+    adds: 0 | 1;
+    resolve: (counted: [number, number]) => void;
+    reject: (err: unknown) => void;
+  }[];
 }
 
 type QuotaPipeline = ChainableCommander & {
@@ -71,7 +79,7 @@ export class QuotaLimiter {
   ) {
     this.redis = defineScripts<QuotaCommands>(redis, {
       consumeQuota: CONSUME_SCRIPT,
-      peekQuota: PEEK_SCRIPT,
+      giveBackQuota: GIVE_BACK_SCRIPT,
     });
   }
 
@@ -83,23 +91,28 @@ export class QuotaLimiter {
    */
   async consume(subject: string, quota: Quota): Promise<QuotaDecision> {
     const [count, ttlMs] = await this.reach(() =>
-      this.countInThisTurn(this.keyOf(subject, quota), quota.windowSeconds * 1000),
+      this.countInThisTurn(this.keyOf(subject, quota), quota.windowSeconds * 1000, 1),
     );
     return decide(quota, count, count <= quota.limit, ttlMs);
   }
 
-  /** Whether one more request of `subject` would be allowed, without counting it. */
+  /**
+   * Whether one more request of `subject` would be allowed, without counting it. Read in
+   * order with the counts of the turn, so that every request counted before it is seen.
+   */
   async peek(subject: string, quota: Quota): Promise<QuotaDecision> {
-    const [count, ttlMs] = await this.reach(() => this.redis.peekQuota(this.keyOf(subject, quota)));
-    return decide(
-      quota,
-      count,
-      count < quota.limit,
-      ttlMs > 0 ? ttlMs : quota.windowSeconds * 1000,
+    const [count, ttlMs] = await this.reach(() =>
+      this.countInThisTurn(this.keyOf(subject, quota), quota.windowSeconds * 1000, 0),
     );
+    return decide(quota, count, count < quota.limit, ttlMs);
   }
 
-  private countInThisTurn(key: string, windowMs: number): Promise<[number, number]> {
+  /** Uncounts one request of `subject` that `consume` counted in the current window. */
+  async giveBack(subject: string, quota: Quota): Promise<void> {
+    await this.reach(() => this.redis.giveBackQuota(this.keyOf(subject, quota)));
+  }
+
+  private countInThisTurn(key: string, windowMs: number, adds: 0 | 1): Promise<[number, number]> {
     return new Promise((resolve, reject) => {
       if (this.pending.size === 0) setImmediate(() => this.sendCounts());
       let batch = this.pending.get(key);
@@ -107,7 +120,7 @@ export class QuotaLimiter {
         batch = { windowMs, waiters: [] };
         this.pending.set(key, batch);
       }
-      batch.waiters.push({ resolve, reject });
+      batch.waiters.push({ adds, resolve, reject });
     });
   }
 
@@ -121,7 +134,7 @@ export class QuotaLimiter {
     try {
       const pipeline = this.redis.pipeline() as QuotaPipeline;
       for (const [key, { windowMs, waiters }] of batches) {
-        pipeline.consumeQuota(key, windowMs, waiters.length);
+        pipeline.consumeQuota(key, windowMs, sumOf(waiters.map((waiter) => waiter.adds)));
       }
       pipeline
         .exec()
@@ -132,7 +145,10 @@ export class QuotaLimiter {
               const [err, counted] = results?.[index] ?? [new Error('not counted')];
               if (err) throw err;
               const [total, ttlMs] = counted as [number, number];
-              const counts = countsOfBatch(total, waiters.length);
+              const counts = countsOfBatch(
+                total,
+                waiters.map((waiter) => waiter.adds),
+              );
               waiters.forEach((waiter, i) => waiter.resolve([counts[i], ttlMs]));
             } catch (err) {
               waiters.forEach((waiter) => waiter.reject(err));
@@ -157,12 +173,17 @@ export class QuotaLimiter {
 }
 
 /**
- * The count of each of `requests` counted together, in their order, when the window's count
- * after them is `total`: `total - requests + 1` for the first, up to `total` for the last.
+ * The count of each request of a batch, in their order, when the window's count after them
+ * is `total` and each added `adds[i]` (1, or 0 for a read): as if counted one by one, the
+ * first counted `total - counted + 1`, up to `total` for the last; a read sees the count
+ * after those before it.
  */
-export function countsOfBatch(total: number, requests: number): number[] {
-  return Array.from({ length: requests }, (_, i) => total - requests + 1 + i);
+export function countsOfBatch(total: number, adds: readonly number[]): number[] {
+  let count = total - sumOf(adds);
+  return adds.map((added) => (count += added));
 }
+
+const sumOf = (numbers: readonly number[]) => numbers.reduce((sum, n) => sum + n, 0);
 
 /** Redis, which keeps quotas, failed authentications and upload leases, cannot be reached. */
 export const quotaStoreUnavailable = () =>

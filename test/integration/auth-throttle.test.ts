@@ -38,6 +38,11 @@ const me = (client: string | undefined, key?: string) =>
     },
   });
 
+const admin = (client: string, authorization: string) =>
+  request(node.url, 'GET', '/admin/users', {
+    headers: { 'x-forwarded-for': client, authorization },
+  });
+
 /** How many times the gateway has asked the account service about a key. */
 async function lookups(): Promise<number> {
   const text = await (await fetch(`${node.opsUrl}/metrics`)).text();
@@ -146,10 +151,6 @@ describe('failed authentications per client address', () => {
   });
 
   it('throttles wrong admin tokens too, and then refuses even the right one from that address', async () => {
-    const admin = (client: string, authorization: string) =>
-      request(node.url, 'GET', '/admin/users', {
-        headers: { 'x-forwarded-for': client, authorization },
-      });
     const client = '198.51.100.10';
     expect((await admin(client, adminHeaders.authorization)).status).toBe(200);
     for (let i = 0; i < LIMIT; i++) {
@@ -158,5 +159,59 @@ describe('failed authentications per client address', () => {
     expectErrorEnvelope(await admin(client, 'Bearer guess-last'), 429, /valid admin token/);
     expectErrorEnvelope(await admin(client, adminHeaders.authorization), 429, THROTTLED);
     expect((await admin('198.51.100.11', adminHeaders.authorization)).status).toBe(200);
+  });
+});
+
+describe('a burst of concurrent requests from one address', () => {
+  const BURST = 60;
+  const statusesOf = async (replies: Promise<{ status: number }>[]) =>
+    (await Promise.all(replies)).map((reply) => reply.status);
+  const howMany = (statuses: number[], status: number) =>
+    statuses.filter((s) => s === status).length;
+
+  it(`has at most ${LIMIT} made-up API keys looked up, the rest answered 429`, async () => {
+    const client = '198.51.100.20';
+    const counted = await lookups();
+    const statuses = await statusesOf(
+      Array.from({ length: BURST }, () => me(client, unknownKey())),
+    );
+    expect(howMany(statuses, 401)).toBeLessThanOrEqual(LIMIT);
+    expect(howMany(statuses, 429)).toBe(BURST - howMany(statuses, 401));
+    expect((await lookups()) - counted).toBeLessThanOrEqual(LIMIT);
+  });
+
+  it(`answers at most ${LIMIT} wrong admin tokens 401, and refuses the right one sent among them`, async () => {
+    const client = '198.51.100.21';
+    // Every sixth is the right token, each sent after twice LIMIT wrong ones or more.
+    const isRight = (i: number) => i % 6 === 5 && i > 2 * LIMIT;
+    const statuses = await statusesOf(
+      Array.from({ length: BURST }, (_, i) =>
+        admin(client, isRight(i) ? adminHeaders.authorization : `Bearer burst-${i}`),
+      ),
+    );
+    expect(howMany(statuses, 401)).toBeLessThanOrEqual(LIMIT);
+    const rights = statuses.filter((_, i) => isRight(i));
+    expect(rights.length).toBeGreaterThan(5);
+    expect(rights).toEqual(rights.map(() => 429));
+    expect(howMany(statuses, 429)).toBe(BURST - howMany(statuses, 401));
+  });
+
+  it("lets an operator's burst of admin calls through, counting none of it", async () => {
+    const client = '198.51.100.23';
+    const statuses = await statusesOf(
+      Array.from({ length: BURST }, () => admin(client, adminHeaders.authorization)),
+    );
+    expect(statuses).toEqual(Array(BURST).fill(200));
+    expectErrorEnvelope(await admin(client, 'Bearer guess'), 401, /Invalid admin token/);
+  });
+
+  it('lets a burst of one good key through, however many, counting none of it', async () => {
+    const client = '198.51.100.22';
+    const { key } = await createUserWithKey(node.url);
+    // New to the gateway: looked up once for the whole burst, which never reaches the limit.
+    const statuses = await statusesOf(Array.from({ length: BURST }, () => me(client, key)));
+    expect(statuses).toEqual(Array(BURST).fill(200));
+    await useUpFailures(client);
+    expectErrorEnvelope(await me(client, unknownKey()), 429, THROTTLED);
   });
 });

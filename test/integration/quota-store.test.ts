@@ -45,8 +45,42 @@ describe("the gateway's quota store", () => {
       ...Array.from({ length: 30 }, (_, i) => 29 - i),
       ...Array.from({ length: 20 }, () => 0),
     ]);
-    const peeked = await limiter.peek('key-1', quota);
-    expect(peeked).toMatchObject({ allowed: false, remaining: 0 });
+    expect(await redis.get(`${prefix}key-1:60`)).toBe('50');
+  });
+
+  it('reads a count in order with the counts of its turn, and counts nothing', async () => {
+    const limiter = new QuotaLimiter(redis, prefix);
+    const quota = { limit: 2, windowSeconds: 60 };
+    expect(await limiter.peek('read-in-turn', quota)).toMatchObject({ allowed: true });
+    expect(await redis.exists(`${prefix}read-in-turn:60`)).toBe(0);
+    const [, second, , last] = await Promise.all([
+      limiter.consume('read-in-turn', quota),
+      limiter.peek('read-in-turn', quota),
+      limiter.consume('read-in-turn', quota),
+      limiter.peek('read-in-turn', quota),
+    ]);
+    expect(second).toMatchObject({ allowed: true, remaining: 1 });
+    expect(last).toMatchObject({ allowed: false, remaining: 0 });
+    expect(await redis.get(`${prefix}read-in-turn:60`)).toBe('2');
+  });
+
+  it('gives a count back within its window, never below nothing nor past the window', async () => {
+    const limiter = new QuotaLimiter(redis, prefix);
+    const quota = { limit: 2, windowSeconds: 60 };
+    const key = `${prefix}given-back:60`;
+    await limiter.consume('given-back', quota);
+    await limiter.consume('given-back', quota);
+    const ttlBefore = await redis.pttl(key);
+    await limiter.giveBack('given-back', quota);
+    expect(await redis.get(key)).toBe('1');
+    // The window still ends when it did.
+    expect(await redis.pttl(key)).toBeGreaterThan(0);
+    expect(await redis.pttl(key)).toBeLessThanOrEqual(ttlBefore);
+    expect(await limiter.consume('given-back', quota)).toMatchObject({ allowed: true });
+
+    await redis.del(key);
+    await limiter.giveBack('given-back', quota);
+    expect(await redis.exists(key)).toBe(0);
   });
 
   it('counts the requests of one key in one turn with one command, however many keys', async () => {

@@ -15,6 +15,7 @@ function fakeLimiter(options: { down?: boolean } = {}) {
     remaining: 0,
     resetSeconds: 60,
   });
+  // Counted or read when called, as Redis does in the order of the calls; answered later.
   const limiter = {
     async peek(subject: string) {
       if (options.down) throw quotaStoreUnavailable();
@@ -27,7 +28,7 @@ function fakeLimiter(options: { down?: boolean } = {}) {
       return decide(count <= QUOTA.limit);
     },
   };
-  // Only peek and consume are called by the throttle.
+  // Only peek and consume are called by the admin guard.
   return { counts, limiter: limiter as unknown as QuotaLimiter };
 }
 
@@ -60,6 +61,28 @@ describe('adminGuard', () => {
       message: expect.stringContaining('with a valid admin token'),
     });
     expect(await run(guard, `Bearer ${TOKEN}`)).toMatchObject({ code: 429 });
+  });
+
+  it("refuses the right token sent in a burst after the limit, and lets an operator's burst through", async () => {
+    const { counts, limiter } = fakeLimiter();
+    const guard = guardOver(limiter);
+    const outcomes = await Promise.all([
+      ...Array.from({ length: QUOTA.limit }, () => run(guard, 'Bearer wrong')),
+      run(guard, `Bearer ${TOKEN}`),
+      run(guard, 'Bearer wrong'),
+    ]);
+    expect(outcomes.map((outcome) => (outcome as { code: number }).code)).toEqual([
+      ...Array(QUOTA.limit).fill(401),
+      429,
+      429,
+    ]);
+    expect(counts.get('admin 203.0.113.7')).toBe(QUOTA.limit + 1);
+
+    const other = fakeLimiter();
+    const operator = guardOver(other.limiter);
+    const calls = Array.from({ length: QUOTA.limit * 5 }, () => run(operator, `Bearer ${TOKEN}`));
+    expect(await Promise.all(calls)).toEqual(calls.map(() => undefined));
+    expect(other.counts.size).toBe(0);
   });
 
   it('still checks the token, uncounted, while Redis is unreachable', async () => {

@@ -540,6 +540,33 @@ describe('ApiKeyAuthenticator beforeLookup', () => {
     await expect(auth.authenticate(keyOf(2), hook)).rejects.toThrow('throttled');
   });
 
+  it('is asked once for a burst of one key, whose callers share the lookup it let through', async () => {
+    const { auth, lookup } = setup();
+    const asked = deferred<void>();
+    const hook = jest.fn(() => asked.promise);
+    const burst = Array.from({ length: 5 }, () => auth.authenticate(keyOf(1), hook));
+    asked.resolve();
+    await expect(Promise.all(burst)).resolves.toEqual(Array(5).fill(record(1)));
+    expect(hook).toHaveBeenCalledTimes(1);
+    expect(lookup).toHaveBeenCalledTimes(1);
+  });
+
+  it('asks the next caller of a key in turn when the one asked first is refused', async () => {
+    const { auth, lookup } = setup();
+    const refused = deferred<void>();
+    const first = auth.authenticate(
+      keyOf(1),
+      jest.fn(() => refused.promise),
+    );
+    const allow = jest.fn(async () => undefined);
+    const second = auth.authenticate(keyOf(1), allow);
+    refused.reject(new Error('throttled'));
+    await expect(first).rejects.toThrow('throttled');
+    await expect(second).resolves.toEqual(record(1));
+    expect(allow).toHaveBeenCalledTimes(1);
+    expect(lookup).toHaveBeenCalledTimes(1);
+  });
+
   it('with cacheMs 0, still knows which keys it accepted', async () => {
     const { auth, lookup } = setup({ cacheMs: 0 });
     await auth.authenticate(keyOf(1));

@@ -50,18 +50,37 @@ describe('quotaHeaders', () => {
 
 describe('countsOfBatch', () => {
   it('gives the requests counted together the counts they would have had one by one', () => {
-    expect(countsOfBatch(7, 3)).toEqual([5, 6, 7]);
-    expect(countsOfBatch(1, 1)).toEqual([1]);
+    expect(countsOfBatch(7, [1, 1, 1])).toEqual([5, 6, 7]);
+    expect(countsOfBatch(1, [1])).toEqual([1]);
+  });
+
+  it('gives a read the count after the requests before it', () => {
+    expect(countsOfBatch(7, [0, 1, 0, 1, 0])).toEqual([5, 6, 6, 7, 7]);
+    expect(countsOfBatch(3, [0, 0])).toEqual([3, 3]);
   });
 
   it('ends at the total, one apart, as many as the requests (property)', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 500 }), fc.nat(1_000_000), (requests, before) => {
-        const counts = countsOfBatch(before + requests, requests);
+        const counts = countsOfBatch(before + requests, Array<number>(requests).fill(1));
         expect(counts).toHaveLength(requests);
         expect(counts[0]).toBe(before + 1);
         expect(counts.at(-1)).toBe(before + requests);
         counts.forEach((count, i) => i > 0 && expect(count - counts[i - 1]).toBe(1));
+      }),
+    );
+  });
+
+  it('counts as if the reads among the requests were not there (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(0, 1)), fc.nat(1_000_000), (adds, before) => {
+        const total = before + adds.filter(Boolean).length;
+        const counts = countsOfBatch(total, adds);
+        const counted = counts.filter((_, i) => adds[i] === 1);
+        expect(counted).toEqual(countsOfBatch(total, Array<number>(counted.length).fill(1)));
+        adds.forEach((added, i) => {
+          if (added === 0) expect(counts[i]).toBe(before + adds.slice(0, i).filter(Boolean).length);
+        });
       }),
     );
   });
