@@ -104,9 +104,10 @@ interface ErrorLike {
 const UNAVAILABLE =
   'The service that handles this request is temporarily unavailable; retry in a few seconds';
 
-/** Errors raised by moleculer, moleculer-web and body-parser, by their `type`. */
 /** The type of a body that does not decompress as its Content-Encoding says (the gateway's). */
 export const UNDECODABLE_BODY = 'entity.decode.failed';
+
+/** Errors raised by moleculer, moleculer-web and body-parser, by their `type`. */
 const FRAMEWORK_ERRORS: Record<string, { status: number; message?: string }> = {
   SERVICE_NOT_FOUND: { status: 503, message: UNAVAILABLE },
   SERVICE_NOT_AVAILABLE: { status: 503, message: UNAVAILABLE },

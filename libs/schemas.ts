@@ -1,5 +1,6 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import Joi from './joi';
+import { UNSHOWN } from './text';
 
 /** Field schemas shared by several services, so one rule reads the same everywhere. */
 
@@ -180,8 +181,7 @@ const PLAIN_TEXT_PATTERN = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u00
 export const plainText = (max: number) =>
   documented(Joi.string().trim().max(max), { pattern: PLAIN_TEXT_PATTERN })
     .custom((value: string, helpers) =>
-      // In unicode mode a lone surrogate is its own code point, of category Cs.
-      /\p{Cs}|(?![\t\n\r])\p{Cc}/u.test(value) ? helpers.error('string.plainText') : value,
+      value.search(UNSHOWN) >= 0 ? helpers.error('string.plainText') : value,
     )
     .messages({
       'string.plainText':

@@ -41,10 +41,11 @@ export function compareText(a: string, b: string): number {
 }
 
 /**
- * Control characters other than tabs and line breaks, and lone surrogates: JSON spells each in
- * six bytes (`\u001b`), and no reader sees what they were.
+ * Control characters other than tabs and line breaks, and lone surrogates (in unicode mode a
+ * lone surrogate is its own code point, of category Cs): what is not plain text. JSON spells
+ * each in six bytes (`\u001b`), and no reader sees what they were.
  */
-const UNSHOWN = /(?![\t\n\r])\p{Cc}|\p{Cs}/gu;
+export const UNSHOWN = /(?![\t\n\r])\p{Cc}|\p{Cs}/gu;
 
 /**
  * A C0 control as its picture (U+2400 block: ␀, ␛) and DEL as ␡, so that a binary or

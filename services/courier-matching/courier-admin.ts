@@ -41,7 +41,7 @@ import { toCourierView } from './views';
 
 const retiringMidDelivery = (courierId: string, deliveryId: string) =>
   conflict(
-    `Courier ${courierId} is taking delivery ${deliveryId} to the door; retire them once it is delivered, failed or cancelled`,
+    `Courier ${courierId} is taking delivery ${deliveryId} to the door; retire them once it has ended (delivered, returned, failed before collection or cancelled); if they cannot report, record it for them with POST /admin/deliveries/${deliveryId}/fail, then /returned`,
   );
 
 const courierPath = (courierId: string) => `/admin/couriers/${courierId}`;

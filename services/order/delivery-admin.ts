@@ -1,13 +1,16 @@
 import type { Logger } from 'moleculer';
-import Joi from '../../libs/joi';
 import { conflict, notFound } from '../../libs/errors';
-import { plainText, uuid } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { courierOnDelivery } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
-import type { LifecycleEvent } from './lifecycle';
+import type { DeliveryStatus, LifecycleEvent } from './lifecycle';
 import { DELIVERY_NOT_FOUND } from './parties';
-import { deliveryIdParams, deliveryView } from './schemas';
+import {
+  deliveryIdParams,
+  deliveryView,
+  operatorFailParams,
+  type OperatorFailParams,
+} from './schemas';
 import type { Settlement } from './settlement';
 import type { OrderStore } from './store';
 import type { DeliveryTransitions } from './transitions';
@@ -19,11 +22,6 @@ import { toDeliveryView } from './views';
  * cancel it, and its courier cannot be retired while they hold it. The same transitions as
  * the courier's, with the same effects (decision 111).
  */
-
-const failParams = Joi.object<{ deliveryId: string; reason: string }, true>({
-  deliveryId: uuid().required(),
-  reason: plainText(300).min(1).required().description('What went wrong, for the record'),
-});
 
 /** The reason a failure an operator records keeps, telling it from a courier's. */
 export const operatorsReason = (reason: string) => `${reason} (recorded by an operator)`;
@@ -44,18 +42,27 @@ export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActi
     return delivery;
   }
 
+  /**
+   * The delivery as its creator sees it. Its courier is left out when the directory cannot be
+   * read: after a change, the answer must not say it failed when it was made.
+   */
   async function operatorsView(ctx: WaybillContext<unknown>, delivery: DeliveryRecord) {
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
-    return toDeliveryView(delivery, addresses, await courierOnDelivery(ctx, delivery, addresses));
+    const courier = await courierOnDelivery(ctx, delivery, addresses).catch((err: Error) => {
+      deps.logger().warn('courier not shown to an operator', { err: err.message });
+      return undefined;
+    });
+    return toDeliveryView(delivery, addresses, courier);
   }
 
   async function apply(
     ctx: WaybillContext<unknown>,
     deliveryId: string,
     event: LifecycleEvent,
+    from?: DeliveryStatus,
   ): Promise<Record<string, unknown>> {
     const delivery = await existing(deliveryId);
-    const applied = await transitions.apply(deliveryId, event, { known: delivery });
+    const applied = await transitions.apply(deliveryId, event, { known: delivery, from });
     if (!applied.applied) throw conflict(applied.message);
     await settlement.afterTransition(applied.delivery, applied.transition);
     deps.logger().info('delivery moved by an operator', {
@@ -99,16 +106,21 @@ export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActi
         message: 'Delivery FAILED',
         summary: 'Record that a delivery cannot go on, for its courier',
         description:
-          'As the courier’s `failed`: before collection the delivery ends FAILED and everything is given back; past it the packages go back to the sender (RETURNING), and the fee is kept for the trip. For a courier who cannot report it themselves. See docs/deliveries.md.',
+          'As the courier’s `failed`: before collection the delivery ends FAILED and everything is given back; past it the packages go back to the sender (RETURNING), and the fee is kept for the trip. For a courier who cannot report it themselves, from the status you decided on (`expectedStatus`). A pay-on-delivery at ARRIVED_AT_DROPOFF may have been handed over and paid for while its courier was offline: ask them first, since their `delivered` is refused afterwards. See docs/deliveries.md.',
         response: deliveryView,
-        errors: stepErrors,
+        errors: {
+          ...stepErrors,
+          409: 'Not a step the delivery’s status takes, or the delivery is no longer in `expectedStatus` (the message names its status)',
+        },
       },
-      params: failParams,
-      handler: (ctx: WaybillContext<{ deliveryId: string; reason: string }>) =>
-        apply(ctx, ctx.params.deliveryId, {
-          kind: 'FAILED',
-          reason: operatorsReason(ctx.params.reason),
-        }),
+      params: operatorFailParams,
+      handler: (ctx: WaybillContext<OperatorFailParams>) =>
+        apply(
+          ctx,
+          ctx.params.deliveryId,
+          { kind: 'FAILED', reason: operatorsReason(ctx.params.reason) },
+          ctx.params.expectedStatus,
+        ),
     }),
 
     adminReturnDelivery: action({

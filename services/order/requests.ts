@@ -489,8 +489,13 @@ export class DeliveryRequests {
    * The sweep's part: a request left pending longer than any of its calls may take was
    * stopped. Finished when only the record was missing, otherwise undone.
    */
-  async recover(pending: PendingRequest): Promise<'created' | 'undone'> {
-    let decided = await this.store.outcome(pending._id);
+  async recover(listed: PendingRequest): Promise<'created' | 'undone'> {
+    // The copy the sweep listed may be older than the request's progress since (a request
+    // slowed, not stopped, may have saved READY and claimed CREATED meanwhile): it decides on
+    // the document as it is now. Gone with an outcome, the request ended it itself.
+    let decided = await this.store.outcome(listed._id);
+    const pending = (await this.store.pending(listed._id)) ?? (decided ? null : listed);
+    if (!pending) return decided?.outcome === 'CREATED' ? 'created' : 'undone';
     if (!decided) {
       const outcome =
         pending.stage === 'READY' && pending.built
@@ -505,11 +510,9 @@ export class DeliveryRequests {
       decided = await this.store.outcome(pending._id);
     }
     if (decided?.outcome === 'CREATED') {
-      // The copy the sweep listed may be older than the request's READY: a request that
-      // saved it and claimed CREATED meanwhile is read again, never undone (it was paid).
+      // The request saves READY before it claims CREATED, so a document read after the claim
+      // has `built`; read before it, the next sweep reads it again.
       const current = pending.built ? pending : await this.store.pending(pending._id);
-      // Gone: the request stored its delivery and dropped it. Without `built` it cannot be,
-      // since READY is saved before CREATED is claimed; the next sweep reads it again.
       if (current?.built) await this.persist(current.built, current.notifications ?? []);
       return 'created';
     }

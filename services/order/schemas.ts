@@ -27,7 +27,7 @@ import {
   view,
 } from '../../libs/schemas';
 import { DELIVERY_TYPES, PAYMENT_METHODS, POD_REMIT_TARGETS, PROOF_TYPES } from './delivery-record';
-import { DELIVERY_STATUSES, P2P_STATUSES } from './lifecycle';
+import { DELIVERY_STATUSES, P2P_STATUSES, type DeliveryStatus } from './lifecycle';
 import { CONTACT_FIELDS } from './request-input';
 import { NOTIFICATION_PURPOSES } from './notifications';
 import { DELIVERY_ROLES, type DeliveryRole } from './parties';
@@ -269,6 +269,11 @@ export const deliveryView = view(
       origin: address,
       destination: address,
       proofs: Joi.array().items(proofView),
+      failure: Joi.object({ reason: Joi.string(), at: timestamp() })
+        .allow(null)
+        .description(
+          'Why the delivery could not go on, as its courier (or an operator for them) said: FAILED, or RETURNING and RETURNED after it; null otherwise (an extension of the spec)',
+        ),
       deliverySteps: Joi.array().items(
         view('DeliveryStep', {
           id: uuid(),
@@ -393,7 +398,27 @@ export const courierCodeStepParams = Joi.object<{ deliveryId: string; code?: str
   code: proofCode().description('The code the person gave you, when the delivery asks for one'),
 });
 
+const failureReason = () => plainText(300).min(1).required().description('What went wrong');
+
 export const courierFailedParams = Joi.object<{ deliveryId: string; reason: string }, true>({
   deliveryId: uuid().required(),
-  reason: plainText(300).min(1).required().description('What went wrong'),
+  reason: failureReason(),
+});
+
+export interface OperatorFailParams {
+  deliveryId: string;
+  reason: string;
+  expectedStatus: DeliveryStatus;
+}
+
+/** The courier's `failed`, from the status the operator decided on. */
+export const operatorFailParams = Joi.object<OperatorFailParams, true>({
+  deliveryId: uuid().required(),
+  reason: failureReason(),
+  expectedStatus: Joi.string()
+    .valid(...DELIVERY_STATUSES)
+    .required()
+    .description(
+      'The status you decided on (`GET /admin/deliveries/:deliveryId`): a delivery that has moved since, its courier having reported a step, is refused with 409',
+    ),
 });

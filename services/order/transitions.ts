@@ -1,6 +1,6 @@
 import type { DeliveryRecord, StepRecord } from './delivery-record';
 import { recordIds } from './delivery-record';
-import { transition, type LifecycleEvent } from './lifecycle';
+import { transition, type DeliveryStatus, type LifecycleEvent } from './lifecycle';
 import { transitionId, type OrderStore, type TransitionRecord } from './store';
 import { transitionEvents } from './webhook-events';
 
@@ -54,6 +54,9 @@ const projected = (d: DeliveryRecord) => ({
   updatedAt: d.updatedAt,
 });
 
+const movedSince = (from: DeliveryStatus, delivery: DeliveryRecord) =>
+  `This delivery is ${delivery.lifecycle.status}, no longer ${from}: read it again and decide on what it is now`;
+
 export type Applied =
   | { applied: true; delivery: DeliveryRecord; transition: TransitionRecord }
   | { applied: false; delivery: DeliveryRecord; message: string };
@@ -94,13 +97,25 @@ export class DeliveryTransitions {
   async apply(
     deliveryId: string,
     event: LifecycleEvent,
-    { now = new Date(), known }: { now?: Date; known?: DeliveryRecord } = {},
+    {
+      now = new Date(),
+      known,
+      from,
+    }: {
+      now?: Date;
+      known?: DeliveryRecord;
+      /** Only from this status: a change made meanwhile refuses the event, not redirects it. */
+      from?: DeliveryStatus;
+    } = {},
   ): Promise<Applied> {
     let readFirst: DeliveryRecord | undefined = known;
     for (;;) {
       const delivery = readFirst ?? (await this.current(deliveryId));
       readFirst = undefined;
       if (!delivery) throw new Error(`delivery ${deliveryId} does not exist`);
+      if (from && delivery.lifecycle.status !== from) {
+        return { applied: false, delivery, message: movedSince(from, delivery) };
+      }
       const result = transition(delivery.lifecycle, event);
       if (!result.ok) return { applied: false, delivery, message: result.message };
       const version = delivery.version + 1;

@@ -105,6 +105,9 @@ export function toDeliveryView(
     origin: address(delivery.originId),
     destination: address(delivery.destinationId),
     proofs: delivery.proofs.map(toProofView),
+    failure: delivery.failure
+      ? { reason: delivery.failure.reason, at: new Date(delivery.failure.at).toISOString() }
+      : null,
     deliverySteps: delivery.steps
       .filter((s) => !s.hidden)
       .map((s) => ({

@@ -188,9 +188,12 @@ export class LedgerStore {
     { limit, before }: { limit: number; before?: number },
     account?: WalletBalance,
   ): Promise<LedgerEntry[]> {
-    const end = (account ?? (await this.balance(walletId))).sequence + 1;
-    const newest = Math.min(before ?? end, end);
-    return (await this.entriesBefore(walletId, newest, limit)).map(toLedgerEntry);
+    const fromEnd = async () =>
+      this.entriesBefore(walletId, (account ?? (await this.balance(walletId))).sequence + 1, limit);
+    if (before === undefined) return (await fromEnd()).map(toLedgerEntry);
+    const found = await this.entriesBefore(walletId, before, limit);
+    // Nothing below `before`: either the chain's start, or `before` past its end.
+    return (found.length > 0 || before <= 1 ? found : await fromEnd()).map(toLedgerEntry);
   }
 
   /** The head's hint moves forward only; a lost update leaves it behind, which is harmless. */

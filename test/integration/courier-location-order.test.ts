@@ -106,7 +106,7 @@ it('refuses to retire a courier taking a delivery to the door (409), and retires
   expectErrorEnvelope(
     await retire(),
     409,
-    `Courier ${courier.id} is taking delivery ${deliveryId} to the door; retire them once it is delivered, failed or cancelled`,
+    `Courier ${courier.id} is taking delivery ${deliveryId} to the door; retire them once it has ended (delivered, returned, failed before collection or cancelled); if they cannot report, record it for them with POST /admin/deliveries/${deliveryId}/fail, then /returned`,
   );
   // Still at work: the courier's token works.
   const at = { lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.002 };

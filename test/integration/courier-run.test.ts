@@ -33,6 +33,7 @@ import {
   type Courier,
 } from '../support/couriers';
 import { useMerchantStack } from '../support/merchant-stack';
+import { operatorsReason } from '../../services/order/delivery-admin';
 
 /**
  * Matching and the courier's side of a delivery (issue 13) through the gateway, every service
@@ -485,15 +486,31 @@ describe('an operator, for a courier who cannot report', () => {
     });
 
     const fail = (json: unknown) => admin('POST', `/admin/deliveries/${deliveryId}/fail`, json);
-    expectErrorEnvelope(await fail({}), 400);
-    expectErrorEnvelope(await fail({ reason: '' }), 400);
-    const failed = await fail({ reason: 'Courier unreachable since noon' });
+    const reason = 'Courier unreachable since noon';
+    expectErrorEnvelope(await fail({ expectedStatus: 'ARRIVED_AT_DROPOFF' }), 400);
+    expectErrorEnvelope(await fail({ reason: '', expectedStatus: 'ARRIVED_AT_DROPOFF' }), 400);
+    expectErrorEnvelope(await fail({ reason }), 400);
+    // Decided on a status the delivery has left (the courier moved it on): refused, not redirected.
+    expectErrorEnvelope(
+      await fail({ reason, expectedStatus: 'ARRIVED_AT_PICKUP' }),
+      409,
+      'This delivery is ARRIVED_AT_DROPOFF, no longer ARRIVED_AT_PICKUP: read it again and decide on what it is now',
+    );
+    const failed = await fail({ reason, expectedStatus: 'ARRIVED_AT_DROPOFF' });
     expect(failed.status).toBe(200);
     expect(failed.body.data.status).toBe('RETURNING');
     // Once: a repeat is refused, naming where the first one left it.
-    expectErrorEnvelope(await fail({ reason: 'again' }), 409, /RETURNING/);
+    expectErrorEnvelope(
+      await fail({ reason: 'again', expectedStatus: 'RETURNING' }),
+      409,
+      /RETURNING/,
+    );
+    // The merchant reads why, and that an operator recorded it.
     const mine = await getDelivery(base(), merchant, deliveryId);
-    expect(mine.body.data.status).toBe('RETURNING');
+    expect(mine.body.data).toMatchObject({
+      status: 'RETURNING',
+      failure: { reason: operatorsReason(reason), at: expect.any(String) },
+    });
 
     const returned = await admin('POST', `/admin/deliveries/${deliveryId}/returned`);
     expect(returned.status).toBe(200);
@@ -522,6 +539,7 @@ describe('an operator, for a courier who cannot report', () => {
     await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
     const failed = await admin('POST', `/admin/deliveries/${deliveryId}/fail`, {
       reason: 'Courier’s bike broke down',
+      expectedStatus: 'COURIER_ASSIGNED',
     });
     expect(failed.status).toBe(200);
     expect(failed.body.data.status).toBe('FAILED');
@@ -539,7 +557,10 @@ describe('an operator, for a courier who cannot report', () => {
     const unknown = randomUUID();
     expectErrorEnvelope(await admin('GET', `/admin/deliveries/${unknown}`), 404);
     expectErrorEnvelope(
-      await admin('POST', `/admin/deliveries/${unknown}/fail`, { reason: 'x' }),
+      await admin('POST', `/admin/deliveries/${unknown}/fail`, {
+        reason: 'x',
+        expectedStatus: 'IN_TRANSIT',
+      }),
       404,
     );
     expectErrorEnvelope(await admin('GET', '/admin/deliveries/not-an-id'), 400);

@@ -13,6 +13,7 @@ import {
   type FoundAlias,
   type WebAlias,
 } from '../../../services/gateway/web-routing';
+import { UNDECODABLE_BODY } from '../../../libs/errors';
 import { FakeResponse, fakeRequest } from './fake-http';
 
 // moleculer-web's own alias, built as its routes build them; its module has no types.
@@ -136,6 +137,16 @@ describe('asMoleculerError', () => {
       type: 'entity.parse.failed',
     });
     expect(asMoleculerError('plain')).toMatchObject({ message: 'plain', code: 500 });
+  });
+
+  it('names body-parser’s untyped 400 of a decompression stream, whose string code is no status', () => {
+    for (const code of ['Z_DATA_ERROR', 'Z_BUF_ERROR', 'ERR__ERROR_FORMAT_PADDING_2']) {
+      const zlib = Object.assign(new Error('incorrect header check'), { status: 400, code });
+      expect(asMoleculerError(zlib)).toMatchObject({ code: 400, type: UNDECODABLE_BODY });
+    }
+    // A system error's string code, without a status, stays a failure of ours.
+    const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    expect(asMoleculerError(reset)).toMatchObject({ code: 500, type: undefined });
   });
 });
 
