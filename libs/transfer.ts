@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
+import type { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
 import { Errors } from 'moleculer';
@@ -273,13 +274,16 @@ const isTimeout = (err: unknown) =>
 /**
  * Pushes `body` with `ticket` and resolves with the receiver's answer, or rejects with its
  * error. The receiver may answer before the body's end (a refusal): the rest is then no
- * longer sent, and the caller drains it. A body that is cut (the client left) cuts the push.
+ * longer sent, and the caller drains it. A body that is cut (the client left) cuts the push,
+ * and so does the client leaving once its body was whole (`client`, the response it waits
+ * for): the receiver then deletes what it stored, whose URL nobody would ever hold.
  */
 export function pushBody(
   agent: http.Agent,
   ticket: TransferTicket,
   body: Readable,
   timeoutMs: number,
+  client?: EventEmitter,
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const req = request(agent, ticket, 'POST', timeoutMs);
@@ -288,11 +292,16 @@ export function pushBody(
       body.unpipe(req);
       body.off('close', cut);
       body.off('data', count);
+      client?.off('close', left);
     };
     const cut = () => {
       if (!body.readableEnded) req.destroy(new Error('the body was cut before its end'));
     };
+    // A request's own 'close' comes once its body is read: only the response tells of a
+    // client that left after sending it all.
+    const left = () => req.destroy(new Error('the client left before the answer'));
     body.once('close', cut);
+    client?.once('close', left);
     body.on('data', count);
     req.once('error', (err) => {
       stop();

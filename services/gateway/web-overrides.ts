@@ -201,6 +201,7 @@ async function transferBody(
   ctx: Context<unknown, Meta>,
   endpoint: NonNullable<GatewayRequest['$endpoint']>,
   req: GatewayRequest,
+  res: ServerResponse,
   opts: CallOptions,
 ): Promise<unknown> {
   const action = String(endpoint.action?.name);
@@ -210,7 +211,7 @@ async function transferBody(
     { action },
     { ...opts, nodeID: endpoint.id },
   )) as TransferTicket;
-  return pushBody(deps.transfers, ticket, req, Number(opts.timeout));
+  return pushBody(deps.transfers, ticket, req, Number(opts.timeout), res);
 }
 
 /**
@@ -248,7 +249,7 @@ export async function callAction(
   }
   try {
     let data = transfer
-      ? await transferBody(deps, ctx, endpoint, req, opts)
+      ? await transferBody(deps, ctx, endpoint, req, res, opts)
       : await ctx.call(endpoint as unknown as string, params, opts);
     const ticket = ctx.meta[DOWNLOAD_TICKET_META] as TransferTicket | undefined;
     if (ticket) {

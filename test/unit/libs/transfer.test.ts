@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
@@ -147,6 +147,38 @@ describe('pushBody', () => {
       }
     },
   );
+
+  it('cuts the transfer when the client leaves after its whole body, so that what was stored is handed to `unanswered`', async () => {
+    let bodyRead = () => undefined as void;
+    const read = new Promise<void>((resolve) => (bodyRead = resolve));
+    let finish = (_: string) => undefined as void;
+    let pusherGone: Promise<unknown> = Promise.resolve();
+    let lost = (_: string) => undefined as void;
+    const unanswered = new Promise<string>((resolve) => (lost = resolve));
+    const ticket = desk.expectBody(
+      async (body) => {
+        pusherGone = once((body as IncomingMessage).socket, 'close');
+        for await (const chunk of body) void chunk;
+        bodyRead();
+        // Still storing it when the client goes.
+        return new Promise<string>((resolve) => (finish = resolve));
+      },
+      () => undefined,
+      (data) => lost(data),
+    );
+    const client = new EventEmitter();
+    const pushed = rejectionOf(() =>
+      // No time limit: only the client's leaving can end this push.
+      pushBody(agent, ticket, Readable.from([Buffer.from('the whole body')]), 0, client),
+    );
+    await read;
+    client.emit('close');
+    expect(await pushed).toBeDefined();
+    await pusherGone;
+    finish('stored for nobody');
+    expect(await unanswered).toBe('stored for nobody');
+    expect(client.listenerCount('close')).toBe(0);
+  }, 5_000);
 
   it('times out as a moleculer call does (504)', async () => {
     const ticket = desk.expectBody(
