@@ -1,4 +1,4 @@
-import Joi from '../../libs/joi';
+import Joi, { characterCount } from '../../libs/joi';
 import { OFFER_OUTCOMES } from './matching-rules';
 import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { latitude, longitude } from '../../libs/contracts/geo';
@@ -76,7 +76,7 @@ export const profilePhoto = (cdnBaseUrl: string) =>
   })
     .custom((value: string, helpers) => {
       // Too long is already said by `max`; one problem, one message.
-      if (value.length > COURIER_TEXT_LIMITS.profilePhoto) return value;
+      if (characterCount(value) > COURIER_TEXT_LIMITS.profilePhoto) return value;
       if (!ASCII_URL.test(value)) return helpers.error('string.asciiUrl');
       const accepted = isHttpsUrl(value) || parseHostedUrl(value, cdnBaseUrl).ok;
       return accepted ? value : helpers.error('string.photoUrl');

@@ -1,4 +1,4 @@
-import Joi from '../../libs/joi';
+import Joi, { characterCount } from '../../libs/joi';
 import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { PACKAGE_SIZES, type PackageSize } from '../../libs/contracts/package';
 import { documented, naira, named, plainText, uuid, view } from '../../libs/schemas';
@@ -44,7 +44,7 @@ const hostedImage = (cdnBaseUrl: string) =>
   })
     .custom((value: string, helpers) => {
       // Too long is already said by `max`; one problem, one message.
-      if (value.length > PACKAGE_TEXT_LIMITS.image) return value;
+      if (characterCount(value) > PACKAGE_TEXT_LIMITS.image) return value;
       const parsed = parseHostedUrl(value, cdnBaseUrl);
       return parsed.ok ? value : helpers.error('string.hostedUrl', { reason: parsed.reason });
     })

@@ -1,4 +1,4 @@
-import Joi from '../../libs/joi';
+import Joi, { characterCount } from '../../libs/joi';
 import { badRequest, conflict, notFound, type FieldError } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
 import {
@@ -88,7 +88,7 @@ const areaText = () =>
     .custom((text: string, helpers) => {
       const area = parseArea(text);
       if (!area) return helpers.error('any.invalid');
-      const long = [area.state, area.lgaOrCity].some((n) => n && n.length > AREA_NAME_MAX);
+      const long = [area.state, area.lgaOrCity].some((n) => n && characterCount(n) > AREA_NAME_MAX);
       return long ? helpers.error('string.areaName') : area;
     })
     .messages({

@@ -52,7 +52,9 @@ function weightFee(input: FeeInput, tariff: Tariff): number {
 }
 
 function fleetFee(input: FeeInput, tariff: Tariff): number {
-  return tariff.fleetFeesKobo[input.fleetCode] ?? tariff.fleetFeesKobo.default;
+  // Own keys only: a fleet coded `constructor` must not find Object's.
+  const fees = tariff.fleetFeesKobo;
+  return Object.hasOwn(fees, input.fleetCode) ? fees[input.fleetCode] : fees.default;
 }
 
 function surcharge(input: FeeInput, tariff: Tariff, tripAndLoad: number): number {

@@ -64,6 +64,8 @@ describe('a new courier', () => {
     ['https://example.com/a b.jpg', /without spaces or non-ASCII characters/],
     ['https://example.com/ça.jpg', /without spaces or non-ASCII characters/],
     [`https://example.com/${'a'.repeat(500)}`, /less than or equal to 512 characters/],
+    // Characters of two UTF-16 units each: within 512 characters, still no URL of ours.
+    [`javascript:alert(1)//${'😀'.repeat(300)}`, /without spaces or non-ASCII characters/],
   ])('refuses photo %s', (profilePhoto, message) => {
     expect(problems(create, { ...valid, profilePhoto }).profilePhoto).toMatch(message);
   });

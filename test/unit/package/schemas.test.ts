@@ -26,4 +26,13 @@ describe('a package’s image', () => {
       expect(thrownBy(() => save({ image: padded }))).toMatchObject({ code: 400 });
     }
   });
+
+  it('is checked whatever its characters: 300 emoji are 300 characters and 600 UTF-16 units', () => {
+    for (const image of [
+      `javascript:alert(1)//${'😀'.repeat(300)}`,
+      `https://evil.example/x.png${'😀'.repeat(250)}`,
+    ]) {
+      expect(thrownBy(() => save({ image }))).toMatchObject({ code: 400 });
+    }
+  });
 });

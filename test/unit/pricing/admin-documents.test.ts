@@ -42,6 +42,14 @@ describe('courier rule areas', () => {
     );
   });
 
+  it('count characters, as the document’s readers do, not UTF-16 units', () => {
+    // Each emoji is two units and one character.
+    expect(accepted('😀'.repeat(60))).toBe(true);
+    expect(accepted('😀'.repeat(100))).toBe(true);
+    expect(accepted('😀'.repeat(101))).toBe(false);
+    expect(new RegExp(from.pattern as string, 'u').test('😀'.repeat(60))).toBe(true);
+  });
+
   it.each([['Lagos'], ['Ikeja, Lagos'], [' Eti-Osa ,Lagos ']])('accept %j', (text) => {
     expect(accepted(text) && matches(from, text)).toBe(true);
   });

@@ -51,6 +51,10 @@ describe('fee engine on the Nigerian starting tariff', () => {
 
   it('unknown fleet codes pay the default fleet fee', () => {
     expect(computeFees({ ...baseInput, fleetCode: 'boat' }, tariff).fleet).toBe(300_000);
+    // Names every object has are no fleet's fee either.
+    for (const fleetCode of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(computeFees({ ...baseInput, fleetCode }, tariff).fleet).toBe(300_000);
+    }
   });
 
   it('PRIORITY adds 35 % of trip, load and fleet, at least ₦1,000', () => {
