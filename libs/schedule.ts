@@ -43,12 +43,14 @@ export function isCalendarDate(text: string): boolean {
 
 /** A time window, answered in its canonical spelling (what is stored and priced). */
 const slotText = () =>
-  documented(Joi.string().trim(), {
+  // Taken as sent, untrimmed: the document's pattern is then exactly the check.
+  documented(Joi.string(), {
     pattern: SLOT_PATTERN.source,
     description: 'A time window like 09:00 - 12:00, its start before its end',
   })
     .custom((text: string, helpers) => {
-      const slot = parseSlot(text);
+      // parseSlot forgives spaces around a stored slot; a body's is taken as sent.
+      const slot = SLOT_PATTERN.test(text) ? parseSlot(text) : null;
       return slot ? formatSlot(slot) : helpers.error('any.invalid');
     })
     .messages({
@@ -57,7 +59,7 @@ const slotText = () =>
     });
 
 const dateText = () =>
-  documented(Joi.string().trim(), { format: 'date' })
+  documented(Joi.string(), { format: 'date' })
     .custom((text: string, helpers) => (isCalendarDate(text) ? text : helpers.error('any.invalid')))
     .messages({ 'any.invalid': '{{#label}} must be a calendar date like 2026-12-24 (YYYY-MM-DD)' });
 

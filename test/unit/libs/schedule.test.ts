@@ -68,15 +68,28 @@ function read(input: object): { value?: unknown; errors?: { field: string; messa
 describe('the schedule fields', () => {
   const scheduled = { urgencyType: 'SCHEDULED' };
 
-  it('answer a slot in its canonical spelling, the date as sent (trimmed)', () => {
-    expect(
-      read({ ...scheduled, deliveryDate: ' 2030-01-15 ', deliverySlot: '09:00-12:00' }),
-    ).toEqual({
-      value: { ...scheduled, deliveryDate: '2030-01-15', deliverySlot: '09:00 - 12:00' },
-    });
+  it('answer a slot in its canonical spelling, the date as sent', () => {
+    expect(read({ ...scheduled, deliveryDate: '2030-01-15', deliverySlot: '09:00-12:00' })).toEqual(
+      {
+        value: { ...scheduled, deliveryDate: '2030-01-15', deliverySlot: '09:00 - 12:00' },
+      },
+    );
     expect(read({ ...scheduled, slot: '13:00 -15:00' }).value).toMatchObject({
       slot: '13:00 - 15:00',
     });
+  });
+
+  it('take them untrimmed, as the document’s date format and slot pattern state them', () => {
+    expect(read({ ...scheduled, deliveryDate: ' 2030-01-15 ' }).errors).toEqual([
+      {
+        field: 'deliveryDate',
+        message: 'deliveryDate must be a calendar date like 2026-12-24 (YYYY-MM-DD)',
+      },
+    ]);
+    expect(read({ ...scheduled, deliverySlot: ' 09:00 - 12:00' }).errors?.[0].field).toBe(
+      'deliverySlot',
+    );
+    expect(SLOT_PATTERN.test(' 09:00 - 12:00')).toBe(false);
   });
 
   it.each([
