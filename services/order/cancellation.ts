@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
 import { DELIVERY_CANCELLED_EVENT } from '../../libs/contracts/order';
-import { badRequest } from '../../libs/errors';
+import { badRequest, serviceUnavailable } from '../../libs/errors';
 import type { CancelWindow } from './cancel-window';
 import type { DeliveryRecord } from './delivery-record';
 import { canCancel, transition } from './lifecycle';
 import { changeableBy } from './parties';
 import type { Settlement } from './settlement';
 import type { DeliveryTransitions } from './transitions';
+
+/** The store failed around a cancel: whether it was recorded is not known yet. */
+export const CANCEL_UNKNOWN =
+  'The cancel could not be confirmed; read the delivery in a few seconds, or send the cancel again';
 
 export interface CancellationDeps {
   transitions: DeliveryTransitions;
@@ -49,8 +53,14 @@ export class Cancellations {
       // stands, its slot counts, and the sweep settles it (refund, packages, events). A cancel
       // by another party at that instant (a failed payment's) reads the same and keeps the slot
       // too: one slot at worst, for an error that already took a cancel's place.
-      const now = await transitions.current(deliveryId).catch(() => null);
+      const now = await transitions.current(deliveryId).then(
+        (read) => read,
+        () => undefined,
+      );
       if (now?.lifecycle.status === 'CANCELLED') return now;
+      // Unknown whether it was recorded: the slot stays counted (a cancel given back for one
+      // that happened would let a third through the window), and the caller is told to retry.
+      if (now === undefined) throw serviceUnavailable(CANCEL_UNKNOWN);
       await giveBack();
       throw err;
     }

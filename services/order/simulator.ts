@@ -13,11 +13,11 @@ import {
   SIMULATED_FAILURE,
   type SimulationRoute,
 } from './simulation';
-import type { OrderStore } from './store';
+import type { OrderStore, SimulationMark } from './store';
 import type { DeliveryTransitions } from './transitions';
 
-/** Simulations driven per tick; the next tick takes the rest. */
-const BATCH = 100;
+/** Simulations driven per tick; the next ticks take the rest, a page each. */
+export const SIMULATION_BATCH = 100;
 
 export interface SimulatorDeps {
   store: OrderStore;
@@ -41,6 +41,11 @@ export interface SimulatorDeps {
 export class Simulator {
   private readonly periodic: Periodic;
   private readonly speeds = new Map<string, number>();
+  /**
+   * The last simulation of the page driven last: simulations waiting for a courier (or a
+   * payment) stay listed, and more of them than a page must not hold the others still.
+   */
+  private after: SimulationMark | undefined;
 
   constructor(private readonly deps: SimulatorDeps) {
     this.periodic = new Periodic(
@@ -59,14 +64,15 @@ export class Simulator {
   }
 
   private async tick(now = new Date()): Promise<void> {
-    let ids: string[];
+    let page: SimulationMark[];
     try {
-      ids = await this.deps.store.simulations(BATCH);
+      page = await this.deps.store.simulations(SIMULATION_BATCH, this.after);
     } catch (err) {
       this.deps.logger().warn('simulator: simulations not read; next tick retries', { err });
       return;
     }
-    for (const id of ids) {
+    this.after = page.length < SIMULATION_BATCH ? undefined : page[page.length - 1];
+    for (const { deliveryId: id } of page) {
       try {
         await this.drive(id, now);
       } catch (err) {

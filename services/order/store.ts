@@ -205,6 +205,12 @@ export interface PendingRequest {
   updatedAt: Date;
 }
 
+/** Where a simulation stands in the simulator's order. */
+export interface SimulationMark {
+  deliveryId: string;
+  since: Date;
+}
+
 export type RequestOutcome =
   | { _id: string; outcome: 'CREATED'; at: Date }
   | {
@@ -732,10 +738,24 @@ export class OrderStore {
     await insertOnce(() => this.m.Simulation.create({ _id: deliveryId, since }));
   }
 
-  /** The simulations under way, oldest first: a small collection, scanned by the simulator. */
-  async simulations(limit: number): Promise<string[]> {
-    const found = await this.m.Simulation.find().sort({ since: 1 }).limit(limit).lean();
-    return found.map((s) => String(s._id));
+  /**
+   * The simulations under way, oldest first, from after `after` (a page's last): a small
+   * collection, scanned by the simulator a page a tick.
+   */
+  async simulations(limit: number, after?: SimulationMark): Promise<SimulationMark[]> {
+    const filter = after
+      ? {
+          $or: [
+            { since: { $gt: after.since } },
+            { since: after.since, _id: { $gt: after.deliveryId } },
+          ],
+        }
+      : {};
+    const found = (await this.m.Simulation.find(filter)
+      .sort({ since: 1, _id: 1 })
+      .limit(limit)
+      .lean()) as unknown as { _id: string; since: Date }[];
+    return found.map((s) => ({ deliveryId: String(s._id), since: s.since }));
   }
 
   async endSimulation(deliveryId: string): Promise<void> {

@@ -69,12 +69,20 @@ export class OrderSweep {
     const { store, requests, config } = this.deps;
     const stale = await store.stalePending(new Date(now.getTime() - config.staleRequestMs), BATCH);
     for (const pending of stale) {
-      const ended = await requests.recover(pending);
-      this.deps.logger().warn('delivery request stopped half-way, taken over', {
-        deliveryId: pending._id,
-        stage: pending.stage,
-        ended,
-      });
+      try {
+        const ended = await requests.recover(pending);
+        this.deps.logger().warn('delivery request stopped half-way, taken over', {
+          deliveryId: pending._id,
+          stage: pending.stage,
+          ended,
+        });
+      } catch (err) {
+        // One request that cannot be finished yet (its payment service away) holds no other.
+        this.deps.logger().warn('delivery request not taken over yet; next sweep retries', {
+          deliveryId: pending._id,
+          err: (err as Error).message,
+        });
+      }
     }
   }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
 import type { CancelWindow } from '../../../services/order/cancel-window';
-import { Cancellations } from '../../../services/order/cancellation';
+import { CANCEL_UNKNOWN, Cancellations } from '../../../services/order/cancellation';
 import type { DeliveryRecord } from '../../../services/order/delivery-record';
 import type { Settlement } from '../../../services/order/settlement';
 import type { DeliveryTransitions } from '../../../services/order/transitions';
@@ -26,7 +26,11 @@ function cancelling(options: {
   const reads = [...options.reads];
   // Only the methods a cancel calls exist on each fake.
   const transitions = {
-    current: async () => deliveryIn(reads.shift() ?? 'REQUEST_CREATED'),
+    current: async () => {
+      const status = reads.shift() ?? 'REQUEST_CREATED';
+      if (status === 'UNREADABLE') throw new Error('database is locked');
+      return deliveryIn(status);
+    },
     apply: options.apply,
   } as unknown as DeliveryTransitions;
   const window = {
@@ -65,6 +69,17 @@ describe('a cancel', () => {
     });
     await expect(cancel()).rejects.toThrow('the database is down');
     expect(givenBack).toHaveLength(1);
+  });
+
+  it('not known to be recorded keeps its slot and asks for a retry (503)', async () => {
+    const { cancel, givenBack } = cancelling({
+      reads: ['REQUEST_CREATED', 'UNREADABLE'],
+      apply: async () => {
+        throw new Error('the projection failed after the claim');
+      },
+    });
+    await expect(cancel()).rejects.toMatchObject({ code: 503, message: CANCEL_UNKNOWN });
+    expect(givenBack).toEqual([]);
   });
 
   it('stands when its announcement to the tracking pages fails', async () => {
