@@ -134,8 +134,16 @@ export class LookupCache<V> {
       if (known || !beforeLookup) return this.start(key);
       const asked = this.asking.get(key);
       if (!asked) return this.askThenLookUp(key, beforeLookup);
-      // Refused, it may have been for the asker's own address: then this caller asks in turn.
-      await asked.catch(() => undefined);
+      const admitted = await asked.then(
+        () => true,
+        () => false,
+      );
+      // Refused, perhaps for the asker's own address: each waiter asks for itself, all at once
+      // (in turn they would wait a round trip each), and shares whatever lookup one lets through.
+      if (!admitted) {
+        await beforeLookup();
+        return this.inFlight.get(key) ?? this.start(key);
+      }
     }
   }
 

@@ -283,7 +283,7 @@ export function pushBody(
   ticket: TransferTicket,
   body: Readable,
   timeoutMs: number,
-  client?: EventEmitter,
+  client?: EventEmitter & { readonly closed?: boolean },
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const req = request(agent, ticket, 'POST', timeoutMs);
@@ -302,6 +302,8 @@ export function pushBody(
     const left = () => req.destroy(new Error('the client left before the answer'));
     body.once('close', cut);
     client?.once('close', left);
+    // Gone while the ticket was asked for: its 'close' came before anyone listened.
+    if (client?.closed) left();
     body.on('data', count);
     req.once('error', (err) => {
       stop();

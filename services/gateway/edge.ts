@@ -91,7 +91,14 @@ async function throttled<T>(
   let failed = false;
   try {
     return await authenticate(async () => {
-      await authFailures.countFailure(address, credential);
+      try {
+        await authFailures.countFailure(address, credential);
+      } catch (err) {
+        // Refused without a lookup: no failure was made, and a good key refused in a burst
+        // must not hold its address back once the burst has passed.
+        await authFailures.forgive(address);
+        throw err;
+      }
       countedBeforeLookup = true;
     });
   } catch (err) {

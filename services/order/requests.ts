@@ -492,9 +492,10 @@ export class DeliveryRequests {
   async recover(listed: PendingRequest): Promise<'created' | 'undone'> {
     // The copy the sweep listed may be older than the request's progress since (a request
     // slowed, not stopped, may have saved READY and claimed CREATED meanwhile): it decides on
-    // the document as it is now. Gone with an outcome, the request ended it itself.
+    // the document as it is now, read before the outcome. A request drops its document only
+    // once its outcome is claimed and carried out: gone, the request ended it itself.
+    const pending = await this.store.pending(listed._id);
     let decided = await this.store.outcome(listed._id);
-    const pending = (await this.store.pending(listed._id)) ?? (decided ? null : listed);
     if (!pending) return decided?.outcome === 'CREATED' ? 'created' : 'undone';
     if (!decided) {
       const outcome =

@@ -192,8 +192,10 @@ export class LedgerStore {
       this.entriesBefore(walletId, (account ?? (await this.balance(walletId))).sequence + 1, limit);
     if (before === undefined) return (await fromEnd()).map(toLedgerEntry);
     const found = await this.entriesBefore(walletId, before, limit);
-    // Nothing below `before`: either the chain's start, or `before` past its end.
-    return (found.length > 0 || before <= 1 ? found : await fromEnd()).map(toLedgerEntry);
+    // Entries are numbered 1 to the end without a gap: no entry just below `before` means
+    // `before` is past the end (or at the start, where the page is empty anyway).
+    const pastEnd = before > 1 && found[0]?.sequence !== before - 1;
+    return (pastEnd ? await fromEnd() : found).map(toLedgerEntry);
   }
 
   /** The head's hint moves forward only; a lost update leaves it behind, which is harmless. */

@@ -567,6 +567,32 @@ describe('ApiKeyAuthenticator beforeLookup', () => {
     expect(lookup).toHaveBeenCalledTimes(1);
   });
 
+  it('after a refusal asks the waiting callers all at once, not one round trip after another', async () => {
+    const { auth, lookup } = setup();
+    const refused = deferred<void>();
+    const first = auth.authenticate(
+      keyOf(1),
+      jest.fn(() => refused.promise),
+    );
+    let asking = 0;
+    let most = 0;
+    const gate = deferred<void>();
+    const hook = jest.fn(async () => {
+      asking += 1;
+      most = Math.max(most, asking);
+      await gate.promise;
+      asking -= 1;
+    });
+    const waiting = Array.from({ length: 4 }, () => auth.authenticate(keyOf(1), hook));
+    refused.reject(new Error('throttled'));
+    await expect(first).rejects.toThrow('throttled');
+    await new Promise((resolve) => setImmediate(resolve));
+    gate.resolve();
+    await expect(Promise.all(waiting)).resolves.toEqual(Array(4).fill(record(1)));
+    expect(most).toBe(4);
+    expect(lookup).toHaveBeenCalledTimes(1);
+  });
+
   it('with cacheMs 0, still knows which keys it accepted', async () => {
     const { auth, lookup } = setup({ cacheMs: 0 });
     await auth.authenticate(keyOf(1));

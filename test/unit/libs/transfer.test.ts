@@ -180,6 +180,26 @@ describe('pushBody', () => {
     expect(client.listenerCount('close')).toBe(0);
   }, 5_000);
 
+  it('does not push for a client already gone when the ticket came', async () => {
+    let received = false;
+    const ticket = desk.expectBody(
+      async (body) => {
+        received = true;
+        for await (const chunk of body) void chunk;
+        return 'stored for nobody';
+      },
+      () => undefined,
+    );
+    const gone = Object.assign(new EventEmitter(), { closed: true });
+    // No time limit: only the client's having left can end this push.
+    const err = await rejectionOf(() =>
+      pushBody(agent, ticket, Readable.from([Buffer.from('the whole body')]), 0, gone),
+    );
+    expect(err).toBeDefined();
+    expect(gone.listenerCount('close')).toBe(0);
+    expect(received).toBe(false);
+  }, 5_000);
+
   it('times out as a moleculer call does (504)', async () => {
     const ticket = desk.expectBody(
       () => new Promise(() => undefined),
