@@ -53,10 +53,8 @@ export class Cancellations {
       // stands, its slot counts, and the sweep settles it (refund, packages, events). A cancel
       // by another party at that instant (a failed payment's) reads the same and keeps the slot
       // too: one slot at worst, for an error that already took a cancel's place.
-      const now = await transitions.current(deliveryId).then(
-        (read) => read,
-        () => undefined,
-      );
+      // undefined: not read (null: read, and gone).
+      const now = await transitions.current(deliveryId).catch(() => undefined);
       if (now?.lifecycle.status === 'CANCELLED') return now;
       // Unknown whether it was recorded: the slot stays counted (a cancel given back for one
       // that happened would let a third through the window), and the caller is told to retry.
