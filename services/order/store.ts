@@ -641,8 +641,11 @@ export class OrderStore {
     return (await this.m.Pending.findById(deliveryId).lean()) as PendingRequest | null;
   }
 
-  async stalePending(olderThan: Date, limit: number): Promise<PendingRequest[]> {
-    return (await this.m.Pending.find({ updatedAt: { $lt: olderThan } })
+  /** Requests untouched since `olderThan`, by id, from past `after` (a sweep's cursor). */
+  async stalePending(olderThan: Date, limit: number, after = ''): Promise<PendingRequest[]> {
+    const filter = { updatedAt: { $lt: olderThan }, ...(after ? { _id: { $gt: after } } : {}) };
+    return (await this.m.Pending.find(filter)
+      .sort({ _id: 1 })
       .limit(limit)
       .lean()) as unknown as PendingRequest[];
   }

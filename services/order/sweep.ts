@@ -33,12 +33,14 @@ export interface SweepDeps {
 export class OrderSweep {
   private readonly periodic: Periodic;
   private readonly scheduled: ScheduledSearches;
+  /** The last request the sweep read, when its batch was full. */
+  private requestsAfter = '';
 
   constructor(private readonly deps: SweepDeps) {
     this.scheduled = new ScheduledSearches(deps);
     this.periodic = new Periodic(
       deps.config.sweepIntervalMs,
-      () => this.sweep(new Date()),
+      () => this.sweepOnce(new Date()),
       (err) => deps.logger().warn('order sweep failed; the next one retries', { err }),
     );
   }
@@ -51,7 +53,8 @@ export class OrderSweep {
     return this.periodic.stop();
   }
 
-  private async sweep(now: Date): Promise<void> {
+  /** One sweep, as the timer runs it (tests call it). */
+  async sweepOnce(now: Date): Promise<void> {
     await this.step('requests', () => this.recoverRequests(now));
     await this.step('transitions', () => this.finishTransitions(now));
     await this.step('scheduled searches', () => this.scheduled.startDue(now));
@@ -67,7 +70,11 @@ export class OrderSweep {
 
   private async recoverRequests(now: Date): Promise<void> {
     const { store, requests, config } = this.deps;
-    const stale = await store.stalePending(new Date(now.getTime() - config.staleRequestMs), BATCH);
+    const olderThan = new Date(now.getTime() - config.staleRequestMs);
+    const stale = await store.stalePending(olderThan, BATCH, this.requestsAfter);
+    // The next sweep reads on from here: a batch's worth that cannot be taken over for long
+    // (its payment service away) holds back no request behind it.
+    this.requestsAfter = stale.length < BATCH ? '' : (stale.at(-1)?._id ?? '');
     for (const pending of stale) {
       try {
         const ended = await requests.recover(pending);
