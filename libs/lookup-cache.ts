@@ -59,6 +59,9 @@ export class BoundedMap<V> {
   }
 }
 
+/** A credential (`wb_live_…`) or a scheme and one (`Bearer wbc_…`): no padding. */
+const EXACT_FORM = /^\S+(?: \S+)?$/;
+
 /** Accepted answers kept when the options say nothing. */
 export const DEFAULT_MAX_ENTRIES = 10_000;
 
@@ -86,8 +89,13 @@ export class AcceptedCredentials {
     return known !== undefined && known.expiresAt > this.now() ? known.hash : undefined;
   }
 
-  /** `raw` was accepted, its hash being `hash`. */
+  /**
+   * `raw` was accepted, its hash being `hash`. Only a header in its exact form is kept: the
+   * parsers forgive padding, and were every padding of one good credential kept (up to a
+   * header's 16 KB each), one holder could fill the replica's memory.
+   */
   accepted(raw: string, hash: string): void {
+    if (!EXACT_FORM.test(raw)) return;
     this.known.set(raw, { hash, expiresAt: this.now() + this.ttlMs });
   }
 }

@@ -197,6 +197,24 @@ describe('ApiKeyAuthenticator cache', () => {
     }
   });
 
+  it('remembers a key by its exact header only: padded ones are accepted and hashed each time', async () => {
+    const { auth, lookup } = setup();
+    const padded = [` ${keyOf(1)}`, `${keyOf(1)}  `, `\u00a0${keyOf(1)}`, `${keyOf(1)}\t`];
+    const sha = jest.spyOn(crypto, 'createHash');
+    try {
+      for (const header of [...padded, ...padded]) {
+        expect((await auth.authenticate(header)).id).toBe('key-1');
+      }
+      expect(sha).toHaveBeenCalledTimes(2 * padded.length);
+      await auth.authenticate(keyOf(1));
+      await auth.authenticate(keyOf(1));
+      expect(sha).toHaveBeenCalledTimes(2 * padded.length + 1);
+    } finally {
+      sha.mockRestore();
+    }
+    expect(lookup).toHaveBeenCalledTimes(1);
+  });
+
   it('keeps hashing refused keys: only accepted ones are remembered by the key', async () => {
     const { auth, table } = setup();
     table.set(hashOf(1), record(1, { revokedAt: '2024-01-01T00:00:00.000Z' }));

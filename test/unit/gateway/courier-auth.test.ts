@@ -143,6 +143,29 @@ describe('CourierTokenAuthenticator', () => {
     }
   });
 
+  it('remembers a token by its exact header only: padded ones are accepted and hashed each time', async () => {
+    const { authenticator, lookup } = setup();
+    const padded = [
+      `Bearer  ${token(1)}`,
+      `Bearer ${token(1)}  `,
+      `Bearer\u00a0${token(1)}`,
+      `Bearer ${'\u00a0'.repeat(3)}${token(1)}`,
+    ];
+    const sha = jest.spyOn(crypto, 'createHash');
+    try {
+      for (const header of [...padded, ...padded]) {
+        expect(await authenticator.authenticate(header)).toEqual(auth(1));
+      }
+      expect(sha).toHaveBeenCalledTimes(2 * padded.length);
+      await authenticator.authenticate(`Bearer ${token(1)}`);
+      await authenticator.authenticate(`Bearer ${token(1)}`);
+      expect(sha).toHaveBeenCalledTimes(2 * padded.length + 1);
+    } finally {
+      sha.mockRestore();
+    }
+    expect(lookup).toHaveBeenCalledTimes(1);
+  });
+
   it('keeps hashing refused tokens, and a forgotten token is looked up again', async () => {
     const { authenticator, lookup, table } = setup();
     const sha = jest.spyOn(crypto, 'createHash');
