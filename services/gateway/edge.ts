@@ -75,7 +75,7 @@ const isUnauthorized = (err: unknown) => (err as { type?: unknown })?.type === '
  * Runs an authentication with failures throttled per client address (gateway/auth-throttle).
  * A lookup of a credential the gateway has not accepted before is counted as a failure
  * before it is made, so that a burst of concurrent attempts gets no more lookups than the
- * limit, and forgiven unless it ends in a 401; any other 401 (no credential, a malformed
+ * limit, and forgiven once the credential is accepted; any other 401 (no credential, a malformed
  * one, a refusal cached) is counted after it. `credential` names what the 429 asks for.
  */
 async function throttled<T>(
@@ -88,9 +88,9 @@ async function throttled<T>(
   const address = clientAddress(req, options.config.trustProxyHops);
   const { authFailures } = options;
   let countedBeforeLookup = false;
-  let failed = false;
+  let accepted = false;
   try {
-    return await authenticate(async () => {
+    const authenticated = await authenticate(async () => {
       try {
         await authFailures.countFailure(address, credential);
       } catch (err) {
@@ -101,12 +101,17 @@ async function throttled<T>(
       }
       countedBeforeLookup = true;
     });
+    accepted = true;
+    return authenticated;
   } catch (err) {
-    failed = isUnauthorized(err);
-    if (failed && !countedBeforeLookup) await authFailures.countFailure(address, credential);
+    if (isUnauthorized(err) && !countedBeforeLookup) {
+      await authFailures.countFailure(address, credential);
+    }
     throw err;
   } finally {
-    if (countedBeforeLookup && !failed) await authFailures.forgive(address);
+    // A lookup that failed (the account service away) stays counted: made-up keys must not
+    // be looked up without limit while it struggles.
+    if (countedBeforeLookup && accepted) await authFailures.forgive(address);
   }
 }
 

@@ -232,3 +232,34 @@ describe('a burst of concurrent requests from one address', () => {
     expectErrorEnvelope(await me(client, unknownKey()), 429, THROTTLED);
   });
 });
+
+describe('lookups that fail (the account service away)', () => {
+  const lonelyIso = isolation();
+  let lonely: NodeProcess;
+
+  beforeAll(async () => {
+    // A gateway alone on NATS: every key lookup fails with 503, as in an account outage.
+    lonely = await startNode({
+      services: 'gateway',
+      iso: lonelyIso,
+      env: {
+        AUTH_FAILURE_LIMIT: String(LIMIT),
+        AUTH_FAILURE_WINDOW_SECONDS: '60',
+        TRUST_PROXY_HOPS: '1',
+        API_KEY_CACHE_SECONDS: '0',
+      },
+    });
+  });
+
+  afterAll(() => lonely?.stop());
+
+  it(`still counts each made-up key: no more than ${LIMIT} lookups per window from one address`, async () => {
+    const client = '198.51.100.30';
+    const ask = () =>
+      request(lonely.url, 'GET', '/api/me', {
+        headers: { 'x-forwarded-for': client, 'api-key': unknownKey() },
+      });
+    for (let i = 0; i < LIMIT; i++) expect((await ask()).status).toBe(503);
+    expectErrorEnvelope(await ask(), 429, THROTTLED);
+  });
+});
