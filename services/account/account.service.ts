@@ -46,6 +46,14 @@ export function createAccountService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'account', defineAccountModels);
   const store = new AccountStore(() => db.models);
 
+  function recordUse(logger: { warn: (...args: unknown[]) => void }, keyId: string): Date {
+    const at = new Date();
+    store.touchKey(keyId, at).catch((err: unknown) => {
+      logger.warn('API key use not recorded', { keyId, err: (err as Error).message });
+    });
+    return at;
+  }
+
   async function findUser(userId: string) {
     const user = await store.findUser(userId);
     if (!user) throw notFound(`User ${userId} not found`);
@@ -287,7 +295,11 @@ export function createAccountService(config: Config): ServiceDefinition {
           const user = await store.findUser(key.userId);
           if (!user) return null;
           // The gateway caches lookups, so this runs at most once per cache period per key.
-          const used = key.revokedAt ? key : { ...key, lastUsedAt: await store.touchKey(key._id) };
+          // Not awaited: a use that cannot be recorded (the database busy) must not refuse a
+          // good key, nor hold its request up.
+          const used = key.revokedAt
+            ? key
+            : { ...key, lastUsedAt: recordUse(ctx.broker.logger, key._id) };
           return { ...toApiKeyView(used), user: toUserView(user) };
         },
       }),

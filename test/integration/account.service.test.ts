@@ -5,6 +5,7 @@ import { loadConfig } from '../../libs/config';
 import { toServiceSchema } from '../../libs/service';
 import { API_KEY_REVOKED_EVENT, hashApiKey } from '../../libs/contracts/account';
 import { createAccountService } from '../../services/account/account.service';
+import { AccountStore } from '../../services/account/store';
 import { eventually } from '../support/eventually';
 import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
 
@@ -70,6 +71,30 @@ describe('account service', () => {
       user: { id: u.id, email: 'k@example.com' },
     });
     expect(await broker.call('account.resolveApiKey', { hash: 'f'.repeat(64) })).toBeNull();
+  });
+
+  it('resolves a key even when its use cannot be recorded (the database busy)', async () => {
+    const u = await broker.call<{ id: string }, unknown>(
+      'account.createUser',
+      user('busy@example.com'),
+    );
+    const key = await broker.call<{ id: string; key: string }, unknown>('account.createApiKey', {
+      userId: u.id,
+    });
+    const touch = jest
+      .spyOn(AccountStore.prototype, 'touchKey')
+      .mockRejectedValue(Object.assign(new Error('database busy'), { code: 503 }));
+    try {
+      const resolved = await broker.call<{ id: string; lastUsedAt: string }, unknown>(
+        'account.resolveApiKey',
+        { hash: hashApiKey(key.key) },
+      );
+      expect(resolved.id).toBe(key.id);
+      expect(Date.parse(resolved.lastUsedAt)).not.toBeNaN();
+      expect(touch).toHaveBeenCalledTimes(1);
+    } finally {
+      touch.mockRestore();
+    }
   });
 
   it('broadcasts a revocation with the hash so gateways can drop it', async () => {

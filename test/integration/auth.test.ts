@@ -96,10 +96,13 @@ describe('API key authentication', () => {
   it('records when a key was last used', async () => {
     const { userId, key, keyId } = await createUserWithKey(node.url);
     await request(node.url, 'GET', '/api/me', { headers: { 'api-key': key } });
-    const list = await request(node.url, 'GET', `/admin/users/${userId}/api-keys`, {
-      headers: adminHeaders,
+    // Recorded beside the lookup, not before its answer.
+    await eventually(async () => {
+      const list = await request(node.url, 'GET', `/admin/users/${userId}/api-keys`, {
+        headers: adminHeaders,
+      });
+      const stored = list.body.data.find((k: { id: string }) => k.id === keyId);
+      expect(new Date(stored.lastUsedAt).getTime()).toBeGreaterThan(Date.now() - 60_000);
     });
-    const stored = list.body.data.find((k: { id: string }) => k.id === keyId);
-    expect(new Date(stored.lastUsedAt).getTime()).toBeGreaterThan(Date.now() - 60_000);
   });
 });
