@@ -599,7 +599,7 @@ const envSchema = Joi.object({
   PAYSTACK_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .default('https://api.paystack.co')
-    .description('Base URL of the Paystack-compatible provider'),
+    .description('Base URL of the Paystack-compatible provider (https:// when live)'),
   PAYSTACK_SECRET_KEY: Joi.string()
     .empty('')
     .pattern(/^\S+$/, 'no whitespace')
@@ -1099,6 +1099,12 @@ function paymentConfig(value: PaymentEnv): Config['payment'] {
   if (value.APP_ENV === 'live' && provider === 'sandbox') {
     throw new ConfigError(
       'PAYMENT_PROVIDER: `sandbox` takes no money (its page pays any checkout) and is for staging only; set PAYMENT_PROVIDER=paystack with PAYSTACK_SECRET_KEY',
+    );
+  }
+  if (value.APP_ENV === 'live' && !value.PAYSTACK_BASE_URL.startsWith('https://')) {
+    // The secret key rides every call, and the verify answer alone authorises a credit.
+    throw new ConfigError(
+      'PAYSTACK_BASE_URL: must be https:// when live (the secret key and the answers that credit wallets ride on it)',
     );
   }
   if (provider === 'paystack' && !value.PAYSTACK_SECRET_KEY) {

@@ -20,12 +20,14 @@ export function escapeHtml(text: string): string {
 
 /**
  * The security headers of every page: nothing but inline styles may load, forms post only
- * to us, no framing (clickjacking a Pay button), no referrer (the URL is a capability), and
+ * to us, no framing (clickjacking a Pay button: `frame-ancestors`, and `X-Frame-Options` for
+ * older browsers), no referrer (the URL is a capability), and
  * nothing cached (the page shows a state that changes).
  */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Content-Type': 'text/html; charset=utf-8',
-  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+  'Content-Security-Policy':
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
   'X-Frame-Options': 'DENY',
   'Referrer-Policy': 'no-referrer',
   'Cache-Control': 'no-store',

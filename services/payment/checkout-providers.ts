@@ -53,6 +53,14 @@ interface PaystackAnswer {
 
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
+function isHttpsUrl(value: string): boolean {
+  try {
+    return new URL(value).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A Paystack-compatible provider: `POST /transaction/initialize` and
  * `GET /transaction/verify/:reference` with the secret key, each within PAYSTACK_TIMEOUT_MS.
@@ -119,6 +127,11 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
       if (status >= 300 || answer.status !== true || !url || !accessCode) {
         const said = text(answer.message) ?? `status ${status}`;
         throw upstreamFailed(`The payment provider refused the checkout: ${said}`);
+      }
+      // Handed to integrators and texted to recipients as the payment link: never a
+      // `javascript:` or plain-http one, whatever the provider (or someone on its path) says.
+      if (!isHttpsUrl(url)) {
+        throw upstreamFailed('The payment provider answered a payment link that is not https');
       }
       return { authorizationUrl: url, accessCode };
     },

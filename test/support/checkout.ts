@@ -147,6 +147,8 @@ export class FakePaystack {
     mode: 'error' as 'error' | 'hang' | 'refuse' | 'late',
     lateMs: 0,
   };
+  /** The payment page it names for a transaction (a test may make it a bad one). */
+  paymentLink = (reference: string) => `https://checkout.paystack.test/${reference}`;
   private server: Server | undefined;
   url = '';
 
@@ -214,7 +216,7 @@ export class FakePaystack {
         status: true,
         message: 'Authorization URL created',
         data: {
-          authorization_url: `https://checkout.paystack.test/${reference}`,
+          authorization_url: this.paymentLink(reference),
           access_code: `ac_${reference.slice(-8)}`,
           reference,
         },

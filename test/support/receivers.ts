@@ -174,7 +174,7 @@ export function liveEnv(smtp: SmtpReceiver, sms: SmsProvider): Record<string, st
   return {
     APP_ENV: 'live',
     PAYSTACK_SECRET_KEY: 'sk_live_unused_by_these_tests',
-    PAYSTACK_BASE_URL: 'http://127.0.0.1:9',
+    PAYSTACK_BASE_URL: 'https://127.0.0.1:9',
     PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
     WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
     SMTP_URL: smtp.url,

@@ -406,6 +406,15 @@ describe('payment', () => {
     );
   });
 
+  it('refuses a provider reached over plain http when live: the secret key rides every call', () => {
+    const env = {
+      ...LIVE,
+      PAYSTACK_SECRET_KEY: 'sk_live_x',
+      PAYSTACK_BASE_URL: 'http://api.example',
+    };
+    expect(configErrorFor(env).message).toMatch(/^PAYSTACK_BASE_URL: must be https:\/\/ when live/);
+  });
+
   it('refuses the sandbox live: its page pays any checkout without money', () => {
     const env = { ...LIVE, PAYMENT_PROVIDER: 'sandbox', PAYSTACK_SECRET_KEY: 'sk_live_x' };
     expect(configErrorFor(env).message).toMatch(/^PAYMENT_PROVIDER: `sandbox` takes no money/);

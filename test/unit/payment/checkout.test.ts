@@ -247,7 +247,7 @@ describe('checkout pages', () => {
     expect(errorPage(404, '<b>gone</b>')).toContain('&lt;b&gt;gone&lt;/b&gt;');
     expect(PAGE_HEADERS).toMatchObject({
       'Content-Security-Policy':
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
       'X-Frame-Options': 'DENY',
       'Referrer-Policy': 'no-referrer',
       'Cache-Control': 'no-store',
