@@ -166,6 +166,19 @@ function locatesItself(input: Exclude<AddressInput, string>): boolean {
   );
 }
 
+/** A stop's contact fields (the contract's Contact group). */
+const CONTACT_FIELDS = ['contactName', 'contactPhone', 'contactEmail', 'note'] as const;
+
+/**
+ * A saved address as a place: the contract answers contact fields only where they were sent,
+ * so those of the delivery it was saved from (someone's name and phone) are not carried on.
+ */
+function withoutContacts(saved: ResolvedAddress): ResolvedAddress {
+  const place = { ...saved };
+  for (const field of CONTACT_FIELDS) delete place[field];
+  return place;
+}
+
 /** The text to geocode when text is all the input has to go on. */
 function textOnly(input: AddressInput): string | undefined {
   if (typeof input === 'string') return isPhrase(input) ? undefined : input;
@@ -190,7 +203,7 @@ export async function resolveAddress(
         OWN_FIELDS.flatMap((k) => (input[k] === undefined ? [] : [[k, input[k]]])),
       );
       const note = input.additionalNote === undefined ? {} : { note: input.additionalNote };
-      return { ...saved, ...own, ...note };
+      return { ...withoutContacts(saved), ...own, ...note };
     }
     // Not one (any more): the rest of the input, when it locates the stop, is geocoded.
     if (!locatesItself(input)) {

@@ -195,13 +195,22 @@ describe('POST /api/request paid from the wallet', () => {
       'Delivery request not found',
     );
     expectErrorEnvelope(await getDelivery(base(), who, randomUUID()), 404);
-    // The saved origin resolves as an address input for its owner only.
-    const route = (key: string) =>
+    // The saved origin resolves as an address input for its owner only, its place without
+    // the contacts of the delivery it was saved from: contacts appear only where sent.
+    const route = (key: string, sent: Record<string, string> = {}) =>
       request(base(), 'POST', '/api/route', {
         headers: { 'api-key': key },
-        json: { origin: { id: data.delivery.origin.id }, destination: 'Wuse 2, Abuja' },
+        json: { origin: { id: data.delivery.origin.id, ...sent }, destination: 'Wuse 2, Abuja' },
       });
-    expect((await route(who.key)).body.data.origin.lat).toBe(ORIGIN.lat);
+    expect(data.delivery.origin.contactName).toEqual(expect.any(String));
+    const routed = (await route(who.key)).body.data.origin;
+    expect(routed.lat).toBe(ORIGIN.lat);
+    for (const field of ['contactName', 'contactPhone', 'contactEmail', 'note']) {
+      expect(routed).not.toHaveProperty(field);
+    }
+    const withContact = await route(who.key, { contactName: 'Ngozi', additionalNote: 'Gate 2' });
+    expect(withContact.body.data.origin).toMatchObject({ contactName: 'Ngozi', note: 'Gate 2' });
+    expect(withContact.body.data.origin).not.toHaveProperty('contactPhone');
     expect((await route(stack.bob.key)).status).toBe(400);
   });
 

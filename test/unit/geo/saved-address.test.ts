@@ -25,19 +25,24 @@ const resolve = (
 ) => resolveAddress(input, 'origin', { savedAddress: lookup(answer) });
 
 describe('a stop given by a saved address id', () => {
-  it('is the saved address, with the floor and contact the input sends over its own', async () => {
+  it('is the saved place, with the floor it sends over its own and only the contacts it sends', async () => {
     const resolved = await resolve(
       { id: SAVED_ID, floor: '3', contactName: 'Bisi', additionalNote: 'Gate B' },
-      saved,
+      { ...saved, note: 'Saved gate' },
     );
     expect(resolved).toMatchObject({
       lat: 6.6018,
       addressLine1: 'Allen Avenue, Ikeja',
       floor: '3',
       contactName: 'Bisi',
-      contactPhone: '+2348011111111',
       note: 'Gate B',
     });
+    expect(resolved).not.toHaveProperty('contactPhone');
+    const alone = await resolve({ id: SAVED_ID }, { ...saved, note: 'Saved gate' });
+    expect(alone).toMatchObject({ floor: '1', lat: 6.6018 });
+    for (const field of ['contactName', 'contactPhone', 'contactEmail', 'note']) {
+      expect(alone).not.toHaveProperty(field);
+    }
   });
 
   it.each([
