@@ -1,3 +1,4 @@
+import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
 import type { HttpRoute, RouteGroup } from '../../libs/service';
 import type { Middleware } from './edge';
@@ -64,7 +65,13 @@ export function gatewayRoutes(options: RouteTableOptions) {
     callOptions: { timeout: config.requestTimeoutMs },
     onAfterCall: options.onAfterCall,
   };
-  const jsonBody = { json: { strict: true, limit: config.bodyLimit }, urlencoded: false };
+  // Read after the group's middlewares, not before them as moleculer-web's `bodyParsers`
+  // would: a request without a good credential is answered 401 before its body is read
+  // (however large or malformed it is), and every refusal of a body is in the access log.
+  const parseJson: Middleware = ApiGateway.bodyParser.json({
+    strict: true,
+    limit: config.bodyLimit,
+  });
 
   const backendRoutes = BACKEND_GROUPS.flatMap((group) =>
     BODY_KINDS.map((body) => ({
@@ -77,10 +84,12 @@ export function gatewayRoutes(options: RouteTableOptions) {
       name: `${group}-${body}`,
       path: GROUP_BASE[group],
       aliases: aliasesFor(options.entries, group, body),
-      bodyParsers: body === 'json' ? jsonBody : false,
+      bodyParsers: false,
       // The parsed body is cleaned after the caller is known and before params are built.
       use:
-        body === 'json' ? [...options.use(group, body), jsonBodyGuard] : options.use(group, body),
+        body === 'json'
+          ? [...options.use(group, body), parseJson, jsonBodyGuard]
+          : options.use(group, body),
       ...(body === 'stream' ? { onBeforeCall: describeStreamBody } : {}),
     })),
   );

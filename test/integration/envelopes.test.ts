@@ -252,6 +252,16 @@ describe('error envelope', () => {
     expectErrorEnvelope(reply, 413, /too large/);
   });
 
+  it('a body without a key, malformed or over the limit → 401: the key is checked before the body is read', async () => {
+    for (const raw of ['{"origin": ', JSON.stringify({ blob: 'x'.repeat(4096) })]) {
+      const reply = await request(base, 'POST', '/api/fixture/refuse', {
+        headers: { 'content-type': 'application/json' },
+        raw,
+      });
+      expectErrorEnvelope(reply, 401, 'API key is required');
+    }
+  });
+
   it('an unknown route → 404, with or without a key, and the query is kept in url', async () => {
     expectErrorEnvelope(
       await request(base, 'GET', '/nowhere?x=1'),
