@@ -85,6 +85,13 @@ export interface CheckoutDeps {
   logger: () => Pick<Logger, 'info' | 'warn' | 'error'>;
 }
 
+/**
+ * Who reports a payment: the sandbox's page, where no money moves, or the provider's word on
+ * one of its transactions, where money was taken.
+ */
+export type PaymentReport =
+  { source: 'sandbox' } | { source: Exclude<OutcomeSource, 'sandbox'>; providerReference: string };
+
 const facts = (session: SessionRecord): SessionFacts => ({
   reference: session._id,
   userId: session.userId,
@@ -258,44 +265,67 @@ export class Checkouts {
 
   /**
    * The one confirmation path of a payment, whoever reports it (the sandbox's Pay button, a
-   * provider's verified webhook, the sweep that finds it paid at the provider).
+   * provider's verified webhook, the sweep that finds it paid at the provider). A provider's
+   * report is of money taken: a checkout that had ended first (declined, or expired by another
+   * sweep a moment earlier, or by one that stopped before carrying its expiry out) is credited
+   * all the same (`paidAfterItEnded`). It is credited before the checkout leaves the pending
+   * list, so that a failure in between leaves it to the sweep, which comes back here.
    */
-  confirmPayment(session: SessionRecord, source: OutcomeSource): Promise<OutcomeRecord> {
-    return this.decide(session, 'PAID', source);
+  async confirmPayment(session: SessionRecord, report: PaymentReport): Promise<OutcomeRecord> {
+    const claimed = await this.claim(session, 'PAID', report.source);
+    const { status } = claimed.outcome;
+    if (report.source !== 'sandbox' && status !== 'PAID') {
+      await this.paidAfterItEnded(session, report.providerReference, status);
+    }
+    await this.carryOutIfDue(session, claimed);
+    return claimed.outcome;
   }
 
-  /**
-   * Claims an outcome for the session and carries it out: event in the outbox, the session
-   * off the pending list, the event sent. Whoever claims or finds the session still pending
-   * carries it out, so a crash after the claim is finished by the next attempt or the sweep.
-   */
+  /** Claims an outcome for the session and carries it out (`carryOutIfDue`). */
   async decide(
     session: SessionRecord,
     wanted: DecidedStatus,
     source: OutcomeSource,
   ): Promise<OutcomeRecord> {
+    const claimed = await this.claim(session, wanted, source);
+    await this.carryOutIfDue(session, claimed);
+    return claimed.outcome;
+  }
+
+  /** The session's outcome: this claim's when it is the first, else the one that was. */
+  private claim(session: SessionRecord, wanted: DecidedStatus, source: OutcomeSource) {
     const now = new Date();
     const claimed = claimFor(wanted, source, session, now);
-    const { outcome, won } = await this.store.claimOutcome(session._id, claimed, source, now);
-    if (won || (await this.store.isPending(session._id))) {
-      const event = outcomeEvent(facts(session), outcome);
-      await this.store.enqueue(session._id, event, this.nextAttempt(now));
-      await this.store.removePending(session._id);
-      this.deps.logger().info('checkout decided', {
+    return this.store.claimOutcome(session._id, claimed, source, now);
+  }
+
+  /**
+   * Carries out a claimed outcome: event in the outbox, the session off the pending list, the
+   * event sent. Whoever claims it or finds the session still pending carries it out, so a
+   * crash after the claim is finished by the next attempt or the sweep.
+   */
+  private async carryOutIfDue(
+    session: SessionRecord,
+    { outcome, won }: { outcome: OutcomeRecord; won: boolean },
+  ): Promise<void> {
+    if (!won && !(await this.store.isPending(session._id))) return;
+    const now = new Date();
+    const event = outcomeEvent(facts(session), outcome);
+    await this.store.enqueue(session._id, event, this.nextAttempt(now));
+    await this.store.removePending(session._id);
+    this.deps.logger().info('checkout decided', {
+      reference: session._id,
+      status: outcome.status,
+      source: outcome.source,
+    });
+    const queued = { _id: session._id, event: event.name, payload: event.payload };
+    // The outcome stands; sending its event is the outbox's job, retried by the sweep.
+    await this.deliver(queued).catch((err: unknown) =>
+      this.deps.logger().warn('payment event not sent yet; the sweep retries', {
         reference: session._id,
-        status: outcome.status,
-        source: outcome.source,
-      });
-      const queued = { _id: session._id, event: event.name, payload: event.payload };
-      // The outcome stands; sending its event is the outbox's job, retried by the sweep.
-      await this.deliver(queued).catch((err: unknown) =>
-        this.deps.logger().warn('payment event not sent yet; the sweep retries', {
-          reference: session._id,
-          err,
-        }),
-      );
-    }
-    return outcome;
+        err,
+      }),
+    );
   }
 
   private nextAttempt(now: Date): Date {
@@ -340,7 +370,7 @@ export class Checkouts {
   async answer(reference: string, wanted: 'PAID' | 'DECLINED'): Promise<void> {
     const session = await this.store.session(reference);
     if (!session || session.provider !== 'sandbox') throw noSuchCheckout();
-    if (wanted === 'PAID') await this.confirmPayment(session, 'sandbox');
+    if (wanted === 'PAID') await this.confirmPayment(session, { source: 'sandbox' });
     else await this.decide(session, 'DECLINED', 'sandbox');
   }
 
@@ -371,17 +401,13 @@ export class Checkouts {
     const session = await this.store.session(reference);
     // Not ours (another integration on the same account): acknowledged, nothing done.
     if (!session) return false;
+    // Paid and carried out already: a repeat.
     const decided = await this.store.outcome(reference);
-    const over = decided && !(await this.store.isPending(reference));
-    if (over && decided.status === 'PAID') return false;
+    if (decided?.status === 'PAID' && !(await this.store.isPending(reference))) return false;
     const verified = await this.deps.provider.verify(paidReference);
     const mismatch = verified
       ? verificationMismatch(session, verified)
       : 'the provider knows no such transaction';
-    if (over && !mismatch) {
-      await this.paidAfterItEnded(session, paidReference, decided.status);
-      return false;
-    }
     if (mismatch) {
       if (verified?.status === 'success') await this.uncredited(session, paidReference, mismatch);
       else {
@@ -392,12 +418,11 @@ export class Checkouts {
       }
       return false;
     }
-    const outcome = await this.confirmPayment(session, 'paystack');
-    // The sweep expired it while the provider was asked (or had, and stopped before it was
-    // off the pending list): the payment stands at the provider.
-    if (outcome.status !== 'PAID') {
-      await this.paidAfterItEnded(session, paidReference, outcome.status);
-    }
+    // Over already, or expired by the sweep while the provider was asked: credited all the same.
+    const outcome = await this.confirmPayment(session, {
+      source: 'paystack',
+      providerReference: paidReference,
+    });
     return outcome.status === 'PAID' && outcome.source === 'paystack';
   }
 
@@ -508,7 +533,7 @@ export class Checkouts {
     const recheckMs = Math.min(STILL_PAYING_RECHECK_MS, this.deps.config.checkoutTtlMs);
     const verdict = expiryVerdict(session, verified, now, recheckMs);
     if ('pay' in verdict) {
-      await this.confirmPayment(session, 'sweep');
+      await this.confirmPayment(session, { source: 'sweep', providerReference });
       return;
     }
     if ('recheckAt' in verdict) {

@@ -55,6 +55,9 @@ async function opened(stack: MerchantStack, amount: number) {
   return reply.body.data.data.reference as string;
 }
 
+/** The outcome events the listener received for a checkout, by name, in order. */
+const eventsOf = (reference: string) => listener.log.of(reference).map((e) => e.name);
+
 const paidAtProvider = (reference: string) => {
   (fake.transactions.get(reference) as { status: string }).status = 'success';
 };
@@ -241,23 +244,85 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     const reference = await opened(unswept, 85);
     paidAtProvider(reference);
     // The sweep recorded EXPIRED and stopped before taking it off its list.
-    const db = await openServiceDatabase(unswept.iso, 'payment');
-    try {
-      await db.collection('checkout_outcomes').insertOne({
-        _id: reference as unknown as ObjectId,
-        status: 'EXPIRED',
-        source: 'sweep',
-        decidedAt: new Date(),
-      });
-    } finally {
-      await db.close();
-    }
+    await claimOutcome(unswept, reference, 'EXPIRED');
     const reply = await signedChargeSuccess(unswept, reference);
     expect(reply.status).toBe(200);
     expect(reply.body.data).toEqual({ handled: false });
     await expectCreditedOnceThoughExpired(unswept, reference, '85.00');
   });
+
+  it('credits the wallet once when the sweep finds it paid but another sweep expired it while the provider was asked', async () => {
+    const reference = await opened(sweeping, 95);
+    // Another replica's sweep, told `abandoned` a moment earlier, claims EXPIRED while this
+    // sweep's question is under way; by then the payer has finished.
+    let raced = false;
+    fake.beforeVerify = async (asked) => {
+      if (asked !== reference || raced) return;
+      raced = true;
+      paidAtProvider(reference);
+      await claimOutcome(sweeping, reference, 'EXPIRED');
+    };
+    try {
+      await eventually(() => expect(eventsOf(reference)).toEqual(['payment.failed']), {
+        timeout: 15_000,
+      });
+    } finally {
+      fake.beforeVerify = undefined;
+    }
+    expect(raced).toBe(true);
+    await expectCreditedOnceThoughExpired(sweeping, reference, '95.00');
+    expect(await uncreditedListed(sweeping, reference)).toBeUndefined();
+    await sleep(500);
+    expect(await creditsOf(sweeping, reference)).toHaveLength(1);
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+  });
+
+  it('credits a delivery’s checkout found paid after a sweep that stopped half-way had expired it, once', async () => {
+    const params = {
+      ...walletFundingParams(sweeping.alice.userId, 5_500),
+      purpose: { kind: 'DELIVERY' as const, id: randomUUID() },
+    };
+    const { reference } = (await call(sweeping.client, 'payment.startCheckout', params)).data;
+    paidAtProvider(reference);
+    // A sweep claimed EXPIRED and stopped before carrying it out; no webhook comes.
+    await claimOutcome(sweeping, reference, 'EXPIRED');
+    await eventually(() => expect(eventsOf(reference)).toContain('payment.failed'), {
+      timeout: 15_000,
+    });
+    expect(await statusOf(sweeping, reference)).toBe('EXPIRED');
+    const refunds = async () =>
+      (await walletOf(sweeping.node.url, sweeping.alice.key)).entries.filter(
+        (e) => (e as { reference: string }).reference === `refund:${reference}`,
+      );
+    expect(await refunds()).toEqual([expect.objectContaining({ type: 'CREDIT', amount: '55.00' })]);
+    expect(await uncreditedListed(sweeping, reference)).toBeUndefined();
+    await sleep(500);
+    expect(await refunds()).toHaveLength(1);
+    expect(eventsOf(reference)).not.toContain('payment.succeeded');
+  });
 });
+
+/**
+ * Claims the checkout's outcome as a sweep or a payer would, and stops there (as one that
+ * crashed before carrying it out, or that has not yet): the checkout stays on the pending list.
+ */
+async function claimOutcome(
+  stack: MerchantStack,
+  reference: string,
+  status: 'PAID' | 'EXPIRED',
+): Promise<void> {
+  const db = await openServiceDatabase(stack.iso, 'payment');
+  try {
+    await db.collection('checkout_outcomes').insertOne({
+      _id: reference as unknown as ObjectId,
+      status,
+      source: 'sweep',
+      decidedAt: new Date(),
+    });
+  } finally {
+    await db.close();
+  }
+}
 
 /** The checkout reads EXPIRED, and its wallet holds one credit of `amount` for it. */
 async function expectCreditedOnceThoughExpired(

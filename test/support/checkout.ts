@@ -149,6 +149,11 @@ export class FakePaystack {
   };
   /** The payment page it names for a transaction (a test may make it a bad one). */
   paymentLink = (reference: string) => `https://checkout.paystack.test/${reference}`;
+  /**
+   * Runs before a verification is answered (and may change the transaction it answers): what
+   * happens elsewhere while the caller waits for the provider.
+   */
+  beforeVerify: ((reference: string) => Promise<void> | void) | undefined;
   private server: Server | undefined;
   url = '';
 
@@ -223,6 +228,7 @@ export class FakePaystack {
       });
     }
     const match = /^\/transaction\/verify\/([^/?]+)$/.exec(path);
+    if (match) await this.beforeVerify?.(decodeURIComponent(match[1]));
     const found = match && this.transactions.get(decodeURIComponent(match[1]));
     if (req.method !== 'GET' || !found) {
       return send(400, { status: false, message: 'Transaction reference not found' });
