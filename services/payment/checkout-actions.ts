@@ -27,6 +27,7 @@ import { nairaToKobo } from '../../libs/money';
 import { action, implement, requireUser, type ServiceActions } from '../../libs/service';
 import {
   OPEN_ATTEMPTS,
+  STILL_PAYING,
   attemptReference,
   checkoutOfAttempt,
   claimFor,
@@ -409,13 +410,27 @@ export class Checkouts {
       ? verificationMismatch(session, verified)
       : 'the provider knows no such transaction';
     if (mismatch) {
-      if (verified?.status === 'success') await this.uncredited(session, paidReference, mismatch);
-      else {
-        this.deps.logger().warn('webhook refused after verification', {
+      if (verified?.status === 'success') {
+        await this.uncredited(session, paidReference, mismatch);
+        return false;
+      }
+      const unsettled = !verified || STILL_PAYING.has(verified.status);
+      if (unsettled && (await this.unwatched(reference))) {
+        this.deps.logger().warn('webhook of an ended checkout not settled yet; sent back', {
           reference: paidReference,
           mismatch,
         });
+        // A 200 would be the last word on it: the provider retries a 5xx, and a payment that
+        // settles later is credited by the retry.
+        throw serviceBusy(
+          `Checkout ${reference} has ended and the provider does not report ${paidReference} settled yet (${mismatch}); send this event again later`,
+          Math.ceil(this.recheckMs / 1000),
+        );
       }
+      this.deps.logger().warn('webhook refused after verification', {
+        reference: paidReference,
+        mismatch,
+      });
       return false;
     }
     // Over already, or expired by the sweep while the provider was asked: credited all the same.
@@ -424,6 +439,23 @@ export class Checkouts {
       providerReference: paidReference,
     });
     return outcome.status === 'PAID' && outcome.source === 'paystack';
+  }
+
+  /**
+   * Whether nothing here asks the provider about the checkout again: it is decided, not paid,
+   * and off the sweep's list. The list is read first: a checkout leaves it only once decided.
+   */
+  private async unwatched(reference: string): Promise<boolean> {
+    if (await this.store.isPending(reference)) return false;
+    return (await this.store.outcome(reference))?.status !== 'PAID';
+  }
+
+  /**
+   * A charge still under way is looked at again as often as the checkout lasted, at most every
+   * five minutes.
+   */
+  private get recheckMs(): number {
+    return Math.min(STILL_PAYING_RECHECK_MS, this.deps.config.checkoutTtlMs);
   }
 
   /**
@@ -527,11 +559,7 @@ export class Checkouts {
     const opened = await this.store.opened(session._id);
     const providerReference = opened?.providerReference ?? session._id;
     const verified = await this.deps.provider.verify(providerReference);
-    const now = new Date();
-    // A charge still under way is looked at again as often as the checkout lasted, at most
-    // every five minutes.
-    const recheckMs = Math.min(STILL_PAYING_RECHECK_MS, this.deps.config.checkoutTtlMs);
-    const verdict = expiryVerdict(session, verified, now, recheckMs);
+    const verdict = expiryVerdict(session, verified, new Date(), this.recheckMs);
     if ('pay' in verdict) {
       await this.confirmPayment(session, { source: 'sweep', providerReference });
       return;
@@ -692,12 +720,12 @@ export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
         message: 'Event received',
         summary: 'Paystack’s webhook: payment notifications',
         description:
-          'For the payment provider only. The body must be signed: `x-paystack-signature` is the hex HMAC-SHA512 of the exact body under the secret key (401 otherwise). A `charge.success` is verified with the provider before it pays the checkout; a duplicate, another event, or a reference that is not ours answers 200 and changes nothing. A provider that cannot be reached for the verification gets a 5xx, and retries.',
+          'For the payment provider only. The body must be signed: `x-paystack-signature` is the hex HMAC-SHA512 of the exact body under the secret key (401 otherwise). A `charge.success` is verified with the provider before it pays the checkout; a duplicate, another event, or a reference that is not ours answers 200 and changes nothing. A provider that cannot be reached for the verification gets a 5xx, and retries; so does one that does not report the charge settled yet (still under way, or unknown to it) for a checkout that has ended.',
         response: webhookView,
         errors: {
           401: 'Unsigned, or the signature does not match the body',
           502: 'The provider’s verification failed; retry later',
-          503: 'The provider or a service is unavailable; retry',
+          503: 'The provider or a service is unavailable, or the charge of a checkout that has ended is not settled at the provider yet; retry',
           504: 'The provider did not answer the verification in time; retry',
         },
       },

@@ -5,12 +5,13 @@ import { call } from '../../libs/contracts';
 import {
   FakePaystack,
   fund,
+  type FakeTransaction,
   outcomeListener,
   walletFundingParams,
   walletOf,
 } from '../support/checkout';
 import { eventually } from '../support/eventually';
-import { adminHeaders, request } from '../support/http';
+import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
 
@@ -249,6 +250,54 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(reply.status).toBe(200);
     expect(reply.body.data).toEqual({ handled: false });
     await expectCreditedOnceThoughExpired(unswept, reference, '85.00');
+  });
+
+  it('answers 503 to a webhook of an expired checkout whose charge is not settled yet, and credits the retry once', async () => {
+    const reference = await opened(sweeping, 75);
+    await eventually(() => expect(eventsOf(reference)).toEqual(['payment.failed']), {
+      timeout: 15_000,
+    });
+    // Off the sweep's list: a 200 now would be the last anyone asks about this payment.
+    const transaction = fake.transactions.get(reference) as FakeTransaction;
+    transaction.status = 'pending';
+    const pending = await signedChargeSuccess(sweeping, reference);
+    expectErrorEnvelope(
+      pending,
+      503,
+      /not report .* settled yet \(the provider reports it pending\)/,
+    );
+    expect(pending.headers.get('retry-after')).toBe('1');
+    // Not known at the provider yet (its records behind its webhook): the same.
+    fake.transactions.delete(reference);
+    const unknown = await signedChargeSuccess(sweeping, reference);
+    expectErrorEnvelope(unknown, 503, /the provider knows no such transaction/);
+    fake.transactions.set(reference, transaction);
+    // Given up by the payer: sending it again changes nothing, and it is acknowledged.
+    transaction.status = 'abandoned';
+    const abandoned = await signedChargeSuccess(sweeping, reference);
+    expect(abandoned.status).toBe(200);
+    expect(abandoned.body.data).toEqual({ handled: false });
+    expect(await creditsOf(sweeping, reference)).toEqual([]);
+
+    paidAtProvider(reference);
+    const retried = await Promise.all([1, 2].map(() => signedChargeSuccess(sweeping, reference)));
+    for (const reply of retried) {
+      expect(reply.status).toBe(200);
+      expect(reply.body.data).toEqual({ handled: false });
+    }
+    await expectCreditedOnceThoughExpired(sweeping, reference, '75.00');
+    await sleep(300);
+    expect(await creditsOf(sweeping, reference)).toHaveLength(1);
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+  });
+
+  it('acknowledges a webhook of a checkout still open whose charge is not settled yet: the sweep asks again', async () => {
+    const reference = await opened(unswept, 45);
+    (fake.transactions.get(reference) as FakeTransaction).status = 'pending';
+    const reply = await signedChargeSuccess(unswept, reference);
+    expect(reply.status).toBe(200);
+    expect(reply.body.data).toEqual({ handled: false });
+    expect(await statusOf(unswept, reference)).toBe('PENDING');
   });
 
   it('credits the wallet once when the sweep finds it paid but another sweep expired it while the provider was asked', async () => {
