@@ -309,11 +309,28 @@ export class Checkouts {
     session: SessionRecord,
     { outcome, won }: { outcome: OutcomeRecord; won: boolean },
   ): Promise<void> {
-    if (!won && !(await this.store.isPending(session._id))) return;
-    const now = new Date();
+    const offTheList = () => this.store.removePending(session._id);
+    if (!won) {
+      const pending = await this.store.pending(session._id);
+      if (!pending) return;
+      // The sweep sent its event already (`sendEarly`): only the list is left.
+      if (pending.eventQueuedAt) return offTheList();
+    }
+    await this.send(session, outcome, offTheList);
+  }
+
+  /**
+   * Puts an outcome's event in the outbox, then does the pending list's part (`listed`), then
+   * sends the event.
+   */
+  private async send(
+    session: SessionRecord,
+    outcome: OutcomeRecord,
+    listed: () => Promise<void>,
+  ): Promise<void> {
     const event = outcomeEvent(facts(session), outcome);
-    await this.store.enqueue(session._id, event, this.nextAttempt(now));
-    await this.store.removePending(session._id);
+    await this.store.enqueue(session._id, event, this.nextAttempt(new Date()));
+    await listed();
     this.deps.logger().info('checkout decided', {
       reference: session._id,
       status: outcome.status,
@@ -555,6 +572,16 @@ export class Checkouts {
   }
 
   private async expire(session: SessionRecord): Promise<void> {
+    const decided = await this.store.outcome(session._id);
+    // Claimed by one that stopped before carrying it out: a payment or a decline stands
+    // whatever the provider says, and waits for it no longer.
+    if (decided && decided.status !== 'EXPIRED') {
+      await this.carryOutIfDue(session, { outcome: decided, won: false });
+      return;
+    }
+    // So does an expiry's event; but the checkout is asked about (below) before it leaves the
+    // list: the payer may have paid since, and its webhook may never come (decision 108).
+    if (decided && !(await this.sendEarly(session, decided))) return;
     // The transaction handed out is the only one a payer could reach.
     const opened = await this.store.opened(session._id);
     const providerReference = opened?.providerReference ?? session._id;
@@ -575,6 +602,20 @@ export class Checkouts {
     }
     if (verdict.uncredited) await this.uncredited(session, providerReference, verdict.uncredited);
     await this.decide(session, 'EXPIRED', 'sweep');
+  }
+
+  /**
+   * Sends the event of an expiry claimed but not carried out, once, leaving the checkout on the
+   * pending list for the provider's answer (its entry marked, so that the next sweep, while
+   * the provider cannot answer, does not send it again). False when it is off the list
+   * already: whoever took it off carried it out.
+   */
+  private async sendEarly(session: SessionRecord, expired: OutcomeRecord): Promise<boolean> {
+    const pending = await this.store.pending(session._id);
+    if (!pending) return false;
+    if (pending.eventQueuedAt) return true;
+    await this.send(session, expired, () => this.store.markEventQueued(session._id, new Date()));
+    return true;
   }
 
   /** Runs the sweep every PAYMENT_SWEEP_INTERVAL_MS; the returned function stops it. */

@@ -99,6 +99,12 @@ const pendingSchema = new Schema(
   {
     _id: { type: String, required: true },
     expiresAt: { type: Date, required: true },
+    /**
+     * Set when the sweep sent the event of an expiry claimed but not carried out, before the
+     * provider answered whether the checkout was paid after all: the session stays listed for
+     * that answer, and no later sweep sends the event again.
+     */
+    eventQueuedAt: { type: Date, default: null },
   },
   { versionKey: false },
 );
@@ -146,6 +152,7 @@ export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: De
 export type OutboxRecord = InferSchemaType<typeof outboxSchema>;
 export type AttemptRecord = InferSchemaType<typeof attemptSchema>;
 export type OpenedRecord = InferSchemaType<typeof openedSchema>;
+export type PendingRecord = InferSchemaType<typeof pendingSchema>;
 export type UncreditedRecord = InferSchemaType<typeof uncreditedSchema>;
 export type SettlementRecord = InferSchemaType<typeof settlementSchema>;
 
@@ -313,7 +320,16 @@ export class CheckoutStore {
   }
 
   async isPending(reference: string): Promise<boolean> {
-    return (await this.m.CheckoutPending.findById(reference).lean()) !== null;
+    return (await this.pending(reference)) !== null;
+  }
+
+  pending(reference: string): Promise<PendingRecord | null> {
+    return this.m.CheckoutPending.findById(reference).lean<PendingRecord>();
+  }
+
+  /** Notes on a listed session that its outcome's event is in the outbox (a flag set once). */
+  async markEventQueued(reference: string, at: Date): Promise<void> {
+    await this.m.CheckoutPending.updateOne({ _id: reference }, { $set: { eventQueuedAt: at } });
   }
 
   async removePending(reference: string): Promise<void> {

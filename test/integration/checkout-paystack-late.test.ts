@@ -59,6 +59,26 @@ async function opened(stack: MerchantStack, amount: number) {
 /** The outcome events the listener received for a checkout, by name, in order. */
 const eventsOf = (reference: string) => listener.log.of(reference).map((e) => e.name);
 
+/** The verifications the fake provider was asked of a transaction. */
+const verificationsOf = (providerReference: string) =>
+  fake.calls.filter((c) => c.path === `/transaction/verify/${providerReference}`);
+
+/** The provider answers every verification with a 500 while `during` runs. */
+async function whileVerifyFails(during: () => Promise<void>): Promise<void> {
+  Object.assign(fake.fail, { verify: 1_000_000, mode: 'error' });
+  try {
+    await during();
+  } finally {
+    fake.fail.verify = 0;
+  }
+}
+
+/**
+ * The wait, from a checkout's opening, for an event of its expiry: its time (one second)
+ * and a sweep (every 100 ms), with room for a loaded machine.
+ */
+const WITHIN_A_SWEEP_OF_ITS_TIME = 3_000;
+
 const paidAtProvider = (reference: string) => {
   (fake.transactions.get(reference) as { status: string }).status = 'success';
 };
@@ -343,11 +363,80 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
       (await walletOf(sweeping.node.url, sweeping.alice.key)).entries.filter(
         (e) => (e as { reference: string }).reference === `refund:${reference}`,
       );
+    // The expiry's event waits for no provider: the credit may come a moment after it.
+    await eventually(async () => expect(await refunds()).not.toEqual([]));
     expect(await refunds()).toEqual([expect.objectContaining({ type: 'CREDIT', amount: '55.00' })]);
     expect(await uncreditedListed(sweeping, reference)).toBeUndefined();
     await sleep(500);
     expect(await refunds()).toHaveLength(1);
     expect(eventsOf(reference)).not.toContain('payment.succeeded');
+  });
+});
+
+describe('a checkout whose outcome was claimed but not carried out', () => {
+  it('sends its expiry at once while the provider cannot answer, once, and credits what the provider reports paid later', async () => {
+    const reference = await opened(sweeping, 35);
+    // A sweep claimed EXPIRED and stopped before carrying it out.
+    await claimOutcome(sweeping, reference, 'EXPIRED');
+    await whileVerifyFails(async () => {
+      await eventually(() => expect(eventsOf(reference)).toEqual(['payment.failed']), {
+        timeout: WITHIN_A_SWEEP_OF_ITS_TIME,
+      });
+      // Every sweep asks the provider again, and none sends the event again.
+      const asked = verificationsOf(reference).length;
+      await sleep(1_000);
+      expect(verificationsOf(reference).length).toBeGreaterThan(asked);
+      expect(eventsOf(reference)).toEqual(['payment.failed']);
+      expect(await pendingEntry(sweeping, reference)).toMatchObject({
+        eventQueuedAt: expect.any(Date),
+      });
+      // The payer had paid meanwhile, and no webhook comes.
+      paidAtProvider(reference);
+    });
+    await eventually(async () => expect(await pendingEntry(sweeping, reference)).toBeNull());
+    await expectCreditedOnceThoughExpired(sweeping, reference, '35.00');
+    await sleep(500);
+    expect(await creditsOf(sweeping, reference)).toHaveLength(1);
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+  });
+
+  it('sends its expiry at once while the charge is still under way, and credits it once it settles', async () => {
+    const reference = await opened(sweeping, 15);
+    await claimOutcome(sweeping, reference, 'EXPIRED');
+    (fake.transactions.get(reference) as FakeTransaction).status = 'ongoing';
+    await eventually(() => expect(eventsOf(reference)).toEqual(['payment.failed']), {
+      timeout: WITHIN_A_SWEEP_OF_ITS_TIME,
+    });
+    // Still listed, asked again as for any charge under way.
+    await sleep(1_500);
+    expect(await pendingEntry(sweeping, reference)).not.toBeNull();
+    expect(verificationsOf(reference).length).toBeGreaterThanOrEqual(2);
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+    paidAtProvider(reference);
+    await eventually(async () => expect(await creditsOf(sweeping, reference)).toHaveLength(1), {
+      timeout: 5_000,
+    });
+    await expectCreditedOnceThoughExpired(sweeping, reference, '15.00');
+    await eventually(async () => expect(await pendingEntry(sweeping, reference)).toBeNull());
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+  });
+
+  it('carries out a payment without asking the provider', async () => {
+    const reference = await opened(sweeping, 25);
+    paidAtProvider(reference);
+    // A sweep found it paid, claimed PAID and stopped before carrying it out.
+    await claimOutcome(sweeping, reference, 'PAID');
+    await whileVerifyFails(async () => {
+      await eventually(() => expect(eventsOf(reference)).toEqual(['payment.succeeded']), {
+        timeout: WITHIN_A_SWEEP_OF_ITS_TIME,
+      });
+    });
+    expect(verificationsOf(reference)).toEqual([]);
+    expect(await statusOf(sweeping, reference)).toBe('PAID');
+    const credits = await creditsOf(sweeping, reference);
+    expect(credits).toHaveLength(1);
+    expect(credits[0]).toMatchObject({ amount: '25.00' });
+    expect(await pendingEntry(sweeping, reference)).toBeNull();
   });
 });
 
@@ -368,6 +457,18 @@ async function claimOutcome(
       source: 'sweep',
       decidedAt: new Date(),
     });
+  } finally {
+    await db.close();
+  }
+}
+
+/** The checkout's entry on the sweep's list, or null once it is off it. */
+async function pendingEntry(stack: MerchantStack, reference: string) {
+  const db = await openServiceDatabase(stack.iso, 'payment');
+  try {
+    return await db
+      .collection('checkout_pending')
+      .findOne({ _id: reference as unknown as ObjectId });
   } finally {
     await db.close();
   }
