@@ -1,4 +1,5 @@
 import type { ActionSchema, Logger, ServiceBroker } from 'moleculer';
+import type { Server } from 'node:http';
 import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
@@ -32,6 +33,7 @@ import { GROUP_BASE, collectRoutes, type MountedGroups } from './routes';
 import { TRACKING_EVENTS_PATH, TrackingStreams } from './tracking-stream';
 import { UploadLeases } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
+import { answerClientError } from './client-errors';
 
 /**
  * moleculer-web, its `rest` action (which carries each HTTP request in) marked as an entry
@@ -238,6 +240,9 @@ export function createGatewayService(
       });
       registerHealthCheck(broker, 'redis', () => redisReady(redis));
       recordHttpAnswer = httpAnswerRecorder(broker);
+      // moleculer-web made its HTTP server in its own `created`, which runs before this one.
+      const { server } = this as unknown as { server: Server };
+      server.on('clientError', answerClientError(config.appEnv));
     },
     started() {
       // Not awaited: without Redis the gateway still starts, reports not ready and answers 503.

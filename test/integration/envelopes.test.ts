@@ -11,7 +11,8 @@ import { createAccountService } from '../../services/account/account.service';
 import { createGatewayService } from '../../services/gateway/gateway.service';
 import { routeHandler } from '../../services/gateway/web-routing';
 import ApiGateway from 'moleculer-web';
-import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { ENVELOPE_KEYS, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { connect } from 'node:net';
 import { eventually } from '../support/eventually';
 import { ADMIN_TOKEN, dropDatabases, freePort, isolation } from '../support/stack';
 
@@ -262,6 +263,38 @@ describe('error envelope', () => {
     }
   });
 
+  it.each([
+    [
+      'headers over 16 KB → 431',
+      `GET /api/countries?q=a HTTP/1.1\r\nHost: x\r\nX-Pad: ${'p'.repeat(20_000)}\r\n\r\n`,
+      431,
+      /^The request headers are too large/,
+      { method: 'GET', path: '/api/countries', url: '/api/countries?q=a' },
+    ],
+    [
+      'a malformed request → 400',
+      'GET /api/countries HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
+      400,
+      /^The HTTP request is malformed/,
+      { method: 'GET', path: '/api/countries' },
+    ],
+  ])(
+    '%s, refused by Node before it is a request, in the envelope',
+    async (_what, raw, status, message, where) => {
+      const reply = await rawExchange(base, raw);
+      const [head, body] = [
+        reply.slice(0, reply.indexOf('\r\n\r\n')),
+        reply.slice(reply.indexOf('\r\n\r\n') + 4),
+      ];
+      expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(head).toMatch(/content-type: application\/json/i);
+      const envelope = JSON.parse(body);
+      expect(Object.keys(envelope).sort()).toEqual(ENVELOPE_KEYS);
+      expect(envelope).toMatchObject({ statusCode: status, ...where });
+      expect(envelope.message).toMatch(message);
+    },
+  );
+
   it('an unknown route → 404, with or without a key, and the query is kept in url', async () => {
     expectErrorEnvelope(
       await request(base, 'GET', '/nowhere?x=1'),
@@ -320,3 +353,15 @@ describe('docs', () => {
     expectErrorEnvelope(await request(base, 'GET', '/docs/assets/..%2Fpackage.json'), 404);
   });
 });
+
+/** Writes `raw` on a connection of its own and reads all that comes back until it closes. */
+function rawExchange(baseUrl: string, raw: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(raw));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
