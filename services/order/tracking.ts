@@ -2,7 +2,7 @@ import type { TrackingView } from '../../libs/contracts/order';
 import type { CourierOnDelivery } from './courier-view';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import { UNDER_WAY } from './eta';
-import { isTerminal, type DeliveryStatus } from './lifecycle';
+import { isMatchingEligible, isTerminal, type DeliveryStatus } from './lifecycle';
 import { projectMap } from './tracking-map';
 
 /**
@@ -47,6 +47,17 @@ export const STATUS_TEXT: Record<DeliveryStatus, string> = {
     'No courier was found, so the delivery was called off. Contact the sender to book it again.',
 };
 
+const AWAITING_PAYMENT = 'A courier is found for it once it is paid.';
+
+/**
+ * Statuses in which the recipient follows the courier (position, arrival window, live
+ * updates): on the way to them. Once a delivery is going back to the sender, where the
+ * courier is is no longer the recipient's business.
+ */
+const FOLLOWED: ReadonlySet<DeliveryStatus> = new Set(
+  [...UNDER_WAY].filter((s) => s !== 'RETURNING'),
+);
+
 /** When a delivery's courier is searched for: `searchFrom` (null: at once), as of `now`. */
 export interface SearchTime {
   searchFrom: Date | null;
@@ -63,6 +74,8 @@ export function statusTextOf(
   { searchFrom, now }: SearchTime,
 ): string {
   const { status } = delivery.lifecycle;
+  // A share still owed (a checkout open, a recipient's share of a split): no search yet.
+  const unpaid = status === 'REQUEST_CREATED' && !isMatchingEligible(delivery.lifecycle);
   if (status === 'REQUEST_CREATED' && delivery.deliveryDate && delivery.deliverySlot) {
     const day = new Intl.DateTimeFormat('en-GB', {
       timeZone: 'UTC',
@@ -72,10 +85,14 @@ export function statusTextOf(
       year: 'numeric',
     }).format(new Date(delivery.deliveryDate));
     const searching = searchFrom === null || searchFrom.getTime() <= now.getTime();
-    const next = searching ? 'We are finding a courier.' : 'A courier is found for it on the day.';
+    const next = unpaid
+      ? AWAITING_PAYMENT
+      : searching
+        ? 'We are finding a courier.'
+        : 'A courier is found for it on the day.';
     return `Your delivery is booked for ${day}, ${delivery.deliverySlot}. ${next}`;
   }
-  return STATUS_TEXT[status];
+  return unpaid ? `Your delivery is booked. ${AWAITING_PAYMENT}` : STATUS_TEXT[status];
 }
 
 /** The first word of a name: `Ada Obi` → `Ada`; null when there is no name. */
@@ -114,13 +131,14 @@ export function toTrackingView(
   const origin = addresses.get(delivery.originId)?.fields;
   const destination = addresses.get(delivery.destinationId)?.fields;
   if (!origin || !destination) throw new Error(`delivery ${delivery._id} without its addresses`);
-  const at = courier?.currentLocation ?? null;
+  const followed = FOLLOWED.has(status);
+  const at = followed ? (courier?.currentLocation ?? null) : null;
   return {
     trackingId: delivery.trackingId,
     status,
     statusText: statusTextOf(delivery, searchTime),
     terminal: isTerminal(status),
-    live: UNDER_WAY.has(status) && courier !== undefined,
+    live: followed && courier !== undefined,
     steps: delivery.steps
       .filter((s) => !s.hidden)
       .map((s) => ({
@@ -148,7 +166,7 @@ export function toTrackingView(
           place: at ? placeName(at) : null,
         }
       : null,
-    eta: courier?.eta ?? null,
+    eta: followed ? (courier?.eta ?? null) : null,
     map: projectMap(origin, destination, at),
   };
 }

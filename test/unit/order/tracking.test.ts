@@ -114,10 +114,16 @@ const address = (id: string, at: { lat: number; lon: number }, contactName: stri
     updatedAt: new Date(),
   }) as unknown as StoredAddress;
 
+/** Paid by its creator alone, as a wallet request is. */
+const PAID = {
+  owes: { creator: true, recipient: false },
+  paid: { creator: true, recipient: false },
+};
+
 const delivery = {
   _id: 'd',
   trackingId: 'P2P-0123456789AB',
-  lifecycle: { status: 'IN_TRANSIT' },
+  lifecycle: { status: 'IN_TRANSIT', ...PAID },
   distanceKm: 21.4,
   fleetType: { id: 'f', name: 'Bike', icon: null },
   originId: 'o',
@@ -195,9 +201,24 @@ describe('toTrackingView', () => {
     expect(region).not.toContain('Bike');
   });
 
+  it('no longer follows the courier once the delivery is going back to the sender', () => {
+    const returning = toTrackingView(
+      { ...delivery, lifecycle: { status: 'RETURNING', ...PAID } } as unknown as DeliveryRecord,
+      addresses,
+      courier,
+      AT_ONCE,
+    );
+    expect(returning).toMatchObject({ live: false, eta: null, courier: { place: null } });
+    expect(returning.map.courier).toBeNull();
+    expect(JSON.stringify(trackingState(returning))).not.toContain('Yaba');
+  });
+
   it('has no courier and no marker before one is assigned', () => {
     const waiting = toTrackingView(
-      { ...delivery, lifecycle: { status: 'REQUEST_CREATED' } } as unknown as DeliveryRecord,
+      {
+        ...delivery,
+        lifecycle: { status: 'REQUEST_CREATED', ...PAID },
+      } as unknown as DeliveryRecord,
       addresses,
       undefined,
       AT_ONCE,
@@ -211,7 +232,7 @@ describe('toTrackingView', () => {
   it('tells of a SCHEDULED delivery waiting for its courier its day and slot', () => {
     const booked = {
       ...delivery,
-      lifecycle: { status: 'REQUEST_CREATED' },
+      lifecycle: { status: 'REQUEST_CREATED', ...PAID },
       deliveryDate: new Date('2026-12-24T00:00:00.000Z'),
       deliverySlot: '09:00 - 12:00',
     } as unknown as DeliveryRecord;
@@ -229,7 +250,26 @@ describe('toTrackingView', () => {
     expect(toTrackingView(booked, addresses, undefined, AT_ONCE).statusText).toMatch(
       /We are finding a courier\.$/,
     );
-    const assigned = { ...booked, lifecycle: { status: 'COURIER_ASSIGNED' } } as DeliveryRecord;
+    // A share still owed: nobody is looked for until it is paid, whatever the day.
+    const splitUnpaid = {
+      ...booked,
+      lifecycle: {
+        status: 'REQUEST_CREATED',
+        owes: { creator: true, recipient: true },
+        paid: { creator: true, recipient: false },
+      },
+    } as unknown as DeliveryRecord;
+    expect(textAt(splitUnpaid, '2026-12-24T07:00:00.000Z')).toBe(
+      'Your delivery is booked for Thursday, 24 December 2026, 09:00 - 12:00. A courier is found for it once it is paid.',
+    );
+    const unscheduled = { ...splitUnpaid, deliveryDate: null, deliverySlot: null };
+    expect(toTrackingView(unscheduled, addresses, undefined, AT_ONCE).statusText).toBe(
+      'Your delivery is booked. A courier is found for it once it is paid.',
+    );
+    const assigned = {
+      ...booked,
+      lifecycle: { status: 'COURIER_ASSIGNED', ...PAID },
+    } as DeliveryRecord;
     expect(textAt(assigned, '2026-12-24T07:00:00.000Z')).toBe(
       'A courier is on the way to collect your delivery.',
     );
