@@ -80,6 +80,8 @@ export interface OutboxSenderDeps {
   store: OutboxStore;
   channels: Record<Channel, ChannelSender>;
   logger: () => Logger;
+  /** In [0, 1): spreads the waits of messages that failed together (Math.random). */
+  random?: () => number;
 }
 
 /**
@@ -211,10 +213,13 @@ export class OutboxSender {
         attempt < maxAttempts
           ? new Date(
               Date.now() +
-                backoffMs(attempt, {
-                  baseMs: config.retry.baseDelayMs,
-                  maxMs: config.retry.maxDelayMs,
-                }),
+                backoffMs(
+                  attempt,
+                  { baseMs: config.retry.baseDelayMs, maxMs: config.retry.maxDelayMs },
+                  // A provider's outage fails many at once: spread, their retries do not all
+                  // come back together.
+                  (this.deps.random ?? Math.random)(),
+                ),
             )
           : null;
       await this.failed(current, attempt, this.describe(err, current), retryAt);

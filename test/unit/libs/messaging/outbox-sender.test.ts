@@ -107,6 +107,29 @@ describe('OutboxSender', () => {
     expect(byId.get('m1')?.text).toBeNull();
   });
 
+  it('spreads the retries of messages that failed together by ±20 %', async () => {
+    const { store, byId } = memoryOutbox([message({ _id: 'a' }), message({ _id: 'b' })]);
+    const draws = [0, 0.999];
+    const sender = new OutboxSender({
+      kind: 'test message',
+      config,
+      appEnv: 'staging',
+      store,
+      channels: {
+        EMAIL: { send: async () => Promise.reject(new Error('down')) },
+        SMS: { send: async () => undefined },
+      },
+      logger: () => broker.getLogger('outbox-test'),
+      random: () => draws.shift() ?? 0.5,
+    });
+    const before = Date.now();
+    await sender.sendDue(new Date());
+    const waits = ['a', 'b'].map((id) => (byId.get(id)?.retryAt?.getTime() ?? 0) - before);
+    const base = config.retry.baseDelayMs;
+    expect(Math.min(...waits)).toBeLessThan(base * 0.81 + 1_000);
+    expect(Math.max(...waits)).toBeGreaterThan(base * 1.19);
+  });
+
   it('records the address it sent to with the send', async () => {
     const { store, byId } = memoryOutbox([message({ recipient: '' })]);
     // Addressed as it is listed (a webhook notice), not on its record.
