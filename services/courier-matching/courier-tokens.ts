@@ -143,11 +143,14 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
           );
         }
         await tokens.remove(token._id);
-        await givePlaceBack(tokens.places, token.courierId, { id: tokenId, place: token.place });
+        // Told at once, before the place is given back: a repeat answers 404 (the token is
+        // gone), so a failure after the removal must not have kept the gateways untold. A place
+        // not given back frees itself after a while (its token gone, it reads as never taken).
         await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, {
           courierId: token.courierId,
           hashes: [token._id],
         });
+        await givePlaceBack(tokens.places, token.courierId, { id: tokenId, place: token.place });
         return null;
       },
     }),

@@ -1,0 +1,75 @@
+import { ServiceBroker } from 'moleculer';
+import { createBrokerOptions } from '../../moleculer.config';
+import { loadConfig } from '../../libs/config';
+import { COURIER_TOKENS_CHANGED_EVENT, hashCourierToken } from '../../libs/contracts/matching';
+import * as places from '../../libs/places';
+import { toServiceSchema } from '../../libs/service';
+import { serviceDefinition } from '../../services/catalog';
+import { dropDatabases, isolation } from '../support/stack';
+
+/**
+ * A revoked courier token reaches every gateway by event. A revocation whose later bookkeeping
+ * fails (its place given back on a busy database) must still have sent that event: a repeat
+ * answers 404 (the token is gone), so nothing would send it after.
+ */
+const iso = isolation();
+let broker: ServiceBroker;
+const changed: { courierId: string; hashes: string[] }[] = [];
+
+beforeAll(async () => {
+  const config = loadConfig({
+    ...process.env,
+    NATS_URL: '',
+    OPS_PORT: '0',
+    NAMESPACE: iso.namespace,
+    MONGO_DB_PREFIX: iso.dbPrefix,
+  });
+  broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  for (const name of ['account', 'geo', 'courier-matching'] as const) {
+    broker.createService(toServiceSchema(serviceDefinition(name, config)));
+  }
+  broker.createService({
+    name: 'gateway-stand-in',
+    events: {
+      [COURIER_TOKENS_CHANGED_EVENT]: (ctx: { params: (typeof changed)[number] }) =>
+        void changed.push(ctx.params),
+    },
+  });
+  await broker.start();
+});
+
+afterAll(async () => {
+  await broker?.stop();
+  await dropDatabases(iso);
+});
+
+it('tells the gateways of a revoked token even when its place cannot be given back', async () => {
+  const types = await broker.call<{ id: string; code: string }[], unknown>(
+    'geo.listFleetTypes',
+    {},
+  );
+  const courier = await broker.call<{ id: string }, unknown>('courier-matching.createCourier', {
+    name: 'Tunde Bakare',
+    phone: '+2348031234567',
+    fleet: { typeId: types[0].id, regNo: 'REV-001', make: 'Bajaj', model: 'Boxer', colour: 'Red' },
+  });
+  const created = await broker.call<{ id: string; token: string }, unknown>(
+    'courier-matching.createCourierToken',
+    { courierId: courier.id },
+  );
+  const busy = jest
+    .spyOn(places, 'givePlaceBack')
+    .mockRejectedValueOnce(Object.assign(new Error('database busy'), { code: 503 }));
+  try {
+    await expect(
+      broker.call('courier-matching.revokeCourierToken', { tokenId: created.id }),
+    ).rejects.toThrow('database busy');
+  } finally {
+    busy.mockRestore();
+  }
+  expect(changed).toEqual([{ courierId: courier.id, hashes: [hashCourierToken(created.token)] }]);
+  // Gone: a repeat finds nothing to revoke.
+  await expect(
+    broker.call('courier-matching.revokeCourierToken', { tokenId: created.id }),
+  ).rejects.toMatchObject({ code: 404 });
+});
