@@ -432,6 +432,25 @@ const deployments = manifests.filter((m) => m.kind === 'Deployment');
 const configMap = manifests.find((m) => m.kind === 'ConfigMap');
 const exampleSecret = loadManifests(EXAMPLE_SECRET)[0];
 
+/** Each `kubectl create secret generic ...` command in `text`, its continuation lines joined. */
+function createSecretCommands(text: string): string[] {
+  const lines = text.split('\n');
+  const commands: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*kubectl create secret generic /.test(lines[i])) continue;
+    let command = lines[i].trim();
+    while (command.endsWith('\\') && i + 1 < lines.length) {
+      command = `${command.slice(0, -1)} ${lines[++i].trim()}`.trimEnd();
+    }
+    commands.push(command);
+  }
+  return commands;
+}
+
+/** The keys a command sets with `--from-literal=KEY=...`. */
+const literalKeys = (command: string) =>
+  [...command.matchAll(/--from-literal=([A-Za-z0-9_]+)=/g)].map((m) => m[1]);
+
 const containerOf = (d: Manifest) => d.spec?.template?.spec.containers[0] as Container;
 const servicesOf = (d: Manifest) => containerOf(d).env?.find((e) => e.name === 'SERVICES')?.value;
 const isSubset = (sub: Record<string, string> = {}, of: Record<string, string> = {}) =>
@@ -561,6 +580,42 @@ describe('deploy/k8s', () => {
     for (const value of Object.values(exampleSecret.stringData ?? {})) {
       expect(value).toContain('REPLACE-ME');
     }
+  });
+
+  // A key the command leaves out crash-loops every pod ("invalid configuration: ...").
+  it('creates in deploy/README.md a Secret with every key live needs beside the ConfigMap', () => {
+    const commands = createSecretCommands(read('deploy/README.md'));
+    expect(commands).toHaveLength(1);
+    expect(commands[0]).toMatch(
+      new RegExp(`^kubectl create secret generic ${exampleSecret.metadata.name} `),
+    );
+    const keys = literalKeys(commands[0]);
+    // The example's values have the shapes the config checks; the command's are elided.
+    const examples = exampleSecret.stringData ?? {};
+    expect(keys.filter((k) => !(k in examples))).toEqual([]);
+    const env = { ...configMap?.data, ...Object.fromEntries(keys.map((k) => [k, examples[k]])) };
+    expect(() => loadConfig(env)).not.toThrow();
+  });
+
+  it('names in deploy/README.md every variable live makes mandatory', () => {
+    const env: Record<string, string> = { ...configMap?.data, ...exampleSecret.stringData };
+    expect(() => loadConfig(env)).not.toThrow();
+    // Mandatory: without it, live with these manifests refuses to start.
+    const mandatory = Object.keys(env).filter((name) => {
+      try {
+        loadConfig(Object.fromEntries(Object.entries(env).filter(([k]) => k !== name)));
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(mandatory).toEqual(expect.arrayContaining(['ADMIN_TOKEN', 'SMTP_URL']));
+    const paragraph =
+      read('deploy/README.md')
+        .split(/\n\s*\n/)
+        .find((p) => p.startsWith('`APP_ENV` is `live`')) ?? '';
+    const named = [...paragraph.matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1]);
+    expect(mandatory.filter((name) => !named.includes(name))).toEqual([]);
   });
 
   it('exposes the gateway through a Service on port 80 to its http port 3000', () => {
