@@ -405,8 +405,14 @@ interface Manifest {
     selector?: Record<string, unknown> & { matchLabels?: Record<string, string> };
     template?: {
       metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
-      spec: { securityContext?: { runAsNonRoot?: boolean }; containers: Container[] };
+      spec: {
+        securityContext?: { runAsNonRoot?: boolean };
+        topologySpreadConstraints?: Record<string, unknown>[];
+        containers: Container[];
+      };
     };
+    maxUnavailable?: number | string;
+    minAvailable?: number | string;
     ports?: { port: number; targetPort: string | number }[];
     scaleTargetRef?: { kind: string; name: string };
     metrics?: {
@@ -526,6 +532,32 @@ describe('deploy/k8s', () => {
     // Nothing to say: within the request, and under NEAR_LIMIT of the limit.
     expect(memoryFit({ atRestMb: measured, highestMb: measured }, { request, limit })).toBe('');
   });
+
+  it.each(SERVICE_NAMES)(
+    'lets a drain take one pod of %s at a time, and spreads its pods over nodes',
+    (name) => {
+      const deployment = deployments.find((d) => servicesOf(d) === name) as Manifest;
+      const own = deployment.spec?.selector?.matchLabels;
+      const budgets = manifests.filter(
+        (m) =>
+          m.kind === 'PodDisruptionBudget' &&
+          isSubset(m.spec?.selector?.matchLabels, deployment.spec?.template?.metadata.labels),
+      );
+      expect(budgets).toHaveLength(1);
+      expect(budgets[0].apiVersion).toBe('policy/v1');
+      expect(budgets[0].spec).toMatchObject({ maxUnavailable: 1 });
+      expect(budgets[0].spec?.minAvailable).toBeUndefined();
+      // This Deployment's pods and no other's: a budget over two services counts them together.
+      expect(budgets[0].spec?.selector?.matchLabels).toEqual(own);
+      expect(deployment.spec?.template?.spec.topologySpreadConstraints).toContainEqual({
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        // Soft: a cluster of one node still runs every replica.
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: own },
+      });
+    },
+  );
 
   it.each(SERVICE_NAMES)('runs %s as non-root on a read-only filesystem', (name) => {
     const deployment = deployments.find((d) => servicesOf(d) === name) as Manifest;
