@@ -222,6 +222,12 @@ export const ORDER_FAULT_POINTS = [
 ] as const;
 export type OrderFaultPoint = (typeof ORDER_FAULT_POINTS)[number];
 
+/**
+ * docker-compose.yml's ADMIN_TOKEN when none is set, for a machine's own use: anyone can read
+ * it in the repository, so live refuses it.
+ */
+export const COMPOSE_ADMIN_TOKEN = 'change-me-admin-token';
+
 /** Staging's proof-code key when none is set: staging shows codes to support anyway. */
 const STAGING_PROOF_CODE_SECRET = 'waybill-staging-proof-code-secret';
 const STAGING_WEBHOOK_SECRET_KEY = 'waybill-staging-webhook-secret-key';
@@ -263,9 +269,15 @@ const envSchema = Joi.object({
     .empty('')
     .min(16)
     .pattern(/^\S+$/, 'no whitespace')
-    .when('APP_ENV', { is: 'live', then: Joi.required() })
+    .when('APP_ENV', {
+      is: 'live',
+      then: Joi.required().invalid(COMPOSE_ADMIN_TOKEN).messages({
+        'any.invalid':
+          '{{#label}} is the placeholder of docker-compose.yml, published in the repository; set a token of your own (openssl rand -hex 32)',
+      }),
+    })
     .description(
-      'Bearer token for `/admin`; required when APP_ENV=live, admin API disabled without it',
+      'Bearer token for `/admin`; required when APP_ENV=live, where the docker-compose.yml placeholder is refused; admin API disabled without it',
     ),
   MONGO_URL: Joi.string()
     .uri({ scheme: ['mongodb', 'mongodb+srv'] })
