@@ -423,6 +423,7 @@ interface Manifest {
         containers: Container[];
       };
     };
+    type?: string;
     maxUnavailable?: number | string;
     minAvailable?: number | string;
     ports?: { port: number; targetPort: string | number }[];
@@ -432,6 +433,12 @@ interface Manifest {
       resource?: { name: string; target: { averageUtilization?: number } };
     }[];
   };
+}
+
+interface NetworkPolicySpec {
+  podSelector: { matchLabels?: Record<string, string> };
+  policyTypes?: string[];
+  ingress?: { from?: Record<string, unknown>[]; ports?: { port: string | number }[] }[];
 }
 
 function loadManifests(file: string): Manifest[] {
@@ -677,6 +684,48 @@ describe('deploy/k8s', () => {
     expect(service?.spec?.ports).toContainEqual(
       expect.objectContaining({ port: 80, targetPort: 'http' }),
     );
+  });
+
+  it('trusts one proxy, the ingress in front of the ClusterIP gateway Service', () => {
+    // With 0, every client is the ingress pod: one failed-authentication count and one
+    // tracking-stream cap for all of them.
+    const gateway = manifests.find(
+      (m) => m.kind === 'Service' && m.metadata.name === 'waybill-gateway',
+    );
+    expect(gateway?.spec?.type).toBe('ClusterIP');
+    expect(configMap?.data?.TRUST_PROXY_HOPS).toBe('1');
+    expect(loadConfig({ ...configMap?.data, ...exampleSecret.stringData }).trustProxyHops).toBe(1);
+  });
+
+  it("documents a NetworkPolicy that admits only the ingress to the gateway's API port", () => {
+    // Trusting X-Forwarded-For, the gateway must not be reachable around the ingress.
+    const blocks = [...read('deploy/README.md').matchAll(/```yaml\n([\s\S]*?)```/g)].map(
+      (m) => parse(m[1]) as Manifest & { spec: NetworkPolicySpec },
+    );
+    const policy = blocks.find((b) => b.kind === 'NetworkPolicy');
+    const gateway = deployments.find((d) => servicesOf(d) === 'gateway') as Manifest;
+    const ports = containerOf(gateway).ports ?? [];
+    expect(policy?.apiVersion).toBe('networking.k8s.io/v1');
+    expect(policy?.spec.podSelector.matchLabels).toEqual(gateway.spec?.selector?.matchLabels);
+    expect(policy?.spec.policyTypes).toContain('Ingress');
+    const rules = policy?.spec.ingress ?? [];
+    const opening = (port: string) => rules.filter((r) => r.ports?.some((p) => p.port === port));
+    expect(ports.map((p) => p.name)).toEqual(expect.arrayContaining(['http', 'ops']));
+    // The API from one namespace, the controller's; the ops port for probes and scrapes.
+    expect(opening('http')).toEqual([
+      {
+        from: [
+          {
+            namespaceSelector: {
+              matchLabels: { 'kubernetes.io/metadata.name': expect.any(String) },
+            },
+          },
+        ],
+        ports: [{ port: 'http' }],
+      },
+    ]);
+    expect(opening('ops')).toEqual([{ ports: [{ port: 'ops' }] }]);
+    expect(rules.filter((r) => !r.ports)).toEqual([]);
   });
 
   it('gives the file service the memory its upload cap needs (docs/files.md)', () => {
