@@ -20,7 +20,7 @@ import {
   verifySignature,
 } from '../libs/webhook-signature';
 import { serviceDefinition } from '../services/catalog';
-import { seedDemoData } from '../services/seed';
+import { refuseSeedIn, seedDemoData } from '../services/seed';
 
 /**
  * Operator CLI. It runs the services it needs (account; payment for wallets; geo and
@@ -518,13 +518,15 @@ program
 program
   .command('seed')
   .description(
-    'create the demo user, fund its wallet, add demo couriers and print a staging API key (once)',
+    'staging only: create the demo user, fund its wallet, add demo couriers and print a staging API key (once)',
   )
-  .action(() =>
-    withServices(['account', 'payment', 'geo', 'courier-matching'], (broker) =>
+  .action(async () => {
+    refuseSeedIn(loadConfig(process.env).appEnv);
+    const lines = await withServices(['account', 'payment', 'geo', 'courier-matching'], (broker) =>
       seedDemoData(broker),
-    ).then((lines) => lines.forEach((l) => console.log(l))),
-  );
+    );
+    lines.forEach((l) => console.log(l));
+  });
 
 program
   .command('config')

@@ -1,5 +1,7 @@
 import type { ServiceBroker } from 'moleculer';
+import type { AppEnvironment } from '../libs/config';
 import { call } from '../libs/contracts';
+import { badRequest } from '../libs/errors';
 import type { CourierView } from '../libs/contracts/matching';
 import { nameBasedId } from '../libs/ids';
 import { formatNaira } from '../libs/money';
@@ -94,6 +96,18 @@ async function seedDemoCouriers(broker: ServiceBroker): Promise<CourierView[]> {
     couriers.push((await find()) ?? (await create().catch(orFound)));
   }
   return couriers;
+}
+
+/**
+ * Demo data is for staging. Live, its credit would be money no payment backs on the ledger,
+ * spendable on real deliveries, and its couriers made-up people offered real ones: refused
+ * before anything starts.
+ */
+export function refuseSeedIn(appEnv: AppEnvironment): void {
+  if (appEnv !== 'live') return;
+  throw badRequest(
+    `seed: refused with APP_ENV=live: it would credit NGN ${formatNaira(DEMO_FUNDS_KOBO)} that no payment backs to the live ledger and add demo couriers that real deliveries would be offered to. Run it against staging only`,
+  );
 }
 
 /**

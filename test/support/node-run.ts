@@ -12,18 +12,23 @@ export interface NodeRun {
 
 /**
  * Runs a TypeScript entry in a Node process of its own, through tsx as the tests run ours,
- * with `nodeFlags` before it and `args` after; `stdin` is written and closed.
+ * with `nodeFlags` before it and `args` after; `stdin` is written and closed. `env` replaces
+ * this process's environment when given.
  */
 export function runTypeScript(
   entry: string,
   args: string[] = [],
-  { nodeFlags = [], stdin }: { nodeFlags?: string[]; stdin?: Buffer } = {},
+  {
+    nodeFlags = [],
+    stdin,
+    env,
+  }: { nodeFlags?: string[]; stdin?: Buffer; env?: NodeJS.ProcessEnv } = {},
 ): Promise<NodeRun> {
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
       [...nodeFlags, '--import', 'tsx', entry, ...args],
-      { cwd: ROOT, encoding: 'utf8' },
+      { cwd: ROOT, encoding: 'utf8', ...(env ? { env } : {}) },
       (err, stdout, stderr) =>
         resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
     );

@@ -1,0 +1,35 @@
+import { join } from 'node:path';
+import { ROOT, runTypeScript } from '../../support/node-run';
+
+const CLI = join(ROOT, 'bin', 'waybill.ts');
+
+/** A live configuration that loads, its servers where nothing answers. */
+const LIVE: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH,
+  NODE_ENV: 'test',
+  APP_ENV: 'live',
+  ADMIN_TOKEN: 'an-admin-token-of-32-characters!',
+  PROOF_CODE_SECRET: 'a-proof-code-key-of-32-characters',
+  WEBHOOK_SECRET_KEY: 'a-webhook-secret-key-of-32-characters',
+  PAYSTACK_SECRET_KEY: 'sk_live_x',
+  SMTP_URL: 'smtps://mailer:secret@smtp.example.com:465',
+  MAIL_FROM: 'Waybill <deliveries@example.com>',
+  TERMII_API_KEY: 'termii-key',
+  TERMII_SENDER_ID: 'Waybill',
+  // Were the seed to start its services, it would find no database rather than a real one.
+  MONGO_URL: 'mongodb://127.0.0.1:9',
+  MONGO_TIMEOUT_MS: '500',
+  REDIS_URL: 'redis://127.0.0.1:9',
+  LOG_LEVEL: 'fatal',
+};
+
+describe('waybill seed', () => {
+  it('refuses APP_ENV=live, saying why, before it starts anything', async () => {
+    const run = await runTypeScript(CLI, ['seed'], { env: LIVE });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      'waybill: seed: refused with APP_ENV=live: it would credit NGN 100000.00 that no payment backs to the live ledger and add demo couriers that real deliveries would be offered to. Run it against staging only\n',
+    );
+  }, 30_000);
+});
