@@ -252,7 +252,7 @@ function sizeInBytes(text: string): number {
 }
 
 /** One row per environment variable: the single source for validation and the README table. */
-const envSchema = Joi.object({
+const declaredEnvSchema = Joi.object({
   PORT: Joi.number().port().default(3000).description('HTTP port of the gateway'),
   HOST: Joi.string().hostname().default('0.0.0.0').description('Interface the gateway binds to'),
   APP_ENV: Joi.string()
@@ -543,8 +543,6 @@ const envSchema = Joi.object({
   BACKFILL_AFTER_ROLLOUT_MS: Joi.number()
     .integer()
     .min(1000)
-    // Node's timers take at most 2^31 - 1 ms; a longer delay would fire at once.
-    .max(2147483647)
     .default(1800000)
     .description(
       'How long after it starts a node lists again what replicas of an older version stored meanwhile; longer than a rolling update takes',
@@ -874,6 +872,27 @@ const envSchema = Joi.object({
       'Port of `/health/live`, `/health/ready` and `/metrics` in every process; 0 disables',
     ),
 }).unknown(true);
+
+/** The longest delay Node's timers take: a longer one runs after 1 ms (TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * `_MS` variables are durations, most of them handed to setTimeout or setInterval, which run a
+ * longer delay than MAX_TIMER_MS after 1 ms: a sweep interval of 30 days would run every
+ * millisecond. All are capped here, by name, so that a variable added later is capped too;
+ * joi's `max` replaces an earlier one, so a variable's own tighter cap is left as it is.
+ */
+const envSchema = declaredEnvSchema.fork(
+  Object.keys(declaredEnvSchema.describe().keys ?? {}).filter((name) => name.endsWith('_MS')),
+  (schema) => {
+    const rules = (schema.describe().rules ?? []) as { name: string; args?: { limit?: unknown } }[];
+    const ownMax = rules.find((rule) => rule.name === 'max')?.args?.limit;
+    if (typeof ownMax === 'number' && ownMax <= MAX_TIMER_MS) return schema;
+    return (schema as Joi.NumberSchema).max(MAX_TIMER_MS).messages({
+      'number.max': '{{#label}} must be at most {{#limit}}: Node runs a longer timer after 1 ms',
+    });
+  },
+);
 
 export type ConfigVariable = { name: string; default: string; description: string };
 
