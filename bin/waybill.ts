@@ -82,7 +82,7 @@ const program = new Command('waybill')
   .showHelpAfterError()
   .addHelpText(
     'after',
-    '\nConfiguration comes from the environment (see `waybill config`); MONGO_URL is required.',
+    '\nConfiguration comes from the environment, as the services take it (see `waybill config`):\nMONGO_URL and REDIS_URL default to local servers; set NATS_URL so that revocations reach\nrunning gateways.',
   );
 
 program
