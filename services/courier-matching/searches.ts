@@ -396,18 +396,20 @@ export class Searches {
     const { settings, couriers } = this.deps;
     const found = reach ?? (await this.candidates(await this.triedNow(search), now));
     const candidates = await this.mayCollect(search, found, now);
-    // Offers last from when they are made: asking what couriers owe took a moment.
-    if (candidates !== found) now = new Date();
     let n = offers.length;
     for (const { courierId } of candidates) {
       n += 1;
+      // An offer lasts its whole time from when it is made: what went before in this step (what
+      // couriers owe, an offer withdrawn) and in the sweep's turn before it (order's answers to
+      // other searches) took a while.
+      const offeredAt = this.later(now);
       const offer: OfferRecord = {
         _id: offerId(search._id, n),
         deliveryId: search._id,
         n,
         courierId,
-        offeredAt: now,
-        expiresAt: new Date(now.getTime() + this.scaled(search, settings.offerTimeoutMs)),
+        offeredAt,
+        expiresAt: new Date(offeredAt.getTime() + this.scaled(search, settings.offerTimeoutMs)),
       };
       // Noted first: a search that notes no offer has none (`reachWhileWaiting`).
       await this.store.noteOffer(search._id, n);
@@ -418,19 +420,27 @@ export class Searches {
         deliveryId: search._id,
         offerId: offer._id,
         kind: 'OFFER',
-        at: now,
+        at: offeredAt,
       });
       if (held) {
         await couriers.setBusy(courierId, true, offer._id);
         if (await this.withdrawIfEnded(offer)) return;
         if (await this.withdrawIfRetired(search, offer)) continue;
-        return this.awaitAnswer(search, offer, now);
+        return this.awaitAnswer(search, offer, offeredAt);
       }
       // The courier took another offer meanwhile: this one is void, try the next courier.
       await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
       await this.markHolding(courierId);
     }
-    this.waitForCourier(search, now);
+    this.waitForCourier(search, this.later(now));
+  }
+
+  /**
+   * The later of a step's moment and the clock: a step is given the moment it runs at (the
+   * sweep's, a test's), and what it does once time has passed since is dated when it is done.
+   */
+  private later(now: Date): Date {
+    return new Date(Math.max(now.getTime(), Date.now()));
   }
 
   /**
@@ -834,7 +844,8 @@ export class Searches {
 
   /**
    * The sweep's part: every running search stepped (expired offers closed, widened, ended),
-   * but one that found nobody to offer to, or whose offer is open, only once its wait is over.
+   * but one that found nobody to offer to, or whose offer is open, only once its wait is over
+   * at `now`, when the turn is chosen.
    */
   async sweep(limit: number, now = new Date()): Promise<void> {
     const running = await this.store.active();
@@ -846,7 +857,9 @@ export class Searches {
       limit,
     );
     this.sweepCursor = cursor;
-    for (const deliveryId of turn) await this.step(deliveryId, now);
+    // Each at its own moment: a turn of up to `limit` steps, each of which may wait on order's
+    // answers, lasts longer than an offer.
+    for (const deliveryId of turn) await this.step(deliveryId);
     this.deps.onSwept?.(this.waiting.counts(running));
   }
 }

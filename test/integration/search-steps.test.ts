@@ -661,3 +661,27 @@ describe('a search with a time after which no courier is sought (a slot that clo
     expect(await store.hold(courierId)).toBeNull();
   });
 });
+
+it('makes an offer that lasts its whole time however long the sweep’s turn has run before it', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const positions = positionsNoting([]);
+  const pickup = { lat: 9.3, lon: 3.4 };
+  const courierId = await courierInReach(positions, 0.05, pickup);
+  const searches = searchesOver(store, positions);
+  const deliveryId = randomUUID();
+  await store.claimSearch(searchRecord(deliveryId, pickup));
+  await store.activate(deliveryId, new Date());
+  // The turn was chosen longer ago than an offer lasts: the steps before this one waited on
+  // order's answers.
+  await searches.sweep(200, new Date(Date.now() - 31_000));
+
+  const offerId = offerIdOf(deliveryId, 1);
+  expect((await store.offer(offerId))?.courierId).toBe(courierId);
+  expect(await searches.openOffers(courierId)).toMatchObject([{ id: offerId, status: 'OPEN' }]);
+  // The next step waits for the courier's answer: the offer is not closed as expired.
+  await searches.advance(deliveryId);
+  expect(await store.offerOutcome(offerId)).toBeNull();
+  expect((await store.search(deliveryId))?.tried).toEqual([]);
+  expect(await store.hold(courierId)).toMatchObject({ deliveryId, offerId });
+});
