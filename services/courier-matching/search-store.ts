@@ -43,8 +43,16 @@ export interface SearchRecord extends StartSearchParams {
   startedAt: Date;
   /** How many offers were made (a hint: the offers themselves are the truth). */
   offers: number;
-  /** Couriers who declined or let an offer expire: not asked again for this delivery. */
+  /**
+   * Couriers who declined or let an offer expire (but a search's only courier who let one
+   * expire: `missed`): not asked again for this delivery.
+   */
   tried: string[];
+  /**
+   * A search that may go to one courier only: the offers they let expire (`MISSED_OFFERS_MAX`,
+   * searches.ts). Absent until one is missed.
+   */
+  missed?: string[];
   /** MERCHANT_SPECIAL_COURIERS: the merchant's active couriers when the search started. */
   merchantCourierIds?: string[];
 }
@@ -100,6 +108,11 @@ export class SearchStore {
 
   async noteTried(deliveryId: string, courierId: string): Promise<void> {
     await this.m.Search.updateOne({ _id: deliveryId }, { $addToSet: { tried: courierId } });
+  }
+
+  /** An offer its search's only courier let expire (a set: noting it twice counts it once). */
+  async noteMissed(deliveryId: string, offerId: string): Promise<void> {
+    await this.m.Search.updateOne({ _id: deliveryId }, { $addToSet: { missed: offerId } });
   }
 
   async activate(deliveryId: string, since: Date): Promise<void> {

@@ -3,6 +3,7 @@ import { call, type Caller } from '../../libs/contracts';
 import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
 import type { GeoPoint } from '../../libs/geodesy';
+import { BoundedMap } from '../../libs/lookup-cache';
 import {
   carryingFleetTypes,
   nextWideningMs,
@@ -33,6 +34,19 @@ export type AvailableCouriers = Pick<CourierPositions, 'nearest' | 'setBusy' | '
 
 /** Rounds of candidates a pay-on-delivery step asks about while all are over the cash limit. */
 const CASH_ROUNDS = 3;
+
+/**
+ * Offers a search that may go to one courier only (SPECIFIC, or a merchant's list of one) lets
+ * that courier miss before it ends NO_COURIER: a phone in a pocket is no reason to refund the
+ * merchant who named them at once, while a decline is their answer and ends it.
+ */
+export const MISSED_OFFERS_MAX = 3;
+
+/**
+ * Closed offers whose courier this process has let go: its later steps of the search do not
+ * let them go again (far more than the searches a process runs; one forgotten is let go twice).
+ */
+const RELEASES_KEPT = 10_000;
 
 export interface MatchingSettings {
   /** How long a courier has to accept an offer. */
@@ -115,6 +129,8 @@ export class Searches {
    * with the record read when no offer had been made (`reachAsLastRead`).
    */
   private readonly waiting: WaitingSearches<FiledSearch>;
+  /** The closed offers this process has let go of (`letGo`, `releasedHere`). */
+  private readonly released = new BoundedMap<true>(RELEASES_KEPT);
 
   constructor(private readonly deps: SearchDeps) {
     this.waiting = new WaitingSearches({
@@ -227,13 +243,13 @@ export class Searches {
         }
       }
       const closed = outcome ?? 'EXPIRED';
-      await this.letGo(latest, closed);
-      // The search was read before this courier was noted as tried: not asked again now.
-      if (closed === 'DECLINED' || closed === 'EXPIRED') {
-        search = { ...search, tried: [...search.tried, latest.courierId] };
-      }
+      if (!this.releasedHere(search, latest, closed)) await this.letGo(latest, closed, search);
+      // The search may have been read before this courier was noted: not asked again now.
+      search = this.notedClosed(search, latest, closed);
     }
-    if (this.timedOut(search, now)) return this.giveUp(deliveryId, now);
+    if (this.timedOut(search, now) || this.nobodyLeft(search)) {
+      return this.giveUp(deliveryId, now);
+    }
     // Found before the end and the offers were read: still this step's when there were none.
     await this.offerNext(search, offers, now, offers.length === 0 ? reach : undefined);
   }
@@ -340,7 +356,9 @@ export class Searches {
     search: SearchRecord,
     now: Date,
   ): Promise<readonly Candidate[] | undefined> {
-    if (search.offers > 0 || this.timedOut(search, now)) return undefined;
+    if (search.offers > 0 || this.timedOut(search, now) || this.nobodyLeft(search)) {
+      return undefined;
+    }
     return this.candidates(search, now, true);
   }
 
@@ -364,7 +382,7 @@ export class Searches {
       return search.simulate === 'no-courier' ? [] : [{ courierId: virtualCourierId(search._id) }];
     }
     const { settings, couriers } = this.deps;
-    const among = await this.allowed(search);
+    const among = this.allowed(search);
     if (among?.size === 0) return [];
     const fleetTypeIds = carryingFleetTypes(
       await this.deps.fleetTypes(),
@@ -569,11 +587,15 @@ export class Searches {
   private async triedNow(search: SearchRecord): Promise<SearchRecord> {
     const fresh = await this.store.search(search._id);
     if (!fresh) return search;
-    return { ...search, tried: [...new Set([...search.tried, ...fresh.tried])] };
+    return {
+      ...search,
+      tried: [...new Set([...search.tried, ...fresh.tried])],
+      missed: [...new Set([...(search.missed ?? []), ...(fresh.missed ?? [])])],
+    };
   }
 
   /** The couriers a search may offer to, when it is not anyone's. */
-  private async allowed(search: SearchRecord): Promise<ReadonlySet<string> | undefined> {
+  private allowed(search: SearchRecord): ReadonlySet<string> | undefined {
     if (search.courierSelection === 'SPECIFIC' && search.courierId) {
       return new Set([search.courierId]);
     }
@@ -583,34 +605,120 @@ export class Searches {
     return undefined;
   }
 
+  /** The courier a search may go to when it may go to one only: missed offers are offered again. */
+  private onlyCourier(search: SearchRecord): string | undefined {
+    if (search.simulate) return undefined;
+    const allowed = this.allowed(search);
+    return allowed?.size === 1 ? [...allowed][0] : undefined;
+  }
+
   /**
-   * The courier of a closed offer is free again; one who declined or let it expire is not
-   * asked again for this delivery (one whose offer was withdrawn may be).
+   * Whether every courier the search may go to is out of it (declined, let an offer expire,
+   * retired as it chose them; the only courier: declined, or missed `MISSED_OFFERS_MAX`
+   * offers): nothing can change that, so the search ends now rather than at its time.
+   */
+  private nobodyLeft(search: SearchRecord): boolean {
+    // A simulation's only courier is its virtual one, who never declines nor misses.
+    const allowed = search.simulate ? undefined : this.allowed(search);
+    if (!allowed) return false;
+    const out = new Set(search.tried);
+    const only = this.onlyCourier(search);
+    if (only && (search.missed?.length ?? 0) >= MISSED_OFFERS_MAX) out.add(only);
+    return [...allowed].every((courierId) => out.has(courierId));
+  }
+
+  /** Whether the search as read has the courier of a closed offer noted as `noteClosed` notes. */
+  private isNoted(search: SearchRecord, offer: OfferRecord, outcome: OfferOutcome): boolean {
+    if (outcome === 'EXPIRED' && this.onlyCourier(search) === offer.courierId) {
+      return search.missed?.includes(offer._id) === true;
+    }
+    if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
+      return search.tried.includes(offer.courierId);
+    }
+    return true;
+  }
+
+  /** The search with the courier of a closed offer noted, read before or after they were. */
+  private notedClosed(
+    search: SearchRecord,
+    offer: OfferRecord,
+    outcome: OfferOutcome,
+  ): SearchRecord {
+    if (this.isNoted(search, offer, outcome)) return search;
+    if (outcome === 'EXPIRED' && this.onlyCourier(search) === offer.courierId) {
+      return { ...search, missed: [...(search.missed ?? []), offer._id] };
+    }
+    return { ...search, tried: [...search.tried, offer.courierId] };
+  }
+
+  /**
+   * Whether this process let the courier of the closed offer go already, and the search as read
+   * shows them noted: a step that finds it so does not do it again (a write, a delete, a read
+   * and a Redis script, each step of a search waiting for a courier, on every replica). One
+   * that does not (another replica closed it, or this process was restarted since) lets them
+   * go, so that a release cut short is finished.
+   */
+  private releasedHere(search: SearchRecord, offer: OfferRecord, outcome: OfferOutcome): boolean {
+    return this.released.get(offer._id) === true && this.isNoted(search, offer, outcome);
+  }
+
+  /**
+   * How a closed offer's courier is noted: one who declined is not asked again for this
+   * delivery; one who let it expire neither, unless they are the only courier it may go to
+   * (`MISSED_OFFERS_MAX`); one whose offer was withdrawn may be. `search`: as the caller read it.
+   */
+  private async noteClosed(
+    offer: Pick<OfferRecord, '_id' | 'courierId' | 'deliveryId'>,
+    outcome: OfferOutcome,
+    search?: SearchRecord,
+  ): Promise<void> {
+    if (outcome === 'EXPIRED') {
+      const of = search ?? (await this.store.search(offer.deliveryId));
+      if (of && this.onlyCourier(of) === offer.courierId) {
+        return this.store.noteMissed(offer.deliveryId, offer._id);
+      }
+    }
+    if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
+      await this.store.noteTried(offer.deliveryId, offer.courierId);
+    }
+  }
+
+  /**
+   * The courier of a closed offer is free again, noted as `noteClosed` says. Remembered once
+   * done (`releasedHere`); not when the mark could not be cleared, for a later step to finish.
    */
   private async letGo(
     offer: Pick<OfferRecord, '_id' | 'courierId' | 'deliveryId'>,
     outcome: OfferOutcome,
+    search?: SearchRecord,
   ): Promise<void> {
-    if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
-      await this.store.noteTried(offer.deliveryId, offer.courierId);
-    }
+    await this.noteClosed(offer, outcome, search);
     const released = await this.store.releaseHold(offer.courierId, offer._id);
     // A virtual courier stays out of every real search: it is never made available.
-    if (offer.courierId === virtualCourierId(offer.deliveryId)) return;
+    if (offer.courierId === virtualCourierId(offer.deliveryId)) {
+      this.released.set(offer._id, true);
+      return;
+    }
     // Marked free once they hold nothing, by this call or by a repeat of it: a call that let
     // the courier go and then failed to mark them (Redis away, the process stopped) would
     // otherwise leave them busy for good, since its repeat releases nothing.
     if (!(await this.store.hold(offer.courierId))) {
       if (released) {
         await this.deps.couriers.setBusy(offer.courierId, false, offer._id);
+        this.released.set(offer._id, true);
         await this.wakeNearCourier(offer.courierId);
         return;
       }
       // Only finishing a release cut short: Redis away now must not hold up what waits on
       // this call (a cancelled delivery's refund); the courier's next report checks the mark
       // (`checkBusy`) should no call come again.
-      await this.deps.couriers.setBusy(offer.courierId, false, offer._id).catch(() => undefined);
+      const marked = await this.deps.couriers
+        .setBusy(offer.courierId, false, offer._id)
+        .then(() => true)
+        .catch(() => false);
+      if (!marked) return;
     }
+    this.released.set(offer._id, true);
   }
 
   /**

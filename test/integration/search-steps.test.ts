@@ -10,7 +10,7 @@ import {
   SearchStore,
   type SearchRecord,
 } from '../../services/courier-matching/search-store';
-import { Searches } from '../../services/courier-matching/searches';
+import { MISSED_OFFERS_MAX, Searches } from '../../services/courier-matching/searches';
 import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
 
 /**
@@ -684,4 +684,121 @@ it('makes an offer that lasts its whole time however long the sweep’s turn has
   expect(await store.offerOutcome(offerId)).toBeNull();
   expect((await store.search(deliveryId))?.tried).toEqual([]);
   expect(await store.hold(courierId)).toMatchObject({ deliveryId, offerId });
+});
+
+describe('a search that may go to some couriers only', () => {
+  /** The real store and index, matching telling order into `toOrder`, and couriers near `lat`. */
+  async function restricted(lat: number, couriers: number) {
+    const models = defineSearchModels(db);
+    const store = new SearchStore(() => models);
+    const positions = positionsNoting([]);
+    const pickup = { lat, lon: 3.4 };
+    const courierIds: string[] = [];
+    for (let i = 0; i < couriers; i++) {
+      courierIds.push(await courierInReach(positions, 0.05 + i * 0.1, pickup));
+    }
+    const toOrder: string[] = [];
+    const searches = searchesOver(store, positions, new Set(), toOrder);
+    return { store, pickup, courierIds, toOrder, searches, deliveryId: randomUUID() };
+  }
+
+  it('SPECIFIC: ends NO_COURIER at once when its courier declines', async () => {
+    const { store, pickup, courierIds, toOrder, searches, deliveryId } = await restricted(9.6, 1);
+    const [courierId] = courierIds;
+    await store.claimSearch({
+      ...searchRecord(deliveryId, pickup),
+      courierSelection: 'SPECIFIC',
+      courierId,
+    });
+    await searches.advance(deliveryId);
+    expect(await store.hold(courierId)).toMatchObject({ offerId: offerIdOf(deliveryId, 1) });
+
+    await store.claimOfferOutcome(offerIdOf(deliveryId, 1), 'DECLINED');
+    await searches.advance(deliveryId);
+    expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+    expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
+    expect(await store.hold(courierId)).toBeNull();
+    expect(await store.offer(offerIdOf(deliveryId, 2))).toBeNull();
+  });
+
+  it(`SPECIFIC: offers again to its courier who let an offer expire, ${MISSED_OFFERS_MAX} offers in all, then ends NO_COURIER`, async () => {
+    const { store, pickup, courierIds, toOrder, searches, deliveryId } = await restricted(9.9, 1);
+    const [courierId] = courierIds;
+    await store.claimSearch({
+      ...searchRecord(deliveryId, pickup),
+      courierSelection: 'SPECIFIC',
+      courierId,
+    });
+    await searches.advance(deliveryId);
+    for (let n = 1; n <= MISSED_OFFERS_MAX; n++) {
+      const offerId = offerIdOf(deliveryId, n);
+      expect(await store.hold(courierId)).toMatchObject({ deliveryId, offerId });
+      expect(toOrder).toEqual([]);
+      // Stepped at its expiry: closed, and the courier asked again while they may be.
+      const offer = await store.offer(offerId);
+      await searches.advance(deliveryId, offer?.expiresAt);
+      expect(await store.offerOutcome(offerId)).toBe('EXPIRED');
+    }
+    expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+    expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
+    expect(await store.hold(courierId)).toBeNull();
+    expect(await store.offer(offerIdOf(deliveryId, MISSED_OFFERS_MAX + 1))).toBeNull();
+  });
+
+  it('MERCHANT_SPECIAL_COURIERS: ends NO_COURIER at once when every listed courier declined or missed it', async () => {
+    const { store, pickup, courierIds, toOrder, searches, deliveryId } = await restricted(10.2, 3);
+    // The third is in reach but not on the list.
+    const [declines, misses] = courierIds;
+    await store.claimSearch({
+      ...searchRecord(deliveryId, pickup),
+      courierSelection: 'MERCHANT_SPECIAL_COURIERS',
+      merchantCourierIds: [declines, misses],
+    });
+    await searches.advance(deliveryId);
+    expect(await store.hold(declines)).toMatchObject({ offerId: offerIdOf(deliveryId, 1) });
+    await store.claimOfferOutcome(offerIdOf(deliveryId, 1), 'DECLINED');
+    await searches.advance(deliveryId);
+    expect(await store.hold(misses)).toMatchObject({ offerId: offerIdOf(deliveryId, 2) });
+    expect(toOrder).toEqual([]);
+
+    const offer = await store.offer(offerIdOf(deliveryId, 2));
+    await searches.advance(deliveryId, offer?.expiresAt);
+    expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+    expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
+    expect(await store.hold(misses)).toBeNull();
+    expect(await store.offer(offerIdOf(deliveryId, 3))).toBeNull();
+  });
+});
+
+it('lets the courier of a closed offer go once, not at every step after it', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const releases: string[] = [];
+  const watched = Object.create(store) as SearchStore;
+  watched.releaseHold = async (courierId, offerId) => {
+    releases.push(offerId);
+    return store.releaseHold(courierId, offerId);
+  };
+  const freed: string[] = [];
+  const positions = positionsNoting(freed);
+  const pickup = { lat: 10.5, lon: 3.4 };
+  const courierId = await courierInReach(positions, 0.05, pickup);
+  const searches = searchesOver(watched, positions);
+  const deliveryId = randomUUID();
+  await store.claimSearch(searchRecord(deliveryId, pickup));
+  await searches.advance(deliveryId);
+  const offerId = offerIdOf(deliveryId, 1);
+  expect(await store.hold(courierId)).toMatchObject({ offerId });
+
+  // Declined through another replica, which stopped before letting them go: this step does.
+  await store.claimOfferOutcome(offerId, 'DECLINED');
+  await searches.advance(deliveryId);
+  expect(await store.hold(courierId)).toBeNull();
+  expect(freed).toEqual([courierId]);
+  // Nobody else in reach: the steps that follow wait for a courier, and let nobody go again.
+  await searches.advance(deliveryId);
+  await searches.advance(deliveryId);
+  expect(releases).toEqual([offerId]);
+  expect(freed).toEqual([courierId]);
+  expect(await store.end(deliveryId)).toBeNull();
 });
