@@ -770,7 +770,7 @@ const declaredEnvSchema = Joi.object({
     .pattern(/^\d+(\.\d+)?,\d+(\.\d+)?,\d+(\.\d+)?$/, 'start,step,max')
     .default('3,3,15')
     .description(
-      'Search radius around the pickup in km, as start,step,max: it grows by step every MATCHING_WIDEN_EVERY_MS up to max',
+      'Search radius around the pickup in km, as start,step,max: it grows by step every MATCHING_WIDEN_EVERY_MS up to max (at most 100)',
     ),
   MATCHING_WIDEN_EVERY_MS: Joi.number()
     .integer()
@@ -1071,11 +1071,22 @@ function requireAtLeast(value: Record<string, number>, cap: string, floor: strin
   }
 }
 
+/**
+ * The widest search for couriers (courier-matching positions.ts): farther, the rings read
+ * become thousands of cells. A radius that grows past it would fail every step of a search.
+ */
+export const MAX_SEARCH_KM = 100;
+
 function searchReach(radius: string, widenEveryMs: number): Config['matching']['reach'] {
   const [startKm, stepKm, maxKm] = radius.split(',').map(Number);
   if (startKm <= 0 || maxKm < startKm) {
     throw new ConfigError(
       `MATCHING_RADIUS_KM: start must be above 0 and max at least start, got ${radius}`,
+    );
+  }
+  if (maxKm > MAX_SEARCH_KM) {
+    throw new ConfigError(
+      `MATCHING_RADIUS_KM: max must be at most ${MAX_SEARCH_KM} km, the widest search for couriers, got ${radius}`,
     );
   }
   return { startKm, stepKm, maxKm, widenEveryMs };

@@ -1,4 +1,6 @@
 import type Redis from 'ioredis';
+// The widest search: MATCHING_RADIUS_KM is refused past it at start.
+import { MAX_SEARCH_KM } from '../../libs/config';
 import { haversineKm, type GeoPoint } from '../../libs/geodesy';
 import { serviceUnavailable } from '../../libs/errors';
 import { defineScripts, orUnavailable } from '../../libs/redis';
@@ -71,9 +73,6 @@ export interface MovedCourier extends Position {
   /** Holding an offer or a delivery. */
   busy: boolean;
 }
-
-/** The widest search: beyond it the rings become thousands of cells; matching widens to less. */
-export const MAX_SEARCH_KM = 100;
 
 export const positionsUnavailable = () =>
   serviceUnavailable('Courier positions cannot be reached right now; retry in a few seconds');

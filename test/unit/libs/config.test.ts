@@ -506,6 +506,19 @@ describe('notifications', () => {
   });
 });
 
+describe('matching', () => {
+  it('refuses a search radius that would grow past the widest search for couriers', () => {
+    expect(configErrorFor({ MATCHING_RADIUS_KM: '3,3,150' }).message).toBe(
+      'MATCHING_RADIUS_KM: max must be at most 100 km, the widest search for couriers, got 3,3,150',
+    );
+    expect(loadConfig({ MATCHING_RADIUS_KM: '3,3,100' }).matching.reach).toMatchObject({
+      startKm: 3,
+      stepKm: 3,
+      maxKm: 100,
+    });
+  });
+});
+
 describe('order', () => {
   it('converts the sweep interval and the stale-request age to numbers', () => {
     const config = loadConfig({ ORDER_SWEEP_INTERVAL_MS: '500', ORDER_STALE_REQUEST_MS: '60000' });
