@@ -133,6 +133,28 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     if (hold?.kind === 'DELIVERY') throw retiringMidDelivery(courierId, hold.deliveryId);
   }
 
+  /**
+   * Retires the courier, that field alone, before the rest of a change is written. An accept
+   * may have landed between the check and the write: then the courier stays at work (409),
+   * before any gateway hears of a retirement, and nothing else of the change was written. An
+   * offer they hold is withdrawn, unless they accepted it first (its hold not yet the
+   * delivery's): the offer's one outcome decides between the accept and the retirement.
+   */
+  async function retire(courierId: string): Promise<CourierRecord> {
+    const retired = await store.update(courierId, { active: false });
+    if (!retired) throw notFound(COURIER_NOT_FOUND);
+    const hold = await deps.holds.hold(courierId);
+    const accepted =
+      hold?.kind === 'OFFER' &&
+      !(await deps.holds.claimOfferOutcome(hold.offerId, 'WITHDRAWN')) &&
+      (await deps.holds.offerOutcome(hold.offerId)) === 'ACCEPTED';
+    if (hold && (hold.kind === 'DELIVERY' || accepted)) {
+      await store.update(courierId, { active: true });
+      throw retiringMidDelivery(courierId, hold.deliveryId);
+    }
+    return retired;
+  }
+
   return {
     createCourier: action({
       retry: 'never',
@@ -235,32 +257,29 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         if (fleet.typeId) await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
         const oldRegNo = current.fleet.regNo;
         const newRegNo = fleet.regNo !== undefined && fleet.regNo !== oldRegNo ? fleet.regNo : null;
+        // Taken before anything is written: a number another courier holds is a 409 that
+        // changed nothing.
         const took = newRegNo !== null && (await takeRegNo(newRegNo, courierId));
         const changes: CourierSet = { ...fields };
         for (const [key, value] of Object.entries(fleet)) changes[`fleet.${key}`] = value;
+        let retired: CourierRecord | undefined;
         let updated;
         try {
+          // Decided first, so that a retirement refused leaves the rest of the change unwritten.
+          if (fields.active === false) retired = await retire(courierId);
           updated = await store.update(courierId, changes);
         } catch (err) {
           if (took && newRegNo) await giveBack(ctx, newRegNo, courierId);
+          // The retirement stands though the rest failed: the index and the gateways hear of it
+          // now rather than at the operator's retry.
+          if (retired) {
+            await directoryChanged(ctx, retired, { fleetType: false, active: true }).catch(
+              () => undefined,
+            );
+          }
           throw err;
         }
         if (!updated) throw notFound(COURIER_NOT_FOUND);
-        if (fields.active === false) {
-          // An accept may have landed between the check and the write: then the courier
-          // stays at work, before any gateway hears of a retirement. An offer they hold is
-          // withdrawn, unless they accepted it first (its hold not yet the delivery's): the
-          // offer's one outcome decides between the accept and the retirement.
-          const hold = await deps.holds.hold(courierId);
-          const accepted =
-            hold?.kind === 'OFFER' &&
-            !(await deps.holds.claimOfferOutcome(hold.offerId, 'WITHDRAWN')) &&
-            (await deps.holds.offerOutcome(hold.offerId)) === 'ACCEPTED';
-          if (hold && (hold.kind === 'DELIVERY' || accepted)) {
-            await store.update(courierId, { active: true });
-            throw retiringMidDelivery(courierId, hold.deliveryId);
-          }
-        }
         if (newRegNo) await giveBack(ctx, oldRegNo, courierId);
         await directoryChanged(ctx, updated, {
           fleetType: fleet.typeId !== undefined,

@@ -146,6 +146,43 @@ describe('a retirement meeting an offer', () => {
     expect(await outcomeOf(offer.id)).toMatchObject({ outcome: 'ACCEPTED' });
   });
 
+  it('changes nothing of a change that retires, when the retirement gives way to an accept (409)', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    const courier = await courierAt(base(), { lat: ORIGIN.lat - 0.005, lon: ORIGIN.lon - 0.004 });
+    const admin = (method: string, path: string, json?: unknown) =>
+      request(base(), method, path, { headers: adminHeaders, json });
+    const before = (await admin('GET', `/admin/couriers/${courier.id}`)).body.data;
+    const types = (await admin('GET', '/admin/fleet-types')).body.data as {
+      id: string;
+      code: string;
+    }[];
+    const car = types.find((t) => t.code === 'car')?.id;
+    const { deliveryId, offer } = await offeredDelivery(base(), merchant, courier);
+    await db
+      .collection('offer_outcomes')
+      .insertOne({ _id: offer.id as never, outcome: 'ACCEPTED', at: new Date() });
+    const regNo = `RET-${process.pid % 1000}-${Date.now() % 100_000}`;
+    const change = { active: false, name: 'Renamed', fleet: { typeId: car, regNo } };
+    expectErrorEnvelope(
+      await admin('PATCH', `/admin/couriers/${courier.id}`, change),
+      409,
+      new RegExp(`taking delivery ${deliveryId}`),
+    );
+
+    const after = (await admin('GET', `/admin/couriers/${courier.id}`)).body.data;
+    expect(after).toMatchObject({ name: before.name, active: true, fleet: before.fleet });
+    // The number it would have taken is free for another courier; the one it has is not.
+    const another = (number: string) =>
+      admin('POST', '/admin/couriers', {
+        name: 'Ade Ojo',
+        phone: '+2348031234568',
+        fleet: { typeId: car, regNo: number, make: 'Toyota', model: 'Corolla', colour: 'Blue' },
+      });
+    expect((await another(regNo)).status).toBe(201);
+    expect((await another(before.fleet.regNo)).status).toBe(409);
+  });
+
   it('withdraws an offer the courier had not accepted, so the search moves on', async () => {
     const merchant: Party = await createUserWithKey(base());
     await credit(base(), merchant, 100_000);
