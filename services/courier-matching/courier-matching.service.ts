@@ -136,6 +136,14 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       const start = virtualStart(search.pickup);
       await locations.report(courier._id, start.lat, start.lon, new Date());
     },
+    async freeVirtualCourier(courierId) {
+      // Out of Redis first (and of the positions waiting to be written), then, once a flush
+      // that took it before is written, the record flushes wrote.
+      await positions.forget(courierId);
+      await flusher.settled();
+      await store.forgetLocation(courierId);
+      locations.forget(courierId);
+    },
     logger: log,
     onSwept: (counts) => reportSearches(counts),
   });
@@ -276,7 +284,9 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         async handler(ctx) {
           const { courierId, lat, lon } = ctx.params;
           const record = await store.find(courierId);
-          if (!record?.virtual) return { placed: false };
+          // Only while it carries its delivery: a tick read before the delivery was over would
+          // put back in Redis the courier its end has freed.
+          if (!record?.virtual || !(await searches.held(courierId))) return { placed: false };
           await locations.report(courierId, lat, lon, new Date());
           return { placed: true };
         },

@@ -49,6 +49,14 @@ export class LocationFlusher {
   }
 
   /**
+   * Once the flush under way, if any, has written what it took: a courier taken out of Redis
+   * before this is not written again by this process after it.
+   */
+  async settled(): Promise<void> {
+    await this.running;
+  }
+
+  /**
    * A failure here loses nothing stored; that position is not told, and the courier's next
    * move is (positions are stale by the next one anyway).
    */

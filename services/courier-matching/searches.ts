@@ -86,6 +86,11 @@ export interface SearchDeps {
   cashOwedKobo: (courierId: string, fresh?: boolean) => Promise<number>;
   /** Puts the sandbox's virtual courier of a simulated delivery near its pickup. */
   placeVirtualCourier: (search: StartSearchParams) => Promise<void>;
+  /**
+   * Frees what the sandbox's virtual courier of a simulated delivery took once it is over:
+   * its position (Redis) and its position's record. Repeatable.
+   */
+  freeVirtualCourier: (courierId: string) => Promise<void>;
   logger: () => Logger;
   /** What each sweep saw of the running searches, for `/metrics`. */
   onSwept?: (counts: SearchCounts) => void;
@@ -144,7 +149,10 @@ export class Searches {
   }
 
   async start(params: StartSearchParams, now = new Date()): Promise<{ started: boolean }> {
-    if (params.simulate === 'delivered' || params.simulate === 'failed') {
+    // Not for a delivery whose search has ended (assigned, or over): a start repeated after
+    // its end would put back in Redis the virtual courier the end freed.
+    const simulated = params.simulate === 'delivered' || params.simulate === 'failed';
+    if (simulated && !(await this.store.end(params.deliveryId))) {
       await this.deps.placeVirtualCourier(params);
     }
     // The merchant's list is read once: every step of the search reads the copy by `_id`.
@@ -922,16 +930,39 @@ export class Searches {
     // would find.
     const endRecord = endedNow ? null : await this.store.end(deliveryId);
     const { outcome, courierId, offerId } = endRecord ?? {};
+    let simulated: boolean;
     if (outcome === 'ASSIGNED' && courierId && offerId) {
       // The accepted offer was the search's last (none is made after one is accepted): its
       // courier is let go by it, if they still hold the delivery by it.
       await this.letGo({ _id: offerId, courierId, deliveryId }, 'WITHDRAWN');
+      simulated = courierId === virtualCourierId(deliveryId);
     } else {
       const search = await this.store.search(deliveryId);
       if (search) await this.withdrawLatest(search, true);
+      simulated = search?.simulate === 'delivered' || search?.simulate === 'failed';
     }
     await this.store.deactivate(deliveryId);
+    if (simulated) await this.freeVirtualCourier(deliveryId);
     return { ended: endedNow || outcome === 'ENDED' || outcome === 'ASSIGNED' };
+  }
+
+  /**
+   * A simulated delivery is over: its virtual courier, of no use to any other, leaves Redis
+   * (one hash a simulation, for good, before). Its directory entry stays, so that the
+   * delivery still names its courier. Failing only with a warning: a sandbox's courier left in
+   * Redis is no reason to hold up what waits on the end (a refund); a repeat of the end frees it.
+   */
+  private async freeVirtualCourier(deliveryId: string): Promise<void> {
+    const courierId = virtualCourierId(deliveryId);
+    try {
+      await this.deps.freeVirtualCourier(courierId);
+    } catch (err) {
+      this.deps.logger().warn('a simulated delivery’s virtual courier not freed', {
+        deliveryId,
+        courierId,
+        err: (err as Error).message,
+      });
+    }
   }
 
   /** The delivery a courier holds, if any. */

@@ -280,6 +280,11 @@ export class CourierStore {
     );
   }
 
+  /** Drops the position last written of a courier (the sandbox's virtual one, once over). */
+  async forgetLocation(courierId: string): Promise<void> {
+    await this.models().CourierLocation.deleteOne({ _id: courierId });
+  }
+
   /** The positions last written of those of `courierIds` that have one. */
   async storedLocations(
     courierIds: readonly string[],

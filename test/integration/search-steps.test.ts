@@ -195,6 +195,8 @@ function searchesOver(
   owed: ReadonlyMap<string, number | Error> = new Map(),
   /** The couriers whose debt was asked of payment afresh, not from the 5 s copy. */
   askedAfresh: string[] = [],
+  /** The simulated deliveries whose virtual courier was placed. */
+  placed: string[] = [],
 ): Searches {
   const order: Caller = {
     async call(action, params) {
@@ -225,7 +227,8 @@ function searchesOver(
       if (known instanceof Error) throw known;
       return known;
     },
-    placeVirtualCourier: async () => undefined,
+    placeVirtualCourier: async (search) => void placed.push(search.deliveryId),
+    freeVirtualCourier: async () => undefined,
     logger: () => ({ warn: () => undefined }) as unknown as Logger,
   });
 }
@@ -801,4 +804,33 @@ it('lets the courier of a closed offer go once, not at every step after it', asy
   expect(releases).toEqual([offerId]);
   expect(freed).toEqual([courierId]);
   expect(await store.end(deliveryId)).toBeNull();
+});
+
+it('does not put back the virtual courier of a simulation started again after its end', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const placed: string[] = [];
+  const searches = searchesOver(store, positionsNoting([]), new Set(), [], new Map(), [], placed);
+  const [over, fresh] = [randomUUID(), randomUUID()];
+  // Cancelled, its virtual courier freed by the end; then a start of it retried by order.
+  await store.claimEnd({ _id: over, outcome: 'ENDED', courierId: null, at: new Date() });
+  const start = (deliveryId: string) =>
+    searches.start({
+      deliveryId,
+      userId: randomUUID(),
+      pickup: { lat: 10.8, lon: 3.4 },
+      dropoff: { lat: 10.7, lon: 3.4 },
+      fleetTypeId: BIKE,
+      weightGrams: 1_000,
+      courierSelection: 'ANYONE',
+      courierId: null,
+      simulate: 'delivered',
+    });
+  await start(over);
+  expect(placed).toEqual([]);
+  expect(await store.active()).not.toContain(over);
+
+  await start(fresh);
+  expect(placed).toEqual([fresh]);
+  await searches.end(fresh);
 });

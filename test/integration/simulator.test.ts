@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import type mongoose from 'mongoose';
+import { call } from '../../libs/contracts';
+import { virtualCourierId } from '../../libs/contracts/matching';
 import {
   balanceOf,
   credit,
@@ -12,6 +16,7 @@ import {
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
+import { openServiceDatabase } from '../support/stack';
 
 /**
  * The sandbox simulator (issue 13) through the gateway: a staging request with
@@ -20,15 +25,48 @@ import { useMerchantStack } from '../support/merchant-stack';
  * GET /api/deliveries/:deliveryId (live refuses the header: live.test.ts).
  */
 const stack = useMerchantStack({
-  internal: [],
+  internal: ['courier-matching'],
   env: {
     // A 25 km trip takes about 5 s, the 15 min search about 1.5 s.
     SIMULATOR_TIME_SCALE: '600',
     MATCHING_SWEEP_INTERVAL_MS: '200',
     ORDER_SWEEP_INTERVAL_MS: '500',
+    // The virtual courier's positions are written to MongoDB on the way, as a courier's are.
+    COURIER_LOCATION_FLUSH_MS: '300',
   },
 });
 const base = () => stack.node.url;
+
+let db: mongoose.Connection;
+let redis: Redis;
+beforeAll(async () => {
+  db = await openServiceDatabase(stack.iso, 'matching');
+  redis = new Redis(process.env.REDIS_URL as string);
+});
+afterAll(async () => {
+  await db?.close();
+  redis?.disconnect();
+});
+
+/** Whether the virtual courier of a delivery has a position in Redis, and one stored. */
+async function virtualCourierKept(deliveryId: string) {
+  const courierId = virtualCourierId(deliveryId);
+  const [inRedis, stored] = await Promise.all([
+    redis.exists(`${stack.iso.namespace}:couriers:pos:${courierId}`),
+    db.collection<{ _id: string }>('courier_locations').countDocuments({ _id: courierId }),
+  ]);
+  return { inRedis: inRedis === 1, stored: stored === 1 };
+}
+
+/** Once its delivery is over, the virtual courier is freed: nothing of its position is kept. */
+async function expectVirtualCourierFreed(deliveryId: string) {
+  await eventually(async () =>
+    expect(await virtualCourierKept(deliveryId)).toEqual({ inRedis: false, stored: false }),
+  );
+  // Ended again (order's sweep repeats its effects): nothing to free, nothing put back.
+  await call(stack.client, 'courier-matching.endMatching', { deliveryId });
+  expect(await virtualCourierKept(deliveryId)).toEqual({ inRedis: false, stored: false });
+}
 
 async function simulated(mode: string) {
   const merchant: Party = await createUserWithKey(base());
@@ -82,6 +120,11 @@ describe('Waybill-Simulate', () => {
       name: 'Simulated courier',
       fleet: { make: 'Waybill', model: 'Simulator', typeId: last.fleetTypeId },
     });
+    await expectVirtualCourierFreed(deliveryId);
+    // The delivery still names its courier.
+    expect((await getDelivery(base(), merchant, deliveryId)).body.data.courier).toMatchObject({
+      name: 'Simulated courier',
+    });
     for (const proof of last.proofs) {
       expect(proof).toMatchObject({
         code: expect.stringMatching(/^\d{6}$/),
@@ -106,6 +149,7 @@ describe('Waybill-Simulate', () => {
     expect(last.p2pDelivery.status).toBe('COMPLETED');
     // Released by the transition's effects, a moment after its status shows.
     await eventually(async () => expect(await freePackages(base(), merchant)).toContain(packageId));
+    await expectVirtualCourierFreed(deliveryId);
   });
 
   it('no-courier: nobody is found, the delivery is refunded and its packages released', async () => {
