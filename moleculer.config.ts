@@ -7,13 +7,7 @@ import { BufferedConsoleLogger } from './libs/log-output';
 import { jsonLogLine } from './libs/logging';
 import { NatsTransporter } from './libs/nats-transporter';
 import { OpsServer } from './libs/ops-server';
-import {
-  HEARTBEAT,
-  RETRY_POLICY,
-  STOP_GRACE_MS,
-  circuitBreaker,
-  remoteCalls,
-} from './libs/resilience';
+import { HEARTBEAT, RETRY_POLICY, circuitBreaker, remoteCalls } from './libs/resilience';
 import { JoiValidator } from './libs/validation';
 
 /**
@@ -65,7 +59,8 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     // HTTP requests' way in passes only some of them (libs/entry-points, decision 83).
     middlewares: forCalls(withCallMetrics([remoteCalls])),
     registry: { strategy: 'RoundRobin', preferLocal: true },
-    tracking: { enabled: true, shutdownTimeout: STOP_GRACE_MS + 5_000 },
+    // Longer than the stop's own budget (libs/resilience, stopAndExit), which is to give up first.
+    tracking: { enabled: true, shutdownTimeout: config.stopGraceMs + 5_000 },
     validator: new JoiValidator({}),
     errorHandler(err) {
       throw err;

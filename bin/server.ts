@@ -33,7 +33,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     broker.logger.info(`${signal} received, stopping`);
-    await stopAndExit(broker, (code) => process.exit(code));
+    await stopAndExit(broker, (code) => process.exit(code), config.stopGraceMs);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));

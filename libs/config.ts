@@ -114,6 +114,8 @@ export interface Config {
   };
   bodyLimit: string;
   requestTimeoutMs: number;
+  /** How long a stop may take once SIGTERM came; the process exits 1 after it (libs/resilience). */
+  stopGraceMs: number;
   /** After how long a node passes again over what was stored without our records (libs/backfills). */
   backfillAfterRolloutMs: number;
   opsPort: number;
@@ -540,6 +542,14 @@ const declaredEnvSchema = Joi.object({
     .min(100)
     .default(15000)
     .description('Timeout of a call from the gateway to a service (504 after it)'),
+  STOP_GRACE_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .max(2147483647)
+    .default(20000)
+    .description(
+      'How long a process may take to stop after SIGTERM, requests in progress included; it exits 1 after it. Above REQUEST_TIMEOUT_MS, within what the platform waits before it kills the process',
+    ),
   BACKFILL_AFTER_ROLLOUT_MS: Joi.number()
     .integer()
     .min(1000)
@@ -1010,6 +1020,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
+    stopGraceMs: value.STOP_GRACE_MS,
     backfillAfterRolloutMs: value.BACKFILL_AFTER_ROLLOUT_MS,
     opsPort: value.OPS_PORT,
     routing: {

@@ -105,20 +105,15 @@ export function circuitBreaker(ownNodeID: string): NonNullable<BrokerOptions['ci
 export const HEARTBEAT = { heartbeatInterval: 1, heartbeatTimeout: 3 } as const;
 
 /**
- * How long a stop may take, in-flight work included. bin/server.ts exits with 1 when it runs
- * out; moleculer's own wait for running contexts is set longer, so that it never gives up
- * first and lets the process exit 0 with work abandoned.
- */
-export const STOP_GRACE_MS = 10_000;
-
-/**
- * Stops the broker and exits: 0 once it has stopped, 1 if it has not within `graceMs`;
- * whatever still runs then (a request, a connection that will not close) is abandoned.
+ * Stops the broker and exits: 0 once it has stopped, 1 if it has not within `graceMs`
+ * (`STOP_GRACE_MS`); whatever still runs then (a request, a connection that will not close) is
+ * abandoned. moleculer's own wait for running contexts is set longer (moleculer.config.ts), so
+ * that it never gives up first and lets the process exit 0 with work abandoned.
  */
 export async function stopAndExit(
   broker: Pick<ServiceBroker, 'stop' | 'logger'>,
   exit: (code: number) => void,
-  graceMs = STOP_GRACE_MS,
+  graceMs: number,
 ): Promise<void> {
   const overdue = setTimeout(() => {
     broker.logger.error(`not stopped within ${graceMs} ms; exiting with work unfinished`);

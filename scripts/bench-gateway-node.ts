@@ -137,7 +137,10 @@ async function waybill(config: Config): Promise<void> {
     broker.createService(toServiceSchema(definition));
   }
   if (wanted('BENCH_NOOP')) broker.createService(toServiceSchema(benchNoop));
-  process.on('SIGTERM', () => void stopAndExit(broker, (code) => process.exit(code)));
+  process.on(
+    'SIGTERM',
+    () => void stopAndExit(broker, (code) => process.exit(code), config.stopGraceMs),
+  );
   await broker.start();
 }
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { STOP_GRACE_MS } from '../../libs/resilience';
+import { loadConfig } from '../../libs/config';
 import { eventually } from '../support/eventually';
 import { ENVELOPE_KEYS, createUserWithKey } from '../support/http';
 import { startPrivateInfra, type PrivateInfra, type ServerName } from '../support/infra';
@@ -107,6 +107,8 @@ describe('infrastructure restarted under load', () => {
   });
 
   it('then SIGTERM stops every process within the grace period, nothing left running', async () => {
+    // The processes' own (STOP_GRACE_MS), read from the environment they inherit.
+    const { stopGraceMs } = loadConfig(process.env);
     const exits = await Promise.all(
       nodes.map(async (node) => {
         const exit = new Promise<number | string | null>((resolve) => {
@@ -114,7 +116,7 @@ describe('infrastructure restarted under load', () => {
           node.child.once('exit', (code, signal) => resolve(code ?? signal));
         });
         node.child.kill('SIGTERM');
-        const giveUp = sleep(STOP_GRACE_MS + 5_000, 'still running', { ref: false });
+        const giveUp = sleep(stopGraceMs + 5_000, 'still running', { ref: false });
         return Promise.race([exit, giveUp]);
       }),
     );

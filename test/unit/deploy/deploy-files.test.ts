@@ -48,6 +48,8 @@ interface ComposeService {
   restart?: string;
   profiles?: string[];
   volumes?: string[];
+  /** How long Compose waits after SIGTERM before it kills the container: `25s`, `1m30s`. */
+  stop_grace_period?: string;
 }
 interface ComposeFile {
   'x-waybill': ComposeService;
@@ -95,6 +97,24 @@ function publishedPorts(service: ComposeService): [string, number][] {
 
 const isOneShot = (service: ComposeService) => service.restart === 'no';
 const runsWaybillImage = (service: ComposeService) => service.image === waybill.image;
+
+/** `${VAR:-default}` as Compose reads it with VAR unset. */
+const withComposeDefaults = (value: string) =>
+  value.replace(/\$\{[A-Z0-9_]+:-([^}]*)\}/g, (_m, fallback: string) => fallback);
+
+/** A Compose duration (`20s`, `1m30s`, `500ms`) in ms. */
+function composeDurationMs(value: string): number {
+  const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001 };
+  const parts = [...value.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us)/g)];
+  expect(parts.map((p) => p[0]).join('')).toBe(value);
+  return parts.reduce((ms, [, amount, unit]) => ms + Number(amount) * units[unit], 0);
+}
+
+/**
+ * What a process needs after STOP_GRACE_MS to log that it gave up and exit 1, before it is
+ * killed: a kill at the same moment would race it.
+ */
+const EXIT_MARGIN_MS = 1_000;
 
 describe('docker-compose.yml', () => {
   it('runs the infrastructure: mongo, nats, redis and an S3 gateway', () => {
@@ -255,6 +275,17 @@ describe('docker-compose.yml', () => {
     expect(envOf(init).S3_BUCKET).toBe('waybill');
   });
 
+  it.each(SERVICE_NAMES)('lets %s stop (STOP_GRACE_MS) before Compose kills it', (name) => {
+    const service = services[name];
+    const env = Object.fromEntries(
+      Object.entries(envOf(service)).map(([k, v]) => [k, withComposeDefaults(v)]),
+    );
+    const { stopGraceMs } = loadConfig(env);
+    // Compose's default is 10 s.
+    const graceMs = composeDurationMs(service.stop_grace_period ?? '10s');
+    expect(stopGraceMs + EXIT_MARGIN_MS).toBeLessThanOrEqual(graceMs);
+  });
+
   it('declares every named volume it mounts', () => {
     const declared = Object.keys(compose.volumes ?? {});
     for (const service of Object.values(services)) {
@@ -405,6 +436,7 @@ interface Container {
     readOnlyRootFilesystem?: boolean;
     allowPrivilegeEscalation?: boolean;
   };
+  lifecycle?: { preStop?: { exec?: { command: string[] }; sleep?: { seconds: number } } };
 }
 interface Manifest {
   apiVersion: string;
@@ -420,6 +452,7 @@ interface Manifest {
       spec: {
         securityContext?: { runAsNonRoot?: boolean };
         topologySpreadConstraints?: Record<string, unknown>[];
+        terminationGracePeriodSeconds?: number;
         containers: Container[];
       };
     };
@@ -478,6 +511,15 @@ const literalKeys = (command: string) =>
 
 const containerOf = (d: Manifest) => d.spec?.template?.spec.containers[0] as Container;
 const servicesOf = (d: Manifest) => containerOf(d).env?.find((e) => e.name === 'SERVICES')?.value;
+/** The environment a Deployment's process reads: the ConfigMap, its own values, the Secret. */
+function deployedEnv(d: Manifest): Record<string, string | undefined> {
+  const own = (containerOf(d).env ?? []).filter((e) => e.value !== undefined);
+  return {
+    ...configMap?.data,
+    ...Object.fromEntries(own.map((e) => [e.name, e.value])),
+    ...exampleSecret.stringData,
+  };
+}
 const isSubset = (sub: Record<string, string> = {}, of: Record<string, string> = {}) =>
   Object.keys(sub).length > 0 && Object.entries(sub).every(([k, v]) => of[k] === v);
 
@@ -730,14 +772,7 @@ describe('deploy/k8s', () => {
 
   it('gives the file service the memory its upload cap needs (docs/files.md)', () => {
     const file = deployments.find((d) => servicesOf(d) === 'file') as Manifest;
-    const container = containerOf(file);
-    const own = (container.env ?? []).filter((e) => e.value !== undefined);
-    const env = {
-      ...configMap?.data,
-      ...Object.fromEntries(own.map((e) => [e.name, e.value])),
-      ...exampleSecret.stringData,
-    };
-    const { maxUploads } = loadConfig(env).files;
+    const { maxUploads } = loadConfig(deployedEnv(file)).files;
     const { request, limit } = deployedMemoryMb('file');
     const boundMb = fileProcessMemoryBound(maxUploads) / 2 ** 20;
     expect(maxUploads).toBeGreaterThan(0);
@@ -812,6 +847,27 @@ describe('deploy/k8s', () => {
       }
     }
   });
+
+  it.each(SERVICE_NAMES)(
+    'lets %s stop within its grace period: the preStop hook, then STOP_GRACE_MS',
+    (name) => {
+      const deployment = deployments.find((d) => servicesOf(d) === name) as Manifest;
+      const preStop = containerOf(deployment).lifecycle?.preStop;
+      // Only a sleep has a length known here; another hook needs this test taught its length.
+      const command = preStop?.exec?.command;
+      if (command) expect(command[0]).toBe('sleep');
+      const preStopSeconds = command ? Number(command[1]) : (preStop?.sleep?.seconds ?? 0);
+      expect(Number.isFinite(preStopSeconds)).toBe(true);
+      const preStopMs = 1000 * preStopSeconds;
+      // Kubernetes' default when the pod does not say.
+      const graceMs = 1000 * (deployment.spec?.template?.spec.terminationGracePeriodSeconds ?? 30);
+      const { stopGraceMs, requestTimeoutMs } = loadConfig(deployedEnv(deployment));
+      // The process gives up and exits 1 at STOP_GRACE_MS, before the kubelet kills it (137).
+      expect(preStopMs + stopGraceMs + EXIT_MARGIN_MS).toBeLessThanOrEqual(graceMs);
+      // A request in progress as the stop begins has its whole time to finish.
+      expect(stopGraceMs).toBeGreaterThan(requestTimeoutMs);
+    },
+  );
 
   it('autoscales the gateway on 70% CPU, leaving its replica count to the autoscaler', () => {
     const gateway = deployments.find((d) => servicesOf(d) === 'gateway') as Manifest;

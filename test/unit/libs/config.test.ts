@@ -81,12 +81,18 @@ describe('loadConfig defaults', () => {
       quota: { limit: 600, windowSeconds: 60 },
       authFailures: { limit: 30, windowSeconds: 60 },
       trustProxyHops: 0,
-      tracking: { refreshMs: 5000, heartbeatMs: 15000, maxStreams: 2000, maxStreamsPerAddress: 10 },
+      tracking: {
+        refreshMs: 5000,
+        heartbeatMs: 15000,
+        maxStreams: 2000,
+        maxStreamsPerAddress: 10,
+      },
       apiKeyCacheSeconds: 5,
       courierTokenCacheSeconds: 60,
       courierPositions: { onlineMs: 120000, flushMs: 10000 },
       bodyLimit: '256kb',
       requestTimeoutMs: 15000,
+      stopGraceMs: 20000,
       backfillAfterRolloutMs: 1800000,
       opsPort: 9464,
       routing: {
@@ -172,8 +178,10 @@ describe('loadConfig conversions', () => {
       COURIER_TOKEN_CACHE_SECONDS: '1.5',
       COURIER_ONLINE_MS: '30000',
       COURIER_LOCATION_FLUSH_MS: '500',
+      STOP_GRACE_MS: '25000',
     });
     expect(config.port).toBe(8080);
+    expect(config.stopGraceMs).toBe(25000);
     expect(config.courierTokenCacheSeconds).toBe(1.5);
     expect(config.courierPositions).toEqual({ onlineMs: 30000, flushMs: 500 });
     expect(config.quota).toEqual({ limit: 100, windowSeconds: 3600 });
@@ -343,6 +351,9 @@ describe('loadConfig errors', () => {
     ['BODY_LIMIT', '1mb'],
     ['BODY_LIMIT', '786433b'],
     ['REQUEST_TIMEOUT_MS', '99'],
+    ['STOP_GRACE_MS', '999'],
+    ['STOP_GRACE_MS', '2147483648'],
+    ['STOP_GRACE_MS', '1.5'],
     ['BACKFILL_AFTER_ROLLOUT_MS', '999'],
     ['BACKFILL_AFTER_ROLLOUT_MS', '2147483648'],
     ['S3_TIMEOUT_MS', '99'],
@@ -696,6 +707,7 @@ describe('describeConfig', () => {
     'TRACKING_MAX_STREAMS_PER_ADDRESS',
     'BODY_LIMIT',
     'REQUEST_TIMEOUT_MS',
+    'STOP_GRACE_MS',
     'BACKFILL_AFTER_ROLLOUT_MS',
     'OSRM_URL',
     'OSRM_PROFILE',
