@@ -7,7 +7,13 @@ import { BufferedConsoleLogger } from './libs/log-output';
 import { jsonLogLine } from './libs/logging';
 import { NatsTransporter } from './libs/nats-transporter';
 import { OpsServer } from './libs/ops-server';
-import { HEARTBEAT, RETRY_POLICY, circuitBreaker, remoteCalls } from './libs/resilience';
+import {
+  HEARTBEAT,
+  RETRY_POLICY,
+  circuitBreaker,
+  remoteCalls,
+  stoppingHooks,
+} from './libs/resilience';
 import { JoiValidator } from './libs/validation';
 
 /**
@@ -56,8 +62,9 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     ...HEARTBEAT,
     // moleculer's call metrics counted in our own table (libs/call-metrics, decision 64).
     internalMiddlewares: false,
-    // HTTP requests' way in passes only some of them (libs/entry-points, decision 83).
-    middlewares: forCalls(withCallMetrics([remoteCalls])),
+    // HTTP requests' way in passes only some of them (libs/entry-points, decision 83). The
+    // stopping hooks last: their `stopping` then runs first, before any wait for contexts.
+    middlewares: [...forCalls(withCallMetrics([remoteCalls])), stoppingHooks],
     registry: { strategy: 'RoundRobin', preferLocal: true },
     // Longer than the stop's own budget (libs/resilience, stopAndExit), which is to give up first.
     tracking: { enabled: true, shutdownTimeout: config.stopGraceMs + 5_000 },

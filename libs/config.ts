@@ -111,6 +111,8 @@ export interface Config {
     maxStreams: number;
     /** Streams one client address may hold open on one gateway process (429 beyond). */
     maxStreamsPerAddress: number;
+    /** The longest a stream stays open; the page's EventSource then reconnects. */
+    streamLifetimeMs: number;
   };
   bodyLimit: string;
   requestTimeoutMs: number;
@@ -526,6 +528,15 @@ const declaredEnvSchema = Joi.object({
     .default(10)
     .description(
       'Tracking page streams one client address may hold open on one gateway process (429 beyond)',
+    ),
+  TRACKING_STREAM_LIFETIME_MS: Joi.number()
+    .integer()
+    .min(1000)
+    // Node's timers take at most 2^31 - 1 ms; a longer delay would fire at once.
+    .max(2147483647)
+    .default(1800000)
+    .description(
+      'The longest a tracking page stream stays open (up to a tenth less, at random); the page reconnects by itself, to any gateway process',
     ),
   BODY_LIMIT: Joi.string()
     .pattern(/^\d+(b|kb|mb)$/i)
@@ -1017,6 +1028,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       heartbeatMs: value.TRACKING_HEARTBEAT_MS,
       maxStreams: value.TRACKING_MAX_STREAMS,
       maxStreamsPerAddress: value.TRACKING_MAX_STREAMS_PER_ADDRESS,
+      streamLifetimeMs: value.TRACKING_STREAM_LIFETIME_MS,
     },
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,

@@ -124,6 +124,44 @@ export async function stopAndExit(
   exit(0);
 }
 
+/** Work a service hands back as its process begins to stop (`whenStopping`). */
+export type StoppingHandler = () => void | Promise<void>;
+
+const stoppingHandlers = new WeakMap<ServiceBroker, StoppingHandler[]>();
+
+/**
+ * Runs `handler` as `broker` begins to stop, before moleculer waits for the requests in
+ * progress: for requests that last until the server ends them (a tracking page's event
+ * stream), which that wait would otherwise wait for until it gave up. moleculer has no such
+ * handler for a service (its `stopped` comes after the wait); `stoppingHooks` runs these.
+ */
+export function whenStopping(broker: ServiceBroker, handler: StoppingHandler): void {
+  const handlers = stoppingHandlers.get(broker) ?? [];
+  handlers.push(handler);
+  stoppingHandlers.set(broker, handlers);
+}
+
+/**
+ * Runs the `whenStopping` handlers in the broker's `stopping` phase. moleculer calls the
+ * middlewares' `stopping` hooks last registered first: register this one last, so that it runs
+ * before the context tracker's, which waits for the calls in flight.
+ */
+export const stoppingHooks: Middleware = {
+  name: 'StoppingHooks',
+  async stopping(broker: ServiceBroker) {
+    await Promise.all(
+      (stoppingHandlers.get(broker) ?? []).map(async (handler) => {
+        try {
+          await handler();
+        } catch (err) {
+          // The stop goes on; what the handler left is dealt with by the service's `stopped`.
+          broker.logger.warn('a stopping handler failed', { error: (err as Error).message });
+        }
+      }),
+    );
+  },
+};
+
 const DEADLINE = Symbol('call deadline');
 
 /**

@@ -14,6 +14,7 @@ import {
 import { ENTRY_POINT } from '../../libs/entry-points';
 import { registerHealthCheck } from '../../libs/health';
 import { connectRedis, redisReady } from '../../libs/redis';
+import { whenStopping } from '../../libs/resilience';
 import type { ServiceDefinition } from '../../libs/service';
 import { transferAgent } from '../../libs/transfer';
 import { version } from '../../package.json';
@@ -243,6 +244,9 @@ export function createGatewayService(
       // moleculer-web made its HTTP server in its own `created`, which runs before this one.
       const { server } = this as unknown as { server: Server };
       server.on('clientError', answerClientError(config.appEnv));
+      // A stream lasts until it is ended: the stop's wait for requests in progress would wait
+      // for it until it gave up, and `stopped` comes after that wait.
+      whenStopping(broker, () => tracking.closeAll());
     },
     started() {
       // Not awaited: without Redis the gateway still starts, reports not ready and answers 503.
@@ -251,7 +255,8 @@ export function createGatewayService(
       });
     },
     async stopped() {
-      tracking.closeAll();
+      // Done as the stop began, unless the broker runs no stopping hooks (a test's own).
+      await tracking.closeAll();
       transfers.destroy();
       redis.disconnect();
     },

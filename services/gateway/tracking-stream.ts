@@ -18,7 +18,9 @@ import type { GatewayRequest } from './http';
  * heartbeat: the event is sent once and may be missed (a process stopped after the change, a
  * broadcast lost), and a feed that only waited for it would show the old status for good. It
  * sends the state to its pages only when it changed. Streams are capped per client address
- * and in total.
+ * and in total, each stream's life by `streamLifetimeMs`, and what a page has not taken yet by
+ * `MAX_UNSENT_BYTES`. A stream that ends before the delivery is over (its lifetime, the process
+ * stopping) ends cleanly: the page's EventSource reconnects by itself, after `RECONNECT_MS`.
  */
 
 /** The stream's path under `/track`, next to its page. */
@@ -45,8 +47,26 @@ interface Feed {
 /** A refused stream's `Retry-After`: a page left open frees its slot when closed. */
 const RETRY_AFTER_SECONDS = 30;
 
+/**
+ * Bytes a page may leave unsent in this process (Node's buffer, beyond what the kernel took)
+ * before it is dropped: a dozen states or more. A client that stops reading would otherwise be
+ * buffered a state every refresh and a heartbeat every beat, for as long as it stays connected.
+ */
+export const MAX_UNSENT_BYTES = 64 * 1024;
+
+/** How long a page's EventSource waits to reconnect after its stream ended: the `retry` field. */
+export const RECONNECT_MS = 2_000;
+
+/**
+ * A page ended (its lifetime, the process stopping) that has not taken its last bytes after
+ * this is cut: a client that stops reading would keep the connection, and a stop, waiting.
+ */
+const END_GRACE_MS = 1_000;
+
 /** One server-sent event; `json` is serialised JSON, one line whatever it holds. */
 const sse = (event: string, json: string) => `event: ${event}\ndata: ${json}\n\n`;
+/** Sets the page's reconnection delay; dispatches no event. */
+const retryField = `retry: ${RECONNECT_MS}\n\n`;
 const endEvent = (state: TrackingState) =>
   sse('end', JSON.stringify({ status: state.view.status }));
 
@@ -54,6 +74,8 @@ export class TrackingStreams {
   private readonly feeds = new Map<string, Feed>();
   private readonly perAddress = new Map<string, number>();
   private total = 0;
+  /** The process is stopping: streams are ended, new ones sent elsewhere. */
+  private closing = false;
 
   constructor(private readonly options: TrackingStreamOptions) {}
 
@@ -64,7 +86,9 @@ export class TrackingStreams {
 
   /**
    * The moleculer-web alias: refusals go to `next(err)` (the error envelope); once the
-   * headers are out, the stream lasts until the page leaves or the delivery is over.
+   * headers are out, the stream lasts until the page leaves, the delivery is over, its lifetime
+   * ends or the process stops, and so does its request for moleculer, which a stop waits for:
+   * `closeAll` is run as the stop begins, before that wait.
    */
   handler() {
     return (req: GatewayRequest, res: ServerResponse, next: (err?: unknown) => void) => {
@@ -78,18 +102,27 @@ export class TrackingStreams {
     if (feed) void this.refresh(trackingId, feed);
   }
 
-  /** Ends every stream (the gateway stops): pages reconnect to another process. */
-  closeAll(): void {
+  /**
+   * Ends every stream, and every one asked for from now on (the gateway stops): the pages
+   * reconnect, to another process. Settled once each page's connection is done with.
+   */
+  async closeAll(): Promise<void> {
+    this.closing = true;
+    const closed: Promise<void>[] = [];
     for (const [trackingId, feed] of this.feeds) {
-      for (const page of feed.pages) page.end();
+      for (const page of feed.pages) closed.push(this.endPage(page));
+      // A read under way sends nothing more to them.
+      feed.pages.clear();
       this.dispose(trackingId, feed);
     }
+    await Promise.all(closed);
   }
 
   private async attach(req: GatewayRequest, res: ServerResponse): Promise<void> {
     const params = (req.$params ?? {}) as { trackingId?: string };
     const trackingId = String(params.trackingId ?? '').toUpperCase();
     if (!TRACKING_PATTERN.test(trackingId)) throw notFound(UNKNOWN_TRACKING_ID);
+    if (this.closing) return this.sendElsewhere(res);
     const address = clientAddress(req, this.options.config.trustProxyHops);
     const release = this.reserve(address);
     let feed: Feed | undefined;
@@ -98,6 +131,10 @@ export class TrackingStreams {
       if (!feed) {
         const state = await this.options.fetch(trackingId);
         if (!state) throw notFound(UNKNOWN_TRACKING_ID);
+        if (this.closing) {
+          release();
+          return this.sendElsewhere(res);
+        }
         // Another page may have opened the feed while this one waited for the state.
         feed = this.feeds.get(trackingId);
         if (!feed) {
@@ -160,7 +197,7 @@ export class TrackingStreams {
       if (feed.state.view.live) void this.refresh(trackingId, feed);
     }, refreshMs);
     const beat = setInterval(() => {
-      for (const page of feed.pages) page.write(': heartbeat\n\n');
+      for (const page of feed.pages) this.send(page, ': heartbeat\n\n');
       // Not polled: a status change whose event this process missed shows within a beat.
       if (!feed.state.view.live) void this.refresh(trackingId, feed);
     }, heartbeatMs);
@@ -173,13 +210,8 @@ export class TrackingStreams {
   }
 
   private join(trackingId: string, feed: Feed, res: ServerResponse, release: () => void): void {
-    res.statusCode = 200;
-    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('X-Accel-Buffering', 'no'); // nginx would hold events back otherwise
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.flushHeaders();
-    res.write(sse('state', feed.last));
+    startStream(res);
+    res.write(retryField + sse('state', feed.last));
     if (feed.state.view.terminal) {
       res.end(endEvent(feed.state));
       release();
@@ -187,11 +219,47 @@ export class TrackingStreams {
       return;
     }
     feed.pages.add(res);
+    // Up to a tenth shorter at random: pages opened together (a process's, as it stopped)
+    // do not all come back together again.
+    const { streamLifetimeMs } = this.options.config.tracking;
+    const lifetime = setTimeout(
+      () => void this.endPage(res),
+      streamLifetimeMs * (1 - Math.random() / 10),
+    );
+    lifetime.unref();
     res.once('close', () => {
+      clearTimeout(lifetime);
       release();
       feed.pages.delete(res);
       if (feed.pages.size === 0) this.dispose(trackingId, feed);
     });
+  }
+
+  /** The process is stopping: an empty stream, after which the page reconnects elsewhere. */
+  private sendElsewhere(res: ServerResponse): void {
+    startStream(res);
+    res.end(retryField);
+  }
+
+  /** Sends `text` to a page still open; one that has left too much unsent is dropped. */
+  private send(page: ServerResponse, text: string): void {
+    if (page.writableEnded || page.destroyed) return;
+    if (page.writableLength > MAX_UNSENT_BYTES) {
+      // Not reading, or far too slowly: its EventSource, if any, reconnects to a fresh state.
+      page.destroy();
+      return;
+    }
+    page.write(text);
+  }
+
+  /** Ends a page with `last`, and cuts it if it does not take it soon; settled once closed. */
+  private endPage(page: ServerResponse, last?: string): Promise<void> {
+    if (page.destroyed) return Promise.resolve();
+    const closed = new Promise<void>((resolve) => page.once('close', () => resolve()));
+    if (!page.writableEnded) page.end(last);
+    const cut = setTimeout(() => page.destroy(), END_GRACE_MS);
+    cut.unref();
+    return closed.finally(() => clearTimeout(cut));
   }
 
   private dispose(trackingId: string, feed: Feed): void {
@@ -229,17 +297,29 @@ export class TrackingStreams {
       });
       return;
     }
-    if (!state) return;
+    // A feed let go while the state was read (its pages left, the process is stopping) has
+    // nobody to tell.
+    if (!state || this.feeds.get(trackingId) !== feed) return;
     feed.state = state;
     const serialised = JSON.stringify(state);
     if (serialised !== feed.last) {
       feed.last = serialised;
-      for (const page of feed.pages) page.write(sse('state', serialised));
+      for (const page of feed.pages) this.send(page, sse('state', serialised));
     }
     if (state.view.terminal) {
       // Over: nothing more will come. The pages' script closes its EventSource on `end`.
-      for (const page of feed.pages) page.end(endEvent(state));
+      for (const page of feed.pages) void this.endPage(page, endEvent(state));
       this.dispose(trackingId, feed);
     }
   }
+}
+
+/** The answer's head of an event stream, sent at once. */
+function startStream(res: ServerResponse): void {
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Accel-Buffering', 'no'); // nginx would hold events back otherwise
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.flushHeaders();
 }

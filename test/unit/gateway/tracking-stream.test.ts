@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import type { TrackingState } from '../../../libs/contracts/order';
-import { TrackingStreams } from '../../../services/gateway/tracking-stream';
+import { RECONNECT_MS, TrackingStreams } from '../../../services/gateway/tracking-stream';
 import type { GatewayRequest } from '../../../services/gateway/http';
 
 /**
@@ -10,33 +10,51 @@ import type { GatewayRequest } from '../../../services/gateway/http';
  */
 const TRACKING_ID = 'P2P-ABCDEFGHJKMN';
 
-const state = (status: string, terminal = false): TrackingState =>
+const state = (status: string, terminal = false, regions: Record<string, string> = {}) =>
   ({
     view: { trackingId: TRACKING_ID, status, terminal, live: false },
-    regions: {},
+    regions,
   }) as unknown as TrackingState;
 
 let current = state('PENDING');
 let reads = 0;
 /** How long the order service takes to answer. */
 let readMs = 0;
+/** The latest read of the order service, settled once it has answered. */
+let lastRead: Promise<unknown> = Promise.resolve();
 
-/** Streams reading `current`, beating every `heartbeatMs`, and the server they answer on. */
-function streamsServing(heartbeatMs: number) {
+/**
+ * Streams reading `current`, beating every `heartbeatMs`, each lasting `streamLifetimeMs`,
+ * and the server they answer on, with the errors its answers raised.
+ */
+function streamsServing(heartbeatMs: number, streamLifetimeMs = 3_600_000) {
   const streams = new TrackingStreams({
     config: {
       trustProxyHops: 0,
-      tracking: { refreshMs: 3_600_000, heartbeatMs, maxStreams: 50, maxStreamsPerAddress: 20 },
+      tracking: {
+        refreshMs: 3_600_000,
+        heartbeatMs,
+        maxStreams: 50,
+        maxStreamsPerAddress: 20,
+        streamLifetimeMs,
+      },
     },
-    fetch: async () => {
+    fetch: (): Promise<TrackingState> => {
       reads += 1;
-      if (readMs > 0) await new Promise((r) => setTimeout(r, readMs));
-      return current;
+      const read = (async () => {
+        if (readMs > 0) await new Promise((r) => setTimeout(r, readMs));
+        return current;
+      })();
+      lastRead = read;
+      return read;
     },
     logger: () => ({ warn: () => undefined }),
   });
   const handle = streams.handler();
+  const errors: Error[] = [];
   const server = createServer((req, res) => {
+    // Without it, an answer's error (a write after its end) would be thrown from the process.
+    res.on('error', (err) => errors.push(err));
     (req as GatewayRequest).$params = { trackingId: TRACKING_ID };
     handle(req as GatewayRequest, res, (err) => {
       res.statusCode = 500;
@@ -51,7 +69,7 @@ function streamsServing(heartbeatMs: number) {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   };
-  return { streams, listening, url, stop };
+  return { streams, listening, url, stop, errors, server };
 }
 
 const served = streamsServing(3_600_000);
@@ -68,11 +86,23 @@ async function follow(url = streamUrl()) {
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
   let buffered = '';
+  const page = {
+    status: res.status,
+    statuses,
+    text: '',
+    ended: false,
+    close: () => reader.cancel(),
+  };
   void (async () => {
     for (;;) {
       const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
-      if (done) return;
-      buffered += decoder.decode(value, { stream: true });
+      if (done) {
+        page.ended = true;
+        return;
+      }
+      const text = decoder.decode(value, { stream: true });
+      page.text += text;
+      buffered += text;
       let at: number;
       while ((at = buffered.indexOf('\n\n')) >= 0) {
         const event = buffered.slice(0, at);
@@ -82,7 +112,7 @@ async function follow(url = streamUrl()) {
       }
     }
   })();
-  return { statuses, close: () => reader.cancel() };
+  return page;
 }
 
 async function until(condition: () => boolean): Promise<void> {
@@ -145,5 +175,104 @@ it('reads again at each heartbeat while no courier is under way: a missed status
     expect(page.statuses).toEqual(['PENDING', 'COURIER_ASSIGNED', 'CANCELLED']);
   } finally {
     await beating.stop();
+  }
+});
+
+/** Each with this much markup: a page that stops reading soon has more than the kernel takes. */
+const paddedState = (i: number) => state(`STEP_${i}`, false, { pad: 'x'.repeat(256 * 1024) });
+
+it('drops a page that stops reading, instead of keeping what it does not take', async () => {
+  const serving = streamsServing(3_600_000);
+  await serving.listening;
+  try {
+    current = state('PENDING');
+    const { port } = serving.server.address() as AddressInfo;
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (received += chunk));
+    socket.on('error', () => undefined);
+    socket.write(`GET /track/${TRACKING_ID}/events HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+    await until(() => received.includes('event: state') && serving.streams.open === 1);
+    // Reads nothing more: the kernel's buffers fill, then Node's.
+    socket.pause();
+    for (let i = 0; i < 200 && serving.streams.open > 0; i++) {
+      const before = reads;
+      current = paddedState(i);
+      serving.streams.statusChanged(TRACKING_ID);
+      await until(() => reads > before);
+      await lastRead;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await until(() => serving.streams.open === 0);
+    // Its connection let go of, with what it held: the client, still not reading, never knows.
+    const connections = () =>
+      new Promise<number>((resolve, reject) =>
+        serving.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+      );
+    expect(await connections()).toBe(0);
+    expect(serving.errors).toEqual([]);
+    socket.destroy();
+  } finally {
+    await serving.stop();
+  }
+});
+
+it('ends a stream at its lifetime, telling the page how soon to reconnect', async () => {
+  const serving = streamsServing(3_600_000, 200);
+  await serving.listening;
+  try {
+    current = state('PENDING');
+    const page = await follow(serving.url());
+    expect(page.status).toBe(200);
+    await until(() => page.ended);
+    expect(page.statuses).toEqual(['PENDING']);
+    // Ended without `end`: the page's EventSource reconnects, after RECONNECT_MS.
+    expect(page.text).toMatch(new RegExp(`^retry: ${RECONNECT_MS}\n`));
+    expect(page.text).not.toContain('event: end');
+    await until(() => serving.streams.open === 0);
+  } finally {
+    await serving.stop();
+  }
+});
+
+it('ends every stream as the process stops, and sends nothing to them after', async () => {
+  const serving = streamsServing(3_600_000);
+  await serving.listening;
+  try {
+    current = state('PENDING');
+    const page = await follow(serving.url());
+    await until(() => page.statuses.length === 1);
+    await lastRead;
+    // A status change whose read is under way as the process stops: it answers after.
+    current = state('COURIER_ASSIGNED');
+    serving.streams.statusChanged(TRACKING_ID);
+    const closing = serving.streams.closeAll();
+    await lastRead;
+    await closing;
+    await until(() => page.ended);
+    // Nothing written to the ended answers (a write after the end throws without a listener).
+    expect(serving.errors).toEqual([]);
+    expect(page.statuses).toEqual(['PENDING']);
+    expect(serving.streams.open).toBe(0);
+  } finally {
+    await serving.stop();
+  }
+});
+
+it('sends a page that asks once the process is stopping elsewhere, holding no stream', async () => {
+  const serving = streamsServing(3_600_000);
+  await serving.listening;
+  try {
+    current = state('PENDING');
+    await serving.streams.closeAll();
+    const late = await follow(serving.url());
+    expect(late.status).toBe(200);
+    await until(() => late.ended);
+    // No state: its EventSource reconnects after RECONNECT_MS, to a process not stopping.
+    expect(late.text).toBe(`retry: ${RECONNECT_MS}\n\n`);
+    expect(serving.streams.open).toBe(0);
+  } finally {
+    await serving.stop();
   }
 });

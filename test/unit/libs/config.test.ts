@@ -86,6 +86,7 @@ describe('loadConfig defaults', () => {
         heartbeatMs: 15000,
         maxStreams: 2000,
         maxStreamsPerAddress: 10,
+        streamLifetimeMs: 1800000,
       },
       apiKeyCacheSeconds: 5,
       courierTokenCacheSeconds: 60,
@@ -179,9 +180,11 @@ describe('loadConfig conversions', () => {
       COURIER_ONLINE_MS: '30000',
       COURIER_LOCATION_FLUSH_MS: '500',
       STOP_GRACE_MS: '25000',
+      TRACKING_STREAM_LIFETIME_MS: '600000',
     });
     expect(config.port).toBe(8080);
     expect(config.stopGraceMs).toBe(25000);
+    expect(config.tracking.streamLifetimeMs).toBe(600000);
     expect(config.courierTokenCacheSeconds).toBe(1.5);
     expect(config.courierPositions).toEqual({ onlineMs: 30000, flushMs: 500 });
     expect(config.quota).toEqual({ limit: 100, windowSeconds: 3600 });
@@ -354,6 +357,8 @@ describe('loadConfig errors', () => {
     ['STOP_GRACE_MS', '999'],
     ['STOP_GRACE_MS', '2147483648'],
     ['STOP_GRACE_MS', '1.5'],
+    ['TRACKING_STREAM_LIFETIME_MS', '999'],
+    ['TRACKING_STREAM_LIFETIME_MS', '2147483648'],
     ['BACKFILL_AFTER_ROLLOUT_MS', '999'],
     ['BACKFILL_AFTER_ROLLOUT_MS', '2147483648'],
     ['S3_TIMEOUT_MS', '99'],
@@ -705,6 +710,7 @@ describe('describeConfig', () => {
     'TRACKING_HEARTBEAT_MS',
     'TRACKING_MAX_STREAMS',
     'TRACKING_MAX_STREAMS_PER_ADDRESS',
+    'TRACKING_STREAM_LIFETIME_MS',
     'BODY_LIMIT',
     'REQUEST_TIMEOUT_MS',
     'STOP_GRACE_MS',

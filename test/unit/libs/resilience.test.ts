@@ -3,7 +3,13 @@ import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import { loadConfig } from '../../../libs/config';
 import { call, retriesFor, SAFE_RETRIES } from '../../../libs/contracts';
 import { serviceBusy, serviceUnavailable } from '../../../libs/errors';
-import { circuitBreaker, isLostCall, isNodeFailure, stopAndExit } from '../../../libs/resilience';
+import {
+  circuitBreaker,
+  isLostCall,
+  isNodeFailure,
+  stopAndExit,
+  whenStopping,
+} from '../../../libs/resilience';
 import { createBrokerOptions } from '../../../moleculer.config';
 
 /**
@@ -232,5 +238,27 @@ describe('stopAndExit', () => {
     );
     await until(() => codes.length > 0);
     expect(codes).toEqual([1]);
+  });
+});
+
+describe('whenStopping', () => {
+  it('runs as the stop begins, before moleculer waits for the calls in flight', async () => {
+    await node('slow', 'pricing', { route: 'hang' });
+    const gateway = await caller('pricing');
+    const events: string[] = [];
+    // What a stream's end does: the request waiting on it finishes.
+    whenStopping(gateway, () => {
+      events.push('stopping');
+      for (const answer of hanging.splice(0)) answer();
+    });
+    const inFlight = gateway.call('pricing.route', route).then(
+      () => events.push('answered'),
+      () => events.push('failed'),
+    );
+    await until(() => hanging.length === 1);
+    // Run after the wait instead, the handler would find the call failed at its timeout.
+    await gateway.stop();
+    await inFlight;
+    expect(events).toEqual(['stopping', 'answered']);
   });
 });
