@@ -23,6 +23,9 @@ import { JoiValidator } from './libs/validation';
  */
 type MetricsReporter = MetricRegistry.MetricsReporter;
 
+/** Whether NATS_URL names its server by `tls://`. */
+const natsWantsTls = (natsUrl: string) => new URL(natsUrl).protocol === 'tls:';
+
 export function createBrokerOptions(config: Config): BrokerOptions {
   const nodeID = config.nodeId ?? `${os.hostname()}-${process.pid}`;
   return {
@@ -37,6 +40,10 @@ export function createBrokerOptions(config: Config): BrokerOptions {
           // as lost after 2 unanswered pings 5 s apart, not the client's default 4 minutes.
           pingInterval: 5_000,
           maxPingOut: 2,
+          // moleculer hands the client only each URL's host and credentials, and the client
+          // does not take `tls://` to mean TLS: without this, credentials go in the clear to a
+          // server that does not demand TLS.
+          ...(natsWantsTls(config.natsUrl) ? { tls: {} } : {}),
         })
       : null,
     // JSON, measured against moleculer's binary serializers (decision 59). Every node must
