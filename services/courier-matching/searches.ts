@@ -458,7 +458,9 @@ export class Searches {
       await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
       await this.markHolding(courierId);
     }
-    this.waitForCourier(search, this.later(now));
+    // The step's own moment, not the clock's: a courier who came in reach after the step
+    // looked (woken at a time after `now`) must wake the search at once.
+    this.waitForCourier(search, now);
   }
 
   /**

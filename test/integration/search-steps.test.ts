@@ -834,3 +834,42 @@ it('does not put back the virtual courier of a simulation started again after it
   expect(placed).toEqual([fresh]);
   await searches.end(fresh);
 });
+
+it('is woken by a courier reported in reach while its step looked for one and found nobody', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  const pickup = { lat: 11.3, lon: 3.4 };
+  const first = await courierInReach(positions, 0.05, pickup);
+  const deliveryId = randomUUID();
+  await store.claimSearch(searchRecord(deliveryId, pickup));
+  await store.activate(deliveryId, new Date());
+  // Its only courier declined, and it waits for another; at a step of that wait, one reports
+  // near the pickup just after the step asked who is in reach.
+  const watched = Object.create(positions) as CourierPositions;
+  let wake = false;
+  let second = '';
+  watched.nearest = async (query) => {
+    const found = await positions.nearest(query);
+    if (wake) {
+      wake = false;
+      second = await courierInReach(positions, 0.1, pickup);
+      searches.courierNear(pickup);
+      // The step goes on a moment after the wake, as any step does.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    return found;
+  };
+  const searches = searchesOver(store, watched);
+  await searches.advance(deliveryId);
+  expect((await store.offer(offerIdOf(deliveryId, 1)))?.courierId).toBe(first);
+  await store.claimOfferOutcome(offerIdOf(deliveryId, 1), 'DECLINED');
+  await searches.advance(deliveryId);
+  wake = true;
+  await searches.advance(deliveryId);
+  expect(second).not.toBe('');
+  expect(await store.offer(offerIdOf(deliveryId, 2))).toBeNull();
+  // The sweep that follows steps it at once, not after the search's wait.
+  await searches.sweep(200);
+  expect((await store.offer(offerIdOf(deliveryId, 2)))?.courierId).toBe(second);
+});
