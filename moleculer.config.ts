@@ -2,7 +2,7 @@ import os from 'node:os';
 import type { BrokerOptions, MetricRegistry } from 'moleculer';
 import { withCallMetrics } from './libs/call-metrics';
 import { forCalls } from './libs/entry-points';
-import type { Config } from './libs/config';
+import { MAX_TIMER_MS, type Config } from './libs/config';
 import { BufferedConsoleLogger } from './libs/log-output';
 import { jsonLogLine } from './libs/logging';
 import { NatsTransporter } from './libs/nats-transporter';
@@ -73,8 +73,12 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     // stopping hooks last: their `stopping` then runs first, before any wait for contexts.
     middlewares: [...forCalls(withCallMetrics([remoteCalls])), stoppingHooks],
     registry: { strategy: 'RoundRobin', preferLocal: true },
-    // Longer than the stop's own budget (libs/resilience, stopAndExit), which is to give up first.
-    tracking: { enabled: true, shutdownTimeout: config.stopGraceMs + 5_000 },
+    // Longer than the stop's own budget (libs/resilience, stopAndExit), which is to give up
+    // first; never past the longest timer, which would fire at once.
+    tracking: {
+      enabled: true,
+      shutdownTimeout: Math.min(config.stopGraceMs + 5_000, MAX_TIMER_MS),
+    },
     validator: new JoiValidator({}),
     errorHandler(err) {
       throw err;

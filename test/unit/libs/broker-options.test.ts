@@ -1,4 +1,4 @@
-import { loadConfig } from '../../../libs/config';
+import { MAX_TIMER_MS, loadConfig } from '../../../libs/config';
 import { createBrokerOptions } from '../../../moleculer.config';
 
 /** What the NATS client is handed: moleculer passes it the URL's host and credentials only. */
@@ -14,5 +14,15 @@ describe('the NATS transporter', () => {
 
   it('leaves nats:// as it is', () => {
     expect(natsOptionsFor('nats://nats.example:4222')).not.toHaveProperty('tls');
+  });
+});
+
+describe('the wait for requests in progress at a stop', () => {
+  it('outlasts the stop budget, and is never a timer Node would fire at once', () => {
+    const waitFor = (stopGraceMs: string) =>
+      (createBrokerOptions(loadConfig({ STOP_GRACE_MS: stopGraceMs })).tracking ?? {})
+        .shutdownTimeout;
+    expect(waitFor('20000')).toBe(25_000);
+    expect(waitFor(String(MAX_TIMER_MS))).toBe(MAX_TIMER_MS);
   });
 });
