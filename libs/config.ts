@@ -951,6 +951,26 @@ function parseServices(value: string): ServiceName[] {
 }
 
 /** Reads and validates the environment; throws ConfigError naming the first bad variable. */
+const DECLARED_VARIABLES = Object.keys(declaredEnvSchema.describe().keys ?? {});
+
+/** What deploy/k8s/secret.example.yaml puts where a value of the operator's own belongs. */
+export const EXAMPLE_PLACEHOLDER = 'REPLACE-ME';
+
+/**
+ * Live refuses a variable still holding the example Secret's placeholder: an `ADMIN_TOKEN` or
+ * a key left as the repository shows it would hand `/admin`, or the proof codes and webhook
+ * secrets, to anyone who reads it.
+ */
+function refusePlaceholders(env: NodeJS.ProcessEnv): void {
+  for (const name of DECLARED_VARIABLES) {
+    if (env[name]?.includes(EXAMPLE_PLACEHOLDER)) {
+      throw new ConfigError(
+        `${name}: still holds the example's ${EXAMPLE_PLACEHOLDER}, published in the repository; set a value of your own`,
+      );
+    }
+  }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const { value, error } = envSchema.validate(env, { abortEarly: true, convert: true });
   if (error) {
@@ -959,6 +979,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   requireAtLeast(value, 'NOTIFY_RETRY_MAX_MS', 'NOTIFY_RETRY_BASE_MS');
   requireAtLeast(value, 'WEBHOOK_BACKOFF_MAX_MS', 'WEBHOOK_BACKOFF_BASE_MS');
+  if (value.APP_ENV === 'live') refusePlaceholders(env);
   return {
     port: value.PORT,
     host: value.HOST,

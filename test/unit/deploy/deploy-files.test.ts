@@ -6,7 +6,13 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { SERVICE_NAMES, describeConfig, loadConfig, type ServiceName } from '../../../libs/config';
+import {
+  EXAMPLE_PLACEHOLDER,
+  SERVICE_NAMES,
+  describeConfig,
+  loadConfig,
+  type ServiceName,
+} from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
 import { IMAGE_ENTRY } from '../../../scripts/bench-support';
 import { PRINT_HEAP_LIMIT_MB, numberPrintedByNode } from '../helpers';
@@ -212,7 +218,7 @@ describe('docker-compose.yml', () => {
     expect(env.APP_ENV).toBe('staging');
     expect(loadConfig(env).adminToken).toBe(placeholder);
     // Anyone can read it here: a live deployment that kept it would hand out /admin.
-    const live = { ...configMap?.data, ...exampleSecret.stringData, ADMIN_TOKEN: placeholder };
+    const live = { ...configMap?.data, ...filledSecret, ADMIN_TOKEN: placeholder };
     expect(() => loadConfig(live)).toThrow(/^ADMIN_TOKEN: .*placeholder of docker-compose\.yml/);
   });
 
@@ -489,6 +495,13 @@ const manifests = kustomization.resources.flatMap(loadManifests);
 const deployments = manifests.filter((m) => m.kind === 'Deployment');
 const configMap = manifests.find((m) => m.kind === 'ConfigMap');
 const exampleSecret = loadManifests(EXAMPLE_SECRET)[0];
+/** The example Secret as an operator fills it in: live refuses its placeholders. */
+const filledSecret = Object.fromEntries(
+  Object.entries(exampleSecret.stringData ?? {}).map(([k, v]) => [
+    k,
+    v.replaceAll(EXAMPLE_PLACEHOLDER, 'operator-value'),
+  ]),
+);
 
 /** Each `kubectl create secret generic ...` command in `text`, its continuation lines joined. */
 function createSecretCommands(text: string): string[] {
@@ -517,7 +530,7 @@ function deployedEnv(d: Manifest): Record<string, string | undefined> {
   return {
     ...configMap?.data,
     ...Object.fromEntries(own.map((e) => [e.name, e.value])),
-    ...exampleSecret.stringData,
+    ...filledSecret,
   };
 }
 const isSubset = (sub: Record<string, string> = {}, of: Record<string, string> = {}) =>
@@ -667,11 +680,20 @@ describe('deploy/k8s', () => {
     expect(keys.filter((k) => TEST_ONLY_VARIABLES.includes(k))).toEqual([]);
   });
 
-  it('marks the Secret as an example with placeholder values', () => {
+  it('marks the Secret as an example with placeholder values, which live refuses', () => {
     expect(exampleSecret.kind).toBe('Secret');
     expect(readFileSync(join(K8S_DIR, EXAMPLE_SECRET), 'utf8')).toMatch(/EXAMPLE ONLY/);
     for (const value of Object.values(exampleSecret.stringData ?? {})) {
-      expect(value).toContain('REPLACE-ME');
+      expect(value).toContain(EXAMPLE_PLACEHOLDER);
+    }
+    // Applied as it is, or with one value left as it is, live does not start.
+    for (const name of Object.keys(filledSecret)) {
+      const env = {
+        ...configMap?.data,
+        ...filledSecret,
+        [name]: exampleSecret.stringData?.[name],
+      };
+      expect(() => loadConfig(env)).toThrow(new RegExp(`^${name}: still holds the example's`));
     }
   });
 
@@ -684,14 +706,14 @@ describe('deploy/k8s', () => {
     );
     const keys = literalKeys(commands[0]);
     // The example's values have the shapes the config checks; the command's are elided.
-    const examples = exampleSecret.stringData ?? {};
+    const examples = filledSecret;
     expect(keys.filter((k) => !(k in examples))).toEqual([]);
     const env = { ...configMap?.data, ...Object.fromEntries(keys.map((k) => [k, examples[k]])) };
     expect(() => loadConfig(env)).not.toThrow();
   });
 
   it('names in deploy/README.md every variable live makes mandatory', () => {
-    const env: Record<string, string> = { ...configMap?.data, ...exampleSecret.stringData };
+    const env: Record<string, string> = { ...configMap?.data, ...filledSecret };
     expect(() => loadConfig(env)).not.toThrow();
     // Mandatory: without it, live with these manifests refuses to start.
     const mandatory = Object.keys(env).filter((name) => {
@@ -736,7 +758,7 @@ describe('deploy/k8s', () => {
     );
     expect(gateway?.spec?.type).toBe('ClusterIP');
     expect(configMap?.data?.TRUST_PROXY_HOPS).toBe('1');
-    expect(loadConfig({ ...configMap?.data, ...exampleSecret.stringData }).trustProxyHops).toBe(1);
+    expect(loadConfig({ ...configMap?.data, ...filledSecret }).trustProxyHops).toBe(1);
   });
 
   it("documents a NetworkPolicy that admits only the ingress to the gateway's API port", () => {
