@@ -111,15 +111,23 @@ export function trackingState(view: TrackingView): TrackingState {
  * own (`#tr-state`), so nothing is announced twice. A terminal state closes the stream, or
  * EventSource would reconnect to a delivery that is over.
  */
+// A stream refused (429, 503: EventSource gives up for good on any answer but 200) is asked
+// for again after a wait that doubles from 5 s to a minute, spread so that the pages a gateway
+// turned away do not all come back together; one the server ended (`end`) is not.
 const SCRIPT =
   '(function(){' +
   "var el=document.getElementById('tr-state');if(!el||!window.EventSource)return;" +
   'var last=JSON.parse(el.textContent).regions;' +
-  "var es=new EventSource(location.pathname.replace(/\\/$/,'')+'/events');" +
+  "var url=location.pathname.replace(/\\/$/,'')+'/events';var wait=5000;var over=false;" +
+  'function open(){var es=new EventSource(url);' +
+  "es.addEventListener('open',function(){wait=5000;});" +
   "es.addEventListener('state',function(e){var s=JSON.parse(e.data);" +
   "for(var k in s.regions){if(s.regions[k]!==last[k]){var n=document.getElementById('tr-'+k);if(n)n.innerHTML=s.regions[k];}}" +
-  'last=s.regions;if(s.view.terminal)es.close();});' +
-  "es.addEventListener('end',function(){es.close();});" +
+  'last=s.regions;if(s.view.terminal){over=true;es.close();}});' +
+  "es.addEventListener('end',function(){over=true;es.close();});" +
+  "es.addEventListener('error',function(){if(over||es.readyState!==2)return;" +
+  'setTimeout(open,wait*(0.5+Math.random()));wait=Math.min(wait*2,60000);});}' +
+  'open();' +
   '})();';
 
 /** What the page's Content-Security-Policy allows: nothing from elsewhere, its script by hash. */

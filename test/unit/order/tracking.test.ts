@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import type { CourierOnDelivery } from '../../../services/order/courier-view';
 import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
@@ -294,6 +295,63 @@ describe('trackingPage', () => {
     const embedded = /<script type="application\/json" id="tr-state">(.*?)<\/script>/.exec(html);
     expect(embedded).not.toBeNull();
     expect(() => JSON.parse((embedded as RegExpExecArray)[1])).not.toThrow();
+  });
+
+  describe('its script', () => {
+    const script = [...html.matchAll(/<script>(.*?)<\/script>/g)].map((m) => m[1])[0];
+
+    /** The script run against a page of fakes: its EventSources, and the timers it set. */
+    function run() {
+      const sources: FakeSource[] = [];
+      const timers: (() => void)[] = [];
+      class FakeSource {
+        readyState = 0;
+        private readonly listeners: Record<string, ((e: { data?: string }) => void)[]> = {};
+        constructor(readonly url: string) {
+          sources.push(this);
+        }
+        addEventListener(type: string, listener: (e: { data?: string }) => void) {
+          (this.listeners[type] ??= []).push(listener);
+        }
+        close() {
+          this.readyState = 2;
+        }
+        emit(type: string, e: { data?: string } = {}) {
+          for (const listener of this.listeners[type] ?? []) listener(e);
+        }
+      }
+      const state = { textContent: JSON.stringify({ regions: {} }) };
+      const context = {
+        window: { EventSource: FakeSource },
+        EventSource: FakeSource,
+        document: { getElementById: (id: string) => (id === 'tr-state' ? state : null) },
+        location: { pathname: '/track/P2P-0123456789AB' },
+        setTimeout: (fn: () => void) => void timers.push(fn),
+        Math,
+        JSON,
+      };
+      runInNewContext(script, context);
+      return { sources, timers };
+    }
+
+    it('asks for its stream again, later, when it was refused; not when the delivery is over', () => {
+      const { sources, timers } = run();
+      expect(sources.map((s) => s.url)).toEqual(['/track/P2P-0123456789AB/events']);
+      // Refused (429): EventSource closes for good and tells of an error.
+      sources[0].readyState = 2;
+      sources[0].emit('error');
+      expect(timers).toHaveLength(1);
+      timers[0]();
+      expect(sources).toHaveLength(2);
+      // A dropped connection EventSource reconnects itself: nothing more to do.
+      sources[1].readyState = 0;
+      sources[1].emit('error');
+      expect(timers).toHaveLength(1);
+      // Ended by the server: the delivery is over, nothing to ask again.
+      sources[1].emit('end');
+      sources[1].emit('error');
+      expect(timers).toHaveLength(1);
+    });
   });
 
   it('runs only the script its CSP names by hash', () => {
