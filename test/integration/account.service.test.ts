@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceBroker } from 'moleculer';
-import { createBrokerOptions } from '../../moleculer.config';
-import { loadConfig } from '../../libs/config';
+import type { ServiceBroker } from 'moleculer';
 import { toServiceSchema } from '../../libs/service';
 import { API_KEY_REVOKED_EVENT, hashApiKey } from '../../libs/contracts/account';
 import { createAccountService } from '../../services/account/account.service';
 import { AccountStore } from '../../services/account/store';
 import { eventually } from '../support/eventually';
-import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
+import { dropDatabases, inProcessBroker, isolation, openServiceDatabase } from '../support/stack';
 
 /** The account service on a broker in this process, against the real MongoDB-compatible server. */
 const iso = isolation();
@@ -15,14 +13,9 @@ let broker: ServiceBroker;
 const revoked: unknown[] = [];
 
 beforeAll(async () => {
-  const config = loadConfig({
-    ...process.env,
-    NATS_URL: '',
-    OPS_PORT: '0',
-    NAMESPACE: iso.namespace,
-    MONGO_DB_PREFIX: iso.dbPrefix,
-  });
-  broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  const started = inProcessBroker(iso);
+  broker = started.broker;
+  const { config } = started;
   broker.createService(toServiceSchema(createAccountService(config)));
   broker.createService({
     name: 'listener',

@@ -1,11 +1,9 @@
-import { ServiceBroker } from 'moleculer';
-import { createBrokerOptions } from '../../moleculer.config';
-import { loadConfig } from '../../libs/config';
+import type { ServiceBroker } from 'moleculer';
 import { COURIER_TOKENS_CHANGED_EVENT, hashCourierToken } from '../../libs/contracts/matching';
 import * as places from '../../libs/places';
 import { toServiceSchema } from '../../libs/service';
 import { serviceDefinition } from '../../services/catalog';
-import { dropDatabases, isolation } from '../support/stack';
+import { dropDatabases, inProcessBroker, isolation } from '../support/stack';
 
 /**
  * A revoked courier token reaches every gateway by event. A revocation whose later bookkeeping
@@ -17,14 +15,9 @@ let broker: ServiceBroker;
 const changed: { courierId: string; hashes: string[] }[] = [];
 
 beforeAll(async () => {
-  const config = loadConfig({
-    ...process.env,
-    NATS_URL: '',
-    OPS_PORT: '0',
-    NAMESPACE: iso.namespace,
-    MONGO_DB_PREFIX: iso.dbPrefix,
-  });
-  broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  const started = inProcessBroker(iso);
+  broker = started.broker;
+  const { config } = started;
   for (const name of ['account', 'geo', 'courier-matching'] as const) {
     broker.createService(toServiceSchema(serviceDefinition(name, config)));
   }

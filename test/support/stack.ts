@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import mongoose from 'mongoose';
-import { loadConfig } from '../../libs/config';
+import { loadConfig, type Config } from '../../libs/config';
 import { createBrokerOptions } from '../../moleculer.config';
 import { eventually } from './eventually';
 
@@ -203,6 +203,26 @@ export function rssKb(pid: number): number {
 export function cpuTimeMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * A broker in this process, without a transporter, on the isolation's databases: the test runs
+ * services itself (and may reach into their classes), against the real servers. The config is
+ * the environment's, over `env`. Start it, and stop it in afterAll.
+ */
+export function inProcessBroker(
+  iso: Isolation,
+  env: Record<string, string> = {},
+): { broker: ServiceBroker; config: Config } {
+  const config = loadConfig({
+    ...process.env,
+    NATS_URL: '',
+    OPS_PORT: '0',
+    NAMESPACE: iso.namespace,
+    MONGO_DB_PREFIX: iso.dbPrefix,
+    ...env,
+  });
+  return { broker: new ServiceBroker({ ...createBrokerOptions(config), logger: false }), config };
 }
 
 /** Drops every database of this isolation. */
