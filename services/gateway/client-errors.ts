@@ -8,6 +8,11 @@ const ANSWERS: Record<string, { status: number; reason: string; message: string 
     reason: 'Request Header Fields Too Large',
     message: 'The request headers are too large; send at most 16 KB of headers',
   },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: {
+    status: 413,
+    reason: 'Payload Too Large',
+    message: 'The chunk extensions are too large; send the body without them',
+  },
   ERR_HTTP_REQUEST_TIMEOUT: {
     status: 408,
     reason: 'Request Timeout',
@@ -36,9 +41,11 @@ function requestLine(raw: unknown): { method: string; url: string } {
  */
 export function answerClientError(environment: string) {
   return (err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void => {
-    // Once an answer has started on this connection, nothing more can be said on it.
-    const started = (socket as Duplex & { bytesWritten?: number }).bytesWritten !== 0;
-    if (err.code === 'ECONNRESET' || !socket.writable || started) {
+    // As Node's own answer does: nothing is said once the response in flight on this
+    // connection (a keep-alive one may have had many before) has sent its headers.
+    // `_httpMessage` is Node's, undocumented: the response the socket is serving.
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
       socket.destroy();
       return;
     }
@@ -54,12 +61,17 @@ export function answerClientError(environment: string) {
         environment,
       }),
     );
+    // Destroyed once written: the request in progress (a body that never came, cut by the
+    // request timeout) must end, not stay open on a half-closed connection.
     socket.end(
       `HTTP/1.1 ${answer.status} ${answer.reason}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         'Connection: close\r\n\r\n' +
         body,
+      () => socket.destroy(),
     );
+    // A peer that does not take even these few bytes does not hold the connection either.
+    setTimeout(() => socket.destroy(), 1_000).unref();
   };
 }
