@@ -155,23 +155,28 @@ export function createGatewayService(
     config,
     entries,
     onAfterCall: afterCall(httpOf),
-    use: (group, body) => {
+    use: (group, body, readBody) => {
       // No credentials: the page's unguessable reference, the webhook's signature, are the
       // services' to check. No quota and no Idempotency-Key either.
       if (group === 'checkout' || group === 'track') return [log, methods];
       if (group === 'webhooks') return [log, methods, rawBodyReader(rawHeaders)];
-      if (group === 'admin') return [log, methods, adminGuard({ config, authFailures })];
+      if (group === 'admin') {
+        return [log, methods, adminGuard({ config, authFailures }), ...readBody];
+      }
       if (group === 'courier') {
         return [
           log,
           methods,
           courierGuard({ config, authFailures, authenticator: () => couriers }),
+          ...readBody,
         ];
       }
       return [
         log,
         methods,
         apiKeyGuard(group, { config, quota, authFailures, authenticator: () => authenticator }),
+        // Read before a download's lease is taken: a body that trickles holds none.
+        ...readBody,
         // `/file` takes uploads as streams and answers downloads to JSON requests.
         ...(group === 'file' ? [body === 'stream' ? uploads : downloads] : []),
       ];

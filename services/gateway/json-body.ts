@@ -51,3 +51,32 @@ export const jsonBodyGuard: Middleware = (req, _res, next) => {
     next(err);
   }
 };
+
+/** Whether the request says a body comes with it. */
+const declaresBody = (req: GatewayRequest) =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+
+/**
+ * `parse` (body-parser), refusing a body that was never read: body-parser passes over the body
+ * of a request whose connection is no longer readable (its client gone or half-closed while the
+ * credential was checked), and the call would then run with no params at all — an
+ * `Idempotency-Key` bound to an empty request, its retry with the real body refused.
+ */
+export function bodyArrived(parse: Middleware): Middleware {
+  return (req, res, next) =>
+    parse(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      const unread =
+        (req as GatewayRequest & { body?: unknown }).body === undefined &&
+        declaresBody(req) &&
+        (!req.complete || !req.socket?.readable);
+      if (unread) {
+        return next(
+          badRequest(
+            'The request body could not be read: the connection closed before it was; send the request again',
+          ),
+        );
+      }
+      next();
+    });
+}

@@ -3,7 +3,7 @@ import type { Config } from '../../libs/config';
 import type { HttpRoute, RouteGroup } from '../../libs/service';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
-import { jsonBodyGuard } from './json-body';
+import { bodyArrived, jsonBodyGuard } from './json-body';
 import { GROUP_BASE, aliasesFor, type RouteEntry } from './routes';
 import type { AfterCall } from './web-overrides';
 
@@ -29,8 +29,12 @@ export interface RouteTableOptions {
   config: Pick<Config, 'requestTimeoutMs' | 'bodyLimit' | 'files'>;
   entries: RouteEntry[];
   onAfterCall: AfterCall;
-  /** Middlewares of a group's routes of a body kind, in order (access log, authentication, ...). */
-  use: (group: RouteGroup, body: BodyKind) => Middleware[];
+  /**
+   * Middlewares of a group's routes of a body kind, in order (access log, authentication, ...).
+   * `readBody` reads and cleans a JSON route's body (none for other kinds): placed after the
+   * credential's check and before anything held for the call's length (a download's lease).
+   */
+  use: (group: RouteGroup, body: BodyKind, readBody: Middleware[]) => Middleware[];
   /**
    * Aliases the gateway answers itself in a group whose actions are mounted (the tracking
    * page's event stream, next to the page), by group: `{"GET /:id/events": handler}`.
@@ -65,13 +69,14 @@ export function gatewayRoutes(options: RouteTableOptions) {
     callOptions: { timeout: config.requestTimeoutMs },
     onAfterCall: options.onAfterCall,
   };
-  // Read after the group's middlewares, not before them as moleculer-web's `bodyParsers`
-  // would: a request without a good credential is answered 401 before its body is read
-  // (however large or malformed it is), and every refusal of a body is in the access log.
-  const parseJson: Middleware = ApiGateway.bodyParser.json({
-    strict: true,
-    limit: config.bodyLimit,
-  });
+  // Read where the group's middlewares place it, not before them as moleculer-web's
+  // `bodyParsers` would: a request without a good credential is answered 401 before its body
+  // is read (however large or malformed it is), and every refusal of a body is in the access
+  // log. Cleaned after it is read, before params are built.
+  const readJson = [
+    bodyArrived(ApiGateway.bodyParser.json({ strict: true, limit: config.bodyLimit })),
+    jsonBodyGuard,
+  ];
 
   const backendRoutes = BACKEND_GROUPS.flatMap((group) =>
     BODY_KINDS.map((body) => ({
@@ -85,11 +90,7 @@ export function gatewayRoutes(options: RouteTableOptions) {
       path: GROUP_BASE[group],
       aliases: aliasesFor(options.entries, group, body),
       bodyParsers: false,
-      // The parsed body is cleaned after the caller is known and before params are built.
-      use:
-        body === 'json'
-          ? [...options.use(group, body), parseJson, jsonBodyGuard]
-          : options.use(group, body),
+      use: options.use(group, body, body === 'json' ? readJson : []),
       ...(body === 'stream' ? { onBeforeCall: describeStreamBody } : {}),
     })),
   );
@@ -100,7 +101,7 @@ export function gatewayRoutes(options: RouteTableOptions) {
     path: GROUP_BASE[group],
     aliases: { ...aliasesFor(options.entries, group, body), ...options.ownAliases?.[group] },
     bodyParsers: false,
-    use: options.use(group, body),
+    use: options.use(group, body, []),
   })).filter((route) => Object.keys(route.aliases).length > 0);
 
   const opsRoute = {

@@ -295,6 +295,31 @@ describe('error envelope', () => {
     },
   );
 
+  it('a body whose client half-closed while its key was looked up is not run without it', async () => {
+    const { key } = await createUserWithKey(base); // new to the gateway: looked up
+    const idempotencyKey = randomUUID();
+    const body = JSON.stringify({ note: 'hi' });
+    await rawExchange(
+      base,
+      `POST /api/fixture/echo/1 HTTP/1.1\r\nHost: x\r\napi-key: ${key}\r\n` +
+        `idempotency-key: ${idempotencyKey}\r\ncontent-type: application/json\r\n` +
+        `content-length: ${body.length}\r\n\r\n${body}`,
+      { halfClose: true },
+    );
+    // Had the call run with no body, the key would be bound to that empty request, and its
+    // retry with the real body refused (422).
+    const retried = await eventually(async () => {
+      const reply = await request(base, 'POST', '/api/fixture/echo/1', {
+        headers: { 'api-key': key, 'Idempotency-Key': idempotencyKey },
+        json: { note: 'hi' },
+      });
+      expect(reply.status).not.toBe(409);
+      return reply;
+    });
+    expect(retried.status).toBe(201);
+    expect(retried.body.data).toMatchObject({ id: 1, note: 'hi' });
+  });
+
   it('an unknown route → 404, with or without a key, and the query is kept in url', async () => {
     expectErrorEnvelope(
       await request(base, 'GET', '/nowhere?x=1'),
@@ -354,11 +379,16 @@ describe('docs', () => {
   });
 });
 
-/** Writes `raw` on a connection of its own and reads all that comes back until it closes. */
-function rawExchange(baseUrl: string, raw: string): Promise<string> {
+/**
+ * Writes `raw` on a connection of its own (then closes its side, with `halfClose`) and reads
+ * all that comes back until the connection closes.
+ */
+function rawExchange(baseUrl: string, raw: string, { halfClose = false } = {}): Promise<string> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(raw));
+    const socket = connect(Number(port), hostname, () =>
+      halfClose ? socket.end(raw) : socket.write(raw),
+    );
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
@@ -433,6 +433,37 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
     expect(read).toBeGreaterThan(0);
     expect(read).toBeLessThan(SIZE);
   }, 120_000);
+
+  it('takes no slot of a key for a download whose body has not come', async () => {
+    const a = await createUserWithKey(top.url);
+    await waitForFiles(top.url, a.key);
+    const stored = await upload(top.url, a.key);
+    const { url } = (stored.body as { data: { url: string } }).data;
+    // As many requests as the key's cap, their headers sent, their bodies never.
+    const { hostname, port } = new URL(top.url);
+    const stalled = [1, 2].map(() => {
+      const socket = connect(Number(port), hostname);
+      socket.on('error', () => undefined);
+      socket.write(
+        `POST /file/download HTTP/1.1\r\nHost: ${hostname}\r\napi-key: ${a.key}\r\n` +
+          'content-type: application/json\r\ncontent-length: 200\r\n\r\n',
+      );
+      return socket;
+    });
+    try {
+      // Their keys looked up and accepted meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const whole = await fetch(`${top.url}/file/download`, {
+        method: 'POST',
+        headers: { 'api-key': a.key, 'content-type': 'application/json' },
+        body: JSON.stringify({ url }),
+      });
+      expect(whole.status).toBe(200);
+      await whole.arrayBuffer();
+    } finally {
+      for (const socket of stalled) socket.destroy();
+    }
+  });
 });
 
 // ---------------------------------------------------------------- unanswered uploads

@@ -1,7 +1,13 @@
+import { createServer } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import fc from 'fast-check';
+import ApiGateway from 'moleculer-web';
+import type { Middleware } from '../../../services/gateway/edge';
+import type { GatewayRequest } from '../../../services/gateway/http';
 import {
   MAX_JSON_DEPTH,
   PROTOTYPE_KEYS,
+  bodyArrived,
   cleanJsonBody,
   jsonBodyGuard,
 } from '../../../services/gateway/json-body';
@@ -103,5 +109,50 @@ describe('jsonBodyGuard', () => {
     const deep = Object.assign(fakeRequest(), { body: nested(MAX_JSON_DEPTH + 1) });
     jsonBodyGuard(deep, new FakeResponse().asServerResponse(), (...args) => calls.push(args));
     expect(calls[1][0]).toMatchObject({ code: 400 });
+  });
+});
+
+describe('bodyArrived', () => {
+  /**
+   * A real server whose JSON body is read a moment after the request arrived (as the gateway
+   * reads it once the key is checked), by body-parser with or without `bodyArrived`.
+   */
+  async function readLate(guarded: boolean, send: (socket: Socket, body: string) => void) {
+    const parse = ApiGateway.bodyParser.json() as Middleware;
+    const read = guarded ? bodyArrived(parse) : parse;
+    const seen = new Promise<{ err: unknown; body: unknown }>((resolve) => {
+      const server = createServer((req, res) => {
+        setTimeout(() => {
+          read(req as GatewayRequest, res, (err?: unknown) => {
+            resolve({ err, body: (req as { body?: unknown }).body });
+            res.end();
+            server.close();
+          });
+        }, 50);
+      });
+      server.listen(0, '127.0.0.1', () => {
+        const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        const body = JSON.stringify({ note: 'hi' });
+        socket.on('connect', () => send(socket, body));
+      });
+    });
+    return seen;
+  }
+  const head = (body: string) =>
+    `POST /x HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`;
+
+  it('refuses a body its client half-closed after, which body-parser passes over', async () => {
+    const halfClosed = (socket: Socket, body: string) => socket.end(head(body) + body);
+    expect((await readLate(false, halfClosed)).body).toBeUndefined();
+    expect((await readLate(true, halfClosed)).err).toMatchObject({
+      code: 400,
+      message: expect.stringMatching(/could not be read/),
+    });
+  });
+
+  it('reads a body that arrived on an open connection', async () => {
+    const open = (socket: Socket, body: string) => socket.write(head(body) + body);
+    expect(await readLate(true, open)).toEqual({ err: undefined, body: { note: 'hi' } });
   });
 });

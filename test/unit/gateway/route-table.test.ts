@@ -31,10 +31,11 @@ const routes = gatewayRoutes({
   config: { requestTimeoutMs: 5_000, bodyLimit: '100kb', files: { timeoutMs: 120_000 } } as never,
   entries,
   onAfterCall,
-  use: (group, body) => [
+  use: (group, body, readBody) => [
     named('log'),
     named(`auth-${group}`),
-    ...(body === 'stream' ? [named('stream')] : []),
+    ...readBody,
+    ...(body === 'stream' ? [named('stream')] : [named('lease')]),
   ],
   ops: { aliases: { 'GET /health/live': () => undefined }, use: [named('log')] },
 });
@@ -87,21 +88,23 @@ describe('gatewayRoutes', () => {
   });
 
   it("runs each group's and body kind's middlewares, and only the access log on ops", () => {
-    expect(labels(byName['api-json'].use.slice(0, -2))).toEqual(['log', 'auth-api']);
-    expect(labels(byName['file-json'].use.slice(0, -2))).toEqual(['log', 'auth-file']);
+    expect(labels(byName['api-json'].use.slice(0, 2))).toEqual(['log', 'auth-api']);
+    expect(labels(byName['file-json'].use.slice(0, 2))).toEqual(['log', 'auth-file']);
     expect(labels(byName['file-stream'].use)).toEqual(['log', 'auth-file', 'stream']);
     expect(labels(byName['admin-stream'].use)).toEqual(['log', 'auth-admin', 'stream']);
     expect(labels(byName.ops.use)).toEqual(['log']);
     expect(Object.keys(byName.ops.aliases)).toEqual(['GET /health/live']);
   });
 
-  it('reads JSON bodies once the caller is known, then cleans them before params are built', () => {
+  it('hands JSON routes their body readers to place (read, then cleaned), stream routes none', () => {
     for (const name of ['api-json', 'file-json', 'admin-json']) {
       const use = byName[name].use;
-      expect(labels(use.slice(0, -2))).toEqual(['log', `auth-${name.split('-')[0]}`]);
-      expect(use.at(-2)?.name).toBe('jsonParser');
-      expect(use.at(-1)).toBe(jsonBodyGuard);
+      expect(labels(use.slice(0, 2))).toEqual(['log', `auth-${name.split('-')[0]}`]);
+      expect(use).toHaveLength(5);
+      expect(use[3]).toBe(jsonBodyGuard);
+      expect(labels(use.slice(4))).toEqual(['lease']);
     }
+    expect(byName['file-stream'].use).toHaveLength(3);
   });
 });
 
