@@ -8,7 +8,7 @@ import {
   COURIER_TOKENS_CHANGED_EVENT,
   courierIdParams,
 } from '../../libs/contracts/matching';
-import { conflict, notFound } from '../../libs/errors';
+import { conflict, isWaybillError, notFound, serviceUnavailable } from '../../libs/errors';
 import { isUserId } from '../../libs/contracts/user-ids';
 import { isDuplicateKey } from '../../libs/mongo';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
@@ -29,7 +29,7 @@ import {
   type ListCouriersParams,
 } from './schemas';
 import type { CourierLocations } from './locations';
-import type { SearchStore } from './search-store';
+import type { HoldRecord, SearchStore } from './search-store';
 import {
   merchantCourierHolder,
   type CourierRecord,
@@ -106,31 +106,90 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
    * After a change: the index takes the courier's fleet type and whether it is retired,
    * every replica drops its copy of the entry, and when `active` was sent (retired or brought
    * back), every gateway drops its answers about the courier's tokens. What was sent, not what
-   * changed, decides: a retry of a change that failed half-way does it all again.
+   * changed, decides: a retry of a change that failed half-way does it all again. `after`: the
+   * courier as written, null when a failed write leaves that unknown (the index then learns it
+   * from the courier's next report, which reads the directory afresh).
    */
   async function directoryChanged(
     ctx: WaybillContext<unknown>,
-    after: CourierRecord,
+    courierId: string,
+    after: CourierRecord | null,
     sent: { fleetType: boolean; active: boolean },
   ) {
-    if (sent.fleetType || sent.active) await locations.directoryChanged(after);
-    else locations.forget(after._id);
-    await broadcast(ctx, COURIER_CHANGED_EVENT, { courierId: after._id });
+    if (after && (sent.fleetType || sent.active)) await locations.directoryChanged(after);
+    else locations.forget(courierId);
+    await broadcast(ctx, COURIER_CHANGED_EVENT, { courierId });
     if (sent.active) {
-      const hashes = await tokens.hashesOf(after._id);
+      const hashes = await tokens.hashesOf(courierId);
       if (hashes.length > 0) {
-        await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, { courierId: after._id, hashes });
+        await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, { courierId, hashes });
       }
     }
   }
 
   /**
-   * A retired courier's token stops working: one taking a delivery to the door could neither
-   * finish nor give it up, and the delivery would wait for good.
+   * Whether the courier is at work or retired, told to the index, the replicas and the gateways
+   * on the way out of a change that failed: whatever read the courier while it was under way
+   * reads them again. Its own failure is only logged, the change's error being the answer; the
+   * gateways' caches (COURIER_TOKEN_CACHE_SECONDS) bound what it leaves.
    */
-  async function refuseRetiringMidDelivery(courierId: string) {
-    const hold = await deps.holds.hold(courierId);
-    if (hold?.kind === 'DELIVERY') throw retiringMidDelivery(courierId, hold.deliveryId);
+  async function announce(
+    ctx: WaybillContext<unknown>,
+    courierId: string,
+    after: CourierRecord | null,
+  ) {
+    try {
+      await directoryChanged(ctx, courierId, after, { fleetType: false, active: true });
+    } catch (err) {
+      ctx.service?.logger.warn(`courier ${courierId}: change not announced`, err);
+    }
+  }
+
+  /** A change that failed half-way, the courier left as `state` says: the operator retries it. */
+  function retryLater(
+    ctx: WaybillContext<unknown>,
+    courierId: string,
+    state: string,
+    err: unknown,
+  ) {
+    ctx.service?.logger.warn(`courier ${courierId}: change failed; ${state}`, err);
+    return serviceUnavailable(
+      `Courier ${courierId} ${state}: the change could not be completed; retry the same PATCH in a few seconds`,
+    );
+  }
+
+  /**
+   * Puts back to work a courier found holding a delivery, or an offer they accepted, as they
+   * were being retired, and says so everywhere: they take it to the door. Should that write fail,
+   * nothing is announced (their token goes on working until the gateways' caches end), and the
+   * operator's retry puts them back (`refuseRetiringMidDelivery`) before its 409.
+   */
+  async function backToWork(ctx: WaybillContext<unknown>, courierId: string, deliveryId: string) {
+    let restored: CourierRecord | null;
+    try {
+      restored = await store.update(courierId, { active: true });
+    } catch (err) {
+      throw retryLater(
+        ctx,
+        courierId,
+        `is taking delivery ${deliveryId} to the door but could not be put back to work (the retry puts them back, then answers 409)`,
+        err,
+      );
+    }
+    await announce(ctx, courierId, restored);
+  }
+
+  /**
+   * A retired courier's token stops working: one taking a delivery to the door could neither
+   * finish nor give it up, and the delivery would wait for good. One found retired as they take
+   * it (a retirement whose return to work failed, `backToWork`) is put back to work first, so
+   * that the operator's retry leaves them at work, as the 409 says.
+   */
+  async function refuseRetiringMidDelivery(ctx: WaybillContext<unknown>, current: CourierRecord) {
+    const hold = await deps.holds.hold(current._id);
+    if (hold?.kind !== 'DELIVERY') return;
+    if (!current.active) await backToWork(ctx, current._id, hold.deliveryId);
+    throw retiringMidDelivery(current._id, hold.deliveryId);
   }
 
   /**
@@ -139,20 +198,96 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
    * before any gateway hears of a retirement, and nothing else of the change was written. An
    * offer they hold is withdrawn, unless they accepted it first (its hold not yet the
    * delivery's): the offer's one outcome decides between the accept and the retirement.
+   *
+   * Until that outcome is claimed the courier may still accept, their token cached by the
+   * gateways: a failure before it (a busy database: the write, the hold's read, the claim) puts
+   * them back as they were and answers 503, so that no retired courier is left holding an offer
+   * they can take (then be locked out of its delivery). Should that write fail too, the
+   * retirement is announced instead: the gateways stop taking their token, and the offer left
+   * open expires. Either way the operator's retry finishes it: it withdraws the offer, or gives
+   * way to an accept (409, the courier put back to work).
    */
-  async function retire(courierId: string): Promise<CourierRecord> {
-    const retired = await store.update(courierId, { active: false });
-    if (!retired) throw notFound(COURIER_NOT_FOUND);
-    const hold = await deps.holds.hold(courierId);
-    const accepted =
-      hold?.kind === 'OFFER' &&
-      !(await deps.holds.claimOfferOutcome(hold.offerId, 'WITHDRAWN')) &&
-      (await deps.holds.offerOutcome(hold.offerId)) === 'ACCEPTED';
+  async function retire(ctx: WaybillContext<unknown>, current: CourierRecord) {
+    const courierId = current._id;
+    let retired: CourierRecord | null = null;
+    let hold: HoldRecord | null;
+    let accepted: boolean;
+    try {
+      retired = await store.update(courierId, { active: false });
+      if (!retired) throw notFound(COURIER_NOT_FOUND);
+      hold = await deps.holds.hold(courierId);
+      accepted =
+        hold?.kind === 'OFFER' &&
+        !(await deps.holds.claimOfferOutcome(hold.offerId, 'WITHDRAWN')) &&
+        (await deps.holds.offerOutcome(hold.offerId)) === 'ACCEPTED';
+    } catch (err) {
+      if (isWaybillError(err)) throw err;
+      throw await retirementFailed(ctx, current, retired, err);
+    }
     if (hold && (hold.kind === 'DELIVERY' || accepted)) {
-      await store.update(courierId, { active: true });
+      await backToWork(ctx, courierId, hold.deliveryId);
       throw retiringMidDelivery(courierId, hold.deliveryId);
     }
     return retired;
+  }
+
+  /**
+   * The error a retirement that failed before its offer's outcome was decided answers, once the
+   * courier is put back as they were (`retire`), or, failing that, announced retired. `written`:
+   * the courier as the retirement wrote them, null when that write failed.
+   */
+  async function retirementFailed(
+    ctx: WaybillContext<unknown>,
+    current: CourierRecord,
+    written: CourierRecord | null,
+    err: unknown,
+  ) {
+    const courierId = current._id;
+    // Retired already (a retry): as they were is retired.
+    if (current.active) {
+      const restored = await store.update(courierId, { active: true }).then(
+        (record) => ({ record }),
+        (failed: unknown) => {
+          ctx.service?.logger.warn(`courier ${courierId}: not put back to work`, failed);
+          return undefined;
+        },
+      );
+      if (restored) {
+        await announce(ctx, courierId, restored.record);
+        return retryLater(ctx, courierId, 'was not retired (still at work)', err);
+      }
+    }
+    await announce(ctx, courierId, written);
+    return retryLater(
+      ctx,
+      courierId,
+      'is retired, but an offer they hold may not be withdrawn yet',
+      err,
+    );
+  }
+
+  /**
+   * The rest of a change that retires, once the retirement stands (`{active: false}` alone has
+   * none). Should its write fail, the retirement stands all the same: it is announced now, and
+   * the retry writes the rest.
+   */
+  async function restOfRetiringChange(
+    ctx: WaybillContext<unknown>,
+    retired: CourierRecord,
+    changes: CourierSet,
+  ): Promise<CourierRecord | null> {
+    if (Object.keys(changes).every((field) => field === 'active')) return retired;
+    try {
+      return await store.update(retired._id, changes);
+    } catch (err) {
+      await announce(ctx, retired._id, retired);
+      throw retryLater(
+        ctx,
+        retired._id,
+        'is retired, but the rest of the change was not written',
+        err,
+      );
+    }
   }
 
   return {
@@ -253,7 +388,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
       async handler(ctx) {
         const { courierId, fleet = {}, ...fields } = ctx.params;
         const current = await findCourier(courierId);
-        if (fields.active === false) await refuseRetiringMidDelivery(courierId);
+        if (fields.active === false) await refuseRetiringMidDelivery(ctx, current);
         if (fleet.typeId) await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
         const oldRegNo = current.fleet.regNo;
         const newRegNo = fleet.regNo !== undefined && fleet.regNo !== oldRegNo ? fleet.regNo : null;
@@ -262,26 +397,20 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         const took = newRegNo !== null && (await takeRegNo(newRegNo, courierId));
         const changes: CourierSet = { ...fields };
         for (const [key, value] of Object.entries(fleet)) changes[`fleet.${key}`] = value;
-        let retired: CourierRecord | undefined;
-        let updated;
+        let updated: CourierRecord | null;
         try {
           // Decided first, so that a retirement refused leaves the rest of the change unwritten.
-          if (fields.active === false) retired = await retire(courierId);
-          updated = await store.update(courierId, changes);
+          updated =
+            fields.active === false
+              ? await restOfRetiringChange(ctx, await retire(ctx, current), changes)
+              : await store.update(courierId, changes);
         } catch (err) {
           if (took && newRegNo) await giveBack(ctx, newRegNo, courierId);
-          // The retirement stands though the rest failed: the index and the gateways hear of it
-          // now rather than at the operator's retry.
-          if (retired) {
-            await directoryChanged(ctx, retired, { fleetType: false, active: true }).catch(
-              () => undefined,
-            );
-          }
           throw err;
         }
         if (!updated) throw notFound(COURIER_NOT_FOUND);
         if (newRegNo) await giveBack(ctx, oldRegNo, courierId);
-        await directoryChanged(ctx, updated, {
+        await directoryChanged(ctx, courierId, updated, {
           fleetType: fleet.typeId !== undefined,
           active: fields.active !== undefined,
         });
