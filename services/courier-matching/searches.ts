@@ -420,7 +420,14 @@ export class Searches {
     reach?: readonly Candidate[],
   ): Promise<void> {
     const { settings, couriers } = this.deps;
-    const found = reach ?? (await this.candidates(await this.triedNow(search), now));
+    let found = reach;
+    if (!found) {
+      const fresh = await this.triedNow(search);
+      // Another matcher may have noted the last courier out since this step read the search
+      // (the only courier's third miss) and ended it NO_COURIER: its end, not one more offer.
+      if (this.nobodyLeft(fresh)) return this.giveUp(search._id, now);
+      found = await this.candidates(fresh, now);
+    }
     const candidates = await this.mayCollect(search, found, now);
     let n = offers.length;
     for (const { courierId } of candidates) {

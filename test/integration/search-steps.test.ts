@@ -702,7 +702,7 @@ describe('a search that may go to some couriers only', () => {
     }
     const toOrder: string[] = [];
     const searches = searchesOver(store, positions, new Set(), toOrder);
-    return { store, pickup, courierIds, toOrder, searches, deliveryId: randomUUID() };
+    return { store, positions, pickup, courierIds, toOrder, searches, deliveryId: randomUUID() };
   }
 
   it('SPECIFIC: ends NO_COURIER at once when its courier declines', async () => {
@@ -746,6 +746,38 @@ describe('a search that may go to some couriers only', () => {
     expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
     expect(await store.hold(courierId)).toBeNull();
     expect(await store.offer(offerIdOf(deliveryId, MISSED_OFFERS_MAX + 1))).toBeNull();
+  });
+
+  it(`SPECIFIC: makes no offer after ${MISSED_OFFERS_MAX} missed though its step read the search before they were noted`, async () => {
+    const { store, positions, pickup, courierIds, toOrder, deliveryId } = await restricted(11.1, 1);
+    const [courierId] = courierIds;
+    const asStarted: SearchRecord = {
+      ...searchRecord(deliveryId, pickup),
+      courierSelection: 'SPECIFIC',
+      courierId,
+      offers: MISSED_OFFERS_MAX,
+    };
+    const missed: string[] = [];
+    const at = new Date(Date.now() - 60_000);
+    const expiresAt = new Date(at.getTime() + 30_000);
+    for (let n = 1; n <= MISSED_OFFERS_MAX; n++) {
+      const offerId = offerIdOf(deliveryId, n);
+      await store.claimOffer({ _id: offerId, deliveryId, n, courierId, offeredAt: at, expiresAt });
+      await store.claimOfferOutcome(offerId, 'EXPIRED');
+      missed.push(offerId);
+    }
+    // Every miss noted by other matchers; this step read the search when only the first was.
+    await store.claimSearch({ ...asStarted, missed });
+    const watched = Object.create(store) as SearchStore;
+    let reads = 0;
+    watched.search = async (id) =>
+      reads++ === 0 ? { ...asStarted, missed: missed.slice(0, 1) } : store.search(id);
+    await searchesOver(watched, positions, new Set(), toOrder).advance(deliveryId);
+
+    expect(await store.offer(offerIdOf(deliveryId, MISSED_OFFERS_MAX + 1))).toBeNull();
+    expect(await store.hold(courierId)).toBeNull();
+    expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+    expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
   });
 
   it('MERCHANT_SPECIAL_COURIERS: ends NO_COURIER at once when every listed courier declined or missed it', async () => {
