@@ -24,6 +24,11 @@ const searchEndSchema = new Schema(
   { _id: String, outcome: String, courierId: Mixed, offerId: String },
   plain,
 );
+/**
+ * `_id` = a sandbox's virtual courier whose delivery is over but who could not be freed then
+ * (Redis away): the sweep frees it (searches.ts `freeLeftOver`).
+ */
+const virtualToFreeSchema = new Schema({ _id: String, deliveryId: String, at: Date }, plain);
 
 export function defineSearchModels(connection: Connection) {
   return {
@@ -33,6 +38,11 @@ export function defineSearchModels(connection: Connection) {
     OfferOutcome: connection.model('OfferOutcome', offerOutcomeSchema, 'offer_outcomes'),
     Hold: connection.model('CourierHold', holdSchema, 'courier_holds'),
     SearchEnd: connection.model('SearchEnd', searchEndSchema, 'search_ends'),
+    VirtualToFree: connection.model(
+      'VirtualCourierToFree',
+      virtualToFreeSchema,
+      'virtual_couriers_to_free',
+    ),
   };
 }
 
@@ -156,6 +166,23 @@ export class SearchStore {
 
   claimOfferOutcome(offerId: string, outcome: OfferOutcome): Promise<boolean> {
     return insertOnce(() => this.m.OfferOutcome.create({ _id: offerId, outcome, at: new Date() }));
+  }
+
+  // --- virtual couriers left to free
+
+  /** Once however often noted: a repeat of the end that failed to free it notes it again. */
+  async noteToFree(courierId: string, deliveryId: string, at: Date): Promise<void> {
+    await insertOnce(() => this.m.VirtualToFree.create({ _id: courierId, deliveryId, at }));
+  }
+
+  /** The oldest `limit` virtual couriers left to free: a collection nearly always empty. */
+  async toFree(limit: number): Promise<string[]> {
+    const found = await this.m.VirtualToFree.find().sort({ at: 1, _id: 1 }).limit(limit).lean();
+    return found.map((v) => String(v._id));
+  }
+
+  async freed(courierId: string): Promise<void> {
+    await this.m.VirtualToFree.deleteOne({ _id: courierId });
   }
 
   // --- holds

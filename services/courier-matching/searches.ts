@@ -43,6 +43,14 @@ const CASH_ROUNDS = 3;
 export const MISSED_OFFERS_MAX = 3;
 
 /**
+ * How often the sweep looks for virtual couriers left to free (`freeLeftOver`): nearly always
+ * none, and a look is a read on every replica.
+ */
+const FREE_RETRY_MS = 60_000;
+/** Virtual couriers freed at most per look; the next look takes the rest. */
+const FREES_PER_LOOK = 50;
+
+/**
  * Closed offers whose courier this process has let go: its later steps of the search do not
  * let them go again (far more than the searches a process runs; one forgotten is let go twice).
  */
@@ -136,6 +144,8 @@ export class Searches {
   private readonly waiting: WaitingSearches<FiledSearch>;
   /** The closed offers this process has let go of (`letGo`, `releasedHere`). */
   private readonly released = new BoundedMap<true>(RELEASES_KEPT);
+  /** When the sweep next looks for virtual couriers left to free (ms since the epoch). */
+  private nextFreeAt = 0;
 
   constructor(private readonly deps: SearchDeps) {
     this.waiting = new WaitingSearches({
@@ -958,19 +968,47 @@ export class Searches {
   /**
    * A simulated delivery is over: its virtual courier, of no use to any other, leaves Redis
    * (one hash a simulation, for good, before). Its directory entry stays, so that the
-   * delivery still names its courier. Failing only with a warning: a sandbox's courier left in
-   * Redis is no reason to hold up what waits on the end (a refund); a repeat of the end frees it.
+   * delivery still names its courier. A courier left in the sandbox's Redis is no reason to hold
+   * up what waits on the end (a refund), and order does not repeat an end that succeeded: one
+   * that cannot be freed now is noted for the sweep to free (`freeLeftOver`). Should the note
+   * fail too, the end fails, and order's retry frees it.
    */
   private async freeVirtualCourier(deliveryId: string): Promise<void> {
     const courierId = virtualCourierId(deliveryId);
     try {
       await this.deps.freeVirtualCourier(courierId);
     } catch (err) {
-      this.deps.logger().warn('a simulated delivery’s virtual courier not freed', {
-        deliveryId,
-        courierId,
-        err: (err as Error).message,
-      });
+      this.deps
+        .logger()
+        .warn('a simulated delivery’s virtual courier not freed; the sweep frees it', {
+          deliveryId,
+          courierId,
+          err: (err as Error).message,
+        });
+      await this.store.noteToFree(courierId, deliveryId, new Date());
+    }
+  }
+
+  /**
+   * The sweep's look, every FREE_RETRY_MS, for virtual couriers whose delivery's end could not
+   * free them: each freed, then its note dropped (a replica freeing it at the same time frees
+   * nothing more). One still failing stays noted for the next look.
+   */
+  private async freeLeftOver(now: Date): Promise<void> {
+    if (now.getTime() < this.nextFreeAt) return;
+    this.nextFreeAt = now.getTime() + FREE_RETRY_MS;
+    for (const courierId of await this.store.toFree(FREES_PER_LOOK)) {
+      try {
+        await this.deps.freeVirtualCourier(courierId);
+        await this.store.freed(courierId);
+      } catch (err) {
+        this.deps
+          .logger()
+          .warn('a virtual courier left to free not freed; the next look frees it', {
+            courierId,
+            err: (err as Error).message,
+          });
+      }
     }
   }
 
@@ -1009,5 +1047,6 @@ export class Searches {
     // answers, lasts longer than an offer.
     for (const deliveryId of turn) await this.step(deliveryId);
     this.deps.onSwept?.(this.waiting.counts(running));
+    await this.freeLeftOver(now);
   }
 }

@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import type { Logger } from 'moleculer';
 import type mongoose from 'mongoose';
 import type { Caller } from '../../libs/contracts';
+import { virtualCourierId } from '../../libs/contracts/matching';
 import { offerId as offerIdOf } from '../../services/courier-matching/matching-rules';
 import { CourierPositions, UNNAMED_MARK } from '../../services/courier-matching/positions';
 import {
@@ -197,6 +198,8 @@ function searchesOver(
   askedAfresh: string[] = [],
   /** The simulated deliveries whose virtual courier was placed. */
   placed: string[] = [],
+  /** Frees a virtual courier once its delivery is over. */
+  freeVirtual: (courierId: string) => Promise<void> = async () => undefined,
 ): Searches {
   const order: Caller = {
     async call(action, params) {
@@ -228,7 +231,7 @@ function searchesOver(
       return known;
     },
     placeVirtualCourier: async (search) => void placed.push(search.deliveryId),
-    freeVirtualCourier: async () => undefined,
+    freeVirtualCourier: freeVirtual,
     logger: () => ({ warn: () => undefined }) as unknown as Logger,
   });
 }
@@ -904,4 +907,32 @@ it('is woken by a courier reported in reach while its step looked for one and fo
   // The sweep that follows steps it at once, not after the search's wait.
   await searches.sweep(200);
   expect((await store.offer(offerIdOf(deliveryId, 2)))?.courierId).toBe(second);
+
+it('frees at the sweep a virtual courier its delivery’s end could not free, without failing the end', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
+  const deliveryId = randomUUID();
+  const courierId = virtualCourierId(deliveryId);
+  const pickup = { lat: 11.4, lon: 3.4 };
+  await positions.report({ id: courierId, fleetTypeId: BIKE }, pickup.lat, pickup.lon, new Date());
+  await store.claimSearch({ ...searchRecord(deliveryId, pickup), simulate: 'delivered' });
+  // Its Redis delete fails once (Redis away a moment), then works.
+  const watched = Object.create(positions) as CourierPositions;
+  let failures = 1;
+  watched.forget = async (id) => {
+    if (failures-- > 0) throw new Error('Redis unreachable');
+    return positions.forget(id);
+  };
+  const searches = searchesOver(store, watched, new Set(), [], new Map(), [], [], (id) =>
+    watched.forget(id),
+  );
+
+  // The end answers (order settles it, the refund goes on), the courier still in Redis.
+  expect(await searches.end(deliveryId)).toEqual({ ended: true });
+  expect(await positions.position(courierId)).not.toBeNull();
+
+  await searches.sweep(200);
+  expect(await positions.position(courierId)).toBeNull();
+  expect(await store.toFree(10)).not.toContain(courierId);
 });
