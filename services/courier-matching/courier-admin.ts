@@ -382,6 +382,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         errors: {
           404: 'Courier not found; fleet type not found',
           409: 'Another courier has this registration number, or the courier being retired is taking a delivery to the door',
+          503: 'A retirement failed part-way (the database busy or away): the courier is left at work, or retired and announced, as the message says; send the same PATCH again to finish it',
         },
       },
       params: updateCourierParams(config.cdnBaseUrl),
