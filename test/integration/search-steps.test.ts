@@ -907,6 +907,7 @@ it('is woken by a courier reported in reach while its step looked for one and fo
   // The sweep that follows steps it at once, not after the search's wait.
   await searches.sweep(200);
   expect((await store.offer(offerIdOf(deliveryId, 2)))?.courierId).toBe(second);
+});
 
 it('frees at the sweep a virtual courier its delivery’s end could not free, without failing the end', async () => {
   const models = defineSearchModels(db);
