@@ -9,7 +9,7 @@ import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
 import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
-import { describeRequest, isPreflight, type GatewayRequest } from './http';
+import { cutStatus, describeRequest, isPreflight, type GatewayRequest } from './http';
 import { quotaHeaders, quotaStoreUnavailable, type QuotaLimiter } from './quota';
 import type { UploadLeases } from './upload-leases';
 import { GROUP_BASE } from './routes';
@@ -32,20 +32,35 @@ const FILE_CORS_HEADERS = 'api-key, content-type, x-request-id';
 const EXPOSED_HEADERS =
   'Content-Disposition, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-ID';
 
-/** One structured `http` line per request, probes at debug level; each answer is measured. */
+/**
+ * The status recorded for a request whose client left before its answer was sent in full
+ * (nginx's "client closed request"): a slow request given up on, a tracking page closed or
+ * dropped for not reading. Never sent: nobody is left to read it.
+ */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * One structured `http` line per request, probes at debug level; each answer is measured.
+ * Recorded once, when the answer has been sent (`finish`) or, failing that, when the
+ * connection closes: `finish` never comes for a request the client abandoned, which would
+ * otherwise leave no line and no count, and make the slowest requests disappear from both.
+ */
 export function accessLog(
   logger: () => Logger,
   measure: (req: GatewayRequest, status: number, seconds: number) => void,
 ): Middleware {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
-    res.once('finish', () => {
+    let recorded = false;
+    const record = (status: number) => {
+      if (recorded) return;
+      recorded = true;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const { method, path } = describeRequest(req);
       const line = {
         method,
         path,
-        status: res.statusCode,
+        status,
         ms: Math.round(ms * 10) / 10,
         apiKeyId: req.$ctx?.meta.apiKeyId,
         courierId: (req.$ctx?.meta.courier as RequestMeta['courier'])?.id,
@@ -53,8 +68,12 @@ export function accessLog(
       };
       if (path.startsWith('/health')) logger().debug('http', line);
       else logger().info('http', line);
-      measure(req, res.statusCode, ms / 1000);
-    });
+      measure(req, status, ms / 1000);
+    };
+    res.once('finish', () => record(res.statusCode));
+    // After `finish` when the answer was sent; alone when the client left first, or when
+    // the gateway cut an answer it could not finish (`cutAnswer`: its own status, a fault).
+    res.once('close', () => record(cutStatus(res) ?? CLIENT_CLOSED_REQUEST));
     next();
   };
 }

@@ -38,7 +38,7 @@ export function httpAnswerRecorder(broker: ServiceBroker): (answer: HttpAnswer) 
   const table = metricTableOf(broker);
   const requests = table.counter(
     'waybill_http_requests_total',
-    'HTTP requests answered by the gateway',
+    'HTTP requests answered by the gateway, or given up on by their client first (status 499)',
     ['method', 'route', 'status'],
   );
   const durations = table.histogram(

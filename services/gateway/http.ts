@@ -81,6 +81,21 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(payload);
 }
 
+const cutStatuses = new WeakMap<ServerResponse, number>();
+
+/**
+ * Ends an answer already under way that this gateway cannot finish (its source failed after
+ * the headers went out): the connection is closed, and the access log and the metrics record
+ * `status` for it, not the 499 of a client that left.
+ */
+export function cutAnswer(res: ServerResponse, status: number): void {
+  if (!res.writableFinished) cutStatuses.set(res, status);
+  res.destroy();
+}
+
+/** The status `cutAnswer` recorded for an answer it ended; undefined for any other. */
+export const cutStatus = (res: ServerResponse): number | undefined => cutStatuses.get(res);
+
 export function isPreflight(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
 }

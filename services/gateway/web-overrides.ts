@@ -14,7 +14,7 @@ import {
   pushBody,
   type TransferTicket,
 } from '../../libs/transfer';
-import { aliasAction, describeRequest, sendJson, type GatewayRequest } from './http';
+import { aliasAction, cutAnswer, describeRequest, sendJson, type GatewayRequest } from './http';
 import { readOptionHeaders } from './option-headers';
 import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
 import {
@@ -116,7 +116,7 @@ export function writeError(
     });
   }
   if (res.headersSent) {
-    res.destroy();
+    cutAnswer(res, httpError.status);
     return;
   }
   if (httpError.retryAfter !== undefined)
@@ -159,7 +159,7 @@ export function sendResponse(req: GatewayRequest, res: ServerResponse, data: unk
     res.end();
   } else if (data instanceof Readable) {
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
-    data.on('error', () => res.destroy());
+    data.on('error', (err) => cutAnswer(res, toHttpError(err).status));
     data.on('data', (chunk: Buffer) => bytesMoved(chunk.length));
     // A client that leaves mid-download must not leave the source (S3, a transfer) open.
     res.once('close', () => {
