@@ -1,38 +1,76 @@
 import type { ServiceBroker } from 'moleculer';
 
-/** A dependency of this process that must be up for it to serve traffic. */
+/** A dependency of this process: whether it is up. */
 export type HealthCheck = () => boolean | Promise<boolean>;
 
-const checksByBroker = new WeakMap<ServiceBroker, Map<string, HealthCheck>>();
+export interface HealthCheckOptions {
+  /**
+   * Whether the process is not ready while the dependency is down (the default). A process
+   * that still answers every request without it, better than a load balancer would (our error
+   * envelope rather than its own 503), and whose replicas would all fail together, sets false:
+   * the dependency is then reported (`degraded`, `waybill_dependency_up`) without taking the
+   * process out of its Service.
+   */
+  required?: boolean;
+}
 
-export function registerHealthCheck(broker: ServiceBroker, name: string, check: HealthCheck) {
+interface Registered {
+  check: HealthCheck;
+  required: boolean;
+}
+
+const checksByBroker = new WeakMap<ServiceBroker, Map<string, Registered>>();
+const transporterOptional = new WeakSet<ServiceBroker>();
+
+export function registerHealthCheck(
+  broker: ServiceBroker,
+  name: string,
+  check: HealthCheck,
+  options: HealthCheckOptions = {},
+) {
   let checks = checksByBroker.get(broker);
   if (!checks) {
     checks = new Map();
     checksByBroker.set(broker, checks);
   }
-  checks.set(name, check);
+  checks.set(name, { check, required: options.required ?? true });
 }
 
 export function unregisterHealthCheck(broker: ServiceBroker, name: string) {
   checksByBroker.get(broker)?.delete(name);
 }
 
+/**
+ * The transporter's connection, once the broker has started (which needs it), no longer
+ * decides readiness: it is reported as degraded while it is down (the gateway, docs/operations.md).
+ */
+export function readyWithoutTransporter(broker: ServiceBroker) {
+  transporterOptional.add(broker);
+}
+
 export interface Readiness {
   ready: boolean;
+  /** Each dependency, the broker's own start included: whether it is up. */
   checks: Record<string, boolean>;
+  /** The dependencies down that do not make the process unready: it serves, with less. */
+  degraded: string[];
 }
 
 /**
- * Ready means: the broker and every local service started, the transporter (when used)
- * connected, and every registered dependency (MongoDB, Redis, ...) answers.
+ * Ready means: the broker and every local service started, the transporter (when used and
+ * required) connected, and every required dependency (MongoDB, Redis, ...) answers.
  */
 export async function readiness(broker: ServiceBroker): Promise<Readiness> {
   const checks: Record<string, boolean> = { broker: broker.started && !broker.stopping };
-  if (broker.transit) checks.transporter = broker.transit.connected && broker.transit.isReady;
-  const registered = checksByBroker.get(broker) ?? new Map<string, HealthCheck>();
+  const optional = new Set<string>();
+  if (broker.transit) {
+    checks.transporter = broker.transit.connected && broker.transit.isReady;
+    if (transporterOptional.has(broker)) optional.add('transporter');
+  }
+  const registered = checksByBroker.get(broker) ?? new Map<string, Registered>();
   await Promise.all(
-    [...registered].map(async ([name, check]) => {
+    [...registered].map(async ([name, { check, required }]) => {
+      if (!required) optional.add(name);
       try {
         checks[name] = await check();
       } catch {
@@ -40,5 +78,14 @@ export async function readiness(broker: ServiceBroker): Promise<Readiness> {
       }
     }),
   );
-  return { ready: Object.values(checks).every(Boolean), checks };
+  const down = Object.keys(checks).filter((name) => !checks[name]);
+  return {
+    ready: down.every((name) => optional.has(name)),
+    checks,
+    degraded: down.filter((name) => optional.has(name)),
+  };
 }
+
+/** The dependencies whose being down makes the process unready. */
+export const failing = (state: Readiness): string[] =>
+  Object.keys(state.checks).filter((name) => !state.checks[name] && !state.degraded.includes(name));

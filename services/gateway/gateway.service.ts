@@ -12,7 +12,7 @@ import {
   type DeliveryEventPayload,
 } from '../../libs/contracts/order';
 import { ENTRY_POINT } from '../../libs/entry-points';
-import { registerHealthCheck } from '../../libs/health';
+import { readyWithoutTransporter, registerHealthCheck } from '../../libs/health';
 import { connectRedis, redisReady } from '../../libs/redis';
 import { whenStopping } from '../../libs/resilience';
 import type { ServiceDefinition } from '../../libs/service';
@@ -244,7 +244,12 @@ export function createGatewayService(
         cacheMs: config.courierTokenCacheSeconds * 1000,
         lookup: (tokenHash) => call(broker, 'courier-matching.authenticateCourier', { tokenHash }),
       });
-      registerHealthCheck(broker, 'redis', () => redisReady(redis));
+      // Neither Redis nor NATS decides the gateway's readiness (docs/operations.md,
+      // "Readiness"): every replica loses them together, so leaving the Service would only
+      // swap our 503 envelopes for the ingress's own, and for Redis also cut /admin, the
+      // pages and the webhooks, which do not need it. Reported as degraded instead.
+      registerHealthCheck(broker, 'redis', () => redisReady(redis), { required: false });
+      readyWithoutTransporter(broker);
       recordHttpAnswer = httpAnswerRecorder(broker);
       // moleculer-web made its HTTP server in its own `created`, which runs before this one.
       const { server } = this as unknown as { server: Server };
@@ -254,7 +259,7 @@ export function createGatewayService(
       whenStopping(broker, () => tracking.closeAll());
     },
     started() {
-      // Not awaited: without Redis the gateway still starts, reports not ready and answers 503.
+      // Not awaited: without Redis the gateway still starts, ready, and answers /api and /file 503.
       connectRedis(redis).catch(() => {
         // Reported by the client's error listener; it keeps reconnecting in the background.
       });

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ServiceBroker } from 'moleculer';
 import type { AppEnvironment } from '../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
-import { readiness } from '../../libs/health';
+import { failing, readiness } from '../../libs/health';
 import type { ServiceDefinition } from '../../libs/service';
 import { DOCS_HTML, docsAssetRoute } from './docs-page';
 import { describeRequest, sendJson, type GatewayRequest } from './http';
@@ -32,14 +32,16 @@ export function opsAliases(options: OpsRoutesOptions) {
     async 'GET /health/ready'(req: GatewayRequest, res: ServerResponse) {
       const state = await readiness(options.broker());
       if (state.ready) {
-        sendJson(res, 200, successEnvelope('Ready', state));
+        const without = state.degraded.length
+          ? `; degraded: ${state.degraded.join(', ')} down`
+          : '';
+        sendJson(res, 200, successEnvelope(`Ready${without}`, state));
         return;
       }
-      const failing = Object.keys(state.checks).filter((k) => !state.checks[k]);
       const envelope = errorEnvelope({
         statusCode: 503,
         ...describeRequest(req),
-        message: `Not ready: ${failing.join(', ')} down`,
+        message: `Not ready: ${failing(state).join(', ')} down`,
         environment: options.environment,
       });
       sendJson(res, 503, envelope);

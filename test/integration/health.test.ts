@@ -1,6 +1,8 @@
 import { eventually } from '../support/eventually';
-import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { count, samples } from '../support/metrics';
 import { dropDatabases, freePort, isolation, startNode } from '../support/stack';
+import { tcpProxy } from '../support/tcp-proxy';
 
 const iso = isolation();
 
@@ -43,23 +45,85 @@ describe('health probes', () => {
     }
   });
 
-  it('are live but not ready while Redis is unreachable', async () => {
+  it('keep a gateway without Redis ready: /api and /file answer 503, /admin goes on', async () => {
     const deadPort = await freePort();
-    const node = await startNode({
+    const account = await startNode({ services: 'account', iso });
+    const gateway = await startNode({
       services: 'gateway',
       iso,
       env: { REDIS_URL: `redis://127.0.0.1:${deadPort}` },
       waitReady: false,
     });
     try {
-      expect((await request(node.url, 'GET', '/health/live')).status).toBe(200);
-      const ready = await request(node.url, 'GET', '/health/ready');
-      expectErrorEnvelope(ready, 503, /Not ready: redis/);
-      const ops = await request(node.opsUrl, 'GET', '/health/ready');
-      expect(ops.status).toBe(503);
-      expect(ops.body.checks.redis).toBe(false);
+      const ops = await eventually(
+        async () => {
+          const reply = await request(gateway.opsUrl, 'GET', '/health/ready');
+          expect(reply.status).toBe(200);
+          return reply;
+        },
+        { timeout: 15_000, interval: 200 },
+      );
+      expect(ops.body).toMatchObject({
+        ready: true,
+        checks: { broker: true, transporter: true, redis: false },
+        degraded: ['redis'],
+      });
+      const ready = await request(gateway.url, 'GET', '/health/ready');
+      expect(ready.status).toBe(200);
+      expect(ready.body.message).toMatch(/degraded: redis down/);
+      const up = await samples(gateway.opsUrl, 'waybill_dependency_up');
+      expect(count(up, { dependency: 'redis' })).toBe(0);
+      expect(count(up, { dependency: 'transporter' })).toBe(1);
+
+      // The admin API needs no Redis.
+      const { key } = await createUserWithKey(gateway.url);
+      const users = await request(gateway.url, 'GET', '/admin/users', { headers: adminHeaders });
+      expect(users.status).toBe(200);
+      const api = await request(gateway.url, 'GET', '/api/me', { headers: { 'api-key': key } });
+      expectErrorEnvelope(api, 503, /quota store is unavailable/);
+      const file = await request(gateway.url, 'POST', '/file/download', {
+        headers: { 'api-key': key },
+        json: { fileId: 'none' },
+      });
+      expectErrorEnvelope(file, 503, /quota store is unavailable/);
     } finally {
-      await node.stop();
+      await Promise.all([gateway.stop(), account.stop()]);
+    }
+  });
+
+  it('keep a gateway cut off from NATS ready, answering 503 until it is back', async () => {
+    const nats = await tcpProxy(process.env.NATS_URL as string);
+    await nats.open();
+    const account = await startNode({ services: 'account', iso });
+    const gateway = await startNode({
+      services: 'gateway',
+      iso,
+      env: { NATS_URL: `nats://127.0.0.1:${nats.port}` },
+    });
+    try {
+      const users = () => request(gateway.url, 'GET', '/admin/users', { headers: adminHeaders });
+      expect((await users()).status).toBe(200);
+
+      await nats.cut();
+      const ops = await eventually(async () => {
+        const reply = await request(gateway.opsUrl, 'GET', '/health/ready');
+        expect(reply.body.checks.transporter).toBe(false);
+        return reply;
+      });
+      expect(ops.status).toBe(200);
+      expect(ops.body).toMatchObject({ ready: true, degraded: ['transporter'] });
+      expectErrorEnvelope(await users(), 503, /temporarily unavailable/);
+      const up = await samples(gateway.opsUrl, 'waybill_dependency_up');
+      expect(count(up, { dependency: 'transporter' })).toBe(0);
+
+      await nats.open();
+      await eventually(async () => expect((await users()).status).toBe(200), {
+        timeout: 15_000,
+        interval: 200,
+      });
+    } finally {
+      await nats.cut();
+      await Promise.all([gateway.stop(), account.stop()]);
     }
   });
 

@@ -1,0 +1,56 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { freePort } from './stack';
+
+/**
+ * A server of the shared infrastructure (NATS, MongoDB) as one process under test sees it,
+ * through a port of the test's own: the test makes it unreachable for that process alone
+ * (`cut`: no longer listening, every connection closed) and reachable again (`open`), while
+ * the other processes and test files go on with the server itself.
+ */
+export interface TcpProxy {
+  /** The port the process under test is given, e.g. `nats://127.0.0.1:${port}`. */
+  port: number;
+  /** Listens on `port`, forwarding each connection to the server. */
+  open(): Promise<void>;
+  /** Stops listening and closes every connection through it. */
+  cut(): Promise<void>;
+}
+
+/** A proxy to `target` (a URL such as `nats://127.0.0.1:4222`), closed until `open`. */
+export async function tcpProxy(target: string): Promise<TcpProxy> {
+  const { hostname, port: targetPort } = new URL(target);
+  const port = await freePort();
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    // Either end going away closes the other: an error is only that.
+    socket.on('error', () => socket.destroy());
+  };
+  return {
+    port,
+    open: () =>
+      new Promise((resolve, reject) => {
+        server = createServer((client) => {
+          const upstream = connect(Number(targetPort), hostname);
+          track(client);
+          track(upstream);
+          client.once('close', () => upstream.destroy());
+          upstream.once('close', () => client.destroy());
+          client.pipe(upstream);
+          upstream.pipe(client);
+        });
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => resolve());
+      }),
+    cut: async () => {
+      const closed = new Promise<void>((resolve) =>
+        server ? server.close(() => resolve()) : resolve(),
+      );
+      server = undefined;
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+  };
+}

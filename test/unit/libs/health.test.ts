@@ -1,0 +1,58 @@
+import type { ServiceBroker } from 'moleculer';
+import {
+  failing,
+  readiness,
+  readyWithoutTransporter,
+  registerHealthCheck,
+} from '../../../libs/health';
+
+/** What readiness reads of a broker: started, and its transporter's connection. */
+const brokerWith = (connected: boolean) =>
+  ({
+    started: true,
+    stopping: false,
+    transit: { connected, isReady: true },
+  }) as unknown as ServiceBroker;
+
+describe('readiness', () => {
+  it('is lost with any required dependency', async () => {
+    const broker = brokerWith(true);
+    registerHealthCheck(broker, 'mongo:x', () => false);
+    registerHealthCheck(broker, 'redis', () => true, { required: false });
+    const state = await readiness(broker);
+    expect(state).toEqual({
+      ready: false,
+      checks: { broker: true, transporter: true, 'mongo:x': false, redis: true },
+      degraded: [],
+    });
+    expect(failing(state)).toEqual(['mongo:x']);
+  });
+
+  it('is kept, degraded, without a dependency that is not required', async () => {
+    const broker = brokerWith(true);
+    registerHealthCheck(broker, 'redis', () => Promise.reject(new Error('down')), {
+      required: false,
+    });
+    const state = await readiness(broker);
+    expect(state).toEqual({
+      ready: true,
+      checks: { broker: true, transporter: true, redis: false },
+      degraded: ['redis'],
+    });
+    expect(failing(state)).toEqual([]);
+  });
+
+  it('needs the transporter, unless the process serves without it once started', async () => {
+    const broker = brokerWith(false);
+    expect(await readiness(broker)).toMatchObject({ ready: false, degraded: [] });
+    readyWithoutTransporter(broker);
+    expect(await readiness(broker)).toEqual({
+      ready: true,
+      checks: { broker: true, transporter: false },
+      degraded: ['transporter'],
+    });
+    const starting = { ...brokerWith(false), started: false } as unknown as ServiceBroker;
+    readyWithoutTransporter(starting);
+    expect(await readiness(starting)).toMatchObject({ ready: false, degraded: ['transporter'] });
+  });
+});
