@@ -295,7 +295,9 @@ const declaredEnvSchema = Joi.object({
     .integer()
     .min(100)
     .default(10000)
-    .description('Time limit to reach MongoDB, at start and for each operation (503 after it)'),
+    .description(
+      'Time limit to reach MongoDB for each operation (503 after it) and each try at start (tried until it answers)',
+    ),
   DB_COMMAND_METRICS: Joi.boolean()
     .default(false)
     .description(

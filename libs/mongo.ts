@@ -1,6 +1,7 @@
 import mongoose, { type ConnectOptions, type Connection } from 'mongoose';
 import type { CommandStartedEvent, MongoClient } from 'mongodb';
 import type { Logger, ServiceBroker, ServiceSchema } from 'moleculer';
+import { backoffMs, type Backoff } from './backoff';
 import type { Config } from './config';
 import { metricTableOf, type MetricTable } from './metric-table';
 import { serviceBusy, serviceUnavailable } from './errors';
@@ -173,6 +174,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const { mongo } = mongoose;
   return (
     err instanceof mongo.MongoServerSelectionError ||
+    // mongoose's own, which the first opening of a connection rejects with.
+    err instanceof mongoose.Error.MongooseServerSelectionError ||
     err instanceof mongo.MongoNetworkError ||
     err instanceof mongo.MongoNotConnectedError ||
     err instanceof mongo.MongoTopologyClosedError ||
@@ -222,17 +225,61 @@ function commandCounterOf(broker: ServiceBroker): CommandCounter {
 }
 
 /**
+ * Where a MongoDB URL points, for messages and logs: its hosts, without the credentials, the
+ * database or the options.
+ */
+export function mongoHosts(url: string): string {
+  const [, hosts = ''] = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?([^/?#]*)/i.exec(url) ?? [];
+  return hosts || 'an unreadable MONGO_URL';
+}
+
+/** `text` with the password of `url`, should it appear, masked: for what is logged. */
+function withoutPassword(text: string, url: string): string {
+  let password = '';
+  try {
+    password = decodeURIComponent(new URL(url).password);
+  } catch {
+    // Not a URL the WHATWG parser reads (several hosts): nothing of it is masked.
+  }
+  return password ? text.split(password).join('***') : text;
+}
+
+/** The database was closed (the service stops) before it could be reached. */
+export class DatabaseClosedError extends Error {
+  constructor(database: string) {
+    super(`database ${database} closed before it could be reached`);
+    this.name = 'DatabaseClosedError';
+  }
+}
+
+/**
+ * The wait between tries to reach a server that was not there when the service started, each
+ * try itself waiting up to MONGO_TIMEOUT_MS for it.
+ */
+const FIRST_CONNECT_BACKOFF: Backoff = { baseMs: 500, maxMs: 5_000 };
+
+type DatabaseLogger = Pick<Logger, 'warn'> & Partial<Pick<Logger, 'info'>>;
+
+/**
  * One service's own database: its own mongoose connection (never the global one), opened
- * when the service starts and closed when it stops.
+ * when the service starts and closed when it stops. A server that cannot be reached as the
+ * service starts is tried again until it can: the service waits, not ready, rather than
+ * exiting (and being restarted with a growing back-off).
  */
 export class ServiceDatabase<Models> {
   private connection: Connection | undefined;
   private built: Models | undefined;
+  /** The first connection, while it is being opened (tried again until the server answers). */
+  private connecting: Promise<Models> | undefined;
+  private opening: Connection | undefined;
+  private closed = false;
+  /** Ends the wait before the next try at once (the database is closed). */
+  private wake: (() => void) | undefined;
   private watchdog: NodeJS.Timeout | undefined;
   private probing = false;
   /** Tries in a row in which the server answered a new connection while this one was down. */
   private answeredTries = 0;
-  private logger: Pick<Logger, 'warn'> | undefined;
+  private logger: DatabaseLogger | undefined;
   /** Counts each command sent, when DB_COMMAND_METRICS asks for it. */
   private commandCounter: CommandCounter | undefined;
   private readonly watchedClients = new WeakSet<MongoClient>();
@@ -275,27 +322,89 @@ export class ServiceDatabase<Models> {
     return this.connection?.readyState === mongoose.ConnectionStates.connected;
   }
 
-  async connect(logger?: Pick<Logger, 'warn'>): Promise<Models> {
+  /**
+   * The models, once the server has been reached and the indexes built: tried again for as
+   * long as the server cannot be reached (each try waiting up to MONGO_TIMEOUT_MS), until it
+   * can or the database is closed (`DatabaseClosedError`). Any other failure (refused
+   * credentials, a conflicting index) is thrown at once, naming MongoDB and its hosts.
+   */
+  async connect(logger?: DatabaseLogger): Promise<Models> {
     if (this.built) return this.built;
-    this.logger = logger;
-    const connection = mongoose.createConnection(this.config.mongoUrl, this.options);
-    await connection.asPromise();
-    this.connection = connection;
-    this.countCommandsOf(connection);
-    const models = this.defineModels(connection);
-    // Indexes are part of correctness here (unique keys back idempotency), so build them now.
-    await Promise.all(Object.values(connection.models).map((m) => m.createIndexes()));
-    this.built = models;
-    this.watchdog = setInterval(() => void this.tryServer(connection), this.probeEveryMs);
-    this.watchdog.unref();
-    return models;
+    this.logger = logger ?? this.logger;
+    this.closed = false;
+    this.connecting ??= this.connectOnceReached().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async connectOnceReached(): Promise<Models> {
+    const where = `MongoDB at ${mongoHosts(this.config.mongoUrl)} (database ${this.name})`;
+    for (let failed = 0; ;) {
+      if (this.closed) throw new DatabaseClosedError(this.name);
+      let connection: Connection | undefined;
+      try {
+        connection = mongoose.createConnection(this.config.mongoUrl, this.options);
+        this.opening = connection;
+        await connection.asPromise();
+        this.countCommandsOf(connection);
+        const models = this.defineModels(connection);
+        // Indexes are part of correctness here (unique keys back idempotency), so build them
+        // now: before the service reports started.
+        await Promise.all(Object.values(connection.models).map((m) => m.createIndexes()));
+        if (this.closed) throw new DatabaseClosedError(this.name);
+        this.opening = undefined;
+        this.connection = connection;
+        this.built = models;
+        const opened = connection;
+        this.watchdog = setInterval(() => void this.tryServer(opened), this.probeEveryMs);
+        this.watchdog.unref();
+        if (failed > 0) this.logger?.info?.(`${where} reached`);
+        return models;
+      } catch (err) {
+        this.opening = undefined;
+        await connection?.close().catch(() => undefined);
+        if (this.closed || err instanceof DatabaseClosedError) {
+          throw new DatabaseClosedError(this.name);
+        }
+        const message = withoutPassword(
+          err instanceof Error ? err.message : String(err),
+          this.config.mongoUrl,
+        );
+        // The driver's own message names neither the server nor what it is.
+        if (!isDatabaseUnavailable(err)) throw new Error(`${where}: ${message}`, { cause: err });
+        failed++;
+        if (failed === 1) {
+          this.logger?.warn(`${where} cannot be reached; not ready, trying again until it can`, {
+            error: message,
+          });
+        }
+        await this.pause(backoffMs(failed, FIRST_CONNECT_BACKOFF, Math.random()));
+      }
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    this.wake?.();
     clearInterval(this.watchdog);
     const connection = this.connection;
     this.connection = undefined;
     this.built = undefined;
+    // A first connection still trying: it fails at once, and is not tried again.
+    await this.opening?.close().catch(() => undefined);
     await connection?.close();
   }
 
@@ -382,8 +491,20 @@ export class ServiceDatabase<Models> {
       },
       async started() {
         if (db.config.dbCommandMetrics) db.commandCounter = commandCounterOf(this.broker);
-        await db.connect(this.logger);
+        // Before the server is reached: until it is, the process says so, not ready.
         registerHealthCheck(this.broker, checkName, () => db.connected);
+        try {
+          // Until it resolves, the service's own `started` (backfills, seeds, sweeps) waits and
+          // the service is not registered: its callers' brokers refuse calls to it (503)
+          // rather than send them to a node that would hold them.
+          await db.connect(this.logger);
+        } catch (err) {
+          if (!(err instanceof DatabaseClosedError)) throw err;
+          // Stopped before the database was reached: the service never starts. Settling would
+          // let moleculer go on starting a broker that is stopping (announced, marked started),
+          // and failing would end the process with 1 while its stop goes on.
+          await new Promise<never>(() => undefined);
+        }
       },
       async stopped() {
         unregisterHealthCheck(this.broker, checkName);

@@ -64,8 +64,11 @@ export interface StartOptions {
   services: string;
   iso: Isolation;
   env?: Record<string, string | undefined>;
-  /** Wait for /health/ready (default), or only for the gateway to listen. */
-  waitReady?: boolean;
+  /**
+   * Wait for /health/ready (default), only for the gateway to listen (false), or only for the
+   * process to answer on its ops port (`ops-live`: whatever it serves, however it waits).
+   */
+  waitReady?: boolean | 'ops-live';
   /**
    * The entry point run instead of `bin/server.ts`: a benchmark's own server, or the compiled
    * `dist/bin/server.js` (run without tsx).
@@ -168,7 +171,9 @@ async function startNodeOnce(options: StartOptions): Promise<NodeProcess> {
     },
   };
   const probe =
-    options.waitReady === false ? `${node.url}/health/live` : `${node.opsUrl}/health/ready`;
+    options.waitReady === false
+      ? `${node.url}/health/live`
+      : `${node.opsUrl}/health/${options.waitReady === 'ops-live' ? 'live' : 'ready'}`;
   try {
     // Refused connections (not listening yet) and other answers than 200 are tried again.
     await eventually(

@@ -1,6 +1,6 @@
 import mongoose from 'mongoose';
 import { toHttpError } from '../../../libs/errors';
-import { ServiceDatabase } from '../../../libs/mongo';
+import { ServiceDatabase, isDatabaseUnavailable, mongoHosts } from '../../../libs/mongo';
 
 /**
  * What `ServiceDatabase`'s error hook makes of the database's errors, as the gateway then
@@ -66,5 +66,25 @@ describe("a service database's errors, as answered", () => {
       status: 500,
       internal: true,
     });
+  });
+});
+
+describe('a database that cannot be reached as a service starts', () => {
+  it("counts mongoose's own server-selection error as unreachable", () => {
+    // What the first connection's asPromise() rejects with, the server's port closed.
+    const first = new mongoose.Error.MongooseServerSelectionError(
+      'connect ECONNREFUSED 127.0.0.1:1',
+    );
+    expect(isDatabaseUnavailable(first)).toBe(true);
+  });
+
+  it('is named by its hosts, without credentials, database or options', () => {
+    expect(mongoHosts('mongodb://waybill:s3cret@db-0.db:27017,db-1.db:27017/app?tls=true')).toBe(
+      'db-0.db:27017,db-1.db:27017',
+    );
+    expect(mongoHosts('mongodb+srv://user:p%40ss@cluster.example.net/')).toBe(
+      'cluster.example.net',
+    );
+    expect(mongoHosts('mongodb://127.0.0.1:27017')).toBe('127.0.0.1:27017');
   });
 });
