@@ -37,6 +37,8 @@ describe('backoffMs', () => {
           const wait = backoffMs(n, backoff, random);
           expect(wait).toBeGreaterThanOrEqual(Math.floor(plain * 0.8));
           expect(wait).toBeLessThanOrEqual(Math.ceil(plain * 1.2));
+          // The cap holds whatever the spread.
+          expect(wait).toBeLessThanOrEqual(backoff.maxMs);
         },
       ),
     );
