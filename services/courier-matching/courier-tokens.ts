@@ -142,14 +142,15 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
             `Courier token ${tokenId} not found; GET /admin/couriers/:courierId/tokens lists a courier's tokens`,
           );
         }
+        const changed = { courierId: token.courierId, hashes: [token._id] };
+        // Told before the removal too: a repeat answers 404 (the token is gone), so a
+        // broadcast that fails must fail while the token is still there to be revoked again.
+        // Told again after it, before the place is given back: a gateway that looked the token
+        // up in between forgets it then. A place not given back frees itself after a while
+        // (its token gone, it reads as never taken).
+        await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, changed);
         await tokens.remove(token._id);
-        // Told at once, before the place is given back: a repeat answers 404 (the token is
-        // gone), so a failure after the removal must not have kept the gateways untold. A place
-        // not given back frees itself after a while (its token gone, it reads as never taken).
-        await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, {
-          courierId: token.courierId,
-          hashes: [token._id],
-        });
+        await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, changed);
         await givePlaceBack(tokens.places, token.courierId, { id: tokenId, place: token.place });
         return null;
       },

@@ -60,9 +60,38 @@ it('tells the gateways of a revoked token even when its place cannot be given ba
   } finally {
     busy.mockRestore();
   }
-  expect(changed).toEqual([{ courierId: courier.id, hashes: [hashCourierToken(created.token)] }]);
+  const told = { courierId: courier.id, hashes: [hashCourierToken(created.token)] };
+  expect(changed).toEqual([told, told]);
   // Gone: a repeat finds nothing to revoke.
   await expect(
     broker.call('courier-matching.revokeCourierToken', { tokenId: created.id }),
   ).rejects.toMatchObject({ code: 404 });
+});
+
+it('keeps a token whose revocation could not be told to the gateways, for the revocation to be sent again', async () => {
+  const types = await broker.call<{ id: string }[], unknown>('geo.listFleetTypes', {});
+  const courier = await broker.call<{ id: string }, unknown>('courier-matching.createCourier', {
+    name: 'Tunde Bakare',
+    phone: '+2348031234568',
+    fleet: { typeId: types[0].id, regNo: 'REV-002', make: 'Bajaj', model: 'Boxer', colour: 'Red' },
+  });
+  const created = await broker.call<{ id: string; token: string }, unknown>(
+    'courier-matching.createCourierToken',
+    { courierId: courier.id },
+  );
+  const revoke = () => broker.call('courier-matching.revokeCourierToken', { tokenId: created.id });
+  const cut = jest
+    .spyOn(broker, 'broadcast')
+    .mockRejectedValueOnce(Object.assign(new Error('NATS away'), { code: 503 }));
+  try {
+    await expect(revoke()).rejects.toThrow('NATS away');
+  } finally {
+    cut.mockRestore();
+  }
+  changed.length = 0;
+  await revoke();
+  expect(changed).toContainEqual({
+    courierId: courier.id,
+    hashes: [hashCourierToken(created.token)],
+  });
 });
