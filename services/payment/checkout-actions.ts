@@ -432,7 +432,7 @@ export class Checkouts {
         return false;
       }
       const unsettled = !verified || STILL_PAYING.has(verified.status);
-      if (unsettled && (await this.unwatched(reference))) {
+      if (unsettled && (await this.mayEndUnwatched(session))) {
         this.deps.logger().warn('webhook of an ended checkout not settled yet; sent back', {
           reference: paidReference,
           mismatch,
@@ -459,12 +459,15 @@ export class Checkouts {
   }
 
   /**
-   * Whether nothing here asks the provider about the checkout again: it is decided, not paid,
-   * and off the sweep's list. The list is read first: a checkout leaves it only once decided.
+   * Whether the checkout may end (or has ended) with nothing here asking the provider about it
+   * again: not paid, and off the sweep's list, or past its time, when the sweep may expire it
+   * on an answer the provider gave before this payment (`abandoned`) at any moment. The list is
+   * read first: a checkout leaves it only once decided.
    */
-  private async unwatched(reference: string): Promise<boolean> {
-    if (await this.store.isPending(reference)) return false;
-    return (await this.store.outcome(reference))?.status !== 'PAID';
+  private async mayEndUnwatched(session: SessionRecord): Promise<boolean> {
+    const pastItsTime = session.expiresAt.getTime() <= Date.now();
+    if (!pastItsTime && (await this.store.isPending(session._id))) return false;
+    return (await this.store.outcome(session._id))?.status !== 'PAID';
   }
 
   /**

@@ -313,11 +313,26 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
 
   it('acknowledges a webhook of a checkout still open whose charge is not settled yet: the sweep asks again', async () => {
     const reference = await opened(unswept, 45);
+    // Its time moved an hour on: still open, however long the opening took here.
+    await setSessionExpiry(unswept, reference, new Date(Date.now() + 3_600_000));
     (fake.transactions.get(reference) as FakeTransaction).status = 'pending';
     const reply = await signedChargeSuccess(unswept, reference);
     expect(reply.status).toBe(200);
     expect(reply.body.data).toEqual({ handled: false });
     expect(await statusOf(unswept, reference)).toBe('PENDING');
+  });
+
+  it('answers 503 to a webhook of a checkout past its time, still listed, whose charge is not settled yet', async () => {
+    // Its expiry is the sweep's to decide at any moment, on an answer the provider may have
+    // given before this payment: a 200 now could be the last word on it.
+    const reference = await opened(unswept, 55);
+    await setSessionExpiry(unswept, reference, new Date(Date.now() - 1_000));
+    (fake.transactions.get(reference) as FakeTransaction).status = 'pending';
+    expectErrorEnvelope(await signedChargeSuccess(unswept, reference), 503, /settled yet/);
+    paidAtProvider(reference);
+    const settled = await signedChargeSuccess(unswept, reference);
+    expect(settled.status).toBe(200);
+    await eventually(async () => expect(await creditsOf(unswept, reference)).toHaveLength(1));
   });
 
   it('credits the wallet once when the sweep finds it paid but another sweep expired it while the provider was asked', async () => {
@@ -444,6 +459,18 @@ describe('a checkout whose outcome was claimed but not carried out', () => {
  * Claims the checkout's outcome as a sweep or a payer would, and stops there (as one that
  * crashed before carrying it out, or that has not yet): the checkout stays on the pending list.
  */
+/** Sets when a checkout's time ends, as if it had been opened with another time limit. */
+async function setSessionExpiry(stack: MerchantStack, reference: string, at: Date): Promise<void> {
+  const db = await openServiceDatabase(stack.iso, 'payment');
+  try {
+    await db
+      .collection('checkout_sessions')
+      .updateOne({ _id: reference as unknown as ObjectId }, { $set: { expiresAt: at } });
+  } finally {
+    await db.close();
+  }
+}
+
 async function claimOutcome(
   stack: MerchantStack,
   reference: string,
