@@ -1,5 +1,7 @@
+import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorEnvelope } from '../../libs/envelope';
+import { answeredElsewhere } from './http';
 
 /** What Node's HTTP parser refuses before there is a request, and how we answer it. */
 const ANSWERS: Record<string, { status: number; reason: string; message: string }> = {
@@ -44,12 +46,14 @@ export function answerClientError(environment: string) {
     // As Node's own answer does: nothing is said once the response in flight on this
     // connection (a keep-alive one may have had many before) has sent its headers.
     // `_httpMessage` is Node's, undocumented: the response the socket is serving.
-    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
     if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
       socket.destroy();
       return;
     }
     const answer = (err.code && ANSWERS[err.code]) || MALFORMED;
+    // The request in progress (its body too slow, say) is logged with this answer.
+    if (inFlight) answeredElsewhere(inFlight, answer.status);
     const { method, url } = requestLine(err.rawPacket);
     const body = JSON.stringify(
       errorEnvelope({

@@ -89,8 +89,16 @@ const cutStatuses = new WeakMap<ServerResponse, number>();
  * `status` for it, not the 499 of a client that left.
  */
 export function cutAnswer(res: ServerResponse, status: number): void {
-  if (!res.writableFinished) cutStatuses.set(res, status);
+  answeredElsewhere(res, status);
   res.destroy();
+}
+
+/**
+ * The response was answered `status` on its socket, past it (Node refused the request
+ * midway: `clientError`): the access log and the metrics record that, not a 499.
+ */
+export function answeredElsewhere(res: ServerResponse, status: number): void {
+  if (!res.writableFinished) cutStatuses.set(res, status);
 }
 
 /** The status `cutAnswer` recorded for an answer it ended; undefined for any other. */

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { answerClientError } from '../../../services/gateway/client-errors';
+import { cutStatus } from '../../../services/gateway/http';
 
 /**
  * What Node refuses before a request reaches the gateway, answered in the error envelope by
@@ -9,10 +10,13 @@ import { answerClientError } from '../../../services/gateway/client-errors';
 let server: Server;
 let port: number;
 const closedRequests: string[] = [];
+/** The status each closed response is recorded with (`cutStatus`), by its request's path. */
+const recorded = new Map<string, number | undefined>();
 
 beforeAll(async () => {
   server = createServer({ requestTimeout: 500, connectionsCheckingInterval: 100 }, (req, res) => {
     req.on('close', () => closedRequests.push(req.url ?? ''));
+    res.on('close', () => recorded.set(req.url ?? '', cutStatus(res)));
     // A body is waited for, as the gateway's JSON routes do; anything else answered at once.
     if (req.headers['content-length']) return;
     res.end('ok');
@@ -63,4 +67,6 @@ it('ends a request whose body never came: answered 408, the request closed', asy
     message: expect.stringMatching(/did not arrive in time/),
   });
   expect(closedRequests).toContain('/waiting');
+  // Logged and counted as the 408 it was answered, not as a client that left (499).
+  expect(recorded.get('/waiting')).toBe(408);
 });
