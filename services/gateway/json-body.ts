@@ -52,9 +52,10 @@ export const jsonBodyGuard: Middleware = (req, _res, next) => {
   }
 };
 
-/** Whether the request says a body comes with it. */
-const declaresBody = (req: GatewayRequest) =>
-  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+/** Whether the request says a JSON body comes with it (what body-parser would read). */
+const declaresJsonBody = (req: GatewayRequest) =>
+  (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0) &&
+  /^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '');
 
 /**
  * `parse` (body-parser), refusing a body that was never read: body-parser passes over the body
@@ -68,7 +69,7 @@ export function bodyArrived(parse: Middleware): Middleware {
       if (err) return next(err);
       const unread =
         (req as GatewayRequest & { body?: unknown }).body === undefined &&
-        declaresBody(req) &&
+        declaresJsonBody(req) &&
         (!req.complete || !req.socket?.readable);
       if (unread) {
         return next(
