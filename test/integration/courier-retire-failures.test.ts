@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceBroker } from 'moleculer';
+import type { ServiceBroker } from 'moleculer';
 import type mongoose from 'mongoose';
-import { createBrokerOptions } from '../../moleculer.config';
-import { loadConfig } from '../../libs/config';
 import {
   COURIER_CHANGED_EVENT,
   COURIER_TOKENS_CHANGED_EVENT,
@@ -13,7 +11,7 @@ import { serviceDefinition } from '../../services/catalog';
 import { offerId as offerIdOf } from '../../services/courier-matching/matching-rules';
 import { SearchStore } from '../../services/courier-matching/search-store';
 import { CourierStore } from '../../services/courier-matching/store';
-import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
+import { dropDatabases, inProcessBroker, isolation, openServiceDatabase } from '../support/stack';
 
 /**
  * A retirement (`PATCH {active: false}`) that fails part-way on a busy database leaves the
@@ -29,14 +27,9 @@ const tokensChanged: { courierId: string; hashes: string[] }[] = [];
 const courierChanged: string[] = [];
 
 beforeAll(async () => {
-  const config = loadConfig({
-    ...process.env,
-    NATS_URL: '',
-    OPS_PORT: '0',
-    NAMESPACE: iso.namespace,
-    MONGO_DB_PREFIX: iso.dbPrefix,
-  });
-  broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  const started = inProcessBroker(iso);
+  broker = started.broker;
+  const { config } = started;
   for (const name of ['account', 'geo', 'courier-matching'] as const) {
     broker.createService(toServiceSchema(serviceDefinition(name, config)));
   }

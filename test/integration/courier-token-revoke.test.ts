@@ -36,20 +36,23 @@ afterAll(async () => {
   await dropDatabases(iso);
 });
 
-it('tells the gateways of a revoked token even when its place cannot be given back', async () => {
-  const types = await broker.call<{ id: string; code: string }[], unknown>(
-    'geo.listFleetTypes',
-    {},
-  );
+/** A new courier of the directory, on a plate of its own, and a token of theirs. */
+async function courierWithToken(regNo: string) {
+  const types = await broker.call<{ id: string }[], unknown>('geo.listFleetTypes', {});
   const courier = await broker.call<{ id: string }, unknown>('courier-matching.createCourier', {
     name: 'Tunde Bakare',
     phone: '+2348031234567',
-    fleet: { typeId: types[0].id, regNo: 'REV-001', make: 'Bajaj', model: 'Boxer', colour: 'Red' },
+    fleet: { typeId: types[0].id, regNo, make: 'Bajaj', model: 'Boxer', colour: 'Red' },
   });
   const created = await broker.call<{ id: string; token: string }, unknown>(
     'courier-matching.createCourierToken',
     { courierId: courier.id },
   );
+  return { courier, created };
+}
+
+it('tells the gateways of a revoked token even when its place cannot be given back', async () => {
+  const { courier, created } = await courierWithToken('REV-001');
   const busy = jest
     .spyOn(places, 'givePlaceBack')
     .mockRejectedValueOnce(Object.assign(new Error('database busy'), { code: 503 }));
@@ -69,16 +72,7 @@ it('tells the gateways of a revoked token even when its place cannot be given ba
 });
 
 it('keeps a token whose revocation could not be told to the gateways, for the revocation to be sent again', async () => {
-  const types = await broker.call<{ id: string }[], unknown>('geo.listFleetTypes', {});
-  const courier = await broker.call<{ id: string }, unknown>('courier-matching.createCourier', {
-    name: 'Tunde Bakare',
-    phone: '+2348031234568',
-    fleet: { typeId: types[0].id, regNo: 'REV-002', make: 'Bajaj', model: 'Boxer', colour: 'Red' },
-  });
-  const created = await broker.call<{ id: string; token: string }, unknown>(
-    'courier-matching.createCourierToken',
-    { courierId: courier.id },
-  );
+  const { courier, created } = await courierWithToken('REV-002');
   const revoke = () => broker.call('courier-matching.revokeCourierToken', { tokenId: created.id });
   const cut = jest
     .spyOn(broker, 'broadcast')
