@@ -708,14 +708,20 @@ describe('a search that may go to some couriers only', () => {
     return { store, positions, pickup, courierIds, toOrder, searches, deliveryId: randomUUID() };
   }
 
-  it('SPECIFIC: ends NO_COURIER at once when its courier declines', async () => {
-    const { store, pickup, courierIds, toOrder, searches, deliveryId } = await restricted(9.6, 1);
-    const [courierId] = courierIds;
-    await store.claimSearch({
-      ...searchRecord(deliveryId, pickup),
+  /** A SPECIFIC search stored for the one courier put near `lat`. */
+  async function specific(lat: number) {
+    const found = await restricted(lat, 1);
+    const [courierId] = found.courierIds;
+    await found.store.claimSearch({
+      ...searchRecord(found.deliveryId, found.pickup),
       courierSelection: 'SPECIFIC',
       courierId,
     });
+    return { ...found, courierId };
+  }
+
+  it('SPECIFIC: ends NO_COURIER at once when its courier declines', async () => {
+    const { store, courierId, toOrder, searches, deliveryId } = await specific(9.6);
     await searches.advance(deliveryId);
     expect(await store.hold(courierId)).toMatchObject({ offerId: offerIdOf(deliveryId, 1) });
 
@@ -728,13 +734,7 @@ describe('a search that may go to some couriers only', () => {
   });
 
   it(`SPECIFIC: offers again to its courier who let an offer expire, ${MISSED_OFFERS_MAX} offers in all, then ends NO_COURIER`, async () => {
-    const { store, pickup, courierIds, toOrder, searches, deliveryId } = await restricted(9.9, 1);
-    const [courierId] = courierIds;
-    await store.claimSearch({
-      ...searchRecord(deliveryId, pickup),
-      courierSelection: 'SPECIFIC',
-      courierId,
-    });
+    const { store, courierId, toOrder, searches, deliveryId } = await specific(9.9);
     await searches.advance(deliveryId);
     for (let n = 1; n <= MISSED_OFFERS_MAX; n++) {
       const offerId = offerIdOf(deliveryId, n);
