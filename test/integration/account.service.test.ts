@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceBroker } from 'moleculer';
-import { toServiceSchema } from '../../libs/service';
 import { API_KEY_REVOKED_EVENT, hashApiKey } from '../../libs/contracts/account';
-import { createAccountService } from '../../services/account/account.service';
 import { AccountStore } from '../../services/account/store';
 import { eventually } from '../support/eventually';
 import { dropDatabases, inProcessBroker, isolation, openServiceDatabase } from '../support/stack';
@@ -13,10 +11,7 @@ let broker: ServiceBroker;
 const revoked: unknown[] = [];
 
 beforeAll(async () => {
-  const started = inProcessBroker(iso);
-  broker = started.broker;
-  const { config } = started;
-  broker.createService(toServiceSchema(createAccountService(config)));
+  ({ broker } = inProcessBroker(iso, ['account']));
   broker.createService({
     name: 'listener',
     events: {

@@ -6,8 +6,6 @@ import {
   COURIER_TOKENS_CHANGED_EVENT,
   hashCourierToken,
 } from '../../libs/contracts/matching';
-import { toServiceSchema } from '../../libs/service';
-import { serviceDefinition } from '../../services/catalog';
 import { offerId as offerIdOf } from '../../services/courier-matching/matching-rules';
 import { SearchStore } from '../../services/courier-matching/search-store';
 import { CourierStore } from '../../services/courier-matching/store';
@@ -27,12 +25,7 @@ const tokensChanged: { courierId: string; hashes: string[] }[] = [];
 const courierChanged: string[] = [];
 
 beforeAll(async () => {
-  const started = inProcessBroker(iso);
-  broker = started.broker;
-  const { config } = started;
-  for (const name of ['account', 'geo', 'courier-matching'] as const) {
-    broker.createService(toServiceSchema(serviceDefinition(name, config)));
-  }
+  ({ broker } = inProcessBroker(iso, ['account', 'geo', 'courier-matching']));
   broker.createService({
     name: 'gateway-stand-in',
     events: {

@@ -1,8 +1,6 @@
 import type { ServiceBroker } from 'moleculer';
 import { COURIER_TOKENS_CHANGED_EVENT, hashCourierToken } from '../../libs/contracts/matching';
 import * as places from '../../libs/places';
-import { toServiceSchema } from '../../libs/service';
-import { serviceDefinition } from '../../services/catalog';
 import { dropDatabases, inProcessBroker, isolation } from '../support/stack';
 
 /**
@@ -15,12 +13,7 @@ let broker: ServiceBroker;
 const changed: { courierId: string; hashes: string[] }[] = [];
 
 beforeAll(async () => {
-  const started = inProcessBroker(iso);
-  broker = started.broker;
-  const { config } = started;
-  for (const name of ['account', 'geo', 'courier-matching'] as const) {
-    broker.createService(toServiceSchema(serviceDefinition(name, config)));
-  }
+  ({ broker } = inProcessBroker(iso, ['account', 'geo', 'courier-matching']));
   broker.createService({
     name: 'gateway-stand-in',
     events: {

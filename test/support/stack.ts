@@ -5,7 +5,9 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import mongoose from 'mongoose';
-import { loadConfig, type Config } from '../../libs/config';
+import { loadConfig, type Config, type ServiceName } from '../../libs/config';
+import { toServiceSchema } from '../../libs/service';
+import { serviceDefinition } from '../../services/catalog';
 import { createBrokerOptions } from '../../moleculer.config';
 import { eventually } from './eventually';
 
@@ -217,6 +219,8 @@ export function cpuTimeMs(pid: number): number {
  */
 export function inProcessBroker(
   iso: Isolation,
+  /** Services of ours the broker runs, as the catalog defines them. */
+  services: Exclude<ServiceName, 'gateway'>[] = [],
   env: Record<string, string> = {},
 ): { broker: ServiceBroker; config: Config } {
   const config = loadConfig({
@@ -227,7 +231,11 @@ export function inProcessBroker(
     MONGO_DB_PREFIX: iso.dbPrefix,
     ...env,
   });
-  return { broker: new ServiceBroker({ ...createBrokerOptions(config), logger: false }), config };
+  const broker = new ServiceBroker({ ...createBrokerOptions(config), logger: false });
+  for (const name of services) {
+    broker.createService(toServiceSchema(serviceDefinition(name, config)));
+  }
+  return { broker, config };
 }
 
 /** Drops every database of this isolation. */
