@@ -22,3 +22,18 @@ export async function forEachAtOnce<T>(
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
   if (failure) throw failure.err;
 }
+
+/**
+ * Waits for `work` to settle, or `ms` to pass, whichever comes first, and never rejects: for
+ * work worth waiting a moment for and not longer (a flush before a stop, a check before a
+ * scrape). The timer does not outlive the wait.
+ */
+export async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([work.catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,5 +1,6 @@
 import { Transporters } from 'moleculer';
 import { Events, type NatsConnection } from 'nats';
+import { settledWithin } from './at-once';
 
 /** How long a stop waits for NATS to take what is queued before it closes the connection. */
 const FLUSH_ON_STOP_MS = 1_000;
@@ -24,14 +25,7 @@ export class NatsTransporter extends Transporters.NATS {
     const client = this.client as NatsConnection | null;
     if (!client) return;
     this.client = null;
-    if (this.connected) {
-      let timer: NodeJS.Timeout | undefined;
-      const gaveUp = new Promise<void>(
-        (resolve) => (timer = setTimeout(resolve, FLUSH_ON_STOP_MS)),
-      );
-      await Promise.race([client.flush().catch(() => undefined), gaveUp]);
-      clearTimeout(timer);
-    }
+    if (this.connected) await settledWithin(client.flush(), FLUSH_ON_STOP_MS);
     this.connected = false;
     await client.close();
   }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MetricReporters, type MetricRegistry } from 'moleculer';
+import { settledWithin } from './at-once';
 import { metricTableOf, type MetricTable } from './metric-table';
 import { readiness, type Readiness } from './health';
 import { HEAP_KEPT_METRIC, heapBesideYoung, observeHeapKept } from './heap-kept';
@@ -59,14 +60,9 @@ export class OpsServer extends MetricReporters.Prometheus {
       // gateway's Redis) is seen down here, not only in /health/ready's body. A check slower
       // than SCRAPE_CHECK_MS (S3 not answering) leaves the figures of the latest check
       // rather than holding every other metric past the scrape's timeout.
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, SCRAPE_CHECK_MS)));
-      Promise.race([this.checkDependencies(), late])
-        .catch(() => undefined)
-        .finally(() => {
-          clearTimeout(timer);
-          super.handler(req, res);
-        });
+      void settledWithin(this.checkDependencies(), SCRAPE_CHECK_MS).then(() =>
+        super.handler(req, res),
+      );
       return;
     }
     super.handler(req, res);
