@@ -896,6 +896,9 @@ const declaredEnvSchema = Joi.object({
     ),
 }).unknown(true);
 
+/** Every variable's name, as declared. */
+const DECLARED_VARIABLES = Object.keys(declaredEnvSchema.describe().keys ?? {});
+
 /** The longest delay Node's timers take: a longer one runs after 1 ms (TimeoutOverflowWarning). */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -906,7 +909,7 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  * joi's `max` replaces an earlier one, so a variable's own tighter cap is left as it is.
  */
 const envSchema = declaredEnvSchema.fork(
-  Object.keys(declaredEnvSchema.describe().keys ?? {}).filter((name) => name.endsWith('_MS')),
+  DECLARED_VARIABLES.filter((name) => name.endsWith('_MS')),
   (schema) => {
     const rules = (schema.describe().rules ?? []) as { name: string; args?: { limit?: unknown } }[];
     const ownMax = rules.find((rule) => rule.name === 'max')?.args?.limit;
@@ -952,9 +955,6 @@ function parseServices(value: string): ServiceName[] {
   return [...new Set(names)] as ServiceName[];
 }
 
-/** Reads and validates the environment; throws ConfigError naming the first bad variable. */
-const DECLARED_VARIABLES = Object.keys(declaredEnvSchema.describe().keys ?? {});
-
 /** What deploy/k8s/secret.example.yaml puts where a value of the operator's own belongs. */
 export const EXAMPLE_PLACEHOLDER = 'REPLACE-ME';
 
@@ -973,6 +973,7 @@ function refusePlaceholders(env: NodeJS.ProcessEnv): void {
   }
 }
 
+/** Reads and validates the environment; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const { value, error } = envSchema.validate(env, { abortEarly: true, convert: true });
   if (error) {
