@@ -101,7 +101,10 @@ export function answeredElsewhere(res: ServerResponse, status: number): void {
   if (!res.writableFinished) cutStatuses.set(res, status);
 }
 
-/** The status `cutAnswer` recorded for an answer it ended; undefined for any other. */
+/**
+ * The status recorded for an answer ended elsewhere than by its own `end` (`cutAnswer`,
+ * `answeredElsewhere`); undefined for any other.
+ */
 export const cutStatus = (res: ServerResponse): number | undefined => cutStatuses.get(res);
 
 export function isPreflight(req: IncomingMessage): boolean {
