@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorEnvelope } from '../../libs/envelope';
-import { answeredElsewhere } from './http';
+import { answeredElsewhere, requestPath } from './http';
 
 /** What Node's HTTP parser refuses before there is a request, and how we answer it. */
 const ANSWERS: Record<string, { status: number; reason: string; message: string }> = {
@@ -59,7 +59,7 @@ export function answerClientError(environment: string) {
       errorEnvelope({
         statusCode: answer.status,
         method,
-        path: url.split('?')[0],
+        path: requestPath(url),
         url,
         message: answer.message,
         environment,

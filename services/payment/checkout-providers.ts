@@ -1,6 +1,7 @@
 import type { Config } from '../../libs/config';
 import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { serviceUnavailable, upstreamFailed, upstreamTimeout } from '../../libs/errors';
+import { isHttpsUrl } from '../../libs/schemas';
 import type { VerifiedTransaction } from './checkout';
 
 /** What a provider is asked to open: one transaction per attempt (`attemptReference`). */
@@ -52,14 +53,6 @@ interface PaystackAnswer {
 }
 
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
-
-function isHttpsUrl(value: string): boolean {
-  try {
-    return new URL(value).protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
 
 /**
  * A Paystack-compatible provider: `POST /transaction/initialize` and
