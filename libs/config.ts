@@ -534,8 +534,6 @@ const declaredEnvSchema = Joi.object({
   TRACKING_STREAM_LIFETIME_MS: Joi.number()
     .integer()
     .min(1000)
-    // Node's timers take at most 2^31 - 1 ms; a longer delay would fire at once.
-    .max(2147483647)
     .default(1800000)
     .description(
       'The longest a tracking page stream stays open (up to a tenth less, at random); the page reconnects by itself, to any gateway process',
@@ -558,7 +556,6 @@ const declaredEnvSchema = Joi.object({
   STOP_GRACE_MS: Joi.number()
     .integer()
     .min(1000)
-    .max(2147483647)
     .default(20000)
     .description(
       'How long a process may take to stop after SIGTERM, requests in progress included; it exits 1 after it. Above REQUEST_TIMEOUT_MS, within what the platform waits before it kills the process',
