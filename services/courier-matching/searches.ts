@@ -649,14 +649,24 @@ export class Searches {
     const allowed = search.simulate ? undefined : this.allowed(search);
     if (!allowed) return false;
     const out = new Set(search.tried);
-    const only = this.onlyCourier(search);
-    if (only && (search.missed?.length ?? 0) >= MISSED_OFFERS_MAX) out.add(only);
+    if (allowed.size === 1 && (search.missed?.length ?? 0) >= MISSED_OFFERS_MAX) {
+      out.add([...allowed][0]);
+    }
     return [...allowed].every((courierId) => out.has(courierId));
+  }
+
+  /** Whether a closed offer is a miss of the search's only courier (offered it again). */
+  private missedByOnly(
+    search: SearchRecord,
+    offer: Pick<OfferRecord, 'courierId'>,
+    outcome: OfferOutcome,
+  ): boolean {
+    return outcome === 'EXPIRED' && this.onlyCourier(search) === offer.courierId;
   }
 
   /** Whether the search as read has the courier of a closed offer noted as `noteClosed` notes. */
   private isNoted(search: SearchRecord, offer: OfferRecord, outcome: OfferOutcome): boolean {
-    if (outcome === 'EXPIRED' && this.onlyCourier(search) === offer.courierId) {
+    if (this.missedByOnly(search, offer, outcome)) {
       return search.missed?.includes(offer._id) === true;
     }
     if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
@@ -672,7 +682,7 @@ export class Searches {
     outcome: OfferOutcome,
   ): SearchRecord {
     if (this.isNoted(search, offer, outcome)) return search;
-    if (outcome === 'EXPIRED' && this.onlyCourier(search) === offer.courierId) {
+    if (this.missedByOnly(search, offer, outcome)) {
       return { ...search, missed: [...(search.missed ?? []), offer._id] };
     }
     return { ...search, tried: [...search.tried, offer.courierId] };
@@ -701,7 +711,7 @@ export class Searches {
   ): Promise<void> {
     if (outcome === 'EXPIRED') {
       const of = search ?? (await this.store.search(offer.deliveryId));
-      if (of && this.onlyCourier(of) === offer.courierId) {
+      if (of && this.missedByOnly(of, offer, outcome)) {
         return this.store.noteMissed(offer.deliveryId, offer._id);
       }
     }
