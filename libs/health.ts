@@ -14,13 +14,18 @@ export interface HealthCheckOptions {
   required?: boolean;
 }
 
-interface Registered {
-  check: HealthCheck;
-  required: boolean;
-}
+const checksByBroker = new WeakMap<ServiceBroker, Map<string, HealthCheck>>();
+/** The names of the dependencies (checks, `transporter`) that do not decide readiness. */
+const optionalByBroker = new WeakMap<ServiceBroker, Set<string>>();
 
-const checksByBroker = new WeakMap<ServiceBroker, Map<string, Registered>>();
-const transporterOptional = new WeakSet<ServiceBroker>();
+function optionalOf(broker: ServiceBroker): Set<string> {
+  let optional = optionalByBroker.get(broker);
+  if (!optional) {
+    optional = new Set();
+    optionalByBroker.set(broker, optional);
+  }
+  return optional;
+}
 
 export function registerHealthCheck(
   broker: ServiceBroker,
@@ -33,11 +38,14 @@ export function registerHealthCheck(
     checks = new Map();
     checksByBroker.set(broker, checks);
   }
-  checks.set(name, { check, required: options.required ?? true });
+  checks.set(name, check);
+  if (options.required === false) optionalOf(broker).add(name);
+  else optionalOf(broker).delete(name);
 }
 
 export function unregisterHealthCheck(broker: ServiceBroker, name: string) {
   checksByBroker.get(broker)?.delete(name);
+  optionalByBroker.get(broker)?.delete(name);
 }
 
 /**
@@ -45,7 +53,7 @@ export function unregisterHealthCheck(broker: ServiceBroker, name: string) {
  * decides readiness: it is reported as degraded while it is down (the gateway, docs/operations.md).
  */
 export function readyWithoutTransporter(broker: ServiceBroker) {
-  transporterOptional.add(broker);
+  optionalOf(broker).add('transporter');
 }
 
 export interface Readiness {
@@ -62,15 +70,10 @@ export interface Readiness {
  */
 export async function readiness(broker: ServiceBroker): Promise<Readiness> {
   const checks: Record<string, boolean> = { broker: broker.started && !broker.stopping };
-  const optional = new Set<string>();
-  if (broker.transit) {
-    checks.transporter = broker.transit.connected && broker.transit.isReady;
-    if (transporterOptional.has(broker)) optional.add('transporter');
-  }
-  const registered = checksByBroker.get(broker) ?? new Map<string, Registered>();
+  if (broker.transit) checks.transporter = broker.transit.connected && broker.transit.isReady;
+  const registered = checksByBroker.get(broker) ?? new Map<string, HealthCheck>();
   await Promise.all(
-    [...registered].map(async ([name, { check, required }]) => {
-      if (!required) optional.add(name);
+    [...registered].map(async ([name, check]) => {
       try {
         checks[name] = await check();
       } catch {
@@ -78,6 +81,7 @@ export async function readiness(broker: ServiceBroker): Promise<Readiness> {
       }
     }),
   );
+  const optional = optionalByBroker.get(broker) ?? new Set<string>();
   const down = Object.keys(checks).filter((name) => !checks[name]);
   return {
     ready: down.every((name) => optional.has(name)),
