@@ -24,12 +24,16 @@ export interface CourierOnDelivery {
  * The assigned courier as the merchant sees them: the directory's profile and fleet, the last
  * reported position resolved by geo to its place, and an arrival window from the distance
  * left and the courier's fleet speed. Undefined until a courier is assigned.
+ *
+ * `located` says whether the reader is shown where the courier is: by default while the
+ * courier is carrying the delivery out; a reader who is not (the recipient once it goes back
+ * to the sender) passes false and geo is not asked for what would be dropped.
  */
 export async function courierOnDelivery(
   services: Caller,
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,
-  now = new Date(),
+  { now = new Date(), located = UNDER_WAY.has(delivery.lifecycle.status) } = {},
 ): Promise<CourierOnDelivery | undefined> {
   const courierId = delivery.assignment?.courierId;
   if (!courierId) return undefined;
@@ -52,7 +56,7 @@ export async function courierOnDelivery(
   };
   const at = courier.lastLocation;
   // Where the courier is belongs to the delivery only while they are carrying it out.
-  if (!at || !UNDER_WAY.has(delivery.lifecycle.status)) return view;
+  if (!at || !located || !UNDER_WAY.has(delivery.lifecycle.status)) return view;
   const found = await Promise.all([
     call(services, 'geo.resolveAddress', { address: { lat: at.lat, lon: at.lon } }),
     call(services, 'geo.getFleetType', { fleetTypeId: fleet.typeId }),

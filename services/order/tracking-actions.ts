@@ -10,7 +10,7 @@ import { action, implement, type ServiceActions } from '../../libs/service';
 import { courierOnDelivery } from './courier-view';
 import { searchStartsAt } from './scheduling';
 import type { OrderStore } from './store';
-import { toTrackingView } from './tracking';
+import { isFollowed, toTrackingView } from './tracking';
 import { TRACKING_PAGE_CSP, trackingPage, trackingState } from './tracking-page';
 import type { DeliveryTransitions } from './transitions';
 
@@ -33,7 +33,9 @@ export function createTrackingActions(deps: {
     const delivery = deliveryId ? await transitions.current(deliveryId) : null;
     if (!delivery) return null;
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
-    const courier = await courierOnDelivery(services, delivery, addresses);
+    const courier = await courierOnDelivery(services, delivery, addresses, {
+      located: isFollowed(delivery.lifecycle.status),
+    });
     const searchFrom = searchStartsAt(delivery, scheduledSearchLeadMs);
     const fleetTypeId = courier?.fleet.typeId;
     // A page must not fail for a vehicle's name: without geo it goes unnamed.

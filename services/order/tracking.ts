@@ -58,6 +58,11 @@ const FOLLOWED: ReadonlySet<DeliveryStatus> = new Set(
   [...UNDER_WAY].filter((s) => s !== 'RETURNING'),
 );
 
+/** Whether the recipient is shown where the courier is (and when they should arrive). */
+export function isFollowed(status: DeliveryStatus): boolean {
+  return FOLLOWED.has(status);
+}
+
 /** When a delivery's courier is searched for: `searchFrom` (null: at once), as of `now`. */
 export interface SearchTime {
   searchFrom: Date | null;
@@ -131,7 +136,7 @@ export function toTrackingView(
   const origin = addresses.get(delivery.originId)?.fields;
   const destination = addresses.get(delivery.destinationId)?.fields;
   if (!origin || !destination) throw new Error(`delivery ${delivery._id} without its addresses`);
-  const followed = FOLLOWED.has(status);
+  const followed = isFollowed(status);
   const at = followed ? (courier?.currentLocation ?? null) : null;
   return {
     trackingId: delivery.trackingId,

@@ -1,0 +1,81 @@
+import type { Caller } from '../../../libs/contracts';
+import { courierOnDelivery } from '../../../services/order/courier-view';
+import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
+import type { DeliveryStatus } from '../../../services/order/lifecycle';
+
+const YABA = { lat: 6.5095, lon: 3.3711 };
+
+/** A caller answering as courier-matching and geo would, recording what it was asked. */
+function services(): Caller & { asked: string[] } {
+  const asked: string[] = [];
+  const answers: Record<string, unknown> = {
+    'courier-matching.getCourier': {
+      name: 'Tunde Bakare',
+      phone: '+2348000000001',
+      profilePhoto: null,
+      lastLocation: YABA,
+      fleet: { regNo: 'LAG-123', make: 'Bajaj', model: 'Boxer', colour: 'Red', typeId: 'f' },
+    },
+    'geo.resolveAddress': { country: 'Nigeria', state: 'Lagos', lgaOrCity: 'Yaba' },
+    'geo.getFleetType': { averageSpeedKmh: 30 },
+  };
+  return {
+    asked,
+    call: (name) => {
+      asked.push(name);
+      return Promise.resolve(answers[name]);
+    },
+  };
+}
+
+const stop = (lat: number, lon: number) => ({ fields: { lat, lon } }) as unknown as StoredAddress;
+
+function deliveryIn(status: DeliveryStatus): DeliveryRecord {
+  return {
+    _id: 'd',
+    lifecycle: { status },
+    assignment: { courierId: 'c' },
+    distanceKm: 21.4,
+    originId: 'o',
+    destinationId: 'x',
+  } as unknown as DeliveryRecord;
+}
+
+const addresses = new Map([
+  ['o', stop(6.6018, 3.3515)],
+  ['x', stop(6.4474, 3.4723)],
+]);
+
+describe('courierOnDelivery', () => {
+  it('places the courier while they carry the delivery out, going back to the sender too', async () => {
+    for (const status of ['IN_TRANSIT', 'RETURNING'] as const) {
+      const caller = services();
+      const view = await courierOnDelivery(caller, deliveryIn(status), addresses);
+      expect(view?.currentLocation).toEqual({
+        country: 'Nigeria',
+        state: 'Lagos',
+        lgaOrCity: 'Yaba',
+        ...YABA,
+      });
+      expect(caller.asked).toContain('geo.resolveAddress');
+    }
+  });
+
+  it('asks geo nothing for a reader not shown where the courier is', async () => {
+    const caller = services();
+    const view = await courierOnDelivery(caller, deliveryIn('RETURNING'), addresses, {
+      located: false,
+    });
+    expect(view).toMatchObject({ name: 'Tunde Bakare', currentLocation: null, eta: null });
+    expect(caller.asked).toEqual(['courier-matching.getCourier']);
+  });
+
+  it('never places a courier who is not carrying the delivery out, whatever is asked', async () => {
+    const caller = services();
+    const view = await courierOnDelivery(caller, deliveryIn('DELIVERED'), addresses, {
+      located: true,
+    });
+    expect(view?.currentLocation).toBeNull();
+    expect(caller.asked).toEqual(['courier-matching.getCourier']);
+  });
+});
