@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import mongoose, { type ConnectOptions, type Connection } from 'mongoose';
 import type { CommandStartedEvent, MongoClient } from 'mongodb';
 import type { Logger, ServiceBroker, ServiceSchema } from 'moleculer';
@@ -274,7 +275,7 @@ export class ServiceDatabase<Models> {
   private opening: Connection | undefined;
   private closed = false;
   /** Ends the wait before the next try at once (the database is closed). */
-  private wake: (() => void) | undefined;
+  private readonly closing = new AbortController();
   private watchdog: NodeJS.Timeout | undefined;
   private probing = false;
   /** Tries in a row in which the server answered a new connection while this one was down. */
@@ -377,28 +378,17 @@ export class ServiceDatabase<Models> {
             error: message,
           });
         }
-        await this.pause(backoffMs(failed, FIRST_CONNECT_BACKOFF, Math.random()));
+        // Cut short by close(); the loop's next turn then ends.
+        await sleep(backoffMs(failed, FIRST_CONNECT_BACKOFF, Math.random()), undefined, {
+          signal: this.closing.signal,
+        }).catch(() => undefined);
       }
     }
   }
 
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve();
-      };
-    });
-  }
-
   async close(): Promise<void> {
     this.closed = true;
-    this.wake?.();
+    this.closing.abort();
     clearInterval(this.watchdog);
     const connection = this.connection;
     this.connection = undefined;
