@@ -1,12 +1,40 @@
 /**
+ * Numbers the loads of one value, which may finish out of order (a timer, an announcement and
+ * an own write each start one): a load's result is kept only when no load started after it has
+ * been kept, so an older, slower read never replaces a newer one.
+ */
+class LoadOrder {
+  private started = 0;
+  private kept = 0;
+
+  /** The number of a load about to start. */
+  start(): number {
+    this.started += 1;
+    return this.started;
+  }
+
+  /** Whether the load numbered `load` may be kept; if so, none started before it may be. */
+  keep(load: number): boolean {
+    if (load <= this.kept) return false;
+    this.kept = load;
+    return true;
+  }
+
+  /** No load started so far may be kept: what each read may predate a change. */
+  outdate(): void {
+    this.kept = this.started;
+  }
+}
+
+/**
  * One value kept in memory: loaded on first use, reloaded once older than `maxAgeMs`, and
  * dropped by `invalidate()` when its owner announces a change. A load that began before an
- * invalidation is returned to its caller but not kept, so a change is never hidden by a
- * read that raced it.
+ * invalidation, or before a load already kept, is returned to its caller but not kept, so a
+ * change is never hidden by a read that raced it.
  */
 export class CachedValue<T> {
   private value: { loadedAt: number; data: T } | undefined;
-  private generation = 0;
+  private readonly order = new LoadOrder();
 
   constructor(
     private readonly load: () => Promise<T>,
@@ -15,14 +43,40 @@ export class CachedValue<T> {
 
   async get(): Promise<T> {
     if (this.value && Date.now() - this.value.loadedAt <= this.maxAgeMs) return this.value.data;
-    const generation = this.generation;
+    const load = this.order.start();
     const data = await this.load();
-    if (generation === this.generation) this.value = { loadedAt: Date.now(), data };
+    if (this.order.keep(load)) this.value = { loadedAt: Date.now(), data };
     return data;
   }
 
   invalidate(): void {
-    this.generation += 1;
+    this.order.outdate();
     this.value = undefined;
+  }
+}
+
+/**
+ * A value always at hand in memory (read on every request), read again whenever something
+ * says it may have changed: a timer, an announcement, the process's own write. Reloads may
+ * overlap; the newest-started one that finishes is kept, whatever order they finish in.
+ */
+export class ReloadedValue<T> {
+  private readonly order = new LoadOrder();
+
+  constructor(
+    private readonly load: () => Promise<T>,
+    private value: T,
+  ) {}
+
+  get current(): T {
+    return this.value;
+  }
+
+  /** Reads the value again; answers what is kept then (this read's, or a newer one's). */
+  async reload(): Promise<T> {
+    const load = this.order.start();
+    const data = await this.load();
+    if (this.order.keep(load)) this.value = data;
+    return this.value;
   }
 }

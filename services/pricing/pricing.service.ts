@@ -1,5 +1,5 @@
 import Joi from '../../libs/joi';
-import { CachedValue } from '../../libs/cache';
+import { CachedValue, ReloadedValue } from '../../libs/cache';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
 import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
@@ -23,17 +23,18 @@ const BOOK_REFRESH_MS = 60_000;
 
 export function createPricingService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'pricing', definePricingModels);
-  let book = new TariffBook([]);
+  // Reloaded by the timer, by announcements and by this replica's own changes, at once at times.
+  const book = new ReloadedValue(() => readBook(db.models), new TariffBook([]));
   let refreshTimer: NodeJS.Timeout | undefined;
   /** Geo owns the fleet types; made in `created`, when the broker exists. */
   let fleets: CachedValue<FleetOption[]>;
 
   async function reloadBook(): Promise<void> {
-    book = await readBook(db.models);
+    await book.reload();
   }
 
   const sources: QuoteSources = {
-    book: () => book,
+    book: () => book.current,
     fleets: () => fleets.get(),
     courierRules: (courierId) => loadCourierRules(db.models, courierId),
   };

@@ -1,4 +1,4 @@
-import { CachedValue } from '../../../libs/cache';
+import { CachedValue, ReloadedValue } from '../../../libs/cache';
 
 describe('CachedValue', () => {
   it('loads once, then serves from memory until invalidated', async () => {
@@ -36,5 +36,71 @@ describe('CachedValue', () => {
     release('stale');
     expect(await inFlight).toBe('stale');
     expect(await cache.get()).toBe('fresh');
+  });
+});
+
+/** A load whose answer the test gives when it chooses. */
+function pendingLoads<T>() {
+  const waiting: ((value: T) => void)[] = [];
+  const load = () => new Promise<T>((resolve) => waiting.push(resolve));
+  return { load, answer: (i: number, value: T) => waiting[i](value) };
+}
+
+describe('CachedValue, loads finishing out of order', () => {
+  it('keeps the newest-started load, not the last to finish', async () => {
+    const loads = pendingLoads<string>();
+    const cache = new CachedValue(loads.load, 60_000);
+    const older = cache.get();
+    const newer = cache.get();
+    loads.answer(1, 'newer');
+    await newer;
+    loads.answer(0, 'older');
+    expect(await older).toBe('older'); // its caller still gets what it read
+    expect(await cache.get()).toBe('newer');
+  });
+});
+
+describe('ReloadedValue', () => {
+  it('serves the initial value until a reload is kept', async () => {
+    const value = new ReloadedValue(async () => 'loaded', 'initial');
+    expect(value.current).toBe('initial');
+    expect(await value.reload()).toBe('loaded');
+    expect(value.current).toBe('loaded');
+  });
+
+  it('an older, slower reload never replaces a newer one', async () => {
+    const loads = pendingLoads<string>();
+    const value = new ReloadedValue(loads.load, 'initial');
+    const timer = value.reload(); // started first, reads the value before a change
+    const announced = value.reload(); // started after the change
+    loads.answer(1, 'after the change');
+    expect(await announced).toBe('after the change');
+    loads.answer(0, 'before the change');
+    expect(await timer).toBe('after the change');
+    expect(value.current).toBe('after the change');
+  });
+
+  it('keeps an older reload that finishes while no newer one has', async () => {
+    const loads = pendingLoads<string>();
+    const value = new ReloadedValue(loads.load, 'initial');
+    const first = value.reload();
+    const second = value.reload();
+    loads.answer(0, 'first');
+    expect(await first).toBe('first');
+    loads.answer(1, 'second');
+    expect(await second).toBe('second');
+    expect(value.current).toBe('second');
+  });
+
+  it('keeps what it had when a reload fails', async () => {
+    let fail = false;
+    const value = new ReloadedValue(async () => {
+      if (fail) throw new Error('database away');
+      return 'loaded';
+    }, 'initial');
+    await value.reload();
+    fail = true;
+    await expect(value.reload()).rejects.toThrow('database away');
+    expect(value.current).toBe('loaded');
   });
 });
