@@ -123,9 +123,19 @@ function checkConsistency(book: TariffBook, scope: TierScope) {
 export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }): ServiceActions {
   const models = () => db.models;
 
+  /**
+   * Once a revision is stored, this replica rereads the book and tells the others. The change
+   * stands whatever happens here, so a failure is logged and the answer is still the change's:
+   * a 500 would have the operator retry what is stored. Every replica catches up at its periodic
+   * reload (BOOK_REFRESH_MS).
+   */
   async function announce(ctx: WaybillContext<unknown>) {
-    await hooks.reload();
-    await broadcast(ctx, TARIFF_CHANGED_EVENT, {});
+    await hooks.reload().catch((err: unknown) => {
+      ctx.service?.logger.warn('Tariff changed, but this replica could not reread it', err);
+    });
+    await broadcast(ctx, TARIFF_CHANGED_EVENT, {}).catch((err: unknown) => {
+      ctx.service?.logger.warn('Tariff changed, but the other replicas were not told', err);
+    });
   }
 
   async function insertRevision(
@@ -139,10 +149,11 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
       note?: string | null;
     },
   ) {
+    let created: TierRevisionRecord;
     try {
-      const created = await models().TierRevision.create({ ...scopeFields(scope), ...fields });
-      await announce(ctx);
-      return created.toObject() as TierRevisionRecord;
+      created = (
+        await models().TierRevision.create({ ...scopeFields(scope), ...fields })
+      ).toObject() as TierRevisionRecord;
     } catch (err) {
       if (isDuplicateKey(err)) {
         throw conflict(
@@ -151,6 +162,8 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
       }
       throw err;
     }
+    await announce(ctx);
+    return created;
   }
 
   return {
