@@ -9,6 +9,7 @@ import {
   type TierLevel,
   type TierScope,
 } from './tariff';
+import { tariffProblems } from './tariff-schema';
 
 /** One stored revision of a tier, as the book needs it. */
 export interface TierRevision {
@@ -62,6 +63,18 @@ export class TariffBook {
       .filter((t) => !t.deleted && t.scopeKey.startsWith(`${key}/`))
       .map((t) => t.scope);
     return [scope, ...inside];
+  }
+
+  /**
+   * What is wrong with the merged tariff of the scope and of every scope under it, each problem
+   * prefixed with the scope's key: what a change of that scope (a removal too) may break.
+   */
+  problemsUnder(scope: TierScope): string[] {
+    return this.scopesUnder(scope).flatMap((s) => {
+      const choice = this.choose({ countryCode: s.countryCode, state: s.state, lgaOrCity: s.city });
+      if (!choice) return [];
+      return tariffProblems(choice.tariff).map((p) => `${scopeKey(s)}: ${p}`);
+    });
   }
 
   /** The current revision of a scope, deleted or not. */

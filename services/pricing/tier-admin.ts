@@ -23,7 +23,6 @@ import {
   completeTariffSchema,
   tariffOverrideSchema,
   tariffOverrideView,
-  tariffProblems,
   tariffRatesView,
   tariffView,
 } from './tariff-schema';
@@ -104,18 +103,15 @@ function validateRates(scope: TierScope, rates: unknown): Tariff | TariffOverrid
 
 /**
  * Each scope the change reaches (itself and every narrower tier under it) must still merge
- * into a consistent tariff.
+ * into a consistent tariff; `book` is the tiers as they would be after it. The problems are
+ * the request's `field`: the rates sent, or the tier removed.
  */
-function checkConsistency(book: TariffBook, scope: TierScope) {
-  const problems = book.scopesUnder(scope).flatMap((s) => {
-    const choice = book.choose({ countryCode: s.countryCode, state: s.state, lgaOrCity: s.city });
-    if (!choice) return [];
-    return tariffProblems(choice.tariff).map((p) => `${scopeKey(s)}: ${p}`);
-  });
+function checkConsistency(book: TariffBook, scope: TierScope, field: 'rates' | 'tierId') {
+  const problems = book.problemsUnder(scope);
   if (problems.length > 0) {
     throw badRequest(
       problems[0],
-      problems.map((message) => ({ field: 'rates', message })),
+      problems.map((message) => ({ field, message })),
     );
   }
 }
@@ -309,6 +305,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         checkConsistency(
           book.with({ ...next, level: levelOf(scope), rates: checked, deleted: false, scope }),
           scope,
+          'rates',
         );
         const created = await insertRevision(ctx, scope, {
           revision: next.revision,
@@ -330,7 +327,10 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         status: 204,
         message: 'Pricing tier removed',
         summary: 'Remove a state or city tier; its places fall back to the wider tiers',
-        errors: { 409: 'Not the current revision of its tier' },
+        errors: {
+          400: 'A country tier, or the tiers under it would no longer merge into a consistent tariff',
+          409: 'Not the current revision of its tier',
+        },
       },
       params: Joi.object({ tierId: uuid().required() }),
       async handler(ctx) {
@@ -349,13 +349,20 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
             `Tier ${record._id} is revision ${record.revision}; the current revision is ${latest?.revision} (${latest?.id})`,
           );
         }
-        await insertRevision(ctx, scope, {
-          revision: record.revision + 1,
-          rates: {},
-          deleted: true,
-          label: record.label,
-          note: 'Removed',
-        });
+        const removal = { revision: record.revision + 1, rates: {}, deleted: true };
+        // Its places fall back to the wider tiers, under which the narrower ones must still hold.
+        checkConsistency(
+          book.with({
+            ...removal,
+            id: 'proposed',
+            scopeKey: scopeKey(scope),
+            level: levelOf(scope),
+            scope,
+          }),
+          scope,
+          'tierId',
+        );
+        await insertRevision(ctx, scope, { ...removal, label: record.label, note: 'Removed' });
         return null;
       },
     }),

@@ -90,6 +90,31 @@ describe('tiers', () => {
     expect(book.countries()).toEqual(['NG']);
   });
 
+  it('reports the problems of each merged tariff a removal reaches', () => {
+    // The state opens early and charges little; its city relies on both.
+    const book = new TariffBook([
+      revision({ scope: ng }),
+      revision({
+        scope: lagos,
+        rates: {
+          scheduled: { openingTime: '05:00' },
+          serviceFee: { minimumKobo: 5_000, maximumKobo: 300_000 },
+        },
+      }),
+      revision({
+        scope: ikeja,
+        rates: { scheduled: { closingTime: '07:00' }, serviceFee: { maximumKobo: 6_000 } },
+      }),
+    ]);
+    expect(book.problemsUnder(ng)).toEqual([]);
+    const removed = book.with(revision({ scope: lagos, revision: 2, rates: {}, deleted: true }));
+    expect(removed.problemsUnder(lagos)).toEqual([
+      'NG/lagos/ikeja: scheduled.openingTime (08:00) must be before closingTime (07:00)',
+      'NG/lagos/ikeja: serviceFee.minimumKobo (10000) must not exceed maximumKobo (6000)',
+    ]);
+    expect(removed.problemsUnder(ikeja)).toHaveLength(2);
+  });
+
   it('lists the scopes a change reaches', () => {
     const book = new TariffBook([
       revision({ scope: ng }),

@@ -4,6 +4,7 @@ import type { TierRevisionRecord } from '../../../services/pricing/store';
 import { scopeKey, type TierScope } from '../../../services/pricing/tariff';
 import { createTierActions } from '../../../services/pricing/tier-admin';
 import { scopeFields } from '../../../services/pricing/tier-store';
+import { rejectionOf } from '../helpers';
 
 /**
  * The tier actions over revisions held in memory: the queries they make, answered as the
@@ -120,5 +121,46 @@ describe('a tier change once stored', () => {
     await admin.run('deleteTier', { tierId: records[1]._id });
     expect(admin.announced).toEqual(['pricing.tariffChanged']);
     expect(admin.warnings).toEqual([]);
+  });
+});
+
+describe('removing a tier', () => {
+  /** The state opens early and charges little; its city relies on both. */
+  const leaning = () => [
+    stored(ng, NIGERIA_COUNTRY_TARIFF),
+    stored(lagos, {
+      scheduled: { openingTime: '05:00' },
+      serviceFee: { minimumKobo: 5_000, maximumKobo: 300_000 },
+    }),
+    stored(ikeja, { scheduled: { closingTime: '07:00' }, serviceFee: { maximumKobo: 6_000 } }),
+  ];
+
+  it('is refused, as a change would be, when a tier under it would no longer merge', async () => {
+    const records = leaning();
+    const admin = tierAdmin(records);
+    const refused = await rejectionOf(() => admin.run('deleteTier', { tierId: records[1]._id }));
+    expect(refused).toMatchObject({
+      code: 400,
+      message: 'NG/lagos/ikeja: scheduled.openingTime (08:00) must be before closingTime (07:00)',
+      data: {
+        errors: [
+          { field: 'tierId', message: expect.stringMatching(/^NG\/lagos\/ikeja: scheduled/) },
+          { field: 'tierId', message: expect.stringMatching(/^NG\/lagos\/ikeja: serviceFee/) },
+        ],
+      },
+    });
+    expect(records).toHaveLength(3);
+    expect(admin.announced).toEqual([]);
+  });
+
+  it('goes through when the tiers under it hold on their own', async () => {
+    const records = leaning();
+    const admin = tierAdmin(records);
+    expect(await admin.run('deleteTier', { tierId: records[2]._id })).toBeNull();
+    expect(await admin.run('deleteTier', { tierId: records[1]._id })).toBeNull();
+    expect(records.filter((r) => r.deleted).map((r) => r.scopeKey)).toEqual([
+      'NG/lagos/ikeja',
+      'NG/lagos',
+    ]);
   });
 });
