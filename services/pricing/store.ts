@@ -5,7 +5,9 @@ import { Schema, type Connection, type InferSchemaType } from 'mongoose';
  * Tier revisions are never changed, only added: a change to a tier inserts revision n + 1
  * with a new id. So `tierIds` of a quote name exactly the rates it used, for ever, and the
  * unique (scopeKey, revision) index makes two concurrent edits of one tier fail one of them
- * instead of both landing (FerretDB does not make a read-then-update atomic).
+ * instead of both landing (FerretDB does not make a read-then-update atomic). The `_id`, named
+ * after the country's change number, does the same for edits of two tiers of one country
+ * (decision 113).
  */
 const tierRevisionSchema = new Schema(
   {
@@ -23,6 +25,12 @@ const tierRevisionSchema = new Schema(
     /** A removed state or city tier: the scope falls back to the wider tiers. */
     deleted: { type: Boolean, required: true, default: false },
     note: { type: String, default: null },
+    /**
+     * The number of the change of the country's tiers that stored it; the `_id` is named after
+     * it (tier-store `changeId`), so two changes of one country at once cannot both land.
+     * Null on the starting tariff and on revisions stored before changes were numbered.
+     */
+    change: { type: Number, default: null },
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false, minimize: false },
 );

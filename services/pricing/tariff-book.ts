@@ -21,6 +21,12 @@ export interface TierRevision {
   deleted: boolean;
   scope: TierScope;
   label?: string | null;
+  /**
+   * The number of the change of its country's tiers that stored it (1, 2, ...): what lets two
+   * changes of one country at once be told apart (tier-store `changeId`). None on revisions
+   * stored before changes were numbered, and on the starting tariff.
+   */
+  change?: number | null;
 }
 
 export interface TariffChoice {
@@ -42,18 +48,37 @@ const TIER_ID_FIELD: Record<TierLevel, keyof TierIds> = {
  */
 export class TariffBook {
   private readonly current = new Map<string, TierRevision>();
+  /** The latest change number of each country, over every revision (current or not). */
+  private readonly changes = new Map<string, number>();
 
   /** From every stored revision; the highest revision of each scope is current. */
   constructor(revisions: Iterable<TierRevision>) {
     for (const revision of revisions) {
       const held = this.current.get(revision.scopeKey);
       if (!held || held.revision < revision.revision) this.current.set(revision.scopeKey, revision);
+      const country = revision.scope.countryCode.toUpperCase();
+      const change = Math.max(revision.change ?? 0, this.changes.get(country) ?? 0);
+      this.changes.set(country, change);
     }
   }
 
   /** A book where `revision` is current too: to check a change before storing it. */
   with(revision: TierRevision): TariffBook {
-    return new TariffBook([...this.current.values(), revision]);
+    const book = new TariffBook([...this.current.values(), revision]);
+    // Revisions no longer current may hold a country's latest change number.
+    for (const [country, change] of this.changes) {
+      book.changes.set(country, Math.max(change, book.changes.get(country) ?? 0));
+    }
+    return book;
+  }
+
+  /**
+   * The number of the latest change of a country's tiers in this book (0 before the first):
+   * a change made against this book is change `lastChange + 1`, and stores only if no other
+   * change took that number meanwhile.
+   */
+  lastChange(countryCode: string): number {
+    return this.changes.get(countryCode.toUpperCase()) ?? 0;
   }
 
   /** The scope and every scope with a live tier inside it (its states, their cities). */

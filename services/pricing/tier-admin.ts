@@ -26,7 +26,7 @@ import {
   tariffRatesView,
   tariffView,
 } from './tariff-schema';
-import { latestRevision, readBook, scopeFields, scopeOf } from './tier-store';
+import { changeId, latestRevision, readBook, scopeFields, scopeOf } from './tier-store';
 
 type Db = ServiceDatabase<PricingModels>;
 
@@ -134,8 +134,14 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
     });
   }
 
+  /**
+   * Stores a revision made against `book`, as the country's next change: it lands only if no
+   * other change of the country's tiers landed since `book` was read, so the consistency
+   * checked against `book` is the consistency stored.
+   */
   async function insertRevision(
     ctx: WaybillContext<unknown>,
+    book: TariffBook,
     scope: TierScope,
     fields: {
       revision: number;
@@ -145,15 +151,21 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
       note?: string | null;
     },
   ) {
+    const change = book.lastChange(scope.countryCode) + 1;
     let created: TierRevisionRecord;
     try {
       created = (
-        await models().TierRevision.create({ ...scopeFields(scope), ...fields })
+        await models().TierRevision.create({
+          _id: changeId(scope.countryCode, change),
+          ...scopeFields(scope),
+          ...fields,
+          change,
+        })
       ).toObject() as TierRevisionRecord;
     } catch (err) {
       if (isDuplicateKey(err)) {
         throw conflict(
-          `The ${scopeKey(scope)} tier changed while this change was made; read it again and retry`,
+          `The ${scope.countryCode} tariff changed while this change of ${scopeKey(scope)} was made; read it again and retry`,
         );
       }
       throw err;
@@ -262,7 +274,10 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         description:
           'A country tier needs every rate; a state or city tier only the rates it overrides, and replaces its previous overrides as a whole. Money is integer kobo (`...Kobo`), shares are decimals ("0.05"). Send `expectedRevision` to refuse the change if someone else changed the tier first.',
         response: tierView,
-        errors: { 404: 'No such country, state or LGA', 409: 'The tier changed meanwhile' },
+        errors: {
+          404: 'No such country, state or LGA',
+          409: 'The tier, or another tier of its country, changed meanwhile',
+        },
       },
       // `rates` is checked by validateRates, after the place is known.
       params: documented(
@@ -307,7 +322,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
           scope,
           'rates',
         );
-        const created = await insertRevision(ctx, scope, {
+        const created = await insertRevision(ctx, book, scope, {
           revision: next.revision,
           rates: checked,
           deleted: false,
@@ -329,7 +344,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         summary: 'Remove a state or city tier; its places fall back to the wider tiers',
         errors: {
           400: 'A country tier, or the tiers under it would no longer merge into a consistent tariff',
-          409: 'Not the current revision of its tier',
+          409: 'Not the current revision of its tier, or another tier of its country changed meanwhile',
         },
       },
       params: Joi.object({ tierId: uuid().required() }),
@@ -362,7 +377,11 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
           scope,
           'tierId',
         );
-        await insertRevision(ctx, scope, { ...removal, label: record.label, note: 'Removed' });
+        await insertRevision(ctx, book, scope, {
+          ...removal,
+          label: record.label,
+          note: 'Removed',
+        });
         return null;
       },
     }),

@@ -1,3 +1,4 @@
+import { nameBasedId } from '../../libs/ids';
 import { isDuplicateKey } from '../../libs/mongo';
 import type { PricingModels, TierRevisionRecord } from './store';
 import { nigeriaTierSeeds } from './nigeria-tariff';
@@ -15,6 +16,14 @@ export function scopeFields(scope: TierScope) {
     state: scope.state ?? null,
     city: scope.city ?? null,
   };
+}
+
+/**
+ * The id of the revision stored by change `change` of a country's tiers: one id per change, so
+ * that of two changes made against the same book only the first to insert lands (decision 16).
+ */
+export function changeId(countryCode: string, change: number): string {
+  return nameBasedId('pricing tier change', countryCode.toUpperCase(), String(change));
 }
 
 export function scopeOf(
@@ -36,6 +45,7 @@ const toRevision = (record: TierRevisionRecord): TierRevision => ({
   deleted: record.deleted,
   scope: scopeOf(record),
   label: record.label ?? null,
+  change: record.change ?? null,
 });
 
 export async function readBook(models: PricingModels): Promise<TariffBook> {

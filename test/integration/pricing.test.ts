@@ -442,6 +442,49 @@ describe('tariff administration', () => {
     );
   });
 
+  it('simultaneous changes of two tiers of one country never store a combination neither checked', async () => {
+    // Each change holds with the other's tier as it was; together the city would close (07:00)
+    // before the state's opening falls back to the country's 08:00.
+    const places = [
+      ['Enugu', 'Enugu North'],
+      ['Kaduna', 'Kaduna North'],
+      ['Plateau', 'Jos North'],
+      ['Kwara', 'Ilorin East'],
+      ['Edo', 'Oredo'],
+    ];
+    for (const [state, city] of places) {
+      const early = await admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state,
+        rates: { scheduled: { openingTime: '05:00' } },
+      });
+      expect(early.status).toBe(201);
+      const replies = await Promise.all([
+        admin('PUT', '/admin/pricing/tiers', {
+          countryCode: 'NG',
+          state,
+          rates: { includedWeightKg: 3 },
+        }),
+        admin('PUT', '/admin/pricing/tiers', {
+          countryCode: 'NG',
+          state,
+          city,
+          rates: { scheduled: { closingTime: '07:00' } },
+        }),
+      ]);
+      // The later one is refused: 409 if it was checked before the other landed, else 400.
+      const [landed, refused] = replies.map((r) => r.status).sort();
+      expect(landed).toBe(201);
+      expect([400, 409]).toContain(refused);
+      const merged = await admin(
+        'GET',
+        `/admin/pricing/tariff?countryCode=NG&state=${state}&city=${encodeURIComponent(city)}`,
+      );
+      const { openingTime, closingTime } = merged.body.data.tariff.scheduled;
+      expect(openingTime < closingTime).toBe(true);
+    }
+  });
+
   it('removing a city tier falls back to the state', async () => {
     const { tierIds } = (await modeB()).body.data;
     const removed = await admin('DELETE', `/admin/pricing/tiers/${tierIds.cityPricingId}`);

@@ -115,6 +115,21 @@ describe('tiers', () => {
     expect(removed.problemsUnder(ikeja)).toHaveLength(2);
   });
 
+  it("numbers a country's changes over every revision, current or not", () => {
+    const book = new TariffBook([
+      revision({ scope: ng }), // the starting tariff: no change number
+      revision({ scope: lagos, change: 2 }),
+      revision({ scope: lagos, revision: 2 }), // stored by a version that did not number them
+      revision({ scope: ikeja, change: 1 }),
+      revision({ scope: { countryCode: 'GH' }, change: 7 }),
+    ]);
+    expect(book.lastChange('NG')).toBe(2);
+    expect(book.lastChange('gh')).toBe(7);
+    expect(book.lastChange('KE')).toBe(0);
+    const proposed = book.with(revision({ scope: lagos, revision: 3 }));
+    expect(proposed.lastChange('NG')).toBe(2);
+  });
+
   it('lists the scopes a change reaches', () => {
     const book = new TariffBook([
       revision({ scope: ng }),

@@ -164,3 +164,31 @@ describe('removing a tier', () => {
     ]);
   });
 });
+
+describe("changes of one country's tiers at once", () => {
+  it('only one lands, whichever tiers they change: each was checked without the other', async () => {
+    const etiOsa = { countryCode: 'NG', state: 'Lagos', city: 'Eti Osa' };
+    const records = [
+      stored(ng, NIGERIA_COUNTRY_TARIFF),
+      stored(lagos, { includedWeightKg: 2 }),
+      stored(ikeja, { includedWeightKg: 3 }),
+      stored(etiOsa, { includedWeightKg: 4 }),
+    ];
+    const admin = tierAdmin(records);
+    const outcomes = await Promise.allSettled([
+      admin.run('deleteTier', { tierId: records[2]._id }),
+      admin.run('deleteTier', { tierId: records[3]._id }),
+    ]);
+    expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const refused = outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult;
+    expect(refused.reason).toMatchObject({
+      code: 409,
+      message: expect.stringMatching(/^The NG tariff changed while this change of NG\/lagos\//),
+    });
+    expect(records.filter((r) => r.deleted)).toHaveLength(1);
+    // Made again against the tiers as they now are, it lands.
+    const tierId = records[outcomes[0].status === 'rejected' ? 2 : 3]._id;
+    expect(await admin.run('deleteTier', { tierId })).toBeNull();
+    expect(records.filter((r) => r.deleted).map((r) => r.change)).toEqual([1, 2]);
+  });
+});
