@@ -30,7 +30,14 @@ import { changeId, latestRevision, readBook, scopeFields, scopeOf } from './tier
 
 type Db = ServiceDatabase<PricingModels>;
 
-function toTierView(record: TierRevisionRecord, current: boolean) {
+/**
+ * `current`: the latest revision of its place; `tierRemoved`: that latest revision is a
+ * removal, so no revision of the tier prices trips now.
+ */
+function toTierView(
+  record: TierRevisionRecord,
+  { current, tierRemoved }: { current: boolean; tierRemoved: boolean },
+) {
   return {
     id: record._id,
     level: record.level,
@@ -41,6 +48,7 @@ function toTierView(record: TierRevisionRecord, current: boolean) {
     revision: record.revision,
     current,
     deleted: record.deleted,
+    tierRemoved,
     rates: record.rates,
     note: record.note ?? null,
     createdAt: record.createdAt.toISOString(),
@@ -57,6 +65,9 @@ const tierView = view('PricingTier', {
   revision: Joi.number().integer(),
   current: Joi.boolean(),
   deleted: Joi.boolean().description('This revision removed the tier'),
+  tierRemoved: Joi.boolean().description(
+    'The tier is removed now (its current revision is a removal): this revision, still what priced the quotes that name it, prices nothing more',
+  ),
   rates: tariffRatesView.required(),
   note: Joi.string().allow(null),
   createdAt: Joi.string().isoDate(),
@@ -203,7 +214,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         return records
           .filter((r) => !seen.has(r.scopeKey) && seen.add(r.scopeKey))
           .filter((r) => includeDeleted || !r.deleted)
-          .map((r) => toTierView(r, true));
+          .map((r) => toTierView(r, { current: true, tierRemoved: r.deleted }));
       },
     }),
 
@@ -216,7 +227,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         message: 'Pricing tier retrieved',
         summary: 'One tier revision, current or past: the rates a quote with this id used',
         description:
-          'A tier that has been removed is not found, whichever of its revisions is asked for; `GET /admin/pricing/tiers?includeDeleted=true` lists the removals.',
+          'Every revision stays readable, a removed tier’s too (`tierRemoved`), so that the `tierIds` of any quote or delivery can be explained; `GET /admin/pricing/tiers?includeDeleted=true` lists the removals.',
         response: tierView,
       },
       params: Joi.object({ tierId: uuid().required() }),
@@ -226,8 +237,10 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
           .lean<TierRevisionRecord>();
         if (!record) throw notFound('Pricing tier not found');
         const latest = await latestRevision(models(), scopeOf(record));
-        if (!latest || latest.deleted) throw notFound('Pricing tier not found');
-        return toTierView(record, latest.id === record._id);
+        return toTierView(record, {
+          current: latest?.id === record._id,
+          tierRemoved: latest?.deleted ?? false,
+        });
       },
     }),
 
@@ -329,7 +342,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
           label: label ?? latest?.label ?? null,
           note: note ?? null,
         });
-        return toTierView(created, true);
+        return toTierView(created, { current: true, tierRemoved: false });
       },
     }),
 

@@ -493,16 +493,21 @@ describe('tariff administration', () => {
     const after = (await modeB()).body.data;
     expect(after.tierIds.cityPricingId).toBeNull();
     expect(after.tariffVersion).toBe('NG@1/lagos@2');
-    // Removed: no revision of the tier reads back (it read as `deleted: false` before).
-    expectErrorEnvelope(
-      await admin('GET', `/admin/pricing/tiers/${tierIds.cityPricingId}`),
-      404,
-      /Pricing tier not found/,
-    );
+    // The revision that priced earlier quotes still explains them, marked as of a removed tier.
+    const priced = await admin('GET', `/admin/pricing/tiers/${tierIds.cityPricingId}`);
+    expect(priced.status).toBe(200);
+    expect(priced.body.data).toMatchObject({
+      id: tierIds.cityPricingId,
+      city: 'Ikeja',
+      current: false,
+      deleted: false,
+      tierRemoved: true,
+      rates: { routes: { INTER_CITY: expect.any(Object) } },
+    });
     const listed = await admin('GET', '/admin/pricing/tiers?level=city&includeDeleted=true');
-    expect(listed.body.data).toContainEqual(
-      expect.objectContaining({ city: 'Ikeja', deleted: true, current: true, rates: {} }),
-    );
+    const removal = listed.body.data.find((t: { city: string }) => t.city === 'Ikeja');
+    expect(removal).toMatchObject({ deleted: true, current: true, tierRemoved: true, rates: {} });
+    expect((await admin('GET', `/admin/pricing/tiers/${removal.id}`)).body.data).toEqual(removal);
     expectErrorEnvelope(
       await admin('DELETE', `/admin/pricing/tiers/${tierIds.cityPricingId}`),
       409,
