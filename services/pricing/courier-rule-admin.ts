@@ -1,6 +1,7 @@
 import Joi, { characterCount } from '../../libs/joi';
 import { badRequest, conflict, notFound, type FieldError } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
+import { Turns } from '../../libs/turns';
 import {
   TRIMMED_CHARACTERS,
   countryCode,
@@ -10,7 +11,14 @@ import {
   view,
 } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
-import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
+import {
+  ambiguousWith,
+  formatArea,
+  parseArea,
+  ruleChanges,
+  type Area,
+  type CourierRule,
+} from './courier-rules';
 import type { CourierRuleRecord, PricingModels } from './store';
 import { AREA_NAME_MAX } from '../../libs/contracts/geo';
 import { findArea, missingPlace } from './places';
@@ -112,6 +120,13 @@ const ruleFields = {
 
 export function createCourierRuleActions(db: Db): ServiceActions {
   const models = () => db.models;
+  /**
+   * A rule's changes and its deletion take turns in this replica. FerretDB writes a whole
+   * document from the copy its update read (decision 99), so two writes of one rule at once keep
+   * one's fields, whatever each `$set` names, and a change may bring a deleted rule back.
+   * Replicas do not take turns with each other: that race is left (docs/pricing.md).
+   */
+  const edits = new Turns();
 
   /**
    * A rule's `from` and `to` spelled as addresses spell them. A place that is not in the
@@ -262,43 +277,45 @@ export function createCourierRuleActions(db: Db): ServiceActions {
       params: Joi.object({ ruleId: uuid().required(), ...ruleFields }).or(
         ...Object.keys(ruleFields),
       ),
-      async handler(ctx) {
-        const { ruleId, from, to, ...fields } = ctx.params;
-        const record = await models().CourierRule.findById(ruleId).lean<CourierRuleRecord>();
-        if (!record) throw notFound('Courier pricing rule not found');
-        const current = toRule(record);
-        const countryCode = fields.countryCode ?? current.countryCode;
-        const changed: CourierRule = {
-          ...current,
-          ...fields,
-          countryCode,
-          // Checked again even when unchanged: the country may have changed under them.
-          ...(await canonicalPlaces(ctx, countryCode, {
-            from: [from ?? current.from, from !== undefined],
-            to: [to ?? current.to, to !== undefined],
-          })),
-        };
-        await refuseAmbiguity(changed);
-        const updated = await models()
-          .CourierRule.findOneAndUpdate(
-            { _id: ruleId },
-            {
-              $set: {
-                countryCode: changed.countryCode,
-                from: { lgaOrCity: null, ...changed.from },
-                to: { lgaOrCity: null, ...changed.to },
-                withinKmRadius: changed.withinKmRadius,
-                isPerKg: changed.isPerKg,
-                amountKobo: changed.amountKobo,
-                priority: changed.priority,
+      handler: (ctx) =>
+        edits.run(ctx.params.ruleId, async () => {
+          const { ruleId, from, to, ...fields } = ctx.params;
+          const record = await models().CourierRule.findById(ruleId).lean<CourierRuleRecord>();
+          if (!record) throw notFound('Courier pricing rule not found');
+          const current = toRule(record);
+          const countryCode = fields.countryCode ?? current.countryCode;
+          const changed: CourierRule = {
+            ...current,
+            ...fields,
+            countryCode,
+            // Checked again even when unchanged: the country may have changed under them.
+            ...(await canonicalPlaces(ctx, countryCode, {
+              from: [from ?? current.from, from !== undefined],
+              to: [to ?? current.to, to !== undefined],
+            })),
+          };
+          await refuseAmbiguity(changed);
+          const {
+            from: newFrom,
+            to: newTo,
+            ...plain
+          } = ruleChanges({ ...fields, ...(from ? { from } : {}), ...(to ? { to } : {}) }, changed);
+          const updated = await models()
+            .CourierRule.findOneAndUpdate(
+              { _id: ruleId },
+              {
+                $set: {
+                  ...plain,
+                  ...(newFrom ? { from: { lgaOrCity: null, ...newFrom } } : {}),
+                  ...(newTo ? { to: { lgaOrCity: null, ...newTo } } : {}),
+                },
               },
-            },
-            { new: true },
-          )
-          .lean<CourierRuleRecord>();
-        if (!updated) throw notFound('Courier pricing rule not found');
-        return toAdminView(toRule(updated), updated.updatedAt);
-      },
+              { new: true },
+            )
+            .lean<CourierRuleRecord>();
+          if (!updated) throw notFound('Courier pricing rule not found');
+          return toAdminView(toRule(updated), updated.updatedAt);
+        }),
     }),
 
     deleteCourierRule: action({
@@ -313,11 +330,12 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         errors: { 404: 'No such courier pricing rule' },
       },
       params: Joi.object({ ruleId: uuid().required() }),
-      async handler(ctx) {
-        const { deletedCount } = await models().CourierRule.deleteOne({ _id: ctx.params.ruleId });
-        if (deletedCount === 0) throw notFound('Courier pricing rule not found');
-        return null;
-      },
+      handler: (ctx) =>
+        edits.run(ctx.params.ruleId, async () => {
+          const { deletedCount } = await models().CourierRule.deleteOne({ _id: ctx.params.ruleId });
+          if (deletedCount === 0) throw notFound('Courier pricing rule not found');
+          return null;
+        }),
     }),
   };
 }

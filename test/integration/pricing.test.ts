@@ -707,6 +707,41 @@ describe('courier pricing rules', () => {
     );
   });
 
+  it('changes of different fields of a rule made at once all land', async () => {
+    const racer = '2e4f6a8c-0b1d-4e3f-9a5b-7c9d1e3f5a7b';
+    const states = ['Kano', 'Kaduna', 'Oyo', 'Enugu', 'Rivers'];
+    const rules = await Promise.all(
+      states.map(async (state) => {
+        const created = await admin('POST', '/admin/pricing/courier-rules', {
+          courierId: racer,
+          from: state,
+          to: state,
+          amountKobo: 1000,
+        });
+        expect(created.status).toBe(201);
+        return created.body.data.id as string;
+      }),
+    );
+    const patch = (id: string, body: object) =>
+      admin('PATCH', `/admin/pricing/courier-rules/${id}`, body);
+    const replies = await Promise.all(
+      rules.flatMap((id, i) => [
+        patch(id, { amountKobo: 2000 + i }),
+        patch(id, { priority: 10 + i }),
+        patch(id, { withinKmRadius: 50 + i }),
+      ]),
+    );
+    expect(replies.map((r) => r.status)).toEqual(replies.map(() => 200));
+    const listed = await admin('GET', `/admin/pricing/courier-rules?courierId=${racer}`);
+    for (const [i, id] of rules.entries()) {
+      expect(listed.body.data.find((r: { id: string }) => r.id === id)).toMatchObject({
+        amountKobo: 2000 + i,
+        priority: 10 + i,
+        withinKmRadius: 50 + i,
+      });
+    }
+  });
+
   it('lists rules a page at a time, in a stable order', async () => {
     const pager = '7d1e2f3a-4b5c-4d6e-8f7a-9b0c1d2e3f4a';
     const states = ['Kano', 'Kaduna', 'Oyo', 'Enugu', 'Rivers'];
