@@ -8,8 +8,12 @@ import type { Retry } from './retry';
 /** Broadcast after a tariff tier changes, so that every pricing replica rereads the book. */
 export const TARIFF_CHANGED_EVENT = 'pricing.tariffChanged';
 
+/** Broadcast after a courier pricing rule changes, so that every pricing replica rereads them. */
+export const COURIER_RULES_CHANGED_EVENT = 'pricing.courierRulesChanged';
+
 export interface PricingEvents {
   [TARIFF_CHANGED_EVENT]: Record<string, never>;
+  [COURIER_RULES_CHANGED_EVENT]: Record<string, never>;
 }
 
 export const URGENCY_TYPES = ['STANDARD', 'PRIORITY', 'SCHEDULED'] as const;

@@ -12,6 +12,7 @@ import {
 } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import {
+  CourierRuleBook,
   ambiguousWith,
   formatArea,
   parseArea,
@@ -21,6 +22,8 @@ import {
 } from './courier-rules';
 import type { CourierRuleRecord, PricingModels } from './store';
 import { AREA_NAME_MAX } from '../../libs/contracts/geo';
+import { COURIER_RULES_CHANGED_EVENT } from '../../libs/contracts/pricing';
+import { announceStored } from './announce';
 import { findArea, missingPlace } from './places';
 
 type Db = ServiceDatabase<PricingModels>;
@@ -45,12 +48,22 @@ function toRule(record: CourierRuleRecord): CourierRule {
   };
 }
 
+/**
+ * One courier's rules, from the database: for operators' changes, which check a rule against
+ * the others as stored. Quotes read them from memory (`readCourierRuleBook`).
+ */
 export async function loadCourierRules(
   models: PricingModels,
   courierId: string,
 ): Promise<CourierRule[]> {
   const records = await models.CourierRule.find({ courierId }).lean<CourierRuleRecord[]>();
   return records.map(toRule);
+}
+
+/** Every courier's rules, read whole: what each replica keeps for quotes (decision 114). */
+export async function readCourierRuleBook(models: PricingModels): Promise<CourierRuleBook> {
+  const records = await models.CourierRule.find({}).lean<CourierRuleRecord[]>();
+  return new CourierRuleBook(records.map(toRule));
 }
 
 function toAdminView(rule: CourierRule, updatedAt: Date) {
@@ -118,8 +131,13 @@ const ruleFields = {
     .description('Lower first; overlapping rules of a courier need different priorities'),
 };
 
-export function createCourierRuleActions(db: Db): ServiceActions {
+export function createCourierRuleActions(
+  db: Db,
+  hooks: { reload: () => Promise<unknown> },
+): ServiceActions {
   const models = () => db.models;
+  const announce = (ctx: WaybillContext<unknown>) =>
+    announceStored(ctx, COURIER_RULES_CHANGED_EVENT, hooks.reload);
   /**
    * A rule's changes and its deletion take turns in this replica. FerretDB writes a whole
    * document from the copy its update read (decision 99), so two writes of one rule at once keep
@@ -253,6 +271,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         };
         await refuseAmbiguity({ ...rule, id: 'new', capBy: 'LOCATION', createdAt: new Date() });
         const created = (await models().CourierRule.create(rule)).toObject() as CourierRuleRecord;
+        await announce(ctx);
         return toAdminView(toRule(created), created.updatedAt);
       },
     }),
@@ -314,6 +333,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
             )
             .lean<CourierRuleRecord>();
           if (!updated) throw notFound('Courier pricing rule not found');
+          await announce(ctx);
           return toAdminView(toRule(updated), updated.updatedAt);
         }),
     }),
@@ -334,6 +354,7 @@ export function createCourierRuleActions(db: Db): ServiceActions {
         edits.run(ctx.params.ruleId, async () => {
           const { deletedCount } = await models().CourierRule.deleteOne({ _id: ctx.params.ruleId });
           if (deletedCount === 0) throw notFound('Courier pricing rule not found');
+          await announce(ctx);
           return null;
         }),
     }),

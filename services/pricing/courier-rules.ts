@@ -144,3 +144,24 @@ export function toRuleView(rule: CourierRule) {
     isPerKg: rule.isPerKg,
   };
 }
+
+/**
+ * Every courier's rules, in memory: a quote naming a SPECIFIC courier reads them there, never
+ * the database (a query by courier reads the whole collection on FerretDB, decision 114).
+ */
+export class CourierRuleBook {
+  private readonly byCourier = new Map<string, CourierRule[]>();
+
+  constructor(rules: Iterable<CourierRule>) {
+    for (const rule of rules) {
+      const held = this.byCourier.get(rule.courierId);
+      if (held) held.push(rule);
+      else this.byCourier.set(rule.courierId, [rule]);
+    }
+  }
+
+  /** The rules of one courier; none for a courier without any. */
+  of(courierId: string): readonly CourierRule[] {
+    return this.byCourier.get(courierId) ?? [];
+  }
+}

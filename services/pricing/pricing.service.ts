@@ -3,10 +3,11 @@ import { CachedValue, ReloadedValue } from '../../libs/cache';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
 import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
-import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
+import { COURIER_RULES_CHANGED_EVENT, TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import { ServiceDatabase } from '../../libs/mongo';
 import { action, implement, type ServiceDefinition, type WaybillContext } from '../../libs/service';
-import { createCourierRuleActions, loadCourierRules } from './courier-rule-admin';
+import { createCourierRuleActions, readCourierRuleBook } from './courier-rule-admin';
+import { CourierRuleBook } from './courier-rules';
 import type { FleetOption } from './fleet-choice';
 import { quote, quoteLoad, type QuoteSources } from './quote';
 import { quoteLoadSchema, quoteRequestSchema, type QuoteRequestParams } from './quote-request';
@@ -18,13 +19,17 @@ import { readBook, seedTiers } from './tier-store';
 
 /** Fleet types change rarely and geo announces changes; this bounds a missed announcement. */
 const FLEET_CACHE_MS = 30_000;
-/** A lost `pricing.tariffChanged` is repaired within this time. */
+/** A lost `pricing.tariffChanged` or `pricing.courierRulesChanged` is repaired within this time. */
 const BOOK_REFRESH_MS = 60_000;
 
 export function createPricingService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'pricing', definePricingModels);
   // Reloaded by the timer, by announcements and by this replica's own changes, at once at times.
   const book = new ReloadedValue(() => readBook(db.models), new TariffBook([]));
+  const courierRules = new ReloadedValue(
+    () => readCourierRuleBook(db.models),
+    new CourierRuleBook([]),
+  );
   let refreshTimer: NodeJS.Timeout | undefined;
   /** Geo owns the fleet types; made in `created`, when the broker exists. */
   let fleets: CachedValue<FleetOption[]>;
@@ -33,10 +38,14 @@ export function createPricingService(config: Config): ServiceDefinition {
     await book.reload();
   }
 
+  async function reloadCourierRules(): Promise<void> {
+    await courierRules.reload();
+  }
+
   const sources: QuoteSources = {
     book: () => book.current,
     fleets: () => fleets.get(),
-    courierRules: (courierId) => loadCourierRules(db.models, courierId),
+    courierRules: async (courierId) => courierRules.current.of(courierId),
   };
 
   return {
@@ -51,10 +60,13 @@ export function createPricingService(config: Config): ServiceDefinition {
     async started() {
       const models = await db.connect();
       await seedTiers(models);
-      await reloadBook();
+      await Promise.all([reloadBook(), reloadCourierRules()]);
       refreshTimer = setInterval(() => {
         reloadBook().catch((err: unknown) =>
           this.logger.warn('Could not refresh the tariff; keeping the last one', { err }),
+        );
+        reloadCourierRules().catch((err: unknown) =>
+          this.logger.warn('Could not refresh the courier rules; keeping the last ones', { err }),
         );
       }, BOOK_REFRESH_MS);
       refreshTimer.unref();
@@ -64,6 +76,7 @@ export function createPricingService(config: Config): ServiceDefinition {
     },
     events: {
       [TARIFF_CHANGED_EVENT]: reloadBook,
+      [COURIER_RULES_CHANGED_EVENT]: reloadCourierRules,
       [FLEET_TYPES_CHANGED_EVENT]() {
         fleets.invalidate();
       },
@@ -95,7 +108,7 @@ export function createPricingService(config: Config): ServiceDefinition {
         handler: (ctx) => quoteLoad(ctx, sources),
       }),
       ...createTierActions(db, { reload: reloadBook }),
-      ...createCourierRuleActions(db),
+      ...createCourierRuleActions(db, { reload: reloadCourierRules }),
     },
   };
 }

@@ -27,7 +27,7 @@ import { toDeliveryCost, toModeAQuote, type PricedTrip } from './views';
 export interface QuoteSources {
   book(): TariffBook;
   fleets(): Promise<FleetOption[]>;
-  courierRules(courierId: string): Promise<CourierRule[]>;
+  courierRules(courierId: string): Promise<readonly CourierRule[]>;
 }
 
 /** A load to price between two places, its request already read. */

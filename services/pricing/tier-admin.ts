@@ -1,4 +1,3 @@
-import { broadcast } from '../../libs/contracts';
 import { TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import Joi from '../../libs/joi';
 import { badRequest, conflict, notFound, validationError, WaybillError } from '../../libs/errors';
@@ -8,6 +7,7 @@ import { countryCode, documented, fromUrl, schemaOf, uuid, view } from '../../li
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { VALIDATION_OPTIONS } from '../../libs/validation';
 import type { PricingModels, TierRevisionRecord } from './store';
+import { announceStored } from './announce';
 import { findArea, missingPlace } from './places';
 import {
   TIER_LEVELS,
@@ -131,21 +131,6 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
   const models = () => db.models;
 
   /**
-   * Once a revision is stored, this replica rereads the book and tells the others. The change
-   * stands whatever happens here, so a failure is logged and the answer is still the change's:
-   * a 500 would have the operator retry what is stored. Every replica catches up at its periodic
-   * reload (BOOK_REFRESH_MS).
-   */
-  async function announce(ctx: WaybillContext<unknown>) {
-    await hooks.reload().catch((err: unknown) => {
-      ctx.service?.logger.warn('Tariff changed, but this replica could not reread it', err);
-    });
-    await broadcast(ctx, TARIFF_CHANGED_EVENT, {}).catch((err: unknown) => {
-      ctx.service?.logger.warn('Tariff changed, but the other replicas were not told', err);
-    });
-  }
-
-  /**
    * Stores a revision made against `book`, as the country's next change: it lands only if no
    * other change of the country's tiers landed since `book` was read, so the consistency
    * checked against `book` is the consistency stored.
@@ -181,7 +166,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
       }
       throw err;
     }
-    await announce(ctx);
+    await announceStored(ctx, TARIFF_CHANGED_EVENT, hooks.reload);
     return created;
   }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { computeFees, toCosts } from '../../services/pricing/fees';
 import { localNow } from '../../services/pricing/schedule';
 import type { Tariff } from '../../services/pricing/tariff';
@@ -6,6 +7,7 @@ import { modeAResponse, modeBResponse } from '../../services/pricing/schemas';
 import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
+import { openServiceDatabase } from '../support/stack';
 
 const CDN = 'https://cdn.waybill.test';
 const stack = useMerchantStack({ internal: ['pricing'], env: { CDN_BASE_URL: CDN } });
@@ -647,6 +649,36 @@ describe('courier pricing rules', () => {
     // Another courier, or no courier, pays the tariff.
     const anyone = (await modeB({ totalWeight: 12 })).body.data;
     expect(anyone.courierPricingRule).toBeNull();
+  });
+
+  it('quotes read the rules kept in memory, reread when a change is announced', async () => {
+    const unseen = '5a7c9e1b-3d5f-4a7b-9c1d-3e5f7a9b1c3d';
+    const quote = () => modeB({ courierSelection: 'SPECIFIC', courierId: unseen });
+    const db = await openServiceDatabase(stack.iso, 'pricing');
+    try {
+      // Stored behind the admin API's back: no replica is told of it.
+      await db.collection('courier_pricing_rules').insertOne({
+        _id: randomUUID() as never,
+        courierId: unseen,
+        capBy: 'LOCATION',
+        countryCode: 'NG',
+        from: { state: 'Lagos', lgaOrCity: null },
+        to: { state: 'Lagos', lgaOrCity: null },
+        withinKmRadius: null,
+        isPerKg: false,
+        amountKobo: 77_700,
+        priority: 0,
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      });
+      expect((await quote()).body.data.courierPricingRule).toBeNull();
+      await stack.client.broadcast('pricing.courierRulesChanged', {});
+      await eventually(async () => expect((await quote()).body.data.costs.base).toBe('777.00'), {
+        interval: 50,
+      });
+    } finally {
+      await db.close();
+    }
   });
 
   it('refuses an overlapping rule with the same priority, accepts it with another', async () => {

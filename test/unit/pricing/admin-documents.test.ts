@@ -14,7 +14,8 @@ const matches = (schema: JsonSchema, text: string) =>
   patterns(schema).every((p) => p.test(text));
 
 describe('courier rule areas', () => {
-  const params = createCourierRuleActions({} as never).createCourierRule.params as Joi.Schema;
+  const params = createCourierRuleActions({} as never, { reload: async () => undefined })
+    .createCourierRule.params as Joi.Schema;
   const from = (new ComponentSchemas().convert(params).properties as JsonSchema).from as JsonSchema;
   const accepted = (text: string) =>
     params.validate({

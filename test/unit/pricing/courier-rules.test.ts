@@ -1,4 +1,5 @@
 import {
+  CourierRuleBook,
   ambiguousWith,
   areasOverlap,
   formatArea,
@@ -150,5 +151,16 @@ describe('a change of a rule', () => {
       from: { state: 'Lagos', lgaOrCity: 'Ikeja' },
       to: { state: 'Ogun' },
     });
+  });
+});
+
+describe('the rules kept in memory', () => {
+  it("answer each courier's own rules, and none for a courier without any", () => {
+    const mine = [rule({}), rule({ priority: 1 })];
+    const theirs = rule({ courierId: 'e2b7c1d4-5f6a-4b8c-9d0e-1f2a3b4c5d6e' });
+    const book = new CourierRuleBook([mine[0], theirs, mine[1]]);
+    expect(book.of(courierId)).toEqual(mine);
+    expect(book.of(theirs.courierId)).toEqual([theirs]);
+    expect(book.of('0f9e8d7c-6b5a-4c3d-8e1f-2a3b4c5d6e7f')).toEqual([]);
   });
 });
