@@ -324,7 +324,8 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
           revision: next.revision,
           rates: checked,
           deleted: false,
-          label: label ?? latest?.label ?? null,
+          // Kept unless sent: `null` clears it.
+          label: 'label' in ctx.params ? (label ?? null) : (latest?.label ?? null),
           note: note ?? null,
         });
         return toTierView(created, { current: true, tierRemoved: false });

@@ -425,6 +425,24 @@ describe('tariff administration', () => {
     );
   });
 
+  it('a label is kept unless sent, and cleared by null', async () => {
+    const put = (extra: object) =>
+      admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state: 'Sokoto',
+        rates: { includedWeightKg: 4 },
+        ...extra,
+      });
+    expect((await put({ label: 'Sokoto state' })).body.data.label).toBe('Sokoto state');
+    expect((await put({})).body.data.label).toBe('Sokoto state');
+    const cleared = await put({ label: null });
+    expect(cleared.status).toBe(201);
+    expect(cleared.body.data.label).toBeNull();
+    expect(
+      (await admin('GET', `/admin/pricing/tiers/${cleared.body.data.id}`)).body.data.label,
+    ).toBeNull();
+  });
+
   it('simultaneous changes of one revision: exactly one lands, the others answer 409', async () => {
     const change = (km: number) =>
       admin('PUT', '/admin/pricing/tiers', {
