@@ -25,12 +25,8 @@ const rate = (max: number) =>
   Joi.alternatives()
     .try(
       documented(Joi.number().min(0).max(max), { multipleOf: 0.000001 }),
-      documented(
-        Joi.string()
-          .trim()
-          .pattern(/^\d+(\.\d{1,6})?$/),
-        { pattern: shareAtMost(max) },
-      ),
+      // Not trimmed: the document's pattern refuses blanks around a share, and so does this.
+      documented(Joi.string().pattern(/^\d+(\.\d{1,6})?$/), { pattern: shareAtMost(max) }),
     )
     .custom((value: number | string, helpers) => {
       const d = new Decimal(value);

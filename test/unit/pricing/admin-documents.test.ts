@@ -3,6 +3,7 @@ import type Joi from '../../../libs/joi';
 import { ComponentSchemas, type JsonSchema } from '../../../services/gateway/json-schema';
 import { createCourierRuleActions } from '../../../services/pricing/courier-rule-admin';
 import { shareAtMost, tariffOverrideSchema } from '../../../services/pricing/tariff-schema';
+import { VALIDATION_OPTIONS } from '../../../libs/validation';
 
 /** The patterns the document gives a string, all of which must match. */
 function patterns(schema: JsonSchema): RegExp[] {
@@ -62,19 +63,45 @@ describe('tariff shares', () => {
     (max) => {
       const field = max === 1 ? 'serviceFee' : 'priority';
       const pattern = new RegExp(shareAtMost(max));
-      // Decimal strings as the rate's text form takes them; other numeric text (".5", "1e-1") is
-      // read as a number by joi, as everywhere in bodies.
-      const shares = fc.oneof(
+      // Decimal strings and other numeric text, with blanks around them at times; validated as
+      // actions validate, where text is never read as a number.
+      const share = fc.oneof(
         fc.stringMatching(/^\d{1,3}(\.\d{1,6})?$/),
-        fc.constantFrom(`${max}`, `${max}.000000`, `${max}.000001`, `0${max}`, '00.5'),
+        fc.constantFrom(
+          `${max}`,
+          `${max}.000000`,
+          `${max}.000001`,
+          `0${max}`,
+          '00.5',
+          '.5',
+          '1e-1',
+        ),
       );
+      const blank = fc.constantFrom('', '', '', ' ', '\t', '\u00a0', '\n');
+      const shares = fc.tuple(blank, share, blank).map(([before, s, after]) => before + s + after);
       fc.assert(
         fc.property(shares, (text) => {
-          const { error } = tariffOverrideSchema.validate({ [field]: { rate: text } });
+          const { error } = tariffOverrideSchema.validate(
+            { [field]: { rate: text } },
+            VALIDATION_OPTIONS,
+          );
           expect(pattern.test(text)).toBe(error === undefined);
         }),
         { numRuns: 3000 },
       );
+    },
+  );
+});
+
+describe('tariff shares given as text', () => {
+  it.each([[' 0.05'], ['0.05 '], [' 0.05 '], ['\t1']])(
+    'refuse %j: blanks are not trimmed',
+    (text) => {
+      const { error } = tariffOverrideSchema.validate(
+        { serviceFee: { rate: text } },
+        VALIDATION_OPTIONS,
+      );
+      expect(error?.details.map((d) => d.path.join('.'))).toEqual(['serviceFee.rate']);
     },
   );
 });
