@@ -46,13 +46,22 @@ const time = () =>
     .pattern(/^([01]\d|2[0-3]):[0-5]\d$/)
     .messages({ 'string.pattern.base': '{{#label}} must be a time like 08:00' });
 
-const routeRate = Joi.object({
-  baseFeeKobo: kobo(),
-  includedKm: Joi.number().min(0).max(10_000),
-  perKmFeeKobo: kobo(),
-  perKgFeeKobo: kobo(),
-  hubCommissionRate: rate(1),
-});
+/**
+ * A group of rates holds at least one: `{}` would change nothing, and a tier must change a
+ * rate. Stated for the document too (joi-to-json leaves an object's `min` out).
+ */
+const someRates = <T extends Joi.ObjectSchema>(group: T): T =>
+  documented(group.min(1), { minProperties: 1 });
+
+const routeRate = someRates(
+  Joi.object({
+    baseFeeKobo: kobo(),
+    includedKm: Joi.number().min(0).max(10_000),
+    perKmFeeKobo: kobo(),
+    perKgFeeKobo: kobo(),
+    hubCommissionRate: rate(1),
+  }),
+);
 
 const tariffShape = Joi.object({
   timezone: Joi.string().custom((zone: string, helpers) => {
@@ -63,26 +72,32 @@ const tariffShape = Joi.object({
       return helpers.error('any.invalid');
     }
   }, 'IANA time zone'),
-  routes: Joi.object(Object.fromEntries(ROUTE_TYPES.map((t) => [t, routeRate]))),
+  routes: someRates(Joi.object(Object.fromEntries(ROUTE_TYPES.map((t) => [t, routeRate])))),
   includedWeightKg: kilograms().min(0).max(100_000),
-  fleetFeesKobo: Joi.object({ default: kobo() }).pattern(/^[a-z][a-z0-9-]{1,31}$/, kobo()),
-  priority: Joi.object({ rate: rate(5), minimumKobo: kobo() }),
-  scheduled: Joi.object({
-    feeKobo: kobo(),
-    offHoursFeeKobo: kobo(),
-    openingTime: time(),
-    closingTime: time(),
-  }),
-  insurance: Joi.object({
-    rate: rate(1),
-    minimumKobo: kobo(),
-    maxDeclaredValueKobo: kobo().min(1),
-  }),
-  serviceFee: Joi.object({ rate: rate(1), minimumKobo: kobo(), maximumKobo: kobo() }),
+  fleetFeesKobo: someRates(
+    Joi.object({ default: kobo() }).pattern(/^[a-z][a-z0-9-]{1,31}$/, kobo()),
+  ),
+  priority: someRates(Joi.object({ rate: rate(5), minimumKobo: kobo() })),
+  scheduled: someRates(
+    Joi.object({
+      feeKobo: kobo(),
+      offHoursFeeKobo: kobo(),
+      openingTime: time(),
+      closingTime: time(),
+    }),
+  ),
+  insurance: someRates(
+    Joi.object({
+      rate: rate(1),
+      minimumKobo: kobo(),
+      maxDeclaredValueKobo: kobo().min(1),
+    }),
+  ),
+  serviceFee: someRates(Joi.object({ rate: rate(1), minimumKobo: kobo(), maximumKobo: kobo() })),
 });
 
 /** A state or city tier: any subset of the fields. */
-export const tariffOverrideSchema = tariffShape.min(1).messages({
+export const tariffOverrideSchema = someRates(tariffShape).messages({
   'object.min': '{{#label}} must change at least one rate',
 });
 

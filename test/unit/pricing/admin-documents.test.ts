@@ -132,3 +132,23 @@ describe('tariff shares given as numbers', () => {
     ).toBeDefined();
   });
 });
+
+describe('tariff overrides', () => {
+  it('are documented as holding at least one rate in each group, as joi refuses {}', () => {
+    const override = new ComponentSchemas().convert(tariffOverrideSchema);
+    const groups = override.properties as Record<string, JsonSchema>;
+    expect(override.minProperties).toBe(1);
+    for (const group of [
+      'routes',
+      'fleetFeesKobo',
+      'priority',
+      'scheduled',
+      'insurance',
+      'serviceFee',
+    ]) {
+      expect([group, groups[group].minProperties]).toEqual([group, 1]);
+    }
+    const routes = groups.routes.properties as Record<string, JsonSchema>;
+    expect(routes.INTER_CITY.minProperties).toBe(1);
+  });
+});

@@ -1,6 +1,7 @@
 import { NIGERIA_COUNTRY_TARIFF, nigeriaTierSeeds } from '../../../services/pricing/nigeria-tariff';
 import { mergeTariff, scopeKey, scopesOf } from '../../../services/pricing/tariff';
 import { TariffBook, type TierRevision } from '../../../services/pricing/tariff-book';
+import { VALIDATION_OPTIONS } from '../../../libs/validation';
 import {
   completeTariffSchema,
   tariffOverrideSchema,
@@ -175,6 +176,22 @@ describe('tariff validation', () => {
       completeTariffSchema.validate({ ...country, priority: undefined }).error?.message,
     ).toMatch(/priority/);
     expect(tariffOverrideSchema.validate({}).error?.message).toMatch(/at least one rate/);
+  });
+
+  it.each([
+    [{ routes: {} }, 'routes'],
+    [{ routes: { INTER_CITY: {} } }, 'routes.INTER_CITY'],
+    [{ fleetFeesKobo: {} }, 'fleetFeesKobo'],
+    [{ priority: {} }, 'priority'],
+    [{ scheduled: {} }, 'scheduled'],
+    [{ insurance: {} }, 'insurance'],
+    [{ serviceFee: {} }, 'serviceFee'],
+    [{ includedWeightKg: 2, serviceFee: {} }, 'serviceFee'],
+  ])('refuses %j: an empty group of rates changes nothing', (rates, field) => {
+    const { error } = tariffOverrideSchema.validate(rates, VALIDATION_OPTIONS);
+    expect(error?.details.map((d) => [d.path.join('.'), d.message])).toEqual([
+      [field, `${field} must change at least one rate`],
+    ]);
   });
 
   it('keeps shares exact: numbers become decimal strings', () => {
