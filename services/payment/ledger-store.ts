@@ -2,6 +2,7 @@ import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import {
   ENTRY_TYPES,
   INSUFFICIENT_BALANCE,
+  refundReference,
   type EntryType,
   type LedgerEntry,
   type Posting,
@@ -70,6 +71,20 @@ const referenceSchema = new Schema(
   { timestamps: true, versionKey: false },
 );
 
+/**
+ * A debit given up after its claim: a refund found it claimed, not written and not covered by
+ * the balance, and answered that nothing was taken (`refundDebit`). `_id` is the debit's
+ * reference. A posting of that debit that writes it after all reads this and gives it back.
+ */
+const givenUpSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    walletId: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
 export type EntryRecord = InferSchemaType<typeof entrySchema>;
 export type ReferenceRecord = InferSchemaType<typeof referenceSchema>;
 
@@ -78,6 +93,7 @@ export function defineLedgerModels(connection: Connection) {
     Entry: connection.model('LedgerEntry', entrySchema, 'ledger_entries'),
     Wallet: connection.model('Wallet', walletSchema, 'wallets'),
     Reference: connection.model('LedgerReference', referenceSchema, 'ledger_references'),
+    GivenUp: connection.model('LedgerGivenUp', givenUpSchema, 'ledger_given_up'),
   };
 }
 
@@ -91,6 +107,22 @@ export interface PostRequest {
   reference: string;
   description?: string | null;
 }
+
+/**
+ * The refund of a debit given up after its claim: all of it, under the refund's reference, so
+ * that the refund and the debit's own posting, whichever writes it, write it once.
+ */
+const givenUpRefund = (walletId: string, debitReference: string, amountKobo: number) => ({
+  walletId,
+  type: 'REFUND' as const,
+  amountKobo,
+  reference: refundReference(debitReference),
+  description: 'Given back: its request was undone while this debit was being posted',
+});
+
+/** The 409 of a debit written after it was given up: its refund is written too. */
+export const givenUpDebit = (reference: string) =>
+  `Reference ${reference} was given up while this debit was being posted (its request was undone): what it took was given back`;
 
 export function toLedgerEntry(record: EntryRecord): LedgerEntry {
   return {
@@ -254,8 +286,11 @@ export class LedgerStore {
    * good (`VOIDED`), so that an undone request's late debit takes nothing. A debit claimed but
    * not written yet (a request still posting, on this replica or another, or one that died
    * half-way) is posted here first, as its own request would post it: whichever writes it, the
-   * other meets it on its walk, so it is taken once and given back. Only a debit the balance
-   * still does not cover is left as it is (nothing was taken).
+   * other meets it on its walk, so it is taken once and given back. A debit the balance still
+   * does not cover is given up (`ledger_given_up`) and looked for once more: its own posting,
+   * under way elsewhere, may write it once a credit lands. Found, it is given back here; written
+   * later, its posting reads that it was given up and gives it back itself (`post`). Either way
+   * the refund's reference makes it once (decision 115).
    */
   refundDebit(
     walletId: string,
@@ -270,8 +305,16 @@ export class LedgerStore {
       }
       if (debit?.type !== 'DEBIT' || debit.walletId !== walletId) return null;
       const giveBack = refund(debit);
-      if (!(await this.postedEntry(debit)) && !(await this.finishDebit(debit))) return null;
-      return this.postNow(giveBack);
+      if ((await this.postedEntry(debit)) || (await this.finishDebit(debit))) {
+        return this.postNow(giveBack);
+      }
+      // Written before this insert, the walk below meets it; after it, its posting reads it.
+      await insertOnce(() =>
+        this.m.GivenUp.create({ _id: debit._id, walletId, createdAt: new Date() }),
+      );
+      const claim = await this.findReference(debitReference);
+      if (!claim || !(await this.postedEntry(claim))) return null;
+      return this.postNow(givenUpRefund(walletId, debit._id, debit.amountKobo));
     });
   }
 
@@ -351,7 +394,25 @@ export class LedgerStore {
   post(request: PostRequest): Promise<Posting> {
     // One posting to a wallet at a time in this process (libs/turns): the entry's insert still
     // decides between replicas.
-    return this.turns.run(request.walletId, () => this.postNow(request));
+    return this.turns.run(request.walletId, async () => {
+      const posting = await this.postNow(request);
+      if (request.type === 'DEBIT') await this.keptUnlessGivenUp(request);
+      return posting;
+    });
+  }
+
+  /**
+   * A debit written (or found written) is read against `ledger_given_up` after its entry: a
+   * refund that gave it up while it was under way walked the chain after giving it up, and met
+   * the entry unless it was written later, when this read sees the mark. Given up, the debit is
+   * given back under the refund's reference (once, whoever of the two writes it) and refused
+   * (409), as a debit given up before its claim is.
+   */
+  private async keptUnlessGivenUp(request: PostRequest): Promise<void> {
+    const { walletId, reference, amountKobo } = request;
+    if (!(await this.m.GivenUp.findById(reference).lean())) return;
+    await this.postNow(givenUpRefund(walletId, reference, amountKobo));
+    throw conflict(givenUpDebit(reference));
   }
 
   private async postNow(request: PostRequest): Promise<Posting> {

@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import type mongoose from 'mongoose';
+import { refundReference, type Posting } from '../../libs/contracts/payment';
+import { Turns } from '../../libs/turns';
+import {
+  defineLedgerModels,
+  LedgerStore,
+  type LedgerModels,
+  type PostRequest,
+  type ReferenceRecord,
+} from '../../services/payment/ledger-store';
+import { isolation, openServiceDatabase } from '../support/stack';
+
+/**
+ * A debit still posting on one payment replica when the order sweep's refund, on another, gives
+ * it up (docs/payments.md, decision 115): the debit's walk stalls (the database's write lock)
+ * after its claim; the refund finds the claim, cannot post the debit (the balance is short) and
+ * answers that nothing was taken; a credit lands and the stalled walk writes the debit. Each
+ * replica is a store of its own over the real server, and each point where one waits for the
+ * other is a gate the test opens, so every order of the writes is played, not hoped for.
+ */
+const iso = isolation();
+let conn: mongoose.Connection;
+let models: LedgerModels;
+
+beforeAll(async () => {
+  conn = await openServiceDatabase(iso, 'ledger_given_up');
+  models = defineLedgerModels(conn);
+  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
+});
+
+afterAll(async () => {
+  await conn?.dropDatabase();
+  await conn?.close();
+});
+
+/** A point where a replica waits: `reached` once it is there, then until `open()`. */
+function gate() {
+  let reach!: () => void;
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => (reach = resolve));
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { reached, open, pass: () => (reach(), opened) };
+}
+type Gate = ReturnType<typeof gate>;
+
+/**
+ * The models as a replica sees them, with `pause(collection, _id, when)` called around each
+ * insert (before it is sent, and after it is acknowledged).
+ */
+function pausing(
+  pause: (collection: string, id: string, when: 'before' | 'after') => Promise<void> | undefined,
+): LedgerModels {
+  const hooked = Object.entries(models).map(([name, model]) => {
+    const wrapped = Object.create(model) as typeof model;
+    const collection = model.collection.collectionName;
+    wrapped.create = (async (doc: { _id: string }) => {
+      await pause(collection, doc._id, 'before');
+      const created = await (model.create as (d: unknown) => Promise<unknown>)(doc);
+      await pause(collection, doc._id, 'after');
+      return created;
+    }) as unknown as typeof model.create;
+    return [name, wrapped];
+  });
+  return Object.fromEntries(hooked) as LedgerModels;
+}
+
+const credit = (store: LedgerStore, walletId: string, amountKobo: number) =>
+  store.post({ walletId, type: 'CREDIT', amountKobo, reference: `test:${randomUUID()}` });
+
+/** What the payment service's `payment.refund` asks for: all of the debit, for an undone request. */
+const undo = (store: LedgerStore, walletId: string, reference: string) =>
+  store.refundDebit(walletId, reference, (debit: ReferenceRecord): PostRequest => ({
+    walletId,
+    type: 'REFUND',
+    amountKobo: debit.amountKobo,
+    reference: refundReference(reference),
+    description: 'Delivery request not completed',
+  }));
+
+/** How the two calls ended: the posting, or the error's status. */
+const settle = (p: Promise<Posting | null>) =>
+  p.then(
+    (posting) => ({ posting }),
+    (err: { code?: number; message?: string }) => ({ code: err.code, message: err.message }),
+  );
+
+async function entriesOf(walletId: string) {
+  const entries = await conn
+    .collection('ledger_entries')
+    .find({ walletId })
+    .sort({ sequence: 1 })
+    .toArray();
+  return entries as unknown as { type: string; amountKobo: number; reference: string }[];
+}
+
+/**
+ * Plays one debit of 1,000 kobo on a wallet holding 500: the debit (replica A) claims its
+ * reference and stalls; the refund (replica B) runs up to `refundStops` (its given-up mark,
+ * before or after writing it) or to its answer; 1,000 more is credited; the debit goes on to
+ * its answer, then the refund to its own.
+ */
+async function play(refundStops: 'before-mark' | 'after-mark' | 'answer') {
+  const walletId = randomUUID();
+  const reference = randomUUID();
+  const stalled = gate();
+  const refundGate = gate();
+  const debitReplica = new LedgerStore(
+    () =>
+      pausing((collection, id, when) =>
+        collection === 'ledger_references' && id === reference && when === 'after'
+          ? stalled.pass()
+          : undefined,
+      ),
+    new Turns(),
+  );
+  const refundReplica = new LedgerStore(
+    () =>
+      pausing((collection, id, when) =>
+        collection === 'ledger_given_up' &&
+        id === reference &&
+        refundStops === (when === 'before' ? 'before-mark' : 'after-mark')
+          ? refundGate.pass()
+          : undefined,
+      ),
+    new Turns(),
+  );
+  const third = new LedgerStore(() => models, new Turns());
+  await credit(third, walletId, 500);
+
+  const debiting = settle(
+    debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference }),
+  );
+  await stalled.reached;
+  const refunding = settle(undo(refundReplica, walletId, reference));
+  // Without a mark to stop at (before the fix) the refund answers straight away.
+  await Promise.race([refundGate.reached, refunding]);
+  await credit(third, walletId, 1_000);
+  stalled.open();
+  const debited = await debiting;
+  refundGate.open();
+  const refunded = await refunding;
+
+  const entries = await entriesOf(walletId);
+  const balance = await third.balance(walletId);
+  const problems = (await third.verify()).problems.filter((p) => p.walletId === walletId);
+  return { walletId, reference, debited, refunded, entries, balance, problems };
+}
+
+describe('a debit given up by its refund while it was still posting', () => {
+  it('is given back by the debit itself when it is written after the refund answered', async () => {
+    const { reference, debited, refunded, entries, balance, problems } = await play('answer');
+    expect(refunded).toEqual({ posting: null });
+    expect(debited).toEqual({
+      code: 409,
+      message: expect.stringMatching(/given up while this debit was being posted.*given back/),
+    });
+    expect(entries.map((e) => [e.type, e.amountKobo, e.reference])).toEqual([
+      ['CREDIT', 500, expect.stringMatching(/^test:/)],
+      ['CREDIT', 1_000, expect.stringMatching(/^test:/)],
+      ['DEBIT', -1_000, reference],
+      ['REFUND', 1_000, `refund:${reference}`],
+    ]);
+    expect(balance.balanceKobo).toBe(1_500);
+    expect(problems).toEqual([]);
+  });
+
+  it('is given back once when both the refund (after its mark) and the debit see it', async () => {
+    const { reference, debited, refunded, entries, balance } = await play('after-mark');
+    // The debit wrote its entry after the mark, the refund walked after the entry.
+    expect(debited).toMatchObject({ code: 409 });
+    expect(refunded).toMatchObject({
+      posting: { replayed: true, entry: { type: 'REFUND', amountKobo: 1_000 } },
+    });
+    expect(entries.filter((e) => e.reference === `refund:${reference}`)).toHaveLength(1);
+    expect(entries.filter((e) => e.reference === reference)).toHaveLength(1);
+    expect(entries).toHaveLength(4);
+    expect(balance.balanceKobo).toBe(1_500);
+  });
+
+  it('is given back by the refund when the debit was written before the mark', async () => {
+    const { reference, debited, refunded, entries, balance, problems } = await play('before-mark');
+    // The debit read no mark and kept its answer; the refund's walk met its entry.
+    expect(debited).toMatchObject({ posting: { replayed: false, entry: { type: 'DEBIT' } } });
+    expect(refunded).toMatchObject({
+      posting: {
+        replayed: false,
+        entry: { type: 'REFUND', amountKobo: 1_000, balanceKobo: 1_500 },
+      },
+    });
+    expect(entries.filter((e) => e.reference === `refund:${reference}`)).toHaveLength(1);
+    expect(entries).toHaveLength(4);
+    expect(balance.balanceKobo).toBe(1_500);
+    expect(problems).toEqual([]);
+  });
+
+  it('gives back twenty stalled debits on one wallet, each once, when the refunds answered first', async () => {
+    const walletId = randomUUID();
+    const references = Array.from({ length: 20 }, () => randomUUID());
+    const stalls = new Map<string, Gate>(references.map((r) => [r, gate()]));
+    // Twenty requests' debits, each on a replica of its own, all stalled after their claims.
+    const debiting = references.map((reference) =>
+      settle(
+        new LedgerStore(
+          () =>
+            pausing((collection, id, when) =>
+              collection === 'ledger_references' && id === reference && when === 'after'
+                ? stalls.get(reference)?.pass()
+                : undefined,
+            ),
+          new Turns(),
+        ).post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference }),
+      ),
+    );
+    await Promise.all([...stalls.values()].map((g) => g.reached));
+    const refunder = new LedgerStore(() => models, new Turns());
+    const refunded = await Promise.all(references.map((r) => settle(undo(refunder, walletId, r))));
+    expect(refunded.every((r) => 'posting' in r && r.posting === null)).toBe(true);
+    await credit(refunder, walletId, 20_000);
+    for (const g of stalls.values()) g.open();
+    const debited = await Promise.all(debiting);
+    expect(debited.map((d) => ('code' in d ? d.code : 'kept'))).toEqual(references.map(() => 409));
+    const entries = await entriesOf(walletId);
+    expect(entries.filter((e) => e.type === 'DEBIT')).toHaveLength(20);
+    expect(entries.filter((e) => e.type === 'REFUND')).toHaveLength(20);
+    expect(new Set(entries.map((e) => e.reference)).size).toBe(entries.length);
+    expect((await refunder.balance(walletId)).balanceKobo).toBe(20_000);
+    expect((await refunder.verify()).problems.filter((p) => p.walletId === walletId)).toEqual([]);
+  });
+});
