@@ -3,12 +3,18 @@ import Joi from '../../libs/joi';
 import { documented, kilograms, named } from '../../libs/schemas';
 import { minutesOf } from './schedule';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';
+import { MAX_AMOUNT_KOBO } from '../../libs/contracts/payment';
 import type { Tariff } from './tariff';
 
 /** Validation of tariffs sent by operators; complete for a country, partial otherwise. */
 
-const MAX_KOBO = 1e12; // ₦10 billion: far above any fee, far below unsafe integers
-const kobo = () => Joi.number().integer().min(0).max(MAX_KOBO);
+/**
+ * Any amount of a tariff: what the payment service may move at once (₦10 billion, far above any
+ * fee). It bounds `insurance.maxDeclaredValueKobo`, which the quote holds every load to, and so
+ * what a pay-on-delivery collects: above it `payment.collectOnDelivery` would refuse the amount
+ * after delivery, for good.
+ */
+const kobo = () => Joi.number().integer().min(0).max(MAX_AMOUNT_KOBO);
 
 /** Decimal strings of at most 6 places up to `max` (a whole number below 10), as a pattern. */
 export function shareAtMost(max: number): string {

@@ -1,3 +1,4 @@
+import { MAX_AMOUNT_KOBO } from '../../../libs/contracts/payment';
 import { NIGERIA_COUNTRY_TARIFF, nigeriaTierSeeds } from '../../../services/pricing/nigeria-tariff';
 import { mergeTariff, scopeKey, scopesOf } from '../../../services/pricing/tariff';
 import { TariffBook, type TierRevision } from '../../../services/pricing/tariff-book';
@@ -192,6 +193,16 @@ describe('tariff validation', () => {
     expect(error?.details.map((d) => [d.path.join('.'), d.message])).toEqual([
       [field, `${field} must change at least one rate`],
     ]);
+  });
+
+  it('insures no load worth more than the payment service can collect on delivery', () => {
+    const insured = (maxDeclaredValueKobo: number) =>
+      completeTariffSchema.validate({
+        ...country,
+        insurance: { ...country.insurance, maxDeclaredValueKobo },
+      }).error;
+    expect(insured(MAX_AMOUNT_KOBO)).toBeUndefined();
+    expect(insured(MAX_AMOUNT_KOBO + 1)?.message).toMatch(/maxDeclaredValueKobo/);
   });
 
   it('keeps shares exact: numbers become decimal strings', () => {
