@@ -15,3 +15,11 @@ export async function isUserId(caller: Caller, id: string): Promise<boolean> {
     throw err;
   }
 }
+
+/**
+ * What is wrong with a courier whose id is a user's: one that a version before the refusal at
+ * its creation stored (decision 109). Its wallet is the user's, so nothing of the courier's is
+ * shown or credited there.
+ */
+export const courierHasUserId = (courierId: string) =>
+  `Courier ${courierId} has a user's id, so its wallet is that user's`;

@@ -11,6 +11,7 @@ import {
   noCourierCanCollect,
 } from '../../libs/contracts/matching';
 import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
+import { courierHasUserId, isUserId } from '../../libs/contracts/user-ids';
 import type { SimulationMode } from '../../libs/contracts/matching';
 import {
   conflict,
@@ -153,7 +154,8 @@ export class DeliveryRequests {
   }
 
   /**
-   * SPECIFIC needs an active courier; a merchant's own couriers, at least one. The ids of the
+   * SPECIFIC needs an active courier; a merchant's own couriers, at least one; a COURIER_WALLET
+   * pay-on-delivery, an active courier whose id is no user's (409). The ids of the
    * merchant's own active couriers when they were read (MERCHANT_SPECIAL_COURIERS), else null.
    */
   private async checkCouriers(
@@ -177,8 +179,17 @@ export class DeliveryRequests {
       own = await this.ownCouriers(userId, services);
       if (own.length === 0) throw notFound(NO_MERCHANT_COURIERS);
     }
-    if (request.podCourierProfileId) {
-      await activeCourier(request.podCourierProfileId, 'podCourierProfileId');
+    const remitTo = request.podCourierProfileId;
+    if (remitTo) {
+      await activeCourier(remitTo, 'podCourierProfileId');
+      // The collected money would be credited to that user (decision 109).
+      if (await isUserId(services, remitTo)) {
+        const error = conflict(
+          `${courierHasUserId(remitTo)}: a COURIER_WALLET pay-on-delivery cannot be credited to it. Choose another courier, or podRemitTo MY_WALLET`,
+        );
+        error.data = { errors: [{ field: 'podCourierProfileId', message: "a user's id" }] };
+        throw error;
+      }
     }
     return own;
   }

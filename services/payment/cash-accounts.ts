@@ -6,7 +6,7 @@ import {
   type WalletBalance,
 } from '../../libs/contracts/payment';
 import { conflict, notFound } from '../../libs/errors';
-import { isUserId } from '../../libs/contracts/user-ids';
+import { courierHasUserId, isUserId } from '../../libs/contracts/user-ids';
 import { nairaToKobo } from '../../libs/money';
 import {
   action,
@@ -64,7 +64,7 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
       return toCourierWalletView(courierId, ...(await chainOf(courierId, page)));
     }
     throw conflict(
-      `Courier ${courierId} has a user's id, so its wallet is that user's; an operator must give the courier a profile of its own`,
+      `${courierHasUserId(courierId)}; an operator must give the courier a profile of its own`,
     );
   }
 

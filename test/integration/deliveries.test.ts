@@ -443,6 +443,61 @@ describe('refusals leave the packages free and the wallet untouched', () => {
   });
 });
 
+describe('a COURIER_WALLET pay-on-delivery', () => {
+  it('409 for a courier stored with a user’s id: the money would be credited to that user', async () => {
+    // A courier a version before decision 109's refusal stored with Bob's id.
+    const types = await request(base(), 'GET', '/admin/fleet-types', { headers: adminHeaders });
+    const bike = (types.body.data as { id: string; code: string }[]).find((t) => t.code === 'bike');
+    const created = await request(base(), 'POST', '/admin/couriers', {
+      headers: adminHeaders,
+      json: {
+        name: 'Tunde Bakare',
+        phone: '+2348031234567',
+        fleet: {
+          typeId: bike?.id,
+          regNo: `UID-${process.pid % 1000}`,
+          make: 'Bajaj',
+          model: 'Boxer',
+          colour: 'Red',
+        },
+      },
+    });
+    expect(created.status).toBe(201);
+    const db = await openServiceDatabase(stack.iso, 'matching');
+    const couriers = db.collection('couriers');
+    const stored = await couriers.findOne({ _id: created.body.data.id as never });
+    const shared = stack.bob.userId;
+    await couriers.insertOne({ ...stored, _id: shared as never });
+    try {
+      const who = await merchant();
+      const packageId = await savePackage(base(), who);
+      const reply = await requestDelivery(base(), who, [packageId], {
+        payOnDelivery: true,
+        podRemitTo: 'COURIER_WALLET',
+        podCourierProfileId: shared,
+      });
+      expectErrorEnvelope(
+        reply,
+        409,
+        `Courier ${shared} has a user's id, so its wallet is that user's: a COURIER_WALLET pay-on-delivery cannot be credited to it. Choose another courier, or podRemitTo MY_WALLET`,
+      );
+      expect(reply.body.errors).toEqual([{ field: 'podCourierProfileId', message: "a user's id" }]);
+      expect(await freePackages(base(), who)).toEqual([packageId]);
+      expect(await balanceOf(base(), who)).toBe('100000.00');
+      // The courier with an id of its own is taken.
+      const own = await requestDelivery(base(), who, [packageId], {
+        payOnDelivery: true,
+        podRemitTo: 'COURIER_WALLET',
+        podCourierProfileId: created.body.data.id,
+      });
+      expect(own.status).toBe(201);
+    } finally {
+      await couriers.deleteOne({ _id: shared as never });
+      await db.close();
+    }
+  });
+});
+
 describe('checkout payment', () => {
   it('answers the checkout payload, then marks the delivery paid when the checkout is paid', async () => {
     const who = await merchant(0);
