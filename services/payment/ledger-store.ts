@@ -389,37 +389,53 @@ export class LedgerStore {
    * posted (by a concurrent or a crashed earlier request); otherwise the next entry is inserted
    * after the last one, and losing that insert to another writer means walking on from there.
    * 422 when the balance does not cover a debit; 409 when the reference was used for another
-   * posting.
+   * posting, or when a refund gave the debit up while it was posting (then it is given back).
    */
   post(request: PostRequest): Promise<Posting> {
     // One posting to a wallet at a time in this process (libs/turns): the entry's insert still
     // decides between replicas.
     return this.turns.run(request.walletId, async () => {
-      const posting = await this.postNow(request);
-      if (request.type === 'DEBIT') await this.keptUnlessGivenUp(request);
+      const { posting, givenUp } = await this.postEntry(request, request.type === 'DEBIT');
+      if (givenUp) {
+        const { walletId, reference, amountKobo } = request;
+        await this.postNow(givenUpRefund(walletId, reference, amountKobo));
+        throw conflict(givenUpDebit(reference));
+      }
       return posting;
     });
   }
 
-  /**
-   * A debit written (or found written) is read against `ledger_given_up` after its entry: a
-   * refund that gave it up while it was under way walked the chain after giving it up, and met
-   * the entry unless it was written later, when this read sees the mark. Given up, the debit is
-   * given back under the refund's reference (once, whoever of the two writes it) and refused
-   * (409), as a debit given up before its claim is.
-   */
-  private async keptUnlessGivenUp(request: PostRequest): Promise<void> {
-    const { walletId, reference, amountKobo } = request;
-    if (!(await this.m.GivenUp.findById(reference).lean())) return;
-    await this.postNow(givenUpRefund(walletId, reference, amountKobo));
-    throw conflict(givenUpDebit(reference));
+  private async postNow(request: PostRequest): Promise<Posting> {
+    return (await this.postEntry(request, false)).posting;
   }
 
-  private async postNow(request: PostRequest): Promise<Posting> {
+  /** Whether a refund gave up the debit of this reference (`refundDebit`). */
+  private async isGivenUp(reference: string): Promise<boolean> {
+    return (await this.m.GivenUp.findById(reference).lean()) !== null;
+  }
+
+  /**
+   * Posts as `post` describes. With `readGivenUp` (a debit's own posting), whether the debit was
+   * given up is read once its entry is written or found, alongside the writes that follow: a
+   * refund that gave it up while it was under way walked the chain after giving it up, and met
+   * the entry unless it was written later, when this read sees the mark. Given up, `post` gives
+   * it back under the refund's reference (once, whoever of the two writes it) and refuses it
+   * (409), as a debit given up before its claim is.
+   */
+  private async postEntry(
+    request: PostRequest,
+    readGivenUp: boolean,
+  ): Promise<{ posting: Posting; givenUp: boolean }> {
+    const givenUp = () => (readGivenUp ? this.isGivenUp(request.reference) : false);
     const claim = await this.claim(request);
     if (claim.entrySequence != null) {
       const posted = await this.entry(claim.walletId, claim.entrySequence);
-      if (posted) return { entry: toLedgerEntry(posted), replayed: true };
+      if (posted) {
+        return {
+          posting: { entry: toLedgerEntry(posted), replayed: true },
+          givenUp: await givenUp(),
+        };
+      }
     }
     const signed = signedAmount(request.type, request.amountKobo);
     let position = {
@@ -429,8 +445,14 @@ export class LedgerStore {
     for (;;) {
       const walked = await this.walk(claim, position);
       if (walked.posted) {
-        await this.recordPosted(claim._id, walked.posted.sequence);
-        return { entry: toLedgerEntry(walked.posted), replayed: true };
+        const [, marked] = await Promise.all([
+          this.recordPosted(claim._id, walked.posted.sequence),
+          givenUp(),
+        ]);
+        return {
+          posting: { entry: toLedgerEntry(walked.posted), replayed: true },
+          givenUp: marked,
+        };
       }
       const sequence = (walked.last?.sequence ?? 0) + 1;
       const next = nextBalance(claim.walletId, walked.last?.balanceKobo ?? 0, signed);
@@ -458,9 +480,12 @@ export class LedgerStore {
         position = { sequence, previous: walked.last };
         continue;
       }
-      await this.recordPosted(claim._id, sequence);
-      await this.advanceHead(claim.walletId, sequence);
-      return { entry: toLedgerEntry(record), replayed: false };
+      const recorded = async () => {
+        await this.recordPosted(claim._id, sequence);
+        await this.advanceHead(claim.walletId, sequence);
+      };
+      const [, marked] = await Promise.all([recorded(), givenUp()]);
+      return { posting: { entry: toLedgerEntry(record), replayed: false }, givenUp: marked };
     }
   }
 
