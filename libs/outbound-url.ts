@@ -56,7 +56,18 @@ const TABLE: [AddressClass, Family, Range[]][] = [
       ['168.63.129.16', 32, 'the Azure host agent address (WireServer)'],
     ],
   ],
-  ['METADATA', 'ipv6', [['fd00:ec2::254', 128, 'the AWS metadata address']]],
+  [
+    'METADATA',
+    'ipv6',
+    // Inside unique-local fc00::/7, which staging may call (WEBHOOK_ALLOW_PRIVATE_TARGETS):
+    // listed here so that they stay refused there too.
+    [
+      ['fd00:ec2::254', 128, 'the AWS metadata address'],
+      ['fd00:ec2::23', 128, 'the AWS EKS Pod Identity agent address'],
+      ['fd20:ce::254', 128, 'the Google Cloud metadata address'],
+      ['fd00:42::42', 128, 'the Scaleway metadata address'],
+    ],
+  ],
   ['UNSPECIFIED', 'ipv4', [['0.0.0.0', 32, 'the unspecified address']]],
   ['UNSPECIFIED', 'ipv6', [['::', 128, 'the unspecified address']]],
   ['LOOPBACK', 'ipv4', [['127.0.0.0', 8, 'a loopback address']]],

@@ -35,6 +35,8 @@ describe('classifyAddress', () => {
       'METADATA',
       ['169.254.169.254', 'fd00:ec2::254', '100.100.100.200', '192.0.0.192', '168.63.129.16'],
     ],
+    // Cloud metadata and host agents inside unique-local fc00::/7, which staging may call.
+    ['METADATA', ['fd00:ec2::23', 'fd20:ce::254', 'fd00:42::42', 'fd20:ce:0:0::254']],
     ['UNSPECIFIED', ['0.0.0.0', '::', '0:0:0:0:0:0:0:0']],
     [
       'RESERVED',
@@ -192,6 +194,18 @@ describe('checkTargetUrl', () => {
   ])('refuses %s, saying what to do', (raw, policy, reason) => {
     expect(checkTargetUrl(raw, policy)).toEqual({ ok: false, reason });
   });
+
+  it.each(['fd00:ec2::23', 'fd20:ce::254', 'fd00:42::42'])(
+    'refuses %s, a metadata address or host agent in fc00::/7, even when private targets are allowed',
+    (ip) => {
+      const checked = checkTargetUrl(`http://[${ip}]/`, TESTS);
+      expect(checked.ok).toBe(false);
+      expect(!checked.ok && checked.reason).toMatch(/metadata|agent/);
+      // Its neighbours are only private: allowed in staging and tests.
+      const neighbour = ip.replace(/[0-9a-f]+$/, (last) => (parseInt(last, 16) + 1).toString(16));
+      expect(checkTargetUrl(`http://[${neighbour}]/`, TESTS).ok).toBe(true);
+    },
+  );
 
   it('refuses a URL longer than 2048 characters', () => {
     const path = 'a'.repeat(2048 - 'https://hooks.example.com/'.length);
