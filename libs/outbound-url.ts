@@ -249,6 +249,14 @@ export function checkTargetUrl(raw: string, policy: OutboundPolicy): TargetCheck
   } catch {
     return refuse('is not an absolute URL; give one like https://example.com/webhooks');
   }
+  // What is stored and requested is the parsed form, non-ASCII percent-encoded (up to 12
+  // characters for one), so the limit holds for it too: a URL accepted at registration must
+  // pass this check again before every request.
+  if (url.href.length > MAX_URL_LENGTH) {
+    return refuse(
+      `is ${url.href.length} characters long once written as it is sent (characters other than ASCII percent-encoded); use one of at most ${MAX_URL_LENGTH}`,
+    );
+  }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && !policy.requireHttps)) {
     return url.protocol === 'http:'
       ? refuse('must use https in live (http is accepted in staging only)')

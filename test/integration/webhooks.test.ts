@@ -266,6 +266,15 @@ describe('webhook endpoints', () => {
     expectErrorEnvelope(reply, 400);
   });
 
+  it('refuses a URL too long in the form it is stored and sent, however short as typed', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    // 1,000 characters of path as typed; each is `%C3%A9` once stored, 6,000 of them.
+    const url = receiver.url(`/long/${'é'.repeat(1000)}`);
+    const reply = await api(merchant, 'POST', '/api/webhooks', { url });
+    expectErrorEnvelope(reply, 400, /characters long once written as it is sent.*at most 2048/);
+    expect((await api(merchant, 'GET', '/api/webhooks')).body.data).toEqual([]);
+  });
+
   it('refuses unknown events and too many endpoints', async () => {
     const merchant: Party = await createUserWithKey(base());
     expectErrorEnvelope(

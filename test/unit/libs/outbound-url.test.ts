@@ -216,6 +216,23 @@ describe('checkTargetUrl', () => {
     });
   });
 
+  it('refuses a URL longer than 2048 characters as it is sent, non-ASCII percent-encoded', () => {
+    // 1,026 characters as typed, 6,026 as stored and requested (`é` is `%C3%A9`).
+    const raw = `https://example.com/hooks/${'é'.repeat(1000)}`;
+    expect(raw.length).toBeLessThan(2048);
+    expect(checkTargetUrl(raw, LIVE)).toEqual({
+      ok: false,
+      reason:
+        'url is 6026 characters long once written as it is sent (characters other than ASCII percent-encoded); use one of at most 2048',
+    });
+    // What passes is short enough in the form stored, so every request passes again.
+    const fits = `https://example.com/hooks/${'é'.repeat(337)}`;
+    const checked = checkTargetUrl(fits, LIVE);
+    expect(checked.ok && checked.url.href.length).toBe(2048);
+    expect(checked.ok && checkTargetUrl(checked.url.href, LIVE).ok).toBe(true);
+    expect(checkTargetUrl(`${fits}é`, LIVE).ok).toBe(false);
+  });
+
   it.each([
     ['decimal', 'https://2130706433/'],
     ['short', 'https://127.1/'],
