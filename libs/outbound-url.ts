@@ -289,6 +289,20 @@ export function checkTargetUrl(raw: string, policy: OutboundPolicy): TargetCheck
 }
 
 /**
+ * A target URL as our logs and e-mails name it: its origin and path. Its query is left out:
+ * integrators often authenticate our requests by a token there, and a log line (or a mailbox)
+ * is no place for one.
+ */
+export function targetForLog(raw: string): string {
+  try {
+    const url = new URL(raw);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+/**
  * What a delivery is told of a name with no address it may call: the same whether the name
  * resolves to private addresses or not at all, so that which names exist inside is not told.
  */

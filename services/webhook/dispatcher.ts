@@ -19,6 +19,7 @@ import {
   subscribes,
   withinOverlap,
 } from './dispatch-rules';
+import { targetForLog } from '../../libs/outbound-url';
 import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
 import type { SecretBox } from '../../libs/secret-box';
@@ -432,7 +433,7 @@ export class Dispatcher {
     this.deps.logger().warn('webhook endpoint disabled; its owner is told by e-mail', {
       webhookId: endpoint._id,
       userId: endpoint.userId,
-      url: endpoint.url,
+      url: targetForLog(endpoint.url),
       reason,
     });
   }

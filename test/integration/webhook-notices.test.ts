@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceBroker } from 'moleculer';
+import { ServiceBroker, type Logger } from 'moleculer';
 import type { Connection } from 'mongoose';
 import { loadConfig } from '../../libs/config';
 import { SecretBox } from '../../libs/secret-box';
@@ -327,5 +327,48 @@ describe('a failing streak another dispatcher ended', () => {
       status: 'ACTIVE',
       failingSince: later(disableAfterMs + 300),
     });
+  });
+
+  it('logs the disable without the query of the URL, where a token often is', async () => {
+    const failingSince = new Date('2032-01-01T00:00:00Z');
+    const endpoint = endpointRecord(randomUUID(), {
+      url: 'https://hooks.example.com/waybill/in?token=s3cr3t-t0ken&x=1',
+      failingSince,
+      createdAt: failingSince,
+    });
+    await store.insertEndpoint(endpoint);
+    const logged: unknown[][] = [];
+    const capture = (...args: unknown[]) => void logged.push(args);
+    const logger = { warn: capture, info: capture, error: capture, debug: capture };
+    const config = loadConfig({ ...process.env, WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs) });
+    const notices = new DisableNotices({
+      store,
+      publicBaseUrl: 'https://waybill.example.test',
+      ownerEmail: async () => 'owner@example.com',
+      logger: () => logger as unknown as Logger,
+    });
+    const dispatcher = new Dispatcher({
+      store,
+      config: config.webhook,
+      appEnv: config.appEnv,
+      box: new SecretBox('log-test'),
+      logger: () => logger as unknown as Logger,
+      recordDisable: (e, at, lastError) => notices.record(e, at, lastError),
+    });
+    const at = new Date(failingSince.getTime() + disableAfterMs + 1_000);
+    await queueMessage(endpoint._id, at);
+    await dispatcher.look(at);
+    await dispatcher.settle();
+    expect(await store.endpoint(endpoint._id)).toMatchObject({ status: 'DISABLED' });
+    const disabled = logged.find(([message]) => String(message).includes('disabled'));
+    expect(disabled?.[1]).toMatchObject({
+      webhookId: endpoint._id,
+      url: 'https://hooks.example.com/waybill/in',
+    });
+    expect(JSON.stringify(logged)).not.toContain('s3cr3t');
+    // Nor does the e-mail, which staging's log sink writes to the log whole.
+    const notice = await store.notices.get(disabledNoticeId(endpoint._id, failingSince));
+    expect(notice?.text).toContain('https://hooks.example.com/waybill/in (');
+    expect(notice?.text).not.toContain('s3cr3t');
   });
 });

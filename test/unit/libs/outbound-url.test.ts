@@ -9,6 +9,7 @@ import {
   guardedLookup,
   isAllowedClass,
   resolvedHostRefusal,
+  targetForLog,
   type AddressClass,
   type OutboundPolicy,
   type Resolver,
@@ -316,6 +317,16 @@ function stubResolver(...answers: string[][]): Resolver & { calls: string[]; fam
   };
   return Object.assign(resolve, { calls, families });
 }
+
+describe('targetForLog', () => {
+  it('names a target by its origin and path, never its query', () => {
+    expect(targetForLog('https://hooks.example.com:8443/in/waybill?token=s3cret&a=1')).toBe(
+      'https://hooks.example.com:8443/in/waybill',
+    );
+    expect(targetForLog('http://[fd00::1]/?key=s3cret')).toBe('http://[fd00::1]/');
+    expect(targetForLog('not a url?token=s3cret')).toBe('(not a URL)');
+  });
+});
 
 describe('guardedLookup', () => {
   it('refuses a request to a name of this host when private targets are not allowed', async () => {
