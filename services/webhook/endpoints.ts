@@ -38,6 +38,12 @@ export interface EndpointActionDeps {
 const NOT_FOUND = (webhookId: string) =>
   `Webhook ${webhookId} not found; list yours with GET /api/webhooks`;
 
+/**
+ * How long a replay holds its message's queue entry from dispatchers while it marks the message
+ * PENDING (milliseconds, unless it stopped half-way).
+ */
+const REPLAY_HOLD_MS = 30_000;
+
 /** How long a registration waits for the URL's host to resolve. */
 const RESOLVE_TIMEOUT_MS = 5000;
 
@@ -357,26 +363,27 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           ephemeral: false,
           replay: true,
         };
-        // PENDING before it is queued: a dispatcher that sends it at once then writes its
-        // outcome after ours, not under it.
-        if (message.status !== 'PENDING') {
-          await store.updateMessage(message._id, { status: 'PENDING' });
-        }
-        let requeued = false;
-        try {
-          requeued = await store.requeue(queued);
-        } finally {
-          // Not queued again (still queued, its dispatcher about to conclude it; or a failure):
-          // the status goes back to what was read, or the log would say PENDING for good.
-          if (!requeued && message.status !== 'PENDING') {
-            await store.updateMessage(message._id, { status: message.status });
-          }
-        }
-        if (!requeued) {
+        // Queued first, held: the entry (`_id` = the message's) is the replay's claim, which
+        // one replay gets (decision 16), and only its holder writes the message's status. A
+        // replay that finds an entry (another replay's, or its dispatcher's about to conclude
+        // it) writes nothing: putting back the status it had read overwrote the other's PENDING
+        // or the dispatcher's outcome. Held, the entry is not sent before the message reads
+        // PENDING, so a dispatcher writes its outcome after ours, not under it; a replay that
+        // stops before releasing it leaves it sent once the hold ends.
+        const held = { ...queued, nextAttemptAt: new Date(at.getTime() + REPLAY_HOLD_MS) };
+        if (!(await store.requeue(held))) {
           throw conflict(
             `Webhook delivery ${message._id} is still queued; its next attempt is on its way`,
           );
         }
+        try {
+          await store.updateMessage(message._id, { status: 'PENDING' });
+        } catch (err) {
+          // Not marked: not sent either (the log would keep its former status while it is).
+          await store.dequeue(message._id);
+          throw err;
+        }
+        await store.reschedule(message._id, { nextAttemptAt: at });
         const pending = { ...message, status: 'PENDING' as const };
         return toWebhookDeliveryView(pending, await store.attemptsOf(message), queued);
       },

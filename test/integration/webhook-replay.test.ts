@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import type mongoose from 'mongoose';
+import { loadConfig } from '../../libs/config';
+import { SecretBox } from '../../libs/secret-box';
+import type { WaybillContext } from '../../libs/service';
+import { createEndpointActions } from '../../services/webhook/endpoints';
+import { fanOut } from '../../services/webhook/fan-out';
+import type { ReplayParams } from '../../services/webhook/schemas';
+import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
+import { isolation, openServiceDatabase } from '../support/stack';
+import { endpointRecord, publishedEvent } from '../support/webhook-records';
+
+/**
+ * Replays of one message at once, on the real server: one queues it, the others answer 409,
+ * and none of them writes the message's status but the one whose entry is queued, so the log
+ * never says DELIVERED (or FAILED) of a message being sent again.
+ */
+const iso = isolation();
+let conn: mongoose.Connection;
+let store: WebhookStore;
+const config = loadConfig({ ...process.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+
+beforeAll(async () => {
+  conn = await openServiceDatabase(iso, 'webhook_replay');
+  const models = defineWebhookModels(conn);
+  await Promise.all(Object.values(models).map((model) => model.createIndexes()));
+  store = new WebhookStore(() => models);
+});
+
+afterAll(async () => {
+  await conn?.dropDatabase();
+  await conn?.close();
+});
+
+/**
+ * The store, its `message` reads held until `readers` of them are under way: every replay
+ * reads the message as it was before any of them wrote.
+ */
+function readingTogether(readers: number): WebhookStore {
+  const waiting: (() => void)[] = [];
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'message') {
+        return async (messageId: string) => {
+          const read = await target.message(messageId);
+          await new Promise<void>((resolve) => {
+            waiting.push(resolve);
+            if (waiting.length === readers) for (const go of waiting) go();
+          });
+          return read;
+        };
+      }
+      const value: unknown = Reflect.get(target, prop);
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** A message of the user's endpoint, delivered and off the queue, as a replay finds one. */
+async function deliveredMessage(userId: string) {
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  await fanOut(store, [publishedEvent(userId, 1)], 'staging', new Date());
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  await store.updateMessage(message._id, {
+    status: 'DELIVERED',
+    attempts: 1,
+    deliveredAt: new Date(),
+  });
+  await store.dequeue(message._id);
+  return { endpoint, messageId: message._id };
+}
+
+function replay(replaying: WebhookStore, userId: string, params: ReplayParams) {
+  const actions = createEndpointActions({
+    store: replaying,
+    config: config.webhook,
+    appEnv: 'staging',
+    box: new SecretBox('replay-test'),
+  });
+  const handler = (actions.replayWebhookDelivery as { handler: (ctx: unknown) => unknown }).handler;
+  const ctx = { params, meta: { user: { id: userId } } };
+  return Promise.resolve(handler(ctx as WaybillContext<ReplayParams>));
+}
+
+it('queues a message once when replayed several times at once, and it reads PENDING', async () => {
+  const userId = randomUUID();
+  const { endpoint, messageId } = await deliveredMessage(userId);
+  const params = { webhookId: endpoint._id, webhookDeliveryId: messageId };
+  const together = readingTogether(4);
+  const replies = await Promise.allSettled(
+    Array.from({ length: 4 }, () => replay(together, userId, params)),
+  );
+  const queued = replies.filter((r) => r.status === 'fulfilled');
+  const refused = replies.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  expect(queued).toHaveLength(1);
+  expect(refused.map((r) => (r.reason as { code: number }).code)).toEqual([409, 409, 409]);
+  // Queued, due now, and the log says so: the refused replays put back nothing.
+  const entry = await store.queued(messageId);
+  expect(entry).toMatchObject({ replay: true, attempts: 1 });
+  expect(new Date(entry?.nextAttemptAt as Date).getTime()).toBeLessThanOrEqual(Date.now());
+  expect((await store.message(messageId))?.status).toBe('PENDING');
+
+  // Another replay while it waits: 409, and it changes nothing.
+  await expect(replay(store, userId, params)).rejects.toMatchObject({ code: 409 });
+  expect((await store.message(messageId))?.status).toBe('PENDING');
+  expect(await store.queued(messageId)).toEqual(entry);
+});
