@@ -8,7 +8,7 @@ const messageIdOf = (webhookId: string, eventId: string) =>
   nameBasedId('webhook-message', webhookId, eventId);
 
 /**
- * Records each event once and queues one message of it for every active endpoint of its owner
+ * Records each event some endpoint takes, once, and queues one message of it for every active endpoint of its owner
  * (and of its delivery's linked recipient, `toldToRecipient`) that takes its type. A delivery's events share a lane per endpoint, sent in order, its
  * courier's positions among them; a position is tried once, and skipped once stale.
  */
@@ -18,13 +18,6 @@ export async function fanOut(
   environment: string,
   now: Date,
 ): Promise<number> {
-  await store.recordEvents(
-    events.map((event) => ({
-      _id: event.id,
-      ...withoutId(event),
-      createdAt: new Date(event.createdAt),
-    })),
-  );
   const endpointsOf = new Map<string, Promise<EndpointRecord[]>>();
   const items: { message: MessageRecord; queued: QueuedRecord }[] = [];
   const endpointsOfOwner = (userId: string) => {
@@ -73,6 +66,21 @@ export async function fanOut(
       });
     }
   }
+  // Only the events some endpoint takes are kept: most deliveries' owners have none, and a
+  // courier's position comes every flush of each delivery under way. Recorded before their
+  // messages, which the dispatcher reads them for; a publication repeated (order's sweep, after
+  // a failure anywhere here) records them again, those there already left as they are, and an
+  // event first published when nobody took it is recorded once an endpoint does.
+  const taken = new Set(items.map((item) => item.message.eventId));
+  const recorded = events.filter((event) => taken.has(event.id));
+  if (recorded.length === 0) return 0;
+  await store.recordEvents(
+    recorded.map((event) => ({
+      _id: event.id,
+      ...withoutId(event),
+      createdAt: new Date(event.createdAt),
+    })),
+  );
   return store.enqueueAll(items);
 }
 

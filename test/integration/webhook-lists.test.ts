@@ -113,6 +113,41 @@ describe("an endpoint's messages", () => {
   });
 });
 
+describe('events', () => {
+  it('are recorded only when some endpoint takes them, and once one does when published again', async () => {
+    const recorded = async (events: PublishedEvent[]) =>
+      (await models.Event.find({ _id: { $in: events.map((e) => e.id) } }).lean()).map((e) =>
+        String(e._id),
+      );
+    // Nobody has an endpoint: a courier's position every flush is kept nowhere.
+    const nobody = randomUUID();
+    const unseen = [publishedEvent(nobody, 1), publishedEvent(nobody, 2)];
+    unseen[1] = { ...unseen[1], type: 'courier.location' };
+    expect(await fanOut(store, unseen, ENV, new Date())).toBe(0);
+    expect(await recorded(unseen)).toEqual([]);
+
+    // An endpoint that takes one type, and a disabled one that would take every type.
+    const userId = randomUUID();
+    const changes = endpointRecord(userId, { events: ['delivery.status_changed'] });
+    await store.insertEndpoint(changes);
+    await store.insertEndpoint(endpointRecord(userId, { status: 'DISABLED' }));
+    const change = publishedEvent(userId, 3);
+    const position = { ...publishedEvent(userId, 4), type: 'courier.location' as const };
+    expect(await fanOut(store, [change, position], ENV, new Date())).toBe(1);
+    expect(await recorded([change, position])).toEqual([change.id]);
+    const [message] = await store.messagesOf(changes._id, 1, 0);
+    expect(await store.event(message.eventId)).toMatchObject({ _id: change.id });
+
+    // Published again once an endpoint takes it (order's sweep): recorded then, and sent.
+    const later = endpointRecord(nobody);
+    await store.insertEndpoint(later);
+    expect(await fanOut(store, unseen, ENV, new Date())).toBe(2);
+    expect((await recorded(unseen)).sort()).toEqual(unseen.map((e) => e.id).sort());
+    // Again: nothing new.
+    expect(await fanOut(store, [change, position, ...unseen], ENV, new Date())).toBe(0);
+  });
+});
+
 describe("an owner's endpoints", () => {
   it('are the live ones, newest first; a deleted one gets no events', async () => {
     const userId = randomUUID();
