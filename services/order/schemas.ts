@@ -307,7 +307,9 @@ export const deliveryView = view(
           colour: Joi.string(),
           typeId: uuid(),
         }),
-      }).description('Left out until a courier is assigned'),
+      })
+        .optional()
+        .description('Left out (not null) until a courier is assigned'),
     },
     CREATORS_OWN,
   ),
@@ -318,7 +320,9 @@ const payOnDeliveryView = view('PayOnDeliveryOrder', {
   collectAmount: money(),
   collectTarget: Joi.string().valid('PACKAGE_VALUE'),
   remitTo: Joi.string().valid(...POD_REMIT_TARGETS),
-  courierProfileId: uuid(),
+  courierProfileId: uuid()
+    .optional()
+    .description('The courier whose wallet receives it: only when remitTo is COURIER_WALLET'),
 });
 
 const createdByWallet = view('DeliveryRequest', {
@@ -326,7 +330,9 @@ const createdByWallet = view('DeliveryRequest', {
   delivery: deliveryView,
   deliveryFee: feeBlock,
   matchingEligible: Joi.boolean(),
-  payOnDelivery: payOnDeliveryView,
+  payOnDelivery: payOnDeliveryView
+    .optional()
+    .description('Only when the request asked for pay-on-delivery (`payOnDelivery` true)'),
 }).description('Wallet payment (or nothing for the creator to pay): the P2P record');
 
 const createdByCheckout = view('DeliveryCheckout', {

@@ -1,0 +1,386 @@
+import type { PackageView } from '../../../libs/contracts/package';
+import type { CheckoutStart } from '../../../libs/contracts/payment';
+import type { DeliveryFeeBlock, PricedDelivery } from '../../../libs/contracts/pricing';
+import { validate } from '../../../libs/validation';
+import type { CourierOnDelivery } from '../../../services/order/courier-view';
+import {
+  buildDelivery,
+  paidByWallet,
+  recordIds,
+  withCheckout,
+  type DeliveryRecord,
+  type StoredAddress,
+} from '../../../services/order/delivery-record';
+import {
+  DELIVERY_STATUSES,
+  transition,
+  type LifecycleEvent,
+} from '../../../services/order/lifecycle';
+import { proofCodeMessages } from '../../../services/order/notifications';
+import { recipientsView } from '../../../libs/contracts/order';
+import { readDeliveryRequest, type RequestParams } from '../../../services/order/request-input';
+import { requestParams } from '../../../services/order/schemas';
+import {
+  toCourierDeliveryView,
+  toCreatedView,
+  toDeliveryView,
+  toNotificationView,
+  toProofView,
+} from '../../../services/order/views';
+import { documentedAnswers } from '../document-answers';
+
+/**
+ * The order service's answers, as its views build them from deliveries in every state that
+ * changes their shape, against the answers `/openapi.json` documents: no courier and a courier,
+ * wallet, checkout, pay-on-delivery (to the merchant's wallet or a courier's), a recipient's
+ * share, scheduled, cancelled, failed, with proofs scanned, and a linked recipient's view.
+ */
+const answerErrors = documentedAnswers();
+
+const USER = '6f1d2c3b-4a59-4e8d-9c7b-1a2b3c4d5e6f';
+const PROFILE = '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+const API_KEY = '2b3c4d5e-6f70-4182-93a4-b5c6d7e8f901';
+const PACKAGE = '3c4d5e6f-7081-4293-a4b5-c6d7e8f90a12';
+const FLEET_TYPE = '4d5e6f70-8192-43a4-b5c6-d7e8f90a1b23';
+const COURIER = '5e6f7081-92a3-44b5-86d7-e8f90a1b2c34';
+const TIER = '6f708192-a3b4-45c6-97e8-f90a1b2c3d45';
+const NOW = new Date('2030-03-04T10:00:00.000Z');
+const owner = { name: 'Shop Owner', phone: '+2348012345678', email: 'shop@example.com' };
+
+const place = (lgaOrCity: string, lat: number, lon: number) => ({
+  addressLine1: `${lgaOrCity}, Lagos`,
+  lat,
+  lon,
+  country: 'Nigeria',
+  countryCode: 'NG',
+  state: 'Lagos',
+  lgaOrCity,
+  h3Index: '8965a5a0c2fffff',
+  phrase: 'apple.river.stone',
+  resolution: 9,
+});
+
+const money = (kobo: number) => (kobo / 100).toFixed(2);
+
+/** What pricing answers for the load, with `creator` and `recipient` owing these shares. */
+function priced(shares: { creator: number; recipient: number }): PricedDelivery {
+  const fees = {
+    base: 150000,
+    weight: 20000,
+    fleet: 0,
+    surcharge: 0,
+    insurance: 5000,
+    deliverySubtotal: 175000,
+    serviceFee: 10000,
+    hubCommission: 0,
+    total: 185000,
+  };
+  const payer = shares.recipient === 0 ? 'CREATOR' : shares.creator === 0 ? 'RECIPIENT' : 'SPLIT';
+  const deliveryFee: DeliveryFeeBlock = {
+    payer,
+    gross: {
+      delivery: money(fees.deliverySubtotal),
+      serviceFee: money(fees.serviceFee),
+      hubCommission: money(0),
+      bundledTotal: money(fees.total),
+    },
+    creator: { amount: money(shares.creator), paymentRequired: shares.creator > 0, paid: false },
+    recipient: {
+      amount: money(shares.recipient),
+      paymentRequired: shares.recipient > 0,
+      paid: false,
+      checkoutUrl: null,
+    },
+    promotion: {
+      settlementMode: null,
+      platformFunded: false,
+      settledAmount: '0.00',
+      discountAmount: '0.00',
+      isApplied: false,
+    },
+  };
+  const tierIds = { countryPricingId: TIER, statePricingId: null, cityPricingId: null };
+  return {
+    quote: {
+      deliveryCost: { tierIds, tariffVersion: 'NG:1' },
+      promotion: null,
+      deliveryFee,
+      matchingEligible: false,
+      payOnDelivery: { enabled: false, collectAmount: '0.00', collectTarget: 'PACKAGE_VALUE' },
+    },
+    fees,
+    shares,
+    route: {
+      distance: { distanceKm: 18.4, etaSeconds: 2700 },
+      routeType: 'INTER_CITY',
+      origin: place('Ikeja', 6.6018, 3.3515),
+      destination: place('Eti-Osa', 6.4474, 3.4723),
+    },
+    fleetType: { id: FLEET_TYPE, name: 'Bike', icon: null },
+    tierIds,
+    tariffVersion: 'NG:1',
+    slotStartsAt: null,
+    slotEndsAt: null,
+  };
+}
+
+const checkoutStart = (reference: string): CheckoutStart => ({
+  status: true,
+  message: 'Authorization URL created',
+  data: {
+    authorization_url: `https://checkout.example.com/pay/${reference}`,
+    access_code: `access-${reference}`,
+    reference,
+  },
+});
+
+/** A delivery just created from `body` (over a minimal request), paid as `requests.ts` pays. */
+function created(body: Partial<RequestParams> = {}, shares = { creator: 185000, recipient: 0 }) {
+  const params = validate(requestParams, {
+    origin: 'Ikeja, Lagos',
+    destination: 'Lekki, Lagos',
+    destinationContactName: 'Ada Obi',
+    destinationContactPhone: '+2348031234567',
+    destinationContactEmail: 'ada@example.com',
+    packagesId: [PACKAGE],
+    type: 'DROP_OFF',
+    courierSelection: 'ANYONE',
+    ...body,
+  }) as RequestParams;
+  const request = readDeliveryRequest(params, owner);
+  const built = buildDelivery({
+    deliveryId: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
+    trackingId: 'P2P-7K3M9Q2W5X8Z',
+    owner: { id: USER, profileId: PROFILE },
+    apiKeyId: API_KEY,
+    recipientUserId: null,
+    request,
+    assigned: {
+      deliveryId: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
+      packages: [{ id: PACKAGE } as PackageView],
+      totalWeightGrams: 2000,
+      totalValueKobo: 500000,
+      totalWeight: '2.00000',
+      totalValue: '5000.00',
+    },
+    priced: priced(shares),
+    proofHashes: { COLLECTION: 'hash-c', DELIVERY: 'hash-d' },
+    now: NOW,
+  });
+  let delivery = built.delivery;
+  if (delivery.payment.creator.method === 'CHECKOUT') {
+    delivery = withCheckout(delivery, 'creator', checkoutStart('creator-ref'));
+  }
+  if (delivery.payment.recipient.amountKobo > 0) {
+    delivery = withCheckout(delivery, 'recipient', checkoutStart('recipient-ref'));
+  }
+  if (delivery.payment.creator.method === 'WALLET') delivery = paidByWallet(delivery);
+  const addresses = new Map<string, StoredAddress>(built.addresses.map((a) => [a._id, a]));
+  return { delivery, addresses };
+}
+
+let minute = 0;
+/** The delivery after `events`, each recorded as the order service records it. */
+function after(delivery: DeliveryRecord, ...events: LifecycleEvent[]): DeliveryRecord {
+  let record = delivery;
+  for (const event of events) {
+    const t = transition(record.lifecycle, event);
+    if (!t.ok) throw new Error(t.message);
+    const at = new Date(NOW.getTime() + ++minute * 60000);
+    record = {
+      ...record,
+      lifecycle: t.next,
+      updatedAt: at,
+      steps: t.step
+        ? [
+            ...record.steps.map((s) => ({ ...s, active: false })),
+            {
+              id: recordIds(record._id).step(minute),
+              step: t.step.step,
+              active: true,
+              hidden: t.step.hidden,
+              updatedAt: at,
+            },
+          ]
+        : record.steps,
+      ...(event.kind === 'COURIER_ASSIGNED'
+        ? { assignment: { courierId: event.courierId, at } }
+        : {}),
+      ...(event.kind === 'FAILED' ? { failure: { reason: event.reason, at } } : {}),
+      ...((event.kind === 'COLLECTED' || event.kind === 'DELIVERED') && event.proof
+        ? {
+            proofs: record.proofs.map((p) =>
+              p.id === event.proof?.id ? { ...p, code: event.proof.code, scannedAt: at } : p,
+            ),
+          }
+        : {}),
+    };
+  }
+  return record;
+}
+
+const proofOf = (delivery: DeliveryRecord, type: 'COLLECTION' | 'DELIVERY', code: string) => ({
+  id: delivery.proofs.find((p) => p.type === type)?.id as string,
+  code,
+});
+
+const courierAway: CourierOnDelivery = {
+  name: 'Amaka Nwosu',
+  phone: '+2348031234567',
+  profilePhoto: null,
+  currentLocation: null,
+  eta: null,
+  fleet: { regNo: 'LAG-123', make: 'Bajaj', model: 'Boxer', colour: 'Red', typeId: FLEET_TYPE },
+};
+const courierUnderWay: CourierOnDelivery = {
+  ...courierAway,
+  profilePhoto: 'https://cdn.example.com/files/amaka.png',
+  currentLocation: { country: 'Nigeria', state: 'Lagos', lgaOrCity: 'Yaba', lat: 6.5, lon: 3.37 },
+  eta: { from: '2030-03-04T10:40:00.000Z', to: '2030-03-04T10:55:00.000Z' },
+};
+
+const ASSIGN: LifecycleEvent = { kind: 'COURIER_ASSIGNED', courierId: COURIER };
+
+/** Deliveries in every state that changes the shape of their views. */
+function deliveries() {
+  const wallet = created();
+  const { delivery: d, addresses } = wallet;
+  const collected = after(
+    d,
+    ASSIGN,
+    { kind: 'ARRIVED_AT_PICKUP' },
+    { kind: 'COLLECTED', proof: proofOf(d, 'COLLECTION', '123456') },
+  );
+  const withAddresses = (delivery: DeliveryRecord) => ({ delivery, addresses });
+  return {
+    'wallet, no courier yet': wallet,
+    checkout: created({ paymentMethodType: 'CHECKOUT' }),
+    'pay on delivery to the merchant’s wallet': created({ payOnDelivery: true }),
+    'pay on delivery to a courier’s wallet': created({
+      payOnDelivery: true,
+      podRemitTo: 'COURIER_WALLET',
+      podCourierProfileId: COURIER,
+    }),
+    'split with the recipient': created(
+      { deliveryFeePayer: 'SPLIT' },
+      { creator: 92500, recipient: 92500 },
+    ),
+    'the recipient pays': created(
+      { deliveryFeePayer: 'RECIPIENT' },
+      { creator: 0, recipient: 185000 },
+    ),
+    'scheduled, noted, specific courier, no proofs': created({
+      urgencyType: 'SCHEDULED',
+      deliveryDate: '2030-03-06',
+      deliverySlot: '09:00 - 12:00',
+      note: 'Fragile: glass',
+      courierSelection: 'SPECIFIC',
+      courierId: COURIER,
+      requireCollectionProofCode: false,
+      requireDeliveryProofCode: false,
+      link3rdPartyByContactInfo: true,
+    }),
+    'courier assigned': withAddresses(after(d, ASSIGN)),
+    'arrived at the pickup': withAddresses(after(d, ASSIGN, { kind: 'ARRIVED_AT_PICKUP' })),
+    'collected, its proof scanned': withAddresses(collected),
+    'in transit': withAddresses(after(collected, { kind: 'IN_TRANSIT' })),
+    'arrived at the drop-off': withAddresses(
+      after(collected, { kind: 'IN_TRANSIT' }, { kind: 'ARRIVED_AT_DROPOFF' }),
+    ),
+    'delivered, both proofs scanned': withAddresses(
+      after(
+        collected,
+        { kind: 'IN_TRANSIT' },
+        { kind: 'ARRIVED_AT_DROPOFF' },
+        { kind: 'DELIVERED', proof: proofOf(d, 'DELIVERY', '654321') },
+      ),
+    ),
+    'failed before collection': withAddresses(
+      after(d, ASSIGN, { kind: 'FAILED', reason: 'Flat tyre' }),
+    ),
+    returning: withAddresses(after(collected, { kind: 'FAILED', reason: 'Nobody at the door' })),
+    returned: withAddresses(
+      after(collected, { kind: 'FAILED', reason: 'Nobody at the door' }, { kind: 'RETURNED' }),
+    ),
+    cancelled: withAddresses(after(d, { kind: 'CANCEL' })),
+    'no courier found': withAddresses(after(d, { kind: 'NO_COURIER_FOUND' })),
+    'checkout failed': (() => {
+      const c = created({ paymentMethodType: 'CHECKOUT' });
+      return { ...c, delivery: after(c.delivery, { kind: 'PAYMENT_FAILED', share: 'creator' }) };
+    })(),
+  };
+}
+
+const cases = Object.entries(deliveries());
+const courierFor = (d: DeliveryRecord) =>
+  d.assignment ? (d.lifecycle.status === 'IN_TRANSIT' ? courierUnderWay : courierAway) : undefined;
+
+describe('the order service’s answers against /openapi.json', () => {
+  // Any status: a retry with the same Idempotency-Key whose first answer is no longer kept is
+  // answered from the delivery as it is then (a checkout since paid, a courier assigned...).
+  it.each(cases)('POST /api/request: %s', (_, { delivery, addresses }) => {
+    const view = toCreatedView(delivery, addresses);
+    expect(answerErrors('/api/request', 'post', 201, view)).toEqual([]);
+  });
+
+  it.each(cases)('GET /api/deliveries/{deliveryId}, GET /api/deliveries: %s', (_, c) => {
+    const { delivery, addresses } = c;
+    const view = toDeliveryView(delivery, addresses, courierFor(delivery));
+    expect(answerErrors('/api/deliveries/{deliveryId}', 'get', 200, view)).toEqual([]);
+    expect(answerErrors('/api/deliveries', 'get', 200, [view])).toEqual([]);
+    expect(answerErrors('/admin/deliveries/{deliveryId}', 'get', 200, view)).toEqual([]);
+    // Its linked recipient's view, less the creator's own fields.
+    const theirs = recipientsView(view);
+    expect(answerErrors('/api/deliveries/{deliveryId}', 'get', 200, theirs)).toEqual([]);
+  });
+
+  it.each(cases)('the courier’s view: %s', (_, { delivery, addresses }) => {
+    const view = toCourierDeliveryView(delivery, addresses);
+    expect(answerErrors('/courier/deliveries/current', 'get', 200, view)).toEqual([]);
+    expect(answerErrors('/courier/deliveries/{deliveryId}/collected', 'post', 200, view)).toEqual(
+      [],
+    );
+  });
+
+  it('the courier’s current delivery when there is none, a cancel, a proof and notifications', () => {
+    const { delivery } = created();
+    expect(answerErrors('/courier/deliveries/current', 'get', 200, null)).toEqual([]);
+    expect(
+      answerErrors('/api/request/{deliveryId}/cancel', 'post', 201, {
+        delivery: { id: delivery._id },
+      }),
+    ).toEqual([]);
+    const scanned = after(
+      delivery,
+      ASSIGN,
+      { kind: 'ARRIVED_AT_PICKUP' },
+      { kind: 'COLLECTED', proof: proofOf(delivery, 'COLLECTION', '123456') },
+    );
+    for (const proof of [...delivery.proofs, ...scanned.proofs]) {
+      expect(
+        answerErrors(
+          '/api/deliveries/{deliveryId}/proofs/{proofId}/code',
+          'post',
+          201,
+          toProofView(proof),
+        ),
+      ).toEqual([]);
+    }
+    const contact = { name: 'Ada Obi', phone: '+2348031234567', email: 'ada@example.com' };
+    const messages = proofCodeMessages(delivery, 'COLLECTION', '123456', contact, NOW);
+    const sent = { ...messages[0], status: 'SENT' as const, attempts: 1, sentAt: NOW };
+    const failed = { ...messages[1], status: 'FAILED' as const, attempts: 5, lastError: '550' };
+    for (const showText of [true, false]) {
+      const views = [...messages, sent, failed].map((m) => toNotificationView(m, showText));
+      expect(answerErrors('/admin/notifications', 'get', 200, views)).toEqual([]);
+    }
+  });
+
+  it('reads deliveries in every status, created by wallet and by checkout', () => {
+    const statuses = new Set(cases.map(([, c]) => c.delivery.lifecycle.status));
+    expect([...statuses].sort()).toEqual([...DELIVERY_STATUSES].sort());
+    const created = cases.map(([, c]) => toCreatedView(c.delivery, c.addresses));
+    expect(created.some((v) => 'delivery' in v)).toBe(true);
+    expect(created.some((v) => 'access_code' in ('data' in v ? v.data : {}))).toBe(true);
+  });
+});
