@@ -344,7 +344,9 @@ const createdByCheckout = view('DeliveryCheckout', {
     reference: Joi.string(),
   }),
   deliveryFee: feeBlock,
-  matchingEligible: Joi.boolean().valid(false),
+  matchingEligible: Joi.boolean().description(
+    'false: matching starts once the checkout is paid. A retry with the same Idempotency-Key answered by the delivery as it is now (its first answer no longer kept) says true once it is paid and no courier is assigned yet',
+  ),
 }).description('Checkout payment: open data.authorization_url to pay');
 
 export const createdView = Joi.alternatives().try(createdByWallet, createdByCheckout).match('one');

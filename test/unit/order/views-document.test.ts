@@ -255,6 +255,10 @@ function deliveries() {
   return {
     'wallet, no courier yet': wallet,
     checkout: created({ paymentMethodType: 'CHECKOUT' }),
+    'checkout, paid': (() => {
+      const c = created({ paymentMethodType: 'CHECKOUT' });
+      return { ...c, delivery: after(c.delivery, { kind: 'PAID', share: 'creator' }) };
+    })(),
     'pay on delivery to the merchant’s wallet': created({ payOnDelivery: true }),
     'pay on delivery to a courier’s wallet': created({
       payOnDelivery: true,
