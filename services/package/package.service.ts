@@ -27,13 +27,32 @@ export function createPackageService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'package', definePackageModels);
   const store = new PackageStore(() => db.models);
 
-  /** Why an edit or a delete found nothing to change: 404 for missing/foreign/deleted. */
+  /**
+   * Why an edit or a delete found nothing to change: 404 for missing/foreign/deleted; else who
+   * holds it, as its claim says (a delivery marks the package only after claiming it, and a
+   * release clears the mark before it drops the claim, so the mark alone may name nobody).
+   */
   async function explainUnchanged(userId: string, packageId: string, verb: string) {
     const found = await store.findLive(userId, packageId);
     if (!found) return notFound(`Package ${packageId} not found`);
+    const holder = (await store.holderOf(packageId)) ?? found.p2pDeliveryId;
+    if (holder === DELETED) {
+      // A delete that stopped between its claim and its mark: another DELETE finishes it.
+      return badRequest(
+        `Package ${packageId} is being deleted and can no longer be ${verb}; send DELETE /api/package/${packageId} again to finish deleting it`,
+        [{ field: 'packageId', message: 'being deleted' }],
+      );
+    }
+    if (!holder) {
+      // Given back between the refusal and this read.
+      return badRequest(
+        `Package ${packageId} was assigned to a delivery that has just given it back; send the request again`,
+        [{ field: 'packageId', message: 'given back by a delivery a moment ago' }],
+      );
+    }
     return badRequest(
       `Package ${packageId} is assigned to a delivery and can no longer be ${verb}`,
-      [{ field: 'packageId', message: `assigned to delivery ${found.p2pDeliveryId}` }],
+      [{ field: 'packageId', message: `assigned to delivery ${holder}` }],
     );
   }
 
@@ -143,7 +162,7 @@ export function createPackageService(config: Config): ServiceDefinition {
             'Without `packageId` every required field is needed; with it only the fields to change. `weight` is derived from `size` × `quantity` and cannot be sent. `value` is the total value in NGN. `image` must be the URL of a file uploaded with `POST /file/single-upload`.',
           response: packageView,
           errors: {
-            400: 'Invalid input; a package taken by a delivery; or PACKAGE_MAX_OPEN untaken packages already saved',
+            400: 'Invalid input; a package taken by a delivery, or being deleted (send its DELETE again); or PACKAGE_MAX_OPEN untaken packages already saved',
             404: 'No such package of yours',
             409: 'The Idempotency-Key is held by a request still in progress or of unknown outcome (retry after the seconds in `Retry-After`), or it created a package since deleted (send a new key)',
           },
@@ -172,7 +191,10 @@ export function createPackageService(config: Config): ServiceDefinition {
           status: 204,
           message: 'Package deleted',
           summary: 'Delete a package that no delivery has taken',
-          errors: { 404: 'No such package of yours' },
+          errors: {
+            400: 'The package is assigned to a delivery (the message names it) and can no longer be deleted; invalid input',
+            404: 'No such package of yours',
+          },
         },
         params: packageIdParams,
         async handler(ctx) {

@@ -181,6 +181,55 @@ describe('DELETE /api/package/:packageId and GET /api/packages', () => {
   });
 });
 
+describe('a package whose claim is written and its mark not yet', () => {
+  /** A claim as a delivery's assign (or a delete) writes it before it marks the package. */
+  async function claimOnly(packageId: string, holder: string) {
+    const db = await openServiceDatabase(stack.iso, 'package');
+    try {
+      await db
+        .collection<{ _id: string; holder: string; userId: string }>('package_claims')
+        .insertOne({ _id: packageId, holder, userId: stack.alice.userId });
+    } finally {
+      await db.close();
+    }
+  }
+  const remove = (packageId: string) =>
+    request(stack.node.url, 'DELETE', `/api/package/${packageId}`, { headers: as(stack.alice) });
+
+  it('names the delivery that claimed it, in the refusals of a delete and an edit', async () => {
+    const pkg = (await save(stack.alice, shoes)).body.data;
+    const deliveryId = randomUUID();
+    await claimOnly(pkg.id, deliveryId);
+    for (const reply of [
+      await remove(pkg.id),
+      await save(stack.alice, { packageId: pkg.id, name: 'x' }),
+    ]) {
+      expectErrorEnvelope(
+        reply,
+        400,
+        /is assigned to a delivery and can no longer be (deleted|edited)$/,
+      );
+      expect(reply.body.errors).toEqual([
+        { field: 'packageId', message: `assigned to delivery ${deliveryId}` },
+      ]);
+    }
+  });
+
+  it('asks for the DELETE again when a delete stopped between its claim and its mark', async () => {
+    const pkg = (await save(stack.alice, shoes)).body.data;
+    await claimOnly(pkg.id, DELETED);
+    const edit = await save(stack.alice, { packageId: pkg.id, name: 'x' });
+    expectErrorEnvelope(
+      edit,
+      400,
+      `Package ${pkg.id} is being deleted and can no longer be edited; send DELETE /api/package/${pkg.id} again to finish deleting it`,
+    );
+    expect(edit.body.errors).toEqual([{ field: 'packageId', message: 'being deleted' }]);
+    expect((await remove(pkg.id)).status).toBe(204);
+    expectErrorEnvelope(await save(stack.alice, { packageId: pkg.id, name: 'x' }), 404);
+  });
+});
+
 describe('the limit of saved packages', () => {
   it('refuses one package too many until one is deleted or taken by a delivery', async () => {
     const carol = await createUserWithKey(stack.node.url);

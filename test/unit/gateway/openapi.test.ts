@@ -729,6 +729,12 @@ describe('the whole document', () => {
     );
   });
 
+  it('says that deleting a package a delivery has taken is refused', () => {
+    const remove = (full.paths['/api/package/{packageId}'] as Record<string, Operation>).delete;
+    expect(remove.responses['400'].description).toMatch(/assigned to a delivery/);
+    expect(remove.responses['404'].description).toBe('No such package of yours');
+  });
+
   it('answers tiers with rates of any shape a tier has ({} for a removal)', () => {
     const tier = schemas.PricingTier as { properties: Json; required: string[] };
     expect(tier.properties.rates).toEqual({ $ref: '#/components/schemas/TariffRates' });
