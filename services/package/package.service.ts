@@ -223,11 +223,15 @@ export function createPackageService(config: Config): ServiceDefinition {
           path: '/packages',
           message: 'Packages retrieved',
           summary: 'Your packages that no delivery has taken yet, newest first',
-          response: Joi.array().items(packageView),
+          description:
+            'At most PACKAGE_MAX_OPEN (400), newest saved first. Saves stop at that many, but packages given back by deliveries that did not deliver them (cancelled, failed, returned, no courier found) come back whatever the count: past it, the list shows the PACKAGE_MAX_OPEN most recently saved or given back; the others stay usable by id (edit, delete, deliver) and reappear as these are used or deleted.',
+          response: Joi.array().items(packageView).max(config.packageMaxOpen),
         },
         params: Joi.object({}),
         async handler(ctx) {
-          return (await store.listOpen(requireUser(ctx))).map(toPackageView);
+          // Bounded whatever the count (decision 33): returns may pass the limit saves keep.
+          const open = await store.listOpen(requireUser(ctx), config.packageMaxOpen);
+          return open.map(toPackageView);
         },
       }),
 

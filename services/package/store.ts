@@ -244,13 +244,15 @@ export class PackageStore {
    * The user's open packages, newest saved first: the user's list read down to its floor, each
    * package by `_id` (libs/owner-list `readLiveItems`). What that costs grows with the user's open
    * packages and the few closed ones above them, never with the user's history or anyone
-   * else's.
+   * else's. With `wanted`, the read stops at that many: the latest listed, saved or given back
+   * by a delivery (a package given back enters the list again at the top).
    */
-  async listOpen(userId: string): Promise<PackageRecord[]> {
+  async listOpen(userId: string, wanted?: number): Promise<PackageRecord[]> {
     const open = await this.byUser.readLiveItems(
       userId,
       (id) => this.byId(id),
       (p) => isOpen(userId, p),
+      { wanted },
     );
     return open.sort(newestSavedFirst);
   }

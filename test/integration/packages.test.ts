@@ -270,6 +270,49 @@ describe('the limit of saved packages', () => {
   });
 });
 
+describe('a list past the limit', () => {
+  it('answers the PACKAGE_MAX_OPEN latest saved or given back when returns pass the limit', async () => {
+    const dave = await createUserWithKey(stack.node.url);
+    const saveTen = async () => {
+      const replies = await Promise.all(Array.from({ length: 10 }, () => save(dave, shoes)));
+      for (const reply of replies) expect(reply.status).toBe(201);
+      return replies.map((r) => r.body.data.id as string);
+    };
+    // Saved ten at a time: each ten listed above the ten before.
+    const first: string[][] = [];
+    for (let batch = 0; batch < MAX_OPEN / 10; batch++) first.push(await saveTen());
+    const deliveryId = randomUUID();
+    await stack.client.call('package.assign', {
+      userId: dave.userId,
+      deliveryId,
+      packageIds: first[0],
+    });
+    const later = await saveTen();
+    expectErrorEnvelope(await save(dave, shoes), 400, /at most 40/);
+    // Given back: ten over the limit, which saves alone never pass.
+    expect(await stack.client.call('package.release', { deliveryId })).toEqual({ released: 10 });
+    expectErrorEnvelope(await save(dave, shoes), 400, /already keep 50 saved packages/);
+
+    const listed = (await list(dave)).body.data as { id: string; createdAt: string }[];
+    expect(listed).toHaveLength(MAX_OPEN);
+    const shown = listed.map((p) => p.id).sort();
+    // Not shown: the ten listed lowest, the oldest saved of those no delivery took.
+    expect(shown).toEqual([...first[0], ...first.slice(2).flat(), ...later].sort());
+    const times = listed.map((p) => p.createdAt);
+    expect(times).toEqual([...times].sort().reverse());
+    // Still usable by id, and back in the list once others are used.
+    const hidden = first[1][0];
+    expect((await save(dave, { packageId: hidden, name: 'Still here' })).status).toBe(201);
+    for (const id of later) {
+      const removed = await request(stack.node.url, 'DELETE', `/api/package/${id}`, {
+        headers: as(dave),
+      });
+      expect(removed.status).toBe(204);
+    }
+    expect((await list(dave)).body.data.map((p: { id: string }) => p.id)).toContain(hidden);
+  });
+});
+
 describe('assignment to deliveries', () => {
   it('resolves a selection into totals, refusing foreign or missing ids', async () => {
     const a = (await save(stack.alice, shoes)).body.data;
