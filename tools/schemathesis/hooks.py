@@ -64,9 +64,18 @@ _PRICED = (
     r"|deliverySlot .+ has already ended today .+"
     r"|The declared value is above the insurable maximum .+"
 )
+# What geo alone refuses in a route: an address that names no known place (or no saved address
+# of the caller's), origin and destination in one H3 cell.
+_ROUTED = (
+    r"(origin|destination)\S*: .+"
+    r"|Origin and destination cannot be the same"
+)
 # A place the gazetteer does not know (geo.findArea), as a courier rule's `from`, `to` or country.
 _PLACE = r'(Country|State|LGA or city) ".*" not found.*'
 DATA_REFUSALS = {
+    "POST /api/route": re.compile(_ROUTED, re.DOTALL),
+    # Priced as a request's packages are, by the same function: the same refusals.
+    "POST /api/pricing": re.compile(rf"(?:{_PRICED})", re.DOTALL),
     "POST /api/request": re.compile(rf"(?:{_PRICED})", re.DOTALL),
     "POST /admin/pricing/courier-rules": re.compile(_PLACE, re.DOTALL),
     "PATCH /admin/pricing/courier-rules/{ruleId}": re.compile(_PLACE, re.DOTALL),
