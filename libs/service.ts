@@ -64,6 +64,13 @@ export interface HttpRoute {
    * created resource's `data.id`, such as `userId`. The document links them (OpenAPI links).
    */
   creates?: string;
+  /** The field of `data` that holds the created resource's id, when it is not `id`. */
+  createdIdField?: string;
+  /**
+   * The body field through which other routes take a list of such ids (`packagesId`): the
+   * document links the creation to them too, the created id as the list's one item.
+   */
+  listedAs?: string;
 }
 
 export interface OptionHeader {

@@ -333,32 +333,40 @@ function bodyProperties(schema: JsonSchema | undefined, components: ComponentSch
 
 /**
  * OpenAPI links from each creation to the operations that take the created resource's id
- * (`http.creates` names the parameter): as a path parameter, or as a field of the JSON body
- * (editing through the same POST). Stateful testing follows them.
+ * (`http.creates` names the parameter, `http.createdIdField` the field of `data` that holds
+ * it): as a path parameter, as a field of the JSON body (editing through the same POST), or as
+ * the one item of a list of such ids in the body (`http.listedAs`: the packages a delivery
+ * takes). Stateful testing follows them.
  */
 export function links(
   entries: { entry: RouteEntry; op: Operation }[],
   components: ComponentSchemas,
 ): void {
   for (const { entry: source, op: created } of entries) {
-    const param = source.http.creates;
+    const { creates: param, createdIdField = 'id', listedAs } = source.http;
     if (!param) continue;
     const success = created.responses[String(source.http.status ?? 200)] as { links?: object };
     const found: Record<string, unknown> = {};
+    const value = `$response.body#/data/${createdIdField}`;
     for (const { entry: target, op } of entries) {
-      const value = '$response.body#/data/id';
       const body = (
         op.requestBody?.content as Record<string, { schema: JsonSchema }> | undefined
       )?.['application/json']?.schema;
+      const fields = bodyProperties(body, components);
       if (pathParams(target.fullPath).includes(param)) {
         found[target.actionName] = {
           operationId: target.actionName,
           parameters: { [param]: value },
         };
-      } else if (bodyProperties(body, components).includes(param)) {
+      } else if (fields.includes(param)) {
         found[target.actionName] = {
           operationId: target.actionName,
           requestBody: { [param]: value },
+        };
+      } else if (listedAs && fields.includes(listedAs)) {
+        found[target.actionName] = {
+          operationId: target.actionName,
+          requestBody: { [listedAs]: [value] },
         };
       }
     }

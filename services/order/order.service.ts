@@ -290,6 +290,9 @@ export function createOrderService(config: Config): ServiceDefinition {
           method: 'POST',
           path: '/request',
           status: 201,
+          // The P2P record's `deliveryId` (a checkout's answer has none: its `Location` does).
+          creates: 'deliveryId',
+          createdIdField: 'deliveryId',
           message: 'Delivery request created',
           summary: 'Order a delivery of your saved packages',
           description:

@@ -156,6 +156,8 @@ export function createPackageService(config: Config): ServiceDefinition {
           path: '/package',
           status: 201,
           creates: 'packageId',
+          // A delivery's packages, a quote's in Mode A.
+          listedAs: 'packagesId',
           message: 'Package saved',
           summary: 'Create a package, or edit one with `packageId`',
           description:

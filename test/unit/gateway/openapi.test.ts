@@ -656,6 +656,46 @@ describe('links for stateful clients', () => {
       't.save': { operationId: 't.save', requestBody: { thingId: '$response.body#/data/id' } },
     });
   });
+
+  it('take the id from the field that holds it, and into lists of such ids', () => {
+    const components = new ComponentSchemas();
+    const create = {
+      entry: entry(
+        't.create',
+        {
+          method: 'POST',
+          status: 201,
+          creates: 'thingId',
+          createdIdField: 'thingId',
+          listedAs: 'thingsId',
+        },
+        '/api/things',
+      ),
+      op: op(),
+    };
+    const built = [
+      create,
+      { entry: entry('t.get', {}, '/api/things/:thingId'), op: op() },
+      {
+        entry: entry('t.ship', { method: 'POST' }, '/api/shipments'),
+        op: op({
+          content: {
+            'application/json': {
+              schema: { type: 'object', properties: { thingsId: {}, to: {} } },
+            },
+          },
+        }),
+      },
+    ];
+    links(built, components);
+    expect((create.op as { responses: Record<string, Json> }).responses['201'].links).toEqual({
+      't.get': { operationId: 't.get', parameters: { thingId: '$response.body#/data/thingId' } },
+      't.ship': {
+        operationId: 't.ship',
+        requestBody: { thingsId: ['$response.body#/data/thingId'] },
+      },
+    });
+  });
 });
 
 describe('the whole document', () => {
@@ -746,9 +786,17 @@ describe('the whole document', () => {
     const created = (path: string) =>
       (full.paths[path] as Record<string, { responses: Record<string, { links?: Json }> }>).post;
     expect(Object.keys(created('/api/package').responses['201'].links ?? {}).sort()).toEqual([
+      'order.request',
       'package.remove',
       'package.save',
+      'pricing.price',
     ]);
+    const delivery = created('/api/request').responses['201'].links ?? {};
+    expect(delivery['order.get']).toEqual({
+      operationId: 'order.get',
+      parameters: { deliveryId: '$response.body#/data/deliveryId' },
+    });
+    expect(Object.keys(delivery)).toEqual(expect.arrayContaining(['order.cancel', 'order.get']));
     expect(Object.keys(created('/admin/users').responses['201'].links ?? {})).toContain(
       'account.getUser',
     );
