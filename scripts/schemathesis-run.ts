@@ -5,10 +5,11 @@
  *   node --import tsx scripts/schemathesis-run.ts <venv>/bin/schemathesis [run arguments...]
  *
  * Starts the platform in one process on a namespace and databases of its own
- * (test/support/stack), seeds it through the admin API (a user and a staging API key, one
- * uploaded image and a package that shows it, a courier pricing rule, and a courier on the
- * user's list with a courier token, so that lists answer more than `[]` and the courier app's
- * routes are reached), then runs schemathesis with every check, the seed WAYBILL_ST_SEED (1) and
+ * (test/support/stack), seeds it through the admin API (a user with a staging API key and a
+ * funded wallet, one uploaded image and a package that shows it, a courier pricing rule, a
+ * courier on the user's list with a courier token, and deliveries of the user's, so that lists
+ * answer more than `[]`, the courier app's routes are reached and the delivery routes answer
+ * real deliveries: their ids go to the hooks in WAYBILL_ST_DELIVERY_IDS), then runs schemathesis with every check, the seed WAYBILL_ST_SEED (1) and
  * the budget of tools/schemathesis/schemathesis.toml (WAYBILL_ST_MAX_EXAMPLES overrides its
  * examples per operation), in two runs: the generated requests, then stateful scenarios for
  * WAYBILL_ST_STATEFUL_SECONDS (75). Extra arguments make one run of `schemathesis run` instead. Reports and the platform's log are kept in
@@ -22,6 +23,7 @@ import { join } from 'node:path';
 import { relayWithoutPytestRulers } from './lib/report-lines';
 import { adminHeaders, createUserWithKey, request, type Reply } from '../test/support/http';
 import { boundary, multipartBuffer, multipartType } from '../test/support/multipart';
+import { requestDelivery, savePackage } from '../test/support/deliveries';
 import {
   ADMIN_TOKEN,
   dropDatabases,
@@ -95,9 +97,46 @@ function data<T>(reply: Reply, what: string): T {
   return (reply.body as { data: T }).data;
 }
 
-/** Seeds the run's data; returns the API key and the courier token schemathesis authenticates with. */
-async function seed(base: string): Promise<{ apiKey: string; courierToken: string }> {
+/**
+ * The deliveries the seed creates, for schemathesis to read, cancel and fail (hooks.py): one
+ * searched for at once, which ends NO_COURIER_FOUND early in the run (nobody reports a position),
+ * and two SCHEDULED a few days ahead, which stay REQUEST_CREATED, so that cancels are accepted
+ * (twice in 3 hours) as well as refused.
+ */
+const SEEDED_DELIVERIES: Record<string, unknown>[] = [
+  {},
+  ...Array.from({ length: 2 }, () => ({
+    urgencyType: 'SCHEDULED',
+    deliveryDate: new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10),
+    deliverySlot: '09:00 - 12:00',
+  })),
+];
+/**
+ * What the seed credits: room for every delivery the stateful phase can create (a Lagos trip
+ * costs a few thousand NGN) in the longest run, so that a request is refused for its wallet
+ * (422) only when its own fields make it dear.
+ */
+const SEED_CREDIT_NGN = 50_000_000;
+
+interface Seeded {
+  apiKey: string;
+  courierToken: string;
+  deliveryIds: string[];
+}
+
+/**
+ * Seeds the run's data; returns the API key and the courier token schemathesis authenticates
+ * with, and the deliveries it created.
+ */
+async function seed(base: string): Promise<Seeded> {
   const { userId, key } = await createUserWithKey(base, { environment: 'staging' });
+  data(
+    await request(base, 'POST', `/admin/users/${userId}/wallet/credit`, {
+      headers: adminHeaders,
+      json: { amount: SEED_CREDIT_NGN, reference: 'schemathesis-seed' },
+    }),
+    'POST /admin/users/:userId/wallet/credit',
+  );
   const b = boundary();
   const file = { name: 'upload-file', filename: 'dot.png', contentType: 'image/png' };
   const upload = data<{ url: string }>(
@@ -158,7 +197,20 @@ async function seed(base: string): Promise<{ apiKey: string; courierToken: strin
     await request(base, 'POST', `/admin/couriers/${courier.id}/tokens`, { headers: adminHeaders }),
     'POST /admin/couriers/:courierId/tokens',
   );
-  return { apiKey: key, courierToken: token };
+  // Deliveries of packages of their own, paid from the wallet: the delivery routes answer them
+  // rather than 404 only (a POST /api/request that schemathesis makes succeed is rare, and only
+  // its links reach them).
+  const who = { key, userId };
+  const deliveryIds: string[] = [];
+  for (const [i, fields] of SEEDED_DELIVERIES.entries()) {
+    const packageId = await savePackage(base, who, { name: `Seeded delivery ${i + 1}` });
+    const created = data<{ deliveryId: string }>(
+      await requestDelivery(base, who, [packageId], fields),
+      'POST /api/request',
+    );
+    deliveryIds.push(created.deliveryId);
+  }
+  return { apiKey: key, courierToken: token, deliveryIds };
 }
 
 /** Runs schemathesis in the foreground; resolves with its exit status. */
@@ -201,7 +253,7 @@ async function main(): Promise<number> {
     const webhooks = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
     node = await startNode({ services: 'all', iso, env: { ...limits, ...webhooks } });
     if (interrupted) return SIGNALS[interrupted];
-    const { apiKey, courierToken } = await seed(node.url);
+    const { apiKey, courierToken, deliveryIds } = await seed(node.url);
     if (interrupted) return SIGNALS[interrupted];
 
     const run = ['run', `${node.url}/openapi.json`, '--checks', 'all', '--seed', SEED];
@@ -211,6 +263,7 @@ async function main(): Promise<number> {
       WAYBILL_ST_API_KEY: apiKey,
       WAYBILL_ST_ADMIN_TOKEN: ADMIN_TOKEN,
       WAYBILL_ST_COURIER_TOKEN: courierToken,
+      WAYBILL_ST_DELIVERY_IDS: deliveryIds.join(','),
     };
     const budget = MAX_EXAMPLES ? ['--max-examples', MAX_EXAMPLES] : [];
     // Extra arguments make one run of their own; otherwise the two of PASSES.

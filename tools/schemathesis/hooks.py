@@ -18,12 +18,17 @@ sends values of its own without these hooks.
 
 The check `refused_only_for_data` holds operations whose 400s the configuration must allow (the
 data decides some) to refusing a schema-valid body only for its data, by the message.
+
+`flatmap_path_parameters` makes a generated `deliveryId` one of the deliveries the run's seed
+created (WAYBILL_ST_DELIVERY_IDS) half the time, so that the delivery routes answer real ones.
 """
 
 import itertools
+import os
 import re
 
 import schemathesis
+from hypothesis import strategies as st
 
 ACCEPTED_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 FRESH_KEY = re.compile(r"schemathesis-\d+")
@@ -48,6 +53,23 @@ def map_headers(context, headers):
 @schemathesis.hook
 def before_call(context, case, kwargs):
     _renew_key(case.headers)
+
+
+# The deliveries scripts/schemathesis-run.ts seeded: a `deliveryId` generated for a path is one of
+# them half the time, so that the delivery routes (read, cancel, fail, proofs) answer deliveries
+# that exist rather than 404 alone. Only a well-formed id is swapped for another (a malformed one
+# is the point of a negative case); an id a link supplies is not generated, and stays.
+SEEDED_DELIVERIES = tuple(d for d in os.environ.get("WAYBILL_ST_DELIVERY_IDS", "").split(",") if d)
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+@schemathesis.hook
+def flatmap_path_parameters(context, path_parameters):
+    generated = (path_parameters or {}).get("deliveryId")
+    if not SEEDED_DELIVERIES or not isinstance(generated, str) or not UUID.fullmatch(generated):
+        return st.just(path_parameters)
+    seeded = st.sampled_from(SEEDED_DELIVERIES).map(lambda d: {**path_parameters, "deliveryId": d})
+    return st.one_of(st.just(path_parameters), seeded)
 
 
 # What only the data can refuse in a body the document allows, by operation: the messages of
@@ -88,6 +110,26 @@ DATA_REFUSALS = {
     "POST /api/request": re.compile(rf"(?:{_PRICED})", re.DOTALL),
     "POST /admin/pricing/courier-rules": re.compile(_PLACE, re.DOTALL),
     "PATCH /admin/pricing/courier-rules/{ruleId}": re.compile(_PLACE, re.DOTALL),
+    # The user's packages: the limit of untaken ones; one a delivery holds, or half deleted.
+    "POST /api/package": re.compile(
+        r"You already keep \d+ saved packages .+"
+        r"|Package \S+ is assigned to a delivery and can no longer be edited"
+        r"|Package \S+ is being deleted and can no longer be edited; .+"
+        r"|Package \S+ was assigned to a delivery that has just given it back; .+",
+        re.DOTALL,
+    ),
+    "DELETE /api/package/{packageId}": re.compile(
+        r"Package \S+ is assigned to a delivery and can no longer be deleted"
+        r"|Package \S+ was assigned to a delivery that has just given it back; .+",
+        re.DOTALL,
+    ),
+    # The delivery's status, and the account's cancels of the last 3 hours.
+    "POST /api/request/{deliveryId}/cancel": re.compile(
+        r"This delivery cannot be cancelled.*"
+        r"|This delivery is [A-Z_]+, no longer [A-Z_]+: .+"
+        r"|A request may be cancelled only .+",
+        re.DOTALL,
+    ),
     # Where the URL points (its addresses, resolved now) and the endpoints already kept.
     "POST /api/webhooks": re.compile(
         r"url .+|You already have \d+ webhook endpoints .+", re.DOTALL
