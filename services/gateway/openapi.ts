@@ -4,7 +4,13 @@ import type { HttpRoute, RouteGroup, ServiceDefinition } from '../../libs/servic
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER, takesIdempotencyKey } from './idempotency';
 import { MAX_JSON_DEPTH } from './json-body';
 import { ComponentSchemas, type JsonSchema } from './json-schema';
-import { ALL_GROUPS, collectRoutes, type MountedGroups, type RouteEntry } from './routes';
+import {
+  ALL_GROUPS,
+  BACKEND_GROUPS,
+  collectRoutes,
+  type MountedGroups,
+  type RouteEntry,
+} from './routes';
 
 /**
  * The OpenAPI 3.1 document of every routed action, built from the same joi schemas that
@@ -18,6 +24,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'Not allowed for this key or token',
   404: 'Not found',
   413: 'Body too large',
+  415: 'A JSON body in a `Content-Encoding` other than gzip, deflate or br, or in a charset that is not a UTF (send UTF-8)',
   429: 'API quota exceeded, or too many failed authentications from your address; see `Retry-After`',
   500: 'Unexpected failure, logged on our side',
   503: 'A service or dependency is temporarily unavailable, or the database too busy to take a write; retry in a few seconds, after `Retry-After` when given (a `POST` with the same `Idempotency-Key`)',
@@ -75,6 +82,14 @@ const pathParams = (fullPath: string) =>
   [...fullPath.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]);
 
 const hasBody = (method: HttpRoute['method']) => method !== 'GET' && method !== 'DELETE';
+
+/**
+ * Whether the gateway reads the operation's body as JSON (body-parser, in the backend groups;
+ * the others' bodies are raw bytes or not read), so that its encoding or charset may be refused
+ * with 415.
+ */
+const readsJsonBody = (http: HttpRoute) =>
+  hasBody(http.method) && (http.body ?? 'json') === 'json' && BACKEND_GROUPS.includes(http.group);
 
 export interface Parameter {
   name: string;
@@ -234,6 +249,7 @@ export function errorStatuses(http: HttpRoute, fullPath: string): number[] {
   groupStatuses.forEach((s) => statuses.add(s));
   if (pathParams(fullPath).length > 0) statuses.add(404);
   if (hasBody(http.method)) statuses.add(413);
+  if (readsJsonBody(http)) statuses.add(415);
   if (takesIdempotencyKey(http))
     Object.keys(IDEMPOTENCY_KEY_DOC.errors).forEach((s) => statuses.add(+s));
   return [...statuses].sort((a, b) => a - b);

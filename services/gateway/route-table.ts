@@ -4,11 +4,9 @@ import type { HttpRoute, RouteGroup } from '../../libs/service';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
 import { bodyArrived, jsonBodyGuard } from './json-body';
-import { GROUP_BASE, aliasesFor, type RouteEntry } from './routes';
+import { BACKEND_GROUPS, GROUP_BASE, aliasesFor, type RouteEntry } from './routes';
 import type { AfterCall } from './web-overrides';
 
-/** The groups of JSON and streamed calls, each with a route per body kind. */
-const BACKEND_GROUPS: RouteGroup[] = ['api', 'file', 'admin', 'courier'];
 const BODY_KINDS = ['json', 'stream'] as const;
 
 /**

@@ -12,6 +12,12 @@ export const GROUP_BASE: Record<RouteGroup, string> = {
   webhooks: '/webhooks',
 };
 
+/**
+ * The groups of JSON and streamed calls (route-table makes a route per body kind of each): the
+ * gateway reads their JSON bodies itself (body-parser).
+ */
+export const BACKEND_GROUPS: RouteGroup[] = ['api', 'file', 'admin', 'courier'];
+
 /** Which route groups a gateway serves (the sandbox's pages, a provider's webhooks: by config). */
 export type MountedGroups = (group: RouteGroup) => boolean;
 

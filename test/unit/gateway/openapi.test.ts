@@ -237,11 +237,16 @@ describe('buildOpenApi operations of the account service', () => {
     );
   });
 
-  it('documents 404 only where the path has parameters and 413 only with a body', () => {
+  it('documents 404 only where the path has parameters, 413 and 415 only with a body', () => {
     expect(op('/admin/users', 'get').responses['404']).toBeUndefined();
     expect(op('/admin/users/{userId}', 'get').responses['404']).toBeDefined();
     expect(op('/admin/users', 'post').responses['413']).toBeDefined();
     expect(op('/admin/users', 'get').responses['413']).toBeUndefined();
+    // body-parser refuses a JSON body's encoding or charset (libs/errors) with 415.
+    expect(op('/admin/users', 'post').responses['415'].description).toMatch(
+      /Content-Encoding.*UTF/,
+    );
+    expect(op('/admin/users', 'get').responses['415']).toBeUndefined();
   });
 
   it('secures admin routes with the admin token, with 401, 403 and the 429 of too many failed checks', () => {
@@ -593,8 +598,15 @@ describe('the parts of an operation', () => {
 
   it('errorStatuses: the common ones, the group, path, body and idempotency statuses', () => {
     expect(errorStatuses(route(), '/api/things/:thingId')).toEqual([
-      400, 401, 403, 404, 409, 413, 422, 429, 500, 503, 504,
+      400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 504,
     ]);
+    // 415 is body-parser's, of JSON bodies only: not of uploads nor of raw (signed) bodies.
+    expect(errorStatuses(route({ group: 'file', body: 'stream' }), '/file/things')).not.toContain(
+      415,
+    );
+    expect(errorStatuses(route({ group: 'webhooks', body: 'raw' }), '/webhooks/x')).not.toContain(
+      415,
+    );
     expect(errorStatuses(route({ group: 'admin', method: 'GET' }), '/admin/things')).toEqual([
       400, 401, 403, 429, 500, 503, 504,
     ]);
