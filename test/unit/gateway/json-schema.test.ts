@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import Joi from '../../../libs/joi';
 import { NOT_BLANK, documented, named, plainText, schemaOf, view } from '../../../libs/schemas';
+import { VALIDATION_OPTIONS } from '../../../libs/validation';
 import { ComponentSchemas, type JsonSchema } from '../../../services/gateway/json-schema';
+import { createFleetTypeParams } from '../../../services/geo/schemas';
 
 const convert = (schema: Joi.Schema, components = new ComponentSchemas()) =>
   components.convert(schema);
@@ -58,6 +60,39 @@ describe('strings: what joi refuses, the document refuses', () => {
         // Lengths count code points in JSON Schema and UTF-16 units in joi: compare on BMP text.
         fc.pre(![...text].some((c) => c.length > 1) || schema.describe().rules === undefined);
         expect(documentAccepts(json, text)).toBe(schema.validate(text).error === undefined);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  /** Every pattern the document states for a string, its own and those under `allOf`. */
+  const patternsOf = (schema: JsonSchema): string[] => [
+    ...(typeof schema.pattern === 'string' ? [schema.pattern] : []),
+    ...((schema.allOf ?? []) as JsonSchema[]).flatMap(patternsOf),
+  ];
+
+  /**
+   * Fields whose form is a pattern: texts of the characters at its edges, and the texts the
+   * document's patterns describe, each of which joi must take as well (validated as a request's
+   * fields are).
+   */
+  it.each<[string, Joi.Schema, string[], number]>([
+    [
+      'a fleet type code',
+      createFleetTypeParams.extract('code'),
+      [' ', '\t', '\u00a0', '\u0085', 'k', 'E', '7', '-', '_', '!'],
+      36,
+    ],
+  ])('%s (property)', (_name, schema, units, maxLength) => {
+    const json = convert(schema);
+    const texts = fc.oneof(
+      fc.string({ unit: fc.constantFrom(...units), maxLength }),
+      ...patternsOf(json).map((pattern) => fc.stringMatching(new RegExp(pattern))),
+    );
+    fc.assert(
+      fc.property(texts, (text) => {
+        const accepted = schema.validate(text, VALIDATION_OPTIONS).error === undefined;
+        expect(documentAccepts(json, text)).toBe(accepted);
       }),
       { numRuns: 3000 },
     );

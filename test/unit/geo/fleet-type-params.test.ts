@@ -25,3 +25,21 @@ describe('fleet type values', () => {
     expect(error).toBeUndefined();
   });
 });
+
+describe('a fleet type code', () => {
+  it('is stored trimmed and lower-case, as its documented pattern allows it sent', () => {
+    const { value, error } = createFleetTypeParams.validate({ ...valid, code: ' Cargo-Bike\t' });
+    expect(error).toBeUndefined();
+    expect(value.code).toBe('cargo-bike');
+  });
+
+  it.each([['k'], ['7up'], ['cargo bike'], ['keke!']])(
+    'refuses %j, saying what a code is',
+    (code) => {
+      const { error } = createFleetTypeParams.validate({ ...valid, code });
+      expect(error?.message).toBe(
+        '"code" must be a letter, then 1 to 31 letters, digits or hyphens, like cargo-bike',
+      );
+    },
+  );
+});
