@@ -198,7 +198,7 @@ describe('preferences merged once for constant options (decision 76)', () => {
       id: uuid(),
     });
     const input = {
-      stops: [{ code: ' ab ', contact: { email: ' Ada@Example.COM ' } }, { code: 'cd  ' }],
+      stops: [{ code: ' ab ', contact: { email: 'Ada@Example.COM' } }, { code: 'cd  ' }],
       id: '5B0C7F8E-4C1D-4A8B-9F3E-2D6A1C9E7B40',
     };
     for (let i = 0; i < 3; i++) {

@@ -4,7 +4,15 @@ import joiToJson from 'joi-to-json';
 import { getCountries, getExampleNumber } from 'libphonenumber-js/max';
 import examples from 'libphonenumber-js/mobile/examples';
 import { ComponentSchemas } from '../../../services/gateway/json-schema';
-import { countryCode, e164Phone, kilograms, naira, plainText, uuid } from '../../../libs/schemas';
+import {
+  countryCode,
+  e164Phone,
+  email,
+  kilograms,
+  naira,
+  plainText,
+  uuid,
+} from '../../../libs/schemas';
 import { VALIDATION_OPTIONS } from '../../../libs/validation';
 
 /** The `pattern` the OpenAPI document states for a joi schema. */
@@ -72,6 +80,34 @@ describe('countryCode', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('email', () => {
+  const accepts = (text: string) => email().validate(text, VALIDATION_OPTIONS);
+
+  it('takes an address as RFC 5321 writes most, stored lower-case', () => {
+    expect(accepts('Ada.Obi+orders@Example.COM').value).toBe('ada.obi+orders@example.com');
+    expect(accepts(`${'a'.repeat(64)}@${'b'.repeat(63)}.ng`).error).toBeUndefined();
+    expect(accepts("o'neil_x-1@mail.shop-2.co").error).toBeUndefined();
+  });
+
+  it.each([
+    // The document's format: email refuses them; joi's email() took them (trimmed, Unicode).
+    [' ada@example.com'],
+    ['ada@example.com\n'],
+    ['adé@example.com'],
+    ['ada@exämple.com'],
+    ['a..b@example.com'],
+    ['ada@example'],
+    ['ada@example.1ng'],
+    ['ada@-example.com'],
+    ['"ada obi"@example.com'],
+    ['ada@[192.0.2.1]'],
+    [`${'a'.repeat(65)}@example.com`],
+    [`ada@${'b'.repeat(64)}.com`],
+  ])('refuses %j, as the document does', (text) => {
+    expect(accepts(text).error?.message).toBe('value must be a valid email');
   });
 });
 
