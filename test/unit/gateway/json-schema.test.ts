@@ -4,12 +4,14 @@ import {
   NOT_BLANK,
   documented,
   email,
+  httpsUrl,
   named,
   plainText,
   schemaOf,
   view,
 } from '../../../libs/schemas';
 import { VALIDATION_OPTIONS } from '../../../libs/validation';
+import { textsAboutMatching } from '../helpers';
 import { ComponentSchemas, type JsonSchema } from '../../../services/gateway/json-schema';
 import { createFleetTypeParams } from '../../../services/geo/schemas';
 
@@ -79,25 +81,6 @@ describe('strings: what joi refuses, the document refuses', () => {
     ...((schema.allOf ?? []) as JsonSchema[]).flatMap(patternsOf),
   ];
 
-  /**
-   * Texts of about the form a pattern describes: fast-check writes no lookahead, so they are
-   * left out (the texts that break one are compared like any other).
-   */
-  const aboutMatching = (pattern: string) => {
-    let source = pattern;
-    for (let start = source.indexOf('(?!'); start >= 0; start = source.indexOf('(?!')) {
-      let depth = 0;
-      let end = start;
-      for (; end < source.length; end++) {
-        if (source[end] === '\\') end++;
-        else if (source[end] === '(') depth++;
-        else if (source[end] === ')' && --depth === 0) break;
-      }
-      source = source.slice(0, start) + source.slice(end + 1);
-    }
-    return fc.stringMatching(new RegExp(source));
-  };
-
   /** Texts of the characters at a form's edges. */
   const edges = (units: string[], maxLength: number) =>
     fc.string({ unit: fc.constantFrom(...units), maxLength });
@@ -127,9 +110,23 @@ describe('strings: what joi refuses, the document refuses', () => {
           .map(([local, label]) => `${'a'.repeat(local)}@${'b'.repeat(label)}.ng`),
       ),
     ],
+    [
+      'an https URL',
+      httpsUrl(),
+      fc
+        .array(
+          fc.constantFrom(
+            ...['https://', 'HTTPS://', 'https:', 'a', 'B', '1', '-', '.', '..', '/', '/./'],
+            ...[':443', ':8443', ':99999', '?', '#', "'", '@', '%2e', '%41', '%zz', ' ', 'é'],
+            ...['{', '|', '\\', '[::1]', 'xn--ls8h'],
+          ),
+          { maxLength: 12 },
+        )
+        .map((parts) => parts.join('')),
+    ],
   ])('%s (property)', (_name, schema, sample) => {
     const json = convert(schema);
-    const texts = fc.oneof(sample, ...patternsOf(json).map(aboutMatching));
+    const texts = fc.oneof(sample, ...patternsOf(json).map(textsAboutMatching));
     fc.assert(
       fc.property(texts, (text) => {
         const accepted = schema.validate(text, VALIDATION_OPTIONS).error === undefined;

@@ -5,15 +5,18 @@ import { getCountries, getExampleNumber } from 'libphonenumber-js/max';
 import examples from 'libphonenumber-js/mobile/examples';
 import { ComponentSchemas } from '../../../services/gateway/json-schema';
 import {
+  HTTPS_URL_PATTERN,
   countryCode,
   e164Phone,
   email,
+  httpsUrl,
   kilograms,
   naira,
   plainText,
   uuid,
 } from '../../../libs/schemas';
 import { VALIDATION_OPTIONS } from '../../../libs/validation';
+import { textsAboutMatching } from '../helpers';
 
 /** The `pattern` the OpenAPI document states for a joi schema. */
 const documentedPattern = (schema: Joi.Schema) =>
@@ -108,6 +111,63 @@ describe('email', () => {
     [`ada@${'b'.repeat(64)}.com`],
   ])('refuses %j, as the document does', (text) => {
     expect(accepts(text).error?.message).toBe('value must be a valid email');
+  });
+});
+
+describe('httpsUrl', () => {
+  const accepts = (text: string) =>
+    httpsUrl().validate(text, VALIDATION_OPTIONS).error === undefined;
+
+  it.each([
+    ['https://cdn.example.com/icons/bike.png'],
+    ['https://cdn.example.com:8443/a/b%20c.png?v=2&size=64#top'],
+    ["https://example.com/o'neil/(1)/*;x=y/@me/~a/..."],
+    ['https://localhost/'],
+  ])('takes %j, as a browser writes it', (url) => {
+    expect(accepts(url)).toBe(true);
+    expect(new URL(url).href).toBe(url);
+  });
+
+  it.each([
+    // A browser would rewrite them: what was stored would not be what it opens.
+    ['HTTPS://a.com/'],
+    ['https://A.com/'],
+    ['https://a.com'],
+    ['https://a.com:443/'],
+    ['https://a.com/./x'],
+    ['https://a.com/%2e%2E/x'],
+    ['https:x'],
+    ['https:\\\\a.com/'],
+    ['https://01.2.3.4/'],
+    // Not URIs of RFC 3986 (the answer's format: uri), though a browser opens them.
+    ['https://a.com/a b'],
+    ['https://a.com/é'],
+    ['https://a.com/%zz'],
+    ['https://a.com/{x}'],
+    ['https://a.com/a|b'],
+    ['https://a.com/\tx'],
+    ["https://a.com/?q='x'"],
+    // Nothing to open, or more than a place.
+    ['https://'],
+    ['https://user:secret@a.com/'],
+    ['http://a.com/'],
+  ])('refuses %j', (url) => {
+    expect(accepts(url)).toBe(false);
+  });
+
+  it('describes only URLs that are their own href: stored as sent, opened as stored (property)', () => {
+    const paths = fc
+      .array(fc.constantFrom('a', '.', '..', '%2e', '%2E', '...', '.a', '', 'x%2e'), {
+        maxLength: 4,
+      })
+      .map((segments) => `https://a.com/${segments.join('/')}`);
+    fc.assert(
+      fc.property(fc.oneof(textsAboutMatching(HTTPS_URL_PATTERN.source), paths), (url) => {
+        fc.pre(HTTPS_URL_PATTERN.test(url));
+        expect(new URL(url).href).toBe(url);
+      }),
+      { numRuns: 20000 },
+    );
   });
 });
 
