@@ -34,8 +34,18 @@ export interface PackageView {
   deletedAt: string | null;
 }
 
+/**
+ * A selection names each package once. Ids are read in lower case (a UUID of upper-case hex
+ * digits is the same id), so one id in two cases is one package named twice: refused, as the
+ * same id twice is. JSON Schema's `uniqueItems` compares the texts, so the document says it in
+ * words (docs/api-conventions.md, "Input").
+ */
+export const PACKAGES_ONCE =
+  'Each package once: ids are compared in lower case, so one id sent in two cases is refused (400) like the same id twice';
+
 /** At most 50 distinct package ids, as a delivery or a quote names them. */
-export const packageIds = () => Joi.array().items(uuid()).min(1).max(50).unique();
+export const packageIds = () =>
+  Joi.array().items(uuid()).min(1).max(50).unique().description(PACKAGES_ONCE);
 
 export interface ResolveSelectionParams {
   userId: string;

@@ -10,7 +10,7 @@ import {
 import { badRequest, type FieldError } from '../../libs/errors';
 import { documented, kilograms, naira, uuid } from '../../libs/schemas';
 import { addressInput, type AddressInput } from '../../libs/contracts/geo';
-import { packageIds } from '../../libs/contracts/package';
+import { PACKAGES_ONCE, packageIds } from '../../libs/contracts/package';
 import {
   FEE_PAYERS,
   quoteLoadParams,
@@ -44,7 +44,7 @@ export const quoteRequestSchema = documented(
   Joi.object({
     origin: addressInput().required(),
     destination: addressInput().required(),
-    packagesId: packageIds().description('Mode A: your saved packages'),
+    packagesId: packageIds().description(`Mode A: your saved packages. ${PACKAGES_ONCE}`),
     totalWeight: kilograms().positive().max(100_000).description('Mode B: kg'),
     totalValue: naira().min(0).max(1e11).description('Mode B: NGN, the declared value'),
     ...urgencyFields(),

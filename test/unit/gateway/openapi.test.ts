@@ -1,6 +1,8 @@
 import Joi from '../../../libs/joi';
 import { loadConfig } from '../../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../../libs/envelope';
+import { PACKAGES_ONCE, packageIds } from '../../../libs/contracts/package';
+import { validate } from '../../../libs/validation';
 import type { HttpRoute, ServiceDefinition } from '../../../libs/service';
 import { createAccountService } from '../../../services/account/account.service';
 import { backendDefinitions } from '../../../services/catalog';
@@ -714,6 +716,20 @@ describe('the whole document', () => {
   const full = buildOpenApi(backendDefinitions(loadConfig({})), '1.0.0');
   const text = JSON.stringify(full);
   const schemas = full.components.schemas;
+
+  it('says in words that a selection names each package once, whatever the case of its id', () => {
+    const id = '0d4f3f7a-8a0e-4b51-9a43-6c6f3b0a1e21';
+    // JSON Schema's uniqueItems compares texts: an id in two cases passes it; joi refuses it.
+    expect(validate(packageIds(), [id]).length).toBe(1);
+    expect(() => validate(packageIds(), [id, id.toUpperCase()])).toThrow(/duplicate value/);
+    for (const path of ['/api/pricing', '/api/request']) {
+      const body = (full.paths[path] as Record<string, Operation>).post.requestBody?.content[
+        'application/json'
+      ].schema as { properties: Record<string, Json> };
+      expect(body.properties.packagesId).toMatchObject({ uniqueItems: true });
+      expect(body.properties.packagesId.description).toContain(PACKAGES_ONCE);
+    }
+  });
 
   it('names its resources as component schemas', () => {
     for (const name of [
