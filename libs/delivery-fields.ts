@@ -7,14 +7,20 @@ import type { FieldError } from './errors';
  * a 400 names every problem at once, with the same words on both paths.
  */
 
-/** One of two spellings of a field; both is fine only when they agree. */
+/**
+ * One of two spellings of a field, never both, even alike: the document asks for one
+ * (`notBoth`), and a body that the document refuses is refused.
+ */
 export function aliased<T>(
   errors: FieldError[],
   [name, value]: [string, T | undefined],
   [aliasName, aliasValue]: [string, T | undefined],
 ): T | undefined {
-  if (value !== undefined && aliasValue !== undefined && value !== aliasValue) {
-    errors.push({ field: aliasName, message: `${name} and ${aliasName} disagree; send one` });
+  if (value !== undefined && aliasValue !== undefined) {
+    errors.push({
+      field: aliasName,
+      message: `${name} and ${aliasName} are two spellings of one field; send only one`,
+    });
   }
   return value ?? aliasValue;
 }
@@ -68,8 +74,7 @@ export function readScheduleText(
 
 /**
  * The checks above as JSON Schema keywords, for the OpenAPI document (`documented()` in
- * libs/schemas): what a body must hold for them to pass. The document asks for one spelling
- * of an alias; the handler also takes both when they agree.
+ * libs/schemas): what a body must hold for them to pass, one spelling of an alias included.
  */
 export const present = (field: string) => ({ required: [field] });
 export const noneOf = (...fields: string[]) => ({ not: { anyOf: fields.map(present) } });

@@ -76,7 +76,9 @@ describe('reading a pricing request', () => {
       slot: '09:00 - 12:00',
       deliverySlot: '10:00 - 12:00',
     });
-    expect(clash.message).toBe('deliverySlot and slot disagree; send one');
+    expect(clash.message).toBe(
+      'deliverySlot and slot are two spellings of one field; send only one',
+    );
   });
 
   it('refuses a date or slot without SCHEDULED, and malformed ones', () => {
