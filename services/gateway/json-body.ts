@@ -42,10 +42,27 @@ export function cleanJsonBody(value: unknown, maxDepth = MAX_JSON_DEPTH): void {
   }
 }
 
+/**
+ * Refuses (400) a JSON body that is not an object: an operation's fields are the keys of one
+ * object, as the document says (`type: object`). An array would otherwise become no fields at
+ * all, and a number, a string or null would be read as nothing.
+ */
+export function refuseNonObject(body: unknown): void {
+  if (body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body))) {
+    return;
+  }
+  const sent = Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`;
+  throw badRequest(
+    `The JSON body must be an object of the operation's fields, like {"name": "..."}; got ${sent}`,
+  );
+}
+
 /** The middleware of JSON routes: runs after the body parser, before the params are built. */
 export const jsonBodyGuard: Middleware = (req, _res, next) => {
   try {
-    cleanJsonBody((req as GatewayRequest & { body?: unknown }).body);
+    const { body } = req as GatewayRequest & { body?: unknown };
+    refuseNonObject(body);
+    cleanJsonBody(body);
     next();
   } catch (err) {
     next(err);

@@ -19,7 +19,7 @@ import {
  */
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: `Invalid input; \`errors\` lists each field. Also malformed JSON, or JSON nested more than ${MAX_JSON_DEPTH} levels deep`,
+  400: `Invalid input; \`errors\` lists each field. Also malformed JSON, a JSON body that is not an object, or JSON nested more than ${MAX_JSON_DEPTH} levels deep`,
   401: 'Missing, malformed, unknown, revoked or other-environment credentials',
   403: 'Not allowed for this key or token',
   404: 'Not found',

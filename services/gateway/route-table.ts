@@ -70,9 +70,10 @@ export function gatewayRoutes(options: RouteTableOptions) {
   // Read where the group's middlewares place it, not before them as moleculer-web's
   // `bodyParsers` would: a request without a good credential is answered 401 before its body
   // is read (however large or malformed it is), and every refusal of a body is in the access
-  // log. Cleaned after it is read, before params are built.
+  // log. Cleaned after it is read, before params are built. Any JSON is read (`strict: false`),
+  // so that a body that is not an object is refused as that (jsonBodyGuard), not as malformed.
   const readJson = [
-    bodyArrived(ApiGateway.bodyParser.json({ strict: true, limit: config.bodyLimit })),
+    bodyArrived(ApiGateway.bodyParser.json({ strict: false, limit: config.bodyLimit })),
     jsonBodyGuard,
   ];
 

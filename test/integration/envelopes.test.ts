@@ -245,6 +245,17 @@ describe('error envelope', () => {
     expectErrorEnvelope(reply, 400, /Malformed JSON/);
   });
 
+  it.each([['[]'], ['[{"note": "hi"}]'], ['5'], ['"hi"'], ['null']])(
+    'a JSON body that is not an object (%s) → 400, never an empty one',
+    async (raw) => {
+      const reply = await request(base, 'POST', '/api/fixture/echo/42', {
+        headers: { ...auth(), 'content-type': 'application/json' },
+        raw,
+      });
+      expectErrorEnvelope(reply, 400, /^The JSON body must be an object of the operation's fields/);
+    },
+  );
+
   it('a body over the limit → 413', async () => {
     const reply = await request(base, 'POST', '/api/fixture/refuse', {
       headers: auth(),

@@ -106,9 +106,42 @@ describe('jsonBodyGuard', () => {
     expect(calls).toEqual([[]]);
     expect(req.body).toEqual({ a: 1 });
 
-    const deep = Object.assign(fakeRequest(), { body: nested(MAX_JSON_DEPTH + 1) });
+    const deep = Object.assign(fakeRequest(), { body: { a: nested(MAX_JSON_DEPTH) } });
     jsonBodyGuard(deep, new FakeResponse().asServerResponse(), (...args) => calls.push(args));
-    expect(calls[1][0]).toMatchObject({ code: 400 });
+    expect(calls[1][0]).toMatchObject({ code: 400, message: expect.stringMatching(/nested/) });
+  });
+
+  it.each([
+    [[], 'an array'],
+    [[{ name: 'box' }], 'an array'],
+    [5, 'a number'],
+    ['name', 'a string'],
+    [true, 'a boolean'],
+    [null, 'null'],
+  ])(
+    'refuses a JSON body that is not an object (%j): the fields are an object’s keys',
+    (body, sent) => {
+      const req = Object.assign(fakeRequest(), { body });
+      const calls: unknown[][] = [];
+      jsonBodyGuard(req, new FakeResponse().asServerResponse(), (...args) => calls.push(args));
+      expect(calls).toEqual([
+        [
+          expect.objectContaining({
+            code: 400,
+            message: `The JSON body must be an object of the operation's fields, like {"name": "..."}; got ${sent}`,
+          }),
+        ],
+      ]);
+    },
+  );
+
+  it('goes on with an object, or without a body (none was read)', () => {
+    for (const body of [{}, { a: [1] }, undefined]) {
+      const calls: unknown[][] = [];
+      const req = Object.assign(fakeRequest(), { body });
+      jsonBodyGuard(req, new FakeResponse().asServerResponse(), (...args) => calls.push(args));
+      expect(calls).toEqual([[]]);
+    }
   });
 });
 
