@@ -108,9 +108,10 @@ interface PlacedParams {
 }
 
 /**
- * Splits the JSON Schema of an action's params (the object the gateway merges path, query
- * and body into) into path parameters, query parameters and the body. A body that is not one
- * object (`oneOf` of two shapes) is taken whole; it then owns every param.
+ * Splits the JSON Schema of an action's params (the object the gateway makes of the path's
+ * params and the body's or, without a body, the query's fields: `paramsOf` in web-routing)
+ * into path parameters, query parameters and the body. A body that is not one object (`oneOf`
+ * of two shapes) is taken whole; it then owns every param.
  */
 export function placeParams(
   params: JsonSchema | undefined,

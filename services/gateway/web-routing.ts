@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Errors } from 'moleculer';
-import { UNDECODABLE_BODY } from '../../libs/errors';
+import { UNDECODABLE_BODY, validationError, type FieldError } from '../../libs/errors';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
 import { templateCandidates } from './routes';
@@ -92,11 +92,58 @@ export function asMoleculerError(err: unknown): Errors.MoleculerError {
   return new Errors.MoleculerError(String(err));
 }
 
+/** Methods without a body: their fields are the query string's (the document's `in: query`). */
+const QUERY_METHODS = new Set(['GET', 'HEAD', 'DELETE']);
+
+const fieldsOf = (value: unknown): Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+
+/**
+ * An action's params from where the document places its fields: the body of a POST, PUT or
+ * PATCH, the query string of a GET or DELETE, beside the path's params. A field sent in the
+ * other place, or named like a path param (which the path already gives), is refused (400
+ * naming each), as an unknown field is: the document lists no query parameters on an operation
+ * with a body, and no path param in a body (`additionalProperties: false`). moleculer-web's
+ * `Object.assign` of body, query and path took them all, a query's value over the body's.
+ */
+export function paramsOf(
+  method: string | undefined,
+  body: unknown,
+  query: unknown,
+  pathParams: Record<string, string>,
+): Record<string, unknown> {
+  const inQuery = QUERY_METHODS.has(method ?? 'GET');
+  const sent = fieldsOf(inQuery ? query : body);
+  const where = inQuery ? 'the query string' : 'the body';
+  const elsewhere = inQuery ? 'the body' : 'the query string';
+  const problems: FieldError[] = [
+    ...Object.keys(fieldsOf(inQuery ? body : query)).map((field) => ({
+      field,
+      message: `${field} is not allowed in ${elsewhere}; send it in ${where}`,
+    })),
+    ...Object.keys(sent)
+      .filter((field) => Object.hasOwn(pathParams, field))
+      .map((field) => ({
+        field,
+        message: `${field} is in the path; leave it out of ${where}`,
+      })),
+  ];
+  if (problems.length > 0) {
+    throw validationError(
+      `Validation failed: ${problems.map((p) => p.message).join('; ')}`,
+      problems,
+    );
+  }
+  return { ...sent, ...pathParams };
+}
+
 /**
  * moleculer-web's `routeHandler`, for routes that call declared aliases only (`mappingPolicy:
- * restrict`), merge the body, query and path params into one object and leave CORS to our
- * middlewares, as every gateway route does (route-table): the route's middlewares in turn,
- * then the alias with its params. Settled when the alias has answered, or when the answer is
+ * restrict`), take the params from where the document places them (`paramsOf`) and leave CORS
+ * to our middlewares, as every gateway route does (route-table): the route's middlewares in
+ * turn, then the alias with its params. Settled when the alias has answered, or when the answer is
  * sent by a middleware or an alias that does not call back. moleculer-web's own also logs the
  * alias on every request, at debug level but formatted whatever the level, and composes the
  * middlewares into a promise of their own.
@@ -123,8 +170,11 @@ export function routeHandler<Alias extends WebAlias>(
         return;
       }
       if (!found) return resolve(null);
-      const body = req.body !== null && typeof req.body === 'object' ? req.body : {};
-      req.$params = Object.assign({}, body, req.query, found.params);
+      try {
+        req.$params = paramsOf(req.method, req.body, req.query, found.params);
+      } catch (refused) {
+        return reject(refused);
+      }
       req.$alias = found.alias;
       this.aliasHandler(req, res, found.alias).then(resolve, reject);
     };

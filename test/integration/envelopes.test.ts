@@ -162,9 +162,9 @@ describe('the way in', () => {
 
 describe('success envelope', () => {
   it('wraps data with the route status and message, path params converted', async () => {
-    const reply = await request(base, 'POST', '/api/fixture/echo/42?note=hi', {
+    const reply = await request(base, 'POST', '/api/fixture/echo/42', {
       headers: auth(),
-      json: {},
+      json: { note: 'hi' },
     });
     expect(reply.status).toBe(201);
     expect(reply.body).toEqual({
@@ -200,6 +200,19 @@ describe('error envelope', () => {
       { field: 'id', message: 'id must be a number' },
       { field: 'note', message: expect.stringMatching(/note length must be/) },
       { field: 'other', message: 'other is not allowed' },
+    ]);
+  });
+
+  it('fields where the document does not place them → 400 naming each: a POST’s query string, a path param in its body', async () => {
+    // The query's value used to win over the body's, and the path's over the body's, unsaid.
+    const reply = await request(base, 'POST', '/api/fixture/echo/42?note=hi', {
+      headers: auth(),
+      json: { note: 'yo', id: 7 },
+    });
+    expectErrorEnvelope(reply, 400, /^Validation failed/);
+    expect(reply.body.errors).toEqual([
+      { field: 'note', message: 'note is not allowed in the query string; send it in the body' },
+      { field: 'id', message: 'id is in the path; leave it out of the body' },
     ]);
   });
 

@@ -180,7 +180,7 @@ describe('routeHandler', () => {
     return { settled, req, res, service, calls };
   }
 
-  it('runs the middlewares in turn as the service, then the alias with body, query and path params merged in that order', async () => {
+  it('runs the middlewares in turn as the service, then the alias with the body and path params', async () => {
     const order: string[] = [];
     const seen: unknown[] = [];
     const middlewares: Middleware[] = [
@@ -195,26 +195,77 @@ describe('routeHandler', () => {
       },
     ];
     const { settled, req, service } = handle(middlewares, found({ id: 't-1' }), (r) => {
-      Object.assign(r, {
-        body: { id: 'from-body', limit: 1, name: 'box' },
-        query: { limit: '5' },
-      });
+      Object.assign(r, { method: 'POST', body: { limit: 1, name: 'box' }, query: {} });
     });
     await expect(settled).resolves.toBe('answered');
     expect(order).toEqual(['first', 'second']);
     expect(seen).toEqual([service]);
-    expect(req.$params).toEqual({ id: 't-1', limit: '5', name: 'box' });
+    expect(req.$params).toEqual({ id: 't-1', limit: 1, name: 'box' });
     expect(req.$alias).toEqual(found().alias);
     expect(service.aliasHandler).toHaveBeenCalledWith(req, expect.anything(), found().alias);
   });
 
-  it('takes a body that is not an object as no params', async () => {
-    const { settled, req } = handle([], found(), (r) => {
-      Object.assign(r, { body: 'text', query: {} });
+  it('takes a body that was not read (a stream) as no params', async () => {
+    const { settled, req } = handle([], found({ id: 't-1' }), (r) => {
+      Object.assign(r, { method: 'POST', body: undefined, query: {} });
     });
     await settled;
-    expect(req.$params).toEqual({});
+    expect(req.$params).toEqual({ id: 't-1' });
   });
+
+  it('takes a GET or DELETE’s fields from the query string, with the path params', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const { settled, req } = handle([], found({ id: 't-1' }), (r) => {
+        Object.assign(r, { method, body: {}, query: { limit: '5' } });
+      });
+      await settled;
+      expect(req.$params).toEqual({ id: 't-1', limit: '5' });
+    }
+  });
+
+  it.each<[string, Record<string, unknown>, Record<string, unknown>, [string, string][]]>([
+    [
+      'POST',
+      { name: 'box' },
+      { name: 'X', limit: '5' },
+      [
+        ['name', 'name is not allowed in the query string; send it in the body'],
+        ['limit', 'limit is not allowed in the query string; send it in the body'],
+      ],
+    ],
+    [
+      'PATCH',
+      { id: 'other', name: 'box' },
+      {},
+      [['id', 'id is in the path; leave it out of the body']],
+    ],
+    [
+      'GET',
+      { limit: 5 },
+      { id: 'other' },
+      [
+        ['limit', 'limit is not allowed in the body; send it in the query string'],
+        ['id', 'id is in the path; leave it out of the query string'],
+      ],
+    ],
+  ])(
+    'refuses a %s’s fields where the document does not place them, naming each (400), and calls nothing',
+    async (method, body, query, problems) => {
+      const { settled, service } = handle([], found({ id: 't-1' }), (r) => {
+        Object.assign(r, { method, body, query });
+      });
+      const refusal = await settled.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refusal).toMatchObject({
+        code: 400,
+        message: `Validation failed: ${problems.map(([, message]) => message).join('; ')}`,
+        data: { errors: problems.map(([field, message]) => ({ field, message })) },
+      });
+      expect(service.aliasHandler).not.toHaveBeenCalled();
+    },
+  );
 
   it('answers null without an alias: only declared aliases are called', async () => {
     const { settled, service } = handle([], undefined);
