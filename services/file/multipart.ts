@@ -14,7 +14,7 @@ import { SNIFF_LENGTH, extensionFor, sniff, type Sniffed } from './sniff';
 export const BULK_MAX_FILES = 7;
 /** The one file part of a single upload. */
 export const SINGLE_FIELD = 'upload-file';
-/** Room for boundaries, part headers and small text fields around a single file. */
+/** Room for the boundaries and part headers around a single file. */
 export const MULTIPART_OVERHEAD = 64 * 1024;
 
 /** Where files go: the S3 bucket in production, a fake in unit tests. */
@@ -112,11 +112,6 @@ class SniffGate extends Transform {
   }
 }
 
-const tooManyParts = () =>
-  badRequest(
-    `The upload has more than ${PARTS_MAX} parts; send at most ${BULK_MAX_FILES} files and ${FIELDS_MAX} text fields; nothing was stored`,
-  );
-
 const missingBoundary = () =>
   badRequest('Malformed multipart/form-data content type: the boundary is missing');
 
@@ -147,20 +142,19 @@ export function refuseRequest(
   return undefined;
 }
 
-/** Text fields an upload may carry (they are read for nothing but `upload-file` by mistake). */
-const FIELDS_MAX = 20;
-/** Parts of any kind in one upload. */
-const PARTS_MAX = 50;
-
-/** busboy's limits: one file more than allowed, so that it can be refused by name. */
+/**
+ * busboy's limits: one file more than allowed and one text field, so that they can be refused
+ * by name. The upload fails at the first refused part (busboy stops there), so no limit on
+ * parts is needed: past one, busboy would skip the rest, files included, without a word.
+ */
 export function busboyLimits(mode: ReceiveOptions['mode'], maxFileBytes: number) {
   return {
     // busboy flags a file that reaches the limit, so one byte more is the first too many.
     fileSize: maxFileBytes + 1,
     files: mode === 'single' ? 2 : BULK_MAX_FILES + 1,
-    fields: FIELDS_MAX,
+    // The first is refused by name (textFieldError); busboy skips any past the limit unsaid.
+    fields: 1,
     fieldSize: 1024,
-    parts: PARTS_MAX,
     headerPairs: 20,
   };
 }
@@ -207,17 +201,29 @@ export function refusePart(
   return undefined;
 }
 
-/** The 400 of a body without file parts; `textFileField`: `upload-file` came as text. */
-export function noFilesError(mode: ReceiveOptions['mode'], textFileField: boolean): WaybillError {
-  if (mode === 'bulk') {
-    return badRequest(
-      `No files; send 1 to ${BULK_MAX_FILES} files in parts sharing one field name`,
-    );
-  }
+/** The 400 of a body without file parts. */
+export function noFilesError(mode: ReceiveOptions['mode']): WaybillError {
   return badRequest(
-    textFileField
-      ? `"${SINGLE_FIELD}" must be a file part, sent with a filename`
+    mode === 'bulk'
+      ? `No files; send 1 to ${BULK_MAX_FILES} files in parts sharing one field name`
       : `Missing the file part "${SINGLE_FIELD}"`,
+  );
+}
+
+/**
+ * The 400 of a text field (a part without a filename): an upload takes file parts only, as the
+ * document's form says (its fields are files), and as an unknown JSON field is refused.
+ */
+export function textFieldError(mode: ReceiveOptions['mode'], name: string): WaybillError {
+  if (mode === 'single' && name === SINGLE_FIELD) {
+    return badRequest(`"${SINGLE_FIELD}" must be a file part, sent with a filename`);
+  }
+  const files =
+    mode === 'single'
+      ? `one file part named "${SINGLE_FIELD}"`
+      : `1 to ${BULK_MAX_FILES} file parts sharing one name`;
+  return badRequest(
+    `Unexpected text field "${name}": an upload takes ${files}, nothing else; nothing was stored`,
   );
 }
 
@@ -369,7 +375,6 @@ export function receiveFiles(stream: Readable, options: ReceiveOptions): Promise
   return new Promise<FileSlot[]>((resolve, reject) => {
     const reception = new Reception(stream, busboy, options, reject);
     let firstName: string | undefined;
-    let textFileField = false;
 
     busboy.on('file', (name, file, info) => {
       // busboy destroys an unfinished file stream with an error when parsing stops.
@@ -387,14 +392,10 @@ export function receiveFiles(stream: Readable, options: ReceiveOptions): Promise
       }
       reception.take(file, cleanFilename(info.filename));
     });
-    busboy.on('field', (name) => {
-      if (name === SINGLE_FIELD) textFileField = true;
-    });
+    busboy.on('field', (name) => reception.fail(textFieldError(options.mode, name)));
     busboy.on('error', (err: Error) =>
       reception.fail(badRequest(`Malformed multipart body: ${err.message}`)),
     );
-    // Past it busboy skips every part without a word, files included: refused, not dropped.
-    busboy.on('partsLimit', () => reception.fail(tooManyParts()));
     // Our own errors (the body went quiet: 408) say what happened; anything else is a cut.
     stream.on('error', (err: unknown) =>
       reception.fail(
@@ -404,7 +405,7 @@ export function receiveFiles(stream: Readable, options: ReceiveOptions): Promise
     busboy.on('close', () => {
       void Promise.all(reception.slots).then((results) => {
         if (reception.failed) return;
-        if (results.length === 0) reception.fail(noFilesError(options.mode, textFileField));
+        if (results.length === 0) reception.fail(noFilesError(options.mode));
         else resolve(results);
       });
     });

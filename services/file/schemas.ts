@@ -24,11 +24,13 @@ export const singleUploadForm = {
   type: 'object',
   properties: { [SINGLE_FIELD]: { type: 'string', format: 'binary' } },
   required: [SINGLE_FIELD],
+  // A text field or another file is refused (services/file/multipart).
+  additionalProperties: false,
 };
 
 export const bulkUploadForm = {
   type: 'object',
-  description: `One field, any name, with 1 to ${BULK_MAX_FILES} files`,
+  description: `One field, any name, with 1 to ${BULK_MAX_FILES} files; a text field is refused`,
   minProperties: 1,
   maxProperties: 1,
   additionalProperties: {

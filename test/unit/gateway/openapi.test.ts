@@ -731,6 +731,22 @@ describe('the whole document', () => {
     }
   });
 
+  it('describes the upload forms as their file parts only: the file service refuses a text field', () => {
+    const form = (path: string) =>
+      (full.paths[path] as Record<string, Operation>).post.requestBody?.content[
+        'multipart/form-data'
+      ].schema as Json;
+    expect(form('/file/single-upload')).toMatchObject({
+      required: ['upload-file'],
+      additionalProperties: false,
+    });
+    expect(form('/file/bulk-upload')).toMatchObject({
+      minProperties: 1,
+      maxProperties: 1,
+      additionalProperties: { type: 'array', items: { format: 'binary' }, maxItems: 7 },
+    });
+  });
+
   it('names its resources as component schemas', () => {
     for (const name of [
       'Package',
