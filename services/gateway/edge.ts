@@ -9,10 +9,11 @@ import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
 import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
-import { cutStatus, describeRequest, isPreflight, type GatewayRequest } from './http';
+import { clientGone, cutStatus, describeRequest, isPreflight, type GatewayRequest } from './http';
 import { quotaHeaders, quotaStoreUnavailable, type QuotaLimiter } from './quota';
 import type { UploadLeases } from './upload-leases';
 import { GROUP_BASE } from './routes';
+import { aliasSettled } from './web-routing';
 
 /** Express-style middleware, as moleculer-web runs them on a route. */
 export type Next = (err?: unknown) => void;
@@ -207,8 +208,9 @@ export interface TransferGuardOptions {
 
 /**
  * Uploads or downloads (after `apiKeyGuard`): at most `limit` in progress per API key across
- * every gateway replica, else 429. The lease is given back when the answer is sent or the
- * client leaves; if this process dies first, the lease expires on its own.
+ * every gateway replica, else 429. The lease is given back once the answer is sent or the
+ * client has left, and the call is over; if this process dies first, the lease expires on its
+ * own. A client gone by the time the lease is taken gets nothing started.
  */
 export function transferGuard(options: TransferGuardOptions): Middleware {
   return middleware(async (req, res) => {
@@ -228,8 +230,14 @@ export function transferGuard(options: TransferGuardOptions): Middleware {
       );
     }
     const { release } = lease;
-    if (res.writableEnded || req.socket.destroyed) void release();
-    else res.once('close', () => void release());
+    if (res.writableEnded || clientGone(res)) {
+      void release();
+      return true;
+    }
+    // Not before the call is over: it goes on after its client left (S3 answering a download,
+    // a ticket being asked for) and takes a slot of the file service meanwhile, which must not
+    // be held without its lease, or one key would hold more than `limit` of them.
+    res.once('close', () => void aliasSettled(req).then(release));
   });
 }
 

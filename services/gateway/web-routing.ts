@@ -139,6 +139,21 @@ export function paramsOf(
   return { ...sent, ...pathParams };
 }
 
+/** The alias call of each request, for `aliasSettled`. */
+const aliasCalls = new WeakMap<GatewayRequest, Promise<unknown>>();
+
+/**
+ * Settles (never rejects) once the alias called for `req` has settled, at once when none was
+ * called. What a middleware holds for the call (a transfer's lease) waits for it: a call goes
+ * on after its client has left, and what it takes meanwhile must stay counted.
+ */
+export function aliasSettled(req: GatewayRequest): Promise<void> {
+  return Promise.resolve(aliasCalls.get(req)).then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
 /**
  * moleculer-web's `routeHandler`, for routes that call declared aliases only (`mappingPolicy:
  * restrict`), take the params from where the document places them (`paramsOf`) and leave CORS
@@ -176,7 +191,9 @@ export function routeHandler<Alias extends WebAlias>(
         return reject(refused);
       }
       req.$alias = found.alias;
-      this.aliasHandler(req, res, found.alias).then(resolve, reject);
+      const called = this.aliasHandler(req, res, found.alias);
+      aliasCalls.set(req, called);
+      called.then(resolve, reject);
     };
     try {
       next(0);

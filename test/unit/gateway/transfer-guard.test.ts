@@ -1,5 +1,6 @@
 import { transferGuard } from '../../../services/gateway/edge';
 import type { UploadLease, UploadLeases } from '../../../services/gateway/upload-leases';
+import { routeHandler, type FoundAlias } from '../../../services/gateway/web-routing';
 import { FakeResponse, fakeRequest } from './fake-http';
 
 /** Leases counted in memory, as Redis would for one key; `down` makes every call fail. */
@@ -51,6 +52,63 @@ describe('transferGuard', () => {
     expect(held.size).toBe(1);
     res.end('answered');
     await res.done();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(held.size).toBe(0);
+  });
+
+  it('starts nothing for a client gone while its lease was taken, and gives the lease back', async () => {
+    const { held, leases } = fakeLeases();
+    let taken: () => void = () => undefined;
+    const slow = {
+      acquire: async (subject: string, limit: number) => {
+        await new Promise<void>((resolve) => (taken = resolve));
+        return leases.acquire(subject, limit);
+      },
+    } as unknown as UploadLeases;
+    const guard = transferGuard({ leases: slow, limit: 1, what: 'downloads' });
+    const res = new FakeResponse();
+    const req = fakeRequest({ method: 'POST', url: '/file/download', meta: { apiKeyId: 'k1' } });
+    const socket = { destroyed: false };
+    Object.assign(req, { socket });
+    const next = jest.fn();
+    guard(req, res.asServerResponse(), next);
+    // The client leaves while Redis answers.
+    socket.destroyed = true;
+    res.destroy();
+    await res.done();
+    taken();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(next).not.toHaveBeenCalled();
+    expect(held.size).toBe(0);
+  });
+
+  it('keeps the lease of a call its client left until the call is over', async () => {
+    const { held, leases } = fakeLeases();
+    const guard = transferGuard({ leases, limit: 1, what: 'downloads' });
+    let answer: () => void = () => undefined;
+    const service = {
+      // S3 answering a download: the file service's slot is taken meanwhile.
+      aliasHandler: () => new Promise<void>((resolve) => (answer = resolve)),
+    };
+    const req = fakeRequest({ method: 'POST', url: '/file/download', meta: { apiKeyId: 'k1' } });
+    Object.assign(req, { socket: { destroyed: false } });
+    const res = new FakeResponse();
+    const found = { alias: { fullPath: '/file/download', action: 'file.download' }, params: {} };
+    const settled = routeHandler.call(
+      service,
+      req.$ctx,
+      { middlewares: [guard] },
+      req,
+      res.asServerResponse(),
+      found as unknown as FoundAlias,
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(held.size).toBe(1);
+    res.destroy();
+    await settled; // the route is done with the client...
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(held.size).toBe(1); // ...not the call
+    answer();
     await new Promise((resolve) => setImmediate(resolve));
     expect(held.size).toBe(0);
   });
