@@ -14,7 +14,14 @@ import {
   pushBody,
   type TransferTicket,
 } from '../../libs/transfer';
-import { aliasAction, cutAnswer, describeRequest, sendJson, type GatewayRequest } from './http';
+import {
+  aliasAction,
+  clientGone,
+  cutAnswer,
+  describeRequest,
+  sendJson,
+  type GatewayRequest,
+} from './http';
 import { readOptionHeaders } from './option-headers';
 import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
 import {
@@ -150,7 +157,13 @@ function routeNotFound(req: GatewayRequest) {
 
 /** `sendResponse`: envelopes and 201s without noise, streams for downloads. */
 export function sendResponse(req: GatewayRequest, res: ServerResponse, data: unknown): void {
-  if (res.headersSent) return;
+  // Nobody will read this answer: one was begun already, or the client has left (its `close`
+  // came before any listener here could hear it). A source (S3, a transfer) is closed now, not
+  // at FILE_TIMEOUT_MS: it holds a slot of the file service and an S3 connection.
+  if (res.headersSent || clientGone(res)) {
+    if (data instanceof Readable) data.destroy();
+    return;
+  }
   const meta = req.$ctx?.meta ?? {};
   for (const [name, value] of Object.entries(responseHeaders(meta))) {
     res.setHeader(name, value);

@@ -136,6 +136,22 @@ describe('sendResponse', () => {
     expect(source.destroyed).toBe(true);
   });
 
+  it('closes the source at once when the client left before the answer, or one is under way', () => {
+    // Its 'close' came while S3 answered: a listener added now would never hear it.
+    const gone = new FakeResponse();
+    gone.destroy();
+    const source = new PassThrough();
+    sendResponse(fakeRequest(), gone.asServerResponse(), source);
+    expect(source.destroyed).toBe(true);
+
+    const begun = new FakeResponse();
+    begun.write('already');
+    const late = new PassThrough();
+    sendResponse(fakeRequest(), begun.asServerResponse(), late);
+    expect(late.destroyed).toBe(true);
+    expect(begun.body.toString()).toBe('already');
+  });
+
   it('does nothing once the headers are out', () => {
     const res = new FakeResponse();
     res.write('already');
