@@ -78,6 +78,12 @@ const unreachable = () =>
 /** Longest answer to a push we read: a bulk upload's seven URLs or errors. */
 const MAX_ANSWER_BYTES = 256 * 1024;
 
+/**
+ * How a gateway gives back a ticket it will not use (its client left before the transfer
+ * began): with the ticket's token, like the transfer itself.
+ */
+const HAND_BACK = 'DELETE';
+
 interface Pending {
   method: 'POST' | 'GET';
   token: Buffer;
@@ -209,10 +215,11 @@ export class TransferDesk {
     const pending = id ? this.pending.get(id) : undefined;
     const presented = req.headers[TOKEN_HEADER];
     const given = typeof presented === 'string' ? Buffer.from(presented, 'base64url') : undefined;
+    const handedBack = req.method === HAND_BACK;
     if (
       !id ||
       !pending ||
-      req.method !== pending.method ||
+      (req.method !== pending.method && !handedBack) ||
       given?.length !== pending.token.length ||
       !timingSafeEqual(given, pending.token)
     ) {
@@ -222,6 +229,13 @@ export class TransferDesk {
     }
     this.pending.delete(id);
     clearTimeout(pending.timer);
+    if (handedBack) {
+      // Let go now, not at the ticket's end: an upload slot, a download's S3 stream.
+      req.resume();
+      pending.expire();
+      res.writeHead(204).end();
+      return;
+    }
     pending.serve(req, res);
   }
 }
@@ -250,7 +264,7 @@ const timedOut = (url: string) =>
 function request(
   agent: http.Agent,
   ticket: TransferTicket,
-  method: Pending['method'],
+  method: Pending['method'] | typeof HAND_BACK,
   timeoutMs: number,
 ): http.ClientRequest {
   const req = http.request(ticket.url, {
@@ -272,11 +286,32 @@ const isTimeout = (err: unknown) =>
   (err as { type?: unknown } | undefined)?.type === 'REQUEST_TIMEOUT';
 
 /**
+ * Gives `ticket` back to its receiver, which lets go of what it holds for it at once; settles
+ * (never rejects) once answered, or once it cannot be, at the latest when the ticket would
+ * have expired anyway. A ticket already used is refused (404), and its receiver, which saw its
+ * transfer cut, cleans up on its own.
+ */
+function handBack(agent: http.Agent, ticket: TransferTicket): Promise<void> {
+  return new Promise((resolve) => {
+    const req = request(agent, ticket, HAND_BACK, TICKET_MS);
+    req.once('error', () => resolve());
+    req.once('response', (res) => {
+      res.once('close', () => resolve());
+      res.resume();
+    });
+    req.end();
+  });
+}
+
+/**
  * Pushes `body` with `ticket` and resolves with the receiver's answer, or rejects with its
  * error. The receiver may answer before the body's end (a refusal): the rest is then no
  * longer sent, and the caller drains it. A body that is cut (the client left) cuts the push,
  * and so does the client leaving once its body was whole (`client`, the response it waits
- * for): the receiver then deletes what it stored, whose URL nobody would ever hold.
+ * for): the receiver then deletes what it stored, whose URL nobody would ever hold. A push cut
+ * before it reached the receiver (the client gone while the ticket was asked for) would leave
+ * the ticket holding its upload slot until it expires: the ticket is handed back first, and
+ * the push settles once the receiver let go.
  */
 export function pushBody(
   agent: http.Agent,
@@ -294,12 +329,17 @@ export function pushBody(
       body.off('data', count);
       client?.off('close', left);
     };
+    let abandoned = false;
+    const abandon = (why: string) => {
+      abandoned = true;
+      req.destroy(new Error(why));
+    };
     const cut = () => {
-      if (!body.readableEnded) req.destroy(new Error('the body was cut before its end'));
+      if (!body.readableEnded) abandon('the body was cut before its end');
     };
     // A request's own 'close' comes once its body is read: only the response tells of a
     // client that left after sending it all.
-    const left = () => req.destroy(new Error('the client left before the answer'));
+    const left = () => abandon('the client left before the answer');
     body.once('close', cut);
     client?.once('close', left);
     // Gone while the ticket was asked for: its 'close' came before anyone listened.
@@ -307,7 +347,9 @@ export function pushBody(
     body.on('data', count);
     req.once('error', (err) => {
       stop();
-      reject(isTimeout(err) ? err : unreachable());
+      const failure = isTimeout(err) ? err : unreachable();
+      if (abandoned) void handBack(agent, ticket).then(() => reject(failure));
+      else reject(failure);
     });
     req.once('response', (res) => {
       const chunks: Buffer[] = [];

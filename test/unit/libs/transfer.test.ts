@@ -75,6 +75,38 @@ describe('TransferDesk', () => {
   });
 });
 
+describe('a ticket handed back', () => {
+  const handBack = (url: string, token: string) =>
+    fetch(url, { method: 'DELETE', headers: { 'x-waybill-transfer-token': token } });
+
+  it('is let go at once, with its token only, and cannot be used after', async () => {
+    let expired = 0;
+    const ticket = desk.expectBody(
+      async () => 'never',
+      () => expired++,
+    );
+    expect((await handBack(ticket.url, 'not-the-token')).status).toBe(404);
+    expect(expired).toBe(0);
+    expect((await handBack(ticket.url, ticket.token)).status).toBe(204);
+    expect(expired).toBe(1);
+    expect((await handBack(ticket.url, ticket.token)).status).toBe(404);
+    const late = await rejectionOf(() =>
+      pushBody(agent, ticket, Readable.from([Buffer.from('x')]), 1000),
+    );
+    expect(late).toMatchObject({ code: 503 });
+    expect(expired).toBe(1);
+  });
+
+  it('closes an offered download', async () => {
+    const source = new PassThrough();
+    const closed = settled(source);
+    const ticket = desk.offer(source);
+    expect((await handBack(ticket.url, ticket.token)).status).toBe(204);
+    await closed;
+    expect(source.destroyed).toBe(true);
+  });
+});
+
 describe('pushBody', () => {
   it('stops sending when the receiver answers before the end, and throws its error', async () => {
     const ticket = desk.expectBody(
@@ -180,15 +212,17 @@ describe('pushBody', () => {
     expect(client.listenerCount('close')).toBe(0);
   }, 5_000);
 
-  it('does not push for a client already gone when the ticket came', async () => {
+  it('does not push for a client already gone when the ticket came, and hands the ticket back: the receiver lets go at once', async () => {
     let received = false;
+    let expired = 0;
     const ticket = desk.expectBody(
       async (body) => {
         received = true;
         for await (const chunk of body) void chunk;
         return 'stored for nobody';
       },
-      () => undefined,
+      // The upload slot, given back now rather than at the ticket's end (10 s).
+      () => expired++,
     );
     const gone = Object.assign(new EventEmitter(), { closed: true });
     // No time limit: only the client's having left can end this push.
@@ -198,6 +232,7 @@ describe('pushBody', () => {
     expect(err).toBeDefined();
     expect(gone.listenerCount('close')).toBe(0);
     expect(received).toBe(false);
+    expect(expired).toBe(1);
   }, 5_000);
 
   it('times out as a moleculer call does (504)', async () => {
