@@ -1,4 +1,4 @@
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { Transform, finished, type Readable, type TransformCallback } from 'node:stream';
 import { bodyTimeout } from '../../libs/errors';
 import { bytesMoved } from '../../libs/reclaim';
 
@@ -72,10 +72,17 @@ export class BodyWatch extends Transform {
   }
 }
 
-/** `body` read through a BodyWatch; errors of `body` are forwarded. */
+/**
+ * `body` read through a BodyWatch; errors of `body` are forwarded, and so is its end before
+ * its end: a body destroyed without an error, or before it came here (its client gone while
+ * the upload waited), emits nothing more, and the upload would hold its slot until the idle
+ * timeout.
+ */
 export function watchBody(body: Readable, options: BodyWatchOptions): BodyWatch {
   const watch = new BodyWatch(options);
-  body.on('error', (err) => watch.destroy(err));
+  finished(body, (err) => {
+    if (err) watch.destroy(err);
+  });
   body.pipe(watch);
   return watch;
 }

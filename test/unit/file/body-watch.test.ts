@@ -101,6 +101,30 @@ describe('BodyWatch', () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  it('ends at once, before any timeout, with a body destroyed without an error or before it came', async () => {
+    const { source, watch, errors } = watched();
+    source.write(Buffer.alloc(KB));
+    await settle();
+    source.destroy(); // no error: only 'close'
+    await settle();
+    expect(errors.map((e) => (e as NodeJS.ErrnoException).code)).toEqual([
+      'ERR_STREAM_PREMATURE_CLOSE',
+    ]);
+    expect(watch.destroyed).toBe(true);
+    expect(jest.getTimerCount()).toBe(0);
+
+    // Its client gone while the upload waited: its 'close' came before anyone listened.
+    const gone = new PassThrough();
+    gone.destroy();
+    await settle();
+    const late = watchBody(gone, { idleMs: IDLE, deadlineMs: DEADLINE });
+    const lateErrors: Error[] = [];
+    late.on('error', (err) => lateErrors.push(err));
+    await settle();
+    expect(lateErrors).toHaveLength(1);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
   it('spells fractions of a second', async () => {
     const watch = new BodyWatch({ idleMs: 1500, deadlineMs: DEADLINE });
     const error = new Promise<Error>((resolve) => watch.once('error', resolve));
