@@ -1,5 +1,4 @@
-import http from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
@@ -8,7 +7,7 @@ import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, type Reply } from '../support/http';
 import { count, samples } from '../support/metrics';
 import { HEADS, fileOf } from '../support/multipart';
-import { directS3, S3_BUCKET } from '../support/s3';
+import { directS3, holdingS3, OBJECT_WRITES, S3_BUCKET, type HoldingS3 } from '../support/s3';
 import { stalledUpload, type StalledUpload } from '../support/stalled-upload';
 import {
   dropDatabases,
@@ -468,68 +467,11 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
 
 // ---------------------------------------------------------------- unanswered uploads
 
-/**
- * An S3 endpoint in front of the real one that, while told to, holds every object write (a PUT
- * of a key under `uploads/`) until released, and passes everything else straight on: S3 slow
- * to store.
- */
-async function holdingS3(target: string) {
-  const upstream = new URL(target);
-  let release = () => undefined as void;
-  let released: Promise<void> | undefined;
-  let held = 0;
-  let deletes = 0;
-  const server = http.createServer((req, res) => {
-    const hold = req.method === 'PUT' && /\/uploads\//.test(req.url ?? '') ? released : undefined;
-    if (hold) held += 1;
-    if (req.method === 'DELETE') deletes += 1;
-    const forward = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', () => res.destroy());
-    // The body is read at once; only the write's arrival upstream waits.
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      void (hold ?? Promise.resolve()).then(() => forward.end(Buffer.concat(chunks)));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    held: () => held,
-    deletes: () => deletes,
-    hold: () => {
-      released = new Promise<void>((resolve) => (release = resolve));
-    },
-    release: () => {
-      released = undefined;
-      release();
-    },
-    close: () => {
-      release();
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('an upload the gateway stopped waiting for (gateway and file service apart)', () => {
   const iso = isolation();
   let nodes: NodeProcess[] = [];
   let gateway: NodeProcess;
-  let s3: Awaited<ReturnType<typeof holdingS3>>;
+  let s3: HoldingS3;
   const direct = directS3();
   const storedFor = async (userId: string) =>
     (
@@ -539,7 +481,7 @@ describe('an upload the gateway stopped waiting for (gateway and file service ap
     ).Contents ?? [];
 
   beforeAll(async () => {
-    s3 = await holdingS3(process.env.S3_ENDPOINT as string);
+    s3 = await holdingS3(process.env.S3_ENDPOINT as string, OBJECT_WRITES);
     const [file, gatewayNode] = await Promise.all([
       startNode({ services: 'file', iso, env: { CDN_BASE_URL: CDN, S3_ENDPOINT: s3.url } }),
       startNode({

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { createS3Client } from '../../services/file/store';
 
@@ -15,3 +17,76 @@ export function directS3(timeoutMs = 10_000): S3Client {
     timeoutMs,
   });
 }
+
+/** A request to S3 as the holding endpoint sees it. */
+export interface S3Request {
+  method?: string;
+  url?: string;
+}
+
+/** Object writes: a PUT of a key under `uploads/` (S3 slow to store). */
+export const OBJECT_WRITES = (req: S3Request) =>
+  req.method === 'PUT' && /\/uploads\//.test(req.url ?? '');
+
+/** Object reads: a GET of a key under `uploads/` (S3 slow to answer a download). */
+export const OBJECT_READS = (req: S3Request) =>
+  req.method === 'GET' && /\/uploads\//.test(req.url ?? '');
+
+/**
+ * An S3 endpoint in front of the real one (`target`) that, while told to, holds every request
+ * `holds` picks until released, and passes everything else straight on.
+ */
+export async function holdingS3(target: string, holds: (req: S3Request) => boolean) {
+  const upstream = new URL(target);
+  let release = () => undefined as void;
+  let released: Promise<void> | undefined;
+  let held = 0;
+  let deletes = 0;
+  const server = http.createServer((req, res) => {
+    const hold = holds(req) ? released : undefined;
+    if (hold) held += 1;
+    if (req.method === 'DELETE') deletes += 1;
+    const forward = http.request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    // The body is read at once; only the request's arrival upstream waits.
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (hold ?? Promise.resolve()).then(() => forward.end(Buffer.concat(chunks)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    /** Requests held since the endpoint started. */
+    held: () => held,
+    deletes: () => deletes,
+    hold: () => {
+      released = new Promise<void>((resolve) => (release = resolve));
+    },
+    release: () => {
+      released = undefined;
+      release();
+    },
+    close: () => {
+      release();
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export type HoldingS3 = Awaited<ReturnType<typeof holdingS3>>;

@@ -54,3 +54,71 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
     },
   };
 }
+
+/** A proxy that can hold what one connection sends the server (`holdingProxy`). */
+export interface HoldingProxy {
+  /** The port the process under test is given, e.g. `redis://127.0.0.1:${port}`. */
+  port: number;
+  /**
+   * From the next chunk a connection sends that contains `text` (a key the process under test
+   * writes, say), that connection's traffic to the server waits, in order, until `release`; its
+   * other connections, and every other process, go on. Resolves once such a chunk came.
+   */
+  holdFrom(text: string): Promise<void>;
+  /** Sends what was held, and everything after it, on to the server. */
+  release(): void;
+  close(): Promise<void>;
+}
+
+/** A proxy to `target` (a URL such as `redis://127.0.0.1:6379`), listening at once. */
+export async function holdingProxy(target: string): Promise<HoldingProxy> {
+  const { hostname, port: targetPort } = new URL(target);
+  const sockets = new Set<Socket>();
+  let trigger: { text: string; caught: () => void } | undefined;
+  let held: { upstream: Socket; chunks: Buffer[] } | undefined;
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  };
+  const server = createServer((client) => {
+    const upstream = connect(Number(targetPort), hostname);
+    track(client);
+    track(upstream);
+    client.once('close', () => upstream.destroy());
+    upstream.once('close', () => client.destroy());
+    client.on('data', (chunk: Buffer) => {
+      if (held?.upstream === upstream) {
+        held.chunks.push(chunk);
+        return;
+      }
+      if (trigger && chunk.includes(trigger.text)) {
+        held = { upstream, chunks: [chunk] };
+        trigger.caught();
+        trigger = undefined;
+        return;
+      }
+      upstream.write(chunk);
+    });
+    upstream.pipe(client);
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  return {
+    port,
+    holdFrom: (text) => new Promise<void>((caught) => (trigger = { text, caught })),
+    release: () => {
+      const { upstream, chunks } = held ?? { chunks: [] };
+      held = undefined;
+      for (const chunk of chunks) upstream?.write(chunk);
+    },
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+  };
+}
