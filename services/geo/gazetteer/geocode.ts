@@ -53,10 +53,23 @@ interface Segment {
  * Deterministic: same text, same answer.
  */
 export function geocodeText(text: string): GeocodeResult | null {
+  return geocode(text).result;
+}
+
+/** The work geocoding a text takes (candidates and comparisons), to hold it bounded in tests. */
+export function geocodeWork(text: string): GeocodeWork {
+  return geocode(text).work;
+}
+
+function geocode(text: string): { result: GeocodeResult | null; work: GeocodeWork } {
   const g = gazetteer();
   const segments = split(text);
-  const mentions = prune(g, findMentions(g, segments));
-  if (mentions.length === 0) return null;
+  const found = findMentions(g, segments);
+  const work: GeocodeWork = { mentions: found.length, kept: 0, comparisons: 0 };
+  const mentions = prune(g, found, work);
+  work.kept = mentions.length;
+  if (mentions.length === 0) return { result: null, work };
+  work.comparisons += mentions.length * mentions.length;
   const scored = mentions.map((m) => ({ m, ...score(g, m, mentions) }));
   scored.sort(
     (a, b) =>
@@ -66,7 +79,7 @@ export function geocodeText(text: string): GeocodeResult | null {
       a.m.start - b.m.start,
   );
   const best = scored.find(({ m }) => located(g, m));
-  return best ? result(g, best.m, best.confidence) : null;
+  return { result: best ? result(g, best.m, best.confidence) : null, work };
 }
 
 const KIND_ORDER: Readonly<Record<Kind, number>> = { city: 0, state: 1, country: 2 };
@@ -84,10 +97,42 @@ function split(text: string): Segment[] {
   return segments;
 }
 
-function findMentions(g: Gazetteer, segments: readonly Segment[]): Mention[] {
-  const names = countryNames(g);
-  const mentions: Mention[] = [];
-  const cityPhrases: Omit<Mention, 'kind' | 'item'>[] = [];
+/**
+ * Bounds on the work one text may cause. A phrase repeated many times ("san jose san jose
+ * ...") once made thousands of candidates, each compared with every other: a 300-character
+ * text cost half a second. A phrase is looked at in its first and last places only, each
+ * phrase keeps fewer of its cities the more phrases name cities, and the candidates are
+ * capped; an address names a handful of places, far below these.
+ */
+export const GEOCODE_LIMITS = {
+  /** Places a phrase (folded) is looked at: its first and last. */
+  occurrences: 2,
+  /** Exact city matches over all phrases. */
+  cityMentions: 200,
+  /** All candidates: cities, states and countries. */
+  mentions: 400,
+  /** Segments retried whole with typos. */
+  typoSegments: 8,
+} as const;
+
+/** Work done for one text, for tests: candidates found and kept, and pairs compared. */
+export interface GeocodeWork {
+  mentions: number;
+  kept: number;
+  comparisons: number;
+}
+
+interface Span {
+  key: string;
+  start: number;
+  end: number;
+  typos: number;
+  whole: boolean;
+}
+
+/** The phrases of the text that may name a place, a repeated phrase at its first and last places. */
+function phrases(segments: readonly Segment[]): Span[] {
+  const spans: Span[] = [];
   for (const { words, offset } of segments) {
     for (let start = 0; start < words.length; start++) {
       for (let len = 1; len <= MAX_WORDS && start + len <= words.length; len++) {
@@ -102,24 +147,53 @@ function findMentions(g: Gazetteer, segments: readonly Segment[]): Mention[] {
           continue;
         }
         if (key.length <= 2 && !whole) continue;
-        const span = { key, start: offset + start, end: offset + start + len, typos: 0 };
-        for (const item of names.byName.get(key) ?? [])
-          mentions.push({ kind: 'country', item, ...span });
-        const byCode = whole ? names.byCode.get(key) : undefined;
-        if (byCode !== undefined) mentions.push({ kind: 'country', item: byCode, ...span });
-        for (const item of g.stateIndex.exact(key)) mentions.push({ kind: 'state', item, ...span });
-        cityPhrases.push(span);
+        spans.push({ key, start: offset + start, end: offset + start + len, typos: 0, whole });
       }
     }
   }
+  const first = new Map<string, number>();
+  const last = new Map<string, number>();
+  spans.forEach((span, i) => {
+    if (!first.has(span.key)) first.set(span.key, i);
+    last.set(span.key, i);
+  });
+  return spans.filter((span, i) => first.get(span.key) === i || last.get(span.key) === i);
+}
+
+function findMentions(g: Gazetteer, segments: readonly Segment[]): Mention[] {
+  const names = countryNames(g);
+  const mentions: Mention[] = [];
+  const spans = phrases(segments);
+  const push = (m: Mention) => {
+    if (mentions.length < GEOCODE_LIMITS.mentions) mentions.push(m);
+  };
+  for (const { whole, ...span } of spans) {
+    for (const item of names.byName.get(span.key) ?? []) push({ kind: 'country', item, ...span });
+    const byCode = whole ? names.byCode.get(span.key) : undefined;
+    if (byCode !== undefined) push({ kind: 'country', item: byCode, ...span });
+    for (const item of g.stateIndex.exact(span.key)) push({ kind: 'state', item, ...span });
+  }
   // Cities last, so that a named country can keep its cities among the candidates.
   const named = new Set(mentions.filter((m) => m.kind === 'country').map((m) => m.item));
-  for (const phrase of cityPhrases) {
-    g.cityIndex.exact(phrase.key).forEach((item, rank) => {
-      if (rank < CITY_CANDIDATES || named.has(g.cities.countryIndexOf(item))) {
-        mentions.push({ kind: 'city', item, ...phrase });
-      }
-    });
+  const cities = new Map<string, number[]>();
+  for (const { key } of spans) if (!cities.has(key)) cities.set(key, g.cityIndex.exact(key));
+  const naming = spans.filter(({ key }) => (cities.get(key) ?? []).length > 0).length;
+  const perPhrase = Math.min(
+    CITY_CANDIDATES,
+    Math.max(1, Math.floor(GEOCODE_LIMITS.cityMentions / Math.max(1, naming))),
+  );
+  let cityMentions = 0;
+  for (const { key, start, end, typos } of spans) {
+    const span = { key, start, end, typos };
+    const items = cities.get(key) ?? [];
+    // Cities of a named country first, then the most important.
+    const inNamed = items.filter((item) => named.has(g.cities.countryIndexOf(item)));
+    const rest = items.filter((item) => !named.has(g.cities.countryIndexOf(item)));
+    for (const item of [...inNamed, ...rest].slice(0, perPhrase)) {
+      if (cityMentions >= GEOCODE_LIMITS.cityMentions) break;
+      cityMentions++;
+      push({ kind: 'city', item, ...span });
+    }
   }
   addTypoMatches(g, segments, mentions);
   return mentions;
@@ -127,12 +201,16 @@ function findMentions(g: Gazetteer, segments: readonly Segment[]): Mention[] {
 
 /** Segments that named nothing exactly are tried whole, with one or two typos ("Ibadn"). */
 function addTypoMatches(g: Gazetteer, segments: readonly Segment[], mentions: Mention[]): void {
+  const tried = new Set<string>();
   for (const { words, offset } of segments) {
     const start = offset;
     const end = offset + words.length;
     if (mentions.some((m) => m.start >= start && m.end <= end)) continue;
     const key = words.join(' ');
     if (words.every((w) => STOP_WORDS.has(w) || /^\d+$/.test(w))) continue;
+    if (tried.has(key)) continue;
+    if (tried.size >= GEOCODE_LIMITS.typoSegments) break;
+    tried.add(key);
     for (const { item, typos } of g.cityIndex.fuzzy(key, 5, false)) {
       mentions.push({ kind: 'city', item, key, start, end, typos });
     }
@@ -150,12 +228,24 @@ function addTypoMatches(g: Gazetteer, segments: readonly Segment[], mentions: Me
  * in "Niger State", "Benin" in "Benin City". One exception: a city inside a state's name whose
  * rest also names that state ("Abuja FCT" = Abuja + FCT) stays, as a city in its state.
  */
-function prune(g: Gazetteer, mentions: readonly Mention[]): Mention[] {
+function prune(g: Gazetteer, mentions: readonly Mention[], work: GeocodeWork): Mention[] {
+  // Mentions by start: an outer mention starts at most MAX_WORDS - 1 words before.
+  const byStart = new Map<number, Mention[]>();
+  for (const m of mentions) {
+    const list = byStart.get(m.start) ?? [];
+    list.push(m);
+    byStart.set(m.start, list);
+  }
   const kept: Mention[] = [];
   for (const m of mentions) {
-    const outer = mentions.filter(
-      (o) => o.start <= m.start && m.end <= o.end && o.end - o.start > m.end - m.start,
-    );
+    const outer: Mention[] = [];
+    const length = m.end - m.start;
+    for (let start = m.start - (MAX_WORDS - 1); start <= m.start; start++) {
+      for (const o of byStart.get(start) ?? []) {
+        work.comparisons++;
+        if (m.end <= o.end && o.end - o.start > length) outer.push(o);
+      }
+    }
     if (outer.length === 0) {
       kept.push(m);
       continue;

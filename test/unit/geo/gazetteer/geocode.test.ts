@@ -1,4 +1,5 @@
 import { geocodeText } from '../../../../services/geo/gazetteer';
+import { GEOCODE_LIMITS, geocodeWork } from '../../../../services/geo/gazetteer/geocode';
 
 describe('geocodeText', () => {
   it.each([
@@ -120,6 +121,39 @@ describe('geocodeText', () => {
         lat: 8.87952,
         lon: 7.22756,
       },
+    });
+  });
+});
+
+describe('geocodeWork', () => {
+  const repeat = (phrase: string, separator = ' ') =>
+    Array.from({ length: 60 }, () => phrase)
+      .join(separator)
+      .slice(0, 300);
+
+  // Before the bounds, "san jose" × 37 made 1,650 candidates and some 5 million comparisons.
+  it.each([
+    ['san jose'],
+    ['salem'],
+    ['santa maria'],
+    ['salem aurora oxford hudson marion milton newton union'],
+    ['springfield franklin clinton georgetown madison washington arlington richmond'],
+  ])('keeps the candidates and comparisons of %p repeated to 300 characters bounded', (phrase) => {
+    const work = geocodeWork(repeat(phrase));
+    expect(GEOCODE_LIMITS.mentions).toBeLessThanOrEqual(400);
+    expect(work.mentions).toBeLessThanOrEqual(GEOCODE_LIMITS.mentions);
+    expect(work.comparisons).toBeLessThanOrEqual(2 * GEOCODE_LIMITS.mentions ** 2);
+  });
+
+  it('tries a repeated unknown segment with typos once', () => {
+    expect(geocodeWork(repeat('abcdefghij', ',')).mentions).toBeLessThanOrEqual(10);
+  });
+
+  it('does the same few comparisons for an ordinary address', () => {
+    expect(geocodeWork('12 Admiralty Way, Lekki Phase 1, Lagos')).toEqual({
+      mentions: 4,
+      kept: 4,
+      comparisons: 29,
     });
   });
 });
