@@ -110,6 +110,12 @@ export class CityTable {
     return s >= 0 ? this.states[s] : undefined;
   }
 
+  /** The city's LGA's name, if it has one. */
+  lgaNameOf(i: number): string | undefined {
+    const lga = this.lga[i];
+    return lga >= 0 ? this.lgaNames[lga] : undefined;
+  }
+
   /** What addresses here carry as `lgaOrCity`: the LGA, else the city's own name. */
   lgaOrCityOf(i: number): string {
     const lga = this.lga[i];

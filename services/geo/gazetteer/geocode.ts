@@ -140,12 +140,7 @@ function phrases(segments: readonly Segment[]): Span[] {
         const key = words.slice(start, start + len).join(' ');
         const whole = start === 0 && len === words.length;
         if (len === 1 && STOP_WORDS.has(key)) continue;
-        if (
-          STREET_WORDS.has(words[start + len - 1]) ||
-          STREET_WORDS.has(words[start + len] ?? '')
-        ) {
-          continue;
-        }
+        if (streetName(words, start, len)) continue;
         if (key.length <= 2 && !whole) continue;
         spans.push({ key, start: offset + start, end: offset + start + len, typos: 0, whole });
       }
@@ -158,6 +153,19 @@ function phrases(segments: readonly Segment[]): Span[] {
     last.set(span.key, i);
   });
   return spans.filter((span, i) => first.get(span.key) === i || last.get(span.key) === i);
+}
+
+/**
+ * Whether the run is (part of) a street's name: it ends in a street word or one follows it,
+ * directly or after one generic word ("Ogun State Road", "Allen Avenue").
+ */
+function streetName(words: readonly string[], start: number, len: number): boolean {
+  const next = words[start + len] ?? '';
+  return (
+    STREET_WORDS.has(words[start + len - 1]) ||
+    STREET_WORDS.has(next) ||
+    (STOP_WORDS.has(next) && STREET_WORDS.has(words[start + len + 1] ?? ''))
+  );
 }
 
 function findMentions(g: Gazetteer, segments: readonly Segment[]): Mention[] {
@@ -176,7 +184,9 @@ function findMentions(g: Gazetteer, segments: readonly Segment[]): Mention[] {
   // Cities last, so that a named country can keep its cities among the candidates.
   const named = new Set(mentions.filter((m) => m.kind === 'country').map((m) => m.item));
   const cities = new Map<string, number[]>();
-  for (const { key } of spans) if (!cities.has(key)) cities.set(key, g.cityIndex.exact(key));
+  for (const { key } of spans) {
+    if (!cities.has(key)) cities.set(key, [...g.cityIndex.exact(key), ...g.lgaIndex.exact(key)]);
+  }
   const naming = spans.filter(({ key }) => (cities.get(key) ?? []).length > 0).length;
   const perPhrase = Math.min(
     CITY_CANDIDATES,
@@ -202,6 +212,13 @@ function findMentions(g: Gazetteer, segments: readonly Segment[]): Mention[] {
 /** Segments that named nothing exactly are tried whole, with one or two typos ("Ibadn"). */
 function addTypoMatches(g: Gazetteer, segments: readonly Segment[], mentions: Mention[]): void {
   const tried = new Set<string>();
+  // A near miss is trusted in a country the text names, else in Nigeria only: "Kubwa" is not
+  // Kudwā in India, nor "Isolo" Iesolo in Italy.
+  const named = new Set(mentions.filter((m) => m.kind === 'country').map((m) => m.item));
+  if (named.size === 0) named.add(g.countryByCode.get(NIGERIA) ?? 0);
+  const cityAccepted = (item: number) => named.has(g.cities.countryIndexOf(item));
+  const stateAccepted = (item: number) =>
+    named.has(g.countryByCode.get(g.states[item].countryCode) ?? -1);
   for (const { words, offset } of segments) {
     const start = offset;
     const end = offset + words.length;
@@ -211,10 +228,10 @@ function addTypoMatches(g: Gazetteer, segments: readonly Segment[], mentions: Me
     if (tried.has(key)) continue;
     if (tried.size >= GEOCODE_LIMITS.typoSegments) break;
     tried.add(key);
-    for (const { item, typos } of g.cityIndex.fuzzy(key, 5, false)) {
+    for (const { item, typos } of g.cityIndex.fuzzy(key, 5, false, cityAccepted)) {
       mentions.push({ kind: 'city', item, key, start, end, typos });
     }
-    for (const { item, typos } of g.stateIndex.fuzzy(key, 3, false)) {
+    for (const { item, typos } of g.stateIndex.fuzzy(key, 3, false, stateAccepted)) {
       mentions.push({ kind: 'state', item, key, start, end, typos });
     }
     for (const { item, typos } of g.countryIndex.fuzzy(key, 2, false)) {
@@ -273,6 +290,13 @@ function overlaps(a: Mention, b: Mention): boolean {
   return a.start < b.end && b.start < a.end;
 }
 
+/**
+ * Nigeria when the text names no country: as much as a named country's agreement, so that
+ * an unknown word's namesake abroad ("Victoria Garden City, Lekki") never outranks a
+ * Nigerian place named beside it.
+ */
+const NIGERIA_BONUS = 3;
+
 /** Importance as a bonus; tiers from importance.ts. */
 const TIER_BONUS: readonly number[] = [1, 0.8, 0.8, 0.5, 0.3, 0.1];
 
@@ -294,7 +318,7 @@ function score(g: Gazetteer, m: Mention, all: readonly Mention[]) {
     return { score: 1.2 - typos, confidence: 0.3 - 0.1 * m.typos };
   }
   if (m.kind === 'state') {
-    const s = 0.5 + 3 * +countryAgrees - 5 * +countryConflicts + +biased - typos;
+    const s = 0.5 + 3 * +countryAgrees - 5 * +countryConflicts + NIGERIA_BONUS * +biased - typos;
     return { score: s, confidence: 0.45 + 0.15 * +countryAgrees - 0.15 * m.typos };
   }
   const state = g.cities.state[m.item];
@@ -323,7 +347,7 @@ function score(g: Gazetteer, m: Mention, all: readonly Mention[]) {
     3 * +countryAgrees -
     5 * +countryConflicts -
     +stateConflicts +
-    +biased +
+    NIGERIA_BONUS * +biased +
     TIER_BONUS[tier] -
     typos;
   const confidence =

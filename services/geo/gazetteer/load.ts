@@ -4,6 +4,8 @@ import { representativePoints } from './geometry';
 import { rankCities } from './importance';
 import { buildPointIndex, type PointIndex } from './kd';
 import { NameIndex } from './name-index';
+import { NIGERIA } from './nigeria';
+import { foldName } from '../../../libs/text';
 import { readCities, readDivisionNames } from './sources';
 import { buildStates } from './states';
 import type { Country, State } from './types';
@@ -23,6 +25,8 @@ export interface Gazetteer {
   countryIndex: NameIndex;
   stateIndex: NameIndex;
   cityIndex: NameIndex;
+  /** Nigeria's LGA names, each to the LGA's most important place; exact lookups only. */
+  lgaIndex: NameIndex;
   /** kd-tree over the cities; point ids are city indices. */
   cityPoints: PointIndex;
   countryByCode: ReadonlyMap<string, number>;
@@ -59,10 +63,40 @@ export function buildGazetteer(): Gazetteer {
       Array.from({ length: cities.size }, (_, i) => cities.foldedNameOf(i)),
       Array.from({ length: cities.size }, (_, i) => i),
     ),
+    lgaIndex: lgaIndex(cities, countries),
     cityPoints: buildPointIndex(cities.lat, cities.lon),
     countryByCode: new Map(countries.map((c, i) => [c.countryCode, i])),
     stateById: new Map(states.map((s, i) => [s.admin1Id, i])),
   };
+}
+
+/**
+ * Nigeria's LGA names as names of each LGA's most important place ("Ojo", "Kosofe", "Obio
+ * Akpor"): addresses name LGAs as often as towns. An LGA named like a Nigerian place adds
+ * nothing. Some 300 keys; other countries' second-level names (counties, districts) are
+ * left out. Kept apart from the city names so that a prefix or typo search lists places by
+ * their own names only.
+ */
+function lgaIndex(cities: CityTable, countries: readonly Country[]): NameIndex {
+  const lgas = new Map<string, number>();
+  const named = new Set<string>();
+  for (let i = 0; i < cities.size; i++) {
+    if (countries[cities.countryIndexOf(i)].countryCode !== NIGERIA) continue;
+    named.add(cities.foldedNameOf(i));
+    const lga = cities.lgaNameOf(i);
+    // Cities are in importance order: the first of an LGA is its most important.
+    if (lga !== undefined && !lgas.has(lga)) lgas.set(lga, i);
+  }
+  const keys: string[] = [];
+  const items: number[] = [];
+  for (const [lga, item] of lgas) {
+    const key = foldName(lga);
+    if (key && !named.has(key)) {
+      keys.push(key);
+      items.push(item);
+    }
+  }
+  return new NameIndex(keys, items);
 }
 
 let loaded: Gazetteer | undefined;

@@ -55,7 +55,10 @@ export function searchCities(
   if (options.countryCode && country === undefined) return [];
   const accept =
     country === undefined ? undefined : (i: number) => g.cities.countryIndexOf(i) === country;
-  return g.cityIndex.search(q, count(limit), accept).map((i) => g.cities.city(i));
+  // An LGA's name finds its most important place first ("Ojo", "Kosofe").
+  const lgas = g.lgaIndex.exact(q).filter((i) => !accept || accept(i));
+  const named = g.cityIndex.search(q, count(limit), accept).filter((i) => !lgas.includes(i));
+  return [...lgas, ...named].slice(0, count(limit)).map((i) => g.cities.city(i));
 }
 
 /** The most important countries: Nigeria, then the rest by name. */

@@ -157,3 +157,54 @@ describe('geocodeWork', () => {
     });
   });
 });
+
+describe('geocodeText in Nigeria, when the text names no country', () => {
+  // Each of these once answered a foreign place: Victoria (Canada), Iesolo (Italy), Kudwā
+  // (India), Lügde (Germany), Kequ (China), Olne (Belgium), Chiba (Japan), Moe (Australia),
+  // Nyanga (Gabon), Elele for Eleme, the state of Ogun for a road in Ikeja, nothing for LGAs.
+  it.each([
+    ['Victoria Garden City, Lekki', 'Lekki', 'Lagos', 'Eti Osa'],
+    ['Ogun State Road, Ikeja', 'Ikeja', 'Lagos', 'Ikeja'],
+    ['Eleme', undefined, 'Rivers', 'Eleme'],
+    ['Ojo', undefined, 'Lagos', 'Ojo'],
+    ['Amuwo Odofin', undefined, 'Lagos', 'Amuwo Odofin'],
+    ['Kosofe', undefined, 'Lagos', 'Kosofe'],
+    ['Obio Akpor', undefined, 'Rivers', 'Obio/Akpor'],
+    ['Ojo, Lagos', undefined, 'Lagos', 'Ojo'],
+  ])('%p → a place in %s, %s (LGA %s)', (text, city, state, lga) => {
+    const result = geocodeText(text);
+    expect(result).toMatchObject({
+      matchedLevel: 'city',
+      state: { name: state },
+      country: { countryCode: 'NG' },
+      city: { admin2Name: lga, ...(city && { name: city }) },
+    });
+  });
+
+  // Not in the data (GeoNames has no row for them): nothing rather than a namesake abroad.
+  it.each(['Jakande Estate, Isolo', 'Kubwa', 'Lugbe', 'Ketu', 'Onne', 'Choba', 'Mowe', 'Nyanya'])(
+    '%p is a Nigerian place or nothing',
+    (text) => {
+      const result = geocodeText(text);
+      if (result) expect(result.country.countryCode).toBe('NG');
+    },
+  );
+
+  it.each([
+    ['Victoria, British Columbia', 'Victoria', 'CA'],
+    ['Lugde, Germany', 'Lügde', 'DE'],
+    ['Kudwa, India', 'Kudwā', 'IN'],
+    ['Lagos, Portugal', 'Lagos', 'PT'],
+    ['Accra, Ghana', 'Accra', 'GH'],
+    ['Accra', 'Accra', 'GH'],
+    ['Paris', 'Paris', 'FR'],
+    ['Nairobi', 'Nairobi', 'KE'],
+    ['Cotonou', 'Cotonou', 'BJ'],
+  ])('%p, abroad, still resolves to %s (%s)', (text, city, countryCode) => {
+    expect(geocodeText(text)).toMatchObject({
+      matchedLevel: 'city',
+      city: { name: city },
+      country: { countryCode },
+    });
+  });
+});

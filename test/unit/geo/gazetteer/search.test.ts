@@ -39,6 +39,15 @@ describe('searchCities', () => {
     expect(searchCities(query, 10)[0]).toMatchObject({ name, countryCode });
   });
 
+  it.each([
+    ['Ojo', 'Ojo'],
+    ['Amuwo Odofin', 'Amuwo Odofin'],
+    ['kosofe', 'Kosofe'],
+    ['obio akpor', 'Obio/Akpor'],
+  ])('finds a place of the LGA %p, which is named by no place of its own', (query, lga) => {
+    expect(searchCities(query, 10)[0]).toMatchObject({ countryCode: 'NG', admin2Name: lga });
+  });
+
   it('ranks Lagos, Nigeria before Lagos, Portugal', () => {
     const lagos = searchCities('lagos', 10).filter((c) => c.name === 'Lagos');
     expect(lagos.map((c) => c.countryCode)).toEqual(['NG', 'PT']);
