@@ -1,5 +1,6 @@
 import { cellToLatLng, latLngToCell } from 'h3-js';
 import { badRequest, serviceUnavailable } from '../../libs/errors';
+import { foldName } from '../../libs/text';
 import {
   PRESERVED_NUMBERS,
   PRESERVED_STRINGS,
@@ -227,9 +228,20 @@ export async function resolveAddress(
   return resolvePlace(input, field);
 }
 
-/** Two addresses are the same place when they fall in the same res-9 cell (about 0.1 km²). */
+/**
+ * Two addresses are the same place when both are points the caller gave (coordinates, a
+ * phrase, a saved address) in the same res-9 cell (about 0.1 km²), or when both stand at a
+ * place's centre for want of a better point and were written alike (folded: "Ikeja, Lagos" =
+ * "ikeja,  LAGOS"). Two texts that differ and fall back to one city's centre ("12 Allen
+ * Avenue, Ikeja" and "Computer Village, Ikeja") are two places in that city: a trip of 0 km,
+ * priced at the tariff's included distance (decision 13).
+ */
 export function samePlace(a: ResolvedAddress, b: ResolvedAddress): boolean {
-  return a.h3Index === b.h3Index;
+  if (a.h3Index !== b.h3Index) return false;
+  const centre = (x: ResolvedAddress) => x.centerLat !== undefined;
+  if (!centre(a) && !centre(b)) return true;
+  if (!centre(a) || !centre(b)) return false;
+  return foldName(String(a.addressLine1 ?? '')) === foldName(String(b.addressLine1 ?? ''));
 }
 
 export const SAME_PLACE_MESSAGE = 'Origin and destination cannot be the same';

@@ -281,9 +281,21 @@ describe('POST /api/route', () => {
     expect(destination.h3Index).toBe(first.body.data.origin.h3Index);
   });
 
-  it('refuses the same place at both ends', async () => {
-    const reply = await route({ origin: 'Ikeja', destination: { address: 'Ikeja, Lagos' } });
-    expectErrorEnvelope(reply, 400, 'Origin and destination cannot be the same');
+  it('refuses the same place at both ends: one text, or two points in one cell', async () => {
+    const text = await route({ origin: 'Ikeja, Lagos', destination: { address: 'ikeja,  LAGOS' } });
+    expectErrorEnvelope(text, 400, 'Origin and destination cannot be the same');
+    const point = { lat: 6.6018, lon: 3.3515 };
+    const points = await route({ origin: point, destination: point });
+    expectErrorEnvelope(points, 400, 'Origin and destination cannot be the same');
+  });
+
+  it('routes two different addresses known only by their city, at 0 km', async () => {
+    const reply = await route({
+      origin: '12 Allen Avenue, Ikeja, Lagos',
+      destination: 'Computer Village, Ikeja, Lagos',
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body.data.distance).toMatchObject({ distanceKm: 0, etaSeconds: 0 });
   });
 
   it.each([

@@ -1,0 +1,37 @@
+import { resolvePlace, samePlace } from '../../../services/geo/address';
+
+const same = (a: Parameters<typeof resolvePlace>[0], b: Parameters<typeof resolvePlace>[0]) =>
+  samePlace(resolvePlace(a, 'origin'), resolvePlace(b, 'destination'));
+
+describe('samePlace (decision 13)', () => {
+  it('lets two different addresses that fall back to one city centre be a trip', () => {
+    // Both resolve to Ikeja's centre, in one cell: once refused as "the same".
+    const a = resolvePlace('12 Allen Avenue, Ikeja, Lagos', 'origin');
+    const b = resolvePlace('Computer Village, Ikeja, Lagos', 'destination');
+    expect(a.h3Index).toBe(b.h3Index);
+    expect(samePlace(a, b)).toBe(false);
+    expect(
+      same(
+        'Plot 5 Adeola Odeku Street, Victoria Island',
+        '1 Ozumba Mbadiwe Avenue, Victoria Island',
+      ),
+    ).toBe(false);
+  });
+
+  it('refuses the same text, folded', () => {
+    expect(same('Ikeja, Lagos', '  ikeja,  LAGOS ')).toBe(true);
+    expect(same('Ikeja', { address: 'Ikeja' })).toBe(true);
+  });
+
+  it('refuses two exact points in one cell, and only those', () => {
+    expect(same({ lat: 6.6018, lon: 3.3515 }, { lat: 6.6018, lon: 3.3515 })).toBe(true);
+    expect(same({ lat: 6.6018, lon: 3.3515 }, { lat: 6.6019, lon: 3.3516 })).toBe(true);
+    expect(same({ lat: 6.6018, lon: 3.3515 }, { lat: 6.62, lon: 3.36 })).toBe(false);
+  });
+
+  it('does not call an exact point the same as a city centre that shares its cell', () => {
+    const centre = resolvePlace('Ikeja', 'origin');
+    const pin = { lat: centre.lat, lon: centre.lon };
+    expect(same(pin, 'Ikeja')).toBe(false);
+  });
+});
