@@ -91,7 +91,12 @@ export function createGeoService(config: Config): ServiceDefinition {
 
   /** The speed of the named fleet type, else of the smallest active one. */
   async function speedFor(fleetTypeId: string | undefined): Promise<number> {
-    if (fleetTypeId) return (await findFleetType(fleetTypeId)).averageSpeedKmh;
+    if (fleetTypeId) {
+      // An inactive type is listed nowhere an integrator can see (GET /api/fleet-types).
+      const fleet = await findFleetType(fleetTypeId);
+      if (!fleet.active) throw notFound('Fleet type not found');
+      return fleet.averageSpeedKmh;
+    }
     const [smallest] = await fleetTypes.list(true);
     if (!smallest) throw notFound('Fleet type not found');
     return smallest.averageSpeedKmh;
@@ -161,14 +166,15 @@ export function createGeoService(config: Config): ServiceDefinition {
           message: 'States retrieved',
           response: Joi.array().items(stateView),
           summary: 'List or search states (first-level divisions)',
-          description: `Without \`search\`, the states of one country: \`countryCode\`, Nigeria by default. At most ${LIST_LIMITS.states} items.`,
+          description: `Without \`search\`, the states of one country: \`countryCode\`, Nigeria by default, all of them (Slovenia has the most: 212). A search answers at most ${LIST_LIMITS.states} items.`,
         },
         params: placeQuery,
         handler(ctx) {
           const { search, countryCode } = ctx.params;
           const found = search
             ? searchStates(search, LIST_LIMITS.states, { countryCode })
-            : listStates(LIST_LIMITS.states, { countryCode: countryCode ?? 'NG' });
+            : // One country's states, all of them: a state picker needs no paging (decision 12).
+              listStates(Number.MAX_SAFE_INTEGER, { countryCode: countryCode ?? 'NG' });
           return found.map((state) => toStateItem(state, countryOf(state.countryCode)));
         },
       }),

@@ -106,6 +106,13 @@ describe('admin fleet types', () => {
     expect((await list()).body.data.map((f: { id: string }) => f.id)).not.toContain(id);
     const all = await request(node.url, 'GET', '/admin/fleet-types', { headers: adminHeaders });
     expect(all.body.data.find((f: { id: string }) => f.id === id).active).toBe(false);
+
+    // No ETA at an inactive type's speed: it is not found, as for an unknown id.
+    const route = await request(node.url, 'POST', '/api/route', {
+      headers: { 'api-key': key },
+      json: { origin: 'Ikeja, Lagos', destination: 'Kano', fleetTypeId: id },
+    });
+    expectErrorEnvelope(route, 404, 'Fleet type not found');
   });
 
   it('refuses duplicates, bad values, empty edits and unknown ids', async () => {
