@@ -49,6 +49,8 @@ export interface Config {
   namespace: string;
   nodeId: string | undefined;
   redisUrl: string;
+  /** How long a Redis command may wait for its answer (503 after it): libs/redis. */
+  redisCommandTimeoutMs: number;
   s3: {
     endpoint: string;
     region: string;
@@ -319,6 +321,14 @@ const declaredEnvSchema = Joi.object({
     .default('redis://127.0.0.1:6379')
     .description(
       'Redis for quotas, idempotency keys, upload leases, cancel windows and couriers’ positions',
+    ),
+  REDIS_COMMAND_TIMEOUT_MS: Joi.number()
+    .integer()
+    .min(100)
+    .max(60000)
+    .default(1000)
+    .description(
+      'Time limit of each Redis command (503 after it): a Redis that stalls without closing the connection fails requests instead of holding them',
     ),
   S3_ENDPOINT: Joi.string()
     .uri({ scheme: ['http', 'https'] })
@@ -994,6 +1004,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     namespace: value.NAMESPACE,
     nodeId: value.NODE_ID,
     redisUrl: value.REDIS_URL,
+    redisCommandTimeoutMs: value.REDIS_COMMAND_TIMEOUT_MS,
     s3: {
       endpoint: value.S3_ENDPOINT,
       region: value.S3_REGION,

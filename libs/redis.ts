@@ -7,11 +7,31 @@ export interface RedisOptions {
    * sends a command per HTTP request, where a write per command is most of its cost.
    */
   batchPerTick?: boolean;
+  /**
+   * How long a command may wait for its answer before it fails (then `orUnavailable` makes it
+   * a 503): REDIS_COMMAND_TIMEOUT_MS. A Redis that stalls without closing the connection
+   * (frozen, a blackholed network, a long script) would otherwise hold every caller forever.
+   * 0 for none: only for a client of its own that sends blocking commands (BLPOP, XREAD
+   * BLOCK), which wait on purpose; no client of ours does.
+   */
+  commandTimeoutMs?: number;
 }
+
+/** REDIS_COMMAND_TIMEOUT_MS's default: a command of ours takes well under a millisecond. */
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 1_000;
+
+/**
+ * A connection with commands waiting that has answered nothing for this many command
+ * timeouts is dropped and opened again: commands that timed out stay queued on their
+ * connection until it answers or closes, so a silent connection kept open would pile up every
+ * request's command for as long as the stall lasts.
+ */
+export const SILENT_CONNECTION_TIMEOUTS = 3;
 
 /**
  * A Redis client that fails fast: commands error at once while disconnected instead of
- * queueing, so callers answer 503 rather than hang.
+ * queueing, and after `commandTimeoutMs` while connected to a Redis that does not answer, so
+ * callers answer 503 rather than hang.
  */
 export function createRedis(
   url: string,
@@ -19,8 +39,15 @@ export function createRedis(
   onError: (err: Error) => void,
   options: RedisOptions = {},
 ): Redis {
+  const commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS;
   const client = new Redis(url, {
     connectionName,
+    ...(commandTimeoutMs > 0
+      ? {
+          commandTimeout: commandTimeoutMs,
+          socketTimeout: commandTimeoutMs * SILENT_CONNECTION_TIMEOUTS,
+        }
+      : {}),
     enableAutoPipelining: options.batchPerTick ?? false,
     lazyConnect: true,
     enableOfflineQueue: false,

@@ -67,10 +67,14 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
   let logger: Logger | undefined;
   let broker: ServiceBroker;
   const log = () => logger as Logger;
-  const redis = createRedis(config.redisUrl, `${config.namespace}-courier-matching`, (err) =>
-    logger?.warn('Redis unreachable; location reports and courier searches answer 503', {
-      err: err.message,
-    }),
+  const redis = createRedis(
+    config.redisUrl,
+    `${config.namespace}-courier-matching`,
+    (err) =>
+      logger?.warn('Redis unreachable; location reports and courier searches answer 503', {
+        err: err.message,
+      }),
+    { commandTimeoutMs: config.redisCommandTimeoutMs },
   );
   const positions = new CourierPositions(redis, {
     keyPrefix: `${config.namespace}:couriers:`,

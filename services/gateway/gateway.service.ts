@@ -78,10 +78,14 @@ export function createGatewayService(
   const httpByAction = new Map(entries.map((e) => [e.actionName, e.http]));
   const httpOf = (name: string) => httpByAction.get(name);
   const retryByAction = new Map(entries.map((e) => [e.actionName, e.retry]));
-  const redis = quotaStoreClient(config.redisUrl, `${config.namespace}-gateway`, (err) =>
-    logger?.warn('Redis unreachable; quota checks answer 503 until it is back', {
-      error: err.message,
-    }),
+  const redis = quotaStoreClient(
+    config.redisUrl,
+    `${config.namespace}-gateway`,
+    (err) =>
+      logger?.warn('Redis unreachable; quota checks answer 503 until it is back', {
+        error: err.message,
+      }),
+    config.redisCommandTimeoutMs,
   );
   const quota = new QuotaLimiter(redis, `${config.namespace}:quota:`);
   const authFailures = new AuthFailureThrottle(

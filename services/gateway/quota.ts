@@ -50,8 +50,9 @@ export function quotaStoreClient(
   url: string,
   connectionName: string,
   onError: (err: Error) => void,
+  commandTimeoutMs?: number,
 ): Redis {
-  return createRedis(url, connectionName, onError, { batchPerTick: true });
+  return createRedis(url, connectionName, onError, { batchPerTick: true, commandTimeoutMs });
 }
 
 /** The requests of one key waiting for this turn's count, in the order they came. */

@@ -94,10 +94,14 @@ export function createOrderService(config: Config): ServiceDefinition {
   const store = new OrderStore(() => db.models);
   let broker: ServiceBroker;
   let logger: Logger;
-  const redis = createRedis(config.redisUrl, `${config.namespace}-order`, (err) =>
-    logger?.warn('Redis unreachable; cancellations answer 503 until it is back', {
-      err: err.message,
-    }),
+  const redis = createRedis(
+    config.redisUrl,
+    `${config.namespace}-order`,
+    (err) =>
+      logger?.warn('Redis unreachable; cancellations answer 503 until it is back', {
+        err: err.message,
+      }),
+    { commandTimeoutMs: config.redisCommandTimeoutMs },
   );
   const outbox = new Outbox(store, config.notifications.publicBaseUrl);
   const shared = { store, outbox, services: () => broker, logger: () => logger };

@@ -14,6 +14,14 @@ export interface TcpProxy {
   open(): Promise<void>;
   /** Stops listening and closes every connection through it. */
   cut(): Promise<void>;
+  /**
+   * The server goes silent without closing anything, as a frozen server or a blackholed
+   * network does: every connection stays open and nothing more is forwarded either way; new
+   * connections are accepted and left unanswered.
+   */
+  stall(): void;
+  /** Connections accepted so far. */
+  connections(): number;
 }
 
 /** A proxy to `target` (a URL such as `nats://127.0.0.1:4222`), closed until `open`. */
@@ -21,7 +29,10 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
   const { hostname, port: targetPort } = new URL(target);
   const port = await freePort();
   const sockets = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
   let server: Server | undefined;
+  let stalled = false;
+  let accepted = 0;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
@@ -38,6 +49,11 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
           track(upstream);
           client.once('close', () => upstream.destroy());
           upstream.once('close', () => client.destroy());
+          accepted++;
+          if (stalled) return;
+          const pair: [Socket, Socket] = [client, upstream];
+          pairs.add(pair);
+          client.once('close', () => pairs.delete(pair));
           client.pipe(upstream);
           upstream.pipe(client);
         });
@@ -52,6 +68,16 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
       for (const socket of sockets) socket.destroy();
       await closed;
     },
+    stall: () => {
+      stalled = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
+    connections: () => accepted,
   };
 }
 

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { connectRedis, createRedis } from '../../libs/redis';
+import { IdempotencyStore } from '../../services/gateway/idempotency';
+import { QuotaLimiter, quotaStoreClient } from '../../services/gateway/quota';
+import { eventually } from '../support/eventually';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { dropDatabases, isolation, startNode } from '../support/stack';
+import { tcpProxy } from '../support/tcp-proxy';
+import { rejectionOf } from '../unit/helpers';
+
+/**
+ * A Redis that stalls without closing the connection (frozen, a blackholed network, a long
+ * script): a TCP proxy to the real one that stops forwarding and keeps every connection open.
+ * Without a command timeout every request waited for it forever; the tests' own timeouts are
+ * what a hang runs into.
+ */
+const iso = isolation();
+
+afterAll(async () => {
+  await dropDatabases(iso);
+});
+
+describe('a Redis that stops answering without closing the connection', () => {
+  it('makes /api and /file answer 503 envelopes, not hang', async () => {
+    const redis = await tcpProxy(process.env.REDIS_URL as string);
+    await redis.open();
+    const account = await startNode({ services: 'account', iso });
+    const gateway = await startNode({
+      services: 'gateway',
+      iso,
+      env: { REDIS_URL: `redis://127.0.0.1:${redis.port}`, REDIS_COMMAND_TIMEOUT_MS: '500' },
+    });
+    try {
+      const { key } = await createUserWithKey(gateway.url);
+      const headers = { 'api-key': key };
+      expect((await request(gateway.url, 'GET', '/api/me', { headers })).status).toBe(200);
+
+      redis.stall();
+      const me = await request(gateway.url, 'GET', '/api/me', { headers });
+      expectErrorEnvelope(me, 503, /quota store is unavailable/);
+      const keyed = await request(gateway.url, 'POST', '/api/pricing', {
+        headers: { ...headers, 'idempotency-key': randomUUID() },
+        json: {
+          origin: 'Ikeja, Lagos',
+          destination: 'Lekki, Lagos',
+          totalWeight: 1,
+          totalValue: 1,
+        },
+      });
+      expectErrorEnvelope(keyed, 503, /quota store is unavailable/);
+      const file = await request(gateway.url, 'POST', '/file/download', {
+        headers,
+        json: { fileId: 'none' },
+      });
+      expectErrorEnvelope(file, 503, /quota store is unavailable/);
+      // Failed authentications are counted in Redis too.
+      const unknown = await request(gateway.url, 'GET', '/api/me', {
+        headers: { 'api-key': `wb_staging_${'ab'.repeat(32)}` },
+      });
+      expectErrorEnvelope(unknown, 503, /quota store is unavailable/);
+    } finally {
+      await redis.cut();
+      await Promise.all([gateway.stop(), account.stop()]);
+    }
+  }, 60_000);
+
+  it('fails the quota count and the idempotency claim, and drops the silent connection', async () => {
+    const proxy = await tcpProxy(process.env.REDIS_URL as string);
+    await proxy.open();
+    const url = `redis://127.0.0.1:${proxy.port}`;
+    const gatewayClient = quotaStoreClient(url, 'stall-quota', () => undefined, 300);
+    const plainClient = createRedis(url, 'stall-idempotency', () => undefined, {
+      commandTimeoutMs: 300,
+    });
+    try {
+      await Promise.all([connectRedis(gatewayClient), connectRedis(plainClient)]);
+      const quota = new QuotaLimiter(gatewayClient, `${iso.namespace}:stall-quota:`);
+      const store = new IdempotencyStore(plainClient, `${iso.namespace}:stall-idem:`, {
+        pendingMs: 60_000,
+        keepMs: 60_000,
+      });
+      const limits = { limit: 10, windowSeconds: 60 };
+      expect((await quota.consume('k', limits)).allowed).toBe(true);
+      const before = proxy.connections();
+
+      proxy.stall();
+      expect(await rejectionOf(() => quota.consume('k', limits))).toMatchObject({
+        code: 503,
+        message: expect.stringMatching(/quota store is unavailable/),
+      });
+      expect(await rejectionOf(() => store.claim('user', randomUUID(), 'print'))).toMatchObject({
+        code: 503,
+        message: expect.stringMatching(/Idempotency keys cannot be checked/),
+      });
+      // The connection that went silent is given up and another opened, so the commands that
+      // timed out on it do not pile up for as long as the stall lasts.
+      await eventually(() => expect(proxy.connections()).toBeGreaterThan(before), {
+        timeout: 20_000,
+        interval: 100,
+      });
+    } finally {
+      gatewayClient.disconnect();
+      plainClient.disconnect();
+      await proxy.cut();
+    }
+  }, 60_000);
+});
