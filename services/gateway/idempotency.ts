@@ -188,6 +188,19 @@ export function requestFingerprint(method: string, path: string, params: unknown
   return sha256(`${method} ${path}\n${canonicalJson(params)}`);
 }
 
+/**
+ * The path of the route a request matched, its params filled in: `/api/request/:deliveryId/cancel`
+ * becomes `/api/request/<id>/cancel` whether the request was sent to that, to `/API/Request/<id>/cancel`
+ * or with a trailing slash, which all match it. A request sent as declared gets its own path back,
+ * so fingerprints (and the tokens named after them) are those of keys claimed before.
+ */
+export function matchedRoutePath(template: string, params: unknown): string {
+  const values = (params ?? {}) as Record<string, unknown>;
+  return template.replace(/:(\w+)/g, (_, name: string) =>
+    encodeURIComponent(String(values[name] ?? '')),
+  );
+}
+
 /** One request under one key: the same for its retries, different for any other request. */
 export function idempotencyToken(key: string, fingerprint: string): string {
   return sha256(`${key}\n${fingerprint}`);
@@ -231,7 +244,11 @@ export async function claimForRequest(
   if (!takesIdempotencyKey(http) || !userId) return undefined;
   const key = readIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]);
   if (key === undefined) return undefined;
-  const { method, path } = describeRequest(req);
+  const { method, path: sentPath } = describeRequest(req);
+  // The route matched, not the path as sent: routes match whatever the case, with or without
+  // a trailing slash, and a retry sent so is the same request.
+  const template = req.$alias?.fullPath;
+  const path = template ? matchedRoutePath(template, params) : sentPath;
   // Headers that change what the request does (`Waybill-Simulate`) are part of it too.
   const options = meta.optionHeaders;
   const fingerprint = requestFingerprint(method, path, options ? { params, options } : params);

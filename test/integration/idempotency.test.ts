@@ -38,6 +38,21 @@ describe('Idempotency-Key on POST /api', () => {
     );
   });
 
+  it('replays to a retry sent to the same route spelt otherwise (case, trailing slash)', async () => {
+    const key = randomUUID();
+    const first = await savePackage(stack.alice, shoes, key);
+    expect(first.status).toBe(201);
+    for (const path of ['/api/package/', '/API/Package']) {
+      const retry = await request(stack.node.url, 'POST', path, {
+        headers: { 'api-key': stack.alice.key, 'idempotency-key': key },
+        json: shoes,
+      });
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(retry.text).toBe(first.text);
+    }
+  });
+
   it('saves exactly one package for many simultaneous requests with one key', async () => {
     const key = randomUUID();
     const before = (await packageIds(stack.alice)).length;

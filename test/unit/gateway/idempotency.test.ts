@@ -14,11 +14,14 @@ import {
 import {
   canonicalJson,
   changedNothing,
+  claimForRequest,
+  type IdempotencyStore,
   idempotencyToken,
   readIdempotencyKey,
   requestFingerprint,
   takesIdempotencyKey,
 } from '../../../services/gateway/idempotency';
+import { fakeRequest } from './fake-http';
 
 /** The same object with its keys in reverse order, at every depth. */
 function reordered(value: unknown): unknown {
@@ -180,5 +183,51 @@ describe('idempotencyToken', () => {
     expect(idempotencyToken('k', 'fp')).toBe('hkUyvDTU65FvZcpeu517YDIRlhDgKlQwjFmAXnnnjC4');
     expect(idempotencyToken('k', 'fp')).not.toBe(idempotencyToken('k2', 'fp'));
     expect(idempotencyToken('k', 'fp')).not.toBe(idempotencyToken('k', 'fp2'));
+  });
+});
+
+describe('claimForRequest: what makes a retry the same request', () => {
+  const http = { group: 'api', method: 'POST' } as const;
+  /** The fingerprint a request is claimed under, and the token services are handed. */
+  async function claimed(url: string, fullPath: string, params: Record<string, unknown>) {
+    const fingerprints: string[] = [];
+    const store = {
+      claim: async (_user: string, _key: string, fingerprint: string) => {
+        fingerprints.push(fingerprint);
+        return { kind: 'first', complete: async () => true, fail: async () => undefined };
+      },
+    } as unknown as IdempotencyStore;
+    const req = fakeRequest({
+      method: 'POST',
+      url,
+      headers: { 'idempotency-key': 'key-1' },
+      alias: { action: 'order.request', fullPath },
+    });
+    const meta: Record<string, unknown> = { user: { id: 'user-1' } };
+    await claimForRequest(store, req, http, meta, params);
+    return { fingerprint: fingerprints[0], token: meta.idempotencyToken };
+  }
+
+  it('is the route matched, whatever the case or trailing slash of the path sent', async () => {
+    const declared = await claimed('/api/request', '/api/request', { a: 1 });
+    // As before: a request sent as declared keeps its fingerprint and token across a deploy.
+    expect(declared.fingerprint).toBe(requestFingerprint('POST', '/api/request', { a: 1 }));
+    for (const url of ['/api/request/', '/API/Request', '/API/request/?x=1']) {
+      expect(await claimed(url, '/api/request', { a: 1 })).toEqual(declared);
+    }
+    expect((await claimed('/api/request', '/api/request', { a: 2 })).fingerprint).not.toBe(
+      declared.fingerprint,
+    );
+  });
+
+  it("takes the path params' values as matched: another resource is another request", async () => {
+    const template = '/api/webhooks/:webhookId/enable';
+    const one = await claimed('/api/webhooks/w-1/enable', template, { webhookId: 'w-1' });
+    expect(one.fingerprint).toBe(
+      requestFingerprint('POST', '/api/webhooks/w-1/enable', { webhookId: 'w-1' }),
+    );
+    expect(await claimed('/API/webhooks/w-1/Enable/', template, { webhookId: 'w-1' })).toEqual(one);
+    const other = await claimed('/api/webhooks/W-1/enable', template, { webhookId: 'W-1' });
+    expect(other.fingerprint).not.toBe(one.fingerprint);
   });
 });
