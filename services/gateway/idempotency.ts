@@ -12,6 +12,7 @@ import {
 } from '../../libs/errors';
 import { neverStarted } from '../../libs/resilience';
 import { SecretBox } from '../../libs/secret-box';
+import type { Retry } from '../../libs/contracts';
 import type { HttpRoute } from '../../libs/service';
 import { describeRequest, type GatewayRequest } from './http';
 
@@ -86,14 +87,21 @@ export const IDEMPOTENCY_KEY_DOC = {
     in: 'header',
     required: false,
     description:
-      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work. A refusal (4xx) frees the key at once (except on `POST /api/request`, whose delivery is named after the key: a request refused once started answers the same refusal to that key, so send a new one after fixing the cause); a failure that may have changed something (a 500, 504, or most 503s) holds it, and retries get 409 with `Retry-After` until it is released.',
+      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work; on operations that change nothing (quotes, routes) the key only refuses a copy sent while the first runs, and a later retry runs again. An answer over 64 KB is not kept: its retries get 409 and the request is not run again. A refusal (4xx) frees the key at once (except on `POST /api/request`, whose delivery is named after the key: a request refused once started answers the same refusal to that key, so send a new one after fixing the cause); a failure that may have changed something (a 500, 504, or most 503s) holds it, and retries get 409 with `Retry-After` until it is released.',
     schema: { type: 'string', pattern: KEY_FORMAT.source },
   },
   errors: {
-    409: 'A request with this Idempotency-Key is still in progress or its outcome is unknown; retry after the seconds in `Retry-After`',
+    409: 'A request with this Idempotency-Key is still in progress or its outcome is unknown; retry after the seconds in `Retry-After`. Without `Retry-After`: it completed with an answer too large to keep, and is not run again under this key',
     422: 'This Idempotency-Key was already used for a different request',
   } as Record<number, string>,
 };
+
+/**
+ * The most an answer kept for replays may take in Redis, sealed (docs/api-conventions.md):
+ * every answer of a write fits well within it. A larger one is not kept, and its key answers
+ * retries 409 for as long as an answer would have been kept, never running the request again.
+ */
+export const MAX_KEPT_ANSWER_BYTES = 64 * 1024;
 
 export interface StoredResponse {
   status: number;
@@ -107,6 +115,8 @@ interface Entry {
   sealed?: string;
   /** The answer in clear, as kept before answers were sealed (read until such keys expire). */
   response?: StoredResponse;
+  /** The request completed, its answer too large to keep (`MAX_KEPT_ANSWER_BYTES`). */
+  tooLarge?: true;
 }
 
 /**
@@ -217,6 +227,12 @@ export function changedNothing(err: unknown, action: string): boolean {
   return toHttpError(err).status < 500 || neverStarted(err, action);
 }
 
+/** The 409 of a key whose request completed with an answer too large to keep. */
+const answerNotKept = () =>
+  conflict(
+    `The request with this Idempotency-Key completed, but its answer was larger than ${MAX_KEPT_ANSWER_BYTES / 1024} KB and was not kept for replays; it is not run again under this key. Read its outcome with the API, or send a new key to run the request again`,
+  );
+
 /** The 409 of a held key, with the seconds until it is released at the latest. */
 function keyHeld(ttlMs: number) {
   const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
@@ -239,6 +255,7 @@ export async function claimForRequest(
   http: Pick<HttpRoute, IdempotencyRouteFields> | undefined,
   meta: Record<string, unknown>,
   params: unknown,
+  retry?: Retry,
 ): Promise<Claim | undefined> {
   const userId = (meta.user as { id?: string } | undefined)?.id;
   if (!takesIdempotencyKey(http) || !userId) return undefined;
@@ -252,7 +269,9 @@ export async function claimForRequest(
   // Headers that change what the request does (`Waybill-Simulate`) are part of it too.
   const options = meta.optionHeaders;
   const fingerprint = requestFingerprint(method, path, options ? { params, options } : params);
-  const claim = await store.claim(userId, key, fingerprint);
+  // An action that changes nothing twice (retry kind `safe`: reads, quotes, routes) is run
+  // again by a retry: its answer is not kept, the key only refuses a copy sent meanwhile.
+  const claim = await store.claim(userId, key, fingerprint, retry !== 'safe');
   if (claim.kind === 'first') meta.idempotencyToken = idempotencyToken(key, fingerprint);
   return claim;
 }
@@ -273,9 +292,14 @@ export class IdempotencyStore {
    * Claims `key` for this request, or explains why not: the same request still running (409),
    * or the key already used for another request (422). Replays a finished one.
    */
-  async claim(subject: string, key: string, fingerprint: string): Promise<Claim> {
+  async claim(
+    subject: string,
+    key: string,
+    fingerprint: string,
+    keepAnswer = true,
+  ): Promise<Claim> {
     try {
-      return await this.tryClaim(subject, key, fingerprint);
+      return await this.tryClaim(subject, key, fingerprint, keepAnswer);
     } catch (err) {
       if (err instanceof WaybillError) throw err;
       throw serviceUnavailable(
@@ -284,7 +308,12 @@ export class IdempotencyStore {
     }
   }
 
-  private async tryClaim(subject: string, key: string, fingerprint: string): Promise<Claim> {
+  private async tryClaim(
+    subject: string,
+    key: string,
+    fingerprint: string,
+    keepAnswer: boolean,
+  ): Promise<Claim> {
     const redisKey = `${this.keyPrefix}${subject}:${sha256(key)}`;
     const box = answerBox(subject, key);
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -296,7 +325,7 @@ export class IdempotencyStore {
         this.windows.pendingMs,
         'NX',
       );
-      if (taken === 'OK') return this.firstClaim(redisKey, fingerprint, box);
+      if (taken === 'OK') return this.firstClaim(redisKey, fingerprint, box, keepAnswer);
       const raw = await this.redis.get(redisKey);
       if (raw === null) continue; // released or expired between the two calls
       const entry = JSON.parse(raw) as Entry;
@@ -305,6 +334,7 @@ export class IdempotencyStore {
           'This Idempotency-Key was already used for a different request; send a new key for a new request',
         );
       }
+      if (entry.tooLarge) throw answerNotKept();
       if (entry.sealed) {
         return { kind: 'replay', response: JSON.parse(box.open(entry.sealed)) as StoredResponse };
       }
@@ -314,16 +344,37 @@ export class IdempotencyStore {
     throw conflict('This Idempotency-Key is changing hands; retry in a moment');
   }
 
-  private firstClaim(redisKey: string, fingerprint: string, box: SecretBox): Claim {
+  private firstClaim(
+    redisKey: string,
+    fingerprint: string,
+    box: SecretBox,
+    keepAnswer: boolean,
+  ): Claim {
+    const release = () => this.redis.del(redisKey).catch(() => undefined);
     return {
       kind: 'first',
       complete: async (response) => {
+        if (!keepAnswer) {
+          await release();
+          return true;
+        }
         // Not stored, so the key waits out pendingMs: a stream would be stored as its
         // internals (buffered bytes included) and replayed as JSON.
         if (!isStorable(response.body)) return false;
-        const done: Entry = { fingerprint, sealed: box.seal(JSON.stringify(response)) };
+        const sealed: Entry = { fingerprint, sealed: box.seal(JSON.stringify(response)) };
+        const text = JSON.stringify(sealed);
+        // Too large to keep: the key is held all the same, saying so to a retry.
+        const done: Entry =
+          Buffer.byteLength(text) > MAX_KEPT_ANSWER_BYTES
+            ? { fingerprint, tooLarge: true }
+            : sealed;
         try {
-          await this.redis.set(redisKey, JSON.stringify(done), 'PX', this.windows.keepMs);
+          await this.redis.set(
+            redisKey,
+            done === sealed ? text : JSON.stringify(done),
+            'PX',
+            this.windows.keepMs,
+          );
           return true;
         } catch {
           return false;
@@ -331,10 +382,11 @@ export class IdempotencyStore {
       },
       // A refused request frees its key; one whose outcome is unknown (a timeout, a crash)
       // keeps it until pendingMs passes, so a retry cannot do the work twice meanwhile.
+      // An action that changes nothing twice is released whatever its failure.
       fail: async (err, action) => {
-        if (!changedNothing(err, action)) return;
+        if (keepAnswer && !changedNothing(err, action)) return;
         // Unreleased, the key only waits out pendingMs.
-        await this.redis.del(redisKey).catch(() => undefined);
+        await release();
       },
     };
   }

@@ -250,8 +250,9 @@ export async function callAction(
   const http = deps.httpOf(aliasAction(req));
   const options = readOptionHeaders(http, req.headers);
   if (options) ctx.meta.optionHeaders = options;
-  const claim = await claimForRequest(deps.idempotency, req, http, ctx.meta, params);
-  opts.retries = retriesFor(deps.retryOf(aliasAction(req)) ?? 'never', ctx.meta);
+  const retry = deps.retryOf(aliasAction(req));
+  const claim = await claimForRequest(deps.idempotency, req, http, ctx.meta, params, retry);
+  opts.retries = retriesFor(retry ?? 'never', ctx.meta);
   if (claim?.kind === 'replay') {
     const { status, headers, body } = claim.response;
     res.statusCode = status;

@@ -3,12 +3,15 @@ import { Readable } from 'node:stream';
 import { connectRedis, createRedis } from '../../libs/redis';
 import { Errors } from 'moleculer';
 import { badRequest, serviceUnavailable } from '../../libs/errors';
-import { IdempotencyStore } from '../../services/gateway/idempotency';
+import { IdempotencyStore, MAX_KEPT_ANSWER_BYTES } from '../../services/gateway/idempotency';
 import { expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { rejectionOf } from '../unit/helpers';
 
 const stack = useMerchantStack({ internal: ['package'] });
+const redis = createRedis(process.env.REDIS_URL as string, 'idempotency-test', () => undefined);
+beforeAll(() => connectRedis(redis));
+afterAll(() => redis.quit());
 
 const shoes = { packageType: 'Fashion', name: 'Shoes', quantity: 1, size: 'SMALL', value: 900 };
 
@@ -51,6 +54,28 @@ describe('Idempotency-Key on POST /api', () => {
       expect(retry.headers.get('idempotent-replayed')).toBe('true');
       expect(retry.text).toBe(first.text);
     }
+  });
+
+  it('keeps no answer of a read (a quote): a retry runs it again, and Redis holds nothing', async () => {
+    const key = randomUUID();
+    const quote = () =>
+      request(stack.node.url, 'POST', '/api/pricing', {
+        headers: { 'api-key': stack.alice.key, 'idempotency-key': key },
+        json: {
+          origin: 'Ikeja, Lagos',
+          destination: 'Lekki, Lagos',
+          totalWeight: 1,
+          totalValue: 1,
+        },
+      });
+    const first = await quote();
+    expect(first.status).toBe(200);
+    const retry = await quote();
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    expect(retry.body.data.costs).toEqual(first.body.data.costs);
+    const redisKey = `${stack.iso.namespace}:idempotency:${stack.alice.userId}:${sha256(key)}`;
+    expect(await redis.exists(redisKey)).toBe(0);
   });
 
   it('saves exactly one package for many simultaneous requests with one key', async () => {
@@ -169,13 +194,10 @@ describe('a package saved under an Idempotency-Key', () => {
 const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url');
 
 describe('IdempotencyStore on Redis', () => {
-  const redis = createRedis(process.env.REDIS_URL as string, 'idempotency-test', () => undefined);
   const store = new IdempotencyStore(redis, `${stack.iso.namespace}:idem-test:`, {
     pendingMs: 60_000,
     keepMs: 60_000,
   });
-  beforeAll(() => connectRedis(redis));
-  afterAll(() => redis.quit());
 
   it('keeps the key of a request whose outcome is unknown until pendingMs passes', async () => {
     const first = await store.claim('u1', 'k-timeout', 'fp');
@@ -184,6 +206,46 @@ describe('IdempotencyStore on Redis', () => {
       await first.fail({ type: 'REQUEST_TIMEOUT', code: 504 }, 'package.save');
     }
     await expect(store.claim('u1', 'k-timeout', 'fp')).rejects.toMatchObject({ code: 409 });
+  });
+
+  it('holds the key of an answer too large to keep: a retry gets 409, not a second run', async () => {
+    const key = `k-${randomUUID()}`;
+    const first = await store.claim('u1', key, 'fp');
+    if (first.kind !== 'first') throw new Error('not first');
+    const big = { status: 200, headers: {}, body: { text: 'x'.repeat(MAX_KEPT_ANSWER_BYTES) } };
+    expect(await first.complete(big)).toBe(true);
+    await expect(store.claim('u1', key, 'fp')).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringMatching(/completed, but its answer was larger than 64 KB/),
+    });
+    await expect(store.claim('u1', key, 'another request')).rejects.toMatchObject({ code: 422 });
+    const kept = await redis.get(`${stack.iso.namespace}:idem-test:u1:${sha256(key)}`);
+    expect(Buffer.byteLength(kept ?? '')).toBeLessThan(1024);
+    expect(await redis.pttl(`${stack.iso.namespace}:idem-test:u1:${sha256(key)}`)).toBeGreaterThan(
+      30_000,
+    );
+  });
+
+  it('keeps an answer up to the cap', async () => {
+    const key = `k-${randomUUID()}`;
+    const first = await store.claim('u1', key, 'fp');
+    if (first.kind !== 'first') throw new Error('not first');
+    const answer = { status: 201, headers: {}, body: { text: 'x'.repeat(30_000) } };
+    expect(await first.complete(answer)).toBe(true);
+    expect(await store.claim('u1', key, 'fp')).toEqual({ kind: 'replay', response: answer });
+  });
+
+  it("claims a read's key only while it runs, released however it ends", async () => {
+    const key = `k-${randomUUID()}`;
+    const first = await store.claim('u1', key, 'fp', false);
+    if (first.kind !== 'first') throw new Error('not first');
+    await expect(store.claim('u1', key, 'fp', false)).rejects.toMatchObject({ code: 409 });
+    await first.complete({ status: 200, headers: {}, body: {} });
+    const again = await store.claim('u1', key, 'fp', false);
+    expect(again.kind).toBe('first');
+    if (again.kind === 'first')
+      await again.fail({ type: 'REQUEST_TIMEOUT', code: 504 }, 'geo.route');
+    expect((await store.claim('u1', key, 'fp', false)).kind).toBe('first');
   });
 
   it('releases the key of a refused request', async () => {
