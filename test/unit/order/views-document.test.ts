@@ -1,6 +1,7 @@
 import type { PackageView } from '../../../libs/contracts/package';
 import type { CheckoutStart } from '../../../libs/contracts/payment';
-import type { DeliveryFeeBlock, PricedDelivery } from '../../../libs/contracts/pricing';
+import type { PricedDelivery } from '../../../libs/contracts/pricing';
+import { deliveryFeeBlock } from '../../../services/pricing/fee-blocks';
 import { validate } from '../../../libs/validation';
 import type { CourierOnDelivery } from '../../../services/order/courier-view';
 import {
@@ -60,8 +61,6 @@ const place = (lgaOrCity: string, lat: number, lon: number) => ({
   resolution: 9,
 });
 
-const money = (kobo: number) => (kobo / 100).toFixed(2);
-
 /** What pricing answers for the load, with `creator` and `recipient` owing these shares. */
 function priced(shares: { creator: number; recipient: number }): PricedDelivery {
   const fees = {
@@ -76,29 +75,7 @@ function priced(shares: { creator: number; recipient: number }): PricedDelivery 
     total: 185000,
   };
   const payer = shares.recipient === 0 ? 'CREATOR' : shares.creator === 0 ? 'RECIPIENT' : 'SPLIT';
-  const deliveryFee: DeliveryFeeBlock = {
-    payer,
-    gross: {
-      delivery: money(fees.deliverySubtotal),
-      serviceFee: money(fees.serviceFee),
-      hubCommission: money(0),
-      bundledTotal: money(fees.total),
-    },
-    creator: { amount: money(shares.creator), paymentRequired: shares.creator > 0, paid: false },
-    recipient: {
-      amount: money(shares.recipient),
-      paymentRequired: shares.recipient > 0,
-      paid: false,
-      checkoutUrl: null,
-    },
-    promotion: {
-      settlementMode: null,
-      platformFunded: false,
-      settledAmount: '0.00',
-      discountAmount: '0.00',
-      isApplied: false,
-    },
-  };
+  const deliveryFee = deliveryFeeBlock(fees, payer);
   const tierIds = { countryPricingId: TIER, statePricingId: null, cityPricingId: null };
   return {
     quote: {
