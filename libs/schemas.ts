@@ -227,24 +227,17 @@ export const pageParams = () => ({
   offset: fromUrl(Joi.number().integer().min(0).max(1_000_000).default(0)),
 });
 
-/**
- * No control characters but tabs and line breaks, no lone surrogates: how the document states
- * `plainText` (`UNSHOWN` of libs/text). A JSON Schema pattern reads code points, so a surrogate
- * in it is a lone one; an emoji's pair is one code point outside the range.
- */
-const PLAIN_TEXT_PATTERN =
-  '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\ud800-\\udfff]*$';
+/** No control characters but tabs and line breaks: how the document states `plainText`. */
+const PLAIN_TEXT_PATTERN = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$';
 
 /**
  * Text people type: trimmed, at most `max` characters, no control characters but tabs and
  * line breaks, no lone surrogates (JSON would write either as six bytes, and neither is meant).
- * Checked on the text as sent, as the document's pattern is: a vertical tab or form feed that
- * trimming would take away is refused all the same.
  */
 export const plainText = (max: number) =>
   documented(Joi.string().trim().max(max), { pattern: PLAIN_TEXT_PATTERN })
     .custom((value: string, helpers) =>
-      String(helpers.original).search(UNSHOWN) >= 0 ? helpers.error('string.plainText') : value,
+      value.search(UNSHOWN) >= 0 ? helpers.error('string.plainText') : value,
     )
     .messages({
       'string.plainText':

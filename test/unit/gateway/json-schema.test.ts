@@ -29,29 +29,11 @@ function documentAccepts(schema: JsonSchema, text: string): boolean {
   return ((schema.allOf ?? []) as JsonSchema[]).every((part) => documentAccepts(part, text));
 }
 
-/**
- * Strings that probe the edges: blanks (\v and \f are trimmed, and control characters),
- * control characters, lone surrogates, lengths around the limits.
- */
+/** Strings that probe the edges: blanks, control characters, lengths around the limits. */
 const probes = fc.oneof(
   fc.string({ maxLength: 14 }),
   fc.string({
-    unit: fc.constantFrom(
-      ' ',
-      '\t',
-      '\n',
-      '\v',
-      '\f',
-      '\u00a0',
-      '\ufeff',
-      '\u0085',
-      '\u0007',
-      '\ud800',
-      '\udfff',
-      'a',
-      'é',
-      '😀',
-    ),
+    unit: fc.constantFrom(' ', '\t', '\n', '\u00a0', '\ufeff', '\u0085', '\u0007', 'a', 'é', '😀'),
     maxLength: 14,
   }),
 );

