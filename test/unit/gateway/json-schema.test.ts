@@ -70,8 +70,7 @@ describe('strings: what joi refuses, the document refuses', () => {
   /**
    * Fields whose form is a pattern: texts of the characters at its edges, and the texts the
    * document's patterns describe, each of which joi must take as well (validated as a request's
-   * fields are). A `format` the document states beside a pattern (`email`) holds for every text
-   * the pattern describes, so the pattern is the rule.
+   * fields are).
    */
   it.each<[string, Joi.Schema, fc.Arbitrary<string>]>([
     [

@@ -2,6 +2,7 @@ import Joi from '../../../libs/joi';
 import { loadConfig } from '../../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../../libs/envelope';
 import { PACKAGES_ONCE, packageIds } from '../../../libs/contracts/package';
+import { EMAIL_PATTERN } from '../../../libs/schemas';
 import { validate } from '../../../libs/validation';
 import type { HttpRoute, ServiceDefinition } from '../../../libs/service';
 import { createAccountService } from '../../../services/account/account.service';
@@ -162,7 +163,7 @@ describe('buildOpenApi operations of the account service', () => {
       name: 'email',
       in: 'query',
       required: false,
-      schema: expect.objectContaining({ type: 'string', format: 'email' }),
+      schema: expect.objectContaining({ type: 'string', pattern: EMAIL_PATTERN.source }),
     });
     expect(param(list, 'limit')).toEqual({
       name: 'limit',

@@ -96,7 +96,7 @@ describe('email', () => {
   });
 
   it.each([
-    // The document's format: email refuses them; joi's email() took them (trimmed, Unicode).
+    // The document's pattern refuses them; joi's email() took them (trimmed, Unicode).
     [' ada@example.com'],
     ['ada@example.com\n'],
     ['adé@example.com'],
