@@ -187,17 +187,9 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
    */
   async function refuseRetiringMidDelivery(ctx: WaybillContext<unknown>, current: CourierRecord) {
     const hold = await deps.holds.hold(current._id);
-    if (hold?.kind === 'DELIVERY') await keepAtWork(ctx, current, hold.deliveryId);
-  }
-
-  /** The 409 of a courier found taking a delivery to the door, once they are back at work. */
-  async function keepAtWork(
-    ctx: WaybillContext<unknown>,
-    courier: Pick<CourierRecord, '_id' | 'active'>,
-    deliveryId: string,
-  ): Promise<never> {
-    if (!courier.active) await backToWork(ctx, courier._id, deliveryId);
-    throw retiringMidDelivery(courier._id, deliveryId);
+    if (hold?.kind !== 'DELIVERY') return;
+    if (!current.active) await backToWork(ctx, current._id, hold.deliveryId);
+    throw retiringMidDelivery(current._id, hold.deliveryId);
   }
 
   /**
@@ -233,7 +225,8 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
       throw await retirementFailed(ctx, current, retired, err);
     }
     if (hold && (hold.kind === 'DELIVERY' || accepted)) {
-      await keepAtWork(ctx, { _id: courierId, active: false }, hold.deliveryId);
+      await backToWork(ctx, courierId, hold.deliveryId);
+      throw retiringMidDelivery(courierId, hold.deliveryId);
     }
     return retired;
   }
