@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type mongoose from 'mongoose';
 import { refundReference, type Posting } from '../../libs/contracts/payment';
 import { Turns } from '../../libs/turns';
 import {
@@ -9,7 +8,7 @@ import {
   type PostRequest,
   type ReferenceRecord,
 } from '../../services/payment/ledger-store';
-import { isolation, openServiceDatabase } from '../support/stack';
+import { useStoreDatabase } from '../support/store-database';
 
 /**
  * A debit still posting on one payment replica when the order sweep's refund, on another, gives
@@ -19,20 +18,7 @@ import { isolation, openServiceDatabase } from '../support/stack';
  * replica is a store of its own over the real server, and each point where one waits for the
  * other is a gate the test opens, so every order of the writes is played, not hoped for.
  */
-const iso = isolation();
-let conn: mongoose.Connection;
-let models: LedgerModels;
-
-beforeAll(async () => {
-  conn = await openServiceDatabase(iso, 'ledger_given_up');
-  models = defineLedgerModels(conn);
-  await Promise.all(Object.values(models).map((m) => m.createIndexes()));
-});
-
-afterAll(async () => {
-  await conn?.dropDatabase();
-  await conn?.close();
-});
+const db = useStoreDatabase('ledger_given_up', defineLedgerModels);
 
 /** A point where a replica waits: `reached` once it is there, then until `open()`. */
 function gate() {
@@ -51,7 +37,7 @@ type Gate = ReturnType<typeof gate>;
 function pausing(
   pause: (collection: string, id: string, when: 'before' | 'after') => Promise<void> | undefined,
 ): LedgerModels {
-  const hooked = Object.entries(models).map(([name, model]) => {
+  const hooked = Object.entries(db.models).map(([name, model]) => {
     const wrapped = Object.create(model) as typeof model;
     const collection = model.collection.collectionName;
     wrapped.create = (async (doc: { _id: string }) => {
@@ -86,12 +72,7 @@ const settle = (p: Promise<Posting | null>) =>
   );
 
 async function entriesOf(walletId: string) {
-  const entries = await conn
-    .collection('ledger_entries')
-    .find({ walletId })
-    .sort({ sequence: 1 })
-    .toArray();
-  return entries as unknown as { type: string; amountKobo: number; reference: string }[];
+  return db.models.Entry.find({ walletId }).sort({ sequence: 1 }).lean();
 }
 
 /**
@@ -125,7 +106,7 @@ async function play(refundStops: 'before-mark' | 'after-mark' | 'answer') {
       ),
     new Turns(),
   );
-  const third = new LedgerStore(() => models, new Turns());
+  const third = new LedgerStore(() => db.models, new Turns());
   await credit(third, walletId, 500);
 
   const debiting = settle(
@@ -213,7 +194,7 @@ describe('a debit given up by its refund while it was still posting', () => {
       ),
     );
     await Promise.all([...stalls.values()].map((g) => g.reached));
-    const refunder = new LedgerStore(() => models, new Turns());
+    const refunder = new LedgerStore(() => db.models, new Turns());
     const refunded = await Promise.all(references.map((r) => settle(undo(refunder, walletId, r))));
     expect(refunded.every((r) => 'posting' in r && r.posting === null)).toBe(true);
     await credit(refunder, walletId, 20_000);

@@ -757,13 +757,12 @@ describe('courier pricing rules', () => {
     );
   });
 
-  it('changes of different fields of a rule made at once all land', async () => {
-    const racer = '2e4f6a8c-0b1d-4e3f-9a5b-7c9d1e3f5a7b';
-    const states = ['Kano', 'Kaduna', 'Oyo', 'Enugu', 'Rivers'];
-    const rules = await Promise.all(
-      states.map(async (state) => {
+  /** A rule of the courier's within each of five states (₦10 each); their ids. */
+  const rulesInFiveStates = (courierId: string) =>
+    Promise.all(
+      ['Kano', 'Kaduna', 'Oyo', 'Enugu', 'Rivers'].map(async (state) => {
         const created = await admin('POST', '/admin/pricing/courier-rules', {
-          courierId: racer,
+          courierId,
           from: state,
           to: state,
           amountKobo: 1000,
@@ -772,6 +771,10 @@ describe('courier pricing rules', () => {
         return created.body.data.id as string;
       }),
     );
+
+  it('changes of different fields of a rule made at once all land', async () => {
+    const racer = '2e4f6a8c-0b1d-4e3f-9a5b-7c9d1e3f5a7b';
+    const rules = await rulesInFiveStates(racer);
     const patch = (id: string, body: object) =>
       admin('PATCH', `/admin/pricing/courier-rules/${id}`, body);
     const replies = await Promise.all(
@@ -794,16 +797,7 @@ describe('courier pricing rules', () => {
 
   it('lists rules a page at a time, in a stable order', async () => {
     const pager = '7d1e2f3a-4b5c-4d6e-8f7a-9b0c1d2e3f4a';
-    const states = ['Kano', 'Kaduna', 'Oyo', 'Enugu', 'Rivers'];
-    for (const state of states) {
-      const created = await admin('POST', '/admin/pricing/courier-rules', {
-        courierId: pager,
-        from: state,
-        to: state,
-        amountKobo: 1000,
-      });
-      expect(created.status).toBe(201);
-    }
+    await rulesInFiveStates(pager);
     const page = (query: string) =>
       admin('GET', `/admin/pricing/courier-rules?courierId=${pager}&${query}`);
     const all = (await page('limit=500')).body.data.map((r: { id: string }) => r.id);

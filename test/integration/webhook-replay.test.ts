@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type mongoose from 'mongoose';
 import { loadConfig } from '../../libs/config';
 import { SecretBox } from '../../libs/secret-box';
 import type { WaybillContext } from '../../libs/service';
@@ -7,7 +6,7 @@ import { createEndpointActions } from '../../services/webhook/endpoints';
 import { fanOut } from '../../services/webhook/fan-out';
 import type { ReplayParams } from '../../services/webhook/schemas';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
-import { isolation, openServiceDatabase } from '../support/stack';
+import { useStoreDatabase } from '../support/store-database';
 import { endpointRecord, publishedEvent } from '../support/webhook-records';
 
 /**
@@ -15,22 +14,9 @@ import { endpointRecord, publishedEvent } from '../support/webhook-records';
  * and none of them writes the message's status but the one whose entry is queued, so the log
  * never says DELIVERED (or FAILED) of a message being sent again.
  */
-const iso = isolation();
-let conn: mongoose.Connection;
-let store: WebhookStore;
+const db = useStoreDatabase('webhook_replay', defineWebhookModels);
+const store = new WebhookStore(() => db.models);
 const config = loadConfig({ ...process.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
-
-beforeAll(async () => {
-  conn = await openServiceDatabase(iso, 'webhook_replay');
-  const models = defineWebhookModels(conn);
-  await Promise.all(Object.values(models).map((model) => model.createIndexes()));
-  store = new WebhookStore(() => models);
-});
-
-afterAll(async () => {
-  await conn?.dropDatabase();
-  await conn?.close();
-});
 
 /**
  * The store, its `message` reads held until `readers` of them are under way: every replay
