@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { relayWithoutPytestRulers } from './lib/report-lines';
 import { adminHeaders, createUserWithKey, request, type Reply } from '../test/support/http';
 import { boundary, multipartBuffer, multipartType } from '../test/support/multipart';
-import { requestDelivery, savePackage } from '../test/support/deliveries';
+import { credit, requestDelivery, savePackage } from '../test/support/deliveries';
 import {
   ADMIN_TOKEN,
   dropDatabases,
@@ -130,13 +130,8 @@ interface Seeded {
  */
 async function seed(base: string): Promise<Seeded> {
   const { userId, key } = await createUserWithKey(base, { environment: 'staging' });
-  data(
-    await request(base, 'POST', `/admin/users/${userId}/wallet/credit`, {
-      headers: adminHeaders,
-      json: { amount: SEED_CREDIT_NGN, reference: 'schemathesis-seed' },
-    }),
-    'POST /admin/users/:userId/wallet/credit',
-  );
+  const who = { key, userId };
+  await credit(base, who, SEED_CREDIT_NGN);
   const b = boundary();
   const file = { name: 'upload-file', filename: 'dot.png', contentType: 'image/png' };
   const upload = data<{ url: string }>(
@@ -200,7 +195,6 @@ async function seed(base: string): Promise<Seeded> {
   // Deliveries of packages of their own, paid from the wallet: the delivery routes answer them
   // rather than 404 only (a POST /api/request that schemathesis makes succeed is rare, and only
   // its links reach them).
-  const who = { key, userId };
   const deliveryIds: string[] = [];
   for (const [i, fields] of SEEDED_DELIVERIES.entries()) {
     const packageId = await savePackage(base, who, { name: `Seeded delivery ${i + 1}` });

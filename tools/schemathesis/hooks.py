@@ -82,18 +82,6 @@ _PHONES = (
     r"Validation failed: \S+ must be a valid phone number in E\.164 form, like \+\d+"
     r"(?:; \S+ must be a valid phone number in E\.164 form, like \+\d+)*"
 )
-_PRICED = (
-    rf"{_PHONES}"
-    r"|Invalid packages selection"
-    r"|(origin|destination)\S*: .+"  # geo: an address that names no known place
-    r"|Origin and destination cannot be the same"
-    r"|No tariff covers deliveries from .+"
-    r"|No active fleet type can carry .+"
-    r"|deliveryDate \S+ is in the past; .+"  # the bookable window, in the tariff's time zone
-    r"|deliveryDate can be at most \d+ days ahead .+"
-    r"|deliverySlot .+ has already ended today .+"
-    r"|The declared value is above the insurable maximum .+"
-)
 # What geo alone refuses in a route: an address that names no known place (or no saved address
 # of the caller's), origin and destination in one H3 cell.
 _ROUTED = (
@@ -101,13 +89,25 @@ _ROUTED = (
     r"|(origin|destination)\S*: .+"
     r"|Origin and destination cannot be the same"
 )
+# A quote or request: its route's refusals, then its packages', its tariff's and its schedule's.
+# Priced as a request's packages are, by the same function: the same refusals.
+_PRICED = re.compile(
+    rf"(?:{_ROUTED}"
+    r"|Invalid packages selection"
+    r"|No tariff covers deliveries from .+"
+    r"|No active fleet type can carry .+"
+    r"|deliveryDate \S+ is in the past; .+"  # the bookable window, in the tariff's time zone
+    r"|deliveryDate can be at most \d+ days ahead .+"
+    r"|deliverySlot .+ has already ended today .+"
+    r"|The declared value is above the insurable maximum .+)",
+    re.DOTALL,
+)
 # A place the gazetteer does not know (geo.findArea), as a courier rule's `from`, `to` or country.
 _PLACE = r'(Country|State|LGA or city) ".*" not found.*'
 DATA_REFUSALS = {
     "POST /api/route": re.compile(_ROUTED, re.DOTALL),
-    # Priced as a request's packages are, by the same function: the same refusals.
-    "POST /api/pricing": re.compile(rf"(?:{_PRICED})", re.DOTALL),
-    "POST /api/request": re.compile(rf"(?:{_PRICED})", re.DOTALL),
+    "POST /api/pricing": _PRICED,
+    "POST /api/request": _PRICED,
     "POST /admin/pricing/courier-rules": re.compile(_PLACE, re.DOTALL),
     "PATCH /admin/pricing/courier-rules/{ruleId}": re.compile(_PLACE, re.DOTALL),
     # The user's packages: the limit of untaken ones; one a delivery holds, or half deleted.
