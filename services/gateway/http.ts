@@ -12,6 +12,8 @@ export interface GatewayRequest extends IncomingMessage {
   $params?: Record<string, unknown>;
   /** The service endpoint moleculer-web resolved for the alias. */
   $endpoint?: { local?: boolean; id?: string; action?: { name?: string } };
+  /** The alias's call, once made (web-routing's `aliasSettled` waits for it). */
+  $called?: Promise<unknown>;
   /** What `describeRequest` found for the URL it read (`raw`). */
   $description?: { raw: string; described: RequestDescription };
 }

@@ -364,17 +364,11 @@ export class IdempotencyStore {
         const sealed: Entry = { fingerprint, sealed: box.seal(JSON.stringify(response)) };
         const text = JSON.stringify(sealed);
         // Too large to keep: the key is held all the same, saying so to a retry.
-        const done: Entry =
-          Buffer.byteLength(text) > MAX_KEPT_ANSWER_BYTES
-            ? { fingerprint, tooLarge: true }
-            : sealed;
+        const tooLarge: Entry = { fingerprint, tooLarge: true };
+        const stored =
+          Buffer.byteLength(text) > MAX_KEPT_ANSWER_BYTES ? JSON.stringify(tooLarge) : text;
         try {
-          await this.redis.set(
-            redisKey,
-            done === sealed ? text : JSON.stringify(done),
-            'PX',
-            this.windows.keepMs,
-          );
+          await this.redis.set(redisKey, stored, 'PX', this.windows.keepMs);
           return true;
         } catch {
           return false;

@@ -139,16 +139,13 @@ export function paramsOf(
   return { ...sent, ...pathParams };
 }
 
-/** The alias call of each request, for `aliasSettled`. */
-const aliasCalls = new WeakMap<GatewayRequest, Promise<unknown>>();
-
 /**
  * Settles (never rejects) once the alias called for `req` has settled, at once when none was
  * called. What a middleware holds for the call (a transfer's lease) waits for it: a call goes
  * on after its client has left, and what it takes meanwhile must stay counted.
  */
 export function aliasSettled(req: GatewayRequest): Promise<void> {
-  return Promise.resolve(aliasCalls.get(req)).then(
+  return Promise.resolve(req.$called).then(
     () => undefined,
     () => undefined,
   );
@@ -191,9 +188,8 @@ export function routeHandler<Alias extends WebAlias>(
         return reject(refused);
       }
       req.$alias = found.alias;
-      const called = this.aliasHandler(req, res, found.alias);
-      aliasCalls.set(req, called);
-      called.then(resolve, reject);
+      req.$called = this.aliasHandler(req, res, found.alias);
+      req.$called.then(resolve, reject);
     };
     try {
       next(0);
