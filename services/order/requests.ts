@@ -184,11 +184,10 @@ export class DeliveryRequests {
       await activeCourier(remitTo, 'podCourierProfileId');
       // The collected money would be credited to that user (decision 109).
       if (await isUserId(services, remitTo)) {
-        const error = conflict(
+        throw conflict(
           `${courierHasUserId(remitTo)}: a COURIER_WALLET pay-on-delivery cannot be credited to it. Choose another courier, or podRemitTo MY_WALLET`,
+          { errors: [{ field: 'podCourierProfileId', message: "a user's id" }] },
         );
-        error.data = { errors: [{ field: 'podCourierProfileId', message: "a user's id" }] };
-        throw error;
       }
     }
     return own;

@@ -105,8 +105,6 @@ function split(text: string): Segment[] {
  * capped; an address names a handful of places, far below these.
  */
 export const GEOCODE_LIMITS = {
-  /** Places a phrase (folded) is looked at: its first and last. */
-  occurrences: 2,
   /** Exact city matches over all phrases. */
   cityMentions: 200,
   /** All candidates: cities, states and countries. */
