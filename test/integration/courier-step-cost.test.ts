@@ -12,6 +12,7 @@ import {
   type Courier,
 } from '../support/couriers';
 import { samples, type Sample } from '../support/metrics';
+import { useWebhookReceiver } from '../support/webhook-receiver';
 import {
   dropDatabases,
   isolation,
@@ -38,8 +39,27 @@ let webhookDb: mongoose.Connection;
 const nodeOptions = {
   services: 'all',
   iso,
-  env: { DB_COMMAND_METRICS: 'true', ORDER_SWEEP_INTERVAL_MS: '3600000' },
+  env: {
+    DB_COMMAND_METRICS: 'true',
+    ORDER_SWEEP_INTERVAL_MS: '3600000',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  },
 };
+
+/** Where the merchants' endpoints are: an event is recorded only when some endpoint takes it. */
+const receiver = useWebhookReceiver();
+
+/** A merchant with money and an endpoint taking every event, whose records the tests read. */
+async function merchantWithEndpoint() {
+  const merchant = await createUserWithKey(base());
+  await credit(base(), merchant, 100_000);
+  const endpoint = await request(base(), 'POST', '/api/webhooks', {
+    headers: { 'api-key': merchant.key },
+    json: { url: receiver.url('/steps') },
+  });
+  expect(endpoint.status).toBe(201);
+  return merchant;
+}
 
 beforeAll(async () => {
   node = await startNode(nodeOptions);
@@ -87,8 +107,7 @@ const codeSent = (deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVERY_COD
   proofCodeSent(base(), deliveryId, purpose);
 
 it('a courier step reads its delivery and its transitions no more than it must, and leaves no work', async () => {
-  const merchant = await createUserWithKey(base());
-  await credit(base(), merchant, 100_000);
+  const merchant = await merchantWithEndpoint();
   const courier: Courier = await courierAt(base(), { lat: ORIGIN.lat + 0.002, lon: ORIGIN.lon });
   const { deliveryId, offer } = await offeredDelivery(base(), merchant, courier);
   const beforeAccept = await commandsOf('matching');
@@ -176,8 +195,7 @@ it('a courier step reads its delivery and its transitions no more than it must, 
 });
 
 it('hands over the events of an earlier change its writer could not, with the next change’s', async () => {
-  const merchant = await createUserWithKey(base());
-  await credit(base(), merchant, 100_000);
+  const merchant = await merchantWithEndpoint();
   // Nearer the pickup than the first test's courier, who is free again.
   const courier: Courier = await courierAt(base(), { lat: ORIGIN.lat + 0.0005, lon: ORIGIN.lon });
   const deliveryId = await acceptedDelivery(base(), merchant, courier);
