@@ -326,7 +326,7 @@ const declaredEnvSchema = Joi.object({
     .integer()
     .min(100)
     .max(60000)
-    .default(1000)
+    .default(5000)
     .description(
       'Time limit of each Redis command (503 after it): a Redis that stalls without closing the connection fails requests instead of holding them',
     ),

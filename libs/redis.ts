@@ -17,8 +17,13 @@ export interface RedisOptions {
   commandTimeoutMs?: number;
 }
 
-/** REDIS_COMMAND_TIMEOUT_MS's default: a command of ours takes well under a millisecond. */
-export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 1_000;
+/**
+ * REDIS_COMMAND_TIMEOUT_MS's default. A command of ours takes well under a millisecond, but the
+ * timer runs on the process's event loop: a loop held longer than the limit (a service loading
+ * its data at start, a long collection) fires it before the answer, already arrived, is read.
+ * 1 s made such pauses 503s under load; 5 s keeps them apart from a Redis that stalls.
+ */
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 5_000;
 
 /**
  * A connection with commands waiting that has answered nothing for this many command

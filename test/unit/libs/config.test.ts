@@ -51,7 +51,7 @@ describe('loadConfig defaults', () => {
       namespace: 'waybill',
       nodeId: undefined,
       redisUrl: 'redis://127.0.0.1:6379',
-      redisCommandTimeoutMs: 1000,
+      redisCommandTimeoutMs: 5000,
       s3: {
         endpoint: 'http://127.0.0.1:9000',
         region: 'us-east-1',
