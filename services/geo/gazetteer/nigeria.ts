@@ -354,17 +354,82 @@ export interface SupplementCity {
 }
 
 /**
- * Districts missing from GeoNames' populated places. Coordinates are district centres read
- * off public maps, good to about a kilometre — enough for pricing and nearest-city lookups.
+ * Districts missing from GeoNames' populated places that couriers are sent to every day, by
+ * state. Coordinates are district centres read off public maps, good to a kilometre or two —
+ * enough for pricing and nearest-city lookups, not for a door (the address's own coordinates
+ * are). A name that is also a Nigerian city elsewhere ("Egbeda", "Dutse") or a word people
+ * use for other things ("Berger", "Chevron") is left out: it would take their place.
  */
+const LAGOS = 'NG.05';
+const FCT = 'NG.11';
+const OGUN = 'NG.16';
+const RIVERS = 'NG.50';
+const NASARAWA = 'NG.56';
+const LAGOS_LGA = {
+  agege: 'NG.05.25001',
+  alimosho: 'NG.05.25003',
+  etiOsa: 'NG.05.25008',
+  ikeja: 'NG.05.25011',
+  kosofe: 'NG.05.25013',
+  mushin: 'NG.05.25014',
+  oshodiIsolo: 'NG.05.25016',
+  shomolu: 'NG.05.25017',
+  mainland: 'NG.05.9485474',
+} as const;
+const FCT_LGA = { bwari: 'NG.11.15002', municipal: 'NG.11.15006' } as const;
+
 export const NIGERIAN_CITY_SUPPLEMENT: readonly SupplementCity[] = [
-  { name: 'Yaba', state: 'NG.05', lga: 'NG.05.9485474', lat: 6.5095, lon: 3.378 },
-  { name: 'Victoria Island', state: 'NG.05', lga: 'NG.05.25008', lat: 6.43, lon: 3.42 },
-  { name: 'Ajah', state: 'NG.05', lga: 'NG.05.25008', lat: 6.468, lon: 3.566 },
-  { name: 'Wuse', state: 'NG.11', lga: 'NG.11.15006', lat: 9.07, lon: 7.47 },
-  { name: 'Maitama', state: 'NG.11', lga: 'NG.11.15006', lat: 9.085, lon: 7.498 },
-  { name: 'Garki', state: 'NG.11', lga: 'NG.11.15006', lat: 9.033, lon: 7.489 },
-  { name: 'Gwarinpa', state: 'NG.11', lga: 'NG.11.15006', lat: 9.107, lon: 7.408 },
+  { name: 'Yaba', state: LAGOS, lga: LAGOS_LGA.mainland, lat: 6.5095, lon: 3.378 },
+  { name: 'Victoria Island', state: LAGOS, lga: LAGOS_LGA.etiOsa, lat: 6.43, lon: 3.42 },
+  { name: 'Oniru', state: LAGOS, lga: LAGOS_LGA.etiOsa, lat: 6.435, lon: 3.443 },
+  { name: 'Ikate', state: LAGOS, lga: LAGOS_LGA.etiOsa, lat: 6.434, lon: 3.492 },
+  { name: 'Ajah', state: LAGOS, lga: LAGOS_LGA.etiOsa, lat: 6.468, lon: 3.566 },
+  { name: 'Sangotedo', state: LAGOS, lga: LAGOS_LGA.etiOsa, lat: 6.474, lon: 3.623 },
+  { name: 'Isolo', state: LAGOS, lga: LAGOS_LGA.oshodiIsolo, lat: 6.529, lon: 3.329 },
+  { name: 'Ilupeju', state: LAGOS, lga: LAGOS_LGA.mushin, lat: 6.553, lon: 3.357 },
+  { name: 'Bariga', state: LAGOS, lga: LAGOS_LGA.shomolu, lat: 6.54, lon: 3.388 },
+  { name: 'Gbagada', state: LAGOS, lga: LAGOS_LGA.kosofe, lat: 6.555, lon: 3.389 },
+  { name: 'Ketu', state: LAGOS, lga: LAGOS_LGA.kosofe, lat: 6.597, lon: 3.39 },
+  { name: 'Ogudu', state: LAGOS, lga: LAGOS_LGA.kosofe, lat: 6.575, lon: 3.395 },
+  { name: 'Magodo', state: LAGOS, lga: LAGOS_LGA.kosofe, lat: 6.615, lon: 3.383 },
+  { name: 'Maryland', state: LAGOS, lga: LAGOS_LGA.ikeja, lat: 6.572, lon: 3.366 },
+  { name: 'Ogba', state: LAGOS, lga: LAGOS_LGA.ikeja, lat: 6.628, lon: 3.34 },
+  { name: 'Ojodu', state: LAGOS, lga: LAGOS_LGA.ikeja, lat: 6.638, lon: 3.366 },
+  { name: 'Iyana Ipaja', state: LAGOS, lga: LAGOS_LGA.alimosho, lat: 6.61, lon: 3.293 },
+  { name: 'Ipaja', state: LAGOS, lga: LAGOS_LGA.alimosho, lat: 6.609, lon: 3.265 },
+  { name: 'Idimu', state: LAGOS, lga: LAGOS_LGA.alimosho, lat: 6.583, lon: 3.283 },
+  { name: 'Ayobo', state: LAGOS, lga: LAGOS_LGA.alimosho, lat: 6.605, lon: 3.238 },
+  { name: 'Abule Egba', state: LAGOS, lga: LAGOS_LGA.alimosho, lat: 6.643, lon: 3.296 },
+  { name: 'Wuse', state: FCT, lga: FCT_LGA.municipal, lat: 9.07, lon: 7.47 },
+  { name: 'Maitama', state: FCT, lga: FCT_LGA.municipal, lat: 9.085, lon: 7.498 },
+  { name: 'Garki', state: FCT, lga: FCT_LGA.municipal, lat: 9.033, lon: 7.489 },
+  { name: 'Asokoro', state: FCT, lga: FCT_LGA.municipal, lat: 9.045, lon: 7.525 },
+  { name: 'Gwarinpa', state: FCT, lga: FCT_LGA.municipal, lat: 9.107, lon: 7.408 },
+  { name: 'Jabi', state: FCT, lga: FCT_LGA.municipal, lat: 9.07, lon: 7.425 },
+  { name: 'Utako', state: FCT, lga: FCT_LGA.municipal, lat: 9.068, lon: 7.44 },
+  { name: 'Wuye', state: FCT, lga: FCT_LGA.municipal, lat: 9.056, lon: 7.448 },
+  { name: 'Mabushi', state: FCT, lga: FCT_LGA.municipal, lat: 9.08, lon: 7.455 },
+  { name: 'Jahi', state: FCT, lga: FCT_LGA.municipal, lat: 9.095, lon: 7.445 },
+  { name: 'Kado', state: FCT, lga: FCT_LGA.municipal, lat: 9.087, lon: 7.428 },
+  { name: 'Katampe', state: FCT, lga: FCT_LGA.municipal, lat: 9.11, lon: 7.45 },
+  { name: 'Life Camp', state: FCT, lga: FCT_LGA.municipal, lat: 9.078, lon: 7.4 },
+  { name: 'Durumi', state: FCT, lga: FCT_LGA.municipal, lat: 9.025, lon: 7.46 },
+  { name: 'Apo', state: FCT, lga: FCT_LGA.municipal, lat: 8.996, lon: 7.5 },
+  { name: 'Lokogoma', state: FCT, lga: FCT_LGA.municipal, lat: 8.983, lon: 7.47 },
+  { name: 'Galadimawa', state: FCT, lga: FCT_LGA.municipal, lat: 8.99, lon: 7.43 },
+  { name: 'Lugbe', state: FCT, lga: FCT_LGA.municipal, lat: 8.98, lon: 7.37 },
+  { name: 'Nyanya', state: FCT, lga: FCT_LGA.municipal, lat: 9.044, lon: 7.57 },
+  { name: 'Kubwa', state: FCT, lga: FCT_LGA.bwari, lat: 9.155, lon: 7.322 },
+  { name: 'Mararaba', state: NASARAWA, lga: 'NG.56.26004', lat: 9.017, lon: 7.602 },
+  { name: 'Mowe', state: OGUN, lga: 'NG.16.28015', lat: 6.81, lon: 3.435 },
+  { name: 'Ibafo', state: OGUN, lga: 'NG.16.28015', lat: 6.748, lon: 3.401 },
+  { name: 'Magboro', state: OGUN, lga: 'NG.16.28015', lat: 6.723, lon: 3.413 },
+  { name: 'Sango Ota', state: OGUN, lga: 'NG.16.28003', lat: 6.698, lon: 3.244 },
+  { name: 'Choba', state: RIVERS, lga: 'NG.50.33015', lat: 4.897, lon: 6.905 },
+  { name: 'Rumuokoro', state: RIVERS, lga: 'NG.50.33015', lat: 4.868, lon: 7.0 },
+  { name: 'Rumuola', state: RIVERS, lga: 'NG.50.33015', lat: 4.835, lon: 6.996 },
+  { name: 'Trans Amadi', state: RIVERS, lga: 'NG.50.33022', lat: 4.815, lon: 7.035 },
+  { name: 'Onne', state: RIVERS, lga: 'NG.50.33009', lat: 4.723, lon: 7.151 },
 ];
 
 /**

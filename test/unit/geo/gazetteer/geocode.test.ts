@@ -1,5 +1,7 @@
 import { geocodeText } from '../../../../services/geo/gazetteer';
 import { GEOCODE_LIMITS, geocodeWork } from '../../../../services/geo/gazetteer/geocode';
+import { readCities, readDivisionNames } from '../../../../services/geo/gazetteer/sources';
+import { haversineKm } from '../../../../libs/geodesy';
 
 describe('geocodeText', () => {
   it.each([
@@ -181,14 +183,53 @@ describe('geocodeText in Nigeria, when the text names no country', () => {
     });
   });
 
-  // Not in the data (GeoNames has no row for them): nothing rather than a namesake abroad.
-  it.each(['Jakande Estate, Isolo', 'Kubwa', 'Lugbe', 'Ketu', 'Onne', 'Choba', 'Mowe', 'Nyanya'])(
-    '%p is a Nigerian place or nothing',
-    (text) => {
-      const result = geocodeText(text);
-      if (result) expect(result.country.countryCode).toBe('NG');
-    },
-  );
+  // GeoNames has no row for these; the curated supplement has, so they are found at home
+  // rather than answered by a namesake abroad or not at all.
+  it.each([
+    ['Jakande Estate, Isolo', 'Isolo', 'Lagos', 'Oshodi/Isolo'],
+    ['Kubwa', 'Kubwa', 'Federal Capital Territory', 'Bwari'],
+    ['Lugbe', 'Lugbe', 'Federal Capital Territory', 'Abuja Municipal Area Council'],
+    ['Nyanya, Abuja', 'Nyanya', 'Federal Capital Territory', 'Abuja Municipal Area Council'],
+    ['Ketu', 'Ketu', 'Lagos', 'Kosofe'],
+    ['Onne', 'Onne', 'Rivers', 'Eleme'],
+    ['Choba, Port Harcourt', 'Choba', 'Rivers', 'Obio/Akpor'],
+    ['Mowe', 'Mowe', 'Ogun', 'Obafemi Owode'],
+    ['Mararaba', 'Mararaba', 'Nasarawa', 'Karu'],
+    ['14 Adeola Odeku Street, Victoria Island', 'Victoria Island', 'Lagos', 'Eti Osa'],
+  ])('%p → %s, %s (LGA %s)', (text, city, state, lga) => {
+    expect(geocodeText(text)).toMatchObject({
+      matchedLevel: 'city',
+      state: { name: state },
+      country: { countryCode: 'NG' },
+      city: { name: city, admin2Name: lga },
+    });
+  });
+
+  it('puts every curated district near a GeoNames place of its own LGA, and none its state has', () => {
+    const cities = readCities(readDivisionNames());
+    const inTheirState = new Set<string>();
+    for (let j = 0; j < cities.curatedFrom; j++) {
+      inTheirState.add(`${cities.admin1[j]} ${cities.name[j].toLowerCase()}`);
+    }
+    for (let i = cities.curatedFrom; i < cities.name.length; i++) {
+      const district = { lat: cities.lat[i], lon: cities.lon[i] };
+      expect([cities.name[i], cities.admin2[i]]).toEqual([cities.name[i], expect.any(String)]);
+      expect([
+        cities.name[i],
+        inTheirState.has(`${cities.admin1[i]} ${cities.name[i].toLowerCase()}`),
+      ]).toEqual([cities.name[i], false]);
+      let nearestKm = Infinity;
+      for (let j = 0; j < cities.curatedFrom; j++) {
+        if (cities.admin2[j] !== cities.admin2[i]) continue;
+        nearestKm = Math.min(
+          nearestKm,
+          haversineKm(district, { lat: cities.lat[j], lon: cities.lon[j] }),
+        );
+      }
+      // A wrong LGA code or a slipped digit puts a district tens or hundreds of km away.
+      expect([cities.name[i], nearestKm < 30]).toEqual([cities.name[i], true]);
+    }
+  });
 
   it.each([
     ['Victoria, British Columbia', 'Victoria', 'CA'],
