@@ -9,6 +9,12 @@ import { documented } from './schemas';
  * stays with pricing (services/pricing/schedule.ts).
  */
 
+/**
+ * The time zone of the tariff a new installation starts with (Nigeria's); deliveries stored
+ * before each kept its own tariff's zone are shown in it.
+ */
+export const DEFAULT_TIME_ZONE = 'Africa/Lagos';
+
 export const SLOT_PATTERN = /^([01]\d|2[0-3]):([0-5]\d) ?- ?([01]\d|2[0-3]):([0-5]\d)$/;
 export const DATE_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
 

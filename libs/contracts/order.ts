@@ -168,6 +168,8 @@ export interface TrackingView {
     place: string | null;
   } | null;
   eta: { from: string; to: string } | null;
+  /** The IANA zone the page shows times in: the delivery's tariff's. */
+  timeZone: string;
   map: {
     width: number;
     height: number;

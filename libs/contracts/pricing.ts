@@ -142,6 +142,8 @@ export interface PricedDelivery {
   slotStartsAt: string | null;
   /** When that slot closes, read the same way; else null. */
   slotEndsAt: string | null;
+  /** The tariff's IANA time zone: the clock the delivery's times are shown in. */
+  timeZone: string;
 }
 
 export interface PricingActions {

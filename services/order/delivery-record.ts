@@ -117,6 +117,11 @@ export interface DeliveryRecord {
   slotStartsAt?: Date | null;
   /** When it closes (absent on older records: they are searched for however late). */
   slotEndsAt?: Date | null;
+  /**
+   * Its tariff's IANA time zone, the clock its times are shown to the recipient in (absent on
+   * records stored before: `DEFAULT_TIME_ZONE`).
+   */
+  timeZone?: string;
   note: string | null;
   payOnDelivery: PayOnDelivery | null;
   packages: { ids: string[]; totalWeightGrams: number; totalValueKobo: number };
@@ -248,6 +253,7 @@ export function buildDelivery(n: NewDelivery): {
     deliverySlot: request.schedule?.slot ?? null,
     slotStartsAt: priced.slotStartsAt ? new Date(priced.slotStartsAt) : null,
     slotEndsAt: priced.slotEndsAt ? new Date(priced.slotEndsAt) : null,
+    timeZone: priced.timeZone,
     note: request.note ?? null,
     payOnDelivery: request.payOnDelivery
       ? {

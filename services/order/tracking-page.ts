@@ -10,31 +10,46 @@ import { escapeHtml, htmlDocument, jsonForScript, scriptHash } from '../../libs/
 /** The page's own path; its event stream is `<path>/events`. */
 export const trackingPagePath = (trackingId: string) => `/track/${encodeURIComponent(trackingId)}`;
 
-// Times are shown as the recipient's clock reads them: the platform serves Nigeria.
-const TIME = new Intl.DateTimeFormat('en-GB', {
-  timeZone: 'Africa/Lagos',
-  hour: '2-digit',
-  minute: '2-digit',
-});
-const DAY = new Intl.DateTimeFormat('en-GB', {
-  timeZone: 'Africa/Lagos',
-  day: 'numeric',
-  month: 'short',
-});
+interface Clock {
+  time: Intl.DateTimeFormat;
+  day: Intl.DateTimeFormat;
+  /** "Lagos time", "New York time", "UTC". */
+  label: string;
+}
 
-const time = (iso: string) =>
-  `<time datetime="${escapeHtml(iso)}">${escapeHtml(DAY.format(new Date(iso)))}, ${escapeHtml(TIME.format(new Date(iso)))}</time>`;
+// One per zone in use (a tariff's zone is a valid IANA name, so at most a few hundred), kept:
+// building a formatter costs far more than using one, and the page is rendered on every change.
+const clocks = new Map<string, Clock>();
+
+/** Times as the recipient's clock reads them: the zone of the tariff the delivery was priced by. */
+function clockOf(timeZone: string): Clock {
+  let clock = clocks.get(timeZone);
+  if (!clock) {
+    const city = timeZone.split('/').pop()!.replaceAll('_', ' ');
+    clock = {
+      time: new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit' }),
+      day: new Intl.DateTimeFormat('en-GB', { timeZone, day: 'numeric', month: 'short' }),
+      label: timeZone.includes('/') ? `${city} time` : city,
+    };
+    clocks.set(timeZone, clock);
+  }
+  return clock;
+}
+
+const time = (iso: string, clock: Clock) =>
+  `<time datetime="${escapeHtml(iso)}">${escapeHtml(clock.day.format(new Date(iso)))}, ${escapeHtml(clock.time.format(new Date(iso)))}</time>`;
 
 const statusRegion = (view: TrackingView) =>
   `<p class="status" data-status="${escapeHtml(view.status)}">${escapeHtml(view.statusText)}</p>`;
 
 function etaRegion(view: TrackingView): string {
   if (!view.eta) return '';
-  const from = TIME.format(new Date(view.eta.from));
-  const to = TIME.format(new Date(view.eta.to));
+  const clock = clockOf(view.timeZone);
+  const from = clock.time.format(new Date(view.eta.from));
+  const to = clock.time.format(new Date(view.eta.to));
   return (
     `<p class="eta">Expected between <time datetime="${escapeHtml(view.eta.from)}">${escapeHtml(from)}</time>` +
-    ` and <time datetime="${escapeHtml(view.eta.to)}">${escapeHtml(to)}</time> (Lagos time)</p>`
+    ` and <time datetime="${escapeHtml(view.eta.to)}">${escapeHtml(to)}</time> (${escapeHtml(clock.label)})</p>`
   );
 }
 
@@ -79,16 +94,15 @@ function mapRegion(view: TrackingView): string {
   );
 }
 
-const stepsRegion = (view: TrackingView) =>
-  '<ol class="steps">' +
-  view.steps
-    .map(
-      (s) =>
-        `<li${s.active ? ' aria-current="step" class="current"' : ''}>` +
-        `<span class="label">${escapeHtml(s.label)}</span> ${time(s.at)}</li>`,
-    )
-    .join('') +
-  '</ol>';
+function stepsRegion(view: TrackingView): string {
+  const clock = clockOf(view.timeZone);
+  const items = view.steps.map(
+    (s) =>
+      `<li${s.active ? ' aria-current="step" class="current"' : ''}>` +
+      `<span class="label">${escapeHtml(s.label)}</span> ${time(s.at, clock)}</li>`,
+  );
+  return `<ol class="steps">${items.join('')}</ol>`;
+}
 
 /** The live regions by id (`tr-<name>` on the page), each rendered from the view alone. */
 function trackingRegions(view: TrackingView): Record<string, string> {

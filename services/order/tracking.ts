@@ -1,4 +1,5 @@
 import type { TrackingView } from '../../libs/contracts/order';
+import { DEFAULT_TIME_ZONE } from '../../libs/schedule';
 import type { CourierOnDelivery } from './courier-view';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import { UNDER_WAY } from './eta';
@@ -172,6 +173,7 @@ export function toTrackingView(
         }
       : null,
     eta: followed ? (courier?.eta ?? null) : null,
+    timeZone: delivery.timeZone ?? DEFAULT_TIME_ZONE,
     map: projectMap(origin, destination, at),
   };
 }

@@ -1,3 +1,4 @@
+import { DEFAULT_TIME_ZONE } from '../../libs/schedule';
 import type { Tariff, TariffOverride, TierScope } from './tariff';
 
 /**
@@ -8,7 +9,7 @@ import type { Tariff, TariffOverride, TierScope } from './tariff';
 const naira = (amount: number) => Math.round(amount * 100);
 
 export const NIGERIA_COUNTRY_TARIFF: Tariff = {
-  timezone: 'Africa/Lagos',
+  timezone: DEFAULT_TIME_ZONE,
   routes: {
     // Within a state: a dispatch rider door to door.
     INTER_CITY: {

@@ -182,6 +182,7 @@ export async function quoteLoad(
     tariffVersion: trip.choice.tariffVersion,
     slotStartsAt: slotInstant(schedule, 'start', trip.choice.tariff.timezone),
     slotEndsAt: slotInstant(schedule, 'end', trip.choice.tariff.timezone),
+    timeZone: trip.choice.tariff.timezone,
   };
 }
 

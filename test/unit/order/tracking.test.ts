@@ -277,6 +277,40 @@ describe('toTrackingView', () => {
   });
 });
 
+describe('the clock a delivery is shown in', () => {
+  // courier.eta is 10:10–10:30 UTC: 11:10–11:30 in Lagos, 05:10–05:30 in New York.
+  it('is the Lagos clock for a delivery stored before deliveries kept their tariff’s zone', () => {
+    const view = toTrackingView(delivery, addresses, courier, AT_ONCE);
+    expect(view.timeZone).toBe('Africa/Lagos');
+    expect(trackingState(view).regions.eta).toContain('>11:10</time>');
+    expect(trackingState(view).regions.eta).toContain('(Lagos time)');
+  });
+
+  it('is the zone of the tariff the delivery was priced by', () => {
+    const abroad = { ...delivery, timeZone: 'America/New_York' } as DeliveryRecord;
+    const view = toTrackingView(abroad, addresses, courier, AT_ONCE);
+    const { eta, steps } = trackingState(view).regions;
+    expect(eta).toContain('>05:10</time>');
+    expect(eta).toContain('>05:30</time>');
+    expect(eta).toContain('(New York time)');
+    const firstStepAt = new Date(view.steps[0].at);
+    const newYork = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'America/New_York',
+      hour: '2-digit',
+      minute: '2-digit',
+    }).format(firstStepAt);
+    expect(steps).toContain(`, ${newYork}</time>`);
+    const utc = toTrackingView(
+      { ...delivery, timeZone: 'UTC' } as DeliveryRecord,
+      addresses,
+      courier,
+      AT_ONCE,
+    );
+    expect(trackingState(utc).regions.eta).toContain('>10:10</time> and');
+    expect(trackingState(utc).regions.eta).toContain('(UTC)');
+  });
+});
+
 describe('trackingPage', () => {
   const evil = toTrackingView(
     delivery,

@@ -98,6 +98,7 @@ function priced(shares: { creator: number; recipient: number }): PricedDelivery 
     tariffVersion: 'NG:1',
     slotStartsAt: null,
     slotEndsAt: null,
+    timeZone: 'Africa/Lagos',
   };
 }
 
