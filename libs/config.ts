@@ -129,9 +129,19 @@ export interface Config {
     osrmTimeoutMs: number;
     osrmFailureThreshold: number;
     osrmCoolDownMs: number;
+    osrmMaxAnswerBytes: number;
     circuity: number;
   };
-  geocoder: { url: string | undefined; timeoutMs: number; countryCodes: string | undefined };
+  geocoder: {
+    url: string | undefined;
+    timeoutMs: number;
+    countryCodes: string | undefined;
+    failureThreshold: number;
+    coolDownMs: number;
+    maxAnswerBytes: number;
+    cacheMs: number;
+    cacheEntries: number;
+  };
   payment: {
     /** Where hosted checkouts are paid: our own sandbox page, or a Paystack-compatible provider. */
     provider: PaymentProviderName;
@@ -602,6 +612,13 @@ const declaredEnvSchema = Joi.object({
     .min(0)
     .default(30000)
     .description('How long a failing OSRM is skipped before it is tried again'),
+  OSRM_MAX_ANSWER_BYTES: Joi.number()
+    .integer()
+    .min(1024)
+    .default(65536)
+    .description(
+      'Largest OSRM answer read (a route is under 2 KB); a larger one is a failure and the estimate is used',
+    ),
   ROUTE_CIRCUITY: Joi.number()
     .min(1)
     .max(3)
@@ -618,6 +635,37 @@ const declaredEnvSchema = Joi.object({
     .min(100)
     .default(2000)
     .description('Time limit of one geocoder call; the offline gazetteer answers after it'),
+  GEOCODER_FAILURE_THRESHOLD: Joi.number()
+    .integer()
+    .min(1)
+    .default(5)
+    .description('Geocoder failures in a row after which it is skipped for GEOCODER_COOL_DOWN_MS'),
+  GEOCODER_COOL_DOWN_MS: Joi.number()
+    .integer()
+    .min(0)
+    .default(30000)
+    .description('How long a failing geocoder is skipped before it is tried again'),
+  GEOCODER_MAX_ANSWER_BYTES: Joi.number()
+    .integer()
+    .min(1024)
+    .default(65536)
+    .description(
+      'Largest geocoder answer read (a place is under 2 KB); a larger one is a failure and the offline gazetteer answers',
+    ),
+  GEOCODER_CACHE_MS: Joi.number()
+    .integer()
+    .min(0)
+    .default(3600000)
+    .description(
+      'How long a geocoder answer is reused for the same text (case and blanks aside), per geo process; 0 asks every time',
+    ),
+  GEOCODER_CACHE_ENTRIES: Joi.number()
+    .integer()
+    .min(1)
+    .default(5000)
+    .description(
+      'Geocoder answers kept per geo process: as many found places, and as many texts it found nothing for',
+    ),
   GEOCODER_COUNTRIES: Joi.string()
     .pattern(/^[a-z]{2}(,[a-z]{2})*$/)
     .empty('')
@@ -1073,12 +1121,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       osrmTimeoutMs: value.OSRM_TIMEOUT_MS,
       osrmFailureThreshold: value.OSRM_FAILURE_THRESHOLD,
       osrmCoolDownMs: value.OSRM_COOL_DOWN_MS,
+      osrmMaxAnswerBytes: value.OSRM_MAX_ANSWER_BYTES,
       circuity: value.ROUTE_CIRCUITY,
     },
     geocoder: {
       url: value.GEOCODER_URL,
       timeoutMs: value.GEOCODER_TIMEOUT_MS,
       countryCodes: value.GEOCODER_COUNTRIES,
+      failureThreshold: value.GEOCODER_FAILURE_THRESHOLD,
+      coolDownMs: value.GEOCODER_COOL_DOWN_MS,
+      maxAnswerBytes: value.GEOCODER_MAX_ANSWER_BYTES,
+      cacheMs: value.GEOCODER_CACHE_MS,
+      cacheEntries: value.GEOCODER_CACHE_ENTRIES,
     },
     payment: paymentConfig(value),
     order: {

@@ -1,68 +1,94 @@
+import { LookupCache } from '../../libs/lookup-cache';
 import { isGeoPoint, type GeoPoint } from './distance';
-import { checkedBaseUrl, describeFetchError, isRecord, quoted } from './upstream';
+import {
+  createUpstream,
+  isRecord,
+  quoted,
+  unhealthy,
+  type Outcome,
+  type UpstreamOptions,
+} from './upstream';
 
 /** Street-level text geocoding from an external server; null when it has no answer. */
 export interface TextGeocoder {
   geocode(text: string): Promise<GeoPoint | null>;
 }
 
-export interface NominatimOptions {
+/** An hour: places do not move, and a quote and the order after it ask for the same text. */
+export const DEFAULT_GEOCODER_CACHE_MS = 3_600_000;
+/** Texts are at most 300 characters (the contract), so a full cache holds a few MB at most. */
+export const DEFAULT_GEOCODER_CACHE_ENTRIES = 5_000;
+
+export interface NominatimOptions extends UpstreamOptions {
   /** Server root: `https://nominatim.openstreetmap.org` or a self-hosted one. */
   baseUrl: string;
-  timeoutMs: number;
   /** Nominatim's usage policy asks every client to name itself. */
   userAgent: string;
   /** Bias to these ISO alpha-2 countries, e.g. `ng`. */
   countryCodes?: string;
-  /** Called with why a lookup gave nothing; the service logs it. */
-  onFailure?: (reason: string) => void;
+  /** How long an answer (a place, or "no such place") is reused for the same text; 0: never. */
+  cacheMs?: number;
+  /** Places kept, and as many "no such place" answers apart from them. */
+  cacheEntries?: number;
+}
+
+/** A found place, or null when the server found none: both real answers. */
+function readPlaces(status: number, body: string): Outcome<GeoPoint | null> {
+  if (status < 200 || status > 299) return unhealthy(`HTTP ${status}${quoted(body)}`);
+  let results: unknown;
+  try {
+    results = JSON.parse(body);
+  } catch {
+    return unhealthy(`answer is not JSON${quoted(body)}`);
+  }
+  if (!Array.isArray(results)) return unhealthy('answer is not a list of places');
+  const first: unknown = results[0];
+  if (first === undefined) return { ok: true, value: null }; // no match: not a failure
+  const point = isRecord(first) ? { lat: Number(first.lat), lon: Number(first.lon) } : null;
+  if (!point || !isGeoPoint(point)) return unhealthy('first place has no valid lat/lon');
+  return { ok: true, value: point };
 }
 
 /**
+ * Nominatim folds case and blanks itself, so texts that differ only in those are one
+ * question: asked, and cached, once.
+ */
+const normalise = (text: string): string => text.trim().replace(/\s+/g, ' ').toLowerCase();
+
+/** Thrown by a lookup that got no answer, so that the cache keeps nothing for it. */
+class NoAnswer extends Error {}
+
+/**
  * A Nominatim-compatible `/search` client. It never throws after creation: any failure
- * (timeout, HTTP error, odd answer) is reported and answered with null, so the offline
- * gazetteer takes over.
+ * (timeout, HTTP error, odd answer, the circuit open) is reported and answered with null, so
+ * the offline gazetteer takes over. Answers are cached per normalised text; failures are not.
  */
 export function createNominatimGeocoder(options: NominatimOptions): TextGeocoder {
-  const baseUrl = checkedBaseUrl(options.baseUrl, 'Geocoder');
-  const fail = (reason: string): null => {
-    try {
-      options.onFailure?.(reason);
-    } catch {
-      // A broken logger must not turn a fallback into an error.
-    }
-    return null;
-  };
+  const upstream = createUpstream('Geocoder', options);
+  const headers = { accept: 'application/json', 'user-agent': options.userAgent };
+  const entries = options.cacheEntries ?? DEFAULT_GEOCODER_CACHE_ENTRIES;
+  const cache = new LookupCache<GeoPoint>({
+    cacheMs: options.cacheMs ?? DEFAULT_GEOCODER_CACHE_MS,
+    maxEntries: entries,
+    maxNegativeEntries: entries,
+    now: options.now,
+    async lookup(text) {
+      const params = new URLSearchParams({ q: text, format: 'jsonv2', limit: '1' });
+      if (options.countryCodes) params.set('countrycodes', options.countryCodes);
+      const outcome = await upstream.get(`/search?${params}`, headers, readPlaces);
+      if (!outcome.ok) throw new NoAnswer(outcome.reason);
+      return outcome.value;
+    },
+  });
 
   return {
     async geocode(text) {
-      const params = new URLSearchParams({ q: text, format: 'jsonv2', limit: '1' });
-      if (options.countryCodes) params.set('countrycodes', options.countryCodes);
-      let status: number;
-      let body: string;
       try {
-        const response = await fetch(`${baseUrl}/search?${params}`, {
-          signal: AbortSignal.timeout(options.timeoutMs),
-          headers: { accept: 'application/json', 'user-agent': options.userAgent },
-        });
-        status = response.status;
-        body = await response.text();
+        return await cache.get(normalise(text));
       } catch (err) {
-        return fail(describeFetchError(err, options.timeoutMs));
+        if (err instanceof NoAnswer) return null; // already reported by the upstream
+        throw err;
       }
-      if (status < 200 || status > 299) return fail(`HTTP ${status}${quoted(body)}`);
-      let results: unknown;
-      try {
-        results = JSON.parse(body);
-      } catch {
-        return fail(`answer is not JSON${quoted(body)}`);
-      }
-      if (!Array.isArray(results)) return fail('answer is not a list of places');
-      const first: unknown = results[0];
-      if (first === undefined) return null; // no match: not a failure
-      const point = isRecord(first) ? { lat: Number(first.lat), lon: Number(first.lon) } : null;
-      if (!point || !isGeoPoint(point)) return fail('first place has no valid lat/lon');
-      return point;
     },
   };
 }

@@ -110,10 +110,10 @@ export function createGeoService(config: Config): ServiceDefinition {
         this.logger.warn('OSRM unavailable; using the straight-line estimate', { reason }),
       );
       if (config.geocoder.url) {
+        const { url, ...settings } = config.geocoder;
         geocoder = createNominatimGeocoder({
-          baseUrl: config.geocoder.url,
-          timeoutMs: config.geocoder.timeoutMs,
-          countryCodes: config.geocoder.countryCodes,
+          ...settings,
+          baseUrl: url,
           userAgent: `Waybill/${version} (self-hosted courier platform)`,
           onFailure: (reason) =>
             this.logger.warn('Geocoder unavailable; using the offline gazetteer', { reason }),

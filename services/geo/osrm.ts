@@ -4,11 +4,17 @@ import {
   routeDistance,
   type GeoPoint,
 } from './distance';
-import { checkedBaseUrl, describeFetchError, isRecord, quote, quoted } from './upstream';
+import {
+  createUpstream,
+  isRecord,
+  quote,
+  quoted,
+  unhealthy,
+  type Outcome,
+  type UpstreamOptions,
+} from './upstream';
 
 export const DEFAULT_OSRM_PROFILE = 'driving';
-export const DEFAULT_FAILURE_THRESHOLD = 5;
-export const DEFAULT_COOL_DOWN_MS = 30_000;
 
 /** Anything that can measure a road: the OSRM client, or a stub in tests. */
 export interface RoadDistanceSource {
@@ -19,26 +25,9 @@ export interface RoadDistanceSource {
 /** The OSRM client is one road-distance source. */
 export type OsrmClient = RoadDistanceSource;
 
-export interface OsrmClientOptions {
-  /** Server root, path prefix allowed: `http://127.0.0.1:5000`, `https://maps.example/osrm`. */
-  baseUrl: string;
-  /** Budget of one whole call, body included. */
-  timeoutMs: number;
+export interface OsrmClientOptions extends UpstreamOptions {
   profile?: string;
-  /** Consecutive failures that open the circuit. */
-  failureThreshold?: number;
-  /** How long an open circuit skips calls before one probe is let through. */
-  coolDownMs?: number;
-  /** Milliseconds clock; injected by tests. */
-  now?: () => number;
-  /** Called once for every null answer, with why; the service logs it. */
-  onFailure?: (reason: string) => void;
 }
-
-/** `unhealthy` failures count towards the circuit breaker; the others are real answers. */
-type Outcome = { ok: true; km: number } | { ok: false; reason: string; unhealthy: boolean };
-
-const unhealthy = (reason: string): Outcome => ({ ok: false, reason, unhealthy: true });
 
 /** OSRM limits coordinates to six decimals (about 0.1 m); fixed notation avoids `1e-7`. */
 const coordinate = (point: GeoPoint): string => `${point.lon.toFixed(6)},${point.lat.toFixed(6)}`;
@@ -48,7 +37,7 @@ const coordinate = (point: GeoPoint): string => `${point.lon.toFixed(6)},${point
  * with `NoRoute`/`NoSegment` when the server is fine but the points are not connected by
  * road (another island, another continent): such answers must not open the circuit.
  */
-function readAnswer(status: number, text: string): Outcome {
+function readAnswer(status: number, text: string): Outcome<number> {
   if (status >= 500) return unhealthy(`HTTP ${status}${quoted(text)}`);
   let body: unknown;
   try {
@@ -69,101 +58,33 @@ function readAnswer(status: number, text: string): Outcome {
   if (typeof metres !== 'number' || !Number.isFinite(metres) || metres < 0) {
     return unhealthy('code Ok without a valid routes[0].distance');
   }
-  return { ok: true, km: metres / 1000 };
-}
-
-function checkedCount(value: number, what: string, min: number): number {
-  if (!Number.isInteger(value) || value < min) {
-    throw new RangeError(`${what} must be an integer >= ${min}, got ${value}`);
-  }
-  return value;
+  return { ok: true, value: metres / 1000 };
 }
 
 /**
  * Road distances from an OSRM-compatible server. Never throws once created: every
  * failure is reported through `onFailure` and answered with null so that the caller
  * falls back to an estimate. Throws at creation on bad options (a configuration error).
- *
- * After `failureThreshold` consecutive unhealthy answers (no answer, timeout, 5xx,
- * non-OSRM body) calls are skipped for `coolDownMs`, so a dead server costs one timeout
- * per cool-down instead of one per request. Then a single probe is let through: success
- * closes the circuit, failure opens it for another cool-down.
+ * Answers over `maxAnswerBytes`, and the circuit breaker: `createUpstream`.
  */
 export function createOsrmClient(options: OsrmClientOptions): OsrmClient {
-  const baseUrl = checkedBaseUrl(options.baseUrl, 'OSRM');
   const profile = options.profile ?? DEFAULT_OSRM_PROFILE;
   if (!/^[A-Za-z0-9_-]+$/.test(profile)) throw new RangeError(`bad OSRM profile: ${profile}`);
-  const timeoutMs = checkedCount(options.timeoutMs, 'timeoutMs', 1);
-  const threshold = checkedCount(
-    options.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD,
-    'failureThreshold',
-    1,
-  );
-  const coolDownMs = checkedCount(options.coolDownMs ?? DEFAULT_COOL_DOWN_MS, 'coolDownMs', 0);
-  const now = options.now ?? Date.now;
-
-  let consecutiveFailures = 0;
-  let openUntil = 0;
-  let probeInFlight = false;
-
-  function fail(reason: string): null {
-    try {
-      options.onFailure?.(reason);
-    } catch {
-      // A broken logger must not turn a fallback into an error.
-    }
-    return null;
-  }
-
-  async function query(origin: GeoPoint, destination: GeoPoint): Promise<Outcome> {
-    const url =
-      `${baseUrl}/route/v1/${profile}/${coordinate(origin)};${coordinate(destination)}` +
-      '?overview=false&alternatives=false&steps=false';
-    try {
-      // The signal also bounds reading the body, not only the headers.
-      const response = await fetch(url, {
-        signal: AbortSignal.timeout(timeoutMs),
-        headers: { accept: 'application/json' },
-      });
-      return readAnswer(response.status, await response.text());
-    } catch (err) {
-      return unhealthy(describeFetchError(err, timeoutMs));
-    }
-  }
+  const upstream = createUpstream('OSRM', options);
+  const headers = { accept: 'application/json' };
 
   return {
     async roadDistanceKm(origin, destination) {
       if (!isGeoPoint(origin) || !isGeoPoint(destination)) {
-        return fail('invalid coordinates: lat must be in [-90, 90] and lon in [-180, 180]');
+        return upstream.fail(
+          'invalid coordinates: lat must be in [-90, 90] and lon in [-180, 180]',
+        );
       }
-      const open = consecutiveFailures >= threshold;
-      if (open && (now() < openUntil || probeInFlight)) {
-        return fail(`circuit open after ${consecutiveFailures} consecutive failures`);
-      }
-
-      if (open) probeInFlight = true;
-      let outcome: Outcome;
-      try {
-        outcome = await query(origin, destination);
-      } finally {
-        if (open) probeInFlight = false;
-      }
-
-      if (outcome.ok) {
-        consecutiveFailures = 0;
-        return outcome.km;
-      }
-      if (!outcome.unhealthy) {
-        // The server answered properly: it is alive, whatever the route.
-        consecutiveFailures = 0;
-        return fail(outcome.reason);
-      }
-      consecutiveFailures += 1;
-      if (consecutiveFailures < threshold) return fail(outcome.reason);
-      openUntil = now() + coolDownMs;
-      return fail(
-        `${outcome.reason}; circuit open for ${coolDownMs} ms after ${consecutiveFailures} consecutive failures`,
-      );
+      const path =
+        `/route/v1/${profile}/${coordinate(origin)};${coordinate(destination)}` +
+        '?overview=false&alternatives=false&steps=false';
+      const outcome = await upstream.get(path, headers, readAnswer);
+      return outcome.ok ? outcome.value : null;
     },
   };
 }

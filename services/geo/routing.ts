@@ -21,6 +21,7 @@ export class Router {
           timeoutMs: config.osrmTimeoutMs,
           failureThreshold: config.osrmFailureThreshold,
           coolDownMs: config.osrmCoolDownMs,
+          maxAnswerBytes: config.osrmMaxAnswerBytes,
           onFailure: onOsrmFailure,
         })
       : undefined;

@@ -1,7 +1,20 @@
-/** Helpers shared by the clients of external servers (OSRM, Nominatim). */
+/**
+ * The clients of external servers (OSRM, a Nominatim-compatible geocoder) share one way of
+ * calling them: a GET with a deadline, an answer read up to a byte cap, no redirect followed,
+ * a circuit breaker, and every failure reported and answered as "no answer".
+ */
 
 /** Longest server message quoted in a failure reason, so one bad answer cannot flood a log. */
 const MAX_QUOTED_CHARS = 200;
+
+/**
+ * Real answers are under 2 KB: an OSRM route without overview, steps or alternatives (two
+ * waypoints with their hints and street names), a Nominatim place with `limit=1`. 64 KiB
+ * leaves a wide margin and still bounds what a misbehaving server makes us hold.
+ */
+export const DEFAULT_MAX_ANSWER_BYTES = 64 * 1024;
+export const DEFAULT_FAILURE_THRESHOLD = 5;
+export const DEFAULT_COOL_DOWN_MS = 30_000;
 
 export function quote(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -42,4 +55,194 @@ export function checkedBaseUrl(baseUrl: string, what: string): string {
     throw new RangeError(`${what} base URL must not have a query or fragment: ${baseUrl}`);
   }
   return url.href.replace(/\/+$/, '');
+}
+
+export function checkedCount(value: number, what: string, min: number): number {
+  if (!Number.isInteger(value) || value < min) {
+    throw new RangeError(`${what} must be an integer >= ${min}, got ${value}`);
+  }
+  return value;
+}
+
+/**
+ * What one answer said: a value, or why there is none. `unhealthy` failures (no answer,
+ * timeout, a server error, a body no such server sends) count towards the circuit breaker;
+ * the others are real answers from a live server.
+ */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; reason: string; unhealthy: boolean };
+
+export const unhealthy = (reason: string): Outcome<never> => ({
+  ok: false,
+  reason,
+  unhealthy: true,
+});
+
+/** An answer's status and text, or why it was not read. */
+type Answer = { ok: true; status: number; text: string } | { ok: false; reason: string };
+
+/**
+ * The body as text, read chunk by chunk and dropped as soon as it passes `maxBytes`, whatever
+ * Content-Length said (a server may send none, or lie); undefined when over.
+ */
+async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number) {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks).toString('utf8');
+    size += value.byteLength;
+    if (size > maxBytes) {
+      // Closes the connection: the rest of the answer is never received.
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    chunks.push(value);
+  }
+}
+
+async function fetchAnswer(
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  maxBytes: number,
+): Promise<Answer> {
+  try {
+    // The signal also bounds reading the body, not only the headers.
+    const response = await fetch(url, {
+      signal: AbortSignal.timeout(timeoutMs),
+      headers,
+      // The configured server answers itself: a redirect could send the request (and the text
+      // geocoded) anywhere, an address inside our network included.
+      redirect: 'manual',
+    });
+    const { status } = response;
+    const tooLarge = `HTTP ${status}: answer over the ${maxBytes}-byte limit`;
+    if (status >= 300 && status <= 399) {
+      await response.body?.cancel();
+      const location = response.headers.get('location');
+      return {
+        ok: false,
+        reason: `HTTP ${status}: redirect not followed${location ? ` (to ${quote(location)})` : ''}`,
+      };
+    }
+    const declared = Number(response.headers.get('content-length') ?? 0);
+    if (declared > maxBytes) {
+      await response.body?.cancel();
+      return { ok: false, reason: `${tooLarge} (Content-Length ${declared})` };
+    }
+    const text = response.body ? await readCapped(response.body, maxBytes) : '';
+    return text === undefined ? { ok: false, reason: tooLarge } : { ok: true, status, text };
+  } catch (err) {
+    return { ok: false, reason: describeFetchError(err, timeoutMs) };
+  }
+}
+
+export interface UpstreamOptions {
+  /** Server root, path prefix allowed: `http://127.0.0.1:5000`, `https://maps.example/osrm`. */
+  baseUrl: string;
+  /** Budget of one whole call, body included. */
+  timeoutMs: number;
+  /** Largest answer read; a larger one is an unhealthy answer. */
+  maxAnswerBytes?: number;
+  /** Consecutive unhealthy answers that open the circuit. */
+  failureThreshold?: number;
+  /** How long an open circuit skips calls before one probe is let through. */
+  coolDownMs?: number;
+  /** Milliseconds clock; injected by tests. */
+  now?: () => number;
+  /** Called once for every failed call, with why; the service logs it. */
+  onFailure?: (reason: string) => void;
+}
+
+export interface Upstream {
+  /**
+   * GETs `path` under the base URL and reads the answer with `read`. Never throws: a failure
+   * (the circuit open included) is reported through `onFailure` and returned.
+   */
+  get<T>(
+    path: string,
+    headers: Record<string, string>,
+    read: (status: number, text: string) => Outcome<T>,
+  ): Promise<Outcome<T>>;
+  /** Reports a failure found without calling the server (bad input); answers null. */
+  fail(reason: string): null;
+}
+
+/**
+ * One external server. After `failureThreshold` consecutive unhealthy answers calls are
+ * skipped for `coolDownMs`, so a dead server costs one timeout per cool-down instead of one
+ * per request. Then a single probe is let through: success closes the circuit, failure opens
+ * it for another cool-down. Throws at creation on bad options (a configuration error).
+ */
+export function createUpstream(what: string, options: UpstreamOptions): Upstream {
+  const baseUrl = checkedBaseUrl(options.baseUrl, what);
+  const timeoutMs = checkedCount(options.timeoutMs, 'timeoutMs', 1);
+  const maxBytes = checkedCount(
+    options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
+    'maxAnswerBytes',
+    1,
+  );
+  const threshold = checkedCount(
+    options.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD,
+    'failureThreshold',
+    1,
+  );
+  const coolDownMs = checkedCount(options.coolDownMs ?? DEFAULT_COOL_DOWN_MS, 'coolDownMs', 0);
+  const now = options.now ?? Date.now;
+
+  let consecutiveFailures = 0;
+  let openUntil = 0;
+  let probeInFlight = false;
+
+  function fail(reason: string): null {
+    try {
+      options.onFailure?.(reason);
+    } catch {
+      // A broken logger must not turn a fallback into an error.
+    }
+    return null;
+  }
+
+  function failed<T>(outcome: Outcome<T>, reason: string): Outcome<T> {
+    fail(reason);
+    return outcome;
+  }
+
+  return {
+    fail,
+    async get<T>(
+      path: string,
+      headers: Record<string, string>,
+      read: (status: number, text: string) => Outcome<T>,
+    ): Promise<Outcome<T>> {
+      const open = consecutiveFailures >= threshold;
+      if (open && (now() < openUntil || probeInFlight)) {
+        const reason = `circuit open after ${consecutiveFailures} consecutive failures`;
+        return failed({ ok: false, reason, unhealthy: false }, reason);
+      }
+
+      if (open) probeInFlight = true;
+      let outcome: Outcome<T>;
+      try {
+        const answer = await fetchAnswer(`${baseUrl}${path}`, headers, timeoutMs, maxBytes);
+        outcome = answer.ok ? read(answer.status, answer.text) : unhealthy(answer.reason);
+      } finally {
+        if (open) probeInFlight = false;
+      }
+
+      if (outcome.ok || !outcome.unhealthy) {
+        // The server answered properly: it is alive, whatever the answer.
+        consecutiveFailures = 0;
+        return outcome.ok ? outcome : failed(outcome, outcome.reason);
+      }
+      consecutiveFailures += 1;
+      if (consecutiveFailures < threshold) return failed(outcome, outcome.reason);
+      openUntil = now() + coolDownMs;
+      return failed(
+        outcome,
+        `${outcome.reason}; circuit open for ${coolDownMs} ms after ${consecutiveFailures} consecutive failures`,
+      );
+    },
+  };
 }

@@ -30,7 +30,8 @@ beforeAll(async () => {
     res.setHeader('content-type', 'application/json');
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname === '/search') {
-      const hit = url.searchParams.get('q') === KNOWN_STREET.q;
+      // Nominatim folds case, and the client sends the text folded (its cache key).
+      const hit = url.searchParams.get('q') === KNOWN_STREET.q.toLowerCase();
       const { lat, lon } = KNOWN_STREET;
       res.end(JSON.stringify(hit ? [{ lat: String(lat), lon: String(lon) }] : []));
       return;

@@ -1,17 +1,27 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createNominatimGeocoder } from '../../../services/geo/external-geocoder';
+import {
+  createNominatimGeocoder,
+  type NominatimOptions,
+} from '../../../services/geo/external-geocoder';
 
 /** A stand-in Nominatim whose next answer each test sets. */
 let server: Server;
 let base: string;
-let answer: (req: IncomingMessage) => { status?: number; body?: string; hang?: boolean };
+let answer: (req: IncomingMessage) => {
+  status?: number;
+  body?: string;
+  hang?: boolean;
+  /** Answers by hand instead. */
+  raw?: (res: ServerResponse) => void;
+};
 const seen: IncomingMessage[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
     seen.push(req);
-    const { status = 200, body = '[]', hang } = answer(req);
+    const { status = 200, body = '[]', hang, raw } = answer(req);
+    if (raw) return raw(res);
     if (hang) return;
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(body);
@@ -50,7 +60,7 @@ describe('Nominatim-compatible geocoder', () => {
     const url = new URL(req.url ?? '', base);
     expect(url.pathname).toBe('/search');
     expect(Object.fromEntries(url.searchParams)).toEqual({
-      q: '12 Admiralty Way, Lekki',
+      q: '12 admiralty way, lekki',
       format: 'jsonv2',
       limit: '1',
       countrycodes: 'ng',
@@ -95,5 +105,173 @@ describe('Nominatim-compatible geocoder', () => {
     expect(() =>
       createNominatimGeocoder({ baseUrl: 'ftp://x', timeoutMs: 100, userAgent: 'x' }),
     ).toThrow(/Geocoder base URL must be http or https/);
+  });
+});
+
+const lekki = { lat: 6.4281, lon: 3.4219 };
+const found = () => ({ body: JSON.stringify([{ lat: '6.4281', lon: '3.4219' }]) });
+
+/** A client on a fake clock; `asked` counts the requests that reached the server. */
+function clocked(overrides: Partial<NominatimOptions> = {}) {
+  let clock = 1_000_000;
+  const reasons: string[] = [];
+  const before = seen.length;
+  const client = createNominatimGeocoder({
+    baseUrl: base,
+    timeoutMs: 2000,
+    userAgent: 'Waybill/test',
+    now: () => clock,
+    onFailure: (reason) => reasons.push(reason),
+    ...overrides,
+  });
+  return {
+    client,
+    reasons,
+    asked: () => seen.length - before,
+    advance: (ms: number) => (clock += ms),
+  };
+}
+
+describe('geocoder answer size', () => {
+  it('reports an answer over maxAnswerBytes and answers null', async () => {
+    const place = { lat: '6.4281', lon: '3.4219', display_name: 'x'.repeat(5000) };
+    answer = () => ({ body: JSON.stringify([place]) });
+    const { client, reasons } = clocked({ maxAnswerBytes: 4096 });
+    await expect(client.geocode('Lekki')).resolves.toBeNull();
+    expect(reasons).toEqual([expect.stringMatching(/over the 4096-byte limit/)]);
+  });
+});
+
+describe('geocoder answers it does not take', () => {
+  it('reports a Content-Length over maxAnswerBytes at once, not after the timeout', async () => {
+    answer = () => ({
+      raw: (res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '10000000' });
+        res.write('['); // and nothing more
+      },
+    });
+    const { client, reasons } = clocked({ maxAnswerBytes: 4096, timeoutMs: 200 });
+    await expect(client.geocode('Lekki')).resolves.toBeNull();
+    expect(reasons).toEqual([
+      'HTTP 200: answer over the 4096-byte limit (Content-Length 10000000)',
+    ]);
+  });
+
+  it('does not follow a redirect', async () => {
+    answer = (req) =>
+      req.url?.startsWith('/search')
+        ? { raw: (res) => res.writeHead(302, { location: '/moved' }).end() }
+        : found();
+    const { client, reasons } = clocked();
+    await expect(client.geocode('Lekki')).resolves.toBeNull();
+    expect(seen[seen.length - 1].url).toMatch(/^\/search\?/);
+    expect(reasons).toEqual(['HTTP 302: redirect not followed (to /moved)']);
+  });
+});
+
+describe('geocoder circuit breaker', () => {
+  it('skips a geocoder that is down for the cool-down, then closes on a good probe', async () => {
+    answer = () => ({ status: 503, body: 'down' });
+    const { client, reasons, asked, advance } = clocked({
+      failureThreshold: 2,
+      coolDownMs: 10_000,
+    });
+
+    await expect(client.geocode('Ikeja one')).resolves.toBeNull();
+    await expect(client.geocode('Ikeja two')).resolves.toBeNull();
+    expect(reasons[1]).toBe(
+      'HTTP 503: down; circuit open for 10000 ms after 2 consecutive failures',
+    );
+    answer = found; // back, but the client does not know yet
+    advance(9_999);
+    await expect(client.geocode('Ikeja three')).resolves.toBeNull();
+    expect(asked()).toBe(2);
+    expect(reasons[2]).toBe('circuit open after 2 consecutive failures');
+
+    advance(1);
+    await expect(client.geocode('Ikeja four')).resolves.toEqual(lekki);
+    await expect(client.geocode('Ikeja five')).resolves.toEqual(lekki);
+    expect(asked()).toBe(4);
+    expect(reasons).toHaveLength(3);
+  });
+
+  it('counts an answer of no place as a live server', async () => {
+    const { client, asked } = clocked({ failureThreshold: 2 });
+    answer = () => ({ status: 503 });
+    await client.geocode('a');
+    answer = () => ({ body: '[]' });
+    await expect(client.geocode('b')).resolves.toBeNull();
+    answer = () => ({ status: 503 });
+    await client.geocode('c');
+    answer = found;
+    await expect(client.geocode('d')).resolves.toEqual(lekki);
+    expect(asked()).toBe(4);
+  });
+});
+
+describe('geocoder cache', () => {
+  it('answers the same text again without asking the server, case and blanks aside', async () => {
+    answer = found;
+    const { client, asked } = clocked();
+    await expect(client.geocode('12 Admiralty Way, Lekki')).resolves.toEqual(lekki);
+    await expect(client.geocode('  12 admiralty  WAY, Lekki ')).resolves.toEqual(lekki);
+    expect(asked()).toBe(1);
+  });
+
+  it('remembers that a text found nothing', async () => {
+    answer = () => ({ body: '[]' });
+    const { client, asked } = clocked();
+    await expect(client.geocode('nowhere')).resolves.toBeNull();
+    answer = found;
+    await expect(client.geocode('nowhere')).resolves.toBeNull();
+    expect(asked()).toBe(1);
+  });
+
+  it('asks once for the same text asked at the same time', async () => {
+    answer = found;
+    const { client, asked } = clocked();
+    const answers = await Promise.all([client.geocode('Yaba'), client.geocode('yaba')]);
+    expect(answers).toEqual([lekki, lekki]);
+    expect(asked()).toBe(1);
+  });
+
+  it('keeps no failure: the next call asks again', async () => {
+    answer = () => ({ status: 500 });
+    const { client, asked } = clocked();
+    await expect(client.geocode('Ikeja')).resolves.toBeNull();
+    answer = found;
+    await expect(client.geocode('Ikeja')).resolves.toEqual(lekki);
+    expect(asked()).toBe(2);
+  });
+
+  it('asks again once cacheMs has passed', async () => {
+    answer = found;
+    const { client, asked, advance } = clocked({ cacheMs: 60_000 });
+    await client.geocode('Ikeja');
+    advance(59_999);
+    await client.geocode('Ikeja');
+    expect(asked()).toBe(1);
+    advance(1);
+    await client.geocode('Ikeja');
+    expect(asked()).toBe(2);
+  });
+
+  it('holds at most cacheEntries places, the oldest dropped first', async () => {
+    answer = found;
+    const { client, asked } = clocked({ cacheEntries: 2 });
+    for (const text of ['a', 'b', 'c']) await client.geocode(text);
+    await client.geocode('c');
+    await client.geocode('b');
+    expect(asked()).toBe(3);
+    await client.geocode('a');
+    expect(asked()).toBe(4);
+  });
+
+  it('asks every time with cacheMs 0', async () => {
+    answer = found;
+    const { client, asked } = clocked({ cacheMs: 0 });
+    await client.geocode('Ikeja');
+    await client.geocode('Ikeja');
+    expect(asked()).toBe(2);
   });
 });

@@ -2,14 +2,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { GeoPoint } from '../../../services/geo/distance';
 import {
-  DEFAULT_COOL_DOWN_MS,
-  DEFAULT_FAILURE_THRESHOLD,
   DEFAULT_OSRM_PROFILE,
   createOsrmClient,
   resolveRoadDistance,
   type OsrmClientOptions,
   type RoadDistanceSource,
 } from '../../../services/geo/osrm';
+import { DEFAULT_COOL_DOWN_MS, DEFAULT_FAILURE_THRESHOLD } from '../../../services/geo/upstream';
 
 const lagos: GeoPoint = { lat: 6.5244, lon: 3.3792 };
 const abuja: GeoPoint = { lat: 9.0765, lon: 7.3986 };
@@ -224,6 +223,16 @@ describe('createOsrmClient', () => {
 
     await expect(client.roadDistanceKm(lagos, abuja)).resolves.toBeNull();
     expect(reasons).toEqual([expect.stringMatching(new RegExp(`HTTP ${status}`))]);
+  });
+
+  it('answers null on an answer over maxAnswerBytes', async () => {
+    osrm.reset((_req, res) =>
+      sendJson(res, 200, { code: 'Ok', routes: [{ distance: 1000, geometry: 'x'.repeat(5000) }] }),
+    );
+    const { client, reasons } = clientWith({ maxAnswerBytes: 4096 });
+
+    await expect(client.roadDistanceKm(lagos, abuja)).resolves.toBeNull();
+    expect(reasons).toEqual([expect.stringMatching(/^HTTP 200: answer over the 4096-byte limit/)]);
   });
 
   it('answers null once the timeout passes when the server never answers', async () => {
