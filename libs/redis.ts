@@ -76,6 +76,25 @@ export async function connectRedis(client: Redis): Promise<void> {
   if (client.status === 'wait') await client.connect();
 }
 
+/**
+ * Opens the connection and waits for it at most `waitMs`, never failing: a process that
+ * answers without Redis (the gateway's 503s) then answers its first requests with Redis, not
+ * with a 503 of a connection still being opened, yet starts all the same when Redis refuses
+ * (at once) or stays silent (until the bound). The client keeps reconnecting after either.
+ */
+export async function connectRedisWithin(client: Redis, waitMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, waitMs);
+    timer.unref();
+  });
+  try {
+    await Promise.race([connectRedis(client).catch(() => undefined), bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function redisReady(client: Redis): boolean {
   return client.status === 'ready';
 }

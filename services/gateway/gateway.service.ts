@@ -13,7 +13,7 @@ import {
 } from '../../libs/contracts/order';
 import { ENTRY_POINT } from '../../libs/entry-points';
 import { readyWithoutTransporter, registerHealthCheck } from '../../libs/health';
-import { connectRedis, redisReady } from '../../libs/redis';
+import { connectRedisWithin, redisReady } from '../../libs/redis';
 import { whenStopping } from '../../libs/resilience';
 import type { ServiceDefinition } from '../../libs/service';
 import { transferAgent } from '../../libs/transfer';
@@ -35,6 +35,12 @@ import { TRACKING_EVENTS_PATH, TrackingStreams } from './tracking-stream';
 import { UploadLeases } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
 import { answerClientError } from './client-errors';
+
+/**
+ * How long a starting gateway waits for Redis before it is ready without it: a Redis that is up
+ * answers in milliseconds, one that is down refuses at once.
+ */
+const REDIS_START_WAIT_MS = 3_000;
 
 /**
  * moleculer-web, its `rest` action (which carries each HTTP request in) marked as an entry
@@ -262,11 +268,10 @@ export function createGatewayService(
       // for it until it gave up, and `stopped` comes after that wait.
       whenStopping(broker, () => tracking.closeAll());
     },
-    started() {
-      // Not awaited: without Redis the gateway still starts, ready, and answers /api and /file 503.
-      connectRedis(redis).catch(() => {
-        // Reported by the client's error listener; it keeps reconnecting in the background.
-      });
+    async started() {
+      // Without Redis the gateway still starts, ready, and answers /api and /file 503; with it,
+      // its first requests are counted rather than refused while the connection opens.
+      await connectRedisWithin(redis, REDIS_START_WAIT_MS);
     },
     async stopped() {
       // Done as the stop began, unless the broker runs no stopping hooks (a test's own).
