@@ -394,19 +394,7 @@ export class LedgerStore {
   post(request: PostRequest): Promise<Posting> {
     // One posting to a wallet at a time in this process (libs/turns): the entry's insert still
     // decides between replicas.
-    return this.turns.run(request.walletId, async () => {
-      const { posting, givenUp } = await this.postEntry(request, request.type === 'DEBIT');
-      if (givenUp) {
-        const { walletId, reference, amountKobo } = request;
-        await this.postNow(givenUpRefund(walletId, reference, amountKobo));
-        throw conflict(givenUpDebit(reference));
-      }
-      return posting;
-    });
-  }
-
-  private async postNow(request: PostRequest): Promise<Posting> {
-    return (await this.postEntry(request, false)).posting;
+    return this.turns.run(request.walletId, () => this.postNow(request, request.type === 'DEBIT'));
   }
 
   /** Whether a refund gave up the debit of this reference (`refundDebit`). */
@@ -415,27 +403,28 @@ export class LedgerStore {
   }
 
   /**
-   * Posts as `post` describes. With `readGivenUp` (a debit's own posting), whether the debit was
+   * Posts as `post` describes. With `ownDebit` (a debit's own posting), whether the debit was
    * given up is read once its entry is written or found, alongside the writes that follow: a
    * refund that gave it up while it was under way walked the chain after giving it up, and met
-   * the entry unless it was written later, when this read sees the mark. Given up, `post` gives
-   * it back under the refund's reference (once, whoever of the two writes it) and refuses it
-   * (409), as a debit given up before its claim is.
+   * the entry unless it was written later, when this read sees the mark. Given up, it is given
+   * back under the refund's reference (once, whoever of the two writes it) and refused (409), as
+   * a debit given up before its claim is.
    */
-  private async postEntry(
-    request: PostRequest,
-    readGivenUp: boolean,
-  ): Promise<{ posting: Posting; givenUp: boolean }> {
-    const givenUp = () => (readGivenUp ? this.isGivenUp(request.reference) : false);
+  private async postNow(request: PostRequest, ownDebit = false): Promise<Posting> {
+    const settle = async (posting: Posting, writes?: Promise<void>): Promise<Posting> => {
+      const [, givenUp] = await Promise.all([
+        writes,
+        ownDebit && this.isGivenUp(request.reference),
+      ]);
+      if (!givenUp) return posting;
+      const { walletId, reference, amountKobo } = request;
+      await this.postNow(givenUpRefund(walletId, reference, amountKobo));
+      throw conflict(givenUpDebit(reference));
+    };
     const claim = await this.claim(request);
     if (claim.entrySequence != null) {
       const posted = await this.entry(claim.walletId, claim.entrySequence);
-      if (posted) {
-        return {
-          posting: { entry: toLedgerEntry(posted), replayed: true },
-          givenUp: await givenUp(),
-        };
-      }
+      if (posted) return settle({ entry: toLedgerEntry(posted), replayed: true });
     }
     const signed = signedAmount(request.type, request.amountKobo);
     let position = {
@@ -445,14 +434,10 @@ export class LedgerStore {
     for (;;) {
       const walked = await this.walk(claim, position);
       if (walked.posted) {
-        const [, marked] = await Promise.all([
+        return settle(
+          { entry: toLedgerEntry(walked.posted), replayed: true },
           this.recordPosted(claim._id, walked.posted.sequence),
-          givenUp(),
-        ]);
-        return {
-          posting: { entry: toLedgerEntry(walked.posted), replayed: true },
-          givenUp: marked,
-        };
+        );
       }
       const sequence = (walked.last?.sequence ?? 0) + 1;
       const next = nextBalance(claim.walletId, walked.last?.balanceKobo ?? 0, signed);
@@ -484,8 +469,7 @@ export class LedgerStore {
         await this.recordPosted(claim._id, sequence);
         await this.advanceHead(claim.walletId, sequence);
       };
-      const [, marked] = await Promise.all([recorded(), givenUp()]);
-      return { posting: { entry: toLedgerEntry(record), replayed: false }, givenUp: marked };
+      return settle({ entry: toLedgerEntry(record), replayed: false }, recorded());
     }
   }
 
