@@ -7,7 +7,7 @@ import { count, samples } from '../support/metrics';
 import { HEADS, boundary, fileOf, multipartBuffer, multipartType } from '../support/multipart';
 import { OBJECT_READS, holdingS3, type HoldingS3 } from '../support/s3';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
-import { holdingProxy, type HoldingProxy } from '../support/tcp-proxy';
+import { tcpProxy, type TcpProxy } from '../support/tcp-proxy';
 
 /**
  * Uploads and downloads whose client leaves early: what they hold in the file service (a slot,
@@ -153,7 +153,7 @@ describe.each(topologies)('transfers whose client left, %s', (_name, start) => {
   );
   const leases = (kind: Kind, keyId: string) => redis.zcard(leasesOf(kind, keyId));
   let s3: HoldingS3;
-  let gatewayRedis: HoldingProxy;
+  let gatewayRedis: TcpProxy;
   let stack: Stack;
   /**
    * A stored file larger than the socket buffers between S3, the file service and the
@@ -164,7 +164,8 @@ describe.each(topologies)('transfers whose client left, %s', (_name, start) => {
   beforeAll(async () => {
     await connectRedis(redis);
     s3 = await holdingS3(process.env.S3_ENDPOINT as string, OBJECT_READS);
-    gatewayRedis = await holdingProxy(process.env.REDIS_URL as string);
+    gatewayRedis = await tcpProxy(process.env.REDIS_URL as string);
+    await gatewayRedis.open();
     stack = await start(iso, {
       common: {
         CDN_BASE_URL: CDN,
@@ -190,7 +191,7 @@ describe.each(topologies)('transfers whose client left, %s', (_name, start) => {
   afterAll(async () => {
     await Promise.all(stack?.nodes.map((n) => n.stop()) ?? []);
     await s3?.close();
-    await gatewayRedis?.close();
+    await gatewayRedis?.cut();
     redis.disconnect();
     await dropDatabases(iso);
   });

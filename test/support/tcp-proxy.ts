@@ -1,8 +1,9 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { Transform } from 'node:stream';
 import { freePort } from './stack';
 
 /**
- * A server of the shared infrastructure (NATS, MongoDB) as one process under test sees it,
+ * A server of the shared infrastructure (NATS, MongoDB, Redis) as one process under test sees it,
  * through a port of the test's own: the test makes it unreachable for that process alone
  * (`cut`: no longer listening, every connection closed) and reachable again (`open`), while
  * the other processes and test files go on with the server itself.
@@ -20,19 +21,47 @@ export interface TcpProxy {
    * connections are accepted and left unanswered.
    */
   stall(): void;
+  /**
+   * From the next chunk a connection sends that contains `text` (a key the process under test
+   * writes, say), that connection's traffic to the server waits, in order, until `release`; its
+   * other connections, and every other process, go on. Resolves once such a chunk came.
+   */
+  holdFrom(text: string): Promise<void>;
+  /** Sends what was held, and everything after it, on to the server. */
+  release(): void;
   /** Connections accepted so far. */
   connections(): number;
 }
 
-/** A proxy to `target` (a URL such as `nats://127.0.0.1:4222`), closed until `open`. */
+interface Pair {
+  client: Socket;
+  /** What the client sends, on its way to `upstream`. */
+  sent: Transform;
+  upstream: Socket;
+}
+
+/** A proxy to `target` (a URL such as `redis://127.0.0.1:6379`), closed until `open`. */
 export async function tcpProxy(target: string): Promise<TcpProxy> {
   const { hostname, port: targetPort } = new URL(target);
   const port = await freePort();
   const sockets = new Set<Socket>();
-  const pairs = new Set<[Socket, Socket]>();
+  const pairs = new Set<Pair>();
   let server: Server | undefined;
   let stalled = false;
   let accepted = 0;
+  let trigger: { text: string; caught: () => void } | undefined;
+  let held: (() => void) | undefined;
+  // What a connection sends passes through here: a chunk held is not passed on, and those after
+  // it wait behind it, until `release`.
+  const gate = () =>
+    new Transform({
+      transform(chunk: Buffer, _encoding, passOn) {
+        if (!trigger || !chunk.includes(trigger.text)) return passOn(null, chunk);
+        held = () => passOn(null, chunk);
+        trigger.caught();
+        trigger = undefined;
+      },
+    });
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
@@ -51,10 +80,10 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
           upstream.once('close', () => client.destroy());
           accepted++;
           if (stalled) return;
-          const pair: [Socket, Socket] = [client, upstream];
+          const pair: Pair = { client, sent: gate(), upstream };
           pairs.add(pair);
           client.once('close', () => pairs.delete(pair));
-          client.pipe(upstream);
+          client.pipe(pair.sent).pipe(upstream);
           upstream.pipe(client);
         });
         server.once('error', reject);
@@ -70,81 +99,18 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
     },
     stall: () => {
       stalled = true;
-      for (const [client, upstream] of pairs) {
-        client.unpipe(upstream);
+      for (const { client, sent, upstream } of pairs) {
+        client.unpipe(sent);
         upstream.unpipe(client);
         client.pause();
         upstream.pause();
       }
     },
-    connections: () => accepted,
-  };
-}
-
-/** A proxy that can hold what one connection sends the server (`holdingProxy`). */
-export interface HoldingProxy {
-  /** The port the process under test is given, e.g. `redis://127.0.0.1:${port}`. */
-  port: number;
-  /**
-   * From the next chunk a connection sends that contains `text` (a key the process under test
-   * writes, say), that connection's traffic to the server waits, in order, until `release`; its
-   * other connections, and every other process, go on. Resolves once such a chunk came.
-   */
-  holdFrom(text: string): Promise<void>;
-  /** Sends what was held, and everything after it, on to the server. */
-  release(): void;
-  close(): Promise<void>;
-}
-
-/** A proxy to `target` (a URL such as `redis://127.0.0.1:6379`), listening at once. */
-export async function holdingProxy(target: string): Promise<HoldingProxy> {
-  const { hostname, port: targetPort } = new URL(target);
-  const sockets = new Set<Socket>();
-  let trigger: { text: string; caught: () => void } | undefined;
-  let held: { upstream: Socket; chunks: Buffer[] } | undefined;
-  const track = (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    socket.on('error', () => socket.destroy());
-  };
-  const server = createServer((client) => {
-    const upstream = connect(Number(targetPort), hostname);
-    track(client);
-    track(upstream);
-    client.once('close', () => upstream.destroy());
-    upstream.once('close', () => client.destroy());
-    client.on('data', (chunk: Buffer) => {
-      if (held?.upstream === upstream) {
-        held.chunks.push(chunk);
-        return;
-      }
-      if (trigger && chunk.includes(trigger.text)) {
-        held = { upstream, chunks: [chunk] };
-        trigger.caught();
-        trigger = undefined;
-        return;
-      }
-      upstream.write(chunk);
-    });
-    upstream.pipe(client);
-  });
-  const port = await freePort();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  return {
-    port,
     holdFrom: (text) => new Promise<void>((caught) => (trigger = { text, caught })),
     release: () => {
-      const { upstream, chunks } = held ?? { chunks: [] };
+      held?.();
       held = undefined;
-      for (const chunk of chunks) upstream?.write(chunk);
     },
-    close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
-      await closed;
-    },
+    connections: () => accepted,
   };
 }
