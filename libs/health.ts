@@ -14,17 +14,22 @@ export interface HealthCheckOptions {
   required?: boolean;
 }
 
-const checksByBroker = new WeakMap<ServiceBroker, Map<string, HealthCheck>>();
-/** The names of the dependencies (checks, `transporter`) that do not decide readiness. */
-const optionalByBroker = new WeakMap<ServiceBroker, Set<string>>();
+/** A broker's dependencies. */
+interface Health {
+  checks: Map<string, HealthCheck>;
+  /** The names of the dependencies (checks, `transporter`) that do not decide readiness. */
+  optional: Set<string>;
+}
 
-function optionalOf(broker: ServiceBroker): Set<string> {
-  let optional = optionalByBroker.get(broker);
-  if (!optional) {
-    optional = new Set();
-    optionalByBroker.set(broker, optional);
+const healthByBroker = new WeakMap<ServiceBroker, Health>();
+
+function healthOf(broker: ServiceBroker): Health {
+  let health = healthByBroker.get(broker);
+  if (!health) {
+    health = { checks: new Map(), optional: new Set() };
+    healthByBroker.set(broker, health);
   }
-  return optional;
+  return health;
 }
 
 export function registerHealthCheck(
@@ -33,19 +38,16 @@ export function registerHealthCheck(
   check: HealthCheck,
   options: HealthCheckOptions = {},
 ) {
-  let checks = checksByBroker.get(broker);
-  if (!checks) {
-    checks = new Map();
-    checksByBroker.set(broker, checks);
-  }
+  const { checks, optional } = healthOf(broker);
   checks.set(name, check);
-  if (options.required === false) optionalOf(broker).add(name);
-  else optionalOf(broker).delete(name);
+  if (options.required === false) optional.add(name);
+  else optional.delete(name);
 }
 
 export function unregisterHealthCheck(broker: ServiceBroker, name: string) {
-  checksByBroker.get(broker)?.delete(name);
-  optionalByBroker.get(broker)?.delete(name);
+  const health = healthByBroker.get(broker);
+  health?.checks.delete(name);
+  health?.optional.delete(name);
 }
 
 /**
@@ -53,7 +55,7 @@ export function unregisterHealthCheck(broker: ServiceBroker, name: string) {
  * decides readiness: it is reported as degraded while it is down (the gateway, docs/operations.md).
  */
 export function readyWithoutTransporter(broker: ServiceBroker) {
-  optionalOf(broker).add('transporter');
+  healthOf(broker).optional.add('transporter');
 }
 
 export interface Readiness {
@@ -71,7 +73,7 @@ export interface Readiness {
 export async function readiness(broker: ServiceBroker): Promise<Readiness> {
   const checks: Record<string, boolean> = { broker: broker.started && !broker.stopping };
   if (broker.transit) checks.transporter = broker.transit.connected && broker.transit.isReady;
-  const registered = checksByBroker.get(broker) ?? new Map<string, HealthCheck>();
+  const { checks: registered, optional } = healthOf(broker);
   await Promise.all(
     [...registered].map(async ([name, check]) => {
       try {
@@ -81,7 +83,6 @@ export async function readiness(broker: ServiceBroker): Promise<Readiness> {
       }
     }),
   );
-  const optional = optionalByBroker.get(broker) ?? new Set<string>();
   const down = Object.keys(checks).filter((name) => !checks[name]);
   return {
     ready: down.every((name) => optional.has(name)),
