@@ -2,11 +2,12 @@ import { request as httpRequest, type ClientRequest } from 'node:http';
 import { connectRedis, createRedis } from '../../libs/redis';
 import { DOWNLOADS_ACTIVE_METRIC, UPLOADS_ACTIVE_METRIC } from '../../services/file/slots';
 import { eventually } from '../support/eventually';
+import { fileTopologies, type FileTopologyStack as Stack } from '../support/file-stack';
 import { createUserWithKey } from '../support/http';
 import { count, samples } from '../support/metrics';
 import { HEADS, boundary, fileOf, multipartBuffer, multipartType } from '../support/multipart';
 import { OBJECT_READS, holdingS3, type HoldingS3 } from '../support/s3';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import { dropDatabases, isolation } from '../support/stack';
 import { tcpProxy, type TcpProxy } from '../support/tcp-proxy';
 
 /**
@@ -18,64 +19,12 @@ import { tcpProxy, type TcpProxy } from '../support/tcp-proxy';
  * gateway's process (the request is the action's stream), and on its own node (tickets and the
  * transfer port).
  */
-const CDN = 'https://cdn.waybill.test';
 type Kind = 'upload' | 'download';
 const ROUTE: Record<Kind, string> = { upload: '/file/single-upload', download: '/file/download' };
 const ACTIVE: Record<Kind, string> = {
   upload: UPLOADS_ACTIVE_METRIC.replace(/\./g, '_'),
   download: DOWNLOADS_ACTIVE_METRIC.replace(/\./g, '_'),
 };
-
-interface Stack {
-  url: string;
-  /** The gateway's metrics: its answers, 499s included. */
-  gatewayOps: string;
-  /** The file service's metrics: its slots. */
-  fileOps: string;
-  nodes: NodeProcess[];
-}
-
-/**
- * The file service's processes take `fileEnv` (S3 and the slots), the gateway's `gatewayEnv`
- * (its Redis); every process both `env`.
- */
-type Topology = (
-  iso: ReturnType<typeof isolation>,
-  env: {
-    common: Record<string, string>;
-    file: Record<string, string>;
-    gateway: Record<string, string>;
-  },
-) => Promise<Stack>;
-
-const topologies: [string, Topology][] = [
-  [
-    'the file service in the gateway’s process',
-    async (iso, env) => {
-      const node = await startNode({
-        services: 'all',
-        iso,
-        env: { ...env.common, ...env.file, ...env.gateway },
-      });
-      return { url: node.url, gatewayOps: node.opsUrl, fileOps: node.opsUrl, nodes: [node] };
-    },
-  ],
-  [
-    'the file service on its own node',
-    async (iso, env) => {
-      const [file, gateway] = await Promise.all([
-        startNode({ services: 'file', iso, env: { ...env.common, ...env.file } }),
-        startNode({ services: 'gateway,account', iso, env: { ...env.common, ...env.gateway } }),
-      ]);
-      return {
-        url: gateway.url,
-        gatewayOps: gateway.opsUrl,
-        fileOps: file.opsUrl,
-        nodes: [file, gateway],
-      };
-    },
-  ],
-];
 
 const active = async (stack: Stack, kind: Kind) =>
   count(await samples(stack.fileOps, ACTIVE[kind]));
@@ -143,7 +92,7 @@ async function stored(stack: Stack, key: string, size: number): Promise<string> 
   return ((await res.json()) as { data: { url: string } }).data.url;
 }
 
-describe.each(topologies)('transfers whose client left, %s', (_name, start) => {
+describe.each(fileTopologies)('transfers whose client left, %s', (_name, start) => {
   const iso = isolation();
   const leasesOf = (kind: Kind, keyId: string) => `${iso.namespace}:${kind}s:${keyId}`;
   const redis = createRedis(
@@ -168,7 +117,6 @@ describe.each(topologies)('transfers whose client left, %s', (_name, start) => {
     await gatewayRedis.open();
     stack = await start(iso, {
       common: {
-        CDN_BASE_URL: CDN,
         // Far beyond every wait here: what is held until then was never let go.
         FILE_TIMEOUT_MS: '60000',
         FILE_IDLE_TIMEOUT_MS: '60000',

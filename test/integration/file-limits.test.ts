@@ -4,21 +4,19 @@ import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
 import { DOWNLOADS_ACTIVE_METRIC, UPLOADS_ACTIVE_METRIC } from '../../services/file/slots';
 import { eventually } from '../support/eventually';
+import {
+  fileTopologies,
+  startFileStack,
+  type FileTopology,
+  type FileTopologyStack,
+} from '../support/file-stack';
 import { createUserWithKey, expectErrorEnvelope, type Reply } from '../support/http';
 import { count, samples } from '../support/metrics';
 import { HEADS, fileOf } from '../support/multipart';
 import { directS3, holdingS3, OBJECT_WRITES, S3_BUCKET, type HoldingS3 } from '../support/s3';
 import { stalledUpload, type StalledUpload } from '../support/stalled-upload';
-import {
-  dropDatabases,
-  isolation,
-  rssKb,
-  startNode,
-  type Isolation,
-  type NodeProcess,
-} from '../support/stack';
+import { dropDatabases, isolation, rssKb, type NodeProcess } from '../support/stack';
 
-const CDN = 'https://cdn.waybill.test';
 /** What each stalled client sends before it goes quiet: just under one 5 MB part. */
 const STALL_BYTES = Math.round(4.9 * 1024 * 1024);
 const ACTIVE = UPLOADS_ACTIVE_METRIC.replace(/\./g, '_');
@@ -77,17 +75,6 @@ async function waitForFiles(base: string, key: string): Promise<void> {
   });
 }
 
-async function startFileStack(iso: Isolation, env: Record<string, string>, gateways = 1) {
-  const nodes = await Promise.all([
-    startNode({ services: 'file', iso, env: { CDN_BASE_URL: CDN, ...env } }),
-    ...Array.from({ length: gateways }, () =>
-      startNode({ services: 'gateway,account', iso, env: { CDN_BASE_URL: CDN, ...env } }),
-    ),
-  ]);
-  const [file, ...gatewayNodes] = nodes;
-  return { file, gateways: gatewayNodes, all: nodes };
-}
-
 // ---------------------------------------------------------------- caps
 
 describe('upload caps (gateway and file service in their own processes)', () => {
@@ -101,9 +88,11 @@ describe('upload caps (gateway and file service in their own processes)', () => 
 
   beforeAll(async () => {
     const stack = await startFileStack(iso, {
-      FILE_MAX_UPLOADS: String(MAX_UPLOADS),
-      FILE_MAX_UPLOADS_PER_KEY: String(PER_KEY),
-      FILE_IDLE_TIMEOUT_MS: '60000',
+      common: {
+        FILE_MAX_UPLOADS: String(MAX_UPLOADS),
+        FILE_MAX_UPLOADS_PER_KEY: String(PER_KEY),
+        FILE_IDLE_TIMEOUT_MS: '60000',
+      },
     });
     ({ file, all: nodes } = stack);
     [gateway] = stack.gateways;
@@ -198,11 +187,13 @@ describe('the per-key cap across gateway replicas', () => {
     const stack = await startFileStack(
       iso,
       {
-        FILE_MAX_UPLOADS_PER_KEY: '2',
-        FILE_IDLE_TIMEOUT_MS: '60000',
-        // The leases of a gateway that dies expire FILE_TIMEOUT_MS (+ 5 s) after they began;
-        // long enough for the uploads to be still in progress when the replica is killed.
-        FILE_TIMEOUT_MS: '15000',
+        common: {
+          FILE_MAX_UPLOADS_PER_KEY: '2',
+          FILE_IDLE_TIMEOUT_MS: '60000',
+          // The leases of a gateway that dies expire FILE_TIMEOUT_MS (+ 5 s) after they began;
+          // long enough for the uploads to be still in progress when the replica is killed.
+          FILE_TIMEOUT_MS: '15000',
+        },
       },
       2,
     );
@@ -248,41 +239,12 @@ describe('the per-key cap across gateway replicas', () => {
 
 // ---------------------------------------------------------------- idle bodies
 
-const fileTopologies: [
-  string,
-  (
-    iso: Isolation,
-    env: Record<string, string>,
-  ) => Promise<{
-    url: string;
-    opsUrl: string;
-    nodes: NodeProcess[];
-  }>,
-][] = [
-  [
-    'all services in one process',
-    async (iso, env) => {
-      const node = await startNode({ services: 'all', iso, env: { CDN_BASE_URL: CDN, ...env } });
-      return { url: node.url, opsUrl: node.opsUrl, nodes: [node] };
-    },
-  ],
-  [
-    'the file service in its own process',
-    async (iso, env) => {
-      const stack = await startFileStack(iso, env);
-      return { url: stack.gateways[0].url, opsUrl: stack.file.opsUrl, nodes: stack.all };
-    },
-  ],
-];
-
-type Topology = (typeof fileTopologies)[number][1];
-
 /** The topology started with `env` before the suite, stopped and its databases dropped after. */
-function useTopology(start: Topology, env: Record<string, string>) {
+function useTopology(start: FileTopology, env: Record<string, string>) {
   const iso = isolation();
-  const started = {} as { url: string; opsUrl: string; nodes: NodeProcess[] };
+  const started = {} as FileTopologyStack;
   beforeAll(async () => {
-    Object.assign(started, await start(iso, env));
+    Object.assign(started, await start(iso, { common: env }));
   });
   afterAll(async () => {
     await Promise.all(started.nodes?.map((n) => n.stop()) ?? []);
@@ -315,7 +277,7 @@ describe.each(fileTopologies)('an upload body that goes quiet, %s', (_name, star
       quiet.drop();
     }
     // The only slot is free again.
-    await waitForActive(top.opsUrl, 0);
+    await waitForActive(top.fileOps, 0);
     expect((await upload(top.url, key)).status).toBe(200);
   });
 });
@@ -365,7 +327,7 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
     expect(stored.status).toBe(200);
     const { url } = ((await stored.json()) as { data: { url: string } }).data;
     const waitForDownloads = (expected: number, timeout = 10_000) =>
-      eventually(async () => expect(await activeDownloads(top.opsUrl)).toBe(expected), {
+      eventually(async () => expect(await activeDownloads(top.fileOps)).toBe(expected), {
         timeout,
         interval: 100,
       });
@@ -482,16 +444,12 @@ describe('an upload the gateway stopped waiting for (gateway and file service ap
 
   beforeAll(async () => {
     s3 = await holdingS3(process.env.S3_ENDPOINT as string, OBJECT_WRITES);
-    const [file, gatewayNode] = await Promise.all([
-      startNode({ services: 'file', iso, env: { CDN_BASE_URL: CDN, S3_ENDPOINT: s3.url } }),
-      startNode({
-        services: 'gateway,account',
-        iso,
-        env: { CDN_BASE_URL: CDN, FILE_TIMEOUT_MS: '1500' },
-      }),
-    ]);
-    nodes = [file, gatewayNode];
-    gateway = gatewayNode;
+    const stack = await startFileStack(iso, {
+      file: { S3_ENDPOINT: s3.url },
+      gateway: { FILE_TIMEOUT_MS: '1500' },
+    });
+    nodes = stack.all;
+    [gateway] = stack.gateways;
   });
 
   afterAll(async () => {

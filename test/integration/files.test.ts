@@ -10,6 +10,7 @@ import {
 import { connect } from 'nats';
 import { directS3, S3_BUCKET } from '../support/s3';
 import { eventually } from '../support/eventually';
+import { fileTopologies, type FileTopologyStack } from '../support/file-stack';
 import { createUserWithKey, expectErrorEnvelope, request, type Reply } from '../support/http';
 import {
   HEADS,
@@ -146,39 +147,13 @@ async function waitForFiles(base: string, key: string): Promise<void> {
 
 // ---------------------------------------------------------------- both topologies
 
-interface Topology {
-  /** Base URL of the gateway. */
-  url: string;
-  nodes: NodeProcess[];
-}
-
-const topologies: [string, (iso: ReturnType<typeof isolation>) => Promise<Topology>][] = [
-  [
-    'all services in one process over NATS',
-    async (iso) => {
-      const node = await startNode({ services: 'all', iso, env: FILE_ENV });
-      return { url: node.url, nodes: [node] };
-    },
-  ],
-  [
-    'the file service in its own process (streams cross NATS)',
-    async (iso) => {
-      const [gateway, file] = await Promise.all([
-        startNode({ services: 'gateway,account', iso, env: FILE_ENV }),
-        startNode({ services: 'file', iso, env: FILE_ENV }),
-      ]);
-      return { url: gateway.url, nodes: [gateway, file] };
-    },
-  ],
-];
-
-describe.each(topologies)('files, %s', (_name, start) => {
+describe.each(fileTopologies)('files, %s', (_name, start) => {
   const iso = isolation();
-  let top: Topology;
+  let top: FileTopologyStack;
   let user: { userId: string; key: string };
 
   beforeAll(async () => {
-    top = await start(iso);
+    top = await start(iso, { common: FILE_ENV });
     user = await createUserWithKey(top.url);
     await waitForFiles(top.url, user.key);
   });
