@@ -19,6 +19,14 @@ export const APP_ENVIRONMENTS = ['staging', 'live'] as const;
 export type AppEnvironment = (typeof APP_ENVIRONMENTS)[number];
 
 /**
+ * REDIS_COMMAND_TIMEOUT_MS's default. A command of ours takes well under a millisecond, but the
+ * timer runs on the process's event loop: a loop held longer than the limit (a service loading
+ * its data at start, a long collection) fires it before the answer, already arrived, is read.
+ * 1 s made such pauses 503s under load; 5 s keeps them apart from a Redis that stalls.
+ */
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 5_000;
+
+/**
  * File types the file service recognises from their bytes (services/file/sniff.ts);
  * FILE_ALLOWED_TYPES picks from these.
  */
@@ -336,7 +344,7 @@ const declaredEnvSchema = Joi.object({
     .integer()
     .min(100)
     .max(60000)
-    .default(5000)
+    .default(DEFAULT_REDIS_COMMAND_TIMEOUT_MS)
     .description(
       'Time limit of each Redis command (503 after it): a Redis that stalls without closing the connection fails requests instead of holding them',
     ),

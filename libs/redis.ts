@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { DEFAULT_REDIS_COMMAND_TIMEOUT_MS } from './config';
 
 export interface RedisOptions {
   /**
@@ -11,19 +12,11 @@ export interface RedisOptions {
    * How long a command may wait for its answer before it fails (then `orUnavailable` makes it
    * a 503): REDIS_COMMAND_TIMEOUT_MS. A Redis that stalls without closing the connection
    * (frozen, a blackholed network, a long script) would otherwise hold every caller forever.
-   * 0 for none: only for a client of its own that sends blocking commands (BLPOP, XREAD
-   * BLOCK), which wait on purpose; no client of ours does.
+   * Blocking commands (BLPOP, XREAD BLOCK), which wait on purpose, do not fit such a client; no
+   * client of ours sends them.
    */
   commandTimeoutMs?: number;
 }
-
-/**
- * REDIS_COMMAND_TIMEOUT_MS's default. A command of ours takes well under a millisecond, but the
- * timer runs on the process's event loop: a loop held longer than the limit (a service loading
- * its data at start, a long collection) fires it before the answer, already arrived, is read.
- * 1 s made such pauses 503s under load; 5 s keeps them apart from a Redis that stalls.
- */
-export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 5_000;
 
 /**
  * A connection with commands waiting that has answered nothing for this many command
@@ -47,12 +40,8 @@ export function createRedis(
   const commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS;
   const client = new Redis(url, {
     connectionName,
-    ...(commandTimeoutMs > 0
-      ? {
-          commandTimeout: commandTimeoutMs,
-          socketTimeout: commandTimeoutMs * SILENT_CONNECTION_TIMEOUTS,
-        }
-      : {}),
+    commandTimeout: commandTimeoutMs,
+    socketTimeout: commandTimeoutMs * SILENT_CONNECTION_TIMEOUTS,
     enableAutoPipelining: options.batchPerTick ?? false,
     lazyConnect: true,
     enableOfflineQueue: false,
