@@ -303,6 +303,21 @@ function handBack(agent: http.Agent, ticket: TransferTicket): Promise<void> {
   });
 }
 
+/** The answer a client waits for, as far as whether it is still there goes (a ServerResponse). */
+export type ClientAnswer = EventEmitter & {
+  readonly destroyed: boolean;
+  readonly socket?: { readonly destroyed: boolean } | null;
+};
+
+/**
+ * Whether nobody is left to read the answer: the client closed the connection, or the gateway
+ * cut it. Its `close` has then been emitted, or is about to be: a listener added now may never
+ * hear it, so what the request holds must be let go at once instead.
+ */
+export function clientGone(res: ClientAnswer): boolean {
+  return res.destroyed || res.socket?.destroyed === true;
+}
+
 /**
  * Pushes `body` with `ticket` and resolves with the receiver's answer, or rejects with its
  * error. The receiver may answer before the body's end (a refusal): the rest is then no
@@ -318,7 +333,7 @@ export function pushBody(
   ticket: TransferTicket,
   body: Readable,
   timeoutMs: number,
-  client?: EventEmitter & { readonly closed?: boolean },
+  client?: ClientAnswer,
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const req = request(agent, ticket, 'POST', timeoutMs);
@@ -343,7 +358,7 @@ export function pushBody(
     body.once('close', cut);
     client?.once('close', left);
     // Gone while the ticket was asked for: its 'close' came before anyone listened.
-    if (client?.closed) left();
+    if (client && clientGone(client)) left();
     body.on('data', count);
     req.once('error', (err) => {
       stop();

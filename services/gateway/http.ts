@@ -83,15 +83,6 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(payload);
 }
 
-/**
- * Whether nobody is left to read the answer: the client closed the connection, or the gateway
- * cut it. Its `close` has then been emitted, or is about to be: a listener added now may never
- * hear it, so what the request holds must be let go at once instead.
- */
-export function clientGone(res: ServerResponse): boolean {
-  return res.destroyed || res.socket?.destroyed === true;
-}
-
 const cutStatuses = new WeakMap<ServerResponse, number>();
 
 /**

@@ -10,18 +10,12 @@ import type { HttpRoute } from '../../libs/service';
 import {
   DOWNLOAD_TICKET_META,
   OPEN_UPLOAD_ACTION,
+  clientGone,
   pullBody,
   pushBody,
   type TransferTicket,
 } from '../../libs/transfer';
-import {
-  aliasAction,
-  clientGone,
-  cutAnswer,
-  describeRequest,
-  sendJson,
-  type GatewayRequest,
-} from './http';
+import { aliasAction, cutAnswer, describeRequest, sendJson, type GatewayRequest } from './http';
 import { readOptionHeaders } from './option-headers';
 import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
 import {

@@ -198,7 +198,7 @@ describe('pushBody', () => {
       () => undefined,
       (data) => lost(data),
     );
-    const client = new EventEmitter();
+    const client = Object.assign(new EventEmitter(), { destroyed: false });
     const pushed = rejectionOf(() =>
       // No time limit: only the client's leaving can end this push.
       pushBody(agent, ticket, Readable.from([Buffer.from('the whole body')]), 0, client),
@@ -224,7 +224,7 @@ describe('pushBody', () => {
       // The upload slot, given back now rather than at the ticket's end (10 s).
       () => expired++,
     );
-    const gone = Object.assign(new EventEmitter(), { closed: true });
+    const gone = Object.assign(new EventEmitter(), { destroyed: true });
     // No time limit: only the client's having left can end this push.
     const err = await rejectionOf(() =>
       pushBody(agent, ticket, Readable.from([Buffer.from('the whole body')]), 0, gone),
