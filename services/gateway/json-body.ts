@@ -42,15 +42,17 @@ export function cleanJsonBody(value: unknown, maxDepth = MAX_JSON_DEPTH): void {
   }
 }
 
+/** Whether `value` is an object of fields: not null, not an array. */
+export const isFields = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /**
  * Refuses (400) a JSON body that is not an object: an operation's fields are the keys of one
  * object, as the document says (`type: object`). An array would otherwise become no fields at
  * all, and a number, a string or null would be read as nothing.
  */
 export function refuseNonObject(body: unknown): void {
-  if (body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body))) {
-    return;
-  }
+  if (body === undefined || isFields(body)) return;
   const sent = Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`;
   throw badRequest(
     `The JSON body must be an object of the operation's fields, like {"name": "..."}; got ${sent}`,

@@ -3,6 +3,7 @@ import { Errors } from 'moleculer';
 import { UNDECODABLE_BODY, validationError, type FieldError } from '../../libs/errors';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
+import { isFields } from './json-body';
 import { templateCandidates } from './routes';
 
 /**
@@ -95,10 +96,7 @@ export function asMoleculerError(err: unknown): Errors.MoleculerError {
 /** Methods without a body: their fields are the query string's (the document's `in: query`). */
 const QUERY_METHODS = new Set(['GET', 'HEAD', 'DELETE']);
 
-const fieldsOf = (value: unknown): Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {};
+const fieldsOf = (value: unknown): Record<string, unknown> => (isFields(value) ? value : {});
 
 /**
  * An action's params from where the document places its fields: the body of a POST, PUT or
