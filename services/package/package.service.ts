@@ -31,11 +31,17 @@ export function createPackageService(config: Config): ServiceDefinition {
    * Why an edit or a delete found nothing to change: 404 for missing/foreign/deleted; else who
    * holds it, as its claim says (a delivery marks the package only after claiming it, and a
    * release clears the mark before it drops the claim, so the mark alone may name nobody).
+   * `claimedBy`: the holder the caller read the claim to name, when it did.
    */
-  async function explainUnchanged(userId: string, packageId: string, verb: string) {
+  async function explainUnchanged(
+    userId: string,
+    packageId: string,
+    verb: string,
+    claimedBy?: string,
+  ) {
     const found = await store.findLive(userId, packageId);
     if (!found) return notFound(`Package ${packageId} not found`);
-    const holder = (await store.holderOf(packageId)) ?? found.p2pDeliveryId;
+    const holder = claimedBy ?? (await store.holderOf(packageId)) ?? found.p2pDeliveryId;
     if (holder === DELETED) {
       // A delete that stopped between its claim and its mark: another DELETE finishes it.
       return badRequest(
@@ -102,9 +108,8 @@ export function createPackageService(config: Config): ServiceDefinition {
 
   async function editPackage(userId: string, packageId: string, changes: Record<string, unknown>) {
     // Edits check the claim too; a delivery claims before it marks the package.
-    if (await store.isClaimed(packageId)) {
-      throw await explainUnchanged(userId, packageId, 'edited');
-    }
+    const holder = await store.holderOf(packageId);
+    if (holder !== null) throw await explainUnchanged(userId, packageId, 'edited', holder);
     const updated = await store.updateOpen(userId, packageId, changes);
     if (!updated) throw await explainUnchanged(userId, packageId, 'edited');
     return toPackageView(updated);
@@ -213,7 +218,7 @@ export function createPackageService(config: Config): ServiceDefinition {
             return null;
           }
           if (outcome === DELETED) throw notFound(`Package ${packageId} not found`);
-          throw await explainUnchanged(userId, packageId, 'deleted');
+          throw await explainUnchanged(userId, packageId, 'deleted', outcome);
         },
       }),
 

@@ -181,10 +181,6 @@ export class PackageStore {
     }
   }
 
-  async isClaimed(packageId: string): Promise<boolean> {
-    return Boolean(await this.Claim.exists({ _id: packageId }));
-  }
-
   /**
    * Gives back the claims `holder` has on these packages. Each is read and deleted by `_id`
    * alone: FerretDB pushes down nothing but a lone `_id` equality, so `{_id, holder}` read

@@ -71,12 +71,12 @@ it("leaves another delivery's claim on a package of a refused selection", async 
   expect(await assign(userId, loser, [a, b])).toBe('refused');
   expect(await claimReadsOf(() => release(loser))).toEqual([true, true]);
   expect(await openIds(userId)).toEqual([a]);
-  expect(await store.isClaimed(b)).toBe(true);
+  expect(await store.holderOf(b)).not.toBeNull();
   // Released, the loser takes nothing again.
   expect(await assign(userId, loser, [b])).toBe('conflict');
   // A selection is the first one asked: a delivery claims nothing outside it.
   expect(await assign(userId, winner, [a])).toBe('conflict');
-  expect(await store.isClaimed(a)).toBe(false);
+  expect(await store.holderOf(a)).toBeNull();
   expect(await release(winner)).toBe(1);
   expect(await openIds(userId)).toEqual([a, b].sort());
 });
@@ -90,7 +90,7 @@ it('releases nothing, by `_id`, for an assign that stopped before its claims', a
   expect(await openIds(userId)).toEqual([a]);
   // The assign, retried after the release, takes nothing.
   expect(await assign(userId, deliveryId, [a])).toBe('conflict');
-  expect(await store.isClaimed(a)).toBe(false);
+  expect(await store.holderOf(a)).toBeNull();
   expect(await openIds(userId)).toEqual([a]);
 });
 
@@ -100,7 +100,7 @@ it('gives nothing to an assign that arrives after its release (a request timed o
   const deliveryId = randomUUID();
   expect(await release(deliveryId)).toBe(0);
   expect(await assign(userId, deliveryId, [a, b])).toBe('conflict');
-  for (const id of [a, b]) expect(await store.isClaimed(id)).toBe(false);
+  for (const id of [a, b]) expect(await store.holderOf(id)).toBeNull();
   expect(await openIds(userId)).toEqual([a, b].sort());
   // Released twice, or again later: still nothing to take.
   expect(await release(deliveryId)).toBe(0);
@@ -118,7 +118,7 @@ it('leaves no package held when an assign and the release of its delivery race',
       new Promise((resolve) => setTimeout(resolve, round % 7)).then(() => release(deliveryId)),
     ]);
     outcomes.set(assigned, (outcomes.get(assigned) ?? 0) + 1);
-    for (const id of packageIds) expect(await store.isClaimed(id)).toBe(false);
+    for (const id of packageIds) expect(await store.holderOf(id)).toBeNull();
   }
   // Every package saved is open again, each listed once.
   expect(await openIds(userId)).toHaveLength(40);
