@@ -55,6 +55,27 @@ export const documented = <T extends Joi.Schema>(schema: T, keywords: Record<str
   schema.meta({ [DOCUMENT_KEYWORDS]: keywords }) as T;
 
 /**
+ * A text that matches `body` once `schema` has trimmed it (and changed its case, if it does):
+ * the document's pattern allows around it the blanks that trimming takes away. The rule is one
+ * of its own (`string.<name>`, `{{#label}} <message>`) rather than joi's pattern(), which the
+ * document would state without the blanks.
+ */
+export function trimmedMatch<T extends Joi.StringSchema>(
+  schema: T,
+  name: string,
+  body: string,
+  message: string,
+): T {
+  const blank = `[${TRIMMED_CHARACTERS}]`;
+  const whole = new RegExp(`^${body}$`);
+  return documented(schema, { pattern: `^${blank}*${body}${blank}*$` })
+    .custom((value: string, helpers) =>
+      whole.test(value) ? value : helpers.error(`string.${name}`),
+    )
+    .messages({ [`string.${name}`]: `{{#label}} ${message}` }) as T;
+}
+
+/**
  * A UUID in its usual spelling, of any version (the OpenAPI `format: uuid`): ours are v4 and
  * v5 (libs/ids), other systems' ids (couriers, profiles) may be any. The pattern is what the
  * document states, character for character; joi's `guid()` would also take braces or no

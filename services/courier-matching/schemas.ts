@@ -4,13 +4,13 @@ import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { latitude, longitude } from '../../libs/contracts/geo';
 import type { CourierFleet } from '../../libs/contracts/matching';
 import {
-  TRIMMED_CHARACTERS,
   documented,
   e164Phone,
   fromUrl,
   isHttpsUrl,
   pageParams,
   plainText,
+  trimmedMatch,
   uuid,
   view,
 } from '../../libs/schemas';
@@ -37,29 +37,19 @@ export const COURIER_TEXT_LIMITS = {
  */
 export const MERCHANT_COURIERS_MAX = 200;
 
-const blank = `[${TRIMMED_CHARACTERS}]`;
-/** Letters and digits in groups joined by one space or hyphen: `LSD 482 XY`, `ABJ-123-KY`. */
-const REG_NO_BODY = '[A-Za-z0-9]+(?:[ -][A-Za-z0-9]+)*';
-const REG_NO = new RegExp(`^${REG_NO_BODY}$`);
-
 /**
  * A vehicle registration number, stored trimmed and upper-case so that `lsd 482 xy ` and
- * `LSD 482 XY` are one vehicle. Spaces and hyphens are kept as sent: plates are written
- * both ways, and guessing which is the same plate is not ours to do.
+ * `LSD 482 XY` are one vehicle: letters and digits in groups joined by one space or hyphen
+ * (`LSD 482 XY`, `ABJ-123-KY`). Spaces and hyphens are kept as sent: plates are written both
+ * ways, and guessing which is the same plate is not ours to do.
  */
 export const regNo = () =>
-  documented(Joi.string().max(COURIER_TEXT_LIMITS.regNo).trim().uppercase(), {
-    pattern: `^${blank}*${REG_NO_BODY}${blank}*$`,
-  })
-    // A rule of its own rather than joi's pattern(), which the document would state without
-    // the blanks that trimming takes away.
-    .custom((value: string, helpers) =>
-      REG_NO.test(value) ? value : helpers.error('string.regNo'),
-    )
-    .messages({
-      'string.regNo':
-        '{{#label}} must be letters and digits, in groups separated by one space or hyphen, like LSD-482-XY',
-    });
+  trimmedMatch(
+    Joi.string().max(COURIER_TEXT_LIMITS.regNo).trim().uppercase(),
+    'regNo',
+    '[A-Za-z0-9]+(?:[ -][A-Za-z0-9]+)*',
+    'must be letters and digits, in groups separated by one space or hyphen, like LSD-482-XY',
+  );
 
 const ASCII_URL = /^[\x21-\x7e]*$/;
 

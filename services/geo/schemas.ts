@@ -6,15 +6,7 @@ import {
   ROUTE_TYPES,
   distanceView,
 } from '../../libs/contracts/geo';
-import {
-  TRIMMED_CHARACTERS,
-  countryCode,
-  documented,
-  httpsUrl,
-  kilograms,
-  uuid,
-  view,
-} from '../../libs/schemas';
+import { countryCode, httpsUrl, kilograms, trimmedMatch, uuid, view } from '../../libs/schemas';
 
 /** Params and answers of the geo actions; the answers are what /openapi.json documents. */
 
@@ -150,28 +142,17 @@ interface NewFleetType {
   active: boolean;
 }
 
-const blank = `[${TRIMMED_CHARACTERS}]`;
-/** A letter, then letters, digits and hyphens: `keke`, `cargo-bike`. */
-const FLEET_CODE_BODY = '[A-Za-z][A-Za-z0-9-]{1,31}';
-const FLEET_CODE = new RegExp(`^${FLEET_CODE_BODY}$`);
-
 /**
  * A fleet type's code, stored trimmed and lower-case, as a courier's `regNo` is stored trimmed
- * and upper-case: the document's pattern allows the blanks that trimming takes away.
+ * and upper-case: a letter, then letters, digits and hyphens (`keke`, `cargo-bike`).
  */
 const fleetCode = () =>
-  documented(Joi.string().trim().lowercase(), {
-    pattern: `^${blank}*${FLEET_CODE_BODY}${blank}*$`,
-  })
-    // A rule of its own rather than joi's pattern(), which the document would state without
-    // the blanks.
-    .custom((value: string, helpers) =>
-      FLEET_CODE.test(value) ? value : helpers.error('string.fleetCode'),
-    )
-    .messages({
-      'string.fleetCode':
-        '{{#label}} must be a letter, then 1 to 31 letters, digits or hyphens, like cargo-bike',
-    });
+  trimmedMatch(
+    Joi.string().trim().lowercase(),
+    'fleetCode',
+    '[A-Za-z][A-Za-z0-9-]{1,31}',
+    'must be a letter, then 1 to 31 letters, digits or hyphens, like cargo-bike',
+  );
 
 export const createFleetTypeParams = Joi.object<NewFleetType, true>({
   code: fleetCode().required(),
