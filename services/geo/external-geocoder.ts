@@ -1,13 +1,7 @@
 import { LookupCache } from '../../libs/lookup-cache';
+import { isRecord, quoted } from '../../libs/outbound-fetch';
 import { isGeoPoint, type GeoPoint } from './distance';
-import {
-  createUpstream,
-  isRecord,
-  quoted,
-  unhealthy,
-  type Outcome,
-  type UpstreamOptions,
-} from './upstream';
+import { createUpstream, unhealthy, type Outcome, type UpstreamOptions } from './upstream';
 
 /** Street-level text geocoding from an external server; null when it has no answer. */
 export interface TextGeocoder {

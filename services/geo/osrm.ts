@@ -1,18 +1,11 @@
+import { isRecord, quote, quoted } from '../../libs/outbound-fetch';
 import {
   isGeoPoint,
   roadDistanceKm as estimateRoadKm,
   routeDistance,
   type GeoPoint,
 } from './distance';
-import {
-  createUpstream,
-  isRecord,
-  quote,
-  quoted,
-  unhealthy,
-  type Outcome,
-  type UpstreamOptions,
-} from './upstream';
+import { createUpstream, unhealthy, type Outcome, type UpstreamOptions } from './upstream';
 
 export const DEFAULT_OSRM_PROFILE = 'driving';
 

@@ -1,11 +1,11 @@
+import { fetchOutbound } from '../../libs/outbound-fetch';
+
 /**
  * The clients of external servers (OSRM, a Nominatim-compatible geocoder) share one way of
- * calling them: a GET with a deadline, an answer read up to a byte cap, no redirect followed,
- * a circuit breaker, and every failure reported and answered as "no answer".
+ * calling them: a GET through libs/outbound-fetch.ts (a deadline, an answer read up to a byte
+ * cap, no redirect followed), a circuit breaker, and every failure reported and answered as
+ * "no answer".
  */
-
-/** Longest server message quoted in a failure reason, so one bad answer cannot flood a log. */
-const MAX_QUOTED_CHARS = 200;
 
 /**
  * Real answers are under 2 KB: an OSRM route without overview, steps or alternatives (two
@@ -15,30 +15,6 @@ const MAX_QUOTED_CHARS = 200;
 export const DEFAULT_MAX_ANSWER_BYTES = 64 * 1024;
 export const DEFAULT_FAILURE_THRESHOLD = 5;
 export const DEFAULT_COOL_DOWN_MS = 30_000;
-
-export function quote(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > MAX_QUOTED_CHARS ? `${flat.slice(0, MAX_QUOTED_CHARS)}...` : flat;
-}
-
-/** `: <quoted text>`, or nothing for an empty body. */
-export const quoted = (text: string): string => (text.trim() ? `: ${quote(text)}` : '');
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * fetch hides the socket error (ECONNREFUSED, ENOTFOUND...) in `cause`. Duck-typed, not
- * `instanceof`: fetch's errors and DOMException may come from another realm (jest's vm).
- */
-export function describeFetchError(err: unknown, timeoutMs: number): string {
-  if (!isRecord(err)) return `request failed: ${String(err)}`;
-  if (err.name === 'TimeoutError') return `timed out after ${timeoutMs} ms`;
-  const cause = err.cause;
-  if (isRecord(cause) && typeof cause.code === 'string') return `request failed: ${cause.code}`;
-  return `request failed: ${typeof err.message === 'string' ? err.message : String(err)}`;
-}
 
 /** An http(s) root without query or fragment, trailing slashes removed; throws RangeError. */
 export function checkedBaseUrl(baseUrl: string, what: string): string {
@@ -76,67 +52,6 @@ export const unhealthy = (reason: string): Outcome<never> => ({
   reason,
   unhealthy: true,
 });
-
-/** An answer's status and text, or why it was not read. */
-type Answer = { ok: true; status: number; text: string } | { ok: false; reason: string };
-
-/**
- * The body as text, read chunk by chunk and dropped as soon as it passes `maxBytes`, whatever
- * Content-Length said (a server may send none, or lie); undefined when over.
- */
-async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number) {
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return Buffer.concat(chunks).toString('utf8');
-    size += value.byteLength;
-    if (size > maxBytes) {
-      // Closes the connection: the rest of the answer is never received.
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    chunks.push(value);
-  }
-}
-
-async function fetchAnswer(
-  url: string,
-  headers: Record<string, string>,
-  timeoutMs: number,
-  maxBytes: number,
-): Promise<Answer> {
-  try {
-    // The signal also bounds reading the body, not only the headers.
-    const response = await fetch(url, {
-      signal: AbortSignal.timeout(timeoutMs),
-      headers,
-      // The configured server answers itself: a redirect could send the request (and the text
-      // geocoded) anywhere, an address inside our network included.
-      redirect: 'manual',
-    });
-    const { status } = response;
-    const tooLarge = `HTTP ${status}: answer over the ${maxBytes}-byte limit`;
-    if (status >= 300 && status <= 399) {
-      await response.body?.cancel();
-      const location = response.headers.get('location');
-      return {
-        ok: false,
-        reason: `HTTP ${status}: redirect not followed${location ? ` (to ${quote(location)})` : ''}`,
-      };
-    }
-    const declared = Number(response.headers.get('content-length') ?? 0);
-    if (declared > maxBytes) {
-      await response.body?.cancel();
-      return { ok: false, reason: `${tooLarge} (Content-Length ${declared})` };
-    }
-    const text = response.body ? await readCapped(response.body, maxBytes) : '';
-    return text === undefined ? { ok: false, reason: tooLarge } : { ok: true, status, text };
-  } catch (err) {
-    return { ok: false, reason: describeFetchError(err, timeoutMs) };
-  }
-}
 
 export interface UpstreamOptions {
   /** Server root, path prefix allowed: `http://127.0.0.1:5000`, `https://maps.example/osrm`. */
@@ -225,7 +140,11 @@ export function createUpstream(what: string, options: UpstreamOptions): Upstream
       if (open) probeInFlight = true;
       let outcome: Outcome<T>;
       try {
-        const answer = await fetchAnswer(`${baseUrl}${path}`, headers, timeoutMs, maxBytes);
+        const answer = await fetchOutbound(`${baseUrl}${path}`, {
+          headers,
+          timeoutMs,
+          maxAnswerBytes: maxBytes,
+        });
         outcome = answer.ok ? read(answer.status, answer.text) : unhealthy(answer.reason);
       } finally {
         if (open) probeInFlight = false;
