@@ -1,6 +1,7 @@
 import type { Config } from '../../libs/config';
 import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { serviceUnavailable, upstreamFailed, upstreamTimeout } from '../../libs/errors';
+import { fetchOutbound, type Failed } from '../../libs/outbound-fetch';
 import { isHttpsUrl } from '../../libs/schemas';
 import type { VerifiedTransaction } from './checkout';
 
@@ -55,6 +56,33 @@ interface PaystackAnswer {
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 /**
+ * A verify answer (the largest: the customer, the card's authorization, the attempt's log) is
+ * a few KB. 64 KiB leaves a wide margin and still bounds what a misbehaving provider, or
+ * someone on its path, makes a payment node hold.
+ */
+export const PROVIDER_MAX_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * A call that gave no answer to read, as the client is told: unreachable 503, late 504, and a
+ * redirect or an oversized answer 502, as any other answer no such provider sends.
+ */
+function providerFailure(failed: Failed, timeoutMs: number) {
+  switch (failed.failure) {
+    case 'timeout':
+      return upstreamTimeout(
+        `The payment provider did not answer within ${timeoutMs} ms; retry in a few seconds`,
+      );
+    case 'unreachable':
+      return serviceUnavailable('The payment provider cannot be reached; retry in a few seconds');
+    case 'redirect':
+    case 'too-large':
+      return upstreamFailed(
+        `The payment provider answered ${failed.reason}; retry later, and tell us if it lasts`,
+      );
+  }
+}
+
+/**
  * A Paystack-compatible provider: `POST /transaction/initialize` and
  * `GET /transaction/verify/:reference` with the secret key, each within PAYSTACK_TIMEOUT_MS.
  * Failing to reach it is a 503, a late answer a 504, an error or a nonsensical answer a 502:
@@ -69,29 +97,21 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
     path: string,
     body?: unknown,
   ): Promise<{ status: number; answer: PaystackAnswer }> {
-    let res: Response;
-    try {
-      res = await fetch(`${baseUrl}${path}`, {
-        method,
-        headers: {
-          Authorization: `Bearer ${secretKey}`,
-          Accept: 'application/json',
-          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (err) {
-      if ((err as Error).name === 'TimeoutError') {
-        throw upstreamTimeout(
-          `The payment provider did not answer within ${timeoutMs} ms; retry in a few seconds`,
-        );
-      }
-      throw serviceUnavailable('The payment provider cannot be reached; retry in a few seconds');
-    }
+    const res = await fetchOutbound(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        Authorization: `Bearer ${secretKey}`,
+        Accept: 'application/json',
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      timeoutMs,
+      maxAnswerBytes: PROVIDER_MAX_ANSWER_BYTES,
+    });
+    if (!res.ok) throw providerFailure(res, timeoutMs);
     let answer: PaystackAnswer;
     try {
-      answer = (await res.json()) as PaystackAnswer;
+      answer = JSON.parse(res.text) as PaystackAnswer;
     } catch {
       throw upstreamFailed(
         `The payment provider answered ${res.status} without JSON; retry later, and tell us if it lasts`,

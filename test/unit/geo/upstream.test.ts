@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import type { Writable } from 'node:stream';
 import { createUpstream, type Outcome, type UpstreamOptions } from '../../../services/geo/upstream';
+import { ENDLESS_BYTES, pump } from '../../support/fake-server';
 
 /** A stand-in external server whose behaviour each test sets. */
 let handler: (req: IncomingMessage, res: ServerResponse) => void;
@@ -25,27 +25,6 @@ const rawServer = createTcpServer((socket) => {
   });
 });
 let rawBase: string;
-
-/** Far more than any cap here; a client that reads it all holds 64 MB. */
-const ENDLESS_BYTES = 64 * 1024 * 1024;
-
-/** Writes up to ENDLESS_BYTES as fast as the reader takes them, reporting the count. */
-function pump(out: Writable, sent: (n: number) => void): void {
-  const chunk = Buffer.alloc(16 * 1024, 0x20);
-  let total = 0;
-  const go = () => {
-    while (total < ENDLESS_BYTES && !out.destroyed) {
-      total += chunk.length;
-      sent(total);
-      if (!out.write(chunk)) {
-        out.once('drain', go);
-        return;
-      }
-    }
-    if (!out.destroyed) out.end();
-  };
-  go();
-}
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
