@@ -78,6 +78,12 @@ export interface OutboundRequest {
    * the text, for a caller that needs only the status and an excerpt to quote.
    */
   overLimit?: 'fail' | 'cut';
+  /**
+   * Whether the body of an answer with this status is read; when not, it is dropped unread
+   * and the text is empty (a caller that needs nothing of a success but its status: a body
+   * sent slowly then cannot turn a success into a timeout). Every body is read unless told.
+   */
+  readsBody?: (status: number) => boolean;
 }
 
 /**
@@ -120,6 +126,10 @@ export async function fetchOutbound(url: string, request: OutboundRequest): Prom
       await response.body?.cancel();
       const reason = redirectNotFollowed(status, response.headers.get('location'));
       return { ok: false, failure: 'redirect', reason, status };
+    }
+    if (request.readsBody && !request.readsBody(status)) {
+      await response.body?.cancel();
+      return { ok: true, status, text: '' };
     }
     const tooLarge = `HTTP ${status}: answer over the ${maxBytes}-byte limit`;
     const declared = Number(response.headers.get('content-length') ?? 0);

@@ -1,6 +1,7 @@
 import type { Logger } from 'moleculer';
 import { createTransport } from 'nodemailer';
 import type { Config } from '../config';
+import { fetchOutbound } from '../outbound-fetch';
 
 /**
  * The ways the platform reaches people, whichever service writes to them (order's
@@ -32,6 +33,8 @@ export interface ChannelSender {
 
 /** What a provider answered, cut short: enough to diagnose, never a whole page. */
 const EXCERPT = 200;
+/** Bytes of a refusal read for its excerpt: 200 characters are at most 800 bytes of UTF-8. */
+const EXCERPT_BYTES = 4 * EXCERPT;
 
 /**
  * E-mail through an SMTP server, as `SMTP_URL` names it (nodemailer), over at most
@@ -83,7 +86,7 @@ export function termiiSender(options: {
 }): ChannelSender {
   return {
     async send(message) {
-      const res = await fetch(`${options.baseUrl}/api/sms/send`, {
+      const res = await fetchOutbound(`${options.baseUrl}/api/sms/send`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json' },
         body: JSON.stringify({
@@ -94,11 +97,16 @@ export function termiiSender(options: {
           channel: 'generic',
           api_key: options.apiKey,
         }),
-        signal: AbortSignal.timeout(options.timeoutMs),
+        timeoutMs: options.timeoutMs,
+        // A 2xx took the message: waiting on its body could only turn it into a failure, and
+        // the retry into a second SMS. A refusal is read for the excerpt quoted, and no more.
+        readsBody: (status) => status < 200 || status > 299,
+        maxAnswerBytes: EXCERPT_BYTES,
+        overLimit: 'cut',
       });
-      const body = await res.text();
-      if (!res.ok) {
-        throw new Error(`Termii answered HTTP ${res.status}: ${body.slice(0, EXCERPT)}`);
+      if (!res.ok) throw new Error(`Termii: ${res.reason}`);
+      if (res.status < 200 || res.status > 299) {
+        throw new Error(`Termii answered HTTP ${res.status}: ${res.text.slice(0, EXCERPT)}`);
       }
     },
   };

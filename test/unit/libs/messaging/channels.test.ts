@@ -6,6 +6,14 @@ import {
   termiiSender,
   type ChannelSender,
 } from '../../../../libs/messaging/channels';
+import {
+  declaredTooLarge,
+  ENDLESS_BYTES,
+  redirectTo,
+  startFakeServer,
+  streamedTooLarge,
+  type FakeServer,
+} from '../../../support/fake-server';
 import { startSmsProvider, startSmtpReceiver, type SmtpReceiver } from '../../../support/receivers';
 
 /** The channels against local servers: what goes on the wire, and what a refusal throws. */
@@ -71,12 +79,76 @@ describe('termiiSender', () => {
         timeoutMs: 200,
       });
       await expect(send.send({ to: '234', subject: '', text: 'x' })).rejects.toThrow(
-        /abort|timeout/i,
+        'Termii: timed out after 200 ms',
       );
     } finally {
       silent.closeAllConnections();
       silent.close();
     }
+  });
+
+  describe('against a provider that misbehaves', () => {
+    let provider: FakeServer;
+    /** Where the provider's redirects point: nothing may reach it. */
+    let elsewhere: FakeServer;
+    beforeAll(async () => {
+      provider = await startFakeServer();
+      elsewhere = await startFakeServer();
+    });
+    afterAll(async () => {
+      await provider.close();
+      await elsewhere.close();
+    });
+    const send = () =>
+      termiiSender({
+        baseUrl: provider.url,
+        apiKey: 'k',
+        senderId: 'Waybill',
+        timeoutMs: 5000,
+      }).send({ to: '234', subject: '', text: 'x' });
+
+    it('takes a 2xx without waiting on its body, however large or slow', async () => {
+      // Read on, it would time out: the send would fail, and its retry text the number again.
+      provider.handle(declaredTooLarge);
+      await expect(send()).resolves.toBeUndefined();
+      const { handler, result } = streamedTooLarge();
+      provider.handle(handler);
+      await expect(send()).resolves.toBeUndefined();
+      const { sent, finished } = await result;
+      expect(finished).toBe(false);
+      expect(sent).toBeLessThan(ENDLESS_BYTES);
+    });
+
+    it('reads only an excerpt of a refusal, declaring its length or not', async () => {
+      provider.handle((_req, res) => {
+        // 4 KiB sent of the 64 MB declared: waiting for the rest would time out.
+        res.writeHead(503, { 'content-length': ENDLESS_BYTES });
+        res.write('x'.repeat(4096));
+      });
+      await expect(send()).rejects.toThrow(
+        new RegExp(`^Termii answered HTTP 503: ${'x'.repeat(200)}$`),
+      );
+      const { handler, result } = streamedTooLarge(503);
+      provider.handle(handler);
+      await expect(send()).rejects.toThrow(
+        new RegExp(`^Termii answered HTTP 503: ${' '.repeat(200)}$`),
+      );
+      const { sent, finished } = await result;
+      expect(finished).toBe(false);
+      expect(sent).toBeLessThan(ENDLESS_BYTES);
+    });
+
+    it.each([301, 302, 307, 308])(
+      'does not follow a %p to another server (the API key rides the body)',
+      async (status) => {
+        elsewhere.paths.length = 0;
+        provider.handle(redirectTo(status, elsewhere.url));
+        await expect(send()).rejects.toThrow(
+          `Termii: HTTP ${status}: redirect not followed (to ${elsewhere.url}/api/sms/send)`,
+        );
+        expect(elsewhere.paths).toEqual([]);
+      },
+    );
   });
 
   it('keeps only the digits of a number', () => {
