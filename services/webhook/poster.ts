@@ -7,6 +7,7 @@ import {
   noPublicAddressNow,
   type OutboundPolicy,
 } from '../../libs/outbound-url';
+import { redirectNotFollowed } from '../../libs/outbound-fetch';
 import { attemptError, EXCERPT_BYTES, excerpt } from './dispatch-rules';
 
 /** What one POST to an endpoint gave: a status (any) or the reason there was none. */
@@ -28,7 +29,8 @@ export interface PostInput {
 /**
  * POSTs a message. The URL is checked again here and every address its name resolves to is
  * checked at connection (`guardedLookup`): a name that pointed to a public address at
- * registration and to a private one now (DNS rebinding) is refused. Redirects are not followed.
+ * registration and to a private one now (DNS rebinding) is refused. Redirects are not followed
+ * (a 3xx is a failure naming where it pointed), and at most an excerpt of the answer is read.
  */
 export function post(input: PostInput): Promise<PostResult> {
   const started = performance.now();
@@ -65,9 +67,15 @@ export function post(input: PostInput): Promise<PostResult> {
         lookup: guardedLookup(input.policy),
       },
       (res) =>
-        readExcerpt(res, (text) =>
-          finish({ statusCode: res.statusCode ?? null, error: null, responseExcerpt: text }),
-        ),
+        readExcerpt(res, (text) => {
+          const statusCode = res.statusCode ?? null;
+          // node:http follows no redirect: the next URL is one the SSRF checks never saw.
+          const redirected = statusCode !== null && statusCode >= 300 && statusCode <= 399;
+          const error = redirected
+            ? attemptError(redirectNotFollowed(statusCode, res.headers.location))
+            : null;
+          finish({ statusCode, error, responseExcerpt: text });
+        }),
     );
     // One deadline for the whole exchange: connection, upload and answer.
     const timer = setTimeout(() => {
@@ -86,20 +94,25 @@ export function post(input: PostInput): Promise<PostResult> {
 }
 
 /**
- * Keeps the first bytes of the answer (an excerpt) and drops the rest as it comes. Each byte
- * kept is at least one byte of the excerpt (an undecodable one three, as U+FFFD), so one
- * byte past `EXCERPT_BYTES` is enough to tell that it was cut.
+ * Reads the first bytes of the answer (an excerpt) and no more: once one byte past
+ * `EXCERPT_BYTES` came (enough to tell that it was cut) the connection is closed, so a
+ * receiver cannot keep the attempt (and a dispatcher's slot) busy streaming until the deadline.
+ * Each byte kept is at least one byte of the excerpt (an undecodable one three, as U+FFFD).
  */
 function readExcerpt(res: IncomingMessage, done: (text: string) => void): void {
   const kept: Buffer[] = [];
   let size = 0;
+  const end = () => done(excerpt(Buffer.concat(kept).toString('utf8')));
   res.on('data', (chunk: Buffer) => {
     if (size > EXCERPT_BYTES) return;
     const part = chunk.subarray(0, EXCERPT_BYTES + 1 - size);
     kept.push(part);
     size += part.length;
+    if (size > EXCERPT_BYTES) {
+      end();
+      res.destroy();
+    }
   });
-  const end = () => done(excerpt(Buffer.concat(kept).toString('utf8')));
   res.on('end', end);
   res.on('error', end);
 }

@@ -2,6 +2,13 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ERROR_BYTES, EXCERPT_BYTES } from '../../../services/webhook/dispatch-rules';
 import { describeFailure, post } from '../../../services/webhook/poster';
+import {
+  ENDLESS_BYTES,
+  redirectTo,
+  startFakeServer,
+  streamedTooLarge,
+  type FakeServer,
+} from '../../support/fake-server';
 
 /** A local endpoint that counts what reaches it and answers as told. */
 let server: Server;
@@ -84,6 +91,56 @@ describe('post', () => {
     expect(await post(input(true))).toMatchObject({ responseExcerpt: '漢字 error' });
     answer = (res) => res.end('ok');
   });
+});
+
+describe('post against a receiver that misbehaves', () => {
+  let receiver: FakeServer;
+  /** Where the receiver's redirects point: nothing may reach it. */
+  let elsewhere: FakeServer;
+  beforeAll(async () => {
+    receiver = await startFakeServer();
+    elsewhere = await startFakeServer();
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await elsewhere.close();
+  });
+  const send = () => post({ ...input(true), url: `${receiver.url}/hook`, timeoutMs: 5000 });
+
+  it('keeps the excerpt of an answer declaring 64 MB and closes the connection, not waiting for the rest', async () => {
+    receiver.handle((_req, res) => {
+      res.writeHead(200, { 'content-length': ENDLESS_BYTES });
+      res.write('x'.repeat(4096)); // and nothing more: reading on would wait for the deadline
+    });
+    expect(await send()).toMatchObject({
+      statusCode: 200,
+      error: null,
+      responseExcerpt: `${'x'.repeat(EXCERPT_BYTES - 3)}…`,
+    });
+  });
+
+  it('stops reading an answer without a length once the excerpt is full', async () => {
+    const { handler, result } = streamedTooLarge();
+    receiver.handle(handler);
+    expect(await send()).toMatchObject({ statusCode: 200, error: null });
+    const { sent, finished } = await result;
+    expect(finished).toBe(false);
+    expect(sent).toBeLessThan(ENDLESS_BYTES);
+  });
+
+  it.each([301, 302, 307, 308])(
+    'does not follow a %p to another server: a failure naming where it pointed',
+    async (status) => {
+      elsewhere.paths.length = 0;
+      receiver.handle(redirectTo(status, elsewhere.url));
+      expect(await send()).toMatchObject({
+        statusCode: status,
+        error: `HTTP ${status}: redirect not followed (to ${elsewhere.url}/hook)`,
+        responseExcerpt: '{}',
+      });
+      expect(elsewhere.paths).toEqual([]);
+    },
+  );
 });
 
 describe('describeFailure', () => {
