@@ -25,10 +25,13 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Why a 3xx is a failure. A redirect is never followed: the configured server answers itself,
- * and a redirect could send the request (a secret key in its header or body, the text
- * geocoded) anywhere, an address inside our network included, past every check of the URL.
+ * A redirect is never followed: the configured server answers itself, and a redirect could
+ * send the request (a secret key in its header or body, the text geocoded) anywhere, an
+ * address inside our network included, past every check of the URL. A 3xx is a failure.
  */
+export const isRedirect = (status: number) => status >= 300 && status <= 399;
+
+/** Why a 3xx is a failure, naming where it pointed. */
 export const redirectNotFollowed = (status: number, location: string | null | undefined) =>
   `HTTP ${status}: redirect not followed${location ? ` (to ${quote(location)})` : ''}`;
 
@@ -122,7 +125,7 @@ export async function fetchOutbound(url: string, request: OutboundRequest): Prom
       redirect: 'manual',
     });
     const { status } = response;
-    if (status >= 300 && status <= 399) {
+    if (isRedirect(status)) {
       await response.body?.cancel();
       const reason = redirectNotFollowed(status, response.headers.get('location'));
       return { ok: false, failure: 'redirect', reason, status };

@@ -7,7 +7,7 @@ import {
   noPublicAddressNow,
   type OutboundPolicy,
 } from '../../libs/outbound-url';
-import { redirectNotFollowed } from '../../libs/outbound-fetch';
+import { isRedirect, redirectNotFollowed } from '../../libs/outbound-fetch';
 import { attemptError, EXCERPT_BYTES, excerpt } from './dispatch-rules';
 
 /** What one POST to an endpoint gave: a status (any) or the reason there was none. */
@@ -66,16 +66,18 @@ export function post(input: PostInput): Promise<PostResult> {
         },
         lookup: guardedLookup(input.policy),
       },
-      (res) =>
-        readExcerpt(res, (text) => {
-          const statusCode = res.statusCode ?? null;
-          // node:http follows no redirect: the next URL is one the SSRF checks never saw.
-          const redirected = statusCode !== null && statusCode >= 300 && statusCode <= 399;
-          const error = redirected
-            ? attemptError(redirectNotFollowed(statusCode, res.headers.location))
-            : null;
-          finish({ statusCode, error, responseExcerpt: text });
-        }),
+      (res) => {
+        const statusCode = res.statusCode ?? null;
+        if (statusCode !== null && isRedirect(statusCode)) {
+          // node:http follows no redirect (the next URL is one the SSRF checks never saw);
+          // where it pointed is all the attempt keeps, an error as an attempt holds one text.
+          res.destroy();
+          const error = attemptError(redirectNotFollowed(statusCode, res.headers.location));
+          finish({ statusCode, error, responseExcerpt: null });
+          return;
+        }
+        readExcerpt(res, (text) => finish({ statusCode, error: null, responseExcerpt: text }));
+      },
     );
     // One deadline for the whole exchange: connection, upload and answer.
     const timer = setTimeout(() => {

@@ -136,7 +136,7 @@ describe('post against a receiver that misbehaves', () => {
       expect(await send()).toMatchObject({
         statusCode: status,
         error: `HTTP ${status}: redirect not followed (to ${elsewhere.url}/hook)`,
-        responseExcerpt: '{}',
+        responseExcerpt: null,
       });
       expect(elsewhere.paths).toEqual([]);
     },
