@@ -61,6 +61,27 @@ export async function startFakeServer(
   };
 }
 
+/**
+ * For the enclosing block: `server`, the third party, and `elsewhere`, where its redirects
+ * point (nothing may reach it); both paths lists emptied before each test.
+ */
+export function useFakeServers(): { server: FakeServer; elsewhere: FakeServer } {
+  const servers = {} as { server: FakeServer; elsewhere: FakeServer };
+  beforeAll(async () => {
+    servers.server = await startFakeServer();
+    servers.elsewhere = await startFakeServer();
+  });
+  afterAll(async () => {
+    await servers.server?.close();
+    await servers.elsewhere?.close();
+  });
+  beforeEach(() => {
+    servers.server.paths.length = 0;
+    servers.elsewhere.paths.length = 0;
+  });
+  return servers;
+}
+
 /** An answer declaring ENDLESS_BYTES and sending one byte: reading on waits for the deadline. */
 export const declaredTooLarge: Handler = (_req, res) => {
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': ENDLESS_BYTES });

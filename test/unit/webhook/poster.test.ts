@@ -5,9 +5,8 @@ import { describeFailure, post } from '../../../services/webhook/poster';
 import {
   ENDLESS_BYTES,
   redirectTo,
-  startFakeServer,
   streamedTooLarge,
-  type FakeServer,
+  useFakeServers,
 } from '../../support/fake-server';
 
 /** A local endpoint that counts what reaches it and answers as told. */
@@ -94,21 +93,11 @@ describe('post', () => {
 });
 
 describe('post against a receiver that misbehaves', () => {
-  let receiver: FakeServer;
-  /** Where the receiver's redirects point: nothing may reach it. */
-  let elsewhere: FakeServer;
-  beforeAll(async () => {
-    receiver = await startFakeServer();
-    elsewhere = await startFakeServer();
-  });
-  afterAll(async () => {
-    await receiver.close();
-    await elsewhere.close();
-  });
-  const send = () => post({ ...input(true), url: `${receiver.url}/hook`, timeoutMs: 5000 });
+  const servers = useFakeServers();
+  const send = () => post({ ...input(true), url: `${servers.server.url}/hook`, timeoutMs: 5000 });
 
   it('keeps the excerpt of an answer declaring 64 MB and closes the connection, not waiting for the rest', async () => {
-    receiver.handle((_req, res) => {
+    servers.server.handle((_req, res) => {
       res.writeHead(200, { 'content-length': ENDLESS_BYTES });
       res.write('x'.repeat(4096)); // and nothing more: reading on would wait for the deadline
     });
@@ -121,7 +110,7 @@ describe('post against a receiver that misbehaves', () => {
 
   it('stops reading an answer without a length once the excerpt is full', async () => {
     const { handler, result } = streamedTooLarge();
-    receiver.handle(handler);
+    servers.server.handle(handler);
     expect(await send()).toMatchObject({ statusCode: 200, error: null });
     const { sent, finished } = await result;
     expect(finished).toBe(false);
@@ -131,14 +120,13 @@ describe('post against a receiver that misbehaves', () => {
   it.each([301, 302, 307, 308])(
     'does not follow a %p to another server: a failure naming where it pointed',
     async (status) => {
-      elsewhere.paths.length = 0;
-      receiver.handle(redirectTo(status, elsewhere.url));
+      servers.server.handle(redirectTo(status, servers.elsewhere.url));
       expect(await send()).toMatchObject({
         statusCode: status,
-        error: `HTTP ${status}: redirect not followed (to ${elsewhere.url}/hook)`,
+        error: `HTTP ${status}: redirect not followed (to ${servers.elsewhere.url}/hook)`,
         responseExcerpt: null,
       });
-      expect(elsewhere.paths).toEqual([]);
+      expect(servers.elsewhere.paths).toEqual([]);
     },
   );
 });

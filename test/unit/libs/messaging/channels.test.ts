@@ -10,9 +10,8 @@ import {
   declaredTooLarge,
   ENDLESS_BYTES,
   redirectTo,
-  startFakeServer,
   streamedTooLarge,
-  type FakeServer,
+  useFakeServers,
 } from '../../../support/fake-server';
 import { startSmsProvider, startSmtpReceiver, type SmtpReceiver } from '../../../support/receivers';
 
@@ -88,20 +87,10 @@ describe('termiiSender', () => {
   });
 
   describe('against a provider that misbehaves', () => {
-    let provider: FakeServer;
-    /** Where the provider's redirects point: nothing may reach it. */
-    let elsewhere: FakeServer;
-    beforeAll(async () => {
-      provider = await startFakeServer();
-      elsewhere = await startFakeServer();
-    });
-    afterAll(async () => {
-      await provider.close();
-      await elsewhere.close();
-    });
+    const servers = useFakeServers();
     const send = () =>
       termiiSender({
-        baseUrl: provider.url,
+        baseUrl: servers.server.url,
         apiKey: 'k',
         senderId: 'Waybill',
         timeoutMs: 5000,
@@ -109,10 +98,10 @@ describe('termiiSender', () => {
 
     it('takes a 2xx without waiting on its body, however large or slow', async () => {
       // Read on, it would time out: the send would fail, and its retry text the number again.
-      provider.handle(declaredTooLarge);
+      servers.server.handle(declaredTooLarge);
       await expect(send()).resolves.toBeUndefined();
       const { handler, result } = streamedTooLarge();
-      provider.handle(handler);
+      servers.server.handle(handler);
       await expect(send()).resolves.toBeUndefined();
       const { sent, finished } = await result;
       expect(finished).toBe(false);
@@ -120,7 +109,7 @@ describe('termiiSender', () => {
     });
 
     it('reads only an excerpt of a refusal, declaring its length or not', async () => {
-      provider.handle((_req, res) => {
+      servers.server.handle((_req, res) => {
         // 4 KiB sent of the 64 MB declared: waiting for the rest would time out.
         res.writeHead(503, { 'content-length': ENDLESS_BYTES });
         res.write('x'.repeat(4096));
@@ -129,7 +118,7 @@ describe('termiiSender', () => {
         new RegExp(`^Termii answered HTTP 503: ${'x'.repeat(200)}$`),
       );
       const { handler, result } = streamedTooLarge(503);
-      provider.handle(handler);
+      servers.server.handle(handler);
       await expect(send()).rejects.toThrow(
         new RegExp(`^Termii answered HTTP 503: ${' '.repeat(200)}$`),
       );
@@ -141,12 +130,11 @@ describe('termiiSender', () => {
     it.each([301, 302, 307, 308])(
       'does not follow a %p to another server (the API key rides the body)',
       async (status) => {
-        elsewhere.paths.length = 0;
-        provider.handle(redirectTo(status, elsewhere.url));
+        servers.server.handle(redirectTo(status, servers.elsewhere.url));
         await expect(send()).rejects.toThrow(
-          `Termii: HTTP ${status}: redirect not followed (to ${elsewhere.url}/api/sms/send)`,
+          `Termii: HTTP ${status}: redirect not followed (to ${servers.elsewhere.url}/api/sms/send)`,
         );
-        expect(elsewhere.paths).toEqual([]);
+        expect(servers.elsewhere.paths).toEqual([]);
       },
     );
   });
