@@ -37,6 +37,8 @@ import {
   newCheckoutReference,
   nextAttemptWait,
   outcomeEvent,
+  sendClaimState,
+  sendName,
   statusOf,
   validSignature,
   verificationMismatch,
@@ -309,27 +311,28 @@ export class Checkouts {
     session: SessionRecord,
     { outcome, won }: { outcome: OutcomeRecord; won: boolean },
   ): Promise<void> {
-    const offTheList = () => this.store.removePending(session._id);
-    if (!won) {
-      const pending = await this.store.pending(session._id);
-      if (!pending) return;
-      // The sweep sent its event already (`sendEarly`): only the list is left.
-      if (pending.eventQueuedAt) return offTheList();
-    }
-    await this.send(session, outcome, offTheList);
+    if (!won && !(await this.store.isPending(session._id))) return;
+    await this.send(session, outcome, () => this.store.removePending(session._id));
   }
 
   /**
-   * Puts an outcome's event in the outbox, then does the pending list's part (`listed`), then
-   * sends the event.
+   * Sends an outcome's event once, whoever else is carrying the outcome out (`claimFirstSend`):
+   * the claimant puts it in the outbox, marks its claim, does the pending list's part
+   * (`listed`), then sends it. Another caller does the list's part once the event is in the
+   * outbox, and nothing while it may not be there yet (the session stays listed, and a later
+   * sweep finishes it).
    */
   private async send(
     session: SessionRecord,
     outcome: OutcomeRecord,
     listed: () => Promise<void>,
   ): Promise<void> {
+    const claimed = await this.claimFirstSend(session._id);
+    if (claimed === 'sent') return listed();
+    if (claimed === 'busy') return;
     const event = outcomeEvent(facts(session), outcome);
     await this.store.enqueue(session._id, event, this.nextAttempt(new Date()));
+    await this.store.markSent(claimed, new Date());
     await listed();
     this.deps.logger().info('checkout decided', {
       reference: session._id,
@@ -344,6 +347,23 @@ export class Checkouts {
         err,
       }),
     );
+  }
+
+  /**
+   * Claims the first send of a checkout's event (decision 129): the name of this caller's
+   * claim, or what holds it. A claim left without its sent mark for `PAYMENT_EVENT_RETRY_MS`
+   * is a claimant that died before the event reached the outbox: the next turn is claimed
+   * (by an insert too, so two callers finding it so take over once).
+   */
+  private async claimFirstSend(reference: string): Promise<string | 'sent' | 'busy'> {
+    for (let turn = 0; ; turn++) {
+      const name = sendName(reference, turn);
+      const now = new Date();
+      const holder = await this.store.claimSend({ _id: name, claimedAt: now, sentAt: null });
+      if (!holder) return name;
+      const state = sendClaimState(holder, this.deps.config.eventRetryMs, now);
+      if (state !== 'stale') return state;
+    }
   }
 
   private nextAttempt(now: Date): Date {
@@ -547,7 +567,11 @@ export class Checkouts {
     // apiece while it is slow, and a payment's event must not wait behind them.
     for (const queued of await this.store.dueEvents(now, SWEEP_BATCH)) {
       await this.eachOnItsOwn(queued._id, async () => {
+        // Moved on before the claim, so that a claimant dying after it leaves the next resend due.
         await this.store.postpone(queued._id, this.nextAttempt(now));
+        // Every sweep that read this entry names the same resend: one of them sends it.
+        const resend = sendName(queued._id, queued.nextAttemptAt);
+        if (await this.store.claimSend({ _id: resend, claimedAt: now, sentAt: null })) return;
         await this.deliver(queued);
       });
     }
@@ -608,16 +632,13 @@ export class Checkouts {
   }
 
   /**
-   * Sends the event of an expiry claimed but not carried out, once, leaving the checkout on the
-   * pending list for the provider's answer (its entry marked, so that the next sweep, while
-   * the provider cannot answer, does not send it again). False when it is off the list
+   * Sends the event of an expiry claimed but not carried out, once (`send`), leaving the
+   * checkout on the pending list for the provider's answer. False when it is off the list
    * already: whoever took it off carried it out.
    */
   private async sendEarly(session: SessionRecord, expired: OutcomeRecord): Promise<boolean> {
-    const pending = await this.store.pending(session._id);
-    if (!pending) return false;
-    if (pending.eventQueuedAt) return true;
-    await this.send(session, expired, () => this.store.markEventQueued(session._id, new Date()));
+    if (!(await this.store.isPending(session._id))) return false;
+    await this.send(session, expired, async () => {});
     return true;
   }
 

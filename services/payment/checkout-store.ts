@@ -99,12 +99,21 @@ const pendingSchema = new Schema(
   {
     _id: { type: String, required: true },
     expiresAt: { type: Date, required: true },
-    /**
-     * Set when the sweep sent the event of an expiry claimed but not carried out, before the
-     * provider answered whether the checkout was paid after all: the session stays listed for
-     * that answer, and no later sweep sends the event again.
-     */
-    eventQueuedAt: { type: Date, default: null },
+  },
+  { versionKey: false },
+);
+
+/**
+ * A send of an outcome's event, claimed by its insert so that one replica sends it, by its
+ * name (`sendName`): the first send (its claimant puts the event in the outbox, marks it
+ * `sentAt`, then sends it), or one of the sweep's resends of an outbox entry.
+ */
+const sendSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    claimedAt: { type: Date, required: true },
+    /** Set once the event is in the outbox: from there on the sweep resends it. */
+    sentAt: { type: Date, default: null },
   },
   { versionKey: false },
 );
@@ -152,7 +161,7 @@ export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: De
 export type OutboxRecord = InferSchemaType<typeof outboxSchema>;
 export type AttemptRecord = InferSchemaType<typeof attemptSchema>;
 export type OpenedRecord = InferSchemaType<typeof openedSchema>;
-export type PendingRecord = InferSchemaType<typeof pendingSchema>;
+export type SendRecord = InferSchemaType<typeof sendSchema>;
 export type UncreditedRecord = InferSchemaType<typeof uncreditedSchema>;
 export type SettlementRecord = InferSchemaType<typeof settlementSchema>;
 
@@ -165,6 +174,7 @@ export function defineCheckoutModels(connection: Connection) {
     CheckoutOutcome: connection.model('CheckoutOutcome', outcomeSchema, 'checkout_outcomes'),
     CheckoutPending: connection.model('CheckoutPending', pendingSchema, 'checkout_pending'),
     CheckoutOutbox: connection.model('CheckoutOutbox', outboxSchema, 'checkout_outbox'),
+    CheckoutSend: connection.model('CheckoutSend', sendSchema, 'checkout_sends'),
     Uncredited: connection.model('UncreditedPayment', uncreditedSchema, 'uncredited_payments'),
     UncreditedSettlement: connection.model(
       'UncreditedSettlement',
@@ -320,16 +330,18 @@ export class CheckoutStore {
   }
 
   async isPending(reference: string): Promise<boolean> {
-    return (await this.pending(reference)) !== null;
+    return (await this.m.CheckoutPending.findById(reference).lean()) !== null;
   }
 
-  pending(reference: string): Promise<PendingRecord | null> {
-    return this.m.CheckoutPending.findById(reference).lean<PendingRecord>();
+  /** Claims the send `send._id` for one caller: null when this caller won it, else the claim. */
+  async claimSend(send: SendRecord): Promise<SendRecord | null> {
+    const { standing, won } = await claimById(this.m.CheckoutSend, send, 'checkout send');
+    return won ? null : standing;
   }
 
-  /** Notes on a listed session that its outcome's event is in the outbox (a flag set once). */
-  async markEventQueued(reference: string, at: Date): Promise<void> {
-    await this.m.CheckoutPending.updateOne({ _id: reference }, { $set: { eventQueuedAt: at } });
+  /** Marks a claimed first send whose event is in the outbox (only its claimant writes it). */
+  async markSent(name: string, at: Date): Promise<void> {
+    await this.m.CheckoutSend.updateOne({ _id: name }, { $set: { sentAt: at } });
   }
 
   async removePending(reference: string): Promise<void> {

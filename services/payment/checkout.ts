@@ -81,6 +81,38 @@ export function nextAttemptWait(attempt: AttemptFacts, timeoutMs: number, now: D
   return Math.max(0, over - now.getTime());
 }
 
+/**
+ * The name of a send of a checkout's outcome event, the `_id` that claims it. The first send's
+ * is the reference, then `<reference>~<n>` for the n-th taking over from a claimant that died
+ * (`sendClaimState`); a resend of the outbox entry due at `dueAt` is `<reference>@<dueAt>`,
+ * the same for every sweep that read the entry at that time.
+ */
+export function sendName(reference: string, turn: number | Date): string {
+  if (turn instanceof Date) return `${reference}@${turn.toISOString()}`;
+  return turn === 0 ? reference : `${reference}~${turn}`;
+}
+
+/** A claim of a first send, as the store records it. */
+export interface SendClaimFacts {
+  claimedAt: Date;
+  /** Set once its event is in the outbox. */
+  sentAt?: Date | null;
+}
+
+/**
+ * What a caller finds when another holds a first send's claim: `sent` (the outbox has the
+ * event), `busy` (its claimant may still be at it), or `stale`: no sent mark `leaseMs` after
+ * the claim, so its claimant died between its claim and its mark, and the next turn may claim.
+ */
+export function sendClaimState(
+  claim: SendClaimFacts,
+  leaseMs: number,
+  now: Date,
+): 'sent' | 'busy' | 'stale' {
+  if (claim.sentAt) return 'sent';
+  return claim.claimedAt.getTime() + leaseMs > now.getTime() ? 'busy' : 'stale';
+}
+
 /** The ledger reference of the credit a paid wallet-funding checkout makes: once per checkout. */
 export const fundingCreditReference = (reference: string) => `checkout:${reference}`;
 

@@ -402,8 +402,9 @@ describe('a checkout whose outcome was claimed but not carried out', () => {
       await sleep(1_000);
       expect(verificationsOf(reference).length).toBeGreaterThan(asked);
       expect(eventsOf(reference)).toEqual(['payment.failed']);
-      expect(await pendingEntry(sweeping, reference)).toMatchObject({
-        eventQueuedAt: expect.any(Date),
+      expect(await pendingEntry(sweeping, reference)).not.toBeNull();
+      expect(await documentOf(sweeping, 'checkout_sends', reference)).toMatchObject({
+        sentAt: expect.any(Date),
       });
       // The payer had paid meanwhile, and no webhook comes.
       paidAtProvider(reference);
@@ -489,17 +490,19 @@ async function claimOutcome(
   }
 }
 
-/** The checkout's entry on the sweep's list, or null once it is off it. */
-async function pendingEntry(stack: MerchantStack, reference: string) {
+/** The payment service's document `_id` in `collection`, or null. */
+async function documentOf(stack: MerchantStack, collection: string, id: string) {
   const db = await openServiceDatabase(stack.iso, 'payment');
   try {
-    return await db
-      .collection('checkout_pending')
-      .findOne({ _id: reference as unknown as ObjectId });
+    return await db.collection(collection).findOne({ _id: id as unknown as ObjectId });
   } finally {
     await db.close();
   }
 }
+
+/** The checkout's entry on the sweep's list, or null once it is off it. */
+const pendingEntry = (stack: MerchantStack, reference: string) =>
+  documentOf(stack, 'checkout_pending', reference);
 
 /** The checkout reads EXPIRED, and its wallet holds one credit of `amount` for it. */
 async function expectCreditedOnceThoughExpired(

@@ -13,6 +13,8 @@ import {
   newCheckoutReference,
   nextAttemptWait,
   outcomeEvent,
+  sendClaimState,
+  sendName,
   statusOf,
   validSignature,
   verificationMismatch,
@@ -82,6 +84,24 @@ describe('attempts to open a checkout', () => {
     );
     expect(nextAttemptWait({ startedAt }, 15_000, after(15_000 + ATTEMPT_GRACE_MS))).toBe(0);
     expect(nextAttemptWait({ startedAt }, 15_000, after(60_000))).toBe(0);
+  });
+});
+
+describe('sends of an outcome event', () => {
+  it('names the first send by the reference, each taking over and each resend apart', () => {
+    expect(sendName('ck-1', 0)).toBe('ck-1');
+    expect(sendName('ck-1', 2)).toBe('ck-1~2');
+    expect(sendName('ck-1', new Date('2026-01-01T10:00:00Z'))).toBe(
+      'ck-1@2026-01-01T10:00:00.000Z',
+    );
+  });
+
+  it('leaves a claim to its claimant until its lease is over, for good once it is marked sent', () => {
+    const claimedAt = at(0);
+    const later = (ms: number) => new Date(claimedAt.getTime() + ms);
+    expect(sendClaimState({ claimedAt }, 30_000, later(29_999))).toBe('busy');
+    expect(sendClaimState({ claimedAt, sentAt: null }, 30_000, later(30_000))).toBe('stale');
+    expect(sendClaimState({ claimedAt, sentAt: later(5) }, 30_000, later(60_000))).toBe('sent');
   });
 });
 

@@ -1,0 +1,244 @@
+import { randomUUID } from 'node:crypto';
+import { ServiceBroker } from 'moleculer';
+import type { Config } from '../../libs/config';
+import { Checkouts } from '../../services/payment/checkout-actions';
+import { paystackProvider } from '../../services/payment/checkout-providers';
+import { CheckoutStore } from '../../services/payment/checkout-store';
+import { LedgerStore } from '../../services/payment/ledger-store';
+import { definePaymentModels } from '../../services/payment/store';
+import { FakePaystack, outcomeListener, walletFundingParams } from '../support/checkout';
+import { useStoreDatabase } from '../support/store-database';
+
+/**
+ * An outcome's event is sent once across replicas (decision 129): two sweeps at once, a sweep
+ * racing the provider's webhook, a claimant that died after its claim, two sweeps resending
+ * one outbox entry. Each replica is a `Checkouts` of its own over the real database, its
+ * events broadcast by one broker to a listener; the point where the replicas meet (the first
+ * write of each towards the send) is a gate the test opens once all have reached it, so the
+ * race is played, not hoped for.
+ */
+
+const SECRET = 'sk_test_waybill_fake_sends_0123456789';
+const fake = new FakePaystack(SECRET);
+const db = useStoreDatabase('checkout_sends', definePaymentModels);
+type Models = typeof db.models;
+const listener = outcomeListener();
+const broker = new ServiceBroker({ logger: false });
+broker.createService(listener.schema);
+
+beforeAll(async () => {
+  await fake.start();
+  await broker.start();
+});
+afterAll(async () => {
+  await broker.stop();
+  await fake.stop();
+});
+
+const quiet = { info() {}, warn() {}, error() {} };
+
+/** A gate `parties` callers pass together; `arrived` counts those waiting at it. */
+function gate(parties: number) {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const state = {
+    arrived: 0,
+    async pass() {
+      state.arrived++;
+      if (state.arrived === parties) open();
+      await opened;
+    },
+  };
+  return state;
+}
+
+/** A write a replica sends: an insert or an update of one document of a collection. */
+type Write = { collection: string; op: 'create' | 'updateOne' };
+
+/**
+ * The models as one replica sees them, with `before(write)` awaited before each insert and
+ * update it sends.
+ */
+function hooked(before: (write: Write) => Promise<void>): Models {
+  const wrapped = Object.entries(db.models).map(([name, model]) => {
+    const replica = Object.create(model) as typeof model;
+    const collection = model.collection.collectionName;
+    for (const op of ['create', 'updateOne'] as const) {
+      const original = model[op] as (...args: unknown[]) => Promise<unknown>;
+      (replica as unknown as Record<string, unknown>)[op] = async (...args: unknown[]) => {
+        await before({ collection, op });
+        return original.apply(model, args);
+      };
+    }
+    return [name, replica];
+  });
+  return Object.fromEntries(wrapped) as Models;
+}
+
+/** The outcome events of the checkout's send: the first insert of the outbox or of a claim. */
+const firstSendWrite = ({ collection, op }: Write) =>
+  op === 'create' && (collection === 'checkout_outbox' || collection === 'checkout_sends');
+
+/**
+ * A payment replica. `at(write)` runs before each of its writes; `eventRetryMs` is the lease of
+ * a send's claim and the wait before a resend (long: no resend comes by itself in a test).
+ */
+function replica(
+  at: (write: Write) => Promise<void> = async () => {},
+  eventRetryMs = 3_600_000,
+): Checkouts {
+  const models = hooked(at);
+  const config: Config['payment'] = {
+    provider: 'paystack',
+    publicBaseUrl: 'http://localhost',
+    paystack: { baseUrl: fake.url, secretKey: SECRET, timeoutMs: 5_000 },
+    checkoutTtlMs: 1,
+    sweepIntervalMs: 3_600_000,
+    eventRetryMs,
+  };
+  return new Checkouts({
+    config,
+    store: new CheckoutStore(() => models),
+    ledger: new LedgerStore(() => models),
+    provider: paystackProvider(config.paystack),
+    broadcaster: () => broker,
+    logger: () => quiet,
+  });
+}
+
+/** Meets the other replicas at its first write towards a send, once. */
+function meetingAt(g: ReturnType<typeof gate>, which: (write: Write) => boolean = firstSendWrite) {
+  let met = false;
+  return async (write: Write) => {
+    if (met || !which(write)) return;
+    met = true;
+    await g.pass();
+  };
+}
+
+/** A delivery's checkout opened at the provider and past its time (its TTL is 1 ms). */
+async function pastItsTime(): Promise<string> {
+  const started = await replica().start({
+    ...walletFundingParams(randomUUID(), 2_500),
+    purpose: { kind: 'DELIVERY', id: randomUUID() },
+  });
+  const { reference } = started.data;
+  await db.models.CheckoutSession.updateOne(
+    { _id: reference },
+    { $set: { expiresAt: new Date(Date.now() - 1_000) } },
+  );
+  await db.models.CheckoutPending.updateOne(
+    { _id: reference },
+    { $set: { expiresAt: new Date(Date.now() - 1_000) } },
+  );
+  return reference;
+}
+
+const eventsOf = (reference: string) => listener.log.of(reference).map((e) => e.name);
+
+/** A sweep that claimed EXPIRED and stopped before carrying it out. */
+const claimExpired = (reference: string) =>
+  db.models.CheckoutOutcome.create({
+    _id: reference,
+    status: 'EXPIRED',
+    source: 'sweep',
+    decidedAt: new Date(),
+  });
+
+/** Signs a `charge.success` for the transaction as the provider would. */
+function webhookOf(reference: string) {
+  const body = JSON.stringify({ event: 'charge.success', data: { reference } });
+  return {
+    rawBody: Buffer.from(body).toString('base64'),
+    headers: { 'x-paystack-signature': fake.sign(body) },
+  };
+}
+
+describe('an outcome’s event across replicas', () => {
+  it('is sent once by two sweeps that find its expiry claimed and not carried out', async () => {
+    const reference = await pastItsTime();
+    await claimExpired(reference);
+    const g = gate(2);
+    await Promise.all([replica(meetingAt(g)).sweep(), replica(meetingAt(g)).sweep()]);
+    expect(g.arrived).toBe(2);
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+    await replica().sweep();
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+    expect(await db.models.CheckoutPending.findById(reference).lean()).toBeNull();
+  });
+
+  it('is sent once by a sweep expiring the checkout and the webhook of its payment, which is credited once', async () => {
+    const reference = await pastItsTime();
+    const g = gate(2);
+    // The sweep is told `abandoned`; the payer pays while it carries its expiry out.
+    let verifications = 0;
+    fake.beforeVerify = (asked) => {
+      if (asked !== reference) return;
+      verifications++;
+      if (verifications === 2) fake.transactions.get(reference)!.status = 'success';
+    };
+    try {
+      const sweeping = replica(meetingAt(g)).sweep();
+      await new Promise<void>((resolve) => {
+        const poll = setInterval(() => g.arrived === 1 && (clearInterval(poll), resolve()), 5);
+      });
+      const hooked = replica(meetingAt(g)).webhook(webhookOf(reference));
+      const [, handled] = await Promise.all([sweeping, hooked]);
+      expect(handled).toBe(false);
+    } finally {
+      fake.beforeVerify = undefined;
+    }
+    expect(verifications).toBe(2);
+    expect(g.arrived).toBe(2);
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+    const credits = await db.models.Entry.find({ reference: `refund:${reference}` }).lean();
+    expect(credits).toHaveLength(1);
+    await replica().sweep();
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+    expect(await db.models.CheckoutPending.findById(reference).lean()).toBeNull();
+  });
+
+  it('is sent once, after its lease, when the replica that claimed its send died before sending', async () => {
+    const reference = await pastItsTime();
+    // This replica claims the send, then dies before the event reaches the outbox.
+    const dying = replica(async ({ collection, op }) => {
+      if (collection === 'checkout_outbox' && op === 'create') throw new Error('process died');
+    });
+    await dying.sweep();
+    expect(eventsOf(reference)).toEqual([]);
+    // Within the lease, the claim stands: nobody sends.
+    await replica().sweep();
+    expect(eventsOf(reference)).toEqual([]);
+    expect(await db.models.CheckoutPending.findById(reference).lean()).not.toBeNull();
+    // Its lease over, two sweeps take over from it at once: one sends.
+    await db.models.CheckoutSend.updateOne(
+      { _id: reference },
+      { $set: { claimedAt: new Date(Date.now() - 3_600_000) } },
+    );
+    const g = gate(2);
+    await Promise.all([replica(meetingAt(g)).sweep(), replica(meetingAt(g)).sweep()]);
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+    expect(await db.models.CheckoutPending.findById(reference).lean()).toBeNull();
+    await replica().sweep();
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+  });
+
+  it('is resent once by two sweeps that find it due in the outbox', async () => {
+    const reference = await pastItsTime();
+    await replica().sweep();
+    expect(eventsOf(reference)).toEqual(['payment.failed']);
+    await db.models.CheckoutOutbox.updateOne(
+      { _id: reference },
+      { $set: { nextAttemptAt: new Date(Date.now() - 1_000) } },
+    );
+    const g = gate(2);
+    const postponing = ({ collection, op }: Write) =>
+      collection === 'checkout_outbox' && op === 'updateOne';
+    await Promise.all([
+      replica(meetingAt(g, postponing)).sweep(),
+      replica(meetingAt(g, postponing)).sweep(),
+    ]);
+    expect(g.arrived).toBe(2);
+    expect(eventsOf(reference)).toEqual(['payment.failed', 'payment.failed']);
+  });
+});
