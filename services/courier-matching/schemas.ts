@@ -7,6 +7,7 @@ import {
   documented,
   e164Phone,
   fromUrl,
+  HTTPS_URL_PATTERN,
   isHttpsUrl,
   pageParams,
   plainText,
@@ -54,7 +55,7 @@ export const regNo = () =>
 const ASCII_URL = /^[\x21-\x7e]*$/;
 
 /**
- * A courier's photo: any https URL, or a file uploaded to this platform (whose CDN may be
+ * A courier's photo: an https URL as a browser writes it (`isHttpsUrl`), or a file uploaded to this platform (whose CDN may be
  * plain http in development). ASCII only, as URLs are sent percent-encoded, so that the
  * length bounds the bytes.
  */
@@ -62,7 +63,7 @@ export const profilePhoto = (cdnBaseUrl: string) =>
   documented(Joi.string().max(COURIER_TEXT_LIMITS.profilePhoto), {
     format: 'uri',
     pattern: '^[\\x21-\\x7e]*$',
-    anyOf: [{ pattern: '^https://' }, { pattern: hostedUrlPattern(cdnBaseUrl) }],
+    anyOf: [{ pattern: HTTPS_URL_PATTERN.source }, { pattern: hostedUrlPattern(cdnBaseUrl) }],
   })
     .custom((value: string, helpers) => {
       // Too long is already said by `max`; one problem, one message.
@@ -74,7 +75,7 @@ export const profilePhoto = (cdnBaseUrl: string) =>
     .messages({
       'string.asciiUrl':
         '{{#label}} must be a URL without spaces or non-ASCII characters: percent-encode them, as browsers do when they copy a URL',
-      'string.photoUrl': `{{#label}} must be an https URL, or the URL of a file uploaded with POST /file/single-upload (${cdnBaseUrl}/uploads/...)`,
+      'string.photoUrl': `{{#label}} must be an https URL as a browser writes it (a lower-case host name, a path, no user name or IP address), or the URL of a file uploaded with POST /file/single-upload (${cdnBaseUrl}/uploads/...)`,
     });
 
 /** A person's name as people type it: no control characters, which JSON would spell in six bytes. */

@@ -142,9 +142,12 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
         throw upstreamFailed(`The payment provider refused the checkout: ${said}`);
       }
       // Handed to integrators and texted to recipients as the payment link: never a
-      // `javascript:` or plain-http one, whatever the provider (or someone on its path) says.
+      // `javascript:`, plain-http, credentialed or IP one, whatever the provider (or someone on
+      // its path) says; and documented as the schemas' https URL.
       if (!isHttpsUrl(url)) {
-        throw upstreamFailed('The payment provider answered a payment link that is not https');
+        throw upstreamFailed(
+          'The payment provider answered a payment link that is not https as a browser writes it (a host name, no user name or IP address)',
+        );
       }
       return { authorizationUrl: url, accessCode };
     },

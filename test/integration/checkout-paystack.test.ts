@@ -129,19 +129,28 @@ describe('Paystack-compatible initialize', () => {
     },
   );
 
-  it.each(['javascript:alert(1)', 'http://checkout.paystack.test/x', 'not a link'])(
-    'answers 502 rather than hand out a payment link that is not https (%s)',
-    async (link) => {
-      fake.paymentLink = () => link;
-      try {
-        const failed = await fund(stack.node.url, stack.alice.key, 10);
-        expectErrorEnvelope(failed, 502, /payment link that is not https/);
-      } finally {
-        fake.paymentLink = (reference) => `https://checkout.paystack.test/${reference}`;
-      }
-      expect((await fund(stack.node.url, stack.alice.key, 10)).status).toBe(201);
-    },
-  );
+  it.each(
+    [
+      'javascript:alert(1)',
+      'http://checkout.paystack.test/x',
+      'not a link',
+      // What the schemas' https URL refuses as well (isHttpsUrl).
+      'https://user:secret@checkout.paystack.test/x',
+      'https://10.0.0.1/x',
+      'https://[::1]/x',
+      'https://CHECKOUT.paystack.test/x',
+      `https://checkout.paystack.test/${'x'.repeat(2048)}`,
+    ].map((link) => [link.length > 80 ? `${link.length} characters` : link, link]),
+  )('answers 502 rather than hand out a payment link that is not https (%s)', async (_, link) => {
+    fake.paymentLink = () => link;
+    try {
+      const failed = await fund(stack.node.url, stack.alice.key, 10);
+      expectErrorEnvelope(failed, 502, /payment link that is not https/);
+    } finally {
+      fake.paymentLink = (reference) => `https://checkout.paystack.test/${reference}`;
+    }
+    expect((await fund(stack.node.url, stack.alice.key, 10)).status).toBe(201);
+  });
 
   it('opens, after an answer that came too late, a transaction the payer can pay, credited once', async () => {
     // The provider opens the transaction but answers after PAYSTACK_TIMEOUT_MS: it will

@@ -158,7 +158,7 @@ describe('POST /admin/couriers', () => {
       expect(refused.body.errors).toEqual([
         {
           field: 'profilePhoto',
-          message: `profilePhoto must be an https URL, or the URL of a file uploaded with POST /file/single-upload (${CDN}/uploads/...)`,
+          message: `profilePhoto must be an https URL as a browser writes it (a lower-case host name, a path, no user name or IP address), or the URL of a file uploaded with POST /file/single-upload (${CDN}/uploads/...)`,
         },
       ]);
     }

@@ -59,8 +59,23 @@ describe('a new courier', () => {
   });
 
   it.each([
-    ['http://photos.example.com/a.jpg', /must be an https URL, or the URL of a file uploaded/],
-    [`${CDN}/uploads/not-ours.png`, /must be an https URL, or the URL of a file uploaded/],
+    [
+      'http://photos.example.com/a.jpg',
+      /must be an https URL as a browser writes it .*, or the URL of a file uploaded/,
+    ],
+    [
+      `${CDN}/uploads/not-ours.png`,
+      /must be an https URL as a browser writes it .*, or the URL of a file uploaded/,
+    ],
+    // What the schemas' https URL refuses (isHttpsUrl): a photo URL is fetched by browsers.
+    ['https://user:secret@photos.example.com/a.jpg', /must be an https URL as a browser/],
+    ['https://10.0.0.1/a.jpg', /must be an https URL as a browser/],
+    ['https://192.168.0.10:8443/a.jpg', /must be an https URL as a browser/],
+    ['https://[fd00::1]/a.jpg', /must be an https URL as a browser/],
+    ['https://Photos.example.com/a.jpg', /must be an https URL as a browser/],
+    ['https://photos.example.com', /must be an https URL as a browser/],
+    ['https:photos.example.com/a.jpg', /must be an https URL as a browser/],
+    ['https://photos.example.com/./a.jpg', /must be an https URL as a browser/],
     ['https://example.com/a b.jpg', /without spaces or non-ASCII characters/],
     ['https://example.com/ça.jpg', /without spaces or non-ASCII characters/],
     [`https://example.com/${'a'.repeat(500)}`, /less than or equal to 512 characters/],

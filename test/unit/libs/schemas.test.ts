@@ -10,6 +10,7 @@ import {
   e164Phone,
   email,
   httpsUrl,
+  isHttpsUrl,
   kilograms,
   naira,
   plainText,
@@ -151,8 +152,29 @@ describe('httpsUrl', () => {
     ['https://'],
     ['https://user:secret@a.com/'],
     ['http://a.com/'],
-  ])('refuses %j', (url) => {
+    // No IP address, private or not.
+    ['https://10.0.0.1/'],
+    ['https://192.168.1.1:8443/x'],
+    ['https://[::1]/'],
+    [`https://a.com/${'a'.repeat(2048 - 'https://a.com/'.length + 1)}`],
+  ])('refuses %j, and so does isHttpsUrl', (url) => {
     expect(accepts(url)).toBe(false);
+    expect(isHttpsUrl(url)).toBe(false);
+  });
+
+  it('is the rule isHttpsUrl applies outside joi, to the character (property)', () => {
+    const urlish = fc.oneof(
+      textsAboutMatching(HTTPS_URL_PATTERN.source),
+      fc.string().map((tail) => `https://${tail}`),
+      fc.webUrl({ withQueryParameters: true, withFragments: true }),
+      fc.nat({ max: 40 }).map((n) => `https://a.com/${'a'.repeat(2048 - 14 - 20 + n)}`),
+    );
+    fc.assert(
+      fc.property(urlish, (url) => {
+        expect(isHttpsUrl(url)).toBe(accepts(url));
+      }),
+      { numRuns: 5000 },
+    );
   });
 
   it('describes only URLs that are their own href: stored as sent, opened as stored (property)', () => {
