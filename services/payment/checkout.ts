@@ -188,14 +188,15 @@ export function outcomeEvent(session: SessionFacts, outcome: OutcomeFacts): Outc
 /**
  * Whether `signature` (the `x-paystack-signature` header) is the hex HMAC-SHA512 of the raw
  * body under the secret. Compared in constant time; a header of another length, or none, is
- * simply false.
+ * simply false. Whole bytes only: Buffer.from drops a trailing odd hex digit, which would
+ * let the signature with one digit more pass.
  */
 export function validSignature(
   rawBody: Buffer,
   signature: string | undefined,
   secret: string,
 ): boolean {
-  if (typeof signature !== 'string' || !/^[0-9a-f]+$/i.test(signature)) return false;
+  if (typeof signature !== 'string' || !/^(?:[0-9a-f]{2})+$/i.test(signature)) return false;
   const expected = createHmac('sha512', secret).update(rawBody).digest();
   const given = Buffer.from(signature, 'hex');
   return given.length === expected.length && timingSafeEqual(given, expected);

@@ -217,6 +217,7 @@ describe('validSignature', () => {
     ['too short', sign(body).slice(0, 64)],
     ['too long', `${sign(body)}00`],
     ['of an odd length', sign(body).slice(1)],
+    ['with a hex digit more', `${sign(body)}0`],
     ['not hex', 'g'.repeat(128)],
   ])('refuses a signature %s', (_what, signature) => {
     expect(validSignature(body, signature, secret)).toBe(false);
