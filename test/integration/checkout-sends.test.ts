@@ -75,7 +75,7 @@ function hooked(before: (write: Write) => Promise<void>): Models {
   return Object.fromEntries(wrapped) as Models;
 }
 
-/** The outcome events of the checkout's send: the first insert of the outbox or of a claim. */
+/** A replica's first write towards a send: its claim, or an outbox insert made without one. */
 const firstSendWrite = ({ collection, op }: Write) =>
   op === 'create' && (collection === 'checkout_outbox' || collection === 'checkout_sends');
 
@@ -145,7 +145,7 @@ const claimExpired = (reference: string) =>
     decidedAt: new Date(),
   });
 
-/** Signs a `charge.success` for the transaction as the provider would. */
+/** The webhook params of a `charge.success` of the transaction, signed as the provider signs. */
 function webhookOf(reference: string) {
   const body = JSON.stringify({ event: 'charge.success', data: { reference } });
   return {
@@ -182,8 +182,8 @@ describe('an outcome’s event across replicas', () => {
       await new Promise<void>((resolve) => {
         const poll = setInterval(() => g.arrived === 1 && (clearInterval(poll), resolve()), 5);
       });
-      const hooked = replica(meetingAt(g)).webhook(webhookOf(reference));
-      const [, handled] = await Promise.all([sweeping, hooked]);
+      const webhooking = replica(meetingAt(g)).webhook(webhookOf(reference));
+      const [, handled] = await Promise.all([sweeping, webhooking]);
       expect(handled).toBe(false);
     } finally {
       fake.beforeVerify = undefined;
