@@ -11,7 +11,15 @@ import {
 import { WaybillError, conflict, unprocessable } from '../../libs/errors';
 import { insertOnce, raiseById } from '../../libs/mongo';
 import { Turns } from '../../libs/turns';
-import { LedgerAudit, entryId, nextBalance, signedAmount, type LedgerProblem } from './ledger';
+import { formatNaira } from '../../libs/money';
+import {
+  LedgerAudit,
+  adminCreditReference,
+  entryId,
+  nextBalance,
+  signedAmount,
+  type LedgerProblem,
+} from './ledger';
 
 /**
  * One entry of a wallet's ledger, never changed once written. Its `_id` is
@@ -84,6 +92,12 @@ const givenUpSchema = new Schema(
   },
   { versionKey: false },
 );
+
+/**
+ * How long a debit written after its refund gave it up is left to its own posting, which reads
+ * the mark and gives it back next, before verify reports it kept (decision 126).
+ */
+export const GIVEN_UP_GRACE_MS = 60_000;
 
 export type EntryRecord = InferSchemaType<typeof entrySchema>;
 export type ReferenceRecord = InferSchemaType<typeof referenceSchema>;
@@ -478,7 +492,8 @@ export class LedgerStore {
    * operators), checks each head does not run ahead of its chain and each posted reference
    * points at its entry (as the scan found it; read by `_id` only when it did not). Money may
    * move while it runs: a head ahead of what the scan read is a problem only if the entry it
-   * names is missing.
+   * names is missing. A debit its refund gave up, written and not given back, is reported
+   * `UNREFUNDED` (`keptAfterGivenUp`).
    */
   async verify(maxProblems = 1000): Promise<LedgerReport> {
     const audit = new LedgerAudit(maxProblems);
@@ -518,6 +533,10 @@ export class LedgerStore {
         });
       }
     }
+    for await (const mark of this.m.GivenUp.find({}).lean().cursor()) {
+      const kept = await this.keptAfterGivenUp(mark._id, audit);
+      if (kept) problems.push(kept);
+    }
     return {
       clean: problems.length === 0,
       wallets: audit.wallets,
@@ -525,6 +544,37 @@ export class LedgerStore {
       entries: audit.entries,
       problems: problems.slice(0, maxProblems),
       checkedAt: new Date().toISOString(),
+    };
+  }
+
+  /**
+   * A debit given up by its refund (`ledger_given_up`) that is written with nothing given back:
+   * what a posting killed between its entry and its read of the mark leaves, or one on a replica
+   * of the version before, which reads no mark (decision 115's "Left"). Money taken for a request
+   * the order service undid, which nothing else would ever report. One written less than
+   * `GIVEN_UP_GRACE_MS` ago is left to its own posting, which gives it back next. An operator's
+   * credit under the refund's reference counts as the refund (decision 126).
+   */
+  private async keptAfterGivenUp(
+    reference: string,
+    audit: LedgerAudit,
+  ): Promise<LedgerProblem | null> {
+    const debit = await this.findReference(reference);
+    if (debit?.type !== 'DEBIT') return null;
+    const entry = await this.postedEntry(debit);
+    if (!entry || Date.now() - entry.createdAt.getTime() < GIVEN_UP_GRACE_MS) return null;
+    const refund = refundReference(reference);
+    for (const givenBack of [refund, adminCreditReference(refund)]) {
+      if (audit.postedAs(givenBack) !== undefined) return null;
+      const claim = await this.findReference(givenBack);
+      if (claim && (await this.postedEntry(claim))) return null;
+    }
+    const naira = formatNaira(debit.amountKobo);
+    return {
+      walletId: debit.walletId,
+      kind: 'UNREFUNDED',
+      sequence: entry.sequence,
+      detail: `debit ${reference} took NGN ${naira} after its refund gave it up (its request was undone), and nothing gave it back: credit it back once with \`waybill wallet credit ${debit.walletId} --amount ${naira} --reference ${refund}\` (or POST /admin/users/${debit.walletId}/wallet/credit)`,
     };
   }
 }

@@ -26,6 +26,9 @@ const mayGoNegative = (accountId: string) => accountId.startsWith(cashAccountId(
 export const collectedReference = (deliveryId: string) => `collected:${deliveryId}`;
 export const payOnDeliveryReference = (deliveryId: string) => `pod:${deliveryId}`;
 
+/** An operator's credit is posted under `admin:<their reference>`, apart from other kinds. */
+export const adminCreditReference = (reference: string) => `admin:${reference}`;
+
 /** An operator's record of cash a courier handed in, apart from other kinds of reference. */
 export const cashRemittanceReference = (reference: string) => `remittance:${reference}`;
 
@@ -69,7 +72,7 @@ export interface AuditedEntry {
   reference: string;
 }
 
-export const PROBLEM_KINDS = ['GAP', 'DUPLICATE', 'MISMATCH', 'UNMATCHED'] as const;
+export const PROBLEM_KINDS = ['GAP', 'DUPLICATE', 'MISMATCH', 'UNMATCHED', 'UNREFUNDED'] as const;
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
 
 export interface LedgerProblem {

@@ -2,13 +2,11 @@ import { call } from '../../libs/contracts';
 import Joi from '../../libs/joi';
 import { nairaToKobo } from '../../libs/money';
 import { action, type ServiceActions } from '../../libs/service';
+import { adminCreditReference } from './ledger';
 import type { LedgerStore } from './ledger-store';
 import { userIdParams } from '../../libs/schemas';
 import { adminCreditParams, ledgerReportView, walletView } from './schemas';
 import { toWalletView } from './views';
-
-/** An operator's credit is posted under `admin:<their reference>`, apart from other kinds. */
-export const adminCreditReference = (reference: string) => `admin:${reference}`;
 
 /** The operators' wallet actions: credit a wallet, read one, reconcile the ledger. */
 export function createWalletAdminActions(ledger: LedgerStore): ServiceActions {
@@ -74,7 +72,7 @@ export function createWalletAdminActions(ledger: LedgerStore): ServiceActions {
         message: 'Ledger verified',
         summary: 'Reconcile every wallet',
         description:
-          'Recomputes every wallet from its entries and reports any gap or duplicate in a wallet’s sequence, any reference posted twice, and any balance that is not the previous balance plus the amount (at most 1000 problems).',
+          'Recomputes every wallet from its entries and reports any gap or duplicate in a wallet’s sequence, any reference posted twice, any balance that is not the previous balance plus the amount, and any debit its refund gave up that was taken and not given back (`UNREFUNDED`; its detail says how to credit it back) (at most 1000 problems).',
         response: ledgerReportView,
       },
       params: Joi.object({}),

@@ -209,3 +209,60 @@ describe('a debit given up by its refund while it was still posting', () => {
     expect((await refunder.verify()).problems.filter((p) => p.walletId === walletId)).toEqual([]);
   });
 });
+
+describe('GET /admin/ledger/verify and a debit given up', () => {
+  const store = new LedgerStore(() => db.models, new Turns());
+
+  /**
+   * A debit written, its refund's mark inserted, and no `refund:` entry: what a posting killed
+   * between its entry and its read of the mark leaves (decision 115's "Left"), its entry written
+   * `ageMs` ago.
+   */
+  async function keptDebit(ageMs: number) {
+    const walletId = randomUUID();
+    const reference = randomUUID();
+    await credit(store, walletId, 1_500);
+    const { entry } = await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
+    await db.models.GivenUp.create({ _id: reference, walletId, createdAt: new Date() });
+    await db.models.Entry.updateOne(
+      { _id: entry.id },
+      { $set: { createdAt: new Date(Date.now() - ageMs) } },
+    );
+    return { walletId, reference };
+  }
+  const problemsOf = async (walletId: string) =>
+    (await store.verify()).problems.filter((p) => p.walletId === walletId);
+
+  it('reports a debit given up and still taken, and how to give it back', async () => {
+    const { walletId, reference } = await keptDebit(10 * 60_000);
+    expect(await problemsOf(walletId)).toEqual([
+      {
+        walletId,
+        kind: 'UNREFUNDED',
+        sequence: 2,
+        detail: expect.stringContaining(`--reference refund:${reference}`),
+      },
+    ]);
+    // The operator's credit under the refund's reference (`waybill wallet credit`) is the refund.
+    await store.post({
+      walletId,
+      type: 'CREDIT',
+      amountKobo: 1_000,
+      reference: `admin:${refundReference(reference)}`,
+    });
+    expect(await problemsOf(walletId)).toEqual([]);
+  });
+
+  it('leaves a debit written a moment ago to its own posting, which gives it back', async () => {
+    const { walletId } = await keptDebit(1_000);
+    expect(await problemsOf(walletId)).toEqual([]);
+  });
+
+  it('reports nothing for a debit given up and never written', async () => {
+    const walletId = randomUUID();
+    const reference = randomUUID();
+    await credit(store, walletId, 500);
+    await db.models.GivenUp.create({ _id: reference, walletId, createdAt: new Date() });
+    expect(await problemsOf(walletId)).toEqual([]);
+  });
+});
