@@ -12,7 +12,8 @@ import {
   type ServiceName,
 } from '../libs/config';
 import { call } from '../libs/contracts';
-import { badRequest, toHttpError } from '../libs/errors';
+import { badRequest, serviceUnavailable, toHttpError } from '../libs/errors';
+import { mongoHosts } from '../libs/mongo';
 import { toServiceSchema } from '../libs/service';
 import {
   DEFAULT_TOLERANCE_SECONDS,
@@ -38,11 +39,39 @@ async function withServices<T>(
     logger: false,
   });
   for (const name of names) broker.createService(toServiceSchema(serviceDefinition(name, config)));
-  await broker.start();
+  await startWithin(broker, config);
   try {
     return await run(broker, config);
   } finally {
     await broker.stop();
+  }
+}
+
+/**
+ * Starts the broker, or says which server did not answer: a service waits for its database
+ * (and the broker for NATS) until it answers, which for a command run by hand is a silent hang.
+ * One try at MongoDB (`MONGO_TIMEOUT_MS`) and a few seconds more.
+ */
+async function startWithin(broker: ServiceBroker, config: Config): Promise<void> {
+  const seconds = Math.ceil(config.mongoTimeoutMs / 1000) + 5;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const servers = [`MongoDB at ${mongoHosts(config.mongoUrl)} (MONGO_URL)`];
+      // Its credentials left out, as MongoDB's are.
+      if (config.natsUrl)
+        servers.push(`NATS at ${config.natsUrl.replace(/\/\/[^@/]*@/g, '//')} (NATS_URL)`);
+      reject(
+        serviceUnavailable(
+          `the services did not start within ${seconds} s: ${servers.join(' or ')} does not answer. Start it, or point the variable at the platform's (see \`waybill config\`)`,
+        ),
+      );
+    }, seconds * 1000);
+  });
+  try {
+    await Promise.race([broker.start(), deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
