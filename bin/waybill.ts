@@ -21,6 +21,7 @@ import {
   verifySignature,
 } from '../libs/webhook-signature';
 import { serviceDefinition } from '../services/catalog';
+import { DELIVERY_STATUSES } from '../services/order/lifecycle';
 import { refuseSeedIn, seedDemoData } from '../services/seed';
 
 /**
@@ -106,7 +107,7 @@ const nonNegativeInt = (value: string) => {
 
 const program = new Command('waybill')
   .description(
-    'Waybill operator CLI: users, API keys, wallets, couriers, webhook signatures and demo data',
+    'Waybill operator CLI: users, API keys, wallets, couriers, deliveries, webhook signatures and demo data',
   )
   .showHelpAfterError()
   .addHelpText(
@@ -489,6 +490,90 @@ couriers
   .action((courierId: string, opts: { amount: number; reference: string; note?: string }) =>
     withCourierCash((broker) =>
       broker.call('payment.courierCashRemittance', { courierId, ...opts }),
+    ).then(print),
+  );
+
+/**
+ * Runs `run` against the platform's own `service`, over NATS, running none here: a delivery's
+ * step carries out its effects through order, payment, package and courier-matching together,
+ * and an order service started in this process would also start its sweeps, its outbox sender
+ * and, in staging, its courier simulator (decision 127).
+ */
+async function withPlatform<T>(
+  service: Exclude<ServiceName, 'gateway'>,
+  run: (broker: ServiceBroker) => Promise<T>,
+) {
+  const config = loadConfig({ ...process.env, OPS_PORT: '0' });
+  if (!config.natsUrl) {
+    throw badRequest(
+      `this command acts through the running platform's ${service} service: set NATS_URL to the platform's NATS, and NAMESPACE to its namespace`,
+    );
+  }
+  const broker = new ServiceBroker({
+    ...createBrokerOptions(config),
+    nodeID: `cli-${process.pid}`,
+    logger: false,
+  });
+  await startWithin(broker, config);
+  try {
+    const seconds = Math.ceil(config.mongoTimeoutMs / 1000) + 5;
+    await broker.waitForServices([service], seconds * 1000).catch(() => {
+      throw serviceUnavailable(
+        `no ${service} service answered within ${seconds} s on NATS in namespace "${config.namespace}": is the platform running, and are NATS_URL and NAMESPACE its own?`,
+      );
+    });
+    return await run(broker);
+  } finally {
+    await broker.stop();
+  }
+}
+
+const deliveries = program
+  .command('deliveries')
+  .description(
+    'any delivery, and the steps operators record for a courier who cannot (needs NATS_URL: it acts through the running platform)',
+  );
+
+deliveries
+  .command('show')
+  .description('show a delivery, as its creator sees it')
+  .argument('<deliveryId>', 'delivery id (UUID)')
+  .action((deliveryId: string) =>
+    withPlatform('order', (broker) => broker.call('order.adminDelivery', { deliveryId })).then(
+      print,
+    ),
+  );
+
+deliveries
+  .command('fail')
+  .description(
+    'record that a delivery cannot go on, for its courier: before collection it ends FAILED and everything is given back; past it the packages go back to the sender (RETURNING). See docs/deliveries.md',
+  )
+  .argument('<deliveryId>', 'delivery id (UUID)')
+  .requiredOption('--reason <text>', 'why, as the merchant will read it')
+  .addOption(
+    new Option(
+      '--expected-status <status>',
+      'the status you decided on (`deliveries show`): refused if the delivery has moved since',
+    )
+      .choices(DELIVERY_STATUSES)
+      .makeOptionMandatory(),
+  )
+  .action((deliveryId: string, opts: { reason: string; expectedStatus: string }) =>
+    withPlatform('order', (broker) =>
+      broker.call('order.adminFailDelivery', { deliveryId, ...opts }),
+    ).then(print),
+  );
+
+deliveries
+  .command('returned')
+  .description(
+    'record that a RETURNING delivery’s packages are back with the sender: it ends RETURNED',
+  )
+  .argument('<deliveryId>', 'delivery id (UUID)')
+  .action((deliveryId: string) =>
+    withPlatform('order', (broker) =>
+      broker.call('order.adminReturnDelivery', { deliveryId }),
     ).then(print),
   );
 
