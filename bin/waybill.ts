@@ -655,8 +655,11 @@ program.parseAsync().catch((err: unknown) => {
   if (err instanceof ConfigError) {
     console.error(`waybill: invalid configuration: ${err.message}`);
   } else {
-    const { message, errors } = toHttpError(err);
-    console.error(`waybill: ${message}`);
+    const { message, errors, internal } = toHttpError(err);
+    // The CLI logs nothing: "the failure was logged" would send the operator to an empty log.
+    // An error of ours names what failed (a database's without its password).
+    const said = internal && err instanceof Error && err.message ? err.message : message;
+    console.error(`waybill: ${said}`);
     for (const e of errors ?? []) console.error(`  - ${e.field}: ${e.message}`);
   }
   process.exit(1);
