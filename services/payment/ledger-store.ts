@@ -551,30 +551,37 @@ export class LedgerStore {
    * A debit given up by its refund (`ledger_given_up`) that is written with nothing given back:
    * what a posting killed between its entry and its read of the mark leaves, or one on a replica
    * of the version before, which reads no mark (decision 115's "Left"). Money taken for a request
-   * the order service undid, which nothing else would ever report. One written less than
-   * `GIVEN_UP_GRACE_MS` ago is left to its own posting, which gives it back next. An operator's
-   * credit under the refund's reference counts as the refund (decision 126).
+   * the order service undid, which nothing else would ever report. Read from the scan: a debit
+   * it did not meet was written since, if at all, and is left to its own posting, as is one
+   * written less than `GIVEN_UP_GRACE_MS` ago. An operator's credit under the refund's reference
+   * counts as the refund (decision 126). Reads by `_id` only, and only for a debit the scan met
+   * without its refund.
    */
   private async keptAfterGivenUp(
     reference: string,
     audit: LedgerAudit,
   ): Promise<LedgerProblem | null> {
-    const debit = await this.findReference(reference);
-    if (debit?.type !== 'DEBIT') return null;
-    const entry = await this.postedEntry(debit);
-    if (!entry || Date.now() - entry.createdAt.getTime() < GIVEN_UP_GRACE_MS) return null;
+    const posted = audit.postedAs(reference);
     const refund = refundReference(reference);
-    for (const givenBack of [refund, adminCreditReference(refund)]) {
-      if (audit.postedAs(givenBack) !== undefined) return null;
-      const claim = await this.findReference(givenBack);
+    const givenBack = [refund, adminCreditReference(refund)];
+    if (posted === undefined || givenBack.some((r) => audit.postedAs(r) !== undefined)) {
+      return null;
+    }
+    const entry = await this.m.Entry.findById(posted).lean<EntryRecord>();
+    if (entry?.type !== 'DEBIT' || Date.now() - entry.createdAt.getTime() < GIVEN_UP_GRACE_MS) {
+      return null;
+    }
+    // Given back since the scan.
+    for (const r of givenBack) {
+      const claim = await this.findReference(r);
       if (claim && (await this.postedEntry(claim))) return null;
     }
-    const naira = formatNaira(debit.amountKobo);
+    const naira = formatNaira(-entry.amountKobo);
     return {
-      walletId: debit.walletId,
+      walletId: entry.walletId,
       kind: 'UNREFUNDED',
       sequence: entry.sequence,
-      detail: `debit ${reference} took NGN ${naira} after its refund gave it up (its request was undone), and nothing gave it back: credit it back once with \`waybill wallet credit ${debit.walletId} --amount ${naira} --reference ${refund}\` (or POST /admin/users/${debit.walletId}/wallet/credit)`,
+      detail: `debit ${reference} took NGN ${naira} after its refund gave it up (its request was undone), and nothing gave it back: credit it back once with \`waybill wallet credit ${entry.walletId} --amount ${naira} --reference ${refund}\` (or POST /admin/users/${entry.walletId}/wallet/credit)`,
     };
   }
 }
