@@ -140,7 +140,9 @@ program
   .command('users:find')
   .description('list users, newest first')
   .option('--email <email>', 'only the user with this e-mail')
-  .action((opts: { email?: string }) =>
+  .option('--limit <n>', 'users per page (at most 100)', positiveInt, 50)
+  .option('--offset <n>', 'users to skip', nonNegativeInt, 0)
+  .action((opts: { email?: string; limit: number; offset: number }) =>
     withAccount((broker) => call(broker, 'account.findUsers', opts)).then(print),
   );
 

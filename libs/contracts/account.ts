@@ -70,6 +70,7 @@ export interface CreateUserParams {
 export interface FindUsersParams {
   email?: string;
   limit?: number;
+  offset?: number;
 }
 
 /** A delivery's recipient, as its creator gave them (`account.userByContact`). */

@@ -136,13 +136,14 @@ export function createAccountService(config: Config): ServiceDefinition {
           method: 'GET',
           path: '/users',
           message: 'Users retrieved',
-          summary: 'List users, newest first, optionally by e-mail',
+          summary: 'List users, newest first, optionally by e-mail, a page at a time',
+          description: 'Page with `offset` (the next page starts at `offset + limit`).',
           response: Joi.array().items(userView),
         },
         params: findUsersParams,
-        async handler(ctx: WaybillContext<WithDefaults<FindUsersParams, 'limit'>>) {
-          const { email, limit } = ctx.params;
-          return (await store.findUsers({ email, limit })).map(toUserView);
+        async handler(ctx: WaybillContext<WithDefaults<FindUsersParams, 'limit' | 'offset'>>) {
+          const { email, limit, offset } = ctx.params;
+          return (await store.findUsers({ email, limit, offset })).map(toUserView);
         },
       }),
 

@@ -72,6 +72,7 @@ export const createUserParams = Joi.object<CreateUserParams, true>({
 export const findUsersParams = Joi.object<FindUsersParams, true>({
   email: email(),
   limit: fromUrl(Joi.number().integer().min(1).max(100).default(50)),
+  offset: pageParams().offset,
 });
 
 export const userByContactParams = Joi.object<UserByContactParams, true>({

@@ -182,11 +182,12 @@ export class AccountStore {
     });
   }
 
-  /** Newest first, optionally by e-mail. */
-  findUsers(filter: { email?: string; limit: number }) {
+  /** Newest first (by id among users made in one millisecond, so that pages do not overlap), optionally by e-mail. */
+  findUsers(filter: { email?: string; limit: number; offset?: number }) {
     return this.models()
       .User.find(filter.email ? { email: filter.email } : {})
-      .sort({ createdAt: -1 })
+      .sort({ createdAt: -1, _id: -1 })
+      .skip(filter.offset ?? 0)
       .limit(filter.limit)
       .lean();
   }

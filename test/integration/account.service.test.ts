@@ -29,6 +29,24 @@ afterAll(async () => {
 const user = (email: string) => ({ name: 'Chi', email, phone: '+2347012345678' });
 
 describe('account service', () => {
+  it('lists users a page at a time, newest first, the pages adding up to one list', async () => {
+    for (let i = 0; i < 5; i++) {
+      await broker.call('account.createUser', user(`page-${i}-${randomUUID()}@example.com`));
+    }
+    const ids = async (page: { limit: number; offset?: number }) =>
+      (await broker.call<{ id: string }[], object>('account.findUsers', page)).map((u) => u.id);
+    const all = await ids({ limit: 5 });
+    expect(all).toHaveLength(5);
+    expect([
+      ...(await ids({ limit: 2, offset: 0 })),
+      ...(await ids({ limit: 2, offset: 2 })),
+      ...(await ids({ limit: 2, offset: 4 })),
+    ]).toEqual(all.concat(await ids({ limit: 1, offset: 5 })));
+    await expect(broker.call('account.findUsers', { offset: -1 })).rejects.toMatchObject({
+      code: 400,
+    });
+  });
+
   it('lets exactly one of many concurrent creations of one e-mail win', async () => {
     const results = await Promise.allSettled(
       Array.from({ length: 8 }, () => broker.call('account.createUser', user('race@example.com'))),
