@@ -61,30 +61,24 @@ describe('waybill deliveries', () => {
       status: 'COURIER_ASSIGNED',
     });
 
+    const failFrom = (status: string) =>
+      cli([
+        'deliveries',
+        'fail',
+        deliveryId,
+        '--reason',
+        'Bike broke down',
+        '--expected-status',
+        status,
+      ]);
     const early = await cli(['deliveries', 'returned', deliveryId]);
     expect(early.code).toBe(1);
     expect(early.stderr).toMatch(/^waybill: .*COURIER_ASSIGNED/);
-    const moved = await cli([
-      'deliveries',
-      'fail',
-      deliveryId,
-      '--reason',
-      'Bike broke down',
-      '--expected-status',
-      'ARRIVED_AT_PICKUP',
-    ]);
+    const moved = await failFrom('ARRIVED_AT_PICKUP');
     expect(moved.code).toBe(1);
     expect(moved.stderr).toMatch(/no longer ARRIVED_AT_PICKUP/);
 
-    const failed = await cli([
-      'deliveries',
-      'fail',
-      deliveryId,
-      '--reason',
-      'Bike broke down',
-      '--expected-status',
-      'COURIER_ASSIGNED',
-    ]);
+    const failed = await failFrom('COURIER_ASSIGNED');
     expect({ code: failed.code, stderr: failed.stderr }).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse(failed.stdout)).toMatchObject({
       id: deliveryId,

@@ -4,6 +4,20 @@ import { join } from 'node:path';
 /** The repository's root: where a script run by a test starts. */
 export const ROOT = join(__dirname, '..', '..');
 
+/**
+ * An environment for the CLI whose servers do not answer (port 9, discard), each try at
+ * MongoDB cut short: a command that reaches for one by mistake fails fast instead of using a
+ * real one.
+ */
+export const NO_SERVERS: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH,
+  NODE_ENV: 'test',
+  MONGO_URL: 'mongodb://127.0.0.1:9',
+  MONGO_TIMEOUT_MS: '500',
+  REDIS_URL: 'redis://127.0.0.1:9',
+  LOG_LEVEL: 'fatal',
+};
+
 export interface NodeRun {
   code: number;
   stdout: string;

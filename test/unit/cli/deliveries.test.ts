@@ -1,19 +1,11 @@
 import { join } from 'node:path';
-import { ROOT, runTypeScript } from '../../support/node-run';
+import { NO_SERVERS, ROOT, runTypeScript } from '../../support/node-run';
 
 const CLI = join(ROOT, 'bin', 'waybill.ts');
 const DELIVERY = '4b0e8d3c-2f1a-4c5b-9d8e-7f6a5b4c3d2e';
 
-/** No NATS_URL; servers where nothing answers, so that nothing is reached by mistake. */
-const ALONE: NodeJS.ProcessEnv = {
-  PATH: process.env.PATH,
-  NODE_ENV: 'test',
-  MONGO_URL: 'mongodb://127.0.0.1:9',
-  MONGO_TIMEOUT_MS: '500',
-  REDIS_URL: 'redis://127.0.0.1:9',
-  LOG_LEVEL: 'fatal',
-};
-const run = (...args: string[]) => runTypeScript(CLI, args, { env: ALONE });
+/** No NATS_URL, and no server answers: nothing is reached by mistake. */
+const run = (...args: string[]) => runTypeScript(CLI, args, { env: NO_SERVERS });
 
 describe('waybill deliveries', () => {
   it('lists its commands and their options in --help', async () => {

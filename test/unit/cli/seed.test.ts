@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import { ROOT, runTypeScript } from '../../support/node-run';
+import { NO_SERVERS, ROOT, runTypeScript } from '../../support/node-run';
 
 const CLI = join(ROOT, 'bin', 'waybill.ts');
 
 /** A live configuration that loads, its servers where nothing answers. */
 const LIVE: NodeJS.ProcessEnv = {
-  PATH: process.env.PATH,
-  NODE_ENV: 'test',
+  // Were the seed to start its services, it would find no database rather than a real one.
+  ...NO_SERVERS,
   APP_ENV: 'live',
   ADMIN_TOKEN: 'an-admin-token-of-32-characters!',
   PROOF_CODE_SECRET: 'a-proof-code-key-of-32-characters',
@@ -16,11 +16,6 @@ const LIVE: NodeJS.ProcessEnv = {
   MAIL_FROM: 'Waybill <deliveries@example.com>',
   TERMII_API_KEY: 'termii-key',
   TERMII_SENDER_ID: 'Waybill',
-  // Were the seed to start its services, it would find no database rather than a real one.
-  MONGO_URL: 'mongodb://127.0.0.1:9',
-  MONGO_TIMEOUT_MS: '500',
-  REDIS_URL: 'redis://127.0.0.1:9',
-  LOG_LEVEL: 'fatal',
 };
 
 describe('waybill seed', () => {

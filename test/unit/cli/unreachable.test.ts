@@ -1,17 +1,10 @@
 import { join } from 'node:path';
-import { ROOT, runTypeScript } from '../../support/node-run';
+import { NO_SERVERS, ROOT, runTypeScript } from '../../support/node-run';
 
 const CLI = join(ROOT, 'bin', 'waybill.ts');
 
-/** Servers where nothing answers: the CLI's services would wait for them for ever. */
-const NOWHERE: NodeJS.ProcessEnv = {
-  PATH: process.env.PATH,
-  NODE_ENV: 'test',
-  MONGO_URL: 'mongodb://operator:s3cret@127.0.0.1:9/waybill',
-  MONGO_TIMEOUT_MS: '500',
-  REDIS_URL: 'redis://127.0.0.1:9',
-  LOG_LEVEL: 'fatal',
-};
+/** The services would wait for these servers for ever; credentials that must not be shown. */
+const NOWHERE = { ...NO_SERVERS, MONGO_URL: 'mongodb://operator:s3cret@127.0.0.1:9/waybill' };
 
 describe('waybill against servers that do not answer', () => {
   it('gives up after MONGO_TIMEOUT_MS and a few seconds, naming the server and the variable, without its password', async () => {
