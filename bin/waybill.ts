@@ -112,7 +112,7 @@ const program = new Command('waybill')
   .showHelpAfterError()
   .addHelpText(
     'after',
-    '\nConfiguration comes from the environment, as the services take it (see `waybill config`):\nMONGO_URL and REDIS_URL default to local servers; set NATS_URL so that revocations reach\nrunning gateways.',
+    '\nConfiguration comes from the environment, as the services take it (see `waybill config`):\nMONGO_URL and REDIS_URL default to local servers; set NATS_URL so that revocations reach\nrunning gateways, and for `deliveries`, which act through the running platform.',
   );
 
 program
