@@ -11,16 +11,16 @@ import {
   view,
 } from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
+import { ambiguousWith, formatArea, parseArea, type Area, type CourierRule } from './courier-rules';
 import {
-  CourierRuleBook,
-  ambiguousWith,
-  formatArea,
-  parseArea,
-  ruleChanges,
-  type Area,
-  type CourierRule,
-} from './courier-rules';
-import type { CourierRuleRecord, PricingModels } from './store';
+  createRule,
+  listRules,
+  loadCourierRules,
+  readRule,
+  storeRevision,
+  type StoredRule,
+} from './courier-rule-store';
+import type { PricingModels } from './store';
 import { AREA_NAME_MAX } from '../../libs/contracts/geo';
 import { COURIER_RULES_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import { announceStored } from './announce';
@@ -28,45 +28,14 @@ import { findArea, missingPlace } from './places';
 
 type Db = ServiceDatabase<PricingModels>;
 
-function toRule(record: CourierRuleRecord): CourierRule {
-  const area = (a: { state: string; lgaOrCity?: string | null }): Area => ({
-    state: a.state,
-    ...(a.lgaOrCity ? { lgaOrCity: a.lgaOrCity } : {}),
-  });
-  return {
-    id: record._id,
-    courierId: record.courierId,
-    capBy: 'LOCATION',
-    countryCode: record.countryCode,
-    from: area(record.from),
-    to: area(record.to),
-    withinKmRadius: record.withinKmRadius ?? null,
-    isPerKg: record.isPerKg,
-    amountKobo: record.amountKobo,
-    priority: record.priority,
-    createdAt: record.createdAt,
-  };
-}
-
 /**
- * One courier's rules, from the database: for operators' changes, which check a rule against
- * the others as stored. Quotes read them from memory (`readCourierRuleBook`).
+ * How often a change of a rule is made again on the rule as another change left it before it
+ * gives up with a 409. Each time it lost, another change landed, so giving up takes that many
+ * changes of one rule landing within one change's few round trips.
  */
-export async function loadCourierRules(
-  models: PricingModels,
-  courierId: string,
-): Promise<CourierRule[]> {
-  const records = await models.CourierRule.find({ courierId }).lean<CourierRuleRecord[]>();
-  return records.map(toRule);
-}
+const REVISION_ATTEMPTS = 5;
 
-/** Every courier's rules, read whole: what each replica keeps for quotes (decision 114). */
-export async function readCourierRuleBook(models: PricingModels): Promise<CourierRuleBook> {
-  const records = await models.CourierRule.find({}).lean<CourierRuleRecord[]>();
-  return new CourierRuleBook(records.map(toRule));
-}
-
-function toAdminView(rule: CourierRule, updatedAt: Date) {
+function toAdminView({ rule, updatedAt }: StoredRule) {
   return {
     id: rule.id,
     courierId: rule.courierId,
@@ -139,12 +108,39 @@ export function createCourierRuleActions(
   const announce = (ctx: WaybillContext<unknown>) =>
     announceStored(ctx, COURIER_RULES_CHANGED_EVENT, hooks.reload);
   /**
-   * A rule's changes and its deletion take turns in this replica. FerretDB writes a whole
-   * document from the copy its update read (decision 99), so two writes of one rule at once keep
-   * one's fields, whatever each `$set` names, and a change may bring a deleted rule back.
-   * Replicas do not take turns with each other: that race is left (docs/pricing.md).
+   * A rule's changes and its deletion take turns in this replica, so that they do not race for
+   * one revision here; replicas race, and the revision's insert decides (decision 132).
    */
   const edits = new Turns();
+
+  /**
+   * Stores what `change` makes of the rule as it stands as its next revision (a deletion when
+   * `deleted`). A change that loses the revision to another is made again on the rule as the
+   * other left it, checks and all, so that both land.
+   */
+  function revise(
+    ctx: WaybillContext<unknown>,
+    ruleId: string,
+    change: (current: CourierRule) => Promise<CourierRule>,
+    deleted = false,
+  ): Promise<StoredRule> {
+    return edits.run(ruleId, async () => {
+      for (let attempt = 1; ; attempt++) {
+        const current = await readRule(models(), ruleId);
+        if (!current || current.deleted) throw notFound('Courier pricing rule not found');
+        const stored = await storeRevision(models(), current, await change(current.rule), deleted);
+        if (stored) {
+          await announce(ctx);
+          return stored;
+        }
+        if (attempt === REVISION_ATTEMPTS) {
+          throw conflict(
+            `Courier pricing rule ${ruleId} kept changing while this change was made; read it again and retry`,
+          );
+        }
+      }
+    });
+  }
 
   /**
    * A rule's `from` and `to` spelled as addresses spell them. A place that is not in the
@@ -215,13 +211,8 @@ export function createCourierRuleActions(
       }),
       async handler(ctx) {
         const { courierId, limit, offset } = ctx.params;
-        const records = await models()
-          .CourierRule.find(courierId ? { courierId } : {})
-          .sort({ courierId: 1, priority: 1, createdAt: 1, _id: 1 })
-          .skip(offset)
-          .limit(limit)
-          .lean<CourierRuleRecord[]>();
-        return records.map((r) => toAdminView(toRule(r), r.updatedAt));
+        const rules = await listRules(models(), courierId);
+        return rules.slice(offset, offset + limit).map(toAdminView);
       },
     }),
 
@@ -270,9 +261,9 @@ export function createCourierRuleActions(
           })),
         };
         await refuseAmbiguity({ ...rule, id: 'new', capBy: 'LOCATION', createdAt: new Date() });
-        const created = (await models().CourierRule.create(rule)).toObject() as CourierRuleRecord;
+        const created = await createRule(models(), { ...rule, capBy: 'LOCATION' });
         await announce(ctx);
-        return toAdminView(toRule(created), created.updatedAt);
+        return toAdminView(created);
       },
     }),
 
@@ -290,20 +281,17 @@ export function createCourierRuleActions(
         errors: {
           400: 'Invalid input, or the changed rule’s `from` or `to` is not a place of its `countryCode` (`errors` names the field)',
           404: 'No such courier pricing rule',
-          409: 'Overlaps a rule with the same priority',
+          409: 'Overlaps a rule with the same priority, or the rule kept changing while this change was made',
         },
       },
       params: Joi.object({ ruleId: uuid().required(), ...ruleFields }).or(
         ...Object.keys(ruleFields),
       ),
-      handler: (ctx) =>
-        edits.run(ctx.params.ruleId, async () => {
-          const { ruleId, from, to, ...fields } = ctx.params;
-          const record = await models().CourierRule.findById(ruleId).lean<CourierRuleRecord>();
-          if (!record) throw notFound('Courier pricing rule not found');
-          const current = toRule(record);
+      async handler(ctx) {
+        const { ruleId, from, to, ...fields } = ctx.params;
+        const changed = await revise(ctx, ruleId, async (current) => {
           const countryCode = fields.countryCode ?? current.countryCode;
-          const changed: CourierRule = {
+          const rule: CourierRule = {
             ...current,
             ...fields,
             countryCode,
@@ -313,29 +301,11 @@ export function createCourierRuleActions(
               to: [to ?? current.to, to !== undefined],
             })),
           };
-          await refuseAmbiguity(changed);
-          const {
-            from: newFrom,
-            to: newTo,
-            ...plain
-          } = ruleChanges({ ...fields, ...(from ? { from } : {}), ...(to ? { to } : {}) }, changed);
-          const updated = await models()
-            .CourierRule.findOneAndUpdate(
-              { _id: ruleId },
-              {
-                $set: {
-                  ...plain,
-                  ...(newFrom ? { from: { lgaOrCity: null, ...newFrom } } : {}),
-                  ...(newTo ? { to: { lgaOrCity: null, ...newTo } } : {}),
-                },
-              },
-              { new: true },
-            )
-            .lean<CourierRuleRecord>();
-          if (!updated) throw notFound('Courier pricing rule not found');
-          await announce(ctx);
-          return toAdminView(toRule(updated), updated.updatedAt);
-        }),
+          await refuseAmbiguity(rule);
+          return rule;
+        });
+        return toAdminView(changed);
+      },
     }),
 
     deleteCourierRule: action({
@@ -347,16 +317,16 @@ export function createCourierRuleActions(
         status: 204,
         message: 'Courier pricing rule deleted',
         summary: 'Delete a courier pricing rule',
-        errors: { 404: 'No such courier pricing rule' },
+        errors: {
+          404: 'No such courier pricing rule',
+          409: 'The rule kept changing while it was deleted',
+        },
       },
       params: Joi.object({ ruleId: uuid().required() }),
-      handler: (ctx) =>
-        edits.run(ctx.params.ruleId, async () => {
-          const { deletedCount } = await models().CourierRule.deleteOne({ _id: ctx.params.ruleId });
-          if (deletedCount === 0) throw notFound('Courier pricing rule not found');
-          await announce(ctx);
-          return null;
-        }),
+      async handler(ctx) {
+        await revise(ctx, ctx.params.ruleId, async (current) => current, true);
+        return null;
+      },
     }),
   };
 }

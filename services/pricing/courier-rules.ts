@@ -25,38 +25,6 @@ export interface CourierRule {
   createdAt: Date;
 }
 
-/** What an operator may change of a rule. */
-export type RuleChange = Partial<
-  Pick<
-    CourierRule,
-    'countryCode' | 'from' | 'to' | 'withinKmRadius' | 'isPerKg' | 'amountKobo' | 'priority'
-  >
->;
-
-const PLAIN_FIELDS = [
-  'countryCode',
-  'withinKmRadius',
-  'isPerKg',
-  'amountKobo',
-  'priority',
-] as const;
-
-/**
- * What a change writes of `changed`, the rule as it will be: the fields `sent` and nothing
- * else, so that two changes of different fields made at once both land (each read the rule
- * before the other wrote). Places are written when sent or when the country was, as they are
- * spelled in that country.
- */
-export function ruleChanges(sent: RuleChange, changed: CourierRule): RuleChange {
-  const changes: RuleChange = {};
-  for (const field of PLAIN_FIELDS) {
-    if (field in sent) Object.assign(changes, { [field]: changed[field] });
-  }
-  if ('from' in sent || 'countryCode' in sent) changes.from = changed.from;
-  if ('to' in sent || 'countryCode' in sent) changes.to = changed.to;
-  return changes;
-}
-
 export interface TripEnds {
   origin: { countryCode?: string; state?: string; lgaOrCity?: string };
   destination: { countryCode?: string; state?: string; lgaOrCity?: string };

@@ -41,22 +41,46 @@ const areaSchema = new Schema(
   { _id: false },
 );
 
+/** What a courier rule prices: its revisions carry the same fields. */
+const courierRuleFields = {
+  courierId: { type: String, required: true },
+  capBy: { type: String, required: true, enum: ['LOCATION'] },
+  countryCode: { type: String, required: true },
+  from: { type: areaSchema, required: true },
+  to: { type: areaSchema, required: true },
+  withinKmRadius: { type: Number, default: null },
+  isPerKg: { type: Boolean, required: true },
+  amountKobo: { type: Number, required: true },
+  priority: { type: Number, required: true },
+} as const;
+
+/**
+ * A courier rule as created: its revision 1, never written again (decision 132). Its `_id` is
+ * the rule's id; its changes are revisions (below).
+ */
 const courierRuleSchema = new Schema(
-  {
-    _id: { type: String, default: () => randomUUID() },
-    courierId: { type: String, required: true },
-    capBy: { type: String, required: true, enum: ['LOCATION'] },
-    countryCode: { type: String, required: true },
-    from: { type: areaSchema, required: true },
-    to: { type: areaSchema, required: true },
-    withinKmRadius: { type: Number, default: null },
-    isPerKg: { type: Boolean, required: true },
-    amountKobo: { type: Number, required: true },
-    priority: { type: Number, required: true },
-  },
+  { _id: { type: String, default: () => randomUUID() }, ...courierRuleFields },
   { timestamps: true, versionKey: false },
 );
 courierRuleSchema.index({ courierId: 1 });
+
+/**
+ * A change of a courier rule: the whole rule after it (a deletion: `deleted`). Revision n's
+ * `_id` is named after (rule, n) (courier-rule-store `ruleRevisionId`), so of two changes made
+ * on the same revision only the first to insert lands (decisions 16, 132).
+ */
+const courierRuleRevisionSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    ruleId: { type: String, required: true },
+    revision: { type: Number, required: true },
+    ...courierRuleFields,
+    deleted: { type: Boolean, required: true, default: false },
+  },
+  { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
+);
+courierRuleRevisionSchema.index({ ruleId: 1, revision: 1 }, { unique: true });
+courierRuleRevisionSchema.index({ courierId: 1 });
 
 export type TierRevisionRecord = InferSchemaType<typeof tierRevisionSchema> & {
   createdAt: Date;
@@ -65,11 +89,19 @@ export type CourierRuleRecord = InferSchemaType<typeof courierRuleSchema> & {
   createdAt: Date;
   updatedAt: Date;
 };
+export type CourierRuleRevisionRecord = InferSchemaType<typeof courierRuleRevisionSchema> & {
+  createdAt: Date;
+};
 
 export function definePricingModels(connection: Connection) {
   return {
     TierRevision: connection.model('TierRevision', tierRevisionSchema, 'pricing_tiers'),
     CourierRule: connection.model('CourierRule', courierRuleSchema, 'courier_pricing_rules'),
+    CourierRuleRevision: connection.model(
+      'CourierRuleRevision',
+      courierRuleRevisionSchema,
+      'courier_pricing_rule_revisions',
+    ),
   };
 }
 

@@ -7,7 +7,7 @@ import { modeAResponse, modeBResponse } from '../../services/pricing/schemas';
 import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
-import { openServiceDatabase } from '../support/stack';
+import { openServiceDatabase, startNode } from '../support/stack';
 
 const CDN = 'https://cdn.waybill.test';
 const stack = useMerchantStack({ internal: ['pricing'], env: { CDN_BASE_URL: CDN } });
@@ -772,26 +772,49 @@ describe('courier pricing rules', () => {
       }),
     );
 
-  it('changes of different fields of a rule made at once all land', async () => {
-    const racer = '2e4f6a8c-0b1d-4e3f-9a5b-7c9d1e3f5a7b';
-    const rules = await rulesInFiveStates(racer);
-    const patch = (id: string, body: object) =>
-      admin('PATCH', `/admin/pricing/courier-rules/${id}`, body);
-    const replies = await Promise.all(
-      rules.flatMap((id, i) => [
-        patch(id, { amountKobo: 2000 + i }),
-        patch(id, { priority: 10 + i }),
-        patch(id, { withinKmRadius: 50 + i }),
-      ]),
-    );
-    expect(replies.map((r) => r.status)).toEqual(replies.map(() => 200));
-    const listed = await admin('GET', `/admin/pricing/courier-rules?courierId=${racer}`);
-    for (const [i, id] of rules.entries()) {
-      expect(listed.body.data.find((r: { id: string }) => r.id === id)).toMatchObject({
-        amountKobo: 2000 + i,
-        priority: 10 + i,
-        withinKmRadius: 50 + i,
-      });
+  it('changes of different fields of a rule made at once through two replicas all land', async () => {
+    const second = await startNode({ services: 'pricing', iso: stack.iso });
+    const db = await openServiceDatabase(stack.iso, 'pricing');
+    try {
+      const racer = '2e4f6a8c-0b1d-4e3f-9a5b-7c9d1e3f5a7b';
+      const rules = await rulesInFiveStates(racer);
+      const pricingNodes = () =>
+        (
+          stack.client.registry.getServiceList({ onlyAvailable: true }) as {
+            name: string;
+            nodeID: string;
+          }[]
+        )
+          .filter((s) => s.name === 'pricing')
+          .map((s) => s.nodeID);
+      await eventually(async () => expect(pricingNodes()).toHaveLength(2));
+      const replicas = pricingNodes();
+      const patch = (nodeID: string, ruleId: string, change: object) =>
+        stack.client.call('pricing.updateCourierRule', { ruleId, ...change }, { nodeID });
+      await Promise.all(
+        rules.flatMap((ruleId, i) => [
+          patch(replicas[0], ruleId, { amountKobo: 2000 + i }),
+          patch(replicas[1], ruleId, { priority: 10 + i }),
+          patch(replicas[i % 2], ruleId, { withinKmRadius: 50 + i }),
+        ]),
+      );
+      const listed = await admin('GET', `/admin/pricing/courier-rules?courierId=${racer}`);
+      for (const [i, id] of rules.entries()) {
+        expect(listed.body.data.find((r: { id: string }) => r.id === id)).toMatchObject({
+          amountKobo: 2000 + i,
+          priority: 10 + i,
+          withinKmRadius: 50 + i,
+        });
+        // Each change took one revision of its own, after the rule as created.
+        const revisions = await db
+          .collection('courier_pricing_rule_revisions')
+          .find({ ruleId: id })
+          .toArray();
+        expect(revisions.map((r) => r.revision).sort()).toEqual([2, 3, 4]);
+      }
+    } finally {
+      await db.close();
+      await second.stop();
     }
   });
 

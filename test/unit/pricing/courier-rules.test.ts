@@ -5,7 +5,6 @@ import {
   formatArea,
   matchRule,
   parseArea,
-  ruleChanges,
   toRuleView,
   type CourierRule,
 } from '../../../services/pricing/courier-rules';
@@ -123,34 +122,6 @@ describe('ambiguous rules', () => {
     expect(ambiguousWith({ ...existing }, [existing])).toEqual([]);
     expect(ambiguousWith(rule({ courierId: 'other' }), [existing])).toEqual([]);
     expect(ambiguousWith(rule({ to: { state: 'Ogun' } }), [existing])).toEqual([]);
-  });
-});
-
-describe('a change of a rule', () => {
-  const changed = rule({
-    countryCode: 'NG',
-    from: { state: 'Lagos', lgaOrCity: 'Ikeja' },
-    to: { state: 'Ogun' },
-    amountKobo: 5_000,
-    priority: 3,
-    withinKmRadius: null,
-  });
-
-  it('writes only the fields sent, so that changes of other fields at once are kept', () => {
-    expect(ruleChanges({ amountKobo: 5_000 }, changed)).toEqual({ amountKobo: 5_000 });
-    expect(ruleChanges({ priority: 3, withinKmRadius: null }, changed)).toEqual({
-      priority: 3,
-      withinKmRadius: null,
-    });
-    expect(ruleChanges({ to: { state: 'ogun' } }, changed)).toEqual({ to: { state: 'Ogun' } });
-  });
-
-  it('writes the places, as the country spells them, when the country was sent', () => {
-    expect(ruleChanges({ countryCode: 'NG' }, changed)).toEqual({
-      countryCode: 'NG',
-      from: { state: 'Lagos', lgaOrCity: 'Ikeja' },
-      to: { state: 'Ogun' },
-    });
   });
 });
 
