@@ -6,6 +6,7 @@ import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
 import { COURIER_RULES_CHANGED_EVENT, TARIFF_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import { ServiceDatabase } from '../../libs/mongo';
 import { action, implement, type ServiceDefinition, type WaybillContext } from '../../libs/service';
+import { Periodic } from '../../libs/periodic';
 import { createCourierRuleActions } from './courier-rule-admin';
 import { readCourierRuleBook } from './courier-rule-store';
 import { CourierRuleBook } from './courier-rules';
@@ -31,7 +32,8 @@ export function createPricingService(config: Config): ServiceDefinition {
     () => readCourierRuleBook(db.models),
     new CourierRuleBook([]),
   );
-  let refreshTimer: NodeJS.Timeout | undefined;
+  /** The minute's rereads; made in `started`, where the logger is. */
+  let refreshes: Periodic[] = [];
   /** Geo owns the fleet types; made in `created`, when the broker exists. */
   let fleets: CachedValue<FleetOption[]>;
 
@@ -62,18 +64,16 @@ export function createPricingService(config: Config): ServiceDefinition {
       const models = await db.connect();
       await seedTiers(models);
       await Promise.all([reloadBook(), reloadCourierRules()]);
-      refreshTimer = setInterval(() => {
-        reloadBook().catch((err: unknown) =>
-          this.logger.warn('Could not refresh the tariff; keeping the last one', { err }),
-        );
-        reloadCourierRules().catch((err: unknown) =>
-          this.logger.warn('Could not refresh the courier rules; keeping the last ones', { err }),
-        );
-      }, BOOK_REFRESH_MS);
-      refreshTimer.unref();
+      const warn = (what: string) => (err: unknown) =>
+        this.logger.warn(`Could not refresh ${what}; keeping the last`, { err });
+      refreshes = [
+        new Periodic(BOOK_REFRESH_MS, reloadBook, warn('the tariff')),
+        new Periodic(BOOK_REFRESH_MS, reloadCourierRules, warn('the courier rules')),
+      ];
+      for (const refresh of refreshes) refresh.start();
     },
-    stopped() {
-      clearInterval(refreshTimer);
+    async stopped() {
+      await Promise.all(refreshes.map((refresh) => refresh.stop()));
     },
     events: {
       [TARIFF_CHANGED_EVENT]: reloadBook,
