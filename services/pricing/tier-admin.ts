@@ -131,22 +131,32 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
   const models = () => db.models;
 
   /**
-   * Stores a revision made against `book`, as the country's next change: it lands only if no
-   * other change of the country's tiers landed since `book` was read, so the consistency
-   * checked against `book` is the consistency stored.
+   * Stores a revision made against `book`, as the country's next change, once the tiers as it
+   * leaves them hold (a 400 naming `field` otherwise): it lands only if no other change of the
+   * country's tiers landed since `book` was read, so the consistency checked against `book` is
+   * the consistency stored.
    */
   async function insertRevision(
     ctx: WaybillContext<unknown>,
     book: TariffBook,
     scope: TierScope,
+    field: 'rates' | 'tierId',
     fields: {
       revision: number;
-      rates: object;
+      rates: Tariff | TariffOverride;
       deleted: boolean;
-      label?: string | null;
-      note?: string | null;
+      label: string | null;
+      note: string | null;
     },
   ) {
+    const proposed = {
+      ...fields,
+      id: 'proposed',
+      scopeKey: scopeKey(scope),
+      level: levelOf(scope),
+      scope,
+    };
+    checkConsistency(book.with(proposed), scope, field);
     const change = book.lastChange(scope.countryCode) + 1;
     let created: TierRevisionRecord;
     try {
@@ -314,14 +324,8 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         if (levelOf(scope) !== 'country' && !book.choose({ countryCode: scope.countryCode })) {
           throw badRequest(`${scope.countryCode} has no country tier yet; set that first`);
         }
-        const next = { id: 'proposed', scopeKey: scopeKey(scope), revision: currentRevision + 1 };
-        checkConsistency(
-          book.with({ ...next, level: levelOf(scope), rates: checked, deleted: false, scope }),
-          scope,
-          'rates',
-        );
-        const created = await insertRevision(ctx, book, scope, {
-          revision: next.revision,
+        const created = await insertRevision(ctx, book, scope, 'rates', {
+          revision: currentRevision + 1,
           rates: checked,
           deleted: false,
           // Kept unless sent: `null` clears it.
@@ -363,22 +367,12 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
             `Tier ${record._id} is revision ${record.revision}; the current revision is ${latest?.revision} (${latest?.id})`,
           );
         }
-        const removal = { revision: record.revision + 1, rates: {}, deleted: true };
         // Its places fall back to the wider tiers, under which the narrower ones must still hold.
-        checkConsistency(
-          book.with({
-            ...removal,
-            id: 'proposed',
-            scopeKey: scopeKey(scope),
-            level: levelOf(scope),
-            scope,
-          }),
-          scope,
-          'tierId',
-        );
-        await insertRevision(ctx, book, scope, {
-          ...removal,
-          label: record.label,
+        await insertRevision(ctx, book, scope, 'tierId', {
+          revision: record.revision + 1,
+          rates: {},
+          deleted: true,
+          label: record.label ?? null,
           note: 'Removed',
         });
         return null;

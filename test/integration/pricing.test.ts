@@ -539,45 +539,6 @@ describe('tariff administration', () => {
     );
   });
 
-  it('refuses to remove a tier when a tier under it would no longer merge consistently', async () => {
-    // Oyo opens early and charges little; Egbeda closes early and caps low, which holds
-    // only over Oyo's rates.
-    const oyo = await admin('PUT', '/admin/pricing/tiers', {
-      countryCode: 'NG',
-      state: 'Oyo',
-      rates: {
-        scheduled: { openingTime: '05:00' },
-        serviceFee: { minimumKobo: 5_000, maximumKobo: 300_000 },
-      },
-    });
-    expect(oyo.status).toBe(201);
-    const ibadan = await admin('PUT', '/admin/pricing/tiers', {
-      countryCode: 'NG',
-      state: 'Oyo',
-      city: 'Egbeda',
-      rates: { scheduled: { closingTime: '07:00' }, serviceFee: { maximumKobo: 6_000 } },
-    });
-    expect(ibadan.status).toBe(201);
-    const refused = await admin('DELETE', `/admin/pricing/tiers/${oyo.body.data.id}`);
-    expectErrorEnvelope(
-      refused,
-      400,
-      'NG/oyo/egbeda: scheduled.openingTime (08:00) must be before closingTime (07:00)',
-    );
-    expect(refused.body.errors.map((e: { field: string }) => e.field)).toEqual([
-      'tierId',
-      'tierId',
-    ]);
-    const tariff = await admin('GET', '/admin/pricing/tariff?countryCode=NG&state=Oyo&city=Egbeda');
-    expect(tariff.body.data.tierIds).toMatchObject({
-      statePricingId: oyo.body.data.id,
-      cityPricingId: ibadan.body.data.id,
-    });
-    // Without the city tier that leans on it, the state tier may go.
-    expect((await admin('DELETE', `/admin/pricing/tiers/${ibadan.body.data.id}`)).status).toBe(204);
-    expect((await admin('DELETE', `/admin/pricing/tiers/${oyo.body.data.id}`)).status).toBe(204);
-  });
-
   it('refuses invalid rates, unknown places and inconsistent merges', async () => {
     expectErrorEnvelope(
       await admin('PUT', '/admin/pricing/tiers', {
