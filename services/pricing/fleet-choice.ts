@@ -12,7 +12,7 @@ export const canCarry = (fleet: FleetOption, weightGrams: number) =>
   fleet.active && kgToGrams(fleet.maxWeight) >= weightGrams;
 
 /**
- * The fleet type that carries the load: the requested one when it is active and can carry
+ * The fleet type that carries the load: the requested one (an active one) when it can carry
  * it, else the first active one that can (geo lists them smallest first). Null: none can.
  */
 export function chooseFleet(

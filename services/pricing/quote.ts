@@ -44,7 +44,11 @@ export interface LoadToPrice {
   valueField: 'totalValue' | 'packagesId';
 }
 
-/** The requested fleet type if it can carry the load, else the smallest active one that can. */
+/**
+ * The requested fleet type if it can carry the load, else the smallest active one that can.
+ * An inactive one is not found, as an unknown one: it is listed nowhere an integrator can
+ * see, and a price for another vehicle is not what was asked (decision 12 addendum).
+ */
 async function pickFleet(
   sources: QuoteSources,
   fleetTypeId: string | undefined,
@@ -52,7 +56,7 @@ async function pickFleet(
 ) {
   const all = await sources.fleets();
   const requested = fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined;
-  if (fleetTypeId && !requested) throw notFound('Fleet type not found');
+  if (fleetTypeId && !requested?.active) throw notFound('Fleet type not found');
   const fleet = chooseFleet(
     all.filter((f) => f.active),
     requested,

@@ -1,0 +1,55 @@
+import { priceLoad, type LoadToPrice } from '../../../services/pricing/quote';
+import { TariffBook } from '../../../services/pricing/tariff-book';
+import type { FleetOption } from '../../../services/pricing/fleet-choice';
+import { rejectionOf } from '../helpers';
+
+const fleet = (id: string, code: string, maxWeight: string, active = true): FleetOption => ({
+  id,
+  code,
+  name: code,
+  icon: null,
+  maxWeight,
+  active,
+});
+const bike = fleet('6f1d2c3b-4a5e-4f6d-8c7b-9a0e1d2c3b4a', 'bike', '20', false);
+const car = fleet('7a2e3d4c-5b6f-4a7e-9d8c-0b1f2e3d4c5b', 'car', '100');
+
+/** Prices 3 kg with `fleetTypeId`; the routes asked of geo are kept. */
+async function price(fleetTypeId: string | undefined) {
+  const routesAsked: unknown[] = [];
+  const caller = {
+    meta: {},
+    call: async (action: string, params: unknown) => {
+      routesAsked.push(params);
+      throw new Error(`no ${action} in this test`);
+    },
+  };
+  const input: LoadToPrice = {
+    origin: 'Ikeja, Lagos',
+    destination: 'Lekki, Lagos',
+    load: { weightGrams: 3_000, valueKobo: 0 },
+    urgencyType: 'STANDARD',
+    fleetTypeId,
+    valueField: 'totalValue',
+  };
+  const sources = {
+    book: () => new TariffBook([]),
+    fleets: async () => [bike, car],
+    courierRules: async () => [],
+  };
+  const outcome = await rejectionOf(() => priceLoad(caller, sources, input));
+  return { outcome, routesAsked };
+}
+
+describe('the fleet type of a quote', () => {
+  it('is never another one when the one asked for is inactive: 404, as for an unknown id', async () => {
+    const { outcome, routesAsked } = await price(bike.id);
+    expect(outcome).toMatchObject({ code: 404, message: 'Fleet type not found' });
+    expect(routesAsked).toEqual([]);
+  });
+
+  it('is the smallest active one that carries the load when none is asked for', async () => {
+    const { routesAsked } = await price(undefined);
+    expect(routesAsked).toEqual([expect.objectContaining({ fleetTypeId: car.id })]);
+  });
+});
