@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import Joi from '../../../libs/joi';
+import { VALIDATION_OPTIONS } from '../../../libs/validation';
 import { createCourierRuleActions } from '../../../services/pricing/courier-rule-admin';
+
+type Handler = (ctx: unknown) => Promise<unknown>;
 
 type Doc = Record<string, unknown> & { _id: string };
 
@@ -76,22 +80,20 @@ function replicas(count: number) {
     const actions = createCourierRuleActions({ models } as never, {
       reload: async () => undefined,
     });
-    return (name: string, params: object) =>
-      (actions[name] as { handler: (ctx: unknown) => Promise<unknown> }).handler(ctx(params));
+    // Params as the action's schema reads them, defaults and all.
+    return (name: string, params: object) => {
+      const action = actions[name] as { params: Joi.Schema; handler: Handler };
+      return action.handler(ctx(Joi.attempt(params, action.params, VALIDATION_OPTIONS)));
+    };
   });
   return { nodes, models, announced };
 }
 
 const rule = {
   courierId: '2e4f6a8c-0b1d-4e3f-9a5b-7c9d1e3f5a7b',
-  capBy: 'LOCATION',
-  countryCode: 'NG',
-  from: { state: 'Lagos' },
-  to: { state: 'Lagos' },
-  withinKmRadius: null,
-  isPerKg: false,
+  from: 'Lagos',
+  to: 'Lagos',
   amountKobo: 1000,
-  priority: 0,
 };
 
 describe('changes of one courier rule through two replicas at once', () => {
