@@ -91,7 +91,7 @@ export class CourierRun {
       ? delivery.proofs.find((p) => p.type === proofType && p.isActive && !p.scannedAt)
       : undefined;
     if (proof) {
-      const scanned = await this.deps.proofs.check(proof, body.code);
+      const scanned = await this.deps.proofs.check(deliveryId, proof, body.code);
       event = { ...event, proof: scanned } as LifecycleEvent;
     }
     const applied = await this.deps.transitions.apply(deliveryId, event, { known: delivery });

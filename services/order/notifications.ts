@@ -102,6 +102,10 @@ export function proofCodeMessages(
   return toBoth(delivery._id, PROOF_PURPOSE[type], contact, text, true, now, generation);
 }
 
+/** The messages that carry a proof's code `generation`, one per channel. */
+export const proofCodeMessageIds = (deliveryId: string, type: ProofType, generation: number) =>
+  CHANNELS.map((channel) => messageId(deliveryId, PROOF_PURPOSE[type], channel, generation));
+
 /** The messages that carried a proof's codes before its code `generation`. */
 export function earlierProofCodeMessageIds(
   deliveryId: string,
@@ -109,9 +113,7 @@ export function earlierProofCodeMessageIds(
   generation: number,
 ): string[] {
   const earlier = Array.from({ length: generation - 1 }, (_, i) => i + 1);
-  return earlier.flatMap((nth) =>
-    CHANNELS.map((channel) => messageId(deliveryId, PROOF_PURPOSE[type], channel, nth)),
-  );
+  return earlier.flatMap((nth) => proofCodeMessageIds(deliveryId, type, nth));
 }
 
 const CODE_IN_TEXT = /\bcode is (\d{6})\b/;

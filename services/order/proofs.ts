@@ -3,7 +3,12 @@ import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors
 import { hashProofCode, newProofCode, proofCodeMatches } from './codes';
 import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
 import { DELIVERY_STATUSES, type DeliveryStatus, type ScannedProof } from './lifecycle';
-import { contactAt, earlierProofCodeMessageIds, proofCodeMessages } from './notifications';
+import {
+  contactAt,
+  earlierProofCodeMessageIds,
+  proofCodeMessageIds,
+  proofCodeMessages,
+} from './notifications';
 import type { OrderStore } from './store';
 
 export const PROOF_NOT_FOUND = 'Proof not found on this delivery';
@@ -28,10 +33,14 @@ const label = (proof: ProofRecord) => `${proof.type.toLowerCase()} code`;
 export const proofLocked = (proof: ProofRecord) =>
   `The ${label(proof)} is locked after ${MAX_WRONG_CODES} wrong codes; ask the merchant to issue a new one (POST /api/deliveries/:deliveryId/proofs/${proof.id}/code)`;
 
-/** A proof's code now: the first is the delivery record's, later ones are `proof_codes`. */
+/**
+ * A proof's code now: the first is the delivery record's, later ones are `proof_codes` whose
+ * messages were queued. `claimed` is the last generation taken, queued or not.
+ */
 interface CurrentCode {
   generation: number;
   codeHash: string;
+  claimed: number;
 }
 
 /**
@@ -56,12 +65,22 @@ export class ProofChecks {
     this.dropWithdrawnText = appEnv === 'live';
   }
 
-  private async current(proof: ProofRecord): Promise<CurrentCode> {
-    let code: CurrentCode = { generation: 1, codeHash: proof.codeHash };
+  /**
+   * A new code takes over once its messages are queued, not when it is claimed: a reissue
+   * whose queueing failed (or whose process stopped before it) leaves the code before it
+   * working, since nobody was told the new one. Its generation stays taken (its messages may
+   * yet have been stored by a write whose answer was lost) and the next reissue claims past it.
+   */
+  private async current(deliveryId: string, proof: ProofRecord): Promise<CurrentCode> {
+    const code: CurrentCode = { generation: 1, codeHash: proof.codeHash, claimed: 1 };
     for (let generation = 2; generation <= MAX_PROOF_CODES; generation++) {
       const codeHash = await this.store.proofCode(proof.id, generation);
       if (!codeHash) break;
-      code = { generation, codeHash };
+      code.claimed = generation;
+      const ids = proofCodeMessageIds(deliveryId, proof.type, generation);
+      if (await this.store.anyNotificationStored(ids)) {
+        Object.assign(code, { generation, codeHash });
+      }
     }
     return code;
   }
@@ -75,20 +94,24 @@ export class ProofChecks {
   }
 
   /** The scanned proof when `code` is right; otherwise the error to answer, the try counted. */
-  async check(proof: ProofRecord, code: string | undefined): Promise<ScannedProof> {
+  async check(
+    deliveryId: string,
+    proof: ProofRecord,
+    code: string | undefined,
+  ): Promise<ScannedProof> {
     if (code === undefined) {
       throw badRequest(`code is required: the ${label(proof)} the person gave you`, [
         { field: 'code', message: `the ${label(proof)} is required` },
       ]);
     }
-    const { generation, codeHash } = await this.current(proof);
+    const { generation, codeHash } = await this.current(deliveryId, proof);
     const n = await this.takeTry(proof, generation);
     if (n === undefined) throw conflict(proofLocked(proof));
     if (proofCodeMatches(this.secret, proof.id, code, codeHash)) {
       await this.store.releaseProofAttempt(proof.id, generation, n);
       // Read again: a new code issued while this one was checked has told the merchant the
       // old one stopped working (they may have issued it because the old one leaked).
-      if ((await this.current(proof)).generation !== generation) {
+      if ((await this.current(deliveryId, proof)).generation !== generation) {
         throw unprocessable(`That ${label(proof)} was replaced by a new one; ask for the latest`);
       }
       return { id: proof.id, code };
@@ -101,11 +124,11 @@ export class ProofChecks {
   }
 
   /**
-   * The merchant's new code for a proof not given yet (the old code stops working, the count
-   * of wrong codes starts again): sent to the stop's contact through the outbox, never
-   * answered; the earlier codes' messages not sent yet are withdrawn (a dead code would
-   * only mislead the person). 404 for a proof not on the delivery, 409 once it can no longer
-   * be given.
+   * The merchant's new code for a proof not given yet (once it is queued the old code stops
+   * working and the count of wrong codes starts again): sent to the stop's contact through
+   * the outbox, never answered; the earlier codes' messages not sent yet are withdrawn (a dead
+   * code would only mislead the person). 404 for a proof not on the delivery, 409 once it can
+   * no longer be given. A call that fails before its code is queued leaves the old code working.
    */
   async issueAgain(
     delivery: DeliveryRecord,
@@ -124,24 +147,27 @@ export class ProofChecks {
       proof.type === 'COLLECTION' ? delivery.originId : delivery.destinationId,
     );
     if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
-    const { code, generation } = await this.reissue(proof);
+    const { code, generation } = await this.reissue(delivery._id, proof);
     const now = new Date();
     await this.store.enqueue(
       proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation),
     );
     // Read again once queued: another call may have issued a later code meanwhile, whose own
     // withdrawal ran before this code was queued. Then this one is dead too.
-    const latest = (await this.current(proof)).generation;
+    const latest = (await this.current(delivery._id, proof)).generation;
     const dead = earlierProofCodeMessageIds(delivery._id, proof.type, latest);
     await this.store.supersedeMessages(dead, now, this.dropWithdrawnText);
     return proof;
   }
 
-  /** A new code for the proof (the old one stops working): the plain code, to send. */
-  private async reissue(proof: ProofRecord): Promise<{ code: string; generation: number }> {
+  /** A new generation claimed for the proof, not yet in force: the plain code, to send. */
+  private async reissue(
+    deliveryId: string,
+    proof: ProofRecord,
+  ): Promise<{ code: string; generation: number }> {
     for (;;) {
-      const { generation } = await this.current(proof);
-      const next = generation + 1;
+      const taken = (await this.current(deliveryId, proof)).claimed;
+      const next = taken + 1;
       if (next > MAX_PROOF_CODES) {
         throw conflict(
           `The ${label(proof)} was issued ${MAX_PROOF_CODES} times already; cancel and request the delivery again`,

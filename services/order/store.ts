@@ -678,6 +678,12 @@ export class OrderStore {
     await this.notifications.supersede(ids, at, dropText);
   }
 
+  /** Whether any of these messages was queued (each looked up by `_id`). */
+  async anyNotificationStored(ids: readonly string[]): Promise<boolean> {
+    const found = await Promise.all(ids.map((id) => this.m.Notification.exists({ _id: id })));
+    return found.some((f) => f !== null);
+  }
+
   /** A delivery's notifications, oldest first: its list, then each by `_id`. */
   async notificationsOf(deliveryId: string): Promise<NotificationRecord[]> {
     const ids: string[] = [];

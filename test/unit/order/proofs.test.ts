@@ -1,5 +1,10 @@
 import { hashProofCode } from '../../../services/order/codes';
-import type { ProofRecord } from '../../../services/order/delivery-record';
+import type {
+  DeliveryRecord,
+  ProofRecord,
+  StoredAddress,
+} from '../../../services/order/delivery-record';
+import type { NotificationRecord } from '../../../services/order/notifications';
 import { MAX_WRONG_CODES, ProofChecks } from '../../../services/order/proofs';
 import type { OrderStore } from '../../../services/order/store';
 
@@ -14,6 +19,9 @@ const WRONG = '999999';
 class MemoryProofs {
   readonly tries = new Set<string>();
   readonly codes = new Map<string, string>();
+  readonly messages = new Map<string, NotificationRecord>();
+  /** The next enqueue fails, as a database gone away does. */
+  failEnqueue = false;
 
   private turn = () => new Promise<void>((next) => setImmediate(next));
 
@@ -38,6 +46,43 @@ class MemoryProofs {
     await this.turn();
     this.tries.delete(`${proofId}:${generation}:${n}`);
   }
+
+  async claimProofCode(proofId: string, generation: number, codeHash: string): Promise<boolean> {
+    await this.turn();
+    const id = `${proofId}:${generation}`;
+    if (this.codes.has(id)) return false;
+    this.codes.set(id, codeHash);
+    return true;
+  }
+
+  async enqueue(messages: NotificationRecord[]): Promise<void> {
+    await this.turn();
+    if (this.failEnqueue) {
+      this.failEnqueue = false;
+      throw new Error('connection closed');
+    }
+    for (const m of messages) this.messages.set(m._id, m);
+  }
+
+  async anyNotificationStored(ids: readonly string[]): Promise<boolean> {
+    await this.turn();
+    return ids.some((id) => this.messages.has(id));
+  }
+
+  async supersedeMessages(): Promise<void> {
+    await this.turn();
+  }
+
+  /** A code issued by the merchant: its hash kept and its messages queued. */
+  issue(generation: number, code: string) {
+    this.codes.set(`proof-1:${generation}`, hashProofCode(SECRET, 'proof-1', code));
+    this.messages.set(`delivery-1:DELIVERY_CODE:SMS:${generation}`, {} as NotificationRecord);
+  }
+
+  /** The code the last queued message carries. */
+  lastSent(): string | undefined {
+    return /code is (\d{6})/.exec([...this.messages.values()].at(-1)?.text ?? '')?.[1];
+  }
 }
 
 function setUp() {
@@ -54,11 +99,20 @@ function setUp() {
     createdAt: new Date(),
   };
   const statusOf = (code: string) =>
-    checks.check(proof, code).then(
+    checks.check('delivery-1', proof, code).then(
       () => 200,
       (err: { code: number }) => err.code,
     );
-  return { store, statusOf };
+  const delivery = {
+    _id: 'delivery-1',
+    trackingId: 'P2P-TEST',
+    destinationId: 'stop-1',
+    lifecycle: { status: 'IN_TRANSIT' },
+    proofs: [proof],
+  } as unknown as DeliveryRecord;
+  const stop = { fields: { contactPhone: '+2348000000000' } } as unknown as StoredAddress;
+  const issueAgain = () => checks.issueAgain(delivery, 'proof-1', new Map([['stop-1', stop]]));
+  return { store, statusOf, issueAgain };
 }
 
 describe('proof codes', () => {
@@ -85,7 +139,7 @@ describe('proof codes', () => {
     const { store, statusOf } = setUp();
     for (let i = 0; i < MAX_WRONG_CODES; i++) await statusOf(WRONG);
     expect(await statusOf(RIGHT)).toBe(409);
-    store.codes.set('proof-1:2', hashProofCode(SECRET, 'proof-1', '654321'));
+    store.issue(2, '654321');
     expect(await statusOf(RIGHT)).toBe(422);
     expect(await statusOf('654321')).toBe(200);
   });
@@ -93,10 +147,21 @@ describe('proof codes', () => {
   it('refuse the old code once a new one was issued while it was being compared', async () => {
     const { store, statusOf } = setUp();
     // The merchant issues a new code between the check's read of the current one and its answer.
-    store.meanwhile = () =>
-      store.codes.set('proof-1:2', hashProofCode(SECRET, 'proof-1', '654321'));
+    store.meanwhile = () => store.issue(2, '654321');
     expect(await statusOf(RIGHT)).toBe(422);
     store.meanwhile = undefined;
     expect(await statusOf('654321')).toBe(200);
+  });
+
+  it('keep the old code working when a new one could not be queued, and the next new one works', async () => {
+    const { store, statusOf, issueAgain } = setUp();
+    store.failEnqueue = true;
+    await expect(issueAgain()).rejects.toThrow('connection closed');
+    // Nobody was told of a new code: the one they hold still works.
+    expect(await statusOf(RIGHT)).toBe(200);
+    await issueAgain();
+    const sent = store.lastSent() ?? '';
+    expect(sent).toMatch(/^\d{6}$/);
+    expect(await statusOf(sent)).toBe(200);
   });
 });
