@@ -63,7 +63,7 @@ export interface CourierAdminDeps {
   tokens: CourierTokenStore;
   locations: CourierLocations;
   /** What each courier holds: an offer, or a delivery under way. */
-  holds: Pick<SearchStore, 'hold' | 'claimOfferOutcome' | 'offerOutcome'>;
+  holds: Pick<SearchStore, 'hold' | 'holding' | 'claimOfferOutcome' | 'offerOutcome'>;
 }
 
 export function createCourierAdminActions(deps: CourierAdminDeps): ServiceActions {
@@ -186,7 +186,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
    * that the operator's retry leaves them at work, as the 409 says.
    */
   async function refuseRetiringMidDelivery(ctx: WaybillContext<unknown>, current: CourierRecord) {
-    const hold = await deps.holds.hold(current._id);
+    const hold = await deps.holds.holding(current._id);
     if (hold?.kind !== 'DELIVERY') return;
     if (!current.active) await backToWork(ctx, current._id, hold.deliveryId);
     throw retiringMidDelivery(current._id, hold.deliveryId);

@@ -17,7 +17,10 @@ const searchSchema = new Schema({ _id: String, deliveryId: String, state: String
 const activeSearchSchema = new Schema({ _id: String, since: Date }, plain);
 const offerSchema = new Schema({ _id: String, deliveryId: String, courierId: String }, plain);
 const offerOutcomeSchema = new Schema({ _id: String, outcome: String, at: Date }, plain);
-/** `_id` = courier id: a courier holds one offer or one delivery at a time, never two. */
+/**
+ * `_id` = courier id: a courier holds one offer or one delivery at a time, never two. Only
+ * inserted and deleted: an accepted offer's hold is the delivery's by its outcome (`holding`).
+ */
 const holdSchema = new Schema({ _id: String, deliveryId: String, kind: String }, plain);
 /** `_id` = delivery id: how its search ended (a courier, none found, or ended by order). */
 const searchEndSchema = new Schema(
@@ -80,6 +83,7 @@ export interface HoldRecord {
   _id: string;
   deliveryId: string;
   offerId: string;
+  /** As stored: OFFER (versions before kept DELIVERY once accepted); `holding` tells which. */
   kind: 'OFFER' | 'DELIVERY';
   at: Date;
 }
@@ -195,8 +199,18 @@ export class SearchStore {
     return (await this.m.Hold.findById(courierId).lean()) as HoldRecord | null;
   }
 
-  async holdDelivery(courierId: string, offerId: string): Promise<void> {
-    await this.m.Hold.updateOne({ _id: courierId, offerId }, { $set: { kind: 'DELIVERY' } });
+  /**
+   * What the courier holds, as they hold it: an offer they accepted is the delivery. Not
+   * written on the hold at the accept: FerretDB updates `{ _id, offerId }` by reading it, then
+   * writing the whole document by `_id`, so a hold let go and claimed by the courier's next
+   * offer in between came back as the old delivery's (a courier held by a delivery they did
+   * not have, passed over by every search).
+   */
+  async holding(courierId: string): Promise<HoldRecord | null> {
+    const hold = await this.hold(courierId);
+    if (hold?.kind !== 'OFFER') return hold;
+    const accepted = (await this.offerOutcome(hold.offerId)) === 'ACCEPTED';
+    return accepted ? { ...hold, kind: 'DELIVERY' } : hold;
   }
 
   /** Lets the courier go, if this offer's hold is still theirs: whether it was. */

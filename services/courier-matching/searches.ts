@@ -16,7 +16,13 @@ import {
   type SearchReach,
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
-import type { OfferRecord, SearchEndRecord, SearchRecord, SearchStore } from './search-store';
+import type {
+  HoldRecord,
+  OfferRecord,
+  SearchEndRecord,
+  SearchRecord,
+  SearchStore,
+} from './search-store';
 import {
   WaitingSearches,
   sweepTurn,
@@ -763,18 +769,20 @@ export class Searches {
    * (positions.ts BUSY_CHECK_MS): holding nothing, they are marked free, unless an offer made
    * meanwhile marked them for itself; holding another offer or trip, the mark is made theirs,
    * so that its release clears it; holding an offer of a search that ended with no step left to
-   * close it (one stopped between its offer and its look at the end), they are let go of it.
-   * Never fails the report: the next check comes a while later.
+   * close it (one stopped between its offer and its look at the end), or a delivery that is
+   * over (a hold left by a version that rewrote it at the accept, `SearchStore.holding`), they
+   * are let go of it. Never fails the report: the next check comes a while later.
    */
   async checkBusy(courierId: string, markedFor: string): Promise<void> {
     try {
-      const hold = await this.store.hold(courierId);
+      const hold = await this.store.holding(courierId);
       if (hold) {
         // Unless an offer marked them since (this one's release clears a mark it names).
         if (hold.offerId !== markedFor) {
           await this.deps.couriers.setBusy(courierId, true, hold.offerId, markedFor);
         }
-        const offer = hold.kind === 'OFFER' ? await this.store.offer(hold.offerId) : null;
+        if (hold.kind === 'DELIVERY') return this.letGoIfOver(hold);
+        const offer = await this.store.offer(hold.offerId);
         if (offer) await this.withdrawIfEnded(offer);
         return;
       }
@@ -791,6 +799,18 @@ export class Searches {
         err: (err as Error).message,
       });
     }
+  }
+
+  /**
+   * A courier held by a delivery whose search order ended (ENDED: the delivery is over, or it
+   * no longer needed a courier when they accepted) is let go: nothing else would, since the
+   * end's own release came first. Not at NO_COURIER: an accept may have reached order before
+   * its "no courier", and the delivery is then theirs.
+   */
+  private async letGoIfOver(hold: HoldRecord): Promise<void> {
+    if ((await this.store.end(hold.deliveryId))?.outcome !== 'ENDED') return;
+    const { offerId, _id: courierId, deliveryId } = hold;
+    await this.letGo({ _id: offerId, courierId, deliveryId }, 'WITHDRAWN');
   }
 
   /** Wakes the waiting searches near a courier just set free, where it was last reported. */
@@ -812,7 +832,7 @@ export class Searches {
     const latest = (await this.offers(search)).at(-1);
     if (!latest) return;
     await this.store.claimOfferOutcome(latest._id, 'WITHDRAWN');
-    const hold = await this.store.hold(latest.courierId);
+    const hold = await this.store.holding(latest.courierId);
     // Holding another delivery's offer or trip: not this search's to let go.
     if (hold && hold.deliveryId !== search._id) return;
     // Holding nothing: let go all the same, so that a release cut short is finished.
@@ -840,7 +860,6 @@ export class Searches {
   /** An accepted offer: the courier holds the delivery, and order assigns it. Repeatable. */
   private async confirm(offer: OfferRecord): Promise<void> {
     const { deliveryId, courierId } = offer;
-    await this.store.holdDelivery(courierId, offer._id);
     const answer = await call(this.deps.services(), 'order.assignCourier', {
       deliveryId,
       courierId,
@@ -1024,7 +1043,7 @@ export class Searches {
 
   /** The delivery a courier holds, if any. */
   async held(courierId: string): Promise<string | null> {
-    const hold = await this.store.hold(courierId);
+    const hold = await this.store.holding(courierId);
     return hold?.kind === 'DELIVERY' ? hold.deliveryId : null;
   }
 

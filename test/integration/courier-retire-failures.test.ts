@@ -200,21 +200,28 @@ it('announces the courier retired (503) when putting them back fails too, and a 
 
 it('puts back to work at the retry (409) a courier who had accepted when putting them back failed', async () => {
   const c = await courierWithOffer();
-  // The courier's accept, claimed before the retirement's withdrawal.
-  await db
-    .collection('offer_outcomes')
-    .insertOne({ _id: c.offerId as never, outcome: 'ACCEPTED', at: new Date() });
-  const failed = await patchFailing(c.courierId, [
-    failNth(CourierStore.prototype, 'update', c.courierId, 2),
-  ]);
+  // The courier's accept, claimed after the check for a delivery they hold and before the
+  // retirement's withdrawal (at its write); putting them back, the second write, fails.
+  const methods = CourierStore.prototype as unknown as Record<string, StoreMethod>;
+  const real = methods.update;
+  let calls = 0;
+  const accepting = jest.spyOn(methods, 'update').mockImplementation(async function (
+    this: unknown,
+    ...args: unknown[]
+  ) {
+    if (args[0] === c.courierId && ++calls === 1) {
+      await db
+        .collection('offer_outcomes')
+        .insertOne({ _id: c.offerId as never, outcome: 'ACCEPTED', at: new Date() });
+    }
+    if (args[0] === c.courierId && calls === 2) throw new Error('database busy');
+    return real.apply(this, args);
+  });
+  const failed = await patchFailing(c.courierId, [accepting]);
   expect(failed).toMatchObject({
     code: 503,
     message: expect.stringMatching(`taking delivery ${c.deliveryId}`),
   });
-  // Their confirmation makes the hold the delivery's.
-  await db
-    .collection('courier_holds')
-    .updateOne({ _id: c.courierId as never }, { $set: { kind: 'DELIVERY' } });
 
   await expect(patch(c.courierId)).rejects.toMatchObject({
     code: 409,

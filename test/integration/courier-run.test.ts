@@ -382,8 +382,13 @@ describe('matching', () => {
     // Twenty deliveries, one courier each, and no courier twice.
     expect(new Set(held.values()).size).toBe(20);
     for (const deliveryId of held.values()) expect(ids.has(deliveryId)).toBe(true);
-    const holds = await db.collection('courier_holds').find({ kind: 'DELIVERY' }).toArray();
-    const ours = holds.filter((h) => ids.has(h.deliveryId));
+    // A hold is the delivery's once its offer was accepted (search-store.ts `holding`).
+    const holds = await db.collection('courier_holds').find().toArray();
+    const outcomes = db.collection<{ _id: string; outcome: string }>('offer_outcomes');
+    const accepted = await Promise.all(
+      holds.map(async (h) => (await outcomes.findOne({ _id: h.offerId }))?.outcome === 'ACCEPTED'),
+    );
+    const ours = holds.filter((h, i) => ids.has(h.deliveryId) && accepted[i]);
     expect(ours).toHaveLength(20);
     expect(new Set(ours.map((h) => String(h._id))).size).toBe(20);
     const statuses = await Promise.all(

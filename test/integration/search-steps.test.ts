@@ -157,7 +157,6 @@ it('keeps a courier who accepted an offer made as another replica gave the searc
     const at = new Date();
     await store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at });
     await store.claimOfferOutcome(hold.offerId, 'ACCEPTED');
-    await store.holdDelivery(hold._id, hold.offerId);
   });
   const freed: string[] = [];
   const positions = positionsNoting(freed);
@@ -167,7 +166,7 @@ it('keeps a courier who accepted an offer made as another replica gave the searc
   await searches.advance(deliveryId);
 
   expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('ACCEPTED');
-  expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'DELIVERY' });
+  expect(await store.holding(courierId)).toMatchObject({ deliveryId, kind: 'DELIVERY' });
   expect(freed).not.toContain(courierId);
 });
 
@@ -412,6 +411,38 @@ describe('a busy mark checked on a report', () => {
     expect(await store.offerOutcome(offerId)).toBe('WITHDRAWN');
     expect(await store.hold(courierId)).toBeNull();
     expect(await isFree(positions, courierId)).toBe(true);
+  });
+
+  it('lets go a courier held by a delivery whose search order ended, as a version before could leave them', async () => {
+    const deliveryId = randomUUID();
+    const offerId = offerIdOf(deliveryId, 1);
+    const { store, positions, courierId, searches } = await markedCourier(offerId);
+    const at = new Date();
+    await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+    await store.claimOfferOutcome(offerId, 'ACCEPTED');
+    // The accept's rewrite of the hold landed after the cancel had let the courier go.
+    await store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at });
+    await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'DELIVERY', at });
+    expect(await searches.held(courierId)).toBe(deliveryId);
+
+    await searches.checkBusy(courierId, offerId);
+    expect(await store.hold(courierId)).toBeNull();
+    expect(await isFree(positions, courierId)).toBe(true);
+  });
+
+  it('keeps a courier whose accept order may have taken before its "no courier"', async () => {
+    const deliveryId = randomUUID();
+    const offerId = offerIdOf(deliveryId, 1);
+    const { store, positions, courierId, searches } = await markedCourier(offerId);
+    const at = new Date();
+    await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+    await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
+    await store.claimOfferOutcome(offerId, 'ACCEPTED');
+    await store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at });
+
+    await searches.checkBusy(courierId, offerId);
+    expect(await searches.held(courierId)).toBe(deliveryId);
+    expect(await isFree(positions, courierId)).toBe(false);
   });
 
   it('keeps busy a courier holding an offer, the mark theirs so that its release clears it', async () => {
