@@ -380,6 +380,15 @@ describe('a busy mark checked on a report', () => {
     return { store, positions, courierId, searches: searchesOver(store, positions) };
   }
 
+  /** A courier marked for the first offer of a search, which holds nothing yet. */
+  async function searchingCourier() {
+    const deliveryId = randomUUID();
+    const offerId = offerIdOf(deliveryId, 1);
+    const marked = await markedCourier(offerId);
+    await marked.store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+    return { ...marked, deliveryId, offerId, at: new Date() };
+  }
+
   it('marks free a courier who holds nothing, once', async () => {
     const stale = offerIdOf(randomUUID(), 1);
     const { positions, courierId, searches } = await markedCourier(stale);
@@ -396,12 +405,9 @@ describe('a busy mark checked on a report', () => {
   });
 
   it('lets go a courier holding an offer of a search that ended with no step to close it', async () => {
-    const deliveryId = randomUUID();
-    const offerId = offerIdOf(deliveryId, 1);
-    const { store, positions, courierId, searches } = await markedCourier(offerId);
-    const at = new Date();
+    const { store, positions, courierId, searches, deliveryId, offerId, at } =
+      await searchingCourier();
     const expiresAt = new Date(at.getTime() + 30_000);
-    await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
     await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
     await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
     // Ended (cancelled) after the step made the offer, which stopped before it looked.
@@ -414,11 +420,8 @@ describe('a busy mark checked on a report', () => {
   });
 
   it('lets go a courier held by a delivery whose search order ended, as a version before could leave them', async () => {
-    const deliveryId = randomUUID();
-    const offerId = offerIdOf(deliveryId, 1);
-    const { store, positions, courierId, searches } = await markedCourier(offerId);
-    const at = new Date();
-    await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+    const { store, positions, courierId, searches, deliveryId, offerId, at } =
+      await searchingCourier();
     await store.claimOfferOutcome(offerId, 'ACCEPTED');
     // The accept's rewrite of the hold landed after the cancel had let the courier go.
     await store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at });
@@ -431,11 +434,8 @@ describe('a busy mark checked on a report', () => {
   });
 
   it('keeps a courier whose accept order may have taken before its "no courier"', async () => {
-    const deliveryId = randomUUID();
-    const offerId = offerIdOf(deliveryId, 1);
-    const { store, positions, courierId, searches } = await markedCourier(offerId);
-    const at = new Date();
-    await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+    const { store, positions, courierId, searches, deliveryId, offerId, at } =
+      await searchingCourier();
     await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
     await store.claimOfferOutcome(offerId, 'ACCEPTED');
     await store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at });
