@@ -1,7 +1,7 @@
 import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
-import { conflict, notFound } from '../../libs/errors';
+import { conflict, isWaybillError, notFound } from '../../libs/errors';
 import type { GeoPoint } from '../../libs/geodesy';
 import { BoundedMap } from '../../libs/lookup-cache';
 import {
@@ -802,15 +802,25 @@ export class Searches {
   }
 
   /**
-   * A courier held by a delivery whose search order ended (ENDED: the delivery is over, or it
-   * no longer needed a courier when they accepted) is let go: nothing else would, since the
-   * end's own release came first. Not at NO_COURIER: an accept may have reached order before
-   * its "no courier", and the delivery is then theirs.
+   * A courier held by a delivery whose search ended without them is let go: at ENDED (the
+   * delivery is over, or it no longer needed a courier when they accepted) at once, since the
+   * end's own release came first; at NO_COURIER (given up as they accepted, their confirmation
+   * cut short) once order, asked again, says it did not assign them: their accept may have
+   * reached it before its "no courier", and the delivery is then theirs.
    */
   private async letGoIfOver(hold: HoldRecord): Promise<void> {
-    if ((await this.store.end(hold.deliveryId))?.outcome !== 'ENDED') return;
+    const end = await this.store.end(hold.deliveryId);
     const { offerId, _id: courierId, deliveryId } = hold;
-    await this.letGo({ _id: offerId, courierId, deliveryId }, 'WITHDRAWN');
+    if (end?.outcome === 'ENDED') {
+      await this.letGo({ _id: offerId, courierId, deliveryId }, 'WITHDRAWN');
+      return;
+    }
+    const offer = end?.outcome === 'NO_COURIER' ? await this.store.offer(offerId) : null;
+    if (!offer) return;
+    // Its 409 (not assigned, the courier let go) is what this check wanted.
+    await this.confirm(offer).catch((err: unknown) => {
+      if (!isWaybillError(err)) throw err;
+    });
   }
 
   /** Wakes the waiting searches near a courier just set free, where it was last reported. */

@@ -184,6 +184,9 @@ function afterEachHold(
   return watched;
 }
 
+/** The deliveries order has assigned to the courier who asks (none other is). */
+const ASSIGNED_BY_ORDER = new Set<string>();
+
 /** Matching's steps over this store and index; the directory has `retired` retired. */
 function searchesOver(
   store: SearchStore,
@@ -202,8 +205,10 @@ function searchesOver(
 ): Searches {
   const order: Caller = {
     async call(action, params) {
-      toOrder.push(`${action} ${(params as { deliveryId: string }).deliveryId}`);
-      return { status: 'NO_COURIER_FOUND' };
+      const { deliveryId } = params as { deliveryId: string };
+      toOrder.push(`${action} ${deliveryId}`);
+      const assigned = ASSIGNED_BY_ORDER.has(deliveryId);
+      return { assigned, status: assigned ? 'COURIER_ASSIGNED' : 'NO_COURIER_FOUND' };
     },
   };
   return new Searches({
@@ -433,16 +438,33 @@ describe('a busy mark checked on a report', () => {
     expect(await isFree(positions, courierId)).toBe(true);
   });
 
-  it('keeps a courier whose accept order may have taken before its "no courier"', async () => {
-    const { store, positions, courierId, searches, deliveryId, offerId, at } =
-      await searchingCourier();
+  /** A courier who accepted as the search was given up, their confirmation cut short. */
+  async function acceptedAsGivenUp() {
+    const searching = await searchingCourier();
+    const { store, courierId, deliveryId, offerId, at } = searching;
+    const expiresAt = new Date(at.getTime() + 30_000);
+    await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
     await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
     await store.claimOfferOutcome(offerId, 'ACCEPTED');
     await store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at });
+    return searching;
+  }
+
+  it('keeps a courier who accepted as the search was given up when order assigned them first', async () => {
+    const { positions, courierId, searches, deliveryId, offerId } = await acceptedAsGivenUp();
+    ASSIGNED_BY_ORDER.add(deliveryId);
 
     await searches.checkBusy(courierId, offerId);
     expect(await searches.held(courierId)).toBe(deliveryId);
     expect(await isFree(positions, courierId)).toBe(false);
+  });
+
+  it('lets go a courier who accepted as the search was given up once order says it did not assign them', async () => {
+    const { store, positions, courierId, searches, offerId } = await acceptedAsGivenUp();
+
+    await searches.checkBusy(courierId, offerId);
+    expect(await store.hold(courierId)).toBeNull();
+    expect(await isFree(positions, courierId)).toBe(true);
   });
 
   it('keeps busy a courier holding an offer, the mark theirs so that its release clears it', async () => {
