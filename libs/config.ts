@@ -228,6 +228,10 @@ export interface Config {
     dispatchIntervalMs: number;
     /** Messages in flight at once, per dispatcher. */
     concurrency: number;
+    /** How long a finished message, its attempts and its event are kept (decision 120). */
+    retentionMs: number;
+    /** How often each replica's retention sweep runs a round. */
+    retentionIntervalMs: number;
   };
 }
 
@@ -951,6 +955,25 @@ const declaredEnvSchema = Joi.object({
     .max(1000)
     .default(32)
     .description('Webhook requests in flight at once per dispatcher process'),
+  WEBHOOK_RETENTION_DAYS: Joi.number()
+    .integer()
+    .min(1)
+    .max(3650)
+    .default(30)
+    .description(
+      'Days a webhook message is kept after it was delivered or given up, with its attempts and event; then it is deleted (`GET /api/webhooks/:webhookId/deliveries` no longer lists it). Messages still to send are never deleted',
+    ),
+  WEBHOOK_RETENTION_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .description('The same in milliseconds, for tests; overrides WEBHOOK_RETENTION_DAYS when set'),
+  WEBHOOK_RETENTION_INTERVAL_MS: Joi.number()
+    .integer()
+    .min(100)
+    .default(60000)
+    .description(
+      'How often each webhook replica deletes what WEBHOOK_RETENTION_DAYS lets go (at most 2,000 messages a round)',
+    ),
   OPS_PORT: Joi.number()
     .port()
     .default(9464)
@@ -1177,6 +1200,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       backoffMaxMs: value.WEBHOOK_BACKOFF_MAX_MS,
       dispatchIntervalMs: value.WEBHOOK_DISPATCH_INTERVAL_MS,
       concurrency: value.WEBHOOK_CONCURRENCY,
+      retentionMs: value.WEBHOOK_RETENTION_MS ?? value.WEBHOOK_RETENTION_DAYS * 86_400_000,
+      retentionIntervalMs: value.WEBHOOK_RETENTION_INTERVAL_MS,
     },
   };
 }

@@ -1,6 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import { passRecordsIn, runPass, type BackfillPass } from './backfills';
-import { insertOnce, raiseById } from './mongo';
+import { deleteManyById, insertOnce, raiseById } from './mongo';
 import { Turns } from './turns';
 
 /**
@@ -421,6 +421,45 @@ export class OwnerList {
     for (let newest = length; newest >= floor; newest -= READ_WIDTH) {
       yield (await this.entriesDown(ownerId, newest, floor, READ_WIDTH)).map((e) => e.itemId);
     }
+  }
+
+  /**
+   * The oldest entries the list still reads: from its floor up, `most` at most. With
+   * `forget` and `raiseFloor`, what a sweep that deletes the oldest items walks (the webhook
+   * service's retention), by `_id` alone.
+   */
+  async oldestFirst(ownerId: string, most: number): Promise<OwnerListEntry[]> {
+    const { length, floor } = await this.last(ownerId);
+    const numbers: number[] = [];
+    for (let n = floor; n <= length && numbers.length < most; n++) numbers.push(n);
+    const found = await Promise.all(numbers.map((n) => this.entry(ownerId, n)));
+    return found.filter((e): e is EntryRecord => e !== null);
+  }
+
+  /**
+   * Reads stop below entry `floor` from now on (a lost update leaves them reading more,
+   * which only costs them).
+   */
+  async raiseFloor(ownerId: string, floor: number): Promise<void> {
+    await this.raiseHead(ownerId, { floor });
+  }
+
+  /**
+   * Deletes entries below the floor with their items' claims (an item added again later gets
+   * a new entry at the top); how many documents there were.
+   */
+  async forget(ownerId: string, entries: readonly OwnerListEntry[]): Promise<number> {
+    const [removed, claims] = await Promise.all([
+      deleteManyById(
+        this.m.Entry,
+        entries.map((e) => ownerListEntryId(ownerId, e.n)),
+      ),
+      deleteManyById(
+        this.m.Claim,
+        entries.map((e) => ownerListClaimId(ownerId, e.itemId, e.tag)),
+      ),
+    ]);
+    return removed + claims;
   }
 
   /**

@@ -8,6 +8,7 @@ import { action, requireUser, type ServiceActions, type WaybillContext } from '.
 import { newWebhookSecret } from '../../libs/webhook-signature';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { laneOf, ROTATION_OVERLAP_MS } from './dispatch-rules';
+import { pastReplay } from './retention';
 import {
   createWebhookParams,
   deliveriesParams,
@@ -330,7 +331,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         response: webhookDeliveryView,
         errors: {
           404: 'No such webhook of yours, or no such message of it',
-          409: 'The message is still queued (its next attempt is on its way), or is a courier position skipped as stale',
+          409: 'The message is still queued (its next attempt is on its way), is a courier position skipped as stale, or is about to be deleted (retention)',
         },
       },
       params: replayParams,
@@ -347,9 +348,15 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
             `Webhook delivery ${message._id} is a courier position skipped as stale; it is not sent again`,
           );
         }
+        const at = now();
+        // The retention sweep may be deleting it: queued now, it would be sent unlogged.
+        if (message.status !== 'PENDING' && pastReplay(message, at, config.retentionMs)) {
+          throw conflict(
+            `Webhook delivery ${message._id} is about to be deleted (kept WEBHOOK_RETENTION_DAYS after it finished); it is not sent again`,
+          );
+        }
         const event = await store.event(message.eventId);
         if (!event) throw notFound(`The event of webhook delivery ${message._id} is gone`);
-        const at = now();
         const queued = {
           _id: message._id,
           webhookId: endpoint._id,

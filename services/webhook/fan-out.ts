@@ -1,11 +1,12 @@
 import { toldToRecipient, type PublishedEvent } from '../../libs/contracts/webhook';
-import { nameBasedId } from '../../libs/ids';
 import { laneOf, subscribes } from './dispatch-rules';
-import type { EndpointRecord, MessageRecord, QueuedRecord, WebhookStore } from './store';
-
-/** Names an endpoint's message of an event: the same pair is one message, however often published. */
-const messageIdOf = (webhookId: string, eventId: string) =>
-  nameBasedId('webhook-message', webhookId, eventId);
+import {
+  messageIdOf,
+  type EndpointRecord,
+  type MessageRecord,
+  type QueuedRecord,
+  type WebhookStore,
+} from './store';
 
 /**
  * Records each event some endpoint takes, once, and queues one message of it for every active endpoint of its owner

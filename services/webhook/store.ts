@@ -6,9 +6,21 @@ import {
   type StoredOutboxFields,
   outboxPlaceSchema,
 } from '../../libs/messaging/outbox-records';
-import { insertOnce, isDuplicateKey, raiseById } from '../../libs/mongo';
+import { nameBasedId } from '../../libs/ids';
+import {
+  deleteManyById,
+  insertOnce,
+  isDuplicateKey,
+  raiseById,
+  setManyById,
+} from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
-import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
+import {
+  OwnerList,
+  defineNamedOwnerListModels,
+  listedAs,
+  type OwnerListEntry,
+} from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
 
 /**
@@ -66,6 +78,12 @@ const noticeAttemptSchema = new Schema({ _id: String, at: Date }, plain);
  */
 const endpointDeletionSchema = new Schema({ _id: String, at: Date }, plain);
 
+/**
+ * `_id` = `<webhookId>:<n>`: a retention sweep deletes the messages of the endpoint's list from
+ * its entry n on (services/webhook/retention.ts); replicas pass over a batch another holds.
+ */
+const retentionClaimSchema = new Schema({ _id: String, at: Date }, plain);
+
 export function defineWebhookModels(connection: Connection) {
   return {
     Endpoint: connection.model('WebhookEndpoint', endpointSchema, 'webhook_endpoints'),
@@ -94,6 +112,11 @@ export function defineWebhookModels(connection: Connection) {
       'webhook_notice_attempts',
     ),
     // Read by `_id` (libs/owner-list): each endpoint's messages, and each owner's endpoints.
+    RetentionClaim: connection.model(
+      'WebhookRetentionClaim',
+      retentionClaimSchema,
+      'webhook_retention_claims',
+    ),
     ...defineNamedOwnerListModels(connection, 'webhook_endpoint_messages', 'EndpointMessage'),
     ...defineNamedOwnerListModels(connection, 'webhook_owner_endpoints', 'OwnerEndpoint'),
   };
@@ -162,6 +185,11 @@ export interface MessageRecord {
   lastError: string | null;
   deliveredAt: Date | null;
   createdAt: Date;
+  /**
+   * Past its retention and about to be deleted (services/webhook/retention.ts): its event is
+   * kept for none but the messages not so marked.
+   */
+  retiring?: boolean;
 }
 
 export interface QueuedRecord {
@@ -222,6 +250,10 @@ export interface NoticeRecord extends StoredOutboxFields {
 export const ATTEMPTS_SHOWN = 10;
 
 export const secretId = (webhookId: string, n: number) => `${webhookId}:${n}`;
+
+/** Names an endpoint's message of an event: the same pair is one message, however often published. */
+export const messageIdOf = (webhookId: string, eventId: string) =>
+  nameBasedId('webhook-message', webhookId, eventId);
 
 /** Whose list of endpoints an endpoint is on: its user's in its environment. */
 export const endpointOwner = (userId: string, environment: string) => `${userId}:${environment}`;
@@ -577,6 +609,69 @@ export class WebhookStore {
 
   async finishAttempt(id: string, result: Partial<AttemptRecord>): Promise<void> {
     await this.m.Attempt.updateOne({ _id: id }, { $set: result });
+  }
+
+  // --- retention (services/webhook/retention.ts)
+
+  /**
+   * Every endpoint's id, deleted ones too (their messages are kept as long): a scan, of a
+   * collection that grows with endpoints, not with events.
+   */
+  async endpointIds(): Promise<string[]> {
+    const found = await this.m.Endpoint.find({}, { _id: 1 }).lean<{ _id: string }[]>();
+    return found.map((e) => e._id);
+  }
+
+  /** The endpoint's oldest messages still listed: its list's entries from the floor up. */
+  oldestMessages(webhookId: string, most: number): Promise<OwnerListEntry[]> {
+    return this.messagesByEndpoint.oldestFirst(webhookId, most);
+  }
+
+  /** The endpoint's list is read from its entry `floor` up: those below are deleted. */
+  passMessages(webhookId: string, floor: number): Promise<void> {
+    return this.messagesByEndpoint.raiseFloor(webhookId, floor);
+  }
+
+  claimRetention(id: string, at: Date): Promise<boolean> {
+    return insertOnce(() => this.m.RetentionClaim.create({ _id: id, at }));
+  }
+
+  async retentionClaim(id: string): Promise<{ at: Date } | null> {
+    return this.m.RetentionClaim.findById(id).lean<{ at: Date }>();
+  }
+
+  async releaseRetention(id: string): Promise<void> {
+    await this.m.RetentionClaim.deleteOne({ _id: id });
+  }
+
+  /** Marks messages about to be deleted. */
+  markRetiring(messageIds: readonly string[]): Promise<void> {
+    return setManyById(this.m.Message, messageIds, { retiring: true });
+  }
+
+  /** Deletes the event; 1 if it was there. */
+  async deleteEvent(eventId: string): Promise<number> {
+    return (await this.m.Event.deleteOne({ _id: eventId })).deletedCount;
+  }
+
+  /**
+   * Deletes what an endpoint's retired messages leave, each kind in one round trip: their
+   * attempts and lane marks, the messages, then their entries of the endpoint's list (last: a
+   * sweep that stops before them finds the entries again, and the messages gone). How many
+   * documents of each kind there were.
+   */
+  async retire(
+    webhookId: string,
+    retired: { attemptIds: string[]; laneIds: string[]; messageIds: string[] },
+    entries: readonly OwnerListEntry[],
+  ): Promise<{ attempt: number; lane: number; message: number; list: number }> {
+    const [attempt, lane] = await Promise.all([
+      deleteManyById(this.m.Attempt, retired.attemptIds),
+      deleteManyById(this.m.Lane, retired.laneIds),
+    ]);
+    const message = await deleteManyById(this.m.Message, retired.messageIds);
+    const list = await this.messagesByEndpoint.forget(webhookId, entries);
+    return { attempt, lane, message, list };
   }
 }
 

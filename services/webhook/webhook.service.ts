@@ -5,14 +5,19 @@ import { publishParams } from '../../libs/contracts/webhook';
 import { channelSenders } from '../../libs/messaging/channels';
 import { OutboxSender } from '../../libs/messaging/outbox-sender';
 import { Backfills } from '../../libs/backfills';
+import { metricTableOf, type MetricTable } from '../../libs/metric-table';
 import { ServiceDatabase } from '../../libs/mongo';
 import { implement, type ServiceDefinition } from '../../libs/service';
 import { Dispatcher } from './dispatcher';
 import { createEndpointActions } from './endpoints';
 import { fanOut } from './fan-out';
 import { DisableNotices } from './notices';
+import { RETIRED_KINDS, RetentionSweep } from './retention';
 import { SecretBox } from '../../libs/secret-box';
 import { WebhookStore, defineWebhookModels } from './store';
+
+/** Counts what retention deleted, per kind (docs/operations.md). */
+export const RETENTION_METRIC = 'waybill_webhook_retention_deleted_total';
 
 /**
  * Integrators' webhooks: endpoints, the events of their deliveries queued for them, the
@@ -24,6 +29,7 @@ export function createWebhookService(config: Config): ServiceDefinition {
   const store = new WebhookStore(() => db.models);
   const box = new SecretBox(config.webhook.secretKey);
   let logger: Logger | undefined;
+  let retentionDeleted: ReturnType<MetricTable['counter']> | undefined;
   let broker: ServiceBroker | undefined;
   const log = () => logger as Logger;
   const notices = new DisableNotices({
@@ -71,6 +77,18 @@ export function createWebhookService(config: Config): ServiceDefinition {
     ],
     config.backfillAfterRolloutMs,
   );
+  const retention = new RetentionSweep({
+    store,
+    retentionMs: config.webhook.retentionMs,
+    intervalMs: config.webhook.retentionIntervalMs,
+    environment: config.appEnv,
+    logger: log,
+    counted: (deleted) => {
+      for (const kind of RETIRED_KINDS) {
+        if (retentionDeleted) retentionDeleted.of(kind).value += deleted[kind];
+      }
+    },
+  });
   const sender = new OutboxSender({
     kind: 'webhook notice',
     config: config.notifications,
@@ -98,14 +116,23 @@ export function createWebhookService(config: Config): ServiceDefinition {
     created() {
       logger = this.logger;
       broker = this.broker;
+      if (this.broker.isMetricsEnabled()) {
+        retentionDeleted = metricTableOf(this.broker).counter(
+          RETENTION_METRIC,
+          'Webhook records deleted by the retention sweep (WEBHOOK_RETENTION_DAYS), by kind',
+          ['kind'],
+        );
+        for (const kind of RETIRED_KINDS) retentionDeleted.of(kind);
+      }
     },
     async started() {
       await backfills.start(this.logger);
       dispatcher.start();
       sender.start();
+      retention.start();
     },
     async stopped() {
-      await Promise.all([dispatcher.stop(), sender.stop(), backfills.stop()]);
+      await Promise.all([dispatcher.stop(), sender.stop(), retention.stop(), backfills.stop()]);
     },
   };
 }

@@ -158,6 +158,8 @@ describe('loadConfig defaults', () => {
         secretKey: 'waybill-staging-webhook-secret-key',
         allowPrivateTargets: false,
         maxEndpoints: 10,
+        retentionIntervalMs: 60000,
+        retentionMs: 30 * 86_400_000,
         timeoutMs: 10000,
         retryWindowMs: 86400000,
         disableAfterMs: 86400000,
@@ -464,6 +466,15 @@ describe('payment', () => {
     expect(loadConfig({ CHECKOUT_TTL_MINUTES: '5' }).payment.checkoutTtlMs).toBe(300_000);
     const both = loadConfig({ CHECKOUT_TTL_MINUTES: '5', CHECKOUT_TTL_SECONDS: '2' });
     expect(both.payment.checkoutTtlMs).toBe(2_000);
+  });
+
+  it('takes the webhook retention in milliseconds when given so, else in days', () => {
+    expect(loadConfig({ WEBHOOK_RETENTION_DAYS: '7' }).webhook.retentionMs).toBe(7 * 86_400_000);
+    const both = loadConfig({ WEBHOOK_RETENTION_DAYS: '7', WEBHOOK_RETENTION_MS: '3000' });
+    expect(both.webhook.retentionMs).toBe(3_000);
+    expect(configErrorFor({ WEBHOOK_RETENTION_DAYS: '0' }).message).toMatch(
+      /^WEBHOOK_RETENTION_DAYS: /,
+    );
   });
 
   it('refuses an unknown provider and a URL that is not http(s)', () => {
@@ -789,6 +800,9 @@ describe('describeConfig', () => {
     'WEBHOOK_BACKOFF_MAX_MS',
     'WEBHOOK_DISPATCH_INTERVAL_MS',
     'WEBHOOK_CONCURRENCY',
+    'WEBHOOK_RETENTION_DAYS',
+    'WEBHOOK_RETENTION_MS',
+    'WEBHOOK_RETENTION_INTERVAL_MS',
     'OPS_PORT',
   ];
 

@@ -1,0 +1,292 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'moleculer';
+import { loadConfig } from '../../libs/config';
+import type { PublishedEvent } from '../../libs/contracts/webhook';
+import { attemptId } from '../../libs/messaging/outbox-records';
+import { SecretBox } from '../../libs/secret-box';
+import type { WaybillContext } from '../../libs/service';
+import { laneOf } from '../../services/webhook/dispatch-rules';
+import { createEndpointActions } from '../../services/webhook/endpoints';
+import { fanOut } from '../../services/webhook/fan-out';
+import { RETENTION_BATCH, RetentionSweep } from '../../services/webhook/retention';
+import type { ReplayParams } from '../../services/webhook/schemas';
+import {
+  defineWebhookModels,
+  messageIdOf,
+  WebhookStore,
+  type MessageStatus,
+} from '../../services/webhook/store';
+import { useStoreDatabase } from '../support/store-database';
+import { endpointRecord } from '../support/webhook-records';
+
+/**
+ * Retention on the real server, with an injected clock: what finished longer ago than the
+ * retention goes (message, attempts, lane mark, list entry, and the event once no message of
+ * it is left), what is still to send stays, and sweeps of several replicas at once delete each
+ * document once.
+ */
+const db = useStoreDatabase('webhook_retention', defineWebhookModels);
+const store = new WebhookStore(() => db.models);
+const DAY = 86_400_000;
+const RETENTION_MS = 30 * DAY;
+const quiet = { info: () => undefined, warn: () => undefined } as unknown as Logger;
+
+const sweeper = () =>
+  new RetentionSweep({
+    store,
+    retentionMs: RETENTION_MS,
+    intervalMs: 60_000,
+    environment: 'staging',
+    logger: () => quiet,
+  });
+
+const T0 = new Date('2030-03-01T00:00:00Z');
+const later = (ms: number) => new Date(T0.getTime() + ms);
+
+/** `count` events of one delivery of the user's, published at T0 to the user's endpoints. */
+async function publish(userId: string, count: number): Promise<PublishedEvent[]> {
+  const deliveryId = randomUUID();
+  const events = Array.from({ length: count }, (_, i): PublishedEvent => ({
+    id: randomUUID(),
+    type: 'delivery.status_changed',
+    userId,
+    deliveryId,
+    sequence: (i + 1) * 10,
+    createdAt: T0.toISOString(),
+    data: {},
+  }));
+  await fanOut(store, events, 'staging', T0);
+  return events;
+}
+
+/** What a dispatcher writes as a message ends after `attempts` attempts, the last at `at`. */
+async function finish(
+  messageId: string,
+  at: Date,
+  { status = 'DELIVERED', attempts = 1 }: { status?: MessageStatus; attempts?: number } = {},
+) {
+  const message = await store.message(messageId);
+  if (!message) throw new Error(`no message ${messageId}`);
+  for (let n = 1; n <= attempts; n++) {
+    await store.claimAttempt({
+      _id: attemptId(messageId, n),
+      messageId,
+      webhookId: message.webhookId,
+      n,
+      startedAt: at,
+      finishedAt: at,
+      statusCode: status === 'DELIVERED' ? 200 : 500,
+      error: null,
+      durationMs: 1,
+      responseExcerpt: null,
+      replay: false,
+    });
+  }
+  await store.markLane(laneOf(message.webhookId, message.deliveryId), message.sequence);
+  await store.updateMessage(messageId, {
+    status,
+    attempts,
+    lastAttemptAt: at,
+    deliveredAt: status === 'DELIVERED' ? at : null,
+  });
+  await store.dequeue(messageId);
+}
+
+const ids = (webhookId: string, events: PublishedEvent[]) =>
+  events.map((e) => messageIdOf(webhookId, e.id));
+
+/** The endpoint's messages in the order its list holds them, oldest first. */
+const listed = async (webhookId: string) =>
+  (await store.oldestMessages(webhookId, 1_000)).map((e) => e.itemId);
+
+async function remaining(webhookId: string) {
+  return (await store.messagesOf(webhookId, 100, 0)).map((m) => m._id).sort();
+}
+
+/** How many of these documents exist, each read by `_id`. */
+async function present(model: 'Attempt' | 'Event' | 'Message', docIds: string[]): Promise<number> {
+  const found = await Promise.all(
+    docIds.map((id) => db.models[model].collection.findOne({ _id: id as never })),
+  );
+  return found.filter((doc) => doc !== null).length;
+}
+
+function replay(userId: string, params: ReplayParams, now: Date) {
+  const config = loadConfig({ ...process.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+  const actions = createEndpointActions({
+    store,
+    config: config.webhook,
+    appEnv: 'staging',
+    box: new SecretBox('retention-test'),
+    now: () => now,
+  });
+  const handler = (actions.replayWebhookDelivery as { handler: (ctx: unknown) => unknown }).handler;
+  const ctx = { params, meta: { user: { id: userId } } };
+  return Promise.resolve(handler(ctx as WaybillContext<ReplayParams>));
+}
+
+it('deletes what finished longer ago than the retention, never what is still to send', async () => {
+  const userId = randomUUID();
+  const sent = endpointRecord(userId);
+  const failing = endpointRecord(userId);
+  await store.insertEndpoint(sent);
+  await store.insertEndpoint(failing);
+  const events = await publish(userId, 3);
+  const [first, second, third] = await listed(sent._id);
+  await finish(first, later(1_000));
+  await finish(second, later(2_000), { status: 'FAILED', attempts: 3 });
+  await finish(third, later(DAY));
+  // The failing endpoint's messages of the same events are still being retried.
+
+  // A second short of the retention of the first: nothing goes.
+  const early = await sweeper().sweep(later(RETENTION_MS + 999));
+  expect(early.message).toBe(0);
+  expect(await remaining(sent._id)).toHaveLength(3);
+
+  // Past the first two's: they go with their attempts, their entries (and claims) of the list,
+  // and the lane's mark; their events stay, the failing endpoint's messages need them.
+  const swept = await sweeper().sweep(later(RETENTION_MS + 2_001));
+  expect(swept).toEqual({ message: 2, attempt: 4, event: 0, lane: 1, list: 4 });
+  expect(await remaining(sent._id)).toEqual([third]);
+  expect(
+    await present(
+      'Attempt',
+      [1, 2, 3].map((n) => attemptId(second, n)),
+    ),
+  ).toBe(0);
+  expect(
+    await present(
+      'Event',
+      events.map((e) => e.id),
+    ),
+  ).toBe(3);
+  expect(await remaining(failing._id)).toEqual(ids(failing._id, events).sort());
+  // A page of what is left is full: the list's floor is past what went.
+  expect(await store.oldestMessages(sent._id, 10)).toEqual([
+    expect.objectContaining({ itemId: third }),
+  ]);
+
+  // Long after, the failing endpoint's messages still to send are kept, and their events.
+  const much = await sweeper().sweep(later(10 * RETENTION_MS));
+  expect(much).toMatchObject({ message: 1, event: 0 });
+  expect(await remaining(failing._id)).toHaveLength(3);
+
+  // Given up at last: they go too, and the events with the last message of each.
+  for (const id of ids(failing._id, events)) {
+    await finish(id, later(11 * RETENTION_MS), { status: 'FAILED', attempts: 2 });
+  }
+  const last = await sweeper().sweep(later(12 * RETENTION_MS + 1));
+  expect(last).toEqual({ message: 3, attempt: 6, event: 3, lane: 1, list: 6 });
+  expect(
+    await present(
+      'Event',
+      events.map((e) => e.id),
+    ),
+  ).toBe(0);
+  expect(await remaining(failing._id)).toEqual([]);
+});
+
+it('keeps a replayed message, and refuses to replay one about to go', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  await publish(userId, 2);
+  const [older, newer] = await listed(endpoint._id);
+  await finish(older, later(1_000));
+  await finish(newer, later(2_000));
+
+  // A replay within the retention queues it again: the sweep stops there, and keeps the newer.
+  const replayed = await replay(
+    userId,
+    { webhookId: endpoint._id, webhookDeliveryId: older },
+    later(RETENTION_MS / 2),
+  );
+  expect(replayed).toMatchObject({ id: older, status: 'PENDING' });
+  const swept = await sweeper().sweep(later(RETENTION_MS + 3_000));
+  expect(swept.message).toBe(0);
+  expect(await remaining(endpoint._id)).toEqual([older, newer].sort());
+
+  // Sent again: kept for a retention from then. The newer, now first, is too near its
+  // deletion to be replayed (the sweep of another replica may be deleting it).
+  await finish(older, later(RETENTION_MS + 4_000), { attempts: 2 });
+  await expect(
+    replay(userId, { webhookId: endpoint._id, webhookDeliveryId: newer }, later(RETENTION_MS)),
+  ).rejects.toMatchObject({ code: 409 });
+  expect((await store.queued(newer)) === null).toBe(true);
+  const after = await sweeper().sweep(later(RETENTION_MS + 5_000));
+  expect(after.message).toBe(0);
+  // The older goes first or not at all: the list keeps its top.
+  expect(await remaining(endpoint._id)).toEqual([older, newer].sort());
+  const finally_ = await sweeper().sweep(later(2 * RETENTION_MS + 4_001));
+  expect(finally_).toMatchObject({ message: 2, event: 2 });
+  // Deleted: a replay finds nothing.
+  await expect(
+    replay(userId, { webhookId: endpoint._id, webhookDeliveryId: older }, later(2 * RETENTION_MS)),
+  ).rejects.toMatchObject({ code: 404 });
+});
+
+it('deletes each document once when replicas sweep at once, a batch at a time', async () => {
+  const userId = randomUUID();
+  const endpoints = [endpointRecord(userId), endpointRecord(userId)];
+  for (const endpoint of endpoints) await store.insertEndpoint(endpoint);
+  const count = RETENTION_BATCH + 10;
+  const events = await publish(userId, count);
+  const messages = endpoints.flatMap((e) => ids(e._id, events));
+  for (let i = 0; i < messages.length; i += 20) {
+    await Promise.all(messages.slice(i, i + 20).map((id) => finish(id, later(1_000))));
+  }
+
+  const now = later(RETENTION_MS + 1_001);
+  const rounds = await Promise.all([sweeper(), sweeper(), sweeper()].map((s) => s.sweep(now)));
+  const total = rounds.reduce((sum, r) => ({
+    message: sum.message + r.message,
+    attempt: sum.attempt + r.attempt,
+    event: sum.event + r.event,
+    lane: sum.lane + r.lane,
+    list: sum.list + r.list,
+  }));
+  // Every record of the two endpoints once: a message, an attempt and an entry with its claim
+  // each, an event per pair of messages, a lane per endpoint.
+  expect(total).toEqual({
+    message: 2 * count,
+    attempt: 2 * count,
+    event: count,
+    lane: 2,
+    list: 4 * count,
+  });
+  expect(await present('Message', messages)).toBe(0);
+  expect(
+    await present(
+      'Event',
+      events.map((e) => e.id),
+    ),
+  ).toBe(0);
+  for (const endpoint of endpoints) {
+    expect(await store.oldestMessages(endpoint._id, 10)).toEqual([]);
+  }
+  // No claim is left behind.
+  expect(await db.models.RetentionClaim.countDocuments({})).toBe(0);
+  // And a round after finds nothing more.
+  expect((await sweeper().sweep(later(RETENTION_MS + 2_000))).message).toBe(0);
+});
+
+it('passes over a batch another replica holds, and takes over one whose sweep stopped', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  const events = await publish(userId, 2);
+  for (const id of ids(endpoint._id, events)) await finish(id, later(1_000));
+  const now = later(RETENTION_MS + 1_001);
+  const [{ n }] = await store.oldestMessages(endpoint._id, 1);
+  const claimId = `${endpoint._id}:${n}`;
+
+  await store.claimRetention(claimId, now);
+  expect((await sweeper().sweep(now)).message).toBe(0);
+  expect(await remaining(endpoint._id)).toHaveLength(2);
+
+  // Its holder stopped ten minutes ago: the batch is taken over, and the claim goes.
+  await store.releaseRetention(claimId);
+  await store.claimRetention(claimId, new Date(now.getTime() - 10 * 60_000));
+  expect((await sweeper().sweep(now)).message).toBe(2);
+  expect(await store.retentionClaim(claimId)).toBeNull();
+});
