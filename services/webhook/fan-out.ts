@@ -1,12 +1,6 @@
 import { toldToRecipient, type PublishedEvent } from '../../libs/contracts/webhook';
 import { laneOf, subscribes } from './dispatch-rules';
-import {
-  messageIdOf,
-  type EndpointRecord,
-  type MessageRecord,
-  type QueuedRecord,
-  type WebhookStore,
-} from './store';
+import { messageIdOf, type MessageRecord, type QueuedRecord, type WebhookStore } from './store';
 
 /**
  * Records each event some endpoint takes, once, and queues one message of it for every active endpoint of its owner
@@ -19,16 +13,8 @@ export async function fanOut(
   environment: string,
   now: Date,
 ): Promise<number> {
-  const endpointsOf = new Map<string, Promise<EndpointRecord[]>>();
   const items: { message: MessageRecord; queued: QueuedRecord }[] = [];
-  const endpointsOfOwner = (userId: string) => {
-    let endpoints = endpointsOf.get(userId);
-    if (!endpoints) {
-      endpoints = store.endpointsOf(userId, environment);
-      endpointsOf.set(userId, endpoints);
-    }
-    return endpoints;
-  };
+  const endpointsOfOwner = store.endpointsReadOnce(environment);
   for (const event of events) {
     const owners = [event.userId];
     if (event.recipientUserId && toldToRecipient(event.type)) owners.push(event.recipientUserId);

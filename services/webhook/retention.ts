@@ -3,7 +3,7 @@ import { PENDING_ITEM_MS, type OwnerListEntry } from '../../libs/owner-list';
 import { attemptId } from '../../libs/messaging/outbox-records';
 import { Periodic } from '../../libs/periodic';
 import { laneOf } from './dispatch-rules';
-import { messageIdOf, type EndpointRecord, type MessageRecord, type WebhookStore } from './store';
+import { messageIdOf, type MessageRecord, type WebhookStore } from './store';
 
 /**
  * Retention (decision 120): a message finished (delivered, given up, or a position skipped)
@@ -232,15 +232,7 @@ export class RetentionSweep {
    */
   private async retireEvents(messages: MessageRecord[]): Promise<number> {
     const { store, environment } = this.deps;
-    const endpointsOf = new Map<string, Promise<EndpointRecord[]>>();
-    const ofOwner = (userId: string) => {
-      let found = endpointsOf.get(userId);
-      if (!found) {
-        found = store.endpointsOf(userId, environment);
-        endpointsOf.set(userId, found);
-      }
-      return found;
-    };
+    const ofOwner = store.endpointsReadOnce(environment);
     const counts = await Promise.all(
       [...new Set(messages.map((m) => m.eventId))].map(async (eventId) => {
         const event = await store.event(eventId);

@@ -335,6 +335,22 @@ export class WebhookStore {
       .sort(newestCreatedFirst);
   }
 
+  /**
+   * `endpointsOf` in one environment, each owner read once however often asked: for work that
+   * asks of many events at one time (a publication, a sweep's batch).
+   */
+  endpointsReadOnce(environment: string): (userId: string) => Promise<EndpointRecord[]> {
+    const read = new Map<string, Promise<EndpointRecord[]>>();
+    return (userId) => {
+      let endpoints = read.get(userId);
+      if (!endpoints) {
+        endpoints = this.endpointsOf(userId, environment);
+        read.set(userId, endpoints);
+      }
+      return endpoints;
+    };
+  }
+
   /** Puts the endpoints stored before `webhook_owner_endpoints` existed on their owners' lists. */
   async listStoredEndpoints(pass: BackfillPass): Promise<void> {
     await this.endpointsByOwner.backfill(pass, (since) =>
