@@ -499,7 +499,7 @@ couriers
  * Runs `run` against the platform's own `service`, over NATS, running none here: a delivery's
  * step carries out its effects through order, payment, package and courier-matching together,
  * and an order service started in this process would also start its sweeps, its outbox sender
- * and, in staging, its courier simulator (decision 127).
+ * and, in staging, its courier simulator (decision 122).
  */
 async function withPlatform<T>(
   service: Exclude<ServiceName, 'gateway'>,

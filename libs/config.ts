@@ -228,7 +228,7 @@ export interface Config {
     dispatchIntervalMs: number;
     /** Messages in flight at once, per dispatcher. */
     concurrency: number;
-    /** How long a finished message, its attempts and its event are kept (decision 120). */
+    /** How long a finished message, its attempts and its event are kept (decision 126). */
     retentionMs: number;
     /** How often each replica's retention sweep runs a round. */
     retentionIntervalMs: number;

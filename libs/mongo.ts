@@ -105,7 +105,7 @@ export async function upsertManyById(
 /**
  * Statements one bulk write of ours sends at most. FerretDB 1.24 never answers an `update`
  * command of 100 statements (50 take 41 ms here), and the database it was sent to answers
- * nothing more until FerretDB restarts; `delete` took 100 in 110 ms (decision 120). Kept
+ * nothing more until FerretDB restarts; `delete` took 100 in 110 ms (decision 126). Kept
  * well below both.
  */
 export const BULK_STATEMENTS = 25;
@@ -130,7 +130,7 @@ async function bulkWriteInChunks(
  * Deletes the documents with these `_id`s, answering how many there were: one `deleteOne`
  * by `_id` each, a few dozen to a command. FerretDB 1.24 pushes down no `$in`, even on `_id`:
  * `deleteMany({ _id: { $in } })` scans the collection (2.6 s at 20,000 documents, against
- * 0.5 ms an id; decision 120).
+ * 0.5 ms an id; decision 126).
  */
 export function deleteManyById(
   // The models differ in their document types; only bulkWrite by `_id` is used.

@@ -350,7 +350,7 @@ export class Checkouts {
   }
 
   /**
-   * Claims the first send of a checkout's event (decision 129): the name of this caller's
+   * Claims the first send of a checkout's event (decision 120): the name of this caller's
    * claim, or what holds it. A claim left without its sent mark for `PAYMENT_EVENT_RETRY_MS`
    * is a claimant that died before the event reached the outbox: the next turn is claimed
    * (by an insert too, so two callers finding it so take over once).

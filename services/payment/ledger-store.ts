@@ -95,7 +95,7 @@ const givenUpSchema = new Schema(
 
 /**
  * How long a debit written after its refund gave it up is left to its own posting, which reads
- * the mark and gives it back next, before verify reports it kept (decision 126).
+ * the mark and gives it back next, before verify reports it kept (decision 121).
  */
 export const GIVEN_UP_GRACE_MS = 60_000;
 
@@ -554,7 +554,7 @@ export class LedgerStore {
    * the order service undid, which nothing else would ever report. Read from the scan: a debit
    * it did not meet was written since, if at all, and is left to its own posting, as is one
    * written less than `GIVEN_UP_GRACE_MS` ago. An operator's credit under the refund's reference
-   * counts as the refund (decision 126). Reads by `_id` only, and only for a debit the scan met
+   * counts as the refund (decision 121). Reads by `_id` only, and only for a debit the scan met
    * without its refund.
    */
   private async keptAfterGivenUp(

@@ -109,7 +109,7 @@ export function createCourierRuleActions(
     announceStored(ctx, COURIER_RULES_CHANGED_EVENT, hooks.reload);
   /**
    * A rule's changes and its deletion take turns in this replica, so that they do not race for
-   * one revision here; replicas race, and the revision's insert decides (decision 132).
+   * one revision here; replicas race, and the revision's insert decides (decision 123).
    */
   const edits = new Turns();
 

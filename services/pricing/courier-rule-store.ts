@@ -4,7 +4,7 @@ import { CourierRuleBook, type Area, type CourierRule } from './courier-rules';
 import type { CourierRuleRecord, CourierRuleRevisionRecord, PricingModels } from './store';
 
 /**
- * Courier rules in the database (decision 132): a rule's document is its revision 1, as
+ * Courier rules in the database (decision 123): a rule's document is its revision 1, as
  * created; each change stores the whole rule again as revision n + 1, a deletion too. What
  * stands is a rule's latest revision.
  */

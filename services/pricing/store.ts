@@ -55,7 +55,7 @@ const courierRuleFields = {
 } as const;
 
 /**
- * A courier rule as created: its revision 1, never written again (decision 132). Its `_id` is
+ * A courier rule as created: its revision 1, never written again (decision 123). Its `_id` is
  * the rule's id; its changes are revisions (below).
  */
 const courierRuleSchema = new Schema(
@@ -67,7 +67,7 @@ courierRuleSchema.index({ courierId: 1 });
 /**
  * A change of a courier rule: the whole rule after it (a deletion: `deleted`). Revision n's
  * `_id` is named after (rule, n) (courier-rule-store `ruleRevisionId`), so of two changes made
- * on the same revision only the first to insert lands (decisions 16, 132).
+ * on the same revision only the first to insert lands (decisions 16, 123).
  */
 const courierRuleRevisionSchema = new Schema(
   {

@@ -6,7 +6,7 @@ import { laneOf } from './dispatch-rules';
 import { messageIdOf, type MessageRecord, type WebhookStore } from './store';
 
 /**
- * Retention (decision 120): a message finished (delivered, given up, or a position skipped)
+ * Retention (decision 126): a message finished (delivered, given up, or a position skipped)
  * longer than `WEBHOOK_RETENTION_DAYS` ago is deleted with its attempts, its lane's mark and
  * its entry of the endpoint's list, and an event once none of its messages is left. Nothing
  * still to send is deleted. The sweep finds them by `_id` alone: it walks each endpoint's list

@@ -10,7 +10,7 @@ import { FakePaystack, outcomeListener, walletFundingParams } from '../support/c
 import { useStoreDatabase } from '../support/store-database';
 
 /**
- * An outcome's event is sent once across replicas (decision 129): two sweeps at once, a sweep
+ * An outcome's event is sent once across replicas (decision 120): two sweeps at once, a sweep
  * racing the provider's webhook, a claimant that died after its claim, two sweeps resending
  * one outbox entry. Each replica is a `Checkouts` of its own over the real database, its
  * events broadcast by one broker to a listener; the point where the replicas meet (the first
