@@ -105,3 +105,30 @@ describe('a Redis that stops answering without closing the connection', () => {
     }
   }, 60_000);
 });
+
+describe('a gateway whose Redis connection is slow to open', () => {
+  it('is ready once connected, and answers its first request with Redis', async () => {
+    const redis = await tcpProxy(process.env.REDIS_URL as string);
+    await redis.open();
+    // The connection's first command names the client: everything from it waits a second.
+    const held = redis.holdFrom(`${iso.namespace}-gateway`);
+    const starting = startNode({
+      services: 'gateway,account',
+      iso,
+      env: { REDIS_URL: `redis://127.0.0.1:${redis.port}` },
+    });
+    await held;
+    setTimeout(() => redis.release(), 1_000);
+    const gateway = await starting;
+    try {
+      // Counted in Redis as a failed authentication, then looked up: not the quota store's 503.
+      const unknown = await request(gateway.url, 'GET', '/api/me', {
+        headers: { 'api-key': `wb_staging_${'cd'.repeat(32)}` },
+      });
+      expectErrorEnvelope(unknown, 401, /Unknown API key/);
+    } finally {
+      await gateway.stop();
+      await redis.cut();
+    }
+  }, 60_000);
+});
