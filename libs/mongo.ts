@@ -83,23 +83,20 @@ export async function upsertById(
   }
 }
 
-/** `upsertById` for many documents, in one round trip. */
+/** `upsertById` for many documents, `BULK_STATEMENTS` to a command. */
 export async function upsertManyById(
   // The models differ in their document types; only bulkWrite by `_id` is used.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   model: mongoose.Model<any>,
   updates: readonly { id: string; update: mongoose.UpdateQuery<unknown> }[],
 ): Promise<void> {
-  const operations = updates.map(({ id, update }) => ({
-    updateOne: { filter: { _id: id }, update, upsert: true },
-  }));
-  const write = () => model.bulkWrite(operations, { ordered: false });
-  try {
-    await write();
-  } catch (err) {
-    if (!onlyDuplicateKeys(err)) throw err;
-    await write();
-  }
+  await bulkWriteInChunks(
+    model,
+    updates.map(({ id, update }) => ({
+      updateOne: { filter: { _id: id }, update, upsert: true },
+    })),
+    { upserts: true },
+  );
 }
 
 /**
@@ -110,18 +107,31 @@ export async function upsertManyById(
  */
 export const BULK_STATEMENTS = 25;
 
-/** `bulkWrite` of these operations, `BULK_STATEMENTS` at a time, one after another. */
+/**
+ * `bulkWrite` of these operations, `BULK_STATEMENTS` at a time, one after another, answering
+ * how many documents they deleted. With `upserts`, a chunk refused only on `_id` (two first
+ * writers raced to create a document) is written again: the loser's upserts then update.
+ */
 async function bulkWriteInChunks(
   // The models differ in their document types; only bulkWrite by `_id` is used.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   model: mongoose.Model<any>,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the model's own operations
   operations: any[],
+  { upserts = false } = {},
 ): Promise<number> {
   let deleted = 0;
   for (let i = 0; i < operations.length; i += BULK_STATEMENTS) {
     const chunk = operations.slice(i, i + BULK_STATEMENTS);
-    deleted += (await model.bulkWrite(chunk, { ordered: false })).deletedCount;
+    const write = () => model.bulkWrite(chunk, { ordered: false });
+    let result: mongoose.mongo.BulkWriteResult;
+    try {
+      result = await write();
+    } catch (err) {
+      if (!upserts || !onlyDuplicateKeys(err)) throw err;
+      result = await write();
+    }
+    deleted += result.deletedCount;
   }
   return deleted;
 }

@@ -264,7 +264,7 @@ export class CourierStore {
 
   /**
    * Writes couriers' last positions (the location flusher): one upsert by `_id` per courier,
-   * sent together, into `courier_locations`; the courier's own document (and its `updatedAt`,
+   * sent a few dozen to a command, into `courier_locations`; the courier's own document (and its `updatedAt`,
    * the directory's version, positions.ts) stays the operators'.
    */
   async writeLocations(

@@ -367,6 +367,20 @@ describe('PATCH /admin/couriers/:courierId', () => {
     }
   });
 
+  it('writes the positions of 150 couriers moved since the last flush, then moves them again', async () => {
+    // Sent as one bulk write, an update of 100 statements is never answered by FerretDB 1.24,
+    // which then answers nothing more on that database.
+    const store = new CourierStore(() => models);
+    const ids = Array.from({ length: 150 }, () => `crr_${randomUUID()}`);
+    for (const lon of [3.1, 3.2]) {
+      const at = new Date();
+      await store.writeLocations(ids.map((courierId) => ({ courierId, lat: 6.5, lon, at })));
+      const stored = await store.storedLocations(ids);
+      expect(stored.size).toBe(ids.length);
+      for (const id of ids) expect(stored.get(id)).toMatchObject({ lat: 6.5, lon, at });
+    }
+  });
+
   it('moves the registration number: the old one is free, one another courier has is refused', async () => {
     const [a, b] = [await createCourier(), await createCourier()];
     const oldRegNo = a.fleet.regNo;
