@@ -7,6 +7,7 @@
 export class Periodic {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private stopRequested = false;
 
   constructor(
     private readonly intervalMs: number,
@@ -15,13 +16,23 @@ export class Periodic {
     private readonly onError: (err: unknown) => void,
   ) {}
 
+  /**
+   * True from `stop` until the next `start`: a run that loops over batches ends early when it
+   * sees it, so that the stop does not wait for the whole backlog.
+   */
+  get stopping(): boolean {
+    return this.stopRequested;
+  }
+
   start(): void {
+    this.stopRequested = false;
     this.timer = setInterval(() => void this.runOnce(), this.intervalMs);
     this.timer.unref();
   }
 
   /** Stops the timer and waits for the run under way, if any. */
   async stop(): Promise<void> {
+    this.stopRequested = true;
     clearInterval(this.timer);
     await this.running;
   }

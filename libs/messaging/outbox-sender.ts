@@ -96,7 +96,6 @@ export interface OutboxSenderDeps {
 export class OutboxSender {
   private readonly periodic: Periodic;
   private readonly live: boolean;
-  private stopping = false;
 
   constructor(private readonly deps: OutboxSenderDeps) {
     this.live = deps.appEnv === 'live';
@@ -108,12 +107,10 @@ export class OutboxSender {
   }
 
   start(): void {
-    this.stopping = false;
     this.periodic.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping = true;
     await this.periodic.stop();
     for (const channel of Object.values(this.deps.channels)) channel.close?.();
   }
@@ -136,7 +133,7 @@ export class OutboxSender {
         this.deps.config.concurrency,
         async (message) => {
           // Stopping: what is not claimed yet is left for a later run (or another replica).
-          if (this.stopping) return false;
+          if (this.periodic.stopping) return false;
           try {
             // Each claim carries its own time: a run may take minutes, and a claim dated at
             // the run's start would look lost to the other replicas long before its lease ends.
@@ -156,7 +153,7 @@ export class OutboxSender {
           }
         },
       );
-      if (due.length < BATCH || attempted === 0 || this.stopping) return;
+      if (due.length < BATCH || attempted === 0 || this.periodic.stopping) return;
       at = new Date();
     }
   }

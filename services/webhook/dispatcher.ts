@@ -126,7 +126,6 @@ export class Dispatcher {
   private readonly targets = new Map<string, { until: number; target: Target | null }>();
   /** The skips of stale positions under way (`pruneStalePositions`), one batch at a time. */
   private pruning: Promise<void> | undefined;
-  private stopping = false;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.periodic = new Periodic(
@@ -137,12 +136,10 @@ export class Dispatcher {
   }
 
   start(): void {
-    this.stopping = false;
     this.periodic.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping = true;
     await this.periodic.stop();
     await Promise.allSettled([...this.inFlight.values(), this.pruning]);
   }
@@ -188,7 +185,7 @@ export class Dispatcher {
   /** Starts each lane's first message that is due, while there is room. */
   private fill(now: Date): void {
     for (const [lane, messages] of this.lanes) {
-      if (this.stopping || this.inFlight.size >= this.deps.config.concurrency) return;
+      if (this.periodic.stopping || this.inFlight.size >= this.deps.config.concurrency) return;
       const head = messages[0];
       if (!head) {
         this.lanes.delete(lane);
@@ -547,7 +544,7 @@ export class Dispatcher {
     }
     this.pruning = (async () => {
       for (const position of stale) {
-        if (this.stopping) break;
+        if (this.periodic.stopping) break;
         const n = position.attempts + 1;
         if (await this.claim(position, n, now)) await this.skip(position, n, now);
       }

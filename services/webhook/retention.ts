@@ -78,7 +78,6 @@ export class RetentionSweep {
   private readonly notBefore = new Map<string, number>();
   /** The endpoints as last scanned: a new one has nothing to delete for a retention. */
   private endpoints: { ids: string[]; until: number } | undefined;
-  private stopping = false;
 
   constructor(private readonly deps: RetentionDeps) {
     this.periodic = new Periodic(
@@ -90,12 +89,10 @@ export class RetentionSweep {
   }
 
   start(): void {
-    this.stopping = false;
     this.periodic.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping = true;
     await this.periodic.stop();
   }
 
@@ -105,13 +102,13 @@ export class RetentionSweep {
     const cutoff = now.getTime() - this.deps.retentionMs;
     let budget = most;
     for (const webhookId of shuffled(await this.endpointIds(now))) {
-      if (this.stopping || budget <= 0) break;
+      if (this.periodic.stopping || budget <= 0) break;
       if ((this.notBefore.get(webhookId) ?? 0) > now.getTime()) continue;
       for (;;) {
         const walked = await this.walk(webhookId, now, cutoff, Math.min(RETENTION_BATCH, budget));
         for (const kind of RETIRED_KINDS) deleted[kind] += walked.deleted[kind];
         budget -= walked.judged;
-        if (!walked.more || budget <= 0 || this.stopping) break;
+        if (!walked.more || budget <= 0 || this.periodic.stopping) break;
       }
     }
     if (deleted.message + deleted.list > 0) {

@@ -41,6 +41,34 @@ describe('Periodic', () => {
     expect(done).toBe(true);
   });
 
+  it('tells a run looping over batches that a stop was asked, until the next start', async () => {
+    let batches = 0;
+    let stopAsked: () => void = () => undefined;
+    const asked = new Promise<void>((resolve) => (stopAsked = resolve));
+    const periodic: Periodic = new Periodic(
+      60_000,
+      async () => {
+        while (!periodic.stopping) {
+          batches++;
+          if (batches === 3) stopAsked();
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      },
+      () => undefined,
+    );
+    expect(periodic.stopping).toBe(false);
+    periodic.start();
+    const run = periodic.runOnce();
+    await asked;
+    await periodic.stop();
+    await run;
+    expect(periodic.stopping).toBe(true);
+    expect(batches).toBeGreaterThanOrEqual(3);
+    periodic.start();
+    expect(periodic.stopping).toBe(false);
+    await periodic.stop();
+  });
+
   it('reports a failed run instead of leaving an unhandled rejection, and runs again after', async () => {
     const errors: unknown[] = [];
     let runs = 0;
