@@ -1,3 +1,5 @@
+import { isFields } from './fields';
+
 /**
  * One JSON object per log line: strings form `msg`, plain objects become fields, errors
  * become `error: {name, message, type, code, stack}`. Moleculer's own `json` formatter
@@ -14,7 +16,7 @@ export function jsonLogLine(
   // gateway writes a line per request, so copies here cost (docs/performance.md).
   let msg: string | undefined;
   for (const arg of args) {
-    if (arg instanceof Error || (arg !== null && typeof arg === 'object' && !Array.isArray(arg))) {
+    if (arg instanceof Error || isFields(arg)) {
       continue;
     }
     // JSON has no text for undefined, a function or a symbol: an empty word, as before.
@@ -24,7 +26,7 @@ export function jsonLogLine(
   const line: Record<string, unknown> = { time: isoTime(now), level, msg: msg ?? '' };
   for (const arg of args) {
     if (arg instanceof Error) line.error = describeError(arg);
-    else if (arg !== null && typeof arg === 'object' && !Array.isArray(arg)) {
+    else if (isFields(arg)) {
       for (const key in arg) {
         if (!Object.hasOwn(arg, key)) continue;
         const value = (arg as Record<string, unknown>)[key];

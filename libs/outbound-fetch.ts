@@ -1,3 +1,5 @@
+import { isFields } from './fields';
+
 /**
  * Calling a server we do not run (a payment provider, an SMS gateway, OSRM, a geocoder): one
  * request with a deadline that covers the answer's body too, an answer read up to a byte cap,
@@ -20,10 +22,6 @@ export function quote(text: string): string {
 /** `: <quoted text>`, or nothing for an empty body. */
 export const quoted = (text: string): string => (text.trim() ? `: ${quote(text)}` : '');
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * A redirect is never followed: the configured server answers itself, and a redirect could
  * send the request (a secret key in its header or body, the text geocoded) anywhere, an
@@ -40,12 +38,12 @@ export const redirectNotFollowed = (status: number, location: string | null | un
  * `instanceof`: fetch's errors and DOMException may come from another realm (jest's vm).
  */
 function describeFetchError(err: unknown, timeoutMs: number): Failed {
-  if (!isRecord(err)) return unreachable(`request failed: ${String(err)}`);
+  if (!isFields(err)) return unreachable(`request failed: ${String(err)}`);
   if (err.name === 'TimeoutError') {
     return { ok: false, failure: 'timeout', reason: `timed out after ${timeoutMs} ms` };
   }
   const cause = err.cause;
-  if (isRecord(cause) && typeof cause.code === 'string') {
+  if (isFields(cause) && typeof cause.code === 'string') {
     return unreachable(`request failed: ${cause.code}`);
   }
   return unreachable(

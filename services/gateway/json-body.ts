@@ -1,3 +1,4 @@
+import { isFields } from '../../libs/fields';
 import { badRequest } from '../../libs/errors';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
@@ -41,10 +42,6 @@ export function cleanJsonBody(value: unknown, maxDepth = MAX_JSON_DEPTH): void {
     for (const child of Object.values(node)) visit(child, depth + 1);
   }
 }
-
-/** Whether `value` is an object of fields: not null, not an array. */
-export const isFields = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Refuses (400) a JSON body that is not an object: an operation's fields are the keys of one

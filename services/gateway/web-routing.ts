@@ -3,7 +3,7 @@ import { Errors } from 'moleculer';
 import { UNDECODABLE_BODY, validationError, type FieldError } from '../../libs/errors';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
-import { isFields } from './json-body';
+import { isFields } from '../../libs/fields';
 import { templateCandidates } from './routes';
 
 /**

@@ -1,5 +1,6 @@
 import { LookupCache } from '../../libs/lookup-cache';
-import { isRecord, quoted } from '../../libs/outbound-fetch';
+import { isFields } from '../../libs/fields';
+import { quoted } from '../../libs/outbound-fetch';
 import { isGeoPoint, type GeoPoint } from './distance';
 import { createUpstream, unhealthy, type Outcome, type UpstreamOptions } from './upstream';
 
@@ -38,7 +39,7 @@ function readPlaces(status: number, body: string): Outcome<GeoPoint | null> {
   if (!Array.isArray(results)) return unhealthy('answer is not a list of places');
   const first: unknown = results[0];
   if (first === undefined) return { ok: true, value: null }; // no match: not a failure
-  const point = isRecord(first) ? { lat: Number(first.lat), lon: Number(first.lon) } : null;
+  const point = isFields(first) ? { lat: Number(first.lat), lon: Number(first.lon) } : null;
   if (!point || !isGeoPoint(point)) return unhealthy('first place has no valid lat/lon');
   return { ok: true, value: point };
 }

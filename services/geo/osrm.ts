@@ -1,4 +1,5 @@
-import { isRecord, quote, quoted } from '../../libs/outbound-fetch';
+import { isFields } from '../../libs/fields';
+import { quote, quoted } from '../../libs/outbound-fetch';
 import {
   isGeoPoint,
   roadDistanceKm as estimateRoadKm,
@@ -38,7 +39,7 @@ function readAnswer(status: number, text: string): Outcome<number> {
   } catch {
     return unhealthy(`HTTP ${status}: answer is not JSON${quoted(text)}`);
   }
-  if (!isRecord(body) || typeof body.code !== 'string') {
+  if (!isFields(body) || typeof body.code !== 'string') {
     return unhealthy(`HTTP ${status}: answer has no OSRM code`);
   }
   if (body.code !== 'Ok') {
@@ -47,7 +48,7 @@ function readAnswer(status: number, text: string): Outcome<number> {
   }
   if (status < 200 || status > 299) return unhealthy(`HTTP ${status} with code Ok`);
   const route = Array.isArray(body.routes) ? (body.routes[0] as unknown) : undefined;
-  const metres = isRecord(route) ? route.distance : undefined;
+  const metres = isFields(route) ? route.distance : undefined;
   if (typeof metres !== 'number' || !Number.isFinite(metres) || metres < 0) {
     return unhealthy('code Ok without a valid routes[0].distance');
   }

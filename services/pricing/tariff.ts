@@ -1,3 +1,4 @@
+import { isFields } from '../../libs/fields';
 import { foldName } from '../../libs/text';
 import type { RouteType } from '../../libs/contracts/geo';
 
@@ -85,12 +86,8 @@ export function scopesOf(origin: {
   return scopes;
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function overlay(base: unknown, override: unknown): unknown {
-  if (!isPlainObject(base) || !isPlainObject(override)) {
+  if (!isFields(base) || !isFields(override)) {
     return override === undefined ? base : override;
   }
   const merged: Record<string, unknown> = { ...base };
