@@ -18,6 +18,9 @@ export const TRIMMED_CHARACTERS =
 /** A character that trimming keeps: a trimmed string that matches it is not empty. */
 export const NOT_BLANK = `[^${TRIMMED_CHARACTERS}]`;
 
+/** A character that trimming takes away, for the blanks a pattern allows around its text. */
+export const BLANK = `[${TRIMMED_CHARACTERS}]`;
+
 /** Meta key of a schema's name in the OpenAPI document (gateway/json-schema). */
 export const COMPONENT_NAME = 'x-component';
 
@@ -66,9 +69,8 @@ export function trimmedMatch<T extends Joi.StringSchema>(
   body: string,
   message: string,
 ): T {
-  const blank = `[${TRIMMED_CHARACTERS}]`;
   const whole = new RegExp(`^${body}$`);
-  return documented(schema, { pattern: `^${blank}*${body}${blank}*$` })
+  return documented(schema, { pattern: `^${BLANK}*${body}${BLANK}*$` })
     .custom((value: string, helpers) =>
       whole.test(value) ? value : helpers.error(`string.${name}`),
     )

@@ -3,6 +3,7 @@ import { badRequest, conflict, notFound, type FieldError } from '../../libs/erro
 import type { ServiceDatabase } from '../../libs/mongo';
 import { Turns } from '../../libs/turns';
 import {
+  BLANK,
   TRIMMED_CHARACTERS,
   countryCode,
   documented,
@@ -67,10 +68,9 @@ const ruleView = view('CourierPricingRule', {
   updatedAt: Joi.string().isoDate(),
 });
 
-const blank = `[${TRIMMED_CHARACTERS}]`;
 const kept = `[^,${TRIMMED_CHARACTERS}]`;
 /** One name of an area: up to AREA_NAME_MAX characters once trimmed, no comma. */
-const areaName = `${blank}*${kept}(?:[^,]{0,${AREA_NAME_MAX - 2}}${kept})?${blank}*`;
+const areaName = `${BLANK}*${kept}(?:[^,]{0,${AREA_NAME_MAX - 2}}${kept})?${BLANK}*`;
 
 /** "Lagos" or "Ikeja, Lagos", read into an area; the pattern is what is accepted. */
 const areaText = () =>
