@@ -236,10 +236,16 @@ export class OwnerList {
     return this.m.Entry.findById(ownerListEntryId(ownerId, n)).lean<EntryRecord>();
   }
 
-  /** The head's hint of the last number (0 for none) and the list's floor (1 for none). */
+  /**
+   * The head's hint of the last number (0 for none) and the list's floor (1 for none). The
+   * floor only rises past entries there were, so the last number is at least the one below
+   * it: a hint that lags (its raise lost) cannot hand out again a number whose entry was
+   * deleted (`forget`), where an entry would be below every read.
+   */
   private async head(ownerId: string): Promise<{ hint: number; floor: number }> {
     const head = await this.m.Head.findById(ownerId).lean();
-    return { hint: head?.n ?? 0, floor: Math.max(1, head?.floor ?? 1) };
+    const floor = Math.max(1, head?.floor ?? 1);
+    return { hint: Math.max(head?.n ?? 0, floor - 1), floor };
   }
 
   /** The number of the owner's last entry, from the head's hint forward while entries exist. */
@@ -426,19 +432,35 @@ export class OwnerList {
   /**
    * The oldest entries the list still reads: from its floor up, `most` at most. With
    * `forget` and `raiseFloor`, what a sweep that deletes the oldest items walks (the webhook
-   * service's retention), by `_id` alone.
+   * service's retention), by `_id` alone. Entries missing just above the floor were deleted by
+   * a sweep whose raise of the floor did not land (it stopped in between, or the write was lost
+   * to an append's raise of the hint in the same document, decision 99): they are passed, a
+   * batch at a time, and the floor raised past them, so that the sweep does not find the list
+   * empty there and stop for good.
    */
   async oldestFirst(ownerId: string, most: number): Promise<OwnerListEntry[]> {
     const { length, floor } = await this.last(ownerId);
-    const numbers: number[] = [];
-    for (let n = floor; n <= length && numbers.length < most; n++) numbers.push(n);
-    const found = await Promise.all(numbers.map((n) => this.entry(ownerId, n)));
-    return found.filter((e): e is EntryRecord => e !== null);
+    let from = floor;
+    while (from <= length) {
+      const numbers: number[] = [];
+      for (let n = from; n <= length && numbers.length < most; n++) numbers.push(n);
+      const found = (await Promise.all(numbers.map((n) => this.entry(ownerId, n)))).filter(
+        (e): e is EntryRecord => e !== null,
+      );
+      if (found.length > 0) {
+        if (found[0].n > floor) await this.raiseFloor(ownerId, found[0].n);
+        return found;
+      }
+      from = numbers[numbers.length - 1] + 1;
+    }
+    if (from > floor) await this.raiseFloor(ownerId, from);
+    return [];
   }
 
   /**
-   * Reads stop below entry `floor` from now on (a lost update leaves them reading more,
-   * which only costs them).
+   * Reads stop below entry `floor` from now on. A lost update leaves them reading more, which
+   * costs the reads; entries deleted below the floor meant (`forget`) are passed by
+   * `oldestFirst`, which raises it again.
    */
   async raiseFloor(ownerId: string, floor: number): Promise<void> {
     await this.raiseHead(ownerId, { floor });

@@ -290,3 +290,38 @@ it('passes over a batch another replica holds, and takes over one whose sweep st
   expect((await sweeper().sweep(now)).message).toBe(2);
   expect(await store.retentionClaim(claimId)).toBeNull();
 });
+
+it('goes on past a floor whose raise was lost, and never hands out a number it deleted', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  const events = await publish(userId, 3);
+  const [first, second, third] = ids(endpoint._id, events);
+  await finish(first, later(1_000));
+  await finish(second, later(2_000));
+  await finish(third, later(DAY));
+  expect((await sweeper().sweep(later(RETENTION_MS + 2_001))).message).toBe(2);
+
+  // The raise of the floor past the two deleted did not land (the sweep stopped in between,
+  // or an append's raise of the hint, in the same document, wrote over it), and the hint lags.
+  const heads = db.models.EndpointMessageHead.collection;
+  await heads.updateOne({ _id: endpoint._id as never }, { $set: { floor: 1, n: 0 } });
+  // The oldest entry still there is found past the gap, and the floor raised past it again.
+  expect(await store.oldestMessages(endpoint._id, 1)).toEqual([
+    expect.objectContaining({ itemId: third, n: 3 }),
+  ]);
+  expect(await heads.findOne({ _id: endpoint._id as never })).toMatchObject({ floor: 3 });
+
+  // With the hint behind, a new message still takes the number after the last, not a deleted
+  // one below the floor where neither the list's pages nor the sweep would see it.
+  await heads.updateOne({ _id: endpoint._id as never }, { $set: { n: 0 } });
+  const [fourth] = ids(endpoint._id, await publish(userId, 1));
+  expect(await store.oldestMessages(endpoint._id, 10)).toEqual([
+    expect.objectContaining({ itemId: third, n: 3 }),
+    expect.objectContaining({ itemId: fourth, n: 4 }),
+  ]);
+  expect(await remaining(endpoint._id)).toEqual([third, fourth].sort());
+  await finish(fourth, later(2 * DAY));
+  expect((await sweeper().sweep(later(RETENTION_MS + 2 * DAY + 1))).message).toBe(2);
+  expect(await remaining(endpoint._id)).toEqual([]);
+});
