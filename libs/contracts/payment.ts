@@ -31,6 +31,10 @@ const amountKobo = () => Joi.number().integer().min(1).max(MAX_AMOUNT_KOBO);
 /** The reference of a delivery's refund: at most one per delivery. */
 export const refundReference = (deliveryId: string) => `refund:${deliveryId}`;
 
+/** The debit a refund's reference names; undefined for any other reference. */
+export const debitOfRefund = (reference: string): string | undefined =>
+  reference.startsWith('refund:') ? reference.slice('refund:'.length) : undefined;
+
 export const ENTRY_TYPES = ['CREDIT', 'DEBIT', 'REFUND'] as const;
 export type EntryType = (typeof ENTRY_TYPES)[number];
 

@@ -2,6 +2,7 @@ import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import {
   ENTRY_TYPES,
   INSUFFICIENT_BALANCE,
+  debitOfRefund,
   refundReference,
   type EntryType,
   type LedgerEntry,
@@ -328,6 +329,45 @@ export class LedgerStore {
       );
       const claim = await this.findReference(debitReference);
       if (!claim || !(await this.postedEntry(claim))) return null;
+      return this.postNow(givenUpRefund(walletId, debit._id, debit.amountKobo));
+    });
+  }
+
+  /**
+   * An operator's credit of a wallet (`POST /admin/users/:userId/wallet/credit`), posted under
+   * `admin:<reference>`, apart from every other kind. Except the repair verify's `UNREFUNDED`
+   * asks for: a credit under `refund:<debit>` of a debit of this wallet its refund gave up and
+   * that was taken is posted as that refund itself, under its own reference, so that whichever
+   * comes first (the operator, a retry of the request's undoing, the debit's own posting) the
+   * others meet the reference and give nothing more (decision 121). 409 when such a credit does
+   * not give back what the debit took, or the debit took nothing.
+   */
+  creditByOperator(walletId: string, reference: string, amountKobo: number): Promise<Posting> {
+    return this.turns.run(walletId, async () => {
+      const debitReference = debitOfRefund(reference);
+      const debit = debitReference ? await this.findReference(debitReference) : null;
+      const undone =
+        debit?.walletId === walletId &&
+        (debit.type === VOIDED || (debit.type === 'DEBIT' && (await this.isGivenUp(debit._id))));
+      if (!debit || !undone) {
+        return this.postNow({
+          walletId,
+          type: 'CREDIT',
+          amountKobo,
+          reference: adminCreditReference(reference),
+          description: 'Credit by an operator',
+        });
+      }
+      if (debit.type === VOIDED || !(await this.postedEntry(debit))) {
+        throw conflict(
+          `Debit ${debit._id} took nothing (its request was undone before it was written): there is nothing to give back`,
+        );
+      }
+      if (amountKobo !== debit.amountKobo) {
+        throw conflict(
+          `Debit ${debit._id} took NGN ${formatNaira(debit.amountKobo)}: credit that amount under ${reference}, or another reference for another credit`,
+        );
+      }
       return this.postNow(givenUpRefund(walletId, debit._id, debit.amountKobo));
     });
   }

@@ -2,7 +2,6 @@ import { call } from '../../libs/contracts';
 import Joi from '../../libs/joi';
 import { nairaToKobo } from '../../libs/money';
 import { action, type ServiceActions } from '../../libs/service';
-import { adminCreditReference } from './ledger';
 import type { LedgerStore } from './ledger-store';
 import { userIdParams } from '../../libs/schemas';
 import { adminCreditParams, ledgerReportView, walletView } from './schemas';
@@ -22,24 +21,18 @@ export function createWalletAdminActions(ledger: LedgerStore): ServiceActions {
         message: 'Wallet credited',
         summary: 'Credit a user’s wallet',
         description:
-          '`amount` in NGN, at most two decimals. The same `reference` again credits nothing more and answers the wallet as it is; with another amount it is a 409.',
+          '`amount` in NGN, at most two decimals. The same `reference` again credits nothing more and answers the wallet as it is; with another amount it is a 409. `refund:<debit reference>` gives back a debit its refund gave up that was taken anyway (what `GET /admin/ledger/verify` reports as `UNREFUNDED`): it is posted as that refund, once, whoever posts it first.',
         response: walletView,
         errors: {
           404: 'No such user',
-          409: 'The reference was already used for another amount',
+          409: 'The reference was already used for another amount; or, for `refund:<debit reference>`, the amount is not what the debit took, or the debit took nothing',
         },
       },
       params: adminCreditParams,
       async handler(ctx) {
         const { userId, amount, reference } = ctx.params;
         await call(ctx, 'account.getUser', { userId });
-        await ledger.post({
-          walletId: userId,
-          type: 'CREDIT',
-          amountKobo: nairaToKobo(amount),
-          reference: adminCreditReference(reference),
-          description: 'Credit by an operator',
-        });
+        await ledger.creditByOperator(userId, reference, nairaToKobo(amount));
         return toWalletView(await ledger.balance(userId));
       },
     }),

@@ -243,7 +243,26 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
         detail: expect.stringContaining(`--reference refund:${reference}`),
       },
     ]);
-    // The operator's credit under the refund's reference (`waybill wallet credit`) is the refund.
+    // The operator's credit under the refund's reference (`waybill wallet credit`) is posted as
+    // the refund itself: a late retry of the request's undoing then gives nothing more.
+    const refund = refundReference(reference);
+    await expect(store.creditByOperator(walletId, refund, 999)).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringContaining('took NGN 10.00'),
+    });
+    const given = await store.creditByOperator(walletId, refund, 1_000);
+    expect(given.entry).toMatchObject({ type: 'REFUND', reference: refund, amountKobo: 1_000 });
+    await Promise.all([
+      undo(store, walletId, reference),
+      store.creditByOperator(walletId, refund, 1_000),
+    ]);
+    expect((await entriesOf(walletId)).map((e) => e.type)).toEqual(['CREDIT', 'DEBIT', 'REFUND']);
+    expect((await store.balance(walletId)).balanceKobo).toBe(1_500);
+    expect(await problemsOf(walletId)).toEqual([]);
+  });
+
+  it('counts a repair made before, under the admin reference, as the refund', async () => {
+    const { walletId, reference } = await keptDebit(10 * 60_000);
     await store.post({
       walletId,
       type: 'CREDIT',
@@ -251,6 +270,32 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
       reference: `admin:${refundReference(reference)}`,
     });
     expect(await problemsOf(walletId)).toEqual([]);
+  });
+
+  it('refuses to give back a debit undone before it took anything, and credits any other reference', async () => {
+    const walletId = randomUUID();
+    await credit(store, walletId, 500);
+    // Given up before its claim (voided), and given up claimed but never written.
+    const voided = randomUUID();
+    expect(await undo(store, walletId, voided)).toBeNull();
+    const unwritten = randomUUID();
+    await db.models.Reference.create({
+      _id: unwritten,
+      walletId,
+      type: 'DEBIT',
+      amountKobo: 1_000,
+      fromSequence: 2,
+      checkedThrough: 1,
+    });
+    await db.models.GivenUp.create({ _id: unwritten, walletId, createdAt: new Date() });
+    for (const debit of [voided, unwritten]) {
+      await expect(
+        store.creditByOperator(walletId, refundReference(debit), 1_000),
+      ).rejects.toMatchObject({ code: 409, message: expect.stringContaining('took nothing') });
+    }
+    const plain = await store.creditByOperator(walletId, 'bonus-1', 200);
+    expect(plain.entry).toMatchObject({ type: 'CREDIT', reference: 'admin:bonus-1' });
+    expect((await store.balance(walletId)).balanceKobo).toBe(700);
   });
 
   it('leaves a debit written a moment ago to its own posting, which gives it back', async () => {
