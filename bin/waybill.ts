@@ -48,17 +48,25 @@ async function withServices<T>(
   }
 }
 
+/** How long a command that starts no service of its own waits for NATS. */
+const NATS_ONLY_WAIT_SECONDS = 10;
+
 /**
  * Starts the broker, or says which server did not answer: a service waits for its database
  * (and the broker for NATS) until it answers, which for a command run by hand is a silent hang.
- * One try at MongoDB (`MONGO_TIMEOUT_MS`) and a few seconds more.
+ * With services here, one try at MongoDB (`MONGO_TIMEOUT_MS`) and a few seconds more; with none
+ * (`withPlatform`), NATS alone is waited for and named.
  */
-async function startWithin(broker: ServiceBroker, config: Config): Promise<void> {
-  const seconds = Math.ceil(config.mongoTimeoutMs / 1000) + 5;
+async function startWithin(
+  broker: ServiceBroker,
+  config: Config,
+  { database = true } = {},
+): Promise<void> {
+  const seconds = database ? Math.ceil(config.mongoTimeoutMs / 1000) + 5 : NATS_ONLY_WAIT_SECONDS;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      const servers = [`MongoDB at ${mongoHosts(config.mongoUrl)} (MONGO_URL)`];
+      const servers = database ? [`MongoDB at ${mongoHosts(config.mongoUrl)} (MONGO_URL)`] : [];
       // Its credentials left out, as MongoDB's are.
       if (config.natsUrl)
         servers.push(`NATS at ${config.natsUrl.replace(/\/\/[^@/]*@/g, '//')} (NATS_URL)`);
@@ -516,9 +524,9 @@ async function withPlatform<T>(
     nodeID: `cli-${process.pid}`,
     logger: false,
   });
-  await startWithin(broker, config);
+  await startWithin(broker, config, { database: false });
   try {
-    const seconds = Math.ceil(config.mongoTimeoutMs / 1000) + 5;
+    const seconds = NATS_ONLY_WAIT_SECONDS;
     await broker.waitForServices([service], seconds * 1000).catch(() => {
       throw serviceUnavailable(
         `no ${service} service answered within ${seconds} s on NATS in namespace "${config.namespace}": is the platform running, and are NATS_URL and NAMESPACE its own?`,

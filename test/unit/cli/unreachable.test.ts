@@ -24,4 +24,15 @@ describe('waybill against servers that do not answer', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/NATS at nats:\/\/127\.0\.0\.1:9 \(NATS_URL\)/);
   }, 30_000);
+
+  it('names NATS alone for a command that acts through the running platform', async () => {
+    const run = await runTypeScript(CLI, ['deliveries', 'show', 'd-1'], {
+      env: { ...NOWHERE, NATS_URL: 'nats://operator:s3cret@127.0.0.1:9' },
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^waybill: the services did not start within 10 s: NATS at nats:\/\/127\.0\.0\.1:9 \(NATS_URL\) does not answer/,
+    );
+    expect(run.stderr).not.toMatch(/MongoDB|s3cret/);
+  }, 30_000);
 });
