@@ -303,9 +303,10 @@ it('goes on past a floor whose raise was lost, and never hands out a number it d
   expect((await sweeper().sweep(later(RETENTION_MS + 2_001))).message).toBe(2);
 
   // The raise of the floor past the two deleted did not land (the sweep stopped in between,
-  // or an append's raise of the hint, in the same document, wrote over it), and the hint lags.
+  // or an append's raise of the hint, in the same document, wrote over it), and the hint lags
+  // one behind.
   const heads = db.models.EndpointMessageHead.collection;
-  await heads.updateOne({ _id: endpoint._id as never }, { $set: { floor: 1, n: 0 } });
+  await heads.updateOne({ _id: endpoint._id as never }, { $set: { floor: 1, n: 2 } });
   // The oldest entry still there is found past the gap, and the floor raised past it again.
   expect(await store.oldestMessages(endpoint._id, 1)).toEqual([
     expect.objectContaining({ itemId: third, n: 3 }),
