@@ -295,8 +295,8 @@ it('goes on past a floor whose raise was lost, and never hands out a number it d
   const userId = randomUUID();
   const endpoint = endpointRecord(userId);
   await store.insertEndpoint(endpoint);
-  const events = await publish(userId, 3);
-  const [first, second, third] = ids(endpoint._id, events);
+  await publish(userId, 3);
+  const [first, second, third] = await listed(endpoint._id);
   await finish(first, later(1_000));
   await finish(second, later(2_000));
   await finish(third, later(DAY));
