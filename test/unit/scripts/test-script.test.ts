@@ -119,8 +119,18 @@ describe('scripts/test', () => {
     const run = await scriptsTest({ STUB_STARTS: '' });
     expect(run.code).toBe(0);
     expect(infraCalls(run)).toEqual(['infra up', 'infra browser', 'infra env']);
-    expect(run.calls).toContainEqual(expect.stringMatching(/^npx --no-install jest --ci --json/));
+    expect(run.calls).toContainEqual(
+      expect.stringMatching(/^npx --no-install jest --ci --maxWorkers=2 --json/),
+    );
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('jest: 3 passed, 0 failed, 1 skipped');
+  });
+
+  it('runs as many test files at a time as WAYBILL_TEST_WORKERS says', async () => {
+    const run = await scriptsTest({ STUB_STARTS: '', WAYBILL_TEST_WORKERS: '1' });
+    expect(run.code).toBe(0);
+    expect(run.calls).toContainEqual(
+      expect.stringMatching(/^npx --no-install jest --ci --maxWorkers=1 --json/),
+    );
   });
 
   it('after failing tests, stops what it started and keeps jest’s exit status', async () => {
