@@ -165,6 +165,13 @@ export type SendRecord = InferSchemaType<typeof sendSchema>;
 export type UncreditedRecord = InferSchemaType<typeof uncreditedSchema>;
 export type SettlementRecord = InferSchemaType<typeof settlementSchema>;
 
+/** A page of the uncredited payments: all, or only the settled (`true`) or unsettled. */
+export interface UncreditedQuery {
+  limit: number;
+  offset: number;
+  settled?: boolean;
+}
+
 export function defineCheckoutModels(connection: Connection) {
   return {
     CheckoutSession: connection.model('CheckoutSession', sessionSchema, 'checkout_sessions'),
@@ -227,16 +234,38 @@ export class CheckoutStore {
    * The uncredited payments, newest first, each with its settlement if any (a scan: an
    * operator's call on a collection that stays small).
    */
-  async uncredited(
-    limit: number,
-  ): Promise<(UncreditedRecord & { settlement: SettlementRecord | null })[]> {
-    const found = await this.m.Uncredited.find().sort({ at: -1, _id: -1 }).limit(limit).lean();
-    return Promise.all(
-      found.map(async (payment) => ({
-        ...payment,
-        settlement: await this.m.UncreditedSettlement.findById(payment._id).lean(),
-      })),
-    );
+  /**
+   * A page of the uncredited payments, newest first, each with its settlement; with `settled`,
+   * only those settled (or not), the page counted among them. A small collection (one
+   * document per charge of the wrong amount), read whole and sorted; settlements are read by
+   * `_id`, a page's worth at a time, until the page is full.
+   */
+  async uncredited({
+    limit,
+    offset,
+    settled,
+  }: UncreditedQuery): Promise<(UncreditedRecord & { settlement: SettlementRecord | null })[]> {
+    const found = await this.m.Uncredited.find().sort({ at: -1, _id: -1 }).lean();
+    const page: (UncreditedRecord & { settlement: SettlementRecord | null })[] = [];
+    let passed = 0;
+    for (let i = settled === undefined ? offset : 0; i < found.length; i += limit) {
+      const batch = await Promise.all(
+        found.slice(i, i + limit).map(async (payment) => ({
+          ...payment,
+          settlement: await this.m.UncreditedSettlement.findById(payment._id).lean(),
+        })),
+      );
+      for (const payment of batch) {
+        if (settled !== undefined && (payment.settlement !== null) !== settled) continue;
+        if (settled !== undefined && passed < offset) {
+          passed += 1;
+          continue;
+        }
+        page.push(payment);
+        if (page.length === limit) return page;
+      }
+    }
+    return page;
   }
 
   uncreditedPayment(providerReference: string) {

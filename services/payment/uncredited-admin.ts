@@ -1,8 +1,13 @@
 import Joi from '../../libs/joi';
 import { conflict, notFound } from '../../libs/errors';
-import { fromUrl, plainText, view } from '../../libs/schemas';
+import { fromUrl, pageParams, plainText, view } from '../../libs/schemas';
 import { action, type ServiceActions } from '../../libs/service';
-import type { CheckoutStore, SettlementRecord, UncreditedRecord } from './checkout-store';
+import type {
+  CheckoutStore,
+  SettlementRecord,
+  UncreditedQuery,
+  UncreditedRecord,
+} from './checkout-store';
 
 /**
  * Payments the provider took that no checkout credits (another amount or currency than the
@@ -24,8 +29,12 @@ const uncreditedView = view('UncreditedPayment', {
   settlement: settlementView.allow(null).description('Null until an operator records one'),
 });
 
-const listParams = Joi.object<{ limit: number }, true>({
+const listParams = Joi.object<UncreditedQuery, true>({
   limit: fromUrl(Joi.number().integer().min(1).max(200).default(50)),
+  offset: pageParams().offset,
+  settled: fromUrl(Joi.boolean()).description(
+    '`false`: only those no operator has settled yet; `true`: only the settled',
+  ),
 });
 
 const settleParams = Joi.object<{ providerReference: string; note: string }, true>({
@@ -62,14 +71,14 @@ export function createUncreditedAdminActions(store: CheckoutStore): ServiceActio
         method: 'GET',
         path: '/payments/uncredited',
         message: 'Uncredited payments retrieved',
-        summary: 'Payments the provider took that no checkout credits, newest first',
+        summary: 'Payments the provider took that no checkout credits, newest first, paged',
         description:
           'A charge of another amount or currency than its checkout’s is credited to nobody: refund it at the provider, then record that with `POST /admin/payments/uncredited/:providerReference/settle`.',
         response: Joi.array().items(uncreditedView),
       },
       params: listParams,
       async handler(ctx) {
-        return (await store.uncredited(ctx.params.limit)).map(toUncreditedView);
+        return (await store.uncredited(ctx.params)).map(toUncreditedView);
       },
     }),
 

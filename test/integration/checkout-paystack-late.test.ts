@@ -261,6 +261,64 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(unknown.status).toBe(404);
   });
 
+  it('pages the uncredited payments newest first, all of them or only the settled or unsettled', async () => {
+    const references = [await opened(sweeping, 71), await opened(sweeping, 72)];
+    for (const reference of references) {
+      Object.assign(fake.transactions.get(reference) as object, { status: 'success', amount: 100 });
+    }
+    await eventually(
+      async () => {
+        for (const reference of references) {
+          expect(await uncreditedListed(sweeping, reference)).toBeDefined();
+        }
+      },
+      { timeout: 15_000 },
+    );
+    const [settledOne, unsettledOne] = references;
+    const settle = await request(
+      sweeping.node.url,
+      'POST',
+      `/admin/payments/uncredited/${settledOne}/settle`,
+      { headers: adminHeaders, json: { note: 'refunded at Paystack, ref RF-2' } },
+    );
+    expect(settle.status).toBe(200);
+
+    const listed = async (query: string) => {
+      const reply = await adminGet(sweeping, `/admin/payments/uncredited?${query}`);
+      expect(reply.status).toBe(200);
+      return (reply.body.data as { providerReference: string; settlement: unknown }[]).map(
+        (p) => `${p.providerReference}:${p.settlement === null ? 'open' : 'settled'}`,
+      );
+    };
+    const everything = await listed('limit=200');
+    const unsettled = await listed('settled=false&limit=200');
+    const settled = await listed('settled=true&limit=200');
+    expect(unsettled).toContain(`${unsettledOne}:open`);
+    expect(settled).toContain(`${settledOne}:settled`);
+    expect(unsettled.every((p) => p.endsWith(':open'))).toBe(true);
+    expect(settled.every((p) => p.endsWith(':settled'))).toBe(true);
+    // Each filter keeps the full list's order; together they are the full list.
+    expect(everything.filter((p) => p.endsWith(':open'))).toEqual(unsettled);
+    expect(everything.filter((p) => p.endsWith(':settled'))).toEqual(settled);
+    expect(everything).toHaveLength(unsettled.length + settled.length);
+
+    // Page by page, one at a time, each list reads the same as at once.
+    for (const [filter, whole] of [
+      ['', everything],
+      ['settled=false&', unsettled],
+      ['settled=true&', settled],
+    ] as const) {
+      const pages: string[] = [];
+      for (let offset = 0; offset <= whole.length; offset++) {
+        pages.push(...(await listed(`${filter}limit=1&offset=${offset}`)));
+      }
+      expect(pages).toEqual(whole);
+    }
+
+    const bad = await adminGet(sweeping, '/admin/payments/uncredited?settled=maybe');
+    expectErrorEnvelope(bad, 400);
+  });
+
   it('credits the wallet once when the webhook finds the checkout expired as it confirms', async () => {
     const reference = await opened(unswept, 85);
     paidAtProvider(reference);
