@@ -236,6 +236,39 @@ program
     }),
   );
 
+const payments = program
+  .command('payments')
+  .description(
+    'charges the provider took that no checkout credits: refund each at the provider, then settle it here',
+  );
+
+payments
+  .command('uncredited')
+  .description('list them, newest first, each with its settlement or null')
+  .option('--unsettled', 'only those no operator has settled yet')
+  .option('--limit <n>', 'at most this many (up to 200)', positiveInt, 50)
+  .option('--offset <n>', 'skip this many first', nonNegativeInt, 0)
+  .action((opts: { unsettled?: boolean; limit: number; offset: number }) =>
+    withWallets((broker) =>
+      broker.call('payment.listUncredited', {
+        limit: opts.limit,
+        offset: opts.offset,
+        ...(opts.unsettled ? { settled: false } : {}),
+      }),
+    ).then(print),
+  );
+
+payments
+  .command('settle')
+  .description('record that one was refunded at the provider, once: the first note stands')
+  .argument('<providerReference>', 'as listed')
+  .requiredOption('--note <text>', 'what was done: the refund’s reference at the provider')
+  .action((providerReference: string, opts: { note: string }) =>
+    withWallets((broker) =>
+      broker.call('payment.settleUncredited', { providerReference, note: opts.note }),
+    ).then(print),
+  );
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A fleet type given by id, or by code (`bike`), as its id. */

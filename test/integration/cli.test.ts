@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DEMO_COURIERS, demoCourierId } from '../../services/seed';
-import { dropDatabases, isolation } from '../support/stack';
+import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
 
 /**
  * The operator CLI against the real database: it runs the services it needs in its own
@@ -115,6 +115,55 @@ describe('waybill CLI: wallets', () => {
     const unknown = await cli('wallet', 'show', '4b0e8d3c-2f1a-4c5b-9d8e-7f6a5b4c3d2e');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/not found/);
+  }, 60_000);
+});
+
+describe('waybill CLI: uncredited payments', () => {
+  it('lists the charges no checkout credits, newest first, and settles each once', async () => {
+    // As the payment service records a charge of another amount than its checkout's.
+    const db = await openServiceDatabase(iso, 'payment');
+    const at = Date.now();
+    const [older, newer] = [`cli-paid-${at}-1`, `cli-paid-${at}-2`];
+    await db.collection('uncredited_payments').insertMany(
+      [older, newer].map((reference, i) => ({
+        _id: reference as never,
+        checkoutReference: `checkout-${reference}`,
+        userId: demoUserId,
+        why: 'the provider reports 6900 kobo, the checkout is for 7000',
+        at: new Date(at + i * 1_000),
+      })),
+    );
+    await db.close();
+    const references = (run: Run) => {
+      expect(run.code).toBe(0);
+      return (JSON.parse(run.stdout) as { providerReference: string }[]).map(
+        (p) => p.providerReference,
+      );
+    };
+
+    expect(references(await cli('payments', 'uncredited'))).toEqual([newer, older]);
+    expect(
+      references(await cli('payments', 'uncredited', '--limit', '1', '--offset', '1')),
+    ).toEqual([older]);
+    const settle = (note: string) => cli('payments', 'settle', newer, '--note', note);
+    const settled = await settle('refunded at Paystack, ref RF-9');
+    expect(settled.code).toBe(0);
+    expect(JSON.parse(settled.stdout)).toMatchObject({
+      providerReference: newer,
+      settlement: { note: 'refunded at Paystack, ref RF-9' },
+    });
+    expect((await settle('refunded at Paystack, ref RF-9')).code).toBe(0);
+    const another = await settle('refunded twice?');
+    expect(another.code).toBe(1);
+    expect(another.stderr).toMatch(/refunded at Paystack, ref RF-9/);
+    expect(references(await cli('payments', 'uncredited', '--unsettled'))).toEqual([older]);
+
+    const unknown = await cli('payments', 'settle', 'no-such-reference', '--note', 'x');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No uncredited payment has reference no-such-reference/);
+    const tooMany = await cli('payments', 'uncredited', '--limit', '0');
+    expect(tooMany.code).not.toBe(0);
+    expect(tooMany.stderr).toMatch(/--limit.*positive integer/);
   }, 60_000);
 });
 
