@@ -101,6 +101,17 @@ const withCourierCash = <T>(run: (broker: ServiceBroker) => Promise<T>) =>
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
+/** A list command's `--limit` (`what` per page, at most `max`) and `--offset`. */
+function paged(
+  command: Command,
+  what: string,
+  { max, byDefault }: { max: number; byDefault: number },
+): Command {
+  return command
+    .option('--limit <n>', `${what} per page (at most ${max})`, positiveInt, byDefault)
+    .option('--offset <n>', `${what} to skip`, nonNegativeInt, 0);
+}
+
 const positiveInt = (value: string) => {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
@@ -144,15 +155,16 @@ program
     withAccount((broker) => call(broker, 'account.getUser', { userId })).then(print),
   );
 
-program
-  .command('users:find')
-  .description('list users, newest first')
-  .option('--email <email>', 'only the user with this e-mail')
-  .option('--limit <n>', 'users per page (at most 100)', positiveInt, 50)
-  .option('--offset <n>', 'users to skip', nonNegativeInt, 0)
-  .action((opts: { email?: string; limit: number; offset: number }) =>
-    withAccount((broker) => call(broker, 'account.findUsers', opts)).then(print),
-  );
+paged(
+  program
+    .command('users:find')
+    .description('list users, newest first')
+    .option('--email <email>', 'only the user with this e-mail'),
+  'users',
+  { max: 100, byDefault: 50 },
+).action((opts: { email?: string; limit: number; offset: number }) =>
+  withAccount((broker) => call(broker, 'account.findUsers', opts)).then(print),
+);
 
 program
   .command('keys:create')
@@ -242,21 +254,22 @@ const payments = program
     'charges the provider took that no checkout credits: refund each at the provider, then settle it here',
   );
 
-payments
-  .command('uncredited')
-  .description('list them, newest first, each with its settlement or null')
-  .option('--unsettled', 'only those no operator has settled yet')
-  .option('--limit <n>', 'at most this many (up to 200)', positiveInt, 50)
-  .option('--offset <n>', 'skip this many first', nonNegativeInt, 0)
-  .action((opts: { unsettled?: boolean; limit: number; offset: number }) =>
-    withWallets((broker) =>
-      broker.call('payment.listUncredited', {
-        limit: opts.limit,
-        offset: opts.offset,
-        ...(opts.unsettled ? { settled: false } : {}),
-      }),
-    ).then(print),
-  );
+paged(
+  payments
+    .command('uncredited')
+    .description('list them, newest first, each with its settlement or null')
+    .option('--unsettled', 'only those no operator has settled yet'),
+  'payments',
+  { max: 200, byDefault: 50 },
+).action((opts: { unsettled?: boolean; limit: number; offset: number }) =>
+  withWallets((broker) =>
+    broker.call('payment.listUncredited', {
+      limit: opts.limit,
+      offset: opts.offset,
+      ...(opts.unsettled ? { settled: false } : {}),
+    }),
+  ).then(print),
+);
 
 payments
   .command('settle')
@@ -343,34 +356,35 @@ couriers
       ).then(print),
   );
 
-couriers
-  .command('list')
-  .description('list couriers, newest first')
-  .addOption(new Option('--active', 'only active couriers').conflicts('inactive'))
-  .option('--inactive', 'only inactive couriers')
-  .option('--fleet-type <fleetTypeId>', 'only couriers of this fleet type (id)')
-  .option('--reg-no <regNo>', 'only the courier with this registration number')
-  .option('--limit <n>', 'couriers per page (at most 500)', positiveInt, 100)
-  .option('--offset <n>', 'couriers to skip', nonNegativeInt, 0)
-  .action(
-    (opts: {
-      active?: boolean;
-      inactive?: boolean;
-      fleetType?: string;
-      regNo?: string;
-      limit: number;
-      offset: number;
-    }) =>
-      withCouriers((broker) =>
-        broker.call('courier-matching.listCouriers', {
-          ...(opts.active || opts.inactive ? { active: Boolean(opts.active) } : {}),
-          ...(opts.fleetType ? { fleetTypeId: opts.fleetType } : {}),
-          ...(opts.regNo ? { regNo: opts.regNo } : {}),
-          limit: opts.limit,
-          offset: opts.offset,
-        }),
-      ).then(print),
-  );
+paged(
+  couriers
+    .command('list')
+    .description('list couriers, newest first')
+    .addOption(new Option('--active', 'only active couriers').conflicts('inactive'))
+    .option('--inactive', 'only inactive couriers')
+    .option('--fleet-type <fleetTypeId>', 'only couriers of this fleet type (id)')
+    .option('--reg-no <regNo>', 'only the courier with this registration number'),
+  'couriers',
+  { max: 500, byDefault: 100 },
+).action(
+  (opts: {
+    active?: boolean;
+    inactive?: boolean;
+    fleetType?: string;
+    regNo?: string;
+    limit: number;
+    offset: number;
+  }) =>
+    withCouriers((broker) =>
+      broker.call('courier-matching.listCouriers', {
+        ...(opts.active || opts.inactive ? { active: Boolean(opts.active) } : {}),
+        ...(opts.fleetType ? { fleetTypeId: opts.fleetType } : {}),
+        ...(opts.regNo ? { regNo: opts.regNo } : {}),
+        limit: opts.limit,
+        offset: opts.offset,
+      }),
+    ).then(print),
+);
 
 couriers
   .command('show')
