@@ -231,14 +231,10 @@ export class CheckoutStore {
   }
 
   /**
-   * The uncredited payments, newest first, each with its settlement if any (a scan: an
-   * operator's call on a collection that stays small).
-   */
-  /**
    * A page of the uncredited payments, newest first, each with its settlement; with `settled`,
-   * only those settled (or not), the page counted among them. A small collection (one
-   * document per charge of the wrong amount), read whole and sorted; settlements are read by
-   * `_id`, a page's worth at a time, until the page is full.
+   * only those settled (or not), the page counted among them. A scan, read whole and sorted: an
+   * operator's call on a collection that stays small (one document per charge of the wrong
+   * amount); settlements are read by `_id`.
    */
   async uncredited({
     limit,
@@ -246,26 +242,18 @@ export class CheckoutStore {
     settled,
   }: UncreditedQuery): Promise<(UncreditedRecord & { settlement: SettlementRecord | null })[]> {
     const found = await this.m.Uncredited.find().sort({ at: -1, _id: -1 }).lean();
-    const page: (UncreditedRecord & { settlement: SettlementRecord | null })[] = [];
-    let passed = 0;
-    for (let i = settled === undefined ? offset : 0; i < found.length; i += limit) {
-      const batch = await Promise.all(
-        found.slice(i, i + limit).map(async (payment) => ({
+    const withSettlements = (payments: UncreditedRecord[]) =>
+      Promise.all(
+        payments.map(async (payment) => ({
           ...payment,
           settlement: await this.m.UncreditedSettlement.findById(payment._id).lean(),
         })),
       );
-      for (const payment of batch) {
-        if (settled !== undefined && (payment.settlement !== null) !== settled) continue;
-        if (settled !== undefined && passed < offset) {
-          passed += 1;
-          continue;
-        }
-        page.push(payment);
-        if (page.length === limit) return page;
-      }
-    }
-    return page;
+    if (settled === undefined) return withSettlements(found.slice(offset, offset + limit));
+    const filtered = (await withSettlements(found)).filter(
+      (payment) => (payment.settlement !== null) === settled,
+    );
+    return filtered.slice(offset, offset + limit);
   }
 
   uncreditedPayment(providerReference: string) {
