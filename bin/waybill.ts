@@ -101,17 +101,6 @@ const withCourierCash = <T>(run: (broker: ServiceBroker) => Promise<T>) =>
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
-/** A list command's `--limit` (`what` per page, at most `max`) and `--offset`. */
-function paged(
-  command: Command,
-  what: string,
-  { max, byDefault }: { max: number; byDefault: number },
-): Command {
-  return command
-    .option('--limit <n>', `${what} per page (at most ${max})`, positiveInt, byDefault)
-    .option('--offset <n>', `${what} to skip`, nonNegativeInt, 0);
-}
-
 const positiveInt = (value: string) => {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
@@ -123,6 +112,17 @@ const nonNegativeInt = (value: string) => {
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be 0 or more');
   return n;
 };
+
+/** A list command's `--limit` (`what` per page, at most `max`) and `--offset`. */
+function paged(
+  command: Command,
+  what: string,
+  { max, byDefault }: { max: number; byDefault: number },
+): Command {
+  return command
+    .option('--limit <n>', `${what} per page (at most ${max})`, positiveInt, byDefault)
+    .option('--offset <n>', `${what} to skip`, nonNegativeInt, 0);
+}
 
 const program = new Command('waybill')
   .description(

@@ -10,11 +10,13 @@
  * courier on the user's list with a courier token, and deliveries of the user's, so that lists
  * answer more than `[]`, the courier app's routes are reached and the delivery routes answer
  * real deliveries: their ids go to the hooks in WAYBILL_ST_DELIVERY_IDS), then runs
- * schemathesis with every check, the seed WAYBILL_ST_SEED (1) and the budget of tools/schemathesis/schemathesis.toml (WAYBILL_ST_MAX_EXAMPLES overrides its
- * examples per operation), in two runs: the generated requests (in two processes at once, each
- * on half of the operations), then stateful scenarios for WAYBILL_ST_STATEFUL_SECONDS (75).
- * Extra arguments make one run of `schemathesis run` instead. Reports and the platform's log
- * are kept in .local/schemathesis/. Whatever happens, the platform is stopped and its databases dropped.
+ * schemathesis with every check, the seed WAYBILL_ST_SEED (1) and the budget of
+ * tools/schemathesis/schemathesis.toml (WAYBILL_ST_MAX_EXAMPLES overrides its examples per
+ * operation), in two runs: the generated requests (in two processes at once, each on half of
+ * the operations), then stateful scenarios for WAYBILL_ST_STATEFUL_SECONDS (75). Extra
+ * arguments make one run of `schemathesis run` instead. Reports and the platform's log are
+ * kept in .local/schemathesis/. Whatever happens, the platform is stopped and its databases
+ * dropped.
  * Exits with schemathesis's status (130 on SIGINT, 143 on SIGTERM).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
