@@ -6,7 +6,8 @@ import type { OfferOutcome } from './matching-rules';
 /**
  * Matching's records. Whatever must happen once is claimed by inserting a document whose
  * `_id` names it (FerretDB's conditional updates are not atomic): the n-th offer of a
- * delivery, an offer's outcome, a courier's hold, a search's end. Every lookup is by `_id`.
+ * delivery, an offer's outcome, a courier's hold and its release, a search's end. Every lookup
+ * is by `_id`.
  */
 
 const plain = { versionKey: false, minimize: false, strict: false } as const;
@@ -22,6 +23,11 @@ const offerOutcomeSchema = new Schema({ _id: String, outcome: String, at: Date }
  * inserted and deleted: an accepted offer's hold is the delivery's by its outcome (`holding`).
  */
 const holdSchema = new Schema({ _id: String, deliveryId: String, kind: String }, plain);
+/**
+ * `_id` = `<offer id>:<attempt>`: who lets go the courier an offer holds (`releaseHold`). A
+ * later attempt is claimed only once the one before has outlived `HOLD_RELEASE_LEASE_MS`.
+ */
+const holdReleaseSchema = new Schema({ _id: String, at: Date }, plain);
 /** `_id` = delivery id: how its search ended (a courier, none found, or ended by order). */
 const searchEndSchema = new Schema(
   { _id: String, outcome: String, courierId: Mixed, offerId: String },
@@ -40,6 +46,7 @@ export function defineSearchModels(connection: Connection) {
     Offer: connection.model('Offer', offerSchema, 'offers'),
     OfferOutcome: connection.model('OfferOutcome', offerOutcomeSchema, 'offer_outcomes'),
     Hold: connection.model('CourierHold', holdSchema, 'courier_holds'),
+    HoldRelease: connection.model('CourierHoldRelease', holdReleaseSchema, 'courier_hold_releases'),
     SearchEnd: connection.model('SearchEnd', searchEndSchema, 'search_ends'),
     VirtualToFree: connection.model(
       'VirtualCourierToFree',
@@ -87,6 +94,19 @@ export interface HoldRecord {
   kind: 'OFFER' | 'DELIVERY';
   at: Date;
 }
+
+/**
+ * How long a claim to let a courier go keeps every other caller from doing it: far longer than
+ * the one delete it covers, so that only a claimant stopped before its delete is taken over.
+ */
+export const HOLD_RELEASE_LEASE_MS = 30_000;
+
+/**
+ * What a call to let a courier go of an offer found: it let them go; another call is letting
+ * them go (and marks them free), under its lease; or the courier held another offer or trip,
+ * or nothing (let go already).
+ */
+export type HoldRelease = 'RELEASED' | 'RELEASING' | 'HOLDS_OTHER' | 'HOLDS_NOTHING';
 
 export type SearchEndOutcome = 'ASSIGNED' | 'NO_COURIER' | 'ENDED';
 
@@ -213,9 +233,30 @@ export class SearchStore {
     return accepted ? { ...hold, kind: 'DELIVERY' } : hold;
   }
 
-  /** Lets the courier go, if this offer's hold is still theirs: whether it was. */
-  async releaseHold(courierId: string, offerId: string): Promise<boolean> {
+  /**
+   * Lets the courier go, if this offer's hold is still theirs, by one call only. FerretDB deletes
+   * `{ _id, offerId }` by reading it, then deleting by `_id`: two calls letting go of one offer
+   * at once could both read the hold, and the second delete the courier's next offer's hold,
+   * claimed in between (measured: 34 times in 50 with four calls racing the next claim). The
+   * claim's winner is the only one to delete a hold of this offer, and a hold of an offer is
+   * claimed once, so nothing but this hold is there to delete while it runs.
+   */
+  async releaseHold(courierId: string, offerId: string, now = new Date()): Promise<HoldRelease> {
+    const hold = await this.hold(courierId);
+    if (hold?.offerId !== offerId) return hold ? 'HOLDS_OTHER' : 'HOLDS_NOTHING';
+    if (!(await this.claimRelease(offerId, now))) return 'RELEASING';
     const { deletedCount } = await this.m.Hold.deleteOne({ _id: courierId, offerId });
-    return deletedCount > 0;
+    // None: a claimant before this one, stopped past its lease, deleted it after all.
+    return deletedCount > 0 ? 'RELEASED' : 'HOLDS_NOTHING';
+  }
+
+  /** The next attempt at letting go of the offer's hold, unless one under its lease has it. */
+  private async claimRelease(offerId: string, now: Date): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      const _id = `${offerId}:${attempt}`;
+      if (await insertOnce(() => this.m.HoldRelease.create({ _id, at: now }))) return true;
+      const claimed = (await this.m.HoldRelease.findById(_id).lean()) as { at: Date } | null;
+      if (claimed && now.getTime() - claimed.at.getTime() < HOLD_RELEASE_LEASE_MS) return false;
+    }
   }
 }

@@ -736,25 +736,25 @@ export class Searches {
     search?: SearchRecord,
   ): Promise<void> {
     await this.noteClosed(offer, outcome, search);
-    const released = await this.store.releaseHold(offer.courierId, offer._id);
-    // A virtual courier stays out of every real search: it is never made available.
-    if (offer.courierId === virtualCourierId(offer.deliveryId)) {
+    const release = await this.store.releaseHold(offer.courierId, offer._id);
+    // Another call is letting them go: it marks them free; not remembered, for a later step to
+    // finish should that call stop first.
+    if (release === 'RELEASING') return;
+    // A virtual courier stays out of every real search: it is never made available. A courier
+    // holding another offer or trip stays marked for it.
+    const real = offer.courierId !== virtualCourierId(offer.deliveryId);
+    if (real && release === 'RELEASED') {
+      await this.deps.couriers.setBusy(offer.courierId, false, offer._id);
       this.released.set(offer._id, true);
-      return;
+      return this.wakeNearCourier(offer.courierId);
     }
     // Marked free once they hold nothing, by this call or by a repeat of it: a call that let
     // the courier go and then failed to mark them (Redis away, the process stopped) would
-    // otherwise leave them busy for good, since its repeat releases nothing.
-    if (!(await this.store.hold(offer.courierId))) {
-      if (released) {
-        await this.deps.couriers.setBusy(offer.courierId, false, offer._id);
-        this.released.set(offer._id, true);
-        await this.wakeNearCourier(offer.courierId);
-        return;
-      }
-      // Only finishing a release cut short: Redis away now must not hold up what waits on
-      // this call (a cancelled delivery's refund); the courier's next report checks the mark
-      // (`checkBusy`) should no call come again.
+    // otherwise leave them busy for good, since its repeat releases nothing. Only finishing a
+    // release cut short: Redis away now must not hold up what waits on this call (a cancelled
+    // delivery's refund); the courier's next report checks the mark (`checkBusy`) should no
+    // call come again.
+    if (real && release === 'HOLDS_NOTHING') {
       const marked = await this.deps.couriers
         .setBusy(offer.courierId, false, offer._id)
         .then(() => true)

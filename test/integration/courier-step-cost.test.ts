@@ -149,11 +149,14 @@ it('a courier step reads its delivery and its transitions no more than it must, 
   // read once in the run, not again with every change.
   const matching = sent(matchingBefore, await commandsOf('matching'));
   expect(matching['couriers find'] ?? 0).toBeLessThanOrEqual(1);
-  // The delivered step ends the search: its courier let go by the offer its end names, without
-  // reading the search, its offers or the courier's hold first.
+  // The delivered step ends the search: its courier let go by the offer its end names (the
+  // hold read once, its release claimed, the hold deleted), without reading the search or its
+  // offers.
   expect(lastStepMatching).toMatchObject({
     'search_ends insert': 1,
     'search_ends find': 1,
+    'courier_holds find': 1,
+    'courier_hold_releases insert': 1,
     'courier_holds delete': 1,
   });
   for (const unread of ['searches find', 'offers find', 'offer_outcomes insert']) {
