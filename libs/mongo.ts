@@ -28,6 +28,31 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
   }
 }
 
+/**
+ * Whether this caller, and no other, is to delete one instance of a claim (`instance` names
+ * it: an `_id` claimed again is another instance). FerretDB deletes `{ _id, holder }` by
+ * reading it, then deleting by `_id` (decision 16): two callers ending one instance could
+ * both read it, and the second delete the next instance, claimed in between (decision 128).
+ * The caller answered true deletes; since nothing but it ends this instance, the `_id` is still
+ * this instance when it does. A caller stopped before its delete is taken over once its claim
+ * is `leaseMs` old: `ends` holds `<instance>:<attempt>` with the time it was claimed.
+ */
+// The ends' models differ in their document types; only create and findById are used.
+export async function claimEnd(
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  ends: mongoose.Model<any>,
+  instance: string,
+  now: Date,
+  leaseMs: number,
+): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    const _id = `${instance}:${attempt}`;
+    if (await insertOnce(() => ends.create({ _id, at: now }))) return true;
+    const claimed = await ends.findById(_id).lean<{ at: Date }>();
+    if (claimed && now.getTime() - claimed.at.getTime() < leaseMs) return false;
+  }
+}
+
 /** A bulk write refused only by unique indexes (each a race lost or a repeat). */
 export const onlyDuplicateKeys = (err: unknown): boolean =>
   (err as { writeErrors?: unknown[] }).writeErrors?.every(isDuplicateKey) ?? false;

@@ -1,6 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import type { StartSearchParams } from '../../libs/contracts/matching';
-import { insertOnce } from '../../libs/mongo';
+import { claimEnd, insertOnce } from '../../libs/mongo';
 import type { OfferOutcome } from './matching-rules';
 
 /**
@@ -234,29 +234,18 @@ export class SearchStore {
   }
 
   /**
-   * Lets the courier go, if this offer's hold is still theirs, by one call only. FerretDB deletes
-   * `{ _id, offerId }` by reading it, then deleting by `_id`: two calls letting go of one offer
-   * at once could both read the hold, and the second delete the courier's next offer's hold,
-   * claimed in between (measured: 34 times in 50 with four calls racing the next claim). The
-   * claim's winner is the only one to delete a hold of this offer, and a hold of an offer is
-   * claimed once, so nothing but this hold is there to delete while it runs.
+   * Lets the courier go, if this offer's hold is still theirs, by one call only (`claimEnd`;
+   * a hold of an offer is claimed once, so the offer names it). Without the claim, four calls
+   * racing the courier's next hold deleted that hold in 34 rounds of 50.
    */
   async releaseHold(courierId: string, offerId: string, now = new Date()): Promise<HoldRelease> {
     const hold = await this.hold(courierId);
     if (hold?.offerId !== offerId) return hold ? 'HOLDS_OTHER' : 'HOLDS_NOTHING';
-    if (!(await this.claimRelease(offerId, now))) return 'RELEASING';
+    if (!(await claimEnd(this.m.HoldRelease, offerId, now, HOLD_RELEASE_LEASE_MS))) {
+      return 'RELEASING';
+    }
     const { deletedCount } = await this.m.Hold.deleteOne({ _id: courierId, offerId });
     // None: a claimant before this one, stopped past its lease, deleted it after all.
     return deletedCount > 0 ? 'RELEASED' : 'HOLDS_NOTHING';
-  }
-
-  /** The next attempt at letting go of the offer's hold, unless one under its lease has it. */
-  private async claimRelease(offerId: string, now: Date): Promise<boolean> {
-    for (let attempt = 1; ; attempt++) {
-      const _id = `${offerId}:${attempt}`;
-      if (await insertOnce(() => this.m.HoldRelease.create({ _id, at: now }))) return true;
-      const claimed = (await this.m.HoldRelease.findById(_id).lean()) as { at: Date } | null;
-      if (claimed && now.getTime() - claimed.at.getTime() < HOLD_RELEASE_LEASE_MS) return false;
-    }
   }
 }

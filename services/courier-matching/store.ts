@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
-import { insertOnce, upsertManyById } from '../../libs/mongo';
+import { claimEnd, insertOnce, upsertManyById } from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
@@ -71,6 +71,15 @@ const regNoSchema = new Schema(
 );
 
 /**
+ * `_id` = `<number>:<courier id>:<claim's createdAt ms>:<attempt>`: who ends a number's claim
+ * (`claimEnd`), its giving back or its release to the next taker.
+ */
+const regNoEndSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
+
+/** How long a call ending a number's claim keeps others from it: far longer than one delete. */
+const REG_NO_END_LEASE_MS = 30_000;
+
+/**
  * A courier on a merchant's own list, `_id` `<userId>:<courierId>`: adding twice, or ten
  * times at once, inserts one link. Read through the merchant's list of additions
  * (`merchant_courier_list`, libs/owner-list), each by `_id`: the index serves MongoDB only.
@@ -128,6 +137,7 @@ export function defineMatchingModels(connection: Connection) {
       'courier_locations',
     ),
     RegNo: connection.model('CourierRegNo', regNoSchema, 'courier_reg_nos'),
+    RegNoEnd: connection.model('CourierRegNoEnd', regNoEndSchema, 'courier_reg_no_ends'),
     MerchantCourier: connection.model(
       'MerchantCourier',
       merchantCourierSchema,
@@ -165,7 +175,9 @@ export type RegNoTaking =
   | { took: true }
   /** The courier already held it (a retry, or the number it has). */
   | { took: false }
-  /** Another courier holds it; null when others kept taking and giving it back meanwhile. */
+  /**
+   * Another courier holds it; null when others kept taking, ending or giving it back meanwhile.
+   */
   | { heldBy: string | null };
 
 /** Rounds of taking a number: a stale claim released, then taken by another, is lost once. */
@@ -304,18 +316,18 @@ export class CourierStore {
    */
   async takeRegNo(regNo: string, courierId: string, now = () => new Date()): Promise<RegNoTaking> {
     const { RegNo } = this.models();
-    let lastHolder: string | null = null;
     for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
       if (await insertOnce(() => RegNo.create({ _id: regNo, courierId }))) return { took: true };
       const claim = await RegNo.findById(regNo).lean<RegNoClaim>();
       if (!claim) continue; // given back meanwhile
       if (claim.courierId === courierId) return { took: false };
-      lastHolder = claim.courierId;
       const holder = await this.find(claim.courierId);
       if (claimHolds(claim, holder?.fleet.regNo, now())) return { heldBy: claim.courierId };
-      await RegNo.deleteOne({ _id: regNo, courierId: claim.courierId });
+      // Ended by this call, or by another one under way: then taken by whoever comes first.
+      await this.endRegNoClaim(claim, now());
     }
-    return { heldBy: lastHolder };
+    // Every round found a claim that no longer holds, which others were ending or took first.
+    return { heldBy: null };
   }
 
   /**
@@ -325,7 +337,29 @@ export class CourierStore {
   async releaseRegNo(regNo: string, courierId: string): Promise<void> {
     const courier = await this.find(courierId);
     if (courier?.fleet.regNo === regNo) return;
-    await this.models().RegNo.deleteOne({ _id: regNo, courierId });
+    const claim = await this.models().RegNo.findById(regNo).lean<RegNoClaim>();
+    if (claim?.courierId === courierId) await this.endRegNoClaim(claim, new Date());
+  }
+
+  /**
+   * Deletes a number's claim as read, by one call only: two takers releasing a stale claim at
+   * once, or a giving back racing a taker, each deleted the claim the other had just made, and
+   * two couriers had one number (every round of 50, four takers of a stale claim). A call that
+   * loses leaves it to the winner.
+   */
+  private async endRegNoClaim(claim: RegNoClaim, now: Date): Promise<void> {
+    const { RegNo, RegNoEnd } = this.models();
+    const { _id, courierId, createdAt } = claim;
+    if (
+      await claimEnd(
+        RegNoEnd,
+        `${_id}:${courierId}:${createdAt.getTime()}`,
+        now,
+        REG_NO_END_LEASE_MS,
+      )
+    ) {
+      await RegNo.deleteOne({ _id, courierId, createdAt });
+    }
   }
 
   /**

@@ -278,6 +278,53 @@ describe('POST /admin/couriers', () => {
   });
 });
 
+describe('a registration number’s claim ended by several calls at once', () => {
+  // FerretDB deletes `{ _id, courierId }` by reading, then deleting by `_id`: a call ending a
+  // claim it read could delete the one another call had just made.
+  const claims = () =>
+    db.collection<{ _id: string; courierId: string; createdAt: Date }>('courier_reg_nos');
+  const staleClaim = async (regNo: string, courierId = randomUUID()) => {
+    const createdAt = new Date(Date.now() - CLAIM_GRACE_MS - 60_000);
+    await claims().insertOne({ _id: regNo, courierId, createdAt });
+    return courierId;
+  };
+
+  it('gives a stale claim’s number to one of four takers at once, in every round', async () => {
+    // Before each end was claimed, two takers got one number in 17 rounds of 50.
+    const store = new CourierStore(() => models);
+    for (let round = 0; round < 20; round++) {
+      const regNo = plate();
+      await staleClaim(regNo);
+      const takers = Array.from({ length: 4 }, () => randomUUID());
+      const takings = await Promise.all(takers.map((id) => store.takeRegNo(regNo, id)));
+      const took = takers.filter((_, i) => 'took' in takings[i] && takings[i].took);
+      expect(took).toHaveLength(1);
+      expect((await claims().findOne({ _id: regNo }))?.courierId).toBe(took[0]);
+      // The others: held by the one who took it, or (the stale claim still being ended as they
+      // looked) being registered by other requests.
+      for (const taking of takings.filter((t) => !('took' in t))) {
+        expect([took[0], null]).toContainEqual((taking as { heldBy: string | null }).heldBy);
+      }
+    }
+  });
+
+  it('keeps the claim a taker made as the number’s last courier gives it back', async () => {
+    const store = new CourierStore(() => models);
+    for (let round = 0; round < 20; round++) {
+      const regNo = plate();
+      const last = await staleClaim(regNo);
+      const taker = randomUUID();
+      const [taking] = await Promise.all([
+        store.takeRegNo(regNo, taker),
+        store.releaseRegNo(regNo, last),
+        store.releaseRegNo(regNo, last),
+      ]);
+      expect(taking).toEqual({ took: true });
+      expect((await claims().findOne({ _id: regNo }))?.courierId).toBe(taker);
+    }
+  });
+});
+
 describe('GET /admin/couriers', () => {
   it('pages newest first and filters by active, fleet type and registration number', async () => {
     const a = await createCourier({ fleet: { ...newCourier().fleet, typeId: car } });
