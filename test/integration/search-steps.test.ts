@@ -241,6 +241,27 @@ function searchesOver(
   });
 }
 
+/**
+ * A search from `pickup` whose first step, over `steppedBy`, offered it to the one courier put
+ * in reach; `freed` notes the couriers set free.
+ */
+async function offeredToOne(
+  store: SearchStore,
+  pickup: { lat: number; lon: number },
+  steppedBy = store,
+) {
+  const freed: string[] = [];
+  const positions = positionsNoting(freed);
+  const courierId = await courierInReach(positions, 0.05, pickup);
+  const searches = searchesOver(steppedBy, positions);
+  const deliveryId = randomUUID();
+  await store.claimSearch(searchRecord(deliveryId, pickup));
+  await searches.advance(deliveryId);
+  const offerId = offerIdOf(deliveryId, 1);
+  expect(await store.hold(courierId)).toMatchObject({ offerId });
+  return { freed, courierId, searches, deliveryId, offerId };
+}
+
 function searchRecord(deliveryId: string, pickup = PICKUP): SearchRecord {
   return {
     _id: deliveryId,
@@ -871,16 +892,11 @@ it('lets the courier of a closed offer go once, not at every step after it', asy
     releases.push(offerId);
     return store.releaseHold(courierId, offerId);
   };
-  const freed: string[] = [];
-  const positions = positionsNoting(freed);
-  const pickup = { lat: 10.5, lon: 3.4 };
-  const courierId = await courierInReach(positions, 0.05, pickup);
-  const searches = searchesOver(watched, positions);
-  const deliveryId = randomUUID();
-  await store.claimSearch(searchRecord(deliveryId, pickup));
-  await searches.advance(deliveryId);
-  const offerId = offerIdOf(deliveryId, 1);
-  expect(await store.hold(courierId)).toMatchObject({ offerId });
+  const { freed, courierId, searches, deliveryId, offerId } = await offeredToOne(
+    store,
+    { lat: 10.5, lon: 3.4 },
+    watched,
+  );
 
   // Declined through another replica, which stopped before letting them go: this step does.
   await store.claimOfferOutcome(offerId, 'DECLINED');
@@ -948,16 +964,10 @@ describe('letting a courier go of an offer', () => {
   it('is finished by a later step when the call that claimed it stopped before letting them go', async () => {
     const models = defineSearchModels(db);
     const store = new SearchStore(() => models);
-    const freed: string[] = [];
-    const positions = positionsNoting(freed);
-    const pickup = { lat: 10.9, lon: 3.4 };
-    const courierId = await courierInReach(positions, 0.05, pickup);
-    const searches = searchesOver(store, positions);
-    const deliveryId = randomUUID();
-    await store.claimSearch(searchRecord(deliveryId, pickup));
-    await searches.advance(deliveryId);
-    const offerId = offerIdOf(deliveryId, 1);
-    expect(await store.hold(courierId)).toMatchObject({ offerId });
+    const { freed, courierId, searches, deliveryId, offerId } = await offeredToOne(store, {
+      lat: 10.9,
+      lon: 3.4,
+    });
 
     // Declined through another replica, which claimed the release and has not let them go yet.
     await store.claimOfferOutcome(offerId, 'DECLINED');
