@@ -741,25 +741,19 @@ export class Searches {
     // finish should that call stop first.
     if (release === 'RELEASING') return;
     // A virtual courier stays out of every real search: it is never made available. A courier
-    // holding another offer or trip stays marked for it.
+    // holding another offer or trip stays marked for it. Otherwise they are marked free once
+    // they hold nothing, by this call or by a repeat of it (which releases nothing: a call that
+    // let them go and stopped before marking them would leave them busy for good). Redis away
+    // must not hold up what waits on this call (a cancelled delivery's refund): not remembered
+    // then, so that a later call, or the courier's next report (`checkBusy`), marks them.
     const real = offer.courierId !== virtualCourierId(offer.deliveryId);
-    if (real && release === 'RELEASED') {
-      await this.deps.couriers.setBusy(offer.courierId, false, offer._id);
-      this.released.set(offer._id, true);
-      return this.wakeNearCourier(offer.courierId);
-    }
-    // Marked free once they hold nothing, by this call or by a repeat of it: a call that let
-    // the courier go and then failed to mark them (Redis away, the process stopped) would
-    // otherwise leave them busy for good, since its repeat releases nothing. Only finishing a
-    // release cut short: Redis away now must not hold up what waits on this call (a cancelled
-    // delivery's refund); the courier's next report checks the mark (`checkBusy`) should no
-    // call come again.
-    if (real && release === 'HOLDS_NOTHING') {
+    if (real && release !== 'HOLDS_OTHER') {
       const marked = await this.deps.couriers
         .setBusy(offer.courierId, false, offer._id)
         .then(() => true)
         .catch(() => false);
       if (!marked) return;
+      if (release === 'RELEASED') await this.wakeNearCourier(offer.courierId);
     }
     this.released.set(offer._id, true);
   }
@@ -769,7 +763,8 @@ export class Searches {
    * (positions.ts BUSY_CHECK_MS): holding nothing, they are marked free, unless an offer made
    * meanwhile marked them for itself; holding another offer or trip, the mark is made theirs,
    * so that its release clears it; holding an offer of a search that ended with no step left to
-   * close it (one stopped between its offer and its look at the end), or a delivery that is
+   * close it (one stopped between its offer and its look at the end), an offer closed whose
+   * release was cut short (taken over once its claim's lease is over), or a delivery that is
    * over (a hold left by a version that rewrote it at the accept, `SearchStore.holding`), they
    * are let go of it. Never fails the report: the next check comes a while later.
    */
@@ -783,7 +778,11 @@ export class Searches {
         }
         if (hold.kind === 'DELIVERY') return this.letGoIfOver(hold);
         const offer = await this.store.offer(hold.offerId);
-        if (offer) await this.withdrawIfEnded(offer);
+        if (!offer || (await this.withdrawIfEnded(offer))) return;
+        // Closed, and still held: the release was cut short (its claimant stopped before its
+        // delete), and the search has moved on to other offers, so no step comes back to it.
+        const outcome = await this.store.offerOutcome(offer._id);
+        if (outcome && outcome !== 'ACCEPTED') await this.letGo(offer, outcome);
         return;
       }
       if (await this.deps.couriers.setBusy(courierId, false, markedFor)) {

@@ -446,6 +446,32 @@ describe('a busy mark checked on a report', () => {
     expect(await isFree(positions, courierId)).toBe(true);
   });
 
+  it('lets go a courier holding a declined offer whose release stopped before its delete, once its lease is over', async () => {
+    const { store, positions, courierId, searches, deliveryId, offerId, at } =
+      await searchingCourier();
+    const expiresAt = new Date(at.getTime() + 30_000);
+    await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
+    await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
+    await store.claimOfferOutcome(offerId, 'DECLINED');
+    // The decline claimed the release, then its delete failed; the search moved on to other
+    // couriers, so no step looks at this offer again.
+    const releases = defineSearchModels(db).HoldRelease;
+    await releases.create({ _id: `${offerId}:1`, at: new Date() });
+
+    await searches.checkBusy(courierId, offerId);
+    expect(await store.hold(courierId)).toMatchObject({ offerId });
+    expect(await isFree(positions, courierId)).toBe(false);
+
+    await releases.updateOne(
+      { _id: `${offerId}:1` },
+      { $set: { at: new Date(Date.now() - HOLD_RELEASE_LEASE_MS) } },
+    );
+    await searches.checkBusy(courierId, offerId);
+    expect(await store.hold(courierId)).toBeNull();
+    expect(await isFree(positions, courierId)).toBe(true);
+    expect((await store.search(deliveryId))?.tried).toEqual([courierId]);
+  });
+
   it('lets go a courier held by a delivery whose search order ended, as a version before could leave them', async () => {
     const { store, positions, courierId, searches, deliveryId, offerId, at } =
       await searchingCourier();
@@ -985,6 +1011,37 @@ describe('letting a courier go of an offer', () => {
     expect(await store.hold(courierId)).toBeNull();
     expect(freed).toEqual([courierId]);
   });
+});
+
+it('ends a search with Redis away as its courier is let go, the mark cleared by the courier’s next check', async () => {
+  const store = new SearchStore(() => defineSearchModels(db));
+  const freed: string[] = [];
+  const positions = positionsNoting(freed);
+  let redisAway = false;
+  const flaky = Object.create(positions) as CourierPositions;
+  flaky.setBusy = async (...args) => {
+    if (redisAway) throw new Error('Connection is closed.');
+    return positions.setBusy(...args);
+  };
+  const pickup = { lat: 12.2, lon: 3.4 };
+  const courierId = await courierInReach(positions, 0.05, pickup);
+  const searches = searchesOver(store, flaky);
+  const deliveryId = randomUUID();
+  await store.claimSearch(searchRecord(deliveryId, pickup));
+  await searches.advance(deliveryId);
+  const offerId = offerIdOf(deliveryId, 1);
+  expect(await store.hold(courierId)).toMatchObject({ offerId });
+
+  // Cancelled: order's end waits on this call before the refund.
+  redisAway = true;
+  await expect(searches.end(deliveryId)).resolves.toEqual({ ended: true });
+  expect(await store.hold(courierId)).toBeNull();
+  expect(freed).toEqual([]);
+
+  redisAway = false;
+  await searches.checkBusy(courierId, offerId);
+  expect(freed).toEqual([courierId]);
+  expect(await isFree(positions, courierId, pickup)).toBe(true);
 });
 
 it('does not put back the virtual courier of a simulation started again after its end', async () => {

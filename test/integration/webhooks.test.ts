@@ -200,13 +200,14 @@ describe('a courier’s position', () => {
     await eventually(() => expect(sent().at(-1)).toBe(latest.id));
     const once = [...new Set(sent())];
     expect(once).toEqual([arrived.id, collected.id, held.id, next.id, latest.id]);
+    // Recorded once the receiver's answer is back, a moment after it got the event.
+    await eventually(async () => expect((await logged()).get(latest.id)?.status).toBe('DELIVERED'));
     const statuses = await logged();
     expect([late, behind, newer].map((e) => statuses.get(e.id)?.status)).toEqual([
       'SKIPPED',
       'SKIPPED',
       'SKIPPED',
     ]);
-    expect(statuses.get(latest.id)?.status).toBe('DELIVERED');
     receiver.answer = () => ({ status: 200 });
   });
 });
@@ -412,9 +413,14 @@ describe('a delivery’s events', () => {
     expect(statuses.at(-1)).toBe('DELIVERED');
     expect(received[2].event.data.courier).toMatchObject({ fleet: expect.any(Object) });
 
-    // Each message and its attempt are logged, newest first, paged by offset and limit.
-    const log = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries?limit=100`);
-    expect(log.status).toBe(200);
+    // Each message and its attempt are logged, newest first, paged by offset and limit; the
+    // last one's outcome a moment after the receiver got it (recorded once its answer is back).
+    const log = await eventually(async () => {
+      const read = await api(merchant, 'GET', `/api/webhooks/${webhook.id}/deliveries?limit=100`);
+      expect(read.status).toBe(200);
+      expect(read.body.data.filter((m: { status: string }) => m.status === 'PENDING')).toEqual([]);
+      return read;
+    });
     const logged = log.body.data as { id: string; eventId: string; type: string; status: string }[];
     // What was not sent is a position a later change overtook (skipped, never received).
     const skipped = logged.filter((m) => m.status === 'SKIPPED');
