@@ -65,8 +65,19 @@ export function recipientsView(view: Record<string, unknown>): Record<string, un
   if (view.deliveryFeePayer === 'CREATOR') delete shown.deliveryFeeTotal;
   const p2p = view.p2pDelivery as Record<string, unknown> | undefined;
   if (p2p) shown.p2pDelivery = leftOut(CREATORS_OWN_P2P, p2p);
+  const courier = view.courier as Record<string, unknown> | undefined;
+  if (courier && !followedByRecipient(view.status)) {
+    shown.courier = { ...courier, currentLocation: null, eta: null };
+  }
   return shown;
 }
+
+/**
+ * Whether the recipient is shown where the courier is: not once the delivery goes back to the
+ * sender (RETURNING), which is no longer on its way to them. The tracking page, the recipient's
+ * reads and their endpoints alike.
+ */
+export const followedByRecipient = (status: unknown) => status !== 'RETURNING';
 
 export const DELIVERY_CREATED_EVENT = 'order.deliveryCreated';
 /** Every share of the fee is paid: matching may start. */

@@ -1,5 +1,6 @@
 import Joi from '../joi';
 import { uuid } from '../schemas';
+import { followedByRecipient } from './order';
 import type { Retry } from './retry';
 
 /** What other services may know of the webhook service. */
@@ -37,8 +38,12 @@ export interface PublishedEvent {
   data: Record<string, unknown>;
 }
 
-/** Whether the delivery's linked recipient hears of an event: not of the creator's payments. */
-export const toldToRecipient = (type: WebhookEventType) => !type.startsWith('payment.');
+/**
+ * Whether the delivery's linked recipient hears of an event: not of the creator's payments, nor
+ * of where the courier is once the delivery goes back to the sender.
+ */
+export const toldToRecipient = ({ type, data }: Pick<PublishedEvent, 'type' | 'data'>) =>
+  !type.startsWith('payment.') && (type !== 'courier.location' || followedByRecipient(data.status));
 
 /** Who an endpoint's owner is to the delivery an event is of (the body's `role`). */
 export const roleInEvent = (event: Pick<PublishedEvent, 'userId'>, endpointOwner: string) =>

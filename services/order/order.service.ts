@@ -42,6 +42,7 @@ import { Outbox } from './outbox';
 import { PaymentOutcomes } from './payment-outcomes';
 import { ProofChecks } from './proofs';
 import { Simulator } from './simulator';
+import { isFollowed } from './tracking';
 import type { RequestParams } from './request-input';
 import { DeliveryRequests } from './requests';
 import {
@@ -241,8 +242,13 @@ export function createOrderService(config: Config): ServiceDefinition {
     const addresses = await addressesOf(deliveries);
     return Promise.all(
       deliveries.map(async (d) => {
-        const view = toDeliveryView(d, addresses, await courierOnDelivery(ctx, d, addresses));
-        return roleOf(d, userId) === 'RECIPIENT' ? recipientsView(view) : view;
+        const recipient = roleOf(d, userId) === 'RECIPIENT';
+        // Not located for a recipient who no longer follows it: geo is not asked for what
+        // their view drops.
+        const located = recipient ? isFollowed(d.lifecycle.status) : undefined;
+        const courier = await courierOnDelivery(ctx, d, addresses, { located });
+        const view = toDeliveryView(d, addresses, courier);
+        return recipient ? recipientsView(view) : view;
       }),
     );
   }

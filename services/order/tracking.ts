@@ -1,4 +1,4 @@
-import type { TrackingView } from '../../libs/contracts/order';
+import { followedByRecipient, type TrackingView } from '../../libs/contracts/order';
 import { DEFAULT_TIME_ZONE } from '../../libs/schedule';
 import type { CourierOnDelivery } from './courier-view';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
@@ -51,17 +51,11 @@ export const STATUS_TEXT: Record<DeliveryStatus, string> = {
 const AWAITING_PAYMENT = 'A courier is found for it once it is paid.';
 
 /**
- * Statuses in which the recipient follows the courier (position, arrival window, live
- * updates): on the way to them. Once a delivery is going back to the sender, where the
- * courier is is no longer the recipient's business.
+ * Whether the recipient follows the courier (position, arrival window, live updates): on the
+ * way to them, not once it goes back to the sender (`followedByRecipient`).
  */
-const FOLLOWED: ReadonlySet<DeliveryStatus> = new Set(
-  [...UNDER_WAY].filter((s) => s !== 'RETURNING'),
-);
-
-/** Whether the recipient is shown where the courier is (and when they should arrive). */
 export function isFollowed(status: DeliveryStatus): boolean {
-  return FOLLOWED.has(status);
+  return UNDER_WAY.has(status) && followedByRecipient(status);
 }
 
 /** When a delivery's courier is searched for: `searchFrom` (null: at once), as of `now`. */

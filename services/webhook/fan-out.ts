@@ -17,7 +17,7 @@ export async function fanOut(
   const endpointsOfOwner = store.endpointsReadOnce(environment);
   for (const event of events) {
     const owners = [event.userId];
-    if (event.recipientUserId && toldToRecipient(event.type)) owners.push(event.recipientUserId);
+    if (event.recipientUserId && toldToRecipient(event)) owners.push(event.recipientUserId);
     const endpoints = (await Promise.all(owners.map(endpointsOfOwner))).flat();
     for (const endpoint of endpoints) {
       if (endpoint.status !== 'ACTIVE' || !subscribes(endpoint.events, event.type)) continue;

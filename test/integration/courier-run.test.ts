@@ -14,6 +14,7 @@ import {
   cancelDelivery,
   credit,
   DELIVERED_STEPS,
+  DESTINATION,
   entriesOf,
   freePackages,
   getDelivery,
@@ -531,6 +532,38 @@ describe('an operator, for a courier who cannot report', () => {
       expect.arrayContaining(['RETURNING', 'RETURNED']),
     );
     expect(await ledgerIsClean(base())).toBe(true);
+  });
+
+  it('shows a linked recipient where the courier is on the way to them, not once it goes back', async () => {
+    const courier = await courierAt({ lat: ORIGIN.lat - 0.002, lon: ORIGIN.lon + 0.004 });
+    const recipient = await createUserWithKey(base());
+    const email = (await admin('GET', `/admin/users/${recipient.userId}`)).body.data.email;
+    const { merchant, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+      destination: { ...DESTINATION, contactEmail: email },
+      link3rdPartyByContactInfo: true,
+    });
+    await carryToDropoff(courier, deliveryId);
+    const courierOf = async (who: Party) =>
+      (await getDelivery(base(), who, deliveryId)).body.data.courier;
+    const located = { currentLocation: expect.objectContaining({ lat: expect.any(Number) }) };
+    expect(await courierOf(recipient)).toMatchObject(located);
+
+    const reason = 'Nobody at the door';
+    const failed = await admin('POST', `/admin/deliveries/${deliveryId}/fail`, {
+      reason,
+      expectedStatus: 'ARRIVED_AT_DROPOFF',
+    });
+    expect(failed.body.data.status).toBe('RETURNING');
+    // The creator still follows it back; the recipient sees who has it, not where.
+    expect(await courierOf(merchant)).toMatchObject(located);
+    expect(await courierOf(recipient)).toMatchObject({
+      name: 'Tunde Bakare',
+      currentLocation: null,
+      eta: null,
+    });
+    expect((await admin('POST', `/admin/deliveries/${deliveryId}/returned`)).status).toBe(200);
   });
 
   it('ends a delivery failed before collection with everything given back, and knows only real deliveries', async () => {

@@ -1,4 +1,5 @@
 import { recipientsView } from '../../../libs/contracts/order';
+import { toldToRecipient, WEBHOOK_EVENT_TYPES } from '../../../libs/contracts/webhook';
 import { changeableBy, linkedRecipient, readableBy, roleOf } from '../../../services/order/parties';
 
 const delivery = { userId: 'creator', recipientUserId: 'recipient' };
@@ -61,6 +62,32 @@ describe('what a linked recipient is shown', () => {
       expect(recipientsView({ ...view, deliveryFeePayer: payer })).toMatchObject({
         deliveryFeeTotal: '1200.00',
       });
+    }
+  });
+
+  const courier = {
+    name: 'Tunde',
+    currentLocation: { country: 'Nigeria', lat: 6.5, lon: 3.4 },
+    eta: { from: 'a', to: 'b' },
+  };
+
+  it('shows where the courier is on the way to them, not once it goes back to the sender', () => {
+    expect(recipientsView({ ...view, status: 'IN_TRANSIT', courier }).courier).toEqual(courier);
+    expect(recipientsView({ ...view, status: 'RETURNING', courier }).courier).toEqual({
+      name: 'Tunde',
+      currentLocation: null,
+      eta: null,
+    });
+  });
+
+  it('hears of every event but the creator’s payments and the courier’s positions on the way back', () => {
+    const told = (type: (typeof WEBHOOK_EVENT_TYPES)[number], status: string) =>
+      toldToRecipient({ type, data: { status } });
+    for (const type of WEBHOOK_EVENT_TYPES) {
+      expect(told(type, 'IN_TRANSIT')).toBe(!type.startsWith('payment.'));
+      expect(told(type, 'RETURNING')).toBe(
+        !type.startsWith('payment.') && type !== 'courier.location',
+      );
     }
   });
 });
