@@ -579,11 +579,26 @@ export class Checkouts {
     await forEachAtOnce(due, EXPIRY_CHECKS_AT_ONCE, (reference) =>
       this.eachOnItsOwn(reference, async () => {
         const session = await this.store.session(reference);
-        // Its start died between the two inserts; nobody ever saw its reference.
-        if (!session) await this.store.removePending(reference);
-        else await this.expire(session);
+        if (!session) return this.dropSessionless(reference);
+        // Listed by a start that stopped before its session; a start again with its key made
+        // the session later, at a time of its own.
+        if (session.expiresAt.getTime() > now.getTime()) {
+          return this.store.recheckPendingAt(reference, session.expiresAt);
+        }
+        await this.expire(session);
       }),
     );
+  }
+
+  /**
+   * A pending entry without its session: its start died between the two inserts, and nobody
+   * saw its reference; unless a start again with its key stored the session since this sweep
+   * looked, which keeps it listed (`CheckoutStore.createSession`).
+   */
+  private async dropSessionless(reference: string): Promise<void> {
+    await this.store.removePending(reference);
+    const since = await this.store.session(reference);
+    if (since) await this.store.listPending(reference, since.expiresAt);
   }
 
   /** One checkout's part of a sweep: its failure (the provider is down) holds up no other. */

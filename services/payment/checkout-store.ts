@@ -289,12 +289,23 @@ export class CheckoutStore {
     return this.m.CheckoutSession.findById(reference).lean<SessionRecord>();
   }
 
-  /** Records a new session, after its pending entry; true when this call wrote it. */
+  /**
+   * Records a new session, after its pending entry; true when this call wrote it. An entry
+   * there already is an earlier start's that stopped before its session (or one at once): the
+   * sweep may drop it as sessionless, having looked before this session was stored, so it is
+   * listed again after; of the two, this insert or the sweep's look after its delete, one lists
+   * it (`Checkouts.dropSessionless`).
+   */
   async createSession(record: SessionRecord): Promise<boolean> {
-    await insertOnce(() =>
-      this.m.CheckoutPending.create({ _id: record._id, expiresAt: record.expiresAt }),
-    );
-    return insertOnce(() => this.m.CheckoutSession.create(record));
+    const listed = await this.listPending(record._id, record.expiresAt);
+    const created = await insertOnce(() => this.m.CheckoutSession.create(record));
+    if (!listed) await this.listPending(record._id, record.expiresAt);
+    return created;
+  }
+
+  /** Puts a session on the sweep's list, due at `expiresAt`, unless it is there. */
+  listPending(reference: string, expiresAt: Date): Promise<boolean> {
+    return insertOnce(() => this.m.CheckoutPending.create({ _id: reference, expiresAt }));
   }
 
   /**

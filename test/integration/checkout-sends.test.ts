@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
+import { nameBasedId } from '../../libs/ids';
 import { Checkouts } from '../../services/payment/checkout-actions';
 import { paystackProvider } from '../../services/payment/checkout-providers';
 import { CheckoutStore } from '../../services/payment/checkout-store';
@@ -10,6 +11,9 @@ import { FakePaystack, outcomeListener, walletFundingParams } from '../support/c
 import { useStoreDatabase } from '../support/store-database';
 
 /**
+ * A checkout whose start stopped between its two inserts stays on the sweep's list, due at its
+ * session's time, however a start made again and a sweep interleave (docs/payments.md).
+ *
  * An outcome's event is sent once across replicas (decision 120): two sweeps at once, a sweep
  * racing the provider's webhook, a claimant that died after its claim, two sweeps resending
  * one outbox entry. Each replica is a `Checkouts` of its own over the real database, its
@@ -81,24 +85,28 @@ const firstSendWrite = ({ collection, op }: Write) =>
 
 /**
  * A payment replica. `at(write)` runs before each of its writes; `eventRetryMs` is the lease of
- * a send's claim and the wait before a resend (long: no resend comes by itself in a test).
+ * a send's claim and the wait before a resend (long: no resend comes by itself in a test);
+ * `store` may watch the replica's store.
  */
 function replica(
   at: (write: Write) => Promise<void> = async () => {},
   eventRetryMs = 3_600_000,
+  checkoutTtlMs = 1,
+  store?: (store: CheckoutStore) => CheckoutStore,
 ): Checkouts {
   const models = hooked(at);
+  const ownStore = new CheckoutStore(() => models);
   const config: Config['payment'] = {
     provider: 'paystack',
     publicBaseUrl: 'http://localhost',
     paystack: { baseUrl: fake.url, secretKey: SECRET, timeoutMs: 5_000 },
-    checkoutTtlMs: 1,
+    checkoutTtlMs,
     sweepIntervalMs: 3_600_000,
     eventRetryMs,
   };
   return new Checkouts({
     config,
-    store: new CheckoutStore(() => models),
+    store: store ? store(ownStore) : ownStore,
     ledger: new LedgerStore(() => models),
     provider: paystackProvider(config.paystack),
     broadcaster: () => broker,
@@ -240,5 +248,80 @@ describe('an outcome’s event across replicas', () => {
     ]);
     expect(g.arrived).toBe(2);
     expect(eventsOf(reference)).toEqual(['payment.failed', 'payment.failed']);
+  });
+});
+
+describe('a checkout whose start stopped between its two inserts', () => {
+  const HOUR = 3_600_000;
+  /** A start that lists its checkout as pending, then stops before it stores the session. */
+  const stopsBeforeSession = () =>
+    replica(async ({ collection, op }) => {
+      if (collection === 'checkout_sessions' && op === 'create') throw new Error('stopped');
+    });
+  const pendingOf = async (reference: string) =>
+    (await db.models.CheckoutPending.findById(reference).lean())?.expiresAt;
+
+  it('expires at the time of the start made again, not of the one that stopped', async () => {
+    const params = walletFundingParams(randomUUID(), 3_000);
+    await expect(stopsBeforeSession().start(params)).rejects.toThrow('stopped');
+    const { reference } = (await replica(undefined, HOUR, HOUR).start(params)).data;
+    const session = await db.models.CheckoutSession.findById(reference).lean();
+
+    // Listed for the first start's time (1 ms), past: the sweep moves it to the session's.
+    await replica().sweep();
+    expect(await db.models.CheckoutOutcome.findById(reference).lean()).toBeNull();
+    expect(await pendingOf(reference)).toEqual(session?.expiresAt);
+  });
+
+  it('stays listed when a sweep drops it as sessionless as the start made again stores it', async () => {
+    const params = walletFundingParams(randomUUID(), 3_100);
+    await expect(stopsBeforeSession().start(params)).rejects.toThrow('stopped');
+    const keyId = nameBasedId('checkout', params.userId, params.idempotencyKey);
+    const reference = (await db.models.CheckoutKey.findById(keyId).lean())?.reference as string;
+    expect(await pendingOf(reference)).toBeDefined();
+    // The sweep finds no session, then waits while the start is made again.
+    let looked!: () => void;
+    const sweepLooked = new Promise<void>((resolve) => (looked = resolve));
+    let goOn!: () => void;
+    const startDone = new Promise<void>((resolve) => (goOn = resolve));
+    const sweeping = replica(undefined, HOUR, 1, (store) => {
+      const watched = Object.create(store) as CheckoutStore;
+      watched.session = async (ref) => {
+        const found = await store.session(ref);
+        if (ref === reference && !found) {
+          looked();
+          await startDone;
+        }
+        return found;
+      };
+      return watched;
+    }).sweep();
+    await sweepLooked;
+    await replica(undefined, HOUR, HOUR).start(params);
+    goOn();
+    await sweeping;
+
+    const session = await db.models.CheckoutSession.findById(reference).lean();
+    expect(session).not.toBeNull();
+    expect(await pendingOf(reference)).toEqual(session?.expiresAt);
+  });
+
+  it('stays listed when a sweep drops it as sessionless just before the start made again stores it', async () => {
+    const params = walletFundingParams(randomUUID(), 3_200);
+    await expect(stopsBeforeSession().start(params)).rejects.toThrow('stopped');
+    let swept = false;
+    const again = replica(
+      async ({ collection, op }) => {
+        if (collection !== 'checkout_sessions' || op !== 'create' || swept) return;
+        swept = true;
+        await replica().sweep();
+      },
+      HOUR,
+      HOUR,
+    );
+    const { reference } = (await again.start(params)).data;
+    expect(swept).toBe(true);
+    const session = await db.models.CheckoutSession.findById(reference).lean();
+    expect(await pendingOf(reference)).toEqual(session?.expiresAt);
   });
 });
