@@ -323,6 +323,13 @@ export class LedgerStore {
       if ((await this.postedEntry(debit)) || (await this.finishDebit(debit))) {
         return this.postNow(giveBack);
       }
+      // Given up, a debit is given back whole whenever it is written (by its own posting too):
+      // a part asked for cannot be kept to.
+      if (giveBack.amountKobo !== debit.amountKobo) {
+        throw conflict(
+          `The debit ${debitReference} is not taken yet (the wallet does not cover it): give back all of it, or retry this partial refund once it is taken`,
+        );
+      }
       // Written before this insert, the walk below meets it; after it, its posting reads it.
       await insertOnce(() =>
         this.m.GivenUp.create({ _id: debit._id, walletId, createdAt: new Date() }),

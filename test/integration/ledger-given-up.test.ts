@@ -210,6 +210,51 @@ describe('a debit given up by its refund while it was still posting', () => {
   });
 });
 
+describe('a partial refund of a debit still posting', () => {
+  it('is refused while the wallet does not cover the debit, gives nothing up, and is made once it is taken', async () => {
+    const walletId = randomUUID();
+    const reference = randomUUID();
+    const stalled = gate();
+    const debitReplica = new LedgerStore(
+      () =>
+        pausing((collection, id, when) =>
+          collection === 'ledger_references' && id === reference && when === 'after'
+            ? stalled.pass()
+            : undefined,
+        ),
+      new Turns(),
+    );
+    const other = new LedgerStore(() => db.models, new Turns());
+    await credit(other, walletId, 500);
+    const debiting = debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
+    await stalled.reached;
+
+    const part = () =>
+      settle(
+        other.refundDebit(walletId, reference, () => ({
+          walletId,
+          type: 'REFUND',
+          amountKobo: 400,
+          reference: refundReference(reference),
+        })),
+      );
+    expect(await part()).toEqual({
+      code: 409,
+      message: `The debit ${reference} is not taken yet (the wallet does not cover it): give back all of it, or retry this partial refund once it is taken`,
+    });
+    expect(await db.models.GivenUp.findById(reference).lean()).toBeNull();
+
+    await credit(other, walletId, 1_000);
+    stalled.open();
+    await debiting;
+    expect(await part()).toMatchObject({
+      posting: { entry: { amountKobo: 400, balanceKobo: 900 } },
+    });
+    expect((await other.balance(walletId)).balanceKobo).toBe(500 + 1_000 - 1_000 + 400);
+    expect(await db.models.GivenUp.findById(reference).lean()).toBeNull();
+  });
+});
+
 describe('GET /admin/ledger/verify and a debit given up', () => {
   const store = new LedgerStore(() => db.models, new Turns());
 
