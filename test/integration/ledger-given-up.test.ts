@@ -51,6 +51,21 @@ function pausing(
   return Object.fromEntries(hooked) as LedgerModels;
 }
 
+/** A replica whose debit under `reference` stalls at `stalled` once it has claimed it. */
+function stallingAfterClaim(reference: string) {
+  const stalled = gate();
+  const debitReplica = new LedgerStore(
+    () =>
+      pausing((collection, id, when) =>
+        collection === 'ledger_references' && id === reference && when === 'after'
+          ? stalled.pass()
+          : undefined,
+      ),
+    new Turns(),
+  );
+  return { stalled, debitReplica };
+}
+
 const credit = (store: LedgerStore, walletId: string, amountKobo: number) =>
   store.post({ walletId, type: 'CREDIT', amountKobo, reference: `test:${randomUUID()}` });
 
@@ -84,17 +99,8 @@ async function entriesOf(walletId: string) {
 async function play(refundStops: 'before-mark' | 'after-mark' | 'answer') {
   const walletId = randomUUID();
   const reference = randomUUID();
-  const stalled = gate();
+  const { stalled, debitReplica } = stallingAfterClaim(reference);
   const refundGate = gate();
-  const debitReplica = new LedgerStore(
-    () =>
-      pausing((collection, id, when) =>
-        collection === 'ledger_references' && id === reference && when === 'after'
-          ? stalled.pass()
-          : undefined,
-      ),
-    new Turns(),
-  );
   const refundReplica = new LedgerStore(
     () =>
       pausing((collection, id, when) =>
@@ -214,16 +220,7 @@ describe('a partial refund of a debit still posting', () => {
   it('is refused while the wallet does not cover the debit, gives nothing up, and is made once it is taken', async () => {
     const walletId = randomUUID();
     const reference = randomUUID();
-    const stalled = gate();
-    const debitReplica = new LedgerStore(
-      () =>
-        pausing((collection, id, when) =>
-          collection === 'ledger_references' && id === reference && when === 'after'
-            ? stalled.pass()
-            : undefined,
-        ),
-      new Turns(),
-    );
+    const { stalled, debitReplica } = stallingAfterClaim(reference);
     const other = new LedgerStore(() => db.models, new Turns());
     await credit(other, walletId, 500);
     const debiting = debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });

@@ -242,24 +242,24 @@ function searchesOver(
 }
 
 /**
- * A search from `pickup` whose first step, over `steppedBy`, offered it to the one courier put
- * in reach; `freed` notes the couriers set free.
+ * A search from `pickup` whose first step, over `steppedBy` and the index as `seenBy` shows it,
+ * offered it to the one courier put in reach; `freed` notes the couriers set free.
  */
 async function offeredToOne(
   store: SearchStore,
   pickup: { lat: number; lon: number },
-  steppedBy = store,
+  { steppedBy = store, seenBy = (index: CourierPositions) => index } = {},
 ) {
   const freed: string[] = [];
   const positions = positionsNoting(freed);
   const courierId = await courierInReach(positions, 0.05, pickup);
-  const searches = searchesOver(steppedBy, positions);
+  const searches = searchesOver(steppedBy, seenBy(positions));
   const deliveryId = randomUUID();
   await store.claimSearch(searchRecord(deliveryId, pickup));
   await searches.advance(deliveryId);
   const offerId = offerIdOf(deliveryId, 1);
   expect(await store.hold(courierId)).toMatchObject({ offerId });
-  return { freed, courierId, searches, deliveryId, offerId };
+  return { freed, positions, courierId, searches, deliveryId, offerId };
 }
 
 function searchRecord(deliveryId: string, pickup = PICKUP): SearchRecord {
@@ -416,6 +416,16 @@ describe('a busy mark checked on a report', () => {
     return { ...marked, deliveryId, offerId, at: new Date() };
   }
 
+  /** A courier holding the first offer of a search, made at `at`. */
+  async function offeredCourier() {
+    const searching = await searchingCourier();
+    const { store, courierId, deliveryId, offerId, at } = searching;
+    const expiresAt = new Date(at.getTime() + 30_000);
+    await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
+    await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
+    return searching;
+  }
+
   it('marks free a courier who holds nothing, once', async () => {
     const stale = offerIdOf(randomUUID(), 1);
     const { positions, courierId, searches } = await markedCourier(stale);
@@ -433,10 +443,7 @@ describe('a busy mark checked on a report', () => {
 
   it('lets go a courier holding an offer of a search that ended with no step to close it', async () => {
     const { store, positions, courierId, searches, deliveryId, offerId, at } =
-      await searchingCourier();
-    const expiresAt = new Date(at.getTime() + 30_000);
-    await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
-    await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
+      await offeredCourier();
     // Ended (cancelled) after the step made the offer, which stopped before it looked.
     await store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at });
 
@@ -447,11 +454,7 @@ describe('a busy mark checked on a report', () => {
   });
 
   it('lets go a courier holding a declined offer whose release stopped before its delete, once its lease is over', async () => {
-    const { store, positions, courierId, searches, deliveryId, offerId, at } =
-      await searchingCourier();
-    const expiresAt = new Date(at.getTime() + 30_000);
-    await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
-    await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
+    const { store, positions, courierId, searches, deliveryId, offerId } = await offeredCourier();
     await store.claimOfferOutcome(offerId, 'DECLINED');
     // The decline claimed the release, then its delete failed; the search moved on to other
     // couriers, so no step looks at this offer again.
@@ -488,11 +491,8 @@ describe('a busy mark checked on a report', () => {
 
   /** A courier who accepted as the search was given up, their confirmation cut short. */
   async function acceptedAsGivenUp() {
-    const searching = await searchingCourier();
-    const { store, courierId, deliveryId, offerId, at } = searching;
-    const expiresAt = new Date(at.getTime() + 30_000);
-    await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
-    await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
+    const searching = await offeredCourier();
+    const { store, deliveryId, offerId, at } = searching;
     await store.claimOfferOutcome(offerId, 'ACCEPTED');
     await store.claimEnd({ _id: deliveryId, outcome: 'NO_COURIER', courierId: null, at });
     return searching;
@@ -921,7 +921,7 @@ it('lets the courier of a closed offer go once, not at every step after it', asy
   const { freed, courierId, searches, deliveryId, offerId } = await offeredToOne(
     store,
     { lat: 10.5, lon: 3.4 },
-    watched,
+    { steppedBy: watched },
   );
 
   // Declined through another replica, which stopped before letting them go: this step does.
@@ -1015,22 +1015,22 @@ describe('letting a courier go of an offer', () => {
 
 it('ends a search with Redis away as its courier is let go, the mark cleared by the courier’s next check', async () => {
   const store = new SearchStore(() => defineSearchModels(db));
-  const freed: string[] = [];
-  const positions = positionsNoting(freed);
   let redisAway = false;
-  const flaky = Object.create(positions) as CourierPositions;
-  flaky.setBusy = async (...args) => {
-    if (redisAway) throw new Error('Connection is closed.');
-    return positions.setBusy(...args);
-  };
   const pickup = { lat: 12.2, lon: 3.4 };
-  const courierId = await courierInReach(positions, 0.05, pickup);
-  const searches = searchesOver(store, flaky);
-  const deliveryId = randomUUID();
-  await store.claimSearch(searchRecord(deliveryId, pickup));
-  await searches.advance(deliveryId);
-  const offerId = offerIdOf(deliveryId, 1);
-  expect(await store.hold(courierId)).toMatchObject({ offerId });
+  const { freed, positions, courierId, searches, deliveryId, offerId } = await offeredToOne(
+    store,
+    pickup,
+    {
+      seenBy: (index) => {
+        const flaky = Object.create(index) as CourierPositions;
+        flaky.setBusy = async (...args) => {
+          if (redisAway) throw new Error('Connection is closed.');
+          return index.setBusy(...args);
+        };
+        return flaky;
+      },
+    },
+  );
 
   // Cancelled: order's end waits on this call before the refund.
   redisAway = true;
