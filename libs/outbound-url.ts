@@ -326,7 +326,8 @@ export class UnsafeTargetError extends Error {
 /** Every address `hostname` has, in the order a connection would try them. */
 export type Resolver = (hostname: string, family: 0 | 4 | 6) => Promise<LookupAddress[]>;
 
-const systemResolver: Resolver = (hostname, family) =>
+/** The system's resolver (`dns.lookup`): what `guardedLookup` asks unless told otherwise. */
+export const systemResolver: Resolver = (hostname, family) =>
   new Promise((resolve, reject) => {
     dnsLookup(hostname, { all: true, family }, (err, addresses) =>
       err ? reject(err) : resolve(addresses),

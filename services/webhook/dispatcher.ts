@@ -20,6 +20,7 @@ import {
   withinOverlap,
 } from './dispatch-rules';
 import { targetForLog } from '../../libs/outbound-url';
+import { OwnerLookups } from '../../libs/owner-lookups';
 import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
 import type { SecretBox } from '../../libs/secret-box';
@@ -101,6 +102,8 @@ export interface DispatcherDeps {
     at: Date,
     lastError: string | null,
   ) => Promise<Date>;
+  /** Each owner's host-name lookups, one at a time (shared with registrations). */
+  lookups?: OwnerLookups;
 }
 
 /**
@@ -127,7 +130,10 @@ export class Dispatcher {
   /** The skips of stale positions under way (`pruneStalePositions`), one batch at a time. */
   private pruning: Promise<void> | undefined;
 
+  private readonly lookups: OwnerLookups;
+
   constructor(private readonly deps: DispatcherDeps) {
+    this.lookups = deps.lookups ?? new OwnerLookups(deps.config.timeoutMs);
     this.periodic = new Periodic(
       deps.config.dispatchIntervalMs,
       () => this.look(new Date()),
@@ -341,6 +347,7 @@ export class Dispatcher {
       },
       timeoutMs: config.timeoutMs,
       policy: { requireHttps: appEnv === 'live', allowPrivate: config.allowPrivateTargets },
+      resolve: this.lookups.of(target.endpoint.userId),
     });
   }
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { lookup } from 'node:dns/promises';
 import type { Config } from '../../libs/config';
 import Joi from '../../libs/joi';
 import { badRequest, conflict, notFound } from '../../libs/errors';
-import { checkTargetUrl, resolvedHostRefusal } from '../../libs/outbound-url';
+import { checkTargetUrl, resolvedHostRefusal, type Resolver } from '../../libs/outbound-url';
+import { OwnerLookups } from '../../libs/owner-lookups';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
@@ -32,8 +32,10 @@ export interface EndpointActionDeps {
   appEnv: Config['appEnv'];
   box: SecretBox;
   now?: () => Date;
-  /** Resolves a host name to its addresses (tests inject one; DNS otherwise). */
-  resolve?: (host: string) => Promise<string[]>;
+  /** Resolves a host name an owner gave to its addresses (tests inject one; DNS otherwise). */
+  resolve?: (host: string, owner: string) => Promise<string[]>;
+  /** Each owner's host-name lookups, one at a time (shared with the dispatcher). */
+  lookups?: OwnerLookups;
 }
 
 const NOT_FOUND = (webhookId: string) =>
@@ -48,12 +50,12 @@ const REPLAY_HOLD_MS = 30_000;
 /** How long a registration waits for the URL's host to resolve. */
 const RESOLVE_TIMEOUT_MS = 5000;
 
-async function resolveAll(host: string): Promise<string[]> {
-  const resolved = lookup(host, { all: true, verbatim: true });
+/** Every address of `host`, looked up in its owner's turn, given up after the timeout. */
+async function resolveAll(resolve: Resolver, host: string): Promise<string[]> {
   const timeout = new Promise<never>((_, reject) => {
     setTimeout(() => reject(new Error('timed out')), RESOLVE_TIMEOUT_MS).unref();
   });
-  return (await Promise.race([resolved, timeout])).map((a) => a.address);
+  return (await Promise.race([resolve(host, 0), timeout])).map((a) => a.address);
 }
 
 /**
@@ -63,11 +65,12 @@ async function resolveAll(host: string): Promise<string[]> {
 export function createEndpointActions(deps: EndpointActionDeps): ServiceActions {
   const { store, config, appEnv, box } = deps;
   const now = deps.now ?? (() => new Date());
-  const resolve = deps.resolve ?? resolveAll;
+  const lookups = deps.lookups ?? new OwnerLookups(RESOLVE_TIMEOUT_MS);
+  const resolve = deps.resolve ?? ((host, owner) => resolveAll(lookups.of(owner), host));
   const policy = { requireHttps: appEnv === 'live', allowPrivate: config.allowPrivateTargets };
 
   /** Refuses a URL we must not call, by its form and by where its name points now. */
-  async function checkUrl(raw: string): Promise<string> {
+  async function checkUrl(raw: string, owner: string): Promise<string> {
     const checked = checkTargetUrl(raw, policy);
     if (!checked.ok) throw badRequest(checked.reason, [{ field: 'url', message: checked.reason }]);
     const host = checked.url.hostname.replace(/^\[|\]$/g, '');
@@ -79,7 +82,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
     };
     let addresses: string[];
     try {
-      addresses = await resolve(host);
+      addresses = await resolve(host, owner);
     } catch {
       throw noPublicAddress();
     }
@@ -146,12 +149,21 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       params: createWebhookParams,
       async handler(ctx: WaybillContext<CreateWebhookParams>) {
         const userId = requireUser(ctx);
-        const url = await checkUrl(ctx.params.url);
+        const existing = await store.endpointsOf(userId, appEnv);
+        const cap = config.maxEndpoints;
+        const refused = capRefusals({
+          owner: 'You',
+          things: 'webhook endpoints',
+          underWay: 'registrations',
+          advice: 'delete one with DELETE /api/webhooks/:webhookId',
+          error: badRequest,
+        });
+        // Full: refused before its host is looked up, which may take the resolver's time.
+        if (existing.length >= cap) throw refused('full', existing.length, cap);
+        const url = await checkUrl(ctx.params.url, userId);
         const at = now();
         const webhookId = randomUUID();
         const secret = newWebhookSecret();
-        const existing = await store.endpointsOf(userId, appEnv);
-        const cap = config.maxEndpoints;
         const endpoint = await createInPlace({
           store: store.places,
           owner: endpointOwner(userId, appEnv),
@@ -159,13 +171,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           live: existing,
           holder: webhookId,
           now: at,
-          refused: capRefusals({
-            owner: 'You',
-            things: 'webhook endpoints',
-            underWay: 'registrations',
-            advice: 'delete one with DELETE /api/webhooks/:webhookId',
-            error: badRequest,
-          }),
+          refused,
           insert: async (place) => {
             // Its first secret before the endpoint: a stored endpoint always has one to sign
             // with. Once a place is held: a registration refused at the cap writes nothing.

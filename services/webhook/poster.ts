@@ -6,6 +6,7 @@ import {
   guardedLookup,
   noPublicAddressNow,
   type OutboundPolicy,
+  type Resolver,
 } from '../../libs/outbound-url';
 import { isRedirect, redirectNotFollowed } from '../../libs/outbound-fetch';
 import { attemptError, EXCERPT_BYTES, excerpt } from './dispatch-rules';
@@ -24,6 +25,8 @@ export interface PostInput {
   headers: Record<string, string>;
   timeoutMs: number;
   policy: OutboundPolicy;
+  /** How the URL's host is looked up (the endpoint owner's turn, `OwnerLookups`). */
+  resolve?: Resolver;
 }
 
 /**
@@ -64,7 +67,7 @@ export function post(input: PostInput): Promise<PostResult> {
           'user-agent': 'Waybill-Webhooks/1',
           ...input.headers,
         },
-        lookup: guardedLookup(input.policy),
+        lookup: guardedLookup(input.policy, input.resolve),
       },
       (res) => {
         const statusCode = res.statusCode ?? null;

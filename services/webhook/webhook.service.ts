@@ -9,6 +9,7 @@ import { metricTableOf, type MetricTable } from '../../libs/metric-table';
 import { ServiceDatabase } from '../../libs/mongo';
 import { implement, type ServiceDefinition } from '../../libs/service';
 import { Dispatcher } from './dispatcher';
+import { OwnerLookups } from '../../libs/owner-lookups';
 import { createEndpointActions } from './endpoints';
 import { fanOut } from './fan-out';
 import { DisableNotices } from './notices';
@@ -46,11 +47,14 @@ export function createWebhookService(config: Config): ServiceDefinition {
     },
     logger: log,
   });
+  // One line of host-name lookups per owner in this process, registrations and sends alike.
+  const lookups = new OwnerLookups(config.webhook.timeoutMs);
   const dispatcher = new Dispatcher({
     store,
     config: config.webhook,
     appEnv: config.appEnv,
     box,
+    lookups,
     logger: log,
     recordDisable: (endpoint, at, lastError) => notices.record(endpoint, at, lastError),
   });
@@ -102,7 +106,13 @@ export function createWebhookService(config: Config): ServiceDefinition {
     name: 'webhook',
     mixins: [db.mixin()],
     actions: {
-      ...createEndpointActions({ store, config: config.webhook, appEnv: config.appEnv, box }),
+      ...createEndpointActions({
+        store,
+        config: config.webhook,
+        appEnv: config.appEnv,
+        box,
+        lookups,
+      }),
 
       /** Internal: order's events of a delivery, queued for the owner's endpoints. */
       publish: implement('webhook.publish', {

@@ -295,6 +295,11 @@ describe('webhook endpoints', () => {
     });
     expectErrorEnvelope(eleventh, 400);
     expect(eleventh.body.message).toMatch(/at most 10/);
+    // Refused before its host is looked up (a name whose servers never answer holds a thread).
+    const unresolved = await api(merchant, 'POST', '/api/webhooks', {
+      url: 'https://never-resolves.invalid/hook',
+    });
+    expectErrorEnvelope(unresolved, 400, /^You already have 10 webhook endpoints \(at most 10\)/);
   });
 
   it('are held to the cap exactly when registered at once, and a delete frees one place', async () => {
