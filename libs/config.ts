@@ -1059,9 +1059,28 @@ function refusePlaceholders(env: NodeJS.ProcessEnv): void {
   }
 }
 
+/**
+ * joi's pattern messages quote the value: a secret stored with a stray newline (a common slip
+ * in a Kubernetes secret) would be printed to the pod's log. The variable and the rule say
+ * enough to fix it.
+ */
+const VALUE_UNSHOWN = {
+  'string.pattern.base':
+    '{{#label}} does not match the required pattern {{#regex}} (its value is not shown)',
+  'string.pattern.name': '{{#label}} does not match the {{#name}} pattern (its value is not shown)',
+  'string.pattern.invert.base':
+    '{{#label}} matches the refused pattern {{#regex}} (its value is not shown)',
+  'string.pattern.invert.name':
+    '{{#label}} matches the refused {{#name}} pattern (its value is not shown)',
+};
+
 /** Reads and validates the environment; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const { value, error } = envSchema.validate(env, { abortEarly: true, convert: true });
+  const { value, error } = envSchema.validate(env, {
+    abortEarly: true,
+    convert: true,
+    messages: VALUE_UNSHOWN,
+  });
   if (error) {
     const variable = String(error.details[0]?.path[0] ?? 'environment');
     throw new ConfigError(`${variable}: ${error.details[0]?.message ?? error.message}`);

@@ -323,6 +323,19 @@ describe('file settings', () => {
 });
 
 describe('loadConfig errors', () => {
+  it('never quotes a secret it refuses (one stored with a stray newline)', () => {
+    const secrets = {
+      ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789\n',
+      WEBHOOK_SECRET_KEY: `${WEBHOOK_SECRET_KEY} \n`,
+      PAYSTACK_SECRET_KEY: 'sk_test_0123456789abcdef\n',
+    };
+    for (const [name, value] of Object.entries(secrets)) {
+      const { message } = configErrorFor({ [name]: value });
+      expect(message).toMatch(new RegExp(`^${name}: "${name}" does not match the no whitespace`));
+      expect(message).not.toContain(value.trim());
+    }
+  });
+
   it.each([
     ['PORT', 'abc'],
     ['PORT', '70000'],
