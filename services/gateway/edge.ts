@@ -10,7 +10,7 @@ import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
 import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
-import { cutStatus, describeRequest, isPreflight, type GatewayRequest } from './http';
+import { cutStatus, describeForLog, isPreflight, type GatewayRequest } from './http';
 import { quotaHeaders, quotaStoreUnavailable, type QuotaLimiter } from './quota';
 import type { UploadLeases } from './upload-leases';
 import { GROUP_BASE } from './routes';
@@ -58,7 +58,7 @@ export function accessLog(
       if (recorded) return;
       recorded = true;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const { method, path } = describeRequest(req);
+      const { method, path } = describeForLog(req);
       const line = {
         method,
         path,

@@ -67,6 +67,32 @@ export function describeRequest(req: GatewayRequest): RequestDescription {
   return described;
 }
 
+/** The tracking id or checkout reference a page's path starts with, and the URL's likewise. */
+const CAPABILITY_IN_PATH = /^\/(track|checkout)\/[^/]+/;
+const CAPABILITY_IN_URL = /^([a-z]+:\/\/[^/]+)\/(track|checkout)\/[^/?#]+/;
+const HIDDEN = { track: ':trackingId', checkout: ':reference' } as Record<string, string>;
+
+/**
+ * The request as logged: a tracking id or a checkout reference in a page's path is the key to
+ * what it names (whoever holds it reads the page), and logs are read by more people than may
+ * hold one; the log says which page, not which delivery's.
+ */
+export function describeForLog(req: GatewayRequest): RequestDescription {
+  const described = describeRequest(req);
+  if (!CAPABILITY_IN_PATH.test(described.path)) return described;
+  return {
+    ...described,
+    path: described.path.replace(
+      CAPABILITY_IN_PATH,
+      (_, page: string) => `/${page}/${HIDDEN[page]}`,
+    ),
+    url: described.url.replace(
+      CAPABILITY_IN_URL,
+      (_, origin: string, page: string) => `${origin}/${page}/${HIDDEN[page]}`,
+    ),
+  };
+}
+
 function requestUrl(req: GatewayRequest, raw: string): string {
   const forwardedProto = String(req.headers['x-forwarded-proto'] ?? '')
     .split(',')[0]

@@ -15,7 +15,14 @@ import {
   pushBody,
   type TransferTicket,
 } from '../../libs/transfer';
-import { aliasAction, cutAnswer, describeRequest, sendJson, type GatewayRequest } from './http';
+import {
+  aliasAction,
+  cutAnswer,
+  describeForLog,
+  describeRequest,
+  sendJson,
+  type GatewayRequest,
+} from './http';
 import { readOptionHeaders } from './option-headers';
 import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
 import {
@@ -111,7 +118,7 @@ export function writeError(
       : httpError.message;
   if (httpError.internal) {
     deps.logger().error('request failed', {
-      ...describeRequest(req),
+      ...describeForLog(req),
       requestId: req.$ctx?.requestID,
       error: err,
     });

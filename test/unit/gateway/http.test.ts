@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import {
   clientRequestId,
+  describeForLog,
   describeRequest,
   requestPath,
   type GatewayRequest,
@@ -21,6 +22,25 @@ describe('clientRequestId', () => {
     ['a non-ASCII one', { 'x-request-id': 'zamówienie' }],
   ])('leaves %s to moleculer to make', (_case, headers) => {
     expect(clientRequestId(headers)).toBeUndefined();
+  });
+});
+
+describe('describeForLog', () => {
+  const request = (url: string) =>
+    ({ method: 'GET', url, headers: { host: 'api.example.com' } }) as GatewayRequest;
+
+  it('names the page, not the tracking id or checkout reference that opens it', () => {
+    expect(describeForLog(request('/track/P2P-7Q4K2M9X/events?since=3'))).toEqual({
+      method: 'GET',
+      path: '/track/:trackingId/events',
+      url: 'http://api.example.com/track/:trackingId/events?since=3',
+    });
+    expect(describeForLog(request('/checkout/ck_0123456789abcdef/pay')).path).toBe(
+      '/checkout/:reference/pay',
+    );
+    // Whatever else is logged as it was asked for; the error envelope keeps the real path.
+    expect(describeForLog(request('/api/deliveries/d1')).path).toBe('/api/deliveries/d1');
+    expect(describeRequest(request('/track/P2P-7Q4K2M9X')).path).toBe('/track/P2P-7Q4K2M9X');
   });
 });
 
