@@ -48,6 +48,14 @@ interface Feed {
 const RETRY_AFTER_SECONDS = 30;
 
 /**
+ * Live pages of one delivery's tracking at most in a process, from any addresses: its recipient
+ * and sender follow it in a few tabs. More is someone holding the process's streams with the id
+ * of a delivery of their own, from addresses they have plenty of (a home's IPv6 /56 is 256 of
+ * the /64s the address cap counts by).
+ */
+export const MAX_PAGES_PER_TRACKING_ID = 20;
+
+/**
  * Bytes a page may leave unsent in this process (Node's buffer, beyond what the kernel took)
  * before it is dropped: a dozen states or more. A client that stops reading would otherwise be
  * buffered a state every refresh and a heartbeat every beat, for as long as it stays connected.
@@ -73,6 +81,7 @@ const endEvent = (state: TrackingState) =>
 export class TrackingStreams {
   private readonly feeds = new Map<string, Feed>();
   private readonly perAddress = new Map<string, number>();
+  private readonly perTrackingId = new Map<string, number>();
   private total = 0;
   /** The process is stopping: streams are ended, new ones sent elsewhere. */
   private closing = false;
@@ -124,7 +133,7 @@ export class TrackingStreams {
     if (!TRACKING_PATTERN.test(trackingId)) throw notFound(UNKNOWN_TRACKING_ID);
     if (this.closing) return this.sendElsewhere(res);
     const address = clientAddress(req, this.options.config.trustProxyHops);
-    const release = this.reserve(address);
+    const release = this.reserve(address, trackingId);
     let feed: Feed | undefined;
     try {
       feed = this.feeds.get(trackingId);
@@ -154,13 +163,21 @@ export class TrackingStreams {
     }
   }
 
-  /** Counts a stream against its address's cap and the total; the answer gives it back. */
-  private reserve(address: string): () => void {
+  /**
+   * Counts a stream against its address's cap, its tracking id's and the total; the answer
+   * gives it back.
+   */
+  private reserve(address: string, trackingId: string): () => void {
     const { maxStreams, maxStreamsPerAddress } = this.options.config.tracking;
-    const mine = this.perAddress.get(address) ?? 0;
-    if (mine >= maxStreamsPerAddress) {
+    if ((this.perAddress.get(address) ?? 0) >= maxStreamsPerAddress) {
       throw tooManyRequests(
         `Too many live tracking pages open from your address (${maxStreamsPerAddress}); close some of them, or reload later`,
+        RETRY_AFTER_SECONDS,
+      );
+    }
+    if ((this.perTrackingId.get(trackingId) ?? 0) >= MAX_PAGES_PER_TRACKING_ID) {
+      throw tooManyRequests(
+        `Too many live pages of this delivery's tracking open (${MAX_PAGES_PER_TRACKING_ID}); close some of them, or reload later`,
         RETRY_AFTER_SECONDS,
       );
     }
@@ -170,16 +187,16 @@ export class TrackingStreams {
         RETRY_AFTER_SECONDS,
       );
     }
-    this.perAddress.set(address, mine + 1);
+    countIn(this.perAddress, address, 1);
+    countIn(this.perTrackingId, trackingId, 1);
     this.total++;
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.total--;
-      const left = (this.perAddress.get(address) ?? 1) - 1;
-      if (left > 0) this.perAddress.set(address, left);
-      else this.perAddress.delete(address);
+      countIn(this.perAddress, address, -1);
+      countIn(this.perTrackingId, trackingId, -1);
     };
   }
 
@@ -322,4 +339,11 @@ function startStream(res: ServerResponse): void {
   res.setHeader('X-Accel-Buffering', 'no'); // nginx would hold events back otherwise
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.flushHeaders();
+}
+
+/** Moves `key`'s count by `by`, dropping it at zero (the maps hold only what is open). */
+function countIn(counts: Map<string, number>, key: string, by: 1 | -1): void {
+  const left = (counts.get(key) ?? 0) + by;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
 }

@@ -1,7 +1,11 @@
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import type { TrackingState } from '../../../libs/contracts/order';
-import { RECONNECT_MS, TrackingStreams } from '../../../services/gateway/tracking-stream';
+import {
+  MAX_PAGES_PER_TRACKING_ID,
+  RECONNECT_MS,
+  TrackingStreams,
+} from '../../../services/gateway/tracking-stream';
 import type { GatewayRequest } from '../../../services/gateway/http';
 
 /**
@@ -27,17 +31,15 @@ let lastRead: Promise<unknown> = Promise.resolve();
  * Streams reading `current`, beating every `heartbeatMs`, each lasting `streamLifetimeMs`,
  * and the server they answer on, with the errors its answers raised.
  */
-function streamsServing(heartbeatMs: number, streamLifetimeMs = 3_600_000) {
+function streamsServing(
+  heartbeatMs: number,
+  streamLifetimeMs = 3_600_000,
+  caps = { maxStreams: 50, maxStreamsPerAddress: 20 },
+) {
   const streams = new TrackingStreams({
     config: {
       trustProxyHops: 0,
-      tracking: {
-        refreshMs: 3_600_000,
-        heartbeatMs,
-        maxStreams: 50,
-        maxStreamsPerAddress: 20,
-        streamLifetimeMs,
-      },
+      tracking: { refreshMs: 3_600_000, heartbeatMs, ...caps, streamLifetimeMs },
     },
     fetch: (): Promise<TrackingState> => {
       reads += 1;
@@ -57,8 +59,11 @@ function streamsServing(heartbeatMs: number, streamLifetimeMs = 3_600_000) {
     res.on('error', (err) => errors.push(err));
     (req as GatewayRequest).$params = { trackingId: TRACKING_ID };
     handle(req as GatewayRequest, res, (err) => {
-      res.statusCode = 500;
-      res.end(String(err));
+      // As the gateway answers a refusal: its status, its Retry-After, its message.
+      const refusal = err as { code?: number; data?: { retryAfter?: number } };
+      res.statusCode = refusal.code ?? 500;
+      if (refusal.data?.retryAfter) res.setHeader('retry-after', refusal.data.retryAfter);
+      res.end(JSON.stringify({ message: (err as Error).message }));
     });
   });
   const listening = new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -274,5 +279,28 @@ it('sends a page that asks once the process is stopping elsewhere, holding no st
     expect(serving.streams.open).toBe(0);
   } finally {
     await serving.stop();
+  }
+});
+
+it(`holds ${MAX_PAGES_PER_TRACKING_ID} live pages of one tracking id at most, from any addresses`, async () => {
+  const wide = streamsServing(3_600_000, 3_600_000, { maxStreams: 100, maxStreamsPerAddress: 100 });
+  await wide.listening;
+  try {
+    const pages = await Promise.all(
+      Array.from({ length: MAX_PAGES_PER_TRACKING_ID }, () => follow(wide.url())),
+    );
+    expect(pages.map((p) => p.status)).toEqual(Array(MAX_PAGES_PER_TRACKING_ID).fill(200));
+    const over = await fetch(wide.url());
+    expect(over.status).toBe(429);
+    expect(over.headers.get('retry-after')).toBe('30');
+    expect(((await over.json()) as { message: string }).message).toBe(
+      `Too many live pages of this delivery's tracking open (${MAX_PAGES_PER_TRACKING_ID}); close some of them, or reload later`,
+    );
+    // A page that leaves frees its place.
+    await pages[0].close();
+    await until(() => wide.streams.open < MAX_PAGES_PER_TRACKING_ID);
+    expect((await follow(wide.url())).status).toBe(200);
+  } finally {
+    await wide.stop();
   }
 });
