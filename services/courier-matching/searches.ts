@@ -1,7 +1,7 @@
 import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
-import { conflict, isWaybillError, notFound } from '../../libs/errors';
+import { conflict, isWaybillError, notFound, serviceBusy } from '../../libs/errors';
 import type { GeoPoint } from '../../libs/geodesy';
 import { BoundedMap } from '../../libs/lookup-cache';
 import {
@@ -131,6 +131,13 @@ interface Unoffered {
 
 /** A search waiting for a courier, as filed with its wait. */
 type FiledSearch = WaitingSearch & { unoffered?: Unoffered };
+
+/** Order's end of a delivery met a release of its courier under way elsewhere: called again. */
+const releaseUnderWay = (deliveryId: string) =>
+  serviceBusy(
+    `The courier of delivery ${deliveryId} is being let go by another call; order calls again`,
+    5,
+  );
 
 /**
  * Searches for couriers, one offer at a time. Each step of a search either waits for the
@@ -729,17 +736,19 @@ export class Searches {
   /**
    * The courier of a closed offer is free again, noted as `noteClosed` says. Remembered once
    * done (`releasedHere`); not when the mark could not be cleared, for a later step to finish.
+   * False when another call is letting them go (under its claim's lease): a caller nothing
+   * else comes after (order's end of a delivery) must then be called again.
    */
   private async letGo(
     offer: Pick<OfferRecord, '_id' | 'courierId' | 'deliveryId'>,
     outcome: OfferOutcome,
     search?: SearchRecord,
-  ): Promise<void> {
+  ): Promise<boolean> {
     await this.noteClosed(offer, outcome, search);
     const release = await this.store.releaseHold(offer.courierId, offer._id);
     // Another call is letting them go: it marks them free; not remembered, for a later step to
     // finish should that call stop first.
-    if (release === 'RELEASING') return;
+    if (release === 'RELEASING') return false;
     // A virtual courier stays out of every real search: it is never made available. A courier
     // holding another offer or trip stays marked for it. Otherwise they are marked free once
     // they hold nothing, by this call or by a repeat of it (which releases nothing: a call that
@@ -752,10 +761,11 @@ export class Searches {
         .setBusy(offer.courierId, false, offer._id)
         .then(() => true)
         .catch(() => false);
-      if (!marked) return;
+      if (!marked) return true;
       if (release === 'RELEASED') await this.wakeNearCourier(offer.courierId);
     }
     this.released.set(offer._id, true);
+    return true;
   }
 
   /**
@@ -837,15 +847,17 @@ export class Searches {
    * The search's last offer withdrawn when still open, and its courier let go when they hold
    * it for this delivery: an open offer only, or (the delivery is over) the delivery too.
    */
-  private async withdrawLatest(search: SearchRecord, alsoDelivery: boolean): Promise<void> {
+  /** False when another call is letting the courier go (`letGo`). */
+  private async withdrawLatest(search: SearchRecord, alsoDelivery: boolean): Promise<boolean> {
     const latest = (await this.offers(search)).at(-1);
-    if (!latest) return;
+    if (!latest) return true;
     await this.store.claimOfferOutcome(latest._id, 'WITHDRAWN');
     const hold = await this.store.holding(latest.courierId);
     // Holding another delivery's offer or trip: not this search's to let go.
-    if (hold && hold.deliveryId !== search._id) return;
+    if (hold && hold.deliveryId !== search._id) return true;
     // Holding nothing: let go all the same, so that a release cut short is finished.
-    if (!hold || hold.kind === 'OFFER' || alsoDelivery) await this.letGo(latest, 'WITHDRAWN');
+    if (!hold || hold.kind === 'OFFER' || alsoDelivery) return this.letGo(latest, 'WITHDRAWN');
+    return true;
   }
 
   private async giveUp(deliveryId: string, now: Date): Promise<void> {
@@ -988,16 +1000,21 @@ export class Searches {
     const endRecord = endedNow ? null : await this.store.end(deliveryId);
     const { outcome, courierId, offerId } = endRecord ?? {};
     let simulated: boolean;
+    let letGo: boolean;
     if (outcome === 'ASSIGNED' && courierId && offerId) {
       // The accepted offer was the search's last (none is made after one is accepted): its
       // courier is let go by it, if they still hold the delivery by it.
-      await this.letGo({ _id: offerId, courierId, deliveryId }, 'WITHDRAWN');
+      letGo = await this.letGo({ _id: offerId, courierId, deliveryId }, 'WITHDRAWN');
       simulated = courierId === virtualCourierId(deliveryId);
     } else {
       const search = await this.store.search(deliveryId);
-      if (search) await this.withdrawLatest(search, true);
+      letGo = search ? await this.withdrawLatest(search, true) : true;
       simulated = search?.simulate === 'delivered' || search?.simulate === 'failed';
     }
+    // Another call holds the courier's release, which may have stopped before its delete:
+    // nothing but order's end comes back to a delivery's courier, so it is called again (its
+    // sweep), and takes the release over once the claim's lease is over.
+    if (!letGo) throw releaseUnderWay(deliveryId);
     await this.store.deactivate(deliveryId);
     if (simulated) await this.freeVirtualCourier(deliveryId);
     return { ended: endedNow || outcome === 'ENDED' || outcome === 'ASSIGNED' };

@@ -103,6 +103,39 @@ it('notes an offer’s number on the search before it claims the offer, so that 
   expect((await store.hold(courierId))?.deliveryId).toBe(deliveryId);
 });
 
+it('fails the end of an assigned delivery while another call holds its courier’s release, and takes it over after the lease', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const freed: string[] = [];
+  const searches = searchesOver(store, positionsNoting(freed));
+  const [deliveryId, courierId] = [randomUUID(), randomUUID()];
+  const offerId = offerIdOf(deliveryId, 1);
+  const at = new Date();
+  await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+  const expiresAt = new Date(at.getTime() + 30_000);
+  await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
+  await store.claimOfferOutcome(offerId, 'ACCEPTED');
+  await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
+  await store.claimEnd({ _id: deliveryId, outcome: 'ASSIGNED', courierId, offerId, at });
+  // Delivered: order's writer ended it, claimed the release, and stopped before its delete.
+  await models.HoldRelease.create({ _id: `${offerId}:1`, at: new Date() });
+
+  // Its sweep calls again within the lease: refused, so that the call is kept to be made again.
+  await expect(searches.end(deliveryId)).rejects.toMatchObject({
+    code: 503,
+    message: `The courier of delivery ${deliveryId} is being let go by another call; order calls again`,
+  });
+  expect(await store.hold(courierId)).toMatchObject({ offerId });
+  // Past the lease, the next call takes the release over.
+  await models.HoldRelease.updateOne(
+    { _id: `${offerId}:1` },
+    { $set: { at: new Date(Date.now() - HOLD_RELEASE_LEASE_MS) } },
+  );
+  expect(await searches.end(deliveryId)).toEqual({ ended: true });
+  expect(await store.hold(courierId)).toBeNull();
+  expect(freed).toEqual([courierId]);
+});
+
 it.each([
   ['names the accepted offer', true],
   ['was written before ends named it', false],
