@@ -67,30 +67,27 @@ export function describeRequest(req: GatewayRequest): RequestDescription {
   return described;
 }
 
-/** The tracking id or checkout reference a page's path starts with, and the URL's likewise. */
-const CAPABILITY_IN_PATH = /^\/(track|checkout)\/[^/]+/;
-const CAPABILITY_IN_URL = /^([a-z]+:\/\/[^/]+)\/(track|checkout)\/[^/?#]+/;
-const HIDDEN = { track: ':trackingId', checkout: ':reference' } as Record<string, string>;
+/** The tracking id or checkout reference a page's path starts with (routes match any case). */
+const CAPABILITY_IN_PATH = /^\/(track|checkout)\/[^/]+/i;
+const HIDDEN: Record<string, string> = { track: ':trackingId', checkout: ':reference' };
 
 /**
  * The request as logged: a tracking id or a checkout reference in a page's path is the key to
  * what it names (whoever holds it reads the page), and logs are read by more people than may
- * hold one; the log says which page, not which delivery's.
+ * hold one; the log says which page, not which delivery's. The URL is the origin, the path as
+ * logged and the query (a raw path such as `/./track/<id>` is not kept).
  */
 export function describeForLog(req: GatewayRequest): RequestDescription {
   const described = describeRequest(req);
   if (!CAPABILITY_IN_PATH.test(described.path)) return described;
-  return {
-    ...described,
-    path: described.path.replace(
-      CAPABILITY_IN_PATH,
-      (_, page: string) => `/${page}/${HIDDEN[page]}`,
-    ),
-    url: described.url.replace(
-      CAPABILITY_IN_URL,
-      (_, origin: string, page: string) => `${origin}/${page}/${HIDDEN[page]}`,
-    ),
-  };
+  const path = described.path.replace(
+    CAPABILITY_IN_PATH,
+    (_, page: string) => `/${page}/${HIDDEN[page.toLowerCase()]}`,
+  );
+  const { url } = described;
+  const origin = url.slice(0, url.indexOf('/', url.indexOf('://') + 3));
+  const query = url.includes('?') ? url.slice(url.indexOf('?')) : '';
+  return { ...described, path, url: `${origin}${path}${query}` };
 }
 
 function requestUrl(req: GatewayRequest, raw: string): string {

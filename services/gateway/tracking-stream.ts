@@ -307,9 +307,9 @@ export class TrackingStreams {
     try {
       state = await this.options.fetch(trackingId);
     } catch (err) {
-      // The pages keep what they show; the next status change or tick reads again.
+      // The pages keep what they show; the next status change or tick reads again. The id is
+      // not logged: it opens the page to whoever reads it.
       this.options.logger().warn('tracking state not read; the next refresh retries', {
-        trackingId,
         error: (err as Error).message,
       });
       return;

@@ -38,6 +38,11 @@ describe('describeForLog', () => {
     expect(describeForLog(request('/checkout/ck_0123456789abcdef/pay')).path).toBe(
       '/checkout/:reference/pay',
     );
+    // In any case, and however the path was spelled.
+    expect(describeForLog(request('/TRACK/P2P-7Q4K2M9X')).path).toBe('/TRACK/:trackingId');
+    expect(describeForLog(request('/./track/P2P-7Q4K2M9X?x=1')).url).toBe(
+      'http://api.example.com/track/:trackingId?x=1',
+    );
     // Whatever else is logged as it was asked for; the error envelope keeps the real path.
     expect(describeForLog(request('/api/deliveries/d1')).path).toBe('/api/deliveries/d1');
     expect(describeRequest(request('/track/P2P-7Q4K2M9X')).path).toBe('/track/P2P-7Q4K2M9X');
