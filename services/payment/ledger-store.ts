@@ -165,6 +165,12 @@ export interface LedgerReport {
 /** Postings to one wallet take turns in this process (libs/turns). */
 const postings = new Turns();
 
+/** A part of a debit asked back before the debit was taken: refused, nothing given up. */
+const notTakenYet = (debitReference: string) =>
+  conflict(
+    `The debit ${debitReference} is not taken yet (the wallet does not cover it, or its request is still on its way): give back all of it, or retry this partial refund once it is taken`,
+  );
+
 /**
  * Wallets as append-only ledgers on a database whose conditional updates are not atomic:
  * every write is an insert whose `_id` decides who wins, and every read on the way of a
@@ -311,10 +317,15 @@ export class LedgerStore {
     walletId: string,
     debitReference: string,
     refund: (debit: ReferenceRecord) => PostRequest,
+    /** The part asked for, when one is (`payment.refund`'s `amountKobo`). */
+    part?: number,
   ): Promise<Posting | null> {
     return this.turns.run(walletId, async () => {
       let debit = await this.findReference(debitReference);
       if (!debit) {
+        // Given up, a debit is given back whole whenever it is written (by its own posting
+        // too): a part asked for cannot be kept to.
+        if (part !== undefined) throw notTakenYet(debitReference);
         if (await this.giveUp(debitReference, walletId)) return null;
         debit = await this.findReference(debitReference);
       }
@@ -323,12 +334,13 @@ export class LedgerStore {
       if ((await this.postedEntry(debit)) || (await this.finishDebit(debit))) {
         return this.postNow(giveBack);
       }
-      // Given up, a debit is given back whole whenever it is written (by its own posting too):
-      // a part asked for cannot be kept to.
       if (giveBack.amountKobo !== debit.amountKobo) {
-        throw conflict(
-          `The debit ${debitReference} is not taken yet (the wallet does not cover it): give back all of it, or retry this partial refund once it is taken`,
-        );
+        if (await this.isGivenUp(debit._id)) {
+          throw conflict(
+            `The debit ${debitReference} was given up by an earlier refund: all of it is given back once it is taken, so no part of it can be`,
+          );
+        }
+        throw notTakenYet(debitReference);
       }
       // Written before this insert, the walk below meets it; after it, its posting reads it.
       await insertOnce(() =>

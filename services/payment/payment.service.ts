@@ -23,7 +23,7 @@ import { Checkouts, createCheckoutActions } from './checkout-actions';
 import { checkoutProvider } from './checkout-providers';
 import { CheckoutStore } from './checkout-store';
 import { refundableKobo } from './ledger';
-import { LedgerStore } from './ledger-store';
+import { LedgerStore, type PostRequest, type ReferenceRecord } from './ledger-store';
 import {
   transactionView,
   transactionsParams,
@@ -118,10 +118,11 @@ export function createPaymentService(config: Config): ServiceDefinition {
         params: refundParams,
         async handler(ctx) {
           const { userId, debitReference, description } = ctx.params;
-          const refunded = await ledger.refundDebit(userId, debitReference, (debit) => {
+          const { amountKobo: part } = ctx.params;
+          const refund = (debit: ReferenceRecord): PostRequest => {
             let amountKobo: number;
             try {
-              amountKobo = refundableKobo(debit.amountKobo, ctx.params.amountKobo);
+              amountKobo = refundableKobo(debit.amountKobo, part);
             } catch (err) {
               throw conflict((err as Error).message);
             }
@@ -132,7 +133,8 @@ export function createPaymentService(config: Config): ServiceDefinition {
               reference: refundReference(debitReference),
               description: description ?? null,
             };
-          });
+          };
+          const refunded = await ledger.refundDebit(userId, debitReference, refund, part);
           if (!refunded) throw notFound(`No debit ${debitReference} of this wallet to refund`);
           return refunded;
         },

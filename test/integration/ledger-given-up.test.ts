@@ -79,6 +79,18 @@ const undo = (store: LedgerStore, walletId: string, reference: string) =>
     description: 'Delivery request not completed',
   }));
 
+/** A refund of 400 kobo of the debit, as `payment.refund` asks with `amountKobo`. */
+const partOf = (store: LedgerStore, walletId: string, reference: string) =>
+  store.refundDebit(
+    walletId,
+    reference,
+    () => ({ walletId, type: 'REFUND', amountKobo: 400, reference: refundReference(reference) }),
+    400,
+  );
+
+const notTakenYet = (reference: string) =>
+  `The debit ${reference} is not taken yet (the wallet does not cover it, or its request is still on its way): give back all of it, or retry this partial refund once it is taken`;
+
 /** How the two calls ended: the posting, or the error's status. */
 const settle = (p: Promise<Posting | null>) =>
   p.then(
@@ -226,19 +238,8 @@ describe('a partial refund of a debit still posting', () => {
     const debiting = debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
     await stalled.reached;
 
-    const part = () =>
-      settle(
-        other.refundDebit(walletId, reference, () => ({
-          walletId,
-          type: 'REFUND',
-          amountKobo: 400,
-          reference: refundReference(reference),
-        })),
-      );
-    expect(await part()).toEqual({
-      code: 409,
-      message: `The debit ${reference} is not taken yet (the wallet does not cover it): give back all of it, or retry this partial refund once it is taken`,
-    });
+    const part = () => settle(partOf(other, walletId, reference));
+    expect(await part()).toEqual({ code: 409, message: notTakenYet(reference) });
     expect(await db.models.GivenUp.findById(reference).lean()).toBeNull();
 
     await credit(other, walletId, 1_000);
@@ -249,6 +250,39 @@ describe('a partial refund of a debit still posting', () => {
     });
     expect((await other.balance(walletId)).balanceKobo).toBe(500 + 1_000 - 1_000 + 400);
     expect(await db.models.GivenUp.findById(reference).lean()).toBeNull();
+  });
+});
+
+describe('a partial refund of a debit not taken', () => {
+  it('is refused before the debit is claimed, and voids nothing: the debit is taken after it', async () => {
+    const store = new LedgerStore(() => db.models, new Turns());
+    const [walletId, reference] = [randomUUID(), randomUUID()];
+    await credit(store, walletId, 2_000);
+    expect(await settle(partOf(store, walletId, reference))).toEqual({
+      code: 409,
+      message: notTakenYet(reference),
+    });
+    const debited = await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
+    expect(debited.entry).toMatchObject({ type: 'DEBIT', balanceKobo: 1_000 });
+  });
+
+  it('is refused naming the earlier refund that gave the debit up', async () => {
+    const [walletId, reference] = [randomUUID(), randomUUID()];
+    const { stalled, debitReplica } = stallingAfterClaim(reference);
+    const other = new LedgerStore(() => db.models, new Turns());
+    await credit(other, walletId, 500);
+    const debiting = settle(
+      debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference }),
+    );
+    await stalled.reached;
+    // An undone request's refund gave it up whole.
+    expect(await undo(other, walletId, reference)).toBeNull();
+    expect(await settle(partOf(other, walletId, reference))).toEqual({
+      code: 409,
+      message: `The debit ${reference} was given up by an earlier refund: all of it is given back once it is taken, so no part of it can be`,
+    });
+    stalled.open();
+    await debiting;
   });
 });
 
