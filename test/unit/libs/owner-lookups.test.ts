@@ -17,26 +17,28 @@ function heldResolver() {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('OwnerLookups', () => {
-  it('runs one lookup of an owner at a time, in order, and each owner’s apart', async () => {
+  it('runs two lookups of an owner at a time, the others in order, and each owner’s apart', async () => {
     const { resolver, started, answer } = heldResolver();
     const lookups = new OwnerLookups(60_000, resolver);
     const first = lookups.of('a')('one.example', 0);
-    const second = lookups.of('a')('two.example', 0);
-    const other = lookups.of('b')('three.example', 0);
+    lookups.of('a')('two.example', 0);
+    const third = lookups.of('a')('three.example', 0);
+    const other = lookups.of('b')('four.example', 0);
     await tick();
-    // The second waits for the first, hanging; another owner's goes at once.
-    expect(started).toEqual(['one.example', 'three.example']);
-    expect(lookups.inLine('a')).toBe(2);
-    answer('three.example');
+    // The third waits while two hang; another owner's goes at once.
+    expect(started).toEqual(['one.example', 'two.example', 'four.example']);
+    expect(lookups.inLine('a')).toBe(3);
+    answer('four.example');
     await expect(other).resolves.toHaveLength(1);
     expect(lookups.inLine('b')).toBe(0);
 
     answer('one.example');
     await first;
-    await tick();
-    expect(started).toEqual(['one.example', 'three.example', 'two.example']);
+    expect(started).toEqual(['one.example', 'two.example', 'four.example', 'three.example']);
+    answer('three.example');
+    await expect(third).resolves.toEqual([{ address: '203.0.113.7', family: 4 }]);
     answer('two.example');
-    await expect(second).resolves.toEqual([{ address: '203.0.113.7', family: 4 }]);
+    await tick();
     expect(lookups.inLine('a')).toBe(0);
   });
 
@@ -44,14 +46,14 @@ describe('OwnerLookups', () => {
     jest.useFakeTimers();
     try {
       const { resolver, started, answer } = heldResolver();
-      const lookups = new OwnerLookups(5_000, resolver);
+      const lookups = new OwnerLookups(5_000, resolver, 1);
       const hanging = lookups.of('a')('hangs.example', 0);
       const late = lookups.of('a')('late.example', 0);
       const settled = late.catch((err: NodeJS.ErrnoException) => err);
       jest.advanceTimersByTime(5_000);
       const err = (await settled) as NodeJS.ErrnoException;
       expect(err.code).toBe('ETIMEOUT');
-      expect(err.message).toMatch(/^lookup of late.example not begun within 5000 ms/);
+      expect(err.message).toMatch(/^lookup of late.example not begun within 5000 ms: other host/);
       expect(lookups.inLine('a')).toBe(1);
 
       // The one that hung ends at last: the owner's next lookup runs at once.
