@@ -103,7 +103,11 @@ it('notes an offer’s number on the search before it claims the offer, so that 
   expect((await store.hold(courierId))?.deliveryId).toBe(deliveryId);
 });
 
-it('fails the end of an assigned delivery while another call holds its courier’s release, and takes it over after the lease', async () => {
+/**
+ * A search whose one offer its courier accepted, the delivery's (the hold as versions before
+ * wrote it, DELIVERY), ended ASSIGNED: the end naming the offer when `named`.
+ */
+async function assignedSearch(named = true) {
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
   const freed: string[] = [];
@@ -115,8 +119,19 @@ it('fails the end of an assigned delivery while another call holds its courier�
   const expiresAt = new Date(at.getTime() + 30_000);
   await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
   await store.claimOfferOutcome(offerId, 'ACCEPTED');
-  await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at });
-  await store.claimEnd({ _id: deliveryId, outcome: 'ASSIGNED', courierId, offerId, at });
+  await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'DELIVERY', at });
+  await store.claimEnd({
+    _id: deliveryId,
+    outcome: 'ASSIGNED',
+    courierId,
+    ...(named ? { offerId } : {}),
+    at,
+  });
+  return { models, store, freed, searches, deliveryId, courierId, offerId, at };
+}
+
+it('fails the end of an assigned delivery while another call holds its courier’s release, and takes it over after the lease', async () => {
+  const { models, store, freed, searches, deliveryId, courierId, offerId } = await assignedSearch();
   // Delivered: order's writer ended it, claimed the release, and stopped before its delete.
   await models.HoldRelease.create({ _id: `${offerId}:1`, at: new Date() });
 
@@ -140,25 +155,7 @@ it.each([
   ['names the accepted offer', true],
   ['was written before ends named it', false],
 ])('ends an assigned search by letting its courier go, when its end %s', async (_, named) => {
-  const models = defineSearchModels(db);
-  const store = new SearchStore(() => models);
-  const freed: string[] = [];
-  const searches = searchesOver(store, positionsNoting(freed));
-  const [deliveryId, courierId] = [randomUUID(), randomUUID()];
-  const offerId = offerIdOf(deliveryId, 1);
-  const at = new Date();
-  await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
-  const expiresAt = new Date(at.getTime() + 30_000);
-  await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
-  await store.claimOfferOutcome(offerId, 'ACCEPTED');
-  await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'DELIVERY', at });
-  await store.claimEnd({
-    _id: deliveryId,
-    outcome: 'ASSIGNED',
-    courierId,
-    ...(named ? { offerId } : {}),
-    at,
-  });
+  const { store, freed, searches, deliveryId, courierId, at } = await assignedSearch(named);
 
   expect(await searches.end(deliveryId)).toEqual({ ended: true });
   expect(await store.hold(courierId)).toBeNull();
