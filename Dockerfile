@@ -22,8 +22,11 @@ RUN npm run build
 
 # ---- runtime: production dependencies and dist/ only, non-root ----
 FROM node:24-bookworm-slim AS runtime
+# UV_THREADPOOL_SIZE: libuv's threads for DNS lookups, file reads and hashing (4 by default); a
+# webhook owner's names that never resolve hold two of them at most (decision 129).
 ENV NODE_ENV=production \
-    SCARF_ANALYTICS=false
+    SCARF_ANALYTICS=false \
+    UV_THREADPOOL_SIZE=16
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund
