@@ -29,6 +29,12 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
 }
 
 /**
+ * How long a call that claimed a claim's end keeps every other caller from it (`claimEnd`): far
+ * longer than the one delete it covers, so that only a caller stopped before it is taken over.
+ */
+export const CLAIM_END_LEASE_MS = 30_000;
+
+/**
  * Whether this caller, and no other, is to delete one instance of a claim (`instance` names
  * it: an `_id` claimed again is another instance). FerretDB deletes `{ _id, holder }` by
  * reading it, then deleting by `_id` (decision 16): two callers ending one instance could
@@ -43,7 +49,7 @@ export async function claimEnd(
   ends: mongoose.Model<any>,
   instance: string,
   now: Date,
-  leaseMs: number,
+  leaseMs = CLAIM_END_LEASE_MS,
 ): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
     const _id = `${instance}:${attempt}`;

@@ -25,7 +25,7 @@ const offerOutcomeSchema = new Schema({ _id: String, outcome: String, at: Date }
 const holdSchema = new Schema({ _id: String, deliveryId: String, kind: String }, plain);
 /**
  * `_id` = `<offer id>:<attempt>`: who lets go the courier an offer holds (`releaseHold`). A
- * later attempt is claimed only once the one before has outlived `HOLD_RELEASE_LEASE_MS`.
+ * later attempt is claimed only once the one before has outlived `CLAIM_END_LEASE_MS`.
  */
 const holdReleaseSchema = new Schema({ _id: String, at: Date }, plain);
 /** `_id` = delivery id: how its search ended (a courier, none found, or ended by order). */
@@ -94,12 +94,6 @@ export interface HoldRecord {
   kind: 'OFFER' | 'DELIVERY';
   at: Date;
 }
-
-/**
- * How long a claim to let a courier go keeps every other caller from doing it: far longer than
- * the one delete it covers, so that only a claimant stopped before its delete is taken over.
- */
-export const HOLD_RELEASE_LEASE_MS = 30_000;
 
 /**
  * What a call to let a courier go of an offer found: it let them go; another call is letting
@@ -241,9 +235,7 @@ export class SearchStore {
   async releaseHold(courierId: string, offerId: string, now = new Date()): Promise<HoldRelease> {
     const hold = await this.hold(courierId);
     if (hold?.offerId !== offerId) return hold ? 'HOLDS_OTHER' : 'HOLDS_NOTHING';
-    if (!(await claimEnd(this.m.HoldRelease, offerId, now, HOLD_RELEASE_LEASE_MS))) {
-      return 'RELEASING';
-    }
+    if (!(await claimEnd(this.m.HoldRelease, offerId, now))) return 'RELEASING';
     const { deletedCount } = await this.m.Hold.deleteOne({ _id: courierId, offerId });
     // None: a claimant before this one, stopped past its lease, deleted it after all.
     return deletedCount > 0 ? 'RELEASED' : 'HOLDS_NOTHING';

@@ -845,9 +845,9 @@ export class Searches {
 
   /**
    * The search's last offer withdrawn when still open, and its courier let go when they hold
-   * it for this delivery: an open offer only, or (the delivery is over) the delivery too.
+   * it for this delivery: an open offer only, or (the delivery is over) the delivery too. False
+   * when another call is letting the courier go (`letGo`).
    */
-  /** False when another call is letting the courier go (`letGo`). */
   private async withdrawLatest(search: SearchRecord, alsoDelivery: boolean): Promise<boolean> {
     const latest = (await this.offers(search)).at(-1);
     if (!latest) return true;

@@ -76,9 +76,6 @@ const regNoSchema = new Schema(
  */
 const regNoEndSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
 
-/** How long a call ending a number's claim keeps others from it: far longer than one delete. */
-const REG_NO_END_LEASE_MS = 30_000;
-
 /**
  * A courier on a merchant's own list, `_id` `<userId>:<courierId>`: adding twice, or ten
  * times at once, inserts one link. Read through the merchant's list of additions
@@ -344,20 +341,13 @@ export class CourierStore {
   /**
    * Deletes a number's claim as read, by one call only: two takers releasing a stale claim at
    * once, or a giving back racing a taker, each deleted the claim the other had just made, and
-   * two couriers had one number (every round of 50, four takers of a stale claim). A call that
+   * two couriers had one number (17 rounds of 50, four takers of a stale claim). A call that
    * loses leaves it to the winner.
    */
   private async endRegNoClaim(claim: RegNoClaim, now: Date): Promise<void> {
     const { RegNo, RegNoEnd } = this.models();
     const { _id, courierId, createdAt } = claim;
-    if (
-      await claimEnd(
-        RegNoEnd,
-        `${_id}:${courierId}:${createdAt.getTime()}`,
-        now,
-        REG_NO_END_LEASE_MS,
-      )
-    ) {
+    if (await claimEnd(RegNoEnd, `${_id}:${courierId}:${createdAt.getTime()}`, now)) {
       await RegNo.deleteOne({ _id, courierId, createdAt });
     }
   }

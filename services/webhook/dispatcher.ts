@@ -102,7 +102,7 @@ export interface DispatcherDeps {
     at: Date,
     lastError: string | null,
   ) => Promise<Date>;
-  /** Each owner's host-name lookups, one at a time (shared with registrations). */
+  /** Each owner's host-name lookups, two at a time at most (shared with registrations). */
   lookups?: OwnerLookups;
 }
 

@@ -34,7 +34,7 @@ export interface EndpointActionDeps {
   now?: () => Date;
   /** Resolves a host name an owner gave to its addresses (tests inject one; DNS otherwise). */
   resolve?: (host: string, owner: string) => Promise<string[]>;
-  /** Each owner's host-name lookups, one at a time (shared with the dispatcher). */
+  /** Each owner's host-name lookups, two at a time at most (shared with the dispatcher). */
   lookups?: OwnerLookups;
 }
 

@@ -8,12 +8,12 @@ import { offerId as offerIdOf } from '../../services/courier-matching/matching-r
 import { CourierPositions, UNNAMED_MARK } from '../../services/courier-matching/positions';
 import {
   defineSearchModels,
-  HOLD_RELEASE_LEASE_MS,
   SearchStore,
   type SearchRecord,
 } from '../../services/courier-matching/search-store';
 import { MISSED_OFFERS_MAX, Searches } from '../../services/courier-matching/searches';
 import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
+import { CLAIM_END_LEASE_MS } from '../../libs/mongo';
 
 /**
  * One matcher's step of a search, on the real FerretDB and Redis (the rest of matching is
@@ -144,7 +144,7 @@ it('fails the end of an assigned delivery while another call holds its courierâ€
   // Past the lease, the next call takes the release over.
   await models.HoldRelease.updateOne(
     { _id: `${offerId}:1` },
-    { $set: { at: new Date(Date.now() - HOLD_RELEASE_LEASE_MS) } },
+    { $set: { at: new Date(Date.now() - CLAIM_END_LEASE_MS) } },
   );
   expect(await searches.end(deliveryId)).toEqual({ ended: true });
   expect(await store.hold(courierId)).toBeNull();
@@ -497,7 +497,7 @@ describe('a busy mark checked on a report', () => {
 
     await releases.updateOne(
       { _id: `${offerId}:1` },
-      { $set: { at: new Date(Date.now() - HOLD_RELEASE_LEASE_MS) } },
+      { $set: { at: new Date(Date.now() - CLAIM_END_LEASE_MS) } },
     );
     await searches.checkBusy(courierId, offerId);
     expect(await store.hold(courierId)).toBeNull();
@@ -1008,11 +1008,9 @@ describe('letting a courier go of an offer', () => {
     const later = (ms: number) => new Date(claimedAt.getTime() + ms);
     expect(await store.releaseHold(courierId, offerId, later(1_000))).toBe('RELEASING');
     expect(await store.hold(courierId)).toMatchObject({ offerId });
-    expect(await store.releaseHold(courierId, offerId, later(HOLD_RELEASE_LEASE_MS))).toBe(
-      'RELEASED',
-    );
+    expect(await store.releaseHold(courierId, offerId, later(CLAIM_END_LEASE_MS))).toBe('RELEASED');
     expect(await store.hold(courierId)).toBeNull();
-    expect(await store.releaseHold(courierId, offerId, later(HOLD_RELEASE_LEASE_MS))).toBe(
+    expect(await store.releaseHold(courierId, offerId, later(CLAIM_END_LEASE_MS))).toBe(
       'HOLDS_NOTHING',
     );
   });
@@ -1035,7 +1033,7 @@ describe('letting a courier go of an offer', () => {
     // That replica stopped: its claim outlives the lease, and the next step lets them go.
     await models.HoldRelease.updateOne(
       { _id: `${offerId}:1` },
-      { $set: { at: new Date(Date.now() - HOLD_RELEASE_LEASE_MS) } },
+      { $set: { at: new Date(Date.now() - CLAIM_END_LEASE_MS) } },
     );
     await searches.advance(deliveryId);
     expect(await store.hold(courierId)).toBeNull();
