@@ -1,4 +1,4 @@
-import type { FieldError } from '../../libs/errors';
+import { serviceBusy, type FieldError } from '../../libs/errors';
 import { DELETED, type PackageStore } from './store';
 
 /** What `package.assign` made of a delivery's request for packages. */
@@ -84,15 +84,23 @@ const released = (deliveryId: string): Assignment => ({
  * Gives a delivery's packages back (cancellation, failed payment, an undone request): it closes
  * the selection to later assigns, then gives back those of its packages it holds, each read by
  * `_id`. Claims are dropped last, so a retry after a partial run finds what is left. Answers
- * how many it gave back.
+ * how many it gave back. A claim another call is ending fails the release (503): that call may
+ * have stopped before its delete, and nothing but the release's caller, calling again, comes
+ * back to the claim once its end's lease is over.
  */
 export async function releasePackages(store: PackageStore, deliveryId: string): Promise<number> {
   await store.closeSelection(deliveryId);
   const held = await store.claimedBy(deliveryId);
   await store.markReturned(held, deliveryId);
-  await store.dropClaims(
+  const endingElsewhere = await store.dropClaims(
     held.map((h) => h.packageId),
     deliveryId,
   );
+  if (endingElsewhere > 0) {
+    throw serviceBusy(
+      `Packages of delivery ${deliveryId} are being given back by another call; call again in a moment`,
+      5,
+    );
+  }
   return held.length;
 }

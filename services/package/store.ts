@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import { findByIdWhere, insertOnce, isDuplicateKey, updateByIdWhere } from '../../libs/mongo';
+import {
+  claimEnd,
+  findByIdWhere,
+  insertOnce,
+  isDuplicateKey,
+  updateByIdWhere,
+} from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, ownedItems } from '../../libs/owner-list';
 
@@ -75,6 +81,12 @@ const selectionSchema = new Schema(
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
 
+/**
+ * The one call that ends a claim, `_id` `<packageId>:<holder>:<createdAt>:<attempt>`
+ * (`claimEnd`, decision 130): a package claimed again is another claim to end.
+ */
+const claimEndSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
+
 export const DELETED = 'deleted';
 
 /** A package a delivery gives back, and which take of it that ends (its list entry's tag). */
@@ -93,6 +105,7 @@ export function definePackageModels(connection: Connection) {
     Package: connection.model('Package', packageSchema, 'packages'),
     Claim: connection.model('PackageClaim', claimSchema, 'package_claims'),
     Selection: connection.model('PackageSelection', selectionSchema, 'package_selections'),
+    ClaimEnd: connection.model('PackageClaimEnd', claimEndSchema, 'package_claim_ends'),
     // Each user's packages in the order they were saved, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'user_packages', 'UserPackage'),
   };
@@ -182,22 +195,28 @@ export class PackageStore {
   }
 
   /**
-   * Gives back the claims `holder` has on these packages. Each is read and deleted by `_id`
-   * alone: FerretDB pushes down nothing but a lone `_id` equality, so `{_id, holder}` read
-   * every claim (and was no more atomic there: it filters, then deletes by `_id`). A claim
-   * that is another's when deleted (two releases of one delivery at once, and another
-   * delivery taking the package between the first one's delete and the second's) is put back.
+   * Gives back the claims `holder` has on these packages, each read by `_id` and deleted by
+   * the one call that claimed its end (`claimEnd`). FerretDB deletes `{_id, holder}` by
+   * reading it, then deleting by `_id`: two releases of one delivery at once could both read
+   * its claim, and the second delete the claim another delivery made in between (putting it
+   * back let a third take the package meanwhile: two deliveries took one package in 12 rounds
+   * of 50). Answers how many claims another call is ending: it may have stopped before its
+   * delete, which a call after the lease takes over.
    */
-  async dropClaims(packageIds: string[], holder: string): Promise<void> {
-    await Promise.all(
+  async dropClaims(packageIds: string[], holder: string, now = new Date()): Promise<number> {
+    const ending = await Promise.all(
       packageIds.map(async (_id) => {
-        if ((await this.Claim.findById(_id).lean())?.holder !== holder) return;
-        const dropped = await this.Claim.findOneAndDelete({ _id }).lean();
-        if (dropped && dropped.holder !== holder) {
-          await insertOnce(() => new this.Claim(dropped).save({ timestamps: false }));
-        }
+        const claim = await this.Claim.findById(_id).lean();
+        if (claim?.holder !== holder) return false;
+        const instance = `${_id}:${holder}:${claim.createdAt.getTime()}`;
+        if (!(await claimEnd(this.models().ClaimEnd, instance, now))) return true;
+        // By `_id` alone (decision 73: anything beside it reads every claim): nothing but this
+        // call ends this claim, so the `_id` is still it.
+        await this.Claim.deleteOne({ _id });
+        return false;
       }),
     );
+    return ending.filter(Boolean).length;
   }
 
   /**

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { toHttpError } from '../../libs/errors';
+import { CLAIM_END_LEASE_MS } from '../../libs/mongo';
 import { assignPackages, releasePackages } from '../../services/package/assignment';
-import { PackageStore, definePackageModels } from '../../services/package/store';
+import { DELETED, PackageStore, definePackageModels } from '../../services/package/store';
 import { STORED_PACKAGE, useStoreDatabase } from '../support/store-database';
 
 /**
@@ -29,6 +31,21 @@ async function release(deliveryId: string, { stopBeforeDrop = false } = {}) {
   const held = await store.claimedBy(deliveryId);
   await store.markReturned(held, deliveryId);
   return held.length;
+}
+
+/**
+ * `package.release` as order calls it: again while another call ends a claim of the delivery
+ * (503), as its sweep would.
+ */
+async function releaseAsOrder(deliveryId: string): Promise<number> {
+  for (let calls = 1; ; calls++) {
+    try {
+      return await release(deliveryId);
+    } catch (err) {
+      if (toHttpError(err).status !== 503 || calls === 50) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
 }
 
 /** The claim reads `work` makes, and whether each named one `_id`. */
@@ -115,7 +132,9 @@ it('leaves no package held when an assign and the release of its delivery race',
     const deliveryId = randomUUID();
     const [assigned] = await Promise.all([
       assign(userId, deliveryId, packageIds),
-      new Promise((resolve) => setTimeout(resolve, round % 7)).then(() => release(deliveryId)),
+      new Promise((resolve) => setTimeout(resolve, round % 7)).then(() =>
+        releaseAsOrder(deliveryId),
+      ),
     ]);
     outcomes.set(assigned, (outcomes.get(assigned) ?? 0) + 1);
     for (const id of packageIds) expect(await store.holderOf(id)).toBeNull();
@@ -197,24 +216,82 @@ it('still releases claims stored before selections were recorded, by reading the
   expect(await release(deliveryId)).toBe(0);
 });
 
-it("puts back another delivery's claim that a late second release deleted", async () => {
+it("leaves another delivery's claim that a late second release read as its own delivery's", async () => {
   const userId = randomUUID();
   const a = await save(userId);
   const [first, next] = [randomUUID(), randomUUID()];
-  expect(await assign(userId, next, [a])).toBe('assigned');
-  const before = await db.models.Claim.findById(a).lean();
+  expect(await assign(userId, first, [a])).toBe('assigned');
+  const firsts = await db.models.Claim.findById(a).lean();
   // The second of two releases of `first` read the claim as `first`'s before the first one
-  // dropped it and `next` took the package; its delete meets `next`'s claim.
-  const stale = { ...before, holder: first };
+  // dropped it and `next` took the package; its delete would meet `next`'s claim.
+  expect(await release(first)).toBe(1);
+  expect(await assign(userId, next, [a])).toBe('assigned');
+  const nexts = await db.models.Claim.findById(a).lean();
   const read = jest.spyOn(db.models.Claim, 'findById').mockReturnValueOnce({
-    lean: async () => stale,
+    lean: async () => firsts,
   } as never);
-  await store.dropClaims([a], first);
+  // The first release ended that claim: the second deletes nothing, and its release fails
+  // for its caller to call again, which finds nothing of `first`'s left.
+  expect(await store.dropClaims([a], first)).toBe(1);
   read.mockRestore();
-  expect(await db.models.Claim.findById(a).lean()).toEqual(before);
+  expect(await db.models.Claim.findById(a).lean()).toEqual(nexts);
+  expect(await release(first)).toBe(0);
   expect(await release(next)).toBe(1);
 });
 
+it('gives a package to one delivery when releases of its holder race two takers', async () => {
+  // Measured before claims were ended by one call: two deliveries took one package in 12
+  // rounds of 50 (the second release deleted the next claim and put it back after a third
+  // delivery had claimed).
+  const userId = randomUUID();
+  for (let round = 0; round < 20; round++) {
+    const a = await save(userId);
+    const holder = randomUUID();
+    expect(await assign(userId, holder, [a])).toBe('assigned');
+    const taken: string[] = [];
+    const take = async (deliveryId: string) => {
+      for (let tries = 0; tries < 200; tries++) {
+        const outcome = await store.claim(a, userId, deliveryId);
+        if (outcome === 'taken') taken.push(deliveryId);
+        // DELETED: the claim went between this insert and its read.
+        if (outcome !== holder && outcome !== DELETED) return;
+      }
+    };
+    // The claims' drops of three releases at once (their steps before it take turns).
+    await Promise.all([
+      Promise.all([1, 2, 3].map(() => store.dropClaims([a], holder))),
+      take(randomUUID()),
+      take(randomUUID()),
+    ]);
+    expect(taken).toHaveLength(1);
+    expect(await store.holderOf(a)).toBe(taken[0]);
+    expect(await db.models.ClaimEnd.countDocuments({ _id: new RegExp(`^${a}:`) })).toBe(1);
+  }
+});
+
+it('takes over the end of a claim whose caller stopped before its delete, once its lease is over', async () => {
+  const userId = randomUUID();
+  const a = await save(userId);
+  const deliveryId = randomUUID();
+  expect(await assign(userId, deliveryId, [a])).toBe('assigned');
+  const claim = await db.models.Claim.findById(a).lean();
+  const instance = `${a}:${deliveryId}:${claim!.createdAt.getTime()}`;
+  // Another call claimed the end and stopped: the release fails, for its caller to call again.
+  await db.models.ClaimEnd.create({ _id: `${instance}:1`, at: new Date() });
+  await expect(release(deliveryId)).rejects.toMatchObject({
+    message: expect.stringContaining('being given back by another call'),
+  });
+  expect(await store.holderOf(a)).toBe(deliveryId);
+  // Past the lease, the next call takes the end over and drops the claim.
+  await db.models.ClaimEnd.updateOne(
+    { _id: `${instance}:1` },
+    { at: new Date(Date.now() - CLAIM_END_LEASE_MS - 1) },
+  );
+  expect(await release(deliveryId)).toBe(1);
+  expect(await store.holderOf(a)).toBeNull();
+  expect(await db.models.ClaimEnd.findById(`${instance}:2`).lean()).not.toBeNull();
+  expect(await openIds(userId)).toEqual([a]);
+});
 it('keeps the mark, and not the edit, of a package a delivery takes while it is edited', async () => {
   // The edit's write could put back the copy it read, without the delivery's mark: the package
   // then looked open while the delivery held it (FerretDB writes the whole document). An edit
