@@ -287,12 +287,10 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         params: placeVirtualCourierParams,
         async handler(ctx) {
           const { courierId, lat, lon } = ctx.params;
-          const record = await store.find(courierId);
-          // Only while it carries its delivery: a tick read before the delivery was over would
-          // put back in Redis the courier its end has freed.
-          if (!record?.virtual || !(await searches.held(courierId))) return { placed: false };
-          await locations.report(courierId, lat, lon, new Date());
-          return { placed: true };
+          const placed = await searches.moveVirtualCourier(courierId, () =>
+            locations.report(courierId, lat, lon, new Date()),
+          );
+          return { placed };
         },
       }),
 

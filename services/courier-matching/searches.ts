@@ -1067,6 +1067,22 @@ export class Searches {
     }
   }
 
+  /**
+   * Moves a simulated delivery's virtual courier (`place` reports where), only while it
+   * carries its delivery: a tick that read the delivery before its end must not put back in
+   * Redis the courier the end freed. The end lets the courier go before it frees them, so a
+   * look after the report that finds them let go means the free may have come first: it is
+   * done again, and the report never outlives the end.
+   */
+  async moveVirtualCourier(courierId: string, place: () => Promise<void>): Promise<boolean> {
+    const deliveryId = await this.held(courierId);
+    if (!deliveryId || courierId !== virtualCourierId(deliveryId)) return false;
+    await place();
+    if ((await this.held(courierId)) === deliveryId) return true;
+    await this.freeVirtualCourier(deliveryId);
+    return false;
+  }
+
   /** The delivery a courier holds, if any. */
   async held(courierId: string): Promise<string | null> {
     const hold = await this.store.holding(courierId);

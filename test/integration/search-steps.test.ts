@@ -107,15 +107,26 @@ it('notes an offer’s number on the search before it claims the offer, so that 
  * A search whose one offer its courier accepted, the delivery's (the hold as versions before
  * wrote it, DELIVERY), ended ASSIGNED: the end naming the offer when `named`.
  */
-async function assignedSearch(named = true) {
+async function assignedSearch({
+  named = true,
+  simulated = false,
+  freeVirtual,
+}: {
+  named?: boolean;
+  simulated?: boolean;
+  freeVirtual?: (courierId: string) => Promise<void>;
+} = {}) {
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
   const freed: string[] = [];
-  const searches = searchesOver(store, positionsNoting(freed));
-  const [deliveryId, courierId] = [randomUUID(), randomUUID()];
+  const positions = positionsNoting(freed);
+  const searches = searchesOver(store, positions, new Set(), [], new Map(), [], [], freeVirtual);
+  const deliveryId = randomUUID();
+  const courierId = simulated ? virtualCourierId(deliveryId) : randomUUID();
   const offerId = offerIdOf(deliveryId, 1);
   const at = new Date();
-  await store.claimSearch({ ...searchRecord(deliveryId), offers: 1 });
+  const simulate = simulated ? ('delivered' as const) : null;
+  await store.claimSearch({ ...searchRecord(deliveryId), simulate, offers: 1 });
   const expiresAt = new Date(at.getTime() + 30_000);
   await store.claimOffer({ _id: offerId, deliveryId, n: 1, courierId, offeredAt: at, expiresAt });
   await store.claimOfferOutcome(offerId, 'ACCEPTED');
@@ -155,7 +166,7 @@ it.each([
   ['names the accepted offer', true],
   ['was written before ends named it', false],
 ])('ends an assigned search by letting its courier go, when its end %s', async (_, named) => {
-  const { store, freed, searches, deliveryId, courierId, at } = await assignedSearch(named);
+  const { store, freed, searches, deliveryId, courierId, at } = await assignedSearch({ named });
 
   expect(await searches.end(deliveryId)).toEqual({ ended: true });
   expect(await store.hold(courierId)).toBeNull();
@@ -1138,6 +1149,36 @@ it('is woken by a courier reported in reach while its step looked for one and fo
   // The sweep that follows steps it at once, not after the search's wait.
   await searches.sweep(200);
   expect((await store.offer(offerIdOf(deliveryId, 2)))?.courierId).toBe(second);
+});
+
+it('moves a virtual courier while it carries its delivery, and frees it again when the end came during the move', async () => {
+  /** Moves reported and frees, in the order they were made. */
+  const log: string[] = [];
+  const { searches, deliveryId, courierId } = await assignedSearch({
+    simulated: true,
+    freeVirtual: async (id) => void log.push(`free ${id}`),
+  });
+  const move = (name: string, meanwhile?: () => Promise<unknown>) =>
+    searches.moveVirtualCourier(courierId, async () => {
+      await meanwhile?.();
+      log.push(name);
+    });
+  expect(await move('first')).toBe(true);
+  expect(log).toEqual(['first']);
+  // A tick read the delivery before it was cancelled; its report lands after the end freed
+  // the courier: the courier is freed again, after the report.
+  expect(await move('late', () => searches.end(deliveryId))).toBe(false);
+  expect(log).toEqual(['first', `free ${courierId}`, 'late', `free ${courierId}`]);
+  // Over: nothing more is reported.
+  expect(await move('after')).toBe(false);
+  expect(log).toHaveLength(4);
+  // A courier other than the delivery's virtual one is never moved as one.
+  const real = await assignedSearch();
+  const reported = await real.searches.moveVirtualCourier(real.courierId, async () => {
+    log.push('real');
+  });
+  expect(reported).toBe(false);
+  expect(log).toHaveLength(4);
 });
 
 it('frees at the sweep a virtual courier its delivery’s end could not free, without failing the end', async () => {
