@@ -1074,7 +1074,7 @@ export class Searches {
    * look after the report that finds them let go means the free may have come first: it is
    * done again, and the report never outlives the end.
    */
-  async moveVirtualCourier(courierId: string, place: () => Promise<void>): Promise<boolean> {
+  async moveVirtualCourier(courierId: string, place: () => Promise<unknown>): Promise<boolean> {
     const deliveryId = await this.held(courierId);
     if (!deliveryId || courierId !== virtualCourierId(deliveryId)) return false;
     await place();
