@@ -41,21 +41,22 @@ export const CLAIM_END_LEASE_MS = 30_000;
  * both read it, and the second delete the next instance, claimed in between (decision 128).
  * The caller answered true deletes; since nothing but it ends this instance, the `_id` is still
  * this instance when it does. A caller stopped before its delete is taken over once its claim
- * is `leaseMs` old: `ends` holds `<instance>:<attempt>` with the time it was claimed.
+ * is `leaseMs` old: `ends` holds `<instance>:<attempt>` with the time it was claimed, read from
+ * `clock` as it is inserted (a caller whose reads before it were slow starts a full lease).
  */
 // The ends' models differ in their document types; only create and findById are used.
 export async function claimEnd(
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   ends: mongoose.Model<any>,
   instance: string,
-  now: Date,
+  clock: () => Date = () => new Date(),
   leaseMs = CLAIM_END_LEASE_MS,
 ): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
     const _id = `${instance}:${attempt}`;
-    if (await insertOnce(() => ends.create({ _id, at: now }))) return true;
+    if (await insertOnce(() => ends.create({ _id, at: clock() }))) return true;
     const claimed = await ends.findById(_id).lean<{ at: Date }>();
-    if (claimed && now.getTime() - claimed.at.getTime() < leaseMs) return false;
+    if (claimed && clock().getTime() - claimed.at.getTime() < leaseMs) return false;
   }
 }
 

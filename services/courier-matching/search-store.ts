@@ -232,10 +232,14 @@ export class SearchStore {
    * a hold of an offer is claimed once, so the offer names it). Without the claim, four calls
    * racing the courier's next hold deleted that hold in 34 rounds of 50.
    */
-  async releaseHold(courierId: string, offerId: string, now = new Date()): Promise<HoldRelease> {
+  async releaseHold(
+    courierId: string,
+    offerId: string,
+    clock = () => new Date(),
+  ): Promise<HoldRelease> {
     const hold = await this.hold(courierId);
     if (hold?.offerId !== offerId) return hold ? 'HOLDS_OTHER' : 'HOLDS_NOTHING';
-    if (!(await claimEnd(this.m.HoldRelease, offerId, now))) return 'RELEASING';
+    if (!(await claimEnd(this.m.HoldRelease, offerId, clock))) return 'RELEASING';
     const { deletedCount } = await this.m.Hold.deleteOne({ _id: courierId, offerId });
     // None: a claimant before this one, stopped past its lease, deleted it after all.
     return deletedCount > 0 ? 'RELEASED' : 'HOLDS_NOTHING';

@@ -321,7 +321,7 @@ export class CourierStore {
       const holder = await this.find(claim.courierId);
       if (claimHolds(claim, holder?.fleet.regNo, now())) return { heldBy: claim.courierId };
       // Ended by this call, or by another one under way: then taken by whoever comes first.
-      await this.endRegNoClaim(claim, now());
+      await this.endRegNoClaim(claim, now);
     }
     // Every round found a claim that no longer holds, which others were ending or took first.
     return { heldBy: null };
@@ -335,7 +335,7 @@ export class CourierStore {
     const courier = await this.find(courierId);
     if (courier?.fleet.regNo === regNo) return;
     const claim = await this.models().RegNo.findById(regNo).lean<RegNoClaim>();
-    if (claim?.courierId === courierId) await this.endRegNoClaim(claim, new Date());
+    if (claim?.courierId === courierId) await this.endRegNoClaim(claim);
   }
 
   /**
@@ -344,10 +344,10 @@ export class CourierStore {
    * two couriers had one number (17 rounds of 50, four takers of a stale claim). A call that
    * loses leaves it to the winner.
    */
-  private async endRegNoClaim(claim: RegNoClaim, now: Date): Promise<void> {
+  private async endRegNoClaim(claim: RegNoClaim, clock?: () => Date): Promise<void> {
     const { RegNo, RegNoEnd } = this.models();
     const { _id, courierId, createdAt } = claim;
-    if (await claimEnd(RegNoEnd, `${_id}:${courierId}:${createdAt.getTime()}`, now)) {
+    if (await claimEnd(RegNoEnd, `${_id}:${courierId}:${createdAt.getTime()}`, clock)) {
       await RegNo.deleteOne({ _id, courierId, createdAt });
     }
   }

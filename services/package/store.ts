@@ -196,24 +196,29 @@ export class PackageStore {
 
   /**
    * Gives back the claims `holder` has on these packages, each read by `_id` and deleted by
-   * the one call that claimed its end (`claimEnd`). FerretDB deletes `{_id, holder}` by
-   * reading it, then deleting by `_id`: two releases of one delivery at once could both read
-   * its claim, and the second delete the claim another delivery made in between (putting it
-   * back let a third take the package meanwhile: two deliveries took one package in 12 rounds
-   * of 50). Answers how many claims another call is ending: it may have stopped before its
-   * delete, which a call after the lease takes over.
+   * the one call that claimed its end (`claimEnd`, decision 130). FerretDB deletes
+   * `{_id, holder}` by reading it, then deleting by `_id`: two releases of one delivery at
+   * once could both read its claim, and the second delete the claim another delivery made in
+   * between (putting it back let a third take the package meanwhile: two deliveries took one
+   * package in 12 rounds of 50). Answers how many of the claims are still there, ended by
+   * another call: it may have stopped before its delete, which a call after the lease takes
+   * over.
    */
-  async dropClaims(packageIds: string[], holder: string, now = new Date()): Promise<number> {
+  async dropClaims(packageIds: string[], holder: string, clock?: () => Date): Promise<number> {
     const ending = await Promise.all(
       packageIds.map(async (_id) => {
         const claim = await this.Claim.findById(_id).lean();
         if (claim?.holder !== holder) return false;
         const instance = `${_id}:${holder}:${claim.createdAt.getTime()}`;
-        if (!(await claimEnd(this.models().ClaimEnd, instance, now))) return true;
-        // By `_id` alone (decision 73: anything beside it reads every claim): nothing but this
-        // call ends this claim, so the `_id` is still it.
-        await this.Claim.deleteOne({ _id });
-        return false;
+        if (await claimEnd(this.models().ClaimEnd, instance, clock)) {
+          // By `_id` alone (decision 73: anything beside it reads every claim): nothing but
+          // this call ends this claim, so the `_id` is still it.
+          await this.Claim.deleteOne({ _id });
+          return false;
+        }
+        // Lost to a call that may have deleted it since: only a claim still there is left.
+        const now = await this.Claim.findById(_id).lean();
+        return now?.holder === holder && now.createdAt.getTime() === claim.createdAt.getTime();
       }),
     );
     return ending.filter(Boolean).length;

@@ -1016,7 +1016,7 @@ describe('letting a courier go of an offer', () => {
     const claimedAt = new Date();
     await models.HoldRelease.create({ _id: `${offerId}:1`, at: claimedAt });
 
-    const later = (ms: number) => new Date(claimedAt.getTime() + ms);
+    const later = (ms: number) => () => new Date(claimedAt.getTime() + ms);
     expect(await store.releaseHold(courierId, offerId, later(1_000))).toBe('RELEASING');
     expect(await store.hold(courierId)).toMatchObject({ offerId });
     expect(await store.releaseHold(courierId, offerId, later(CLAIM_END_LEASE_MS))).toBe('RELEASED');
