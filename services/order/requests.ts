@@ -144,6 +144,14 @@ export class DeliveryRequests {
       if (ended) return ended;
       throw conflict(IN_PROGRESS);
     }
+    // An earlier run of the request drops its pending document only once its outcome is
+    // claimed: one that ended between the look above and this claim is replayed, and this
+    // run takes nothing (it would answer another tracking id and send other codes, and, on a
+    // refusal of its own, give back the created delivery's debit and packages).
+    if (who.idempotencyToken && (await this.store.outcome(deliveryId))) {
+      await this.store.dropPending(deliveryId);
+      return (await this.replay(deliveryId)) as DeliveryRecord;
+    }
     this.fault('after-claim');
     try {
       return await this.run(deliveryId, request, { ...who, recipientUserId }, now);
@@ -456,7 +464,11 @@ export class DeliveryRequests {
     err: { type?: string; code: number; message: string; data?: unknown },
   ): Promise<void> {
     const error = { type: err.type as ErrorType, message: err.message, data: err.data };
-    await this.store.claimOutcome({ _id: deliveryId, outcome: 'REFUSED', error, at: new Date() });
+    const at = new Date();
+    if (!(await this.store.claimOutcome({ _id: deliveryId, outcome: 'REFUSED', error, at }))) {
+      // Decided by another run: what it took is given back only if it was refused too.
+      if ((await this.store.outcome(deliveryId))?.outcome !== 'REFUSED') return;
+    }
     const pending = await this.store.pending(deliveryId);
     if (pending) await this.undo(pending);
   }

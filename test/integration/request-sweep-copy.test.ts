@@ -8,13 +8,18 @@ import { Settlement } from '../../services/order/settlement';
 import { defineOrderModels, OrderStore, type PendingRequest } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
 import { loadConfig } from '../../libs/config';
+import { authUserOf } from '../../libs/service';
+import { validate } from '../../libs/validation';
+import { requestParams } from '../../services/order/schemas';
 import {
   balanceOf,
   credit,
+  DESTINATION,
   entriesOf,
   freePackages,
   getDelivery,
   ledgerIsClean,
+  ORIGIN,
   requestDelivery,
   savePackage,
 } from '../support/deliveries';
@@ -22,19 +27,23 @@ import { useMerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
 
 /**
+ * A request that ended must never be undone, nor run again, by what read it before its end.
  * The order sweep lists the requests pending too long, then takes each over in turn, with
  * calls to other services between: the copy it holds of a request may be older than the
  * request's READY. A request that saved READY and claimed CREATED meanwhile (a slow write
- * under load) was paid and is stored: the sweep must never undo it from its old copy.
+ * under load) was paid and is stored: the sweep must never undo it from its old copy. And a
+ * second run of a request with a key (a retry the gateway sent on for a lost node, a client's
+ * retry while the first ran) may have looked for its outcome just before the first run ended.
  */
-const stack = useMerchantStack({ internal: ['payment', 'package'] });
+const stack = useMerchantStack({ internal: ['payment', 'package', 'account'] });
 let db: mongoose.Connection;
+let store: OrderStore;
 let requests: DeliveryRequests;
 
 beforeAll(async () => {
   db = await openServiceDatabase(stack.iso, 'order');
   const models = defineOrderModels(db);
-  const store = new OrderStore(() => models);
+  store = new OrderStore(() => models);
   const config = loadConfig({ ...process.env, NAMESPACE: stack.iso.namespace });
   const logger = () => ({ warn: () => undefined, info: () => undefined }) as unknown as Logger;
   const shared = { store, services: () => stack.client, logger };
@@ -89,4 +98,74 @@ it('never undoes a request it listed before READY and finds CREATED: nothing giv
   expect(again.body.data.deliveryId).toBe(deliveryId);
   expect(again.body.data.deliveryFee.creator.paid).toBe(true);
   expect(await ledgerIsClean(base)).toBe(true);
+});
+
+describe('a second run of a request that looked for its outcome just before the first ended', () => {
+  /** The request as the order action hands it over, run here with `token` as its key's. */
+  async function runOf(token: string) {
+    const { alice } = stack;
+    const user = authUserOf(await stack.client.call('account.getUser', { userId: alice.userId }));
+    const who = { user, apiKeyId: null, idempotencyToken: token, caller: stack.client };
+    return (params: Record<string, unknown>) =>
+      requests.create(
+        validate(requestParams, {
+          origin: ORIGIN,
+          destination: DESTINATION,
+          type: 'DROP_OFF',
+          courierSelection: 'ANYONE',
+          ...params,
+        }),
+        who,
+      );
+  }
+
+  /** The second run: it read no outcome at its start (the first had not claimed one yet). */
+  async function lateTwin<T>(run: () => Promise<T>): Promise<T> {
+    const outcome = jest.spyOn(store, 'outcome').mockResolvedValueOnce(null);
+    try {
+      return await run();
+    } finally {
+      outcome.mockRestore();
+    }
+  }
+
+  it('answers the first run’s delivery and sends nothing of its own', async () => {
+    const base = stack.node.url;
+    const { alice } = stack;
+    await credit(base, alice, 10_000);
+    const packageId = await savePackage(base, alice);
+    const run = await runOf(randomUUID());
+    const first = await run({ packagesId: [packageId] });
+    const balance = await balanceOf(base, alice);
+    const sent = (await store.notificationsOf(first._id)).length;
+
+    const second = await lateTwin(() => run({ packagesId: [packageId] }));
+    expect(second._id).toBe(first._id);
+    expect(second.trackingId).toBe(first.trackingId);
+    expect(await store.notificationsOf(first._id)).toHaveLength(sent);
+    expect(await store.pending(first._id)).toBeNull();
+    expect(await balanceOf(base, alice)).toBe(balance);
+  });
+
+  it('never gives back the first run’s debit or packages on a refusal of its own', async () => {
+    const base = stack.node.url;
+    const { alice } = stack;
+    await credit(base, alice, 10_000);
+    const packageId = await savePackage(base, alice);
+    const run = await runOf(randomUUID());
+    const first = await run({ packagesId: [packageId] });
+    const balance = await balanceOf(base, alice);
+
+    // Priced otherwise by the time the second ran (here: asked otherwise), its debit under
+    // the same reference would be refused; it ends with the first run's delivery instead.
+    const second = await lateTwin(() =>
+      run({ packagesId: [packageId], urgencyType: 'PRIORITY' }),
+    ).catch((err: Error) => err);
+    const entries = await entriesOf(base, alice);
+    expect(entries.filter((e) => e.type === 'REFUND')).toEqual([]);
+    expect(await balanceOf(base, alice)).toBe(balance);
+    expect(await freePackages(base, alice)).not.toContain(packageId);
+    expect(second).toMatchObject({ _id: first._id, trackingId: first.trackingId });
+    expect(await ledgerIsClean(base)).toBe(true);
+  });
 });
