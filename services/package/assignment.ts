@@ -84,9 +84,9 @@ const released = (deliveryId: string): Assignment => ({
  * Gives a delivery's packages back (cancellation, failed payment, an undone request): it closes
  * the selection to later assigns, then gives back those of its packages it holds, each read by
  * `_id`. Claims are dropped last, so a retry after a partial run finds what is left. Answers
- * how many it gave back. A claim another call is ending fails the release (503): that call may
- * have stopped before its delete, and nothing but the release's caller, calling again, comes
- * back to the claim once its end's lease is over.
+ * how many it gave back. A claim still there that another call is ending fails the release
+ * (503): that call may have stopped before its delete, and no other call may come back to the
+ * claim; the release's caller, calling again, takes it over once its end's lease is over.
  */
 export async function releasePackages(store: PackageStore, deliveryId: string): Promise<number> {
   await store.closeSelection(deliveryId);
