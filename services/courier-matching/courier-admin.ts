@@ -26,6 +26,7 @@ import {
   listCouriersParams,
   merchantCourierParams,
   updateCourierParams,
+  type CourierChanges,
   type ListCouriersParams,
 } from './schemas';
 import type { CourierLocations } from './locations';
@@ -290,6 +291,39 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     }
   }
 
+  /** An operator's change of a courier (PATCH), the only one of that courier under way. */
+  async function changeCourier(ctx: WaybillContext<CourierChanges>) {
+    const { courierId, fleet = {}, ...fields } = ctx.params;
+    const current = await findCourier(courierId);
+    if (fields.active === false) await refuseRetiringMidDelivery(ctx, current);
+    if (fleet.typeId) await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
+    const oldRegNo = current.fleet.regNo;
+    const newRegNo = fleet.regNo !== undefined && fleet.regNo !== oldRegNo ? fleet.regNo : null;
+    // Taken before anything is written: a number another courier holds is a 409 that
+    // changed nothing.
+    const took = newRegNo !== null && (await takeRegNo(newRegNo, courierId));
+    const changes: CourierSet = { ...fields };
+    for (const [key, value] of Object.entries(fleet)) changes[`fleet.${key}`] = value;
+    let updated: CourierRecord | null;
+    try {
+      // Decided first, so that a retirement refused leaves the rest of the change unwritten.
+      updated =
+        fields.active === false
+          ? await restOfRetiringChange(ctx, await retire(ctx, current), changes)
+          : await store.update(courierId, changes);
+    } catch (err) {
+      if (took && newRegNo) await giveBack(ctx, newRegNo, courierId);
+      throw err;
+    }
+    if (!updated) throw notFound(COURIER_NOT_FOUND);
+    if (newRegNo) await giveBack(ctx, oldRegNo, courierId);
+    await directoryChanged(ctx, courierId, updated, {
+      fleetType: fleet.typeId !== undefined,
+      active: fields.active !== undefined,
+    });
+    return locations.view(updated);
+  }
+
   return {
     createCourier: action({
       retry: 'never',
@@ -381,41 +415,27 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
         response: courierView,
         errors: {
           404: 'Courier not found; fleet type not found',
-          409: 'Another courier has this registration number, or the courier being retired is taking a delivery to the door',
+          409: 'Another courier has this registration number, the courier being retired is taking a delivery to the door, or another change of the courier is under way (send it again in a few seconds)',
           503: 'A retirement failed part-way (the database busy or away): the courier is left at work, or retired and announced, as the message says; send the same PATCH again to finish it',
         },
       },
       params: updateCourierParams(config.cdnBaseUrl),
       async handler(ctx) {
-        const { courierId, fleet = {}, ...fields } = ctx.params;
-        const current = await findCourier(courierId);
-        if (fields.active === false) await refuseRetiringMidDelivery(ctx, current);
-        if (fleet.typeId) await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
-        const oldRegNo = current.fleet.regNo;
-        const newRegNo = fleet.regNo !== undefined && fleet.regNo !== oldRegNo ? fleet.regNo : null;
-        // Taken before anything is written: a number another courier holds is a 409 that
-        // changed nothing.
-        const took = newRegNo !== null && (await takeRegNo(newRegNo, courierId));
-        const changes: CourierSet = { ...fields };
-        for (const [key, value] of Object.entries(fleet)) changes[`fleet.${key}`] = value;
-        let updated: CourierRecord | null;
-        try {
-          // Decided first, so that a retirement refused leaves the rest of the change unwritten.
-          updated =
-            fields.active === false
-              ? await restOfRetiringChange(ctx, await retire(ctx, current), changes)
-              : await store.update(courierId, changes);
-        } catch (err) {
-          if (took && newRegNo) await giveBack(ctx, newRegNo, courierId);
-          throw err;
+        const { courierId } = ctx.params;
+        const editing = await store.beginEdit(courierId);
+        if (!editing) {
+          throw conflict(
+            `Courier ${courierId} is being changed by another request; send this change again in a few seconds`,
+          );
         }
-        if (!updated) throw notFound(COURIER_NOT_FOUND);
-        if (newRegNo) await giveBack(ctx, oldRegNo, courierId);
-        await directoryChanged(ctx, courierId, updated, {
-          fleetType: fleet.typeId !== undefined,
-          active: fields.active !== undefined,
-        });
-        return locations.view(updated);
+        try {
+          return await changeCourier(ctx);
+        } finally {
+          await store.endEdit(courierId, editing).catch((err: unknown) => {
+            // Let go once its lease is over: the next change waits that long at most.
+            ctx.service?.logger.warn(`courier ${courierId}: change not let go`, err);
+          });
+        }
       },
     }),
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
-import { claimEnd, insertOnce, upsertManyById } from '../../libs/mongo';
+import { claimEnd, insertOnce, lockWriter, unlockWriter, upsertManyById } from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
@@ -75,6 +75,11 @@ const regNoSchema = new Schema(
  * (`claimEnd`), its giving back or its release to the next taker.
  */
 const regNoEndSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
+/**
+ * An operator's change of a courier under way (`_id` the courier id), and the one call that
+ * ends each (`<courierId>:<at>:<attempt>`): one change of a courier at a time (`lockWriter`).
+ */
+const courierEditSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
 
 /**
  * A courier on a merchant's own list, `_id` `<userId>:<courierId>`: adding twice, or ten
@@ -135,6 +140,8 @@ export function defineMatchingModels(connection: Connection) {
     ),
     RegNo: connection.model('CourierRegNo', regNoSchema, 'courier_reg_nos'),
     RegNoEnd: connection.model('CourierRegNoEnd', regNoEndSchema, 'courier_reg_no_ends'),
+    CourierEdit: connection.model('CourierEdit', courierEditSchema, 'courier_edits'),
+    CourierEditEnd: connection.model('CourierEditEnd', courierEditSchema, 'courier_edit_ends'),
     MerchantCourier: connection.model(
       'MerchantCourier',
       merchantCourierSchema,
@@ -262,6 +269,22 @@ export class CourierStore {
     await insertOnce(() =>
       this.models().Courier.create({ ...fields, virtual: true, lastLocation: null }),
     );
+  }
+
+  /**
+   * Starts an operator's change of the courier, the only one until `endEdit`: FerretDB writes a
+   * change as the whole courier it read, so two at once undid each other (a retirement put
+   * back to work by a change of name). Null while another change holds the courier, for
+   * `CLAIM_END_LEASE_MS` at most.
+   */
+  beginEdit(courierId: string, clock?: () => Date): Promise<Date | null> {
+    const { CourierEdit, CourierEditEnd } = this.models();
+    return lockWriter(CourierEdit, CourierEditEnd, courierId, clock);
+  }
+
+  endEdit(courierId: string, at: Date): Promise<void> {
+    const { CourierEdit, CourierEditEnd } = this.models();
+    return unlockWriter(CourierEdit, CourierEditEnd, courierId, at);
   }
 
   /** The courier as changed; null when there is none. */

@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import type mongoose from 'mongoose';
 import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
+import { CLAIM_END_LEASE_MS } from '../../libs/mongo';
 import type { CourierView } from '../../libs/contracts/matching';
 import { CLAIM_GRACE_MS } from '../../services/courier-matching/reg-no-claims';
 import { MERCHANT_COURIERS_MAX } from '../../services/courier-matching/schemas';
@@ -331,6 +332,26 @@ describe('a registration number’s claim ended by several calls at once', () =>
   });
 });
 
+describe('one change of a courier at a time', () => {
+  it('refuses a second change while one holds the courier, and takes over one left past its lease', async () => {
+    const store = new CourierStore(() => models);
+    const courierId = randomUUID();
+    const startedAt = Date.now();
+    const at = (ms: number) => () => new Date(startedAt + ms);
+    const first = await store.beginEdit(courierId, at(0));
+    expect(first).toEqual(new Date(startedAt));
+    expect(await store.beginEdit(courierId, at(1_000))).toBeNull();
+    // The first stopped without letting go: past the lease, the next change takes over.
+    const next = await store.beginEdit(courierId, at(CLAIM_END_LEASE_MS));
+    expect(next).toEqual(new Date(startedAt + CLAIM_END_LEASE_MS));
+    // The first's late let-go leaves the next's hold.
+    await store.endEdit(courierId, first!);
+    expect(await store.beginEdit(courierId, at(CLAIM_END_LEASE_MS + 1_000))).toBeNull();
+    await store.endEdit(courierId, next!);
+    expect(await store.beginEdit(courierId)).not.toBeNull();
+  });
+});
+
 describe('GET /admin/couriers', () => {
   it('pages newest first and filters by active, fleet type and registration number', async () => {
     const a = await createCourier({ fleet: { ...newCourier().fleet, typeId: car } });
@@ -477,6 +498,33 @@ describe('PATCH /admin/couriers/:courierId', () => {
     const regNos = kept.map((r) => r.body.data.fleet.regNo as string);
     expect(new Set(regNos).size).toBe(10);
     expect(regNos.filter((r) => r === regNo)).toHaveLength(1);
+  });
+
+  it('never lets two changes of one courier at once undo each other: a retirement stands', async () => {
+    // FerretDB writes a change as the whole courier it read: a change of name racing a
+    // retirement put the courier back to work.
+    for (let round = 0; round < 10; round++) {
+      const courier = await createCourier();
+      const name = `Renamed ${round}`;
+      const [retired, renamed] = await Promise.all([
+        admin('PATCH', `/admin/couriers/${courier.id}`, { active: false }),
+        admin('PATCH', `/admin/couriers/${courier.id}`, { name }),
+      ]);
+      for (const refused of [retired, renamed].filter((r) => r.status !== 200)) {
+        expectErrorEnvelope(
+          refused,
+          409,
+          `Courier ${courier.id} is being changed by another request; send this change again in a few seconds`,
+        );
+      }
+      const now = (await admin('GET', `/admin/couriers/${courier.id}`)).body.data;
+      expect(now.active).toBe(retired.status !== 200);
+      expect(now.name).toBe(renamed.status === 200 ? name : courier.name);
+      // Both answered, in turn: the one answered last shows both.
+      if (retired.status === 200 && renamed.status === 200) {
+        expect(now).toMatchObject({ active: false, name });
+      }
+    }
   });
 
   it('refuses an empty change, lastLocation, a missing courier or fleet type', async () => {
