@@ -147,6 +147,11 @@ export function defineMatchingModels(connection: Connection) {
       merchantCourierSchema,
       'merchant_couriers',
     ),
+    MerchantCourierEnd: connection.model(
+      'MerchantCourierEnd',
+      regNoEndSchema,
+      'merchant_courier_ends',
+    ),
     // Each merchant's additions to its list, in order, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'merchant_courier_list', 'MerchantList'),
     /** `_id` = `<userId>:<k>`: the addition (`merchantCourierHolder`) that holds the k-th place. */
@@ -432,11 +437,19 @@ export class CourierStore {
       .lean<MerchantCourierRecord>();
   }
 
-  /** The removed link (with the place it held); null when the courier was not on the list. */
+  /**
+   * The removed link (with the place it held); null when the courier was not on the list, or
+   * another removal of this link is under way. The link is deleted by the one removal that
+   * claims its end (`merchant_courier_ends`, keyed by the addition's holder): two removals
+   * could both read it, and the second delete the link a new addition made in between.
+   */
   async removeFromList(userId: string, courierId: string): Promise<MerchantCourierRecord | null> {
     const link = await this.linkOf(userId, courierId);
     if (!link) return null;
-    const { deletedCount } = await this.models().MerchantCourier.deleteOne({ _id: link._id });
+    const { MerchantCourier, MerchantCourierEnd } = this.models();
+    const addition = link.holder ?? String(link.createdAt.getTime());
+    if (!(await claimEnd(MerchantCourierEnd, `${link._id}:${addition}`))) return null;
+    const { deletedCount } = await MerchantCourier.deleteOne({ _id: link._id });
     return deletedCount > 0 ? link : null;
   }
 

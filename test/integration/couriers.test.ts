@@ -621,6 +621,24 @@ describe("a merchant's own courier list", () => {
     );
   });
 
+  it('keeps the link of an addition made while a late second removal of the earlier one ran', async () => {
+    const store = new CourierStore(() => models);
+    const { userId } = await createUserWithKey(stack.node.url);
+    const courier = await createCourier();
+    const path = `/admin/users/${userId}/couriers/${courier.id}`;
+    expect((await admin('PUT', path)).status).toBe(204);
+    const earlier = await store.linkOf(userId, courier.id);
+    expect((await admin('DELETE', path)).status).toBe(204);
+    expect((await admin('PUT', path)).status).toBe(204);
+    const added = await store.linkOf(userId, courier.id);
+    // The second removal read the earlier link before the first deleted it.
+    jest.spyOn(store, 'linkOf').mockResolvedValueOnce(earlier);
+    expect(await store.removeFromList(userId, courier.id)).toBeNull();
+    expect(await store.linkOf(userId, courier.id)).toEqual(added);
+    const listed = await admin('GET', `/admin/users/${userId}/couriers`);
+    expect(listed.body.data.map((c: { id: string }) => c.id)).toEqual([courier.id]);
+  });
+
   it('answers 404 for a courier or a user that does not exist, 400 for ids that are no UUIDs', async () => {
     const courier = await createCourier();
     expectErrorEnvelope(
