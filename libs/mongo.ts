@@ -60,52 +60,6 @@ export async function claimEnd(
   }
 }
 
-/**
- * The one writer of a document until it lets go (`unlockWriter`): FerretDB writes an update as
- * the whole document it read, so two writers of different fields at once undo each other (two
- * `$set`s of one document lost one in 196 rounds of 200). A writer inserts `locks` `_id` = the
- * document's id; a writer that finds it is refused (null) until it is `leaseMs` old, when it is
- * ended through `ends` (`claimEnd`) and taken. Answers the lock's time, to let it go by.
- */
-// The models differ in their document types; only create, findById and deleteOne are used.
-export async function lockWriter(
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  locks: mongoose.Model<any>,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  ends: mongoose.Model<any>,
-  id: string,
-  clock: () => Date = () => new Date(),
-  leaseMs = CLAIM_END_LEASE_MS,
-): Promise<Date | null> {
-  for (let round = 0; round < 3; round++) {
-    const at = clock();
-    if (await insertOnce(() => locks.create({ _id: id, at }))) return at;
-    const held = await locks.findById(id).lean<{ at: Date }>();
-    if (!held) continue;
-    if (clock().getTime() - held.at.getTime() < leaseMs) return null;
-    await unlockWriter(locks, ends, id, held.at, clock);
-  }
-  return null;
-}
-
-/**
- * Lets go of the lock `lockWriter` answered `at`, unless it is another's now (taken over once
- * its lease was over): read, then deleted by the one call that claims its end.
- */
-export async function unlockWriter(
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  locks: mongoose.Model<any>,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  ends: mongoose.Model<any>,
-  id: string,
-  at: Date,
-  clock?: () => Date,
-): Promise<void> {
-  const held = await locks.findById(id).lean<{ at: Date }>();
-  if (held?.at.getTime() !== at.getTime()) return;
-  if (await claimEnd(ends, `${id}:${at.getTime()}`, clock)) await locks.deleteOne({ _id: id });
-}
-
 /** A bulk write refused only by unique indexes (each a race lost or a repeat). */
 export const onlyDuplicateKeys = (err: unknown): boolean =>
   (err as { writeErrors?: unknown[] }).writeErrors?.every(isDuplicateKey) ?? false;

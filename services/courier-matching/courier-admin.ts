@@ -422,20 +422,15 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
       params: updateCourierParams(config.cdnBaseUrl),
       async handler(ctx) {
         const { courierId } = ctx.params;
-        const editing = await store.beginEdit(courierId);
-        if (!editing) {
-          throw conflict(
-            `Courier ${courierId} is being changed by another request; send this change again in a few seconds`,
-          );
-        }
-        try {
-          return await changeCourier(ctx);
-        } finally {
-          await store.endEdit(courierId, editing).catch((err: unknown) => {
-            // Let go once its lease is over: the next change waits that long at most.
-            ctx.service?.logger.warn(`courier ${courierId}: change not let go`, err);
-          });
-        }
+        return store.edits.holding(courierId, () => changeCourier(ctx), {
+          busy: () =>
+            conflict(
+              `Courier ${courierId} is being changed by another request; send this change again in a few seconds`,
+            ),
+          // Let go once its lease is over: a change meanwhile waits, then is refused.
+          notLetGo: (err) =>
+            ctx.service?.logger.warn(`courier ${courierId}: change not let go`, err),
+        });
       },
     }),
 

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
-import { claimEnd, insertOnce, lockWriter, unlockWriter, upsertManyById } from '../../libs/mongo';
+import { claimEnd, insertOnce, upsertManyById } from '../../libs/mongo';
+import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
@@ -75,11 +76,6 @@ const regNoSchema = new Schema(
  * (`claimEnd`), its giving back or its release to the next taker.
  */
 const regNoEndSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
-/**
- * An operator's change of a courier under way (`_id` the courier id), and the one call that
- * ends each (`<courierId>:<at>:<attempt>`): one change of a courier at a time (`lockWriter`).
- */
-const courierEditSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
 
 /**
  * A courier on a merchant's own list, `_id` `<userId>:<courierId>`: adding twice, or ten
@@ -140,8 +136,8 @@ export function defineMatchingModels(connection: Connection) {
     ),
     RegNo: connection.model('CourierRegNo', regNoSchema, 'courier_reg_nos'),
     RegNoEnd: connection.model('CourierRegNoEnd', regNoEndSchema, 'courier_reg_no_ends'),
-    CourierEdit: connection.model('CourierEdit', courierEditSchema, 'courier_edits'),
-    CourierEditEnd: connection.model('CourierEditEnd', courierEditSchema, 'courier_edit_ends'),
+    // An operator's change of a courier under way, `_id` the courier (libs/writer-locks).
+    ...defineWriterLockModels(connection, 'courier_edit', 'CourierEdit'),
     MerchantCourier: connection.model(
       'MerchantCourier',
       merchantCourierSchema,
@@ -210,6 +206,9 @@ const TWIN_POLL_MS = 50;
 const oldestAddedFirst = (a: MerchantCourierRecord, b: MerchantCourierRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
 
+/** How long an operator's change of a courier waits for another change of them to end. */
+export const EDIT_WAIT_MS = 5_000;
+
 /** The courier directory's persistence: every query its actions make. */
 export class CourierStore {
   /**
@@ -221,8 +220,16 @@ export class CourierStore {
   /** Each merchant's list places: MERCHANT_COURIERS_MAX held exactly. */
   readonly listPlaces: StoredPlaces;
 
+  /**
+   * An operator's change of a courier, one at a time (decision 132): FerretDB writes a change
+   * as the whole courier it read, so two at once undid each other (a retirement put back to
+   * work by a change of name). A change waits for one under way, up to `EDIT_WAIT_MS`.
+   */
+  readonly edits: WriterLocks;
+
   constructor(private readonly models: () => MatchingModels) {
     this.additions = OwnerList.named(models, 'MerchantList');
+    this.edits = WriterLocks.named(models, 'CourierEdit', { waitMs: EDIT_WAIT_MS });
     this.listPlaces = new StoredPlaces(
       () => this.models().MerchantCourierPlace,
       async (holder) => {
@@ -274,22 +281,6 @@ export class CourierStore {
     await insertOnce(() =>
       this.models().Courier.create({ ...fields, virtual: true, lastLocation: null }),
     );
-  }
-
-  /**
-   * Starts an operator's change of the courier, the only one until `endEdit`: FerretDB writes a
-   * change as the whole courier it read, so two at once undid each other (a retirement put
-   * back to work by a change of name). Null while another change holds the courier, for
-   * `CLAIM_END_LEASE_MS` at most.
-   */
-  beginEdit(courierId: string, clock?: () => Date): Promise<Date | null> {
-    const { CourierEdit, CourierEditEnd } = this.models();
-    return lockWriter(CourierEdit, CourierEditEnd, courierId, clock);
-  }
-
-  endEdit(courierId: string, at: Date): Promise<void> {
-    const { CourierEdit, CourierEditEnd } = this.models();
-    return unlockWriter(CourierEdit, CourierEditEnd, courierId, at);
   }
 
   /** The courier as changed; null when there is none. */

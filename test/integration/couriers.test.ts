@@ -9,6 +9,7 @@ import { CLAIM_GRACE_MS } from '../../services/courier-matching/reg-no-claims';
 import { MERCHANT_COURIERS_MAX } from '../../services/courier-matching/schemas';
 import {
   CourierStore,
+  EDIT_WAIT_MS,
   defineMatchingModels,
   type MatchingModels,
 } from '../../services/courier-matching/store';
@@ -334,21 +335,24 @@ describe('a registration number’s claim ended by several calls at once', () =>
 
 describe('one change of a courier at a time', () => {
   it('refuses a second change while one holds the courier, and takes over one left past its lease', async () => {
-    const store = new CourierStore(() => models);
+    const { edits } = new CourierStore(() => models);
     const courierId = randomUUID();
     const startedAt = Date.now();
     const at = (ms: number) => () => new Date(startedAt + ms);
-    const first = await store.beginEdit(courierId, at(0));
+    const first = await edits.acquire(courierId, at(0));
     expect(first).toEqual(new Date(startedAt));
-    expect(await store.beginEdit(courierId, at(1_000))).toBeNull();
+    // Held: a change waits for it (5 s), then is refused.
+    const waited = Date.now();
+    expect(await edits.acquire(courierId, at(1_000))).toBeNull();
+    expect(Date.now() - waited).toBeGreaterThanOrEqual(EDIT_WAIT_MS);
     // The first stopped without letting go: past the lease, the next change takes over.
-    const next = await store.beginEdit(courierId, at(CLAIM_END_LEASE_MS));
+    const next = await edits.acquire(courierId, at(CLAIM_END_LEASE_MS));
     expect(next).toEqual(new Date(startedAt + CLAIM_END_LEASE_MS));
     // The first's late let-go leaves the next's hold.
-    await store.endEdit(courierId, first!);
-    expect(await store.beginEdit(courierId, at(CLAIM_END_LEASE_MS + 1_000))).toBeNull();
-    await store.endEdit(courierId, next!);
-    expect(await store.beginEdit(courierId)).not.toBeNull();
+    await edits.release(courierId, first!);
+    expect(await models.CourierEditLock.findById(courierId).lean()).toMatchObject({ at: next });
+    await edits.release(courierId, next!);
+    expect(await models.CourierEditLock.findById(courierId).lean()).toBeNull();
   });
 });
 

@@ -1,0 +1,123 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Schema, type Connection, type Model } from 'mongoose';
+import { CLAIM_END_LEASE_MS, claimEnd, insertOnce } from './mongo';
+
+/**
+ * One writer at a time for documents that several requests change (decision 132). FerretDB
+ * writes an update as the whole document it read, so two writers of different fields at once
+ * undo each other: two `$set`s of one document lost one in 196 rounds of 200. A writer inserts
+ * a lock whose `_id` is the document's id and deletes it once done; another waits for it, a
+ * while, then is refused. A lock whose writer stopped is taken over once `leaseMs` old, ended
+ * by the one call that claims its end (`claimEnd`), so that two takers cannot both delete.
+ */
+
+/** A held lock: when it was taken, the time its end is keyed by. */
+interface LockRecord {
+  _id: string;
+  at: Date;
+}
+
+const lockSchema = new Schema<LockRecord>({ _id: String, at: Date }, { versionKey: false });
+
+/** How often a writer waiting for a lock looks again. */
+const LOCK_POLL_MS = 25;
+
+export type WriterLockModels<P extends string> = {
+  [K in `${P}Lock` | `${P}LockEnd`]: Model<LockRecord>;
+};
+
+/**
+ * The models of one kind of lock: `<name>_locks` and `<name>_lock_ends`, as `<prefix>Lock` and
+ * `<prefix>LockEnd` (spread into a service's models).
+ */
+export function defineWriterLockModels<P extends string>(
+  connection: Connection,
+  name: string,
+  prefix: P,
+): WriterLockModels<P> {
+  return {
+    [`${prefix}Lock`]: connection.model(`${prefix}Lock`, lockSchema, `${name}_locks`),
+    [`${prefix}LockEnd`]: connection.model(`${prefix}LockEnd`, lockSchema, `${name}_lock_ends`),
+  } as WriterLockModels<P>;
+}
+
+export interface WriterLockOptions {
+  /** How long a writer waits for the lock before it is refused. */
+  waitMs: number;
+  leaseMs?: number;
+}
+
+export class WriterLocks {
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly models: () => { Lock: Model<LockRecord>; End: Model<LockRecord> },
+    private readonly options: WriterLockOptions,
+  ) {
+    this.leaseMs = options.leaseMs ?? CLAIM_END_LEASE_MS;
+  }
+
+  static named<P extends string>(
+    models: () => WriterLockModels<P>,
+    prefix: P,
+    options: WriterLockOptions,
+  ): WriterLocks {
+    return new WriterLocks(() => {
+      // TypeScript does not narrow an index by a generic template key: the type says it is there.
+      const m = models() as unknown as Record<string, Model<LockRecord>>;
+      return { Lock: m[`${prefix}Lock`], End: m[`${prefix}LockEnd`] };
+    }, options);
+  }
+
+  /**
+   * Runs `work` as the one writer of `id`; throws `busy()` when another writer held it all the
+   * wait. A lock not let go (the database away a moment) is taken over after its lease.
+   */
+  async holding<T>(
+    id: string,
+    work: () => Promise<T>,
+    { busy, notLetGo }: { busy: () => Error; notLetGo: (err: unknown) => void },
+  ): Promise<T> {
+    const at = await this.acquire(id);
+    if (!at) throw busy();
+    try {
+      return await work();
+    } finally {
+      await this.release(id, at).catch(notLetGo);
+    }
+  }
+
+  /** The lock's time once this call holds it; null when another held it all the wait. */
+  async acquire(id: string, clock: () => Date = () => new Date()): Promise<Date | null> {
+    const until = Date.now() + this.options.waitMs;
+    for (;;) {
+      const at = await this.tryAcquire(id, clock);
+      if (at || Date.now() >= until) return at;
+      await sleep(LOCK_POLL_MS);
+    }
+  }
+
+  /**
+   * Lets go of the lock `acquire` answered `at`, unless it is another's now (taken over once
+   * its lease was over): read, then deleted by the one call that claims its end.
+   */
+  async release(id: string, at: Date, clock?: () => Date): Promise<void> {
+    const { Lock, End } = this.models();
+    const held = await Lock.findById(id).lean<LockRecord>();
+    if (held?.at.getTime() !== at.getTime()) return;
+    if (await claimEnd(End, `${id}:${at.getTime()}`, clock)) await Lock.deleteOne({ _id: id });
+  }
+
+  private async tryAcquire(id: string, clock: () => Date): Promise<Date | null> {
+    const { Lock } = this.models();
+    for (let round = 0; round < 3; round++) {
+      const at = clock();
+      if (await insertOnce(() => Lock.create({ _id: id, at }))) return at;
+      const held = await Lock.findById(id).lean<LockRecord>();
+      if (!held) continue;
+      if (clock().getTime() - held.at.getTime() < this.leaseMs) return null;
+      await this.release(id, held.at, clock);
+    }
+    return null;
+  }
+}
