@@ -22,6 +22,12 @@ const lockSchema = new Schema<LockRecord>({ _id: String, at: Date }, { versionKe
 /** How often a writer waiting for a lock looks again. */
 const LOCK_POLL_MS = 25;
 
+/**
+ * How long a writer waits for another's change to end before it is refused: far longer than a
+ * change takes, far shorter than a client's patience.
+ */
+export const WRITER_WAIT_MS = 5_000;
+
 export type WriterLockModels<P extends string> = {
   [K in `${P}Lock` | `${P}LockEnd`]: Model<LockRecord>;
 };
@@ -42,25 +48,27 @@ export function defineWriterLockModels<P extends string>(
 }
 
 export interface WriterLockOptions {
-  /** How long a writer waits for the lock before it is refused. */
-  waitMs: number;
+  /** How long a writer waits for the lock before it is refused (`WRITER_WAIT_MS`). */
+  waitMs?: number;
   leaseMs?: number;
 }
 
 export class WriterLocks {
+  private readonly waitMs: number;
   private readonly leaseMs: number;
 
   constructor(
     private readonly models: () => { Lock: Model<LockRecord>; End: Model<LockRecord> },
-    private readonly options: WriterLockOptions,
+    { waitMs = WRITER_WAIT_MS, leaseMs = CLAIM_END_LEASE_MS }: WriterLockOptions = {},
   ) {
-    this.leaseMs = options.leaseMs ?? CLAIM_END_LEASE_MS;
+    this.waitMs = waitMs;
+    this.leaseMs = leaseMs;
   }
 
   static named<P extends string>(
     models: () => WriterLockModels<P>,
     prefix: P,
-    options: WriterLockOptions,
+    options?: WriterLockOptions,
   ): WriterLocks {
     return new WriterLocks(() => {
       // TypeScript does not narrow an index by a generic template key: the type says it is there.
@@ -89,7 +97,7 @@ export class WriterLocks {
 
   /** The lock's time once this call holds it; null when another held it all the wait. */
   async acquire(id: string, clock: () => Date = () => new Date()): Promise<Date | null> {
-    const until = Date.now() + this.options.waitMs;
+    const until = Date.now() + this.waitMs;
     for (;;) {
       const at = await this.tryAcquire(id, clock);
       if (at || Date.now() >= until) return at;

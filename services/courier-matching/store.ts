@@ -206,9 +206,6 @@ const TWIN_POLL_MS = 50;
 const oldestAddedFirst = (a: MerchantCourierRecord, b: MerchantCourierRecord) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
 
-/** How long an operator's change of a courier waits for another change of them to end. */
-export const EDIT_WAIT_MS = 5_000;
-
 /** The courier directory's persistence: every query its actions make. */
 export class CourierStore {
   /**
@@ -223,13 +220,13 @@ export class CourierStore {
   /**
    * An operator's change of a courier, one at a time (decision 132): FerretDB writes a change
    * as the whole courier it read, so two at once undid each other (a retirement put back to
-   * work by a change of name). A change waits for one under way, up to `EDIT_WAIT_MS`.
+   * work by a change of name). A change waits for one under way, up to `WRITER_WAIT_MS`.
    */
   readonly edits: WriterLocks;
 
   constructor(private readonly models: () => MatchingModels) {
     this.additions = OwnerList.named(models, 'MerchantList');
-    this.edits = WriterLocks.named(models, 'CourierEdit', { waitMs: EDIT_WAIT_MS });
+    this.edits = WriterLocks.named(models, 'CourierEdit');
     this.listPlaces = new StoredPlaces(
       () => this.models().MerchantCourierPlace,
       async (holder) => {

@@ -1,3 +1,4 @@
+import type { Logger } from 'moleculer';
 import Joi from '../../libs/joi';
 import { Backfills } from '../../libs/backfills';
 import type { Config } from '../../libs/config';
@@ -106,13 +107,36 @@ export function createPackageService(config: Config): ServiceDefinition {
     }
   }
 
-  async function editPackage(userId: string, packageId: string, changes: Record<string, unknown>) {
-    // Edits check the claim too; a delivery claims before it marks the package.
-    const holder = await store.holderOf(packageId);
-    if (holder !== null) throw await explainUnchanged(userId, packageId, 'edited', holder);
-    const updated = await store.updateOpen(userId, packageId, changes);
-    if (!updated) throw await explainUnchanged(userId, packageId, 'edited');
-    return toPackageView(updated);
+  /**
+   * One edit of a package at a time (`store.edits`): another waits for it. Only the owner's
+   * edits wait on the package, so nobody else can hold theirs up.
+   */
+  async function editPackage(
+    userId: string,
+    packageId: string,
+    changes: Record<string, unknown>,
+    logger: Logger | undefined,
+  ) {
+    if (!(await store.findOwn(userId, packageId))) throw notFound(`Package ${packageId} not found`);
+    return store.edits.holding(
+      packageId,
+      async () => {
+        // Edits check the claim too; a delivery claims before it marks the package.
+        const holder = await store.holderOf(packageId);
+        if (holder !== null) throw await explainUnchanged(userId, packageId, 'edited', holder);
+        const updated = await store.updateOpen(userId, packageId, changes);
+        if (!updated) throw await explainUnchanged(userId, packageId, 'edited');
+        return toPackageView(updated);
+      },
+      {
+        busy: () =>
+          conflict(
+            `Package ${packageId} is being changed by another request; send this change again in a few seconds`,
+          ),
+        // Let go once its lease is over: an edit meanwhile waits, then is refused.
+        notLetGo: (err) => logger?.warn(`package ${packageId}: edit not let go`, err),
+      },
+    );
   }
 
   /** The caller's packages by id, each usable (not deleted, not assigned); 400 otherwise. */
@@ -171,7 +195,7 @@ export function createPackageService(config: Config): ServiceDefinition {
           errors: {
             400: 'Invalid input; a package taken by a delivery, or being deleted (send its DELETE again); or PACKAGE_MAX_OPEN untaken packages already saved',
             404: 'No such package of yours',
-            409: 'The Idempotency-Key is held by a request still in progress or of unknown outcome (retry after the seconds in `Retry-After`), or it created a package since deleted (send a new key)',
+            409: 'The Idempotency-Key is held by a request still in progress or of unknown outcome (retry after the seconds in `Retry-After`), or it created a package since deleted (send a new key); or another edit of the package held it for 5 s (send the edit again)',
           },
         },
         params: saveParams(config.cdnBaseUrl),
@@ -183,7 +207,7 @@ export function createPackageService(config: Config): ServiceDefinition {
             ...(value === undefined ? {} : { valueKobo: nairaToKobo(value) }),
             ...(description === undefined ? {} : { description: description || null }),
           };
-          if (packageId) return editPackage(userId, packageId, changes);
+          if (packageId) return editPackage(userId, packageId, changes, ctx.service?.logger);
           return createPackage(userId, changes, ctx.meta.idempotencyToken);
         },
       }),

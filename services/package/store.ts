@@ -11,6 +11,7 @@ import {
 } from '../../libs/mongo';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, ownedItems } from '../../libs/owner-list';
+import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
 
 const packageSchema = new Schema(
   {
@@ -106,6 +107,8 @@ export function definePackageModels(connection: Connection) {
     Claim: connection.model('PackageClaim', claimSchema, 'package_claims'),
     Selection: connection.model('PackageSelection', selectionSchema, 'package_selections'),
     ClaimEnd: connection.model('PackageClaimEnd', claimEndSchema, 'package_claim_ends'),
+    // An edit of a package under way, `_id` the package (libs/writer-locks).
+    ...defineWriterLockModels(connection, 'package_edit', 'PackageEdit'),
     // Each user's packages in the order they were saved, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'user_packages', 'UserPackage'),
   };
@@ -134,8 +137,17 @@ export class PackageStore {
   /** Each user's packages, newest last: every package a user ever saved, open or not. */
   private readonly byUser: OwnerList;
 
+  /**
+   * A user's edits of a package, one at a time (decision 132): FerretDB writes an edit as the
+   * whole package it read, so two edits of different fields at once kept one (a value lost,
+   * and with it the cash a courier collects and the insurance priced). An edit waits for one
+   * under way, up to `WRITER_WAIT_MS`.
+   */
+  readonly edits: WriterLocks;
+
   constructor(private readonly models: () => PackageModels) {
     this.byUser = OwnerList.named(this.models, 'UserPackage');
+    this.edits = WriterLocks.named(this.models, 'PackageEdit');
   }
 
   private get Package() {

@@ -4,12 +4,12 @@ import type mongoose from 'mongoose';
 import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
 import { CLAIM_END_LEASE_MS } from '../../libs/mongo';
+import { WRITER_WAIT_MS } from '../../libs/writer-locks';
 import type { CourierView } from '../../libs/contracts/matching';
 import { CLAIM_GRACE_MS } from '../../services/courier-matching/reg-no-claims';
 import { MERCHANT_COURIERS_MAX } from '../../services/courier-matching/schemas';
 import {
   CourierStore,
-  EDIT_WAIT_MS,
   defineMatchingModels,
   type MatchingModels,
 } from '../../services/courier-matching/store';
@@ -344,7 +344,7 @@ describe('one change of a courier at a time', () => {
     // Held: a change waits for it (5 s), then is refused.
     const waited = Date.now();
     expect(await edits.acquire(courierId, at(1_000))).toBeNull();
-    expect(Date.now() - waited).toBeGreaterThanOrEqual(EDIT_WAIT_MS);
+    expect(Date.now() - waited).toBeGreaterThanOrEqual(WRITER_WAIT_MS);
     // The first stopped without letting go: past the lease, the next change takes over.
     const next = await edits.acquire(courierId, at(CLAIM_END_LEASE_MS));
     expect(next).toEqual(new Date(startedAt + CLAIM_END_LEASE_MS));

@@ -126,6 +126,30 @@ describe('POST /api/package', () => {
     );
   });
 
+  it('keeps both of two edits of different fields sent at once, every time', async () => {
+    // FerretDB writes an edit as the whole package it read: one of two edits at once was lost
+    // (its value gone, and with it the cash a courier collects and the insurance priced).
+    for (let round = 0; round < 10; round++) {
+      const created = (await save(stack.alice, shoes)).body.data;
+      const value = 1000 + round;
+      const edits = await Promise.all([
+        save(stack.alice, { packageId: created.id, value }),
+        save(stack.alice, { packageId: created.id, size: 'LARGE' }),
+        save(stack.alice, { packageId: created.id, name: `Boots ${round}` }),
+      ]);
+      expect(edits.map((e) => e.status)).toEqual([201, 201, 201]);
+      const now = (await list(stack.alice)).body.data.find(
+        (p: { id: string }) => p.id === created.id,
+      );
+      expect(now).toMatchObject({
+        value: value.toFixed(2),
+        size: 'LARGE',
+        name: `Boots ${round}`,
+        weight: '30.00000',
+      });
+    }
+  });
+
   it("treats another user's package as missing", async () => {
     const mine = (await save(stack.alice, shoes)).body.data;
     const reply = await save(stack.bob, { packageId: mine.id, name: 'Stolen' });
