@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Schema, type Connection, type Model } from 'mongoose';
 import { CLAIM_END_LEASE_MS, claimEnd, insertOnce } from './mongo';
@@ -11,13 +12,20 @@ import { CLAIM_END_LEASE_MS, claimEnd, insertOnce } from './mongo';
  * by the one call that claims its end (`claimEnd`), so that two takers cannot both delete.
  */
 
-/** A held lock: when it was taken, the time its end is keyed by. */
+/**
+ * A held lock: when it was taken (its lease runs from then), and the token that names this
+ * taking of it, which its end is keyed by (two takings can fall in one millisecond).
+ */
 interface LockRecord {
   _id: string;
   at: Date;
+  token: string;
 }
 
-const lockSchema = new Schema<LockRecord>({ _id: String, at: Date }, { versionKey: false });
+const lockSchema = new Schema<LockRecord>(
+  { _id: String, at: Date, token: String },
+  { versionKey: false },
+);
 
 /** How often a writer waiting for a lock looks again. */
 const LOCK_POLL_MS = 25;
@@ -86,45 +94,45 @@ export class WriterLocks {
     work: () => Promise<T>,
     { busy, notLetGo }: { busy: () => Error; notLetGo: (err: unknown) => void },
   ): Promise<T> {
-    const at = await this.acquire(id);
-    if (!at) throw busy();
+    const token = await this.acquire(id);
+    if (!token) throw busy();
     try {
       return await work();
     } finally {
-      await this.release(id, at).catch(notLetGo);
+      await this.release(id, token).catch(notLetGo);
     }
   }
 
-  /** The lock's time once this call holds it; null when another held it all the wait. */
-  async acquire(id: string, clock: () => Date = () => new Date()): Promise<Date | null> {
+  /** The token of this call's taking of the lock; null when another held it all the wait. */
+  async acquire(id: string, clock: () => Date = () => new Date()): Promise<string | null> {
     const until = Date.now() + this.waitMs;
     for (;;) {
-      const at = await this.tryAcquire(id, clock);
-      if (at || Date.now() >= until) return at;
+      const token = await this.tryAcquire(id, clock);
+      if (token || Date.now() >= until) return token;
       await sleep(LOCK_POLL_MS);
     }
   }
 
   /**
-   * Lets go of the lock `acquire` answered `at`, unless it is another's now (taken over once
-   * its lease was over): read, then deleted by the one call that claims its end.
+   * Lets go of the lock `acquire` answered `token` for, unless it is another's now (taken over
+   * once its lease was over): read, then deleted by the one call that claims its end.
    */
-  async release(id: string, at: Date, clock?: () => Date): Promise<void> {
+  async release(id: string, token: string, clock?: () => Date): Promise<void> {
     const { Lock, End } = this.models();
     const held = await Lock.findById(id).lean<LockRecord>();
-    if (held?.at.getTime() !== at.getTime()) return;
-    if (await claimEnd(End, `${id}:${at.getTime()}`, clock)) await Lock.deleteOne({ _id: id });
+    if (held?.token !== token) return;
+    if (await claimEnd(End, `${id}:${token}`, clock)) await Lock.deleteOne({ _id: id });
   }
 
-  private async tryAcquire(id: string, clock: () => Date): Promise<Date | null> {
+  private async tryAcquire(id: string, clock: () => Date): Promise<string | null> {
     const { Lock } = this.models();
     for (let round = 0; round < 3; round++) {
-      const at = clock();
-      if (await insertOnce(() => Lock.create({ _id: id, at }))) return at;
+      const token = randomUUID();
+      if (await insertOnce(() => Lock.create({ _id: id, at: clock(), token }))) return token;
       const held = await Lock.findById(id).lean<LockRecord>();
       if (!held) continue;
       if (clock().getTime() - held.at.getTime() < this.leaseMs) return null;
-      await this.release(id, held.at, clock);
+      await this.release(id, held.token, clock);
     }
     return null;
   }

@@ -22,6 +22,8 @@ import {
   type OwnerListEntry,
 } from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
+import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
+import { conflict } from '../../libs/errors';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -87,6 +89,8 @@ const retentionClaimSchema = new Schema({ _id: String, at: Date }, plain);
 export function defineWebhookModels(connection: Connection) {
   return {
     Endpoint: connection.model('WebhookEndpoint', endpointSchema, 'webhook_endpoints'),
+    // A write of an endpoint under way, `_id` the endpoint (libs/writer-locks).
+    ...defineWriterLockModels(connection, 'webhook_endpoint_edit', 'EndpointEdit'),
     EndpointDeletion: connection.model(
       'WebhookEndpointDeletion',
       endpointDeletionSchema,
@@ -284,7 +288,11 @@ export class WebhookStore {
    */
   private readonly endpointsByOwner: OwnerList;
 
+  /** Writers of an endpoint, one at a time (`writeEndpoint`, decision 132). */
+  private readonly edits: WriterLocks;
+
   constructor(private readonly models: () => WebhookModels) {
+    this.edits = WriterLocks.named(models, 'EndpointEdit');
     this.messagesByEndpoint = OwnerList.named(models, 'EndpointMessage');
     this.endpointsByOwner = OwnerList.named(models, 'OwnerEndpoint');
     this.places = new StoredPlaces(
@@ -379,8 +387,31 @@ export class WebhookStore {
     webhookId: string,
     changes: Partial<Omit<EndpointRecord, 'deleted'>>,
   ): Promise<boolean> {
-    await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: changes });
+    await this.writeEndpoint(webhookId, changes);
     return !(await this.deletionRecorded(webhookId));
+  }
+
+  /**
+   * One write of an endpoint at a time (`edits`): FerretDB writes a change as the whole
+   * endpoint it read, and its writers are many (the owner's enable and rotation, dispatchers'
+   * failures, successes and disable), so two at once undid each other: an enable sent with a
+   * rotation left the endpoint DISABLED, every later event never queued for it.
+   */
+  private writeEndpoint(webhookId: string, changes: Partial<EndpointRecord>): Promise<void> {
+    return this.edits.holding(
+      webhookId,
+      async () => {
+        await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: changes });
+      },
+      {
+        busy: () =>
+          conflict(
+            `Webhook ${webhookId} is being changed by another request; send this change again in a few seconds`,
+          ),
+        // Taken over once its lease is over: a write meanwhile waits, then is refused.
+        notLetGo: () => undefined,
+      },
+    );
   }
 
   /**
@@ -405,7 +436,7 @@ export class WebhookStore {
   }
 
   private async markDeleted(webhookId: string): Promise<void> {
-    await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: { deleted: true } });
+    await this.writeEndpoint(webhookId, { deleted: true });
   }
 
   // --- notices to owners
