@@ -87,6 +87,10 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
         description:
           'Send only the fields to change. Fleet types are never deleted, since deliveries refer to them; set `active: false` to hide one.',
         response: fleetTypeDetail,
+        errors: {
+          404: 'Fleet type not found',
+          409: 'Another change of the fleet type held it for 5 s (send this one again)',
+        },
       },
       params: updateFleetTypeParams,
       async handler(ctx) {
@@ -95,7 +99,19 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
           maxWeightKg === undefined
             ? fields
             : { ...fields, maxWeightGrams: kgToGrams(maxWeightKg) };
-        const record = await fleetTypes.update(fleetTypeId, changes);
+        const record = await fleetTypes.edits.holding(
+          fleetTypeId,
+          () => fleetTypes.update(fleetTypeId, changes),
+          {
+            busy: () =>
+              conflict(
+                `Fleet type ${fleetTypeId} is being changed by another request; send this change again in a few seconds`,
+              ),
+            // Let go once its lease is over: a change meanwhile waits, then is refused.
+            notLetGo: (err) =>
+              ctx.service?.logger.warn(`fleet type ${fleetTypeId}: change not let go`, err),
+          },
+        );
         if (!record) throw notFound('Fleet type not found');
         await announce(ctx, fleetTypeId);
         return toFleetTypeDetail(record);

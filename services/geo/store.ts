@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { CachedValue } from '../../libs/cache';
-import { isDuplicateKey } from '../../libs/mongo';
+import { insertOnce } from '../../libs/mongo';
+import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
 import { DEFAULT_FLEET_TYPES, byCapacity } from './fleet-types';
 
 const fleetTypeSchema = new Schema(
@@ -26,6 +27,8 @@ export type FleetTypeRecord = InferSchemaType<typeof fleetTypeSchema> & {
 export function defineGeoModels(connection: Connection) {
   return {
     FleetType: connection.model('FleetType', fleetTypeSchema, 'fleet_types'),
+    // An operator's change of a fleet type under way, `_id` the type (libs/writer-locks).
+    ...defineWriterLockModels(connection, 'fleet_type_edit', 'FleetTypeEdit'),
   };
 }
 
@@ -41,10 +44,17 @@ type FleetTypeFields = Omit<FleetTypeRecord, '_id' | 'createdAt' | 'updatedAt'>;
 export class FleetTypeStore {
   private readonly cache: CachedValue<FleetTypeRecord[]>;
 
+  /**
+   * Operators' changes of a fleet type, one at a time (decision 132): FerretDB writes a change
+   * as the whole type it read, so two at once undid each other (a deactivation lost).
+   */
+  readonly edits: WriterLocks;
+
   constructor(
     private readonly models: () => GeoModels,
     cacheMs: number,
   ) {
+    this.edits = WriterLocks.named(models, 'FleetTypeEdit');
     this.cache = new CachedValue(
       async () => (await this.models().FleetType.find({}).lean()).sort(byCapacity),
       cacheMs,
@@ -86,19 +96,17 @@ export class FleetTypeStore {
     this.cache.invalidate();
   }
 
-  /** Inserts the default fleet types that are missing; never touches existing ones. */
+  /**
+   * Inserts the default fleet types that are missing, at every start; never writes an existing
+   * one. An upsert by code did: FerretDB wrote each back whole with its new `updatedAt`, and an
+   * operator's change made meanwhile (a type deactivated) was undone.
+   */
   async ensureDefaults(): Promise<void> {
-    for (const seed of DEFAULT_FLEET_TYPES) {
-      try {
-        await this.models().FleetType.updateOne(
-          { code: seed.code },
-          { $setOnInsert: { _id: randomUUID(), ...seed, icon: null, active: true } },
-          { upsert: true },
-        );
-      } catch (err) {
-        // Another replica inserted it at the same moment.
-        if (!isDuplicateKey(err)) throw err;
-      }
+    const { FleetType } = this.models();
+    const stored = new Set((await FleetType.find({}, { code: 1 }).lean()).map((t) => t.code));
+    for (const seed of DEFAULT_FLEET_TYPES.filter((s) => !stored.has(s.code))) {
+      // Another replica may insert it at the same moment: its code is unique.
+      await insertOnce(() => FleetType.create({ ...seed, icon: null, active: true }));
     }
   }
 }

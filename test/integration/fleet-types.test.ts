@@ -1,15 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceBroker } from 'moleculer';
+import type mongoose from 'mongoose';
 import { loadConfig } from '../../libs/config';
 import { createBrokerOptions } from '../../moleculer.config';
 import { FLEET_TYPES_CHANGED_EVENT } from '../../libs/contracts/geo';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  isolation,
+  openServiceDatabase,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
 
 const iso = isolation();
 let node: NodeProcess;
 let key: string;
+let db: mongoose.Connection;
 
 beforeAll(async () => {
   // Two geo replicas start at once: the defaults must still be seeded exactly once.
@@ -20,9 +28,11 @@ beforeAll(async () => {
   node = first;
   await second.stop();
   ({ key } = await createUserWithKey(node.url));
+  db = await openServiceDatabase(iso, 'geo');
 });
 
 afterAll(async () => {
+  await db?.close();
   await node?.stop();
   await dropDatabases(iso);
 });
@@ -178,6 +188,40 @@ describe('fleet types across replicas', () => {
     } finally {
       await replica.stop();
     }
+  });
+});
+
+describe('fleet types written by one writer at a time', () => {
+  it('keeps both of two changes of one fleet type sent at once', async () => {
+    for (let round = 0; round < 5; round++) {
+      const created = await request(node.url, 'POST', '/admin/fleet-types', {
+        headers: adminHeaders,
+        json: {
+          code: `van-${round}-${randomUUID().slice(0, 8)}`,
+          name: 'Van',
+          maxWeightKg: 800,
+          averageSpeedKmh: 40,
+        },
+      });
+      const path = `/admin/fleet-types/${created.body.data.id}`;
+      const changes = await Promise.all([
+        request(node.url, 'PATCH', path, { headers: adminHeaders, json: { active: false } }),
+        request(node.url, 'PATCH', path, { headers: adminHeaders, json: { name: `Van ${round}` } }),
+      ]);
+      expect(changes.map((c) => c.status)).toEqual([200, 200]);
+      const stored = await db.collection('fleet_types').findOne({ _id: created.body.data.id });
+      expect(stored).toMatchObject({ active: false, name: `Van ${round}` });
+    }
+  });
+
+  it('leaves stored fleet types unwritten when a geo replica starts', async () => {
+    // Its seeding wrote each default back whole (a new updatedAt): an operator's change made
+    // at that moment was undone.
+    const before = await db.collection('fleet_types').find({}).sort({ code: 1 }).toArray();
+    const replica = await startNode({ services: 'geo', iso });
+    await replica.stop();
+    const after = await db.collection('fleet_types').find({}).sort({ code: 1 }).toArray();
+    expect(after).toEqual(before);
   });
 });
 
