@@ -129,14 +129,19 @@ describe('a second run of a request that looked for its outcome just before the 
     }
   }
 
-  it('answers the first run’s delivery and sends nothing of its own', async () => {
+  /** A request run to its end, paid from the wallet, and how to run it again. */
+  async function firstRun() {
     const base = stack.node.url;
     const { alice } = stack;
     await credit(base, alice, 10_000);
     const packageId = await savePackage(base, alice);
     const run = await runOf(randomUUID());
     const first = await run({ packagesId: [packageId] });
-    const balance = await balanceOf(base, alice);
+    return { base, alice, packageId, run, first, balance: await balanceOf(base, alice) };
+  }
+
+  it('answers the first run’s delivery and sends nothing of its own', async () => {
+    const { base, alice, packageId, run, first, balance } = await firstRun();
     const sent = (await store.notificationsOf(first._id)).length;
 
     const second = await lateTwin(() => run({ packagesId: [packageId] }));
@@ -148,13 +153,7 @@ describe('a second run of a request that looked for its outcome just before the 
   });
 
   it('never gives back the first run’s debit or packages on a refusal of its own', async () => {
-    const base = stack.node.url;
-    const { alice } = stack;
-    await credit(base, alice, 10_000);
-    const packageId = await savePackage(base, alice);
-    const run = await runOf(randomUUID());
-    const first = await run({ packagesId: [packageId] });
-    const balance = await balanceOf(base, alice);
+    const { base, alice, packageId, run, first, balance } = await firstRun();
 
     // Priced otherwise by the time the second ran (here: asked otherwise), its debit under
     // the same reference would be refused; it ends with the first run's delivery instead.
