@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Schema, type Connection, type Model } from 'mongoose';
-import { CLAIM_END_LEASE_MS, claimEnd, insertOnce } from './mongo';
+import { claimEnd, insertOnce } from './mongo';
 
 /**
  * One writer at a time for documents that several requests change (decision 132). FerretDB
@@ -9,7 +9,8 @@ import { CLAIM_END_LEASE_MS, claimEnd, insertOnce } from './mongo';
  * undo each other: two `$set`s of one document lost one in 196 rounds of 200. A writer inserts
  * a lock whose `_id` is the document's id and deletes it once done; another waits for it, a
  * while, then is refused. A lock whose writer stopped is taken over once `leaseMs` old, ended
- * by the one call that claims its end (`claimEnd`), so that two takers cannot both delete.
+ * by the one call that claims its end (`claimEnd`), so that two takers cannot both delete (a
+ * let-go that stopped after claiming that end holds the lock for `CLAIM_END_LEASE_MS` more).
  */
 
 /**
@@ -35,6 +36,14 @@ const LOCK_POLL_MS = 25;
  * change takes, far shorter than a client's patience.
  */
 export const WRITER_WAIT_MS = 5_000;
+
+/**
+ * How long a lock holds before another writer may take it over: longer than the slowest change
+ * still running (a courier's retirement makes some fifteen database calls of up to
+ * `MONGO_TIMEOUT_MS` each, and a call to another service), since a holder overtaken while it
+ * still writes would write back what it read over the next writer's change.
+ */
+export const WRITER_LEASE_MS = 120_000;
 
 export type WriterLockModels<P extends string> = {
   [K in `${P}Lock` | `${P}LockEnd`]: Model<LockRecord>;
@@ -67,7 +76,7 @@ export class WriterLocks {
 
   constructor(
     private readonly models: () => { Lock: Model<LockRecord>; End: Model<LockRecord> },
-    { waitMs = WRITER_WAIT_MS, leaseMs = CLAIM_END_LEASE_MS }: WriterLockOptions = {},
+    { waitMs = WRITER_WAIT_MS, leaseMs = WRITER_LEASE_MS }: WriterLockOptions = {},
   ) {
     this.waitMs = waitMs;
     this.leaseMs = leaseMs;

@@ -536,7 +536,13 @@ export class DeliveryRequests {
       // The request saves READY before it claims CREATED, so a document read after the claim
       // has `built`; read before it, the next sweep reads it again.
       const current = pending.built ? pending : await this.store.pending(pending._id);
-      if (current?.built) await this.persist(current.built, current.notifications ?? []);
+      if (current?.built) {
+        await this.persist(current.built, current.notifications ?? []);
+      } else if (current && (await this.deps.transitions.current(current._id))) {
+        // Read after CREATED without a record: a later run's, stopped before it found the
+        // outcome and dropped it (decision 131). The delivery is stored; nothing to finish.
+        await this.store.dropPending(current._id);
+      }
       return 'created';
     }
     await this.undo(pending);

@@ -267,6 +267,24 @@ export class Dispatcher {
   }
 
   /** This dispatcher's own change to an endpoint, seen by its next attempts at once. */
+  /**
+   * Records where the endpoint's failing streak began (null: it succeeded). Its attempt's
+   * outcome is recorded whatever becomes of this write: one that fails (another write of the
+   * endpoint held it all the wait, the database away) leaves this dispatcher's copy as it was,
+   * so that the endpoint's next outcome writes it again.
+   */
+  private async recordStreak(webhookId: string, failingSince: Date | null): Promise<void> {
+    try {
+      await this.deps.store.updateEndpoint(webhookId, { failingSince });
+      this.noteChange(webhookId, { failingSince });
+    } catch (err) {
+      this.deps.logger().warn('webhook endpoint’s failing streak not recorded yet', {
+        webhookId,
+        err: (err as Error).message,
+      });
+    }
+  }
+
   private noteChange(webhookId: string, changes: Partial<EndpointRecord>): void {
     const cached = this.targets.get(webhookId)?.target;
     if (cached) cached.endpoint = { ...cached.endpoint, ...changes };
@@ -369,10 +387,7 @@ export class Dispatcher {
     if (isDelivered(result.statusCode)) {
       await store.updateMessage(queued._id, { ...common, status: 'DELIVERED', deliveredAt: at });
       await store.dequeue(queued._id);
-      if (endpoint.failingSince) {
-        await store.updateEndpoint(endpoint._id, { failingSince: null });
-        this.noteChange(endpoint._id, { failingSince: null });
-      }
+      if (endpoint.failingSince) await this.recordStreak(endpoint._id, null);
       return { done: true };
     }
     const firstAttemptAt = queued.firstAttemptAt ?? at;
@@ -413,8 +428,7 @@ export class Dispatcher {
     // failure another of its attempts recorded meanwhile.
     const { failingSince } = this.targets.get(endpoint._id)?.target?.endpoint ?? endpoint;
     if (!failingSince) {
-      await store.updateEndpoint(endpoint._id, { failingSince: at });
-      this.noteChange(endpoint._id, { failingSince: at });
+      await this.recordStreak(endpoint._id, at);
       return;
     }
     if (!shouldDisable(failingSince, at, config.disableAfterMs)) return;
@@ -454,8 +468,7 @@ export class Dispatcher {
     if (!stored || stored.deleted || stored.status !== 'ACTIVE') return null;
     const { failingSince } = stored;
     if (!failingSince) {
-      await store.updateEndpoint(webhookId, { failingSince: at });
-      this.noteChange(webhookId, { failingSince: at });
+      await this.recordStreak(webhookId, at);
       return null;
     }
     this.noteChange(webhookId, { failingSince });

@@ -120,9 +120,13 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       });
       // Two rotations at once: the loser takes the next number, so each caller's secret signs.
       if (!claimed) continue;
-      if (!(await store.updateEndpoint(endpoint._id, { secretVersion: n }))) {
-        throw notFound(NOT_FOUND(endpoint._id));
-      }
+      // Claimed, the secret signs from now on (`latestSecrets` reads on past the version the
+      // endpoint names), so its caller must see it: the version is a hint, and a write of it
+      // that fails (another write of the endpoint held it all the wait) is left to the next.
+      const live = await store
+        .updateEndpoint(endpoint._id, { secretVersion: n })
+        .catch(async () => !(await store.deletionRecorded(endpoint._id)));
+      if (!live) throw notFound(NOT_FOUND(endpoint._id));
       const previousExpires = latest ? new Date(at.getTime() + ROTATION_OVERLAP_MS) : null;
       return { secret, previousExpires, endpoint: { ...endpoint, secretVersion: n } };
     }
@@ -280,7 +284,10 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         description:
           'Messages queued before it was disabled are sent, in order, each tried at least once more; one that fails again is retried within its 24-hour retry window, counted from its first attempt, and given up past it. Events that happened while it was disabled were not queued for it.',
         response: webhookView,
-        errors: { 404: 'No such webhook of yours' },
+        errors: {
+          404: 'No such webhook of yours',
+          409: 'Another change of the endpoint held it for 5 s (send this one again)',
+        },
       },
       params: webhookIdParams,
       async handler(ctx: WaybillContext<WebhookIdParams>) {

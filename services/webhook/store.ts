@@ -291,7 +291,11 @@ export class WebhookStore {
   /** Writers of an endpoint, one at a time (`writeEndpoint`, decision 132). */
   private readonly edits: WriterLocks;
 
-  constructor(private readonly models: () => WebhookModels) {
+  constructor(
+    private readonly models: () => WebhookModels,
+    /** Where a lock not let go is told (it is taken over after its lease). */
+    private readonly warn: (message: string, meta: object) => void = () => undefined,
+  ) {
     this.edits = WriterLocks.named(models, 'EndpointEdit');
     this.messagesByEndpoint = OwnerList.named(models, 'EndpointMessage');
     this.endpointsByOwner = OwnerList.named(models, 'OwnerEndpoint');
@@ -409,7 +413,11 @@ export class WebhookStore {
             `Webhook ${webhookId} is being changed by another request; send this change again in a few seconds`,
           ),
         // Taken over once its lease is over: a write meanwhile waits, then is refused.
-        notLetGo: () => undefined,
+        notLetGo: (err) =>
+          this.warn('webhook endpoint’s write not let go', {
+            webhookId,
+            err: (err as Error).message,
+          }),
       },
     );
   }
@@ -432,7 +440,15 @@ export class WebhookStore {
    */
   async deleteEndpoint(webhookId: string, at = new Date()): Promise<void> {
     await insertOnce(() => this.m.EndpointDeletion.create({ _id: webhookId, at }));
-    await this.markDeleted(webhookId);
+    try {
+      await this.markDeleted(webhookId);
+    } catch (err) {
+      // The recorded deletion stands: every reader that acts on the endpoint marks it.
+      this.warn('deleted webhook endpoint not marked yet; its readers mark it', {
+        webhookId,
+        err: (err as Error).message,
+      });
+    }
   }
 
   private async markDeleted(webhookId: string): Promise<void> {

@@ -27,9 +27,12 @@ export const RETENTION_METRIC = 'waybill_webhook_retention_deleted_total';
  */
 export function createWebhookService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'webhook', defineWebhookModels);
-  const store = new WebhookStore(() => db.models);
-  const box = new SecretBox(config.webhook.secretKey);
   let logger: Logger | undefined;
+  const store = new WebhookStore(
+    () => db.models,
+    (message, meta) => logger?.warn(message, meta),
+  );
+  const box = new SecretBox(config.webhook.secretKey);
   let retentionDeleted: ReturnType<MetricTable['counter']> | undefined;
   let broker: ServiceBroker | undefined;
   const log = () => logger as Logger;

@@ -3,8 +3,7 @@ import Redis from 'ioredis';
 import type mongoose from 'mongoose';
 import { openServiceDatabase } from '../support/stack';
 import { call } from '../../libs/contracts';
-import { CLAIM_END_LEASE_MS } from '../../libs/mongo';
-import { WRITER_WAIT_MS } from '../../libs/writer-locks';
+import { WRITER_LEASE_MS, WRITER_WAIT_MS } from '../../libs/writer-locks';
 import type { CourierView } from '../../libs/contracts/matching';
 import { CLAIM_GRACE_MS } from '../../services/courier-matching/reg-no-claims';
 import { MERCHANT_COURIERS_MAX } from '../../services/courier-matching/schemas';
@@ -346,13 +345,13 @@ describe('one change of a courier at a time', () => {
     expect(await edits.acquire(courierId, at(1_000))).toBeNull();
     expect(Date.now() - waited).toBeGreaterThanOrEqual(WRITER_WAIT_MS);
     // The first stopped without letting go: past the lease, the next change takes over.
-    const next = await edits.acquire(courierId, at(CLAIM_END_LEASE_MS));
+    const next = await edits.acquire(courierId, at(WRITER_LEASE_MS));
     expect(next).not.toBeNull();
     expect(next).not.toBe(first);
     // The first's late let-go leaves the next's hold.
     await edits.release(courierId, first!);
     expect(await models.CourierEditLock.findById(courierId).lean()).toMatchObject({
-      at: new Date(startedAt + CLAIM_END_LEASE_MS),
+      at: new Date(startedAt + WRITER_LEASE_MS),
       token: next,
     });
     await edits.release(courierId, next!);

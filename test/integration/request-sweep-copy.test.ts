@@ -152,6 +152,32 @@ describe('a second run of a request that looked for its outcome just before the 
     expect(await balanceOf(base, alice)).toBe(balance);
   });
 
+  it('gives nothing back on a refusal of its own even past its look, and its document is swept', async () => {
+    const { base, alice, packageId, run, first, balance } = await firstRun();
+    // The second run looked for the outcome twice before the first claimed it (at its start,
+    // and once it held its own document), then was refused (asked otherwise).
+    const outcome = jest
+      .spyOn(store, 'outcome')
+      .mockResolvedValueOnce(null)
+      .mockResolvedValueOnce(null);
+    const second = await run({ packagesId: [packageId], urgencyType: 'PRIORITY' }).catch(
+      (err: Error) => err,
+    );
+    outcome.mockRestore();
+    expect(second).toMatchObject({ code: 409 });
+    const entries = await entriesOf(base, alice);
+    expect(entries.filter((e) => e.type === 'REFUND')).toEqual([]);
+    expect(await balanceOf(base, alice)).toBe(balance);
+    expect(await freePackages(base, alice)).not.toContain(packageId);
+    // Its document, left behind, is the sweep's: dropped, the delivery as it was.
+    const left = await store.pending(first._id);
+    expect(left).toMatchObject({ stage: 'STARTED' });
+    expect(await requests.recover(left!)).toBe('created');
+    expect(await store.pending(first._id)).toBeNull();
+    expect((await getDelivery(base, alice, first._id)).body.data.trackingId).toBe(first.trackingId);
+    expect(await balanceOf(base, alice)).toBe(balance);
+  });
+
   it('never gives back the first run’s debit or packages on a refusal of its own', async () => {
     const { base, alice, packageId, run, first, balance } = await firstRun();
 
