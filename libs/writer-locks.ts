@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Schema, type Connection, type Model } from 'mongoose';
+import { conflict } from './errors';
 import { claimEnd, insertOnce } from './mongo';
 
 /**
@@ -63,6 +64,10 @@ export function defineWriterLockModels<P extends string>(
     [`${prefix}LockEnd`]: connection.model(`${prefix}LockEnd`, lockSchema, `${name}_lock_ends`),
   } as WriterLockModels<P>;
 }
+
+/** The refusal of a writer that waited `WRITER_WAIT_MS` for `what` (its noun and id). */
+export const changeUnderWay = (what: string) =>
+  conflict(`${what} is being changed by another request; send this change again in a few seconds`);
 
 export interface WriterLockOptions {
   /** How long a writer waits for the lock before it is refused (`WRITER_WAIT_MS`). */

@@ -9,6 +9,7 @@ import {
   courierIdParams,
 } from '../../libs/contracts/matching';
 import { conflict, isWaybillError, notFound, serviceUnavailable } from '../../libs/errors';
+import { changeUnderWay } from '../../libs/writer-locks';
 import { isUserId } from '../../libs/contracts/user-ids';
 import { isDuplicateKey } from '../../libs/mongo';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
@@ -423,10 +424,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
       async handler(ctx) {
         const { courierId } = ctx.params;
         return store.edits.holding(courierId, () => changeCourier(ctx), {
-          busy: () =>
-            conflict(
-              `Courier ${courierId} is being changed by another request; send this change again in a few seconds`,
-            ),
+          busy: () => changeUnderWay(`Courier ${courierId}`),
           // Let go once its lease is over: a change meanwhile waits, then is refused.
           notLetGo: (err) =>
             ctx.service?.logger.warn(`courier ${courierId}: change not let go`, err),

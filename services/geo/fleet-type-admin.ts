@@ -6,6 +6,7 @@ import {
   type ListFleetTypesParams,
 } from '../../libs/contracts/geo';
 import { conflict, notFound } from '../../libs/errors';
+import { changeUnderWay } from '../../libs/writer-locks';
 import { kgToGrams } from '../../libs/money';
 import { isDuplicateKey } from '../../libs/mongo';
 import {
@@ -103,10 +104,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
           fleetTypeId,
           () => fleetTypes.update(fleetTypeId, changes),
           {
-            busy: () =>
-              conflict(
-                `Fleet type ${fleetTypeId} is being changed by another request; send this change again in a few seconds`,
-              ),
+            busy: () => changeUnderWay(`Fleet type ${fleetTypeId}`),
             // Let go once its lease is over: a change meanwhile waits, then is refused.
             notLetGo: (err) =>
               ctx.service?.logger.warn(`fleet type ${fleetTypeId}: change not let go`, err),

@@ -9,6 +9,7 @@ import {
   resolveSelectionParams,
 } from '../../libs/contracts/package';
 import { badRequest, conflict, notFound, type FieldError } from '../../libs/errors';
+import { changeUnderWay } from '../../libs/writer-locks';
 import { nameBasedId } from '../../libs/ids';
 import { nairaToKobo } from '../../libs/money';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
@@ -129,10 +130,7 @@ export function createPackageService(config: Config): ServiceDefinition {
         return toPackageView(updated);
       },
       {
-        busy: () =>
-          conflict(
-            `Package ${packageId} is being changed by another request; send this change again in a few seconds`,
-          ),
+        busy: () => changeUnderWay(`Package ${packageId}`),
         // Let go once its lease is over: an edit meanwhile waits, then is refused.
         notLetGo: (err) => logger?.warn(`package ${packageId}: edit not let go`, err),
       },

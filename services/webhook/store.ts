@@ -22,8 +22,7 @@ import {
   type OwnerListEntry,
 } from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
-import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
-import { conflict } from '../../libs/errors';
+import { changeUnderWay, defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -408,10 +407,7 @@ export class WebhookStore {
         await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: changes });
       },
       {
-        busy: () =>
-          conflict(
-            `Webhook ${webhookId} is being changed by another request; send this change again in a few seconds`,
-          ),
+        busy: () => changeUnderWay(`Webhook ${webhookId}`),
         // Taken over once its lease is over: a write meanwhile waits, then is refused.
         notLetGo: (err) =>
           this.warn('webhook endpoint’s write not let go', {
