@@ -417,6 +417,14 @@ export class PackageStore {
         // By `_id` alone (decision 73). Only this delivery's mark is cleared; one that took the
         // package since marks it again (`markTaken` follows the claim).
         await this.clearMark(_id, deliveryId);
+        // A release late to a package another delivery took since may have cleared that one's
+        // mark (FerretDB writes back the package it read before the mark): the claim says who
+        // holds the package, and the package stays off its owner's list.
+        const holder = await this.holderOf(_id);
+        if (holder !== null && holder !== deliveryId) {
+          await this.markAs(_id, holder);
+          return;
+        }
         const back = await this.byId(_id);
         if (back && isOpen(back.userId, back)) {
           await this.byUser.add(back.userId, _id, new Date(), `returned:${deliveryId}:${take}`);

@@ -66,8 +66,11 @@ it('reads only the claims of the selection, by `_id`, and a retried release fini
   const takes = (await store.claimedBy(deliveryId)).map((h) => h.take);
 
   // Stopped after giving the packages back, before dropping the claims: the retry finds the
-  // same takes (the same re-listing tags) and ends it.
+  // same takes (the same re-listing tags) and ends it. Each claim read by `_id`, as the
+  // selection names it and again as its package is given back.
   expect(await claimReadsOf(() => release(deliveryId, { stopBeforeDrop: true }))).toEqual([
+    true,
+    true,
     true,
     true,
   ]);
@@ -210,8 +213,8 @@ it('still releases claims stored before selections were recorded, by reading the
   for (const id of [a, b]) expect(await store.claim(id, userId, deliveryId)).toBe('taken');
   await store.markTaken([a, b], deliveryId);
   expect(await openIds(userId)).toEqual([]);
-  // The scan, then each claim by `_id` as it is dropped.
-  expect(await claimReadsOf(() => release(deliveryId))).toEqual([false, true, true]);
+  // The scan, then each claim by `_id` as its package is given back and as it is dropped.
+  expect(await claimReadsOf(() => release(deliveryId))).toEqual([false, true, true, true, true]);
   expect(await openIds(userId)).toEqual([a, b].sort());
   expect(await release(deliveryId)).toBe(0);
 });
@@ -297,6 +300,22 @@ it('takes over the end of a claim whose caller stopped before its delete, once i
   expect(await db.models.ClaimEnd.findById(`${instance}:2`).lean()).not.toBeNull();
   expect(await openIds(userId)).toEqual([a]);
 });
+it('marks a package as its claim says when a late release clears the next taker’s mark', async () => {
+  const userId = randomUUID();
+  const a = await save(userId);
+  const [first, next] = [randomUUID(), randomUUID()];
+  expect(await assign(userId, first, [a])).toBe('assigned');
+  const held = await store.claimedBy(first);
+  expect(await release(first)).toBe(1);
+  expect(await assign(userId, next, [a])).toBe('assigned');
+  // A second release of `first`, late, read the package still marked `first` and wrote it
+  // back cleared after `next` had marked it.
+  await db.models.Package.updateOne({ _id: a }, { $set: { p2pDeliveryId: null } });
+  await store.markReturned(held, first);
+  expect(await markOf(a)).toBe(next);
+  expect(await openIds(userId)).toEqual([]);
+});
+
 it('keeps the mark, and not the edit, of a package a delivery takes while it is edited', async () => {
   // The edit's write could put back the copy it read, without the delivery's mark: the package
   // then looked open while the delivery held it (FerretDB writes the whole document). An edit
