@@ -423,7 +423,12 @@ export class PackageStore {
         const holder = await this.holderOf(_id);
         if (holder !== null && holder !== deliveryId) {
           await this.markAs(_id, holder);
-          return;
+          // That holder's own release may have run meanwhile (its mark cleared, its claim
+          // dropped): this mark stands only while its claim does.
+          const after = await this.holderOf(_id);
+          if (after === holder) return;
+          await this.clearMark(_id, holder);
+          if (after !== null) return this.markAs(_id, after);
         }
         const back = await this.byId(_id);
         if (back && isOpen(back.userId, back)) {

@@ -436,19 +436,16 @@ export class WebhookStore {
    */
   async deleteEndpoint(webhookId: string, at = new Date()): Promise<void> {
     await insertOnce(() => this.m.EndpointDeletion.create({ _id: webhookId, at }));
-    try {
-      await this.markDeleted(webhookId);
-    } catch (err) {
-      // The recorded deletion stands: every reader that acts on the endpoint marks it.
-      this.warn('deleted webhook endpoint not marked yet; its readers mark it', {
-        webhookId,
-        err: (err as Error).message,
-      });
-    }
+    await this.markDeleted(webhookId);
   }
 
+  /**
+   * Not held as other writes are (`writeEndpoint`): the lists and the fan-out read the mark
+   * alone, so it must not wait behind a write, and what it may undo of one racing it is of
+   * an endpoint deleted; the racing write looks for the deletion after it and marks it again.
+   */
   private async markDeleted(webhookId: string): Promise<void> {
-    await this.writeEndpoint(webhookId, { deleted: true });
+    await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: { deleted: true } });
   }
 
   // --- notices to owners

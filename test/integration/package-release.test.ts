@@ -316,6 +316,24 @@ it('marks a package as its claim says when a late release clears the next takerâ
   expect(await openIds(userId)).toEqual([]);
 });
 
+it('lists a package again when the holder a late release marked it for has given it back meanwhile', async () => {
+  const userId = randomUUID();
+  const a = await save(userId);
+  const [first, next] = [randomUUID(), randomUUID()];
+  expect(await assign(userId, first, [a])).toBe('assigned');
+  const held = await store.claimedBy(first);
+  expect(await release(first)).toBe(1);
+  expect(await assign(userId, next, [a])).toBe('assigned');
+  // A late release of `first` read the claim as `next`'s; `next` gave the package back before
+  // its mark for `next` landed.
+  expect(await release(next)).toBe(1);
+  const read = jest.spyOn(store, 'holderOf').mockResolvedValueOnce(next);
+  await store.markReturned(held, first);
+  read.mockRestore();
+  expect(await markOf(a)).toBeNull();
+  expect(await openIds(userId)).toEqual([a]);
+});
+
 it('keeps the mark, and not the edit, of a package a delivery takes while it is edited', async () => {
   // The edit's write could put back the copy it read, without the delivery's mark: the package
   // then looked open while the delivery held it (FerretDB writes the whole document). An edit
