@@ -34,6 +34,15 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
  */
 export const CLAIM_END_LEASE_MS = 30_000;
 
+/** One claim of a claim's end (`claimEnd`): `<instance>:<attempt>`, and when it was claimed. */
+const claimEndSchema = new mongoose.Schema({ _id: String, at: Date }, { versionKey: false });
+
+/** The records of `claimEnd` for one kind of claim, in `collection`. */
+export const defineClaimEndModel = (connection: Connection, name: string, collection: string) =>
+  connection.model(name, claimEndSchema, collection);
+
+export type ClaimEndModel = ReturnType<typeof defineClaimEndModel>;
+
 /**
  * Whether this caller, and no other, is to delete one instance of a claim (`instance` names
  * it: an `_id` claimed again is another instance). FerretDB deletes `{ _id, holder }` by

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Schema, type Connection, type Model } from 'mongoose';
 import { conflict } from './errors';
-import { claimEnd, insertOnce } from './mongo';
+import { claimEnd, defineClaimEndModel, insertOnce, type ClaimEndModel } from './mongo';
 
 /**
  * One writer at a time for documents that several requests change (decision 132). FerretDB
@@ -46,8 +46,8 @@ export const WRITER_WAIT_MS = 5_000;
  */
 export const WRITER_LEASE_MS = 120_000;
 
-export type WriterLockModels<P extends string> = {
-  [K in `${P}Lock` | `${P}LockEnd`]: Model<LockRecord>;
+export type WriterLockModels<P extends string> = { [K in `${P}Lock`]: Model<LockRecord> } & {
+  [K in `${P}LockEnd`]: ClaimEndModel;
 };
 
 /**
@@ -61,7 +61,7 @@ export function defineWriterLockModels<P extends string>(
 ): WriterLockModels<P> {
   return {
     [`${prefix}Lock`]: connection.model(`${prefix}Lock`, lockSchema, `${name}_locks`),
-    [`${prefix}LockEnd`]: connection.model(`${prefix}LockEnd`, lockSchema, `${name}_lock_ends`),
+    [`${prefix}LockEnd`]: defineClaimEndModel(connection, `${prefix}LockEnd`, `${name}_lock_ends`),
   } as WriterLockModels<P>;
 }
 
@@ -80,7 +80,7 @@ export class WriterLocks {
   private readonly leaseMs: number;
 
   constructor(
-    private readonly models: () => { Lock: Model<LockRecord>; End: Model<LockRecord> },
+    private readonly models: () => { Lock: Model<LockRecord>; End: ClaimEndModel },
     { waitMs = WRITER_WAIT_MS, leaseMs = WRITER_LEASE_MS }: WriterLockOptions = {},
   ) {
     this.waitMs = waitMs;
@@ -94,8 +94,11 @@ export class WriterLocks {
   ): WriterLocks {
     return new WriterLocks(() => {
       // TypeScript does not narrow an index by a generic template key: the type says it is there.
-      const m = models() as unknown as Record<string, Model<LockRecord>>;
-      return { Lock: m[`${prefix}Lock`], End: m[`${prefix}LockEnd`] };
+      const m = models() as unknown as Record<string, unknown>;
+      return {
+        Lock: m[`${prefix}Lock`] as Model<LockRecord>,
+        End: m[`${prefix}LockEnd`] as ClaimEndModel,
+      };
     }, options);
   }
 

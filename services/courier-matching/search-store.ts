@@ -1,6 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import type { StartSearchParams } from '../../libs/contracts/matching';
-import { claimEnd, insertOnce } from '../../libs/mongo';
+import { claimEnd, defineClaimEndModel, insertOnce } from '../../libs/mongo';
 import type { OfferOutcome } from './matching-rules';
 
 /**
@@ -23,11 +23,6 @@ const offerOutcomeSchema = new Schema({ _id: String, outcome: String, at: Date }
  * inserted and deleted: an accepted offer's hold is the delivery's by its outcome (`holding`).
  */
 const holdSchema = new Schema({ _id: String, deliveryId: String, kind: String }, plain);
-/**
- * `_id` = `<offer id>:<attempt>`: who lets go the courier an offer holds (`releaseHold`). A
- * later attempt is claimed only once the one before has outlived `CLAIM_END_LEASE_MS`.
- */
-const holdReleaseSchema = new Schema({ _id: String, at: Date }, plain);
 /** `_id` = delivery id: how its search ended (a courier, none found, or ended by order). */
 const searchEndSchema = new Schema(
   { _id: String, outcome: String, courierId: Mixed, offerId: String },
@@ -46,7 +41,8 @@ export function defineSearchModels(connection: Connection) {
     Offer: connection.model('Offer', offerSchema, 'offers'),
     OfferOutcome: connection.model('OfferOutcome', offerOutcomeSchema, 'offer_outcomes'),
     Hold: connection.model('CourierHold', holdSchema, 'courier_holds'),
-    HoldRelease: connection.model('CourierHoldRelease', holdReleaseSchema, 'courier_hold_releases'),
+    // `<offer id>:<attempt>`: who lets go the courier an offer holds (`releaseHold`).
+    HoldRelease: defineClaimEndModel(connection, 'CourierHoldRelease', 'courier_hold_releases'),
     SearchEnd: connection.model('SearchEnd', searchEndSchema, 'search_ends'),
     VirtualToFree: connection.model(
       'VirtualCourierToFree',

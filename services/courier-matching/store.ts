@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
-import { claimEnd, insertOnce, upsertManyById } from '../../libs/mongo';
+import { claimEnd, defineClaimEndModel, insertOnce, upsertManyById } from '../../libs/mongo';
 import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
@@ -72,12 +72,6 @@ const regNoSchema = new Schema(
 );
 
 /**
- * `_id` = `<number>:<courier id>:<claim's createdAt ms>:<attempt>`: who ends a number's claim
- * (`claimEnd`), its giving back or its release to the next taker.
- */
-const regNoEndSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
-
-/**
  * A courier on a merchant's own list, `_id` `<userId>:<courierId>`: adding twice, or ten
  * times at once, inserts one link. Read through the merchant's list of additions
  * (`merchant_courier_list`, libs/owner-list), each by `_id`: the index serves MongoDB only.
@@ -135,7 +129,9 @@ export function defineMatchingModels(connection: Connection) {
       'courier_locations',
     ),
     RegNo: connection.model('CourierRegNo', regNoSchema, 'courier_reg_nos'),
-    RegNoEnd: connection.model('CourierRegNoEnd', regNoEndSchema, 'courier_reg_no_ends'),
+    // `<number>:<courier id>:<claim's createdAt ms>:<attempt>`: who ends a number's claim
+    // (`claimEnd`), its giving back or its release to the next taker.
+    RegNoEnd: defineClaimEndModel(connection, 'CourierRegNoEnd', 'courier_reg_no_ends'),
     // An operator's change of a courier under way, `_id` the courier (libs/writer-locks).
     ...defineWriterLockModels(connection, 'courier_edit', 'CourierEdit'),
     MerchantCourier: connection.model(
@@ -143,9 +139,10 @@ export function defineMatchingModels(connection: Connection) {
       merchantCourierSchema,
       'merchant_couriers',
     ),
-    MerchantCourierEnd: connection.model(
+    // `<link>:<addition>:<attempt>`: the one removal that deletes a link (`removeFromList`).
+    MerchantCourierEnd: defineClaimEndModel(
+      connection,
       'MerchantCourierEnd',
-      regNoEndSchema,
       'merchant_courier_ends',
     ),
     // Each merchant's additions to its list, in order, read by `_id` (libs/owner-list).

@@ -4,6 +4,7 @@ import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import {
   claimEnd,
+  defineClaimEndModel,
   findByIdWhere,
   insertOnce,
   isDuplicateKey,
@@ -82,12 +83,6 @@ const selectionSchema = new Schema(
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
 
-/**
- * The one call that ends a claim, `_id` `<packageId>:<holder>:<createdAt>:<attempt>`
- * (`claimEnd`, decision 130): a package claimed again is another claim to end.
- */
-const claimEndSchema = new Schema({ _id: String, at: Date }, { versionKey: false });
-
 export const DELETED = 'deleted';
 
 /** A package a delivery gives back, and which take of it that ends (its list entry's tag). */
@@ -106,7 +101,9 @@ export function definePackageModels(connection: Connection) {
     Package: connection.model('Package', packageSchema, 'packages'),
     Claim: connection.model('PackageClaim', claimSchema, 'package_claims'),
     Selection: connection.model('PackageSelection', selectionSchema, 'package_selections'),
-    ClaimEnd: connection.model('PackageClaimEnd', claimEndSchema, 'package_claim_ends'),
+    // `<packageId>:<holder>:<createdAt>:<attempt>`: the one call that ends a claim (`claimEnd`,
+    // decision 130); a package claimed again is another claim to end.
+    ClaimEnd: defineClaimEndModel(connection, 'PackageClaimEnd', 'package_claim_ends'),
     // An edit of a package under way, `_id` the package (libs/writer-locks).
     ...defineWriterLockModels(connection, 'package_edit', 'PackageEdit'),
     // Each user's packages in the order they were saved, read by `_id` (libs/owner-list).

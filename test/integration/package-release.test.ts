@@ -300,7 +300,11 @@ it('takes over the end of a claim whose caller stopped before its delete, once i
   expect(await db.models.ClaimEnd.findById(`${instance}:2`).lean()).not.toBeNull();
   expect(await openIds(userId)).toEqual([a]);
 });
-it('marks a package as its claim says when a late release clears the next takerâ€™s mark', async () => {
+/**
+ * A package taken by `first`, released, then taken by `next`; `held` is what `first` held, for
+ * a late second release of `first`.
+ */
+async function takenAgain() {
   const userId = randomUUID();
   const a = await save(userId);
   const [first, next] = [randomUUID(), randomUUID()];
@@ -308,6 +312,11 @@ it('marks a package as its claim says when a late release clears the next takerâ
   const held = await store.claimedBy(first);
   expect(await release(first)).toBe(1);
   expect(await assign(userId, next, [a])).toBe('assigned');
+  return { userId, a, first, next, held };
+}
+
+it('marks a package as its claim says when a late release clears the next takerâ€™s mark', async () => {
+  const { userId, a, first, next, held } = await takenAgain();
   // A second release of `first`, late, read the package still marked `first` and wrote it
   // back cleared after `next` had marked it.
   await db.models.Package.updateOne({ _id: a }, { $set: { p2pDeliveryId: null } });
@@ -317,13 +326,7 @@ it('marks a package as its claim says when a late release clears the next takerâ
 });
 
 it('lists a package again when the holder a late release marked it for has given it back meanwhile', async () => {
-  const userId = randomUUID();
-  const a = await save(userId);
-  const [first, next] = [randomUUID(), randomUUID()];
-  expect(await assign(userId, first, [a])).toBe('assigned');
-  const held = await store.claimedBy(first);
-  expect(await release(first)).toBe(1);
-  expect(await assign(userId, next, [a])).toBe('assigned');
+  const { userId, a, first, next, held } = await takenAgain();
   // A late release of `first` read the claim as `next`'s; `next` gave the package back before
   // its mark for `next` landed.
   expect(await release(next)).toBe(1);
