@@ -117,8 +117,7 @@ export function createPaymentService(config: Config): ServiceDefinition {
         visibility: 'public',
         params: refundParams,
         async handler(ctx) {
-          const { userId, debitReference, description } = ctx.params;
-          const { amountKobo: part } = ctx.params;
+          const { userId, debitReference, description, amountKobo: part } = ctx.params;
           const refund = (debit: ReferenceRecord): PostRequest => {
             let amountKobo: number;
             try {
