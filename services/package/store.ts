@@ -355,7 +355,7 @@ export class PackageStore {
         const undone = Object.fromEntries(ours.map((k) => [k, changes[k]]));
         await this.Package.updateOne({ _id: packageId }, restoring(before, undone));
       }
-      await this.markAs(packageId, holder);
+      await this.markAsHolder(packageId, holder);
       return null;
     }
     const edited = await this.byId(packageId);
@@ -378,6 +378,20 @@ export class PackageStore {
   private async markAs(packageId: string, holder: string): Promise<void> {
     if (holder === DELETED) return this.markDeleted(packageId);
     await this.Package.updateOne({ _id: packageId }, { $set: { p2pDeliveryId: holder } });
+  }
+
+  /**
+   * Marks the package as `holder`'s, its claim's holder when read, and answers who holds it once
+   * the mark is written. That holder's own release may have run meanwhile (its mark cleared, its
+   * claim dropped): the mark stands only while its claim does, and is the next taker's if any.
+   */
+  private async markAsHolder(packageId: string, holder: string): Promise<string | null> {
+    await this.markAs(packageId, holder);
+    const after = await this.holderOf(packageId);
+    if (after === holder) return holder;
+    await this.clearMark(packageId, holder);
+    if (after !== null) await this.markAs(packageId, after);
+    return after;
   }
 
   /**
@@ -419,13 +433,7 @@ export class PackageStore {
         // holds the package, and the package stays off its owner's list.
         const holder = await this.holderOf(_id);
         if (holder !== null && holder !== deliveryId) {
-          await this.markAs(_id, holder);
-          // That holder's own release may have run meanwhile (its mark cleared, its claim
-          // dropped): this mark stands only while its claim does.
-          const after = await this.holderOf(_id);
-          if (after === holder) return;
-          await this.clearMark(_id, holder);
-          if (after !== null) return this.markAs(_id, after);
+          if ((await this.markAsHolder(_id, holder)) !== null) return;
         }
         const back = await this.byId(_id);
         if (back && isOpen(back.userId, back)) {

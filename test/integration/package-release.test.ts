@@ -381,3 +381,18 @@ it('clears the mark of a delivery released while an edit was written, which the 
   expect(stored).toMatchObject({ description: 'Edited', p2pDeliveryId: null });
   expect(await openIds(userId)).toEqual([packageId]);
 });
+
+it('leaves no mark of a delivery that gave the package back while an edit it refused was written', async () => {
+  const userId = randomUUID();
+  const packageId = await save(userId);
+  const deliveryId = randomUUID();
+  expect(await assign(userId, deliveryId, [packageId])).toBe('assigned');
+  // The edit read the claim as the delivery's; the delivery gave the package back before the
+  // edit's mark for it landed.
+  expect(await release(deliveryId)).toBe(1);
+  const read = jest.spyOn(store, 'holderOf').mockResolvedValueOnce(deliveryId);
+  expect(await store.updateOpen(userId, packageId, { description: 'Edited' })).toBeNull();
+  read.mockRestore();
+  expect(await markOf(packageId)).toBeNull();
+  expect(await openIds(userId)).toEqual([packageId]);
+});
