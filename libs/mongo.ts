@@ -7,6 +7,7 @@ import type { Config } from './config';
 import { metricTableOf, type MetricTable } from './metric-table';
 import { serviceBusy, serviceUnavailable } from './errors';
 import { registerHealthCheck, unregisterHealthCheck } from './health';
+import { Periodic } from './periodic';
 
 const DUPLICATE_KEY = 11000;
 
@@ -36,10 +37,20 @@ export const CLAIM_END_LEASE_MS = 30_000;
 
 /** One claim of a claim's end (`claimEnd`): `<instance>:<attempt>`, and when it was claimed. */
 const claimEndSchema = new mongoose.Schema({ _id: String, at: Date }, { versionKey: false });
+// For MongoDB, whose pruning then reads only the old ends (FerretDB 1.24 reads them all).
+claimEndSchema.index({ at: 1 });
 
-/** The records of `claimEnd` for one kind of claim, in `collection`. */
-export const defineClaimEndModel = (connection: Connection, name: string, collection: string) =>
-  connection.model(name, claimEndSchema, collection);
+/** Every model `defineClaimEndModel` made: what `ServiceDatabase` prunes. */
+// The models differ in their names only; `any` is mongoose's own for a model of any document.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const claimEndModels = new WeakSet<mongoose.Model<any>>();
+
+/** The records of `claimEnd` for one kind of claim, in `collection` (pruned, decision 133). */
+export function defineClaimEndModel(connection: Connection, name: string, collection: string) {
+  const model = connection.model(name, claimEndSchema, collection);
+  claimEndModels.add(model);
+  return model;
+}
 
 export type ClaimEndModel = ReturnType<typeof defineClaimEndModel>;
 
@@ -50,7 +61,7 @@ export type ClaimEndModel = ReturnType<typeof defineClaimEndModel>;
  * both read it, and the second delete the next instance, claimed in between (decision 128).
  * The caller answered true deletes; since nothing but it ends this instance, the `_id` is still
  * this instance when it does. A caller stopped before its delete is taken over once its claim
- * is `leaseMs` old: `ends` holds `<instance>:<attempt>` with the time it was claimed, read from
+ * is `CLAIM_END_LEASE_MS` old: `ends` holds `<instance>:<attempt>` with the time it was claimed, read from
  * `clock` as it is inserted (a caller whose reads before it were slow starts a full lease).
  */
 // The ends' models differ in their document types; only create and findById are used.
@@ -59,14 +70,61 @@ export async function claimEnd(
   ends: mongoose.Model<any>,
   instance: string,
   clock: () => Date = () => new Date(),
-  leaseMs = CLAIM_END_LEASE_MS,
 ): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
     const _id = `${instance}:${attempt}`;
     if (await insertOnce(() => ends.create({ _id, at: clock() }))) return true;
     const claimed = await ends.findById(_id).lean<{ at: Date }>();
-    if (claimed && clock().getTime() - claimed.at.getTime() < leaseMs) return false;
+    if (claimed && clock().getTime() - claimed.at.getTime() < CLAIM_END_LEASE_MS) return false;
   }
+}
+
+/**
+ * How old the last claim of a claim's end is when the claims of its instance are deleted. An
+ * end past its lease keeps no caller out (the next takes the next attempt), so deleting it
+ * changes nothing `claimEnd` answers, unless a later attempt of its instance is still in its
+ * lease: a caller would then win the first attempt again beside it. An instance goes whole,
+ * once its last attempt is this old. Ten leases: a takeover racing the deletes is one of an
+ * instance that waited for its end this long, in the milliseconds between a read and a delete.
+ */
+export const CLAIM_END_KEPT_MS = 10 * CLAIM_END_LEASE_MS;
+
+/** Claims of ends read at once to prune, oldest first; a run reads at most ten such batches. */
+const PRUNED_AT_ONCE = 500;
+
+/**
+ * Deletes one batch of the claims of ends in `ends` that `claimEnd` no longer reads (decision
+ * 133), answering how many. Without it every claim ended stayed for good, some five a
+ * delivery. FerretDB 1.24 reads the whole collection for the old ones; pruned, it stays small.
+ */
+export async function pruneClaimEnds(
+  // The models differ in their names only.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  ends: mongoose.Model<any>,
+  now = new Date(),
+): Promise<{ read: number; deleted: number }> {
+  const old = await ends
+    .find({ at: { $lt: new Date(now.getTime() - CLAIM_END_KEPT_MS) } }, { _id: 1 })
+    .limit(PRUNED_AT_ONCE)
+    .lean<{ _id: string }[]>();
+  const lastAttempt = new Map<string, number>();
+  for (const { _id } of old) {
+    const cut = _id.lastIndexOf(':');
+    const instance = _id.slice(0, cut);
+    lastAttempt.set(instance, Math.max(lastAttempt.get(instance) ?? 0, Number(_id.slice(cut + 1))));
+  }
+  const instances = [...lastAttempt];
+  const pruned: string[] = [];
+  for (let i = 0; i < instances.length; i += BULK_STATEMENTS) {
+    await Promise.all(
+      instances.slice(i, i + BULK_STATEMENTS).map(async ([instance, last]) => {
+        // A later attempt, not yet old: it needs those below it.
+        if (await ends.exists({ _id: `${instance}:${last + 1}` })) return;
+        for (let attempt = 1; attempt <= last; attempt++) pruned.push(`${instance}:${attempt}`);
+      }),
+    );
+  }
+  return { read: old.length, deleted: await deleteManyById(ends, pruned) };
 }
 
 /** A bulk write refused only by unique indexes (each a race lost or a repeat). */
@@ -332,6 +390,22 @@ function commandCounterOf(broker: ServiceBroker): CommandCounter {
   return counter;
 }
 
+const prunedCounters = new WeakMap<ServiceBroker, CommandCounter>();
+
+/** `waybill_db_claim_ends_pruned_total` of the broker, shared by its services' databases. */
+function prunedCounterOf(broker: ServiceBroker): CommandCounter {
+  let counter = prunedCounters.get(broker);
+  if (!counter) {
+    counter = metricTableOf(broker).counter(
+      'waybill_db_claim_ends_pruned_total',
+      'Claims of ends deleted once no caller reads them, by database and collection',
+      ['database', 'collection'],
+    );
+    prunedCounters.set(broker, counter);
+  }
+  return counter;
+}
+
 /**
  * Where a MongoDB URL points, for messages and logs: its hosts, without the credentials, the
  * database or the options.
@@ -366,6 +440,19 @@ export class DatabaseClosedError extends Error {
  */
 const FIRST_CONNECT_BACKOFF: Backoff = { baseMs: 500, maxMs: 5_000 };
 
+/** How often a service prunes its claims of ends (`pruneClaimEnds`). */
+const CLAIM_END_PRUNE_EVERY_MS = 60_000;
+
+/** Batches of claims of ends one run of pruning reads at most for a model. */
+const PRUNE_BATCHES_A_RUN = 10;
+
+export interface ServiceDatabaseOptions {
+  /** How often a connection that lost its server tries the server with a new one. */
+  probeEveryMs?: number;
+  /** How often the service prunes its claims of ends (`pruneClaimEnds`). */
+  pruneEveryMs?: number;
+}
+
 type DatabaseLogger = Pick<Logger, 'warn'> & Partial<Pick<Logger, 'info'>>;
 
 /**
@@ -391,6 +478,10 @@ export class ServiceDatabase<Models> {
   /** Counts each command sent, when DB_COMMAND_METRICS asks for it. */
   private commandCounter: CommandCounter | undefined;
   private readonly watchedClients = new WeakSet<MongoClient>();
+  /** The pruning of claims of ends, while the service runs (`mixin`). */
+  private pruning: Periodic | undefined;
+  private readonly probeEveryMs: number;
+  private readonly pruneEveryMs: number;
   readonly name: string;
 
   constructor(
@@ -398,10 +489,39 @@ export class ServiceDatabase<Models> {
       Partial<Pick<Config, 'dbCommandMetrics'>>,
     service: string,
     private readonly defineModels: (connection: Connection) => Models,
-    /** How often a connection that lost its server tries the server with a new one. */
-    private readonly probeEveryMs = 5_000,
+    { probeEveryMs = 5_000, pruneEveryMs = CLAIM_END_PRUNE_EVERY_MS }: ServiceDatabaseOptions = {},
   ) {
     this.name = `${config.mongoDbPrefix}${service}`;
+    this.probeEveryMs = probeEveryMs;
+    this.pruneEveryMs = pruneEveryMs;
+  }
+
+  /**
+   * One run of pruning the claims of ends of each model `defineClaimEndModel` made here
+   * (decision 133), answering how many were deleted: batches until one reads less than a full
+   * batch or deletes nothing, at most `PRUNE_BATCHES_A_RUN` a model.
+   */
+  async pruneClaimEnds(
+    now = () => new Date(),
+    stopping = () => false,
+    counter?: CommandCounter,
+  ): Promise<number> {
+    let deleted = 0;
+    for (const model of Object.values(this.connection?.models ?? {})) {
+      if (!claimEndModels.has(model)) continue;
+      const pruned = counter?.of(this.name, model.collection.collectionName);
+      for (let batch = 0; batch < PRUNE_BATCHES_A_RUN && !stopping(); batch++) {
+        const round = await pruneClaimEnds(model, now());
+        deleted += round.deleted;
+        if (pruned) pruned.value += round.deleted;
+        if (round.read < PRUNED_AT_ONCE || round.deleted === 0) break;
+      }
+    }
+    return deleted;
+  }
+
+  private get hasClaimEnds(): boolean {
+    return Object.values(this.connection?.models ?? {}).some((m) => claimEndModels.has(m));
   }
 
   private get options(): ConnectOptions {
@@ -602,9 +722,24 @@ export class ServiceDatabase<Models> {
           // and failing would end the process with 1 while its stop goes on.
           await new Promise<never>(() => undefined);
         }
+        if (db.hasClaimEnds) {
+          const counter = prunedCounterOf(this.broker);
+          const pruning: Periodic = new Periodic(
+            db.pruneEveryMs,
+            async () => void (await db.pruneClaimEnds(undefined, () => pruning.stopping, counter)),
+            (err) =>
+              this.logger.warn('pruning the claims of ends failed; the next run tries again', {
+                error: err instanceof Error ? err.message : String(err),
+              }),
+          );
+          db.pruning = pruning;
+          pruning.start();
+        }
       },
       async stopped() {
         unregisterHealthCheck(this.broker, checkName);
+        await db.pruning?.stop();
+        db.pruning = undefined;
         await db.close();
       },
     };

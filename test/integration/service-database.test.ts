@@ -16,7 +16,7 @@ function thingsDatabase(iso: Isolation, service: string, dbCommandMetrics = fals
     },
     service,
     (connection) => ({ Thing: connection.model('Thing', new mongoose.Schema({ n: Number })) }),
-    100,
+    { probeEveryMs: 100 },
   );
 }
 
