@@ -129,6 +129,7 @@ async function cashOf(courier: { id: string }, query = '') {
 /** Somewhere a few hundred metres from the pickup, and farther out. */
 const NEAR = { lat: ORIGIN.lat + 0.003, lon: ORIGIN.lon + 0.002 };
 const FARTHER = { lat: ORIGIN.lat + 0.02, lon: ORIGIN.lon - 0.015 };
+const FAR_FROM_ORIGIN = { lat: ORIGIN.lat + 1, lon: ORIGIN.lon };
 
 describe('a delivery driven to the door through the courier API', () => {
   it('is offered to the nearest courier, accepted, and shows every step to the merchant', async () => {
@@ -641,6 +642,61 @@ describe('pay-on-delivery and cancel', () => {
         reference: `collected:${deliveryId}`,
       }),
     ]);
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
+  it('a cancel racing the collection: one wins, ten times; refunded once when it is the cancel, never when it is the collection', async () => {
+    // Which of them wins is the race's (both do, over ten rounds); each round has one winner.
+    const couriers: Courier[] = [];
+    for (let round = 0; round < 10; round++) {
+      const courier = await courierAt({
+        lat: ORIGIN.lat + 0.005 + round * 0.0005,
+        lon: ORIGIN.lon + 0.006,
+      });
+      couriers.push(courier);
+      const { merchant, packageId, deliveryId } = await paidDelivery({
+        courierSelection: 'SPECIFIC',
+        courierId: courier.id,
+      });
+      const offer = await offerOf(courier);
+      await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
+      const path = `/courier/deliveries/${deliveryId}`;
+      expect((await asCourier(courier, 'POST', `${path}/arrived-at-pickup`)).status).toBe(200);
+      const code = await codeSent(deliveryId, 'COLLECTION_CODE');
+      const debited = Number(await balanceOf(base(), merchant));
+      const [cancelled, collected] = await Promise.all([
+        cancelDelivery(base(), merchant, deliveryId),
+        asCourier(courier, 'POST', `${path}/collected`, { code }),
+      ]);
+      const won = cancelled.status === 201 ? 'CANCELLED' : 'COLLECTED';
+      // Exactly one of them, the other refused with the status the winner left.
+      expect([cancelled.status, collected.status]).toEqual(
+        won === 'CANCELLED' ? [201, 409] : [400, 200],
+      );
+      const loser = won === 'CANCELLED' ? collected : cancelled;
+      expectErrorEnvelope(loser, loser.status);
+      expect((await getDelivery(base(), merchant, deliveryId)).body.data.status).toBe(won);
+      const refundsOf = async () =>
+        (await entriesOf(base(), merchant)).filter((e) => e.type === 'REFUND');
+      if (won === 'CANCELLED') {
+        await eventually(async () => expect(await refundsOf()).toHaveLength(1));
+        await eventually(async () =>
+          expect(await freePackages(base(), merchant)).toContain(packageId),
+        );
+        expect(Number(await balanceOf(base(), merchant))).toBe(100_000);
+      } else {
+        // Nothing given back: no refund, the packages still held.
+        await eventually(async () => {
+          const current = await asCourier(courier, 'GET', '/courier/deliveries/current');
+          expect(current.body.data).toMatchObject({ id: deliveryId, status: 'COLLECTED' });
+        });
+        expect(await refundsOf()).toEqual([]);
+        expect(Number(await balanceOf(base(), merchant))).toBe(debited);
+        expect(await freePackages(base(), merchant)).not.toContain(packageId);
+      }
+    }
+    // Nobody near ORIGIN for the tests after this one.
+    for (const courier of couriers) await report(courier, FAR_FROM_ORIGIN);
     expect(await ledgerIsClean(base())).toBe(true);
   });
 
