@@ -556,6 +556,48 @@ describe('checkout payment', () => {
     );
   });
 
+  it('a cancel racing the checkout’s payment, ten times: cancelled, the money paid back to the wallet exactly once', async () => {
+    const merchants: Party[] = [];
+    for (let round = 0; round < 10; round++) {
+      const who = await merchant(0);
+      merchants.push(who);
+      const packageId = await savePackage(base(), who);
+      const reply = await requestDelivery(base(), who, [packageId], {
+        paymentMethodType: 'CHECKOUT',
+      });
+      expect(reply.status).toBe(201);
+      const deliveryId = (reply.headers.get('location') as string).split('/').pop() as string;
+      const { deliveryFee } = reply.body.data;
+      const { authorization_url: url, reference } = reply.body.data.data;
+      // Paid first, the cancel refunds it; cancelled first, the payment is refused and order
+      // credits it back all the same: under one reference, so never both.
+      const [cancelled, paid] = await Promise.all([
+        cancelDelivery(base(), who, deliveryId),
+        postForm(base(), `${pagePath(url)}/pay`),
+      ]);
+      expect([cancelled.status, paid.status]).toEqual([201, 303]);
+      await eventually(
+        async () => {
+          const entries = await entriesOf(base(), who);
+          expect(entries).toEqual([
+            expect.objectContaining({
+              amount: deliveryFee.creator.amount,
+              reference: `refund:${reference}`,
+            }),
+          ]);
+        },
+        { timeout: 20_000 },
+      );
+      const got = (await getDelivery(base(), who, deliveryId)).body.data;
+      expect(got.status).toBe('CANCELLED');
+      expect(await freePackages(base(), who)).toEqual([packageId]);
+    }
+    // Sweeps of payment and order later, still once each.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    for (const who of merchants) expect(await entriesOf(base(), who)).toHaveLength(1);
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
   it('RECIPIENT: the recipient gets a payment link; paying it makes the delivery eligible', async () => {
     const who = await merchant(0);
     const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
