@@ -144,6 +144,16 @@ export class MetricTable {
     return this.add(name, () => new CountFamily(name, help, 'counter', labelNames));
   }
 
+  /**
+   * A counter several services of the broker count in (one per database, say): made by the
+   * first to ask, the same family for the others.
+   */
+  sharedCounter(name: string, help: string, labelNames: Labels): CountFamily {
+    const made = this.families.get(name);
+    if (made instanceof CountFamily) return made;
+    return this.counter(name, help, labelNames);
+  }
+
   gauge(name: string, help: string, labelNames: Labels): CountFamily {
     return this.add(name, () => new CountFamily(name, help, 'gauge', labelNames));
   }

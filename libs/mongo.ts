@@ -374,37 +374,22 @@ export function commandCollection(event: Pick<CommandStartedEvent, 'commandName'
 }
 
 type CommandCounter = ReturnType<MetricTable['counter']>;
-const commandCounters = new WeakMap<ServiceBroker, CommandCounter>();
 
 /** `waybill_db_commands_total` of the broker, shared by the databases of its services. */
-function commandCounterOf(broker: ServiceBroker): CommandCounter {
-  let counter = commandCounters.get(broker);
-  if (!counter) {
-    counter = metricTableOf(broker).counter(
-      'waybill_db_commands_total',
-      'Database commands sent, by database, collection and command (DB_COMMAND_METRICS)',
-      ['database', 'collection', 'command'],
-    );
-    commandCounters.set(broker, counter);
-  }
-  return counter;
-}
-
-const prunedCounters = new WeakMap<ServiceBroker, CommandCounter>();
+const commandCounterOf = (broker: ServiceBroker): CommandCounter =>
+  metricTableOf(broker).sharedCounter(
+    'waybill_db_commands_total',
+    'Database commands sent, by database, collection and command (DB_COMMAND_METRICS)',
+    ['database', 'collection', 'command'],
+  );
 
 /** `waybill_db_claim_ends_pruned_total` of the broker, shared by its services' databases. */
-function prunedCounterOf(broker: ServiceBroker): CommandCounter {
-  let counter = prunedCounters.get(broker);
-  if (!counter) {
-    counter = metricTableOf(broker).counter(
-      'waybill_db_claim_ends_pruned_total',
-      'Claims of ends deleted once no caller reads them, by database and collection',
-      ['database', 'collection'],
-    );
-    prunedCounters.set(broker, counter);
-  }
-  return counter;
-}
+const prunedCounterOf = (broker: ServiceBroker): CommandCounter =>
+  metricTableOf(broker).sharedCounter(
+    'waybill_db_claim_ends_pruned_total',
+    'Claims of ends deleted once no caller reads them, by database and collection',
+    ['database', 'collection'],
+  );
 
 /**
  * Where a MongoDB URL points, for messages and logs: its hosts, without the credentials, the

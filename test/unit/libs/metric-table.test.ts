@@ -49,4 +49,13 @@ describe('a metric table', () => {
     expect(() => table.gauge('x_total', 'X again', [])).toThrow('metric x_total is defined twice');
     expect(() => family.of('1', '2')).toThrow('expected 1 label values, got 2');
   });
+
+  it('gives the services of a broker one shared counter, counted by each', () => {
+    const table = new MetricTable();
+    const first = table.sharedCounter('shared_total', 'Shared', ['db']);
+    first.of('a').value += 2;
+    table.sharedCounter('shared_total', 'Shared', ['db']).of('b').value++;
+    expect(table.sharedCounter('shared_total', 'Shared', ['db'])).toBe(first);
+    expect(table.text()).toContain('shared_total{db="a"} 2\nshared_total{db="b"} 1');
+  });
 });
