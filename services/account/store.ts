@@ -129,11 +129,35 @@ export class AccountStore {
     return this.models().User.findById(userId).lean();
   }
 
-  /** Stores the user, then their contacts (`enterContacts`). */
+  /**
+   * Stores the user, then their contacts (`enterContacts`). A phone already another user's is
+   * marked shared first: a creation stopped before its contacts are entered (the database
+   * busy) left the phone naming that other user alone, who was then linked to, and shown, the
+   * deliveries sent to this one (decision 107).
+   */
   async createUser(fields: { name: string; email: string; phone: string }) {
+    await this.markPhoneSharedAhead(fields);
     const user = (await this.models().User.create(fields)).toObject();
     await this.enterContacts(user);
     return user;
+  }
+
+  /**
+   * Marks the phone shared when another user holds it, unless the e-mail is entered: the
+   * creation is then a repeat (refused), whose user may be the phone's. A creation stopped
+   * before its e-mail entered its phone neither, so the phone's holder is someone else.
+   */
+  private async markPhoneSharedAhead({ email, phone }: { email: string; phone: string }) {
+    const { UserContact } = this.models();
+    const phoneId = `phone:${phone}`;
+    const [byEmail, byPhone] = await Promise.all([
+      UserContact.findById(`email:${email}`).lean(),
+      UserContact.findById(phoneId).lean(),
+    ]);
+    if (byEmail || !byPhone) return;
+    await insertOnce(() =>
+      UserContact.create({ _id: `${phoneId}:shared`, userId: byPhone.userId }),
+    );
   }
 
   /**

@@ -124,3 +124,22 @@ it('enters the contacts of users stored before them: all at the first pass, then
   // The two share a phone: it names neither.
   expect(await store.userByContact({ phone: '+2348031110011' })).toBeNull();
 });
+
+it('names nobody by a phone another user has when a creation stops before its contacts are entered', async () => {
+  const phone = '+2348031110021';
+  const first = await store.createUser({ name: 'First', email: 'first.holder@example.com', phone });
+  // The second user is stored; entering its contacts fails (the database busy).
+  const entering = jest
+    .spyOn(store, 'enterContacts')
+    .mockRejectedValueOnce(new Error('database is busy'));
+  await expect(
+    store.createUser({ name: 'Second', email: 'second.sharer@example.com', phone }),
+  ).rejects.toThrow('database is busy');
+  entering.mockRestore();
+  // A delivery for the second, by their phone and an e-mail not entered: not the first's.
+  expect(await store.userByContact({ email: 'second.sharer@example.com', phone })).toBeNull();
+  expect(await store.userByContact({ phone })).toBeNull();
+  expect(await store.userByContact({ email: 'first.holder@example.com' })).toMatchObject({
+    _id: first._id,
+  });
+});
