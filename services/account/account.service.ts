@@ -245,12 +245,14 @@ export function createAccountService(config: Config): ServiceDefinition {
           const key = await store.findKey(keyId);
           if (!key) throw notFound(`API key ${keyId} not found`);
           if (!key.revokedAt) await store.revokeKey(keyId);
+          // Before the place is given back: gateways forget the key at once even when that
+          // fails (the caller's retry gives it back).
+          await broadcast(ctx, API_KEY_REVOKED_EVENT, { keyId, hash: key.hash });
           // Again on a repeat: a revocation that stopped before it leaves the place held.
           await givePlaceBack(store.keyPlaces, key.userId, {
             id: keyId,
             place: key.place ?? undefined,
           });
-          await broadcast(ctx, API_KEY_REVOKED_EVENT, { keyId, hash: key.hash });
           return null;
         },
       }),
