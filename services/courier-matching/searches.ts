@@ -479,8 +479,14 @@ export class Searches {
         at: offeredAt,
       });
       if (held) {
-        await couriers.setBusy(courierId, true, offer._id);
+        // The end is looked for even when the mark fails (Redis away a moment): an end claimed
+        // since this step read none found no offer n to withdraw, and nothing else would.
+        const marking = await couriers.setBusy(courierId, true, offer._id).then(
+          () => null,
+          (err: unknown) => ({ err }),
+        );
         if (await this.withdrawIfEnded(offer)) return;
+        if (marking) throw marking.err;
         if (await this.withdrawIfRetired(search, offer)) continue;
         return this.awaitAnswer(search, offer, offeredAt);
       }

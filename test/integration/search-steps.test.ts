@@ -103,6 +103,32 @@ it('notes an offer’s number on the search before it claims the offer, so that 
   expect((await store.hold(courierId))?.deliveryId).toBe(deliveryId);
 });
 
+it('withdraws an offer whose search ended as it was made, even when marking its courier busy fails', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const deliveryId = randomUUID();
+  // Order's end lands after this step read none, before its offer's hold is claimed.
+  const watched = Object.create(store) as SearchStore;
+  watched.claimHold = async (hold) => {
+    const held = await store.claimHold(hold);
+    await store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at: new Date() });
+    return held;
+  };
+  const freed: string[] = [];
+  const positions = positionsNoting(freed);
+  const failing = Object.create(positions) as CourierPositions;
+  failing.setBusy = async (courierId, busy, offerId) => {
+    if (busy) throw new Error('Redis is away a moment');
+    return positions.setBusy(courierId, busy, offerId);
+  };
+  const courierId = await courierInReach(positions);
+  await store.claimSearch(searchRecord(deliveryId));
+  await searchesOver(watched, failing).advance(deliveryId);
+  expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('WITHDRAWN');
+  expect(await store.hold(courierId)).toBeNull();
+  expect(freed).toEqual([courierId]);
+});
+
 /**
  * A search whose one offer its courier accepted, the delivery's (the hold as versions before
  * wrote it, DELIVERY), ended ASSIGNED: the end naming the offer when `named`.
