@@ -396,6 +396,12 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
             `Webhook delivery ${message._id} is still queued; its next attempt is on its way`,
           );
         }
+        // Read PENDING, it may have been concluded since: a dispatcher writes the message, then
+        // takes its entry off the queue, so once the entry is ours the message read again is
+        // final. The replay's attempt follows its last one; from the count read before, it
+        // would find that attempt taken and be concluded from it, sending nothing.
+        const settled =
+          message.status === 'PENDING' ? ((await store.message(message._id)) ?? message) : message;
         try {
           await store.updateMessage(message._id, { status: 'PENDING' });
         } catch (err) {
@@ -403,9 +409,10 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           await store.dequeue(message._id);
           throw err;
         }
-        await store.reschedule(message._id, { nextAttemptAt: at });
-        const pending = { ...message, status: 'PENDING' as const };
-        return toWebhookDeliveryView(pending, await store.attemptsOf(message), queued);
+        const { attempts } = settled;
+        await store.reschedule(message._id, { nextAttemptAt: at, attempts });
+        const pending = { ...settled, status: 'PENDING' as const };
+        return toWebhookDeliveryView(pending, await store.attemptsOf(settled), queued);
       },
     }),
   };

@@ -92,3 +92,37 @@ it('queues a message once when replayed several times at once, and it reads PEND
   expect((await store.message(messageId))?.status).toBe('PENDING');
   expect(await store.queued(messageId)).toEqual(entry);
 });
+
+it('replays a message read PENDING that its dispatcher concluded meanwhile as the attempt after its last', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  await fanOut(store, [publishedEvent(userId, 1)], 'staging', new Date());
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  // Read PENDING, before any attempt; its first attempt is then concluded, delivered, and its
+  // entry taken off the queue.
+  let concluded = false;
+  const late = new Proxy(store, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop);
+      if (prop !== 'message') {
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      }
+      return async (messageId: string) => {
+        const read = await target.message(messageId);
+        if (!concluded) {
+          concluded = true;
+          await target.updateMessage(messageId, { status: 'DELIVERED', attempts: 1 });
+          await target.dequeue(messageId);
+        }
+        return read;
+      };
+    },
+  });
+  const params = { webhookId: endpoint._id, webhookDeliveryId: message._id };
+  const view = await replay(late, userId, params);
+  // Its attempt is the second: the first, taken, would be concluded again, and nothing sent.
+  expect(await store.queued(message._id)).toMatchObject({ replay: true, attempts: 1 });
+  expect(view).toMatchObject({ status: 'PENDING' });
+  expect((await store.message(message._id))?.status).toBe('PENDING');
+});
