@@ -150,9 +150,16 @@ export class Dispatcher {
     await Promise.allSettled([...this.inFlight.values(), this.pruning]);
   }
 
-  /** Reads the queue and starts what is due; attempts that end start the next at once. */
-  async look(now: Date): Promise<void> {
+  /**
+   * Reads the queue and starts what is due; attempts that end start the next at once. What it
+   * starts is dated `lookedAt` plus the time its reads took (up to three of a long queue):
+   * dated when the look began, an attempt looked older than it was, and another replica took
+   * it for abandoned before its deadline, sending the next while it was still under way.
+   */
+  async look(lookedAt: Date): Promise<void> {
+    const began = Date.now();
     this.lanes = lanesOf(await this.readQueue());
+    const now = new Date(lookedAt.getTime() + (Date.now() - began));
     this.passed.clear();
     for (const [id, cached] of this.targets) {
       if (cached.until <= now.getTime()) this.targets.delete(id);

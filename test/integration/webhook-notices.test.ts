@@ -323,10 +323,41 @@ describe('a failing streak another dispatcher ended', () => {
     await dispatcher.look(later(disableAfterMs + 300));
     await dispatcher.settle();
     expect(disables).toBe(0);
-    expect(await store.endpoint(webhookId)).toMatchObject({
-      status: 'ACTIVE',
-      failingSince: later(disableAfterMs + 300),
+    const stored = await store.endpoint(webhookId);
+    expect(stored?.status).toBe('ACTIVE');
+    // This failure's moment: its look's, and the time that look's reads took.
+    const streak = new Date(stored?.failingSince as Date).getTime();
+    expect(streak).toBeGreaterThanOrEqual(later(disableAfterMs + 300).getTime());
+    expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
+  });
+
+  it('dates an attempt after the reads of the queue its look made, not when the look began', async () => {
+    const endpoint = endpointRecord(randomUUID(), { createdAt: new Date('2033-01-01T00:00:00Z') });
+    await store.insertEndpoint(endpoint);
+    const at = new Date('2033-01-01T00:00:10Z');
+    await queueMessage(endpoint._id, at);
+    // A long queue's reads, as slow as they get.
+    const slowQueue = Object.create(store) as WebhookStore;
+    slowQueue.queue = async (...args) => {
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      return store.queue(...args);
+    };
+    const config = loadConfig({ ...process.env, WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs) });
+    const dispatcher = new Dispatcher({
+      store: slowQueue,
+      config: config.webhook,
+      appEnv: config.appEnv,
+      box: new SecretBox('dated-test'),
+      logger: () => broker.getLogger('dispatcher-test'),
+      recordDisable: async (_endpoint, disabledAt) => disabledAt,
     });
+    await dispatcher.look(at);
+    await dispatcher.settle();
+    const [message] = await store.messagesOf(endpoint._id, 1, 0);
+    const attempt = await store.attempt(message._id, 1);
+    expect(new Date(attempt?.startedAt as Date).getTime()).toBeGreaterThanOrEqual(
+      at.getTime() + 400,
+    );
   });
 
   it('logs the disable without the query of the URL, where a token often is', async () => {
