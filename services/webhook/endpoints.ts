@@ -380,7 +380,9 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           attempts: message.attempts,
           firstAttemptAt: at,
           nextAttemptAt: at,
-          ephemeral: false,
+          // A position replayed is still one: tried once, and skipped if a later event of its
+          // delivery went since (it would show the delivery as it was).
+          ephemeral: message.type === 'courier.location',
           replay: true,
         };
         // Queued first, held: the entry (`_id` = the message's) is the replay's claim, which

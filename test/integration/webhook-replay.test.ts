@@ -126,3 +126,16 @@ it('replays a message read PENDING that its dispatcher concluded meanwhile as th
   expect(view).toMatchObject({ status: 'PENDING' });
   expect((await store.message(message._id))?.status).toBe('PENDING');
 });
+
+it('replays a courier position as a position: tried once, skipped once a later event went', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  const position = { ...publishedEvent(userId, 1), type: 'courier.location' as const };
+  await fanOut(store, [position], 'staging', new Date());
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  await store.updateMessage(message._id, { status: 'FAILED', attempts: 1 });
+  await store.dequeue(message._id);
+  await replay(store, userId, { webhookId: endpoint._id, webhookDeliveryId: message._id });
+  expect(await store.queued(message._id)).toMatchObject({ replay: true, ephemeral: true });
+});
