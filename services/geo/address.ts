@@ -12,7 +12,7 @@ import {
   findCountry,
   findState,
   geocodeText,
-  nearestCity,
+  nearestCities,
   type City,
   type Country,
   type State,
@@ -50,11 +50,22 @@ interface Place {
 const unresolvable = (field: string, message: string) =>
   badRequest(`${field}: ${message}`, [{ field, message }]);
 
+/**
+ * How far a point may be from the nearest known place that describes it (its state, LGA and
+ * so its tariff): farther than any land point of Nigeria is from one (some 76 km, by Lake
+ * Chad), far short of the 579 km from 0, 0, where a device without a fix puts its point, to
+ * Takoradi, which described it before.
+ */
+export const MAX_PLACE_DISTANCE_KM = 100;
+
 function placeAt(lat: number, lon: number, field: string): Place {
-  const nearest = nearestCity(lat, lon);
+  const [nearest] = nearestCities(lat, lon, 1, MAX_PLACE_DISTANCE_KM);
   const country = nearest ? findCountry(nearest.city.countryCode) : undefined;
   if (!nearest || !country) {
-    throw unresolvable(field, `no known place near ${lat}, ${lon}`);
+    throw unresolvable(
+      field,
+      `no known place within ${MAX_PLACE_DISTANCE_KM} km of ${lat}, ${lon}; check the coordinates (0, 0 is where a device without a location fix puts them)`,
+    );
   }
   const state = nearest.city.admin1Id ? findState(nearest.city.admin1Id) : undefined;
   return { lat, lon, city: nearest.city, state, country, centre: false };

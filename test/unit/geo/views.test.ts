@@ -54,4 +54,26 @@ describe('resolvePlace', () => {
     expect(keys).not.toContain('centerLat');
     expect(keys).not.toContain('contactName');
   });
+
+  it('refuses a point farther than MAX_PLACE_DISTANCE_KM from any known place, naming the field', () => {
+    const refusal = (at: { lat: number; lon: number }) => {
+      try {
+        resolvePlace(at, 'destination');
+      } catch (err) {
+        return err as { code: number; data: { errors: { field: string; message: string }[] } };
+      }
+      throw new Error(`resolved ${JSON.stringify(at)}`);
+    };
+    const nowhere = refusal({ lat: 0, lon: 0 });
+    expect(nowhere.code).toBe(400);
+    expect(nowhere.data.errors).toEqual([
+      { field: 'destination', message: expect.stringMatching(/no known place within 100 km/) },
+    ]);
+    // Out at sea off Lagos: 237 km from the shore's towns.
+    expect(refusal({ lat: 4.3, lon: 3.5 }).code).toBe(400);
+    // Where Nigeria's known places are farthest apart, by Lake Chad, it is still described.
+    expect(resolvePlace({ lat: 13.5, lon: 14 }, 'destination')).toMatchObject({
+      countryCode: 'NG',
+    });
+  });
 });
