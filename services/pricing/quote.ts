@@ -1,4 +1,5 @@
 import { call, type Caller } from '../../libs/contracts';
+import { MAX_AMOUNT_KOBO } from '../../libs/contracts/payment';
 import type { AddressInput } from '../../libs/contracts/geo';
 import type {
   PricedDelivery,
@@ -6,7 +7,7 @@ import type {
   QuoteLoadParams,
   UrgencyType,
 } from '../../libs/contracts/pricing';
-import { badRequest, notFound } from '../../libs/errors';
+import { badRequest, notFound, unprocessable } from '../../libs/errors';
 import { formatKg, formatNaira, kgToGrams, nairaToKobo } from '../../libs/money';
 import type { WaybillContext } from '../../libs/service';
 import { matchRule, type CourierRule } from './courier-rules';
@@ -122,6 +123,13 @@ export async function priceLoad(
     },
     tariff,
   );
+  // Only a courier's rule set past all sense prices this high (up to ₦10 billion a kg, by up
+  // to 100 t): no payment could take it, and past 2^53 kobo the sums lose kobo.
+  if (fees.total > MAX_AMOUNT_KOBO) {
+    throw unprocessable(
+      `This delivery would cost more than one payment can be (${formatNaira(MAX_AMOUNT_KOBO)} NGN); split the load over several deliveries, or choose another courier`,
+    );
+  }
   return { route, choice, fees, load, rule, fleet };
 }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { call } from '../../libs/contracts';
 import type { AddressInput } from '../../libs/contracts/geo';
@@ -274,6 +275,22 @@ describe('pricing.quote', () => {
       expect.objectContaining({ field: 'packagesId', message: expect.stringMatching(/at most/) }),
     ]);
     const err = await rejectionOf(() => quoteOf(ids, c));
+    expect(callError(err)).toEqual(httpError(http));
+  });
+
+  it('refuses a price more than one payment can be (422), as Mode A does', async () => {
+    // A courier's own price set past all sense: ₦10 billion a kg.
+    const dear = randomUUID();
+    const rule = await request(stack.node.url, 'POST', '/admin/pricing/courier-rules', {
+      headers: adminHeaders,
+      json: { courierId: dear, from: 'Lagos', to: 'Lagos', amountKobo: 1e12, isPerKg: true },
+    });
+    expect(rule.status).toBe(201);
+    const c = base({ courierId: dear });
+    const http = await modeA(packageIds.slice(0, 2), c);
+    expect(http.status).toBe(422);
+    expect(http.body.message).toMatch(/more than one payment can be \(10000000000\.00 NGN\)/);
+    const err = await rejectionOf(() => quoteOf(packageIds.slice(0, 2), c));
     expect(callError(err)).toEqual(httpError(http));
   });
 });
