@@ -99,6 +99,8 @@ export interface Config {
   quota: { limit: number; windowSeconds: number };
   /** Failed authentications allowed per client address per window (gateway/auth-throttle). */
   authFailures: { limit: number; windowSeconds: number };
+  /** Requests of the public pages (tracking, checkout) per client address per window. */
+  pageRequests: { limit: number; windowSeconds: number };
   /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed. */
   trustProxyHops: number;
   apiKeyCacheSeconds: number;
@@ -503,6 +505,19 @@ const declaredEnvSchema = Joi.object({
     .max(86400)
     .default(60)
     .description('Length of the failed-authentication window in seconds'),
+  PAGE_REQUEST_LIMIT: Joi.number()
+    .integer()
+    .min(1)
+    .default(600)
+    .description(
+      'Requests of the pages anyone with a link may open (tracking pages and their streams, checkout pages) allowed per client address per window; further ones get 429. Mobile carriers put many people behind one address: keep it generous',
+    ),
+  PAGE_REQUEST_WINDOW_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .max(86400)
+    .default(60)
+    .description('Length of the page request window in seconds'),
   TRUST_PROXY_HOPS: Joi.number()
     .integer()
     .min(0)
@@ -1145,6 +1160,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailures: {
       limit: value.AUTH_FAILURE_LIMIT,
       windowSeconds: value.AUTH_FAILURE_WINDOW_SECONDS,
+    },
+    pageRequests: {
+      limit: value.PAGE_REQUEST_LIMIT,
+      windowSeconds: value.PAGE_REQUEST_WINDOW_SECONDS,
     },
     trustProxyHops: value.TRUST_PROXY_HOPS,
     apiKeyCacheSeconds: value.API_KEY_CACHE_SECONDS,

@@ -335,7 +335,11 @@ async function main(): Promise<number> {
     log(`starting the platform (namespace ${iso.namespace})`);
     // Every request comes from one address, and the checks send many without credentials:
     // neither the quota nor the failed-authentication throttle may turn those into 429s.
-    const limits = { QUOTA_LIMIT: '1000000', AUTH_FAILURE_LIMIT: '1000000' };
+    const limits = {
+      QUOTA_LIMIT: '1000000',
+      AUTH_FAILURE_LIMIT: '1000000',
+      PAGE_REQUEST_LIMIT: '1000000',
+    };
     // Offline, only local hosts resolve: webhook endpoints on them let the stateful phase
     // follow a created endpoint's links (rotate, list, delete).
     const webhooks = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };

@@ -298,6 +298,32 @@ export function adminGuard(options: AdminGuardOptions): Middleware {
 
 const ADMIN_CREDENTIAL = 'admin token';
 
+export interface PageThrottleOptions {
+  config: Pick<Config, 'pageRequests' | 'trustProxyHops'>;
+  limiter: QuotaLimiter;
+}
+
+/**
+ * Requests of the pages anyone with a link may open (a tracking page and its stream, a
+ * checkout page) per client address, counted in Redis across replicas: past
+ * `PAGE_REQUEST_LIMIT` in a window they get 429 with `Retry-After`. No key's quota covers
+ * them, and each costs reads and calls (a tracking page: its delivery, stops and courier).
+ * While Redis cannot be reached they are served uncounted, as the pages matter more.
+ */
+export function pageThrottle({ config, limiter }: PageThrottleOptions): Middleware {
+  return middleware(async (req) => {
+    const address = clientAddress(req, config.trustProxyHops);
+    await unlessUncountable(async () => {
+      const decision = await limiter.consume(address, config.pageRequests);
+      if (decision.allowed) return;
+      throw tooManyRequests(
+        `Too many requests from your address; retry in ${decision.resetSeconds} seconds`,
+        decision.resetSeconds,
+      );
+    });
+  });
+}
+
 /** Counts, unless the count's store is unreachable (its 503): then nothing is counted. */
 async function unlessUncountable(count: () => Promise<void>): Promise<void> {
   try {

@@ -21,7 +21,14 @@ import { version } from '../../package.json';
 import { ApiKeyAuthenticator } from './api-key-auth';
 import { AuthFailureThrottle } from './auth-throttle';
 import { CourierTokenAuthenticator } from './courier-auth';
-import { accessLog, adminGuard, apiKeyGuard, courierGuard, transferGuard } from './edge';
+import {
+  accessLog,
+  adminGuard,
+  apiKeyGuard,
+  courierGuard,
+  pageThrottle,
+  transferGuard,
+} from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
 import { httpAnswerRecorder, routeTemplates, type HttpAnswer } from './http-metrics';
 import { IdempotencyStore } from './idempotency';
@@ -98,6 +105,10 @@ export function createGatewayService(
     new QuotaLimiter(redis, `${config.namespace}:auth-failures:`),
     config.authFailures,
   );
+  const pages = pageThrottle({
+    config,
+    limiter: new QuotaLimiter(redis, `${config.namespace}:page-requests:`),
+  });
   const idempotency = new IdempotencyStore(redis, `${config.namespace}:idempotency:`, {
     pendingMs: Math.max(2 * config.requestTimeoutMs, 60_000),
     keepMs: 24 * 3600_000,
@@ -167,8 +178,9 @@ export function createGatewayService(
     onAfterCall: afterCall(httpOf),
     use: (group, body, readBody) => {
       // No credentials: the page's unguessable reference, the webhook's signature, are the
-      // services' to check. No quota and no Idempotency-Key either.
-      if (group === 'checkout' || group === 'track') return [log, methods];
+      // services' to check. No key's quota and no Idempotency-Key either: the pages count
+      // per client address.
+      if (group === 'checkout' || group === 'track') return [log, methods, pages];
       if (group === 'webhooks') return [log, methods, rawBodyReader(rawHeaders)];
       if (group === 'admin') {
         return [log, methods, adminGuard({ config, authFailures }), ...readBody];

@@ -31,6 +31,9 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   504: 'A service did not answer in time; retry (a `POST` with the same `Idempotency-Key`)',
 };
 
+const PAGE_REQUESTS_429 =
+  'Too many requests of the pages from your address (`PAGE_REQUEST_LIMIT`); see `Retry-After`';
+
 /** What a status means in one group, where the groups differ. */
 const GROUP_ERROR_DESCRIPTIONS: Partial<Record<RouteGroup, Record<number, string>>> = {
   api: { 403: 'A client-app (publishable) key: it may call /file only; use a server-only key' },
@@ -45,6 +48,8 @@ const GROUP_ERROR_DESCRIPTIONS: Partial<Record<RouteGroup, Record<number, string
     403: 'The courier is retired (inactive), or the call came from a browser',
     429: 'Too many failed authentications from your address; see `Retry-After`',
   },
+  checkout: { 429: PAGE_REQUESTS_429 },
+  track: { 429: PAGE_REQUESTS_429 },
 };
 
 /** The statuses of a group's credentials checks: its key or token, its quota, a signature. */
@@ -53,8 +58,8 @@ const GROUP_STATUSES: Record<RouteGroup, number[]> = {
   file: [401, 403, 429],
   admin: [401, 403, 429],
   courier: [401, 403, 429],
-  checkout: [],
-  track: [],
+  checkout: [429],
+  track: [429],
   webhooks: [401],
 };
 
@@ -492,6 +497,10 @@ function trackingPaths(definitions: ServiceDefinition[], mounted: MountedGroups)
             description: 'No delivery has this tracking id (an HTML page saying what to do)',
             content: { 'text/html': { schema: { type: 'string' } } },
           },
+          429: {
+            description: `${PAGE_REQUESTS_429} (an HTML page saying when to come back)`,
+            content: { 'text/html': { schema: { type: 'string' } } },
+          },
         },
       },
     },
@@ -510,7 +519,7 @@ function trackingPaths(definitions: ServiceDefinition[], mounted: MountedGroups)
           },
           404: envelope('No delivery has this tracking id'),
           429: envelope(
-            'Too many streams open from your address (TRACKING_MAX_STREAMS_PER_ADDRESS); see `Retry-After`',
+            'Too many streams open from your address (TRACKING_MAX_STREAMS_PER_ADDRESS), or too many requests of the pages from it (`PAGE_REQUEST_LIMIT`); see `Retry-After`',
           ),
           503: envelope('Too many streams open on the server; retry after `Retry-After`'),
         },

@@ -5,6 +5,7 @@ import { dropDatabases, isolation, startNode, type NodeProcess } from '../suppor
 const iso = isolation();
 let node: NodeProcess;
 const LIMIT = 4;
+const PAGE_LIMIT = 5;
 const THROTTLED = /^Too many failed authentications from your address; retry in \d+ seconds/;
 
 beforeAll(async () => {
@@ -19,6 +20,7 @@ beforeAll(async () => {
       AUTH_FAILURE_WINDOW_SECONDS: '60',
       TRUST_PROXY_HOPS: '1',
       API_KEY_CACHE_SECONDS: '0',
+      PAGE_REQUEST_LIMIT: String(PAGE_LIMIT),
     },
   });
 });
@@ -159,6 +161,26 @@ describe('failed authentications per client address', () => {
     expectErrorEnvelope(await admin(client, 'Bearer guess-last'), 429, /valid admin token/);
     expectErrorEnvelope(await admin(client, adminHeaders.authorization), 429, THROTTLED);
     expect((await admin('198.51.100.11', adminHeaders.authorization)).status).toBe(200);
+  });
+});
+
+describe('the public pages per client address', () => {
+  const page = (client: string, path: string) =>
+    fetch(`${node.url}${path}`, { headers: { 'x-forwarded-for': client } });
+
+  it(`answers the ${PAGE_LIMIT + 1}th request of tracking and checkout pages 429, each address apart`, async () => {
+    const client = '203.0.113.40';
+    const paths = ['/track/P2P-000000000000', '/track/P2P-000000000000/events', '/checkout/ck-x'];
+    const statuses: number[] = [];
+    for (let i = 0; i < PAGE_LIMIT; i++) statuses.push((await page(client, paths[i % 3])).status);
+    expect(statuses).toEqual(statuses.map(() => 404));
+    const refused = await page(client, paths[0]);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await refused.text()).toMatch(
+      /Too many requests from your address; retry in \d+ seconds/,
+    );
+    expect((await page('203.0.113.41', paths[0])).status).toBe(404);
   });
 });
 
