@@ -297,15 +297,18 @@ export class Dispatcher {
     if (cached) cached.endpoint = { ...cached.endpoint, ...changes };
   }
 
-  private async attempt(queued: QueuedRecord, now: Date): Promise<Outcome> {
+  private async attempt(queued: QueuedRecord, startedAt: Date): Promise<Outcome> {
     const { store } = this.deps;
-    const target = await this.target(queued.webhookId, now);
+    const began = Date.now();
+    const target = await this.target(queued.webhookId, startedAt);
     if (!target || target.endpoint.deleted) {
-      await this.give(queued, 'the endpoint was deleted', now);
+      await this.give(queued, 'the endpoint was deleted', startedAt);
       return { done: true };
     }
     // A disabled endpoint's messages wait: enabling it again sends them, in order.
     if (target.endpoint.status !== 'ACTIVE') return { passed: true };
+    // Dated as it is claimed, after the endpoint and its secrets were read (as `look` does).
+    const now = new Date(startedAt.getTime() + (Date.now() - began));
     const n = queued.attempts + 1;
     const claimed = await this.claim(queued, n, now);
     if (!claimed) {
@@ -558,7 +561,10 @@ export class Dispatcher {
     const stale: QueuedRecord[] = [];
     for (const lane of this.lanes.values()) {
       for (const message of lane.slice(1, -1)) {
-        if (message.ephemeral && stale.length < PRUNE_AT_ONCE) stale.push(message);
+        // A replay holds its entry until it has marked the message PENDING: skipped before,
+        // the mark would land after the skip, on a message no longer queued.
+        const held = message.replay === true && new Date(message.nextAttemptAt) > now;
+        if (message.ephemeral && !held && stale.length < PRUNE_AT_ONCE) stale.push(message);
       }
     }
     if (stale.length === 0) return;

@@ -23,7 +23,13 @@ import {
   type WebhookIdParams,
 } from './schemas';
 import type { SecretBox } from '../../libs/secret-box';
-import { endpointOwner, secretId, type EndpointRecord, type WebhookStore } from './store';
+import {
+  endpointOwner,
+  secretId,
+  type EndpointRecord,
+  type MessageRecord,
+  type WebhookStore,
+} from './store';
 import { toWebhookDeliveryView, toWebhookView, toWebhookWithSecret } from './views';
 
 export interface EndpointActionDeps {
@@ -62,6 +68,12 @@ async function resolveAll(resolve: Resolver, host: string): Promise<string[]> {
  * The integrator's endpoints: registered, listed, removed, their secret rotated, enabled again
  * after a disable, and their messages listed and replayed (docs/webhooks.md).
  */
+/** The refusal to replay a courier position skipped as stale. */
+const skippedNotSent = (messageId: string) =>
+  conflict(
+    `Webhook delivery ${messageId} is a courier position skipped as stale; it is not sent again`,
+  );
+
 export function createEndpointActions(deps: EndpointActionDeps): ServiceActions {
   const { store, config, appEnv, box } = deps;
   const now = deps.now ?? (() => new Date());
@@ -356,11 +368,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
             `Webhook delivery ${ctx.params.webhookDeliveryId} not found; list them with GET /api/webhooks/${endpoint._id}/deliveries`,
           );
         }
-        if (message.status === 'SKIPPED') {
-          throw conflict(
-            `Webhook delivery ${message._id} is a courier position skipped as stale; it is not sent again`,
-          );
-        }
+        if (message.status === 'SKIPPED') throw skippedNotSent(message._id);
         const at = now();
         // The retention sweep may be deleting it: queued now, it would be sent unlogged.
         if (message.status !== 'PENDING' && pastReplay(message, at, config.retentionMs)) {
@@ -398,13 +406,15 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
             `Webhook delivery ${message._id} is still queued; its next attempt is on its way`,
           );
         }
-        // Read PENDING, it may have been concluded since: a dispatcher writes the message, then
-        // takes its entry off the queue, so once the entry is ours the message read again is
-        // final. The replay's attempt follows its last one; from the count read before, it
-        // would find that attempt taken and be concluded from it, sending nothing.
-        const settled =
-          message.status === 'PENDING' ? ((await store.message(message._id)) ?? message) : message;
+        let settled: MessageRecord;
         try {
+          // Read before the entry was ours, the message may have been sent and concluded since
+          // (it was PENDING, or another replay's attempt went): a dispatcher writes the message,
+          // then takes its entry off the queue, so read again now it is final. The replay's
+          // attempt follows its last one; from a count read before, it would find that attempt
+          // taken and be concluded from it, sending nothing.
+          settled = (await store.message(message._id)) ?? message;
+          if (settled.status === 'SKIPPED') throw skippedNotSent(message._id);
           await store.updateMessage(message._id, { status: 'PENDING' });
         } catch (err) {
           // Not marked: not sent either (the log would keep its former status while it is).

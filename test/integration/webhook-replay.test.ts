@@ -2,10 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../libs/config';
 import { SecretBox } from '../../libs/secret-box';
 import type { WaybillContext } from '../../libs/service';
+import { Dispatcher } from '../../services/webhook/dispatcher';
 import { createEndpointActions } from '../../services/webhook/endpoints';
 import { fanOut } from '../../services/webhook/fan-out';
 import type { ReplayParams } from '../../services/webhook/schemas';
-import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
+import {
+  defineWebhookModels,
+  WebhookStore,
+  type MessageRecord,
+} from '../../services/webhook/store';
 import { useStoreDatabase } from '../support/store-database';
 import { endpointRecord, publishedEvent } from '../support/webhook-records';
 
@@ -19,7 +24,7 @@ const store = new WebhookStore(() => db.models);
 const config = loadConfig({ ...process.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
 
 /**
- * The store, its `message` reads held until `readers` of them are under way: every replay
+ * The store, its first `readers` `message` reads held until all are under way: every replay
  * reads the message as it was before any of them wrote.
  */
 function readingTogether(readers: number): WebhookStore {
@@ -29,6 +34,8 @@ function readingTogether(readers: number): WebhookStore {
       if (prop === 'message') {
         return async (messageId: string) => {
           const read = await target.message(messageId);
+          // The first read of each: a replay's read after its entry is queued goes at once.
+          if (waiting.length === readers) return read;
           await new Promise<void>((resolve) => {
             waiting.push(resolve);
             if (waiting.length === readers) for (const go of waiting) go();
@@ -93,16 +100,13 @@ it('queues a message once when replayed several times at once, and it reads PEND
   expect(await store.queued(messageId)).toEqual(entry);
 });
 
-it('replays a message read PENDING that its dispatcher concluded meanwhile as the attempt after its last', async () => {
-  const userId = randomUUID();
-  const endpoint = endpointRecord(userId);
-  await store.insertEndpoint(endpoint);
-  await fanOut(store, [publishedEvent(userId, 1)], 'staging', new Date());
-  const [message] = await store.messagesOf(endpoint._id, 1, 0);
-  // Read PENDING, before any attempt; its first attempt is then concluded, delivered, and its
-  // entry taken off the queue.
+/**
+ * The store, its first `message` read answered as it was, then `since` written and the
+ * message's entry taken off the queue: a dispatcher concluded an attempt right after the read.
+ */
+function concludedAfterFirstRead(since: Partial<MessageRecord>): WebhookStore {
   let concluded = false;
-  const late = new Proxy(store, {
+  return new Proxy(store, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop);
       if (prop !== 'message') {
@@ -112,19 +116,52 @@ it('replays a message read PENDING that its dispatcher concluded meanwhile as th
         const read = await target.message(messageId);
         if (!concluded) {
           concluded = true;
-          await target.updateMessage(messageId, { status: 'DELIVERED', attempts: 1 });
+          await target.updateMessage(messageId, since);
           await target.dequeue(messageId);
         }
         return read;
       };
     },
   });
+}
+
+it('replays a message read PENDING that its dispatcher concluded meanwhile as the attempt after its last', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  await fanOut(store, [publishedEvent(userId, 1)], 'staging', new Date());
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  // Read PENDING, before any attempt; its first attempt is then concluded, delivered.
+  const late = concludedAfterFirstRead({ status: 'DELIVERED', attempts: 1 });
   const params = { webhookId: endpoint._id, webhookDeliveryId: message._id };
   const view = await replay(late, userId, params);
   // Its attempt is the second: the first, taken, would be concluded again, and nothing sent.
   expect(await store.queued(message._id)).toMatchObject({ replay: true, attempts: 1 });
   expect(view).toMatchObject({ status: 'PENDING' });
   expect((await store.message(message._id))?.status).toBe('PENDING');
+});
+
+it('replays a delivered message whose other replay went meanwhile as the attempt after that one', async () => {
+  const userId = randomUUID();
+  const { endpoint, messageId } = await deliveredMessage(userId);
+  // Read after its first attempt; another replay's, the second, is then made and concluded.
+  const late = concludedAfterFirstRead({ status: 'DELIVERED', attempts: 2 });
+  await replay(late, userId, { webhookId: endpoint._id, webhookDeliveryId: messageId });
+  expect(await store.queued(messageId)).toMatchObject({ replay: true, attempts: 2 });
+});
+
+it('refuses to replay a message read PENDING that was skipped as stale meanwhile, queuing nothing', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  const position = { ...publishedEvent(userId, 1), type: 'courier.location' as const };
+  await fanOut(store, [position], 'staging', new Date());
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  const late = concludedAfterFirstRead({ status: 'SKIPPED', attempts: 1 });
+  const params = { webhookId: endpoint._id, webhookDeliveryId: message._id };
+  await expect(replay(late, userId, params)).rejects.toMatchObject({ code: 409 });
+  expect(await store.queued(message._id)).toBeNull();
+  expect((await store.message(message._id))?.status).toBe('SKIPPED');
 });
 
 it('replays a courier position as a position: tried once, skipped once a later event went', async () => {
@@ -138,4 +175,44 @@ it('replays a courier position as a position: tried once, skipped once a later e
   await store.dequeue(message._id);
   await replay(store, userId, { webhookId: endpoint._id, webhookDeliveryId: message._id });
   expect(await store.queued(message._id)).toMatchObject({ replay: true, ephemeral: true });
+});
+
+it('leaves a replayed position alone while its replay holds it, behind a change and before another', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  const deliveryId = randomUUID();
+  const [changed, position, changedAgain] = [1, 2, 3].map((sequence) => ({
+    ...publishedEvent(userId, sequence),
+    deliveryId,
+    ...(sequence === 2 ? { type: 'courier.location' as const } : {}),
+  }));
+  await fanOut(store, [changed, position, changedAgain], 'staging', new Date());
+  const messages = await store.messagesOf(endpoint._id, 3, 0);
+  const messageId = messages.find((m) => m.type === 'courier.location')?._id as string;
+  const queued = await store.queued(messageId);
+  // Tried once and failed; its owner replays it: the replay's entry, held while it marks it.
+  await store.updateMessage(messageId, { status: 'FAILED', attempts: 1 });
+  await store.dequeue(messageId);
+  const now = new Date();
+  const held = new Date(now.getTime() + 30_000);
+  await store.requeue({
+    ...(queued as NonNullable<typeof queued>),
+    attempts: 1,
+    replay: true,
+    nextAttemptAt: held,
+  });
+  const dispatcher = new Dispatcher({
+    store,
+    config: config.webhook,
+    appEnv: 'staging',
+    box: new SecretBox('held-replay-test'),
+    logger: () => ({ warn: () => undefined, info: () => undefined }) as never,
+    recordDisable: async (_endpoint, at) => at,
+  });
+  await dispatcher.look(now);
+  await dispatcher.settle();
+  await dispatcher.stop();
+  expect(await store.queued(messageId)).toMatchObject({ replay: true, nextAttemptAt: held });
+  expect((await store.message(messageId))?.status).toBe('FAILED');
 });
