@@ -145,16 +145,17 @@ export class AccountStore {
   /**
    * Marks the phone shared when another user holds it, unless the e-mail is entered: the
    * creation is then a repeat (refused), whose user may be the phone's. A creation stopped
-   * before its e-mail entered its phone neither, so the phone's holder is someone else.
+   * before its e-mail entered its phone neither, so the phone's holder is someone else. The
+   * phone is read first: contacts are entered e-mail first, so a phone found entered by a
+   * creation under way has its e-mail entered by the time it is read. A repeat of a creation
+   * whose contacts were never entered, sent with another's phone, marks that phone shared
+   * wrongly: the safe way, as a shared phone links nobody.
    */
   private async markPhoneSharedAhead({ email, phone }: { email: string; phone: string }) {
     const { UserContact } = this.models();
     const phoneId = `phone:${phone}`;
-    const [byEmail, byPhone] = await Promise.all([
-      UserContact.findById(`email:${email}`).lean(),
-      UserContact.findById(phoneId).lean(),
-    ]);
-    if (byEmail || !byPhone) return;
+    const byPhone = await UserContact.findById(phoneId).lean();
+    if (!byPhone || (await UserContact.exists({ _id: `email:${email}` }))) return;
     await insertOnce(() =>
       UserContact.create({ _id: `${phoneId}:shared`, userId: byPhone.userId }),
     );
