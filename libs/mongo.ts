@@ -36,9 +36,9 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
 export const CLAIM_END_LEASE_MS = 30_000;
 
 /** One claim of a claim's end (`claimEnd`): `<instance>:<attempt>`, and when it was claimed. */
+// Not indexed by `at`: pruning keeps the collections small, and a build at the start of the
+// version that begins pruning would hold the service unready while it indexed years of ends.
 const claimEndSchema = new mongoose.Schema({ _id: String, at: Date }, { versionKey: false });
-// For MongoDB, whose pruning then reads only the old ends (FerretDB 1.24 reads them all).
-claimEndSchema.index({ at: 1 });
 
 /** Every model `defineClaimEndModel` made: what `ServiceDatabase` prunes. */
 // The models differ in their names only; `any` is mongoose's own for a model of any document.
@@ -85,11 +85,12 @@ export async function claimEnd(
  * changes nothing `claimEnd` answers, unless a later attempt of its instance is still in its
  * lease: a caller would then win the first attempt again beside it. An instance goes whole,
  * once its last attempt is this old. Ten leases: a takeover racing the deletes is one of an
- * instance that waited for its end this long, in the milliseconds between a read and a delete.
+ * instance that waited for its end this long, between the look for a later attempt and the
+ * delete (a few round trips), or one whose pruning replica's clock runs minutes ahead.
  */
 export const CLAIM_END_KEPT_MS = 10 * CLAIM_END_LEASE_MS;
 
-/** Claims of ends read at once to prune, oldest first; a run reads at most ten such batches. */
+/** Claims of ends read at once to prune; a run reads at most ten such batches. */
 const PRUNED_AT_ONCE = 500;
 
 /**
@@ -114,8 +115,11 @@ export async function pruneClaimEnds(
     lastAttempt.set(instance, Math.max(lastAttempt.get(instance) ?? 0, Number(_id.slice(cut + 1))));
   }
   const instances = [...lastAttempt];
-  const pruned: string[] = [];
+  let deleted = 0;
+  // A few instances at a time, each deleted right after its look: the look stands only until
+  // a later attempt is taken, which an end waiting this long for its caller rarely is.
   for (let i = 0; i < instances.length; i += BULK_STATEMENTS) {
+    const pruned: string[] = [];
     await Promise.all(
       instances.slice(i, i + BULK_STATEMENTS).map(async ([instance, last]) => {
         // A later attempt, not yet old: it needs those below it.
@@ -123,8 +127,9 @@ export async function pruneClaimEnds(
         for (let attempt = 1; attempt <= last; attempt++) pruned.push(`${instance}:${attempt}`);
       }),
     );
+    deleted += await deleteManyById(ends, pruned);
   }
-  return { read: old.length, deleted: await deleteManyById(ends, pruned) };
+  return { read: old.length, deleted };
 }
 
 /** A bulk write refused only by unique indexes (each a race lost or a repeat). */
@@ -373,10 +378,11 @@ export function commandCollection(event: Pick<CommandStartedEvent, 'commandName'
   return typeof event.command.collection === 'string' ? event.command.collection : '';
 }
 
-type CommandCounter = ReturnType<MetricTable['counter']>;
+/** A counter of the broker's metric table. */
+type Counter = ReturnType<MetricTable['counter']>;
 
 /** `waybill_db_commands_total` of the broker, shared by the databases of its services. */
-const commandCounterOf = (broker: ServiceBroker): CommandCounter =>
+const commandCounterOf = (broker: ServiceBroker): Counter =>
   metricTableOf(broker).sharedCounter(
     'waybill_db_commands_total',
     'Database commands sent, by database, collection and command (DB_COMMAND_METRICS)',
@@ -384,7 +390,7 @@ const commandCounterOf = (broker: ServiceBroker): CommandCounter =>
   );
 
 /** `waybill_db_claim_ends_pruned_total` of the broker, shared by its services' databases. */
-const prunedCounterOf = (broker: ServiceBroker): CommandCounter =>
+const prunedCounterOf = (broker: ServiceBroker): Counter =>
   metricTableOf(broker).sharedCounter(
     'waybill_db_claim_ends_pruned_total',
     'Claims of ends deleted once no caller reads them, by database and collection',
@@ -461,7 +467,7 @@ export class ServiceDatabase<Models> {
   private answeredTries = 0;
   private logger: DatabaseLogger | undefined;
   /** Counts each command sent, when DB_COMMAND_METRICS asks for it. */
-  private commandCounter: CommandCounter | undefined;
+  private commandCounter: Counter | undefined;
   private readonly watchedClients = new WeakSet<MongoClient>();
   /** The pruning of claims of ends, while the service runs (`mixin`). */
   private pruning: Periodic | undefined;
@@ -489,7 +495,7 @@ export class ServiceDatabase<Models> {
   async pruneClaimEnds(
     now = () => new Date(),
     stopping = () => false,
-    counter?: CommandCounter,
+    counter?: Counter,
   ): Promise<number> {
     let deleted = 0;
     for (const model of Object.values(this.connection?.models ?? {})) {

@@ -190,7 +190,12 @@ async function main(): Promise<void> {
         : { lat: -60 + rand() * 130, lon: -180 + rand() * 360 }, // anywhere inhabited-ish
   );
   const nearest = time(points, (p) => nearestCity(p.lat, p.lon));
-  const resolve = time(points, (p) => resolvePlace({ lat: p.lat, lon: p.lon }, 'bench'));
+  // Each by a known place: a point more than MAX_PLACE_DISTANCE_KM from any is refused.
+  const placed = points.map((p) => {
+    const near = nearestCity(p.lat, p.lon);
+    return near ? { lat: near.city.lat + 0.01, lon: near.city.lon } : p;
+  });
+  const resolve = time(placed, (p) => resolvePlace({ lat: p.lat, lon: p.lon }, 'bench'));
   const texts = Array.from({ length: GEOCODE_QUERIES }, (_, i) => {
     const city = g.cities.nameOf(Math.floor(rand() * 2000));
     return i % 2 === 0 ? `${1 + (i % 90)} Some Street, ${city}` : `${city}, Nigeria`;
