@@ -58,17 +58,22 @@ const unresolvable = (field: string, message: string) =>
  */
 export const MAX_PLACE_DISTANCE_KM = 100;
 
-function placeAt(lat: number, lon: number, field: string): Place {
+/** The point described by the nearest known place, if one is within MAX_PLACE_DISTANCE_KM. */
+function placeNear(lat: number, lon: number): Place | undefined {
   const [nearest] = nearestCities(lat, lon, 1, MAX_PLACE_DISTANCE_KM);
   const country = nearest ? findCountry(nearest.city.countryCode) : undefined;
-  if (!nearest || !country) {
-    throw unresolvable(
-      field,
-      `no known place within ${MAX_PLACE_DISTANCE_KM} km of ${lat}, ${lon}; check the coordinates (0, 0 is where a device without a location fix puts them)`,
-    );
-  }
+  if (!nearest || !country) return undefined;
   const state = nearest.city.admin1Id ? findState(nearest.city.admin1Id) : undefined;
   return { lat, lon, city: nearest.city, state, country, centre: false };
+}
+
+function placeAt(lat: number, lon: number, field: string): Place {
+  const place = placeNear(lat, lon);
+  if (place) return place;
+  throw unresolvable(
+    field,
+    `no known place within ${MAX_PLACE_DISTANCE_KM} km of ${lat}, ${lon}; check the coordinates (0, 0 is where a device without a location fix puts them)`,
+  );
 }
 
 function placeOfCity(city: City): Place | undefined {
@@ -229,13 +234,10 @@ export async function resolveAddress(
   }
   const text = textOnly(input);
   const point = text && options.geocoder ? await options.geocoder.geocode(text) : null;
-  if (text && point) {
-    return describe(
-      placeAt(point.lat, point.lon, field),
-      typeof input === 'string' ? {} : input,
-      text,
-    );
-  }
+  // A point far from every known place is the geocoder's mistake, not the caller's (who sent
+  // no coordinates): the text is resolved offline instead.
+  const place = text && point ? placeNear(point.lat, point.lon) : undefined;
+  if (text && place) return describe(place, typeof input === 'string' ? {} : input, text);
   return resolvePlace(input, field);
 }
 

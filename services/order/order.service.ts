@@ -320,7 +320,7 @@ export function createOrderService(config: Config): ServiceDefinition {
             400: 'Invalid packages selection; origin and destination the same; invalid input; Waybill-Simulate in live',
             404: 'Fleet type not found; Courier not found; No merchant-specific couriers found',
             409: 'The Idempotency-Key is held by a request still in progress, or its request was undone (send a new key); a COURIER_WALLET podCourierProfileId that is a user’s id',
-            422: 'Insufficient balance; a pay-on-delivery only couriers over the cash limit may carry (SPECIFIC, MERCHANT_SPECIAL_COURIERS)',
+            422: 'Insufficient balance; a pay-on-delivery only couriers over the cash limit may carry (SPECIFIC, MERCHANT_SPECIAL_COURIERS); a price more than one payment can be',
           },
         },
         params: requestParams,

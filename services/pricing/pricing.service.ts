@@ -96,7 +96,7 @@ export function createPricingService(config: Config): ServiceDefinition {
           response: Joi.alternatives().try(modeBResponse, modeAResponse).match('one'),
           errors: {
             404: 'Fleet type not found',
-            422: 'The price is more than one payment can be (a courier’s own rule)',
+            422: 'The price is more than one payment can be (₦10 billion)',
           },
         },
         params: quoteRequestSchema,

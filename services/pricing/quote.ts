@@ -123,8 +123,8 @@ export async function priceLoad(
     },
     tariff,
   );
-  // Only a courier's rule set past all sense prices this high (up to ₦10 billion a kg, by up
-  // to 100 t): no payment could take it, and past 2^53 kobo the sums lose kobo.
+  // Only rates set past all sense price this high (a courier's rule or a tariff's rates of up
+  // to ₦10 billion a kg or km): no payment could take it, and past 2^53 kobo sums lose kobo.
   if (fees.total > MAX_AMOUNT_KOBO) {
     throw unprocessable(
       `This delivery would cost more than one payment can be (${formatNaira(MAX_AMOUNT_KOBO)} NGN); split the load over several deliveries, or choose another courier`,

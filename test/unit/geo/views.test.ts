@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { resolvePlace } from '../../../services/geo/address';
+import { resolveAddress, resolvePlace } from '../../../services/geo/address';
 import { assignDefined, compact } from '../../../services/geo/views';
 
 describe('compact', () => {
@@ -75,5 +75,31 @@ describe('resolvePlace', () => {
     expect(resolvePlace({ lat: 13.5, lon: 14 }, 'destination')).toMatchObject({
       countryCode: 'NG',
     });
+  });
+});
+
+describe('resolveAddress with a geocoder', () => {
+  const geocoding = (point: { lat: number; lon: number } | null) => ({
+    savedAddress: async () => null,
+    geocoder: { geocode: async () => point },
+  });
+
+  it('describes text by the point the geocoder found', async () => {
+    const resolved = await resolveAddress(
+      '12 Allen Avenue, Ikeja, Lagos',
+      'origin',
+      geocoding({ lat: 6.6018, lon: 3.3515 }),
+    );
+    expect(resolved).toMatchObject({ lat: 6.6018, lon: 3.3515, state: 'Lagos' });
+  });
+
+  it('resolves the text offline when the geocoder’s point is far from every known place', async () => {
+    const resolved = await resolveAddress(
+      '12 Allen Avenue, Ikeja, Lagos',
+      'origin',
+      geocoding({ lat: 0, lon: 0 }),
+    );
+    expect(resolved).toMatchObject({ state: 'Lagos', countryCode: 'NG' });
+    expect(resolved.lat).not.toBe(0);
   });
 });
