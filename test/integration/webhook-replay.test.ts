@@ -49,12 +49,19 @@ function readingTogether(readers: number): WebhookStore {
   });
 }
 
-/** A message of the user's endpoint, delivered and off the queue, as a replay finds one. */
-async function deliveredMessage(userId: string) {
+/** A new endpoint of the user's and its one message, of an event of `type`, queued. */
+async function queuedMessage(userId: string, type?: 'courier.location') {
   const endpoint = endpointRecord(userId);
   await store.insertEndpoint(endpoint);
-  await fanOut(store, [publishedEvent(userId, 1)], 'staging', new Date());
+  const event = { ...publishedEvent(userId, 1), ...(type ? { type } : {}) };
+  await fanOut(store, [event], 'staging', new Date());
   const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  return { endpoint, message };
+}
+
+/** A message of the user's endpoint, delivered and off the queue, as a replay finds one. */
+async function deliveredMessage(userId: string) {
+  const { endpoint, message } = await queuedMessage(userId);
   await store.updateMessage(message._id, {
     status: 'DELIVERED',
     attempts: 1,
@@ -127,10 +134,7 @@ function concludedAfterFirstRead(since: Partial<MessageRecord>): WebhookStore {
 
 it('replays a message read PENDING that its dispatcher concluded meanwhile as the attempt after its last', async () => {
   const userId = randomUUID();
-  const endpoint = endpointRecord(userId);
-  await store.insertEndpoint(endpoint);
-  await fanOut(store, [publishedEvent(userId, 1)], 'staging', new Date());
-  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  const { endpoint, message } = await queuedMessage(userId);
   // Read PENDING, before any attempt; its first attempt is then concluded, delivered.
   const late = concludedAfterFirstRead({ status: 'DELIVERED', attempts: 1 });
   const params = { webhookId: endpoint._id, webhookDeliveryId: message._id };
@@ -152,11 +156,7 @@ it('replays a delivered message whose other replay went meanwhile as the attempt
 
 it('refuses to replay a message read PENDING that was skipped as stale meanwhile, queuing nothing', async () => {
   const userId = randomUUID();
-  const endpoint = endpointRecord(userId);
-  await store.insertEndpoint(endpoint);
-  const position = { ...publishedEvent(userId, 1), type: 'courier.location' as const };
-  await fanOut(store, [position], 'staging', new Date());
-  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  const { endpoint, message } = await queuedMessage(userId, 'courier.location');
   const late = concludedAfterFirstRead({ status: 'SKIPPED', attempts: 1 });
   const params = { webhookId: endpoint._id, webhookDeliveryId: message._id };
   await expect(replay(late, userId, params)).rejects.toMatchObject({ code: 409 });
@@ -166,11 +166,7 @@ it('refuses to replay a message read PENDING that was skipped as stale meanwhile
 
 it('replays a courier position as a position: tried once, skipped once a later event went', async () => {
   const userId = randomUUID();
-  const endpoint = endpointRecord(userId);
-  await store.insertEndpoint(endpoint);
-  const position = { ...publishedEvent(userId, 1), type: 'courier.location' as const };
-  await fanOut(store, [position], 'staging', new Date());
-  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  const { endpoint, message } = await queuedMessage(userId, 'courier.location');
   await store.updateMessage(message._id, { status: 'FAILED', attempts: 1 });
   await store.dequeue(message._id);
   await replay(store, userId, { webhookId: endpoint._id, webhookDeliveryId: message._id });
