@@ -301,14 +301,14 @@ export class Dispatcher {
     const { store } = this.deps;
     const began = Date.now();
     const target = await this.target(queued.webhookId, startedAt);
+    // Dated after the endpoint and its secrets were read, as `look` dates after its reads.
+    const now = new Date(startedAt.getTime() + (Date.now() - began));
     if (!target || target.endpoint.deleted) {
-      await this.give(queued, 'the endpoint was deleted', startedAt);
+      await this.give(queued, 'the endpoint was deleted', now);
       return { done: true };
     }
     // A disabled endpoint's messages wait: enabling it again sends them, in order.
     if (target.endpoint.status !== 'ACTIVE') return { passed: true };
-    // Dated as it is claimed, after the endpoint and its secrets were read (as `look` does).
-    const now = new Date(startedAt.getTime() + (Date.now() - began));
     const n = queued.attempts + 1;
     const claimed = await this.claim(queued, n, now);
     if (!claimed) {

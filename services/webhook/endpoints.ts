@@ -415,14 +415,18 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           // taken and be concluded from it, sending nothing.
           settled = (await store.message(message._id)) ?? message;
           if (settled.status === 'SKIPPED') throw skippedNotSent(message._id);
+          // On the held entry before the mark: a replay that stops after it leaves an entry sent
+          // as the attempt after the last once the hold ends.
+          if (settled.attempts !== message.attempts) {
+            await store.reschedule(message._id, { attempts: settled.attempts });
+          }
           await store.updateMessage(message._id, { status: 'PENDING' });
         } catch (err) {
           // Not marked: not sent either (the log would keep its former status while it is).
           await store.dequeue(message._id);
           throw err;
         }
-        const { attempts } = settled;
-        await store.reschedule(message._id, { nextAttemptAt: at, attempts });
+        await store.reschedule(message._id, { nextAttemptAt: at });
         const pending = { ...settled, status: 'PENDING' as const };
         return toWebhookDeliveryView(pending, await store.attemptsOf(settled), queued);
       },

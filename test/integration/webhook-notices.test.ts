@@ -331,16 +331,20 @@ describe('a failing streak another dispatcher ended', () => {
     expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
   });
 
-  it('dates an attempt after the reads of the queue its look made, not when the look began', async () => {
+  it('dates an attempt after the reads of the queue and of the endpoint, not when the look began', async () => {
     const endpoint = endpointRecord(randomUUID(), { createdAt: new Date('2033-01-01T00:00:00Z') });
     await store.insertEndpoint(endpoint);
     const at = new Date('2033-01-01T00:00:10Z');
     await queueMessage(endpoint._id, at);
-    // A long queue's reads, as slow as they get.
+    // A long queue's reads, as slow as they get, and the endpoint's read as slow.
     const slowQueue = Object.create(store) as WebhookStore;
     slowQueue.queue = async (...args) => {
       await new Promise((resolve) => setTimeout(resolve, 400));
       return store.queue(...args);
+    };
+    slowQueue.endpoint = async (...args) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return store.endpoint(...args);
     };
     const config = loadConfig({ ...process.env, WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs) });
     const dispatcher = new Dispatcher({
@@ -356,7 +360,7 @@ describe('a failing streak another dispatcher ended', () => {
     const [message] = await store.messagesOf(endpoint._id, 1, 0);
     const attempt = await store.attempt(message._id, 1);
     expect(new Date(attempt?.startedAt as Date).getTime()).toBeGreaterThanOrEqual(
-      at.getTime() + 400,
+      at.getTime() + 700,
     );
   });
 

@@ -37,6 +37,7 @@ describe('pageThrottle', () => {
     expect(await open(limiter, '203.0.113.9')).toMatchObject({
       code: 429,
       message: 'Too many requests from your address; retry in 42 seconds',
+      data: { retryAfter: 42 },
     });
     // Another address, and an IPv6 client by its /64.
     expect(await open(limiter, '203.0.113.10')).toBeUndefined();
