@@ -121,8 +121,10 @@ it('withdraws an offer whose search ended as it was made, even when marking its 
     if (busy) throw new Error('Redis is away a moment');
     return positions.setBusy(courierId, busy, offerId);
   };
-  const courierId = await courierInReach(positions);
-  await store.claimSearch(searchRecord(deliveryId));
+  // A pickup of its own: the courier, never marked busy, stays free for other tests' searches.
+  const pickup = { lat: 12.9, lon: 3.4 };
+  const courierId = await courierInReach(positions, 0.05, pickup);
+  await store.claimSearch(searchRecord(deliveryId, pickup));
   await searchesOver(watched, failing).advance(deliveryId);
   expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('WITHDRAWN');
   expect(await store.hold(courierId)).toBeNull();
