@@ -13,11 +13,12 @@ import {
   findState,
   geocodeText,
   nearestCities,
+  stateNamed,
   type City,
   type Country,
   type State,
 } from './gazetteer';
-import type { TextGeocoder } from './external-geocoder';
+import type { GeocodedPoint, TextGeocoder } from './external-geocoder';
 import { decodePhrase, encodePhrase, isPhrase } from './phrase';
 import { assignDefined } from './views';
 
@@ -66,6 +67,25 @@ function placeNear(lat: number, lon: number): Place | undefined {
   const state = nearest.city.admin1Id ? findState(nearest.city.admin1Id) : undefined;
   return { lat, lon, city: nearest.city, state, country, centre: false };
 }
+
+/**
+ * A geocoded point, in the state the geocoder puts it in when it names one we know, described
+ * by the nearest place of that state: the nearest place alone can be across a state line
+ * (Akute, Ogun, is nearest Ojodu, Lagos) and would price the trip by the other state's tier.
+ */
+function placeOfGeocoded(point: GeocodedPoint): Place | undefined {
+  const place = placeNear(point.lat, point.lon);
+  if (!place || !point.state) return place;
+  const state = stateNamed(place.country.countryCode, point.state);
+  if (!state || state.admin1Id === place.state?.admin1Id) return place;
+  const city = nearestCities(point.lat, point.lon, NEAREST_OF_STATE, MAX_PLACE_DISTANCE_KM).find(
+    (near) => near.city.admin1Id === state.admin1Id,
+  )?.city;
+  return { ...place, state, city };
+}
+
+/** Places looked through for the nearest of a geocoded point's own state. */
+const NEAREST_OF_STATE = 50;
 
 function placeAt(lat: number, lon: number, field: string): Place {
   const place = placeNear(lat, lon);
@@ -236,7 +256,7 @@ export async function resolveAddress(
   const point = text && options.geocoder ? await options.geocoder.geocode(text) : null;
   // A point far from every known place is the geocoder's mistake, not the caller's (who sent
   // no coordinates): the text is resolved offline instead.
-  const place = text && point ? placeNear(point.lat, point.lon) : undefined;
+  const place = text && point ? placeOfGeocoded(point) : undefined;
   if (text && place) return describe(place, typeof input === 'string' ? {} : input, text);
   return resolvePlace(input, field);
 }

@@ -4,9 +4,17 @@ import { quoted } from '../../libs/outbound-fetch';
 import { isGeoPoint, type GeoPoint } from './distance';
 import { createUpstream, unhealthy, type Outcome, type UpstreamOptions } from './upstream';
 
+/**
+ * A place the geocoder found: its point, and the state its boundaries put it in when it names
+ * one (`address.state`): a point near a state line is nearer some towns of the other state.
+ */
+export interface GeocodedPoint extends GeoPoint {
+  state?: string;
+}
+
 /** Street-level text geocoding from an external server; null when it has no answer. */
 export interface TextGeocoder {
-  geocode(text: string): Promise<GeoPoint | null>;
+  geocode(text: string): Promise<GeocodedPoint | null>;
 }
 
 /** An hour: places do not move, and a quote and the order after it ask for the same text. */
@@ -28,7 +36,7 @@ export interface NominatimOptions extends UpstreamOptions {
 }
 
 /** A found place, or null when the server found none: both real answers. */
-function readPlaces(status: number, body: string): Outcome<GeoPoint | null> {
+function readPlaces(status: number, body: string): Outcome<GeocodedPoint | null> {
   if (status < 200 || status > 299) return unhealthy(`HTTP ${status}${quoted(body)}`);
   let results: unknown;
   try {
@@ -41,7 +49,9 @@ function readPlaces(status: number, body: string): Outcome<GeoPoint | null> {
   if (first === undefined) return { ok: true, value: null }; // no match: not a failure
   const point = isFields(first) ? { lat: Number(first.lat), lon: Number(first.lon) } : null;
   if (!point || !isGeoPoint(point)) return unhealthy('first place has no valid lat/lon');
-  return { ok: true, value: point };
+  const address = isFields(first) && isFields(first.address) ? first.address : undefined;
+  const state = typeof address?.state === 'string' ? address.state : undefined;
+  return { ok: true, value: state ? { ...point, state } : point };
 }
 
 /**
@@ -62,13 +72,19 @@ export function createNominatimGeocoder(options: NominatimOptions): TextGeocoder
   const upstream = createUpstream('Geocoder', options);
   const headers = { accept: 'application/json', 'user-agent': options.userAgent };
   const entries = options.cacheEntries ?? DEFAULT_GEOCODER_CACHE_ENTRIES;
-  const cache = new LookupCache<GeoPoint>({
+  const cache = new LookupCache<GeocodedPoint>({
     cacheMs: options.cacheMs ?? DEFAULT_GEOCODER_CACHE_MS,
     maxEntries: entries,
     maxNegativeEntries: entries,
     now: options.now,
     async lookup(text) {
-      const params = new URLSearchParams({ q: text, format: 'jsonv2', limit: '1' });
+      const params = new URLSearchParams({
+        q: text,
+        format: 'jsonv2',
+        limit: '1',
+        // The state the place lies in, by the server's boundaries (`address.state`).
+        addressdetails: '1',
+      });
       if (options.countryCodes) params.set('countrycodes', options.countryCodes);
       const outcome = await upstream.get(`/search?${params}`, headers, readPlaces);
       if (!outcome.ok) throw new NoAnswer(outcome.reason);

@@ -3,6 +3,7 @@ import { allowedTypos, boundedDistance } from './fuzzy';
 import { gazetteer } from './load';
 import { foldName } from '../../../libs/text';
 import { searchStates } from './search';
+import type { State } from './types';
 
 /** A place found, or what is wrong and which part of the place (`countryCode`, `state`, `lgaOrCity`). */
 export type AreaLookup =
@@ -109,6 +110,17 @@ const didYouMean = (name: string | undefined) => (name ? `; did you mean ${name}
  * their names exactly as resolved addresses spell them, so that what an operator types
  * ("lagos", "Eti-Osa") matches what addresses carry ("Lagos", "Eti Osa").
  */
+/**
+ * The state of `countryCode` named `name`, as a geocoder spells it: its names and aliases, or
+ * one of them followed by "State" ("Ogun State", as OpenStreetMap names Nigeria's).
+ */
+export function stateNamed(countryCode: string, name: string): State | undefined {
+  const names = stateNamesOf(countryCode.toUpperCase());
+  const folded = foldName(name);
+  const at = names.get(folded) ?? names.get(folded.replace(/ state$/, ''));
+  return at === undefined ? undefined : gazetteer().states[at];
+}
+
 export function findArea(countryCode: string, state?: string, lgaOrCity?: string): AreaLookup {
   const g = gazetteer();
   const countryAt = g.countryByCode.get(countryCode.toUpperCase());

@@ -3,7 +3,7 @@
  * with Nigeria curated. Pure and in memory; built once per process on first use.
  * Sources, licences and the rules behind ids and ranking: docs/geo-data.md.
  */
-export { findArea, type AreaLookup } from './areas';
+export { findArea, stateNamed, type AreaLookup } from './areas';
 export { geocodeText } from './geocode';
 export { buildGazetteer, gazetteer, warmGazetteer, type Gazetteer } from './load';
 export { nearestCities, nearestCity } from './nearest';

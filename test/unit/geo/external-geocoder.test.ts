@@ -63,10 +63,25 @@ describe('Nominatim-compatible geocoder', () => {
       q: '12 admiralty way, lekki',
       format: 'jsonv2',
       limit: '1',
+      addressdetails: '1',
       countrycodes: 'ng',
     });
     expect(req.headers['user-agent']).toBe('Waybill/test');
     expect(onFailure).not.toHaveBeenCalled();
+  });
+
+  it('returns the state the server puts the place in, when it names one', async () => {
+    answer = () => ({
+      body: JSON.stringify([
+        { lat: '6.676', lon: '3.364', address: { state: 'Ogun State', country_code: 'ng' } },
+      ]),
+    });
+    const { client } = geocoder();
+    await expect(client.geocode('Akute, Ogun')).resolves.toEqual({
+      lat: 6.676,
+      lon: 3.364,
+      state: 'Ogun State',
+    });
   });
 
   it('answers null without complaint when nothing matches', async () => {

@@ -79,7 +79,7 @@ describe('resolvePlace', () => {
 });
 
 describe('resolveAddress with a geocoder', () => {
-  const geocoding = (point: { lat: number; lon: number } | null) => ({
+  const geocoding = (point: { lat: number; lon: number; state?: string } | null) => ({
     savedAddress: async () => null,
     geocoder: { geocode: async () => point },
   });
@@ -91,6 +91,28 @@ describe('resolveAddress with a geocoder', () => {
       geocoding({ lat: 6.6018, lon: 3.3515 }),
     );
     expect(resolved).toMatchObject({ lat: 6.6018, lon: 3.3515, state: 'Lagos' });
+  });
+
+  it('puts a point in the state the geocoder names, described by that state’s nearest place', async () => {
+    // Akute, Ogun: its nearest known places are across the line, in Lagos.
+    const akute = { lat: 6.676, lon: 3.364 };
+    const nearest = await resolveAddress('Akute', 'origin', geocoding(akute));
+    expect(nearest).toMatchObject({ state: 'Lagos' });
+    const named = await resolveAddress(
+      'Akute, Ogun',
+      'origin',
+      geocoding({ ...akute, state: 'Ogun State' }),
+    );
+    expect(named).toMatchObject({ ...akute, state: 'Ogun', regionalZone: 'South West' });
+    expect(named.lgaOrCity).toBeDefined();
+    expect(named.lgaOrCity).not.toBe(nearest.lgaOrCity);
+    // A state it does not know: the nearest place's.
+    const unknown = await resolveAddress(
+      'Akute',
+      'origin',
+      geocoding({ ...akute, state: 'Atlantis' }),
+    );
+    expect(unknown).toMatchObject({ state: 'Lagos' });
   });
 
   it('resolves the text offline when the geocoder’s point is far from every known place', async () => {
