@@ -489,30 +489,23 @@ export class ServiceDatabase<Models> {
 
   /**
    * One run of pruning the claims of ends of each model `defineClaimEndModel` made here
-   * (decision 133), answering how many were deleted: batches until one reads less than a full
-   * batch or deletes nothing, at most `PRUNE_BATCHES_A_RUN` a model.
+   * (decision 133), counted in `counter`: batches until one reads less than a full batch or
+   * deletes nothing, at most `PRUNE_BATCHES_A_RUN` a model.
    */
-  async pruneClaimEnds(
-    now = () => new Date(),
-    stopping = () => false,
-    counter?: Counter,
-  ): Promise<number> {
-    let deleted = 0;
-    for (const model of Object.values(this.connection?.models ?? {})) {
-      if (!claimEndModels.has(model)) continue;
-      const pruned = counter?.of(this.name, model.collection.collectionName);
+  private async pruneRun(counter: Counter, stopping: () => boolean): Promise<void> {
+    for (const model of this.claimEndModels) {
+      const pruned = counter.of(this.name, model.collection.collectionName);
       for (let batch = 0; batch < PRUNE_BATCHES_A_RUN && !stopping(); batch++) {
-        const round = await pruneClaimEnds(model, now());
-        deleted += round.deleted;
-        if (pruned) pruned.value += round.deleted;
+        const round = await pruneClaimEnds(model);
+        pruned.value += round.deleted;
         if (round.read < PRUNED_AT_ONCE || round.deleted === 0) break;
       }
     }
-    return deleted;
   }
 
-  private get hasClaimEnds(): boolean {
-    return Object.values(this.connection?.models ?? {}).some((m) => claimEndModels.has(m));
+  /** The models of this database that `defineClaimEndModel` made. */
+  private get claimEndModels() {
+    return Object.values(this.connection?.models ?? {}).filter((m) => claimEndModels.has(m));
   }
 
   private get options(): ConnectOptions {
@@ -713,11 +706,11 @@ export class ServiceDatabase<Models> {
           // and failing would end the process with 1 while its stop goes on.
           await new Promise<never>(() => undefined);
         }
-        if (db.hasClaimEnds) {
+        if (db.claimEndModels.length > 0) {
           const counter = prunedCounterOf(this.broker);
           const pruning: Periodic = new Periodic(
             db.pruneEveryMs,
-            async () => void (await db.pruneClaimEnds(undefined, () => pruning.stopping, counter)),
+            () => db.pruneRun(counter, () => pruning.stopping),
             (err) =>
               this.logger.warn('pruning the claims of ends failed; the next run tries again', {
                 error: err instanceof Error ? err.message : String(err),

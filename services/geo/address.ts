@@ -68,6 +68,9 @@ function placeNear(lat: number, lon: number): Place | undefined {
   return { lat, lon, city: nearest.city, state, country, centre: false };
 }
 
+/** Places looked through for the nearest of a geocoded point's own state. */
+const NEAREST_OF_STATE = 50;
+
 /**
  * A geocoded point, in the state the geocoder puts it in when it names one we know, described
  * by the nearest place of that state: the nearest place alone can be across a state line
@@ -83,9 +86,6 @@ function placeOfGeocoded(point: GeocodedPoint): Place | undefined {
   )?.city;
   return { ...place, state, city };
 }
-
-/** Places looked through for the nearest of a geocoded point's own state. */
-const NEAREST_OF_STATE = 50;
 
 function placeAt(lat: number, lon: number, field: string): Place {
   const place = placeNear(lat, lon);
@@ -257,7 +257,7 @@ export async function resolveAddress(
   // A point far from every known place is the geocoder's mistake, not the caller's (who sent
   // no coordinates): the text is resolved offline instead.
   const place = text && point ? placeOfGeocoded(point) : undefined;
-  if (text && place) return describe(place, typeof input === 'string' ? {} : input, text);
+  if (place) return describe(place, typeof input === 'string' ? {} : input, text);
   return resolvePlace(input, field);
 }
 

@@ -46,6 +46,9 @@ const QUEUE_READS = 3;
  * rotation, a disable or a deletion takes effect within this (its own writes at once).
  */
 const ENDPOINT_CACHE_MS = 1000;
+
+/** `at`, moved on by the time since `began` (`Date.now()`): work dated after its reads. */
+const datedAfter = (at: Date, began: number) => new Date(at.getTime() + (Date.now() - began));
 /**
  * How long after its start an attempt nobody concluded (its dispatcher died) is taken as
  * failed: twice the deadline and some seconds, so that a dispatcher still at work (a slow
@@ -159,7 +162,7 @@ export class Dispatcher {
   async look(lookedAt: Date): Promise<void> {
     const began = Date.now();
     this.lanes = lanesOf(await this.readQueue());
-    const now = new Date(lookedAt.getTime() + (Date.now() - began));
+    const now = datedAfter(lookedAt, began);
     this.passed.clear();
     for (const [id, cached] of this.targets) {
       if (cached.until <= now.getTime()) this.targets.delete(id);
@@ -302,7 +305,7 @@ export class Dispatcher {
     const began = Date.now();
     const target = await this.target(queued.webhookId, startedAt);
     // Dated after the endpoint and its secrets were read, as `look` dates after its reads.
-    const now = new Date(startedAt.getTime() + (Date.now() - began));
+    const now = datedAfter(startedAt, began);
     if (!target || target.endpoint.deleted) {
       await this.give(queued, 'the endpoint was deleted', now);
       return { done: true };

@@ -64,16 +64,16 @@ async function resolveAll(resolve: Resolver, host: string): Promise<string[]> {
   return (await Promise.race([resolve(host, 0), timeout])).map((a) => a.address);
 }
 
-/**
- * The integrator's endpoints: registered, listed, removed, their secret rotated, enabled again
- * after a disable, and their messages listed and replayed (docs/webhooks.md).
- */
 /** The refusal to replay a courier position skipped as stale. */
 const skippedNotSent = (messageId: string) =>
   conflict(
     `Webhook delivery ${messageId} is a courier position skipped as stale; it is not sent again`,
   );
 
+/**
+ * The integrator's endpoints: registered, listed, removed, their secret rotated, enabled again
+ * after a disable, and their messages listed and replayed (docs/webhooks.md).
+ */
 export function createEndpointActions(deps: EndpointActionDeps): ServiceActions {
   const { store, config, appEnv, box } = deps;
   const now = deps.now ?? (() => new Date());

@@ -23,29 +23,30 @@ const db = useStoreDatabase('webhook_replay', defineWebhookModels);
 const store = new WebhookStore(() => db.models);
 const config = loadConfig({ ...process.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
 
+/** The store, each of its `message` reads followed by `after` (given the id) before it answers. */
+function afterEachRead(after: (messageId: string) => Promise<void>): WebhookStore {
+  const watched = Object.create(store) as WebhookStore;
+  watched.message = async (messageId) => {
+    const read = await store.message(messageId);
+    await after(messageId);
+    return read;
+  };
+  return watched;
+}
+
 /**
  * The store, its first `readers` `message` reads held until all are under way: every replay
  * reads the message as it was before any of them wrote.
  */
 function readingTogether(readers: number): WebhookStore {
   const waiting: (() => void)[] = [];
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'message') {
-        return async (messageId: string) => {
-          const read = await target.message(messageId);
-          // The first read of each: a replay's read after its entry is queued goes at once.
-          if (waiting.length === readers) return read;
-          await new Promise<void>((resolve) => {
-            waiting.push(resolve);
-            if (waiting.length === readers) for (const go of waiting) go();
-          });
-          return read;
-        };
-      }
-      const value: unknown = Reflect.get(target, prop);
-      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
-    },
+  return afterEachRead(async () => {
+    // The first read of each: a replay's read after its entry is queued goes at once.
+    if (waiting.length === readers) return;
+    await new Promise<void>((resolve) => {
+      waiting.push(resolve);
+      if (waiting.length === readers) for (const go of waiting) go();
+    });
   });
 }
 
@@ -113,22 +114,11 @@ it('queues a message once when replayed several times at once, and it reads PEND
  */
 function concludedAfterFirstRead(since: Partial<MessageRecord>): WebhookStore {
   let concluded = false;
-  return new Proxy(store, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop);
-      if (prop !== 'message') {
-        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
-      }
-      return async (messageId: string) => {
-        const read = await target.message(messageId);
-        if (!concluded) {
-          concluded = true;
-          await target.updateMessage(messageId, since);
-          await target.dequeue(messageId);
-        }
-        return read;
-      };
-    },
+  return afterEachRead(async (messageId) => {
+    if (concluded) return;
+    concluded = true;
+    await store.updateMessage(messageId, since);
+    await store.dequeue(messageId);
   });
 }
 

@@ -106,11 +106,6 @@ function stateSuggestion(query: string, countryCode: string): string | undefined
 const didYouMean = (name: string | undefined) => (name ? `; did you mean ${name}?` : '');
 
 /**
- * Checks that a country, a state of it and an LGA/city of that state exist, and returns
- * their names exactly as resolved addresses spell them, so that what an operator types
- * ("lagos", "Eti-Osa") matches what addresses carry ("Lagos", "Eti Osa").
- */
-/**
  * The state of `countryCode` named `name`, as a geocoder spells it: its names and aliases, or
  * one of them followed by "State" ("Ogun State", as OpenStreetMap names Nigeria's).
  */
@@ -121,6 +116,11 @@ export function stateNamed(countryCode: string, name: string): State | undefined
   return at === undefined ? undefined : gazetteer().states[at];
 }
 
+/**
+ * Checks that a country, a state of it and an LGA/city of that state exist, and returns
+ * their names exactly as resolved addresses spell them, so that what an operator types
+ * ("lagos", "Eti-Osa") matches what addresses carry ("Lagos", "Eti Osa").
+ */
 export function findArea(countryCode: string, state?: string, lgaOrCity?: string): AreaLookup {
   const g = gazetteer();
   const countryAt = g.countryByCode.get(countryCode.toUpperCase());
