@@ -1,5 +1,6 @@
-import { serviceBusy, type FieldError } from '../../libs/errors';
-import { DELETED, type PackageStore } from './store';
+import { runPass, type BackfillPass } from '../../libs/backfills';
+import { serviceBusy, toHttpError, type FieldError } from '../../libs/errors';
+import { DELETED, OLDER_CLAIMS_RECORDED, type PackageStore } from './store';
 
 /** What `package.assign` made of a delivery's request for packages. */
 export type Assignment =
@@ -103,4 +104,39 @@ export async function releasePackages(store: PackageStore, deliveryId: string): 
     );
   }
   return held.length;
+}
+
+/**
+ * A pass over the claims an older version took without recording a selection (decision 136):
+ * each holder whose selection does not name the claim is recorded, so that its releases, and
+ * only they, read every claim. A holder already released (its release ran before this record
+ * and may have missed the claim: an older replica took it after that pass began, or during a
+ * rollback) is released again here. The holder is recorded before its selection is read, and a
+ * release closes the selection before it reads the record: one of the two sees the other.
+ */
+export async function recordOlderClaimHolders(
+  store: PackageStore,
+  pass: BackfillPass,
+): Promise<void> {
+  await runPass(pass, store.olderClaimPasses(), OLDER_CLAIMS_RECORDED, async (since) => {
+    const recorded = new Set<string>();
+    for await (const claim of store.olderClaimsSince(since)) {
+      if (recorded.has(claim.holder)) continue;
+      const named = (await store.selectionOf(claim.holder))?.packageIds.includes(claim._id);
+      if (named) continue;
+      recorded.add(claim.holder);
+      await store.recordOlderClaimHolder(claim.holder);
+      if ((await store.selectionOf(claim.holder))?.released)
+        await releaseAgain(store, claim.holder);
+    }
+  });
+}
+
+/** A release by the pass; one that meets another call giving the packages back leaves it that. */
+async function releaseAgain(store: PackageStore, deliveryId: string): Promise<void> {
+  try {
+    await releasePackages(store, deliveryId);
+  } catch (err) {
+    if (toHttpError(err).status !== 503) throw err;
+  }
 }

@@ -22,7 +22,7 @@ import {
 } from '../../libs/service';
 import { packageIdParams, packageView, saveParams, type SaveParams } from './schemas';
 import { DELETED, PackageStore, definePackageModels, type PackageRecord } from './store';
-import { assignPackages, releasePackages } from './assignment';
+import { assignPackages, recordOlderClaimHolders, releasePackages } from './assignment';
 import { toPackageView, toSelection } from './views';
 
 export function createPackageService(config: Config): ServiceDefinition {
@@ -159,6 +159,12 @@ export function createPackageService(config: Config): ServiceDefinition {
         what: "packages saved before their users' lists",
         run: (pass) => store.listStoredPackages(pass),
         awaited: true,
+      },
+      // Not awaited: until it has run after a rollout's time, a release without a selection
+      // reads every claim, as before it.
+      {
+        what: 'deliveries holding packages an older version took',
+        run: (pass) => recordOlderClaimHolders(store, pass),
       },
     ],
     config.backfillAfterRolloutMs,

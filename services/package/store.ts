@@ -10,7 +10,12 @@ import {
   isDuplicateKey,
   updateByIdWhere,
 } from '../../libs/mongo';
-import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
+import {
+  markedRecorded,
+  passRecordsIn,
+  unrecordedSince,
+  type BackfillPass,
+} from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, ownedItems } from '../../libs/owner-list';
 import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
 
@@ -59,11 +64,34 @@ const claimSchema = new Schema(
     _id: { type: String, required: true },
     holder: { type: String, required: true },
     userId: { type: String, required: true },
+    /**
+     * Set by this version, which records a delivery's selection before its claims: the pass
+     * over claims an older version took without one skips it (libs/backfills).
+     */
+    recordedFirst: Boolean,
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
 // Declared for MongoDB; FerretDB on SQLite filters by nothing but `_id` (release reads by it).
 claimSchema.index({ holder: 1 });
+
+/**
+ * The deliveries holding a claim their selection does not name (decision 136): claims taken by
+ * a version before selections were recorded, `_id` the delivery id, written by a backfill pass.
+ * Only their releases read every claim. The passes' own records are kept here too, under ids
+ * no delivery has (`OLDER_CLAIMS_RECORDED`).
+ */
+const olderClaimHolderSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    /** On the passes' records: when the pass began. */
+    startedAt: Date,
+  },
+  { versionKey: false },
+);
+
+/** The first pass's record over older claims; `<this>:latest`, the latest pass's. */
+export const OLDER_CLAIMS_RECORDED = '$older-claims-recorded';
 
 /**
  * The packages a delivery asked `package.assign` for, `_id` the delivery id: written once,
@@ -101,6 +129,11 @@ export function definePackageModels(connection: Connection) {
     Package: connection.model('Package', packageSchema, 'packages'),
     Claim: connection.model('PackageClaim', claimSchema, 'package_claims'),
     Selection: connection.model('PackageSelection', selectionSchema, 'package_selections'),
+    OlderClaimHolder: connection.model(
+      'PackageOlderClaimHolder',
+      olderClaimHolderSchema,
+      'package_older_claim_holders',
+    ),
     // `<packageId>:<holder>:<createdAt>:<attempt>`: the one call that ends a claim (`claimEnd`,
     // decision 130); a package claimed again is another claim to end.
     ClaimEnd: defineClaimEndModel(connection, 'PackageClaimEnd', 'package_claim_ends'),
@@ -194,7 +227,7 @@ export class PackageStore {
    */
   async claim(packageId: string, userId: string, holder: string) {
     try {
-      await this.Claim.create({ _id: packageId, holder, userId });
+      await this.Claim.create(markedRecorded({ _id: packageId, holder, userId }));
       return 'taken' as const;
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
@@ -236,24 +269,69 @@ export class PackageStore {
   /**
    * The packages the delivery `holder` has claimed, and which take of each: the claims of its
    * recorded selection, each by `_id`, that it holds (a package of a refused selection may be
-   * another delivery's).
+   * another delivery's). Only a delivery that may hold claims an older version took without a
+   * selection pays for a scan, which on FerretDB reads every claim (decision 136): one the
+   * pass over those claims recorded, or, until that pass has run after a rolling update's
+   * time, one without a selection (its assign never ran, or an older replica's did).
    */
   async claimedBy(holder: string): Promise<HeldPackage[]> {
-    const selection = await this.Selection.findById(holder).lean();
-    // No selection recorded by an assign: a delivery that claimed before selections were
-    // recorded (deployments of an earlier version, old replicas during a rolling update), or
-    // one whose assign never ran (a request stopped before it). Only those pay for a scan, which
-    // on FerretDB reads every claim; a backfill at start could not cover claims an old replica
-    // makes after it.
-    const claims =
-      selection && !selection.unassigned
-        ? await Promise.all(
-            [...new Set(selection.packageIds)].map((id) => this.Claim.findById(id).lean()),
-          )
-        : await this.Claim.find({ holder }).lean();
+    const [selection, olderHolder] = await Promise.all([
+      this.Selection.findById(holder).lean(),
+      this.models().OlderClaimHolder.findById(holder).lean(),
+    ]);
+    const selected = selection && !selection.unassigned ? selection.packageIds : null;
+    const scan = olderHolder !== null || (!selected && !(await this.olderClaimsRecorded()));
+    const claims = scan
+      ? await this.Claim.find({ holder }).lean()
+      : await Promise.all([...new Set(selected)].map((id) => this.Claim.findById(id).lean()));
     return claims.flatMap((c) =>
       c?.holder === holder ? [{ packageId: c._id, take: String(c.createdAt.getTime()) }] : [],
     );
+  }
+
+  /** Known true, once read so: a pass only ever adds to what is recorded. */
+  private olderClaimsKnownRecorded = false;
+
+  /**
+   * Whether every claim an older version took is recorded by its holder: once a pass has run
+   * after a rolling update's time (`BACKFILL_AFTER_ROLLOUT_MS`), not just the first pass,
+   * which replicas of the older version still assigning outlive.
+   */
+  private async olderClaimsRecorded(): Promise<boolean> {
+    if (this.olderClaimsKnownRecorded) return true;
+    const latest = `${OLDER_CLAIMS_RECORDED}:latest`;
+    this.olderClaimsKnownRecorded = Boolean(
+      await this.models().OlderClaimHolder.findById(latest).lean(),
+    );
+    return this.olderClaimsKnownRecorded;
+  }
+
+  /** The pass records of the pass over older claims (libs/backfills). */
+  olderClaimPasses() {
+    return passRecordsIn(this.models().OlderClaimHolder);
+  }
+
+  /**
+   * The claims of deliveries stored since `since` by a writer that did not record a selection
+   * first: an older version's (a deleted package's claim needs none).
+   */
+  olderClaimsSince(since: Date | null): AsyncIterable<{ _id: string; holder: string }> {
+    return this.Claim.find(
+      { ...unrecordedSince('createdAt', since), holder: { $ne: DELETED } },
+      { holder: 1 },
+    )
+      .lean()
+      .cursor();
+  }
+
+  /** Records that `holder` holds a claim its selection may not name; its releases scan. */
+  async recordOlderClaimHolder(holder: string): Promise<void> {
+    await insertOnce(() => this.models().OlderClaimHolder.create({ _id: holder }));
+  }
+
+  /** The delivery's selection, as its assign or its release recorded it. */
+  selectionOf(deliveryId: string) {
+    return this.Selection.findById(deliveryId).lean();
   }
 
   /** A user's package that is not deleted (it may be taken by a delivery). */

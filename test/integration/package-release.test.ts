@@ -1,8 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { toHttpError } from '../../libs/errors';
 import { CLAIM_END_LEASE_MS } from '../../libs/mongo';
-import { assignPackages, releasePackages } from '../../services/package/assignment';
-import { DELETED, PackageStore, definePackageModels } from '../../services/package/store';
+import {
+  assignPackages,
+  recordOlderClaimHolders,
+  releasePackages,
+} from '../../services/package/assignment';
+import {
+  DELETED,
+  OLDER_CLAIMS_RECORDED,
+  PackageStore,
+  definePackageModels,
+} from '../../services/package/store';
 import { STORED_PACKAGE, useStoreDatabase } from '../support/store-database';
 
 /**
@@ -205,18 +214,75 @@ it("marks a package as its claim says when a late assign's mark lands over the n
   expect(await openIds(userId)).toEqual([]);
 });
 
+/** What a version before selections wrote when it took packages: claims and marks, no selection. */
+async function takeAsOlderVersion(userId: string, deliveryId: string, packageIds: string[]) {
+  for (const _id of packageIds) await db.models.Claim.create({ _id, holder: deliveryId, userId });
+  await store.markTaken(packageIds, deliveryId);
+  expect(await openIds(userId)).toEqual(expect.not.arrayContaining(packageIds));
+}
+
 it('still releases claims stored before selections were recorded, by reading them all', async () => {
   const userId = randomUUID();
   const [a, b] = [await save(userId), await save(userId)];
   const deliveryId = randomUUID();
-  // As an earlier version took them: claims and no selection.
-  for (const id of [a, b]) expect(await store.claim(id, userId, deliveryId)).toBe('taken');
-  await store.markTaken([a, b], deliveryId);
+  await takeAsOlderVersion(userId, deliveryId, [a, b]);
   expect(await openIds(userId)).toEqual([]);
   // The scan, then each claim by `_id` as its package is given back and as it is dropped.
   expect(await claimReadsOf(() => release(deliveryId))).toEqual([false, true, true, true, true]);
   expect(await openIds(userId)).toEqual([a, b].sort());
   expect(await release(deliveryId)).toBe(0);
+});
+
+describe('once the claims older versions took are recorded by their holders (decision 136)', () => {
+  const olderHolder = (deliveryId: string) =>
+    db.models.OlderClaimHolder.findById(deliveryId).lean();
+
+  it('releases a delivery without a selection by `_id` alone, and an older holder by the scan', async () => {
+    const userId = randomUUID();
+    const [a, b, c] = [await save(userId), await save(userId), await save(userId)];
+    const [older, current] = [randomUUID(), randomUUID()];
+    await takeAsOlderVersion(userId, older, [a, b]);
+    expect(await assign(userId, current, [c])).toBe('assigned');
+    // Before any pass: a delivery without a selection may be an older version's.
+    expect(await claimReadsOf(() => release(randomUUID()))).toEqual([false]);
+
+    await recordOlderClaimHolders(store, 'start');
+    // Recorded at the first pass, but older replicas may still be assigning: still the scan.
+    expect(await olderHolder(older)).not.toBeNull();
+    expect(await claimReadsOf(() => release(randomUUID()))).toEqual([false]);
+    await recordOlderClaimHolders(store, 'after-rollout');
+    expect(
+      await db.models.OlderClaimHolder.findById(`${OLDER_CLAIMS_RECORDED}:latest`).lean(),
+    ).not.toBeNull();
+
+    // Its selection names its claim: not an older holder, and released by `_id`.
+    expect(await olderHolder(current)).toBeNull();
+    expect(await claimReadsOf(() => release(randomUUID()))).toEqual([]);
+    expect(await claimReadsOf(() => release(current))).toEqual([true, true, true]);
+    // The older holder's release reads every claim, and gives back both of its packages.
+    const reads = await claimReadsOf(async () => expect(await release(older)).toBe(2));
+    expect(reads[0]).toBe(false);
+    expect(await openIds(userId)).toEqual([a, b, c].sort());
+  });
+
+  it('gives back, once, what an older replica took for a delivery already released', async () => {
+    const userId = randomUUID();
+    const a = await save(userId);
+    const deliveryId = randomUUID();
+    // Released first (a rollback's older replica still assigning), its claim taken after.
+    expect(await release(deliveryId)).toBe(0);
+    await takeAsOlderVersion(userId, deliveryId, [a]);
+    // Two replicas' passes at once.
+    await Promise.all([
+      recordOlderClaimHolders(store, 'after-rollout'),
+      recordOlderClaimHolders(store, 'after-rollout'),
+    ]);
+    expect(await store.holderOf(a)).toBeNull();
+    expect(await openIds(userId)).toEqual([a]);
+    // Saved once, given back once.
+    expect(await store.savedCount(userId)).toBe(2);
+    expect(await release(deliveryId)).toBe(0);
+  });
 });
 
 it("leaves another delivery's claim that a late second release read as its own delivery's", async () => {

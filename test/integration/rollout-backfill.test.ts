@@ -18,7 +18,7 @@ import {
  * keys and packages without the records this version finds them by (a key's hash entry, a
  * user's list). Each node passes again over what was stored since its first pass began, after
  * BACKFILL_AFTER_ROLLOUT_MS: from then on the key authenticates and the package is listed,
- * through the gateway.
+ * through the gateway; so is a package such a replica took for a delivery already released.
  */
 const iso = isolation();
 const AFTER_ROLLOUT_MS = 8_000;
@@ -81,6 +81,26 @@ it('finds, after BACKFILL_AFTER_ROLLOUT_MS, the keys and packages an older repli
     revokedAt: null,
     createdAt: new Date(),
   });
+  // A rollback's older replica took a package for a delivery this version had released
+  // already (decision 136): a claim without this version's mark, and the package's mark.
+  const held = await savePackage(node.url, merchant);
+  const releasedDelivery = randomUUID();
+  const packageDb = await database('package');
+  await packageDb.collection('package_selections').insertOne({
+    _id: releasedDelivery as never,
+    packageIds: [],
+    released: true,
+    unassigned: true,
+    createdAt: new Date(),
+  });
+  await packageDb.collection('package_claims').insertOne({
+    _id: held as never,
+    holder: releasedDelivery,
+    userId: merchant.userId,
+    createdAt: new Date(),
+  });
+  await packages.updateOne({ _id: held as never }, { $set: { p2pDeliveryId: releasedDelivery } });
+
   // Not found by this version's reads until the second pass (unless the node was slow to
   // get here: the pass may have run already).
   if (Date.now() - startedAt < AFTER_ROLLOUT_MS - 2_000) {
@@ -90,14 +110,14 @@ it('finds, after BACKFILL_AFTER_ROLLOUT_MS, the keys and packages an older repli
 
   // Asked with the key that works (a key that fails over and over is throttled: 429).
   await eventually(
-    async () => expect(ids(await packagesOf(merchant.key))).toEqual([saved, older].sort()),
+    async () => expect(ids(await packagesOf(merchant.key))).toEqual([saved, older, held].sort()),
     { timeout: AFTER_ROLLOUT_MS + 20_000, interval: 500 },
   );
   await eventually(
     async () => {
       const reply = await packagesOf(olderKey);
       expect(reply.status).toBe(200);
-      expect(ids(reply)).toEqual([saved, older].sort());
+      expect(ids(reply)).toEqual([saved, older, held].sort());
     },
     { timeout: 10_000, interval: 1_000 },
   );
