@@ -69,6 +69,11 @@ export function defineWriterLockModels<P extends string>(
 export const changeUnderWay = (what: string) =>
   conflict(`${what} is being changed by another request; send this change again in a few seconds`);
 
+/** Where a lock not let go is told. */
+export interface WarningLogger {
+  warn(message: string, meta: object): void;
+}
+
 export interface WriterLockOptions {
   /** How long a writer waits for the lock before it is refused (`WRITER_WAIT_MS`). */
   waitMs?: number;
@@ -81,42 +86,51 @@ export class WriterLocks {
 
   constructor(
     private readonly models: () => { Lock: Model<LockRecord>; End: ClaimEndModel },
+    private readonly noun: string,
     { waitMs = WRITER_WAIT_MS, leaseMs = WRITER_LEASE_MS }: WriterLockOptions = {},
   ) {
     this.waitMs = waitMs;
     this.leaseMs = leaseMs;
   }
 
+  /**
+   * The locks of `defineWriterLockModels(…, prefix)`; `noun` names what they guard in refusals
+   * and logs ("Package", "Fleet type").
+   */
   static named<P extends string>(
     models: () => WriterLockModels<P>,
     prefix: P,
+    noun: string,
     options?: WriterLockOptions,
   ): WriterLocks {
-    return new WriterLocks(() => {
-      // TypeScript does not narrow an index by a generic template key: the type says it is there.
-      const m = models() as unknown as Record<string, unknown>;
-      return {
-        Lock: m[`${prefix}Lock`] as Model<LockRecord>,
-        End: m[`${prefix}LockEnd`] as ClaimEndModel,
-      };
-    }, options);
+    return new WriterLocks(
+      () => {
+        // TypeScript does not narrow an index by a generic template key: the type says it is there.
+        const m = models() as unknown as Record<string, unknown>;
+        return {
+          Lock: m[`${prefix}Lock`] as Model<LockRecord>,
+          End: m[`${prefix}LockEnd`] as ClaimEndModel,
+        };
+      },
+      noun,
+      options,
+    );
   }
 
   /**
-   * Runs `work` as the one writer of `id`; throws `busy()` when another writer held it all the
-   * wait. A lock not let go (the database away a moment) is taken over after its lease.
+   * Runs `work` as the one writer of `id`; refused (409, `changeUnderWay`) when another writer
+   * held it all the wait. A lock not let go (the database away a moment) is logged, and taken
+   * over once its lease is over: a change meanwhile waits, then is refused.
    */
-  async holding<T>(
-    id: string,
-    work: () => Promise<T>,
-    { busy, notLetGo }: { busy: () => Error; notLetGo: (err: unknown) => void },
-  ): Promise<T> {
+  async holding<T>(id: string, work: () => Promise<T>, logger?: WarningLogger): Promise<T> {
     const token = await this.acquire(id);
-    if (!token) throw busy();
+    if (!token) throw changeUnderWay(`${this.noun} ${id}`);
     try {
       return await work();
     } finally {
-      await this.release(id, token).catch(notLetGo);
+      await this.release(id, token).catch((err: unknown) =>
+        logger?.warn(`${this.noun} ${id}: change not let go`, { err: (err as Error).message }),
+      );
     }
   }
 

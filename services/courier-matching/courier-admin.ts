@@ -9,7 +9,6 @@ import {
   courierIdParams,
 } from '../../libs/contracts/matching';
 import { conflict, isWaybillError, notFound, serviceUnavailable } from '../../libs/errors';
-import { changeUnderWay } from '../../libs/writer-locks';
 import { isUserId } from '../../libs/contracts/user-ids';
 import { isDuplicateKey } from '../../libs/mongo';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
@@ -423,12 +422,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
       params: updateCourierParams(config.cdnBaseUrl),
       async handler(ctx) {
         const { courierId } = ctx.params;
-        return store.edits.holding(courierId, () => changeCourier(ctx), {
-          busy: () => changeUnderWay(`Courier ${courierId}`),
-          // Let go once its lease is over: a change meanwhile waits, then is refused.
-          notLetGo: (err) =>
-            ctx.service?.logger.warn(`courier ${courierId}: change not let go`, err),
-        });
+        return store.edits.holding(courierId, () => changeCourier(ctx), ctx.service?.logger);
       },
     }),
 

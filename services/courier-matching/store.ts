@@ -223,7 +223,7 @@ export class CourierStore {
 
   constructor(private readonly models: () => MatchingModels) {
     this.additions = OwnerList.named(models, 'MerchantList');
-    this.edits = WriterLocks.named(models, 'CourierEdit');
+    this.edits = WriterLocks.named(models, 'CourierEdit', 'Courier');
     this.listPlaces = new StoredPlaces(
       () => this.models().MerchantCourierPlace,
       async (holder) => {

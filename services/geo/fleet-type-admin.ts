@@ -6,7 +6,6 @@ import {
   type ListFleetTypesParams,
 } from '../../libs/contracts/geo';
 import { conflict, notFound } from '../../libs/errors';
-import { changeUnderWay } from '../../libs/writer-locks';
 import { kgToGrams } from '../../libs/money';
 import { isDuplicateKey } from '../../libs/mongo';
 import {
@@ -103,12 +102,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
         const record = await fleetTypes.edits.holding(
           fleetTypeId,
           () => fleetTypes.update(fleetTypeId, changes),
-          {
-            busy: () => changeUnderWay(`Fleet type ${fleetTypeId}`),
-            // Let go once its lease is over: a change meanwhile waits, then is refused.
-            notLetGo: (err) =>
-              ctx.service?.logger.warn(`fleet type ${fleetTypeId}: change not let go`, err),
-          },
+          ctx.service?.logger,
         );
         if (!record) throw notFound('Fleet type not found');
         await announce(ctx, fleetTypeId);

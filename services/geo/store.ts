@@ -54,7 +54,7 @@ export class FleetTypeStore {
     private readonly models: () => GeoModels,
     cacheMs: number,
   ) {
-    this.edits = WriterLocks.named(models, 'FleetTypeEdit');
+    this.edits = WriterLocks.named(models, 'FleetTypeEdit', 'Fleet type');
     this.cache = new CachedValue(
       async () => (await this.models().FleetType.find({}).lean()).sort(byCapacity),
       cacheMs,

@@ -9,7 +9,6 @@ import {
   resolveSelectionParams,
 } from '../../libs/contracts/package';
 import { badRequest, conflict, notFound, type FieldError } from '../../libs/errors';
-import { changeUnderWay } from '../../libs/writer-locks';
 import { nameBasedId } from '../../libs/ids';
 import { nairaToKobo } from '../../libs/money';
 import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
@@ -129,11 +128,7 @@ export function createPackageService(config: Config): ServiceDefinition {
         if (!updated) throw await explainUnchanged(userId, packageId, 'edited');
         return toPackageView(updated);
       },
-      {
-        busy: () => changeUnderWay(`Package ${packageId}`),
-        // Let go once its lease is over: an edit meanwhile waits, then is refused.
-        notLetGo: (err) => logger?.warn(`package ${packageId}: edit not let go`, err),
-      },
+      logger,
     );
   }
 

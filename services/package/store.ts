@@ -177,7 +177,7 @@ export class PackageStore {
 
   constructor(private readonly models: () => PackageModels) {
     this.byUser = OwnerList.named(this.models, 'UserPackage');
-    this.edits = WriterLocks.named(this.models, 'PackageEdit');
+    this.edits = WriterLocks.named(this.models, 'PackageEdit', 'Package');
   }
 
   private get Package() {

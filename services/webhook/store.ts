@@ -22,7 +22,7 @@ import {
   type OwnerListEntry,
 } from '../../libs/owner-list';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
-import { changeUnderWay, defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
+import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
 
 /**
  * The webhook service's records. Whatever must happen once is claimed by inserting a document
@@ -295,7 +295,7 @@ export class WebhookStore {
     /** Where a lock not let go is told (it is taken over after its lease). */
     private readonly warn: (message: string, meta: object) => void = () => undefined,
   ) {
-    this.edits = WriterLocks.named(models, 'EndpointEdit');
+    this.edits = WriterLocks.named(models, 'EndpointEdit', 'Webhook');
     this.messagesByEndpoint = OwnerList.named(models, 'EndpointMessage');
     this.endpointsByOwner = OwnerList.named(models, 'OwnerEndpoint');
     this.places = new StoredPlaces(
@@ -406,15 +406,7 @@ export class WebhookStore {
       async () => {
         await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: changes });
       },
-      {
-        busy: () => changeUnderWay(`Webhook ${webhookId}`),
-        // Taken over once its lease is over: a write meanwhile waits, then is refused.
-        notLetGo: (err) =>
-          this.warn('webhook endpoint’s write not let go', {
-            webhookId,
-            err: (err as Error).message,
-          }),
-      },
+      { warn: this.warn },
     );
   }
 
