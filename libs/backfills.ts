@@ -110,9 +110,17 @@ export interface Backfill {
   awaited?: boolean;
 }
 
+/**
+ * How long after a background pass fails it runs again, doubling each time up to the rollout
+ * time: nothing else would run it before the node's next start, and what it records (a release
+ * that reads no claim trusts it, decision 136) should not wait for that.
+ */
+export const BACKFILL_RETRY_FIRST_MS = 30_000;
+
 /** Runs a service's backfills: the first pass as it starts, the second after a rollout's time. */
 export class Backfills {
   private timer: NodeJS.Timeout | undefined;
+  private readonly retries = new Set<NodeJS.Timeout>();
   private readonly running = new Set<Promise<void>>();
   private stopped = false;
 
@@ -144,16 +152,33 @@ export class Backfills {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
+    for (const retry of this.retries) clearTimeout(retry);
+    this.retries.clear();
     await Promise.allSettled(this.running);
   }
 
-  private inBackground(backfill: Backfill, pass: BackfillPass, logger: Logger): void {
+  private inBackground(backfill: Backfill, pass: BackfillPass, logger: Logger, failed = 0): void {
     const run = backfill
       .run(pass)
       .catch((err: unknown) => {
-        logger.warn(`${backfill.what} are not all recorded yet: ${String(err)}`, { pass });
+        const retryInMs = Math.min(BACKFILL_RETRY_FIRST_MS * 2 ** failed, this.afterRolloutMs);
+        logger.warn(`${backfill.what} are not all recorded yet: ${String(err)}`, {
+          pass,
+          retryInMs,
+        });
+        this.retryLater(retryInMs, () => this.inBackground(backfill, pass, logger, failed + 1));
       })
       .finally(() => this.running.delete(run));
     this.running.add(run);
+  }
+
+  private retryLater(delayMs: number, retry: () => void): void {
+    if (this.stopped) return;
+    const timer = setTimeout(() => {
+      this.retries.delete(timer);
+      retry();
+    }, delayMs);
+    timer.unref();
+    this.retries.add(timer);
   }
 }

@@ -1,5 +1,5 @@
 import { runPass, type BackfillPass } from '../../libs/backfills';
-import { serviceBusy, toHttpError, type FieldError } from '../../libs/errors';
+import { serviceBusy, type FieldError } from '../../libs/errors';
 import { DELETED, OLDER_CLAIMS_RECORDED, type PackageStore } from './store';
 
 /** What `package.assign` made of a delivery's request for packages. */
@@ -109,34 +109,48 @@ export async function releasePackages(store: PackageStore, deliveryId: string): 
 /**
  * A pass over the claims an older version took without recording a selection (decision 136):
  * each holder whose selection does not name the claim is recorded, so that its releases, and
- * only they, read every claim. A holder already released (its release ran before this record
- * and may have missed the claim: an older replica took it after that pass began, or during a
- * rollback) is released again here. The holder is recorded before its selection is read, and a
- * release closes the selection before it reads the record: one of the two sees the other.
+ * only they, read every claim. A holder already released is released again here: its release
+ * may have run before the older replica's claim (a late assign, or one during a rollback). An
+ * unnamed claim's holder is recorded before its selection is read, and a release closes the
+ * selection before it reads the record, so one of the two finds the claim; a named one the
+ * release reads by `_id`, unless it was read before the claim, which the closed selection
+ * then shows. A holder that fails does not stop the others; the pass then fails, is not
+ * recorded, and runs again (libs/backfills), over the same claims.
  */
 export async function recordOlderClaimHolders(
   store: PackageStore,
   pass: BackfillPass,
 ): Promise<void> {
   await runPass(pass, store.olderClaimPasses(), OLDER_CLAIMS_RECORDED, async (since) => {
-    const recorded = new Set<string>();
+    const done = new Set<string>();
+    let failed: unknown;
     for await (const claim of store.olderClaimsSince(since)) {
-      if (recorded.has(claim.holder)) continue;
-      const named = (await store.selectionOf(claim.holder))?.packageIds.includes(claim._id);
-      if (named) continue;
-      recorded.add(claim.holder);
-      await store.recordOlderClaimHolder(claim.holder);
-      if ((await store.selectionOf(claim.holder))?.released)
-        await releaseAgain(store, claim.holder);
+      if (done.has(claim.holder)) continue;
+      try {
+        if (await recordOlderClaim(store, claim)) done.add(claim.holder);
+      } catch (err) {
+        failed = err;
+      }
     }
+    if (failed) throw failed;
   });
 }
 
-/** A release by the pass; one that meets another call giving the packages back leaves it that. */
-async function releaseAgain(store: PackageStore, deliveryId: string): Promise<void> {
-  try {
-    await releasePackages(store, deliveryId);
-  } catch (err) {
-    if (toHttpError(err).status !== 503) throw err;
+/**
+ * Records an older claim's holder unless its selection names the claim, and gives its packages
+ * back if the holder is released. True once the holder is recorded: its release reads every
+ * claim, so its other claims need nothing more.
+ */
+async function recordOlderClaim(
+  store: PackageStore,
+  claim: { _id: string; holder: string },
+): Promise<boolean> {
+  let selection = await store.selectionOf(claim.holder);
+  const named = selection?.packageIds.includes(claim._id) ?? false;
+  if (!named) {
+    await store.recordOlderClaimHolder(claim.holder);
+    selection = await store.selectionOf(claim.holder);
   }
+  if (selection?.released) await releasePackages(store, claim.holder);
+  return !named;
 }

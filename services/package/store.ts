@@ -65,8 +65,8 @@ const claimSchema = new Schema(
     holder: { type: String, required: true },
     userId: { type: String, required: true },
     /**
-     * Set by this version, which records a delivery's selection before its claims: the pass
-     * over claims an older version took without one skips it (libs/backfills).
+     * Set on every claim this version takes: a delivery's after its selection is recorded, a
+     * deletion's (which needs none). The pass over claims an older version took skips it.
      */
     recordedFirst: Boolean,
   },

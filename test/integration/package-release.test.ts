@@ -283,6 +283,66 @@ describe('once the claims older versions took are recorded by their holders (dec
     expect(await store.savedCount(userId)).toBe(2);
     expect(await release(deliveryId)).toBe(0);
   });
+
+  it('gives back an older claim its released selection names, taken after the release read it', async () => {
+    const userId = randomUUID();
+    const a = await save(userId);
+    const deliveryId = randomUUID();
+    // This version's assign recorded the selection and stopped; its retry reached a replica of
+    // the version before, which claimed after the release had read the claim by `_id`.
+    expect(await store.recordSelection(deliveryId, [a])).toBe('recorded');
+    expect(await release(deliveryId)).toBe(0);
+    await takeAsOlderVersion(userId, deliveryId, [a]);
+    await recordOlderClaimHolders(store, 'after-rollout');
+    expect(await store.holderOf(a)).toBeNull();
+    expect(await openIds(userId)).toEqual([a]);
+    // Named by its selection: its release reads it by `_id`, no need to read them all.
+    expect(await olderHolder(deliveryId)).toBeNull();
+  });
+
+  it('fails a pass that meets a claim another call is ending, and gives it back when run again', async () => {
+    const userId = randomUUID();
+    const a = await save(userId);
+    const deliveryId = randomUUID();
+    expect(await release(deliveryId)).toBe(0);
+    await takeAsOlderVersion(userId, deliveryId, [a]);
+    // Another call claimed the claim's end and stopped before its delete.
+    const claim = await db.models.Claim.findById(a).lean();
+    const end = `${a}:${deliveryId}:${claim!.createdAt.getTime()}:1`;
+    await db.models.ClaimEnd.create({ _id: end, at: new Date() });
+    const latest = async () =>
+      (await db.models.OlderClaimHolder.findById(`${OLDER_CLAIMS_RECORDED}:latest`).lean())
+        ?.startedAt;
+    const before = await latest();
+    await expect(recordOlderClaimHolders(store, 'after-rollout')).rejects.toMatchObject({
+      code: 503,
+    });
+    // Not recorded as run: the next pass reads the claim again.
+    expect(await latest()).toEqual(before);
+    expect(await olderHolder(deliveryId)).not.toBeNull();
+    expect(await store.holderOf(a)).toBe(deliveryId);
+    await db.models.ClaimEnd.updateOne(
+      { _id: end },
+      { at: new Date(Date.now() - CLAIM_END_LEASE_MS - 1) },
+    );
+    await recordOlderClaimHolders(store, 'after-rollout');
+    expect(await store.holderOf(a)).toBeNull();
+    expect(await openIds(userId)).toEqual([a]);
+    expect(await store.savedCount(userId)).toBe(2);
+  });
+
+  it("marks this version's claims, and records no holder for an older version's deletion", async () => {
+    const userId = randomUUID();
+    const [a, b, c] = [await save(userId), await save(userId), await save(userId)];
+    expect(await assign(userId, randomUUID(), [a])).toBe('assigned');
+    expect(await store.claim(b, userId, DELETED)).toBe('taken');
+    for (const id of [a, b]) {
+      expect(await db.models.Claim.findById(id).lean()).toMatchObject({ recordedFirst: true });
+    }
+    await db.models.Claim.create({ _id: c, holder: DELETED, userId });
+    await recordOlderClaimHolders(store, 'after-rollout');
+    expect(await olderHolder(DELETED)).toBeNull();
+  });
 });
 
 it("leaves another delivery's claim that a late second release read as its own delivery's", async () => {

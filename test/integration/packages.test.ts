@@ -186,8 +186,15 @@ describe('DELETE /api/package/:packageId and GET /api/packages', () => {
     const db = await openServiceDatabase(stack.iso, 'package');
     try {
       await db
-        .collection<{ _id: string; holder: string; userId: string }>('package_claims')
-        .insertOne({ _id: pkg.id, holder: DELETED, userId: stack.alice.userId });
+        .collection<{ _id: string; holder: string; userId: string; recordedFirst: boolean }>(
+          'package_claims',
+        )
+        .insertOne({
+          _id: pkg.id,
+          holder: DELETED,
+          userId: stack.alice.userId,
+          recordedFirst: true,
+        });
     } finally {
       await db.close();
     }
@@ -211,8 +218,10 @@ describe('a package whose claim is written and its mark not yet', () => {
     const db = await openServiceDatabase(stack.iso, 'package');
     try {
       await db
-        .collection<{ _id: string; holder: string; userId: string }>('package_claims')
-        .insertOne({ _id: packageId, holder, userId: stack.alice.userId });
+        .collection<{ _id: string; holder: string; userId: string; recordedFirst: boolean }>(
+          'package_claims',
+        )
+        .insertOne({ _id: packageId, holder, userId: stack.alice.userId, recordedFirst: true });
     } finally {
       await db.close();
     }

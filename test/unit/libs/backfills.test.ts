@@ -1,5 +1,6 @@
 import type { Logger } from 'moleculer';
 import {
+  BACKFILL_RETRY_FIRST_MS,
   Backfills,
   CLOCK_SKEW_MS,
   markedRecorded,
@@ -157,9 +158,44 @@ describe('Backfills', () => {
     await backfills.stop();
     expect(log.warn).toHaveBeenCalledWith('lists are not all recorded yet: Error: server gone', {
       pass: 'start',
+      retryInMs: 1_000,
     });
     jest.advanceTimersByTime(5_000);
     expect(run).toHaveBeenCalledTimes(1);
+  });
+
+  it('runs a failed background pass again, waiting twice as long each time up to the rollout time', async () => {
+    jest.useFakeTimers();
+    const log = logger();
+    const passes: string[] = [];
+    let failures = 3;
+    const run = jest.fn(async (pass: string) => {
+      passes.push(pass);
+      if (failures-- > 0) throw new Error('server busy');
+    });
+    const backfills = new Backfills([{ what: 'holders', run }], 100_000);
+    await backfills.start(log);
+    const after = async (ms: number) => {
+      await jest.advanceTimersByTimeAsync(ms - 1);
+      const before = passes.length;
+      await jest.advanceTimersByTimeAsync(1);
+      expect(passes.length).toBe(before + 1);
+    };
+    await after(BACKFILL_RETRY_FIRST_MS);
+    await after(2 * BACKFILL_RETRY_FIRST_MS);
+    // The rollout's own pass comes first (at 100 s); the retry after it waits 100 s, not 120.
+    await after(100_000 - 3 * BACKFILL_RETRY_FIRST_MS);
+    expect(passes).toEqual(['start', 'start', 'start', 'after-rollout']);
+    expect(log.warn.mock.calls.map(([, meta]) => meta)).toEqual([
+      { pass: 'start', retryInMs: BACKFILL_RETRY_FIRST_MS },
+      { pass: 'start', retryInMs: 2 * BACKFILL_RETRY_FIRST_MS },
+      { pass: 'start', retryInMs: 100_000 },
+    ]);
+    // The third failure's retry, 100 s after it (at 90 s), then nothing more: it succeeded.
+    await after(90_000);
+    await jest.advanceTimersByTimeAsync(1_000_000);
+    expect(passes).toEqual(['start', 'start', 'start', 'after-rollout', 'start']);
+    await backfills.stop();
   });
 
   it('schedules nothing when stopped while an awaited pass ran', async () => {
