@@ -14,13 +14,12 @@ import {
 import { call } from '../libs/contracts';
 import { badRequest, serviceUnavailable, toHttpError } from '../libs/errors';
 import { mongoHosts } from '../libs/mongo';
-import { toServiceSchema } from '../libs/service';
 import {
   DEFAULT_TOLERANCE_SECONDS,
   SIGNATURE_HEADER,
   verifySignature,
 } from '../libs/webhook-signature';
-import { serviceDefinition } from '../services/catalog';
+import { commandBroker } from './cli-services';
 import { DELIVERY_STATUSES } from '../services/order/lifecycle';
 import { refuseSeedIn, seedDemoData } from '../services/seed';
 
@@ -28,18 +27,13 @@ import { refuseSeedIn, seedDemoData } from '../services/seed';
  * Operator CLI. It runs the services it needs (account; payment for wallets; geo and
  * courier-matching for couriers) in its own short-lived broker (joined to NATS when NATS_URL
  * is set, so revocations reach running gateways) and calls the same actions as the admin API.
+ * Those services answer only the command and do no background work (`forTheCommandOnly`).
  */
 async function withServices<T>(
   names: Exclude<ServiceName, 'gateway'>[],
   run: (broker: ServiceBroker, config: Config) => Promise<T>,
 ) {
-  const config = loadConfig({ ...process.env, OPS_PORT: '0', SERVICES: names.join(',') });
-  const broker = new ServiceBroker({
-    ...createBrokerOptions(config),
-    nodeID: `cli-${process.pid}`,
-    logger: false,
-  });
-  for (const name of names) broker.createService(toServiceSchema(serviceDefinition(name, config)));
+  const { broker, config } = commandBroker(names);
   await startWithin(broker, config);
   try {
     return await run(broker, config);

@@ -132,6 +132,12 @@ export interface Config {
   stopGraceMs: number;
   /** After how long a node passes again over what was stored without our records (libs/backfills). */
   backfillAfterRolloutMs: number;
+  /**
+   * Whether the services run their background work (sweeps, senders, flushers, the simulator,
+   * retention). Not read from the environment: false only in the operator CLI's short-lived
+   * broker, whose services must not act on the platform's data behind the command's back.
+   */
+  background: boolean;
   opsPort: number;
   routing: {
     osrmUrl: string | undefined;
@@ -1183,6 +1189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
     stopGraceMs: value.STOP_GRACE_MS,
     backfillAfterRolloutMs: value.BACKFILL_AFTER_ROLLOUT_MS,
+    background: true,
     opsPort: value.OPS_PORT,
     routing: {
       osrmUrl: value.OSRM_URL,

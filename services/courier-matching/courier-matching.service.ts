@@ -185,6 +185,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       connectRedis(redis).catch(() => {
         /* reported by the client's error listener */
       });
+      if (!config.background) return;
       flusher.start();
       sweep.start();
     },

@@ -33,9 +33,11 @@ export class LocationFlusher {
     this.timer.unref();
   }
 
-  /** Stops the timer, then writes what moved since the last flush. */
+  /** Stops the timer, then writes what moved since the last flush; nothing if never started. */
   async stop(): Promise<void> {
+    if (this.timer === undefined) return;
     clearInterval(this.timer);
+    this.timer = undefined;
     await this.running;
     await this.flush();
   }

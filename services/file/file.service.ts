@@ -334,7 +334,7 @@ export function createFileService(config: Config): ServiceDefinition {
             { err: (err as Error).message },
           ),
       );
-      staleUploads.start();
+      if (config.background) staleUploads.start();
       // Only gateways on other nodes transfer; in one process there are none.
       if (!this.broker.transit) return;
       desk = new TransferDesk({

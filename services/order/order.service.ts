@@ -266,9 +266,10 @@ export function createOrderService(config: Config): ServiceDefinition {
       connectRedis(redis).catch(() => {
         /* reported by the client's error listener */
       });
+      await backfills.start(logger);
+      if (!config.background) return;
       sweep.start();
       sender.start();
-      await backfills.start(logger);
       if (config.appEnv !== 'live') simulator.start();
     },
     async stopped() {

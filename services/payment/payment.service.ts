@@ -64,7 +64,7 @@ export function createPaymentService(config: Config): ServiceDefinition {
     },
     // After the mixin's started(): the database is connected.
     started() {
-      stopSweeping = checkouts.startSweeping();
+      if (config.background) stopSweeping = checkouts.startSweeping();
     },
     stopped() {
       stopSweeping?.();

@@ -140,6 +140,7 @@ export function createWebhookService(config: Config): ServiceDefinition {
     },
     async started() {
       await backfills.start(this.logger);
+      if (!config.background) return;
       dispatcher.start();
       sender.start();
       retention.start();

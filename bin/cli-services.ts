@@ -1,0 +1,46 @@
+import { ServiceBroker, type ServiceSchema } from 'moleculer';
+import { createBrokerOptions } from '../moleculer.config';
+import { loadConfig, type Config, type ServiceName } from '../libs/config';
+import { toServiceSchema } from '../libs/service';
+import { serviceDefinition } from '../services/catalog';
+
+/**
+ * The CLI's short-lived broker and the services a command needs in it (decision 137), not
+ * started. Joined to the platform's NATS when NATS_URL is set (so that its broadcasts, a
+ * revocation, reach running gateways), its node is seen by every other, so its services serve
+ * the command alone: no background work (`config.background`), and `forTheCommandOnly`.
+ */
+export function commandBroker(
+  names: Exclude<ServiceName, 'gateway'>[],
+  env: NodeJS.ProcessEnv = process.env,
+): { broker: ServiceBroker; config: Config } {
+  const config = {
+    ...loadConfig({ ...env, OPS_PORT: '0', SERVICES: names.join(',') }),
+    background: false,
+  };
+  const broker = new ServiceBroker({
+    ...createBrokerOptions(config),
+    nodeID: `cli-${process.pid}`,
+    logger: false,
+  });
+  for (const name of names) {
+    broker.createService(forTheCommandOnly(toServiceSchema(serviceDefinition(name, config))));
+  }
+  return { broker, config };
+}
+
+/**
+ * A service that answers only calls from its own process: its actions are `protected`, which
+ * other nodes do not register, so none of the platform's calls is balanced to a command; and it
+ * handles no events, so none of the platform's balanced events goes to one.
+ */
+export function forTheCommandOnly(schema: ServiceSchema): ServiceSchema {
+  const actions = Object.fromEntries(
+    Object.entries(schema.actions ?? {}).map(([name, action]) => {
+      if (typeof action === 'boolean') return [name, action];
+      const definition = typeof action === 'function' ? { handler: action } : action;
+      return [name, { ...definition, visibility: 'protected' as const }];
+    }),
+  );
+  return { ...schema, actions, events: {} };
+}
