@@ -96,13 +96,16 @@ const isUnauthorized = (err: unknown) => (err as { type?: unknown })?.type === '
  * Runs an authentication with failures throttled per client address (gateway/auth-throttle).
  * A lookup of a credential the gateway has not accepted before is counted as a failure
  * before it is made, so that a burst of concurrent attempts gets no more lookups than the
- * limit, and forgiven once the credential is accepted; any other 401 (no credential, a malformed
- * one, a refusal cached) is counted after it. `credential` names what the 429 asks for.
+ * limit, and forgiven once the credential is accepted; any other 401 (a malformed one, a
+ * refusal cached) is counted after it. A request that sent none (`sent` false) guessed nothing
+ * and is not counted: any web page can make a browser send one (an image, a form), and each
+ * would count against the address it shares with the merchant's servers or the operator.
+ * `credential` names what the 429 asks for.
  */
 async function throttled<T>(
   req: GatewayRequest,
   options: { config: Pick<Config, 'trustProxyHops'>; authFailures: AuthFailureThrottle },
-  credential: string,
+  { credential, sent }: { credential: string; sent: unknown },
   authenticate: (beforeLookup: () => Promise<void>) => Promise<T>,
 ): Promise<T> {
   // Read now: once the client has left, its socket no longer knows the peer's address.
@@ -125,7 +128,7 @@ async function throttled<T>(
     accepted = true;
     return authenticated;
   } catch (err) {
-    if (isUnauthorized(err) && !countedBeforeLookup) {
+    if (isUnauthorized(err) && !countedBeforeLookup && isSent(sent)) {
       await authFailures.countFailure(address, credential);
     }
     throw err;
@@ -136,12 +139,18 @@ async function throttled<T>(
   }
 }
 
+/** Whether a request carried a credential header at all. */
+const isSent = (header: unknown) =>
+  (typeof header === 'string' && header.length > 0) || Array.isArray(header);
+
 /** Browsers may not call a group that takes credentials apps and servers keep. */
 const browsersRefused = (group: RouteGroup) =>
   forbidden(
     group === 'courier'
       ? `Browsers may not call ${GROUP_BASE.courier}; it is for the courier app, with its courier token`
-      : `Browsers may not call ${GROUP_BASE[group]}; call it from your server with your API key`,
+      : group === 'admin'
+        ? `Browsers may not call ${GROUP_BASE.admin}; call it from the operator's tools with ADMIN_TOKEN`
+        : `Browsers may not call ${GROUP_BASE[group]}; call it from your server with your API key`,
   );
 
 /**
@@ -158,8 +167,11 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
   }
 
   const authenticate = (req: GatewayRequest) =>
-    throttled(req, options, 'API key', (beforeLookup) =>
-      options.authenticator().authenticate(req.headers['api-key'], beforeLookup),
+    throttled(
+      req,
+      options,
+      { credential: 'API key', sent: req.headers['api-key'] },
+      (beforeLookup) => options.authenticator().authenticate(req.headers['api-key'], beforeLookup),
     );
 
   return middleware(async (req, res) => {
@@ -256,8 +268,12 @@ export interface CourierGuardOptions {
 export function courierGuard(options: CourierGuardOptions): Middleware {
   return middleware(async (req) => {
     if (isPreflight(req)) throw browsersRefused('courier');
-    const courier = await throttled(req, options, 'courier token', (beforeLookup) =>
-      options.authenticator().authenticate(req.headers.authorization, beforeLookup),
+    const sent = req.headers.authorization;
+    const courier = await throttled(
+      req,
+      options,
+      { credential: 'courier token', sent },
+      (beforeLookup) => options.authenticator().authenticate(sent, beforeLookup),
     );
     if (req.$ctx) req.$ctx.meta.courier = { id: courier.courierId, tokenId: courier.tokenId };
   });
@@ -281,13 +297,15 @@ export interface AdminGuardOptions {
  */
 export function adminGuard(options: AdminGuardOptions): Middleware {
   return middleware(async (req) => {
+    if (isPreflight(req)) throw browsersRefused('admin');
     const header = req.headers.authorization;
     const subject = `admin ${clientAddress(req, options.config.trustProxyHops)}`;
     const { authFailures } = options;
     try {
       checkAdminToken(Array.isArray(header) ? header[0] : header, options.config.adminToken);
     } catch (err) {
-      if (isUnauthorized(err)) {
+      // As for API keys (`throttled`): a request without a token guessed nothing.
+      if (isUnauthorized(err) && isSent(header)) {
         await unlessUncountable(() => authFailures.countFailure(subject, ADMIN_CREDENTIAL));
       }
       throw err;

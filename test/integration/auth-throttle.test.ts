@@ -73,8 +73,9 @@ describe('failed authentications per client address', () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(refused.body.message).toContain(`retry in ${retryAfter} seconds`);
-    // Every kind of failure is refused alike once the address is throttled.
-    expectErrorEnvelope(await me(client), 429, THROTTLED);
+    // Every kind of guess is refused alike once the address is throttled; a request without
+    // a key guessed nothing, and is told what to send.
+    expectErrorEnvelope(await me(client), 401, /API key is required/);
     expectErrorEnvelope(await me(client, 'wb_staging_nothex'), 429, THROTTLED);
     expectErrorEnvelope(await me(client, `wb_live_${'ab'.repeat(32)}`), 429, THROTTLED);
     expect(await lookups()).toBe(counted + LIMIT);
@@ -150,6 +151,35 @@ describe('failed authentications per client address', () => {
       expectErrorEnvelope(await me(client, publishable), 403);
     }
     expectErrorEnvelope(await me(client, unknownKey()), 401, /Unknown API key/);
+  });
+
+  it('counts no request that sent no credential: any web page can make a browser send one', async () => {
+    const client = '198.51.100.12';
+    const { key } = await createUserWithKey(node.url);
+    for (let i = 0; i < LIMIT * 3; i++) {
+      expectErrorEnvelope(await me(client), 401, /API key is required/);
+      const noToken = await request(node.url, 'GET', '/admin/users', {
+        headers: { 'x-forwarded-for': client },
+      });
+      expectErrorEnvelope(noToken, 401, /Admin token is required/);
+      const courierless = await request(node.url, 'GET', '/courier/offers', {
+        headers: { 'x-forwarded-for': client },
+      });
+      expectErrorEnvelope(courierless, 401);
+      // A browser asking whether a page may send the token: refused, not counted.
+      const preflight = await request(node.url, 'OPTIONS', '/admin/users', {
+        headers: {
+          'x-forwarded-for': client,
+          origin: 'https://elsewhere.example',
+          'access-control-request-method': 'GET',
+          'access-control-request-headers': 'authorization',
+        },
+      });
+      expectErrorEnvelope(preflight, 403, /^Browsers may not call \/admin/);
+    }
+    expect((await me(client, key)).status).toBe(200);
+    expectErrorEnvelope(await me(client, unknownKey()), 401, /Unknown API key/);
+    expect((await admin(client, adminHeaders.authorization)).status).toBe(200);
   });
 
   it('throttles wrong admin tokens too, and then refuses even the right one from that address', async () => {
