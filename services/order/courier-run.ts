@@ -1,7 +1,7 @@
 import { conflict, notFound } from '../../libs/errors';
 import type { AssignAnswer } from '../../libs/contracts/order';
 import type { DeliveryRecord, ProofType } from './delivery-record';
-import { transition, type EventKind, type LifecycleEvent } from './lifecycle';
+import { isTerminal, transition, type EventKind, type LifecycleEvent } from './lifecycle';
 import type { ProofChecks } from './proofs';
 import type { Settlement } from './settlement';
 import type { DeliveryTransitions } from './transitions';
@@ -52,9 +52,11 @@ export class CourierRun {
       return { assigned: true, status: applied.delivery.lifecycle.status };
     }
     const { delivery } = applied;
-    // A repeat of the call that assigned this courier: the same answer.
-    const ours = delivery.assignment?.courierId === courierId;
-    return { assigned: ours, status: delivery.lifecycle.status };
+    const { status } = delivery.lifecycle;
+    // A repeat of the call that assigned this courier: the same answer, while the delivery
+    // lasts. Once it is over (cancelled since, or delivered), the courier has nothing to take.
+    const ours = delivery.assignment?.courierId === courierId && !isTerminal(status);
+    return { assigned: ours, status };
   }
 
   async noCourier(deliveryId: string): Promise<{ status: string }> {

@@ -909,6 +909,21 @@ describe('pay-on-delivery and cancel', () => {
     expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
   });
 
+  it('answers an accept sent again after the cancel 409, and leaves the courier’s next offer alone', async () => {
+    const { courier, offer } = await cancelledUnderCourier({
+      lat: ORIGIN.lat - 0.004,
+      lon: ORIGIN.lon + 0.001,
+    });
+    const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
+    const next = await offerOf(courier);
+    expect(next.deliveryId).toBe(second.deliveryId);
+    // The app retries its accept of the cancelled delivery's offer (its answer was lost).
+    const again = await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`);
+    expectErrorEnvelope(again, 409, 'The delivery no longer needs a courier: it is CANCELLED');
+    const accepted = await asCourier(courier, 'POST', `/courier/offers/${next.id}/accept`);
+    expect(accepted.status).toBe(200);
+  });
+
   it('frees a courier whose release was cut short before they were marked free, when the end is asked again', async () => {
     const { courier, first } = await cancelledUnderCourier({
       lat: ORIGIN.lat - 0.006,
