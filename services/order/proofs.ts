@@ -126,8 +126,8 @@ export class ProofChecks {
   /**
    * The merchant's new code for a proof not given yet (once it is queued the old code stops
    * working and the count of wrong codes starts again): sent to the stop's contact through
-   * the outbox, never answered; the earlier codes' messages not sent yet are withdrawn (a dead
-   * code would only mislead the person). 404 for a proof not on the delivery, 409 once it can
+   * the outbox, never answered; the earlier codes' messages not sent yet are withdrawn, before
+   * it is queued and again after (a dead code would only mislead the person). 404 for a proof not on the delivery, 409 once it can
    * no longer be given. A call that fails before its code is queued leaves the old code working.
    */
   async issueAgain(
@@ -149,6 +149,15 @@ export class ProofChecks {
     if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
     const { code, generation } = await this.reissue(delivery._id, proof);
     const now = new Date();
+    // Withdrawn before the new code is queued too: a call that stops between the queueing and
+    // the withdrawal after it would leave the dead code to go out (and every try of it count
+    // as wrong). Stopped here, nobody is sent a code the call did not replace, and its caller,
+    // answered an error, issues again.
+    await this.store.supersedeMessages(
+      earlierProofCodeMessageIds(delivery._id, proof.type, generation),
+      now,
+      this.dropWithdrawnText,
+    );
     await this.store.enqueue(
       proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation),
     );

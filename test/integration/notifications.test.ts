@@ -433,6 +433,30 @@ describe('senders sharing an outbox', () => {
     }
   });
 
+  it('send no replaced code when the reissue stopped between queueing its code and the withdrawal', async () => {
+    const { first, issueAgain } = await codeReissue(false);
+    const supersede = store.supersedeMessages.bind(store);
+    let calls = 0;
+    const stopped = jest.spyOn(store, 'supersedeMessages').mockImplementation(async (...args) => {
+      // The withdrawal after the queueing never runs: the process stopped.
+      if (++calls > 1) throw new Error('process stopped');
+      return supersede(...args);
+    });
+    try {
+      await expect(issueAgain()).rejects.toThrow('process stopped');
+    } finally {
+      stopped.mockRestore();
+    }
+    const sent: string[] = [];
+    await senderOver(sent).sendDue(new Date());
+    const reached = sent.filter((line) => first.some((m) => line.startsWith(`${m.recipient} `)));
+    expect(reached).toHaveLength(2);
+    for (const line of reached) expect(line).toMatch(/your new collection code is \d{6}/);
+    for (const m of first) {
+      expect(await store.notifications.get(m._id)).toMatchObject({ status: 'SUPERSEDED' });
+    }
+  });
+
   it('send a code withdrawn while under way once if that attempt goes, and never if it fails', async () => {
     const [goes, fails] = await Promise.all([codeReissue(false), codeReissue(false)]);
     const failing = new Set(fails.first.map((m) => m.recipient));
