@@ -189,13 +189,16 @@ program
       ).then(print),
   );
 
-program
-  .command('keys:list')
-  .description("list a user's API keys (never the keys themselves)")
-  .argument('<userId>', 'owner (UUID)')
-  .action((userId: string) =>
-    withAccount((broker) => call(broker, 'account.listApiKeys', { userId })).then(print),
-  );
+paged(
+  program
+    .command('keys:list')
+    .description("list a user's API keys, newest first (never the keys themselves)")
+    .argument('<userId>', 'owner (UUID)'),
+  'keys',
+  { max: 500, byDefault: 100 },
+).action((userId: string, opts: { limit: number; offset: number }) =>
+  withAccount((broker) => call(broker, 'account.listApiKeys', { userId, ...opts })).then(print),
+);
 
 program
   .command('keys:revoke')
@@ -356,7 +359,7 @@ paged(
     .description('list couriers, newest first')
     .addOption(new Option('--active', 'only active couriers').conflicts('inactive'))
     .option('--inactive', 'only inactive couriers')
-    .option('--fleet-type <fleetTypeId>', 'only couriers of this fleet type (id)')
+    .option('--fleet-type <idOrCode>', 'only couriers of this fleet type (its id, or code: bike)')
     .option('--reg-no <regNo>', 'only the courier with this registration number'),
   'couriers',
   { max: 500, byDefault: 100 },
@@ -369,14 +372,17 @@ paged(
     limit: number;
     offset: number;
   }) =>
-    withCouriers((broker) =>
-      broker.call('courier-matching.listCouriers', {
-        ...(opts.active || opts.inactive ? { active: Boolean(opts.active) } : {}),
-        ...(opts.fleetType ? { fleetTypeId: opts.fleetType } : {}),
-        ...(opts.regNo ? { regNo: opts.regNo } : {}),
-        limit: opts.limit,
-        offset: opts.offset,
-      }),
+    withCouriers(
+      async (broker) =>
+        broker.call('courier-matching.listCouriers', {
+          ...(opts.active || opts.inactive ? { active: Boolean(opts.active) } : {}),
+          ...(opts.fleetType ? { fleetTypeId: await fleetTypeId(broker, opts.fleetType) } : {}),
+          ...(opts.regNo ? { regNo: opts.regNo } : {}),
+          limit: opts.limit,
+          offset: opts.offset,
+        }),
+      // A code needs geo to be read; an id does not.
+      { geo: opts.fleetType !== undefined && !UUID.test(opts.fleetType) },
     ).then(print),
 );
 

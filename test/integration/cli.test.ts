@@ -40,8 +40,38 @@ async function cli(...args: string[]): Promise<Run> {
 
 afterAll(() => dropDatabases(iso));
 
+/** A command's printed JSON, once it has ended well. */
+const json = (run: Run) => {
+  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+  return JSON.parse(run.stdout);
+};
+
 /** The demo merchant, once `seed` has run: the courier commands use it too. */
 let demoUserId: string;
+
+describe('waybill CLI: users and keys', () => {
+  it("creates a user and keys, and pages through the user's keys, newest first", async () => {
+    const user = json(
+      await cli(
+        'users:create',
+        '--name',
+        'Kemi Adeyemi',
+        '--email',
+        `kemi-${Date.now()}@example.com`,
+        '--phone',
+        '+2348031234567',
+      ),
+    );
+    const first = json(await cli('keys:create', user.id));
+    const second = json(await cli('keys:create', user.id, '--browser'));
+    const ids = (run: Run) => json(run).map((k: { id: string }) => k.id);
+    expect(ids(await cli('keys:list', user.id))).toEqual([second.id, first.id]);
+    expect(ids(await cli('keys:list', user.id, '--limit', '1'))).toEqual([second.id]);
+    expect(ids(await cli('keys:list', user.id, '--limit', '1', '--offset', '1'))).toEqual([
+      first.id,
+    ]);
+  }, 60_000);
+});
 
 describe('waybill CLI: wallets', () => {
   it('lists the wallet and ledger commands in --help', async () => {
@@ -168,10 +198,6 @@ describe('waybill CLI: uncredited payments', () => {
 });
 
 describe('waybill CLI: couriers', () => {
-  const json = (run: Run) => {
-    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
-    return JSON.parse(run.stdout);
-  };
   const addArgs = (regNo: string) => [
     'couriers',
     'add',
@@ -245,6 +271,12 @@ describe('waybill CLI: couriers', () => {
 
     expect(json(await cli('couriers', 'list', '--reg-no', 'FCT-777-CLI'))).toEqual([]);
     expect(json(await cli('couriers', 'list', '--reg-no', 'fct 777 cli'))).toEqual([cleared]);
+    // The fleet type by its code in a filter too.
+    const cars = json(await cli('couriers', 'list', '--fleet-type', 'car', '--limit', '500'));
+    expect(cars.map((c: { id: string }) => c.id)).toContain(added.id);
+    expect(json(await cli('couriers', 'list', '--fleet-type', 'bike', '--limit', '500'))).toEqual(
+      expect.not.arrayContaining([expect.objectContaining({ id: added.id })]),
+    );
   }, 60_000);
 
   it("puts a courier on a merchant's list and takes it off", async () => {
