@@ -4,9 +4,13 @@ import { transition, type DeliveryStatus, type LifecycleEvent } from './lifecycl
 import { transitionId, type OrderStore, type TransitionRecord } from './store';
 import { transitionEvents } from './webhook-events';
 
-/** What a delivery's steps become after a transition records one. */
-function withStep(steps: StepRecord[], step: StepRecord | null): StepRecord[] {
+/**
+ * What a delivery's steps become after a transition records one: the new step is the active
+ * one, unless it is hidden (a payment confirmed), which leaves the step shown as active so.
+ */
+export function withStep(steps: StepRecord[], step: StepRecord | null): StepRecord[] {
   if (!step) return steps;
+  if (step.hidden) return [...steps, { ...step, active: false }];
   return [...steps.map((s) => ({ ...s, active: false })), step];
 }
 
