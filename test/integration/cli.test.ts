@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DEMO_COURIERS, demoCourierId } from '../../services/seed';
-import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
+import { dropDatabases, isolation, openServiceDatabase, type Isolation } from '../support/stack';
 
 /**
  * The operator CLI against the real database: it runs the services it needs in its own
@@ -17,12 +18,16 @@ interface Run {
   stderr: string;
 }
 
-async function cli(...args: string[]): Promise<Run> {
+const cli = (...args: string[]) => cliIn(iso, {}, args);
+
+/** A command in isolation `where`, with `more` in its environment. */
+async function cliIn(where: Isolation, more: NodeJS.ProcessEnv, args: string[]): Promise<Run> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    NAMESPACE: iso.namespace,
-    MONGO_DB_PREFIX: iso.dbPrefix,
+    NAMESPACE: where.namespace,
+    MONGO_DB_PREFIX: where.dbPrefix,
     LOG_LEVEL: 'warn',
+    ...more,
   };
   delete env.NATS_URL; // on its own: nothing else runs in this isolation
   try {
@@ -146,6 +151,38 @@ describe('waybill CLI: wallets', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/not found/);
   }, 60_000);
+});
+
+describe('waybill CLI: a ledger too large to verify within a request', () => {
+  const large = isolation();
+  afterAll(() => dropDatabases(large));
+
+  it('verifies it all the same: the command is not held to REQUEST_TIMEOUT_MS', async () => {
+    const walletId = randomUUID();
+    const createdAt = new Date();
+    const entries = Array.from({ length: 20_000 }, (_, i) => ({
+      _id: `${walletId}:${i + 1}`,
+      walletId,
+      sequence: i + 1,
+      type: 'CREDIT',
+      amountKobo: 100,
+      balanceKobo: 100 * (i + 1),
+      reference: `bulk-${i + 1}`,
+      description: null,
+      createdAt,
+    }));
+    const db = await openServiceDatabase(large, 'payment');
+    try {
+      for (let i = 0; i < entries.length; i += 5_000) {
+        await db.collection('ledger_entries').insertMany(entries.slice(i, i + 5_000) as never[]);
+      }
+    } finally {
+      await db.close();
+    }
+    const verified = await cliIn(large, { REQUEST_TIMEOUT_MS: '100' }, ['ledger', 'verify']);
+    expect({ code: verified.code, stderr: verified.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(verified.stdout)).toMatchObject({ clean: true });
+  }, 120_000);
 });
 
 describe('waybill CLI: uncredited payments', () => {
