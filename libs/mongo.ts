@@ -477,7 +477,7 @@ export class ServiceDatabase<Models> {
 
   constructor(
     private readonly config: Pick<Config, 'mongoUrl' | 'mongoDbPrefix' | 'mongoTimeoutMs'> &
-      Partial<Pick<Config, 'dbCommandMetrics'>>,
+      Partial<Pick<Config, 'dbCommandMetrics' | 'background'>>,
     service: string,
     private readonly defineModels: (connection: Connection) => Models,
     { probeEveryMs = 5_000, pruneEveryMs = CLAIM_END_PRUNE_EVERY_MS }: ServiceDatabaseOptions = {},
@@ -706,7 +706,8 @@ export class ServiceDatabase<Models> {
           // and failing would end the process with 1 while its stop goes on.
           await new Promise<never>(() => undefined);
         }
-        if (db.claimEndModels.length > 0) {
+        // Background work: not in the operator CLI's broker (`config.background`).
+        if (db.claimEndModels.length > 0 && db.config.background !== false) {
           const counter = prunedCounterOf(this.broker);
           const pruning: Periodic = new Periodic(
             db.pruneEveryMs,

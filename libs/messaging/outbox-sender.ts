@@ -50,6 +50,12 @@ export interface OutboxStore {
   isWithdrawn(id: string): Promise<boolean>;
   /** Records the message SUPERSEDED (by the holder of its next attempt). */
   markWithdrawn(id: string, dropText: boolean): Promise<void>;
+  /**
+   * Whether the message was replaced since it was queued (a proof code a newer one took over,
+   * whose withdrawal may not have run): recorded SUPERSEDED then, not sent. Asked before every
+   * attempt; an outbox whose messages are never replaced leaves it out.
+   */
+  replaced?(message: OutboxMessage): Promise<boolean>;
   /** The message waits until `retryAt`, or is FAILED when null; only a message still PENDING. */
   markAttemptFailed(
     id: string,
@@ -185,7 +191,7 @@ export class OutboxSender {
     if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) {
       return 'done';
     }
-    if (!first && (await store.isWithdrawn(current._id))) {
+    if ((!first && (await store.isWithdrawn(current._id))) || (await store.replaced?.(current))) {
       await store.markWithdrawn(current._id, this.live);
       return 'done';
     }

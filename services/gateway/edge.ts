@@ -100,16 +100,23 @@ const isUnauthorized = (err: unknown) => (err as { type?: unknown })?.type === '
  * refusal cached) is counted after it. A request that sent none (`sent` false) guessed nothing
  * and is not counted: any web page can make a browser send one (an image, a form), and each
  * would count against the address it shares with the merchant's servers or the operator.
- * `credential` names what the 429 asks for.
+ * `credential` names what the 429 asks for. Requests `fromBrowsers` (a `/file` call with an
+ * `Origin`, which any page may make with a made-up key) count apart from the address's
+ * others: a page cannot shut the servers behind the same address out, only browsers.
  */
 async function throttled<T>(
   req: GatewayRequest,
   options: { config: Pick<Config, 'trustProxyHops'>; authFailures: AuthFailureThrottle },
-  { credential, sent }: { credential: string; sent: unknown },
+  {
+    credential,
+    sent,
+    fromBrowsers = false,
+  }: { credential: string; sent: unknown; fromBrowsers?: boolean },
   authenticate: (beforeLookup: () => Promise<void>) => Promise<T>,
 ): Promise<T> {
   // Read now: once the client has left, its socket no longer knows the peer's address.
-  const address = clientAddress(req, options.config.trustProxyHops);
+  const client = clientAddress(req, options.config.trustProxyHops);
+  const address = fromBrowsers ? `${client} browsers` : client;
   const { authFailures } = options;
   let countedBeforeLookup = false;
   let accepted = false;
@@ -170,7 +177,11 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
     throttled(
       req,
       options,
-      { credential: 'API key', sent: req.headers['api-key'] },
+      {
+        credential: 'API key',
+        sent: req.headers['api-key'],
+        fromBrowsers: group === 'file' && req.headers.origin !== undefined,
+      },
       (beforeLookup) => options.authenticator().authenticate(req.headers['api-key'], beforeLookup),
     );
 

@@ -1,6 +1,7 @@
 import { outboxStoreOver } from '../../libs/messaging/outbox-records';
 import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
-import { EMAIL_SUBJECTS, type NotificationRecord } from './notifications';
+import { EMAIL_SUBJECTS, proofCodeOfMessage, type NotificationRecord } from './notifications';
+import type { ProofChecks } from './proofs';
 import type { OrderStore } from './store';
 
 /** A delivery's message as the shared sender takes it: its e-mail's subject from its purpose. */
@@ -18,7 +19,16 @@ const toOutboxMessage = (record: NotificationRecord): OutboxMessage => ({
 
 /**
  * The notification outbox (`notifications`, `notification_attempts`) as the shared sender
- * (libs/messaging/outbox-sender.ts) reads and writes it; the records stay as they are.
+ * (libs/messaging/outbox-sender.ts) reads and writes it; the records stay as they are. A proof
+ * code's message a newer code replaced is withdrawn rather than sent (`ProofChecks.replaced`).
  */
-export const notificationOutbox = (store: OrderStore): OutboxStore =>
-  outboxStoreOver(store.notifications, toOutboxMessage);
+export const notificationOutbox = (
+  store: OrderStore,
+  proofs: Pick<ProofChecks, 'replaced'>,
+): OutboxStore => ({
+  ...outboxStoreOver(store.notifications, toOutboxMessage),
+  async replaced(message) {
+    const code = proofCodeOfMessage(message._id);
+    return code ? proofs.replaced(code.deliveryId, code.type, code.generation) : false;
+  },
+});

@@ -116,6 +116,20 @@ export function earlierProofCodeMessageIds(
   return earlier.flatMap((nth) => proofCodeMessageIds(deliveryId, type, nth));
 }
 
+const PROOF_OF_PURPOSE = new Map(
+  Object.entries(PROOF_PURPOSE).map(([type, purpose]) => [purpose as string, type as ProofType]),
+);
+
+/** The proof code a message carries, by its `_id`: its delivery, proof type and generation. */
+export function proofCodeOfMessage(
+  id: string,
+): { deliveryId: string; type: ProofType; generation: number } | null {
+  const [deliveryId, purpose, , nth = '1', ...rest] = id.split(':');
+  const type = PROOF_OF_PURPOSE.get(purpose);
+  if (!type || rest.length > 0) return null;
+  return { deliveryId, type, generation: Number(nth) };
+}
+
 const CODE_IN_TEXT = /\bcode is (\d{6})\b/;
 
 /** The code a proof-code message carries (the sandbox's virtual courier reads it). */

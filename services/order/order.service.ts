@@ -183,7 +183,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     kind: 'notification',
     config: config.notifications,
     appEnv: config.appEnv,
-    store: notificationOutbox(store),
+    store: notificationOutbox(store, proofs),
     channels: channelSenders(config.notifications, () => logger),
     logger: () => logger,
   });

@@ -126,8 +126,9 @@ export class ProofChecks {
   /**
    * The merchant's new code for a proof not given yet (once it is queued the old code stops
    * working and the count of wrong codes starts again): sent to the stop's contact through
-   * the outbox, never answered; the earlier codes' messages not sent yet are withdrawn, before
-   * it is queued and again after (a dead code would only mislead the person). 404 for a proof not on the delivery, 409 once it can
+   * the outbox, never answered; the earlier codes' messages not sent yet are withdrawn (a dead
+   * code would only mislead the person). Should the call stop before that, the sender finds
+   * them replaced (`replaced`) and withdraws them itself. 404 for a proof not on the delivery, 409 once it can
    * no longer be given. A call that fails before its code is queued leaves the old code working.
    */
   async issueAgain(
@@ -149,15 +150,6 @@ export class ProofChecks {
     if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
     const { code, generation } = await this.reissue(delivery._id, proof);
     const now = new Date();
-    // Withdrawn before the new code is queued too: a call that stops between the queueing and
-    // the withdrawal after it would leave the dead code to go out (and every try of it count
-    // as wrong). Stopped here, nobody is sent a code the call did not replace, and its caller,
-    // answered an error, issues again.
-    await this.store.supersedeMessages(
-      earlierProofCodeMessageIds(delivery._id, proof.type, generation),
-      now,
-      this.dropWithdrawnText,
-    );
     await this.store.enqueue(
       proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation),
     );
@@ -167,6 +159,17 @@ export class ProofChecks {
     const dead = earlierProofCodeMessageIds(delivery._id, proof.type, latest);
     await this.store.supersedeMessages(dead, now, this.dropWithdrawnText);
     return proof;
+  }
+
+  /**
+   * Whether the message of a proof's code `generation` is dead: a later code's messages are
+   * queued. Read by the sender before each attempt of a proof code's message, since the
+   * withdrawal that follows a new code's queueing may never have run (its call stopped): two
+   * reads by `_id` while no new code was claimed (the delivery, the next generation's claim).
+   */
+  async replaced(deliveryId: string, type: ProofRecord['type'], generation: number) {
+    const proof = (await this.store.delivery(deliveryId))?.proofs.find((p) => p.type === type);
+    return proof ? (await this.current(deliveryId, proof)).generation > generation : false;
   }
 
   /** A new generation claimed for the proof, not yet in force: the plain code, to send. */

@@ -182,6 +182,24 @@ describe('failed authentications per client address', () => {
     expect((await admin(client, adminHeaders.authorization)).status).toBe(200);
   });
 
+  it("counts a page's made-up keys sent to /file apart: the servers behind its address are not shut out", async () => {
+    const client = '198.51.100.13';
+    const fromPage = () =>
+      request(node.url, 'POST', '/file/single-upload', {
+        headers: {
+          'x-forwarded-for': client,
+          origin: 'https://elsewhere.example',
+          'api-key': unknownKey(),
+        },
+      });
+    for (let i = 0; i < LIMIT; i++) expectErrorEnvelope(await fromPage(), 401);
+    expectErrorEnvelope(await fromPage(), 429, THROTTLED);
+    // A server at the same address: its guesses are its own count's, its keys still looked up.
+    const { key } = await createUserWithKey(node.url);
+    expect((await me(client, key)).status).toBe(200);
+    expectErrorEnvelope(await me(client, unknownKey()), 401, /Unknown API key/);
+  });
+
   it('throttles wrong admin tokens too, and then refuses even the right one from that address', async () => {
     const client = '198.51.100.10';
     expect((await admin(client, adminHeaders.authorization)).status).toBe(200);

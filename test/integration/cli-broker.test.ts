@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type mongoose from 'mongoose';
 import { ServiceBroker } from 'moleculer';
 import { commandBroker } from '../../bin/cli-services';
+import { Periodic } from '../../libs/periodic';
+import { LocationFlusher } from '../../services/courier-matching/location-flusher';
 import { loadConfig } from '../../libs/config';
 import { createBrokerOptions } from '../../moleculer.config';
 import { eventually } from '../support/eventually';
@@ -22,13 +24,21 @@ const env = {
   PAYMENT_SWEEP_INTERVAL_MS: '100',
   MATCHING_SWEEP_INTERVAL_MS: '100',
 };
+// Spied on before the command's services exist: every sweep, sender, retention and pruning run
+// is a Periodic, and the couriers' positions have a flusher of their own.
+const periodicStarts = jest.spyOn(Periodic.prototype, 'start');
+const flusherStarts = jest.spyOn(LocationFlusher.prototype, 'start');
+const flushes = jest.spyOn(LocationFlusher.prototype, 'flush');
 let command: ServiceBroker;
 let platform: ServiceBroker;
 let payments: mongoose.Connection;
 
 beforeAll(async () => {
   payments = await openServiceDatabase(iso, 'payment');
-  command = commandBroker(['account', 'payment', 'courier-matching'], env).broker;
+  command = commandBroker(
+    ['account', 'payment', 'courier-matching', 'order', 'webhook', 'file'],
+    env,
+  ).broker;
   platform = new ServiceBroker({
     ...createBrokerOptions(loadConfig({ ...env, OPS_PORT: '0' })),
     nodeID: `platform-${randomUUID()}`,
@@ -56,7 +66,14 @@ it("answers the command's calls and none of the platform's", async () => {
       .filter((s) => s.nodeID === command.nodeID && s.name !== '$node')
       // The listing has them; its declared type names only `action`.
       .map((s) => s as typeof s & { actions?: object; events?: object });
-    expect(services.map((s) => s.name).sort()).toEqual(['account', 'courier-matching', 'payment']);
+    expect(services.map((s) => s.name).sort()).toEqual([
+      'account',
+      'courier-matching',
+      'file',
+      'order',
+      'payment',
+      'webhook',
+    ]);
     for (const service of services) {
       expect(Object.keys(service.actions ?? {})).toEqual([]);
       expect(Object.keys(service.events ?? {})).toEqual([]);
@@ -65,6 +82,14 @@ it("answers the command's calls and none of the platform's", async () => {
   await expect(platform.call('payment.adminWallet', { userId })).rejects.toMatchObject({
     name: 'ServiceNotFoundError',
   });
+});
+
+it('starts no background work, and flushes no positions as it stops', async () => {
+  expect(periodicStarts).not.toHaveBeenCalled();
+  expect(flusherStarts).not.toHaveBeenCalled();
+  await command.stop();
+  expect(flushes).not.toHaveBeenCalled();
+  await command.start();
 });
 
 it('runs no sweep while the command lasts', async () => {

@@ -161,10 +161,15 @@ describe('health probes', () => {
         headers: { 'api-key': key.body.data.key },
       });
       expectErrorEnvelope(reply, 503, /quota store is unavailable/);
-      // Failed authentications are counted there too: no key, a malformed key and an unknown
-      // one get the same 503, never a free 401 or a database lookup.
+      // Failed authentications are counted there too: a malformed key and an unknown one get
+      // the same 503, never a free 401 or a database lookup. No key at all guessed nothing,
+      // and is told what to send.
+      expectErrorEnvelope(
+        await request(node.url, 'GET', '/api/me', {}),
+        401,
+        /API key is required/,
+      );
       const failures: Record<string, string>[] = [
-        {},
         { 'api-key': 'wb_staging_nothex' },
         { 'api-key': `wb_staging_${'ab'.repeat(32)}` },
       ];

@@ -308,6 +308,8 @@ describe('senders sharing an outbox', () => {
   });
   afterAll(() => conn?.close());
 
+  const PROOF_SECRET = 'proof-secret-for-the-test';
+
   /** A channel that counts what it was given, and takes a moment like a provider. */
   function countingChannel(sent: string[]): ChannelSender {
     return {
@@ -323,7 +325,7 @@ describe('senders sharing an outbox', () => {
       kind: 'notification',
       config,
       appEnv: 'staging',
-      store: notificationOutbox(store),
+      store: notificationOutbox(store, new ProofChecks(store, PROOF_SECRET, 'staging')),
       channels: { SMS: channel, EMAIL: channel },
       logger: () => broker.getLogger('notifications-test'),
     });
@@ -403,7 +405,9 @@ describe('senders sharing an outbox', () => {
     const addresses = new Map([[delivery.originId, origin]]);
     const first = proofCodeMessages(delivery, 'COLLECTION', '111111', contact, new Date());
     await store.enqueue(first);
-    const proofs = new ProofChecks(store, 'proof-secret-for-the-test', live ? 'live' : 'staging');
+    // Stored as the sender reads it, to tell a replaced code's message from a live one's.
+    await conn.collection('deliveries').insertOne({ ...delivery } as never);
+    const proofs = new ProofChecks(store, PROOF_SECRET, live ? 'live' : 'staging');
     return { first, issueAgain: () => proofs.issueAgain(delivery, proofId, addresses) };
   }
 
@@ -440,13 +444,10 @@ describe('senders sharing an outbox', () => {
 
   it('send no replaced code when the reissue stopped between queueing its code and the withdrawal', async () => {
     const { first, issueAgain } = await codeReissue(false);
-    const supersede = store.supersedeMessages.bind(store);
-    let calls = 0;
-    const stopped = jest.spyOn(store, 'supersedeMessages').mockImplementation(async (...args) => {
-      // The withdrawal after the queueing never runs: the process stopped.
-      if (++calls > 1) throw new Error('process stopped');
-      return supersede(...args);
-    });
+    // The withdrawal after the queueing never runs: the process stopped.
+    const stopped = jest
+      .spyOn(store, 'supersedeMessages')
+      .mockRejectedValueOnce(new Error('process stopped'));
     try {
       await expect(issueAgain()).rejects.toThrow('process stopped');
     } finally {
@@ -454,7 +455,26 @@ describe('senders sharing an outbox', () => {
     }
     await expectOnlyTheNewCodeSent(first);
     for (const m of first) {
-      expect(await store.notifications.get(m._id)).toMatchObject({ status: 'SUPERSEDED' });
+      expect(await store.notifications.get(m._id)).toMatchObject({
+        status: 'SUPERSEDED',
+        sentAt: null,
+      });
+    }
+  });
+
+  it('send the code in force when its reissue failed before queueing the new one', async () => {
+    const { first, issueAgain } = await codeReissue(false);
+    const failed = jest.spyOn(store, 'enqueue').mockRejectedValueOnce(new Error('database busy'));
+    try {
+      await expect(issueAgain()).rejects.toThrow('database busy');
+    } finally {
+      failed.mockRestore();
+    }
+    const sent: string[] = [];
+    await senderOver(sent).sendDue(new Date());
+    for (const m of first) {
+      expect(sent).toContain(`${m.recipient} ${m.text}`);
+      expect(await store.notifications.get(m._id)).toMatchObject({ status: 'SENT' });
     }
   });
 

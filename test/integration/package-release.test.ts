@@ -300,15 +300,20 @@ describe('once the claims older versions took are recorded by their holders (dec
     expect(await olderHolder(deliveryId)).toBeNull();
   });
 
-  it('fails a pass that meets a claim another call is ending, and gives it back when run again', async () => {
+  it('fails a pass that meets a claim another call is ending, after the others, and gives it back when run again', async () => {
     const userId = randomUUID();
-    const a = await save(userId);
-    const deliveryId = randomUUID();
-    expect(await release(deliveryId)).toBe(0);
-    await takeAsOlderVersion(userId, deliveryId, [a]);
-    // Another call claimed the claim's end and stopped before its delete.
+    const [a, b] = [await save(userId), await save(userId)];
+    const [ending, plain] = [randomUUID(), randomUUID()];
+    for (const [deliveryId, packageId] of [
+      [ending, a],
+      [plain, b],
+    ]) {
+      expect(await release(deliveryId)).toBe(0);
+      await takeAsOlderVersion(userId, deliveryId, [packageId]);
+    }
+    // Another call claimed the end of `ending`'s claim and stopped before its delete.
     const claim = await db.models.Claim.findById(a).lean();
-    const end = `${a}:${deliveryId}:${claim!.createdAt.getTime()}:1`;
+    const end = `${a}:${ending}:${claim!.createdAt.getTime()}:1`;
     await db.models.ClaimEnd.create({ _id: end, at: new Date() });
     const latest = async () =>
       (await db.models.OlderClaimHolder.findById(`${OLDER_CLAIMS_RECORDED}:latest`).lean())
@@ -317,18 +322,20 @@ describe('once the claims older versions took are recorded by their holders (dec
     await expect(recordOlderClaimHolders(store, 'after-rollout')).rejects.toMatchObject({
       code: 503,
     });
-    // Not recorded as run: the next pass reads the claim again.
+    // The other holder was given back all the same; the pass is not recorded as run, so the
+    // next one reads the claim again.
+    expect(await store.holderOf(b)).toBeNull();
     expect(await latest()).toEqual(before);
-    expect(await olderHolder(deliveryId)).not.toBeNull();
-    expect(await store.holderOf(a)).toBe(deliveryId);
+    expect(await olderHolder(ending)).not.toBeNull();
+    expect(await store.holderOf(a)).toBe(ending);
     await db.models.ClaimEnd.updateOne(
       { _id: end },
       { at: new Date(Date.now() - CLAIM_END_LEASE_MS - 1) },
     );
     await recordOlderClaimHolders(store, 'after-rollout');
     expect(await store.holderOf(a)).toBeNull();
-    expect(await openIds(userId)).toEqual([a]);
-    expect(await store.savedCount(userId)).toBe(2);
+    expect(await openIds(userId)).toEqual([a, b].sort());
+    expect(await store.savedCount(userId)).toBe(4);
   });
 
   it("marks this version's claims, and records no holder for an older version's deletion", async () => {

@@ -198,6 +198,20 @@ describe('Backfills', () => {
     await backfills.stop();
   });
 
+  it('runs no retry once stopped, however soon it was due', async () => {
+    jest.useFakeTimers();
+    const run = jest.fn(async () => {
+      throw new Error('server gone');
+    });
+    const backfills = new Backfills([{ what: 'holders', run }], 1_000_000);
+    await backfills.start(logger());
+    // The failure is in: its retry is scheduled.
+    await jest.advanceTimersByTimeAsync(0);
+    await backfills.stop();
+    await jest.advanceTimersByTimeAsync(10 * BACKFILL_RETRY_FIRST_MS);
+    expect(run).toHaveBeenCalledTimes(1);
+  });
+
   it('schedules nothing when stopped while an awaited pass ran', async () => {
     jest.useFakeTimers();
     let finish: () => void = () => undefined;

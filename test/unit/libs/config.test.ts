@@ -97,6 +97,7 @@ describe('loadConfig defaults', () => {
       requestTimeoutMs: 15000,
       stopGraceMs: 20000,
       backfillAfterRolloutMs: 1800000,
+      background: true,
       opsPort: 9464,
       routing: {
         osrmUrl: undefined,

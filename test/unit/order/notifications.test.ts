@@ -1,4 +1,8 @@
-import { onTheWayMessages } from '../../../services/order/notifications';
+import {
+  onTheWayMessages,
+  proofCodeMessageIds,
+  proofCodeOfMessage,
+} from '../../../services/order/notifications';
 
 describe('messages', () => {
   it('tells the recipient the courier is on the way, with the link, by SMS and e-mail', () => {
@@ -15,5 +19,25 @@ describe('messages', () => {
     ]);
     expect(messages[0].text).toContain('https://waybill.example.com/track/P2P-ABCDEF123456');
     expect(messages[0]).toMatchObject({ attempts: 0, nextAttemptAt: now, lastError: null });
+  });
+});
+
+describe('proofCodeOfMessage', () => {
+  const deliveryId = '3f1c2a8e-9b7d-4c6e-8f0a-1b2c3d4e5f60';
+
+  it("reads back every proof code message's delivery, type and generation", () => {
+    for (const type of ['COLLECTION', 'DELIVERY'] as const) {
+      for (const generation of [1, 2, 6]) {
+        for (const id of proofCodeMessageIds(deliveryId, type, generation)) {
+          expect(proofCodeOfMessage(id)).toEqual({ deliveryId, type, generation });
+        }
+      }
+    }
+  });
+
+  it('is null for any other message', () => {
+    expect(proofCodeOfMessage(`${deliveryId}:COURIER_ON_THE_WAY:SMS`)).toBeNull();
+    expect(proofCodeOfMessage(`${deliveryId}:REQUEST_CREATED:EMAIL`)).toBeNull();
+    expect(proofCodeOfMessage(`${deliveryId}:DELIVERY_CODE:SMS:2:extra`)).toBeNull();
   });
 });
