@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { APP_ENVIRONMENTS } from '../../libs/config';
+import { APP_ENVIRONMENTS, type AppEnvironment } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { insertOnce, raiseById, updateByIdWhere } from '../../libs/mongo';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
@@ -96,6 +96,20 @@ const HASHES_FILLED = '$filled';
 export type UserRecord = InferSchemaType<typeof userSchema>;
 export type ApiKeyRecord = InferSchemaType<typeof apiKeySchema>;
 
+/**
+ * The environment of the platform whose database this is (decision 138): one document,
+ * `_id` 'environment', written once by the first account service of the platform to start.
+ */
+const deploymentSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    appEnv: { type: String, required: true, enum: APP_ENVIRONMENTS },
+    at: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+const ENVIRONMENT = 'environment';
+
 export function defineAccountModels(connection: Connection) {
   return {
     User: connection.model('User', userSchema, 'users'),
@@ -105,6 +119,7 @@ export function defineAccountModels(connection: Connection) {
     UserContact: connection.model('UserContact', userContactSchema, 'user_contacts'),
     /** `_id` = `<userId>:<k>`: the active key that holds the user's k-th place. */
     KeyPlace: definePlaceModel(connection, 'ApiKeyPlace', 'api_key_places'),
+    Deployment: connection.model('Deployment', deploymentSchema, 'deployment'),
   };
 }
 
@@ -114,6 +129,18 @@ export type AccountModels = ReturnType<typeof defineAccountModels>;
 export class AccountStore {
   /** Each user's API key places: MAX_ACTIVE_KEYS_PER_USER held exactly. */
   readonly keyPlaces: StoredPlaces;
+
+  /** Records `appEnv` as the platform's unless one is recorded; answers the one recorded. */
+  async recordEnvironment(appEnv: AppEnvironment): Promise<string> {
+    const { Deployment } = this.models();
+    await insertOnce(() => Deployment.create({ _id: ENVIRONMENT, appEnv, at: new Date() }));
+    return (await this.recordedEnvironment()) ?? appEnv;
+  }
+
+  /** The platform's environment, as its first start recorded it; null before any. */
+  async recordedEnvironment(): Promise<string | null> {
+    return (await this.models().Deployment.findById(ENVIRONMENT).lean())?.appEnv ?? null;
+  }
 
   constructor(private readonly models: () => AccountModels) {
     this.keyPlaces = new StoredPlaces(

@@ -6,6 +6,8 @@ import { commandBroker } from '../../bin/cli-services';
 import { Periodic } from '../../libs/periodic';
 import { LocationFlusher } from '../../services/courier-matching/location-flusher';
 import { loadConfig } from '../../libs/config';
+import { toServiceSchema } from '../../libs/service';
+import { serviceDefinition } from '../../services/catalog';
 import { createBrokerOptions } from '../../moleculer.config';
 import { eventually } from '../support/eventually';
 import { dropDatabases, isolation, openServiceDatabase } from '../support/stack';
@@ -39,11 +41,14 @@ beforeAll(async () => {
     ['account', 'payment', 'courier-matching', 'order', 'webhook', 'file'],
     env,
   ).broker;
+  const platformConfig = loadConfig({ ...env, OPS_PORT: '0' });
   platform = new ServiceBroker({
-    ...createBrokerOptions(loadConfig({ ...env, OPS_PORT: '0' })),
+    ...createBrokerOptions(platformConfig),
     nodeID: `platform-${randomUUID()}`,
     logger: false,
   });
+  // The platform's own account service: the first to start records the platform's environment.
+  platform.createService(toServiceSchema(serviceDefinition('account', platformConfig)));
   await Promise.all([command.start(), platform.start()]);
 }, 60_000);
 
@@ -90,6 +95,18 @@ it('starts no background work, and flushes no positions as it stops', async () =
   await command.stop();
   expect(flushes).not.toHaveBeenCalled();
   await command.start();
+});
+
+it("records the platform's environment as its account service starts", async () => {
+  const accounts = await openServiceDatabase(iso, 'account');
+  try {
+    const recorded = await accounts
+      .collection<{ _id: string; appEnv: string }>('deployment')
+      .findOne({ _id: 'environment' });
+    expect(recorded).toMatchObject({ appEnv: 'staging' });
+  } finally {
+    await accounts.close();
+  }
 });
 
 it('runs no sweep while the command lasts', async () => {

@@ -54,6 +54,36 @@ const json = (run: Run) => {
 /** The demo merchant, once `seed` has run: the courier commands use it too. */
 let demoUserId: string;
 
+describe("waybill CLI: another environment's database", () => {
+  const live = isolation();
+  afterAll(() => dropDatabases(live));
+
+  it('refuses to act on a database a live platform recorded as its own, from a staging shell', async () => {
+    const db = await openServiceDatabase(live, 'account');
+    try {
+      await db
+        .collection<{ _id: string; appEnv: string; at: Date }>('deployment')
+        .insertOne({ _id: 'environment', appEnv: 'live', at: new Date() });
+    } finally {
+      await db.close();
+    }
+    for (const args of [['users:find'], ['seed']]) {
+      const refused = await cliIn(live, { APP_ENV: 'staging' }, args);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(
+        "waybill: invalid configuration: APP_ENV: this database is a live platform's (recorded when it first started), and this command runs as staging; run it with APP_ENV=live",
+      );
+    }
+    // Nothing was written: no wallet was funded by the refused seed.
+    const payments = await openServiceDatabase(live, 'payment');
+    try {
+      expect(await payments.collection('ledger_entries').countDocuments()).toBe(0);
+    } finally {
+      await payments.close();
+    }
+  }, 60_000);
+});
+
 describe('waybill CLI: users and keys', () => {
   it("creates a user and keys, and pages through the user's keys, newest first", async () => {
     const user = json(
@@ -75,6 +105,13 @@ describe('waybill CLI: users and keys', () => {
     expect(ids(await cli('keys:list', user.id, '--limit', '1', '--offset', '1'))).toEqual([
       first.id,
     ]);
+    // A command records no environment: only a platform's start does.
+    const accounts = await openServiceDatabase(iso, 'account');
+    try {
+      expect(await accounts.collection('deployment').countDocuments()).toBe(0);
+    } finally {
+      await accounts.close();
+    }
   }, 60_000);
 });
 
