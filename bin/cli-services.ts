@@ -1,7 +1,9 @@
 import { ServiceBroker, type ServiceSchema } from 'moleculer';
 import { createBrokerOptions } from '../moleculer.config';
-import { loadConfig, type Config, type ServiceName } from '../libs/config';
+import { ConfigError, loadConfig, type Config, type ServiceName } from '../libs/config';
+import { ServiceDatabase } from '../libs/mongo';
 import { toServiceSchema } from '../libs/service';
+import { recordedEnvironmentOf } from '../services/account/store';
 import { serviceDefinition } from '../services/catalog';
 
 /**
@@ -43,4 +45,23 @@ export function forTheCommandOnly(schema: ServiceSchema): ServiceSchema {
     }),
   );
   return { ...schema, actions, events: {} };
+}
+
+/**
+ * Refuses a database whose platform runs as another environment than the command (decision
+ * 138): read before the command's services start, so nothing is written to it. A database no
+ * platform has started on yet records nothing, and passes.
+ */
+export async function refuseOtherEnvironment(config: Config): Promise<void> {
+  const db = new ServiceDatabase(config, 'account', (connection) => ({ connection }));
+  try {
+    const recorded = await recordedEnvironmentOf((await db.connect()).connection);
+    if (recorded && recorded !== config.appEnv) {
+      throw new ConfigError(
+        `APP_ENV: this database is a ${recorded} platform's (recorded when it first started), and this command runs as ${config.appEnv}; run it with APP_ENV=${recorded}`,
+      );
+    }
+  } finally {
+    await db.close();
+  }
 }

@@ -19,7 +19,7 @@ import {
   SIGNATURE_HEADER,
   verifySignature,
 } from '../libs/webhook-signature';
-import { commandBroker } from './cli-services';
+import { commandBroker, refuseOtherEnvironment } from './cli-services';
 import { DELIVERY_STATUSES } from '../services/order/lifecycle';
 import { refuseSeedIn, seedDemoData } from '../services/seed';
 
@@ -34,7 +34,7 @@ async function withServices<T>(
   run: (broker: ServiceBroker, config: Config) => Promise<T>,
 ) {
   const { broker, config } = commandBroker(names);
-  await startWithin(broker, config);
+  await startWithin(broker, config, { before: () => refuseOtherEnvironment(config) });
   try {
     return await run(broker, config);
   } finally {
@@ -54,7 +54,14 @@ const NATS_ONLY_WAIT_SECONDS = 10;
 async function startWithin(
   broker: ServiceBroker,
   config: Config,
-  { database = true } = {},
+  {
+    database = true,
+    before,
+  }: {
+    database?: boolean;
+    /** What must pass before any service starts (within the same wait). */
+    before?: () => Promise<void>;
+  } = {},
 ): Promise<void> {
   const seconds = database ? Math.ceil(config.mongoTimeoutMs / 1000) + 5 : NATS_ONLY_WAIT_SECONDS;
   let timer: NodeJS.Timeout | undefined;
@@ -72,7 +79,11 @@ async function startWithin(
     }, seconds * 1000);
   });
   try {
-    await Promise.race([broker.start(), deadline]);
+    const starting = async () => {
+      await before?.();
+      await broker.start();
+    };
+    await Promise.race([starting(), deadline]);
   } finally {
     clearTimeout(timer);
   }

@@ -191,7 +191,12 @@ export class OutboxSender {
     if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) {
       return 'done';
     }
-    if ((!first && (await store.isWithdrawn(current._id))) || (await store.replaced?.(current))) {
+    if (
+      (!first && (await store.isWithdrawn(current._id))) ||
+      // Unanswered (the database away a moment), it is sent: a code it cannot tell is dead
+      // must not cost its attempt, nor, the last one, its only sending.
+      (await store.replaced?.(current).catch(() => false))
+    ) {
       await store.markWithdrawn(current._id, this.live);
       return 'done';
     }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Joi from '../../libs/joi';
 import { Backfills } from '../../libs/backfills';
-import { ConfigError, type Config } from '../../libs/config';
+import type { Config } from '../../libs/config';
 import { broadcast } from '../../libs/contracts';
 import {
   API_KEY_REVOKED_EVENT,
@@ -80,29 +80,26 @@ export function createAccountService(config: Config): ServiceDefinition {
   );
 
   /**
-   * The platform records the environment it runs as in its database, once (decision 138). The
-   * operator CLI, whose services do no background work, acts on that data with the shell's
-   * `APP_ENV`: it refuses another environment's database, before any write (a staging shell's
-   * `seed` against live, a sandbox provider against live checkouts). A platform started as
-   * another environment than the recorded one is only warned about: a database may be moved on
-   * purpose, and the record deleted then.
+   * The platform records the environment it runs as in its database, once (decision 138), for
+   * the operator CLI to refuse another environment's database (bin/cli-services.ts). Started as
+   * another environment than the one recorded, it is only warned about: a database may be
+   * moved on purpose (delete the record then). Not the CLI's own services: they record nothing.
+   * A failure is only logged: the record protects the CLI, and must not keep the platform down.
    */
-  async function checkEnvironment(logger: { warn: (...args: unknown[]) => void }) {
+  async function recordEnvironment(logger: { warn: (...args: unknown[]) => void }) {
+    if (!config.background) return;
     const { appEnv } = config;
-    if (!config.background) {
-      const recorded = await store.recordedEnvironment();
-      if (recorded && recorded !== appEnv) {
-        throw new ConfigError(
-          `APP_ENV: this database is a ${recorded} platform's (recorded when it first started), and this command runs as ${appEnv}; run it with APP_ENV=${recorded}`,
+    try {
+      const recorded = await store.recordEnvironment(appEnv);
+      if (recorded !== appEnv) {
+        logger.warn(
+          `APP_ENV is ${appEnv}, but this database is recorded as a ${recorded} platform's; if it was moved on purpose, delete the record (account database, collection deployment)`,
         );
       }
-      return;
-    }
-    const recorded = await store.recordEnvironment(appEnv);
-    if (recorded !== appEnv) {
-      logger.warn(
-        `APP_ENV is ${appEnv}, but this database is recorded as a ${recorded} platform's; if it was moved on purpose, delete the record (account database, collection deployment)`,
-      );
+    } catch (err) {
+      logger.warn('the platform’s environment not recorded; the next start records it', {
+        err: (err as Error).message,
+      });
     }
   }
 
@@ -123,7 +120,7 @@ export function createAccountService(config: Config): ServiceDefinition {
     name: 'account',
     mixins: [db.mixin()],
     async started() {
-      await checkEnvironment(this.logger);
+      await recordEnvironment(this.logger);
       await backfills.start(this.logger);
     },
     async stopped() {

@@ -109,6 +109,19 @@ const deploymentSchema = new Schema(
   { versionKey: false },
 );
 const ENVIRONMENT = 'environment';
+const DEPLOYMENT = 'deployment';
+
+/**
+ * The platform's environment as recorded in its account database, read over `connection`
+ * without defining a model (which would build indexes): the CLI reads it before its services
+ * start. Null before any platform started.
+ */
+export async function recordedEnvironmentOf(connection: Connection): Promise<string | null> {
+  const found = await connection
+    .collection<{ _id: string; appEnv: string }>(DEPLOYMENT)
+    .findOne({ _id: ENVIRONMENT });
+  return found?.appEnv ?? null;
+}
 
 export function defineAccountModels(connection: Connection) {
   return {
@@ -119,7 +132,7 @@ export function defineAccountModels(connection: Connection) {
     UserContact: connection.model('UserContact', userContactSchema, 'user_contacts'),
     /** `_id` = `<userId>:<k>`: the active key that holds the user's k-th place. */
     KeyPlace: definePlaceModel(connection, 'ApiKeyPlace', 'api_key_places'),
-    Deployment: connection.model('Deployment', deploymentSchema, 'deployment'),
+    Deployment: connection.model('Deployment', deploymentSchema, DEPLOYMENT),
   };
 }
 
@@ -134,12 +147,7 @@ export class AccountStore {
   async recordEnvironment(appEnv: AppEnvironment): Promise<string> {
     const { Deployment } = this.models();
     await insertOnce(() => Deployment.create({ _id: ENVIRONMENT, appEnv, at: new Date() }));
-    return (await this.recordedEnvironment()) ?? appEnv;
-  }
-
-  /** The platform's environment, as its first start recorded it; null before any. */
-  async recordedEnvironment(): Promise<string | null> {
-    return (await this.models().Deployment.findById(ENVIRONMENT).lean())?.appEnv ?? null;
+    return (await Deployment.findById(ENVIRONMENT).lean())?.appEnv ?? appEnv;
   }
 
   constructor(private readonly models: () => AccountModels) {

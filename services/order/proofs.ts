@@ -1,7 +1,12 @@
 import type { Config } from '../../libs/config';
 import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors';
 import { hashProofCode, newProofCode, proofCodeMatches } from './codes';
-import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
+import {
+  recordIds,
+  type DeliveryRecord,
+  type ProofRecord,
+  type StoredAddress,
+} from './delivery-record';
 import { DELIVERY_STATUSES, type DeliveryStatus, type ScannedProof } from './lifecycle';
 import {
   contactAt,
@@ -71,7 +76,10 @@ export class ProofChecks {
    * working, since nobody was told the new one. Its generation stays taken (its messages may
    * yet have been stored by a write whose answer was lost) and the next reissue claims past it.
    */
-  private async current(deliveryId: string, proof: ProofRecord): Promise<CurrentCode> {
+  private async current(
+    deliveryId: string,
+    proof: Pick<ProofRecord, 'id' | 'type' | 'codeHash'>,
+  ): Promise<CurrentCode> {
     const code: CurrentCode = { generation: 1, codeHash: proof.codeHash, claimed: 1 };
     for (let generation = 2; generation <= MAX_PROOF_CODES; generation++) {
       const codeHash = await this.store.proofCode(proof.id, generation);
@@ -164,12 +172,13 @@ export class ProofChecks {
   /**
    * Whether the message of a proof's code `generation` is dead: a later code's messages are
    * queued. Read by the sender before each attempt of a proof code's message, since the
-   * withdrawal that follows a new code's queueing may never have run (its call stopped): two
-   * reads by `_id` while no new code was claimed (the delivery, the next generation's claim).
+   * withdrawal that follows a new code's queueing may never have run (its call stopped): one
+   * read by `_id` while no new code was claimed (the next generation's claim).
    */
   async replaced(deliveryId: string, type: ProofRecord['type'], generation: number) {
-    const proof = (await this.store.delivery(deliveryId))?.proofs.find((p) => p.type === type);
-    return proof ? (await this.current(deliveryId, proof)).generation > generation : false;
+    // The proof's id is named after its delivery and type: no read of the delivery.
+    const proof = { id: recordIds(deliveryId).proof(type), type, codeHash: '' };
+    return (await this.current(deliveryId, proof)).generation > generation;
   }
 
   /** A new generation claimed for the proof, not yet in force: the plain code, to send. */

@@ -74,12 +74,14 @@ describe("waybill CLI: another environment's database", () => {
         "waybill: invalid configuration: APP_ENV: this database is a live platform's (recorded when it first started), and this command runs as staging; run it with APP_ENV=live",
       );
     }
-    // Nothing was written: no wallet was funded by the refused seed.
-    const payments = await openServiceDatabase(live, 'payment');
-    try {
-      expect(await payments.collection('ledger_entries').countDocuments()).toBe(0);
-    } finally {
-      await payments.close();
+    // Refused before any service started: nothing was written, not even a collection.
+    for (const service of ['payment', 'geo', 'matching']) {
+      const db = await openServiceDatabase(live, service);
+      try {
+        expect(await db.listCollections()).toEqual([]);
+      } finally {
+        await db.close();
+      }
     }
   }, 60_000);
 });

@@ -5,7 +5,11 @@ import { loadConfig } from '../../libs/config';
 import type { ChannelSender } from '../../libs/messaging/channels';
 import { OutboxSender } from '../../libs/messaging/outbox-sender';
 import { notificationOutbox } from '../../services/order/notification-outbox';
-import type { DeliveryRecord, StoredAddress } from '../../services/order/delivery-record';
+import {
+  recordIds,
+  type DeliveryRecord,
+  type StoredAddress,
+} from '../../services/order/delivery-record';
 import { proofCodeMessages } from '../../services/order/notifications';
 import { ProofChecks } from '../../services/order/proofs';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
@@ -384,7 +388,8 @@ describe('senders sharing an outbox', () => {
    */
   async function codeReissue(live: boolean) {
     const deliveryId = randomUUID();
-    const proofId = randomUUID();
+    // Named as a delivery's proof is: the sender finds its codes by that name.
+    const proofId = recordIds(deliveryId).proof('COLLECTION');
     const tag = String(randomInt(1e7, 1e8));
     const contact = { name: 'Ada', phone: `+23481${tag}`, email: `ada-${tag}@example.com` };
     const delivery = {
@@ -405,8 +410,6 @@ describe('senders sharing an outbox', () => {
     const addresses = new Map([[delivery.originId, origin]]);
     const first = proofCodeMessages(delivery, 'COLLECTION', '111111', contact, new Date());
     await store.enqueue(first);
-    // Stored as the sender reads it, to tell a replaced code's message from a live one's.
-    await conn.collection('deliveries').insertOne({ ...delivery } as never);
     const proofs = new ProofChecks(store, PROOF_SECRET, live ? 'live' : 'staging');
     return { first, issueAgain: () => proofs.issueAgain(delivery, proofId, addresses) };
   }
