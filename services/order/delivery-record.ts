@@ -71,6 +71,16 @@ export interface StepRecord {
   updatedAt: Date;
 }
 
+/**
+ * The steps a delivery shows, the latest active: read so rather than from the stored flags,
+ * which a hidden step (a checkout's payment) cleared on deliveries stored before it no longer
+ * did (`withStep`).
+ */
+export function shownSteps(steps: readonly StepRecord[]): StepRecord[] {
+  const shown = steps.filter((s) => !s.hidden);
+  return shown.map((s, i) => ({ ...s, active: i === shown.length - 1 }));
+}
+
 export interface PayOnDelivery {
   collectAmountKobo: number;
   collectTarget: 'PACKAGE_VALUE';

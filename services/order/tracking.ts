@@ -1,7 +1,7 @@
 import { followedByRecipient, type TrackingView } from '../../libs/contracts/order';
 import { DEFAULT_TIME_ZONE } from '../../libs/schedule';
 import type { CourierOnDelivery } from './courier-view';
-import type { DeliveryRecord, StoredAddress } from './delivery-record';
+import { shownSteps, type DeliveryRecord, type StoredAddress } from './delivery-record';
 import { UNDER_WAY } from './eta';
 import { isMatchingEligible, isTerminal, type DeliveryStatus } from './lifecycle';
 import { projectMap } from './tracking-map';
@@ -139,14 +139,12 @@ export function toTrackingView(
     statusText: statusTextOf(delivery, searchTime),
     terminal: isTerminal(status),
     live: followed && courier !== undefined,
-    steps: delivery.steps
-      .filter((s) => !s.hidden)
-      .map((s) => ({
-        step: s.step,
-        label: STEP_LABELS[s.step as DeliveryStatus] ?? s.step,
-        at: new Date(s.updatedAt).toISOString(),
-        active: s.active,
-      })),
+    steps: shownSteps(delivery.steps).map((s) => ({
+      step: s.step,
+      label: STEP_LABELS[s.step as DeliveryStatus] ?? s.step,
+      at: new Date(s.updatedAt).toISOString(),
+      active: s.active,
+    })),
     pickup: { place: placeName(origin), firstName: firstName(origin.contactName) },
     dropoff: { place: placeName(destination), firstName: firstName(destination.contactName) },
     distanceKm: delivery.distanceKm,

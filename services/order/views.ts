@@ -3,7 +3,12 @@ import type { CheckoutStart } from '../../libs/contracts/payment';
 import type { DeliveryFeeBlock } from '../../libs/contracts/pricing';
 import { formatKg, formatNaira } from '../../libs/money';
 import type { CourierOnDelivery } from './courier-view';
-import type { DeliveryRecord, ProofRecord, StoredAddress } from './delivery-record';
+import {
+  shownSteps,
+  type DeliveryRecord,
+  type ProofRecord,
+  type StoredAddress,
+} from './delivery-record';
 import { isMatchingEligible } from './lifecycle';
 import type { NotificationRecord } from './notifications';
 
@@ -108,14 +113,12 @@ export function toDeliveryView(
     failure: delivery.failure
       ? { reason: delivery.failure.reason, at: new Date(delivery.failure.at).toISOString() }
       : null,
-    deliverySteps: delivery.steps
-      .filter((s) => !s.hidden)
-      .map((s) => ({
-        id: s.id,
-        step: s.step,
-        active: s.active,
-        updatedAt: new Date(s.updatedAt).toISOString(),
-      })),
+    deliverySteps: shownSteps(delivery.steps).map((s) => ({
+      id: s.id,
+      step: s.step,
+      active: s.active,
+      updatedAt: new Date(s.updatedAt).toISOString(),
+    })),
     ...(courier ? { courier } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import type { StepRecord } from '../../../services/order/delivery-record';
+import { shownSteps, type StepRecord } from '../../../services/order/delivery-record';
 import { withStep } from '../../../services/order/transitions';
 
 const step = (name: string, hidden = false): StepRecord => ({
@@ -28,5 +28,19 @@ describe('withStep', () => {
   it('changes nothing without a step', () => {
     const steps = [step('REQUEST_CREATED')];
     expect(withStep(steps, null)).toBe(steps);
+  });
+});
+
+describe('shownSteps', () => {
+  it('shows the visible steps, the latest active, whatever the stored flags say', () => {
+    // As a checkout's payment left a delivery stored before withStep kept the shown step.
+    const stored = [{ ...step('REQUEST_CREATED'), active: false }, step('PAYMENT_CONFIRMED', true)];
+    expect(shownSteps(stored).map((s) => [s.step, s.active])).toEqual([['REQUEST_CREATED', true]]);
+    const assigned = withStep(stored, step('COURIER_ASSIGNED'));
+    expect(shownSteps(assigned).map((s) => [s.step, s.active])).toEqual([
+      ['REQUEST_CREATED', false],
+      ['COURIER_ASSIGNED', true],
+    ]);
+    expect(shownSteps([])).toEqual([]);
   });
 });
