@@ -1,5 +1,6 @@
 import type { Logger } from 'moleculer';
 import type { Model } from 'mongoose';
+import { backoffMs } from './backoff';
 import { insertOnce, raiseById } from './mongo';
 
 /**
@@ -46,6 +47,9 @@ export function passRecordsIn(
   };
 }
 
+/** The record of the latest pass of a backfill whose first pass is recorded as `firstId`. */
+export const latestPassId = (firstId: string) => `${firstId}:latest`;
+
 /**
  * Runs one pass of a backfill whose first pass is recorded as `firstId`: `fill(since)` adds what
  * was stored since `since` (everything for null). The first pass runs once, recording when it
@@ -69,7 +73,7 @@ export async function runPass(
     return;
   }
   if (pass === 'start') return;
-  const latestId = `${firstId}:latest`;
+  const latestId = latestPassId(firstId);
   const latest = await records.find(latestId);
   const from = [first.startedAt, latest?.startedAt]
     .filter((at): at is Date => at instanceof Date || typeof at === 'string')
@@ -161,7 +165,10 @@ export class Backfills {
     const run = backfill
       .run(pass)
       .catch((err: unknown) => {
-        const retryInMs = Math.min(BACKFILL_RETRY_FIRST_MS * 2 ** failed, this.afterRolloutMs);
+        const retryInMs = backoffMs(failed + 1, {
+          baseMs: BACKFILL_RETRY_FIRST_MS,
+          maxMs: this.afterRolloutMs,
+        });
         logger.warn(`${backfill.what} are not all recorded yet: ${String(err)}`, {
           pass,
           retryInMs,

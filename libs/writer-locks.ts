@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from 'moleculer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Schema, type Connection, type Model } from 'mongoose';
 import { conflict } from './errors';
@@ -69,11 +70,6 @@ export function defineWriterLockModels<P extends string>(
 export const changeUnderWay = (what: string) =>
   conflict(`${what} is being changed by another request; send this change again in a few seconds`);
 
-/** Where a lock not let go is told. */
-export interface WarningLogger {
-  warn(message: string, meta: object): void;
-}
-
 export interface WriterLockOptions {
   /** How long a writer waits for the lock before it is refused (`WRITER_WAIT_MS`). */
   waitMs?: number;
@@ -122,7 +118,7 @@ export class WriterLocks {
    * held it all the wait. A lock not let go (the database away a moment) is logged, and taken
    * over once its lease is over: a change meanwhile waits, then is refused.
    */
-  async holding<T>(id: string, work: () => Promise<T>, logger?: WarningLogger): Promise<T> {
+  async holding<T>(id: string, work: () => Promise<T>, logger?: Pick<Logger, 'warn'>): Promise<T> {
     const token = await this.acquire(id);
     if (!token) throw changeUnderWay(`${this.noun} ${id}`);
     try {

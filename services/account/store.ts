@@ -147,7 +147,7 @@ export class AccountStore {
   async recordEnvironment(appEnv: AppEnvironment): Promise<string> {
     const { Deployment } = this.models();
     await insertOnce(() => Deployment.create({ _id: ENVIRONMENT, appEnv, at: new Date() }));
-    return (await Deployment.findById(ENVIRONMENT).lean())?.appEnv ?? appEnv;
+    return (await recordedEnvironmentOf(Deployment.db)) ?? appEnv;
   }
 
   constructor(private readonly models: () => AccountModels) {

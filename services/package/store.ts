@@ -11,6 +11,7 @@ import {
   updateByIdWhere,
 } from '../../libs/mongo';
 import {
+  latestPassId,
   markedRecorded,
   passRecordsIn,
   unrecordedSince,
@@ -90,7 +91,7 @@ const olderClaimHolderSchema = new Schema(
   { versionKey: false },
 );
 
-/** The first pass's record over older claims; `<this>:latest`, the latest pass's. */
+/** The first pass's record over older claims (`latestPassId` of it, the latest pass's). */
 export const OLDER_CLAIMS_RECORDED = '$older-claims-recorded';
 
 /**
@@ -204,7 +205,7 @@ export class PackageStore {
     if (await insertOnce(() => this.Selection.create({ _id: deliveryId, packageIds }))) {
       return 'recorded';
     }
-    const selection = await this.Selection.findById(deliveryId).lean();
+    const selection = await this.selectionOf(deliveryId);
     if (selection?.released) return 'released';
     const recorded = new Set(selection?.packageIds);
     return packageIds.every((id) => recorded.has(id)) ? 'recorded' : 'other';
@@ -218,7 +219,7 @@ export class PackageStore {
   }
 
   async isReleased(deliveryId: string): Promise<boolean> {
-    return Boolean((await this.Selection.findById(deliveryId).lean())?.released);
+    return Boolean((await this.selectionOf(deliveryId))?.released);
   }
 
   /**
@@ -276,7 +277,7 @@ export class PackageStore {
    */
   async claimedBy(holder: string): Promise<HeldPackage[]> {
     const [selection, olderHolder] = await Promise.all([
-      this.Selection.findById(holder).lean(),
+      this.selectionOf(holder),
       this.models().OlderClaimHolder.findById(holder).lean(),
     ]);
     const selected = selection && !selection.unassigned ? selection.packageIds : null;
@@ -299,7 +300,7 @@ export class PackageStore {
    */
   private async olderClaimsRecorded(): Promise<boolean> {
     if (this.olderClaimsKnownRecorded) return true;
-    const latest = `${OLDER_CLAIMS_RECORDED}:latest`;
+    const latest = latestPassId(OLDER_CLAIMS_RECORDED);
     this.olderClaimsKnownRecorded = Boolean(
       await this.models().OlderClaimHolder.findById(latest).lean(),
     );
