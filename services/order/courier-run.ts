@@ -24,6 +24,7 @@ export type CourierStep = keyof typeof COURIER_STEPS;
 const PROOF_OF: Partial<Record<EventKind, ProofType>> = {
   COLLECTED: 'COLLECTION',
   DELIVERED: 'DELIVERY',
+  RETURNED: 'RETURN',
 };
 
 /** The proof a courier's step gives, if any. */

@@ -132,7 +132,7 @@ export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActi
         message: 'Delivery RETURNED',
         summary: 'Record that a returning delivery’s packages are back with the sender',
         description:
-          'As the courier’s `returned`: the delivery ends RETURNED, its packages free again and its courier too (who may then be retired). See docs/deliveries.md.',
+          'As the courier’s `returned`, without the return code the sender was sent (check with the sender first: it is the way out when every code was lost or the courier cannot report): the delivery ends RETURNED, its packages free again and its courier too (who may then be retired). See docs/deliveries.md.',
         response: deliveryView,
         errors: stepErrors,
       },

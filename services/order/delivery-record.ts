@@ -26,7 +26,7 @@ export const DELIVERY_TYPES = ['PICKUP', 'DROP_OFF'] as const;
 export type DeliveryType = (typeof DELIVERY_TYPES)[number];
 export const POD_REMIT_TARGETS = ['MY_WALLET', 'COURIER_WALLET'] as const;
 export type PodRemitTarget = (typeof POD_REMIT_TARGETS)[number];
-export const PROOF_TYPES = ['COLLECTION', 'DELIVERY'] as const;
+export const PROOF_TYPES = ['COLLECTION', 'DELIVERY', 'RETURN'] as const;
 export type ProofType = (typeof PROOF_TYPES)[number];
 
 /** An address stored on a delivery: what geo resolved, the stop's contact, its own id. */
@@ -54,7 +54,10 @@ export interface SharePayment {
 export interface ProofRecord {
   id: string;
   type: ProofType;
-  /** HMAC of the code (proofs.ts); the code itself is only in the notification outbox. */
+  /**
+   * HMAC of the code (proofs.ts); the code itself is only in the notification outbox. Empty for
+   * a RETURN proof, whose codes are all issued after it is created (`proof_codes`).
+   */
   codeHash: string;
   /** Set when a courier scans the right code: then no longer a secret. */
   code: string | null;
@@ -189,6 +192,29 @@ export interface NewDelivery {
   /** The proofs' code hashes, by type, for the proofs the request asks for. */
   proofHashes: Partial<Record<ProofType, string>>;
   now: Date;
+}
+
+/**
+ * The proof that packages coming back reached the sender, when the delivery takes codes at the
+ * sender's end (a collection proof): added by the failure that sends them back, its code sent
+ * to the sender as that transition settles.
+ */
+export function returnProof(
+  delivery: Pick<DeliveryRecord, '_id' | 'requireCollectionProofCode' | 'proofs'>,
+  at: Date,
+): ProofRecord | null {
+  if (!delivery.requireCollectionProofCode) return null;
+  if (delivery.proofs.some((p) => p.type === 'RETURN')) return null;
+  const id = recordIds(delivery._id).proof('RETURN');
+  return {
+    id,
+    type: 'RETURN',
+    codeHash: '',
+    code: null,
+    isActive: true,
+    scannedAt: null,
+    createdAt: at,
+  };
 }
 
 /** Whether a proof of this type is required: the delivery code gives way to pay-on-delivery. */

@@ -62,7 +62,7 @@ export type LifecycleEvent =
   | { kind: 'ARRIVED_AT_DROPOFF' }
   | { kind: 'DELIVERED'; proof?: ScannedProof }
   | { kind: 'FAILED'; reason: string }
-  | { kind: 'RETURNED' }
+  | { kind: 'RETURNED'; proof?: ScannedProof }
   | { kind: 'NO_COURIER_FOUND' };
 export type EventKind = LifecycleEvent['kind'];
 
@@ -78,7 +78,12 @@ export type Effect =
   /** Delivered: what the courier collected on delivery goes where the merchant said. */
   | { kind: 'REMIT_COLLECTED' }
   /** Collected: the recipient is told the courier is on the way, with the tracking link. */
-  | { kind: 'COURIER_ON_THE_WAY' };
+  | { kind: 'COURIER_ON_THE_WAY' }
+  /**
+   * Coming back: the sender is sent the code the courier must give to report `RETURNED`,
+   * when the delivery takes proof codes at the sender's end (docs/deliveries.md).
+   */
+  | { kind: 'SEND_RETURN_CODE' };
 
 /** The delivery step a transition records. */
 export interface Step {
@@ -119,6 +124,8 @@ export interface Rule {
   readonly remits?: boolean;
   /** The recipient is told the courier is on the way. */
   readonly tellsRecipient?: boolean;
+  /** The packages are coming back: the sender gets the code that proves their return. */
+  readonly sendsReturnCode?: boolean;
 }
 
 /** A status change that records its own name as a visible step. */
@@ -135,13 +142,17 @@ const becomes = (
 /** Everything given back: the delivery ends without having been carried. */
 const UNWIND = { settles: 'REFUND', releases: true } as const;
 
+/** A failure once the packages are with the courier: they go back to the sender. */
+const GOES_BACK = becomes('RETURNING', { sendsReturnCode: true });
+
 /**
  * The lifecycle, the one table: for each status, the events it accepts and what they lead to.
  * An event a status does not list is refused. Statuses with no events are terminal.
  *
  * A failure before collection ends the delivery (FAILED, everything refunded: nothing was
  * carried); after collection the packages are with the courier and go back to the sender
- * (RETURNING, then RETURNED), and the fee is kept for the trip there and back.
+ * (RETURNING, then RETURNED, proven by a code the sender is sent when the delivery takes codes
+ * from them), and the fee is kept for the trip there and back.
  */
 export const TRANSITIONS: {
   readonly [S in DeliveryStatus]: Readonly<Partial<Record<EventKind, Rule>>>;
@@ -172,15 +183,15 @@ export const TRANSITIONS: {
   },
   COLLECTED: {
     IN_TRANSIT: becomes('IN_TRANSIT'),
-    FAILED: becomes('RETURNING'),
+    FAILED: GOES_BACK,
   },
   IN_TRANSIT: {
     ARRIVED_AT_DROPOFF: becomes('ARRIVED_AT_DROPOFF'),
-    FAILED: becomes('RETURNING'),
+    FAILED: GOES_BACK,
   },
   ARRIVED_AT_DROPOFF: {
     DELIVERED: becomes('DELIVERED', { settles: 'EARN', remits: true }),
-    FAILED: becomes('RETURNING'),
+    FAILED: GOES_BACK,
   },
   RETURNING: {
     RETURNED: becomes('RETURNED', { settles: 'EARN', releases: true }),
@@ -324,6 +335,7 @@ function settle(
   if (rule.releases) effects.push({ kind: 'RELEASE_PACKAGES' });
   if (rule.remits) effects.push({ kind: 'REMIT_COLLECTED' });
   if (rule.tellsRecipient) effects.push({ kind: 'COURIER_ON_THE_WAY' });
+  if (rule.sendsReturnCode) effects.push({ kind: 'SEND_RETURN_CODE' });
   if (isTerminal(rule.to)) effects.push({ kind: 'END_MATCHING' });
   return { paid, p2pStatus, effects };
 }

@@ -15,6 +15,7 @@ export const NOTIFICATION_PURPOSES = [
   'DELIVERY_CODE',
   'RECIPIENT_PAYMENT_LINK',
   'COURIER_ON_THE_WAY',
+  'RETURN_CODE',
 ] as const;
 export type NotificationPurpose = (typeof NOTIFICATION_PURPOSES)[number];
 
@@ -39,6 +40,7 @@ export const EMAIL_SUBJECTS: Record<NotificationPurpose, string> = {
   DELIVERY_CODE: 'Your Waybill delivery code',
   RECIPIENT_PAYMENT_LINK: 'Pay your part of a Waybill delivery',
   COURIER_ON_THE_WAY: 'Your Waybill delivery is on the way',
+  RETURN_CODE: 'Your Waybill return code',
 };
 
 /** A stop's contact as its stored address keeps it. */
@@ -53,6 +55,14 @@ export function contactAt(stop: StoredAddress): Contact {
 const PROOF_PURPOSE: Record<ProofType, NotificationPurpose> = {
   COLLECTION: 'COLLECTION_CODE',
   DELIVERY: 'DELIVERY_CODE',
+  RETURN: 'RETURN_CODE',
+};
+
+/** When the person gives the code: the moment the packages change hands. */
+const HANDOVER: Record<ProofType, string> = {
+  COLLECTION: 'when they collect the package',
+  DELIVERY: 'when they hand it over',
+  RETURN: 'when they bring the package back to you',
 };
 
 /** The `_id` of a delivery's message of a kind on a channel: its `nth` (a proof's new code). */
@@ -86,7 +96,10 @@ function toBoth(
   }));
 }
 
-/** A proof code for the stop's contact: the sender gives it to the courier at collection, the recipient at the door. */
+/**
+ * A proof code for the stop's contact: the sender gives it to the courier at collection (and
+ * on the packages' return), the recipient at the door.
+ */
 export function proofCodeMessages(
   delivery: Pick<DeliveryRecord, '_id' | 'trackingId'>,
   type: ProofType,
@@ -95,10 +108,13 @@ export function proofCodeMessages(
   now: Date,
   /** The proof's code number: above 1 when the merchant issued a new one. */
   generation = 1,
+  /** Whether a code the person was sent stops working: this one is their new code. */
+  replacing = generation > 1,
 ): NotificationRecord[] {
-  const moment = type === 'COLLECTION' ? 'when they collect the package' : 'when they hand it over';
-  const fresh = generation > 1 ? 'new ' : '';
-  const text = `Waybill delivery ${delivery.trackingId}: your ${fresh}${type.toLowerCase()} code is ${code}. Give it to the courier only ${moment}.`;
+  // A return proof's first code is the news that the packages are coming back.
+  const news = type === 'RETURN' && !replacing ? ' is coming back to you' : '';
+  const fresh = replacing ? 'new ' : '';
+  const text = `Waybill delivery ${delivery.trackingId}${news}: your ${fresh}${type.toLowerCase()} code is ${code}. Give it to the courier only ${HANDOVER[type]}.`;
   return toBoth(delivery._id, PROOF_PURPOSE[type], contact, text, true, now, generation);
 }
 

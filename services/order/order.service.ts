@@ -108,9 +108,11 @@ export function createOrderService(config: Config): ServiceDefinition {
   const shared = { store, outbox, services: () => broker, logger: () => logger };
   const transitions = new DeliveryTransitions(store);
   const announcer = new Announcer({ ...shared, transitions });
+  const proofs = new ProofChecks(store, config.order.proofCodeSecret, config.appEnv);
   const settlement = new Settlement({
     ...shared,
     announcer,
+    proofs,
     scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
   });
   const requests = new DeliveryRequests({
@@ -131,7 +133,6 @@ export function createOrderService(config: Config): ServiceDefinition {
     logger: () => logger,
   });
   const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });
-  const proofs = new ProofChecks(store, config.order.proofCodeSecret, config.appEnv);
   const courierRun = new CourierRun({ transitions, settlement, proofs });
   const simulator = new Simulator({
     store,
@@ -521,8 +522,8 @@ export function createOrderService(config: Config): ServiceDefinition {
       ),
       returned: courierStep(
         'returned',
-        courierStepParams,
-        'The packages are back with the sender (after a failure past collection)',
+        courierCodeStepParams,
+        'The packages are back with the sender (after a failure past collection; with the sender’s return code when the delivery asks for one)',
       ),
 
       /** Internal: matching's courier accepted the delivery. */

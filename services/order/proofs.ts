@@ -26,7 +26,19 @@ const before = (step: DeliveryStatus) =>
 const OPEN_UNTIL: Record<ProofRecord['type'], ReadonlySet<DeliveryStatus>> = {
   COLLECTION: before('COLLECTED'),
   DELIVERY: before('DELIVERED'),
+  // Created on the way back, and RETURNING leads only to RETURNED.
+  RETURN: new Set(['RETURNING']),
 };
+
+/**
+ * The code the delivery record holds: the first, issued with the delivery, for a collection or
+ * delivery proof; none for a return proof, whose codes are all `proof_codes` (generation 1 on).
+ */
+const recordGeneration = (type: ProofRecord['type']) => (type === 'RETURN' ? 0 : 1);
+
+/** Whose code it is: the sender hands the packages over and takes them back. */
+const stopOf = (delivery: DeliveryRecord, type: ProofRecord['type']) =>
+  type === 'DELIVERY' ? delivery.destinationId : delivery.originId;
 
 /** Wrong codes a proof takes before it locks until the merchant issues a new code. */
 export const MAX_WRONG_CODES = 5;
@@ -80,8 +92,9 @@ export class ProofChecks {
     deliveryId: string,
     proof: Pick<ProofRecord, 'id' | 'type' | 'codeHash'>,
   ): Promise<CurrentCode> {
-    const code: CurrentCode = { generation: 1, codeHash: proof.codeHash, claimed: 1 };
-    for (let generation = 2; generation <= MAX_PROOF_CODES; generation++) {
+    const first = recordGeneration(proof.type);
+    const code: CurrentCode = { generation: first, codeHash: proof.codeHash, claimed: first };
+    for (let generation = first + 1; generation <= MAX_PROOF_CODES; generation++) {
       const codeHash = await this.store.proofCode(proof.id, generation);
       if (!codeHash) break;
       code.claimed = generation;
@@ -107,12 +120,18 @@ export class ProofChecks {
     proof: ProofRecord,
     code: string | undefined,
   ): Promise<ScannedProof> {
+    const { generation, codeHash } = await this.current(deliveryId, proof);
+    if (generation === 0) {
+      // No code is in force yet (its sending is being settled): nobody could have given one.
+      throw conflict(
+        `No ${label(proof)} has been sent to the sender yet; try again in a minute, or ask the merchant to issue one (POST /api/deliveries/:deliveryId/proofs/${proof.id}/code)`,
+      );
+    }
     if (code === undefined) {
       throw badRequest(`code is required: the ${label(proof)} the person gave you`, [
         { field: 'code', message: `the ${label(proof)} is required` },
       ]);
     }
-    const { generation, codeHash } = await this.current(deliveryId, proof);
     const n = await this.takeTry(proof, generation);
     if (n === undefined) throw conflict(proofLocked(proof));
     if (proofCodeMatches(this.secret, proof.id, code, codeHash)) {
@@ -152,21 +171,50 @@ export class ProofChecks {
         `The ${label(proof)} can no longer be issued: the delivery is ${status}${proof.scannedAt ? ' and the code was given' : ''}`,
       );
     }
-    const stop = addresses.get(
-      proof.type === 'COLLECTION' ? delivery.originId : delivery.destinationId,
-    );
+    const stop = addresses.get(stopOf(delivery, proof.type));
     if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
-    const { code, generation } = await this.reissue(delivery._id, proof);
     const now = new Date();
-    await this.store.enqueue(
-      proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation),
-    );
+    await this.send(delivery, proof, stop, now);
     // Read again once queued: another call may have issued a later code meanwhile, whose own
     // withdrawal ran before this code was queued. Then this one is dead too.
     const latest = (await this.current(delivery._id, proof)).generation;
     const dead = earlierProofCodeMessageIds(delivery._id, proof.type, latest);
     await this.store.supersedeMessages(dead, now, this.dropWithdrawnText);
     return proof;
+  }
+
+  /**
+   * The first code of a returning delivery's RETURN proof, for the sender (effect
+   * `SEND_RETURN_CODE`): nothing once a code is queued (by this effect settled before, or by
+   * the merchant) or the delivery is no longer RETURNING (an operator recorded the return). A
+   * claim whose messages were never queued (a call stopped between) is passed over for the
+   * next. The writer and the sweep settle it one after the other (the sweep waits
+   * `SETTLE_GRACE_MS`); should they overlap, the sender gets a second code, and the first,
+   * replaced, is withdrawn as a merchant's reissue withdraws it.
+   */
+  async sendReturnCode(delivery: DeliveryRecord): Promise<void> {
+    const proof = delivery.proofs.find((p) => p.type === 'RETURN');
+    if (!proof || proof.scannedAt || delivery.lifecycle.status !== 'RETURNING') return;
+    const { generation, claimed } = await this.current(delivery._id, proof);
+    // Every number taken with none queued (the outbox failing each time): the merchant's
+    // reissue answers why, and an operator records the return (`/admin/.../returned`).
+    if (generation > 0 || claimed >= MAX_PROOF_CODES) return;
+    const stop = await this.store.address(stopOf(delivery, proof.type));
+    if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
+    await this.send(delivery, proof, stop, new Date());
+  }
+
+  /** A new code claimed for the proof and queued for the stop's contact: then it is in force. */
+  private async send(
+    delivery: DeliveryRecord,
+    proof: ProofRecord,
+    stop: StoredAddress,
+    now: Date,
+  ): Promise<void> {
+    const { code, generation, replacing } = await this.reissue(delivery._id, proof);
+    await this.store.enqueue(
+      proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation, replacing),
+    );
   }
 
   /**
@@ -185,9 +233,9 @@ export class ProofChecks {
   private async reissue(
     deliveryId: string,
     proof: ProofRecord,
-  ): Promise<{ code: string; generation: number }> {
+  ): Promise<{ code: string; generation: number; replacing: boolean }> {
     for (;;) {
-      const taken = (await this.current(deliveryId, proof)).claimed;
+      const { claimed: taken, generation: inForce } = await this.current(deliveryId, proof);
       const next = taken + 1;
       if (next > MAX_PROOF_CODES) {
         throw conflict(
@@ -200,7 +248,8 @@ export class ProofChecks {
         next,
         hashProofCode(this.secret, proof.id, code),
       );
-      if (claimed) return { code, generation: next };
+      // A return proof's first code sent may come after a claim that was never queued.
+      if (claimed) return { code, generation: next, replacing: inForce > 0 };
     }
   }
 }

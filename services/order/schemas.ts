@@ -387,6 +387,9 @@ export const courierDeliveryView = view('CourierDelivery', {
   packages: Joi.object({ count: Joi.number().integer(), totalWeight: Joi.string() }),
   collectionCodeRequired: Joi.boolean().description('Ask the sender for the collection code'),
   deliveryCodeRequired: Joi.boolean().description('Ask the recipient for the delivery code'),
+  returnCodeRequired: Joi.boolean().description(
+    'Bringing the packages back: ask the sender for the return code',
+  ),
   collectOnDelivery: money()
     .allow(null)
     .description('Pay-on-delivery: what to collect from the recipient, NGN'),

@@ -13,6 +13,7 @@ import { isMatchingEligible, type Share } from './lifecycle';
 import { searchNotAfter, searchStartsAt } from './scheduling';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
+import type { ProofChecks } from './proofs';
 import { hasWork, type OrderStore, type TransitionRecord, type WorkFlag } from './store';
 
 export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEventPayload {
@@ -36,6 +37,7 @@ export interface SettlementDeps {
   scheduledSearchLeadMs: number;
   announcer: Announcer;
   outbox: Outbox;
+  proofs: ProofChecks;
   services: () => Caller & Broadcaster;
   logger: () => Logger;
 }
@@ -79,6 +81,7 @@ export class Settlement {
       if (effect.kind === 'COURIER_ON_THE_WAY') {
         await this.deps.outbox.courierOnTheWay(delivery, transition.at);
       }
+      if (effect.kind === 'SEND_RETURN_CODE') await this.deps.proofs.sendReturnCode(delivery);
     }
   }
 

@@ -1,5 +1,5 @@
 import type { DeliveryRecord, StepRecord } from './delivery-record';
-import { recordIds } from './delivery-record';
+import { recordIds, returnProof } from './delivery-record';
 import { transition, type DeliveryStatus, type LifecycleEvent } from './lifecycle';
 import { transitionId, type OrderStore, type TransitionRecord } from './store';
 import { transitionEvents } from './webhook-events';
@@ -20,8 +20,18 @@ function eventChanges(record: DeliveryRecord, t: TransitionRecord): Partial<Deli
   if (event.kind === 'COURIER_ASSIGNED') {
     return { assignment: { courierId: event.courierId, at: t.at } };
   }
-  if (event.kind === 'FAILED') return { failure: { reason: event.reason, at: t.at } };
-  if ((event.kind === 'COLLECTED' || event.kind === 'DELIVERED') && event.proof) {
+  if (event.kind === 'FAILED') {
+    const failure = { reason: event.reason, at: t.at };
+    // Keyed on the effect, not the status: a transition stored by a version before return
+    // codes sends none, so it adds no proof nobody would be sent the code of.
+    const sends = t.effects.some((e) => e.kind === 'SEND_RETURN_CODE');
+    const proof = sends ? returnProof(record, t.at) : null;
+    return proof ? { failure, proofs: [...record.proofs, proof] } : { failure };
+  }
+  if (
+    (event.kind === 'COLLECTED' || event.kind === 'DELIVERED' || event.kind === 'RETURNED') &&
+    event.proof
+  ) {
     const scanned = event.proof;
     return {
       proofs: record.proofs.map((p) =>
@@ -33,7 +43,7 @@ function eventChanges(record: DeliveryRecord, t: TransitionRecord): Partial<Deli
 }
 
 /** A delivery with the transitions after its stored version folded in. */
-function fold(record: DeliveryRecord, transitions: TransitionRecord[]): DeliveryRecord {
+export function fold(record: DeliveryRecord, transitions: TransitionRecord[]): DeliveryRecord {
   let folded = record;
   for (const t of transitions) {
     folded = {
@@ -46,6 +56,43 @@ function fold(record: DeliveryRecord, transitions: TransitionRecord[]): Delivery
     };
   }
   return folded;
+}
+
+/**
+ * The transition `event` makes the delivery's next, its work marked to do; or why the
+ * lifecycle refuses it now.
+ */
+export function nextTransition(
+  delivery: DeliveryRecord,
+  event: LifecycleEvent,
+  now: Date,
+): TransitionRecord | string {
+  const result = transition(delivery.lifecycle, event);
+  if (!result.ok) return result.message;
+  const deliveryId = delivery._id;
+  const version = delivery.version + 1;
+  const step: StepRecord | null = result.step
+    ? {
+        id: recordIds(deliveryId).step(version),
+        step: result.step.step,
+        active: true,
+        hidden: result.step.hidden,
+        updatedAt: now,
+      }
+    : null;
+  const record: TransitionRecord = {
+    _id: transitionId(deliveryId, version),
+    deliveryId,
+    version,
+    event,
+    lifecycle: result.next,
+    step,
+    effects: result.effects,
+    ...(result.effects.length > 0 ? { unsettled: true } : {}),
+    at: now,
+  };
+  if (transitionEvents(record).length > 0) record.unannounced = true;
+  return record;
 }
 
 /** The fields of the delivery document that the transitions change. */
@@ -120,37 +167,16 @@ export class DeliveryTransitions {
       if (from && delivery.lifecycle.status !== from) {
         return { applied: false, delivery, message: movedSince(from, delivery) };
       }
-      const result = transition(delivery.lifecycle, event);
-      if (!result.ok) return { applied: false, delivery, message: result.message };
-      const version = delivery.version + 1;
-      const step: StepRecord | null = result.step
-        ? {
-            id: recordIds(deliveryId).step(version),
-            step: result.step.step,
-            active: true,
-            hidden: result.step.hidden,
-            updatedAt: now,
-          }
-        : null;
-      const record: TransitionRecord = {
-        _id: transitionId(deliveryId, version),
-        deliveryId,
-        version,
-        event,
-        lifecycle: result.next,
-        step,
-        effects: result.effects,
-        ...(result.effects.length > 0 ? { unsettled: true } : {}),
-        at: now,
-      };
-      if (transitionEvents(record).length > 0) record.unannounced = true;
-      const entering = result.next.status !== delivery.lifecycle.status;
-      if (entering) await this.store.enteringStatus(delivery, result.next.status, version);
+      const record = nextTransition(delivery, event, now);
+      if (typeof record === 'string') return { applied: false, delivery, message: record };
+      const { version, lifecycle: next } = record;
+      const entering = next.status !== delivery.lifecycle.status;
+      if (entering) await this.store.enteringStatus(delivery, next.status, version);
       if (!(await this.store.claimTransition(record))) continue;
-      const next = fold(delivery, [record]);
-      const listedStatus = entering ? result.next.status : undefined;
-      await this.store.project(deliveryId, version, projected(next), listedStatus);
-      return { applied: true, delivery: next, transition: record };
+      const folded = fold(delivery, [record]);
+      const listedStatus = entering ? next.status : undefined;
+      await this.store.project(deliveryId, version, projected(folded), listedStatus);
+      return { applied: true, delivery: folded, transition: record };
     }
   }
 }

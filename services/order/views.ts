@@ -213,6 +213,7 @@ export function toCourierDeliveryView(
     },
     collectionCodeRequired: codeNeeded('COLLECTION'),
     deliveryCodeRequired: codeNeeded('DELIVERY'),
+    returnCodeRequired: codeNeeded('RETURN'),
     collectOnDelivery: pod ? formatNaira(pod.collectAmountKobo) : null,
     assignedAt: iso(delivery.assignment?.at ?? null),
     updatedAt: new Date(delivery.updatedAt).toISOString(),

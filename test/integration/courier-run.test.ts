@@ -19,6 +19,7 @@ import {
   freePackages,
   getDelivery,
   ledgerIsClean,
+  notificationsOf,
   ORIGIN,
   proofCodeSent,
   requestDelivery,
@@ -105,8 +106,10 @@ async function paidDelivery(fields: Record<string, unknown> = {}) {
 }
 
 /** The code a stop's contact was sent (staging shows the outbox's texts). */
-const codeSent = (deliveryId: string, purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE') =>
-  proofCodeSent(base(), deliveryId, purpose);
+const codeSent = (
+  deliveryId: string,
+  purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE' | 'RETURN_CODE',
+) => proofCodeSent(base(), deliveryId, purpose);
 
 /** A courier's cash account as operators read it. */
 async function cashOf(courier: { id: string }, query = '') {
@@ -451,6 +454,102 @@ describe('proof codes', () => {
       }),
       404,
     );
+  });
+});
+
+describe('packages coming back', () => {
+  /** A delivery carried to the drop-off, then given up there by its courier. */
+  async function broughtBack(fields: Record<string, unknown> = {}) {
+    const courier = await courierAt({ lat: ORIGIN.lat - 0.001, lon: ORIGIN.lon - 0.003 });
+    const { merchant, packageId, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+      ...fields,
+    });
+    const step = await carryToDropoff(courier, deliveryId);
+    const failed = await step('failed', { reason: 'Nobody at the door' });
+    expect(failed.status).toBe(200);
+    expect(failed.body.data.status).toBe('RETURNING');
+    const current = await asCourier(courier, 'GET', '/courier/deliveries/current');
+    return { courier, merchant, packageId, deliveryId, step, current: current.body.data };
+  }
+
+  it('are proven back by the code sent to the sender: none, wrong or old codes refused, the merchant may issue another', async () => {
+    const { merchant, packageId, deliveryId, step, current } = await broughtBack();
+    expect(current).toMatchObject({ status: 'RETURNING', returnCodeRequired: true });
+    const proofOf = async () =>
+      (await getDelivery(base(), merchant, deliveryId)).body.data.proofs.find(
+        (p: { type: string }) => p.type === 'RETURN',
+      );
+    expect(await proofOf()).toMatchObject({
+      type: 'RETURN',
+      code: null,
+      isActive: true,
+      scannedAt: null,
+    });
+    // Sent to the sender, who was sent the collection code, by SMS and e-mail.
+    const messages = await notificationsOf(base(), deliveryId);
+    const to = (purpose: string) =>
+      messages
+        .filter((m) => m.purpose === purpose)
+        .map((m) => `${m.channel} ${m.recipient}`)
+        .sort();
+    expect(to('RETURN_CODE')).toHaveLength(2);
+    expect(to('RETURN_CODE')).toEqual(to('COLLECTION_CODE'));
+    const sent = messages.filter((m) => m.purpose === 'RETURN_CODE');
+    expect(sent[0].text).toMatch(/is coming back to you: your return code is \d{6}/);
+    const code = await codeSent(deliveryId, 'RETURN_CODE');
+
+    expectErrorEnvelope(await step('returned'), 400, /return code/);
+    const wrong = code === '000000' ? '000001' : '000000';
+    expectErrorEnvelope(
+      await step('returned', { code: wrong }),
+      422,
+      'Wrong return code; 4 tries left before it locks',
+    );
+    // The sender lost the message: the merchant has another sent, and the first stops working.
+    const proofId = (await proofOf()).id;
+    const issued = await request(
+      base(),
+      'POST',
+      `/api/deliveries/${deliveryId}/proofs/${proofId}/code`,
+      { headers: { 'api-key': merchant.key } },
+    );
+    expect(issued.status).toBe(201);
+    const fresh = await codeSent(deliveryId, 'RETURN_CODE');
+    const texts = (await notificationsOf(base(), deliveryId)).map((m) => m.text ?? '');
+    expect(texts.filter((t) => /your new return code is/.test(t))).toHaveLength(2);
+    if (fresh !== code) expectErrorEnvelope(await step('returned', { code }), 422);
+    const returned = await step('returned', { code: fresh });
+    expect(returned.status).toBe(200);
+    expect(returned.body.data.status).toBe('RETURNED');
+    expect(await proofOf()).toMatchObject({ code: fresh, scannedAt: expect.any(String) });
+    // Proven back: the fee is kept, the packages are free again.
+    expect((await entriesOf(base(), merchant)).filter((e) => e.type === 'REFUND')).toEqual([]);
+    await eventually(async () => expect(await freePackages(base(), merchant)).toContain(packageId));
+    // Given, the code can no longer be reissued.
+    const late = await request(
+      base(),
+      'POST',
+      `/api/deliveries/${deliveryId}/proofs/${proofId}/code`,
+      { headers: { 'api-key': merchant.key } },
+    );
+    expectErrorEnvelope(late, 409, /can no longer be issued: the delivery is RETURNED/);
+  });
+
+  it('ask no code of a delivery that takes none from the sender, and an operator records a return without one', async () => {
+    const untaken = await broughtBack({ requireCollectionProofCode: false });
+    expect(untaken.current).toMatchObject({ returnCodeRequired: false });
+    const { proofs } = (await getDelivery(base(), untaken.merchant, untaken.deliveryId)).body.data;
+    expect(proofs.filter((p: { type: string }) => p.type === 'RETURN')).toEqual([]);
+    expect((await untaken.step('returned')).status).toBe(200);
+
+    // The courier cannot report it: an operator who has checked with the sender records it.
+    const { deliveryId, step } = await broughtBack();
+    expectErrorEnvelope(await step('returned'), 400);
+    const returned = await admin('POST', `/admin/deliveries/${deliveryId}/returned`);
+    expect(returned.status).toBe(200);
+    expect(returned.body.data.status).toBe('RETURNED');
   });
 });
 

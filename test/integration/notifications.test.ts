@@ -7,10 +7,12 @@ import { OutboxSender } from '../../libs/messaging/outbox-sender';
 import { notificationOutbox } from '../../services/order/notification-outbox';
 import {
   recordIds,
+  returnProof,
   type DeliveryRecord,
+  type ProofRecord,
   type StoredAddress,
 } from '../../services/order/delivery-record';
-import { proofCodeMessages } from '../../services/order/notifications';
+import { proofCodeMessageIds, proofCodeMessages } from '../../services/order/notifications';
 import { ProofChecks } from '../../services/order/proofs';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
@@ -301,12 +303,13 @@ describe('your courier is on the way', () => {
 describe('senders sharing an outbox', () => {
   let conn: Connection;
   let store: OrderStore;
+  let models: ReturnType<typeof defineOrderModels>;
   const broker = new ServiceBroker({ logger: false });
   const config = loadConfig({ NOTIFY_TIMEOUT_MS: '1000', NOTIFY_MAX_ATTEMPTS: '3' }).notifications;
 
   beforeAll(async () => {
     conn = await openServiceDatabase(iso, 'outbox_claims');
-    const models = defineOrderModels(conn);
+    models = defineOrderModels(conn);
     await Promise.all(Object.values(models).map((m) => m.init()));
     store = new OrderStore(() => models);
   });
@@ -555,5 +558,116 @@ describe('senders sharing an outbox', () => {
       expect(fresh[0]).toMatch(/your new collection code is \d{6}/);
     }
     expect(reached).toHaveLength(firstSent + firsts.length);
+  });
+
+  /** A delivery coming back to its sender, whose return code is yet to be sent. */
+  async function returning(status = 'RETURNING') {
+    const deliveryId = randomUUID();
+    const tag = String(randomInt(1e7, 1e8));
+    const contact = { name: 'Ada', phone: `+23481${tag}`, email: `ada-${tag}@example.com` };
+    const now = new Date();
+    const origin = {
+      _id: `${deliveryId}:origin`,
+      userId: randomUUID(),
+      deliveryId,
+      role: 'origin',
+      createdAt: now,
+      updatedAt: now,
+      fields: {
+        contactName: contact.name,
+        contactPhone: contact.phone,
+        contactEmail: contact.email,
+      },
+    };
+    await models.Address.create(origin);
+    const proof = returnProof(
+      { _id: deliveryId, requireCollectionProofCode: true, proofs: [] },
+      new Date(),
+    );
+    const delivery = {
+      _id: deliveryId,
+      trackingId: `P2P-${deliveryId.slice(0, 8)}`,
+      originId: origin._id,
+      destinationId: `${deliveryId}:destination`,
+      lifecycle: { status },
+      proofs: [proof],
+    } as unknown as DeliveryRecord;
+    const proofs = new ProofChecks(store, PROOF_SECRET, 'staging');
+    return { delivery, proof: proof as ProofRecord, contact, proofs };
+  }
+
+  /** What the senders of two replicas send now, and to whom. */
+  async function sentNow(): Promise<string[]> {
+    const sent: string[] = [];
+    const senders = [senderOver(sent), senderOver(sent)];
+    await Promise.all(senders.map((s) => s.sendDue(new Date())));
+    return sent;
+  }
+
+  it('send a returning delivery’s sender one return code, however often and at once its sending is settled', async () => {
+    const { delivery, proof, contact, proofs } = await returning();
+    // No code yet: a courier's code is refused without spending a try.
+    await expect(proofs.check(delivery._id, proof, '123456')).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringMatching(/No return code has been sent to the sender yet/),
+    });
+    expect(await models.ProofAttempt.countDocuments({ _id: new RegExp(`^${proof.id}:`) })).toBe(0);
+
+    // Its writer and the sweep, one after the other: one code.
+    await proofs.sendReturnCode(delivery);
+    await proofs.sendReturnCode(delivery);
+    const sent = (await sentNow()).filter(
+      (line) => line.includes(contact.phone) || line.includes(contact.email),
+    );
+    expect(sent).toHaveLength(2);
+    for (const line of sent)
+      expect(line).toMatch(/is coming back to you: your return code is \d{6}\./);
+    const code = /code is (\d{6})/.exec(sent[0])?.[1] as string;
+    expect(sent[1]).toContain(code);
+    await expect(proofs.check(delivery._id, proof, code)).resolves.toEqual({ id: proof.id, code });
+
+    // Ten settling at once (a writer slower than the sweep's grace, many times over): the
+    // person is sent the code in force, once a channel, whatever the others claimed.
+    const racing = await returning();
+    const settled = await Promise.allSettled(
+      Array.from({ length: 10 }, () => racing.proofs.sendReturnCode(racing.delivery)),
+    );
+    // Those past the claims' limit fail and would be retried by the sweep: it finds a code sent.
+    expect(settled.filter((r) => r.status === 'fulfilled').length).toBeGreaterThan(0);
+    await racing.proofs.sendReturnCode(racing.delivery);
+    const reached = (await sentNow()).filter(
+      (line) => line.includes(racing.contact.phone) || line.includes(racing.contact.email),
+    );
+    expect(reached).toHaveLength(2);
+    const inForce = /code is (\d{6})/.exec(reached[0])?.[1] as string;
+    expect(reached[1]).toContain(inForce);
+    await expect(
+      racing.proofs.check(racing.delivery._id, racing.proof, inForce),
+    ).resolves.toMatchObject({ code: inForce });
+  });
+
+  it('send the first return code once its queueing worked, as the first, after a claim never queued', async () => {
+    const { delivery, proof, contact, proofs } = await returning();
+    const failed = jest.spyOn(store, 'enqueue').mockRejectedValueOnce(new Error('database busy'));
+    try {
+      await expect(proofs.sendReturnCode(delivery)).rejects.toThrow('database busy');
+    } finally {
+      failed.mockRestore();
+    }
+    // The sweep settles it again: the number the failed call took is passed over.
+    await proofs.sendReturnCode(delivery);
+    expect(await store.proofCode(proof.id, 2)).not.toBeNull();
+    const sent = (await sentNow()).filter((line) => line.includes(contact.phone));
+    expect(sent).toEqual([
+      expect.stringMatching(/is coming back to you: your return code is \d{6}/),
+    ]);
+
+    // Returned meanwhile (an operator recorded it): nothing is sent.
+    const over = await returning('RETURNED');
+    await over.proofs.sendReturnCode(over.delivery);
+    expect(await store.proofCode(over.proof.id, 1)).toBeNull();
+    expect(
+      await store.anyNotificationStored(proofCodeMessageIds(over.delivery._id, 'RETURN', 1)),
+    ).toBe(false);
   });
 });

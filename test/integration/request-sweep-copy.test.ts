@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
 import type mongoose from 'mongoose';
 import { Announcer } from '../../services/order/announcer';
+import { ProofChecks } from '../../services/order/proofs';
 import { Outbox } from '../../services/order/outbox';
 import { DeliveryRequests } from '../../services/order/requests';
 import { Settlement } from '../../services/order/settlement';
@@ -52,6 +53,7 @@ beforeAll(async () => {
   const settlement = new Settlement({
     ...shared,
     outbox: new Outbox(store, config.notifications.publicBaseUrl),
+    proofs: new ProofChecks(store, config.order.proofCodeSecret, config.appEnv),
     announcer,
     scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
   });

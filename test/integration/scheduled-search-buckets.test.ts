@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
 import type { Announcer } from '../../services/order/announcer';
 import type { DeliveryRecord, StoredAddress } from '../../services/order/delivery-record';
+import type { ProofChecks } from '../../services/order/proofs';
 import type { Outbox } from '../../services/order/outbox';
 import {
   BUCKET_GRACE_MS,
@@ -79,6 +80,7 @@ function replica() {
     scheduledSearchLeadMs: 0,
     announcer: {} as Announcer,
     outbox: {} as Outbox,
+    proofs: {} as ProofChecks,
     services: () => matching,
     logger: () => logger,
   });

@@ -145,6 +145,11 @@ describe('Waybill-Simulate', () => {
       'RETURNING',
       'RETURNED',
     ]);
+    // Given back with the code the sender was sent.
+    expect(last.proofs.find((p: { type: string }) => p.type === 'RETURN')).toMatchObject({
+      code: expect.stringMatching(/^\d{6}$/),
+      scannedAt: expect.any(String),
+    });
     // The trip was made: the fee is kept; the packages are free again.
     expect(last.p2pDelivery.status).toBe('COMPLETED');
     // Released by the transition's effects, a moment after its status shows.

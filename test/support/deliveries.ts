@@ -141,8 +141,10 @@ export async function notificationsOf(base: string, deliveryId: string) {
 export async function proofCodeSent(
   base: string,
   deliveryId: string,
-  purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE',
+  purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE' | 'RETURN_CODE',
 ): Promise<string> {
-  const type = purpose === 'COLLECTION_CODE' ? 'COLLECTION' : 'DELIVERY';
+  const type = (
+    { COLLECTION_CODE: 'COLLECTION', DELIVERY_CODE: 'DELIVERY', RETURN_CODE: 'RETURN' } as const
+  )[purpose];
   return latestProofCode(await notificationsOf(base, deliveryId), type) as string;
 }

@@ -307,7 +307,7 @@ describe('the courier run', () => {
       const failed = apply(carrying, { kind: 'FAILED', reason: 'Recipient refused' });
       expect(failed.next).toEqual({ ...carrying, status: 'RETURNING' });
       expect(failed.step).toEqual({ step: 'RETURNING', hidden: false });
-      expect(failed.effects).toEqual([]);
+      expect(failed.effects).toEqual([{ kind: 'SEND_RETURN_CODE' }]);
       expect(refusal(failed.next, { kind: 'CANCEL' })).toMatch(/it is RETURNING/);
       expect(refusal(failed.next, { kind: 'DELIVERED' })).toMatch(/it is RETURNING/);
       const returned = apply(failed.next, { kind: 'RETURNED' });

@@ -1,5 +1,7 @@
+import { PROOF_TYPES } from '../../../services/order/delivery-record';
 import {
   onTheWayMessages,
+  proofCodeMessages,
   proofCodeMessageIds,
   proofCodeOfMessage,
 } from '../../../services/order/notifications';
@@ -22,11 +24,30 @@ describe('messages', () => {
   });
 });
 
+describe('return codes', () => {
+  const contact = { name: 'Ada', phone: '+2348031234567', email: 'ada@example.com' };
+  const delivery = { _id: 'd1', trackingId: 'P2P-ABCDEF123456' };
+  const textOf = (generation: number, replacing?: boolean) =>
+    proofCodeMessages(delivery, 'RETURN', '246810', contact, new Date(), generation, replacing)[0]
+      .text;
+
+  it('tell the sender their packages are coming back, with the code to give the courier', () => {
+    expect(textOf(1)).toBe(
+      'Waybill delivery P2P-ABCDEF123456 is coming back to you: your return code is 246810. Give it to the courier only when they bring the package back to you.',
+    );
+    // The first sent after a number taken and never queued still reads as the first.
+    expect(textOf(2, false)).toBe(textOf(1));
+    expect(textOf(2)).toBe(
+      'Waybill delivery P2P-ABCDEF123456: your new return code is 246810. Give it to the courier only when they bring the package back to you.',
+    );
+  });
+});
+
 describe('proofCodeOfMessage', () => {
   const deliveryId = '3f1c2a8e-9b7d-4c6e-8f0a-1b2c3d4e5f60';
 
   it("reads back every proof code message's delivery, type and generation", () => {
-    for (const type of ['COLLECTION', 'DELIVERY'] as const) {
+    for (const type of PROOF_TYPES) {
       for (const generation of [1, 2, 6]) {
         for (const id of proofCodeMessageIds(deliveryId, type, generation)) {
           expect(proofCodeOfMessage(id)).toEqual({ deliveryId, type, generation });

@@ -1,5 +1,10 @@
-import { shownSteps, type StepRecord } from '../../../services/order/delivery-record';
-import { withStep } from '../../../services/order/transitions';
+import {
+  recordIds,
+  shownSteps,
+  type DeliveryRecord,
+  type StepRecord,
+} from '../../../services/order/delivery-record';
+import { fold, nextTransition, withStep } from '../../../services/order/transitions';
 
 const step = (name: string, hidden = false): StepRecord => ({
   id: name,
@@ -42,5 +47,60 @@ describe('shownSteps', () => {
       ['COURIER_ASSIGNED', true],
     ]);
     expect(shownSteps([])).toEqual([]);
+  });
+});
+
+describe('a return proof', () => {
+  const carrying = (requireCollectionProofCode: boolean) =>
+    ({
+      _id: '5d0c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1c2d',
+      version: 4,
+      lifecycle: {
+        status: 'IN_TRANSIT',
+        p2pStatus: 'PENDING',
+        owes: { creator: true, recipient: false },
+        paid: { creator: true, recipient: false },
+      },
+      requireCollectionProofCode,
+      proofs: [],
+      steps: [],
+    }) as unknown as DeliveryRecord;
+  const at = new Date('2030-01-01T10:00:00Z');
+  const failed = (delivery: DeliveryRecord) => {
+    const t = nextTransition(delivery, { kind: 'FAILED', reason: 'Nobody at the door' }, at);
+    if (typeof t === 'string') throw new Error(t);
+    return t;
+  };
+  const returnProofs = (d: DeliveryRecord) => d.proofs.filter((p) => p.type === 'RETURN');
+
+  it('is added by the failure that sends the packages back, when the sender gives codes', () => {
+    const back = fold(carrying(true), [failed(carrying(true))]);
+    expect(returnProofs(back)).toEqual([
+      {
+        id: recordIds(back._id).proof('RETURN'),
+        type: 'RETURN',
+        codeHash: '',
+        code: null,
+        isActive: true,
+        scannedAt: null,
+        createdAt: at,
+      },
+    ]);
+    // Read again with the same transition folded in (a repair): still one.
+    expect(returnProofs(fold(back, [failed(carrying(true))]))).toHaveLength(1);
+    // Given back with its code: scanned.
+    const proof = { id: returnProofs(back)[0].id, code: '246810' };
+    const returned = nextTransition(back, { kind: 'RETURNED', proof }, at);
+    if (typeof returned === 'string') throw new Error(returned);
+    expect(returnProofs(fold(back, [returned]))[0]).toMatchObject({
+      code: '246810',
+      scannedAt: at,
+    });
+  });
+
+  it('is not added when the delivery takes no code from the sender, nor by a failure stored before return codes', () => {
+    expect(returnProofs(fold(carrying(false), [failed(carrying(false))]))).toEqual([]);
+    const older = { ...failed(carrying(true)), effects: [] };
+    expect(returnProofs(fold(carrying(true), [older]))).toEqual([]);
   });
 });

@@ -7,16 +7,13 @@ import type { CourierOnDelivery } from '../../../services/order/courier-view';
 import {
   buildDelivery,
   paidByWallet,
-  recordIds,
   withCheckout,
   type DeliveryRecord,
+  type ProofType,
   type StoredAddress,
 } from '../../../services/order/delivery-record';
-import {
-  DELIVERY_STATUSES,
-  transition,
-  type LifecycleEvent,
-} from '../../../services/order/lifecycle';
+import { fold, nextTransition } from '../../../services/order/transitions';
+import { DELIVERY_STATUSES, type LifecycleEvent } from '../../../services/order/lifecycle';
 import { proofCodeMessages } from '../../../services/order/notifications';
 import { recipientsView } from '../../../libs/contracts/order';
 import { readDeliveryRequest, type RequestParams } from '../../../services/order/request-input';
@@ -162,42 +159,14 @@ let minute = 0;
 function after(delivery: DeliveryRecord, ...events: LifecycleEvent[]): DeliveryRecord {
   let record = delivery;
   for (const event of events) {
-    const t = transition(record.lifecycle, event);
-    if (!t.ok) throw new Error(t.message);
-    const at = new Date(NOW.getTime() + ++minute * 60000);
-    record = {
-      ...record,
-      lifecycle: t.next,
-      updatedAt: at,
-      steps: t.step
-        ? [
-            ...record.steps.map((s) => ({ ...s, active: false })),
-            {
-              id: recordIds(record._id).step(minute),
-              step: t.step.step,
-              active: true,
-              hidden: t.step.hidden,
-              updatedAt: at,
-            },
-          ]
-        : record.steps,
-      ...(event.kind === 'COURIER_ASSIGNED'
-        ? { assignment: { courierId: event.courierId, at } }
-        : {}),
-      ...(event.kind === 'FAILED' ? { failure: { reason: event.reason, at } } : {}),
-      ...((event.kind === 'COLLECTED' || event.kind === 'DELIVERED') && event.proof
-        ? {
-            proofs: record.proofs.map((p) =>
-              p.id === event.proof?.id ? { ...p, code: event.proof.code, scannedAt: at } : p,
-            ),
-          }
-        : {}),
-    };
+    const next = nextTransition(record, event, new Date(NOW.getTime() + ++minute * 60000));
+    if (typeof next === 'string') throw new Error(next);
+    record = fold(record, [next]);
   }
   return record;
 }
 
-const proofOf = (delivery: DeliveryRecord, type: 'COLLECTION' | 'DELIVERY', code: string) => ({
+const proofOf = (delivery: DeliveryRecord, type: ProofType, code: string) => ({
   id: delivery.proofs.find((p) => p.type === type)?.id as string,
   code,
 });
@@ -284,6 +253,11 @@ function deliveries() {
     returned: withAddresses(
       after(collected, { kind: 'FAILED', reason: 'Nobody at the door' }, { kind: 'RETURNED' }),
     ),
+    'returned, its return proof scanned': (() => {
+      const back = after(collected, { kind: 'FAILED', reason: 'Nobody at the door' });
+      const proof = proofOf(back, 'RETURN', '246810');
+      return withAddresses(after(back, { kind: 'RETURNED', proof }));
+    })(),
     cancelled: withAddresses(after(d, { kind: 'CANCEL' })),
     'no courier found': withAddresses(after(d, { kind: 'NO_COURIER_FOUND' })),
     'checkout failed': (() => {
