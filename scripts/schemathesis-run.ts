@@ -170,13 +170,6 @@ async function seed(base: string): Promise<Seeded> {
     }),
     'POST /api/package',
   );
-  data(
-    await request(base, 'POST', '/admin/pricing/courier-rules', {
-      headers: adminHeaders,
-      json: { courierId: userId, from: 'Lagos', to: 'Ikeja, Lagos', amountKobo: 150000 },
-    }),
-    'POST /admin/pricing/courier-rules',
-  );
   const fleetTypes = data<{ id: string }[]>(
     await request(base, 'GET', '/admin/fleet-types', { headers: adminHeaders }),
     'GET /admin/fleet-types',
@@ -198,6 +191,13 @@ async function seed(base: string): Promise<Seeded> {
       },
     }),
     'POST /admin/couriers',
+  );
+  data(
+    await request(base, 'POST', '/admin/pricing/courier-rules', {
+      headers: adminHeaders,
+      json: { courierId: courier.id, from: 'Lagos', to: 'Ikeja, Lagos', amountKobo: 150000 },
+    }),
+    'POST /admin/pricing/courier-rules',
   );
   const listed = await request(base, 'PUT', `/admin/users/${userId}/couriers/${courier.id}`, {
     headers: adminHeaders,

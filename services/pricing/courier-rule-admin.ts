@@ -1,3 +1,4 @@
+import { call } from '../../libs/contracts';
 import Joi, { characterCount } from '../../libs/joi';
 import { badRequest, conflict, notFound, type FieldError } from '../../libs/errors';
 import type { ServiceDatabase } from '../../libs/mongo';
@@ -183,6 +184,18 @@ export function createCourierRuleActions(
     return { from: areas[0], to: areas[1] };
   }
 
+  /**
+   * A rule is for a courier of the directory: one for an id nobody has (a user's, a typo)
+   * would be stored and never price anything. Retired couriers keep theirs (they may return).
+   */
+  async function refuseUnknownCourier(ctx: WaybillContext<unknown>, courierId: string) {
+    if (await call(ctx, 'courier-matching.getCourier', { courierId })) return;
+    throw badRequest(
+      `No courier has id ${courierId}; add the courier first (POST /admin/couriers) and use the id it answers`,
+      [{ field: 'courierId', message: 'no courier has this id' }],
+    );
+  }
+
   async function refuseAmbiguity(rule: CourierRule) {
     const [clash] = ambiguousWith(rule, await loadCourierRules(models(), rule.courierId));
     if (clash) {
@@ -230,7 +243,7 @@ export function createCourierRuleActions(
           'When a delivery names this courier (`courierSelection: SPECIFIC`) and the trip goes from `from` to `to` (within `withinKmRadius` km when set), `amountKobo` (per kg when `isPerKg`) replaces the base fee, and weight, fleet and urgency fees are zero. Among matching rules the lowest `priority` wins.',
         response: ruleView,
         errors: {
-          400: 'Invalid input, or `from` or `to` is not a place of `countryCode` (`errors` names the field)',
+          400: 'Invalid input, no courier has `courierId`, or `from` or `to` is not a place of `countryCode` (`errors` names the field)',
           409: 'Overlaps a rule with the same priority',
         },
       },
@@ -253,6 +266,7 @@ export function createCourierRuleActions(
       }),
       async handler(ctx) {
         const { from, to, ...fields } = ctx.params;
+        await refuseUnknownCourier(ctx, fields.courierId);
         const rule = {
           ...fields,
           ...(await canonicalPlaces(ctx, fields.countryCode, {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { call } from '../../libs/contracts';
 import type { AddressInput } from '../../libs/contracts/geo';
@@ -13,6 +12,7 @@ import { toCosts } from '../../services/pricing/fees';
 import { localNow } from '../../services/pricing/schedule';
 import { rejectionOf } from '../unit/helpers';
 import { adminHeaders, request, type Reply } from '../support/http';
+import { newCourier } from '../support/couriers';
 import { useMerchantStack } from '../support/merchant-stack';
 
 /**
@@ -24,7 +24,8 @@ const stack = useMerchantStack({ internal: ['pricing', 'package'] });
 const IKEJA = { lat: 6.6018, lon: 3.3515 };
 const LEKKI = 'Lekki, Lagos';
 const UNKNOWN_FLEET = '5b0e1a34-9f1c-4d0e-8a7b-3c2d1e0f9a8b';
-const COURIER = '3e9b7c1a-5d2f-4a6b-9c8d-7e6f5a4b3c2d';
+/** A courier of the directory with a price of their own (set before the tests). */
+let COURIER: string;
 
 /** Trips the Nigerian tariff prices: within a city, between states, regions and countries. */
 const ROUTES: [AddressInput, AddressInput][] = [
@@ -124,6 +125,7 @@ beforeAll(async () => {
   });
   fleetIds = (fleets.body.data as { id: string }[]).map((f) => f.id);
   // The courier's own price within Lagos, by the kg: it replaces the trip fee there only.
+  COURIER = await newCourier(stack.node.url);
   const rule = await request(stack.node.url, 'POST', '/admin/pricing/courier-rules', {
     headers: adminHeaders,
     json: { courierId: COURIER, from: 'Lagos', to: 'Lagos', amountKobo: 12_345, isPerKg: true },
@@ -280,7 +282,7 @@ describe('pricing.quote', () => {
 
   it('refuses a price more than one payment can be (422), as Mode A does', async () => {
     // A courier's own price set past all sense: ₦10 billion a kg.
-    const dear = randomUUID();
+    const dear = await newCourier(stack.node.url);
     const rule = await request(stack.node.url, 'POST', '/admin/pricing/courier-rules', {
       headers: adminHeaders,
       json: { courierId: dear, from: 'Lagos', to: 'Lagos', amountKobo: 1e12, isPerKg: true },

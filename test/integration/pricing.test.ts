@@ -6,6 +6,7 @@ import { MODE_NEEDS_USER } from '../../services/pricing/quote-request';
 import { modeAResponse, modeBResponse } from '../../services/pricing/schemas';
 import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
+import { newCourier } from '../support/couriers';
 import { useMerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase, startNode } from '../support/stack';
 
@@ -588,8 +589,13 @@ describe('tariff administration', () => {
 });
 
 describe('courier pricing rules', () => {
-  const courierId = '9c3e2d1f-4b5a-4c6d-8e7f-0a1b2c3d4e5f';
-  const specific = { courierSelection: 'SPECIFIC', courierId };
+  // Couriers of the directory: a rule names one.
+  let courierId: string;
+  let specific: { courierSelection: 'SPECIFIC'; courierId: string };
+  beforeAll(async () => {
+    courierId = await newCourier(stack.node.url);
+    specific = { courierSelection: 'SPECIFIC', courierId };
+  });
 
   it('a matching rule prices the trip; weight, fleet and surcharge are zero', async () => {
     const created = await admin('POST', '/admin/pricing/courier-rules', {
@@ -737,7 +743,7 @@ describe('courier pricing rules', () => {
     const second = await startNode({ services: 'pricing', iso: stack.iso });
     const db = await openServiceDatabase(stack.iso, 'pricing');
     try {
-      const racer = '2e4f6a8c-0b1d-4e3f-9a5b-7c9d1e3f5a7b';
+      const racer = await newCourier(stack.node.url);
       const rules = await rulesInFiveStates(racer);
       const pricingNodes = () =>
         (
@@ -780,7 +786,7 @@ describe('courier pricing rules', () => {
   });
 
   it('lists rules a page at a time, in a stable order', async () => {
-    const pager = '7d1e2f3a-4b5c-4d6e-8f7a-9b0c1d2e3f4a';
+    const pager = await newCourier(stack.node.url);
     await rulesInFiveStates(pager);
     const page = (query: string) =>
       admin('GET', `/admin/pricing/courier-rules?courierId=${pager}&${query}`);
@@ -837,6 +843,24 @@ describe('courier pricing rules', () => {
       400,
       /state/,
     );
+    // An id no courier has (a user's, a typo) would price nothing: refused, nothing stored.
+    const stranger = stack.alice.userId;
+    const unknown = await admin('POST', '/admin/pricing/courier-rules', {
+      courierId: stranger,
+      from: 'Lagos',
+      to: 'Lagos',
+      amountKobo: 1,
+    });
+    expectErrorEnvelope(
+      unknown,
+      400,
+      `No courier has id ${stranger}; add the courier first (POST /admin/couriers) and use the id it answers`,
+    );
+    expect(unknown.body.errors).toEqual([
+      { field: 'courierId', message: 'no courier has this id' },
+    ]);
+    const listed = await admin('GET', `/admin/pricing/courier-rules?courierId=${stranger}`);
+    expect(listed.body.data).toEqual([]);
   });
 });
 

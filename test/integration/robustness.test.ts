@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { MAX_JSON_DEPTH, PROTOTYPE_KEYS } from '../../services/gateway/json-body';
 import { adminHeaders, expectErrorEnvelope, request, type Reply } from '../support/http';
+import { newCourier } from '../support/couriers';
 import { useMerchantStack } from '../support/merchant-stack';
 
 /**
@@ -20,6 +21,8 @@ const stack = useMerchantStack({
 
 /** A fleet type geo adds when it starts, for bodies that name one. */
 let bikeId: string;
+/** A courier of the directory, for the rules' bodies. */
+let courierId: string;
 let fuzzPlates = 0;
 beforeAll(async () => {
   const types = await request(stack.node.url, 'GET', '/admin/fleet-types', {
@@ -27,6 +30,7 @@ beforeAll(async () => {
   });
   bikeId = (types.body.data as { id: string; code: string }[]).find((t) => t.code === 'bike')
     ?.id as string;
+  courierId = await newCourier(stack.node.url);
 });
 
 /** Cases per endpoint; raise FUZZ_RUNS for a longer hunt. */
@@ -121,7 +125,7 @@ const TARGETS: Target[] = [
     path: '/admin/pricing/courier-rules',
     admin: true,
     valid: () => ({
-      courierId: '1c3e2d1f-4b5a-4c6d-8e7f-0a1b2c3d4e5f',
+      courierId,
       from: 'Kano',
       to: 'Kano',
       withinKmRadius: 10,

@@ -15,17 +15,12 @@ export interface Offer {
 
 let plates = 0;
 
-/**
- * A new courier of that fleet type (by code) with a token, reporting from `at`: through the
- * admin API and the courier API of the gateway at `base`.
- */
-export async function courierAt(
-  base: string,
-  at: { lat: number; lon: number },
-  fleetCode = 'bike',
-): Promise<Courier> {
-  const admin = (method: string, path: string, json?: unknown) =>
-    request(base, method, path, { headers: adminHeaders, json });
+const adminOf = (base: string) => (method: string, path: string, json?: unknown) =>
+  request(base, method, path, { headers: adminHeaders, json });
+
+/** A new courier of the directory, of that fleet type (by code): its id. */
+export async function newCourier(base: string, fleetCode = 'bike'): Promise<string> {
+  const admin = adminOf(base);
   const types = (await admin('GET', '/admin/fleet-types')).body.data as {
     id: string;
     code: string;
@@ -42,7 +37,20 @@ export async function courierAt(
     },
   });
   if (created.status !== 201) throw new Error(`courier: ${created.status} ${created.text}`);
-  const id = created.body.data.id as string;
+  return created.body.data.id as string;
+}
+
+/**
+ * A new courier of that fleet type (by code) with a token, reporting from `at`: through the
+ * admin API and the courier API of the gateway at `base`.
+ */
+export async function courierAt(
+  base: string,
+  at: { lat: number; lon: number },
+  fleetCode = 'bike',
+): Promise<Courier> {
+  const admin = adminOf(base);
+  const id = await newCourier(base, fleetCode);
   const token = await admin('POST', `/admin/couriers/${id}/tokens`);
   if (token.status !== 201) throw new Error(`token: ${token.status} ${token.text}`);
   const courier = { id, token: token.body.data.token as string };

@@ -111,7 +111,10 @@ DATA_REFUSALS = {
     "POST /api/route": re.compile(_ROUTED, re.DOTALL),
     "POST /api/pricing": _PRICED,
     "POST /api/request": _PRICED,
-    "POST /admin/pricing/courier-rules": re.compile(_PLACE, re.DOTALL),
+    # A new rule's places, and its courier, whom the directory must know.
+    "POST /admin/pricing/courier-rules": re.compile(
+        rf"{_PLACE}|No courier has id \S+; .+", re.DOTALL
+    ),
     "PATCH /admin/pricing/courier-rules/{ruleId}": re.compile(_PLACE, re.DOTALL),
     # The user's packages: the limit of untaken ones; one a delivery holds, or half deleted.
     "POST /api/package": re.compile(
