@@ -19,6 +19,19 @@ export function newProofCode(): string {
   return String(randomInt(0, 10 ** PROOF_CODE_DIGITS)).padStart(PROOF_CODE_DIGITS, '0');
 }
 
+/** A seed of a proof code made again where needed (`seededProofCode`): 128 random bits. */
+export const newCodeSeed = (): string => randomBytes(16).toString('hex');
+
+/**
+ * The proof code a seed makes under the server secret, bound to its proof: six digits of
+ * HMAC-SHA256 (the bias of reducing 32 bits modulo a million is under one in four thousand).
+ */
+export function seededProofCode(secret: string, proofId: string, seed: string): string {
+  const digest = createHmac('sha256', secret).update(`seeded:${proofId}:${seed}`).digest();
+  const n = digest.readUInt32BE(0) % 10 ** PROOF_CODE_DIGITS;
+  return String(n).padStart(PROOF_CODE_DIGITS, '0');
+}
+
 /**
  * A proof code at rest: HMAC-SHA256 under a server secret, bound to its proof. Six digits
  * are too few for a plain hash (a stolen database would give them all up in a second); the

@@ -218,7 +218,7 @@ export function createOrderService(config: Config): ServiceDefinition {
         response: courierDeliveryView,
         errors: {
           404: NOT_YOUR_DELIVERY,
-          409: 'Not the next step for the delivery’s status (the message names it), or the proof is locked',
+          409: 'Not the next step for the delivery’s status (the message names it), the proof is locked, or (returned) no return code was sent to the sender yet',
           ...(params === courierCodeStepParams ? CODE_STEP_ERRORS : {}),
         },
       },

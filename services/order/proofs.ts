@@ -1,6 +1,12 @@
 import type { Config } from '../../libs/config';
 import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors';
-import { hashProofCode, newProofCode, proofCodeMatches } from './codes';
+import {
+  hashProofCode,
+  newCodeSeed,
+  newProofCode,
+  proofCodeMatches,
+  seededProofCode,
+} from './codes';
 import {
   recordIds,
   type DeliveryRecord,
@@ -173,8 +179,11 @@ export class ProofChecks {
     }
     const stop = addresses.get(stopOf(delivery, proof.type));
     if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
+    const { code, generation, replacing } = await this.reissue(delivery._id, proof);
     const now = new Date();
-    await this.send(delivery, proof, stop, now);
+    await this.store.enqueue(
+      proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation, replacing),
+    );
     // Read again once queued: another call may have issued a later code meanwhile, whose own
     // withdrawal ran before this code was queued. Then this one is dead too.
     const latest = (await this.current(delivery._id, proof)).generation;
@@ -185,36 +194,38 @@ export class ProofChecks {
 
   /**
    * The first code of a returning delivery's RETURN proof, for the sender (effect
-   * `SEND_RETURN_CODE`): nothing once a code is queued (by this effect settled before, or by
-   * the merchant) or the delivery is no longer RETURNING (an operator recorded the return). A
-   * claim whose messages were never queued (a call stopped between) is passed over for the
-   * next. The writer and the sweep settle it one after the other (the sweep waits
-   * `SETTLE_GRACE_MS`); should they overlap, the sender gets a second code, and the first,
-   * replaced, is withdrawn as a merchant's reissue withdraws it.
+   * `SEND_RETURN_CODE`): nothing once a code is queued, or once the delivery is no longer
+   * RETURNING (an operator recorded the return). Settled by its writer, by the sweep, or by
+   * both at once, it queues one code under the same messages' ids (`firstReturnCode`).
    */
   async sendReturnCode(delivery: DeliveryRecord): Promise<void> {
     const proof = delivery.proofs.find((p) => p.type === 'RETURN');
     if (!proof || proof.scannedAt || delivery.lifecycle.status !== 'RETURNING') return;
-    const { generation, claimed } = await this.current(delivery._id, proof);
-    // Every number taken with none queued (the outbox failing each time): the merchant's
-    // reissue answers why, and an operator records the return (`/admin/.../returned`).
-    if (generation > 0 || claimed >= MAX_PROOF_CODES) return;
+    if ((await this.current(delivery._id, proof)).generation > 0) return;
+    const code = await this.firstReturnCode(proof);
+    // The merchant's new code took the first number first: that call queues its own.
+    if (code === null) return;
     const stop = await this.store.address(stopOf(delivery, proof.type));
     if (!stop) throw new Error(`delivery ${delivery._id} lost its addresses`);
-    await this.send(delivery, proof, stop, new Date());
+    await this.store.enqueue(
+      proofCodeMessages(delivery, proof.type, code, contactAt(stop), new Date(), 1),
+    );
   }
 
-  /** A new code claimed for the proof and queued for the stop's contact: then it is in force. */
-  private async send(
-    delivery: DeliveryRecord,
-    proof: ProofRecord,
-    stop: StoredAddress,
-    now: Date,
-  ): Promise<void> {
-    const { code, generation, replacing } = await this.reissue(delivery._id, proof);
-    await this.store.enqueue(
-      proofCodeMessages(delivery, proof.type, code, contactAt(stop), now, generation, replacing),
-    );
+  /**
+   * A return proof's first code, made from a random seed claimed with its number (beside its
+   * HMAC, as every code's), so that whoever settles the effect again makes the same code: a
+   * random code claimed afresh by each would spend a number each time (six in all) and send
+   * the person a second code. The seed is as safe at rest as the HMAC: neither gives the code
+   * up without the secret. Null when the merchant's new code holds the number (no seed).
+   */
+  private async firstReturnCode(proof: ProofRecord): Promise<string | null> {
+    const seed = newCodeSeed();
+    const code = seededProofCode(this.secret, proof.id, seed);
+    const codeHash = hashProofCode(this.secret, proof.id, code);
+    if (await this.store.claimProofCode(proof.id, 1, codeHash, seed)) return code;
+    const claimed = await this.store.proofCodeSeed(proof.id, 1);
+    return claimed ? seededProofCode(this.secret, proof.id, claimed) : null;
   }
 
   /**
@@ -248,7 +259,7 @@ export class ProofChecks {
         next,
         hashProofCode(this.secret, proof.id, code),
       );
-      // A return proof's first code sent may come after a claim that was never queued.
+      // A return proof's first code the merchant issues may follow a claim never queued.
       if (claimed) return { code, generation: next, replacing: inForce > 0 };
     }
   }

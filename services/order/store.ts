@@ -94,8 +94,15 @@ notificationSchema.index({ status: 1, nextAttemptAt: 1 });
 /** An attempt to send a message, `<notificationId>:<n>`: inserting it is the right to make it. */
 const notificationAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 
-/** A proof's code after the first (issued again by the merchant): `<proofId>:<generation>`. */
-const proofCodeSchema = new Schema({ _id: String, codeHash: String, at: Date }, plain);
+/**
+ * A proof's code after the one the delivery record holds (issued again by the merchant, or a
+ * return proof's first): `<proofId>:<generation>`. `seed`: what the code is made from again
+ * (`seededProofCode`), for a return proof's first code, which the sweep may send again.
+ */
+const proofCodeSchema = new Schema(
+  { _id: String, codeHash: String, seed: String, at: Date },
+  plain,
+);
 
 /** A wrong code given for a proof: `<proofId>:<generation>:<n>`; the fifth locks it. */
 const proofAttemptSchema = new Schema({ _id: String, at: Date }, plain);
@@ -724,10 +731,22 @@ export class OrderStore {
     return found?.codeHash ?? null;
   }
 
-  claimProofCode(proofId: string, generation: number, codeHash: string): Promise<boolean> {
-    return insertOnce(() =>
-      this.m.ProofCode.create({ _id: `${proofId}:${generation}`, codeHash, at: new Date() }),
-    );
+  /** The seed a proof's code of that number was made from, when it was made so. */
+  async proofCodeSeed(proofId: string, generation: number): Promise<string | null> {
+    const found = (await this.m.ProofCode.findById(`${proofId}:${generation}`).lean()) as {
+      seed?: string;
+    } | null;
+    return found?.seed ?? null;
+  }
+
+  claimProofCode(
+    proofId: string,
+    generation: number,
+    codeHash: string,
+    seed?: string,
+  ): Promise<boolean> {
+    const claim = { _id: `${proofId}:${generation}`, codeHash, at: new Date() };
+    return insertOnce(() => this.m.ProofCode.create(seed ? { ...claim, seed } : claim));
   }
 
   claimProofAttempt(proofId: string, generation: number, n: number): Promise<boolean> {
