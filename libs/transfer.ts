@@ -337,6 +337,10 @@ export function pushBody(
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const req = request(agent, ticket, 'POST', timeoutMs);
+    // Sent now, not with the first byte of the body: a client quiet from its headers on must
+    // reach the receiver, which takes the ticket before it expires and times the silence
+    // (408), as it does for a body that stops.
+    req.flushHeaders();
     const count = (chunk: Buffer) => bytesMoved(chunk.length);
     const stop = () => {
       body.unpipe(req);

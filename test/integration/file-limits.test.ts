@@ -280,6 +280,20 @@ describe.each(fileTopologies)('an upload body that goes quiet, %s', (_name, star
     await waitForActive(top.fileOps, 0);
     expect((await upload(top.url, key)).status).toBe(200);
   });
+
+  it('is aborted with 408 as well when it sent nothing after its headers', async () => {
+    const { key } = await createUserWithKey(top.url);
+    await waitForFiles(top.url, key);
+    // Across processes the gateway's push must reach the file service with no byte to send
+    // yet: held back, the transfer's ticket expired (503) or the call timed out (504).
+    const silent = stalledUpload(top.url, key, null);
+    try {
+      expectErrorEnvelope(await silent.answer, 408, /No data received for 1\.5 s/);
+    } finally {
+      silent.drop();
+    }
+    await waitForActive(top.fileOps, 0);
+  });
 });
 
 // ---------------------------------------------------------------- downloads

@@ -40,9 +40,10 @@ function readReply(req: ClientRequest): Promise<Reply> {
 
 /**
  * Starts a single upload of a PNG, sends its part header and the first `bytes` of the file
- * (chunked, no Content-Length), then sends nothing more until dropped.
+ * (chunked, no Content-Length), then sends nothing more until dropped; `null` bytes: nothing
+ * after the request's headers, not even the part header.
  */
-export function stalledUpload(base: string, key: string, bytes: number): StalledUpload {
+export function stalledUpload(base: string, key: string, bytes: number | null): StalledUpload {
   const url = new URL(`${base}/file/single-upload`);
   const b = boundary();
   const req = httpRequest({
@@ -59,6 +60,10 @@ export function stalledUpload(base: string, key: string, bytes: number): Stalled
     `--${b}\r\nContent-Disposition: form-data; name="upload-file"; filename="stalled.png"\r\n` +
     'Content-Type: image/png\r\n\r\n';
   const sent = (async () => {
+    if (bytes === null) {
+      req.flushHeaders();
+      return;
+    }
     const write = (chunk: Buffer | string) =>
       new Promise<void>((resolve, reject) =>
         req.write(chunk, (err) => (err ? reject(err) : resolve())),
