@@ -78,6 +78,8 @@ export interface Config {
     maxUploads: number;
     /** Uploads one API key may have in progress across every replica (429 beyond). */
     maxUploadsPerKey: number;
+    /** Bytes of files one user may store in a UTC day (429 beyond); 0: no limit. */
+    maxUploadBytesPerUserPerDay: number;
     /** Downloads one file-service process streams at once (503 beyond), its S3 pool's size. */
     maxDownloads: number;
     /** Downloads one API key may have in progress across every replica (429 beyond). */
@@ -427,6 +429,13 @@ const declaredEnvSchema = Joi.object({
     .default(4)
     .description(
       'Uploads one API key may have in progress at once, counted in Redis across replicas (429 with Retry-After beyond)',
+    ),
+  FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY: Joi.number()
+    .integer()
+    .min(0)
+    .default(1024 ** 3)
+    .description(
+      'Bytes of files one user may store in a UTC day, counted in Redis across file replicas (429 until midnight UTC beyond); 0: no limit',
     ),
   FILE_MAX_DOWNLOADS: Joi.number()
     .integer()
@@ -1147,6 +1156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: value.FILE_TIMEOUT_MS,
       maxUploads: value.FILE_MAX_UPLOADS,
       maxUploadsPerKey: value.FILE_MAX_UPLOADS_PER_KEY,
+      maxUploadBytesPerUserPerDay: value.FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY,
       maxDownloads: value.FILE_MAX_DOWNLOADS,
       maxDownloadsPerKey: value.FILE_MAX_DOWNLOADS_PER_KEY,
       idleTimeoutMs: value.FILE_IDLE_TIMEOUT_MS,

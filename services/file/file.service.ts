@@ -3,6 +3,7 @@ import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { badRequest, serviceBusy, serviceUnavailable } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
+import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import { Periodic } from '../../libs/periodic';
 import {
   action,
@@ -41,7 +42,9 @@ import {
   singleUploadView,
 } from './schemas';
 import { FileStorage } from './store';
+import { readableBytes } from './sizes';
 import { meteredSlots, type Slot, type Slots } from './slots';
+import { UploadBudget } from './upload-budget';
 
 type UploadMode = ReceiveOptions['mode'];
 
@@ -60,8 +63,24 @@ export function createFileService(config: Config): ServiceDefinition {
   let downloads: Slots;
   let desk: TransferDesk | undefined;
   let staleUploads: Periodic | undefined;
-  const { maxBytes, allowedTypes } = config.files;
-  const maxSize = `${Math.round((maxBytes / 1024 / 1024) * 10) / 10} MB`;
+  const { maxBytes, allowedTypes, maxUploadBytesPerUserPerDay } = config.files;
+  const maxSize = readableBytes(maxBytes);
+  // Only with a limit: a platform without one needs no Redis here.
+  const redis =
+    maxUploadBytesPerUserPerDay > 0
+      ? createRedis(
+          config.redisUrl,
+          `${config.namespace}-file`,
+          (err) =>
+            broker?.logger.warn('Redis unreachable; uploads answer 503 until it is back', {
+              err: err.message,
+            }),
+          { commandTimeoutMs: config.redisCommandTimeoutMs },
+        )
+      : undefined;
+  const budget = redis
+    ? new UploadBudget(redis, `${config.namespace}:upload-bytes:`, maxUploadBytesPerUserPerDay)
+    : undefined;
 
   /** A slot for one more transfer, or the 503 that tells the client when to come back. */
   function takeSlot(slots: Slots = uploads, what = 'uploads'): Slot {
@@ -105,7 +124,7 @@ export function createFileService(config: Config): ServiceDefinition {
     slot: Slot,
   ) {
     try {
-      return await receiveFiles(
+      const slots = await receiveFiles(
         watchBody(request.body, {
           idleMs: config.files.idleTimeoutMs,
           deadlineMs: config.files.timeoutMs,
@@ -120,9 +139,34 @@ export function createFileService(config: Config): ServiceDefinition {
           sink: storage,
         },
       );
+      await spend(request.userId, slots);
+      return slots;
     } finally {
       slot.release();
     }
+  }
+
+  /**
+   * Refuses an upload whose user stored the day's bytes (429), before it takes a slot or a
+   * byte is read.
+   */
+  async function refuseOverBudget(userId: string): Promise<void> {
+    await budget?.check(userId);
+  }
+
+  /**
+   * Counts what a request stored toward its user's day. The files are stored: a count that
+   * fails (Redis gone meanwhile) is logged, not answered, and that much goes uncounted.
+   */
+  async function spend(userId: string, slots: FileSlot[]): Promise<void> {
+    const bytes = slots.reduce((sum, s) => sum + (isFailed(s) ? 0 : s.size), 0);
+    await budget?.spend(userId, bytes).catch((err: Error) =>
+      broker.logger.warn('stored bytes not counted toward the user’s day', {
+        userId,
+        bytes,
+        err: err.message,
+      }),
+    );
   }
 
   /** What each upload action answers for the slots of its request. */
@@ -154,6 +198,7 @@ export function createFileService(config: Config): ServiceDefinition {
     }
     let slot: Slot;
     try {
+      await refuseOverBudget(userId);
       slot = takeSlot();
     } catch (err) {
       stream.resume(); // read and dropped, so that the client reads the answer
@@ -171,8 +216,8 @@ export function createFileService(config: Config): ServiceDefinition {
     400: 'Not multipart/form-data, missing or misnamed file part, empty file, too many files',
     408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
     413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
-    429: `API quota exceeded, or this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY); see \`Retry-After\``,
-    503: 'The file service is busy with other uploads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
+    429: `API quota exceeded, this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY), or the account stored its ${readableBytes(maxUploadBytesPerUserPerDay)} of files for the day (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY); see \`Retry-After\``,
+    503: 'The file service is busy with other uploads (see `Retry-After`), could not be reached, or file storage (or the count of stored bytes) is unavailable; retry',
   };
 
   return {
@@ -272,13 +317,14 @@ export function createFileService(config: Config): ServiceDefinition {
         retry: 'never',
         visibility: 'public',
         params: openUploadParams,
-        handler(ctx) {
+        async handler(ctx) {
           const userId = requireUser(ctx);
           const mode = UPLOAD_ACTIONS[ctx.params.action];
           const meta = bodyMeta(ctx);
           // Refused before a byte is sent: not multipart, or a single file that cannot fit.
           const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
           if (refusal) throw refusal;
+          await refuseOverBudget(userId);
           const slot = takeSlot();
           let stored: string[] = [];
           try {
@@ -319,6 +365,16 @@ export function createFileService(config: Config): ServiceDefinition {
       downloads = meteredSlots(this.broker, config.files.maxDownloads, 'downloads');
     },
     async started() {
+      if (redis) {
+        // Reported, not required: downloads go on without Redis, uploads answer 503.
+        registerHealthCheck(this.broker, 'file-redis', () => redisReady(redis), {
+          required: false,
+        });
+        // Not awaited: without Redis the service still starts.
+        connectRedis(redis).catch(() => {
+          /* reported by the client's error listener */
+        });
+      }
       const { staleUploadMs, uploadSweepIntervalMs } = config.files;
       staleUploads = new Periodic(
         uploadSweepIntervalMs,
@@ -347,6 +403,8 @@ export function createFileService(config: Config): ServiceDefinition {
     },
     async stopped() {
       unregisterHealthCheck(this.broker, 's3');
+      unregisterHealthCheck(this.broker, 'file-redis');
+      redis?.disconnect();
       await staleUploads?.stop();
       await desk?.close();
       storage.destroy();

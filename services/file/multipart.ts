@@ -8,6 +8,7 @@ import {
   unsupportedMediaType,
   type WaybillError,
 } from '../../libs/errors';
+import { readableBytes } from './sizes';
 import { SNIFF_LENGTH, extensionFor, sniff, type Sniffed } from './sniff';
 
 /** Files one bulk upload may carry (the specification's limit). */
@@ -54,9 +55,6 @@ export interface FailedFile {
 export type FileSlot = StoredFile | FailedFile;
 
 export const isFailed = (slot: FileSlot): slot is FailedFile => 'error' in slot;
-
-const formatBytes = (n: number) =>
-  n >= 1024 * 1024 && n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
 
 /** The client's file name, for messages and error slots: no control characters, bounded. */
 export function cleanFilename(name: string | undefined): string | null {
@@ -116,7 +114,7 @@ const missingBoundary = () =>
   badRequest('Malformed multipart/form-data content type: the boundary is missing');
 
 export const fileTooLarge = (maxFileBytes: number) =>
-  payloadTooLarge(`The file is larger than ${formatBytes(maxFileBytes)}`);
+  payloadTooLarge(`The file is larger than ${readableBytes(maxFileBytes)}`);
 
 /**
  * Why the request cannot be a multipart upload, before its body is read: not multipart, or

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import Redis from 'ioredis';
 import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
 import { DOWNLOADS_ACTIVE_METRIC, UPLOADS_ACTIVE_METRIC } from '../../services/file/slots';
@@ -293,6 +294,72 @@ describe.each(fileTopologies)('an upload body that goes quiet, %s', (_name, star
       silent.drop();
     }
     await waitForActive(top.fileOps, 0);
+  });
+});
+
+// ---------------------------------------------------------------- bytes per day
+
+describe.each(fileTopologies)('a user’s uploads of a day, %s', (_name, start) => {
+  /** What `upload` stores. */
+  const FILE = fileOf(HEADS.png, 5000).length;
+  /** Reached with a fourth file: a fifth is refused. */
+  const LIMIT = 3 * FILE + 1;
+  const top = useTopology(start, { FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY: String(LIMIT) });
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis(process.env.REDIS_URL as string);
+  });
+  afterAll(() => redis?.quit());
+
+  /** What the user's count of today says (one key per user and UTC day). */
+  async function counted(userId: string): Promise<number> {
+    const keys = await redis.keys(`*:upload-bytes:${userId}:*`);
+    expect(keys).toHaveLength(1);
+    return Number(await redis.get(keys[0]));
+  }
+
+  it('stop at FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY (429 until midnight UTC), counting stored bytes exactly, for that user alone', async () => {
+    const owner = await createUserWithKey(top.url);
+    await waitForFiles(top.url, owner.key);
+    expect(await counted(owner.userId)).toBe(FILE);
+    // A refused file stores nothing and counts nothing.
+    const text = new FormData();
+    text.append('upload-file', new Blob(['plain text, not an image']), 'note.txt');
+    const refused = await fetch(`${top.url}/file/single-upload`, {
+      method: 'POST',
+      headers: { 'api-key': owner.key },
+      body: text,
+    });
+    expect(refused.status).toBe(415);
+    // Two at once, then a third: each adds its size once.
+    const [a, b] = await Promise.all([upload(top.url, owner.key), upload(top.url, owner.key)]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(await counted(owner.userId)).toBe(3 * FILE);
+    expect((await upload(top.url, owner.key)).status).toBe(200);
+    expect(await counted(owner.userId)).toBe(4 * FILE);
+
+    const over = await upload(top.url, owner.key);
+    expectErrorEnvelope(
+      over,
+      429,
+      `This account stored its ${LIMIT} bytes of uploads for today (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY); uploads open again at 00:00 UTC (see \`Retry-After\`)`,
+    );
+    const retryAfter = Number(over.headers.get('retry-after'));
+    const now = new Date();
+    const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(Math.ceil((midnight - now.getTime()) / 1000) + 1);
+    expect(await counted(owner.userId)).toBe(4 * FILE);
+    // Another account uploads; the owner's files still download.
+    const other = await createUserWithKey(top.url);
+    expect((await upload(top.url, other.key)).status).toBe(200);
+    const download = await fetch(`${top.url}/file/download`, {
+      method: 'POST',
+      headers: { 'api-key': owner.key, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: (a.body as { data: { url: string } }).data.url }),
+    });
+    expect(download.status).toBe(200);
+    expect((await download.arrayBuffer()).byteLength).toBe(FILE);
   });
 });
 

@@ -1,0 +1,63 @@
+import type Redis from 'ioredis';
+import { serviceUnavailable, tooManyRequests } from '../../libs/errors';
+import { readableBytes } from './sizes';
+
+/** A day's count outlives its day by a day: long enough for any clock between replicas. */
+const KEPT_SECONDS = 2 * 86_400;
+
+/** The UTC day a count belongs to: `2026-12-05`. */
+export const budgetDay = (now: Date): string => now.toISOString().slice(0, 10);
+
+/** Seconds until the next UTC midnight, when every user's count starts again (at least 1). */
+export function secondsToNextDay(now: Date): number {
+  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
+}
+
+/** What `check` says once a user stored their day's bytes. */
+export function budgetSpent(limitBytes: number, now: Date) {
+  return tooManyRequests(
+    `This account stored its ${readableBytes(limitBytes)} of uploads for today ` +
+      '(FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY); uploads open again at 00:00 UTC (see `Retry-After`)',
+    secondsToNextDay(now),
+  );
+}
+
+/**
+ * The bytes each user stored in a UTC day, shared by every file replica through Redis: an
+ * upload is refused (429 until midnight UTC) once its user's count reached the limit, and each
+ * stored file adds its size. Counted when stored, so uploads under way together may take a
+ * user past the limit by what they carry (bounded by `FILE_MAX_UPLOADS_PER_KEY`, the files of
+ * a request and `FILE_MAX_BYTES`); refused and failed files count nothing.
+ */
+export class UploadBudget {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keyPrefix: string,
+    readonly limitBytes: number,
+  ) {}
+
+  private key(userId: string, now: Date) {
+    return `${this.keyPrefix}${userId}:${budgetDay(now)}`;
+  }
+
+  /** Refuses the upload (429) when the user stored the day's bytes; 503 without Redis. */
+  async check(userId: string, now = new Date()): Promise<void> {
+    let stored: string | null;
+    try {
+      stored = await this.redis.get(this.key(userId, now));
+    } catch {
+      throw serviceUnavailable('The upload allowance cannot be read; retry in a few seconds');
+    }
+    if (Number(stored ?? 0) >= this.limitBytes) throw budgetSpent(this.limitBytes, now);
+  }
+
+  /** Adds what an upload stored to its user's day. */
+  async spend(userId: string, bytes: number, now = new Date()): Promise<void> {
+    if (bytes <= 0) return;
+    const key = this.key(userId, now);
+    const results = await this.redis.multi().incrby(key, bytes).expire(key, KEPT_SECONDS).exec();
+    const failed = results?.find(([err]) => err !== null)?.[0];
+    if (!results || failed) throw failed ?? new Error('the upload allowance was not counted');
+  }
+}
