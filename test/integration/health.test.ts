@@ -26,6 +26,8 @@ describe('health probes', () => {
         'order-redis': true,
         // courier-matching's index of couriers' positions.
         'matching-redis': true,
+        // The file service's count of each user's bytes of the day (reported, not required).
+        'file-redis': true,
         [`mongo:${iso.dbPrefix}account`]: true,
         [`mongo:${iso.dbPrefix}geo`]: true,
         [`mongo:${iso.dbPrefix}pricing`]: true,
@@ -88,6 +90,55 @@ describe('health probes', () => {
       expectErrorEnvelope(file, 503, /quota store is unavailable/);
     } finally {
       await Promise.all([gateway.stop(), account.stop()]);
+    }
+  });
+
+  it('keep a file service without Redis ready: uploads answer 503, downloads go on', async () => {
+    const deadPort = await freePort();
+    const cdn = 'https://cdn.health.test';
+    const [gateway, file] = await Promise.all([
+      startNode({ services: 'gateway,account', iso, env: { CDN_BASE_URL: cdn } }),
+      startNode({
+        services: 'file',
+        iso,
+        env: { CDN_BASE_URL: cdn, REDIS_URL: `redis://127.0.0.1:${deadPort}` },
+      }),
+    ]);
+    try {
+      const ready = await request(file.opsUrl, 'GET', '/health/ready');
+      expect(ready.status).toBe(200);
+      expect(ready.body).toMatchObject({
+        ready: true,
+        checks: { s3: true, 'file-redis': false },
+        degraded: ['file-redis'],
+      });
+      const { key, userId } = await createUserWithKey(gateway.url);
+      const form = new FormData();
+      form.append('upload-file', new Blob([Buffer.from('%PDF-1.7\n')]), 'a.pdf');
+      const uploaded = await eventually(async () => {
+        const res = await fetch(`${gateway.url}/file/single-upload`, {
+          method: 'POST',
+          headers: { 'api-key': key },
+          body: form,
+        });
+        const reply = { status: res.status, headers: res.headers, text: await res.text() };
+        // Until the gateway has found the file service, its answer is another 503.
+        expect(reply.text).toMatch(/upload allowance cannot be read/);
+        return { ...reply, body: JSON.parse(reply.text) };
+      });
+      expectErrorEnvelope(
+        uploaded,
+        503,
+        'The upload allowance cannot be read; retry in a few seconds',
+      );
+      // A download needs no count: a file that is not there is 404, not 503.
+      const missing = await request(gateway.url, 'POST', '/file/download', {
+        headers: { 'api-key': key },
+        json: { url: `${cdn}/uploads/${userId}/3f1c2a9e-7a0b-4c1d-9e2f-0a1b2c3d4e5f.pdf` },
+      });
+      expectErrorEnvelope(missing, 404);
+    } finally {
+      await Promise.all([gateway.stop(), file.stop()]);
     }
   });
 
