@@ -1,6 +1,7 @@
 import { backoffMs, type Backoff } from '../../libs/backoff';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
 import { clipForJson } from '../../libs/text';
+import type { MessageRecord, QueuedRecord } from './store';
 
 /**
  * The dispatcher's rules, pure: which endpoints take an event, which queued message of a
@@ -44,6 +45,23 @@ export function backloggedEndpoints(
 
 /** An endpoint's messages of one delivery: sent one at a time, in order. */
 export const laneOf = (webhookId: string, deliveryId: string) => `${webhookId}:${deliveryId}`;
+
+/** The queue entry that sends `message` next, from `at`, in its endpoint owner's share. */
+export function queueEntryOf(message: MessageRecord, userId: string, at: Date): QueuedRecord {
+  return {
+    _id: message._id,
+    webhookId: message.webhookId,
+    userId,
+    eventId: message.eventId,
+    lane: laneOf(message.webhookId, message.deliveryId),
+    sequence: message.sequence,
+    attempts: message.attempts,
+    firstAttemptAt: null,
+    nextAttemptAt: at,
+    // A courier's position: tried once, skipped once stale.
+    ephemeral: message.type === 'courier.location',
+  };
+}
 
 /**
  * The queue by lane, each lane's messages in the order they go: by sequence, then as queued,

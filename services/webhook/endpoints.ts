@@ -7,7 +7,7 @@ import { OwnerLookups } from '../../libs/owner-lookups';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
-import { laneOf, ROTATION_OVERLAP_MS } from './dispatch-rules';
+import { queueEntryOf, ROTATION_OVERLAP_MS } from './dispatch-rules';
 import { pastReplay } from './retention';
 import {
   createWebhookParams,
@@ -378,19 +378,11 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         }
         const event = await store.event(message.eventId);
         if (!event) throw notFound(`The event of webhook delivery ${message._id} is gone`);
+        // A position replayed is still one: tried once, and skipped if a later event of its
+        // delivery went since (it would show the delivery as it was).
         const queued = {
-          _id: message._id,
-          webhookId: endpoint._id,
-          userId: endpoint.userId,
-          eventId: message.eventId,
-          lane: laneOf(endpoint._id, message.deliveryId),
-          sequence: message.sequence,
-          attempts: message.attempts,
+          ...queueEntryOf(message, endpoint.userId, at),
           firstAttemptAt: at,
-          nextAttemptAt: at,
-          // A position replayed is still one: tried once, and skipped if a later event of its
-          // delivery went since (it would show the delivery as it was).
-          ephemeral: message.type === 'courier.location',
           replay: true,
         };
         // Queued first, held: the entry (`_id` = the message's) is the replay's claim, which

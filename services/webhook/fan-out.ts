@@ -1,5 +1,5 @@
 import { toldToRecipient, type PublishedEvent } from '../../libs/contracts/webhook';
-import { laneOf, subscribes } from './dispatch-rules';
+import { queueEntryOf, subscribes } from './dispatch-rules';
 import { messageIdOf, type MessageRecord, type QueuedRecord, type WebhookStore } from './store';
 
 /**
@@ -21,36 +21,22 @@ export async function fanOut(
     const endpoints = (await Promise.all(owners.map(endpointsOfOwner))).flat();
     for (const endpoint of endpoints) {
       if (endpoint.status !== 'ACTIVE' || !subscribes(endpoint.events, event.type)) continue;
-      const messageId = messageIdOf(endpoint._id, event.id);
-      items.push({
-        message: {
-          _id: messageId,
-          webhookId: endpoint._id,
-          eventId: event.id,
-          type: event.type,
-          deliveryId: event.deliveryId,
-          sequence: event.sequence,
-          status: 'PENDING',
-          attempts: 0,
-          lastAttemptAt: null,
-          lastStatusCode: null,
-          lastError: null,
-          deliveredAt: null,
-          createdAt: now,
-        },
-        queued: {
-          _id: messageId,
-          webhookId: endpoint._id,
-          userId: endpoint.userId,
-          eventId: event.id,
-          lane: laneOf(endpoint._id, event.deliveryId),
-          sequence: event.sequence,
-          attempts: 0,
-          firstAttemptAt: null,
-          nextAttemptAt: now,
-          ephemeral: event.type === 'courier.location',
-        },
-      });
+      const message: MessageRecord = {
+        _id: messageIdOf(endpoint._id, event.id),
+        webhookId: endpoint._id,
+        eventId: event.id,
+        type: event.type,
+        deliveryId: event.deliveryId,
+        sequence: event.sequence,
+        status: 'PENDING',
+        attempts: 0,
+        lastAttemptAt: null,
+        lastStatusCode: null,
+        lastError: null,
+        deliveredAt: null,
+        createdAt: now,
+      };
+      items.push({ message, queued: queueEntryOf(message, endpoint.userId, now) });
     }
   }
   // Only the events some endpoint takes are kept: most deliveries' owners have none, and a

@@ -2,7 +2,7 @@ import type { Logger } from 'moleculer';
 import { PENDING_ITEM_MS, type OwnerListEntry } from '../../libs/owner-list';
 import { attemptId } from '../../libs/messaging/outbox-records';
 import { Periodic } from '../../libs/periodic';
-import { laneOf } from './dispatch-rules';
+import { laneOf, queueEntryOf } from './dispatch-rules';
 import { messageIdOf, type MessageRecord, type WebhookStore } from './store';
 
 /**
@@ -207,8 +207,10 @@ export class RetentionSweep {
       const gone = message === null && at < cutoff && now.getTime() - at >= PENDING_ITEM_MS;
       const due = message !== null && message.status !== 'PENDING' && finishedAt(message) < cutoff;
       if (!gone && !due) {
-        if (message?.status === 'PENDING') keptUntil = afterSending;
-        else if (message) keptUntil = finishedAt(message) + retentionMs;
+        if (message?.status === 'PENDING') {
+          keptUntil = afterSending;
+          await this.queueIfLost(message, at, now);
+        } else if (message) keptUntil = finishedAt(message) + retentionMs;
         break;
       }
       candidates.push({ entry, message });
@@ -219,6 +221,29 @@ export class RetentionSweep {
     const firstQueued = queued.findIndex((q) => q !== null);
     if (firstQueued < 0) return { going: candidates, keptUntil };
     return { going: candidates.slice(0, firstQueued), keptUntil: afterSending };
+  }
+
+  /**
+   * Queues again a message still to send that nothing would send, the first such of its
+   * endpoint, which would otherwise keep the endpoint's later messages past their retention:
+   * its publication stopped between storing it and queueing it and was not repeated for this
+   * endpoint (a courier's position is published once; an endpoint disabled meanwhile is left
+   * out of the repeat), or a replay's undo stopped half-way. Only once it is older than a
+   * publication lasts, and never twice (the entry's `_id` is the message's). A position queued
+   * so is skipped if stale, as any is.
+   */
+  private async queueIfLost(message: MessageRecord, listedAt: number, now: Date): Promise<void> {
+    const { store } = this.deps;
+    if (now.getTime() - listedAt < PENDING_ITEM_MS) return;
+    if (await store.queued(message._id)) return;
+    const endpoint = await store.endpoint(message.webhookId);
+    if (!endpoint || endpoint.deleted) return;
+    if (await store.requeue(queueEntryOf(message, endpoint.userId, now))) {
+      this.deps.logger().warn('a webhook message nothing would send is queued again', {
+        webhookId: message.webhookId,
+        messageId: message._id,
+      });
+    }
   }
 
   /**

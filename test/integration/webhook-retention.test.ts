@@ -186,6 +186,46 @@ it('deletes what finished longer ago than the retention, never what is still to 
   expect(await remaining(failing._id)).toEqual([]);
 });
 
+it('queues again the first message still to send that nothing would send, once, and only once its publication is over', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  await publish(userId, 2);
+  const [first, lost] = await listed(endpoint._id);
+  await finish(first, later(1_000));
+  // Its publication stopped between storing the message and queueing it.
+  await store.dequeue(lost);
+
+  // The first goes; the lost one, the endpoint's oldest now, is queued to be sent after all.
+  const at = later(RETENTION_MS + 2_001);
+  expect((await sweeper().sweep(at)).message).toBe(1);
+  const message = await store.message(lost);
+  expect(message).toMatchObject({ status: 'PENDING' });
+  expect(await store.queued(lost)).toEqual(
+    expect.objectContaining({
+      _id: lost,
+      webhookId: endpoint._id,
+      userId,
+      lane: laneOf(endpoint._id, message?.deliveryId as string),
+      sequence: message?.sequence,
+      attempts: 0,
+      nextAttemptAt: at,
+      ephemeral: false,
+    }),
+  );
+  // Swept again, by replicas at once: still one entry, as queued.
+  await Promise.all([sweeper(), sweeper()].map((s) => s.sweep(later(3 * RETENTION_MS))));
+  expect(await store.queued(lost)).toMatchObject({ nextAttemptAt: at });
+
+  // One whose publication may still be queueing it is left alone.
+  const fresh = endpointRecord(userId);
+  await store.insertEndpoint(fresh);
+  const [young] = ids(fresh._id, await publish(userId, 1));
+  await store.dequeue(young);
+  await sweeper().sweep(later(60_000));
+  expect(await store.queued(young)).toBeNull();
+});
+
 it('keeps a replayed message, and refuses to replay one about to go', async () => {
   const userId = randomUUID();
   const endpoint = endpointRecord(userId);
