@@ -405,7 +405,8 @@ export class Dispatcher {
     }
     const firstAttemptAt = queued.firstAttemptAt ?? at;
     const next = afterFailure({
-      failedAttempts: n,
+      // A replay's waits count from its own first attempt, as its retry window does.
+      failedAttempts: n - (queued.replayedAfter ?? 0),
       firstAttemptAt,
       now: at,
       retryWindowMs: config.retryWindowMs,

@@ -384,6 +384,8 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           ...queueEntryOf(message, endpoint.userId, at),
           firstAttemptAt: at,
           replay: true,
+          // Its waits start again from the shortest, as its retry window does.
+          replayedAfter: message.attempts,
         };
         // Queued first, held: the entry (`_id` = the message's) is the replay's claim, which
         // one replay gets (decision 16), and only its holder writes the message's status. A
@@ -410,7 +412,10 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           // On the held entry before the mark: a replay that stops after it leaves an entry sent
           // as the attempt after the last once the hold ends.
           if (settled.attempts !== message.attempts) {
-            await store.reschedule(message._id, { attempts: settled.attempts });
+            await store.reschedule(message._id, {
+              attempts: settled.attempts,
+              replayedAfter: settled.attempts,
+            });
           }
           await store.updateMessage(message._id, { status: 'PENDING' });
         } catch (err) {

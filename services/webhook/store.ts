@@ -54,6 +54,7 @@ const queueSchema = new Schema(
     nextAttemptAt: Date,
     ephemeral: Boolean,
     replay: Boolean,
+    replayedAfter: Number,
   },
   plain,
 );
@@ -214,6 +215,8 @@ export interface QueuedRecord {
   ephemeral: boolean;
   /** Queued again by its owner (`/replay`): its attempts say so. */
   replay?: boolean;
+  /** A replay's: the attempts made before it, from which its waits after a failure count. */
+  replayedAfter?: number;
 }
 
 export interface AttemptRecord {

@@ -202,3 +202,33 @@ it('leaves a replayed position alone while its replay holds it, behind a change 
   expect(await store.queued(messageId)).toMatchObject({ replay: true, nextAttemptAt: held });
   expect((await store.message(messageId))?.status).toBe('FAILED');
 });
+
+it('waits after a replayed message’s first failure as after a first failure, not after its earlier attempts', async () => {
+  const userId = randomUUID();
+  const { endpoint, message } = await queuedMessage(userId);
+  // Given up after many attempts; its owner mends the endpoint and replays it.
+  await store.updateMessage(message._id, { status: 'FAILED', attempts: 20 });
+  await store.dequeue(message._id);
+  await replay(store, userId, { webhookId: endpoint._id, webhookDeliveryId: message._id });
+  expect(await store.queued(message._id)).toMatchObject({ attempts: 20, replayedAfter: 20 });
+  // Its attempt fails (this endpoint has no signing secret, which fails as a refusal does).
+  const now = new Date();
+  const dispatcher = new Dispatcher({
+    store,
+    config: config.webhook,
+    appEnv: 'staging',
+    box: new SecretBox('replay-backoff-test'),
+    logger: () => ({ warn: () => undefined, info: () => undefined }) as never,
+    recordDisable: async (_endpoint, at) => at,
+  });
+  await dispatcher.look(now);
+  await dispatcher.settle();
+  await dispatcher.stop();
+  const entry = await store.queued(message._id);
+  expect(entry).toMatchObject({ attempts: 21, replayedAfter: 20 });
+  // The first wait (WEBHOOK_BACKOFF_BASE_MS, ±20 %), not the longest.
+  const wait = new Date(entry?.nextAttemptAt as Date).getTime() - now.getTime();
+  expect(wait).toBeGreaterThan(0);
+  expect(wait).toBeLessThan(2 * config.webhook.backoffBaseMs);
+  expect(config.webhook.backoffMaxMs).toBeGreaterThan(4 * config.webhook.backoffBaseMs);
+});
