@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { MAX_URL_LENGTH } from './contracts/file';
@@ -289,14 +290,30 @@ export function checkTargetUrl(raw: string, policy: OutboundPolicy): TargetCheck
 }
 
 /**
- * A target URL as our logs and e-mails name it: its origin and path. Its query is left out:
- * integrators often authenticate our requests by a token there, and a log line (or a mailbox)
- * is no place for one.
+ * A target URL as its owner is told of it (an e-mail): its origin and path. Its query is left
+ * out: integrators often authenticate our requests by a token there, and a mailbox is no
+ * place for one.
+ */
+export function targetForOwner(raw: string): string {
+  try {
+    const url = new URL(raw);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+/**
+ * A target URL as our logs name it: its origin, and its path only as a short hash (one target
+ * told from another, and found again from the URL). Catch-hook receivers carry their secret in
+ * the path (`/hooks/catch/<id>/<token>/`), and a log aggregation is no place for it either.
  */
 export function targetForLog(raw: string): string {
   try {
     const url = new URL(raw);
-    return `${url.origin}${url.pathname}`;
+    if (url.pathname === '/') return `${url.origin}/`;
+    const digest = createHash('sha256').update(url.pathname).digest('hex').slice(0, 8);
+    return `${url.origin}/[path ${digest}]`;
   } catch {
     return '(not a URL)';
   }

@@ -1,6 +1,6 @@
 import type { Logger } from 'moleculer';
 import { LookupCache } from '../../libs/lookup-cache';
-import { targetForLog } from '../../libs/outbound-url';
+import { targetForOwner } from '../../libs/outbound-url';
 import { outboxStoreOver } from '../../libs/messaging/outbox-records';
 import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
 import type { EndpointRecord, NoticeRecord, WebhookStore } from './store';
@@ -94,7 +94,7 @@ export class DisableNotices {
       subject: DISABLED_SUBJECT,
       text: disabledNoticeText({
         // Without its query: a token there would sit in a mailbox, and in staging's log sink.
-        url: targetForLog(endpoint.url),
+        url: targetForOwner(endpoint.url),
         webhookId: endpoint._id,
         failingSince: endpoint.failingSince,
         disabledAt: at,

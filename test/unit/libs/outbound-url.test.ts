@@ -10,6 +10,7 @@ import {
   isAllowedClass,
   resolvedHostRefusal,
   targetForLog,
+  targetForOwner,
   type AddressClass,
   type OutboundPolicy,
   type Resolver,
@@ -318,11 +319,25 @@ function stubResolver(...answers: string[][]): Resolver & { calls: string[]; fam
   return Object.assign(resolve, { calls, families });
 }
 
-describe('targetForLog', () => {
+describe('targetForOwner', () => {
   it('names a target by its origin and path, never its query', () => {
-    expect(targetForLog('https://hooks.example.com:8443/in/waybill?token=s3cret&a=1')).toBe(
+    expect(targetForOwner('https://hooks.example.com:8443/in/waybill?token=s3cret&a=1')).toBe(
       'https://hooks.example.com:8443/in/waybill',
     );
+    expect(targetForOwner('http://[fd00::1]/?key=s3cret')).toBe('http://[fd00::1]/');
+    expect(targetForOwner('not a url?token=s3cret')).toBe('(not a URL)');
+  });
+});
+
+describe('targetForLog', () => {
+  it('names a target by its origin and a hash of its path, never the path or its query', () => {
+    const catchHook = 'https://hooks.zapier.com/hooks/catch/123456/s3cretT0ken/?token=s3cret';
+    const logged = targetForLog(catchHook);
+    expect(logged).toMatch(/^https:\/\/hooks\.zapier\.com\/\[path [0-9a-f]{8}\]$/);
+    expect(logged).not.toMatch(/s3cret|123456/);
+    // The same path, the same name; another path, another.
+    expect(targetForLog('https://hooks.zapier.com/hooks/catch/123456/s3cretT0ken/')).toBe(logged);
+    expect(targetForLog('https://hooks.zapier.com/hooks/catch/123456/other/')).not.toBe(logged);
     expect(targetForLog('http://[fd00::1]/?key=s3cret')).toBe('http://[fd00::1]/');
     expect(targetForLog('not a url?token=s3cret')).toBe('(not a URL)');
   });
