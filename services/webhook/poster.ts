@@ -57,6 +57,8 @@ export function post(input: PostInput): Promise<PostResult> {
       clearTimeout(timer);
       resolve({ ...result, durationMs: elapsed() });
     };
+    /** The answer's status once its head came, and its excerpt so far. */
+    let answered: { statusCode: number | null; excerptOf: () => string } | undefined;
     const req = send(
       url,
       {
@@ -79,12 +81,22 @@ export function post(input: PostInput): Promise<PostResult> {
           finish({ statusCode, error, responseExcerpt: null });
           return;
         }
-        readExcerpt(res, (text) => finish({ statusCode, error: null, responseExcerpt: text }));
+        const excerptOf = readExcerpt(res, (text) =>
+          finish({ statusCode, error: null, responseExcerpt: text }),
+        );
+        answered = { statusCode, excerptOf };
       },
     );
-    // One deadline for the whole exchange: connection, upload and answer.
+    // One deadline for the whole exchange: connection, upload and answer. An answer whose
+    // status came in time counts by its status, its body cut there: a 2xx sent slowly was
+    // taken in, and sending it again would only make a duplicate.
     const timer = setTimeout(() => {
       req.destroy();
+      if (answered) {
+        const { statusCode, excerptOf } = answered;
+        finish({ statusCode, error: null, responseExcerpt: excerptOf() });
+        return;
+      }
       finish({
         statusCode: null,
         error: `no answer within ${input.timeoutMs} ms`,
@@ -103,11 +115,13 @@ export function post(input: PostInput): Promise<PostResult> {
  * `EXCERPT_BYTES` came (enough to tell that it was cut) the connection is closed, so a
  * receiver cannot keep the attempt (and a dispatcher's slot) busy streaming until the deadline.
  * Each byte kept is at least one byte of the excerpt (an undecodable one three, as U+FFFD).
+ * Answers what came so far, for an answer the deadline cuts.
  */
-function readExcerpt(res: IncomingMessage, done: (text: string) => void): void {
+function readExcerpt(res: IncomingMessage, done: (text: string) => void): () => string {
   const kept: Buffer[] = [];
   let size = 0;
-  const end = () => done(excerpt(Buffer.concat(kept).toString('utf8')));
+  const soFar = () => excerpt(Buffer.concat(kept).toString('utf8'));
+  const end = () => done(soFar());
   res.on('data', (chunk: Buffer) => {
     if (size > EXCERPT_BYTES) return;
     const part = chunk.subarray(0, EXCERPT_BYTES + 1 - size);
@@ -120,6 +134,7 @@ function readExcerpt(res: IncomingMessage, done: (text: string) => void): void {
   });
   res.on('end', end);
   res.on('error', end);
+  return soFar;
 }
 
 /** Name errors that would tell which names exist in our network (see `noPublicAddressNow`). */

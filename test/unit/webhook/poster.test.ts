@@ -73,6 +73,19 @@ describe('post', () => {
     answer = (res) => res.end('ok');
   });
 
+  it('counts an answer whose status came before the deadline by its status, its body cut there', async () => {
+    // Taken in and answered 200, then the body trickles past the deadline: sent again, it
+    // would be a duplicate.
+    answer = (res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('accepted');
+    };
+    const slow = await post(input(true));
+    expect(slow).toMatchObject({ statusCode: 200, error: null, responseExcerpt: 'accepted' });
+    expect(slow.durationMs).toBeGreaterThanOrEqual(450);
+    answer = (res) => res.end('ok');
+  });
+
   it('keeps an excerpt of a binary answer in its bytes as sent, and characters split between chunks whole', async () => {
     const binary = Buffer.from(Array.from({ length: 4096 }, (_, i) => i % 256));
     answer = (res) => res.end(binary);
