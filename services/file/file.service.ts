@@ -1,7 +1,7 @@
 import { finished, type Readable } from 'node:stream';
 import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
-import { badRequest, serviceBusy, serviceUnavailable } from '../../libs/errors';
+import { badRequest, serviceBusy, serviceUnavailable, upstreamTimeout } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
 import { Periodic } from '../../libs/periodic';
@@ -103,8 +103,12 @@ export function createFileService(config: Config): ServiceDefinition {
       const object = await storage.get(key);
       // Cut at FILE_TIMEOUT_MS here too: a gateway in this process pipes the body straight to
       // its client, and one that reads a trickle keeps S3 busy enough never to time out.
+      // Typed: the gateway records the cut as the timeout it is (504), not as a fault (500).
       const deadline = setTimeout(
-        () => object.body.destroy(new Error('the download took longer than FILE_TIMEOUT_MS')),
+        () =>
+          object.body.destroy(
+            upstreamTimeout('The download took longer than FILE_TIMEOUT_MS; it was cut'),
+          ),
         config.files.timeoutMs,
       );
       finished(object.body, () => {

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { Context, Logger } from 'moleculer';
 import { retriesFor, type Retry } from '../../libs/contracts';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
-import { notFound, toHttpError } from '../../libs/errors';
+import { ERROR_STATUS, isWaybillError, notFound, toHttpError } from '../../libs/errors';
 import { PAGE_HEADERS, errorPage } from '../../libs/html';
 import { bytesMoved } from '../../libs/reclaim';
 import type { HttpRoute } from '../../libs/service';
@@ -173,7 +173,11 @@ export function sendResponse(req: GatewayRequest, res: ServerResponse, data: unk
     res.end();
   } else if (data instanceof Readable) {
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
-    data.on('error', (err) => cutAnswer(res, toHttpError(err).status));
+    // The source failed mid-answer: a typed error says how (a download past FILE_TIMEOUT_MS:
+    // 504); any other is the source's (S3, or a file service that cut its transfer): 502.
+    data.on('error', (err) =>
+      cutAnswer(res, isWaybillError(err) ? toHttpError(err).status : ERROR_STATUS.UPSTREAM_FAILED),
+    );
     data.on('data', (chunk: Buffer) => bytesMoved(chunk.length));
     // A client that leaves mid-download must not leave the source (S3, a transfer) open.
     res.once('close', () => {

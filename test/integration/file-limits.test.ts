@@ -474,6 +474,12 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
     expect(await reading).toBe('cut');
     expect(read).toBeGreaterThan(0);
     expect(read).toBeLessThan(SIZE);
+    // Recorded as cut by the deadline (504 in one process) or by the file service that cut its
+    // transfer (502 across processes), never as a fault of the gateway's (500).
+    const answers = await samples(top.gatewayOps, 'waybill_http_requests_total');
+    const cut = (status: string) => count(answers, { route: '/file/download', status });
+    expect(cut('500')).toBe(0);
+    expect(cut('504') + cut('502')).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
   it('takes no slot of a key for a download whose body has not come', async () => {
