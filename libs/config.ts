@@ -1,4 +1,5 @@
 import Joi from './joi';
+import { parseRange } from './outbound-url';
 
 /** Names of every service this codebase can run; `SERVICES` picks a subset. */
 export const SERVICE_NAMES = [
@@ -227,6 +228,8 @@ export interface Config {
     secretKey: string;
     /** Staging and tests: private and loopback targets accepted (never link-local or metadata). */
     allowPrivateTargets: boolean;
+    /** WEBHOOK_DENY_CIDRS: public addresses and ranges never called. */
+    deniedTargets: string[];
     maxEndpoints: number;
     timeoutMs: number;
     /** How long a message is retried after its first attempt before it is given up. */
@@ -397,10 +400,7 @@ const declaredEnvSchema = Joi.object({
     .description('Largest uploaded file in bytes (413 above it; 20 MB by default)'),
   FILE_ALLOWED_TYPES: Joi.string()
     .custom((value: string) => {
-      const types = value
-        .split(',')
-        .map((t) => t.trim().toLowerCase())
-        .filter(Boolean);
+      const types = commaList(value).map((t) => t.toLowerCase());
       const unknown = types.filter((t) => !(SNIFFABLE_TYPES as readonly string[]).includes(t));
       if (types.length === 0 || unknown.length > 0) {
         throw new Error(`choose from ${SNIFFABLE_TYPES.join(', ')}`);
@@ -940,6 +940,19 @@ const declaredEnvSchema = Joi.object({
     .description(
       'Accept webhook URLs on private and loopback addresses (staging and tests only; refused when live). Link-local and cloud metadata addresses stay refused',
     ),
+  WEBHOOK_DENY_CIDRS: Joi.string()
+    .allow('')
+    .default('')
+    .custom((value: string) => {
+      const bad = commaList(value).filter((range) => parseRange(range) === null);
+      if (bad.length > 0) {
+        throw new Error(`not an address or range: ${bad.join(', ')}; give e.g. 203.0.113.0/24`);
+      }
+      return value;
+    })
+    .description(
+      "Comma list of addresses and ranges (203.0.113.7, 203.0.113.0/24, 2a05:d014::/32) webhooks never call, though public: the platform's own addresses, a cloud network's routable IPv6 prefix",
+    ),
   WEBHOOK_MAX_ENDPOINTS: Joi.number()
     .integer()
     .min(1)
@@ -1056,11 +1069,16 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-function parseServices(value: string): ServiceName[] {
-  const names = value
+/** The items of a comma list, trimmed, empty ones left out. */
+function commaList(value: string): string[] {
+  return value
     .split(',')
-    .map((s) => s.trim())
+    .map((item) => item.trim())
     .filter(Boolean);
+}
+
+function parseServices(value: string): ServiceName[] {
+  const names = commaList(value);
   if (names.length === 0 || names.includes('all')) return [...SERVICE_NAMES];
   const unknown = names.filter((n) => !(SERVICE_NAMES as readonly string[]).includes(n));
   if (unknown.length > 0) {
@@ -1146,12 +1164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     files: {
       maxBytes: value.FILE_MAX_BYTES,
       allowedTypes: [
-        ...new Set(
-          (value.FILE_ALLOWED_TYPES as string)
-            .split(',')
-            .map((t) => t.trim().toLowerCase())
-            .filter(Boolean),
-        ),
+        ...new Set(commaList(value.FILE_ALLOWED_TYPES as string).map((t) => t.toLowerCase())),
       ] as SniffableType[],
       timeoutMs: value.FILE_TIMEOUT_MS,
       maxUploads: value.FILE_MAX_UPLOADS,
@@ -1247,6 +1260,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhook: {
       secretKey: value.WEBHOOK_SECRET_KEY ?? STAGING_WEBHOOK_SECRET_KEY,
       allowPrivateTargets: value.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      deniedTargets: commaList(value.WEBHOOK_DENY_CIDRS),
       maxEndpoints: value.WEBHOOK_MAX_ENDPOINTS,
       timeoutMs: value.WEBHOOK_TIMEOUT_MS,
       retryWindowMs: value.WEBHOOK_RETRY_WINDOW_MS,

@@ -20,6 +20,49 @@ export interface OutboundPolicy {
   requireHttps: boolean;
   /** WEBHOOK_ALLOW_PRIVATE_TARGETS: private and loopback receivers (staging and tests). */
   allowPrivate: boolean;
+  /**
+   * WEBHOOK_DENY_CIDRS: public addresses the operator keeps out (the platform's own, a cloud
+   * network's routable IPv6 prefix), which no address class can tell apart; `deniedRanges`.
+   */
+  denied?: DeniedRanges;
+}
+
+/** Ranges an operator keeps out of reach whatever their class (`deniedRanges`). */
+export interface DeniedRanges {
+  list: BlockList;
+  /** As configured, for messages. */
+  text: string;
+}
+
+/**
+ * One range an operator names: `203.0.113.7`, `203.0.113.0/24`, `2a05:d014::/32`; null when it
+ * is none (the config's validation says why).
+ */
+export function parseRange(
+  text: string,
+): { address: string; prefix: number; family: Family } | null {
+  const [address, prefixText, ...rest] = text.trim().split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return null;
+  const family: Family = version === 4 ? 'ipv4' : 'ipv6';
+  const full = version === 4 ? 32 : 128;
+  if (prefixText === undefined) return { address, prefix: full, family };
+  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > full) return null;
+  return { address, prefix: Number(prefixText), family };
+}
+
+/** The ranges of a comma list (WEBHOOK_DENY_CIDRS, validated by the config), as one list. */
+export function deniedRanges(ranges: readonly string[]): DeniedRanges | undefined {
+  if (ranges.length === 0) return undefined;
+  const list = new BlockList();
+  for (const text of ranges) {
+    const range = parseRange(text);
+    if (!range) throw new TypeError(`not an address or range: ${text}`);
+    if (range.prefix === (range.family === 'ipv4' ? 32 : 128)) {
+      list.addAddress(range.address, range.family);
+    } else list.addSubnet(range.address, range.prefix, range.family);
+  }
+  return { list, text: ranges.join(', ') };
 }
 
 /** Never reachable through a target, whatever the policy: the host itself and the cloud. */
@@ -196,7 +239,13 @@ export const classifyAddress = (ip: string): AddressClass => classify(ip).kind;
 /** Why an address may not be called, for the integrator; undefined when it may. */
 function refusal(ip: string, policy: OutboundPolicy): string | undefined {
   const { kind, label, address } = classify(ip);
-  return isAllowedClass(kind, policy) ? undefined : `${address}, ${label}; use a public address`;
+  if (!isAllowedClass(kind, policy)) return `${address}, ${label}; use a public address`;
+  const family = isIP(address) === 4 ? 'ipv4' : 'ipv6';
+  if (policy.denied?.list.check(address, family)) {
+    // Not which range: the operator's network is theirs to know.
+    return `${address}, an address this platform does not call; use another`;
+  }
+  return undefined;
 }
 
 /**

@@ -1,5 +1,7 @@
 import { backoffMs, type Backoff } from '../../libs/backoff';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
+import type { Config } from '../../libs/config';
+import { deniedRanges, type OutboundPolicy } from '../../libs/outbound-url';
 import { clipForJson } from '../../libs/text';
 import type { MessageRecord, QueuedRecord } from './store';
 
@@ -7,6 +9,18 @@ import type { MessageRecord, QueuedRecord } from './store';
  * The dispatcher's rules, pure: which endpoints take an event, which queued message of a
  * lane may go now, how long to wait after a failure, when to give up, which secrets sign.
  */
+
+/** Where this deployment sends webhooks (libs/outbound-url): built once per user of it. */
+export function targetPolicy(
+  config: Pick<Config['webhook'], 'allowPrivateTargets' | 'deniedTargets'>,
+  appEnv: string,
+): OutboundPolicy {
+  return {
+    requireHttps: appEnv === 'live',
+    allowPrivate: config.allowPrivateTargets,
+    denied: deniedRanges(config.deniedTargets),
+  };
+}
 
 /** An endpoint with no `events` list takes every event. */
 export function subscribes(events: readonly string[] | null, type: WebhookEventType): boolean {

@@ -18,8 +18,9 @@ import {
   signingSecrets,
   subscribes,
   withinOverlap,
+  targetPolicy,
 } from './dispatch-rules';
-import { targetForLog } from '../../libs/outbound-url';
+import { targetForLog, type OutboundPolicy } from '../../libs/outbound-url';
 import { OwnerLookups } from '../../libs/owner-lookups';
 import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
@@ -134,9 +135,11 @@ export class Dispatcher {
   private pruning: Promise<void> | undefined;
 
   private readonly lookups: OwnerLookups;
+  private readonly policy: OutboundPolicy;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.lookups = deps.lookups ?? new OwnerLookups(deps.config.timeoutMs);
+    this.policy = targetPolicy(deps.config, deps.appEnv);
     this.periodic = new Periodic(
       deps.config.dispatchIntervalMs,
       () => this.look(new Date()),
@@ -343,7 +346,7 @@ export class Dispatcher {
     n: number,
     now: Date,
   ): Promise<PostResult> {
-    const { store, config, appEnv } = this.deps;
+    const { store, config } = this.deps;
     // Registered half-way by a version that stored the endpoint before its secret: failing
     // (so its owner is told, and the endpoint disabled in time) beats throwing at every look.
     if (target.secrets.length === 0) {
@@ -377,7 +380,7 @@ export class Dispatcher {
         'waybill-attempt': String(n),
       },
       timeoutMs: config.timeoutMs,
-      policy: { requireHttps: appEnv === 'live', allowPrivate: config.allowPrivateTargets },
+      policy: this.policy,
       resolve: this.lookups.of(target.endpoint.userId),
     });
   }

@@ -7,7 +7,7 @@ import { OwnerLookups } from '../../libs/owner-lookups';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
-import { queueEntryOf, ROTATION_OVERLAP_MS } from './dispatch-rules';
+import { queueEntryOf, ROTATION_OVERLAP_MS, targetPolicy } from './dispatch-rules';
 import { pastReplay } from './retention';
 import {
   createWebhookParams,
@@ -79,7 +79,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
   const now = deps.now ?? (() => new Date());
   const lookups = deps.lookups ?? new OwnerLookups(RESOLVE_TIMEOUT_MS);
   const resolve = deps.resolve ?? ((host, owner) => resolveAll(lookups.of(owner), host));
-  const policy = { requireHttps: appEnv === 'live', allowPrivate: config.allowPrivateTargets };
+  const policy = targetPolicy(config, appEnv);
 
   /** Refuses a URL we must not call, by its form and by where its name points now. */
   async function checkUrl(raw: string, owner: string): Promise<string> {

@@ -37,6 +37,8 @@ const ENV = {
   ...FAST_WEBHOOKS,
   WEBHOOK_DISABLE_AFTER_MS: '4000',
   COURIER_LOCATION_FLUSH_MS: '300',
+  // Addresses the operator keeps out though they would be accepted (private ones are, here).
+  WEBHOOK_DENY_CIDRS: '127.0.0.64/26',
 };
 const stack = useMerchantStack({ internal: ['webhook'], env: ENV });
 const base = () => stack.node.url;
@@ -265,6 +267,21 @@ describe('webhook endpoints', () => {
     const merchant: Party = await createUserWithKey(base());
     const reply = await api(merchant, 'POST', '/api/webhooks', { url });
     expectErrorEnvelope(reply, 400);
+  });
+
+  it('refuses an address the operator keeps out (WEBHOOK_DENY_CIDRS), named or literal', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    const literal = await api(merchant, 'POST', '/api/webhooks', {
+      url: 'http://127.0.0.65:8080/hook',
+    });
+    expectErrorEnvelope(
+      literal,
+      400,
+      'url points to 127.0.0.65, an address this platform does not call; use another',
+    );
+    // Beside the range, the same receiver host is accepted.
+    const beside = await api(merchant, 'POST', '/api/webhooks', { url: receiver.url('/beside') });
+    expect(beside.status).toBe(201);
   });
 
   it('refuses a URL too long in the form it is stored and sent, however short as typed', async () => {

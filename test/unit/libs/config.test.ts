@@ -160,6 +160,7 @@ describe('loadConfig defaults', () => {
       webhook: {
         secretKey: 'waybill-staging-webhook-secret-key',
         allowPrivateTargets: false,
+        deniedTargets: [],
         maxEndpoints: 10,
         retentionIntervalMs: 60000,
         retentionMs: 30 * 86_400_000,
@@ -321,6 +322,22 @@ describe('file settings', () => {
   it('names the types to choose from when one is unknown', () => {
     expect(() => loadConfig({ FILE_ALLOWED_TYPES: 'text/html' })).toThrow(
       /^FILE_ALLOWED_TYPES: .*image\/jpeg/,
+    );
+  });
+});
+
+describe('webhook targets kept out', () => {
+  it('reads WEBHOOK_DENY_CIDRS as a list, and refuses what is no address or range', () => {
+    const config = loadConfig({
+      WEBHOOK_DENY_CIDRS: ' 203.0.113.0/24, ,2a05:d014::/32,198.51.100.7 ',
+    });
+    expect(config.webhook.deniedTargets).toEqual([
+      '203.0.113.0/24',
+      '2a05:d014::/32',
+      '198.51.100.7',
+    ]);
+    expect(configErrorFor({ WEBHOOK_DENY_CIDRS: '203.0.113.0/24,example.com' }).message).toMatch(
+      /WEBHOOK_DENY_CIDRS.*not an address or range: example\.com; give e\.g\. 203\.0\.113\.0\/24/,
     );
   });
 });
@@ -813,6 +830,7 @@ describe('describeConfig', () => {
     'SIMULATOR_TIME_SCALE',
     'WEBHOOK_SECRET_KEY',
     'WEBHOOK_ALLOW_PRIVATE_TARGETS',
+    'WEBHOOK_DENY_CIDRS',
     'WEBHOOK_MAX_ENDPOINTS',
     'WEBHOOK_TIMEOUT_MS',
     'WEBHOOK_RETRY_WINDOW_MS',

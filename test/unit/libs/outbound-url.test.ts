@@ -6,8 +6,10 @@ import type { LookupAddress } from 'node:dns';
 import {
   checkTargetUrl,
   classifyAddress,
+  deniedRanges,
   guardedLookup,
   isAllowedClass,
+  parseRange,
   resolvedHostRefusal,
   targetForLog,
   targetForOwner,
@@ -419,5 +421,65 @@ describe('guardedLookup', () => {
     });
     const empty = await get('nowhere.test', guardedLookup(LIVE, stubResolver([])));
     expect(empty.code).toBe('ENOTFOUND');
+  });
+});
+
+describe('an operator’s denied ranges (WEBHOOK_DENY_CIDRS)', () => {
+  const denied = deniedRanges(['93.184.215.0/24', '2a05:d014::/32', '198.18.255.1']);
+  const OURS: OutboundPolicy = { ...LIVE, denied };
+  const PRIVATE_TOO: OutboundPolicy = { ...TESTS, denied: deniedRanges(['127.0.0.2']) };
+
+  it('refuses a public address in them, written any way, without naming the range', () => {
+    for (const host of [
+      '93.184.215.14',
+      '[::ffff:93.184.215.14]',
+      '[2a05:d014:1::7]',
+      '1572394766',
+    ]) {
+      const checked = checkTargetUrl(`https://${host}/hook`, OURS);
+      expect(checked.ok).toBe(false);
+      if (!checked.ok)
+        expect(checked.reason).toMatch(/an address this platform does not call; use another$/);
+    }
+    expect(checkTargetUrl('https://93.184.216.14/hook', OURS).ok).toBe(true);
+    expect(resolvedHostRefusal('hooks.example.com', ['8.8.8.8', '2a05:d014::1'], OURS)).toBe(
+      'url host hooks.example.com resolves to 2a05:d014::1, an address this platform does not call; use another',
+    );
+    // Where private targets are allowed, the denied ones stay refused.
+    expect(resolvedHostRefusal('h.example.com', ['127.0.0.1'], PRIVATE_TOO)).toBeUndefined();
+    expect(resolvedHostRefusal('h.example.com', ['127.0.0.2'], PRIVATE_TOO)).toMatch(
+      /does not call/,
+    );
+  });
+
+  it('refuses at each connection a name that resolves into them', async () => {
+    const resolve = stubResolver(['127.0.0.2']);
+    const refused = await get('hooks.example.test', guardedLookup(PRIVATE_TOO, resolve));
+    expect(refused.code).toBe('EUNSAFETARGET');
+  });
+
+  it('reads addresses and ranges of both families, and nothing else', () => {
+    expect(parseRange('203.0.113.7')).toEqual({
+      address: '203.0.113.7',
+      prefix: 32,
+      family: 'ipv4',
+    });
+    expect(parseRange(' 2a05:d014::/32 ')).toEqual({
+      address: '2a05:d014::',
+      prefix: 32,
+      family: 'ipv6',
+    });
+    for (const bad of [
+      '203.0.113.0/33',
+      '2a05::/129',
+      'example.com',
+      '10.0.0.0/8/1',
+      '10.0.0.0/',
+      '10.0.0.0/x',
+    ]) {
+      expect(parseRange(bad)).toBeNull();
+    }
+    expect(deniedRanges([])).toBeUndefined();
+    expect(() => deniedRanges(['nope'])).toThrow(/not an address or range: nope/);
   });
 });
