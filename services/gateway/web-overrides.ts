@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { Context, Logger } from 'moleculer';
 import { retriesFor, type Retry } from '../../libs/contracts';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
-import { ERROR_STATUS, isWaybillError, notFound, toHttpError } from '../../libs/errors';
+import { isWaybillError, notFound, toHttpError, upstreamFailed } from '../../libs/errors';
 import { PAGE_HEADERS, errorPage } from '../../libs/html';
 import { bytesMoved } from '../../libs/reclaim';
 import type { HttpRoute } from '../../libs/service';
@@ -157,7 +157,23 @@ function routeNotFound(req: GatewayRequest) {
 }
 
 /** `sendResponse`: envelopes and 201s without noise, streams for downloads. */
-export function sendResponse(req: GatewayRequest, res: ServerResponse, data: unknown): void {
+/**
+ * What a source's failure mid-answer is: its own typed error (a download past
+ * FILE_TIMEOUT_MS: 504), or the source's (S3, or a file service that cut its transfer): 502.
+ */
+const sourceFailure = (err: unknown) =>
+  isWaybillError(err) ? err : upstreamFailed('The file could not be read to the end; retry');
+
+/**
+ * Answers `data`: a stream (a download) is piped; should its source fail before its first
+ * byte went out, the client gets `onError`'s envelope instead of a cut connection.
+ */
+export function sendResponse(
+  req: GatewayRequest,
+  res: ServerResponse,
+  data: unknown,
+  onError?: (req: GatewayRequest, res: ServerResponse, err: unknown) => void,
+): void {
   // Nobody will read this answer: one was begun already, or the client has left (its `close`
   // came before any listener here could hear it). A source (S3, a transfer) is closed now, not
   // at FILE_TIMEOUT_MS: it holds a slot of the file service and an S3 connection.
@@ -165,19 +181,23 @@ export function sendResponse(req: GatewayRequest, res: ServerResponse, data: unk
     if (data instanceof Readable) data.destroy();
     return;
   }
-  const meta = req.$ctx?.meta ?? {};
-  for (const [name, value] of Object.entries(responseHeaders(meta))) {
-    res.setHeader(name, value);
-  }
+  const headers = responseHeaders(req.$ctx?.meta ?? {});
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   if (data == null) {
     res.end();
   } else if (data instanceof Readable) {
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/octet-stream');
-    // The source failed mid-answer: a typed error says how (a download past FILE_TIMEOUT_MS:
-    // 504); any other is the source's (S3, or a file service that cut its transfer): 502.
-    data.on('error', (err) =>
-      cutAnswer(res, isWaybillError(err) ? toHttpError(err).status : ERROR_STATUS.UPSTREAM_FAILED),
-    );
+    data.on('error', (err) => {
+      const failure = sourceFailure(err);
+      if (res.headersSent || !onError) {
+        cutAnswer(res, toHttpError(failure).status);
+        return;
+      }
+      // Nothing went out: the download's own headers give way to the error's (the others,
+      // a request id, CORS, stay).
+      for (const name of [...Object.keys(headers), 'Content-Type']) res.removeHeader(name);
+      onError(req, res, failure);
+    });
     data.on('data', (chunk: Buffer) => bytesMoved(chunk.length));
     // A client that leaves mid-download must not leave the source (S3, a transfer) open.
     res.once('close', () => {
@@ -310,6 +330,8 @@ export interface OverrideDeps
 export function webOverrides(deps: OverrideDeps) {
   const onError = (req: GatewayRequest, res: ServerResponse, err: unknown) =>
     writeError(deps, req, res, err);
+  const send = (req: GatewayRequest, res: ServerResponse, data: unknown) =>
+    sendResponse(req, res, data, onError);
   const resolveAlias = aliasResolver<WebAlias>();
   return {
     onError,
@@ -323,8 +345,8 @@ export function webOverrides(deps: OverrideDeps) {
         res: ServerResponse,
         params: Meta,
         isStream: boolean,
-      ) => callAction({ ...deps, send: sendResponse }, route, req, res, params, isStream),
-      sendResponse,
+      ) => callAction({ ...deps, send }, route, req, res, params, isStream),
+      sendResponse: send,
       resolveAlias(this: { aliases: WebAlias[] }, url: string, method?: string) {
         return resolveAlias(this.aliases, url, method);
       },

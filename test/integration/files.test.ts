@@ -8,7 +8,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { connect } from 'nats';
-import { directS3, S3_BUCKET } from '../support/s3';
+import { cuttingS3, directS3, S3_BUCKET } from '../support/s3';
 import { eventually } from '../support/eventually';
 import { fileTopologies, type FileTopologyStack } from '../support/file-stack';
 import { createUserWithKey, expectErrorEnvelope, request, type Reply } from '../support/http';
@@ -716,6 +716,38 @@ describe('S3 failures answer 503, never hang', () => {
       expect(Date.now() - started).toBeLessThan(15_000);
     },
   );
+
+  it('answers a download S3 cut before its first byte with the error envelope, in every topology', async () => {
+    const cutting = await cuttingS3(process.env.S3_ENDPOINT as string);
+    try {
+      for (const [, start] of fileTopologies) {
+        const iso = isolation();
+        isos.push(iso);
+        const top = await start(iso, { common: { ...FILE_ENV, S3_ENDPOINT: cutting.url } });
+        nodes.push(...top.nodes);
+        const { key } = await createUserWithKey(top.url);
+        const stored = await eventually(async () => {
+          const reply = await post(
+            top.url,
+            '/single-upload',
+            key,
+            form([{ field: 'upload-file', data: fileOf(HEADS.png), filename: 'a.png' }]),
+          );
+          expect(reply.status).toBe(200);
+          return reply;
+        });
+        const down = await request(top.url, 'POST', '/file/download', {
+          headers: { 'api-key': key },
+          json: { url: stored.body.data.url },
+        });
+        // Not a reset connection: the client is told to retry.
+        expectErrorEnvelope(down, 502, 'The file could not be read to the end; retry');
+        expect(down.headers.get('content-disposition')).toBeNull();
+      }
+    } finally {
+      await cutting.close();
+    }
+  });
 });
 
 // ---------------------------------------------------------------- memory

@@ -90,3 +90,45 @@ export async function holdingS3(target: string, holds: (req: S3Request) => boole
 }
 
 export type HoldingS3 = Awaited<ReturnType<typeof holdingS3>>;
+
+/**
+ * An S3 endpoint in front of the real one (`target`) whose object reads (`OBJECT_READS`)
+ * answer their headers, then close the connection before the first byte of the object; every
+ * other request passes straight on.
+ */
+export async function cuttingS3(target: string) {
+  const upstream = new URL(target);
+  const server = http.createServer((req, res) => {
+    if (OBJECT_READS(req)) {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'image/png', 'content-length': '5000' });
+      res.flushHeaders();
+      setTimeout(() => res.destroy(), 50);
+      return;
+    }
+    const forward = http.request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

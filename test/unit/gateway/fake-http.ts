@@ -27,6 +27,11 @@ export class FakeResponse extends Writable {
     return this.headers.has(name.toLowerCase());
   }
 
+  removeHeader(name: string): void {
+    if (this.sent) throw new Error(`header ${name} removed after the headers were sent`);
+    this.headers.delete(name.toLowerCase());
+  }
+
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
     this.sent = true;
     this.chunks.push(Buffer.from(chunk));

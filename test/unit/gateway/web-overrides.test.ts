@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
 import { Errors } from 'moleculer';
 import { SAFE_RETRIES, type Retry } from '../../../libs/contracts';
@@ -14,6 +15,7 @@ import {
   writeError,
   type CallDeps,
 } from '../../../services/gateway/web-overrides';
+import { cutStatus } from '../../../services/gateway/http';
 import { rejectionOf } from '../helpers';
 import { FakeResponse, fakeRequest } from './fake-http';
 
@@ -150,6 +152,54 @@ describe('sendResponse', () => {
     sendResponse(fakeRequest(), begun.asServerResponse(), late);
     expect(late.destroyed).toBe(true);
     expect(begun.body.toString()).toBe('already');
+  });
+
+  it('answers the error envelope when the source fails before its first byte, and cuts the answer after', async () => {
+    const errors: unknown[] = [];
+    const onError = (_req: unknown, res: ServerResponse, err: unknown) => {
+      errors.push(err);
+      res.end('{"error":true}');
+    };
+    const req = fakeRequest();
+    (req as { $ctx?: unknown }).$ctx = {
+      meta: { $responseHeaders: { 'Content-Disposition': 'attachment', 'Content-Length': '9' } },
+    };
+    const early = new FakeResponse();
+    early.setHeader('X-Request-Id', 'r-1');
+    const broken = new PassThrough();
+    sendResponse(req, early.asServerResponse(), broken, onError);
+    broken.destroy(new Error('socket hang up'));
+    await early.done();
+    expect(errors).toEqual([
+      expect.objectContaining({
+        code: 502,
+        message: 'The file could not be read to the end; retry',
+      }),
+    ]);
+    // The download's headers gave way to the error's.
+    expect(early.getHeader('content-disposition')).toBeUndefined();
+    expect(early.getHeader('content-length')).toBeUndefined();
+    expect(early.getHeader('content-type')).toBeUndefined();
+    expect(early.getHeader('x-request-id')).toBe('r-1');
+    // A deadline's own error is answered as itself.
+    const timed = new FakeResponse();
+    const slow = new PassThrough();
+    sendResponse(fakeRequest(), timed.asServerResponse(), slow, onError);
+    slow.destroy(upstreamTimeout('The download took longer than FILE_TIMEOUT_MS; it was cut'));
+    await timed.done();
+    expect(errors[1]).toMatchObject({ code: 504 });
+
+    // Begun: the answer is cut, recorded as the source's failure.
+    const late = new FakeResponse();
+    const source = new PassThrough();
+    sendResponse(fakeRequest(), late.asServerResponse(), source, onError);
+    source.write('first chunk');
+    await new Promise((r) => setImmediate(r));
+    source.destroy(new Error('socket hang up'));
+    await late.done();
+    expect(errors).toHaveLength(2);
+    expect(late.destroyed).toBe(true);
+    expect(cutStatus(late.asServerResponse())).toBe(502);
   });
 
   it('does nothing once the headers are out', () => {
