@@ -289,6 +289,7 @@ export function createFileService(config: Config): ServiceDefinition {
             400: 'Not a hosted file URL',
             404: 'No such file',
             429: `API quota exceeded, or this key already has ${config.files.maxDownloadsPerKey} downloads in progress (FILE_MAX_DOWNLOADS_PER_KEY); see \`Retry-After\``,
+            502: 'File storage failed before the first byte was sent; retry',
             503: 'The file service is busy with other downloads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
           },
         },
