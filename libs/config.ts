@@ -79,12 +79,16 @@ export interface Config {
     maxUploads: number;
     /** Uploads one API key may have in progress across every replica (429 beyond). */
     maxUploadsPerKey: number;
+    /** Uploads one account may have in progress across all its keys (429 beyond). */
+    maxUploadsPerUser: number;
     /** Bytes of files one user may store in a UTC day (429 beyond); 0: no limit. */
     maxUploadBytesPerUserPerDay: number;
     /** Downloads one file-service process streams at once (503 beyond), its S3 pool's size. */
     maxDownloads: number;
     /** Downloads one API key may have in progress across every replica (429 beyond). */
     maxDownloadsPerKey: number;
+    /** Downloads one account may have in progress across all its keys (429 beyond). */
+    maxDownloadsPerUser: number;
     /** How long an upload's body may send nothing before it is aborted (408). */
     idleTimeoutMs: number;
     /** A multipart upload begun longer ago than this is a dead process's: it is aborted. */
@@ -430,6 +434,13 @@ const declaredEnvSchema = Joi.object({
     .description(
       'Uploads one API key may have in progress at once, counted in Redis across replicas (429 with Retry-After beyond)',
     ),
+  FILE_MAX_UPLOADS_PER_USER: Joi.number()
+    .integer()
+    .min(1)
+    .default(8)
+    .description(
+      'Uploads one account may have in progress at once across all its keys, counted in Redis across replicas (429 with Retry-After beyond)',
+    ),
   FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY: Joi.number()
     .integer()
     .min(0)
@@ -451,6 +462,13 @@ const declaredEnvSchema = Joi.object({
     .default(8)
     .description(
       'Downloads one API key may have in progress at once, counted in Redis across replicas (429 with Retry-After beyond)',
+    ),
+  FILE_MAX_DOWNLOADS_PER_USER: Joi.number()
+    .integer()
+    .min(1)
+    .default(16)
+    .description(
+      'Downloads one account may have in progress at once across all its keys, counted in Redis across replicas (429 with Retry-After beyond)',
     ),
   FILE_IDLE_TIMEOUT_MS: Joi.number()
     .integer()
@@ -1169,9 +1187,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: value.FILE_TIMEOUT_MS,
       maxUploads: value.FILE_MAX_UPLOADS,
       maxUploadsPerKey: value.FILE_MAX_UPLOADS_PER_KEY,
+      maxUploadsPerUser: value.FILE_MAX_UPLOADS_PER_USER,
       maxUploadBytesPerUserPerDay: value.FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY,
       maxDownloads: value.FILE_MAX_DOWNLOADS,
       maxDownloadsPerKey: value.FILE_MAX_DOWNLOADS_PER_KEY,
+      maxDownloadsPerUser: value.FILE_MAX_DOWNLOADS_PER_USER,
       idleTimeoutMs: value.FILE_IDLE_TIMEOUT_MS,
       staleUploadMs: outlasting(
         ['FILE_STALE_UPLOAD_MS', value.FILE_STALE_UPLOAD_MS],

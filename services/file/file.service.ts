@@ -220,7 +220,7 @@ export function createFileService(config: Config): ServiceDefinition {
     400: 'Not multipart/form-data, missing or misnamed file part, empty file, too many files',
     408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
     413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
-    429: `API quota exceeded, this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY), or the account stored its ${readableBytes(maxUploadBytesPerUserPerDay)} of files for the day (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY); see \`Retry-After\``,
+    429: `API quota exceeded, this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY) or its account ${config.files.maxUploadsPerUser} (FILE_MAX_UPLOADS_PER_USER)${maxUploadBytesPerUserPerDay > 0 ? `, or the account stored its ${readableBytes(maxUploadBytesPerUserPerDay)} of files for the day (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY)` : ''}; see \`Retry-After\``,
     503: 'The file service is busy with other uploads (see `Retry-After`), could not be reached, or file storage (or the count of stored bytes) is unavailable; retry',
   };
 
@@ -288,7 +288,7 @@ export function createFileService(config: Config): ServiceDefinition {
           errors: {
             400: 'Not a hosted file URL',
             404: 'No such file',
-            429: `API quota exceeded, or this key already has ${config.files.maxDownloadsPerKey} downloads in progress (FILE_MAX_DOWNLOADS_PER_KEY); see \`Retry-After\``,
+            429: `API quota exceeded, or this key already has ${config.files.maxDownloadsPerKey} downloads in progress (FILE_MAX_DOWNLOADS_PER_KEY) or its account ${config.files.maxDownloadsPerUser} (FILE_MAX_DOWNLOADS_PER_USER); see \`Retry-After\``,
             502: 'File storage failed before the first byte was sent; retry',
             503: 'The file service is busy with other downloads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
           },

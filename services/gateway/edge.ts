@@ -12,7 +12,7 @@ import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
 import { cutStatus, describeForLog, isPreflight, type GatewayRequest } from './http';
 import { quotaHeaders, quotaStoreUnavailable, type QuotaLimiter } from './quota';
-import type { UploadLeases } from './upload-leases';
+import type { UploadLease, UploadLeases } from './upload-leases';
 import { GROUP_BASE } from './routes';
 import { aliasSettled } from './web-routing';
 
@@ -226,34 +226,56 @@ export interface TransferGuardOptions {
   leases: UploadLeases;
   /** FILE_MAX_UPLOADS_PER_KEY or FILE_MAX_DOWNLOADS_PER_KEY. */
   limit: number;
+  /** FILE_MAX_UPLOADS_PER_USER or FILE_MAX_DOWNLOADS_PER_USER: across an account's keys. */
+  userLimit: number;
   /** What is limited, as the 429 says it: `uploads` or `downloads`. */
   what: string;
 }
 
+/** The lease of one more transfer of `subject`, or the 429 that names who holds `limit`. */
+async function leaseFor(
+  options: TransferGuardOptions,
+  subject: string,
+  limit: number,
+  holder: string,
+): Promise<UploadLease> {
+  let lease;
+  try {
+    lease = await options.leases.acquire(subject, limit);
+  } catch {
+    throw quotaStoreUnavailable();
+  }
+  if (lease) return lease;
+  throw tooManyRequests(
+    `${holder} already has ${limit} ${options.what} in progress; wait for one to ` +
+      `finish, or retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
+    FILE_RETRY_AFTER_SECONDS,
+  );
+}
+
 /**
- * Uploads or downloads (after `apiKeyGuard`): at most `limit` in progress per API key across
- * every gateway replica, else 429. The lease is given back once the answer is sent or the
- * client has left, and the call is over; if this process dies first, the lease expires on its
- * own. A client gone by the time the lease is taken gets nothing started.
+ * Uploads or downloads (after `apiKeyGuard`): at most `limit` in progress per API key and
+ * `userLimit` per account (whose many keys would otherwise take every slot of the file
+ * service) across every gateway replica, else 429. The leases are given back once the answer
+ * is sent or the client has left, and the call is over; if this process dies first, they
+ * expire on their own. A client gone by the time they are taken gets nothing started.
  */
 export function transferGuard(options: TransferGuardOptions): Middleware {
   return middleware(async (req, res) => {
     const keyId = req.$ctx?.meta.apiKeyId;
     if (typeof keyId !== 'string') return;
-    let lease;
-    try {
-      lease = await options.leases.acquire(keyId, options.limit);
-    } catch {
-      throw quotaStoreUnavailable();
+    const keyLease = await leaseFor(options, keyId, options.limit, 'This API key');
+    const userId = (req.$ctx?.meta.user as { id?: string } | undefined)?.id;
+    let userLease: UploadLease | undefined;
+    if (typeof userId === 'string') {
+      try {
+        userLease = await leaseFor(options, `user:${userId}`, options.userLimit, 'This account');
+      } catch (err) {
+        void keyLease.release();
+        throw err;
+      }
     }
-    if (!lease) {
-      throw tooManyRequests(
-        `This API key already has ${options.limit} ${options.what} in progress; wait for one to ` +
-          `finish, or retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
-        FILE_RETRY_AFTER_SECONDS,
-      );
-    }
-    const { release } = lease;
+    const release = () => Promise.all([keyLease.release(), userLease?.release()]);
     if (res.writableEnded || clientGone(res)) {
       void release();
       return true;

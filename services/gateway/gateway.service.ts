@@ -129,11 +129,13 @@ export function createGatewayService(
   const uploads = transferGuard({
     leases: leases('uploads'),
     limit: config.files.maxUploadsPerKey,
+    userLimit: config.files.maxUploadsPerUser,
     what: 'uploads',
   });
   const downloads = transferGuard({
     leases: leases('downloads'),
     limit: config.files.maxDownloadsPerKey,
+    userLimit: config.files.maxDownloadsPerUser,
     what: 'downloads',
   });
 

@@ -3,25 +3,50 @@ import type { UploadLease, UploadLeases } from '../../../services/gateway/upload
 import { routeHandler, type FoundAlias } from '../../../services/gateway/web-routing';
 import { FakeResponse, fakeRequest } from './fake-http';
 
-/** Leases counted in memory, as Redis would for one key; `down` makes every call fail. */
+/**
+ * Leases counted in memory per subject (a key, `user:<id>`), as Redis would; `held` counts the
+ * keys' leases. `down` makes every call fail.
+ */
 function fakeLeases(options: { down?: boolean } = {}) {
-  const held = new Set<number>();
+  const bySubject = new Map<string, Set<number>>();
+  const of = (subject: string) => {
+    let set = bySubject.get(subject);
+    if (!set) bySubject.set(subject, (set = new Set()));
+    return set;
+  };
   let next = 0;
   const leases = {
-    async acquire(_subject: string, limit: number): Promise<UploadLease | undefined> {
+    async acquire(subject: string, limit: number): Promise<UploadLease | undefined> {
       if (options.down) throw new Error('Connection is closed.');
+      const held = of(subject);
       if (held.size >= limit) return undefined;
       const id = next++;
       held.add(id);
       return { release: async () => void held.delete(id) };
     },
   };
-  return { held, leases: leases as unknown as UploadLeases };
+  const keysHeld = () =>
+    [...bySubject]
+      .filter(([subject]) => !subject.startsWith('user:'))
+      .reduce((n, [, s]) => n + s.size, 0);
+  return {
+    held: {
+      get size() {
+        return keysHeld();
+      },
+    },
+    ofSubject: (subject: string) => of(subject).size,
+    leases: leases as unknown as UploadLeases,
+  };
 }
 
-/** Runs the middleware; resolves with what it passed to `next`. */
-function run(guard: ReturnType<typeof transferGuard>, res = new FakeResponse()) {
-  const req = fakeRequest({ method: 'POST', url: '/file/single-upload', meta: { apiKeyId: 'k1' } });
+/** Runs the middleware for a key (of user `u1`); resolves with what it passed to `next`. */
+function run(
+  guard: ReturnType<typeof transferGuard>,
+  res = new FakeResponse(),
+  meta: Record<string, unknown> = { apiKeyId: 'k1', user: { id: 'u1' } },
+) {
+  const req = fakeRequest({ method: 'POST', url: '/file/single-upload', meta });
   Object.assign(req, { socket: { destroyed: false } });
   return new Promise<{ err: unknown; res: FakeResponse }>((resolve) =>
     guard(req, res.asServerResponse(), (err) => resolve({ err, res })),
@@ -31,7 +56,7 @@ function run(guard: ReturnType<typeof transferGuard>, res = new FakeResponse()) 
 describe('transferGuard', () => {
   it('lets a key hold `limit` uploads, refuses the next with 429 and Retry-After', async () => {
     const { held, leases } = fakeLeases();
-    const guard = transferGuard({ leases, limit: 2, what: 'uploads' });
+    const guard = transferGuard({ leases, limit: 2, userLimit: 8, what: 'uploads' });
     expect((await run(guard)).err).toBeUndefined();
     expect((await run(guard)).err).toBeUndefined();
     const { err } = await run(guard);
@@ -45,9 +70,32 @@ describe('transferGuard', () => {
     expect(held.size).toBe(2);
   });
 
+  it('holds an account to `userLimit` across its keys, giving back the key’s lease it took', async () => {
+    const { held, ofSubject, leases } = fakeLeases();
+    const guard = transferGuard({ leases, limit: 2, userLimit: 3, what: 'uploads' });
+    const as = (key: string, user = 'u1') =>
+      run(guard, new FakeResponse(), { apiKeyId: key, user: { id: user } });
+    expect((await as('k1')).err).toBeUndefined();
+    expect((await as('k1')).err).toBeUndefined();
+    expect((await as('k2')).err).toBeUndefined();
+    const { err } = await as('k2');
+    expect(err).toMatchObject({
+      code: 429,
+      message:
+        'This account already has 3 uploads in progress; wait for one to finish, or retry in 5 seconds',
+      data: { retryAfter: 5 },
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ofSubject('k2')).toBe(1);
+    expect(ofSubject('user:u1')).toBe(3);
+    expect(held.size).toBe(3);
+    // Another account's keys are counted apart.
+    expect((await as('k3', 'u2')).err).toBeUndefined();
+  });
+
   it('gives the lease back once the answer is out or the client has left', async () => {
     const { held, leases } = fakeLeases();
-    const guard = transferGuard({ leases, limit: 1, what: 'downloads' });
+    const guard = transferGuard({ leases, limit: 1, userLimit: 8, what: 'downloads' });
     const { res } = await run(guard);
     expect(held.size).toBe(1);
     res.end('answered');
@@ -65,7 +113,7 @@ describe('transferGuard', () => {
         return leases.acquire(subject, limit);
       },
     } as unknown as UploadLeases;
-    const guard = transferGuard({ leases: slow, limit: 1, what: 'downloads' });
+    const guard = transferGuard({ leases: slow, limit: 1, userLimit: 8, what: 'downloads' });
     const res = new FakeResponse();
     const req = fakeRequest({ method: 'POST', url: '/file/download', meta: { apiKeyId: 'k1' } });
     const socket = { destroyed: false };
@@ -84,7 +132,7 @@ describe('transferGuard', () => {
 
   it('keeps the lease of a call its client left until the call is over', async () => {
     const { held, leases } = fakeLeases();
-    const guard = transferGuard({ leases, limit: 1, what: 'downloads' });
+    const guard = transferGuard({ leases, limit: 1, userLimit: 8, what: 'downloads' });
     let answer: () => void = () => undefined;
     const service = {
       // S3 answering a download: the file service's slot is taken meanwhile.
@@ -117,6 +165,7 @@ describe('transferGuard', () => {
     const guard = transferGuard({
       leases: fakeLeases({ down: true }).leases,
       limit: 1,
+      userLimit: 8,
       what: 'uploads',
     });
     expect((await run(guard)).err).toMatchObject({
