@@ -30,8 +30,6 @@ export interface OutboundPolicy {
 /** Ranges an operator keeps out of reach whatever their class (`deniedRanges`). */
 export interface DeniedRanges {
   list: BlockList;
-  /** As configured, for messages. */
-  text: string;
 }
 
 /**
@@ -62,7 +60,7 @@ export function deniedRanges(ranges: readonly string[]): DeniedRanges | undefine
       list.addAddress(range.address, range.family);
     } else list.addSubnet(range.address, range.prefix, range.family);
   }
-  return { list, text: ranges.join(', ') };
+  return { list };
 }
 
 /** Never reachable through a target, whatever the policy: the host itself and the cloud. */
@@ -240,8 +238,12 @@ export const classifyAddress = (ip: string): AddressClass => classify(ip).kind;
 function refusal(ip: string, policy: OutboundPolicy): string | undefined {
   const { kind, label, address } = classify(ip);
   if (!isAllowedClass(kind, policy)) return `${address}, ${label}; use a public address`;
-  const family = isIP(address) === 4 ? 'ipv4' : 'ipv6';
-  if (policy.denied?.list.check(address, family)) {
+  // As written and as the IPv4 address it carries (6to4, NAT64...): a range may name either.
+  const written = ip.replace(/%.*$/, '');
+  const denied = [written, address].some((a) =>
+    policy.denied?.list.check(a, isIP(a) === 4 ? 'ipv4' : 'ipv6'),
+  );
+  if (denied) {
     // Not which range: the operator's network is theirs to know.
     return `${address}, an address this platform does not call; use another`;
   }

@@ -66,6 +66,12 @@ export async function connectRedis(client: Redis): Promise<void> {
 }
 
 /**
+ * How long a starting process waits for Redis before it is ready without it: a Redis that is
+ * up answers in milliseconds, one that is down refuses at once.
+ */
+export const REDIS_START_WAIT_MS = 3_000;
+
+/**
  * Opens the connection and waits for it at most `waitMs`, never failing: a process that
  * answers without Redis (the gateway's 503s) then answers its first requests with Redis, not
  * with a 503 of a connection still being opened, yet starts all the same when Redis refuses

@@ -3,7 +3,7 @@ import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { badRequest, serviceBusy, serviceUnavailable, upstreamTimeout } from '../../libs/errors';
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
-import { connectRedis, createRedis, redisReady } from '../../libs/redis';
+import { connectRedisWithin, createRedis, redisReady, REDIS_START_WAIT_MS } from '../../libs/redis';
 import { Periodic } from '../../libs/periodic';
 import {
   action,
@@ -375,10 +375,9 @@ export function createFileService(config: Config): ServiceDefinition {
         registerHealthCheck(this.broker, 'file-redis', () => redisReady(redis), {
           required: false,
         });
-        // Not awaited: without Redis the service still starts.
-        connectRedis(redis).catch(() => {
-          /* reported by the client's error listener */
-        });
+        // Waited for a moment, never failing: a new replica takes uploads with its count
+        // ready, yet starts without Redis (its uploads answer 503 until it is back).
+        await connectRedisWithin(redis, REDIS_START_WAIT_MS);
       }
       const { staleUploadMs, uploadSweepIntervalMs } = config.files;
       staleUploads = new Periodic(
@@ -409,10 +408,11 @@ export function createFileService(config: Config): ServiceDefinition {
     async stopped() {
       unregisterHealthCheck(this.broker, 's3');
       unregisterHealthCheck(this.broker, 'file-redis');
-      redis?.disconnect();
       await staleUploads?.stop();
       await desk?.close();
       storage.destroy();
+      // Last: uploads the desk finished count their bytes.
+      redis?.disconnect();
     },
   };
 }

@@ -13,7 +13,7 @@ import {
 } from '../../libs/contracts/order';
 import { ENTRY_POINT } from '../../libs/entry-points';
 import { readyWithoutTransporter, registerHealthCheck } from '../../libs/health';
-import { connectRedisWithin, redisReady } from '../../libs/redis';
+import { connectRedisWithin, redisReady, REDIS_START_WAIT_MS } from '../../libs/redis';
 import { whenStopping } from '../../libs/resilience';
 import type { ServiceDefinition } from '../../libs/service';
 import { transferAgent } from '../../libs/transfer';
@@ -42,12 +42,6 @@ import { TRACKING_EVENTS_PATH, TrackingStreams } from './tracking-stream';
 import { UploadLeases } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
 import { answerClientError } from './client-errors';
-
-/**
- * How long a starting gateway waits for Redis before it is ready without it: a Redis that is up
- * answers in milliseconds, one that is down refuses at once.
- */
-const REDIS_START_WAIT_MS = 3_000;
 
 /**
  * moleculer-web, its `rest` action (which carries each HTTP request in) marked as an entry

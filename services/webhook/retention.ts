@@ -208,8 +208,11 @@ export class RetentionSweep {
       const due = message !== null && message.status !== 'PENDING' && finishedAt(message) < cutoff;
       if (!gone && !due) {
         if (message?.status === 'PENDING') {
-          keptUntil = afterSending;
-          await this.queueIfLost(message, at, now);
+          // A message that may yet be lost is looked at again once it can be told, if that
+          // comes before it could be retired.
+          const young = now.getTime() - at < PENDING_ITEM_MS;
+          keptUntil = young ? Math.min(afterSending, at + PENDING_ITEM_MS) : afterSending;
+          if (!young) await this.queueIfLost(message, now);
         } else if (message) keptUntil = finishedAt(message) + retentionMs;
         break;
       }
@@ -229,13 +232,17 @@ export class RetentionSweep {
    * its publication stopped between storing it and queueing it and was not repeated for this
    * endpoint (a courier's position is published once; an endpoint disabled meanwhile is left
    * out of the repeat), or a replay's undo stopped half-way. Only once it is older than a
-   * publication lasts, and never twice (the entry's `_id` is the message's). A position queued
-   * so is skipped if stale, as any is.
+   * publication lasts (the caller's), and never twice (the entry's `_id` is the message's). A
+   * position queued so is skipped if stale, as any is.
    */
-  private async queueIfLost(message: MessageRecord, listedAt: number, now: Date): Promise<void> {
+  private async queueIfLost(message: MessageRecord, now: Date): Promise<void> {
     const { store } = this.deps;
-    if (now.getTime() - listedAt < PENDING_ITEM_MS) return;
     if (await store.queued(message._id)) return;
+    // Read again now its entry is known gone: a dispatcher writes a message's outcome before
+    // it takes the entry off the queue, so a message concluded since the first read (given up,
+    // delivered) reads so now, and must not be sent again.
+    const current = await store.message(message._id);
+    if (current?.status !== 'PENDING' || current.attempts !== message.attempts) return;
     const endpoint = await store.endpoint(message.webhookId);
     if (!endpoint || endpoint.deleted) return;
     if (await store.requeue(queueEntryOf(message, endpoint.userId, now))) {

@@ -226,6 +226,35 @@ it('queues again the first message still to send that nothing would send, once, 
   expect(await store.queued(young)).toBeNull();
 });
 
+it('leaves alone a message its dispatcher gave up between the sweep’s reads', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  await publish(userId, 2);
+  const [first, retried] = await listed(endpoint._id);
+  await finish(first, later(1_000));
+  // The sweep reads `retried` PENDING; its dispatcher then gives it up and takes its entry off
+  // the queue before the sweep looks for that entry.
+  const racing = Object.create(store) as WebhookStore;
+  racing.queued = async (messageId) => {
+    // Given up far ahead of the other tests' clocks: none of their sweeps takes it.
+    if (messageId === retried) {
+      await finish(retried, later(1_000 * RETENTION_MS), { status: 'FAILED', attempts: 4 });
+    }
+    return store.queued(messageId);
+  };
+  const sweep = new RetentionSweep({
+    store: racing,
+    retentionMs: RETENTION_MS,
+    intervalMs: 60_000,
+    environment: 'staging',
+    logger: () => quiet,
+  });
+  expect((await sweep.sweep(later(RETENTION_MS + 2_001))).message).toBe(1);
+  expect(await store.queued(retried)).toBeNull();
+  expect(await store.message(retried)).toMatchObject({ status: 'FAILED', attempts: 4 });
+});
+
 it('keeps a replayed message, and refuses to replay one about to go', async () => {
   const userId = randomUUID();
   const endpoint = endpointRecord(userId);

@@ -452,6 +452,17 @@ describe('an operator’s denied ranges (WEBHOOK_DENY_CIDRS)', () => {
     );
   });
 
+  it('matches a range written in a form that carries IPv4 (NAT64, 6to4) as written', () => {
+    const nat64: OutboundPolicy = {
+      ...LIVE,
+      denied: deniedRanges(['64:ff9b::/96', '2002:5db8::/32']),
+    };
+    // 93.184.215.14, public, reached through NAT64 and 6to4.
+    expect(checkTargetUrl('https://[64:ff9b::5db8:d70e]/hook', nat64).ok).toBe(false);
+    expect(checkTargetUrl('https://[2002:5db8:d70e::1]/hook', nat64).ok).toBe(false);
+    expect(checkTargetUrl('https://93.184.215.14/hook', nat64).ok).toBe(true);
+  });
+
   it('refuses at each connection a name that resolves into them', async () => {
     const resolve = stubResolver(['127.0.0.2']);
     const refused = await get('hooks.example.test', guardedLookup(PRIVATE_TOO, resolve));

@@ -83,6 +83,16 @@ describe('post', () => {
     const slow = await post(input(true));
     expect(slow).toMatchObject({ statusCode: 200, error: null, responseExcerpt: 'accepted' });
     expect(slow.durationMs).toBeGreaterThanOrEqual(450);
+    // Reset mid-body, the same.
+    answer = (res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('taken', () => setTimeout(() => res.socket?.destroy(), 20));
+    };
+    expect(await post(input(true))).toMatchObject({
+      statusCode: 200,
+      error: null,
+      responseExcerpt: 'taken',
+    });
     answer = (res) => res.end('ok');
   });
 
