@@ -111,6 +111,12 @@ const codeSent = (
   purpose: 'COLLECTION_CODE' | 'DELIVERY_CODE' | 'RETURN_CODE',
 ) => proofCodeSent(base(), deliveryId, purpose);
 
+/** The merchant's new code for a proof (sent to the stop's contact, never answered). */
+const issueCode = (who: Party, deliveryId: string, proofId: string) =>
+  request(base(), 'POST', `/api/deliveries/${deliveryId}/proofs/${proofId}/code`, {
+    headers: { 'api-key': who.key },
+  });
+
 /** A courier's cash account as operators read it. */
 async function cashOf(courier: { id: string }, query = '') {
   const reply = await admin('GET', `/admin/couriers/${courier.id}/cash${query}`);
@@ -433,12 +439,7 @@ describe('proof codes', () => {
     const proofId = (await getDelivery(base(), merchant, deliveryId)).body.data.proofs.find(
       (p: { type: string }) => p.type === 'COLLECTION',
     ).id;
-    const issued = await request(
-      base(),
-      'POST',
-      `/api/deliveries/${deliveryId}/proofs/${proofId}/code`,
-      { headers: { 'api-key': merchant.key } },
-    );
+    const issued = await issueCode(merchant, deliveryId, proofId);
     expect(issued.status).toBe(201);
     expect(issued.body.data.code).toBeNull();
     const fresh = await codeSent(deliveryId, 'COLLECTION_CODE');
@@ -448,12 +449,7 @@ describe('proof codes', () => {
     expect((await step('collected', { code: fresh })).status).toBe(200);
     // Another user cannot issue codes on it.
     const other = await createUserWithKey(base());
-    expectErrorEnvelope(
-      await request(base(), 'POST', `/api/deliveries/${deliveryId}/proofs/${proofId}/code`, {
-        headers: { 'api-key': other.key },
-      }),
-      404,
-    );
+    expectErrorEnvelope(await issueCode(other, deliveryId, proofId), 404);
   });
 });
 
@@ -509,12 +505,7 @@ describe('packages coming back', () => {
     );
     // The sender lost the message: the merchant has another sent, and the first stops working.
     const proofId = (await proofOf()).id;
-    const issued = await request(
-      base(),
-      'POST',
-      `/api/deliveries/${deliveryId}/proofs/${proofId}/code`,
-      { headers: { 'api-key': merchant.key } },
-    );
+    const issued = await issueCode(merchant, deliveryId, proofId);
     expect(issued.status).toBe(201);
     const fresh = await codeSent(deliveryId, 'RETURN_CODE');
     const texts = (await notificationsOf(base(), deliveryId)).map((m) => m.text ?? '');
@@ -528,12 +519,7 @@ describe('packages coming back', () => {
     expect((await entriesOf(base(), merchant)).filter((e) => e.type === 'REFUND')).toEqual([]);
     await eventually(async () => expect(await freePackages(base(), merchant)).toContain(packageId));
     // Given, the code can no longer be reissued.
-    const late = await request(
-      base(),
-      'POST',
-      `/api/deliveries/${deliveryId}/proofs/${proofId}/code`,
-      { headers: { 'api-key': merchant.key } },
-    );
+    const late = await issueCode(merchant, deliveryId, proofId);
     expectErrorEnvelope(late, 409, /can no longer be issued: the delivery is RETURNED/);
   });
 

@@ -72,6 +72,21 @@ async function deliveredMessage(userId: string) {
   return { endpoint, messageId: message._id };
 }
 
+/** A dispatcher's one look at the queue at `now`, its attempts concluded. */
+async function dispatchOnce(now: Date): Promise<void> {
+  const dispatcher = new Dispatcher({
+    store,
+    config: config.webhook,
+    appEnv: 'staging',
+    box: new SecretBox('replay-test'),
+    logger: () => ({ warn: () => undefined, info: () => undefined }) as never,
+    recordDisable: async (_endpoint, at) => at,
+  });
+  await dispatcher.look(now);
+  await dispatcher.settle();
+  await dispatcher.stop();
+}
+
 function replay(replaying: WebhookStore, userId: string, params: ReplayParams) {
   const actions = createEndpointActions({
     store: replaying,
@@ -188,17 +203,7 @@ it('leaves a replayed position alone while its replay holds it, behind a change 
     replay: true,
     nextAttemptAt: held,
   });
-  const dispatcher = new Dispatcher({
-    store,
-    config: config.webhook,
-    appEnv: 'staging',
-    box: new SecretBox('held-replay-test'),
-    logger: () => ({ warn: () => undefined, info: () => undefined }) as never,
-    recordDisable: async (_endpoint, at) => at,
-  });
-  await dispatcher.look(now);
-  await dispatcher.settle();
-  await dispatcher.stop();
+  await dispatchOnce(now);
   expect(await store.queued(messageId)).toMatchObject({ replay: true, nextAttemptAt: held });
   expect((await store.message(messageId))?.status).toBe('FAILED');
 });
@@ -213,17 +218,7 @@ it('waits after a replayed message’s first failure as after a first failure, n
   expect(await store.queued(message._id)).toMatchObject({ attempts: 20, replayedAfter: 20 });
   // Its attempt fails (this endpoint has no signing secret, which fails as a refusal does).
   const now = new Date();
-  const dispatcher = new Dispatcher({
-    store,
-    config: config.webhook,
-    appEnv: 'staging',
-    box: new SecretBox('replay-backoff-test'),
-    logger: () => ({ warn: () => undefined, info: () => undefined }) as never,
-    recordDisable: async (_endpoint, at) => at,
-  });
-  await dispatcher.look(now);
-  await dispatcher.settle();
-  await dispatcher.stop();
+  await dispatchOnce(now);
   const entry = await store.queued(message._id);
   expect(entry).toMatchObject({ attempts: 21, replayedAfter: 20 });
   // The first wait (WEBHOOK_BACKOFF_BASE_MS, ±20 %), not the longest.

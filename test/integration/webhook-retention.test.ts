@@ -31,9 +31,10 @@ const DAY = 86_400_000;
 const RETENTION_MS = 30 * DAY;
 const quiet = { info: () => undefined, warn: () => undefined } as unknown as Logger;
 
-const sweeper = () =>
+/** A replica's sweep, over the store or a stand-in for it. */
+const sweeper = (over: WebhookStore = store) =>
   new RetentionSweep({
-    store,
+    store: over,
     retentionMs: RETENTION_MS,
     intervalMs: 60_000,
     environment: 'staging',
@@ -243,14 +244,7 @@ it('leaves alone a message its dispatcher gave up between the sweep’s reads', 
     }
     return store.queued(messageId);
   };
-  const sweep = new RetentionSweep({
-    store: racing,
-    retentionMs: RETENTION_MS,
-    intervalMs: 60_000,
-    environment: 'staging',
-    logger: () => quiet,
-  });
-  expect((await sweep.sweep(later(RETENTION_MS + 2_001))).message).toBe(1);
+  expect((await sweeper(racing).sweep(later(RETENTION_MS + 2_001))).message).toBe(1);
   expect(await store.queued(retried)).toBeNull();
   expect(await store.message(retried)).toMatchObject({ status: 'FAILED', attempts: 4 });
 });

@@ -32,6 +32,29 @@ export const OBJECT_WRITES = (req: S3Request) =>
 export const OBJECT_READS = (req: S3Request) =>
   req.method === 'GET' && /\/uploads\//.test(req.url ?? '');
 
+/** `req` sent on to the real S3 at `upstream` (its body still to write), its answer to `res`. */
+function forwarded(
+  upstream: URL,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): http.ClientRequest {
+  const forward = http.request(
+    {
+      host: upstream.hostname,
+      port: upstream.port,
+      method: req.method,
+      path: req.url,
+      headers: req.headers,
+    },
+    (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    },
+  );
+  forward.on('error', () => res.destroy());
+  return forward;
+}
+
 /**
  * An S3 endpoint in front of the real one (`target`) that, while told to, holds every request
  * `holds` picks until released, and passes everything else straight on.
@@ -46,20 +69,7 @@ export async function holdingS3(target: string, holds: (req: S3Request) => boole
     const hold = holds(req) ? released : undefined;
     if (hold) held += 1;
     if (req.method === 'DELETE') deletes += 1;
-    const forward = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', () => res.destroy());
+    const forward = forwarded(upstream, req, res);
     // The body is read at once; only the request's arrival upstream waits.
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -106,21 +116,7 @@ export async function cuttingS3(target: string) {
       setTimeout(() => res.destroy(), 50);
       return;
     }
-    const forward = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', () => res.destroy());
-    req.pipe(forward);
+    req.pipe(forwarded(upstream, req, res));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
