@@ -127,7 +127,8 @@ function locate(input: Exclude<AddressInput, string>, field: string): Place {
     return placeAt(input.lat, input.lon, field);
   }
   if (input.mapPlaceId) {
-    const city = findCity(input.mapPlaceId);
+    // A uuid, read as every other uuid of the API is: in any case.
+    const city = findCity(input.mapPlaceId.toLowerCase());
     const place = city && placeOfCity(city);
     if (place) return place;
     if (!input.phrase && !input.address && !input.addressLine1) {
@@ -165,7 +166,8 @@ function describe(place: Place, input: Exclude<AddressInput, string>, line?: str
     admin1Name: state?.name,
     admin2Id: city?.admin2Id,
     admin2Name: city?.admin2Name,
-    mapPlaceId: input.mapPlaceId,
+    // Ids are read in any case, and answered as they are made.
+    mapPlaceId: input.mapPlaceId?.toLowerCase(),
     h3Index,
     phrase: encodePhrase(h3Index),
     resolution: H3_RESOLUTION,

@@ -1,5 +1,5 @@
 import Joi from '../../libs/joi';
-import { broadcast } from '../../libs/contracts';
+import { announceStored } from '../../libs/announce';
 import {
   FLEET_TYPES_CHANGED_EVENT,
   listFleetTypesParams,
@@ -21,11 +21,12 @@ import { toFleetTypeDetail } from './views';
 
 /**
  * The operators' fleet type actions. Each change is announced (`geo.fleetTypesChanged`) once
- * stored, so that other geo replicas and pricing drop the fleet types they keep in memory.
+ * stored, so that other geo replicas and pricing drop the fleet types they keep in memory; an
+ * announcement that fails is logged, and the answer is still the stored change's.
  */
 export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActions {
   const announce = (ctx: WaybillContext<unknown>, fleetTypeId: string) =>
-    broadcast(ctx, FLEET_TYPES_CHANGED_EVENT, { fleetTypeId });
+    announceStored(ctx, FLEET_TYPES_CHANGED_EVENT, { fleetTypeId });
 
   return {
     /** Also called by pricing, with `activeOnly: false`. */

@@ -25,7 +25,7 @@ import {
 import type { PricingModels } from './store';
 import { AREA_NAME_MAX } from '../../libs/contracts/geo';
 import { COURIER_RULES_CHANGED_EVENT } from '../../libs/contracts/pricing';
-import { announceStored } from './announce';
+import { announceStored } from '../../libs/announce';
 import { findArea, missingPlace } from './places';
 
 type Db = ServiceDatabase<PricingModels>;
@@ -107,7 +107,7 @@ export function createCourierRuleActions(
 ): ServiceActions {
   const models = () => db.models;
   const announce = (ctx: WaybillContext<unknown>) =>
-    announceStored(ctx, COURIER_RULES_CHANGED_EVENT, hooks.reload);
+    announceStored(ctx, COURIER_RULES_CHANGED_EVENT, {}, hooks.reload);
   /**
    * A rule's changes and its deletion take turns in this replica, so that they do not race for
    * one revision here; replicas race, and the revision's insert decides (decision 123).

@@ -7,7 +7,7 @@ import { countryCode, documented, fromUrl, schemaOf, uuid, view } from '../../li
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { VALIDATION_OPTIONS } from '../../libs/validation';
 import type { PricingModels, TierRevisionRecord } from './store';
-import { announceStored } from './announce';
+import { announceStored } from '../../libs/announce';
 import { findArea, missingPlace } from './places';
 import {
   TIER_LEVELS,
@@ -176,7 +176,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
       }
       throw err;
     }
-    await announceStored(ctx, TARIFF_CHANGED_EVENT, hooks.reload);
+    await announceStored(ctx, TARIFF_CHANGED_EVENT, {}, hooks.reload);
     return created;
   }
 

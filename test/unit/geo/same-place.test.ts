@@ -1,4 +1,5 @@
 import { resolvePlace, samePlace } from '../../../services/geo/address';
+import { gazetteer } from '../../../services/geo/gazetteer/load';
 
 const same = (a: Parameters<typeof resolvePlace>[0], b: Parameters<typeof resolvePlace>[0]) =>
   samePlace(resolvePlace(a, 'origin'), resolvePlace(b, 'destination'));
@@ -33,5 +34,15 @@ describe('samePlace (decision 13)', () => {
     const centre = resolvePlace('Ikeja', 'origin');
     const pin = { lat: centre.lat, lon: centre.lon };
     expect(same(pin, 'Ikeja')).toBe(false);
+  });
+});
+
+describe('a mapPlaceId', () => {
+  it('names its city in any case, as every uuid of the API is read', () => {
+    const g = gazetteer();
+    const id = g.cities.idOf(0);
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const exact = resolvePlace({ mapPlaceId: id }, 'origin');
+    expect(resolvePlace({ mapPlaceId: id.toUpperCase() }, 'origin')).toEqual(exact);
   });
 });
