@@ -135,7 +135,13 @@ function locate(input: Exclude<AddressInput, string>, field: string): Place {
       throw unresolvable(field, `unknown mapPlaceId "${input.mapPlaceId}"`);
     }
   }
-  if (input.phrase) return placeOfText(input.phrase, field);
+  if (input.phrase) {
+    // Three words name a cell or nothing: a mistyped phrase is refused with the word it got
+    // wrong, not searched for as a place name (one letter off, "orange.garden.sugr" found a
+    // city named Orange abroad).
+    const [lat, lon] = cellToLatLng(decodeOrThrow(input.phrase, `${field}.phrase`));
+    return placeAt(lat, lon, field);
+  }
   return placeOfText(String(input.address ?? input.addressLine1), field);
 }
 

@@ -46,3 +46,23 @@ describe('a mapPlaceId', () => {
     expect(resolvePlace({ mapPlaceId: id.toUpperCase() }, 'origin')).toEqual(exact);
   });
 });
+
+describe('a phrase', () => {
+  it('names its cell, and a mistyped one is refused naming the field, not searched for', () => {
+    const ikeja = resolvePlace('Ikeja, Lagos', 'origin');
+    expect(resolvePlace({ phrase: ikeja.phrase }, 'origin').h3Index).toBe(ikeja.h3Index);
+    const [first, second] = ikeja.phrase.split('.');
+    const typo = `${first}.${second}.qqzzxq`;
+    let refused: unknown;
+    try {
+      resolvePlace({ phrase: typo }, 'destination');
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toMatchObject({
+      code: 400,
+      data: { errors: [expect.objectContaining({ field: 'destination.phrase' })] },
+    });
+    expect(() => resolvePlace({ phrase: 'ikeja' }, 'origin')).toThrow(/origin\.phrase/);
+  });
+});
