@@ -151,14 +151,6 @@ export function createFileService(config: Config): ServiceDefinition {
   }
 
   /**
-   * Refuses an upload whose user stored the day's bytes (429), before it takes a slot or a
-   * byte is read.
-   */
-  async function refuseOverBudget(userId: string): Promise<void> {
-    await budget?.check(userId);
-  }
-
-  /**
    * Counts what a request stored toward its user's day. The files are stored: a count that
    * fails (Redis gone meanwhile) is logged, not answered, and that much goes uncounted.
    */
@@ -202,7 +194,8 @@ export function createFileService(config: Config): ServiceDefinition {
     }
     let slot: Slot;
     try {
-      await refuseOverBudget(userId);
+      // The day's bytes spent: 429 before a slot is taken or a byte read.
+      await budget?.check(userId);
       slot = takeSlot();
     } catch (err) {
       stream.resume(); // read and dropped, so that the client reads the answer
@@ -329,7 +322,7 @@ export function createFileService(config: Config): ServiceDefinition {
           // Refused before a byte is sent: not multipart, or a single file that cannot fit.
           const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
           if (refusal) throw refusal;
-          await refuseOverBudget(userId);
+          await budget?.check(userId);
           const slot = takeSlot();
           let stored: string[] = [];
           try {

@@ -10,7 +10,7 @@ import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
 import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
-import { cutStatus, describeForLog, isPreflight, type GatewayRequest } from './http';
+import { cutStatus, describeForLog, isPreflight, requestUserId, type GatewayRequest } from './http';
 import { quotaHeaders, quotaStoreUnavailable, type QuotaLimiter } from './quota';
 import type { UploadLease, UploadLeases } from './upload-leases';
 import { GROUP_BASE } from './routes';
@@ -265,7 +265,7 @@ export function transferGuard(options: TransferGuardOptions): Middleware {
     const keyId = req.$ctx?.meta.apiKeyId;
     if (typeof keyId !== 'string') return;
     const keyLease = await leaseFor(options, keyId, options.limit, 'This API key');
-    const userId = (req.$ctx?.meta.user as { id?: string } | undefined)?.id;
+    const userId = requestUserId(req.$ctx?.meta);
     let userLease: UploadLease | undefined;
     if (typeof userId === 'string') {
       try {

@@ -19,6 +19,10 @@ export interface GatewayRequest extends IncomingMessage {
 }
 
 /** The action the matched alias calls (`package.save`), stream aliases included; '' for none. */
+/** The user a request's credential authenticated (`apiKeyGuard`), if any. */
+export const requestUserId = (meta: Record<string, unknown> | undefined): string | undefined =>
+  (meta?.user as { id?: string } | undefined)?.id;
+
 export function aliasAction(req: GatewayRequest): string {
   return req.$alias?.action?.replace(/^stream:/, '') ?? '';
 }

@@ -14,7 +14,7 @@ import { neverStarted } from '../../libs/resilience';
 import { SecretBox } from '../../libs/secret-box';
 import type { Retry } from '../../libs/contracts';
 import type { HttpRoute } from '../../libs/service';
-import { describeRequest, type GatewayRequest } from './http';
+import { describeRequest, requestUserId, type GatewayRequest } from './http';
 
 /**
  * `Idempotency-Key` on JSON POSTs of the API: a retried request answers what the first one
@@ -257,7 +257,7 @@ export async function claimForRequest(
   params: unknown,
   retry?: Retry,
 ): Promise<Claim | undefined> {
-  const userId = (meta.user as { id?: string } | undefined)?.id;
+  const userId = requestUserId(meta);
   if (!takesIdempotencyKey(http) || !userId) return undefined;
   const key = readIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]);
   if (key === undefined) return undefined;

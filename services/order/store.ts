@@ -724,19 +724,21 @@ export class OrderStore {
 
   // --- proofs: every lookup by `_id`
 
-  async proofCode(proofId: string, generation: number): Promise<string | null> {
-    const found = (await this.m.ProofCode.findById(`${proofId}:${generation}`).lean()) as {
+  /** The claim of a proof's code of that number: its HMAC, and its seed when made from one. */
+  private async proofCodeClaim(proofId: string, generation: number) {
+    return (await this.m.ProofCode.findById(`${proofId}:${generation}`).lean()) as {
       codeHash: string;
+      seed?: string;
     } | null;
-    return found?.codeHash ?? null;
+  }
+
+  async proofCode(proofId: string, generation: number): Promise<string | null> {
+    return (await this.proofCodeClaim(proofId, generation))?.codeHash ?? null;
   }
 
   /** The seed a proof's code of that number was made from, when it was made so. */
   async proofCodeSeed(proofId: string, generation: number): Promise<string | null> {
-    const found = (await this.m.ProofCode.findById(`${proofId}:${generation}`).lean()) as {
-      seed?: string;
-    } | null;
-    return found?.seed ?? null;
+    return (await this.proofCodeClaim(proofId, generation))?.seed ?? null;
   }
 
   claimProofCode(
