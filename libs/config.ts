@@ -155,6 +155,13 @@ export interface Config {
     osrmMaxAnswerBytes: number;
     circuity: number;
   };
+  /** Mode A quotes' ids (services/pricing/quote-token, decision 142). */
+  quotes: {
+    /** Key of the ids' HMAC: a request names a quote only this platform made. */
+    secret: string;
+    /** How long a quote holds its price for a request that names it. */
+    ttlMs: number;
+  };
   geocoder: {
     url: string | undefined;
     timeoutMs: number;
@@ -276,6 +283,7 @@ export const COMPOSE_ADMIN_TOKEN = 'change-me-admin-token';
 /** Staging's proof-code key when none is set: staging shows codes to support anyway. */
 const STAGING_PROOF_CODE_SECRET = 'waybill-staging-proof-code-secret';
 const STAGING_WEBHOOK_SECRET_KEY = 'waybill-staging-webhook-secret-key';
+const STAGING_QUOTE_SECRET = 'waybill-staging-quote-secret-key-0';
 
 export const PAYMENT_PROVIDERS = ['sandbox', 'paystack'] as const;
 export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
@@ -684,6 +692,22 @@ const declaredEnvSchema = Joi.object({
     .max(3)
     .default(1.3)
     .description('Road ÷ straight-line distance ratio used without OSRM'),
+  QUOTE_SECRET: Joi.string()
+    .empty('')
+    .min(32)
+    .pattern(/^\S+$/, 'no whitespace')
+    .when('APP_ENV', { is: 'live', then: Joi.required() })
+    .description(
+      "Key under which Mode A quotes' ids are signed (HMAC-SHA256), at least 32 characters; required when live. Changing it voids the quotes not yet used",
+    ),
+  QUOTE_TTL_MS: Joi.number()
+    .integer()
+    .min(60_000)
+    .max(86_400_000)
+    .default(900_000)
+    .description(
+      'How long a Mode A quote holds its price for a POST /api/request that names its quoteId',
+    ),
   GEOCODER_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .empty('')
@@ -1242,6 +1266,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       osrmCoolDownMs: value.OSRM_COOL_DOWN_MS,
       osrmMaxAnswerBytes: value.OSRM_MAX_ANSWER_BYTES,
       circuity: value.ROUTE_CIRCUITY,
+    },
+    quotes: {
+      secret: value.QUOTE_SECRET ?? STAGING_QUOTE_SECRET,
+      ttlMs: value.QUOTE_TTL_MS,
     },
     geocoder: {
       url: value.GEOCODER_URL,

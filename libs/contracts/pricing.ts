@@ -87,6 +87,31 @@ export interface PricedLoadParams {
   valueKobo: number;
 }
 
+const QUOTE_VERSION = 'q1';
+const QUOTE_DIGEST_CHARS = 43;
+const QUOTE_BODY_MAX_CHARS = 900;
+/** A quote id's form: version, signed claims, HMAC-SHA256, each base64url (decision 142). */
+export const QUOTE_ID = {
+  version: QUOTE_VERSION,
+  pattern: new RegExp(
+    `^${QUOTE_VERSION}\\.[A-Za-z0-9_-]{1,${QUOTE_BODY_MAX_CHARS}}\\.[A-Za-z0-9_-]{${QUOTE_DIGEST_CHARS}}$`,
+  ),
+  maxLength: QUOTE_VERSION.length + QUOTE_BODY_MAX_CHARS + QUOTE_DIGEST_CHARS + 2,
+};
+
+/** `quoteId` of `POST /api/request` and `pricing.quote`: a Mode A answer's, as it gave it. */
+export const quoteId = () =>
+  Joi.string()
+    .max(QUOTE_ID.maxLength)
+    .pattern(QUOTE_ID.pattern)
+    .messages({
+      'string.pattern.base':
+        '{{#label}} must be the quoteId of a Mode A answer of POST /api/pricing, as it was given',
+    })
+    .description(
+      'The quoteId of a Mode A answer of POST /api/pricing, before its quoteExpiresAt: the request is priced on its route distance and refused (409) if its total would differ',
+    );
+
 export interface QuoteLoadParams {
   origin: AddressInput;
   destination: AddressInput;
@@ -103,6 +128,8 @@ export interface QuoteLoadParams {
   courierId?: string;
   deliveryFeePayer: FeePayer;
   payOnDelivery: boolean;
+  /** The requester's quote (ctx.meta.user's): its distance holds and its total must. */
+  quoteId?: string;
 }
 
 export const quoteLoadParams = Joi.object<QuoteLoadParams, true>({
@@ -123,6 +150,7 @@ export const quoteLoadParams = Joi.object<QuoteLoadParams, true>({
     .valid(...FEE_PAYERS)
     .required(),
   payOnDelivery: Joi.boolean().required(),
+  quoteId: quoteId(),
 });
 
 /**

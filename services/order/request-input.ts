@@ -35,6 +35,7 @@ export interface RequestParams {
   courierSelection: CourierSelection;
   courierId?: string;
   courierProfileId?: string;
+  quoteId?: string;
 }
 
 export interface Contact {
@@ -67,6 +68,8 @@ export interface DeliveryRequest {
   paymentMethodType: PaymentMethod;
   courierSelection: CourierSelection;
   courierId?: string;
+  /** A Mode A quote the requester holds: the total it may be charged (decision 142). */
+  quoteId?: string;
 }
 
 /** A stop's contact fields: `destinationContactName` on the body, `contactName` on the stop. */
@@ -164,5 +167,6 @@ export function readDeliveryRequest(p: RequestParams, owner: Contact): DeliveryR
     paymentMethodType: p.paymentMethodType,
     courierSelection: p.courierSelection,
     courierId,
+    quoteId: p.quoteId,
   };
 }

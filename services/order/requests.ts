@@ -300,6 +300,7 @@ export class DeliveryRequests {
       courierId: request.courierId,
       deliveryFeePayer: request.deliveryFeePayer,
       payOnDelivery: request.payOnDelivery,
+      quoteId: request.quoteId,
     });
 
     const codes = new Map<ProofType, string>(

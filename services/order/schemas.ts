@@ -11,7 +11,7 @@ import { addressInput } from '../../libs/contracts/geo';
 import { CREATORS_OWN, CREATORS_OWN_P2P } from '../../libs/contracts/order';
 import { COURIER_SELECTIONS } from '../../libs/contracts/matching';
 import { packageIds } from '../../libs/contracts/package';
-import { FEE_PAYERS, URGENCY_TYPES } from '../../libs/contracts/pricing';
+import { FEE_PAYERS, quoteId, URGENCY_TYPES } from '../../libs/contracts/pricing';
 import { CHANNELS } from '../../libs/messaging/channels';
 import { OUTBOX_STATUSES } from '../../libs/messaging/outbox-sender';
 import { urgencyFields } from '../../libs/schedule';
@@ -119,6 +119,7 @@ export const requestParams = documented(
       .required(),
     courierId: uuid().description('When SPECIFIC'),
     courierProfileId: uuid().description('Alias of courierId'),
+    quoteId: quoteId(),
   }).example({
     origin: 'Admiralty Way, Lekki, Lagos',
     destination: {

@@ -7,7 +7,7 @@ import type {
   QuoteLoadParams,
   UrgencyType,
 } from '../../libs/contracts/pricing';
-import { badRequest, notFound, unprocessable } from '../../libs/errors';
+import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors';
 import { formatKg, formatNaira, kgToGrams, nairaToKobo } from '../../libs/money';
 import type { WaybillContext } from '../../libs/service';
 import { matchRule, type CourierRule } from './courier-rules';
@@ -20,6 +20,7 @@ import {
   type QuoteRequest,
   type QuoteRequestParams,
 } from './quote-request';
+import { heldRoute, readQuote, signQuote, type QuoteClaims } from './quote-token';
 import { scheduleProblem, zonedInstant, type Schedule } from './schedule';
 import type { TariffBook } from './tariff-book';
 import { toDeliveryCost, toModeAQuote, type PricedTrip } from './views';
@@ -29,6 +30,8 @@ export interface QuoteSources {
   book(): TariffBook;
   fleets(): Promise<FleetOption[]>;
   courierRules(courierId: string): Promise<readonly CourierRule[]>;
+  /** The key and lifetime of Mode A quotes' ids. */
+  quotes: { secret: string; ttlMs: number };
 }
 
 /** A load to price between two places, its request already read. */
@@ -43,6 +46,8 @@ export interface LoadToPrice {
   courierId?: string;
   /** The request's field that declared the value: the insurance cap's 400 names it. */
   valueField: 'totalValue' | 'packagesId';
+  /** The quote a request named: its distance holds, and its total must. */
+  quoted?: QuoteClaims;
 }
 
 /**
@@ -79,11 +84,12 @@ export async function priceLoad(
 ): Promise<PricedTrip> {
   const { load, schedule } = input;
   const fleet = await pickFleet(sources, input.fleetTypeId, load);
-  const route = await call(caller, 'geo.route', {
+  const resolved = await call(caller, 'geo.route', {
     origin: input.origin,
     destination: input.destination,
     fleetTypeId: fleet.id,
   });
+  const route = input.quoted ? heldRoute(resolved, fleet.id, input.quoted) : resolved;
 
   const book = sources.book();
   const choice = book.choose(route.origin);
@@ -130,7 +136,49 @@ export async function priceLoad(
       `This delivery would cost more than one payment can be (${formatNaira(MAX_AMOUNT_KOBO)} NGN); split the load over several deliveries, or choose another courier`,
     );
   }
+  if (input.quoted && fees.total !== input.quoted.totalKobo) {
+    throw conflict(
+      `This delivery now costs ${formatNaira(fees.total)} NGN, not the ${formatNaira(input.quoted.totalKobo)} NGN of its quote (the packages, the tariff or the route changed): ${PRICE_AGAIN}`,
+    );
+  }
   return { route, choice, fees, load, rule, fleet };
+}
+
+const PRICE_AGAIN = 'price it again with POST /api/pricing and send the quoteId it answers';
+
+/**
+ * The quote a request names, read for the requester: 400 for an id we did not sign or signed
+ * for another account, 409 for one past its time (a new quote fixes it).
+ */
+function quotedFor(sources: QuoteSources, quoteId: string, userId: string | undefined) {
+  const reading = userId
+    ? readQuote(sources.quotes.secret, quoteId, { userId, now: Date.now() })
+    : ({ ok: false, reason: 'foreign' } as const);
+  if (reading.ok) return reading.claims;
+  if (reading.reason === 'expired') {
+    const at = new Date(reading.expiresAt ?? 0).toISOString();
+    throw conflict(`The quote expired at ${at}: ${PRICE_AGAIN}`);
+  }
+  const message =
+    reading.reason === 'foreign'
+      ? 'quoteId is a quote of another account'
+      : 'quoteId is not a quote of this service (or was signed under a key since changed)';
+  throw badRequest(`${message}: ${PRICE_AGAIN}`, [{ field: 'quoteId', message }]);
+}
+
+/** A Mode A answer's id: the price of this trip, held for the caller until it expires. */
+function issuedQuote(sources: QuoteSources, userId: string, trip: PricedTrip) {
+  const expiresAt = Date.now() + sources.quotes.ttlMs;
+  const quoteId = signQuote(sources.quotes.secret, {
+    userId,
+    expiresAt,
+    fleetTypeId: trip.fleet.id,
+    origin: trip.route.origin,
+    destination: trip.route.destination,
+    distance: trip.route.distance,
+    totalKobo: trip.fees.total,
+  });
+  return { quoteId, quoteExpiresAt: new Date(expiresAt).toISOString() };
 }
 
 /** Mode B states the totals; Mode A adds up the caller's saved packages. */
@@ -169,7 +217,12 @@ export async function quote(ctx: WaybillContext<QuoteRequestParams>, sources: Qu
     courierId: request.courierId,
     valueField: totals ? 'totalValue' : 'packagesId',
   });
-  return totals ? toDeliveryCost(trip) : toModeAQuote(trip, params);
+  if (totals) return toDeliveryCost(trip);
+  const answer = toModeAQuote(trip, params);
+  // In deliveryCost, where the other fields beyond the spec's are: `data`'s keys are the spec's.
+  // readQuoteRequest refuses Mode A without a user.
+  const held = issuedQuote(sources, userId as string, trip);
+  return { ...answer, deliveryCost: { ...answer.deliveryCost, ...held } };
 }
 
 /**
@@ -182,7 +235,14 @@ export async function quoteLoad(
 ): Promise<PricedDelivery> {
   const params = ctx.params;
   const schedule = readLoadSchedule(params);
-  const trip = await priceLoad(ctx, sources, { ...params, schedule, valueField: 'packagesId' });
+  const { quoteId, ...load } = params;
+  const quoted = quoteId ? quotedFor(sources, quoteId, ctx.meta.user?.id) : undefined;
+  const trip = await priceLoad(ctx, sources, {
+    ...load,
+    schedule,
+    valueField: 'packagesId',
+    quoted,
+  });
   const answer = toModeAQuote(trip, params);
   return {
     quote: answer,

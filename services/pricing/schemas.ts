@@ -79,6 +79,10 @@ export const modeAResponse = view('Quote', {
     ...deliveryCostFields,
     totalWeight: Joi.number().description('kg'),
     totalValue: Joi.number().description('NGN'),
+    quoteId: Joi.string().description(
+      'Name it in POST /api/request (`quoteId`) before `quoteExpiresAt`: the request is priced on this route distance, and refused (409) rather than charged another total',
+    ),
+    quoteExpiresAt: Joi.string().isoDate(),
   }),
   promotion: Joi.valid(null),
   deliveryFee: view('FeeBlock', {

@@ -83,19 +83,33 @@ function modeA(ids: string[], c: Case) {
   });
 }
 
-/** `pricing.quote` of the same case, with the totals `package.resolveSelection` answers. */
-async function quoteOf(ids: string[], c: Case): Promise<PricedDelivery> {
+/**
+ * `pricing.quote` of the same case, with the totals `package.resolveSelection` answers; as a
+ * request of `userId` (alice by default) naming `quoteId` when given.
+ */
+async function quoteOf(
+  ids: string[],
+  c: Case,
+  quoted: { quoteId?: string; userId?: string } = {},
+): Promise<PricedDelivery> {
   const selection = await call(stack.client, 'package.resolveSelection', {
     userId: stack.alice.userId,
     packageIds: ids,
   });
   const { route, ...rest } = c;
-  return call(stack.client, 'pricing.quote', {
-    origin: route[0],
-    destination: route[1],
-    load: { weightGrams: selection.totalWeightGrams, valueKobo: selection.totalValueKobo },
-    ...rest,
-  });
+  const { quoteId, userId = stack.alice.userId } = quoted;
+  return call(
+    stack.client,
+    'pricing.quote',
+    {
+      origin: route[0],
+      destination: route[1],
+      load: { weightGrams: selection.totalWeightGrams, valueKobo: selection.totalValueKobo },
+      ...rest,
+      ...(quoteId ? { quoteId } : {}),
+    },
+    { meta: { user: { id: userId } } },
+  );
 }
 
 /** An error as the gateway answers it, and as a service meets it. */
@@ -165,7 +179,11 @@ describe('pricing.quote', () => {
       fc.asyncProperty(selectionArb, caseArb, async (ids, c) => {
         const [http, priced] = await Promise.all([modeA(ids, c), quoteOf(ids, c)]);
         expect(http.status).toBe(200);
-        expect(priced.quote).toEqual(http.body.data);
+        const { quoteId, quoteExpiresAt, ...costOfPackages } = http.body.data.deliveryCost;
+        expect(priced.quote).toEqual({ ...http.body.data, deliveryCost: costOfPackages });
+        expect(Date.parse(quoteExpiresAt) - Date.now()).toBeGreaterThan(14 * 60_000);
+        // A request naming the quote is priced the same.
+        expect(await quoteOf(ids, c, { quoteId })).toEqual(priced);
 
         // The rest of the answer is the same quote in kobo, and the route it was priced for.
         const cost = priced.quote.deliveryCost;

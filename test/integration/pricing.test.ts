@@ -295,9 +295,12 @@ describe('POST /api/pricing, Mode A (saved packages)', () => {
 
     // Mode B with the same totals prices exactly the same.
     const b = await modeB({ totalWeight: 16, totalValue: 49999.99 });
-    const { totalWeight, totalValue, ...cost } = data.deliveryCost;
+    const { totalWeight, totalValue, quoteId, quoteExpiresAt, ...cost } = data.deliveryCost;
     expect([totalWeight, totalValue]).toEqual([16, 49999.99]);
     expect(cost).toEqual(b.body.data);
+    // The quote's id, for a request to name (docs/pricing.md "Holding a quoted price").
+    expect(quoteId).toMatch(/^q1\./);
+    expect(Date.parse(quoteExpiresAt)).toBeGreaterThan(Date.now());
   });
 
   it('SPLIT divides the total, the odd kobo to the creator; RECIPIENT waits for the recipient', async () => {

@@ -18,11 +18,13 @@ const LIVE_NOTIFY = {
 };
 /** What live requires besides the payment provider's key. */
 const WEBHOOK_SECRET_KEY = 'a-webhook-secret-key-of-32-characters';
+const QUOTE_SECRET = 'a-quote-signing-key-of-32-characters';
 const LIVE = {
   APP_ENV: 'live',
   ADMIN_TOKEN,
   PROOF_CODE_SECRET,
   WEBHOOK_SECRET_KEY,
+  QUOTE_SECRET,
   ...LIVE_NOTIFY,
 };
 
@@ -111,6 +113,7 @@ describe('loadConfig defaults', () => {
         osrmCoolDownMs: 30000,
         circuity: 1.3,
       },
+      quotes: { secret: expect.any(String), ttlMs: 900_000 },
       geocoder: {
         url: undefined,
         timeoutMs: 2000,
@@ -642,10 +645,27 @@ describe('order', () => {
   });
 
   it('requires PROOF_CODE_SECRET when live, and uses the one given', () => {
-    const err = configErrorFor({ APP_ENV: 'live', ADMIN_TOKEN, PAYSTACK_SECRET_KEY: 'sk_live_x' });
+    const err = configErrorFor({
+      ...LIVE,
+      PROOF_CODE_SECRET: '',
+      PAYSTACK_SECRET_KEY: 'sk_live_x',
+    });
     expect(err.message).toMatch(/^PROOF_CODE_SECRET: .*required/);
     const config = loadConfig({ ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' });
     expect(config.order.proofCodeSecret).toBe(PROOF_CODE_SECRET);
+  });
+
+  it('requires QUOTE_SECRET when live, and signs quotes with the one given', () => {
+    const err = configErrorFor({
+      ...LIVE,
+      QUOTE_SECRET: undefined,
+      PAYSTACK_SECRET_KEY: 'sk_live_x',
+    });
+    expect(err.message).toMatch(/^QUOTE_SECRET: .*required/);
+    const config = loadConfig({ ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x', QUOTE_TTL_MS: '60000' });
+    expect(config.quotes).toEqual({ secret: QUOTE_SECRET, ttlMs: 60_000 });
+    expect(configErrorFor({ QUOTE_SECRET: 'a'.repeat(31) }).message).toMatch(/^QUOTE_SECRET: /);
+    expect(configErrorFor({ QUOTE_TTL_MS: '59999' }).message).toMatch(/^QUOTE_TTL_MS: /);
   });
 
   it('treats an empty PROOF_CODE_SECRET as unset: the staging key, but refused live', () => {
@@ -790,6 +810,8 @@ describe('describeConfig', () => {
     'OSRM_COOL_DOWN_MS',
     'OSRM_MAX_ANSWER_BYTES',
     'ROUTE_CIRCUITY',
+    'QUOTE_SECRET',
+    'QUOTE_TTL_MS',
     'GEOCODER_URL',
     'GEOCODER_TIMEOUT_MS',
     'GEOCODER_FAILURE_THRESHOLD',

@@ -36,6 +36,7 @@ async function price(fleetTypeId: string | undefined) {
     book: () => new TariffBook([]),
     fleets: async () => [bike, car],
     courierRules: async () => [],
+    quotes: { secret: 'a-quote-key-of-32-characters-abc', ttlMs: 60_000 },
   };
   const outcome = await rejectionOf(() => priceLoad(caller, sources, input));
   return { outcome, routesAsked };

@@ -1,0 +1,124 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Route } from '../../libs/contracts/geo';
+import { QUOTE_ID } from '../../libs/contracts/pricing';
+
+/**
+ * A Mode A quote's id (decision 142): what the quote priced, signed, so that a request that
+ * names it is priced on the same road distance and is never charged another total. Quotes are
+ * not stored (decision 25): the id carries what the request needs and the HMAC under
+ * `QUOTE_SECRET` makes it ours. Its text is opaque to integrators.
+ */
+export interface QuoteClaims {
+  /** The account the quote was made for: only its requests may use it. */
+  userId: string;
+  /** Epoch milliseconds after which the quote holds nothing. */
+  expiresAt: number;
+  /** The fleet type priced: the ETA of the held distance is at its speed. */
+  fleetTypeId: string;
+  origin: Point;
+  destination: Point;
+  distance: Route['distance'];
+  totalKobo: number;
+}
+
+interface Point {
+  lat: number;
+  lon: number;
+}
+
+const VERSION = QUOTE_ID.version;
+
+function digest(secret: string, signed: string): Buffer {
+  return createHmac('sha256', secret).update(signed).digest();
+}
+
+export function signQuote(secret: string, claims: QuoteClaims): string {
+  const body = Buffer.from(
+    JSON.stringify([
+      claims.userId,
+      claims.expiresAt,
+      claims.fleetTypeId,
+      [claims.origin.lat, claims.origin.lon],
+      [claims.destination.lat, claims.destination.lon],
+      [claims.distance.distanceKm, claims.distance.etaSeconds],
+      claims.totalKobo,
+    ]),
+  ).toString('base64url');
+  const signed = `${VERSION}.${body}`;
+  return `${signed}.${digest(secret, signed).toString('base64url')}`;
+}
+
+export type QuoteReading =
+  | { ok: true; claims: QuoteClaims }
+  | { ok: false; reason: 'unsigned' | 'foreign' | 'expired'; expiresAt?: number };
+
+const isNumber = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value);
+const isPair = (value: unknown): value is [number, number] =>
+  Array.isArray(value) && value.length === 2 && value.every(isNumber);
+
+/** The claims of a signed body; undefined when it is not the shape `signQuote` writes. */
+function claimsOf(body: string): QuoteClaims | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 7) return undefined;
+  const [userId, expiresAt, fleetTypeId, origin, destination, distance, totalKobo] = parsed;
+  if (typeof userId !== 'string' || typeof fleetTypeId !== 'string') return undefined;
+  if (!isNumber(expiresAt) || !isNumber(totalKobo)) return undefined;
+  if (!isPair(origin) || !isPair(destination) || !isPair(distance)) return undefined;
+  return {
+    userId,
+    expiresAt,
+    fleetTypeId,
+    origin: { lat: origin[0], lon: origin[1] },
+    destination: { lat: destination[0], lon: destination[1] },
+    distance: { distanceKm: distance[0], etaSeconds: distance[1] },
+    totalKobo,
+  };
+}
+
+/**
+ * A quote id read for `userId` at `now`: its claims, or why it holds nothing. The HMAC is
+ * compared in constant time before anything of the body is read.
+ */
+export function readQuote(
+  secret: string,
+  quoteId: string,
+  reader: { userId: string; now: number },
+): QuoteReading {
+  if (!QUOTE_ID.pattern.test(quoteId)) return { ok: false, reason: 'unsigned' };
+  const cut = quoteId.lastIndexOf('.');
+  // The digest's text, not its bytes: a last character's unused bits cannot make another id.
+  const given = Buffer.from(quoteId.slice(cut + 1));
+  const expected = Buffer.from(digest(secret, quoteId.slice(0, cut)).toString('base64url'));
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    return { ok: false, reason: 'unsigned' };
+  }
+  const claims = claimsOf(quoteId.slice(VERSION.length + 1, cut));
+  if (!claims) return { ok: false, reason: 'unsigned' };
+  if (claims.userId !== reader.userId) return { ok: false, reason: 'foreign' };
+  if (reader.now >= claims.expiresAt) {
+    return { ok: false, reason: 'expired', expiresAt: claims.expiresAt };
+  }
+  return { ok: true, claims };
+}
+
+const samePoint = (a: Point, b: Point) => a.lat === b.lat && a.lon === b.lon;
+
+/**
+ * The route a quoted request is priced on: the quote's distance and ETA when both ends
+ * resolved to the quote's points for the same fleet type, so that a routing server that
+ * answered the quote but not the request (or the other way round) does not change the price.
+ * Other ends are another trip, priced as it is.
+ */
+export function heldRoute(route: Route, fleetTypeId: string, claims: QuoteClaims): Route {
+  const same =
+    fleetTypeId === claims.fleetTypeId &&
+    samePoint(route.origin, claims.origin) &&
+    samePoint(route.destination, claims.destination);
+  return same ? { ...route, distance: { ...claims.distance } } : route;
+}

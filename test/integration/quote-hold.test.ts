@@ -1,0 +1,185 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadConfig } from '../../libs/config';
+import { readQuote, signQuote } from '../../services/pricing/quote-token';
+import {
+  balanceOf,
+  credit,
+  DESTINATION,
+  entriesOf,
+  freePackages,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+} from '../support/deliveries';
+import { request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+
+/**
+ * A request that names its Mode A quote (decision 142) is charged the quoted total or refused:
+ * here the routing server answers the quote and is down for the request, which without the
+ * quote would be priced on the straight-line estimate instead of the road.
+ */
+let osrm: Server;
+let osrmUp = true;
+/** The road from Ikeja to Lekki by the stand-in OSRM: far longer than the estimate. */
+const ROAD_METRES = 60_000;
+
+beforeAll(async () => {
+  osrm = createServer((_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    if (!osrmUp) {
+      res.statusCode = 503;
+      res.end('{"message":"down for the test"}');
+      return;
+    }
+    res.end(JSON.stringify({ code: 'Ok', routes: [{ distance: ROAD_METRES, duration: 3600 }] }));
+  });
+  await new Promise<void>((resolve) => osrm.listen(0, '127.0.0.1', resolve));
+  stackEnv.OSRM_URL = `http://127.0.0.1:${(osrm.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => osrm?.close(resolve));
+});
+
+/** Filled in before the stack starts (its `beforeAll` runs after the one above). */
+const stackEnv: Record<string, string> = {};
+const stack = useMerchantStack({ internal: [], env: stackEnv });
+
+const alice = () => stack.alice;
+const url = () => stack.node.url;
+
+/** Mode A of these packages between the requests' ends, as alice. */
+async function quoteOf(packagesId: string[]) {
+  const reply = await request(url(), 'POST', '/api/pricing', {
+    headers: { 'api-key': alice().key },
+    json: { origin: ORIGIN, destination: DESTINATION, packagesId },
+  });
+  expect(reply.status).toBe(200);
+  const data = reply.body.data as {
+    deliveryCost: { quoteId: string; quoteExpiresAt: string; distance: { distanceKm: number } };
+    deliveryFee: { creator: { amount: string } };
+  };
+  return { ...data, quoteId: data.deliveryCost.quoteId };
+}
+
+describe('a request naming its quote', () => {
+  beforeAll(async () => {
+    await credit(url(), alice(), 500_000);
+  });
+
+  beforeEach(() => {
+    osrmUp = true;
+  });
+
+  it('is charged the quoted total on the quoted road, though routing fails at the request', async () => {
+    const [quotedPackage, plainPackage] = [
+      await savePackage(url(), alice()),
+      await savePackage(url(), alice()),
+    ];
+    const quote = await quoteOf([quotedPackage]);
+    expect(quote.deliveryCost.distance.distanceKm).toBe(ROAD_METRES / 1000);
+    expect(quote.quoteId).toMatch(/^q1\./);
+
+    osrmUp = false;
+    const before = Number(await balanceOf(url(), alice()));
+    const held = await requestDelivery(url(), alice(), [quotedPackage], {
+      quoteId: quote.quoteId,
+    });
+    expect(held.status).toBe(201);
+    expect(held.body.data.deliveryFee.creator.amount).toBe(quote.deliveryFee.creator.amount);
+    const debits = (await entriesOf(url(), alice())).filter(
+      (e) => e.reference === held.body.data.deliveryId,
+    );
+    expect(debits.map((e) => e.amount)).toEqual([`-${quote.deliveryFee.creator.amount}`]);
+
+    // Without the quote, the same load is priced on the estimate: the drift the quote holds off.
+    const plain = await requestDelivery(url(), alice(), [plainPackage]);
+    expect(plain.status).toBe(201);
+    const plainAmount = plain.body.data.deliveryFee.creator.amount;
+    expect(Number(plainAmount)).toBeLessThan(Number(quote.deliveryFee.creator.amount));
+    expect(Number(await balanceOf(url(), alice()))).toBeCloseTo(
+      before - Number(quote.deliveryFee.creator.amount) - Number(plainAmount),
+      2,
+    );
+  });
+
+  it('is refused (409), not charged, when its packages now cost another total', async () => {
+    const light = await savePackage(url(), alice());
+    const heavy = await savePackage(url(), alice(), { size: 'LARGE', quantity: 4 });
+    const quote = await quoteOf([light]);
+    const before = await balanceOf(url(), alice());
+
+    const reply = await requestDelivery(url(), alice(), [heavy], { quoteId: quote.quoteId });
+    expect(reply.status).toBe(409);
+    expect(reply.body.message).toMatch(
+      new RegExp(
+        `^This delivery now costs [0-9.]+ NGN, not the ${quote.deliveryFee.creator.amount.replace('.', '\\.')} NGN of its quote .*price it again with POST /api/pricing`,
+      ),
+    );
+    expect(await balanceOf(url(), alice())).toBe(before);
+    expect(await freePackages(url(), alice())).toEqual(expect.arrayContaining([light, heavy]));
+  });
+
+  it('is refused (400 naming quoteId) for another account’s quote or an altered one', async () => {
+    const own = await savePackage(url(), alice());
+    const { quoteId } = await quoteOf([own]);
+    const bobs = await savePackage(url(), stack.bob);
+    await credit(url(), stack.bob, 100_000);
+
+    const foreign = await requestDelivery(url(), stack.bob, [bobs], { quoteId });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.errors).toEqual([
+      { field: 'quoteId', message: 'quoteId is a quote of another account' },
+    ]);
+
+    // The body altered by one character (its digest kept): not a quote we signed.
+    const dot = quoteId.indexOf('.') + 2;
+    const altered = `${quoteId.slice(0, dot)}${quoteId[dot] === 'A' ? 'B' : 'A'}${quoteId.slice(dot + 1)}`;
+    const forged = await requestDelivery(url(), alice(), [own], { quoteId: altered });
+    expect(forged.status).toBe(400);
+    expect(forged.body.errors).toEqual([
+      expect.objectContaining({
+        field: 'quoteId',
+        message: expect.stringMatching(/^quoteId is not a quote of this service/),
+      }),
+    ]);
+
+    const malformed = await requestDelivery(url(), alice(), [own], { quoteId: 'q1.nope' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.errors).toEqual([
+      expect.objectContaining({
+        field: 'quoteId',
+        message: expect.stringMatching(/must be the quoteId of a Mode A answer/),
+      }),
+    ]);
+    expect(await freePackages(url(), alice())).toContain(own);
+  });
+
+  it('is refused (409) once the quote has expired, naming when', async () => {
+    const own = await savePackage(url(), alice());
+    const quote = await quoteOf([own]);
+    // The same claims, signed as pricing signs them (staging's key), but a second old.
+    const secret = loadConfig({}).quotes.secret;
+    const reading = readQuote(secret, quote.quoteId, { userId: alice().userId, now: Date.now() });
+    if (!reading.ok) throw new Error(`the quote did not read: ${reading.reason}`);
+    const expiresAt = Date.now() - 1000;
+    const expired = signQuote(secret, { ...reading.claims, expiresAt });
+    const reply = await requestDelivery(url(), alice(), [own], { quoteId: expired });
+    expect(reply.status).toBe(409);
+    expect(reply.body.message).toBe(
+      `The quote expired at ${new Date(expiresAt).toISOString()}: price it again with POST /api/pricing and send the quoteId it answers`,
+    );
+  });
+
+  it('gives Mode B no quoteId: a request always takes saved packages', async () => {
+    const reply = await request(url(), 'POST', '/api/pricing', {
+      headers: { 'api-key': alice().key },
+      json: { origin: ORIGIN, destination: DESTINATION, totalWeight: 2, totalValue: 100 },
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body.data.quoteId).toBeUndefined();
+    expect(Object.keys(reply.body.data)).not.toContain('quoteExpiresAt');
+  });
+});
