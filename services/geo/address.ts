@@ -191,11 +191,20 @@ function describe(place: Place, input: Exclude<AddressInput, string>, line?: str
  */
 export function resolvePlace(input: AddressInput, field: string): ResolvedAddress {
   if (typeof input === 'string') {
-    return describe(placeOfText(input, field), {}, isPhrase(input) ? undefined : input);
+    return describe(placeOfText(input, field), {}, displayLine(input));
   }
-  const place = locate(input, field);
+  return describe(locate(input, field), input, displayLine(input));
+}
+
+/**
+ * The line an address is shown by, however it was located: the caller's `addressLine1` (a
+ * pre-resolved object's display line), else the text it was geocoded from (`address` is
+ * geocoded first, the spec's alias), never a three-word phrase given as text.
+ */
+function displayLine(input: AddressInput): string | undefined {
+  if (typeof input === 'string') return isPhrase(input) ? undefined : input;
   const line = input.addressLine1 ?? input.address;
-  return describe(place, input, typeof line === 'string' ? line : undefined);
+  return typeof line === 'string' ? line : undefined;
 }
 
 export interface ResolveOptions {
@@ -265,7 +274,7 @@ export async function resolveAddress(
   // A point far from every known place is the geocoder's mistake, not the caller's (who sent
   // no coordinates): the text is resolved offline instead.
   const place = text && point ? placeOfGeocoded(point) : undefined;
-  if (place) return describe(place, typeof input === 'string' ? {} : input, text);
+  if (place) return describe(place, typeof input === 'string' ? {} : input, displayLine(input));
   return resolvePlace(input, field);
 }
 

@@ -115,6 +115,31 @@ describe('resolveAddress with a geocoder', () => {
     expect(unknown).toMatchObject({ state: 'Lagos' });
   });
 
+  it('shows the caller’s addressLine1 and geocodes address, with or without a geocoder', async () => {
+    const input = {
+      address: '12 Allen Avenue, Ikeja, Lagos',
+      addressLine1: 'Shop 4, Allen Plaza',
+      addressLine2: 'Opposite the bank',
+    };
+    const online = await resolveAddress(input, 'origin', geocoding({ lat: 6.6018, lon: 3.3515 }));
+    const offline = await resolveAddress(input, 'origin', geocoding(null));
+    for (const resolved of [online, offline]) {
+      expect(resolved).toMatchObject({
+        addressLine1: 'Shop 4, Allen Plaza',
+        addressLine2: 'Opposite the bank',
+        state: 'Lagos',
+      });
+    }
+    expect(online).toMatchObject({ lat: 6.6018, lon: 3.3515 });
+    // Text alone is shown as sent, either way.
+    const text = '12 Allen Avenue, Ikeja, Lagos';
+    for (const point of [{ lat: 6.6018, lon: 3.3515 }, null]) {
+      expect(await resolveAddress({ address: text }, 'origin', geocoding(point))).toMatchObject({
+        addressLine1: text,
+      });
+    }
+  });
+
   it('resolves the text offline when the geocoder’s point is far from every known place', async () => {
     const resolved = await resolveAddress(
       '12 Allen Avenue, Ikeja, Lagos',
