@@ -44,7 +44,10 @@ interface Place {
   city?: City;
   state?: State;
   country: Country;
-  /** Where the point came from: the place itself (centre) or the caller (exact). */
+  /**
+   * Where the point came from: the place or feature a text or id named (centre: a city's, or
+   * what the geocoder found), or the caller (exact: coordinates, a phrase).
+   */
   centre: boolean;
 }
 
@@ -77,7 +80,10 @@ const NEAREST_OF_STATE = 50;
  * (Akute, Ogun, is nearest Ojodu, Lagos) and would price the trip by the other state's tier.
  */
 function placeOfGeocoded(point: GeocodedPoint): Place | undefined {
-  const place = placeNear(point.lat, point.lon);
+  const near = placeNear(point.lat, point.lon);
+  // The point of the feature the text named (a street's, a building's), not one the caller
+  // gave: two addresses of one street may share it, so it proves no "same place" alone.
+  const place = near && { ...near, centre: true };
   if (!place || !point.state) return place;
   const state = stateNamed(place.country.countryCode, point.state);
   if (!state || state.admin1Id === place.state?.admin1Id) return place;
@@ -280,11 +286,12 @@ export async function resolveAddress(
 
 /**
  * Two addresses are the same place when both are points the caller gave (coordinates, a
- * phrase, a saved address) in the same res-9 cell (about 0.1 km²), or when both stand at a
- * place's centre for want of a better point and were written alike (folded: "Ikeja, Lagos" =
- * "ikeja,  LAGOS"). Two texts that differ and fall back to one city's centre ("12 Allen
- * Avenue, Ikeja" and "Computer Village, Ikeja") are two places in that city: a trip of 0 km,
- * priced at the tariff's included distance (decision 13).
+ * phrase, a saved address) in the same res-9 cell (about 0.1 km²), or when both stand at the
+ * point a text or id named (a place's centre, or what the geocoder found for a street) and
+ * were written alike (folded: "Ikeja, Lagos" = "ikeja,  LAGOS"). Two texts that differ and
+ * resolve into one cell ("12 Allen Avenue, Ikeja" and "Computer Village, Ikeja" at Ikeja's
+ * centre, or two house numbers the geocoder puts on one street's point) are two places: a
+ * trip of 0 km, priced at the tariff's included distance (decision 13).
  */
 export function samePlace(a: ResolvedAddress, b: ResolvedAddress): boolean {
   if (a.h3Index !== b.h3Index) return false;

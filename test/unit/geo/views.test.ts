@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { resolveAddress, resolvePlace } from '../../../services/geo/address';
+import { resolveAddress, resolvePlace, samePlace } from '../../../services/geo/address';
 import { assignDefined, compact } from '../../../services/geo/views';
 
 describe('compact', () => {
@@ -138,6 +138,23 @@ describe('resolveAddress with a geocoder', () => {
         addressLine1: text,
       });
     }
+  });
+
+  it('lets two street texts the geocoder puts on one point be a trip; the same text is refused', async () => {
+    // Nominatim answers a street's point for each house number it does not know.
+    const street = geocoding({ lat: 6.6018, lon: 3.3515 });
+    const [twelve, forty, again] = await Promise.all(
+      ['12 Allen Avenue, Ikeja', '40 Allen Avenue, Ikeja', ' 12 allen avenue,  IKEJA'].map((text) =>
+        resolveAddress(text, 'origin', street),
+      ),
+    );
+    expect(twelve.h3Index).toBe(forty.h3Index);
+    expect(samePlace(twelve, forty)).toBe(false);
+    expect(samePlace(twelve, again)).toBe(true);
+    // Nor is a pin the caller dropped there the same as a text found there.
+    const pin = await resolveAddress({ lat: 6.6018, lon: 3.3515 }, 'destination', street);
+    expect(samePlace(twelve, pin)).toBe(false);
+    expect(samePlace(pin, { ...pin })).toBe(true);
   });
 
   it('resolves the text offline when the geocoder’s point is far from every known place', async () => {
