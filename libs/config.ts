@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import Joi from './joi';
 import { parseRange } from './outbound-url';
 
@@ -283,7 +284,6 @@ export const COMPOSE_ADMIN_TOKEN = 'change-me-admin-token';
 /** Staging's proof-code key when none is set: staging shows codes to support anyway. */
 const STAGING_PROOF_CODE_SECRET = 'waybill-staging-proof-code-secret';
 const STAGING_WEBHOOK_SECRET_KEY = 'waybill-staging-webhook-secret-key';
-const STAGING_QUOTE_SECRET = 'waybill-staging-quote-secret-key-0';
 
 export const PAYMENT_PROVIDERS = ['sandbox', 'paystack'] as const;
 export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
@@ -696,14 +696,13 @@ const declaredEnvSchema = Joi.object({
     .empty('')
     .min(32)
     .pattern(/^\S+$/, 'no whitespace')
-    .when('APP_ENV', { is: 'live', then: Joi.required() })
     .description(
-      "Key under which Mode A quotes' ids are signed (HMAC-SHA256), at least 32 characters; required when live. Changing it voids the quotes not yet used",
+      "Key under which Mode A quotes' ids are signed (HMAC-SHA256), at least 32 characters; unset: derived from PROOF_CODE_SECRET. Changing it voids the quotes not yet expired",
     ),
   QUOTE_TTL_MS: Joi.number()
     .integer()
     .min(60_000)
-    .max(86_400_000)
+    .max(3_600_000)
     .default(900_000)
     .description(
       'How long a Mode A quote holds its price for a POST /api/request that names its quoteId',
@@ -1164,6 +1163,14 @@ const VALUE_UNSHOWN = {
     '{{#label}} matches the refused {{#name}} pattern (its value is not shown)',
 };
 
+/**
+ * A key of its own for one use, from a secret the operator already keeps (HMAC-SHA256 under a
+ * label): a live platform gains a use without a new Secret to create before it upgrades.
+ */
+function derivedKey(secret: string, label: string): string {
+  return createHmac('sha256', secret).update(label).digest('base64url');
+}
+
 /** Reads and validates the environment; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const { value, error } = envSchema.validate(env, {
@@ -1178,6 +1185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   requireAtLeast(value, 'NOTIFY_RETRY_MAX_MS', 'NOTIFY_RETRY_BASE_MS');
   requireAtLeast(value, 'WEBHOOK_BACKOFF_MAX_MS', 'WEBHOOK_BACKOFF_BASE_MS');
   if (value.APP_ENV === 'live') refusePlaceholders(env);
+  const proofCodeSecret: string = value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET;
   return {
     port: value.PORT,
     host: value.HOST,
@@ -1268,7 +1276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       circuity: value.ROUTE_CIRCUITY,
     },
     quotes: {
-      secret: value.QUOTE_SECRET ?? STAGING_QUOTE_SECRET,
+      secret: value.QUOTE_SECRET ?? derivedKey(proofCodeSecret, 'waybill quote ids'),
       ttlMs: value.QUOTE_TTL_MS,
     },
     geocoder: {
@@ -1291,7 +1299,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ['REQUEST_TIMEOUT_MS', value.REQUEST_TIMEOUT_MS],
         'or the sweep takes over requests still under way',
       ),
-      proofCodeSecret: value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET,
+      proofCodeSecret,
       fault: orderFault(value.ORDER_FAULT, env),
       scheduledSearchLeadMs: value.ORDER_SCHEDULED_SEARCH_LEAD_MS,
     },

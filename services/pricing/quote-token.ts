@@ -111,14 +111,18 @@ const samePoint = (a: Point, b: Point) => a.lat === b.lat && a.lon === b.lon;
 
 /**
  * The route a quoted request is priced on: the quote's distance and ETA when both ends
- * resolved to the quote's points for the same fleet type, so that a routing server that
- * answered the quote but not the request (or the other way round) does not change the price.
- * Other ends are another trip, priced as it is.
+ * resolved to the quote's points for the same fleet type and the quote's distance is the
+ * longer, so that a routing server that answered the quote but not the request does not
+ * change the price. Never a shorter distance than the one measured now: a quote made on the
+ * straight-line estimate while routing was down does not lower the price of a request once
+ * the road is known (its total then differs, and the request is refused). Other ends are
+ * another trip, priced as it is.
  */
 export function heldRoute(route: Route, fleetTypeId: string, claims: QuoteClaims): Route {
   const same =
     fleetTypeId === claims.fleetTypeId &&
     samePoint(route.origin, claims.origin) &&
     samePoint(route.destination, claims.destination);
-  return same ? { ...route, distance: { ...claims.distance } } : route;
+  const longer = claims.distance.distanceKm > route.distance.distanceKm;
+  return same && longer ? { ...route, distance: { ...claims.distance } } : route;
 }

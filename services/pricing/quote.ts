@@ -144,16 +144,17 @@ export async function priceLoad(
   return { route, choice, fees, load, rule, fleet };
 }
 
-const PRICE_AGAIN = 'price it again with POST /api/pricing and send the quoteId it answers';
+const PRICE_AGAIN =
+  'price it again with POST /api/pricing and send the quoteId it answers (under a new Idempotency-Key if you sent one)';
 
 /**
  * The quote a request names, read for the requester: 400 for an id we did not sign or signed
  * for another account, 409 for one past its time (a new quote fixes it).
  */
 function quotedFor(sources: QuoteSources, quoteId: string, userId: string | undefined) {
-  const reading = userId
-    ? readQuote(sources.quotes.secret, quoteId, { userId, now: Date.now() })
-    : ({ ok: false, reason: 'foreign' } as const);
+  // Only a caller's own request names a quote: an internal call without one is a mistake.
+  if (!userId) throw badRequest('quoteId is read for the requesting account, and none was sent');
+  const reading = readQuote(sources.quotes.secret, quoteId, { userId, now: Date.now() });
   if (reading.ok) return reading.claims;
   if (reading.reason === 'expired') {
     const at = new Date(reading.expiresAt ?? 0).toISOString();

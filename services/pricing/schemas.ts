@@ -2,7 +2,7 @@ import Joi from '../../libs/joi';
 import { uuid, view } from '../../libs/schemas';
 import { distanceView } from '../../libs/contracts/geo';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';
-import { FEE_PAYERS } from '../../libs/contracts/pricing';
+import { FEE_PAYERS, QUOTE_ID } from '../../libs/contracts/pricing';
 
 /** Shapes of the pricing answers, for the OpenAPI document. */
 
@@ -79,9 +79,11 @@ export const modeAResponse = view('Quote', {
     ...deliveryCostFields,
     totalWeight: Joi.number().description('kg'),
     totalValue: Joi.number().description('NGN'),
-    quoteId: Joi.string().description(
-      'Name it in POST /api/request (`quoteId`) before `quoteExpiresAt`: the request is priced on this route distance, and refused (409) rather than charged another total',
-    ),
+    quoteId: Joi.string()
+      .pattern(QUOTE_ID.pattern)
+      .description(
+        'Name it in POST /api/request (`quoteId`) before `quoteExpiresAt`: the request is priced on this route distance, and refused (409) rather than charged another total',
+      ),
     quoteExpiresAt: Joi.string().isoDate(),
   }),
   promotion: Joi.valid(null),

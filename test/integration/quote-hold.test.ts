@@ -37,6 +37,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => osrm.listen(0, '127.0.0.1', resolve));
   stackEnv.OSRM_URL = `http://127.0.0.1:${(osrm.address() as AddressInfo).port}`;
+  // Each test says when routing is down: the breaker must not keep it down for the next.
+  stackEnv.OSRM_FAILURE_THRESHOLD = '1000';
 });
 
 afterAll(async () => {
@@ -105,6 +107,24 @@ describe('a request naming its quote', () => {
     );
   });
 
+  it('is never priced below the road measured now: a quote made on the estimate is refused (409)', async () => {
+    const own = await savePackage(url(), alice());
+    osrmUp = false;
+    const estimated = await quoteOf([own]);
+    expect(estimated.deliveryCost.distance.distanceKm).toBeLessThan(ROAD_METRES / 1000);
+    osrmUp = true;
+    const before = await balanceOf(url(), alice());
+    const reply = await requestDelivery(url(), alice(), [own], { quoteId: estimated.quoteId });
+    expect(reply.status).toBe(409);
+    expect(reply.body.message).toMatch(/^This delivery now costs [0-9.]+ NGN, not the /);
+    expect(await balanceOf(url(), alice())).toBe(before);
+    // Priced again with the road known, it goes through at the new quote.
+    const road = await quoteOf([own]);
+    const retried = await requestDelivery(url(), alice(), [own], { quoteId: road.quoteId });
+    expect(retried.status).toBe(201);
+    expect(retried.body.data.deliveryFee.creator.amount).toBe(road.deliveryFee.creator.amount);
+  });
+
   it('is refused (409), not charged, when its packages now cost another total', async () => {
     const light = await savePackage(url(), alice());
     const heavy = await savePackage(url(), alice(), { size: 'LARGE', quantity: 4 });
@@ -133,6 +153,8 @@ describe('a request naming its quote', () => {
     expect(foreign.body.errors).toEqual([
       { field: 'quoteId', message: 'quoteId is a quote of another account' },
     ]);
+    expect(await balanceOf(url(), stack.bob)).toBe('100000.00');
+    expect(await freePackages(url(), stack.bob)).toContain(bobs);
 
     // The body altered by one character (its digest kept): not a quote we signed.
     const dot = quoteId.indexOf('.') + 2;
@@ -166,11 +188,14 @@ describe('a request naming its quote', () => {
     if (!reading.ok) throw new Error(`the quote did not read: ${reading.reason}`);
     const expiresAt = Date.now() - 1000;
     const expired = signQuote(secret, { ...reading.claims, expiresAt });
+    const before = await balanceOf(url(), alice());
     const reply = await requestDelivery(url(), alice(), [own], { quoteId: expired });
     expect(reply.status).toBe(409);
     expect(reply.body.message).toBe(
-      `The quote expired at ${new Date(expiresAt).toISOString()}: price it again with POST /api/pricing and send the quoteId it answers`,
+      `The quote expired at ${new Date(expiresAt).toISOString()}: price it again with POST /api/pricing and send the quoteId it answers (under a new Idempotency-Key if you sent one)`,
     );
+    expect(await balanceOf(url(), alice())).toBe(before);
+    expect(await freePackages(url(), alice())).toContain(own);
   });
 
   it('gives Mode B no quoteId: a request always takes saved packages', async () => {

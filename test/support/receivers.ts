@@ -177,7 +177,6 @@ export function liveEnv(smtp: SmtpReceiver, sms: SmsProvider): Record<string, st
     PAYSTACK_BASE_URL: 'https://127.0.0.1:9',
     PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',
     WEBHOOK_SECRET_KEY: 'live-webhook-secret-key-for-the-test-0123456789',
-    QUOTE_SECRET: 'live-quote-secret-for-the-test-0123456789',
     SMTP_URL: smtp.url,
     MAIL_FROM: 'Waybill <deliveries@waybill.example.test>',
     TERMII_BASE_URL: sms.url,

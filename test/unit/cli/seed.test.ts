@@ -11,7 +11,6 @@ const LIVE: NodeJS.ProcessEnv = {
   ADMIN_TOKEN: 'an-admin-token-of-32-characters!',
   PROOF_CODE_SECRET: 'a-proof-code-key-of-32-characters',
   WEBHOOK_SECRET_KEY: 'a-webhook-secret-key-of-32-characters',
-  QUOTE_SECRET: 'a-quote-signing-key-of-32-characters',
   PAYSTACK_SECRET_KEY: 'sk_live_x',
   SMTP_URL: 'smtps://mailer:secret@smtp.example.com:465',
   MAIL_FROM: 'Waybill <deliveries@example.com>',

@@ -655,17 +655,20 @@ describe('order', () => {
     expect(config.order.proofCodeSecret).toBe(PROOF_CODE_SECRET);
   });
 
-  it('requires QUOTE_SECRET when live, and signs quotes with the one given', () => {
-    const err = configErrorFor({
-      ...LIVE,
-      QUOTE_SECRET: undefined,
-      PAYSTACK_SECRET_KEY: 'sk_live_x',
-    });
-    expect(err.message).toMatch(/^QUOTE_SECRET: .*required/);
-    const config = loadConfig({ ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x', QUOTE_TTL_MS: '60000' });
+  it('signs quotes under QUOTE_SECRET, else under a key derived from PROOF_CODE_SECRET', () => {
+    const live = { ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' };
+    const config = loadConfig({ ...live, QUOTE_TTL_MS: '60000' });
     expect(config.quotes).toEqual({ secret: QUOTE_SECRET, ttlMs: 60_000 });
+    // Live starts without it (no new Secret before an upgrade), on a key that is neither
+    // the proof codes' nor the same for another PROOF_CODE_SECRET.
+    const derived = loadConfig({ ...live, QUOTE_SECRET: undefined }).quotes.secret;
+    expect(derived).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(derived).not.toBe(PROOF_CODE_SECRET);
+    const other = { ...live, QUOTE_SECRET: undefined, PROOF_CODE_SECRET: `${PROOF_CODE_SECRET}!` };
+    expect(loadConfig(other).quotes.secret).not.toBe(derived);
     expect(configErrorFor({ QUOTE_SECRET: 'a'.repeat(31) }).message).toMatch(/^QUOTE_SECRET: /);
     expect(configErrorFor({ QUOTE_TTL_MS: '59999' }).message).toMatch(/^QUOTE_TTL_MS: /);
+    expect(configErrorFor({ QUOTE_TTL_MS: '3600001' }).message).toMatch(/^QUOTE_TTL_MS: /);
   });
 
   it('treats an empty PROOF_CODE_SECRET as unset: the staging key, but refused live', () => {

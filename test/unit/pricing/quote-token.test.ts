@@ -124,6 +124,11 @@ describe('the route a quoted request is priced on', () => {
     expect(held.origin).toEqual(route().origin);
   });
 
+  it('keeps its own when it is the longer: a quote never lowers the distance measured now', () => {
+    const shorter = { ...claims, distance: { distanceKm: 20, etaSeconds: 2400 } };
+    expect(heldRoute(route(), FLEET, shorter).distance).toEqual(route().distance);
+  });
+
   it('keeps its own for another fleet type or another point at either end', () => {
     const moved = { ...claims.origin, lat: claims.origin.lat + 1e-9 };
     for (const [r, fleet] of [
