@@ -71,26 +71,32 @@ function placeNear(lat: number, lon: number): Place | undefined {
   return { lat, lon, city: nearest.city, state, country, centre: false };
 }
 
-/** Places looked through for the nearest of a geocoded point's own state. */
+/** Places looked through for the nearest of a geocoded point's own country and state. */
 const NEAREST_OF_STATE = 50;
 
 /**
- * A geocoded point, in the state the geocoder puts it in when it names one we know, described
- * by the nearest place of that state: the nearest place alone can be across a state line
- * (Akute, Ogun, is nearest Ojodu, Lagos) and would price the trip by the other state's tier.
+ * A geocoded point, in the country and state the geocoder puts it in when it names ones we
+ * know, described by the nearest place of those: the nearest place alone can be across a
+ * state line (Akute, Ogun, is nearest Ojodu, Lagos) or a border (Seme, Lagos, is nearest
+ * Seme-Kpodji, Benin) and would price the trip by the other side's tier, or by none.
  */
 function placeOfGeocoded(point: GeocodedPoint): Place | undefined {
   const near = placeNear(point.lat, point.lon);
   // The point of the feature the text named (a street's, a building's), not one the caller
   // gave: two addresses of one street may share it, so it proves no "same place" alone.
   const place = near && { ...near, centre: true };
-  if (!place || !point.state) return place;
-  const state = stateNamed(place.country.countryCode, point.state);
-  if (!state || state.admin1Id === place.state?.admin1Id) return place;
+  if (!place) return undefined;
+  const country = (point.countryCode && findCountry(point.countryCode)) || place.country;
+  const state = point.state ? stateNamed(country.countryCode, point.state) : undefined;
+  const sameCountry = country.countryCode === place.country.countryCode;
+  if (sameCountry && (!state || state.admin1Id === place.state?.admin1Id)) return place;
   const city = nearestCities(point.lat, point.lon, NEAREST_OF_STATE, MAX_PLACE_DISTANCE_KM).find(
-    (near) => near.city.admin1Id === state.admin1Id,
+    (other) =>
+      other.city.countryCode === country.countryCode &&
+      (!state || other.city.admin1Id === state.admin1Id),
   )?.city;
-  return { ...place, state, city };
+  const cityState = city?.admin1Id ? findState(city.admin1Id) : undefined;
+  return { ...place, country, state: state ?? cityState, city };
 }
 
 function placeAt(lat: number, lon: number, field: string): Place {

@@ -5,11 +5,14 @@ import { isGeoPoint, type GeoPoint } from './distance';
 import { createUpstream, unhealthy, type Outcome, type UpstreamOptions } from './upstream';
 
 /**
- * A place the geocoder found: its point, and the state its boundaries put it in when it names
- * one (`address.state`): a point near a state line is nearer some towns of the other state.
+ * A place the geocoder found: its point, and the country and state its boundaries put it in
+ * when it names them (`address.country_code`, `address.state`): a point near a border is
+ * nearer some towns of the other side.
  */
 export interface GeocodedPoint extends GeoPoint {
   state?: string;
+  /** ISO 3166-1 alpha-2, as the server wrote it (Nominatim: lower case). */
+  countryCode?: string;
 }
 
 /** Street-level text geocoding from an external server; null when it has no answer. */
@@ -51,7 +54,12 @@ function readPlaces(status: number, body: string): Outcome<GeocodedPoint | null>
   if (!point || !isGeoPoint(point)) return unhealthy('first place has no valid lat/lon');
   const address = isFields(first) && isFields(first.address) ? first.address : undefined;
   const state = typeof address?.state === 'string' ? address.state : undefined;
-  return { ok: true, value: state ? { ...point, state } : point };
+  const code = address?.country_code;
+  const countryCode = typeof code === 'string' && /^[A-Za-z]{2}$/.test(code) ? code : undefined;
+  return {
+    ok: true,
+    value: { ...point, ...(state ? { state } : {}), ...(countryCode ? { countryCode } : {}) },
+  };
 }
 
 /**
@@ -82,7 +90,7 @@ export function createNominatimGeocoder(options: NominatimOptions): TextGeocoder
         q: text,
         format: 'jsonv2',
         limit: '1',
-        // The state the place lies in, by the server's boundaries (`address.state`).
+        // The country and state the place lies in, by the server's boundaries (`address`).
         addressdetails: '1',
       });
       if (options.countryCodes) params.set('countrycodes', options.countryCodes);

@@ -70,7 +70,7 @@ describe('Nominatim-compatible geocoder', () => {
     expect(onFailure).not.toHaveBeenCalled();
   });
 
-  it('returns the state the server puts the place in, when it names one', async () => {
+  it('returns the country and state the server puts the place in, when it names them', async () => {
     answer = () => ({
       body: JSON.stringify([
         { lat: '6.676', lon: '3.364', address: { state: 'Ogun State', country_code: 'ng' } },
@@ -81,7 +81,16 @@ describe('Nominatim-compatible geocoder', () => {
       lat: 6.676,
       lon: 3.364,
       state: 'Ogun State',
+      countryCode: 'ng',
     });
+  });
+
+  it('ignores a country code that is not two letters', async () => {
+    answer = () => ({
+      body: JSON.stringify([{ lat: '6.676', lon: '3.364', address: { country_code: 'nga' } }]),
+    });
+    const { client } = geocoder();
+    await expect(client.geocode('Akute')).resolves.toEqual({ lat: 6.676, lon: 3.364 });
   });
 
   it('answers null without complaint when nothing matches', async () => {

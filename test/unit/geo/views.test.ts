@@ -79,7 +79,9 @@ describe('resolvePlace', () => {
 });
 
 describe('resolveAddress with a geocoder', () => {
-  const geocoding = (point: { lat: number; lon: number; state?: string } | null) => ({
+  const geocoding = (
+    point: { lat: number; lon: number; state?: string; countryCode?: string } | null,
+  ) => ({
     savedAddress: async () => null,
     geocoder: { geocode: async () => point },
   });
@@ -155,6 +157,35 @@ describe('resolveAddress with a geocoder', () => {
     const pin = await resolveAddress({ lat: 6.6018, lon: 3.3515 }, 'destination', street);
     expect(samePlace(twelve, pin)).toBe(false);
     expect(samePlace(pin, { ...pin })).toBe(true);
+  });
+
+  it('puts a point in the country the geocoder names, across a border from its nearest place', async () => {
+    // Seme, Lagos, at the Benin border: its nearest known place is Seme-Kpodji, Benin.
+    const seme = { lat: 6.37, lon: 2.72 };
+    expect(await resolveAddress('Seme', 'origin', geocoding(seme))).toMatchObject({
+      countryCode: 'BJ',
+    });
+    const named = await resolveAddress(
+      'Seme Border, Badagry',
+      'origin',
+      geocoding({ ...seme, countryCode: 'ng', state: 'Lagos' }),
+    );
+    expect(named).toMatchObject({ ...seme, countryCode: 'NG', state: 'Lagos' });
+    // The country alone: the nearest place of that country, and its state.
+    const country = await resolveAddress(
+      'Seme',
+      'origin',
+      geocoding({ ...seme, countryCode: 'NG' }),
+    );
+    expect(country).toMatchObject({ countryCode: 'NG', state: expect.any(String) });
+    expect(country.lgaOrCity).toBeDefined();
+    // A country we do not know: the nearest place's, as before.
+    const unknown = await resolveAddress(
+      'Seme',
+      'origin',
+      geocoding({ ...seme, countryCode: 'zz' }),
+    );
+    expect(unknown).toMatchObject({ countryCode: 'BJ' });
   });
 
   it('resolves the text offline when the geocoder’s point is far from every known place', async () => {
