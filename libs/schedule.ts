@@ -16,6 +16,41 @@ import { documented } from './schemas';
 export const DEFAULT_TIME_ZONE = 'Africa/Lagos';
 
 export const SLOT_PATTERN = /^([01]\d|2[0-3]):([0-5]\d) ?- ?([01]\d|2[0-3]):([0-5]\d)$/;
+
+/** Two digits from `from` to 23, as a regular expression: `1[5-9]|2[0-3]` for 15. */
+function hoursFrom(from: number): string {
+  const byTens = new Map<string, string[]>();
+  for (let hour = from; hour < 24; hour += 1) {
+    const [tens, unit] = String(hour).padStart(2, '0');
+    byTens.set(tens, [...(byTens.get(tens) ?? []), unit]);
+  }
+  return [...byTens]
+    .map(([tens, units]) => tens + (units.length > 1 ? `[${units[0]}-${units.at(-1)}]` : units[0]))
+    .join('|');
+}
+
+/**
+ * `SLOT_PATTERN` with its start before its end, as one regular expression, so that the
+ * document states exactly what is taken and a generator (schemathesis) writes only slots that
+ * are: a later hour, or the same hour (`\1`) and a later minute. No lookahead: generators
+ * cannot write strings for one.
+ */
+export const FORWARD_SLOT_PATTERN = (() => {
+  const minute = '[0-5]\\d';
+  const dash = ' ?- ?';
+  const laterHour = Array.from(
+    { length: 23 },
+    (_, hour) =>
+      `${String(hour).padStart(2, '0')}:${minute}${dash}(?:${hoursFrom(hour + 1)}):${minute}`,
+  );
+  const laterTens = Array.from({ length: 5 }, (_, t) => `${t}\\d${dash}\\1:[${t + 1}-5]\\d`);
+  const laterUnit = Array.from({ length: 6 * 9 }, (_, i) => {
+    const [tens, unit] = [Math.floor(i / 9), i % 9];
+    return `${tens}${unit}${dash}\\1:${tens}[${unit + 1}-9]`;
+  });
+  const sameHour = `([01]\\d|2[0-3]):(?:${[...laterTens, ...laterUnit].join('|')})`;
+  return new RegExp(`^(?:${[...laterHour, sameHour].join('|')})$`);
+})();
 export const DATE_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
 
 /** Minutes after midnight. */
@@ -51,7 +86,7 @@ export function isCalendarDate(text: string): boolean {
 const slotText = () =>
   // Taken as sent, untrimmed: the document's pattern is then exactly the check.
   documented(Joi.string(), {
-    pattern: SLOT_PATTERN.source,
+    pattern: FORWARD_SLOT_PATTERN.source,
     description: 'A time window like 09:00 - 12:00, its start before its end',
   })
     .custom((text: string, helpers) => {

@@ -1,6 +1,8 @@
+import fc from 'fast-check';
 import Joi from '../../../libs/joi';
 import {
   DATE_PATTERN,
+  FORWARD_SLOT_PATTERN,
   formatSlot,
   isCalendarDate,
   parseSlot,
@@ -11,7 +13,35 @@ import {
 import { validate } from '../../../libs/validation';
 import { ComponentSchemas } from '../../../services/gateway/json-schema';
 
+/** What the validator takes: the form as sent (untrimmed), its start before its end. */
+const taken = (text: string) => SLOT_PATTERN.test(text) && parseSlot(text) !== null;
+
 describe('delivery slots', () => {
+  it('are documented by a pattern that takes exactly what the validator takes', () => {
+    const times = Array.from(
+      { length: 24 * 60 },
+      (_, m) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`,
+    );
+    let compared = 0;
+    // Every end for a start every 7 minutes (each hour and minute digit met), each spacing.
+    for (const dash of [' - ', '-', ' -', '- ']) {
+      for (let start = 0; start < times.length; start += 7) {
+        for (const end of times) {
+          const text = `${times[start]}${dash}${end}`;
+          if (FORWARD_SLOT_PATTERN.test(text) !== taken(text)) throw new Error(text);
+          compared += 1;
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(1_000_000);
+    fc.assert(
+      fc.property(fc.stringMatching(/^[0-9: -]{5,15}$/), (text) => {
+        expect(FORWARD_SLOT_PATTERN.test(text)).toBe(taken(text));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it.each([
     ['09:00 - 12:00', { start: 540, end: 720 }],
     ['09:00-12:00', { start: 540, end: 720 }],
@@ -136,9 +166,9 @@ describe('the schedule fields', () => {
     const json = new ComponentSchemas().convert(body);
     const properties = json.properties as Record<string, Record<string, unknown>>;
     expect(properties.deliveryDate).toMatchObject({ type: 'string', format: 'date' });
-    expect(properties.deliverySlot).toMatchObject({ pattern: SLOT_PATTERN.source });
+    expect(properties.deliverySlot).toMatchObject({ pattern: FORWARD_SLOT_PATTERN.source });
     expect(properties.slot).toMatchObject({
-      pattern: SLOT_PATTERN.source,
+      pattern: FORWARD_SLOT_PATTERN.source,
       description: 'Alias of deliverySlot',
     });
     // Refused unless SCHEDULED: `urgencyType` defaults to STANDARD, so its absence is not.
