@@ -28,13 +28,16 @@ class LoadOrder {
 
 /**
  * One value kept in memory: loaded on first use, reloaded once older than `maxAgeMs`, and
- * dropped by `invalidate()` when its owner announces a change. A load that began before an
- * invalidation, or before a load already kept, is returned to its caller but not kept, so a
- * change is never hidden by a read that raced it.
+ * dropped by `invalidate()` when its owner announces a change. Callers that find it missing
+ * or old at once share one load, so an expiry under load sends one read, not one a caller. A
+ * load that began before an invalidation, or before a load already kept, is returned to its
+ * callers but not kept, so a change is never hidden by a read that raced it.
  */
 export class CachedValue<T> {
   private value: { loadedAt: number; data: T } | undefined;
   private readonly order = new LoadOrder();
+  /** The load under way that callers join; dropped by an invalidation, which needs a new one. */
+  private inFlight: Promise<T> | undefined;
 
   constructor(
     private readonly load: () => Promise<T>,
@@ -43,15 +46,25 @@ export class CachedValue<T> {
 
   async get(): Promise<T> {
     if (this.value && Date.now() - this.value.loadedAt <= this.maxAgeMs) return this.value.data;
-    const load = this.order.start();
-    const data = await this.load();
-    if (this.order.keep(load)) this.value = { loadedAt: Date.now(), data };
-    return data;
+    if (this.inFlight) return this.inFlight;
+    const shared = this.loadAndKeep().finally(() => {
+      if (this.inFlight === shared) this.inFlight = undefined;
+    });
+    this.inFlight = shared;
+    return shared;
   }
 
   invalidate(): void {
     this.order.outdate();
     this.value = undefined;
+    this.inFlight = undefined;
+  }
+
+  private async loadAndKeep(): Promise<T> {
+    const load = this.order.start();
+    const data = await this.load();
+    if (this.order.keep(load)) this.value = { loadedAt: Date.now(), data };
+    return data;
   }
 }
 

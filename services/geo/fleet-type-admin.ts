@@ -29,7 +29,12 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
     announceStored(ctx, FLEET_TYPES_CHANGED_EVENT, { fleetTypeId });
 
   return {
-    /** Also called by pricing, with `activeOnly: false`. */
+    /**
+     * Also called by pricing and matching, with `activeOnly: false`, to fill their own caches
+     * when theirs expire or a change is announced: read from the database, since the replica
+     * that answers may not have heard of that change yet, and what it answers is then kept for
+     * the caches' lifetime (30 s).
+     */
     listFleetTypes: implement('geo.listFleetTypes', {
       http: {
         group: 'admin',
@@ -41,7 +46,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
       },
       params: listFleetTypesParams,
       async handler(ctx: WaybillContext<WithDefaults<ListFleetTypesParams, 'activeOnly'>>) {
-        return (await fleetTypes.list(ctx.params.activeOnly)).map(toFleetTypeDetail);
+        return (await fleetTypes.list(ctx.params.activeOnly, 'stored')).map(toFleetTypeDetail);
       },
     }),
 

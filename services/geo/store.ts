@@ -61,8 +61,16 @@ export class FleetTypeStore {
     );
   }
 
-  /** Smallest first; with `activeOnly`, the inactive ones left out. */
-  async list(activeOnly: boolean): Promise<FleetTypeRecord[]> {
+  /**
+   * Smallest first; with `activeOnly`, the inactive ones left out. `stored`: read from the
+   * database (and kept), not from memory, which may predate a change another replica made and
+   * has not announced here yet.
+   */
+  async list(
+    activeOnly: boolean,
+    read: 'cached' | 'stored' = 'cached',
+  ): Promise<FleetTypeRecord[]> {
+    if (read === 'stored') this.cache.invalidate();
     const records = await this.cache.get();
     return activeOnly ? records.filter((r) => r.active) : records;
   }

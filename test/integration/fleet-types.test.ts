@@ -191,6 +191,32 @@ describe('fleet types across replicas', () => {
   });
 });
 
+describe('fleet types listed for other services', () => {
+  it('are read from the database, not from a replica that has not heard of a change yet', async () => {
+    const adminList = async () =>
+      (await request(node.url, 'GET', '/admin/fleet-types', { headers: adminHeaders })).body
+        .data as { id: string; name: string }[];
+    const [first] = await adminList();
+    await list(); // the public list (from memory) read before the change
+    try {
+      // Stored by another replica whose announcement has not arrived: only the database knows.
+      await db
+        .collection('fleet_types')
+        .updateOne({ _id: first.id as never }, { $set: { name: 'Renamed elsewhere' } });
+      // What pricing and matching fill their caches with (geo.listFleetTypes) sees it at once.
+      expect((await adminList()).find((f) => f.id === first.id)?.name).toBe('Renamed elsewhere');
+      // ...and this replica's memory was refreshed on the way.
+      const names = (await list()).body.data.map((f: { name: string }) => f.name);
+      expect(names).toContain('Renamed elsewhere');
+    } finally {
+      await db
+        .collection('fleet_types')
+        .updateOne({ _id: first.id as never }, { $set: { name: first.name } });
+      await adminList(); // and this replica's memory with it
+    }
+  });
+});
+
 describe('fleet types written by one writer at a time', () => {
   it('keeps both of two changes of one fleet type sent at once', async () => {
     for (let round = 0; round < 5; round++) {

@@ -47,10 +47,34 @@ function pendingLoads<T>() {
 }
 
 describe('CachedValue, loads finishing out of order', () => {
+  it('shares one load between the callers that find the value missing at once', async () => {
+    const loads = pendingLoads<string>();
+    let started = 0;
+    const cache = new CachedValue(() => {
+      started += 1;
+      return loads.load();
+    }, 60_000);
+    const callers = Array.from({ length: 50 }, () => cache.get());
+    loads.answer(0, 'read once');
+    expect(await Promise.all(callers)).toEqual(Array(50).fill('read once'));
+    expect(started).toBe(1);
+    // A failed load is shared too, and the next caller tries again.
+    const failing = new CachedValue(async () => {
+      started += 1;
+      if (started === 2) throw new Error('geo away');
+      return 'back';
+    }, 60_000);
+    const both = await Promise.allSettled([failing.get(), failing.get()]);
+    expect(both.map((b) => b.status)).toEqual(['rejected', 'rejected']);
+    expect(await failing.get()).toBe('back');
+    expect(started).toBe(3);
+  });
+
   it('keeps the newest-started load, not the last to finish', async () => {
     const loads = pendingLoads<string>();
     const cache = new CachedValue(loads.load, 60_000);
     const older = cache.get();
+    cache.invalidate(); // a change: the next caller needs a read started after it
     const newer = cache.get();
     loads.answer(1, 'newer');
     await newer;
