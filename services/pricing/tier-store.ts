@@ -64,7 +64,11 @@ export async function latestRevision(
   return record ? toRevision(record) : null;
 }
 
-/** Fills every scope of the starting tariff that has never had a tier; replicas may race. */
+/**
+ * Fills every scope of the starting tariff that has never had a tier; replicas may race. Each
+ * seed's `_id` is named after its scope, so replicas starting together on a new database insert
+ * it once (decision 16), whether or not the unique (scopeKey, revision) index is built yet.
+ */
 export async function seedTiers(models: PricingModels): Promise<void> {
   const present = new Set<string>(await models.TierRevision.distinct('scopeKey'));
   for (const seed of nigeriaTierSeeds()) {
@@ -72,6 +76,7 @@ export async function seedTiers(models: PricingModels): Promise<void> {
     if (present.has(key)) continue;
     try {
       await models.TierRevision.create({
+        _id: nameBasedId('pricing tier seed', key),
         ...scopeFields(seed.scope),
         revision: 1,
         label: seed.label,
