@@ -90,6 +90,8 @@ const givenUpSchema = new Schema(
     _id: { type: String, required: true },
     walletId: { type: String, required: true },
     createdAt: { type: Date, required: true },
+    /** When the repair sweep found nothing left to do for it (`repairGivenUp`); null until. */
+    settledAt: { type: Date, default: null },
   },
   { versionKey: false },
 );
@@ -99,6 +101,11 @@ const givenUpSchema = new Schema(
  * the mark and gives it back next, before verify reports it kept (decision 121).
  */
 export const GIVEN_UP_GRACE_MS = 60_000;
+/**
+ * How long a debit given up and never written may still be written (a retry of its request's
+ * debit, a refund posting it): past this its mark is settled and no longer read by the sweep.
+ */
+export const GIVEN_UP_UNWRITTEN_MS = 86_400_000;
 
 export type EntryRecord = InferSchemaType<typeof entrySchema>;
 export type ReferenceRecord = InferSchemaType<typeof referenceSchema>;
@@ -604,6 +611,47 @@ export class LedgerStore {
       problems: problems.slice(0, maxProblems),
       checkedAt: new Date().toISOString(),
     };
+  }
+
+  /**
+   * Gives back, once each, the debits their refunds gave up that were written with nothing given
+   * back (what `verify` reports as `UNREFUNDED`): what a posting killed between its entry and
+   * its read of the mark leaves. Run by the payment sweep, so that the money of a request the
+   * order service undid comes back without an operator. A debit written less than
+   * `GIVEN_UP_GRACE_MS` ago is left to its own posting, which gives it back itself; either way
+   * the refund's reference makes it once. A mark with nothing left to do is settled and not
+   * read again. Answers how many debits it gave back.
+   */
+  async repairGivenUp(): Promise<number> {
+    let givenBack = 0;
+    for await (const mark of this.m.GivenUp.find({ settledAt: null }).lean().cursor()) {
+      const outcome = await this.turns.run(mark.walletId, () => this.repairOne(mark));
+      if (outcome === 'pending') continue;
+      if (outcome === 'given back') givenBack += 1;
+      await this.m.GivenUp.updateOne({ _id: mark._id }, { $set: { settledAt: new Date() } });
+    }
+    return givenBack;
+  }
+
+  private async repairOne(mark: {
+    _id: string;
+    walletId: string;
+    createdAt: Date;
+  }): Promise<'given back' | 'settled' | 'pending'> {
+    const debit = await this.findReference(mark._id);
+    if (debit?.type !== 'DEBIT' || debit.walletId !== mark.walletId) return 'settled';
+    const entry = await this.postedEntry(debit);
+    if (!entry) {
+      const old = Date.now() - mark.createdAt.getTime() > GIVEN_UP_UNWRITTEN_MS;
+      return old ? 'settled' : 'pending';
+    }
+    if (Date.now() - entry.createdAt.getTime() < GIVEN_UP_GRACE_MS) return 'pending';
+    // An operator's repair under the admin reference, made before decision 121, counts.
+    const refund = refundReference(mark._id);
+    const byOperator = await this.findReference(adminCreditReference(refund));
+    if (byOperator && (await this.postedEntry(byOperator))) return 'settled';
+    const posting = await this.postNow(givenUpRefund(mark.walletId, mark._id, debit.amountKobo));
+    return posting.replayed ? 'settled' : 'given back';
   }
 
   /**

@@ -30,6 +30,7 @@ import {
   walletView,
   type TransactionsParams,
 } from './schemas';
+import { Periodic } from '../../libs/periodic';
 import { definePaymentModels } from './store';
 import { toTransactionView, toWalletView } from './views';
 import { createUncreditedAdminActions } from './uncredited-admin';
@@ -54,6 +55,8 @@ export function createPaymentService(config: Config): ServiceDefinition {
     logger: () => logger,
   });
   let stopSweeping: (() => void) | undefined;
+  /** Debits given up by their refunds and still taken, given back (decision 115). */
+  let ledgerRepairs: Periodic | undefined;
 
   return {
     name: 'payment',
@@ -64,10 +67,25 @@ export function createPaymentService(config: Config): ServiceDefinition {
     },
     // After the mixin's started(): the database is connected.
     started() {
-      if (config.background) stopSweeping = checkouts.startSweeping();
+      if (!config.background) return;
+      stopSweeping = checkouts.startSweeping();
+      ledgerRepairs = new Periodic(
+        config.payment.sweepIntervalMs,
+        async () => {
+          const givenBack = await ledger.repairGivenUp();
+          if (givenBack > 0) {
+            logger.warn('gave back debits their refunds had given up and were still taken', {
+              givenBack,
+            });
+          }
+        },
+        (err) => logger.warn('ledger repair failed; the next sweep retries', { err }),
+      );
+      ledgerRepairs.start();
     },
-    stopped() {
+    async stopped() {
       stopSweeping?.();
+      await ledgerRepairs?.stop();
     },
     actions: {
       wallet: action({

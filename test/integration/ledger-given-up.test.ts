@@ -379,6 +379,74 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     expect(await problemsOf(walletId)).toEqual([]);
   });
 
+  it('is given back by the sweep, once, however many replicas sweep at once', async () => {
+    const { walletId, reference } = await keptDebit(10 * 60_000);
+    // A mark stored before marks had `settledAt` is swept too.
+    const legacy = await keptDebit(10 * 60_000);
+    await db.models.GivenUp.collection.updateOne(
+      { _id: legacy.reference as never },
+      { $unset: { settledAt: '' } },
+    );
+    const replicas = [store, new LedgerStore(() => db.models, new Turns()), store];
+    await Promise.all(replicas.map((replica) => replica.repairGivenUp()));
+    for (const kept of [{ walletId, reference }, legacy]) {
+      const entries = await entriesOf(kept.walletId);
+      expect(entries.map((e) => [e.type, e.reference])).toEqual([
+        ['CREDIT', expect.any(String)],
+        ['DEBIT', kept.reference],
+        ['REFUND', refundReference(kept.reference)],
+      ]);
+      expect((await store.balance(kept.walletId)).balanceKobo).toBe(1_500);
+      expect(await problemsOf(kept.walletId)).toEqual([]);
+      // Settled: not read again, and a late undo of the request gives nothing more.
+      const mark = await db.models.GivenUp.findById(kept.reference).lean();
+      expect(mark?.settledAt).toBeInstanceOf(Date);
+      await undo(store, kept.walletId, kept.reference);
+      expect(await entriesOf(kept.walletId)).toHaveLength(3);
+    }
+  });
+
+  it('leaves to the sweep nothing to give back for a debit just written, repaired or never written', async () => {
+    const recent = await keptDebit(1_000);
+    const repaired = await keptDebit(10 * 60_000);
+    await store.post({
+      walletId: repaired.walletId,
+      type: 'CREDIT',
+      amountKobo: 1_000,
+      reference: `admin:${refundReference(repaired.reference)}`,
+    });
+    // Claimed, given up, not written (yet: a retry of its request may still write it).
+    const unwritten = { walletId: randomUUID(), reference: randomUUID() };
+    await credit(store, unwritten.walletId, 500);
+    await db.models.Reference.create({
+      _id: unwritten.reference,
+      walletId: unwritten.walletId,
+      type: 'DEBIT',
+      amountKobo: 1_000,
+      fromSequence: 2,
+      checkedThrough: 1,
+    });
+    await db.models.GivenUp.create({
+      _id: unwritten.reference,
+      walletId: unwritten.walletId,
+      createdAt: new Date(),
+    });
+    await store.repairGivenUp();
+    expect((await entriesOf(recent.walletId)).map((e) => e.type)).toEqual(['CREDIT', 'DEBIT']);
+    expect((await entriesOf(repaired.walletId)).map((e) => e.type)).toEqual([
+      'CREDIT',
+      'DEBIT',
+      'CREDIT',
+    ]);
+    expect((await entriesOf(unwritten.walletId)).map((e) => e.type)).toEqual(['CREDIT']);
+    // The one just written is looked at again by the next sweep; the repaired one is settled.
+    const settled = async (reference: string) =>
+      (await db.models.GivenUp.findById(reference).lean())?.settledAt ?? null;
+    expect(await settled(recent.reference)).toBeNull();
+    expect(await settled(repaired.reference)).toBeInstanceOf(Date);
+    expect(await settled(unwritten.reference)).toBeNull();
+  });
+
   it('reports nothing for a debit given up and never written', async () => {
     const walletId = randomUUID();
     const reference = randomUUID();
