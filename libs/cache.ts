@@ -32,9 +32,16 @@ class LoadOrder {
  * or old at once share one load, so an expiry under load sends one read, not one a caller. A
  * load that began before an invalidation, or before a load already kept, is returned to its
  * callers but not kept, so a change is never hidden by a read that raced it.
+ *
+ * A load that fails while an earlier one succeeded answers that earlier value (reference data
+ * a few minutes old beats none: matching would stop offering while geo restarts), tells
+ * `onStale`, and is tried again by the next caller. Only a value never loaded fails its callers.
  */
 export class CachedValue<T> {
   private value: { loadedAt: number; data: T } | undefined;
+  /** The last value kept, even after it expired or was invalidated: the fallback of a failure. */
+  private lastKept: T | undefined;
+  private hasLastKept = false;
   private readonly order = new LoadOrder();
   /** The load under way that callers join; dropped by an invalidation, which needs a new one. */
   private inFlight: Promise<T> | undefined;
@@ -42,6 +49,7 @@ export class CachedValue<T> {
   constructor(
     private readonly load: () => Promise<T>,
     private readonly maxAgeMs: number,
+    private readonly onStale: (err: unknown) => void = () => undefined,
   ) {}
 
   async get(): Promise<T> {
@@ -62,8 +70,19 @@ export class CachedValue<T> {
 
   private async loadAndKeep(): Promise<T> {
     const load = this.order.start();
-    const data = await this.load();
-    if (this.order.keep(load)) this.value = { loadedAt: Date.now(), data };
+    let data: T;
+    try {
+      data = await this.load();
+    } catch (err) {
+      if (!this.hasLastKept) throw err;
+      this.onStale(err);
+      return this.lastKept as T;
+    }
+    if (this.order.keep(load)) {
+      this.value = { loadedAt: Date.now(), data };
+      this.lastKept = data;
+      this.hasLastKept = true;
+    }
     return data;
   }
 }

@@ -102,6 +102,8 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
   const fleetTypes = new CachedValue(
     () => call(broker, 'geo.listFleetTypes', { activeOnly: false }),
     60_000,
+    (err) =>
+      logger?.warn('Fleet types could not be read again; searching with the last ones', { err }),
   );
   // Set once the broker exists (created): what each sweep saw, on `/metrics`.
   let reportSearches: ReturnType<typeof searchGauge> = () => undefined;

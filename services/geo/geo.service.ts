@@ -1,3 +1,4 @@
+import type { Logger } from 'moleculer';
 import Joi from '../../libs/joi';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
@@ -57,7 +58,15 @@ const FLEET_CACHE_MS = 30_000;
 
 export function createGeoService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'geo', defineGeoModels);
-  const fleetTypes = new FleetTypeStore(() => db.models, FLEET_CACHE_MS);
+  let logger: Logger | undefined;
+  const fleetTypes = new FleetTypeStore(
+    () => db.models,
+    FLEET_CACHE_MS,
+    (err) =>
+      logger?.warn('Fleet types could not be read from the database; answering the last ones', {
+        err,
+      }),
+  );
   let router: Router;
   let geocoder: TextGeocoder | undefined;
 
@@ -106,6 +115,7 @@ export function createGeoService(config: Config): ServiceDefinition {
     name: 'geo',
     mixins: [db.mixin()],
     created() {
+      logger = this.logger;
       router = new Router(config.routing, (reason) =>
         this.logger.warn('OSRM unavailable; using the straight-line estimate', { reason }),
       );

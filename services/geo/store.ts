@@ -53,11 +53,14 @@ export class FleetTypeStore {
   constructor(
     private readonly models: () => GeoModels,
     cacheMs: number,
+    /** Told when the database could not be read and the last fleet types answered instead. */
+    onStale?: (err: unknown) => void,
   ) {
     this.edits = WriterLocks.named(models, 'FleetTypeEdit', 'Fleet type');
     this.cache = new CachedValue(
       async () => (await this.models().FleetType.find({}).lean()).sort(byCapacity),
       cacheMs,
+      onStale,
     );
   }
 

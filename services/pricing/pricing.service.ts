@@ -59,6 +59,10 @@ export function createPricingService(config: Config): ServiceDefinition {
       fleets = new CachedValue(
         () => call(this.broker, 'geo.listFleetTypes', { activeOnly: false }),
         FLEET_CACHE_MS,
+        (err) =>
+          this.logger.warn('Fleet types could not be read again; pricing with the last ones', {
+            err,
+          }),
       );
     },
     async started() {

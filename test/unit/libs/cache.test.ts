@@ -58,7 +58,7 @@ describe('CachedValue, loads finishing out of order', () => {
     loads.answer(0, 'read once');
     expect(await Promise.all(callers)).toEqual(Array(50).fill('read once'));
     expect(started).toBe(1);
-    // A failed load is shared too, and the next caller tries again.
+    // A first load that fails fails every caller it was shared with; the next caller tries again.
     const failing = new CachedValue(async () => {
       started += 1;
       if (started === 2) throw new Error('geo away');
@@ -68,6 +68,28 @@ describe('CachedValue, loads finishing out of order', () => {
     expect(both.map((b) => b.status)).toEqual(['rejected', 'rejected']);
     expect(await failing.get()).toBe('back');
     expect(started).toBe(3);
+  });
+
+  it('answers the last value kept while reloads fail, after expiry or an invalidation', async () => {
+    let answer: () => Promise<string> = async () => 'types v1';
+    const stale: unknown[] = [];
+    const cache = new CachedValue(
+      () => answer(),
+      0,
+      (err) => stale.push(err),
+    );
+    expect(await cache.get()).toBe('types v1');
+    answer = async () => {
+      throw new Error('geo restarting');
+    };
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await cache.get()).toBe('types v1'); // expired, reload failed
+    cache.invalidate();
+    expect(await cache.get()).toBe('types v1'); // a change announced, its reread failed
+    expect(stale).toHaveLength(2);
+    // Back: the next caller reads again, and the new value is kept.
+    answer = async () => 'types v2';
+    expect(await cache.get()).toBe('types v2');
   });
 
   it('keeps the newest-started load, not the last to finish', async () => {
