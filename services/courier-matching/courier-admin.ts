@@ -64,7 +64,7 @@ export interface CourierAdminDeps {
   tokens: CourierTokenStore;
   locations: CourierLocations;
   /** What each courier holds: an offer, or a delivery under way. */
-  holds: Pick<SearchStore, 'hold' | 'holding' | 'claimOfferOutcome' | 'offerOutcome'>;
+  holds: Pick<SearchStore, 'hold' | 'holding' | 'claimOfferOutcome' | 'offerOutcome' | 'noteTried'>;
 }
 
 export function createCourierAdminActions(deps: CourierAdminDeps): ServiceActions {
@@ -229,6 +229,10 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
       await backToWork(ctx, courierId, hold.deliveryId);
       throw retiringMidDelivery(courierId, hold.deliveryId);
     }
+    // Out of the search whose offer was withdrawn: one that may go to them alone (SPECIFIC, or
+    // the last untried of a merchant's list) ends now, not when its time runs out, since the
+    // index hides a retired courier and no step would note them. A retry notes them again.
+    if (hold?.kind === 'OFFER') await deps.holds.noteTried(hold.deliveryId, courierId);
     return retired;
   }
 

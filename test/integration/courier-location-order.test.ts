@@ -1,7 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type mongoose from 'mongoose';
-import { cancelDelivery, credit, ORIGIN, type Party } from '../support/deliveries';
-import { acceptOffer, asCourier, courierAt, offeredDelivery } from '../support/couriers';
+import {
+  balanceOf,
+  cancelDelivery,
+  credit,
+  getDelivery,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+  type Party,
+} from '../support/deliveries';
+import { acceptOffer, asCourier, courierAt, offerOf, offeredDelivery } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
@@ -181,6 +190,31 @@ describe('a retirement meeting an offer', () => {
       });
     expect((await another(regNo)).status).toBe(201);
     expect((await another(before.fleet.regNo)).status).toBe(409);
+  });
+
+  it('ends at once a search that may go to the retired courier alone, refunded', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    const courier = await courierAt(base(), { lat: ORIGIN.lat - 0.007, lon: ORIGIN.lon + 0.006 });
+    const packageId = await savePackage(base(), merchant);
+    const created = await requestDelivery(base(), merchant, [packageId], {
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+    });
+    expect(created.status).toBe(201);
+    const { deliveryId } = created.body.data;
+    const offer = await offerOf(base(), courier);
+    expect(offer.deliveryId).toBe(deliveryId);
+    expect((await retire(courier.id)).status).toBe(200);
+    // Not after MATCHING_SEARCH_TIMEOUT_MS (15 min): nobody is left to ask.
+    await eventually(
+      async () => {
+        const delivery = await getDelivery(base(), merchant, deliveryId);
+        expect(delivery.body.data.status).toBe('NO_COURIER_FOUND');
+      },
+      { timeout: 15_000 },
+    );
+    await eventually(async () => expect(await balanceOf(base(), merchant)).toBe('100000.00'));
   });
 
   it('withdraws an offer the courier had not accepted, so the search moves on', async () => {
