@@ -185,6 +185,11 @@ export interface Config {
     sweepIntervalMs: number;
     /** How long an outcome may go unacknowledged before the sweep sends it again. */
     eventRetryMs: number;
+    /**
+     * How long after a provider's checkout expired the provider is asked again whether it was
+     * paid after all, once at each (increasing).
+     */
+    lateChecksMs: number[];
   };
   order: {
     /** How often requests stopped half-way and unsettled transitions are swept. */
@@ -809,6 +814,22 @@ const declaredEnvSchema = Joi.object({
     .description(
       'How long a payment outcome may go unacknowledged before the sweep sends it again',
     ),
+  CHECKOUT_LATE_CHECKS_MS: Joi.string()
+    .default('3600000,21600000,86400000,259200000')
+    .custom((value: string) => {
+      const delays = commaList(value).map(Number);
+      if (delays.length === 0 || delays.length > 10) throw new Error('give 1 to 10 delays');
+      if (delays.some((ms) => !Number.isInteger(ms) || ms < 100 || ms > 604_800_000)) {
+        throw new Error('each delay is a whole number of ms from 100 to 604800000 (7 days)');
+      }
+      if (delays.some((ms, i) => i > 0 && ms <= delays[i - 1])) {
+        throw new Error('give the delays in increasing order');
+      }
+      return value;
+    })
+    .description(
+      "Comma list of delays after a provider's checkout expired at which the provider is asked once more whether it was paid after all (a payment its webhook never reported): 1 h, 6 h, 1 day, 3 days",
+    ),
   ORDER_SWEEP_INTERVAL_MS: Joi.number()
     .integer()
     .min(100)
@@ -1401,6 +1422,7 @@ interface PaymentEnv {
   CHECKOUT_TTL_SECONDS?: number;
   PAYMENT_SWEEP_INTERVAL_MS: number;
   PAYMENT_EVENT_RETRY_MS: number;
+  CHECKOUT_LATE_CHECKS_MS: string;
 }
 
 function paymentConfig(value: PaymentEnv): Config['payment'] {
@@ -1435,6 +1457,7 @@ function paymentConfig(value: PaymentEnv): Config['payment'] {
         : value.CHECKOUT_TTL_MINUTES * 60_000,
     sweepIntervalMs: value.PAYMENT_SWEEP_INTERVAL_MS,
     eventRetryMs: value.PAYMENT_EVENT_RETRY_MS,
+    lateChecksMs: commaList(value.CHECKOUT_LATE_CHECKS_MS).map(Number),
   };
 }
 

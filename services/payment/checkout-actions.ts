@@ -557,9 +557,9 @@ export class Checkouts {
   }
 
   /**
-   * One sweep, safe in every replica at once (each outcome is claimed): expires the sessions
-   * past their time, asking the provider first whether one was paid after all, then sends
-   * the events not acknowledged in time again.
+   * One sweep, safe in every replica at once (each outcome is claimed): sends the events not
+   * acknowledged in time again, expires the sessions past their time (asking the provider
+   * first whether one was paid after all), then asks about expired ones whose late check is due.
    */
   async sweep(): Promise<void> {
     const now = new Date();
@@ -587,6 +587,10 @@ export class Checkouts {
         }
         await this.expire(session);
       }),
+    );
+    const late = await this.store.dueLateChecks(now, SWEEP_BATCH);
+    await forEachAtOnce(late, EXPIRY_CHECKS_AT_ONCE, (entry) =>
+      this.eachOnItsOwn(entry._id, () => this.checkLate(entry)),
     );
   }
 
@@ -642,8 +646,44 @@ export class Checkouts {
       await this.store.recheckPendingAt(session._id, verdict.recheckAt);
       return;
     }
-    if (verdict.uncredited) await this.uncredited(session, providerReference, verdict.uncredited);
+    if (verdict.uncredited) {
+      await this.uncredited(session, providerReference, verdict.uncredited);
+    } else if (this.deps.config.provider !== 'sandbox') {
+      // Before the expiry takes it off the pending list: a sweep stopped in between expires it
+      // again, and lists it once.
+      const now = new Date();
+      const [first] = this.deps.config.lateChecksMs;
+      await this.store.watchLate(session._id, now, new Date(now.getTime() + first));
+    }
     await this.decide(session, 'EXPIRED', 'sweep');
+  }
+
+  /**
+   * A late check of an expired checkout (`CHECKOUT_LATE_CHECKS_MS`): the provider is asked once
+   * more whether its transaction was paid after all. Paid, it is credited as a late webhook
+   * would credit it (`confirmPayment`, once whoever else reports it); paid another amount, it
+   * is listed uncredited; otherwise the next check is set, or none after the last. The sandbox
+   * is never asked: its page expires a checkout it is asked to pay late.
+   */
+  private async checkLate(entry: { _id: string; expiredAt: Date; checks: number }) {
+    const session = await this.store.session(entry._id);
+    if (!session) return this.store.lateChecked(entry._id, entry.checks, null);
+    const opened = await this.store.opened(session._id);
+    const providerReference = opened?.providerReference ?? session._id;
+    const verified = await this.deps.provider.verify(providerReference);
+    const mismatch = verified && verificationMismatch(session, verified);
+    if (verified && mismatch === null) {
+      await this.confirmPayment(session, { source: 'sweep', providerReference });
+      return this.store.lateChecked(entry._id, entry.checks, null);
+    }
+    if (verified?.status === 'success' && mismatch) {
+      await this.uncredited(session, providerReference, mismatch);
+      return this.store.lateChecked(entry._id, entry.checks, null);
+    }
+    const checks = entry.checks + 1;
+    const delay = this.deps.config.lateChecksMs[checks];
+    const next = delay === undefined ? null : new Date(entry.expiredAt.getTime() + delay);
+    await this.store.lateChecked(entry._id, checks, next);
   }
 
   /**

@@ -104,6 +104,23 @@ const pendingSchema = new Schema(
 );
 
 /**
+ * A provider's checkout that expired with a transaction handed out, asked about again while a
+ * payment after its end may still come (`CHECKOUT_LATE_CHECKS_MS`): what a webhook that never
+ * arrives would otherwise leave taken and never credited. Removed after the last check.
+ */
+const lateCheckSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    expiredAt: { type: Date, required: true },
+    /** The checks made so far; the next is due at `expiredAt` + the delay of this number. */
+    checks: { type: Number, required: true },
+    nextCheckAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+lateCheckSchema.index({ nextCheckAt: 1 });
+
+/**
  * A send of an outcome's event, claimed by its insert so that one replica sends it, by its
  * name (`sendName`): the first send (its claimant puts the event in the outbox, marks it
  * `sentAt`, then sends it), or one of the sweep's resends of an outbox entry.
@@ -180,6 +197,11 @@ export function defineCheckoutModels(connection: Connection) {
     CheckoutOpened: connection.model('CheckoutOpened', openedSchema, 'checkout_opened'),
     CheckoutOutcome: connection.model('CheckoutOutcome', outcomeSchema, 'checkout_outcomes'),
     CheckoutPending: connection.model('CheckoutPending', pendingSchema, 'checkout_pending'),
+    CheckoutLateCheck: connection.model(
+      'CheckoutLateCheck',
+      lateCheckSchema,
+      'checkout_late_checks',
+    ),
     CheckoutOutbox: connection.model('CheckoutOutbox', outboxSchema, 'checkout_outbox'),
     CheckoutSend: connection.model('CheckoutSend', sendSchema, 'checkout_sends'),
     Uncredited: connection.model('UncreditedPayment', uncreditedSchema, 'uncredited_payments'),
@@ -383,6 +405,38 @@ export class CheckoutStore {
    */
   async recheckPendingAt(reference: string, at: Date): Promise<void> {
     await this.m.CheckoutPending.updateOne({ _id: reference }, { $set: { expiresAt: at } });
+  }
+
+  /** Lists an expired checkout for the late checks, once (a sweep that retries changes nothing). */
+  async watchLate(reference: string, expiredAt: Date, firstCheckAt: Date): Promise<void> {
+    await insertOnce(() =>
+      this.m.CheckoutLateCheck.create({
+        _id: reference,
+        expiredAt,
+        checks: 0,
+        nextCheckAt: firstCheckAt,
+      }),
+    );
+  }
+
+  /** The late checks due, the oldest first. */
+  async dueLateChecks(
+    now: Date,
+    limit: number,
+  ): Promise<{ _id: string; expiredAt: Date; checks: number }[]> {
+    return this.m.CheckoutLateCheck.find({ nextCheckAt: { $lte: now } })
+      .sort({ nextCheckAt: 1 })
+      .limit(limit)
+      .lean();
+  }
+
+  /** The next late check, or none: the entry is removed. A hint, written whole. */
+  async lateChecked(reference: string, checks: number, nextCheckAt: Date | null): Promise<void> {
+    if (!nextCheckAt) {
+      await this.m.CheckoutLateCheck.deleteOne({ _id: reference });
+      return;
+    }
+    await this.m.CheckoutLateCheck.updateOne({ _id: reference }, { $set: { checks, nextCheckAt } });
   }
 
   /** Open sessions past their time, oldest first (a scan of the open ones only). */

@@ -36,6 +36,7 @@ const unsweptEnv = envWithSweep('600000');
 beforeAll(async () => {
   await fake.start();
   sweepingEnv.PAYSTACK_BASE_URL = unsweptEnv.PAYSTACK_BASE_URL = fake.url;
+  lateCheckingEnv.PAYSTACK_BASE_URL = fake.url;
 });
 const listener = outcomeListener();
 const sweeping = useMerchantStack({
@@ -44,6 +45,13 @@ const sweeping = useMerchantStack({
   env: sweepingEnv,
 });
 const unswept = useMerchantStack({ internal: ['payment'], env: unsweptEnv });
+/** Late checks of expired checkouts every few hundred milliseconds (an hour and more, live). */
+const LATE_CHECKS_MS = [300, 600, 900];
+const lateCheckingEnv: Record<string, string> = {
+  ...envWithSweep('100'),
+  CHECKOUT_LATE_CHECKS_MS: LATE_CHECKS_MS.join(','),
+};
+const lateChecking = useMerchantStack({ internal: ['payment'], env: lateCheckingEnv });
 afterAll(() => fake.stop());
 
 const statusOf = async (stack: MerchantStack, reference: string) =>
@@ -600,3 +608,43 @@ async function uncreditedLogged(stack: MerchantStack, reference: string): Promis
   expect(line).toMatch(/"level":"error"|ERROR/i);
   return line;
 }
+
+describe('a Paystack checkout paid after it expired, whose webhook never comes', () => {
+  /** Expired by the sweep of the late-checking stack: the provider asked once, at its time. */
+  async function expiredUnpaid(amount: number) {
+    const reference = await opened(lateChecking, amount);
+    await eventually(async () => expect(verificationsOf(reference).length).toBeGreaterThan(0), {
+      timeout: 15_000,
+    });
+    await eventually(async () => expect(await statusOf(lateChecking, reference)).toBe('EXPIRED'));
+    return reference;
+  }
+
+  it('is credited once by a late check of the sweep', async () => {
+    const reference = await expiredUnpaid(70);
+    paidAtProvider(reference);
+    await eventually(async () => expect(await creditsOf(lateChecking, reference)).toHaveLength(1), {
+      timeout: 10_000,
+    });
+    const credit = (await creditsOf(lateChecking, reference))[0] as { amount: string };
+    expect(credit.amount).toBe('70.00');
+    expect(await statusOf(lateChecking, reference)).toBe('EXPIRED');
+    // Nothing more is asked once it is credited, and nothing more credited.
+    const asked = verificationsOf(reference).length;
+    await sleep(LATE_CHECKS_MS.at(-1) as number);
+    expect(verificationsOf(reference)).toHaveLength(asked);
+    expect(await creditsOf(lateChecking, reference)).toHaveLength(1);
+  });
+
+  it('is asked about once at each late check and then no more, when nobody pays', async () => {
+    const reference = await expiredUnpaid(80);
+    const atExpiry = verificationsOf(reference).length;
+    await eventually(
+      () => expect(verificationsOf(reference)).toHaveLength(atExpiry + LATE_CHECKS_MS.length),
+      { timeout: 10_000 },
+    );
+    await sleep(1_000);
+    expect(verificationsOf(reference)).toHaveLength(atExpiry + LATE_CHECKS_MS.length);
+    expect(await creditsOf(lateChecking, reference)).toEqual([]);
+  });
+});

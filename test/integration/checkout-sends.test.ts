@@ -103,6 +103,7 @@ function replica(
     checkoutTtlMs,
     sweepIntervalMs: 3_600_000,
     eventRetryMs,
+    lateChecksMs: [3_600_000],
   };
   return new Checkouts({
     config,

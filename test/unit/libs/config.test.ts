@@ -131,6 +131,7 @@ describe('loadConfig defaults', () => {
         checkoutTtlMs: 30 * 60_000,
         sweepIntervalMs: 10000,
         eventRetryMs: 30000,
+        lateChecksMs: [3_600_000, 21_600_000, 86_400_000, 259_200_000],
       },
       order: {
         sweepIntervalMs: 10000,
@@ -655,6 +656,17 @@ describe('order', () => {
     expect(config.order.proofCodeSecret).toBe(PROOF_CODE_SECRET);
   });
 
+  it.each([
+    ['', /empty/],
+    ['1,2,3,4,5,6,7,8,9,10,11', /1 to 10 delays/],
+    ['3600000,abc', /whole number/],
+    ['50', /whole number/],
+    ['604800001', /7 days/],
+    ['600000,300000', /increasing/],
+  ])('refuses CHECKOUT_LATE_CHECKS_MS=%j', (value, message) => {
+    expect(configErrorFor({ CHECKOUT_LATE_CHECKS_MS: value }).message).toMatch(message);
+  });
+
   it('signs quotes under QUOTE_SECRET, else under a key derived from PROOF_CODE_SECRET', () => {
     const live = { ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' };
     const config = loadConfig({ ...live, QUOTE_TTL_MS: '60000' });
@@ -832,6 +844,7 @@ describe('describeConfig', () => {
     'CHECKOUT_TTL_SECONDS',
     'PAYMENT_SWEEP_INTERVAL_MS',
     'PAYMENT_EVENT_RETRY_MS',
+    'CHECKOUT_LATE_CHECKS_MS',
     'ORDER_SWEEP_INTERVAL_MS',
     'ORDER_STALE_REQUEST_MS',
     'ORDER_SCHEDULED_SEARCH_LEAD_MS',
