@@ -155,6 +155,15 @@ export class LookupCache<V> {
     }
   }
 
+  /**
+   * Whether `key` was refused by a lookup lately (its refusal still cached): a repeat of a
+   * credential already refused, which tells a failed-authentication count nothing new.
+   */
+  refusedLately(key: string): boolean {
+    const refused = this.refused.get(key);
+    return refused !== undefined && refused.expiresAt > this.now();
+  }
+
   /** Drops a key, e.g. when its record changed, and disowns its lookups in flight. */
   forget(key: string): void {
     this.generation += 1;
@@ -204,4 +213,17 @@ export class LookupCache<V> {
       if (this.options.cacheMs > 0) this.refused.set(key, entry);
     }
   }
+}
+
+/** Refusals of a credential refused lately, which the failed-authentication count skips. */
+const repeats = new WeakSet<object>();
+
+/** Marks `err` as the refusal of a credential refused lately (`refusedLately`). */
+export function repeatedRefusal<E extends object>(err: E): E {
+  repeats.add(err);
+  return err;
+}
+
+export function isRepeatedRefusal(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && repeats.has(err);
 }

@@ -5,6 +5,7 @@ import {
   AcceptedCredentials,
   DEFAULT_MAX_ENTRIES,
   LookupCache,
+  repeatedRefusal,
   type BeforeLookup,
 } from '../../libs/lookup-cache';
 
@@ -58,8 +59,13 @@ export class ApiKeyAuthenticator {
     const raw = Array.isArray(header) ? header[0] : header;
     const known = this.hashes.hashOf(raw);
     const hash = known ?? this.hashOf(raw);
+    // Read first: the answer below may be the cached refusal this read names.
+    const repeat = this.cache.refusedLately(hash);
     const key = await this.cache.get(hash, beforeLookup);
-    if (!key) throw unauthorized('Unknown API key; check the key or create a new one');
+    if (!key) {
+      const refusal = unauthorized('Unknown API key; check the key or create a new one');
+      throw repeat ? repeatedRefusal(refusal) : refusal;
+    }
     if (key.revokedAt) throw unauthorized('This API key has been revoked; create a new one');
     if (known === undefined && raw !== undefined) this.hashes.accepted(raw, hash);
     return key;

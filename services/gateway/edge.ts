@@ -4,6 +4,7 @@ import type { Config } from '../../libs/config';
 import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { forbidden, quotaExceeded, toHttpError, tooManyRequests } from '../../libs/errors';
 import { authUserOf, type RequestMeta, type RouteGroup } from '../../libs/service';
+import { isRepeatedRefusal } from '../../libs/lookup-cache';
 import { clientGone } from '../../libs/transfer';
 import { checkAdminToken } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
@@ -135,7 +136,10 @@ async function throttled<T>(
     accepted = true;
     return authenticated;
   } catch (err) {
-    if (isUnauthorized(err) && !countedBeforeLookup && isSent(sent)) {
+    // A credential refused lately, sent again (a retired courier's app still reporting, a
+    // server with an old key), is no new guess: counted once, when it was looked up, so that
+    // it cannot shut out the others behind its address (a mobile carrier's NAT).
+    if (isUnauthorized(err) && !countedBeforeLookup && isSent(sent) && !isRepeatedRefusal(err)) {
       await authFailures.countFailure(address, credential);
     }
     throw err;

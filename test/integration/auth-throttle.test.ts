@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { newCourier } from '../support/couriers';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
@@ -54,6 +55,16 @@ async function lookups(): Promise<number> {
       (l) => l.startsWith('moleculer_request_total{') && l.includes('"account.resolveApiKey"'),
     )
     .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+}
+
+/** A courier of the directory and a token of theirs, made through the admin API. */
+async function newCourierToken(): Promise<{ id: string; token: string }> {
+  const id = await newCourier(node.url);
+  const created = await request(node.url, 'POST', `/admin/couriers/${id}/tokens`, {
+    headers: adminHeaders,
+  });
+  expect(created.status).toBe(201);
+  return { id, token: created.body.data.token as string };
 }
 
 async function useUpFailures(client: string | undefined): Promise<void> {
@@ -198,6 +209,30 @@ describe('failed authentications per client address', () => {
     const { key } = await createUserWithKey(node.url);
     expect((await me(client, key)).status).toBe(200);
     expectErrorEnvelope(await me(client, unknownKey()), 401, /Unknown API key/);
+  });
+
+  it('counts a retired courier’s token once, however often its app sends it: the others behind the address go on', async () => {
+    const client = '198.51.100.14';
+    const courierCall = (token: string) =>
+      request(node.url, 'GET', '/courier/offers', {
+        headers: { 'x-forwarded-for': client, authorization: `Bearer ${token}` },
+      });
+    const retired = await newCourierToken();
+    expect((await courierCall(retired.token)).status).toBe(200);
+    const retire = await request(node.url, 'PATCH', `/admin/couriers/${retired.id}`, {
+      headers: adminHeaders,
+      json: { active: false },
+    });
+    expect(retire.status).toBe(200);
+    // The app keeps reporting: refused each time, counted once (its lookup).
+    for (let i = 0; i < LIMIT * 3; i++) expectErrorEnvelope(await courierCall(retired.token), 401);
+    // A courier this gateway has never seen, behind the same address, is still looked up.
+    const working = await newCourierToken();
+    expect((await courierCall(working.token)).status).toBe(200);
+    // Made-up tokens still count, each one.
+    const madeUp = () => `wbc_${randomBytes(32).toString('base64url')}`;
+    for (let i = 0; i < LIMIT - 1; i++) expectErrorEnvelope(await courierCall(madeUp()), 401);
+    expectErrorEnvelope(await courierCall(madeUp()), 429, THROTTLED);
   });
 
   it('throttles wrong admin tokens too, and then refuses even the right one from that address', async () => {
