@@ -92,6 +92,8 @@ export interface Config {
     maxDownloadsPerUser: number;
     /** How long an upload's body may send nothing before it is aborted (408). */
     idleTimeoutMs: number;
+    /** What an upload must average over each idle window, unless the file service is behind. */
+    minUploadBytesPerSecond: number;
     /** A multipart upload begun longer ago than this is a dead process's: it is aborted. */
     staleUploadMs: number;
     /** How often a file-service replica aborts the stale ones. */
@@ -489,6 +491,14 @@ const declaredEnvSchema = Joi.object({
     .default(30000)
     .description(
       'How long an upload body may send nothing before it is aborted (408), freeing its memory and slot',
+    ),
+  FILE_MIN_UPLOAD_BYTES_PER_SECOND: Joi.number()
+    .integer()
+    .min(0)
+    .max(104_857_600)
+    .default(1024)
+    .description(
+      'Bytes per second an upload body must average over every FILE_IDLE_TIMEOUT_MS (408 below, freeing its slot), unless the file service is the slow one; 0: no minimum',
     ),
   FILE_STALE_UPLOAD_MS: Joi.number()
     .integer()
@@ -1246,6 +1256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxDownloadsPerKey: value.FILE_MAX_DOWNLOADS_PER_KEY,
       maxDownloadsPerUser: value.FILE_MAX_DOWNLOADS_PER_USER,
       idleTimeoutMs: value.FILE_IDLE_TIMEOUT_MS,
+      minUploadBytesPerSecond: value.FILE_MIN_UPLOAD_BYTES_PER_SECOND,
       staleUploadMs: outlasting(
         ['FILE_STALE_UPLOAD_MS', value.FILE_STALE_UPLOAD_MS],
         ['FILE_TIMEOUT_MS', value.FILE_TIMEOUT_MS],

@@ -7,6 +7,11 @@ export interface BodyWatchOptions {
   idleMs: number;
   /** The whole body must have arrived within this long (FILE_TIMEOUT_MS). */
   deadlineMs: number;
+  /**
+   * Bytes the client must send in every `idleMs` while we could take more
+   * (FILE_MIN_UPLOAD_BYTES_PER_SECOND × the window); 0 or unset: no minimum.
+   */
+  minBytesPerWindow?: number;
 }
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
@@ -24,6 +29,11 @@ const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 export class BodyWatch extends Transform {
   private readonly idleTimer: NodeJS.Timeout;
   private readonly deadlineTimer: NodeJS.Timeout;
+  private readonly rateTimer: NodeJS.Timeout | undefined;
+  /** Bytes received in the current window of `idleMs`. */
+  private windowBytes = 0;
+  /** Whether the consumer held bytes back at some point of the window (not the client's doing). */
+  private consumerBehind = false;
 
   constructor(private readonly options: BodyWatchOptions) {
     super();
@@ -38,11 +48,17 @@ export class BodyWatch extends Transform {
         ),
       options.deadlineMs,
     );
+    const minimum = options.minBytesPerWindow ?? 0;
+    if (minimum > 0) {
+      this.rateTimer = setInterval(() => this.checkRate(minimum), options.idleMs);
+    }
     this.once('close', () => this.stopTimers());
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
     this.idleTimer.refresh();
+    if (this.readableLength > 0) this.consumerBehind = true;
+    this.windowBytes += chunk.length;
     bytesMoved(chunk.length);
     callback(null, chunk);
   }
@@ -55,6 +71,28 @@ export class BodyWatch extends Transform {
   private stopTimers() {
     clearTimeout(this.idleTimer);
     clearTimeout(this.deadlineTimer);
+    clearInterval(this.rateTimer);
+  }
+
+  /**
+   * The end of a window: a client that sent less than `minimum` while nothing here waited for
+   * the consumer is trickling (a byte every few seconds keeps the idle timer from firing, and
+   * would hold an upload slot until the deadline). A window in which the consumer fell behind
+   * says nothing of the client, and is not judged.
+   */
+  private checkRate(minimum: number) {
+    const behind = this.consumerBehind || this.readableLength > 0 || this.writableLength > 0;
+    const received = this.windowBytes;
+    this.windowBytes = 0;
+    this.consumerBehind = false;
+    // Nothing at all is the idle timer's to report ("No data received").
+    if (behind || received === 0 || received >= minimum) return;
+    this.destroy(
+      bodyTimeout(
+        `The upload sent ${received} bytes in ${seconds(this.options.idleMs)}, less than the ${minimum} it must send in that time; ` +
+          'send it from a faster connection',
+      ),
+    );
   }
 
   private idle() {

@@ -132,6 +132,9 @@ export function createFileService(config: Config): ServiceDefinition {
         watchBody(request.body, {
           idleMs: config.files.idleTimeoutMs,
           deadlineMs: config.files.timeoutMs,
+          minBytesPerWindow: Math.ceil(
+            (config.files.minUploadBytesPerSecond * config.files.idleTimeoutMs) / 1000,
+          ),
         }),
         {
           mode: request.mode,
@@ -211,7 +214,7 @@ export function createFileService(config: Config): ServiceDefinition {
 
   const uploadErrors = {
     400: 'Not multipart/form-data, missing or misnamed file part, empty file, too many files',
-    408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
+    408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), less than FILE_MIN_UPLOAD_BYTES_PER_SECOND over that time, or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
     413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
     429: `API quota exceeded, this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY) or its account ${config.files.maxUploadsPerUser} (FILE_MAX_UPLOADS_PER_USER)${maxUploadBytesPerUserPerDay > 0 ? `, or the account stored its ${readableBytes(maxUploadBytesPerUserPerDay)} of files for the day (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY)` : ''}; see \`Retry-After\``,
     503: 'The file service is busy with other uploads (see `Retry-After`), could not be reached, or file storage (or the count of stored bytes) is unavailable; retry',

@@ -13,9 +13,9 @@ beforeEach(() => {
 });
 afterEach(() => jest.useRealTimers());
 
-function watched() {
+function watched(minBytesPerWindow?: number) {
   const source = new PassThrough();
-  const watch = watchBody(source, { idleMs: IDLE, deadlineMs: DEADLINE });
+  const watch = watchBody(source, { idleMs: IDLE, deadlineMs: DEADLINE, minBytesPerWindow });
   const errors: Error[] = [];
   watch.on('error', (err) => errors.push(err));
   return { source, watch, errors };
@@ -91,6 +91,52 @@ describe('BodyWatch', () => {
       message:
         'The upload did not arrive within 10 s; send smaller files, or from a faster connection',
     });
+  });
+
+  it('aborts with 408 a client that sends less than the minimum in a window, as soon as it ends', async () => {
+    const { source, watch, errors } = watched(KB);
+    watch.resume();
+    // Enough in the first window; then a byte every half window, which no idle timer catches.
+    for (let i = 0; i < 2; i++) {
+      source.write(Buffer.alloc(KB / 2));
+      await settle();
+      jest.advanceTimersByTime(IDLE / 2);
+      await settle();
+    }
+    expect(errors).toEqual([]);
+    for (let i = 0; i < 2; i++) {
+      source.write(Buffer.alloc(1));
+      await settle();
+      jest.advanceTimersByTime(IDLE / 2);
+      await settle();
+    }
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      code: 408,
+      type: 'BODY_TIMEOUT',
+      message:
+        'The upload sent 2 bytes in 1 s, less than the 1024 it must send in that time; send it from a faster connection',
+    });
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('judges no window in which the consumer held bytes back, nor a silent one (the idle timer’s)', async () => {
+    const { source, watch, errors } = watched(KB);
+    // Nobody reads for three windows: a few bytes, then the client waits on us.
+    source.write(Buffer.alloc(64 * KB));
+    source.write(Buffer.alloc(10));
+    await settle();
+    jest.advanceTimersByTime(3 * IDLE);
+    await settle();
+    expect(errors).toEqual([]);
+    // Reading again; the client goes quiet: the idle timer speaks, not the rate.
+    watch.resume();
+    await settle();
+    jest.advanceTimersByTime(IDLE);
+    await settle();
+    expect(errors.map((e) => e.message)).toEqual([
+      'No data received for 1 s; the upload was cancelled. Send the body without pauses and retry',
+    ]);
   });
 
   it('passes on an error of the body it watches', async () => {
