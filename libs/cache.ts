@@ -68,13 +68,23 @@ export class CachedValue<T> {
     this.inFlight = undefined;
   }
 
-  private async loadAndKeep(): Promise<T> {
+  /**
+   * Reads the value again now and keeps it: for a caller that must not be answered from
+   * before a change it may not have heard of. A failure fails it, never answered by the last
+   * value (which may be the very one it must not get).
+   */
+  async fresh(): Promise<T> {
+    this.invalidate();
+    return this.loadAndKeep(false);
+  }
+
+  private async loadAndKeep(staleOnFailure = true): Promise<T> {
     const load = this.order.start();
     let data: T;
     try {
       data = await this.load();
     } catch (err) {
-      if (!this.hasLastKept) throw err;
+      if (!staleOnFailure || !this.hasLastKept) throw err;
       this.onStale(err);
       return this.lastKept as T;
     }

@@ -231,8 +231,20 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     }
     // Out of the search whose offer was withdrawn: one that may go to them alone (SPECIFIC, or
     // the last untried of a merchant's list) ends now, not when its time runs out, since the
-    // index hides a retired courier and no step would note them. A retry notes them again.
-    if (hold?.kind === 'OFFER') await deps.holds.noteTried(hold.deliveryId, courierId);
+    // index hides a retired courier and no step would note them. Best effort: the retirement
+    // stands and must be announced; failing this, the search ends at its time.
+    if (hold?.kind === 'OFFER') {
+      await deps.holds.noteTried(hold.deliveryId, courierId).catch((err: unknown) =>
+        ctx.service?.logger.warn(
+          'retired courier not noted as tried; their search ends at its time',
+          {
+            courierId,
+            deliveryId: hold.deliveryId,
+            err,
+          },
+        ),
+      );
+    }
     return retired;
   }
 

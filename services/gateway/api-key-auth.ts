@@ -62,11 +62,12 @@ export class ApiKeyAuthenticator {
     // Read first: the answer below may be the cached refusal this read names.
     const repeat = this.cache.refusedLately(hash);
     const key = await this.cache.get(hash, beforeLookup);
-    if (!key) {
-      const refusal = unauthorized('Unknown API key; check the key or create a new one');
-      throw repeat ? repeatedRefusal(refusal) : refusal;
-    }
-    if (key.revokedAt) throw unauthorized('This API key has been revoked; create a new one');
+    const refuse = (message: string) => {
+      const refusal = unauthorized(message);
+      return repeat ? repeatedRefusal(refusal) : refusal;
+    };
+    if (!key) throw refuse('Unknown API key; check the key or create a new one');
+    if (key.revokedAt) throw refuse('This API key has been revoked; create a new one');
     if (known === undefined && raw !== undefined) this.hashes.accepted(raw, hash);
     return key;
   }

@@ -33,7 +33,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
      * Also called by pricing and matching, with `activeOnly: false`, to fill their own caches
      * when theirs expire or a change is announced: read from the database, since the replica
      * that answers may not have heard of that change yet, and what it answers is then kept for
-     * the caches' lifetime (30 s).
+     * the caches' lifetime (30 s in pricing, 60 s in matching). A failed read fails the call.
      */
     listFleetTypes: implement('geo.listFleetTypes', {
       http: {

@@ -73,8 +73,7 @@ export class FleetTypeStore {
     activeOnly: boolean,
     read: 'cached' | 'stored' = 'cached',
   ): Promise<FleetTypeRecord[]> {
-    if (read === 'stored') this.cache.invalidate();
-    const records = await this.cache.get();
+    const records = await (read === 'stored' ? this.cache.fresh() : this.cache.get());
     return activeOnly ? records.filter((r) => r.active) : records;
   }
 

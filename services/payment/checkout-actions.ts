@@ -648,7 +648,7 @@ export class Checkouts {
     }
     if (verdict.uncredited) {
       await this.uncredited(session, providerReference, verdict.uncredited);
-    } else if (this.deps.config.provider !== 'sandbox') {
+    } else if (opened && this.deps.config.provider !== 'sandbox') {
       // Before the expiry takes it off the pending list: a sweep stopped in between expires it
       // again, and lists it once.
       const now = new Date();
@@ -669,7 +669,8 @@ export class Checkouts {
     const session = await this.store.session(entry._id);
     if (!session) return this.store.lateChecked(entry._id, entry.checks, null);
     const opened = await this.store.opened(session._id);
-    const providerReference = opened?.providerReference ?? session._id;
+    if (!opened) return this.store.lateChecked(entry._id, entry.checks, null);
+    const { providerReference } = opened;
     const verified = await this.deps.provider.verify(providerReference);
     const mismatch = verified && verificationMismatch(session, verified);
     if (verified && mismatch === null) {

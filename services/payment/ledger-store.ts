@@ -92,9 +92,13 @@ const givenUpSchema = new Schema(
     createdAt: { type: Date, required: true },
     /** When the repair sweep found nothing left to do for it (`repairGivenUp`); null until. */
     settledAt: { type: Date, default: null },
+    /** When the repair sweep looks at a mark whose debit is not written yet (or too new) again. */
+    recheckAt: { type: Date, default: null },
   },
   { versionKey: false },
 );
+/** The repair sweep reads the marks not settled yet. */
+givenUpSchema.index({ settledAt: 1 });
 
 /**
  * How long a debit written after its refund gave it up is left to its own posting, which reads
@@ -106,6 +110,8 @@ export const GIVEN_UP_GRACE_MS = 60_000;
  * debit, a refund posting it): past this its mark is settled and no longer read by the sweep.
  */
 export const GIVEN_UP_UNWRITTEN_MS = 86_400_000;
+/** How often the repair sweep looks again at a mark it could not settle yet. */
+export const GIVEN_UP_RECHECK_MS = 60_000;
 
 export type EntryRecord = InferSchemaType<typeof entrySchema>;
 export type ReferenceRecord = InferSchemaType<typeof referenceSchema>;
@@ -622,13 +628,28 @@ export class LedgerStore {
    * the refund's reference makes it once. A mark with nothing left to do is settled and not
    * read again. Answers how many debits it gave back.
    */
-  async repairGivenUp(): Promise<number> {
+  async repairGivenUp(
+    options: { stopping?: () => boolean; onError?: (reference: string, err: unknown) => void } = {},
+  ): Promise<number> {
     let givenBack = 0;
+    const now = Date.now();
     for await (const mark of this.m.GivenUp.find({ settledAt: null }).lean().cursor()) {
-      const outcome = await this.turns.run(mark.walletId, () => this.repairOne(mark));
-      if (outcome === 'pending') continue;
-      if (outcome === 'given back') givenBack += 1;
-      await this.m.GivenUp.updateOne({ _id: mark._id }, { $set: { settledAt: new Date() } });
+      if (options.stopping?.()) break;
+      // A debit not written yet is looked for again only now and then, not at every sweep.
+      if (mark.recheckAt && mark.recheckAt.getTime() > now) continue;
+      try {
+        const outcome = await this.turns.run(mark.walletId, () => this.repairOne(mark));
+        if (outcome === 'given back') givenBack += 1;
+        await this.m.GivenUp.updateOne(
+          { _id: mark._id },
+          outcome === 'pending'
+            ? { $set: { recheckAt: new Date(Date.now() + GIVEN_UP_RECHECK_MS) } }
+            : { $set: { settledAt: new Date() } },
+        );
+      } catch (err) {
+        // One mark that cannot be repaired (a 409 on its refund's reference) holds up no other.
+        options.onError?.(mark._id, err);
+      }
     }
     return givenBack;
   }

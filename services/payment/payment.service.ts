@@ -72,7 +72,14 @@ export function createPaymentService(config: Config): ServiceDefinition {
       ledgerRepairs = new Periodic(
         config.payment.sweepIntervalMs,
         async () => {
-          const givenBack = await ledger.repairGivenUp();
+          const givenBack = await ledger.repairGivenUp({
+            stopping: () => ledgerRepairs?.stopping === true,
+            onError: (reference, err) =>
+              logger.warn('debit given up not repaired; the next sweep retries', {
+                reference,
+                err,
+              }),
+          });
           if (givenBack > 0) {
             logger.warn('gave back debits their refunds had given up and were still taken', {
               givenBack,

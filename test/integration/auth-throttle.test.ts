@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { newCourier } from '../support/couriers';
+import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
@@ -366,5 +367,57 @@ describe('lookups that fail (the account service away)', () => {
       });
     for (let i = 0; i < LIMIT; i++) expect((await ask()).status).toBe(503);
     expectErrorEnvelope(await ask(), 429, THROTTLED);
+  });
+});
+
+describe('API keys refused lately, sent again (refusals cached)', () => {
+  const cachingIso = isolation();
+  let caching: NodeProcess;
+
+  beforeAll(async () => {
+    caching = await startNode({
+      services: 'all',
+      iso: cachingIso,
+      env: {
+        AUTH_FAILURE_LIMIT: String(LIMIT),
+        AUTH_FAILURE_WINDOW_SECONDS: '60',
+        TRUST_PROXY_HOPS: '1',
+        API_KEY_CACHE_SECONDS: '60',
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await caching?.stop();
+    await dropDatabases(cachingIso);
+  });
+
+  const meAt = (client: string, key: string) =>
+    request(caching.url, 'GET', '/api/me', {
+      headers: { 'x-forwarded-for': client, 'api-key': key },
+    });
+
+  it('counts an unknown or revoked key once, however often a server sends it', async () => {
+    const client = '198.51.100.40';
+    const stale = unknownKey();
+    for (let i = 0; i < LIMIT * 3; i++) {
+      expectErrorEnvelope(await meAt(client, stale), 401, /Unknown API key/);
+    }
+    const { key: old, keyId } = await createUserWithKey(caching.url);
+    expect((await meAt(client, old)).status).toBe(200);
+    const revoke = await request(caching.url, 'DELETE', `/admin/api-keys/${keyId}`, {
+      headers: adminHeaders,
+    });
+    expect(revoke.status).toBe(204);
+    await eventually(async () => expectErrorEnvelope(await meAt(client, old), 401, /revoked/));
+    for (let i = 0; i < LIMIT * 3; i++) {
+      expectErrorEnvelope(await meAt(client, old), 401, /revoked/);
+    }
+    // A key new to this gateway, at the same address, is looked up and served.
+    const { key: fresh } = await createUserWithKey(caching.url);
+    expect((await meAt(client, fresh)).status).toBe(200);
+    // Made-up keys still count, each one: two counted so far (the unknown key, the revoked one).
+    for (let i = 0; i < LIMIT - 2; i++) expectErrorEnvelope(await meAt(client, unknownKey()), 401);
+    expectErrorEnvelope(await meAt(client, unknownKey()), 429, THROTTLED);
   });
 });

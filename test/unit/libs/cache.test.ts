@@ -87,9 +87,14 @@ describe('CachedValue, loads finishing out of order', () => {
     cache.invalidate();
     expect(await cache.get()).toBe('types v1'); // a change announced, its reread failed
     expect(stale).toHaveLength(2);
+    // A caller that must not get a value from before a change gets the failure instead.
+    await expect(cache.fresh()).rejects.toThrow('geo restarting');
     // Back: the next caller reads again, and the new value is kept.
     answer = async () => 'types v2';
     expect(await cache.get()).toBe('types v2');
+    answer = async () => 'types v3';
+    expect(await cache.fresh()).toBe('types v3');
+    expect(await cache.get()).toBe('types v3');
   });
 
   it('keeps the newest-started load, not the last to finish', async () => {
