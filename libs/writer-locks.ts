@@ -130,6 +130,22 @@ export class WriterLocks {
     }
   }
 
+  /**
+   * Waits until no writer holds `id` (a lock past its lease is a stopped writer's, and holds
+   * nothing): for a reader that must not read the document in the middle of a change, such as
+   * a change it is about to undo. Refused (409, `changeUnderWay`) when one held it all the wait.
+   */
+  async awaitFree(id: string): Promise<void> {
+    const { Lock } = this.models();
+    const until = Date.now() + this.waitMs;
+    for (;;) {
+      const held = await Lock.findById(id).lean<LockRecord>();
+      if (!held || Date.now() - held.at.getTime() >= this.leaseMs) return;
+      if (Date.now() >= until) throw changeUnderWay(`${this.noun} ${id}`);
+      await sleep(LOCK_POLL_MS);
+    }
+  }
+
   /** The token of this call's taking of the lock; null when another held it all the wait. */
   async acquire(id: string, clock: () => Date = () => new Date()): Promise<string | null> {
     const until = Date.now() + this.waitMs;

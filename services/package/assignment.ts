@@ -1,6 +1,6 @@
 import { runPass, type BackfillPass } from '../../libs/backfills';
 import { serviceBusy, type FieldError } from '../../libs/errors';
-import { DELETED, OLDER_CLAIMS_RECORDED, type PackageStore } from './store';
+import { DELETED, OLDER_CLAIMS_RECORDED, type PackageRecord, type PackageStore } from './store';
 
 /** What `package.assign` made of a delivery's request for packages. */
 export type Assignment =
@@ -51,6 +51,22 @@ export async function assignPackages(
     return released(deliveryId);
   }
   return { outcome: 'assigned' };
+}
+
+/**
+ * The packages a delivery took, as they stand once no edit of theirs is under way. An edit
+ * checks the claim before it writes and again after: one that wrote after this delivery's claim
+ * puts the package back as it was and is refused. Read in between, the package would carry
+ * values its owner was told were refused, and the delivery be priced and insured on them. Once
+ * no edit holds a package, any edit after it meets the claim before it writes.
+ */
+export async function heldPackages(
+  store: PackageStore,
+  packageIds: string[],
+): Promise<PackageRecord[]> {
+  await Promise.all(packageIds.map((id) => store.edits.awaitFree(id)));
+  const held = await store.findHeld(packageIds);
+  return packageIds.map((id) => held.get(id) as PackageRecord);
 }
 
 /**

@@ -21,7 +21,12 @@ import {
 } from '../../libs/service';
 import { packageIdParams, packageView, saveParams, type SaveParams } from './schemas';
 import { DELETED, PackageStore, definePackageModels, type PackageRecord } from './store';
-import { assignPackages, recordOlderClaimHolders, releasePackages } from './assignment';
+import {
+  assignPackages,
+  heldPackages,
+  recordOlderClaimHolders,
+  releasePackages,
+} from './assignment';
 import { toPackageView, toSelection } from './views';
 
 export function createPackageService(config: Config): ServiceDefinition {
@@ -283,11 +288,7 @@ export function createPackageService(config: Config): ServiceDefinition {
           const assigned = await assignPackages(store, ctx.params);
           if (assigned.outcome === 'conflict') throw conflict(assigned.message);
           if (assigned.outcome === 'refused') throw badRequest(INVALID_SELECTION, assigned.refused);
-          const held = await store.findHeld(packageIds);
-          return {
-            deliveryId,
-            ...toSelection(packageIds.map((id) => held.get(id) as PackageRecord)),
-          };
+          return { deliveryId, ...toSelection(await heldPackages(store, packageIds)) };
         },
       }),
 

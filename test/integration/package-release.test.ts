@@ -3,6 +3,7 @@ import { toHttpError } from '../../libs/errors';
 import { CLAIM_END_LEASE_MS } from '../../libs/mongo';
 import {
   assignPackages,
+  heldPackages,
   recordOlderClaimHolders,
   releasePackages,
 } from '../../services/package/assignment';
@@ -500,6 +501,26 @@ it('keeps the mark, and not the edit, of a package a delivery takes while it is 
     expect(stored.description).toBe(original.description);
   }
   expect(await openIds(userId)).toEqual([]);
+});
+
+it('prices a delivery on the package as it stands once an edit it refused has put it back', async () => {
+  const userId = randomUUID();
+  const packageId = await save(userId);
+  const deliveryId = randomUUID();
+  // An edit under way: it found no claim, and is about to write quantity 9.
+  const token = await store.edits.acquire(packageId);
+  expect(token).not.toBeNull();
+  expect(await assign(userId, deliveryId, [packageId])).toBe('assigned');
+  await db.models.Package.updateOne({ _id: packageId }, { $set: { quantity: 9 } });
+  let read: number | undefined;
+  const snapshot = heldPackages(store, [packageId]).then(([held]) => (read = held.quantity));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  expect(read).toBeUndefined();
+  // The edit meets the claim after its write: it puts the package back and is refused.
+  await db.models.Package.updateOne({ _id: packageId }, { $set: { quantity: 1 } });
+  await store.edits.release(packageId, token as string);
+  await snapshot;
+  expect(read).toBe(1);
 });
 
 it('clears the mark of a delivery released while an edit was written, which the edit’s copy put back', async () => {
