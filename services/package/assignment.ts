@@ -45,10 +45,24 @@ export async function assignPackages(
     await store.dropClaims(taken, deliveryId);
     return { outcome: 'refused', refused };
   }
-  await store.markTaken(packageIds, deliveryId);
+  const notHeld = await store.markTaken(packageIds, deliveryId);
   if (await store.isReleased(deliveryId)) {
     await undo(store, deliveryId, packageIds);
     return released(deliveryId);
+  }
+  if (notHeld.length > 0) {
+    // Found held by this delivery ('already'), then given back by a run of the same assign
+    // that met a package another delivery held (a retry while the first run still went on):
+    // that run was refused, and so is this one, rather than answer packages it does not hold.
+    // What this run took and marked is given back as the release of a late assign gives it.
+    await undo(store, deliveryId, packageIds);
+    return {
+      outcome: 'refused',
+      refused: notHeld.map((id) => ({
+        field: `packagesId.${packageIds.indexOf(id)}`,
+        message: `package ${id} is not available`,
+      })),
+    };
   }
   return { outcome: 'assigned' };
 }

@@ -478,12 +478,15 @@ export class PackageStore {
    * mark said: a mark follows the claim, so a delivery whose claim a release dropped meanwhile
    * does not mark, and the next taker marks over what it left.
    */
-  async markTaken(packageIds: string[], deliveryId: string): Promise<void> {
-    await Promise.all(
+  async markTaken(packageIds: string[], deliveryId: string): Promise<string[]> {
+    const notHeld = await Promise.all(
       packageIds.map(async (_id) => {
-        if ((await this.holderOf(_id)) === deliveryId) await this.markAs(_id, deliveryId);
+        if ((await this.holderOf(_id)) !== deliveryId) return [_id];
+        await this.markAs(_id, deliveryId);
+        return [];
       }),
     );
+    return notHeld.flat();
   }
 
   /** Who holds the package's claim: a delivery id, DELETED, or null for nobody. */

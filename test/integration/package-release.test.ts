@@ -171,9 +171,13 @@ async function lateAssign(
   between: (mark: () => Promise<void>) => Promise<void>,
 ) {
   const markTaken = store.markTaken.bind(store);
-  const spy = jest
-    .spyOn(store, 'markTaken')
-    .mockImplementationOnce((ids, deliveryId) => between(() => markTaken(ids, deliveryId)));
+  const spy = jest.spyOn(store, 'markTaken').mockImplementationOnce(async (ids, deliveryId) => {
+    let notHeld: string[] = [];
+    await between(async () => {
+      notHeld = await markTaken(ids, deliveryId);
+    });
+    return notHeld;
+  });
   try {
     return await assign(userId, late, [a]);
   } finally {
@@ -501,6 +505,43 @@ it('keeps the mark, and not the edit, of a package a delivery takes while it is 
     expect(stored.description).toBe(original.description);
   }
   expect(await openIds(userId)).toEqual([]);
+});
+
+it('refuses a retried assign whose first run, still going, gave back a package it found taken', async () => {
+  const userId = randomUUID();
+  const [p1, p2] = [await save(userId), await save(userId)];
+  const [other, delivery] = [randomUUID(), randomUUID()];
+  expect(await assign(userId, other, [p2])).toBe('assigned');
+  // The first run of the delivery's assign claims p1...
+  expect(await store.claim(p1, userId, delivery)).toBe('taken');
+  // ...and its retry finds p1 already the delivery's, then waits before p2.
+  const claim = store.claim.bind(store);
+  let reached!: () => void;
+  const atP2 = new Promise<void>((resolve) => (reached = resolve));
+  let goOn!: () => void;
+  const proceed = new Promise<void>((resolve) => (goOn = resolve));
+  const spy = jest.spyOn(store, 'claim').mockImplementation(async (id, owner, holder) => {
+    if (id === p2) {
+      reached();
+      await proceed;
+    }
+    return claim(id, owner, holder);
+  });
+  try {
+    const retry = assign(userId, delivery, [p1, p2]);
+    await atP2;
+    // The first run meets p2 with the other delivery, is refused and gives p1 back; the other
+    // delivery is cancelled and gives p2 back.
+    await store.dropClaims([p1], delivery);
+    expect(await release(other)).toBe(1);
+    goOn();
+    expect(await retry).toBe('refused');
+  } finally {
+    spy.mockRestore();
+  }
+  expect(await store.holderOf(p1)).toBeNull();
+  expect(await store.holderOf(p2)).toBeNull();
+  expect(await openIds(userId)).toEqual([p1, p2].sort());
 });
 
 it('prices a delivery on the package as it stands once an edit it refused has put it back', async () => {
