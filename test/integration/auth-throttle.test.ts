@@ -8,6 +8,16 @@ const iso = isolation();
 let node: NodeProcess;
 const LIMIT = 4;
 const PAGE_LIMIT = 5;
+/**
+ * A gateway throttling at LIMIT failures a minute, trusting one proxy hop, keeping answers of
+ * keys `apiKeyCacheSeconds`.
+ */
+const throttled = (apiKeyCacheSeconds: string) => ({
+  AUTH_FAILURE_LIMIT: String(LIMIT),
+  AUTH_FAILURE_WINDOW_SECONDS: '60',
+  TRUST_PROXY_HOPS: '1',
+  API_KEY_CACHE_SECONDS: apiKeyCacheSeconds,
+});
 const THROTTLED = /^Too many failed authentications from your address; retry in \d+ seconds/;
 
 beforeAll(async () => {
@@ -17,13 +27,7 @@ beforeAll(async () => {
   node = await startNode({
     services: 'all',
     iso,
-    env: {
-      AUTH_FAILURE_LIMIT: String(LIMIT),
-      AUTH_FAILURE_WINDOW_SECONDS: '60',
-      TRUST_PROXY_HOPS: '1',
-      API_KEY_CACHE_SECONDS: '0',
-      PAGE_REQUEST_LIMIT: String(PAGE_LIMIT),
-    },
+    env: { ...throttled('0'), PAGE_REQUEST_LIMIT: String(PAGE_LIMIT) },
   });
 });
 
@@ -348,12 +352,7 @@ describe('lookups that fail (the account service away)', () => {
     lonely = await startNode({
       services: 'gateway',
       iso: lonelyIso,
-      env: {
-        AUTH_FAILURE_LIMIT: String(LIMIT),
-        AUTH_FAILURE_WINDOW_SECONDS: '60',
-        TRUST_PROXY_HOPS: '1',
-        API_KEY_CACHE_SECONDS: '0',
-      },
+      env: throttled('0'),
     });
   });
 
@@ -378,12 +377,7 @@ describe('API keys refused lately, sent again (refusals cached)', () => {
     caching = await startNode({
       services: 'all',
       iso: cachingIso,
-      env: {
-        AUTH_FAILURE_LIMIT: String(LIMIT),
-        AUTH_FAILURE_WINDOW_SECONDS: '60',
-        TRUST_PROXY_HOPS: '1',
-        API_KEY_CACHE_SECONDS: '60',
-      },
+      env: throttled('60'),
     });
   });
 
