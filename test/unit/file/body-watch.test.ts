@@ -21,6 +21,16 @@ function watched(minBytesPerWindow?: number) {
   return { source, watch, errors };
 }
 
+/** Writes `bytes` to `source` every half idle window, `times` times. */
+async function everyHalfWindow(source: PassThrough, bytes: number, times: number) {
+  for (let i = 0; i < times; i++) {
+    source.write(Buffer.alloc(bytes));
+    await settle();
+    jest.advanceTimersByTime(IDLE / 2);
+    await settle();
+  }
+}
+
 describe('BodyWatch', () => {
   it('passes a body that keeps coming, and stays quiet after its end', async () => {
     const { source, watch, errors } = watched();
@@ -85,12 +95,7 @@ describe('BodyWatch', () => {
   it('aborts with 408 a body that trickles in for longer than deadlineMs', async () => {
     const { source, watch, errors } = watched();
     watch.resume();
-    for (let elapsed = 0; elapsed < DEADLINE; elapsed += IDLE / 2) {
-      source.write(Buffer.alloc(10));
-      await settle();
-      jest.advanceTimersByTime(IDLE / 2);
-    }
-    await settle();
+    await everyHalfWindow(source, 10, (2 * DEADLINE) / IDLE);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatchObject({
       code: 408,
@@ -103,19 +108,9 @@ describe('BodyWatch', () => {
     const { source, watch, errors } = watched(KB);
     watch.resume();
     // Enough in the first window; then a byte every half window, which no idle timer catches.
-    for (let i = 0; i < 2; i++) {
-      source.write(Buffer.alloc(KB / 2));
-      await settle();
-      jest.advanceTimersByTime(IDLE / 2);
-      await settle();
-    }
+    await everyHalfWindow(source, KB / 2, 2);
     expect(errors).toEqual([]);
-    for (let i = 0; i < 2; i++) {
-      source.write(Buffer.alloc(1));
-      await settle();
-      jest.advanceTimersByTime(IDLE / 2);
-      await settle();
-    }
+    await everyHalfWindow(source, 1, 2);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatchObject({
       code: 408,
