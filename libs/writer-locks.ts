@@ -133,15 +133,15 @@ export class WriterLocks {
   /**
    * Waits until no writer holds `id` (a lock past its lease is a stopped writer's, and holds
    * nothing): for a reader that must not read the document in the middle of a change, such as
-   * a change it is about to undo. Refused (409, `changeUnderWay`) when one held it all the wait.
+   * a change it is about to undo. False when one held it all the wait (`waitMs`).
    */
-  async awaitFree(id: string): Promise<void> {
+  async awaitFree(id: string): Promise<boolean> {
     const { Lock } = this.models();
     const until = Date.now() + this.waitMs;
     for (;;) {
       const held = await Lock.findById(id).lean<LockRecord>();
-      if (!held || Date.now() - held.at.getTime() >= this.leaseMs) return;
-      if (Date.now() >= until) throw changeUnderWay(`${this.noun} ${id}`);
+      if (!held || Date.now() - held.at.getTime() >= this.leaseMs) return true;
+      if (Date.now() >= until) return false;
       await sleep(LOCK_POLL_MS);
     }
   }

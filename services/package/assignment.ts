@@ -1,5 +1,5 @@
 import { runPass, type BackfillPass } from '../../libs/backfills';
-import { serviceBusy, type FieldError } from '../../libs/errors';
+import { conflict, serviceBusy, type FieldError } from '../../libs/errors';
 import { DELETED, OLDER_CLAIMS_RECORDED, type PackageRecord, type PackageStore } from './store';
 
 /** What `package.assign` made of a delivery's request for packages. */
@@ -31,6 +31,9 @@ export async function assignPackages(
       message: `Delivery ${deliveryId} was given another selection of packages; it cannot take others`,
     };
   }
+  // Decided by an earlier run: answered alike, and nothing is taken again.
+  const decided = await store.assignOutcome(deliveryId);
+  if (decided) return decided;
   const taken: string[] = [];
   const refused: FieldError[] = [];
   for (const [i, id] of packageIds.entries()) {
@@ -42,29 +45,35 @@ export async function assignPackages(
     }
   }
   if (refused.length > 0) {
-    await store.dropClaims(taken, deliveryId);
-    return { outcome: 'refused', refused };
+    // Decided before anything is given back: a run that decided first that the delivery holds
+    // every package is followed, its claims left alone.
+    const outcome = await store.decideAssign(deliveryId, { outcome: 'refused', refused });
+    if (outcome.outcome === 'refused') await store.dropClaims(taken, deliveryId);
+    return outcome;
   }
   const notHeld = await store.markTaken(packageIds, deliveryId);
   if (await store.isReleased(deliveryId)) {
     await undo(store, deliveryId, packageIds);
     return released(deliveryId);
   }
-  if (notHeld.length > 0) {
-    // Found held by this delivery ('already'), then given back by a run of the same assign
-    // that met a package another delivery held (a retry while the first run still went on):
-    // that run was refused, and so is this one, rather than answer packages it does not hold.
-    // What this run took and marked is given back as the release of a late assign gives it.
-    await undo(store, deliveryId, packageIds);
-    return {
-      outcome: 'refused',
-      refused: notHeld.map((id) => ({
-        field: `packagesId.${packageIds.indexOf(id)}`,
-        message: `package ${id} is not available`,
-      })),
-    };
-  }
-  return { outcome: 'assigned' };
+  // A package found the delivery's ('already') and given back since by another run of this
+  // assign, refused (a retry beside its first run): refused as it was. And whatever this run
+  // wants, a run that decided first is followed: refused, what this one took and marked is
+  // given back as the release of a late assign gives it.
+  const outcome = await store.decideAssign(
+    deliveryId,
+    notHeld.length === 0
+      ? { outcome: 'assigned' }
+      : {
+          outcome: 'refused',
+          refused: notHeld.map((id) => ({
+            field: `packagesId.${packageIds.indexOf(id)}`,
+            message: `package ${id} is not available`,
+          })),
+        },
+  );
+  if (outcome.outcome === 'refused') await undo(store, deliveryId, packageIds);
+  return outcome;
 }
 
 /**
@@ -78,7 +87,14 @@ export async function heldPackages(
   store: PackageStore,
   packageIds: string[],
 ): Promise<PackageRecord[]> {
-  await Promise.all(packageIds.map((id) => store.edits.awaitFree(id)));
+  const free = await Promise.all(packageIds.map((id) => store.edits.awaitFree(id)));
+  const edited = packageIds.find((_, i) => !free[i]);
+  if (edited) {
+    // A refusal: the delivery's request is undone and its packages given back at once.
+    throw conflict(
+      `Package ${edited} is being edited by its owner; send the request again in a few seconds (with a new Idempotency-Key if you sent one)`,
+    );
+  }
   const held = await store.findHeld(packageIds);
   return packageIds.map((id) => held.get(id) as PackageRecord);
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
+import type { FieldError } from '../../libs/errors';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import {
@@ -112,6 +113,24 @@ const selectionSchema = new Schema(
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
 
+/**
+ * What a delivery's `package.assign` answered, `_id` the delivery id: decided once, by the first
+ * run to insert it, before it acts on it (gives its claims back, or answers that it holds them).
+ * Runs of one assign at once (a retry beside its first run) then answer alike: one run holding
+ * every package while another gives one back could answer `assigned` with a package unclaimed.
+ */
+const assignOutcomeSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    outcome: { type: String, required: true, enum: ['assigned', 'refused'] },
+    refused: { type: [{ _id: false, field: String, message: String }], default: [] },
+    at: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
+export type AssignOutcome = { outcome: 'assigned' } | { outcome: 'refused'; refused: FieldError[] };
+
 export const DELETED = 'deleted';
 
 /** A package a delivery gives back, and which take of it that ends (its list entry's tag). */
@@ -130,6 +149,11 @@ export function definePackageModels(connection: Connection) {
     Package: connection.model('Package', packageSchema, 'packages'),
     Claim: connection.model('PackageClaim', claimSchema, 'package_claims'),
     Selection: connection.model('PackageSelection', selectionSchema, 'package_selections'),
+    AssignOutcome: connection.model(
+      'PackageAssignOutcome',
+      assignOutcomeSchema,
+      'package_assign_outcomes',
+    ),
     OlderClaimHolder: connection.model(
       'PackageOlderClaimHolder',
       olderClaimHolderSchema,
@@ -193,6 +217,10 @@ export class PackageStore {
     return this.models().Selection;
   }
 
+  private get AssignOutcome() {
+    return this.models().AssignOutcome;
+  }
+
   /**
    * Records the packages a delivery asks for, before it claims any (a retry finds the first
    * record). 'other' when the delivery recorded a selection without some of these (it must not
@@ -209,6 +237,33 @@ export class PackageStore {
     if (selection?.released) return 'released';
     const recorded = new Set(selection?.packageIds);
     return packageIds.every((id) => recorded.has(id)) ? 'recorded' : 'other';
+  }
+
+  /** The outcome a run of the delivery's assign decided, if one did (`decideAssign`). */
+  async assignOutcome(deliveryId: string): Promise<AssignOutcome | null> {
+    const stored = await this.AssignOutcome.findById(deliveryId).lean();
+    if (!stored) return null;
+    return stored.outcome === 'assigned'
+      ? { outcome: 'assigned' }
+      : {
+          outcome: 'refused',
+          refused: stored.refused.map((error: { field?: unknown; message?: unknown }) => ({
+            field: String(error.field),
+            message: String(error.message),
+          })),
+        };
+  }
+
+  /** Decides the delivery's assign as `wanted` unless a run decided first: the one that stands. */
+  async decideAssign(deliveryId: string, wanted: AssignOutcome): Promise<AssignOutcome> {
+    const record = {
+      _id: deliveryId,
+      outcome: wanted.outcome,
+      refused: wanted.outcome === 'refused' ? wanted.refused : [],
+      at: new Date(),
+    };
+    if (await insertOnce(() => this.AssignOutcome.create(record))) return wanted;
+    return (await this.assignOutcome(deliveryId)) ?? wanted;
   }
 
   /** Closes the delivery's selection to assigns, recording an empty one if it has none. */

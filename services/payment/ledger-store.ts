@@ -647,8 +647,13 @@ export class LedgerStore {
             : { $set: { settledAt: new Date() } },
         );
       } catch (err) {
-        // One mark that cannot be repaired (a 409 on its refund's reference) holds up no other.
+        // One mark that cannot be repaired (a 409 on its refund's reference) holds up no other,
+        // and is tried again a minute later, not at every sweep of every replica.
         options.onError?.(mark._id, err);
+        await this.m.GivenUp.updateOne(
+          { _id: mark._id },
+          { $set: { recheckAt: new Date(Date.now() + GIVEN_UP_RECHECK_MS) } },
+        ).catch(() => undefined);
       }
     }
     return givenBack;

@@ -403,8 +403,12 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
         replica.repairGivenUp({ onError: (reference) => failures.push(reference) }),
       ),
     );
-    expect(failures).toEqual([blocked.reference, blocked.reference, blocked.reference]);
-    expect((await db.models.GivenUp.findById(blocked.reference).lean())?.settledAt).toBeNull();
+    // Each replica that read it before another set its next look fails on it, a minute apart.
+    expect(failures.length).toBeGreaterThan(0);
+    expect(new Set(failures)).toEqual(new Set([blocked.reference]));
+    const blockedMark = await db.models.GivenUp.findById(blocked.reference).lean();
+    expect(blockedMark?.settledAt).toBeNull();
+    expect(blockedMark?.recheckAt?.getTime()).toBeGreaterThan(Date.now() + 30_000);
     for (const kept of [{ walletId, reference }, legacy]) {
       const entries = await entriesOf(kept.walletId);
       expect(entries.map((e) => [e.type, e.reference])).toEqual([

@@ -13,6 +13,7 @@ import {
   PackageStore,
   definePackageModels,
 } from '../../services/package/store';
+import { WriterLocks } from '../../libs/writer-locks';
 import { STORED_PACKAGE, useStoreDatabase } from '../support/store-database';
 
 /**
@@ -507,14 +508,17 @@ it('keeps the mark, and not the edit, of a package a delivery takes while it is 
   expect(await openIds(userId)).toEqual([]);
 });
 
-it('refuses a retried assign whose first run, still going, gave back a package it found taken', async () => {
+/**
+ * A delivery's assign whose retry runs beside its first run: the first claims p1 and meets p2
+ * with another delivery; the retry finds p1 already the delivery's and waits before p2 until
+ * `between` has played the first run's refusal and the other delivery's release of p2.
+ */
+async function retryBesideFirstRun(between: (delivery: string, p1: string) => Promise<void>) {
   const userId = randomUUID();
   const [p1, p2] = [await save(userId), await save(userId)];
   const [other, delivery] = [randomUUID(), randomUUID()];
   expect(await assign(userId, other, [p2])).toBe('assigned');
-  // The first run of the delivery's assign claims p1...
   expect(await store.claim(p1, userId, delivery)).toBe('taken');
-  // ...and its retry finds p1 already the delivery's, then waits before p2.
   const claim = store.claim.bind(store);
   let reached!: () => void;
   const atP2 = new Promise<void>((resolve) => (reached = resolve));
@@ -527,21 +531,76 @@ it('refuses a retried assign whose first run, still going, gave back a package i
     }
     return claim(id, owner, holder);
   });
+  let retried: string;
   try {
     const retry = assign(userId, delivery, [p1, p2]);
     await atP2;
-    // The first run meets p2 with the other delivery, is refused and gives p1 back; the other
-    // delivery is cancelled and gives p2 back.
-    await store.dropClaims([p1], delivery);
+    await between(delivery, p1);
     expect(await release(other)).toBe(1);
     goOn();
-    expect(await retry).toBe('refused');
+    retried = await retry;
   } finally {
     spy.mockRestore();
   }
-  expect(await store.holderOf(p1)).toBeNull();
-  expect(await store.holderOf(p2)).toBeNull();
-  expect(await openIds(userId)).toEqual([p1, p2].sort());
+  return { userId, p1, p2, delivery, retried };
+}
+
+/** The first run's refusal, decided before it gives anything back. */
+const firstRunRefuses = (delivery: string) =>
+  store.decideAssign(delivery, {
+    outcome: 'refused',
+    refused: [{ field: 'packagesId.1', message: 'package is not available' }],
+  });
+
+it.each([
+  ['after the first run gave p1 back', true],
+  ['before the first run gave p1 back', false],
+])(
+  'refuses a retried assign beside its refused first run, the retry marking %s',
+  async (_when, droppedFirst) => {
+    const { userId, p1, p2, delivery, retried } = await retryBesideFirstRun(async (d, p) => {
+      await firstRunRefuses(d);
+      if (droppedFirst) await store.dropClaims([p], d);
+    });
+    expect(retried).toBe('refused');
+    // The first run's drop, when it comes after: nothing is left to give back.
+    await store.dropClaims([p1], delivery);
+    expect(await store.holderOf(p1)).toBeNull();
+    expect(await store.holderOf(p2)).toBeNull();
+    expect(await openIds(userId)).toEqual([p1, p2].sort());
+    // Decided: a later run answers the same, taking nothing.
+    expect(await assign(userId, delivery, [p1, p2])).toBe('refused');
+    expect(await store.holderOf(p1)).toBeNull();
+  },
+);
+
+it('answers assigned to a first run whose refusal comes after its retry decided it holds every package', async () => {
+  const { userId, p1, p2, delivery, retried } = await retryBesideFirstRun(async () => undefined);
+  expect(retried).toBe('assigned');
+  // The first run, refusing late, follows the retry, and gives nothing back.
+  expect((await firstRunRefuses(delivery)).outcome).toBe('assigned');
+  expect(await store.holderOf(p1)).toBe(delivery);
+  expect(await store.holderOf(p2)).toBe(delivery);
+  expect(await openIds(userId)).toEqual([]);
+});
+
+it('waits out an edit, or a lock past its lease, before reading a taken package', async () => {
+  const userId = randomUUID();
+  const packageId = await save(userId);
+  const locks = WriterLocks.named(() => db.models, 'PackageEdit', 'Package', {
+    waitMs: 200,
+    leaseMs: 60_000,
+  });
+  const token = await locks.acquire(packageId);
+  expect(await locks.awaitFree(packageId)).toBe(false);
+  // Its writer stopped long ago: the lock holds nothing.
+  await db.models.PackageEditLock.updateOne(
+    { _id: packageId },
+    { $set: { at: new Date(Date.now() - 61_000) } },
+  );
+  expect(await locks.awaitFree(packageId)).toBe(true);
+  await locks.release(packageId, token as string);
+  expect(await locks.awaitFree(packageId)).toBe(true);
 });
 
 it('prices a delivery on the package as it stands once an edit it refused has put it back', async () => {
