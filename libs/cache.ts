@@ -40,8 +40,7 @@ class LoadOrder {
 export class CachedValue<T> {
   private value: { loadedAt: number; data: T } | undefined;
   /** The last value kept, even after it expired or was invalidated: the fallback of a failure. */
-  private lastKept: T | undefined;
-  private hasLastKept = false;
+  private lastKept: { data: T } | undefined;
   private readonly order = new LoadOrder();
   /** The load under way that callers join; dropped by an invalidation, which needs a new one. */
   private inFlight: Promise<T> | undefined;
@@ -84,14 +83,13 @@ export class CachedValue<T> {
     try {
       data = await this.load();
     } catch (err) {
-      if (!staleOnFailure || !this.hasLastKept) throw err;
+      if (!staleOnFailure || !this.lastKept) throw err;
       this.onStale(err);
-      return this.lastKept as T;
+      return this.lastKept.data;
     }
     if (this.order.keep(load)) {
       this.value = { loadedAt: Date.now(), data };
-      this.lastKept = data;
-      this.hasLastKept = true;
+      this.lastKept = { data };
     }
     return data;
   }

@@ -30,6 +30,24 @@ export async function insertOnce(write: () => Promise<unknown>): Promise<boolean
 }
 
 /**
+ * Inserts `record` unless a document already has its `_id` (decision 16: the insert decides):
+ * the document that stands, and whether it is this one.
+ */
+export async function claimById<T extends { _id: string }>(
+  model: {
+    create(doc: NoInfer<T>): Promise<unknown>;
+    findById(id: string): { lean<R>(): PromiseLike<R | null> };
+  },
+  record: T,
+  what: string,
+): Promise<{ standing: T; won: boolean }> {
+  if (await insertOnce(() => model.create(record))) return { standing: record, won: true };
+  const earlier = await model.findById(record._id).lean<T>();
+  if (!earlier) throw new Error(`${what} ${record._id} is claimed but cannot be read`);
+  return { standing: earlier, won: false };
+}
+
+/**
  * How long a call that claimed a claim's end keeps every other caller from it (`claimEnd`): far
  * longer than the one delete it covers, so that only a caller stopped before it is taken over.
  */

@@ -10,6 +10,12 @@ export type Assignment =
   /** Some packages cannot be taken: none is. */
   | { outcome: 'refused'; refused: FieldError[] };
 
+/** The refusal of the `i`-th package of a selection, which the delivery cannot take. */
+const unavailable = (i: number, id: string): FieldError => ({
+  field: `packagesId.${i}`,
+  message: `package ${id} is not available`,
+});
+
 /**
  * Gives the packages to a delivery, each by inserting its claim, so two deliveries can never
  * both take a package; all or none, and again as often as asked. The selection is recorded
@@ -41,7 +47,7 @@ export async function assignPackages(
     const outcome = usable ? await store.claim(id, userId, deliveryId) : DELETED;
     if (outcome === 'taken') taken.push(id);
     else if (outcome !== 'already') {
-      refused.push({ field: `packagesId.${i}`, message: `package ${id} is not available` });
+      refused.push(unavailable(i, id));
     }
   }
   if (refused.length > 0) {
@@ -66,10 +72,7 @@ export async function assignPackages(
       ? { outcome: 'assigned' }
       : {
           outcome: 'refused',
-          refused: notHeld.map((id) => ({
-            field: `packagesId.${packageIds.indexOf(id)}`,
-            message: `package ${id} is not available`,
-          })),
+          refused: notHeld.map((id) => unavailable(packageIds.indexOf(id), id)),
         },
   );
   if (outcome.outcome === 'refused') await undo(store, deliveryId, packageIds);

@@ -4,6 +4,7 @@ import type { FieldError } from '../../libs/errors';
 import { PACKAGE_SIZES } from '../../libs/contracts/package';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import {
+  claimById,
   claimEnd,
   defineClaimEndModel,
   findByIdWhere,
@@ -131,6 +132,18 @@ const assignOutcomeSchema = new Schema(
 
 export type AssignOutcome = { outcome: 'assigned' } | { outcome: 'refused'; refused: FieldError[] };
 
+interface AssignOutcomeRecord {
+  _id: string;
+  outcome: AssignOutcome['outcome'];
+  refused: FieldError[];
+  at: Date;
+}
+
+const toAssignOutcome = ({ outcome, refused }: AssignOutcomeRecord): AssignOutcome =>
+  outcome === 'assigned'
+    ? { outcome }
+    : { outcome, refused: refused.map(({ field, message }) => ({ field, message })) };
+
 export const DELETED = 'deleted';
 
 /** A package a delivery gives back, and which take of it that ends (its list entry's tag). */
@@ -241,29 +254,20 @@ export class PackageStore {
 
   /** The outcome a run of the delivery's assign decided, if one did (`decideAssign`). */
   async assignOutcome(deliveryId: string): Promise<AssignOutcome | null> {
-    const stored = await this.AssignOutcome.findById(deliveryId).lean();
-    if (!stored) return null;
-    return stored.outcome === 'assigned'
-      ? { outcome: 'assigned' }
-      : {
-          outcome: 'refused',
-          refused: stored.refused.map((error: { field?: unknown; message?: unknown }) => ({
-            field: String(error.field),
-            message: String(error.message),
-          })),
-        };
+    const stored = await this.AssignOutcome.findById(deliveryId).lean<AssignOutcomeRecord>();
+    return stored ? toAssignOutcome(stored) : null;
   }
 
   /** Decides the delivery's assign as `wanted` unless a run decided first: the one that stands. */
   async decideAssign(deliveryId: string, wanted: AssignOutcome): Promise<AssignOutcome> {
-    const record = {
+    const record: AssignOutcomeRecord = {
       _id: deliveryId,
       outcome: wanted.outcome,
       refused: wanted.outcome === 'refused' ? wanted.refused : [],
       at: new Date(),
     };
-    if (await insertOnce(() => this.AssignOutcome.create(record))) return wanted;
-    return (await this.assignOutcome(deliveryId)) ?? wanted;
+    const { standing } = await claimById(this.AssignOutcome, record, 'package assign outcome');
+    return toAssignOutcome(standing);
   }
 
   /** Closes the delivery's selection to assigns, recording an empty one if it has none. */

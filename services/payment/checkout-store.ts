@@ -1,7 +1,7 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { conflict } from '../../libs/errors';
-import { insertOnce } from '../../libs/mongo';
+import { claimById, insertOnce } from '../../libs/mongo';
 import type { DecidedStatus, OutcomeEvent } from './checkout';
 
 const PURPOSE_KINDS: CheckoutPurpose['kind'][] = ['DELIVERY', 'WALLET_FUNDING'];
@@ -214,24 +214,6 @@ export function defineCheckoutModels(connection: Connection) {
 }
 
 export type CheckoutModels = ReturnType<typeof defineCheckoutModels>;
-
-/**
- * Inserts `record` unless a document already has its `_id` (decision 16: the insert decides):
- * the document that stands, and whether it is this one.
- */
-async function claimById<T extends { _id: string }>(
-  model: {
-    create(doc: NoInfer<T>): Promise<unknown>;
-    findById(id: string): { lean<R>(): PromiseLike<R | null> };
-  },
-  record: T,
-  what: string,
-): Promise<{ standing: T; won: boolean }> {
-  if (await insertOnce(() => model.create(record))) return { standing: record, won: true };
-  const earlier = await model.findById(record._id).lean<T>();
-  if (!earlier) throw new Error(`${what} ${record._id} is claimed but cannot be read`);
-  return { standing: earlier, won: false };
-}
 
 const samePurpose = (a: CheckoutPurpose, b: CheckoutPurpose) => a.kind === b.kind && a.id === b.id;
 

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Route } from '../../libs/contracts/geo';
+import type { GeoPoint } from '../../libs/geodesy';
 import { QUOTE_ID } from '../../libs/contracts/pricing';
 
 /**
@@ -15,15 +16,10 @@ export interface QuoteClaims {
   expiresAt: number;
   /** The fleet type priced: the ETA of the held distance is at its speed. */
   fleetTypeId: string;
-  origin: Point;
-  destination: Point;
+  origin: GeoPoint;
+  destination: GeoPoint;
   distance: Route['distance'];
   totalKobo: number;
-}
-
-interface Point {
-  lat: number;
-  lon: number;
 }
 
 const VERSION = QUOTE_ID.version;
@@ -107,7 +103,7 @@ export function readQuote(
   return { ok: true, claims };
 }
 
-const samePoint = (a: Point, b: Point) => a.lat === b.lat && a.lon === b.lon;
+const samePoint = (a: GeoPoint, b: GeoPoint) => a.lat === b.lat && a.lon === b.lon;
 
 /**
  * The route a quoted request is priced on: the quote's distance and ETA when both ends
