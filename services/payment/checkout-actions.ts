@@ -672,13 +672,14 @@ export class Checkouts {
     if (!opened) return this.store.lateChecked(entry._id, entry.checks, null);
     const { providerReference } = opened;
     const verified = await this.deps.provider.verify(providerReference);
-    const mismatch = verified && verificationMismatch(session, verified);
-    if (verified && mismatch === null) {
+    // Read as the expiry reads it; a charge still under way waits for the next check.
+    const verdict = expiryVerdict(session, verified, new Date(), this.recheckMs);
+    if ('pay' in verdict) {
       await this.confirmPayment(session, { source: 'sweep', providerReference });
       return this.store.lateChecked(entry._id, entry.checks, null);
     }
-    if (verified?.status === 'success' && mismatch) {
-      await this.uncredited(session, providerReference, mismatch);
+    if ('expire' in verdict && verdict.uncredited) {
+      await this.uncredited(session, providerReference, verdict.uncredited);
       return this.store.lateChecked(entry._id, entry.checks, null);
     }
     const checks = entry.checks + 1;
@@ -696,22 +697,6 @@ export class Checkouts {
     if (!(await this.store.isPending(session._id))) return false;
     await this.send(session, expired, async () => {});
     return true;
-  }
-
-  /** Runs the sweep every PAYMENT_SWEEP_INTERVAL_MS; the returned function stops it. */
-  startSweeping(): () => void {
-    let running = false;
-    const timer = setInterval(() => {
-      if (running) return;
-      running = true;
-      this.sweep()
-        .catch((err: unknown) =>
-          this.deps.logger().warn('checkout sweep failed; the next one retries', { err }),
-        )
-        .finally(() => (running = false));
-    }, this.deps.config.sweepIntervalMs);
-    timer.unref();
-    return () => clearInterval(timer);
   }
 }
 

@@ -633,10 +633,13 @@ export class LedgerStore {
   ): Promise<number> {
     let givenBack = 0;
     const now = Date.now();
-    for await (const mark of this.m.GivenUp.find({ settledAt: null }).lean().cursor()) {
+    // A mark not settled yet is looked at again only once its recheck is due, not at every sweep.
+    const due = {
+      settledAt: null,
+      $or: [{ recheckAt: null }, { recheckAt: { $lte: new Date(now) } }],
+    };
+    for await (const mark of this.m.GivenUp.find(due).lean().cursor()) {
       if (options.stopping?.()) break;
-      // A debit not written yet is looked for again only now and then, not at every sweep.
-      if (mark.recheckAt && mark.recheckAt.getTime() > now) continue;
       try {
         const outcome = await this.turns.run(mark.walletId, () => this.repairOne(mark));
         if (outcome === 'given back') givenBack += 1;

@@ -54,9 +54,8 @@ export function createPaymentService(config: Config): ServiceDefinition {
     broadcaster: () => broker,
     logger: () => logger,
   });
-  let stopSweeping: (() => void) | undefined;
-  /** Debits given up by their refunds and still taken, given back (decision 115). */
-  let ledgerRepairs: Periodic | undefined;
+  /** The checkout sweep, and the repair of debits given up and still taken (decision 121). */
+  let sweeps: Periodic[] = [];
 
   return {
     name: 'payment',
@@ -68,12 +67,17 @@ export function createPaymentService(config: Config): ServiceDefinition {
     // After the mixin's started(): the database is connected.
     started() {
       if (!config.background) return;
-      stopSweeping = checkouts.startSweeping();
-      ledgerRepairs = new Periodic(
-        config.payment.sweepIntervalMs,
+      const every = config.payment.sweepIntervalMs;
+      const checkoutSweep = new Periodic(
+        every,
+        () => checkouts.sweep(),
+        (err) => logger.warn('checkout sweep failed; the next one retries', { err }),
+      );
+      const ledgerRepairs: Periodic = new Periodic(
+        every,
         async () => {
           const givenBack = await ledger.repairGivenUp({
-            stopping: () => ledgerRepairs?.stopping === true,
+            stopping: () => ledgerRepairs.stopping,
             onError: (reference, err) =>
               logger.warn('debit given up not repaired; the next sweep retries', {
                 reference,
@@ -88,11 +92,11 @@ export function createPaymentService(config: Config): ServiceDefinition {
         },
         (err) => logger.warn('ledger repair failed; the next sweep retries', { err }),
       );
-      ledgerRepairs.start();
+      sweeps = [checkoutSweep, ledgerRepairs];
+      for (const sweep of sweeps) sweep.start();
     },
     async stopped() {
-      stopSweeping?.();
-      await ledgerRepairs?.stop();
+      await Promise.all(sweeps.map((sweep) => sweep.stop()));
     },
     actions: {
       wallet: action({
