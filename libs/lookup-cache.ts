@@ -156,12 +156,19 @@ export class LookupCache<V> {
   }
 
   /**
-   * Whether `key` was refused by a lookup lately (its refusal still cached): a repeat of a
-   * credential already refused, which tells a failed-authentication count nothing new.
+   * `get`, with what to refuse the answer by: `refusal(err)` marks `err` as a repeat when `key`
+   * was refused by a lookup lately (its refusal still cached), a credential already refused,
+   * which tells a failed-authentication count nothing new (`isRepeatedRefusal`).
    */
-  refusedLately(key: string): boolean {
+  async answer(
+    key: string,
+    beforeLookup?: BeforeLookup,
+  ): Promise<{ value: V | null; refusal: <E extends object>(err: E) => E }> {
+    // Read first: the answer below may be the cached refusal this names.
     const refused = this.refused.get(key);
-    return refused !== undefined && refused.expiresAt > this.now();
+    const repeat = refused !== undefined && refused.expiresAt > this.now();
+    const value = await this.get(key, beforeLookup);
+    return { value, refusal: (err) => (repeat ? repeatedRefusal(err) : err) };
   }
 
   /** Drops a key, e.g. when its record changed, and disowns its lookups in flight. */
@@ -218,8 +225,8 @@ export class LookupCache<V> {
 /** Refusals of a credential refused lately, which the failed-authentication count skips. */
 const repeats = new WeakSet<object>();
 
-/** Marks `err` as the refusal of a credential refused lately (`refusedLately`). */
-export function repeatedRefusal<E extends object>(err: E): E {
+/** Marks `err` as the refusal of a credential refused lately (`answer`). */
+function repeatedRefusal<E extends object>(err: E): E {
   repeats.add(err);
   return err;
 }

@@ -5,7 +5,6 @@ import {
   AcceptedCredentials,
   DEFAULT_MAX_ENTRIES,
   LookupCache,
-  repeatedRefusal,
   type BeforeLookup,
 } from '../../libs/lookup-cache';
 
@@ -59,15 +58,10 @@ export class ApiKeyAuthenticator {
     const raw = Array.isArray(header) ? header[0] : header;
     const known = this.hashes.hashOf(raw);
     const hash = known ?? this.hashOf(raw);
-    // Read first: the answer below may be the cached refusal this read names.
-    const repeat = this.cache.refusedLately(hash);
-    const key = await this.cache.get(hash, beforeLookup);
-    const refuse = (message: string) => {
-      const refusal = unauthorized(message);
-      return repeat ? repeatedRefusal(refusal) : refusal;
-    };
-    if (!key) throw refuse('Unknown API key; check the key or create a new one');
-    if (key.revokedAt) throw refuse('This API key has been revoked; create a new one');
+    const { value: key, refusal } = await this.cache.answer(hash, beforeLookup);
+    if (!key) throw refusal(unauthorized('Unknown API key; check the key or create a new one'));
+    if (key.revokedAt)
+      throw refusal(unauthorized('This API key has been revoked; create a new one'));
     if (known === undefined && raw !== undefined) this.hashes.accepted(raw, hash);
     return key;
   }

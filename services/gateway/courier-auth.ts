@@ -4,12 +4,7 @@ import {
   parseCourierToken,
   type CourierAuth,
 } from '../../libs/contracts/matching';
-import {
-  AcceptedCredentials,
-  LookupCache,
-  repeatedRefusal,
-  type BeforeLookup,
-} from '../../libs/lookup-cache';
+import { AcceptedCredentials, LookupCache, type BeforeLookup } from '../../libs/lookup-cache';
 import { COURIER_TOKEN_REQUIRED } from '../../libs/service';
 
 export interface CourierTokenAuthOptions {
@@ -61,13 +56,8 @@ export class CourierTokenAuthenticator {
     const raw = Array.isArray(header) ? header[0] : header;
     const known = this.hashes.hashOf(raw);
     const hash = known ?? hashOfHeader(raw);
-    // Read first: the answer below may be the cached refusal this read names.
-    const repeat = this.cache.refusedLately(hash);
-    const courier = await this.cache.get(hash, beforeLookup);
-    if (!courier) {
-      const refusal = unauthorized(COURIER_TOKEN_MESSAGES.refused);
-      throw repeat ? repeatedRefusal(refusal) : refusal;
-    }
+    const { value: courier, refusal } = await this.cache.answer(hash, beforeLookup);
+    if (!courier) throw refusal(unauthorized(COURIER_TOKEN_MESSAGES.refused));
     if (known === undefined && raw !== undefined) this.hashes.accepted(raw, hash);
     return courier;
   }
