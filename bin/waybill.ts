@@ -265,7 +265,7 @@ program
 const payments = program
   .command('payments')
   .description(
-    'charges the provider took that no checkout credits: refund each at the provider, then settle it here',
+    'the payment provider’s money: charges no checkout credits (refund each at the provider, then settle it here), and refunds made there, taken back from wallets',
   );
 
 paged(
@@ -281,6 +281,25 @@ paged(
       limit: opts.limit,
       offset: opts.offset,
       ...(opts.unsettled ? { settled: false } : {}),
+    }),
+  ).then(print),
+);
+
+paged(
+  payments
+    .command('reversals')
+    .description(
+      'refunds made at the provider and what is taken back of each from the wallet its checkout credited, newest first',
+    )
+    .option('--open', 'only those still awaiting their credit or owed'),
+  'reversals',
+  { max: 200, byDefault: 50 },
+).action((opts: { open?: boolean; limit: number; offset: number }) =>
+  withWallets((broker) =>
+    broker.call('payment.listReversals', {
+      limit: opts.limit,
+      offset: opts.offset,
+      ...(opts.open ? { open: true } : {}),
     }),
   ).then(print),
 );

@@ -815,7 +815,7 @@ const declaredEnvSchema = Joi.object({
     .min(100)
     .default(10000)
     .description(
-      'How often the payment service expires checkouts, sends unacknowledged payment outcomes again, asks about expired checkouts due a late check and gives back debits their refunds gave up',
+      'How often the payment service expires checkouts, sends unacknowledged payment outcomes again, asks about expired checkouts due a late check, takes back what is still owed of refunds made at the provider and gives back debits their refunds gave up',
     ),
   PAYMENT_EVENT_RETRY_MS: Joi.number()
     .integer()

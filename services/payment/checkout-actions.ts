@@ -65,6 +65,7 @@ import type {
   SessionRecord,
 } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
+import { disputeNote, processedRefund, Reversals } from './reversals';
 
 /** The longest wait between two looks at a checkout whose charge is still under way. */
 const STILL_PAYING_RECHECK_MS = 5 * 60_000;
@@ -125,7 +126,12 @@ const startAnswer = (
  * acknowledges it, so a crash between payment and acknowledgement loses nothing.
  */
 export class Checkouts {
-  constructor(private readonly deps: CheckoutDeps) {}
+  /** Money the provider gave back to payers, taken back from the wallets it credited. */
+  private readonly reversals: Reversals;
+
+  constructor(private readonly deps: CheckoutDeps) {
+    this.reversals = new Reversals({ ...deps, recheckMs: deps.config.sweepIntervalMs });
+  }
 
   private get store() {
     return this.deps.store;
@@ -433,6 +439,14 @@ export class Checkouts {
     } catch {
       throw badRequest('The webhook body is not JSON');
     }
+    if (event?.event === 'refund.processed') return this.refunded(event.data);
+    if (typeof event?.event === 'string' && event.event.startsWith('charge.dispute.')) {
+      this.deps.logger().warn('a payer disputes a charge at the provider', {
+        event: event.event,
+        ...disputeNote(event.data),
+      });
+      return false;
+    }
     const paidReference = event?.data?.reference;
     if (event?.event !== 'charge.success' || typeof paidReference !== 'string') return false;
     const reference = checkoutOfAttempt(paidReference);
@@ -476,6 +490,24 @@ export class Checkouts {
       providerReference: paidReference,
     });
     return outcome.status === 'PAID' && outcome.source === 'paystack';
+  }
+
+  /**
+   * A `refund.processed`: taken back from the wallet its checkout credited (`Reversals`). One
+   * that cannot be read is acknowledged (sent again, it would read no better) and logged for an
+   * operator to look at.
+   */
+  private async refunded(data: unknown): Promise<boolean> {
+    const refund = processedRefund(data);
+    if ('unreadable' in refund) {
+      this.deps
+        .logger()
+        .error('a refund event of the provider cannot be read; nothing taken back', {
+          why: refund.unreadable,
+        });
+      return false;
+    }
+    return this.reversals.received(refund);
   }
 
   /**
@@ -559,7 +591,8 @@ export class Checkouts {
   /**
    * One sweep, safe in every replica at once (each outcome is claimed): sends the events not
    * acknowledged in time again, expires the sessions past their time (asking the provider
-   * first whether one was paid after all), then asks about expired ones whose late check is due.
+   * first whether one was paid after all), asks about expired ones whose late check is due,
+   * then takes back what is still owed of refunds made at the provider.
    */
   async sweep(): Promise<void> {
     const now = new Date();
@@ -592,6 +625,7 @@ export class Checkouts {
     await forEachAtOnce(late, EXPIRY_CHECKS_AT_ONCE, (entry) =>
       this.eachOnItsOwn(entry._id, () => this.checkLate(entry)),
     );
+    await this.reversals.sweep(SWEEP_BATCH);
   }
 
   /**
@@ -824,9 +858,9 @@ export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
         body: 'raw',
         headers: [SIGNATURE_HEADER],
         message: 'Event received',
-        summary: 'Paystack’s webhook: payment notifications',
+        summary: 'Paystack’s webhook: payments, refunds and disputes',
         description:
-          'For the payment provider only. The body must be signed: `x-paystack-signature` is the hex HMAC-SHA512 of the exact body under the secret key (401 otherwise). A `charge.success` is verified with the provider before it pays the checkout; a duplicate, another event, or a reference that is not ours answers 200 and changes nothing. A provider that cannot be reached for the verification gets a 5xx, and retries; so does one that does not report the charge settled yet (still under way, or unknown to it) for a checkout that has ended.',
+          'For the payment provider only. The body must be signed: `x-paystack-signature` is the hex HMAC-SHA512 of the exact body under the secret key (401 otherwise). A `charge.success` is verified with the provider before it pays the checkout; a duplicate, another event, or a reference that is not ours answers 200 and changes nothing. A provider that cannot be reached for the verification gets a 5xx, and retries; so does one that does not report the charge settled yet (still under way, or unknown to it) for a checkout that has ended. A `refund.processed` of a checkout’s transaction is taken back, once per refund id, from the wallet the checkout credited (`GET /admin/payments/reversals`); `charge.dispute.*` events are logged for operators.',
         response: webhookView,
         errors: {
           401: 'Unsigned, or the signature does not match the body',

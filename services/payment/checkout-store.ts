@@ -173,6 +173,32 @@ const settlementSchema = new Schema(
   { versionKey: false },
 );
 
+/**
+ * Money the provider gave back to a payer (a refund, or a chargeback lost) from a transaction
+ * of one of our checkouts, by the provider's id of the refund: taken back from the wallet the
+ * checkout credited (`Reversals`). `takenKobo` follows the ledger's parts (`reversal:<_id>:<n>`),
+ * which decide; `nextCheckAt` is null once nothing is left to do.
+ */
+const reversalSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    providerReference: { type: String, required: true },
+    checkoutReference: { type: String, required: true },
+    /** The wallet the checkout credited: its user's, the merchant's for a delivery's. */
+    userId: { type: String, required: true },
+    amountKobo: { type: Number, required: true },
+    receivedAt: { type: Date, required: true },
+    /** Set once the checkout is known to have credited the money (or known never to). */
+    credited: { type: Boolean, default: null },
+    takenKobo: { type: Number, required: true },
+    nextCheckAt: { type: Date, default: null },
+    settledAt: { type: Date, default: null },
+  },
+  { versionKey: false },
+);
+reversalSchema.index({ nextCheckAt: 1 });
+reversalSchema.index({ receivedAt: -1 });
+
 export type SessionRecord = InferSchemaType<typeof sessionSchema>;
 export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: DecidedStatus };
 export type OutboxRecord = InferSchemaType<typeof outboxSchema>;
@@ -181,12 +207,20 @@ export type OpenedRecord = InferSchemaType<typeof openedSchema>;
 export type SendRecord = InferSchemaType<typeof sendSchema>;
 export type UncreditedRecord = InferSchemaType<typeof uncreditedSchema>;
 export type SettlementRecord = InferSchemaType<typeof settlementSchema>;
+export type ReversalRecord = InferSchemaType<typeof reversalSchema>;
 
 /** A page of the uncredited payments: all, or only the settled (`true`) or unsettled. */
 export interface UncreditedQuery {
   limit: number;
   offset: number;
   settled?: boolean;
+}
+
+/** A page of the reversals: all, or only the open (`true`) or settled. */
+export interface ReversalQuery {
+  limit: number;
+  offset: number;
+  open?: boolean;
 }
 
 export function defineCheckoutModels(connection: Connection) {
@@ -210,6 +244,7 @@ export function defineCheckoutModels(connection: Connection) {
       settlementSchema,
       'uncredited_settlements',
     ),
+    Reversal: connection.model('CheckoutReversal', reversalSchema, 'checkout_reversals'),
   };
 }
 
@@ -452,6 +487,48 @@ export class CheckoutStore {
 
   async postpone(reference: string, nextAttemptAt: Date): Promise<void> {
     await this.m.CheckoutOutbox.updateOne({ _id: reference }, { $set: { nextAttemptAt } });
+  }
+
+  /** Records a reversal the provider reported: the first record of its id stands. */
+  async recordReversal(record: ReversalRecord): Promise<ReversalRecord> {
+    return (await claimById(this.m.Reversal, record, 'reversal')).standing;
+  }
+
+  /**
+   * What is known of a reversal since: `takenKobo` only ever grows (two replicas settling it
+   * at once may write in either order, and the ledger's parts decide anyway).
+   */
+  async reversalProgress(
+    id: string,
+    progress: { credited: boolean | null; takenKobo: number; nextCheckAt: Date | null },
+  ): Promise<void> {
+    const { takenKobo, ...rest } = progress;
+    const settled = rest.nextCheckAt === null ? { settledAt: new Date() } : {};
+    await this.m.Reversal.updateOne(
+      { _id: id },
+      { $set: { ...rest, ...settled }, $max: { takenKobo } },
+    );
+  }
+
+  /**
+   * A page of the reversals, newest first. A scan: an operator's call on a collection that
+   * stays small (one document per refund made at the provider).
+   */
+  reversals({ limit, offset, open }: ReversalQuery): Promise<ReversalRecord[]> {
+    const filter = open === undefined ? {} : { nextCheckAt: open ? { $ne: null } : null };
+    return this.m.Reversal.find(filter)
+      .sort({ receivedAt: -1, _id: -1 })
+      .skip(offset)
+      .limit(limit)
+      .lean<ReversalRecord[]>();
+  }
+
+  /** Reversals due another look (a scan of the open ones only). */
+  dueReversals(now: Date, limit: number): Promise<ReversalRecord[]> {
+    return this.m.Reversal.find({ nextCheckAt: { $lte: now } })
+      .sort({ nextCheckAt: 1 })
+      .limit(limit)
+      .lean<ReversalRecord[]>();
   }
 
   /** Removes an event from the outbox; true when it was there. */

@@ -18,6 +18,8 @@ import {
   adminCreditReference,
   entryId,
   nextBalance,
+  reversalPart,
+  reversalReference,
   signedAmount,
   type LedgerProblem,
 } from './ledger';
@@ -404,6 +406,52 @@ export class LedgerStore {
     });
   }
 
+  /**
+   * Takes back from a wallet what a payment provider gave back to its payer (`Reversals`): up to
+   * `amountKobo` in all, in parts under `reversalReference(reversalId, n)`, each taking what the
+   * wallet holds when it is posted. The parts already claimed are walked first and a claimed
+   * part not written yet is written (once the wallet covers it), so a retry, another replica or
+   * the sweep continues where the last stopped and never takes a part twice: a part's reference
+   * names it, and its amount is the first claimant's. Answers what is taken so far, in all.
+   */
+  takeBack(
+    walletId: string,
+    reversalId: string,
+    amountKobo: number,
+    description: string,
+  ): Promise<number> {
+    return this.turns.run(walletId, async () => {
+      let takenKobo = 0;
+      for (let part = 1; ; part++) {
+        const reference = reversalReference(reversalId, part);
+        const claimed = await this.findReference(reference);
+        if (claimed) {
+          if (claimed.walletId !== walletId || claimed.type !== 'DEBIT') {
+            throw new Error(`reference ${reference} is not a debit of wallet ${walletId}`);
+          }
+          const written = (await this.postedEntry(claimed)) || (await this.finishDebit(claimed));
+          if (!written) return takenKobo;
+          takenKobo += claimed.amountKobo;
+          continue;
+        }
+        const balanceKobo = (await this.lastEntry(walletId))?.balanceKobo ?? 0;
+        const take = reversalPart(balanceKobo, amountKobo - takenKobo);
+        if (take === 0) return takenKobo;
+        try {
+          await this.postNow({ walletId, type: 'DEBIT', amountKobo: take, reference, description });
+        } catch (err) {
+          // Spent since it was read (422), or claimed by another replica for another amount
+          // (409): taken up again by the next try, from the claim.
+          if (err instanceof WaybillError && ['UNPROCESSABLE', 'CONFLICT'].includes(err.type)) {
+            return takenKobo;
+          }
+          throw err;
+        }
+        takenKobo += take;
+      }
+    });
+  }
+
   /** Posts a claimed debit as its request would: false when the balance does not cover it. */
   private async finishDebit(debit: ReferenceRecord): Promise<boolean> {
     const { walletId, amountKobo, description } = debit;
@@ -438,6 +486,12 @@ export class LedgerStore {
       updatedAt: now,
     };
     return insertOnce(() => this.m.Reference.create(record));
+  }
+
+  /** Whether a posting under `reference` is written. */
+  async isPosted(reference: string): Promise<boolean> {
+    const claim = await this.findReference(reference);
+    return claim !== null && claim.type !== VOIDED && (await this.postedEntry(claim)) !== null;
   }
 
   /** The claim of a reference, if it was ever made. */

@@ -32,6 +32,22 @@ export const adminCreditReference = (reference: string) => `admin:${reference}`;
 /** An operator's record of cash a courier handed in, apart from other kinds of reference. */
 export const cashRemittanceReference = (reference: string) => `remittance:${reference}`;
 
+/**
+ * The references of the debits that take back what a payment provider gave back to a payer
+ * (a refund, or a chargeback lost): part 1, 2, ... of the reversal named `reversalId`, each
+ * taking what the wallet held when it was posted.
+ */
+export const reversalReference = (reversalId: string, part: number) =>
+  `reversal:${reversalId}:${part}`;
+
+/**
+ * What the next part of a reversal takes: all it still owes, or what the wallet holds when
+ * that is less (a wallet never goes below 0; what is left is taken once the wallet holds more).
+ */
+export function reversalPart(balanceKobo: number, owedKobo: number): number {
+  return Math.max(0, Math.min(balanceKobo, owedKobo));
+}
+
 /** What an entry changes: a debit takes, a credit and a refund give. */
 export function signedAmount(type: EntryType, amountKobo: number): number {
   return type === 'DEBIT' ? -amountKobo : amountKobo;

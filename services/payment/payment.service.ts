@@ -33,6 +33,7 @@ import {
 import { Periodic } from '../../libs/periodic';
 import { definePaymentModels } from './store';
 import { toTransactionView, toWalletView } from './views';
+import { createReversalAdminActions } from './reversal-admin';
 import { createUncreditedAdminActions } from './uncredited-admin';
 import { createWalletAdminActions } from './wallet-admin';
 
@@ -187,6 +188,7 @@ export function createPaymentService(config: Config): ServiceDefinition {
       ...createCashAccountActions(ledger),
       ...createCheckoutActions(checkouts),
       ...createUncreditedAdminActions(checkoutStore),
+      ...createReversalAdminActions(checkoutStore),
     },
   };
 }

@@ -273,6 +273,42 @@ describe('waybill CLI: uncredited payments', () => {
   }, 60_000);
 });
 
+describe('waybill CLI: reversals', () => {
+  it('lists refunds made at the provider with what is taken back of each, newest first; the open ones alone', async () => {
+    const db = await openServiceDatabase(iso, 'payment');
+    const at = Date.now();
+    const reversal = (id: string, i: number, taken: number, settled: boolean) => ({
+      _id: id as never,
+      providerReference: `ck-${id}`,
+      checkoutReference: `ck-${id}`,
+      userId: demoUserId,
+      amountKobo: 5_000,
+      receivedAt: new Date(at + i * 1_000),
+      credited: true,
+      takenKobo: taken,
+      nextCheckAt: settled ? null : new Date(at),
+      settledAt: settled ? new Date(at + i * 1_000) : null,
+    });
+    const [taken, owed] = [`${at}1`, `${at}2`];
+    await db
+      .collection('checkout_reversals')
+      .insertMany([reversal(taken, 0, 5_000, true), reversal(owed, 1, 2_000, false)]);
+    await db.close();
+    const listed = async (...args: string[]) => {
+      const run = await cli('payments', 'reversals', ...args);
+      expect(run.code).toBe(0);
+      return (JSON.parse(run.stdout) as Record<string, unknown>[]).filter((r) =>
+        [taken, owed].includes(r.refundId as string),
+      );
+    };
+    expect(await listed()).toEqual([
+      expect.objectContaining({ refundId: owed, state: 'TAKING', taken: '20.00', owed: '30.00' }),
+      expect.objectContaining({ refundId: taken, state: 'TAKEN', taken: '50.00', owed: '0.00' }),
+    ]);
+    expect((await listed('--open')).map((r) => r.refundId)).toEqual([owed]);
+  }, 60_000);
+});
+
 describe('waybill CLI: couriers', () => {
   const addArgs = (regNo: string) => [
     'couriers',

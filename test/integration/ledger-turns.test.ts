@@ -49,3 +49,29 @@ it('posts every entry once, in one chain, when two replicas post to a wallet at 
   expect(balance).toMatchObject({ balanceKobo: 2_000, sequence: 20 });
   expect((await replicas[0].verify()).problems).toEqual([]);
 });
+
+it('takes a reversal back once when replicas take it at once: what the wallet holds, then the rest', async () => {
+  const walletId = randomUUID();
+  const reversalId = randomUUID();
+  const replicas = [0, 1].map(() => new LedgerStore(() => models, new Turns()));
+  const takeAll = () =>
+    Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        replicas[i % 2].takeBack(walletId, reversalId, 1_000, 'taken back'),
+      ),
+    );
+  const parts = async () =>
+    (await models.Entry.find({ walletId }).sort({ sequence: 1 }).lean())
+      .filter((e) => e.reference.startsWith(`reversal:${reversalId}:`))
+      .map((e) => e.amountKobo);
+  await replicas[0].post({ walletId, type: 'CREDIT', amountKobo: 700, reference: randomUUID() });
+  expect(Math.max(...(await takeAll()))).toBe(700);
+  expect(await parts()).toEqual([-700]);
+  expect((await replicas[0].balance(walletId)).balanceKobo).toBe(0);
+
+  await replicas[1].post({ walletId, type: 'CREDIT', amountKobo: 500, reference: randomUUID() });
+  expect(await takeAll()).toEqual(Array.from({ length: 10 }, () => 1_000));
+  expect(await parts()).toEqual([-700, -300]);
+  expect((await replicas[0].balance(walletId)).balanceKobo).toBe(200);
+  expect((await replicas[0].verify()).problems).toEqual([]);
+});

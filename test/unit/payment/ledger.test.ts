@@ -8,6 +8,8 @@ import {
   cashRemittanceReference,
   payOnDeliveryReference,
   refundableKobo,
+  reversalPart,
+  reversalReference,
   signedAmount,
   type AuditedEntry,
 } from '../../../services/payment/ledger';
@@ -60,6 +62,36 @@ describe('ledger arithmetic', () => {
     expect(refundableKobo(5000, undefined)).toBe(5000);
     expect(refundableKobo(5000, 1200)).toBe(1200);
     expect(() => refundableKobo(5000, 5001)).toThrow(/exceeds its debit of 5000 kobo/);
+  });
+
+  it('names each part of a reversal apart', () => {
+    expect(reversalReference('1234567', 1)).toBe('reversal:1234567:1');
+    expect(reversalReference('1234567', 12)).toBe('reversal:1234567:12');
+  });
+
+  it('takes back in parts all a reversal owes and never more than a wallet holds (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10_000_000 }),
+        fc.array(fc.integer({ min: 0, max: 5_000_000 }), { maxLength: 20 }),
+        (owedKobo, credits) => {
+          let balanceKobo = 0;
+          let takenKobo = 0;
+          for (const credit of [0, ...credits]) {
+            balanceKobo += credit;
+            const part = reversalPart(balanceKobo, owedKobo - takenKobo);
+            expect(part).toBeGreaterThanOrEqual(0);
+            expect(nextBalance(WALLET, balanceKobo, -part).ok).toBe(true);
+            balanceKobo -= part;
+            takenKobo += part;
+            expect(takenKobo).toBeLessThanOrEqual(owedKobo);
+          }
+          const credited = credits.reduce((sum, c) => sum + c, 0);
+          expect(takenKobo).toBe(Math.min(owedKobo, credited));
+        },
+      ),
+    );
+    expect(reversalPart(-5, 100)).toBe(0);
   });
 });
 

@@ -1,0 +1,216 @@
+import type { Logger } from 'moleculer';
+import { checkoutRefundReference } from '../../libs/contracts/payment';
+import { formatNaira } from '../../libs/money';
+import { checkoutOfAttempt, fundingCreditReference } from './checkout';
+import type { CheckoutStore, ReversalRecord, SessionRecord } from './checkout-store';
+import type { LedgerStore } from './ledger-store';
+
+/**
+ * Money a payment provider gave back to a payer after we credited it (decision 146): a refund
+ * made at the provider, or a chargeback the payer won (which the provider pays out as a
+ * refund). The wallet the checkout credited gives it back, as far as it holds it and then
+ * from what it is credited next.
+ */
+
+/** A refund the provider reports processed. */
+export interface ProviderRefund {
+  /** The provider's id of the refund: one reversal each, however often it is reported. */
+  refundId: string;
+  /** The transaction refunded: a checkout's reference, or one of its attempts'. */
+  providerReference: string;
+  amountKobo: number;
+  currency: string;
+}
+
+/** A Paystack amount in kobo: a whole number, which some of its events write as a string. */
+function kobo(value: unknown): number | undefined {
+  const amount = typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : value;
+  return typeof amount === 'number' && Number.isSafeInteger(amount) && amount > 0
+    ? amount
+    : undefined;
+}
+
+/** A Paystack id: a number or a string of letters, digits, `_` and `-`. */
+function providerId(value: unknown): string | undefined {
+  const id = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
+  return typeof id === 'string' && /^[A-Za-z0-9_-]{1,100}$/.test(id) ? id : undefined;
+}
+
+/**
+ * The refund a Paystack `refund.processed` event's `data` reports, or what it lacks: its `id`,
+ * the `transaction_reference` it gave back from, the `amount` in kobo and the `currency`.
+ */
+export function processedRefund(data: unknown): ProviderRefund | { unreadable: string } {
+  const fields = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  const refundId = providerId(fields.id);
+  const providerReference = fields.transaction_reference;
+  const amountKobo = kobo(fields.amount);
+  const { currency } = fields;
+  if (refundId === undefined) return { unreadable: 'no refund id (`data.id`)' };
+  if (typeof providerReference !== 'string' || providerReference === '') {
+    return { unreadable: 'no `data.transaction_reference`' };
+  }
+  if (amountKobo === undefined) return { unreadable: '`data.amount` is not a positive amount' };
+  if (typeof currency !== 'string') return { unreadable: 'no `data.currency`' };
+  return { refundId, providerReference, amountKobo, currency };
+}
+
+/**
+ * What operators are told of a Paystack dispute event (`charge.dispute.create`, `.remind`,
+ * `.resolve`): no money moves on it. A dispute the payer wins is paid out as a refund, whose
+ * `refund.processed` takes it back.
+ */
+export function disputeNote(data: unknown): Record<string, unknown> {
+  const fields = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  const transaction = fields.transaction as Record<string, unknown> | null | undefined;
+  return {
+    disputeId: providerId(fields.id) ?? null,
+    providerReference: typeof transaction?.reference === 'string' ? transaction.reference : null,
+    refundAmountKobo: kobo(fields.refund_amount) ?? null,
+    status: typeof fields.status === 'string' ? fields.status : null,
+    resolution: typeof fields.resolution === 'string' ? fields.resolution : null,
+  };
+}
+
+/**
+ * How long a reversal of a checkout that has credited nothing yet waits for its credit before
+ * it is settled as never credited: a late payment's webhook is retried for 72 hours, and the
+ * last late check comes 72 hours after the expiry (`CHECKOUT_LATE_CHECKS_MS`).
+ */
+export const REVERSAL_CREDIT_WAIT_MS = 4 * 86_400_000;
+
+export interface ReversalsDeps {
+  store: CheckoutStore;
+  ledger: LedgerStore;
+  logger: () => Pick<Logger, 'info' | 'warn' | 'error'>;
+  /**
+   * How soon a reversal not settled is looked at again (PAYMENT_SWEEP_INTERVAL_MS): what a
+   * wallet is credited is taken by the next sweep, before much of it can be spent.
+   */
+  recheckMs: number;
+}
+
+export class Reversals {
+  constructor(private readonly deps: ReversalsDeps) {}
+
+  /**
+   * A refund reported by the provider (its webhook, signed): recorded once by its id, then
+   * taken back. False for a refund of no checkout of ours, one that does not fit its checkout,
+   * and a repeat of one settled.
+   */
+  async received(refund: ProviderRefund): Promise<boolean> {
+    const { store, logger } = this.deps;
+    const session = await store.session(checkoutOfAttempt(refund.providerReference));
+    // Another integration's on the same account: acknowledged, nothing done.
+    if (!session) return false;
+    if (refund.currency !== session.currency || refund.amountKobo > session.amountKobo) {
+      logger().error('a refund at the provider does not fit its checkout; nothing taken back', {
+        ...refund,
+        checkoutAmountKobo: session.amountKobo,
+        checkoutCurrency: session.currency,
+      });
+      return false;
+    }
+    const now = new Date();
+    const record = await store.recordReversal({
+      _id: refund.refundId,
+      providerReference: refund.providerReference,
+      checkoutReference: session._id,
+      userId: session.userId,
+      amountKobo: refund.amountKobo,
+      receivedAt: now,
+      credited: null,
+      takenKobo: 0,
+      nextCheckAt: now,
+      settledAt: null,
+    });
+    if (record.nextCheckAt === null) return false;
+    await this.settle(record, session);
+    return true;
+  }
+
+  /** Reversals due another look: each on its own, so that one failing holds up no other. */
+  async sweep(limit: number): Promise<void> {
+    const { store, logger } = this.deps;
+    for (const record of await store.dueReversals(new Date(), limit)) {
+      try {
+        const session = await store.session(record.checkoutReference);
+        if (session) await this.settle(record, session);
+      } catch (err) {
+        logger().warn('reversal not settled; the next sweep retries', {
+          refundId: record._id,
+          err,
+        });
+      }
+    }
+  }
+
+  /**
+   * Takes back what the checkout credited, as far as its wallet holds it; looked at again
+   * while anything is owed, or while the credit may still come.
+   */
+  private async settle(record: ReversalRecord, session: SessionRecord): Promise<void> {
+    const { store, ledger, logger } = this.deps;
+    const now = new Date();
+    const later = new Date(now.getTime() + this.deps.recheckMs);
+    let credited = await this.credited(record, session);
+    if (credited === null) {
+      const waited = now.getTime() - record.receivedAt.getTime() >= REVERSAL_CREDIT_WAIT_MS;
+      if (!waited) {
+        await store.reversalProgress(record._id, { credited, takenKobo: 0, nextCheckAt: later });
+        return;
+      }
+      credited = false;
+    }
+    if (!credited) {
+      logger().info('a refund at the provider of money never credited; nothing taken back', {
+        refundId: record._id,
+        providerReference: record.providerReference,
+      });
+      await store.reversalProgress(record._id, { credited, takenKobo: 0, nextCheckAt: null });
+      return;
+    }
+    const description = `Taken back: the payment provider gave NGN ${formatNaira(record.amountKobo)} of checkout ${session._id} back to its payer (refund ${record._id})`;
+    const takenKobo = await ledger.takeBack(
+      record.userId,
+      record._id,
+      record.amountKobo,
+      description,
+    );
+    const owedKobo = record.amountKobo - takenKobo;
+    if (owedKobo > 0) {
+      logger().warn('a refund at the provider is not all taken back: the wallet holds less', {
+        refundId: record._id,
+        userId: record.userId,
+        takenKobo,
+        owedKobo,
+      });
+    }
+    await store.reversalProgress(record._id, {
+      credited,
+      takenKobo,
+      nextCheckAt: owedKobo > 0 ? later : null,
+    });
+  }
+
+  /**
+   * Whether the checkout credited the money of the refunded transaction: true once it was paid
+   * with it (whether the payment went to its wallet, or to its delivery, for which its user,
+   * the merchant, answers), false when it never can be (a transaction no checkout credits),
+   * null while it may still be (the checkout not decided yet, or a late payment still to come).
+   */
+  private async credited(record: ReversalRecord, session: SessionRecord): Promise<boolean | null> {
+    const { store, ledger } = this.deps;
+    if (await store.uncreditedPayment(record.providerReference)) return false;
+    // The transaction handed out is the only one a payer could pay.
+    const opened = await store.opened(session._id);
+    if (opened?.providerReference !== record.providerReference) return false;
+    if ((await store.outcome(session._id))?.status === 'PAID') return true;
+    // Paid after it ended: credited to the user's wallet all the same (`paidAfterItEnded`).
+    const lateCredit =
+      session.purpose.kind === 'WALLET_FUNDING'
+        ? fundingCreditReference(session._id)
+        : checkoutRefundReference(session._id);
+    return (await ledger.isPosted(lateCredit)) ? true : null;
+  }
+}

@@ -1,0 +1,74 @@
+import { disputeNote, processedRefund } from '../../../services/payment/reversals';
+
+describe('a Paystack refund.processed, read', () => {
+  const data = {
+    id: 1234567,
+    status: 'processed',
+    transaction_reference: 'ck-0123456789abcdef.1',
+    refund_reference: 'rf_1',
+    amount: 10_000,
+    currency: 'NGN',
+  };
+
+  it('names the refund, its transaction and its amount in kobo', () => {
+    expect(processedRefund(data)).toEqual({
+      refundId: '1234567',
+      providerReference: 'ck-0123456789abcdef.1',
+      amountKobo: 10_000,
+      currency: 'NGN',
+    });
+    // Ids and amounts written as strings, as some of Paystack's events write them.
+    expect(processedRefund({ ...data, id: 'rfnd_9', amount: '250' })).toMatchObject({
+      refundId: 'rfnd_9',
+      amountKobo: 250,
+    });
+  });
+
+  it.each([
+    [{ ...data, id: undefined }, 'no refund id'],
+    [{ ...data, id: 'a b' }, 'no refund id'],
+    [{ ...data, id: 1.5 }, 'no refund id'],
+    [{ ...data, transaction_reference: '' }, 'transaction_reference'],
+    [{ ...data, transaction_reference: 7 }, 'transaction_reference'],
+    [{ ...data, amount: 0 }, 'not a positive amount'],
+    [{ ...data, amount: -1 }, 'not a positive amount'],
+    [{ ...data, amount: '1e3' }, 'not a positive amount'],
+    [{ ...data, amount: 10.5 }, 'not a positive amount'],
+    [{ ...data, amount: Number.MAX_SAFE_INTEGER + 1 }, 'not a positive amount'],
+    [{ ...data, currency: undefined }, 'currency'],
+    [null, 'no refund id'],
+    ['text', 'no refund id'],
+  ])('says what %j lacks', (given, lacking) => {
+    const read = processedRefund(given);
+    expect(read).toHaveProperty('unreadable');
+    expect((read as { unreadable: string }).unreadable).toContain(lacking);
+  });
+});
+
+describe('a Paystack dispute event, noted', () => {
+  it('keeps what operators need and nothing it cannot read', () => {
+    expect(
+      disputeNote({
+        id: 42,
+        refund_amount: 6000,
+        status: 'resolved',
+        resolution: 'merchant-accepted',
+        transaction: { reference: 'ck-abc', amount: 6000 },
+        customer: { email: 'payer@example.com' },
+      }),
+    ).toEqual({
+      disputeId: '42',
+      providerReference: 'ck-abc',
+      refundAmountKobo: 6000,
+      status: 'resolved',
+      resolution: 'merchant-accepted',
+    });
+    expect(disputeNote(undefined)).toEqual({
+      disputeId: null,
+      providerReference: null,
+      refundAmountKobo: null,
+      status: null,
+      resolution: null,
+    });
+  });
+});
