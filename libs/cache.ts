@@ -26,6 +26,9 @@ class LoadOrder {
   }
 }
 
+/** How long a `CachedValue` whose load failed answers its last value before it loads again. */
+export const RETRY_AFTER_FAILURE_MS = 5_000;
+
 /**
  * One value kept in memory: loaded on first use, reloaded once older than `maxAgeMs`, and
  * dropped by `invalidate()` when its owner announces a change. Callers that find it missing
@@ -35,7 +38,10 @@ class LoadOrder {
  *
  * A load that fails while an earlier one succeeded answers that earlier value (reference data
  * a few minutes old beats none: matching would stop offering while geo restarts), tells
- * `onStale`, and is tried again by the next caller. Only a value never loaded fails its callers.
+ * `onStale`, and answers it without loading for `RETRY_AFTER_FAILURE_MS` (at most `maxAgeMs`):
+ * while its source hangs, callers are not each held up by a load that fails, nor the source
+ * asked again at every call. An invalidation tries at once. Only a value never loaded fails
+ * its callers.
  */
 export class CachedValue<T> {
   private value: { loadedAt: number; data: T } | undefined;
@@ -44,6 +50,8 @@ export class CachedValue<T> {
   private readonly order = new LoadOrder();
   /** The load under way that callers join; dropped by an invalidation, which needs a new one. */
   private inFlight: Promise<T> | undefined;
+  /** Until when the last value answers without a load, after a load failed. */
+  private retryAt = 0;
 
   constructor(
     private readonly load: () => Promise<T>,
@@ -52,7 +60,9 @@ export class CachedValue<T> {
   ) {}
 
   async get(): Promise<T> {
-    if (this.value && Date.now() - this.value.loadedAt <= this.maxAgeMs) return this.value.data;
+    const now = Date.now();
+    if (this.value && now - this.value.loadedAt <= this.maxAgeMs) return this.value.data;
+    if (this.lastKept && now < this.retryAt) return this.lastKept.data;
     if (this.inFlight) return this.inFlight;
     const shared = this.loadAndKeep().finally(() => {
       if (this.inFlight === shared) this.inFlight = undefined;
@@ -65,6 +75,7 @@ export class CachedValue<T> {
     this.order.outdate();
     this.value = undefined;
     this.inFlight = undefined;
+    this.retryAt = 0;
   }
 
   /**
@@ -85,6 +96,7 @@ export class CachedValue<T> {
     } catch (err) {
       if (!staleOnFailure || !this.lastKept) throw err;
       this.onStale(err);
+      this.retryAt = Date.now() + Math.min(RETRY_AFTER_FAILURE_MS, this.maxAgeMs);
       return this.lastKept.data;
     }
     if (this.order.keep(load)) {

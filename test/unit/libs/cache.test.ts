@@ -1,4 +1,4 @@
-import { CachedValue, ReloadedValue } from '../../../libs/cache';
+import { CachedValue, ReloadedValue, RETRY_AFTER_FAILURE_MS } from '../../../libs/cache';
 
 describe('CachedValue', () => {
   it('loads once, then serves from memory until invalidated', async () => {
@@ -95,6 +95,40 @@ describe('CachedValue, loads finishing out of order', () => {
     answer = async () => 'types v3';
     expect(await cache.fresh()).toBe('types v3');
     expect(await cache.get()).toBe('types v3');
+  });
+
+  it('answers the last value without loading for a while after a load failed; an invalidation tries at once', async () => {
+    jest.useFakeTimers({ now: 1_000_000, doNotFake: ['nextTick', 'setImmediate'] });
+    try {
+      let loads = 0;
+      let failing = false;
+      const cache = new CachedValue(async () => {
+        loads += 1;
+        if (failing) throw new Error('geo hangs');
+        return `types v${loads}`;
+      }, 60_000);
+      expect(await cache.get()).toBe('types v1');
+      failing = true;
+      jest.setSystemTime(1_000_000 + 60_001);
+      expect(await cache.get()).toBe('types v1'); // expired; the reload failed
+      expect(loads).toBe(2);
+      for (let i = 0; i < 20; i++) expect(await cache.get()).toBe('types v1');
+      expect(loads).toBe(2); // none while it waits
+      jest.setSystemTime(1_000_000 + 60_001 + RETRY_AFTER_FAILURE_MS);
+      failing = false;
+      expect(await cache.get()).toBe('types v3');
+      expect(loads).toBe(3);
+      failing = true;
+      jest.setSystemTime(1_000_000 + 200_000);
+      expect(await cache.get()).toBe('types v3');
+      expect(loads).toBe(4);
+      cache.invalidate(); // a change announced: worth a load at once
+      failing = false;
+      expect(await cache.get()).toBe('types v5');
+      expect(loads).toBe(5);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('keeps the newest-started load, not the last to finish', async () => {
