@@ -34,6 +34,7 @@ import {
   expiresAt,
   expiryVerdict,
   fundingCreditReference,
+  lateCheckName,
   newCheckoutReference,
   nextAttemptWait,
   outcomeEvent,
@@ -697,9 +698,38 @@ export class Checkouts {
    * more whether its transaction was paid after all. Paid, it is credited as a late webhook
    * would credit it (`confirmPayment`, once whoever else reports it); paid another amount, it
    * is listed uncredited; otherwise the next check is set, or none after the last. The sandbox
-   * is never asked: its page expires a checkout it is asked to pay late.
+   * is never asked: its page expires a checkout it is asked to pay late. Each check is made by
+   * the one replica that claims it; a check that fails gives its claim up for the next sweep.
    */
   private async checkLate(entry: { _id: string; expiredAt: Date; checks: number }) {
+    const claim = await this.claimLateCheck(entry._id, entry.checks);
+    if (!claim) return;
+    try {
+      await this.lateCheck(entry);
+    } catch (err) {
+      await this.store.releaseLateCheck(claim);
+      throw err;
+    }
+  }
+
+  /**
+   * Claims a late check for this replica: the claim's name, or null when another replica holds
+   * it (and may still be at it). A claim whose check must be over by now (the provider's
+   * timeout and the writes after, `nextAttemptWait`) was left by a replica that stopped: the
+   * next turn is claimed, by an insert too.
+   */
+  private async claimLateCheck(reference: string, check: number): Promise<string | null> {
+    for (let turn = 0; ; turn++) {
+      const name = lateCheckName(reference, check, turn);
+      const now = new Date();
+      const holder = await this.store.claimLateCheck(name, now);
+      if (!holder) return name;
+      if (nextAttemptWait(holder, this.deps.config.paystack.timeoutMs, now) > 0) return null;
+    }
+  }
+
+  /** A claimed late check: the provider asked, and what it says carried out. */
+  private async lateCheck(entry: { _id: string; expiredAt: Date; checks: number }) {
     const session = await this.store.session(entry._id);
     if (!session) return this.store.lateChecked(entry._id, entry.checks, null);
     const opened = await this.store.opened(session._id);

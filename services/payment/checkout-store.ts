@@ -121,6 +121,20 @@ const lateCheckSchema = new Schema(
 lateCheckSchema.index({ nextCheckAt: 1 });
 
 /**
+ * A late check claimed by the replica that makes it (`lateCheckName`), so that one replica asks
+ * the provider, not each whose sweep finds it due. Deleted when its check fails, so that the
+ * next sweep tries again; one left by a replica that stopped is taken over once its check must
+ * be over (`nextAttemptWait`).
+ */
+const lateClaimSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    startedAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
+/**
  * A send of an outcome's event, claimed by its insert so that one replica sends it, by its
  * name (`sendName`): the first send (its claimant puts the event in the outbox, marks it
  * `sentAt`, then sends it), or one of the sweep's resends of an outbox entry.
@@ -235,6 +249,11 @@ export function defineCheckoutModels(connection: Connection) {
       'CheckoutLateCheck',
       lateCheckSchema,
       'checkout_late_checks',
+    ),
+    CheckoutLateClaim: connection.model(
+      'CheckoutLateClaim',
+      lateClaimSchema,
+      'checkout_late_claims',
     ),
     CheckoutOutbox: connection.model('CheckoutOutbox', outboxSchema, 'checkout_outbox'),
     CheckoutSend: connection.model('CheckoutSend', sendSchema, 'checkout_sends'),
@@ -445,6 +464,21 @@ export class CheckoutStore {
       .sort({ nextCheckAt: 1 })
       .limit(limit)
       .lean();
+  }
+
+  /** Claims a late check by its name: null when this call did, else the claim that stands. */
+  async claimLateCheck(name: string, startedAt: Date): Promise<{ startedAt: Date } | null> {
+    const { standing, won } = await claimById(
+      this.m.CheckoutLateClaim,
+      { _id: name, startedAt },
+      'late check claim',
+    );
+    return won ? null : standing;
+  }
+
+  /** Gives a late check's claim up: its check failed, and the next sweep may try again. */
+  async releaseLateCheck(name: string): Promise<void> {
+    await this.m.CheckoutLateClaim.deleteOne({ _id: name });
   }
 
   /** The next late check, or none: the entry is removed. A hint, written whole. */

@@ -92,6 +92,14 @@ export function sendName(reference: string, turn: number | Date): string {
   return turn === 0 ? reference : `${reference}~${turn}`;
 }
 
+/**
+ * The name of the claim of late check `check` of a checkout: `<reference>#<check>`, then
+ * `~<turn>` for a replica taking over from one that stopped while it held the claim.
+ */
+export function lateCheckName(reference: string, check: number, turn: number): string {
+  return turn === 0 ? `${reference}#${check}` : `${reference}#${check}~${turn}`;
+}
+
 /** A claim of a first send, as the store records it. */
 export interface SendClaimFacts {
   claimedAt: Date;

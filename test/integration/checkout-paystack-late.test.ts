@@ -13,7 +13,7 @@ import {
 import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
-import { openServiceDatabase } from '../support/stack';
+import { openServiceDatabase, startNode, type NodeProcess } from '../support/stack';
 
 /**
  * Paystack-compatible checkouts whose payment the provider confirms only after the checkout's
@@ -646,5 +646,32 @@ describe('a Paystack checkout paid after it expired, whose webhook never comes',
     await sleep(1_000);
     expect(verificationsOf(reference)).toHaveLength(atExpiry + LATE_CHECKS_MS.length);
     expect(await creditsOf(lateChecking, reference)).toEqual([]);
+  });
+});
+
+describe('late checks with two payment replicas sweeping', () => {
+  let replica: NodeProcess | undefined;
+  beforeAll(async () => {
+    replica = await startNode({ services: 'payment', iso: lateChecking.iso, env: lateCheckingEnv });
+  });
+  afterAll(() => replica?.stop());
+
+  it('asks the provider once a check: the replica that claims it asks', async () => {
+    const reference = await opened(lateChecking, 90);
+    // Each answer takes a while: both replicas' sweeps find each check due while one asks.
+    fake.beforeVerify = () => sleep(250);
+    try {
+      // The expiry's question, asked by one replica's sweep or by both within a sweep.
+      await eventually(() => expect(verificationsOf(reference).length).toBeGreaterThan(0), {
+        timeout: 15_000,
+      });
+      await sleep(150);
+      const atExpiry = verificationsOf(reference).length;
+      expect(atExpiry).toBeLessThanOrEqual(2);
+      await sleep((LATE_CHECKS_MS.at(-1) as number) + 1_500);
+      expect(verificationsOf(reference).length - atExpiry).toBe(LATE_CHECKS_MS.length);
+    } finally {
+      fake.beforeVerify = undefined;
+    }
   });
 });
