@@ -4,7 +4,6 @@ import type { Config } from '../../libs/config';
 import { broadcast } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
-  checkoutRefundReference,
   CURRENCY,
   referenceParams,
   startCheckoutParams,
@@ -35,6 +34,7 @@ import {
   expiryVerdict,
   fundingCreditReference,
   lateCheckName,
+  lateCreditReference,
   newCheckoutReference,
   nextAttemptWait,
   outcomeEvent,
@@ -545,20 +545,16 @@ export class Checkouts {
     status: string,
   ): Promise<void> {
     const { userId, amountKobo, purpose } = session;
-    if (purpose.kind === 'WALLET_FUNDING') {
-      await this.creditFunding(
-        { userId, amountKobo, reference: session._id },
-        'Wallet funded through checkout (paid after the checkout had ended)',
-      );
-    } else {
-      await this.deps.ledger.post({
-        walletId: userId,
-        type: 'CREDIT',
-        amountKobo,
-        reference: checkoutRefundReference(session._id),
-        description: `Paid for delivery ${purpose.id} after its checkout had ended`,
-      });
-    }
+    await this.deps.ledger.post({
+      walletId: userId,
+      type: 'CREDIT',
+      amountKobo,
+      reference: lateCreditReference(session),
+      description:
+        purpose.kind === 'WALLET_FUNDING'
+          ? 'Wallet funded through checkout (paid after the checkout had ended)'
+          : `Paid for delivery ${purpose.id} after its checkout had ended`,
+    });
     this.deps.logger().warn('a checkout paid after it ended was credited to the wallet', {
       reference: session._id,
       purpose: purpose.kind,
@@ -592,8 +588,7 @@ export class Checkouts {
   /**
    * One sweep, safe in every replica at once (each outcome is claimed): sends the events not
    * acknowledged in time again, expires the sessions past their time (asking the provider
-   * first whether one was paid after all), asks about expired ones whose late check is due,
-   * then takes back what is still owed of refunds made at the provider.
+   * first whether one was paid after all), then asks about expired ones whose late check is due.
    */
   async sweep(): Promise<void> {
     const now = new Date();
@@ -626,7 +621,15 @@ export class Checkouts {
     await forEachAtOnce(late, EXPIRY_CHECKS_AT_ONCE, (entry) =>
       this.eachOnItsOwn(entry._id, () => this.checkLate(entry)),
     );
-    await this.reversals.sweep(SWEEP_BATCH);
+  }
+
+  /**
+   * Takes back what is still owed of refunds made at the provider, and settles those whose
+   * checkout's credit was awaited: a sweep of its own, so that a provider answering slowly to
+   * the checkout sweep's questions holds none of it up.
+   */
+  sweepReversals(): Promise<void> {
+    return this.reversals.sweep(SWEEP_BATCH);
   }
 
   /**

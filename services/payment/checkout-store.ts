@@ -190,8 +190,9 @@ const settlementSchema = new Schema(
 /**
  * Money the provider gave back to a payer (a refund, or a chargeback lost) from a transaction
  * of one of our checkouts, by the provider's id of the refund: taken back from the wallet the
- * checkout credited (`Reversals`). `takenKobo` follows the ledger's parts (`reversal:<_id>:<n>`),
- * which decide; `nextCheckAt` is null once nothing is left to do.
+ * checkout credited (`Reversals`). The ledger's parts (`reversal:<_id>:<n>`) decide what is
+ * taken; `takenKobo` and `parts` are what was counted of them (a hint to go on from, written
+ * together). Open while `settledAt` is null; the sweep's list is `checkout_reversals_open`.
  */
 const reversalSchema = new Schema(
   {
@@ -205,13 +206,25 @@ const reversalSchema = new Schema(
     /** Set once the checkout is known to have credited the money (or known never to). */
     credited: { type: Boolean, default: null },
     takenKobo: { type: Number, required: true },
-    nextCheckAt: { type: Date, default: null },
+    parts: { type: Number, required: true },
     settledAt: { type: Date, default: null },
   },
   { versionKey: false },
 );
-reversalSchema.index({ nextCheckAt: 1 });
 reversalSchema.index({ receivedAt: -1 });
+
+/**
+ * A reversal not settled yet, by its id, and when the sweep looks at it next: a list of the open
+ * ones only, which the sweep scans, removed once settled.
+ */
+const openReversalSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    nextCheckAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+openReversalSchema.index({ nextCheckAt: 1 });
 
 export type SessionRecord = InferSchemaType<typeof sessionSchema>;
 export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: DecidedStatus };
@@ -264,6 +277,11 @@ export function defineCheckoutModels(connection: Connection) {
       'uncredited_settlements',
     ),
     Reversal: connection.model('CheckoutReversal', reversalSchema, 'checkout_reversals'),
+    OpenReversal: connection.model(
+      'CheckoutOpenReversal',
+      openReversalSchema,
+      'checkout_reversals_open',
+    ),
   };
 }
 
@@ -523,25 +541,48 @@ export class CheckoutStore {
     await this.m.CheckoutOutbox.updateOne({ _id: reference }, { $set: { nextAttemptAt } });
   }
 
-  /** Records a reversal the provider reported: the first record of its id stands. */
+  /**
+   * Records a reversal the provider reported: the first record of its id stands. Listed for the
+   * sweep first, so that a call stopped in between leaves it listed (a listing without its
+   * record is dropped by the sweep, one of a reversal settled by it).
+   */
   async recordReversal(record: ReversalRecord): Promise<ReversalRecord> {
+    await insertOnce(() =>
+      this.m.OpenReversal.create({ _id: record._id, nextCheckAt: record.receivedAt }),
+    );
     return (await claimById(this.m.Reversal, record, 'reversal')).standing;
   }
 
   /**
-   * What is known of a reversal since: `takenKobo` only ever grows (two replicas settling it
-   * at once may write in either order, and the ledger's parts decide anyway).
+   * What is known of a reversal since: whether its checkout credited it, what is counted of its
+   * parts (written only over fewer parts: two replicas at once write in either order), and when
+   * it is looked at next, or never again (null: settled, off the sweep's list).
    */
   async reversalProgress(
     id: string,
-    progress: { credited: boolean | null; takenKobo: number; nextCheckAt: Date | null },
+    progress: {
+      credited: boolean | null;
+      takenKobo: number;
+      parts: number;
+      nextCheckAt: Date | null;
+    },
   ): Promise<void> {
-    const { takenKobo, ...rest } = progress;
-    const settled = rest.nextCheckAt === null ? { settledAt: new Date() } : {};
+    const { credited, takenKobo, parts, nextCheckAt } = progress;
+    await this.m.Reversal.updateOne(
+      { _id: id, parts: { $lt: parts } },
+      { $set: { takenKobo, parts } },
+    );
     await this.m.Reversal.updateOne(
       { _id: id },
-      { $set: { ...rest, ...settled }, $max: { takenKobo } },
+      { $set: { credited, settledAt: nextCheckAt ? null : new Date() } },
     );
+    await this.rescheduleReversal(id, nextCheckAt);
+  }
+
+  /** Puts a reversal on the sweep's list at `nextCheckAt`, or off it (null). */
+  async rescheduleReversal(id: string, nextCheckAt: Date | null): Promise<void> {
+    if (nextCheckAt) await this.m.OpenReversal.updateOne({ _id: id }, { $set: { nextCheckAt } });
+    else await this.m.OpenReversal.deleteOne({ _id: id });
   }
 
   /**
@@ -549,7 +590,7 @@ export class CheckoutStore {
    * stays small (one document per refund made at the provider).
    */
   reversals({ limit, offset, open }: ReversalQuery): Promise<ReversalRecord[]> {
-    const filter = open === undefined ? {} : { nextCheckAt: open ? { $ne: null } : null };
+    const filter = open === undefined ? {} : { settledAt: open ? null : { $ne: null } };
     return this.m.Reversal.find(filter)
       .sort({ receivedAt: -1, _id: -1 })
       .skip(offset)
@@ -557,12 +598,17 @@ export class CheckoutStore {
       .lean<ReversalRecord[]>();
   }
 
-  /** Reversals due another look (a scan of the open ones only). */
-  dueReversals(now: Date, limit: number): Promise<ReversalRecord[]> {
-    return this.m.Reversal.find({ nextCheckAt: { $lte: now } })
+  /** The ids of the reversals due another look (a scan of the open ones only). */
+  async dueReversals(now: Date, limit: number): Promise<string[]> {
+    const due = await this.m.OpenReversal.find({ nextCheckAt: { $lte: now } })
       .sort({ nextCheckAt: 1 })
       .limit(limit)
-      .lean<ReversalRecord[]>();
+      .lean();
+    return due.map((d) => d._id);
+  }
+
+  reversal(id: string): Promise<ReversalRecord | null> {
+    return this.m.Reversal.findById(id).lean<ReversalRecord>();
   }
 
   /** Removes an event from the outbox; true when it was there. */

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import {
+  checkoutRefundReference,
   type CheckoutPurpose,
   type CheckoutStatus,
   type PaymentFailure,
@@ -123,6 +124,20 @@ export function sendClaimState(
 
 /** The ledger reference of the credit a paid wallet-funding checkout makes: once per checkout. */
 export const fundingCreditReference = (reference: string) => `checkout:${reference}`;
+
+/**
+ * The reference a checkout's payment is credited under when it is paid after the checkout
+ * ended: a funding's, as a paid funding's; a delivery's to the merchant, as order credits money
+ * paid for a delivery no longer waiting for it (decision 108).
+ */
+export function lateCreditReference(session: {
+  _id: string;
+  purpose: { kind: CheckoutPurpose['kind'] };
+}): string {
+  return session.purpose.kind === 'WALLET_FUNDING'
+    ? fundingCreditReference(session._id)
+    : checkoutRefundReference(session._id);
+}
 
 /** What a session holds that the rules read. */
 export interface SessionFacts {

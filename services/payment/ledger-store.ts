@@ -177,6 +177,18 @@ export interface LedgerReport {
   checkedAt: string;
 }
 
+/** What a reversal has taken back, and the parts of it counted (`LedgerStore.takeBack`). */
+export interface TakenBack {
+  takenKobo: number;
+  parts: number;
+}
+
+/**
+ * Parts of a reversal one call gives up at most (each a race with a debit elsewhere that spent
+ * what it was to take); the next call goes on.
+ */
+const PARTS_GIVEN_UP_AT_ONCE = 3;
+
 /** Postings to one wallet take turns in this process (libs/turns). */
 const postings = new Turns();
 
@@ -361,8 +373,7 @@ export class LedgerStore {
       await insertOnce(() =>
         this.m.GivenUp.create({ _id: debit._id, walletId, createdAt: new Date() }),
       );
-      const claim = await this.findReference(debitReference);
-      if (!claim || !(await this.postedEntry(claim))) return null;
+      if (!(await this.isPosted(debitReference))) return null;
       return this.postNow(givenUpRefund(walletId, debit._id, debit.amountKobo));
     });
   }
@@ -409,47 +420,102 @@ export class LedgerStore {
   /**
    * Takes back from a wallet what a payment provider gave back to its payer (`Reversals`): up to
    * `amountKobo` in all, in parts under `reversalReference(reversalId, n)`, each taking what the
-   * wallet holds when it is posted. The parts already claimed are walked first and a claimed
-   * part not written yet is written (once the wallet covers it), so a retry, another replica or
-   * the sweep continues where the last stopped and never takes a part twice: a part's reference
-   * names it, and its amount is the first claimant's. Answers what is taken so far, in all.
+   * wallet holds when it is posted. A part's reference names it and its amount is its first
+   * claimant's, so a retry, another replica or the sweep continues where the last stopped and
+   * never takes a part twice. A part the wallet no longer covers when it is written (spent in
+   * between, on another replica) is given up as `refundDebit` gives up a debit: a late write of
+   * it is given back, and the next part takes what the wallet holds instead. `from`: parts
+   * already counted (a hint the caller kept from an earlier call; each counted part is final).
+   * Answers what is taken in all, and the parts counted.
    */
   takeBack(
     walletId: string,
-    reversalId: string,
-    amountKobo: number,
-    description: string,
-  ): Promise<number> {
+    reversal: { id: string; amountKobo: number; description: string },
+    from: TakenBack = { takenKobo: 0, parts: 0 },
+  ): Promise<TakenBack> {
     return this.turns.run(walletId, async () => {
-      let takenKobo = 0;
-      for (let part = 1; ; part++) {
-        const reference = reversalReference(reversalId, part);
+      let { takenKobo, parts } = from;
+      for (let givenUp = 0; givenUp < PARTS_GIVEN_UP_AT_ONCE;) {
+        const reference = reversalReference(reversal.id, parts + 1);
         const claimed = await this.findReference(reference);
+        let kept: number | 'stop';
         if (claimed) {
-          if (claimed.walletId !== walletId || claimed.type !== 'DEBIT') {
-            throw new Error(`reference ${reference} is not a debit of wallet ${walletId}`);
+          if (claimed.walletId !== walletId) {
+            throw new Error(`reference ${reference} is not of wallet ${walletId}`);
           }
-          const written = (await this.postedEntry(claimed)) || (await this.finishDebit(claimed));
-          if (!written) return takenKobo;
-          takenKobo += claimed.amountKobo;
-          continue;
+          kept = await this.keptOfPart(claimed);
+        } else {
+          const balanceKobo = (await this.lastEntry(walletId))?.balanceKobo ?? 0;
+          const take = reversalPart(balanceKobo, reversal.amountKobo - takenKobo);
+          if (take === 0) break;
+          const { description } = reversal;
+          const part = {
+            walletId,
+            type: 'DEBIT' as const,
+            amountKobo: take,
+            reference,
+            description,
+          };
+          kept = await this.postPart(part);
         }
-        const balanceKobo = (await this.lastEntry(walletId))?.balanceKobo ?? 0;
-        const take = reversalPart(balanceKobo, amountKobo - takenKobo);
-        if (take === 0) return takenKobo;
-        try {
-          await this.postNow({ walletId, type: 'DEBIT', amountKobo: take, reference, description });
-        } catch (err) {
-          // Spent since it was read (422), or claimed by another replica for another amount
-          // (409): taken up again by the next try, from the claim.
-          if (err instanceof WaybillError && ['UNPROCESSABLE', 'CONFLICT'].includes(err.type)) {
-            return takenKobo;
-          }
-          throw err;
-        }
-        takenKobo += take;
+        // Claimed by another replica for another amount: its claim is read by the next call.
+        if (kept === 'stop') break;
+        if (kept === 0) givenUp += 1;
+        takenKobo += kept;
+        parts += 1;
       }
+      return { takenKobo, parts };
     });
+  }
+
+  /** What a claimed part of a reversal keeps: its amount once written, 0 once given up. */
+  private async keptOfPart(claim: ReferenceRecord): Promise<number | 'stop'> {
+    // Given up by a `payment.refund` before anyone claimed it: it never takes anything.
+    if (claim.type === VOIDED) return 0;
+    if (await this.isGivenUp(claim._id)) {
+      // Written after it was given up, by a writer that stopped before giving it back.
+      if (await this.postedEntry(claim)) {
+        await this.postNow(givenUpRefund(claim.walletId, claim._id, claim.amountKobo));
+      }
+      return 0;
+    }
+    if (await this.postedEntry(claim)) return claim.amountKobo;
+    return this.postPart({
+      walletId: claim.walletId,
+      type: 'DEBIT',
+      amountKobo: claim.amountKobo,
+      reference: claim._id,
+      description: claim.description,
+    });
+  }
+
+  /**
+   * Posts a part of a reversal, as a debit's own posting (so that a write after it was given up
+   * gives it back): its amount when it is written and kept; 0 when the wallet does not cover
+   * it, and it is given up (`GivenUp`, then given back if a writer elsewhere wrote it before the
+   * mark), or when it was given up meanwhile; 'stop' when another replica claimed it for another
+   * amount.
+   */
+  private async postPart(part: PostRequest): Promise<number | 'stop'> {
+    try {
+      await this.postNow(part, true);
+      return part.amountKobo;
+    } catch (err) {
+      if (!(err instanceof WaybillError)) throw err;
+      if (err.type === 'CONFLICT') {
+        return (await this.isGivenUp(part.reference)) ? 0 : 'stop';
+      }
+      if (err.type !== 'UNPROCESSABLE') throw err;
+    }
+    const { walletId, reference } = part;
+    // Written before this insert, the read below finds it; after it, its posting reads it.
+    await insertOnce(() =>
+      this.m.GivenUp.create({ _id: reference, walletId, createdAt: new Date() }),
+    );
+    if (await this.isPosted(reference)) {
+      await this.postNow(givenUpRefund(walletId, reference, part.amountKobo));
+    }
+    return 0;
   }
 
   /** Posts a claimed debit as its request would: false when the balance does not cover it. */
@@ -731,8 +797,7 @@ export class LedgerStore {
     if (Date.now() - entry.createdAt.getTime() < GIVEN_UP_GRACE_MS) return 'pending';
     // An operator's repair under the admin reference, made before decision 121, counts.
     const refund = refundReference(mark._id);
-    const byOperator = await this.findReference(adminCreditReference(refund));
-    if (byOperator && (await this.postedEntry(byOperator))) return 'settled';
+    if (await this.isPosted(adminCreditReference(refund))) return 'settled';
     const posting = await this.postNow(givenUpRefund(mark.walletId, mark._id, debit.amountKobo));
     return posting.replayed ? 'settled' : 'given back';
   }
@@ -762,10 +827,7 @@ export class LedgerStore {
       return null;
     }
     // Given back since the scan.
-    for (const r of givenBack) {
-      const claim = await this.findReference(r);
-      if (claim && (await this.postedEntry(claim))) return null;
-    }
+    for (const r of givenBack) if (await this.isPosted(r)) return null;
     const naira = formatNaira(-entry.amountKobo);
     return {
       walletId: entry.walletId,

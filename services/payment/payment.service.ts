@@ -55,7 +55,10 @@ export function createPaymentService(config: Config): ServiceDefinition {
     broadcaster: () => broker,
     logger: () => logger,
   });
-  /** The checkout sweep, and the repair of debits given up and still taken (decision 121). */
+  /**
+   * The checkout sweep, the repair of debits given up and still taken (decision 121), and the
+   * taking back of refunds made at the provider (decision 146).
+   */
   let sweeps: Periodic[] = [];
 
   return {
@@ -93,7 +96,12 @@ export function createPaymentService(config: Config): ServiceDefinition {
         },
         (err) => logger.warn('ledger repair failed; the next sweep retries', { err }),
       );
-      sweeps = [checkoutSweep, ledgerRepairs];
+      const reversals = new Periodic(
+        every,
+        () => checkouts.sweepReversals(),
+        (err) => logger.warn('reversal sweep failed; the next one retries', { err }),
+      );
+      sweeps = [checkoutSweep, ledgerRepairs, reversals];
       for (const sweep of sweeps) sweep.start();
     },
     async stopped() {

@@ -1,7 +1,6 @@
 import type { Logger } from 'moleculer';
-import { checkoutRefundReference } from '../../libs/contracts/payment';
 import { formatNaira } from '../../libs/money';
-import { checkoutOfAttempt, fundingCreditReference } from './checkout';
+import { checkoutOfAttempt, lateCreditReference } from './checkout';
 import type { CheckoutStore, ReversalRecord, SessionRecord } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
 
@@ -30,23 +29,29 @@ function kobo(value: unknown): number | undefined {
     : undefined;
 }
 
-/** A Paystack id: a number or a string of letters, digits, `_` and `-`. */
+/** A Paystack id: a number, or a string of letters, digits, `_`, `.`, `=` and `-`. */
 function providerId(value: unknown): string | undefined {
   const id = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  return typeof id === 'string' && /^[A-Za-z0-9_-]{1,100}$/.test(id) ? id : undefined;
+  return typeof id === 'string' && /^[A-Za-z0-9_.=-]{1,100}$/.test(id) ? id : undefined;
 }
 
 /**
- * The refund a Paystack `refund.processed` event's `data` reports, or what it lacks: its `id`,
- * the `transaction_reference` it gave back from, the `amount` in kobo and the `currency`.
+ * The refund a Paystack `refund.processed` event's `data` reports, or what it lacks: its `id`
+ * (or, without one, its `refund_reference`), the `transaction_reference` it gave back from, the
+ * `amount` in kobo and the `currency`.
  */
 export function processedRefund(data: unknown): ProviderRefund | { unreadable: string } {
   const fields = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
-  const refundId = providerId(fields.id);
+  const refundId =
+    fields.id === undefined || fields.id === null
+      ? providerId(fields.refund_reference)
+      : providerId(fields.id);
   const providerReference = fields.transaction_reference;
   const amountKobo = kobo(fields.amount);
   const { currency } = fields;
-  if (refundId === undefined) return { unreadable: 'no refund id (`data.id`)' };
+  if (refundId === undefined) {
+    return { unreadable: 'no refund id (`data.id`, or `data.refund_reference`)' };
+  }
   if (typeof providerReference !== 'string' || providerReference === '') {
     return { unreadable: 'no `data.transaction_reference`' };
   }
@@ -103,7 +108,9 @@ export class Reversals {
     const session = await store.session(checkoutOfAttempt(refund.providerReference));
     // Another integration's on the same account: acknowledged, nothing done.
     if (!session) return false;
-    if (refund.currency !== session.currency || refund.amountKobo > session.amountKobo) {
+    // What no checkout credited is not held to the checkout (an overpayment refunded whole).
+    const uncredited = await store.uncreditedPayment(refund.providerReference);
+    if (!uncredited && !fitsCheckout(refund, session)) {
       logger().error('a refund at the provider does not fit its checkout; nothing taken back', {
         ...refund,
         checkoutAmountKobo: session.amountKobo,
@@ -111,36 +118,52 @@ export class Reversals {
       });
       return false;
     }
-    const now = new Date();
     const record = await store.recordReversal({
       _id: refund.refundId,
       providerReference: refund.providerReference,
       checkoutReference: session._id,
       userId: session.userId,
       amountKobo: refund.amountKobo,
-      receivedAt: now,
+      receivedAt: new Date(),
       credited: null,
       takenKobo: 0,
-      nextCheckAt: now,
+      parts: 0,
       settledAt: null,
     });
-    if (record.nextCheckAt === null) return false;
+    if (record.providerReference !== refund.providerReference) {
+      logger().error('a refund id the provider reported before, for another transaction; ignored', {
+        ...refund,
+        recordedFor: record.providerReference,
+      });
+      return false;
+    }
+    if (record.settledAt) {
+      // Listed again by this call: a repeat of one settled.
+      await store.rescheduleReversal(record._id, null);
+      return false;
+    }
     await this.settle(record, session);
     return true;
   }
 
   /** Reversals due another look: each on its own, so that one failing holds up no other. */
   async sweep(limit: number): Promise<void> {
-    const { store, logger } = this.deps;
-    for (const record of await store.dueReversals(new Date(), limit)) {
+    const { store, logger, recheckMs } = this.deps;
+    for (const id of await store.dueReversals(new Date(), limit)) {
       try {
+        const record = await store.reversal(id);
+        // Listed by a call that stopped before its record, or settled since it was read.
+        if (!record || record.settledAt) {
+          await store.rescheduleReversal(id, null);
+          continue;
+        }
         const session = await store.session(record.checkoutReference);
-        if (session) await this.settle(record, session);
+        if (!session) throw new Error(`checkout ${record.checkoutReference} is not stored`);
+        await this.settle(record, session);
       } catch (err) {
-        logger().warn('reversal not settled; the next sweep retries', {
-          refundId: record._id,
-          err,
-        });
+        logger().warn('reversal not settled; the next sweep retries', { refundId: id, err });
+        // Behind the others, so that one failing again and again holds up none of them.
+        await store.rescheduleReversal(id, new Date(Date.now() + recheckMs)).catch(() => undefined);
       }
     }
   }
@@ -153,11 +176,12 @@ export class Reversals {
     const { store, ledger, logger } = this.deps;
     const now = new Date();
     const later = new Date(now.getTime() + this.deps.recheckMs);
+    const counted = { takenKobo: record.takenKobo, parts: record.parts };
     let credited = await this.credited(record, session);
     if (credited === null) {
       const waited = now.getTime() - record.receivedAt.getTime() >= REVERSAL_CREDIT_WAIT_MS;
       if (!waited) {
-        await store.reversalProgress(record._id, { credited, takenKobo: 0, nextCheckAt: later });
+        await store.reversalProgress(record._id, { credited, ...counted, nextCheckAt: later });
         return;
       }
       credited = false;
@@ -167,28 +191,30 @@ export class Reversals {
         refundId: record._id,
         providerReference: record.providerReference,
       });
-      await store.reversalProgress(record._id, { credited, takenKobo: 0, nextCheckAt: null });
+      await store.reversalProgress(record._id, { credited, ...counted, nextCheckAt: null });
       return;
     }
-    const description = `Taken back: the payment provider gave NGN ${formatNaira(record.amountKobo)} of checkout ${session._id} back to its payer (refund ${record._id})`;
-    const takenKobo = await ledger.takeBack(
+    const taken = await ledger.takeBack(
       record.userId,
-      record._id,
-      record.amountKobo,
-      description,
+      {
+        id: record._id,
+        amountKobo: record.amountKobo,
+        description: `Taken back: the payment provider gave NGN ${formatNaira(record.amountKobo)} of checkout ${session._id} back to its payer (refund ${record._id})`,
+      },
+      counted,
     );
-    const owedKobo = record.amountKobo - takenKobo;
+    const owedKobo = record.amountKobo - taken.takenKobo;
     if (owedKobo > 0) {
       logger().warn('a refund at the provider is not all taken back: the wallet holds less', {
         refundId: record._id,
         userId: record.userId,
-        takenKobo,
+        takenKobo: taken.takenKobo,
         owedKobo,
       });
     }
     await store.reversalProgress(record._id, {
       credited,
-      takenKobo,
+      ...taken,
       nextCheckAt: owedKobo > 0 ? later : null,
     });
   }
@@ -202,15 +228,16 @@ export class Reversals {
   private async credited(record: ReversalRecord, session: SessionRecord): Promise<boolean | null> {
     const { store, ledger } = this.deps;
     if (await store.uncreditedPayment(record.providerReference)) return false;
-    // The transaction handed out is the only one a payer could pay.
+    // The transaction handed out is the only one a payer could pay: a checkout opened before
+    // attempts were recorded handed out its own reference.
     const opened = await store.opened(session._id);
-    if (opened?.providerReference !== record.providerReference) return false;
+    if ((opened?.providerReference ?? session._id) !== record.providerReference) return false;
     if ((await store.outcome(session._id))?.status === 'PAID') return true;
-    // Paid after it ended: credited to the user's wallet all the same (`paidAfterItEnded`).
-    const lateCredit =
-      session.purpose.kind === 'WALLET_FUNDING'
-        ? fundingCreditReference(session._id)
-        : checkoutRefundReference(session._id);
-    return (await ledger.isPosted(lateCredit)) ? true : null;
+    return (await ledger.isPosted(lateCreditReference(session))) ? true : null;
   }
+}
+
+/** Whether a refund could be of the checkout's payment: its currency, and no more than it. */
+function fitsCheckout(refund: ProviderRefund, session: SessionRecord): boolean {
+  return refund.currency === session.currency && refund.amountKobo <= session.amountKobo;
 }

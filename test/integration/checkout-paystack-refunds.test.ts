@@ -4,6 +4,7 @@ import { FakePaystack, fund, walletOf } from '../support/checkout';
 import { eventually } from '../support/eventually';
 import { adminHeaders, request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
+import { openServiceDatabase } from '../support/stack';
 
 /**
  * Money the provider gives back to a payer after we credited it (decision 146): a Paystack
@@ -226,7 +227,8 @@ describe('a refund made at Paystack of a checkout that', () => {
     const alice = stack.alice;
     const reply = await fund(stack.node.url, alice.key, 70);
     const reference = reply.body.data.data.reference as string;
-    Object.assign(fake.transactions.get(reference) as object, { amount: 6000 });
+    // Paid more than the checkout's amount: refunded whole by an operator, as they are told to.
+    Object.assign(fake.transactions.get(reference) as object, { amount: 8000 });
     await paid(reference);
     const uncredited = await request(
       stack.node.url,
@@ -239,7 +241,7 @@ describe('a refund made at Paystack of a checkout that', () => {
     ).toContain(reference);
     const balance = await balanceKobo(alice);
     const id = randomId();
-    expect((await refundProcessed(reference, 6000, id)).status).toBe(200);
+    expect((await refundProcessed(reference, 8000, id)).body.data).toEqual({ handled: true });
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await takenBack(alice, id)).toEqual([]);
     expect(await balanceKobo(alice)).toBe(balance);
@@ -248,6 +250,36 @@ describe('a refund made at Paystack of a checkout that', () => {
       taken: '0.00',
       owed: '0.00',
     });
+  });
+});
+
+describe('a refund made at Paystack, recorded against', () => {
+  it('a checkout opened before its transaction was recorded apart is taken back all the same', async () => {
+    const alice = stack.alice;
+    const reference = await funded(alice, 40);
+    // As a checkout opened before attempts were recorded: its transaction is its reference.
+    const db = await openServiceDatabase(stack.iso, 'payment');
+    try {
+      await db.collection('checkout_opened').deleteOne({ _id: reference as never });
+    } finally {
+      await db.close();
+    }
+    const balance = await balanceKobo(alice);
+    const id = randomId();
+    expect((await refundProcessed(reference, 4000, id)).body.data).toEqual({ handled: true });
+    expect(await takenBack(alice, id)).toEqual([[`reversal:${id}:1`, 'DEBIT', '-40.00']]);
+    expect(await balanceKobo(alice)).toBe(balance - 4000);
+  });
+
+  it('one transaction, is not moved to another by an event naming its id with another', async () => {
+    const alice = stack.alice;
+    const [first, second] = [await funded(alice, 30), await funded(alice, 30)];
+    const id = randomId();
+    expect((await refundProcessed(first, 3000, id)).body.data).toEqual({ handled: true });
+    const balance = await balanceKobo(alice);
+    expect((await refundProcessed(second, 3000, id)).body.data).toEqual({ handled: false });
+    expect(await balanceKobo(alice)).toBe(balance);
+    expect(await listed(id)).toMatchObject({ providerReference: first, state: 'TAKEN' });
   });
 });
 

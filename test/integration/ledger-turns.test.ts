@@ -52,26 +52,67 @@ it('posts every entry once, in one chain, when two replicas post to a wallet at 
 
 it('takes a reversal back once when replicas take it at once: what the wallet holds, then the rest', async () => {
   const walletId = randomUUID();
-  const reversalId = randomUUID();
+  const reversal = { id: randomUUID(), amountKobo: 1_000, description: 'taken back' };
   const replicas = [0, 1].map(() => new LedgerStore(() => models, new Turns()));
-  const takeAll = () =>
-    Promise.all(
-      Array.from({ length: 10 }, (_, i) =>
-        replicas[i % 2].takeBack(walletId, reversalId, 1_000, 'taken back'),
-      ),
-    );
-  const parts = async () =>
-    (await models.Entry.find({ walletId }).sort({ sequence: 1 }).lean())
-      .filter((e) => e.reference.startsWith(`reversal:${reversalId}:`))
-      .map((e) => e.amountKobo);
+  const takeAll = async () =>
+    (
+      await Promise.all(
+        Array.from({ length: 10 }, (_, i) => replicas[i % 2].takeBack(walletId, reversal)),
+      )
+    ).map((t) => t.takenKobo);
   await replicas[0].post({ walletId, type: 'CREDIT', amountKobo: 700, reference: randomUUID() });
   expect(Math.max(...(await takeAll()))).toBe(700);
-  expect(await parts()).toEqual([-700]);
+  expect(await partsOf(walletId, reversal.id)).toEqual([-700]);
   expect((await replicas[0].balance(walletId)).balanceKobo).toBe(0);
 
   await replicas[1].post({ walletId, type: 'CREDIT', amountKobo: 500, reference: randomUUID() });
   expect(await takeAll()).toEqual(Array.from({ length: 10 }, () => 1_000));
-  expect(await parts()).toEqual([-700, -300]);
+  expect(await partsOf(walletId, reversal.id)).toEqual([-700, -300]);
   expect((await replicas[0].balance(walletId)).balanceKobo).toBe(200);
+  // Going on from what an earlier call counted reads none of the parts again.
+  const reads = jest.spyOn(models.Reference, 'findById');
+  try {
+    expect(await replicas[0].takeBack(walletId, reversal, { takenKobo: 1_000, parts: 2 })).toEqual({
+      takenKobo: 1_000,
+      parts: 2,
+    });
+    expect(reads).toHaveBeenCalledTimes(1); // part 3's claim: none
+  } finally {
+    reads.mockRestore();
+  }
   expect((await replicas[0].verify()).problems).toEqual([]);
 });
+
+it('gives up a part of a reversal the wallet no longer covers, and takes what it holds instead', async () => {
+  const walletId = randomUUID();
+  const store = new LedgerStore(() => models);
+  const reversal = { id: randomUUID(), amountKobo: 10_000, description: 'taken back' };
+  const part1 = `reversal:${reversal.id}:1`;
+  await store.post({ walletId, type: 'CREDIT', amountKobo: 3_000, reference: randomUUID() });
+  // Part 1 claimed for 7,000 by a replica that read the balance before a debit elsewhere spent
+  // 4,000 of it: its claim stands, unwritten.
+  await expect(
+    store.post({ walletId, type: 'DEBIT', amountKobo: 7_000, reference: part1 }),
+  ).rejects.toMatchObject({ type: 'UNPROCESSABLE' });
+  expect(await store.takeBack(walletId, reversal)).toEqual({ takenKobo: 3_000, parts: 2 });
+  expect(await partsOf(walletId, reversal.id)).toEqual([-3_000]);
+  expect((await store.balance(walletId)).balanceKobo).toBe(0);
+  // The replica that claimed part 1 writes it once the wallet is credited: it is given back.
+  await store.post({ walletId, type: 'CREDIT', amountKobo: 8_000, reference: randomUUID() });
+  await expect(
+    store.post({ walletId, type: 'DEBIT', amountKobo: 7_000, reference: part1 }),
+  ).rejects.toMatchObject({ type: 'CONFLICT' });
+  expect((await store.balance(walletId)).balanceKobo).toBe(8_000);
+  // The rest is taken from what it holds; the given-up part counts for nothing.
+  expect(await store.takeBack(walletId, reversal)).toEqual({ takenKobo: 10_000, parts: 3 });
+  expect(await partsOf(walletId, reversal.id)).toEqual([-3_000, -7_000, -7_000]);
+  expect((await store.balance(walletId)).balanceKobo).toBe(1_000);
+  expect((await store.verify()).problems).toEqual([]);
+});
+
+/** The amounts a reversal's parts moved, in the order written (a part given back included). */
+async function partsOf(walletId: string, reversalId: string) {
+  return (await models.Entry.find({ walletId }).sort({ sequence: 1 }).lean())
+    .filter((e) => e.reference.startsWith(`reversal:${reversalId}:`))
+    .map((e) => e.amountKobo);
+}

@@ -24,8 +24,15 @@ describe('a Paystack refund.processed, read', () => {
     });
   });
 
+  it('names a refund without an id by its refund reference', () => {
+    expect(processedRefund({ ...data, id: undefined, refund_reference: 'RF.1=x' })).toMatchObject({
+      refundId: 'RF.1=x',
+    });
+    expect(processedRefund({ ...data, id: null })).toMatchObject({ refundId: 'rf_1' });
+  });
+
   it.each([
-    [{ ...data, id: undefined }, 'no refund id'],
+    [{ ...data, id: undefined, refund_reference: undefined }, 'no refund id'],
     [{ ...data, id: 'a b' }, 'no refund id'],
     [{ ...data, id: 1.5 }, 'no refund id'],
     [{ ...data, transaction_reference: '' }, 'transaction_reference'],
