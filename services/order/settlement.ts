@@ -9,7 +9,7 @@ import {
 } from '../../libs/contracts/order';
 import { checkoutRefundReference, type PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
-import { isMatchingEligible, type Share } from './lifecycle';
+import { isMatchingEligible, type Effect, type Share } from './lifecycle';
 import { searchNotAfter, searchStartsAt } from './scheduling';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
@@ -29,6 +29,18 @@ export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEvent
     courierId: delivery.assignment?.courierId ?? null,
     at: at.toISOString(),
   };
+}
+
+/**
+ * The effects tried first, in this order: the cash a courier collected is on their account
+ * before they are free to be offered more pay-on-delivery (what the cash limit reads, decision
+ * 110), and the courier is free before other money moves.
+ */
+const FIRST_EFFECTS: Effect['kind'][] = ['REMIT_COLLECTED', 'END_MATCHING'];
+
+function effectRank(effect: Effect): number {
+  const rank = FIRST_EFFECTS.indexOf(effect.kind);
+  return rank === -1 ? FIRST_EFFECTS.length : rank;
 }
 
 export interface SettlementDeps {
@@ -56,32 +68,55 @@ export class Settlement {
     await this.deps.store.workDone(transition, ['unsettled']);
   }
 
-  /** The transition's effects, each idempotent; recorded as settled by the caller. */
+  /**
+   * The transition's effects, each idempotent; recorded as settled by the caller. Each is tried
+   * whatever became of the others: one service away (matching restarting) must not hold up a
+   * refund or a release. The first failure is thrown once all were tried, and the sweep tries
+   * them all again.
+   */
   private async carryOut(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
-    const services = this.deps.services();
-    // The courier is freed first: a payment call that fails must not keep them unofferable.
-    const effects = [...transition.effects].sort(
-      (a, b) => Number(b.kind === 'END_MATCHING') - Number(a.kind === 'END_MATCHING'),
-    );
+    const effects = [...transition.effects].sort((a, b) => effectRank(a) - effectRank(b));
+    const failures: unknown[] = [];
     for (const effect of effects) {
-      if (effect.kind === 'REFUND') await this.refund(delivery, effect.share);
-      if (effect.kind === 'RELEASE_PACKAGES') {
+      await this.carryOutOne(delivery, transition, effect).catch((err) => failures.push(err));
+    }
+    if (failures.length > 1) {
+      this.deps.logger().warn('delivery effects failed; the sweep retries them', {
+        deliveryId: delivery._id,
+        failed: failures.map((err) => (err as Error).message),
+      });
+    }
+    if (failures.length > 0) throw failures[0];
+  }
+
+  private async carryOutOne(
+    delivery: DeliveryRecord,
+    transition: TransitionRecord,
+    effect: Effect,
+  ): Promise<void> {
+    const services = this.deps.services();
+    switch (effect.kind) {
+      case 'REFUND':
+        return this.refund(delivery, effect.share);
+      case 'RELEASE_PACKAGES':
         await call(services, 'package.release', { deliveryId: delivery._id });
-      }
-      if (effect.kind === 'MATCHING_ELIGIBLE') await this.startMatching(delivery, transition.at);
-      if (effect.kind === 'END_MATCHING') {
+        return;
+      case 'MATCHING_ELIGIBLE':
+        return this.startMatching(delivery, transition.at);
+      case 'END_MATCHING':
         await call(services, 'courier-matching.endMatching', { deliveryId: delivery._id });
         // Ended while its search waited for its date: its bucket no longer holds it live. Only
         // a delivery with a date can have waited (a write saved on every other one).
         if (searchStartsAt(delivery, this.deps.scheduledSearchLeadMs)) {
           await this.deps.store.dropScheduledSearch(delivery._id);
         }
-      }
-      if (effect.kind === 'REMIT_COLLECTED') await this.remitCollected(delivery);
-      if (effect.kind === 'COURIER_ON_THE_WAY') {
-        await this.deps.outbox.courierOnTheWay(delivery, transition.at);
-      }
-      if (effect.kind === 'SEND_RETURN_CODE') await this.deps.proofs.sendReturnCode(delivery);
+        return;
+      case 'REMIT_COLLECTED':
+        return this.remitCollected(delivery);
+      case 'COURIER_ON_THE_WAY':
+        return this.deps.outbox.courierOnTheWay(delivery, transition.at);
+      case 'SEND_RETURN_CODE':
+        return this.deps.proofs.sendReturnCode(delivery);
     }
   }
 

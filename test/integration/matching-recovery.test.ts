@@ -1,4 +1,11 @@
-import { credit, getDelivery, ORIGIN, requestDelivery, savePackage } from '../support/deliveries';
+import {
+  cancelDelivery,
+  credit,
+  getDelivery,
+  ORIGIN,
+  requestDelivery,
+  savePackage,
+} from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, request } from '../support/http';
 import {
@@ -112,4 +119,36 @@ it('goes on with a search whose matching process was killed', async () => {
   const got = (await getDelivery(rest.url, merchant, deliveryId)).body.data;
   expect(got.status).toBe('COURIER_ASSIGNED');
   expect(got.courier.name).toBe('Tunde Bakare');
+}, 120_000);
+
+it('gives the fee back and frees the packages of a delivery cancelled while matching is down', async () => {
+  await matching?.stop();
+  matching = undefined;
+  await matchingGone();
+  try {
+    const merchant = await createUserWithKey(rest.url);
+    await credit(rest.url, merchant, 100_000);
+    const packageId = await savePackage(rest.url, merchant);
+    const created = await requestDelivery(rest.url, merchant, [packageId]);
+    expect(created.status).toBe(201);
+    const deliveryId = created.body.data.deliveryId as string;
+    const wallet = async () =>
+      (await request(rest.url, 'GET', '/api/wallet', { headers: { 'api-key': merchant.key } })).body
+        .data.balance;
+    expect(await wallet()).not.toBe('100000.00');
+    expect((await cancelDelivery(rest.url, merchant, deliveryId)).status).toBe(201);
+    // Ending its search fails while matching is away; the refund and the release do not wait.
+    await eventually(async () => expect(await wallet()).toBe('100000.00'), { timeout: 10_000 });
+    await eventually(async () => {
+      const saved = await request(rest.url, 'GET', '/api/packages', {
+        headers: { 'api-key': merchant.key },
+      });
+      const ours = (saved.body.data as { id: string; p2pDeliveryId: string | null }[]).find(
+        (p) => p.id === packageId,
+      );
+      expect(ours).toMatchObject({ p2pDeliveryId: null });
+    });
+  } finally {
+    matching ??= await startMatching();
+  }
 }, 120_000);

@@ -1,0 +1,103 @@
+import type { Logger } from 'moleculer';
+import type { Announcer } from '../../../services/order/announcer';
+import type { DeliveryRecord } from '../../../services/order/delivery-record';
+import type { Effect } from '../../../services/order/lifecycle';
+import type { Outbox } from '../../../services/order/outbox';
+import type { ProofChecks } from '../../../services/order/proofs';
+import { Settlement } from '../../../services/order/settlement';
+import type { OrderStore, TransitionRecord } from '../../../services/order/store';
+
+/**
+ * The order a transition's effects are carried out in, and that each is tried whatever became
+ * of the others (the services are the calls they would make; the sweep's retries and the
+ * services themselves are tested end to end in test/integration).
+ */
+
+const DELIVERED_POD = {
+  _id: 'd-1',
+  userId: 'merchant-1',
+  trackingId: 'T-1',
+  assignment: { courierId: 'courier-1' },
+  payOnDelivery: { collectAmountKobo: 250_000, remitTo: 'MERCHANT_WALLET' },
+  payment: {},
+  scheduledAt: null,
+} as unknown as DeliveryRecord;
+
+function settlementWith(failing: Set<string>) {
+  const calls: string[] = [];
+  const done: string[][] = [];
+  const warnings: unknown[] = [];
+  const settlement = new Settlement({
+    store: {
+      workDone: async (_t: unknown, flags: string[]) => void done.push(flags),
+    } as unknown as OrderStore,
+    scheduledSearchLeadMs: 0,
+    announcer: {} as Announcer,
+    outbox: {} as Outbox,
+    proofs: {} as ProofChecks,
+    services: () => ({
+      call: async (name: string) => {
+        calls.push(name);
+        if (failing.has(name)) throw new Error(`${name} unavailable`);
+        return {};
+      },
+      broadcast: async () => undefined,
+    }),
+    logger: () => ({ warn: (...args: unknown[]) => warnings.push(args) }) as unknown as Logger,
+  });
+  return { settlement, calls, done, warnings };
+}
+
+const transition = (effects: Effect[]) =>
+  ({ _id: 'd-1:7', effects, at: new Date(), unsettled: true }) as unknown as TransitionRecord;
+
+it('posts the cash a courier collected before it frees the courier, then the rest', async () => {
+  const { settlement, calls } = settlementWith(new Set());
+  await settlement.settle(
+    DELIVERED_POD,
+    transition([
+      { kind: 'RELEASE_PACKAGES' },
+      { kind: 'END_MATCHING' },
+      { kind: 'REMIT_COLLECTED' },
+    ]),
+  );
+  expect(calls).toEqual([
+    'payment.collectOnDelivery',
+    'courier-matching.endMatching',
+    'package.release',
+  ]);
+});
+
+it('tries every effect when one fails, and reports the first failure unsettled', async () => {
+  const { settlement, calls, done, warnings } = settlementWith(
+    new Set(['courier-matching.endMatching', 'package.release']),
+  );
+  await expect(
+    settlement.settle(
+      DELIVERED_POD,
+      transition([
+        { kind: 'RELEASE_PACKAGES' },
+        { kind: 'END_MATCHING' },
+        { kind: 'REMIT_COLLECTED' },
+      ]),
+    ),
+  ).rejects.toThrow('courier-matching.endMatching unavailable');
+  expect(calls).toEqual([
+    'payment.collectOnDelivery',
+    'courier-matching.endMatching',
+    'package.release',
+  ]);
+  expect(done).toEqual([]); // still unsettled: the sweep tries them all again
+  expect(warnings).toHaveLength(1);
+});
+
+it('frees the courier even when the cash cannot be posted', async () => {
+  const { settlement, calls } = settlementWith(new Set(['payment.collectOnDelivery']));
+  await expect(
+    settlement.settle(
+      DELIVERED_POD,
+      transition([{ kind: 'END_MATCHING' }, { kind: 'REMIT_COLLECTED' }]),
+    ),
+  ).rejects.toThrow('payment.collectOnDelivery unavailable');
+  expect(calls).toEqual(['payment.collectOnDelivery', 'courier-matching.endMatching']);
+});
