@@ -133,8 +133,23 @@ export class DeliveryTransitions {
     }
     if (later.length === 0) return stored;
     const repaired = fold(stored, later);
-    await this.store.project(deliveryId, repaired.version, projected(repaired));
+    await this.projectOrLeave(deliveryId, repaired);
     return repaired;
+  }
+
+  /**
+   * Writes the delivery document as the chain now makes it. One that fails is left for the
+   * next read to repair: the chain is the record, and a change claimed must not be answered as
+   * an error (its retry would be refused as done), nor a read fail on a write it did not need.
+   */
+  private async projectOrLeave(
+    deliveryId: string,
+    delivery: DeliveryRecord,
+    listedStatus?: DeliveryStatus,
+  ): Promise<void> {
+    await this.store
+      .project(deliveryId, delivery.version, projected(delivery), listedStatus)
+      .catch(() => undefined);
   }
 
   /**
@@ -174,8 +189,7 @@ export class DeliveryTransitions {
       if (entering) await this.store.enteringStatus(delivery, next.status, version);
       if (!(await this.store.claimTransition(record))) continue;
       const folded = fold(delivery, [record]);
-      const listedStatus = entering ? next.status : undefined;
-      await this.store.project(deliveryId, version, projected(folded), listedStatus);
+      await this.projectOrLeave(deliveryId, folded, entering ? next.status : undefined);
       return { applied: true, delivery: folded, transition: record };
     }
   }

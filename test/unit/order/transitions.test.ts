@@ -4,7 +4,13 @@ import {
   type DeliveryRecord,
   type StepRecord,
 } from '../../../services/order/delivery-record';
-import { fold, nextTransition, withStep } from '../../../services/order/transitions';
+import type { OrderStore } from '../../../services/order/store';
+import {
+  DeliveryTransitions,
+  fold,
+  nextTransition,
+  withStep,
+} from '../../../services/order/transitions';
 
 const step = (name: string, hidden = false): StepRecord => ({
   id: name,
@@ -102,5 +108,39 @@ describe('a return proof', () => {
     expect(returnProofs(fold(carrying(false), [failed(carrying(false))]))).toEqual([]);
     const older = { ...failed(carrying(true)), effects: [] };
     expect(returnProofs(fold(carrying(true), [older]))).toEqual([]);
+  });
+});
+
+describe('a change whose delivery document cannot be written after its claim', () => {
+  const carrying = {
+    _id: '6e1d2c3b-4f5a-4b6c-9d7e-8f9a0b1c2d3e',
+    version: 4,
+    lifecycle: {
+      status: 'IN_TRANSIT',
+      p2pStatus: 'PENDING',
+      owes: { creator: true, recipient: false },
+      paid: { creator: true, recipient: false },
+    },
+    requireCollectionProofCode: false,
+    proofs: [],
+    steps: [],
+  } as unknown as DeliveryRecord;
+
+  it('is answered as applied: the chain holds it, and the next read repairs the document', async () => {
+    const claimed: unknown[] = [];
+    const store = {
+      enteringStatus: async () => undefined,
+      claimTransition: async (record: unknown) => claimed.push(record) > 0,
+      project: async () => {
+        throw new Error('database busy');
+      },
+    } as unknown as OrderStore;
+    const applied = await new DeliveryTransitions(store).apply(
+      carrying._id,
+      { kind: 'FAILED', reason: 'Nobody at the door' },
+      { known: carrying },
+    );
+    expect(applied).toMatchObject({ applied: true, delivery: { version: 5 } });
+    expect(claimed).toHaveLength(1);
   });
 });
