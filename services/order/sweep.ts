@@ -27,37 +27,54 @@ export interface SweepDeps {
  * The order service's recovery: requests stopped half-way are finished or undone,
  * transitions whose effects (refunds, releases) did not all happen are settled and their
  * webhook events published, and SCHEDULED deliveries' searches started on their date
- * (./scheduled-searches). Every step is idempotent, so replicas may sweep together. The
- * notification outbox has its own sender (libs/messaging/outbox-sender.ts), which runs more often.
+ * (./scheduled-searches). Each of the three on a timer of its own: a service answering slowly
+ * to one (payment timing out on a hundred requests' refunds) must not hold up the others (a
+ * scheduled search due before its slot). Every step is idempotent, so replicas may sweep
+ * together. The notification outbox has its own sender (libs/messaging/outbox-sender.ts), which
+ * runs more often.
  */
 export class OrderSweep {
-  private readonly periodic: Periodic;
+  private readonly periodics: Periodic[];
   private readonly scheduled: ScheduledSearches;
   /** The last request the sweep read, when its batch was full. */
   private requestsAfter = '';
 
   constructor(private readonly deps: SweepDeps) {
     this.scheduled = new ScheduledSearches(deps);
-    this.periodic = new Periodic(
-      deps.config.sweepIntervalMs,
-      () => this.sweepOnce(new Date()),
-      (err) => deps.logger().warn('order sweep failed; the next one retries', { err }),
+    this.periodics = this.steps().map(
+      ([name, work]) =>
+        new Periodic(
+          deps.config.sweepIntervalMs,
+          () => work(new Date()),
+          (err) => deps.logger().warn(`order sweep: ${name} not done; next sweep retries`, { err }),
+        ),
     );
   }
 
+  private steps(): [string, (now: Date) => Promise<void>][] {
+    return [
+      ['requests', (now) => this.recoverRequests(now)],
+      ['transitions', (now) => this.finishTransitions(now)],
+      ['scheduled searches', (now) => this.scheduled.startDue(now)],
+    ];
+  }
+
   start(): void {
-    this.periodic.start();
+    for (const periodic of this.periodics) periodic.start();
   }
 
-  stop(): Promise<void> {
-    return this.periodic.stop();
+  async stop(): Promise<void> {
+    await Promise.all(this.periodics.map((periodic) => periodic.stop()));
   }
 
-  /** One sweep, as the timer runs it (tests call it). */
+  /** Whether the sweep is stopping: a step between two items ends early. */
+  private get stopping(): boolean {
+    return this.periodics.some((periodic) => periodic.stopping);
+  }
+
+  /** One sweep, each step in turn (tests call it). */
   async sweepOnce(now: Date): Promise<void> {
-    await this.step('requests', () => this.recoverRequests(now));
-    await this.step('transitions', () => this.finishTransitions(now));
-    await this.step('scheduled searches', () => this.scheduled.startDue(now));
+    for (const [name, work] of this.steps()) await this.step(name, () => work(now));
   }
 
   private async step(name: string, work: () => Promise<void>): Promise<void> {
@@ -76,6 +93,7 @@ export class OrderSweep {
     // (its payment service away) holds back no request behind it.
     this.requestsAfter = stale.length < BATCH ? '' : (stale.at(-1)?._id ?? '');
     for (const pending of stale) {
+      if (this.stopping) return;
       try {
         const ended = await requests.recover(pending);
         this.deps.logger().warn('delivery request stopped half-way, taken over', {
@@ -102,6 +120,7 @@ export class OrderSweep {
     const marked = await store.markedWork(new Date(now.getTime() - SETTLE_GRACE_MS), BATCH);
     const stored = marked.flatMap((m) => (m.transition ? [m.transition] : []));
     for (const transition of stored.filter((t) => t.unsettled)) {
+      if (this.stopping) return;
       try {
         const delivery = await transitions.current(transition.deliveryId);
         if (delivery) await settlement.settle(delivery, transition);
