@@ -1,8 +1,9 @@
 import Joi from '../../libs/joi';
 import { formatNaira } from '../../libs/money';
-import { fromUrl, pageParams, view } from '../../libs/schemas';
+import { fromUrl, view } from '../../libs/schemas';
 import { action, type ServiceActions } from '../../libs/service';
 import type { CheckoutStore, ReversalQuery, ReversalRecord } from './checkout-store';
+import { providerListPage } from './uncredited-admin';
 
 /**
  * Refunds made at the payment provider of money a checkout credited (decision 146): operators
@@ -29,8 +30,7 @@ const reversalView = view('Reversal', {
 });
 
 const listParams = Joi.object<ReversalQuery, true>({
-  limit: fromUrl(Joi.number().integer().min(1).max(200).default(50)),
-  offset: pageParams().offset,
+  ...providerListPage(),
   open: fromUrl(Joi.boolean()).description(
     '`true`: only those still awaiting their credit or owed; `false`: only the settled',
   ),

@@ -29,9 +29,14 @@ const uncreditedView = view('UncreditedPayment', {
   settlement: settlementView.allow(null).description('Null until an operator records one'),
 });
 
-const listParams = Joi.object<UncreditedQuery, true>({
+/** A page of an operator's list of the provider's money: 50 by default, 200 at most. */
+export const providerListPage = () => ({
   limit: fromUrl(Joi.number().integer().min(1).max(200).default(50)),
   offset: pageParams().offset,
+});
+
+const listParams = Joi.object<UncreditedQuery, true>({
+  ...providerListPage(),
   settled: fromUrl(Joi.boolean()).description(
     '`false`: only those no operator has settled yet; `true`: only the settled',
   ),

@@ -56,21 +56,23 @@ describe('shownSteps', () => {
   });
 });
 
+/** A delivery on its way to the door, its creator's share paid. */
+const carrying = (requireCollectionProofCode: boolean) =>
+  ({
+    _id: '5d0c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1c2d',
+    version: 4,
+    lifecycle: {
+      status: 'IN_TRANSIT',
+      p2pStatus: 'PENDING',
+      owes: { creator: true, recipient: false },
+      paid: { creator: true, recipient: false },
+    },
+    requireCollectionProofCode,
+    proofs: [],
+    steps: [],
+  }) as unknown as DeliveryRecord;
+
 describe('a return proof', () => {
-  const carrying = (requireCollectionProofCode: boolean) =>
-    ({
-      _id: '5d0c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1c2d',
-      version: 4,
-      lifecycle: {
-        status: 'IN_TRANSIT',
-        p2pStatus: 'PENDING',
-        owes: { creator: true, recipient: false },
-        paid: { creator: true, recipient: false },
-      },
-      requireCollectionProofCode,
-      proofs: [],
-      steps: [],
-    }) as unknown as DeliveryRecord;
   const at = new Date('2030-01-01T10:00:00Z');
   const failed = (delivery: DeliveryRecord) => {
     const t = nextTransition(delivery, { kind: 'FAILED', reason: 'Nobody at the door' }, at);
@@ -112,20 +114,6 @@ describe('a return proof', () => {
 });
 
 describe('a change whose delivery document cannot be written after its claim', () => {
-  const carrying = {
-    _id: '6e1d2c3b-4f5a-4b6c-9d7e-8f9a0b1c2d3e',
-    version: 4,
-    lifecycle: {
-      status: 'IN_TRANSIT',
-      p2pStatus: 'PENDING',
-      owes: { creator: true, recipient: false },
-      paid: { creator: true, recipient: false },
-    },
-    requireCollectionProofCode: false,
-    proofs: [],
-    steps: [],
-  } as unknown as DeliveryRecord;
-
   it('is answered as applied: the chain holds it, and the next read repairs the document', async () => {
     const claimed: unknown[] = [];
     const store = {
@@ -135,10 +123,11 @@ describe('a change whose delivery document cannot be written after its claim', (
         throw new Error('database busy');
       },
     } as unknown as OrderStore;
+    const delivery = carrying(false);
     const applied = await new DeliveryTransitions(store).apply(
-      carrying._id,
+      delivery._id,
       { kind: 'FAILED', reason: 'Nobody at the door' },
-      { known: carrying },
+      { known: delivery },
     );
     expect(applied).toMatchObject({ applied: true, delivery: { version: 5 } });
     expect(claimed).toHaveLength(1);
