@@ -114,6 +114,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     announcer,
     proofs,
     scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
+    answerWithinMs: Math.floor(config.requestTimeoutMs / 2),
   });
   const requests = new DeliveryRequests({
     ...shared,

@@ -47,6 +47,12 @@ export interface SettlementDeps {
   store: OrderStore;
   /** ORDER_SCHEDULED_SEARCH_LEAD_MS. */
   scheduledSearchLeadMs: number;
+  /**
+   * How long the writer of a change waits for its follow-up (`afterTransition`) before it
+   * answers: half of REQUEST_TIMEOUT_MS, so that a slow service answers a change that was
+   * made as made, never as the gateway's 504 (whose retry would be refused as done).
+   */
+  answerWithinMs: number;
   announcer: Announcer;
   outbox: Outbox;
   proofs: ProofChecks;
@@ -190,9 +196,23 @@ export class Settlement {
    * After a transition its writer applied: its webhook events are handed over (announcer), the
    * status change is broadcast to the services listening now (the tracking streams), and its
    * effects are carried out; what is done is recorded on the transition in one write, and
-   * what fails here stays for the sweep, the change itself standing.
+   * what fails here stays for the sweep, the change itself standing. Waited for at most
+   * `answerWithinMs`: past it the writer answers, and the follow-up goes on (what it leaves
+   * undone, the sweep does).
    */
   async afterTransition(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const answerBy = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.deps.answerWithinMs);
+    });
+    try {
+      await Promise.race([this.followUp(delivery, transition), answerBy]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async followUp(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
     let announced = false;
     try {
       announced = await this.deps.announcer.applied(delivery, transition);

@@ -56,6 +56,7 @@ beforeAll(async () => {
     proofs: new ProofChecks(store, config.order.proofCodeSecret, config.appEnv),
     announcer,
     scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
+    answerWithinMs: 7_500,
   });
   requests = new DeliveryRequests({
     ...shared,

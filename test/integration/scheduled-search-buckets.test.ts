@@ -78,6 +78,7 @@ function replica() {
   const settlement = new Settlement({
     store,
     scheduledSearchLeadMs: 0,
+    answerWithinMs: 7_500,
     announcer: {} as Announcer,
     outbox: {} as Outbox,
     proofs: {} as ProofChecks,

@@ -23,7 +23,7 @@ const DELIVERED_POD = {
   scheduledAt: null,
 } as unknown as DeliveryRecord;
 
-function settlementWith(failing: Set<string>) {
+function settlementWith(failing: Set<string>, announcer = {} as Announcer, answerWithinMs = 7_500) {
   const calls: string[] = [];
   const done: string[][] = [];
   const warnings: unknown[] = [];
@@ -32,7 +32,8 @@ function settlementWith(failing: Set<string>) {
       workDone: async (_t: unknown, flags: string[]) => void done.push(flags),
     } as unknown as OrderStore,
     scheduledSearchLeadMs: 0,
-    announcer: {} as Announcer,
+    answerWithinMs,
+    announcer,
     outbox: {} as Outbox,
     proofs: {} as ProofChecks,
     services: () => ({
@@ -100,4 +101,20 @@ it('frees the courier even when the cash cannot be posted', async () => {
     ),
   ).rejects.toThrow('payment.collectOnDelivery unavailable');
   expect(calls).toEqual(['payment.collectOnDelivery', 'courier-matching.endMatching']);
+});
+
+it('answers a change after a while when its follow-up hangs, and carries the effects out all the same', async () => {
+  let announced: () => void = () => undefined;
+  const hanging = {
+    applied: () => new Promise<boolean>((resolve) => (announced = () => resolve(true))),
+  } as unknown as Announcer;
+  const { settlement, calls } = settlementWith(new Set(), hanging, 50);
+  const cancelled = transition([{ kind: 'END_MATCHING' }, { kind: 'RELEASE_PACKAGES' }]);
+  // The webhook service never answers: the change is answered all the same.
+  await settlement.afterTransition(DELIVERED_POD, cancelled);
+  expect(calls).toEqual([]);
+  announced();
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(calls).toEqual(['courier-matching.endMatching', 'package.release']);
 });
