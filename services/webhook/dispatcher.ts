@@ -47,6 +47,11 @@ const QUEUE_READS = 3;
  * rotation, a disable or a deletion takes effect within this (its own writes at once).
  */
 const ENDPOINT_CACHE_MS = 1000;
+/**
+ * The latest messages of an endpoint read, before it is disabled, for a success that should
+ * have ended its failing streak: by `_id`, once per disable at most.
+ */
+const STREAK_CHECK_MESSAGES = 100;
 
 /** `at`, moved on by the time since `began` (`Date.now()`): work dated after its reads. */
 const datedAfter = (at: Date, began: number) => new Date(at.getTime() + (Date.now() - began));
@@ -403,7 +408,10 @@ export class Dispatcher {
     if (isDelivered(result.statusCode)) {
       await store.updateMessage(queued._id, { ...common, status: 'DELIVERED', deliveredAt: at });
       await store.dequeue(queued._id);
-      if (endpoint.failingSince) await this.recordStreak(endpoint._id, null);
+      // What this dispatcher knows now, as for a failure: a failure of another attempt may have
+      // begun a streak since this one's snapshot was read.
+      const { failingSince } = this.targets.get(endpoint._id)?.target?.endpoint ?? endpoint;
+      if (failingSince || endpoint.failingSince) await this.recordStreak(endpoint._id, null);
       return { done: true };
     }
     const firstAttemptAt = queued.firstAttemptAt ?? at;
@@ -489,7 +497,20 @@ export class Dispatcher {
       return null;
     }
     this.noteChange(webhookId, { failingSince });
-    return shouldDisable(failingSince, at, config.disableAfterMs) ? failingSince : null;
+    if (!shouldDisable(failingSince, at, config.disableAfterMs)) return null;
+    // A success since, that did not end the streak (on another replica whose copy of the
+    // endpoint did not show it yet): the streak begins again now.
+    if (await this.succeededSince(webhookId, failingSince)) {
+      await this.recordStreak(webhookId, at);
+      return null;
+    }
+    return failingSince;
+  }
+
+  /** Whether one of the endpoint's latest messages was delivered after `since`. */
+  private async succeededSince(webhookId: string, since: Date): Promise<boolean> {
+    const latest = await this.deps.store.messagesOf(webhookId, STREAK_CHECK_MESSAGES, 0);
+    return latest.some((m) => m.deliveredAt && m.deliveredAt.getTime() > since.getTime());
   }
 
   /** Attempt n of the message, this dispatcher's if it inserted the attempt first. */

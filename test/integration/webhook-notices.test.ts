@@ -331,6 +331,44 @@ describe('a failing streak another dispatcher ended', () => {
     expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
   });
 
+  it('starts a new streak when a message was delivered after it began, though nothing ended it', async () => {
+    const failingSince = new Date('2032-01-01T00:00:00Z');
+    const endpoint = endpointRecord(randomUUID(), { failingSince, createdAt: failingSince });
+    const webhookId = endpoint._id;
+    await store.insertEndpoint(endpoint);
+    let disables = 0;
+    const config = loadConfig({ ...process.env, WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs) });
+    const dispatcher = new Dispatcher({
+      store,
+      config: config.webhook,
+      appEnv: config.appEnv,
+      box: new SecretBox('streak-test'),
+      logger: () => broker.getLogger('dispatcher-test'),
+      recordDisable: async (disabled, at) => {
+        // Other tests' endpoints share the queue: only this one's disables count.
+        if (disabled._id === webhookId) disables += 1;
+        return at;
+      },
+    });
+    const later = (ms: number) => new Date(failingSince.getTime() + ms);
+    // Delivered a second into the streak by an attempt (of another replica) whose copy of the
+    // endpoint did not show the streak yet: the streak stood.
+    await queueMessage(webhookId, later(0));
+    const [delivered] = await store.messagesOf(webhookId, 1, 0);
+    await store.updateMessage(delivered._id, { status: 'DELIVERED', deliveredAt: later(1_000) });
+    await store.dequeue(delivered._id);
+    // A failure past the limit, counted from the streak's start: not a disable.
+    await queueMessage(webhookId, later(disableAfterMs + 300));
+    await dispatcher.look(later(disableAfterMs + 300));
+    await dispatcher.settle();
+    expect(disables).toBe(0);
+    const stored = await store.endpoint(webhookId);
+    expect(stored?.status).toBe('ACTIVE');
+    expect(new Date(stored?.failingSince as Date).getTime()).toBeGreaterThanOrEqual(
+      later(disableAfterMs + 300).getTime(),
+    );
+  });
+
   it('dates an attempt after the reads of the queue and of the endpoint, not when the look began', async () => {
     const endpoint = endpointRecord(randomUUID(), { createdAt: new Date('2033-01-01T00:00:00Z') });
     await store.insertEndpoint(endpoint);
