@@ -148,6 +148,10 @@ function asFieldErrors(data: unknown): FieldError[] | undefined {
     .map(({ field, message }) => ({ field, message }));
 }
 
+/** The 413 of a body that grew past what one message between services carries. */
+export const BODY_TOO_LARGE_WHEN_READ =
+  'Request body is too large once read (numbers such as 1e20 are written out in full between our services); send fewer or shorter values';
+
 /** Maps any thrown value to the status and message a client sees. Never leaks internals. */
 export function toHttpError(err: unknown): HttpError {
   const e = (err ?? {}) as ErrorLike;
@@ -178,6 +182,11 @@ export function toHttpError(err: unknown): HttpError {
       message: known.message ?? message,
       internal: known.status >= 500,
     };
+  }
+  // NATS refuses a message past its `max_payload` (1 MB by default): a body within the
+  // gateway's limit can grow past it once read and written again (`1e20` is 21 digits).
+  if (e.code === 'MAX_PAYLOAD_EXCEEDED') {
+    return { status: 413, message: BODY_TOO_LARGE_WHEN_READ, internal: false };
   }
   const status = [e.status, e.statusCode, e.code].find(
     (c): c is number => typeof c === 'number' && c >= 400 && c < 500,

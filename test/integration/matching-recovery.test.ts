@@ -7,7 +7,7 @@ import {
   savePackage,
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
-import { adminHeaders, createUserWithKey, request } from '../support/http';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import {
   asCourier as asCourierOf,
   courierAt as courierAtOf,
@@ -152,3 +152,15 @@ it('gives the fee back and frees the packages of a delivery cancelled while matc
     matching ??= await startMatching();
   }
 }, 120_000);
+
+it('answers 413 for a body within the limit that grows past a message between services once read', async () => {
+  // 50,000 × `1e20,`: 250 KB as sent, over 1 MB as moleculer writes it for the matching node.
+  const body = `{"name":"Tunde","junk":[${Array.from({ length: 50_000 }, () => '1e20').join(',')}]}`;
+  expect(Buffer.byteLength(body)).toBeLessThan(256 * 1024);
+  const reply = await request(rest.url, 'POST', '/admin/couriers', {
+    headers: { ...adminHeaders, 'content-type': 'application/json' },
+    raw: body,
+  });
+  expectErrorEnvelope(reply, 413);
+  expect(reply.body.message).toMatch(/too large once read/);
+}, 60_000);
