@@ -70,6 +70,8 @@ export function answerClientError(environment: string) {
     socket.end(
       `HTTP/1.1 ${answer.status} ${answer.reason}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
+        'Cache-Control: no-store\r\n' +
+        'X-Content-Type-Options: nosniff\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         'Connection: close\r\n\r\n' +
         body,

@@ -102,10 +102,17 @@ function requestUrl(req: GatewayRequest, raw: string): string {
   return `${proto}://${req.headers.host ?? 'localhost'}${raw}`;
 }
 
+/**
+ * A JSON answer. Never stored by a cache on the way or in the browser (answers carry API keys
+ * as they are created, webhook secrets, recipients' contacts) and never read as anything but
+ * JSON.
+ */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const payload = JSON.stringify(body);
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Content-Length', Buffer.byteLength(payload));
   res.end(payload);
 }

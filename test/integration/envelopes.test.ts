@@ -167,6 +167,9 @@ describe('success envelope', () => {
       json: { note: 'hi' },
     });
     expect(reply.status).toBe(201);
+    // Never cached on the way, never read as anything but JSON.
+    expect(reply.headers.get('cache-control')).toBe('no-store');
+    expect(reply.headers.get('x-content-type-options')).toBe('nosniff');
     expect(reply.body).toEqual({
       success: true,
       message: 'Echoed',

@@ -75,6 +75,8 @@ export const ENVELOPE_KEYS = [
 export function expectErrorEnvelope(reply: Reply, status: number, message?: string | RegExp): void {
   expect(reply.status).toBe(status);
   expect(reply.headers.get('content-type')).toMatch(/application\/json/);
+  expect(reply.headers.get('cache-control')).toBe('no-store');
+  expect(reply.headers.get('x-content-type-options')).toBe('nosniff');
   const body = reply.body as Record<string, unknown>;
   const keys = Object.keys(body)
     .filter((k) => k !== 'errors')
