@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ServiceBroker } from 'moleculer';
+import { CachedValue } from '../../libs/cache';
 import type { AppEnvironment } from '../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { failing, readiness } from '../../libs/health';
@@ -18,9 +19,17 @@ export interface OpsRoutesOptions {
   broker: () => ServiceBroker;
 }
 
+/**
+ * How long one reading of readiness answers `/health/ready`: the route needs no credential on
+ * the public port, and each reading pings every dependency (S3 on the uploads' own connection
+ * pool, each database, Redis), so a flood of probes shares one reading a second.
+ */
+export const READINESS_REUSE_MS = 1_000;
+
 /** Routes without credentials: index, health probes, the OpenAPI document and its docs page. */
 export function opsAliases(options: OpsRoutesOptions) {
   let openApi: ReturnType<typeof buildOpenApi> | undefined;
+  const ready = new CachedValue(() => readiness(options.broker()), READINESS_REUSE_MS);
   return {
     'GET /'(_req: GatewayRequest, res: ServerResponse) {
       const data = { docs: '/docs', openapi: '/openapi.json', version: options.version };
@@ -30,7 +39,7 @@ export function opsAliases(options: OpsRoutesOptions) {
       sendJson(res, 200, successEnvelope('Live', { status: 'ok' }));
     },
     async 'GET /health/ready'(req: GatewayRequest, res: ServerResponse) {
-      const state = await readiness(options.broker());
+      const state = await ready.get();
       if (state.ready) {
         const without = state.degraded.length
           ? `; degraded: ${state.degraded.join(', ')} down`

@@ -10,6 +10,8 @@ import { action, toServiceSchema, type ServiceDefinition } from '../../libs/serv
 import { createAccountService } from '../../services/account/account.service';
 import { createGatewayService } from '../../services/gateway/gateway.service';
 import { routeHandler } from '../../services/gateway/web-routing';
+import { READINESS_REUSE_MS } from '../../services/gateway/ops-routes';
+import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import ApiGateway from 'moleculer-web';
 import { ENVELOPE_KEYS, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { connect } from 'node:net';
@@ -403,6 +405,26 @@ describe('docs', () => {
       expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(0);
     }
     expectErrorEnvelope(await request(base, 'GET', '/docs/assets/..%2Fpackage.json'), 404);
+  });
+});
+
+describe('readiness on the public port', () => {
+  it('shares one reading of every dependency among the probes of a second', async () => {
+    let readings = 0;
+    registerHealthCheck(broker, 'counted', () => {
+      readings += 1;
+      return true;
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, READINESS_REUSE_MS));
+      const replies = await Promise.all(
+        Array.from({ length: 20 }, () => request(base, 'GET', '/health/ready')),
+      );
+      expect(replies.map((r) => r.status)).toEqual(Array(20).fill(200));
+      expect(readings).toBe(1);
+    } finally {
+      unregisterHealthCheck(broker, 'counted');
+    }
   });
 });
 
