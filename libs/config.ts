@@ -399,7 +399,9 @@ const declaredEnvSchema = Joi.object({
     .integer()
     .min(100)
     .default(10000)
-    .description('Time limit to connect to S3 and of an idle S3 connection (503 after it)'),
+    .description(
+      'Time limit to connect to S3, of an idle S3 connection and of the headers of a stored file being downloaded (503 after it; the body of a download is bounded by FILE_TIMEOUT_MS)',
+    ),
   CDN_BASE_URL: Joi.string()
     .uri({ scheme: ['https', 'http'] })
     .default('https://cdn.waybill.local')

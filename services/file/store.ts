@@ -21,9 +21,15 @@ export const STORAGE_UNAVAILABLE = 'File storage is unavailable; retry in a few 
 
 /**
  * An S3 client of the file service: path-style, checksums only where S3 requires them; with
- * `maxSockets`, at most that many connections (the SDK's default is 50).
+ * `maxSockets`, at most that many connections (the SDK's default is 50). An idle connection is
+ * given up after S3_TIMEOUT_MS, unless `idleTimeout` is false: downloads', whose body waits on
+ * the client reading it, are bounded by FILE_TIMEOUT_MS instead (`FileStorage.get`).
  */
-export function createS3Client(s3: Config['s3'], maxSockets?: number): S3Client {
+export function createS3Client(
+  s3: Config['s3'],
+  maxSockets?: number,
+  { idleTimeout = true } = {},
+): S3Client {
   const agent = maxSockets === undefined ? {} : { maxSockets, keepAlive: true };
   return new S3Client({
     endpoint: s3.endpoint,
@@ -41,7 +47,8 @@ export function createS3Client(s3: Config['s3'], maxSockets?: number): S3Client 
     maxAttempts: 2,
     requestHandler: {
       connectionTimeout: s3.timeoutMs,
-      socketTimeout: s3.timeoutMs,
+      // 0: none (the SDK would otherwise apply a default of its own).
+      socketTimeout: idleTimeout ? s3.timeoutMs : 0,
       ...(maxSockets === undefined ? {} : { httpAgent: agent, httpsAgent: agent }),
     },
   });
@@ -87,7 +94,7 @@ export class FileStorage {
     private readonly onError: (operation: string, err: unknown) => void = () => undefined,
   ) {
     this.client = createS3Client(s3);
-    this.reads = createS3Client(s3, maxDownloads);
+    this.reads = createS3Client(s3, maxDownloads, { idleTimeout: false });
   }
 
   private fail(operation: string, err: unknown): never {
@@ -129,11 +136,20 @@ export class FileStorage {
     );
   }
 
+  /**
+   * The object's headers within S3_TIMEOUT_MS; its body as fast as the client reads it: a
+   * client that pauses longer than S3_TIMEOUT_MS is not cut (the SDK's idle timeout would
+   * have destroyed the body), the download's FILE_TIMEOUT_MS bounds it (`download`).
+   */
   async get(key: string): Promise<StoredObject> {
+    const headers = new AbortController();
+    const late = setTimeout(() => headers.abort(), this.s3.timeoutMs);
     try {
-      const object = await this.reads.send(
-        new GetObjectCommand({ Bucket: this.s3.bucket, Key: key }),
-      );
+      const object = await this.reads
+        .send(new GetObjectCommand({ Bucket: this.s3.bucket, Key: key }), {
+          abortSignal: headers.signal,
+        })
+        .finally(() => clearTimeout(late));
       if (!object.Body) throw notFound('File not found');
       return {
         body: object.Body as Readable,

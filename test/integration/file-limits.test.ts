@@ -381,6 +381,44 @@ function heldDownload(base: string, key: string, url: string) {
   return { answer, drop: () => dropped.abort() };
 }
 
+describe.each(fileTopologies)('a download whose client pauses, %s', (_name, start) => {
+  const top = useTopology(start, { S3_TIMEOUT_MS: '1000', FILE_TIMEOUT_MS: '20000' });
+
+  it('is not cut after S3_TIMEOUT_MS of pause: only FILE_TIMEOUT_MS bounds it', async () => {
+    const { key } = await createUserWithKey(top.url);
+    await waitForFiles(top.url, key);
+    // Larger than the buffers on the way: a pause stalls the S3 connection behind it.
+    const bytes = fileOf(HEADS.png, 18 * 1024 * 1024);
+    const form = new FormData();
+    form.append('upload-file', new Blob([bytes]), 'big.png');
+    const stored = await fetch(`${top.url}/file/single-upload`, {
+      method: 'POST',
+      headers: { 'api-key': key },
+      body: form,
+    });
+    expect(stored.status).toBe(200);
+    const { url } = ((await stored.json()) as { data: { url: string } }).data;
+    const download = await fetch(`${top.url}/file/download`, {
+      method: 'POST',
+      headers: { 'api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ url }),
+    });
+    expect(download.status).toBe(200);
+    const reader = (download.body as ReadableStream<Uint8Array>).getReader();
+    const chunks: Uint8Array[] = [];
+    const first = await reader.read();
+    chunks.push(first.value as Uint8Array);
+    // Three times S3_TIMEOUT_MS without reading.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+    }
+    expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
+  }, 60_000);
+});
+
 describe.each(fileTopologies)('download caps, %s', (_name, start) => {
   const top = useTopology(start, {
     FILE_MAX_DOWNLOADS: '3',
