@@ -399,6 +399,22 @@ describe('generated bad input never makes a 5xx', () => {
         );
       }
     }
+    // An encoding the document does not state is a 415, whatever this Node could inflate.
+    for (const encoding of ['zstd', 'compress', 'gzip, br']) {
+      const refused = await request(stack.node.url, 'POST', '/api/package', {
+        headers: {
+          'api-key': stack.alice.key,
+          'content-type': 'application/json',
+          'content-encoding': encoding,
+        },
+        raw: Buffer.from('{}'),
+      });
+      expectErrorEnvelope(
+        refused,
+        415,
+        'Unsupported content encoding; send the body in gzip, deflate or br, or without one',
+      );
+    }
     // A body that does decompress is read as usual.
     const reply = await request(stack.node.url, 'POST', '/api/route', {
       headers: {
