@@ -20,6 +20,11 @@ class LoadOrder {
     return true;
   }
 
+  /** Whether the load numbered `load` is still worth keeping: no change or newer load since. */
+  current(load: number): boolean {
+    return load > this.kept;
+  }
+
   /** No load started so far may be kept: what each read may predate a change. */
   outdate(): void {
     this.kept = this.started;
@@ -96,7 +101,10 @@ export class CachedValue<T> {
     } catch (err) {
       if (!staleOnFailure || !this.lastKept) throw err;
       this.onStale(err);
-      this.retryAt = Date.now() + Math.min(RETRY_AFTER_FAILURE_MS, this.maxAgeMs);
+      // A load that a change overtook says nothing of the next: that one is tried at once.
+      if (this.order.current(load)) {
+        this.retryAt = Date.now() + Math.min(RETRY_AFTER_FAILURE_MS, this.maxAgeMs);
+      }
       return this.lastKept.data;
     }
     if (this.order.keep(load)) {

@@ -183,11 +183,6 @@ export function toHttpError(err: unknown): HttpError {
       internal: known.status >= 500,
     };
   }
-  // NATS refuses a message past its `max_payload` (1 MB by default): a body within the
-  // gateway's limit can grow past it once read and written again (`1e20` is 21 digits).
-  if (e.code === 'MAX_PAYLOAD_EXCEEDED') {
-    return { status: 413, message: BODY_TOO_LARGE_WHEN_READ, internal: false };
-  }
   const status = [e.status, e.statusCode, e.code].find(
     (c): c is number => typeof c === 'number' && c >= 400 && c < 500,
   );

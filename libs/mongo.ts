@@ -48,6 +48,30 @@ export async function claimById<T extends { _id: string }>(
 }
 
 /**
+ * Claims work named `name` for one holder across replicas, by inserting `{_id: name,
+ * startedAt}`: the claim's `_id` when this call holds it, null while another does. A claim
+ * older than `leaseMs` was left by a holder that stopped: the next turn, `<name>~<n>`, is
+ * claimed (by an insert too, so two callers finding it so take over once). The holder deletes
+ * its claim when done (`deleteOne`), so that the next caller claims `name` again.
+ */
+export async function claimLease(
+  model: {
+    create(doc: { _id: string; startedAt: Date }): Promise<unknown>;
+    findById(id: string): { lean<R>(): PromiseLike<R | null> };
+  },
+  name: string,
+  leaseMs: number,
+  now = new Date(),
+): Promise<string | null> {
+  for (let turn = 0; ; turn++) {
+    const _id = turn === 0 ? name : `${name}~${turn}`;
+    const { standing, won } = await claimById(model, { _id, startedAt: now }, 'lease');
+    if (won) return _id;
+    if (now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) return null;
+  }
+}
+
+/**
  * How long a call that claimed a claim's end keeps every other caller from it (`claimEnd`): far
  * longer than the one delete it covers, so that only a caller stopped before it is taken over.
  */

@@ -3,7 +3,14 @@ import { Readable } from 'node:stream';
 import type { Context, Logger } from 'moleculer';
 import { retriesFor, type Retry } from '../../libs/contracts';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
-import { isWaybillError, notFound, toHttpError, upstreamFailed } from '../../libs/errors';
+import {
+  BODY_TOO_LARGE_WHEN_READ,
+  isWaybillError,
+  notFound,
+  payloadTooLarge,
+  toHttpError,
+  upstreamFailed,
+} from '../../libs/errors';
 import { PAGE_HEADERS, errorPage } from '../../libs/html';
 import { bytesMoved } from '../../libs/reclaim';
 import type { HttpRoute } from '../../libs/service';
@@ -308,12 +315,25 @@ export async function callAction(
     }
     deps.send(req, res, data);
     return true;
-  } catch (err) {
+  } catch (thrown) {
+    const err = endpoint.local ? thrown : unsentCall(thrown);
     await claim?.fail(err, aliasAction(req));
     throw err;
   } finally {
     if (transfer && !req.readableEnded) req.resume(); // the service stopped early: drain the rest
   }
+}
+
+/**
+ * What a call to a service on another node failed with, as the client is told: the gateway's
+ * own message refused by NATS as past its `max_payload` (1 MB by default) is the 413 of a body
+ * within BODY_LIMIT that grew past it once read (`1e20` written out in full). Nothing ran. An
+ * error of that service's own calls comes back naming its node, and stays what it is.
+ */
+function unsentCall(err: unknown): unknown {
+  const e = err as { code?: unknown; nodeID?: unknown } | null;
+  if (e?.code !== 'MAX_PAYLOAD_EXCEEDED' || e.nodeID !== undefined) return err;
+  return payloadTooLarge(BODY_TOO_LARGE_WHEN_READ);
 }
 
 export interface OverrideDeps

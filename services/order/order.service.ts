@@ -106,7 +106,9 @@ export function createOrderService(config: Config): ServiceDefinition {
   );
   const outbox = new Outbox(store, config.notifications.publicBaseUrl);
   const shared = { store, outbox, services: () => broker, logger: () => logger };
-  const transitions = new DeliveryTransitions(store);
+  const transitions = new DeliveryTransitions(store, (deliveryId, err) =>
+    logger.warn('delivery document not written; the next read repairs it', { deliveryId, err }),
+  );
   const announcer = new Announcer({ ...shared, transitions });
   const proofs = new ProofChecks(store, config.order.proofCodeSecret, config.appEnv);
   const settlement = new Settlement({

@@ -119,7 +119,11 @@ export type Applied =
  * repaired on read when a writer stopped before updating it.
  */
 export class DeliveryTransitions {
-  constructor(private readonly store: OrderStore) {}
+  constructor(
+    private readonly store: OrderStore,
+    /** Told of a delivery document left for the next read to repair. */
+    private readonly onProjectionLeft: (deliveryId: string, err: unknown) => void = () => undefined,
+  ) {}
 
   /** The delivery as its chain says it is now, or null. */
   async current(deliveryId: string): Promise<DeliveryRecord | null> {
@@ -149,7 +153,7 @@ export class DeliveryTransitions {
   ): Promise<void> {
     await this.store
       .project(deliveryId, delivery.version, projected(delivery), listedStatus)
-      .catch(() => undefined);
+      .catch((err: unknown) => this.onProjectionLeft(deliveryId, err));
   }
 
   /**

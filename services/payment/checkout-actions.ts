@@ -25,6 +25,7 @@ import { nameBasedId } from '../../libs/ids';
 import { nairaToKobo } from '../../libs/money';
 import { action, implement, requireUser, type ServiceActions } from '../../libs/service';
 import {
+  ATTEMPT_GRACE_MS,
   OPEN_ATTEMPTS,
   STILL_PAYING,
   attemptReference,
@@ -33,7 +34,6 @@ import {
   expiresAt,
   expiryVerdict,
   fundingCreditReference,
-  lateCheckName,
   lateCreditReference,
   newCheckoutReference,
   nextAttemptWait,
@@ -705,29 +705,15 @@ export class Checkouts {
    * the one replica that claims it; a check that fails gives its claim up for the next sweep.
    */
   private async checkLate(entry: { _id: string; expiredAt: Date; checks: number }) {
-    const claim = await this.claimLateCheck(entry._id, entry.checks);
+    // Its holder's call must be over by then: the provider's timeout and the writes after.
+    const leaseMs = this.deps.config.paystack.timeoutMs + ATTEMPT_GRACE_MS;
+    const claim = await this.store.claimLateCheck(entry._id, entry.checks, leaseMs);
     if (!claim) return;
     try {
       await this.lateCheck(entry);
     } catch (err) {
       await this.store.releaseLateCheck(claim);
       throw err;
-    }
-  }
-
-  /**
-   * Claims a late check for this replica: the claim's name, or null when another replica holds
-   * it (and may still be at it). A claim whose check must be over by now (the provider's
-   * timeout and the writes after, `nextAttemptWait`) was left by a replica that stopped: the
-   * next turn is claimed, by an insert too.
-   */
-  private async claimLateCheck(reference: string, check: number): Promise<string | null> {
-    for (let turn = 0; ; turn++) {
-      const name = lateCheckName(reference, check, turn);
-      const now = new Date();
-      const holder = await this.store.claimLateCheck(name, now);
-      if (!holder) return name;
-      if (nextAttemptWait(holder, this.deps.config.paystack.timeoutMs, now) > 0) return null;
     }
   }
 

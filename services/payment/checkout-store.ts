@@ -1,8 +1,8 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { conflict } from '../../libs/errors';
-import { claimById, insertOnce } from '../../libs/mongo';
-import type { DecidedStatus, OutcomeEvent } from './checkout';
+import { claimById, claimLease, insertOnce, upsertById } from '../../libs/mongo';
+import { lateCheckName, type DecidedStatus, type OutcomeEvent } from './checkout';
 
 const PURPOSE_KINDS: CheckoutPurpose['kind'][] = ['DELIVERY', 'WALLET_FUNDING'];
 const DECIDED: DecidedStatus[] = ['PAID', 'DECLINED', 'EXPIRED'];
@@ -121,12 +121,12 @@ const lateCheckSchema = new Schema(
 lateCheckSchema.index({ nextCheckAt: 1 });
 
 /**
- * A late check claimed by the replica that makes it (`lateCheckName`), so that one replica asks
- * the provider, not each whose sweep finds it due. Deleted when its check fails, so that the
- * next sweep tries again; one left by a replica that stopped is taken over once its check must
- * be over (`nextAttemptWait`).
+ * A claim of work one replica does at a time (`claimLease`): a late check, by
+ * `<reference>#<check>`, so that one replica asks the provider, not each whose sweep finds it
+ * due (deleted when its check fails, so the next sweep tries again; kept when done); the taking
+ * back of a reversal, by its id (deleted when done).
  */
-const lateClaimSchema = new Schema(
+const leaseSchema = new Schema(
   {
     _id: { type: String, required: true },
     startedAt: { type: Date, required: true },
@@ -263,10 +263,11 @@ export function defineCheckoutModels(connection: Connection) {
       lateCheckSchema,
       'checkout_late_checks',
     ),
-    CheckoutLateClaim: connection.model(
-      'CheckoutLateClaim',
-      lateClaimSchema,
-      'checkout_late_claims',
+    CheckoutLateClaim: connection.model('CheckoutLateClaim', leaseSchema, 'checkout_late_claims'),
+    CheckoutReversalTurn: connection.model(
+      'CheckoutReversalTurn',
+      leaseSchema,
+      'checkout_reversal_turns',
     ),
     CheckoutOutbox: connection.model('CheckoutOutbox', outboxSchema, 'checkout_outbox'),
     CheckoutSend: connection.model('CheckoutSend', sendSchema, 'checkout_sends'),
@@ -484,19 +485,30 @@ export class CheckoutStore {
       .lean();
   }
 
-  /** Claims a late check by its name: null when this call did, else the claim that stands. */
-  async claimLateCheck(name: string, startedAt: Date): Promise<{ startedAt: Date } | null> {
-    const { standing, won } = await claimById(
-      this.m.CheckoutLateClaim,
-      { _id: name, startedAt },
-      'late check claim',
-    );
-    return won ? null : standing;
+  /**
+   * Claims late check `check` of a checkout for this replica (`claimLease`): the claim's name,
+   * or null while another replica holds it and may still be at it (`leaseMs`: the provider's
+   * timeout and the writes after).
+   */
+  claimLateCheck(reference: string, check: number, leaseMs: number): Promise<string | null> {
+    return claimLease(this.m.CheckoutLateClaim, lateCheckName(reference, check), leaseMs);
   }
 
   /** Gives a late check's claim up: its check failed, and the next sweep may try again. */
   async releaseLateCheck(name: string): Promise<void> {
     await this.m.CheckoutLateClaim.deleteOne({ _id: name });
+  }
+
+  /**
+   * Claims the taking back of a reversal for this replica (`claimLease`): its parts are written
+   * by one caller at a time, so that a part one gives up is never being written by another.
+   */
+  claimReversalTurn(id: string, leaseMs: number): Promise<string | null> {
+    return claimLease(this.m.CheckoutReversalTurn, id, leaseMs);
+  }
+
+  async releaseReversalTurn(name: string): Promise<void> {
+    await this.m.CheckoutReversalTurn.deleteOne({ _id: name });
   }
 
   /** The next late check, or none: the entry is removed. A hint, written whole. */
@@ -543,20 +555,21 @@ export class CheckoutStore {
 
   /**
    * Records a reversal the provider reported: the first record of its id stands. Listed for the
-   * sweep first, so that a call stopped in between leaves it listed (a listing without its
-   * record is dropped by the sweep, one of a reversal settled by it).
+   * sweep first (due `recheckMs` after it was received: its own call settles it first), so that
+   * a call stopped in between leaves it listed (a listing without its record is dropped by the
+   * sweep once it is surely not coming, one of a reversal settled by it).
    */
-  async recordReversal(record: ReversalRecord): Promise<ReversalRecord> {
-    await insertOnce(() =>
-      this.m.OpenReversal.create({ _id: record._id, nextCheckAt: record.receivedAt }),
-    );
+  async recordReversal(record: ReversalRecord, recheckMs: number): Promise<ReversalRecord> {
+    const nextCheckAt = new Date(record.receivedAt.getTime() + recheckMs);
+    await insertOnce(() => this.m.OpenReversal.create({ _id: record._id, nextCheckAt }));
     return (await claimById(this.m.Reversal, record, 'reversal')).standing;
   }
 
   /**
-   * What is known of a reversal since: whether its checkout credited it, what is counted of its
-   * parts (written only over fewer parts: two replicas at once write in either order), and when
-   * it is looked at next, or never again (null: settled, off the sweep's list).
+   * What is known of a reversal since: whether its checkout credited it (once known, never
+   * unknown again), what is counted of its parts (written only over fewer parts), and when it
+   * is looked at next, or never again (null: settled, off the sweep's list). A settled
+   * reversal stays settled.
    */
   async reversalProgress(
     id: string,
@@ -572,17 +585,26 @@ export class CheckoutStore {
       { _id: id, parts: { $lt: parts } },
       { $set: { takenKobo, parts } },
     );
-    await this.m.Reversal.updateOne(
-      { _id: id },
-      { $set: { credited, settledAt: nextCheckAt ? null : new Date() } },
-    );
+    if (credited !== null) await this.m.Reversal.updateOne({ _id: id }, { $set: { credited } });
+    if (!nextCheckAt) {
+      await this.m.Reversal.updateOne(
+        { _id: id, settledAt: null },
+        { $set: { settledAt: new Date() } },
+      );
+    }
     await this.rescheduleReversal(id, nextCheckAt);
   }
 
-  /** Puts a reversal on the sweep's list at `nextCheckAt`, or off it (null). */
+  /**
+   * Puts a reversal on the sweep's list at `nextCheckAt` (listed again if it was taken off: the
+   * sweep drops it at its next look if it is settled), or off it (null).
+   */
   async rescheduleReversal(id: string, nextCheckAt: Date | null): Promise<void> {
-    if (nextCheckAt) await this.m.OpenReversal.updateOne({ _id: id }, { $set: { nextCheckAt } });
-    else await this.m.OpenReversal.deleteOne({ _id: id });
+    if (nextCheckAt) {
+      await upsertById(this.m.OpenReversal, id, { $set: { nextCheckAt } });
+    } else {
+      await this.m.OpenReversal.deleteOne({ _id: id });
+    }
   }
 
   /**
@@ -598,13 +620,12 @@ export class CheckoutStore {
       .lean<ReversalRecord[]>();
   }
 
-  /** The ids of the reversals due another look (a scan of the open ones only). */
-  async dueReversals(now: Date, limit: number): Promise<string[]> {
-    const due = await this.m.OpenReversal.find({ nextCheckAt: { $lte: now } })
+  /** The reversals due another look, and since when (a scan of the open ones only). */
+  dueReversals(now: Date, limit: number): Promise<{ _id: string; nextCheckAt: Date }[]> {
+    return this.m.OpenReversal.find({ nextCheckAt: { $lte: now } })
       .sort({ nextCheckAt: 1 })
       .limit(limit)
-      .lean();
-    return due.map((d) => d._id);
+      .lean<{ _id: string; nextCheckAt: Date }[]>();
   }
 
   reversal(id: string): Promise<ReversalRecord | null> {

@@ -94,12 +94,10 @@ export function sendName(reference: string, turn: number | Date): string {
 }
 
 /**
- * The name of the claim of late check `check` of a checkout: `<reference>#<check>`, then
- * `~<turn>` for a replica taking over from one that stopped while it held the claim.
+ * The name of the claim of late check `check` of a checkout: `<reference>#<check>` (then
+ * `~<turn>` for a replica taking over from one that stopped while it held the claim).
  */
-export function lateCheckName(reference: string, check: number, turn: number): string {
-  return turn === 0 ? `${reference}#${check}` : `${reference}#${check}~${turn}`;
-}
+export const lateCheckName = (reference: string, check: number) => `${reference}#${check}`;
 
 /** A claim of a first send, as the store records it. */
 export interface SendClaimFacts {

@@ -423,10 +423,13 @@ export class LedgerStore {
    * wallet holds when it is posted. A part's reference names it and its amount is its first
    * claimant's, so a retry, another replica or the sweep continues where the last stopped and
    * never takes a part twice. A part the wallet no longer covers when it is written (spent in
-   * between, on another replica) is given up as `refundDebit` gives up a debit: a late write of
-   * it is given back, and the next part takes what the wallet holds instead. `from`: parts
-   * already counted (a hint the caller kept from an earlier call; each counted part is final).
-   * Answers what is taken in all, and the parts counted.
+   * between by a debit on another replica) is given up as `refundDebit` gives up a debit, and
+   * the next part takes what the wallet holds instead. Callers take a reversal back one at a
+   * time (`Reversals`' turns): a part given up is then never being written by another caller,
+   * and a part left claimed and unwritten is one whose caller stopped (a late write of it, by
+   * a caller that stopped past its turn, is given back all the same). `from`: parts already
+   * counted (a hint the caller kept from an earlier call). Answers what is taken in all, and
+   * the parts counted.
    */
   takeBack(
     walletId: string,

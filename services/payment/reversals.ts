@@ -95,6 +95,15 @@ export interface ReversalsDeps {
   recheckMs: number;
 }
 
+/**
+ * How long a replica's turn at a reversal keeps the others from it: far longer than one call
+ * takes (a few reads and writes by `_id`), so that only a replica that stopped is taken over.
+ */
+export const REVERSAL_TURN_MS = 60_000;
+
+/** How long a listing without its record waits for it before it is dropped as never coming. */
+const ORPHAN_LISTING_MS = 5 * 60_000;
+
 export class Reversals {
   constructor(private readonly deps: ReversalsDeps) {}
 
@@ -104,7 +113,7 @@ export class Reversals {
    * and a repeat of one settled.
    */
   async received(refund: ProviderRefund): Promise<boolean> {
-    const { store, logger } = this.deps;
+    const { store, logger, recheckMs } = this.deps;
     const session = await store.session(checkoutOfAttempt(refund.providerReference));
     // Another integration's on the same account: acknowledged, nothing done.
     if (!session) return false;
@@ -118,18 +127,21 @@ export class Reversals {
       });
       return false;
     }
-    const record = await store.recordReversal({
-      _id: refund.refundId,
-      providerReference: refund.providerReference,
-      checkoutReference: session._id,
-      userId: session.userId,
-      amountKobo: refund.amountKobo,
-      receivedAt: new Date(),
-      credited: null,
-      takenKobo: 0,
-      parts: 0,
-      settledAt: null,
-    });
+    const record = await store.recordReversal(
+      {
+        _id: refund.refundId,
+        providerReference: refund.providerReference,
+        checkoutReference: session._id,
+        userId: session.userId,
+        amountKobo: refund.amountKobo,
+        receivedAt: new Date(),
+        credited: null,
+        takenKobo: 0,
+        parts: 0,
+        settledAt: null,
+      },
+      recheckMs,
+    );
     if (record.providerReference !== refund.providerReference) {
       logger().error('a refund id the provider reported before, for another transaction; ignored', {
         ...refund,
@@ -142,32 +154,54 @@ export class Reversals {
       await store.rescheduleReversal(record._id, null);
       return false;
     }
-    await this.settle(record, session);
+    await this.inTurn(record, session);
     return true;
   }
 
   /** Reversals due another look: each on its own, so that one failing holds up no other. */
   async sweep(limit: number): Promise<void> {
     const { store, logger, recheckMs } = this.deps;
-    for (const id of await store.dueReversals(new Date(), limit)) {
+    const now = new Date();
+    for (const due of await store.dueReversals(now, limit)) {
       try {
-        const record = await store.reversal(id);
-        // Listed by a call that stopped before its record, or settled since it was read.
-        if (!record || record.settledAt) {
-          await store.rescheduleReversal(id, null);
+        const record = await store.reversal(due._id);
+        // Listed by a call that stopped before its record (once it is surely not coming), or
+        // settled since it was read.
+        if (record?.settledAt || (!record && overdue(due.nextCheckAt, now))) {
+          await store.rescheduleReversal(due._id, null);
           continue;
         }
+        if (!record) continue;
         const session = await store.session(record.checkoutReference);
         if (!session) throw new Error(`checkout ${record.checkoutReference} is not stored`);
-        await this.settle(record, session);
+        await this.inTurn(record, session);
       } catch (err) {
-        logger().warn('reversal not settled; the next sweep retries', { refundId: id, err });
+        logger().warn('reversal not settled; the next sweep retries', { refundId: due._id, err });
         // Behind the others, so that one failing again and again holds up none of them.
-        await store.rescheduleReversal(id, new Date(Date.now() + recheckMs)).catch(() => undefined);
+        await store
+          .rescheduleReversal(due._id, new Date(Date.now() + recheckMs))
+          .catch(() => undefined);
       }
     }
   }
 
+  /**
+   * Settles a reversal in this replica's turn at it: one caller at a time takes a reversal
+   * back (`LedgerStore.takeBack` gives up a part the wallet no longer covers, which must not be
+   * being written by another). While another replica holds the turn, it is left to it.
+   */
+  private async inTurn(record: ReversalRecord, session: SessionRecord): Promise<void> {
+    const { store } = this.deps;
+    const turn = await store.claimReversalTurn(record._id, REVERSAL_TURN_MS);
+    if (!turn) return;
+    try {
+      // Read again in the turn: the last holder may have counted more, or settled it.
+      const current = (await store.reversal(record._id)) ?? record;
+      if (!current.settledAt) await this.settle(current, session);
+    } finally {
+      await store.releaseReversalTurn(turn);
+    }
+  }
   /**
    * Takes back what the checkout credited, as far as its wallet holds it; looked at again
    * while anything is owed, or while the credit may still come.
@@ -236,6 +270,10 @@ export class Reversals {
     return (await ledger.isPosted(lateCreditReference(session))) ? true : null;
   }
 }
+
+/** Whether a listing due at `since` has waited for its record longer than any call lasts. */
+const overdue = (since: Date, now: Date) =>
+  now.getTime() - new Date(since).getTime() >= ORPHAN_LISTING_MS;
 
 /** Whether a refund could be of the checkout's payment: its currency, and no more than it. */
 function fitsCheckout(refund: ProviderRefund, session: SessionRecord): boolean {

@@ -41,9 +41,13 @@ describe('CachedValue', () => {
 
 /** A load whose answer the test gives when it chooses. */
 function pendingLoads<T>() {
-  const waiting: ((value: T) => void)[] = [];
-  const load = () => new Promise<T>((resolve) => waiting.push(resolve));
-  return { load, answer: (i: number, value: T) => waiting[i](value) };
+  const waiting: { resolve: (value: T) => void; reject: (err: Error) => void }[] = [];
+  const load = () => new Promise<T>((resolve, reject) => waiting.push({ resolve, reject }));
+  return {
+    load,
+    answer: (i: number, value: T) => waiting[i].resolve(value),
+    fail: (i: number, err: Error) => waiting[i].reject(err),
+  };
 }
 
 describe('CachedValue, loads finishing out of order', () => {
@@ -129,6 +133,22 @@ describe('CachedValue, loads finishing out of order', () => {
     } finally {
       jest.useRealTimers();
     }
+  });
+
+  it('loads at once after an invalidation, though a load it overtook fails after it', async () => {
+    const loads = pendingLoads<string>();
+    const cache = new CachedValue(loads.load, 50);
+    const first = cache.get();
+    loads.answer(0, 'types v1');
+    expect(await first).toBe('types v1');
+    await new Promise((r) => setTimeout(r, 60));
+    const overtaken = cache.get(); // expired: load 1 starts
+    cache.invalidate(); // a change announced while it runs
+    loads.fail(1, new Error('geo restarting'));
+    expect(await overtaken).toBe('types v1');
+    const after = cache.get(); // no wait: load 2 starts at once
+    loads.answer(2, 'types v2');
+    expect(await after).toBe('types v2');
   });
 
   it('keeps the newest-started load, not the last to finish', async () => {

@@ -124,12 +124,16 @@ describe('a change whose delivery document cannot be written after its claim', (
       },
     } as unknown as OrderStore;
     const delivery = carrying(false);
-    const applied = await new DeliveryTransitions(store).apply(
+    const left: unknown[] = [];
+    const transitions = new DeliveryTransitions(store, (id, err) => left.push([id, err]));
+    const applied = await transitions.apply(
       delivery._id,
       { kind: 'FAILED', reason: 'Nobody at the door' },
       { known: delivery },
     );
     expect(applied).toMatchObject({ applied: true, delivery: { version: 5 } });
     expect(claimed).toHaveLength(1);
+    // Told, so that a write failing at every read is seen.
+    expect(left).toEqual([[delivery._id, new Error('database busy')]]);
   });
 });
