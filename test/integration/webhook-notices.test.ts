@@ -291,48 +291,12 @@ describe('a failing streak another dispatcher ended', () => {
     ]);
   }
 
-  it('starts a new streak instead of disabling the endpoint', async () => {
-    const failingSince = new Date('2031-01-01T00:00:00Z');
-    // No signing secret: every attempt fails without a request (the dispatcher says why).
-    const endpoint = endpointRecord(randomUUID(), { failingSince, createdAt: failingSince });
-    const webhookId = endpoint._id;
-    await store.insertEndpoint(endpoint);
-    let disables = 0;
-    const config = loadConfig({ ...process.env, WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs) });
-    const dispatcher = new Dispatcher({
-      store,
-      config: config.webhook,
-      appEnv: config.appEnv,
-      box: new SecretBox('streak-test'),
-      logger: () => broker.getLogger('dispatcher-test'),
-      recordDisable: async (_endpoint, at) => {
-        disables += 1;
-        return at;
-      },
-    });
-    const later = (ms: number) => new Date(failingSince.getTime() + ms);
-    await queueMessage(webhookId, later(0));
-    // A failure short of the limit: the dispatcher now keeps the endpoint, streak and all.
-    await dispatcher.look(later(disableAfterMs - 200));
-    await dispatcher.settle();
-    expect(await store.endpoint(webhookId)).toMatchObject({ status: 'ACTIVE', failingSince });
-    // Another dispatcher's success ends the streak; a failure here, within the second, is due
-    // a disable by the streak this one knows.
-    await store.updateEndpoint(webhookId, { failingSince: null });
-    await queueMessage(webhookId, later(0));
-    await dispatcher.look(later(disableAfterMs + 300));
-    await dispatcher.settle();
-    expect(disables).toBe(0);
-    const stored = await store.endpoint(webhookId);
-    expect(stored?.status).toBe('ACTIVE');
-    // This failure's moment: its look's, and the time that look's reads took.
-    const streak = new Date(stored?.failingSince as Date).getTime();
-    expect(streak).toBeGreaterThanOrEqual(later(disableAfterMs + 300).getTime());
-    expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
-  });
-
-  it('starts a new streak when a message was delivered after it began, though nothing ended it', async () => {
-    const failingSince = new Date('2032-01-01T00:00:00Z');
+  /**
+   * An endpoint failing since `failingSince`, with no signing secret (every attempt fails
+   * without a request, the dispatcher says why), and a dispatcher counting its disables (other
+   * tests' endpoints share the queue: theirs do not count).
+   */
+  async function failingEndpoint(failingSince: Date) {
     const endpoint = endpointRecord(randomUUID(), { failingSince, createdAt: failingSince });
     const webhookId = endpoint._id;
     await store.insertEndpoint(endpoint);
@@ -345,11 +309,40 @@ describe('a failing streak another dispatcher ended', () => {
       box: new SecretBox('streak-test'),
       logger: () => broker.getLogger('dispatcher-test'),
       recordDisable: async (disabled, at) => {
-        // Other tests' endpoints share the queue: only this one's disables count.
         if (disabled._id === webhookId) disables += 1;
         return at;
       },
     });
+    return { webhookId, dispatcher, disables: () => disables };
+  }
+
+  it('starts a new streak instead of disabling the endpoint', async () => {
+    const failingSince = new Date('2031-01-01T00:00:00Z');
+    const { webhookId, dispatcher, disables } = await failingEndpoint(failingSince);
+    const later = (ms: number) => new Date(failingSince.getTime() + ms);
+    await queueMessage(webhookId, later(0));
+    // A failure short of the limit: the dispatcher now keeps the endpoint, streak and all.
+    await dispatcher.look(later(disableAfterMs - 200));
+    await dispatcher.settle();
+    expect(await store.endpoint(webhookId)).toMatchObject({ status: 'ACTIVE', failingSince });
+    // Another dispatcher's success ends the streak; a failure here, within the second, is due
+    // a disable by the streak this one knows.
+    await store.updateEndpoint(webhookId, { failingSince: null });
+    await queueMessage(webhookId, later(0));
+    await dispatcher.look(later(disableAfterMs + 300));
+    await dispatcher.settle();
+    expect(disables()).toBe(0);
+    const stored = await store.endpoint(webhookId);
+    expect(stored?.status).toBe('ACTIVE');
+    // This failure's moment: its look's, and the time that look's reads took.
+    const streak = new Date(stored?.failingSince as Date).getTime();
+    expect(streak).toBeGreaterThanOrEqual(later(disableAfterMs + 300).getTime());
+    expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
+  });
+
+  it('starts a new streak when a message was delivered after it began, though nothing ended it', async () => {
+    const failingSince = new Date('2032-01-01T00:00:00Z');
+    const { webhookId, dispatcher, disables } = await failingEndpoint(failingSince);
     const later = (ms: number) => new Date(failingSince.getTime() + ms);
     // Delivered a second into the streak by an attempt (of another replica) whose copy of the
     // endpoint did not show the streak yet: the streak stood.
@@ -361,7 +354,7 @@ describe('a failing streak another dispatcher ended', () => {
     await queueMessage(webhookId, later(disableAfterMs + 300));
     await dispatcher.look(later(disableAfterMs + 300));
     await dispatcher.settle();
-    expect(disables).toBe(0);
+    expect(disables()).toBe(0);
     const stored = await store.endpoint(webhookId);
     expect(stored?.status).toBe('ACTIVE');
     expect(new Date(stored?.failingSince as Date).getTime()).toBeGreaterThanOrEqual(
