@@ -341,7 +341,9 @@ export class IdempotencyStore {
       if (!entry.response) throw keyHeld(await this.redis.pttl(redisKey));
       return { kind: 'replay', response: entry.response };
     }
-    throw conflict('This Idempotency-Key is changing hands; retry in a moment');
+    throw conflict('This Idempotency-Key is changing hands; retry in a moment', {
+      retryAfter: 1,
+    });
   }
 
   private firstClaim(

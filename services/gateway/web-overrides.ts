@@ -110,6 +110,9 @@ export interface ErrorDeps {
  * `onError`: every error, thrown anywhere, as the error envelope. What is ours to fix is
  * logged; an error after the headers went out can only cut the connection.
  */
+/** The `Retry-After` of a 503 that names no time of its own (a service or dependency away). */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
 export function writeError(
   deps: ErrorDeps,
   req: GatewayRequest,
@@ -134,8 +137,11 @@ export function writeError(
     cutAnswer(res, httpError.status);
     return;
   }
-  if (httpError.retryAfter !== undefined)
-    res.setHeader('Retry-After', String(httpError.retryAfter));
+  // Every 503 says to retry in a few seconds: one that names no time of its own says how many.
+  const retryAfter =
+    httpError.retryAfter ??
+    (httpError.status === 503 ? UNAVAILABLE_RETRY_AFTER_SECONDS : undefined);
+  if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
   if (deps.isPage?.(req)) {
     const page = Buffer.from(errorPage(httpError.status, message), 'utf8');
     for (const [name, value] of Object.entries(PAGE_HEADERS)) res.setHeader(name, value);

@@ -126,6 +126,10 @@ it('gives the fee back and frees the packages of a delivery cancelled while matc
   matching = undefined;
   await matchingGone();
   try {
+    // Its own 503 says when to come back, as every 503 does.
+    const away = await admin('GET', '/admin/couriers?limit=1');
+    expectErrorEnvelope(away, 503);
+    expect(away.headers.get('retry-after')).toBe('5');
     const merchant = await createUserWithKey(rest.url);
     await credit(rest.url, merchant, 100_000);
     const packageId = await savePackage(rest.url, merchant);
