@@ -275,9 +275,6 @@ export function errorDescription(http: HttpRoute, status: number): string {
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
-/** Uploads are refused for load with 503 (the file service is full) and `Retry-After`. */
-const isUpload = (http: HttpRoute) => http.body === 'stream';
-
 /** Which documented headers an answer carries (components.headers). */
 function documentedHeaders(status: number, http: HttpRoute) {
   const quota = hasQuota(http);
@@ -288,9 +285,9 @@ function documentedHeaders(status: number, http: HttpRoute) {
       headers[name] = headerRef(name.replace(/-/g, ''));
     }
   }
-  // A 409 of a held Idempotency-Key says when the key is released at the latest, and an
-  // upload's 503 when the file service has room again.
-  if (status === 429 || (idempotent && status === 409) || (status === 503 && isUpload(http))) {
+  // A 409 of a held Idempotency-Key says when the key is released at the latest, and every
+  // 503 when to come back (an upload's when the file service has room again).
+  if (status === 429 || status === 503 || (idempotent && status === 409)) {
     headers['Retry-After'] = headerRef('RetryAfter');
   }
   if (idempotent && status < 300) headers[REPLAYED_HEADER] = headerRef('IdempotentReplayed');
