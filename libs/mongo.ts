@@ -47,28 +47,58 @@ export async function claimById<T extends { _id: string }>(
   return { standing: earlier, won: false };
 }
 
+/** A model holding lease claims (`claimLease`). */
+interface LeaseModel {
+  create(doc: { _id: string; startedAt: Date }): Promise<unknown>;
+  findById(id: string): { lean<R>(): PromiseLike<R | null> };
+  deleteOne(filter: { _id: string }): PromiseLike<unknown>;
+}
+
+/** A lease this caller holds: its claim, until `leaseMs` past `startedAt`. */
+export interface Lease {
+  name: string;
+  startedAt: Date;
+  leaseMs: number;
+}
+
+/** Whether a lease still holds: past its time, another caller may have taken the work over. */
+export const holds = (lease: Lease, now = Date.now()) =>
+  now - lease.startedAt.getTime() < lease.leaseMs;
+
 /**
  * Claims work named `name` for one holder across replicas, by inserting `{_id: name,
- * startedAt}`: the claim's `_id` when this call holds it, null while another does. A claim
- * older than `leaseMs` was left by a holder that stopped: the next turn, `<name>~<n>`, is
- * claimed (by an insert too, so two callers finding it so take over once). The holder deletes
- * its claim when done (`deleteOne`), so that the next caller claims `name` again.
+ * startedAt}`: the lease when this call holds it, null while another does. A claim older than
+ * `leaseMs` was left by a holder that stopped: the next turn, `<name>~<n>`, is claimed (by an
+ * insert too, so two callers finding it so take over once). A claim deleted between this
+ * call's insert and its read is claimed again. The holder gives the work back with
+ * `releaseLease`.
  */
 export async function claimLease(
-  model: {
-    create(doc: { _id: string; startedAt: Date }): Promise<unknown>;
-    findById(id: string): { lean<R>(): PromiseLike<R | null> };
-  },
+  model: LeaseModel,
   name: string,
   leaseMs: number,
   now = new Date(),
-): Promise<string | null> {
-  for (let turn = 0; ; turn++) {
+): Promise<Lease | null> {
+  for (let turn = 0; ;) {
     const _id = turn === 0 ? name : `${name}~${turn}`;
-    const { standing, won } = await claimById(model, { _id, startedAt: now }, 'lease');
-    if (won) return _id;
+    if (await insertOnce(() => model.create({ _id, startedAt: now }))) {
+      return { name: _id, startedAt: now, leaseMs };
+    }
+    const standing = await model.findById(_id).lean<{ startedAt: Date }>();
+    // Released since the insert: this turn is free again.
+    if (!standing) continue;
     if (now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) return null;
+    turn += 1;
   }
+}
+
+/**
+ * Gives a lease's work back for the next caller to claim. Not once the lease has run out: the
+ * work may have been taken over by then (`<name>~<n>`), and deleting the claim would let a
+ * third caller claim `name` beside that one; the stale claim is passed over instead.
+ */
+export async function releaseLease(model: LeaseModel, lease: Lease): Promise<void> {
+  if (holds(lease)) await model.deleteOne({ _id: lease.name });
 }
 
 /**

@@ -84,9 +84,10 @@ const declaresJsonBody = (req: GatewayRequest) =>
  */
 export function bodyArrived(parse: Middleware): Middleware {
   return (req, res, next) => {
-    const encoding = String(req.headers['content-encoding'] ?? 'identity')
-      .trim()
-      .toLowerCase();
+    const encoding =
+      String(req.headers['content-encoding'] ?? '')
+        .trim()
+        .toLowerCase() || 'identity';
     // What the document states (415 otherwise), whatever else this Node's parser would inflate.
     if (declaresJsonBody(req) && !JSON_BODY_ENCODINGS.has(encoding)) {
       return next(

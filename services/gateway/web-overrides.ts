@@ -336,7 +336,7 @@ export async function callAction(
  * within BODY_LIMIT that grew past it once read (`1e20` written out in full). Nothing ran. An
  * error of that service's own calls comes back naming its node, and stays what it is.
  */
-function unsentCall(err: unknown): unknown {
+export function unsentCall(err: unknown): unknown {
   const e = err as { code?: unknown; nodeID?: unknown } | null;
   if (e?.code !== 'MAX_PAYLOAD_EXCEEDED' || e.nodeID !== undefined) return err;
   return payloadTooLarge(BODY_TOO_LARGE_WHEN_READ);

@@ -1,7 +1,14 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { conflict } from '../../libs/errors';
-import { claimById, claimLease, insertOnce, upsertById } from '../../libs/mongo';
+import {
+  claimById,
+  claimLease,
+  insertOnce,
+  releaseLease,
+  upsertById,
+  type Lease,
+} from '../../libs/mongo';
 import { lateCheckName, type DecidedStatus, type OutcomeEvent } from './checkout';
 
 const PURPOSE_KINDS: CheckoutPurpose['kind'][] = ['DELIVERY', 'WALLET_FUNDING'];
@@ -486,29 +493,29 @@ export class CheckoutStore {
   }
 
   /**
-   * Claims late check `check` of a checkout for this replica (`claimLease`): the claim's name,
-   * or null while another replica holds it and may still be at it (`leaseMs`: the provider's
-   * timeout and the writes after).
+   * Claims late check `check` of a checkout for this replica (`claimLease`): the lease, or null
+   * while another replica holds it and may still be at it (`leaseMs`: the provider's timeout
+   * and the writes after).
    */
-  claimLateCheck(reference: string, check: number, leaseMs: number): Promise<string | null> {
+  claimLateCheck(reference: string, check: number, leaseMs: number): Promise<Lease | null> {
     return claimLease(this.m.CheckoutLateClaim, lateCheckName(reference, check), leaseMs);
   }
 
   /** Gives a late check's claim up: its check failed, and the next sweep may try again. */
-  async releaseLateCheck(name: string): Promise<void> {
-    await this.m.CheckoutLateClaim.deleteOne({ _id: name });
+  releaseLateCheck(lease: Lease): Promise<void> {
+    return releaseLease(this.m.CheckoutLateClaim, lease);
   }
 
   /**
    * Claims the taking back of a reversal for this replica (`claimLease`): its parts are written
    * by one caller at a time, so that a part one gives up is never being written by another.
    */
-  claimReversalTurn(id: string, leaseMs: number): Promise<string | null> {
+  claimReversalTurn(id: string, leaseMs: number): Promise<Lease | null> {
     return claimLease(this.m.CheckoutReversalTurn, id, leaseMs);
   }
 
-  async releaseReversalTurn(name: string): Promise<void> {
-    await this.m.CheckoutReversalTurn.deleteOne({ _id: name });
+  releaseReversalTurn(lease: Lease): Promise<void> {
+    return releaseLease(this.m.CheckoutReversalTurn, lease);
   }
 
   /** The next late check, or none: the entry is removed. A hint, written whole. */

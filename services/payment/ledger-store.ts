@@ -434,11 +434,18 @@ export class LedgerStore {
   takeBack(
     walletId: string,
     reversal: { id: string; amountKobo: number; description: string },
-    from: TakenBack = { takenKobo: 0, parts: 0 },
+    {
+      from = { takenKobo: 0, parts: 0 },
+      holding = () => true,
+    }: {
+      from?: TakenBack;
+      /** Whether the caller still holds its turn: past it, no part is written or given up. */
+      holding?: () => boolean;
+    } = {},
   ): Promise<TakenBack> {
     return this.turns.run(walletId, async () => {
       let { takenKobo, parts } = from;
-      for (let givenUp = 0; givenUp < PARTS_GIVEN_UP_AT_ONCE;) {
+      for (let givenUp = 0; givenUp < PARTS_GIVEN_UP_AT_ONCE && holding();) {
         const reference = reversalReference(reversal.id, parts + 1);
         const claimed = await this.findReference(reference);
         let kept: number | 'stop';
@@ -467,8 +474,26 @@ export class LedgerStore {
         takenKobo += kept;
         parts += 1;
       }
+      // All of it, as counted: counted again from the ledger before the caller settles it, in
+      // case a part counted was given up since (by a caller that ran past its turn).
+      if (takenKobo >= reversal.amountKobo) {
+        return { takenKobo: await this.keptOfParts(walletId, reversal.id, parts), parts };
+      }
       return { takenKobo, parts };
     });
+  }
+
+  /** What parts 1..`parts` of a reversal keep, read from the ledger (by `_id`). */
+  private async keptOfParts(walletId: string, reversalId: string, parts: number) {
+    const kept = await Promise.all(
+      Array.from({ length: parts }, async (_, i) => {
+        const claim = await this.findReference(reversalReference(reversalId, i + 1));
+        if (claim?.type !== 'DEBIT' || claim.walletId !== walletId) return 0;
+        if (await this.isGivenUp(claim._id)) return 0;
+        return (await this.postedEntry(claim)) ? claim.amountKobo : 0;
+      }),
+    );
+    return kept.reduce((sum, part) => sum + part, 0);
   }
 
   /** What a claimed part of a reversal keeps: its amount once written, 0 once given up. */

@@ -1,6 +1,7 @@
 import type { Logger } from 'moleculer';
 import { formatNaira } from '../../libs/money';
 import { checkoutOfAttempt, lateCreditReference } from './checkout';
+import { holds } from '../../libs/mongo';
 import type { CheckoutStore, ReversalRecord, SessionRecord } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
 
@@ -171,7 +172,11 @@ export class Reversals {
           await store.rescheduleReversal(due._id, null);
           continue;
         }
-        if (!record) continue;
+        if (!record) {
+          // Its call may still be storing it: behind the others meanwhile.
+          await store.rescheduleReversal(due._id, new Date(Date.now() + recheckMs));
+          continue;
+        }
         const session = await store.session(record.checkoutReference);
         if (!session) throw new Error(`checkout ${record.checkoutReference} is not stored`);
         await this.inTurn(record, session);
@@ -191,27 +196,39 @@ export class Reversals {
    * being written by another). While another replica holds the turn, it is left to it.
    */
   private async inTurn(record: ReversalRecord, session: SessionRecord): Promise<void> {
-    const { store } = this.deps;
+    const { store, logger } = this.deps;
     const turn = await store.claimReversalTurn(record._id, REVERSAL_TURN_MS);
     if (!turn) return;
     try {
       // Read again in the turn: the last holder may have counted more, or settled it.
       const current = (await store.reversal(record._id)) ?? record;
-      if (!current.settledAt) await this.settle(current, session);
+      if (!current.settledAt) await this.settle(current, session, () => holds(turn));
     } finally {
-      await store.releaseReversalTurn(turn);
+      // A turn not given back is taken over once it runs out: nothing is lost but a minute.
+      await store
+        .releaseReversalTurn(turn)
+        .catch((err: unknown) =>
+          logger().warn('reversal turn not given back; it runs out', { refundId: record._id, err }),
+        );
     }
   }
+
   /**
    * Takes back what the checkout credited, as far as its wallet holds it; looked at again
    * while anything is owed, or while the credit may still come.
    */
-  private async settle(record: ReversalRecord, session: SessionRecord): Promise<void> {
+  private async settle(
+    record: ReversalRecord,
+    session: SessionRecord,
+    /** Whether this caller still holds its turn: past it, it writes nothing more. */
+    holding: () => boolean,
+  ): Promise<void> {
     const { store, ledger, logger } = this.deps;
     const now = new Date();
     const later = new Date(now.getTime() + this.deps.recheckMs);
     const counted = { takenKobo: record.takenKobo, parts: record.parts };
     let credited = await this.credited(record, session);
+    if (!holding()) return;
     if (credited === null) {
       const waited = now.getTime() - record.receivedAt.getTime() >= REVERSAL_CREDIT_WAIT_MS;
       if (!waited) {
@@ -235,8 +252,10 @@ export class Reversals {
         amountKobo: record.amountKobo,
         description: `Taken back: the payment provider gave NGN ${formatNaira(record.amountKobo)} of checkout ${session._id} back to its payer (refund ${record._id})`,
       },
-      counted,
+      { from: counted, holding },
     );
+    // Run out mid-way: another caller may be at it now, and knows better.
+    if (!holding()) return;
     const owedKobo = record.amountKobo - taken.takenKobo;
     if (owedKobo > 0) {
       logger().warn('a refund at the provider is not all taken back: the wallet holds less', {

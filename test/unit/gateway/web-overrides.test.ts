@@ -2,7 +2,14 @@ import type { ServerResponse } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
 import { Errors } from 'moleculer';
 import { SAFE_RETRIES, type Retry } from '../../../libs/contracts';
-import { badRequest, conflict, serviceBusy, upstreamTimeout } from '../../../libs/errors';
+import {
+  BODY_TOO_LARGE_WHEN_READ,
+  badRequest,
+  conflict,
+  serviceBusy,
+  toHttpError,
+  upstreamTimeout,
+} from '../../../libs/errors';
 import type { HttpRoute } from '../../../libs/service';
 import { TransferDesk, transferAgent } from '../../../libs/transfer';
 import type { Claim, IdempotencyStore } from '../../../services/gateway/idempotency';
@@ -11,6 +18,7 @@ import {
   callAction,
   responseHeaders,
   sendResponse,
+  unsentCall,
   webOverrides,
   writeError,
   type CallDeps,
@@ -634,5 +642,25 @@ describe('webOverrides', () => {
       handler(fakeRequest(), res.asServerResponse(), conflict('taken'));
       expect(res.statusCode).toBe(409);
     }
+  });
+});
+
+describe('a call to another node that NATS would not carry', () => {
+  const refused = () =>
+    Object.assign(new Error('MAX_PAYLOAD_EXCEEDED'), { code: 'MAX_PAYLOAD_EXCEEDED' });
+
+  it('is the 413 of a body that grew past a message once read, when it was the gateway’s own', () => {
+    expect(toHttpError(unsentCall(refused()))).toMatchObject({
+      status: 413,
+      message: BODY_TOO_LARGE_WHEN_READ,
+    });
+  });
+
+  it('stays what it is when it comes back from the service’s own call (naming its node)', () => {
+    const remote = Object.assign(refused(), { nodeID: 'payment-1' });
+    expect(unsentCall(remote)).toBe(remote);
+    expect(toHttpError(unsentCall(remote)).status).toBe(500);
+    const other = new Error('something else');
+    expect(unsentCall(other)).toBe(other);
   });
 });
