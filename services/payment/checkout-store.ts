@@ -574,7 +574,7 @@ export class CheckoutStore {
 
   /**
    * What is known of a reversal since: whether its checkout credited it (once known, never
-   * unknown again), what is counted of its parts (written only over fewer parts), and when it
+   * unknown again), what is counted of its parts, and when it
    * is looked at next, or never again (null: settled, off the sweep's list). A settled
    * reversal stays settled.
    */
@@ -588,8 +588,10 @@ export class CheckoutStore {
     },
   ): Promise<void> {
     const { credited, takenKobo, parts, nextCheckAt } = progress;
+    // Over fewer parts, or over as many counted less: counted again from the ledger before a
+    // settle, a part given up since is taken out of what was counted.
     await this.m.Reversal.updateOne(
-      { _id: id, parts: { $lt: parts } },
+      { _id: id, $or: [{ parts: { $lt: parts } }, { parts, takenKobo: { $gt: takenKobo } }] },
       { $set: { takenKobo, parts } },
     );
     if (credited !== null) await this.m.Reversal.updateOne({ _id: id }, { $set: { credited } });

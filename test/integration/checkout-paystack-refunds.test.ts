@@ -5,6 +5,7 @@ import { eventually } from '../support/eventually';
 import { adminHeaders, request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
+import { CheckoutStore, defineCheckoutModels } from '../../services/payment/checkout-store';
 
 /**
  * Money the provider gives back to a payer after we credited it (decision 146): a Paystack
@@ -330,5 +331,47 @@ describe('refund and dispute events that move nothing', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await balanceKobo(alice)).toBe(balance);
     expect(await entriesOf(alice, 'reversal:')).toHaveLength(reversals);
+  });
+});
+
+describe('what is counted of a reversal', () => {
+  it('takes the later count of as many parts when it is lower (a part given up since), never an earlier one', async () => {
+    const db = await openServiceDatabase(stack.iso, 'payment');
+    try {
+      const models = defineCheckoutModels(db);
+      const store = new CheckoutStore(() => models);
+      const id = String(randomId());
+      await store.recordReversal(
+        {
+          _id: id,
+          providerReference: `ck-${id}`,
+          checkoutReference: `ck-${id}`,
+          userId: stack.alice.userId,
+          amountKobo: 10_000,
+          receivedAt: new Date(),
+          credited: null,
+          takenKobo: 0,
+          parts: 0,
+          settledAt: null,
+        },
+        60_000,
+      );
+      const progress = (takenKobo: number, parts: number) =>
+        store.reversalProgress(id, { credited: true, takenKobo, parts, nextCheckAt: new Date() });
+      const counted = async () => {
+        const r = await store.reversal(id);
+        return [r?.takenKobo, r?.parts];
+      };
+      await progress(10_000, 3);
+      await progress(3_000, 3);
+      expect(await counted()).toEqual([3_000, 3]);
+      // A count of fewer parts, written late by another caller, changes nothing.
+      await progress(2_000, 2);
+      expect(await counted()).toEqual([3_000, 3]);
+      await progress(10_000, 4);
+      expect(await counted()).toEqual([10_000, 4]);
+    } finally {
+      await db.close();
+    }
   });
 });
