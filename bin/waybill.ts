@@ -21,6 +21,7 @@ import {
 } from '../libs/webhook-signature';
 import { commandBroker, refuseOtherEnvironment } from './cli-services';
 import { DELIVERY_STATUSES } from '../services/order/lifecycle';
+import { PROVIDER_LIST_PAGE } from '../services/payment/schemas';
 import { refuseSeedIn, seedDemoData } from '../services/seed';
 
 /**
@@ -274,7 +275,7 @@ paged(
     .description('list them, newest first, each with its settlement or null')
     .option('--unsettled', 'only those no operator has settled yet'),
   'payments',
-  { max: 200, byDefault: 50 },
+  PROVIDER_LIST_PAGE,
 ).action((opts: { unsettled?: boolean; limit: number; offset: number }) =>
   withWallets((broker) =>
     broker.call('payment.listUncredited', {
@@ -293,7 +294,7 @@ paged(
     )
     .option('--open', 'only those still awaiting their credit or owed'),
   'reversals',
-  { max: 200, byDefault: 50 },
+  PROVIDER_LIST_PAGE,
 ).action((opts: { open?: boolean; limit: number; offset: number }) =>
   withWallets((broker) =>
     broker.call('payment.listReversals', {

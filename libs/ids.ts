@@ -15,3 +15,9 @@ export function nameBasedId(...parts: string[]): string {
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/**
+ * The name of the `turn`-th claim of work named `name`: `name` itself first, then
+ * `<name>~<turn>` for each caller taking over from one that stopped while it held the last.
+ */
+export const turnName = (name: string, turn: number) => (turn === 0 ? name : `${name}~${turn}`);

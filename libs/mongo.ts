@@ -3,6 +3,7 @@ import mongoose, { type ConnectOptions, type Connection } from 'mongoose';
 import type { CommandStartedEvent, MongoClient } from 'mongodb';
 import type { Logger, ServiceBroker, ServiceSchema } from 'moleculer';
 import { backoffMs, type Backoff } from './backoff';
+import { turnName } from './ids';
 import type { Config } from './config';
 import { metricTableOf, type MetricTable } from './metric-table';
 import { serviceBusy, serviceUnavailable } from './errors';
@@ -80,7 +81,7 @@ export async function claimLease(
   now = new Date(),
 ): Promise<Lease | null> {
   for (let turn = 0; ;) {
-    const _id = turn === 0 ? name : `${name}~${turn}`;
+    const _id = turnName(name, turn);
     if (await insertOnce(() => model.create({ _id, startedAt: now }))) {
       return { name: _id, startedAt: now, leaseMs };
     }

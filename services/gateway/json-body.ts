@@ -1,5 +1,5 @@
 import { isFields } from '../../libs/fields';
-import { WaybillError, badRequest } from '../../libs/errors';
+import { badRequest, unsupportedMediaType } from '../../libs/errors';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
 
@@ -91,8 +91,7 @@ export function bodyArrived(parse: Middleware): Middleware {
     // What the document states (415 otherwise), whatever else this Node's parser would inflate.
     if (declaresJsonBody(req) && !JSON_BODY_ENCODINGS.has(encoding)) {
       return next(
-        new WaybillError(
-          'UNSUPPORTED_MEDIA_TYPE',
+        unsupportedMediaType(
           'Unsupported content encoding; send the body in gzip, deflate or br, or without one',
         ),
       );

@@ -106,12 +106,13 @@ export interface ErrorDeps {
   retryOf?: (actionName: string) => Retry | undefined;
 }
 
+/** The `Retry-After` of a 503 that names no time of its own (a service or dependency away). */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
 /**
  * `onError`: every error, thrown anywhere, as the error envelope. What is ours to fix is
  * logged; an error after the headers went out can only cut the connection.
  */
-/** The `Retry-After` of a 503 that names no time of its own (a service or dependency away). */
-export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 export function writeError(
   deps: ErrorDeps,

@@ -1,4 +1,5 @@
 import type { Logger } from 'moleculer';
+import { settledWithin } from '../../libs/at-once';
 import { broadcast, call, type Caller } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
@@ -201,15 +202,7 @@ export class Settlement {
    * undone, the sweep does).
    */
   async afterTransition(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const answerBy = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this.deps.answerWithinMs);
-    });
-    try {
-      await Promise.race([this.followUp(delivery, transition), answerBy]);
-    } finally {
-      clearTimeout(timer);
-    }
+    await settledWithin(this.followUp(delivery, transition), this.deps.answerWithinMs);
   }
 
   private async followUp(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {

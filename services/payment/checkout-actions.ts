@@ -66,7 +66,7 @@ import type {
   SessionRecord,
 } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
-import { disputeNote, processedRefund, Reversals } from './reversals';
+import { disputeNote, Reversals } from './reversals';
 
 /** The longest wait between two looks at a checkout whose charge is still under way. */
 const STILL_PAYING_RECHECK_MS = 5 * 60_000;
@@ -440,7 +440,7 @@ export class Checkouts {
     } catch {
       throw badRequest('The webhook body is not JSON');
     }
-    if (event?.event === 'refund.processed') return this.refunded(event.data);
+    if (event?.event === 'refund.processed') return this.reversals.reported(event.data);
     if (typeof event?.event === 'string' && event.event.startsWith('charge.dispute.')) {
       this.deps.logger().warn('a payer disputes a charge at the provider', {
         event: event.event,
@@ -491,24 +491,6 @@ export class Checkouts {
       providerReference: paidReference,
     });
     return outcome.status === 'PAID' && outcome.source === 'paystack';
-  }
-
-  /**
-   * A `refund.processed`: taken back from the wallet its checkout credited (`Reversals`). One
-   * that cannot be read is acknowledged (sent again, it would read no better) and logged for an
-   * operator to look at.
-   */
-  private async refunded(data: unknown): Promise<boolean> {
-    const refund = processedRefund(data);
-    if ('unreadable' in refund) {
-      this.deps
-        .logger()
-        .error('a refund event of the provider cannot be read; nothing taken back', {
-          why: refund.unreadable,
-        });
-      return false;
-    }
-    return this.reversals.received(refund);
   }
 
   /**

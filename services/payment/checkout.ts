@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { turnName } from '../../libs/ids';
 import {
   checkoutRefundReference,
   type CheckoutPurpose,
@@ -90,7 +91,7 @@ export function nextAttemptWait(attempt: AttemptFacts, timeoutMs: number, now: D
  */
 export function sendName(reference: string, turn: number | Date): string {
   if (turn instanceof Date) return `${reference}@${turn.toISOString()}`;
-  return turn === 0 ? reference : `${reference}~${turn}`;
+  return turnName(reference, turn);
 }
 
 /**

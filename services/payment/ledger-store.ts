@@ -369,13 +369,25 @@ export class LedgerStore {
         }
         throw notTakenYet(debitReference);
       }
-      // Written before this insert, the walk below meets it; after it, its posting reads it.
-      await insertOnce(() =>
-        this.m.GivenUp.create({ _id: debit._id, walletId, createdAt: new Date() }),
-      );
-      if (!(await this.isPosted(debitReference))) return null;
-      return this.postNow(givenUpRefund(walletId, debit._id, debit.amountKobo));
+      return this.giveUpClaimed(walletId, debit._id, debit.amountKobo);
     });
+  }
+
+  /**
+   * Gives up a claimed debit not written when it was looked at: marked (`GivenUp`), so that its
+   * own posting, writing it after the mark, reads the mark and gives it back; and given back
+   * here if it was written before the mark. The refund, whoever writes it, is written once.
+   */
+  private async giveUpClaimed(
+    walletId: string,
+    reference: string,
+    amountKobo: number,
+  ): Promise<Posting | null> {
+    await insertOnce(() =>
+      this.m.GivenUp.create({ _id: reference, walletId, createdAt: new Date() }),
+    );
+    if (!(await this.isPosted(reference))) return null;
+    return this.postNow(givenUpRefund(walletId, reference, amountKobo));
   }
 
   /**
@@ -535,14 +547,7 @@ export class LedgerStore {
       }
       if (err.type !== 'UNPROCESSABLE') throw err;
     }
-    const { walletId, reference } = part;
-    // Written before this insert, the read below finds it; after it, its posting reads it.
-    await insertOnce(() =>
-      this.m.GivenUp.create({ _id: reference, walletId, createdAt: new Date() }),
-    );
-    if (await this.isPosted(reference)) {
-      await this.postNow(givenUpRefund(walletId, reference, part.amountKobo));
-    }
+    await this.giveUpClaimed(part.walletId, part.reference, part.amountKobo);
     return 0;
   }
 
@@ -780,31 +785,28 @@ export class LedgerStore {
     options: { stopping?: () => boolean; onError?: (reference: string, err: unknown) => void } = {},
   ): Promise<number> {
     let givenBack = 0;
-    const now = Date.now();
     // A mark not settled yet is looked at again only once its recheck is due, not at every sweep.
     const due = {
       settledAt: null,
-      $or: [{ recheckAt: null }, { recheckAt: { $lte: new Date(now) } }],
+      $or: [{ recheckAt: null }, { recheckAt: { $lte: new Date() } }],
     };
+    const recheckLater = (id: string) =>
+      this.m.GivenUp.updateOne(
+        { _id: id },
+        { $set: { recheckAt: new Date(Date.now() + GIVEN_UP_RECHECK_MS) } },
+      );
     for await (const mark of this.m.GivenUp.find(due).lean().cursor()) {
       if (options.stopping?.()) break;
       try {
         const outcome = await this.turns.run(mark.walletId, () => this.repairOne(mark));
         if (outcome === 'given back') givenBack += 1;
-        await this.m.GivenUp.updateOne(
-          { _id: mark._id },
-          outcome === 'pending'
-            ? { $set: { recheckAt: new Date(Date.now() + GIVEN_UP_RECHECK_MS) } }
-            : { $set: { settledAt: new Date() } },
-        );
+        if (outcome === 'pending') await recheckLater(mark._id);
+        else await this.m.GivenUp.updateOne({ _id: mark._id }, { $set: { settledAt: new Date() } });
       } catch (err) {
         // One mark that cannot be repaired (a 409 on its refund's reference) holds up no other,
         // and is tried again a minute later, not at every sweep of every replica.
         options.onError?.(mark._id, err);
-        await this.m.GivenUp.updateOne(
-          { _id: mark._id },
-          { $set: { recheckAt: new Date(Date.now() + GIVEN_UP_RECHECK_MS) } },
-        ).catch(() => undefined);
+        await recheckLater(mark._id).catch(() => undefined);
       }
     }
     return givenBack;

@@ -3,7 +3,7 @@ import { formatNaira } from '../../libs/money';
 import { fromUrl, view } from '../../libs/schemas';
 import { action, type ServiceActions } from '../../libs/service';
 import type { CheckoutStore, ReversalQuery, ReversalRecord } from './checkout-store';
-import { providerListPage } from './uncredited-admin';
+import { providerListPage } from './schemas';
 
 /**
  * Refunds made at the payment provider of money a checkout credited (decision 146): operators
@@ -38,7 +38,7 @@ const listParams = Joi.object<ReversalQuery, true>({
 
 function stateOf(reversal: ReversalRecord): (typeof REVERSAL_STATES)[number] {
   if (reversal.credited === false) return 'NEVER_CREDITED';
-  if (reversal.credited === null || reversal.credited === undefined) return 'AWAITING_CREDIT';
+  if (reversal.credited == null) return 'AWAITING_CREDIT';
   return reversal.settledAt ? 'TAKEN' : 'TAKING';
 }
 

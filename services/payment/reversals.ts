@@ -109,6 +109,24 @@ export class Reversals {
   constructor(private readonly deps: ReversalsDeps) {}
 
   /**
+   * A `refund.processed` of the provider's webhook (signed), as `received` takes it. One that
+   * cannot be read is acknowledged (sent again, it would read no better) and logged for an
+   * operator to look at.
+   */
+  async reported(data: unknown): Promise<boolean> {
+    const refund = processedRefund(data);
+    if ('unreadable' in refund) {
+      this.deps
+        .logger()
+        .error('a refund event of the provider cannot be read; nothing taken back', {
+          why: refund.unreadable,
+        });
+      return false;
+    }
+    return this.received(refund);
+  }
+
+  /**
    * A refund reported by the provider (its webhook, signed): recorded once by its id, then
    * taken back. False for a refund of no checkout of ours, one that does not fit its checkout,
    * and a repeat of one settled.

@@ -1,6 +1,6 @@
 import Joi from '../../libs/joi';
 import { CURRENCY, ENTRY_TYPES, ledgerReference } from '../../libs/contracts/payment';
-import { fromUrl, naira, plainText, uuid, view } from '../../libs/schemas';
+import { fromUrl, naira, pageParams, plainText, uuid, view } from '../../libs/schemas';
 import { PROBLEM_KINDS } from './ledger';
 
 /** Params and answers of the payment actions; the answers are what /openapi.json documents. */
@@ -157,4 +157,15 @@ export const cashRemittanceParams = Joi.object<CashRemittanceParams>({
       'Yours, unique per remittance (a receipt number): the same reference again records nothing more',
     ),
   note: plainText(200).min(1).description('Shown as the entry’s description'),
+});
+
+/**
+ * The pages of an operator's lists of the provider's money (payments no checkout credits,
+ * refunds taken back): 50 entries by default, 200 at most, over the API and in the CLI.
+ */
+export const PROVIDER_LIST_PAGE = { max: 200, byDefault: 50 };
+
+export const providerListPage = () => ({
+  ...pageParams(),
+  limit: pageParams().limit.max(PROVIDER_LIST_PAGE.max).default(PROVIDER_LIST_PAGE.byDefault),
 });

@@ -1,6 +1,6 @@
 import Joi from '../../libs/joi';
 import { conflict, notFound } from '../../libs/errors';
-import { fromUrl, pageParams, plainText, view } from '../../libs/schemas';
+import { fromUrl, plainText, view } from '../../libs/schemas';
 import { action, type ServiceActions } from '../../libs/service';
 import type {
   CheckoutStore,
@@ -8,6 +8,7 @@ import type {
   UncreditedQuery,
   UncreditedRecord,
 } from './checkout-store';
+import { providerListPage } from './schemas';
 
 /**
  * Payments the provider took that no checkout credits (another amount or currency than the
@@ -27,12 +28,6 @@ const uncreditedView = view('UncreditedPayment', {
   why: Joi.string().description('Why no checkout credits it'),
   at: Joi.string().isoDate(),
   settlement: settlementView.allow(null).description('Null until an operator records one'),
-});
-
-/** A page of an operator's list of the provider's money: 50 by default, 200 at most. */
-export const providerListPage = () => ({
-  limit: fromUrl(Joi.number().integer().min(1).max(200).default(50)),
-  offset: pageParams().offset,
 });
 
 const listParams = Joi.object<UncreditedQuery, true>({
