@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { newCourier } from '../support/couriers';
+import { courierWithToken } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
@@ -63,15 +63,6 @@ async function lookups(): Promise<number> {
 }
 
 /** A courier of the directory and a token of theirs, made through the admin API. */
-async function newCourierToken(): Promise<{ id: string; token: string }> {
-  const id = await newCourier(node.url);
-  const created = await request(node.url, 'POST', `/admin/couriers/${id}/tokens`, {
-    headers: adminHeaders,
-  });
-  expect(created.status).toBe(201);
-  return { id, token: created.body.data.token as string };
-}
-
 async function useUpFailures(client: string | undefined): Promise<void> {
   for (let i = 0; i < LIMIT; i++) expectErrorEnvelope(await me(client, unknownKey()), 401);
 }
@@ -222,7 +213,7 @@ describe('failed authentications per client address', () => {
       request(node.url, 'GET', '/courier/offers', {
         headers: { 'x-forwarded-for': client, authorization: `Bearer ${token}` },
       });
-    const retired = await newCourierToken();
+    const retired = await courierWithToken(node.url);
     expect((await courierCall(retired.token)).status).toBe(200);
     const retire = await request(node.url, 'PATCH', `/admin/couriers/${retired.id}`, {
       headers: adminHeaders,
@@ -232,7 +223,7 @@ describe('failed authentications per client address', () => {
     // The app keeps reporting: refused each time, counted once (its lookup).
     for (let i = 0; i < LIMIT * 3; i++) expectErrorEnvelope(await courierCall(retired.token), 401);
     // A courier this gateway has never seen, behind the same address, is still looked up.
-    const working = await newCourierToken();
+    const working = await courierWithToken(node.url);
     expect((await courierCall(working.token)).status).toBe(200);
     // Made-up tokens still count, each one.
     const madeUp = () => `wbc_${randomBytes(32).toString('base64url')}`;

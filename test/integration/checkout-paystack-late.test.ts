@@ -102,10 +102,7 @@ function signedChargeSuccess(stack: MerchantStack, reference: string) {
     event: 'charge.success',
     data: { reference, status: 'success', amount: 1, currency: 'NGN' },
   });
-  return request(stack.node.url, 'POST', '/webhooks/paystack', {
-    headers: { 'content-type': 'application/json', 'x-paystack-signature': fake.sign(body) },
-    raw: body,
-  });
+  return fake.sendWebhook(stack.node.url, body);
 }
 
 describe('a Paystack payment confirmed after the checkout’s time', () => {

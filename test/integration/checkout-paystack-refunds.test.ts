@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { call } from '../../libs/contracts';
 import { FakePaystack, fund, walletOf } from '../support/checkout';
 import { eventually } from '../support/eventually';
 import { adminHeaders, request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
-import { CheckoutStore, defineCheckoutModels } from '../../services/payment/checkout-store';
 
 /**
  * Money the provider gives back to a payer after we credited it (decision 146): a Paystack
@@ -29,13 +29,8 @@ beforeAll(async () => {
 const stack = useMerchantStack({ internal: ['payment'], env });
 afterAll(() => fake.stop());
 
-const signed = (event: string, data: Record<string, unknown>) => {
-  const body = JSON.stringify({ event, data });
-  return request(stack.node.url, 'POST', '/webhooks/paystack', {
-    headers: { 'content-type': 'application/json', 'x-paystack-signature': fake.sign(body) },
-    raw: body,
-  });
-};
+const signed = (event: string, data: Record<string, unknown>) =>
+  fake.sendWebhook(stack.node.url, JSON.stringify({ event, data }));
 
 /** Paystack's report of a processed refund of a transaction. */
 const refundProcessed = (transactionReference: string, amount: number | string, id = randomId()) =>
@@ -167,7 +162,7 @@ describe('a refund made at Paystack', () => {
     await eventually(async () => expect(await takenBack(bob, id)).toHaveLength(3));
     expect((await takenBack(bob, id))[2]).toEqual([`reversal:${id}:3`, 'DEBIT', '-30.00']);
     await eventually(async () => expect(await balanceKobo(bob)).toBe(7000));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     expect(await takenBack(bob, id)).toHaveLength(3);
     expect(await balanceKobo(bob)).toBe(7000);
     expect(await listed(id)).toMatchObject({ taken: '100.00', owed: '0.00', state: 'TAKEN' });
@@ -209,7 +204,7 @@ describe('a refund made at Paystack of a checkout that', () => {
     // Reported before the payment's own webhook came: nothing to take back yet.
     expect((await refundProcessed(reference, 8000, id)).status).toBe(200);
     const balance = await balanceKobo(bob);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     expect(await takenBack(bob, id)).toEqual([]);
     expect(await listed(id)).toMatchObject({ state: 'AWAITING_CREDIT', owed: '80.00' });
     await paid(reference);
@@ -243,7 +238,7 @@ describe('a refund made at Paystack of a checkout that', () => {
     const balance = await balanceKobo(alice);
     const id = randomId();
     expect((await refundProcessed(reference, 8000, id)).body.data).toEqual({ handled: true });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     expect(await takenBack(alice, id)).toEqual([]);
     expect(await balanceKobo(alice)).toBe(balance);
     expect(await listed(id, '&open=false')).toMatchObject({
@@ -328,50 +323,8 @@ describe('refund and dispute events that move nothing', () => {
       });
       expect([reply.status, reply.body.data]).toEqual([200, { handled: false }]);
     }
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     expect(await balanceKobo(alice)).toBe(balance);
     expect(await entriesOf(alice, 'reversal:')).toHaveLength(reversals);
-  });
-});
-
-describe('what is counted of a reversal', () => {
-  it('takes the later count of as many parts when it is lower (a part given up since), never an earlier one', async () => {
-    const db = await openServiceDatabase(stack.iso, 'payment');
-    try {
-      const models = defineCheckoutModels(db);
-      const store = new CheckoutStore(() => models);
-      const id = String(randomId());
-      await store.recordReversal(
-        {
-          _id: id,
-          providerReference: `ck-${id}`,
-          checkoutReference: `ck-${id}`,
-          userId: stack.alice.userId,
-          amountKobo: 10_000,
-          receivedAt: new Date(),
-          credited: null,
-          takenKobo: 0,
-          parts: 0,
-          settledAt: null,
-        },
-        60_000,
-      );
-      const progress = (takenKobo: number, parts: number) =>
-        store.reversalProgress(id, { credited: true, takenKobo, parts, nextCheckAt: new Date() });
-      const counted = async () => {
-        const r = await store.reversal(id);
-        return [r?.takenKobo, r?.parts];
-      };
-      await progress(10_000, 3);
-      await progress(3_000, 3);
-      expect(await counted()).toEqual([3_000, 3]);
-      // A count of fewer parts, written late by another caller, changes nothing.
-      await progress(2_000, 2);
-      expect(await counted()).toEqual([3_000, 3]);
-      await progress(10_000, 4);
-      expect(await counted()).toEqual([10_000, 4]);
-    } finally {
-      await db.close();
-    }
   });
 });

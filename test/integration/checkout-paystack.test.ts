@@ -45,7 +45,7 @@ const chargeSuccess = (reference: string, extra: Record<string, unknown> = {}) =
     data: { reference, status: 'success', amount: 1, currency: 'NGN', ...extra },
   });
 
-const signed = (body: string) => webhook(body, { 'x-paystack-signature': fake.sign(body) });
+const signed = (body: string) => fake.sendWebhook(stack.node.url, body);
 
 /** A funding checkout of Alice's, opened at the fake provider. */
 async function opened(amount: number) {

@@ -286,7 +286,7 @@ describe('waybill CLI: reversals', () => {
       receivedAt: new Date(at + i * 1_000),
       credited: true,
       takenKobo: taken,
-      nextCheckAt: settled ? null : new Date(at),
+      parts: 1,
       settledAt: settled ? new Date(at + i * 1_000) : null,
     });
     const [taken, owed] = [`${at}1`, `${at}2`];

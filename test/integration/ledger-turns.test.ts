@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
 import { Turns } from '../../libs/turns';
+import { reversalReference } from '../../services/payment/ledger';
 import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
 import { isolation, openServiceDatabase } from '../support/stack';
 
@@ -81,7 +82,7 @@ it('gives up a part of a reversal the wallet no longer covers, and takes what it
   const walletId = randomUUID();
   const store = new LedgerStore(() => models);
   const reversal = { id: randomUUID(), amountKobo: 10_000, description: 'taken back' };
-  const part1 = `reversal:${reversal.id}:1`;
+  const part1 = reversalReference(reversal.id, 1);
   await store.post({ walletId, type: 'CREDIT', amountKobo: 3_000, reference: randomUUID() });
   // Part 1 claimed for 7,000 by a replica that read the balance before a debit elsewhere spent
   // 4,000 of it: its claim stands, unwritten.
@@ -105,7 +106,7 @@ it('gives up a part of a reversal the wallet no longer covers, and takes what it
   // A counted part given up afterwards (by a caller that ran past its turn, whose write of it
   // came after this caller counted it) is counted for nothing when the whole is counted again:
   // the reversal is not settled short.
-  const part3 = `reversal:${reversal.id}:3`;
+  const part3 = reversalReference(reversal.id, 3);
   await models.GivenUp.create({ _id: part3, walletId, createdAt: new Date() });
   await store.post({ walletId, type: 'REFUND', amountKobo: 7_000, reference: `refund:${part3}` });
   expect(

@@ -1,4 +1,5 @@
 import {
+  balanceOf,
   cancelDelivery,
   credit,
   getDelivery,
@@ -136,9 +137,7 @@ it('gives the fee back and frees the packages of a delivery cancelled while matc
     const created = await requestDelivery(rest.url, merchant, [packageId]);
     expect(created.status).toBe(201);
     const deliveryId = created.body.data.deliveryId as string;
-    const wallet = async () =>
-      (await request(rest.url, 'GET', '/api/wallet', { headers: { 'api-key': merchant.key } })).body
-        .data.balance;
+    const wallet = () => balanceOf(rest.url, merchant);
     expect(await wallet()).not.toBe('100000.00');
     expect((await cancelDelivery(rest.url, merchant, deliveryId)).status).toBe(201);
     // Ending its search fails while matching is away; the refund and the release do not wait.

@@ -175,6 +175,14 @@ export class FakePaystack {
     return createHmac('sha512', this.secret).update(body).digest('hex');
   }
 
+  /** Sends `body` to the webhook of the gateway at `base`, signed as the provider signs it. */
+  sendWebhook(base: string, body: string) {
+    return request(base, 'POST', '/webhooks/paystack', {
+      headers: { 'content-type': 'application/json', 'x-paystack-signature': this.sign(body) },
+      raw: body,
+    });
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse) {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);

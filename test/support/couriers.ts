@@ -40,6 +40,14 @@ export async function newCourier(base: string, fleetCode = 'bike'): Promise<stri
   return created.body.data.id as string;
 }
 
+/** A new courier of that fleet type (by code) with a token, through the admin API at `base`. */
+export async function courierWithToken(base: string, fleetCode = 'bike'): Promise<Courier> {
+  const id = await newCourier(base, fleetCode);
+  const token = await adminOf(base)('POST', `/admin/couriers/${id}/tokens`);
+  if (token.status !== 201) throw new Error(`token: ${token.status} ${token.text}`);
+  return { id, token: token.body.data.token as string };
+}
+
 /**
  * A new courier of that fleet type (by code) with a token, reporting from `at`: through the
  * admin API and the courier API of the gateway at `base`.
@@ -49,11 +57,7 @@ export async function courierAt(
   at: { lat: number; lon: number },
   fleetCode = 'bike',
 ): Promise<Courier> {
-  const admin = adminOf(base);
-  const id = await newCourier(base, fleetCode);
-  const token = await admin('POST', `/admin/couriers/${id}/tokens`);
-  if (token.status !== 201) throw new Error(`token: ${token.status} ${token.text}`);
-  const courier = { id, token: token.body.data.token as string };
+  const courier = await courierWithToken(base, fleetCode);
   const reported = await asCourier(base, courier, 'POST', '/courier/location', at);
   if (reported.status !== 200) throw new Error(`location: ${reported.status} ${reported.text}`);
   return courier;
