@@ -22,6 +22,9 @@ import {
 import { commandBroker, refuseOtherEnvironment } from './cli-services';
 import { DELIVERY_STATUSES } from '../services/order/lifecycle';
 import { PROVIDER_LIST_PAGE } from '../services/payment/schemas';
+import { FILE_LIST_MAX } from '../services/file/schemas';
+import type { PurgedFiles } from '../services/file/stored-files';
+import { ownerOfKey, parseHostedUrl } from '../libs/contracts/file';
 import { refuseSeedIn, seedDemoData } from '../services/seed';
 
 /**
@@ -132,7 +135,7 @@ function paged(
 
 const program = new Command('waybill')
   .description(
-    'Waybill operator CLI: users, API keys, wallets, couriers, deliveries, webhook signatures and demo data',
+    'Waybill operator CLI: users, API keys, wallets, couriers, deliveries, files, webhook signatures and demo data',
   )
   .showHelpAfterError()
   .addHelpText(
@@ -669,6 +672,55 @@ deliveries
     withPlatform('order', (broker) =>
       broker.call('order.adminReturnDelivery', { deliveryId }),
     ).then(print),
+  );
+
+const files = program
+  .command('files')
+  .description('users’ uploaded files: what one stored, a takedown, a purge (docs/files.md)');
+
+const withFiles = <T>(run: (broker: ServiceBroker, config: Config) => Promise<T>) =>
+  withServices(['file'], run);
+
+files
+  .command('list')
+  .description('a user’s files, a page at a time, in name order')
+  .argument('<userId>', 'user id (UUID)')
+  .option('--limit <n>', `files per page (at most ${FILE_LIST_MAX})`, positiveInt, 100)
+  .option('--after <fileName>', 'the page begins after this file: the last of the previous page')
+  .action((userId: string, opts: { limit: number; after?: string }) =>
+    withFiles((broker) => broker.call('file.listUserFiles', { userId, ...opts })).then(print),
+  );
+
+files
+  .command('delete')
+  .description('take a file down, by its URL; a CDN may serve its cached copy until that expires')
+  .argument('<url>', 'the file’s hosted URL, as the upload answered it')
+  .action((url: string) =>
+    withFiles(async (broker, config) => {
+      const parsed = parseHostedUrl(url, config.cdnBaseUrl);
+      if (!parsed.ok) throw badRequest(`<url> is not a file hosted here: ${parsed.reason}`);
+      const { userId, fileName } = ownerOfKey(parsed.key);
+      await broker.call('file.deleteUserFile', { userId, fileName });
+      return { deleted: url };
+    }).then(print),
+  );
+
+files
+  .command('purge')
+  .description(
+    'delete every file of a user; revoke their API keys first, or uploads under way land after it',
+  )
+  .argument('<userId>', 'user id (UUID)')
+  .action((userId: string) =>
+    withFiles(async (broker) => {
+      let deleted = 0;
+      for (;;) {
+        const page = (await broker.call('file.purgeUserFiles', { userId })) as PurgedFiles;
+        deleted += page.deleted;
+        // Nothing deleted yet more said left: a bucket that lists what it cannot delete.
+        if (!page.more || page.deleted === 0) return { userId, deleted, more: page.more };
+      }
+    }).then(print),
   );
 
 /** The file's bytes as they are, or standard input's for `-`: a signature covers raw bytes. */

@@ -33,7 +33,7 @@ export const isFileKey = (key: string) => KEY_PATTERN.test(key);
 export function newFileKey(userId: string, ext: string, id: string = randomUUID()): string {
   if (!UUID_PATTERN.test(userId)) throw new Error(`file keys need a user UUID, got ${userId}`);
   if (!EXT_PATTERN.test(ext)) throw new Error(`bad file extension ${ext}`);
-  const key = `${KEY_PREFIX}/${userId}/${id}.${ext}`;
+  const key = `${userFolder(userId)}${id}.${ext}`;
   if (!isFileKey(key)) throw new Error(`bad file id ${id}`);
   return key;
 }
@@ -115,6 +115,19 @@ export function parseHostedUrl(url: unknown, cdnBaseUrl: string): ParsedHostedUr
 
 /** The last segment of a key: the file name offered on download. */
 export const fileNameOf = (key: string) => key.slice(key.lastIndexOf('/') + 1);
+
+/** A stored file's name, the last segment of its URL (`<uuid>.<ext>`), as a pattern. */
+export const FILE_NAME_PATTERN = `^${UUID}\\.${EXT}$`;
+
+/** Where a user's files are kept: the folder of their keys, with its trailing slash. */
+export const userFolder = (userId: string) => `${KEY_PREFIX}/${userId}/`;
+
+/** Whose file a key is, and its name in their folder. */
+export function ownerOfKey(key: string): { userId: string; fileName: string } {
+  if (!isFileKey(key)) throw new Error(`not a file key: ${key}`);
+  const [, userId, fileName] = key.split('/');
+  return { userId, fileName };
+}
 
 /**
  * The hosted URLs of a CDN base as a regular expression, for the OpenAPI document: exactly

@@ -42,6 +42,8 @@ import {
   singleUploadView,
 } from './schemas';
 import { FileStorage } from './store';
+import { createFileAdminActions } from './file-admin';
+import { createStoredFileActions, UserFiles } from './stored-files';
 import { readableBytes } from './sizes';
 import { meteredSlots, type Slot, type Slots } from './slots';
 import { UploadBudget } from './upload-budget';
@@ -78,6 +80,11 @@ export function createFileService(config: Config): ServiceDefinition {
           { commandTimeoutMs: config.redisCommandTimeoutMs },
         )
       : undefined;
+  const files = new UserFiles(
+    () => storage,
+    config.cdnBaseUrl,
+    (message, fields) => broker.logger.info(message, fields),
+  );
   const budget = redis
     ? new UploadBudget(redis, `${config.namespace}:upload-bytes:`, maxUploadBytesPerUserPerDay)
     : undefined;
@@ -223,6 +230,8 @@ export function createFileService(config: Config): ServiceDefinition {
   return {
     name: 'file',
     actions: {
+      ...createStoredFileActions(files),
+      ...createFileAdminActions(files),
       singleUpload: action({
         // The body is a stream, read once.
         retry: 'never',

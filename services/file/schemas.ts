@@ -1,6 +1,6 @@
 import Joi from '../../libs/joi';
-import { MAX_URL_LENGTH, hostedUrlPattern } from '../../libs/contracts/file';
-import { documented, view } from '../../libs/schemas';
+import { FILE_NAME_PATTERN, MAX_URL_LENGTH, hostedUrlPattern } from '../../libs/contracts/file';
+import { documented, fromUrl, uuid, view } from '../../libs/schemas';
 import { BULK_MAX_FILES, SINGLE_FIELD } from './multipart';
 
 /** Params and answers of the file actions; the answers are what /openapi.json documents. */
@@ -61,3 +61,44 @@ export const downloadParams = (cdnBaseUrl: string) =>
       pattern: hostedUrlPattern(cdnBaseUrl),
     }).required(),
   });
+
+/** S3 lists at most this many objects a page. */
+export const FILE_LIST_MAX = 1000;
+
+const fileName = () =>
+  Joi.string().pattern(new RegExp(FILE_NAME_PATTERN)).messages({
+    'string.pattern.base':
+      '{{#label}} must be a stored file’s name, the last segment of its URL: <uuid>.<ext>',
+  });
+
+const filePage = {
+  limit: fromUrl(Joi.number().integer().min(1).max(FILE_LIST_MAX).default(100)),
+  after: fileName().description(
+    'The page begins after this file: the `fileName` that ended the previous page',
+  ),
+};
+
+export interface FilePage {
+  limit: number;
+  after?: string;
+}
+
+/** A user's files, a page at a time: by the caller (`/api/files`). */
+export const ownFilesParams = Joi.object<FilePage, true>(filePage);
+
+/** One of the caller's files. */
+export const ownFileParams = Joi.object<{ fileName: string }, true>({
+  fileName: fileName().required(),
+});
+
+/** A user's files, a page at a time: by an operator (`/admin/users/:userId/files`). */
+export const userFilesParams = Joi.object<FilePage & { userId: string }, true>({
+  userId: uuid().required(),
+  ...filePage,
+});
+
+/** One of a user's files, by an operator. */
+export const userFileParams = Joi.object<{ userId: string; fileName: string }, true>({
+  userId: uuid().required(),
+  fileName: fileName().required(),
+});

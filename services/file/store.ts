@@ -4,7 +4,9 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  HeadObjectCommand,
   ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   S3Client,
 } from '@aws-sdk/client-s3';
 import type { Config } from '../../libs/config';
@@ -78,6 +80,12 @@ export interface StoredObject {
   contentType?: string;
 }
 
+export interface ListedObject {
+  key: string;
+  size: number;
+  lastModified: Date | null;
+}
+
 /** The bucket of hosted files. Every method throws typed errors (see storageError). */
 export class FileStorage {
   readonly client: S3Client;
@@ -134,6 +142,52 @@ export class FileStorage {
         }
       }),
     );
+  }
+
+  /**
+   * The objects whose keys start with `prefix`, in key order, at most `limit` (S3 lists at most
+   * 1000 a page), after the key `after` when given; `more` when the listing went on past them.
+   */
+  async list(
+    prefix: string,
+    { limit, after }: { limit: number; after?: string },
+  ): Promise<{ objects: ListedObject[]; more: boolean }> {
+    try {
+      const page = await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.s3.bucket,
+          Prefix: prefix,
+          MaxKeys: limit,
+          ...(after === undefined ? {} : { StartAfter: after }),
+        }),
+      );
+      const objects = (page.Contents ?? []).flatMap(({ Key, Size, LastModified }) =>
+        Key ? [{ key: Key, size: Size ?? 0, lastModified: LastModified ?? null }] : [],
+      );
+      return { objects, more: page.IsTruncated === true };
+    } catch (err) {
+      this.fail('list', err);
+    }
+  }
+
+  /** Whether the object exists. */
+  async exists(key: string): Promise<boolean> {
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.s3.bucket, Key: key }));
+      return true;
+    } catch (err) {
+      if (storageError(err).code === 404) return false;
+      this.fail('head', err);
+    }
+  }
+
+  /** Deletes one object (a missing one is fine); a failure is thrown (503). */
+  async delete(key: string): Promise<void> {
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: key }));
+    } catch (err) {
+      this.fail('delete', err);
+    }
   }
 
   /**

@@ -1,0 +1,108 @@
+import { forEachAtOnce } from '../../libs/at-once';
+import { isFileKey, userFolder } from '../../libs/contracts/file';
+import { notFound } from '../../libs/errors';
+import { action, requireUser, type ServiceActions } from '../../libs/service';
+import Joi from '../../libs/joi';
+import { ownFileParams, ownFilesParams, FILE_LIST_MAX, type FilePage } from './schemas';
+import type { FileStorage } from './store';
+import { storedFileView, toStoredFileView, type StoredFileView } from './views';
+
+export interface PurgedFiles {
+  deleted: number;
+  more: boolean;
+}
+
+/** Deletes of one purge running at once: S3 takes one object per request. */
+const PURGE_CONCURRENCY = 8;
+
+/**
+ * A user's stored files, read from the bucket itself: the folder of their keys is the record
+ * (decision 147). Owners list and delete theirs; operators anyone's (file-admin.ts).
+ */
+export class UserFiles {
+  constructor(
+    private readonly storage: () => FileStorage,
+    private readonly cdnBaseUrl: string,
+    private readonly log: (message: string, fields: Record<string, unknown>) => void,
+  ) {}
+
+  /** A page of the user's files, in name order (which is random: names are UUIDs). */
+  async list(userId: string, { limit, after }: FilePage): Promise<StoredFileView[]> {
+    const folder = userFolder(userId);
+    const page = await this.storage().list(folder, {
+      limit,
+      after: after === undefined ? undefined : folder + after,
+    });
+    return page.objects
+      .filter((object) => isFileKey(object.key))
+      .map((object) => toStoredFileView(object, this.cdnBaseUrl));
+  }
+
+  /** Deletes one of the user's files; 404 when they have none of that name. */
+  async delete(userId: string, fileName: string, by: 'owner' | 'operator'): Promise<void> {
+    const key = userFolder(userId) + fileName;
+    if (!(await this.storage().exists(key))) throw notFound(`File ${fileName} not found`);
+    await this.storage().delete(key);
+    this.log('file deleted', { userId, key, by });
+  }
+
+  /**
+   * Deletes up to FILE_LIST_MAX of the user's objects (everything in their folder) and says
+   * whether more are left. A failed delete is thrown once the others were tried: run it again.
+   */
+  async purge(userId: string): Promise<PurgedFiles> {
+    const page = await this.storage().list(userFolder(userId), { limit: FILE_LIST_MAX });
+    let deleted = 0;
+    try {
+      await forEachAtOnce(page.objects, PURGE_CONCURRENCY, async ({ key }) => {
+        await this.storage().delete(key);
+        deleted += 1;
+      });
+    } finally {
+      if (deleted > 0) this.log('files purged', { userId, deleted, by: 'operator' });
+    }
+    return { deleted, more: page.more };
+  }
+}
+
+/** The caller's own files: `GET /api/files`, `DELETE /api/files/:fileName`. */
+export function createStoredFileActions(files: UserFiles): ServiceActions {
+  return {
+    listFiles: action({
+      retry: 'safe',
+      http: {
+        group: 'api',
+        method: 'GET',
+        path: '/files',
+        message: 'Files retrieved',
+        summary: 'Your uploaded files, a page at a time',
+        description:
+          'In name order, which is random (names are UUIDs). The next page begins `after` the last `fileName` of this one; a page shorter than `limit` is the last.',
+        response: Joi.array().items(storedFileView).max(FILE_LIST_MAX),
+      },
+      params: ownFilesParams,
+      handler: (ctx) => files.list(requireUser(ctx), ctx.params),
+    }),
+
+    deleteFile: action({
+      // A repeat would answer 404 for a file this call deleted.
+      retry: 'never',
+      http: {
+        group: 'api',
+        method: 'DELETE',
+        path: '/files/:fileName',
+        status: 204,
+        message: 'File deleted',
+        summary: 'Delete one of your uploaded files',
+        description:
+          '`fileName` is the last segment of the file’s URL. Downloads of it answer 404 from then on; a CDN in front of the bucket may serve its cached copy until that expires, and packages or deliveries that name its URL keep the URL.',
+        errors: { 404: 'You have no file of that name' },
+      },
+      params: ownFileParams,
+      async handler(ctx) {
+        await files.delete(requireUser(ctx), ctx.params.fileName, 'owner');
+        return null;
+      },
+    }),
+  };
+}
