@@ -83,7 +83,12 @@ export type Effect =
    * Coming back: the sender is sent the code the courier must give to report `RETURNED`,
    * when the delivery takes proof codes at the sender's end (docs/deliveries.md).
    */
-  | { kind: 'SEND_RETURN_CODE' };
+  | { kind: 'SEND_RETURN_CODE' }
+  /**
+   * The delivery is over: its messages not sent yet are withdrawn (a code, a payment link or
+   * "on the way" for a delivery that ended would only mislead whoever reads it).
+   */
+  | { kind: 'WITHDRAW_MESSAGES' };
 
 /** The delivery step a transition records. */
 export interface Step {
@@ -336,7 +341,7 @@ function settle(
   if (rule.remits) effects.push({ kind: 'REMIT_COLLECTED' });
   if (rule.tellsRecipient) effects.push({ kind: 'COURIER_ON_THE_WAY' });
   if (rule.sendsReturnCode) effects.push({ kind: 'SEND_RETURN_CODE' });
-  if (isTerminal(rule.to)) effects.push({ kind: 'END_MATCHING' });
+  if (isTerminal(rule.to)) effects.push({ kind: 'END_MATCHING' }, { kind: 'WITHDRAW_MESSAGES' });
   return { paid, p2pStatus, effects };
 }
 

@@ -34,6 +34,12 @@ export interface NotificationRecord extends StoredOutboxFields {
   secret: boolean;
 }
 
+/**
+ * Whether a withdrawn message's text is dropped: in live, as a sent one's is (it may hold a
+ * code); kept elsewhere, for whoever tests the platform to read.
+ */
+export const dropsWithdrawnText = (appEnv: string) => appEnv === 'live';
+
 /** The subject of a message's e-mail: its purpose, never its secret. */
 export const EMAIL_SUBJECTS: Record<NotificationPurpose, string> = {
   COLLECTION_CODE: 'Your Waybill collection code',

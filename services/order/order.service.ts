@@ -104,7 +104,7 @@ export function createOrderService(config: Config): ServiceDefinition {
       }),
     { commandTimeoutMs: config.redisCommandTimeoutMs },
   );
-  const outbox = new Outbox(store, config.notifications.publicBaseUrl);
+  const outbox = new Outbox(store, config.notifications.publicBaseUrl, config.appEnv);
   const shared = { store, outbox, services: () => broker, logger: () => logger };
   const transitions = new DeliveryTransitions(store, (deliveryId, err) =>
     logger.warn('delivery document not written; the next read repairs it', { deliveryId, err }),

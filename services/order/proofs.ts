@@ -16,6 +16,7 @@ import {
 import { DELIVERY_STATUSES, type DeliveryStatus, type ScannedProof } from './lifecycle';
 import {
   contactAt,
+  dropsWithdrawnText,
   earlierProofCodeMessageIds,
   proofCodeMessageIds,
   proofCodeMessages,
@@ -85,7 +86,7 @@ export class ProofChecks {
     private readonly secret: string,
     appEnv: Config['appEnv'],
   ) {
-    this.dropWithdrawnText = appEnv === 'live';
+    this.dropWithdrawnText = dropsWithdrawnText(appEnv);
   }
 
   /**

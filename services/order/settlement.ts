@@ -124,6 +124,8 @@ export class Settlement {
         return this.deps.outbox.courierOnTheWay(delivery, transition.at);
       case 'SEND_RETURN_CODE':
         return this.deps.proofs.sendReturnCode(delivery);
+      case 'WITHDRAW_MESSAGES':
+        return this.deps.outbox.withdrawUnsent(delivery, transition.at);
     }
   }
 

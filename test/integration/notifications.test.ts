@@ -13,6 +13,7 @@ import {
   type StoredAddress,
 } from '../../services/order/delivery-record';
 import { proofCodeMessageIds, proofCodeMessages } from '../../services/order/notifications';
+import { Outbox } from '../../services/order/outbox';
 import { MAX_PROOF_CODES, ProofChecks } from '../../services/order/proofs';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
@@ -383,6 +384,36 @@ describe('senders sharing an outbox', () => {
     expect(await store.notifications.get(lost._id)).toMatchObject({ status: 'SENT', attempts: 2 });
     expect(sent).toEqual([`${lost.recipient} ${lost.text}`]);
     expect(await store.notifications.attemptClaimedAt(lost._id, 2)).not.toBeNull();
+  });
+
+  it('withdraw what a delivery that ended has not sent, and queue no more for it', async () => {
+    const messages = await queue(2);
+    const ours = messages.filter((m) => m.deliveryId === messages[0].deliveryId);
+    const smsGone = ours.find((m) => m.channel === 'SMS')!;
+    const emailWaiting = ours.find((m) => m.channel === 'EMAIL')!;
+    const others = messages.filter((m) => m.deliveryId !== messages[0].deliveryId);
+    // Its SMS went before the delivery ended; its e-mail waits (the provider was failing).
+    await store.notifications.claimAttempt(smsGone._id, 1, new Date());
+    await store.notifications.markSent(smsGone._id, 1, smsGone.recipient, false);
+    const ended = {
+      _id: smsGone.deliveryId,
+      trackingId: 'P2P-ENDED',
+      destinationId: `${smsGone.deliveryId}:destination`,
+      lifecycle: { status: 'CANCELLED' },
+    } as unknown as DeliveryRecord;
+    const outbox = new Outbox(store, PUBLIC_BASE_URL, 'live');
+    await outbox.withdrawUnsent(ended, new Date());
+    // The sweep settling a late "on the way" of the collection, after the end: nothing queued.
+    await outbox.courierOnTheWay(ended, new Date());
+
+    expect(await store.notificationsOf(ended._id)).toEqual([
+      expect.objectContaining({ _id: emailWaiting._id, status: 'SUPERSEDED', text: null }),
+      expect.objectContaining({ _id: smsGone._id, status: 'SENT' }),
+    ]);
+    const sent: string[] = [];
+    await senderOver(sent).sendDue(new Date());
+    // Only the other delivery's messages went.
+    expect(sent.sort()).toEqual(others.map((m) => `${m.recipient} ${m.text}`).sort());
   });
 
   /**

@@ -52,7 +52,7 @@ beforeAll(async () => {
   const announcer = new Announcer({ ...shared, transitions });
   const settlement = new Settlement({
     ...shared,
-    outbox: new Outbox(store, config.notifications.publicBaseUrl),
+    outbox: new Outbox(store, config.notifications.publicBaseUrl, config.appEnv),
     proofs: new ProofChecks(store, config.order.proofCodeSecret, config.appEnv),
     announcer,
     scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,

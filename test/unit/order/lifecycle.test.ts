@@ -98,6 +98,7 @@ describe('initialLifecycle', () => {
       { kind: 'REFUND', share: 'creator' },
       { kind: 'RELEASE_PACKAGES' },
       { kind: 'END_MATCHING' },
+      { kind: 'WITHDRAW_MESSAGES' },
     ]);
   });
 
@@ -165,6 +166,7 @@ describe('payment', () => {
         { kind: 'REFUND', share: 'creator' },
         { kind: 'RELEASE_PACKAGES' },
         { kind: 'END_MATCHING' },
+        { kind: 'WITHDRAW_MESSAGES' },
       ],
     });
   });
@@ -172,7 +174,11 @@ describe('payment', () => {
   it('PAYMENT_FAILED with nothing paid: CANCELLED, nothing refunded', () => {
     const result = apply(CHECKOUT(), { kind: 'PAYMENT_FAILED', share: 'creator' });
     expect(result.next.p2pStatus).toBe('CANCELLED');
-    expect(result.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }, { kind: 'END_MATCHING' }]);
+    expect(result.effects).toEqual([
+      { kind: 'RELEASE_PACKAGES' },
+      { kind: 'END_MATCHING' },
+      { kind: 'WITHDRAW_MESSAGES' },
+    ]);
   });
 
   it('refuses PAYMENT_FAILED of a paid share: a stale checkout outcome changes nothing', () => {
@@ -209,6 +215,7 @@ describe('cancel', () => {
         { kind: 'REFUND', share: 'creator' },
         { kind: 'RELEASE_PACKAGES' },
         { kind: 'END_MATCHING' },
+        { kind: 'WITHDRAW_MESSAGES' },
       ],
     });
   });
@@ -220,13 +227,18 @@ describe('cancel', () => {
       { kind: 'REFUND', share: 'recipient' },
       { kind: 'RELEASE_PACKAGES' },
       { kind: 'END_MATCHING' },
+      { kind: 'WITHDRAW_MESSAGES' },
     ]);
   });
 
   it('before payment: CANCELLED with nothing to refund', () => {
     const result = apply(CHECKOUT(), { kind: 'CANCEL' });
     expect(result.next.p2pStatus).toBe('CANCELLED');
-    expect(result.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }, { kind: 'END_MATCHING' }]);
+    expect(result.effects).toEqual([
+      { kind: 'RELEASE_PACKAGES' },
+      { kind: 'END_MATCHING' },
+      { kind: 'WITHDRAW_MESSAGES' },
+    ]);
   });
 
   it('answers a refusal that reads as the 400 of POST /api/request/:id/cancel', () => {
@@ -253,7 +265,11 @@ describe('the courier run', () => {
       // is remitted and the courier is free again.
       const effects: Partial<Record<EventKind, Effect[]>> = {
         COLLECTED: [{ kind: 'COURIER_ON_THE_WAY' }],
-        DELIVERED: [{ kind: 'REMIT_COLLECTED' }, { kind: 'END_MATCHING' }],
+        DELIVERED: [
+          { kind: 'REMIT_COLLECTED' },
+          { kind: 'END_MATCHING' },
+          { kind: 'WITHDRAW_MESSAGES' },
+        ],
       };
       expect(result.effects).toEqual(effects[event.kind] ?? []);
       state = result.next;
@@ -296,6 +312,7 @@ describe('the courier run', () => {
         { kind: 'REFUND', share: 'creator' },
         { kind: 'RELEASE_PACKAGES' },
         { kind: 'END_MATCHING' },
+        { kind: 'WITHDRAW_MESSAGES' },
       ],
     });
   });
@@ -312,7 +329,11 @@ describe('the courier run', () => {
       expect(refusal(failed.next, { kind: 'DELIVERED' })).toMatch(/it is RETURNING/);
       const returned = apply(failed.next, { kind: 'RETURNED' });
       expect(returned.next).toEqual({ ...carrying, status: 'RETURNED', p2pStatus: 'COMPLETED' });
-      expect(returned.effects).toEqual([{ kind: 'RELEASE_PACKAGES' }, { kind: 'END_MATCHING' }]);
+      expect(returned.effects).toEqual([
+        { kind: 'RELEASE_PACKAGES' },
+        { kind: 'END_MATCHING' },
+        { kind: 'WITHDRAW_MESSAGES' },
+      ]);
     },
   );
 
@@ -325,6 +346,7 @@ describe('the courier run', () => {
         { kind: 'REFUND', share: 'creator' },
         { kind: 'RELEASE_PACKAGES' },
         { kind: 'END_MATCHING' },
+        { kind: 'WITHDRAW_MESSAGES' },
       ],
     });
     expect(refusal(CHECKOUT(), { kind: 'NO_COURIER_FOUND' })).toMatch(
