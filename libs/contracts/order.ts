@@ -163,7 +163,7 @@ export interface TrackingView {
   steps: { step: string; label: string; at: string; active: boolean }[];
   pickup: { place: string; firstName: string | null };
   dropoff: { place: string; firstName: string | null };
-  /** The priced trip, pickup to drop-off. */
+  /** The priced trip, pickup to drop-off, in whole kilometres (at least 1). */
   distanceKm: number;
   courier: {
     firstName: string;

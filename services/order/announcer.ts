@@ -4,7 +4,7 @@ import type { CourierMove } from '../../libs/contracts/matching';
 import type { WebhookEventType } from '../../libs/contracts/webhook';
 import { nameBasedId } from '../../libs/ids';
 import { BoundedMap } from '../../libs/lookup-cache';
-import { courierOnDelivery } from './courier-view';
+import type { CourierViewer } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import type { OrderStore, TransitionRecord } from './store';
 import { UNDER_WAY } from './eta';
@@ -25,6 +25,7 @@ export interface AnnouncerDeps {
   store: OrderStore;
   transitions: DeliveryTransitions;
   services: () => Caller;
+  courierOf: CourierViewer;
   logger: () => Logger;
 }
 
@@ -208,7 +209,7 @@ export class Announcer {
     if (due.length === 0) return;
     const services = this.deps.services();
     const addresses = await this.deps.store.addresses([delivery.originId, delivery.destinationId]);
-    const courier = await courierOnDelivery(services, delivery, addresses);
+    const courier = await this.deps.courierOf(services, delivery, addresses);
     const data = toDeliveryView(delivery, addresses, courier) as unknown as Record<string, unknown>;
     await call(services, 'webhook.publish', {
       events: due.map((e) => ({

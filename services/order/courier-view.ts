@@ -2,6 +2,25 @@ import { call, type Caller } from '../../libs/contracts';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import { etaWindow, UNDER_WAY } from './eta';
 
+export interface CourierViewOptions {
+  now?: Date;
+  located?: boolean;
+}
+
+/** The courier of a delivery as a reader sees it (`courierOnDelivery`, freshness given). */
+export type CourierViewer = (
+  services: Caller,
+  delivery: DeliveryRecord,
+  addresses: Map<string, StoredAddress>,
+  options?: CourierViewOptions,
+) => Promise<CourierOnDelivery | undefined>;
+
+/** `courierOnDelivery` with the platform's COURIER_ONLINE_MS. */
+export const courierViewer =
+  (freshForMs: number): CourierViewer =>
+  (services, delivery, addresses, options = {}) =>
+    courierOnDelivery(services, delivery, addresses, { ...options, freshForMs });
+
 /** The spec's courier view, on a delivery once a courier is assigned. */
 export interface CourierOnDelivery {
   name: string;
@@ -15,7 +34,11 @@ export interface CourierOnDelivery {
     lat: number;
     lon: number;
   } | null;
-  /** When the delivery should reach the drop-off; null when not under way or no position. */
+  /**
+   * When the delivery should reach the drop-off; null when not under way, or without a position
+   * reported within COURIER_ONLINE_MS (a phone gone quiet: a window reckoned from `now` and an
+   * old position would slide later and later, promising what nobody is doing).
+   */
   eta: { from: string; to: string } | null;
   fleet: { regNo: string; make: string; model: string; colour: string; typeId: string };
 }
@@ -27,13 +50,18 @@ export interface CourierOnDelivery {
  *
  * `located` says whether the reader is shown where the courier is: by default while the
  * courier is carrying the delivery out; a reader who is not (the recipient once it goes back
- * to the sender) passes false and geo is not asked for what would be dropped.
+ * to the sender) passes false and geo is not asked for what would be dropped. `freshForMs`
+ * (COURIER_ONLINE_MS): how recent a position an arrival window is reckoned from.
  */
 export async function courierOnDelivery(
   services: Caller,
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,
-  { now = new Date(), located = UNDER_WAY.has(delivery.lifecycle.status) } = {},
+  {
+    now = new Date(),
+    located = UNDER_WAY.has(delivery.lifecycle.status),
+    freshForMs,
+  }: CourierViewOptions & { freshForMs: number },
 ): Promise<CourierOnDelivery | undefined> {
   const courierId = delivery.assignment?.courierId;
   if (!courierId) return undefined;
@@ -74,7 +102,9 @@ export async function courierOnDelivery(
   };
   const pickup = addresses.get(delivery.originId)?.fields;
   const dropoff = addresses.get(delivery.destinationId)?.fields;
-  if (pickup && dropoff) {
+  // Not after NaN either: a position of unknown age promises nothing.
+  const fresh = Date.parse(at.at) >= now.getTime() - freshForMs;
+  if (pickup && dropoff && fresh) {
     view.eta = etaWindow(
       {
         status: delivery.lifecycle.status,

@@ -1,7 +1,7 @@
 import type { Logger } from 'moleculer';
 import { conflict, notFound } from '../../libs/errors';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
-import { courierOnDelivery } from './courier-view';
+import type { CourierViewer } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import type { DeliveryStatus, LifecycleEvent } from './lifecycle';
 import { DELIVERY_NOT_FOUND } from './parties';
@@ -30,6 +30,7 @@ export interface DeliveryAdminDeps {
   store: OrderStore;
   transitions: DeliveryTransitions;
   settlement: Settlement;
+  courierOf: CourierViewer;
   logger: () => Logger;
 }
 
@@ -48,7 +49,7 @@ export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActi
    */
   async function operatorsView(ctx: WaybillContext<unknown>, delivery: DeliveryRecord) {
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
-    const courier = await courierOnDelivery(ctx, delivery, addresses).catch((err: Error) => {
+    const courier = await deps.courierOf(ctx, delivery, addresses).catch((err: Error) => {
       deps.logger().warn('courier not shown to an operator', { err: err.message });
       return undefined;
     });

@@ -34,7 +34,7 @@ import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow } from './cancel-window';
 import { Cancellations } from './cancellation';
 import { changeableBy, readableBy, roleOf } from './parties';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
-import { courierOnDelivery } from './courier-view';
+import { courierViewer } from './courier-view';
 import { createDeliveryAdminActions } from './delivery-admin';
 import type { DeliveryRecord } from './delivery-record';
 import { notificationOutbox } from './notification-outbox';
@@ -105,7 +105,8 @@ export function createOrderService(config: Config): ServiceDefinition {
     { commandTimeoutMs: config.redisCommandTimeoutMs },
   );
   const outbox = new Outbox(store, config.notifications.publicBaseUrl, config.appEnv);
-  const shared = { store, outbox, services: () => broker, logger: () => logger };
+  const courierOf = courierViewer(config.courierPositions.onlineMs);
+  const shared = { store, outbox, courierOf, services: () => broker, logger: () => logger };
   const transitions = new DeliveryTransitions(store, (deliveryId, err) =>
     logger.warn('delivery document not written; the next read repairs it', { deliveryId, err }),
   );
@@ -250,7 +251,7 @@ export function createOrderService(config: Config): ServiceDefinition {
         // Not located for a recipient who no longer follows it: geo is not asked for what
         // their view drops.
         const located = recipient ? isFollowed(d.lifecycle.status) : undefined;
-        const courier = await courierOnDelivery(ctx, d, addresses, { located });
+        const courier = await courierOf(ctx, d, addresses, { located });
         const view = toDeliveryView(d, addresses, courier);
         return recipient ? recipientsView(view) : view;
       }),
@@ -543,11 +544,19 @@ export function createOrderService(config: Config): ServiceDefinition {
         handler: (ctx) => courierRun.noCourier(ctx.params.deliveryId),
       }),
 
-      ...createDeliveryAdminActions({ store, transitions, settlement, logger: () => logger }),
+      ...createDeliveryAdminActions({
+        store,
+        transitions,
+        settlement,
+        courierOf,
+        logger: () => logger,
+      }),
 
       ...createTrackingActions({
         store,
         transitions,
+        courierOf,
+        logger: () => logger,
         scheduledSearchLeadMs: config.order.scheduledSearchLeadMs,
       }),
 

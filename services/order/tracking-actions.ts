@@ -1,3 +1,4 @@
+import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import {
   TRACKING_PATTERN,
@@ -7,7 +8,7 @@ import {
 } from '../../libs/contracts/order';
 import { notFound } from '../../libs/errors';
 import { action, implement, type ServiceActions } from '../../libs/service';
-import { courierOnDelivery } from './courier-view';
+import type { CourierViewer } from './courier-view';
 import { searchStartsAt } from './scheduling';
 import type { OrderStore } from './store';
 import { isFollowed, toTrackingView } from './tracking';
@@ -22,10 +23,12 @@ import type { DeliveryTransitions } from './transitions';
 export function createTrackingActions(deps: {
   store: OrderStore;
   transitions: DeliveryTransitions;
+  courierOf: CourierViewer;
+  logger: () => Logger;
   /** ORDER_SCHEDULED_SEARCH_LEAD_MS: when a SCHEDULED delivery's courier is looked for. */
   scheduledSearchLeadMs: number;
 }): ServiceActions {
-  const { store, transitions, scheduledSearchLeadMs } = deps;
+  const { store, transitions, courierOf, scheduledSearchLeadMs } = deps;
 
   async function stateOf(services: Caller, trackingId: string): Promise<TrackingState | null> {
     if (!TRACKING_PATTERN.test(trackingId)) return null;
@@ -33,8 +36,12 @@ export function createTrackingActions(deps: {
     const delivery = deliveryId ? await transitions.current(deliveryId) : null;
     if (!delivery) return null;
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
-    const courier = await courierOnDelivery(services, delivery, addresses, {
+    // A page must not fail for its courier: without the directory, none is shown until it is back.
+    const courier = await courierOf(services, delivery, addresses, {
       located: isFollowed(delivery.lifecycle.status),
+    }).catch((err: Error) => {
+      deps.logger().warn('courier not shown on a tracking page', { err: err.message });
+      return undefined;
     });
     const searchFrom = searchStartsAt(delivery, scheduledSearchLeadMs);
     const fleetTypeId = courier?.fleet.typeId;

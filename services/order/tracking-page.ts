@@ -89,7 +89,7 @@ function mapRegion(view: TrackingView): string {
     `<li><span class="dot pickup"></span>Pickup: ${escapeHtml(view.pickup.place)}</li>` +
     `<li><span class="dot dropoff"></span>Drop-off: ${escapeHtml(view.dropoff.place)}</li>` +
     (c ? '<li><span class="dot courier"></span>Courier</li>' : '') +
-    `<li>Route: ${escapeHtml(view.distanceKm.toFixed(1))} km</li>` +
+    `<li>Route: about ${escapeHtml(String(view.distanceKm))} km</li>` +
     '</ul>'
   );
 }

@@ -1,4 +1,5 @@
 import { followedByRecipient, type TrackingView } from '../../libs/contracts/order';
+import type { GeoPoint } from '../../libs/geodesy';
 import { DEFAULT_TIME_ZONE } from '../../libs/schedule';
 import type { CourierOnDelivery } from './courier-view';
 import { shownSteps, type DeliveryRecord, type StoredAddress } from './delivery-record';
@@ -10,8 +11,9 @@ import { projectMap } from './tracking-map';
  * The public tracking page's view of a delivery. The tracking id is all a visitor needs, and
  * it travels in texts that get forwarded, so the view is redacted here, in one place: people
  * by their first name only, stops by their place name (city or LGA, state) rather than their
- * street, the map as a drawing of points relative to each other. No phone, e-mail, last name,
- * street address, note, price or proof code ever reaches it.
+ * street, the map as a drawing of points relative to each other on a grid of about a kilometre,
+ * the trip and the arrival window as round figures. No phone, e-mail, last name, street
+ * address, note, price or proof code ever reaches it.
  */
 
 /** A step of the delivery as the recipient reads it. */
@@ -49,6 +51,44 @@ export const STATUS_TEXT: Record<DeliveryStatus, string> = {
 };
 
 const AWAITING_PAYMENT = 'A courier is found for it once it is paid.';
+
+/**
+ * The grid, in degrees (about 1.1 km), the map's points are drawn on. Drawn exactly, pickup
+ * and drop-off relative to each other, with the trip's length, gave a stop to a few metres
+ * from the other one: a shop's public address led to its customer's door.
+ */
+export const MAP_GRID_DEGREES = 0.01;
+
+/** Minutes the arrival window's ends are rounded out to. */
+export const ETA_ROUNDING_MINUTES = 5;
+
+const onGrid = (degrees: number) => Math.round(degrees / MAP_GRID_DEGREES) * MAP_GRID_DEGREES;
+
+/** A point as the map may draw it: the middle of its grid cell. */
+export const blurred = ({ lat, lon }: GeoPoint): GeoPoint => ({
+  lat: onGrid(lat),
+  lon: onGrid(lon),
+});
+
+/**
+ * The trip's length as the page states it: whole kilometres, at least 1 (with the drawing,
+ * a length to the metre placed a stop as exactly as a coordinate would).
+ */
+export const shownKm = (km: number) => Math.max(1, Math.round(km));
+
+/**
+ * The arrival window rounded out to ETA_ROUNDING_MINUTES: its width to the second gave the
+ * courier's distance left to the metre. A window is a promise to people, never more exact.
+ */
+export function roundedWindow(eta: { from: string; to: string }): { from: string; to: string } {
+  const step = ETA_ROUNDING_MINUTES * 60_000;
+  const from = Math.floor(Date.parse(eta.from) / step) * step;
+  const to = Math.ceil(Date.parse(eta.to) / step) * step;
+  return {
+    from: new Date(from).toISOString(),
+    to: new Date(Math.max(to, from + step)).toISOString(),
+  };
+}
 
 /**
  * Whether the recipient follows the courier (position, arrival window, live updates): on the
@@ -147,7 +187,7 @@ export function toTrackingView(
     })),
     pickup: { place: placeName(origin), firstName: firstName(origin.contactName) },
     dropoff: { place: placeName(destination), firstName: firstName(destination.contactName) },
-    distanceKm: delivery.distanceKm,
+    distanceKm: shownKm(delivery.distanceKm),
     courier: courier
       ? {
           firstName: firstName(courier.name) ?? 'Your courier',
@@ -164,8 +204,8 @@ export function toTrackingView(
           place: at ? placeName(at) : null,
         }
       : null,
-    eta: followed ? (courier?.eta ?? null) : null,
+    eta: followed && courier?.eta ? roundedWindow(courier.eta) : null,
     timeZone: delivery.timeZone ?? DEFAULT_TIME_ZONE,
-    map: projectMap(origin, destination, at),
+    map: projectMap(blurred(origin), blurred(destination), at ? blurred(at) : null),
   };
 }

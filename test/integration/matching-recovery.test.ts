@@ -156,6 +156,34 @@ it('gives the fee back and frees the packages of a delivery cancelled while matc
   }
 }, 120_000);
 
+it('shows an assigned delivery’s tracking page while matching is down, without its courier', async () => {
+  const courier = await courierAt({ lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.002 });
+  const merchant = await createUserWithKey(rest.url);
+  await credit(rest.url, merchant, 100_000);
+  const created = await requestDelivery(rest.url, merchant, [
+    await savePackage(rest.url, merchant),
+  ]);
+  expect(created.status).toBe(201);
+  const trackingId = created.body.data.delivery.trackingId as string;
+  const offer = await offerOf(courier);
+  expect(offer.deliveryId).toBe(created.body.data.deliveryId);
+  expect((await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`)).status).toBe(200);
+  const page = () => request(rest.url, 'GET', `/track/${trackingId}`);
+  expect((await page()).text).toContain('Tunde');
+
+  await matching?.stop();
+  matching = undefined;
+  await matchingGone();
+  try {
+    const shown = await page();
+    expect(shown.status).toBe(200);
+    expect(shown.text).toContain('A courier is on the way to collect your delivery.');
+    expect(shown.text).not.toContain('Tunde');
+  } finally {
+    matching ??= await startMatching();
+  }
+}, 120_000);
+
 it('answers 413 for a body within the limit that grows past a message between services once read', async () => {
   // 50,000 × `1e20,`: 250 KB as sent, over 1 MB as moleculer writes it for the matching node.
   const body = `{"name":"Tunde","junk":[${Array.from({ length: 50_000 }, () => '1e20').join(',')}]}`;

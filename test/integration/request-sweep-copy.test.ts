@@ -3,6 +3,7 @@ import type { Logger } from 'moleculer';
 import type mongoose from 'mongoose';
 import { Announcer } from '../../services/order/announcer';
 import { ProofChecks } from '../../services/order/proofs';
+import { courierViewer } from '../../services/order/courier-view';
 import { Outbox } from '../../services/order/outbox';
 import { DeliveryRequests } from '../../services/order/requests';
 import { Settlement } from '../../services/order/settlement';
@@ -47,7 +48,12 @@ beforeAll(async () => {
   store = new OrderStore(() => models);
   const config = loadConfig({ ...process.env, NAMESPACE: stack.iso.namespace });
   const logger = () => ({ warn: () => undefined, info: () => undefined }) as unknown as Logger;
-  const shared = { store, services: () => stack.client, logger };
+  const shared = {
+    store,
+    services: () => stack.client,
+    courierOf: courierViewer(config.courierPositions.onlineMs),
+    logger,
+  };
   const transitions = new DeliveryTransitions(store);
   const announcer = new Announcer({ ...shared, transitions });
   const settlement = new Settlement({

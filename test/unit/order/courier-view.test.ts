@@ -1,19 +1,27 @@
 import type { Caller } from '../../../libs/contracts';
-import { courierOnDelivery } from '../../../services/order/courier-view';
+import { courierViewer } from '../../../services/order/courier-view';
 import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
 import type { DeliveryStatus } from '../../../services/order/lifecycle';
 
 const YABA = { lat: 6.5095, lon: 3.3711 };
 
-/** A caller answering as courier-matching and geo would, recording what it was asked. */
-function services(): Caller & { asked: string[] } {
+/** COURIER_ONLINE_MS of these views. */
+const ONLINE_MS = 120_000;
+const courierOnDelivery = courierViewer(ONLINE_MS);
+const NOW = new Date('2026-12-05T10:00:00.000Z');
+
+/**
+ * A caller answering as courier-matching and geo would, recording what it was asked; the
+ * courier last reported `reportedMsAgo` before NOW.
+ */
+function services(reportedMsAgo = 5_000): Caller & { asked: string[] } {
   const asked: string[] = [];
   const answers: Record<string, unknown> = {
     'courier-matching.getCourier': {
       name: 'Tunde Bakare',
       phone: '+2348000000001',
       profilePhoto: null,
-      lastLocation: YABA,
+      lastLocation: { ...YABA, at: new Date(NOW.getTime() - reportedMsAgo).toISOString() },
       fleet: { regNo: 'LAG-123', make: 'Bajaj', model: 'Boxer', colour: 'Red', typeId: 'f' },
     },
     'geo.resolveAddress': { country: 'Nigeria', state: 'Lagos', lgaOrCity: 'Yaba' },
@@ -50,7 +58,7 @@ describe('courierOnDelivery', () => {
   it('places the courier while they carry the delivery out, going back to the sender too', async () => {
     for (const status of ['IN_TRANSIT', 'RETURNING'] as const) {
       const caller = services();
-      const view = await courierOnDelivery(caller, deliveryIn(status), addresses);
+      const view = await courierOnDelivery(caller, deliveryIn(status), addresses, { now: NOW });
       expect(view?.currentLocation).toEqual({
         country: 'Nigeria',
         state: 'Lagos',
@@ -77,5 +85,28 @@ describe('courierOnDelivery', () => {
     });
     expect(view?.currentLocation).toBeNull();
     expect(caller.asked).toEqual(['courier-matching.getCourier']);
+  });
+
+  it('reckons an arrival window only from a position reported within COURIER_ONLINE_MS', async () => {
+    const fresh = await courierOnDelivery(
+      services(ONLINE_MS - 1000),
+      deliveryIn('IN_TRANSIT'),
+      addresses,
+      {
+        now: NOW,
+      },
+    );
+    expect(fresh?.eta).toEqual({ from: expect.any(String), to: expect.any(String) });
+    // A phone gone quiet for three hours: where it was last is shown, no window promised.
+    const quiet = await courierOnDelivery(
+      services(3 * 3600_000),
+      deliveryIn('IN_TRANSIT'),
+      addresses,
+      {
+        now: NOW,
+      },
+    );
+    expect(quiet?.currentLocation).toMatchObject(YABA);
+    expect(quiet?.eta).toBeNull();
   });
 });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
+import { haversineKm } from '../../../libs/geodesy';
 import type { CourierOnDelivery } from '../../../services/order/courier-view';
 import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
 import { firstName, placeName, toTrackingView } from '../../../services/order/tracking';
@@ -187,6 +188,45 @@ describe('toTrackingView', () => {
       eta: courier.eta,
     });
     expect(view.steps.map((s) => s.label)).toEqual(['Booked', 'On the way']);
+  });
+
+  it('cannot tell a drop-off from another some 300 m away: the drawing and the trip are round figures', () => {
+    // With the pickup's address public (a shop), an exact drawing and trip length gave the
+    // drop-off to a few metres. Here two doors ~310 m apart, the trip's length as the
+    // straight-line fallback prices it, read the same.
+    const NEXT_DOOR = { lat: LEKKI.lat + 0.002, lon: LEKKI.lon + 0.002 };
+    const viewTo = (door: typeof LEKKI) =>
+      toTrackingView(
+        { ...delivery, distanceKm: haversineKm(IKEJA, door) * 1.3 } as unknown as DeliveryRecord,
+        new Map([
+          ['o', address('o', IKEJA, 'Sola Adeyemi')],
+          ['x', address('x', door, 'Ada Obi')],
+        ]),
+        courier,
+        AT_ONCE,
+      );
+    const [here, there] = [viewTo(LEKKI), viewTo(NEXT_DOOR)];
+    expect(here.distanceKm).toBe(28);
+    expect(there).toEqual(here);
+  });
+
+  it('rounds the arrival window out to five minutes: its width told the distance left', () => {
+    const exact = {
+      ...courier,
+      eta: { from: '2026-11-24T10:12:34.000Z', to: '2026-11-24T10:27:01.000Z' },
+    };
+    expect(toTrackingView(delivery, addresses, exact, AT_ONCE).eta).toEqual({
+      from: '2026-11-24T10:10:00.000Z',
+      to: '2026-11-24T10:30:00.000Z',
+    });
+    const narrow = {
+      ...courier,
+      eta: { from: '2026-11-24T10:10:00.000Z', to: '2026-11-24T10:10:00.000Z' },
+    };
+    expect(toTrackingView(delivery, addresses, narrow, AT_ONCE).eta).toEqual({
+      from: '2026-11-24T10:10:00.000Z',
+      to: '2026-11-24T10:15:00.000Z',
+    });
   });
 
   it('names the courier’s own vehicle type when a larger one carries the load', () => {
