@@ -7,7 +7,6 @@ import {
   ConfigError,
   describeConfig,
   loadConfig,
-  type AppEnvironment,
   type Config,
   type ServiceName,
 } from '../libs/config';
@@ -177,31 +176,24 @@ paged(
 
 program
   .command('keys:create')
-  .description('create an API key; the key is printed once')
+  .description('create an API key of APP_ENV’s environment; the key is printed once')
   .argument('<userId>', 'owner (UUID)')
-  .option('--environment <env>', 'staging or live (default: APP_ENV)')
   .option(
     '--browser',
     'a client-app (publishable) key: /file only, from apps and browsers (serverOnly: false)',
   )
   .option('--quota-limit <n>', 'own quota: requests per window', positiveInt)
   .option('--quota-window <seconds>', 'own quota: window length in seconds', positiveInt, 60)
-  .action(
-    (
-      userId: string,
-      opts: { environment?: string; browser?: boolean; quotaLimit?: number; quotaWindow: number },
-    ) =>
-      withAccount((broker) =>
-        call(broker, 'account.createApiKey', {
-          userId,
-          // Any other word is refused by the action's validator, with a message naming it.
-          ...(opts.environment ? { environment: opts.environment as AppEnvironment } : {}),
-          serverOnly: !opts.browser,
-          ...(opts.quotaLimit
-            ? { quota: { limit: opts.quotaLimit, windowSeconds: opts.quotaWindow } }
-            : {}),
-        }),
-      ).then(print),
+  .action((userId: string, opts: { browser?: boolean; quotaLimit?: number; quotaWindow: number }) =>
+    withAccount((broker) =>
+      call(broker, 'account.createApiKey', {
+        userId,
+        serverOnly: !opts.browser,
+        ...(opts.quotaLimit
+          ? { quota: { limit: opts.quotaLimit, windowSeconds: opts.quotaWindow } }
+          : {}),
+      }),
+    ).then(print),
   );
 
 paged(

@@ -82,13 +82,20 @@ export const userByContactParams = Joi.object<UserByContactParams, true>({
 
 export const keyIdParams = Joi.object<{ keyId: string }, true>({ keyId: uuid().required() });
 
-/** Keys are made for this deployment's environment unless the operator names the other. */
-export const createApiKeyParams = (defaultEnvironment: AppEnvironment) =>
+/**
+ * Keys are made for this deployment's environment: a platform accepts its own environment's
+ * keys only, so another's, stored here, could never be used anywhere (its platform has a
+ * database of its own, decision 138). Naming it is allowed, and must name this one.
+ */
+export const createApiKeyParams = (environment: AppEnvironment) =>
   Joi.object<CreateApiKeyParams, true>({
     userId: uuid().required(),
     environment: Joi.string()
-      .valid(...APP_ENVIRONMENTS)
-      .default(defaultEnvironment),
+      .valid(environment)
+      .default(environment)
+      .messages({
+        'any.only': `{{#label}} must be ${environment}: this platform runs as ${environment} and accepts its own keys only; make ${APP_ENVIRONMENTS.filter((e) => e !== environment).join(', ')} keys on that platform`,
+      }),
     serverOnly: Joi.boolean()
       .default(true)
       .description(

@@ -107,7 +107,11 @@ export function createGeoService(config: Config): ServiceDefinition {
       return fleet.averageSpeedKmh;
     }
     const [smallest] = await fleetTypes.list(true);
-    if (!smallest) throw notFound('Fleet type not found');
+    if (!smallest) {
+      throw notFound(
+        'Fleet type not found: none is active on this platform; an operator adds one with POST /admin/fleet-types',
+      );
+    }
     return smallest.averageSpeedKmh;
   }
 

@@ -177,14 +177,28 @@ describe('API keys', () => {
 
     const withQuota = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
       headers: adminHeaders,
-      json: { serverOnly: false, quota: { limit: 10, windowSeconds: 60 }, environment: 'live' },
+      json: { serverOnly: false, quota: { limit: 10, windowSeconds: 60 }, environment: 'staging' },
     });
     expect(withQuota.body.data).toMatchObject({
-      environment: 'live',
+      environment: 'staging',
       serverOnly: false,
       quota: { limit: 10, windowSeconds: 60 },
     });
-    expect(withQuota.body.data.key).toMatch(/^wb_live_/);
+
+    // A live key would be refused by this staging platform, and by live's, whose database
+    // has no record of it: never made.
+    const otherEnvironment = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+      json: { environment: 'live' },
+    });
+    expectErrorEnvelope(otherEnvironment, 400);
+    expect(otherEnvironment.body.errors).toEqual([
+      {
+        field: 'environment',
+        message:
+          'environment must be staging: this platform runs as staging and accepts its own keys only; make live keys on that platform',
+      },
+    ]);
 
     const list = await request(node.url, 'GET', `/admin/users/${userId}/api-keys`, {
       headers: adminHeaders,
