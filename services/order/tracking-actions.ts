@@ -11,7 +11,7 @@ import { action, implement, type ServiceActions } from '../../libs/service';
 import type { CourierViewer } from './courier-view';
 import { searchStartsAt } from './scheduling';
 import type { OrderStore } from './store';
-import { isFollowed, toTrackingView } from './tracking';
+import { courierForgotten, isFollowed, toTrackingView } from './tracking';
 import { TRACKING_PAGE_CSP, trackingPage, trackingState } from './tracking-page';
 import type { DeliveryTransitions } from './transitions';
 
@@ -37,12 +37,15 @@ export function createTrackingActions(deps: {
     if (!delivery) return null;
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
     // A page must not fail for its courier: without the directory, none is shown until it is back.
-    const courier = await courierOf(services, delivery, addresses, {
-      located: isFollowed(delivery.lifecycle.status),
-    }).catch((err: Error) => {
-      deps.logger().warn('courier not shown on a tracking page', { err: err.message });
-      return undefined;
-    });
+    const now = new Date();
+    const courier = courierForgotten(delivery, now)
+      ? undefined
+      : await courierOf(services, delivery, addresses, {
+          located: isFollowed(delivery.lifecycle.status),
+        }).catch((err: Error) => {
+          deps.logger().warn('courier not shown on a tracking page', { err: err.message });
+          return undefined;
+        });
     const searchFrom = searchStartsAt(delivery, scheduledSearchLeadMs);
     const fleetTypeId = courier?.fleet.typeId;
     // A page must not fail for a vehicle's name: without geo it goes unnamed.
@@ -54,7 +57,7 @@ export function createTrackingActions(deps: {
           )
         : null;
     return trackingState(
-      toTrackingView(delivery, addresses, courier, { searchFrom, now: new Date() }, otherFleetType),
+      toTrackingView(delivery, addresses, courier, { searchFrom, now }, otherFleetType),
     );
   }
 

@@ -59,6 +59,23 @@ const AWAITING_PAYMENT = 'A courier is found for it once it is paid.';
  */
 export const MAP_GRID_DEGREES = 0.01;
 
+/**
+ * Days a delivery's page still names its courier (first name, vehicle, plate) after the
+ * delivery ended: links get forwarded and kept, and a courier's plate is nobody's business
+ * once the packages arrived.
+ */
+export const COURIER_SHOWN_DAYS_AFTER_END = 7;
+
+/** Whether the page no longer names the delivery's courier: ended that many days ago. */
+export function courierForgotten(
+  delivery: Pick<DeliveryRecord, 'lifecycle' | 'steps'>,
+  now: Date,
+): boolean {
+  if (!isTerminal(delivery.lifecycle.status)) return false;
+  const endedAt = Math.max(...delivery.steps.map((s) => new Date(s.updatedAt).getTime()));
+  return now.getTime() - endedAt > COURIER_SHOWN_DAYS_AFTER_END * 86_400_000;
+}
+
 /** Minutes the arrival window's ends are rounded out to. */
 export const ETA_ROUNDING_MINUTES = 5;
 
@@ -156,14 +173,15 @@ export function placeName(place: {
 }
 
 /**
- * The view of a delivery whose stops are known; `courier` as the merchant's view has it, and
- * the name of their fleet type when it is not the one the delivery was priced for (a larger
+ * The view of a delivery whose stops are known; its `assigned` courier as the merchant's view
+ * has it (not named once COURIER_SHOWN_DAYS_AFTER_END have passed since the end), and the
+ * name of their fleet type when it is not the one the delivery was priced for (a larger
  * vehicle may carry a small load: docs/matching.md).
  */
 export function toTrackingView(
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,
-  courier: CourierOnDelivery | undefined,
+  assigned: CourierOnDelivery | undefined,
   searchTime: SearchTime,
   otherFleetTypeName: string | null = null,
 ): TrackingView {
@@ -172,6 +190,7 @@ export function toTrackingView(
   const destination = addresses.get(delivery.destinationId)?.fields;
   if (!origin || !destination) throw new Error(`delivery ${delivery._id} without its addresses`);
   const followed = isFollowed(status);
+  const courier = courierForgotten(delivery, searchTime.now) ? undefined : assigned;
   const at = followed ? (courier?.currentLocation ?? null) : null;
   return {
     trackingId: delivery.trackingId,

@@ -229,6 +229,30 @@ describe('toTrackingView', () => {
     });
   });
 
+  it('names the courier a week after the delivery ended, and no longer after', () => {
+    const endedAt = new Date('2026-11-24T10:00:00.000Z');
+    const delivered = {
+      ...delivery,
+      lifecycle: { status: 'DELIVERED', ...PAID },
+      steps: [
+        ...delivery.steps,
+        { id: '4', step: 'DELIVERED', active: true, hidden: false, updatedAt: endedAt },
+      ],
+    } as unknown as DeliveryRecord;
+    const at = (days: number) => ({
+      searchFrom: null,
+      now: new Date(endedAt.getTime() + days * 86_400_000),
+    });
+    expect(toTrackingView(delivered, addresses, courier, at(6.9)).courier).toMatchObject({
+      firstName: 'Tunde',
+      vehicle: { regNo: 'LAG-123' },
+    });
+    const later = toTrackingView(delivered, addresses, courier, at(7.1));
+    expect(later.courier).toBeNull();
+    expect(JSON.stringify(trackingState(later))).not.toContain('LAG-123');
+    expect(later.statusText).toBe('Delivered. Thank you!');
+  });
+
   it('names the courier’s own vehicle type when a larger one carries the load', () => {
     const inACar = { ...courier, fleet: { ...courier.fleet, typeId: 'car', make: 'Toyota' } };
     const named = toTrackingView(delivery, addresses, inACar, AT_ONCE, 'Car');
