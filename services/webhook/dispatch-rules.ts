@@ -148,6 +148,19 @@ export function shouldDisable(
   return failingSince !== null && now.getTime() - failingSince.getTime() >= disableAfterMs;
 }
 
+/**
+ * Whether a disabled endpoint's waiting messages are given up: it stayed disabled as long as
+ * retention keeps what was sent (decision 151). Until then enabling it sends them, in order.
+ */
+export function waitedPastRetention(
+  endpoint: { status: string; disabledAt: Date | null },
+  now: Date,
+  retentionMs: number,
+): boolean {
+  if (endpoint.status !== 'DISABLED' || !endpoint.disabledAt) return false;
+  return now.getTime() - new Date(endpoint.disabledAt).getTime() >= retentionMs;
+}
+
 /** Both secrets sign for a day after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 

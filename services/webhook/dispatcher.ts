@@ -11,6 +11,7 @@ import {
   isSuperseded,
   lanesOf,
   shouldDisable,
+  waitedPastRetention,
   MOST_SIGNING_SECRETS,
   ownerShare,
   ROTATION_OVERLAP_MS,
@@ -284,7 +285,6 @@ export class Dispatcher {
     return target;
   }
 
-  /** This dispatcher's own change to an endpoint, seen by its next attempts at once. */
   /**
    * Records where the endpoint's failing streak began (null: it succeeded). Its attempt's
    * outcome is recorded whatever becomes of this write: one that fails (another write of the
@@ -303,6 +303,7 @@ export class Dispatcher {
     }
   }
 
+  /** This dispatcher's own change to an endpoint, seen by its next attempts at once. */
   private noteChange(webhookId: string, changes: Partial<EndpointRecord>): void {
     const cached = this.targets.get(webhookId)?.target;
     if (cached) cached.endpoint = { ...cached.endpoint, ...changes };
@@ -318,8 +319,14 @@ export class Dispatcher {
       await this.give(queued, 'the endpoint was deleted', now);
       return { done: true };
     }
-    // A disabled endpoint's messages wait: enabling it again sends them, in order.
-    if (target.endpoint.status !== 'ACTIVE') return { passed: true };
+    // A disabled endpoint's messages wait: enabling it again sends them, in order; for as long
+    // as retention keeps what was sent, then they are given up.
+    if (target.endpoint.status !== 'ACTIVE') {
+      if (!waitedPastRetention(target.endpoint, now, this.deps.config.retentionMs)) {
+        return { passed: true };
+      }
+      return this.giveUpWaiting(queued, now);
+    }
     const n = queued.attempts + 1;
     const claimed = await this.claim(queued, n, now);
     if (!claimed) {
@@ -618,6 +625,35 @@ export class Dispatcher {
       .finally(() => {
         this.pruning = undefined;
       });
+  }
+
+  /**
+   * Gives up a message its endpoint, disabled longer than retention, kept waiting: its next
+   * attempt is claimed first, so that a dispatcher that sees the endpoint enabled meanwhile
+   * either sends it or finds it given up, never both. The attempt records why.
+   */
+  private async giveUpWaiting(queued: QueuedRecord, now: Date): Promise<Outcome> {
+    const n = queued.attempts + 1;
+    if (!(await this.claim(queued, n, now))) {
+      await this.recover(queued, n, now);
+      return { passed: true };
+    }
+    const days = Math.round(this.deps.config.retentionMs / 86_400_000);
+    const why = `given up: the endpoint stayed disabled for ${days} days (WEBHOOK_RETENTION_DAYS); enable it to receive new events, and replay what you still need`;
+    await this.deps.store.finishAttempt(attemptId(queued._id, n), {
+      finishedAt: now,
+      error: why,
+      durationMs: 0,
+    });
+    await this.deps.store.updateMessage(queued._id, {
+      status: 'FAILED',
+      attempts: n,
+      lastAttemptAt: now,
+      lastStatusCode: null,
+      lastError: why,
+    });
+    await this.deps.store.dequeue(queued._id);
+    return { done: true };
   }
 
   /** Gives a message up without an attempt (its endpoint is gone). */

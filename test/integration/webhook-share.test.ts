@@ -132,6 +132,67 @@ it('sends other users’ events past a disabled endpoint’s backlog larger than
   }
 });
 
+it('gives up what an endpoint disabled longer than the retention kept waiting, and nothing sooner', async () => {
+  receiver.answer = (path) => (path.endsWith('-off') ? { status: 500 } : { status: 200 });
+  const [longOff, justOff] = [await endpointAt('/long-off'), await endpointAt('/just-off')];
+  const endpointOf = async (owner: { key: string }) =>
+    (
+      (
+        await request(stack.node.url, 'GET', '/api/webhooks', {
+          headers: { 'api-key': owner.key },
+        })
+      ).body.data as { id: string }[]
+    )[0].id;
+  const [longId, justId] = [await endpointOf(longOff), await endpointOf(justOff)];
+  await call(stack.client, 'webhook.publish', {
+    events: [created(longOff.userId), created(justOff.userId)],
+  });
+  // Both failing, retried.
+  await eventually(() => {
+    expect(receiver.at('/long-off').length).toBeGreaterThan(0);
+    expect(receiver.at('/just-off').length).toBeGreaterThan(0);
+  });
+  const db = await openServiceDatabase(stack.iso, 'webhook');
+  const endpoints = db.collection<{ _id: string }>('webhook_endpoints');
+  const queue = db.collection<{ _id: string; webhookId: string }>('webhook_queue');
+  const log = async (owner: { key: string }, id: string) =>
+    (
+      await request(stack.node.url, 'GET', `/api/webhooks/${id}/deliveries`, {
+        headers: { 'api-key': owner.key },
+      })
+    ).body.data as { status: string; attempts: { error: string | null }[] }[];
+  try {
+    // Disabled 31 days ago (the retention is 30), and just now.
+    const longAgo = new Date(Date.now() - 31 * 86_400_000);
+    await endpoints.updateOne(
+      { _id: longId },
+      { $set: { status: 'DISABLED', disabledAt: longAgo } },
+    );
+    await endpoints.updateOne(
+      { _id: justId },
+      { $set: { status: 'DISABLED', disabledAt: new Date() } },
+    );
+
+    await eventually(async () => {
+      const [message] = await log(longOff, longId);
+      expect(message.status).toBe('FAILED');
+      expect(message.attempts[message.attempts.length - 1].error).toMatch(
+        /^given up: the endpoint stayed disabled for 30 days/,
+      );
+    });
+    expect(await queue.countDocuments({ webhookId: longId })).toBe(0);
+    const sent = receiver.at('/long-off').length;
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(receiver.at('/long-off')).toHaveLength(sent);
+    // Disabled since just now: its message waits for an enable.
+    expect((await log(justOff, justId))[0].status).toBe('PENDING');
+    expect(await queue.countDocuments({ webhookId: justId })).toBe(1);
+  } finally {
+    await queue.deleteMany({ webhookId: justId });
+    await db.close();
+  }
+});
+
 it('shows a message retried many times with its latest attempts, not every one', async () => {
   receiver.answer = (path) => (path === '/failing' ? { status: 500 } : { status: 200 });
   const owner = await endpointAt('/failing');

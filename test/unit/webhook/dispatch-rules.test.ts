@@ -13,6 +13,7 @@ import {
   lanesOf,
   MOST_SIGNING_SECRETS,
   shouldDisable,
+  waitedPastRetention,
   signingSecrets,
   subscribes,
 } from '../../../services/webhook/dispatch-rules';
@@ -118,6 +119,25 @@ describe('backoff', () => {
     expect(afterFailure({ ...common, failedAttempts: 1, now: at(0), ephemeral: true })).toEqual({
       giveUp: true,
     });
+  });
+});
+
+describe('waitedPastRetention', () => {
+  const DAY = 86_400_000;
+  const now = new Date('2026-12-05T12:00:00.000Z');
+  const disabled = (daysAgo: number | null) => ({
+    status: 'DISABLED',
+    disabledAt: daysAgo === null ? null : new Date(now.getTime() - daysAgo * DAY),
+  });
+  it('gives up once the endpoint stayed disabled as long as the retention, not sooner', () => {
+    expect(waitedPastRetention(disabled(30), now, 30 * DAY)).toBe(true);
+    expect(waitedPastRetention(disabled(29.9), now, 30 * DAY)).toBe(false);
+  });
+  it('never for an active endpoint, or one whose disable has no time', () => {
+    expect(waitedPastRetention({ status: 'ACTIVE', disabledAt: new Date(0) }, now, DAY)).toBe(
+      false,
+    );
+    expect(waitedPastRetention(disabled(null), now, DAY)).toBe(false);
   });
 });
 
