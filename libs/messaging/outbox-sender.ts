@@ -51,11 +51,12 @@ export interface OutboxStore {
   /** Records the message SUPERSEDED (by the holder of its next attempt). */
   markWithdrawn(id: string, dropText: boolean): Promise<void>;
   /**
-   * Whether the message was replaced since it was queued (a proof code a newer one took over,
-   * whose withdrawal may not have run): recorded SUPERSEDED then, not sent. Asked before every
-   * attempt; an outbox whose messages are never replaced leaves it out.
+   * Whether the message became pointless since it was queued (a proof code a newer one took
+   * over, a message of a delivery that ended, whose withdrawal may not have run or came before
+   * it was queued): recorded SUPERSEDED then, not sent. Asked before every attempt; an outbox
+   * whose messages never go out of date leaves it out.
    */
-  replaced?(message: OutboxMessage): Promise<boolean>;
+  outdated?(message: OutboxMessage): Promise<boolean>;
   /** The message waits until `retryAt`, or is FAILED when null; only a message still PENDING. */
   markAttemptFailed(
     id: string,
@@ -195,7 +196,7 @@ export class OutboxSender {
       (!first && (await store.isWithdrawn(current._id))) ||
       // Unanswered (the database away a moment), it is sent: a code it cannot tell is dead
       // must not cost its attempt, nor, the last one, its only sending.
-      (await store.replaced?.(current).catch(() => false))
+      (await store.outdated?.(current).catch(() => false))
     ) {
       await store.markWithdrawn(current._id, this.live);
       return 'done';

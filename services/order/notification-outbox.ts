@@ -1,6 +1,12 @@
 import { outboxStoreOver } from '../../libs/messaging/outbox-records';
 import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
-import { EMAIL_SUBJECTS, proofCodeOfMessage, type NotificationRecord } from './notifications';
+import { isTerminal } from './lifecycle';
+import {
+  deliveryIdOfMessage,
+  EMAIL_SUBJECTS,
+  proofCodeOfMessage,
+  type NotificationRecord,
+} from './notifications';
 import type { ProofChecks } from './proofs';
 import type { OrderStore } from './store';
 
@@ -20,15 +26,20 @@ const toOutboxMessage = (record: NotificationRecord): OutboxMessage => ({
 /**
  * The notification outbox (`notifications`, `notification_attempts`) as the shared sender
  * (libs/messaging/outbox-sender.ts) reads and writes it; the records stay as they are. A proof
- * code's message a newer code replaced is withdrawn rather than sent (`ProofChecks.replaced`).
+ * code's message a newer code replaced (`ProofChecks.replaced`), and any message of a delivery
+ * that ended, is withdrawn rather than sent: the end's own withdrawal (`WITHDRAW_MESSAGES`)
+ * misses what is queued after it (a request recovered after its merchant cancelled it, an
+ * "on the way" settled as the delivery ended).
  */
 export const notificationOutbox = (
   store: OrderStore,
   proofs: Pick<ProofChecks, 'replaced'>,
 ): OutboxStore => ({
   ...outboxStoreOver(store.notifications, toOutboxMessage),
-  async replaced(message) {
+  async outdated(message) {
     const code = proofCodeOfMessage(message._id);
-    return code ? proofs.replaced(code.deliveryId, code.type, code.generation) : false;
+    if (code && (await proofs.replaced(code.deliveryId, code.type, code.generation))) return true;
+    const delivery = await store.delivery(deliveryIdOfMessage(message._id));
+    return delivery !== null && isTerminal(delivery.lifecycle.status);
   },
 });

@@ -142,6 +142,9 @@ const PROOF_OF_PURPOSE = new Map(
   Object.entries(PROOF_PURPOSE).map(([type, purpose]) => [purpose as string, type as ProofType]),
 );
 
+/** The delivery a message is of, by its `_id` (`<deliveryId>:<purpose>:<channel>[:<n>]`). */
+export const deliveryIdOfMessage = (id: string) => id.slice(0, id.indexOf(':'));
+
 /** The proof code a message carries, by its `_id`: its delivery, proof type and generation. */
 export function proofCodeOfMessage(
   id: string,

@@ -416,6 +416,33 @@ describe('senders sharing an outbox', () => {
     expect(sent.sort()).toEqual(others.map((m) => `${m.recipient} ${m.text}`).sort());
   });
 
+  it('send nothing of a delivery that ended, however late it was queued', async () => {
+    // Queued after the end's withdrawal (a request recovered after its merchant cancelled it):
+    // its sender reads the delivery before the attempt.
+    const deliveryId = randomUUID();
+    await models.Delivery.collection.insertOne({
+      _id: deliveryId,
+      lifecycle: { status: 'CANCELLED' },
+    } as never);
+    const late = proofCodeMessages(
+      { _id: deliveryId, trackingId: 'P2P-LATE' },
+      'DELIVERY',
+      '123456',
+      { name: 'Ada', phone: '+2348000000777', email: 'ada-late@example.com' },
+      new Date(),
+    );
+    await store.enqueue(late);
+    const sent: string[] = [];
+    await senderOver(sent).sendDue(new Date());
+    expect(sent.filter((line) => line.includes('123456'))).toEqual([]);
+    for (const m of late) {
+      expect(await store.notifications.get(m._id)).toMatchObject({
+        status: 'SUPERSEDED',
+        sentAt: null,
+      });
+    }
+  });
+
   /**
    * A delivery at the pickup whose sender was sent (or is being sent) their first collection
    * code, and the merchant's way to issue another.

@@ -23,7 +23,12 @@ const DELIVERED_POD = {
   scheduledAt: null,
 } as unknown as DeliveryRecord;
 
-function settlementWith(failing: Set<string>, announcer = {} as Announcer, answerWithinMs = 7_500) {
+function settlementWith(
+  failing: Set<string>,
+  announcer = {} as Announcer,
+  answerWithinMs = 7_500,
+  outbox = {} as Outbox,
+) {
   const calls: string[] = [];
   const done: string[][] = [];
   const warnings: unknown[] = [];
@@ -34,7 +39,7 @@ function settlementWith(failing: Set<string>, announcer = {} as Announcer, answe
     scheduledSearchLeadMs: 0,
     answerWithinMs,
     announcer,
-    outbox: {} as Outbox,
+    outbox,
     proofs: {} as ProofChecks,
     services: () => ({
       call: async (name: string) => {
@@ -116,5 +121,23 @@ it('answers a change after a while when its follow-up hangs, and carries the eff
   announced();
   await new Promise((resolve) => setImmediate(resolve));
   await new Promise((resolve) => setImmediate(resolve));
+  expect(calls).toEqual(['courier-matching.endMatching', 'package.release']);
+});
+
+it('withdraws the messages a delivery has not sent when it ends, beside its other effects', async () => {
+  const withdrawn: string[] = [];
+  const outbox = {
+    withdrawUnsent: async (delivery: DeliveryRecord) => void withdrawn.push(delivery._id),
+  } as unknown as Outbox;
+  const { settlement, calls } = settlementWith(new Set(), {} as Announcer, 7_500, outbox);
+  await settlement.settle(
+    DELIVERED_POD,
+    transition([
+      { kind: 'RELEASE_PACKAGES' },
+      { kind: 'END_MATCHING' },
+      { kind: 'WITHDRAW_MESSAGES' },
+    ]),
+  );
+  expect(withdrawn).toEqual([DELIVERED_POD._id]);
   expect(calls).toEqual(['courier-matching.endMatching', 'package.release']);
 });
