@@ -17,7 +17,8 @@ export function commandBroker(
   env: NodeJS.ProcessEnv = process.env,
 ): { broker: ServiceBroker; config: Config } {
   const config = {
-    ...loadConfig({ ...env, OPS_PORT: '0', SERVICES: names.join(',') }),
+    // Ports of their own: a command run in a service's container finds its ports taken.
+    ...loadConfig({ ...env, OPS_PORT: '0', FILE_TRANSFER_PORT: '0', SERVICES: names.join(',') }),
     background: false,
   };
   const broker = new ServiceBroker({

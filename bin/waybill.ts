@@ -707,7 +707,11 @@ files
     withFiles(async (broker) => {
       let deleted = 0;
       for (;;) {
-        const page = (await broker.call('file.purgeUserFiles', { userId })) as PurgedFiles;
+        const page = (await broker.call('file.purgeUserFiles', { userId }).catch((err) => {
+          // The call's own count is in the platform's log (`files purged`).
+          if (deleted > 0) console.error(`waybill: ${deleted} files deleted before this failed`);
+          throw err;
+        })) as PurgedFiles;
         deleted += page.deleted;
         // Nothing deleted yet more said left: a bucket that lists what it cannot delete.
         if (!page.more || page.deleted === 0) return { userId, deleted, more: page.more };

@@ -601,7 +601,7 @@ const declaredEnvSchema = Joi.object({
     .min(1000)
     .default(120000)
     .description(
-      'A courier whose last location report is older than this is offline: never found by a search for couriers',
+      'A courier whose last location report is older than this is offline: never found by a search for couriers, and given no arrival window on their deliveries',
     ),
   COURIER_LOCATION_FLUSH_MS: Joi.number()
     .integer()

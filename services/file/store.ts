@@ -131,17 +131,9 @@ export class FileStorage {
     }
   }
 
-  /** Deletes objects; missing ones are fine. Failures are reported, not thrown. */
+  /** Deletes objects; missing ones are fine. Failures are reported (`delete`), not thrown. */
   async remove(keys: string[]): Promise<void> {
-    await Promise.all(
-      keys.map(async (key) => {
-        try {
-          await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: key }));
-        } catch (err) {
-          this.onError('delete', err);
-        }
-      }),
-    );
+    await Promise.all(keys.map((key) => this.delete(key).catch(() => undefined)));
   }
 
   /**

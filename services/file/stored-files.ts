@@ -1,4 +1,3 @@
-import { forEachAtOnce } from '../../libs/at-once';
 import { isFileKey, userFolder } from '../../libs/contracts/file';
 import { notFound } from '../../libs/errors';
 import { action, requireUser, type ServiceActions } from '../../libs/service';
@@ -12,7 +11,10 @@ export interface PurgedFiles {
   more: boolean;
 }
 
-/** Deletes of one purge running at once: S3 takes one object per request. */
+/**
+ * Deletes of one purge running at once, one object each: a batch delete (DeleteObjects) needs
+ * a request checksum not every S3-compatible server takes, and fails per key all the same.
+ */
 const PURGE_CONCURRENCY = 8;
 
 /**
@@ -26,16 +28,24 @@ export class UserFiles {
     private readonly log: (message: string, fields: Record<string, unknown>) => void,
   ) {}
 
-  /** A page of the user's files, in name order (which is random: names are UUIDs). */
+  /**
+   * A page of the user's files, in name order (which is random: names are UUIDs): `limit` of
+   * them unless there are no more, so that a shorter page is the last (a stray object in the
+   * folder, or a server listing short pages, is read past).
+   */
   async list(userId: string, { limit, after }: FilePage): Promise<StoredFileView[]> {
     const folder = userFolder(userId);
-    const page = await this.storage().list(folder, {
-      limit,
-      after: after === undefined ? undefined : folder + after,
-    });
-    return page.objects
-      .filter((object) => isFileKey(object.key))
-      .map((object) => toStoredFileView(object, this.cdnBaseUrl));
+    const files: StoredFileView[] = [];
+    let from = after === undefined ? undefined : folder + after;
+    for (;;) {
+      const page = await this.storage().list(folder, { limit: limit - files.length, after: from });
+      for (const object of page.objects) {
+        if (isFileKey(object.key)) files.push(toStoredFileView(object, this.cdnBaseUrl));
+      }
+      const last = page.objects[page.objects.length - 1];
+      if (!page.more || !last || files.length >= limit) return files;
+      from = last.key;
+    }
   }
 
   /** Deletes one of the user's files; 404 when they have none of that name. */
@@ -48,16 +58,21 @@ export class UserFiles {
 
   /**
    * Deletes up to FILE_LIST_MAX of the user's objects (everything in their folder) and says
-   * whether more are left. A failed delete is thrown once the others were tried: run it again.
+   * whether more are left. It stops at the first failed delete, which it throws (S3 failing,
+   * each further one would cost up to twice S3_TIMEOUT_MS): run it again.
    */
   async purge(userId: string): Promise<PurgedFiles> {
     const page = await this.storage().list(userFolder(userId), { limit: FILE_LIST_MAX });
     let deleted = 0;
     try {
-      await forEachAtOnce(page.objects, PURGE_CONCURRENCY, async ({ key }) => {
-        await this.storage().delete(key);
-        deleted += 1;
-      });
+      for (let i = 0; i < page.objects.length; i += PURGE_CONCURRENCY) {
+        const results = await Promise.allSettled(
+          page.objects.slice(i, i + PURGE_CONCURRENCY).map(({ key }) => this.storage().delete(key)),
+        );
+        deleted += results.filter((r) => r.status === 'fulfilled').length;
+        const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        if (failed) throw failed.reason;
+      }
     } finally {
       if (deleted > 0) this.log('files purged', { userId, deleted, by: 'operator' });
     }

@@ -41,6 +41,7 @@ export function createTrackingActions(deps: {
     const courier = courierForgotten(delivery, now)
       ? undefined
       : await courierOf(services, delivery, addresses, {
+          now,
           located: isFollowed(delivery.lifecycle.status),
         }).catch((err: Error) => {
           deps.logger().warn('courier not shown on a tracking page', { err: err.message });

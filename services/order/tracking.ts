@@ -94,17 +94,27 @@ export const blurred = ({ lat, lon }: GeoPoint): GeoPoint => ({
 export const shownKm = (km: number) => Math.max(1, Math.round(km));
 
 /**
- * The arrival window rounded out to ETA_ROUNDING_MINUTES: its width to the second gave the
- * courier's distance left to the metre. A window is a promise to people, never more exact.
+ * The arrival window as the page states it, on ETA_ROUNDING_MINUTES marks: the mark the read
+ * follows plus the time left to each end rounded out. Its width to the second gave the
+ * courier's distance left to the metre, and rounding the instants alone would not hide it
+ * from a page watched over time: the moment an end moved to the next mark would tell the
+ * time left. This way an end moves at the marks of the clock, whatever the time left, and
+ * the window holds the reckoned one (its end up to a step later).
  */
-export function roundedWindow(eta: { from: string; to: string }): { from: string; to: string } {
+export function roundedWindow(
+  eta: { from: string; to: string },
+  now: Date,
+): { from: string; to: string } {
   const step = ETA_ROUNDING_MINUTES * 60_000;
-  const from = Math.floor(Date.parse(eta.from) / step) * step;
-  const to = Math.ceil(Date.parse(eta.to) / step) * step;
-  return {
-    from: new Date(from).toISOString(),
-    to: new Date(Math.max(to, from + step)).toISOString(),
-  };
+  const down = (ms: number) => Math.floor(ms / step) * step;
+  const up = (ms: number) => Math.ceil(ms / step) * step;
+  const at = now.getTime();
+  // The span of the clock the read falls in, up to a step before it: the window still holds
+  // the reckoned one, its end a step later.
+  const mark = down(at);
+  const from = mark + down(Math.max(0, Date.parse(eta.from) - at));
+  const to = mark + step + up(Math.max(0, Date.parse(eta.to) - at));
+  return { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
 }
 
 /**
@@ -223,7 +233,7 @@ export function toTrackingView(
           place: at ? placeName(at) : null,
         }
       : null,
-    eta: followed && courier?.eta ? roundedWindow(courier.eta) : null,
+    eta: followed && courier?.eta ? roundedWindow(courier.eta, searchTime.now) : null,
     timeZone: delivery.timeZone ?? DEFAULT_TIME_ZONE,
     map: projectMap(blurred(origin), blurred(destination), at ? blurred(at) : null),
   };

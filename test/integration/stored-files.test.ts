@@ -143,6 +143,15 @@ describe('a user’s own files (/api/files)', () => {
     );
     // Pages of 2 give the same five, each once.
     expect((await listAll(user, 2)).sort()).toEqual(urls.map(nameOf).sort());
+    // An object not of our layout, listed first, is read past: a page is full unless it is
+    // the last, so a client paging until a short page sees every file.
+    await s3.send(
+      new PutObjectCommand({ Bucket: S3_BUCKET, Key: `uploads/${user.userId}/!stray`, Body: 'x' }),
+    );
+    const full = await api(user, 'GET', '/api/files?limit=5');
+    expect((full.body.data as { fileName: string }[]).map((f) => f.fileName).sort()).toEqual(
+      urls.map(nameOf).sort(),
+    );
   });
 
   it('deletes the caller’s file: 204, gone from S3, downloads and the list; again 404', async () => {

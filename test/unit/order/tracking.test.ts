@@ -185,7 +185,8 @@ describe('toTrackingView', () => {
         vehicle: { type: 'Bike', make: 'Bajaj', model: 'Boxer', colour: 'Red', regNo: 'LAG-123' },
         place: 'Yaba, Lagos',
       },
-      eta: courier.eta,
+      // Rounded out on the page's marks: 10:00 + 5 minutes + 30 to its end.
+      eta: { from: '2026-11-24T10:10:00.000Z', to: '2026-11-24T10:35:00.000Z' },
     });
     expect(view.steps.map((s) => s.label)).toEqual(['Booked', 'On the way']);
   });
@@ -217,7 +218,7 @@ describe('toTrackingView', () => {
     };
     expect(toTrackingView(delivery, addresses, exact, AT_ONCE).eta).toEqual({
       from: '2026-11-24T10:10:00.000Z',
-      to: '2026-11-24T10:30:00.000Z',
+      to: '2026-11-24T10:35:00.000Z',
     });
     const narrow = {
       ...courier,
@@ -251,6 +252,36 @@ describe('toTrackingView', () => {
     expect(later.courier).toBeNull();
     expect(JSON.stringify(trackingState(later))).not.toContain('LAG-123');
     expect(later.statusText).toBe('Delivered. Thank you!');
+  });
+
+  it('moves the window’s ends at the marks of the clock only, whatever the time left', () => {
+    // Watched over time, an end that moved when now + time left crossed a mark told the time
+    // left, and with it the distance. Within one 5-minute span of the clock, a courier standing
+    // still (the same time left) reads the same window at every refresh.
+    const span = Date.parse('2026-11-24T10:00:00.000Z');
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 3 * 3600_000 }),
+        fc.integer({ min: 0, max: 5 * 60_000 - 1 }),
+        fc.integer({ min: 0, max: 5 * 60_000 - 1 }),
+        (left, a, b) => {
+          const windowAt = (offset: number) => {
+            const now = new Date(span + offset);
+            const eta = {
+              from: new Date(now.getTime() + Math.ceil(left * 0.85)).toISOString(),
+              to: new Date(now.getTime() + Math.ceil(left * 1.3)).toISOString(),
+            };
+            return toTrackingView(
+              delivery,
+              addresses,
+              { ...courier, eta },
+              { searchFrom: null, now },
+            ).eta;
+          };
+          expect(windowAt(a)).toEqual(windowAt(b));
+        },
+      ),
+    );
   });
 
   it('names the courier’s own vehicle type when a larger one carries the load', () => {
@@ -342,7 +373,7 @@ describe('toTrackingView', () => {
 });
 
 describe('the clock a delivery is shown in', () => {
-  // courier.eta is 10:10–10:30 UTC: 11:10–11:30 in Lagos, 05:10–05:30 in New York.
+  // The page's window is 10:10–10:35 UTC: 11:10–11:35 in Lagos, 05:10–05:35 in New York.
   it('is the Lagos clock for a delivery stored before deliveries kept their tariff’s zone', () => {
     const view = toTrackingView(delivery, addresses, courier, AT_ONCE);
     expect(view.timeZone).toBe('Africa/Lagos');
@@ -355,7 +386,7 @@ describe('the clock a delivery is shown in', () => {
     const view = toTrackingView(abroad, addresses, courier, AT_ONCE);
     const { eta, steps } = trackingState(view).regions;
     expect(eta).toContain('>05:10</time>');
-    expect(eta).toContain('>05:30</time>');
+    expect(eta).toContain('>05:35</time>');
     expect(eta).toContain('(New York time)');
     const firstStepAt = new Date(view.steps[0].at);
     const newYork = new Intl.DateTimeFormat('en-GB', {
