@@ -8,6 +8,7 @@ import type { ServiceDefinition } from '../../libs/service';
 import { DOCS_HTML, docsAssetRoute } from './docs-page';
 import { describeRequest, sendJson, type GatewayRequest } from './http';
 import { buildOpenApi } from './openapi';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './web-overrides';
 import type { MountedGroups } from './routes';
 
 export interface OpsRoutesOptions {
@@ -53,6 +54,7 @@ export function opsAliases(options: OpsRoutesOptions) {
         message: `Not ready: ${failing(state).join(', ')} down`,
         environment: options.environment,
       });
+      res.setHeader('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
       sendJson(res, 503, envelope);
     },
     'GET /openapi.json'(_req: GatewayRequest, res: ServerResponse) {

@@ -688,6 +688,10 @@ describe('S3 failures answer 503, never hang', () => {
       const ready = await request(node.opsUrl, 'GET', '/health/ready');
       expect(ready.status).toBe(503);
       expect(ready.body.checks.s3).toBe(false);
+      // The gateway's own, which a load balancer reads: an envelope saying when to come back.
+      const publicReady = await request(node.url, 'GET', '/health/ready');
+      expectErrorEnvelope(publicReady, 503, /^Not ready: s3 down/);
+      expect(publicReady.headers.get('retry-after')).toBe('5');
 
       const { key, userId } = await createUserWithKey(node.url);
       const started = Date.now();
