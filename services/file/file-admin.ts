@@ -50,8 +50,9 @@ export function createFileAdminActions(files: UserFiles): ServiceActions {
       retry: 'safe',
       http: {
         group: 'admin',
-        method: 'DELETE',
-        path: '/users/:userId/files',
+        // A step of work, not the removal of a resource: the list stays, empty once done.
+        method: 'POST',
+        path: '/users/:userId/files/purge',
         message: 'Files deleted',
         summary: `Delete a user’s files, up to ${FILE_LIST_MAX} a call`,
         description:

@@ -17,6 +17,9 @@ export interface PurgedFiles {
  */
 const PURGE_CONCURRENCY = 8;
 
+/** Lists one page asks S3 for at most: strays in a folder are read past, a few pages of them. */
+const LIST_ROUNDS = 5;
+
 /**
  * A user's stored files, read from the bucket itself: the folder of their keys is the record
  * (decision 147). Owners list and delete theirs; operators anyone's (file-admin.ts).
@@ -37,15 +40,18 @@ export class UserFiles {
     const folder = userFolder(userId);
     const files: StoredFileView[] = [];
     let from = after === undefined ? undefined : folder + after;
-    for (;;) {
+    for (let round = 0; round < LIST_ROUNDS; round++) {
       const page = await this.storage().list(folder, { limit: limit - files.length, after: from });
       for (const object of page.objects) {
         if (isFileKey(object.key)) files.push(toStoredFileView(object, this.cdnBaseUrl));
       }
       const last = page.objects[page.objects.length - 1];
-      if (!page.more || !last || files.length >= limit) return files;
+      // A server that lists nothing new (StartAfter ignored) would be asked forever.
+      const moved = last !== undefined && (from === undefined || last.key > from);
+      if (!page.more || !moved || files.length >= limit) return files;
       from = last.key;
     }
+    return files;
   }
 
   /** Deletes one of the user's files; 404 when they have none of that name. */

@@ -1,6 +1,6 @@
 import { outboxStoreOver } from '../../libs/messaging/outbox-records';
 import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
-import { isTerminal } from './lifecycle';
+import { DELIVERY_STATUSES, isTerminal } from './lifecycle';
 import {
   deliveryIdOfMessage,
   EMAIL_SUBJECTS,
@@ -9,6 +9,7 @@ import {
 } from './notifications';
 import type { ProofChecks } from './proofs';
 import type { OrderStore } from './store';
+import type { DeliveryTransitions } from './transitions';
 
 /** A delivery's message as the shared sender takes it: its e-mail's subject from its purpose. */
 const toOutboxMessage = (record: NotificationRecord): OutboxMessage => ({
@@ -34,12 +35,16 @@ const toOutboxMessage = (record: NotificationRecord): OutboxMessage => ({
 export const notificationOutbox = (
   store: OrderStore,
   proofs: Pick<ProofChecks, 'replaced'>,
+  transitions: Pick<DeliveryTransitions, 'current'>,
 ): OutboxStore => ({
   ...outboxStoreOver(store.notifications, toOutboxMessage),
   async outdated(message) {
     const code = proofCodeOfMessage(message._id);
     if (code && (await proofs.replaced(code.deliveryId, code.type, code.generation))) return true;
-    const delivery = await store.delivery(deliveryIdOfMessage(message._id));
-    return delivery !== null && isTerminal(delivery.lifecycle.status);
+    // With its transitions: the document may lag them (a projection left for the next read).
+    const delivery = await transitions.current(deliveryIdOfMessage(message._id));
+    const status = delivery?.lifecycle.status;
+    // A status of a later version (read during a rollback) is not taken for an end.
+    return status !== undefined && DELIVERY_STATUSES.includes(status) && isTerminal(status);
   },
 });

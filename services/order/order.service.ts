@@ -188,7 +188,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     kind: 'notification',
     config: config.notifications,
     appEnv: config.appEnv,
-    store: notificationOutbox(store, proofs),
+    store: notificationOutbox(store, proofs, transitions),
     channels: channelSenders(config.notifications, () => logger),
     logger: () => logger,
   });

@@ -127,8 +127,8 @@ export class Settlement {
       case 'WITHDRAW_MESSAGES':
         return this.deps.outbox.withdrawUnsent(delivery, transition.at);
       default: {
-        // Every effect has its case (a compile error otherwise); one of a later version,
-        // stored during a rollback, is left to the version that knows it.
+        // Every effect has its case (a compile error otherwise); one of a later version, read
+        // during a rollback, is skipped, and the transition recorded settled all the same.
         const unknown: never = effect;
         return unknown;
       }

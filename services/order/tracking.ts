@@ -99,7 +99,7 @@ export const shownKm = (km: number) => Math.max(1, Math.round(km));
  * courier's distance left to the metre, and rounding the instants alone would not hide it
  * from a page watched over time: the moment an end moved to the next mark would tell the
  * time left. This way an end moves at the marks of the clock, whatever the time left, and
- * the window holds the reckoned one (its end up to a step later).
+ * the window holds the reckoned one, each end up to two steps wider.
  */
 export function roundedWindow(
   eta: { from: string; to: string },

@@ -27,7 +27,7 @@ import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
 import type { SecretBox } from '../../libs/secret-box';
 import { attemptId } from '../../libs/messaging/outbox-records';
-import type { EndpointRecord, QueuedRecord, WebhookStore } from './store';
+import type { AttemptRecord, EndpointRecord, QueuedRecord, WebhookStore } from './store';
 
 /** What a skipped position's attempt and message say. */
 const SKIPPED_WHY =
@@ -520,8 +520,16 @@ export class Dispatcher {
     return latest.some((m) => m.deliveredAt && m.deliveredAt.getTime() > since.getTime());
   }
 
-  /** Attempt n of the message, this dispatcher's if it inserted the attempt first. */
-  private claim(queued: QueuedRecord, n: number, now: Date): Promise<boolean> {
+  /**
+   * Attempt n of the message, this dispatcher's if it inserted the attempt first; `made`, an
+   * attempt decided without a request (a give-up), recorded as it is claimed.
+   */
+  private claim(
+    queued: QueuedRecord,
+    n: number,
+    now: Date,
+    made: Partial<AttemptRecord> = {},
+  ): Promise<boolean> {
     return this.deps.store.claimAttempt({
       _id: attemptId(queued._id, n),
       messageId: queued._id,
@@ -534,6 +542,7 @@ export class Dispatcher {
       durationMs: null,
       responseExcerpt: null,
       replay: queued.replay === true,
+      ...made,
     });
   }
 
@@ -628,40 +637,46 @@ export class Dispatcher {
   }
 
   /**
-   * Gives up a message its endpoint, disabled longer than retention, kept waiting: its next
-   * attempt is claimed first, so that a dispatcher that sees the endpoint enabled meanwhile
-   * either sends it or finds it given up, never both. The attempt records why.
+   * Gives up a message its endpoint, disabled longer than retention, kept waiting. The
+   * endpoint is read again first (the cached one may be a second old: an enable since then
+   * sends it), and its next attempt is claimed already given up, with why, so that a
+   * dispatcher seeing the endpoint enabled meanwhile either sends it or finds it given up,
+   * never both, and one that takes over from a stopped give-up concludes it as one (`recover`).
    */
   private async giveUpWaiting(queued: QueuedRecord, now: Date): Promise<Outcome> {
+    const { store, config } = this.deps;
+    const endpoint = await store.endpoint(queued.webhookId);
+    if (!endpoint || !waitedPastRetention(endpoint, now, config.retentionMs)) {
+      this.targets.delete(queued.webhookId);
+      return { passed: true };
+    }
     const n = queued.attempts + 1;
-    if (!(await this.claim(queued, n, now))) {
+    const days = Math.round(config.retentionMs / 86_400_000);
+    const why = `given up: the endpoint stayed disabled for ${days} days (WEBHOOK_RETENTION_DAYS); enable it to receive new events, and replay what you still need`;
+    const givenUp = { finishedAt: now, error: why, durationMs: 0, givenUp: true };
+    if (!(await this.claim(queued, n, now, givenUp))) {
       await this.recover(queued, n, now);
       return { passed: true };
     }
-    const days = Math.round(this.deps.config.retentionMs / 86_400_000);
-    const why = `given up: the endpoint stayed disabled for ${days} days (WEBHOOK_RETENTION_DAYS); enable it to receive new events, and replay what you still need`;
-    await this.deps.store.finishAttempt(attemptId(queued._id, n), {
-      finishedAt: now,
-      error: why,
-      durationMs: 0,
-    });
-    await this.deps.store.updateMessage(queued._id, {
-      status: 'FAILED',
-      attempts: n,
-      lastAttemptAt: now,
-      lastStatusCode: null,
-      lastError: why,
-    });
-    await this.deps.store.dequeue(queued._id);
+    await this.give(queued, why, now, n);
     return { done: true };
   }
 
-  /** Gives a message up without an attempt (its endpoint is gone). */
-  private async give(queued: QueuedRecord, why: string, at: Date): Promise<void> {
+  /**
+   * Gives a message up: without an attempt when its endpoint is gone; as attempt `n`, claimed
+   * given up, when it stayed disabled past the retention (`giveUpWaiting`).
+   */
+  private async give(
+    queued: QueuedRecord,
+    why: string | null,
+    at: Date,
+    n?: number,
+  ): Promise<void> {
     await this.deps.store.updateMessage(queued._id, {
       status: 'FAILED',
       lastError: why,
       lastAttemptAt: at,
+      ...(n === undefined ? {} : { attempts: n, lastStatusCode: null }),
     });
     await this.deps.store.dequeue(queued._id);
   }
@@ -677,8 +692,11 @@ export class Dispatcher {
     if (!queued || queued.attempts >= n) return;
     const attempt = await store.attempt(seen._id, n);
     if (!attempt) return;
-    // A skip whose maker stopped before the message: what it decided stands.
+    // A skip or a give-up whose maker stopped before the message: what it decided stands.
     if (attempt.skipped) return this.concludeSkip(queued, n, new Date(attempt.startedAt));
+    if (attempt.givenUp) {
+      return this.give(queued, attempt.error, new Date(attempt.startedAt), n);
+    }
     const finishedAt = attempt.finishedAt ? new Date(attempt.finishedAt) : null;
     const since = finishedAt ?? new Date(attempt.startedAt);
     if (now.getTime() - since.getTime() <= abandonedAfterMs(config.timeoutMs)) return;

@@ -294,7 +294,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         message: 'Webhook enabled',
         summary: 'Enable a webhook endpoint disabled after failing',
         description:
-          'Messages queued before it was disabled are sent, in order, each tried at least once more; one that fails again is retried within its 24-hour retry window, counted from its first attempt, and given up past it. Events that happened while it was disabled were not queued for it.',
+          'Messages queued before it was disabled are sent, in order, each tried at least once more; one that fails again is retried within its 24-hour retry window, counted from its first attempt, and given up past it. Those of an endpoint disabled longer than WEBHOOK_RETENTION_DAYS were given up then (replay what you need). Events that happened while it was disabled were not queued for it.',
         response: webhookView,
         errors: {
           404: 'No such webhook of yours',

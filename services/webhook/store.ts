@@ -234,6 +234,8 @@ export interface AttemptRecord {
   replay: boolean;
   /** Claimed for a stale courier position and not made (decision 77). */
   skipped?: boolean;
+  /** Claimed given up: its endpoint stayed disabled past the retention (decision 151). */
+  givenUp?: boolean;
 }
 
 /** An e-mail to an endpoint's owner; only one kind so far: the endpoint was disabled. */

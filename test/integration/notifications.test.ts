@@ -16,6 +16,7 @@ import { proofCodeMessageIds, proofCodeMessages } from '../../services/order/not
 import { Outbox } from '../../services/order/outbox';
 import { MAX_PROOF_CODES, ProofChecks } from '../../services/order/proofs';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
+import { DeliveryTransitions } from '../../services/order/transitions';
 import { asCourier, courierAt, offerOf, type Courier } from '../support/couriers';
 import {
   cancelDelivery,
@@ -333,7 +334,11 @@ describe('senders sharing an outbox', () => {
       kind: 'notification',
       config,
       appEnv: 'staging',
-      store: notificationOutbox(store, new ProofChecks(store, PROOF_SECRET, 'staging')),
+      store: notificationOutbox(
+        store,
+        new ProofChecks(store, PROOF_SECRET, 'staging'),
+        new DeliveryTransitions(store),
+      ),
       channels: { SMS: channel, EMAIL: channel },
       logger: () => broker.getLogger('notifications-test'),
     });

@@ -3,7 +3,7 @@ import type { Logger } from 'moleculer';
 import type { Announcer } from '../../services/order/announcer';
 import type { DeliveryRecord, StoredAddress } from '../../services/order/delivery-record';
 import type { ProofChecks } from '../../services/order/proofs';
-import type { Outbox } from '../../services/order/outbox';
+import { Outbox } from '../../services/order/outbox';
 import {
   BUCKET_GRACE_MS,
   LOOK_BEHIND_EVERY_MS,
@@ -80,7 +80,7 @@ function replica() {
     scheduledSearchLeadMs: 0,
     answerWithinMs: 7_500,
     announcer: {} as Announcer,
-    outbox: {} as Outbox,
+    outbox: new Outbox(store, 'https://waybill.test', 'staging'),
     proofs: {} as ProofChecks,
     services: () => matching,
     logger: () => logger,
