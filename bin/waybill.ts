@@ -392,7 +392,8 @@ paged(
     .addOption(new Option('--active', 'only active couriers').conflicts('inactive'))
     .option('--inactive', 'only inactive couriers')
     .option('--fleet-type <idOrCode>', 'only couriers of this fleet type (its id, or code: bike)')
-    .option('--reg-no <regNo>', 'only the courier with this registration number'),
+    .option('--reg-no <regNo>', 'only the courier with this registration number')
+    .option('--virtual', 'only the virtual couriers of simulated deliveries, left out otherwise'),
   'couriers',
   { max: 500, byDefault: 100 },
 ).action(
@@ -401,6 +402,7 @@ paged(
     inactive?: boolean;
     fleetType?: string;
     regNo?: string;
+    virtual?: boolean;
     limit: number;
     offset: number;
   }) =>
@@ -410,6 +412,7 @@ paged(
           ...(opts.active || opts.inactive ? { active: Boolean(opts.active) } : {}),
           ...(opts.fleetType ? { fleetTypeId: await fleetTypeId(broker, opts.fleetType) } : {}),
           ...(opts.regNo ? { regNo: opts.regNo } : {}),
+          ...(opts.virtual ? { virtual: true } : {}),
           limit: opts.limit,
           offset: opts.offset,
         }),

@@ -198,6 +198,7 @@ export interface ListCouriersParams {
   active?: boolean;
   fleetTypeId?: string;
   regNo?: string;
+  virtual?: boolean;
   limit: number;
   offset: number;
 }
@@ -206,6 +207,9 @@ export const listCouriersParams = Joi.object<ListCouriersParams, true>({
   active: fromUrl(Joi.boolean()).description('Only active (true) or inactive (false) couriers'),
   fleetTypeId: uuid().description('Only couriers with this fleet type'),
   regNo: regNo().description('Only the courier with this registration number, in any case'),
+  virtual: fromUrl(Joi.boolean()).description(
+    'true: only the virtual couriers of simulated deliveries (outside live), which are left out otherwise',
+  ),
   ...pageParams(),
 });
 

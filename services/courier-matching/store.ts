@@ -169,6 +169,8 @@ export interface CourierFilter {
   active?: boolean;
   fleetTypeId?: string;
   regNo?: string;
+  /** True: only virtual couriers; otherwise they are left out (one per simulated delivery). */
+  virtual?: boolean;
 }
 
 /** What taking a registration number came to. */
@@ -257,6 +259,7 @@ export class CourierStore {
         ...(filter.active === undefined ? {} : { active: filter.active }),
         ...(filter.fleetTypeId ? { 'fleet.typeId': filter.fleetTypeId } : {}),
         ...(filter.regNo ? { 'fleet.regNo': filter.regNo } : {}),
+        virtual: filter.virtual ? true : { $ne: true },
       })
       .sort({ createdAt: -1, _id: -1 })
       .skip(page.offset)

@@ -14,7 +14,7 @@ import {
   type Party,
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
-import { createUserWithKey, expectErrorEnvelope } from '../support/http';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
 
@@ -121,6 +121,17 @@ describe('Waybill-Simulate', () => {
       fleet: { make: 'Waybill', model: 'Simulator', typeId: last.fleetTypeId },
     });
     await expectVirtualCourierFreed(deliveryId);
+    // Operators' list of couriers leaves the virtual ones out (one per simulation) unless asked.
+    const listed = async (query: string) =>
+      (
+        (
+          await request(base(), 'GET', `/admin/couriers?limit=500${query}`, {
+            headers: adminHeaders,
+          })
+        ).body.data as { id: string }[]
+      ).map((c) => c.id);
+    expect(await listed('')).not.toContain(virtualCourierId(deliveryId));
+    expect(await listed('&virtual=true')).toContain(virtualCourierId(deliveryId));
     // The delivery still names its courier.
     expect((await getDelivery(base(), merchant, deliveryId)).body.data.courier).toMatchObject({
       name: 'Simulated courier',
