@@ -775,8 +775,16 @@ const declaredEnvSchema = Joi.object({
   PUBLIC_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .empty('')
+    // Live, every checkout and tracking link texted or e-mailed to people starts with it: a
+    // default of localhost would send them nowhere, with every pod ready.
+    .when('APP_ENV', {
+      is: 'live',
+      then: Joi.string()
+        .uri({ scheme: ['https'] })
+        .required(),
+    })
     .description(
-      'Public URL of the gateway, for links handed to people (the sandbox checkout page); default http://localhost:<PORT>',
+      'Public URL of the gateway, for links handed to people (checkout pages, the tracking page); required and https:// when live, default http://localhost:<PORT> otherwise',
     ),
   PAYMENT_PROVIDER: Joi.string()
     .valid(...PAYMENT_PROVIDERS)

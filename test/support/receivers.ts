@@ -173,6 +173,7 @@ export async function startSmsProvider(
 export function liveEnv(smtp: SmtpReceiver, sms: SmsProvider): Record<string, string> {
   return {
     APP_ENV: 'live',
+    PUBLIC_BASE_URL: 'https://waybill.example.test',
     PAYSTACK_SECRET_KEY: 'sk_live_unused_by_these_tests',
     PAYSTACK_BASE_URL: 'https://127.0.0.1:9',
     PROOF_CODE_SECRET: 'live-proof-code-secret-for-the-test-0123456789',

@@ -8,6 +8,7 @@ const LIVE: NodeJS.ProcessEnv = {
   // Were the seed to start its services, it would find no database rather than a real one.
   ...NO_SERVERS,
   APP_ENV: 'live',
+  PUBLIC_BASE_URL: 'https://api.waybill.example',
   ADMIN_TOKEN: 'an-admin-token-of-32-characters!',
   PROOF_CODE_SECRET: 'a-proof-code-key-of-32-characters',
   WEBHOOK_SECRET_KEY: 'a-webhook-secret-key-of-32-characters',

@@ -218,7 +218,7 @@ describe('docker-compose.yml', () => {
     expect(env.APP_ENV).toBe('staging');
     expect(loadConfig(env).adminToken).toBe(placeholder);
     // Anyone can read it here: a live deployment that kept it would hand out /admin.
-    const live = { ...configMap?.data, ...filledSecret, ADMIN_TOKEN: placeholder };
+    const live = { ...filledConfig, ...filledSecret, ADMIN_TOKEN: placeholder };
     expect(() => loadConfig(live)).toThrow(/^ADMIN_TOKEN: .*placeholder of docker-compose\.yml/);
   });
 
@@ -502,6 +502,13 @@ const filledSecret = Object.fromEntries(
     v.replaceAll(EXAMPLE_PLACEHOLDER, 'operator-value'),
   ]),
 );
+/** The ConfigMap as an operator fills it in: live refuses its example addresses. */
+const filledConfig: Record<string, string> = Object.fromEntries(
+  Object.entries(configMap?.data ?? {}).map(([k, v]) => [
+    k,
+    v.replaceAll(EXAMPLE_PLACEHOLDER, 'operator-value'),
+  ]),
+);
 
 /** Each `kubectl create secret generic ...` command in `text`, its continuation lines joined. */
 function createSecretCommands(text: string): string[] {
@@ -528,7 +535,7 @@ const servicesOf = (d: Manifest) => containerOf(d).env?.find((e) => e.name === '
 function deployedEnv(d: Manifest): Record<string, string | undefined> {
   const own = (containerOf(d).env ?? []).filter((e) => e.value !== undefined);
   return {
-    ...configMap?.data,
+    ...filledConfig,
     ...Object.fromEntries(own.map((e) => [e.name, e.value])),
     ...filledSecret,
   };
@@ -689,10 +696,23 @@ describe('deploy/k8s', () => {
     // Applied as it is, or with one value left as it is, live does not start.
     for (const name of Object.keys(filledSecret)) {
       const env = {
-        ...configMap?.data,
+        ...filledConfig,
         ...filledSecret,
         [name]: exampleSecret.stringData?.[name],
       };
+      expect(() => loadConfig(env)).toThrow(new RegExp(`^${name}: still holds the example's`));
+    }
+  });
+
+  it('leaves the operator’s own addresses (links to people, files, mail) to replace, which live refuses as they are', () => {
+    const examples = Object.entries(configMap?.data ?? {}).filter(([, v]) =>
+      v.includes(EXAMPLE_PLACEHOLDER),
+    );
+    expect(examples.map(([k]) => k).sort()).toEqual(
+      ['CDN_BASE_URL', 'MAIL_FROM', 'PUBLIC_BASE_URL', 'S3_ENDPOINT'].sort(),
+    );
+    for (const [name, value] of examples) {
+      const env = { ...filledConfig, ...filledSecret, [name]: value };
       expect(() => loadConfig(env)).toThrow(new RegExp(`^${name}: still holds the example's`));
     }
   });
@@ -708,12 +728,12 @@ describe('deploy/k8s', () => {
     // The example's values have the shapes the config checks; the command's are elided.
     const examples = filledSecret;
     expect(keys.filter((k) => !(k in examples))).toEqual([]);
-    const env = { ...configMap?.data, ...Object.fromEntries(keys.map((k) => [k, examples[k]])) };
+    const env = { ...filledConfig, ...Object.fromEntries(keys.map((k) => [k, examples[k]])) };
     expect(() => loadConfig(env)).not.toThrow();
   });
 
   it('names in deploy/README.md every variable live makes mandatory', () => {
-    const env: Record<string, string> = { ...configMap?.data, ...filledSecret };
+    const env: Record<string, string> = { ...filledConfig, ...filledSecret };
     expect(() => loadConfig(env)).not.toThrow();
     // Mandatory: without it, live with these manifests refuses to start.
     const mandatory = Object.keys(env).filter((name) => {
@@ -758,7 +778,7 @@ describe('deploy/k8s', () => {
     );
     expect(gateway?.spec?.type).toBe('ClusterIP');
     expect(configMap?.data?.TRUST_PROXY_HOPS).toBe('1');
-    expect(loadConfig({ ...configMap?.data, ...filledSecret }).trustProxyHops).toBe(1);
+    expect(loadConfig({ ...filledConfig, ...filledSecret }).trustProxyHops).toBe(1);
   });
 
   it("documents a NetworkPolicy that admits only the ingress to the gateway's API port", () => {

@@ -21,6 +21,7 @@ const WEBHOOK_SECRET_KEY = 'a-webhook-secret-key-of-32-characters';
 const QUOTE_SECRET = 'a-quote-signing-key-of-32-characters';
 const LIVE = {
   APP_ENV: 'live',
+  PUBLIC_BASE_URL: 'https://api.waybill.example',
   ADMIN_TOKEN,
   PROOF_CODE_SECRET,
   WEBHOOK_SECRET_KEY,
@@ -450,6 +451,19 @@ describe('loadConfig errors', () => {
     const err = configErrorFor({ APP_ENV: 'live' });
     expect(err.message).toMatch(/^ADMIN_TOKEN: /);
     expect(err.message).toMatch(/required/);
+  });
+
+  it('requires an https PUBLIC_BASE_URL when live: links to people start with it', () => {
+    const without: NodeJS.ProcessEnv = { ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' };
+    delete without.PUBLIC_BASE_URL;
+    expect(configErrorFor(without).message).toMatch(/^PUBLIC_BASE_URL: .*required/);
+    expect(
+      configErrorFor({ ...without, PUBLIC_BASE_URL: 'http://api.waybill.example' }).message,
+    ).toMatch(/^PUBLIC_BASE_URL: /);
+    expect(
+      loadConfig({ ...without, PUBLIC_BASE_URL: 'https://api.waybill.example/' }).payment
+        .publicBaseUrl,
+    ).toBe('https://api.waybill.example');
   });
 
   it('accepts APP_ENV=live with an ADMIN_TOKEN', () => {
