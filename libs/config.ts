@@ -774,6 +774,8 @@ const declaredEnvSchema = Joi.object({
     ),
   PUBLIC_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
+    // Links are built by appending paths to it.
+    .pattern(/^[^?#]*$/, 'no query string or fragment')
     .empty('')
     // Live, every checkout and tracking link texted or e-mailed to people starts with it: a
     // default of localhost would send them nowhere, with every pod ready.
@@ -1171,6 +1173,9 @@ function parseServices(value: string): ServiceName[] {
   return [...new Set(names)] as ServiceName[];
 }
 
+/** The ConfigMap's addresses that are the operator's own (deploy/k8s/configmap.yaml). */
+const OWN_ADDRESSES = ['PUBLIC_BASE_URL', 'CDN_BASE_URL', 'S3_ENDPOINT', 'MAIL_FROM'];
+
 /** What deploy/k8s/secret.example.yaml puts where a value of the operator's own belongs. */
 export const EXAMPLE_PLACEHOLDER = 'REPLACE-ME';
 
@@ -1179,8 +1184,11 @@ export const EXAMPLE_PLACEHOLDER = 'REPLACE-ME';
  * a key left as the repository shows it would hand `/admin`, or the proof codes and webhook
  * secrets, to anyone who reads it.
  */
-function refusePlaceholders(env: NodeJS.ProcessEnv): void {
-  for (const name of DECLARED_VARIABLES) {
+function refusePlaceholders(
+  env: NodeJS.ProcessEnv,
+  names: readonly string[] = DECLARED_VARIABLES,
+): void {
+  for (const name of names) {
     if (env[name]?.includes(EXAMPLE_PLACEHOLDER)) {
       throw new ConfigError(
         `${name}: still holds the example's ${EXAMPLE_PLACEHOLDER}, published in the repository; set a value of your own`,
@@ -1225,6 +1233,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   requireAtLeast(value, 'NOTIFY_RETRY_MAX_MS', 'NOTIFY_RETRY_BASE_MS');
   requireAtLeast(value, 'WEBHOOK_BACKOFF_MAX_MS', 'WEBHOOK_BACKOFF_BASE_MS');
+  // The addresses people and files are sent to are refused in every environment: a staging
+  // copy of the manifests texts real people too.
+  refusePlaceholders(env, OWN_ADDRESSES);
   if (value.APP_ENV === 'live') refusePlaceholders(env);
   const proofCodeSecret: string = value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET;
   return {

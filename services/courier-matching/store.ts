@@ -50,6 +50,9 @@ const courierSchema = new Schema(
   { timestamps: true, versionKey: false },
 );
 courierSchema.index({ createdAt: -1, _id: -1 });
+// Operators' list: real couriers (virtual false or absent) or the virtual ones, newest first,
+// without reading past the others (one virtual courier per simulated delivery).
+courierSchema.index({ virtual: 1, createdAt: -1, _id: -1 });
 courierSchema.index({ 'fleet.typeId': 1 });
 
 /**
@@ -259,7 +262,8 @@ export class CourierStore {
         ...(filter.active === undefined ? {} : { active: filter.active }),
         ...(filter.fleetTypeId ? { 'fleet.typeId': filter.fleetTypeId } : {}),
         ...(filter.regNo ? { 'fleet.regNo': filter.regNo } : {}),
-        virtual: filter.virtual ? true : { $ne: true },
+        // Exact values (null is also an absent field), which MongoDB reads from the index.
+        virtual: filter.virtual ? true : { $in: [false, null] },
       })
       .sort({ createdAt: -1, _id: -1 })
       .skip(page.offset)

@@ -52,7 +52,7 @@ export function createFileAdminActions(files: UserFiles): ServiceActions {
         group: 'admin',
         // A step of work, not the removal of a resource: the list stays, empty once done.
         method: 'POST',
-        path: '/users/:userId/files/purge',
+        path: '/users/:userId/purge-files',
         message: 'Files deleted',
         summary: `Delete a user’s files, up to ${FILE_LIST_MAX} a call`,
         description:

@@ -272,12 +272,12 @@ describe('users’ files, for operators (/admin/users/:userId/files and waybill 
       await s3.send(new PutObjectCommand({ Bucket: S3_BUCKET, Key, Body: 'x' }));
     });
 
-    const first = await admin('POST', `/admin/users/${user.userId}/files/purge`);
+    const first = await admin('POST', `/admin/users/${user.userId}/purge-files`);
     expect(first.status).toBe(200);
     expect(first.body.data).toEqual({ deleted: FILE_LIST_MAX, more: true });
-    const second = await admin('POST', `/admin/users/${user.userId}/files/purge`);
+    const second = await admin('POST', `/admin/users/${user.userId}/purge-files`);
     expect(second.body.data).toEqual({ deleted: urls.length, more: false });
-    const third = await admin('POST', `/admin/users/${user.userId}/files/purge`);
+    const third = await admin('POST', `/admin/users/${user.userId}/purge-files`);
     expect(third.body.data).toEqual({ deleted: 0, more: false });
 
     for (const url of urls) expect(await stored(url)).toBe(false);

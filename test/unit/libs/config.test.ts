@@ -466,6 +466,26 @@ describe('loadConfig errors', () => {
     ).toBe('https://api.waybill.example');
   });
 
+  it('refuses the example addresses in every environment: a staging copy texts real people too', () => {
+    for (const name of ['PUBLIC_BASE_URL', 'CDN_BASE_URL', 'S3_ENDPOINT']) {
+      expect(configErrorFor({ [name]: 'https://REPLACE-ME.example.com' }).message).toMatch(
+        new RegExp(`^${name}: still holds the example's REPLACE-ME`),
+      );
+    }
+    expect(configErrorFor({ MAIL_FROM: 'Waybill <a@REPLACE-ME.example.com>' }).message).toMatch(
+      /^MAIL_FROM: still holds/,
+    );
+  });
+
+  it('refuses a PUBLIC_BASE_URL with a query string or fragment: links are built by appending paths', () => {
+    expect(configErrorFor({ PUBLIC_BASE_URL: 'https://a.example/?x=1' }).message).toMatch(
+      /^PUBLIC_BASE_URL: .*no query string or fragment/,
+    );
+    expect(configErrorFor({ PUBLIC_BASE_URL: 'https://a.example#x' }).message).toMatch(
+      /^PUBLIC_BASE_URL: /,
+    );
+  });
+
   it('accepts APP_ENV=live with an ADMIN_TOKEN', () => {
     const config = loadConfig({ ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x' });
     expect(config.appEnv).toBe('live');
