@@ -10,7 +10,7 @@ import {
 } from '../../libs/contracts/order';
 import { checkoutRefundReference, type PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
-import { isMatchingEligible, type Effect, type Share } from './lifecycle';
+import { isMatchingEligible, isTerminal, type Effect, type Share } from './lifecycle';
 import { searchNotAfter, searchStartsAt } from './scheduling';
 import type { Announcer } from './announcer';
 import type { Outbox } from './outbox';
@@ -109,6 +109,9 @@ export class Settlement {
         await call(services, 'package.release', { deliveryId: delivery._id });
         return;
       case 'MATCHING_ELIGIBLE':
+        // Settled late by the sweep (matching was away) after the delivery ended: a search
+        // started now would offer couriers a delivery that is over, until END_MATCHING.
+        if (isTerminal(delivery.lifecycle.status)) return;
         return this.startMatching(delivery, transition.at);
       case 'END_MATCHING':
         await call(services, 'courier-matching.endMatching', { deliveryId: delivery._id });

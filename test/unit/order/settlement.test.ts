@@ -141,3 +141,13 @@ it('withdraws the messages a delivery has not sent when it ends, beside its othe
   expect(withdrawn).toEqual([DELIVERED_POD._id]);
   expect(calls).toEqual(['courier-matching.endMatching', 'package.release']);
 });
+
+it('starts no search for a delivery that ended before its payment’s effect was settled', async () => {
+  const { settlement, calls } = settlementWith(new Set());
+  const cancelled = {
+    ...DELIVERED_POD,
+    lifecycle: { status: 'CANCELLED' },
+  } as unknown as DeliveryRecord;
+  await settlement.settle(cancelled, transition([{ kind: 'MATCHING_ELIGIBLE' }]));
+  expect(calls).toEqual([]);
+});
