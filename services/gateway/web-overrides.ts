@@ -113,7 +113,6 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
  * `onError`: every error, thrown anywhere, as the error envelope. What is ours to fix is
  * logged; an error after the headers went out can only cut the connection.
  */
-
 export function writeError(
   deps: ErrorDeps,
   req: GatewayRequest,

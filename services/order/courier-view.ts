@@ -53,7 +53,7 @@ export interface CourierOnDelivery {
  * to the sender) passes false and geo is not asked for what would be dropped. `freshForMs`
  * (COURIER_ONLINE_MS): how recent a position an arrival window is reckoned from.
  */
-export async function courierOnDelivery(
+async function courierOnDelivery(
   services: Caller,
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,

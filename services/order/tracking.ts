@@ -57,14 +57,14 @@ const AWAITING_PAYMENT = 'A courier is found for it once it is paid.';
  * and drop-off relative to each other, with the trip's length, gave a stop to a few metres
  * from the other one: a shop's public address led to its customer's door.
  */
-export const MAP_GRID_DEGREES = 0.01;
+const MAP_GRID_DEGREES = 0.01;
 
 /**
  * Days a delivery's page still names its courier (first name, vehicle, plate) after the
  * delivery ended: links get forwarded and kept, and a courier's plate is nobody's business
  * once the packages arrived.
  */
-export const COURIER_SHOWN_DAYS_AFTER_END = 7;
+const COURIER_SHOWN_DAYS_AFTER_END = 7;
 
 /** Whether the page no longer names the delivery's courier: ended that many days ago. */
 export function courierForgotten(
@@ -77,12 +77,12 @@ export function courierForgotten(
 }
 
 /** Minutes the arrival window's ends are rounded out to. */
-export const ETA_ROUNDING_MINUTES = 5;
+const ETA_ROUNDING_MINUTES = 5;
 
 const onGrid = (degrees: number) => Math.round(degrees / MAP_GRID_DEGREES) * MAP_GRID_DEGREES;
 
 /** A point as the map may draw it: the middle of its grid cell. */
-export const blurred = ({ lat, lon }: GeoPoint): GeoPoint => ({
+const blurred = ({ lat, lon }: GeoPoint): GeoPoint => ({
   lat: onGrid(lat),
   lon: onGrid(lon),
 });
@@ -91,7 +91,7 @@ export const blurred = ({ lat, lon }: GeoPoint): GeoPoint => ({
  * The trip's length as the page states it: whole kilometres, at least 1 (with the drawing,
  * a length to the metre placed a stop as exactly as a coordinate would).
  */
-export const shownKm = (km: number) => Math.max(1, Math.round(km));
+const shownKm = (km: number) => Math.max(1, Math.round(km));
 
 /**
  * The arrival window as the page states it, on ETA_ROUNDING_MINUTES marks: the mark the read
@@ -101,10 +101,7 @@ export const shownKm = (km: number) => Math.max(1, Math.round(km));
  * time left. This way an end moves at the marks of the clock, whatever the time left, and
  * the window holds the reckoned one, each end up to two steps wider.
  */
-export function roundedWindow(
-  eta: { from: string; to: string },
-  now: Date,
-): { from: string; to: string } {
+function roundedWindow(eta: { from: string; to: string }, now: Date): { from: string; to: string } {
   const step = ETA_ROUNDING_MINUTES * 60_000;
   const down = (ms: number) => Math.floor(ms / step) * step;
   const up = (ms: number) => Math.ceil(ms / step) * step;

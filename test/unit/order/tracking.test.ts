@@ -212,19 +212,14 @@ describe('toTrackingView', () => {
   });
 
   it('rounds the arrival window out to five minutes: its width told the distance left', () => {
-    const exact = {
-      ...courier,
-      eta: { from: '2026-11-24T10:12:34.000Z', to: '2026-11-24T10:27:01.000Z' },
-    };
-    expect(toTrackingView(delivery, addresses, exact, AT_ONCE).eta).toEqual({
+    /** The page's window for a courier whose reckoned window is `from`–`to` (10:00 UTC). */
+    const shown = (from: string, to: string) =>
+      toTrackingView(delivery, addresses, { ...courier, eta: { from, to } }, AT_ONCE).eta;
+    expect(shown('2026-11-24T10:12:34.000Z', '2026-11-24T10:27:01.000Z')).toEqual({
       from: '2026-11-24T10:10:00.000Z',
       to: '2026-11-24T10:35:00.000Z',
     });
-    const narrow = {
-      ...courier,
-      eta: { from: '2026-11-24T10:10:00.000Z', to: '2026-11-24T10:10:00.000Z' },
-    };
-    expect(toTrackingView(delivery, addresses, narrow, AT_ONCE).eta).toEqual({
+    expect(shown('2026-11-24T10:10:00.000Z', '2026-11-24T10:10:00.000Z')).toEqual({
       from: '2026-11-24T10:10:00.000Z',
       to: '2026-11-24T10:15:00.000Z',
     });
