@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import Joi from './joi';
 import { parseRange } from './outbound-url';
 
@@ -288,6 +288,43 @@ export type OrderFaultPoint = (typeof ORDER_FAULT_POINTS)[number];
  */
 export const COMPOSE_ADMIN_TOKEN = 'change-me-admin-token';
 
+/**
+ * The Secret's keys (deploy/k8s/secret.example.yaml) and the services that read each. A pod is
+ * given the keys of its own SERVICES only (deploy/k8s), and live requires a key only of a
+ * process that runs one of its readers: a geo pod broken into holds no payment key, and the
+ * pricing pod not the proof codes' (decision 153).
+ */
+export const SECRET_READERS = {
+  ADMIN_TOKEN: ['gateway'],
+  MONGO_URL: [
+    'account',
+    'geo',
+    'pricing',
+    'package',
+    'payment',
+    'order',
+    'courier-matching',
+    'webhook',
+  ],
+  REDIS_URL: ['gateway', 'file', 'order', 'courier-matching'],
+  S3_ACCESS_KEY_ID: ['file'],
+  S3_SECRET_ACCESS_KEY: ['file'],
+  PAYSTACK_SECRET_KEY: ['payment'],
+  SMTP_URL: ['order', 'webhook'],
+  TERMII_API_KEY: ['order', 'webhook'],
+  PROOF_CODE_SECRET: ['order'],
+  QUOTE_SECRET: ['pricing'],
+  WEBHOOK_SECRET_KEY: ['webhook'],
+} as const satisfies Record<string, readonly ServiceName[]>;
+export type SecretName = keyof typeof SECRET_READERS;
+
+/** The Secret's keys a process running `services` reads. */
+export function secretsOf(services: readonly ServiceName[]): SecretName[] {
+  return (Object.keys(SECRET_READERS) as SecretName[]).filter((name) =>
+    SECRET_READERS[name].some((reader) => services.includes(reader)),
+  );
+}
+
 /** Staging's proof-code key when none is set: staging shows codes to support anyway. */
 const STAGING_PROOF_CODE_SECRET = 'waybill-staging-proof-code-secret';
 const STAGING_WEBHOOK_SECRET_KEY = 'waybill-staging-webhook-secret-key';
@@ -331,13 +368,13 @@ const declaredEnvSchema = Joi.object({
     .pattern(/^\S+$/, 'no whitespace')
     .when('APP_ENV', {
       is: 'live',
-      then: Joi.required().invalid(COMPOSE_ADMIN_TOKEN).messages({
+      then: Joi.invalid(COMPOSE_ADMIN_TOKEN).messages({
         'any.invalid':
           '{{#label}} is the placeholder of docker-compose.yml, published in the repository; set a token of your own (openssl rand -hex 32)',
       }),
     })
     .description(
-      'Bearer token for `/admin`; required when APP_ENV=live, where the docker-compose.yml placeholder is refused; admin API disabled without it',
+      'Bearer token for `/admin`; required of the gateway when APP_ENV=live, where the docker-compose.yml placeholder is refused; admin API disabled without it',
     ),
   MONGO_URL: Joi.string()
     .uri({ scheme: ['mongodb', 'mongodb+srv'] })
@@ -714,7 +751,7 @@ const declaredEnvSchema = Joi.object({
     .min(32)
     .pattern(/^\S+$/, 'no whitespace')
     .description(
-      "Key under which Mode A quotes' ids are signed (HMAC-SHA256), at least 32 characters; unset: derived from PROOF_CODE_SECRET. Changing it voids the quotes not yet expired",
+      "Key under which Mode A quotes' ids are signed (HMAC-SHA256), at least 32 characters; unset: derived from PROOF_CODE_SECRET, and live pricing requires one of the two. Changing it voids the quotes not yet expired",
     ),
   QUOTE_TTL_MS: Joi.number()
     .integer()
@@ -802,7 +839,7 @@ const declaredEnvSchema = Joi.object({
     .empty('')
     .pattern(/^\S+$/, 'no whitespace')
     .description(
-      'Secret key of the Paystack-compatible provider: authenticates our calls and signs its webhooks; required with PAYMENT_PROVIDER=paystack',
+      'Secret key of the Paystack-compatible provider: authenticates our calls and signs its webhooks; required of payment with PAYMENT_PROVIDER=paystack',
     ),
   PAYSTACK_TIMEOUT_MS: Joi.number()
     .integer()
@@ -877,9 +914,8 @@ const declaredEnvSchema = Joi.object({
     .empty('')
     .min(32)
     .pattern(/^\S+$/, 'no whitespace')
-    .when('APP_ENV', { is: 'live', then: Joi.required() })
     .description(
-      'Key under which proof codes are hashed at rest (HMAC-SHA256), at least 32 characters; required when live',
+      'Key under which proof codes are hashed at rest (HMAC-SHA256), at least 32 characters; required of order when live',
     ),
   ORDER_FAULT: Joi.string()
     .valid(...ORDER_FAULT_POINTS)
@@ -891,13 +927,13 @@ const declaredEnvSchema = Joi.object({
     .uri({ scheme: ['smtp', 'smtps'] })
     .empty('')
     .description(
-      'SMTP server of e-mails to people, `smtp://user:pass@host:587` or `smtps://…:465`; required when live (unset in staging: e-mails go to the log)',
+      'SMTP server of e-mails to people, `smtp://user:pass@host:587` or `smtps://…:465`; required of order and webhook when live (unset in staging: e-mails go to the log)',
     ),
   MAIL_FROM: Joi.string()
     .empty('')
     .max(200)
     .description(
-      `Sender of e-mails to people, \`Name <address>\`; required when live (staging: \`${STAGING_MAIL_FROM}\`)`,
+      `Sender of e-mails to people, \`Name <address>\`; required of order and webhook when live (staging: \`${STAGING_MAIL_FROM}\`)`,
     ),
   SMS_PROVIDER: Joi.string()
     .valid(...SMS_PROVIDERS)
@@ -912,12 +948,12 @@ const declaredEnvSchema = Joi.object({
   TERMII_API_KEY: Joi.string()
     .empty('')
     .pattern(/^\S+$/, 'no whitespace')
-    .description('Termii API key; required with SMS_PROVIDER=termii'),
+    .description('Termii API key; required of order and webhook with SMS_PROVIDER=termii'),
   TERMII_SENDER_ID: Joi.string()
     .empty('')
     .pattern(/^[A-Za-z0-9 ]{3,11}$/, '3 to 11 letters, digits or spaces')
     .description(
-      'Sender ID registered with Termii (3 to 11 characters); required with SMS_PROVIDER=termii',
+      'Sender ID registered with Termii (3 to 11 characters); required of order and webhook with SMS_PROVIDER=termii',
     ),
   NOTIFY_INTERVAL_MS: Joi.number()
     .integer()
@@ -1014,9 +1050,8 @@ const declaredEnvSchema = Joi.object({
     .empty('')
     .min(32)
     .pattern(/^\S+$/, 'no whitespace')
-    .when('APP_ENV', { is: 'live', then: Joi.required() })
     .description(
-      "Key under which webhook signing secrets are sealed at rest (AES-256-GCM, key = SHA-256 of this), at least 32 characters; required when live. Changing it makes every stored secret unreadable: rotate the endpoints' secrets after",
+      "Key under which webhook signing secrets are sealed at rest (AES-256-GCM, key = SHA-256 of this), at least 32 characters; required of webhook when live. Changing it makes every stored secret unreadable: rotate the endpoints' secrets after",
     ),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Joi.boolean()
     .default(false)
@@ -1237,7 +1272,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // copy of the manifests texts real people too.
   refusePlaceholders(env, OWN_ADDRESSES);
   if (value.APP_ENV === 'live') refusePlaceholders(env);
-  const proofCodeSecret: string = value.PROOF_CODE_SECRET ?? STAGING_PROOF_CODE_SECRET;
+  const services = parseServices(value.SERVICES);
+  const reads = new Set(secretsOf(services));
+  if (value.APP_ENV === 'live') requireLiveKeys(value, services, reads);
+  // Live, a key this process does not read (none of its readers runs here) is one of its own:
+  // used by mistake, what it signs fails closed elsewhere, where the repository's staging key
+  // would let anyone forge it.
+  const unreadKey = (staging: string) =>
+    value.APP_ENV === 'live' ? randomBytes(32).toString('base64url') : staging;
+  const proofCodeSecret: string = value.PROOF_CODE_SECRET ?? unreadKey(STAGING_PROOF_CODE_SECRET);
   return {
     port: value.PORT,
     host: value.HOST,
@@ -1287,7 +1330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       transferPort: value.FILE_TRANSFER_PORT,
       transferHost: value.FILE_TRANSFER_HOST,
     },
-    services: parseServices(value.SERVICES),
+    services,
     logLevel: value.LOG_LEVEL,
     logFormat: value.LOG_FORMAT,
     quota: { limit: value.QUOTA_LIMIT, windowSeconds: value.QUOTA_WINDOW_SECONDS },
@@ -1342,7 +1385,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cacheMs: value.GEOCODER_CACHE_MS,
       cacheEntries: value.GEOCODER_CACHE_ENTRIES,
     },
-    payment: paymentConfig(value),
+    payment: paymentConfig(value, reads),
     order: {
       sweepIntervalMs: value.ORDER_SWEEP_INTERVAL_MS,
       // A request younger than the gateway's timeout may still be running: were the sweep to
@@ -1356,7 +1399,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       fault: orderFault(value.ORDER_FAULT, env),
       scheduledSearchLeadMs: value.ORDER_SCHEDULED_SEARCH_LEAD_MS,
     },
-    notifications: notificationsConfig(value),
+    notifications: notificationsConfig(value, reads),
     matching: {
       offerTimeoutMs: value.MATCHING_OFFER_TIMEOUT_MS,
       searchTimeoutMs: value.MATCHING_SEARCH_TIMEOUT_MS,
@@ -1367,7 +1410,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cashLimitKobo: value.MATCHING_COURIER_CASH_LIMIT_NAIRA * 100,
     },
     webhook: {
-      secretKey: value.WEBHOOK_SECRET_KEY ?? STAGING_WEBHOOK_SECRET_KEY,
+      secretKey: value.WEBHOOK_SECRET_KEY ?? unreadKey(STAGING_WEBHOOK_SECRET_KEY),
       allowPrivateTargets: value.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       deniedTargets: commaList(value.WEBHOOK_DENY_CIDRS),
       maxEndpoints: value.WEBHOOK_MAX_ENDPOINTS,
@@ -1382,6 +1425,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retentionIntervalMs: value.WEBHOOK_RETENTION_INTERVAL_MS,
     },
   };
+}
+
+/** The keys live requires of their readers whatever the providers, and what each is for. */
+const LIVE_KEYS = {
+  ADMIN_TOKEN: "the admin API's bearer token, 16 characters or more",
+  PROOF_CODE_SECRET: 'the key of proof codes at rest, 32 characters or more',
+  WEBHOOK_SECRET_KEY: "the key sealing webhook endpoints' signing secrets, 32 characters or more",
+} satisfies Partial<Record<SecretName, string>>;
+
+/** The services of `services` that read `secret`, for a message: `order and webhook`. */
+const readersAmong = (secret: SecretName, services: readonly ServiceName[]) =>
+  SECRET_READERS[secret].filter((reader) => services.includes(reader)).join(' and ');
+
+/** Refuses a live process without a key one of its services reads (the providers' are theirs). */
+function requireLiveKeys(
+  value: Partial<Record<SecretName, string>>,
+  services: readonly ServiceName[],
+  reads: ReadonlySet<SecretName>,
+): void {
+  for (const [name, use] of Object.entries(LIVE_KEYS) as [SecretName, string][]) {
+    if (reads.has(name) && value[name] === undefined) {
+      throw new ConfigError(
+        `${name}: required when APP_ENV=live by ${readersAmong(name, services)} (${use}); e.g. openssl rand -hex 32`,
+      );
+    }
+  }
+  if (reads.has('QUOTE_SECRET') && !value.QUOTE_SECRET && !value.PROOF_CODE_SECRET) {
+    throw new ConfigError(
+      'QUOTE_SECRET: required when APP_ENV=live by pricing (the key of quote ids, 32 characters or more; e.g. openssl rand -hex 32), unless PROOF_CODE_SECRET is set, from which it is then derived',
+    );
+  }
 }
 
 /** Refuses a cap below the value it caps (a backoff's longest wait below its first). */
@@ -1457,7 +1531,7 @@ interface PaymentEnv {
   CHECKOUT_LATE_CHECKS_MS: string;
 }
 
-function paymentConfig(value: PaymentEnv): Config['payment'] {
+function paymentConfig(value: PaymentEnv, reads: ReadonlySet<SecretName>): Config['payment'] {
   const provider = value.PAYMENT_PROVIDER ?? (value.APP_ENV === 'live' ? 'paystack' : 'sandbox');
   if (value.APP_ENV === 'live' && provider === 'sandbox') {
     throw new ConfigError(
@@ -1470,9 +1544,9 @@ function paymentConfig(value: PaymentEnv): Config['payment'] {
       'PAYSTACK_BASE_URL: must be https:// when live (the secret key and the answers that credit wallets ride on it)',
     );
   }
-  if (provider === 'paystack' && !value.PAYSTACK_SECRET_KEY) {
+  if (provider === 'paystack' && reads.has('PAYSTACK_SECRET_KEY') && !value.PAYSTACK_SECRET_KEY) {
     throw new ConfigError(
-      'PAYSTACK_SECRET_KEY: required with PAYMENT_PROVIDER=paystack (the default when APP_ENV=live)',
+      'PAYSTACK_SECRET_KEY: required by payment with PAYMENT_PROVIDER=paystack (the default when APP_ENV=live)',
     );
   }
   return {
@@ -1513,10 +1587,14 @@ interface NotificationsEnv {
 }
 
 /**
- * Live, every message must reach a person: the log sinks (which would not) are refused, and so
- * is a provider missing its credentials, at start rather than at the first proof code.
+ * Live, every message must reach a person: the log sinks (which would not) are refused, and so,
+ * in the processes that send (order and webhook), is a provider missing its credentials, at
+ * start rather than at the first proof code.
  */
-function notificationsConfig(value: NotificationsEnv): Config['notifications'] {
+function notificationsConfig(
+  value: NotificationsEnv,
+  reads: ReadonlySet<SecretName>,
+): Config['notifications'] {
   const live = value.APP_ENV === 'live';
   const provider = value.SMS_PROVIDER ?? (live ? 'termii' : 'log');
   if (live && provider === 'log') {
@@ -1524,20 +1602,22 @@ function notificationsConfig(value: NotificationsEnv): Config['notifications'] {
       'SMS_PROVIDER: `log` sends no SMS and is for staging only; set SMS_PROVIDER=termii with TERMII_API_KEY and TERMII_SENDER_ID',
     );
   }
-  if (provider === 'termii' && (!value.TERMII_API_KEY || !value.TERMII_SENDER_ID)) {
+  // SMTP_URL and TERMII_API_KEY have the same readers: the processes that send messages.
+  const sends = reads.has('SMTP_URL');
+  if (sends && provider === 'termii' && (!value.TERMII_API_KEY || !value.TERMII_SENDER_ID)) {
     const missing = value.TERMII_API_KEY ? 'TERMII_SENDER_ID' : 'TERMII_API_KEY';
     throw new ConfigError(
-      `${missing}: required with SMS_PROVIDER=termii (the default when APP_ENV=live); set TERMII_API_KEY and TERMII_SENDER_ID from your Termii dashboard`,
+      `${missing}: required by order and webhook with SMS_PROVIDER=termii (the default when APP_ENV=live); set TERMII_API_KEY and TERMII_SENDER_ID from your Termii dashboard`,
     );
   }
-  if (live && !value.SMTP_URL) {
+  if (sends && live && !value.SMTP_URL) {
     throw new ConfigError(
-      'SMTP_URL: required when APP_ENV=live, e-mails to people (proof codes, payment links) go through it; e.g. smtps://user:pass@smtp.example.com:465',
+      'SMTP_URL: required when APP_ENV=live by order and webhook, e-mails to people (proof codes, payment links) go through it; e.g. smtps://user:pass@smtp.example.com:465',
     );
   }
-  if (live && !value.MAIL_FROM) {
+  if (sends && live && !value.MAIL_FROM) {
     throw new ConfigError(
-      'MAIL_FROM: required when APP_ENV=live, the sender of e-mails to people; e.g. Waybill <deliveries@example.com>',
+      'MAIL_FROM: required when APP_ENV=live by order and webhook, the sender of e-mails to people; e.g. Waybill <deliveries@example.com>',
     );
   }
   return {

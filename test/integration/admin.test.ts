@@ -363,9 +363,10 @@ describe('without ADMIN_TOKEN', () => {
     }
   });
 
-  it('refuses to start in live', async () => {
+  it('refuses to start a live gateway', async () => {
+    const live = { APP_ENV: 'live', PUBLIC_BASE_URL: 'https://waybill.example.test' };
     await expect(
-      startNode({ services: 'all', iso, env: { ADMIN_TOKEN: undefined, APP_ENV: 'live' } }),
-    ).rejects.toThrow(/ADMIN_TOKEN/);
+      startNode({ services: 'gateway', iso, env: { ...live, ADMIN_TOKEN: undefined } }),
+    ).rejects.toThrow(/ADMIN_TOKEN: required when APP_ENV=live by gateway/);
   });
 });

@@ -11,6 +11,7 @@ import {
   SERVICE_NAMES,
   describeConfig,
   loadConfig,
+  secretsOf,
   type ServiceName,
 } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
@@ -431,7 +432,12 @@ interface Probe {
 interface Container {
   name: string;
   image: string;
-  env?: { name: string; value?: string }[];
+  command?: string[];
+  env?: {
+    name: string;
+    value?: string;
+    valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
+  }[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
   ports?: { name?: string; containerPort: number }[];
   livenessProbe?: Probe;
@@ -492,7 +498,10 @@ const kustomization = parse(readFileSync(join(K8S_DIR, 'kustomization.yaml'), 'u
   resources: string[];
 };
 const manifests = kustomization.resources.flatMap(loadManifests);
-const deployments = manifests.filter((m) => m.kind === 'Deployment');
+const TOOLBOX = 'waybill-toolbox';
+/** The services' Deployments; the toolbox's is the operator's console, which runs none. */
+const deployments = manifests.filter((m) => m.kind === 'Deployment' && m.metadata.name !== TOOLBOX);
+const toolbox = manifests.find((m) => m.kind === 'Deployment' && m.metadata.name === TOOLBOX);
 const configMap = manifests.find((m) => m.kind === 'ConfigMap');
 const exampleSecret = loadManifests(EXAMPLE_SECRET)[0];
 /** The example Secret as an operator fills it in: live refuses its placeholders. */
@@ -531,13 +540,24 @@ const literalKeys = (command: string) =>
 
 const containerOf = (d: Manifest) => d.spec?.template?.spec.containers[0] as Container;
 const servicesOf = (d: Manifest) => containerOf(d).env?.find((e) => e.name === 'SERVICES')?.value;
-/** The environment a Deployment's process reads: the ConfigMap, its own values, the Secret. */
+/** The Secret's keys a container is given one by one: `[key, optional]`. */
+const secretKeysOf = (container: Container) =>
+  (container.env ?? []).flatMap(({ valueFrom }) => {
+    const ref = valueFrom?.secretKeyRef;
+    return ref ? [[ref.key, ref.optional === true] as const] : [];
+  });
+/**
+ * The environment a Deployment's process reads: the ConfigMap, its own values and the keys of
+ * the Secret it is given (the filled Secret holds no NATS_URL: the ConfigMap's stands).
+ */
 function deployedEnv(d: Manifest): Record<string, string | undefined> {
-  const own = (containerOf(d).env ?? []).filter((e) => e.value !== undefined);
+  const container = containerOf(d);
+  const own = (container.env ?? []).filter((e) => e.value !== undefined);
+  const keys = secretKeysOf(container).map(([key]) => key);
   return {
     ...filledConfig,
     ...Object.fromEntries(own.map((e) => [e.name, e.value])),
-    ...filledSecret,
+    ...Object.fromEntries(keys.filter((k) => k in filledSecret).map((k) => [k, filledSecret[k]])),
   };
 }
 const isSubset = (sub: Record<string, string> = {}, of: Record<string, string> = {}) =>
@@ -651,18 +671,52 @@ describe('deploy/k8s', () => {
     });
   });
 
-  it.each(SERVICE_NAMES)('configures %s from the ConfigMap and the Secret', (name) => {
-    const container = containerOf(deployments.find((d) => servicesOf(d) === name) as Manifest);
-    expect(container.envFrom).toEqual(
-      expect.arrayContaining([
-        { configMapRef: { name: configMap?.metadata.name } },
-        { secretRef: { name: exampleSecret.metadata.name } },
-      ]),
-    );
-    const unknown = (container.env ?? [])
-      .map((e) => e.name)
-      .filter((n) => !CONFIG_VARIABLES.has(n));
-    expect(unknown).toEqual([]);
+  it.each(SERVICE_NAMES)(
+    'configures %s from the ConfigMap and the keys of the Secret it reads, no other',
+    (name) => {
+      const deployment = deployments.find((d) => servicesOf(d) === name) as Manifest;
+      const container = containerOf(deployment);
+      expect(container.envFrom).toEqual([{ configMapRef: { name: configMap?.metadata.name } }]);
+      for (const { valueFrom } of container.env ?? []) {
+        const ref = valueFrom?.secretKeyRef;
+        if (ref) expect(ref.name).toBe(exampleSecret.metadata.name);
+      }
+      // Required but for S3's keys (the SDK's chain may stand for them: a workload identity)
+      // and NATS's URL, which the Secret holds only when NATS takes credentials.
+      const optional = ['S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'NATS_URL'];
+      expect(secretKeysOf(container)).toEqual(
+        [...secretsOf([name]), 'NATS_URL'].map((key) => [key, optional.includes(key)]),
+      );
+      // Live, with only these, it starts.
+      expect(loadConfig(deployedEnv(deployment)).services).toEqual([name]);
+      const unknown = (container.env ?? [])
+        .map((e) => e.name)
+        .filter((n) => !CONFIG_VARIABLES.has(n));
+      expect(unknown).toEqual([]);
+    },
+  );
+
+  it("gives the operator's console, which runs no service, the whole Secret for the CLI", () => {
+    const container = containerOf(toolbox as Manifest);
+    expect(container.image).toBe('waybill:latest');
+    expect(container.command).toEqual(['sleep', 'infinity']);
+    expect(container.ports).toBeUndefined();
+    expect(container.env?.map((e) => e.name)).not.toContain('SERVICES');
+    expect(container.envFrom).toEqual([
+      { configMapRef: { name: configMap?.metadata.name } },
+      { secretRef: { name: exampleSecret.metadata.name } },
+    ]);
+    expect(container.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+    });
+    // A command runs any services live, with the filled Secret.
+    expect(loadConfig({ ...filledConfig, ...filledSecret }).services).toEqual([...SERVICE_NAMES]);
+    // deploy/README.md sends CLI commands there, not to a service's pod.
+    const readme = read('deploy/README.md');
+    expect(readme).toContain('exec deploy/waybill-toolbox -- node dist/bin/waybill.js');
+    expect(readme).not.toMatch(/kubectl .*exec deploy\/waybill-(?!toolbox)/);
   });
 
   it('keeps only known variables in the ConfigMap and Secret, with every connection URL', () => {
@@ -730,6 +784,12 @@ describe('deploy/k8s', () => {
     expect(keys.filter((k) => !(k in examples))).toEqual([]);
     const env = { ...filledConfig, ...Object.fromEntries(keys.map((k) => [k, examples[k]])) };
     expect(() => loadConfig(env)).not.toThrow();
+    // A key a pod is given and the Secret lacks keeps the pod from starting.
+    const given = deployments.flatMap((d) =>
+      secretKeysOf(containerOf(d)).flatMap(([key, optional]) => (optional ? [] : [key])),
+    );
+    expect(given.filter((key) => !keys.includes(key))).toEqual([]);
+    expect(Object.keys(exampleSecret.stringData ?? {})).toEqual(expect.arrayContaining(given));
   });
 
   it('names in deploy/README.md every variable live makes mandatory', () => {

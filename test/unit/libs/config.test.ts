@@ -1,11 +1,20 @@
 import {
   ConfigError,
+  SECRET_READERS,
   SERVICE_NAMES,
   SNIFFABLE_TYPES,
   describeConfig,
   loadConfig,
+  secretsOf,
+  type Config,
+  type SecretName,
+  type ServiceName,
 } from '../../../libs/config';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { thrownBy } from '../helpers';
+
+const SERVICES_DIR = join(__dirname, '../../../services');
 
 const ADMIN_TOKEN = 'an-admin-token-of-32-characters!';
 const PROOF_CODE_SECRET = 'a-proof-code-key-of-32-characters';
@@ -447,10 +456,9 @@ describe('loadConfig errors', () => {
     expect(err.message).toMatch(/^PORT: /);
   });
 
-  it('requires ADMIN_TOKEN when APP_ENV=live', () => {
-    const err = configErrorFor({ APP_ENV: 'live' });
-    expect(err.message).toMatch(/^ADMIN_TOKEN: /);
-    expect(err.message).toMatch(/required/);
+  it('requires ADMIN_TOKEN of a live gateway', () => {
+    const err = configErrorFor({ ...LIVE, ADMIN_TOKEN: '', SERVICES: 'gateway' });
+    expect(err.message).toMatch(/^ADMIN_TOKEN: required when APP_ENV=live by gateway/);
   });
 
   it('requires an https PUBLIC_BASE_URL when live: links to people start with it', () => {
@@ -507,7 +515,7 @@ describe('payment', () => {
 
   it('requires the Paystack secret key wherever Paystack is the provider', () => {
     expect(configErrorFor(LIVE).message).toMatch(
-      /^PAYSTACK_SECRET_KEY: required with PAYMENT_PROVIDER=paystack/,
+      /^PAYSTACK_SECRET_KEY: required by payment with PAYMENT_PROVIDER=paystack/,
     );
     expect(configErrorFor({ PAYMENT_PROVIDER: 'paystack' }).message).toMatch(
       /^PAYSTACK_SECRET_KEY: /,
@@ -583,10 +591,16 @@ describe('notifications', () => {
   });
 
   it.each([
-    ['SMTP_URL', /^SMTP_URL: required when APP_ENV=live.*smtps:\/\//],
-    ['MAIL_FROM', /^MAIL_FROM: required when APP_ENV=live/],
-    ['TERMII_API_KEY', /^TERMII_API_KEY: required with SMS_PROVIDER=termii.*TERMII_SENDER_ID/],
-    ['TERMII_SENDER_ID', /^TERMII_SENDER_ID: required with SMS_PROVIDER=termii/],
+    ['SMTP_URL', /^SMTP_URL: required when APP_ENV=live by order and webhook.*smtps:\/\//],
+    ['MAIL_FROM', /^MAIL_FROM: required when APP_ENV=live by order and webhook/],
+    [
+      'TERMII_API_KEY',
+      /^TERMII_API_KEY: required by order and webhook with SMS_PROVIDER=termii.*TERMII_SENDER_ID/,
+    ],
+    [
+      'TERMII_SENDER_ID',
+      /^TERMII_SENDER_ID: required by order and webhook with SMS_PROVIDER=termii/,
+    ],
   ])('refuses to start live without %s, saying what to set', (variable, message) => {
     const env = { ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x', [variable]: '' };
     expect(configErrorFor(env).message).toMatch(message);
@@ -787,6 +801,136 @@ describe('SERVICES', () => {
     expect(err.message).toMatch(/^SERVICES: /);
     expect(err.message).toContain('billing, courier');
     expect(err.message).toContain('all, gateway, account');
+  });
+});
+
+describe("live's keys, by the services that read them", () => {
+  /** Live's settings that are not secrets (the ConfigMap's), and each key of the Secret. */
+  const settings = {
+    APP_ENV: 'live',
+    PUBLIC_BASE_URL: LIVE.PUBLIC_BASE_URL,
+    MAIL_FROM: LIVE_NOTIFY.MAIL_FROM,
+    TERMII_SENDER_ID: LIVE_NOTIFY.TERMII_SENDER_ID,
+  };
+  const secret: Record<SecretName, string> = {
+    ADMIN_TOKEN,
+    MONGO_URL: 'mongodb://waybill:pw@mongo.internal:27017',
+    REDIS_URL: 'redis://:pw@redis.internal:6379',
+    S3_ACCESS_KEY_ID: 'AKIAEXAMPLE',
+    S3_SECRET_ACCESS_KEY: 'an-s3-secret',
+    PAYSTACK_SECRET_KEY: 'sk_live_x',
+    SMTP_URL: LIVE_NOTIFY.SMTP_URL,
+    TERMII_API_KEY: LIVE_NOTIFY.TERMII_API_KEY,
+    PROOF_CODE_SECRET,
+    QUOTE_SECRET,
+    WEBHOOK_SECRET_KEY,
+  };
+  /** Live for `service` alone, given the Secret's keys it reads and no other. */
+  const ownEnv = (service: ServiceName): NodeJS.ProcessEnv => ({
+    ...settings,
+    SERVICES: service,
+    ...Object.fromEntries(secretsOf([service]).map((name) => [name, secret[name]])),
+  });
+  /** The keys `service` cannot start live without. */
+  const REQUIRED: Record<ServiceName, SecretName[]> = {
+    gateway: ['ADMIN_TOKEN'],
+    account: [],
+    geo: [],
+    pricing: ['QUOTE_SECRET'],
+    package: [],
+    file: [],
+    payment: ['PAYSTACK_SECRET_KEY'],
+    order: ['SMTP_URL', 'TERMII_API_KEY', 'PROOF_CODE_SECRET'],
+    'courier-matching': [],
+    webhook: ['SMTP_URL', 'TERMII_API_KEY', 'WEBHOOK_SECRET_KEY'],
+  };
+
+  it.each(SERVICE_NAMES)(
+    'starts %s live with its own keys, and without each required one says so',
+    (service) => {
+      expect(() => loadConfig(ownEnv(service))).not.toThrow();
+      const required = secretsOf([service]).filter((name) => {
+        try {
+          loadConfig({ ...ownEnv(service), [name]: undefined });
+          return false;
+        } catch (err) {
+          expect((err as Error).message).toMatch(
+            new RegExp(`^${name}: required .*by [a-z -]*${service}`),
+          );
+          return true;
+        }
+      });
+      expect(required).toEqual(REQUIRED[service]);
+    },
+  );
+
+  it("reads every key in some service, and the providers' keys in those that call them", () => {
+    expect(secretsOf([...SERVICE_NAMES])).toEqual(Object.keys(SECRET_READERS));
+    expect(secretsOf(['geo'])).toEqual(['MONGO_URL']);
+    expect(secretsOf(['gateway'])).toEqual(['ADMIN_TOKEN', 'REDIS_URL']);
+    expect(secretsOf(['payment', 'file'])).toEqual([
+      'MONGO_URL',
+      'REDIS_URL',
+      'S3_ACCESS_KEY_ID',
+      'S3_SECRET_ACCESS_KEY',
+      'PAYSTACK_SECRET_KEY',
+    ]);
+  });
+
+  /** What in a service's code reads each key (its configuration, or the client built on it). */
+  const READ_BY: Record<SecretName, RegExp> = {
+    ADMIN_TOKEN: /\badminToken\b/,
+    MONGO_URL: /\bServiceDatabase\b/,
+    REDIS_URL: /\bconfig\.redisUrl\b/,
+    S3_ACCESS_KEY_ID: /\bconfig\.s3\b/,
+    S3_SECRET_ACCESS_KEY: /\bconfig\.s3\b/,
+    PAYSTACK_SECRET_KEY: /\bpaystack\.secretKey\b/,
+    SMTP_URL: /\bchannelSenders\(/,
+    TERMII_API_KEY: /\bchannelSenders\(/,
+    PROOF_CODE_SECRET: /\bproofCodeSecret\b/,
+    QUOTE_SECRET: /\bconfig\.quotes\b/,
+    WEBHOOK_SECRET_KEY: /\bwebhook\.secretKey\b/,
+  };
+  const sourceOf = (service: ServiceName) =>
+    readdirSync(join(SERVICES_DIR, service), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts'))
+      .map((file) => readFileSync(join(SERVICES_DIR, service, file), 'utf8'))
+      .join('\n');
+
+  it('gives each key to exactly the services whose code reads it', () => {
+    const sources = SERVICE_NAMES.map((service) => [service, sourceOf(service)] as const);
+    for (const [name, marker] of Object.entries(READ_BY) as [SecretName, RegExp][]) {
+      const readers = sources
+        .filter(([, source]) => marker.test(source))
+        .map(([service]) => service);
+      expect({ [name]: readers }).toEqual({ [name]: [...SECRET_READERS[name]] });
+    }
+  });
+
+  it("signs quotes live under PROOF_CODE_SECRET's derived key when pricing has no QUOTE_SECRET", () => {
+    const env = { ...ownEnv('pricing'), QUOTE_SECRET: undefined };
+    const derived = loadConfig({ ...env, PROOF_CODE_SECRET }).quotes.secret;
+    expect(derived).toBe(
+      loadConfig({ ...LIVE, QUOTE_SECRET: '', PAYSTACK_SECRET_KEY: 'sk_live_x' }).quotes.secret,
+    );
+    expect(configErrorFor(env).message).toMatch(
+      /^QUOTE_SECRET: required when APP_ENV=live by pricing.*unless PROOF_CODE_SECRET/,
+    );
+  });
+
+  it('holds, live, a key of its own process where a key it does not read would be: used by mistake, it fails closed', () => {
+    const staging = loadConfig({});
+    const first = loadConfig(ownEnv('gateway'));
+    const second = loadConfig(ownEnv('gateway'));
+    for (const pick of [
+      (c: Config) => c.order.proofCodeSecret,
+      (c: Config) => c.webhook.secretKey,
+      (c: Config) => c.quotes.secret,
+    ]) {
+      expect(pick(first)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(pick(first)).not.toBe(pick(second));
+      expect(pick(first)).not.toBe(pick(staging));
+    }
   });
 });
 
