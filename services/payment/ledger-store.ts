@@ -397,12 +397,18 @@ export class LedgerStore {
    * that was taken is posted as that refund itself, under its own reference, so that whichever
    * comes first (the operator, a retry of the request's undoing, the debit's own posting) the
    * others meet the reference and give nothing more (decision 121). 409 when such a credit does
-   * not give back what the debit took, or the debit took nothing.
+   * not give back what the debit took, or the debit took nothing, or it names another wallet's
+   * debit (posted here, it would read as that debit's refund, and its wallet would get nothing).
    */
   creditByOperator(walletId: string, reference: string, amountKobo: number): Promise<Posting> {
     return this.turns.run(walletId, async () => {
       const debitReference = debitOfRefund(reference);
       const debit = debitReference ? await this.findReference(debitReference) : null;
+      if (debit && debit.walletId !== walletId) {
+        throw conflict(
+          `Debit ${debit._id} was taken from wallet ${debit.walletId}, not this one: credit its refund to that wallet, or give this credit another reference`,
+        );
+      }
       const undone =
         debit?.walletId === walletId &&
         (debit.type === VOIDED || (debit.type === 'DEBIT' && (await this.isGivenUp(debit._id))));
@@ -825,11 +831,23 @@ export class LedgerStore {
       return old ? 'settled' : 'pending';
     }
     if (Date.now() - entry.createdAt.getTime() < GIVEN_UP_GRACE_MS) return 'pending';
-    // An operator's repair under the admin reference, made before decision 121, counts.
-    const refund = refundReference(mark._id);
-    if (await this.isPosted(adminCreditReference(refund))) return 'settled';
+    if (await this.repairedByOperator(mark._id, mark.walletId)) return 'settled';
     const posting = await this.postNow(givenUpRefund(mark.walletId, mark._id, debit.amountKobo));
     return posting.replayed ? 'settled' : 'given back';
+  }
+
+  /**
+   * Whether an operator gave back the debit `reference` of `walletId` under its refund's admin
+   * reference, as repairs were made before decision 121: counted only when credited to that
+   * wallet (a credit to another gave this one nothing).
+   */
+  private async repairedByOperator(reference: string, walletId: string): Promise<boolean> {
+    const claim = await this.findReference(adminCreditReference(refundReference(reference)));
+    return (
+      claim?.walletId === walletId &&
+      claim.type !== VOIDED &&
+      (await this.postedEntry(claim)) !== null
+    );
   }
 
   /**
@@ -848,16 +866,14 @@ export class LedgerStore {
   ): Promise<LedgerProblem | null> {
     const posted = audit.postedAs(reference);
     const refund = refundReference(reference);
-    const givenBack = [refund, adminCreditReference(refund)];
-    if (posted === undefined || givenBack.some((r) => audit.postedAs(r) !== undefined)) {
-      return null;
-    }
+    if (posted === undefined || audit.postedAs(refund) !== undefined) return null;
     const entry = await this.m.Entry.findById(posted).lean<EntryRecord>();
     if (entry?.type !== 'DEBIT' || Date.now() - entry.createdAt.getTime() < GIVEN_UP_GRACE_MS) {
       return null;
     }
-    // Given back since the scan.
-    for (const r of givenBack) if (await this.isPosted(r)) return null;
+    // Given back since the scan, or by an operator before decision 121.
+    if (await this.isPosted(refund)) return null;
+    if (await this.repairedByOperator(reference, entry.walletId)) return null;
     const naira = formatNaira(-entry.amountKobo);
     return {
       walletId: entry.walletId,

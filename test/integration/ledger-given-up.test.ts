@@ -348,6 +348,35 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     expect(await problemsOf(walletId)).toEqual([]);
   });
 
+  it("refuses a refund's credit to another wallet than the debit's, and counts none made there as its repair", async () => {
+    const { walletId, reference } = await keptDebit(10 * 60_000);
+    const refund = refundReference(reference);
+    const other = randomUUID();
+    await expect(store.creditByOperator(other, refund, 1_000)).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringContaining(`taken from wallet ${walletId}, not this one`),
+    });
+    expect(await entriesOf(other)).toEqual([]);
+    // One made there before this refusal gave the debit's wallet nothing: still reported, and
+    // given back by the sweep.
+    await store.post({
+      walletId: other,
+      type: 'CREDIT',
+      amountKobo: 1_000,
+      reference: `admin:${refund}`,
+    });
+    expect(await problemsOf(walletId)).toEqual([
+      expect.objectContaining({ walletId, kind: 'UNREFUNDED' }),
+    ]);
+    expect(await store.repairGivenUp()).toBeGreaterThanOrEqual(1);
+    expect((await entriesOf(walletId)).map((e) => [e.type, e.reference])).toEqual([
+      ['CREDIT', expect.any(String)],
+      ['DEBIT', reference],
+      ['REFUND', refund],
+    ]);
+    expect(await problemsOf(walletId)).toEqual([]);
+  });
+
   it('refuses to give back a debit undone before it took anything, and credits any other reference', async () => {
     const walletId = randomUUID();
     await credit(store, walletId, 500);
