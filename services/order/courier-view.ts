@@ -21,6 +21,23 @@ export const courierViewer =
   (services, delivery, addresses, options = {}) =>
     courierOnDelivery(services, delivery, addresses, { ...options, freshForMs });
 
+/**
+ * `viewer`, showing no courier when the directory cannot be read (courier-matching restarting):
+ * a reader's answer does not fail for its courier, whose assignment its status still shows.
+ * `whereShown` completes the log's `courier not shown …`.
+ */
+export function courierIfReadable(
+  viewer: CourierViewer,
+  logger: () => { warn(message: string, meta: object): void },
+  whereShown: string,
+): CourierViewer {
+  return (services, delivery, addresses, options) =>
+    viewer(services, delivery, addresses, options).catch((err: Error) => {
+      logger().warn(`courier not shown ${whereShown}`, { err: err.message });
+      return undefined;
+    });
+}
+
 /** The spec's courier view, on a delivery once a courier is assigned. */
 export interface CourierOnDelivery {
   name: string;

@@ -1,7 +1,7 @@
 import type { Logger } from 'moleculer';
 import { conflict, notFound } from '../../libs/errors';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
-import type { CourierViewer } from './courier-view';
+import { courierIfReadable, type CourierViewer } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import type { DeliveryStatus, LifecycleEvent } from './lifecycle';
 import { DELIVERY_NOT_FOUND } from './parties';
@@ -36,6 +36,7 @@ export interface DeliveryAdminDeps {
 
 export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActions {
   const { store, transitions, settlement } = deps;
+  const operatorsCourier = courierIfReadable(deps.courierOf, deps.logger, 'to an operator');
 
   async function existing(deliveryId: string): Promise<DeliveryRecord> {
     const delivery = await transitions.current(deliveryId);
@@ -49,10 +50,7 @@ export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActi
    */
   async function operatorsView(ctx: WaybillContext<unknown>, delivery: DeliveryRecord) {
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
-    const courier = await deps.courierOf(ctx, delivery, addresses).catch((err: Error) => {
-      deps.logger().warn('courier not shown to an operator', { err: err.message });
-      return undefined;
-    });
+    const courier = await operatorsCourier(ctx, delivery, addresses);
     return toDeliveryView(delivery, addresses, courier);
   }
 

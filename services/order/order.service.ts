@@ -34,7 +34,7 @@ import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow } from './cancel-window';
 import { Cancellations } from './cancellation';
 import { changeableBy, readableBy, roleOf } from './parties';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
-import { courierViewer } from './courier-view';
+import { courierIfReadable, courierViewer } from './courier-view';
 import { createDeliveryAdminActions } from './delivery-admin';
 import type { DeliveryRecord } from './delivery-record';
 import { notificationOutbox } from './notification-outbox';
@@ -43,6 +43,7 @@ import { PaymentOutcomes } from './payment-outcomes';
 import { ProofChecks } from './proofs';
 import { Simulator } from './simulator';
 import { isFollowed } from './tracking';
+import { isTerminal } from './lifecycle';
 import type { RequestParams } from './request-input';
 import { DeliveryRequests } from './requests';
 import {
@@ -106,6 +107,7 @@ export function createOrderService(config: Config): ServiceDefinition {
   );
   const outbox = new Outbox(store, config.notifications.publicBaseUrl, config.appEnv);
   const courierOf = courierViewer(config.courierPositions.onlineMs);
+  const callersCourier = courierIfReadable(courierOf, () => logger, 'to its merchant');
   const shared = { store, outbox, courierOf, services: () => broker, logger: () => logger };
   const transitions = new DeliveryTransitions(store, (deliveryId, err) =>
     logger.warn('delivery document not written; the next read repairs it', { deliveryId, err }),
@@ -240,7 +242,6 @@ export function createOrderService(config: Config): ServiceDefinition {
     });
   }
 
-  /** Deliveries as the merchant sees them, each with its courier once assigned. */
   /** The deliveries as the caller sees them: a linked recipient, less their creator's own. */
   async function callersViews(ctx: WaybillContext<unknown>, deliveries: DeliveryRecord[]) {
     const userId = requireUser(ctx);
@@ -251,7 +252,7 @@ export function createOrderService(config: Config): ServiceDefinition {
         // Not located for a recipient who no longer follows it: geo is not asked for what
         // their view drops.
         const located = recipient ? isFollowed(d.lifecycle.status) : undefined;
-        const courier = await courierOf(ctx, d, addresses, { located });
+        const courier = await callersCourier(ctx, d, addresses, { located });
         const view = toDeliveryView(d, addresses, courier);
         return recipient ? recipientsView(view) : view;
       }),
@@ -493,7 +494,10 @@ export function createOrderService(config: Config): ServiceDefinition {
           const held = await call(ctx, 'courier-matching.heldDelivery', { courierId });
           if (!held.deliveryId) return null;
           const delivery = await transitions.current(held.deliveryId);
-          if (!delivery || delivery.assignment?.courierId !== courierId) return null;
+          // Held still, when its end has not freed the courier yet (matching away): an ended
+          // delivery's stops and contacts are no longer theirs to see.
+          if (delivery?.assignment?.courierId !== courierId) return null;
+          if (isTerminal(delivery.lifecycle.status)) return null;
           return toCourierDeliveryView(delivery, await addressesOf([delivery]));
         },
       }),

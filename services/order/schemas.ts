@@ -166,6 +166,13 @@ const address = Joi.object()
     'A resolved address (see POST /api/route) with its id, createdAt, updatedAt and deletedAt (null)',
   );
 
+/** A stop as its courier reads it (views.ts, `toCourierStopView`). */
+const courierStop = Joi.object()
+  .unknown(true)
+  .description(
+    'The stop’s resolved address with its contact’s name and phone and its note; not the contact’s e-mail',
+  );
+
 const feeBlock = Joi.object()
   .unknown(true)
   .description('The deliveryFee block of POST /api/pricing, with who has paid');
@@ -382,8 +389,8 @@ export const courierDeliveryView = view('CourierDelivery', {
   id: uuid(),
   trackingId: Joi.string(),
   status: Joi.string().valid(...DELIVERY_STATUSES),
-  pickup: address,
-  dropoff: address,
+  pickup: courierStop,
+  dropoff: courierStop,
   note: Joi.string().allow(null),
   packages: Joi.object({ count: Joi.number().integer(), totalWeight: Joi.string() }),
   collectionCodeRequired: Joi.boolean().description('Ask the sender for the collection code'),

@@ -8,7 +8,7 @@ import {
 } from '../../libs/contracts/order';
 import { notFound } from '../../libs/errors';
 import { action, implement, type ServiceActions } from '../../libs/service';
-import type { CourierViewer } from './courier-view';
+import { courierIfReadable, type CourierViewer } from './courier-view';
 import { searchStartsAt } from './scheduling';
 import type { OrderStore } from './store';
 import { courierForgotten, isFollowed, toTrackingView } from './tracking';
@@ -28,7 +28,8 @@ export function createTrackingActions(deps: {
   /** ORDER_SCHEDULED_SEARCH_LEAD_MS: when a SCHEDULED delivery's courier is looked for. */
   scheduledSearchLeadMs: number;
 }): ServiceActions {
-  const { store, transitions, courierOf, scheduledSearchLeadMs } = deps;
+  const { store, transitions, scheduledSearchLeadMs } = deps;
+  const pagesCourier = courierIfReadable(deps.courierOf, deps.logger, 'on a tracking page');
 
   async function stateOf(services: Caller, trackingId: string): Promise<TrackingState | null> {
     if (!TRACKING_PATTERN.test(trackingId)) return null;
@@ -36,16 +37,12 @@ export function createTrackingActions(deps: {
     const delivery = deliveryId ? await transitions.current(deliveryId) : null;
     if (!delivery) return null;
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
-    // A page must not fail for its courier: without the directory, none is shown until it is back.
     const now = new Date();
     const courier = courierForgotten(delivery, now)
       ? undefined
-      : await courierOf(services, delivery, addresses, {
+      : await pagesCourier(services, delivery, addresses, {
           now,
           located: isFollowed(delivery.lifecycle.status),
-        }).catch((err: Error) => {
-          deps.logger().warn('courier not shown on a tracking page', { err: err.message });
-          return undefined;
         });
     const searchFrom = searchStartsAt(delivery, scheduledSearchLeadMs);
     const fleetTypeId = courier?.fleet.typeId;

@@ -189,13 +189,23 @@ export function toNotificationView(message: NotificationRecord, showText: boolea
  * A delivery as the courier holding it sees it: where to collect and deliver, whom to ask,
  * which codes to ask for, what to collect; never the merchant's fees or the codes themselves.
  */
+/**
+ * A stop as its courier sees it: where, and whom to ask for; not the contact's e-mail (the
+ * merchant's own login, at the pickup), which a courier has no use for.
+ */
+function toCourierStopView(address: StoredAddress): ResolvedAddress {
+  const stop = toAddressView(address);
+  delete stop.contactEmail;
+  return stop;
+}
+
 export function toCourierDeliveryView(
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,
 ) {
   const stop = (id: string) => {
     const found = addresses.get(id);
-    return found ? toAddressView(found) : null;
+    return found ? toCourierStopView(found) : null;
   };
   const codeNeeded = (type: ProofRecord['type']) =>
     delivery.proofs.some((p) => p.type === type && p.isActive && !p.scannedAt);

@@ -168,6 +168,18 @@ describe('a delivery driven to the door through the courier API', () => {
 
     const current = await asCourier(near, 'GET', '/courier/deliveries/current');
     expect(current.body.data).toMatchObject({ id: deliveryId, status: 'COURIER_ASSIGNED' });
+    // Where, and whom to ask for; not the contacts' e-mail (the pickup's is the merchant's login).
+    const { pickup, dropoff } = current.body.data;
+    expect(dropoff).toMatchObject({
+      contactName: DESTINATION.contactName,
+      contactPhone: DESTINATION.contactPhone,
+      lat: DESTINATION.lat,
+    });
+    expect(pickup).toMatchObject({ lat: ORIGIN.lat, lon: ORIGIN.lon });
+    expect(Object.keys(pickup)).not.toContain('contactEmail');
+    expect(Object.keys(dropoff)).not.toContain('contactEmail');
+    // The merchant's own view keeps it.
+    expect(assigned.destination.contactEmail).toBe(DESTINATION.contactEmail);
 
     const step = (courier: Courier, name: string, json?: unknown) =>
       asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
@@ -1020,6 +1032,32 @@ describe('pay-on-delivery and cancel', () => {
     await call(stack.client, 'courier-matching.endMatching', { deliveryId: first.deliveryId });
     const second = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
     expect((await offerOf(courier)).deliveryId).toBe(second.deliveryId);
+  });
+
+  it('shows a courier held by a delivery that ended (its release not through yet) none of it', async () => {
+    const { courier, first, offer } = await cancelledUnderCourier({
+      lat: ORIGIN.lat - 0.007,
+      lon: ORIGIN.lon + 0.004,
+    });
+    // The hold as it stood before the end let it go (matching away when the end was asked).
+    await db.collection('courier_holds').insertOne({
+      _id: courier.id as never,
+      deliveryId: first.deliveryId,
+      offerId: offer.id,
+      kind: 'OFFER',
+      at: new Date(),
+    });
+    try {
+      const held = await call(stack.client, 'courier-matching.heldDelivery', {
+        courierId: courier.id,
+      });
+      expect(held.deliveryId).toBe(first.deliveryId);
+      const current = await asCourier(courier, 'GET', '/courier/deliveries/current');
+      expect(current.status).toBe(200);
+      expect(current.body.data).toBeNull();
+    } finally {
+      await db.collection('courier_holds').deleteOne({ _id: courier.id as never });
+    }
   });
 
   it('frees a courier left marked busy for a delivery gone, at a report of theirs a while later', async () => {

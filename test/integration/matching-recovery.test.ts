@@ -156,7 +156,7 @@ it('gives the fee back and frees the packages of a delivery cancelled while matc
   }
 }, 120_000);
 
-it('shows an assigned delivery’s tracking page while matching is down, without its courier', async () => {
+it('shows an assigned delivery’s tracking page and its merchant’s reads while matching is down, without its courier', async () => {
   const courier = await courierAt({ lat: ORIGIN.lat + 0.001, lon: ORIGIN.lon + 0.002 });
   const merchant = await createUserWithKey(rest.url);
   await credit(rest.url, merchant, 100_000);
@@ -183,6 +183,17 @@ it('shows an assigned delivery’s tracking page while matching is down, without
     expect(shown.status).toBe(200);
     expect(shown.text).toContain('A courier is on the way to collect your delivery.');
     expect(shown.text).not.toContain('Tunde');
+    // The merchant's read and list answer too: assigned, its courier shown once it is back.
+    const deliveryId = created.body.data.deliveryId as string;
+    const read = await getDelivery(rest.url, merchant, deliveryId);
+    expect(read.status).toBe(200);
+    expect(read.body.data).toMatchObject({ id: deliveryId, status: 'COURIER_ASSIGNED' });
+    expect(read.body.data.courier).toBeUndefined();
+    const list = await request(rest.url, 'GET', '/api/deliveries', {
+      headers: { 'api-key': merchant.key },
+    });
+    expect(list.status).toBe(200);
+    expect(list.body.data.map((d: { id: string }) => d.id)).toContain(deliveryId);
   } finally {
     matching ??= await startMatching();
   }
