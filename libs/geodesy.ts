@@ -43,3 +43,17 @@ export function haversineKm(a: GeoPoint, b: GeoPoint): number {
 
 /** Road length over straight-line length, where no router measured the road. */
 export const DEFAULT_CIRCUITY = 1.3;
+
+/**
+ * The grid, in degrees (about 1.1 km), a point is told on to someone who needs its area, not
+ * its door: the tracking page's map, a courier's offer. Told exactly, a drop-off placed by its
+ * distance from a shop's public address was its customer's door.
+ */
+const AREA_GRID_DEGREES = 0.01;
+const CELLS_PER_DEGREE = 1 / AREA_GRID_DEGREES;
+
+/** `point` at the middle of its grid cell (0.01°), with no binary fraction noise: 6.45, not 6.4500000000000002. */
+export function onAreaGrid({ lat, lon }: GeoPoint): GeoPoint {
+  const snap = (degrees: number) => Math.round(degrees * CELLS_PER_DEGREE) / CELLS_PER_DEGREE;
+  return { lat: snap(lat), lon: snap(lon) };
+}

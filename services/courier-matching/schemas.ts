@@ -283,7 +283,9 @@ export const offerView = view('CourierOffer', {
   deliveryId: uuid(),
   status: Joi.string().valid('OPEN', ...OFFER_OUTCOMES),
   pickup: point,
-  dropoff: point,
+  dropoff: point.description(
+    'The drop-off’s area: the middle of its 0.01° cell (about 1 km); its address comes with the delivery once accepted',
+  ),
   weightGrams: Joi.number().integer(),
   offeredAt: Joi.string().isoDate(),
   expiresAt: Joi.string()

@@ -2,7 +2,7 @@ import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
 import { conflict, isWaybillError, notFound, serviceBusy } from '../../libs/errors';
-import type { GeoPoint } from '../../libs/geodesy';
+import { onAreaGrid, type GeoPoint } from '../../libs/geodesy';
 import { BoundedMap } from '../../libs/lookup-cache';
 import {
   carryingFleetTypes,
@@ -983,7 +983,8 @@ export class Searches {
       deliveryId: offer.deliveryId,
       status: outcome ?? (expired ? 'EXPIRED' : 'OPEN'),
       pickup: search.pickup,
-      dropoff: search.dropoff,
+      // Its area, not its door: every courier offered sees it, the ones who decline too.
+      dropoff: onAreaGrid(search.dropoff),
       weightGrams: search.weightGrams,
       offeredAt: offer.offeredAt.toISOString(),
       expiresAt: offer.expiresAt.toISOString(),

@@ -1,5 +1,5 @@
 import { followedByRecipient, type TrackingView } from '../../libs/contracts/order';
-import type { GeoPoint } from '../../libs/geodesy';
+import { onAreaGrid } from '../../libs/geodesy';
 import { DEFAULT_TIME_ZONE } from '../../libs/schedule';
 import type { CourierOnDelivery } from './courier-view';
 import { shownSteps, type DeliveryRecord, type StoredAddress } from './delivery-record';
@@ -53,13 +53,6 @@ export const STATUS_TEXT: Record<DeliveryStatus, string> = {
 const AWAITING_PAYMENT = 'A courier is found for it once it is paid.';
 
 /**
- * The grid, in degrees (about 1.1 km), the map's points are drawn on. Drawn exactly, pickup
- * and drop-off relative to each other, with the trip's length, gave a stop to a few metres
- * from the other one: a shop's public address led to its customer's door.
- */
-const MAP_GRID_DEGREES = 0.01;
-
-/**
  * Days a delivery's page still names its courier (first name, vehicle, plate) after the
  * delivery ended: links get forwarded and kept, and a courier's plate is nobody's business
  * once the packages arrived.
@@ -78,14 +71,6 @@ export function courierForgotten(
 
 /** Minutes the arrival window's ends are rounded out to. */
 const ETA_ROUNDING_MINUTES = 5;
-
-const onGrid = (degrees: number) => Math.round(degrees / MAP_GRID_DEGREES) * MAP_GRID_DEGREES;
-
-/** A point as the map may draw it: the middle of its grid cell. */
-const blurred = ({ lat, lon }: GeoPoint): GeoPoint => ({
-  lat: onGrid(lat),
-  lon: onGrid(lon),
-});
 
 /**
  * The trip's length as the page states it: whole kilometres, at least 1 (with the drawing,
@@ -232,6 +217,6 @@ export function toTrackingView(
       : null,
     eta: followed && courier?.eta ? roundedWindow(courier.eta, searchTime.now) : null,
     timeZone: delivery.timeZone ?? DEFAULT_TIME_ZONE,
-    map: projectMap(blurred(origin), blurred(destination), at ? blurred(at) : null),
+    map: projectMap(onAreaGrid(origin), onAreaGrid(destination), at ? onAreaGrid(at) : null),
   };
 }

@@ -148,6 +148,9 @@ describe('a delivery driven to the door through the courier API', () => {
 
     const offer = await offerOf(near);
     expect(offer.deliveryId).toBe(deliveryId);
+    // The pickup's point; the drop-off's area (its 0.01° cell), not its door.
+    expect(offer.pickup).toEqual({ lat: ORIGIN.lat, lon: ORIGIN.lon });
+    expect(offer.dropoff).toEqual({ lat: 6.45, lon: 3.47 });
     expect(await noOffer(far)).toBe(true);
     // Someone else's offer is not found.
     expectErrorEnvelope(await asCourier(far, 'POST', `/courier/offers/${offer.id}/accept`), 404);

@@ -11,6 +11,8 @@ export interface Courier {
 export interface Offer {
   id: string;
   deliveryId: string;
+  pickup: { lat: number; lon: number };
+  dropoff: { lat: number; lon: number };
 }
 
 let plates = 0;
