@@ -97,7 +97,10 @@ const withAccount = <T>(run: (broker: ServiceBroker, config: Config) => Promise<
 const withWallets = <T>(run: (broker: ServiceBroker) => Promise<T>) =>
   withServices(['account', 'payment'], run);
 /** Geo checks fleet types: only commands that set one need it (it loads the gazetteer). */
-const withCouriers = <T>(run: (broker: ServiceBroker) => Promise<T>, options = { geo: false }) =>
+const withCouriers = <T>(
+  run: (broker: ServiceBroker, config: Config) => Promise<T>,
+  options = { geo: false },
+) =>
   withServices(
     options.geo ? ['account', 'geo', 'courier-matching'] : ['account', 'courier-matching'],
     run,
@@ -108,6 +111,18 @@ const withCourierCash = <T>(run: (broker: ServiceBroker) => Promise<T>) =>
   withServices(['account', 'courier-matching', 'payment'], run);
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+
+/**
+ * A revocation is announced to running gateways over NATS; without NATS_URL the command's
+ * broker is its own and nobody hears it: each gateway goes on accepting `what` until its cache
+ * of it expires. Said, since the revocation itself was made.
+ */
+function warnGatewaysNotTold(config: Config, what: string, cacheSeconds: number): void {
+  if (config.natsUrl) return;
+  console.error(
+    `waybill: NATS_URL is not set, so no running gateway was told: each accepts ${what} until its cache of it expires (up to ${cacheSeconds} s). Set NATS_URL and NAMESPACE to the platform's to revoke at once`,
+  );
+}
 
 const positiveInt = (value: string) => {
   const n = Number(value);
@@ -212,9 +227,10 @@ program
   .description('revoke an API key')
   .argument('<keyId>', 'key id (UUID)')
   .action((keyId: string) =>
-    withAccount((broker) => call(broker, 'account.revokeApiKey', { keyId })).then(() =>
-      console.log(`revoked ${keyId}`),
-    ),
+    withAccount(async (broker, config) => {
+      await call(broker, 'account.revokeApiKey', { keyId });
+      warnGatewaysNotTold(config, 'the key', config.apiKeyCacheSeconds);
+    }).then(() => console.log(`revoked ${keyId}`)),
   );
 
 const wallet = program.command('wallet').description("users' wallets");
@@ -529,12 +545,15 @@ couriers
 
 couriers
   .command('token-revoke')
-  .description('revoke a courier token: running gateways stop accepting it at once')
+  .description(
+    'revoke a courier token: running gateways stop accepting it at once (with NATS_URL set to the platform’s)',
+  )
   .argument('<tokenId>', 'the token’s id (UUID), as token-list shows it')
   .action((tokenId: string) =>
-    withCouriers((broker) => broker.call('courier-matching.revokeCourierToken', { tokenId })).then(
-      () => console.log(`courier token ${tokenId} revoked`),
-    ),
+    withCouriers(async (broker, config) => {
+      await broker.call('courier-matching.revokeCourierToken', { tokenId });
+      warnGatewaysNotTold(config, 'the token', config.courierTokenCacheSeconds);
+    }).then(() => console.log(`courier token ${tokenId} revoked`)),
   );
 
 /** A courier's chain of entries read by `action`, a page at a time (`cash`, `wallet`). */
@@ -719,7 +738,15 @@ files
         // Nothing deleted yet more said left: a bucket that lists what it cannot delete.
         if (!page.more || page.deleted === 0) return { userId, deleted, more: page.more };
       }
-    }).then(print),
+    }).then((purged) => {
+      print(purged);
+      if (purged.more) {
+        console.error(
+          "waybill: files are left that the bucket lists but would not delete: check the bucket's permissions and object locks, then run the purge again",
+        );
+        process.exitCode = 1;
+      }
+    }),
   );
 
 /** The file's bytes as they are, or standard input's for `-`: a signature covers raw bytes. */
@@ -741,7 +768,14 @@ program
   .description(
     'check the Waybill-Signature of a captured webhook request; prints "valid" (exit 0) or why not (exit 1)',
   )
-  .requiredOption('--secret <secret>', "the endpoint's signing secret, whsec_...")
+  .addOption(
+    new Option(
+      '--secret <secret>',
+      "the endpoint's signing secret, whsec_... (from the environment, it stays out of the shell's history and the process list)",
+    )
+      .env('WAYBILL_WEBHOOK_SECRET')
+      .makeOptionMandatory(),
+  )
   .requiredOption('--header <value>', 'the Waybill-Signature header, as received')
   .requiredOption('--body-file <path>', 'the raw request body, byte for byte; - reads stdin')
   .option(

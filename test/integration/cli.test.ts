@@ -424,6 +424,10 @@ describe('waybill CLI: couriers', () => {
     ]);
     const revoked = await cli('couriers', 'token-revoke', created.id);
     expect(revoked.stdout.trim()).toBe(`courier token ${created.id} revoked`);
+    // Without NATS_URL no running gateway heard it: said, with how long they may accept it.
+    expect(revoked.stderr).toMatch(
+      /^waybill: NATS_URL is not set, so no running gateway was told: each accepts the token until its cache of it expires \(up to \d+ s\)/,
+    );
     expect(json(await cli('couriers', 'token-list', courierId))).toEqual([]);
     const again = await cli('couriers', 'token-revoke', created.id);
     expect(again.code).toBe(1);

@@ -46,6 +46,18 @@ describe('waybill webhooks verify', () => {
     expect(piped).toMatchObject({ code: 0, stdout: 'valid\n' });
   });
 
+  it('takes the secret from WAYBILL_WEBHOOK_SECRET, out of the process list, and asks for one without it', async () => {
+    const args = ['webhooks', 'verify', '--header', HEADER, '--body-file', bodyFile];
+    args.push('--now', String(T));
+    const env = { ...process.env, WAYBILL_WEBHOOK_SECRET: SECRET };
+    expect(await runTypeScript(CLI, args, { env })).toMatchObject({ code: 0, stdout: 'valid\n' });
+    const without: NodeJS.ProcessEnv = { ...env };
+    delete without.WAYBILL_WEBHOOK_SECRET;
+    const missing = await runTypeScript(CLI, args, { env: without });
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/--secret <secret>.*not specified/);
+  });
+
   it('accepts the header pasted with its name', async () => {
     const args = ['webhooks', 'verify', '--secret', SECRET, '--header'];
     args.push(`Waybill-Signature: ${HEADER}`, '--body-file', bodyFile, '--now', String(T));
