@@ -286,7 +286,7 @@ export const offerView = view('CourierOffer', {
   dropoff: point.description(
     'The drop-off’s area: the middle of its 0.01° cell (about 1 km); its address comes with the delivery once accepted',
   ),
-  weightGrams: Joi.number().integer(),
+  totalWeight: Joi.string().description('What the packages weigh, kg with five decimals'),
   offeredAt: Joi.string().isoDate(),
   expiresAt: Joi.string()
     .isoDate()

@@ -3,6 +3,7 @@ import { call, type Caller } from '../../libs/contracts';
 import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
 import { conflict, isWaybillError, notFound, serviceBusy } from '../../libs/errors';
 import { onAreaGrid, type GeoPoint } from '../../libs/geodesy';
+import { formatKg } from '../../libs/money';
 import { BoundedMap } from '../../libs/lookup-cache';
 import {
   carryingFleetTypes,
@@ -118,7 +119,8 @@ export interface OfferView {
   status: 'OPEN' | OfferOutcome;
   pickup: { lat: number; lon: number };
   dropoff: { lat: number; lon: number };
-  weightGrams: number;
+  /** kg with five decimals, as every weight of the API. */
+  totalWeight: string;
   offeredAt: string;
   expiresAt: string;
 }
@@ -985,7 +987,7 @@ export class Searches {
       pickup: search.pickup,
       // Its area, not its door: every courier offered sees it, the ones who decline too.
       dropoff: onAreaGrid(search.dropoff),
-      weightGrams: search.weightGrams,
+      totalWeight: formatKg(search.weightGrams),
       offeredAt: offer.offeredAt.toISOString(),
       expiresAt: offer.expiresAt.toISOString(),
     };

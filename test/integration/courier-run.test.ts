@@ -181,6 +181,9 @@ describe('a delivery driven to the door through the courier API', () => {
     expect(pickup).toMatchObject({ lat: ORIGIN.lat, lon: ORIGIN.lon });
     expect(Object.keys(pickup)).not.toContain('contactEmail');
     expect(Object.keys(dropoff)).not.toContain('contactEmail');
+    // The offer's weight, as every weight of the API: kg with five decimals.
+    expect(offer.totalWeight).toMatch(/^\d+\.\d{5}$/);
+    expect(offer.totalWeight).toBe(current.body.data.packages.totalWeight);
     // The merchant's own view keeps it.
     expect(assigned.destination.contactEmail).toBe(DESTINATION.contactEmail);
 

@@ -13,6 +13,7 @@ export interface Offer {
   deliveryId: string;
   pickup: { lat: number; lon: number };
   dropoff: { lat: number; lon: number };
+  totalWeight: string;
 }
 
 let plates = 0;
