@@ -1,6 +1,7 @@
 import type { Logger, ServiceBroker } from 'moleculer';
 import { Backfills } from '../../libs/backfills';
 import type { Config } from '../../libs/config';
+import { FLEET_TYPES_CHANGED_EVENT, type GeoEvents } from '../../libs/contracts/geo';
 import {
   assignCourierParams,
   getAddressParams,
@@ -296,6 +297,10 @@ export function createOrderService(config: Config): ServiceDefinition {
       [COURIERS_MOVED_EVENT]: {
         handler: (ctx: { params: MatchingEvents[typeof COURIERS_MOVED_EVENT] }) =>
           announcer.locations(ctx.params.moves),
+      },
+      [FLEET_TYPES_CHANGED_EVENT]: {
+        handler: (ctx: { params: GeoEvents[typeof FLEET_TYPES_CHANGED_EVENT] }) =>
+          simulator.forgetSpeed(ctx.params.fleetTypeId),
       },
     },
     actions: {

@@ -152,6 +152,11 @@ export class Simulator {
     };
   }
 
+  /** A fleet type changed (geo's broadcast): its speed is read again at the next run. */
+  forgetSpeed(fleetTypeId: string): void {
+    this.speeds.delete(fleetTypeId);
+  }
+
   private async speedOf(fleetTypeId: string): Promise<number> {
     let speed = this.speeds.get(fleetTypeId);
     if (speed === undefined) {
