@@ -56,6 +56,8 @@ export interface CourierView {
   profilePhoto: string | null;
   fleet: CourierFleet;
   active: boolean;
+  /** The sandbox's courier of one simulated delivery: no request may name it. */
+  virtual: boolean;
   lastLocation: CourierLocation | null;
   createdAt: string;
   updatedAt: string;

@@ -110,6 +110,9 @@ export const courierView = view('Courier', {
   profilePhoto: Joi.string().uri().allow(null),
   fleet: courierFleetView,
   active: Joi.boolean().description('Only active couriers are offered deliveries'),
+  virtual: Joi.boolean().description(
+    'The sandbox’s courier of one simulated delivery (staging): offered that delivery only, and named by no request',
+  ),
   lastLocation: courierLocationView
     .allow(null)
     .description('Null until the courier reports a location to matching'),

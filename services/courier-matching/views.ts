@@ -46,6 +46,7 @@ export function toCourierView(
       colour: fleet.colour,
     },
     active: record.active,
+    virtual: record.virtual === true,
     lastLocation: location ? locationView(location) : null,
     createdAt: record.createdAt.toISOString(),
     updatedAt: record.updatedAt.toISOString(),

@@ -163,7 +163,9 @@ export class DeliveryRequests {
 
   /**
    * SPECIFIC needs an active courier; a merchant's own couriers, at least one; a COURIER_WALLET
-   * pay-on-delivery, an active courier whose id is no user's (409). The ids of the
+   * pay-on-delivery, an active courier whose id is no user's (409). A virtual courier (the
+   * sandbox's, whose id its delivery shows) is nobody's to name: offered another delivery it
+   * would never answer, and a wallet of its would credit nobody. The ids of the
    * merchant's own active couriers when they were read (MERCHANT_SPECIAL_COURIERS), else null.
    */
   private async checkCouriers(
@@ -173,7 +175,7 @@ export class DeliveryRequests {
   ): Promise<string[] | null> {
     const activeCourier = async (courierId: string, field: string) => {
       const courier = await call(services, 'courier-matching.getCourier', { courierId });
-      if (!courier?.active) {
+      if (!courier?.active || courier.virtual) {
         const error = notFound(COURIER_NOT_FOUND);
         error.data = { errors: [{ field, message: `no active courier ${courierId}` }] };
         throw error;

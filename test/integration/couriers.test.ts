@@ -95,6 +95,7 @@ describe('POST /admin/couriers', () => {
         colour: 'Silver',
       },
       active: true,
+      virtual: false,
       lastLocation: null,
       createdAt: expect.any(String),
       updatedAt: courier.createdAt,

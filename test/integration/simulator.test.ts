@@ -200,6 +200,40 @@ describe('Waybill-Simulate', () => {
     expectErrorEnvelope(await send('delivered'), 422, /Idempotency-Key/);
   });
 
+  it('lets no request name a virtual courier: not as its courier, not as the wallet of its cash', async () => {
+    const { merchant, deliveryId } = await simulated('delivered');
+    const virtual = virtualCourierId(deliveryId);
+    await eventually(async () => {
+      const got = (await getDelivery(base(), merchant, deliveryId)).body.data;
+      expect(got.courier).toBeDefined();
+    });
+    const operators = await request(base(), 'GET', `/admin/couriers/${virtual}`, {
+      headers: adminHeaders,
+    });
+    expect(operators.body.data).toMatchObject({ id: virtual, virtual: true });
+    const packageId = await savePackage(base(), merchant);
+    const before = await balanceOf(base(), merchant);
+    const specific = await requestDelivery(base(), merchant, [packageId], {
+      courierSelection: 'SPECIFIC',
+      courierId: virtual,
+    });
+    expectErrorEnvelope(specific, 404);
+    expect(specific.body.errors).toEqual([
+      { field: 'courierId', message: `no active courier ${virtual}` },
+    ]);
+    const cash = await requestDelivery(base(), merchant, [packageId], {
+      payOnDelivery: true,
+      podRemitTo: 'COURIER_WALLET',
+      podCourierProfileId: virtual,
+    });
+    expectErrorEnvelope(cash, 404);
+    expect(cash.body.errors).toEqual([
+      { field: 'podCourierProfileId', message: `no active courier ${virtual}` },
+    ]);
+    // Nothing was taken for either.
+    expect(await balanceOf(base(), merchant)).toBe(before);
+  });
+
   it('refuses a value it does not know, naming the ones it does', async () => {
     const merchant: Party = await createUserWithKey(base());
     const reply = await requestDelivery(
