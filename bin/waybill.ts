@@ -244,8 +244,25 @@ wallet
     '--reference <reference>',
     'yours, unique per credit: repeating it credits nothing more',
   )
-  .action((userId: string, opts: { amount: number; reference: string }) =>
+  .option('--note <text>', 'why, shown to the owner as the entry’s description')
+  .action((userId: string, opts: { amount: number; reference: string; note?: string }) =>
     withWallets((broker) => broker.call('payment.adminCredit', { userId, ...opts })).then(print),
+  );
+
+wallet
+  .command('debit')
+  .description(
+    "take back from a user's wallet what was credited by mistake, once per reference (never below zero)",
+  )
+  .argument('<userId>', 'owner (UUID)')
+  .requiredOption('--amount <naira>', 'NGN, at most two decimals', Number)
+  .requiredOption(
+    '--reference <reference>',
+    'yours, unique per debit: repeating it takes nothing more',
+  )
+  .requiredOption('--note <text>', 'why, shown to the owner as the entry’s description')
+  .action((userId: string, opts: { amount: number; reference: string; note: string }) =>
+    withWallets((broker) => broker.call('payment.adminDebit', { userId, ...opts })).then(print),
   );
 
 wallet

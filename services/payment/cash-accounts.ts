@@ -23,6 +23,7 @@ import {
   owedKobo,
   payOnDeliveryReference,
 } from './ledger';
+import type { Logger } from 'moleculer';
 import type { LedgerStore } from './ledger-store';
 import {
   cashEntryView,
@@ -46,7 +47,10 @@ import { toCourierCashView, toCourierWalletView, toTransactionView } from './vie
 const PAGED =
   'A page of `limit` entries, newest first; the next page is `before=<sequence of the last one>`.';
 
-export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
+export function createCashAccountActions(
+  ledger: LedgerStore,
+  logger: () => Logger,
+): ServiceActions {
   /** A courier's cash account and a page of its entries. */
   const cashOf = async (courierId: string, page: TransactionsParams) =>
     toCourierCashView(courierId, ...(await chainOf(cashAccountId(courierId), page)));
@@ -144,13 +148,16 @@ export function createCashAccountActions(ledger: LedgerStore): ServiceActions {
       async handler(ctx) {
         const { courierId, amount, reference, note } = ctx.params;
         await requireKnownCourier(ctx, courierId);
-        const { entry } = await ledger.post({
+        const { entry, replayed } = await ledger.post({
           walletId: cashAccountId(courierId),
           type: 'CREDIT',
           amountKobo: nairaToKobo(amount),
           reference: cashRemittanceReference(reference),
           description: note ?? 'Cash handed in',
         });
+        if (!replayed) {
+          logger().info('cash remittance recorded', { courierId, amount, reference, note });
+        }
         return toTransactionView(entry);
       },
     }),

@@ -400,7 +400,12 @@ export class LedgerStore {
    * not give back what the debit took, or the debit took nothing, or it names another wallet's
    * debit (posted here, it would read as that debit's refund, and its wallet would get nothing).
    */
-  creditByOperator(walletId: string, reference: string, amountKobo: number): Promise<Posting> {
+  creditByOperator(
+    walletId: string,
+    reference: string,
+    amountKobo: number,
+    note = 'Credit by an operator',
+  ): Promise<Posting> {
     return this.turns.run(walletId, async () => {
       const debitReference = debitOfRefund(reference);
       const debit = debitReference ? await this.findReference(debitReference) : null;
@@ -418,7 +423,7 @@ export class LedgerStore {
           type: 'CREDIT',
           amountKobo,
           reference: adminCreditReference(reference),
-          description: 'Credit by an operator',
+          description: note,
         });
       }
       if (debit.type === VOIDED || !(await this.postedEntry(debit))) {

@@ -29,6 +29,9 @@ export const payOnDeliveryReference = (deliveryId: string) => `pod:${deliveryId}
 /** An operator's credit is posted under `admin:<their reference>`, apart from other kinds. */
 export const adminCreditReference = (reference: string) => `admin:${reference}`;
 
+/** An operator's correcting debit, under `admin-debit:<their reference>`, apart from credits. */
+export const adminDebitReference = (reference: string) => `admin-debit:${reference}`;
+
 /** An operator's record of cash a courier handed in, apart from other kinds of reference. */
 export const cashRemittanceReference = (reference: string) => `remittance:${reference}`;
 

@@ -192,8 +192,8 @@ export function createPaymentService(config: Config): ServiceDefinition {
         },
       }),
 
-      ...createWalletAdminActions(ledger),
-      ...createCashAccountActions(ledger),
+      ...createWalletAdminActions(ledger, () => logger),
+      ...createCashAccountActions(ledger, () => logger),
       ...createCheckoutActions(checkouts),
       ...createUncreditedAdminActions(checkoutStore),
       ...createReversalAdminActions(checkoutStore),

@@ -127,7 +127,16 @@ export interface AdminCreditParams {
   userId: string;
   amount: number;
   reference: string;
+  note?: string;
 }
+
+export interface AdminDebitParams extends AdminCreditParams {
+  note: string;
+}
+
+/** Why an operator moved a wallet's money: the entry's description, which its owner reads. */
+const operatorsNote = () =>
+  plainText(200).min(1).description('Shown to the account’s owner as the entry’s description');
 
 /** An operator's amount of money, in NGN. */
 const adminAmount = () =>
@@ -139,6 +148,16 @@ export const adminCreditParams = Joi.object<AdminCreditParams>({
   reference: ledgerReference()
     .required()
     .description('Yours, unique per credit: the same reference again credits nothing more'),
+  note: operatorsNote(),
+});
+
+export const adminDebitParams = Joi.object<AdminDebitParams>({
+  userId: uuid().required(),
+  amount: adminAmount(),
+  reference: ledgerReference()
+    .required()
+    .description('Yours, unique per debit: the same reference again takes nothing more'),
+  note: operatorsNote().required(),
 });
 
 export interface CashRemittanceParams {
@@ -156,7 +175,7 @@ export const cashRemittanceParams = Joi.object<CashRemittanceParams>({
     .description(
       'Yours, unique per remittance (a receipt number): the same reference again records nothing more',
     ),
-  note: plainText(200).min(1).description('Shown as the entry’s description'),
+  note: operatorsNote(),
 });
 
 /**

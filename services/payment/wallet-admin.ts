@@ -2,13 +2,22 @@ import { call } from '../../libs/contracts';
 import Joi from '../../libs/joi';
 import { nairaToKobo } from '../../libs/money';
 import { action, type ServiceActions } from '../../libs/service';
+import type { Logger } from 'moleculer';
+import { adminDebitReference } from './ledger';
 import type { LedgerStore } from './ledger-store';
 import { userIdParams } from '../../libs/schemas';
-import { adminCreditParams, ledgerReportView, walletView } from './schemas';
+import { adminCreditParams, adminDebitParams, ledgerReportView, walletView } from './schemas';
 import { toWalletView } from './views';
 
-/** The operators' wallet actions: credit a wallet, read one, reconcile the ledger. */
-export function createWalletAdminActions(ledger: LedgerStore): ServiceActions {
+/**
+ * The operators' wallet actions: credit a wallet, take back a credit made by mistake, read one,
+ * reconcile the ledger. Each move is logged with its reference and note: the admin token is
+ * one for every operator, so the log and the note are the audit.
+ */
+export function createWalletAdminActions(
+  ledger: LedgerStore,
+  logger: () => Logger,
+): ServiceActions {
   return {
     adminCredit: action({
       // The reference makes a repeat credit nothing more.
@@ -25,14 +34,54 @@ export function createWalletAdminActions(ledger: LedgerStore): ServiceActions {
         response: walletView,
         errors: {
           404: 'No such user',
-          409: 'The reference was already used for another amount; or, for `refund:<debit reference>`, the amount is not what the debit took, or the debit took nothing',
+          409: 'The reference was already used for another amount; or, for `refund:<debit reference>`, the amount is not what the debit took, the debit took nothing, or it was taken from another wallet',
         },
       },
       params: adminCreditParams,
       async handler(ctx) {
-        const { userId, amount, reference } = ctx.params;
+        const { userId, amount, reference, note } = ctx.params;
         await call(ctx, 'account.getUser', { userId });
-        await ledger.creditByOperator(userId, reference, nairaToKobo(amount));
+        const posting = await ledger.creditByOperator(userId, reference, nairaToKobo(amount), note);
+        if (!posting.replayed) {
+          logger().info('wallet credited by an operator', { userId, amount, reference, note });
+        }
+        return toWalletView(await ledger.balance(userId));
+      },
+    }),
+
+    adminDebit: action({
+      // The reference makes a repeat take nothing more.
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/users/:userId/wallet/debit',
+        status: 201,
+        message: 'Wallet debited',
+        summary: 'Take back from a user’s wallet what was credited by mistake',
+        description:
+          '`amount` in NGN, at most two decimals; `note` says why, and is the entry’s description its owner reads. The same `reference` again takes nothing more and answers the wallet as it is; with another amount it is a 409. A wallet never goes below zero: 422 when it holds less than the amount.',
+        response: walletView,
+        errors: {
+          404: 'No such user',
+          409: 'The reference was already used for another amount',
+          422: 'The wallet holds less than the amount',
+        },
+      },
+      params: adminDebitParams,
+      async handler(ctx) {
+        const { userId, amount, reference, note } = ctx.params;
+        await call(ctx, 'account.getUser', { userId });
+        const posting = await ledger.post({
+          walletId: userId,
+          type: 'DEBIT',
+          amountKobo: nairaToKobo(amount),
+          reference: adminDebitReference(reference),
+          description: note,
+        });
+        if (!posting.replayed) {
+          logger().info('wallet debited by an operator', { userId, amount, reference, note });
+        }
         return toWalletView(await ledger.balance(userId));
       },
     }),

@@ -55,6 +55,11 @@ const adminCredit = (userId: string, json: unknown) =>
     headers: adminHeaders,
     json,
   });
+const adminDebit = (userId: string, json: unknown) =>
+  request(gateway.url, 'POST', `/admin/users/${userId}/wallet/debit`, {
+    headers: adminHeaders,
+    json,
+  });
 const adminWallet = (userId: string) =>
   request(gateway.url, 'GET', `/admin/users/${userId}/wallet`, { headers: adminHeaders });
 const verify = () => request(gateway.url, 'GET', '/admin/ledger/verify', { headers: adminHeaders });
@@ -404,6 +409,53 @@ describe('operators’ credits through the admin API', () => {
       /Reference admin:top-up-7 was already used/,
     );
     expect((await adminWallet(userId)).body.data.balance).toBe('2510.75');
+  });
+
+  it('takes back a credit made by mistake once per reference, ten at once, never below zero, saying why to the owner', async () => {
+    const owner = await createUserWithKey(gateway.url);
+    const { userId } = owner;
+    const typo = await adminCredit(userId, {
+      amount: 25_000,
+      reference: 'receipt-41',
+      note: 'Bank transfer, receipt 41',
+    });
+    expect(typo.body.data.balance).toBe('25000.00');
+    const correction = {
+      amount: 22_500,
+      reference: 'receipt-41-fix',
+      note: 'Receipt 41 was NGN 2,500, not 25,000',
+    };
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => adminDebit(userId, correction)),
+    );
+    expect(answers.map((a) => [a.status, a.body.data.balance])).toEqual(
+      Array(10).fill([201, '2500.00']),
+    );
+    const entries = (await transactions(owner.key)).body.data;
+    expect(
+      entries.map((e: { type: string; description: string }) => [e.type, e.description]),
+    ).toEqual([
+      ['DEBIT', 'Receipt 41 was NGN 2,500, not 25,000'],
+      ['CREDIT', 'Bank transfer, receipt 41'],
+    ]);
+    // Another amount under the reference, more than the wallet holds, or no reason: refused.
+    expectErrorEnvelope(await adminDebit(userId, { ...correction, amount: 1 }), 409);
+    expectErrorEnvelope(
+      await adminDebit(userId, { amount: 2_500.01, reference: 'too-much', note: 'x' }),
+      422,
+    );
+    expectErrorEnvelope(await adminDebit(userId, { amount: 1, reference: 'no-why' }), 400);
+    expectErrorEnvelope(await adminDebit(randomUUID(), { ...correction, reference: 'r' }), 404);
+    // A debit's reference is its own: the same name as a credit's takes nothing of it.
+    expect(
+      (await adminDebit(userId, { amount: 500, reference: 'receipt-41', note: 'y' })).status,
+    ).toBe(201);
+    expect((await adminWallet(userId)).body.data.balance).toBe('2000.00');
+    expect(
+      (await verify()).body.data.problems.filter(
+        (p: { walletId: string }) => p.walletId === userId,
+      ),
+    ).toEqual([]);
   });
 
   it('refuses amounts that are not NGN to the kobo, not positive, or not numbers', async () => {
