@@ -621,6 +621,24 @@ couriers
     ).then(print),
   );
 
+couriers
+  .command('correct-cash')
+  .description(
+    'take back a remittance recorded too high (debited to the cash account), once per reference',
+  )
+  .argument('<courierId>', 'courier profile id (UUID)')
+  .requiredOption('--amount <naira>', 'NGN, at most two decimals', Number)
+  .requiredOption(
+    '--reference <reference>',
+    'yours, unique per correction: repeating it records nothing more',
+  )
+  .requiredOption('--note <text>', 'why, shown to the courier as the entry’s description')
+  .action((courierId: string, opts: { amount: number; reference: string; note: string }) =>
+    withCourierCash((broker) =>
+      broker.call('payment.courierCashCorrection', { courierId, ...opts }),
+    ).then(print),
+  );
+
 /**
  * Runs `run` against the platform's own `service`, over NATS, running none here: a delivery's
  * step carries out its effects through order, payment, package and courier-matching together,

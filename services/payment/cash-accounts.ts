@@ -18,6 +18,7 @@ import {
 } from '../../libs/service';
 import {
   cashAccountId,
+  cashCorrectionReference,
   cashRemittanceReference,
   collectedReference,
   owedKobo,
@@ -26,6 +27,7 @@ import {
 import type { Logger } from 'moleculer';
 import type { LedgerStore } from './ledger-store';
 import {
+  cashCorrectionParams,
   cashEntryView,
   cashRemittanceParams,
   courierCashParams,
@@ -157,6 +159,42 @@ export function createCashAccountActions(
         });
         if (!replayed) {
           logger().info('cash remittance recorded', { courierId, amount, reference, note });
+        }
+        return toTransactionView(entry);
+      },
+    }),
+
+    courierCashCorrection: action({
+      // The reference makes a repeat record nothing more.
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'POST',
+        path: '/couriers/:courierId/cash-corrections',
+        status: 201,
+        message: 'Cash correction recorded',
+        summary: 'Take back a remittance recorded too high',
+        description:
+          '`amount` in NGN, at most two decimals, debited to the courier’s cash account: what a remittance recorded that the courier did not hand in (its reference is spent, so it cannot be recorded again). `note` says why, and is the entry’s description the courier reads. The answer is the entry; the same `reference` again records nothing more; with another amount (or for another courier) it is a 409. The account may go below zero: the courier then owes it.',
+        response: cashEntryView,
+        errors: {
+          404: 'No such courier',
+          409: 'The reference was already used for another amount or courier',
+        },
+      },
+      params: cashCorrectionParams,
+      async handler(ctx) {
+        const { courierId, amount, reference, note } = ctx.params;
+        await requireKnownCourier(ctx, courierId);
+        const { entry, replayed } = await ledger.post({
+          walletId: cashAccountId(courierId),
+          type: 'DEBIT',
+          amountKobo: nairaToKobo(amount),
+          reference: cashCorrectionReference(reference),
+          description: note,
+        });
+        if (!replayed) {
+          logger().info('cash correction recorded', { courierId, amount, reference, note });
         }
         return toTransactionView(entry);
       },

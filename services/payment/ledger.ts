@@ -35,6 +35,9 @@ export const adminDebitReference = (reference: string) => `admin-debit:${referen
 /** An operator's record of cash a courier handed in, apart from other kinds of reference. */
 export const cashRemittanceReference = (reference: string) => `remittance:${reference}`;
 
+/** An operator's correction of a courier's cash account (a remittance recorded too high). */
+export const cashCorrectionReference = (reference: string) => `cash-correction:${reference}`;
+
 /**
  * The references of the debits that take back what a payment provider gave back to a payer
  * (a refund, or a chargeback lost): part 1, 2, ... of the reversal named `reversalId`, each

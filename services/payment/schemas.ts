@@ -167,6 +167,19 @@ export interface CashRemittanceParams {
   note?: string;
 }
 
+export interface CashCorrectionParams extends CashRemittanceParams {
+  note: string;
+}
+
+export const cashCorrectionParams = Joi.object<CashCorrectionParams>({
+  courierId: uuid().required(),
+  amount: adminAmount(),
+  reference: ledgerReference()
+    .required()
+    .description('Yours, unique per correction: the same reference again records nothing more'),
+  note: operatorsNote().required(),
+});
+
 export const cashRemittanceParams = Joi.object<CashRemittanceParams>({
   courierId: uuid().required(),
   amount: adminAmount(),

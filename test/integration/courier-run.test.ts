@@ -1115,6 +1115,41 @@ describe('a courier’s cash account', () => {
     expect(await ledgerIsClean(base())).toBe(true);
   });
 
+  it('takes back a remittance recorded too high once per reference, ten at once, saying why to the courier', async () => {
+    const courier = await courierAt(FAR_AWAY);
+    await collect(courier, 250_000);
+    expect(
+      (await remit(courier, { amount: 25_000, reference: 'receipt-9' })).body.data.balance,
+    ).toBe('22500.00');
+    const fix = { amount: 22_500, reference: 'receipt-9-fix', note: 'Receipt 9 was NGN 2,500' };
+    const correct = () => admin('POST', `/admin/couriers/${courier.id}/cash-corrections`, fix);
+    const answers = await Promise.all(Array.from({ length: 10 }, correct));
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
+    expect(answers[0].body.data).toMatchObject({
+      type: 'DEBIT',
+      amount: '-22500.00',
+      balance: '0.00',
+      reference: 'cash-correction:receipt-9-fix',
+      description: 'Receipt 9 was NGN 2,500',
+    });
+    const own = await asCourier(courier, 'GET', '/courier/cash');
+    expect(own.body.data.entries[0]).toMatchObject({ description: 'Receipt 9 was NGN 2,500' });
+    expect((await cashOf(courier)).entries).toHaveLength(3);
+    const again = (json: unknown) =>
+      admin('POST', `/admin/couriers/${courier.id}/cash-corrections`, json);
+    expectErrorEnvelope(await again({ ...fix, amount: 1 }), 409);
+    expectErrorEnvelope(await again({ amount: 1, reference: 'no-why' }), 400);
+    expectErrorEnvelope(
+      await admin('POST', `/admin/couriers/${randomUUID()}/cash-corrections`, fix),
+      404,
+    );
+    // Past zero: the courier owes it.
+    expect((await again({ ...fix, reference: 'r-2', amount: 100 })).body.data.balance).toBe(
+      '-100.00',
+    );
+    expect(await ledgerIsClean(base())).toBe(true);
+  });
+
   it('takes more than the courier owes, as a credit against what they collect next', async () => {
     const courier = await courierAt(FAR_AWAY);
     expect((await remit(courier, { amount: 300, reference: randomUUID() })).status).toBe(201);
