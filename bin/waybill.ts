@@ -297,24 +297,32 @@ const payments = program
     'the payment provider’s money: charges no checkout credits (refund each at the provider, then settle it here), and refunds made there, taken back from wallets',
   );
 
-paged(
+/** A list of the provider's money, paged by the id of the last one of the page before. */
+function pagedAfter(command: Command, what: string, id: string): Command {
+  const { max, byDefault } = PROVIDER_LIST_PAGE;
+  return command
+    .option('--limit <n>', `${what} per page (at most ${max})`, positiveInt, byDefault)
+    .option(`--after <${id}>`, 'the next page: after the last one of the page before');
+}
+
+pagedAfter(
   payments
     .command('uncredited')
     .description('list them, newest first, each with its settlement or null')
     .option('--unsettled', 'only those no operator has settled yet'),
   'payments',
-  PROVIDER_LIST_PAGE,
-).action((opts: { unsettled?: boolean; limit: number; offset: number }) =>
+  'providerReference',
+).action((opts: { unsettled?: boolean; limit: number; after?: string }) =>
   withWallets((broker) =>
     broker.call('payment.listUncredited', {
       limit: opts.limit,
-      offset: opts.offset,
+      ...(opts.after ? { after: opts.after } : {}),
       ...(opts.unsettled ? { settled: false } : {}),
     }),
   ).then(print),
 );
 
-paged(
+pagedAfter(
   payments
     .command('reversals')
     .description(
@@ -322,12 +330,12 @@ paged(
     )
     .option('--open', 'only those still awaiting their credit or owed'),
   'reversals',
-  PROVIDER_LIST_PAGE,
-).action((opts: { open?: boolean; limit: number; offset: number }) =>
+  'refundId',
+).action((opts: { open?: boolean; limit: number; after?: string }) =>
   withWallets((broker) =>
     broker.call('payment.listReversals', {
       limit: opts.limit,
-      offset: opts.offset,
+      ...(opts.after ? { after: opts.after } : {}),
       ...(opts.open ? { open: true } : {}),
     }),
   ).then(print),

@@ -1,6 +1,6 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import type { CheckoutPurpose } from '../../libs/contracts/payment';
-import { conflict } from '../../libs/errors';
+import { badRequest, conflict } from '../../libs/errors';
 import {
   claimById,
   claimLease,
@@ -243,19 +243,26 @@ export type UncreditedRecord = InferSchemaType<typeof uncreditedSchema>;
 export type SettlementRecord = InferSchemaType<typeof settlementSchema>;
 export type ReversalRecord = InferSchemaType<typeof reversalSchema>;
 
-/** A page of the uncredited payments: all, or only the settled (`true`) or unsettled. */
+/**
+ * A page of the uncredited payments: all, or only the settled (`true`) or unsettled; after the
+ * one whose `_id` is `after`.
+ */
 export interface UncreditedQuery {
   limit: number;
-  offset: number;
+  after?: string;
   settled?: boolean;
 }
 
-/** A page of the reversals: all, or only the open (`true`) or settled. */
+/** A page of the reversals: all, or only the open (`true`) or settled; after `after`. */
 export interface ReversalQuery {
   limit: number;
-  offset: number;
+  after?: string;
   open?: boolean;
 }
+
+/** 400: a page asked for after an item the list never held. */
+const unknownAfter = (what: string, after: string) =>
+  badRequest(`after: no ${what} ${after}; pass the last one of the page before, as listed`);
 
 export function defineCheckoutModels(connection: Connection) {
   return {
@@ -316,28 +323,28 @@ export class CheckoutStore {
 
   /**
    * A page of the uncredited payments, newest first, each with its settlement; with `settled`,
-   * only those settled (or not), the page counted among them. A scan, read whole and sorted: an
+   * only those settled (or not). After `after` in the whole list's order, whatever it is now:
+   * one settled since its page was read moves nothing. A scan, read whole and sorted: an
    * operator's call on a collection that stays small (one document per charge of the wrong
-   * amount); settlements are read by `_id`.
+   * amount); settlements are read by `_id`, only until the page is full.
    */
   async uncredited({
     limit,
-    offset,
+    after,
     settled,
   }: UncreditedQuery): Promise<(UncreditedRecord & { settlement: SettlementRecord | null })[]> {
     const found = await this.m.Uncredited.find().sort({ at: -1, _id: -1 }).lean();
-    const withSettlements = (payments: UncreditedRecord[]) =>
-      Promise.all(
-        payments.map(async (payment) => ({
-          ...payment,
-          settlement: await this.m.UncreditedSettlement.findById(payment._id).lean(),
-        })),
-      );
-    if (settled === undefined) return withSettlements(found.slice(offset, offset + limit));
-    const filtered = (await withSettlements(found)).filter(
-      (payment) => (payment.settlement !== null) === settled,
-    );
-    return filtered.slice(offset, offset + limit);
+    const start = after === undefined ? 0 : found.findIndex((p) => p._id === after) + 1;
+    if (start === 0 && after !== undefined) throw unknownAfter('uncredited payment', after);
+    const page: (UncreditedRecord & { settlement: SettlementRecord | null })[] = [];
+    for (const payment of found.slice(start)) {
+      if (page.length === limit) break;
+      const settlement = await this.m.UncreditedSettlement.findById(payment._id).lean();
+      if (settled === undefined || (settlement !== null) === settled) {
+        page.push({ ...payment, settlement });
+      }
+    }
+    return page;
   }
 
   uncreditedPayment(providerReference: string) {
@@ -617,14 +624,23 @@ export class CheckoutStore {
   }
 
   /**
-   * A page of the reversals, newest first. A scan: an operator's call on a collection that
-   * stays small (one document per refund made at the provider).
+   * A page of the reversals, newest first, after `after` in that order (the sweep settles
+   * reversals as it goes: an offset into the open ones skipped some). A scan: an operator's
+   * call on a collection that stays small (one document per refund made at the provider).
    */
-  reversals({ limit, offset, open }: ReversalQuery): Promise<ReversalRecord[]> {
-    const filter = open === undefined ? {} : { settledAt: open ? null : { $ne: null } };
+  async reversals({ limit, after, open }: ReversalQuery): Promise<ReversalRecord[]> {
+    const filter: Record<string, unknown> =
+      open === undefined ? {} : { settledAt: open ? null : { $ne: null } };
+    if (after !== undefined) {
+      const last = await this.m.Reversal.findById(after).lean<ReversalRecord>();
+      if (!last) throw unknownAfter('reversal', after);
+      filter.$or = [
+        { receivedAt: { $lt: last.receivedAt } },
+        { receivedAt: last.receivedAt, _id: { $lt: last._id } },
+      ];
+    }
     return this.m.Reversal.find(filter)
       .sort({ receivedAt: -1, _id: -1 })
-      .skip(offset)
       .limit(limit)
       .lean<ReversalRecord[]>();
   }

@@ -30,7 +30,7 @@ const reversalView = view('Reversal', {
 });
 
 const listParams = Joi.object<ReversalQuery, true>({
-  ...providerListPage(),
+  ...providerListPage('refundId'),
   open: fromUrl(Joi.boolean()).description(
     '`true`: only those still awaiting their credit or owed; `false`: only the settled',
   ),

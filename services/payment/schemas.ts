@@ -197,7 +197,13 @@ export const cashRemittanceParams = Joi.object<CashRemittanceParams>({
  */
 export const PROVIDER_LIST_PAGE = { max: 200, byDefault: 50 };
 
-export const providerListPage = () => ({
-  ...pageParams(),
+/**
+ * `limit`, and `after` the last one of the previous page, by its id (`what`): an offset skips
+ * what an operator settled since they read the page before, and these lists are worked through.
+ */
+export const providerListPage = (what: string) => ({
   limit: pageParams().limit.max(PROVIDER_LIST_PAGE.max).default(PROVIDER_LIST_PAGE.byDefault),
+  after: Joi.string()
+    .pattern(/^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$/)
+    .description(`The ${what} of the last one of the previous page; absent: the first page`),
 });

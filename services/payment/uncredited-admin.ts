@@ -31,7 +31,7 @@ const uncreditedView = view('UncreditedPayment', {
 });
 
 const listParams = Joi.object<UncreditedQuery, true>({
-  ...providerListPage(),
+  ...providerListPage('providerReference'),
   settled: fromUrl(Joi.boolean()).description(
     '`false`: only those no operator has settled yet; `true`: only the settled',
   ),

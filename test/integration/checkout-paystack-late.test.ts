@@ -267,7 +267,11 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
   });
 
   it('pages the uncredited payments newest first, all of them or only the settled or unsettled', async () => {
-    const references = [await opened(sweeping, 71), await opened(sweeping, 72)];
+    const references = [
+      await opened(sweeping, 71),
+      await opened(sweeping, 72),
+      await opened(sweeping, 73),
+    ];
     for (const reference of references) {
       Object.assign(fake.transactions.get(reference) as object, { status: 'success', amount: 100 });
     }
@@ -308,20 +312,42 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expect(everything).toHaveLength(unsettled.length + settled.length);
 
     // Page by page, one at a time, each list reads the same as at once.
+    const idOf = (listedAs: string) => listedAs.split(':')[0];
     for (const [filter, whole] of [
       ['', everything],
       ['settled=false&', unsettled],
       ['settled=true&', settled],
     ] as const) {
       const pages: string[] = [];
-      for (let offset = 0; offset <= whole.length; offset++) {
-        pages.push(...(await listed(`${filter}limit=1&offset=${offset}`)));
+      for (;;) {
+        const after = pages.length > 0 ? `&after=${idOf(pages[pages.length - 1])}` : '';
+        const page = await listed(`${filter}limit=1${after}`);
+        if (page.length === 0) break;
+        pages.push(...page);
       }
       expect(pages).toEqual(whole);
     }
+    // An operator working through the unsettled ones settles the page they read: the next page
+    // starts after it all the same, and skips none (an offset skipped one each time).
+    const [first, second] = await listed('settled=false&limit=2');
+    expect(second).toBeDefined();
+    const settleIt = await request(
+      sweeping.node.url,
+      'POST',
+      `/admin/payments/uncredited/${idOf(first)}/settle`,
+      { headers: adminHeaders, json: { note: 'refunded at Paystack, ref RF-3' } },
+    );
+    expect(settleIt.status).toBe(200);
+    expect(await listed(`settled=false&limit=1&after=${idOf(first)}`)).toEqual([second]);
 
     const bad = await adminGet(sweeping, '/admin/payments/uncredited?settled=maybe');
     expectErrorEnvelope(bad, 400);
+    expectErrorEnvelope(
+      await adminGet(sweeping, '/admin/payments/uncredited?after=no-such-payment'),
+      400,
+      /after: no uncredited payment no-such-payment/,
+    );
+    expectErrorEnvelope(await adminGet(sweeping, '/admin/payments/uncredited?offset=1'), 400);
   });
 
   it('credits the wallet once when the webhook finds the checkout expired as it confirms', async () => {

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { call } from '../../libs/contracts';
 import { FakePaystack, fund, walletOf } from '../support/checkout';
 import { eventually } from '../support/eventually';
-import { adminHeaders, request } from '../support/http';
+import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
 
@@ -326,5 +326,29 @@ describe('refund and dispute events that move nothing', () => {
     await sleep(300);
     expect(await balanceKobo(alice)).toBe(balance);
     expect(await entriesOf(alice, 'reversal:')).toHaveLength(reversals);
+  });
+
+  it('are listed page by page after the last one read, each once, as at once', async () => {
+    const list = async (query: string) => {
+      const reply = await request(stack.node.url, 'GET', `/admin/payments/reversals?${query}`, {
+        headers: adminHeaders,
+      });
+      expect(reply.status).toBe(200);
+      return (reply.body.data as { refundId: string }[]).map((r) => r.refundId);
+    };
+    const whole = await list('limit=200');
+    expect(whole.length).toBeGreaterThanOrEqual(3);
+    const pages: string[] = [];
+    for (;;) {
+      const after = pages.length > 0 ? `&after=${pages[pages.length - 1]}` : '';
+      const page = await list(`limit=2${after}`);
+      if (page.length === 0) break;
+      pages.push(...page);
+    }
+    expect(pages).toEqual(whole);
+    const unknown = await request(stack.node.url, 'GET', '/admin/payments/reversals?after=nope', {
+      headers: adminHeaders,
+    });
+    expectErrorEnvelope(unknown, 400, /after: no reversal nope/);
   });
 });

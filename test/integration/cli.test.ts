@@ -249,7 +249,7 @@ describe('waybill CLI: uncredited payments', () => {
 
     expect(references(await cli('payments', 'uncredited'))).toEqual([newer, older]);
     expect(
-      references(await cli('payments', 'uncredited', '--limit', '1', '--offset', '1')),
+      references(await cli('payments', 'uncredited', '--limit', '1', '--after', newer)),
     ).toEqual([older]);
     const settle = (note: string) => cli('payments', 'settle', newer, '--note', note);
     const settled = await settle('refunded at Paystack, ref RF-9');
