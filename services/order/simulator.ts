@@ -41,6 +41,8 @@ export interface SimulatorDeps {
 export class Simulator {
   private readonly periodic: Periodic;
   private readonly speeds = new Map<string, number>();
+  /** Changes of fleet types heard, so that a speed read across one is not kept. */
+  private speedChanges = 0;
   /**
    * The last simulation of the page driven last: simulations waiting for a courier (or a
    * payment) stay listed, and more of them than a page must not hold the others still.
@@ -152,18 +154,19 @@ export class Simulator {
     };
   }
 
-  /** A fleet type changed (geo's broadcast): its speed is read again at the next run. */
+  /** A fleet type changed (geo's broadcast): its speed is read again at the next step. */
   forgetSpeed(fleetTypeId: string): void {
     this.speeds.delete(fleetTypeId);
+    this.speedChanges += 1;
   }
 
   private async speedOf(fleetTypeId: string): Promise<number> {
-    let speed = this.speeds.get(fleetTypeId);
-    if (speed === undefined) {
-      const type = await call(this.deps.services(), 'geo.getFleetType', { fleetTypeId });
-      speed = type.averageSpeedKmh;
-      this.speeds.set(fleetTypeId, speed);
-    }
-    return speed;
+    const kept = this.speeds.get(fleetTypeId);
+    if (kept !== undefined) return kept;
+    const changesBefore = this.speedChanges;
+    const type = await call(this.deps.services(), 'geo.getFleetType', { fleetTypeId });
+    // A change heard while geo answered may have come after geo read it: used, not kept.
+    if (changesBefore === this.speedChanges) this.speeds.set(fleetTypeId, type.averageSpeedKmh);
+    return type.averageSpeedKmh;
   }
 }

@@ -186,10 +186,6 @@ export function toNotificationView(message: NotificationRecord, showText: boolea
 }
 
 /**
- * A delivery as the courier holding it sees it: where to collect and deliver, whom to ask,
- * which codes to ask for, what to collect; never the merchant's fees or the codes themselves.
- */
-/**
  * A stop as its courier sees it: where, and whom to ask for; not the contact's e-mail (the
  * merchant's own login, at the pickup), which a courier has no use for.
  */
@@ -199,6 +195,10 @@ function toCourierStopView(address: StoredAddress): ResolvedAddress {
   return stop;
 }
 
+/**
+ * A delivery as the courier holding it sees it: where to collect and deliver, whom to ask,
+ * which codes to ask for, what to collect; never the merchant's fees or the codes themselves.
+ */
 export function toCourierDeliveryView(
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,

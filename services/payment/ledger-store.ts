@@ -9,13 +9,14 @@ import {
   type Posting,
   type WalletBalance,
 } from '../../libs/contracts/payment';
-import { WaybillError, conflict, unprocessable } from '../../libs/errors';
+import { WaybillError, conflict, isWaybillError, unprocessable } from '../../libs/errors';
 import { insertOnce, raiseById } from '../../libs/mongo';
 import { Turns } from '../../libs/turns';
 import { formatNaira } from '../../libs/money';
 import {
   LedgerAudit,
   adminCreditReference,
+  adminDebitReference,
   entryId,
   nextBalance,
   reversalPart,
@@ -437,6 +438,45 @@ export class LedgerStore {
         );
       }
       return this.postNow(givenUpRefund(walletId, debit._id, debit.amountKobo));
+    });
+  }
+
+  /**
+   * An operator's correcting debit (`POST /admin/users/:userId/wallet/debit`), under
+   * `admin-debit:<reference>`: taken now or never. Refused for want of balance (422), it is
+   * given up (`ledger_given_up`), so that the same reference sent again once the wallet is
+   * credited takes nothing (409) rather than what the operator has since settled another way;
+   * a repeat racing the refusal on another replica is given back, written, as any debit given
+   * up is (`postNow`'s own-debit read of the mark).
+   */
+  debitByOperator(
+    walletId: string,
+    reference: string,
+    amountKobo: number,
+    note: string,
+  ): Promise<Posting> {
+    return this.turns.run(walletId, async () => {
+      const debitReference = adminDebitReference(reference);
+      if (await this.isGivenUp(debitReference)) {
+        throw conflict(
+          `Debit ${reference} was refused when it came (the wallet held less) and took nothing: send it again under a new reference`,
+        );
+      }
+      const request: PostRequest = {
+        walletId,
+        type: 'DEBIT',
+        amountKobo,
+        reference: debitReference,
+        description: note,
+      };
+      try {
+        return await this.postNow(request, true);
+      } catch (err) {
+        if (isWaybillError(err) && err.type === 'UNPROCESSABLE') {
+          await this.giveUpClaimed(walletId, debitReference, amountKobo);
+        }
+        throw err;
+      }
     });
   }
 

@@ -25,7 +25,7 @@ export const transactionView = view('WalletTransaction', {
   amount: Joi.string().description('NGN, two decimals, signed: negative for a debit'),
   balance: Joi.string().description('NGN, two decimals: the balance after this entry'),
   reference: Joi.string().description(
-    'What the entry is for: a delivery id (debit), `refund:<delivery id>`, `refund:<checkout reference>` (a delivery’s checkout money given back), `admin:<reference>` (an operator’s credit), `checkout:<reference>` (a paid funding checkout), `pod:<delivery id>` (cash collected on delivery), `reversal:<refund id>:<n>` (part of a refund made at the payment provider, taken back), `refund:reversal:<refund id>:<n>` (such a part given back)',
+    'What the entry is for: a delivery id (debit), `refund:<delivery id>`, `refund:<checkout reference>` (a delivery’s checkout money given back), `admin:<reference>` (an operator’s credit), `admin-debit:<reference>` (an operator’s correcting debit), `checkout:<reference>` (a paid funding checkout), `pod:<delivery id>` (cash collected on delivery), `reversal:<refund id>:<n>` (part of a refund made at the payment provider, taken back), `refund:reversal:<refund id>:<n>` (such a part given back)',
   ),
   description: Joi.string().allow(null),
   createdAt: Joi.string().isoDate(),

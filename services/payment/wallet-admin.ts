@@ -3,7 +3,6 @@ import Joi from '../../libs/joi';
 import { nairaToKobo } from '../../libs/money';
 import { action, type ServiceActions } from '../../libs/service';
 import type { Logger } from 'moleculer';
-import { adminDebitReference } from './ledger';
 import type { LedgerStore } from './ledger-store';
 import { userIdParams } from '../../libs/schemas';
 import { adminCreditParams, adminDebitParams, ledgerReportView, walletView } from './schemas';
@@ -60,11 +59,11 @@ export function createWalletAdminActions(
         message: 'Wallet debited',
         summary: 'Take back from a user’s wallet what was credited by mistake',
         description:
-          '`amount` in NGN, at most two decimals; `note` says why, and is the entry’s description its owner reads. The same `reference` again takes nothing more and answers the wallet as it is; with another amount it is a 409. A wallet never goes below zero: 422 when it holds less than the amount.',
+          '`amount` in NGN, at most two decimals; `note` says why, and is the entry’s description its owner reads. The same `reference` again takes nothing more and answers the wallet as it is; with another amount it is a 409. A wallet never goes below zero: 422 when it holds less than the amount, and the reference is then spent (sent again, even once the wallet holds enough, it is a 409 and takes nothing: take what the wallet holds under a new one).',
         response: walletView,
         errors: {
           404: 'No such user',
-          409: 'The reference was already used for another amount',
+          409: 'The reference was already used for another amount, or its debit was refused (422) when it came',
           422: 'The wallet holds less than the amount',
         },
       },
@@ -72,13 +71,7 @@ export function createWalletAdminActions(
       async handler(ctx) {
         const { userId, amount, reference, note } = ctx.params;
         await call(ctx, 'account.getUser', { userId });
-        const posting = await ledger.post({
-          walletId: userId,
-          type: 'DEBIT',
-          amountKobo: nairaToKobo(amount),
-          reference: adminDebitReference(reference),
-          description: note,
-        });
+        const posting = await ledger.debitByOperator(userId, reference, nairaToKobo(amount), note);
         if (!posting.replayed) {
           logger().info('wallet debited by an operator', { userId, amount, reference, note });
         }

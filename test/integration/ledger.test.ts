@@ -440,10 +440,14 @@ describe('operators’ credits through the admin API', () => {
     ]);
     // Another amount under the reference, more than the wallet holds, or no reason: refused.
     expectErrorEnvelope(await adminDebit(userId, { ...correction, amount: 1 }), 409);
-    expectErrorEnvelope(
-      await adminDebit(userId, { amount: 2_500.01, reference: 'too-much', note: 'x' }),
-      422,
-    );
+    const tooMuch = { amount: 2_500.01, reference: 'too-much', note: 'x' };
+    expectErrorEnvelope(await adminDebit(userId, tooMuch), 422);
+    // Refused, its reference is spent: once the wallet holds enough, the same debit sent again
+    // takes nothing (the operator may have settled it another way since).
+    await adminCredit(userId, { amount: 1, reference: 'top-up-after-refusal' });
+    expectErrorEnvelope(await adminDebit(userId, tooMuch), 409, /refused when it came/);
+    expect((await adminWallet(userId)).body.data.balance).toBe('2501.00');
+    await adminDebit(userId, { amount: 1, reference: 'top-up-after-refusal-back', note: 'z' });
     expectErrorEnvelope(await adminDebit(userId, { amount: 1, reference: 'no-why' }), 400);
     expectErrorEnvelope(await adminDebit(randomUUID(), { ...correction, reference: 'r' }), 404);
     // A debit's reference is its own: the same name as a credit's takes nothing of it.
