@@ -196,14 +196,16 @@ export interface NewDelivery {
 
 /**
  * The proof that packages coming back reached the sender, when the delivery takes codes at the
- * sender's end (a collection proof): added by the failure that sends them back, its code sent
- * to the sender as that transition settles.
+ * sender's end (a collection proof), or is paid on delivery: added by the failure that sends
+ * them back, its code sent to the sender as that transition settles. Paid on delivery, no code
+ * proves the drop-off (the cash does): without one for the return, a courier who took the cash
+ * and left the packages could report them failed and brought back, owing nothing.
  */
 export function returnProof(
-  delivery: Pick<DeliveryRecord, '_id' | 'requireCollectionProofCode' | 'proofs'>,
+  delivery: Pick<DeliveryRecord, '_id' | 'requireCollectionProofCode' | 'payOnDelivery' | 'proofs'>,
   at: Date,
 ): ProofRecord | null {
-  if (!delivery.requireCollectionProofCode) return null;
+  if (!delivery.requireCollectionProofCode && !delivery.payOnDelivery) return null;
   if (delivery.proofs.some((p) => p.type === 'RETURN')) return null;
   const id = recordIds(delivery._id).proof('RETURN');
   return {

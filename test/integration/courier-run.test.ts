@@ -548,6 +548,14 @@ describe('packages coming back', () => {
     expect(proofs.filter((p: { type: string }) => p.type === 'RETURN')).toEqual([]);
     expect((await untaken.step('returned')).status).toBe(200);
 
+    // Paid on delivery, the return is proven by the sender's code all the same: no code proved
+    // the drop-off, and a courier who took the cash and left the packages could say otherwise.
+    const cashBack = await broughtBack({ requireCollectionProofCode: false, payOnDelivery: true });
+    expect(cashBack.current).toMatchObject({ status: 'RETURNING', returnCodeRequired: true });
+    expectErrorEnvelope(await cashBack.step('returned'), 400, /return code/);
+    const returnCode = await codeSent(cashBack.deliveryId, 'RETURN_CODE');
+    expect((await cashBack.step('returned', { code: returnCode })).status).toBe(200);
+
     // The courier cannot report it: an operator who has checked with the sender records it.
     const { deliveryId, step } = await broughtBack();
     expectErrorEnvelope(await step('returned'), 400);

@@ -644,7 +644,7 @@ describe('senders sharing an outbox', () => {
     };
     await models.Address.create(origin);
     const proof = returnProof(
-      { _id: deliveryId, requireCollectionProofCode: true, proofs: [] },
+      { _id: deliveryId, requireCollectionProofCode: true, payOnDelivery: null, proofs: [] },
       new Date(),
     );
     const delivery = {
