@@ -157,7 +157,8 @@ const GOES_BACK = becomes('RETURNING', { sendsReturnCode: true });
  * A failure before collection ends the delivery (FAILED, everything refunded: nothing was
  * carried); after collection the packages are with the courier and go back to the sender
  * (RETURNING, then RETURNED, proven by a code the sender is sent when the delivery takes codes
- * from them), and the fee is kept for the trip there and back.
+ * from them or is paid on delivery: `returnProof`), and the fee is kept for the trip there and
+ * back.
  */
 export const TRANSITIONS: {
   readonly [S in DeliveryStatus]: Readonly<Partial<Record<EventKind, Rule>>>;
