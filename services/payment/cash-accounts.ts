@@ -34,6 +34,7 @@ import {
   courierCashView,
   courierWalletView,
   transactionsParams,
+  type CashRemittanceParams,
   type CourierCashParams,
   type TransactionsParams,
 } from './schemas';
@@ -53,6 +54,32 @@ export function createCashAccountActions(
   ledger: LedgerStore,
   logger: () => Logger,
 ): ServiceActions {
+  /**
+   * An operator's entry on a courier's cash account, once per reference: cash handed in
+   * (CREDIT, a remittance) or a remittance recorded too high taken back (DEBIT, a correction).
+   * Logged when made: the admin token is every operator's, so the log and the note are the audit.
+   */
+  async function recordByOperator(
+    ctx: WaybillContext<unknown>,
+    { courierId, amount, reference, note }: CashRemittanceParams,
+    type: 'CREDIT' | 'DEBIT',
+  ) {
+    await requireKnownCourier(ctx, courierId);
+    const remittance = type === 'CREDIT';
+    const { entry, replayed } = await ledger.post({
+      walletId: cashAccountId(courierId),
+      type,
+      amountKobo: nairaToKobo(amount),
+      reference: (remittance ? cashRemittanceReference : cashCorrectionReference)(reference),
+      description: note ?? 'Cash handed in',
+    });
+    if (!replayed) {
+      const what = remittance ? 'cash remittance recorded' : 'cash correction recorded';
+      logger().info(what, { courierId, amount, reference, note });
+    }
+    return toTransactionView(entry);
+  }
+
   /** A courier's cash account and a page of its entries. */
   const cashOf = async (courierId: string, page: TransactionsParams) =>
     toCourierCashView(courierId, ...(await chainOf(cashAccountId(courierId), page)));
@@ -147,21 +174,7 @@ export function createCashAccountActions(
         },
       },
       params: cashRemittanceParams,
-      async handler(ctx) {
-        const { courierId, amount, reference, note } = ctx.params;
-        await requireKnownCourier(ctx, courierId);
-        const { entry, replayed } = await ledger.post({
-          walletId: cashAccountId(courierId),
-          type: 'CREDIT',
-          amountKobo: nairaToKobo(amount),
-          reference: cashRemittanceReference(reference),
-          description: note ?? 'Cash handed in',
-        });
-        if (!replayed) {
-          logger().info('cash remittance recorded', { courierId, amount, reference, note });
-        }
-        return toTransactionView(entry);
-      },
+      handler: (ctx) => recordByOperator(ctx, ctx.params, 'CREDIT'),
     }),
 
     courierCashCorrection: action({
@@ -183,21 +196,7 @@ export function createCashAccountActions(
         },
       },
       params: cashCorrectionParams,
-      async handler(ctx) {
-        const { courierId, amount, reference, note } = ctx.params;
-        await requireKnownCourier(ctx, courierId);
-        const { entry, replayed } = await ledger.post({
-          walletId: cashAccountId(courierId),
-          type: 'DEBIT',
-          amountKobo: nairaToKobo(amount),
-          reference: cashCorrectionReference(reference),
-          description: note,
-        });
-        if (!replayed) {
-          logger().info('cash correction recorded', { courierId, amount, reference, note });
-        }
-        return toTransactionView(entry);
-      },
+      handler: (ctx) => recordByOperator(ctx, ctx.params, 'DEBIT'),
     }),
 
     courierWallet: action({

@@ -453,7 +453,7 @@ export class LedgerStore {
     walletId: string,
     reference: string,
     amountKobo: number,
-    note: string,
+    note = 'Correction by an operator',
   ): Promise<Posting> {
     return this.turns.run(walletId, async () => {
       const debitReference = adminDebitReference(reference);

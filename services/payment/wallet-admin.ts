@@ -1,11 +1,17 @@
 import { call } from '../../libs/contracts';
 import Joi from '../../libs/joi';
 import { nairaToKobo } from '../../libs/money';
-import { action, type ServiceActions } from '../../libs/service';
+import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { Logger } from 'moleculer';
 import type { LedgerStore } from './ledger-store';
 import { userIdParams } from '../../libs/schemas';
-import { adminCreditParams, adminDebitParams, ledgerReportView, walletView } from './schemas';
+import {
+  adminCreditParams,
+  adminDebitParams,
+  ledgerReportView,
+  walletView,
+  type AdminCreditParams,
+} from './schemas';
 import { toWalletView } from './views';
 
 /**
@@ -17,6 +23,24 @@ export function createWalletAdminActions(
   ledger: LedgerStore,
   logger: () => Logger,
 ): ServiceActions {
+  /** A credit or a correcting debit, once per reference, logged when made; then the wallet. */
+  async function moveByOperator(
+    ctx: WaybillContext<unknown>,
+    { userId, amount, reference, note }: AdminCreditParams,
+    how: 'credited' | 'debited',
+  ) {
+    await call(ctx, 'account.getUser', { userId });
+    const kobo = nairaToKobo(amount);
+    const posting =
+      how === 'credited'
+        ? await ledger.creditByOperator(userId, reference, kobo, note)
+        : await ledger.debitByOperator(userId, reference, kobo, note);
+    if (!posting.replayed) {
+      logger().info(`wallet ${how} by an operator`, { userId, amount, reference, note });
+    }
+    return toWalletView(await ledger.balance(userId));
+  }
+
   return {
     adminCredit: action({
       // The reference makes a repeat credit nothing more.
@@ -37,15 +61,7 @@ export function createWalletAdminActions(
         },
       },
       params: adminCreditParams,
-      async handler(ctx) {
-        const { userId, amount, reference, note } = ctx.params;
-        await call(ctx, 'account.getUser', { userId });
-        const posting = await ledger.creditByOperator(userId, reference, nairaToKobo(amount), note);
-        if (!posting.replayed) {
-          logger().info('wallet credited by an operator', { userId, amount, reference, note });
-        }
-        return toWalletView(await ledger.balance(userId));
-      },
+      handler: (ctx) => moveByOperator(ctx, ctx.params, 'credited'),
     }),
 
     adminDebit: action({
@@ -68,15 +84,7 @@ export function createWalletAdminActions(
         },
       },
       params: adminDebitParams,
-      async handler(ctx) {
-        const { userId, amount, reference, note } = ctx.params;
-        await call(ctx, 'account.getUser', { userId });
-        const posting = await ledger.debitByOperator(userId, reference, nairaToKobo(amount), note);
-        if (!posting.replayed) {
-          logger().info('wallet debited by an operator', { userId, amount, reference, note });
-        }
-        return toWalletView(await ledger.balance(userId));
-      },
+      handler: (ctx) => moveByOperator(ctx, ctx.params, 'debited'),
     }),
 
     adminWallet: action({
