@@ -31,6 +31,13 @@ export interface SimulatorDeps {
 }
 
 /**
+ * How long a fleet speed read from geo is kept: a change is heard at once (geo's broadcast),
+ * but a geo replica that had not heard it yet may have answered the old speed, or the
+ * broadcast been lost; then it holds a minute, not until order restarts.
+ */
+const SPEED_KEPT_MS = 60_000;
+
+/**
  * The sandbox's virtual couriers (staging only): once matching has assigned a simulated
  * delivery to its virtual courier, this moves the courier along the route at its fleet's
  * speed, scaled, and reports each step through the same path as a real courier's — the
@@ -40,7 +47,8 @@ export interface SimulatorDeps {
  */
 export class Simulator {
   private readonly periodic: Periodic;
-  private readonly speeds = new Map<string, number>();
+  /** Fleet speeds read from geo, and when: kept `SPEED_KEPT_MS` at most. */
+  private readonly speeds = new Map<string, { kmh: number; readAt: number }>();
   /** Changes of fleet types heard, so that a speed read across one is not kept. */
   private speedChanges = 0;
   /**
@@ -162,11 +170,13 @@ export class Simulator {
 
   private async speedOf(fleetTypeId: string): Promise<number> {
     const kept = this.speeds.get(fleetTypeId);
-    if (kept !== undefined) return kept;
+    if (kept && Date.now() - kept.readAt < SPEED_KEPT_MS) return kept.kmh;
     const changesBefore = this.speedChanges;
     const type = await call(this.deps.services(), 'geo.getFleetType', { fleetTypeId });
+    const kmh = type.averageSpeedKmh;
     // A change heard while geo answered may have come after geo read it: used, not kept.
-    if (changesBefore === this.speedChanges) this.speeds.set(fleetTypeId, type.averageSpeedKmh);
-    return type.averageSpeedKmh;
+    if (changesBefore === this.speedChanges)
+      this.speeds.set(fleetTypeId, { kmh, readAt: Date.now() });
+    return kmh;
   }
 }

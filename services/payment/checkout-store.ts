@@ -1,6 +1,6 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import type { CheckoutPurpose } from '../../libs/contracts/payment';
-import { badRequest, conflict } from '../../libs/errors';
+import { conflict, notFound } from '../../libs/errors';
 import {
   claimById,
   claimLease,
@@ -260,9 +260,9 @@ export interface ReversalQuery {
   open?: boolean;
 }
 
-/** 400: a page asked for after an item the list never held. */
+/** 404: a page asked for after an item the list never held. */
 const unknownAfter = (what: string, after: string) =>
-  badRequest(`after: no ${what} ${after}; pass the last one of the page before, as listed`);
+  notFound(`after: no ${what} ${after}; pass the last one of the page before, as listed`);
 
 export function defineCheckoutModels(connection: Connection) {
   return {

@@ -104,6 +104,19 @@ const givenUpSchema = new Schema(
 givenUpSchema.index({ settledAt: 1 });
 
 /**
+ * An operator's correcting debit refused for want of balance, by its reference: sent again,
+ * it takes nothing. Apart from `ledger_given_up`, whose marks give a written debit back.
+ */
+const refusedSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    walletId: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
+/**
  * How long a debit written after its refund gave it up is left to its own posting, which reads
  * the mark and gives it back next, before verify reports it kept (decision 121).
  */
@@ -125,6 +138,7 @@ export function defineLedgerModels(connection: Connection) {
     Wallet: connection.model('Wallet', walletSchema, 'wallets'),
     Reference: connection.model('LedgerReference', referenceSchema, 'ledger_references'),
     GivenUp: connection.model('LedgerGivenUp', givenUpSchema, 'ledger_given_up'),
+    Refused: connection.model('LedgerRefusedDebit', refusedSchema, 'ledger_refused_debits'),
   };
 }
 
@@ -443,11 +457,12 @@ export class LedgerStore {
 
   /**
    * An operator's correcting debit (`POST /admin/users/:userId/wallet/debit`), under
-   * `admin-debit:<reference>`: taken now or never. Refused for want of balance (422), it is
-   * given up (`ledger_given_up`), so that the same reference sent again once the wallet is
-   * credited takes nothing (409) rather than what the operator has since settled another way;
-   * a repeat racing the refusal on another replica is given back, written, as any debit given
-   * up is (`postNow`'s own-debit read of the mark).
+   * `admin-debit:<reference>`: taken when it comes or never. Refused for want of balance (422),
+   * its refusal is recorded (`ledger_refused_debits`), so that the same reference sent again
+   * once the wallet is credited takes nothing (409) rather than what the operator has since
+   * settled another way. A copy sent at the same moment that found the balance (a credit
+   * landing between the two) is taken, once, and a copy sent later answers it as taken: the
+   * refusal is read only for a debit not written. Never given back by the ledger's repairs.
    */
   debitByOperator(
     walletId: string,
@@ -457,7 +472,8 @@ export class LedgerStore {
   ): Promise<Posting> {
     return this.turns.run(walletId, async () => {
       const debitReference = adminDebitReference(reference);
-      if (await this.isGivenUp(debitReference)) {
+      const refused = () => this.m.Refused.findById(debitReference).lean();
+      if (!(await this.isPosted(debitReference)) && (await refused())) {
         throw conflict(
           `Debit ${reference} was refused when it came (the wallet held less) and took nothing: send it again under a new reference`,
         );
@@ -470,10 +486,12 @@ export class LedgerStore {
         description: note,
       };
       try {
-        return await this.postNow(request, true);
+        return await this.postNow(request);
       } catch (err) {
         if (isWaybillError(err) && err.type === 'UNPROCESSABLE') {
-          await this.giveUpClaimed(walletId, debitReference, amountKobo);
+          await insertOnce(() =>
+            this.m.Refused.create({ _id: debitReference, walletId, createdAt: new Date() }),
+          );
         }
         throw err;
       }

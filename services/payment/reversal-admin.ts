@@ -3,6 +3,7 @@ import { formatNaira } from '../../libs/money';
 import { fromUrl, view } from '../../libs/schemas';
 import { action, type ServiceActions } from '../../libs/service';
 import type { CheckoutStore, ReversalQuery, ReversalRecord } from './checkout-store';
+import { PROVIDER_ID_PATTERN } from './reversals';
 import { providerListPage } from './schemas';
 
 /**
@@ -30,7 +31,7 @@ const reversalView = view('Reversal', {
 });
 
 const listParams = Joi.object<ReversalQuery, true>({
-  ...providerListPage('refundId'),
+  ...providerListPage('refundId', PROVIDER_ID_PATTERN),
   open: fromUrl(Joi.boolean()).description(
     '`true`: only those still awaiting their credit or owed; `false`: only the settled',
   ),
@@ -73,6 +74,7 @@ export function createReversalAdminActions(store: CheckoutStore): ServiceActions
         description:
           'Money the provider gave back to a payer (a refund, or a chargeback the payer won) is taken back from the wallet its checkout credited, as far as the wallet holds it and then from what it is credited next.',
         response: Joi.array().items(reversalView),
+        errors: { 404: '`after` names no reversal' },
       },
       params: listParams,
       async handler(ctx) {

@@ -30,10 +30,13 @@ function kobo(value: unknown): number | undefined {
     : undefined;
 }
 
+/** A Paystack id as kept: a number's digits, or letters, digits, `_`, `.`, `=` and `-`. */
+export const PROVIDER_ID_PATTERN = /^[A-Za-z0-9_.=-]{1,100}$/;
+
 /** A Paystack id: a number, or a string of letters, digits, `_`, `.`, `=` and `-`. */
 function providerId(value: unknown): string | undefined {
   const id = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  return typeof id === 'string' && /^[A-Za-z0-9_.=-]{1,100}$/.test(id) ? id : undefined;
+  return typeof id === 'string' && PROVIDER_ID_PATTERN.test(id) ? id : undefined;
 }
 
 /**

@@ -30,8 +30,11 @@ const uncreditedView = view('UncreditedPayment', {
   settlement: settlementView.allow(null).description('Null until an operator records one'),
 });
 
+/** A transaction's reference at the provider, as recorded. */
+const PROVIDER_REFERENCE = /^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$/;
+
 const listParams = Joi.object<UncreditedQuery, true>({
-  ...providerListPage('providerReference'),
+  ...providerListPage('providerReference', PROVIDER_REFERENCE),
   settled: fromUrl(Joi.boolean()).description(
     '`false`: only those no operator has settled yet; `true`: only the settled',
   ),
@@ -39,7 +42,7 @@ const listParams = Joi.object<UncreditedQuery, true>({
 
 const settleParams = Joi.object<{ providerReference: string; note: string }, true>({
   providerReference: Joi.string()
-    .pattern(/^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$/)
+    .pattern(PROVIDER_REFERENCE)
     .required()
     .description('As listed: a letter or digit, then letters, digits, `_`, `.`, `=` and `-`'),
   note: plainText(500).min(1).required().description('What was done: the refund’s reference'),
@@ -75,6 +78,7 @@ export function createUncreditedAdminActions(store: CheckoutStore): ServiceActio
         description:
           'A charge of another amount or currency than its checkout’s is credited to nobody: refund it at the provider, then record that with `POST /admin/payments/uncredited/:providerReference/settle`.',
         response: Joi.array().items(uncreditedView),
+        errors: { 404: '`after` names no uncredited payment' },
       },
       params: listParams,
       async handler(ctx) {

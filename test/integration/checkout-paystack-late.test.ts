@@ -344,7 +344,7 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
     expectErrorEnvelope(bad, 400);
     expectErrorEnvelope(
       await adminGet(sweeping, '/admin/payments/uncredited?after=no-such-payment'),
-      400,
+      404,
       /after: no uncredited payment no-such-payment/,
     );
     expectErrorEnvelope(await adminGet(sweeping, '/admin/payments/uncredited?offset=1'), 400);

@@ -349,6 +349,6 @@ describe('refund and dispute events that move nothing', () => {
     const unknown = await request(stack.node.url, 'GET', '/admin/payments/reversals?after=nope', {
       headers: adminHeaders,
     });
-    expectErrorEnvelope(unknown, 400, /after: no reversal nope/);
+    expectErrorEnvelope(unknown, 404, /after: no reversal nope/);
   });
 });

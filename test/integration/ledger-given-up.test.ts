@@ -507,3 +507,47 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     expect(await problemsOf(walletId)).toEqual([]);
   });
 });
+
+describe("an operator's correcting debit refused for want of balance", () => {
+  const store = new LedgerStore(() => db.models, new Turns());
+  const other = new LedgerStore(() => db.models, new Turns());
+
+  it('takes nothing when sent again once the wallet holds enough', async () => {
+    const walletId = randomUUID();
+    await credit(store, walletId, 500);
+    await expect(store.debitByOperator(walletId, 'fix-1', 1_000, 'typo')).rejects.toMatchObject({
+      code: 422,
+    });
+    await credit(store, walletId, 1_000);
+    await expect(store.debitByOperator(walletId, 'fix-1', 1_000, 'typo')).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringContaining('refused when it came'),
+    });
+    expect((await store.balance(walletId)).balanceKobo).toBe(1_500);
+  });
+
+  it('is taken once, and stands, when a copy sent at the same moment found the balance', async () => {
+    const walletId = randomUUID();
+    await credit(store, walletId, 500);
+    await expect(store.debitByOperator(walletId, 'fix-2', 1_000, 'typo')).rejects.toMatchObject({
+      code: 422,
+    });
+    // The copy on another replica read no refusal before this one recorded it, and a credit
+    // landed in between: it takes the debit, as its answer says.
+    await credit(store, walletId, 1_000);
+    const copy = await other.post({
+      walletId,
+      type: 'DEBIT',
+      amountKobo: 1_000,
+      reference: 'admin-debit:fix-2',
+      description: 'typo',
+    });
+    expect(copy.replayed).toBe(false);
+    // Sent again, it is answered as taken; nothing gives it back, not the repair sweep either.
+    const again = await store.debitByOperator(walletId, 'fix-2', 1_000, 'typo');
+    expect(again).toMatchObject({ replayed: true, entry: { reference: 'admin-debit:fix-2' } });
+    await store.repairGivenUp();
+    expect((await entriesOf(walletId)).map((e) => e.type)).toEqual(['CREDIT', 'CREDIT', 'DEBIT']);
+    expect((await store.balance(walletId)).balanceKobo).toBe(500);
+  });
+});

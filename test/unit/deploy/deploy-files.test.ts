@@ -681,10 +681,12 @@ describe('deploy/k8s', () => {
         const ref = valueFrom?.secretKeyRef;
         if (ref) expect(ref.name).toBe(exampleSecret.metadata.name);
       }
-      // Each optional, as the whole Secret's keys were: a staging copy's Secret may leave out
-      // what staging defaults (live refuses to start without one it needs, naming it, below).
+      // Optional, as the whole Secret's keys were: a staging copy's Secret may leave out what
+      // staging defaults, and live refuses to start without one it needs, naming it (below).
+      // But the servers' URLs: without one a pod would wait on a local server for ever.
+      const required = ['MONGO_URL', 'REDIS_URL'];
       expect(secretKeysOf(container)).toEqual(
-        [...secretsOf([name]), 'NATS_URL'].map((key) => [key, true]),
+        [...secretsOf([name]), 'NATS_URL'].map((key) => [key, !required.includes(key)]),
       );
       // Live, with only these, it starts.
       expect(loadConfig(deployedEnv(deployment)).services).toEqual([name]);
