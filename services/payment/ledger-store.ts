@@ -9,7 +9,16 @@ import {
   type Posting,
   type WalletBalance,
 } from '../../libs/contracts/payment';
-import { WaybillError, conflict, isWaybillError, unprocessable } from '../../libs/errors';
+import {
+  WaybillError,
+  conflict,
+  isWaybillError,
+  serviceUnavailable,
+  unprocessable,
+} from '../../libs/errors';
+
+/** How many entries the verify reads between two looks at its deadline. */
+const VERIFY_DEADLINE_EVERY = 1_000;
 import { insertOnce, raiseById } from '../../libs/mongo';
 import { Turns } from '../../libs/turns';
 import { formatNaira } from '../../libs/money';
@@ -787,15 +796,23 @@ export class LedgerStore {
    * points at its entry (as the scan found it; read by `_id` only when it did not). Money may
    * move while it runs: a head ahead of what the scan read is a problem only if the entry it
    * names is missing. A debit its refund gave up, written and not given back, is reported
-   * `UNREFUNDED` (`keptAfterGivenUp`).
+   * `UNREFUNDED` (`keptAfterGivenUp`). With `stopAt` (a request's deadline), the scan stops there
+   * with a 503 rather than run on for nobody.
    */
-  async verify(maxProblems = 1000): Promise<LedgerReport> {
+  async verify(maxProblems = 1000, stopAt?: number): Promise<LedgerReport> {
     const audit = new LedgerAudit(maxProblems);
     const lastSequence = new Map<string, number>();
     const cursor = this.m.Entry.find({}).sort({ walletId: 1, sequence: 1 }).lean().cursor();
+    let read = 0;
     for await (const entry of cursor) {
       audit.add(entry as EntryRecord);
       lastSequence.set(entry.walletId, entry.sequence);
+      if (++read % VERIFY_DEADLINE_EVERY === 0 && stopAt !== undefined && Date.now() >= stopAt) {
+        await cursor.close();
+        throw serviceUnavailable(
+          `The ledger verify stopped at the request's deadline, ${read} entries read: the ledger is too large to verify within one request; run \`waybill ledger verify\`, which is held to no time limit`,
+        );
+      }
     }
     audit.finish();
     const problems = [...audit.problems];

@@ -3,7 +3,7 @@ import Joi from '../../libs/joi';
 import { nairaToKobo } from '../../libs/money';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { Logger } from 'moleculer';
-import type { LedgerStore } from './ledger-store';
+import type { LedgerReport, LedgerStore } from './ledger-store';
 import { userIdParams } from '../../libs/schemas';
 import {
   adminCreditParams,
@@ -23,6 +23,9 @@ export function createWalletAdminActions(
   ledger: LedgerStore,
   logger: () => Logger,
 ): ServiceActions {
+  /** The ledger's verify running in this replica for a caller, if one is. */
+  let verifying: Promise<LedgerReport> | undefined;
+
   /** A credit or a correcting debit, once per reference, logged when made; then the wallet. */
   async function moveByOperator(
     ctx: WaybillContext<unknown>,
@@ -115,12 +118,19 @@ export function createWalletAdminActions(
         message: 'Ledger verified',
         summary: 'Reconcile every wallet',
         description:
-          'Recomputes every wallet from its entries and reports any gap or duplicate in a wallet’s sequence, any reference posted twice, any balance that is not the previous balance plus the amount, and any debit its refund gave up that was taken and not given back (`UNREFUNDED`; its detail says how to credit it back) (at most 1000 problems).',
+          'Recomputes every wallet from its entries and reports any gap or duplicate in a wallet’s sequence, any reference posted twice, any balance that is not the previous balance plus the amount, and any debit its refund gave up that was taken and not given back (`UNREFUNDED`; its detail says how to credit it back) (at most 1000 problems). Held to the request’s time: on a ledger too large for it, 503, and `waybill ledger verify` reads it all. Calls while one runs on the same replica share its answer.',
         response: ledgerReportView,
+        errors: { 503: 'The ledger is too large to verify within one request' },
       },
       params: Joi.object({}),
-      async handler() {
-        return ledger.verify();
+      handler(ctx) {
+        // The gateway has answered 504 by the call's deadline: the scan stops there too, and
+        // calls sent meanwhile (an operator's retries) share it rather than start their own.
+        const timeout = ctx.options?.timeout ?? 0;
+        verifying ??= ledger
+          .verify(undefined, timeout > 0 ? Date.now() + timeout : undefined)
+          .finally(() => (verifying = undefined));
+        return verifying;
       },
     }),
   };
