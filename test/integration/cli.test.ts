@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DEMO_COURIERS, demoCourierId } from '../../services/seed';
+import { bulkCredits } from '../support/ledger';
 import { dropDatabases, isolation, openServiceDatabase, type Isolation } from '../support/stack';
 
 /**
@@ -197,19 +198,7 @@ describe('waybill CLI: a ledger too large to verify within a request', () => {
   afterAll(() => dropDatabases(large));
 
   it('verifies it all the same: the command is not held to REQUEST_TIMEOUT_MS', async () => {
-    const walletId = randomUUID();
-    const createdAt = new Date();
-    const entries = Array.from({ length: 20_000 }, (_, i) => ({
-      _id: `${walletId}:${i + 1}`,
-      walletId,
-      sequence: i + 1,
-      type: 'CREDIT',
-      amountKobo: 100,
-      balanceKobo: 100 * (i + 1),
-      reference: `bulk-${i + 1}`,
-      description: null,
-      createdAt,
-    }));
+    const entries = bulkCredits(randomUUID(), 20_000);
     const db = await openServiceDatabase(large, 'payment');
     try {
       for (let i = 0; i < entries.length; i += 5_000) {

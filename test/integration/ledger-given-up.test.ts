@@ -8,6 +8,7 @@ import {
   type PostRequest,
   type ReferenceRecord,
 } from '../../services/payment/ledger-store';
+import { bulkCredits } from '../support/ledger';
 import { useStoreDatabase } from '../support/store-database';
 
 /**
@@ -556,21 +557,7 @@ describe('the ledger verify held to a deadline', () => {
   const store = new LedgerStore(() => db.models, new Turns());
 
   it('stops at it with a 503 naming the CLI, and reads it all without one', async () => {
-    const walletId = randomUUID();
-    const createdAt = new Date();
-    await db.models.Entry.insertMany(
-      Array.from({ length: 2_500 }, (_, i) => ({
-        _id: `${walletId}:${i + 1}`,
-        walletId,
-        sequence: i + 1,
-        type: 'CREDIT',
-        amountKobo: 100,
-        balanceKobo: 100 * (i + 1),
-        reference: `bulk-${walletId}-${i + 1}`,
-        description: null,
-        createdAt,
-      })),
-    );
+    await db.models.Entry.insertMany(bulkCredits(randomUUID(), 2_500));
     await expect(store.verify(undefined, Date.now())).rejects.toMatchObject({
       code: 503,
       message: expect.stringContaining('waybill ledger verify'),
