@@ -142,21 +142,21 @@ const operatorsNote = () =>
 const adminAmount = () =>
   naira().greater(0).max(MAX_CREDIT_NAIRA).required().description('NGN, at most two decimals');
 
+/** An operator's move of money beyond whose it is: how much, and their reference for it. */
+const operatorsMove = (reference: string) => ({
+  amount: adminAmount(),
+  reference: ledgerReference().required().description(reference),
+});
+
 export const adminCreditParams = Joi.object<AdminCreditParams>({
   userId: uuid().required(),
-  amount: adminAmount(),
-  reference: ledgerReference()
-    .required()
-    .description('Yours, unique per credit: the same reference again credits nothing more'),
+  ...operatorsMove('Yours, unique per credit: the same reference again credits nothing more'),
   note: operatorsNote(),
 });
 
 export const adminDebitParams = Joi.object<AdminDebitParams>({
   userId: uuid().required(),
-  amount: adminAmount(),
-  reference: ledgerReference()
-    .required()
-    .description('Yours, unique per debit: the same reference again takes nothing more'),
+  ...operatorsMove('Yours, unique per debit: the same reference again takes nothing more'),
   note: operatorsNote().required(),
 });
 
@@ -173,21 +173,15 @@ export interface CashCorrectionParams extends CashRemittanceParams {
 
 export const cashCorrectionParams = Joi.object<CashCorrectionParams>({
   courierId: uuid().required(),
-  amount: adminAmount(),
-  reference: ledgerReference()
-    .required()
-    .description('Yours, unique per correction: the same reference again records nothing more'),
+  ...operatorsMove('Yours, unique per correction: the same reference again records nothing more'),
   note: operatorsNote().required(),
 });
 
 export const cashRemittanceParams = Joi.object<CashRemittanceParams>({
   courierId: uuid().required(),
-  amount: adminAmount(),
-  reference: ledgerReference()
-    .required()
-    .description(
-      'Yours, unique per remittance (a receipt number): the same reference again records nothing more',
-    ),
+  ...operatorsMove(
+    'Yours, unique per remittance (a receipt number): the same reference again records nothing more',
+  ),
   note: operatorsNote(),
 });
 
