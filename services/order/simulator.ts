@@ -2,6 +2,7 @@ import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import { virtualStart } from '../../libs/contracts/matching';
 import { DEFAULT_CIRCUITY, haversineKm } from '../../libs/geodesy';
+import { LookupCache } from '../../libs/lookup-cache';
 import { Periodic } from '../../libs/periodic';
 import { proofTypeOf, type CourierRun, type CourierStep } from './courier-run';
 import type { DeliveryRecord } from './delivery-record';
@@ -31,9 +32,10 @@ export interface SimulatorDeps {
 }
 
 /**
- * How long a fleet speed read from geo is kept: a change is heard at once (geo's broadcast),
- * but a geo replica that had not heard it yet may have answered the old speed, or the
- * broadcast been lost; then it holds a minute, not until order restarts.
+ * How long a fleet speed read from geo is kept: a change is heard at once (geo's broadcast;
+ * a read under way then is not kept), but a geo replica that had not heard it yet may have
+ * answered the old speed, or the broadcast been lost; then it holds a minute, not until
+ * order restarts.
  */
 const SPEED_KEPT_MS = 60_000;
 
@@ -47,10 +49,12 @@ const SPEED_KEPT_MS = 60_000;
  */
 export class Simulator {
   private readonly periodic: Periodic;
-  /** Fleet speeds read from geo, and when: kept `SPEED_KEPT_MS` at most. */
-  private readonly speeds = new Map<string, { kmh: number; readAt: number }>();
-  /** Changes of fleet types heard, so that a speed read across one is not kept. */
-  private speedChanges = 0;
+  /** Fleet speeds read from geo, kept `SPEED_KEPT_MS` at most. */
+  private readonly speeds = new LookupCache<number>({
+    cacheMs: SPEED_KEPT_MS,
+    lookup: async (fleetTypeId) =>
+      (await call(this.deps.services(), 'geo.getFleetType', { fleetTypeId })).averageSpeedKmh,
+  });
   /**
    * The last simulation of the page driven last: simulations waiting for a courier (or a
    * payment) stay listed, and more of them than a page must not hold the others still.
@@ -164,19 +168,13 @@ export class Simulator {
 
   /** A fleet type changed (geo's broadcast): its speed is read again at the next step. */
   forgetSpeed(fleetTypeId: string): void {
-    this.speeds.delete(fleetTypeId);
-    this.speedChanges += 1;
+    this.speeds.forget(fleetTypeId);
   }
 
   private async speedOf(fleetTypeId: string): Promise<number> {
-    const kept = this.speeds.get(fleetTypeId);
-    if (kept && Date.now() - kept.readAt < SPEED_KEPT_MS) return kept.kmh;
-    const changesBefore = this.speedChanges;
-    const type = await call(this.deps.services(), 'geo.getFleetType', { fleetTypeId });
-    const kmh = type.averageSpeedKmh;
-    // A change heard while geo answered may have come after geo read it: used, not kept.
-    if (changesBefore === this.speedChanges)
-      this.speeds.set(fleetTypeId, { kmh, readAt: Date.now() });
+    const kmh = await this.speeds.get(fleetTypeId);
+    // geo answers a fleet type or fails: the lookup never answers none.
+    if (kmh === null) throw new Error(`fleet type ${fleetTypeId} has no speed`);
     return kmh;
   }
 }
