@@ -1,8 +1,8 @@
-import { ServiceBroker, type ServiceSchema } from 'moleculer';
+import { ServiceBroker, type CallingOptions, type Middleware, type ServiceSchema } from 'moleculer';
 import { createBrokerOptions } from '../moleculer.config';
 import { ConfigError, loadConfig, type Config, type ServiceName } from '../libs/config';
 import { ServiceDatabase } from '../libs/mongo';
-import { toServiceSchema } from '../libs/service';
+import { toServiceSchema, type ActingOperator } from '../libs/service';
 import { recordedEnvironmentOf } from '../services/account/store';
 import { serviceDefinition } from '../services/catalog';
 
@@ -21,8 +21,10 @@ export function commandBroker(
     ...loadConfig({ ...env, OPS_PORT: '0', FILE_TRANSFER_PORT: '0', SERVICES: names.join(',') }),
     background: false,
   };
+  const options = createBrokerOptions(config);
   const broker = new ServiceBroker({
-    ...createBrokerOptions(config),
+    ...options,
+    middlewares: [...(options.middlewares ?? []), actingAs(cliOperator(env))],
     nodeID: `cli-${process.pid}`,
     logger: false,
   });
@@ -30,6 +32,36 @@ export function commandBroker(
     broker.createService(forTheCommandOnly(toServiceSchema(serviceDefinition(name, config))));
   }
   return { broker, config };
+}
+
+/** Variables the CLI alone reads, apart from the services' configuration (`waybill config`). */
+export const CLI_VARIABLES = {
+  operator: 'WAYBILL_OPERATOR',
+  webhookSecret: 'WAYBILL_WEBHOOK_SECRET',
+} as const;
+
+/**
+ * Who a command acts as (decision 157): the holder of the platform's own credentials (the CLI
+ * reads the whole Secret), named `cli`, or `cli:<WAYBILL_OPERATOR>` when the operator running it
+ * says who they are. The logs and records of what it does name them so.
+ */
+function cliOperator(env: NodeJS.ProcessEnv): ActingOperator {
+  const who = (env[CLI_VARIABLES.operator] ?? '')
+    .replace(/\p{Cc}/gu, '')
+    .trim()
+    .slice(0, 100);
+  return { name: who ? `cli:${who}` : 'cli', tokenId: null };
+}
+
+/** Every call the command makes runs as `operator`, as the gateway's `/admin` calls do. */
+function actingAs(operator: ActingOperator): Middleware {
+  const call =
+    (next: ServiceBroker['call']) =>
+    (actionName: string, params?: unknown, opts: CallingOptions = {}) =>
+      next(actionName, params, { ...opts, meta: { operator, ...opts.meta } });
+  // moleculer's types have a `call` hook return the call's promise; it returns the wrapped
+  // call, as its middleware handler (src/middleware.js) uses it.
+  return { name: 'ActingOperator', call: call as unknown as Middleware['call'] };
 }
 
 /**

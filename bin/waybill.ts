@@ -18,7 +18,7 @@ import {
   SIGNATURE_HEADER,
   verifySignature,
 } from '../libs/webhook-signature';
-import { commandBroker, refuseOtherEnvironment } from './cli-services';
+import { CLI_VARIABLES, commandBroker, refuseOtherEnvironment } from './cli-services';
 import { DELIVERY_STATUSES } from '../services/order/lifecycle';
 import { PROVIDER_LIST_PAGE } from '../services/payment/schemas';
 import { FILE_LIST_MAX } from '../services/file/schemas';
@@ -149,12 +149,18 @@ function paged(
 
 const program = new Command('waybill')
   .description(
-    'Waybill operator CLI: users, API keys, wallets, couriers, deliveries, files, webhook signatures and demo data',
+    'Waybill operator CLI: users, API keys, operator tokens, wallets, couriers, deliveries, files, webhook signatures and demo data',
   )
   .showHelpAfterError()
   .addHelpText(
     'after',
-    '\nConfiguration comes from the environment, as the services take it (see `waybill config`):\nMONGO_URL and REDIS_URL default to local servers; set NATS_URL so that revocations reach\nrunning gateways, and for `deliveries`, which act through the running platform.',
+    [
+      '',
+      'Configuration comes from the environment, as the services take it (see `waybill config`):',
+      'MONGO_URL and REDIS_URL default to local servers; set NATS_URL so that revocations reach',
+      'running gateways, and for `deliveries`, which act through the running platform.',
+      `${CLI_VARIABLES.operator} names who runs a command: its logs and records say cli:<${CLI_VARIABLES.operator}>.`,
+    ].join('\n'),
   );
 
 program
@@ -231,6 +237,44 @@ program
       await call(broker, 'account.revokeApiKey', { keyId });
       warnGatewaysNotTold(config, 'the key', config.apiKeyCacheSeconds);
     }).then(() => console.log(`revoked ${keyId}`)),
+  );
+
+const operators = program
+  .command('operators')
+  .description(
+    "operators' own admin tokens: what each holder does is logged and recorded under their name",
+  );
+
+operators
+  .command('create')
+  .description('create an operator token for /admin; the token is printed once')
+  .requiredOption('--name <name>', 'who holds it, as the logs and records name them')
+  .option('--expires-in-days <n>', 'days until it stops working on its own', positiveInt)
+  .action((opts: { name: string; expiresInDays?: number }) =>
+    withAccount((broker) => call(broker, 'account.createOperatorToken', opts)).then(print),
+  );
+
+paged(
+  operators
+    .command('list')
+    .description('list operator tokens, newest first, revoked ones too (never the tokens)'),
+  'tokens',
+  { max: 100, byDefault: 50 },
+).action((opts: { limit: number; offset: number }) =>
+  withAccount((broker) => call(broker, 'account.listOperatorTokens', opts)).then(print),
+);
+
+operators
+  .command('revoke')
+  .description(
+    'revoke an operator token: running gateways stop accepting it at once (with NATS_URL set to the platform’s)',
+  )
+  .argument('<tokenId>', 'the token’s id (UUID), as list shows it')
+  .action((tokenId: string) =>
+    withAccount(async (broker, config) => {
+      await call(broker, 'account.revokeOperatorToken', { operatorTokenId: tokenId });
+      warnGatewaysNotTold(config, 'the token', config.apiKeyCacheSeconds);
+    }).then(() => console.log(`operator token ${tokenId} revoked`)),
   );
 
 const wallet = program.command('wallet').description("users' wallets");
@@ -816,7 +860,7 @@ program
       '--secret <secret>',
       "the endpoint's signing secret, whsec_... (from the environment, it stays out of the shell's history and the process list)",
     )
-      .env('WAYBILL_WEBHOOK_SECRET')
+      .env(CLI_VARIABLES.webhookSecret)
       .makeOptionMandatory(),
   )
   .requiredOption('--header <value>', 'the Waybill-Signature header, as received')

@@ -96,6 +96,26 @@ export function authUserOf({ id, name, email, phone, profileId }: AuthUser): Aut
 }
 
 /** What the gateway puts in `ctx.meta` for every authenticated call. */
+/**
+ * Who acts through `/admin` or the operator CLI, as logs and records name them: an operator
+ * token's holder (`tokenId` its id), or whoever holds the platform's own credentials
+ * (`tokenId` null): ADMIN_TOKEN (`admin-token`) or the CLI's Secret (`cli`, or
+ * `cli:<WAYBILL_OPERATOR>`). Decision 157.
+ */
+export interface ActingOperator {
+  name: string;
+  tokenId: string | null;
+}
+
+/** The name of whoever acts with ADMIN_TOKEN itself. */
+export const ADMIN_TOKEN_OPERATOR = 'admin-token';
+
+/** Who an action runs for, as a log line names them: nobody when no operator called it. */
+export const operatorOf = (ctx: { meta: RequestMeta }) => {
+  const operator = ctx.meta.operator;
+  return operator ? { operator: operator.name, operatorTokenId: operator.tokenId } : {};
+};
+
 export interface RequestMeta {
   user?: AuthUser;
   apiKeyId?: string;
@@ -103,6 +123,8 @@ export interface RequestMeta {
   optionHeaders?: Record<string, string>;
   /** `/courier` routes: the courier the token acts as, and the token's id. */
   courier?: { id: string; tokenId: string };
+  /** `/admin` routes and the operator CLI: who acts (`ActingOperator`). */
+  operator?: ActingOperator;
   /**
    * Set while the first run of a request with an `Idempotency-Key` is under way: the same for
    * its retries, different for any other request (gateway/idempotency).

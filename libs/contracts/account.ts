@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import Joi from '../joi';
 import type { AppEnvironment } from '../config';
+import { IssuedTokens } from '../issued-tokens';
 import type { Retry } from './retry';
 
 /** What other services may know of the account service. */
@@ -8,8 +9,67 @@ import type { Retry } from './retry';
 /** Broadcast to every gateway when a key is revoked, so that caches drop it at once. */
 export const API_KEY_REVOKED_EVENT = 'account.apiKeyRevoked';
 
+/** Broadcast to every gateway when an operator token is revoked: caches drop it at once. */
+export const OPERATOR_TOKEN_REVOKED_EVENT = 'account.operatorTokenRevoked';
+
 export interface AccountEvents {
   [API_KEY_REVOKED_EVENT]: { keyId: string; hash: string };
+  [OPERATOR_TOKEN_REVOKED_EVENT]: { tokenId: string; hash: string };
+}
+
+/**
+ * An operator's own token for `/admin` (`wbo_` and 43 base64url characters; only its SHA-256
+ * is stored), made with the platform's ADMIN_TOKEN: what an operator does with it is recorded
+ * under their name (decision 157).
+ */
+export const OPERATOR_TOKENS = new IssuedTokens('wbo_');
+
+export interface OperatorTokenView {
+  id: string;
+  name: string;
+  /** Who made it: an operator's name, or `admin-token` / `cli` (`RequestMeta.operator`). */
+  createdBy: string;
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  revokedBy: string | null;
+}
+
+/** The answer to creating an operator token: the only time the token itself is shown. */
+export interface CreatedOperatorToken {
+  id: string;
+  name: string;
+  token: string;
+  createdBy: string;
+  createdAt: string;
+  expiresAt: string | null;
+}
+
+export interface CreateOperatorTokenParams {
+  name: string;
+  expiresInDays?: number;
+}
+
+export interface ListOperatorTokensParams {
+  limit?: number;
+  offset?: number;
+}
+
+export interface AuthenticateOperatorParams {
+  /** SHA-256 (hex) of the token presented. */
+  tokenHash: string;
+}
+
+export const authenticateOperatorParams = Joi.object<AuthenticateOperatorParams, true>({
+  tokenHash: Joi.string().hex().length(64).required(),
+});
+
+/** Whom an operator token acts as (`account.authenticateOperator`), until when. */
+export interface OperatorAuth {
+  tokenId: string;
+  name: string;
+  expiresAt: string | null;
 }
 
 export interface UserView {
@@ -101,6 +161,16 @@ export interface AccountActions {
   'account.createApiKey': { params: CreateApiKeyParams; answer: CreatedApiKey };
   'account.listApiKeys': { params: ListApiKeysParams; answer: ApiKeyView[] };
   'account.revokeApiKey': { params: { keyId: string }; answer: null };
+  'account.createOperatorToken': {
+    params: CreateOperatorTokenParams;
+    answer: CreatedOperatorToken;
+  };
+  'account.listOperatorTokens': { params: ListOperatorTokensParams; answer: OperatorTokenView[] };
+  'account.revokeOperatorToken': { params: { operatorTokenId: string }; answer: null };
+  'account.authenticateOperator': {
+    params: AuthenticateOperatorParams;
+    answer: OperatorAuth | null;
+  };
 }
 
 /** Which account actions may be repeated on another node (`libs/contracts/retry`). */
@@ -114,6 +184,11 @@ export const ACCOUNT_RETRY = {
   'account.listApiKeys': 'safe',
   // Revoking a revoked key changes nothing and answers the same.
   'account.revokeApiKey': 'safe',
+  'account.createOperatorToken': 'never',
+  'account.listOperatorTokens': 'safe',
+  // Revoking a revoked token changes nothing and answers the same.
+  'account.revokeOperatorToken': 'safe',
+  'account.authenticateOperator': 'safe',
 } as const satisfies Record<keyof AccountActions, Retry>;
 
 /** API keys read `<prefix>_<live|staging>_<64 hex>`; only their SHA-256 is ever stored. */

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import Joi from '../joi';
 import { nameBasedId } from '../ids';
+import { IssuedTokens } from '../issued-tokens';
 import { formatNaira } from '../money';
 import { uuid } from '../schemas';
 import { latitude, longitude } from './geo';
@@ -194,23 +194,14 @@ export interface HeldDelivery {
   deliveryId: string | null;
 }
 
-/**
- * Courier tokens read `wbc_` and 43 base64url characters (32 random bytes); only their
- * SHA-256 is stored. The prefix tells them apart from API keys and admin tokens at a glance,
- * in a log or a leaked file.
- */
-export const COURIER_TOKEN_PREFIX = 'wbc_';
-const COURIER_TOKEN_PATTERN = /^wbc_[A-Za-z0-9_-]{43}$/;
+/** Courier tokens read `wbc_` and 43 base64url characters; only their SHA-256 is stored. */
+export const COURIER_TOKENS = new IssuedTokens('wbc_');
+export const COURIER_TOKEN_PREFIX = COURIER_TOKENS.prefix;
 
-export function hashCourierToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
-}
+export const hashCourierToken = (token: string) => COURIER_TOKENS.hash(token);
 
 /** The hash to look a presented token up by; null when it is not shaped like a token. */
-export function parseCourierToken(raw: string): string | null {
-  const token = raw.trim();
-  return COURIER_TOKEN_PATTERN.test(token) ? hashCourierToken(token) : null;
-}
+export const parseCourierToken = (raw: string) => COURIER_TOKENS.parse(raw);
 
 export interface AuthenticateCourierParams {
   /** SHA-256 (hex) of the token presented. */

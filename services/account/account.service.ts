@@ -23,6 +23,9 @@ import {
   type WithDefaults,
 } from '../../libs/service';
 import { generateApiKey } from './api-keys';
+import { OperatorTokenStore } from './operator-store';
+import { createOperatorTokenActions } from './operator-tokens';
+import type { Logger } from 'moleculer';
 import {
   accountView,
   apiKeyView,
@@ -45,6 +48,8 @@ export const MAX_ACTIVE_KEYS_PER_USER = 50;
 export function createAccountService(config: Config): ServiceDefinition {
   const db = new ServiceDatabase(config, 'account', defineAccountModels);
   const store = new AccountStore(() => db.models);
+  const operatorTokens = new OperatorTokenStore(() => db.models);
+  let logger: Logger;
 
   function recordUse(logger: { warn: (...args: unknown[]) => void }, keyId: string): Date {
     const at = new Date();
@@ -119,6 +124,9 @@ export function createAccountService(config: Config): ServiceDefinition {
   return {
     name: 'account',
     mixins: [db.mixin()],
+    created() {
+      logger = this.logger;
+    },
     async started() {
       await recordEnvironment(this.logger);
       await backfills.start(this.logger);
@@ -127,6 +135,7 @@ export function createAccountService(config: Config): ServiceDefinition {
       await backfills.stop();
     },
     actions: {
+      ...createOperatorTokenActions({ tokens: operatorTokens, logger: () => logger }),
       createUser: implement('account.createUser', {
         http: {
           group: 'admin',

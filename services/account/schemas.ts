@@ -1,20 +1,26 @@
 import Joi from '../../libs/joi';
 import { APP_ENVIRONMENTS, type AppEnvironment } from '../../libs/config';
-import type {
-  CreateApiKeyParams,
-  CreateUserParams,
-  FindUsersParams,
-  ListApiKeysParams,
-  QuotaView,
-  UserByContactParams,
+import {
+  OPERATOR_TOKENS,
+  type CreateApiKeyParams,
+  type CreateOperatorTokenParams,
+  type CreateUserParams,
+  type FindUsersParams,
+  type ListApiKeysParams,
+  type ListOperatorTokensParams,
+  type QuotaView,
+  type UserByContactParams,
 } from '../../libs/contracts/account';
 import {
+  BLANK,
+  documented,
   e164Phone,
   email,
   fromUrl,
   named,
   pageParams,
   personName,
+  plainText,
   uuid,
   view,
 } from '../../libs/schemas';
@@ -107,4 +113,81 @@ export const createApiKeyParams = (environment: AppEnvironment) =>
 export const listApiKeysParams = Joi.object<ListApiKeysParams, true>({
   userId: uuid().required(),
   ...pageParams(),
+});
+
+/**
+ * Operator tokens that work at once, across the platform: one or two per operator of a large
+ * team. Revoked and expired ones do not count, and are kept (the records they made name them).
+ */
+export const OPERATOR_TOKENS_MAX = 100;
+
+/**
+ * Names that would read as the platform's own credentials in the logs and records
+ * (`admin-token`, `cli`, `cli:<who>`), in any case; one pattern for the check and the document.
+ */
+const RESERVED_OPERATOR_NAME =
+  '(?:[Aa][Dd][Mm][Ii][Nn]-[Tt][Oo][Kk][Ee][Nn]|[Cc][Ll][Ii]|[Cc][Ll][Ii]:[\\s\\S]*)';
+const reservedName = new RegExp(`^${RESERVED_OPERATOR_NAME}$`);
+
+const operatorName = documented(plainText(100).min(1), {
+  not: { pattern: `^${BLANK}*${RESERVED_OPERATOR_NAME}${BLANK}*$` },
+})
+  .custom((value: string, helpers) =>
+    reservedName.test(value) ? helpers.error('string.reservedOperator') : value,
+  )
+  .messages({
+    'string.reservedOperator':
+      "{{#label}} may not be admin-token or cli (or start with cli:): those name the platform's own credentials in the records",
+  })
+  .description(
+    'Who holds the token, as the logs and records name what they do with it (an e-mail, a name)',
+  );
+
+export const createOperatorTokenParams = Joi.object<CreateOperatorTokenParams, true>({
+  name: operatorName.required(),
+  expiresInDays: Joi.number()
+    .integer()
+    .min(1)
+    .max(3650)
+    .description('Days until it stops working on its own; never, when left out'),
+}).example({ name: 'ada@ops.example.com', expiresInDays: 90 });
+
+export const listOperatorTokensParams = Joi.object<ListOperatorTokensParams, true>({
+  limit: fromUrl(Joi.number().integer().min(1).max(100).default(50)),
+  offset: pageParams().offset,
+});
+
+export const operatorTokenIdParams = Joi.object<{ operatorTokenId: string }, true>({
+  operatorTokenId: uuid().required(),
+});
+
+const operatorTokenFields = {
+  id: uuid().description('The token’s id: revoke it with `DELETE /admin/operator-tokens/{id}`'),
+  name: Joi.string(),
+  createdBy: Joi.string().description(
+    'The operator who made it, or `admin-token` / `cli` (the platform’s own credentials)',
+  ),
+  createdAt: Joi.string().isoDate(),
+  expiresAt: Joi.string().isoDate().allow(null),
+};
+
+export const operatorTokenView = view('OperatorToken', {
+  ...operatorTokenFields,
+  lastUsedAt: Joi.string()
+    .isoDate()
+    .allow(null)
+    .description(
+      'When a gateway last looked the token up, to the nearest 10 minutes; null if never',
+    ),
+  revokedAt: Joi.string().isoDate().allow(null),
+  revokedBy: Joi.string().allow(null),
+});
+
+export const createdOperatorTokenView = view('NewOperatorToken', {
+  ...operatorTokenFields,
+  token: Joi.string()
+    .pattern(OPERATOR_TOKENS.pattern)
+    .description(
+      'The token itself, for `Authorization: Bearer <token>` on `/admin`. Shown only in this answer: the platform keeps its SHA-256',
+    ),
 });

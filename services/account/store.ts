@@ -3,6 +3,7 @@ import { APP_ENVIRONMENTS, type AppEnvironment } from '../../libs/config';
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
 import { insertOnce, raiseById, updateByIdWhere } from '../../libs/mongo';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
+import { defineOperatorModels } from './operator-store';
 import {
   markedRecorded,
   passRecordsIn,
@@ -133,6 +134,7 @@ export function defineAccountModels(connection: Connection) {
     /** `_id` = `<userId>:<k>`: the active key that holds the user's k-th place. */
     KeyPlace: definePlaceModel(connection, 'ApiKeyPlace', 'api_key_places'),
     Deployment: connection.model('Deployment', deploymentSchema, DEPLOYMENT),
+    ...defineOperatorModels(connection),
   };
 }
 

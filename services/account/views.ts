@@ -1,4 +1,11 @@
-import type { ApiKeyView, CreatedApiKey, UserView } from '../../libs/contracts/account';
+import type {
+  ApiKeyView,
+  CreatedApiKey,
+  CreatedOperatorToken,
+  OperatorTokenView,
+  UserView,
+} from '../../libs/contracts/account';
+import type { OperatorTokenRecord, OperatorTokenRevocation } from './operator-store';
 import type { ApiKeyRecord, UserRecord } from './store';
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
@@ -43,3 +50,32 @@ export function toCreatedApiKey(
     createdAt: view.createdAt,
   };
 }
+
+export function toOperatorTokenView(
+  token: OperatorTokenRecord,
+  revocation: OperatorTokenRevocation | null | undefined,
+): OperatorTokenView {
+  return {
+    id: token.tokenId,
+    name: token.name,
+    createdBy: token.createdBy,
+    createdAt: token.createdAt.toISOString(),
+    expiresAt: iso(token.expiresAt),
+    lastUsedAt: iso(token.lastUsedAt),
+    revokedAt: iso(revocation?.at),
+    revokedBy: revocation?.by ?? null,
+  };
+}
+
+/** The answer to creating an operator token: the token itself, once, and no hash. */
+export const toCreatedOperatorToken = (
+  token: OperatorTokenRecord,
+  plaintext: string,
+): CreatedOperatorToken => ({
+  id: token.tokenId,
+  name: token.name,
+  token: plaintext,
+  createdBy: token.createdBy,
+  createdAt: token.createdAt.toISOString(),
+  expiresAt: iso(token.expiresAt),
+});

@@ -1,15 +1,15 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import Joi from '../../libs/joi';
 import { broadcast } from '../../libs/contracts';
 import {
   COURIER_NOT_FOUND,
-  COURIER_TOKEN_PREFIX,
+  COURIER_TOKENS,
   COURIER_TOKENS_CHANGED_EVENT,
   authenticateCourierParams,
   courierIdParams,
-  hashCourierToken,
 } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
+import { isTouchDue } from '../../libs/issued-tokens';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { action, implement, type ServiceActions } from '../../libs/service';
 import {
@@ -22,17 +22,8 @@ import type { CourierStore } from './store';
 import type { CourierTokenStore } from './token-store';
 import { toCourierTokenView, toCreatedCourierToken } from './views';
 
-/**
- * How stale `lastUsedAt` may be. Gateways look a token up once per cache period per replica;
- * writing each lookup would be a write every few seconds per courier.
- */
-export const TOKEN_TOUCH_MS = 10 * 60_000;
-
 /** A new token: the prefix and 32 random bytes in base64url (43 characters). */
-export function generateCourierToken(): { token: string; hash: string } {
-  const token = `${COURIER_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
-  return { token, hash: hashCourierToken(token) };
-}
+export const generateCourierToken = () => COURIER_TOKENS.issue();
 
 export interface TokenActionDeps {
   couriers: CourierStore;
@@ -169,7 +160,7 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
         const courier = await couriers.find(token.courierId);
         if (!courier?.active) return null;
         const at = now();
-        if (!token.lastUsedAt || at.getTime() - token.lastUsedAt.getTime() >= TOKEN_TOUCH_MS) {
+        if (isTouchDue(token.lastUsedAt, at)) {
           // A note for operators: a database too busy to take it must not refuse the courier.
           await tokens.touch(token._id, at).catch((err: unknown) => {
             ctx.service?.logger.warn('could not note when a courier token was last used', err);

@@ -2,7 +2,7 @@ import Joi, { characterCount } from '../../libs/joi';
 import { OFFER_OUTCOMES } from './matching-rules';
 import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { latitude, longitude } from '../../libs/contracts/geo';
-import type { CourierFleet } from '../../libs/contracts/matching';
+import { COURIER_TOKENS, type CourierFleet } from '../../libs/contracts/matching';
 import {
   documented,
   e164Phone,
@@ -252,7 +252,7 @@ export const createdCourierTokenView = view('CreatedCourierToken', {
   id: uuid().description('The token’s id'),
   courierId: uuid(),
   token: Joi.string()
-    .pattern(/^wbc_[A-Za-z0-9_-]{43}$/)
+    .pattern(COURIER_TOKENS.pattern)
     .description(
       'The token itself, for the courier app’s `Authorization: Bearer <token>`. Shown only in this answer: the platform keeps its SHA-256',
     ),

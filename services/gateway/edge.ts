@@ -6,7 +6,7 @@ import { forbidden, quotaExceeded, toHttpError, tooManyRequests } from '../../li
 import { authUserOf, type RequestMeta, type RouteGroup } from '../../libs/service';
 import { isRepeatedRefusal } from '../../libs/lookup-cache';
 import { clientGone } from '../../libs/transfer';
-import { checkAdminToken } from './admin-auth';
+import type { AdminAuthenticator } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
 import type { ApiKeyAuthenticator } from './api-key-auth';
 import type { CourierTokenAuthenticator } from './courier-auth';
@@ -67,6 +67,7 @@ export function accessLog(
         ms: Math.round(ms * 10) / 10,
         apiKeyId: req.$ctx?.meta.apiKeyId,
         courierId: (req.$ctx?.meta.courier as RequestMeta['courier'])?.id,
+        operator: (req.$ctx?.meta.operator as RequestMeta['operator'])?.name,
         requestId: req.$ctx?.requestID,
       };
       if (path.startsWith('/health')) logger().debug('http', line);
@@ -101,23 +102,23 @@ const isUnauthorized = (err: unknown) => (err as { type?: unknown })?.type === '
  * refusal cached) is counted after it. A request that sent none (`sent` false) guessed nothing
  * and is not counted: any web page can make a browser send one (an image, a form), and each
  * would count against the address it shares with the merchant's servers or the operator.
- * `credential` names what the 429 asks for. Requests `fromBrowsers` (a `/file` call with an
- * `Origin`, which any page may make with a made-up key) count apart from the address's
- * others: a page cannot shut the servers behind the same address out, only browsers.
+ * `credential` names what the 429 asks for. Requests `countedApart` count apart from the
+ * address's others: `browsers` (a `/file` call with an `Origin`, which any page may make with
+ * a made-up key), so that a page cannot shut the servers behind the same address out, only
+ * browsers; `admin`, so that guesses at API keys cannot shut the operator out.
  */
 async function throttled<T>(
   req: GatewayRequest,
-  options: { config: Pick<Config, 'trustProxyHops'>; authFailures: AuthFailureThrottle },
+  options: { config: Pick<Config, 'trustProxyHops'>; authFailures: FailureCount },
   {
     credential,
     sent,
-    fromBrowsers = false,
-  }: { credential: string; sent: unknown; fromBrowsers?: boolean },
+    countedApart,
+  }: { credential: string; sent: unknown; countedApart?: CountedApart },
   authenticate: (beforeLookup: () => Promise<void>) => Promise<T>,
 ): Promise<T> {
   // Read now: once the client has left, its socket no longer knows the peer's address.
-  const client = clientAddress(req, options.config.trustProxyHops);
-  const address = fromBrowsers ? `${client} browsers` : client;
+  const address = countedAddress(clientAddress(req, options.config.trustProxyHops), countedApart);
   const { authFailures } = options;
   let countedBeforeLookup = false;
   let accepted = false;
@@ -149,6 +150,18 @@ async function throttled<T>(
     if (countedBeforeLookup && accepted) await authFailures.forgive(address);
   }
 }
+
+/** What failed authentications `throttled` counts with (gateway/auth-throttle). */
+type FailureCount = Pick<AuthFailureThrottle, 'countFailure' | 'forgive' | 'admit'>;
+
+/**
+ * Failures counted apart from the client address's others: `browsers` (a `/file` call with an
+ * `Origin`), `admin` (`/admin`'s tokens).
+ */
+type CountedApart = 'browsers' | 'admin';
+
+const countedAddress = (client: string, apart: CountedApart | undefined) =>
+  apart === 'browsers' ? `${client} browsers` : apart === 'admin' ? `admin ${client}` : client;
 
 /** Whether a request carried a credential header at all. */
 const isSent = (header: unknown) =>
@@ -184,7 +197,7 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
       {
         credential: 'API key',
         sent: req.headers['api-key'],
-        fromBrowsers: group === 'file' && req.headers.origin !== undefined,
+        countedApart: group === 'file' && req.headers.origin !== undefined ? 'browsers' : undefined,
       },
       (beforeLookup) => options.authenticator().authenticate(req.headers['api-key'], beforeLookup),
     );
@@ -317,38 +330,54 @@ export function courierGuard(options: CourierGuardOptions): Middleware {
 }
 
 export interface AdminGuardOptions {
-  config: Pick<Config, 'trustProxyHops' | 'adminToken'>;
+  config: Pick<Config, 'trustProxyHops'>;
+  authenticator: () => AdminAuthenticator;
   authFailures: AuthFailureThrottle;
 }
 
 /**
- * `/admin`: `Authorization: Bearer <ADMIN_TOKEN>`, its failures throttled per client address
- * as API keys' are: the token is one secret for the whole platform, not to be guessed at will.
- * Compared first (in memory, nothing to spare), the answer waiting on the count: a wrong token
- * is counted in the turn it arrives, and the right one is refused once the failures counted
- * before it reach the limit, so that a right guess in a burst looks like the wrong ones while
- * an operator's own burst of calls is never held back. Counted apart from API keys and
- * courier tokens (guesses at those from the operator's address must not shut the operator
- * out), and not at all while Redis is unreachable: the admin API is what an operator repairs
- * things with, and the token is still checked.
+ * `/admin`: `Authorization: Bearer <ADMIN_TOKEN or an operator token>` (gateway/admin-auth),
+ * its failures throttled per client address as API keys' are (`throttled`), counted apart
+ * from API keys and courier tokens (guesses at those from the operator's address must not
+ * shut the operator out). A token accepted without a lookup (ADMIN_TOKEN, compared in memory;
+ * an operator token cached) then waits on the count: the right one is refused once the
+ * failures counted before it reach the limit, so that a right guess in a burst looks like the
+ * wrong ones, while an operator's own burst of calls is never held back. Nothing is counted
+ * while Redis is unreachable: the admin API is what an operator repairs things with, and the
+ * token is still checked. The call then runs as the operator (`RequestMeta.operator`), whom
+ * the access log and the records it makes name.
  */
 export function adminGuard(options: AdminGuardOptions): Middleware {
+  const authFailures = uncountedWhileAway(options.authFailures);
   return middleware(async (req) => {
     if (isPreflight(req)) throw browsersRefused('admin');
     const header = req.headers.authorization;
-    const subject = `admin ${clientAddress(req, options.config.trustProxyHops)}`;
-    const { authFailures } = options;
-    try {
-      checkAdminToken(Array.isArray(header) ? header[0] : header, options.config.adminToken);
-    } catch (err) {
-      // As for API keys (`throttled`): a request without a token guessed nothing.
-      if (isUnauthorized(err) && isSent(header)) {
-        await unlessUncountable(() => authFailures.countFailure(subject, ADMIN_CREDENTIAL));
-      }
-      throw err;
-    }
-    await unlessUncountable(() => authFailures.admit(subject, ADMIN_CREDENTIAL));
+    // Read now, as `throttled` does: once the client has left, its socket no longer knows it.
+    const subject = countedAddress(clientAddress(req, options.config.trustProxyHops), 'admin');
+    let lookedUp = false;
+    const operator = await throttled(
+      req,
+      { config: options.config, authFailures },
+      { credential: ADMIN_CREDENTIAL, sent: header, countedApart: 'admin' },
+      (beforeLookup) =>
+        options.authenticator().authenticate(header, async () => {
+          lookedUp = true;
+          await beforeLookup();
+        }),
+    );
+    if (!lookedUp) await authFailures.admit(subject, ADMIN_CREDENTIAL);
+    if (req.$ctx) req.$ctx.meta.operator = operator;
   });
+}
+
+/** Failed authentications counted, or nothing counted while their store is unreachable. */
+function uncountedWhileAway(throttle: AuthFailureThrottle): FailureCount {
+  return {
+    countFailure: (address, credential) =>
+      unlessUncountable(() => throttle.countFailure(address, credential)),
+    forgive: (address) => throttle.forgive(address),
+    admit: (address, credential) => unlessUncountable(() => throttle.admit(address, credential)),
+  };
 }
 
 const ADMIN_CREDENTIAL = 'admin token';

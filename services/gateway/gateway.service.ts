@@ -3,7 +3,8 @@ import type { Server } from 'node:http';
 import ApiGateway from 'moleculer-web';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
-import { API_KEY_REVOKED_EVENT } from '../../libs/contracts/account';
+import { API_KEY_REVOKED_EVENT, OPERATOR_TOKEN_REVOKED_EVENT } from '../../libs/contracts/account';
+import { AdminAuthenticator } from './admin-auth';
 import { COURIER_TOKENS_CHANGED_EVENT } from '../../libs/contracts/matching';
 import {
   DELIVERY_CANCELLED_EVENT,
@@ -65,6 +66,7 @@ export function createGatewayService(
   let broker: ServiceBroker;
   let authenticator: ApiKeyAuthenticator;
   let couriers: CourierTokenAuthenticator;
+  let admins: AdminAuthenticator;
   let recordHttpAnswer: (answer: HttpAnswer) => void = () => undefined;
 
   // The sandbox's pages exist only with the sandbox, a provider's webhook only with it.
@@ -179,7 +181,12 @@ export function createGatewayService(
       if (group === 'checkout' || group === 'track') return [log, methods, pages];
       if (group === 'webhooks') return [log, methods, rawBodyReader(rawHeaders)];
       if (group === 'admin') {
-        return [log, methods, adminGuard({ config, authFailures }), ...readBody];
+        return [
+          log,
+          methods,
+          adminGuard({ config, authFailures, authenticator: () => admins }),
+          ...readBody,
+        ];
       }
       if (group === 'courier') {
         return [
@@ -240,6 +247,11 @@ export function createGatewayService(
           ],
         ),
       ),
+      [OPERATOR_TOKEN_REVOKED_EVENT]: {
+        handler(ctx: { params: { hash?: unknown } }) {
+          if (typeof ctx.params.hash === 'string') admins.forget(ctx.params.hash);
+        },
+      },
       [COURIER_TOKENS_CHANGED_EVENT]: {
         handler(ctx: { params: { hashes?: unknown } }) {
           const { hashes } = ctx.params;
@@ -257,6 +269,11 @@ export function createGatewayService(
         environment: config.appEnv,
         cacheMs: config.apiKeyCacheSeconds * 1000,
         lookup: (hash) => call(broker, 'account.resolveApiKey', { hash }),
+      });
+      admins = new AdminAuthenticator({
+        adminToken: config.adminToken,
+        cacheMs: config.apiKeyCacheSeconds * 1000,
+        lookup: (tokenHash) => call(broker, 'account.authenticateOperator', { tokenHash }),
       });
       couriers = new CourierTokenAuthenticator({
         cacheMs: config.courierTokenCacheSeconds * 1000,

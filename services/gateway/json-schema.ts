@@ -77,6 +77,24 @@ function mergeKeywords(a: JsonSchema, b: JsonSchema): JsonSchema {
   return merged;
 }
 
+/**
+ * A schema `documented` twice (a `plainText` given more) carries one meta of keywords each, of
+ * which joi-to-json would keep the last: they are merged into the first, and the others dropped.
+ */
+function foldDocumentKeywords(desc: Description): void {
+  const metas = desc.metas ?? [];
+  const own = metas.filter((m) => DOCUMENT_KEYWORDS in m);
+  if (own.length < 2) return;
+  const [first, ...more] = own;
+  for (const meta of more) {
+    first[DOCUMENT_KEYWORDS] = mergeKeywords(
+      first[DOCUMENT_KEYWORDS] as JsonSchema,
+      meta[DOCUMENT_KEYWORDS] as JsonSchema,
+    );
+  }
+  desc.metas = metas.filter((m) => !more.includes(m));
+}
+
 function addKeywords(desc: Description, keywords: JsonSchema): void {
   const metas = desc.metas ?? [];
   const own = metas.find((m) => DOCUMENT_KEYWORDS in m);
@@ -220,6 +238,7 @@ const refuseNames = (name: string) => {
 function prepare(desc: Description, inherited?: unknown): Description {
   const presence = inheritPresence(desc, inherited);
   for (const child of children(desc)) prepare(child, presence);
+  foldDocumentKeywords(desc);
   if (desc.type === 'string') explicitStringRules(desc);
   if (desc.type === 'number') {
     integerFirst(desc);

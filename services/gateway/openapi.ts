@@ -573,7 +573,11 @@ export function buildOpenApi(
         description:
           'Uploads and downloads (`api-key` of either kind; from a browser, a client-app key)',
       },
-      { name: 'admin', description: 'Operators only (`Authorization: Bearer <ADMIN_TOKEN>`)' },
+      {
+        name: 'admin',
+        description:
+          'Operators only (`Authorization: Bearer <ADMIN_TOKEN>`, or an operator token made with it)',
+      },
       {
         name: 'courier',
         description:
@@ -602,7 +606,8 @@ export function buildOpenApi(
         AdminToken: {
           type: 'http',
           scheme: 'bearer',
-          description: 'The operators’ `ADMIN_TOKEN`, for `/admin`',
+          description:
+            'For `/admin`: the platform’s `ADMIN_TOKEN`, or an operator’s own token (`wbo_...`, `POST /admin/operator-tokens`), under whose name the call is logged and recorded',
         },
         CourierToken: {
           type: 'http',

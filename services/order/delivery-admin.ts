@@ -1,6 +1,6 @@
 import type { Logger } from 'moleculer';
 import { conflict, notFound } from '../../libs/errors';
-import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
+import { action, operatorOf, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { courierIfReadable, type CourierViewer } from './courier-view';
 import type { DeliveryRecord } from './delivery-record';
 import type { DeliveryStatus, LifecycleEvent } from './lifecycle';
@@ -68,6 +68,7 @@ export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActi
       deliveryId,
       event: event.kind,
       status: applied.delivery.lifecycle.status,
+      ...operatorOf(ctx),
     });
     return operatorsView(ctx, applied.delivery);
   }

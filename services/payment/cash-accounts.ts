@@ -11,6 +11,7 @@ import { nairaToKobo } from '../../libs/money';
 import {
   action,
   implement,
+  operatorOf,
   requireCourier,
   type ServiceActions,
   type WaybillContext,
@@ -57,7 +58,7 @@ export function createCashAccountActions(
   /**
    * An operator's entry on a courier's cash account, once per reference: cash handed in
    * (CREDIT, a remittance) or a remittance recorded too high taken back (DEBIT, a correction).
-   * Logged when made: the admin token is every operator's, so the log and the note are the audit.
+   * Logged when made, with its operator, whom its entry records too (`postedBy`, decision 157).
    */
   async function recordByOperator(
     ctx: WaybillContext<unknown>,
@@ -72,10 +73,11 @@ export function createCashAccountActions(
       amountKobo: nairaToKobo(amount),
       reference: (remittance ? cashRemittanceReference : cashCorrectionReference)(reference),
       description: note ?? 'Cash handed in',
+      postedBy: ctx.meta.operator?.name,
     });
     if (!replayed) {
       const what = remittance ? 'cash remittance recorded' : 'cash correction recorded';
-      logger().info(what, { courierId, amount, reference, note });
+      logger().info(what, { courierId, amount, reference, note, ...operatorOf(ctx) });
     }
     return toTransactionView(entry);
   }

@@ -190,6 +190,8 @@ const settlementSchema = new Schema(
     _id: { type: String, required: true },
     note: { type: String, required: true },
     at: { type: Date, required: true },
+    /** The operator who recorded it (decision 157); unset on settlements recorded before. */
+    by: { type: String },
   },
   { versionKey: false },
 );

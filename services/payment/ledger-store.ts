@@ -49,6 +49,8 @@ const entrySchema = new Schema(
     balanceKobo: { type: Number, required: true },
     reference: { type: String, required: true },
     description: { type: String, default: null },
+    /** The operator who posted it (`RequestMeta.operator`), for an operator's move; else unset. */
+    postedBy: { type: String },
     createdAt: { type: Date, required: true },
   },
   { versionKey: false },
@@ -88,6 +90,8 @@ const referenceSchema = new Schema(
     /** Set once its entry is written. */
     entrySequence: { type: Number, default: null },
     description: { type: String, default: null },
+    /** Its entry's `postedBy`: the operator whose claim came first. */
+    postedBy: { type: String },
   },
   { timestamps: true, versionKey: false },
 );
@@ -160,6 +164,14 @@ export interface PostRequest {
   amountKobo: number;
   reference: string;
   description?: string | null;
+  /** The operator posting it, for an operator's move (decision 157). */
+  postedBy?: string;
+}
+
+/** An operator's move: the note its owner reads, and the operator who makes it. */
+export interface OperatorsMove {
+  note?: string;
+  postedBy?: string;
 }
 
 /**
@@ -321,6 +333,7 @@ export class LedgerStore {
       checkedThrough: fromSequence - 1,
       entrySequence: null,
       description: request.description ?? null,
+      ...(request.postedBy === undefined ? {} : { postedBy: request.postedBy }),
       createdAt: now,
       updatedAt: now,
     };
@@ -428,7 +441,7 @@ export class LedgerStore {
     walletId: string,
     reference: string,
     amountKobo: number,
-    note = 'Credit by an operator',
+    { note = 'Credit by an operator', postedBy }: OperatorsMove = {},
   ): Promise<Posting> {
     return this.turns.run(walletId, async () => {
       const debitReference = debitOfRefund(reference);
@@ -448,6 +461,7 @@ export class LedgerStore {
           amountKobo,
           reference: adminCreditReference(reference),
           description: note,
+          postedBy,
         });
       }
       if (debit.type === VOIDED || !(await this.postedEntry(debit))) {
@@ -460,7 +474,7 @@ export class LedgerStore {
           `Debit ${debit._id} took NGN ${formatNaira(debit.amountKobo)}: credit that amount under ${reference}, or another reference for another credit`,
         );
       }
-      return this.postNow(givenUpRefund(walletId, debit._id, debit.amountKobo));
+      return this.postNow({ ...givenUpRefund(walletId, debit._id, debit.amountKobo), postedBy });
     });
   }
 
@@ -477,7 +491,7 @@ export class LedgerStore {
     walletId: string,
     reference: string,
     amountKobo: number,
-    note = 'Correction by an operator',
+    { note = 'Correction by an operator', postedBy }: OperatorsMove = {},
   ): Promise<Posting> {
     return this.turns.run(walletId, async () => {
       const debitReference = adminDebitReference(reference);
@@ -493,6 +507,7 @@ export class LedgerStore {
         amountKobo,
         reference: debitReference,
         description: note,
+        postedBy,
       };
       try {
         return await this.postNow(request);
@@ -775,6 +790,7 @@ export class LedgerStore {
         balanceKobo: next.balanceKobo,
         reference: claim._id,
         description: claim.description ?? null,
+        ...(claim.postedBy == null ? {} : { postedBy: claim.postedBy }),
         createdAt: new Date(),
       };
       if (!(await insertOnce(() => this.m.Entry.create(record)))) {

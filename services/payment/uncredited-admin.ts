@@ -19,6 +19,11 @@ import { providerListPage } from './schemas';
 const settlementView = view('UncreditedSettlement', {
   note: Joi.string(),
   settledAt: Joi.string().isoDate(),
+  settledBy: Joi.string()
+    .allow(null)
+    .description(
+      'The operator who recorded it; null for settlements recorded before operators were named',
+    ),
 });
 
 const uncreditedView = view('UncreditedPayment', {
@@ -61,6 +66,7 @@ function toUncreditedView(
     settlement: settlement && {
       note: settlement.note,
       settledAt: new Date(settlement.at).toISOString(),
+      settledBy: settlement.by ?? null,
     },
   };
 }
@@ -110,6 +116,7 @@ export function createUncreditedAdminActions(store: CheckoutStore): ServiceActio
           _id: providerReference,
           note,
           at: new Date(),
+          by: ctx.meta.operator?.name,
         });
         if (standing.note !== note) {
           throw conflict(

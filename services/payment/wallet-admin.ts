@@ -1,7 +1,7 @@
 import { call } from '../../libs/contracts';
 import Joi from '../../libs/joi';
 import { nairaToKobo } from '../../libs/money';
-import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
+import { action, operatorOf, type ServiceActions, type WaybillContext } from '../../libs/service';
 import type { Logger } from 'moleculer';
 import type { LedgerReport, LedgerStore } from './ledger-store';
 import { userIdParams } from '../../libs/schemas';
@@ -16,8 +16,8 @@ import { toWalletView } from './views';
 
 /**
  * The operators' wallet actions: credit a wallet, take back a credit made by mistake, read one,
- * reconcile the ledger. Each move is logged with its reference and note: the admin token is
- * one for every operator, so the log and the note are the audit.
+ * reconcile the ledger. Each move is logged with its reference, note and operator, and its
+ * entry records the operator (`postedBy`, decision 157).
  */
 export function createWalletAdminActions(
   ledger: LedgerStore,
@@ -34,12 +34,19 @@ export function createWalletAdminActions(
   ) {
     await call(ctx, 'account.getUser', { userId });
     const kobo = nairaToKobo(amount);
+    const move = { note, postedBy: ctx.meta.operator?.name };
     const posting =
       how === 'credited'
-        ? await ledger.creditByOperator(userId, reference, kobo, note)
-        : await ledger.debitByOperator(userId, reference, kobo, note);
+        ? await ledger.creditByOperator(userId, reference, kobo, move)
+        : await ledger.debitByOperator(userId, reference, kobo, move);
     if (!posting.replayed) {
-      logger().info(`wallet ${how} by an operator`, { userId, amount, reference, note });
+      logger().info(`wallet ${how} by an operator`, {
+        userId,
+        amount,
+        reference,
+        note,
+        ...operatorOf(ctx),
+      });
     }
     return toWalletView(await ledger.balance(userId));
   }

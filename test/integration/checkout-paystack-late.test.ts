@@ -249,7 +249,10 @@ describe('a Paystack payment confirmed after the checkout’s time', () => {
       });
     const settled = await settle('refunded at Paystack, ref RF-1');
     expect(settled.status).toBe(200);
-    expect(settled.body.data.settlement).toMatchObject({ note: 'refunded at Paystack, ref RF-1' });
+    expect(settled.body.data.settlement).toMatchObject({
+      note: 'refunded at Paystack, ref RF-1',
+      settledBy: 'admin-token',
+    });
     expect((await settle('refunded at Paystack, ref RF-1')).status).toBe(200);
     const again = await settle('refunded twice?');
     expect(again.status).toBe(409);

@@ -193,6 +193,78 @@ describe('waybill CLI: wallets', () => {
   }, 60_000);
 });
 
+describe('waybill CLI: operator tokens, and who a command acts as', () => {
+  const own = isolation();
+  afterAll(() => dropDatabases(own));
+  const as = (operator: string | undefined, ...args: string[]) =>
+    cliIn(own, operator === undefined ? {} : { WAYBILL_OPERATOR: operator }, args);
+
+  it('makes, lists and revokes operator tokens, recording who made and revoked them', async () => {
+    const created = json(await as('ada', 'operators', 'create', '--name', 'bola@ops'));
+    expect(created).toMatchObject({
+      name: 'bola@ops',
+      token: expect.stringMatching(/^wbo_[A-Za-z0-9_-]{43}$/),
+      createdBy: 'cli:ada',
+      expiresAt: null,
+    });
+    const expiring = json(
+      await as(undefined, 'operators', 'create', '--name', 'temp', '--expires-in-days', '7'),
+    );
+    expect(expiring).toMatchObject({ createdBy: 'cli', expiresAt: expect.any(String) });
+
+    const revoked = await as('ada', 'operators', 'revoke', created.id);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(`operator token ${created.id} revoked`);
+    expect(revoked.stderr).toMatch(/NATS_URL is not set, so no running gateway was told/);
+
+    const listed = json(await as(undefined, 'operators', 'list'));
+    expect(listed).toEqual([
+      expect.objectContaining({ id: expiring.id, revokedAt: null }),
+      expect.objectContaining({ id: created.id, revokedBy: 'cli:ada' }),
+    ]);
+    expect(JSON.stringify(listed)).not.toContain(created.token);
+
+    const reserved = await as(undefined, 'operators', 'create', '--name', 'admin-token');
+    expect(reserved.code).toBe(1);
+    expect(reserved.stderr).toMatch(/may not be admin-token or cli/);
+  }, 60_000);
+
+  it("records the command's operator on the wallet entries it posts", async () => {
+    const user = json(
+      await as(
+        undefined,
+        'users:create',
+        '--name',
+        'Ada Obi',
+        '--email',
+        `cli-${randomUUID()}@example.com`,
+        '--phone',
+        '+2348031234567',
+      ),
+    );
+    const credited = await as(
+      'ada',
+      'wallet',
+      'credit',
+      user.id,
+      '--amount',
+      '10',
+      '--reference',
+      'op-1',
+    );
+    expect(credited.code).toBe(0);
+    const db = await openServiceDatabase(own, 'payment');
+    try {
+      expect(await db.collection('ledger_entries').findOne({ walletId: user.id })).toMatchObject({
+        reference: 'admin:op-1',
+        postedBy: 'cli:ada',
+      });
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
+});
+
 describe('waybill CLI: a ledger too large to verify within a request', () => {
   const large = isolation();
   afterAll(() => dropDatabases(large));
@@ -245,7 +317,7 @@ describe('waybill CLI: uncredited payments', () => {
     expect(settled.code).toBe(0);
     expect(JSON.parse(settled.stdout)).toMatchObject({
       providerReference: newer,
-      settlement: { note: 'refunded at Paystack, ref RF-9' },
+      settlement: { note: 'refunded at Paystack, ref RF-9', settledBy: 'cli' },
     });
     expect((await settle('refunded at Paystack, ref RF-9')).code).toBe(0);
     const another = await settle('refunded twice?');

@@ -516,11 +516,15 @@ describe("an operator's correcting debit refused for want of balance", () => {
   it('takes nothing when sent again once the wallet holds enough', async () => {
     const walletId = randomUUID();
     await credit(store, walletId, 500);
-    await expect(store.debitByOperator(walletId, 'fix-1', 1_000, 'typo')).rejects.toMatchObject({
+    await expect(
+      store.debitByOperator(walletId, 'fix-1', 1_000, { note: 'typo' }),
+    ).rejects.toMatchObject({
       code: 422,
     });
     await credit(store, walletId, 1_000);
-    await expect(store.debitByOperator(walletId, 'fix-1', 1_000, 'typo')).rejects.toMatchObject({
+    await expect(
+      store.debitByOperator(walletId, 'fix-1', 1_000, { note: 'typo' }),
+    ).rejects.toMatchObject({
       code: 409,
       message: expect.stringContaining('refused when it came'),
     });
@@ -530,7 +534,9 @@ describe("an operator's correcting debit refused for want of balance", () => {
   it('is taken once, and stands, when a copy sent at the same moment found the balance', async () => {
     const walletId = randomUUID();
     await credit(store, walletId, 500);
-    await expect(store.debitByOperator(walletId, 'fix-2', 1_000, 'typo')).rejects.toMatchObject({
+    await expect(
+      store.debitByOperator(walletId, 'fix-2', 1_000, { note: 'typo' }),
+    ).rejects.toMatchObject({
       code: 422,
     });
     // The copy on another replica read no refusal before this one recorded it, and a credit
@@ -545,7 +551,7 @@ describe("an operator's correcting debit refused for want of balance", () => {
     });
     expect(copy.replayed).toBe(false);
     // Sent again, it is answered as taken; nothing gives it back, not the repair sweep either.
-    const again = await store.debitByOperator(walletId, 'fix-2', 1_000, 'typo');
+    const again = await store.debitByOperator(walletId, 'fix-2', 1_000, { note: 'typo' });
     expect(again).toMatchObject({ replayed: true, entry: { reference: 'admin-debit:fix-2' } });
     await store.repairGivenUp();
     expect((await entriesOf(walletId)).map((e) => e.type)).toEqual(['CREDIT', 'CREDIT', 'DEBIT']);

@@ -1,9 +1,13 @@
+import { OPERATOR_TOKENS } from '../../../libs/contracts/account';
+import { AdminAuthenticator } from '../../../services/gateway/admin-auth';
 import { adminGuard } from '../../../services/gateway/edge';
 import { AuthFailureThrottle } from '../../../services/gateway/auth-throttle';
 import { quotaStoreUnavailable, type QuotaLimiter } from '../../../services/gateway/quota';
 import { FakeResponse, fakeRequest } from './fake-http';
 
 const TOKEN = 'admin-token-for-the-unit-test';
+const OPERATOR_TOKEN = `wbo_${'B'.repeat(43)}`;
+const REVOKED_TOKEN = `wbo_${'C'.repeat(43)}`;
 const QUOTA = { limit: 2, windowSeconds: 60 };
 
 /** Failures counted in memory by subject, as Redis would; `down` makes every count fail. */
@@ -27,25 +31,46 @@ function fakeLimiter(options: { down?: boolean } = {}) {
       counts.set(subject, count);
       return decide(count <= QUOTA.limit);
     },
+    async giveBack(subject: string) {
+      if (options.down) throw quotaStoreUnavailable();
+      counts.set(subject, (counts.get(subject) ?? 1) - 1);
+    },
   };
-  // Only peek and consume are called by the admin guard.
+  // Only peek, consume and giveBack are called by the admin guard.
   return { counts, limiter: limiter as unknown as QuotaLimiter };
 }
 
-/** Runs the guard on an admin call from 203.0.113.7; resolves with what it passed to `next`. */
-function run(guard: ReturnType<typeof adminGuard>, authorization: string) {
+/**
+ * Runs the guard on an admin call from 203.0.113.7; resolves with what it passed to `next`,
+ * and the operator the call then runs as.
+ */
+async function runAs(guard: ReturnType<typeof adminGuard>, authorization: string) {
   const req = fakeRequest({ url: '/admin/users', headers: { authorization } });
-  Object.assign(req, { socket: { remoteAddress: '203.0.113.7' } });
-  return new Promise<unknown>((resolve) =>
+  const meta: Record<string, unknown> = {};
+  Object.assign(req, { socket: { remoteAddress: '203.0.113.7' }, $ctx: { meta } });
+  const passed = await new Promise<unknown>((resolve) =>
     guard(req, new FakeResponse().asServerResponse(), (err) => resolve(err)),
   );
+  return { passed, operator: meta.operator };
 }
 
-const guardOver = (limiter: QuotaLimiter) =>
-  adminGuard({
-    config: { trustProxyHops: 0, adminToken: TOKEN },
+const run = async (guard: ReturnType<typeof adminGuard>, authorization: string) =>
+  (await runAs(guard, authorization)).passed;
+
+function guardOver(limiter: QuotaLimiter) {
+  const lookup = jest.fn(async (hash: string) =>
+    hash === OPERATOR_TOKENS.hash(OPERATOR_TOKEN)
+      ? { tokenId: 'token-1', name: 'ada@ops', expiresAt: null }
+      : null,
+  );
+  const admins = new AdminAuthenticator({ adminToken: TOKEN, cacheMs: 60_000, lookup });
+  const guard = adminGuard({
+    config: { trustProxyHops: 0 },
+    authenticator: () => admins,
     authFailures: new AuthFailureThrottle(limiter, QUOTA),
   });
+  return Object.assign(guard, { lookup });
+}
 
 describe('adminGuard', () => {
   it('counts wrong tokens apart from API keys, per address, and then refuses every token', async () => {
@@ -88,9 +113,41 @@ describe('adminGuard', () => {
   it('still checks the token, uncounted, while Redis is unreachable', async () => {
     const guard = guardOver(fakeLimiter({ down: true }).limiter);
     expect(await run(guard, `Bearer ${TOKEN}`)).toBeUndefined();
+    expect(await run(guard, `Bearer ${OPERATOR_TOKEN}`)).toBeUndefined();
     expect(await run(guard, 'Bearer wrong')).toMatchObject({
       code: 401,
       message: 'Invalid admin token',
     });
+    expect(await run(guard, `Bearer ${REVOKED_TOKEN}`)).toMatchObject({ code: 401 });
+  });
+
+  it('runs the call as the operator the token names', async () => {
+    const guard = guardOver(fakeLimiter().limiter);
+    expect(await runAs(guard, `Bearer ${TOKEN}`)).toEqual({
+      passed: undefined,
+      operator: { name: 'admin-token', tokenId: null },
+    });
+    expect(await runAs(guard, `Bearer ${OPERATOR_TOKEN}`)).toEqual({
+      passed: undefined,
+      operator: { name: 'ada@ops', tokenId: 'token-1' },
+    });
+  });
+
+  it('counts an operator token before its lookup, forgives a good one, and looks nothing up once the limit is reached', async () => {
+    const { counts, limiter } = fakeLimiter();
+    const guard = guardOver(limiter);
+    expect(await run(guard, `Bearer ${OPERATOR_TOKEN}`)).toBeUndefined();
+    expect(counts.get('admin 203.0.113.7')).toBe(0);
+    // A revoked token, refused and cached, sent again is no new guess.
+    for (let i = 0; i < 3; i++) {
+      expect(await run(guard, `Bearer ${REVOKED_TOKEN}`)).toMatchObject({ code: 401 });
+    }
+    expect(counts.get('admin 203.0.113.7')).toBe(1);
+    // Made-up ones are: past the limit, they are refused without a lookup.
+    const lookups = guard.lookup.mock.calls.length;
+    const madeUp = (n: number) => `Bearer wbo_${String(n).padStart(43, 'D')}`;
+    expect(await run(guard, madeUp(1))).toMatchObject({ code: 401 });
+    expect(await run(guard, madeUp(2))).toMatchObject({ code: 429 });
+    expect(guard.lookup.mock.calls.length).toBe(lookups + 1);
   });
 });

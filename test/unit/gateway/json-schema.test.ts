@@ -256,6 +256,21 @@ describe('documented keywords', () => {
     });
   });
 
+  it('of a schema documented twice are all kept, the same keyword twice as allOf', () => {
+    const once = documented(Joi.string(), { pattern: '^a', format: 'x' });
+    const twice = documented(once, { not: { pattern: '^ab$' }, pattern: 'b$' });
+    expect(convert(twice)).toEqual({
+      type: 'string',
+      minLength: 1,
+      pattern: '^a',
+      format: 'x',
+      not: { pattern: '^ab$' },
+      allOf: [{ pattern: 'b$' }],
+    });
+    // The first alone is what it was.
+    expect(convert(once)).toEqual({ type: 'string', minLength: 1, pattern: '^a', format: 'x' });
+  });
+
   it('may hold joi schemas, converted and named like any other', () => {
     const components = new ComponentSchemas();
     const point = view('Point', { x: Joi.number() });

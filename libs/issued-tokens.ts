@@ -1,0 +1,41 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/**
+ * How stale a token's `lastUsedAt` may be. Gateways look a token up once per cache period per
+ * replica; writing each lookup would be a write every few seconds per token in use.
+ */
+export const TOKEN_TOUCH_MS = 10 * 60_000;
+
+/** Whether a token last noted used at `lastUsedAt` is to be noted used at `now`. */
+export const isTouchDue = (lastUsedAt: Date | null, now: Date) =>
+  !lastUsedAt || now.getTime() - lastUsedAt.getTime() >= TOKEN_TOUCH_MS;
+
+/**
+ * Bearer tokens the platform issues (courier tokens `wbc_`, operator tokens `wbo_`): a prefix
+ * that tells their kind at a glance, in a log or a leaked file, and 32 random bytes in
+ * base64url (43 characters). Only their SHA-256 (hex) is stored, and they are looked up by it.
+ */
+export class IssuedTokens {
+  /** The whole token's shape, for the views that show one as it is created. */
+  readonly pattern: RegExp;
+
+  constructor(readonly prefix: string) {
+    this.pattern = new RegExp(`^${prefix}[A-Za-z0-9_-]{43}$`);
+  }
+
+  hash(token: string): string {
+    return createHash('sha256').update(token, 'utf8').digest('hex');
+  }
+
+  /** A new token and the hash it is stored and found by. */
+  issue(): { token: string; hash: string } {
+    const token = `${this.prefix}${randomBytes(32).toString('base64url')}`;
+    return { token, hash: this.hash(token) };
+  }
+
+  /** The hash to look a presented token up by; null when it is not shaped like one. */
+  parse(raw: string): string | null {
+    const token = raw.trim();
+    return this.pattern.test(token) ? this.hash(token) : null;
+  }
+}

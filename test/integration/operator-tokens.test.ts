@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto';
+import { OPERATOR_TOKENS } from '../../libs/contracts/account';
+import { OPERATOR_TOKENS_MAX } from '../../services/account/schemas';
+import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
+import {
+  dropDatabases,
+  isolation,
+  openServiceDatabase,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
+
+/**
+ * Operators' own admin tokens through the gateway (decision 157): made with ADMIN_TOKEN, acting
+ * under their holder's name in the access log and the records they make, revoked at once.
+ */
+const iso = isolation();
+let node: NodeProcess;
+
+beforeAll(async () => {
+  // Cached far longer than the test: a revocation must reach the gateway by its event. The
+  // access log is read.
+  node = await startNode({
+    services: 'all',
+    iso,
+    env: { API_KEY_CACHE_SECONDS: '60', LOG_LEVEL: 'info' },
+  });
+});
+
+afterAll(async () => {
+  await node?.stop();
+  await dropDatabases(iso);
+});
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+async function createToken(json: Record<string, unknown>, headers = adminHeaders) {
+  return request(node.url, 'POST', '/admin/operator-tokens', { headers, json });
+}
+
+async function listTokens() {
+  const listed = await request(node.url, 'GET', '/admin/operator-tokens?limit=100', {
+    headers: adminHeaders,
+  });
+  expect(listed.status).toBe(200);
+  return listed.body.data as Record<string, unknown>[];
+}
+
+async function newUser(): Promise<string> {
+  const created = await request(node.url, 'POST', '/admin/users', {
+    headers: adminHeaders,
+    json: { name: 'Ada Obi', email: `op-${randomUUID()}@example.com`, phone: '+2348031234567' },
+  });
+  expect(created.status).toBe(201);
+  return created.body.data.id;
+}
+
+/** The gateway's access log lines for `path`. */
+const httpLines = (path: string) =>
+  node
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.msg === 'http' && line.path === path);
+
+describe('operator tokens', () => {
+  it('are made with ADMIN_TOKEN, shown once, and listed without the token or its hash', async () => {
+    const created = await createToken({ name: 'ada@ops.example.com', expiresInDays: 30 });
+    expect(created.status).toBe(201);
+    expect(created.body.message).toBe(
+      'Operator token created; hand it to its operator now, it is not shown again',
+    );
+    const token = created.body.data;
+    expect(token).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      name: 'ada@ops.example.com',
+      token: expect.stringMatching(/^wbo_[A-Za-z0-9_-]{43}$/),
+      createdBy: 'admin-token',
+      createdAt: expect.any(String),
+      expiresAt: expect.any(String),
+    });
+    const days = (Date.parse(token.expiresAt) - Date.parse(token.createdAt)) / 86_400_000;
+    expect(days).toBe(30);
+
+    const listed = await request(node.url, 'GET', '/admin/operator-tokens', {
+      headers: adminHeaders,
+    });
+    const entry = (listed.body.data as { id: string }[]).find((t) => t.id === token.id);
+    expect(entry).toEqual({
+      id: token.id,
+      name: 'ada@ops.example.com',
+      createdBy: 'admin-token',
+      createdAt: token.createdAt,
+      expiresAt: token.expiresAt,
+      lastUsedAt: null,
+      revokedAt: null,
+      revokedBy: null,
+    });
+    expect(listed.text).not.toContain(token.token);
+    expect(listed.text).not.toContain(OPERATOR_TOKENS.hash(token.token));
+
+    // Stored as its SHA-256 only.
+    const db = await openServiceDatabase(iso, 'account');
+    try {
+      const stored = await db.collection('operator_tokens').findOne({ tokenId: token.id });
+      expect(stored?._id).toBe(OPERATOR_TOKENS.hash(token.token));
+      expect(JSON.stringify(stored)).not.toContain(token.token);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("acts under its holder's name: the access log and the ledger entry name them", async () => {
+    const { token, id } = (await createToken({ name: 'bola@ops.example.com' })).body.data;
+    const userId = await newUser();
+    const path = `/admin/users/${userId}/wallet/credit`;
+    const credited = await request(node.url, 'POST', path, {
+      headers: bearer(token),
+      json: { amount: 125.5, reference: 'goodwill-1', note: 'Goodwill for a late drop-off' },
+    });
+    expect(credited.status).toBe(201);
+    expect(credited.body.data).toMatchObject({ balance: '125.50' });
+
+    const db = await openServiceDatabase(iso, 'payment');
+    try {
+      const entry = await db.collection('ledger_entries').findOne({ walletId: userId });
+      expect(entry).toMatchObject({
+        reference: 'admin:goodwill-1',
+        description: 'Goodwill for a late drop-off',
+        postedBy: 'bola@ops.example.com',
+      });
+    } finally {
+      await db.close();
+    }
+    // The owner reads the note, never the operator's name.
+    expect(JSON.stringify(credited.body)).not.toContain('bola@ops');
+
+    expect(httpLines(path)).toEqual([
+      expect.objectContaining({ method: 'POST', status: 201, operator: 'bola@ops.example.com' }),
+    ]);
+    const listed = (await listTokens()).find((t) => t.id === id);
+    expect(listed?.lastUsedAt).toEqual(expect.any(String));
+  });
+
+  it('cannot make another, nor revoke another, but may revoke itself: refused at once after', async () => {
+    const mine = (await createToken({ name: 'chidi@ops.example.com' })).body.data;
+    const other = (await createToken({ name: 'dayo@ops.example.com' })).body.data;
+
+    const made = await createToken({ name: 'shadow' }, bearer(mine.token));
+    expectErrorEnvelope(
+      made,
+      403,
+      /Only ADMIN_TOKEN or the operator CLI may manage operator tokens/,
+    );
+    const theirs = await request(node.url, 'DELETE', `/admin/operator-tokens/${other.id}`, {
+      headers: bearer(mine.token),
+    });
+    expectErrorEnvelope(theirs, 403, /Only ADMIN_TOKEN/);
+    expect(made.status).toBe(403);
+    expect((await listTokens()).filter((t) => t.name === 'shadow')).toEqual([]);
+
+    // Works, and is cached by the gateway.
+    const users = await request(node.url, 'GET', '/admin/users', { headers: bearer(mine.token) });
+    expect(users.status).toBe(200);
+    const own = await request(node.url, 'DELETE', `/admin/operator-tokens/${mine.id}`, {
+      headers: bearer(mine.token),
+    });
+    expect(own.status).toBe(204);
+    const after = await request(node.url, 'GET', '/admin/users', { headers: bearer(mine.token) });
+    expectErrorEnvelope(after, 401, /Unknown or revoked operator token/);
+
+    const listed = (await listTokens()).find((t) => t.id === mine.id);
+    expect(listed).toMatchObject({
+      revokedAt: expect.any(String),
+      revokedBy: 'chidi@ops.example.com',
+    });
+    // The other still works.
+    const still = await request(node.url, 'GET', '/admin/users', { headers: bearer(other.token) });
+    expect(still.status).toBe(200);
+  });
+
+  it('is revoked by ADMIN_TOKEN once, however often asked; an unknown one is 404', async () => {
+    const { token, id } = (await createToken({ name: 'efe@ops.example.com' })).body.data;
+    expect(
+      (await request(node.url, 'GET', '/admin/users', { headers: bearer(token) })).status,
+    ).toBe(200);
+    const revocations = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        request(node.url, 'DELETE', `/admin/operator-tokens/${id}`, { headers: adminHeaders }),
+      ),
+    );
+    expect(revocations.map((r) => r.status)).toEqual([204, 204, 204, 204, 204]);
+    const refused = await request(node.url, 'GET', '/admin/users', { headers: bearer(token) });
+    expectErrorEnvelope(refused, 401, /Unknown or revoked operator token/);
+    const db = await openServiceDatabase(iso, 'account');
+    try {
+      expect(
+        await db.collection('operator_token_revocations').countDocuments({ _id: id as never }),
+      ).toBe(1);
+    } finally {
+      await db.close();
+    }
+    const unknown = await request(node.url, 'DELETE', `/admin/operator-tokens/${randomUUID()}`, {
+      headers: adminHeaders,
+    });
+    expectErrorEnvelope(unknown, 404, /not found; GET \/admin\/operator-tokens lists them/);
+  });
+
+  it('stops working once expired', async () => {
+    const { token, id } = (await createToken({ name: 'funmi@ops.example.com' })).body.data;
+    const db = await openServiceDatabase(iso, 'account');
+    try {
+      await db
+        .collection('operator_tokens')
+        .updateOne({ tokenId: id }, { $set: { expiresAt: new Date(Date.now() - 1_000) } });
+    } finally {
+      await db.close();
+    }
+    const refused = await request(node.url, 'GET', '/admin/users', { headers: bearer(token) });
+    expectErrorEnvelope(refused, 401, /Unknown or revoked operator token/);
+  });
+
+  it.each([
+    [{ name: 'admin-token' }, /may not be admin-token or cli/],
+    [{ name: 'CLI' }, /may not be admin-token or cli/],
+    [{ name: 'cli:ada' }, /may not be admin-token or cli/],
+    [{ name: '' }, /name is not allowed to be empty/],
+    [{ name: 'x', expiresInDays: 0 }, /expiresInDays/],
+    [{}, /name is required/],
+  ])('refuses %p with 400', async (json, message) => {
+    expectErrorEnvelope(await createToken(json), 400, message);
+  });
+
+  it(`keeps ${OPERATOR_TOKENS_MAX} working at once, however many are made together`, async () => {
+    const working = (t: Record<string, unknown>) =>
+      t.revokedAt === null &&
+      (t.expiresAt === null || Date.parse(String(t.expiresAt)) > Date.now());
+    const live = (await listTokens()).filter(working).length;
+    const room = OPERATOR_TOKENS_MAX - live;
+    const made = await Promise.all(
+      Array.from({ length: room + 10 }, (_, i) => createToken({ name: `bulk-${i}` })),
+    );
+    const statuses = made.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(room);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(10);
+    const conflict = made.find((r) => r.status === 409)!;
+    expectErrorEnvelope(conflict, 409, /operator tokens that work \(at most 100\)|under way/);
+
+    // A revocation makes room for one more.
+    const first = made.find((r) => r.status === 201)!.body.data;
+    await request(node.url, 'DELETE', `/admin/operator-tokens/${first.id}`, {
+      headers: adminHeaders,
+    });
+    expect((await createToken({ name: 'after-revoke' })).status).toBe(201);
+    expect((await createToken({ name: 'one-too-many' })).status).toBe(409);
+  }, 60_000);
+});
