@@ -493,14 +493,14 @@ const declaredEnvSchema = Joi.object({
     .min(1)
     .default(8)
     .description(
-      'Uploads one account may have in progress at once across all its keys, counted in Redis across replicas (429 with Retry-After beyond)',
+      'Uploads one account may have in progress at once across its server keys, and as many across its publishable keys, counted in Redis across replicas (429 with Retry-After beyond)',
     ),
   FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY: Joi.number()
     .integer()
     .min(0)
     .default(1024 ** 3)
     .description(
-      'Bytes of files one user may store in a UTC day, counted in Redis across file replicas (429 until midnight UTC beyond); 0: no limit',
+      'Bytes of files one user may store in a UTC day through its server keys, and as many through its publishable keys, counted in Redis across file replicas (429 until midnight UTC beyond); 0: no limit',
     ),
   FILE_MAX_DOWNLOADS: Joi.number()
     .integer()
@@ -522,7 +522,7 @@ const declaredEnvSchema = Joi.object({
     .min(1)
     .default(16)
     .description(
-      'Downloads one account may have in progress at once across all its keys, counted in Redis across replicas (429 with Retry-After beyond)',
+      'Downloads one account may have in progress at once across its server keys, and as many across its publishable keys, counted in Redis across replicas (429 with Retry-After beyond)',
     ),
   FILE_IDLE_TIMEOUT_MS: Joi.number()
     .integer()

@@ -121,6 +121,11 @@ export interface RequestMeta {
   apiKeyId?: string;
   /** The route's `optionHeaders` the request sent, by lower-case name. */
   optionHeaders?: Record<string, string>;
+  /**
+   * True when the request's API key is publishable (`serverOnly: false`): its file allowances
+   * are its account's publishable share (`AllowanceShare`).
+   */
+  publishableKey?: boolean;
   /** `/courier` routes: the courier the token acts as, and the token's id. */
   courier?: { id: string; tokenId: string };
   /** `/admin` routes and the operator CLI: who acts (`ActingOperator`). */

@@ -24,6 +24,30 @@ const EXT_PATTERN = new RegExp(`^${EXT}$`);
  */
 export const FILE_RETRY_AFTER_SECONDS = 5;
 
+/**
+ * An account's share of the file allowances (uploads and downloads under way, the bytes of a
+ * day): its server keys' or, apart, its publishable keys' (decision 158). A publishable key is
+ * shipped inside apps and pages, so anyone's: what it takes must not be what the merchant's own
+ * servers upload and download with.
+ */
+export interface AllowanceShare {
+  userId: string;
+  publishable: boolean;
+}
+
+export const allowanceShareOf = (
+  userId: string,
+  meta: { publishableKey?: boolean },
+): AllowanceShare => ({ userId, publishable: meta.publishableKey === true });
+
+/** The share as counters name it: the user's id, and `:publishable` after it for that share. */
+export const shareCounter = ({ userId, publishable }: AllowanceShare) =>
+  publishable ? `${userId}:publishable` : userId;
+
+/** Who holds the share and what they hold, as a 429 says it. */
+export const shareHolderHas = ({ publishable }: AllowanceShare) =>
+  publishable ? "This account's publishable keys already have" : 'This account already has';
+
 /** Longest URL we look at; ours are about 120 characters plus the base. */
 export const MAX_URL_LENGTH = 2048;
 

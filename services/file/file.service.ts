@@ -15,10 +15,12 @@ import { DOWNLOAD_TICKET_META, OPEN_UPLOAD_ACTION, TransferDesk } from '../../li
 import { contentDisposition } from './content-disposition';
 import {
   FILE_RETRY_AFTER_SECONDS,
+  allowanceShareOf,
   fileNameOf,
   hostedUrl,
   newFileKey,
   parseHostedUrl,
+  type AllowanceShare,
 } from '../../libs/contracts/file';
 import { watchBody } from './body-watch';
 import {
@@ -131,7 +133,7 @@ export function createFileService(config: Config): ServiceDefinition {
 
   /** Receives one request's files into the bucket; the slot is given back at the end. */
   async function receive(
-    request: { mode: UploadMode; userId: string; meta: BodyMeta; body: Readable },
+    request: { mode: UploadMode; share: AllowanceShare; meta: BodyMeta; body: Readable },
     slot: Slot,
   ) {
     try {
@@ -149,11 +151,11 @@ export function createFileService(config: Config): ServiceDefinition {
           contentLength: request.meta.contentLength,
           maxFileBytes: maxBytes,
           allowedTypes,
-          newKey: (ext) => newFileKey(request.userId, ext),
+          newKey: (ext) => newFileKey(request.share.userId, ext),
           sink: storage,
         },
       );
-      await spend(request.userId, slots);
+      await spend(request.share, slots);
       return slots;
     } finally {
       slot.release();
@@ -164,11 +166,12 @@ export function createFileService(config: Config): ServiceDefinition {
    * Counts what a request stored toward its user's day. The files are stored: a count that
    * fails (Redis gone meanwhile) is logged, not answered, and that much goes uncounted.
    */
-  async function spend(userId: string, slots: FileSlot[]): Promise<void> {
+  async function spend(share: AllowanceShare, slots: FileSlot[]): Promise<void> {
     const bytes = slots.reduce((sum, s) => sum + (isFailed(s) ? 0 : s.size), 0);
-    await budget?.spend(userId, bytes).catch((err: Error) =>
+    await budget?.spend(share, bytes).catch((err: Error) =>
       broker.logger.warn('stored bytes not counted toward the user’s day', {
-        userId,
+        userId: share.userId,
+        publishable: share.publishable,
         bytes,
         err: err.message,
       }),
@@ -194,7 +197,7 @@ export function createFileService(config: Config): ServiceDefinition {
    * over NATS would have no backpressure, so none is taken from there.
    */
   async function uploadHere(ctx: WaybillContext, mode: UploadMode) {
-    const userId = requireUser(ctx);
+    const share = allowanceShareOf(requireUser(ctx), ctx.meta);
     const stream = ctx.stream as Readable | undefined;
     if (!stream) throw badRequest('Send files as multipart/form-data');
     if (ctx.nodeID !== broker.nodeID) {
@@ -205,13 +208,13 @@ export function createFileService(config: Config): ServiceDefinition {
     let slot: Slot;
     try {
       // The day's bytes spent: 429 before a slot is taken or a byte read.
-      await budget?.check(userId);
+      await budget?.check(share);
       slot = takeSlot();
     } catch (err) {
       stream.resume(); // read and dropped, so that the client reads the answer
       throw err;
     }
-    return answers[mode](await receive({ mode, userId, meta: bodyMeta(ctx), body: stream }, slot));
+    return answers[mode](await receive({ mode, share, meta: bodyMeta(ctx), body: stream }, slot));
   }
 
   function openDesk(): TransferDesk {
@@ -328,19 +331,19 @@ export function createFileService(config: Config): ServiceDefinition {
         visibility: 'public',
         params: openUploadParams,
         async handler(ctx) {
-          const userId = requireUser(ctx);
+          const share = allowanceShareOf(requireUser(ctx), ctx.meta);
           const mode = UPLOAD_ACTIONS[ctx.params.action];
           const meta = bodyMeta(ctx);
           // Refused before a byte is sent: not multipart, or a single file that cannot fit.
           const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
           if (refusal) throw refusal;
-          await budget?.check(userId);
+          await budget?.check(share);
           const slot = takeSlot();
           let stored: string[] = [];
           try {
             return openDesk().expectBody(
               async (body) => {
-                const slots = await receive({ mode, userId, meta, body }, slot);
+                const slots = await receive({ mode, share, meta, body }, slot);
                 stored = slots.flatMap((s) => (isFailed(s) ? [] : [s.key]));
                 return answers[mode](slots);
               },

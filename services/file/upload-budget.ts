@@ -1,4 +1,5 @@
 import type Redis from 'ioredis';
+import { shareCounter, type AllowanceShare } from '../../libs/contracts/file';
 import { serviceUnavailable, tooManyRequests } from '../../libs/errors';
 import { readableBytes } from './sizes';
 
@@ -14,10 +15,13 @@ export function secondsToNextDay(now: Date): number {
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
 }
 
-/** What `check` says once a user stored their day's bytes. */
-export function budgetSpent(limitBytes: number, now: Date) {
+/** What `check` says once a share stored its day's bytes. */
+export function budgetSpent(limitBytes: number, now: Date, share: AllowanceShare) {
+  const who = share.publishable
+    ? `This account's publishable keys stored their ${readableBytes(limitBytes)}`
+    : `This account stored its ${readableBytes(limitBytes)}`;
   return tooManyRequests(
-    `This account stored its ${readableBytes(limitBytes)} of uploads for today ` +
+    `${who} of uploads for today ` +
       '(FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY); uploads open again at 00:00 UTC (see `Retry-After`)',
     secondsToNextDay(now),
   );
@@ -25,8 +29,9 @@ export function budgetSpent(limitBytes: number, now: Date) {
 
 /**
  * The bytes each user stored in a UTC day, shared by every file replica through Redis: an
- * upload is refused (429 until midnight UTC) once its user's count reached the limit, and each
- * stored file adds its size. Counted when stored, so uploads under way together may take a
+ * upload is refused (429 until midnight UTC) once its share's count reached the limit, and each
+ * stored file adds its size. A user's publishable keys count apart from its server keys
+ * (`AllowanceShare`, decision 158), each share up to the limit. Counted when stored, so uploads under way together may take a
  * user past the limit by what they carry (bounded by `FILE_MAX_UPLOADS_PER_KEY`, the files of
  * a request and `FILE_MAX_BYTES`); refused and failed files count nothing.
  */
@@ -37,25 +42,25 @@ export class UploadBudget {
     readonly limitBytes: number,
   ) {}
 
-  private key(userId: string, now: Date) {
-    return `${this.keyPrefix}${userId}:${budgetDay(now)}`;
+  private key(share: AllowanceShare, now: Date) {
+    return `${this.keyPrefix}${shareCounter(share)}:${budgetDay(now)}`;
   }
 
-  /** Refuses the upload (429) when the user stored the day's bytes; 503 without Redis. */
-  async check(userId: string, now = new Date()): Promise<void> {
+  /** Refuses the upload (429) when its share stored the day's bytes; 503 without Redis. */
+  async check(share: AllowanceShare, now = new Date()): Promise<void> {
     let stored: string | null;
     try {
-      stored = await this.redis.get(this.key(userId, now));
+      stored = await this.redis.get(this.key(share, now));
     } catch {
       throw serviceUnavailable('The upload allowance cannot be read; retry in a few seconds');
     }
-    if (Number(stored ?? 0) >= this.limitBytes) throw budgetSpent(this.limitBytes, now);
+    if (Number(stored ?? 0) >= this.limitBytes) throw budgetSpent(this.limitBytes, now, share);
   }
 
-  /** Adds what an upload stored to its user's day. */
-  async spend(userId: string, bytes: number, now = new Date()): Promise<void> {
+  /** Adds what an upload stored to its share's day. */
+  async spend(share: AllowanceShare, bytes: number, now = new Date()): Promise<void> {
     if (bytes <= 0) return;
-    const key = this.key(userId, now);
+    const key = this.key(share, now);
     const results = await this.redis.multi().incrby(key, bytes).expire(key, KEPT_SECONDS).exec();
     const failed = results?.find(([err]) => err !== null)?.[0];
     if (!results || failed) throw failed ?? new Error('the upload allowance was not counted');

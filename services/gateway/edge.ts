@@ -8,6 +8,7 @@ import { isRepeatedRefusal } from '../../libs/lookup-cache';
 import { clientGone } from '../../libs/transfer';
 import type { AdminAuthenticator } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
+import { allowanceShareOf, shareCounter, shareHolderHas } from '../../libs/contracts/file';
 import type { ApiKeyAuthenticator } from './api-key-auth';
 import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
@@ -235,6 +236,7 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
     if (req.$ctx) {
       req.$ctx.meta.user = authUserOf(key.user);
       req.$ctx.meta.apiKeyId = key.id;
+      if (!key.serverOnly) req.$ctx.meta.publishableKey = true;
     }
   });
 }
@@ -254,7 +256,8 @@ async function leaseFor(
   options: TransferGuardOptions,
   subject: string,
   limit: number,
-  holder: string,
+  /** Who holds `limit`, and how many they hold: `This API key already has`. */
+  holderHas: string,
 ): Promise<UploadLease> {
   let lease;
   try {
@@ -264,7 +267,7 @@ async function leaseFor(
   }
   if (lease) return lease;
   throw tooManyRequests(
-    `${holder} already has ${limit} ${options.what} in progress; wait for one to ` +
+    `${holderHas} ${limit} ${options.what} in progress; wait for one to ` +
       `finish, or retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
     FILE_RETRY_AFTER_SECONDS,
   );
@@ -273,7 +276,8 @@ async function leaseFor(
 /**
  * Uploads or downloads (after `apiKeyGuard`): at most `limit` in progress per API key and
  * `userLimit` per account (whose many keys would otherwise take every slot of the file
- * service) across every gateway replica, else 429. The leases are given back once the answer
+ * service) across every gateway replica, else 429; an account's publishable keys hold a
+ * `userLimit` of their own (`AllowanceShare`), so that a leaked one cannot hold its servers'. The leases are given back once the answer
  * is sent or the client has left, and the call is over; if this process dies first, they
  * expire on their own. A client gone by the time they are taken gets nothing started.
  */
@@ -281,12 +285,18 @@ export function transferGuard(options: TransferGuardOptions): Middleware {
   return middleware(async (req, res) => {
     const keyId = req.$ctx?.meta.apiKeyId;
     if (typeof keyId !== 'string') return;
-    const keyLease = await leaseFor(options, keyId, options.limit, 'This API key');
+    const keyLease = await leaseFor(options, keyId, options.limit, 'This API key already has');
     const userId = requestUserId(req.$ctx?.meta);
     let userLease: UploadLease | undefined;
     if (typeof userId === 'string') {
+      const share = allowanceShareOf(userId, req.$ctx?.meta ?? {});
       try {
-        userLease = await leaseFor(options, `user:${userId}`, options.userLimit, 'This account');
+        userLease = await leaseFor(
+          options,
+          `user:${shareCounter(share)}`,
+          options.userLimit,
+          shareHolderHas(share),
+        );
       } catch (err) {
         void keyLease.release();
         throw err;

@@ -11,7 +11,13 @@ import {
   type FileTopology,
   type FileTopologyStack,
 } from '../support/file-stack';
-import { createUserWithKey, expectErrorEnvelope, type Reply } from '../support/http';
+import {
+  adminHeaders,
+  createUserWithKey,
+  expectErrorEnvelope,
+  request,
+  type Reply,
+} from '../support/http';
 import { count, samples } from '../support/metrics';
 import { HEADS, fileOf } from '../support/multipart';
 import { directS3, holdingS3, OBJECT_WRITES, S3_BUCKET, type HoldingS3 } from '../support/s3';
@@ -360,6 +366,31 @@ describe.each(fileTopologies)('a user’s uploads of a day, %s', (_name, start) 
     });
     expect(download.status).toBe(200);
     expect((await download.arrayBuffer()).byteLength).toBe(FILE);
+  });
+  it("counts the account's publishable keys apart: once they spent the day, its server key still uploads", async () => {
+    const owner = await createUserWithKey(top.url);
+    const made = await request(top.url, 'POST', `/admin/users/${owner.userId}/api-keys`, {
+      headers: adminHeaders,
+      json: { serverOnly: false },
+    });
+    expect(made.status).toBe(201);
+    const app = made.body.data.key as string;
+    await waitForFiles(top.url, app);
+    for (let i = 0; i < 3; i++) expect((await upload(top.url, app)).status).toBe(200);
+    const over = await upload(top.url, app);
+    expectErrorEnvelope(
+      over,
+      429,
+      `This account's publishable keys stored their ${LIMIT} bytes of uploads for today (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY); uploads open again at 00:00 UTC (see \`Retry-After\`)`,
+    );
+    const day = new Date().toISOString().slice(0, 10);
+    const stored = async (share: string) =>
+      Number(await redis.get((await redis.keys(`*:upload-bytes:${share}:${day}`))[0] ?? 'none'));
+    expect(await stored(`${owner.userId}:publishable`)).toBe(4 * FILE);
+    // The merchant's servers upload all the same, counted in their own share.
+    expect((await upload(top.url, owner.key)).status).toBe(200);
+    expect(await stored(owner.userId)).toBe(FILE);
+    expect(await stored(`${owner.userId}:publishable`)).toBe(4 * FILE);
   });
 });
 

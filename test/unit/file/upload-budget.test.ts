@@ -27,12 +27,19 @@ describe('a day of uploads', () => {
     );
   });
 
-  it('says when uploads open again', () => {
-    const spent = budgetSpent(1024 ** 3, new Date('2030-03-04T18:00:00Z'));
+  it('says whose share was spent, and when uploads open again', () => {
+    const at = new Date('2030-03-04T18:00:00Z');
+    const spent = budgetSpent(1024 ** 3, at, { userId: 'u', publishable: false });
     expect(spent).toMatchObject({
       code: 429,
       message:
         'This account stored its 1 GB of uploads for today (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY); uploads open again at 00:00 UTC (see `Retry-After`)',
+      data: { retryAfter: 6 * 3600 },
+    });
+    expect(budgetSpent(1024 ** 3, at, { userId: 'u', publishable: true })).toMatchObject({
+      code: 429,
+      message:
+        "This account's publishable keys stored their 1 GB of uploads for today (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY); uploads open again at 00:00 UTC (see `Retry-After`)",
       data: { retryAfter: 6 * 3600 },
     });
   });

@@ -93,6 +93,33 @@ describe('transferGuard', () => {
     expect((await as('k3', 'u2')).err).toBeUndefined();
   });
 
+  it("holds an account's publishable keys to a `userLimit` of their own, apart from its server keys'", async () => {
+    const { ofSubject, leases } = fakeLeases();
+    const guard = transferGuard({ leases, limit: 4, userLimit: 3, what: 'uploads' });
+    const as = (key: string, publishable: boolean) =>
+      run(guard, new FakeResponse(), {
+        apiKeyId: key,
+        user: { id: 'u1' },
+        ...(publishable ? { publishableKey: true } : {}),
+      });
+    for (const key of ['app-ios', 'app-ios', 'app-android']) {
+      expect((await as(key, true)).err).toBeUndefined();
+    }
+    expect((await as('app-android', true)).err).toMatchObject({
+      code: 429,
+      message:
+        "This account's publishable keys already have 3 uploads in progress; wait for one to finish, or retry in 5 seconds",
+    });
+    // The account's servers still upload, up to their own share.
+    for (let i = 0; i < 3; i++) expect((await as('server', false)).err).toBeUndefined();
+    expect((await as('server', false)).err).toMatchObject({
+      message:
+        'This account already has 3 uploads in progress; wait for one to finish, or retry in 5 seconds',
+    });
+    expect(ofSubject('user:u1:publishable')).toBe(3);
+    expect(ofSubject('user:u1')).toBe(3);
+  });
+
   it('gives the lease back once the answer is out or the client has left', async () => {
     const { held, leases } = fakeLeases();
     const guard = transferGuard({ leases, limit: 1, userLimit: 8, what: 'downloads' });
