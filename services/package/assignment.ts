@@ -47,6 +47,9 @@ export async function assignPackages(
     const outcome = usable ? await store.claim(id, userId, deliveryId) : DELETED;
     if (outcome === 'taken') taken.push(id);
     else if (outcome !== 'already') {
+      // A delete that stopped between its claim and its mark: its owner asked for it, so it is
+      // finished here, and the package is no longer listed or priced as if it were there.
+      if (usable && outcome === DELETED) await store.markDeleted(id);
       refused.push(unavailable(i, id));
     }
   }

@@ -59,6 +59,17 @@ async function releaseAsOrder(deliveryId: string): Promise<number> {
   }
 }
 
+it('finishes a delete that stopped between its claim and its mark when a delivery asks for the package', async () => {
+  const userId = randomUUID();
+  const [kept, halfDeleted] = [await save(userId), await save(userId)];
+  expect(await store.claim(halfDeleted, userId, DELETED)).toBe('taken');
+  expect(await openIds(userId)).toEqual([kept, halfDeleted].sort());
+  expect(await assign(userId, randomUUID(), [kept, halfDeleted])).toBe('refused');
+  // Refused, as any package its owner deleted; no longer listed; the other given back.
+  expect(await openIds(userId)).toEqual([kept]);
+  expect(await assign(userId, randomUUID(), [kept])).toBe('assigned');
+});
+
 /** The claim reads `work` makes, and whether each named one `_id`. */
 async function claimReadsOf(work: () => Promise<unknown>) {
   claimReads.length = 0;
