@@ -150,7 +150,10 @@ export class ProofChecks {
       }
       return { id: proof.id, code };
     }
-    const left = MAX_WRONG_CODES - n;
+    // The tries taken, not this one's number: a right code gives its try back, so a later
+    // wrong one may take a lower number than the wrong ones before it hold.
+    const taken = await this.store.proofAttemptsTaken(proof.id, generation, MAX_WRONG_CODES);
+    const left = Math.max(0, MAX_WRONG_CODES - taken);
     if (left === 0) throw conflict(proofLocked(proof));
     throw unprocessable(
       `Wrong ${label(proof)}; ${left} ${left === 1 ? 'try' : 'tries'} left before it locks`,

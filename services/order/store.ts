@@ -757,6 +757,16 @@ export class OrderStore {
     );
   }
 
+  /** How many of a generation's `max` tries are taken, each read by `_id`. */
+  async proofAttemptsTaken(proofId: string, generation: number, max: number): Promise<number> {
+    const found = await Promise.all(
+      Array.from({ length: max }, (_, i) =>
+        this.m.ProofAttempt.exists({ _id: `${proofId}:${generation}:${i + 1}` }),
+      ),
+    );
+    return found.filter(Boolean).length;
+  }
+
   /** Gives a try back (its code was right): only its claimer calls this, by `_id`. */
   async releaseProofAttempt(proofId: string, generation: number, n: number): Promise<void> {
     await this.m.ProofAttempt.deleteOne({ _id: `${proofId}:${generation}:${n}` });

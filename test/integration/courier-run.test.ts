@@ -197,6 +197,20 @@ describe('a delivery driven to the door through the courier API', () => {
     // Collection needs the sender's code: missing 400, wrong 422 counting down, right 200.
     expectErrorEnvelope(await step(near, 'collected', {}), 400, /code is required/);
     expectErrorEnvelope(await step(near, 'collected', { code: '000000' }), 422, /4 tries left/);
+    // Tries taken by other calls count, whatever their numbers: here the third (a wrong code
+    // that came while a right one held the second, since given back).
+    const collectionProof = (await getDelivery(base(), merchant, deliveryId)).body.data.proofs.find(
+      (p: { type: string }) => p.type === 'COLLECTION',
+    );
+    const orders = await openServiceDatabase(stack.iso, 'order');
+    try {
+      await orders
+        .collection('proof_attempts')
+        .insertOne({ _id: `${collectionProof.id}:1:3` as never, at: new Date() });
+    } finally {
+      await orders.close();
+    }
+    expectErrorEnvelope(await step(near, 'collected', { code: '000000' }), 422, /2 tries left/);
     const collectionCode = await codeSent(deliveryId, 'COLLECTION_CODE');
     expect((await step(near, 'collected', { code: collectionCode })).status).toBe(200);
     const collected = (await getDelivery(base(), merchant, deliveryId)).body.data;
