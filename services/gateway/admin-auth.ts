@@ -16,6 +16,16 @@ export const ADMIN_AUTH_MESSAGES = {
     'Unknown or revoked operator token; ask an operator with ADMIN_TOKEN for a new one (POST /admin/operator-tokens)',
 };
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** The bearer token a header carries, if it carries one. */
+const bearerOf = (header: string | string[] | undefined) =>
+  BEARER.exec((Array.isArray(header) ? header[0] : header) ?? '')?.[1];
+
+/** Whether a header presents an operator token (well formed or not) rather than ADMIN_TOKEN. */
+export const presentsOperatorToken = (header: string | string[] | undefined) =>
+  bearerOf(header)?.startsWith(OPERATOR_TOKENS.prefix) === true;
+
 export interface AdminAuthOptions {
   /** ADMIN_TOKEN: unset, the admin API is disabled, operator tokens with it. */
   adminToken: string | undefined;
@@ -56,10 +66,8 @@ export class AdminAuthenticator {
     beforeLookup?: BeforeLookup,
   ): Promise<ActingOperator> {
     if (!this.adminDigest) throw forbidden(ADMIN_AUTH_MESSAGES.disabled);
-    const raw = Array.isArray(header) ? header[0] : header;
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(raw ?? '');
-    if (!bearer) throw unauthorized(ADMIN_AUTH_MESSAGES.required);
-    const token = bearer[1];
+    const token = bearerOf(header);
+    if (token === undefined) throw unauthorized(ADMIN_AUTH_MESSAGES.required);
     if (timingSafeEqual(digest(token), this.adminDigest)) {
       return { name: ADMIN_TOKEN_OPERATOR, tokenId: null };
     }

@@ -6,7 +6,7 @@ import { forbidden, quotaExceeded, toHttpError, tooManyRequests } from '../../li
 import { authUserOf, type RequestMeta, type RouteGroup } from '../../libs/service';
 import { isRepeatedRefusal } from '../../libs/lookup-cache';
 import { clientGone } from '../../libs/transfer';
-import type { AdminAuthenticator } from './admin-auth';
+import { presentsOperatorToken, type AdminAuthenticator } from './admin-auth';
 import type { ResolvedApiKey } from '../../libs/contracts/account';
 import { allowanceShareOf, shareCounter, shareHolderHas } from '../../libs/contracts/file';
 import type { ApiKeyAuthenticator } from './api-key-auth';
@@ -69,6 +69,7 @@ export function accessLog(
         apiKeyId: req.$ctx?.meta.apiKeyId,
         courierId: (req.$ctx?.meta.courier as RequestMeta['courier'])?.id,
         operator: (req.$ctx?.meta.operator as RequestMeta['operator'])?.name,
+        operatorTokenId: (req.$ctx?.meta.operator as RequestMeta['operator'])?.tokenId ?? undefined,
         requestId: req.$ctx?.requestID,
       };
       if (path.startsWith('/health')) logger().debug('http', line);
@@ -126,7 +127,9 @@ async function throttled<T>(
   try {
     const authenticated = await authenticate(async () => {
       try {
-        await authFailures.countFailure(address, credential);
+        await (authFailures.countLookup
+          ? authFailures.countLookup(address, credential)
+          : authFailures.countFailure(address, credential));
       } catch (err) {
         // Refused without a lookup: no failure was made, and a good key refused in a burst
         // must not hold its address back once the burst has passed.
@@ -153,16 +156,25 @@ async function throttled<T>(
 }
 
 /** What failed authentications `throttled` counts with (gateway/auth-throttle). */
-type FailureCount = Pick<AuthFailureThrottle, 'countFailure' | 'forgive' | 'admit'>;
+type FailureCount = Pick<AuthFailureThrottle, 'countFailure' | 'forgive' | 'admit'> & {
+  /** Counts a lookup about to be made, as `countFailure` does when this is not given. */
+  countLookup?: AuthFailureThrottle['countFailure'];
+};
 
 /**
  * Failures counted apart from the client address's others: `browsers` (a `/file` call with an
- * `Origin`), `admin` (`/admin`'s tokens).
+ * `Origin`), `admin` (ADMIN_TOKEN, and what is no token at all), `operators` (operator tokens).
  */
-type CountedApart = 'browsers' | 'admin';
+type CountedApart = 'browsers' | 'admin' | 'operators';
+
+const APART: Record<CountedApart, (client: string) => string> = {
+  browsers: (client) => `${client} browsers`,
+  admin: (client) => `admin ${client}`,
+  operators: (client) => `operator-tokens ${client}`,
+};
 
 const countedAddress = (client: string, apart: CountedApart | undefined) =>
-  apart === 'browsers' ? `${client} browsers` : apart === 'admin' ? `admin ${client}` : client;
+  apart ? APART[apart](client) : client;
 
 /** Whether a request carried a credential header at all. */
 const isSent = (header: unknown) =>
@@ -174,7 +186,7 @@ const browsersRefused = (group: RouteGroup) =>
     group === 'courier'
       ? `Browsers may not call ${GROUP_BASE.courier}; it is for the courier app, with its courier token`
       : group === 'admin'
-        ? `Browsers may not call ${GROUP_BASE.admin}; call it from the operator's tools with ADMIN_TOKEN`
+        ? `Browsers may not call ${GROUP_BASE.admin}; call it from the operator's tools with ADMIN_TOKEN or an operator token`
         : `Browsers may not call ${GROUP_BASE[group]}; call it from your server with your API key`,
   );
 
@@ -349,48 +361,56 @@ export interface AdminGuardOptions {
  * `/admin`: `Authorization: Bearer <ADMIN_TOKEN or an operator token>` (gateway/admin-auth),
  * its failures throttled per client address as API keys' are (`throttled`), counted apart
  * from API keys and courier tokens (guesses at those from the operator's address must not
- * shut the operator out). A token accepted without a lookup (ADMIN_TOKEN, compared in memory;
- * an operator token cached) then waits on the count: the right one is refused once the
- * failures counted before it reach the limit, so that a right guess in a burst looks like the
- * wrong ones, while an operator's own burst of calls is never held back. Nothing is counted
- * while Redis is unreachable: the admin API is what an operator repairs things with, and the
- * token is still checked. The call then runs as the operator (`RequestMeta.operator`), whom
- * the access log and the records it makes name.
+ * shut the operator out), and operator tokens apart from ADMIN_TOKEN: their lookups are
+ * counted before they are made and stay counted when the account service does not answer,
+ * which must not shut out ADMIN_TOKEN, the way in while it is away. A token accepted without a
+ * lookup (ADMIN_TOKEN, compared in memory; an operator token cached) then waits on the count:
+ * the right one is refused once the failures counted before it reach the limit, so that a
+ * right guess in a burst looks like the wrong ones, while an operator's own burst of calls is
+ * never held back. While Redis is unreachable nothing is counted and the token is still
+ * checked (the admin API is what an operator repairs things with), but no operator token is
+ * looked up that this gateway has not accepted lately (503): made-up ones would be looked up
+ * without limit. The call then runs as the operator (`RequestMeta.operator`), whom the access
+ * log and the records it makes name.
  */
 export function adminGuard(options: AdminGuardOptions): Middleware {
   const authFailures = uncountedWhileAway(options.authFailures);
   return middleware(async (req) => {
     if (isPreflight(req)) throw browsersRefused('admin');
     const header = req.headers.authorization;
+    const apart = presentsOperatorToken(header) ? 'operators' : 'admin';
+    const credential = apart === 'operators' ? 'operator token' : 'admin token';
     // Read now, as `throttled` does: once the client has left, its socket no longer knows it.
-    const subject = countedAddress(clientAddress(req, options.config.trustProxyHops), 'admin');
+    const subject = countedAddress(clientAddress(req, options.config.trustProxyHops), apart);
     let lookedUp = false;
     const operator = await throttled(
       req,
       { config: options.config, authFailures },
-      { credential: ADMIN_CREDENTIAL, sent: header, countedApart: 'admin' },
+      { credential, sent: header, countedApart: apart },
       (beforeLookup) =>
         options.authenticator().authenticate(header, async () => {
           lookedUp = true;
           await beforeLookup();
         }),
     );
-    if (!lookedUp) await authFailures.admit(subject, ADMIN_CREDENTIAL);
+    if (!lookedUp) await authFailures.admit(subject, credential);
     if (req.$ctx) req.$ctx.meta.operator = operator;
   });
 }
 
-/** Failed authentications counted, or nothing counted while their store is unreachable. */
+/**
+ * Failed authentications counted, or nothing counted while their store is unreachable; but a
+ * lookup is not made uncounted (503).
+ */
 function uncountedWhileAway(throttle: AuthFailureThrottle): FailureCount {
   return {
     countFailure: (address, credential) =>
       unlessUncountable(() => throttle.countFailure(address, credential)),
+    countLookup: (address, credential) => throttle.countFailure(address, credential),
     forgive: (address) => throttle.forgive(address),
     admit: (address, credential) => unlessUncountable(() => throttle.admit(address, credential)),
   };
 }
-
-const ADMIN_CREDENTIAL = 'admin token';
 
 export interface PageThrottleOptions {
   config: Pick<Config, 'pageRequests' | 'trustProxyHops'>;

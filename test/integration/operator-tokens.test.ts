@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { OPERATOR_TOKENS } from '../../libs/contracts/account';
 import { OPERATOR_TOKENS_MAX } from '../../services/account/schemas';
-import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
+import { join } from 'node:path';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { ROOT, runTypeScript } from '../support/node-run';
 import {
   dropDatabases,
   isolation,
@@ -137,7 +139,12 @@ describe('operator tokens', () => {
     expect(JSON.stringify(credited.body)).not.toContain('bola@ops');
 
     expect(httpLines(path)).toEqual([
-      expect.objectContaining({ method: 'POST', status: 201, operator: 'bola@ops.example.com' }),
+      expect.objectContaining({
+        method: 'POST',
+        status: 201,
+        operator: 'bola@ops.example.com',
+        operatorTokenId: id,
+      }),
     ]);
     const listed = (await listTokens()).find((t) => t.id === id);
     expect(listed?.lastUsedAt).toEqual(expect.any(String));
@@ -206,6 +213,40 @@ describe('operator tokens', () => {
     });
     expectErrorEnvelope(unknown, 404, /not found; GET \/admin\/operator-tokens lists them/);
   });
+
+  it('revoked by the CLI with NATS_URL set, as an API key is, is refused by the running gateway at once', async () => {
+    const { token, id } = (await createToken({ name: 'gbenga@ops.example.com' })).body.data;
+    const merchant = await createUserWithKey(node.url);
+    const asOperator = () => request(node.url, 'GET', '/admin/users', { headers: bearer(token) });
+    const asMerchant = () =>
+      request(node.url, 'GET', '/api/me', { headers: { 'api-key': merchant.key } });
+    // Both cached by the gateway for API_KEY_CACHE_SECONDS (60 s here).
+    expect((await asOperator()).status).toBe(200);
+    expect((await asMerchant()).status).toBe(200);
+
+    const cli = (...args: string[]) =>
+      runTypeScript(join(ROOT, 'bin', 'waybill.ts'), args, {
+        env: {
+          ...process.env,
+          NAMESPACE: iso.namespace,
+          MONGO_DB_PREFIX: iso.dbPrefix,
+          LOG_LEVEL: 'warn',
+          WAYBILL_OPERATOR: 'hadiza',
+        },
+      });
+    expect(process.env.NATS_URL).toEqual(expect.any(String));
+    for (const revoked of [
+      await cli('operators', 'revoke', id),
+      await cli('keys:revoke', merchant.keyId),
+    ]) {
+      expect({ code: revoked.code, stderr: revoked.stderr }).toEqual({ code: 0, stderr: '' });
+    }
+    expectErrorEnvelope(await asOperator(), 401, /Unknown or revoked operator token/);
+    expectErrorEnvelope(await asMerchant(), 401, /revoked/);
+    expect((await listTokens()).find((t) => t.id === id)).toMatchObject({
+      revokedBy: 'cli:hadiza',
+    });
+  }, 60_000);
 
   it('stops working once expired', async () => {
     const { token, id } = (await createToken({ name: 'funmi@ops.example.com' })).body.data;

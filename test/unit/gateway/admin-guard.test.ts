@@ -110,15 +110,61 @@ describe('adminGuard', () => {
     expect(other.counts.size).toBe(0);
   });
 
-  it('still checks the token, uncounted, while Redis is unreachable', async () => {
-    const guard = guardOver(fakeLimiter({ down: true }).limiter);
+  it('still checks ADMIN_TOKEN, uncounted, while Redis is unreachable, but looks up no operator token not accepted lately', async () => {
+    const down = fakeLimiter({ down: true });
+    const guard = guardOver(down.limiter);
     expect(await run(guard, `Bearer ${TOKEN}`)).toBeUndefined();
-    expect(await run(guard, `Bearer ${OPERATOR_TOKEN}`)).toBeUndefined();
     expect(await run(guard, 'Bearer wrong')).toMatchObject({
       code: 401,
       message: 'Invalid admin token',
     });
-    expect(await run(guard, `Bearer ${REVOKED_TOKEN}`)).toMatchObject({ code: 401 });
+    // Made-up operator tokens would be looked up without limit: 503, nothing looked up.
+    expect(await run(guard, `Bearer ${REVOKED_TOKEN}`)).toMatchObject({ code: 503 });
+    expect(await run(guard, `Bearer ${OPERATOR_TOKEN}`)).toMatchObject({ code: 503 });
+    expect(guard.lookup).not.toHaveBeenCalled();
+
+    // One accepted before Redis went away is still served from the cache.
+    const { limiter } = fakeLimiter();
+    const admins = new AdminAuthenticator({
+      adminToken: TOKEN,
+      cacheMs: 60_000,
+      lookup: async () => ({ tokenId: 'token-1', name: 'ada@ops', expiresAt: null }),
+    });
+    const options = { config: { trustProxyHops: 0 }, authenticator: () => admins };
+    const up = adminGuard({ ...options, authFailures: new AuthFailureThrottle(limiter, QUOTA) });
+    expect(await run(up, `Bearer ${OPERATOR_TOKEN}`)).toBeUndefined();
+    const away = adminGuard({
+      ...options,
+      authFailures: new AuthFailureThrottle(down.limiter, QUOTA),
+    });
+    expect(await run(away, `Bearer ${OPERATOR_TOKEN}`)).toBeUndefined();
+  });
+
+  it('counts operator tokens apart: lookups the account service fails never shut out ADMIN_TOKEN', async () => {
+    const { counts, limiter } = fakeLimiter();
+    const admins = new AdminAuthenticator({
+      adminToken: TOKEN,
+      cacheMs: 60_000,
+      lookup: async () => {
+        throw new Error('account service away');
+      },
+    });
+    const guard = adminGuard({
+      config: { trustProxyHops: 0 },
+      authenticator: () => admins,
+      authFailures: new AuthFailureThrottle(limiter, QUOTA),
+    });
+    for (let i = 0; i < QUOTA.limit; i++) {
+      expect(await run(guard, `Bearer ${OPERATOR_TOKEN}`)).toMatchObject({
+        message: 'account service away',
+      });
+    }
+    expect(await run(guard, `Bearer ${OPERATOR_TOKEN}`)).toMatchObject({
+      code: 429,
+      message: expect.stringContaining('with a valid operator token'),
+    });
+    expect(await run(guard, `Bearer ${TOKEN}`)).toBeUndefined();
+    expect([...counts]).toEqual([['operator-tokens 203.0.113.7', QUOTA.limit]]);
   });
 
   it('runs the call as the operator the token names', async () => {
@@ -137,12 +183,13 @@ describe('adminGuard', () => {
     const { counts, limiter } = fakeLimiter();
     const guard = guardOver(limiter);
     expect(await run(guard, `Bearer ${OPERATOR_TOKEN}`)).toBeUndefined();
-    expect(counts.get('admin 203.0.113.7')).toBe(0);
+    expect(counts.get('operator-tokens 203.0.113.7')).toBe(0);
     // A revoked token, refused and cached, sent again is no new guess.
     for (let i = 0; i < 3; i++) {
       expect(await run(guard, `Bearer ${REVOKED_TOKEN}`)).toMatchObject({ code: 401 });
     }
-    expect(counts.get('admin 203.0.113.7')).toBe(1);
+    expect(counts.get('operator-tokens 203.0.113.7')).toBe(1);
+    expect(counts.get('admin 203.0.113.7')).toBeUndefined();
     // Made-up ones are: past the limit, they are refused without a lookup.
     const lookups = guard.lookup.mock.calls.length;
     const madeUp = (n: number) => `Bearer wbo_${String(n).padStart(43, 'D')}`;
