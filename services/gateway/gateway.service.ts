@@ -40,7 +40,7 @@ import { gatewayRoutes } from './route-table';
 import { rawBodyReader } from './raw-body';
 import { GROUP_BASE, collectRoutes, type MountedGroups } from './routes';
 import { TRACKING_EVENTS_PATH, TrackingStreams } from './tracking-stream';
-import { UploadLeases } from './upload-leases';
+import { UploadLeases, transferLeaseMs } from './upload-leases';
 import { afterCall, webOverrides } from './web-overrides';
 import { answerClientError } from './client-errors';
 
@@ -119,9 +119,8 @@ export function createGatewayService(
   const trackingAliases = entries.some((e) => e.http.group === 'track')
     ? { [`GET ${TRACKING_EVENTS_PATH}`]: tracking.handler() }
     : {};
-  // A transfer ends within FILE_TIMEOUT_MS; the margin covers writing its answer.
   const leases = (kind: string) =>
-    new UploadLeases(redis, `${config.namespace}:${kind}:`, config.files.timeoutMs + 5_000);
+    new UploadLeases(redis, `${config.namespace}:${kind}:`, transferLeaseMs(config));
   const uploads = transferGuard({
     leases: leases('uploads'),
     limit: config.files.maxUploadsPerKey,

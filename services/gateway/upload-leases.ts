@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
+import type { Config } from '../../libs/config';
 import { SlidingWindow } from '../../libs/sliding-window';
 
 export interface UploadLease {
@@ -13,10 +14,24 @@ export interface UploadLease {
  * do not matter): a lease whose gateway died without giving it back frees itself after
  * `leaseMs`, and the key's set expires with its newest lease.
  */
+/**
+ * How long a transfer's lease is held if its gateway dies before giving it back: longer than
+ * the longest transfer. A download waits up to S3_TIMEOUT_MS for the object's headers before its
+ * FILE_TIMEOUT_MS starts, and an upload sent to another node waits up to
+ * REDIS_COMMAND_TIMEOUT_MS on its day's allowance before its body's FILE_TIMEOUT_MS; a margin
+ * covers writing the answer. Given back as the transfer ends, a lease is held no longer then.
+ */
+export const transferLeaseMs = (
+  config: Pick<Config, 'redisCommandTimeoutMs'> & {
+    files: Pick<Config['files'], 'timeoutMs'>;
+    s3: Pick<Config['s3'], 'timeoutMs'>;
+  },
+) => config.files.timeoutMs + Math.max(config.s3.timeoutMs, config.redisCommandTimeoutMs) + 5_000;
+
 export class UploadLeases {
   private readonly window: SlidingWindow;
 
-  /** `leaseMs`: longer than any upload can last (FILE_TIMEOUT_MS and a margin). */
+  /** `leaseMs`: longer than any transfer can last (`transferLeaseMs`). */
   constructor(
     redis: Redis,
     keyPrefix: string,

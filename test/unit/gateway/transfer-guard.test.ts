@@ -1,5 +1,10 @@
 import { transferGuard } from '../../../services/gateway/edge';
-import type { UploadLease, UploadLeases } from '../../../services/gateway/upload-leases';
+import fc from 'fast-check';
+import {
+  transferLeaseMs,
+  type UploadLease,
+  type UploadLeases,
+} from '../../../services/gateway/upload-leases';
 import { routeHandler, type FoundAlias } from '../../../services/gateway/web-routing';
 import { FakeResponse, fakeRequest } from './fake-http';
 
@@ -199,5 +204,24 @@ describe('transferGuard', () => {
       code: 503,
       message: 'The quota store is unavailable; retry in a few seconds',
     });
+  });
+});
+
+describe('transferLeaseMs', () => {
+  it('outlives the longest transfer: a wait on S3 or Redis, then FILE_TIMEOUT_MS (property)', () => {
+    const ms = fc.integer({ min: 100, max: 3_600_000 });
+    fc.assert(
+      fc.property(ms, ms, ms, (file, s3, redis) => {
+        const lease = transferLeaseMs({
+          files: { timeoutMs: file },
+          s3: { timeoutMs: s3 },
+          redisCommandTimeoutMs: redis,
+        });
+        // A download that waited S3_TIMEOUT_MS for its headers; an upload sent to another
+        // node that waited on its day's allowance: each then runs FILE_TIMEOUT_MS.
+        expect(lease).toBeGreaterThan(s3 + file);
+        expect(lease).toBeGreaterThan(redis + file);
+      }),
+    );
   });
 });
