@@ -4,11 +4,27 @@ import { createHash, randomBytes } from 'node:crypto';
  * How stale a token's `lastUsedAt` may be. Gateways look a token up once per cache period per
  * replica; writing each lookup would be a write every few seconds per token in use.
  */
-export const TOKEN_TOUCH_MS = 10 * 60_000;
+const TOKEN_TOUCH_MS = 10 * 60_000;
 
 /** Whether a token last noted used at `lastUsedAt` is to be noted used at `now`. */
-export const isTouchDue = (lastUsedAt: Date | null, now: Date) =>
+const isTouchDue = (lastUsedAt: Date | null, now: Date) =>
   !lastUsedAt || now.getTime() - lastUsedAt.getTime() >= TOKEN_TOUCH_MS;
+
+/**
+ * Notes a token used at `at` when that is due (`isTouchDue`). A note for operators: a database
+ * too busy to take it must not refuse the token's holder, so a failure is only warned of.
+ */
+export async function noteTokenUse(
+  lastUsedAt: Date | null,
+  at: Date,
+  touch: () => Promise<void>,
+  warn: (message: string, details: { err: string }) => void,
+): Promise<void> {
+  if (!isTouchDue(lastUsedAt, at)) return;
+  await touch().catch((err: unknown) => {
+    warn('could not note when a token was last used', { err: (err as Error).message });
+  });
+}
 
 /**
  * Bearer tokens the platform issues (courier tokens `wbc_`, operator tokens `wbo_`): a prefix

@@ -9,7 +9,7 @@ import {
   type ListOperatorTokensParams,
 } from '../../libs/contracts/account';
 import { conflict, forbidden, notFound } from '../../libs/errors';
-import { isTouchDue } from '../../libs/issued-tokens';
+import { noteTokenUse } from '../../libs/issued-tokens';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import {
   implement,
@@ -193,14 +193,12 @@ export function createOperatorTokenActions(deps: OperatorTokenActionDeps): Servi
         if (!token) return null;
         const at = now();
         if (!isLive(token, await tokens.revocationOf(token.tokenId), at)) return null;
-        if (isTouchDue(token.lastUsedAt, at)) {
-          // A note for operators: a database too busy to take it must not refuse the operator.
-          await tokens.touch(token._id, at).catch((err: unknown) => {
-            logger().warn('could not note when an operator token was last used', {
-              err: (err as Error).message,
-            });
-          });
-        }
+        await noteTokenUse(
+          token.lastUsedAt,
+          at,
+          () => tokens.touch(token._id, at),
+          (message, details) => logger().warn(message, { ...details, tokenId: token.tokenId }),
+        );
         const expiresAt = token.expiresAt ? token.expiresAt.toISOString() : null;
         return { tokenId: token.tokenId, name: token.name, expiresAt };
       },

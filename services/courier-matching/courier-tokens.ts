@@ -9,7 +9,7 @@ import {
   courierIdParams,
 } from '../../libs/contracts/matching';
 import { conflict, notFound } from '../../libs/errors';
-import { isTouchDue } from '../../libs/issued-tokens';
+import { noteTokenUse } from '../../libs/issued-tokens';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { action, implement, type ServiceActions } from '../../libs/service';
 import {
@@ -160,12 +160,13 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
         const courier = await couriers.find(token.courierId);
         if (!courier?.active) return null;
         const at = now();
-        if (isTouchDue(token.lastUsedAt, at)) {
-          // A note for operators: a database too busy to take it must not refuse the courier.
-          await tokens.touch(token._id, at).catch((err: unknown) => {
-            ctx.service?.logger.warn('could not note when a courier token was last used', err);
-          });
-        }
+        await noteTokenUse(
+          token.lastUsedAt,
+          at,
+          () => tokens.touch(token._id, at),
+          (message, details) =>
+            ctx.service?.logger.warn(message, { ...details, tokenId: token.tokenId }),
+        );
         return { courierId: token.courierId, tokenId: token.tokenId };
       },
     }),
