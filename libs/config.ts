@@ -80,7 +80,7 @@ export interface Config {
     maxUploads: number;
     /** Uploads one API key may have in progress across every replica (429 beyond). */
     maxUploadsPerKey: number;
-    /** Uploads one account may have in progress across all its keys (429 beyond). */
+    /** Uploads one account may have in progress across its server keys, and as many across its publishable keys (429 beyond). */
     maxUploadsPerUser: number;
     /** Bytes of files one user may store in a UTC day (429 beyond); 0: no limit. */
     maxUploadBytesPerUserPerDay: number;
@@ -88,7 +88,7 @@ export interface Config {
     maxDownloads: number;
     /** Downloads one API key may have in progress across every replica (429 beyond). */
     maxDownloadsPerKey: number;
-    /** Downloads one account may have in progress across all its keys (429 beyond). */
+    /** Downloads one account may have in progress across its server keys, and as many across its publishable keys (429 beyond). */
     maxDownloadsPerUser: number;
     /** How long an upload's body may send nothing before it is aborted (408). */
     idleTimeoutMs: number;
@@ -366,6 +366,13 @@ const declaredEnvSchema = Joi.object({
     .empty('')
     .min(16)
     .pattern(/^\S+$/, 'no whitespace')
+    // Read as an operator token's at the gateway: counted with theirs, and shut out with them
+    // when the account service fails their lookups.
+    .pattern(/^wbo_/, { name: 'operator token', invert: true })
+    .messages({
+      'string.pattern.invert.name':
+        '{{#label}} may not start with wbo_, which marks operator tokens; set another (openssl rand -hex 32)',
+    })
     .when('APP_ENV', {
       is: 'live',
       then: Joi.invalid(COMPOSE_ADMIN_TOKEN).messages({
@@ -669,7 +676,7 @@ const declaredEnvSchema = Joi.object({
   TRACKING_MAX_STREAMS_PER_ADDRESS: Joi.number()
     .integer()
     .min(1)
-    .default(10)
+    .default(50)
     .description(
       'Tracking page streams one client address may hold open on one gateway process (429 beyond)',
     ),

@@ -1,4 +1,5 @@
 import Joi from '../joi';
+import { onAreaGrid } from '../geodesy';
 import { uuid } from '../schemas';
 import type { ResolvedAddress } from './geo';
 import type { Retry } from './retry';
@@ -59,18 +60,34 @@ export const CREATORS_OWN_P2P = ['userId', 'profileId'] as const;
 const leftOut = (fields: readonly string[], record: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(record).filter(([field]) => !fields.includes(field)));
 
-/** A delivery as `GET /api/deliveries/:id` answers its linked recipient, from its creator's view. */
+/**
+ * A delivery as `GET /api/deliveries/:id` answers its linked recipient, from its creator's view.
+ * The pickup's contact e-mail is the creator's own (by default their login), and where the
+ * courier is on the way to the pickup, not yet carrying the recipient's parcel, is shown as the
+ * tracking page shows it to anyone: the middle of its 0.01° cell (`onAreaGrid`).
+ */
 export function recipientsView(view: Record<string, unknown>): Record<string, unknown> {
   const shown = leftOut(CREATORS_OWN, view);
   if (view.deliveryFeePayer === 'CREATOR') delete shown.deliveryFeeTotal;
   const p2p = view.p2pDelivery as Record<string, unknown> | undefined;
   if (p2p) shown.p2pDelivery = leftOut(CREATORS_OWN_P2P, p2p);
+  const origin = view.origin as Record<string, unknown> | undefined;
+  if (origin) shown.origin = leftOut(['contactEmail'], origin);
   const courier = view.courier as Record<string, unknown> | undefined;
   if (courier && !followedByRecipient(view.status)) {
     shown.courier = { ...courier, currentLocation: null, eta: null };
+  } else if (courier && COURIER_TO_PICKUP.has(view.status as string)) {
+    const at = courier.currentLocation as { lat: number; lon: number } | null | undefined;
+    if (at) shown.courier = { ...courier, currentLocation: { ...at, ...onAreaGrid(at) } };
   }
   return shown;
 }
+
+/** Statuses in which the courier is on the way to the pickup, not yet carrying the packages. */
+export const COURIER_TO_PICKUP: ReadonlySet<string> = new Set([
+  'COURIER_ASSIGNED',
+  'ARRIVED_AT_PICKUP',
+]);
 
 /**
  * Whether the recipient is shown where the courier is: not once the delivery goes back to the
@@ -134,10 +151,11 @@ export interface TrackingParams {
   trackingId: string;
 }
 
-// Any text: a mistyped id is an unknown one (404, saying what to do), not a 400. Letters
-// typed in lower case from a printed label are the same id.
+// Any text, of any length: a mistyped id is an unknown one (404, saying what to do), not a
+// 400. Letters typed in lower case from a printed label are the same id. The HTTP server
+// bounds how long a path may be.
 export const trackingParams = Joi.object<TrackingParams, true>({
-  trackingId: Joi.string().uppercase().max(64).required(),
+  trackingId: Joi.string().uppercase().required(),
 });
 
 /** A point of the tracking page's map drawing, in its own units (no coordinates on Earth). */

@@ -1,6 +1,6 @@
 import Joi from '../joi';
 import { uuid } from '../schemas';
-import { followedByRecipient } from './order';
+import { COURIER_TO_PICKUP, followedByRecipient } from './order';
 import type { Retry } from './retry';
 
 /** What other services may know of the webhook service. */
@@ -40,10 +40,13 @@ export interface PublishedEvent {
 
 /**
  * Whether the delivery's linked recipient hears of an event: not of the creator's payments, nor
- * of where the courier is once the delivery goes back to the sender.
+ * of where the courier is but while carrying their parcel (before the pickup, their reads show
+ * only its area; once it goes back to the sender, nothing).
  */
 export const toldToRecipient = ({ type, data }: Pick<PublishedEvent, 'type' | 'data'>) =>
-  !type.startsWith('payment.') && (type !== 'courier.location' || followedByRecipient(data.status));
+  !type.startsWith('payment.') &&
+  (type !== 'courier.location' ||
+    (followedByRecipient(data.status) && !COURIER_TO_PICKUP.has(data.status as string)));
 
 /** Who an endpoint's owner is to the delivery an event is of (the body's `role`). */
 export const roleInEvent = (event: Pick<PublishedEvent, 'userId'>, endpointOwner: string) =>

@@ -1,8 +1,9 @@
 import { DEFAULT_CIRCUITY, haversineKm, type GeoPoint } from '../../libs/geodesy';
+import { COURIER_TO_PICKUP } from '../../libs/contracts/order';
 import type { DeliveryStatus } from './lifecycle';
 
 /** Statuses in which the courier is still on the way to the pickup. */
-const TO_PICKUP: ReadonlySet<DeliveryStatus> = new Set(['COURIER_ASSIGNED', 'ARRIVED_AT_PICKUP']);
+const TO_PICKUP = COURIER_TO_PICKUP as ReadonlySet<DeliveryStatus>;
 /** Statuses in which the packages are on their way to the drop-off. */
 const TO_DROPOFF: ReadonlySet<DeliveryStatus> = new Set([
   'COLLECTED',

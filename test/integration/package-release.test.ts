@@ -70,6 +70,20 @@ it('finishes a delete that stopped between its claim and its mark when a deliver
   expect(await assign(userId, randomUUID(), [kept])).toBe('assigned');
 });
 
+it('deletes nothing when a claim answered DELETED only because another delivery dropped it meanwhile', async () => {
+  const userId = randomUUID();
+  const pkg = await save(userId);
+  // The insert failed on another delivery's claim, which was dropped before it was read.
+  const spy = jest.spyOn(store, 'claim').mockResolvedValueOnce(DELETED);
+  try {
+    expect(await assign(userId, randomUUID(), [pkg])).toBe('refused');
+  } finally {
+    spy.mockRestore();
+  }
+  expect(await openIds(userId)).toEqual([pkg]);
+  expect(await assign(userId, randomUUID(), [pkg])).toBe('assigned');
+});
+
 /** The claim reads `work` makes, and whether each named one `_id`. */
 async function claimReadsOf(work: () => Promise<unknown>) {
   claimReads.length = 0;

@@ -147,7 +147,7 @@ async function markerCentre(page: Page): Promise<{ x: number; y: number; count: 
 
 describe('GET /track/:trackingId', () => {
   it('answers 404 pages, and 404 envelopes on the stream, for ids we never issued', async () => {
-    for (const id of ['P2P-000000000000', 'not-a-tracking-id']) {
+    for (const id of ['P2P-000000000000', 'not-a-tracking-id', `P2P-${'A'.repeat(100)}`]) {
       const page = await fetch(`${base()}/track/${id}`);
       expect(page.status).toBe(404);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);

@@ -48,6 +48,14 @@ describe('what a linked recipient is shown', () => {
     p2pDelivery: { id: 'p', userId: 'creator', profileId: 'profile', status: 'PENDING' },
   };
 
+  it('leaves out the pickup’s contact e-mail, the creator’s own', () => {
+    const origin = { address: 'Lekki', contactName: 'Ada', contactEmail: 'ada@example.com' };
+    expect(recipientsView({ ...view, origin }).origin).toEqual({
+      address: 'Lekki',
+      contactName: 'Ada',
+    });
+  });
+
   it('leaves out the creator’s account, key, tariff and prices', () => {
     expect(recipientsView(view)).toEqual({
       id: 'd',
@@ -71,8 +79,15 @@ describe('what a linked recipient is shown', () => {
     eta: { from: 'a', to: 'b' },
   };
 
-  it('shows where the courier is on the way to them, not once it goes back to the sender', () => {
+  it('shows where the courier is on the way to them, its area before the pickup, not once it goes back to the sender', () => {
     expect(recipientsView({ ...view, status: 'IN_TRANSIT', courier }).courier).toEqual(courier);
+    const near = { ...courier, currentLocation: { country: 'Nigeria', lat: 6.5034, lon: 3.4071 } };
+    for (const status of ['COURIER_ASSIGNED', 'ARRIVED_AT_PICKUP']) {
+      expect(recipientsView({ ...view, status, courier: near }).courier).toEqual({
+        ...courier,
+        currentLocation: { country: 'Nigeria', lat: 6.5, lon: 3.41 },
+      });
+    }
     expect(recipientsView({ ...view, status: 'RETURNING', courier }).courier).toEqual({
       name: 'Tunde',
       currentLocation: null,
@@ -85,6 +100,11 @@ describe('what a linked recipient is shown', () => {
       toldToRecipient({ type, data: { status } });
     for (const type of WEBHOOK_EVENT_TYPES) {
       expect(told(type, 'IN_TRANSIT')).toBe(!type.startsWith('payment.'));
+      for (const status of ['COURIER_ASSIGNED', 'ARRIVED_AT_PICKUP']) {
+        expect(told(type, status)).toBe(
+          !type.startsWith('payment.') && type !== 'courier.location',
+        );
+      }
       expect(told(type, 'RETURNING')).toBe(
         !type.startsWith('payment.') && type !== 'courier.location',
       );

@@ -42,6 +42,13 @@ class MemoryProofs {
     return true;
   }
 
+  async proofAttemptsTaken(proofId: string, generation: number, max: number): Promise<number> {
+    await this.turn();
+    return Array.from({ length: max }, (_, i) => `${proofId}:${generation}:${i + 1}`).filter((id) =>
+      this.tries.has(id),
+    ).length;
+  }
+
   async releaseProofAttempt(proofId: string, generation: number, n: number): Promise<void> {
     await this.turn();
     this.tries.delete(`${proofId}:${generation}:${n}`);
@@ -112,7 +119,7 @@ function setUp() {
   } as unknown as DeliveryRecord;
   const stop = { fields: { contactPhone: '+2348000000000' } } as unknown as StoredAddress;
   const issueAgain = () => checks.issueAgain(delivery, 'proof-1', new Map([['stop-1', stop]]));
-  return { store, statusOf, issueAgain };
+  return { store, statusOf, issueAgain, checks, proof };
 }
 
 describe('proof codes', () => {
@@ -120,8 +127,10 @@ describe('proof codes', () => {
     const { store, statusOf } = setUp();
     const guesses = Array.from({ length: 19 }, () => statusOf(WRONG));
     const statuses = await Promise.all([...guesses, statusOf(RIGHT)]);
-    expect(statuses.filter((s) => s === 422)).toHaveLength(MAX_WRONG_CODES - 1);
-    expect(statuses.filter((s) => s === 409)).toHaveLength(20 - (MAX_WRONG_CODES - 1));
+    // A wrong code says how many tries are left as it reads them, those of the others taken at
+    // once included: none left, it reads the proof locked (409), as it is.
+    expect(statuses.filter((s) => s === 422).length).toBeLessThanOrEqual(MAX_WRONG_CODES - 1);
+    expect(statuses.every((s) => s === 422 || s === 409)).toBe(true);
     expect(statuses.at(-1)).toBe(409);
     expect(store.tries.size).toBe(MAX_WRONG_CODES);
   });
@@ -133,6 +142,20 @@ describe('proof codes', () => {
     const after = [];
     for (let i = 0; i < MAX_WRONG_CODES + 1; i++) after.push(await statusOf(WRONG));
     expect(after).toEqual([422, 422, 422, 422, 409, 409]);
+  });
+
+  it('say the tries left from the tries taken, not from their own try’s number', async () => {
+    const { store, statusOf, checks, proof } = setUp();
+    // The third taken by another call (a wrong code that came while a right one held the
+    // second, given back since): the next wrong code takes the first, and two are taken.
+    store.tries.add('proof-1:1:3');
+    await expect(checks.check('delivery-1', proof, WRONG)).rejects.toMatchObject({
+      code: 422,
+      message: expect.stringMatching(/; 3 tries left before it locks$/),
+    });
+    expect(await statusOf(WRONG)).toBe(422);
+    expect(await statusOf(WRONG)).toBe(422);
+    expect(await statusOf(WRONG)).toBe(409);
   });
 
   it('start the count again with a new code from the merchant', async () => {
