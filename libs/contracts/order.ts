@@ -60,13 +60,42 @@ export const CREATORS_OWN_P2P = ['userId', 'profileId'] as const;
 const leftOut = (fields: readonly string[], record: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(record).filter(([field]) => !fields.includes(field)));
 
+/** Minutes the arrival window's ends are rounded out to. */
+const ETA_ROUNDING_MINUTES = 5;
+
 /**
- * A delivery as `GET /api/deliveries/:id` answers its linked recipient, from its creator's view.
- * The pickup's contact e-mail is the creator's own (by default their login), and where the
- * courier is on the way to the pickup, not yet carrying the recipient's parcel, is shown as the
- * tracking page shows it to anyone: the middle of its 0.01° cell (`onAreaGrid`).
+ * The arrival window as anyone may be shown it (the tracking page, a linked recipient before the collection), on ETA_ROUNDING_MINUTES marks: the mark the read
+ * follows plus the time left to each end rounded out. Its width to the second gave the
+ * courier's distance left to the metre, and rounding the instants alone would not hide it
+ * from a page watched over time: the moment an end moved to the next mark would tell the
+ * time left. This way an end moves at the marks of the clock, whatever the time left, and
+ * the window holds the reckoned one, each end up to two steps wider.
  */
-export function recipientsView(view: Record<string, unknown>): Record<string, unknown> {
+export function roundedArrivalWindow(
+  eta: { from: string; to: string },
+  now: Date,
+): { from: string; to: string } {
+  const step = ETA_ROUNDING_MINUTES * 60_000;
+  const down = (ms: number) => Math.floor(ms / step) * step;
+  const up = (ms: number) => Math.ceil(ms / step) * step;
+  const at = now.getTime();
+  // The span of the clock the read falls in, up to a step before it: the window still holds
+  // the reckoned one, its end a step later.
+  const mark = down(at);
+  const from = mark + down(Math.max(0, Date.parse(eta.from) - at));
+  const to = mark + step + up(Math.max(0, Date.parse(eta.to) - at));
+  return { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
+}
+
+/**
+ * A delivery as `GET /api/deliveries/:id` answers its linked recipient, from its creator's view
+ * reckoned at `at`. The pickup's contact e-mail is the creator's own (by default their login),
+ * and where the courier is on the way to the pickup, not yet carrying the recipient's parcel,
+ * is shown as the tracking page shows it to anyone: its 0.01° cell (`onAreaGrid`) and the
+ * arrival window on 5-minute marks (`roundedArrivalWindow`), whose width to the second would
+ * give the courier's distance from the pickup.
+ */
+export function recipientsView(view: Record<string, unknown>, at: Date): Record<string, unknown> {
   const shown = leftOut(CREATORS_OWN, view);
   if (view.deliveryFeePayer === 'CREATOR') delete shown.deliveryFeeTotal;
   const p2p = view.p2pDelivery as Record<string, unknown> | undefined;
@@ -77,8 +106,13 @@ export function recipientsView(view: Record<string, unknown>): Record<string, un
   if (courier && !followedByRecipient(view.status)) {
     shown.courier = { ...courier, currentLocation: null, eta: null };
   } else if (courier && COURIER_TO_PICKUP.has(view.status as string)) {
-    const at = courier.currentLocation as { lat: number; lon: number } | null | undefined;
-    if (at) shown.courier = { ...courier, currentLocation: { ...at, ...onAreaGrid(at) } };
+    const where = courier.currentLocation as { lat: number; lon: number } | null | undefined;
+    const eta = courier.eta as { from: string; to: string } | null | undefined;
+    shown.courier = {
+      ...courier,
+      currentLocation: where ? { ...where, ...onAreaGrid(where) } : where,
+      eta: eta ? roundedArrivalWindow(eta, at) : eta,
+    };
   }
   return shown;
 }

@@ -255,7 +255,7 @@ export function createOrderService(config: Config): ServiceDefinition {
         const located = recipient ? isFollowed(d.lifecycle.status) : undefined;
         const courier = await callersCourier(ctx, d, addresses, { located });
         const view = toDeliveryView(d, addresses, courier);
-        return recipient ? recipientsView(view) : view;
+        return recipient ? recipientsView(view, new Date()) : view;
       }),
     );
   }

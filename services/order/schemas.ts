@@ -163,7 +163,7 @@ export const notificationsParams = Joi.object<{ deliveryId: string }, true>({
 const address = Joi.object()
   .unknown(true)
   .description(
-    'A resolved address (see POST /api/route) with its id, createdAt, updatedAt and deletedAt (null)',
+    'A resolved address (see POST /api/route) with its id, createdAt, updatedAt and deletedAt (null). A linked recipient reads the origin without `contactEmail` (the creator’s own)',
   );
 
 /** A stop as its courier reads it (views.ts, `toCourierStopView`). */
@@ -302,7 +302,9 @@ export const deliveryView = view(
           lon: Joi.number(),
         })
           .allow(null)
-          .description('Where the courier last reported, while on this delivery; null otherwise'),
+          .description(
+            'Where the courier last reported, while on this delivery; null otherwise. A linked recipient sees, before the collection, the middle of its 0.01° cell (and `eta` on 5-minute marks), and null while it goes back to the sender',
+          ),
         eta: Joi.object({ from: timestamp(), to: timestamp() })
           .allow(null)
           .description(

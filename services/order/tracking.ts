@@ -1,4 +1,8 @@
-import { followedByRecipient, type TrackingView } from '../../libs/contracts/order';
+import {
+  followedByRecipient,
+  roundedArrivalWindow,
+  type TrackingView,
+} from '../../libs/contracts/order';
 import { onAreaGrid } from '../../libs/geodesy';
 import { DEFAULT_TIME_ZONE } from '../../libs/schedule';
 import type { CourierOnDelivery } from './courier-view';
@@ -69,35 +73,11 @@ export function courierForgotten(
   return now.getTime() - endedAt > COURIER_SHOWN_DAYS_AFTER_END * 86_400_000;
 }
 
-/** Minutes the arrival window's ends are rounded out to. */
-const ETA_ROUNDING_MINUTES = 5;
-
 /**
  * The trip's length as the page states it: whole kilometres, at least 1 (with the drawing,
  * a length to the metre placed a stop as exactly as a coordinate would).
  */
 const shownKm = (km: number) => Math.max(1, Math.round(km));
-
-/**
- * The arrival window as the page states it, on ETA_ROUNDING_MINUTES marks: the mark the read
- * follows plus the time left to each end rounded out. Its width to the second gave the
- * courier's distance left to the metre, and rounding the instants alone would not hide it
- * from a page watched over time: the moment an end moved to the next mark would tell the
- * time left. This way an end moves at the marks of the clock, whatever the time left, and
- * the window holds the reckoned one, each end up to two steps wider.
- */
-function roundedWindow(eta: { from: string; to: string }, now: Date): { from: string; to: string } {
-  const step = ETA_ROUNDING_MINUTES * 60_000;
-  const down = (ms: number) => Math.floor(ms / step) * step;
-  const up = (ms: number) => Math.ceil(ms / step) * step;
-  const at = now.getTime();
-  // The span of the clock the read falls in, up to a step before it: the window still holds
-  // the reckoned one, its end a step later.
-  const mark = down(at);
-  const from = mark + down(Math.max(0, Date.parse(eta.from) - at));
-  const to = mark + step + up(Math.max(0, Date.parse(eta.to) - at));
-  return { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
-}
 
 /**
  * Whether the recipient follows the courier (position, arrival window, live updates): on the
@@ -215,7 +195,7 @@ export function toTrackingView(
           place: at ? placeName(at) : null,
         }
       : null,
-    eta: followed && courier?.eta ? roundedWindow(courier.eta, searchTime.now) : null,
+    eta: followed && courier?.eta ? roundedArrivalWindow(courier.eta, searchTime.now) : null,
     timeZone: delivery.timeZone ?? DEFAULT_TIME_ZONE,
     map: projectMap(onAreaGrid(origin), onAreaGrid(destination), at ? onAreaGrid(at) : null),
   };

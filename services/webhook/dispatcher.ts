@@ -376,7 +376,8 @@ export class Dispatcher {
       type: event.type,
       createdAt: new Date(event.createdAt).toISOString(),
       role,
-      data: role === 'RECIPIENT' ? recipientsView(event.data) : event.data,
+      data:
+        role === 'RECIPIENT' ? recipientsView(event.data, new Date(event.createdAt)) : event.data,
     });
     return post({
       url: target.endpoint.url,

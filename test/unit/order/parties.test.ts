@@ -1,4 +1,6 @@
 import { recipientsView } from '../../../libs/contracts/order';
+
+const NOW = new Date('2030-01-01T12:02:10Z');
 import { toldToRecipient, WEBHOOK_EVENT_TYPES } from '../../../libs/contracts/webhook';
 import { changeableBy, linkedRecipient, readableBy, roleOf } from '../../../services/order/parties';
 
@@ -50,14 +52,14 @@ describe('what a linked recipient is shown', () => {
 
   it('leaves out the pickup’s contact e-mail, the creator’s own', () => {
     const origin = { address: 'Lekki', contactName: 'Ada', contactEmail: 'ada@example.com' };
-    expect(recipientsView({ ...view, origin }).origin).toEqual({
+    expect(recipientsView({ ...view, origin }, NOW).origin).toEqual({
       address: 'Lekki',
       contactName: 'Ada',
     });
   });
 
   it('leaves out the creator’s account, key, tariff and prices', () => {
-    expect(recipientsView(view)).toEqual({
+    expect(recipientsView(view, NOW)).toEqual({
       id: 'd',
       status: 'REQUEST_CREATED',
       deliveryFeePayer: 'CREATOR',
@@ -67,7 +69,7 @@ describe('what a linked recipient is shown', () => {
 
   it('keeps the total when the recipient pays a share of it', () => {
     for (const payer of ['RECIPIENT', 'SPLIT']) {
-      expect(recipientsView({ ...view, deliveryFeePayer: payer })).toMatchObject({
+      expect(recipientsView({ ...view, deliveryFeePayer: payer }, NOW)).toMatchObject({
         deliveryFeeTotal: '1200.00',
       });
     }
@@ -76,19 +78,24 @@ describe('what a linked recipient is shown', () => {
   const courier = {
     name: 'Tunde',
     currentLocation: { country: 'Nigeria', lat: 6.5, lon: 3.4 },
-    eta: { from: 'a', to: 'b' },
+    eta: { from: '2030-01-01T12:13:27.000Z', to: '2030-01-01T12:21:04.000Z' },
   };
 
   it('shows where the courier is on the way to them, its area before the pickup, not once it goes back to the sender', () => {
-    expect(recipientsView({ ...view, status: 'IN_TRANSIT', courier }).courier).toEqual(courier);
+    expect(recipientsView({ ...view, status: 'IN_TRANSIT', courier }, NOW).courier).toEqual(
+      courier,
+    );
     const near = { ...courier, currentLocation: { country: 'Nigeria', lat: 6.5034, lon: 3.4071 } };
     for (const status of ['COURIER_ASSIGNED', 'ARRIVED_AT_PICKUP']) {
-      expect(recipientsView({ ...view, status, courier: near }).courier).toEqual({
+      // Its cell, and the arrival window on 5-minute marks, as the tracking page shows anyone:
+      // the window's width to the second would give the distance to the pickup.
+      expect(recipientsView({ ...view, status, courier: near }, NOW).courier).toEqual({
         ...courier,
         currentLocation: { country: 'Nigeria', lat: 6.5, lon: 3.41 },
+        eta: { from: '2030-01-01T12:10:00.000Z', to: '2030-01-01T12:25:00.000Z' },
       });
     }
-    expect(recipientsView({ ...view, status: 'RETURNING', courier }).courier).toEqual({
+    expect(recipientsView({ ...view, status: 'RETURNING', courier }, NOW).courier).toEqual({
       name: 'Tunde',
       currentLocation: null,
       eta: null,

@@ -286,7 +286,7 @@ describe('the order service’s answers against /openapi.json', () => {
     expect(answerErrors('/api/deliveries', 'get', 200, [view])).toEqual([]);
     expect(answerErrors('/admin/deliveries/{deliveryId}', 'get', 200, view)).toEqual([]);
     // Its linked recipient's view, less the creator's own fields.
-    const theirs = recipientsView(view);
+    const theirs = recipientsView(view, new Date());
     expect(answerErrors('/api/deliveries/{deliveryId}', 'get', 200, theirs)).toEqual([]);
   });
 
