@@ -1,10 +1,11 @@
 import { outboxStoreOver } from '../../libs/messaging/outbox-records';
 import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
-import { DELIVERY_STATUSES, isTerminal } from './lifecycle';
+import { DELIVERY_STATUSES, isTerminal, type DeliveryStatus, type Lifecycle } from './lifecycle';
 import {
   deliveryIdOfMessage,
   EMAIL_SUBJECTS,
   proofCodeOfMessage,
+  type NotificationPurpose,
   type NotificationRecord,
 } from './notifications';
 import type { ProofChecks } from './proofs';
@@ -24,13 +25,36 @@ const toOutboxMessage = (record: NotificationRecord): OutboxMessage => ({
   label: record.purpose,
 });
 
+/** Statuses in which the packages have been collected and are not back yet. */
+const COLLECTED: ReadonlySet<DeliveryStatus> = new Set([
+  'COLLECTED',
+  'IN_TRANSIT',
+  'ARRIVED_AT_DROPOFF',
+  'RETURNING',
+]);
+
+/**
+ * When a message of a purpose says nothing true any more, before its delivery ends: a
+ * collection code once the packages are collected; the recipient's code and "on the way" once
+ * they go back to the sender; the recipient's payment link once they paid. Read as it is
+ * about to go: a provider failing for a while holds messages past such a change, which sends
+ * no withdrawal of its own (only an end does).
+ */
+const STALE: Partial<Record<NotificationPurpose, (lifecycle: Lifecycle) => boolean>> = {
+  COLLECTION_CODE: ({ status }) => COLLECTED.has(status),
+  DELIVERY_CODE: ({ status }) => status === 'RETURNING',
+  COURIER_ON_THE_WAY: ({ status }) => status === 'RETURNING',
+  RECIPIENT_PAYMENT_LINK: ({ paid }) => paid?.recipient === true,
+};
+
 /**
  * The notification outbox (`notifications`, `notification_attempts`) as the shared sender
  * (libs/messaging/outbox-sender.ts) reads and writes it; the records stay as they are. A proof
- * code's message a newer code replaced (`ProofChecks.replaced`), and any message of a delivery
- * that ended, is withdrawn rather than sent: the end's own withdrawal (`WITHDRAW_MESSAGES`)
- * misses what is queued after it (a request recovered after its merchant cancelled it, an
- * "on the way" settled as the delivery ended).
+ * code's message a newer code replaced (`ProofChecks.replaced`), any message of a delivery
+ * that ended, and a message its delivery's change made stale (`STALE`) is withdrawn rather than
+ * sent: the end's own withdrawal (`WITHDRAW_MESSAGES`) misses what is queued after it (a
+ * request recovered after its merchant cancelled it, an "on the way" settled as the delivery
+ * ended).
  */
 export const notificationOutbox = (
   store: OrderStore,
@@ -44,7 +68,9 @@ export const notificationOutbox = (
     // With its transitions: the document may lag them (a projection left for the next read).
     const delivery = await transitions.current(deliveryIdOfMessage(message._id));
     const status = delivery?.lifecycle.status;
-    // A status of a later version (read during a rollback) is not taken for an end.
-    return status !== undefined && DELIVERY_STATUSES.includes(status) && isTerminal(status);
+    // A status of a later version (read during a rollback) is taken for nothing.
+    if (!delivery || status === undefined || !DELIVERY_STATUSES.includes(status)) return false;
+    if (isTerminal(status)) return true;
+    return STALE[message.label as NotificationPurpose]?.(delivery.lifecycle) === true;
   },
 });

@@ -12,7 +12,12 @@ import {
   type ProofRecord,
   type StoredAddress,
 } from '../../services/order/delivery-record';
-import { proofCodeMessageIds, proofCodeMessages } from '../../services/order/notifications';
+import {
+  onTheWayMessages,
+  paymentLinkMessages,
+  proofCodeMessageIds,
+  proofCodeMessages,
+} from '../../services/order/notifications';
 import { Outbox } from '../../services/order/outbox';
 import { MAX_PROOF_CODES, ProofChecks } from '../../services/order/proofs';
 import { defineOrderModels, OrderStore } from '../../services/order/store';
@@ -446,6 +451,54 @@ describe('senders sharing an outbox', () => {
         sentAt: null,
       });
     }
+  });
+
+  it('withdraw what a change of the delivery made untrue while it waited, and send the rest', async () => {
+    // Held while the provider was failing, past a change that withdraws nothing of its own.
+    const contact = (tag: string) => ({
+      name: 'Ada',
+      phone: `+23480${randomInt(1e7, 1e8)}`,
+      email: `ada-${tag}-${randomUUID()}@example.com`,
+    });
+    async function deliveryIn(status: string, paid = { creator: true, recipient: false }) {
+      const deliveryId = randomUUID();
+      await models.Delivery.collection.insertOne({
+        _id: deliveryId,
+        lifecycle: { status, paid },
+      } as never);
+      return { _id: deliveryId, trackingId: `P2P-${deliveryId.slice(0, 8)}` };
+    }
+    const now = new Date();
+    const returning = await deliveryIn('RETURNING');
+    const collected = await deliveryIn('COLLECTED');
+    const recipientPaid = await deliveryIn('COURIER_ASSIGNED', { creator: true, recipient: true });
+    const inTransit = await deliveryIn('IN_TRANSIT');
+    const stale = [
+      ...proofCodeMessages(returning, 'DELIVERY', '111111', contact('r'), now),
+      ...onTheWayMessages(returning, 'https://track.example/x', contact('r'), now),
+      ...proofCodeMessages(collected, 'COLLECTION', '222222', contact('c'), now),
+      ...paymentLinkMessages(recipientPaid, 150_000, 'https://pay', 'Bola', contact('p'), now),
+    ];
+    const due = [
+      ...proofCodeMessages(inTransit, 'DELIVERY', '333333', contact('t'), now),
+      ...onTheWayMessages(inTransit, 'https://track.example/y', contact('t'), now),
+    ];
+    await store.enqueue([...stale, ...due]);
+    const sent: string[] = [];
+    await senderOver(sent).sendDue(new Date());
+    for (const m of stale) {
+      expect(await store.notifications.get(m._id)).toMatchObject({
+        status: 'SUPERSEDED',
+        sentAt: null,
+      });
+    }
+    for (const m of due) {
+      expect(await store.notifications.get(m._id)).toMatchObject({ status: 'SENT' });
+    }
+    const ours = sent.filter((line) =>
+      [...stale, ...due].some((m) => line.startsWith(m.recipient)),
+    );
+    expect(ours.sort()).toEqual(due.map((m) => `${m.recipient} ${m.text}`).sort());
   });
 
   /**
