@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { OPERATOR_TOKENS } from '../../libs/contracts/account';
 import { OPERATOR_TOKENS_MAX } from '../../services/account/schemas';
-import { join } from 'node:path';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { ROOT, runTypeScript } from '../support/node-run';
 import {
