@@ -53,7 +53,8 @@ export interface OutboxStore {
   /**
    * Whether the message became pointless since it was queued (a proof code a newer one took
    * over, a message of a delivery that ended, whose withdrawal may not have run or came before
-   * it was queued): recorded SUPERSEDED then, not sent. Asked before every attempt; an outbox
+   * it was queued, or one a change of its delivery made untrue): recorded SUPERSEDED then, not
+   * sent. Asked before every attempt; an outbox
    * whose messages never go out of date leaves it out.
    */
   outdated?(message: OutboxMessage): Promise<boolean>;

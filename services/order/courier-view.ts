@@ -1,10 +1,18 @@
 import { call, type Caller } from '../../libs/contracts';
+import { COURIER_TO_PICKUP } from '../../libs/contracts/order';
+import { onAreaGrid } from '../../libs/geodesy';
 import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import { etaWindow, UNDER_WAY } from './eta';
 
 export interface CourierViewOptions {
   now?: Date;
   located?: boolean;
+  /**
+   * The arrival window reckoned from the middle of the courier's 0.01° cell (`onAreaGrid`), for
+   * a reader shown no more than that cell (the tracking page): one from the point would give,
+   * as its rounded ends step with the time left, the courier's distance to some tens of metres.
+   */
+  etaFromArea?: boolean;
 }
 
 /** The courier of a delivery as a reader sees it (`courierOnDelivery`, freshness given). */
@@ -77,6 +85,7 @@ async function courierOnDelivery(
   {
     now = new Date(),
     located = UNDER_WAY.has(delivery.lifecycle.status),
+    etaFromArea = false,
     freshForMs,
   }: CourierViewOptions & { freshForMs: number },
 ): Promise<CourierOnDelivery | undefined> {
@@ -122,10 +131,14 @@ async function courierOnDelivery(
   // Not after NaN either: a position of unknown age promises nothing.
   const fresh = Date.parse(at.at) >= now.getTime() - freshForMs;
   if (pickup && dropoff && fresh) {
+    const { status } = delivery.lifecycle;
+    // Before the collection for every reader: a linked recipient is then shown only the cell,
+    // and their view is cut from this one (the webhooks' too), with no speeds to reckon again.
+    const fromArea = etaFromArea || COURIER_TO_PICKUP.has(status);
     view.eta = etaWindow(
       {
-        status: delivery.lifecycle.status,
-        courier: at,
+        status,
+        courier: fromArea ? onAreaGrid(at) : at,
         pickup,
         dropoff,
         tripKm: delivery.distanceKm,

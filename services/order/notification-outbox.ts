@@ -1,6 +1,6 @@
 import { outboxStoreOver } from '../../libs/messaging/outbox-records';
 import type { OutboxMessage, OutboxStore } from '../../libs/messaging/outbox-sender';
-import { DELIVERY_STATUSES, isTerminal, type DeliveryStatus, type Lifecycle } from './lifecycle';
+import { DELIVERY_STATUSES, isTerminal, type Lifecycle } from './lifecycle';
 import {
   deliveryIdOfMessage,
   EMAIL_SUBJECTS,
@@ -8,7 +8,7 @@ import {
   type NotificationPurpose,
   type NotificationRecord,
 } from './notifications';
-import type { ProofChecks } from './proofs';
+import { proofOpenIn, type ProofChecks } from './proofs';
 import type { OrderStore } from './store';
 import type { DeliveryTransitions } from './transitions';
 
@@ -25,24 +25,15 @@ const toOutboxMessage = (record: NotificationRecord): OutboxMessage => ({
   label: record.purpose,
 });
 
-/** Statuses in which the packages have been collected and are not back yet. */
-const COLLECTED: ReadonlySet<DeliveryStatus> = new Set([
-  'COLLECTED',
-  'IN_TRANSIT',
-  'ARRIVED_AT_DROPOFF',
-  'RETURNING',
-]);
-
 /**
- * When a message of a purpose says nothing true any more, before its delivery ends: a
- * collection code once the packages are collected; the recipient's code and "on the way" once
- * they go back to the sender; the recipient's payment link once they paid. Read as it is
- * about to go: a provider failing for a while holds messages past such a change, which sends
- * no withdrawal of its own (only an end does).
+ * When a message that carries no code says nothing true any more, before its delivery ends:
+ * "on the way" once the packages go back to the sender; the recipient's payment link once they
+ * paid. A code's message is stale once its proof can no longer be given (`proofOpenIn`: a
+ * collection code once collected, the recipient's code once going back). Read as it is about
+ * to go: a provider failing for a while holds messages past such a change, which sends no
+ * withdrawal of its own (only an end does).
  */
 const STALE: Partial<Record<NotificationPurpose, (lifecycle: Lifecycle) => boolean>> = {
-  COLLECTION_CODE: ({ status }) => COLLECTED.has(status),
-  DELIVERY_CODE: ({ status }) => status === 'RETURNING',
   COURIER_ON_THE_WAY: ({ status }) => status === 'RETURNING',
   RECIPIENT_PAYMENT_LINK: ({ paid }) => paid?.recipient === true,
 };
@@ -71,6 +62,7 @@ export const notificationOutbox = (
     // A status of a later version (read during a rollback) is taken for nothing.
     if (!delivery || status === undefined || !DELIVERY_STATUSES.includes(status)) return false;
     if (isTerminal(status)) return true;
+    if (code) return !proofOpenIn(code.type, status);
     return STALE[message.label as NotificationPurpose]?.(delivery.lifecycle) === true;
   },
 });

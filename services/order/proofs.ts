@@ -37,6 +37,10 @@ const OPEN_UNTIL: Record<ProofRecord['type'], ReadonlySet<DeliveryStatus>> = {
   RETURN: new Set(['RETURNING']),
 };
 
+/** Whether a proof of `type` may still be given in `status`. */
+export const proofOpenIn = (type: ProofRecord['type'], status: DeliveryStatus) =>
+  OPEN_UNTIL[type].has(status);
+
 /**
  * The code the delivery record holds: the first, issued with the delivery, for a collection or
  * delivery proof; none for a return proof, whose codes are all `proof_codes` (generation 1 on).
@@ -176,7 +180,7 @@ export class ProofChecks {
     const proof = delivery.proofs.find((p) => p.id === proofId);
     if (!proof) throw notFound(PROOF_NOT_FOUND);
     const { status } = delivery.lifecycle;
-    if (proof.scannedAt || !OPEN_UNTIL[proof.type].has(status)) {
+    if (proof.scannedAt || !proofOpenIn(proof.type, status)) {
       throw conflict(
         `The ${label(proof)} can no longer be issued: the delivery is ${status}${proof.scannedAt ? ' and the code was given' : ''}`,
       );

@@ -377,7 +377,7 @@ export const notificationView = view('Notification', {
   status: Joi.string()
     .valid(...OUTBOX_STATUSES)
     .description(
-      'PENDING until sent (retried with a growing wait); FAILED once its attempts are spent; SUPERSEDED when a newer proof code replaced it before it went',
+      'PENDING until sent (retried with a growing wait); FAILED once its attempts are spent; SUPERSEDED when it was withdrawn before it went: a newer proof code replaced it, the delivery ended, or changed so that it said nothing true (a code whose proof can no longer be given, "on the way" once going back, a payment link once paid)',
     ),
   attempts: Joi.number().integer().min(0).description('Attempts made to send it'),
   lastError: Joi.string()

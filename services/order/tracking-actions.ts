@@ -43,6 +43,7 @@ export function createTrackingActions(deps: {
       : await pagesCourier(services, delivery, addresses, {
           now,
           located: isFollowed(delivery.lifecycle.status),
+          etaFromArea: true,
         });
     const searchFrom = searchStartsAt(delivery, scheduledSearchLeadMs);
     const fleetTypeId = courier?.fleet.typeId;

@@ -109,4 +109,36 @@ describe('courierOnDelivery', () => {
     expect(quiet?.currentLocation).toMatchObject(YABA);
     expect(quiet?.eta).toBeNull();
   });
+
+  it('reckons the window from the courier’s 0.01° cell before the collection, and for the tracking page always', async () => {
+    const windowOf = async (
+      status: DeliveryStatus,
+      at: { lat: number; lon: number },
+      area = false,
+    ) => {
+      const caller = services();
+      const answers = caller.call;
+      // The courier reported at `at`.
+      caller.call = (name, params) =>
+        answers(name, params).then((answer) =>
+          name === 'courier-matching.getCourier'
+            ? { ...(answer as object), lastLocation: { ...at, at: NOW.toISOString() } }
+            : answer,
+        );
+      const view = await courierOnDelivery(caller, deliveryIn(status), addresses, {
+        now: NOW,
+        etaFromArea: area,
+      });
+      return view?.eta;
+    };
+    // Two points of one cell: the same window before the collection, whoever reads it; after
+    // it, told apart, but not on the page.
+    const a = { lat: 6.5095, lon: 3.3711 };
+    const b = { lat: 6.5131, lon: 3.3747 };
+    for (const status of ['COURIER_ASSIGNED', 'ARRIVED_AT_PICKUP'] as const) {
+      expect(await windowOf(status, a)).toEqual(await windowOf(status, b));
+    }
+    expect(await windowOf('IN_TRANSIT', a)).not.toEqual(await windowOf('IN_TRANSIT', b));
+    expect(await windowOf('IN_TRANSIT', a, true)).toEqual(await windowOf('IN_TRANSIT', b, true));
+  });
 });
