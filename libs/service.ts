@@ -110,10 +110,15 @@ export interface ActingOperator {
 /** The name of whoever acts with ADMIN_TOKEN itself. */
 export const ADMIN_TOKEN_OPERATOR = 'admin-token';
 
-/** Who an action runs for, as a log line names them: nobody when no operator called it. */
-export const operatorOf = (ctx: { meta: RequestMeta }) => {
-  const operator = ctx.meta.operator;
-  return operator ? { operator: operator.name, operatorTokenId: operator.tokenId } : {};
+/**
+ * Who a call runs for, as a log line names them (the access log, the operators' moves): nobody
+ * when no operator called it, and a token's id only for an operator token.
+ */
+export const operatorOf = (meta: Pick<RequestMeta, 'operator'> | undefined) => {
+  const operator = meta?.operator;
+  return operator
+    ? { operator: operator.name, operatorTokenId: operator.tokenId ?? undefined }
+    : {};
 };
 
 export interface RequestMeta {

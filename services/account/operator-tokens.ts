@@ -111,7 +111,7 @@ export function createOperatorTokenActions(deps: OperatorTokenActionDeps): Servi
             }),
           stored: async () => (await tokens.findByTokenId(tokenId)) !== null,
         });
-        logger().info('operator token created', { tokenId, name, ...operatorOf(ctx) });
+        logger().info('operator token created', { tokenId, name, ...operatorOf(ctx.meta) });
         return toCreatedOperatorToken(record, token);
       },
     }),
@@ -175,7 +175,7 @@ export function createOperatorTokenActions(deps: OperatorTokenActionDeps): Servi
           tokenId,
           name: token.name,
           revokedAt: revocation.at.toISOString(),
-          ...operatorOf(ctx),
+          ...operatorOf(ctx.meta),
         });
         return null;
       },

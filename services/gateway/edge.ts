@@ -3,7 +3,7 @@ import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { forbidden, quotaExceeded, toHttpError, tooManyRequests } from '../../libs/errors';
-import { authUserOf, type RequestMeta, type RouteGroup } from '../../libs/service';
+import { authUserOf, operatorOf, type RequestMeta, type RouteGroup } from '../../libs/service';
 import { isRepeatedRefusal } from '../../libs/lookup-cache';
 import { clientGone } from '../../libs/transfer';
 import { presentsOperatorToken, type AdminAuthenticator } from './admin-auth';
@@ -68,8 +68,7 @@ export function accessLog(
         ms: Math.round(ms * 10) / 10,
         apiKeyId: req.$ctx?.meta.apiKeyId,
         courierId: (req.$ctx?.meta.courier as RequestMeta['courier'])?.id,
-        operator: (req.$ctx?.meta.operator as RequestMeta['operator'])?.name,
-        operatorTokenId: (req.$ctx?.meta.operator as RequestMeta['operator'])?.tokenId ?? undefined,
+        ...operatorOf(req.$ctx?.meta as RequestMeta | undefined),
         requestId: req.$ctx?.requestID,
       };
       if (path.startsWith('/health')) logger().debug('http', line);

@@ -68,7 +68,7 @@ export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActi
       deliveryId,
       event: event.kind,
       status: applied.delivery.lifecycle.status,
-      ...operatorOf(ctx),
+      ...operatorOf(ctx.meta),
     });
     return operatorsView(ctx, applied.delivery);
   }

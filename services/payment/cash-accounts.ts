@@ -77,7 +77,7 @@ export function createCashAccountActions(
     });
     if (!replayed) {
       const what = remittance ? 'cash remittance recorded' : 'cash correction recorded';
-      logger().info(what, { courierId, amount, reference, note, ...operatorOf(ctx) });
+      logger().info(what, { courierId, amount, reference, note, ...operatorOf(ctx.meta) });
     }
     return toTransactionView(entry);
   }

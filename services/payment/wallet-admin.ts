@@ -45,7 +45,7 @@ export function createWalletAdminActions(
         amount,
         reference,
         note,
-        ...operatorOf(ctx),
+        ...operatorOf(ctx.meta),
       });
     }
     return toWalletView(await ledger.balance(userId));
