@@ -982,7 +982,9 @@ const declaredEnvSchema = Joi.object({
     .min(100)
     .max(60000)
     .default(10000)
-    .description('Time limit of one SMS or e-mail handed to the provider or SMTP server'),
+    .description(
+      'Time limit of each wait on the SMS provider or SMTP server (connection, greeting, each answer); a whole send is given up after twice it',
+    ),
   NOTIFY_MAX_ATTEMPTS: Joi.number()
     .integer()
     .min(1)

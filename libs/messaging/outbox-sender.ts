@@ -3,7 +3,8 @@ import { backoffMs } from '../backoff';
 import type { Config } from '../config';
 import { runInLanes } from '../lanes';
 import { Periodic } from '../periodic';
-import type { Channel, ChannelSender } from './channels';
+import { escapeRegExp } from '../text';
+import { termiiNumber, type Channel, type ChannelSender } from './channels';
 
 /**
  * PENDING until sent; FAILED once its attempts are spent (the last error is kept); SUPERSEDED
@@ -74,11 +75,17 @@ export interface OutboxStore {
  */
 const BATCH = 50;
 /**
- * How long a claimed attempt may go unrecorded before it counts as lost with its sender: longer
- * than the send's own time limit and the writes around it, so that a sender still at work is
- * never taken over (a takeover re-reads the message and finds it SENT).
+ * How long one send may take in all before its attempt is recorded failed: a provider's limit
+ * (NOTIFY_TIMEOUT_MS) bounds each wait, but an SMTP send waits several times over (connection,
+ * greeting, each command), and a server answering slowly, a little at a time, never trips them.
  */
-const claimLeaseMs = (timeoutMs: number) => 2 * timeoutMs + 30_000;
+export const sendDeadlineMs = (timeoutMs: number) => 2 * timeoutMs;
+/**
+ * How long a claimed attempt may go unrecorded before it counts as lost with its sender: longer
+ * than the send's deadline and the writes around it, so that a sender still at work is never
+ * taken over (a takeover re-reads the message and finds it SENT).
+ */
+const claimLeaseMs = (timeoutMs: number) => sendDeadlineMs(timeoutMs) + 30_000;
 
 export interface OutboxSenderDeps {
   /** What the logs call a message of this outbox ("notification", "webhook notice"). */
@@ -213,11 +220,14 @@ export class OutboxSender {
       return 'attempted';
     }
     try {
-      await this.deps.channels[current.channel].send({
-        to: current.recipient,
-        subject: current.subject,
-        text: current.text,
-      });
+      await withinDeadline(
+        this.deps.channels[current.channel].send({
+          to: current.recipient,
+          subject: current.subject,
+          text: current.text,
+        }),
+        sendDeadlineMs(config.timeoutMs),
+      );
     } catch (err) {
       const retryAt =
         attempt < maxAttempts
@@ -281,10 +291,50 @@ export class OutboxSender {
 
   /**
    * What went wrong, as kept on the message and logged. A provider may echo what it was sent:
-   * in live the digits of a secret's text never stay (codes are secrets).
+   * the address never stays in it (the logs are no place for people's addresses), and in live
+   * neither do the digits of a secret's text (codes are secrets).
    */
   private describe(err: unknown, message: OutboxMessage): string {
-    const text = err instanceof Error ? err.message : String(err);
+    const text = withoutAddress(err instanceof Error ? err.message : String(err), message);
     return this.live && message.secret ? text.replace(/\d{4,}/g, '[digits]') : text;
+  }
+}
+
+/**
+ * `text` with the message's address, as given or as a provider writes it (an SMTP server
+ * quotes the e-mail address, any case; an SMS provider the number's digits alone), masked.
+ */
+export function withoutAddress(
+  text: string,
+  message: Pick<OutboxMessage, 'recipient' | 'channel'>,
+) {
+  const { recipient } = message;
+  if (!recipient) return text;
+  const forms = new Set([recipient.toLowerCase()]);
+  if (message.channel === 'SMS') forms.add(termiiNumber(recipient));
+  let masked = text;
+  for (const form of forms) {
+    if (form) masked = masked.replace(new RegExp(escapeRegExp(form), 'gi'), '[recipient]');
+  }
+  return masked;
+}
+
+/**
+ * `sending`, or a failure once `ms` passed without its answer. The send itself is not stopped
+ * (a pooled SMTP connection cannot drop one message), so it may still reach the person: the
+ * retry then sends it again, the at-least-once case, but never while this attempt's claim holds.
+ */
+async function withinDeadline(sending: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, fail) => {
+    timer = setTimeout(
+      () => fail(new Error(`no answer from the provider within ${ms} ms; it may have been sent`)),
+      ms,
+    );
+  });
+  try {
+    await Promise.race([sending, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

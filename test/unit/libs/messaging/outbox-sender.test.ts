@@ -158,6 +158,45 @@ describe('OutboxSender', () => {
     ]);
   });
 
+  it('records an attempt failed once its send outlasts twice the provider’s time limit, well within its claim’s lease', async () => {
+    const { store, writes, byId } = memoryOutbox([message({ secret: false })]);
+    const sender = new OutboxSender({
+      kind: 'test message',
+      config: { ...config, timeoutMs: 100 },
+      appEnv: 'staging',
+      store,
+      // An SMTP server answering a byte at a time: no single wait ever runs out.
+      channels: { EMAIL: { send: () => new Promise<void>(() => undefined) }, SMS: {} as never },
+      logger: () => broker.getLogger('outbox-test'),
+    });
+    await sender.sendDue(new Date());
+    expect(writes).toEqual([
+      'retry m1 1: no answer from the provider within 200 ms; it may have been sent',
+    ]);
+    expect(byId.get('m1')?.status).toBe('PENDING');
+  });
+
+  it('keeps the address a provider echoes out of the error it records', async () => {
+    const { store, writes } = memoryOutbox([
+      message({ _id: 'mail', recipient: 'Ada.Lovelace@example.com', secret: false }),
+      message({ _id: 'sms', channel: 'SMS', recipient: '+234 803 123 4567', secret: false }),
+    ]);
+    const echoing: ChannelSender = {
+      send: async (m) => {
+        throw new Error(
+          m.to.includes('@')
+            ? `550 5.1.1 <ada.lovelace@EXAMPLE.com>: Recipient address rejected`
+            : `Termii answered HTTP 400: {"message":"2348031234567 is on DND"}`,
+        );
+      },
+    };
+    await senderOver(store, echoing, 'staging').sendDue(new Date());
+    expect(writes.sort()).toEqual([
+      'retry mail 1: 550 5.1.1 <[recipient]>: Recipient address rejected',
+      'retry sms 1: Termii answered HTTP 400: {"message":"[recipient] is on DND"}',
+    ]);
+  });
+
   it('fails a message with no address at once, naming what is missing', async () => {
     const { store, writes } = memoryOutbox([message({ channel: 'SMS', recipient: '' })]);
     await senderOver(store, { send: async () => undefined }, 'staging').sendDue(new Date());
