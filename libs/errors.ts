@@ -1,4 +1,5 @@
 import { Errors } from 'moleculer';
+import { clipForJson } from './text';
 
 /**
  * Error types of the platform and their HTTP statuses. Errors cross the transporter as
@@ -54,8 +55,34 @@ export function isWaybillError(err: unknown): err is WaybillError {
 export const badRequest = (message: string, errors?: FieldError[]) =>
   new WaybillError('BAD_REQUEST', message, errors ? { errors } : undefined);
 
-export const validationError = (message: string, errors: FieldError[]) =>
-  new WaybillError('VALIDATION_ERROR', message, { errors });
+/**
+ * Problems one 400 lists, and the bytes of each field's name and message: a body of thousands
+ * of unknown keys, or one key of 200 KB, must not make an answer of megabytes (a reply over
+ * NATS's 1 MB never arrives, and its caller waits out its timeout for a 504).
+ */
+export const MAX_LISTED_PROBLEMS = 20;
+const MAX_PROBLEM_TEXT_BYTES = 300;
+
+/**
+ * The 400 of invalid input: its first problems (each clipped), and `summary`, or the listed
+ * problems' messages joined, saying how many more there were.
+ */
+export function validationError(problems: FieldError[], summary?: string): WaybillError {
+  const listed = problems.slice(0, MAX_LISTED_PROBLEMS).map((p) => ({
+    field: clipForJson(p.field, MAX_PROBLEM_TEXT_BYTES),
+    message: clipForJson(p.message, MAX_PROBLEM_TEXT_BYTES),
+  }));
+  const more = problems.length - listed.length;
+  const message =
+    summary !== undefined
+      ? clipForJson(summary, MAX_PROBLEM_TEXT_BYTES)
+      : `Validation failed: ${listed.map((p) => p.message).join('; ')}`;
+  return new WaybillError(
+    'VALIDATION_ERROR',
+    more > 0 ? `${message}; and ${more} more problems: fix these and send it again` : message,
+    { errors: listed },
+  );
+}
 
 export const unauthorized = (message: string) => new WaybillError('UNAUTHORIZED', message);
 export const forbidden = (message: string) => new WaybillError('FORBIDDEN', message);

@@ -28,10 +28,7 @@ export function toFieldErrors(error: Joi.ValidationError): FieldError[] {
 /** Validates with joi, throwing the platform's 400 with `errors: [{field, message}]`. */
 export function validate<T>(schema: Joi.Schema<T>, input: unknown): T {
   const { value, error } = schema.validate(input, VALIDATION_OPTIONS);
-  if (error) {
-    const fields = toFieldErrors(error);
-    throw validationError(`Validation failed: ${fields.map((f) => f.message).join('; ')}`, fields);
-  }
+  if (error) throw validationError(toFieldErrors(error));
   return value as T;
 }
 

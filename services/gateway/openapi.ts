@@ -1,5 +1,6 @@
 import type Joi from '../../libs/joi';
 import { APP_ENVIRONMENTS } from '../../libs/config';
+import { MAX_LISTED_PROBLEMS } from '../../libs/errors';
 import type { HttpRoute, RouteGroup, ServiceDefinition } from '../../libs/service';
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER, takesIdempotencyKey } from './idempotency';
 import { MAX_JSON_DEPTH } from './json-body';
@@ -19,7 +20,7 @@ import {
  */
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: `Invalid input; \`errors\` lists each field. Also malformed JSON, a JSON body that is not an object, or JSON nested more than ${MAX_JSON_DEPTH} levels deep`,
+  400: `Invalid input; \`errors\` lists the fields (the first 20; the message says how many more). Also malformed JSON, a JSON body that is not an object, or JSON nested more than ${MAX_JSON_DEPTH} levels deep`,
   401: 'Missing, malformed, unknown, revoked or other-environment credentials',
   403: 'Not allowed for this key or token',
   404: 'Not found',
@@ -426,7 +427,11 @@ const ENVELOPE_SCHEMAS = {
       url: { type: 'string' },
       message: { type: 'string' },
       environment: { type: 'string', enum: [...APP_ENVIRONMENTS] },
-      errors: { type: 'array', items: { $ref: '#/components/schemas/FieldError' } },
+      errors: {
+        type: 'array',
+        maxItems: MAX_LISTED_PROBLEMS,
+        items: { $ref: '#/components/schemas/FieldError' },
+      },
     },
   },
 };

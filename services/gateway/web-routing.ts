@@ -129,10 +129,7 @@ export function paramsOf(
       })),
   ];
   if (problems.length > 0) {
-    throw validationError(
-      `Validation failed: ${problems.map((p) => p.message).join('; ')}`,
-      problems,
-    );
+    throw validationError(problems);
   }
   return { ...sent, ...pathParams };
 }

@@ -107,7 +107,7 @@ function validateRates(scope: TierScope, rates: unknown): Tariff | TariffOverrid
       field: ['rates', ...d.path].join('.'),
       message: d.message,
     }));
-    throw validationError(errors[0].message, errors);
+    throw validationError(errors, errors[0].message);
   }
   return value as Tariff | TariffOverride;
 }

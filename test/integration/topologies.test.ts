@@ -1,4 +1,4 @@
-import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 /** The same code in its three topologies, each serving an authenticated request end to end. */
@@ -25,6 +25,22 @@ describe.each<[string, string[], Record<string, string>]>([
     const me = await request(gateway.url, 'GET', '/api/me', { headers: { 'api-key': key } });
     expect(me.status).toBe(200);
     expect(me.body.data.user.id).toBe(userId);
+  });
+
+  it('answers a body of 20,000 unknown keys with a 400 of its first problems, small enough for NATS', async () => {
+    const gateway = nodes[nodes.length - 1];
+    const json: Record<string, unknown> = {
+      name: 'Test Merchant',
+      email: 'many-keys@example.com',
+      phone: '+2348012345678',
+    };
+    for (let i = 0; i < 20_000; i++) json[`u${i}`] = 0;
+    const res = await request(gateway.url, 'POST', '/admin/users', { headers: adminHeaders, json });
+    expectErrorEnvelope(res, 400);
+    expect(res.body.errors).toHaveLength(20);
+    expect(res.body.errors[0]).toEqual({ field: 'u0', message: 'u0 is not allowed' });
+    expect(res.body.message).toMatch(/; and 19980 more problems: fix these and send it again$/);
+    expect(res.text.length).toBeLessThan(16_000);
   });
 
   it('reports readiness of every process on its ops port', async () => {

@@ -123,7 +123,7 @@ describe('changedNothing: which failures free the key', () => {
   });
 
   it.each<[string, unknown]>([
-    ['a validation error', validationError('Validation failed', [])],
+    ['a validation error', validationError([], 'Validation failed')],
     ["moleculer's own ValidationError", new Errors.ValidationError('bad', 'VALIDATION_ERROR')],
     ['a bad request', badRequest('no')],
     ['401', unauthorized('no key')],

@@ -49,7 +49,7 @@ function overTheWire(err: WaybillError): Record<string, unknown> {
 describe('WaybillError factories', () => {
   it.each<[string, WaybillError, ErrorType, number]>([
     ['badRequest', badRequest('bad'), 'BAD_REQUEST', 400],
-    ['validationError', validationError('invalid', fieldErrors), 'VALIDATION_ERROR', 400],
+    ['validationError', validationError(fieldErrors, 'invalid'), 'VALIDATION_ERROR', 400],
     ['unauthorized', unauthorized('who are you'), 'UNAUTHORIZED', 401],
     ['forbidden', forbidden('not you'), 'FORBIDDEN', 403],
     ['notFound', notFound('gone'), 'NOT_FOUND', 404],
@@ -72,7 +72,7 @@ describe('WaybillError factories', () => {
   });
 
   it('keeps field errors in data.errors', () => {
-    expect(validationError('invalid', fieldErrors).data).toEqual({ errors: fieldErrors });
+    expect(validationError(fieldErrors, 'invalid').data).toEqual({ errors: fieldErrors });
     expect(badRequest('bad', fieldErrors).data).toEqual({ errors: fieldErrors });
   });
 
@@ -93,7 +93,7 @@ describe('WaybillError factories', () => {
 describe('toHttpError of WaybillErrors', () => {
   it.each<[WaybillError, number]>([
     [badRequest('Bad thing'), 400],
-    [validationError('Validation failed: x', fieldErrors), 400],
+    [validationError(fieldErrors, 'Validation failed: x'), 400],
     [unauthorized('API key is required'), 401],
     [forbidden('Not for this key'), 403],
     [notFound('User 1 not found'), 404],
@@ -116,7 +116,7 @@ describe('toHttpError of WaybillErrors', () => {
   });
 
   it('keeps the field errors of a validation error', () => {
-    const http = toHttpError(validationError('Validation failed', fieldErrors));
+    const http = toHttpError(validationError(fieldErrors, 'Validation failed'));
     expect(http.errors).toEqual(fieldErrors);
   });
 
@@ -209,7 +209,7 @@ describe('toHttpError of errors that crossed the transporter', () => {
   });
 
   it('maps a serialised WaybillError like the original, field errors included', () => {
-    const original = validationError('Validation failed: email', fieldErrors);
+    const original = validationError(fieldErrors, 'Validation failed: email');
     const wire = overTheWire(original);
     expect(wire).not.toBeInstanceOf(Error);
     expect(toHttpError(wire)).toEqual(toHttpError(original));

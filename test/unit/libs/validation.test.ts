@@ -1,7 +1,7 @@
 import Joi from '../../../libs/joi';
 import { fromUrl } from '../../../libs/schemas';
 import { ServiceBroker, type Context } from 'moleculer';
-import { WaybillError, toHttpError } from '../../../libs/errors';
+import { MAX_LISTED_PROBLEMS, WaybillError, toHttpError } from '../../../libs/errors';
 import {
   JoiValidator,
   VALIDATION_OPTIONS,
@@ -15,6 +15,7 @@ interface ValidationFailure {
   code: number;
   message: string;
   data: { errors: { field: string; message: string }[] };
+  stack?: string;
 }
 
 function failureOf(schema: Joi.Schema, input: unknown): ValidationFailure {
@@ -116,6 +117,23 @@ describe('validate', () => {
     );
     expect(err.message).toContain('name is required');
     expect(err.message).toContain('age must be greater than or equal to 0');
+  });
+
+  it('lists the first problems of a body of thousands, each clipped, and says how many more', () => {
+    const input: Record<string, unknown> = { name: 'Ada' };
+    for (let i = 0; i < 5000; i++) input[`unknown${i}`] = 0;
+    input['k'.repeat(200_000)] = 0;
+    const err = failureOf(userSchema, input);
+    expect(err.data.errors).toHaveLength(MAX_LISTED_PROBLEMS);
+    expect(err.data.errors[0]).toEqual({ field: 'unknown0', message: 'unknown0 is not allowed' });
+    expect(err.message).toMatch(/; and 4981 more problems: fix these and send it again$/);
+    // What crosses NATS: the error, its data and its stack.
+    expect(JSON.stringify({ ...err, stack: err.stack }).length).toBeLessThan(32_000);
+
+    const long = failureOf(userSchema, { name: 'Ada', ['k'.repeat(200_000)]: 0 });
+    expect(long.data.errors[0].field).toMatch(/^k+…$/);
+    expect(Buffer.byteLength(long.data.errors[0].field)).toBeLessThanOrEqual(300);
+    expect(long.message.length).toBeLessThan(400);
   });
 
   it('names nested fields by their dotted path, without quotes', () => {
