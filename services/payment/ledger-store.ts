@@ -395,17 +395,18 @@ export class LedgerStore {
       }
       if (debit?.type !== 'DEBIT' || debit.walletId !== walletId) return null;
       const giveBack = refund(debit);
+      const aPart = giveBack.amountKobo !== debit.amountKobo;
+      // Given up, a debit is given back whole once it is written: asked before it is, a part
+      // would write it here and give back only the part.
+      if (aPart && (await this.isGivenUp(debit._id))) {
+        throw conflict(
+          `The debit ${debitReference} was given up by an earlier refund: all of it is given back once it is taken, so no part of it can be`,
+        );
+      }
       if ((await this.postedEntry(debit)) || (await this.finishDebit(debit))) {
         return this.postNow(giveBack);
       }
-      if (giveBack.amountKobo !== debit.amountKobo) {
-        if (await this.isGivenUp(debit._id)) {
-          throw conflict(
-            `The debit ${debitReference} was given up by an earlier refund: all of it is given back once it is taken, so no part of it can be`,
-          );
-        }
-        throw notTakenYet(debitReference);
-      }
+      if (aPart) throw notTakenYet(debitReference);
       return this.giveUpClaimed(walletId, debit._id, debit.amountKobo);
     });
   }

@@ -287,6 +287,38 @@ describe('a partial refund of a debit not taken', () => {
   });
 });
 
+describe('a partial refund of a debit given up, once the wallet covers it', () => {
+  it('is refused, takes nothing, and the debit is given back whole when it is written', async () => {
+    const [walletId, reference] = [randomUUID(), randomUUID()];
+    const { stalled, debitReplica } = stallingAfterClaim(reference);
+    const other = new LedgerStore(() => db.models, new Turns());
+    await credit(other, walletId, 500);
+    const debiting = settle(
+      debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference }),
+    );
+    await stalled.reached;
+    expect(await undo(other, walletId, reference)).toBeNull();
+    await credit(other, walletId, 1_000);
+    // Before the fix it wrote the whole debit here and gave 400 back: 600 kept for an undone
+    // request, and the repairs' full refund refused as the reference's second use.
+    expect(await settle(partOf(other, walletId, reference))).toEqual({
+      code: 409,
+      message: `The debit ${reference} was given up by an earlier refund: all of it is given back once it is taken, so no part of it can be`,
+    });
+    stalled.open();
+    await debiting;
+    const entries = await entriesOf(walletId);
+    expect(entries.map((e) => [e.type, e.amountKobo])).toEqual([
+      ['CREDIT', 500],
+      ['CREDIT', 1_000],
+      ['DEBIT', -1_000],
+      ['REFUND', 1_000],
+    ]);
+    expect((await other.balance(walletId)).balanceKobo).toBe(1_500);
+    expect((await other.verify()).problems.filter((p) => p.walletId === walletId)).toEqual([]);
+  });
+});
+
 describe('GET /admin/ledger/verify and a debit given up', () => {
   const store = new LedgerStore(() => db.models, new Turns());
 
