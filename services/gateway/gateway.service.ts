@@ -288,6 +288,10 @@ export function createGatewayService(
       // moleculer-web made its HTTP server in its own `created`, which runs before this one.
       const { server } = this as unknown as { server: Server };
       server.on('clientError', answerClientError(config.appEnv));
+      // An `Expect` other than 100-continue: Node would answer a bare 417, unlogged and outside
+      // the envelope. A server may ignore what it does not meet (RFC 9110, 10.1.1): the
+      // request is answered as if it had none.
+      server.on('checkExpectation', (req, res) => server.emit('request', req, res));
       // A stream lasts until it is ended: the stop's wait for requests in progress would wait
       // for it until it gave up, and `stopped` comes after that wait.
       whenStopping(broker, () => tracking.closeAll());

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Errors } from 'moleculer';
-import { UNDECODABLE_BODY, validationError, type FieldError } from '../../libs/errors';
+import { badRequest, UNDECODABLE_BODY, validationError, type FieldError } from '../../libs/errors';
+import { clipForJson } from '../../libs/text';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
 import { isFields } from '../../libs/fields';
@@ -25,7 +26,32 @@ export interface WebAlias {
 export interface FoundAlias<Alias extends WebAlias = WebAlias> {
   alias: Alias;
   params: Record<string, string>;
+  /**
+   * A path param that is not percent-encoded UTF-8 (`%E0%A4%A`): refused once the route's
+   * middlewares ran, so that it is logged, counted and authenticated as any other 400.
+   */
+  undecodable?: string;
 }
+
+/** moleculer-web's `match` throws this for a path param `decodeURIComponent` refuses. */
+const UNDECODABLE_PARAM = 'UNABLE_DECODE_PARAM';
+
+function matchOf<Alias extends WebAlias>(alias: Alias, url: string): FoundAlias<Alias> | false {
+  try {
+    const params = alias.match(url);
+    return params && { alias, params };
+  } catch (err) {
+    const { type, data } = err as { type?: unknown; data?: { param?: unknown } };
+    if (type !== UNDECODABLE_PARAM) throw err;
+    return { alias, params: {}, undecodable: String(data?.param ?? '') };
+  }
+}
+
+/** The 400 of a path param that is not percent-encoded UTF-8. */
+export const undecodablePathParam = (raw: string) =>
+  badRequest(
+    `The path's ${clipForJson(raw, 100)} is not percent-encoded UTF-8: encode each path segment with encodeURIComponent`,
+  );
 
 /** Only plain templates are filed by their segments: a `:param` is one segment, the rest literal. */
 const PLAIN_TEMPLATE = /^[\w\-.~/:]*$/;
@@ -55,8 +81,8 @@ export function aliasResolver<Alias extends WebAlias>(): (
     }
     for (const alias of indexed.candidates?.(url) ?? aliases) {
       if (!alias.isMethod(method)) continue;
-      const params = alias.match(url);
-      if (params) return { alias, params };
+      const found = matchOf(alias, url);
+      if (found) return found;
     }
     return false;
   };
@@ -177,6 +203,7 @@ export function routeHandler<Alias extends WebAlias>(
         return;
       }
       if (!found) return resolve(null);
+      if (found.undecodable !== undefined) return reject(undecodablePathParam(found.undecodable));
       try {
         req.$params = paramsOf(req.method, req.body, req.query, found.params);
       } catch (refused) {

@@ -349,6 +349,41 @@ describe('error envelope', () => {
     expect(retried.body.data).toMatchObject({ id: 1, note: 'hi' });
   });
 
+  it('an Expect other than 100-continue is ignored, the request answered as without it', async () => {
+    const body = JSON.stringify({ note: 'hi' });
+    const answer = await rawExchange(
+      base,
+      `POST /api/fixture/echo/1 HTTP/1.1\r\nHost: x\r\napi-key: ${key}\r\nexpect: something-else\r\n` +
+        `content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).data).toMatchObject({
+      id: 1,
+      note: 'hi',
+    });
+  });
+
+  it('a path param that is not percent-encoded UTF-8 → 400 saying how to encode it, after the key is checked', async () => {
+    const exchange = async (headers: string) => {
+      const answer = await rawExchange(
+        base,
+        `POST /api/fixture/echo/%E0%A4%A HTTP/1.1\r\nHost: x\r\n${headers}content-type: application/json\r\n` +
+          'content-length: 2\r\nconnection: close\r\n\r\n{}',
+      );
+      return {
+        status: Number(answer.slice(9, 12)),
+        envelope: JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)),
+      };
+    };
+    expect((await exchange('')).status).toBe(401);
+    const { status, envelope } = await exchange(`api-key: ${key}\r\n`);
+    expect(status).toBe(400);
+    expect(Object.keys(envelope).sort()).toEqual(ENVELOPE_KEYS);
+    expect(envelope.message).toBe(
+      "The path's %E0%A4%A is not percent-encoded UTF-8: encode each path segment with encodeURIComponent",
+    );
+  });
+
   it('an unknown route → 404, with or without a key, and the query is kept in url', async () => {
     expectErrorEnvelope(
       await request(base, 'GET', '/nowhere?x=1'),
