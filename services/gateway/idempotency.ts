@@ -97,8 +97,8 @@ export const IDEMPOTENCY_KEY_DOC = {
 };
 
 /**
- * The most an answer kept for replays may take in Redis, sealed (docs/api-conventions.md):
- * every answer of a write fits well within it. A larger one is not kept, and its key answers
+ * The largest answer kept for replays, as JSON (docs/api-conventions.md); sealed, it takes a
+ * third more in Redis. Every answer of a write fits well within it. A larger one is not kept, and its key answers
  * retries 409 for as long as an answer would have been kept, never running the request again.
  */
 export const MAX_KEPT_ANSWER_BYTES = 64 * 1024;
@@ -363,12 +363,14 @@ export class IdempotencyStore {
         // Not stored, so the key waits out pendingMs: a stream would be stored as its
         // internals (buffered bytes included) and replayed as JSON.
         if (!isStorable(response.body)) return false;
-        const sealed: Entry = { fingerprint, sealed: box.seal(JSON.stringify(response)) };
-        const text = JSON.stringify(sealed);
-        // Too large to keep: the key is held all the same, saying so to a retry.
-        const tooLarge: Entry = { fingerprint, tooLarge: true };
-        const stored =
-          Buffer.byteLength(text) > MAX_KEPT_ANSWER_BYTES ? JSON.stringify(tooLarge) : text;
+        const answer = JSON.stringify(response);
+        // Too large to keep: the key is held all the same, saying so to a retry. The answer is
+        // measured, as documented, not its sealed form (a third larger).
+        const entry: Entry =
+          Buffer.byteLength(answer) > MAX_KEPT_ANSWER_BYTES
+            ? { fingerprint, tooLarge: true }
+            : { fingerprint, sealed: box.seal(answer) };
+        const stored = JSON.stringify(entry);
         try {
           await this.redis.set(redisKey, stored, 'PX', this.windows.keepMs);
           return true;

@@ -230,7 +230,13 @@ describe('IdempotencyStore on Redis', () => {
     const key = `k-${randomUUID()}`;
     const first = await store.claim('u1', key, 'fp');
     if (first.kind !== 'first') throw new Error('not first');
-    const answer = { status: 201, headers: {}, body: { text: 'x'.repeat(30_000) } };
+    // The answer's JSON is measured, not its sealed form (a third larger).
+    const answer = {
+      status: 201,
+      headers: {},
+      body: { text: 'x'.repeat(MAX_KEPT_ANSWER_BYTES - 100) },
+    };
+    expect(Buffer.byteLength(JSON.stringify(answer))).toBeLessThanOrEqual(MAX_KEPT_ANSWER_BYTES);
     expect(await first.complete(answer)).toBe(true);
     expect(await store.claim('u1', key, 'fp')).toEqual({ kind: 'replay', response: answer });
   });
