@@ -27,6 +27,14 @@ export async function noteTokenUse(
 }
 
 /**
+ * How every credential the platform issues is kept and looked up (API keys, courier and
+ * operator tokens): its SHA-256, hex. 256 random bits need no slow hash, and one lookup by
+ * `_id` finds it.
+ */
+export const credentialHash = (credential: string): string =>
+  createHash('sha256').update(credential, 'utf8').digest('hex');
+
+/**
  * Bearer tokens the platform issues (courier tokens `wbc_`, operator tokens `wbo_`): a prefix
  * that tells their kind at a glance, in a log or a leaked file, and 32 random bytes in
  * base64url (43 characters). Only their SHA-256 (hex) is stored, and they are looked up by it.
@@ -40,7 +48,7 @@ export class IssuedTokens {
   }
 
   hash(token: string): string {
-    return createHash('sha256').update(token, 'utf8').digest('hex');
+    return credentialHash(token);
   }
 
   /** A new token and the hash it is stored and found by. */

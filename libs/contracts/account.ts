@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import Joi from '../joi';
 import type { AppEnvironment } from '../config';
-import { IssuedTokens } from '../issued-tokens';
+import { credentialHash, IssuedTokens } from '../issued-tokens';
 import type { Retry } from './retry';
 
 /** What other services may know of the account service. */
@@ -201,10 +200,6 @@ export type ParsedApiKey =
 export const formatApiKey = (prefix: string, environment: AppEnvironment, secretHex: string) =>
   `${prefix}_${environment}_${secretHex.toLowerCase()}`;
 
-export function hashApiKey(plaintext: string): string {
-  return createHash('sha256').update(plaintext, 'utf8').digest('hex');
-}
-
 /**
  * Checks the shape of a presented key and returns the hash to look it up by. Hex digits
  * are case-insensitive, so the hash is taken of the canonical lower-case form.
@@ -216,6 +211,6 @@ export function parseApiKey(raw: string, prefix: string): ParsedApiKey {
   return {
     valid: true,
     environment,
-    hash: hashApiKey(formatApiKey(prefix, environment, match[3])),
+    hash: credentialHash(formatApiKey(prefix, environment, match[3])),
   };
 }

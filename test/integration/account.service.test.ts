@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceBroker } from 'moleculer';
-import { API_KEY_REVOKED_EVENT, hashApiKey } from '../../libs/contracts/account';
+import { API_KEY_REVOKED_EVENT } from '../../libs/contracts/account';
+import { credentialHash } from '../../libs/issued-tokens';
 import { AccountStore } from '../../services/account/store';
 import { eventually } from '../support/eventually';
 import { dropDatabases, inProcessBroker, isolation, openServiceDatabase } from '../support/stack';
@@ -67,7 +68,7 @@ describe('account service', () => {
       userId: u.id,
       quota: { limit: 3, windowSeconds: 10 },
     });
-    const resolved = await broker.call('account.resolveApiKey', { hash: hashApiKey(key.key) });
+    const resolved = await broker.call('account.resolveApiKey', { hash: credentialHash(key.key) });
     expect(resolved).toMatchObject({
       id: key.id,
       userId: u.id,
@@ -93,7 +94,7 @@ describe('account service', () => {
     try {
       const resolved = await broker.call<{ id: string; lastUsedAt: string }, unknown>(
         'account.resolveApiKey',
-        { hash: hashApiKey(key.key) },
+        { hash: credentialHash(key.key) },
       );
       expect(resolved.id).toBe(key.id);
       expect(Date.parse(resolved.lastUsedAt)).not.toBeNaN();
@@ -113,10 +114,10 @@ describe('account service', () => {
     });
     await broker.call('account.revokeApiKey', { keyId: key.id });
     await eventually(() =>
-      expect(revoked).toContainEqual({ keyId: key.id, hash: hashApiKey(key.key) }),
+      expect(revoked).toContainEqual({ keyId: key.id, hash: credentialHash(key.key) }),
     );
     const resolved = await broker.call<{ revokedAt: string }, unknown>('account.resolveApiKey', {
-      hash: hashApiKey(key.key),
+      hash: credentialHash(key.key),
     });
     expect(resolved.revokedAt).toEqual(expect.any(String));
   });

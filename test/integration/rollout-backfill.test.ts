@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
 import { loadConfig } from '../../libs/config';
-import { formatApiKey, hashApiKey } from '../../libs/contracts/account';
+import { formatApiKey } from '../../libs/contracts/account';
+import { credentialHash } from '../../libs/issued-tokens';
 import { savePackage } from '../support/deliveries';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, request, type Reply } from '../support/http';
@@ -73,7 +74,7 @@ it('finds, after BACKFILL_AFTER_ROLLOUT_MS, the keys and packages an older repli
   await (await database('account')).collection('api_keys').insertOne({
     _id: randomUUID() as never,
     userId: merchant.userId,
-    hash: hashApiKey(olderKey),
+    hash: credentialHash(olderKey),
     environment: 'staging',
     serverOnly: true,
     quota: null,

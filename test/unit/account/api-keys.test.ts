@@ -1,15 +1,18 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { hashApiKey, parseApiKey } from '../../../libs/contracts/account';
+import { parseApiKey } from '../../../libs/contracts/account';
+import { credentialHash } from '../../../libs/issued-tokens';
 import { generateApiKey } from '../../../services/account/api-keys';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 const HEX = 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90';
 
-describe('hashApiKey', () => {
+describe('credentialHash', () => {
   it('is the hex SHA-256 of the plaintext', () => {
-    expect(hashApiKey('wb_staging_abc')).toBe(sha256('wb_staging_abc'));
-    expect(hashApiKey('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    expect(credentialHash('wb_staging_abc')).toBe(sha256('wb_staging_abc'));
+    expect(credentialHash('')).toBe(
+      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    );
   });
 });
 

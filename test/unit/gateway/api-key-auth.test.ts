@@ -2,7 +2,8 @@ import crypto from 'node:crypto';
 import fc from 'fast-check';
 import type { AppEnvironment } from '../../../libs/config';
 import { WaybillError } from '../../../libs/errors';
-import { hashApiKey, type ResolvedApiKey } from '../../../libs/contracts/account';
+import type { ResolvedApiKey } from '../../../libs/contracts/account';
+import { credentialHash } from '../../../libs/issued-tokens';
 import {
   ApiKeyAuthenticator,
   type ApiKeyAuthOptions,
@@ -11,7 +12,7 @@ import { rejectionOf } from '../helpers';
 
 const hex = (n: number) => n.toString(16).padStart(64, '0');
 const keyOf = (n: number, env: AppEnvironment = 'staging') => `wb_${env}_${hex(n)}`;
-const hashOf = (n: number, env: AppEnvironment = 'staging') => hashApiKey(keyOf(n, env));
+const hashOf = (n: number, env: AppEnvironment = 'staging') => credentialHash(keyOf(n, env));
 
 function record(n: number, overrides: Partial<ResolvedApiKey> = {}): ResolvedApiKey {
   return {
