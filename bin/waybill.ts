@@ -137,14 +137,16 @@ const nonNegativeInt = (value: string) => {
 };
 
 /** A list command's `--limit` (`what` per page, at most `max`) and `--offset`. */
-function paged(
+/** `--limit`, as every listing takes it. */
+const limited = (
   command: Command,
   what: string,
   { max, byDefault }: { max: number; byDefault: number },
-): Command {
-  return command
-    .option('--limit <n>', `${what} per page (at most ${max})`, positiveInt, byDefault)
-    .option('--offset <n>', `${what} to skip`, nonNegativeInt, 0);
+): Command =>
+  command.option('--limit <n>', `${what} per page (at most ${max})`, positiveInt, byDefault);
+
+function paged(command: Command, what: string, page: { max: number; byDefault: number }): Command {
+  return limited(command, what, page).option('--offset <n>', `${what} to skip`, nonNegativeInt, 0);
 }
 
 const program = new Command('waybill')
@@ -343,10 +345,10 @@ const payments = program
 
 /** A list of the provider's money, paged by the id of the last one of the page before. */
 function pagedAfter(command: Command, what: string, id: string): Command {
-  const { max, byDefault } = PROVIDER_LIST_PAGE;
-  return command
-    .option('--limit <n>', `${what} per page (at most ${max})`, positiveInt, byDefault)
-    .option(`--after <${id}>`, 'the next page: after the last one of the page before');
+  return limited(command, what, PROVIDER_LIST_PAGE).option(
+    `--after <${id}>`,
+    'the next page: after the last one of the page before',
+  );
 }
 
 pagedAfter(
