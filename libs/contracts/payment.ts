@@ -87,17 +87,14 @@ export const postingParams = Joi.object<PostingParams, true>({
 
 export interface RefundParams {
   userId: string;
-  /** The reference of the debit given back; the refund's own is `refund:<debitReference>`. */
+  /** The reference of the debit given back, whole; the refund's own is `refund:<debitReference>`. */
   debitReference: string;
-  /** Part of the debit; the whole of it when absent. */
-  amountKobo?: number;
   description?: string;
 }
 
 export const refundParams = Joi.object<RefundParams, true>({
   userId: uuid().required(),
   debitReference: ledgerReference().required(),
-  amountKobo: amountKobo(),
   description: Joi.string().trim().max(200),
 });
 
@@ -200,7 +197,7 @@ export const referenceParams = Joi.object<ReferenceParams, true>({
 export interface PaymentActions {
   /** Takes money from a wallet; 422 INSUFFICIENT_BALANCE when it does not cover it. */
   'payment.debit': { params: PostingParams; answer: Posting };
-  /** Gives (part of) a debit back, once per debit; never more than was debited. */
+  /** Gives a debit back, whole, once per debit (decision 163). */
   'payment.refund': { params: RefundParams; answer: Posting };
   /** Adds money to a wallet (an operator's credit, a paid funding checkout). */
   'payment.credit': { params: PostingParams; answer: Posting };

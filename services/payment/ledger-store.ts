@@ -228,12 +228,6 @@ const PARTS_GIVEN_UP_AT_ONCE = 3;
 /** Postings to one wallet take turns in this process (libs/turns). */
 const postings = new Turns();
 
-/** A part of a debit asked back before the debit was taken: refused, nothing given up. */
-const notTakenYet = (debitReference: string) =>
-  conflict(
-    `The debit ${debitReference} is not taken yet (the wallet does not cover it, or its request is still on its way): give back all of it, or retry this partial refund once it is taken`,
-  );
-
 /**
  * Wallets as append-only ledgers on a database whose conditional updates are not atomic:
  * every write is an insert whose `_id` decides who wins, and every read on the way of a
@@ -365,8 +359,8 @@ export class LedgerStore {
   }
 
   /**
-   * Gives (part of) the debit posted under `debitReference` back, once: `refund` names the
-   * posting for the debit's claim. Null when no debit of `walletId` was taken under it. A debit
+   * Gives the debit posted under `debitReference` back, whole, once: `refund` names the posting
+   * for the debit's claim. Null when no debit of `walletId` was taken under it. A debit
    * not even claimed yet (its call still on its way, or waiting for the wallet) is given up for
    * good (`VOIDED`), so that an undone request's late debit takes nothing. A debit claimed but
    * not written yet (a request still posting, on this replica or another, or one that died
@@ -381,32 +375,17 @@ export class LedgerStore {
     walletId: string,
     debitReference: string,
     refund: (debit: ReferenceRecord) => PostRequest,
-    /** The part asked for, when one is (`payment.refund`'s `amountKobo`). */
-    part?: number,
   ): Promise<Posting | null> {
     return this.turns.run(walletId, async () => {
       let debit = await this.findReference(debitReference);
       if (!debit) {
-        // Given up, a debit is given back whole whenever it is written (by its own posting
-        // too): a part asked for cannot be kept to.
-        if (part !== undefined) throw notTakenYet(debitReference);
         if (await this.giveUp(debitReference, walletId)) return null;
         debit = await this.findReference(debitReference);
       }
       if (debit?.type !== 'DEBIT' || debit.walletId !== walletId) return null;
-      const giveBack = refund(debit);
-      const aPart = giveBack.amountKobo !== debit.amountKobo;
-      // Given up, a debit is given back whole once it is written: asked before it is, a part
-      // would write it here and give back only the part.
-      if (aPart && (await this.isGivenUp(debit._id))) {
-        throw conflict(
-          `The debit ${debitReference} was given up by an earlier refund: all of it is given back once it is taken, so no part of it can be`,
-        );
-      }
       if ((await this.postedEntry(debit)) || (await this.finishDebit(debit))) {
-        return this.postNow(giveBack);
+        return this.postNow(refund(debit));
       }
-      if (aPart) throw notTakenYet(debitReference);
       return this.giveUpClaimed(walletId, debit._id, debit.amountKobo);
     });
   }

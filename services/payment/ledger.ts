@@ -76,15 +76,6 @@ export function nextBalance(
   return { ok: true, balanceKobo: after };
 }
 
-/** A refund gives back at most what its debit took. */
-export function refundableKobo(debitedKobo: number, requestedKobo: number | undefined): number {
-  const amount = requestedKobo ?? debitedKobo;
-  if (amount > debitedKobo) {
-    throw new RangeError(`a refund of ${amount} kobo exceeds its debit of ${debitedKobo} kobo`);
-  }
-  return amount;
-}
-
 /** The facts of an entry that reconciliation checks. */
 export interface AuditedEntry {
   walletId: string;

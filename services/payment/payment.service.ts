@@ -9,7 +9,7 @@ import {
   type EntryType,
   type PostingParams,
 } from '../../libs/contracts/payment';
-import { conflict, notFound } from '../../libs/errors';
+import { notFound } from '../../libs/errors';
 import { ServiceDatabase } from '../../libs/mongo';
 import {
   action,
@@ -22,7 +22,6 @@ import { createCashAccountActions } from './cash-accounts';
 import { Checkouts, createCheckoutActions } from './checkout-actions';
 import { checkoutProvider } from './checkout-providers';
 import { CheckoutStore } from './checkout-store';
-import { refundableKobo } from './ledger';
 import { LedgerStore, type PostRequest, type ReferenceRecord } from './ledger-store';
 import {
   transactionView,
@@ -150,28 +149,20 @@ export function createPaymentService(config: Config): ServiceDefinition {
         handler: post('DEBIT'),
       }),
 
-      /** Internal: gives (part of) a debit back, once. */
+      /** Internal: gives a debit back, whole, once (decision 163). */
       refund: implement('payment.refund', {
         visibility: 'public',
         params: refundParams,
         async handler(ctx) {
-          const { userId, debitReference, description, amountKobo: part } = ctx.params;
-          const refund = (debit: ReferenceRecord): PostRequest => {
-            let amountKobo: number;
-            try {
-              amountKobo = refundableKobo(debit.amountKobo, part);
-            } catch (err) {
-              throw conflict((err as Error).message);
-            }
-            return {
-              walletId: userId,
-              type: 'REFUND',
-              amountKobo,
-              reference: refundReference(debitReference),
-              description: description ?? null,
-            };
-          };
-          const refunded = await ledger.refundDebit(userId, debitReference, refund, part);
+          const { userId, debitReference, description } = ctx.params;
+          const refund = (debit: ReferenceRecord): PostRequest => ({
+            walletId: userId,
+            type: 'REFUND',
+            amountKobo: debit.amountKobo,
+            reference: refundReference(debitReference),
+            description: description ?? null,
+          });
+          const refunded = await ledger.refundDebit(userId, debitReference, refund);
           if (!refunded) throw notFound(`No debit ${debitReference} of this wallet to refund`);
           return refunded;
         },

@@ -80,18 +80,6 @@ const undo = (store: LedgerStore, walletId: string, reference: string) =>
     description: 'Delivery request not completed',
   }));
 
-/** A refund of 400 kobo of the debit, as `payment.refund` asks with `amountKobo`. */
-const partOf = (store: LedgerStore, walletId: string, reference: string) =>
-  store.refundDebit(
-    walletId,
-    reference,
-    () => ({ walletId, type: 'REFUND', amountKobo: 400, reference: refundReference(reference) }),
-    400,
-  );
-
-const notTakenYet = (reference: string) =>
-  `The debit ${reference} is not taken yet (the wallet does not cover it, or its request is still on its way): give back all of it, or retry this partial refund once it is taken`;
-
 /** How the two calls ended: the posting, or the error's status. */
 const settle = (p: Promise<Posting | null>) =>
   p.then(
@@ -226,96 +214,6 @@ describe('a debit given up by its refund while it was still posting', () => {
     expect(new Set(entries.map((e) => e.reference)).size).toBe(entries.length);
     expect((await refunder.balance(walletId)).balanceKobo).toBe(20_000);
     expect((await refunder.verify()).problems.filter((p) => p.walletId === walletId)).toEqual([]);
-  });
-});
-
-describe('a partial refund of a debit still posting', () => {
-  it('is refused while the wallet does not cover the debit, gives nothing up, and is made once it is taken', async () => {
-    const walletId = randomUUID();
-    const reference = randomUUID();
-    const { stalled, debitReplica } = stallingAfterClaim(reference);
-    const other = new LedgerStore(() => db.models, new Turns());
-    await credit(other, walletId, 500);
-    const debiting = debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
-    await stalled.reached;
-
-    const part = () => settle(partOf(other, walletId, reference));
-    expect(await part()).toEqual({ code: 409, message: notTakenYet(reference) });
-    expect(await db.models.GivenUp.findById(reference).lean()).toBeNull();
-
-    await credit(other, walletId, 1_000);
-    stalled.open();
-    await debiting;
-    expect(await part()).toMatchObject({
-      posting: { entry: { amountKobo: 400, balanceKobo: 900 } },
-    });
-    expect((await other.balance(walletId)).balanceKobo).toBe(500 + 1_000 - 1_000 + 400);
-    expect(await db.models.GivenUp.findById(reference).lean()).toBeNull();
-  });
-});
-
-describe('a partial refund of a debit not taken', () => {
-  it('is refused before the debit is claimed, and voids nothing: the debit is taken after it', async () => {
-    const store = new LedgerStore(() => db.models, new Turns());
-    const [walletId, reference] = [randomUUID(), randomUUID()];
-    await credit(store, walletId, 2_000);
-    expect(await settle(partOf(store, walletId, reference))).toEqual({
-      code: 409,
-      message: notTakenYet(reference),
-    });
-    const debited = await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
-    expect(debited.entry).toMatchObject({ type: 'DEBIT', balanceKobo: 1_000 });
-  });
-
-  it('is refused naming the earlier refund that gave the debit up', async () => {
-    const [walletId, reference] = [randomUUID(), randomUUID()];
-    const { stalled, debitReplica } = stallingAfterClaim(reference);
-    const other = new LedgerStore(() => db.models, new Turns());
-    await credit(other, walletId, 500);
-    const debiting = settle(
-      debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference }),
-    );
-    await stalled.reached;
-    // An undone request's refund gave it up whole.
-    expect(await undo(other, walletId, reference)).toBeNull();
-    expect(await settle(partOf(other, walletId, reference))).toEqual({
-      code: 409,
-      message: `The debit ${reference} was given up by an earlier refund: all of it is given back once it is taken, so no part of it can be`,
-    });
-    stalled.open();
-    await debiting;
-  });
-});
-
-describe('a partial refund of a debit given up, once the wallet covers it', () => {
-  it('is refused, takes nothing, and the debit is given back whole when it is written', async () => {
-    const [walletId, reference] = [randomUUID(), randomUUID()];
-    const { stalled, debitReplica } = stallingAfterClaim(reference);
-    const other = new LedgerStore(() => db.models, new Turns());
-    await credit(other, walletId, 500);
-    const debiting = settle(
-      debitReplica.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference }),
-    );
-    await stalled.reached;
-    expect(await undo(other, walletId, reference)).toBeNull();
-    await credit(other, walletId, 1_000);
-    // Before the fix it wrote the whole debit here and gave 400 back: 600 kept for an undone
-    // request, and the repairs' full refund refused as the reference's second use.
-    expect(await settle(partOf(other, walletId, reference))).toEqual({
-      code: 409,
-      message: `The debit ${reference} was given up by an earlier refund: all of it is given back once it is taken, so no part of it can be`,
-    });
-    stalled.open();
-    await debiting;
-    const entries = await entriesOf(walletId);
-    expect(entries.map((e) => [e.type, e.amountKobo])).toEqual([
-      ['CREDIT', 500],
-      ['CREDIT', 1_000],
-      ['DEBIT', -1_000],
-      ['REFUND', 1_000],
-    ]);
-    expect((await other.balance(walletId)).balanceKobo).toBe(1_500);
-    expect((await other.verify()).problems.filter((p) => p.walletId === walletId)).toEqual([]);
   });
 });
 
