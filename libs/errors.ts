@@ -76,7 +76,9 @@ export function validationError(problems: FieldError[], summary?: string): Waybi
   const message =
     summary !== undefined
       ? clipForJson(summary, MAX_PROBLEM_TEXT_BYTES)
-      : `Validation failed: ${listed.map((p) => p.message).join('; ')}`;
+      : listed.length > 0
+        ? `Validation failed: ${listed.map((p) => p.message).join('; ')}`
+        : 'Validation failed';
   return new WaybillError(
     'VALIDATION_ERROR',
     more > 0 ? `${message}; and ${more} more problems: fix these and send it again` : message,

@@ -23,10 +23,11 @@ export interface OutgoingMessage {
 
 /**
  * A way to reach people: resolves once the provider (SMTP server, SMS API) took the message,
- * throws with what went wrong otherwise. The sender retries; a channel never does.
+ * throws with what went wrong otherwise. The sender retries; a channel never does. Once
+ * `signal` aborts (the sender gave the attempt up), the message is not handed over any more.
  */
 export interface ChannelSender {
-  send(message: OutgoingMessage): Promise<void>;
+  send(message: OutgoingMessage, signal?: AbortSignal): Promise<void>;
   /** Lets go of what it keeps open (an SMTP server's connections), when it keeps anything. */
   close?(): void;
 }
@@ -60,12 +61,15 @@ export function smtpSender(options: {
   });
   return {
     close: () => transport.close(),
-    async send(message) {
+    async send(message, signal) {
       await transport.sendMail({
         from: options.from,
         to: message.to,
         subject: message.subject,
         text: message.text,
+        // Aborted, a mail waiting for a pooled connection leaves the queue, and the connection
+        // sending one is closed: a mail given up is never sent later, on the retry's heels.
+        signal,
       });
     },
   };

@@ -219,14 +219,10 @@ export class OutboxSender {
       await this.failed(current, attempt, `no ${missing} to send it to or with`, null);
       return 'attempted';
     }
+    const outgoing = { to: current.recipient, subject: current.subject, text: current.text };
     try {
-      await withinDeadline(
-        this.deps.channels[current.channel].send({
-          to: current.recipient,
-          subject: current.subject,
-          text: current.text,
-        }),
-        sendDeadlineMs(config.timeoutMs),
+      await withinDeadline(sendDeadlineMs(config.timeoutMs), (signal) =>
+        this.deps.channels[current.channel].send(outgoing, signal),
       );
     } catch (err) {
       const retryAt =
@@ -300,6 +296,9 @@ export class OutboxSender {
   }
 }
 
+/** The shortest address worth masking: `a@b.c`, or five digits. */
+const MIN_ADDRESS_LENGTH = 5;
+
 /**
  * `text` with the message's address, as given or as a provider writes it (an SMTP server
  * quotes the e-mail address, any case; an SMS provider the number's digits alone), masked.
@@ -308,32 +307,38 @@ export function withoutAddress(
   text: string,
   message: Pick<OutboxMessage, 'recipient' | 'channel'>,
 ) {
-  const { recipient } = message;
-  if (!recipient) return text;
-  const forms = new Set([recipient.toLowerCase()]);
-  if (message.channel === 'SMS') forms.add(termiiNumber(recipient));
+  const recipient = message.recipient.trim();
+  const forms = [recipient, recipient.toLowerCase()];
+  if (message.channel === 'SMS') forms.push(termiiNumber(recipient));
   let masked = text;
-  for (const form of forms) {
-    if (form) masked = masked.replace(new RegExp(escapeRegExp(form), 'gi'), '[recipient]');
+  // A form shorter than an address can be (a number of a few digits) would mask other text.
+  for (const form of new Set(forms.filter((f) => f.length >= MIN_ADDRESS_LENGTH))) {
+    masked = masked.replace(new RegExp(escapeRegExp(form), 'gi'), '[recipient]');
   }
   return masked;
 }
 
 /**
- * `sending`, or a failure once `ms` passed without its answer. The send itself is not stopped
- * (a pooled SMTP connection cannot drop one message), so it may still reach the person: the
- * retry then sends it again, the at-least-once case, but never while this attempt's claim holds.
+ * `send`'s outcome, or a failure once `ms` passed without it. The send's signal aborts then:
+ * a channel that heeds it drops the message (an SMTP mail still queued, or its connection);
+ * one that cannot may still reach the person, and the retry sends it again (the at-least-once
+ * case), but never while this attempt's claim holds.
  */
-async function withinDeadline(sending: Promise<void>, ms: number): Promise<void> {
+async function withinDeadline(
+  ms: number,
+  send: (signal: AbortSignal) => Promise<void>,
+): Promise<void> {
+  const given = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, fail) => {
-    timer = setTimeout(
-      () => fail(new Error(`no answer from the provider within ${ms} ms; it may have been sent`)),
-      ms,
-    );
+    timer = setTimeout(() => {
+      const why = new Error(`no answer from the provider within ${ms} ms; it may have been sent`);
+      fail(why);
+      given.abort(why);
+    }, ms);
   });
   try {
-    await Promise.race([sending, late]);
+    await Promise.race([send(given.signal), late]);
   } finally {
     clearTimeout(timer);
   }

@@ -187,6 +187,31 @@ describe('smtpSender', () => {
     });
   });
 
+  it('never sends a mail given up while it waited for a connection', async () => {
+    const smtp = await startSmtpReceiver({ acceptMs: 600 });
+    const send = smtpSender({
+      smtpUrl: smtp.url,
+      from: 'a@example.com',
+      timeoutMs: 2000,
+      connections: 1,
+    });
+    try {
+      const first = send.send({ to: 'first@example.com', subject: 's', text: 'first' });
+      // Queued behind the first on the one connection, and given up meanwhile.
+      const given = send.send(
+        { to: 'given-up@example.com', subject: 's', text: 'given up' },
+        AbortSignal.timeout(100),
+      );
+      await expect(given).rejects.toMatchObject({ name: 'AbortError' });
+      await first;
+      await new Promise((done) => setTimeout(done, 900));
+      expect(smtp.mails.map((m) => m.text)).toEqual(['first']);
+    } finally {
+      send.close?.();
+      await smtp.close();
+    }
+  });
+
   it('throws when no SMTP server answers', async () => {
     const smtp = await startSmtpReceiver();
     await smtp.close();

@@ -3,6 +3,7 @@ import { loadConfig } from '../../../../libs/config';
 import type { ChannelSender, OutgoingMessage } from '../../../../libs/messaging/channels';
 import {
   OutboxSender,
+  withoutAddress,
   type OutboxMessage,
   type OutboxStore,
 } from '../../../../libs/messaging/outbox-sender';
@@ -160,18 +161,31 @@ describe('OutboxSender', () => {
 
   it('records an attempt failed once its send outlasts twice the provider’s time limit, well within its claim’s lease', async () => {
     const { store, writes, byId } = memoryOutbox([message({ secret: false })]);
+    const aborted: unknown[] = [];
     const sender = new OutboxSender({
       kind: 'test message',
       config: { ...config, timeoutMs: 100 },
       appEnv: 'staging',
       store,
       // An SMTP server answering a byte at a time: no single wait ever runs out.
-      channels: { EMAIL: { send: () => new Promise<void>(() => undefined) }, SMS: {} as never },
+      channels: {
+        EMAIL: {
+          send: (_message, signal) =>
+            new Promise<void>(() =>
+              signal?.addEventListener('abort', () => aborted.push(signal.reason)),
+            ),
+        },
+        SMS: {} as never,
+      },
       logger: () => broker.getLogger('outbox-test'),
     });
     await sender.sendDue(new Date());
     expect(writes).toEqual([
       'retry m1 1: no answer from the provider within 200 ms; it may have been sent',
+    ]);
+    // The channel is told, so that it drops what it still holds of the message.
+    expect(aborted).toEqual([
+      expect.objectContaining({ message: expect.stringMatching(/within 200 ms/) }),
     ]);
     expect(byId.get('m1')?.status).toBe('PENDING');
   });
@@ -191,6 +205,9 @@ describe('OutboxSender', () => {
       },
     };
     await senderOver(store, echoing, 'staging').sendDue(new Date());
+    expect(withoutAddress('code 1234 for +234 803', { recipient: ' 1234 ', channel: 'SMS' })).toBe(
+      'code 1234 for +234 803',
+    );
     expect(writes.sort()).toEqual([
       'retry mail 1: 550 5.1.1 <[recipient]>: Recipient address rejected',
       'retry sms 1: Termii answered HTTP 400: {"message":"[recipient] is on DND"}',
