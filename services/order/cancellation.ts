@@ -37,14 +37,20 @@ export class Cancellations {
       throw badRequest(refused.ok ? 'This delivery cannot be cancelled now' : refused.message);
     }
     const attempt = randomUUID();
-    const slot = await window.reserve(userId, attempt);
-    if (!slot.ok) throw badRequest(window.exceededMessage(slot.retryAt));
     const giveBack = () =>
       window
         .release(userId, attempt)
         .catch((err: unknown) =>
           this.deps.logger().warn('cancel slot not given back; it frees with the window', { err }),
         );
+    // A reservation unanswered (Redis slow past its command timeout) may have taken the slot
+    // all the same: nothing was cancelled, so it is given back, or two such errors would use up
+    // the user's cancels for hours.
+    const slot = await window.reserve(userId, attempt).catch(async (err: unknown) => {
+      await giveBack();
+      throw err;
+    });
+    if (!slot.ok) throw badRequest(window.exceededMessage(slot.retryAt));
     let applied;
     try {
       applied = await transitions.apply(deliveryId, { kind: 'CANCEL' }, { known: delivery });

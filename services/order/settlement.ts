@@ -226,11 +226,19 @@ export class Settlement {
         err: (err as Error).message,
       });
     }
+    // For the services listening now (the tracking streams, which also read again at their
+    // next heartbeat): a broadcast lost holds up none of the effects.
+    if (transition.step && !transition.step.hidden) {
+      await this.announce(DELIVERY_STATUS_CHANGED_EVENT, delivery, transition.at).catch(
+        (err: unknown) =>
+          this.deps.logger().warn('delivery status change not broadcast', {
+            deliveryId: delivery._id,
+            err: (err as Error).message,
+          }),
+      );
+    }
     let settled = false;
     try {
-      if (transition.step && !transition.step.hidden) {
-        await this.announce(DELIVERY_STATUS_CHANGED_EVENT, delivery, transition.at);
-      }
       await this.carryOut(delivery, transition);
       settled = true;
     } catch (err) {

@@ -21,6 +21,7 @@ function cancelling(options: {
   reads: string[];
   apply: () => Promise<unknown>;
   announce?: () => Promise<void>;
+  reserve?: () => Promise<unknown>;
 }) {
   const givenBack: string[] = [];
   const reads = [...options.reads];
@@ -34,7 +35,7 @@ function cancelling(options: {
     apply: options.apply,
   } as unknown as DeliveryTransitions;
   const window = {
-    reserve: async () => ({ ok: true }),
+    reserve: options.reserve ?? (async () => ({ ok: true })),
     release: async (_user: string, attempt: string) => void givenBack.push(attempt),
     exceededMessage: () => 'limit',
   } as unknown as CancelWindow;
@@ -69,6 +70,21 @@ describe('a cancel', () => {
     });
     await expect(cancel()).rejects.toThrow('the database is down');
     expect(givenBack).toHaveLength(1);
+  });
+
+  it('whose slot was not confirmed taken gives it back and changes nothing', async () => {
+    const applied: string[] = [];
+    const { cancel, givenBack } = cancelling({
+      reads: ['REQUEST_CREATED'],
+      apply: async () => void applied.push('cancel'),
+      // Redis took the slot, and answered after the command's timeout.
+      reserve: async () => {
+        throw new Error('The cancel limit store is unavailable; nothing was cancelled, retry');
+      },
+    });
+    await expect(cancel()).rejects.toThrow('nothing was cancelled');
+    expect(givenBack).toHaveLength(1);
+    expect(applied).toEqual([]);
   });
 
   it('not known to be recorded keeps its slot and asks for a retry (503)', async () => {

@@ -47,7 +47,9 @@ function settlementWith(
         if (failing.has(name)) throw new Error(`${name} unavailable`);
         return {};
       },
-      broadcast: async () => undefined,
+      broadcast: async () => {
+        if (failing.has('broadcast')) throw new Error('NATS is reconnecting');
+      },
     }),
     logger: () => ({ warn: (...args: unknown[]) => warnings.push(args) }) as unknown as Logger,
   });
@@ -122,6 +124,19 @@ it('answers a change after a while when its follow-up hangs, and carries the eff
   await new Promise((resolve) => setImmediate(resolve));
   await new Promise((resolve) => setImmediate(resolve));
   expect(calls).toEqual(['courier-matching.endMatching', 'package.release']);
+});
+
+it('carries a change’s effects out, and records them done, when its broadcast fails', async () => {
+  const announcer = { applied: async () => true } as unknown as Announcer;
+  const { settlement, calls, done, warnings } = settlementWith(new Set(['broadcast']), announcer);
+  const cancelled = {
+    ...transition([{ kind: 'END_MATCHING' }, { kind: 'RELEASE_PACKAGES' }]),
+    step: { status: 'CANCELLED', hidden: false },
+  } as unknown as TransitionRecord;
+  await settlement.afterTransition(DELIVERED_POD, cancelled);
+  expect(calls).toEqual(['courier-matching.endMatching', 'package.release']);
+  expect(done).toEqual([['unsettled']]);
+  expect(warnings).toEqual([['delivery status change not broadcast', expect.anything()]]);
 });
 
 it('withdraws the messages a delivery has not sent when it ends, beside its other effects', async () => {
