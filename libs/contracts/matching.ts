@@ -28,6 +28,12 @@ export const NO_MERCHANT_COURIERS = 'No merchant-specific couriers found';
 export const courierCannotCollect = (collectKobo: number) =>
   `This courier cannot collect NGN ${formatNaira(collectKobo)} on delivery now: it would take the cash they hold past the cash limit until they hand it in. Choose another courier, or courierSelection ANYONE`;
 /** The same for a merchant's own couriers, every one of them. */
+/** A courier named for a delivery whose vehicle cannot carry it (`mayCarry`). */
+export const courierCannotCarry = (kg: number) =>
+  `This courier's vehicle cannot carry ${kg} kg: the delivery would wait for them and end with no courier found. Choose another courier, or courierSelection ANYONE`;
+/** The same for a merchant's own couriers, every one of them. */
+export const noCourierCanCarry = (kg: number) =>
+  `None of your couriers' vehicles can carry ${kg} kg: the delivery would wait for them and end with no courier found. Choose courierSelection ANYONE, or put a courier with a larger vehicle on your list`;
 export const noCourierCanCollect = (collectKobo: number) =>
   `None of your couriers can collect NGN ${formatNaira(collectKobo)} on delivery now: each would take the cash they hold past the cash limit until they hand it in. Try again once one has, or choose courierSelection ANYONE`;
 
@@ -176,8 +182,11 @@ export const deliveryIdParams = Joi.object<DeliveryIdParams, true>({
   deliveryId: uuid().required(),
 });
 
-/** Couriers asked at most by one `mayCollect`: a merchant's list longer than this is not asked. */
-export const MAY_COLLECT_MAX_COURIERS = 100;
+/**
+ * Couriers asked about at most by one `mayCollect` or `mayCarry`: a merchant's list longer than
+ * this is not asked about, and matching holds its rules at each offer.
+ */
+export const NAMED_COURIERS_ASKED_MAX = 100;
 
 export interface MayCollectParams {
   courierIds: string[];
@@ -186,8 +195,21 @@ export interface MayCollectParams {
 }
 
 export const mayCollectParams = Joi.object<MayCollectParams, true>({
-  courierIds: Joi.array().items(uuid()).min(1).max(MAY_COLLECT_MAX_COURIERS).required(),
+  courierIds: Joi.array().items(uuid()).min(1).max(NAMED_COURIERS_ASKED_MAX).required(),
   collectKobo: Joi.number().integer().min(0).required(),
+});
+
+export interface MayCarryParams {
+  courierIds: string[];
+  /** The fleet type the delivery was priced for. */
+  fleetTypeId: string;
+  weightGrams: number;
+}
+
+export const mayCarryParams = Joi.object<MayCarryParams, true>({
+  courierIds: Joi.array().items(uuid()).min(1).max(NAMED_COURIERS_ASKED_MAX).required(),
+  fleetTypeId: uuid().required(),
+  weightGrams: Joi.number().integer().min(0).required(),
 });
 
 export interface HeldDelivery {
@@ -275,6 +297,11 @@ export interface MatchingActions {
    * not past MATCHING_COURIER_CASH_LIMIT_NAIRA in cash owed (decision 110), in the order given.
    */
   'courier-matching.mayCollect': { params: MayCollectParams; answer: { courierIds: string[] } };
+  /**
+   * Of these couriers, those whose vehicle may take a delivery priced for `fleetTypeId` that
+   * weighs `weightGrams` (`carryingFleetTypes`, as each offer holds it), in the order given.
+   */
+  'courier-matching.mayCarry': { params: MayCarryParams; answer: { courierIds: string[] } };
   /** The delivery a courier holds now, if any. */
   'courier-matching.heldDelivery': { params: CourierIdParams; answer: HeldDelivery };
   /** The sandbox's virtual courier is here now (refused for a real courier). */
@@ -295,6 +322,7 @@ export const MATCHING_RETRY = {
   'courier-matching.startSearch': 'safe',
   'courier-matching.endMatching': 'safe',
   'courier-matching.mayCollect': 'safe',
+  'courier-matching.mayCarry': 'safe',
   'courier-matching.heldDelivery': 'safe',
   'courier-matching.placeVirtualCourier': 'safe',
 } as const satisfies Record<keyof MatchingActions, Retry>;

@@ -12,6 +12,7 @@ import {
   courierIdParams,
   deliveryIdParams,
   merchantCouriersParams,
+  mayCarryParams,
   mayCollectParams,
   placeVirtualCourierParams,
   startSearchParams,
@@ -39,6 +40,7 @@ import { locationParams, offerIdParams, offerView, reportedLocationView } from '
 import { searchGauge } from './search-gauge';
 import { Searches } from './searches';
 import { SearchStore } from './search-store';
+import { ableToCarry } from './matching-rules';
 import { virtualCourier } from './virtual-courier';
 import { CourierStore, defineMatchingModels } from './store';
 import { CourierTokenStore } from './token-store';
@@ -272,6 +274,23 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         async handler(ctx) {
           const { courierIds, collectKobo } = ctx.params;
           return { courierIds: await searches.allowedToCollect(courierIds, collectKobo) };
+        },
+      }),
+
+      /** Internal: order's question before it takes a delivery only these may carry. */
+      mayCarry: implement('courier-matching.mayCarry', {
+        visibility: 'public',
+        params: mayCarryParams,
+        async handler(ctx) {
+          const { courierIds, fleetTypeId, weightGrams } = ctx.params;
+          const [couriers, types] = await Promise.all([
+            Promise.all(courierIds.map((courierId) => store.find(courierId))),
+            fleetTypes.get(),
+          ]);
+          const named = couriers.flatMap((c) =>
+            c ? [{ id: c._id, fleetTypeId: c.fleet.typeId }] : [],
+          );
+          return { courierIds: ableToCarry(named, types, fleetTypeId, weightGrams) };
         },
       }),
 

@@ -34,6 +34,20 @@ export function carryingFleetTypes(
   return [...ids].sort();
 }
 
+/**
+ * Of `couriers`, those whose fleet type may take the delivery (`carryingFleetTypes`), in the
+ * order given: a courier named for it on a smaller vehicle would never be offered it.
+ */
+export function ableToCarry(
+  couriers: readonly { id: string; fleetTypeId: string }[],
+  types: readonly FleetTypeCapacity[],
+  pricedFleetTypeId: string,
+  weightGrams: number,
+): string[] {
+  const carrying = new Set(carryingFleetTypes(types, pricedFleetTypeId, weightGrams));
+  return couriers.filter((c) => carrying.has(c.fleetTypeId)).map((c) => c.id);
+}
+
 export interface SearchReach {
   /** Radius of the first round, km. */
   startKm: number;

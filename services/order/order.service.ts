@@ -332,7 +332,7 @@ export function createOrderService(config: Config): ServiceDefinition {
             400: 'Invalid packages selection; origin and destination the same; invalid input; Waybill-Simulate in live; a quoteId not ours or of another account',
             404: 'Fleet type not found; Courier not found; No merchant-specific couriers found',
             409: 'The Idempotency-Key is held by a request still in progress, or its request was undone (send a new key); a COURIER_WALLET podCourierProfileId that is a user’s id; the quoteId expired, or the delivery would cost another total than it quoted (price it again)',
-            422: 'Insufficient balance; a pay-on-delivery only couriers over the cash limit may carry (SPECIFIC, MERCHANT_SPECIAL_COURIERS); a price more than one payment can be',
+            422: 'Insufficient balance; a pay-on-delivery only couriers over the cash limit may carry, or a load no vehicle of the couriers named can carry (SPECIFIC, MERCHANT_SPECIAL_COURIERS); a price more than one payment can be',
           },
         },
         params: requestParams,

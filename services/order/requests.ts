@@ -5,9 +5,11 @@ import { call, type Caller } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
   COURIER_NOT_FOUND,
+  courierCannotCarry,
   courierCannotCollect,
-  MAY_COLLECT_MAX_COURIERS,
+  NAMED_COURIERS_ASKED_MAX,
   NO_MERCHANT_COURIERS,
+  noCourierCanCarry,
   noCourierCanCollect,
 } from '../../libs/contracts/matching';
 import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
@@ -240,7 +242,7 @@ export class DeliveryRequests {
     } else {
       return;
     }
-    if (named.length > MAY_COLLECT_MAX_COURIERS) return;
+    if (named.length > NAMED_COURIERS_ASKED_MAX) return;
     let allowed: string[];
     let collectKobo: number;
     try {
@@ -269,6 +271,53 @@ export class DeliveryRequests {
       request.courierSelection === 'SPECIFIC'
         ? courierCannotCollect(collectKobo)
         : noCourierCanCollect(collectKobo),
+    );
+  }
+
+  /**
+   * A delivery only named couriers may carry (SPECIFIC, or MERCHANT_SPECIAL_COURIERS) is refused
+   * when none of their vehicles can take its load, before anything is paid: matching would
+   * never offer it to them, and it would wait out its search for a refund. Priced first, for
+   * the fleet type it was priced for stands whatever its limit. Left to matching: the sandbox,
+   * a list too long to ask about at once, and any doubt (matching not answering, or of the
+   * version before, without the action).
+   */
+  private async checkCarriers(
+    request: DeliveryRequest,
+    who: Requester,
+    fleetTypeId: string,
+    load: { totalWeightGrams: number },
+  ): Promise<void> {
+    if (who.simulation) return;
+    const services = who.caller;
+    let named: string[];
+    if (request.courierSelection === 'SPECIFIC' && request.courierId) {
+      named = [request.courierId];
+    } else if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS') {
+      named = await this.ownCouriers(who.user.id, services);
+    } else {
+      return;
+    }
+    if (named.length === 0 || named.length > NAMED_COURIERS_ASKED_MAX) return;
+    let able: string[];
+    try {
+      ({ courierIds: able } = await call(services, 'courier-matching.mayCarry', {
+        courierIds: named,
+        fleetTypeId,
+        weightGrams: load.totalWeightGrams,
+      }));
+    } catch (err) {
+      this.deps.logger().warn('couriers’ vehicles not known; the delivery is taken', {
+        userId: who.user.id,
+        err: (err as Error).message,
+      });
+      return;
+    }
+    if (able.length > 0) return;
+    throw unprocessable(
+      request.courierSelection === 'SPECIFIC'
+        ? courierCannotCarry(load.totalWeightGrams / 1000)
+        : noCourierCanCarry(load.totalWeightGrams / 1000),
     );
   }
 
@@ -304,6 +353,7 @@ export class DeliveryRequests {
       payOnDelivery: request.payOnDelivery,
       quoteId: request.quoteId,
     });
+    await this.checkCarriers(request, who, priced.fleetType.id, assigned);
 
     const codes = new Map<ProofType, string>(
       requiredProofs(request).map((type) => [type, newProofCode()]),

@@ -1030,6 +1030,42 @@ describe('pay-on-delivery and cancel', () => {
     expect((await ask(toOver, key)).status).toBe(201);
   });
 
+  it('refuses up front a delivery only couriers whose vehicles cannot take its load may carry, taking nothing', async () => {
+    const FAR = { lat: ORIGIN.lat + 0.4, lon: ORIGIN.lon - 0.4 };
+    const [bike, car] = await Promise.all([courierAt(FAR), courierAt(FAR, 'car')]);
+    const merchant: Party = await createUserWithKey(base());
+    await credit(base(), merchant, 100_000);
+    expect((await admin('PUT', `/admin/users/${merchant.userId}/couriers/${bike.id}`)).status).toBe(
+      204,
+    );
+    // Two large items: 30 kg, over a bike's 20.
+    const heavy = await savePackage(base(), merchant, { size: 'LARGE', quantity: 2 });
+    const ask = (packageId: string, fields: Record<string, unknown>) =>
+      requestDelivery(base(), merchant, [packageId], fields, { 'idempotency-key': randomUUID() });
+    expectErrorEnvelope(
+      await ask(heavy, { courierSelection: 'SPECIFIC', courierId: bike.id }),
+      422,
+      "This courier's vehicle cannot carry 30 kg: the delivery would wait for them and end with no courier found. Choose another courier, or courierSelection ANYONE",
+    );
+    expectErrorEnvelope(
+      await ask(heavy, { courierSelection: 'MERCHANT_SPECIAL_COURIERS' }),
+      422,
+      /^None of your couriers' vehicles can carry 30 kg/,
+    );
+    // Nothing paid, the package free again.
+    expect(await entriesOf(base(), merchant)).toHaveLength(1);
+    expect(await freePackages(base(), merchant)).toEqual([heavy]);
+
+    // Taken: by a car; a light load by the bike.
+    expect((await ask(heavy, { courierSelection: 'SPECIFIC', courierId: car.id })).status).toBe(
+      201,
+    );
+    const light = await savePackage(base(), merchant);
+    expect((await ask(light, { courierSelection: 'SPECIFIC', courierId: bike.id })).status).toBe(
+      201,
+    );
+  });
+
   /** A courier at `at` who accepted a SPECIFIC delivery then cancelled, free again: both. */
   async function cancelledUnderCourier(at: { lat: number; lon: number }) {
     const courier = await courierAt(at);

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import {
+  ableToCarry,
   carryingFleetTypes,
   nextWideningMs,
   offerId,
@@ -19,6 +20,21 @@ const TYPES: FleetTypeCapacity[] = [
   { id: VAN, maxWeight: '800.00000', active: true },
   { id: RETIRED_VAN, maxWeight: '800.00000', active: false },
 ];
+
+describe('ableToCarry', () => {
+  it('keeps the couriers whose fleet type carries the load, in the order given', () => {
+    const couriers = [
+      { id: 'b', fleetTypeId: BIKE },
+      { id: 'v', fleetTypeId: VAN },
+      { id: 'r', fleetTypeId: RETIRED_VAN },
+      { id: 'c', fleetTypeId: CAR },
+    ];
+    expect(ableToCarry(couriers, TYPES, CAR, 30_000)).toEqual(['v', 'c']);
+    expect(ableToCarry(couriers, TYPES, BIKE, 5_000)).toEqual(['b', 'v', 'c']);
+    // The type it was priced for takes it whatever its limit.
+    expect(ableToCarry(couriers, TYPES, RETIRED_VAN, 900_000)).toEqual(['r']);
+  });
+});
 
 describe('carryingFleetTypes', () => {
   it('keeps the priced type and every active type that carries the weight', () => {
