@@ -112,6 +112,11 @@ export interface DeliveryRecord {
   tierIds: TierIds;
   tariffVersion: string;
   deliveryFeePayer: FeePayer;
+  /**
+   * How the creator asked to pay, as they asked it (absent on records older than it): their
+   * share's `method` is null when they owe nothing, and the answers show what was asked.
+   */
+  paymentMethodType?: PaymentMethod;
   payment: Record<Share, SharePayment>;
   courierMatching: CourierSelection;
   courierId: string | null;
@@ -279,6 +284,7 @@ export function buildDelivery(n: NewDelivery): {
     tierIds: priced.tierIds,
     tariffVersion: priced.tariffVersion,
     deliveryFeePayer: request.deliveryFeePayer,
+    paymentMethodType: request.paymentMethodType,
     payment,
     courierMatching: request.courierSelection,
     courierId: request.courierId ?? null,

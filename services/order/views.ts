@@ -90,7 +90,7 @@ export function toDeliveryView(
     baseOrDistanceFee: formatNaira(fees.base),
     hubCommission: formatNaira(fees.hubCommission),
     deliveryFeePayer: delivery.deliveryFeePayer,
-    paymentMethodType: delivery.payment.creator.method ?? 'WALLET',
+    paymentMethodType: delivery.paymentMethodType ?? delivery.payment.creator.method ?? 'WALLET',
     courierMatching: delivery.courierMatching,
     courierId: delivery.courierId,
     requireCollectionProofCode: delivery.requireCollectionProofCode,

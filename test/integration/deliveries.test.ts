@@ -602,9 +602,12 @@ describe('checkout payment', () => {
     const who = await merchant(0);
     const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
       deliveryFeePayer: 'RECIPIENT',
+      paymentMethodType: 'CHECKOUT',
     });
     expect(reply.status).toBe(201);
     const { data } = reply.body;
+    // As asked, though the creator owes nothing.
+    expect(data.delivery.paymentMethodType).toBe('CHECKOUT');
     expect(data.matchingEligible).toBe(false);
     expect(data.status).toBe('PENDING_PAYMENT');
     expect(data.deliveryFee.creator).toMatchObject({ amount: '0.00', paymentRequired: false });
@@ -623,6 +626,7 @@ describe('checkout payment', () => {
       async () => {
         const got = (await getDelivery(base(), who, data.deliveryId)).body.data;
         expect(got.p2pDelivery.status).toBe('PENDING');
+        expect(got.paymentMethodType).toBe('CHECKOUT');
       },
       { timeout: 20_000 },
     );
