@@ -28,14 +28,14 @@ export const NO_MERCHANT_COURIERS = 'No merchant-specific couriers found';
 export const courierCannotCollect = (collectKobo: number) =>
   `This courier cannot collect NGN ${formatNaira(collectKobo)} on delivery now: it would take the cash they hold past the cash limit until they hand it in. Choose another courier, or courierSelection ANYONE`;
 /** The same for a merchant's own couriers, every one of them. */
-/** A courier named for a delivery whose vehicle cannot carry it (`mayCarry`). */
-export const courierCannotCarry = (kg: number) =>
-  `This courier's vehicle cannot carry ${kg} kg: the delivery would wait for them and end with no courier found. Choose another courier, or courierSelection ANYONE`;
-/** The same for a merchant's own couriers, every one of them. */
-export const noCourierCanCarry = (kg: number) =>
-  `None of your couriers' vehicles can carry ${kg} kg: the delivery would wait for them and end with no courier found. Choose courierSelection ANYONE, or put a courier with a larger vehicle on your list`;
 export const noCourierCanCollect = (collectKobo: number) =>
   `None of your couriers can collect NGN ${formatNaira(collectKobo)} on delivery now: each would take the cash they hold past the cash limit until they hand it in. Try again once one has, or choose courierSelection ANYONE`;
+/** A courier named for a delivery whose vehicle cannot carry its load (`mayCarry`), in kg. */
+export const courierCannotCarry = (kg: string) =>
+  `This courier's vehicle cannot carry ${kg} kg: the delivery would wait for them and end with no courier found. Choose another courier, or courierSelection ANYONE, with a new Idempotency-Key`;
+/** The same for a merchant's own couriers, every one of them. */
+export const noCourierCanCarry = (kg: string) =>
+  `None of your couriers' vehicles can carry ${kg} kg: the delivery would wait for them and end with no courier found. Choose courierSelection ANYONE, or put a courier with a larger vehicle on your list, and send it with a new Idempotency-Key`;
 
 export interface CourierFleet {
   /** A geo fleet type id. */

@@ -284,13 +284,10 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         async handler(ctx) {
           const { courierIds, fleetTypeId, weightGrams } = ctx.params;
           const [couriers, types] = await Promise.all([
-            Promise.all(courierIds.map((courierId) => store.find(courierId))),
+            store.findInOrder(courierIds),
             fleetTypes.get(),
           ]);
-          const named = couriers.flatMap((c) =>
-            c ? [{ id: c._id, fleetTypeId: c.fleet.typeId }] : [],
-          );
-          return { courierIds: ableToCarry(named, types, fleetTypeId, weightGrams) };
+          return { courierIds: ableToCarry(couriers, types, fleetTypeId, weightGrams) };
         },
       }),
 

@@ -34,18 +34,29 @@ export function carryingFleetTypes(
   return [...ids].sort();
 }
 
+/** What `ableToCarry` reads of a courier's directory entry. */
+export interface NamedCourier {
+  _id: string;
+  fleet: { typeId: string };
+  active: boolean;
+  virtual?: boolean;
+}
+
 /**
- * Of `couriers`, those whose fleet type may take the delivery (`carryingFleetTypes`), in the
- * order given: a courier named for it on a smaller vehicle would never be offered it.
+ * Of `couriers`, the ids of those who may be offered the delivery for their vehicle: at work,
+ * real, on a fleet type that carries it (`carryingFleetTypes`), in the order given. A courier
+ * named for it on a smaller vehicle would never be offered it.
  */
 export function ableToCarry(
-  couriers: readonly { id: string; fleetTypeId: string }[],
+  couriers: readonly NamedCourier[],
   types: readonly FleetTypeCapacity[],
   pricedFleetTypeId: string,
   weightGrams: number,
 ): string[] {
   const carrying = new Set(carryingFleetTypes(types, pricedFleetTypeId, weightGrams));
-  return couriers.filter((c) => carrying.has(c.fleetTypeId)).map((c) => c.id);
+  return couriers
+    .filter((c) => c.active && !c.virtual && carrying.has(c.fleet.typeId))
+    .map((c) => c._id);
 }
 
 export interface SearchReach {

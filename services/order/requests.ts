@@ -13,6 +13,7 @@ import {
   noCourierCanCollect,
 } from '../../libs/contracts/matching';
 import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
+import { formatKg } from '../../libs/money';
 import { courierHasUserId, isUserId } from '../../libs/contracts/user-ids';
 import type { SimulationMode } from '../../libs/contracts/matching';
 import {
@@ -156,7 +157,7 @@ export class DeliveryRequests {
     }
     this.fault('after-claim');
     try {
-      return await this.run(deliveryId, request, { ...who, recipientUserId }, now);
+      return await this.run(deliveryId, request, { ...who, recipientUserId }, own, now);
     } catch (err) {
       if (isRefusal(err)) await this.refuseAnswering(deliveryId, err);
       throw err;
@@ -276,35 +277,34 @@ export class DeliveryRequests {
 
   /**
    * A delivery only named couriers may carry (SPECIFIC, or MERCHANT_SPECIAL_COURIERS) is refused
-   * when none of their vehicles can take its load, before anything is paid: matching would
-   * never offer it to them, and it would wait out its search for a refund. Priced first, for
-   * the fleet type it was priced for stands whatever its limit. Left to matching: the sandbox,
-   * a list too long to ask about at once, and any doubt (matching not answering, or of the
-   * version before, without the action).
+   * when none of their vehicles can take its load, before anything is paid (decision 164):
+   * matching would never offer it to them, and it would wait out its search for a refund.
+   * Priced first, for the fleet type it was priced for stands whatever its limit. Left to
+   * matching, as `checkCollectors` leaves the cash limit: the sandbox, a SCHEDULED delivery
+   * (its couriers are read on its date, and may change until then), a list too long to ask
+   * about at once, and any doubt (matching not answering, or of the version before).
    */
   private async checkCarriers(
     request: DeliveryRequest,
     who: Requester,
+    own: string[] | null,
     fleetTypeId: string,
-    load: { totalWeightGrams: number },
+    weightGrams: number,
   ): Promise<void> {
-    if (who.simulation) return;
-    const services = who.caller;
-    let named: string[];
-    if (request.courierSelection === 'SPECIFIC' && request.courierId) {
-      named = [request.courierId];
-    } else if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS') {
-      named = await this.ownCouriers(who.user.id, services);
-    } else {
-      return;
-    }
-    if (named.length === 0 || named.length > NAMED_COURIERS_ASKED_MAX) return;
+    if (who.simulation || request.schedule) return;
+    const named =
+      request.courierSelection === 'SPECIFIC' && request.courierId
+        ? [request.courierId]
+        : request.courierSelection === 'MERCHANT_SPECIAL_COURIERS'
+          ? own
+          : null;
+    if (!named || named.length === 0 || named.length > NAMED_COURIERS_ASKED_MAX) return;
     let able: string[];
     try {
-      ({ courierIds: able } = await call(services, 'courier-matching.mayCarry', {
+      ({ courierIds: able } = await call(who.caller, 'courier-matching.mayCarry', {
         courierIds: named,
         fleetTypeId,
-        weightGrams: load.totalWeightGrams,
+        weightGrams,
       }));
     } catch (err) {
       this.deps.logger().warn('couriers’ vehicles not known; the delivery is taken', {
@@ -314,10 +314,9 @@ export class DeliveryRequests {
       return;
     }
     if (able.length > 0) return;
+    const kg = formatKg(weightGrams);
     throw unprocessable(
-      request.courierSelection === 'SPECIFIC'
-        ? courierCannotCarry(load.totalWeightGrams / 1000)
-        : noCourierCanCarry(load.totalWeightGrams / 1000),
+      request.courierSelection === 'SPECIFIC' ? courierCannotCarry(kg) : noCourierCanCarry(kg),
     );
   }
 
@@ -329,6 +328,8 @@ export class DeliveryRequests {
     deliveryId: string,
     request: DeliveryRequest,
     who: Requester & { recipientUserId: string | null },
+    /** The merchant's own active couriers, as `checkCouriers` read them (else null). */
+    own: string[] | null,
     now: Date,
   ): Promise<DeliveryRecord> {
     const services = who.caller;
@@ -353,7 +354,7 @@ export class DeliveryRequests {
       payOnDelivery: request.payOnDelivery,
       quoteId: request.quoteId,
     });
-    await this.checkCarriers(request, who, priced.fleetType.id, assigned);
+    await this.checkCarriers(request, who, own, priced.fleetType.id, assigned.totalWeightGrams);
 
     const codes = new Map<ProofType, string>(
       requiredProofs(request).map((type) => [type, newProofCode()]),

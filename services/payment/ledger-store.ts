@@ -359,8 +359,8 @@ export class LedgerStore {
   }
 
   /**
-   * Gives the debit posted under `debitReference` back, whole, once: `refund` names the posting
-   * for the debit's claim. Null when no debit of `walletId` was taken under it. A debit
+   * Gives the debit posted under `debitReference` back, whole, once, under
+   * `refund:<debitReference>` (described so). Null when no debit of `walletId` was taken under it. A debit
    * not even claimed yet (its call still on its way, or waiting for the wallet) is given up for
    * good (`VOIDED`), so that an undone request's late debit takes nothing. A debit claimed but
    * not written yet (a request still posting, on this replica or another, or one that died
@@ -374,7 +374,7 @@ export class LedgerStore {
   refundDebit(
     walletId: string,
     debitReference: string,
-    refund: (debit: ReferenceRecord) => PostRequest,
+    description: string | null,
   ): Promise<Posting | null> {
     return this.turns.run(walletId, async () => {
       let debit = await this.findReference(debitReference);
@@ -384,7 +384,13 @@ export class LedgerStore {
       }
       if (debit?.type !== 'DEBIT' || debit.walletId !== walletId) return null;
       if ((await this.postedEntry(debit)) || (await this.finishDebit(debit))) {
-        return this.postNow(refund(debit));
+        return this.postNow({
+          walletId,
+          type: 'REFUND',
+          amountKobo: debit.amountKobo,
+          reference: refundReference(debitReference),
+          description,
+        });
       }
       return this.giveUpClaimed(walletId, debit._id, debit.amountKobo);
     });

@@ -5,7 +5,6 @@ import {
   balanceParams,
   postingParams,
   refundParams,
-  refundReference,
   type EntryType,
   type PostingParams,
 } from '../../libs/contracts/payment';
@@ -22,7 +21,7 @@ import { createCashAccountActions } from './cash-accounts';
 import { Checkouts, createCheckoutActions } from './checkout-actions';
 import { checkoutProvider } from './checkout-providers';
 import { CheckoutStore } from './checkout-store';
-import { LedgerStore, type PostRequest, type ReferenceRecord } from './ledger-store';
+import { LedgerStore } from './ledger-store';
 import {
   transactionView,
   transactionsParams,
@@ -155,14 +154,7 @@ export function createPaymentService(config: Config): ServiceDefinition {
         params: refundParams,
         async handler(ctx) {
           const { userId, debitReference, description } = ctx.params;
-          const refund = (debit: ReferenceRecord): PostRequest => ({
-            walletId: userId,
-            type: 'REFUND',
-            amountKobo: debit.amountKobo,
-            reference: refundReference(debitReference),
-            description: description ?? null,
-          });
-          const refunded = await ledger.refundDebit(userId, debitReference, refund);
+          const refunded = await ledger.refundDebit(userId, debitReference, description ?? null);
           if (!refunded) throw notFound(`No debit ${debitReference} of this wallet to refund`);
           return refunded;
         },

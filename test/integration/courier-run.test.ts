@@ -1045,18 +1045,29 @@ describe('pay-on-delivery and cancel', () => {
     expectErrorEnvelope(
       await ask(heavy, { courierSelection: 'SPECIFIC', courierId: bike.id }),
       422,
-      "This courier's vehicle cannot carry 30 kg: the delivery would wait for them and end with no courier found. Choose another courier, or courierSelection ANYONE",
+      "This courier's vehicle cannot carry 30.00000 kg: the delivery would wait for them and end with no courier found. Choose another courier, or courierSelection ANYONE, with a new Idempotency-Key",
     );
     expectErrorEnvelope(
       await ask(heavy, { courierSelection: 'MERCHANT_SPECIAL_COURIERS' }),
       422,
-      /^None of your couriers' vehicles can carry 30 kg/,
+      /^None of your couriers' vehicles can carry 30\.00000 kg/,
     );
     // Nothing paid, the package free again.
     expect(await entriesOf(base(), merchant)).toHaveLength(1);
     expect(await freePackages(base(), merchant)).toEqual([heavy]);
 
-    // Taken: by a car; a light load by the bike.
+    // Taken: on a date ahead (the couriers are read then); by a car; a light load by the bike.
+    const scheduled = await ask(heavy, {
+      courierSelection: 'SPECIFIC',
+      courierId: bike.id,
+      urgencyType: 'SCHEDULED',
+      deliveryDate: new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10),
+      deliverySlot: '09:00 - 12:00',
+    });
+    expect(scheduled.status).toBe(201);
+    const scheduledId = scheduled.body.data.delivery.id as string;
+    expect((await cancelDelivery(base(), merchant, scheduledId)).status).toBe(201);
+    await eventually(async () => expect(await freePackages(base(), merchant)).toEqual([heavy]));
     expect((await ask(heavy, { courierSelection: 'SPECIFIC', courierId: car.id })).status).toBe(
       201,
     );

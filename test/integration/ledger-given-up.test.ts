@@ -5,8 +5,6 @@ import {
   defineLedgerModels,
   LedgerStore,
   type LedgerModels,
-  type PostRequest,
-  type ReferenceRecord,
 } from '../../services/payment/ledger-store';
 import { bulkCredits } from '../support/ledger';
 import { useStoreDatabase } from '../support/store-database';
@@ -72,13 +70,7 @@ const credit = (store: LedgerStore, walletId: string, amountKobo: number) =>
 
 /** What the payment service's `payment.refund` asks for: all of the debit, for an undone request. */
 const undo = (store: LedgerStore, walletId: string, reference: string) =>
-  store.refundDebit(walletId, reference, (debit: ReferenceRecord): PostRequest => ({
-    walletId,
-    type: 'REFUND',
-    amountKobo: debit.amountKobo,
-    reference: refundReference(reference),
-    description: 'Delivery request not completed',
-  }));
+  store.refundDebit(walletId, reference, 'Delivery request not completed');
 
 /** How the two calls ended: the posting, or the error's status. */
 const settle = (p: Promise<Posting | null>) =>

@@ -22,13 +22,26 @@ const TYPES: FleetTypeCapacity[] = [
 ];
 
 describe('ableToCarry', () => {
-  it('keeps the couriers whose fleet type carries the load, in the order given', () => {
-    const couriers = [
-      { id: 'b', fleetTypeId: BIKE },
-      { id: 'v', fleetTypeId: VAN },
-      { id: 'r', fleetTypeId: RETIRED_VAN },
-      { id: 'c', fleetTypeId: CAR },
-    ];
+  const named = (
+    id: string,
+    typeId: string,
+    more: { active?: boolean; virtual?: boolean } = {},
+  ) => ({
+    _id: id,
+    fleet: { typeId },
+    active: more.active ?? true,
+    ...(more.virtual ? { virtual: true } : {}),
+  });
+  const couriers = [
+    named('b', BIKE),
+    named('v', VAN),
+    named('r', RETIRED_VAN),
+    named('c', CAR),
+    named('gone', VAN, { active: false }),
+    named('sandbox', VAN, { virtual: true }),
+  ];
+
+  it('keeps the couriers at work whose fleet type carries the load, in the order given', () => {
     expect(ableToCarry(couriers, TYPES, CAR, 30_000)).toEqual(['v', 'c']);
     expect(ableToCarry(couriers, TYPES, BIKE, 5_000)).toEqual(['b', 'v', 'c']);
     // The type it was priced for takes it whatever its limit.
