@@ -52,26 +52,34 @@ export function isWaybillError(err: unknown): err is WaybillError {
   return typeof type === 'string' && Object.hasOwn(ERROR_STATUS, type);
 }
 
-export const badRequest = (message: string, errors?: FieldError[]) =>
-  new WaybillError('BAD_REQUEST', message, errors ? { errors } : undefined);
-
 /**
- * Problems one 400 lists, and the bytes of each field's name and message: a body of thousands
- * of unknown keys, or one key of 200 KB, must not make an answer of megabytes (a reply over
- * NATS's 1 MB never arrives, and its caller waits out its timeout for a 504).
+ * Problems one error lists, and the bytes of each field's name and message: a body of
+ * thousands of unknown keys, or one key of 200 KB, must not make an answer of megabytes (a
+ * reply over NATS's 1 MB never arrives, and its caller waits out its timeout for a 504).
  */
 export const MAX_LISTED_PROBLEMS = 20;
 const MAX_PROBLEM_TEXT_BYTES = 300;
+
+/** The first `MAX_LISTED_PROBLEMS` problems, each clipped: what any error carries of them. */
+const listedProblems = (problems: readonly FieldError[]): FieldError[] =>
+  problems.slice(0, MAX_LISTED_PROBLEMS).map((p) => ({
+    field: clipForJson(p.field, MAX_PROBLEM_TEXT_BYTES),
+    message: clipForJson(p.message, MAX_PROBLEM_TEXT_BYTES),
+  }));
+
+/**
+ * A 400 whose `message` is the spec's own ("Invalid packages selection"): its problems are
+ * listed as `validationError` lists them, the message left as it is.
+ */
+export const badRequest = (message: string, errors?: FieldError[]) =>
+  new WaybillError('BAD_REQUEST', message, errors ? { errors: listedProblems(errors) } : undefined);
 
 /**
  * The 400 of invalid input: its first problems (each clipped), and `summary`, or the listed
  * problems' messages joined, saying how many more there were.
  */
 export function validationError(problems: FieldError[], summary?: string): WaybillError {
-  const listed = problems.slice(0, MAX_LISTED_PROBLEMS).map((p) => ({
-    field: clipForJson(p.field, MAX_PROBLEM_TEXT_BYTES),
-    message: clipForJson(p.message, MAX_PROBLEM_TEXT_BYTES),
-  }));
+  const listed = listedProblems(problems);
   const more = problems.length - listed.length;
   const message =
     summary !== undefined
@@ -172,9 +180,13 @@ function retryAfterOf(data: unknown): number | undefined {
 function asFieldErrors(data: unknown): FieldError[] | undefined {
   const errors = (data as { errors?: unknown } | undefined)?.errors;
   if (!Array.isArray(errors)) return undefined;
-  return errors
-    .filter((e): e is FieldError => typeof e?.field === 'string' && typeof e?.message === 'string')
-    .map(({ field, message }) => ({ field, message }));
+  // Listed as the errors built here list them, whatever built this one (a node of an older
+  // version, an error made by hand): the envelope never holds more.
+  return listedProblems(
+    errors.filter(
+      (e): e is FieldError => typeof e?.field === 'string' && typeof e?.message === 'string',
+    ),
+  );
 }
 
 /** The 413 of a body that grew past what one message between services carries. */

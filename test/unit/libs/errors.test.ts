@@ -76,6 +76,19 @@ describe('WaybillError factories', () => {
     expect(badRequest('bad', fieldErrors).data).toEqual({ errors: fieldErrors });
   });
 
+  it('lists at most 20 problems, whoever built the error, the spec’s message kept as it is', () => {
+    const many = Array.from({ length: 50 }, (_, i) => ({
+      field: `packagesId.${i}`,
+      message: `package ${i} is not one of your packages available for delivery`,
+    }));
+    const refused = badRequest('Invalid packages selection', many);
+    expect(refused.message).toBe('Invalid packages selection');
+    expect(refused.data?.errors).toEqual(many.slice(0, 20));
+    // An error from a node that listed them all: the envelope holds 20 all the same.
+    const fromElsewhere = { type: 'BAD_REQUEST', code: 400, message: 'x', data: { errors: many } };
+    expect(toHttpError(fromElsewhere).errors).toEqual(many.slice(0, 20));
+  });
+
   it('badRequest without field errors carries no errors', () => {
     expect((badRequest('bad').data as { errors?: unknown } | undefined)?.errors).toBeUndefined();
   });
