@@ -221,18 +221,29 @@ export class Searches {
     }
   }
 
-  /** The offers made so far, 1..n, read by `_id` from the search's hint onwards. */
-  private async offers(search: SearchRecord): Promise<OfferRecord[]> {
-    const found: OfferRecord[] = [];
-    for (let n = 1; ; n++) {
-      const offer = await this.store.offer(offerId(search._id, n));
-      if (!offer) {
-        if (n > search.offers) break;
-        continue;
-      }
-      found.push(offer);
+  /**
+   * The search's latest offer and how many were made, read by `_id` from its hint (`offers`,
+   * the last number noted) rather than from the first: a long search in a busy area makes
+   * dozens, and every step and decline read them all. Offers are numbered without gaps but for
+   * the last noted, which a step that stopped before claiming it leaves missing (the next step
+   * makes it); the hint may lag (read before another matcher noted one, or a write that lost):
+   * so forward while offers exist past it, then back to the last that does.
+   */
+  private async latestOffer(
+    search: SearchRecord,
+  ): Promise<{ latest: OfferRecord | undefined; made: number }> {
+    const read = (n: number) => this.store.offer(offerId(search._id, n));
+    let n = Math.max(search.offers, 0);
+    let latest = n > 0 ? await read(n) : null;
+    for (let next = await read(n + 1); next; next = await read(n + 1)) {
+      n += 1;
+      latest = next;
     }
-    return found;
+    while (!latest && n > 1) {
+      n -= 1;
+      latest = await read(n);
+    }
+    return latest ? { latest, made: n } : { latest: undefined, made: 0 };
   }
 
   /** Real time for a real search; the sandbox's simulations run `simulatorTimeScale` faster. */
@@ -258,8 +269,7 @@ export class Searches {
     }
     const ended = await this.store.end(deliveryId);
     if (ended) return this.finishEnded(search, ended);
-    const offers = await this.offers(search);
-    const latest = offers.at(-1);
+    const { latest, made } = await this.latestOffer(search);
     if (latest) {
       const outcome = await this.store.offerOutcome(latest._id);
       if (outcome === 'ACCEPTED') return void (await this.confirm(latest));
@@ -284,7 +294,7 @@ export class Searches {
       return this.giveUp(deliveryId, now);
     }
     // Found before the end and the offers were read: still this step's when there were none.
-    await this.offerNext(search, offers, now, offers.length === 0 ? reach : undefined);
+    await this.offerNext(search, made, now, made === 0 ? reach : undefined);
   }
 
   /**
@@ -440,7 +450,8 @@ export class Searches {
    */
   private async offerNext(
     search: SearchRecord,
-    offers: OfferRecord[],
+    /** Offers the search made so far: the next is numbered after them. */
+    made: number,
     now: Date,
     reach?: readonly Candidate[],
   ): Promise<void> {
@@ -454,7 +465,7 @@ export class Searches {
       found = await this.candidates(fresh, now);
     }
     const candidates = await this.mayCollect(search, found, now);
-    let n = offers.length;
+    let n = made;
     for (const { courierId } of candidates) {
       n += 1;
       // An offer lasts its whole time from when it is made: what went before in this step (what
@@ -857,7 +868,7 @@ export class Searches {
    * when another call is letting the courier go (`letGo`).
    */
   private async withdrawLatest(search: SearchRecord, alsoDelivery: boolean): Promise<boolean> {
-    const latest = (await this.offers(search)).at(-1);
+    const { latest } = await this.latestOffer(search);
     if (!latest) return true;
     await this.store.claimOfferOutcome(latest._id, 'WITHDRAWN');
     const hold = await this.store.holding(latest.courierId);

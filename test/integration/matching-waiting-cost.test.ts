@@ -203,6 +203,44 @@ it('reads nothing of a search whose offer is open until its courier answers, the
   expect(waited.ends - declined.ends).toBeLessThanOrEqual(5);
 }, 60_000);
 
+it('reads a long search’s latest offer from its hint, not every offer it made', async () => {
+  const couriers = await Promise.all(
+    Array.from({ length: 8 }, () => courierAt(node.url, NEAR_ORIGIN)),
+  );
+  made.couriers.push(...couriers);
+  const deliveryId = await waitingDelivery();
+  /** The courier the search's open offer is with, and the offer. */
+  const offered = async (among: Courier[]) => {
+    let found: { courier: Courier; offer: Offer } | undefined;
+    await eventually(async () => {
+      for (const courier of among) {
+        const reply = await asCourier(node.url, courier, 'GET', '/courier/offers');
+        const [offer] = reply.body.data as Offer[];
+        if (offer?.deliveryId === deliveryId) found = { courier, offer };
+      }
+      expect(found).toBeDefined();
+    });
+    return found as { courier: Courier; offer: Offer };
+  };
+  let left = couriers;
+  for (let declined = 0; declined < 6; declined++) {
+    const { courier, offer } = await offered(left);
+    await decline(courier, offer);
+    left = left.filter((c) => c !== courier);
+  }
+  // The seventh offer is open; its decline and the step that makes the eighth are counted.
+  const seventh = await offered(left);
+  await pause(300);
+  const before = await matchingFinds();
+  await decline(seventh.courier, seventh.offer);
+  await offered(left.filter((c) => c !== seventh.courier));
+  const after = await matchingFinds();
+  // The decline reads its offer; the step the latest (from the hint: the seventh, then the
+  // eighth, missing) and the new one's claim reads none. Reading every offer from the first,
+  // the step alone read eight.
+  expect(after.offers - before.offers).toBeLessThanOrEqual(4);
+}, 90_000);
+
 it('stops a search started after its delivery was over before the start answers, with nobody in reach', async () => {
   const fleetTypes = (
     await request(node.url, 'GET', '/admin/fleet-types', { headers: adminHeaders })
