@@ -136,8 +136,7 @@ const nonNegativeInt = (value: string) => {
   return n;
 };
 
-/** A list command's `--limit` (`what` per page, at most `max`) and `--offset`. */
-/** `--limit`, as every listing takes it. */
+/** `--limit` (`what` per page, at most `max`), as every listing takes it. */
 const limited = (
   command: Command,
   what: string,
@@ -145,6 +144,7 @@ const limited = (
 ): Command =>
   command.option('--limit <n>', `${what} per page (at most ${max})`, positiveInt, byDefault);
 
+/** A list command's `--limit` and `--offset`. */
 function paged(command: Command, what: string, page: { max: number; byDefault: number }): Command {
   return limited(command, what, page).option('--offset <n>', `${what} to skip`, nonNegativeInt, 0);
 }

@@ -78,6 +78,7 @@ const BATCH = 50;
  * How long one send may take in all before its attempt is recorded failed: a provider's limit
  * (NOTIFY_TIMEOUT_MS) bounds each wait, but an SMTP send waits several times over (connection,
  * greeting, each command), and a server answering slowly, a little at a time, never trips them.
+ * For SMTP, then: an SMS's request to Termii is bounded whole by that limit already.
  */
 export const sendDeadlineMs = (timeoutMs: number) => 2 * timeoutMs;
 /**

@@ -233,17 +233,15 @@ export class DeliveryRequests {
   ): Promise<void> {
     if (!request.payOnDelivery || request.schedule || who.simulation) return;
     const services = who.caller;
-    let named: string[];
-    if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS' && own) {
-      named = own;
-    } else if (request.courierSelection === 'SPECIFIC' && request.courierId) {
-      const { courierId } = request;
-      if (!(await this.ownCouriers(userId, services)).includes(courierId)) return;
-      named = [courierId];
-    } else {
+    const named = namedCouriers(request, own);
+    if (!named || named.length > NAMED_COURIERS_ASKED_MAX) return;
+    // Someone else's courier: the answer would tell a stranger about their cash.
+    if (
+      request.courierSelection === 'SPECIFIC' &&
+      !(await this.ownCouriers(userId, services)).includes(named[0])
+    ) {
       return;
     }
-    if (named.length > NAMED_COURIERS_ASKED_MAX) return;
     let allowed: string[];
     let collectKobo: number;
     try {
@@ -292,12 +290,7 @@ export class DeliveryRequests {
     weightGrams: number,
   ): Promise<void> {
     if (who.simulation || request.schedule) return;
-    const named =
-      request.courierSelection === 'SPECIFIC' && request.courierId
-        ? [request.courierId]
-        : request.courierSelection === 'MERCHANT_SPECIAL_COURIERS'
-          ? own
-          : null;
+    const named = namedCouriers(request, own);
     if (!named || named.length === 0 || named.length > NAMED_COURIERS_ASKED_MAX) return;
     let able: string[];
     try {
@@ -602,6 +595,16 @@ export class DeliveryRequests {
     await this.undo(pending);
     return 'undone';
   }
+}
+
+/**
+ * The only couriers a delivery may go to: SPECIFIC's one, or the merchant's own list as read
+ * (`own`); null when any courier may take it.
+ */
+function namedCouriers(request: DeliveryRequest, own: string[] | null): string[] | null {
+  if (request.courierSelection === 'SPECIFIC' && request.courierId) return [request.courierId];
+  if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS') return own;
+  return null;
 }
 
 function asError(error: { type: string; message: string; data?: unknown }): WaybillError {
