@@ -131,6 +131,7 @@ export function createOrderService(config: Config): ServiceDefinition {
   });
   const cancellations = new Cancellations({
     transitions,
+    stored: (deliveryId) => requests.stored(deliveryId),
     settlement,
     window: new CancelWindow(redis, {
       keyPrefix: `${config.namespace}:cancels:`,
@@ -201,7 +202,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     ctx: WaybillContext<{ deliveryId: string }>,
     allowed: typeof readableBy,
   ) {
-    return allowed(await transitions.current(ctx.params.deliveryId), requireUser(ctx));
+    return allowed(await requests.stored(ctx.params.deliveryId), requireUser(ctx));
   }
 
   const addressesOf = (deliveries: DeliveryRecord[]) =>
@@ -347,7 +348,7 @@ export function createOrderService(config: Config): ServiceDefinition {
               { field: SIMULATE_HEADER, message: 'staging only' },
             ]);
           }
-          const delivery = await requests.create(ctx.params, {
+          const { delivery, addresses } = await requests.create(ctx.params, {
             user,
             apiKeyId: ctx.meta.apiKeyId ?? null,
             idempotencyToken: ctx.meta.idempotencyToken,
@@ -356,7 +357,7 @@ export function createOrderService(config: Config): ServiceDefinition {
             caller: ctx,
           });
           ctx.meta.$location = `/api/deliveries/${delivery._id}`;
-          return toCreatedView(delivery, await addressesOf([delivery]));
+          return toCreatedView(delivery, new Map(addresses.map((a) => [a._id, a])));
         },
       }),
 

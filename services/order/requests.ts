@@ -111,7 +111,8 @@ export class DeliveryRequests {
     }
   }
 
-  async create(params: RequestParams, who: Requester): Promise<DeliveryRecord> {
+  /** The created delivery with its stops, as created: not read back from the store (`finish`). */
+  async create(params: RequestParams, who: Requester): Promise<Built> {
     const { user } = who;
     const request = readDeliveryRequest(params, user);
     const deliveryId = who.idempotencyToken
@@ -153,7 +154,7 @@ export class DeliveryRequests {
     // refusal of its own, give back the created delivery's debit and packages).
     if (who.idempotencyToken && (await this.store.outcome(deliveryId))) {
       await this.store.dropPending(deliveryId);
-      return (await this.replay(deliveryId)) as DeliveryRecord;
+      return (await this.replay(deliveryId)) as Built;
     }
     this.fault('after-claim');
     try {
@@ -324,7 +325,7 @@ export class DeliveryRequests {
     /** The merchant's own active couriers, as `checkCouriers` read them (else null). */
     own: string[] | null,
     now: Date,
-  ): Promise<DeliveryRecord> {
+  ): Promise<Built> {
     const services = who.caller;
     const { user } = who;
     const assigned = await call(services, 'package.assign', {
@@ -431,7 +432,7 @@ export class DeliveryRequests {
     deliveryId: string,
     built: Built,
     notifications: NotificationRecord[],
-  ): Promise<DeliveryRecord> {
+  ): Promise<Built> {
     const won = await this.store.claimOutcome({
       _id: deliveryId,
       outcome: 'CREATED',
@@ -442,8 +443,51 @@ export class DeliveryRequests {
       if (decided?.outcome === 'REFUSED') throw asError(decided.error);
     }
     this.fault('after-outcome');
-    await this.persist(built, notifications);
-    return built.delivery;
+    try {
+      await this.persist(built, notifications);
+    } catch (err) {
+      // Decided CREATED and paid: an error here would send the client to request it again
+      // and pay twice. The pending document stays READY, so the first read of the delivery
+      // (`stored`), a retry with the key or the sweep stores it.
+      this.deps
+        .logger()
+        .warn('created delivery not stored yet; its first read or the sweep stores it', {
+          deliveryId,
+          err: (err as Error).message,
+        });
+    }
+    return built;
+  }
+
+  /**
+   * A delivery as a caller finds it. One whose request was decided CREATED while a failed
+   * write left it unstored (`finish`) is stored first: its creator was answered 201 and may
+   * read or cancel it at once. Only a miss costs more: one read of the request's outcome.
+   */
+  async stored(deliveryId: string): Promise<DeliveryRecord | null> {
+    const delivery = await this.deps.transitions.current(deliveryId);
+    if (delivery || (await this.store.outcome(deliveryId))?.outcome !== 'CREATED') return delivery;
+    return (await this.storeCreated(deliveryId))?.delivery ?? null;
+  }
+
+  /**
+   * A delivery decided CREATED, stored from its pending document if it is not yet; null while
+   * it has neither (its run has not saved READY).
+   */
+  private async storeCreated(deliveryId: string): Promise<Built | null> {
+    const pending = await this.store.pending(deliveryId);
+    if (pending?.built) {
+      await this.persist(pending.built, pending.notifications ?? []);
+      return pending.built;
+    }
+    // Gone: stored since the caller's read, by the request's own run or the sweep.
+    return this.withStops(await this.deps.transitions.current(deliveryId));
+  }
+
+  private async withStops(delivery: DeliveryRecord | null): Promise<Built | null> {
+    if (!delivery) return null;
+    const stops = await this.store.addresses([delivery.originId, delivery.destinationId]);
+    return { delivery, addresses: [...stops.values()] };
   }
 
   /** Stores a created delivery, its addresses and messages, and tells the others: once each. */
@@ -541,17 +585,16 @@ export class DeliveryRequests {
   }
 
   /** How an earlier run of this request ended: its delivery, its refusal, or null. */
-  private async replay(deliveryId: string): Promise<DeliveryRecord | null> {
+  private async replay(deliveryId: string): Promise<Built | null> {
     const decided = await this.store.outcome(deliveryId);
     if (!decided) return null;
     if (decided.outcome === 'REFUSED') throw asError(decided.error);
-    const delivery = await this.deps.transitions.current(deliveryId);
-    if (delivery) return delivery;
-    // Created but not stored yet (its run stopped after the claim): store it now.
-    const pending = await this.store.pending(deliveryId);
-    if (!pending?.built) throw conflict(IN_PROGRESS);
-    await this.persist(pending.built, pending.notifications ?? []);
-    return pending.built.delivery;
+    // Created but not stored yet (its run stopped after the claim, or a write failed): store it now.
+    const built =
+      (await this.withStops(await this.deps.transitions.current(deliveryId))) ??
+      (await this.storeCreated(deliveryId));
+    if (!built) throw conflict(IN_PROGRESS);
+    return built;
   }
 
   /**

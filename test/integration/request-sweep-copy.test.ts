@@ -15,6 +15,7 @@ import { validate } from '../../libs/validation';
 import { requestParams } from '../../services/order/schemas';
 import {
   balanceOf,
+  cancelDelivery,
   credit,
   DESTINATION,
   entriesOf,
@@ -25,6 +26,7 @@ import {
   requestDelivery,
   savePackage,
 } from '../support/deliveries';
+import { eventually } from '../support/eventually';
 import { useMerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
 
@@ -109,25 +111,25 @@ it('never undoes a request it listed before READY and finds CREATED: nothing giv
   expect(await ledgerIsClean(base)).toBe(true);
 });
 
-describe('a second run of a request that looked for its outcome just before the first ended', () => {
-  /** The request as the order action hands it over, run here with `token` as its key's. */
-  async function runOf(token: string) {
-    const { alice } = stack;
-    const user = authUserOf(await stack.client.call('account.getUser', { userId: alice.userId }));
-    const who = { user, apiKeyId: null, idempotencyToken: token, caller: stack.client };
-    return (params: Record<string, unknown>) =>
-      requests.create(
-        validate(requestParams, {
-          origin: ORIGIN,
-          destination: DESTINATION,
-          type: 'DROP_OFF',
-          courierSelection: 'ANYONE',
-          ...params,
-        }),
-        who,
-      );
-  }
+/** The request as the order action hands it over, run here as alice's with `token` as its key's. */
+async function runOf(token: string) {
+  const { alice } = stack;
+  const user = authUserOf(await stack.client.call('account.getUser', { userId: alice.userId }));
+  const who = { user, apiKeyId: null, idempotencyToken: token, caller: stack.client };
+  return (params: Record<string, unknown>) =>
+    requests.create(
+      validate(requestParams, {
+        origin: ORIGIN,
+        destination: DESTINATION,
+        type: 'DROP_OFF',
+        courierSelection: 'ANYONE',
+        ...params,
+      }),
+      who,
+    );
+}
 
+describe('a second run of a request that looked for its outcome just before the first ended', () => {
   /** The second run: it read no outcome at its start (the first had not claimed one yet). */
   async function lateTwin<T>(run: () => Promise<T>): Promise<T> {
     const outcome = jest.spyOn(store, 'outcome').mockResolvedValueOnce(null);
@@ -145,7 +147,7 @@ describe('a second run of a request that looked for its outcome just before the 
     await credit(base, alice, 10_000);
     const packageId = await savePackage(base, alice);
     const run = await runOf(randomUUID());
-    const first = await run({ packagesId: [packageId] });
+    const { delivery: first } = await run({ packagesId: [packageId] });
     return { base, alice, packageId, run, first, balance: await balanceOf(base, alice) };
   }
 
@@ -153,7 +155,7 @@ describe('a second run of a request that looked for its outcome just before the 
     const { base, alice, packageId, run, first, balance } = await firstRun();
     const sent = (await store.notificationsOf(first._id)).length;
 
-    const second = await lateTwin(() => run({ packagesId: [packageId] }));
+    const { delivery: second } = await lateTwin(() => run({ packagesId: [packageId] }));
     expect(second._id).toBe(first._id);
     expect(second.trackingId).toBe(first.trackingId);
     expect(await store.notificationsOf(first._id)).toHaveLength(sent);
@@ -199,7 +201,71 @@ describe('a second run of a request that looked for its outcome just before the 
     expect(entries.filter((e) => e.type === 'REFUND')).toEqual([]);
     expect(await balanceOf(base, alice)).toBe(balance);
     expect(await freePackages(base, alice)).not.toContain(packageId);
-    expect(second).toMatchObject({ _id: first._id, trackingId: first.trackingId });
+    expect(second).toMatchObject({ delivery: { _id: first._id, trackingId: first.trackingId } });
+    expect(await ledgerIsClean(base)).toBe(true);
+  });
+});
+
+describe('a request decided CREATED whose delivery a failed write left unstored', () => {
+  /** Runs a wallet-paid request here while the store fails its first write of the delivery. */
+  async function createdUnstored() {
+    const base = stack.node.url;
+    const { alice } = stack;
+    await credit(base, alice, 10_000);
+    const packageId = await savePackage(base, alice);
+    const balance = await balanceOf(base, alice);
+    const run = await runOf(randomUUID());
+    const write = jest
+      .spyOn(store, 'insertTrackingRef')
+      .mockRejectedValueOnce(new Error('connection reset by peer'));
+    try {
+      const { delivery, addresses } = await run({ packagesId: [packageId] });
+      // Its stops as created: the answer reads none back from the store.
+      expect(addresses.map((a) => a._id)).toEqual([delivery.originId, delivery.destinationId]);
+      expect(write).toHaveBeenCalled();
+      return { base, alice, packageId, delivery, balance };
+    } finally {
+      write.mockRestore();
+    }
+  }
+
+  /** The wallet entries of `type` that name the delivery. */
+  const entriesFor = async (base: string, type: string, deliveryId: string) =>
+    (await entriesOf(base, stack.alice)).filter(
+      (e) => e.type === type && String(e.reference).includes(deliveryId),
+    );
+
+  it('answers the delivery, paid once, and its first read through the API stores it', async () => {
+    const { base, alice, packageId, delivery } = await createdUnstored();
+    // Answered, not thrown: an error would send the client to pay for it again.
+    expect(delivery.lifecycle.status).toBe('REQUEST_CREATED');
+    expect(await store.delivery(delivery._id)).toBeNull();
+    expect(await store.pending(delivery._id)).toMatchObject({ stage: 'READY' });
+    expect(await entriesFor(base, 'DEBIT', delivery._id)).toHaveLength(1);
+
+    const read = await getDelivery(base, alice, delivery._id);
+    expect(read.status).toBe(200);
+    expect(read.body.data.trackingId).toBe(delivery.trackingId);
+    expect(read.body.data.p2pDelivery.status).toBe('PENDING');
+    expect(await store.delivery(delivery._id)).not.toBeNull();
+    expect(await store.pending(delivery._id)).toBeNull();
+    expect((await getDelivery(base, alice, delivery._id)).status).toBe(200);
+    expect(await freePackages(base, alice)).not.toContain(packageId);
+    expect(await entriesFor(base, 'DEBIT', delivery._id)).toHaveLength(1);
+    // A stranger's read of it finds nothing, as for any delivery not theirs.
+    expect((await getDelivery(base, stack.bob, delivery._id)).status).toBe(404);
+  });
+
+  it('is cancelled by its creator before anything read it: refunded once, the packages free', async () => {
+    const { base, alice, packageId, delivery, balance } = await createdUnstored();
+    expect(await balanceOf(base, alice)).not.toBe(balance);
+    const cancelled = await cancelDelivery(base, alice, delivery._id);
+    expect(cancelled.status).toBe(201);
+    await eventually(async () =>
+      expect(await entriesFor(base, 'REFUND', delivery._id)).toHaveLength(1),
+    );
+    expect(await balanceOf(base, alice)).toBe(balance);
+    await eventually(async () => expect(await freePackages(base, alice)).toContain(packageId));
     expect(await ledgerIsClean(base)).toBe(true);
   });
 });

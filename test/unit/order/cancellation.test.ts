@@ -45,7 +45,13 @@ function cancelling(options: {
   } as unknown as Settlement;
   const warnings: string[] = [];
   const logger = () => ({ warn: (message: string) => warnings.push(message) }) as unknown as Logger;
-  const cancellations = new Cancellations({ transitions, settlement, window, logger });
+  const cancellations = new Cancellations({
+    transitions,
+    stored: (deliveryId) => transitions.current(deliveryId),
+    settlement,
+    window,
+    logger,
+  });
   return { cancel: () => cancellations.cancel(USER, DELIVERY), givenBack, warnings };
 }
 
