@@ -100,6 +100,9 @@ export function recipientsView(view: Record<string, unknown>, at: Date): Record<
   if (view.deliveryFeePayer === 'CREATOR') delete shown.deliveryFeeTotal;
   const p2p = view.p2pDelivery as Record<string, unknown> | undefined;
   if (p2p) shown.p2pDelivery = leftOut(CREATORS_OWN_P2P, p2p);
+  // Theirs only: what the creator pays, and the link to it, is the creator's.
+  const payment = view.payment as { recipient?: unknown } | undefined;
+  if (payment) shown.payment = { recipient: payment.recipient };
   const origin = view.origin as Record<string, unknown> | undefined;
   if (origin) shown.origin = leftOut(['contactEmail'], origin);
   const courier = view.courier as Record<string, unknown> | undefined;

@@ -229,6 +229,25 @@ export const proofParams = Joi.object<{ deliveryId: string; proofId: string }, t
   proofId: uuid().required(),
 });
 
+const shareView = (name: string) =>
+  view(name, {
+    amount: money(),
+    paymentRequired: Joi.boolean().description('Whether this party owes a share'),
+    paid: Joi.boolean().description('Stays true once given back: `p2pDelivery.status` says so'),
+    checkoutUrl: Joi.string()
+      .allow(null)
+      .description(
+        'The hosted checkout to pay the share with while the delivery waits for it (REQUEST_CREATED, owed, not paid); null otherwise, and for a wallet debit',
+      ),
+  });
+
+const paymentView = view('DeliveryPayment', {
+  creator: shareView('CreatorShare').optional().description('Absent in a linked recipient’s view'),
+  recipient: shareView('RecipientShare'),
+}).description(
+  'Who owes what and whether they have paid, with the link to pay a share still owed (an extension of the spec)',
+);
+
 export const deliveryView = view(
   'Delivery',
   withCreatorsOwn(
@@ -282,6 +301,7 @@ export const deliveryView = view(
         .description(
           'Why the delivery could not go on, as its courier (or an operator for them) said: FAILED, or RETURNING and RETURNED after it; null otherwise (an extension of the spec)',
         ),
+      payment: paymentView,
       deliverySteps: Joi.array().items(
         view('DeliveryStep', {
           id: uuid(),

@@ -9,7 +9,7 @@ import {
   type ProofRecord,
   type StoredAddress,
 } from './delivery-record';
-import { isMatchingEligible } from './lifecycle';
+import { isMatchingEligible, type Share } from './lifecycle';
 import type { NotificationRecord } from './notifications';
 
 const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
@@ -119,8 +119,29 @@ export function toDeliveryView(
       active: s.active,
       updatedAt: new Date(s.updatedAt).toISOString(),
     })),
+    payment: toPaymentView(delivery),
     ...(courier ? { courier } : {}),
   };
+}
+
+/**
+ * Who owes what of the delivery and whether they have paid (an extension of the spec). A
+ * share's checkout link is shown while the delivery waits for it: the creator who lost the
+ * create answer finds theirs here, as the recipient finds theirs.
+ */
+function toPaymentView(delivery: DeliveryRecord) {
+  const { lifecycle, payment } = delivery;
+  const share = (party: Share) => {
+    const awaited =
+      lifecycle.status === 'REQUEST_CREATED' && lifecycle.owes[party] && !lifecycle.paid[party];
+    return {
+      amount: formatNaira(payment[party].amountKobo),
+      paymentRequired: lifecycle.owes[party],
+      paid: lifecycle.paid[party],
+      checkoutUrl: awaited ? payment[party].checkoutUrl : null,
+    };
+  };
+  return { creator: share('creator'), recipient: share('recipient') };
 }
 
 /** The `deliveryFee` block as the delivery stands: who has paid, the recipient's link. */

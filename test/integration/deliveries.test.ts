@@ -520,9 +520,18 @@ describe('checkout payment', () => {
     });
     expect(reply.body.data.deliveryFee.creator.paid).toBe(false);
     const deliveryId = (reply.headers.get('location') as string).split('/').pop() as string;
-    expect((await getDelivery(base(), who, deliveryId)).body.data.p2pDelivery.status).toBe(
-      'PENDING_PAYMENT',
-    );
+    const waiting = (await getDelivery(base(), who, deliveryId)).body.data;
+    expect(waiting.p2pDelivery.status).toBe('PENDING_PAYMENT');
+    // A creator who lost the answer finds the link to pay in the delivery.
+    expect(waiting.payment).toEqual({
+      creator: {
+        amount: reply.body.data.deliveryFee.creator.amount,
+        paymentRequired: true,
+        paid: false,
+        checkoutUrl: reply.body.data.data.authorization_url,
+      },
+      recipient: { amount: '0.00', paymentRequired: false, paid: false, checkoutUrl: null },
+    });
 
     const paid = await postForm(base(), `${pagePath(reply.body.data.data.authorization_url)}/pay`);
     expect(paid.status).toBe(303);
@@ -530,6 +539,7 @@ describe('checkout payment', () => {
       async () => {
         const got = await getDelivery(base(), who, deliveryId);
         expect(got.body.data.p2pDelivery.status).toBe('PENDING');
+        expect(got.body.data.payment.creator).toMatchObject({ paid: true, checkoutUrl: null });
       },
       { timeout: 20_000 },
     );
@@ -648,6 +658,20 @@ describe('checkout payment', () => {
       paid: false,
     });
     expect(data.matchingEligible).toBe(false);
+    const { payment } = (await getDelivery(base(), who, data.deliveryId)).body.data;
+    expect(payment.creator).toEqual({
+      amount: quote.deliveryFee.creator.amount,
+      paymentRequired: true,
+      paid: true,
+      checkoutUrl: null,
+    });
+    expect(payment.recipient).toEqual({
+      amount: quote.deliveryFee.recipient.amount,
+      paymentRequired: true,
+      paid: false,
+      checkoutUrl: data.deliveryFee.recipient.checkoutUrl,
+    });
+    expect(payment.recipient.checkoutUrl).toContain('/checkout/');
     const entries = await entriesOf(base(), who);
     expect(entries[0]).toMatchObject({
       reference: data.deliveryId,

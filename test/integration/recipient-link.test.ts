@@ -111,6 +111,9 @@ describe('a delivery linked to its recipient’s account', () => {
     expect(hidden.sort()).toEqual(CREATORS_OWN);
     expect(read.body.data.p2pDelivery).not.toHaveProperty('userId');
     expect(read.body.data.p2pDelivery).not.toHaveProperty('profileId');
+    // Of who pays, their own share only.
+    expect(own.body.data.payment.creator).toMatchObject({ paymentRequired: true, paid: true });
+    expect(read.body.data.payment).toEqual({ recipient: own.body.data.payment.recipient });
 
     expect(idsOf(await api(recipient, 'GET', '/api/deliveries?role=RECIPIENT'))).toEqual([
       deliveryId,
@@ -250,5 +253,15 @@ describe('a delivery linked to its recipient’s account', () => {
       },
       { timeout: 20_000, interval: 200 },
     );
+    // The creator's link to pay goes to the creator's endpoint, never to the recipient's.
+    const createdFor = (path: string) =>
+      receiver
+        .at(path)
+        .find((r) => r.event.data.id === deliveryId && r.event.type === 'delivery.created')?.event
+        .data as { payment: Record<string, unknown> };
+    expect(createdFor(creator.path).payment.creator).toMatchObject({
+      checkoutUrl: created.body.data.data.authorization_url,
+    });
+    expect(Object.keys(createdFor(recipient.path).payment)).toEqual(['recipient']);
   });
 });
