@@ -167,35 +167,53 @@ export class AccountStore {
   }
 
   /**
-   * Stores the user, then their contacts (`enterContacts`). A phone already another user's is
-   * marked shared first: a creation stopped before its contacts are entered (the database
-   * busy) left the phone naming that other user alone, who was then linked to, and shown, the
-   * deliveries sent to this one (decision 107).
+   * Claims the user's phone, then stores the user, then enters their contacts
+   * (`enterContacts`). The phone is claimed before the user exists: a user stored whose phone
+   * was not entered (the process stopped, the database busy) let the next user of that phone
+   * enter it alone, who was then linked to, and shown, the deliveries sent to the first
+   * (decision 107). A creation that fails gives its claim back.
    */
   async createUser(fields: { name: string; email: string; phone: string }) {
-    await this.markPhoneSharedAhead(fields);
-    const user = (await this.models().User.create(fields)).toObject();
+    const _id = randomUUID();
+    const claimed = await this.claimPhoneAhead(fields, _id);
+    let user;
+    try {
+      user = (await this.models().User.create({ _id, ...fields })).toObject();
+    } catch (err) {
+      // Never stored: its phone must not keep naming it. A marker of sharing stays (another
+      // creation may have found it and relied on it); it links nobody, the safe way.
+      if (claimed) {
+        await this.models()
+          .UserContact.deleteOne({ _id: `phone:${fields.phone}`, userId: _id })
+          .catch(() => undefined);
+      }
+      throw err;
+    }
     await this.enterContacts(user);
     return user;
   }
 
   /**
-   * Marks the phone shared when another user holds it, unless the e-mail is entered: the
-   * creation is then a repeat (refused), whose user may be the phone's. A creation stopped
-   * before its e-mail entered its phone neither, so the phone's holder is someone else. The
-   * phone is read first: contacts are entered e-mail first, so a phone found entered by a
-   * creation under way has its e-mail entered by the time it is read. A repeat of a creation
-   * whose contacts were never entered, sent with another's phone, marks that phone shared
-   * wrongly: the safe way, as a shared phone links nobody.
+   * Enters the phone as the new user's, or marks it shared when another user holds it; true
+   * when it now names the new user. Not when the e-mail is entered: the creation is then a
+   * repeat (refused), whose user may be the phone's holder, and the phone is entered after
+   * the user is stored, if ever. A repeat of a creation whose contacts were never entered,
+   * sent with another's phone, marks that phone shared wrongly: the safe way, as a shared
+   * phone links nobody.
    */
-  private async markPhoneSharedAhead({ email, phone }: { email: string; phone: string }) {
+  private async claimPhoneAhead(
+    { email, phone }: { email: string; phone: string },
+    userId: string,
+  ): Promise<boolean> {
     const { UserContact } = this.models();
+    if (await UserContact.exists({ _id: `email:${email}` })) return false;
     const phoneId = `phone:${phone}`;
-    const byPhone = await UserContact.findById(phoneId).lean();
-    if (!byPhone || (await UserContact.exists({ _id: `email:${email}` }))) return;
-    await insertOnce(() =>
-      UserContact.create({ _id: `${phoneId}:shared`, userId: byPhone.userId }),
-    );
+    if (await insertOnce(() => UserContact.create({ _id: phoneId, userId }))) return true;
+    const holder = await UserContact.findById(phoneId).lean();
+    if (holder && holder.userId !== userId) {
+      await insertOnce(() => UserContact.create({ _id: `${phoneId}:shared`, userId }));
+    }
+    return false;
   }
 
   /**

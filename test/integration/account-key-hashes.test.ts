@@ -11,10 +11,11 @@ import { isolation, openServiceDatabase } from '../support/stack';
 const iso = isolation();
 let conn: mongoose.Connection;
 let store: AccountStore;
+let models: ReturnType<typeof defineAccountModels>;
 
 beforeAll(async () => {
   conn = await openServiceDatabase(iso, 'account');
-  const models = defineAccountModels(conn);
+  models = defineAccountModels(conn);
   await Promise.all(Object.values(models).map((m) => m.createIndexes()));
   store = new AccountStore(() => models);
 });
@@ -142,4 +143,36 @@ it('names nobody by a phone another user has when a creation stops before its co
   expect(await store.userByContact({ email: 'first.holder@example.com' })).toMatchObject({
     _id: first._id,
   });
+});
+
+it('never links a later user of a phone to the deliveries of one stored before its contacts were entered', async () => {
+  const phone = '+2348031110031';
+  // The first user is stored; entering its contacts fails (the process stopped, the database busy).
+  const entering = jest
+    .spyOn(store, 'enterContacts')
+    .mockRejectedValueOnce(new Error('database is busy'));
+  await expect(
+    store.createUser({ name: 'First', email: 'first.unentered@example.com', phone }),
+  ).rejects.toThrow('database is busy');
+  entering.mockRestore();
+  await store.createUser({ name: 'Later', email: 'later.holder@example.com', phone });
+  // A delivery for the first, by their e-mail (not entered) and phone: not the later user's.
+  expect(await store.userByContact({ email: 'first.unentered@example.com', phone })).toBeNull();
+  expect(await store.userByContact({ phone })).toBeNull();
+});
+
+it('gives back the phone of a creation that failed: its next user is linked by it', async () => {
+  const phone = '+2348031110041';
+  const storing = jest
+    .spyOn(models.User, 'create')
+    .mockRejectedValueOnce(new Error('database is busy'));
+  await expect(
+    store.createUser({ name: 'Failed', email: 'failed.creation@example.com', phone }),
+  ).rejects.toThrow('database is busy');
+  storing.mockRestore();
+  expect(
+    await conn.collection('user_contacts').countDocuments({ _id: `phone:${phone}` as never }),
+  ).toBe(0);
+  const user = await store.createUser({ name: 'Next', email: 'next.owner@example.com', phone });
+  expect(await store.userByContact({ phone })).toMatchObject({ _id: user._id });
 });
