@@ -814,8 +814,10 @@ files
     'delete every file of a user; revoke their API keys first, or uploads under way land after it',
   )
   .argument('<userId>', 'user id (UUID)')
-  .action((userId: string) =>
+  .option('--yes', 'delete them: without it, nothing is deleted and what would be is counted')
+  .action((userId: string, opts: { yes?: boolean }) =>
     withFiles(async (broker) => {
+      if (!opts.yes) return countPurge(broker, userId);
       let deleted = 0;
       for (;;) {
         const page = (await broker.call('file.purgeUserFiles', { userId }).catch((err) => {
@@ -829,7 +831,14 @@ files
       }
     }).then((purged) => {
       print(purged);
-      if (purged.more) {
+      if ('wouldDelete' in purged) {
+        if (purged.wouldDelete > 0) {
+          console.error(
+            'waybill: nothing was deleted; a purge deletes these files for good: run it again with --yes',
+          );
+          process.exitCode = 1;
+        }
+      } else if (purged.more) {
         console.error(
           "waybill: files are left that the bucket lists but would not delete: check the bucket's permissions and object locks, then run the purge again",
         );
@@ -837,6 +846,15 @@ files
       }
     }),
   );
+
+/** What `files purge` without `--yes` shows: the user's files it would delete, up to a page. */
+async function countPurge(broker: ServiceBroker, userId: string) {
+  const page = (await broker.call('file.listUserFiles', {
+    userId,
+    limit: FILE_LIST_MAX,
+  })) as unknown[];
+  return { userId, wouldDelete: page.length, more: page.length === FILE_LIST_MAX };
+}
 
 /** The file's bytes as they are, or standard input's for `-`: a signature covers raw bytes. */
 async function readBody(path: string): Promise<Buffer> {

@@ -310,8 +310,24 @@ describe('users’ files, for operators (/admin/users/:userId/files and waybill 
     expect(foreign.code).toBe(1);
     expect(foreign.stderr).toContain('<url> is not a file hosted here');
 
-    const purged = await cli(['files', 'purge', user.userId]);
+    // Without --yes: counted, nothing deleted.
+    const counted = await cli(['files', 'purge', user.userId]);
+    expect(counted.code).toBe(1);
+    expect(counted.stderr).toContain('nothing was deleted');
+    expect(counted.stderr).toContain('--yes');
+    expect(JSON.parse(counted.stdout)).toEqual({
+      userId: user.userId,
+      wouldDelete: 2,
+      more: false,
+    });
+    for (const url of urls.slice(1)) expect(await stored(url)).toBe(true);
+
+    const purged = await cli(['files', 'purge', user.userId, '--yes']);
     expect(JSON.parse(purged.stdout)).toEqual({ userId: user.userId, deleted: 2, more: false });
     for (const url of urls) expect(await stored(url)).toBe(false);
+    // Nothing left: counted so, and not an error.
+    const empty = await cli(['files', 'purge', user.userId]);
+    expect({ code: empty.code, stderr: empty.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(empty.stdout)).toEqual({ userId: user.userId, wouldDelete: 0, more: false });
   });
 });
