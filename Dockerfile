@@ -37,5 +37,5 @@ USER node
 EXPOSE 3000 9464
 # Slim images have no curl/wget: probe with node. OPS_PORT=0 disables the endpoint (and this check).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "require('node:http').get('http://127.0.0.1:' + (process.env.OPS_PORT || 9464) + '/health/live', (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"]
+  CMD ["node", "-e", "const port = process.env.OPS_PORT || '9464'; if (port === '0') process.exit(0); require('node:http').get('http://127.0.0.1:' + port + '/health/live', (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"]
 CMD ["node", "dist/bin/server.js"]

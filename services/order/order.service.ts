@@ -281,10 +281,8 @@ export function createOrderService(config: Config): ServiceDefinition {
       if (config.appEnv !== 'live') simulator.start();
     },
     async stopped() {
-      await backfills.stop();
-      await simulator.stop();
-      await sweep.stop();
-      await sender.stop();
+      // At once: each waits for its run under way, and together they must end within STOP_GRACE_MS.
+      await Promise.all([backfills.stop(), simulator.stop(), sweep.stop(), sender.stop()]);
       unregisterHealthCheck(this.broker, 'order-redis');
       redis.disconnect();
     },

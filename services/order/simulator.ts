@@ -87,6 +87,8 @@ export class Simulator {
     }
     this.after = page.length < SIMULATION_BATCH ? undefined : page[page.length - 1];
     for (const { deliveryId: id } of page) {
+      // A process stopping waits for the tick: each drive may wait on geo and matching.
+      if (this.periodic.stopping) return;
       try {
         await this.drive(id, now);
       } catch (err) {

@@ -57,3 +57,33 @@ it('reaches, tick after tick, the simulations past a page of ones still waiting'
   await tick();
   expect(read.slice(SIMULATION_BATCH + 21)).toEqual(read.slice(0, SIMULATION_BATCH));
 });
+
+it('ends a tick at the next simulation once the process is stopping', async () => {
+  const store = new OrderStore(() => db.models);
+  for (let i = 0; i < 3; i++) await store.startSimulation(randomUUID(), new Date());
+  const read: string[] = [];
+  let simulator: Simulator | undefined;
+  const transitions = {
+    async current(deliveryId: string) {
+      read.push(deliveryId);
+      // The stop comes while the first is driven.
+      void simulator?.stop();
+      return {
+        _id: deliveryId,
+        simulation: 'delivered',
+        lifecycle: { status: 'REQUEST_CREATED' },
+      } as unknown as DeliveryRecord;
+    },
+  } as unknown as DeliveryTransitions;
+  simulator = new Simulator({
+    store,
+    transitions,
+    courierRun: {} as never,
+    services: () => ({}) as never,
+    scale: 1,
+    intervalMs: 60_000,
+    logger: () => ({ warn: () => undefined }) as unknown as Logger,
+  });
+  await (simulator as unknown as { tick(): Promise<void> }).tick();
+  expect(read).toHaveLength(1);
+});

@@ -3,7 +3,10 @@
  * here, so they are parsed and checked against the code: one container and one Deployment per
  * entry of SERVICE_NAMES, and only environment variables that libs/config.ts knows.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import {
@@ -421,6 +424,34 @@ describe('Dockerfile', () => {
     expect(exec.slice(0, 2)).toEqual(['node', '-e']);
     expect(exec[2]).toContain(`${OPS_PORT}`);
     expect(exec[2]).toContain("'/health/live'");
+  });
+
+  it('health checks pass with OPS_PORT=0 (no endpoint), and fail when the endpoint does not answer 200', async () => {
+    const check = lastOp(finalStage, 'HEALTHCHECK') ?? '';
+    const live = (JSON.parse(check.slice(check.indexOf('CMD') + 3)) as string[])[2];
+    const ready = words(services.order?.healthcheck?.test).slice(3).join(' ');
+    const server = createServer((req, res) => {
+      res.statusCode = req.url === '/health/live' ? 200 : 503;
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = String((server.address() as AddressInfo).port);
+    const exitOf = (script: string, OPS_PORT: string) =>
+      new Promise<number | null>((resolve) => {
+        execFile(process.execPath, ['-e', script], { env: { OPS_PORT } }, (err) =>
+          resolve(err ? ((err as { code?: number }).code ?? null) : 0),
+        );
+      });
+    try {
+      expect(await exitOf(live, '0')).toBe(0);
+      expect(await exitOf(ready, '0')).toBe(0);
+      expect(await exitOf(live, port)).toBe(0);
+      expect(await exitOf(ready, port)).toBe(1);
+    } finally {
+      server.close();
+    }
+    // Nothing listening.
+    expect(await exitOf(live, port)).toBe(1);
   });
 });
 
