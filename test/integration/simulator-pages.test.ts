@@ -62,12 +62,11 @@ it('ends a tick at the next simulation once the process is stopping', async () =
   const store = new OrderStore(() => db.models);
   for (let i = 0; i < 3; i++) await store.startSimulation(randomUUID(), new Date());
   const read: string[] = [];
-  let simulator: Simulator | undefined;
   const transitions = {
     async current(deliveryId: string) {
       read.push(deliveryId);
       // The stop comes while the first is driven.
-      void simulator?.stop();
+      void simulator.stop();
       return {
         _id: deliveryId,
         simulation: 'delivered',
@@ -75,7 +74,7 @@ it('ends a tick at the next simulation once the process is stopping', async () =
       } as unknown as DeliveryRecord;
     },
   } as unknown as DeliveryTransitions;
-  simulator = new Simulator({
+  const simulator = new Simulator({
     store,
     transitions,
     courierRun: {} as never,
