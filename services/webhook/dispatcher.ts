@@ -218,10 +218,28 @@ export class Dispatcher {
       }
       if (this.busyLanes.has(lane) || this.passed.has(head._id)) continue;
       if (new Date(head.nextAttemptAt).getTime() > now.getTime()) continue;
+      if (this.waits(head.webhookId, now)) continue;
       const busy = this.busyOwners.get(shareOf(head)) ?? 0;
       if (busy >= ownerShare(this.deps.config.concurrency)) continue;
       this.begin(head, now);
     }
+  }
+
+  /**
+   * Whether the endpoint's messages wait, known from its target as read (disabled, within the
+   * retention): its lanes are not begun. Begun, each would pass at once without I/O and its end
+   * fill again from the start: a disabled endpoint's thousands of lanes held the event loop
+   * about a second a look (found by the webhook audit).
+   */
+  private waits(webhookId: string, now: Date): boolean {
+    const cached = this.targets.get(webhookId);
+    const endpoint = cached && cached.until > now.getTime() ? cached.target?.endpoint : undefined;
+    return (
+      endpoint !== undefined &&
+      !endpoint.deleted &&
+      endpoint.status !== 'ACTIVE' &&
+      !waitedPastRetention(endpoint, now, this.deps.config.retentionMs)
+    );
   }
 
   private begin(head: QueuedRecord, now: Date): void {

@@ -9,6 +9,7 @@ import {
 import { nameBasedId } from '../../libs/ids';
 import {
   deleteManyById,
+  insertAll,
   insertOnce,
   isDuplicateKey,
   raiseById,
@@ -496,7 +497,7 @@ export class WebhookStore {
 
   /** Each event once: one write for all, those recorded before left as they are. */
   async recordEvents(events: EventRecord[]): Promise<void> {
-    await ignoringDuplicates(() => this.m.Event.insertMany(events, { ordered: false }));
+    await insertAll(this.m.Event, events);
   }
 
   async event(eventId: string): Promise<EventRecord | null> {
@@ -541,11 +542,9 @@ export class WebhookStore {
       }
       return created;
     }
-    await ignoringDuplicates(() =>
-      this.m.Queue.insertMany(
-        items.map((i) => i.queued),
-        { ordered: false },
-      ),
+    await insertAll(
+      this.m.Queue,
+      items.map((i) => i.queued),
     );
     return items.length;
   }
@@ -725,14 +724,5 @@ export class WebhookStore {
     const message = await deleteManyById(this.m.Message, retired.messageIds);
     const list = await this.messagesByEndpoint.forget(webhookId, entries);
     return { attempt, lane, message, list };
-  }
-}
-
-/** A bulk insert of which some documents may exist already: those stay as they are. */
-async function ignoringDuplicates(write: () => Promise<unknown>): Promise<void> {
-  try {
-    await write();
-  } catch (err) {
-    if (!isDuplicateKey(err)) throw err;
   }
 }

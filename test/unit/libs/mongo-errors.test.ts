@@ -1,6 +1,11 @@
 import mongoose from 'mongoose';
 import { toHttpError } from '../../../libs/errors';
-import { ServiceDatabase, isDatabaseUnavailable, mongoHosts } from '../../../libs/mongo';
+import {
+  ServiceDatabase,
+  isDatabaseUnavailable,
+  mongoHosts,
+  onlyDuplicateKeys,
+} from '../../../libs/mongo';
 
 /**
  * What `ServiceDatabase`'s error hook makes of the database's errors, as the gateway then
@@ -86,5 +91,21 @@ describe('a database that cannot be reached as a service starts', () => {
       'cluster.example.net',
     );
     expect(mongoHosts('mongodb://127.0.0.1:27017')).toBe('127.0.0.1:27017');
+  });
+});
+
+describe('a bulk insert refused in part', () => {
+  // The driver's error takes its code from the first write error only: a duplicate first hid
+  // any other refusal behind it (the webhook audit found events and queue entries lost so).
+  const bulkError = (...codes: number[]) =>
+    Object.assign(new Error('bulk write failed'), {
+      code: codes[0],
+      writeErrors: codes.map((code) => ({ code, errmsg: `code ${code}` })),
+    });
+
+  it('is only a repeat when every document refused was a duplicate key', () => {
+    expect(onlyDuplicateKeys(bulkError(11000, 11000))).toBe(true);
+    expect(onlyDuplicateKeys(bulkError(11000, 121))).toBe(false);
+    expect(onlyDuplicateKeys(serverError(11000, 'E11000 duplicate key'))).toBe(false);
   });
 });
