@@ -516,8 +516,12 @@ export class WebhookStore {
       return true;
     }
     const earlier = await this.message(message._id);
-    if (earlier?.status === 'PENDING') {
-      await insertOnce(() => this.m.Queue.create({ ...queued, attempts: earlier.attempts }));
+    if (earlier?.status !== 'PENDING') return false;
+    if (await insertOnce(() => this.m.Queue.create({ ...queued, attempts: earlier.attempts }))) {
+      // A dispatcher that ended the message since the read (given up, delivered) wrote that
+      // before it took its entry off: read again, an entry queued after the end must go, or the
+      // message would be sent again while it reads FAILED (found by the webhook audit).
+      if ((await this.message(message._id))?.status !== 'PENDING') await this.dequeue(message._id);
     }
     return false;
   }
