@@ -25,6 +25,9 @@ import { toCourierTokenView, toCreatedCourierToken } from './views';
 /** A new token: the prefix and 32 random bytes in base64url (43 characters). */
 export const generateCourierToken = () => COURIER_TOKENS.issue();
 
+export const VIRTUAL_COURIER_TOKEN =
+  "A simulated delivery's virtual courier is driven by the sandbox's simulator and takes no token: create one for a real courier";
+
 export interface TokenActionDeps {
   couriers: CourierStore;
   tokens: CourierTokenStore;
@@ -60,13 +63,15 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
         response: createdCourierTokenView,
         errors: {
           404: 'Courier not found',
-          409: `The courier already has ${COURIER_TOKENS_MAX} tokens, or creations under way hold the last places (retry in a few seconds)`,
+          409: `The courier already has ${COURIER_TOKENS_MAX} tokens, or creations under way hold the last places (retry in a few seconds); or it is a simulated delivery's virtual courier`,
         },
       },
       params: courierIdParams,
       async handler(ctx) {
         const { courierId } = ctx.params;
-        await findCourier(courierId);
+        // Its steps are the simulator's alone: a token would let whoever holds it report
+        // steps and positions of a simulated delivery beside it.
+        if ((await findCourier(courierId)).virtual) throw conflict(VIRTUAL_COURIER_TOKEN);
         const live = await tokens.listFor(courierId);
         const { token, hash } = generateCourierToken();
         const tokenId = randomUUID();

@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import type mongoose from 'mongoose';
 import { call } from '../../libs/contracts';
 import { virtualCourierId } from '../../libs/contracts/matching';
+import { VIRTUAL_COURIER_TOKEN } from '../../services/courier-matching/courier-tokens';
 import {
   balanceOf,
   credit,
@@ -132,6 +133,14 @@ describe('Waybill-Simulate', () => {
       ).map((c) => c.id);
     expect(await listed('')).not.toContain(virtualCourierId(deliveryId));
     expect(await listed('&virtual=true')).toContain(virtualCourierId(deliveryId));
+    // Nobody reports its steps beside the simulator.
+    expectErrorEnvelope(
+      await request(base(), 'POST', `/admin/couriers/${virtualCourierId(deliveryId)}/tokens`, {
+        headers: adminHeaders,
+      }),
+      409,
+      VIRTUAL_COURIER_TOKEN,
+    );
     // The delivery still names its courier.
     expect((await getDelivery(base(), merchant, deliveryId)).body.data.courier).toMatchObject({
       name: 'Simulated courier',
