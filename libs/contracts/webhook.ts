@@ -79,8 +79,25 @@ export interface WebhookActions {
    * no more, so its publisher retries until this answers.
    */
   'webhook.publish': { params: PublishParams; answer: { queued: number } };
+  /**
+   * Of these users, those with an endpoint that takes `courier.location` now: a position of a
+   * delivery nobody takes is not built (its courier read, its view) nor handed over.
+   */
+  'webhook.takingLocations': { params: TakingLocationsParams; answer: { userIds: string[] } };
 }
+
+/** Users asked of at once: a flush of positions asks of its deliveries' owners in batches. */
+export const TAKING_LOCATIONS_MAX = 500;
+
+export interface TakingLocationsParams {
+  userIds: string[];
+}
+
+export const takingLocationsParams = Joi.object<TakingLocationsParams, true>({
+  userIds: Joi.array().items(uuid()).min(1).max(TAKING_LOCATIONS_MAX).required(),
+});
 
 export const WEBHOOK_RETRY = {
   'webhook.publish': 'safe',
+  'webhook.takingLocations': 'safe',
 } as const satisfies Record<keyof WebhookActions, Retry>;

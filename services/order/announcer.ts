@@ -1,7 +1,7 @@
 import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import type { CourierMove } from '../../libs/contracts/matching';
-import type { WebhookEventType } from '../../libs/contracts/webhook';
+import { TAKING_LOCATIONS_MAX, type WebhookEventType } from '../../libs/contracts/webhook';
 import { nameBasedId } from '../../libs/ids';
 import { BoundedMap } from '../../libs/lookup-cache';
 import type { CourierViewer } from './courier-view';
@@ -174,10 +174,17 @@ export class Announcer {
    * in order once the position is sent.
    */
   async locations(moves: readonly CourierMove[]): Promise<void> {
+    const under: { move: CourierMove; delivery: DeliveryRecord }[] = [];
     for (const move of moves) {
       const delivery = await this.deps.transitions.current(move.deliveryId);
       if (!delivery || delivery.assignment?.courierId !== move.courierId) continue;
       if (!UNDER_WAY.has(delivery.lifecycle.status)) continue;
+      under.push({ move, delivery });
+    }
+    const taking = await this.takingLocations(under.map(({ delivery }) => delivery));
+    for (const { move, delivery } of under) {
+      const parties = [delivery.userId, delivery.recipientUserId];
+      if (taking && !parties.some((id) => id && taking.has(id))) continue;
       const unannounced = await this.unannouncedUpTo(delivery._id, delivery.version);
       if (unannounced?.length !== 0) continue;
       this.published(delivery._id, delivery.version);
@@ -190,6 +197,36 @@ export class Announcer {
         },
       ]);
     }
+  }
+
+  /**
+   * Of the deliveries' creators and linked recipients, those with an endpoint that takes
+   * positions: most take none, and a position built for nobody cost its courier's read (a
+   * call) and a publication (another) per delivery under way each flush. Null when the
+   * webhook service cannot say (one of the version before, during a rollout): all are built.
+   */
+  private async takingLocations(deliveries: DeliveryRecord[]): Promise<Set<string> | null> {
+    const parties = new Set<string>();
+    for (const d of deliveries) {
+      parties.add(d.userId);
+      if (d.recipientUserId) parties.add(d.recipientUserId);
+    }
+    const ids = [...parties];
+    const taking = new Set<string>();
+    try {
+      for (let i = 0; i < ids.length; i += TAKING_LOCATIONS_MAX) {
+        const { userIds } = await call(this.deps.services(), 'webhook.takingLocations', {
+          userIds: ids.slice(i, i + TAKING_LOCATIONS_MAX),
+        });
+        for (const id of userIds) taking.add(id);
+      }
+    } catch (err) {
+      this.deps.logger().warn('who takes couriers’ positions not known; all are published', {
+        err: (err as Error).message,
+      });
+      return null;
+    }
+    return taking;
   }
 
   /** A position not published is not tried again: the next one comes with the next flush. */

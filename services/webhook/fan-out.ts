@@ -1,6 +1,42 @@
-import { toldToRecipient, type PublishedEvent } from '../../libs/contracts/webhook';
+import {
+  toldToRecipient,
+  type PublishedEvent,
+  type WebhookEventType,
+} from '../../libs/contracts/webhook';
+import { forEachAtOnce } from '../../libs/at-once';
 import { queueEntryOf, subscribes } from './dispatch-rules';
-import { messageIdOf, type MessageRecord, type QueuedRecord, type WebhookStore } from './store';
+import {
+  messageIdOf,
+  type EndpointRecord,
+  type MessageRecord,
+  type QueuedRecord,
+  type WebhookStore,
+} from './store';
+
+/** Whether the endpoint is sent events of `type` now. */
+const takes = (endpoint: EndpointRecord, type: WebhookEventType) =>
+  endpoint.status === 'ACTIVE' && !endpoint.deleted && subscribes(endpoint.events, type);
+
+/**
+ * Of `userIds`, those with an endpoint that takes a courier's positions now (in
+ * `environment`): order builds and hands over no position that nobody takes.
+ */
+export async function takingLocations(
+  store: WebhookStore,
+  userIds: readonly string[],
+  environment: string,
+): Promise<string[]> {
+  const endpointsOf = store.endpointsReadOnce(environment);
+  const taking: string[] = [];
+  await forEachAtOnce([...new Set(userIds)], OWNERS_READ_AT_ONCE, async (userId) => {
+    const endpoints = await endpointsOf(userId);
+    if (endpoints.some((e) => takes(e, 'courier.location'))) taking.push(userId);
+  });
+  return taking;
+}
+
+/** Owners' endpoints read at once by `takingLocations`: a flush asks of hundreds. */
+const OWNERS_READ_AT_ONCE = 16;
 
 /**
  * Records each event some endpoint takes, once, and queues one message of it for every active endpoint of its owner
@@ -20,7 +56,7 @@ export async function fanOut(
     if (event.recipientUserId && toldToRecipient(event)) owners.push(event.recipientUserId);
     const endpoints = (await Promise.all(owners.map(endpointsOfOwner))).flat();
     for (const endpoint of endpoints) {
-      if (endpoint.status !== 'ACTIVE' || !subscribes(endpoint.events, event.type)) continue;
+      if (!takes(endpoint, event.type)) continue;
       const message: MessageRecord = {
         _id: messageIdOf(endpoint._id, event.id),
         webhookId: endpoint._id,

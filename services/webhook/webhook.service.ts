@@ -1,7 +1,7 @@
 import type { Logger, ServiceBroker } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
-import { publishParams } from '../../libs/contracts/webhook';
+import { publishParams, takingLocationsParams } from '../../libs/contracts/webhook';
 import { channelSenders } from '../../libs/messaging/channels';
 import { OutboxSender } from '../../libs/messaging/outbox-sender';
 import { Backfills } from '../../libs/backfills';
@@ -11,7 +11,7 @@ import { implement, type ServiceDefinition } from '../../libs/service';
 import { Dispatcher } from './dispatcher';
 import { OwnerLookups } from '../../libs/owner-lookups';
 import { createEndpointActions } from './endpoints';
-import { fanOut } from './fan-out';
+import { fanOut, takingLocations } from './fan-out';
 import { DisableNotices } from './notices';
 import { RETIRED_KINDS, RetentionSweep } from './retention';
 import { SecretBox } from '../../libs/secret-box';
@@ -123,6 +123,15 @@ export function createWebhookService(config: Config): ServiceDefinition {
         params: publishParams,
         handler: async (ctx) => ({
           queued: await fanOut(store, ctx.params.events, config.appEnv, new Date()),
+        }),
+      }),
+
+      /** Internal: which of these users take couriers' positions now. */
+      takingLocations: implement('webhook.takingLocations', {
+        visibility: 'public',
+        params: takingLocationsParams,
+        handler: async (ctx) => ({
+          userIds: await takingLocations(store, ctx.params.userIds, config.appEnv),
         }),
       }),
     },
