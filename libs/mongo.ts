@@ -205,9 +205,23 @@ export async function pruneClaimEnds(
   return { read: old.length, deleted };
 }
 
-/** A bulk write refused only by unique indexes (each a race lost or a repeat). */
-export const onlyDuplicateKeys = (err: unknown): boolean =>
-  (err as { writeErrors?: unknown[] }).writeErrors?.every(isDuplicateKey) ?? false;
+/**
+ * A bulk write refused only by unique indexes (each a race lost or a repeat). Not one the
+ * driver failed as a whole (a connection reset, a primary stepping down): it wraps that in the
+ * same error with no write errors listed, and none of the documents may have been written.
+ */
+export const onlyDuplicateKeys = (err: unknown): boolean => {
+  const { writeErrors, writeConcernError } = err as {
+    writeErrors?: unknown[];
+    writeConcernError?: unknown;
+  };
+  return (
+    Array.isArray(writeErrors) &&
+    writeErrors.length > 0 &&
+    writeErrors.every(isDuplicateKey) &&
+    !writeConcernError
+  );
+};
 
 /** Inserts documents in one round trip, leaving any already there (a repeat) as they are. */
 // The models differ in their document types; only insertMany is used.

@@ -82,6 +82,11 @@ const userContactSchema = new Schema(
   {
     _id: { type: String, required: true },
     userId: { type: String, required: true },
+    /**
+     * On a phone claimed ahead of its user (`claimPhoneAhead`): the user's e-mail, so that a
+     * repeat of the creation racing it tells itself from another user with the phone.
+     */
+    email: { type: String },
     /** On the entry that marks a backfill's pass (libs/backfills): when the pass began. */
     startedAt: { type: Date },
   },
@@ -180,26 +185,28 @@ export class AccountStore {
     try {
       user = (await this.models().User.create({ _id, ...fields })).toObject();
     } catch (err) {
-      // Never stored: its phone must not keep naming it. A marker of sharing stays (another
-      // creation may have found it and relied on it); it links nobody, the safe way.
-      if (claimed) {
-        await this.models()
-          .UserContact.deleteOne({ _id: `phone:${fields.phone}`, userId: _id })
-          .catch(() => undefined);
-      }
+      // Never stored: its phone must not keep naming it. Only once read absent: a write that
+      // errs may have been applied (a timeout), and that user's phone must stay claimed. A
+      // marker of sharing stays (another creation may have found it and relied on it); it
+      // links nobody, the safe way.
+      if (claimed) await this.giveBackPhone(fields.phone, _id).catch(() => undefined);
       throw err;
     }
     await this.enterContacts(user);
     return user;
   }
 
+  private async giveBackPhone(phone: string, userId: string): Promise<void> {
+    if (await this.findUser(userId)) return;
+    await this.models().UserContact.deleteOne({ _id: `phone:${phone}`, userId });
+  }
+
   /**
    * Enters the phone as the new user's, or marks it shared when another user holds it; true
    * when it now names the new user. Not when the e-mail is entered: the creation is then a
    * repeat (refused), whose user may be the phone's holder, and the phone is entered after
-   * the user is stored, if ever. A repeat of a creation whose contacts were never entered,
-   * sent with another's phone, marks that phone shared wrongly: the safe way, as a shared
-   * phone links nobody.
+   * the user is stored, if ever. A repeat sent with another user's phone marks that phone
+   * shared wrongly: the safe way, as a shared phone links nobody.
    */
   private async claimPhoneAhead(
     { email, phone }: { email: string; phone: string },
@@ -208,11 +215,15 @@ export class AccountStore {
     const { UserContact } = this.models();
     if (await UserContact.exists({ _id: `email:${email}` })) return false;
     const phoneId = `phone:${phone}`;
-    if (await insertOnce(() => UserContact.create({ _id: phoneId, userId }))) return true;
+    if (await insertOnce(() => UserContact.create({ _id: phoneId, userId, email }))) return true;
     const holder = await UserContact.findById(phoneId).lean();
-    if (holder && holder.userId !== userId) {
-      await insertOnce(() => UserContact.create({ _id: `${phoneId}:shared`, userId }));
+    if (!holder || holder.userId === userId) return false;
+    // Claimed for this e-mail: a repeat of the creation (sent again after an error, or twice
+    // at once), which its e-mail's uniqueness refuses; refused, it completes their contacts.
+    if (holder.email === email || (await this.findUser(holder.userId))?.email === email) {
+      return false;
     }
+    await insertOnce(() => UserContact.create({ _id: `${phoneId}:shared`, userId }));
     return false;
   }
 

@@ -176,3 +176,48 @@ it('gives back the phone of a creation that failed: its next user is linked by i
   const user = await store.createUser({ name: 'Next', email: 'next.owner@example.com', phone });
   expect(await store.userByContact({ phone })).toMatchObject({ _id: user._id });
 });
+
+describe('a creation sent again', () => {
+  it('after an error that came once its user was stored: refused, the phone still links them', async () => {
+    const phone = '+2348031110051';
+    const fields = { name: 'Again', email: 'sent.again@example.com', phone };
+    const entering = jest
+      .spyOn(store, 'enterContacts')
+      .mockRejectedValueOnce(new Error('database is busy'));
+    await expect(store.createUser(fields)).rejects.toThrow('database is busy');
+    entering.mockRestore();
+    const [stored] = await store.findUsers({ email: fields.email, limit: 1 });
+    await expect(store.createUser(fields)).rejects.toMatchObject({ code: 11000 });
+    expect(await store.userByContact({ phone })).toMatchObject({ _id: stored._id });
+  });
+
+  it('twice at once: one stored, and the phone links them', async () => {
+    const phone = '+2348031110061';
+    const fields = { name: 'Twice', email: 'sent.twice@example.com', phone };
+    const results = await Promise.allSettled([store.createUser(fields), store.createUser(fields)]);
+    const stored = results.filter((r) => r.status === 'fulfilled');
+    expect(stored).toHaveLength(1);
+    expect(await store.userByContact({ phone })).toMatchObject({
+      _id: (stored[0] as PromiseFulfilledResult<{ _id: string }>).value._id,
+    });
+  });
+
+  it('whose write was applied though it answered an error: the phone stays theirs', async () => {
+    const phone = '+2348031110071';
+    const fields = { name: 'Applied', email: 'applied.anyway@example.com', phone };
+    const create = models.User.create.bind(models.User);
+    const storing = jest.spyOn(models.User, 'create').mockImplementationOnce((async (
+      doc: unknown,
+    ) => {
+      await create(doc as never);
+      throw new Error('operation timed out');
+    }) as never);
+    await expect(store.createUser(fields)).rejects.toThrow('operation timed out');
+    storing.mockRestore();
+    expect(await store.findUsers({ email: fields.email, limit: 1 })).toHaveLength(1);
+    // A later user of the phone shares it: it links neither, never the later one alone.
+    await store.createUser({ name: 'Later', email: 'later.phone@example.com', phone });
+    expect(await store.userByContact({ email: fields.email, phone })).toBeNull();
+    expect(await store.userByContact({ phone })).toBeNull();
+  });
+});

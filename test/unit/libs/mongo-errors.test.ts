@@ -107,5 +107,10 @@ describe('a bulk insert refused in part', () => {
     expect(onlyDuplicateKeys(bulkError(11000, 11000))).toBe(true);
     expect(onlyDuplicateKeys(bulkError(11000, 121))).toBe(false);
     expect(onlyDuplicateKeys(serverError(11000, 'E11000 duplicate key'))).toBe(false);
+    // Failed as a whole (the connection reset): nothing listed, maybe nothing written.
+    expect(onlyDuplicateKeys(bulkError())).toBe(false);
+    expect(
+      onlyDuplicateKeys(Object.assign(bulkError(11000), { writeConcernError: { code: 64 } })),
+    ).toBe(false);
   });
 });
