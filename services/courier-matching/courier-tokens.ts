@@ -163,7 +163,8 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
         const token = await tokens.findByHash(ctx.params.tokenHash);
         if (!token) return null;
         const courier = await couriers.find(token.courierId);
-        if (!courier?.active) return null;
+        // A virtual courier's token (made before they were refused one) acts for nobody.
+        if (!courier?.active || courier.virtual) return null;
         const at = now();
         await noteTokenUse(
           token.lastUsedAt,

@@ -16,7 +16,7 @@ export const CANCEL_UNKNOWN =
 export interface CancellationDeps {
   transitions: DeliveryTransitions;
   /** The delivery as its caller finds it (`DeliveryRequests.stored`). */
-  stored: (deliveryId: string) => Promise<DeliveryRecord | null>;
+  stored: (deliveryId: string, userId: string) => Promise<DeliveryRecord | null>;
   settlement: Settlement;
   window: CancelWindow;
   logger: () => Logger;
@@ -33,7 +33,7 @@ export class Cancellations {
 
   async cancel(userId: string, deliveryId: string): Promise<DeliveryRecord> {
     const { transitions, window } = this.deps;
-    const delivery = changeableBy(await this.deps.stored(deliveryId), userId);
+    const delivery = changeableBy(await this.deps.stored(deliveryId, userId), userId);
     if (!canCancel(delivery.lifecycle.status)) {
       const refused = transition(delivery.lifecycle, { kind: 'CANCEL' });
       throw badRequest(refused.ok ? 'This delivery cannot be cancelled now' : refused.message);

@@ -131,7 +131,7 @@ export function createOrderService(config: Config): ServiceDefinition {
   });
   const cancellations = new Cancellations({
     transitions,
-    stored: (deliveryId) => requests.stored(deliveryId),
+    stored: (deliveryId, userId) => requests.stored(deliveryId, userId),
     settlement,
     window: new CancelWindow(redis, {
       keyPrefix: `${config.namespace}:cancels:`,
@@ -202,7 +202,8 @@ export function createOrderService(config: Config): ServiceDefinition {
     ctx: WaybillContext<{ deliveryId: string }>,
     allowed: typeof readableBy,
   ) {
-    return allowed(await requests.stored(ctx.params.deliveryId), requireUser(ctx));
+    const userId = requireUser(ctx);
+    return allowed(await requests.stored(ctx.params.deliveryId, userId), userId);
   }
 
   const addressesOf = (deliveries: DeliveryRecord[]) =>
@@ -282,7 +283,7 @@ export function createOrderService(config: Config): ServiceDefinition {
     },
     async stopped() {
       // At once: each waits for its run under way, and together they must end within STOP_GRACE_MS.
-      await Promise.all([backfills.stop(), simulator.stop(), sweep.stop(), sender.stop()]);
+      await Promise.allSettled([backfills.stop(), simulator.stop(), sweep.stop(), sender.stop()]);
       unregisterHealthCheck(this.broker, 'order-redis');
       redis.disconnect();
     },

@@ -37,7 +37,7 @@ import {
   type ProofType,
 } from './delivery-record';
 import { isMatchingEligible } from './lifecycle';
-import { linkedRecipient } from './parties';
+import { linkedRecipient, roleOf } from './parties';
 import { paymentLinkMessages, proofCodeMessages, type NotificationRecord } from './notifications';
 import { readDeliveryRequest, type DeliveryRequest, type RequestParams } from './request-input';
 import type { Settlement } from './settlement';
@@ -464,18 +464,20 @@ export class DeliveryRequests {
    * write left it unstored (`finish`) is stored first: its creator was answered 201 and may
    * read or cancel it at once. Only a miss costs more: one read of the request's outcome.
    */
-  async stored(deliveryId: string): Promise<DeliveryRecord | null> {
+  async stored(deliveryId: string, readerId: string): Promise<DeliveryRecord | null> {
     const delivery = await this.deps.transitions.current(deliveryId);
     if (delivery || (await this.store.outcome(deliveryId))?.outcome !== 'CREATED') return delivery;
-    return (await this.storeCreated(deliveryId))?.delivery ?? null;
+    return (await this.storeCreated(deliveryId, readerId))?.delivery ?? null;
   }
 
   /**
    * A delivery decided CREATED, stored from its pending document if it is not yet; null while
-   * it has neither (its run has not saved READY).
+   * it has neither (its run has not saved READY). With `readerId`, only for one of its
+   * parties: a stranger's read writes nothing (and, should the writes fail, learns nothing).
    */
-  private async storeCreated(deliveryId: string): Promise<Built | null> {
+  private async storeCreated(deliveryId: string, readerId?: string): Promise<Built | null> {
     const pending = await this.store.pending(deliveryId);
+    if (pending?.built && readerId && !roleOf(pending.built.delivery, readerId)) return null;
     if (pending?.built) {
       await this.persist(pending.built, pending.notifications ?? []);
       return pending.built;
@@ -496,16 +498,20 @@ export class DeliveryRequests {
     // First: a stored delivery always has its tracking page.
     await this.store.insertTrackingRef(delivery);
     const inserted = await this.store.insertDelivery(delivery, addresses);
-    if (!inserted && !(await this.store.delivery(delivery._id))) {
+    // Stored before (a run that stopped or failed after it): it may have changed since, and is
+    // matched as it is now. One cancelled meanwhile must not be looked for a courier again.
+    const now = inserted ? delivery : await this.deps.transitions.current(delivery._id);
+    if (!now) {
       // Only a tracking id drawn twice in 2^60 fails so; the sweep will draw no new one.
       throw new Error(`delivery ${delivery._id} could not be stored (tracking id taken?)`);
     }
+    // Messages of a delivery ended since are not sent (the sender reads it first).
     await this.store.enqueue(notifications);
     if (delivery.simulation) await this.store.startSimulation(delivery._id, delivery.createdAt);
     const { settlement } = this.deps;
-    if (isMatchingEligible(delivery.lifecycle)) {
+    if (isMatchingEligible(now.lifecycle)) {
       try {
-        await settlement.startMatching(delivery, delivery.createdAt);
+        await settlement.startMatching(now, delivery.createdAt);
       } catch (err) {
         // The delivery is created and paid: the request succeeds, and the pending document
         // stays so that the sweep finishes it by telling matching.

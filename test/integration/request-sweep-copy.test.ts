@@ -43,6 +43,7 @@ const stack = useMerchantStack({ internal: ['payment', 'package', 'account'] });
 let db: mongoose.Connection;
 let store: OrderStore;
 let requests: DeliveryRequests;
+let settlement: Settlement;
 
 beforeAll(async () => {
   db = await openServiceDatabase(stack.iso, 'order');
@@ -58,7 +59,7 @@ beforeAll(async () => {
   };
   const transitions = new DeliveryTransitions(store);
   const announcer = new Announcer({ ...shared, transitions });
-  const settlement = new Settlement({
+  settlement = new Settlement({
     ...shared,
     outbox: new Outbox(store, config.notifications.publicBaseUrl, config.appEnv),
     proofs: new ProofChecks(store, config.order.proofCodeSecret, config.appEnv),
@@ -207,8 +208,11 @@ describe('a second run of a request that looked for its outcome just before the 
 });
 
 describe('a request decided CREATED whose delivery a failed write left unstored', () => {
-  /** Runs a wallet-paid request here while the store fails its first write of the delivery. */
-  async function createdUnstored() {
+  /**
+   * Runs a wallet-paid request here while the store fails one write of the delivery: its
+   * first (`insertTrackingRef`), or the messages' after the record (`enqueue`).
+   */
+  async function createdUnstored(failing: 'insertTrackingRef' | 'enqueue' = 'insertTrackingRef') {
     const base = stack.node.url;
     const { alice } = stack;
     await credit(base, alice, 10_000);
@@ -216,7 +220,7 @@ describe('a request decided CREATED whose delivery a failed write left unstored'
     const balance = await balanceOf(base, alice);
     const run = await runOf(randomUUID());
     const write = jest
-      .spyOn(store, 'insertTrackingRef')
+      .spyOn(store, failing)
       .mockRejectedValueOnce(new Error('connection reset by peer'));
     try {
       const { delivery, addresses } = await run({ packagesId: [packageId] });
@@ -242,6 +246,9 @@ describe('a request decided CREATED whose delivery a failed write left unstored'
     expect(await store.delivery(delivery._id)).toBeNull();
     expect(await store.pending(delivery._id)).toMatchObject({ stage: 'READY' });
     expect(await entriesFor(base, 'DEBIT', delivery._id)).toHaveLength(1);
+    // A stranger's read finds nothing, and writes nothing.
+    expect((await getDelivery(base, stack.bob, delivery._id)).status).toBe(404);
+    expect(await store.delivery(delivery._id)).toBeNull();
 
     const read = await getDelivery(base, alice, delivery._id);
     expect(read.status).toBe(200);
@@ -252,8 +259,29 @@ describe('a request decided CREATED whose delivery a failed write left unstored'
     expect((await getDelivery(base, alice, delivery._id)).status).toBe(200);
     expect(await freePackages(base, alice)).not.toContain(packageId);
     expect(await entriesFor(base, 'DEBIT', delivery._id)).toHaveLength(1);
-    // A stranger's read of it finds nothing, as for any delivery not theirs.
     expect((await getDelivery(base, stack.bob, delivery._id)).status).toBe(404);
+  });
+
+  it('stored, its messages not: cancelled, then finished by the sweep, it is never looked for a courier', async () => {
+    const { base, alice, delivery } = await createdUnstored('enqueue');
+    expect(await store.delivery(delivery._id)).not.toBeNull();
+    expect((await getDelivery(base, alice, delivery._id)).status).toBe(200);
+    expect((await cancelDelivery(base, alice, delivery._id)).status).toBe(201);
+    const left = await store.pending(delivery._id);
+    expect(left).toMatchObject({ stage: 'READY' });
+
+    const matching = jest.spyOn(settlement, 'startMatching');
+    try {
+      expect(await requests.recover(left!)).toBe('created');
+      expect(matching).not.toHaveBeenCalled();
+    } finally {
+      matching.mockRestore();
+    }
+    expect(await store.pending(delivery._id)).toBeNull();
+    expect((await getDelivery(base, alice, delivery._id)).body.data.status).toBe('CANCELLED');
+    await eventually(async () =>
+      expect(await entriesFor(base, 'REFUND', delivery._id)).toHaveLength(1),
+    );
   });
 
   it('is cancelled by its creator before anything read it: refunded once, the packages free', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import type mongoose from 'mongoose';
 import { call } from '../../libs/contracts';
-import { virtualCourierId } from '../../libs/contracts/matching';
+import { COURIER_TOKENS, virtualCourierId } from '../../libs/contracts/matching';
 import { VIRTUAL_COURIER_TOKEN } from '../../services/courier-matching/courier-tokens';
 import {
   balanceOf,
@@ -141,6 +141,19 @@ describe('Waybill-Simulate', () => {
       409,
       VIRTUAL_COURIER_TOKEN,
     );
+    // One made before they were refused acts for nobody.
+    const { token, hash } = COURIER_TOKENS.issue();
+    await db.collection<{ _id: string; [field: string]: unknown }>('courier_tokens').insertOne({
+      _id: hash,
+      tokenId: randomUUID(),
+      courierId: virtualCourierId(deliveryId),
+      lastUsedAt: null,
+      createdAt: new Date(),
+    });
+    const asVirtual = await request(base(), 'GET', '/courier/offers', {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(asVirtual.status).toBe(401);
     // The delivery still names its courier.
     expect((await getDelivery(base(), merchant, deliveryId)).body.data.courier).toMatchObject({
       name: 'Simulated courier',
