@@ -229,7 +229,8 @@ export const onlyDuplicateKeys = (err: unknown): boolean => {
 export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<void> {
   if (documents.length === 0) return;
   try {
-    await model.insertMany(documents, { ordered: false });
+    // Mongoose would otherwise leave out, unsaid, a document its schema refuses.
+    await model.insertMany(documents, { ordered: false, throwOnValidationError: true });
   } catch (err) {
     if (!onlyDuplicateKeys(err)) throw err;
   }

@@ -72,7 +72,8 @@ export class WorkMarks<Item, M extends Mark> {
 
   /**
    * Marks every item of `stored` with work (a scan of what was stored before the marks existed),
-   * at each start and after a rollout (libs/backfills), safe on two replicas at once.
+   * once: asked at each start and after a rollout (libs/backfills), it scans until a scan ends
+   * and leaves its mark (`backfilled`); safe on two replicas at once.
    */
   async markStored(stored: AsyncIterable<Item>): Promise<void> {
     const marks = this.of.marks();

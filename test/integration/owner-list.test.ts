@@ -13,10 +13,11 @@ import { isolation, openServiceDatabase } from '../support/stack';
 const iso = isolation();
 let conn: mongoose.Connection;
 let list: OwnerList;
+let models: ReturnType<typeof defineOwnerListModels>;
 
 beforeAll(async () => {
   conn = await openServiceDatabase(iso, 'owner_list');
-  const models = defineOwnerListModels(conn, 'things');
+  models = defineOwnerListModels(conn, 'things');
   await Promise.all(Object.values(models).map((m) => m.createIndexes()));
   list = new OwnerList(() => models);
 });
@@ -228,4 +229,30 @@ it('adds what was stored before it by batches, each owner in the order stored', 
     for await (const page of batched.newestFirst(owner)) listed.push(...page);
     expect(listed).toEqual(expected.reverse());
   }
+});
+
+it('fails a batch whose claims the database refused for more than duplicates, whichever came first', async () => {
+  const owner = randomUUID();
+  const [a, b] = [randomUUID(), randomUUID()];
+  await list.add(owner, a, new Date());
+  // The driver's error bears the first refusal's code: a duplicate (a's claim) hid the other.
+  const refused = Object.assign(new Error('bulk write failed'), {
+    code: 11000,
+    writeErrors: [{ code: 11000 }, { code: 121, errmsg: 'Document failed validation' }],
+  });
+  const claims = jest.spyOn(models.Claim, 'insertMany').mockRejectedValueOnce(refused);
+  try {
+    await expect(
+      list.addAll(owner, [
+        { itemId: a, at: new Date() },
+        { itemId: b, at: new Date() },
+      ]),
+    ).rejects.toBe(refused);
+  } finally {
+    claims.mockRestore();
+  }
+  // Nothing listed without its claim: b is added once its claim is.
+  expect(await all(owner)).toEqual([a]);
+  await list.addAll(owner, [{ itemId: b, at: new Date() }]);
+  expect(await all(owner)).toEqual([b, a]);
 });
