@@ -94,12 +94,23 @@ export async function claimLease(
 }
 
 /**
- * Gives a lease's work back for the next caller to claim. Not once the lease has run out: the
- * work may have been taken over by then (`<name>~<n>`), and deleting the claim would let a
- * third caller claim `name` beside that one; the stale claim is passed over instead.
+ * How long before a lease runs out its holder still gives it back: longer than the delete may
+ * wait for the database (`MONGO_TIMEOUT_MS`, 10 s by default), so that it never lands after.
  */
-export async function releaseLease(model: LeaseModel, lease: Lease): Promise<void> {
-  if (holds(lease)) await model.deleteOne({ _id: lease.name });
+export const RELEASE_MARGIN_MS = 15_000;
+
+/**
+ * Gives a lease's work back for the next caller to claim. Not once the lease has run out, nor
+ * so near its end that the delete could land after it: the work may have been taken over by
+ * then (`<name>~<n>`), and deleting the claim would let a third caller claim `name` beside
+ * that one; the stale claim is passed over instead.
+ */
+export async function releaseLease(
+  model: LeaseModel,
+  lease: Lease,
+  now = Date.now(),
+): Promise<void> {
+  if (holds(lease, now + RELEASE_MARGIN_MS)) await model.deleteOne({ _id: lease.name });
 }
 
 /**

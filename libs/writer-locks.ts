@@ -42,10 +42,11 @@ export const WRITER_WAIT_MS = 5_000;
 /**
  * How long a lock holds before another writer may take it over: longer than the slowest change
  * still running (a courier's retirement makes some fifteen database calls of up to
- * `MONGO_TIMEOUT_MS` each, and a call to another service), since a holder overtaken while it
- * still writes would write back what it read over the next writer's change.
+ * `MONGO_TIMEOUT_MS` each, and a call to another service of up to `REQUEST_TIMEOUT_MS`: 165 s
+ * at their defaults), since a holder overtaken while it still writes would write back what it
+ * read over the next writer's change. A writer that stopped holds its document this long.
  */
-export const WRITER_LEASE_MS = 120_000;
+export const WRITER_LEASE_MS = 180_000;
 
 export type WriterLockModels<P extends string> = { [K in `${P}Lock`]: Model<LockRecord> } & {
   [K in `${P}LockEnd`]: ClaimEndModel;

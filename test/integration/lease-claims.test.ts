@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import mongoose from 'mongoose';
-import { claimLease, holds, releaseLease } from '../../libs/mongo';
+import { claimLease, holds, RELEASE_MARGIN_MS, releaseLease } from '../../libs/mongo';
 import { useStoreDatabase } from '../support/store-database';
 
 /**
@@ -46,4 +46,16 @@ it('takes over a claim whose lease ran out, once, and the holder past it gives n
   // beside the one that took over.
   await releaseLease(db.models.Leases, stalled as NonNullable<typeof stalled>);
   expect(await claimLease(db.models.Leases, name, LEASE_MS)).toBeNull();
+});
+
+it('gives nothing back so near its lease’s end that the delete could land after another took over', async () => {
+  const name = randomUUID();
+  const near = new Date(Date.now() - LEASE_MS + RELEASE_MARGIN_MS / 2);
+  const holder = await claimLease(db.models.Leases, name, LEASE_MS, near);
+  expect(holder && holds(holder)).toBe(true);
+  await releaseLease(db.models.Leases, holder as NonNullable<typeof holder>);
+  // Still claimed: once it runs out, the next caller takes over its next turn, never `name`.
+  expect(await claimLease(db.models.Leases, name, LEASE_MS)).toBeNull();
+  const later = await claimLease(db.models.Leases, name, LEASE_MS, new Date(Date.now() + LEASE_MS));
+  expect(later?.name).toBe(`${name}~1`);
 });
