@@ -1,5 +1,5 @@
 import { compareText } from '../../libs/text';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type Redis from 'ioredis';
 import {
@@ -11,6 +11,7 @@ import {
   unprocessable,
 } from '../../libs/errors';
 import { neverStarted } from '../../libs/resilience';
+import { defineScripts } from '../../libs/redis';
 import { SecretBox } from '../../libs/secret-box';
 import type { Retry } from '../../libs/contracts';
 import type { HttpRoute } from '../../libs/service';
@@ -111,6 +112,12 @@ export interface StoredResponse {
 
 interface Entry {
   fingerprint: string;
+  /**
+   * The first request's own mark while it runs: its answer replaces, and its release deletes,
+   * only the entry it claimed (`REPLACE_OWN`, `DELETE_OWN`), never one a later request claimed
+   * once this one's ran out (a first request retried past `pendingMs`).
+   */
+  claim?: string;
   /** The answer, sealed (`answerBox`); absent while the first request is still running. */
   sealed?: string;
   /** The answer in clear, as kept before answers were sealed (read until such keys expire). */
@@ -276,9 +283,27 @@ export async function claimForRequest(
   return claim;
 }
 
+/** Sets `KEYS[1]` to `ARGV[2]` for `ARGV[3]` ms if it still holds `ARGV[1]`; 1 when it did. */
+const REPLACE_OWN = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`;
+
+/** Deletes `KEYS[1]` if it still holds `ARGV[1]`. */
+const DELETE_OWN = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])`;
+
+interface OwnEntryCommands {
+  replaceOwnIdempotencyEntry(key: string, own: string, next: string, ms: number): Promise<number>;
+  deleteOwnIdempotencyEntry(key: string, own: string): Promise<number>;
+}
+
 export class IdempotencyStore {
+  private readonly redis: Redis & OwnEntryCommands;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly keyPrefix: string,
     private readonly windows: {
       /** How long a first request holds its key: longer than any request may run. */
@@ -286,7 +311,12 @@ export class IdempotencyStore {
       /** How long a finished request's answer is replayed. */
       keepMs: number;
     },
-  ) {}
+  ) {
+    this.redis = defineScripts<OwnEntryCommands>(redis, {
+      replaceOwnIdempotencyEntry: REPLACE_OWN,
+      deleteOwnIdempotencyEntry: DELETE_OWN,
+    });
+  }
 
   /**
    * Claims `key` for this request, or explains why not: the same request still running (409),
@@ -317,15 +347,9 @@ export class IdempotencyStore {
     const redisKey = `${this.keyPrefix}${subject}:${sha256(key)}`;
     const box = answerBox(subject, key);
     for (let attempt = 0; attempt < 3; attempt++) {
-      const pending: Entry = { fingerprint };
-      const taken = await this.redis.set(
-        redisKey,
-        JSON.stringify(pending),
-        'PX',
-        this.windows.pendingMs,
-        'NX',
-      );
-      if (taken === 'OK') return this.firstClaim(redisKey, fingerprint, box, keepAnswer);
+      const pending = JSON.stringify({ fingerprint, claim: randomUUID() } satisfies Entry);
+      const taken = await this.redis.set(redisKey, pending, 'PX', this.windows.pendingMs, 'NX');
+      if (taken === 'OK') return this.firstClaim(redisKey, pending, fingerprint, box, keepAnswer);
       const raw = await this.redis.get(redisKey);
       if (raw === null) continue; // released or expired between the two calls
       const entry = JSON.parse(raw) as Entry;
@@ -348,11 +372,14 @@ export class IdempotencyStore {
 
   private firstClaim(
     redisKey: string,
+    /** The entry as this request claimed it. */
+    pending: string,
     fingerprint: string,
     box: SecretBox,
     keepAnswer: boolean,
   ): Claim {
-    const release = () => this.redis.del(redisKey).catch(() => undefined);
+    const release = () =>
+      this.redis.deleteOwnIdempotencyEntry(redisKey, pending).catch(() => undefined);
     return {
       kind: 'first',
       complete: async (response) => {
@@ -372,8 +399,14 @@ export class IdempotencyStore {
             : { fingerprint, sealed: box.seal(answer) };
         const stored = JSON.stringify(entry);
         try {
-          await this.redis.set(redisKey, stored, 'PX', this.windows.keepMs);
-          return true;
+          // Its claim ran out and another request holds the key now: that one's to answer.
+          const replaced = await this.redis.replaceOwnIdempotencyEntry(
+            redisKey,
+            pending,
+            stored,
+            this.windows.keepMs,
+          );
+          return replaced === 1;
         } catch {
           return false;
         }

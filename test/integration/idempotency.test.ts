@@ -254,6 +254,25 @@ describe('IdempotencyStore on Redis', () => {
     expect((await store.claim('u1', key, 'fp', false)).kind).toBe('first');
   });
 
+  it('never answers, nor frees, the key of a later request once its own claim ran out', async () => {
+    const short = new IdempotencyStore(redis, `${stack.iso.namespace}:idem-short:`, {
+      pendingMs: 200,
+      keepMs: 60_000,
+    });
+    const key = `k-${randomUUID()}`;
+    const slow = await short.claim('u1', key, 'fp');
+    if (slow.kind !== 'first') throw new Error('not first');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Its claim ran out (a call retried past pendingMs): another request took the key.
+    const later = await short.claim('u1', key, 'another request');
+    expect(later.kind).toBe('first');
+    expect(await slow.complete({ status: 201, headers: {}, body: { id: 'slow' } })).toBe(false);
+    await slow.fail(badRequest('no'), 'package.save');
+    // The later request still holds its key: a copy of it waits, the slow one's retry is refused.
+    await expect(short.claim('u1', key, 'another request')).rejects.toMatchObject({ code: 409 });
+    await expect(short.claim('u1', key, 'fp')).rejects.toMatchObject({ code: 422 });
+  });
+
   it('releases the key of a refused request', async () => {
     const first = await store.claim('u1', 'k-refused', 'fp');
     if (first.kind === 'first') await first.fail(badRequest('no'), 'package.save');
