@@ -13,23 +13,17 @@ import { useStoreDatabase } from '../support/store-database';
  */
 const db = useStoreDatabase('order', defineOrderModels);
 
-it('reaches, tick after tick, the simulations past a page of ones still waiting', async () => {
+/**
+ * A simulator over the real store whose deliveries are read through `read` (each id noted in
+ * `seen`): a simulated delivery waiting for its courier, or null for one that is gone.
+ */
+function simulatorReading(read: (deliveryId: string) => 'waiting' | null) {
   const store = new OrderStore(() => db.models);
-  const waiting = new Set<string>();
-  const old = Date.now() - 3_600_000;
-  for (let i = 0; i < SIMULATION_BATCH + 20; i++) {
-    const deliveryId = randomUUID();
-    waiting.add(deliveryId);
-    await store.startSimulation(deliveryId, new Date(old + i));
-  }
-  // The newest: its delivery has ended, which the simulator notes by dropping it.
-  const ended = randomUUID();
-  await store.startSimulation(ended, new Date());
-  const read: string[] = [];
+  const seen: string[] = [];
   const transitions = {
     async current(deliveryId: string) {
-      read.push(deliveryId);
-      if (!waiting.has(deliveryId)) return null;
+      seen.push(deliveryId);
+      if (read(deliveryId) === null) return null;
       return {
         _id: deliveryId,
         simulation: 'delivered',
@@ -47,6 +41,25 @@ it('reaches, tick after tick, the simulations past a page of ones still waiting'
     logger: () => ({ warn: () => undefined }) as unknown as Logger,
   });
   const tick = () => (simulator as unknown as { tick(): Promise<void> }).tick();
+  return { store, simulator, seen, tick };
+}
+
+it('reaches, tick after tick, the simulations past a page of ones still waiting', async () => {
+  const waiting = new Set<string>();
+  const {
+    store,
+    seen: read,
+    tick,
+  } = simulatorReading((id) => (waiting.has(id) ? 'waiting' : null));
+  const old = Date.now() - 3_600_000;
+  for (let i = 0; i < SIMULATION_BATCH + 20; i++) {
+    const deliveryId = randomUUID();
+    waiting.add(deliveryId);
+    await store.startSimulation(deliveryId, new Date(old + i));
+  }
+  // The newest: its delivery has ended, which the simulator notes by dropping it.
+  const ended = randomUUID();
+  await store.startSimulation(ended, new Date());
 
   await tick();
   expect(read).toHaveLength(SIMULATION_BATCH);
@@ -59,30 +72,12 @@ it('reaches, tick after tick, the simulations past a page of ones still waiting'
 });
 
 it('ends a tick at the next simulation once the process is stopping', async () => {
-  const store = new OrderStore(() => db.models);
-  for (let i = 0; i < 3; i++) await store.startSimulation(randomUUID(), new Date());
-  const read: string[] = [];
-  const transitions = {
-    async current(deliveryId: string) {
-      read.push(deliveryId);
-      // The stop comes while the first is driven.
-      void simulator.stop();
-      return {
-        _id: deliveryId,
-        simulation: 'delivered',
-        lifecycle: { status: 'REQUEST_CREATED' },
-      } as unknown as DeliveryRecord;
-    },
-  } as unknown as DeliveryTransitions;
-  const simulator = new Simulator({
-    store,
-    transitions,
-    courierRun: {} as never,
-    services: () => ({}) as never,
-    scale: 1,
-    intervalMs: 60_000,
-    logger: () => ({ warn: () => undefined }) as unknown as Logger,
+  // The stop comes while the first is driven.
+  const { store, simulator, seen, tick } = simulatorReading(() => {
+    void simulator.stop();
+    return 'waiting';
   });
-  await (simulator as unknown as { tick(): Promise<void> }).tick();
-  expect(read).toHaveLength(1);
+  for (let i = 0; i < 3; i++) await store.startSimulation(randomUUID(), new Date());
+  await tick();
+  expect(seen).toHaveLength(1);
 });
