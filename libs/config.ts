@@ -394,9 +394,10 @@ const declaredEnvSchema = Joi.object({
   MONGO_TIMEOUT_MS: Joi.number()
     .integer()
     .min(100)
+    .max(10000)
     .default(10000)
     .description(
-      'Time limit to reach MongoDB for each operation (503 after it) and each try at start (tried until it answers)',
+      'Time limit to reach MongoDB for each operation (503 after it) and each try at start (tried until it answers); at most 10 s, which the leases of claims and locks are reckoned from',
     ),
   DB_COMMAND_METRICS: Joi.boolean()
     .default(false)

@@ -429,6 +429,7 @@ describe('loadConfig errors', () => {
     ['BACKFILL_AFTER_ROLLOUT_MS', '2147483648'],
     ['S3_TIMEOUT_MS', '99'],
     ['MONGO_TIMEOUT_MS', '99'],
+    ['MONGO_TIMEOUT_MS', '10001'],
     ['REDIS_COMMAND_TIMEOUT_MS', '99'],
     ['REDIS_COMMAND_TIMEOUT_MS', '60001'],
     ['REDIS_COMMAND_TIMEOUT_MS', '1.5'],
