@@ -80,6 +80,10 @@ export async function claimLease(
   leaseMs: number,
   now = new Date(),
 ): Promise<Lease | null> {
+  if (leaseMs <= RELEASE_MARGIN_MS) {
+    // Never given back (`releaseLease`): every failure would leave a turn behind.
+    throw new RangeError(`A lease must outlast ${RELEASE_MARGIN_MS} ms, not ${leaseMs}`);
+  }
   for (let turn = 0; ;) {
     const _id = turnName(name, turn);
     if (await insertOnce(() => model.create({ _id, startedAt: now }))) {
@@ -222,15 +226,21 @@ export async function pruneClaimEnds(
  * same error with no write errors listed, and none of the documents may have been written.
  */
 export const onlyDuplicateKeys = (err: unknown): boolean => {
-  const { writeErrors, writeConcernError } = err as {
+  const { writeErrors, writeConcernError, result, mongoose } = err as {
     writeErrors?: unknown[];
     writeConcernError?: unknown;
+    // The driver keeps a write concern's error on the result when documents were refused too.
+    result?: { getWriteConcernError?: () => unknown };
+    // Mongoose's documents its schema refused, with `rawResult` (`insertAll`).
+    mongoose?: { validationErrors?: unknown[] };
   };
   return (
     Array.isArray(writeErrors) &&
     writeErrors.length > 0 &&
     writeErrors.every(isDuplicateKey) &&
-    !writeConcernError
+    !writeConcernError &&
+    !result?.getWriteConcernError?.() &&
+    (mongoose?.validationErrors?.length ?? 0) === 0
   );
 };
 
@@ -240,8 +250,14 @@ export const onlyDuplicateKeys = (err: unknown): boolean => {
 export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<void> {
   if (documents.length === 0) return;
   try {
-    // Mongoose would otherwise leave out, unsaid, a document its schema refuses.
-    await model.insertMany(documents, { ordered: false, throwOnValidationError: true });
+    // Mongoose would otherwise leave out, unsaid, a document its schema refuses: it throws
+    // when the others were written, and names them on the driver's error (`rawResult`) when
+    // some were refused as duplicates.
+    await model.insertMany(documents, {
+      ordered: false,
+      throwOnValidationError: true,
+      rawResult: true,
+    });
   } catch (err) {
     if (!onlyDuplicateKeys(err)) throw err;
   }

@@ -133,6 +133,13 @@ export const COURIER_TO_PICKUP: ReadonlySet<string> = new Set([
  */
 export const followedByRecipient = (status: unknown) => status !== 'RETURNING';
 
+/**
+ * Whether a linked recipient is told where the courier is (`courier.location`): only while it
+ * carries their parcel; before the pickup their reads show only its area.
+ */
+export const recipientToldOfPositions = (status: unknown) =>
+  followedByRecipient(status) && !COURIER_TO_PICKUP.has(status as string);
+
 export const DELIVERY_CREATED_EVENT = 'order.deliveryCreated';
 /** Every share of the fee is paid: matching may start. */
 export const DELIVERY_PAID_EVENT = 'order.deliveryPaid';

@@ -1,6 +1,6 @@
 import Joi from '../joi';
 import { uuid } from '../schemas';
-import { COURIER_TO_PICKUP, followedByRecipient } from './order';
+import { recipientToldOfPositions } from './order';
 import type { Retry } from './retry';
 
 /** What other services may know of the webhook service. */
@@ -45,8 +45,7 @@ export interface PublishedEvent {
  */
 export const toldToRecipient = ({ type, data }: Pick<PublishedEvent, 'type' | 'data'>) =>
   !type.startsWith('payment.') &&
-  (type !== 'courier.location' ||
-    (followedByRecipient(data.status) && !COURIER_TO_PICKUP.has(data.status as string)));
+  (type !== 'courier.location' || recipientToldOfPositions(data.status));
 
 /** Who an endpoint's owner is to the delivery an event is of (the body's `role`). */
 export const roleInEvent = (event: Pick<PublishedEvent, 'userId'>, endpointOwner: string) =>

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { APP_ENVIRONMENTS, type AppEnvironment } from '../../libs/config';
-import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import { insertOnce, raiseById, updateByIdWhere } from '../../libs/mongo';
+import { Error as MongooseError, Schema, type Connection, type InferSchemaType } from 'mongoose';
+import { insertOnce, isDuplicateKey, raiseById, updateByIdWhere } from '../../libs/mongo';
 import { definePlaceModel, StoredPlaces } from '../../libs/places';
 import { defineOperatorModels } from './operator-store';
 import {
@@ -146,6 +146,10 @@ export function defineAccountModels(connection: Connection) {
 export type AccountModels = ReturnType<typeof defineAccountModels>;
 
 /** The account service's persistence: every query its actions make. */
+/** A write the database or the schema refused: it was not applied, and will not be. */
+const isRefusal = (err: unknown) =>
+  isDuplicateKey(err) || err instanceof MongooseError.ValidationError;
+
 export class AccountStore {
   /** Each user's API key places: MAX_ACTIVE_KEYS_PER_USER held exactly. */
   readonly keyPlaces: StoredPlaces;
@@ -185,20 +189,20 @@ export class AccountStore {
     try {
       user = (await this.models().User.create({ _id, ...fields })).toObject();
     } catch (err) {
-      // Never stored: its phone must not keep naming it. Only once read absent: a write that
-      // errs may have been applied (a timeout), and that user's phone must stay claimed. A
-      // marker of sharing stays (another creation may have found it and relied on it); it
-      // links nobody, the safe way.
-      if (claimed) await this.giveBackPhone(fields.phone, _id).catch(() => undefined);
+      // Refused (the e-mail another user's, the document invalid): never stored, its phone
+      // must not keep naming it. Not after any other error: a write that errs may still land
+      // (a timeout), and that user's phone must stay claimed; a claim left so names a user
+      // never stored, whose e-mail's next user takes it over (`enterContacts`). A marker of
+      // sharing stays (another creation may have relied on it); it links nobody, the safe way.
+      if (claimed && isRefusal(err)) {
+        await this.models()
+          .UserContact.deleteOne({ _id: `phone:${fields.phone}`, userId: _id })
+          .catch(() => undefined);
+      }
       throw err;
     }
     await this.enterContacts(user);
     return user;
-  }
-
-  private async giveBackPhone(phone: string, userId: string): Promise<void> {
-    if (await this.findUser(userId)) return;
-    await this.models().UserContact.deleteOne({ _id: `phone:${phone}`, userId });
   }
 
   /**
@@ -237,11 +241,17 @@ export class AccountStore {
     const { UserContact } = this.models();
     await insertOnce(() => UserContact.create({ _id: `email:${user.email}`, userId: user._id }));
     const phoneId = `phone:${user.phone}`;
-    if (await insertOnce(() => UserContact.create({ _id: phoneId, userId: user._id }))) return;
+    const entry = { _id: phoneId, userId: user._id, email: user.email };
+    if (await insertOnce(() => UserContact.create(entry))) return;
     const holder = await UserContact.findById(phoneId).lean();
-    if (holder && holder.userId !== user._id) {
-      await insertOnce(() => UserContact.create({ _id: `${phoneId}:shared`, userId: user._id }));
+    if (!holder || holder.userId === user._id) return;
+    if (holder.email === user.email) {
+      // Claimed for this e-mail by a creation never stored (the e-mail is one user's, this
+      // one's): the phone is this user's.
+      await UserContact.deleteOne({ _id: phoneId, userId: holder.userId });
+      if (await insertOnce(() => UserContact.create(entry))) return;
     }
+    await insertOnce(() => UserContact.create({ _id: `${phoneId}:shared`, userId: user._id }));
   }
 
   /**

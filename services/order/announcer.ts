@@ -2,6 +2,8 @@ import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import type { CourierMove } from '../../libs/contracts/matching';
 import { TAKING_LOCATIONS_MAX, type WebhookEventType } from '../../libs/contracts/webhook';
+import { recipientToldOfPositions } from '../../libs/contracts/order';
+import { neverStarted } from '../../libs/resilience';
 import { nameBasedId } from '../../libs/ids';
 import { BoundedMap } from '../../libs/lookup-cache';
 import type { CourierViewer } from './courier-view';
@@ -209,7 +211,9 @@ export class Announcer {
     const parties = new Set<string>();
     for (const d of deliveries) {
       parties.add(d.userId);
-      if (d.recipientUserId) parties.add(d.recipientUserId);
+      if (d.recipientUserId && recipientToldOfPositions(d.lifecycle.status)) {
+        parties.add(d.recipientUserId);
+      }
     }
     const ids = [...parties];
     const taking = new Set<string>();
@@ -221,10 +225,19 @@ export class Announcer {
         for (const id of userIds) taking.add(id);
       }
     } catch (err) {
-      this.deps.logger().warn('who takes couriers’ positions not known; all are published', {
-        err: (err as Error).message,
-      });
-      return null;
+      // A webhook service of the version before has no such action: all are published, as
+      // then. Any other failure (the service slow or away) skips this flush's positions, which
+      // are not kept: building them all would load it most when it can least take them.
+      const older = neverStarted(err, 'webhook.takingLocations');
+      this.deps
+        .logger()
+        .warn(
+          older
+            ? 'who takes couriers’ positions not known (webhook service of the version before); all are published'
+            : 'who takes couriers’ positions not known; none are published this flush',
+          { err: (err as Error).message },
+        );
+      return older ? null : new Set();
     }
     return taking;
   }

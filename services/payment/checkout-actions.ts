@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
+import { RELEASE_MARGIN_MS } from '../../libs/mongo';
 import { broadcast } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
@@ -687,8 +688,9 @@ export class Checkouts {
    * the one replica that claims it; a check that fails gives its claim up for the next sweep.
    */
   private async checkLate(entry: { _id: string; expiredAt: Date; checks: number }) {
-    // Its holder's call must be over by then: the provider's timeout and the writes after.
-    const leaseMs = this.deps.config.paystack.timeoutMs + ATTEMPT_GRACE_MS;
+    // Its holder's call must be over by then: the provider's timeout and the writes after;
+    // and a failed check gives it back in time (`RELEASE_MARGIN_MS` before its end).
+    const leaseMs = this.deps.config.paystack.timeoutMs + ATTEMPT_GRACE_MS + RELEASE_MARGIN_MS;
     const claim = await this.store.claimLateCheck(entry._id, entry.checks, leaseMs);
     if (!claim) return;
     try {

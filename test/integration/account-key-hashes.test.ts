@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type mongoose from 'mongoose';
+import mongoose from 'mongoose';
 import { AccountStore, defineAccountModels } from '../../services/account/store';
 import { isolation, openServiceDatabase } from '../support/stack';
 
@@ -161,19 +161,39 @@ it('never links a later user of a phone to the deliveries of one stored before i
   expect(await store.userByContact({ phone })).toBeNull();
 });
 
-it('gives back the phone of a creation that failed: its next user is linked by it', async () => {
+it('gives back the phone of a creation refused: its next user is linked by it', async () => {
   const phone = '+2348031110041';
-  const storing = jest
-    .spyOn(models.User, 'create')
-    .mockRejectedValueOnce(new Error('database is busy'));
+  // Refused for its e-mail: another user's, whose contacts were not entered yet.
+  const refused = new mongoose.mongo.MongoServerError({
+    code: 11000,
+    errmsg: 'E11000 duplicate key',
+  });
+  const storing = jest.spyOn(models.User, 'create').mockRejectedValueOnce(refused);
   await expect(
-    store.createUser({ name: 'Failed', email: 'failed.creation@example.com', phone }),
-  ).rejects.toThrow('database is busy');
+    store.createUser({ name: 'Refused', email: 'refused.creation@example.com', phone }),
+  ).rejects.toBe(refused);
   storing.mockRestore();
   expect(
     await conn.collection('user_contacts').countDocuments({ _id: `phone:${phone}` as never }),
   ).toBe(0);
   const user = await store.createUser({ name: 'Next', email: 'next.owner@example.com', phone });
+  expect(await store.userByContact({ phone })).toMatchObject({ _id: user._id });
+});
+
+it('keeps the phone of a creation that failed otherwise, for the next creation of its e-mail', async () => {
+  const phone = '+2348031110081';
+  const fields = { name: 'Failed', email: 'failed.creation@example.com', phone };
+  // Not a refusal: whether the write landed is not known.
+  const storing = jest
+    .spyOn(models.User, 'create')
+    .mockRejectedValueOnce(new Error('database is busy'));
+  await expect(store.createUser(fields)).rejects.toThrow('database is busy');
+  storing.mockRestore();
+  expect(
+    await conn.collection('user_contacts').countDocuments({ _id: `phone:${phone}` as never }),
+  ).toBe(1);
+  // Sent again, it is stored, and takes the phone over from the claim never stored.
+  const user = await store.createUser(fields);
   expect(await store.userByContact({ phone })).toMatchObject({ _id: user._id });
 });
 

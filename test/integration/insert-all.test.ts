@@ -43,3 +43,9 @@ it('throws for a document its schema refuses rather than leave it out unsaid', a
     /name/,
   );
 });
+
+it('throws for a refused document beside a duplicate (a retry of the batch)', async () => {
+  await insertAll(Thing, [{ _id: 'e', name: 'fifth' }]);
+  await expect(insertAll(Thing, [{ _id: 'e', name: 'fifth' }, { _id: 'f' }])).rejects.toThrow();
+  expect(await Thing.exists({ _id: 'f' })).toBeNull();
+});

@@ -59,3 +59,9 @@ it('gives nothing back so near its lease’s end that the delete could land afte
   const later = await claimLease(db.models.Leases, name, LEASE_MS, new Date(Date.now() + LEASE_MS));
   expect(later?.name).toBe(`${name}~1`);
 });
+
+it('refuses a lease too short to be given back before its end', async () => {
+  await expect(claimLease(db.models.Leases, randomUUID(), RELEASE_MARGIN_MS)).rejects.toThrow(
+    RangeError,
+  );
+});

@@ -1,4 +1,4 @@
-import type { Logger } from 'moleculer';
+import { Errors, type Logger } from 'moleculer';
 import type mongoose from 'mongoose';
 import { loadConfig } from '../../libs/config';
 import type { Caller } from '../../libs/contracts';
@@ -31,12 +31,21 @@ let db: mongoose.Connection;
 const called: string[] = [];
 let announcer: Announcer;
 
-/** The stack's own services, each call noted; `refused` stands for a node that lacks an action. */
-function recording(refused?: string): Caller {
+/**
+ * The stack's own services, each call noted. `failing` fails one action: as a webhook node of
+ * the version before, which lacks it (`older`), or as one too slow to answer (`slow`).
+ */
+function recording(failing?: { action: string; as: 'older' | 'slow' }): Caller {
   return {
     call: (action, params, opts) => {
       called.push(action);
-      if (action === refused) return Promise.reject(new Error(`Service '${action}' is not found.`));
+      if (action === failing?.action) {
+        return Promise.reject(
+          failing.as === 'older'
+            ? new Errors.ServiceNotFoundError({ action })
+            : new Errors.RequestTimeoutError({ action, nodeID: 'webhook-node' }),
+        );
+      }
       return stack.client.call(action, params, opts);
     },
   };
@@ -86,7 +95,7 @@ async function deliveryUnderWay() {
 
 /** Waits until a position of the move's delivery would go to whoever took it: its assignment is handed over. */
 async function assignmentHandedOver(move: CourierMove) {
-  const older = announcerCalling(recording('webhook.takingLocations'));
+  const older = announcerCalling(recording({ action: 'webhook.takingLocations', as: 'older' }));
   await eventually(async () => {
     called.length = 0;
     await older.locations([{ ...move, at: new Date().toISOString() }]);
@@ -125,4 +134,13 @@ it('hands over every position while the webhook service cannot say who takes the
   const { move } = await deliveryUnderWay();
   await assignmentHandedOver(move);
   expect(called[0]).toBe('webhook.takingLocations');
+});
+
+it('hands over no position while the webhook service cannot answer who takes them (slow, away)', async () => {
+  const { move } = await deliveryUnderWay();
+  await assignmentHandedOver(move);
+  const slowed = announcerCalling(recording({ action: 'webhook.takingLocations', as: 'slow' }));
+  called.length = 0;
+  await slowed.locations([{ ...move, at: new Date().toISOString() }]);
+  expect(called).toEqual(['webhook.takingLocations']);
 });

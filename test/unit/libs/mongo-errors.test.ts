@@ -112,5 +112,15 @@ describe('a bulk insert refused in part', () => {
     expect(
       onlyDuplicateKeys(Object.assign(bulkError(11000), { writeConcernError: { code: 64 } })),
     ).toBe(false);
+    // Where the driver keeps a write concern's error when documents were refused too.
+    const withConcern = Object.assign(bulkError(11000), {
+      result: { getWriteConcernError: () => ({ code: 64 }) },
+    });
+    expect(onlyDuplicateKeys(withConcern)).toBe(false);
+    // Mongoose's own refusals of documents, named on the driver's error (`rawResult`).
+    const withInvalid = Object.assign(bulkError(11000), {
+      mongoose: { validationErrors: [new Error('name: required')] },
+    });
+    expect(onlyDuplicateKeys(withInvalid)).toBe(false);
   });
 });
