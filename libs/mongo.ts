@@ -244,11 +244,14 @@ export const onlyDuplicateKeys = (err: unknown): boolean => {
   );
 };
 
-/** Inserts documents in one round trip, leaving any already there (a repeat) as they are. */
+/**
+ * Inserts documents in one round trip, leaving any already there (a repeat) as they are: true
+ * when every one was new.
+ */
 // The models differ in their document types; only insertMany is used.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<void> {
-  if (documents.length === 0) return;
+export async function insertAll(model: mongoose.Model<any>, documents: object[]): Promise<boolean> {
+  if (documents.length === 0) return true;
   try {
     // Mongoose would otherwise leave out, unsaid, a document its schema refuses: it throws
     // when the others were written, and names them on the driver's error (`rawResult`) when
@@ -258,8 +261,14 @@ export async function insertAll(model: mongoose.Model<any>, documents: object[])
       throwOnValidationError: true,
       rawResult: true,
     });
+    return true;
   } catch (err) {
+    // The schema's refusal, rather than the duplicates' error it came with.
+    const invalid = (err as { mongoose?: { validationErrors?: unknown[] } }).mongoose
+      ?.validationErrors?.[0];
+    if (invalid) throw invalid;
     if (!onlyDuplicateKeys(err)) throw err;
+    return false;
   }
 }
 

@@ -1,6 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import { passRecordsIn, runPass, type BackfillPass } from './backfills';
-import { deleteManyById, insertOnce, onlyDuplicateKeys, raiseById } from './mongo';
+import { deleteManyById, insertAll, insertOnce, raiseById } from './mongo';
 import { Turns } from './turns';
 
 /**
@@ -399,14 +399,8 @@ export class OwnerList {
    * Inserts the claims; false when any was there already (a retry, or an item twice). Any
    * other refusal throws, whichever claim it was of (the driver's code is the first's only).
    */
-  private async claimAll(claims: { _id: string; from: number }[]): Promise<boolean> {
-    try {
-      await this.m.Claim.insertMany(claims, { ordered: false });
-      return true;
-    } catch (err) {
-      if (onlyDuplicateKeys(err)) return false;
-      throw err;
-    }
+  private claimAll(claims: { _id: string; from: number }[]): Promise<boolean> {
+    return insertAll(this.m.Claim, claims);
   }
 
   /** The lowest `from` of these claims, each read by `_id`. */

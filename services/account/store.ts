@@ -242,14 +242,16 @@ export class AccountStore {
     await insertOnce(() => UserContact.create({ _id: `email:${user.email}`, userId: user._id }));
     const phoneId = `phone:${user.phone}`;
     const entry = { _id: phoneId, userId: user._id, email: user.email };
-    if (await insertOnce(() => UserContact.create(entry))) return;
-    const holder = await UserContact.findById(phoneId).lean();
-    if (!holder || holder.userId === user._id) return;
-    if (holder.email === user.email) {
+    // Twice at most: a claim taken over (below) may be taken over at once by another entering
+    // of the same user's contacts (a repeat's 409, the backfill), which then holds it.
+    for (let round = 0; round < 2; round++) {
+      if (await insertOnce(() => UserContact.create(entry))) return;
+      const holder = await UserContact.findById(phoneId).lean();
+      if (!holder || holder.userId === user._id) return;
+      if (holder.email !== user.email) break;
       // Claimed for this e-mail by a creation never stored (the e-mail is one user's, this
       // one's): the phone is this user's.
       await UserContact.deleteOne({ _id: phoneId, userId: holder.userId });
-      if (await insertOnce(() => UserContact.create(entry))) return;
     }
     await insertOnce(() => UserContact.create({ _id: `${phoneId}:shared`, userId: user._id }));
   }

@@ -3,7 +3,6 @@ import { call, type Caller } from '../../libs/contracts';
 import type { CourierMove } from '../../libs/contracts/matching';
 import { TAKING_LOCATIONS_MAX, type WebhookEventType } from '../../libs/contracts/webhook';
 import { recipientToldOfPositions } from '../../libs/contracts/order';
-import { neverStarted } from '../../libs/resilience';
 import { nameBasedId } from '../../libs/ids';
 import { BoundedMap } from '../../libs/lookup-cache';
 import type { CourierViewer } from './courier-view';
@@ -185,7 +184,10 @@ export class Announcer {
     }
     const taking = await this.takingLocations(under.map(({ delivery }) => delivery));
     for (const { move, delivery } of under) {
-      const parties = [delivery.userId, delivery.recipientUserId];
+      const recipient = recipientToldOfPositions(delivery.lifecycle.status)
+        ? delivery.recipientUserId
+        : null;
+      const parties = [delivery.userId, recipient];
       if (taking && !parties.some((id) => id && taking.has(id))) continue;
       const unannounced = await this.unannouncedUpTo(delivery._id, delivery.version);
       if (unannounced?.length !== 0) continue;
@@ -228,7 +230,10 @@ export class Announcer {
       // A webhook service of the version before has no such action: all are published, as
       // then. Any other failure (the service slow or away) skips this flush's positions, which
       // are not kept: building them all would load it most when it can least take them.
-      const older = neverStarted(err, 'webhook.takingLocations');
+      // Not found: a webhook node of the version before, without the action (or no webhook
+      // node at all, whose publications then fail as before). Not any other refusal to start
+      // (a circuit open on a slow service, a full queue).
+      const older = (err as { type?: unknown }).type === 'SERVICE_NOT_FOUND';
       this.deps
         .logger()
         .warn(

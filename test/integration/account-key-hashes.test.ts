@@ -241,3 +241,32 @@ describe('a creation sent again', () => {
     expect(await store.userByContact({ phone })).toBeNull();
   });
 });
+
+it('enters a phone claimed for its e-mail by a creation never stored, however many enter it at once', async () => {
+  const phone = '+2348031110091';
+  const email = 'entered.twice@example.com';
+  // Left by a creation of this e-mail whose write never landed.
+  await conn.collection<{ _id: string }>('user_contacts').insertOne({
+    _id: `phone:${phone}`,
+    userId: randomUUID(),
+    email,
+  } as never);
+  const userId = randomUUID();
+  await conn.collection<{ _id: string }>('users').insertOne({
+    _id: userId,
+    name: 'Entered',
+    email,
+    phone,
+    profileId: randomUUID(),
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  } as never);
+  // A repeat's 409 and the backfill entering the stored user's contacts at the same moment.
+  const user = { _id: userId, email, phone };
+  await Promise.all([
+    store.enterContacts(user),
+    store.enterContacts(user),
+    store.enterContacts(user),
+  ]);
+  expect(await store.userByContact({ phone })).toMatchObject({ _id: userId });
+});

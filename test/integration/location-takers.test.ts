@@ -35,16 +35,18 @@ let announcer: Announcer;
  * The stack's own services, each call noted. `failing` fails one action: as a webhook node of
  * the version before, which lacks it (`older`), or as one too slow to answer (`slow`).
  */
-function recording(failing?: { action: string; as: 'older' | 'slow' }): Caller {
+function recording(failing?: { action: string; as: 'older' | 'slow' | 'open' }): Caller {
   return {
     call: (action, params, opts) => {
       called.push(action);
       if (action === failing?.action) {
-        return Promise.reject(
-          failing.as === 'older'
-            ? new Errors.ServiceNotFoundError({ action })
-            : new Errors.RequestTimeoutError({ action, nodeID: 'webhook-node' }),
-        );
+        const refusals = {
+          older: () => new Errors.ServiceNotFoundError({ action }),
+          slow: () => new Errors.RequestTimeoutError({ action, nodeID: 'webhook-node' }),
+          // Its circuit open after timeouts: moleculer refuses to start the call.
+          open: () => new Errors.ServiceNotAvailableError({ action }),
+        };
+        return Promise.reject(refusals[failing.as]());
       }
       return stack.client.call(action, params, opts);
     },
@@ -136,11 +138,13 @@ it('hands over every position while the webhook service cannot say who takes the
   expect(called[0]).toBe('webhook.takingLocations');
 });
 
-it('hands over no position while the webhook service cannot answer who takes them (slow, away)', async () => {
+it('hands over no position while the webhook service cannot answer who takes them (slow, its circuit open)', async () => {
   const { move } = await deliveryUnderWay();
   await assignmentHandedOver(move);
-  const slowed = announcerCalling(recording({ action: 'webhook.takingLocations', as: 'slow' }));
-  called.length = 0;
-  await slowed.locations([{ ...move, at: new Date().toISOString() }]);
-  expect(called).toEqual(['webhook.takingLocations']);
+  for (const as of ['slow', 'open'] as const) {
+    const failing = announcerCalling(recording({ action: 'webhook.takingLocations', as }));
+    called.length = 0;
+    await failing.locations([{ ...move, at: new Date().toISOString() }]);
+    expect({ as, called }).toEqual({ as, called: ['webhook.takingLocations'] });
+  }
 });
