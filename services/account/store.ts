@@ -145,11 +145,11 @@ export function defineAccountModels(connection: Connection) {
 
 export type AccountModels = ReturnType<typeof defineAccountModels>;
 
-/** The account service's persistence: every query its actions make. */
 /** A write the database or the schema refused: it was not applied, and will not be. */
 const isRefusal = (err: unknown) =>
   isDuplicateKey(err) || err instanceof MongooseError.ValidationError;
 
+/** The account service's persistence: every query its actions make. */
 export class AccountStore {
   /** Each user's API key places: MAX_ACTIVE_KEYS_PER_USER held exactly. */
   readonly keyPlaces: StoredPlaces;

@@ -19,6 +19,12 @@ import { creationEvents, eventSequence, transitionEvents, webhookEventId } from 
  */
 const LOCATION_INDEX = 9;
 
+/** Who is told where the delivery's courier is: its creator, and its linked recipient while told. */
+const toldOfPositions = (delivery: DeliveryRecord): string[] =>
+  delivery.recipientUserId && recipientToldOfPositions(delivery.lifecycle.status)
+    ? [delivery.userId, delivery.recipientUserId]
+    : [delivery.userId];
+
 /** Deliveries whose published events an announcer remembers (a few minutes' worth). */
 const PUBLISHED_KEPT = 5_000;
 
@@ -184,11 +190,7 @@ export class Announcer {
     }
     const taking = await this.takingLocations(under.map(({ delivery }) => delivery));
     for (const { move, delivery } of under) {
-      const recipient = recipientToldOfPositions(delivery.lifecycle.status)
-        ? delivery.recipientUserId
-        : null;
-      const parties = [delivery.userId, recipient];
-      if (taking && !parties.some((id) => id && taking.has(id))) continue;
+      if (taking && !toldOfPositions(delivery).some((id) => taking.has(id))) continue;
       const unannounced = await this.unannouncedUpTo(delivery._id, delivery.version);
       if (unannounced?.length !== 0) continue;
       this.published(delivery._id, delivery.version);
@@ -207,17 +209,11 @@ export class Announcer {
    * Of the deliveries' creators and linked recipients, those with an endpoint that takes
    * positions: most take none, and a position built for nobody cost its courier's read (a
    * call) and a publication (another) per delivery under way each flush. Null when the
-   * webhook service cannot say (one of the version before, during a rollout): all are built.
+   * webhook service lacks the action (one of the version before, during a rollout): all are
+   * built.
    */
   private async takingLocations(deliveries: DeliveryRecord[]): Promise<Set<string> | null> {
-    const parties = new Set<string>();
-    for (const d of deliveries) {
-      parties.add(d.userId);
-      if (d.recipientUserId && recipientToldOfPositions(d.lifecycle.status)) {
-        parties.add(d.recipientUserId);
-      }
-    }
-    const ids = [...parties];
+    const ids = [...new Set(deliveries.flatMap(toldOfPositions))];
     const taking = new Set<string>();
     try {
       for (let i = 0; i < ids.length; i += TAKING_LOCATIONS_MAX) {
@@ -227,12 +223,10 @@ export class Announcer {
         for (const id of userIds) taking.add(id);
       }
     } catch (err) {
-      // A webhook service of the version before has no such action: all are published, as
-      // then. Any other failure (the service slow or away) skips this flush's positions, which
-      // are not kept: building them all would load it most when it can least take them.
       // Not found: a webhook node of the version before, without the action (or no webhook
-      // node at all, whose publications then fail as before). Not any other refusal to start
-      // (a circuit open on a slow service, a full queue).
+      // node at all, whose publications then fail as before): all are published, as then. Any
+      // other failure (slow, its circuit open, its queue full) skips this flush's positions,
+      // which are not kept: building them all would load it most when it can least take them.
       const older = (err as { type?: unknown }).type === 'SERVICE_NOT_FOUND';
       this.deps
         .logger()

@@ -161,6 +161,22 @@ export function waitedPastRetention(
   return now.getTime() - new Date(endpoint.disabledAt).getTime() >= retentionMs;
 }
 
+/**
+ * Whether the endpoint's messages wait for it to be enabled again: disabled, not deleted, and
+ * not yet as long as retention keeps what was sent. Neither sent nor given up meanwhile.
+ */
+export function waitsForEnable(
+  endpoint: { status: string; disabledAt: Date | null; deleted: boolean },
+  now: Date,
+  retentionMs: number,
+): boolean {
+  return (
+    !endpoint.deleted &&
+    endpoint.status !== 'ACTIVE' &&
+    !waitedPastRetention(endpoint, now, retentionMs)
+  );
+}
+
 /** Both secrets sign for a day after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 

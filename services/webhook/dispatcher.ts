@@ -12,6 +12,7 @@ import {
   lanesOf,
   shouldDisable,
   waitedPastRetention,
+  waitsForEnable,
   MOST_SIGNING_SECRETS,
   ownerShare,
   ROTATION_OVERLAP_MS,
@@ -234,12 +235,7 @@ export class Dispatcher {
   private waits(webhookId: string, now: Date): boolean {
     const cached = this.targets.get(webhookId);
     const endpoint = cached && cached.until > now.getTime() ? cached.target?.endpoint : undefined;
-    return (
-      endpoint !== undefined &&
-      !endpoint.deleted &&
-      endpoint.status !== 'ACTIVE' &&
-      !waitedPastRetention(endpoint, now, this.deps.config.retentionMs)
-    );
+    return endpoint !== undefined && waitsForEnable(endpoint, now, this.deps.config.retentionMs);
   }
 
   private begin(head: QueuedRecord, now: Date): void {
@@ -339,12 +335,8 @@ export class Dispatcher {
     }
     // A disabled endpoint's messages wait: enabling it again sends them, in order; for as long
     // as retention keeps what was sent, then they are given up.
-    if (target.endpoint.status !== 'ACTIVE') {
-      if (!waitedPastRetention(target.endpoint, now, this.deps.config.retentionMs)) {
-        return { passed: true };
-      }
-      return this.giveUpWaiting(queued, now);
-    }
+    if (waitsForEnable(target.endpoint, now, this.deps.config.retentionMs)) return { passed: true };
+    if (target.endpoint.status !== 'ACTIVE') return this.giveUpWaiting(queued, now);
     const n = queued.attempts + 1;
     const claimed = await this.claim(queued, n, now);
     if (!claimed) {

@@ -14,6 +14,7 @@ import {
   MOST_SIGNING_SECRETS,
   shouldDisable,
   waitedPastRetention,
+  waitsForEnable,
   signingSecrets,
   subscribes,
 } from '../../../services/webhook/dispatch-rules';
@@ -138,6 +139,14 @@ describe('waitedPastRetention', () => {
       false,
     );
     expect(waitedPastRetention(disabled(null), now, DAY)).toBe(false);
+  });
+  it('keeps a disabled endpoint’s messages waiting until then; not an active or deleted one’s', () => {
+    const waits = (endpoint: { status: string; disabledAt: Date | null }, deleted = false) =>
+      waitsForEnable({ ...endpoint, deleted }, now, 30 * DAY);
+    expect(waits(disabled(29.9))).toBe(true);
+    expect(waits(disabled(30))).toBe(false);
+    expect(waits(disabled(1), true)).toBe(false);
+    expect(waits({ status: 'ACTIVE', disabledAt: null })).toBe(false);
   });
 });
 
