@@ -1,10 +1,9 @@
 import { loadConfig } from '../../libs/config';
-import { SecretBox } from '../../libs/secret-box';
 import { Dispatcher } from '../../services/webhook/dispatcher';
 import { fanOut } from '../../services/webhook/fan-out';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { useStoreDatabase } from '../support/store-database';
-import { endpointRecord, publishedEvent } from '../support/webhook-records';
+import { endpointRecord, publishedEvent, quietDispatcher } from '../support/webhook-records';
 
 /**
  * A disabled endpoint keeps what waits for it, a lane per delivery: thousands after a day of
@@ -30,14 +29,7 @@ it('begins a disabled endpoint’s lanes only until it has read the endpoint, in
   });
   expect(await db.models.Queue.countDocuments({ webhookId: endpoint._id })).toBe(LANES);
 
-  const dispatcher = new Dispatcher({
-    store,
-    config: config.webhook,
-    appEnv: 'staging',
-    box: new SecretBox('disabled-lanes-test'),
-    logger: () => ({ warn: () => undefined, info: () => undefined }) as never,
-    recordDisable: async (_endpoint, at) => at,
-  });
+  const dispatcher = quietDispatcher(store, config.webhook);
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- counting a private step
   const attempts = jest.spyOn(Dispatcher.prototype as any, 'attempt');
   try {

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../libs/config';
 import { SecretBox } from '../../libs/secret-box';
 import type { WaybillContext } from '../../libs/service';
-import { Dispatcher } from '../../services/webhook/dispatcher';
 import { createEndpointActions } from '../../services/webhook/endpoints';
 import { fanOut } from '../../services/webhook/fan-out';
 import type { ReplayParams } from '../../services/webhook/schemas';
@@ -12,7 +11,7 @@ import {
   type MessageRecord,
 } from '../../services/webhook/store';
 import { useStoreDatabase } from '../support/store-database';
-import { endpointRecord, publishedEvent } from '../support/webhook-records';
+import { endpointRecord, publishedEvent, quietDispatcher } from '../support/webhook-records';
 
 /**
  * Replays of one message at once, on the real server: one queues it, the others answer 409,
@@ -74,14 +73,7 @@ async function deliveredMessage(userId: string) {
 
 /** A dispatcher's one look at the queue at `now`, its attempts concluded. */
 async function dispatchOnce(now: Date): Promise<void> {
-  const dispatcher = new Dispatcher({
-    store,
-    config: config.webhook,
-    appEnv: 'staging',
-    box: new SecretBox('replay-test'),
-    logger: () => ({ warn: () => undefined, info: () => undefined }) as never,
-    recordDisable: async (_endpoint, at) => at,
-  });
+  const dispatcher = quietDispatcher(store, config.webhook);
   await dispatcher.look(now);
   await dispatcher.settle();
   await dispatcher.stop();

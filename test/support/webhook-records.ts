@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { PublishedEvent } from '../../libs/contracts/webhook';
-import type { EndpointRecord } from '../../services/webhook/store';
+import type { Config } from '../../libs/config';
+import { SecretBox } from '../../libs/secret-box';
+import { Dispatcher } from '../../services/webhook/dispatcher';
+import type { EndpointRecord, WebhookStore } from '../../services/webhook/store';
 
 /** A live endpoint of the user in staging, as `POST /api/webhooks` stores one. */
 export function endpointRecord(
@@ -36,4 +39,16 @@ export function publishedEvent(userId: string, sequence: number): PublishedEvent
     createdAt: new Date().toISOString(),
     data: {},
   };
+}
+
+/** A dispatcher over `store` in staging, logging nothing, recording disables as they come. */
+export function quietDispatcher(store: WebhookStore, config: Config['webhook']): Dispatcher {
+  return new Dispatcher({
+    store,
+    config,
+    appEnv: 'staging',
+    box: new SecretBox('webhook-test'),
+    logger: () => ({ warn: () => undefined, info: () => undefined }) as never,
+    recordDisable: async (_endpoint, at) => at,
+  });
 }
