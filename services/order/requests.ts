@@ -85,6 +85,9 @@ export function isRefusal(err: unknown): err is WaybillError {
   return err.code >= 400 && err.code < 500 && err.code !== 408 && err.code !== 429;
 }
 
+/** Draws of a tracking id before a request gives up: two ever drawn twice is 2^-120. */
+const TRACKING_DRAWS_MAX = 3;
+
 /** The payment service's answer that there is no debit to give back (nothing was taken). */
 export const isNoDebit = (err: unknown) => isWaybillError(err) && err.type === 'NOT_FOUND';
 
@@ -135,11 +138,13 @@ export class DeliveryRequests {
       : null;
 
     const now = new Date();
+    const drawn = newTrackingId();
     const claimed = await this.store.claimPending({
       _id: deliveryId,
       userId: user.id,
       stage: 'STARTED',
       walletDebit: request.paymentMethodType === 'WALLET',
+      trackingId: drawn,
       createdAt: now,
       updatedAt: now,
     });
@@ -158,7 +163,8 @@ export class DeliveryRequests {
     }
     this.fault('after-claim');
     try {
-      return await this.run(deliveryId, request, { ...who, recipientUserId }, own, now);
+      const trackingId = await this.claimTrackingId(deliveryId, drawn);
+      return await this.run(deliveryId, request, { ...who, recipientUserId }, own, trackingId, now);
     } catch (err) {
       if (isRefusal(err)) await this.refuseAnswering(deliveryId, err);
       throw err;
@@ -324,6 +330,7 @@ export class DeliveryRequests {
     who: Requester & { recipientUserId: string | null },
     /** The merchant's own active couriers, as `checkCouriers` read them (else null). */
     own: string[] | null,
+    trackingId: string,
     now: Date,
   ): Promise<Built> {
     const services = who.caller;
@@ -360,7 +367,7 @@ export class DeliveryRequests {
     );
     const built = buildDelivery({
       deliveryId,
-      trackingId: newTrackingId(),
+      trackingId,
       owner: { id: user.id, profileId: user.profileId },
       apiKeyId: who.apiKeyId,
       recipientUserId: who.recipientUserId,
@@ -427,6 +434,23 @@ export class DeliveryRequests {
     return this.finish(deliveryId, { delivery, addresses }, notifications);
   }
 
+  /**
+   * The drawn tracking id, claimed for the delivery before anything is taken; drawn again
+   * should another delivery hold it (2^-60 a pair), its claim saved first so that an undo
+   * gives it back. Claimed here, not when the delivery is stored: by then it is in the
+   * wallet's entry and the codes' messages, and a decided delivery could never be stored.
+   */
+  private async claimTrackingId(deliveryId: string, drawn: string): Promise<string> {
+    let trackingId = drawn;
+    for (let draws = 1; !(await this.store.claimTrackingId(trackingId, deliveryId)); draws += 1) {
+      // Not a refusal: the request stays pending, and the sweep undoes it.
+      if (draws === TRACKING_DRAWS_MAX) throw new Error(`no free tracking id for ${deliveryId}`);
+      trackingId = newTrackingId();
+      await this.store.savePending(deliveryId, { trackingId });
+    }
+    return trackingId;
+  }
+
   /** Claims CREATED and stores the delivery; throws the refusal when the sweep undid it first. */
   private async finish(
     deliveryId: string,
@@ -444,7 +468,7 @@ export class DeliveryRequests {
     }
     this.fault('after-outcome');
     try {
-      await this.persist(built, notifications);
+      await this.persist(built, notifications, true);
     } catch (err) {
       // Decided CREATED and paid: an error here would send the client to request it again
       // and pay twice. The pending document stays READY, so the first read of the delivery
@@ -479,7 +503,7 @@ export class DeliveryRequests {
     const pending = await this.store.pending(deliveryId);
     if (pending?.built && readerId && !roleOf(pending.built.delivery, readerId)) return null;
     if (pending?.built) {
-      await this.persist(pending.built, pending.notifications ?? []);
+      await this.persist(pending.built, pending.notifications ?? [], claimedEarlier(pending));
       return pending.built;
     }
     // Gone: stored since the caller's read, by the request's own run or the sweep.
@@ -492,19 +516,29 @@ export class DeliveryRequests {
     return { delivery, addresses: [...stops.values()] };
   }
 
-  /** Stores a created delivery, its addresses and messages, and tells the others: once each. */
-  private async persist(built: Built, notifications: NotificationRecord[]): Promise<void> {
+  /**
+   * Stores a created delivery, its addresses and messages, and tells the others: once each.
+   * `trackingClaimed`: its tracking id was claimed by its request (else it is claimed here).
+   */
+  private async persist(
+    built: Built,
+    notifications: NotificationRecord[],
+    trackingClaimed: boolean,
+  ): Promise<void> {
     const { delivery, addresses } = built;
     // First: a stored delivery always has its tracking page.
-    await this.store.insertTrackingRef(delivery);
+    if (
+      !trackingClaimed &&
+      !(await this.store.claimTrackingId(delivery.trackingId, delivery._id))
+    ) {
+      // A request of the version before, whose id was drawn twice (2^-60): never stored.
+      throw new Error(`delivery ${delivery._id} cannot be stored: its tracking id is taken`);
+    }
     const inserted = await this.store.insertDelivery(delivery, addresses);
     // Stored before (a run that stopped or failed after it): it may have changed since, and is
     // matched as it is now. One cancelled meanwhile must not be looked for a courier again.
     const now = inserted ? delivery : await this.deps.transitions.current(delivery._id);
-    if (!now) {
-      // Only a tracking id drawn twice in 2^60 fails so; the sweep will draw no new one.
-      throw new Error(`delivery ${delivery._id} could not be stored (tracking id taken?)`);
-    }
+    if (!now) throw new Error(`delivery ${delivery._id} is stored but cannot be read`);
     // Messages of a delivery ended since are not sent (the sender reads it first).
     await this.store.enqueue(notifications);
     if (delivery.simulation) await this.store.startSimulation(delivery._id, delivery.createdAt);
@@ -587,6 +621,7 @@ export class DeliveryRequests {
       }
     }
     await call(services, 'package.release', { deliveryId: pending._id });
+    if (pending.trackingId) await this.store.dropTrackingRef(pending.trackingId, pending._id);
     await this.store.dropPending(pending._id);
   }
 
@@ -633,7 +668,7 @@ export class DeliveryRequests {
       // has `built`; read before it, the next sweep reads it again.
       const current = pending.built ? pending : await this.store.pending(pending._id);
       if (current?.built) {
-        await this.persist(current.built, current.notifications ?? []);
+        await this.persist(current.built, current.notifications ?? [], claimedEarlier(current));
       } else if (current && (await this.deps.transitions.current(current._id))) {
         // Read after CREATED without a record: a later run's, stopped before it found the
         // outcome and dropped it (decision 131). The delivery is stored; nothing to finish.
@@ -655,6 +690,9 @@ function namedCouriers(request: DeliveryRequest, own: string[] | null): string[]
   if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS') return own;
   return null;
 }
+
+/** Whether a pending request claimed its tracking id itself (one of the version before did not). */
+const claimedEarlier = (pending: PendingRequest) => pending.trackingId !== undefined;
 
 function asError(error: { type: string; message: string; data?: unknown }): WaybillError {
   return new WaybillError(error.type as ErrorType, error.message, error.data as never);

@@ -2,7 +2,14 @@ import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { BoundedMap } from '../../libs/lookup-cache';
 import { forEachAtOnce } from '../../libs/at-once';
-import { insertAll, insertOnce, raiseById, setByIdUncast, updateByIdWhere } from '../../libs/mongo';
+import {
+  claimById,
+  insertAll,
+  insertOnce,
+  raiseById,
+  setByIdUncast,
+  updateByIdWhere,
+} from '../../libs/mongo';
 import {
   markedRecorded,
   storedSince,
@@ -206,6 +213,11 @@ export interface PendingRequest {
   stage: RequestStage;
   /** Whether the creator's share is taken from the wallet (a debit to give back on undo). */
   walletDebit: boolean;
+  /**
+   * The tracking id drawn for the delivery, claimed (`claimTrackingId`) before anything is
+   * taken. Absent on a request of the version before, whose delivery claims it when stored.
+   */
+  trackingId?: string;
   built?: { delivery: DeliveryRecord; addresses: StoredAddress[] };
   notifications?: NotificationRecord[];
   createdAt: Date;
@@ -405,11 +417,20 @@ export class OrderStore {
     );
   }
 
-  /** Names the delivery by its tracking id for the public page; once (a retry finds it there). */
-  async insertTrackingRef(delivery: DeliveryRecord): Promise<void> {
-    await insertOnce(() =>
-      this.m.TrackingRef.create({ _id: delivery.trackingId, deliveryId: delivery._id }),
+  /**
+   * Claims a tracking id for a delivery, naming it for the public page: false when another
+   * delivery holds it (drawn twice), true when this one does (now, or by a retry).
+   */
+  async claimTrackingId(trackingId: string, deliveryId: string): Promise<boolean> {
+    const ref = { _id: trackingId, deliveryId };
+    return (
+      (await claimById(this.m.TrackingRef, ref, 'tracking id')).standing.deliveryId === deliveryId
     );
+  }
+
+  /** Gives back the tracking id of a request that did not become a delivery. */
+  async dropTrackingRef(trackingId: string, deliveryId: string): Promise<void> {
+    await this.m.TrackingRef.deleteOne({ _id: trackingId, deliveryId });
   }
 
   /** The delivery a tracking id names, by `_id`; null for an unknown one. */

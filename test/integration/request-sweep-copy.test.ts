@@ -5,6 +5,7 @@ import { Announcer } from '../../services/order/announcer';
 import { ProofChecks } from '../../services/order/proofs';
 import { courierViewer } from '../../services/order/courier-view';
 import { Outbox } from '../../services/order/outbox';
+import * as codes from '../../services/order/codes';
 import { DeliveryRequests } from '../../services/order/requests';
 import { Settlement } from '../../services/order/settlement';
 import { defineOrderModels, OrderStore, type PendingRequest } from '../../services/order/store';
@@ -210,9 +211,9 @@ describe('a second run of a request that looked for its outcome just before the 
 describe('a request decided CREATED whose delivery a failed write left unstored', () => {
   /**
    * Runs a wallet-paid request here while the store fails one write of the delivery: its
-   * first (`insertTrackingRef`), or the messages' after the record (`enqueue`).
+   * first (`insertDelivery`), or the messages' after the record (`enqueue`).
    */
-  async function createdUnstored(failing: 'insertTrackingRef' | 'enqueue' = 'insertTrackingRef') {
+  async function createdUnstored(failing: 'insertDelivery' | 'enqueue' = 'insertDelivery') {
     const base = stack.node.url;
     const { alice } = stack;
     await credit(base, alice, 10_000);
@@ -295,5 +296,81 @@ describe('a request decided CREATED whose delivery a failed write left unstored'
     expect(await balanceOf(base, alice)).toBe(balance);
     await eventually(async () => expect(await freePackages(base, alice)).toContain(packageId));
     expect(await ledgerIsClean(base)).toBe(true);
+  });
+});
+
+describe('a tracking id', () => {
+  /** Runs `run` with the next tracking id drawn being `trackingId`. */
+  async function drawing<T>(trackingId: string, run: () => Promise<T>): Promise<T> {
+    const draw = jest.spyOn(codes, 'newTrackingId').mockReturnValueOnce(trackingId);
+    try {
+      return await run();
+    } finally {
+      draw.mockRestore();
+    }
+  }
+  const newId = () => codes.newTrackingId();
+  const trackingPage = (trackingId: string) => fetch(`${stack.node.url}/track/${trackingId}`);
+
+  it('drawn twice is drawn again before anything is paid: each page shows its own delivery', async () => {
+    const base = stack.node.url;
+    const { alice } = stack;
+    await credit(base, alice, 10_000);
+    const first = await requestDelivery(base, alice, [await savePackage(base, alice)]);
+    expect(first.status).toBe(201);
+    const taken: string = first.body.data.delivery.trackingId;
+
+    const packageId = await savePackage(base, alice);
+    const run = await runOf(randomUUID());
+    const { delivery } = await drawing(taken, () => run({ packagesId: [packageId] }));
+    expect(delivery.trackingId).not.toBe(taken);
+    // The wallet's entry names the id the delivery has.
+    const debits = (await entriesOf(base, alice)).filter(
+      (e) => e.type === 'DEBIT' && e.reference === delivery._id,
+    );
+    expect(debits.map((e) => e.description)).toEqual([`Delivery ${delivery.trackingId}`]);
+    expect((await getDelivery(base, alice, delivery._id)).body.data.trackingId).toBe(
+      delivery.trackingId,
+    );
+    expect(await store.deliveryIdByTracking(taken)).toBe(first.body.data.deliveryId);
+    expect(await store.deliveryIdByTracking(delivery.trackingId)).toBe(delivery._id);
+    expect((await trackingPage(taken)).status).toBe(200);
+    expect((await trackingPage(delivery.trackingId)).status).toBe(200);
+    expect(await ledgerIsClean(base)).toBe(true);
+  });
+
+  it('is given back by a refused request', async () => {
+    const base = stack.node.url;
+    const { bob } = stack;
+    const packageId = await savePackage(base, bob);
+    const user = authUserOf(await stack.client.call('account.getUser', { userId: bob.userId }));
+    const trackingId = newId();
+    const refused = drawing(trackingId, () =>
+      requests.create(
+        validate(requestParams, {
+          origin: ORIGIN,
+          destination: DESTINATION,
+          type: 'DROP_OFF',
+          courierSelection: 'ANYONE',
+          packagesId: [packageId],
+        }),
+        { user, apiKeyId: null, idempotencyToken: randomUUID(), caller: stack.client },
+      ),
+    );
+    // Bob's wallet is empty: insufficient balance.
+    await expect(refused).rejects.toMatchObject({ code: 422 });
+    expect(await store.deliveryIdByTracking(trackingId)).toBeNull();
+    expect(await freePackages(base, bob)).toContain(packageId);
+  });
+
+  it('its request claimed and never used opens no page', async () => {
+    const base = stack.node.url;
+    const { alice } = stack;
+    await credit(base, alice, 10_000);
+    const created = await requestDelivery(base, alice, [await savePackage(base, alice)]);
+    const unused = newId();
+    expect(await store.claimTrackingId(unused, created.body.data.deliveryId)).toBe(true);
+    expect((await trackingPage(unused)).status).toBe(404);
+    expect((await trackingPage(created.body.data.delivery.trackingId)).status).toBe(200);
   });
 });

@@ -121,7 +121,12 @@ export async function entriesOf(base: string, who: Party) {
   const reply = await request(base, 'GET', '/api/wallet/transactions?limit=100', {
     headers: { 'api-key': who.key },
   });
-  return reply.body.data as { type: string; amount: string; reference: string }[];
+  return reply.body.data as {
+    type: string;
+    amount: string;
+    reference: string;
+    description: string | null;
+  }[];
 }
 
 export async function notificationsOf(base: string, deliveryId: string) {
