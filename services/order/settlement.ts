@@ -130,10 +130,13 @@ export class Settlement {
       case 'WITHDRAW_MESSAGES':
         return this.deps.outbox.withdrawUnsent(delivery, transition.at);
       default: {
-        // Every effect has its case (a compile error otherwise); one of a later version, read
-        // during a rollback, is skipped, and the transition recorded settled all the same.
+        // Every effect has its case (a compile error otherwise). One of a later version, read
+        // during a rollout or after a rollback, keeps its transition unsettled: a node that
+        // knows it settles it, the others' effects being idempotent.
         const unknown: never = effect;
-        return unknown;
+        throw new Error(
+          `delivery effect ${(unknown as Effect).kind} is unknown to this version; a newer node settles it`,
+        );
       }
     }
   }

@@ -136,8 +136,11 @@ export class Simulator {
         await this.body(delivery, next.step),
       );
     } catch (err) {
-      // Another replica's tick took this step first.
       if ((err as { code?: number }).code !== 409) throw err;
+      // Another replica's tick took this step first; or nobody did, and the refusal says why
+      // every tick will fail it (the warning is the sandbox's operator's only clue).
+      const after = await transitions.current(deliveryId);
+      if (after?.version === delivery.version) throw err;
     }
   }
 

@@ -166,3 +166,13 @@ it('starts no search for a delivery that ended before its payment’s effect was
   await settlement.settle(cancelled, transition([{ kind: 'MATCHING_ELIGIBLE' }]));
   expect(calls).toEqual([]);
 });
+
+it('keeps a transition unsettled for an effect of a later version, carrying out the ones it knows', async () => {
+  const { settlement, calls, done } = settlementWith(new Set());
+  const later = { kind: 'PAINT_THE_VAN' } as unknown as Effect;
+  await expect(
+    settlement.settle(DELIVERED_POD, transition([later, { kind: 'RELEASE_PACKAGES' }])),
+  ).rejects.toThrow('delivery effect PAINT_THE_VAN is unknown to this version');
+  expect(calls).toEqual(['package.release']);
+  expect(done).toEqual([]);
+});
