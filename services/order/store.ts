@@ -326,6 +326,21 @@ function reached(entry: OwnerListEntry, delivery: DeliveryRecord | null): boolea
   return Number.isNaN(version) || delivery.version >= version;
 }
 
+/**
+ * The status a delivery's writer listed it under before entering it (`enteringStatus`), on the
+ * lists of its creator (`listedStatus`) and of its linked recipient too (`listedWithRecipient`):
+ * the status lists' backfill passes by what they say (`listStoredStatuses`).
+ */
+interface ListedMarks {
+  listedStatus?: DeliveryStatus;
+  listedWithRecipient?: DeliveryStatus;
+}
+
+const listedFor = (status: DeliveryStatus): Required<ListedMarks> => ({
+  listedStatus: status,
+  listedWithRecipient: status,
+});
+
 /** The order service's persistence: every query its actions make. */
 export class OrderStore {
   /** The notification outbox, read and written as every outbox is (libs/messaging). */
@@ -394,7 +409,7 @@ export class OrderStore {
     await this.enteringStatus(delivery, delivery.lifecycle.status, delivery.version);
     const stored = {
       ...markedRecorded(delivery),
-      listedStatus: delivery.lifecycle.status,
+      ...listedFor(delivery.lifecycle.status),
       // Listed for its recipient first: the backfill below passes it by.
       ...(delivery.recipientUserId ? { recipientListed: true } : {}),
     };
@@ -540,19 +555,24 @@ export class OrderStore {
           version: 1,
           updatedAt: 1,
           listedStatus: 1,
+          listedWithRecipient: 1,
         })
           .sort({ updatedAt: 1 })
           .lean()
           .cursor(),
         (d) => {
-          const delivery = d as unknown as DeliveryRecord & { listedStatus?: DeliveryStatus };
+          const delivery = d as unknown as DeliveryRecord & ListedMarks;
           const { _id, lifecycle, version, updatedAt, listedStatus } = delivery;
-          // Listed by the writer that moved it into its status (`project`): nothing to add for
-          // its creator. A status is never entered twice, so the name alone says which entry
-          // it was. Its recipient's entry is added all the same: a writer of the version
-          // before links moved it without one.
+          // Listed by the writer that moved it into its status (`project`): nothing to add. A
+          // status is never entered twice, so its name alone says which entries it wrote. A
+          // writer of the version before `listedWithRecipient` listed its creator alone.
           const owners = statusListsOf(delivery, lifecycle.status);
-          const missing = listedStatus === lifecycle.status ? owners.slice(1) : owners;
+          const missing =
+            delivery.listedWithRecipient === lifecycle.status
+              ? []
+              : listedStatus === lifecycle.status
+                ? owners.slice(1)
+                : owners;
           // Tagged as `enteringStatus` tags: a delivery listed by it at this version is not
           // listed twice.
           return missing.map((ownerId) => ({
@@ -647,7 +667,7 @@ export class OrderStore {
       this.m.Delivery,
       deliveryId,
       { version: { $lt: version } },
-      { $set: { ...changes, version, ...(listedStatus ? { listedStatus } : {}) } },
+      { $set: { ...changes, version, ...(listedStatus ? listedFor(listedStatus) : {}) } },
     );
   }
 

@@ -371,6 +371,34 @@ it('lists a linked delivery for its recipient too, and after a rollout what an o
   expect(await idsIn(creator, 'CANCELLED')).toEqual([ours._id]);
 });
 
+it('after a rollout, offers nothing of a linked delivery this version listed, paid since in its status', async () => {
+  await store.listStoredStatuses('start');
+  const [creator, recipient] = [randomUUID(), randomUUID()];
+  const owing = deliveryRecord(creator);
+  const delivery: DeliveryRecord = {
+    ...owing,
+    recipientUserId: recipient,
+    lifecycle: { ...owing.lifecycle, owes: { creator: true, recipient: false } },
+  };
+  await store.insertDelivery(delivery, []);
+  // Paid: a new version, the same status (no status entered, so nothing listed anew).
+  await apply(delivery._id, { kind: 'PAID', share: 'creator' });
+  expect((await current(delivery._id))?.version).toBe(1);
+
+  const offered = await db.idsInserted('user_deliveries_by_status_claims', () =>
+    store.listStoredStatuses('after-rollout'),
+  );
+  expect(offered.filter((c) => c.includes(delivery._id))).toEqual([]);
+  const asRecipient = await store.listInStatus(
+    recipient,
+    'REQUEST_CREATED',
+    PAGE,
+    current,
+    'RECIPIENT',
+  );
+  expect(asRecipient.map((d) => d._id)).toEqual([delivery._id]);
+});
+
 it("after a rollout, offers a delivery's notifications list only what an older version queued", async () => {
   await store.listStoredNotifications('start');
   const deliveryId = await create(randomUUID());
