@@ -46,6 +46,14 @@ export function createRedis(
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    // A command sent but unanswered when its connection closed was already failed to its
+    // caller (by `commandTimeout`, as a 503): sent again on the next connection, it would
+    // count a request refused, or claim a key nobody holds, behind the caller's back.
+    autoResendUnfulfilledCommands: false,
+    // A primary demoted by a failover (it answers READONLY) keeps its clients' connections
+    // open: a new connection reaches the new primary (through the same name or Sentinel).
+    // The failed command is not sent again (1), for the reason above.
+    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 1 : false),
     connectTimeout: 5_000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
   });

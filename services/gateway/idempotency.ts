@@ -348,7 +348,15 @@ export class IdempotencyStore {
     const box = answerBox(subject, key);
     for (let attempt = 0; attempt < 3; attempt++) {
       const pending = JSON.stringify({ fingerprint, claim: randomUUID() } satisfies Entry);
-      const taken = await this.redis.set(redisKey, pending, 'PX', this.windows.pendingMs, 'NX');
+      const taken = await this.redis
+        .set(redisKey, pending, 'PX', this.windows.pendingMs, 'NX')
+        .catch((err: unknown) => {
+          // Answered 503, the claim may still land (late, not lost): its own entry is deleted
+          // after it, on the same connection, so the client's retry is not held for pendingMs
+          // by a request that never ran.
+          this.redis.deleteOwnIdempotencyEntry(redisKey, pending).catch(() => undefined);
+          throw err;
+        });
       if (taken === 'OK') return this.firstClaim(redisKey, pending, fingerprint, box, keepAnswer);
       const raw = await this.redis.get(redisKey);
       if (raw === null) continue; // released or expired between the two calls

@@ -1,10 +1,11 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connectRedis, createRedis } from '../../libs/redis';
 import { IdempotencyStore } from '../../services/gateway/idempotency';
 import { QuotaLimiter, quotaStoreClient } from '../../services/gateway/quota';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import { dropDatabases, isolation, startNode } from '../support/stack';
+import { dropDatabases, freePort, isolation, startNode } from '../support/stack';
 import { tcpProxy } from '../support/tcp-proxy';
 import { rejectionOf } from '../unit/helpers';
 
@@ -131,4 +132,112 @@ describe('a gateway whose Redis connection is slow to open', () => {
       await redis.cut();
     }
   }, 60_000);
+});
+
+describe('a Redis command answered too late, or lost with its connection', () => {
+  /** A client through a proxy of its own, whose commands time out after 300 ms. */
+  async function throughProxy(name: string, target = process.env.REDIS_URL as string) {
+    const proxy = await tcpProxy(target);
+    await proxy.open();
+    const client = createRedis(`redis://127.0.0.1:${proxy.port}`, name, () => undefined, {
+      commandTimeoutMs: 300,
+    });
+    await connectRedis(client);
+    return { proxy, client };
+  }
+
+  it('frees an idempotency key whose claim was answered 503 and landed after', async () => {
+    const { proxy, client } = await throughProxy('late-claim');
+    const prefix = `${iso.namespace}:late-claim:`;
+    const store = new IdempotencyStore(client, prefix, { pendingMs: 60_000, keepMs: 60_000 });
+    try {
+      const key = randomUUID();
+      const held = proxy.holdFrom(prefix);
+      const claimed = rejectionOf(() => store.claim('user', key, 'print'));
+      await held;
+      expect(await claimed).toMatchObject({ code: 503 });
+      // The claim reaches Redis now, before the connection is given up for silence.
+      proxy.release();
+      // Its retry runs: nothing ran under the key.
+      expect((await store.claim('user', key, 'print')).kind).toBe('first');
+    } finally {
+      client.disconnect();
+      await proxy.cut();
+    }
+  }, 30_000);
+
+  it('sends nothing again on a new connection once its caller was answered', async () => {
+    const { proxy, client } = await throughProxy('no-resend');
+    const direct = createRedis(process.env.REDIS_URL as string, 'no-resend-check', () => {});
+    const key = `${iso.namespace}:no-resend:${randomUUID()}`;
+    try {
+      await connectRedis(direct);
+      const held = proxy.holdFrom(key);
+      const counted = rejectionOf(() => client.incr(key));
+      await held;
+      expect(await counted).toMatchObject({ message: expect.stringMatching(/timed out/i) });
+      // The connection is lost with the command on it; the client opens another.
+      await proxy.cut();
+      await proxy.open();
+      await eventually(async () => expect(await client.ping()).toBe('PONG'), {
+        timeout: 10_000,
+        interval: 100,
+      });
+      expect(await direct.get(key)).toBeNull();
+    } finally {
+      client.disconnect();
+      direct.disconnect();
+      await proxy.cut();
+    }
+  }, 30_000);
+
+  it('gives up the connection to a primary demoted to a replica (READONLY)', async () => {
+    // A real Redis that is a replica, as a demoted primary is: it refuses every write.
+    const port = await freePort();
+    const replica = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--replicaof',
+        '127.0.0.1',
+        '1',
+      ],
+      { stdio: 'ignore' },
+    );
+    try {
+      const target = `redis://127.0.0.1:${port}`;
+      await eventually(
+        async () => {
+          const probe = createRedis(target, 'replica-probe', () => {});
+          try {
+            await connectRedis(probe);
+          } finally {
+            probe.disconnect();
+          }
+        },
+        { timeout: 10_000, interval: 100 },
+      );
+      const { proxy, client } = await throughProxy('demoted', target);
+      try {
+        const before = proxy.connections();
+        expect(await rejectionOf(() => client.set(`${iso.namespace}:demoted`, '1'))).toMatchObject({
+          message: expect.stringMatching(/^READONLY/),
+        });
+        await eventually(() => expect(proxy.connections()).toBeGreaterThan(before), {
+          timeout: 10_000,
+          interval: 100,
+        });
+      } finally {
+        client.disconnect();
+        await proxy.cut();
+      }
+    } finally {
+      replica.kill();
+    }
+  }, 30_000);
 });

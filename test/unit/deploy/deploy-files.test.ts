@@ -296,6 +296,13 @@ describe('docker-compose.yml', () => {
     expect(stopGraceMs + EXIT_MARGIN_MS).toBeLessThanOrEqual(graceMs);
   });
 
+  it('runs Redis bounded without eviction, its writes kept across a restart', () => {
+    const flags = words(services.redis.command).join(' ');
+    expect(flags).toMatch(/--maxmemory \S+ --maxmemory-policy noeviction/);
+    expect(flags).toMatch(/--appendonly yes --appendfsync everysec/);
+    expect(services.redis.volumes).toEqual(['redis-data:/data']);
+  });
+
   it('declares every named volume it mounts', () => {
     const declared = Object.keys(compose.volumes ?? {});
     for (const service of Object.values(services)) {
