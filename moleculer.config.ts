@@ -3,7 +3,7 @@ import type { BrokerOptions, MetricRegistry } from 'moleculer';
 import { withCallMetrics } from './libs/call-metrics';
 import { forCalls } from './libs/entry-points';
 import { MAX_TIMER_MS, type Config } from './libs/config';
-import { BufferedConsoleLogger } from './libs/log-output';
+import { BufferedConsoleLogger, type BufferedConsoleOptions } from './libs/log-output';
 import { jsonLogLine } from './libs/logging';
 import { NatsTransporter } from './libs/nats-transporter';
 import { OpsServer } from './libs/ops-server';
@@ -25,6 +25,28 @@ type MetricsReporter = MetricRegistry.MetricsReporter;
 
 /** Whether NATS_URL names its server by `tls://`. */
 const natsWantsTls = (natsUrl: string) => new URL(natsUrl).protocol === 'tls:';
+
+/**
+ * Moleculer's console logger, its lines written a turn at a time (libs/log-output), as
+ * LOG_FORMAT and LOG_LEVEL say; `overrides` for a process other than a service's (the CLI).
+ */
+export function consoleLogger(
+  config: Config,
+  overrides: Pick<BufferedConsoleOptions, 'level' | 'everyLineTo' | 'keepBelowLevel'> = {},
+): BufferedConsoleLogger {
+  return new BufferedConsoleLogger({
+    level: config.logLevel,
+    formatter:
+      config.logFormat === 'json'
+        ? (level: string, args: unknown[], bindings: Record<string, unknown>) => [
+            jsonLogLine(level, args, bindings),
+          ]
+        : 'short',
+    colors: config.logFormat === 'pretty',
+    moduleColors: false,
+    ...overrides,
+  });
+}
 
 export function createBrokerOptions(config: Config): BrokerOptions {
   const nodeID = config.nodeId ?? `${os.hostname()}-${process.pid}`;
@@ -49,18 +71,7 @@ export function createBrokerOptions(config: Config): BrokerOptions {
     // JSON, measured against moleculer's binary serializers (decision 59). Every node must
     // use the same; file bodies do not cross the transporter (libs/transfer).
     serializer: 'JSON',
-    // Moleculer's console logger, its lines written a turn at a time (libs/log-output).
-    logger: new BufferedConsoleLogger({
-      level: config.logLevel,
-      formatter:
-        config.logFormat === 'json'
-          ? (level: string, args: unknown[], bindings: Record<string, unknown>) => [
-              jsonLogLine(level, args, bindings),
-            ]
-          : 'short',
-      colors: config.logFormat === 'pretty',
-      moduleColors: false,
-    }),
+    logger: consoleLogger(config),
     // Lost nodes and failing ones, docs/resilience.md: a call is retried only as its action's
     // retry kind allows (libs/contracts/retry), and never beyond its timeout.
     requestTimeout: config.requestTimeoutMs,

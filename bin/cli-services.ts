@@ -1,5 +1,14 @@
-import { ServiceBroker, type CallingOptions, type Middleware, type ServiceSchema } from 'moleculer';
-import { createBrokerOptions } from '../moleculer.config';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import {
+  Loggers,
+  ServiceBroker,
+  type BrokerOptions,
+  type CallingOptions,
+  type Middleware,
+  type ServiceSchema,
+} from 'moleculer';
+import { consoleLogger, createBrokerOptions } from '../moleculer.config';
 import { ConfigError, loadConfig, type Config, type ServiceName } from '../libs/config';
 import { ServiceDatabase } from '../libs/mongo';
 import { toServiceSchema, type ActingOperator } from '../libs/service';
@@ -21,18 +30,46 @@ export function commandBroker(
     ...loadConfig({ ...env, OPS_PORT: '0', FILE_TRANSFER_PORT: '0', SERVICES: names.join(',') }),
     background: false,
   };
-  const options = createBrokerOptions(config);
-  const broker = new ServiceBroker({
-    ...options,
-    middlewares: [...(options.middlewares ?? []), actingAs(cliOperator(env))],
-    nodeID: `cli-${process.pid}`,
-    logger: false,
-  });
+  const broker = new ServiceBroker(cliBrokerOptions(config, env));
   for (const name of names) {
     broker.createService(forTheCommandOnly(toServiceSchema(serviceDefinition(name, config))));
   }
   return { broker, config };
 }
+
+/**
+ * A command's broker: its calls made as the operator running it, its node named apart from
+ * every other on NATS (two commands of the same pid in two containers would otherwise be one
+ * node twice, which moleculer ends as fatal), and its log on stderr, its own output being
+ * stdout.
+ */
+export function cliBrokerOptions(
+  config: Config,
+  env: NodeJS.ProcessEnv = process.env,
+): BrokerOptions {
+  const options = createBrokerOptions(config);
+  return {
+    ...options,
+    middlewares: [...(options.middlewares ?? []), actingAs(cliOperator(env))],
+    nodeID: `cli-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    // Warnings and errors, and what was done in the operator's name (a line naming them: a
+    // file deleted, a wallet credited), unless LOG_LEVEL asks for less; not the broker's and
+    // the services' own lines (connecting, started, stopped), which would bury them.
+    logger: consoleLogger(config, {
+      level: isAtLeast(config.logLevel, 'warn') ? 'warn' : config.logLevel,
+      keepBelowLevel: (args) => isAtLeast(config.logLevel, 'info') && namesOperator(args[1]),
+      everyLineTo: 'stderr',
+    }),
+  };
+}
+
+/** Whether `level` shows the lines of `wanted` (`info` shows `warn`'s). */
+const isAtLeast = (level: string, wanted: string) =>
+  Loggers.Base.LEVELS.indexOf(level) >= Loggers.Base.LEVELS.indexOf(wanted);
+
+/** A log line's fields name the operator who acted (`operatorOf`). */
+const namesOperator = (fields: unknown) =>
+  typeof fields === 'object' && fields !== null && 'operator' in fields;
 
 /** Variables the CLI alone reads, apart from the services' configuration (`waybill config`). */
 export const CLI_VARIABLES = {

@@ -2,7 +2,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { ServiceBroker } from 'moleculer';
-import { createBrokerOptions } from '../moleculer.config';
 import {
   ConfigError,
   describeConfig,
@@ -18,7 +17,12 @@ import {
   SIGNATURE_HEADER,
   verifySignature,
 } from '../libs/webhook-signature';
-import { CLI_VARIABLES, commandBroker, refuseOtherEnvironment } from './cli-services';
+import {
+  CLI_VARIABLES,
+  cliBrokerOptions,
+  commandBroker,
+  refuseOtherEnvironment,
+} from './cli-services';
 import { DELIVERY_STATUSES } from '../services/order/lifecycle';
 import { PROVIDER_LIST_PAGE } from '../services/payment/schemas';
 import { FILE_LIST_MAX } from '../services/file/schemas';
@@ -130,6 +134,19 @@ const positiveInt = (value: string) => {
   return n;
 };
 
+/**
+ * `--amount`: naira as written on a receipt, digits with at most two decimals. `Number` would
+ * take `0x1f4` for 500 and `1e3` for 1000 on a real money move.
+ */
+const naira = (value: string) => {
+  if (!/^\d+(\.\d{1,2})?$/.test(value)) {
+    throw new InvalidArgumentError(
+      'must be naira with at most 2 decimal places, like 1500 or 1500.50',
+    );
+  }
+  return Number(value);
+};
+
 const nonNegativeInt = (value: string) => {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be 0 or more');
@@ -206,17 +223,26 @@ program
     'a client-app (publishable) key: /file only, from apps and browsers (serverOnly: false)',
   )
   .option('--quota-limit <n>', 'own quota: requests per window', positiveInt)
-  .option('--quota-window <seconds>', 'own quota: window length in seconds', positiveInt, 60)
-  .action((userId: string, opts: { browser?: boolean; quotaLimit?: number; quotaWindow: number }) =>
-    withAccount((broker) =>
-      call(broker, 'account.createApiKey', {
-        userId,
-        serverOnly: !opts.browser,
-        ...(opts.quotaLimit
-          ? { quota: { limit: opts.quotaLimit, windowSeconds: opts.quotaWindow } }
-          : {}),
-      }),
-    ).then(print),
+  .option(
+    '--quota-window <seconds>',
+    'own quota: window length in seconds, with --quota-limit (default 60)',
+    positiveInt,
+  )
+  .action(
+    (userId: string, opts: { browser?: boolean; quotaLimit?: number; quotaWindow?: number }) => {
+      if (opts.quotaWindow !== undefined && opts.quotaLimit === undefined) {
+        throw badRequest('--quota-window needs --quota-limit: the window of which quota?');
+      }
+      return withAccount((broker) =>
+        call(broker, 'account.createApiKey', {
+          userId,
+          serverOnly: !opts.browser,
+          ...(opts.quotaLimit
+            ? { quota: { limit: opts.quotaLimit, windowSeconds: opts.quotaWindow ?? 60 } }
+            : {}),
+        }),
+      ).then(print);
+    },
   );
 
 paged(
@@ -285,7 +311,7 @@ wallet
   .command('credit')
   .description("credit a user's wallet, once per reference")
   .argument('<userId>', 'owner (UUID)')
-  .requiredOption('--amount <naira>', 'NGN, at most two decimals', Number)
+  .requiredOption('--amount <naira>', 'NGN, at most two decimals', naira)
   .requiredOption(
     '--reference <reference>',
     'yours, unique per credit: repeating it credits nothing more',
@@ -301,7 +327,7 @@ wallet
     "take back from a user's wallet what was credited by mistake, once per reference (never below zero)",
   )
   .argument('<userId>', 'owner (UUID)')
-  .requiredOption('--amount <naira>', 'NGN, at most two decimals', Number)
+  .requiredOption('--amount <naira>', 'NGN, at most two decimals', naira)
   .requiredOption(
     '--reference <reference>',
     'yours, unique per debit: repeating it takes nothing more',
@@ -545,9 +571,9 @@ couriers
       },
     ) =>
       withCouriers(
-        async (broker) => {
+        async (broker, config) => {
           const fleet = await fleetOf(broker, opts);
-          return broker.call('courier-matching.updateCourier', {
+          const updated = await broker.call('courier-matching.updateCourier', {
             courierId,
             ...(opts.name !== undefined ? { name: opts.name } : {}),
             ...(opts.phone !== undefined ? { phone: opts.phone } : {}),
@@ -557,6 +583,11 @@ couriers
             ...(Object.keys(fleet).length > 0 ? { fleet } : {}),
             ...(opts.active || opts.inactive ? { active: Boolean(opts.active) } : {}),
           });
+          // Retired, its tokens are revoked as `token-revoke` revokes one.
+          if (opts.inactive) {
+            warnGatewaysNotTold(config, 'its tokens', config.courierTokenCacheSeconds);
+          }
+          return updated;
         },
         { geo: opts.fleetType !== undefined },
       ).then(print),
@@ -663,7 +694,7 @@ couriers
   .command('remit')
   .description('record cash a courier handed in, once per reference')
   .argument('<courierId>', 'courier profile id (UUID)')
-  .requiredOption('--amount <naira>', 'NGN, at most two decimals', Number)
+  .requiredOption('--amount <naira>', 'NGN, at most two decimals', naira)
   .requiredOption(
     '--reference <reference>',
     'yours, unique per remittance (a receipt number): repeating it records nothing more',
@@ -681,7 +712,7 @@ couriers
     'take back a remittance recorded too high (debited to the cash account), once per reference',
   )
   .argument('<courierId>', 'courier profile id (UUID)')
-  .requiredOption('--amount <naira>', 'NGN, at most two decimals', Number)
+  .requiredOption('--amount <naira>', 'NGN, at most two decimals', naira)
   .requiredOption(
     '--reference <reference>',
     'yours, unique per correction: repeating it records nothing more',
@@ -709,11 +740,7 @@ async function withPlatform<T>(
       `this command acts through the running platform's ${service} service: set NATS_URL to the platform's NATS, and NAMESPACE to its namespace`,
     );
   }
-  const broker = new ServiceBroker({
-    ...createBrokerOptions(config),
-    nodeID: `cli-${process.pid}`,
-    logger: false,
-  });
+  const broker = new ServiceBroker(cliBrokerOptions(config));
   await startWithin(broker, config, { database: false });
   try {
     const seconds = NATS_ONLY_WAIT_SECONDS;
@@ -820,11 +847,15 @@ files
       if (!opts.yes) return countPurge(broker, userId);
       let deleted = 0;
       for (;;) {
-        const page = (await broker.call('file.purgeUserFiles', { userId }).catch((err) => {
-          // The call's own count is in the platform's log (`files purged`).
-          if (deleted > 0) console.error(`waybill: ${deleted} files deleted before this failed`);
-          throw err;
-        })) as PurgedFiles;
+        // No time limit: a page is up to FILE_LIST_MAX deletes, on an S3 that may be slow; a
+        // limit would answer a failure while the deletes went on.
+        const page = (await broker
+          .call('file.purgeUserFiles', { userId }, { timeout: 0 })
+          .catch((err) => {
+            // What the failed call deleted is in its `files purged` log line, above.
+            if (deleted > 0) console.error(`waybill: ${deleted} files deleted before this failed`);
+            throw err;
+          })) as PurgedFiles;
         deleted += page.deleted;
         // Nothing deleted yet more said left: a bucket that lists what it cannot delete.
         if (!page.more || page.deleted === 0) return { userId, deleted, more: page.more };

@@ -65,6 +65,10 @@ export type LineFormatter = (
 /** The options of `BufferedConsoleLogger`, with a formatter that may read the bindings. */
 export type BufferedConsoleOptions = Omit<NonNullable<FormattedOptions>, 'formatter'> & {
   formatter: LineFormatter | 'short';
+  /** Every line on stderr: a command whose stdout is its answer (the CLI). */
+  everyLineTo?: 'stderr';
+  /** A line under the level kept all the same when this says so (the CLI's audit lines). */
+  keepBelowLevel?: (args: unknown[]) => boolean;
 };
 
 /**
@@ -72,9 +76,14 @@ export type BufferedConsoleOptions = Omit<NonNullable<FormattedOptions>, 'format
  * the rest on stdout), written a turn at a time through `LineBuffer`.
  */
 export class BufferedConsoleLogger extends Loggers.Formatted<NonNullable<FormattedOptions>> {
+  private readonly allOnStderr: boolean;
+  private readonly keepBelowLevel: (args: unknown[]) => boolean;
+
   constructor(options: BufferedConsoleOptions) {
     // moleculer passes the bindings as a third argument its type does not declare.
     super(options as NonNullable<FormattedOptions>);
+    this.allOnStderr = options.everyLineTo === 'stderr';
+    this.keepBelowLevel = options.keepBelowLevel ?? (() => false);
   }
 
   override getLogHandler(bindings: Parameters<Loggers.Console['getLogHandler']>[0]) {
@@ -83,9 +92,10 @@ export class BufferedConsoleLogger extends Loggers.Formatted<NonNullable<Formatt
     const levelIdx = LEVELS.indexOf(level);
     const formatter = this.getFormatter(bindings);
     return (type: string, args: unknown[]) => {
-      if (LEVELS.indexOf(type) > levelIdx) return;
+      if (LEVELS.indexOf(type) > levelIdx && !this.keepBelowLevel(args)) return;
       const line = format(...formatter(type, args));
-      (type === 'fatal' || type === 'error' || type === 'warn' ? stderr : stdout).push(line);
+      const onStderr = this.allOnStderr || type === 'fatal' || type === 'error' || type === 'warn';
+      (onStderr ? stderr : stdout).push(line);
     };
   }
 }

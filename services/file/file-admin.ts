@@ -1,5 +1,5 @@
 import Joi from '../../libs/joi';
-import { action, type ServiceActions } from '../../libs/service';
+import { action, operatorOf, type ServiceActions } from '../../libs/service';
 import { userFileParams, userFilesParams, FILE_LIST_MAX } from './schemas';
 import type { UserFiles } from './stored-files';
 import { purgedFilesView, storedFileView } from './views';
@@ -40,7 +40,10 @@ export function createFileAdminActions(files: UserFiles): ServiceActions {
       },
       params: userFileParams,
       async handler(ctx) {
-        await files.delete(ctx.params.userId, ctx.params.fileName, 'operator');
+        await files.delete(ctx.params.userId, ctx.params.fileName, {
+          by: 'operator',
+          ...operatorOf(ctx.meta),
+        });
         return null;
       },
     }),
@@ -60,7 +63,7 @@ export function createFileAdminActions(files: UserFiles): ServiceActions {
         response: purgedFilesView,
       },
       params: userIdParams,
-      handler: (ctx) => files.purge(ctx.params.userId),
+      handler: (ctx) => files.purge(ctx.params.userId, { by: 'operator', ...operatorOf(ctx.meta) }),
     }),
   };
 }

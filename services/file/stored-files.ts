@@ -1,6 +1,6 @@
 import { isFileKey, userFolder } from '../../libs/contracts/file';
 import { notFound } from '../../libs/errors';
-import { action, requireUser, type ServiceActions } from '../../libs/service';
+import { action, requireUser, type operatorOf, type ServiceActions } from '../../libs/service';
 import Joi from '../../libs/joi';
 import { ownFileParams, ownFilesParams, FILE_LIST_MAX, type FilePage } from './schemas';
 import type { FileStorage } from './store';
@@ -10,6 +10,9 @@ export interface PurgedFiles {
   deleted: number;
   more: boolean;
 }
+
+/** Who deleted files, in its log line: their owner, or an operator (`operatorOf`). */
+export type DeletedBy = { by: 'owner' } | ({ by: 'operator' } & ReturnType<typeof operatorOf>);
 
 /**
  * Deletes of one purge running at once, one object each: a batch delete (DeleteObjects) needs
@@ -55,11 +58,12 @@ export class UserFiles {
   }
 
   /** Deletes one of the user's files; 404 when they have none of that name. */
-  async delete(userId: string, fileName: string, by: 'owner' | 'operator'): Promise<void> {
+  /** `by`: who deleted it, as its log line names them (the owner, or an operator by name). */
+  async delete(userId: string, fileName: string, by: DeletedBy): Promise<void> {
     const key = userFolder(userId) + fileName;
     if (!(await this.storage().exists(key))) throw notFound(`File ${fileName} not found`);
     await this.storage().delete(key);
-    this.log('file deleted', { userId, key, by });
+    this.log('file deleted', { userId, key, ...by });
   }
 
   /**
@@ -67,7 +71,7 @@ export class UserFiles {
    * whether more are left. It stops at the first failed delete, which it throws (S3 failing,
    * each further one would cost up to twice S3_TIMEOUT_MS): run it again.
    */
-  async purge(userId: string): Promise<PurgedFiles> {
+  async purge(userId: string, by: DeletedBy): Promise<PurgedFiles> {
     const page = await this.storage().list(userFolder(userId), { limit: FILE_LIST_MAX });
     let deleted = 0;
     try {
@@ -80,7 +84,7 @@ export class UserFiles {
         if (failed) throw failed.reason;
       }
     } finally {
-      if (deleted > 0) this.log('files purged', { userId, deleted, by: 'operator' });
+      if (deleted > 0) this.log('files purged', { userId, deleted, ...by });
     }
     return { deleted, more: page.more };
   }
@@ -121,7 +125,7 @@ export function createStoredFileActions(files: UserFiles): ServiceActions {
       },
       params: ownFileParams,
       async handler(ctx) {
-        await files.delete(requireUser(ctx), ctx.params.fileName, 'owner');
+        await files.delete(requireUser(ctx), ctx.params.fileName, { by: 'owner' });
         return null;
       },
     }),

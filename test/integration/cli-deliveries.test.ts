@@ -21,7 +21,12 @@ import { eventually } from '../support/eventually';
  */
 const stack = useMerchantStack({
   internal: ['order'],
-  env: { MATCHING_SEARCH_TIMEOUT_MS: '60000', MATCHING_OFFER_TIMEOUT_MS: '30000' },
+  env: {
+    MATCHING_SEARCH_TIMEOUT_MS: '60000',
+    MATCHING_OFFER_TIMEOUT_MS: '30000',
+    // The operators' moves are info lines.
+    LOG_LEVEL: 'info',
+  },
 });
 const base = () => stack.node.url;
 const CLI = join(ROOT, 'bin', 'waybill.ts');
@@ -30,6 +35,7 @@ function cli(args: string[], namespace = stack.iso.namespace) {
   return runTypeScript(CLI, args, {
     env: {
       ...process.env,
+      WAYBILL_OPERATOR: 'tunde',
       NAMESPACE: namespace,
       MONGO_DB_PREFIX: stack.iso.dbPrefix,
       MONGO_TIMEOUT_MS: '1000',
@@ -37,6 +43,17 @@ function cli(args: string[], namespace = stack.iso.namespace) {
     },
   });
 }
+
+/** The platform's log lines of operators' moves of `deliveryId`. */
+const movesLogged = (deliveryId: string) =>
+  stack.node
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter(
+      (line) => line.msg === 'delivery moved by an operator' && line.deliveryId === deliveryId,
+    );
 
 describe('waybill deliveries', () => {
   it('shows a delivery, refuses a step its status does not take, and fails it for its courier', async () => {
@@ -80,6 +97,12 @@ describe('waybill deliveries', () => {
 
     const failed = await failFrom('COURIER_ASSIGNED');
     expect({ code: failed.code, stderr: failed.stderr }).toEqual({ code: 0, stderr: '' });
+    // The platform's order service logs who moved it: the command's operator.
+    await eventually(() =>
+      expect(movesLogged(deliveryId)).toEqual([
+        expect.objectContaining({ event: 'FAILED', status: 'FAILED', operator: 'cli:tunde' }),
+      ]),
+    );
     expect(JSON.parse(failed.stdout)).toMatchObject({
       id: deliveryId,
       status: 'FAILED',

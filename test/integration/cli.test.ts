@@ -102,6 +102,10 @@ describe('waybill CLI: users and keys', () => {
     );
     const first = json(await cli('keys:create', user.id));
     const second = json(await cli('keys:create', user.id, '--browser'));
+    // A window alone would be dropped: refused, before any key is made.
+    const windowAlone = await cli('keys:create', user.id, '--quota-window', '30');
+    expect(windowAlone.code).toBe(1);
+    expect(windowAlone.stderr).toMatch(/--quota-window needs --quota-limit/);
     const ids = (run: Run) => json(run).map((k: { id: string }) => k.id);
     expect(ids(await cli('keys:list', user.id))).toEqual([second.id, first.id]);
     expect(ids(await cli('keys:list', user.id, '--limit', '1'))).toEqual([second.id]);
@@ -187,6 +191,12 @@ describe('waybill CLI: wallets', () => {
     );
     expect(tooPrecise.code).toBe(1);
     expect(tooPrecise.stderr).toMatch(/amount.*at most 2 decimal places/);
+    // Numbers JavaScript reads that no receipt says: refused, not 500 or 1000.
+    for (const amount of ['0x1f4', '1e3', ' 5', '-5', '5.']) {
+      const odd = await cli('wallet', 'credit', demoUserId, '--amount', amount, '--reference', 'y');
+      expect({ amount, code: odd.code }).toEqual({ amount, code: 1 });
+      expect(odd.stderr).toMatch(/--amount.*must be naira with at most 2 decimal places/);
+    }
     const unknown = await cli('wallet', 'show', '4b0e8d3c-2f1a-4c5b-9d8e-7f6a5b4c3d2e');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/not found/);
@@ -253,6 +263,27 @@ describe('waybill CLI: operator tokens, and who a command acts as', () => {
       'op-1',
     );
     expect(credited.code).toBe(0);
+    expect(credited.stderr).toBe('');
+    // Its log, on stderr (stdout is the answer), names the operator; nothing of the broker's.
+    const logged = await cliIn(
+      own,
+      { WAYBILL_OPERATOR: 'ada', LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
+      ['wallet', 'credit', user.id, '--amount', '5', '--reference', 'op-2'],
+    );
+    expect(JSON.parse(logged.stdout)).toMatchObject({ userId: user.id, balance: '15.00' });
+    const lines = logged.stderr
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'info',
+        msg: 'wallet credited by an operator',
+        reference: 'op-2',
+        operator: 'cli:ada',
+        nodeID: expect.stringMatching(/^cli-.+-\d+-[0-9a-f]{6}$/),
+      }),
+    ]);
     const db = await openServiceDatabase(own, 'payment');
     try {
       expect(await db.collection('ledger_entries').findOne({ walletId: user.id })).toMatchObject({
