@@ -6,6 +6,8 @@ import { checkTargetUrl, resolvedHostRefusal, type Resolver } from '../../libs/o
 import { OwnerLookups } from '../../libs/owner-lookups';
 import { action, requireUser, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { newWebhookSecret } from '../../libs/webhook-signature';
+import { nameBasedId } from '../../libs/ids';
+import { insertOnce } from '../../libs/mongo';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import { queueEntryOf, ROTATION_OVERLAP_MS, targetPolicy } from './dispatch-rules';
 import { pastReplay } from './retention';
@@ -144,9 +146,32 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
     }
   }
 
+  /** An endpoint's first signing secret, opened. */
+  async function firstSecret(webhookId: string): Promise<string> {
+    const stored = await store.secret(webhookId, 1);
+    if (!stored) throw new Error(`webhook ${webhookId} has no first secret`);
+    return box.open(stored.sealed);
+  }
+
+  /**
+   * The endpoint a keyed registration made before, answered as it was: null when none was
+   * stored. One changed since (its secret rotated, or deleted) is not answered as new.
+   */
+  async function registeredBefore(webhookId: string, userId: string) {
+    const endpoint = await store.endpoint(webhookId);
+    if (!endpoint || endpoint.userId !== userId) return null;
+    if (endpoint.deleted || endpoint.secretVersion !== 1) {
+      throw conflict(
+        `This Idempotency-Key registered webhook ${webhookId}, ${endpoint.deleted ? 'deleted' : 'its secret rotated'} since; read it with GET /api/webhooks/${webhookId}, or send a new key to register another`,
+      );
+    }
+    return toWebhookWithSecret(endpoint, await firstSecret(webhookId), null);
+  }
+
   return {
     createWebhook: action({
-      retry: 'never',
+      // Named after the request's Idempotency-Key: a retry finds the endpoint the first made.
+      retry: 'keyed',
       http: {
         group: 'api',
         method: 'POST',
@@ -160,11 +185,18 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         response: webhookWithSecretView,
         errors: {
           400: 'Invalid input, a URL Waybill must not call (not https in live, a private or link-local address, a host that does not resolve), or WEBHOOK_MAX_ENDPOINTS endpoints already (or registrations under way hold the last places: retry in a few seconds)',
+          409: 'The Idempotency-Key registered an endpoint changed since (deleted, or its secret rotated): read it, or send a new key',
         },
       },
       params: createWebhookParams,
       async handler(ctx: WaybillContext<CreateWebhookParams>) {
         const userId = requireUser(ctx);
+        const token = ctx.meta.idempotencyToken;
+        const webhookId = token ? nameBasedId('webhook', userId, token) : randomUUID();
+        // Registered by an earlier run of this request: the gateway forgot its answer (Redis
+        // lost it, or the run ended after the key's hold), the database has not.
+        const earlier = token ? await registeredBefore(webhookId, userId) : null;
+        if (earlier) return earlier;
         const existing = await store.endpointsOf(userId, appEnv);
         const cap = config.maxEndpoints;
         const refused = capRefusals({
@@ -178,8 +210,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         if (existing.length >= cap) throw refused('full', existing.length, cap);
         const url = await checkUrl(ctx.params.url, userId);
         const at = now();
-        const webhookId = randomUUID();
-        const secret = newWebhookSecret();
+        let secret = newWebhookSecret();
         const endpoint = await createInPlace({
           store: store.places,
           owner: endpointOwner(userId, appEnv),
@@ -191,13 +222,15 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           insert: async (place) => {
             // Its first secret before the endpoint: a stored endpoint always has one to sign
             // with. Once a place is held: a registration refused at the cap writes nothing.
-            await store.claimSecret({
+            const claimed = await store.claimSecret({
               _id: secretId(webhookId, 1),
               webhookId,
               n: 1,
               sealed: box.seal(secret),
               createdAt: at,
             });
+            // An earlier run of the request drew it: its endpoint signs with that one.
+            if (!claimed) secret = await firstSecret(webhookId);
             const record: EndpointRecord = {
               _id: webhookId,
               userId,
@@ -214,8 +247,9 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
               createdAt: at,
               place,
             };
-            await store.insertEndpoint(record);
-            return record;
+            if (await insertOnce(() => store.insertEndpoint(record))) return record;
+            // Stored meanwhile by an earlier run of the request, in a place of its own.
+            return (await store.endpoint(webhookId)) ?? record;
           },
           stored: async () => (await store.endpoint(webhookId)) !== null,
         });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
 import { call } from '../../libs/contracts';
 import { SecretBox } from '../../libs/secret-box';
 import type { PublishedEvent, WebhookEventType } from '../../libs/contracts/webhook';
@@ -14,7 +15,7 @@ import {
 import { pagePath, postForm } from '../support/checkout';
 import { acceptedDelivery, asCourier, courierAt } from '../support/couriers';
 import { eventually } from '../support/eventually';
-import { createUserWithKey, expectErrorEnvelope } from '../support/http';
+import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase, startNode, type NodeProcess } from '../support/stack';
 import {
@@ -253,6 +254,54 @@ describe('webhook endpoints', () => {
     expect((await api(merchant, 'DELETE', `/api/webhooks/${webhook.id}`)).status).toBe(204);
     expect((await api(merchant, 'GET', '/api/webhooks')).body.data).toEqual([]);
     expectErrorEnvelope(await api(merchant, 'DELETE', `/api/webhooks/${webhook.id}`), 404);
+  });
+
+  it('registered with an Idempotency-Key the gateway forgot, are found again, never registered twice', async () => {
+    const merchant: Party = await createUserWithKey(base());
+    const key = randomUUID();
+    const register = () =>
+      request(base(), 'POST', '/api/webhooks', {
+        headers: { 'api-key': merchant.key, 'Idempotency-Key': key },
+        json: { url: receiver.url('/keyed') },
+      });
+    /** Redis loses the gateway's record of the key, as a restart without persistence does. */
+    const forgetKeys = async () => {
+      const redis = new Redis(process.env.REDIS_URL as string);
+      try {
+        const keys = await redis.keys(`${stack.iso.namespace}:idempotency:*`);
+        if (keys.length > 0) await redis.del(...keys);
+      } finally {
+        redis.disconnect();
+      }
+    };
+    const first = await register();
+    expect(first.status).toBe(201);
+    await forgetKeys();
+    const again = await register();
+    expect(again.status).toBe(201);
+    // Run again, not replayed by the gateway: the same endpoint, signing with the same secret.
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect(again.body.data).toEqual(first.body.data);
+    const listed = await api(merchant, 'GET', '/api/webhooks');
+    expect(listed.body.data.map((w: { id: string }) => w.id)).toEqual([first.body.data.id]);
+
+    // Changed since: not answered as it was made.
+    const id = first.body.data.id as string;
+    expect((await api(merchant, 'POST', `/api/webhooks/${id}/rotate-secret`)).status).toBe(201);
+    await forgetKeys();
+    expectErrorEnvelope(
+      await register(),
+      409,
+      new RegExp(`registered webhook ${id}, its secret rotated since`),
+    );
+    // Another user's same key registers their own.
+    const other: Party = await createUserWithKey(base());
+    const theirs = await request(base(), 'POST', '/api/webhooks', {
+      headers: { 'api-key': other.key, 'Idempotency-Key': key },
+      json: { url: receiver.url('/keyed') },
+    });
+    expect(theirs.status).toBe(201);
+    expect(theirs.body.data.id).not.toBe(id);
   });
 
   it.each([
