@@ -894,6 +894,12 @@ async function readBody(path: string): Promise<Buffer> {
       throw badRequest(`--body-file: cannot read ${path} (${err.code ?? err.message})`);
     });
   }
+  // A terminal would be waited on until Ctrl-D, its typing adding a newline the sender never sent.
+  if (process.stdin.isTTY) {
+    throw badRequest(
+      '--body-file -: standard input is a terminal; pipe the raw body in, or name its file',
+    );
+  }
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);

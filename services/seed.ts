@@ -1,7 +1,7 @@
 import type { ServiceBroker } from 'moleculer';
 import type { AppEnvironment } from '../libs/config';
 import { call } from '../libs/contracts';
-import { badRequest } from '../libs/errors';
+import { badRequest, isWaybillError } from '../libs/errors';
 import type { CourierView } from '../libs/contracts/matching';
 import { nameBasedId } from '../libs/ids';
 import { formatNaira } from '../libs/money';
@@ -110,6 +110,21 @@ export function refuseSeedIn(appEnv: AppEnvironment): void {
   );
 }
 
+/** The demo user, created unless found; found again when a seed run at the same time made it. */
+export async function demoUser(broker: ServiceBroker) {
+  const find = async () =>
+    (await call(broker, 'account.findUsers', { email: DEMO_USER.email }))[0] ?? null;
+  const found = await find();
+  if (found) return found;
+  try {
+    return await call(broker, 'account.createUser', DEMO_USER);
+  } catch (err) {
+    const made = isWaybillError(err) && err.code === 409 ? await find() : null;
+    if (!made) throw err;
+    return made;
+  }
+}
+
 /**
  * Idempotent demo data: the demo user, its wallet funded once (the credit's reference is
  * fixed), demo couriers in Lagos and Abuja (fixed ids) with the first on the user's list, and
@@ -117,8 +132,7 @@ export function refuseSeedIn(appEnv: AppEnvironment): void {
  * cannot be shown again).
  */
 export async function seedDemoData(broker: ServiceBroker): Promise<string[]> {
-  const found = await call(broker, 'account.findUsers', { email: DEMO_USER.email });
-  const user = found[0] ?? (await call(broker, 'account.createUser', DEMO_USER));
+  const user = await demoUser(broker);
   const couriers = await seedDemoCouriers(broker);
   const [listed] = couriers;
   await broker.call('courier-matching.addMerchantCourier', {
@@ -145,8 +159,8 @@ export async function seedDemoData(broker: ServiceBroker): Promise<string[]> {
   const active = keys.find((k) => k.environment === 'staging' && !k.revokedAt);
   if (active) {
     lines.push(
-      `The demo user already has a staging API key (id ${active.id}); it was printed when created.`,
-      `Create another with: npm run cli -- keys:create ${user.id}`,
+      `The demo user already has a staging API key (id ${active.id}), shown once when it was made.`,
+      `Lost it? Revoke it and create another: npm run cli -- keys:revoke ${active.id} && npm run cli -- keys:create ${user.id}`,
     );
     return lines;
   }

@@ -1,4 +1,7 @@
 import { join } from 'node:path';
+import type { ServiceBroker } from 'moleculer';
+import { conflict, serviceUnavailable } from '../../../libs/errors';
+import { demoUser } from '../../../services/seed';
 import { NO_SERVERS, ROOT, runTypeScript } from '../../support/node-run';
 
 const CLI = join(ROOT, 'bin', 'waybill.ts');
@@ -28,4 +31,31 @@ describe('waybill seed', () => {
       'waybill: seed: refused with APP_ENV=live: it would credit NGN 100000.00 that no payment backs to the live ledger and add demo couriers that real deliveries would be offered to. Run it against staging only\n',
     );
   }, 30_000);
+});
+
+describe('the demo user', () => {
+  it('is found again when a seed run at the same time created it first (409)', async () => {
+    const made = { id: 'u-1', email: 'demo@waybill.local' };
+    const calls: string[] = [];
+    let finds = 0;
+    const broker = {
+      call: async (action: string) => {
+        calls.push(action);
+        if (action === 'account.findUsers') return finds++ === 0 ? [] : [made];
+        throw conflict('A user with this email already exists');
+      },
+    } as unknown as ServiceBroker;
+    expect(await demoUser(broker)).toEqual(made);
+    expect(calls).toEqual(['account.findUsers', 'account.createUser', 'account.findUsers']);
+  });
+
+  it('fails as it failed when the user cannot be found again', async () => {
+    const broker = {
+      call: async (action: string) => {
+        if (action === 'account.findUsers') return [];
+        throw serviceUnavailable('account is away');
+      },
+    } as unknown as ServiceBroker;
+    await expect(demoUser(broker)).rejects.toThrow('account is away');
+  });
 });
