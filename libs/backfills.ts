@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'moleculer';
 import type { Model } from 'mongoose';
 import { backoffMs } from './backoff';
@@ -121,6 +122,14 @@ export interface Backfill {
  */
 export const BACKFILL_RETRY_FIRST_MS = 30_000;
 
+/**
+ * Tries of an awaited first pass before the start fails, and the first wait between them
+ * (doubling): a moment's failure (the database failing over) late in a long first scan would
+ * otherwise fail the start, and the restarted process scan again from the beginning.
+ */
+export const AWAITED_PASS_TRIES = 4;
+export const AWAITED_PASS_RETRY_MS = 2_000;
+
 /** Runs a service's backfills: the first pass as it starts, the second after a rollout's time. */
 export class Backfills {
   private timer: NodeJS.Timeout | undefined;
@@ -137,7 +146,7 @@ export class Backfills {
   async start(logger: Logger): Promise<void> {
     this.stopped = false;
     for (const backfill of this.backfills) {
-      if (backfill.awaited) await backfill.run('start');
+      if (backfill.awaited) await this.awaitedPass(backfill, logger);
     }
     // Stopped while an awaited pass ran: nothing more.
     if (this.stopped) return;
@@ -159,6 +168,26 @@ export class Backfills {
     for (const retry of this.retries) clearTimeout(retry);
     this.retries.clear();
     await Promise.allSettled(this.running);
+  }
+
+  /** An awaited first pass, tried again in place before its failure fails the start. */
+  private async awaitedPass(backfill: Backfill, logger: Logger): Promise<void> {
+    for (let failed = 0; ; failed++) {
+      try {
+        return await backfill.run('start');
+      } catch (err) {
+        if (this.stopped || failed + 1 >= AWAITED_PASS_TRIES) throw err;
+        const retryInMs = backoffMs(failed + 1, {
+          baseMs: AWAITED_PASS_RETRY_MS,
+          maxMs: 4 * AWAITED_PASS_RETRY_MS,
+        });
+        logger.warn(`${backfill.what} are not all recorded yet: ${String(err)}`, {
+          pass: 'start',
+          retryInMs,
+        });
+        await sleep(retryInMs);
+      }
+    }
   }
 
   private inBackground(backfill: Backfill, pass: BackfillPass, logger: Logger, failed = 0): void {

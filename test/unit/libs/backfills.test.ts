@@ -1,5 +1,7 @@
 import type { Logger } from 'moleculer';
 import {
+  AWAITED_PASS_RETRY_MS,
+  AWAITED_PASS_TRIES,
   BACKFILL_RETRY_FIRST_MS,
   Backfills,
   CLOCK_SKEW_MS,
@@ -229,5 +231,47 @@ describe('Backfills', () => {
     await Promise.all([starting, stopping]);
     jest.advanceTimersByTime(5_000);
     expect(run).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('an awaited first pass', () => {
+  const logger = () => ({ warn: jest.fn() }) as unknown as Logger & { warn: jest.Mock };
+
+  afterEach(() => jest.useRealTimers());
+
+  it('is tried again in place after a failure, and the start waits for it', async () => {
+    jest.useFakeTimers();
+    const log = logger();
+    let failures = 2;
+    const run = jest.fn(async (pass: string) => {
+      if (pass === 'start' && failures-- > 0) throw new Error('not primary');
+    });
+    const backfills = new Backfills([{ what: 'keys', run, awaited: true }], 1_000_000);
+    let started = false;
+    const starting = backfills.start(log).then(() => (started = true));
+    await jest.advanceTimersByTimeAsync(AWAITED_PASS_RETRY_MS);
+    expect(started).toBe(false);
+    await jest.advanceTimersByTimeAsync(2 * AWAITED_PASS_RETRY_MS);
+    await starting;
+    expect(run).toHaveBeenCalledTimes(3);
+    expect(log.warn.mock.calls.map(([, meta]) => meta)).toEqual([
+      { pass: 'start', retryInMs: AWAITED_PASS_RETRY_MS },
+      { pass: 'start', retryInMs: 2 * AWAITED_PASS_RETRY_MS },
+    ]);
+    await backfills.stop();
+  });
+
+  it('fails the start once it failed AWAITED_PASS_TRIES times', async () => {
+    jest.useFakeTimers();
+    const run = jest.fn(async () => {
+      throw new Error('server gone');
+    });
+    const backfills = new Backfills([{ what: 'keys', run, awaited: true }], 1_000_000);
+    const starting = backfills.start(logger());
+    const failed = expect(starting).rejects.toThrow('server gone');
+    await jest.advanceTimersByTimeAsync(60_000);
+    await failed;
+    expect(run).toHaveBeenCalledTimes(AWAITED_PASS_TRIES);
+    await backfills.stop();
   });
 });
