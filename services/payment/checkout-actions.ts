@@ -67,7 +67,7 @@ import type {
   SessionRecord,
 } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
-import { disputeNote, Reversals } from './reversals';
+import { disputeNote, Reversals, reversalCreditWaitMs } from './reversals';
 
 /** The longest wait between two looks at a checkout whose charge is still under way. */
 const STILL_PAYING_RECHECK_MS = 5 * 60_000;
@@ -132,7 +132,11 @@ export class Checkouts {
   private readonly reversals: Reversals;
 
   constructor(private readonly deps: CheckoutDeps) {
-    this.reversals = new Reversals({ ...deps, recheckMs: deps.config.sweepIntervalMs });
+    this.reversals = new Reversals({
+      ...deps,
+      recheckMs: deps.config.sweepIntervalMs,
+      creditWaitMs: reversalCreditWaitMs(deps.config),
+    });
   }
 
   private get store() {

@@ -168,6 +168,13 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
         const said = text(answer.message) ?? `status ${status}`;
         throw upstreamFailed(`The payment provider could not verify ${reference}: ${said}`);
       }
+      // Another transaction's answer (a provider's fault, or something on its path) must not
+      // pay this checkout, however well its amount and currency match.
+      if (text(data.reference) !== reference) {
+        throw upstreamFailed(
+          `The payment provider answered the verification of ${reference} about another transaction`,
+        );
+      }
       return { status: data.status, amountKobo: amount, currency: text(data.currency) ?? '' };
     },
   };

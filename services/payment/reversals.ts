@@ -1,6 +1,6 @@
 import type { Logger } from 'moleculer';
 import { formatNaira } from '../../libs/money';
-import { checkoutOfAttempt, lateCreditReference } from './checkout';
+import { checkoutOfAttempt, lateCreditReference, STILL_PAYING_GRACE_MS } from './checkout';
 import { holds } from '../../libs/mongo';
 import type { CheckoutStore, ReversalRecord, SessionRecord } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
@@ -81,12 +81,33 @@ export function disputeNote(data: unknown): Record<string, unknown> {
   };
 }
 
+/** How long the provider sends a webhook again until it is acknowledged (Paystack: 72 hours). */
+export const PROVIDER_WEBHOOK_RETRY_MS = 72 * 3_600_000;
+
+/** The least a reversal waits for its credit, and what it waits past the last chance of one. */
+const CREDIT_WAIT_MIN_MS = 4 * 86_400_000;
+const CREDIT_WAIT_MARGIN_MS = 86_400_000;
+
 /**
  * How long a reversal of a checkout that has credited nothing yet waits for its credit before
- * it is settled as never credited: a late payment's webhook is retried for 72 hours, and the
- * last late check comes 72 hours after the expiry (`CHECKOUT_LATE_CHECKS_MS`).
+ * it is settled as never credited: past the payment's webhook retries, and past the checkout's
+ * last late check, which comes up to the checkout's time to live after the payment (a refund
+ * follows its payment), then the last of `CHECKOUT_LATE_CHECKS_MS`, then, for a charge still
+ * under way, `STILL_PAYING_GRACE_MS`; a day more, and 4 days at least. A fixed 4 days let a
+ * late check configured later credit a payment whose refund was settled as never credited, and
+ * the refunded money stayed in the wallet.
  */
-export const REVERSAL_CREDIT_WAIT_MS = 4 * 86_400_000;
+export function reversalCreditWaitMs(config: {
+  checkoutTtlMs: number;
+  lateChecksMs: readonly number[];
+}): number {
+  const lastCheck =
+    config.checkoutTtlMs + Math.max(0, ...config.lateChecksMs) + STILL_PAYING_GRACE_MS;
+  return Math.max(
+    CREDIT_WAIT_MIN_MS,
+    Math.max(PROVIDER_WEBHOOK_RETRY_MS, lastCheck) + CREDIT_WAIT_MARGIN_MS,
+  );
+}
 
 export interface ReversalsDeps {
   store: CheckoutStore;
@@ -97,6 +118,8 @@ export interface ReversalsDeps {
    * wallet is credited is taken by the next sweep, before much of it can be spent.
    */
   recheckMs: number;
+  /** `reversalCreditWaitMs` of the payment configuration. */
+  creditWaitMs: number;
 }
 
 /**
@@ -251,7 +274,7 @@ export class Reversals {
     let credited = await this.credited(record, session);
     if (!holding()) return;
     if (credited === null) {
-      const waited = now.getTime() - record.receivedAt.getTime() >= REVERSAL_CREDIT_WAIT_MS;
+      const waited = now.getTime() - record.receivedAt.getTime() >= this.deps.creditWaitMs;
       if (!waited) {
         await store.reversalProgress(record._id, { credited, ...counted, nextCheckAt: later });
         return;

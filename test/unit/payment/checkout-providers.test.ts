@@ -31,6 +31,26 @@ const initialized = JSON.stringify({
 });
 
 describe('paystackProvider answers', () => {
+  it('refuses a verification answered about another transaction, whatever it says of it', async () => {
+    const verified = (reference: string) =>
+      JSON.stringify({
+        status: true,
+        message: 'Verification successful',
+        data: { reference, status: 'success', amount: 50_000, currency: 'NGN' },
+      });
+    servers.server.handle((_req, res) => res.end(verified('ck-1-1')));
+    await expect(paystack().verify('ck-1-1')).resolves.toEqual({
+      status: 'success',
+      amountKobo: 50_000,
+      currency: 'NGN',
+    });
+    servers.server.handle((_req, res) => res.end(verified('ck-2-1')));
+    await expect(paystack().verify('ck-1-1')).rejects.toMatchObject({
+      code: 502,
+      message: 'The payment provider answered the verification of ck-1-1 about another transaction',
+    });
+  });
+
   it('reads a normal answer', async () => {
     servers.server.handle((_req, res) => res.end(initialized));
     await expect(paystack().initialize(request)).resolves.toEqual({

@@ -1,4 +1,11 @@
-import { disputeNote, processedRefund } from '../../../services/payment/reversals';
+import { loadConfig } from '../../../libs/config';
+import { STILL_PAYING_GRACE_MS } from '../../../services/payment/checkout';
+import {
+  disputeNote,
+  processedRefund,
+  PROVIDER_WEBHOOK_RETRY_MS,
+  reversalCreditWaitMs,
+} from '../../../services/payment/reversals';
 
 describe('a Paystack refund.processed, read', () => {
   const data = {
@@ -77,5 +84,24 @@ describe('a Paystack dispute event, noted', () => {
       status: null,
       resolution: null,
     });
+  });
+});
+
+describe('reversalCreditWaitMs', () => {
+  const DAY = 86_400_000;
+  const defaults = loadConfig({}).payment;
+
+  it('waits past the last late check a configuration can make, never less than 4 days', () => {
+    // The defaults: 30 minutes to pay, the last check 3 days after the expiry, a day's grace.
+    expect(reversalCreditWaitMs(defaults)).toBe(
+      defaults.checkoutTtlMs + 3 * DAY + STILL_PAYING_GRACE_MS + DAY,
+    );
+    // A last check 7 days after the expiry: past it, not a fixed 4 days.
+    const late = { checkoutTtlMs: 60 * 60_000, lateChecksMs: [3_600_000, 7 * DAY] };
+    expect(reversalCreditWaitMs(late)).toBe(60 * 60_000 + 7 * DAY + STILL_PAYING_GRACE_MS + DAY);
+    // Checks that end early still wait out the provider's webhook retries and more.
+    const early = { checkoutTtlMs: 60_000, lateChecksMs: [100] };
+    expect(reversalCreditWaitMs(early)).toBe(4 * DAY);
+    expect(reversalCreditWaitMs(early)).toBeGreaterThan(PROVIDER_WEBHOOK_RETRY_MS);
   });
 });
