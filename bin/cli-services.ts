@@ -47,17 +47,19 @@ export function cliBrokerOptions(
   config: Config,
   env: NodeJS.ProcessEnv = process.env,
 ): BrokerOptions {
-  const options = createBrokerOptions(config);
+  // Named before the options are made: the circuit breaker tells its own node's failures by it.
+  const nodeId = `cli-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const options = createBrokerOptions({ ...config, nodeId });
   return {
     ...options,
     middlewares: [...(options.middlewares ?? []), actingAs(cliOperator(env))],
-    nodeID: `cli-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     // Warnings and errors, and what was done in the operator's name (a line naming them: a
     // file deleted, a wallet credited), unless LOG_LEVEL asks for less; not the broker's and
     // the services' own lines (connecting, started, stopped), which would bury them.
     logger: consoleLogger(config, {
       level: isAtLeast(config.logLevel, 'warn') ? 'warn' : config.logLevel,
-      keepBelowLevel: (args) => isAtLeast(config.logLevel, 'info') && namesOperator(args[1]),
+      keepBelowLevel: (type, args) =>
+        type === 'info' && isAtLeast(config.logLevel, 'info') && namesOperator(args[1]),
       everyLineTo: 'stderr',
     }),
   };

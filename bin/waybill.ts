@@ -852,7 +852,7 @@ files
         const page = (await broker
           .call('file.purgeUserFiles', { userId }, { timeout: 0 })
           .catch((err) => {
-            // What the failed call deleted is in its `files purged` log line, above.
+            // What the failed call deleted is in its `files purged` line above (LOG_LEVEL=info).
             if (deleted > 0) console.error(`waybill: ${deleted} files deleted before this failed`);
             throw err;
           })) as PurgedFiles;
@@ -979,7 +979,8 @@ program.parseAsync().catch((err: unknown) => {
     console.error(`waybill: invalid configuration: ${err.message}`);
   } else {
     const { message, errors, internal } = toHttpError(err);
-    // The CLI logs nothing: "the failure was logged" would send the operator to an empty log.
+    // The failure is not in the command's log: "the failure was logged" would send the operator
+    // looking for it there.
     // An error of ours names what failed (a database's without its password).
     const said = internal && err instanceof Error && err.message ? err.message : message;
     console.error(`waybill: ${said}`);

@@ -68,7 +68,7 @@ export type BufferedConsoleOptions = Omit<NonNullable<FormattedOptions>, 'format
   /** Every line on stderr: a command whose stdout is its answer (the CLI). */
   everyLineTo?: 'stderr';
   /** A line under the level kept all the same when this says so (the CLI's audit lines). */
-  keepBelowLevel?: (args: unknown[]) => boolean;
+  keepBelowLevel?: (type: string, args: unknown[]) => boolean;
 };
 
 /**
@@ -77,7 +77,7 @@ export type BufferedConsoleOptions = Omit<NonNullable<FormattedOptions>, 'format
  */
 export class BufferedConsoleLogger extends Loggers.Formatted<NonNullable<FormattedOptions>> {
   private readonly allOnStderr: boolean;
-  private readonly keepBelowLevel: (args: unknown[]) => boolean;
+  private readonly keepBelowLevel: (type: string, args: unknown[]) => boolean;
 
   constructor(options: BufferedConsoleOptions) {
     // moleculer passes the bindings as a third argument its type does not declare.
@@ -92,7 +92,7 @@ export class BufferedConsoleLogger extends Loggers.Formatted<NonNullable<Formatt
     const levelIdx = LEVELS.indexOf(level);
     const formatter = this.getFormatter(bindings);
     return (type: string, args: unknown[]) => {
-      if (LEVELS.indexOf(type) > levelIdx && !this.keepBelowLevel(args)) return;
+      if (LEVELS.indexOf(type) > levelIdx && !this.keepBelowLevel(type, args)) return;
       const line = format(...formatter(type, args));
       const onStderr = this.allOnStderr || type === 'fatal' || type === 'error' || type === 'warn';
       (onStderr ? stderr : stdout).push(line);

@@ -93,9 +93,9 @@ export interface PlaceStore {
 
 /**
  * The number of the first place of `owner`'s that no live record holds and that its insert
- * gives `holder` (a creation under way may hold one no list shows yet); else the first of
- * those left behind (`placeLeftBehind`), given back and taken again; undefined when every one
- * is held.
+ * gives `holder` (a creation under way may hold one no list shows yet); else one `holder`
+ * took already (an earlier run of the same creation); else the first of those left behind
+ * (`placeLeftBehind`), given back and taken again; undefined when every one is held.
  */
 export async function takePlace(
   store: PlaceStore,
@@ -113,6 +113,9 @@ export async function takePlace(
   }
   for (const k of taken) {
     const held = await store.place(placeId(owner, k));
+    // Taken by an earlier run of this creation (a retry of a record named after its request),
+    // which stopped before storing it: this run's place.
+    if (held?.holder === holder) return k;
     if (held) {
       if (!placeLeftBehind(k, held, await store.holder(held.holder), now)) continue;
       await releasePlace(store, held._id, held.holder, now);

@@ -46,9 +46,9 @@ export function createRedis(
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    // A command sent but unanswered when its connection closed was already failed to its
-    // caller (by `commandTimeout`, as a 503): sent again on the next connection, it would
-    // count a request refused, or claim a key nobody holds, behind the caller's back.
+    // A command sent but unanswered when its connection closed fails to its caller (a 503, at
+    // once or at its `commandTimeout`): sent again on the next connection, it would count a
+    // request refused, or claim a key nobody holds, behind the caller's back.
     autoResendUnfulfilledCommands: false,
     // A primary demoted by a failover (it answers READONLY) keeps its clients' connections
     // open: a new connection reaches the new primary (through the same name or Sentinel).

@@ -57,8 +57,10 @@ export class UserFiles {
     return files;
   }
 
-  /** Deletes one of the user's files; 404 when they have none of that name. */
-  /** `by`: who deleted it, as its log line names them (the owner, or an operator by name). */
+  /**
+   * Deletes one of the user's files; 404 when they have none of that name. `by`: who deleted
+   * it, as its log line names them (the owner, or an operator by name).
+   */
   async delete(userId: string, fileName: string, by: DeletedBy): Promise<void> {
     const key = userFolder(userId) + fileName;
     if (!(await this.storage().exists(key))) throw notFound(`File ${fileName} not found`);

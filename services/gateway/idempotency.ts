@@ -351,9 +351,10 @@ export class IdempotencyStore {
       const taken = await this.redis
         .set(redisKey, pending, 'PX', this.windows.pendingMs, 'NX')
         .catch((err: unknown) => {
-          // Answered 503, the claim may still land (late, not lost): its own entry is deleted
-          // after it, on the same connection, so the client's retry is not held for pendingMs
-          // by a request that never ran.
+          // Answered 503, a claim whose answer was only late still lands: its own entry is
+          // deleted after it, on the same connection, so the client's retry is not held for
+          // pendingMs by a request that never ran. One lost with its connection is never sent
+          // again (libs/redis).
           this.redis.deleteOwnIdempotencyEntry(redisKey, pending).catch(() => undefined);
           throw err;
         });

@@ -85,7 +85,10 @@ export function isRefusal(err: unknown): err is WaybillError {
   return err.code >= 400 && err.code < 500 && err.code !== 408 && err.code !== 429;
 }
 
-/** Draws of a tracking id before a request gives up: two ever drawn twice is 2^-120. */
+/**
+ * Draws of a tracking id before a request gives up: each draw is taken already only with odds
+ * of the ids issued over 2^60.
+ */
 const TRACKING_DRAWS_MAX = 3;
 
 /** The payment service's answer that there is no debit to give back (nothing was taken). */

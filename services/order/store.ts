@@ -564,8 +564,10 @@ export class OrderStore {
           const delivery = d as unknown as DeliveryRecord & ListedMarks;
           const { _id, lifecycle, version, updatedAt, listedStatus } = delivery;
           // Listed by the writer that moved it into its status (`project`): nothing to add. A
-          // status is never entered twice, so its name alone says which entries it wrote. A
-          // writer of the version before `listedWithRecipient` listed its creator alone.
+          // status is never entered twice, so its name alone says which entries it wrote.
+          // `listedStatus` alone: a writer from before `listedWithRecipient`, which may be one
+          // from before recipients' lists (461d081) that listed its creator alone, so its
+          // recipient's entry is offered (again, for most).
           const owners = statusListsOf(delivery, lifecycle.status);
           const missing =
             delivery.listedWithRecipient === lifecycle.status

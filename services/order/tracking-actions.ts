@@ -35,7 +35,8 @@ export function createTrackingActions(deps: {
     if (!TRACKING_PATTERN.test(trackingId)) return null;
     const deliveryId = await store.deliveryIdByTracking(trackingId);
     const delivery = deliveryId ? await transitions.current(deliveryId) : null;
-    // A ref another run of the request claimed and never used names nothing.
+    // A ref naming a delivery stored under another id opens nothing: none should (a request
+    // stores the id it claimed), and the check costs no read.
     if (delivery?.trackingId !== trackingId) return null;
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
     const now = new Date();

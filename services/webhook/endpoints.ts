@@ -105,18 +105,21 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
   }
 
   async function ownEndpoint(ctx: WaybillContext<WebhookIdParams>): Promise<EndpointRecord> {
-    const userId = requireUser(ctx);
     const endpoint = await store.endpoint(ctx.params.webhookId);
-    if (
-      !endpoint ||
-      endpoint.deleted ||
-      endpoint.userId !== userId ||
-      endpoint.environment !== appEnv ||
-      (await store.deletionRecorded(endpoint._id))
-    ) {
+    if (!endpoint || !(await isLiveOf(endpoint, requireUser(ctx)))) {
       throw notFound(NOT_FOUND(ctx.params.webhookId));
     }
     return endpoint;
+  }
+
+  /** Whether the endpoint is `userId`'s, of this environment, and not deleted. */
+  async function isLiveOf(endpoint: EndpointRecord, userId: string): Promise<boolean> {
+    return (
+      !endpoint.deleted &&
+      endpoint.userId === userId &&
+      endpoint.environment === appEnv &&
+      !(await store.deletionRecorded(endpoint._id))
+    );
   }
 
   /** Gives the endpoint its next secret version, sealed; answers it in clear, once. */
@@ -160,18 +163,23 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
   async function registeredBefore(webhookId: string, userId: string) {
     const endpoint = await store.endpoint(webhookId);
     if (!endpoint || endpoint.userId !== userId) return null;
-    if (endpoint.deleted || endpoint.secretVersion !== 1) {
-      throw conflict(
-        `This Idempotency-Key registered webhook ${webhookId}, ${endpoint.deleted ? 'deleted' : 'its secret rotated'} since; read it with GET /api/webhooks/${webhookId}, or send a new key to register another`,
+    const changed = (since: string) =>
+      conflict(
+        `This Idempotency-Key registered webhook ${webhookId}, ${since} since; read it with GET /api/webhooks/${webhookId}, or send a new key to register another`,
       );
-    }
+    if (!(await isLiveOf(endpoint, userId))) throw changed('deleted');
+    // By its secrets, not `secretVersion`: a rotation may have stored its secret alone.
+    const [latest] = await store.latestSecrets(endpoint);
+    if (latest && latest.n !== 1) throw changed('its secret rotated');
     return toWebhookWithSecret(endpoint, await firstSecret(webhookId), null);
   }
 
   return {
     createWebhook: action({
-      // Named after the request's Idempotency-Key: a retry finds the endpoint the first made.
-      retry: 'keyed',
+      // Named after the request's Idempotency-Key, so a client's retry finds the endpoint the
+      // first run made. Still `never` for the gateway's own retries: sent to a webhook node of
+      // the version before (a rolling update, a rollback), a retry would register a second.
+      retry: 'never',
       http: {
         group: 'api',
         method: 'POST',

@@ -294,6 +294,18 @@ describe('webhook endpoints', () => {
       409,
       new RegExp(`registered webhook ${id}, its secret rotated since`),
     );
+    // Deleted since: the same.
+    const deletedKey = randomUUID();
+    const registerAs = (k: string) =>
+      request(base(), 'POST', '/api/webhooks', {
+        headers: { 'api-key': merchant.key, 'Idempotency-Key': k },
+        json: { url: receiver.url('/keyed-deleted') },
+      });
+    const made = await registerAs(deletedKey);
+    expect(made.status).toBe(201);
+    expect((await api(merchant, 'DELETE', `/api/webhooks/${made.body.data.id}`)).status).toBe(204);
+    await forgetKeys();
+    expectErrorEnvelope(await registerAs(deletedKey), 409, /deleted since/);
     // Another user's same key registers their own.
     const other: Party = await createUserWithKey(base());
     const theirs = await request(base(), 'POST', '/api/webhooks', {

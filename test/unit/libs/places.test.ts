@@ -168,6 +168,15 @@ describe('takePlace', () => {
     expect(await takePlace(store, 'o', free(3), 'w5', later)).toBe(0);
   });
 
+  it('gives a creation run again the place its earlier run took and never stored', async () => {
+    const store = new MapPlaces();
+    expect(await takePlace(store, 'o', free(2), 'other', NOW)).toBe(0);
+    expect(await takePlace(store, 'o', free(2), 'keyed', NOW)).toBe(1);
+    // The run stopped before storing its record; its retry, at once, finds every place held.
+    expect(await takePlace(store, 'o', free(2), 'keyed', NOW)).toBe(1);
+    expect(await takePlace(store, 'o', free(2), 'third', NOW)).toBeUndefined();
+  });
+
   it('tries no insert at a place a listed live record holds', async () => {
     const store = new MapPlaces();
     const claimed: string[] = [];
