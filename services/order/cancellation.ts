@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
-import { DELIVERY_CANCELLED_EVENT } from '../../libs/contracts/order';
 import { badRequest, serviceUnavailable } from '../../libs/errors';
 import type { CancelWindow } from './cancel-window';
 import type { DeliveryRecord } from './delivery-record';
@@ -74,14 +73,10 @@ export class Cancellations {
       await giveBack();
       throw badRequest(applied.message);
     }
-    const { settlement, logger } = this.deps;
+    const { settlement } = this.deps;
     // The cancel stands even when its refund fails here: the sweep gives the money back.
     await settlement.afterTransition(applied.delivery, applied.transition);
-    // For the tracking pages, which also read again at their next heartbeat: a lost event
-    // must not turn a cancel that happened into an error.
-    await settlement
-      .announce(DELIVERY_CANCELLED_EVENT, applied.delivery)
-      .catch((err: unknown) => logger().warn('delivery cancel not announced', { deliveryId, err }));
+    await settlement.announceCancelled(applied.delivery);
     return applied.delivery;
   }
 }

@@ -1,5 +1,4 @@
 import { call } from '../../libs/contracts';
-import { DELIVERY_CANCELLED_EVENT } from '../../libs/contracts/order';
 import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
 import { shareOfCheckout } from './delivery-record';
 import type { LifecycleEvent, Share } from './lifecycle';
@@ -36,10 +35,15 @@ export class PaymentOutcomes {
     if (outcome.purpose.kind !== 'DELIVERY') return;
     const { transitions, settlement, store } = this.deps;
     const deliveryId = outcome.purpose.id;
-    const delivery = await transitions.current(deliveryId);
+    let delivery = await transitions.current(deliveryId);
     if (!delivery) {
       // Still being created: not acknowledged, so the payment service sends it again.
       if (await store.pending(deliveryId)) return;
+      // Stored between the two reads: a request stores its delivery before it drops its
+      // pending document, so one neither read found is one stored meanwhile, or none.
+      delivery = await transitions.current(deliveryId);
+    }
+    if (!delivery) {
       if (paid) await settlement.creditLateMoney(outcome);
     } else {
       const share = shareOfCheckout(delivery, outcome.reference);
@@ -49,7 +53,7 @@ export class PaymentOutcomes {
       if (applied?.applied) {
         await settlement.afterTransition(applied.delivery, applied.transition);
         if (applied.delivery.lifecycle.status === 'CANCELLED') {
-          await settlement.announce(DELIVERY_CANCELLED_EVENT, applied.delivery);
+          await settlement.announceCancelled(applied.delivery);
         }
       } else if (paid && !(share && applied?.delivery.lifecycle.paid[share])) {
         await settlement.creditLateMoney(outcome);

@@ -3,6 +3,7 @@ import { settledWithin } from '../../libs/at-once';
 import { broadcast, call, type Caller } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
+  DELIVERY_CANCELLED_EVENT,
   DELIVERY_PAID_EVENT,
   DELIVERY_STATUS_CHANGED_EVENT,
   type DeliveryEventPayload,
@@ -313,5 +314,16 @@ export class Settlement {
     at: Date = new Date(),
   ): Promise<void> {
     await broadcast(this.deps.services(), event, deliveryEvent(delivery, at));
+  }
+
+  /**
+   * A cancel made, told to the tracking pages (which also read again at their next heartbeat):
+   * a lost broadcast is logged, never thrown, for it must not turn a cancel that happened into
+   * an error, and whatever would repeat it finds the delivery cancelled and announces nothing.
+   */
+  async announceCancelled(delivery: DeliveryRecord): Promise<void> {
+    await this.announce(DELIVERY_CANCELLED_EVENT, delivery).catch((err: unknown) =>
+      this.deps.logger().warn('delivery cancel not announced', { deliveryId: delivery._id, err }),
+    );
   }
 }

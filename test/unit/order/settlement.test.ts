@@ -176,3 +176,11 @@ it('keeps a transition unsettled for an effect of a later version, carrying out 
   expect(calls).toEqual(['package.release']);
   expect(done).toEqual([]);
 });
+
+it('announces a cancel, and only logs a broadcast that failed: the cancel happened', async () => {
+  const { settlement, warnings } = settlementWith(new Set(['broadcast']));
+  await expect(settlement.announceCancelled(DELIVERED_POD)).resolves.toBeUndefined();
+  expect(warnings).toEqual([
+    ['delivery cancel not announced', { deliveryId: 'd-1', err: expect.any(Error) }],
+  ]);
+});
