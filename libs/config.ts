@@ -487,7 +487,7 @@ const declaredEnvSchema = Joi.object({
     .min(1)
     .default(8)
     .description(
-      'Uploads one file-service process receives at once (503 with Retry-After beyond); bounds its memory, see docs/files.md',
+      'Uploads one file-service process receives at once, half of them at most for one account (503 with Retry-After beyond); bounds its memory, see docs/files.md',
     ),
   FILE_MAX_UPLOADS_PER_KEY: Joi.number()
     .integer()
@@ -516,7 +516,7 @@ const declaredEnvSchema = Joi.object({
     .max(1000)
     .default(32)
     .description(
-      'Downloads one file-service process streams at once (503 with Retry-After beyond), each on an S3 connection of a pool kept apart from uploads',
+      'Downloads one file-service process streams at once, half of them at most for one account (503 with Retry-After beyond), each on an S3 connection of a pool kept apart from uploads',
     ),
   FILE_MAX_DOWNLOADS_PER_KEY: Joi.number()
     .integer()

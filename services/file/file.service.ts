@@ -48,7 +48,7 @@ import { createFileAdminActions } from './file-admin';
 import { createStoredFileActions, UserFiles } from './stored-files';
 import { readableBytes } from './sizes';
 import { meteredSlots, type Slot, type Slots } from './slots';
-import { UploadBudget } from './upload-budget';
+import { UploadBudget, type Spent } from './upload-budget';
 
 type UploadMode = ReceiveOptions['mode'];
 
@@ -91,12 +91,18 @@ export function createFileService(config: Config): ServiceDefinition {
     ? new UploadBudget(redis, `${config.namespace}:upload-bytes:`, maxUploadBytesPerUserPerDay)
     : undefined;
 
-  /** A slot for one more transfer, or the 503 that tells the client when to come back. */
-  function takeSlot(slots: Slots = uploads, what = 'uploads'): Slot {
-    const slot = slots.take();
-    if (slot) return slot;
+  /**
+   * A slot for one more transfer of `userId`'s, or the 503 that tells the client when to come
+   * back: all taken, or the account holds half of them.
+   */
+  function takeSlot(userId: string, slots: Slots = uploads, what = 'uploads'): Slot {
+    const slot = slots.take(userId);
+    if (typeof slot === 'object') return slot;
+    const retry = `retry in ${FILE_RETRY_AFTER_SECONDS} seconds`;
     throw serviceBusy(
-      `The file service is busy with other ${what}; retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
+      slot === 'full'
+        ? `The file service is busy with other ${what}; ${retry}`
+        : `This account's ${what} hold ${slots.ownerMax} of this file-service process's ${slots.max}, as many as one account may, so that others find room; wait for one to finish, or ${retry}`,
       FILE_RETRY_AFTER_SECONDS,
     );
   }
@@ -106,8 +112,8 @@ export function createFileService(config: Config): ServiceDefinition {
    * ends, fails or is destroyed: at FILE_TIMEOUT_MS however slowly the client reads (here, and
    * by a gateway on another node), or by the transfer desk when no gateway pulls it.
    */
-  async function download(key: string) {
-    const slot = takeSlot(downloads, 'downloads');
+  async function download(key: string, userId: string) {
+    const slot = takeSlot(userId, downloads, 'downloads');
     try {
       const object = await storage.get(key);
       // Cut at FILE_TIMEOUT_MS here too: a gateway in this process pipes the body straight to
@@ -155,7 +161,6 @@ export function createFileService(config: Config): ServiceDefinition {
           sink: storage,
         },
       );
-      await spend(request.share, slots);
       return slots;
     } finally {
       slot.release();
@@ -166,16 +171,18 @@ export function createFileService(config: Config): ServiceDefinition {
    * Counts what a request stored toward its user's day. The files are stored: a count that
    * fails (Redis gone meanwhile) is logged, not answered, and that much goes uncounted.
    */
-  async function spend(share: AllowanceShare, slots: FileSlot[]): Promise<void> {
+  async function spend(share: AllowanceShare, slots: FileSlot[]): Promise<Spent | null> {
     const bytes = slots.reduce((sum, s) => sum + (isFailed(s) ? 0 : s.size), 0);
-    await budget?.spend(share, bytes).catch((err: Error) =>
+    const spent = await budget?.spend(share, bytes).catch((err: Error) => {
       broker.logger.warn('stored bytes not counted toward the user’s day', {
         userId: share.userId,
         publishable: share.publishable,
         bytes,
         err: err.message,
-      }),
-    );
+      });
+      return null;
+    });
+    return spent ?? null;
   }
 
   /** What each upload action answers for the slots of its request. */
@@ -209,12 +216,14 @@ export function createFileService(config: Config): ServiceDefinition {
     try {
       // The day's bytes spent: 429 before a slot is taken or a byte read.
       await budget?.check(share);
-      slot = takeSlot();
+      slot = takeSlot(share.userId);
     } catch (err) {
       stream.resume(); // read and dropped, so that the client reads the answer
       throw err;
     }
-    return answers[mode](await receive({ mode, share, meta: bodyMeta(ctx), body: stream }, slot));
+    const slots = await receive({ mode, share, meta: bodyMeta(ctx), body: stream }, slot);
+    await spend(share, slots);
+    return answers[mode](slots);
   }
 
   function openDesk(): TransferDesk {
@@ -227,7 +236,7 @@ export function createFileService(config: Config): ServiceDefinition {
     408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), less than FILE_MIN_UPLOAD_BYTES_PER_SECOND over that time, or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
     413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
     429: `API quota exceeded, this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY) or its account ${config.files.maxUploadsPerUser} (FILE_MAX_UPLOADS_PER_USER)${maxUploadBytesPerUserPerDay > 0 ? `, or the account stored its ${readableBytes(maxUploadBytesPerUserPerDay)} of files for the day (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY)` : ''}; see \`Retry-After\``,
-    503: 'The file service is busy with other uploads (see `Retry-After`), could not be reached, or file storage (or the count of stored bytes) is unavailable; retry',
+    503: 'The file service is busy with other uploads, or the account holds half of its uploads (see `Retry-After`), could not be reached, or file storage (or the count of stored bytes) is unavailable; retry',
   };
 
   return {
@@ -298,7 +307,7 @@ export function createFileService(config: Config): ServiceDefinition {
             404: 'No such file',
             429: `API quota exceeded, or this key already has ${config.files.maxDownloadsPerKey} downloads in progress (FILE_MAX_DOWNLOADS_PER_KEY) or its account ${config.files.maxDownloadsPerUser} (FILE_MAX_DOWNLOADS_PER_USER); see \`Retry-After\``,
             502: 'File storage failed before the first byte was sent; retry',
-            503: 'The file service is busy with other downloads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
+            503: 'The file service is busy with other downloads, or the account holds half of its downloads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
           },
         },
         params: downloadParams(config.cdnBaseUrl),
@@ -309,7 +318,7 @@ export function createFileService(config: Config): ServiceDefinition {
               { field: 'url', message: parsed.reason },
             ]);
           }
-          const object = await download(parsed.key);
+          const object = await download(parsed.key, requireUser(ctx));
           ctx.meta.$responseHeaders = {
             'Content-Type': 'application/octet-stream',
             'Content-Disposition': contentDisposition(fileNameOf(parsed.key)),
@@ -338,13 +347,15 @@ export function createFileService(config: Config): ServiceDefinition {
           const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
           if (refusal) throw refusal;
           await budget?.check(share);
-          const slot = takeSlot();
+          const slot = takeSlot(share.userId);
           let stored: string[] = [];
+          let spent: Spent | null = null;
           try {
             return openDesk().expectBody(
               async (body) => {
                 const slots = await receive({ mode, share, meta, body }, slot);
                 stored = slots.flatMap((s) => (isFailed(s) ? [] : [s.key]));
+                spent = await spend(share, slots);
                 return answers[mode](slots);
               },
               () => slot.release(),
@@ -358,6 +369,17 @@ export function createFileService(config: Config): ServiceDefinition {
                   },
                 );
                 void storage.remove(stored);
+                // Deleted, they count nothing toward the user's day.
+                if (spent) {
+                  const bytes = spent.bytes;
+                  void budget?.giveBack(spent).catch((err: Error) =>
+                    broker.logger.warn('deleted bytes still counted toward the user’s day', {
+                      userId: share.userId,
+                      bytes,
+                      err: err.message,
+                    }),
+                  );
+                }
               },
             );
           } catch (err) {

@@ -19,20 +19,35 @@ export interface Slot {
  */
 export class Slots {
   private active = 0;
+  /** Slots held by each owner (an account, whichever of its keys). */
+  private readonly byOwner = new Map<string, number>();
+  /**
+   * The most one owner holds: half the process's (rounded up), so that no one account, its
+   * server keys and its publishable keys together, takes a process. Its caps across replicas
+   * (FILE_MAX_*_PER_USER) are no bound here: each of its two shares may hold as many as a
+   * process has.
+   */
+  readonly ownerMax: number;
 
   constructor(
-    private readonly max: number,
+    readonly max: number,
     private readonly report: (event: { active: number; refused: boolean }) => void = () =>
       undefined,
-  ) {}
+  ) {
+    this.ownerMax = Math.max(1, Math.ceil(max / 2));
+  }
 
-  /** A slot, or undefined when all are taken. */
-  take(): Slot | undefined {
-    if (this.active >= this.max) {
-      this.report({ active: this.active, refused: true });
-      return undefined;
+  /** A slot for `owner`, or why there is none: all taken, or the owner holds its share. */
+  take(owner: string): Slot | 'full' | 'owner-full' {
+    const held = this.byOwner.get(owner) ?? 0;
+    const refusal = this.active >= this.max ? 'full' : held >= this.ownerMax ? 'owner-full' : null;
+    if (refusal) {
+      // Counted only when the process is full: the metric says when more replicas are needed.
+      this.report({ active: this.active, refused: refusal === 'full' });
+      return refusal;
     }
     this.active++;
+    this.byOwner.set(owner, held + 1);
     this.report({ active: this.active, refused: false });
     let released = false;
     return {
@@ -40,6 +55,9 @@ export class Slots {
         if (released) return;
         released = true;
         this.active--;
+        const left = (this.byOwner.get(owner) ?? 1) - 1;
+        if (left > 0) this.byOwner.set(owner, left);
+        else this.byOwner.delete(owner);
         this.report({ active: this.active, refused: false });
       },
     };

@@ -43,7 +43,12 @@ export class UploadLeases {
   /** A lease for one more upload of `subject`, or undefined when it has `limit` already. */
   async acquire(subject: string, limit: number): Promise<UploadLease | undefined> {
     const id = randomUUID();
-    const answer = await this.window.take(subject, id, limit);
+    const answer = await this.window.take(subject, id, limit).catch((err: unknown) => {
+      // Answered 503, a take whose answer was only late still lands: given back after it, so
+      // that it holds no place for `leaseMs` for a transfer that never ran.
+      this.window.give(subject, id).catch(() => undefined);
+      throw err;
+    });
     if (!answer.ok) return undefined;
     let released: Promise<void> | undefined;
     return {

@@ -615,18 +615,38 @@ describe('an upload the gateway stopped waiting for (gateway and file service ap
     await dropDatabases(iso);
   });
 
-  it('answers 504 and keeps nothing of it: what S3 stored after the gateway left is deleted', async () => {
+  it('answers 504 and keeps nothing of it: what S3 stored after the gateway left is deleted, and uncounted', async () => {
     const { userId, key } = await createUserWithKey(gateway.url);
     await waitForFiles(gateway.url, key);
     expect(await storedFor(userId)).toHaveLength(1);
 
-    s3.hold();
-    const answer = await upload(gateway.url, key);
-    expectErrorEnvelope(answer, 504);
-    expect(s3.held()).toBe(1);
-    s3.release();
-    // Stored once released, then deleted by the file service: only the warm-up's file stays.
-    await eventually(async () => expect(s3.deletes()).toBe(1), { timeout: 10_000, interval: 50 });
-    expect(await storedFor(userId)).toHaveLength(1);
+    // The bytes the user's day counts: the warm-up's.
+    const redis = new Redis(process.env.REDIS_URL as string);
+    const dayCount = async () =>
+      Number(
+        await redis.get(
+          `${iso.namespace}:upload-bytes:${userId}:${new Date().toISOString().slice(0, 10)}`,
+        ),
+      );
+    try {
+      const counted = await dayCount();
+      expect(counted).toBeGreaterThan(0);
+
+      s3.hold();
+      const answer = await upload(gateway.url, key);
+      expectErrorEnvelope(answer, 504);
+      expect(s3.held()).toBe(1);
+      s3.release();
+      // Stored once released, then deleted by the file service: only the warm-up's file stays,
+      // and only its bytes count toward the day.
+      await eventually(async () => expect(s3.deletes()).toBe(1), { timeout: 10_000, interval: 50 });
+      expect(await storedFor(userId)).toHaveLength(1);
+      await eventually(async () => expect(await dayCount()).toBe(counted), {
+        timeout: 10_000,
+        interval: 50,
+      });
+    } finally {
+      redis.disconnect();
+    }
   }, 60_000);
 });

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { connectRedis, createRedis } from '../../libs/redis';
 import { IdempotencyStore } from '../../services/gateway/idempotency';
 import { QuotaLimiter, quotaStoreClient } from '../../services/gateway/quota';
+import { UploadLeases } from '../../services/gateway/upload-leases';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, freePort, isolation, startNode } from '../support/stack';
@@ -160,6 +161,24 @@ describe('a Redis command answered too late, or lost with its connection', () =>
       proxy.release();
       // Its retry runs: nothing ran under the key.
       expect((await store.claim('user', key, 'print')).kind).toBe('first');
+    } finally {
+      client.disconnect();
+      await proxy.cut();
+    }
+  }, 30_000);
+
+  it('gives back an upload lease whose take was answered 503 and landed after', async () => {
+    const { proxy, client } = await throughProxy('late-lease');
+    const prefix = `${iso.namespace}:late-lease:`;
+    const leases = new UploadLeases(client, prefix, 60_000);
+    try {
+      const held = proxy.holdFrom(prefix);
+      const taking = rejectionOf(() => leases.acquire('key-1', 1));
+      await held;
+      expect(await taking).toMatchObject({ message: expect.stringMatching(/timed out/i) });
+      proxy.release();
+      // The key's one place is free: no upload holds it.
+      expect(await leases.acquire('key-1', 1)).toBeDefined();
     } finally {
       client.disconnect();
       await proxy.cut();
