@@ -186,6 +186,8 @@ export class Backfills {
           retryInMs,
         });
         await sleep(retryInMs);
+        // Stopped while it waited: no pass on a closing database.
+        if (this.stopped) throw err;
       }
     }
   }

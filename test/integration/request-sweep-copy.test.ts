@@ -113,10 +113,12 @@ it('never undoes a request it listed before READY and finds CREATED: nothing giv
   expect(await ledgerIsClean(base)).toBe(true);
 });
 
-/** The request as the order action hands it over, run here as alice's with `token` as its key's. */
-async function runOf(token: string) {
-  const { alice } = stack;
-  const user = authUserOf(await stack.client.call('account.getUser', { userId: alice.userId }));
+/**
+ * The request as the order action hands it over, run as `merchant`'s (alice's unless named)
+ * with `token` as its key's.
+ */
+async function runOf(token: string, merchant = stack.alice) {
+  const user = authUserOf(await stack.client.call('account.getUser', { userId: merchant.userId }));
   const who = { user, apiKeyId: null, idempotencyToken: token, caller: stack.client };
   return (params: Record<string, unknown>) =>
     requests.create(
@@ -343,20 +345,9 @@ describe('a tracking id', () => {
     const base = stack.node.url;
     const { bob } = stack;
     const packageId = await savePackage(base, bob);
-    const user = authUserOf(await stack.client.call('account.getUser', { userId: bob.userId }));
+    const run = await runOf(randomUUID(), bob);
     const trackingId = newId();
-    const refused = drawing(trackingId, () =>
-      requests.create(
-        validate(requestParams, {
-          origin: ORIGIN,
-          destination: DESTINATION,
-          type: 'DROP_OFF',
-          courierSelection: 'ANYONE',
-          packagesId: [packageId],
-        }),
-        { user, apiKeyId: null, idempotencyToken: randomUUID(), caller: stack.client },
-      ),
-    );
+    const refused = drawing(trackingId, () => run({ packagesId: [packageId] }));
     // Bob's wallet is empty: insufficient balance.
     await expect(refused).rejects.toMatchObject({ code: 422 });
     expect(await store.deliveryIdByTracking(trackingId)).toBeNull();
