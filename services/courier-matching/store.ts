@@ -201,6 +201,9 @@ const merchantCourierId = (userId: string, courierId: string) => `${userId}:${co
 export const merchantCourierHolder = (userId: string, courierId: string) =>
   `${merchantCourierId(userId, courierId)}:${randomUUID()}`;
 const linkOfHolder = (holder: string) => holder.slice(0, holder.lastIndexOf(':'));
+/** Which addition a link is: its holder, or its time for a link stored before holders. */
+const additionOf = (link: MerchantCourierRecord) =>
+  link.holder ?? String(new Date(link.createdAt).getTime());
 
 /** How often an addition refused at the cap looks again for its twin's link. */
 const TWIN_POLL_MS = 50;
@@ -439,8 +442,12 @@ export class CourierStore {
     const link = await this.linkOf(userId, courierId);
     if (!link) return null;
     const { MerchantCourier, MerchantCourierEnd } = this.models();
-    const addition = link.holder ?? String(link.createdAt.getTime());
+    const addition = additionOf(link);
     if (!(await claimEnd(MerchantCourierEnd, `${link._id}:${addition}`))) return null;
+    // Read again, deleted by `_id` only if it is still this addition's: a removal that waited
+    // past its claim's lease was taken over, and the courier may have been added again since.
+    const now = await this.linkOf(userId, courierId);
+    if (!now || additionOf(now) !== addition) return null;
     const { deletedCount } = await MerchantCourier.deleteOne({ _id: link._id });
     return deletedCount > 0 ? link : null;
   }

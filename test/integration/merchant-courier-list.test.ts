@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as mongo from '../../libs/mongo';
 import { PENDING_ITEM_MS } from '../../libs/owner-list';
 import { CourierStore, defineMatchingModels } from '../../services/courier-matching/store';
 import { useStoreDatabase } from '../support/store-database';
@@ -104,4 +105,27 @@ it('after a rollout, offers its list only the links an older version stored', as
   expect(offered).toContain(`${userId}:${theirs}`);
   expect(offered.filter((claim) => claim.includes(ours))).toEqual([]);
   expect((await listed(userId)).ids).toEqual([ours, theirs]);
+});
+
+it('never removes a link added again while a removal of the one before waited past its lease', async () => {
+  const userId = randomUUID();
+  const courierId = await newCourier();
+  expect(await store.addToList(userId, courierId, 0, `${userId}:${courierId}:first`)).toBe(true);
+  // The slow removal read the first addition's link and claimed its end, then waited (a
+  // busy database) past its claim's lease...
+  const readFirst = await store.linkOf(userId, courierId);
+  // ...meanwhile another removal took over and removed it, and the courier was added again.
+  expect(await store.removeFromList(userId, courierId)).not.toBeNull();
+  expect(await store.addToList(userId, courierId, 0, `${userId}:${courierId}:second`)).toBe(true);
+
+  const read = jest.spyOn(store, 'linkOf').mockResolvedValueOnce(readFirst);
+  const claimed = jest.spyOn(mongo, 'claimEnd').mockResolvedValueOnce(true);
+  try {
+    expect(await store.removeFromList(userId, courierId)).toBeNull();
+  } finally {
+    read.mockRestore();
+    claimed.mockRestore();
+  }
+  expect(await store.isOnList(userId, courierId)).toBe(true);
+  expect((await store.linkOf(userId, courierId))?.holder).toBe(`${userId}:${courierId}:second`);
 });
