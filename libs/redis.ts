@@ -126,6 +126,25 @@ export function defineScripts<Commands extends object>(
   return redis as Redis & Commands;
 }
 
+/**
+ * Runs a write whose failure its caller answers 503, undoing it should it land all the same:
+ * a write whose answer was only late (its `commandTimeout`) still lands, and `undo`, sent after
+ * it on the same connection, takes it back, so that it holds nothing for a request that never
+ * ran. One lost with its connection is never sent again (`createRedis`). The undo's own failure
+ * is the write's: left to expire.
+ */
+export async function undoneIfFailed<T>(
+  write: () => Promise<T>,
+  undo: () => Promise<unknown>,
+): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    undo().catch(() => undefined);
+    throw err;
+  }
+}
+
 /** Runs `command`; any failure to reach Redis becomes `unavailable()` (a 503 the caller chose). */
 export async function orUnavailable<T>(
   command: () => Promise<T>,

@@ -371,7 +371,7 @@ export function createFileService(config: Config): ServiceDefinition {
                 void storage.remove(stored);
                 // Deleted, they count nothing toward the user's day.
                 if (spent) {
-                  const bytes = spent.bytes;
+                  const { bytes } = spent;
                   void budget?.giveBack(spent).catch((err: Error) =>
                     broker.logger.warn('deleted bytes still counted toward the user’s day', {
                       userId: share.userId,

@@ -11,7 +11,7 @@ import {
   unprocessable,
 } from '../../libs/errors';
 import { neverStarted } from '../../libs/resilience';
-import { defineScripts } from '../../libs/redis';
+import { defineScripts, undoneIfFailed } from '../../libs/redis';
 import { SecretBox } from '../../libs/secret-box';
 import type { Retry } from '../../libs/contracts';
 import type { HttpRoute } from '../../libs/service';
@@ -348,16 +348,10 @@ export class IdempotencyStore {
     const box = answerBox(subject, key);
     for (let attempt = 0; attempt < 3; attempt++) {
       const pending = JSON.stringify({ fingerprint, claim: randomUUID() } satisfies Entry);
-      const taken = await this.redis
-        .set(redisKey, pending, 'PX', this.windows.pendingMs, 'NX')
-        .catch((err: unknown) => {
-          // Answered 503, a claim whose answer was only late still lands: its own entry is
-          // deleted after it, on the same connection, so the client's retry is not held for
-          // pendingMs by a request that never ran. One lost with its connection is never sent
-          // again (libs/redis).
-          this.redis.deleteOwnIdempotencyEntry(redisKey, pending).catch(() => undefined);
-          throw err;
-        });
+      const taken = await undoneIfFailed(
+        () => this.redis.set(redisKey, pending, 'PX', this.windows.pendingMs, 'NX'),
+        () => this.redis.deleteOwnIdempotencyEntry(redisKey, pending),
+      );
       if (taken === 'OK') return this.firstClaim(redisKey, pending, fingerprint, box, keepAnswer);
       const raw = await this.redis.get(redisKey);
       if (raw === null) continue; // released or expired between the two calls

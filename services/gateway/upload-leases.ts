@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
 import type { Config } from '../../libs/config';
 import { SlidingWindow } from '../../libs/sliding-window';
+import { undoneIfFailed } from '../../libs/redis';
 
 export interface UploadLease {
   /** Gives the lease back; a failure is left to the lease's expiry. Once, however called. */
@@ -43,12 +44,10 @@ export class UploadLeases {
   /** A lease for one more upload of `subject`, or undefined when it has `limit` already. */
   async acquire(subject: string, limit: number): Promise<UploadLease | undefined> {
     const id = randomUUID();
-    const answer = await this.window.take(subject, id, limit).catch((err: unknown) => {
-      // Answered 503, a take whose answer was only late still lands: given back after it, so
-      // that it holds no place for `leaseMs` for a transfer that never ran.
-      this.window.give(subject, id).catch(() => undefined);
-      throw err;
-    });
+    const answer = await undoneIfFailed(
+      () => this.window.take(subject, id, limit),
+      () => this.window.give(subject, id),
+    );
     if (!answer.ok) return undefined;
     let released: Promise<void> | undefined;
     return {

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import type Redis from 'ioredis';
 import { connectRedis, createRedis } from '../../libs/redis';
 import { IdempotencyStore } from '../../services/gateway/idempotency';
 import { QuotaLimiter, quotaStoreClient } from '../../services/gateway/quota';
@@ -147,42 +148,59 @@ describe('a Redis command answered too late, or lost with its connection', () =>
     return { proxy, client };
   }
 
-  it('frees an idempotency key whose claim was answered 503 and landed after', async () => {
-    const { proxy, client } = await throughProxy('late-claim');
-    const prefix = `${iso.namespace}:late-claim:`;
-    const store = new IdempotencyStore(client, prefix, { pendingMs: 60_000, keepMs: 60_000 });
+  /**
+   * Runs `write` on a client whose keys start `<namespace>:<name>:`, held by the proxy past
+   * its timeout; what it failed with once the held write reached Redis after all (before the
+   * connection is given up for silence), and the client for the next call.
+   */
+  async function failedThenLanded<T>(
+    name: string,
+    using: (client: Redis, prefix: string) => T,
+    write: (made: T) => Promise<unknown>,
+    then: (made: T, failure: unknown) => Promise<void>,
+  ) {
+    const { proxy, client } = await throughProxy(name);
+    const prefix = `${iso.namespace}:${name}:`;
+    const made = using(client, prefix);
     try {
-      const key = randomUUID();
       const held = proxy.holdFrom(prefix);
-      const claimed = rejectionOf(() => store.claim('user', key, 'print'));
+      const failing = rejectionOf(() => write(made));
       await held;
-      expect(await claimed).toMatchObject({ code: 503 });
-      // The claim reaches Redis now, before the connection is given up for silence.
+      const failure = await failing;
       proxy.release();
-      // Its retry runs: nothing ran under the key.
-      expect((await store.claim('user', key, 'print')).kind).toBe('first');
+      await then(made, failure);
     } finally {
       client.disconnect();
       await proxy.cut();
     }
+  }
+
+  it('frees an idempotency key whose claim was answered 503 and landed after', async () => {
+    const key = randomUUID();
+    await failedThenLanded(
+      'late-claim',
+      (client, prefix) =>
+        new IdempotencyStore(client, prefix, { pendingMs: 60_000, keepMs: 60_000 }),
+      (store) => store.claim('user', key, 'print'),
+      async (store, failure) => {
+        expect(failure).toMatchObject({ code: 503 });
+        // Its retry runs: nothing ran under the key.
+        expect((await store.claim('user', key, 'print')).kind).toBe('first');
+      },
+    );
   }, 30_000);
 
   it('gives back an upload lease whose take was answered 503 and landed after', async () => {
-    const { proxy, client } = await throughProxy('late-lease');
-    const prefix = `${iso.namespace}:late-lease:`;
-    const leases = new UploadLeases(client, prefix, 60_000);
-    try {
-      const held = proxy.holdFrom(prefix);
-      const taking = rejectionOf(() => leases.acquire('key-1', 1));
-      await held;
-      expect(await taking).toMatchObject({ message: expect.stringMatching(/timed out/i) });
-      proxy.release();
-      // The key's one place is free: no upload holds it.
-      expect(await leases.acquire('key-1', 1)).toBeDefined();
-    } finally {
-      client.disconnect();
-      await proxy.cut();
-    }
+    await failedThenLanded(
+      'late-lease',
+      (client, prefix) => new UploadLeases(client, prefix, 60_000),
+      (leases) => leases.acquire('key-1', 1),
+      async (leases, failure) => {
+        expect(failure).toMatchObject({ message: expect.stringMatching(/timed out/i) });
+        // The key's one place is free: no upload holds it.
+        expect(await leases.acquire('key-1', 1)).toBeDefined();
+      },
+    );
   }, 30_000);
 
   it('sends nothing again on a new connection once its caller was answered', async () => {
