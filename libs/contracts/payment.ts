@@ -141,9 +141,23 @@ export interface CheckoutPurpose {
   id: string;
 }
 
+/**
+ * Who pays a checkout: its user, the merchant (a wallet funding, a delivery's creator), or a
+ * delivery's recipient, who has no wallet with us. Money the checkout cannot use goes back to
+ * its payer: to the merchant's wallet, or to the recipient at the provider (decision 168).
+ */
+export const CHECKOUT_PAYERS = ['MERCHANT', 'RECIPIENT'] as const;
+export type CheckoutPayer = (typeof CHECKOUT_PAYERS)[number];
+
+/** Who pays a delivery's share: its creator is the merchant. */
+export const payerOf = (share: 'creator' | 'recipient'): CheckoutPayer =>
+  share === 'recipient' ? 'RECIPIENT' : 'MERCHANT';
+
 export interface StartCheckoutParams {
   /** The user who asked for the checkout (the merchant). */
   userId: string;
+  /** MERCHANT when not given. */
+  payer?: CheckoutPayer;
   amountKobo: number;
   purpose: CheckoutPurpose;
   /** The payer's e-mail, which the provider asks for. */
@@ -164,6 +178,7 @@ export const startCheckoutParams = Joi.object<StartCheckoutParams, true>({
     kind: Joi.string().valid('DELIVERY', 'WALLET_FUNDING').required(),
     id: uuid().required(),
   }).required(),
+  payer: Joi.string().valid(...CHECKOUT_PAYERS),
   email: Joi.string().trim().email({ tlds: false }).max(254).required(),
   merchantName: Joi.string().trim().min(1).max(120).required(),
   idempotencyKey: Joi.string().min(1).max(200).required(),
@@ -194,6 +209,32 @@ export const referenceParams = Joi.object<ReferenceParams, true>({
   reference: ledgerReference().required(),
 });
 
+/** A paid checkout's money that its purpose cannot use, given back to its payer, once. */
+export interface GiveBackParams {
+  reference: string;
+  /**
+   * Who paid it, when the caller knows better than the checkout: one opened before checkouts
+   * named their payer (decision 168) says MERCHANT. The checkout's own word comes first.
+   */
+  payer?: CheckoutPayer;
+  /** The wallet credit's description, when it goes to the merchant's wallet. */
+  description?: string;
+}
+
+export const giveBackParams = Joi.object<GiveBackParams, true>({
+  reference: ledgerReference().required(),
+  payer: Joi.string().valid(...CHECKOUT_PAYERS),
+  description: Joi.string().trim().max(200),
+});
+
+/**
+ * Where a checkout's money went back: the merchant's wallet (`refund:<reference>` credited),
+ * or its payer at the provider (a refund asked for, or to be asked for by the sweep).
+ */
+export interface GivenBack {
+  to: 'WALLET' | 'PAYER';
+}
+
 export interface PaymentActions {
   /** Takes money from a wallet; 422 INSUFFICIENT_BALANCE when it does not cover it. */
   'payment.debit': { params: PostingParams; answer: Posting };
@@ -211,6 +252,8 @@ export interface PaymentActions {
   'payment.checkout': { params: ReferenceParams; answer: CheckoutView | null };
   /** The outcome's consumer has acted on it: the sweep stops sending it again. */
   'payment.acknowledge': { params: ReferenceParams; answer: { acknowledged: boolean } };
+  /** A paid checkout's money back to its payer, once (409 for a checkout not paid). */
+  'payment.giveBack': { params: GiveBackParams; answer: GivenBack };
 }
 
 /** Every payment action is idempotent by its reference or key (or reads): each may be repeated. */
@@ -230,6 +273,7 @@ export const PAYMENT_RETRY = {
   'payment.startCheckout': 'safe',
   'payment.checkout': 'safe',
   'payment.acknowledge': 'safe',
+  'payment.giveBack': 'safe',
 } as const satisfies Record<keyof PaymentActions, Retry>;
 
 /** A checkout's outcome, sent until its consumer acknowledges it (`payment.acknowledge`). */

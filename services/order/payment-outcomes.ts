@@ -14,7 +14,7 @@ export interface PaymentOutcomeDeps extends Pick<SettlementDeps, 'store' | 'serv
  * A delivery checkout's outcome, as the payment service sends it until acknowledged: it marks
  * its share paid (or cancels the delivery when declined or expired). Every copy is handled
  * the same way — the transition chain makes it count once — and money that came for a
- * delivery no longer waiting for it is credited to the merchant's wallet.
+ * delivery no longer waiting for it goes back to its payer.
  */
 export class PaymentOutcomes {
   constructor(private readonly deps: PaymentOutcomeDeps) {}
@@ -44,7 +44,7 @@ export class PaymentOutcomes {
       delivery = await transitions.current(deliveryId);
     }
     if (!delivery) {
-      if (paid) await settlement.creditLateMoney(outcome);
+      if (paid) await settlement.giveBackLateMoney(outcome, null);
     } else {
       const share = shareOfCheckout(delivery, outcome.reference);
       const applied = share
@@ -56,7 +56,7 @@ export class PaymentOutcomes {
           await settlement.announceCancelled(applied.delivery);
         }
       } else if (paid && !(share && applied?.delivery.lifecycle.paid[share])) {
-        await settlement.creditLateMoney(outcome);
+        await settlement.giveBackLateMoney(outcome, share);
       }
     }
     await call(this.deps.services(), 'payment.acknowledge', { reference: outcome.reference });

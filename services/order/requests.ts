@@ -13,6 +13,7 @@ import {
   noCourierCanCollect,
 } from '../../libs/contracts/matching';
 import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
+import { payerOf } from '../../libs/contracts/payment';
 import { formatKg } from '../../libs/money';
 import { courierHasUserId, isUserId } from '../../libs/contracts/user-ids';
 import type { SimulationMode } from '../../libs/contracts/matching';
@@ -397,6 +398,7 @@ export class DeliveryRequests {
         userId: user.id,
         amountKobo: delivery.payment[share].amountKobo,
         purpose: { kind: 'DELIVERY', id: deliveryId },
+        payer: payerOf(share),
         email,
         merchantName: user.name,
         idempotencyKey: `${deliveryId}:${share}`,

@@ -9,7 +9,7 @@ import {
   type DeliveryEventPayload,
   type OrderEvents,
 } from '../../libs/contracts/order';
-import { checkoutRefundReference, type PaymentOutcome } from '../../libs/contracts/payment';
+import { payerOf, type PaymentOutcome } from '../../libs/contracts/payment';
 import type { DeliveryRecord } from './delivery-record';
 import { isMatchingEligible, isTerminal, type Effect, type Share } from './lifecycle';
 import { searchNotAfter, searchStartsAt } from './scheduling';
@@ -270,7 +270,11 @@ export class Settlement {
     }
   }
 
-  /** Gives a paid share back to the creator's wallet: the recipient has no wallet with us. */
+  /**
+   * Gives a paid share back to whoever paid it: a wallet debit to the creator's wallet, a
+   * checkout to its payer (the creator's wallet, or the recipient at the provider: they have no
+   * wallet with us; decision 168).
+   */
   async refund(delivery: DeliveryRecord, share: Share): Promise<void> {
     const paid = delivery.payment[share];
     const services = this.deps.services();
@@ -282,10 +286,9 @@ export class Settlement {
         description,
       });
     } else if (paid.checkoutReference) {
-      await call(services, 'payment.credit', {
-        userId: delivery.userId,
-        amountKobo: paid.amountKobo,
-        reference: checkoutRefundReference(paid.checkoutReference),
+      await call(services, 'payment.giveBack', {
+        reference: paid.checkoutReference,
+        payer: payerOf(share),
         description,
       });
     }
@@ -293,18 +296,19 @@ export class Settlement {
 
   /**
    * Money a checkout took for a delivery that cannot use it (cancelled first, or a request
-   * that never became a delivery) goes to the merchant's wallet, once.
+   * that never became a delivery) goes back to its payer, once: the share it paid, when known,
+   * says who that is for a checkout opened before checkouts named their payer.
    */
-  async creditLateMoney(outcome: PaymentOutcome): Promise<void> {
-    await call(this.deps.services(), 'payment.credit', {
-      userId: outcome.userId,
-      amountKobo: outcome.amountKobo,
-      reference: checkoutRefundReference(outcome.reference),
+  async giveBackLateMoney(outcome: PaymentOutcome, share: Share | null): Promise<void> {
+    const { to } = await call(this.deps.services(), 'payment.giveBack', {
+      reference: outcome.reference,
+      ...(share ? { payer: payerOf(share) } : {}),
       description: 'Paid for a delivery that was no longer waiting for it',
     });
-    this.deps.logger().info('late checkout payment credited to the wallet', {
+    this.deps.logger().info('late checkout payment given back', {
       reference: outcome.reference,
       deliveryId: outcome.purpose.id,
+      to,
     });
   }
 

@@ -6,10 +6,14 @@ import { broadcast } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
   CURRENCY,
+  checkoutRefundReference,
+  giveBackParams,
   referenceParams,
   startCheckoutParams,
   type CheckoutStart,
   type CheckoutView,
+  type GiveBackParams,
+  type GivenBack,
   type StartCheckoutParams,
 } from '../../libs/contracts/payment';
 import {
@@ -67,6 +71,7 @@ import type {
   SessionRecord,
 } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
+import { PayerRefunds } from './payer-refunds';
 import { disputeNote, Reversals, reversalCreditWaitMs } from './reversals';
 
 /** The longest wait between two looks at a checkout whose charge is still under way. */
@@ -130,8 +135,11 @@ const startAnswer = (
 export class Checkouts {
   /** Money the provider gave back to payers, taken back from the wallets it credited. */
   private readonly reversals: Reversals;
+  /** Money given back to payers who are not the merchant, at the provider. */
+  private readonly payerRefunds: PayerRefunds;
 
   constructor(private readonly deps: CheckoutDeps) {
+    this.payerRefunds = new PayerRefunds(deps);
     this.reversals = new Reversals({
       ...deps,
       recheckMs: deps.config.sweepIntervalMs,
@@ -161,6 +169,7 @@ export class Checkouts {
         currency: CURRENCY,
         purpose,
         email: params.email,
+        payer: params.payer ?? 'MERCHANT',
         merchantName: params.merchantName,
         provider: this.deps.provider.name,
         authorizationUrl: null,
@@ -446,6 +455,7 @@ export class Checkouts {
       throw badRequest('The webhook body is not JSON');
     }
     if (event?.event === 'refund.processed') return this.reversals.reported(event.data);
+    if (event?.event === 'refund.failed') return this.refundFailed(event.data);
     if (typeof event?.event === 'string' && event.event.startsWith('charge.dispute.')) {
       this.deps.logger().warn('a payer disputes a charge at the provider', {
         event: event.event,
@@ -520,34 +530,83 @@ export class Checkouts {
 
   /**
    * The provider took the exact amount for a checkout that had ended (expired or declined
-   * first), and it is credited all the same, once, to the wallet of the checkout's user. A
-   * wallet's own funding under the reference a paid funding would have credited under. A
-   * delivery's, whose delivery its failure cancelled, as order credits money paid for a
-   * delivery no longer waiting for it (`checkoutRefundReference`): to the merchant, who owns
-   * the relationship with a recipient who paid (the recipient has no wallet with us).
+   * first), and it goes back to its payer, once (`giveBack`): a wallet's own funding is
+   * credited under the reference a paid funding would have credited under; a delivery's, whose
+   * delivery its failure cancelled, as order gives back money paid for a delivery no longer
+   * waiting for it: to the merchant's wallet, or to a recipient at the provider.
    */
   private async paidAfterItEnded(
     session: SessionRecord,
     providerReference: string,
     status: string,
   ): Promise<void> {
-    const { userId, amountKobo, purpose } = session;
-    await this.deps.ledger.post({
-      walletId: userId,
-      type: 'CREDIT',
-      amountKobo,
+    const { purpose } = session;
+    const funding = purpose.kind === 'WALLET_FUNDING';
+    const given = await this.giveBackPaid(session, providerReference, {
       reference: lateCreditReference(session),
-      description:
-        purpose.kind === 'WALLET_FUNDING'
-          ? 'Wallet funded through checkout (paid after the checkout had ended)'
-          : `Paid for delivery ${purpose.id} after its checkout had ended`,
+      description: funding
+        ? 'Wallet funded through checkout (paid after the checkout had ended)'
+        : `Paid for delivery ${purpose.id} after its checkout had ended`,
     });
-    this.deps.logger().warn('a checkout paid after it ended was credited to the wallet', {
+    this.deps.logger().warn('a checkout paid after it ended was given back', {
       reference: session._id,
       purpose: purpose.kind,
+      to: given.to,
       providerReference,
       status,
     });
+  }
+
+  /**
+   * A paid checkout's money that its purpose cannot use (a delivery cancelled, or a request
+   * that never became one) back to its payer, once: the merchant's wallet (credited under
+   * `refund:<reference>`), or a recipient at the provider (decision 168). 409 for a checkout
+   * not paid: nothing was taken to give back.
+   */
+  async giveBack(params: GiveBackParams): Promise<GivenBack> {
+    const session = await this.store.session(params.reference);
+    if (!session) throw notFound(`No checkout ${params.reference}`);
+    if ((await this.store.outcome(session._id))?.status !== 'PAID') {
+      throw conflict(`Checkout ${session._id} is not paid: there is nothing to give back`);
+    }
+    const opened = await this.store.opened(session._id);
+    return this.giveBackPaid(session, opened?.providerReference ?? session._id, {
+      reference: checkoutRefundReference(session._id),
+      description: params.description ?? `Refund of checkout ${session._id}`,
+      payer: params.payer,
+    });
+  }
+
+  /**
+   * Gives a checkout's money back to whoever paid it: the checkout's own word on its payer
+   * first, then the caller's (a checkout opened before checkouts named theirs). Whichever way
+   * went first stands: a refund at the provider is never also credited, nor a credit refunded.
+   */
+  private async giveBackPaid(
+    session: SessionRecord,
+    providerReference: string,
+    credit: { reference: string; description: string; payer?: GiveBackParams['payer'] },
+  ): Promise<GivenBack> {
+    const { ledger } = this.deps;
+    const payer = session.payer ?? credit.payer ?? 'MERCHANT';
+    const credited = await ledger.isPosted(credit.reference);
+    if (payer === 'RECIPIENT' && !credited) {
+      await this.payerRefunds.request(
+        session,
+        providerReference,
+        `Refund of a payment for delivery ${session.purpose.id}, which no longer needs it`,
+      );
+      return { to: 'PAYER' };
+    }
+    if (!credited && (await this.store.payerRefund(session._id))) return { to: 'PAYER' };
+    await ledger.post({
+      walletId: session.userId,
+      type: 'CREDIT',
+      amountKobo: session.amountKobo,
+      reference: credit.reference,
+      description: credit.description,
+    });
+    return { to: 'WALLET' };
   }
 
   /**
@@ -617,6 +676,29 @@ export class Checkouts {
    */
   sweepReversals(): Promise<void> {
     return this.reversals.sweep(SWEEP_BATCH);
+  }
+
+  /**
+   * Asks the provider again for the refunds to payers it could not be asked for yet: a sweep
+   * of its own, since each may wait PAYSTACK_TIMEOUT_MS on the provider.
+   */
+  sweepPayerRefunds(): Promise<void> {
+    return this.payerRefunds.sweep(SWEEP_BATCH);
+  }
+
+  /**
+   * A refund the provider failed after queueing it (`refund.failed`): one of ours to a payer
+   * is listed for an operator; an operator's own from the dashboard is theirs to see.
+   */
+  private async refundFailed(data: unknown): Promise<boolean> {
+    const fields = (typeof data === 'object' && data !== null ? data : {}) as Record<
+      string,
+      unknown
+    >;
+    const transaction = fields.transaction_reference;
+    if (typeof transaction !== 'string' || transaction === '') return false;
+    const why = typeof fields.reason === 'string' ? fields.reason : 'no reason given';
+    return this.payerRefunds.failed(transaction, why);
   }
 
   /**
@@ -793,6 +875,12 @@ export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
       handler: (ctx) => checkouts.view(ctx.params.reference),
     }),
 
+    giveBack: implement('payment.giveBack', {
+      visibility: 'public',
+      params: giveBackParams,
+      handler: (ctx) => checkouts.giveBack(ctx.params),
+    }),
+
     acknowledge: implement('payment.acknowledge', {
       visibility: 'public',
       params: referenceParams,
@@ -867,7 +955,7 @@ export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
         message: 'Event received',
         summary: 'Paystack’s webhook: payments, refunds and disputes',
         description:
-          'For the payment provider only. The body must be signed: `x-paystack-signature` is the hex HMAC-SHA512 of the exact body under the secret key (401 otherwise). A `charge.success` is verified with the provider before it pays the checkout; a duplicate, another event, or a reference that is not ours answers 200 and changes nothing. A provider that cannot be reached for the verification gets a 5xx, and retries; so does one that does not report the charge settled yet (still under way, or unknown to it) for a checkout that has ended. A `refund.processed` of a checkout’s transaction is taken back, once per refund id, from the wallet the checkout credited (`GET /admin/payments/reversals`); `charge.dispute.*` events are logged for operators.',
+          'For the payment provider only. The body must be signed: `x-paystack-signature` is the hex HMAC-SHA512 of the exact body under the secret key (401 otherwise). A `charge.success` is verified with the provider before it pays the checkout; a duplicate, another event, or a reference that is not ours answers 200 and changes nothing. A provider that cannot be reached for the verification gets a 5xx, and retries; so does one that does not report the charge settled yet (still under way, or unknown to it) for a checkout that has ended. A `refund.processed` of a checkout’s transaction is taken back, once per refund id, from the wallet the checkout credited (`GET /admin/payments/reversals`); a `refund.failed` of a refund we asked for a recipient is listed for operators (`GET /admin/payments/uncredited`), and answers 503 while that refund is still being asked for; `charge.dispute.*` events are logged for operators.',
         response: webhookView,
         errors: {
           401: 'Unsigned, or the signature does not match the body',

@@ -31,7 +31,24 @@ export interface CheckoutProvider {
    * Throws (503/504/502) when it cannot tell. The sandbox has no record beyond ours: null.
    */
   verify(reference: string): Promise<VerifiedTransaction | null>;
+  /**
+   * Gives `amountKobo` of a paid transaction back to its payer: queued, or refused with the
+   * provider's reason (a transaction already refunded whole, unknown, not settled). Throws
+   * (503/504/502) when the provider cannot tell. The sandbox took no money: queued.
+   */
+  refund(request: RefundRequest): Promise<RefundAnswer>;
 }
+
+export interface RefundRequest {
+  /** The paid transaction, at the provider. */
+  providerReference: string;
+  amountKobo: number;
+  currency: string;
+  /** Why, for the merchant's side of the provider's records and the payer's. */
+  note: string;
+}
+
+export type RefundAnswer = { queued: true } | { refused: string };
 
 /** The sandbox: our own page at `<PUBLIC_BASE_URL>/checkout/<reference>`; nothing external. */
 export function sandboxProvider(publicBaseUrl: string): CheckoutProvider {
@@ -43,6 +60,9 @@ export function sandboxProvider(publicBaseUrl: string): CheckoutProvider {
     },
     async verify() {
       return null;
+    },
+    async refund() {
+      return { queued: true };
     },
   };
 }
@@ -83,8 +103,9 @@ function providerFailure(failed: Failed, timeoutMs: number) {
 }
 
 /**
- * A Paystack-compatible provider: `POST /transaction/initialize` and
- * `GET /transaction/verify/:reference` with the secret key, each within PAYSTACK_TIMEOUT_MS.
+ * A Paystack-compatible provider: `POST /transaction/initialize`,
+ * `GET /transaction/verify/:reference` and `POST /refund` with the secret key, each within
+ * PAYSTACK_TIMEOUT_MS.
  * Failing to reach it is a 503, a late answer a 504, an error or a nonsensical answer a 502:
  * never a 500, and each says whether to retry.
  */
@@ -176,6 +197,27 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
         );
       }
       return { status: data.status, amountKobo: amount, currency: text(data.currency) ?? '' };
+    },
+    async refund({ providerReference, amountKobo, currency, note }) {
+      // Not idempotent at the provider: a second refund of a transaction refunded whole is
+      // refused, which is what keeps a retry after a lost answer from paying twice.
+      const { status, answer } = await send('POST', '/refund', {
+        transaction: providerReference,
+        amount: amountKobo,
+        currency,
+        customer_note: note,
+        merchant_note: note,
+      });
+      if (status < 300 && answer.status === true) return { queued: true };
+      // Our key refused (PAYSTACK_SECRET_KEY wrong or revoked) says nothing of the refund: the
+      // sweep asks again once an operator has set it right.
+      const ours = status === 401 || status === 403;
+      if (status >= 400 && status < 500 && !ours) {
+        return { refused: text(answer.message) ?? `status ${status}` };
+      }
+      throw upstreamFailed(
+        `The payment provider answered a refund of ${providerReference} with status ${status}; retry later`,
+      );
     },
   };
 }

@@ -1,5 +1,5 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import type { CheckoutPurpose } from '../../libs/contracts/payment';
+import { CHECKOUT_PAYERS, type CheckoutPurpose } from '../../libs/contracts/payment';
 import { conflict, notFound } from '../../libs/errors';
 import {
   claimById,
@@ -12,6 +12,8 @@ import {
 import { lateCheckName, type DecidedStatus, type OutcomeEvent } from './checkout';
 
 const PURPOSE_KINDS: CheckoutPurpose['kind'][] = ['DELIVERY', 'WALLET_FUNDING'];
+export const PAYER_REFUND_STATES = ['OPEN', 'QUEUED', 'REFUSED', 'FAILED'] as const;
+export type PayerRefundState = (typeof PAYER_REFUND_STATES)[number];
 const DECIDED: DecidedStatus[] = ['PAID', 'DECLINED', 'EXPIRED'];
 
 const purposeSchema = new Schema(
@@ -34,6 +36,8 @@ const sessionSchema = new Schema(
     currency: { type: String, required: true },
     purpose: { type: purposeSchema, required: true },
     email: { type: String, required: true },
+    /** Unset on sessions opened before checkouts named their payer: MERCHANT (decision 168). */
+    payer: { type: String, enum: CHECKOUT_PAYERS },
     merchantName: { type: String, required: true },
     provider: { type: String, required: true },
     /** Set once the provider initialized the transaction. */
@@ -235,6 +239,45 @@ const openReversalSchema = new Schema(
 );
 openReversalSchema.index({ nextCheckAt: 1 });
 
+/**
+ * Money a payer who is not the merchant (a delivery's recipient) paid for what no longer uses
+ * it, given back to them at the provider (decision 168), by the checkout's reference: claimed
+ * once by its insert. `OPEN` until the provider queued the refund (`QUEUED`; the sandbox took
+ * no money and queues nothing) or refused it (`REFUSED`, listed uncredited for an operator),
+ * or failed it after queueing (`FAILED`, listed too). The sweep's list is
+ * `checkout_payer_refunds_open`.
+ */
+const payerRefundSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    /** The paid transaction at the provider. */
+    providerReference: { type: String, required: true },
+    userId: { type: String, required: true },
+    amountKobo: { type: Number, required: true },
+    currency: { type: String, required: true },
+    note: { type: String, required: true },
+    requestedAt: { type: Date, required: true },
+    state: { type: String, required: true, enum: PAYER_REFUND_STATES },
+    /** The provider's reason, for a refund refused or failed. */
+    why: { type: String, default: null },
+    settledAt: { type: Date, default: null },
+    /** Tries that could not reach the provider or read its answer: the next waits longer. */
+    tries: { type: Number, required: true },
+  },
+  { versionKey: false },
+);
+payerRefundSchema.index({ requestedAt: -1 });
+
+/** A payer's refund still to ask the provider for, and when the sweep asks next. */
+const openPayerRefundSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    nextTryAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+openPayerRefundSchema.index({ nextTryAt: 1 });
+
 export type SessionRecord = InferSchemaType<typeof sessionSchema>;
 export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: DecidedStatus };
 export type OutboxRecord = InferSchemaType<typeof outboxSchema>;
@@ -244,6 +287,9 @@ export type SendRecord = InferSchemaType<typeof sendSchema>;
 export type UncreditedRecord = InferSchemaType<typeof uncreditedSchema>;
 export type SettlementRecord = InferSchemaType<typeof settlementSchema>;
 export type ReversalRecord = InferSchemaType<typeof reversalSchema>;
+export type PayerRefundRecord = InferSchemaType<typeof payerRefundSchema> & {
+  state: PayerRefundState;
+};
 
 /**
  * A page of the uncredited payments: all, or only the settled (`true`) or unsettled; after the
@@ -298,6 +344,21 @@ export function defineCheckoutModels(connection: Connection) {
       'CheckoutOpenReversal',
       openReversalSchema,
       'checkout_reversals_open',
+    ),
+    PayerRefund: connection.model(
+      'CheckoutPayerRefund',
+      payerRefundSchema,
+      'checkout_payer_refunds',
+    ),
+    OpenPayerRefund: connection.model(
+      'CheckoutOpenPayerRefund',
+      openPayerRefundSchema,
+      'checkout_payer_refunds_open',
+    ),
+    PayerRefundTurn: connection.model(
+      'CheckoutPayerRefundTurn',
+      leaseSchema,
+      'checkout_payer_refund_turns',
     ),
   };
 }
@@ -657,6 +718,64 @@ export class CheckoutStore {
 
   reversal(id: string): Promise<ReversalRecord | null> {
     return this.m.Reversal.findById(id).lean<ReversalRecord>();
+  }
+
+  /**
+   * Claims a payer's refund of a checkout, listed for the sweep first (a claim whose caller
+   * stops before its first try is asked for by the sweep): the record that stands.
+   */
+  async claimPayerRefund(record: PayerRefundRecord): Promise<PayerRefundRecord> {
+    await insertOnce(() =>
+      this.m.OpenPayerRefund.create({ _id: record._id, nextTryAt: record.requestedAt }),
+    );
+    return (await claimById(this.m.PayerRefund, record, 'payer refund')).standing;
+  }
+
+  payerRefund(reference: string): Promise<PayerRefundRecord | null> {
+    return this.m.PayerRefund.findById(reference).lean<PayerRefundRecord>();
+  }
+
+  /**
+   * A payer's refund settled (queued, refused or failed at the provider), off the sweep's list.
+   * Only an open one is settled, and a queued one may still fail (`refund.failed`).
+   */
+  async settlePayerRefund(
+    reference: string,
+    state: Exclude<PayerRefundState, 'OPEN'>,
+    why: string | null,
+    from: PayerRefundState,
+  ): Promise<void> {
+    await this.m.PayerRefund.updateOne(
+      { _id: reference, state: from },
+      { $set: { state, why, settledAt: new Date() } },
+    );
+    await this.m.OpenPayerRefund.deleteOne({ _id: reference });
+  }
+
+  /** A try that could not tell: the next at `nextTryAt`. */
+  async payerRefundTried(reference: string, tries: number, nextTryAt: Date): Promise<void> {
+    await this.m.PayerRefund.updateOne({ _id: reference, state: 'OPEN' }, { $set: { tries } });
+    await upsertById(this.m.OpenPayerRefund, reference, { $set: { nextTryAt } });
+  }
+
+  /** Payers' refunds due a try (a scan of the open ones only). */
+  duePayerRefunds(now: Date, limit: number): Promise<{ _id: string; nextTryAt: Date }[]> {
+    return this.m.OpenPayerRefund.find({ nextTryAt: { $lte: now } })
+      .sort({ nextTryAt: 1 })
+      .limit(limit)
+      .lean<{ _id: string; nextTryAt: Date }[]>();
+  }
+
+  dropOpenPayerRefund(reference: string): Promise<unknown> {
+    return this.m.OpenPayerRefund.deleteOne({ _id: reference });
+  }
+
+  claimPayerRefundTurn(reference: string, leaseMs: number): Promise<Lease | null> {
+    return claimLease(this.m.PayerRefundTurn, reference, leaseMs);
+  }
+
+  releasePayerRefundTurn(lease: Lease): Promise<void> {
+    return releaseLease(this.m.PayerRefundTurn, lease);
   }
 
   /** Removes an event from the outbox; true when it was there. */

@@ -54,8 +54,9 @@ export function createPaymentService(config: Config): ServiceDefinition {
     logger: () => logger,
   });
   /**
-   * The checkout sweep, the repair of debits given up and still taken (decision 121), and the
-   * taking back of refunds made at the provider (decision 146).
+   * The checkout sweep, the repair of debits given up and still taken (decision 121), the
+   * taking back of refunds made at the provider (decision 146), and the refunds to payers still
+   * to ask the provider for (decision 168).
    */
   let sweeps: Periodic[] = [];
 
@@ -99,7 +100,12 @@ export function createPaymentService(config: Config): ServiceDefinition {
         () => checkouts.sweepReversals(),
         (err) => logger.warn('reversal sweep failed; the next one retries', { err }),
       );
-      sweeps = [checkoutSweep, ledgerRepairs, reversals];
+      const payerRefunds = new Periodic(
+        every,
+        () => checkouts.sweepPayerRefunds(),
+        (err) => logger.warn('payer refund sweep failed; the next one retries', { err }),
+      );
+      sweeps = [checkoutSweep, ledgerRepairs, reversals, payerRefunds];
       for (const sweep of sweeps) sweep.start();
     },
     async stopped() {

@@ -325,6 +325,8 @@ export class Reversals {
   private async credited(record: ReversalRecord, session: SessionRecord): Promise<boolean | null> {
     const { store, ledger } = this.deps;
     if (await store.uncreditedPayment(record.providerReference)) return false;
+    // Given back to its payer by us (decision 168): no wallet was credited with it.
+    if (await store.payerRefund(session._id)) return false;
     // The transaction handed out is the only one a payer could pay: a checkout opened before
     // attempts were recorded handed out its own reference.
     const opened = await store.opened(session._id);

@@ -132,18 +132,21 @@ export interface FakeTransaction {
 }
 
 /**
- * A small Paystack-compatible provider: initialize and verify with the Bearer secret,
+ * A small Paystack-compatible provider: initialize, verify and refund with the Bearer secret,
  * amounts in kobo; a reference initialized once is refused ever after, as Paystack refuses
- * it. `fail` makes the next calls of a kind answer 500, hang, refuse, or carry on and answer
+ * it, and a transaction refunded (whole) reads `reversed` and refuses another refund. `fail` makes the next calls of a kind answer 500, hang, refuse, or carry on and answer
  * only after `lateMs`.
  */
 export class FakePaystack {
   readonly transactions = new Map<string, FakeTransaction>();
+  /** The refunds it queued, in order: one at most per transaction, refunded whole. */
+  readonly refunds: { transaction: string; amount: number; currency: string; note: string }[] = [];
   readonly calls: { method: string; path: string; authorization?: string; body?: unknown }[] = [];
   /** Calls of a kind still to fail, and how. */
   readonly fail = {
     initialize: 0,
     verify: 0,
+    refund: 0,
     mode: 'error' as 'error' | 'hang' | 'refuse' | 'late',
     lateMs: 0,
   };
@@ -202,7 +205,11 @@ export class FakePaystack {
     if (req.headers.authorization !== `Bearer ${this.secret}`) {
       return send(401, { status: false, message: 'Invalid key' });
     }
-    const kind = path.startsWith('/transaction/initialize') ? 'initialize' : 'verify';
+    const kind = path.startsWith('/transaction/initialize')
+      ? 'initialize'
+      : path === '/refund'
+        ? 'refund'
+        : 'verify';
     if (this.fail[kind] > 0 && this.fail.mode === 'late') {
       this.fail[kind]--;
       // Does its work now, answers after the caller gave up.
@@ -232,6 +239,32 @@ export class FakePaystack {
           authorization_url: this.paymentLink(reference),
           access_code: `ac_${reference.slice(-8)}`,
           reference,
+        },
+      });
+    }
+    if (req.method === 'POST' && kind === 'refund') {
+      const { transaction, amount, currency, merchant_note: note } = body;
+      const refunded = this.transactions.get(transaction);
+      if (!refunded) return send(400, { status: false, message: 'Transaction not found' });
+      if (refunded.status === 'reversed') {
+        return send(400, { status: false, message: 'Transaction has been fully reversed' });
+      }
+      if (refunded.status !== 'success') {
+        return send(400, { status: false, message: 'Cannot refund a transaction not successful' });
+      }
+      if (amount !== refunded.amount || currency !== refunded.currency) {
+        return send(400, { status: false, message: 'Refund amount or currency does not match' });
+      }
+      refunded.status = 'reversed';
+      this.refunds.push({ transaction, amount, currency, note });
+      return send(200, {
+        status: true,
+        message: 'Refund has been queued for processing',
+        data: {
+          transaction: { reference: transaction, amount },
+          amount,
+          currency,
+          status: 'pending',
         },
       });
     }

@@ -50,7 +50,7 @@ function outcomesWith(reads: (DeliveryRecord | null)[], pending: boolean) {
     } as unknown as DeliveryTransitions,
     settlement: {
       afterTransition: async () => void done.push('afterTransition'),
-      creditLateMoney: async () => void done.push('creditLateMoney'),
+      giveBackLateMoney: async () => void done.push('giveBackLateMoney'),
       announceCancelled: async () => void done.push('announceCancelled'),
     } as unknown as Settlement,
     services: () => ({
@@ -75,10 +75,10 @@ it('leaves an outcome of a delivery still being created unacknowledged, to come 
   expect(done).toEqual([]);
 });
 
-it('credits the money of a delivery that never came to be to the merchant', async () => {
+it('gives the money of a delivery that never came to be back to its payer', async () => {
   const { outcomes, done } = outcomesWith([null, null], false);
   await outcomes.succeeded(OUTCOME);
-  expect(done).toEqual(['creditLateMoney', 'payment.acknowledge']);
+  expect(done).toEqual(['giveBackLateMoney', 'payment.acknowledge']);
 });
 
 it('cancels the delivery of a declined payment, announces it, and acknowledges', async () => {

@@ -51,6 +51,36 @@ describe('paystackProvider answers', () => {
     });
   });
 
+  it('reads a refund queued, refused for a reason of the refund, and throws for anything else', async () => {
+    const refund = {
+      providerReference: 'ck-1-1',
+      amountKobo: 50_000,
+      currency: 'NGN',
+      note: 'Refund of a payment for delivery d-1',
+    };
+    const answer = (status: number, body: unknown) =>
+      servers.server.handle((_req, res) => {
+        res.statusCode = status;
+        res.end(JSON.stringify(body));
+      });
+    const queued = { status: true, message: 'Refund has been queued for processing', data: {} };
+    answer(200, queued);
+    await expect(paystack().refund(refund)).resolves.toEqual({ queued: true });
+    answer(400, { status: false, message: 'Transaction has been fully reversed' });
+    await expect(paystack().refund(refund)).resolves.toEqual({
+      refused: 'Transaction has been fully reversed',
+    });
+    // Our key refused says nothing of the refund: asked again later, never listed refused.
+    for (const status of [401, 403]) {
+      answer(status, { status: false, message: 'Invalid key' });
+      await expect(paystack().refund(refund)).rejects.toMatchObject({ code: 502 });
+    }
+    answer(200, { status: false, message: 'odd' });
+    await expect(paystack().refund(refund)).rejects.toMatchObject({ code: 502 });
+    answer(503, { status: false, message: 'down' });
+    await expect(paystack().refund(refund)).rejects.toMatchObject({ code: 503 });
+  });
+
   it('reads a normal answer', async () => {
     servers.server.handle((_req, res) => res.end(initialized));
     await expect(paystack().initialize(request)).resolves.toEqual({

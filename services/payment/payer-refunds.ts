@@ -1,0 +1,198 @@
+import type { Logger } from 'moleculer';
+import type { Config } from '../../libs/config';
+import { forEachAtOnce } from '../../libs/at-once';
+import { serviceUnavailable } from '../../libs/errors';
+import { holds, RELEASE_MARGIN_MS } from '../../libs/mongo';
+import { checkoutOfAttempt } from './checkout';
+import type { CheckoutProvider, RefundAnswer } from './checkout-providers';
+import type { CheckoutStore, PayerRefundRecord, SessionRecord } from './checkout-store';
+
+export interface PayerRefundDeps {
+  config: Pick<Config['payment'], 'paystack' | 'sweepIntervalMs'>;
+  store: CheckoutStore;
+  provider: CheckoutProvider;
+  logger: () => Pick<Logger, 'info' | 'warn' | 'error'>;
+}
+
+/** Refunds one sweep asks the provider for at once. */
+const REFUNDS_AT_ONCE = 10;
+
+/**
+ * The wait before the try after `tries` that could not tell: doubling from the sweep's
+ * interval, to an hour at most.
+ */
+export const nextPayerRefundWaitMs = (tries: number, sweepIntervalMs: number): number =>
+  Math.min(sweepIntervalMs * 2 ** Math.min(Math.max(0, tries - 1), 20), 60 * 60_000);
+
+/**
+ * Money a payer who is not the merchant paid for what no longer uses it (a delivery's
+ * recipient, who has no wallet with us), given back to them at the provider (decision 168):
+ * claimed once per checkout by an insert, asked for in one caller's turn at a time, and asked
+ * for again by the sweep until the provider queues it or refuses it. A refund the provider
+ * refuses (or fails later) is listed with the uncredited payments, for an operator to refund
+ * by hand: nothing is credited to anyone meanwhile.
+ */
+export class PayerRefunds {
+  constructor(private readonly deps: PayerRefundDeps) {}
+
+  /** Long enough for one call to the provider and its verification, and the release margin. */
+  private get turnMs(): number {
+    return 2 * this.deps.config.paystack.timeoutMs + RELEASE_MARGIN_MS + 5_000;
+  }
+
+  /**
+   * Claims the refund of `session`'s payment through `providerReference`, then asks for it
+   * unless another caller is at it. Resolves once claimed: a try that fails is the sweep's.
+   */
+  async request(session: SessionRecord, providerReference: string, note: string): Promise<void> {
+    const record = await this.deps.store.claimPayerRefund({
+      _id: session._id,
+      providerReference,
+      userId: session.userId,
+      amountKobo: session.amountKobo,
+      currency: session.currency,
+      note,
+      requestedAt: new Date(),
+      state: 'OPEN',
+      why: null,
+      settledAt: null,
+      tries: 0,
+    });
+    await this.inTurn(record._id, session.provider).catch((err: unknown) =>
+      this.deps.logger().warn('refund to a payer not asked for yet; the sweep retries', {
+        reference: record._id,
+        err,
+      }),
+    );
+  }
+
+  /**
+   * Refunds due a try, a few at once (each may wait on the provider), each on its own, so
+   * that one failing holds up no other.
+   */
+  async sweep(limit: number): Promise<void> {
+    const { store, logger } = this.deps;
+    const due = await store.duePayerRefunds(new Date(), limit);
+    await forEachAtOnce(due, REFUNDS_AT_ONCE, async ({ _id: reference, nextTryAt }) => {
+      try {
+        const session = await store.session(reference);
+        if (await store.payerRefund(reference)) {
+          if (session) await this.inTurn(reference, session.provider);
+          return;
+        }
+        // Listed by a claim that stopped before its record (once it surely is not coming):
+        // nothing was asked for. One still storing it is left to the next sweep.
+        if (Date.now() - nextTryAt.getTime() >= this.turnMs) {
+          await store.dropOpenPayerRefund(reference);
+        }
+      } catch (err) {
+        logger().warn('refund to a payer not asked for; the next sweep retries', {
+          reference,
+          err,
+        });
+      }
+    });
+  }
+
+  /**
+   * The provider's word that a refund it had queued failed (`refund.failed`): the payer has
+   * not been given their money back, and an operator must (listed uncredited). False for a
+   * transaction with no refund of ours; a refund still being asked for is sent back (503).
+   */
+  async failed(providerReference: string, why: string): Promise<boolean> {
+    const { store } = this.deps;
+    const record = await store.payerRefund(checkoutOfAttempt(providerReference));
+    if (!record || record.providerReference !== providerReference) return false;
+    if (record.state === 'FAILED' || record.state === 'REFUSED') return false;
+    if (record.state === 'OPEN') {
+      throw serviceUnavailable(
+        `The refund of ${providerReference} is still being asked for; send this event again later`,
+      );
+    }
+    await this.listForOperator(record, `the provider could not refund it: ${why}`);
+    await store.settlePayerRefund(record._id, 'FAILED', why, 'QUEUED');
+    return true;
+  }
+
+  /** One caller's try at a refund; left to another caller while it holds the turn. */
+  private async inTurn(reference: string, provider: string): Promise<void> {
+    const { store, logger } = this.deps;
+    const turn = await store.claimPayerRefundTurn(reference, this.turnMs);
+    if (!turn) return;
+    try {
+      // Read again in the turn: the last holder may have settled it.
+      const record = await store.payerRefund(reference);
+      if (!record || record.state !== 'OPEN') {
+        await store.dropOpenPayerRefund(reference);
+        return;
+      }
+      await this.ask(record, provider, () => holds(turn));
+    } finally {
+      await store
+        .releasePayerRefundTurn(turn)
+        .catch((err: unknown) =>
+          logger().warn('payer refund turn not given back; it runs out', { reference, err }),
+        );
+    }
+  }
+
+  private async ask(
+    record: PayerRefundRecord,
+    provider: string,
+    holding: () => boolean,
+  ): Promise<void> {
+    const { store, logger } = this.deps;
+    // The sandbox took no money: there is nothing to give back at any provider.
+    if (provider === 'sandbox') {
+      await store.settlePayerRefund(record._id, 'QUEUED', null, 'OPEN');
+      return;
+    }
+    let answer: RefundAnswer;
+    try {
+      answer = await this.deps.provider.refund(record);
+    } catch (err) {
+      const tries = record.tries + 1;
+      await store.payerRefundTried(
+        record._id,
+        tries,
+        new Date(Date.now() + nextPayerRefundWaitMs(tries, this.deps.config.sweepIntervalMs)),
+      );
+      throw err;
+    }
+    if (!holding()) return;
+    if ('queued' in answer) {
+      logger().info('a payment given back to its payer at the provider', {
+        reference: record._id,
+        providerReference: record.providerReference,
+        amountKobo: record.amountKobo,
+      });
+      await store.settlePayerRefund(record._id, 'QUEUED', null, 'OPEN');
+      return;
+    }
+    // Refused: refunded already (an earlier try whose answer was lost, an operator's refund
+    // from the dashboard) reads `reversed` at the provider; anything else is an operator's.
+    const verified = await this.deps.provider.verify(record.providerReference);
+    if (!holding()) return;
+    if (verified?.status === 'reversed') {
+      await store.settlePayerRefund(record._id, 'QUEUED', null, 'OPEN');
+      return;
+    }
+    await this.listForOperator(record, `the provider refused its refund: ${answer.refused}`);
+    await store.settlePayerRefund(record._id, 'REFUSED', answer.refused, 'OPEN');
+  }
+
+  private async listForOperator(record: PayerRefundRecord, why: string): Promise<void> {
+    this.deps.logger().error('a payment at the provider is not credited; refund it there', {
+      reference: record.providerReference,
+      checkoutReference: record._id,
+      why,
+    });
+    await this.deps.store.recordUncredited({
+      _id: record.providerReference,
+      checkoutReference: record._id,
+      userId: record.userId,
+      why,
+      at: new Date(),
+    });
+  }
+}

@@ -1,0 +1,311 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { call } from '../../libs/contracts';
+import { checkoutOfAttempt } from '../../services/payment/checkout';
+import { FakePaystack } from '../support/checkout';
+import {
+  balanceOf,
+  cancelDelivery,
+  credit,
+  entriesOf,
+  getDelivery,
+  requestDelivery,
+  savePackage,
+  type Party,
+} from '../support/deliveries';
+import { eventually } from '../support/eventually';
+import { adminHeaders, createUserWithKey, request } from '../support/http';
+import { useMerchantStack } from '../support/merchant-stack';
+
+/**
+ * Money a delivery's recipient paid through Paystack for a delivery that no longer uses it
+ * goes back to them at the provider (decision 168), once, never to the merchant's wallet:
+ * a share paid and then cancelled, a share paid after the cancel; retried by the sweep while
+ * Paystack cannot answer, listed for an operator when it refuses or fails the refund.
+ */
+
+const SECRET = 'sk_test_waybill_fake_payer_refunds_0123456789';
+const fake = new FakePaystack(SECRET);
+const env: Record<string, string> = {
+  PAYMENT_PROVIDER: 'paystack',
+  PAYSTACK_SECRET_KEY: SECRET,
+  PAYSTACK_TIMEOUT_MS: '1000',
+  PAYMENT_SWEEP_INTERVAL_MS: '100',
+  PAYMENT_EVENT_RETRY_MS: '500',
+  ORDER_SWEEP_INTERVAL_MS: '500',
+};
+beforeAll(async () => {
+  await fake.start();
+  env.PAYSTACK_BASE_URL = fake.url;
+});
+const stack = useMerchantStack({ internal: ['payment'], env });
+afterAll(() => fake.stop());
+afterEach(() => {
+  fake.fail.refund = 0;
+  fake.fail.verify = 0;
+});
+const base = () => stack.node.url;
+
+const signed = (event: string, data: Record<string, unknown>) =>
+  fake.sendWebhook(base(), JSON.stringify({ event, data }));
+
+async function merchant(): Promise<Party> {
+  const who = await createUserWithKey(base());
+  await credit(base(), who, 100_000);
+  return who;
+}
+
+/** A delivery whose recipient pays all of it through their Paystack link. */
+async function recipientPays(who: Party) {
+  const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
+    deliveryFeePayer: 'RECIPIENT',
+    paymentMethodType: 'CHECKOUT',
+  });
+  expect(reply.status).toBe(201);
+  const { deliveryId, deliveryFee } = reply.body.data;
+  const link = deliveryFee.recipient.checkoutUrl as string;
+  // The fake's payment page is named after the transaction it opened.
+  const transaction = new URL(link).pathname.slice(1);
+  const amountKobo = Math.round(Number(deliveryFee.recipient.amount) * 100);
+  return { deliveryId: deliveryId as string, transaction, amountKobo };
+}
+
+/** The recipient pays at Paystack, and its webhook comes. */
+async function pay(transaction: string) {
+  (fake.transactions.get(transaction) as { status: string }).status = 'success';
+  const reply = await signed('charge.success', { reference: transaction, status: 'success' });
+  expect(reply.status).toBe(200);
+}
+
+const refundsOf = (transaction: string) =>
+  fake.refunds.filter((refund) => refund.transaction === transaction);
+
+/** The merchant's wallet entries that give a checkout's money back. */
+const creditedBack = async (who: Party, transaction: string) =>
+  (await entriesOf(base(), who)).filter(
+    (e) => e.reference === `refund:${checkoutOfAttempt(transaction)}`,
+  );
+
+async function uncreditedListing(transaction: string) {
+  const reply = await request(base(), 'GET', '/admin/payments/uncredited?limit=200', {
+    headers: adminHeaders,
+  });
+  expect(reply.status).toBe(200);
+  return (reply.body.data as { providerReference: string; why: string }[]).find(
+    (u) => u.providerReference === transaction,
+  );
+}
+
+describe('a recipient’s payment for a delivery that no longer uses it', () => {
+  it('goes back to the recipient at Paystack once when the delivery is cancelled after they paid; Paystack’s report of it takes nothing from the merchant', async () => {
+    const who = await merchant();
+    const { deliveryId, transaction, amountKobo } = await recipientPays(who);
+    await pay(transaction);
+    await eventually(
+      async () => {
+        const got = (await getDelivery(base(), who, deliveryId)).body.data;
+        expect(got.payment.recipient.paid).toBe(true);
+      },
+      { timeout: 20_000 },
+    );
+    expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
+    await eventually(() => expect(refundsOf(transaction)).toHaveLength(1), { timeout: 20_000 });
+    expect(refundsOf(transaction)[0]).toMatchObject({ amount: amountKobo, currency: 'NGN' });
+    // The processed refund, reported (twice): the merchant was credited nothing, owes nothing.
+    const refund = {
+      id: Math.floor(Math.random() * 1e12),
+      status: 'processed',
+      transaction_reference: transaction,
+      amount: amountKobo,
+      currency: 'NGN',
+    };
+    for (let i = 0; i < 2; i++) expect((await signed('refund.processed', refund)).status).toBe(200);
+    // Order's and payment's sweeps run meanwhile: still one refund, nothing credited or taken.
+    await sleep(1_500);
+    expect(refundsOf(transaction)).toHaveLength(1);
+    expect(await creditedBack(who, transaction)).toEqual([]);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+    const reversals = await request(base(), 'GET', '/admin/payments/reversals?limit=200', {
+      headers: adminHeaders,
+    });
+    expect(
+      (reversals.body.data as { refundId: string; state: string }[]).find(
+        (r) => r.refundId === String(refund.id),
+      ),
+    ).toMatchObject({ state: 'NEVER_CREDITED' });
+  });
+
+  it('goes back to the recipient when they pay after the cancel', async () => {
+    const who = await merchant();
+    const { deliveryId, transaction, amountKobo } = await recipientPays(who);
+    expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
+    await pay(transaction);
+    await eventually(() => expect(refundsOf(transaction)).toHaveLength(1), { timeout: 20_000 });
+    expect(refundsOf(transaction)[0].amount).toBe(amountKobo);
+    await sleep(1_000);
+    expect(refundsOf(transaction)).toHaveLength(1);
+    expect(await creditedBack(who, transaction)).toEqual([]);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+  });
+
+  it('is asked for once however many give it back at once, and never for a checkout not paid (409)', async () => {
+    const who = await merchant();
+    const { deliveryId, transaction } = await recipientPays(who);
+    const reference = checkoutOfAttempt(transaction);
+    const unpaid = await call(stack.client, 'payment.giveBack', { reference }).catch(
+      (err: { code?: number }) => err,
+    );
+    expect(unpaid).toMatchObject({ code: 409 });
+    await pay(transaction);
+    await eventually(
+      async () =>
+        expect((await getDelivery(base(), who, deliveryId)).body.data.payment.recipient.paid).toBe(
+          true,
+        ),
+      { timeout: 20_000 },
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => call(stack.client, 'payment.giveBack', { reference })),
+    );
+    expect(answers).toEqual(Array.from({ length: 8 }, () => ({ to: 'PAYER' })));
+    expect(refundsOf(transaction)).toHaveLength(1);
+    // The cancel gives it back again: the same refund.
+    expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
+    await sleep(1_500);
+    expect(refundsOf(transaction)).toHaveLength(1);
+    expect(await creditedBack(who, transaction)).toEqual([]);
+  });
+
+  it('is asked for again by the sweep while Paystack cannot answer, and once only when an answer was lost', async () => {
+    const who = await merchant();
+    const { deliveryId, transaction } = await recipientPays(who);
+    await pay(transaction);
+    await eventually(
+      async () =>
+        expect((await getDelivery(base(), who, deliveryId)).body.data.payment.recipient.paid).toBe(
+          true,
+        ),
+      { timeout: 20_000 },
+    );
+    // Two 500s, then one queued at Paystack whose answer comes after our timeout (1 s).
+    fake.fail.refund = 2;
+    fake.fail.mode = 'error';
+    expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
+    await eventually(() => expect(fake.fail.refund).toBe(0), { timeout: 20_000 });
+    await eventually(() => expect(refundsOf(transaction)).toHaveLength(1), { timeout: 20_000 });
+    const refundCalls = () =>
+      fake.calls.filter(
+        (c) =>
+          c.path === '/refund' && (c.body as { transaction?: string }).transaction === transaction,
+      );
+    expect(refundCalls().length).toBe(3);
+
+    const late = await merchant();
+    const second = await recipientPays(late);
+    await pay(second.transaction);
+    await eventually(
+      async () =>
+        expect(
+          (await getDelivery(base(), late, second.deliveryId)).body.data.payment.recipient.paid,
+        ).toBe(true),
+      { timeout: 20_000 },
+    );
+    fake.fail.refund = 1;
+    fake.fail.mode = 'late';
+    fake.fail.lateMs = 1_500;
+    expect((await cancelDelivery(base(), late, second.deliveryId)).status).toBe(201);
+    // Queued by the first call, whose answer was lost; the retry is refused (refunded whole),
+    // and the transaction reads `reversed`: done, once.
+    await eventually(
+      () =>
+        expect(
+          fake.calls.filter(
+            (c) => c.path === '/transaction/verify/' + second.transaction && c.method === 'GET',
+          ).length,
+        ).toBeGreaterThan(0),
+      { timeout: 20_000 },
+    );
+    await sleep(1_000);
+    expect(refundsOf(second.transaction)).toHaveLength(1);
+    expect(await uncreditedListing(second.transaction)).toBeUndefined();
+    expect(await creditedBack(late, second.transaction)).toEqual([]);
+  });
+
+  it('is listed for an operator when Paystack refuses it, or fails it after queueing it', async () => {
+    const who = await merchant();
+    const refused = await recipientPays(who);
+    await pay(refused.transaction);
+    const failed = await recipientPays(who);
+    await pay(failed.transaction);
+    for (const { deliveryId } of [refused, failed]) {
+      await eventually(
+        async () =>
+          expect(
+            (await getDelivery(base(), who, deliveryId)).body.data.payment.recipient.paid,
+          ).toBe(true),
+        { timeout: 20_000 },
+      );
+    }
+    fake.fail.refund = 1;
+    fake.fail.mode = 'refuse';
+    expect((await cancelDelivery(base(), who, refused.deliveryId)).status).toBe(201);
+    await eventually(
+      async () =>
+        expect(await uncreditedListing(refused.transaction)).toMatchObject({
+          why: expect.stringMatching(/refused its refund/),
+        }),
+      { timeout: 20_000 },
+    );
+    expect(refundsOf(refused.transaction)).toHaveLength(0);
+
+    expect((await cancelDelivery(base(), who, failed.deliveryId)).status).toBe(201);
+    await eventually(() => expect(refundsOf(failed.transaction)).toHaveLength(1), {
+      timeout: 20_000,
+    });
+    const report = {
+      id: Math.floor(Math.random() * 1e12),
+      status: 'failed',
+      transaction_reference: failed.transaction,
+      amount: failed.amountKobo,
+      currency: 'NGN',
+      reason: 'Customer account closed',
+    };
+    const first = await signed('refund.failed', report);
+    expect(first.status).toBe(200);
+    expect(first.body.data).toEqual({ handled: true });
+    expect((await signed('refund.failed', report)).body.data).toEqual({ handled: false });
+    expect(await uncreditedListing(failed.transaction)).toMatchObject({
+      why: expect.stringMatching(/could not refund it: Customer account closed/),
+    });
+    // Neither was credited to the merchant meanwhile.
+    await sleep(1_000);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+  });
+
+  it('of a checkout the merchant paid goes to their wallet, once however many give it back at once', async () => {
+    const who = await merchant();
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
+      paymentMethodType: 'CHECKOUT',
+    });
+    expect(reply.status).toBe(201);
+    const reference = reply.body.data.data.reference as string;
+    const deliveryId = (reply.headers.get('location') as string).split('/').pop() as string;
+    const transaction = new URL(reply.body.data.data.authorization_url as string).pathname.slice(1);
+    await pay(transaction);
+    await eventually(
+      async () =>
+        expect((await getDelivery(base(), who, deliveryId)).body.data.payment.creator.paid).toBe(
+          true,
+        ),
+      { timeout: 20_000 },
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        call(stack.client, 'payment.giveBack', { reference, payer: 'RECIPIENT' }),
+      ),
+    );
+    // The checkout's own word (its payer, the merchant) comes before the caller's.
+    expect(answers).toEqual(Array.from({ length: 8 }, () => ({ to: 'WALLET' })));
+    expect(await creditedBack(who, transaction)).toHaveLength(1);
+    expect(refundsOf(transaction)).toHaveLength(0);
+  });
+});
