@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { call } from '../../libs/contracts';
 import { checkoutOfAttempt } from '../../services/payment/checkout';
-import { FakePaystack } from '../support/checkout';
+import { useFakePaystack } from '../support/checkout';
 import {
   balanceOf,
   cancelDelivery,
@@ -23,22 +23,12 @@ import { useMerchantStack } from '../support/merchant-stack';
  * Paystack cannot answer, listed for an operator when it refuses or fails the refund.
  */
 
-const SECRET = 'sk_test_waybill_fake_payer_refunds_0123456789';
-const fake = new FakePaystack(SECRET);
-const env: Record<string, string> = {
-  PAYMENT_PROVIDER: 'paystack',
-  PAYSTACK_SECRET_KEY: SECRET,
-  PAYSTACK_TIMEOUT_MS: '1000',
+const { fake, env } = useFakePaystack('sk_test_waybill_fake_payer_refunds_0123456789', {
   PAYMENT_SWEEP_INTERVAL_MS: '100',
   PAYMENT_EVENT_RETRY_MS: '500',
   ORDER_SWEEP_INTERVAL_MS: '500',
-};
-beforeAll(async () => {
-  await fake.start();
-  env.PAYSTACK_BASE_URL = fake.url;
 });
 const stack = useMerchantStack({ internal: ['payment'], env });
-afterAll(() => fake.stop());
 afterEach(() => {
   fake.fail.refund = 0;
   fake.fail.verify = 0;
@@ -68,6 +58,14 @@ async function recipientPays(who: Party) {
   const amountKobo = Math.round(Number(deliveryFee.recipient.amount) * 100);
   return { deliveryId: deliveryId as string, transaction, amountKobo };
 }
+
+/** Waits until the delivery reads `share` paid. */
+const paidShare = (who: Party, deliveryId: string, share: 'creator' | 'recipient' = 'recipient') =>
+  eventually(
+    async () =>
+      expect((await getDelivery(base(), who, deliveryId)).body.data.payment[share].paid).toBe(true),
+    { timeout: 20_000 },
+  );
 
 /** The recipient pays at Paystack, and its webhook comes. */
 async function pay(transaction: string) {
@@ -100,13 +98,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     const who = await merchant();
     const { deliveryId, transaction, amountKobo } = await recipientPays(who);
     await pay(transaction);
-    await eventually(
-      async () => {
-        const got = (await getDelivery(base(), who, deliveryId)).body.data;
-        expect(got.payment.recipient.paid).toBe(true);
-      },
-      { timeout: 20_000 },
-    );
+    await paidShare(who, deliveryId);
     expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
     await eventually(() => expect(refundsOf(transaction)).toHaveLength(1), { timeout: 20_000 });
     expect(refundsOf(transaction)[0]).toMatchObject({ amount: amountKobo, currency: 'NGN' });
@@ -156,13 +148,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     );
     expect(unpaid).toMatchObject({ code: 409 });
     await pay(transaction);
-    await eventually(
-      async () =>
-        expect((await getDelivery(base(), who, deliveryId)).body.data.payment.recipient.paid).toBe(
-          true,
-        ),
-      { timeout: 20_000 },
-    );
+    await paidShare(who, deliveryId);
     const answers = await Promise.all(
       Array.from({ length: 8 }, () => call(stack.client, 'payment.giveBack', { reference })),
     );
@@ -179,13 +165,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     const who = await merchant();
     const { deliveryId, transaction } = await recipientPays(who);
     await pay(transaction);
-    await eventually(
-      async () =>
-        expect((await getDelivery(base(), who, deliveryId)).body.data.payment.recipient.paid).toBe(
-          true,
-        ),
-      { timeout: 20_000 },
-    );
+    await paidShare(who, deliveryId);
     // Two 500s, then one queued at Paystack whose answer comes after our timeout (1 s).
     fake.fail.refund = 2;
     fake.fail.mode = 'error';
@@ -202,13 +182,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     const late = await merchant();
     const second = await recipientPays(late);
     await pay(second.transaction);
-    await eventually(
-      async () =>
-        expect(
-          (await getDelivery(base(), late, second.deliveryId)).body.data.payment.recipient.paid,
-        ).toBe(true),
-      { timeout: 20_000 },
-    );
+    await paidShare(late, second.deliveryId);
     fake.fail.refund = 1;
     fake.fail.mode = 'late';
     fake.fail.lateMs = 1_500;
@@ -237,13 +211,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     const failed = await recipientPays(who);
     await pay(failed.transaction);
     for (const { deliveryId } of [refused, failed]) {
-      await eventually(
-        async () =>
-          expect(
-            (await getDelivery(base(), who, deliveryId)).body.data.payment.recipient.paid,
-          ).toBe(true),
-        { timeout: 20_000 },
-      );
+      await paidShare(who, deliveryId);
     }
     fake.fail.refund = 1;
     fake.fail.mode = 'refuse';
@@ -291,13 +259,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     const deliveryId = (reply.headers.get('location') as string).split('/').pop() as string;
     const transaction = new URL(reply.body.data.data.authorization_url as string).pathname.slice(1);
     await pay(transaction);
-    await eventually(
-      async () =>
-        expect((await getDelivery(base(), who, deliveryId)).body.data.payment.creator.paid).toBe(
-          true,
-        ),
-      { timeout: 20_000 },
-    );
+    await paidShare(who, deliveryId, 'creator');
     const answers = await Promise.all(
       Array.from({ length: 8 }, () =>
         call(stack.client, 'payment.giveBack', { reference, payer: 'RECIPIENT' }),

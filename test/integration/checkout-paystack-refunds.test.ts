@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { call } from '../../libs/contracts';
-import { FakePaystack, fund, walletOf } from '../support/checkout';
+import { fund, useFakePaystack, walletOf } from '../support/checkout';
 import { eventually } from '../support/eventually';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { useMerchantStack, type MerchantStack } from '../support/merchant-stack';
@@ -14,20 +14,10 @@ import { openServiceDatabase } from '../support/stack';
  * 100 ms here).
  */
 
-const SECRET = 'sk_test_waybill_fake_refunds_0123456789';
-const fake = new FakePaystack(SECRET);
-const env: Record<string, string> = {
-  PAYMENT_PROVIDER: 'paystack',
-  PAYSTACK_SECRET_KEY: SECRET,
-  PAYSTACK_TIMEOUT_MS: '1000',
+const { fake, env } = useFakePaystack('sk_test_waybill_fake_refunds_0123456789', {
   PAYMENT_SWEEP_INTERVAL_MS: '100',
-};
-beforeAll(async () => {
-  await fake.start();
-  env.PAYSTACK_BASE_URL = fake.url;
 });
 const stack = useMerchantStack({ internal: ['payment'], env });
-afterAll(() => fake.stop());
 
 const signed = (event: string, data: Record<string, unknown>) =>
   fake.sendWebhook(stack.node.url, JSON.stringify({ event, data }));

@@ -288,6 +288,26 @@ export class FakePaystack {
 }
 
 /**
+ * A fake Paystack started before the test's stack, and the environment that points the
+ * payment service at it (`env` added to it); stopped after the tests.
+ */
+export function useFakePaystack(secret: string, env: Record<string, string> = {}) {
+  const fake = new FakePaystack(secret);
+  const paystackEnv: Record<string, string> = {
+    PAYMENT_PROVIDER: 'paystack',
+    PAYSTACK_SECRET_KEY: secret,
+    PAYSTACK_TIMEOUT_MS: '1000',
+    ...env,
+  };
+  beforeAll(async () => {
+    await fake.start();
+    paystackEnv.PAYSTACK_BASE_URL = fake.url;
+  });
+  afterAll(() => fake.stop());
+  return { fake, env: paystackEnv };
+}
+
+/**
  * Every service but order: the outbox tests pay for made-up deliveries, whose outcomes must
  * wait for the acknowledgement only the test's listener gives (order would credit and ack them).
  */
