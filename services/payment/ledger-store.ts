@@ -19,6 +19,13 @@ import {
 
 /** How many entries the verify reads between two looks at its deadline. */
 const VERIFY_DEADLINE_EVERY = 1_000;
+import {
+  markedRecorded,
+  passRecordsIn,
+  runPass,
+  unrecordedSince,
+  type BackfillPass,
+} from '../../libs/backfills';
 import { insertOnce, raiseById } from '../../libs/mongo';
 import { Turns } from '../../libs/turns';
 import { formatNaira } from '../../libs/money';
@@ -110,11 +117,36 @@ const givenUpSchema = new Schema(
     settledAt: { type: Date, default: null },
     /** When the repair sweep looks at a mark whose debit is not written yet (or too new) again. */
     recheckAt: { type: Date, default: null },
+    /** Set when listed open first (`ledger_given_up_open`): the backfill passes skip it. */
+    recordedFirst: { type: Boolean },
   },
   { versionKey: false },
 );
-/** The repair sweep reads the marks not settled yet. */
 givenUpSchema.index({ settledAt: 1 });
+
+/**
+ * A mark not settled yet, by the debit's reference, and when the repair sweep looks at it next:
+ * the sweep's list, removed once the mark is settled, so that the sweep scans what is open and
+ * not every mark ever made (FerretDB pushes down no filter but `_id`). Listed before its mark;
+ * marks made before the list, or by a node of the version before, are listed by a backfill.
+ */
+const openGivenUpSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    recheckAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+openGivenUpSchema.index({ recheckAt: 1 });
+
+/** The passes of the backfill that lists the marks made before the list (libs/backfills). */
+const ledgerPassSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    startedAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
 
 /**
  * An operator's correcting debit refused for want of balance, by its reference: sent again,
@@ -141,6 +173,8 @@ export const GIVEN_UP_GRACE_MS = 60_000;
 export const GIVEN_UP_UNWRITTEN_MS = 86_400_000;
 /** How often the repair sweep looks again at a mark it could not settle yet. */
 export const GIVEN_UP_RECHECK_MS = 60_000;
+/** The record of the first pass listing the marks made before their open list. */
+const OPEN_GIVEN_UP_LISTED = 'ledger_given_up_open';
 
 export type EntryRecord = InferSchemaType<typeof entrySchema>;
 export type ReferenceRecord = InferSchemaType<typeof referenceSchema>;
@@ -151,6 +185,8 @@ export function defineLedgerModels(connection: Connection) {
     Wallet: connection.model('Wallet', walletSchema, 'wallets'),
     Reference: connection.model('LedgerReference', referenceSchema, 'ledger_references'),
     GivenUp: connection.model('LedgerGivenUp', givenUpSchema, 'ledger_given_up'),
+    OpenGivenUp: connection.model('LedgerOpenGivenUp', openGivenUpSchema, 'ledger_given_up_open'),
+    LedgerPass: connection.model('LedgerBackfillPass', ledgerPassSchema, 'ledger_backfill_passes'),
     Refused: connection.model('LedgerRefusedDebit', refusedSchema, 'ledger_refused_debits'),
   };
 }
@@ -406,8 +442,11 @@ export class LedgerStore {
     reference: string,
     amountKobo: number,
   ): Promise<Posting | null> {
+    const now = new Date();
+    // Listed first: a mark is never made that the repair sweep would not read.
+    await insertOnce(() => this.m.OpenGivenUp.create({ _id: reference, recheckAt: now }));
     await insertOnce(() =>
-      this.m.GivenUp.create({ _id: reference, walletId, createdAt: new Date() }),
+      this.m.GivenUp.create(markedRecorded({ _id: reference, walletId, createdAt: now })),
     );
     if (!(await this.isPosted(reference))) return null;
     return this.postNow(givenUpRefund(walletId, reference, amountKobo));
@@ -873,31 +912,65 @@ export class LedgerStore {
     options: { stopping?: () => boolean; onError?: (reference: string, err: unknown) => void } = {},
   ): Promise<number> {
     let givenBack = 0;
-    // A mark not settled yet is looked at again only once its recheck is due, not at every sweep.
-    const due = {
-      settledAt: null,
-      $or: [{ recheckAt: null }, { recheckAt: { $lte: new Date() } }],
-    };
+    const now = new Date();
     const recheckLater = (id: string) =>
-      this.m.GivenUp.updateOne(
+      this.m.OpenGivenUp.updateOne(
         { _id: id },
         { $set: { recheckAt: new Date(Date.now() + GIVEN_UP_RECHECK_MS) } },
       );
-    for await (const mark of this.m.GivenUp.find(due).lean().cursor()) {
+    // The open marks only, each looked at again only once its recheck is due.
+    const due = this.m.OpenGivenUp.find({ recheckAt: { $lte: now } })
+      .sort({ recheckAt: 1 })
+      .lean<{ _id: string; recheckAt: Date }[]>()
+      .cursor();
+    for await (const open of due) {
       if (options.stopping?.()) break;
       try {
-        const outcome = await this.turns.run(mark.walletId, () => this.repairOne(mark));
+        const mark = await this.m.GivenUp.findById(open._id).lean();
+        if (!mark) {
+          // Listed by a give-up that stopped before its mark: once it surely is not coming.
+          const stale = now.getTime() - new Date(open.recheckAt).getTime() > GIVEN_UP_RECHECK_MS;
+          if (stale) await this.m.OpenGivenUp.deleteOne({ _id: open._id });
+          continue;
+        }
+        const outcome = mark.settledAt
+          ? 'settled'
+          : await this.turns.run(mark.walletId, () => this.repairOne(mark));
         if (outcome === 'given back') givenBack += 1;
-        if (outcome === 'pending') await recheckLater(mark._id);
-        else await this.m.GivenUp.updateOne({ _id: mark._id }, { $set: { settledAt: new Date() } });
+        if (outcome === 'pending') {
+          await recheckLater(mark._id);
+        } else {
+          // Settled on the mark too: a node of the version before reads it there.
+          await this.m.GivenUp.updateOne({ _id: mark._id }, { $set: { settledAt: new Date() } });
+          await this.m.OpenGivenUp.deleteOne({ _id: mark._id });
+        }
       } catch (err) {
         // One mark that cannot be repaired (a 409 on its refund's reference) holds up no other,
         // and is tried again a minute later, not at every sweep of every replica.
-        options.onError?.(mark._id, err);
-        await recheckLater(mark._id).catch(() => undefined);
+        options.onError?.(open._id, err);
+        await recheckLater(open._id).catch(() => undefined);
       }
     }
     return givenBack;
+  }
+
+  /**
+   * Lists the marks not settled that were made before the open list, or by a node of the
+   * version before (libs/backfills): what the repair sweep would otherwise never read again.
+   */
+  async listOpenGivenUp(pass: BackfillPass): Promise<void> {
+    await runPass(pass, passRecordsIn(this.m.LedgerPass), OPEN_GIVEN_UP_LISTED, async (since) => {
+      const unlisted = this.m.GivenUp.find({
+        ...unrecordedSince('createdAt', since),
+        settledAt: null,
+      })
+        .lean()
+        .cursor();
+      for await (const mark of unlisted) {
+        const recheckAt = mark.recheckAt ?? mark.createdAt;
+        await insertOnce(() => this.m.OpenGivenUp.create({ _id: mark._id, recheckAt }));
+      }
+    });
   }
 
   private async repairOne(mark: {

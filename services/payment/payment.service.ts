@@ -28,6 +28,7 @@ import {
   walletView,
   type TransactionsParams,
 } from './schemas';
+import { Backfills } from '../../libs/backfills';
 import { Periodic } from '../../libs/periodic';
 import { definePaymentModels } from './store';
 import { toTransactionView, toWalletView } from './views';
@@ -59,6 +60,16 @@ export function createPaymentService(config: Config): ServiceDefinition {
    * to ask the provider for (decision 168).
    */
   let sweeps: Periodic[] = [];
+  // Not awaited: until it has run, the repair sweep misses only marks made before the list.
+  const backfills = new Backfills(
+    [
+      {
+        what: 'debits given up before their open list',
+        run: (pass) => ledger.listOpenGivenUp(pass),
+      },
+    ],
+    config.backfillAfterRolloutMs,
+  );
 
   return {
     name: 'payment',
@@ -68,8 +79,9 @@ export function createPaymentService(config: Config): ServiceDefinition {
       logger = this.logger;
     },
     // After the mixin's started(): the database is connected.
-    started() {
+    async started() {
       if (!config.background) return;
+      await backfills.start(logger);
       const every = config.payment.sweepIntervalMs;
       const checkoutSweep = new Periodic(
         every,
@@ -109,7 +121,7 @@ export function createPaymentService(config: Config): ServiceDefinition {
       for (const sweep of sweeps) sweep.start();
     },
     async stopped() {
-      await Promise.all(sweeps.map((sweep) => sweep.stop()));
+      await Promise.all([backfills.stop(), ...sweeps.map((sweep) => sweep.stop())]);
     },
     actions: {
       wallet: action({

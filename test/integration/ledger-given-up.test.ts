@@ -143,6 +143,12 @@ describe('a debit given up by its refund while it was still posting', () => {
     ]);
     expect(balance.balanceKobo).toBe(1_500);
     expect(problems).toEqual([]);
+    // Its mark was listed open for the repair sweep, which settles it.
+    const listed = await db.models.OpenGivenUp.findById(reference).lean();
+    expect(listed?.recheckAt).toBeInstanceOf(Date);
+    expect(await db.models.GivenUp.findById(reference).lean()).toMatchObject({
+      recordedFirst: true,
+    });
   });
 
   it('is given back once when both the refund (after its mark) and the debit see it', async () => {
@@ -222,13 +228,27 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     const reference = randomUUID();
     await credit(store, walletId, 1_500);
     const { entry } = await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
-    await db.models.GivenUp.create({ _id: reference, walletId, createdAt: new Date() });
+    await markGivenUp(walletId, reference);
     await db.models.Entry.updateOne(
       { _id: entry.id },
       { $set: { createdAt: new Date(Date.now() - ageMs) } },
     );
     return { walletId, reference };
   }
+  /** A debit's mark as this version's refund makes it: listed open first. */
+  async function markGivenUp(walletId: string, reference: string) {
+    const now = new Date();
+    await db.models.OpenGivenUp.create({ _id: reference, recheckAt: now });
+    await db.models.GivenUp.create({
+      _id: reference,
+      walletId,
+      createdAt: now,
+      recordedFirst: true,
+    });
+  }
+  /** When the repair sweep looks at a mark next; null once it is off the open list. */
+  const recheckOf = async (reference: string) =>
+    (await db.models.OpenGivenUp.findById(reference).lean())?.recheckAt ?? null;
   const problemsOf = async (walletId: string) =>
     (await store.verify()).problems.filter((p) => p.walletId === walletId);
 
@@ -333,12 +353,15 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
 
   it('is given back by the sweep, once, however many replicas sweep at once', async () => {
     const { walletId, reference } = await keptDebit(10 * 60_000);
-    // A mark stored before marks had `settledAt` is swept too.
+    // A mark stored before marks had `settledAt`, and before the open list (or by a node of the
+    // version before it), is listed by the backfill and swept too.
     const legacy = await keptDebit(10 * 60_000);
     await db.models.GivenUp.collection.updateOne(
       { _id: legacy.reference as never },
-      { $unset: { settledAt: '' } },
+      { $unset: { settledAt: '', recordedFirst: '' } },
     );
+    await db.models.OpenGivenUp.deleteOne({ _id: legacy.reference });
+    await store.listOpenGivenUp('after-rollout');
     // A mark the sweep cannot repair (its refund's reference taken by a part of another amount)
     // holds up none of the others, and is looked at again by the next sweep.
     const blocked = await keptDebit(10 * 60_000);
@@ -360,7 +383,7 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     expect(new Set(failures)).toEqual(new Set([blocked.reference]));
     const blockedMark = await db.models.GivenUp.findById(blocked.reference).lean();
     expect(blockedMark?.settledAt).toBeNull();
-    expect(blockedMark?.recheckAt?.getTime()).toBeGreaterThan(Date.now() + 30_000);
+    expect((await recheckOf(blocked.reference))?.getTime()).toBeGreaterThan(Date.now() + 30_000);
     for (const kept of [{ walletId, reference }, legacy]) {
       const entries = await entriesOf(kept.walletId);
       expect(entries.map((e) => [e.type, e.reference])).toEqual([
@@ -373,6 +396,7 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
       // Settled: not read again, and a late undo of the request gives nothing more.
       const mark = await db.models.GivenUp.findById(kept.reference).lean();
       expect(mark?.settledAt).toBeInstanceOf(Date);
+      expect(await recheckOf(kept.reference)).toBeNull();
       await undo(store, kept.walletId, kept.reference);
       expect(await entriesOf(kept.walletId)).toHaveLength(3);
     }
@@ -398,11 +422,7 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
       fromSequence: 2,
       checkedThrough: 1,
     });
-    await db.models.GivenUp.create({
-      _id: unwritten.reference,
-      walletId: unwritten.walletId,
-      createdAt: new Date(),
-    });
+    await markGivenUp(unwritten.walletId, unwritten.reference);
     await store.repairGivenUp();
     expect((await entriesOf(recent.walletId)).map((e) => e.type)).toEqual(['CREDIT', 'DEBIT']);
     expect((await entriesOf(repaired.walletId)).map((e) => e.type)).toEqual([
@@ -415,18 +435,45 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     // every sweep; the repaired one is settled.
     const markOf = async (reference: string) => db.models.GivenUp.findById(reference).lean();
     for (const open of [recent, unwritten]) {
-      const mark = await markOf(open.reference);
-      expect(mark?.settledAt).toBeNull();
-      expect(mark?.recheckAt?.getTime()).toBeGreaterThan(Date.now() + 30_000);
+      expect((await markOf(open.reference))?.settledAt).toBeNull();
+      expect((await recheckOf(open.reference))?.getTime()).toBeGreaterThan(Date.now() + 30_000);
     }
     expect((await markOf(repaired.reference))?.settledAt).toBeInstanceOf(Date);
+    expect(await recheckOf(repaired.reference)).toBeNull();
+  });
+
+  it('reads only the open marks: a settled one is not listed again, one listed first is not read by the backfill', async () => {
+    // Settled by a node of the version before (no open entry): never listed again.
+    const settled = await keptDebit(10 * 60_000);
+    await db.models.OpenGivenUp.deleteOne({ _id: settled.reference });
+    await db.models.GivenUp.updateOne(
+      { _id: settled.reference },
+      { $set: { settledAt: new Date() }, $unset: { recordedFirst: '' } },
+    );
+    // Listed first and taken off the list: the backfill does not put it back.
+    const recorded = await keptDebit(10 * 60_000);
+    await db.models.OpenGivenUp.deleteOne({ _id: recorded.reference });
+    // Listed, its mark not made (its give-up stopped in between) a while ago: dropped.
+    const orphan = randomUUID();
+    await db.models.OpenGivenUp.create({
+      _id: orphan,
+      recheckAt: new Date(Date.now() - 2 * 60_000),
+    });
+    await store.listOpenGivenUp('after-rollout');
+    expect(await recheckOf(settled.reference)).toBeNull();
+    expect(await recheckOf(recorded.reference)).toBeNull();
+    await store.repairGivenUp();
+    for (const { walletId } of [settled, recorded]) {
+      expect((await entriesOf(walletId)).map((e) => e.type)).toEqual(['CREDIT', 'DEBIT']);
+    }
+    expect(await db.models.OpenGivenUp.findById(orphan).lean()).toBeNull();
   });
 
   it('reports nothing for a debit given up and never written', async () => {
     const walletId = randomUUID();
     const reference = randomUUID();
     await credit(store, walletId, 500);
-    await db.models.GivenUp.create({ _id: reference, walletId, createdAt: new Date() });
+    await markGivenUp(walletId, reference);
     expect(await problemsOf(walletId)).toEqual([]);
   });
 });
