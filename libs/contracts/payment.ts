@@ -252,7 +252,7 @@ export interface PaymentActions {
   'payment.checkout': { params: ReferenceParams; answer: CheckoutView | null };
   /** The outcome's consumer has acted on it: the sweep stops sending it again. */
   'payment.acknowledge': { params: ReferenceParams; answer: { acknowledged: boolean } };
-  /** A paid checkout's money back to its payer, once (409 for a checkout not paid). */
+  /** A delivery's paid checkout's money back to its payer, once (409 for one not paid). */
   'payment.giveBack': { params: GiveBackParams; answer: GivenBack };
 }
 

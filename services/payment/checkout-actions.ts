@@ -7,6 +7,7 @@ import type { Broadcaster } from '../../libs/contracts/call';
 import {
   CURRENCY,
   checkoutRefundReference,
+  debitOfRefund,
   giveBackParams,
   referenceParams,
   startCheckoutParams,
@@ -42,6 +43,7 @@ import {
   lateCreditReference,
   newCheckoutReference,
   nextAttemptWait,
+  providerId,
   outcomeEvent,
   sendClaimState,
   sendName,
@@ -169,7 +171,9 @@ export class Checkouts {
         currency: CURRENCY,
         purpose,
         email: params.email,
-        payer: params.payer ?? 'MERCHANT',
+        // Unset when the caller names none (an order node of the version before, for whose
+        // recipients order names the payer when it gives the money back).
+        ...(params.payer ? { payer: params.payer } : {}),
         merchantName: params.merchantName,
         provider: this.deps.provider.name,
         authorizationUrl: null,
@@ -561,11 +565,15 @@ export class Checkouts {
    * A paid checkout's money that its purpose cannot use (a delivery cancelled, or a request
    * that never became one) back to its payer, once: the merchant's wallet (credited under
    * `refund:<reference>`), or a recipient at the provider (decision 168). 409 for a checkout
-   * not paid: nothing was taken to give back.
+   * not paid (nothing was taken to give back), or one that funded a wallet.
    */
   async giveBack(params: GiveBackParams): Promise<GivenBack> {
     const session = await this.store.session(params.reference);
     if (!session) throw notFound(`No checkout ${params.reference}`);
+    // A paid funding is in its wallet already (`checkout:<reference>`): nothing to give back.
+    if (session.purpose.kind !== 'DELIVERY') {
+      throw conflict(`Checkout ${session._id} funded a wallet; its money is there`);
+    }
     if ((await this.store.outcome(session._id))?.status !== 'PAID') {
       throw conflict(`Checkout ${session._id} is not paid: there is nothing to give back`);
     }
@@ -575,6 +583,19 @@ export class Checkouts {
       description: params.description ?? `Refund of checkout ${session._id}`,
       payer: params.payer,
     });
+  }
+
+  /**
+   * 409 for a wallet credit of a checkout's money given back to its payer at the provider
+   * (`refund:<reference>`, as an order node of the version before credits it): never both.
+   */
+  async refuseCreditOfPayerRefund(creditReference: string): Promise<void> {
+    const checkout = debitOfRefund(creditReference);
+    if (checkout && (await this.store.payerRefund(checkout))) {
+      throw conflict(
+        `Checkout ${checkout}'s money was given back to its payer at the provider; it is not credited to a wallet too`,
+      );
+    }
   }
 
   /**
@@ -698,7 +719,7 @@ export class Checkouts {
     const transaction = fields.transaction_reference;
     if (typeof transaction !== 'string' || transaction === '') return false;
     const why = typeof fields.reason === 'string' ? fields.reason : 'no reason given';
-    return this.payerRefunds.failed(transaction, why);
+    return this.payerRefunds.failed(transaction, providerId(fields.id) ?? null, why);
   }
 
   /**

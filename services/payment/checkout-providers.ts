@@ -3,7 +3,7 @@ import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { serviceUnavailable, upstreamFailed, upstreamTimeout } from '../../libs/errors';
 import { fetchOutbound, type Failed } from '../../libs/outbound-fetch';
 import { isHttpsUrl } from '../../libs/schemas';
-import type { VerifiedTransaction } from './checkout';
+import { providerId, type VerifiedTransaction } from './checkout';
 
 /** What a provider is asked to open: one transaction per attempt (`attemptReference`). */
 export interface InitializeRequest {
@@ -37,6 +37,18 @@ export interface CheckoutProvider {
    * (503/504/502) when the provider cannot tell. The sandbox took no money: queued.
    */
   refund(request: RefundRequest): Promise<RefundAnswer>;
+  /**
+   * The refund of a transaction that stands at the provider (pending, processing or
+   * processed), or null when none does: what a refund whose answer was lost became. Throws
+   * (503/504/502) when the provider cannot tell. The sandbox keeps none: null.
+   */
+  refundOf(providerReference: string): Promise<ProviderRefundState | null>;
+}
+
+/** A refund at the provider: its id, and its status as the provider spells it. */
+export interface ProviderRefundState {
+  id: string;
+  status: string;
 }
 
 export interface RefundRequest {
@@ -48,7 +60,8 @@ export interface RefundRequest {
   note: string;
 }
 
-export type RefundAnswer = { queued: true } | { refused: string };
+/** Queued (with the provider's id of the refund, when it said it), or refused and why. */
+export type RefundAnswer = { queued: true; id: string | null } | { refused: string };
 
 /** The sandbox: our own page at `<PUBLIC_BASE_URL>/checkout/<reference>`; nothing external. */
 export function sandboxProvider(publicBaseUrl: string): CheckoutProvider {
@@ -62,7 +75,10 @@ export function sandboxProvider(publicBaseUrl: string): CheckoutProvider {
       return null;
     },
     async refund() {
-      return { queued: true };
+      return { queued: true, id: null };
+    },
+    async refundOf() {
+      return null;
     },
   };
 }
@@ -104,8 +120,8 @@ function providerFailure(failed: Failed, timeoutMs: number) {
 
 /**
  * A Paystack-compatible provider: `POST /transaction/initialize`,
- * `GET /transaction/verify/:reference` and `POST /refund` with the secret key, each within
- * PAYSTACK_TIMEOUT_MS.
+ * `GET /transaction/verify/:reference`, `POST /refund` and `GET /refund?transaction=` with the
+ * secret key, each within PAYSTACK_TIMEOUT_MS.
  * Failing to reach it is a 503, a late answer a 504, an error or a nonsensical answer a 502:
  * never a 500, and each says whether to retry.
  */
@@ -208,16 +224,50 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
         customer_note: note,
         merchant_note: note,
       });
-      if (status < 300 && answer.status === true) return { queued: true };
-      // Our key refused (PAYSTACK_SECRET_KEY wrong or revoked) says nothing of the refund: the
-      // sweep asks again once an operator has set it right.
-      const ours = status === 401 || status === 403;
-      if (status >= 400 && status < 500 && !ours) {
+      if (status < 300 && answer.status === true) {
+        return { queued: true, id: providerId(answer.data?.id) ?? null };
+      }
+      // Our key refused (PAYSTACK_SECRET_KEY wrong or revoked), a rate limit, a conflict of the
+      // moment: nothing said of the refund itself, so the sweep asks again later.
+      const ofTheMoment = [401, 403, 408, 409, 429].includes(status);
+      if (status >= 400 && status < 500 && !ofTheMoment) {
         return { refused: text(answer.message) ?? `status ${status}` };
       }
       throw upstreamFailed(
         `The payment provider answered a refund of ${providerReference} with status ${status}; retry later`,
       );
+    },
+    async refundOf(providerReference) {
+      // Paystack lists refunds by the transaction's id, which its verification gives.
+      const verified = await send(
+        'GET',
+        `/transaction/verify/${encodeURIComponent(providerReference)}`,
+      );
+      if (
+        verified.status === 404 ||
+        (verified.status === 400 && verified.answer.status === false)
+      ) {
+        return null;
+      }
+      const transactionId = providerId(verified.answer.data?.id);
+      if (verified.status >= 300 || verified.answer.status !== true || !transactionId) {
+        throw upstreamFailed(
+          `The payment provider could not verify ${providerReference}; retry later`,
+        );
+      }
+      const listed = await send('GET', `/refund?transaction=${encodeURIComponent(transactionId)}`);
+      const refunds: unknown = listed.answer.data;
+      if (listed.status >= 300 || listed.answer.status !== true || !Array.isArray(refunds)) {
+        throw upstreamFailed(
+          `The payment provider could not list the refunds of ${providerReference}; retry later`,
+        );
+      }
+      for (const refund of refunds as Record<string, unknown>[]) {
+        const id = providerId(refund?.id);
+        const refundStatus = text(refund?.status);
+        if (id && refundStatus && refundStatus !== 'failed') return { id, status: refundStatus };
+      }
+      return null;
     },
   };
 }

@@ -260,8 +260,13 @@ const payerRefundSchema = new Schema(
     state: { type: String, required: true, enum: PAYER_REFUND_STATES },
     /** The provider's reason, for a refund refused or failed. */
     why: { type: String, default: null },
+    /** The provider's id of the refund, once known: a `refund.failed` of another is not ours. */
+    refundId: { type: String, default: null },
     settledAt: { type: Date, default: null },
-    /** Tries that could not reach the provider or read its answer: the next waits longer. */
+    /**
+     * Refunds asked of the provider so far, counted before each is sent: one asked before may
+     * stand at the provider though its answer was lost, and is looked for first.
+     */
     tries: { type: Number, required: true },
   },
   { versionKey: false },
@@ -737,24 +742,28 @@ export class CheckoutStore {
 
   /**
    * A payer's refund settled (queued, refused or failed at the provider), off the sweep's list.
-   * Only an open one is settled, and a queued one may still fail (`refund.failed`).
+   * Only one in state `from` is settled: an open one, or a queued one that failed.
    */
   async settlePayerRefund(
     reference: string,
-    state: Exclude<PayerRefundState, 'OPEN'>,
-    why: string | null,
     from: PayerRefundState,
+    settled: { state: Exclude<PayerRefundState, 'OPEN'>; why?: string; refundId?: string | null },
   ): Promise<void> {
+    const { state, why = null, refundId } = settled;
     await this.m.PayerRefund.updateOne(
       { _id: reference, state: from },
-      { $set: { state, why, settledAt: new Date() } },
+      { $set: { state, why, settledAt: new Date(), ...(refundId ? { refundId } : {}) } },
     );
     await this.m.OpenPayerRefund.deleteOne({ _id: reference });
   }
 
-  /** A try that could not tell: the next at `nextTryAt`. */
-  async payerRefundTried(reference: string, tries: number, nextTryAt: Date): Promise<void> {
+  /** Counts a refund asked of the provider, before it is sent. */
+  async payerRefundAsked(reference: string, tries: number): Promise<void> {
     await this.m.PayerRefund.updateOne({ _id: reference, state: 'OPEN' }, { $set: { tries } });
+  }
+
+  /** A try that could not tell: the next at `nextTryAt`. */
+  async reschedulePayerRefund(reference: string, nextTryAt: Date): Promise<void> {
     await upsertById(this.m.OpenPayerRefund, reference, { $set: { nextTryAt } });
   }
 

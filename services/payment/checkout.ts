@@ -225,6 +225,15 @@ export function validSignature(
 }
 
 /** What the provider's verification said of a transaction. */
+/** A Paystack id as kept: a number's digits, or letters, digits, `_`, `.`, `=` and `-`. */
+export const PROVIDER_ID_PATTERN = /^[A-Za-z0-9_.=-]{1,100}$/;
+
+/** A Paystack id (a refund's, a transaction's): a number, or a string of those characters. */
+export function providerId(value: unknown): string | undefined {
+  const id = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
+  return typeof id === 'string' && PROVIDER_ID_PATTERN.test(id) ? id : undefined;
+}
+
 export interface VerifiedTransaction {
   /** `success`, `failed`, `abandoned`, ... as the provider spells it. */
   status: string;

@@ -4,7 +4,7 @@ import { forEachAtOnce } from '../../libs/at-once';
 import { serviceUnavailable } from '../../libs/errors';
 import { holds, RELEASE_MARGIN_MS } from '../../libs/mongo';
 import { checkoutOfAttempt } from './checkout';
-import type { CheckoutProvider, RefundAnswer } from './checkout-providers';
+import type { CheckoutProvider } from './checkout-providers';
 import type { CheckoutStore, PayerRefundRecord, SessionRecord } from './checkout-store';
 
 export interface PayerRefundDeps {
@@ -97,9 +97,10 @@ export class PayerRefunds {
   /**
    * The provider's word that a refund it had queued failed (`refund.failed`): the payer has
    * not been given their money back, and an operator must (listed uncredited). False for a
-   * transaction with no refund of ours; a refund still being asked for is sent back (503).
+   * transaction with no refund of ours, or a refund of it that is not the one that stands
+   * (one failed before ours was asked again); a refund still being asked for is sent back (503).
    */
-  async failed(providerReference: string, why: string): Promise<boolean> {
+  async failed(providerReference: string, refundId: string | null, why: string): Promise<boolean> {
     const { store } = this.deps;
     const record = await store.payerRefund(checkoutOfAttempt(providerReference));
     if (!record || record.providerReference !== providerReference) return false;
@@ -109,8 +110,9 @@ export class PayerRefunds {
         `The refund of ${providerReference} is still being asked for; send this event again later`,
       );
     }
+    if (record.refundId && refundId !== record.refundId) return false;
     await this.listForOperator(record, `the provider could not refund it: ${why}`);
-    await store.settlePayerRefund(record._id, 'FAILED', why, 'QUEUED');
+    await store.settlePayerRefund(record._id, 'QUEUED', { state: 'FAILED', why });
     return true;
   }
 
@@ -126,7 +128,12 @@ export class PayerRefunds {
         await store.dropOpenPayerRefund(reference);
         return;
       }
-      await this.ask(record, provider, () => holds(turn));
+      await this.ask(record, provider, () => holds(turn)).catch(async (err: unknown) => {
+        // Asked again later, each time a little later, however it failed.
+        const waitMs = nextPayerRefundWaitMs(record.tries + 1, this.deps.config.sweepIntervalMs);
+        await store.reschedulePayerRefund(reference, new Date(Date.now() + waitMs));
+        throw err;
+      });
     } finally {
       await store
         .releasePayerRefundTurn(turn)
@@ -136,49 +143,66 @@ export class PayerRefunds {
     }
   }
 
+  /**
+   * Asks the provider for the refund, once it has looked for one an earlier try may have made
+   * (its answer lost, or its holder stopped or past its turn before settling): Paystack's
+   * refund is not idempotent, and a transaction whose refund is pending reads paid for days.
+   */
   private async ask(
     record: PayerRefundRecord,
     provider: string,
     holding: () => boolean,
   ): Promise<void> {
-    const { store, logger } = this.deps;
+    const { store } = this.deps;
     // The sandbox took no money: there is nothing to give back at any provider.
     if (provider === 'sandbox') {
-      await store.settlePayerRefund(record._id, 'QUEUED', null, 'OPEN');
+      await store.settlePayerRefund(record._id, 'OPEN', { state: 'QUEUED' });
       return;
     }
-    let answer: RefundAnswer;
-    try {
-      answer = await this.deps.provider.refund(record);
-    } catch (err) {
-      const tries = record.tries + 1;
-      await store.payerRefundTried(
-        record._id,
-        tries,
-        new Date(Date.now() + nextPayerRefundWaitMs(tries, this.deps.config.sweepIntervalMs)),
+    if (provider !== this.deps.provider.name) {
+      throw serviceUnavailable(
+        `Checkout ${record._id} was paid through ${provider}, which is not configured (PAYMENT_PROVIDER); its refund waits for it`,
       );
-      throw err;
     }
+    if (record.tries > 0 && (await this.settledIfStanding(record, holding))) return;
+    await store.payerRefundAsked(record._id, record.tries + 1);
+    const answer = await this.deps.provider.refund(record);
     if (!holding()) return;
     if ('queued' in answer) {
-      logger().info('a payment given back to its payer at the provider', {
-        reference: record._id,
-        providerReference: record.providerReference,
-        amountKobo: record.amountKobo,
-      });
-      await store.settlePayerRefund(record._id, 'QUEUED', null, 'OPEN');
+      this.queued(record, answer.id);
+      await store.settlePayerRefund(record._id, 'OPEN', { state: 'QUEUED', refundId: answer.id });
       return;
     }
-    // Refused: refunded already (an earlier try whose answer was lost, an operator's refund
-    // from the dashboard) reads `reversed` at the provider; anything else is an operator's.
-    const verified = await this.deps.provider.verify(record.providerReference);
+    // Refused: one made already (an earlier try's, an operator's from the dashboard) stands;
+    // anything else is an operator's to settle.
+    if (await this.settledIfStanding(record, holding)) return;
     if (!holding()) return;
-    if (verified?.status === 'reversed') {
-      await store.settlePayerRefund(record._id, 'QUEUED', null, 'OPEN');
-      return;
-    }
     await this.listForOperator(record, `the provider refused its refund: ${answer.refused}`);
-    await store.settlePayerRefund(record._id, 'REFUSED', answer.refused, 'OPEN');
+    await store.settlePayerRefund(record._id, 'OPEN', { state: 'REFUSED', why: answer.refused });
+  }
+
+  /** Settles the refund as queued when one of its transaction stands at the provider. */
+  private async settledIfStanding(
+    record: PayerRefundRecord,
+    holding: () => boolean,
+  ): Promise<boolean> {
+    const standing = await this.deps.provider.refundOf(record.providerReference);
+    if (!standing || !holding()) return standing !== null;
+    this.queued(record, standing.id);
+    await this.deps.store.settlePayerRefund(record._id, 'OPEN', {
+      state: 'QUEUED',
+      refundId: standing.id,
+    });
+    return true;
+  }
+
+  private queued(record: PayerRefundRecord, refundId: string | null): void {
+    this.deps.logger().info('a payment given back to its payer at the provider', {
+      reference: record._id,
+      providerReference: record.providerReference,
+      amountKobo: record.amountKobo,
+      refundId,
+    });
   }
 
   private async listForOperator(record: PayerRefundRecord, why: string): Promise<void> {

@@ -182,7 +182,10 @@ export function createPaymentService(config: Config): ServiceDefinition {
       credit: implement('payment.credit', {
         visibility: 'public',
         params: postingParams,
-        handler: post('CREDIT'),
+        async handler(ctx) {
+          await checkouts.refuseCreditOfPayerRefund(ctx.params.reference);
+          return post('CREDIT')(ctx);
+        },
       }),
 
       balance: implement('payment.balance', {

@@ -3,7 +3,7 @@ import { formatNaira } from '../../libs/money';
 import { fromUrl, view } from '../../libs/schemas';
 import { action, type ServiceActions } from '../../libs/service';
 import type { CheckoutStore, ReversalQuery, ReversalRecord } from './checkout-store';
-import { PROVIDER_ID_PATTERN } from './reversals';
+import { PROVIDER_ID_PATTERN } from './checkout';
 import { providerListPage } from './schemas';
 
 /**

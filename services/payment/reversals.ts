@@ -1,6 +1,11 @@
 import type { Logger } from 'moleculer';
 import { formatNaira } from '../../libs/money';
-import { checkoutOfAttempt, lateCreditReference, STILL_PAYING_GRACE_MS } from './checkout';
+import {
+  checkoutOfAttempt,
+  lateCreditReference,
+  providerId,
+  STILL_PAYING_GRACE_MS,
+} from './checkout';
 import { holds } from '../../libs/mongo';
 import type { CheckoutStore, ReversalRecord, SessionRecord } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
@@ -28,15 +33,6 @@ function kobo(value: unknown): number | undefined {
   return typeof amount === 'number' && Number.isSafeInteger(amount) && amount > 0
     ? amount
     : undefined;
-}
-
-/** A Paystack id as kept: a number's digits, or letters, digits, `_`, `.`, `=` and `-`. */
-export const PROVIDER_ID_PATTERN = /^[A-Za-z0-9_.=-]{1,100}$/;
-
-/** A Paystack id: a number, or a string of letters, digits, `_`, `.`, `=` and `-`. */
-function providerId(value: unknown): string | undefined {
-  const id = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  return typeof id === 'string' && PROVIDER_ID_PATTERN.test(id) ? id : undefined;
 }
 
 /**

@@ -77,6 +77,15 @@ async function pay(transaction: string) {
 const refundsOf = (transaction: string) =>
   fake.refunds.filter((refund) => refund.transaction === transaction);
 
+/** The refunds of `transaction` asked of Paystack, whatever it answered. */
+const refundsAsked = (transaction: string) =>
+  fake.calls.filter(
+    (c) =>
+      c.method === 'POST' &&
+      c.path === '/refund' &&
+      (c.body as { transaction?: string }).transaction === transaction,
+  );
+
 /** The merchant's wallet entries that give a checkout's money back. */
 const creditedBack = async (who: Party, transaction: string) =>
   (await entriesOf(base(), who)).filter(
@@ -113,7 +122,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     for (let i = 0; i < 2; i++) expect((await signed('refund.processed', refund)).status).toBe(200);
     // Order's and payment's sweeps run meanwhile: still one refund, nothing credited or taken.
     await sleep(1_500);
-    expect(refundsOf(transaction)).toHaveLength(1);
+    expect(refundsAsked(transaction)).toHaveLength(1);
     expect(await creditedBack(who, transaction)).toEqual([]);
     expect(await balanceOf(base(), who)).toBe('100000.00');
     const reversals = await request(base(), 'GET', '/admin/payments/reversals?limit=200', {
@@ -134,7 +143,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     await eventually(() => expect(refundsOf(transaction)).toHaveLength(1), { timeout: 20_000 });
     expect(refundsOf(transaction)[0].amount).toBe(amountKobo);
     await sleep(1_000);
-    expect(refundsOf(transaction)).toHaveLength(1);
+    expect(refundsAsked(transaction)).toHaveLength(1);
     expect(await creditedBack(who, transaction)).toEqual([]);
     expect(await balanceOf(base(), who)).toBe('100000.00');
   });
@@ -153,11 +162,20 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
       Array.from({ length: 8 }, () => call(stack.client, 'payment.giveBack', { reference })),
     );
     expect(answers).toEqual(Array.from({ length: 8 }, () => ({ to: 'PAYER' })));
-    expect(refundsOf(transaction)).toHaveLength(1);
+    expect(refundsAsked(transaction)).toHaveLength(1);
     // The cancel gives it back again: the same refund.
     expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
     await sleep(1_500);
-    expect(refundsOf(transaction)).toHaveLength(1);
+    expect(refundsAsked(transaction)).toHaveLength(1);
+    expect(await creditedBack(who, transaction)).toEqual([]);
+    // Nor is it credited to the merchant's wallet by a caller that would (an order node of the
+    // version before).
+    const credited = await call(stack.client, 'payment.credit', {
+      userId: who.userId,
+      amountKobo: 100,
+      reference: `refund:${reference}`,
+    }).catch((err: { code?: number }) => err);
+    expect(credited).toMatchObject({ code: 409 });
     expect(await creditedBack(who, transaction)).toEqual([]);
   });
 
@@ -172,12 +190,7 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
     await eventually(() => expect(fake.fail.refund).toBe(0), { timeout: 20_000 });
     await eventually(() => expect(refundsOf(transaction)).toHaveLength(1), { timeout: 20_000 });
-    const refundCalls = () =>
-      fake.calls.filter(
-        (c) =>
-          c.path === '/refund' && (c.body as { transaction?: string }).transaction === transaction,
-      );
-    expect(refundCalls().length).toBe(3);
+    expect(refundsAsked(transaction)).toHaveLength(3);
 
     const late = await merchant();
     const second = await recipientPays(late);
@@ -187,18 +200,18 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     fake.fail.mode = 'late';
     fake.fail.lateMs = 1_500;
     expect((await cancelDelivery(base(), late, second.deliveryId)).status).toBe(201);
-    // Queued by the first call, whose answer was lost; the retry is refused (refunded whole),
-    // and the transaction reads `reversed`: done, once.
+    // Queued by the first call, whose answer was lost (the transaction still reads paid, its
+    // refund pending): the next try finds it standing at Paystack and asks for no other.
+    const transactionId = (fake.transactions.get(second.transaction) as { id: number }).id;
     await eventually(
       () =>
         expect(
-          fake.calls.filter(
-            (c) => c.path === '/transaction/verify/' + second.transaction && c.method === 'GET',
-          ).length,
+          fake.calls.filter((c) => c.path === `/refund?transaction=${transactionId}`).length,
         ).toBeGreaterThan(0),
       { timeout: 20_000 },
     );
     await sleep(1_000);
+    expect(refundsAsked(second.transaction)).toHaveLength(1);
     expect(refundsOf(second.transaction)).toHaveLength(1);
     expect(await uncreditedListing(second.transaction)).toBeUndefined();
     expect(await creditedBack(late, second.transaction)).toEqual([]);
@@ -224,23 +237,40 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
       { timeout: 20_000 },
     );
     expect(refundsOf(refused.transaction)).toHaveLength(0);
+    expect(refundsAsked(refused.transaction)).toHaveLength(1);
 
+    // Paystack slow to answer at first: its failure reported meanwhile is sent back (503).
+    fake.fail.refund = 2;
+    fake.fail.mode = 'hang';
     expect((await cancelDelivery(base(), who, failed.deliveryId)).status).toBe(201);
-    await eventually(() => expect(refundsOf(failed.transaction)).toHaveLength(1), {
+    await eventually(() => expect(refundsAsked(failed.transaction).length).toBeGreaterThan(0), {
       timeout: 20_000,
     });
-    const report = {
-      id: Math.floor(Math.random() * 1e12),
+    const report = (id: number) => ({
+      id,
       status: 'failed',
       transaction_reference: failed.transaction,
       amount: failed.amountKobo,
       currency: 'NGN',
       reason: 'Customer account closed',
-    };
-    const first = await signed('refund.failed', report);
+    });
+    const early = await signed('refund.failed', report(1));
+    expect(early.status).toBe(503);
+    await eventually(() => expect(refundsOf(failed.transaction)).toHaveLength(1), {
+      timeout: 20_000,
+    });
+    const [queued] = refundsOf(failed.transaction);
+    // Another refund of the transaction than ours (one failed before ours): not ours.
+    expect((await signed('refund.failed', report(queued.id + 1))).body.data).toEqual({
+      handled: false,
+    });
+    expect(await uncreditedListing(failed.transaction)).toBeUndefined();
+    const first = await signed('refund.failed', report(queued.id));
     expect(first.status).toBe(200);
     expect(first.body.data).toEqual({ handled: true });
-    expect((await signed('refund.failed', report)).body.data).toEqual({ handled: false });
+    expect((await signed('refund.failed', report(queued.id))).body.data).toEqual({
+      handled: false,
+    });
     expect(await uncreditedListing(failed.transaction)).toMatchObject({
       why: expect.stringMatching(/could not refund it: Customer account closed/),
     });
@@ -268,6 +298,6 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     // The checkout's own word (its payer, the merchant) comes before the caller's.
     expect(answers).toEqual(Array.from({ length: 8 }, () => ({ to: 'WALLET' })));
     expect(await creditedBack(who, transaction)).toHaveLength(1);
-    expect(refundsOf(transaction)).toHaveLength(0);
+    expect(refundsAsked(transaction)).toHaveLength(0);
   });
 });

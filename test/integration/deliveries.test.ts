@@ -5,6 +5,7 @@ import {
   DELIVERY_PAID_EVENT,
   type DeliveryEventPayload,
 } from '../../libs/contracts/order';
+import { call } from '../../libs/contracts';
 import { openServiceDatabase } from '../support/stack';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { postForm, pagePath } from '../support/checkout';
@@ -639,6 +640,17 @@ describe('checkout payment', () => {
         expect(got.paymentMethodType).toBe('CHECKOUT');
       },
       { timeout: 20_000 },
+    );
+    // Cancelled: what the recipient paid goes back to them (the sandbox took no money), never
+    // to the merchant's wallet.
+    const balance = await balanceOf(base(), who);
+    expect((await cancelDelivery(base(), who, data.deliveryId)).status).toBe(201);
+    const reference = pagePath(link).split('/').pop() as string;
+    expect(await call(stack.client, 'payment.giveBack', { reference })).toEqual({ to: 'PAYER' });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await balanceOf(base(), who)).toBe(balance);
+    expect((await entriesOf(base(), who)).map((e) => e.reference)).not.toContain(
+      `refund:${reference}`,
     );
   });
 

@@ -124,6 +124,7 @@ export async function launchChromium() {
 
 /** A transaction the fake provider knows. */
 export interface FakeTransaction {
+  id: number;
   amount: number;
   currency: string;
   status: string;
@@ -134,19 +135,33 @@ export interface FakeTransaction {
 /**
  * A small Paystack-compatible provider: initialize, verify and refund with the Bearer secret,
  * amounts in kobo; a reference initialized once is refused ever after, as Paystack refuses
- * it, and a transaction refunded (whole) reads `reversed` and refuses another refund. `fail` makes the next calls of a kind answer 500, hang, refuse, or carry on and answer
+ * it; a transaction refunded (whole) still reads paid while its refund is pending, refuses
+ * another refund, and lists it (`GET /refund?transaction=<its id>`). `fail` makes the next calls of a kind answer 500, hang, refuse, or carry on and answer
  * only after `lateMs`.
  */
 export class FakePaystack {
   readonly transactions = new Map<string, FakeTransaction>();
   /** The refunds it queued, in order: one at most per transaction, refunded whole. */
-  readonly refunds: { transaction: string; amount: number; currency: string; note: string }[] = [];
+  /**
+   * The refunds it queued, in order: each whole, and one at most per transaction that has not
+   * failed (`status: 'failed'` makes its transaction refundable again).
+   */
+  readonly refunds: {
+    id: number;
+    transaction: string;
+    amount: number;
+    currency: string;
+    note: string;
+    status: string;
+  }[] = [];
+  private nextId = 1_000_000;
   readonly calls: { method: string; path: string; authorization?: string; body?: unknown }[] = [];
   /** Calls of a kind still to fail, and how. */
   readonly fail = {
     initialize: 0,
     verify: 0,
     refund: 0,
+    listRefunds: 0,
     mode: 'error' as 'error' | 'hang' | 'refuse' | 'late',
     lateMs: 0,
   };
@@ -209,7 +224,9 @@ export class FakePaystack {
       ? 'initialize'
       : path === '/refund'
         ? 'refund'
-        : 'verify';
+        : path.startsWith('/refund')
+          ? 'listRefunds'
+          : 'verify';
     if (this.fail[kind] > 0 && this.fail.mode === 'late') {
       this.fail[kind]--;
       // Does its work now, answers after the caller gave up.
@@ -231,7 +248,14 @@ export class FakePaystack {
       if (this.transactions.has(reference)) {
         return send(400, { status: false, message: 'Duplicate Transaction Reference' });
       }
-      this.transactions.set(reference, { amount, currency, email, metadata, status: 'abandoned' });
+      this.transactions.set(reference, {
+        id: this.nextId++,
+        amount,
+        currency,
+        email,
+        metadata,
+        status: 'abandoned',
+      });
       return send(200, {
         status: true,
         message: 'Authorization URL created',
@@ -246,26 +270,42 @@ export class FakePaystack {
       const { transaction, amount, currency, merchant_note: note } = body;
       const refunded = this.transactions.get(transaction);
       if (!refunded) return send(400, { status: false, message: 'Transaction not found' });
-      if (refunded.status === 'reversed') {
-        return send(400, { status: false, message: 'Transaction has been fully reversed' });
-      }
       if (refunded.status !== 'success') {
         return send(400, { status: false, message: 'Cannot refund a transaction not successful' });
       }
       if (amount !== refunded.amount || currency !== refunded.currency) {
         return send(400, { status: false, message: 'Refund amount or currency does not match' });
       }
-      refunded.status = 'reversed';
-      this.refunds.push({ transaction, amount, currency, note });
+      if (this.refunds.some((r) => r.transaction === transaction && r.status !== 'failed')) {
+        return send(400, {
+          status: false,
+          message: 'A refund for this transaction exists already',
+        });
+      }
+      // Paystack's transaction reads paid while its refund is pending, for days.
+      const refund = { id: this.nextId++, transaction, amount, currency, note, status: 'pending' };
+      this.refunds.push(refund);
       return send(200, {
         status: true,
         message: 'Refund has been queued for processing',
         data: {
+          id: refund.id,
           transaction: { reference: transaction, amount },
           amount,
           currency,
-          status: 'pending',
+          status: refund.status,
         },
+      });
+    }
+    const listed = /^\/refund\?transaction=([0-9]+)$/.exec(path);
+    if (req.method === 'GET' && listed) {
+      const [reference] = [...this.transactions].find(([, t]) => String(t.id) === listed[1]) ?? [];
+      return send(200, {
+        status: true,
+        message: 'Refunds retrieved',
+        data: this.refunds
+          .filter((r) => r.transaction === reference)
+          .map((r) => ({ id: r.id, status: r.status, amount: r.amount, currency: r.currency })),
       });
     }
     const match = /^\/transaction\/verify\/([^/?]+)$/.exec(path);
@@ -278,6 +318,7 @@ export class FakePaystack {
       status: true,
       message: 'Verification successful',
       data: {
+        id: found.id,
         reference: decodeURIComponent((match as RegExpExecArray)[1]),
         status: found.status,
         amount: found.amount,

@@ -63,22 +63,57 @@ describe('paystackProvider answers', () => {
         res.statusCode = status;
         res.end(JSON.stringify(body));
       });
-    const queued = { status: true, message: 'Refund has been queued for processing', data: {} };
-    answer(200, queued);
-    await expect(paystack().refund(refund)).resolves.toEqual({ queued: true });
+    const queued = (data: unknown) => ({
+      status: true,
+      message: 'Refund has been queued for processing',
+      data,
+    });
+    answer(200, queued({ id: 3_344_556, status: 'pending' }));
+    await expect(paystack().refund(refund)).resolves.toEqual({ queued: true, id: '3344556' });
+    answer(200, queued({}));
+    await expect(paystack().refund(refund)).resolves.toEqual({ queued: true, id: null });
     answer(400, { status: false, message: 'Transaction has been fully reversed' });
     await expect(paystack().refund(refund)).resolves.toEqual({
       refused: 'Transaction has been fully reversed',
     });
     // Our key refused says nothing of the refund: asked again later, never listed refused.
-    for (const status of [401, 403]) {
-      answer(status, { status: false, message: 'Invalid key' });
+    for (const status of [401, 403, 408, 409, 429]) {
+      answer(status, { status: false, message: 'Invalid key, or too many requests' });
       await expect(paystack().refund(refund)).rejects.toMatchObject({ code: 502 });
     }
     answer(200, { status: false, message: 'odd' });
     await expect(paystack().refund(refund)).rejects.toMatchObject({ code: 502 });
     answer(503, { status: false, message: 'down' });
     await expect(paystack().refund(refund)).rejects.toMatchObject({ code: 503 });
+  });
+
+  it('finds the refund of a transaction that stands, passing over failed ones', async () => {
+    const answers: Record<string, unknown> = {
+      '/transaction/verify/ck-1-1': {
+        status: true,
+        data: { id: 77, reference: 'ck-1-1', status: 'success', amount: 50_000 },
+      },
+      '/refund?transaction=77': {
+        status: true,
+        data: [
+          { id: 5, status: 'failed' },
+          { id: 6, status: 'pending' },
+        ],
+      },
+    };
+    servers.server.handle((req, res) => {
+      const body = answers[req.url ?? ''];
+      res.statusCode = body ? 200 : 400;
+      res.end(
+        JSON.stringify(body ?? { status: false, message: 'Transaction reference not found' }),
+      );
+    });
+    await expect(paystack().refundOf('ck-1-1')).resolves.toEqual({ id: '6', status: 'pending' });
+    answers['/refund?transaction=77'] = { status: true, data: [{ id: 5, status: 'failed' }] };
+    await expect(paystack().refundOf('ck-1-1')).resolves.toBeNull();
+    await expect(paystack().refundOf('ck-9-9')).resolves.toBeNull();
+    answers['/refund?transaction=77'] = { status: true, data: 'nonsense' };
+    await expect(paystack().refundOf('ck-1-1')).rejects.toMatchObject({ code: 502 });
   });
 
   it('reads a normal answer', async () => {
