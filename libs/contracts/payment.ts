@@ -254,6 +254,11 @@ export interface PaymentActions {
   'payment.acknowledge': { params: ReferenceParams; answer: { acknowledged: boolean } };
   /** A delivery's paid checkout's money back to its payer, once (409 for one not paid). */
   'payment.giveBack': { params: GiveBackParams; answer: GivenBack };
+  /**
+   * Ends a delivery's checkout not paid yet, as its expiry would (the provider asked first):
+   * its status after, PENDING while the provider reports a charge under way.
+   */
+  'payment.closeCheckout': { params: ReferenceParams; answer: { status: CheckoutStatus } };
 }
 
 /** Every payment action is idempotent by its reference or key (or reads): each may be repeated. */
@@ -274,6 +279,7 @@ export const PAYMENT_RETRY = {
   'payment.checkout': 'safe',
   'payment.acknowledge': 'safe',
   'payment.giveBack': 'safe',
+  'payment.closeCheckout': 'safe',
 } as const satisfies Record<keyof PaymentActions, Retry>;
 
 /** A checkout's outcome, sent until its consumer acknowledges it (`payment.acknowledge`). */

@@ -70,6 +70,12 @@ export type EventKind = LifecycleEvent['kind'];
 export type Effect =
   /** Give back a paid share, once. */
   | { kind: 'REFUND'; share: Share }
+  /**
+   * A share owed and not paid when the delivery is called off: its checkout is closed, so that
+   * nobody pays for a delivery that will not happen (a payment already under way is given
+   * back to its payer when it lands).
+   */
+  | { kind: 'CLOSE_CHECKOUT'; share: Share }
   | { kind: 'RELEASE_PACKAGES' }
   /** Every owed share is paid: matching may start. */
   | { kind: 'MATCHING_ELIGIBLE' }
@@ -331,6 +337,13 @@ function settle(
     case 'REFUND': {
       const refunded = SHARES.filter((share) => paid[share]);
       for (const share of refunded) effects.push({ kind: 'REFUND', share });
+      // The share whose payment failed has its checkout ended already.
+      const failed = event.kind === 'PAYMENT_FAILED' ? event.share : undefined;
+      for (const share of SHARES) {
+        if (state.owes[share] && !paid[share] && share !== failed) {
+          effects.push({ kind: 'CLOSE_CHECKOUT', share });
+        }
+      }
       p2pStatus = refunded.length > 0 ? 'REFUNDED' : 'CANCELLED';
       break;
     }

@@ -106,6 +106,11 @@ export class Settlement {
     switch (effect.kind) {
       case 'REFUND':
         return this.refund(delivery, effect.share);
+      case 'CLOSE_CHECKOUT': {
+        const reference = delivery.payment[effect.share].checkoutReference;
+        if (reference) await call(services, 'payment.closeCheckout', { reference });
+        return;
+      }
       case 'RELEASE_PACKAGES':
         await call(services, 'package.release', { deliveryId: delivery._id });
         return;

@@ -12,6 +12,7 @@ import {
   referenceParams,
   startCheckoutParams,
   type CheckoutStart,
+  type CheckoutStatus,
   type CheckoutView,
   type GiveBackParams,
   type GivenBack,
@@ -586,6 +587,23 @@ export class Checkouts {
   }
 
   /**
+   * Ends a delivery's checkout before its time, as its expiry would: the provider is asked
+   * first, so a payment already made is confirmed (and, its delivery called off, given back to
+   * its payer), and one under way is waited for by the sweep. A checkout decided already stays
+   * as it is. Its status after.
+   */
+  async close(reference: string): Promise<{ status: CheckoutStatus }> {
+    const session = await this.store.session(reference);
+    if (!session) throw notFound(`No checkout ${reference}`);
+    if (session.purpose.kind !== 'DELIVERY') {
+      throw conflict(`Checkout ${reference} funds a wallet; only its payer ends it`);
+    }
+    if (await this.store.isPending(reference)) await this.expire(session);
+    const outcome = await this.store.outcome(reference);
+    return { status: outcome?.status ?? 'PENDING' };
+  }
+
+  /**
    * 409 for a wallet credit of a checkout's money given back to its payer at the provider
    * (`refund:<reference>`, as an order node of the version before credits it): never both.
    */
@@ -894,6 +912,12 @@ export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
       visibility: 'public',
       params: referenceParams,
       handler: (ctx) => checkouts.view(ctx.params.reference),
+    }),
+
+    closeCheckout: implement('payment.closeCheckout', {
+      visibility: 'public',
+      params: referenceParams,
+      handler: (ctx) => checkouts.close(ctx.params.reference),
     }),
 
     giveBack: implement('payment.giveBack', {

@@ -689,8 +689,25 @@ describe('checkout payment', () => {
       reference: data.deliveryId,
       amount: `-${quote.deliveryFee.creator.amount}`,
     });
-    // Cancelled before the recipient pays: the creator's part comes back, once.
+    // Cancelled before the recipient pays: the creator's part comes back, once, and the
+    // recipient's link is closed: paying it now takes nothing and pays no share.
     expect((await cancelDelivery(base(), who, data.deliveryId)).status).toBe(201);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+    const link = payment.recipient.checkoutUrl as string;
+    const reference = pagePath(link).split('/').pop() as string;
+    await eventually(
+      async () =>
+        expect(await call(stack.client, 'payment.checkout', { reference })).toMatchObject({
+          status: 'EXPIRED',
+        }),
+      { timeout: 20_000 },
+    );
+    await postForm(base(), `${pagePath(link)}/pay`);
+    expect(await call(stack.client, 'payment.checkout', { reference })).toMatchObject({
+      status: 'EXPIRED',
+    });
+    const got = (await getDelivery(base(), who, data.deliveryId)).body.data;
+    expect(got.payment.recipient.paid).toBe(false);
     expect(await balanceOf(base(), who)).toBe('100000.00');
   });
 });

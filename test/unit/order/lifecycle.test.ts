@@ -231,10 +231,11 @@ describe('cancel', () => {
     ]);
   });
 
-  it('before payment: CANCELLED with nothing to refund', () => {
+  it('before payment: CANCELLED with nothing to refund, the checkout owed closed', () => {
     const result = apply(CHECKOUT(), { kind: 'CANCEL' });
     expect(result.next.p2pStatus).toBe('CANCELLED');
     expect(result.effects).toEqual([
+      { kind: 'CLOSE_CHECKOUT', share: 'creator' },
       { kind: 'RELEASE_PACKAGES' },
       { kind: 'END_MATCHING' },
       { kind: 'WITHDRAW_MESSAGES' },
@@ -516,6 +517,15 @@ describe('random event sequences (property)', () => {
             // Everything paid is given back exactly when the delivery ends REFUNDED.
             const expected = state.p2pStatus === 'REFUNDED' && state.paid[share] ? 1 : 0;
             expect(refunds).toHaveLength(expected);
+            // A share owed and never paid has its checkout closed at most once, and only when the
+            // delivery is called off before it was paid; never one refunded too.
+            const closed = effects.filter((e) => e.kind === 'CLOSE_CHECKOUT' && e.share === share);
+            expect(closed.length).toBeLessThanOrEqual(1);
+            if (closed.length > 0) {
+              expect(state.status).toBe('CANCELLED');
+              expect(state.owes[share] && !state.paid[share]).toBe(true);
+              expect(refunds).toHaveLength(0);
+            }
           }
           expect(effects.filter((e) => e.kind === 'RELEASE_PACKAGES').length).toBeLessThanOrEqual(
             1,
