@@ -609,7 +609,10 @@ export class Checkouts {
    */
   async refuseCreditOfPayerRefund(creditReference: string): Promise<void> {
     const checkout = debitOfRefund(creditReference);
-    if (checkout && (await this.store.payerRefund(checkout))) {
+    if (!checkout || !(await this.store.session(checkout))) return;
+    // Credited before this version decided it by an insert: the credit is the way it went.
+    if (await this.deps.ledger.isPosted(creditReference)) return;
+    if ((await this.store.claimGivenBack(checkout, 'WALLET')) === 'PAYER') {
       throw conflict(
         `Checkout ${checkout}'s money was given back to its payer at the provider; it is not credited to a wallet too`,
       );
@@ -618,8 +621,9 @@ export class Checkouts {
 
   /**
    * Gives a checkout's money back to whoever paid it: the checkout's own word on its payer
-   * first, then the caller's (a checkout opened before checkouts named theirs). Whichever way
-   * went first stands: a refund at the provider is never also credited, nor a credit refunded.
+   * first, then the caller's (a checkout opened before checkouts named theirs). The way is
+   * decided once, by an insert (`claimGivenBack`) every path makes, the wallet credit of an
+   * order node of the version before included: never credited and refunded both.
    */
   private async giveBackPaid(
     session: SessionRecord,
@@ -628,16 +632,19 @@ export class Checkouts {
   ): Promise<GivenBack> {
     const { ledger } = this.deps;
     const payer = session.payer ?? credit.payer ?? 'MERCHANT';
-    const credited = await ledger.isPosted(credit.reference);
-    if (payer === 'RECIPIENT' && !credited) {
+    // Credited before this version decided it by an insert (an order node of the version
+    // before): the credit is the way it went.
+    const to = (await ledger.isPosted(credit.reference))
+      ? 'WALLET'
+      : await this.store.claimGivenBack(session._id, payer === 'RECIPIENT' ? 'PAYER' : 'WALLET');
+    if (to === 'PAYER') {
       await this.payerRefunds.request(
         session,
         providerReference,
         `Refund of a payment for delivery ${session.purpose.id}, which no longer needs it`,
       );
-      return { to: 'PAYER' };
+      return { to };
     }
-    if (!credited && (await this.store.payerRefund(session._id))) return { to: 'PAYER' };
     await ledger.post({
       walletId: session.userId,
       type: 'CREDIT',
@@ -645,7 +652,7 @@ export class Checkouts {
       reference: credit.reference,
       description: credit.description,
     });
-    return { to: 'WALLET' };
+    return { to };
   }
 
   /**

@@ -38,11 +38,11 @@ export interface CheckoutProvider {
    */
   refund(request: RefundRequest): Promise<RefundAnswer>;
   /**
-   * The refund of a transaction that stands at the provider (pending, processing or
-   * processed), or null when none does: what a refund whose answer was lost became. Throws
+   * The refund of `amountKobo` (the whole) of a transaction that stands at the provider
+   * (pending, processing or processed), or null when none does: what a refund whose answer was lost became. Throws
    * (503/504/502) when the provider cannot tell. The sandbox keeps none: null.
    */
-  refundOf(providerReference: string): Promise<ProviderRefundState | null>;
+  refundOf(providerReference: string, amountKobo: number): Promise<ProviderRefundState | null>;
 }
 
 /** A refund at the provider: its id, and its status as the provider spells it. */
@@ -237,7 +237,7 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
         `The payment provider answered a refund of ${providerReference} with status ${status}; retry later`,
       );
     },
-    async refundOf(providerReference) {
+    async refundOf(providerReference, amountKobo) {
       // Paystack lists refunds by the transaction's id, which its verification gives.
       const verified = await send(
         'GET',
@@ -255,7 +255,10 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
           `The payment provider could not verify ${providerReference}; retry later`,
         );
       }
-      const listed = await send('GET', `/refund?transaction=${encodeURIComponent(transactionId)}`);
+      const listed = await send(
+        'GET',
+        `/refund?transaction=${encodeURIComponent(transactionId)}&perPage=100`,
+      );
       const refunds: unknown = listed.answer.data;
       if (listed.status >= 300 || listed.answer.status !== true || !Array.isArray(refunds)) {
         throw upstreamFailed(
@@ -265,7 +268,13 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
       for (const refund of refunds as Record<string, unknown>[]) {
         const id = providerId(refund?.id);
         const refundStatus = text(refund?.status);
-        if (id && refundStatus && refundStatus !== 'failed') return { id, status: refundStatus };
+        // Its transaction named as an id, or as the transaction itself: a list that ignored the
+        // filter, or a refund of part of it, is not this refund.
+        const transaction = refund?.transaction as { id?: unknown } | number | string | undefined;
+        const of = providerId(typeof transaction === 'object' ? transaction?.id : transaction);
+        if (!id || !refundStatus || refundStatus === 'failed') continue;
+        if (of === transactionId && refund.amount === amountKobo)
+          return { id, status: refundStatus };
       }
       return null;
     },

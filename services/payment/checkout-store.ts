@@ -278,10 +278,27 @@ const openPayerRefundSchema = new Schema(
   {
     _id: { type: String, required: true },
     nextTryAt: { type: Date, required: true },
+    /** Tries in a row that failed, whatever failed: the next waits longer. */
+    failures: { type: Number, default: 0 },
   },
   { versionKey: false },
 );
 openPayerRefundSchema.index({ nextTryAt: 1 });
+
+/**
+ * Where a checkout's money went back, by the checkout's reference: the merchant's wallet or
+ * its payer at the provider, decided by the first insert (decision 168), so that no two
+ * callers (a cancel and a late payment, an order node of the version before crediting it)
+ * ever give it back both ways.
+ */
+const givenBackSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    to: { type: String, required: true, enum: ['WALLET', 'PAYER'] },
+    at: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
 
 export type SessionRecord = InferSchemaType<typeof sessionSchema>;
 export type OutcomeRecord = InferSchemaType<typeof outcomeSchema> & { status: DecidedStatus };
@@ -350,6 +367,7 @@ export function defineCheckoutModels(connection: Connection) {
       openReversalSchema,
       'checkout_reversals_open',
     ),
+    GivenBack: connection.model('CheckoutGivenBack', givenBackSchema, 'checkout_given_back'),
     PayerRefund: connection.model(
       'CheckoutPayerRefund',
       payerRefundSchema,
@@ -762,9 +780,28 @@ export class CheckoutStore {
     await this.m.PayerRefund.updateOne({ _id: reference, state: 'OPEN' }, { $set: { tries } });
   }
 
-  /** A try that could not tell: the next at `nextTryAt`. */
-  async reschedulePayerRefund(reference: string, nextTryAt: Date): Promise<void> {
-    await upsertById(this.m.OpenPayerRefund, reference, { $set: { nextTryAt } });
+  /** A try that failed, the `failures`-th in a row: the next at `nextTryAt`. */
+  async reschedulePayerRefund(reference: string, failures: number, nextTryAt: Date): Promise<void> {
+    await upsertById(this.m.OpenPayerRefund, reference, { $set: { nextTryAt, failures } });
+  }
+
+  /** Tries of a refund that failed in a row so far. */
+  async payerRefundFailures(reference: string): Promise<number> {
+    const open = await this.m.OpenPayerRefund.findById(reference).lean();
+    return open?.failures ?? 0;
+  }
+
+  /**
+   * Decides, once, where a checkout's money goes back (`WALLET` or `PAYER`): the first
+   * caller's way stands, and every caller reads it.
+   */
+  async claimGivenBack(reference: string, to: 'WALLET' | 'PAYER'): Promise<'WALLET' | 'PAYER'> {
+    const { standing } = await claimById(
+      this.m.GivenBack,
+      { _id: reference, to, at: new Date() },
+      'given back',
+    );
+    return standing.to as 'WALLET' | 'PAYER';
   }
 
   /** Payers' refunds due a try (a scan of the open ones only). */

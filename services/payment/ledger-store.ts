@@ -443,11 +443,16 @@ export class LedgerStore {
     amountKobo: number,
   ): Promise<Posting | null> {
     const now = new Date();
-    // Listed first: a mark is never made that the repair sweep would not read.
-    await insertOnce(() => this.m.OpenGivenUp.create({ _id: reference, recheckAt: now }));
+    const list = () =>
+      insertOnce(() => this.m.OpenGivenUp.create({ _id: reference, recheckAt: now }));
+    // Listed first, so that no mark is made that the repair sweep would not read; and again
+    // after, should a sweep have dropped the entry as an orphan meanwhile (this call stalled
+    // between the two, or a clock of ours behind).
+    await list();
     await insertOnce(() =>
       this.m.GivenUp.create(markedRecorded({ _id: reference, walletId, createdAt: now })),
     );
+    await list();
     if (!(await this.isPosted(reference))) return null;
     return this.postNow(givenUpRefund(walletId, reference, amountKobo));
   }
@@ -928,9 +933,17 @@ export class LedgerStore {
       try {
         const mark = await this.m.GivenUp.findById(open._id).lean();
         if (!mark) {
-          // Listed by a give-up that stopped before its mark: once it surely is not coming.
+          // Listed by a give-up that stopped before its mark: once it surely is not coming. A
+          // mark made while the entry was dropped is listed again (by its give-up, or here).
           const stale = now.getTime() - new Date(open.recheckAt).getTime() > GIVEN_UP_RECHECK_MS;
-          if (stale) await this.m.OpenGivenUp.deleteOne({ _id: open._id });
+          if (!stale) continue;
+          await this.m.OpenGivenUp.deleteOne({ _id: open._id });
+          const late = await this.m.GivenUp.findById(open._id).lean();
+          if (late && !late.settledAt) {
+            await insertOnce(() =>
+              this.m.OpenGivenUp.create({ _id: open._id, recheckAt: new Date() }),
+            );
+          }
           continue;
         }
         const outcome = mark.settledAt

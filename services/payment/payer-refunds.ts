@@ -2,7 +2,7 @@ import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { forEachAtOnce } from '../../libs/at-once';
 import { serviceUnavailable } from '../../libs/errors';
-import { holds, RELEASE_MARGIN_MS } from '../../libs/mongo';
+import { holds, RELEASE_MARGIN_MS, type Lease } from '../../libs/mongo';
 import { checkoutOfAttempt } from './checkout';
 import type { CheckoutProvider } from './checkout-providers';
 import type { CheckoutStore, PayerRefundRecord, SessionRecord } from './checkout-store';
@@ -35,9 +35,20 @@ export const nextPayerRefundWaitMs = (tries: number, sweepIntervalMs: number): n
 export class PayerRefunds {
   constructor(private readonly deps: PayerRefundDeps) {}
 
-  /** Long enough for one call to the provider and its verification, and the release margin. */
+  /**
+   * Long enough for a try's calls to the provider (a look for a standing refund, its
+   * verification, the refund), the writes between them, and the release margin.
+   */
   private get turnMs(): number {
-    return 2 * this.deps.config.paystack.timeoutMs + RELEASE_MARGIN_MS + 5_000;
+    return 3 * this.deps.config.paystack.timeoutMs + RELEASE_MARGIN_MS + 10_000;
+  }
+
+  /**
+   * Whether the turn holds long enough for one more call to the provider and what follows it:
+   * a refund asked past the turn could be asked beside the next holder's.
+   */
+  private holdsForACall(turn: Lease): boolean {
+    return holds(turn, Date.now() + this.deps.config.paystack.timeoutMs + 5_000);
   }
 
   /**
@@ -128,10 +139,11 @@ export class PayerRefunds {
         await store.dropOpenPayerRefund(reference);
         return;
       }
-      await this.ask(record, provider, () => holds(turn)).catch(async (err: unknown) => {
+      await this.ask(record, provider, turn).catch(async (err: unknown) => {
         // Asked again later, each time a little later, however it failed.
-        const waitMs = nextPayerRefundWaitMs(record.tries + 1, this.deps.config.sweepIntervalMs);
-        await store.reschedulePayerRefund(reference, new Date(Date.now() + waitMs));
+        const failures = (await store.payerRefundFailures(reference)) + 1;
+        const waitMs = nextPayerRefundWaitMs(failures, this.deps.config.sweepIntervalMs);
+        await store.reschedulePayerRefund(reference, failures, new Date(Date.now() + waitMs));
         throw err;
       });
     } finally {
@@ -148,12 +160,9 @@ export class PayerRefunds {
    * (its answer lost, or its holder stopped or past its turn before settling): Paystack's
    * refund is not idempotent, and a transaction whose refund is pending reads paid for days.
    */
-  private async ask(
-    record: PayerRefundRecord,
-    provider: string,
-    holding: () => boolean,
-  ): Promise<void> {
+  private async ask(record: PayerRefundRecord, provider: string, turn: Lease): Promise<void> {
     const { store } = this.deps;
+    const holding = () => holds(turn);
     // The sandbox took no money: there is nothing to give back at any provider.
     if (provider === 'sandbox') {
       await store.settlePayerRefund(record._id, 'OPEN', { state: 'QUEUED' });
@@ -165,10 +174,13 @@ export class PayerRefunds {
       );
     }
     if (record.tries > 0 && (await this.settledIfStanding(record, holding))) return;
+    if (!this.holdsForACall(turn)) return;
     await store.payerRefundAsked(record._id, record.tries + 1);
     const answer = await this.deps.provider.refund(record);
     if (!holding()) return;
     if ('queued' in answer) {
+      // Recorded by its id, which a `refund.failed` must name: looked up when not answered.
+      if (answer.id === null && (await this.settledIfStanding(record, holding))) return;
       this.queued(record, answer.id);
       await store.settlePayerRefund(record._id, 'OPEN', { state: 'QUEUED', refundId: answer.id });
       return;
@@ -181,12 +193,15 @@ export class PayerRefunds {
     await store.settlePayerRefund(record._id, 'OPEN', { state: 'REFUSED', why: answer.refused });
   }
 
-  /** Settles the refund as queued when one of its transaction stands at the provider. */
+  /**
+   * Settles the refund as queued when a refund of its whole amount stands at the provider for
+   * its transaction.
+   */
   private async settledIfStanding(
     record: PayerRefundRecord,
     holding: () => boolean,
   ): Promise<boolean> {
-    const standing = await this.deps.provider.refundOf(record.providerReference);
+    const standing = await this.deps.provider.refundOf(record.providerReference, record.amountKobo);
     if (!standing || !holding()) return standing !== null;
     this.queued(record, standing.id);
     await this.deps.store.settlePayerRefund(record._id, 'OPEN', {

@@ -89,7 +89,11 @@ async function entriesOf(walletId: string) {
  * before or after writing it) or to its answer; 1,000 more is credited; the debit goes on to
  * its answer, then the refund to its own.
  */
-async function play(refundStops: 'before-mark' | 'after-mark' | 'answer') {
+async function play(
+  refundStops: 'before-mark' | 'after-mark' | 'answer',
+  /** What happens elsewhere while the refund is stopped. */
+  meanwhile: (reference: string) => Promise<unknown> = async () => undefined,
+) {
   const walletId = randomUUID();
   const reference = randomUUID();
   const { stalled, debitReplica } = stallingAfterClaim(reference);
@@ -115,6 +119,7 @@ async function play(refundStops: 'before-mark' | 'after-mark' | 'answer') {
   const refunding = settle(undo(refundReplica, walletId, reference));
   // Without a mark to stop at (before the fix) the refund answers straight away.
   await Promise.race([refundGate.reached, refunding]);
+  await meanwhile(reference);
   await credit(third, walletId, 1_000);
   stalled.open();
   const debited = await debiting;
@@ -178,6 +183,18 @@ describe('a debit given up by its refund while it was still posting', () => {
     expect(entries).toHaveLength(4);
     expect(balance.balanceKobo).toBe(1_500);
     expect(problems).toEqual([]);
+  });
+
+  it('lists its mark again when a sweep dropped its open entry while the mark was being made', async () => {
+    // Listed, and stalled before its mark long enough for a sweep to take the entry for an
+    // orphan's (a clock behind, a failover) and drop it.
+    const { reference, problems } = await play('before-mark', (stalled) =>
+      db.models.OpenGivenUp.deleteOne({ _id: stalled }),
+    );
+    expect(problems).toEqual([]);
+    expect((await db.models.OpenGivenUp.findById(reference).lean())?.recheckAt).toBeInstanceOf(
+      Date,
+    );
   });
 
   it('gives back twenty stalled debits on one wallet, each once, when the refunds answered first', async () => {

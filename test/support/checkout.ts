@@ -155,6 +155,8 @@ export class FakePaystack {
     status: string;
   }[] = [];
   private nextId = 1_000_000;
+  /** Lists every refund, whatever transaction is asked: what a client must not trust. */
+  listIgnoresFilter = false;
   readonly calls: { method: string; path: string; authorization?: string; body?: unknown }[] = [];
   /** Calls of a kind still to fail, and how. */
   readonly fail = {
@@ -297,15 +299,21 @@ export class FakePaystack {
         },
       });
     }
-    const listed = /^\/refund\?transaction=([0-9]+)$/.exec(path);
+    const listed = /^\/refund\?transaction=([0-9]+)/.exec(path);
     if (req.method === 'GET' && listed) {
-      const [reference] = [...this.transactions].find(([, t]) => String(t.id) === listed[1]) ?? [];
+      const idOf = (reference: string) => this.transactions.get(reference)?.id;
       return send(200, {
         status: true,
         message: 'Refunds retrieved',
         data: this.refunds
-          .filter((r) => r.transaction === reference)
-          .map((r) => ({ id: r.id, status: r.status, amount: r.amount, currency: r.currency })),
+          .filter((r) => this.listIgnoresFilter || String(idOf(r.transaction)) === listed[1])
+          .map((r) => ({
+            id: r.id,
+            transaction: idOf(r.transaction),
+            status: r.status,
+            amount: r.amount,
+            currency: r.currency,
+          })),
       });
     }
     const match = /^\/transaction\/verify\/([^/?]+)$/.exec(path);

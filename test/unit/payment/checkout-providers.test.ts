@@ -87,17 +87,20 @@ describe('paystackProvider answers', () => {
     await expect(paystack().refund(refund)).rejects.toMatchObject({ code: 503 });
   });
 
-  it('finds the refund of a transaction that stands, passing over failed ones', async () => {
+  it('finds the refund of a whole transaction that stands, passing over the others', async () => {
     const answers: Record<string, unknown> = {
       '/transaction/verify/ck-1-1': {
         status: true,
         data: { id: 77, reference: 'ck-1-1', status: 'success', amount: 50_000 },
       },
-      '/refund?transaction=77': {
+      '/refund?transaction=77&perPage=100': {
         status: true,
         data: [
-          { id: 5, status: 'failed' },
-          { id: 6, status: 'pending' },
+          // A list that ignored the filter, a refund of part of it, one failed: none is it.
+          { id: 4, status: 'pending', transaction: 78, amount: 50_000 },
+          { id: 3, status: 'processed', transaction: 77, amount: 20_000 },
+          { id: 5, status: 'failed', transaction: 77, amount: 50_000 },
+          { id: 6, status: 'pending', transaction: { id: 77 }, amount: 50_000 },
         ],
       },
     };
@@ -108,12 +111,18 @@ describe('paystackProvider answers', () => {
         JSON.stringify(body ?? { status: false, message: 'Transaction reference not found' }),
       );
     });
-    await expect(paystack().refundOf('ck-1-1')).resolves.toEqual({ id: '6', status: 'pending' });
-    answers['/refund?transaction=77'] = { status: true, data: [{ id: 5, status: 'failed' }] };
-    await expect(paystack().refundOf('ck-1-1')).resolves.toBeNull();
-    await expect(paystack().refundOf('ck-9-9')).resolves.toBeNull();
-    answers['/refund?transaction=77'] = { status: true, data: 'nonsense' };
-    await expect(paystack().refundOf('ck-1-1')).rejects.toMatchObject({ code: 502 });
+    await expect(paystack().refundOf('ck-1-1', 50_000)).resolves.toEqual({
+      id: '6',
+      status: 'pending',
+    });
+    answers['/refund?transaction=77&perPage=100'] = {
+      status: true,
+      data: [{ id: 5, status: 'failed', transaction: 77, amount: 50_000 }],
+    };
+    await expect(paystack().refundOf('ck-1-1', 50_000)).resolves.toBeNull();
+    await expect(paystack().refundOf('ck-9-9', 50_000)).resolves.toBeNull();
+    answers['/refund?transaction=77&perPage=100'] = { status: true, data: 'nonsense' };
+    await expect(paystack().refundOf('ck-1-1', 50_000)).rejects.toMatchObject({ code: 502 });
   });
 
   it('reads a normal answer', async () => {
