@@ -227,6 +227,17 @@ export const giveBackParams = Joi.object<GiveBackParams, true>({
   description: Joi.string().trim().max(200),
 });
 
+/** A delivery's checkout to close; `payer` names it for one opened before checkouts did. */
+export interface CloseCheckoutParams {
+  reference: string;
+  payer?: CheckoutPayer;
+}
+
+export const closeCheckoutParams = Joi.object<CloseCheckoutParams, true>({
+  reference: ledgerReference().required(),
+  payer: Joi.string().valid(...CHECKOUT_PAYERS),
+});
+
 /**
  * Where a checkout's money went back: the merchant's wallet (`refund:<reference>` credited),
  * or its payer at the provider (a refund asked for, or to be asked for by the sweep).
@@ -258,7 +269,7 @@ export interface PaymentActions {
    * Ends a delivery's checkout not paid yet, as its expiry would (the provider asked first):
    * its status after, PENDING while the provider reports a charge under way.
    */
-  'payment.closeCheckout': { params: ReferenceParams; answer: { status: CheckoutStatus } };
+  'payment.closeCheckout': { params: CloseCheckoutParams; answer: { status: CheckoutStatus } };
 }
 
 /** Every payment action is idempotent by its reference or key (or reads): each may be repeated. */

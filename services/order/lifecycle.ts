@@ -337,13 +337,7 @@ function settle(
     case 'REFUND': {
       const refunded = SHARES.filter((share) => paid[share]);
       for (const share of refunded) effects.push({ kind: 'REFUND', share });
-      // The share whose payment failed has its checkout ended already.
-      const failed = event.kind === 'PAYMENT_FAILED' ? event.share : undefined;
-      for (const share of SHARES) {
-        if (state.owes[share] && !paid[share] && share !== failed) {
-          effects.push({ kind: 'CLOSE_CHECKOUT', share });
-        }
-      }
+      // Closed last (below): it may wait on the provider, and the packages and messages not.
       p2pStatus = refunded.length > 0 ? 'REFUNDED' : 'CANCELLED';
       break;
     }
@@ -356,6 +350,15 @@ function settle(
   if (rule.tellsRecipient) effects.push({ kind: 'COURIER_ON_THE_WAY' });
   if (rule.sendsReturnCode) effects.push({ kind: 'SEND_RETURN_CODE' });
   if (isTerminal(rule.to)) effects.push({ kind: 'END_MATCHING' }, { kind: 'WITHDRAW_MESSAGES' });
+  if (rule.settles === 'REFUND') {
+    // The share whose payment failed has its checkout ended already.
+    const failed = event.kind === 'PAYMENT_FAILED' ? event.share : undefined;
+    for (const share of SHARES) {
+      if (state.owes[share] && !paid[share] && share !== failed) {
+        effects.push({ kind: 'CLOSE_CHECKOUT', share });
+      }
+    }
+  }
   return { paid, p2pStatus, effects };
 }
 

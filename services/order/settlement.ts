@@ -108,7 +108,12 @@ export class Settlement {
         return this.refund(delivery, effect.share);
       case 'CLOSE_CHECKOUT': {
         const reference = delivery.payment[effect.share].checkoutReference;
-        if (reference) await call(services, 'payment.closeCheckout', { reference });
+        if (reference) {
+          await call(services, 'payment.closeCheckout', {
+            reference,
+            payer: payerOf(effect.share),
+          });
+        }
         return;
       }
       case 'RELEASE_PACKAGES':

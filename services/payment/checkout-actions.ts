@@ -7,10 +7,12 @@ import type { Broadcaster } from '../../libs/contracts/call';
 import {
   CURRENCY,
   checkoutRefundReference,
+  closeCheckoutParams,
   debitOfRefund,
   giveBackParams,
   referenceParams,
   startCheckoutParams,
+  type CheckoutPayer,
   type CheckoutStart,
   type CheckoutStatus,
   type CheckoutView,
@@ -592,9 +594,14 @@ export class Checkouts {
    * its payer), and one under way is waited for by the sweep. A checkout decided already stays
    * as it is. Its status after.
    */
-  async close(reference: string): Promise<{ status: CheckoutStatus }> {
-    const session = await this.store.session(reference);
+  async close(reference: string, payer?: CheckoutPayer): Promise<{ status: CheckoutStatus }> {
+    let session = await this.store.session(reference);
     if (!session) throw notFound(`No checkout ${reference}`);
+    // Opened before checkouts named their payer: named now, for a payment that lands after.
+    if (!session.payer && payer) {
+      await this.store.namePayer(reference, payer);
+      session = { ...session, payer };
+    }
     if (session.purpose.kind !== 'DELIVERY') {
       throw conflict(`Checkout ${reference} funds a wallet; only its payer ends it`);
     }
@@ -612,7 +619,10 @@ export class Checkouts {
     if (!checkout || !(await this.store.session(checkout))) return;
     // Credited before this version decided it by an insert: the credit is the way it went.
     if (await this.deps.ledger.isPosted(creditReference)) return;
-    if ((await this.store.claimGivenBack(checkout, 'WALLET')) === 'PAYER') {
+    // Asked of the provider by a node that did not claim the way yet (decision 168's first
+    // commits): refunded, whatever the claim would say.
+    const refunded = await this.store.payerRefund(checkout);
+    if (refunded || (await this.store.claimGivenBack(checkout, 'WALLET')) === 'PAYER') {
       throw conflict(
         `Checkout ${checkout}'s money was given back to its payer at the provider; it is not credited to a wallet too`,
       );
@@ -636,7 +646,10 @@ export class Checkouts {
     // before): the credit is the way it went.
     const to = (await ledger.isPosted(credit.reference))
       ? 'WALLET'
-      : await this.store.claimGivenBack(session._id, payer === 'RECIPIENT' ? 'PAYER' : 'WALLET');
+      : // A refund asked before the way was claimed (decision 168's first commits) stands.
+        (await this.store.payerRefund(session._id))
+        ? 'PAYER'
+        : await this.store.claimGivenBack(session._id, payer === 'RECIPIENT' ? 'PAYER' : 'WALLET');
     if (to === 'PAYER') {
       await this.payerRefunds.request(
         session,
@@ -923,8 +936,8 @@ export function createCheckoutActions(checkouts: Checkouts): ServiceActions {
 
     closeCheckout: implement('payment.closeCheckout', {
       visibility: 'public',
-      params: referenceParams,
-      handler: (ctx) => checkouts.close(ctx.params.reference),
+      params: closeCheckoutParams,
+      handler: (ctx) => checkouts.close(ctx.params.reference, ctx.params.payer),
     }),
 
     giveBack: implement('payment.giveBack', {

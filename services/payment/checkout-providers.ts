@@ -125,6 +125,19 @@ function providerFailure(failed: Failed, timeoutMs: number) {
  * Failing to reach it is a 503, a late answer a 504, an error or a nonsensical answer a 502:
  * never a 500, and each says whether to retry.
  */
+/** Refunds read in one page of Paystack's list. */
+const REFUNDS_PAGE = 100;
+
+/** Whether a listed refund is of the transaction `transactionId` (named by id, or inline). */
+const isOf = (transactionId: string) => (refund: unknown) => {
+  const transaction = (refund as { transaction?: unknown } | null)?.transaction;
+  const named =
+    typeof transaction === 'object' && transaction !== null
+      ? (transaction as { id?: unknown }).id
+      : transaction;
+  return providerId(named) === transactionId;
+};
+
 export function paystackProvider(settings: Config['payment']['paystack']): CheckoutProvider {
   const { baseUrl, timeoutMs } = settings;
   const secretKey = settings.secretKey ?? '';
@@ -257,7 +270,7 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
       }
       const listed = await send(
         'GET',
-        `/refund?transaction=${encodeURIComponent(transactionId)}&perPage=100`,
+        `/refund?transaction=${encodeURIComponent(transactionId)}&perPage=${REFUNDS_PAGE}`,
       );
       const refunds: unknown = listed.answer.data;
       if (listed.status >= 300 || listed.answer.status !== true || !Array.isArray(refunds)) {
@@ -268,13 +281,18 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
       for (const refund of refunds as Record<string, unknown>[]) {
         const id = providerId(refund?.id);
         const refundStatus = text(refund?.status);
-        // Its transaction named as an id, or as the transaction itself: a list that ignored the
-        // filter, or a refund of part of it, is not this refund.
-        const transaction = refund?.transaction as { id?: unknown } | number | string | undefined;
-        const of = providerId(typeof transaction === 'object' ? transaction?.id : transaction);
         if (!id || !refundStatus || refundStatus === 'failed') continue;
-        if (of === transactionId && refund.amount === amountKobo)
+        // A list that ignored the filter, or a refund of part of it, is not this refund.
+        if (isOf(transactionId)(refund) && refund.amount === amountKobo) {
           return { id, status: refundStatus };
+        }
+      }
+      // A whole page with other transactions' refunds: the filter was not applied, and the one
+      // looked for may be on a later page. Not knowing is not "none".
+      if (refunds.length >= REFUNDS_PAGE && !refunds.every(isOf(transactionId))) {
+        throw upstreamFailed(
+          `The payment provider listed other transactions' refunds for ${providerReference}; retry later`,
+        );
       }
       return null;
     },

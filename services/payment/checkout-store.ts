@@ -1,5 +1,9 @@
 import { Schema, type Connection, type InferSchemaType } from 'mongoose';
-import { CHECKOUT_PAYERS, type CheckoutPurpose } from '../../libs/contracts/payment';
+import {
+  CHECKOUT_PAYERS,
+  type CheckoutPayer,
+  type CheckoutPurpose,
+} from '../../libs/contracts/payment';
 import { conflict, notFound } from '../../libs/errors';
 import {
   claimById,
@@ -789,6 +793,14 @@ export class CheckoutStore {
   async payerRefundFailures(reference: string): Promise<number> {
     const open = await this.m.OpenPayerRefund.findById(reference).lean();
     return open?.failures ?? 0;
+  }
+
+  /** Names the payer of a checkout opened before checkouts named theirs; never changes one. */
+  async namePayer(reference: string, payer: CheckoutPayer): Promise<void> {
+    await this.m.CheckoutSession.updateOne(
+      { _id: reference, payer: { $exists: false } },
+      { $set: { payer } },
+    );
   }
 
   /**

@@ -174,15 +174,24 @@ export class PayerRefunds {
       );
     }
     if (record.tries > 0 && (await this.settledIfStanding(record, holding))) return;
-    if (!this.holdsForACall(turn)) return;
     await store.payerRefundAsked(record._id, record.tries + 1);
+    if (!this.holdsForACall(turn)) return;
     const answer = await this.deps.provider.refund(record);
     if (!holding()) return;
     if ('queued' in answer) {
-      // Recorded by its id, which a `refund.failed` must name: looked up when not answered.
-      if (answer.id === null && (await this.settledIfStanding(record, holding))) return;
-      this.queued(record, answer.id);
-      await store.settlePayerRefund(record._id, 'OPEN', { state: 'QUEUED', refundId: answer.id });
+      // Recorded by its id, which a `refund.failed` must name: looked up when not answered, and
+      // recorded without one when the lookup fails (asking again could refund it twice).
+      const refundId =
+        answer.id ??
+        (
+          await this.deps.provider
+            .refundOf(record.providerReference, record.amountKobo)
+            .catch(() => null)
+        )?.id ??
+        null;
+      if (!holding()) return;
+      this.queued(record, refundId);
+      await store.settlePayerRefund(record._id, 'OPEN', { state: 'QUEUED', refundId });
       return;
     }
     // Refused: one made already (an earlier try's, an operator's from the dashboard) stands;

@@ -567,6 +567,29 @@ describe('checkout payment', () => {
     );
   });
 
+  it('SPLIT paid by checkout: the creator’s checkout declined closes the recipient’s link', async () => {
+    const who = await merchant(0);
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)], {
+      deliveryFeePayer: 'SPLIT',
+      paymentMethodType: 'CHECKOUT',
+    });
+    expect(reply.status).toBe(201);
+    const deliveryId = (reply.headers.get('location') as string).split('/').pop() as string;
+    const { payment } = (await getDelivery(base(), who, deliveryId)).body.data;
+    const recipientLink = payment.recipient.checkoutUrl as string;
+    const reference = pagePath(recipientLink).split('/').pop() as string;
+    await postForm(base(), `${pagePath(reply.body.data.data.authorization_url)}/decline`);
+    await eventually(
+      async () => {
+        expect((await getDelivery(base(), who, deliveryId)).body.data.status).toBe('CANCELLED');
+        expect(await call(stack.client, 'payment.checkout', { reference })).toMatchObject({
+          status: 'EXPIRED',
+        });
+      },
+      { timeout: 20_000 },
+    );
+  });
+
   it('a cancel racing the checkout’s payment, ten times: cancelled, the money paid back to the wallet exactly once', async () => {
     const merchants: Party[] = [];
     for (let round = 0; round < 10; round++) {

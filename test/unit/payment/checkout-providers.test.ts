@@ -121,6 +121,17 @@ describe('paystackProvider answers', () => {
     };
     await expect(paystack().refundOf('ck-1-1', 50_000)).resolves.toBeNull();
     await expect(paystack().refundOf('ck-9-9', 50_000)).resolves.toBeNull();
+    // A whole page of other transactions' refunds (the filter not applied): cannot tell.
+    answers['/refund?transaction=77&perPage=100'] = {
+      status: true,
+      data: Array.from({ length: 100 }, (_, i) => ({
+        id: 100 + i,
+        status: 'processed',
+        transaction: 1_000 + i,
+        amount: 50_000,
+      })),
+    };
+    await expect(paystack().refundOf('ck-1-1', 50_000)).rejects.toMatchObject({ code: 502 });
     answers['/refund?transaction=77&perPage=100'] = { status: true, data: 'nonsense' };
     await expect(paystack().refundOf('ck-1-1', 50_000)).rejects.toMatchObject({ code: 502 });
   });
