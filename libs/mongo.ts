@@ -311,20 +311,46 @@ export async function upsertById(
   }
 }
 
-/** `upsertById` for many documents, `BULK_STATEMENTS` to a command. */
-export async function upsertManyById(
+/**
+ * Sets `fields` on each document by `_id` unless it holds a later `at` already, creating the
+ * missing ones: a writer that took its copy before another's later one (two replicas flushing
+ * side by side, one stalled) does not write an older state over a newer. Each is inserted
+ * first; one there already (or created meanwhile by another writer) is updated only while it is
+ * older. Not an upsert: FerretDB's upsert of a document another writer just created overwrites
+ * it (measured: the older of two first writes stood). FerretDB applies the update's filter as a
+ * read and a write, so two updates at the same moment may still keep the older one.
+ */
+export async function setNewerById(
   // The models differ in their document types; only bulkWrite by `_id` is used.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   model: mongoose.Model<any>,
-  updates: readonly { id: string; update: mongoose.UpdateQuery<unknown> }[],
+  updates: readonly { id: string; at: Date; fields: Record<string, unknown> }[],
 ): Promise<void> {
-  await bulkWriteInChunks(
-    model,
-    updates.map(({ id, update }) => ({
-      updateOne: { filter: { _id: id }, update, upsert: true },
-    })),
-    { upserts: true },
-  );
+  for (let i = 0; i < updates.length; i += BULK_STATEMENTS) {
+    const chunk = updates.slice(i, i + BULK_STATEMENTS);
+    let there: typeof chunk;
+    try {
+      await model.bulkWrite(
+        chunk.map(({ id, fields }) => ({ insertOne: { document: { ...fields, _id: id } } })),
+        { ordered: false },
+      );
+      continue;
+    } catch (err) {
+      if (!onlyDuplicateKeys(err)) throw err;
+      there = (err as { writeErrors: { index: number }[] }).writeErrors.map(
+        ({ index }) => chunk[index],
+      );
+    }
+    await model.bulkWrite(
+      there.map(({ id, at, fields }) => ({
+        updateOne: {
+          filter: { _id: id, $or: [{ at: { $lt: at } }, { at: { $exists: false } }] },
+          update: { $set: fields },
+        },
+      })),
+      { ordered: false },
+    );
+  }
 }
 
 /**
@@ -337,8 +363,7 @@ export const BULK_STATEMENTS = 25;
 
 /**
  * `bulkWrite` of these operations, `BULK_STATEMENTS` at a time, one after another, answering
- * how many documents they deleted. With `upserts`, a chunk refused only on `_id` (two first
- * writers raced to create a document) is written again: the loser's upserts then update.
+ * how many documents they deleted.
  */
 async function bulkWriteInChunks(
   // The models differ in their document types; only bulkWrite by `_id` is used.
@@ -346,19 +371,11 @@ async function bulkWriteInChunks(
   model: mongoose.Model<any>,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the model's own operations
   operations: any[],
-  { upserts = false } = {},
 ): Promise<number> {
   let deleted = 0;
   for (let i = 0; i < operations.length; i += BULK_STATEMENTS) {
     const chunk = operations.slice(i, i + BULK_STATEMENTS);
-    const write = () => model.bulkWrite(chunk, { ordered: false });
-    let result: mongoose.mongo.BulkWriteResult;
-    try {
-      result = await write();
-    } catch (err) {
-      if (!upserts || !onlyDuplicateKeys(err)) throw err;
-      result = await write();
-    }
+    const result = await model.bulkWrite(chunk, { ordered: false });
     deleted += result.deletedCount;
   }
   return deleted;

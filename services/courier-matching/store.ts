@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { Schema, type Connection } from 'mongoose';
 import type { CourierFleet } from '../../libs/contracts/matching';
-import { claimEnd, defineClaimEndModel, insertOnce, upsertManyById } from '../../libs/mongo';
+import { claimEnd, defineClaimEndModel, insertOnce, setNewerById } from '../../libs/mongo';
 import { defineWriterLockModels, WriterLocks } from '../../libs/writer-locks';
 import { markedRecorded, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { OwnerList, defineNamedOwnerListModels, listedAs } from '../../libs/owner-list';
@@ -303,11 +303,13 @@ export class CourierStore {
     locations: readonly { courierId: string; lat: number; lon: number; at: Date }[],
   ): Promise<void> {
     if (locations.length === 0) return;
-    await upsertManyById(
+    // A flush that took its positions before another replica's later ones writes none over them.
+    await setNewerById(
       this.models().CourierLocation,
       locations.map(({ courierId, lat, lon, at }) => ({
         id: courierId,
-        update: { $set: { lat, lon, at } },
+        at,
+        fields: { lat, lon, at },
       })),
     );
   }

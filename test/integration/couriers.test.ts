@@ -463,6 +463,34 @@ describe('PATCH /admin/couriers/:courierId', () => {
     }
   });
 
+  it('never writes an older position over a newer one, however the two flushes interleave', async () => {
+    const store = new CourierStore(() => models);
+    const ids = Array.from({ length: 30 }, () => `crr_${randomUUID()}`);
+    const older = new Date(Date.now() - 60_000);
+    const newer = new Date();
+    const positions = (lon: number, at: Date) =>
+      ids.map((courierId) => ({ courierId, lat: 6.5, lon, at }));
+    // The newer flush first (the older one stalled), then the older: the newer stands.
+    await store.writeLocations(positions(3.2, newer));
+    await store.writeLocations(positions(3.1, older));
+    for (const location of (await store.storedLocations(ids)).values()) {
+      expect(location).toMatchObject({ lon: 3.2, at: newer });
+    }
+    // Both first, at once, for couriers with no position yet: the newer stands each time.
+    const fresh = Array.from({ length: 30 }, () => `crr_${randomUUID()}`);
+    const freshPositions = (lon: number, at: Date) =>
+      fresh.map((courierId) => ({ courierId, lat: 6.5, lon, at }));
+    await Promise.all([
+      store.writeLocations(freshPositions(3.1, older)),
+      store.writeLocations(freshPositions(3.2, newer)),
+    ]);
+    const stored = await store.storedLocations(fresh);
+    expect(stored.size).toBe(fresh.length);
+    for (const location of stored.values()) {
+      expect(location).toMatchObject({ lon: 3.2, at: newer });
+    }
+  });
+
   it('moves the registration number: the old one is free, one another courier has is refused', async () => {
     const [a, b] = [await createCourier(), await createCourier()];
     const oldRegNo = a.fleet.regNo;

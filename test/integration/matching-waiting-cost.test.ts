@@ -243,9 +243,10 @@ it('reads a long search’s latest offer from its hint, not every offer it made'
   );
   const after = await matchingFinds();
   // The decline reads its offer; the step the latest (from the hint: the seventh, then the
-  // eighth, missing) and the new one's claim reads none. Reading every offer from the first,
-  // the step alone read eight.
-  expect(after.offers - before.offers).toBeLessThanOrEqual(4);
+  // eighth, missing) and the new one's claim reads none: four. One more when the search's own
+  // timer or the sweep steps it in between (seen once in three runs beside two other suites).
+  // Reading every offer from the first, the step alone read eight.
+  expect(after.offers - before.offers).toBeLessThanOrEqual(5);
 }, 90_000);
 
 it('stops a search started after its delivery was over before the start answers, with nobody in reach', async () => {
