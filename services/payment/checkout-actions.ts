@@ -597,13 +597,13 @@ export class Checkouts {
   async close(reference: string, payer?: CheckoutPayer): Promise<{ status: CheckoutStatus }> {
     let session = await this.store.session(reference);
     if (!session) throw notFound(`No checkout ${reference}`);
+    if (session.purpose.kind !== 'DELIVERY') {
+      throw conflict(`Checkout ${reference} funds a wallet; only its payer ends it`);
+    }
     // Opened before checkouts named their payer: named now, for a payment that lands after.
     if (!session.payer && payer) {
       await this.store.namePayer(reference, payer);
       session = { ...session, payer };
-    }
-    if (session.purpose.kind !== 'DELIVERY') {
-      throw conflict(`Checkout ${reference} funds a wallet; only its payer ends it`);
     }
     if (await this.store.isPending(reference)) await this.expire(session);
     const outcome = await this.store.outcome(reference);

@@ -118,13 +118,6 @@ function providerFailure(failed: Failed, timeoutMs: number) {
   }
 }
 
-/**
- * A Paystack-compatible provider: `POST /transaction/initialize`,
- * `GET /transaction/verify/:reference`, `POST /refund` and `GET /refund?transaction=` with the
- * secret key, each within PAYSTACK_TIMEOUT_MS.
- * Failing to reach it is a 503, a late answer a 504, an error or a nonsensical answer a 502:
- * never a 500, and each says whether to retry.
- */
 /** Refunds read in one page of Paystack's list. */
 const REFUNDS_PAGE = 100;
 
@@ -138,6 +131,13 @@ const isOf = (transactionId: string) => (refund: unknown) => {
   return providerId(named) === transactionId;
 };
 
+/**
+ * A Paystack-compatible provider: `POST /transaction/initialize`,
+ * `GET /transaction/verify/:reference`, `POST /refund` and `GET /refund?transaction=` with the
+ * secret key, each within PAYSTACK_TIMEOUT_MS.
+ * Failing to reach it is a 503, a late answer a 504, an error or a nonsensical answer a 502:
+ * never a 500, and each says whether to retry.
+ */
 export function paystackProvider(settings: Config['payment']['paystack']): CheckoutProvider {
   const { baseUrl, timeoutMs } = settings;
   const secretKey = settings.secretKey ?? '';

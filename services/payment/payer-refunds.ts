@@ -177,23 +177,24 @@ export class PayerRefunds {
     await store.payerRefundAsked(record._id, record.tries + 1);
     if (!this.holdsForACall(turn)) return;
     const answer = await this.deps.provider.refund(record);
-    if (!holding()) return;
     if ('queued' in answer) {
-      // Recorded by its id, which a `refund.failed` must name: looked up when not answered, and
-      // recorded without one when the lookup fails (asking again could refund it twice).
-      const refundId =
-        answer.id ??
-        (
-          await this.deps.provider
-            .refundOf(record.providerReference, record.amountKobo)
-            .catch(() => null)
-        )?.id ??
-        null;
-      if (!holding()) return;
+      // Recorded whatever is left of the turn (only an open refund is settled): left unrecorded,
+      // the next holder could miss it at the provider and ask again. Recorded by its id, which a
+      // `refund.failed` must name: looked up when not answered and the turn still holds for it,
+      // and recorded without one otherwise (asking again could refund it twice).
+      const lookedUp = answer.id
+        ? null
+        : this.holdsForACall(turn)
+          ? await this.deps.provider
+              .refundOf(record.providerReference, record.amountKobo)
+              .catch(() => null)
+          : null;
+      const refundId = answer.id ?? lookedUp?.id ?? null;
       this.queued(record, refundId);
       await store.settlePayerRefund(record._id, 'OPEN', { state: 'QUEUED', refundId });
       return;
     }
+    if (!holding()) return;
     // Refused: one made already (an earlier try's, an operator's from the dashboard) stands;
     // anything else is an operator's to settle.
     if (await this.settledIfStanding(record, holding)) return;

@@ -470,12 +470,19 @@ describe('PATCH /admin/couriers/:courierId', () => {
     const newer = new Date();
     const positions = (lon: number, at: Date) =>
       ids.map((courierId) => ({ courierId, lat: 6.5, lon, at }));
-    // The newer flush first (the older one stalled), then the older: the newer stands.
-    await store.writeLocations(positions(3.2, newer));
+    const newest = new Date(newer.getTime() + 60_000);
+    // Older first, then newer (two chunks of a bulk write): the newer is written over it.
     await store.writeLocations(positions(3.1, older));
-    for (const location of (await store.storedLocations(ids)).values()) {
-      expect(location).toMatchObject({ lon: 3.2, at: newer });
-    }
+    await store.writeLocations(positions(3.2, newer));
+    const moved = await store.storedLocations(ids);
+    expect(moved.size).toBe(ids.length);
+    for (const location of moved.values()) expect(location).toMatchObject({ lon: 3.2, at: newer });
+    // The newest flush first (the older one stalled), then the older: the newest stands.
+    await store.writeLocations(positions(3.3, newest));
+    await store.writeLocations(positions(3.1, older));
+    const kept = await store.storedLocations(ids);
+    expect(kept.size).toBe(ids.length);
+    for (const location of kept.values()) expect(location).toMatchObject({ lon: 3.3, at: newest });
     // Both first, at once, for couriers with no position yet: the newer stands each time.
     const fresh = Array.from({ length: 30 }, () => `crr_${randomUUID()}`);
     const freshPositions = (lon: number, at: Date) =>
