@@ -617,16 +617,27 @@ export class Checkouts {
   async refuseCreditOfPayerRefund(creditReference: string): Promise<void> {
     const checkout = debitOfRefund(creditReference);
     if (!checkout || !(await this.store.session(checkout))) return;
-    // Credited before this version decided it by an insert: the credit is the way it went.
-    if (await this.deps.ledger.isPosted(creditReference)) return;
-    // Asked of the provider by a node that did not claim the way yet (decision 168's first
-    // commits): refunded, whatever the claim would say.
-    const refunded = await this.store.payerRefund(checkout);
-    if (refunded || (await this.store.claimGivenBack(checkout, 'WALLET')) === 'PAYER') {
+    if ((await this.wayBack(checkout, creditReference, 'WALLET')) === 'PAYER') {
       throw conflict(
         `Checkout ${checkout}'s money was given back to its payer at the provider; it is not credited to a wallet too`,
       );
     }
+  }
+
+  /**
+   * Where a checkout's money goes back, `wanted` unless another way was taken first: a wallet
+   * credit made before this version decided it by an insert (an order node of the version
+   * before), a refund asked before the way was claimed (decision 168's first commits), or the
+   * first claim of the way (`claimGivenBack`).
+   */
+  private async wayBack(
+    checkout: string,
+    creditReference: string,
+    wanted: GivenBack['to'],
+  ): Promise<GivenBack['to']> {
+    if (await this.deps.ledger.isPosted(creditReference)) return 'WALLET';
+    if (await this.store.payerRefund(checkout)) return 'PAYER';
+    return this.store.claimGivenBack(checkout, wanted);
   }
 
   /**
@@ -642,14 +653,11 @@ export class Checkouts {
   ): Promise<GivenBack> {
     const { ledger } = this.deps;
     const payer = session.payer ?? credit.payer ?? 'MERCHANT';
-    // Credited before this version decided it by an insert (an order node of the version
-    // before): the credit is the way it went.
-    const to = (await ledger.isPosted(credit.reference))
-      ? 'WALLET'
-      : // A refund asked before the way was claimed (decision 168's first commits) stands.
-        (await this.store.payerRefund(session._id))
-        ? 'PAYER'
-        : await this.store.claimGivenBack(session._id, payer === 'RECIPIENT' ? 'PAYER' : 'WALLET');
+    const to = await this.wayBack(
+      session._id,
+      credit.reference,
+      payer === 'RECIPIENT' ? 'PAYER' : 'WALLET',
+    );
     if (to === 'PAYER') {
       await this.payerRefunds.request(
         session,

@@ -1,6 +1,7 @@
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { forEachAtOnce } from '../../libs/at-once';
+import { backoffMs } from '../../libs/backoff';
 import { serviceUnavailable } from '../../libs/errors';
 import { holds, RELEASE_MARGIN_MS, type Lease } from '../../libs/mongo';
 import { checkoutOfAttempt } from './checkout';
@@ -22,7 +23,7 @@ const REFUNDS_AT_ONCE = 10;
  * interval, to an hour at most.
  */
 export const nextPayerRefundWaitMs = (tries: number, sweepIntervalMs: number): number =>
-  Math.min(sweepIntervalMs * 2 ** Math.min(Math.max(0, tries - 1), 20), 60 * 60_000);
+  backoffMs(tries, { baseMs: sweepIntervalMs, maxMs: 60 * 60_000 });
 
 /**
  * Money a payer who is not the merchant paid for what no longer uses it (a delivery's
