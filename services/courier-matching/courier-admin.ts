@@ -31,6 +31,7 @@ import {
 } from './schemas';
 import type { CourierLocations } from './locations';
 import type { HoldRecord, SearchStore } from './search-store';
+import type { SearchNotes } from './search-notes';
 import {
   merchantCourierHolder,
   type CourierRecord,
@@ -64,7 +65,9 @@ export interface CourierAdminDeps {
   tokens: CourierTokenStore;
   locations: CourierLocations;
   /** What each courier holds: an offer, or a delivery under way. */
-  holds: Pick<SearchStore, 'hold' | 'holding' | 'claimOfferOutcome' | 'offerOutcome' | 'noteTried'>;
+  holds: Pick<SearchStore, 'hold' | 'holding' | 'claimOfferOutcome' | 'offerOutcome'>;
+  /** Where a courier retired as an offer was made to them is noted out of its search. */
+  searchNotes: Pick<SearchNotes, 'noteTried'>;
 }
 
 export function createCourierAdminActions(deps: CourierAdminDeps): ServiceActions {
@@ -234,7 +237,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     // index hides a retired courier and no step would note them. Best effort: the retirement
     // stands and must be announced; failing this, the search ends at its time.
     if (hold?.kind === 'OFFER') {
-      await deps.holds.noteTried(hold.deliveryId, courierId).catch((err: unknown) =>
+      await deps.searchNotes.noteTried(hold.deliveryId, courierId).catch((err: unknown) =>
         ctx.service?.logger.warn(
           'retired courier not noted as tried; their search ends at its time',
           {

@@ -39,6 +39,7 @@ import { CourierPositions } from './positions';
 import { locationParams, offerIdParams, offerView, reportedLocationView } from './schemas';
 import { searchGauge } from './search-gauge';
 import { Searches } from './searches';
+import { SearchNotes } from './search-notes';
 import { SearchStore } from './search-store';
 import { ableToCarry } from './matching-rules';
 import { virtualCourier } from './virtual-courier';
@@ -125,8 +126,10 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     lookup: askCashOwed,
   });
   const searchStore = new SearchStore(() => db.models);
+  const searchNotes = new SearchNotes(searchStore);
   const searches = new Searches({
     store: searchStore,
+    notes: searchNotes,
     couriers: positions,
     services: () => broker,
     settings: { ...config.matching, candidates: SEARCH_CANDIDATES },
@@ -371,7 +374,14 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
       }),
 
       ...createTokenActions({ couriers: store, tokens }),
-      ...createCourierAdminActions({ config, store, tokens, locations, holds: searchStore }),
+      ...createCourierAdminActions({
+        config,
+        store,
+        tokens,
+        locations,
+        holds: searchStore,
+        searchNotes,
+      }),
     },
   };
 }

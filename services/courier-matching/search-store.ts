@@ -33,6 +33,15 @@ const searchEndSchema = new Schema(
  * (Redis away): the sweep frees it (searches.ts `freeLeftOver`).
  */
 const virtualToFreeSchema = new Schema({ _id: String, deliveryId: String, at: Date }, plain);
+/**
+ * `_id` = `<delivery id>:<k>`, k = 1, 2, …: the k-th courier or offer a search noted out of it
+ * (search-notes.ts). Only inserted: one array on the search, noted by `$addToSet`, lost all but
+ * one of eight notes made at once (FerretDB reads, then writes the whole document).
+ */
+const searchNoteSchema = new Schema(
+  { _id: String, deliveryId: String, k: Number, kind: String, courierId: String, offerId: String },
+  plain,
+);
 
 export function defineSearchModels(connection: Connection) {
   return {
@@ -44,6 +53,7 @@ export function defineSearchModels(connection: Connection) {
     // `<offer id>:<attempt>`: who lets go the courier an offer holds (`releaseHold`).
     HoldRelease: defineClaimEndModel(connection, 'CourierHoldRelease', 'courier_hold_releases'),
     SearchEnd: connection.model('SearchEnd', searchEndSchema, 'search_ends'),
+    SearchNote: connection.model('SearchNote', searchNoteSchema, 'search_notes'),
     VirtualToFree: connection.model(
       'VirtualCourierToFree',
       virtualToFreeSchema,
@@ -61,17 +71,35 @@ export interface SearchRecord extends StartSearchParams {
   offers: number;
   /**
    * Couriers who declined or let an offer expire (but a search's only courier who let one
-   * expire: `missed`): not asked again for this delivery.
+   * expire: `missed`): not asked again for this delivery. Noted here by versions before
+   * session 58, now in `search_notes` (search-notes.ts); written empty for those versions,
+   * which spread it.
    */
   tried: string[];
   /**
    * A search that may go to one courier only: the offers they let expire (`MISSED_OFFERS_MAX`,
-   * searches.ts). Absent until one is missed.
+   * searches.ts). As `tried`: noted here before session 58, absent until one is missed.
    */
   missed?: string[];
   /** MERCHANT_SPECIAL_COURIERS: the merchant's active couriers when the search started. */
   merchantCourierIds?: string[];
 }
+
+/** What puts a courier out of a search (search-notes.ts). */
+export type SearchNote =
+  /** They declined, let an offer expire, or were retired as it was made: not asked again. */
+  | { kind: 'TRIED'; courierId: string }
+  /** The search's only courier let this offer expire (`MISSED_OFFERS_MAX`, searches.ts). */
+  | { kind: 'MISSED'; offerId: string };
+
+export type SearchNoteRecord = SearchNote & {
+  _id: string;
+  deliveryId: string;
+  k: number;
+  at: Date;
+};
+
+export const searchNoteId = (deliveryId: string, k: number) => `${deliveryId}:${k}`;
 
 export interface OfferRecord {
   _id: string;
@@ -130,13 +158,15 @@ export class SearchStore {
     await this.m.Search.updateOne({ _id: deliveryId }, { $max: { offers: n } });
   }
 
-  async noteTried(deliveryId: string, courierId: string): Promise<void> {
-    await this.m.Search.updateOne({ _id: deliveryId }, { $addToSet: { tried: courierId } });
+  async searchNote(deliveryId: string, k: number): Promise<SearchNoteRecord | null> {
+    return (await this.m.SearchNote.findById(
+      searchNoteId(deliveryId, k),
+    ).lean()) as SearchNoteRecord | null;
   }
 
-  /** An offer its search's only courier let expire (a set: noting it twice counts it once). */
-  async noteMissed(deliveryId: string, offerId: string): Promise<void> {
-    await this.m.Search.updateOne({ _id: deliveryId }, { $addToSet: { missed: offerId } });
+  /** False when another note took the k-th place first. */
+  claimSearchNote(note: SearchNoteRecord): Promise<boolean> {
+    return insertOnce(() => this.m.SearchNote.create(note));
   }
 
   async activate(deliveryId: string, since: Date): Promise<void> {

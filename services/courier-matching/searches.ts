@@ -17,6 +17,7 @@ import {
   type SearchReach,
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
+import type { SearchNotes } from './search-notes';
 import type {
   HoldRecord,
   OfferRecord,
@@ -86,6 +87,8 @@ export const SIMULATED_ACCEPT_MS = 20_000;
 
 export interface SearchDeps {
   store: SearchStore;
+  /** The couriers and offers each search noted out of it, shared with the retirements. */
+  notes: SearchNotes;
   couriers: AvailableCouriers;
   services: () => Caller;
   settings: MatchingSettings;
@@ -257,8 +260,9 @@ export class Searches {
     if (asLastRead?.reach.length === 0) {
       return this.waitForCourier(asLastRead.kept.record, now, asLastRead.kept);
     }
-    let search = await this.store.search(deliveryId);
-    if (!search) return;
+    const read = await this.store.search(deliveryId);
+    if (!read) return;
+    let search = await this.withNotes(read);
     // Those found from the kept record stand while still no offer has been made.
     const reach =
       asLastRead && search.offers === 0
@@ -304,7 +308,7 @@ export class Searches {
   private async finishEnded(search: SearchRecord, ended: SearchEndRecord): Promise<void> {
     if (ended.outcome === 'NO_COURIER') await this.tellNoCourier(search._id);
     if (ended.outcome !== 'ASSIGNED') await this.withdrawLatest(search, false);
-    await this.store.deactivate(search._id);
+    await this.deactivate(search._id);
     this.waiting.forget(search._id);
   }
 
@@ -621,7 +625,7 @@ export class Searches {
     if (search.simulate || (await this.deps.isActive(offer.courierId))) return false;
     const withdrawn = await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
     if (!withdrawn && (await this.store.offerOutcome(offer._id)) === 'ACCEPTED') return false;
-    await this.store.noteTried(offer.deliveryId, offer.courierId);
+    await this.deps.notes.noteTried(offer.deliveryId, offer.courierId);
     await this.letGo(offer, 'WITHDRAWN');
     return true;
   }
@@ -640,16 +644,23 @@ export class Searches {
   }
 
   /**
+   * The search with the couriers and offers noted out of it (search-notes.ts) beside those a
+   * version before session 58 noted on it. None before its first offer: a note closes one.
+   */
+  private async withNotes(search: SearchRecord): Promise<SearchRecord> {
+    return search.offers === 0 ? search : this.triedNow(search);
+  }
+
+  /**
    * The search with the couriers noted as tried since it was read: another replica closing an
    * offer notes its courier before it lets them go, so one free again is known as tried here.
    */
   private async triedNow(search: SearchRecord): Promise<SearchRecord> {
-    const fresh = await this.store.search(search._id);
-    if (!fresh) return search;
+    const notes = await this.deps.notes.of(search._id);
     return {
       ...search,
-      tried: [...new Set([...search.tried, ...fresh.tried])],
-      missed: [...new Set([...(search.missed ?? []), ...(fresh.missed ?? [])])],
+      tried: [...new Set([...search.tried, ...notes.tried])],
+      missed: [...new Set([...(search.missed ?? []), ...notes.missed])],
     };
   }
 
@@ -744,11 +755,11 @@ export class Searches {
     if (outcome === 'EXPIRED') {
       const of = search ?? (await this.store.search(offer.deliveryId));
       if (of && this.missedByOnly(of, offer, outcome)) {
-        return this.store.noteMissed(offer.deliveryId, offer._id);
+        return this.deps.notes.note(offer.deliveryId, { kind: 'MISSED', offerId: offer._id });
       }
     }
     if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
-      await this.store.noteTried(offer.deliveryId, offer.courierId);
+      await this.deps.notes.noteTried(offer.deliveryId, offer.courierId);
     }
   }
 
@@ -890,7 +901,13 @@ export class Searches {
     if (givenUpNow || (await this.store.end(deliveryId))?.outcome === 'NO_COURIER') {
       await this.tellNoCourier(deliveryId);
     }
+    await this.deactivate(deliveryId);
+  }
+
+  /** Out of the sweep's running searches; its notes read here no more. */
+  private async deactivate(deliveryId: string): Promise<void> {
     await this.store.deactivate(deliveryId);
+    this.deps.notes.forget(deliveryId);
   }
 
   private async tellNoCourier(deliveryId: string): Promise<void> {
@@ -913,13 +930,13 @@ export class Searches {
         offerId: offer._id,
         at: now,
       });
-      await this.store.deactivate(deliveryId);
+      await this.deactivate(deliveryId);
       return;
     }
     // Cancelled while the courier was accepting: they are free again.
     await this.store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at: now });
     await this.letGo(offer, 'WITHDRAWN');
-    await this.store.deactivate(deliveryId);
+    await this.deactivate(deliveryId);
     throw conflict(`The delivery no longer needs a courier: it is ${answer.status}`);
   }
 
@@ -1035,7 +1052,7 @@ export class Searches {
     // nothing but order's end comes back to a delivery's courier, so it is called again (its
     // sweep), and takes the release over once the claim's lease is over.
     if (!letGo) throw releaseUnderWay(deliveryId);
-    await this.store.deactivate(deliveryId);
+    await this.deactivate(deliveryId);
     if (simulated) await this.freeVirtualCourier(deliveryId);
     return { ended: endedNow || outcome === 'ENDED' || outcome === 'ASSIGNED' };
   }

@@ -6,6 +6,7 @@ import type { Caller } from '../../libs/contracts';
 import { virtualCourierId } from '../../libs/contracts/matching';
 import { offerId as offerIdOf } from '../../services/courier-matching/matching-rules';
 import { CourierPositions, UNNAMED_MARK } from '../../services/courier-matching/positions';
+import { SearchNotes } from '../../services/courier-matching/search-notes';
 import {
   defineSearchModels,
   SearchStore,
@@ -254,6 +255,11 @@ function afterEachHold(
   return watched;
 }
 
+/** The couriers noted out of a search, as another replica reads them. */
+async function triedOf(store: SearchStore, deliveryId: string): Promise<string[]> {
+  return [...(await new SearchNotes(store).of(deliveryId)).tried];
+}
+
 /** The deliveries order has assigned to the courier who asks (none other is). */
 const ASSIGNED_BY_ORDER = new Set<string>();
 
@@ -283,6 +289,7 @@ function searchesOver(
   };
   return new Searches({
     store,
+    notes: new SearchNotes(store),
     couriers: positions,
     services: () => order,
     settings: {
@@ -389,6 +396,34 @@ it('leaves a courier marked for the next offer busy when a late call lets them g
   expect(await isFree(positions, courierId)).toBe(false);
 });
 
+it('keeps every courier and offer noted out of a search by many replicas at once, each once', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  for (let round = 0; round < 3; round++) {
+    const deliveryId = randomUUID();
+    await store.claimSearch({ ...searchRecord(deliveryId), offers: 9 });
+    const couriers = Array.from({ length: 8 }, () => randomUUID());
+    const missedOffer = offerIdOf(deliveryId, 9);
+    // Eight replicas, each noting its courier twice and the same missed offer, all at once (a
+    // `$addToSet` on the search kept one of eight).
+    const replicas = couriers.map(() => new SearchNotes(store));
+    await Promise.all(
+      replicas.flatMap((notes, i) => [
+        notes.noteTried(deliveryId, couriers[i]),
+        notes.noteTried(deliveryId, couriers[i]),
+        notes.note(deliveryId, { kind: 'MISSED', offerId: missedOffer }),
+      ]),
+    );
+    const read = await new SearchNotes(store).of(deliveryId);
+    expect([...read.tried].sort()).toEqual([...couriers].sort());
+    expect([...read.missed]).toEqual([missedOffer]);
+    expect(read.count).toBe(9);
+    expect(await models.SearchNote.countDocuments({ deliveryId })).toBe(9);
+    // Each replica reads on from what it had read: all nine, too.
+    for (const notes of replicas) expect((await notes.of(deliveryId)).count).toBe(9);
+  }
+});
+
 it('does not offer a delivery again to a courier another replica noted as tried after this step read the search', async () => {
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
@@ -412,7 +447,7 @@ it('does not offer a delivery again to a courier another replica noted as tried 
     expiresAt,
   });
   await store.claimOfferOutcome(offerIdOf(deliveryId, 1), 'EXPIRED');
-  await store.noteTried(deliveryId, courierId);
+  await new SearchNotes(store).noteTried(deliveryId, courierId);
   const other = randomUUID();
   await store.claimOffer({
     _id: offerIdOf(deliveryId, 2),
@@ -541,7 +576,7 @@ describe('a busy mark checked on a report', () => {
     await searches.checkBusy(courierId, offerId);
     expect(await store.hold(courierId)).toBeNull();
     expect(await isFree(positions, courierId)).toBe(true);
-    expect((await store.search(deliveryId))?.tried).toEqual([courierId]);
+    expect(await triedOf(store, deliveryId)).toEqual([courierId]);
   });
 
   it('lets go a courier held by a delivery whose search order ended, as a version before could leave them', async () => {
@@ -655,7 +690,7 @@ it('withdraws an offer made to a courier retired while the step chose them, and 
   expect(await store.hold(retiredId)).toBeNull();
   expect(freed).toEqual([retiredId]);
   expect(await store.hold(nextId)).toMatchObject({ deliveryId, offerId: offerIdOf(deliveryId, 2) });
-  expect((await store.search(deliveryId))?.tried).toEqual([retiredId]);
+  expect(await triedOf(store, deliveryId)).toEqual([retiredId]);
 
   // Its next step leaves the retired courier alone though the index still has them.
   await store.claimOfferOutcome(offerIdOf(deliveryId, 2), 'DECLINED');
@@ -717,7 +752,7 @@ describe('a pay-on-delivery', () => {
       deliveryId,
       offerId: offerIdOf(deliveryId, 2),
     });
-    expect((await store.search(deliveryId))?.tried).toEqual([next]);
+    expect(await triedOf(store, deliveryId)).toEqual([next]);
   });
 
   it('reaches past a step’s candidates all over the limit to the nearest under it', async () => {
@@ -734,7 +769,7 @@ describe('a pay-on-delivery', () => {
       deliveryId,
       offerId: offerIdOf(deliveryId, 1),
     });
-    expect((await store.search(deliveryId))?.tried).toEqual([]);
+    expect(await triedOf(store, deliveryId)).toEqual([]);
   });
 
   it('is offered to a courier who owes nothing, whatever it collects, and when their debt is not known', async () => {
@@ -858,7 +893,7 @@ it('makes an offer that lasts its whole time however long the sweep’s turn has
   // The next step waits for the courier's answer: the offer is not closed as expired.
   await searches.advance(deliveryId);
   expect(await store.offerOutcome(offerId)).toBeNull();
-  expect((await store.search(deliveryId))?.tried).toEqual([]);
+  expect(await triedOf(store, deliveryId)).toEqual([]);
   expect(await store.hold(courierId)).toMatchObject({ deliveryId, offerId });
 });
 
@@ -921,7 +956,7 @@ describe('a search that may go to some couriers only', () => {
     expect(await store.offer(offerIdOf(deliveryId, MISSED_OFFERS_MAX + 1))).toBeNull();
   });
 
-  it(`SPECIFIC: makes no offer after ${MISSED_OFFERS_MAX} missed though its step read the search before they were noted`, async () => {
+  it(`SPECIFIC: makes no offer after ${MISSED_OFFERS_MAX} missed though its step read its notes before they all were`, async () => {
     const { store, positions, pickup, courierIds, toOrder, deliveryId } = await restricted(11.1, 1);
     const [courierId] = courierIds;
     const asStarted: SearchRecord = {
@@ -930,21 +965,25 @@ describe('a search that may go to some couriers only', () => {
       courierId,
       offers: MISSED_OFFERS_MAX,
     };
-    const missed: string[] = [];
     const at = new Date(Date.now() - 60_000);
     const expiresAt = new Date(at.getTime() + 30_000);
+    await store.claimSearch(asStarted);
     for (let n = 1; n <= MISSED_OFFERS_MAX; n++) {
       const offerId = offerIdOf(deliveryId, n);
       await store.claimOffer({ _id: offerId, deliveryId, n, courierId, offeredAt: at, expiresAt });
       await store.claimOfferOutcome(offerId, 'EXPIRED');
-      missed.push(offerId);
+      // Every miss noted by other matchers: this step read the notes when only the first was.
+      await new SearchNotes(store).note(deliveryId, { kind: 'MISSED', offerId });
     }
-    // Every miss noted by other matchers; this step read the search when only the first was.
-    await store.claimSearch({ ...asStarted, missed });
     const watched = Object.create(store) as SearchStore;
-    let reads = 0;
-    watched.search = async (id) =>
-      reads++ === 0 ? { ...asStarted, missed: missed.slice(0, 1) } : store.search(id);
+    let stale = true;
+    watched.searchNote = async (id, k) => {
+      if (k === 2 && stale) {
+        stale = false;
+        return null;
+      }
+      return store.searchNote(id, k);
+    };
     await searchesOver(watched, positions, new Set(), toOrder).advance(deliveryId);
 
     expect(await store.offer(offerIdOf(deliveryId, MISSED_OFFERS_MAX + 1))).toBeNull();

@@ -1,0 +1,106 @@
+import fc from 'fast-check';
+import {
+  holdsNote,
+  SearchNotes,
+  withNote,
+  type SearchNotesRead,
+} from '../../../services/courier-matching/search-notes';
+import type { SearchNote, SearchNoteRecord } from '../../../services/courier-matching/search-store';
+
+const DELIVERY = 'd1';
+
+/** Notes kept as the database keeps them: one insert per `_id` wins, each read by `_id`. */
+function notesTable(schedule: <T>(step: () => Promise<T>) => Promise<T>) {
+  const rows = new Map<string, SearchNoteRecord>();
+  return {
+    rows,
+    searchNote: (deliveryId: string, k: number) =>
+      schedule(async () => rows.get(`${deliveryId}:${k}`) ?? null),
+    claimSearchNote: (note: SearchNoteRecord) =>
+      schedule(async () => {
+        if (rows.has(note._id)) return false;
+        rows.set(note._id, note);
+        return true;
+      }),
+  };
+}
+
+const courierNote = fc
+  .constantFrom('c1', 'c2', 'c3', 'c4')
+  .map((courierId): SearchNote => ({ kind: 'TRIED', courierId }));
+const missedNote = fc
+  .constantFrom('o1', 'o2')
+  .map((offerId): SearchNote => ({ kind: 'MISSED', offerId }));
+
+it('keeps every note made at once by any number of replicas, each once, in any interleaving', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.scheduler(),
+      // Per replica, the notes it makes one after another.
+      fc.array(fc.array(fc.oneof(courierNote, missedNote), { minLength: 1, maxLength: 3 }), {
+        minLength: 1,
+        maxLength: 4,
+      }),
+      async (s, byReplica) => {
+        const table = notesTable((step) => s.schedule(step()));
+        const replicas = byReplica.map(() => new SearchNotes(table));
+        const done = Promise.all(
+          byReplica.map(async (notes, i) => {
+            for (const note of notes) await replicas[i].note(DELIVERY, note);
+          }),
+        );
+        await s.waitFor(done);
+        const wanted = byReplica.flat();
+        const reader = new SearchNotes(table);
+        const read = s.waitFor(reader.of(DELIVERY));
+        await s.waitAll();
+        const all = await read;
+        for (const note of wanted) expect(holdsNote(all, note)).toBe(true);
+        const distinct = new Set(wanted.map((n) => (n.kind === 'TRIED' ? n.courierId : n.offerId)));
+        expect(all.count).toBe(distinct.size);
+        expect(table.rows.size).toBe(distinct.size);
+        // Numbered from one without gaps.
+        expect([...table.rows.values()].map((r) => r.k).sort()).toEqual(
+          Array.from({ length: distinct.size }, (_, i) => i + 1),
+        );
+      },
+    ),
+    { numRuns: 200 },
+  );
+});
+
+it('reads on from what it has read, and a search forgotten is read from its first note again', async () => {
+  const reads: number[] = [];
+  const table = notesTable(async (step) => step());
+  const counted = {
+    ...table,
+    searchNote: (deliveryId: string, k: number) => {
+      reads.push(k);
+      return table.searchNote(deliveryId, k);
+    },
+  };
+  const notes = new SearchNotes(counted);
+  await new SearchNotes(table).noteTried(DELIVERY, 'c1');
+  await new SearchNotes(table).noteTried(DELIVERY, 'c2');
+  expect((await notes.of(DELIVERY)).count).toBe(2);
+  expect(reads).toEqual([1, 2, 3]);
+  reads.length = 0;
+  expect((await notes.of(DELIVERY)).count).toBe(2);
+  expect(reads).toEqual([3]);
+  notes.forget(DELIVERY);
+  reads.length = 0;
+  await notes.of(DELIVERY);
+  expect(reads).toEqual([1, 2, 3]);
+});
+
+it('folds a note into what was read', () => {
+  const none: SearchNotesRead = { count: 0, tried: new Set(), missed: new Set() };
+  const one = withNote(none, { kind: 'TRIED', courierId: 'c1' });
+  const two = withNote(one, { kind: 'MISSED', offerId: 'o1' });
+  expect(two).toEqual({ count: 2, tried: new Set(['c1']), missed: new Set(['o1']) });
+  expect(holdsNote(two, { kind: 'TRIED', courierId: 'c1' })).toBe(true);
+  expect(holdsNote(two, { kind: 'TRIED', courierId: 'o1' })).toBe(false);
+  expect(holdsNote(two, { kind: 'MISSED', offerId: 'c1' })).toBe(false);
+  // What was read before stays as it was.
+  expect(one.missed.size).toBe(0);
+});
