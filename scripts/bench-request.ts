@@ -176,8 +176,11 @@ function showUnexpected(phase: Phase): void {
   }
 }
 
-/** What a step of a search may read: its record (one a step, so they count the steps), its end, its offers. */
-const READ_IN_A_STEP = ['searches', 'search_ends', 'offers'] as const;
+/**
+ * What a step of a search may read: its record (one a step, so they count the steps), its end,
+ * its offers, the couriers it noted out of it.
+ */
+const READ_IN_A_STEP = ['searches', 'search_ends', 'offers', 'search_notes'] as const;
 
 /**
  * What searches waiting for a courier cost: over `seconds`, the steps matching's sweep made
@@ -206,12 +209,14 @@ async function printWaiting(
   const cpuUsed = cpuFromNow(busy);
   await new Promise((done) => setTimeout(done, seconds * 1000));
   const cpu = cpuUsed();
-  const [steps, ends, offers, commands] = (await counts()).map((n, i) => n - countsBefore[i]);
+  const [steps, ends, offers, notes, commands] = (await counts()).map(
+    (n, i) => n - countsBefore[i],
+  );
   const perStep = (n: number) => (steps > 0 ? n / steps : NaN);
   console.log(
     `\n${waiting} searches waiting, no courier in reach, over ${seconds} s: ${(steps / seconds).toFixed(1)} steps/s`,
   );
-  const reads = [steps, ends, offers].map(
+  const reads = [steps, ends, offers, notes].map(
     (n, i) => `${READ_IN_A_STEP[i]} ${perStep(n).toFixed(2)}`,
   );
   console.log(`  reads a step: ${reads.join(', ')}`);

@@ -62,14 +62,19 @@ afterAll(async () => {
 });
 
 /** Finds the matching database has been sent, by collection. */
-async function matchingFinds(): Promise<Record<'searches' | 'ends' | 'offers', number>> {
+async function matchingFinds(): Promise<Record<'searches' | 'ends' | 'offers' | 'notes', number>> {
   const all = await samples(node.opsUrl, 'waybill_db_commands_total');
   const finds = (collection: string) =>
     count(
       all.filter((s) => s.labels.database.endsWith('_matching')),
       { collection, command: 'find' },
     );
-  return { searches: finds('searches'), ends: finds('search_ends'), offers: finds('offers') };
+  return {
+    searches: finds('searches'),
+    ends: finds('search_ends'),
+    offers: finds('offers'),
+    notes: finds('search_notes'),
+  };
 }
 
 /** The running searches in a state, as matching's last sweep saw them (`/metrics`). */
@@ -149,6 +154,8 @@ it('steps a search with nobody in reach without reading it again, less and less 
   expect(after.searches - before.searches).toBe(0);
   expect(after.ends - before.ends).toBe(0);
   expect(after.offers - before.offers).toBe(0);
+  // A search that has made no offer has noted nobody out of it, and reads no notes.
+  expect(after.notes - before.notes).toBe(0);
   // Operators see it waiting.
   expect(await searchesIn('running')).toBe(1);
   expect(await searchesIn('waiting_for_courier')).toBe(1);
@@ -239,7 +246,9 @@ it('reads a long search’s latest offer from its hint, not every offer it made'
   const hint = (
     await db.collection<{ _id: string; offers?: number }>('searches').findOne({ _id: deliveryId })
   )?.offers;
-  expect(hint).toBe(7);
+  // A step of an earlier round stalled past the next one's `noteOffer` could still write its
+  // own number after it (FerretDB's `$max` too reads, then writes): one behind at most here.
+  expect(hint).toBeGreaterThanOrEqual(6);
   const before = await matchingFinds();
   await decline(seventh.courier, seventh.offer);
   // Looked for in the database over the test's own connection: a courier's GET of their offers
@@ -252,9 +261,13 @@ it('reads a long search’s latest offer from its hint, not every offer it made'
   const after = await matchingFinds();
   // The decline reads its offer; the step the latest (from the hint: the seventh, then the
   // eighth, missing), and the new one's claim reads none: three, and up to two more should the
-  // sweep or the search's timer step it in between (five seen in CI). Reading every offer from
-  // the first, the decline and the step alone read nine.
-  expect(after.offers - before.offers).toBeLessThanOrEqual(5);
+  // sweep or the search's timer step it in between (five seen in CI), and one more for the hint
+  // one behind. Reading every offer from the first, the decline and the step alone read nine.
+  expect(after.offers - before.offers).toBeLessThanOrEqual(5 + (7 - (hint ?? 0)));
+  // The notes past the seven this process has read: the decline's note looks for the seventh
+  // place, the step for the eighth as it reads the search and again before it offers (three),
+  // and two for each step in between. Read from the first each time, they would be 24 and more.
+  expect(after.notes - before.notes).toBeLessThanOrEqual(7);
 }, 90_000);
 
 it('stops a search started after its delivery was over before the start answers, with nobody in reach', async () => {

@@ -424,7 +424,7 @@ it('keeps every courier and offer noted out of a search by many replicas at once
   }
 });
 
-it('does not offer a delivery again to a courier another replica noted as tried after this step read the search', async () => {
+it('does not offer a delivery again to a courier another replica noted as tried after this step read its notes', async () => {
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
   const positions = new CourierPositions(redis, { keyPrefix, onlineMs: 120_000 });
@@ -433,9 +433,7 @@ it('does not offer a delivery again to a courier another replica noted as tried 
   const deliveryId = randomUUID();
   const at = new Date();
   const expiresAt = new Date(at.getTime() + 30_000);
-  // The search as this step reads it, before the other replica's step below.
-  const asRead: SearchRecord = { ...searchRecord(deliveryId), offers: 2 };
-  await store.claimSearch(asRead);
+  await store.claimSearch({ ...searchRecord(deliveryId), offers: 2 });
   // The other replica: the first offer expired, its courier noted as tried and let go, the
   // second made to a courier who had taken another offer (withdrawn at once).
   await store.claimOffer({
@@ -458,9 +456,10 @@ it('does not offer a delivery again to a courier another replica noted as tried 
     expiresAt,
   });
   await store.claimOfferOutcome(offerIdOf(deliveryId, 2), 'WITHDRAWN');
+  // This step read the search, and its notes, before the other replica noted the courier.
   const watched = Object.create(store) as SearchStore;
-  let reads = 0;
-  watched.search = async (id) => (reads++ === 0 ? asRead : store.search(id));
+  let noteReads = 0;
+  watched.searchNote = async (id, k) => (noteReads++ === 0 ? null : store.searchNote(id, k));
   await searchesOver(watched, positions).advance(deliveryId);
 
   expect((await store.offer(offerIdOf(deliveryId, 3)))?.courierId).not.toBe(courierId);
