@@ -25,6 +25,7 @@ import {
 } from './cli-services';
 import { DELIVERY_STATUSES } from '../services/order/lifecycle';
 import { PROVIDER_LIST_PAGE } from '../services/payment/schemas';
+import { PAYER_REFUND_STATES } from '../services/payment/checkout-store';
 import { FILE_LIST_MAX } from '../services/file/schemas';
 import type { PurgedFiles } from '../services/file/stored-files';
 import { ownerOfKey, parseHostedUrl } from '../libs/contracts/file';
@@ -366,7 +367,7 @@ program
 const payments = program
   .command('payments')
   .description(
-    'the payment provider’s money: charges no checkout credits (refund each at the provider, then settle it here), and refunds made there, taken back from wallets',
+    'the payment provider’s money: charges no checkout credits (refund each at the provider, then settle it here), refunds made there, taken back from wallets, and refunds we ask there for payers',
   );
 
 /** A list of the provider's money, paged by the id of the last one of the page before. */
@@ -409,6 +410,27 @@ pagedAfter(
       limit: opts.limit,
       ...(opts.after ? { after: opts.after } : {}),
       ...(opts.open ? { open: true } : {}),
+    }),
+  ).then(print),
+);
+
+pagedAfter(
+  payments
+    .command('payer-refunds')
+    .description(
+      'refunds asked at the provider for payers (a recipient’s payment no delivery uses), newest first, with where each stands',
+    )
+    .addOption(
+      new Option('--state <state>', 'only those in this state').choices([...PAYER_REFUND_STATES]),
+    ),
+  'refunds',
+  'checkoutReference',
+).action((opts: { state?: string; limit: number; after?: string }) =>
+  withWallets((broker) =>
+    broker.call('payment.listPayerRefunds', {
+      limit: opts.limit,
+      ...(opts.after ? { after: opts.after } : {}),
+      ...(opts.state ? { state: opts.state } : {}),
     }),
   ).then(print),
 );

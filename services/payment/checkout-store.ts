@@ -334,6 +334,13 @@ export interface ReversalQuery {
   open?: boolean;
 }
 
+/** A page of the refunds to payers: all, or those in one state; after `after` (a checkout's). */
+export interface PayerRefundQuery {
+  limit: number;
+  after?: string;
+  state?: PayerRefundState;
+}
+
 /** 404: a page asked for after an item the list never held. */
 const unknownAfter = (what: string, after: string) =>
   notFound(`after: no ${what} ${after}; pass the last one of the page before, as listed`);
@@ -756,6 +763,23 @@ export class CheckoutStore {
       this.m.OpenPayerRefund.create({ _id: record._id, nextTryAt: record.requestedAt }),
     );
     return (await claimById(this.m.PayerRefund, record, 'payer refund')).standing;
+  }
+
+  /** Refunds to payers, newest first: a scan (an operator's list; the sweep reads its own). */
+  async payerRefunds({ limit, after, state }: PayerRefundQuery): Promise<PayerRefundRecord[]> {
+    const filter: Record<string, unknown> = state ? { state } : {};
+    if (after !== undefined) {
+      const last = await this.payerRefund(after);
+      if (!last) throw unknownAfter('refund to a payer of checkout', after);
+      filter.$or = [
+        { requestedAt: { $lt: last.requestedAt } },
+        { requestedAt: last.requestedAt, _id: { $lt: last._id } },
+      ];
+    }
+    return this.m.PayerRefund.find(filter)
+      .sort({ requestedAt: -1, _id: -1 })
+      .limit(limit)
+      .lean<PayerRefundRecord[]>();
   }
 
   payerRefund(reference: string): Promise<PayerRefundRecord | null> {

@@ -2,13 +2,21 @@ import Joi from '../../libs/joi';
 import { formatNaira } from '../../libs/money';
 import { fromUrl, view } from '../../libs/schemas';
 import { action, type ServiceActions } from '../../libs/service';
-import type { CheckoutStore, ReversalQuery, ReversalRecord } from './checkout-store';
+import {
+  PAYER_REFUND_STATES,
+  type CheckoutStore,
+  type PayerRefundQuery,
+  type PayerRefundRecord,
+  type ReversalQuery,
+  type ReversalRecord,
+} from './checkout-store';
 import { PROVIDER_ID_PATTERN } from './checkout';
-import { providerListPage } from './schemas';
+import { PROVIDER_REFERENCE_PATTERN, providerListPage } from './schemas';
 
 /**
- * Refunds made at the payment provider of money a checkout credited (decision 146): operators
- * list them, and see what each wallet still owes of one.
+ * Refunds at the payment provider. Of money a checkout credited (decision 146): operators list
+ * them, and see what each wallet still owes of one. Of a recipient's payment that no delivery
+ * uses, which we ask for (decision 168): operators see where each stands.
  */
 
 const REVERSAL_STATES = ['AWAITING_CREDIT', 'TAKING', 'TAKEN', 'NEVER_CREDITED'] as const;
@@ -60,6 +68,49 @@ function toReversalView(reversal: ReversalRecord): Record<string, unknown> {
   };
 }
 
+const payerRefundView = view('PayerRefund', {
+  checkoutReference: Joi.string().description('The checkout the payer paid through'),
+  providerReference: Joi.string().description('The transaction refunded'),
+  userId: Joi.string().description('The checkout’s user: the merchant whose delivery it paid'),
+  amount: Joi.string().description('Given back to the payer, NGN: the whole payment'),
+  state: Joi.string()
+    .valid(...PAYER_REFUND_STATES)
+    .description(
+      '`OPEN`: still being asked for (the sweep asks again while the provider cannot answer); `QUEUED`: the provider took it (the sandbox queues nothing: it took no money); `REFUSED`: the provider would not refund it; `FAILED`: it queued it, then reported it failed (`refund.failed`)',
+    ),
+  tries: Joi.number().integer().description('Times it was asked of the provider'),
+  refundId: Joi.string()
+    .allow(null)
+    .description('The provider’s id of the refund, once known (null in the sandbox)'),
+  why: Joi.string().allow(null).description('The provider’s reason, when refused or failed'),
+  note: Joi.string().description('What the payer is told at the provider'),
+  requestedAt: Joi.string().isoDate(),
+  settledAt: Joi.string().isoDate().allow(null).description('Null while `OPEN`'),
+});
+
+const payerRefundParams = Joi.object<PayerRefundQuery, true>({
+  ...providerListPage('checkoutReference', PROVIDER_REFERENCE_PATTERN),
+  state: Joi.string()
+    .valid(...PAYER_REFUND_STATES)
+    .description('Only those in this state'),
+});
+
+function toPayerRefundView(refund: PayerRefundRecord): Record<string, unknown> {
+  return {
+    checkoutReference: refund._id,
+    providerReference: refund.providerReference,
+    userId: refund.userId,
+    amount: formatNaira(refund.amountKobo),
+    state: refund.state,
+    tries: refund.tries,
+    refundId: refund.refundId ?? null,
+    why: refund.why ?? null,
+    note: refund.note,
+    requestedAt: refund.requestedAt.toISOString(),
+    settledAt: refund.settledAt ? refund.settledAt.toISOString() : null,
+  };
+}
+
 export function createReversalAdminActions(store: CheckoutStore): ServiceActions {
   return {
     listReversals: action({
@@ -79,6 +130,24 @@ export function createReversalAdminActions(store: CheckoutStore): ServiceActions
       params: listParams,
       async handler(ctx) {
         return (await store.reversals(ctx.params)).map(toReversalView);
+      },
+    }),
+    listPayerRefunds: action({
+      retry: 'safe',
+      http: {
+        group: 'admin',
+        method: 'GET',
+        path: '/payments/payer-refunds',
+        message: 'Refunds to payers retrieved',
+        summary: 'Refunds asked of the payment provider for payers, newest first',
+        description:
+          'A recipient’s payment for a delivery that no longer uses it (cancelled, or paid after its checkout was closed) is refunded to them at the provider, never credited to the merchant. `REFUSED` and `FAILED` ones are also listed with the uncredited payments (`GET /admin/payments/uncredited`): refund those at the provider by hand, then settle them there.',
+        response: Joi.array().items(payerRefundView),
+        errors: { 404: '`after` names no refund to a payer' },
+      },
+      params: payerRefundParams,
+      async handler(ctx) {
+        return (await store.payerRefunds(ctx.params)).map(toPayerRefundView);
       },
     }),
   };

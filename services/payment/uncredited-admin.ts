@@ -8,7 +8,7 @@ import type {
   UncreditedQuery,
   UncreditedRecord,
 } from './checkout-store';
-import { providerListPage } from './schemas';
+import { PROVIDER_REFERENCE_PATTERN, providerListPage } from './schemas';
 
 /**
  * Payments the provider took that no checkout credits (another amount or currency than the
@@ -35,11 +35,8 @@ const uncreditedView = view('UncreditedPayment', {
   settlement: settlementView.allow(null).description('Null until an operator records one'),
 });
 
-/** A transaction's reference at the provider, as recorded. */
-const PROVIDER_REFERENCE = /^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$/;
-
 const listParams = Joi.object<UncreditedQuery, true>({
-  ...providerListPage('providerReference', PROVIDER_REFERENCE),
+  ...providerListPage('providerReference', PROVIDER_REFERENCE_PATTERN),
   settled: fromUrl(Joi.boolean()).description(
     '`false`: only those no operator has settled yet; `true`: only the settled',
   ),
@@ -47,7 +44,7 @@ const listParams = Joi.object<UncreditedQuery, true>({
 
 const settleParams = Joi.object<{ providerReference: string; note: string }, true>({
   providerReference: Joi.string()
-    .pattern(PROVIDER_REFERENCE)
+    .pattern(PROVIDER_REFERENCE_PATTERN)
     .required()
     .description('As listed: a letter or digit, then letters, digits, `_`, `.`, `=` and `-`'),
   note: plainText(500).min(1).required().description('What was done: the refund’s reference'),

@@ -104,6 +104,24 @@ async function uncreditedListing(transaction: string) {
   );
 }
 
+interface PayerRefundView {
+  checkoutReference: string;
+  providerReference: string;
+  state: string;
+}
+
+/** The refunds to payers operators list (`GET /admin/payments/payer-refunds`), one page. */
+async function payerRefunds(query = ''): Promise<PayerRefundView[]> {
+  const reply = await request(base(), 'GET', `/admin/payments/payer-refunds?limit=200${query}`, {
+    headers: adminHeaders,
+  });
+  expect(reply.status).toBe(200);
+  return reply.body.data as PayerRefundView[];
+}
+
+const payerRefundOf = async (transaction: string, query = '') =>
+  (await payerRefunds(query)).find((r) => r.providerReference === transaction);
+
 describe('a recipient’s payment for a delivery that no longer uses it', () => {
   it('goes back to the recipient at Paystack once when the delivery is cancelled after they paid; Paystack’s report of it takes nothing from the merchant', async () => {
     const who = await merchant();
@@ -135,6 +153,22 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
         (r) => r.refundId === String(refund.id),
       ),
     ).toMatchObject({ state: 'NEVER_CREDITED' });
+    // Operators see it queued, with Paystack's id for it.
+    expect(await payerRefundOf(transaction)).toEqual({
+      checkoutReference: checkoutOfAttempt(transaction),
+      providerReference: transaction,
+      userId: who.userId,
+      amount: (amountKobo / 100).toFixed(2),
+      state: 'QUEUED',
+      tries: 1,
+      refundId: String(refundsOf(transaction)[0].id),
+      why: null,
+      note: expect.stringContaining(deliveryId),
+      requestedAt: expect.any(String),
+      settledAt: expect.any(String),
+    });
+    expect(await payerRefundOf(transaction, '&state=QUEUED')).toBeDefined();
+    expect(await payerRefundOf(transaction, '&state=OPEN')).toBeUndefined();
   });
 
   it('goes back to the recipient when they pay after the cancel', async () => {
@@ -285,6 +319,34 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     // Neither was credited to the merchant meanwhile.
     await sleep(1_000);
     expect(await balanceOf(base(), who)).toBe('100000.00');
+    // Operators see both, the newest first, and why each stands so; a page after the failed
+    // one holds the refused one, not it.
+    const listed = await payerRefunds();
+    const [failedAt, refusedAt] = [failed, refused].map((p) =>
+      listed.findIndex((r) => r.providerReference === p.transaction),
+    );
+    expect(failedAt).toBeGreaterThanOrEqual(0);
+    expect(refusedAt).toBeGreaterThan(failedAt);
+    expect(listed[failedAt]).toMatchObject({
+      state: 'FAILED',
+      refundId: String(queued.id),
+      why: 'Customer account closed',
+    });
+    expect(listed[refusedAt]).toMatchObject({
+      state: 'REFUSED',
+      refundId: null,
+      why: expect.stringMatching(/Duplicate Transaction Reference/),
+      tries: 1,
+    });
+    const after = `&after=${listed[failedAt].checkoutReference}`;
+    expect(await payerRefundOf(failed.transaction, after)).toBeUndefined();
+    expect(await payerRefundOf(refused.transaction, after)).toBeDefined();
+    expect(await payerRefundOf(refused.transaction, '&state=REFUSED')).toBeDefined();
+    const unknown = await request(base(), 'GET', '/admin/payments/payer-refunds?after=ck-nope', {
+      headers: adminHeaders,
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.message).toMatch(/after: no refund to a payer of checkout ck-nope/);
   });
 
   it('goes one way only when an order node of the version before credits it at the same time', async () => {
