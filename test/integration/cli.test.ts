@@ -401,6 +401,51 @@ describe('waybill CLI: reversals', () => {
   }, 60_000);
 });
 
+describe('waybill CLI: refunds to payers', () => {
+  it('lists the refunds asked at the provider for payers, newest first, each with its state; those in one state alone', async () => {
+    const db = await openServiceDatabase(iso, 'payment');
+    const at = Date.now();
+    const refund = (reference: string, i: number, state: string, why: string | null) => ({
+      _id: reference as never,
+      providerReference: `${reference}-1`,
+      userId: demoUserId,
+      amountKobo: 150_000,
+      currency: 'NGN',
+      note: 'Refund of a payment for delivery d-1, which no longer needs it',
+      requestedAt: new Date(at + i * 1_000),
+      state,
+      why,
+      refundId: state === 'QUEUED' ? '7001' : null,
+      settledAt: state === 'OPEN' ? null : new Date(at + i * 1_000),
+      tries: 1,
+    });
+    const [queued, refused] = [`ck-cli${at}a`, `ck-cli${at}b`];
+    await db
+      .collection('checkout_payer_refunds')
+      .insertMany([
+        refund(queued, 0, 'QUEUED', null),
+        refund(refused, 1, 'REFUSED', 'Not settled'),
+      ]);
+    await db.close();
+    const listed = async (...args: string[]) => {
+      const run = await cli('payments', 'payer-refunds', ...args);
+      expect(run.code).toBe(0);
+      return (JSON.parse(run.stdout) as Record<string, unknown>[]).filter((r) =>
+        [queued, refused].includes(r.checkoutReference as string),
+      );
+    };
+    expect(await listed()).toEqual([
+      expect.objectContaining({ checkoutReference: refused, state: 'REFUSED', why: 'Not settled' }),
+      expect.objectContaining({ checkoutReference: queued, state: 'QUEUED', refundId: '7001' }),
+    ]);
+    expect((await listed('--state', 'QUEUED')).map((r) => r.checkoutReference)).toEqual([queued]);
+    expect((await listed('--after', refused)).map((r) => r.checkoutReference)).toEqual([queued]);
+    const wrong = await cli('payments', 'payer-refunds', '--state', 'LOST');
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/--state.*LOST.*OPEN, QUEUED, REFUSED, FAILED/s);
+  }, 60_000);
+});
+
 describe('waybill CLI: couriers', () => {
   const addArgs = (regNo: string) => [
     'couriers',
