@@ -46,7 +46,6 @@ import {
   lateCreditReference,
   newCheckoutReference,
   nextAttemptWait,
-  providerId,
   outcomeEvent,
   sendClaimState,
   sendName,
@@ -77,7 +76,8 @@ import type {
 } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
 import { PayerRefunds } from './payer-refunds';
-import { disputeNote, Reversals, reversalCreditWaitMs } from './reversals';
+import { listUncredited } from './uncredited';
+import { disputeNote, failedRefund, Reversals, reversalCreditWaitMs } from './reversals';
 
 /** The longest wait between two looks at a checkout whose charge is still under way. */
 const STILL_PAYING_RECHECK_MS = 5 * 60_000;
@@ -676,26 +676,10 @@ export class Checkouts {
     return { to };
   }
 
-  /**
-   * A payment the provider took that no checkout credits (another amount or currency): an
-   * operator must refund it at the provider, and finds it at `GET /admin/payments/uncredited`.
-   */
-  private async uncredited(
-    session: SessionRecord,
-    providerReference: string,
-    why: string,
-  ): Promise<void> {
-    this.deps.logger().error('a payment at the provider is not credited; refund it there', {
-      reference: providerReference,
-      why,
-    });
-    await this.store.recordUncredited({
-      _id: providerReference,
-      checkoutReference: session._id,
-      userId: session.userId,
-      why,
-      at: new Date(),
-    });
+  /** A payment the provider took that no checkout credits (another amount or currency). */
+  private uncredited(session: SessionRecord, providerReference: string, why: string) {
+    const payment = { providerReference, checkoutReference: session._id, userId: session.userId };
+    return listUncredited(this.deps, payment, why);
   }
 
   /**
@@ -758,14 +742,9 @@ export class Checkouts {
    * is listed for an operator; an operator's own from the dashboard is theirs to see.
    */
   private async refundFailed(data: unknown): Promise<boolean> {
-    const fields = (typeof data === 'object' && data !== null ? data : {}) as Record<
-      string,
-      unknown
-    >;
-    const transaction = fields.transaction_reference;
-    if (typeof transaction !== 'string' || transaction === '') return false;
-    const why = typeof fields.reason === 'string' ? fields.reason : 'no reason given';
-    return this.payerRefunds.failed(transaction, providerId(fields.id) ?? null, why);
+    const failed = failedRefund(data);
+    if (!failed) return false;
+    return this.payerRefunds.failed(failed.providerReference, failed.refundId, failed.why);
   }
 
   /**

@@ -7,6 +7,7 @@ import { holds, RELEASE_MARGIN_MS, type Lease } from '../../libs/mongo';
 import { checkoutOfAttempt } from './checkout';
 import type { CheckoutProvider } from './checkout-providers';
 import type { CheckoutStore, PayerRefundRecord, SessionRecord } from './checkout-store';
+import { listUncredited } from './uncredited';
 
 export interface PayerRefundDeps {
   config: Pick<Config['payment'], 'paystack' | 'sweepIntervalMs'>;
@@ -231,18 +232,8 @@ export class PayerRefunds {
     });
   }
 
-  private async listForOperator(record: PayerRefundRecord, why: string): Promise<void> {
-    this.deps.logger().error('a payment at the provider is not credited; refund it there', {
-      reference: record.providerReference,
-      checkoutReference: record._id,
-      why,
-    });
-    await this.deps.store.recordUncredited({
-      _id: record.providerReference,
-      checkoutReference: record._id,
-      userId: record.userId,
-      why,
-      at: new Date(),
-    });
+  private listForOperator(record: PayerRefundRecord, why: string): Promise<void> {
+    const { providerReference, _id: checkoutReference, userId } = record;
+    return listUncredited(this.deps, { providerReference, checkoutReference, userId }, why);
   }
 }

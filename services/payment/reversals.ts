@@ -60,6 +60,28 @@ export function processedRefund(data: unknown): ProviderRefund | { unreadable: s
   return { refundId, providerReference, amountKobo, currency };
 }
 
+/** What a Paystack `refund.failed` event's `data` reports: the transaction, our refund's id, why. */
+export interface FailedRefund {
+  providerReference: string;
+  refundId: string | null;
+  why: string;
+}
+
+/**
+ * The failed refund a Paystack `refund.failed` event's `data` reports: its `transaction_reference`
+ * (undefined without one: nothing of ours to look up), its `id` and its `reason`.
+ */
+export function failedRefund(data: unknown): FailedRefund | undefined {
+  const fields = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  const providerReference = fields.transaction_reference;
+  if (typeof providerReference !== 'string' || providerReference === '') return undefined;
+  return {
+    providerReference,
+    refundId: providerId(fields.id) ?? null,
+    why: typeof fields.reason === 'string' ? fields.reason : 'no reason given',
+  };
+}
+
 /**
  * What operators are told of a Paystack dispute event (`charge.dispute.create`, `.remind`,
  * `.resolve`): no money moves on it. A dispute the payer wins is paid out as a refund, whose

@@ -2,10 +2,45 @@ import { loadConfig } from '../../../libs/config';
 import { STILL_PAYING_GRACE_MS } from '../../../services/payment/checkout';
 import {
   disputeNote,
+  failedRefund,
   processedRefund,
   PROVIDER_WEBHOOK_RETRY_MS,
   reversalCreditWaitMs,
 } from '../../../services/payment/reversals';
+
+describe('a Paystack refund.failed, read', () => {
+  const data = {
+    id: 7001,
+    status: 'failed',
+    transaction_reference: 'ck-0123456789abcdef.1',
+    reason: 'Customer account closed',
+  };
+
+  it('names the transaction, the refund and why', () => {
+    expect(failedRefund(data)).toEqual({
+      providerReference: 'ck-0123456789abcdef.1',
+      refundId: '7001',
+      why: 'Customer account closed',
+    });
+  });
+
+  it('reads a refund without a usable id or reason as such, and one without a transaction as nothing', () => {
+    expect(failedRefund({ ...data, id: 'a b', reason: 3 })).toEqual({
+      providerReference: 'ck-0123456789abcdef.1',
+      refundId: null,
+      why: 'no reason given',
+    });
+    for (const bad of [
+      null,
+      'x',
+      {},
+      { ...data, transaction_reference: '' },
+      { ...data, transaction_reference: 9 },
+    ]) {
+      expect(failedRefund(bad)).toBeUndefined();
+    }
+  });
+});
 
 describe('a Paystack refund.processed, read', () => {
   const data = {
