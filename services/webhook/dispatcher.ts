@@ -481,15 +481,20 @@ export class Dispatcher {
     const reason = `Every attempt failed since ${streak.toISOString()} (${hours} h or more); fix the endpoint, then enable it with POST ${enableRoute(endpoint._id)}`;
     const lastError =
       result.error ?? (result.statusCode === null ? null : `HTTP ${result.statusCode}`);
-    // The notice first: a dispatcher stopping between the two leaves the endpoint ACTIVE, and
-    // its next failure comes here again; the other way round nothing would tell the owner.
-    const disabledAt = await this.deps.recordDisable(
-      { ...endpoint, failingSince: streak },
-      at,
-      lastError,
-    );
-    const disabled = { status: 'DISABLED' as const, disabledAt, disabledReason: reason };
-    await store.updateEndpoint(endpoint._id, disabled);
+    // Only while the streak stands as stored: an enable, or another dispatcher's success, may
+    // have been written since it was read.
+    const disabled = await store.disableEndpoint(endpoint._id, streak, async (current) => {
+      // The notice first: a dispatcher stopping between the two leaves the endpoint ACTIVE,
+      // and its next failure comes here again; the other way round nothing would tell the owner.
+      const failing = { ...current, failingSince: streak };
+      const disabledAt = await this.deps.recordDisable(failing, at, lastError);
+      return { status: 'DISABLED', disabledAt, disabledReason: reason };
+    });
+    if (!disabled) {
+      // Ended since it was read (a success, the owner's enable): this failure may begin the next.
+      await this.streakAsStored(endpoint._id, at);
+      return;
+    }
     this.noteChange(endpoint._id, disabled);
     this.deps.logger().warn('webhook endpoint disabled; its owner is told by e-mail', {
       webhookId: endpoint._id,

@@ -401,6 +401,38 @@ export class WebhookStore {
   }
 
   /**
+   * Disables the endpoint for the failing streak that began at `streak`, if it still stands:
+   * ACTIVE, not deleted, failing since then. Read and written as the endpoint's one writer
+   * (`edits`): a disable decided from an earlier read would otherwise undo an enable, or a
+   * success that ended the streak, written since (the lock orders writes, it does not check
+   * them). `disabling` makes the changes (it records the notice first) from the endpoint as
+   * read. Answers the changes written, or null when the streak no longer stands.
+   */
+  async disableEndpoint(
+    webhookId: string,
+    streak: Date,
+    disabling: (current: EndpointRecord) => Promise<Partial<EndpointRecord>>,
+  ): Promise<Partial<EndpointRecord> | null> {
+    const changes = await this.edits.holding(
+      webhookId,
+      async () => {
+        const current = (await this.m.Endpoint.findById(webhookId).lean()) as EndpointRecord | null;
+        const stands =
+          current !== null &&
+          !current.deleted &&
+          current.status === 'ACTIVE' &&
+          current.failingSince?.getTime() === streak.getTime();
+        if (!stands) return null;
+        const made = await disabling(current);
+        await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: made });
+        return made;
+      },
+      { warn: this.warn },
+    );
+    return changes && !(await this.deletionRecorded(webhookId)) ? changes : null;
+  }
+
+  /**
    * One write of an endpoint at a time (`edits`): FerretDB writes a change as the whole
    * endpoint it read, and its writers are many (the owner's enable and rotation, dispatchers'
    * failures, successes and disable), so two at once undid each other: an enable sent with a

@@ -340,6 +340,67 @@ describe('a failing streak another dispatcher ended', () => {
     expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
   });
 
+  it('does not disable an endpoint whose streak a success or its owner’s enable ended after the dispatcher read it', async () => {
+    for (const ended of ['success', 'enable'] as const) {
+      const failingSince = new Date(
+        ended === 'success' ? '2033-01-01T00:00:00Z' : '2034-01-01T00:00:00Z',
+      );
+      const endpoint = endpointRecord(randomUUID(), { failingSince, createdAt: failingSince });
+      const webhookId = endpoint._id;
+      await store.insertEndpoint(endpoint);
+      const later = (ms: number) => new Date(failingSince.getTime() + ms);
+      // Every read of the dispatcher's until it disables is of the endpoint as it stood, failing
+      // since then; each is followed at once by the write that ended the streak (another
+      // dispatcher's success, or the owner's enable after an earlier disable, which clears it
+      // the same way).
+      const watched = Object.create(store) as WebhookStore;
+      let deciding = true;
+      watched.disableEndpoint = (...args) => {
+        deciding = false;
+        return store.disableEndpoint(...args);
+      };
+      watched.endpoint = async (id) => {
+        const read = await store.endpoint(id);
+        if (id === webhookId && read && deciding) {
+          await store.updateEndpoint(id, {
+            failingSince: null,
+            ...(ended === 'enable'
+              ? { status: 'ACTIVE', disabledAt: null, disabledReason: null }
+              : {}),
+          });
+          return { ...read, failingSince };
+        }
+        return read;
+      };
+      let disables = 0;
+      const config = loadConfig({
+        ...process.env,
+        WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs),
+      });
+      const dispatcher = new Dispatcher({
+        store: watched,
+        config: config.webhook,
+        appEnv: config.appEnv,
+        box: new SecretBox('streak-test'),
+        logger: () => broker.getLogger('dispatcher-test'),
+        recordDisable: async (disabled, at) => {
+          if (disabled._id === webhookId) disables += 1;
+          return at;
+        },
+      });
+      await queueMessage(webhookId, later(0));
+      await dispatcher.look(later(disableAfterMs + 300));
+      await dispatcher.settle();
+      expect(disables).toBe(0);
+      const stored = await store.endpoint(webhookId);
+      expect(stored?.status).toBe('ACTIVE');
+      // This failure begins the next streak.
+      expect(new Date(stored?.failingSince as Date).getTime()).toBeGreaterThanOrEqual(
+        later(disableAfterMs + 300).getTime(),
+      );
+    }
+  });
+
   it('starts a new streak when a message was delivered after it began, though nothing ended it', async () => {
     const failingSince = new Date('2032-01-01T00:00:00Z');
     const { webhookId, dispatcher, disables } = await failingEndpoint(failingSince);
