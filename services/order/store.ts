@@ -916,7 +916,9 @@ export class OrderStore {
   async relistSearch(deliveryId: string, now: Date): Promise<void> {
     const bucket = dueBucket(now);
     await this.searchBuckets.add(bucketName(bucket), deliveryId, now);
-    // `$max`: a replica moving it to an earlier bucket at the same time does not move it back.
+    // `$max`: a replica moving it to an earlier bucket at the same time does not move it back;
+    // FerretDB's `$max` reads, then writes, so two at once may keep the earlier one, which lists
+    // it too (its entry was added first): the sweep reads one more bucket, nothing is lost.
     await this.m.ScheduledSearch.updateOne({ _id: deliveryId }, { $max: { listedIn: bucket } });
   }
 
