@@ -76,7 +76,7 @@ import type {
 } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
 import { PayerRefunds } from './payer-refunds';
-import { listUncredited } from './uncredited';
+import { recordUncreditedPayment } from './uncredited';
 import { disputeNote, failedRefund, Reversals, reversalCreditWaitMs } from './reversals';
 
 /** The longest wait between two looks at a checkout whose charge is still under way. */
@@ -679,7 +679,7 @@ export class Checkouts {
   /** A payment the provider took that no checkout credits (another amount or currency). */
   private uncredited(session: SessionRecord, providerReference: string, why: string) {
     const payment = { providerReference, checkoutReference: session._id, userId: session.userId };
-    return listUncredited(this.deps, payment, why);
+    return recordUncreditedPayment(this.deps, payment, why);
   }
 
   /**

@@ -89,7 +89,7 @@ interface PaystackAnswer {
   data?: Record<string, unknown> | null;
 }
 
-const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
 /**
  * A verify answer (the largest: the customer, the card's authorization, the attempt's log) is

@@ -1,4 +1,4 @@
-import { Schema, type Connection, type InferSchemaType } from 'mongoose';
+import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose';
 import {
   CHECKOUT_PAYERS,
   type CheckoutPayer,
@@ -344,6 +344,33 @@ export interface PayerRefundQuery {
 /** 404: a page asked for after an item the list never held. */
 const unknownAfter = (what: string, after: string) =>
   notFound(`after: no ${what} ${after}; pass the last one of the page before, as listed`);
+
+/**
+ * A page of `model`'s documents matching `filter`, newest by `at` first (ties by `_id`), after
+ * the one whose `_id` is `after` (404 when there is none: `what` names it). A scan: for
+ * operators' lists of collections that stay small.
+ */
+async function newestFirst<T extends { _id: string }>(
+  // The models differ in their document types; what is read comes back as `T`.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  model: Model<any>,
+  at: keyof T & string,
+  filter: Record<string, unknown>,
+  { limit, after }: { limit: number; after?: string },
+  what: string,
+): Promise<T[]> {
+  const query: Record<string, unknown> = { ...filter };
+  if (after !== undefined) {
+    const last = await model.findById(after).lean<T>();
+    if (!last) throw unknownAfter(what, after);
+    query.$or = [{ [at]: { $lt: last[at] } }, { [at]: last[at], _id: { $lt: last._id } }];
+  }
+  return model
+    .find(query)
+    .sort({ [at]: -1, _id: -1 })
+    .limit(limit)
+    .lean<T[]>();
+}
 
 export function defineCheckoutModels(connection: Connection) {
   return {
@@ -725,21 +752,15 @@ export class CheckoutStore {
    * reversals as it goes: an offset into the open ones skipped some). A scan: an operator's
    * call on a collection that stays small (one document per refund made at the provider).
    */
-  async reversals({ limit, after, open }: ReversalQuery): Promise<ReversalRecord[]> {
-    const filter: Record<string, unknown> =
-      open === undefined ? {} : { settledAt: open ? null : { $ne: null } };
-    if (after !== undefined) {
-      const last = await this.m.Reversal.findById(after).lean<ReversalRecord>();
-      if (!last) throw unknownAfter('reversal', after);
-      filter.$or = [
-        { receivedAt: { $lt: last.receivedAt } },
-        { receivedAt: last.receivedAt, _id: { $lt: last._id } },
-      ];
-    }
-    return this.m.Reversal.find(filter)
-      .sort({ receivedAt: -1, _id: -1 })
-      .limit(limit)
-      .lean<ReversalRecord[]>();
+  reversals({ limit, after, open }: ReversalQuery): Promise<ReversalRecord[]> {
+    const filter = open === undefined ? {} : { settledAt: open ? null : { $ne: null } };
+    return newestFirst<ReversalRecord>(
+      this.m.Reversal,
+      'receivedAt',
+      filter,
+      { limit, after },
+      'reversal',
+    );
   }
 
   /** The reversals due another look, and since when (a scan of the open ones only). */
@@ -766,20 +787,16 @@ export class CheckoutStore {
   }
 
   /** Refunds to payers, newest first: a scan (an operator's list; the sweep reads its own). */
-  async payerRefunds({ limit, after, state }: PayerRefundQuery): Promise<PayerRefundRecord[]> {
-    const filter: Record<string, unknown> = state ? { state } : {};
-    if (after !== undefined) {
-      const last = await this.payerRefund(after);
-      if (!last) throw unknownAfter('refund to a payer of checkout', after);
-      filter.$or = [
-        { requestedAt: { $lt: last.requestedAt } },
-        { requestedAt: last.requestedAt, _id: { $lt: last._id } },
-      ];
-    }
-    return this.m.PayerRefund.find(filter)
-      .sort({ requestedAt: -1, _id: -1 })
-      .limit(limit)
-      .lean<PayerRefundRecord[]>();
+  payerRefunds({ limit, after, state }: PayerRefundQuery): Promise<PayerRefundRecord[]> {
+    const filter = state ? { state } : {};
+    const page = { limit, after };
+    return newestFirst<PayerRefundRecord>(
+      this.m.PayerRefund,
+      'requestedAt',
+      filter,
+      page,
+      'refund to a payer of checkout',
+    );
   }
 
   payerRefund(reference: string): Promise<PayerRefundRecord | null> {

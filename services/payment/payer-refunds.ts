@@ -7,7 +7,7 @@ import { holds, RELEASE_MARGIN_MS, type Lease } from '../../libs/mongo';
 import { checkoutOfAttempt } from './checkout';
 import type { CheckoutProvider } from './checkout-providers';
 import type { CheckoutStore, PayerRefundRecord, SessionRecord } from './checkout-store';
-import { listUncredited } from './uncredited';
+import { recordUncreditedPayment } from './uncredited';
 
 export interface PayerRefundDeps {
   config: Pick<Config['payment'], 'paystack' | 'sweepIntervalMs'>;
@@ -234,6 +234,10 @@ export class PayerRefunds {
 
   private listForOperator(record: PayerRefundRecord, why: string): Promise<void> {
     const { providerReference, _id: checkoutReference, userId } = record;
-    return listUncredited(this.deps, { providerReference, checkoutReference, userId }, why);
+    return recordUncreditedPayment(
+      this.deps,
+      { providerReference, checkoutReference, userId },
+      why,
+    );
   }
 }

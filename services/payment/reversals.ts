@@ -78,7 +78,8 @@ export function failedRefund(data: unknown): FailedRefund | undefined {
   return {
     providerReference,
     refundId: providerId(fields.id) ?? null,
-    why: typeof fields.reason === 'string' ? fields.reason : 'no reason given',
+    why:
+      typeof fields.reason === 'string' && fields.reason !== '' ? fields.reason : 'no reason given',
   };
 }
 

@@ -191,13 +191,13 @@ export const cashRemittanceParams = Joi.object<CashRemittanceParams>({
  */
 export const PROVIDER_LIST_PAGE = { max: 200, byDefault: 50 };
 
+/** A transaction's reference at the provider, as recorded; a checkout's reference fits it too. */
+export const PROVIDER_REFERENCE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$/;
+
 /**
  * `limit`, and `after` the last one of the previous page, by its id (`what`): an offset skips
  * what an operator settled since they read the page before, and these lists are worked through.
  */
-/** A transaction's reference at the provider, as recorded; a checkout's reference fits it too. */
-export const PROVIDER_REFERENCE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$/;
-
 export const providerListPage = (what: string, id: RegExp) => ({
   limit: pageParams().limit.max(PROVIDER_LIST_PAGE.max).default(PROVIDER_LIST_PAGE.byDefault),
   after: Joi.string()

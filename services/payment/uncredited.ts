@@ -15,7 +15,7 @@ export interface UncreditedPayment {
  * as an error, and listed for an operator to refund at the provider (`GET
  * /admin/payments/uncredited`), once however often it is seen.
  */
-export async function listUncredited(
+export async function recordUncreditedPayment(
   deps: {
     store: Pick<CheckoutStore, 'recordUncredited'>;
     logger: () => Pick<Logger, 'error'>;

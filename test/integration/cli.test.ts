@@ -419,27 +419,37 @@ describe('waybill CLI: refunds to payers', () => {
       settledAt: state === 'OPEN' ? null : new Date(at + i * 1_000),
       tries: 1,
     });
-    const [queued, refused] = [`ck-cli${at}a`, `ck-cli${at}b`];
+    // Two asked at the same moment are listed by reference, the greater first.
+    const [queued, refused, failed] = [`ck-cli${at}a`, `ck-cli${at}b`, `ck-cli${at}c`];
     await db
       .collection('checkout_payer_refunds')
       .insertMany([
         refund(queued, 0, 'QUEUED', null),
         refund(refused, 1, 'REFUSED', 'Not settled'),
+        refund(failed, 1, 'FAILED', 'Account closed'),
       ]);
     await db.close();
     const listed = async (...args: string[]) => {
       const run = await cli('payments', 'payer-refunds', ...args);
       expect(run.code).toBe(0);
       return (JSON.parse(run.stdout) as Record<string, unknown>[]).filter((r) =>
-        [queued, refused].includes(r.checkoutReference as string),
+        [queued, refused, failed].includes(r.checkoutReference as string),
       );
     };
     expect(await listed()).toEqual([
+      expect.objectContaining({
+        checkoutReference: failed,
+        state: 'FAILED',
+        why: 'Account closed',
+      }),
       expect.objectContaining({ checkoutReference: refused, state: 'REFUSED', why: 'Not settled' }),
       expect.objectContaining({ checkoutReference: queued, state: 'QUEUED', refundId: '7001' }),
     ]);
     expect((await listed('--state', 'QUEUED')).map((r) => r.checkoutReference)).toEqual([queued]);
-    expect((await listed('--after', refused)).map((r) => r.checkoutReference)).toEqual([queued]);
+    const after = async (reference: string) =>
+      (await listed('--after', reference)).map((r) => r.checkoutReference);
+    expect(await after(failed)).toEqual([refused, queued]);
+    expect(await after(refused)).toEqual([queued]);
     const wrong = await cli('payments', 'payer-refunds', '--state', 'LOST');
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toMatch(/--state.*LOST.*OPEN, QUEUED, REFUSED, FAILED/s);

@@ -296,14 +296,18 @@ describe('a failing streak another dispatcher ended', () => {
    * without a request, the dispatcher says why), and a dispatcher counting its disables (other
    * tests' endpoints share the queue: theirs do not count).
    */
-  async function failingEndpoint(failingSince: Date) {
+  async function failingEndpoint(
+    failingSince: Date,
+    /** The store as the dispatcher sees it. */
+    seenAs: (webhookId: string) => WebhookStore = () => store,
+  ) {
     const endpoint = endpointRecord(randomUUID(), { failingSince, createdAt: failingSince });
     const webhookId = endpoint._id;
     await store.insertEndpoint(endpoint);
     let disables = 0;
     const config = loadConfig({ ...process.env, WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs) });
     const dispatcher = new Dispatcher({
-      store,
+      store: seenAs(webhookId),
       config: config.webhook,
       appEnv: config.appEnv,
       box: new SecretBox('streak-test'),
@@ -341,63 +345,56 @@ describe('a failing streak another dispatcher ended', () => {
   });
 
   it('does not disable an endpoint whose streak a success or its owner’s enable ended after the dispatcher read it', async () => {
-    for (const ended of ['success', 'enable'] as const) {
+    for (const ended of ['success', 'enabled, failing anew'] as const) {
       const failingSince = new Date(
         ended === 'success' ? '2033-01-01T00:00:00Z' : '2034-01-01T00:00:00Z',
       );
-      const endpoint = endpointRecord(randomUUID(), { failingSince, createdAt: failingSince });
-      const webhookId = endpoint._id;
-      await store.insertEndpoint(endpoint);
       const later = (ms: number) => new Date(failingSince.getTime() + ms);
+      // Enabled after another dispatcher's disable, then failing again: a streak too young.
+      const anew = later(disableAfterMs);
       // Every read of the dispatcher's until it disables is of the endpoint as it stood, failing
       // since then; each is followed at once by the write that ended the streak (another
-      // dispatcher's success, or the owner's enable after an earlier disable, which clears it
-      // the same way).
-      const watched = Object.create(store) as WebhookStore;
-      let deciding = true;
-      watched.disableEndpoint = (...args) => {
-        deciding = false;
-        return store.disableEndpoint(...args);
+      // dispatcher's success, or the owner's enable and a failure since).
+      const endingTheStreak = (webhookId: string) => {
+        const watched = Object.create(store) as WebhookStore;
+        let deciding = true;
+        // Other tests' endpoints share the queue: their disables are not this one's.
+        watched.disableEndpoint = (id, ...rest) => {
+          if (id === webhookId) deciding = false;
+          return store.disableEndpoint(id, ...rest);
+        };
+        watched.endpoint = async (id) => {
+          const read = await store.endpoint(id);
+          if (id === webhookId && read && deciding) {
+            await store.updateEndpoint(
+              id,
+              ended === 'success'
+                ? { failingSince: null }
+                : { status: 'ACTIVE', failingSince: anew, disabledAt: null, disabledReason: null },
+            );
+            return { ...read, failingSince };
+          }
+          return read;
+        };
+        return watched;
       };
-      watched.endpoint = async (id) => {
-        const read = await store.endpoint(id);
-        if (id === webhookId && read && deciding) {
-          await store.updateEndpoint(id, {
-            failingSince: null,
-            ...(ended === 'enable'
-              ? { status: 'ACTIVE', disabledAt: null, disabledReason: null }
-              : {}),
-          });
-          return { ...read, failingSince };
-        }
-        return read;
-      };
-      let disables = 0;
-      const config = loadConfig({
-        ...process.env,
-        WEBHOOK_DISABLE_AFTER_MS: String(disableAfterMs),
-      });
-      const dispatcher = new Dispatcher({
-        store: watched,
-        config: config.webhook,
-        appEnv: config.appEnv,
-        box: new SecretBox('streak-test'),
-        logger: () => broker.getLogger('dispatcher-test'),
-        recordDisable: async (disabled, at) => {
-          if (disabled._id === webhookId) disables += 1;
-          return at;
-        },
-      });
+      const { webhookId, dispatcher, disables } = await failingEndpoint(
+        failingSince,
+        endingTheStreak,
+      );
       await queueMessage(webhookId, later(0));
       await dispatcher.look(later(disableAfterMs + 300));
       await dispatcher.settle();
-      expect(disables).toBe(0);
+      expect(disables()).toBe(0);
       const stored = await store.endpoint(webhookId);
       expect(stored?.status).toBe('ACTIVE');
-      // This failure begins the next streak.
-      expect(new Date(stored?.failingSince as Date).getTime()).toBeGreaterThanOrEqual(
-        later(disableAfterMs + 300).getTime(),
-      );
+      const streak = new Date(stored?.failingSince as Date).getTime();
+      if (ended === 'success') {
+        // This failure begins the next streak.
+        expect(streak).toBeGreaterThanOrEqual(later(disableAfterMs + 300).getTime());
+      } else {
+        expect(streak).toBe(anew.getTime());
+      }
     }
   });
 

@@ -25,6 +25,7 @@ describe('a Paystack refund.failed, read', () => {
   });
 
   it('reads a refund without a usable id or reason as such, and one without a transaction as nothing', () => {
+    expect(failedRefund({ ...data, reason: '' })).toMatchObject({ why: 'no reason given' });
     expect(failedRefund({ ...data, id: 'a b', reason: 3 })).toEqual({
       providerReference: 'ck-0123456789abcdef.1',
       refundId: null,
