@@ -162,6 +162,16 @@ it('gives up what an endpoint disabled longer than the retention kept waiting, a
       })
     ).body.data as { status: string; attempts: { error: string | null }[] }[];
   try {
+    // Once each failing streak is recorded: the dispatcher's write of it, FerretDB writing the
+    // endpoint whole as it read it, would put back ACTIVE over the disable below (seen in CI).
+    await eventually(async () => {
+      for (const id of [longId, justId]) {
+        const stored = await endpoints.findOne({ _id: id });
+        expect((stored as { failingSince?: Date | null } | null)?.failingSince).toBeInstanceOf(
+          Date,
+        );
+      }
+    });
     // Disabled 31 days ago (the retention is 30), and just now.
     const longAgo = new Date(Date.now() - 31 * 86_400_000);
     await endpoints.updateOne(
