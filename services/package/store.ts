@@ -473,7 +473,7 @@ export class PackageStore {
    * claim is read after the write: claimed, the edit is refused as if the claim came first, its
    * fields put back as they were, and the claim's mark written again; held by nobody yet marked,
    * the mark of a delivery released while the edit was written (put back by the edit's copy) is
-   * cleared again.
+   * cleared again, unless a delivery has claimed the package since (then the mark is its own).
    */
   async updateOpen(userId: string, packageId: string, changes: Record<string, unknown>) {
     const before = await this.byId(packageId);
@@ -498,8 +498,15 @@ export class PackageStore {
     }
     const edited = await this.byId(packageId);
     if (!edited?.p2pDeliveryId) return edited;
+    // The mark may be that of a delivery that claimed the package since the claim was read
+    // above (the edit came first, and stands): the claim decides, as everywhere.
+    if ((await this.holderOf(packageId)) === edited.p2pDeliveryId) return edited;
     await this.clearMark(packageId, edited.p2pDeliveryId);
-    return { ...edited, p2pDeliveryId: null };
+    // FerretDB writes back the package the clear read: a claim taken meanwhile, whose mark
+    // landed in between, is marked again.
+    const since = await this.holderOf(packageId);
+    const marked = since === null ? null : await this.markAsHolder(packageId, since);
+    return { ...edited, p2pDeliveryId: marked };
   }
 
   /** Clears the mark of `deliveryId`, if the package still carries it (by `_id` alone). */

@@ -533,6 +533,34 @@ it('keeps the mark, and not the edit, of a package a delivery takes while it is 
   expect(await openIds(userId)).toEqual([]);
 });
 
+it('keeps the mark of a delivery that takes a package just after an edit found it held by nobody', async () => {
+  // The edit checked the claim after its write and found none; the delivery then claimed and
+  // marked the package before the edit looked at the mark: it is the delivery's, not a
+  // released one's, and clearing it left the package listed and counted open while the
+  // delivery held it, with nothing to mark it again.
+  const userId = randomUUID();
+  const packageId = await save(userId);
+  const deliveryId = randomUUID();
+  const holderOf = store.holderOf.bind(store);
+  let first = true;
+  const read = jest.spyOn(store, 'holderOf').mockImplementation(async (id) => {
+    if (id !== packageId || !first) return holderOf(id);
+    first = false;
+    const none = await holderOf(id);
+    expect(await store.claim(packageId, userId, deliveryId)).toBe('taken');
+    expect(await store.markTaken([packageId], deliveryId)).toEqual([]);
+    return none;
+  });
+  try {
+    const edited = await store.updateOpen(userId, packageId, { description: 'Edited first' });
+    expect(edited).toMatchObject({ description: 'Edited first', p2pDeliveryId: deliveryId });
+  } finally {
+    read.mockRestore();
+  }
+  expect(await markOf(packageId)).toBe(deliveryId);
+  expect(await openIds(userId)).toEqual([]);
+});
+
 /**
  * A delivery's assign whose retry runs beside its first run: the first claims p1 and meets p2
  * with another delivery; the retry finds p1 already the delivery's and waits before p2 until
