@@ -320,9 +320,28 @@ describe('a failing streak another dispatcher ended', () => {
     return { webhookId, dispatcher, disables: () => disables };
   }
 
+  /**
+   * A failure of a new message queued at `queuedAt`, looked at `at`, that disables nothing: the
+   * endpoint stays ACTIVE. Answers where its failing streak begins, as stored.
+   */
+  async function failsWithoutDisable(
+    { webhookId, dispatcher, disables }: Awaited<ReturnType<typeof failingEndpoint>>,
+    queuedAt: Date,
+    at: Date,
+  ): Promise<number> {
+    await queueMessage(webhookId, queuedAt);
+    await dispatcher.look(at);
+    await dispatcher.settle();
+    expect(disables()).toBe(0);
+    const stored = await store.endpoint(webhookId);
+    expect(stored?.status).toBe('ACTIVE');
+    return new Date(stored?.failingSince as Date).getTime();
+  }
+
   it('starts a new streak instead of disabling the endpoint', async () => {
     const failingSince = new Date('2031-01-01T00:00:00Z');
-    const { webhookId, dispatcher, disables } = await failingEndpoint(failingSince);
+    const failing = await failingEndpoint(failingSince);
+    const { webhookId, dispatcher } = failing;
     const later = (ms: number) => new Date(failingSince.getTime() + ms);
     await queueMessage(webhookId, later(0));
     // A failure short of the limit: the dispatcher now keeps the endpoint, streak and all.
@@ -332,14 +351,8 @@ describe('a failing streak another dispatcher ended', () => {
     // Another dispatcher's success ends the streak; a failure here, within the second, is due
     // a disable by the streak this one knows.
     await store.updateEndpoint(webhookId, { failingSince: null });
-    await queueMessage(webhookId, later(0));
-    await dispatcher.look(later(disableAfterMs + 300));
-    await dispatcher.settle();
-    expect(disables()).toBe(0);
-    const stored = await store.endpoint(webhookId);
-    expect(stored?.status).toBe('ACTIVE');
     // This failure's moment: its look's, and the time that look's reads took.
-    const streak = new Date(stored?.failingSince as Date).getTime();
+    const streak = await failsWithoutDisable(failing, later(0), later(disableAfterMs + 300));
     expect(streak).toBeGreaterThanOrEqual(later(disableAfterMs + 300).getTime());
     expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
   });
@@ -378,17 +391,8 @@ describe('a failing streak another dispatcher ended', () => {
         };
         return watched;
       };
-      const { webhookId, dispatcher, disables } = await failingEndpoint(
-        failingSince,
-        endingTheStreak,
-      );
-      await queueMessage(webhookId, later(0));
-      await dispatcher.look(later(disableAfterMs + 300));
-      await dispatcher.settle();
-      expect(disables()).toBe(0);
-      const stored = await store.endpoint(webhookId);
-      expect(stored?.status).toBe('ACTIVE');
-      const streak = new Date(stored?.failingSince as Date).getTime();
+      const failing = await failingEndpoint(failingSince, endingTheStreak);
+      const streak = await failsWithoutDisable(failing, later(0), later(disableAfterMs + 300));
       if (ended === 'success') {
         // This failure begins the next streak.
         expect(streak).toBeGreaterThanOrEqual(later(disableAfterMs + 300).getTime());
