@@ -491,8 +491,7 @@ export class Dispatcher {
       return { status: 'DISABLED', disabledAt, disabledReason: reason };
     });
     if (!disabled) {
-      // Ended since it was read (a success, the owner's enable): this failure may begin the next.
-      await this.streakAsStored(endpoint._id, at);
+      await this.beginStreakIfEnded(endpoint._id, at);
       return;
     }
     this.noteChange(endpoint._id, disabled);
@@ -528,6 +527,14 @@ export class Dispatcher {
       return null;
     }
     return failingSince;
+  }
+
+  /**
+   * After a disable that no longer stood (a success, the owner's enable, written since the
+   * streak was read): this failure begins the next streak if the one stored has ended.
+   */
+  private async beginStreakIfEnded(webhookId: string, at: Date): Promise<void> {
+    await this.streakAsStored(webhookId, at);
   }
 
   /** Whether one of the endpoint's latest messages was delivered after `since`. */
