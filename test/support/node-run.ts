@@ -25,6 +25,27 @@ export interface NodeRun {
 }
 
 /**
+ * Runs `file` with `args` from the repository's root and resolves with how it ended (it never
+ * rejects); `stdin` is written and closed. `env` replaces this process's environment when given.
+ */
+export function runCommand(
+  file: string,
+  args: string[],
+  { stdin, env }: { stdin?: Buffer; env?: NodeJS.ProcessEnv } = {},
+): Promise<NodeRun> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      file,
+      args,
+      { cwd: ROOT, encoding: 'utf8', ...(env ? { env } : {}) },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
+    );
+    child.stdin?.end(stdin);
+  });
+}
+
+/**
  * Runs a TypeScript entry in a Node process of its own, through tsx as the tests run ours,
  * with `nodeFlags` before it and `args` after; `stdin` is written and closed. `env` replaces
  * this process's environment when given.
@@ -38,14 +59,8 @@ export function runTypeScript(
     env,
   }: { nodeFlags?: string[]; stdin?: Buffer; env?: NodeJS.ProcessEnv } = {},
 ): Promise<NodeRun> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      [...nodeFlags, '--import', 'tsx', entry, ...args],
-      { cwd: ROOT, encoding: 'utf8', ...(env ? { env } : {}) },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
-    );
-    child.stdin?.end(stdin);
+  return runCommand(process.execPath, [...nodeFlags, '--import', 'tsx', entry, ...args], {
+    stdin,
+    env,
   });
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newWebhookSecret, signatureHeader } from '../../../libs/webhook-signature';
-import { ROOT, runTypeScript } from '../../support/node-run';
+import { ROOT, runCommand, runTypeScript } from '../../support/node-run';
 
 /** `waybill webhooks verify` needs no infrastructure: it is run as an integrator would. */
 const CLI = join(ROOT, 'bin', 'waybill.ts');
@@ -88,4 +88,20 @@ describe('waybill webhooks verify', () => {
       `waybill: --body-file: cannot read ${join(dir, 'nowhere.json')} (ENOENT)\n`,
     );
   });
+
+  it('refuses a terminal as the body at once, rather than wait for Ctrl-D', async () => {
+    // util-linux `script` (Debian's essential bsdutils) runs the command on a pseudo-terminal.
+    const command = [process.execPath, '--import', 'tsx', CLI, ...verify('--body-file', '-')];
+    const onTerminal = await runCommand('script', [
+      '-qec',
+      command.map(quoted).join(' '),
+      '/dev/null',
+    ]);
+    expect(onTerminal.code).toBe(1);
+    expect(onTerminal.stdout).toContain(
+      'waybill: --body-file -: standard input is a terminal; pipe the raw body in, or name its file',
+    );
+  });
 });
+
+const quoted = (arg: string): string => `'${arg.replaceAll("'", `'\\''`)}'`;
