@@ -664,6 +664,8 @@ export class Checkouts {
         providerReference,
         `Refund of a payment for delivery ${session.purpose.id}, which no longer needs it`,
       );
+      // What refunds of it at the provider took from the merchant meanwhile goes back to them.
+      await this.reversals.givenToPayer(session);
       return { to };
     }
     await ledger.post({

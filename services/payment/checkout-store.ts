@@ -225,10 +225,29 @@ const reversalSchema = new Schema(
     takenKobo: { type: Number, required: true },
     parts: { type: Number, required: true },
     settledAt: { type: Date, default: null },
+    /**
+     * What was given back to the wallet once its checkout's payment went back to its payer
+     * (decision 174): null until then, and for a reversal that took nothing of a checkout that
+     * never credited it.
+     */
+    givenBackKobo: { type: Number, default: null },
   },
   { versionKey: false },
 );
 reversalSchema.index({ receivedAt: -1 });
+
+/**
+ * The reversals of a checkout, numbered 1, 2, … by insert (`_id` `<checkoutReference>:<k>`): a
+ * reversal takes the first free number, and one that finds it taken reads on. What a checkout
+ * given back to its payer reads to give its wallet back what its reversals took.
+ */
+const reversalOfCheckoutSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    refundId: { type: String, required: true },
+  },
+  { versionKey: false },
+);
 
 /**
  * A reversal not settled yet, by its id, and when the sweep looks at it next: a list of the open
@@ -372,6 +391,8 @@ async function newestFirst<T extends { _id: string }>(
     .lean<T[]>();
 }
 
+const reversalOfCheckoutId = (checkoutReference: string, k: number) => `${checkoutReference}:${k}`;
+
 export function defineCheckoutModels(connection: Connection) {
   return {
     CheckoutSession: connection.model('CheckoutSession', sessionSchema, 'checkout_sessions'),
@@ -404,6 +425,11 @@ export function defineCheckoutModels(connection: Connection) {
       'CheckoutOpenReversal',
       openReversalSchema,
       'checkout_reversals_open',
+    ),
+    ReversalOfCheckout: connection.model(
+      'CheckoutReversalOf',
+      reversalOfCheckoutSchema,
+      'checkout_reversals_of',
     ),
     GivenBack: connection.model('CheckoutGivenBack', givenBackSchema, 'checkout_given_back'),
     PayerRefund: connection.model(
@@ -701,6 +727,44 @@ export class CheckoutStore {
     const nextCheckAt = new Date(record.receivedAt.getTime() + recheckMs);
     await insertOnce(() => this.m.OpenReversal.create({ _id: record._id, nextCheckAt }));
     return (await claimById(this.m.Reversal, record, 'reversal')).standing;
+  }
+
+  /** Numbers the reversal `refundId` among its checkout's, once however often it is noted. */
+  async noteReversalOf(checkoutReference: string, refundId: string): Promise<void> {
+    for (let k = 1; ;) {
+      const _id = reversalOfCheckoutId(checkoutReference, k);
+      const noted = await this.m.ReversalOfCheckout.findById(_id).lean();
+      if (noted?.refundId === refundId) return;
+      if (noted) {
+        k += 1;
+      } else if (await insertOnce(() => this.m.ReversalOfCheckout.create({ _id, refundId }))) {
+        return;
+      }
+      // Else another reversal took the k-th place meanwhile: read it, then go on.
+    }
+  }
+
+  /** The ids of the reversals noted of a checkout (`noteReversalOf`), in the order noted. */
+  async reversalsOf(checkoutReference: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (let k = 1; ; k++) {
+      const noted = await this.m.ReversalOfCheckout.findById(
+        reversalOfCheckoutId(checkoutReference, k),
+      ).lean();
+      if (!noted) return ids;
+      ids.push(noted.refundId);
+    }
+  }
+
+  /**
+   * Settles a reversal as given back to its wallet (decision 174): `givenBackKobo` is what the
+   * wallet got back of what was taken; off the sweep's list.
+   */
+  async reversalGivenBack(id: string, givenBackKobo: number): Promise<void> {
+    const now = new Date();
+    await this.m.Reversal.updateOne({ _id: id }, { $set: { givenBackKobo } });
+    await this.m.Reversal.updateOne({ _id: id, settledAt: null }, { $set: { settledAt: now } });
+    await this.rescheduleReversal(id, null);
   }
 
   /**

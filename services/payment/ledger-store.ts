@@ -618,6 +618,70 @@ export class LedgerStore {
     });
   }
 
+  /**
+   * Gives back to a wallet what a reversal took from it (`takeBack`): its checkout's payment went
+   * back to its payer after all (decision 174), so the wallet owes none of it. Each part kept is
+   * given back whole, once, under its refund's reference (`refund:reversal:<id>:<n>`); a part
+   * claimed and not written (its caller stopped, or is past its turn) is given up as
+   * `refundDebit` gives one up; the first part never claimed is given up for good (`VOIDED`,
+   * where a call again stops), so that no caller past its turn takes it afterwards. Callers give a reversal back in its
+   * turn, as they take it. Answers what is given back in all (a retry answers the same), or null
+   * when the caller's turn ran out first.
+   */
+  giveBackReversal(
+    walletId: string,
+    reversal: { id: string; description: string },
+    holding: () => boolean,
+  ): Promise<number | null> {
+    return this.turns.run(walletId, async () => {
+      let givenBackKobo = 0;
+      for (let n = 1; ; n++) {
+        if (!holding()) return null;
+        const reference = reversalReference(reversal.id, n);
+        let claim = await this.findReference(reference);
+        if (!claim) {
+          if (await this.giveUp(reference, walletId)) return givenBackKobo;
+          // Claimed by a caller past its turn meanwhile: given back as any other part.
+          claim = await this.findReference(reference);
+        }
+        if (!claim) continue;
+        if (claim.type === VOIDED) {
+          // The end another call marked (or a part given up before its claim): read on only
+          // if a part follows it.
+          if (!(await this.findReference(reversalReference(reversal.id, n + 1)))) {
+            return givenBackKobo;
+          }
+          continue;
+        }
+        if (claim.walletId !== walletId) {
+          throw new Error(`reference ${reference} is not of wallet ${walletId}`);
+        }
+        if (await this.isGivenUp(reference)) {
+          // Written after it was given up, by a writer that stopped before giving it back.
+          if (await this.postedEntry(claim)) {
+            await this.postNow(givenUpRefund(walletId, reference, claim.amountKobo));
+          }
+          continue;
+        }
+        if (!(await this.postedEntry(claim))) {
+          // Written before it was marked given up, it was kept: given back here, and counted.
+          if (await this.giveUpClaimed(walletId, reference, claim.amountKobo)) {
+            givenBackKobo += claim.amountKobo;
+          }
+          continue;
+        }
+        await this.postNow({
+          walletId,
+          type: 'REFUND',
+          amountKobo: claim.amountKobo,
+          reference: refundReference(reference),
+          description: reversal.description,
+        });
+        givenBackKobo += claim.amountKobo;
+      }
+    });
+  }
+
   /** What parts 1..`parts` of a reversal keep, read from the ledger (by `_id`). */
   private async keptOfParts(walletId: string, reversalId: string, parts: number) {
     const kept = await Promise.all(

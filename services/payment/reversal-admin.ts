@@ -19,7 +19,13 @@ import { PROVIDER_REFERENCE_PATTERN, providerListPage } from './schemas';
  * uses, which we ask for (decision 168): operators see where each stands.
  */
 
-const REVERSAL_STATES = ['AWAITING_CREDIT', 'TAKING', 'TAKEN', 'NEVER_CREDITED'] as const;
+const REVERSAL_STATES = [
+  'AWAITING_CREDIT',
+  'TAKING',
+  'TAKEN',
+  'NEVER_CREDITED',
+  'GIVEN_BACK',
+] as const;
 
 const reversalView = view('Reversal', {
   refundId: Joi.string().description('The refund at the provider'),
@@ -32,8 +38,11 @@ const reversalView = view('Reversal', {
   state: Joi.string()
     .valid(...REVERSAL_STATES)
     .description(
-      '`AWAITING_CREDIT`: the checkout has not credited its payment yet; `TAKING`: the wallet holds less than is owed, and what it is credited next is taken; `TAKEN`; `NEVER_CREDITED`: the payment was credited to nobody, so nothing is taken',
+      '`AWAITING_CREDIT`: the checkout has not credited its payment yet; `TAKING`: the wallet holds less than is owed, and what it is credited next is taken; `TAKEN`; `NEVER_CREDITED`: the payment was credited to nobody, so nothing is taken; `GIVEN_BACK`: the checkout’s payment was then refunded to its payer (its delivery called off), so what was taken is given back to the wallet',
     ),
+  givenBack: Joi.string()
+    .allow(null)
+    .description('Given back to the wallet, NGN, once `GIVEN_BACK`; null otherwise'),
   receivedAt: Joi.string().isoDate(),
   settledAt: Joi.string().isoDate().allow(null).description('Null while anything may be taken'),
 });
@@ -46,6 +55,7 @@ const listParams = Joi.object<ReversalQuery, true>({
 });
 
 function stateOf(reversal: ReversalRecord): (typeof REVERSAL_STATES)[number] {
+  if (reversal.givenBackKobo != null) return 'GIVEN_BACK';
   if (reversal.credited === false) return 'NEVER_CREDITED';
   if (reversal.credited == null) return 'AWAITING_CREDIT';
   return reversal.settledAt ? 'TAKEN' : 'TAKING';
@@ -53,7 +63,10 @@ function stateOf(reversal: ReversalRecord): (typeof REVERSAL_STATES)[number] {
 
 function toReversalView(reversal: ReversalRecord): Record<string, unknown> {
   const state = stateOf(reversal);
-  const owedKobo = state === 'NEVER_CREDITED' ? 0 : reversal.amountKobo - reversal.takenKobo;
+  const owedKobo =
+    state === 'NEVER_CREDITED' || state === 'GIVEN_BACK'
+      ? 0
+      : reversal.amountKobo - reversal.takenKobo;
   return {
     refundId: reversal._id,
     providerReference: reversal.providerReference,
@@ -63,6 +76,7 @@ function toReversalView(reversal: ReversalRecord): Record<string, unknown> {
     taken: formatNaira(reversal.takenKobo),
     owed: formatNaira(owedKobo),
     state,
+    givenBack: reversal.givenBackKobo == null ? null : formatNaira(reversal.givenBackKobo),
     receivedAt: reversal.receivedAt.toISOString(),
     settledAt: reversal.settledAt ? reversal.settledAt.toISOString() : null,
   };

@@ -191,6 +191,8 @@ export class Reversals {
       });
       return false;
     }
+    // Before its record: a checkout given back to its payer after this reads it (decision 174).
+    await store.noteReversalOf(session._id, refund.refundId);
     const record = await store.recordReversal(
       {
         _id: refund.refundId,
@@ -203,6 +205,7 @@ export class Reversals {
         takenKobo: 0,
         parts: 0,
         settledAt: null,
+        givenBackKobo: null,
       },
       recheckMs,
     );
@@ -230,8 +233,11 @@ export class Reversals {
       try {
         const record = await store.reversal(due._id);
         // Listed by a call that stopped before its record (once it is surely not coming), or
-        // settled since it was read.
-        if (record?.settledAt || (!record && overdue(due.nextCheckAt, now))) {
+        // settled since it was read (unless listed again to be given back).
+        if (
+          (record?.settledAt && !(await this.owedGivingBack(record))) ||
+          (!record && overdue(due.nextCheckAt, now))
+        ) {
           await store.rescheduleReversal(due._id, null);
           continue;
         }
@@ -265,7 +271,12 @@ export class Reversals {
     try {
       // Read again in the turn: the last holder may have counted more, or settled it.
       const current = (await store.reversal(record._id)) ?? record;
-      if (!current.settledAt) await this.settle(current, session, () => holds(turn));
+      const holding = () => holds(turn);
+      if (await store.payerRefund(session._id)) {
+        await this.giveBack(current, session, holding);
+      } else if (!current.settledAt) {
+        await this.settle(current, session, holding);
+      }
     } finally {
       // A turn not given back is taken over once it runs out: nothing is lost but a minute.
       await store
@@ -333,6 +344,70 @@ export class Reversals {
       ...taken,
       nextCheckAt: owedKobo > 0 ? later : null,
     });
+    // Its checkout given back to its payer while it was taken: the listing that asked for it
+    // to be given back came before this settle took it off the sweep's list.
+    if (owedKobo <= 0 && (await store.payerRefund(session._id))) {
+      await this.giveBack({ ...record, credited, ...taken }, session, holding);
+    }
+  }
+
+  /**
+   * A reversal of a checkout whose payment we gave back to its payer (decision 168: its
+   * delivery was called off): the provider gives a transaction back once, so the payer is made
+   * whole by this refund or by ours, and the wallet owes nothing for a delivery it no longer
+   * has (decision 174). What was taken is given back; a reversal that took nothing of a
+   * checkout that credited nothing is settled as never credited, as before.
+   */
+  private async giveBack(
+    record: ReversalRecord,
+    session: SessionRecord,
+    holding: () => boolean,
+  ): Promise<void> {
+    const { store, ledger, logger } = this.deps;
+    if (record.givenBackKobo != null) {
+      await store.rescheduleReversal(record._id, null);
+      return;
+    }
+    const givenBackKobo = await ledger.giveBackReversal(
+      record.userId,
+      {
+        id: record._id,
+        description: `Given back: checkout ${session._id}'s payment was refunded to its payer, so refund ${record._id} at the payment provider is not taken from this wallet`,
+      },
+      holding,
+    );
+    if (givenBackKobo === null || !holding()) return;
+    if (givenBackKobo === 0 && record.credited !== true) {
+      const counted = { takenKobo: record.takenKobo, parts: record.parts };
+      await store.reversalProgress(record._id, { credited: false, ...counted, nextCheckAt: null });
+      return;
+    }
+    logger().info('a reversal given back: its checkout’s payment went back to its payer', {
+      refundId: record._id,
+      userId: record.userId,
+      givenBackKobo,
+    });
+    await store.reversalGivenBack(record._id, givenBackKobo);
+  }
+
+  /**
+   * A checkout's payment given back to its payer (decision 168): its reversals are looked at
+   * again, settled or not, to give back what they took (listed first, so that the sweep does
+   * it should this call stop).
+   */
+  async givenToPayer(session: SessionRecord): Promise<void> {
+    const { store } = this.deps;
+    for (const refundId of await store.reversalsOf(session._id)) {
+      await store.rescheduleReversal(refundId, new Date());
+      const record = await store.reversal(refundId);
+      if (record?.checkoutReference === session._id) await this.inTurn(record, session);
+    }
+  }
+
+  /** Whether a settled reversal took from its wallet and is owed back (decision 174). */
+  private async owedGivingBack(record: ReversalRecord): Promise<boolean> {
+    if (record.givenBackKobo != null || record.credited !== true) return false;
+    return (await this.deps.store.payerRefund(record.checkoutReference)) !== null;
   }
 
   /**
@@ -344,8 +419,6 @@ export class Reversals {
   private async credited(record: ReversalRecord, session: SessionRecord): Promise<boolean | null> {
     const { store, ledger } = this.deps;
     if (await store.uncreditedPayment(record.providerReference)) return false;
-    // Given back to its payer by us (decision 168): no wallet was credited with it.
-    if (await store.payerRefund(session._id)) return false;
     // The transaction handed out is the only one a payer could pay: a checkout opened before
     // attempts were recorded handed out its own reference.
     const opened = await store.opened(session._id);

@@ -405,3 +405,121 @@ describe('a recipient’s payment for a delivery that no longer uses it', () => 
     expect(refundsAsked(transaction)).toHaveLength(0);
   });
 });
+
+/** The reversal operators list for a refund at Paystack (`GET /admin/payments/reversals`). */
+async function reversalOf(refundId: number) {
+  const reply = await request(base(), 'GET', '/admin/payments/reversals?limit=200', {
+    headers: adminHeaders,
+  });
+  expect(reply.status).toBe(200);
+  return (reply.body.data as Record<string, unknown>[]).find(
+    (r) => r.refundId === String(refundId),
+  );
+}
+
+/** Paystack's `refund.processed` of a refund made from its dashboard, answered 200. */
+async function reportProcessed(refund: { id: number; transaction: string; amount: number }) {
+  const reply = await signed('refund.processed', {
+    id: refund.id,
+    status: 'processed',
+    transaction_reference: refund.transaction,
+    amount: refund.amount,
+    currency: 'NGN',
+  });
+  expect(reply.status).toBe(200);
+}
+
+/** The merchant's wallet entries of a reversal: what it took, and what was given back. */
+const reversalEntries = async (who: Party, refundId: number) =>
+  (await entriesOf(base(), who))
+    .filter((e) => e.reference.includes(`reversal:${refundId}:`))
+    .map((e) => [e.type, e.reference, e.amount])
+    .sort();
+
+describe('a recipient’s payment an operator refunded from Paystack’s dashboard, whose delivery is then cancelled', () => {
+  it('gives the merchant back what its refund took from them, once; the recipient is refunded once', async () => {
+    const who = await merchant();
+    const { deliveryId, transaction, amountKobo } = await recipientPays(who);
+    await pay(transaction);
+    await paidShare(who, deliveryId);
+    const amount = (amountKobo / 100).toFixed(2);
+    // The delivery goes on; the merchant answers for its payment, which is taken back from them.
+    const dashboard = fake.refundFromDashboard(transaction);
+    await reportProcessed(dashboard);
+    await eventually(async () =>
+      expect(await reversalOf(dashboard.id)).toMatchObject({ state: 'TAKEN', taken: amount }),
+    );
+    expect(await balanceOf(base(), who)).toBe((100_000 - amountKobo / 100).toFixed(2));
+
+    expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
+    // Paystack refuses ours (refunded whole): the operator's refund stands for it.
+    await eventually(
+      async () => expect(await payerRefundOf(transaction, '&state=QUEUED')).toBeDefined(),
+      {
+        timeout: 20_000,
+      },
+    );
+    expect(await payerRefundOf(transaction)).toMatchObject({ refundId: String(dashboard.id) });
+    await eventually(async () =>
+      expect(await reversalOf(dashboard.id)).toMatchObject({
+        state: 'GIVEN_BACK',
+        taken: amount,
+        givenBack: amount,
+        owed: '0.00',
+      }),
+    );
+    // Order's and payment's sweeps run meanwhile: given back once, one refund at Paystack.
+    await sleep(1_500);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+    expect(await reversalEntries(who, dashboard.id)).toEqual([
+      ['DEBIT', `reversal:${dashboard.id}:1`, `-${amount}`],
+      ['REFUND', `refund:reversal:${dashboard.id}:1`, amount],
+    ]);
+    expect(refundsOf(transaction)).toEqual([dashboard]);
+    expect(refundsAsked(transaction)).toHaveLength(1);
+    expect(await uncreditedListing(transaction)).toBeUndefined();
+    // Reported again, it changes nothing.
+    await reportProcessed(dashboard);
+    await sleep(500);
+    expect(await balanceOf(base(), who)).toBe('100000.00');
+  });
+
+  it('gives back what a part refund took while the wallet held less; ours refused is listed for an operator', async () => {
+    const who = await createUserWithKey(base());
+    await credit(base(), who, 1);
+    const { deliveryId, transaction, amountKobo } = await recipientPays(who);
+    await pay(transaction);
+    await paidShare(who, deliveryId);
+    const dashboard = fake.refundFromDashboard(transaction, Math.floor(amountKobo / 2));
+    await reportProcessed(dashboard);
+    await eventually(async () =>
+      expect(await reversalOf(dashboard.id)).toMatchObject({ state: 'TAKING', taken: '1.00' }),
+    );
+    expect(await balanceOf(base(), who)).toBe('0.00');
+
+    expect((await cancelDelivery(base(), who, deliveryId)).status).toBe(201);
+    await eventually(
+      async () =>
+        expect(await uncreditedListing(transaction)).toMatchObject({
+          why: expect.stringMatching(/refused its refund/),
+        }),
+      { timeout: 20_000 },
+    );
+    await eventually(async () =>
+      expect(await reversalOf(dashboard.id)).toMatchObject({
+        state: 'GIVEN_BACK',
+        givenBack: '1.00',
+        owed: '0.00',
+      }),
+    );
+    // Nothing more is taken once the wallet is credited: it owes none of it.
+    await credit(base(), who, 50);
+    await sleep(1_500);
+    expect(await balanceOf(base(), who)).toBe('51.00');
+    expect(await reversalEntries(who, dashboard.id)).toEqual([
+      ['DEBIT', `reversal:${dashboard.id}:1`, '-1.00'],
+      ['REFUND', `refund:reversal:${dashboard.id}:1`, '1.00'],
+    ]);
+    expect(await payerRefundOf(transaction)).toMatchObject({ state: 'REFUSED' });
+  });
+});

@@ -120,6 +120,70 @@ it('gives up a part of a reversal the wallet no longer covers, and takes what it
   expect((await store.verify()).problems).toEqual([]);
 });
 
+it('gives a reversal back once when replicas give it back at once: each part kept, none after', async () => {
+  const walletId = randomUUID();
+  const replicas = [0, 1].map(() => new LedgerStore(() => models, new Turns()));
+  const [store] = replicas;
+  const reversal = { id: randomUUID(), amountKobo: 10_000, description: 'taken back' };
+  await store.post({ walletId, type: 'CREDIT', amountKobo: 3_000, reference: randomUUID() });
+  // Part 1 claimed for 7,000 and never written (the wallet held less): given up; part 2 takes
+  // the 3,000 it holds.
+  const part = (n: number) => reversalReference(reversal.id, n);
+  await expect(
+    store.post({ walletId, type: 'DEBIT', amountKobo: 7_000, reference: part(1) }),
+  ).rejects.toMatchObject({ type: 'UNPROCESSABLE' });
+  expect(await store.takeBack(walletId, reversal)).toEqual({ takenKobo: 3_000, parts: 2 });
+  await store.post({ walletId, type: 'CREDIT', amountKobo: 500, reference: randomUUID() });
+  expect(await store.takeBack(walletId, reversal)).toEqual({ takenKobo: 3_500, parts: 3 });
+  expect((await store.balance(walletId)).balanceKobo).toBe(0);
+
+  const back = { id: reversal.id, description: 'given back' };
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, (_, i) =>
+      replicas[i % 2].giveBackReversal(walletId, back, () => true),
+    ),
+  );
+  expect(answers).toEqual(Array.from({ length: 10 }, () => 3_500));
+  expect((await store.balance(walletId)).balanceKobo).toBe(3_500);
+  const refunds = (await models.Entry.find({ walletId }).lean()).filter((e) =>
+    e.reference.startsWith(`refund:reversal:${reversal.id}:`),
+  );
+  expect(refunds.map((e) => [e.reference, e.amountKobo]).sort()).toEqual([
+    [`refund:${part(2)}`, 3_000],
+    [`refund:${part(3)}`, 500],
+  ]);
+  // The first part never claimed is the end, for good: none after it.
+  expect(await models.Reference.findById(part(4)).lean()).toMatchObject({ type: 'VOIDED' });
+  expect(await models.Reference.findById(part(5)).lean()).toBeNull();
+  // A caller past its turn writing it afterwards takes nothing.
+  await expect(
+    store.post({ walletId, type: 'DEBIT', amountKobo: 100, reference: part(4) }),
+  ).rejects.toMatchObject({ type: 'CONFLICT' });
+  expect(await store.giveBackReversal(walletId, back, () => true)).toBe(3_500);
+  expect(await store.giveBackReversal(walletId, back, () => false)).toBeNull();
+  expect((await store.balance(walletId)).balanceKobo).toBe(3_500);
+  expect((await store.verify()).problems).toEqual([]);
+});
+
+it('gives up a part of a reversal claimed and not written when it is given back: its late write takes nothing', async () => {
+  const walletId = randomUUID();
+  const store = new LedgerStore(() => models);
+  const reversalId = randomUUID();
+  const part1 = reversalReference(reversalId, 1);
+  await store.post({ walletId, type: 'CREDIT', amountKobo: 1_000, reference: randomUUID() });
+  await expect(
+    store.post({ walletId, type: 'DEBIT', amountKobo: 5_000, reference: part1 }),
+  ).rejects.toMatchObject({ type: 'UNPROCESSABLE' });
+  const back = { id: reversalId, description: 'given back' };
+  expect(await store.giveBackReversal(walletId, back, () => true)).toBe(0);
+  await store.post({ walletId, type: 'CREDIT', amountKobo: 10_000, reference: randomUUID() });
+  await expect(
+    store.post({ walletId, type: 'DEBIT', amountKobo: 5_000, reference: part1 }),
+  ).rejects.toMatchObject({ type: 'CONFLICT' });
+  expect((await store.balance(walletId)).balanceKobo).toBe(11_000);
+  expect((await store.verify()).problems).toEqual([]);
+});
+
 /** The amounts a reversal's parts moved, in the order written (a part given back included). */
 async function partsOf(walletId: string, reversalId: string) {
   return (await models.Entry.find({ walletId }).sort({ sequence: 1 }).lean())

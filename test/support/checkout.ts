@@ -141,10 +141,10 @@ export interface FakeTransaction {
  */
 export class FakePaystack {
   readonly transactions = new Map<string, FakeTransaction>();
-  /** The refunds it queued, in order: one at most per transaction, refunded whole. */
   /**
    * The refunds it queued, in order: each whole, and one at most per transaction that has not
-   * failed (`status: 'failed'` makes its transaction refundable again).
+   * failed (`status: 'failed'` makes its transaction refundable again); and those an operator
+   * made from the dashboard (`refundFromDashboard`).
    */
   readonly refunds: {
     id: number;
@@ -188,6 +188,25 @@ export class FakePaystack {
   async stop(): Promise<void> {
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  /**
+   * A refund an operator makes from Paystack's dashboard, processed at once: of `amount` kobo
+   * (the whole transaction by default). The transaction takes no other refund after it.
+   */
+  refundFromDashboard(transaction: string, amount?: number) {
+    const paid = this.transactions.get(transaction);
+    if (!paid) throw new Error(`no transaction ${transaction}`);
+    const refund = {
+      id: this.nextId++,
+      transaction,
+      amount: amount ?? paid.amount,
+      currency: paid.currency,
+      note: 'Refunded from the dashboard',
+      status: 'processed',
+    };
+    this.refunds.push(refund);
+    return refund;
   }
 
   /** Signs a body as the provider signs its webhooks. */

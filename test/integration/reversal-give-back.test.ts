@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import type mongoose from 'mongoose';
+import {
+  CheckoutStore,
+  defineCheckoutModels,
+  type PayerRefundRecord,
+} from '../../services/payment/checkout-store';
+import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
+import { Reversals } from '../../services/payment/reversals';
+import { useStoreDatabase } from '../support/store-database';
+
+/**
+ * A reversal of a checkout whose payment then went back to its payer (decision 174), on the
+ * real server: what it took is given back to the wallet, however the two cross.
+ */
+const db = useStoreDatabase('payment', (connection: mongoose.Connection) => ({
+  ...defineCheckoutModels(connection),
+  ...defineLedgerModels(connection),
+}));
+
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** A delivery's checkout of `amountKobo`, paid, whose merchant's wallet holds 1,000 NGN. */
+async function paidCheckout(amountKobo: number) {
+  const reference = `ck_${randomUUID()}`;
+  const userId = randomUUID();
+  const now = new Date();
+  const session = {
+    _id: reference,
+    userId,
+    amountKobo,
+    currency: 'NGN',
+    purpose: { kind: 'DELIVERY' as const, id: randomUUID() },
+    email: 'payer@example.com',
+    payer: 'RECIPIENT' as const,
+    merchantName: 'Shop',
+    provider: 'paystack',
+    createdAt: now,
+    expiresAt: now,
+  };
+  await db.models.CheckoutSession.create(session);
+  await db.models.CheckoutOutcome.create({
+    _id: reference,
+    status: 'PAID',
+    source: 'paystack',
+    decidedAt: now,
+  });
+  const ledger = new LedgerStore(() => db.models);
+  await ledger.post({
+    walletId: userId,
+    type: 'CREDIT',
+    amountKobo: 100_000,
+    reference: randomUUID(),
+  });
+  return { reference, userId, ledger };
+}
+
+const payerRefund = (reference: string, userId: string, amountKobo: number): PayerRefundRecord => ({
+  _id: reference,
+  providerReference: reference,
+  userId,
+  amountKobo,
+  currency: 'NGN',
+  note: 'Refund',
+  requestedAt: new Date(),
+  state: 'OPEN',
+  why: null,
+  refundId: null,
+  settledAt: null,
+  tries: 0,
+});
+
+it('gives back a reversal settled after its checkout went back to its payer, though that caller read no payer refund', async () => {
+  const amountKobo = 5_000;
+  const { reference, userId, ledger } = await paidCheckout(amountKobo);
+  const store = new CheckoutStore(() => db.models);
+  const deps = { store, ledger, logger: () => quiet, recheckMs: 60_000, creditWaitMs: 86_400_000 };
+  const payerSide = new Reversals(deps);
+  // The reversal's caller reads no payer refund (its first look); before it goes on, the
+  // checkout is given back to its payer, whose look at the reversals finds the turn held.
+  let looks = 0;
+  const crossing = new Proxy(store, {
+    get(target, key, receiver) {
+      if (key !== 'payerRefund') return Reflect.get(target, key, receiver) as unknown;
+      return async (checkout: string) => {
+        looks += 1;
+        const answer = await target.payerRefund(checkout);
+        if (looks === 1) {
+          await target.claimPayerRefund(payerRefund(reference, userId, amountKobo));
+          const session = await target.session(reference);
+          if (session) await payerSide.givenToPayer(session);
+        }
+        return answer;
+      };
+    },
+  });
+  const refundId = String(Math.floor(Math.random() * 1e12));
+  const reversals = new Reversals({ ...deps, store: crossing });
+  const refund = { refundId, providerReference: reference, amountKobo, currency: 'NGN' };
+  expect(await reversals.received(refund)).toBe(true);
+  expect(await store.reversal(refundId)).toMatchObject({ givenBackKobo: amountKobo });
+  expect((await ledger.balance(userId)).balanceKobo).toBe(100_000);
+  // The sweep, and the payer's side again, change nothing.
+  await payerSide.sweep(10);
+  const session = await store.session(reference);
+  if (session) await payerSide.givenToPayer(session);
+  expect((await ledger.balance(userId)).balanceKobo).toBe(100_000);
+  const entries = await db.models.Entry.find({ walletId: userId }).lean();
+  expect(entries.filter((e) => e.reference.includes(`reversal:${refundId}:`))).toHaveLength(2);
+});
