@@ -176,6 +176,9 @@ export class PayerRefunds {
       );
     }
     if (record.tries > 0 && (await this.settledIfStanding(record, holding))) return;
+    // Past it, the count's write (the record written whole) could land after the next holder's
+    // settle, and put its refund back to OPEN, off every list.
+    if (!this.holdsForACall(turn)) return;
     await store.payerRefundAsked(record._id, record.tries + 1);
     if (!this.holdsForACall(turn)) return;
     const answer = await this.deps.provider.refund(record);

@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import type { CheckoutProvider } from '../../services/payment/checkout-providers';
+import { CheckoutStore, defineCheckoutModels } from '../../services/payment/checkout-store';
+import { PayerRefunds } from '../../services/payment/payer-refunds';
+import { useStoreDatabase } from '../support/store-database';
+
+/** A refund to a payer asked in one caller's turn at a time (decision 168), on the real server. */
+const db = useStoreDatabase('payment', defineCheckoutModels);
+
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const TIMEOUT_MS = 1_000;
+
+afterEach(() => jest.restoreAllMocks());
+
+it('counts no try, and asks nothing, once its turn holds too little for another call to the provider', async () => {
+  const store = new CheckoutStore(() => db.models);
+  const reference = `ck_${randomUUID()}`;
+  const now = new Date();
+  await db.models.CheckoutSession.create({
+    _id: reference,
+    userId: randomUUID(),
+    amountKobo: 5_000,
+    currency: 'NGN',
+    purpose: { kind: 'DELIVERY' as const, id: randomUUID() },
+    email: 'payer@example.com',
+    payer: 'RECIPIENT' as const,
+    merchantName: 'Shop',
+    provider: 'paystack',
+    createdAt: now,
+    expiresAt: now,
+  });
+  // Asked once already, its answer lost: the next try looks for a refund standing first.
+  await store.claimPayerRefund({
+    _id: reference,
+    providerReference: reference,
+    userId: randomUUID(),
+    amountKobo: 5_000,
+    currency: 'NGN',
+    note: 'Refund',
+    requestedAt: now,
+    state: 'OPEN',
+    why: null,
+    refundId: null,
+    settledAt: null,
+    tries: 1,
+  });
+  const realNow = Date.now();
+  const refund = jest.fn();
+  // The look for a standing refund answers late: the turn (3 calls, the margins) nearly out.
+  const turnMs = 3 * TIMEOUT_MS + 15_000 + 10_000;
+  const provider = {
+    name: 'paystack',
+    refund,
+    refundOf: async () => {
+      jest.spyOn(Date, 'now').mockReturnValue(realNow + turnMs - TIMEOUT_MS - 1_000);
+      return null;
+    },
+  } as unknown as CheckoutProvider; // only what a refund's try calls
+  const payerRefunds = new PayerRefunds({
+    config: {
+      paystack: { baseUrl: '', secretKey: 'sk', timeoutMs: TIMEOUT_MS },
+      sweepIntervalMs: 100,
+    },
+    store,
+    provider,
+    logger: () => quiet,
+  });
+  await payerRefunds.sweep(10);
+  expect(refund).not.toHaveBeenCalled();
+  // A write past the turn could land after the next holder's settle, and put OPEN back.
+  expect(await store.payerRefund(reference)).toMatchObject({ state: 'OPEN', tries: 1 });
+});
