@@ -245,9 +245,14 @@ export function createOrderService(config: Config): ServiceDefinition {
     });
   }
 
-  /** The deliveries as the caller sees them: a linked recipient, less their creator's own. */
-  async function callersViews(ctx: WaybillContext<unknown>, deliveries: DeliveryRecord[]) {
+  /**
+   * The deliveries as the caller sees them: a linked recipient, less their creator's own; none
+   * the caller is not a party to (a list entry never names one today, and a stale one must not
+   * show a stranger the creator's view).
+   */
+  async function callersViews(ctx: WaybillContext<unknown>, listed: DeliveryRecord[]) {
     const userId = requireUser(ctx);
+    const deliveries = listed.filter((d) => roleOf(d, userId) !== null);
     const addresses = await addressesOf(deliveries);
     return Promise.all(
       deliveries.map(async (d) => {

@@ -7,6 +7,8 @@ import {
 } from '../../libs/contracts/order';
 import { call } from '../../libs/contracts';
 import { openServiceDatabase } from '../support/stack';
+import { OwnerList } from '../../libs/owner-list';
+import { defineOrderModels } from '../../services/order/store';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { postForm, pagePath } from '../support/checkout';
 import {
@@ -264,6 +266,33 @@ describe('POST /api/request paid from the wallet', () => {
     await db.close();
     expect(stored?.proofs).toHaveLength(2);
     for (const code of codes) expect(JSON.stringify(stored)).not.toContain(code);
+  });
+
+  it('lists none of another user’s deliveries, though a stale entry of their list names one', async () => {
+    const who = await merchant();
+    const reply = await requestDelivery(base(), who, [await savePackage(base(), who)]);
+    expect(reply.status).toBe(201);
+    const { deliveryId } = reply.body.data;
+    const stranger = await createUserWithKey(base());
+    const db = await openServiceDatabase(stack.iso, 'order');
+    try {
+      const models = defineOrderModels(db);
+      await OwnerList.named(() => models, 'UserDelivery').addBeforeStoring(
+        stranger.userId,
+        deliveryId,
+      );
+    } finally {
+      await db.close();
+    }
+    const listed = await request(base(), 'GET', '/api/deliveries', {
+      headers: { 'api-key': stranger.key },
+    });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toEqual([]);
+    const own = await request(base(), 'GET', '/api/deliveries', {
+      headers: { 'api-key': who.key },
+    });
+    expect(own.body.data.map((d: { id: string }) => d.id)).toEqual([deliveryId]);
   });
 
   it('applies defaults and aliases: notify3rdParty, slot (kept in its canonical spelling), contacts on the body, pay on delivery', async () => {
