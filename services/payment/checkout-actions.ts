@@ -144,7 +144,10 @@ export class Checkouts {
   private readonly payerRefunds: PayerRefunds;
 
   constructor(private readonly deps: CheckoutDeps) {
-    this.payerRefunds = new PayerRefunds(deps);
+    this.payerRefunds = new PayerRefunds({
+      ...deps,
+      givenToPayer: (session) => this.reversals.givenToPayer(session),
+    });
     this.reversals = new Reversals({
       ...deps,
       recheckMs: deps.config.sweepIntervalMs,
@@ -664,8 +667,6 @@ export class Checkouts {
         providerReference,
         `Refund of a payment for delivery ${session.purpose.id}, which no longer needs it`,
       );
-      // What refunds of it at the provider took from the merchant meanwhile goes back to them.
-      await this.reversals.givenToPayer(session);
       return { to };
     }
     await ledger.post({

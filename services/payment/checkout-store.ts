@@ -4,6 +4,7 @@ import {
   type CheckoutPayer,
   type CheckoutPurpose,
 } from '../../libs/contracts/payment';
+import { passRecordsIn, runPass, unrecordedSince, type BackfillPass } from '../../libs/backfills';
 import { conflict, notFound } from '../../libs/errors';
 import {
   claimById,
@@ -231,10 +232,23 @@ const reversalSchema = new Schema(
      * never credited it.
      */
     givenBackKobo: { type: Number, default: null },
+    givenBackAt: { type: Date, default: null },
   },
   { versionKey: false },
 );
 reversalSchema.index({ receivedAt: -1 });
+
+/** The passes of the backfill that numbers the reversals recorded before they were (libs/backfills). */
+const checkoutPassSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    startedAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
+/** The first pass of the backfill that numbers each checkout's reversals recorded before. */
+const REVERSALS_NUMBERED = 'checkout_reversals_of';
 
 /**
  * The reversals of a checkout, numbered 1, 2, … by insert (`_id` `<checkoutReference>:<k>`): a
@@ -430,6 +444,11 @@ export function defineCheckoutModels(connection: Connection) {
       'CheckoutReversalOf',
       reversalOfCheckoutSchema,
       'checkout_reversals_of',
+    ),
+    CheckoutPass: connection.model(
+      'CheckoutBackfillPass',
+      checkoutPassSchema,
+      'checkout_backfill_passes',
     ),
     GivenBack: connection.model('CheckoutGivenBack', givenBackSchema, 'checkout_given_back'),
     PayerRefund: connection.model(
@@ -757,14 +776,38 @@ export class CheckoutStore {
   }
 
   /**
-   * Settles a reversal as given back to its wallet (decision 174): `givenBackKobo` is what the
-   * wallet got back of what was taken; off the sweep's list.
+   * Numbers the reversals recorded before they were numbered, or by a node of the version
+   * before (libs/backfills): a checkout given back to its payer would not read them. A scan of
+   * the reversals, which are few (one per refund at the provider).
    */
-  async reversalGivenBack(id: string, givenBackKobo: number): Promise<void> {
-    const now = new Date();
-    await this.m.Reversal.updateOne({ _id: id }, { $set: { givenBackKobo } });
-    await this.m.Reversal.updateOne({ _id: id, settledAt: null }, { $set: { settledAt: now } });
-    await this.rescheduleReversal(id, null);
+  async numberStoredReversals(pass: BackfillPass): Promise<void> {
+    await runPass(pass, passRecordsIn(this.m.CheckoutPass), REVERSALS_NUMBERED, async (since) => {
+      const unnumbered = this.m.Reversal.find(unrecordedSince('receivedAt', since), {
+        checkoutReference: 1,
+      })
+        .lean<Pick<ReversalRecord, '_id' | 'checkoutReference'>[]>()
+        .cursor();
+      for await (const reversal of unnumbered) {
+        await this.noteReversalOf(reversal.checkoutReference, reversal._id);
+      }
+    });
+  }
+
+  /**
+   * Settles a reversal as given back to its wallet (decision 174), in one write (a settled one
+   * keeps when it was settled): `givenBackKobo` is what the wallet got back of what was taken.
+   * Off the sweep's list.
+   */
+  async reversalGivenBack(
+    record: Pick<ReversalRecord, '_id' | 'settledAt' | 'givenBackAt'>,
+    givenBackKobo: number,
+  ): Promise<void> {
+    const givenBackAt = record.givenBackAt ?? new Date();
+    await this.m.Reversal.updateOne(
+      { _id: record._id },
+      { $set: { givenBackKobo, givenBackAt, settledAt: record.settledAt ?? givenBackAt } },
+    );
+    await this.rescheduleReversal(record._id, null);
   }
 
   /**

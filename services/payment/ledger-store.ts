@@ -623,8 +623,9 @@ export class LedgerStore {
    * back to its payer after all (decision 174), so the wallet owes none of it. Each part kept is
    * given back whole, once, under its refund's reference (`refund:reversal:<id>:<n>`); a part
    * claimed and not written (its caller stopped, or is past its turn) is given up as
-   * `refundDebit` gives one up; the first part never claimed is given up for good (`VOIDED`,
-   * where a call again stops), so that no caller past its turn takes it afterwards. Callers give a reversal back in its
+   * `refundDebit` gives one up; the first part never claimed is given up for good (`VOIDED`):
+   * a caller past its turn, which writes one part at most after its turn, cannot claim it, and
+   * a later call of this stops there. Callers give a reversal back in its
    * turn, as they take it. Answers what is given back in all (a retry answers the same), or null
    * when the caller's turn ran out first.
    */
@@ -643,8 +644,8 @@ export class LedgerStore {
           if (await this.giveUp(reference, walletId)) return givenBackKobo;
           // Claimed by a caller past its turn meanwhile: given back as any other part.
           claim = await this.findReference(reference);
+          if (!claim) throw new Error(`reference ${reference} is claimed but cannot be read`);
         }
-        if (!claim) continue;
         if (claim.type === VOIDED) {
           // The end another call marked (or a part given up before its claim): read on only
           // if a part follows it.
@@ -656,13 +657,7 @@ export class LedgerStore {
         if (claim.walletId !== walletId) {
           throw new Error(`reference ${reference} is not of wallet ${walletId}`);
         }
-        if (await this.isGivenUp(reference)) {
-          // Written after it was given up, by a writer that stopped before giving it back.
-          if (await this.postedEntry(claim)) {
-            await this.postNow(givenUpRefund(walletId, reference, claim.amountKobo));
-          }
-          continue;
-        }
+        if (await this.givenUpAndBack(claim)) continue;
         if (!(await this.postedEntry(claim))) {
           // Written before it was marked given up, it was kept: given back here, and counted.
           if (await this.giveUpClaimed(walletId, reference, claim.amountKobo)) {
@@ -682,6 +677,18 @@ export class LedgerStore {
     });
   }
 
+  /**
+   * Whether a claimed debit was given up; one written after it was, by a writer that stopped
+   * before giving it back, is given back here.
+   */
+  private async givenUpAndBack(claim: ReferenceRecord): Promise<boolean> {
+    if (!(await this.isGivenUp(claim._id))) return false;
+    if (await this.postedEntry(claim)) {
+      await this.postNow(givenUpRefund(claim.walletId, claim._id, claim.amountKobo));
+    }
+    return true;
+  }
+
   /** What parts 1..`parts` of a reversal keep, read from the ledger (by `_id`). */
   private async keptOfParts(walletId: string, reversalId: string, parts: number) {
     const kept = await Promise.all(
@@ -699,13 +706,7 @@ export class LedgerStore {
   private async keptOfPart(claim: ReferenceRecord): Promise<number | 'stop'> {
     // Given up by a `payment.refund` before anyone claimed it: it never takes anything.
     if (claim.type === VOIDED) return 0;
-    if (await this.isGivenUp(claim._id)) {
-      // Written after it was given up, by a writer that stopped before giving it back.
-      if (await this.postedEntry(claim)) {
-        await this.postNow(givenUpRefund(claim.walletId, claim._id, claim.amountKobo));
-      }
-      return 0;
-    }
+    if (await this.givenUpAndBack(claim)) return 0;
     if (await this.postedEntry(claim)) return claim.amountKobo;
     return this.postPart({
       walletId: claim.walletId,

@@ -14,6 +14,12 @@ export interface PayerRefundDeps {
   store: CheckoutStore;
   provider: CheckoutProvider;
   logger: () => Pick<Logger, 'info' | 'warn' | 'error'>;
+  /**
+   * Gives the merchant back what refunds of the checkout at the provider took from them
+   * (`Reversals.givenToPayer`, decision 174): asked before each try, while the refund is open,
+   * so that a caller stopping after the claim leaves it to the sweep.
+   */
+  givenToPayer: (session: SessionRecord) => Promise<void>;
 }
 
 /** Refunds one sweep asks the provider for at once. */
@@ -71,7 +77,7 @@ export class PayerRefunds {
       settledAt: null,
       tries: 0,
     });
-    await this.inTurn(record._id, session.provider).catch((err: unknown) =>
+    await this.inTurn(session).catch((err: unknown) =>
       this.deps.logger().warn('refund to a payer not asked for yet; the sweep retries', {
         reference: record._id,
         err,
@@ -90,7 +96,7 @@ export class PayerRefunds {
       try {
         const session = await store.session(reference);
         if (await store.payerRefund(reference)) {
-          if (session) await this.inTurn(reference, session.provider);
+          if (session) await this.inTurn(session);
           return;
         }
         // Listed by a claim that stopped before its record (once it surely is not coming):
@@ -130,8 +136,9 @@ export class PayerRefunds {
   }
 
   /** One caller's try at a refund; left to another caller while it holds the turn. */
-  private async inTurn(reference: string, provider: string): Promise<void> {
+  private async inTurn(session: SessionRecord): Promise<void> {
     const { store, logger } = this.deps;
+    const reference = session._id;
     const turn = await store.claimPayerRefundTurn(reference, this.turnMs);
     if (!turn) return;
     try {
@@ -141,7 +148,11 @@ export class PayerRefunds {
         await store.dropOpenPayerRefund(reference);
         return;
       }
-      await this.ask(record, provider, turn).catch(async (err: unknown) => {
+      const attempt = async () => {
+        await this.deps.givenToPayer(session);
+        await this.ask(record, session.provider, turn);
+      };
+      await attempt().catch(async (err: unknown) => {
         // Asked again later, each time a little later, however it failed.
         const failures = (await store.payerRefundFailures(reference)) + 1;
         const waitMs = nextPayerRefundWaitMs(failures, this.deps.config.sweepIntervalMs);

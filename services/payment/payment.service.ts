@@ -60,12 +60,17 @@ export function createPaymentService(config: Config): ServiceDefinition {
    * to ask the provider for (decision 168).
    */
   let sweeps: Periodic[] = [];
-  // Not awaited: until it has run, the repair sweep misses only marks made before the list.
+  // Not awaited: until they have run, the repair sweep misses only marks made before the list,
+  // and a checkout given back to its payer only reversals recorded before they were numbered.
   const backfills = new Backfills(
     [
       {
         what: 'debits given up before their open list',
         run: (pass) => ledger.listOpenGivenUp(pass),
+      },
+      {
+        what: "each checkout's reversals recorded before they were numbered",
+        run: (pass) => checkoutStore.numberStoredReversals(pass),
       },
     ],
     config.backfillAfterRolloutMs,

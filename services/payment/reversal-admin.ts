@@ -43,6 +43,7 @@ const reversalView = view('Reversal', {
   givenBack: Joi.string()
     .allow(null)
     .description('Given back to the wallet, NGN, once `GIVEN_BACK`; null otherwise'),
+  givenBackAt: Joi.string().isoDate().allow(null).description('When, once `GIVEN_BACK`'),
   receivedAt: Joi.string().isoDate(),
   settledAt: Joi.string().isoDate().allow(null).description('Null while anything may be taken'),
 });
@@ -77,6 +78,7 @@ function toReversalView(reversal: ReversalRecord): Record<string, unknown> {
     owed: formatNaira(owedKobo),
     state,
     givenBack: reversal.givenBackKobo == null ? null : formatNaira(reversal.givenBackKobo),
+    givenBackAt: reversal.givenBackAt ? reversal.givenBackAt.toISOString() : null,
     receivedAt: reversal.receivedAt.toISOString(),
     settledAt: reversal.settledAt ? reversal.settledAt.toISOString() : null,
   };

@@ -206,6 +206,7 @@ export class Reversals {
         parts: 0,
         settledAt: null,
         givenBackKobo: null,
+        givenBackAt: null,
       },
       recheckMs,
     );
@@ -216,7 +217,7 @@ export class Reversals {
       });
       return false;
     }
-    if (record.settledAt) {
+    if (record.settledAt && !(await this.owedGivingBack(record))) {
       // Listed again by this call: a repeat of one settled.
       await store.rescheduleReversal(record._id, null);
       return false;
@@ -365,7 +366,8 @@ export class Reversals {
   ): Promise<void> {
     const { store, ledger, logger } = this.deps;
     if (record.givenBackKobo != null) {
-      await store.rescheduleReversal(record._id, null);
+      // Given back by a caller that stopped before taking it off the list.
+      await store.reversalGivenBack(record, record.givenBackKobo);
       return;
     }
     const givenBackKobo = await ledger.giveBackReversal(
@@ -387,20 +389,25 @@ export class Reversals {
       userId: record.userId,
       givenBackKobo,
     });
-    await store.reversalGivenBack(record._id, givenBackKobo);
+    await store.reversalGivenBack(record, givenBackKobo);
   }
 
   /**
    * A checkout's payment given back to its payer (decision 168): its reversals are looked at
-   * again, settled or not, to give back what they took (listed first, so that the sweep does
-   * it should this call stop).
+   * again, settled or not, to give back what they took. All are listed first, so that the
+   * sweep gives back what this call does not (it stops, or one of them fails).
    */
   async givenToPayer(session: SessionRecord): Promise<void> {
-    const { store } = this.deps;
-    for (const refundId of await store.reversalsOf(session._id)) {
-      await store.rescheduleReversal(refundId, new Date());
-      const record = await store.reversal(refundId);
-      if (record?.checkoutReference === session._id) await this.inTurn(record, session);
+    const { store, logger } = this.deps;
+    const refundIds = await store.reversalsOf(session._id);
+    for (const refundId of refundIds) await store.rescheduleReversal(refundId, new Date());
+    for (const refundId of refundIds) {
+      try {
+        const record = await store.reversal(refundId);
+        if (record?.checkoutReference === session._id) await this.inTurn(record, session);
+      } catch (err) {
+        logger().warn('reversal not given back yet; the sweep retries', { refundId, err });
+      }
     }
   }
 

@@ -508,8 +508,11 @@ describe('a recipient’s payment an operator refunded from Paystack’s dashboa
     await eventually(async () =>
       expect(await reversalOf(dashboard.id)).toMatchObject({
         state: 'GIVEN_BACK',
+        taken: '1.00',
         givenBack: '1.00',
         owed: '0.00',
+        givenBackAt: expect.any(String),
+        settledAt: expect.any(String),
       }),
     );
     // Nothing more is taken once the wallet is credited: it owes none of it.

@@ -64,6 +64,7 @@ it('counts no try, and asks nothing, once its turn holds too little for another 
     store,
     provider,
     logger: () => quiet,
+    givenToPayer: async () => undefined,
   });
   await payerRefunds.sweep(10);
   expect(refund).not.toHaveBeenCalled();

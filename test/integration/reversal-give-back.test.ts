@@ -108,3 +108,29 @@ it('gives back a reversal settled after its checkout went back to its payer, tho
   const entries = await db.models.Entry.find({ walletId: userId }).lean();
   expect(entries.filter((e) => e.reference.includes(`reversal:${refundId}:`))).toHaveLength(2);
 });
+
+it('numbers the reversals recorded before they were, once however often the backfill passes', async () => {
+  const store = new CheckoutStore(() => db.models);
+  const checkoutReference = `ck_${randomUUID()}`;
+  const ids = [1, 2].map(() => String(Math.floor(Math.random() * 1e12)));
+  // As a node of the version before records them: no number.
+  for (const _id of ids) {
+    await db.models.Reversal.create({
+      _id,
+      providerReference: checkoutReference,
+      checkoutReference,
+      userId: randomUUID(),
+      amountKobo: 1_000,
+      receivedAt: new Date(),
+      credited: true,
+      takenKobo: 1_000,
+      parts: 1,
+      settledAt: new Date(),
+    });
+  }
+  expect(await store.reversalsOf(checkoutReference)).toEqual([]);
+  await store.numberStoredReversals('start');
+  await store.numberStoredReversals('after-rollout');
+  await store.noteReversalOf(checkoutReference, ids[1]);
+  expect((await store.reversalsOf(checkoutReference)).sort()).toEqual([...ids].sort());
+});
