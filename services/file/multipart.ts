@@ -219,7 +219,7 @@ export function textFieldError(mode: ReceiveOptions['mode'], name: string): Wayb
   const files =
     mode === 'single'
       ? `one file part named "${SINGLE_FIELD}"`
-      : `1 to ${BULK_MAX_FILES} file parts sharing one name`;
+      : `1 to ${BULK_MAX_FILES} file parts sharing one name, each sent with a filename`;
   return badRequest(
     `Unexpected text field "${name}": an upload takes ${files}, nothing else; nothing was stored`,
   );

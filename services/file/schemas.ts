@@ -28,17 +28,25 @@ export const singleUploadForm = {
   additionalProperties: false,
 };
 
+const bulkFiles = {
+  type: 'array',
+  items: { type: 'string', format: 'binary' },
+  minItems: 1,
+  maxItems: BULK_MAX_FILES,
+};
+
+/**
+ * `files` is the field's name by example: any one name is taken. Named, a client generated
+ * from the document sends its parts as files (with a filename); a part without one is a text
+ * field, which is refused.
+ */
 export const bulkUploadForm = {
   type: 'object',
-  description: `One field, any name, with 1 to ${BULK_MAX_FILES} files; a text field is refused`,
+  description: `One field, any name (\`files\`, say), with 1 to ${BULK_MAX_FILES} files, each sent with a filename; a text field is refused`,
+  properties: { files: bulkFiles },
   minProperties: 1,
   maxProperties: 1,
-  additionalProperties: {
-    type: 'array',
-    items: { type: 'string', format: 'binary' },
-    minItems: 1,
-    maxItems: BULK_MAX_FILES,
-  },
+  additionalProperties: bulkFiles,
 };
 
 /** Uploads take their body as a stream; nothing else. */

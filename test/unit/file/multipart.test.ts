@@ -320,9 +320,19 @@ describe('bulk upload', () => {
     const err = await rejectionOf(() => receive(parts, { mode: 'bulk' }, { paced: true }));
     expect(statusOf(err)).toBe(400);
     expect((err as Error).message).toBe(
-      `Unexpected text field "note": an upload takes 1 to ${BULK_MAX_FILES} file parts sharing one name, nothing else; nothing was stored`,
+      `Unexpected text field "note": an upload takes 1 to ${BULK_MAX_FILES} file parts sharing one name, each sent with a filename, nothing else; nothing was stored`,
     );
     expect([...sink.removed].sort()).toEqual([...sink.started].sort());
+  });
+
+  it('refuses the files’ own field sent without a filename (a text field), as a client generated from the document never sends it', async () => {
+    const parts = [{ name: 'files', data: fileOf(HEADS.png) }];
+    const err = await rejectionOf(() => receive(parts, { mode: 'bulk' }));
+    expect(statusOf(err)).toBe(400);
+    expect((err as Error).message).toMatch(
+      /^Unexpected text field "files": .*each sent with a filename/,
+    );
+    expect(sink.objects.size).toBe(0);
   });
 
   it('accepts any field name shared by all files', async () => {
