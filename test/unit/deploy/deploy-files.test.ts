@@ -15,6 +15,7 @@ import {
   describeConfig,
   loadConfig,
   secretsOf,
+  SECRET_READERS,
   type ServiceName,
 } from '../../../libs/config';
 import { fileProcessMemoryBound } from '../../../services/file/memory';
@@ -108,6 +109,16 @@ function publishedPorts(service: ComposeService): [string, number][] {
 const isOneShot = (service: ComposeService) => service.restart === 'no';
 const runsWaybillImage = (service: ComposeService) => service.image === waybill.image;
 
+/** The secrets docker-compose.yml sets at all: the others are left to staging's defaults. */
+const COMPOSE_SECRETS: string[] = [
+  ...new Set(
+    Object.values(services)
+      .filter(runsWaybillImage)
+      .flatMap((service) => Object.keys(envOf(service)))
+      .filter((k) => k in SECRET_READERS),
+  ),
+];
+
 /** `${VAR:-default}` as Compose reads it with VAR unset. */
 const withComposeDefaults = (value: string) =>
   value.replace(/\$\{[A-Z0-9_]+:-([^}]*)\}/g, (_m, fallback: string) => fallback);
@@ -170,7 +181,7 @@ describe('docker-compose.yml', () => {
     expect(runsWaybillImage(services.seed)).toBe(true);
   });
 
-  it('connects every Waybill container to the infrastructure containers', () => {
+  it('connects every Waybill container to the infrastructure containers it reads', () => {
     const hosts: Record<string, [string, string]> = {
       NATS_URL: ['nats:', 'nats'],
       MONGO_URL: ['mongodb:', 'mongo'],
@@ -181,6 +192,8 @@ describe('docker-compose.yml', () => {
       if (!runsWaybillImage(service)) continue;
       const env = envOf(service);
       for (const [variable, [protocol, host]] of Object.entries(hosts)) {
+        // A server's URL is a secret (it may hold credentials): given to its readers only.
+        if (!(variable in env) && variable in SECRET_READERS) continue;
         const url = new URL(env[variable] ?? 'missing:');
         expect({ name, variable, protocol: url.protocol, host: url.hostname }).toEqual({
           name,
@@ -191,6 +204,36 @@ describe('docker-compose.yml', () => {
       }
       expect(env.S3_BUCKET).toBe(envOf(services['s3-init']).S3_BUCKET);
     }
+  });
+
+  it.each(SERVICE_NAMES)(
+    'gives the %s container the secrets its service reads, no other',
+    (name) => {
+      const given = Object.keys(envOf(services[name])).filter((k) => k in SECRET_READERS);
+      expect(given.sort()).toEqual(
+        secretsOf([name])
+          .filter((k) => COMPOSE_SECRETS.includes(k))
+          .sort(),
+      );
+      // As Compose starts it with nothing set, it starts.
+      const env = Object.fromEntries(
+        Object.entries(envOf(services[name])).map(([k, v]) => [k, withComposeDefaults(v)]),
+      );
+      expect(loadConfig(env).services).toEqual([name]);
+    },
+  );
+
+  it('gives the seed command the secrets of the services it runs in its process, no other', () => {
+    const given = Object.keys(envOf(services.seed)).filter((k) => k in SECRET_READERS);
+    const runs = ['account', 'payment', 'geo', 'courier-matching'] as const;
+    expect(given.sort()).toEqual(
+      secretsOf(runs)
+        .filter((k) => COMPOSE_SECRETS.includes(k))
+        .sort(),
+    );
+    expect(read('bin/waybill.ts')).toContain(
+      `withServices([${runs.map((r) => `'${r}'`).join(', ')}]`,
+    );
   });
 
   it('sets only variables that libs/config.ts reads', () => {
