@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { CheckoutProvider } from '../../services/payment/checkout-providers';
 import { CheckoutStore, defineCheckoutModels } from '../../services/payment/checkout-store';
 import { PayerRefunds } from '../../services/payment/payer-refunds';
+import { openPayerRefund, recipientsCheckout } from '../support/checkout-records';
 import { useStoreDatabase } from '../support/store-database';
 
 /** A refund to a payer asked in one caller's turn at a time (decision 168), on the real server. */
@@ -14,36 +14,11 @@ afterEach(() => jest.restoreAllMocks());
 
 it('counts no try, and asks nothing, once its turn holds too little for another call to the provider', async () => {
   const store = new CheckoutStore(() => db.models);
-  const reference = `ck_${randomUUID()}`;
-  const now = new Date();
-  await db.models.CheckoutSession.create({
-    _id: reference,
-    userId: randomUUID(),
-    amountKobo: 5_000,
-    currency: 'NGN',
-    purpose: { kind: 'DELIVERY' as const, id: randomUUID() },
-    email: 'payer@example.com',
-    payer: 'RECIPIENT' as const,
-    merchantName: 'Shop',
-    provider: 'paystack',
-    createdAt: now,
-    expiresAt: now,
-  });
+  const session = recipientsCheckout(5_000);
+  const reference = session._id;
+  await db.models.CheckoutSession.create(session);
   // Asked once already, its answer lost: the next try looks for a refund standing first.
-  await store.claimPayerRefund({
-    _id: reference,
-    providerReference: reference,
-    userId: randomUUID(),
-    amountKobo: 5_000,
-    currency: 'NGN',
-    note: 'Refund',
-    requestedAt: now,
-    state: 'OPEN',
-    why: null,
-    refundId: null,
-    settledAt: null,
-    tries: 1,
-  });
+  await store.claimPayerRefund(openPayerRefund(session, 1));
   const realNow = Date.now();
   const refund = jest.fn();
   // The look for a standing refund answers late: the turn (3 calls, the margins) nearly out.

@@ -1,12 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
-import {
-  CheckoutStore,
-  defineCheckoutModels,
-  type PayerRefundRecord,
-} from '../../services/payment/checkout-store';
+import { CheckoutStore, defineCheckoutModels } from '../../services/payment/checkout-store';
 import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
 import { Reversals } from '../../services/payment/reversals';
+import { openPayerRefund, recipientsCheckout } from '../support/checkout-records';
 import { useStoreDatabase } from '../support/store-database';
 
 /**
@@ -22,22 +19,9 @@ const quiet = { info: () => undefined, warn: () => undefined, error: () => undef
 
 /** A delivery's checkout of `amountKobo`, paid, whose merchant's wallet holds 1,000 NGN. */
 async function paidCheckout(amountKobo: number) {
-  const reference = `ck_${randomUUID()}`;
-  const userId = randomUUID();
+  const session = recipientsCheckout(amountKobo);
+  const { _id: reference, userId } = session;
   const now = new Date();
-  const session = {
-    _id: reference,
-    userId,
-    amountKobo,
-    currency: 'NGN',
-    purpose: { kind: 'DELIVERY' as const, id: randomUUID() },
-    email: 'payer@example.com',
-    payer: 'RECIPIENT' as const,
-    merchantName: 'Shop',
-    provider: 'paystack',
-    createdAt: now,
-    expiresAt: now,
-  };
   await db.models.CheckoutSession.create(session);
   await db.models.CheckoutOutcome.create({
     _id: reference,
@@ -52,27 +36,13 @@ async function paidCheckout(amountKobo: number) {
     amountKobo: 100_000,
     reference: randomUUID(),
   });
-  return { reference, userId, ledger };
+  return { session, ledger };
 }
-
-const payerRefund = (reference: string, userId: string, amountKobo: number): PayerRefundRecord => ({
-  _id: reference,
-  providerReference: reference,
-  userId,
-  amountKobo,
-  currency: 'NGN',
-  note: 'Refund',
-  requestedAt: new Date(),
-  state: 'OPEN',
-  why: null,
-  refundId: null,
-  settledAt: null,
-  tries: 0,
-});
 
 it('gives back a reversal settled after its checkout went back to its payer, though that caller read no payer refund', async () => {
   const amountKobo = 5_000;
-  const { reference, userId, ledger } = await paidCheckout(amountKobo);
+  const { session, ledger } = await paidCheckout(amountKobo);
+  const { _id: reference, userId } = session;
   const store = new CheckoutStore(() => db.models);
   const deps = { store, ledger, logger: () => quiet, recheckMs: 60_000, creditWaitMs: 86_400_000 };
   const payerSide = new Reversals(deps);
@@ -86,9 +56,8 @@ it('gives back a reversal settled after its checkout went back to its payer, tho
         looks += 1;
         const answer = await target.payerRefund(checkout);
         if (looks === 1) {
-          await target.claimPayerRefund(payerRefund(reference, userId, amountKobo));
-          const session = await target.session(reference);
-          if (session) await payerSide.givenToPayer(session);
+          await target.claimPayerRefund(openPayerRefund(session));
+          await payerSide.givenToPayer(session);
         }
         return answer;
       };
@@ -102,8 +71,7 @@ it('gives back a reversal settled after its checkout went back to its payer, tho
   expect((await ledger.balance(userId)).balanceKobo).toBe(100_000);
   // The sweep, and the payer's side again, change nothing.
   await payerSide.sweep(10);
-  const session = await store.session(reference);
-  if (session) await payerSide.givenToPayer(session);
+  await payerSide.givenToPayer(session);
   expect((await ledger.balance(userId)).balanceKobo).toBe(100_000);
   const entries = await db.models.Entry.find({ walletId: userId }).lean();
   expect(entries.filter((e) => e.reference.includes(`reversal:${refundId}:`))).toHaveLength(2);
