@@ -4,7 +4,13 @@ import {
   type CheckoutPayer,
   type CheckoutPurpose,
 } from '../../libs/contracts/payment';
-import { passRecordsIn, runPass, unrecordedSince, type BackfillPass } from '../../libs/backfills';
+import {
+  CLOCK_SKEW_MS,
+  passRecordsIn,
+  runPass,
+  unrecordedSince,
+  type BackfillPass,
+} from '../../libs/backfills';
 import { conflict, notFound } from '../../libs/errors';
 import {
   claimById,
@@ -777,11 +783,17 @@ export class CheckoutStore {
 
   /**
    * Numbers the reversals recorded before they were numbered, or by a node of the version
-   * before (libs/backfills): a checkout given back to its payer would not read them. A scan of
-   * the reversals, which are few (one per refund at the provider).
+   * before (libs/backfills): a checkout given back to its payer would not read them. Then lists
+   * for the reversal sweep those of checkouts given back to their payers since this version
+   * first ran (by a node of the version before, during the rollout, or before this numbered
+   * them): they give back what they took. Those given back before it are the operators' (the
+   * version before told them to credit the merchant), and are left. Scans of the reversals and
+   * of the payers' refunds, which are few (one per refund at the provider).
    */
   async numberStoredReversals(pass: BackfillPass): Promise<void> {
-    await runPass(pass, passRecordsIn(this.m.CheckoutPass), REVERSALS_NUMBERED, async (since) => {
+    const records = passRecordsIn(this.m.CheckoutPass);
+    const began = new Date();
+    await runPass(pass, records, REVERSALS_NUMBERED, async (since) => {
       const unnumbered = this.m.Reversal.find(unrecordedSince('receivedAt', since), {
         checkoutReference: 1,
       })
@@ -790,23 +802,46 @@ export class CheckoutStore {
       for await (const reversal of unnumbered) {
         await this.noteReversalOf(reversal.checkoutReference, reversal._id);
       }
+      const first = await records.find(REVERSALS_NUMBERED);
+      const firstRan = first?.startedAt ? new Date(first.startedAt) : began;
+      const givenBackSince = new Date(
+        Math.max(since?.getTime() ?? 0, firstRan.getTime() - CLOCK_SKEW_MS),
+      );
+      const givenBack = this.m.PayerRefund.find(
+        { requestedAt: { $gte: givenBackSince } },
+        { _id: 1 },
+      )
+        .lean<Pick<PayerRefundRecord, '_id'>[]>()
+        .cursor();
+      for await (const refund of givenBack) {
+        for (const refundId of await this.reversalsOf(refund._id)) {
+          await this.rescheduleReversal(refundId, new Date());
+        }
+      }
     });
   }
 
   /**
-   * Settles a reversal as given back to its wallet (decision 174), in one write (a settled one
-   * keeps when it was settled): `givenBackKobo` is what the wallet got back of what was taken.
-   * Off the sweep's list.
+   * Settles a reversal as given back to its wallet (decision 174): `givenBackKobo` is what the
+   * wallet got back of what was taken. One already settled keeps when it was; each write is
+   * whole on its own, so a caller stopping between them leaves nothing half-written. Off the
+   * sweep's list.
    */
   async reversalGivenBack(
-    record: Pick<ReversalRecord, '_id' | 'settledAt' | 'givenBackAt'>,
+    record: Pick<ReversalRecord, '_id' | 'givenBackAt'>,
     givenBackKobo: number,
   ): Promise<void> {
     const givenBackAt = record.givenBackAt ?? new Date();
-    await this.m.Reversal.updateOne(
-      { _id: record._id },
-      { $set: { givenBackKobo, givenBackAt, settledAt: record.settledAt ?? givenBackAt } },
+    const settledNow = await this.m.Reversal.updateOne(
+      { _id: record._id, settledAt: null },
+      { $set: { givenBackKobo, givenBackAt, settledAt: givenBackAt } },
     );
+    if (settledNow.matchedCount === 0) {
+      await this.m.Reversal.updateOne(
+        { _id: record._id },
+        { $set: { givenBackKobo, givenBackAt } },
+      );
+    }
     await this.rescheduleReversal(record._id, null);
   }
 

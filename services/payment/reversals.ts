@@ -370,6 +370,11 @@ export class Reversals {
       await store.reversalGivenBack(record, record.givenBackKobo);
       return;
     }
+    // Settled as never credited: it took nothing (its payer's refund of ours, say).
+    if (record.settledAt && record.credited === false) {
+      await store.rescheduleReversal(record._id, null);
+      return;
+    }
     const givenBackKobo = await ledger.giveBackReversal(
       record.userId,
       {

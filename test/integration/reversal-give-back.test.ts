@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
-import { CheckoutStore, defineCheckoutModels } from '../../services/payment/checkout-store';
+import {
+  CheckoutStore,
+  defineCheckoutModels,
+  type SessionRecord,
+} from '../../services/payment/checkout-store';
 import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
 import { Reversals } from '../../services/payment/reversals';
 import { openPayerRefund, recipientsCheckout } from '../support/checkout-records';
@@ -101,4 +105,37 @@ it('numbers the reversals recorded before they were, once however often the back
   await store.numberStoredReversals('after-rollout');
   await store.noteReversalOf(checkoutReference, ids[1]);
   expect((await store.reversalsOf(checkoutReference)).sort()).toEqual([...ids].sort());
+});
+
+it('lists for the sweep the reversals of checkouts given back since the version first ran, not those given back before', async () => {
+  const store = new CheckoutStore(() => db.models);
+  const reversalOf = async (session: SessionRecord, requestedAt: Date) => {
+    await db.models.PayerRefund.create({ ...openPayerRefund(session), requestedAt });
+    const _id = String(Math.floor(Math.random() * 1e12));
+    // As a node of the version before records it: no number, settled as taken.
+    await db.models.Reversal.create({
+      _id,
+      providerReference: session._id,
+      checkoutReference: session._id,
+      userId: session.userId,
+      amountKobo: session.amountKobo,
+      receivedAt: new Date(Date.now() - 86_400_000),
+      credited: true,
+      takenKobo: session.amountKobo,
+      parts: 1,
+      settledAt: new Date(),
+    });
+    return _id;
+  };
+  // The first pass ran a day ago, when this version did.
+  await db.models.CheckoutPass.deleteMany({});
+  await db.models.CheckoutPass.create({
+    _id: 'checkout_reversals_of',
+    startedAt: new Date(Date.now() - 86_400_000),
+  });
+  const before = await reversalOf(recipientsCheckout(1_000), new Date(Date.now() - 2 * 86_400_000));
+  const since = await reversalOf(recipientsCheckout(1_000), new Date());
+  await store.numberStoredReversals('after-rollout');
+  expect(await db.models.OpenReversal.findById(since).lean()).not.toBeNull();
+  expect(await db.models.OpenReversal.findById(before).lean()).toBeNull();
 });

@@ -223,6 +223,18 @@ describe('docker-compose.yml', () => {
     },
   );
 
+  it('gives every secret Compose sets to the one-shot toolbox only, for the CLI', () => {
+    const toolbox = services.toolbox;
+    expect(isOneShot(toolbox)).toBe(true);
+    expect(toolbox.profiles).toEqual(['tools']);
+    const given = Object.keys(envOf(toolbox)).filter((k) => k in SECRET_READERS);
+    expect(given.sort()).toEqual([...COMPOSE_SECRETS].sort());
+    // `files …` runs the file service's code and checks the account database first.
+    expect(secretsOf(['file', 'account']).filter((k) => COMPOSE_SECRETS.includes(k))).toEqual(
+      expect.arrayContaining(['MONGO_URL', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY']),
+    );
+  });
+
   it('gives the seed command the secrets of the services it runs in its process, no other', () => {
     const given = Object.keys(envOf(services.seed)).filter((k) => k in SECRET_READERS);
     const runs = ['account', 'payment', 'geo', 'courier-matching'] as const;
