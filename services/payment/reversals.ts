@@ -217,7 +217,7 @@ export class Reversals {
       });
       return false;
     }
-    if (record.settledAt && !(await this.owedGivingBack(record))) {
+    if (await this.settledForGood(record)) {
       // Listed again by this call: a repeat of one settled.
       await store.rescheduleReversal(record._id, null);
       return false;
@@ -235,10 +235,7 @@ export class Reversals {
         const record = await store.reversal(due._id);
         // Listed by a call that stopped before its record (once it is surely not coming), or
         // settled since it was read (unless listed again to be given back).
-        if (
-          (record?.settledAt && !(await this.owedGivingBack(record))) ||
-          (!record && overdue(due.nextCheckAt, now))
-        ) {
+        if (record ? await this.settledForGood(record) : overdue(due.nextCheckAt, now)) {
           await store.rescheduleReversal(due._id, null);
           continue;
         }
@@ -416,10 +413,14 @@ export class Reversals {
     }
   }
 
-  /** Whether a settled reversal took from its wallet and is owed back (decision 174). */
-  private async owedGivingBack(record: ReversalRecord): Promise<boolean> {
-    if (record.givenBackKobo != null || record.credited !== true) return false;
-    return (await this.deps.store.payerRefund(record.checkoutReference)) !== null;
+  /**
+   * Whether a reversal is settled with nothing left to do: not one that took from its wallet
+   * and is owed back since its checkout went back to its payer (decision 174).
+   */
+  private async settledForGood(record: ReversalRecord): Promise<boolean> {
+    if (!record.settledAt) return false;
+    if (record.givenBackKobo != null || record.credited !== true) return true;
+    return (await this.deps.store.payerRefund(record.checkoutReference)) === null;
   }
 
   /**

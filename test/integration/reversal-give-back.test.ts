@@ -83,23 +83,12 @@ it('gives back a reversal settled after its checkout went back to its payer, tho
 
 it('numbers the reversals recorded before they were, once however often the backfill passes', async () => {
   const store = new CheckoutStore(() => db.models);
-  const checkoutReference = `ck_${randomUUID()}`;
-  const ids = [1, 2].map(() => String(Math.floor(Math.random() * 1e12)));
-  // As a node of the version before records them: no number.
-  for (const _id of ids) {
-    await db.models.Reversal.create({
-      _id,
-      providerReference: checkoutReference,
-      checkoutReference,
-      userId: randomUUID(),
-      amountKobo: 1_000,
-      receivedAt: new Date(),
-      credited: true,
-      takenKobo: 1_000,
-      parts: 1,
-      settledAt: new Date(),
-    });
-  }
+  const session = recipientsCheckout(1_000);
+  const checkoutReference = session._id;
+  const ids = [
+    await recordedByOldNode(session, new Date()),
+    await recordedByOldNode(session, new Date()),
+  ];
   expect(await store.reversalsOf(checkoutReference)).toEqual([]);
   await store.numberStoredReversals('start');
   await store.numberStoredReversals('after-rollout');
@@ -111,21 +100,7 @@ it('lists for the sweep the reversals of checkouts given back since the version 
   const store = new CheckoutStore(() => db.models);
   const reversalOf = async (session: SessionRecord, requestedAt: Date) => {
     await db.models.PayerRefund.create({ ...openPayerRefund(session), requestedAt });
-    const _id = String(Math.floor(Math.random() * 1e12));
-    // As a node of the version before records it: no number, settled as taken.
-    await db.models.Reversal.create({
-      _id,
-      providerReference: session._id,
-      checkoutReference: session._id,
-      userId: session.userId,
-      amountKobo: session.amountKobo,
-      receivedAt: new Date(Date.now() - 86_400_000),
-      credited: true,
-      takenKobo: session.amountKobo,
-      parts: 1,
-      settledAt: new Date(),
-    });
-    return _id;
+    return recordedByOldNode(session, new Date(Date.now() - 86_400_000));
   };
   // The first pass ran a day ago, when this version did.
   await db.models.CheckoutPass.deleteMany({});
@@ -139,3 +114,24 @@ it('lists for the sweep the reversals of checkouts given back since the version 
   expect(await db.models.OpenReversal.findById(since).lean()).not.toBeNull();
   expect(await db.models.OpenReversal.findById(before).lean()).toBeNull();
 });
+
+/**
+ * A reversal of the checkout's whole payment as a node of the version before records it: not
+ * numbered, settled as taken. Its id.
+ */
+async function recordedByOldNode(session: SessionRecord, receivedAt: Date): Promise<string> {
+  const _id = String(Math.floor(Math.random() * 1e12));
+  await db.models.Reversal.create({
+    _id,
+    providerReference: session._id,
+    checkoutReference: session._id,
+    userId: session.userId,
+    amountKobo: session.amountKobo,
+    receivedAt,
+    credited: true,
+    takenKobo: session.amountKobo,
+    parts: 1,
+    settledAt: new Date(),
+  });
+  return _id;
+}
