@@ -9,7 +9,9 @@
  * funded wallet, one uploaded image and a package that shows it, a courier pricing rule, a
  * courier on the user's list with a courier token, and deliveries of the user's, so that lists
  * answer more than `[]`, the courier app's routes are reached and the delivery routes answer
- * real deliveries: their ids go to the hooks in WAYBILL_ST_DELIVERY_IDS), then runs
+ * real deliveries: their ids go to the hooks in WAYBILL_ST_DELIVERY_IDS; the hooks also put
+ * free packages (WAYBILL_ST_PACKAGE_IDS) and the courier (WAYBILL_ST_COURIER_IDS) in generated
+ * bodies), then runs
  * schemathesis with every check, the seed WAYBILL_ST_SEED (1) and the budget of
  * tools/schemathesis/schemathesis.toml (WAYBILL_ST_MAX_EXAMPLES overrides its examples per
  * operation), in two runs: the generated requests (in two processes at once, each on half of
@@ -132,11 +134,19 @@ const SEEDED_DELIVERIES: Record<string, unknown>[] = [
  * (422) only when its own fields make it dear.
  */
 const SEED_CREDIT_NGN = 50_000_000;
+/**
+ * Free packages the hooks put in generated requests and quotes, so that these get past "Invalid
+ * packages selection" (every random id meets it first) to the checks after it. A request that
+ * succeeds takes its packages; the others are then refused for them, as for a random id.
+ */
+const FREE_PACKAGES = 24;
 
 interface Seeded {
   apiKey: string;
   courierToken: string;
   deliveryIds: string[];
+  packageIds: string[];
+  courierIds: string[];
 }
 
 /**
@@ -219,7 +229,11 @@ async function seed(base: string): Promise<Seeded> {
     );
     deliveryIds.push(created.deliveryId);
   }
-  return { apiKey: key, courierToken: token, deliveryIds };
+  const packageIds: string[] = [];
+  for (let i = 1; i <= FREE_PACKAGES; i += 1) {
+    packageIds.push(await savePackage(base, who, { name: `Free package ${i}` }));
+  }
+  return { apiKey: key, courierToken: token, deliveryIds, packageIds, courierIds: [courier.id] };
 }
 
 /** Where a schemathesis process's output goes: `stdout` and `stderr`. */
@@ -345,7 +359,7 @@ async function main(): Promise<number> {
     const webhooks = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
     node = await startNode({ services: 'all', iso, env: { ...limits, ...webhooks } });
     if (interrupted) return SIGNALS[interrupted];
-    const { apiKey, courierToken, deliveryIds } = await seed(node.url);
+    const { apiKey, courierToken, deliveryIds, packageIds, courierIds } = await seed(node.url);
     if (interrupted) return SIGNALS[interrupted];
 
     const run = ['run', `${node.url}/openapi.json`, '--checks', 'all', '--seed', SEED];
@@ -355,6 +369,8 @@ async function main(): Promise<number> {
       WAYBILL_ST_ADMIN_TOKEN: ADMIN_TOKEN,
       WAYBILL_ST_COURIER_TOKEN: courierToken,
       WAYBILL_ST_DELIVERY_IDS: deliveryIds.join(','),
+      WAYBILL_ST_PACKAGE_IDS: packageIds.join(','),
+      WAYBILL_ST_COURIER_IDS: courierIds.join(','),
     };
     const budget = MAX_EXAMPLES ? ['--max-examples', MAX_EXAMPLES] : [];
     // Extra arguments make one run of their own; otherwise the two of PASSES.

@@ -20,7 +20,9 @@ The check `refused_only_for_data` holds operations whose 400s the configuration 
 data decides some) to refusing a schema-valid body only for its data, by the message.
 
 `flatmap_path_parameters` makes a generated `deliveryId` one of the deliveries the run's seed
-created (WAYBILL_ST_DELIVERY_IDS) half the time, so that the delivery routes answer real ones.
+created (WAYBILL_ST_DELIVERY_IDS) half the time, so that the delivery routes answer real ones;
+`flatmap_body` does the same for the packages of a quote or request (WAYBILL_ST_PACKAGE_IDS) and
+the courier of a request or courier rule (WAYBILL_ST_COURIER_IDS).
 """
 
 import itertools
@@ -62,17 +64,72 @@ def before_call(context, case, kwargs):
 # them half the time, so that the delivery routes (read, cancel, fail, proofs) answer deliveries
 # that exist rather than 404 alone. Only a well-formed id is swapped for another (a malformed one
 # is the point of a negative case); an id a link supplies is not generated, and stays.
-SEEDED_DELIVERIES = tuple(d for d in os.environ.get("WAYBILL_ST_DELIVERY_IDS", "").split(",") if d)
+def _seeded(name):
+    return tuple(i for i in os.environ.get(name, "").split(",") if i)
+
+
+SEEDED_DELIVERIES = _seeded("WAYBILL_ST_DELIVERY_IDS")
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _is_id(value):
+    return isinstance(value, str) and UUID.fullmatch(value) is not None
 
 
 @schemathesis.hook
 def flatmap_path_parameters(context, path_parameters):
     generated = (path_parameters or {}).get("deliveryId")
-    if not SEEDED_DELIVERIES or not isinstance(generated, str) or not UUID.fullmatch(generated):
+    if not SEEDED_DELIVERIES or not _is_id(generated):
         return st.just(path_parameters)
     seeded = st.sampled_from(SEEDED_DELIVERIES).map(lambda d: {**path_parameters, "deliveryId": d})
     return st.one_of(st.just(path_parameters), seeded)
+
+
+# Free packages and the courier the seed made: a generated body names them half the time, so that
+# a quote or request gets past "Invalid packages selection" (which every random id meets first)
+# and a courier rule or SPECIFIC request past the courier directory. Ids are swapped one for one,
+# a repeated id for the same seeded one and each array kept to its length, so that a negative
+# case stays as invalid as it was generated (a repeated id, too many, a malformed one kept).
+SEEDED_PACKAGES = _seeded("WAYBILL_ST_PACKAGE_IDS")
+SEEDED_COURIERS = _seeded("WAYBILL_ST_COURIER_IDS")
+SEEDED_FIELDS = {
+    "POST /api/pricing": {"packagesId": SEEDED_PACKAGES},
+    "POST /api/request": {
+        "packagesId": SEEDED_PACKAGES,
+        "courierId": SEEDED_COURIERS,
+        "courierProfileId": SEEDED_COURIERS,
+    },
+    "POST /admin/pricing/courier-rules": {"courierId": SEEDED_COURIERS},
+}
+
+
+def _seeded_ids(generated, seeded):
+    """A strategy for the seeded ids that stand for `generated` (an id or a list of them), or None."""
+    if _is_id(generated):
+        return st.sampled_from(seeded) if seeded else None
+    if not isinstance(generated, list) or not generated or not all(map(_is_id, generated)):
+        return None
+    distinct = list(dict.fromkeys(generated))
+    if len(distinct) > len(seeded):
+        return None
+    return st.permutations(seeded).map(
+        lambda order: [order[distinct.index(i)] for i in generated]
+    )
+
+
+@schemathesis.hook
+def flatmap_body(context, body):
+    fields = SEEDED_FIELDS.get(context.operation.label if context.operation else None)
+    if not fields or not isinstance(body, dict):
+        return st.just(body)
+    swaps = {}
+    for field, seeded in fields.items():
+        ids = _seeded_ids(body.get(field), seeded)
+        if ids is not None:
+            swaps[field] = st.one_of(st.just(body[field]), ids)
+    if not swaps:
+        return st.just(body)
+    return st.fixed_dictionaries(swaps).map(lambda chosen: {**body, **chosen})
 
 
 # What only the data can refuse in a body the document allows, by operation: the messages of
@@ -102,6 +159,7 @@ _PRICED = re.compile(
     r"|deliveryDate \S+ is in the past; .+"  # the bookable window, in the tariff's time zone
     r"|deliveryDate can be at most \d+ days ahead .+"
     r"|deliverySlot .+ has already ended today .+"
+    r"|quoteId is (?:not )?a quote of .+"  # a quote we did not sign, or signed for another
     r"|The declared value is above the insurable maximum .+)",
     re.DOTALL,
 )
