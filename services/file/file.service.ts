@@ -23,6 +23,7 @@ import {
   type AllowanceShare,
 } from '../../libs/contracts/file';
 import { watchBody } from './body-watch';
+import { Leftovers } from './leftovers';
 import {
   BULK_MAX_FILES,
   SINGLE_FIELD,
@@ -62,6 +63,7 @@ const bodyMeta = (ctx: WaybillContext): BodyMeta => ({
 
 export function createFileService(config: Config): ServiceDefinition {
   let storage: FileStorage;
+  let leftovers: Leftovers;
   let broker: ServiceBroker;
   let uploads: Slots;
   let downloads: Slots;
@@ -158,7 +160,10 @@ export function createFileService(config: Config): ServiceDefinition {
           maxFileBytes: maxBytes,
           allowedTypes,
           newKey: (ext) => newFileKey(request.share.userId, ext),
-          sink: storage,
+          sink: {
+            put: (key, body, contentType) => storage.put(key, body, contentType),
+            remove: (keys) => leftovers.remove(keys),
+          },
         },
       );
       return slots;
@@ -368,8 +373,8 @@ export function createFileService(config: Config): ServiceDefinition {
                     keys: stored,
                   },
                 );
-                void storage.remove(stored);
-                // Deleted, they count nothing toward the user's day.
+                void leftovers.remove(stored);
+                // Deleted (now or by a sweep), they count nothing toward the user's day.
                 if (spent) {
                   const { bytes } = spent;
                   void budget?.giveBack(spent).catch((err: Error) =>
@@ -395,6 +400,12 @@ export function createFileService(config: Config): ServiceDefinition {
         const e = err as { name?: string; message?: string };
         this.logger.warn('S3 request failed', { operation, error: e?.name, message: e?.message });
       });
+      leftovers = new Leftovers(storage, (keys) =>
+        this.logger.error(
+          'stored files of failed uploads not deleted: nobody was given their URLs; delete these objects from the bucket',
+          { keys },
+        ),
+      );
       registerHealthCheck(this.broker, 's3', () => storage.ready());
       uploads = meteredSlots(this.broker, config.files.maxUploads, 'uploads');
       downloads = meteredSlots(this.broker, config.files.maxDownloads, 'downloads');
@@ -413,6 +424,9 @@ export function createFileService(config: Config): ServiceDefinition {
       staleUploads = new Periodic(
         uploadSweepIntervalMs,
         async () => {
+          // First: it never throws, and the listing below needs a permission it does not.
+          const deleted = await leftovers.sweep();
+          if (deleted > 0) this.logger.info('files of failed uploads deleted at last', { deleted });
           const aborted = await storage.abortUploadsBegunBefore(
             new Date(Date.now() - staleUploadMs),
           );
@@ -439,6 +453,7 @@ export function createFileService(config: Config): ServiceDefinition {
       unregisterHealthCheck(this.broker, 's3');
       unregisterHealthCheck(this.broker, 'file-redis');
       await staleUploads?.stop();
+      leftovers?.abandon();
       await desk?.close();
       storage.destroy();
       // Last: uploads the desk finished count their bytes.

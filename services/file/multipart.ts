@@ -22,7 +22,7 @@ export const MULTIPART_OVERHEAD = 64 * 1024;
 export interface FileSink {
   /** Stores `body` under `key`; rejects (after cleaning up) when `body` is destroyed. */
   put(key: string, body: Readable, contentType: string): Promise<void>;
-  /** Deletes objects; never throws. */
+  /** Deletes objects (missing ones are fine); never throws, and deletes again what it could not. */
   remove(keys: string[]): Promise<void>;
 }
 

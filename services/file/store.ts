@@ -131,11 +131,6 @@ export class FileStorage {
     }
   }
 
-  /** Deletes objects; missing ones are fine. Failures are reported (`delete`), not thrown. */
-  async remove(keys: string[]): Promise<void> {
-    await Promise.all(keys.map((key) => this.delete(key).catch(() => undefined)));
-  }
-
   /**
    * The objects whose keys start with `prefix`, in key order, at most `limit` (S3 lists at most
    * 1000 a page), after the key `after` when given; `more` when the listing went on past them.

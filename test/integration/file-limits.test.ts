@@ -616,7 +616,7 @@ describe('an upload the gateway stopped waiting for (gateway and file service ap
   beforeAll(async () => {
     s3 = await holdingS3(process.env.S3_ENDPOINT as string, OBJECT_WRITES);
     const stack = await startFileStack(iso, {
-      file: { S3_ENDPOINT: s3.url },
+      file: { S3_ENDPOINT: s3.url, FILE_UPLOAD_SWEEP_INTERVAL_MS: '300', LOG_LEVEL: 'info' },
       gateway: { FILE_TIMEOUT_MS: '1500' },
     });
     nodes = stack.all;
@@ -663,5 +663,41 @@ describe('an upload the gateway stopped waiting for (gateway and file service ap
     } finally {
       redis.disconnect();
     }
+  }, 60_000);
+  it('deletes again, at the next sweep, what S3 refused to delete when the gateway left', async () => {
+    const { userId, key } = await createUserWithKey(gateway.url);
+    await waitForFiles(gateway.url, key);
+    expect(await storedFor(userId)).toHaveLength(1);
+    const passed = s3.deletes();
+
+    s3.refuseDeletes(true);
+    s3.hold();
+    try {
+      expectErrorEnvelope(await upload(gateway.url, key), 504);
+      s3.release();
+      // Stored once released; its delete refused, the object stays, and the sweep finds S3
+      // still refusing.
+      await eventually(async () => expect(await storedFor(userId)).toHaveLength(2), {
+        timeout: 10_000,
+        interval: 50,
+      });
+      const refusedBefore = s3.refusedDeletes();
+      await eventually(async () => expect(s3.refusedDeletes()).toBeGreaterThan(refusedBefore), {
+        timeout: 10_000,
+        interval: 50,
+      });
+      expect(await storedFor(userId)).toHaveLength(2);
+    } finally {
+      s3.refuseDeletes(false);
+    }
+    // S3 takes deletes again: the sweep deletes it, once, and keeps nothing more to delete.
+    await eventually(async () => expect(await storedFor(userId)).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 100,
+    });
+    expect(s3.deletes() - passed).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(s3.deletes() - passed).toBe(1);
+    expect(nodes[0].output()).toMatch(/files of failed uploads deleted at last/);
   }, 60_000);
 });

@@ -57,7 +57,8 @@ function forwarded(
 
 /**
  * An S3 endpoint in front of the real one (`target`) that, while told to, holds every request
- * `holds` picks until released, and passes everything else straight on.
+ * `holds` picks until released, and passes everything else straight on. While refusing deletes,
+ * it answers every DELETE with S3's 500 instead.
  */
 export async function holdingS3(target: string, holds: (req: S3Request) => boolean) {
   const upstream = new URL(target);
@@ -65,7 +66,16 @@ export async function holdingS3(target: string, holds: (req: S3Request) => boole
   let released: Promise<void> | undefined;
   let held = 0;
   let deletes = 0;
+  let refused = 0;
+  let refusing = false;
   const server = http.createServer((req, res) => {
+    if (req.method === 'DELETE' && refusing) {
+      refused += 1;
+      req.resume();
+      res.writeHead(500, { 'content-type': 'application/xml' });
+      res.end('<Error><Code>InternalError</Code><Message>refused by the test</Message></Error>');
+      return;
+    }
     const hold = holds(req) ? released : undefined;
     if (hold) held += 1;
     if (req.method === 'DELETE') deletes += 1;
@@ -83,7 +93,12 @@ export async function holdingS3(target: string, holds: (req: S3Request) => boole
     url: `http://127.0.0.1:${port}`,
     /** Requests held since the endpoint started. */
     held: () => held,
+    /** DELETEs passed on, and DELETEs refused. */
     deletes: () => deletes,
+    refusedDeletes: () => refused,
+    refuseDeletes: (refuse: boolean) => {
+      refusing = refuse;
+    },
     hold: () => {
       released = new Promise<void>((resolve) => (release = resolve));
     },
