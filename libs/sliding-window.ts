@@ -80,6 +80,20 @@ export class SlidingWindow {
     return taken === 1 ? { ok: true } : { ok: false, retryAt };
   }
 
+  /**
+   * The places `subject` holds, oldest first: each member and when (ms since the epoch, in the
+   * clock that took it) it took its place. Places past the window may still be listed until
+   * the next `take` drops them.
+   */
+  async places(subject: string): Promise<{ member: string; takenAt: number }[]> {
+    const flat = await this.redis.zrange(this.keyOf(subject), 0, -1, 'WITHSCORES');
+    const places = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      places.push({ member: flat[i], takenAt: Number(flat[i + 1]) });
+    }
+    return places;
+  }
+
   /** Gives `member`'s place back, as if it had never been taken. Safe to repeat. */
   async give(subject: string, member: string): Promise<void> {
     await this.redis.zrem(this.keyOf(subject), member);

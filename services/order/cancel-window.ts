@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
 import { serviceUnavailable } from '../../libs/errors';
 import { orUnavailable } from '../../libs/redis';
@@ -56,6 +57,18 @@ export class CancelWindow {
     );
   }
 
+  /** The slots `userId` holds, oldest first (`takenAt`: the Redis server's clock); 503 without Redis. */
+  slots(userId: string): Promise<CancelSlot[]> {
+    return orUnavailable(
+      async () =>
+        (await this.window.places(userId)).map(({ member, takenAt }) => ({
+          attemptId: member,
+          takenAt,
+        })),
+      cancelWindowUnavailable,
+    );
+  }
+
   /**
    * Gives a reserved slot back (the cancel was refused or failed): it must not count. Safe to
    * repeat. Rejects with the 503 when Redis cannot be reached (the slot then frees with the
@@ -73,6 +86,71 @@ export class CancelWindow {
       `cancel again after ${new Date(retryAt).toISOString()}`
     );
   }
+}
+
+/** A slot of the window: the cancel attempt that took it, and when (ms since the epoch). */
+export interface CancelSlot {
+  attemptId: string;
+  takenAt: number;
+}
+
+/**
+ * A new cancel attempt's id, `<deliveryId>:<uuid>`: its own (giving back a refused second attempt
+ * on a delivery must not give back the first one's slot), and naming the delivery, so that a
+ * slot whose cancel stopped midway can be told from one whose cancel happened (`lostCancelSlots`).
+ */
+export function cancelAttemptId(deliveryId: string): string {
+  return `${deliveryId}:${randomUUID()}`;
+}
+
+/** The delivery an attempt id names; undefined for an id of the version before (a bare UUID). */
+export function deliveryOfAttempt(attemptId: string): string | undefined {
+  const end = attemptId.lastIndexOf(':');
+  return end > 0 ? attemptId.slice(0, end) : undefined;
+}
+
+/** The deliveries whose state `lostCancelSlots` needs: those named by slots older than `staleMs`. */
+export function deliveriesOfStaleSlots(
+  slots: readonly CancelSlot[],
+  now: number,
+  staleMs: number,
+): string[] {
+  const named = slots
+    .filter((slot) => now - slot.takenAt > staleMs)
+    .map((slot) => deliveryOfAttempt(slot.attemptId));
+  return [...new Set(named.filter((id): id is string => id !== undefined))];
+}
+
+/**
+ * The slots of a full window that no cancel holds: a process stopped between taking a slot and
+ * the change (or between a refusal and giving the slot back) leaves one nobody gives back, and
+ * it would use one of the user's cancels for hours. `cancelled` holds, for the deliveries the
+ * slots name, whether each reads CANCELLED now (a delivery not read is left alone). Only slots
+ * taken more than `staleMs` before `now` are given back: a cancel under way that long has
+ * stopped. A delivery not cancelled holds none; a cancelled one holds one, its oldest (one
+ * cancel happened, whichever attempt made it). Slots of attempt ids without a delivery
+ * (the version before) free with the window.
+ */
+export function lostCancelSlots(
+  slots: readonly CancelSlot[],
+  cancelled: ReadonlyMap<string, boolean>,
+  now: number,
+  staleMs: number,
+): string[] {
+  const byDelivery = new Map<string, CancelSlot[]>();
+  for (const slot of slots) {
+    const deliveryId = deliveryOfAttempt(slot.attemptId);
+    if (deliveryId === undefined) continue;
+    byDelivery.set(deliveryId, [...(byDelivery.get(deliveryId) ?? []), slot]);
+  }
+  const lost: string[] = [];
+  for (const [deliveryId, own] of byDelivery) {
+    const isCancelled = cancelled.get(deliveryId);
+    if (isCancelled === undefined) continue;
+    const held = isCancelled ? [...own].sort((a, b) => a.takenAt - b.takenAt).slice(1) : own;
+    for (const slot of held) if (now - slot.takenAt > staleMs) lost.push(slot.attemptId);
+  }
+  return lost;
 }
 
 function times(count: number): string {

@@ -1,7 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
 import { badRequest, serviceUnavailable } from '../../libs/errors';
-import type { CancelWindow } from './cancel-window';
+import {
+  cancelAttemptId,
+  deliveriesOfStaleSlots,
+  lostCancelSlots,
+  type CancelWindow,
+} from './cancel-window';
 import type { DeliveryRecord } from './delivery-record';
 import { canCancel, transition } from './lifecycle';
 import { changeableBy } from './parties';
@@ -18,6 +22,8 @@ export interface CancellationDeps {
   stored: (deliveryId: string, userId: string) => Promise<DeliveryRecord | null>;
   settlement: Settlement;
   window: CancelWindow;
+  /** How long a cancel may be under way (ORDER_STALE_REQUEST_MS): a slot held longer without one is lost. */
+  staleMs: number;
   logger: () => Logger;
 }
 
@@ -37,7 +43,7 @@ export class Cancellations {
       const refused = transition(delivery.lifecycle, { kind: 'CANCEL' });
       throw badRequest(refused.ok ? 'This delivery cannot be cancelled now' : refused.message);
     }
-    const attempt = randomUUID();
+    const attempt = cancelAttemptId(deliveryId);
     const giveBack = () =>
       window
         .release(userId, attempt)
@@ -47,10 +53,13 @@ export class Cancellations {
     // A reservation unanswered (Redis slow past its command timeout) may have taken the slot
     // all the same: nothing was cancelled, so it is given back, or two such errors would use up
     // the user's cancels for hours.
-    const slot = await window.reserve(userId, attempt).catch(async (err: unknown) => {
-      await giveBack();
-      throw err;
-    });
+    const reserve = () =>
+      window.reserve(userId, attempt).catch(async (err: unknown) => {
+        await giveBack();
+        throw err;
+      });
+    let slot = await reserve();
+    if (!slot.ok && (await this.freeLostSlots(userId))) slot = await reserve();
     if (!slot.ok) throw badRequest(window.exceededMessage(slot.retryAt));
     let applied;
     try {
@@ -78,5 +87,35 @@ export class Cancellations {
     await settlement.afterTransition(applied.delivery, applied.transition);
     await settlement.announceCancelled(applied.delivery);
     return applied.delivery;
+  }
+
+  /**
+   * Gives back the slots of `userId`'s full window whose cancels stopped midway
+   * (`lostCancelSlots`); true when one was. Read only when the window is full, from its own
+   * deliveries' states. A failure leaves the window as it is: the cancel is refused as before.
+   */
+  private async freeLostSlots(userId: string): Promise<boolean> {
+    const { window, transitions, staleMs } = this.deps;
+    try {
+      const slots = await window.slots(userId);
+      const now = Date.now();
+      const cancelled = new Map<string, boolean>();
+      for (const deliveryId of deliveriesOfStaleSlots(slots, now, staleMs)) {
+        const delivery = await transitions.current(deliveryId);
+        cancelled.set(deliveryId, delivery?.lifecycle.status === 'CANCELLED');
+      }
+      const lost = lostCancelSlots(slots, cancelled, now, staleMs);
+      for (const attemptId of lost) await window.release(userId, attemptId);
+      if (lost.length > 0) {
+        this.deps.logger().info('cancel slots of cancels that stopped midway given back', {
+          userId,
+          attempts: lost,
+        });
+      }
+      return lost.length > 0;
+    } catch (err) {
+      this.deps.logger().warn('cancel slots not checked for cancels that stopped midway', { err });
+      return false;
+    }
   }
 }

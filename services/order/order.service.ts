@@ -138,6 +138,7 @@ export function createOrderService(config: Config): ServiceDefinition {
       limit: CANCEL_LIMIT,
       windowMs: CANCEL_WINDOW_MS,
     }),
+    staleMs: config.order.staleRequestMs,
     logger: () => logger,
   });
   const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
 import {
   DELIVERY_CANCELLED_EVENT,
   DELIVERY_CREATED_EVENT,
@@ -817,6 +818,40 @@ describe('POST /api/request/:deliveryId/cancel', () => {
     // A refused cancel used no slot, and the window survives in Redis: still refused.
     expectErrorEnvelope(await cancelDelivery(base(), who, ids[0] as string), 400);
     expect((await entriesOf(base(), who)).filter((e) => e.type === 'REFUND')).toHaveLength(2);
+  });
+
+  it('gives back, when the window is full, the slots of cancels that stopped midway, and only those', async () => {
+    const who = await merchant();
+    const [done, lost, next] = await Promise.all(
+      [1, 2, 3].map(async () => {
+        const packageId = await savePackage(base(), who);
+        return (await requestDelivery(base(), who, [packageId])).body.data.deliveryId as string;
+      }),
+    );
+    expect((await cancelDelivery(base(), who, done)).status).toBe(201);
+    // Cancelled a quarter of an hour ago; then two cancels whose process stopped ten minutes
+    // ago (past ORDER_STALE_REQUEST_MS) with their slots taken: one before its change, one
+    // after the first had cancelled its delivery.
+    const redis = new Redis(process.env.REDIS_URL as string);
+    const key = `${stack.iso.namespace}:cancels:${who.userId}`;
+    try {
+      const [happened] = await redis.zrange(key, 0, -1);
+      await redis.zadd(key, Date.now() - 900_000, happened);
+      const tenMinutesAgo = Date.now() - 600_000;
+      await redis.zadd(key, tenMinutesAgo, `${lost}:${randomUUID()}`);
+      await redis.zadd(key, tenMinutesAgo, `${done}:${randomUUID()}`);
+
+      expect((await cancelDelivery(base(), who, next)).status).toBe(201);
+      const held = await redis.zrange(key, 0, -1);
+      expect(held).toHaveLength(2);
+      expect(held[0]).toBe(happened);
+      expect(held[1].startsWith(`${next}:`)).toBe(true);
+      // Both held by cancels that happened: the third is refused.
+      expectErrorEnvelope(await cancelDelivery(base(), who, lost), 400, /only twice every 3 hours/);
+      expect((await getDelivery(base(), who, lost)).body.data.status).toBe('REQUEST_CREATED');
+    } finally {
+      redis.disconnect();
+    }
   });
 });
 

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
-import type { CancelWindow } from '../../../services/order/cancel-window';
+import {
+  cancelAttemptId,
+  deliveriesOfStaleSlots,
+  deliveryOfAttempt,
+  lostCancelSlots,
+  type CancelWindow,
+} from '../../../services/order/cancel-window';
 import { CANCEL_UNKNOWN, Cancellations } from '../../../services/order/cancellation';
 import type { DeliveryRecord } from '../../../services/order/delivery-record';
 import type { Settlement } from '../../../services/order/settlement';
@@ -51,6 +57,7 @@ function cancelling(options: {
     stored: (deliveryId) => transitions.current(deliveryId),
     settlement,
     window,
+    staleMs: 240_000,
     logger,
   });
   return { cancel: () => cancellations.cancel(USER, DELIVERY), givenBack, warnings, announced };
@@ -117,5 +124,52 @@ describe('a cancel', () => {
     expect((await cancel()).lifecycle.status).toBe('CANCELLED');
     expect(givenBack).toEqual([]);
     expect(announced).toEqual(['CANCELLED']);
+  });
+});
+
+describe('the slots of cancels that stopped midway', () => {
+  const NOW = Date.UTC(2030, 0, 2, 12);
+  const STALE = 240_000;
+  const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+  const slot = (deliveryId: string, ageMs: number) => ({
+    attemptId: cancelAttemptId(deliveryId),
+    takenAt: NOW - ageMs,
+  });
+
+  it('names each attempt after its delivery, uniquely', () => {
+    const first = cancelAttemptId(a);
+    expect(deliveryOfAttempt(first)).toBe(a);
+    expect(cancelAttemptId(a)).not.toBe(first);
+    // The version before named attempts by a bare UUID: no delivery.
+    expect(deliveryOfAttempt(randomUUID())).toBeUndefined();
+  });
+
+  it('are the old slots of deliveries not cancelled, and all but the oldest of a cancelled one', () => {
+    const cancelledOld = slot(a, 600_000);
+    const cancelledRetry = slot(a, 300_000);
+    const notCancelled = slot(b, 300_000);
+    const slots = [cancelledOld, cancelledRetry, notCancelled];
+    expect(deliveriesOfStaleSlots(slots, NOW, STALE)).toEqual([a, b]);
+    const states = new Map([
+      [a, true],
+      [b, false],
+    ]);
+    expect(lostCancelSlots(slots, states, NOW, STALE)).toEqual([
+      cancelledRetry.attemptId,
+      notCancelled.attemptId,
+    ]);
+  });
+
+  it('leave a cancel that may still be under way, a delivery not read and an id of the version before', () => {
+    const young = slot(b, STALE);
+    const unread = slot(c, 600_000);
+    const old = { attemptId: randomUUID(), takenAt: NOW - 600_000 };
+    const slots = [young, unread, old];
+    expect(deliveriesOfStaleSlots(slots, NOW, STALE)).toEqual([c]);
+    expect(lostCancelSlots(slots, new Map([[b, false]]), NOW, STALE)).toEqual([]);
+    // A cancelled delivery's young retry keeps the older slot of the cancel that happened.
+    const happened = slot(a, 600_000);
+    const retry = slot(a, 1000);
+    expect(lostCancelSlots([retry, happened], new Map([[a, true]]), NOW, STALE)).toEqual([]);
   });
 });
