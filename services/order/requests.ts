@@ -4,7 +4,6 @@ import type { Config, OrderFaultPoint } from '../../libs/config';
 import { call, type Caller } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
-  COURIER_NOT_FOUND,
   courierCannotCarry,
   courierCannotCollect,
   NAMED_COURIERS_ASKED_MAX,
@@ -15,6 +14,7 @@ import {
 import { DELIVERY_CREATED_EVENT } from '../../libs/contracts/order';
 import { payerOf } from '../../libs/contracts/payment';
 import { formatKg } from '../../libs/money';
+import { nameableCourier } from '../../libs/contracts/nameable-courier';
 import { courierHasUserId, isUserId } from '../../libs/contracts/user-ids';
 import type { SimulationMode } from '../../libs/contracts/matching';
 import {
@@ -176,27 +176,18 @@ export class DeliveryRequests {
   }
 
   /**
-   * SPECIFIC needs an active courier; a merchant's own couriers, at least one; a COURIER_WALLET
-   * pay-on-delivery, an active courier whose id is no user's (409). A virtual courier (the
-   * sandbox's, whose id its delivery shows) is nobody's to name: offered another delivery it
-   * would never answer, and a wallet of its would credit nobody. The ids of the
-   * merchant's own active couriers when they were read (MERCHANT_SPECIAL_COURIERS), else null.
+   * SPECIFIC needs a courier it may name (`nameableCourier`); a merchant's own couriers, at
+   * least one; a COURIER_WALLET pay-on-delivery, a nameable courier whose id is no user's (409).
+   * The ids of the merchant's own active couriers when they were read
+   * (MERCHANT_SPECIAL_COURIERS), else null.
    */
   private async checkCouriers(
     request: DeliveryRequest,
     userId: string,
     services: Caller,
   ): Promise<string[] | null> {
-    const activeCourier = async (courierId: string, field: string) => {
-      const courier = await call(services, 'courier-matching.getCourier', { courierId });
-      if (!courier?.active || courier.virtual) {
-        const error = notFound(COURIER_NOT_FOUND);
-        error.data = { errors: [{ field, message: `no active courier ${courierId}` }] };
-        throw error;
-      }
-    };
     if (request.courierSelection === 'SPECIFIC' && request.courierId) {
-      await activeCourier(request.courierId, 'courierId');
+      await nameableCourier(services, request.courierId, 'courierId');
     }
     let own: string[] | null = null;
     if (request.courierSelection === 'MERCHANT_SPECIAL_COURIERS') {
@@ -205,7 +196,7 @@ export class DeliveryRequests {
     }
     const remitTo = request.podCourierProfileId;
     if (remitTo) {
-      await activeCourier(remitTo, 'podCourierProfileId');
+      await nameableCourier(services, remitTo, 'podCourierProfileId');
       // The collected money would be credited to that user (decision 109).
       if (await isUserId(services, remitTo)) {
         throw conflict(

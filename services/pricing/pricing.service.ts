@@ -97,10 +97,10 @@ export function createPricingService(config: Config): ServiceDefinition {
           message: 'Delivery priced',
           summary: 'Price a delivery: by saved packages (Mode A) or by totals (Mode B)',
           description:
-            'Mode A (`packagesId`) answers `deliveryCost`, `deliveryFee`, `matchingEligible` and `payOnDelivery`, its `deliveryCost.quoteId` naming this total for `POST /api/request` until `quoteExpiresAt`; Mode B (`totalWeight` + `totalValue`) answers the cost alone. The same inputs and tariff always give the same amounts; `tierIds` and `tariffVersion` name the tariff revisions used. See docs/pricing.md for the formula.',
+            'Mode A (`packagesId`) answers `deliveryCost`, `deliveryFee`, `matchingEligible` and `payOnDelivery`, its `deliveryCost.quoteId` naming this total for `POST /api/request` until `quoteExpiresAt`, and with courierSelection SPECIFIC the `courier` named; Mode B (`totalWeight` + `totalValue`) answers the cost alone. The same inputs and tariff always give the same amounts; `tierIds` and `tariffVersion` name the tariff revisions used. See docs/pricing.md for the formula.',
           response: Joi.alternatives().try(modeBResponse, modeAResponse).match('one'),
           errors: {
-            404: 'Fleet type not found',
+            404: 'Fleet type not found; Courier not found (Mode A, SPECIFIC: no active courier has that id)',
             422: 'The price is more than one payment can be (₦10 billion)',
           },
         },

@@ -23,7 +23,8 @@ import {
 import { heldRoute, readQuote, signQuote, type QuoteClaims } from './quote-token';
 import { scheduleProblem, zonedInstant, type Schedule } from './schedule';
 import type { TariffBook } from './tariff-book';
-import { toDeliveryCost, toModeAQuote, type PricedTrip } from './views';
+import { nameableCourier } from '../../libs/contracts/nameable-courier';
+import { toDeliveryCost, toModeAQuote, toQuotedCourier, type PricedTrip } from './views';
 
 /** What a quote needs besides the request: the tariff, the fleet types, a courier's rules. */
 export interface QuoteSources {
@@ -219,11 +220,20 @@ export async function quote(ctx: WaybillContext<QuoteRequestParams>, sources: Qu
     valueField: totals ? 'totalValue' : 'packagesId',
   });
   if (totals) return toDeliveryCost(trip);
+  // The specification's `courier` of a SPECIFIC quote; a courier no request may name is refused
+  // here as the request would refuse it, not priced.
+  const courier = request.courierId
+    ? toQuotedCourier(await nameableCourier(ctx, request.courierId, 'courierId'))
+    : undefined;
   const answer = toModeAQuote(trip, params);
   // In deliveryCost, where the other fields beyond the spec's are: `data`'s keys are the spec's.
   // readQuoteRequest refuses Mode A without a user.
   const held = issuedQuote(sources, userId as string, trip);
-  return { ...answer, deliveryCost: { ...answer.deliveryCost, ...held } };
+  return {
+    ...answer,
+    deliveryCost: { ...answer.deliveryCost, ...held },
+    ...(courier ? { courier } : {}),
+  };
 }
 
 /**

@@ -106,6 +106,21 @@ export const modeAResponse = view('Quote', {
     }),
   }).description('SPLIT: the recipient pays half rounded down, the creator the rest'),
   matchingEligible: Joi.boolean().description('true when the creator alone pays'),
+  courier: view('QuotedCourier', {
+    id: uuid(),
+    name: Joi.string(),
+    profilePhoto: Joi.string().allow(null),
+    fleet: Joi.object({
+      typeId: uuid(),
+      make: Joi.string(),
+      model: Joi.string(),
+      colour: Joi.string(),
+    }),
+  })
+    .optional()
+    .description(
+      'When courierSelection is SPECIFIC: the courier named, an active one (else 404 Courier not found). Its phone, plate and position show on the delivery once the courier is assigned',
+    ),
   payOnDelivery: view('PayOnDelivery', {
     enabled: Joi.boolean(),
     collectAmount: money(),

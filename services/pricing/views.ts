@@ -1,4 +1,5 @@
 import type { Route } from '../../libs/contracts/geo';
+import type { CourierView } from '../../libs/contracts/matching';
 import type {
   FeeAmounts,
   FeePayer,
@@ -38,6 +39,21 @@ export function toDeliveryCost({ route, choice, fees, load, rule, fleet }: Price
     courierPricingRule: rule ? toRuleView(rule) : null,
     fleetType: { id: fleet.id, name: fleet.name, icon: fleet.icon },
     tariffVersion: choice.tariffVersion,
+  };
+}
+
+/**
+ * Mode A's `courier` when SPECIFIC: who would carry it, and on what. Not how to reach them, nor
+ * their plate or whereabouts: a courier's id may be known beyond the merchants they work for,
+ * and the delivery shows those once the courier is assigned.
+ */
+export function toQuotedCourier(courier: CourierView) {
+  const { typeId, make, model, colour } = courier.fleet;
+  return {
+    id: courier.id,
+    name: courier.name,
+    profilePhoto: courier.profilePhoto,
+    fleet: { typeId, make, model, colour },
   };
 }
 

@@ -24,6 +24,7 @@ const stack = useMerchantStack({ internal: ['pricing', 'package'] });
 const IKEJA = { lat: 6.6018, lon: 3.3515 };
 const LEKKI = 'Lekki, Lagos';
 const UNKNOWN_FLEET = '5b0e1a34-9f1c-4d0e-8a7b-3c2d1e0f9a8b';
+const UNKNOWN_COURIER = '0d9c8b7a-6f5e-4d3c-8b2a-1f0e9d8c7b6a';
 /** A courier of the directory with a price of their own (set before the tests). */
 let COURIER: string;
 
@@ -61,6 +62,13 @@ interface Case {
 }
 
 let packageIds: string[] = [];
+/** Mode A's `courier` of COURIER (made by `newCourier`). */
+const QUOTED_COURIER = () => ({
+  id: COURIER,
+  name: 'Tunde Bakare',
+  profilePhoto: null,
+  fleet: { typeId: expect.any(String), make: 'Bajaj', model: 'Boxer', colour: 'Red' },
+});
 let fleetIds: string[] = [];
 
 function daysFromTodayInLagos(days: number): string {
@@ -179,8 +187,11 @@ describe('pricing.quote', () => {
       fc.asyncProperty(selectionArb, caseArb, async (ids, c) => {
         const [http, priced] = await Promise.all([modeA(ids, c), quoteOf(ids, c)]);
         expect(http.status).toBe(200);
-        const { quoteId, quoteExpiresAt, ...costOfPackages } = http.body.data.deliveryCost;
-        expect(priced.quote).toEqual({ ...http.body.data, deliveryCost: costOfPackages });
+        const { courier, ...quoted } = http.body.data;
+        const { quoteId, quoteExpiresAt, ...costOfPackages } = quoted.deliveryCost;
+        expect(priced.quote).toEqual({ ...quoted, deliveryCost: costOfPackages });
+        // The courier named, when SPECIFIC.
+        expect(courier).toEqual(c.courierId ? QUOTED_COURIER() : undefined);
         expect(Date.parse(quoteExpiresAt) - Date.now()).toBeGreaterThan(14 * 60_000);
         // A request naming the quote is priced the same.
         expect(await quoteOf(ids, c, { quoteId })).toEqual(priced);
@@ -209,6 +220,42 @@ describe('pricing.quote', () => {
       }),
       { numRuns: 40 },
     );
+  });
+
+  it('names a SPECIFIC courier in Mode A, and refuses one no request may name (404), as the request does', async () => {
+    const c = base({ courierId: COURIER });
+    const named = await modeA(packageIds.slice(0, 1), c);
+    expect(named.status).toBe(200);
+    expect(named.body.data.courier).toEqual(QUOTED_COURIER());
+
+    const retired = await newCourier(stack.node.url);
+    const retiring = await request(stack.node.url, 'PATCH', `/admin/couriers/${retired}`, {
+      headers: adminHeaders,
+      json: { active: false },
+    });
+    expect(retiring.status).toBe(200);
+    for (const courierId of [retired, UNKNOWN_COURIER]) {
+      const refused = await modeA(packageIds.slice(0, 1), base({ courierId }));
+      expect(refused.status).toBe(404);
+      expect(refused.body.message).toBe('Courier not found');
+      expect(refused.body.errors).toEqual([
+        { field: 'courierId', message: `no active courier ${courierId}` },
+      ]);
+    }
+    // Mode B names no courier, and prices by the rules alone.
+    const totals = await request(stack.node.url, 'POST', '/api/pricing', {
+      headers: { 'api-key': stack.alice.key },
+      json: {
+        origin: IKEJA,
+        destination: LEKKI,
+        totalWeight: 2,
+        totalValue: 1000,
+        courierSelection: 'SPECIFIC',
+        courierId: UNKNOWN_COURIER,
+      },
+    });
+    expect(totals.status).toBe(200);
+    expect(totals.body.data.courier).toBeUndefined();
   });
 
   it('applies a SPECIFIC courier’s own price where its rule matches', async () => {

@@ -22,7 +22,7 @@ data decides some) to refusing a schema-valid body only for its data, by the mes
 `flatmap_path_parameters` makes a generated `deliveryId` one of the deliveries the run's seed
 created (WAYBILL_ST_DELIVERY_IDS) half the time, so that the delivery routes answer real ones;
 `flatmap_body` does the same for the packages of a quote or request (WAYBILL_ST_PACKAGE_IDS) and
-the courier of a request or courier rule (WAYBILL_ST_COURIER_IDS).
+the courier of a quote, request or courier rule (WAYBILL_ST_COURIER_IDS).
 """
 
 import itertools
@@ -87,13 +87,17 @@ def flatmap_path_parameters(context, path_parameters):
 
 # Free packages and the courier the seed made: a generated body names them half the time, so that
 # a quote or request gets past "Invalid packages selection" (which every random id meets first)
-# and a courier rule or SPECIFIC request past the courier directory. Ids are swapped one for one,
-# a repeated id for the same seeded one and each array kept to its length, so that a negative
-# case stays as invalid as it was generated (a repeated id, too many, a malformed one kept).
+# and a courier rule or SPECIFIC quote or request past the courier directory. Ids are swapped one
+# for one, a repeated id for the same seeded one and each array kept to its length, so that a
+# negative case stays as invalid as it was generated (a repeated id, too many, a malformed one).
 SEEDED_PACKAGES = _seeded("WAYBILL_ST_PACKAGE_IDS")
 SEEDED_COURIERS = _seeded("WAYBILL_ST_COURIER_IDS")
 SEEDED_FIELDS = {
-    "POST /api/pricing": {"packagesId": SEEDED_PACKAGES},
+    "POST /api/pricing": {
+        "packagesId": SEEDED_PACKAGES,
+        "courierId": SEEDED_COURIERS,
+        "courierProfileId": SEEDED_COURIERS,
+    },
     "POST /api/request": {
         "packagesId": SEEDED_PACKAGES,
         "courierId": SEEDED_COURIERS,
@@ -104,7 +108,7 @@ SEEDED_FIELDS = {
 
 
 def _seeded_ids(generated, seeded):
-    """A strategy for the seeded ids that stand for `generated` (an id or a list of them), or None."""
+    """A strategy of seeded ids to stand for `generated` (an id, or a list of them); else None."""
     if _is_id(generated):
         return st.sampled_from(seeded) if seeded else None
     if not isinstance(generated, list) or not generated or not all(map(_is_id, generated)):

@@ -1,0 +1,23 @@
+import { notFound } from '../errors';
+import { call, type Caller } from './call';
+import { COURIER_NOT_FOUND, type CourierView } from './matching';
+
+/**
+ * The courier a request or a quote names (`courierId`, a pay-on-delivery's
+ * `podCourierProfileId`): an active courier of the directory, else the 404 naming `field`. A
+ * virtual courier (the sandbox's, whose id its delivery shows) is nobody's to name: offered
+ * another delivery it would never answer, and a wallet of its would credit nobody.
+ */
+export async function nameableCourier(
+  caller: Caller,
+  courierId: string,
+  field: string,
+): Promise<CourierView> {
+  const courier = await call(caller, 'courier-matching.getCourier', { courierId });
+  if (!courier?.active || courier.virtual) {
+    const error = notFound(COURIER_NOT_FOUND);
+    error.data = { errors: [{ field, message: `no active courier ${courierId}` }] };
+    throw error;
+  }
+  return courier;
+}
