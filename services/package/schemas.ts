@@ -28,7 +28,9 @@ export const packageView = view('Package', {
   value: Joi.string().description('NGN, two decimals: total value'),
   size: Joi.string().valid(...PACKAGE_SIZES),
   type: Joi.string().valid('PACKAGE_ITEM'),
-  selectedOptions: Joi.array(),
+  selectedOptions: Joi.array()
+    .max(0)
+    .description('Always empty: Waybill keeps no product options (docs/api-conventions.md)'),
   createdAt: Joi.string().isoDate(),
   updatedAt: Joi.string().isoDate(),
   deletedAt: Joi.string().isoDate().allow(null),
