@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { notFound } from '../../libs/errors';
+import { PAGE_HEADERS, scriptHash } from '../../libs/html';
 import type { Next } from './edge';
 import type { GatewayRequest } from './http';
 
@@ -14,6 +15,10 @@ const ASSETS: Record<string, string> = {
   'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
   'favicon-32x32.png': 'image/png',
 };
+
+const DOCS_SCRIPT = `
+    window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true });
+  `;
 
 export const DOCS_HTML = `<!doctype html>
 <html lang="en">
@@ -26,12 +31,30 @@ export const DOCS_HTML = `<!doctype html>
 <body>
   <div id="docs"></div>
   <script src="/docs/assets/swagger-ui-bundle.js"></script>
-  <script>
-    window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true });
-  </script>
+  <script>${DOCS_SCRIPT}</script>
 </body>
 </html>
 `;
+
+/**
+ * The pages' security headers (libs/html.ts), with what Swagger UI needs: its own script and
+ * the inline one by hash, its stylesheet and the inline styles it sets, its data: images, and
+ * calls to this origin ("Try it out"). Not framed: API keys are typed into it.
+ */
+export const DOCS_HEADERS: Readonly<Record<string, string>> = {
+  ...PAGE_HEADERS,
+  'Content-Security-Policy': [
+    "default-src 'none'",
+    `script-src 'self' ${scriptHash(DOCS_SCRIPT)}`,
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "form-action 'self'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join('; '),
+  'Cache-Control': 'no-cache',
+};
 
 /**
  * Streams one whitelisted file of `dir`; false when the name is not one of them. A file that

@@ -5,7 +5,7 @@ import type { AppEnvironment } from '../../libs/config';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { failing, readiness } from '../../libs/health';
 import type { ServiceDefinition } from '../../libs/service';
-import { DOCS_HTML, docsAssetRoute } from './docs-page';
+import { DOCS_HEADERS, DOCS_HTML, docsAssetRoute } from './docs-page';
 import { describeRequest, sendJson, type GatewayRequest } from './http';
 import { buildOpenApi } from './openapi';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './web-overrides';
@@ -63,7 +63,7 @@ export function opsAliases(options: OpsRoutesOptions) {
     },
     'GET /docs'(_req: GatewayRequest, res: ServerResponse) {
       res.statusCode = 200;
-      res.setHeader('Content-Type', 'text/html; charset=utf-8');
+      for (const [name, value] of Object.entries(DOCS_HEADERS)) res.setHeader(name, value);
       res.end(DOCS_HTML);
     },
     'GET /docs/assets/:file': docsAssetRoute(),

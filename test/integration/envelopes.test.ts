@@ -1,3 +1,4 @@
+import { launchChromium } from '../support/checkout';
 import { randomUUID } from 'node:crypto';
 import Joi from '../../libs/joi';
 import { ServiceBroker } from 'moleculer';
@@ -441,6 +442,33 @@ describe('docs', () => {
     }
     expectErrorEnvelope(await request(base, 'GET', '/docs/assets/..%2Fpackage.json'), 404);
   });
+
+  it('keeps the docs page to its own scripts and unframed, and it still renders in Chromium', async () => {
+    const page = await request(base, 'GET', '/docs');
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toMatch(/default-src 'none'/);
+    expect(csp).toMatch(/script-src 'self' 'sha256-[A-Za-z0-9+/=]+'(;|$)/);
+    expect(csp).toMatch(/frame-ancestors 'none'/);
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+
+    const browser = await launchChromium();
+    try {
+      const tab = await browser.context.newPage();
+      const refused: string[] = [];
+      tab.on('console', (message) => {
+        if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+      });
+      expect((await tab.goto(`${base}/docs`))?.status()).toBe(200);
+      await tab.locator('.swagger-ui .info .title').waitFor({ timeout: 20_000 });
+      expect(await tab.locator('.swagger-ui .info .title').innerText()).toContain('Waybill API');
+      expect(await tab.locator('.opblock').count()).toBeGreaterThan(0);
+      expect(refused).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
 });
 
 describe('readiness on the public port', () => {
