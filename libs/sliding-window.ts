@@ -81,17 +81,28 @@ export class SlidingWindow {
   }
 
   /**
-   * The places `subject` holds, oldest first: each member and when (ms since the epoch, in the
-   * clock that took it) it took its place. Places past the window may still be listed until
-   * the next `take` drops them.
+   * The places `subject` holds, oldest first: each member and when (ms since the epoch) it took
+   * its place, with the Redis server's time now (`now`), to compare them with whatever clock
+   * this process keeps. Places past the window may still be listed until the next `take`
+   * drops them; places taken with a `now` of the caller's are in that clock.
    */
-  async places(subject: string): Promise<{ member: string; takenAt: number }[]> {
-    const flat = await this.redis.zrange(this.keyOf(subject), 0, -1, 'WITHSCORES');
+  async places(
+    subject: string,
+  ): Promise<{ now: number; places: { member: string; takenAt: number }[] }> {
+    const answers = await this.redis
+      .multi()
+      .time()
+      .zrange(this.keyOf(subject), 0, -1, 'WITHSCORES')
+      .exec();
+    const [time, listed] = (answers ?? []).map(([err, value]) => {
+      if (err) throw err;
+      return value;
+    }) as [[string, string], string[]];
     const places = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      places.push({ member: flat[i], takenAt: Number(flat[i + 1]) });
+    for (let i = 0; i + 1 < listed.length; i += 2) {
+      places.push({ member: listed[i], takenAt: Number(listed[i + 1]) });
     }
-    return places;
+    return { now: Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000), places };
   }
 
   /** Gives `member`'s place back, as if it had never been taken. Safe to repeat. */

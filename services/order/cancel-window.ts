@@ -57,16 +57,15 @@ export class CancelWindow {
     );
   }
 
-  /** The slots `userId` holds, oldest first (`takenAt`: the Redis server's clock); 503 without Redis. */
-  slots(userId: string): Promise<CancelSlot[]> {
-    return orUnavailable(
-      async () =>
-        (await this.window.places(userId)).map(({ member, takenAt }) => ({
-          attemptId: member,
-          takenAt,
-        })),
-      cancelWindowUnavailable,
-    );
+  /**
+   * The slots `userId` holds, oldest first, and the time now, both by the Redis server's clock
+   * (the one the slots were taken by); 503 without Redis.
+   */
+  slots(userId: string): Promise<{ now: number; slots: CancelSlot[] }> {
+    return orUnavailable(async () => {
+      const { now, places } = await this.window.places(userId);
+      return { now, slots: places.map(({ member, takenAt }) => ({ attemptId: member, takenAt })) };
+    }, cancelWindowUnavailable);
   }
 
   /**
@@ -109,14 +108,22 @@ export function deliveryOfAttempt(attemptId: string): string | undefined {
   return end > 0 ? attemptId.slice(0, end) : undefined;
 }
 
-/** The deliveries whose state `lostCancelSlots` needs: those named by slots older than `staleMs`. */
+/**
+ * How old a slot must be before its cancel is taken for stopped: far longer than a cancel takes
+ * (ORDER_STALE_REQUEST_MS when that is longer), for nothing cuts a cancel's writes short at the
+ * caller's timeout, and a slot given back under a cancel that then lands would let a third
+ * cancel through.
+ */
+export const LOST_SLOT_AGE_MS = 15 * 60_000;
+
+/** The deliveries whose state `lostCancelSlots` needs: those named by slots older than `lostAfterMs`. */
 export function deliveriesOfStaleSlots(
   slots: readonly CancelSlot[],
   now: number,
-  staleMs: number,
+  lostAfterMs: number,
 ): string[] {
   const named = slots
-    .filter((slot) => now - slot.takenAt > staleMs)
+    .filter((slot) => now - slot.takenAt > lostAfterMs)
     .map((slot) => deliveryOfAttempt(slot.attemptId));
   return [...new Set(named.filter((id): id is string => id !== undefined))];
 }
@@ -126,16 +133,19 @@ export function deliveriesOfStaleSlots(
  * the change (or between a refusal and giving the slot back) leaves one nobody gives back, and
  * it would use one of the user's cancels for hours. `cancelled` holds, for the deliveries the
  * slots name, whether each reads CANCELLED now (a delivery not read is left alone). Only slots
- * taken more than `staleMs` before `now` are given back: a cancel under way that long has
- * stopped. A delivery not cancelled holds none; a cancelled one holds one, its oldest (one
- * cancel happened, whichever attempt made it). Slots of attempt ids without a delivery
- * (the version before) free with the window.
+ * taken more than `lostAfterMs` before `now` are given back: a cancel under way that long has
+ * stopped. A delivery not cancelled holds none. A cancelled one holds one, its newest: the
+ * cancel happened at one of its attempts, and the newest counts it at least as long as it must
+ * count (keeping an older one, of an attempt stopped before a retry cancelled, would free the
+ * window before the cancel's 3 hours). While one of its attempts is under way (a slot not yet
+ * that old), none of its slots is given back: refused, that attempt gives back its own. Slots
+ * of attempt ids without a delivery (the version before) free with the window.
  */
 export function lostCancelSlots(
   slots: readonly CancelSlot[],
   cancelled: ReadonlyMap<string, boolean>,
   now: number,
-  staleMs: number,
+  lostAfterMs: number,
 ): string[] {
   const byDelivery = new Map<string, CancelSlot[]>();
   for (const slot of slots) {
@@ -147,8 +157,13 @@ export function lostCancelSlots(
   for (const [deliveryId, own] of byDelivery) {
     const isCancelled = cancelled.get(deliveryId);
     if (isCancelled === undefined) continue;
-    const held = isCancelled ? [...own].sort((a, b) => a.takenAt - b.takenAt).slice(1) : own;
-    for (const slot of held) if (now - slot.takenAt > staleMs) lost.push(slot.attemptId);
+    const stale = own.filter((slot) => now - slot.takenAt > lostAfterMs);
+    if (!isCancelled) {
+      lost.push(...stale.map((slot) => slot.attemptId));
+    } else if (stale.length === own.length) {
+      const newest = own.reduce((a, b) => (b.takenAt > a.takenAt ? b : a));
+      lost.push(...own.filter((slot) => slot !== newest).map((slot) => slot.attemptId));
+    }
   }
   return lost;
 }

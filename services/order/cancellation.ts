@@ -22,8 +22,8 @@ export interface CancellationDeps {
   stored: (deliveryId: string, userId: string) => Promise<DeliveryRecord | null>;
   settlement: Settlement;
   window: CancelWindow;
-  /** How long a cancel may be under way (ORDER_STALE_REQUEST_MS): a slot held longer without one is lost. */
-  staleMs: number;
+  /** How old a slot must be before its cancel is taken for stopped (`LOST_SLOT_AGE_MS`). */
+  lostAfterMs: number;
   logger: () => Logger;
 }
 
@@ -95,16 +95,15 @@ export class Cancellations {
    * deliveries' states. A failure leaves the window as it is: the cancel is refused as before.
    */
   private async freeLostSlots(userId: string): Promise<boolean> {
-    const { window, transitions, staleMs } = this.deps;
+    const { window, transitions, lostAfterMs } = this.deps;
     try {
-      const slots = await window.slots(userId);
-      const now = Date.now();
+      const { now, slots } = await window.slots(userId);
       const cancelled = new Map<string, boolean>();
-      for (const deliveryId of deliveriesOfStaleSlots(slots, now, staleMs)) {
+      for (const deliveryId of deliveriesOfStaleSlots(slots, now, lostAfterMs)) {
         const delivery = await transitions.current(deliveryId);
         cancelled.set(deliveryId, delivery?.lifecycle.status === 'CANCELLED');
       }
-      const lost = lostCancelSlots(slots, cancelled, now, staleMs);
+      const lost = lostCancelSlots(slots, cancelled, now, lostAfterMs);
       for (const attemptId of lost) await window.release(userId, attemptId);
       if (lost.length > 0) {
         this.deps.logger().info('cancel slots of cancels that stopped midway given back', {

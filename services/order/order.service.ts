@@ -31,7 +31,7 @@ import {
   type ServiceDefinition,
   type WaybillContext,
 } from '../../libs/service';
-import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow } from './cancel-window';
+import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow, LOST_SLOT_AGE_MS } from './cancel-window';
 import { Cancellations } from './cancellation';
 import { changeableBy, readableBy, roleOf } from './parties';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
@@ -138,7 +138,7 @@ export function createOrderService(config: Config): ServiceDefinition {
       limit: CANCEL_LIMIT,
       windowMs: CANCEL_WINDOW_MS,
     }),
-    staleMs: config.order.staleRequestMs,
+    lostAfterMs: Math.max(config.order.staleRequestMs, LOST_SLOT_AGE_MS),
     logger: () => logger,
   });
   const outcomes = new PaymentOutcomes({ ...shared, transitions, settlement });

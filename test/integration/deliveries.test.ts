@@ -829,17 +829,17 @@ describe('POST /api/request/:deliveryId/cancel', () => {
       }),
     );
     expect((await cancelDelivery(base(), who, done)).status).toBe(201);
-    // Cancelled a quarter of an hour ago; then two cancels whose process stopped ten minutes
-    // ago (past ORDER_STALE_REQUEST_MS) with their slots taken: one before its change, one
-    // after the first had cancelled its delivery.
+    // As if cancelled 20 minutes ago, on a retry of an attempt whose process stopped 40
+    // minutes ago before its change; and an attempt on another delivery that stopped 20
+    // minutes ago (both past LOST_SLOT_AGE_MS), its delivery never cancelled.
     const redis = new Redis(process.env.REDIS_URL as string);
     const key = `${stack.iso.namespace}:cancels:${who.userId}`;
     try {
       const [happened] = await redis.zrange(key, 0, -1);
-      await redis.zadd(key, Date.now() - 900_000, happened);
-      const tenMinutesAgo = Date.now() - 600_000;
-      await redis.zadd(key, tenMinutesAgo, `${lost}:${randomUUID()}`);
-      await redis.zadd(key, tenMinutesAgo, `${done}:${randomUUID()}`);
+      const minutesAgo = (minutes: number) => Date.now() - minutes * 60_000;
+      await redis.zadd(key, minutesAgo(20), happened);
+      await redis.zadd(key, minutesAgo(40), `${done}:${randomUUID()}`);
+      await redis.zadd(key, minutesAgo(20), `${lost}:${randomUUID()}`);
 
       expect((await cancelDelivery(base(), who, next)).status).toBe(201);
       const held = await redis.zrange(key, 0, -1);

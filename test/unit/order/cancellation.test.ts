@@ -57,7 +57,7 @@ function cancelling(options: {
     stored: (deliveryId) => transitions.current(deliveryId),
     settlement,
     window,
-    staleMs: 240_000,
+    lostAfterMs: 15 * 60_000,
     logger,
   });
   return { cancel: () => cancellations.cancel(USER, DELIVERY), givenBack, warnings, announced };
@@ -129,7 +129,7 @@ describe('a cancel', () => {
 
 describe('the slots of cancels that stopped midway', () => {
   const NOW = Date.UTC(2030, 0, 2, 12);
-  const STALE = 240_000;
+  const AGE = 15 * 60_000;
   const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
   const slot = (deliveryId: string, ageMs: number) => ({
     attemptId: cancelAttemptId(deliveryId),
@@ -144,32 +144,38 @@ describe('the slots of cancels that stopped midway', () => {
     expect(deliveryOfAttempt(randomUUID())).toBeUndefined();
   });
 
-  it('are the old slots of deliveries not cancelled, and all but the oldest of a cancelled one', () => {
-    const cancelledOld = slot(a, 600_000);
-    const cancelledRetry = slot(a, 300_000);
-    const notCancelled = slot(b, 300_000);
-    const slots = [cancelledOld, cancelledRetry, notCancelled];
-    expect(deliveriesOfStaleSlots(slots, NOW, STALE)).toEqual([a, b]);
+  it('are the old slots of deliveries not cancelled, and all but the newest of a cancelled one', () => {
+    // An attempt stopped before its change, then a retry that cancelled.
+    const stoppedFirst = slot(a, 3 * AGE);
+    const cancelledOnRetry = slot(a, 2 * AGE);
+    const notCancelled = slot(b, 2 * AGE);
+    const slots = [stoppedFirst, cancelledOnRetry, notCancelled];
+    expect(deliveriesOfStaleSlots(slots, NOW, AGE)).toEqual([a, b]);
     const states = new Map([
       [a, true],
       [b, false],
     ]);
-    expect(lostCancelSlots(slots, states, NOW, STALE)).toEqual([
-      cancelledRetry.attemptId,
+    expect(lostCancelSlots(slots, states, NOW, AGE)).toEqual([
+      stoppedFirst.attemptId,
       notCancelled.attemptId,
+    ]);
+    // The newest kept whatever the order listed.
+    expect(lostCancelSlots([cancelledOnRetry, stoppedFirst], states, NOW, AGE)).toEqual([
+      stoppedFirst.attemptId,
     ]);
   });
 
   it('leave a cancel that may still be under way, a delivery not read and an id of the version before', () => {
-    const young = slot(b, STALE);
-    const unread = slot(c, 600_000);
-    const old = { attemptId: randomUUID(), takenAt: NOW - 600_000 };
+    const young = slot(b, AGE);
+    const unread = slot(c, 2 * AGE);
+    const old = { attemptId: randomUUID(), takenAt: NOW - 2 * AGE };
     const slots = [young, unread, old];
-    expect(deliveriesOfStaleSlots(slots, NOW, STALE)).toEqual([c]);
-    expect(lostCancelSlots(slots, new Map([[b, false]]), NOW, STALE)).toEqual([]);
-    // A cancelled delivery's young retry keeps the older slot of the cancel that happened.
-    const happened = slot(a, 600_000);
+    expect(deliveriesOfStaleSlots(slots, NOW, AGE)).toEqual([c]);
+    expect(lostCancelSlots(slots, new Map([[b, false]]), NOW, AGE)).toEqual([]);
+    // A cancelled delivery with an attempt under way keeps every slot: that attempt, refused,
+    // gives back its own.
+    const happened = slot(a, 2 * AGE);
     const retry = slot(a, 1000);
-    expect(lostCancelSlots([retry, happened], new Map([[a, true]]), NOW, STALE)).toEqual([]);
+    expect(lostCancelSlots([retry, happened], new Map([[a, true]]), NOW, AGE)).toEqual([]);
   });
 });
