@@ -558,7 +558,9 @@ const declaredEnvSchema = Joi.object({
     .integer()
     .min(100)
     .default(600_000)
-    .description('How often each file-service replica looks for stale multipart uploads'),
+    .description(
+      'How often each file-service replica looks for stale multipart uploads, and deletes again the files of failed uploads S3 refused to delete',
+    ),
   FILE_TRANSFER_PORT: Joi.number()
     .port()
     .default(0)

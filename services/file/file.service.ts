@@ -425,7 +425,7 @@ export function createFileService(config: Config): ServiceDefinition {
         uploadSweepIntervalMs,
         async () => {
           // First: it never throws, and the listing below needs a permission it does not.
-          const deleted = await leftovers.sweep();
+          const deleted = await leftovers.sweep(() => staleUploads?.stopping === true);
           if (deleted > 0) this.logger.info('files of failed uploads deleted at last', { deleted });
           const aborted = await storage.abortUploadsBegunBefore(
             new Date(Date.now() - staleUploadMs),
@@ -452,8 +452,10 @@ export function createFileService(config: Config): ServiceDefinition {
     async stopped() {
       unregisterHealthCheck(this.broker, 's3');
       unregisterHealthCheck(this.broker, 'file-redis');
-      await staleUploads?.stop();
+      // First: a sweep under way stops at its next batch, and uploads the desk's close cuts
+      // log what they cannot delete.
       leftovers?.abandon();
+      await staleUploads?.stop();
       await desk?.close();
       storage.destroy();
       // Last: uploads the desk finished count their bytes.

@@ -209,6 +209,12 @@ export async function quote(ctx: WaybillContext<QuoteRequestParams>, sources: Qu
   const userId = ctx.meta.user?.id;
   const request = readQuoteRequest(params, Boolean(userId));
   const totals = request.pricing.mode === 'totals';
+  // Mode A's `courier` (the specification's, when SPECIFIC). A courier no request may name is
+  // refused first, as the request refuses it before its packages and price.
+  const courier =
+    !totals && request.courierId
+      ? toQuotedCourier(await nameableCourier(ctx, request.courierId, 'courierId'))
+      : undefined;
   const trip = await priceLoad(ctx, sources, {
     origin: params.origin,
     destination: params.destination,
@@ -220,11 +226,6 @@ export async function quote(ctx: WaybillContext<QuoteRequestParams>, sources: Qu
     valueField: totals ? 'totalValue' : 'packagesId',
   });
   if (totals) return toDeliveryCost(trip);
-  // The specification's `courier` of a SPECIFIC quote; a courier no request may name is refused
-  // here as the request would refuse it, not priced.
-  const courier = request.courierId
-    ? toQuotedCourier(await nameableCourier(ctx, request.courierId, 'courierId'))
-    : undefined;
   const answer = toModeAQuote(trip, params);
   // In deliveryCost, where the other fields beyond the spec's are: `data`'s keys are the spec's.
   // readQuoteRequest refuses Mode A without a user.

@@ -242,6 +242,10 @@ describe('pricing.quote', () => {
         { field: 'courierId', message: `no active courier ${courierId}` },
       ]);
     }
+    // Before the packages, as the request: none of these is the caller's.
+    const both = await modeA([UNKNOWN_FLEET], base({ courierId: UNKNOWN_COURIER }));
+    expect(both.status).toBe(404);
+    expect(both.body.message).toBe('Courier not found');
     // Mode B names no courier, and prices by the rules alone.
     const totals = await request(stack.node.url, 'POST', '/api/pricing', {
       headers: { 'api-key': stack.alice.key },
