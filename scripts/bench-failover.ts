@@ -16,11 +16,26 @@ import { createUserWithKey } from '../test/support/http';
 import { failures, percentile, sentBetween, startLoad, type Sample } from '../test/support/load';
 import { QUOTE, waitForQuote } from '../test/support/quote';
 import { dropDatabases, isolation, startNodes, type NodeProcess } from '../test/support/stack';
-import { asDeployed, option, requireInfrastructure } from './bench-support';
+import { asDeployed, option, requireInfrastructure, showHelpIfAsked } from './bench-support';
+
+showHelpIfAsked(`
+npm run bench:failover [-- --connections 20 --duration 20 --kill-at 5]
+
+Mode B quotes through the gateway for --duration seconds, with gateway, account, geo and two
+pricing replicas each in its own process over NATS; at --kill-at seconds one pricing replica
+is killed with SIGKILL. Prints the throughput second by second, the dip after the kill and the
+latencies around it; asserts nothing. Needs scripts/infra up && eval "$(scripts/infra env)".
+`);
 
 const CONNECTIONS = option('connections', 20);
 const DURATION_S = option('duration', 20);
 const KILL_AT_S = option('kill-at', 5);
+if (KILL_AT_S < 1 || KILL_AT_S >= DURATION_S) {
+  console.error(
+    `--kill-at must be at least 1 and less than --duration (${DURATION_S}): the seconds before it are what the dip is measured against`,
+  );
+  process.exit(1);
+}
 /** A request still unanswered after this long counts as hung (failed). */
 const GIVE_UP_MS = 30_000;
 

@@ -85,12 +85,37 @@ export function stringOption(
   return at >= 0 ? argv[at + 1] : env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`];
 }
 
-/** Prints `usage` and exits 0 on `--help` or `-h`; call it before anything else runs. */
+/**
+ * Prints `usage` and exits 0 on `--help` or `-h`; exits 1 naming a `--flag` that `usage` does
+ * not mention (`--duraton 60` would otherwise run with the default duration). Call it before
+ * anything else runs.
+ */
 export function showHelpIfAsked(usage: string, argv: readonly string[] = process.argv): void {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(usage.trim());
     process.exit(0);
   }
+  const unknown = unknownFlags(usage, argv);
+  if (unknown.length > 0) {
+    console.error(`unknown option ${unknown.join(', ')}; run with --help for the options`);
+    process.exit(1);
+  }
+}
+
+/**
+ * The `--flags` of `argv` (after the script) that `usage` does not mention. An argument right
+ * after a flag `usage` mentions is its value, whatever it looks like (`--node-options
+ * --max-semi-space-size=64`); `--flag=value` is no flag the options read (they take
+ * `--flag value`), so it is named too.
+ */
+export function unknownFlags(usage: string, argv: readonly string[]): string[] {
+  const known = new Set(usage.match(/--[a-z][a-z0-9-]*/g) ?? []);
+  const args = argv.slice(2);
+  return args.filter((arg, i) => {
+    if (!arg.startsWith('--') || known.has(arg)) return false;
+    const previous = args[i - 1];
+    return !(previous !== undefined && known.has(previous));
+  });
 }
 
 /** Exits with the command to run when the environment of `scripts/infra env` is missing. */

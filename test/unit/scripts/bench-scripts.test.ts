@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { countOption, option, optionIfGiven } from '../../../scripts/bench-support';
+import { countOption, option, optionIfGiven, unknownFlags } from '../../../scripts/bench-support';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const scripts = (
@@ -101,5 +101,47 @@ describe('a benchmark option', () => {
         '--couriers must be a whole number, 0 or more',
       );
     }
+  });
+});
+
+describe('every npm run bench:*', () => {
+  const env = { ...process.env };
+  for (const name of ['MONGO_URL', 'NATS_URL', 'REDIS_URL']) delete env[name];
+  const run = (script: string, args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+    });
+
+  it.each(benches.map(([name, command]) => [name, command.split(' ').pop() as string]))(
+    '%s answers --help without infrastructure, and refuses a flag it does not know',
+    (name, script) => {
+      const help = run(script, ['--help']);
+      expect(help.status).toBe(0);
+      expect(help.stdout).toContain(`npm run ${name}`);
+      const typo = run(script, ['--no-such-flag', '1']);
+      expect(typo.status).toBe(1);
+      expect(typo.stderr).toContain('unknown option --no-such-flag');
+    },
+    60_000,
+  );
+});
+
+describe('a benchmark’s flags', () => {
+  const USAGE = 'npm run bench:x [-- --duration 20 --node-options OPTS --profile DIR]';
+  const argv = (...args: string[]) => ['node', 'bench-x.ts', ...args];
+
+  it('are those its usage mentions; any other is named', () => {
+    expect(unknownFlags(USAGE, argv('--duration', '20', '--profile', 'out'))).toEqual([]);
+    expect(unknownFlags(USAGE, argv('--duraton', '20'))).toEqual(['--duraton']);
+    expect(unknownFlags(USAGE, argv('--duration', '20', '--rounds', '3'))).toEqual(['--rounds']);
+    // The options read `--flag value` only.
+    expect(unknownFlags(USAGE, argv('--duration=20'))).toEqual(['--duration=20']);
+  });
+
+  it('take a value after a known flag whatever it looks like', () => {
+    expect(unknownFlags(USAGE, argv('--node-options', '--max-semi-space-size=64'))).toEqual([]);
+    expect(unknownFlags(USAGE, argv('--node-options', '--a', '--b'))).toEqual(['--b']);
   });
 });
