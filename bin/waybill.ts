@@ -756,7 +756,8 @@ async function withPlatform<T>(
   service: Exclude<ServiceName, 'gateway'>,
   run: (broker: ServiceBroker) => Promise<T>,
 ) {
-  const config = loadConfig({ ...process.env, OPS_PORT: '0' });
+  // None runs here: the live keys and providers' settings are the platform's, not the command's.
+  const config = loadConfig({ ...process.env, OPS_PORT: '0' }, { runs: [] });
   if (!config.natsUrl) {
     throw badRequest(
       `this command acts through the running platform's ${service} service: set NATS_URL to the platform's NATS, and NAMESPACE to its namespace`,

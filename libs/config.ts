@@ -1267,8 +1267,15 @@ function derivedKey(secret: string, label: string): string {
   return createHmac('sha256', secret).update(label).digest('base64url');
 }
 
-/** Reads and validates the environment; throws ConfigError naming the first bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * Reads and validates the environment; throws ConfigError naming the first bad variable.
+ * `runs`, when given, are the services this process runs in place of SERVICES: `[]` for a
+ * command that acts through the running platform and needs none of their settings or keys.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  { runs }: { runs?: readonly ServiceName[] } = {},
+): Config {
   const { value, error } = envSchema.validate(env, {
     abortEarly: true,
     convert: true,
@@ -1284,7 +1291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // copy of the manifests texts real people too.
   refusePlaceholders(env, OWN_ADDRESSES);
   if (value.APP_ENV === 'live') refusePlaceholders(env);
-  const services = parseServices(value.SERVICES);
+  const services = runs ? [...runs] : parseServices(value.SERVICES);
   const reads = new Set(secretsOf(services));
   if (value.APP_ENV === 'live') requireLiveKeys(value, services, reads);
   // Live, a key this process does not read (none of its readers runs here) is one of its own:

@@ -31,7 +31,7 @@ const stack = useMerchantStack({
 const base = () => stack.node.url;
 const CLI = join(ROOT, 'bin', 'waybill.ts');
 
-function cli(args: string[], namespace = stack.iso.namespace) {
+function cli(args: string[], namespace = stack.iso.namespace, env: NodeJS.ProcessEnv = {}) {
   return runTypeScript(CLI, args, {
     env: {
       ...process.env,
@@ -40,6 +40,7 @@ function cli(args: string[], namespace = stack.iso.namespace) {
       MONGO_DB_PREFIX: stack.iso.dbPrefix,
       MONGO_TIMEOUT_MS: '1000',
       LOG_LEVEL: 'warn',
+      ...env,
     },
   });
 }
@@ -123,6 +124,26 @@ describe('waybill deliveries', () => {
     const unknown = await cli(['deliveries', 'returned', randomUUID()]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe(`waybill: ${DELIVERY_NOT_FOUND}\n`);
+  }, 60_000);
+
+  it('needs, live, only what reaches the platform: none of the services’ keys or providers', async () => {
+    // An operator's shell beside the platform: NATS and its namespace, nothing of the Secret.
+    const only = { APP_ENV: 'live', PUBLIC_BASE_URL: 'https://waybill.example.ng' };
+    const env = Object.fromEntries(
+      Object.keys(process.env)
+        .filter((name) =>
+          /^(ADMIN_TOKEN|PROOF_CODE_SECRET|WEBHOOK_SECRET_KEY|SMTP_URL|PAYSTACK_SECRET_KEY|TERMII_\w+|S3_\w+)$/.test(
+            name,
+          ),
+        )
+        .map((name) => [name, undefined]),
+    );
+    const shown = await cli(['deliveries', 'show', randomUUID()], stack.iso.namespace, {
+      ...env,
+      ...only,
+    });
+    expect(shown.stderr).toBe(`waybill: ${DELIVERY_NOT_FOUND}\n`);
+    expect(shown.code).toBe(1);
   }, 60_000);
 
   it('says when no order service answers in its namespace', async () => {
