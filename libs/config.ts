@@ -107,6 +107,8 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   logFormat: 'json' | 'pretty';
   quota: { limit: number; windowSeconds: number };
+  /** Requests allowed per courier per window (`/courier`, whichever of its tokens). */
+  courierQuota: { limit: number; windowSeconds: number };
   /** Failed authentications allowed per client address per window (gateway/auth-throttle). */
   authFailures: { limit: number; windowSeconds: number };
   /** Requests of the public pages (tracking, checkout) per client address per window. */
@@ -597,6 +599,19 @@ const declaredEnvSchema = Joi.object({
     .max(86400)
     .default(60)
     .description('Length of the quota window in seconds'),
+  COURIER_QUOTA_LIMIT: Joi.number()
+    .integer()
+    .min(1)
+    .default(300)
+    .description(
+      "Requests allowed per courier per window on /courier, whichever of its tokens: the app reports every few seconds, so the default leaves room for steps and retries while a misbehaving or stolen app cannot load the platform's location and matching paths",
+    ),
+  COURIER_QUOTA_WINDOW_SECONDS: Joi.number()
+    .integer()
+    .min(1)
+    .max(86400)
+    .default(60)
+    .description('Length of the courier quota window in seconds'),
   AUTH_FAILURE_LIMIT: Joi.number()
     .integer()
     .min(1)
@@ -1353,6 +1368,10 @@ export function loadConfig(
     logLevel: value.LOG_LEVEL,
     logFormat: value.LOG_FORMAT,
     quota: { limit: value.QUOTA_LIMIT, windowSeconds: value.QUOTA_WINDOW_SECONDS },
+    courierQuota: {
+      limit: value.COURIER_QUOTA_LIMIT,
+      windowSeconds: value.COURIER_QUOTA_WINDOW_SECONDS,
+    },
     authFailures: {
       limit: value.AUTH_FAILURE_LIMIT,
       windowSeconds: value.AUTH_FAILURE_WINDOW_SECONDS,

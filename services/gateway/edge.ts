@@ -326,18 +326,24 @@ export function transferGuard(options: TransferGuardOptions): Middleware {
 }
 
 export interface CourierGuardOptions {
-  config: Pick<Config, 'trustProxyHops'>;
+  config: Pick<Config, 'trustProxyHops' | 'courierQuota'>;
   authenticator: () => CourierTokenAuthenticator;
   authFailures: AuthFailureThrottle;
+  quota: QuotaLimiter;
 }
+
+/** The 429 of a courier past COURIER_QUOTA_LIMIT. */
+export const COURIER_QUOTA_EXCEEDED = (seconds: number) =>
+  `Too many requests from this courier; retry in ${seconds} seconds (the app should report its position every few seconds, not faster)`;
 
 /**
  * `/courier`: the courier app's `Authorization: Bearer <courier token>` (failures throttled
- * per client address, as for API keys), then the call runs as the token's courier. No quota:
- * a courier's calls are bounded by the app's reporting rhythm (docs/couriers.md).
+ * per client address, as for API keys), then the courier's quota (COURIER_QUOTA_LIMIT, counted
+ * per courier whichever of its tokens, with the API's rate-limit headers; uncounted while Redis
+ * cannot be reached), then the call runs as the token's courier.
  */
 export function courierGuard(options: CourierGuardOptions): Middleware {
-  return middleware(async (req) => {
+  return middleware(async (req, res) => {
     if (isPreflight(req)) throw browsersRefused('courier');
     const sent = req.headers.authorization;
     const courier = await throttled(
@@ -346,6 +352,19 @@ export function courierGuard(options: CourierGuardOptions): Middleware {
       { credential: 'courier token', sent },
       (beforeLookup) => options.authenticator().authenticate(sent, beforeLookup),
     );
+    // Uncounted while Redis cannot be reached: a courier's steps matter more than the limit.
+    await unlessUncountable(async () => {
+      const decision = await options.quota.consume(
+        `courier:${courier.courierId}`,
+        options.config.courierQuota,
+      );
+      for (const [name, value] of Object.entries(quotaHeaders(decision))) {
+        res.setHeader(name, value);
+      }
+      if (!decision.allowed) {
+        throw tooManyRequests(COURIER_QUOTA_EXCEEDED(decision.resetSeconds), decision.resetSeconds);
+      }
+    });
     if (req.$ctx) req.$ctx.meta.courier = { id: courier.courierId, tokenId: courier.tokenId };
   });
 }

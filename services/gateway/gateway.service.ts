@@ -191,7 +191,7 @@ export function createGatewayService(
         return [
           log,
           methods,
-          courierGuard({ config, authFailures, authenticator: () => couriers }),
+          courierGuard({ config, authFailures, quota, authenticator: () => couriers }),
           ...readBody,
         ];
       }

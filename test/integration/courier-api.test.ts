@@ -299,6 +299,33 @@ describe('courier tokens', () => {
 });
 
 describe('courier authentication at the gateway', () => {
+  it('counts each courier’s requests against COURIER_QUOTA_LIMIT, whichever of its tokens, with the rate-limit headers', async () => {
+    const { courier, token } = await courierWithToken();
+    const second = await createToken(courier.id);
+    const other = await courierWithToken();
+    const first = await report(token, { lat: 6.5, lon: 3.4 });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit-limit')).toBe('300');
+    expect(first.headers.get('ratelimit-remaining')).toBe('299');
+    // The window's count brought to its last request, as 299 earlier calls would have.
+    const key = `${stack.iso.namespace}:quota:courier:${courier.id}:60`;
+    await redis.set(key, '299', 'KEEPTTL');
+    const last = await report(second.token, { lat: 6.5, lon: 3.4 });
+    expect(last.status).toBe(200);
+    expect(last.headers.get('ratelimit-remaining')).toBe('0');
+    for (const t of [token, second.token]) {
+      const refused = await report(t, { lat: 6.5, lon: 3.4 });
+      expectErrorEnvelope(
+        refused,
+        429,
+        /^Too many requests from this courier; retry in \d+ seconds/,
+      );
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    // Another courier's count is its own.
+    expect((await report(other.token, { lat: 6.5, lon: 3.4 })).status).toBe(200);
+  });
+
   it('asks for a courier token, saying what to send, when there is none', async () => {
     const none: Record<string, string> = {};
     for (const headers of [none, { 'api-key': stack.alice.key }]) {
