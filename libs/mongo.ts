@@ -341,12 +341,20 @@ export async function setNewerById(
         ({ index }) => chunk[index],
       );
     }
+    // Each read by `_id` and compared here, then written by `_id`: `{_id, at < x}` reads the
+    // whole collection on FerretDB (decision 73), for each document of each flush. As the
+    // conditional update was not atomic there either (decision 16), nothing is lost.
+    const stored = await Promise.all(
+      there.map(({ id }) => model.findById(id, { at: 1 }).lean<{ at?: unknown }>()),
+    );
+    const newer = there.filter(({ at }, i) => {
+      const storedAt = stored[i]?.at;
+      return !(storedAt instanceof Date) || storedAt < at;
+    });
+    if (newer.length === 0) continue;
     await model.bulkWrite(
-      there.map(({ id, at, fields }) => ({
-        updateOne: {
-          filter: { _id: id, $or: [{ at: { $lt: at } }, { at: { $exists: false } }] },
-          update: { $set: fields },
-        },
+      newer.map(({ id, fields }) => ({
+        updateOne: { filter: { _id: id }, update: { $set: fields } },
       })),
       { ordered: false },
     );

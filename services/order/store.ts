@@ -4,6 +4,7 @@ import { BoundedMap } from '../../libs/lookup-cache';
 import { forEachAtOnce } from '../../libs/at-once';
 import {
   claimById,
+  findByIdWhere,
   insertAll,
   insertOnce,
   raiseById,
@@ -445,7 +446,12 @@ export class OrderStore {
 
   /** Gives back the tracking id of a request that did not become a delivery. */
   async dropTrackingRef(trackingId: string, deliveryId: string): Promise<void> {
-    await this.m.TrackingRef.deleteOne({ _id: trackingId, deliveryId });
+    // Read by `_id`, then deleted by it: `{_id, deliveryId}` reads every tracking id ever
+    // drawn on FerretDB (decision 73), and every refused request gives its id back. Nothing
+    // else writes this `_id` while it exists: another delivery drawing it is refused.
+    if (await findByIdWhere(this.m.TrackingRef, trackingId, { deliveryId })) {
+      await this.m.TrackingRef.deleteOne({ _id: trackingId });
+    }
   }
 
   /** The delivery a tracking id names, by `_id`; null for an unknown one. */

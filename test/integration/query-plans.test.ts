@@ -301,6 +301,39 @@ describe('the queries of the paths whose cost must not grow with the data', () =
       async () => expect(await couriers.merchantCouriers(userId)).toHaveLength(2),
     ],
     [
+      'the location flush, of couriers with a position already (every few seconds)',
+      async () => {
+        const at = Date.now();
+        const located = [randomUUID(), randomUUID()];
+        const flush = (ms: number) =>
+          couriers.writeLocations(
+            located.map((courierId) => ({ courierId, lat: 6.5, lon: 3.4, at: new Date(at + ms) })),
+          );
+        await flush(0);
+        await flush(1000);
+        // An older one is not written over the newer.
+        await flush(500);
+        const stored = await conn
+          .useDb(`${iso.dbPrefix}matching`, { useCache: true })
+          .collection<{ _id: string; at: Date }>('courier_locations')
+          .findOne({ _id: located[0] });
+        expect(stored?.at.getTime()).toBe(at + 1000);
+      },
+    ],
+    [
+      "a refused request's tracking id given back",
+      async () => {
+        const trackingId = randomUUID();
+        const deliveryId = randomUUID();
+        expect(await order.claimTrackingId(trackingId, deliveryId)).toBe(true);
+        // Another delivery's name for it gives back nothing.
+        await order.dropTrackingRef(trackingId, randomUUID());
+        expect(await order.deliveryIdByTracking(trackingId)).toBe(deliveryId);
+        await order.dropTrackingRef(trackingId, deliveryId);
+        expect(await order.deliveryIdByTracking(trackingId)).toBeNull();
+      },
+    ],
+    [
       "package.assign's checks (every delivery request)",
       async () => {
         const ids = await packageIdsOf(userId);
