@@ -140,10 +140,11 @@ export type Claim =
       /** Stores the answer for replays; false when it could not (the answer still goes out). */
       complete(response: StoredResponse): Promise<boolean>;
       /**
-       * After `err` from the call of `action`: releases the key when the call surely changed
-       * nothing (`changedNothing`), else keeps it held until pendingMs. Never throws.
+       * After `err` from the call of `action` (sent again on a lost call when `retried`):
+       * releases the key when the call surely changed nothing (`changedNothing`), else keeps
+       * it held until pendingMs. Never throws.
        */
-      fail(err: unknown, action: string): Promise<void>;
+      fail(err: unknown, action: string, retried?: boolean): Promise<void>;
     }
   | { kind: 'replay'; response: StoredResponse };
 
@@ -226,12 +227,15 @@ export function idempotencyToken(key: string, fingerprint: string): string {
 /**
  * Whether a failed call of `action` surely changed nothing, so its key may be used again at
  * once: a refusal (any 4xx: services refuse before they change anything), or moleculer saying
- * the action never started. Everything else may have changed something and keeps the key: a
- * 500, a 504, a 503 of a dependency, REQUEST_REJECTED (the node went away holding the request,
- * perhaps after it committed). Errors are read by `type`, as they cross NATS as plain objects.
+ * the action never started, of a call sent once. Everything else may have changed something
+ * and keeps the key: a 500, a 504, a 503 of a dependency, REQUEST_REJECTED (the node went away
+ * holding the request, perhaps after it committed), and a call that may have been `retried`
+ * (a lost call is sent again): its last attempt never starting says nothing of the first, which
+ * a node that then went away may have committed. Errors are read by `type`, as they cross NATS
+ * as plain objects.
  */
-export function changedNothing(err: unknown, action: string): boolean {
-  return toHttpError(err).status < 500 || neverStarted(err, action);
+export function changedNothing(err: unknown, action: string, retried = false): boolean {
+  return toHttpError(err).status < 500 || (!retried && neverStarted(err, action));
 }
 
 /** The 409 of a key whose request completed with an answer too large to keep. */
@@ -417,8 +421,8 @@ export class IdempotencyStore {
       // A refused request frees its key; one whose outcome is unknown (a timeout, a crash)
       // keeps it until pendingMs passes, so a retry cannot do the work twice meanwhile.
       // An action that changes nothing twice is released whatever its failure.
-      fail: async (err, action) => {
-        if (keepAnswer && !changedNothing(err, action)) return;
+      fail: async (err, action, retried) => {
+        if (keepAnswer && !changedNothing(err, action, retried)) return;
         // Unreleased, the key only waits out pendingMs.
         await release();
       },

@@ -323,7 +323,7 @@ export async function callAction(
     return true;
   } catch (thrown) {
     const err = endpoint.local ? thrown : unsentCall(thrown);
-    await claim?.fail(err, aliasAction(req));
+    await claim?.fail(err, aliasAction(req), Number(opts.retries ?? 0) > 0);
     throw err;
   } finally {
     if (transfer && !req.readableEnded) req.resume(); // the service stopped early: drain the rest

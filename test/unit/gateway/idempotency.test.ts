@@ -156,6 +156,19 @@ describe('changedNothing: which failures free the key', () => {
   ])('keeps it after %s', (_name, err) => {
     expect(changedNothing(err, called)).toBe(false);
   });
+
+  it.each<[string, unknown]>([
+    ['SERVICE_NOT_FOUND', new Errors.ServiceNotFoundError(target)],
+    ['SERVICE_NOT_AVAILABLE', new Errors.ServiceNotAvailableError(target)],
+    ['QUEUE_FULL', new Errors.QueueIsFullError(target)],
+  ])(
+    'keeps it after %s of a call sent again: an attempt before it may have committed',
+    (_name, err) => {
+      expect(changedNothing(err, called, true)).toBe(false);
+      // A refusal still frees it, retried or not.
+      expect(changedNothing(badRequest('no'), called, true)).toBe(true);
+    },
+  );
 });
 
 describe('takesIdempotencyKey', () => {

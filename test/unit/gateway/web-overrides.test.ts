@@ -601,7 +601,7 @@ describe('callAction', () => {
       callAction(d, route, req, new FakeResponse().asServerResponse(), {}, false),
     );
     expect(err).toBe(refusal);
-    expect(failed).toEqual([[refusal, 'package.save']]);
+    expect(failed).toEqual([[refusal, 'package.save', false]]);
     expect(sent).toEqual([]);
   });
 
