@@ -13,7 +13,13 @@ import type { ApiKeyAuthenticator } from './api-key-auth';
 import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
 import { cutStatus, describeForLog, isPreflight, requestUserId, type GatewayRequest } from './http';
-import { quotaHeaders, quotaStoreUnavailable, type QuotaLimiter } from './quota';
+import {
+  quotaHeaders,
+  quotaStoreUnavailable,
+  type Quota,
+  type QuotaDecision,
+  type QuotaLimiter,
+} from './quota';
 import type { UploadLease, UploadLeases } from './upload-leases';
 import { GROUP_BASE } from './routes';
 import { aliasSettled } from './web-routing';
@@ -197,8 +203,7 @@ const browsersRefused = (group: RouteGroup) =>
  */
 export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Middleware {
   async function consumeQuota(key: ResolvedApiKey, res: ServerResponse) {
-    const decision = await options.quota.consume(key.id, key.quota ?? options.config.quota);
-    for (const [name, value] of Object.entries(quotaHeaders(decision))) res.setHeader(name, value);
+    const decision = await counted(options.quota, key.id, key.quota ?? options.config.quota, res);
     if (!decision.allowed) throw quotaExceeded();
   }
 
@@ -354,13 +359,8 @@ export function courierGuard(options: CourierGuardOptions): Middleware {
     );
     // Uncounted while Redis cannot be reached: a courier's steps matter more than the limit.
     await unlessUncountable(async () => {
-      const decision = await options.quota.consume(
-        `courier:${courier.courierId}`,
-        options.config.courierQuota,
-      );
-      for (const [name, value] of Object.entries(quotaHeaders(decision))) {
-        res.setHeader(name, value);
-      }
+      const subject = `courier:${courier.courierId}`;
+      const decision = await counted(options.quota, subject, options.config.courierQuota, res);
       if (!decision.allowed) {
         throw tooManyRequests(COURIER_QUOTA_EXCEEDED(decision.resetSeconds), decision.resetSeconds);
       }
@@ -454,6 +454,18 @@ export function pageThrottle({ config, limiter }: PageThrottleOptions): Middlewa
       );
     });
   });
+}
+
+/** Counts one request of `subject` against `quota`, its RateLimit headers set on `res`. */
+async function counted(
+  limiter: QuotaLimiter,
+  subject: string,
+  quota: Quota,
+  res: ServerResponse,
+): Promise<QuotaDecision> {
+  const decision = await limiter.consume(subject, quota);
+  for (const [name, value] of Object.entries(quotaHeaders(decision))) res.setHeader(name, value);
+  return decision;
 }
 
 /** Counts, unless the count's store is unreachable (its 503): then nothing is counted. */

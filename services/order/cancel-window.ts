@@ -116,6 +116,8 @@ export function deliveryOfAttempt(attemptId: string): string | undefined {
  */
 export const LOST_SLOT_AGE_MS = 15 * 60_000;
 
+const isOlder = (slot: CancelSlot, now: number, ageMs: number) => now - slot.takenAt > ageMs;
+
 /** The deliveries whose state `lostCancelSlots` needs: those named by slots older than `lostAfterMs`. */
 export function deliveriesOfStaleSlots(
   slots: readonly CancelSlot[],
@@ -123,7 +125,7 @@ export function deliveriesOfStaleSlots(
   lostAfterMs: number,
 ): string[] {
   const named = slots
-    .filter((slot) => now - slot.takenAt > lostAfterMs)
+    .filter((slot) => isOlder(slot, now, lostAfterMs))
     .map((slot) => deliveryOfAttempt(slot.attemptId));
   return [...new Set(named.filter((id): id is string => id !== undefined))];
 }
@@ -157,7 +159,7 @@ export function lostCancelSlots(
   for (const [deliveryId, own] of byDelivery) {
     const isCancelled = cancelled.get(deliveryId);
     if (isCancelled === undefined) continue;
-    const stale = own.filter((slot) => now - slot.takenAt > lostAfterMs);
+    const stale = own.filter((slot) => isOlder(slot, now, lostAfterMs));
     if (!isCancelled) {
       lost.push(...stale.map((slot) => slot.attemptId));
     } else if (stale.length === own.length) {
