@@ -218,8 +218,6 @@ export const email = () =>
     .lowercase()
     .messages({ 'string.pattern.base': '{{#label}} must be a valid email' });
 
-export const personName = () => Joi.string().trim().min(1).max(120);
-
 /**
  * A number or boolean read from the URL (query string or path), where every value arrives as
  * text: it is converted (`?limit=5`), as validation converts nowhere else (libs/validation).
@@ -265,3 +263,9 @@ export const plainText = (max: number) =>
       'string.plainText':
         '{{#label}} must be plain text: no control characters other than tabs and line breaks',
     });
+
+/** The longest a person's name may be. */
+export const PERSON_NAME_MAX = 120;
+
+/** A person's name as people type it: plain text, so at most three bytes a character in JSON. */
+export const personName = () => plainText(PERSON_NAME_MAX).min(1);

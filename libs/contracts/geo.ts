@@ -1,5 +1,5 @@
 import Joi from '../joi';
-import { countryCode, e164Phone, email, fromUrl, uuid, view } from '../schemas';
+import { countryCode, e164Phone, email, fromUrl, plainText, uuid, view } from '../schemas';
 import type { Retry } from './retry';
 
 /** What other services may know of the geo service. */
@@ -67,22 +67,40 @@ export const COMPUTED_FIELDS = [
 
 export const latitude = () => Joi.number().min(-90).max(90);
 export const longitude = () => Joi.number().min(-180).max(180);
-const text = (max: number) => Joi.string().trim().min(1).max(max);
+/**
+ * The longest each text of an address input may be, in characters. Plain text: a stop's texts
+ * are stored and listed with its delivery, and each character is then at most three bytes of a
+ * list's one NATS message (a control character would be six).
+ */
+export const ADDRESS_TEXT_LIMITS = {
+  address: 300,
+  addressLine1: 300,
+  mapPlaceId: 200,
+  phrase: 100,
+  floor: 60,
+  contactName: 120,
+  additionalNote: 500,
+} as const;
+/** The longest each of `PRESERVED_STRINGS` may be. */
+export const PRESERVED_STRING_MAX = 200;
+
+const text = (field: keyof typeof ADDRESS_TEXT_LIMITS) =>
+  plainText(ADDRESS_TEXT_LIMITS[field]).min(1);
 
 const addressObject = Joi.object({
   id: uuid(),
-  address: text(300),
-  addressLine1: text(300),
+  address: text('address'),
+  addressLine1: text('addressLine1'),
   lat: latitude(),
   lon: longitude(),
-  mapPlaceId: text(200),
-  phrase: text(100),
-  floor: text(60),
-  contactName: text(120),
+  mapPlaceId: text('mapPlaceId'),
+  phrase: text('phrase'),
+  floor: text('floor'),
+  contactName: text('contactName'),
   contactPhone: e164Phone(),
   contactEmail: email(),
-  additionalNote: text(500),
-  ...Object.fromEntries(PRESERVED_STRINGS.map((f) => [f, Joi.string().trim().max(200)])),
+  additionalNote: text('additionalNote'),
+  ...Object.fromEntries(PRESERVED_STRINGS.map((f) => [f, plainText(PRESERVED_STRING_MAX)])),
   ...Object.fromEntries(PRESERVED_NUMBERS.map((f) => [f, Joi.number()])),
   ...Object.fromEntries(COMPUTED_FIELDS.map((f) => [f, Joi.any()])),
 })
@@ -97,7 +115,7 @@ const addressObject = Joi.object({
  * An address input, as every service that takes addresses accepts it: a plain string, a
  * minimal object, or a full resolved object from an earlier answer.
  */
-export const addressInput = () => Joi.alternatives().try(text(300), addressObject);
+export const addressInput = () => Joi.alternatives().try(text('address'), addressObject);
 
 export type AddressInput =
   | string
@@ -180,7 +198,7 @@ export interface FindAreaParams {
 export const AREA_NAME_MAX = 100;
 
 /** A state or LGA/city name as `geo.findArea` takes it. */
-export const areaName = () => text(AREA_NAME_MAX);
+export const areaName = () => plainText(AREA_NAME_MAX).min(1);
 
 export const findAreaParams = Joi.object<FindAreaParams, true>({
   countryCode: countryCode().required(),

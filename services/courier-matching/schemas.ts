@@ -10,6 +10,8 @@ import {
   HTTPS_URL_PATTERN,
   isHttpsUrl,
   pageParams,
+  PERSON_NAME_MAX,
+  personName,
   plainText,
   trimmedMatch,
   uuid,
@@ -24,7 +26,7 @@ import {
  * test/unit/courier-matching/list-size).
  */
 export const COURIER_TEXT_LIMITS = {
-  name: 120,
+  name: PERSON_NAME_MAX,
   regNo: 20,
   make: 30,
   model: 30,
@@ -77,9 +79,6 @@ export const profilePhoto = (cdnBaseUrl: string) =>
         '{{#label}} must be a URL without spaces or non-ASCII characters: percent-encode them, as browsers do when they copy a URL',
       'string.photoUrl': `{{#label}} must be an https URL as a browser writes it (a lower-case host name, a path, no user name or IP address), or the URL of a file uploaded with POST /file/single-upload (${cdnBaseUrl}/uploads/...)`,
     });
-
-/** A person's name as people type it: no control characters, which JSON would spell in six bytes. */
-const courierName = () => plainText(COURIER_TEXT_LIMITS.name).min(1);
 
 const fleetFields = {
   typeId: uuid().description('A fleet type id (`GET /admin/fleet-types`)'),
@@ -141,7 +140,7 @@ export const createCourierParams = (cdnBaseUrl: string) =>
     id: uuid().description(
       'The courier profile id, when the courier already has one (in the courier app); a new one otherwise',
     ),
-    name: courierName().required(),
+    name: personName().required(),
     phone: e164Phone().required(),
     profilePhoto: profilePhoto(cdnBaseUrl).allow(null).default(null),
     fleet: Joi.object<CourierFleet, true>({
@@ -181,7 +180,7 @@ const CHANGEABLE = ['name', 'phone', 'profilePhoto', 'fleet', 'active'];
 export const updateCourierParams = (cdnBaseUrl: string) =>
   Joi.object<CourierChanges, true>({
     courierId: uuid().required(),
-    name: courierName(),
+    name: personName(),
     phone: e164Phone(),
     profilePhoto: profilePhoto(cdnBaseUrl).allow(null),
     // joi-to-json leaves an object's `min` out of the document: stated here.

@@ -22,6 +22,7 @@ import { channelSenders } from '../../libs/messaging/channels';
 import { OutboxSender } from '../../libs/messaging/outbox-sender';
 import { ServiceDatabase } from '../../libs/mongo';
 import { connectRedis, createRedis, redisReady } from '../../libs/redis';
+import { pageInOneReply } from '../../libs/reply-size';
 import {
   action,
   implement,
@@ -52,6 +53,8 @@ import {
   createdView,
   deliveryIdParams,
   deliveryView,
+  DELIVERIES_ALWAYS_FIT,
+  DELIVERY_PAGE_MAX,
   listParams,
   notificationView,
   courierCodeStepParams,
@@ -422,23 +425,21 @@ export function createOrderService(config: Config): ServiceDefinition {
           summary: 'Your deliveries, newest first (an extension of the spec)',
           description:
             'Newest first, in the order they were stored, paged with `limit` and `offset`. With `status`, the deliveries now in that status, the latest to enter it first (the most recently delivered first, for `DELIVERED`). With `role=RECIPIENT`, the deliveries others created with `link3rdPartyByContactInfo` whose recipient contact is your account’s (your e-mail, or a phone no other account has), instead of those you created.',
-          response: Joi.array().items(deliveryView),
+          response: Joi.array().items(deliveryView).max(DELIVERY_PAGE_MAX),
         },
         params: listParams,
         async handler(ctx: WaybillContext<ListParams>) {
           const userId = requireUser(ctx);
           const { status, role, ...page } = ctx.params;
           const current = (deliveryId: string) => transitions.current(deliveryId);
-          if (status) {
-            const found = await store.listInStatus(userId, status, page, current, role);
-            return callersViews(ctx, found);
+          let found: DeliveryRecord[];
+          if (status) found = await store.listInStatus(userId, status, page, current, role);
+          else {
+            const ids = await store.list(userId, page, role);
+            found = (await Promise.all(ids.map(current))).filter((d) => d !== null);
           }
-          const ids = await store.list(userId, page, role);
-          const found = await Promise.all(ids.map(current));
-          return callersViews(
-            ctx,
-            found.filter((d): d is DeliveryRecord => d !== null),
-          );
+          const views = await callersViews(ctx, found);
+          return pageInOneReply(views, DELIVERIES_ALWAYS_FIT, 'deliveries');
         },
       }),
 

@@ -139,6 +139,14 @@ export const deliveryIdParams = Joi.object<{ deliveryId: string }, true>({
   deliveryId: uuid().required(),
 });
 
+/**
+ * A page of this many deliveries fits in one NATS reply however large each is; a larger page
+ * is measured (`pageInOneReply`). test/unit/order/list-size.test.ts holds it to that.
+ */
+export const DELIVERIES_ALWAYS_FIT = 20;
+/** The largest page `GET /api/deliveries` takes. */
+export const DELIVERY_PAGE_MAX = 100;
+
 export interface ListParams {
   status?: (typeof DELIVERY_STATUSES)[number];
   role: DeliveryRole;
@@ -153,7 +161,9 @@ export const listParams = Joi.object<ListParams, true>({
     .default('CREATOR')
     .description('CREATOR: the deliveries you created; RECIPIENT: those linked to you'),
   ...pageParams(),
-  limit: fromUrl(Joi.number().integer().min(1).max(100).default(20)),
+  limit: fromUrl(Joi.number().integer().min(1).max(DELIVERY_PAGE_MAX).default(20)).description(
+    `Up to ${DELIVERIES_ALWAYS_FIT} always answer. A larger page of unusually large deliveries (stops whose every text is near its limit) may be refused with a 400 naming the largest limit that fits from that offset`,
+  ),
 });
 
 export const notificationsParams = Joi.object<{ deliveryId: string }, true>({

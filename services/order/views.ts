@@ -2,6 +2,7 @@ import type { ResolvedAddress } from '../../libs/contracts/geo';
 import type { CheckoutStart } from '../../libs/contracts/payment';
 import type { DeliveryFeeBlock } from '../../libs/contracts/pricing';
 import { formatKg, formatNaira } from '../../libs/money';
+import { readable } from '../../libs/text';
 import type { CourierOnDelivery } from './courier-view';
 import {
   shownSteps,
@@ -14,10 +15,18 @@ import type { NotificationRecord } from './notifications';
 
 const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
 
-/** A stored address as the spec shows persisted ones: resolved fields, then `id` and times. */
+/**
+ * A stored address as the spec shows persisted ones: resolved fields, then `id` and times. Texts
+ * stored before addresses were plain text are shown readable, so that a stop is as large in a
+ * list as validation lets one be now.
+ */
 export function toAddressView(address: StoredAddress): ResolvedAddress {
+  const fields = { ...address.fields };
+  for (const [k, v] of Object.entries(fields)) {
+    if (typeof v === 'string') (fields as Record<string, unknown>)[k] = readable(v);
+  }
   return {
-    ...address.fields,
+    ...fields,
     id: address._id,
     createdAt: new Date(address.createdAt).toISOString(),
     updatedAt: new Date(address.updatedAt).toISOString(),

@@ -5,14 +5,12 @@ import {
 } from '../../../services/courier-matching/schemas';
 import type { CourierRecord } from '../../../services/courier-matching/store';
 import { toCourierView } from '../../../services/courier-matching/views';
-
-/** NATS refuses larger messages by default; a reply above it never arrives. */
-const NATS_MAX_PAYLOAD = 1024 * 1024;
-/** The rest of the reply packet: ids, the caller's meta, the envelope. */
-const PACKET_ALLOWANCE = 64 * 1024;
-
-/** Four bytes in UTF-8 and in JSON per character: the most plain text can take. */
-const widest = (length: number) => '😀'.repeat(length);
+import {
+  NATS_MAX_PAYLOAD,
+  PACKET_ALLOWANCE,
+  largestAllowed,
+  widest,
+} from '../../support/message-size';
 
 describe('the largest courier lists', () => {
   const largest: CourierRecord = {
@@ -38,12 +36,9 @@ describe('the largest courier lists', () => {
     Buffer.byteLength(JSON.stringify(Array.from({ length: count }, () => toCourierView(largest))));
 
   it('fit in one NATS message: the largest admin page', () => {
-    const { rules } = pageParams().limit.describe() as {
-      rules: { name: string; args: { limit: number } }[];
-    };
-    const largestPage = rules.find((r) => r.name === 'max')?.args.limit;
+    const largestPage = largestAllowed(pageParams().limit);
     expect(largestPage).toBe(500);
-    expect(bytes(largestPage ?? Infinity) + PACKET_ALLOWANCE).toBeLessThan(NATS_MAX_PAYLOAD);
+    expect(bytes(largestPage) + PACKET_ALLOWANCE).toBeLessThan(NATS_MAX_PAYLOAD);
   });
 
   it("fit in one NATS message: a merchant's full list", () => {

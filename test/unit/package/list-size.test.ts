@@ -3,11 +3,7 @@ import { PACKAGE_TEXT_LIMITS } from '../../../services/package/schemas';
 import type { PackageRecord } from '../../../services/package/store';
 import { toPackageView } from '../../../services/package/views';
 import { LARGEST_PACKAGE_TEXTS } from '../../support/largest-package';
-
-/** NATS refuses larger messages by default; a reply above it never arrives. */
-const NATS_MAX_PAYLOAD = 1024 * 1024;
-/** The rest of the reply packet: ids, the caller's meta, the envelope. */
-const PACKET_ALLOWANCE = 64 * 1024;
+import { NATS_MAX_PAYLOAD, PACKET_ALLOWANCE } from '../../support/message-size';
 
 describe('the largest GET /api/packages', () => {
   const largest: PackageRecord = {

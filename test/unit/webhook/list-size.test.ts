@@ -8,22 +8,13 @@ import {
   type QueuedRecord,
 } from '../../../services/webhook/store';
 import { toWebhookDeliveryView } from '../../../services/webhook/views';
-
-/** NATS refuses larger messages by default; a reply above it never arrives. */
-const NATS_MAX_PAYLOAD = 1024 * 1024;
-/** The rest of the reply packet: ids, the caller's meta, the envelope. */
-const PACKET_ALLOWANCE = 64 * 1024;
+import { NATS_MAX_PAYLOAD, PACKET_ALLOWANCE, largestAllowed } from '../../support/message-size';
 
 const longest = (values: readonly string[]) =>
   values.reduce((a, b) => (b.length > a.length ? b : a));
 
 /** The largest `limit` the delivery log takes. */
-const largestPage = (() => {
-  const limit = deliveriesParams.extract('limit').describe() as {
-    rules: { name: string; args: { limit: number } }[];
-  };
-  return limit.rules.find((r) => r.name === 'max')?.args.limit ?? Infinity;
-})();
+const largestPage = largestAllowed(deliveriesParams.extract('limit'));
 
 /**
  * What attempts may hold, as older versions kept them: 512 characters of the answer and the
