@@ -224,7 +224,6 @@ export function validSignature(
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-/** What the provider's verification said of a transaction. */
 /** A Paystack id as kept: a number's digits, or letters, digits, `_`, `.`, `=` and `-`. */
 export const PROVIDER_ID_PATTERN = /^[A-Za-z0-9_.=-]{1,100}$/;
 

@@ -7,7 +7,7 @@ import { holds, RELEASE_MARGIN_MS, type Lease } from '../../libs/mongo';
 import { checkoutOfAttempt } from './checkout';
 import type { CheckoutProvider } from './checkout-providers';
 import type { CheckoutStore, PayerRefundRecord, SessionRecord } from './checkout-store';
-import { recordUncreditedPayment } from './uncredited';
+import { keptReason, recordUncreditedPayment } from './uncredited';
 
 export interface PayerRefundDeps {
   config: Pick<Config['payment'], 'paystack' | 'sweepIntervalMs'>;
@@ -131,7 +131,7 @@ export class PayerRefunds {
     }
     if (record.refundId && refundId !== record.refundId) return false;
     await this.listForOperator(record, `the provider could not refund it: ${why}`);
-    await store.settlePayerRefund(record._id, 'QUEUED', { state: 'FAILED', why });
+    await store.settlePayerRefund(record._id, 'QUEUED', { state: 'FAILED', why: keptReason(why) });
     return true;
   }
 
@@ -216,7 +216,10 @@ export class PayerRefunds {
     if (await this.settledIfStanding(record, holding)) return;
     if (!holding()) return;
     await this.listForOperator(record, `the provider refused its refund: ${answer.refused}`);
-    await store.settlePayerRefund(record._id, 'OPEN', { state: 'REFUSED', why: answer.refused });
+    await store.settlePayerRefund(record._id, 'OPEN', {
+      state: 'REFUSED',
+      why: keptReason(answer.refused),
+    });
   }
 
   /**

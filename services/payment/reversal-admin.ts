@@ -11,6 +11,7 @@ import {
   type ReversalRecord,
 } from './checkout-store';
 import { PROVIDER_ID_PATTERN } from './checkout';
+import { keptReason } from './uncredited';
 import { PROVIDER_REFERENCE_PATTERN, providerListPage } from './schemas';
 
 /**
@@ -111,7 +112,7 @@ const payerRefundParams = Joi.object<PayerRefundQuery, true>({
     .description('Only those in this state'),
 });
 
-function toPayerRefundView(refund: PayerRefundRecord): Record<string, unknown> {
+export function toPayerRefundView(refund: PayerRefundRecord): Record<string, unknown> {
   return {
     checkoutReference: refund._id,
     providerReference: refund.providerReference,
@@ -120,7 +121,8 @@ function toPayerRefundView(refund: PayerRefundRecord): Record<string, unknown> {
     state: refund.state,
     tries: refund.tries,
     refundId: refund.refundId ?? null,
-    why: refund.why ?? null,
+    // Kept whole before REASON_MAX_BYTES.
+    why: refund.why === null || refund.why === undefined ? null : keptReason(refund.why),
     note: refund.note,
     requestedAt: refund.requestedAt.toISOString(),
     settledAt: refund.settledAt ? refund.settledAt.toISOString() : null,

@@ -9,6 +9,7 @@ import type {
   UncreditedRecord,
 } from './checkout-store';
 import { PROVIDER_REFERENCE_PATTERN, providerListPage } from './schemas';
+import { keptReason } from './uncredited';
 
 /**
  * Payments the provider took that no checkout credits (another amount or currency than the
@@ -50,7 +51,7 @@ const settleParams = Joi.object<{ providerReference: string; note: string }, tru
   note: plainText(500).min(1).required().description('What was done: the refund’s reference'),
 });
 
-function toUncreditedView(
+export function toUncreditedView(
   payment: UncreditedRecord & { settlement: SettlementRecord | null },
 ): Record<string, unknown> {
   const { settlement } = payment;
@@ -58,7 +59,8 @@ function toUncreditedView(
     providerReference: payment._id,
     checkoutReference: payment.checkoutReference,
     userId: payment.userId,
-    why: payment.why,
+    // Kept whole before REASON_MAX_BYTES.
+    why: keptReason(payment.why),
     at: new Date(payment.at).toISOString(),
     settlement: settlement && {
       note: settlement.note,
