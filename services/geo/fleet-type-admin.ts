@@ -15,7 +15,12 @@ import {
   type WaybillContext,
   type WithDefaults,
 } from '../../libs/service';
-import { createFleetTypeParams, fleetTypeDetail, updateFleetTypeParams } from './schemas';
+import {
+  createFleetTypeParams,
+  FLEET_TYPES_MAX,
+  fleetTypeDetail,
+  updateFleetTypeParams,
+} from './schemas';
 import type { FleetTypeStore } from './store';
 import { toFleetTypeDetail } from './views';
 
@@ -61,11 +66,20 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
         message: 'Fleet type created',
         summary: 'Add a fleet type',
         response: fleetTypeDetail,
-        errors: { 409: 'A fleet type with this code exists' },
+        errors: {
+          409: `A fleet type with this code exists, or ${FLEET_TYPES_MAX} fleet types exist already`,
+        },
       },
       params: createFleetTypeParams,
       async handler(ctx) {
         const { maxWeightKg, ...fields } = ctx.params;
+        // Counted before the insert: operators adding types at the same moment may pass the
+        // cap by their own number, which the lists' margin holds (docs/geo-data.md).
+        if ((await fleetTypes.list(false, 'stored')).length >= FLEET_TYPES_MAX) {
+          throw conflict(
+            `At most ${FLEET_TYPES_MAX} fleet types may exist, inactive ones included (deliveries refer to them), and there are that many: none can be added`,
+          );
+        }
         try {
           const record = await fleetTypes.create({
             ...fields,

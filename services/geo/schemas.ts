@@ -6,7 +6,15 @@ import {
   ROUTE_TYPES,
   distanceView,
 } from '../../libs/contracts/geo';
-import { countryCode, httpsUrl, kilograms, trimmedMatch, uuid, view } from '../../libs/schemas';
+import {
+  countryCode,
+  httpsUrl,
+  kilograms,
+  plainText,
+  trimmedMatch,
+  uuid,
+  view,
+} from '../../libs/schemas';
 
 /** Params and answers of the geo actions; the answers are what /openapi.json documents. */
 
@@ -122,10 +130,17 @@ export const fleetTypeDetail = view('FleetTypeDetail', {
   updatedAt: Joi.string().isoDate(),
 });
 
+/**
+ * Fleet types there may be, the defaults and inactive ones included: every list of them (the
+ * admin's, the integrators', the caches of pricing and matching) is one NATS reply, and 100 of
+ * the largest are some 370 KB (test/unit/geo/list-size.test.ts).
+ */
+export const FLEET_TYPES_MAX = 100;
+
 const fleetTypeFields = {
-  name: Joi.string().trim().min(1).max(60),
+  name: plainText(60).min(1),
   icon: httpsUrl().allow(null),
-  description: Joi.string().trim().max(280).allow(null),
+  description: plainText(280).allow(null),
   // At least a gram and a walking pace: a tiny positive speed made ETAs infinite (null).
   maxWeightKg: kilograms().min(0.001).max(100_000),
   averageSpeedKmh: Joi.number().min(1).max(200),
