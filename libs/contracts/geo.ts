@@ -7,6 +7,13 @@ import type { Retry } from './retry';
 /** Broadcast after a fleet type is added or changed, so that caches of them are dropped. */
 export const FLEET_TYPES_CHANGED_EVENT = 'geo.fleetTypesChanged';
 
+/**
+ * Fleet types there may be, the defaults and inactive ones included: every list of them (the
+ * admin's, the integrators', the caches of pricing and matching) is one NATS reply, and so is
+ * a tariff's fee per fleet type (test/unit/geo/list-size.test.ts, pricing's).
+ */
+export const FLEET_TYPES_MAX = 100;
+
 export interface GeoEvents {
   [FLEET_TYPES_CHANGED_EVENT]: { fleetTypeId: string };
 }

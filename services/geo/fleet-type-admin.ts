@@ -2,6 +2,7 @@ import Joi from '../../libs/joi';
 import { announceStored } from '../../libs/announce';
 import {
   FLEET_TYPES_CHANGED_EVENT,
+  FLEET_TYPES_MAX,
   listFleetTypesParams,
   type ListFleetTypesParams,
 } from '../../libs/contracts/geo';
@@ -15,12 +16,7 @@ import {
   type WaybillContext,
   type WithDefaults,
 } from '../../libs/service';
-import {
-  createFleetTypeParams,
-  FLEET_TYPES_MAX,
-  fleetTypeDetail,
-  updateFleetTypeParams,
-} from './schemas';
+import { createFleetTypeParams, fleetTypeDetail, updateFleetTypeParams } from './schemas';
 import type { FleetTypeStore } from './store';
 import { toFleetTypeDetail } from './views';
 

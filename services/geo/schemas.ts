@@ -130,13 +130,6 @@ export const fleetTypeDetail = view('FleetTypeDetail', {
   updatedAt: Joi.string().isoDate(),
 });
 
-/**
- * Fleet types there may be, the defaults and inactive ones included: every list of them (the
- * admin's, the integrators', the caches of pricing and matching) is one NATS reply, and 100 of
- * the largest are some 370 KB (test/unit/geo/list-size.test.ts).
- */
-export const FLEET_TYPES_MAX = 100;
-
 const fleetTypeFields = {
   name: plainText(60).min(1),
   icon: httpsUrl().allow(null),

@@ -2,7 +2,7 @@ import Decimal from 'decimal.js';
 import Joi from '../../libs/joi';
 import { documented, kilograms, named } from '../../libs/schemas';
 import { minutesOf } from './schedule';
-import { ROUTE_TYPES } from '../../libs/contracts/geo';
+import { FLEET_TYPES_MAX, ROUTE_TYPES } from '../../libs/contracts/geo';
 import { MAX_AMOUNT_KOBO } from '../../libs/contracts/payment';
 import type { Tariff } from './tariff';
 
@@ -56,8 +56,14 @@ const time = () =>
  * A group of rates holds at least one: `{}` would change nothing, and a tier must change a
  * rate. Stated for the document too (joi-to-json leaves an object's `min` out).
  */
-const someRates = <T extends Joi.ObjectSchema>(group: T): T =>
-  documented(group.min(1), { minProperties: 1 });
+const someRates = <T extends Joi.ObjectSchema>(group: T, keywords: object = {}): T =>
+  documented(group.min(1), { minProperties: 1, ...keywords });
+
+/**
+ * `default` and one fee per fleet type there may be: a tier's rates are listed and merged into
+ * one reply (decision 33), and the keys were not bounded but by the body's size.
+ */
+const FLEET_FEES_MAX = FLEET_TYPES_MAX + 1;
 
 const routeRate = someRates(
   Joi.object({
@@ -81,7 +87,13 @@ const tariffShape = Joi.object({
   routes: someRates(Joi.object(Object.fromEntries(ROUTE_TYPES.map((t) => [t, routeRate])))),
   includedWeightKg: kilograms().min(0).max(100_000),
   fleetFeesKobo: someRates(
-    Joi.object({ default: kobo() }).pattern(/^[a-z][a-z0-9-]{1,31}$/, kobo()),
+    Joi.object({ default: kobo() })
+      .pattern(/^[a-z][a-z0-9-]{1,31}$/, kobo())
+      .max(FLEET_FEES_MAX)
+      .messages({
+        'object.max': `{{#label}} takes a default and at most ${FLEET_TYPES_MAX} fleet types' codes`,
+      }),
+    { maxProperties: FLEET_FEES_MAX },
   ),
   priority: someRates(Joi.object({ rate: rate(5), minimumKobo: kobo() })),
   scheduled: someRates(

@@ -3,7 +3,16 @@ import Joi from '../../libs/joi';
 import { badRequest, conflict, notFound, validationError, WaybillError } from '../../libs/errors';
 import { isDuplicateKey, type ServiceDatabase } from '../../libs/mongo';
 import { areaName } from '../../libs/contracts/geo';
-import { countryCode, documented, fromUrl, schemaOf, uuid, view } from '../../libs/schemas';
+import {
+  countryCode,
+  documented,
+  fromUrl,
+  pageParams,
+  plainText,
+  schemaOf,
+  uuid,
+  view,
+} from '../../libs/schemas';
 import { action, type ServiceActions, type WaybillContext } from '../../libs/service';
 import { VALIDATION_OPTIONS } from '../../libs/validation';
 import type { PricingModels, TierRevisionRecord } from './store';
@@ -31,10 +40,17 @@ import { changeId, latestRevision, readBook, scopeFields, scopeOf } from './tier
 type Db = ServiceDatabase<PricingModels>;
 
 /**
+ * Tiers a page of `GET /admin/pricing/tiers` holds at most: the largest tier (a fee for each
+ * fleet type there may be, the longest label and note) is some 10.5 KB, and a page is one
+ * NATS reply (test/unit/pricing/list-size.test.ts).
+ */
+export const TIER_PAGE_MAX = 50;
+
+/**
  * `current`: the latest revision of its place; `tierRemoved`: that latest revision is a
  * removal, so no revision of the tier prices trips now.
  */
-function toTierView(
+export function toTierView(
   record: TierRevisionRecord,
   { current, tierRemoved }: { current: boolean; tierRemoved: boolean },
 ) {
@@ -189,15 +205,18 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         path: '/pricing/tiers',
         message: 'Pricing tiers retrieved',
         summary: 'The current pricing tiers (country, state, city)',
-        response: Joi.array().items(tierView),
+        description: `By place (country, then its states and cities), \`limit\` (at most ${TIER_PAGE_MAX}) and \`offset\` at a time.`,
+        response: Joi.array().items(tierView).max(TIER_PAGE_MAX),
       },
       params: Joi.object({
         countryCode: countryCode(),
         level: Joi.string().valid(...TIER_LEVELS),
         includeDeleted: fromUrl(Joi.boolean().default(false)),
+        ...pageParams(),
+        limit: fromUrl(Joi.number().integer().min(1).max(TIER_PAGE_MAX).default(TIER_PAGE_MAX)),
       }),
       async handler(ctx) {
-        const { countryCode, level, includeDeleted } = ctx.params;
+        const { countryCode, level, includeDeleted, limit, offset } = ctx.params;
         const records = await models()
           .TierRevision.find({
             ...(countryCode ? { countryCode } : {}),
@@ -209,6 +228,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         return records
           .filter((r) => !seen.has(r.scopeKey) && seen.add(r.scopeKey))
           .filter((r) => includeDeleted || !r.deleted)
+          .slice(offset, offset + limit)
           .map((r) => toTierView(r, { current: true, tierRemoved: r.deleted }));
       },
     }),
@@ -291,8 +311,8 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
       params: documented(
         Joi.object({
           ...scopeParams,
-          label: Joi.string().trim().max(100).allow(null),
-          note: Joi.string().trim().max(500).allow(null),
+          label: plainText(100).allow(null),
+          note: plainText(500).allow(null),
           expectedRevision: Joi.number().integer().min(0),
           rates: Joi.object().required(),
         })

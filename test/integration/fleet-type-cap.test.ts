@@ -1,4 +1,4 @@
-import { FLEET_TYPES_MAX } from '../../services/geo/schemas';
+import { FLEET_TYPES_MAX } from '../../libs/contracts/geo';
 import { adminHeaders, expectErrorEnvelope, request } from '../support/http';
 import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 

@@ -380,13 +380,25 @@ describe('POST /api/pricing, Mode A (saved packages)', () => {
 });
 
 describe('tariff administration', () => {
-  it('lists the starting tiers: the country, every state, the big cities', async () => {
-    const reply = await admin('GET', '/admin/pricing/tiers?countryCode=NG');
-    expect(reply.status).toBe(200);
-    const tiers = reply.body.data as { level: string; state: string; city: string }[];
+  it('lists the starting tiers a page at a time: the country, every state, the big cities', async () => {
+    const tiers: { id: string; level: string; state: string; city: string }[] = [];
+    for (let offset = 0; ; offset += 50) {
+      const reply = await admin('GET', `/admin/pricing/tiers?countryCode=NG&offset=${offset}`);
+      expect(reply.status).toBe(200);
+      expect(reply.body.data.length).toBeLessThanOrEqual(50);
+      tiers.push(...reply.body.data);
+      if (reply.body.data.length < 50) break;
+    }
+    expect(tiers.length).toBeGreaterThan(50);
+    expect(new Set(tiers.map((t) => t.id)).size).toBe(tiers.length);
     expect(tiers.filter((t) => t.level === 'country')).toHaveLength(1);
     expect(tiers.filter((t) => t.level === 'state')).toHaveLength(37);
     expect(tiers.some((t) => t.city === 'Eti Osa' && t.state === 'Lagos')).toBe(true);
+    const few = await admin('GET', '/admin/pricing/tiers?countryCode=NG&limit=3&offset=1');
+    expect(few.body.data.map((t: { id: string }) => t.id)).toEqual(
+      tiers.slice(1, 4).map((t) => t.id),
+    );
+    expectErrorEnvelope(await admin('GET', '/admin/pricing/tiers?limit=51'), 400, /limit/);
   });
 
   it('a new revision changes prices, and the old one stays readable', async () => {
@@ -586,6 +598,28 @@ describe('tariff administration', () => {
       }),
       400,
       /openingTime \(19:00\) must be before closingTime/,
+    );
+    const fleetFeesKobo = Object.fromEntries(
+      Array.from({ length: 101 }, (_, n) => [`fleet-${n}`, 100]),
+    );
+    expectErrorEnvelope(
+      await admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state: 'Kano',
+        rates: { fleetFeesKobo: { default: 0, ...fleetFeesKobo } },
+      }),
+      400,
+      /fleetFeesKobo takes a default and at most 100 fleet types' codes/,
+    );
+    expectErrorEnvelope(
+      await admin('PUT', '/admin/pricing/tiers', {
+        countryCode: 'NG',
+        state: 'Kano',
+        label: 'Kano\u001b[2J',
+        rates: { includedWeightKg: 2 },
+      }),
+      400,
+      /label must be plain text/,
     );
     expectErrorEnvelope(await request(stack.node.url, 'GET', '/admin/pricing/tiers'), 401);
   });

@@ -1,4 +1,4 @@
-import { FLEET_TYPES_MAX } from '../../../services/geo/schemas';
+import { FLEET_TYPES_MAX } from '../../../libs/contracts/geo';
 import type { FleetTypeRecord } from '../../../services/geo/store';
 import { toFleetTypeDetail, toFleetTypeItem } from '../../../services/geo/views';
 import { NATS_MAX_PAYLOAD, PACKET_ALLOWANCE } from '../../support/message-size';
