@@ -3,7 +3,7 @@ import { backoffMs } from '../backoff';
 import type { Config } from '../config';
 import { runInLanes } from '../lanes';
 import { Periodic } from '../periodic';
-import { escapeRegExp } from '../text';
+import { clipForJson, escapeRegExp } from '../text';
 import { termiiNumber, type Channel, type ChannelSender } from './channels';
 
 /**
@@ -293,9 +293,20 @@ export class OutboxSender {
    */
   private describe(err: unknown, message: OutboxMessage): string {
     const text = withoutAddress(err instanceof Error ? err.message : String(err), message);
-    return this.live && message.secret ? text.replace(/\d{4,}/g, '[digits]') : text;
+    const told = this.live && message.secret ? text.replace(/\d{4,}/g, '[digits]') : text;
+    return keptError(told);
   }
 }
+
+/**
+ * The most of a send's error a message keeps, in bytes of JSON: an SMTP server's or a
+ * gateway's answer is quoted whole in it, and a delivery's messages (some 40) are listed in
+ * one NATS reply (decision 33).
+ */
+export const LAST_ERROR_MAX_BYTES = 512;
+
+/** An error as a message keeps and support reads it: at most `LAST_ERROR_MAX_BYTES`. */
+export const keptError = (error: string) => clipForJson(error, LAST_ERROR_MAX_BYTES);
 
 /** The shortest address worth masking: `a@b.c`, or five digits. */
 const MIN_ADDRESS_LENGTH = 5;

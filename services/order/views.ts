@@ -2,6 +2,7 @@ import type { ResolvedAddress } from '../../libs/contracts/geo';
 import type { CheckoutStart } from '../../libs/contracts/payment';
 import type { DeliveryFeeBlock } from '../../libs/contracts/pricing';
 import { formatKg, formatNaira } from '../../libs/money';
+import { keptError } from '../../libs/messaging/outbox-sender';
 import { readable } from '../../libs/text';
 import type { CourierOnDelivery } from './courier-view';
 import {
@@ -209,7 +210,8 @@ export function toNotificationView(message: NotificationRecord, showText: boolea
     text: showText ? message.text : null,
     status: message.status,
     attempts: message.attempts ?? 0,
-    lastError: message.lastError ?? null,
+    // Kept whole before LAST_ERROR_MAX_BYTES.
+    lastError: message.lastError ? keptError(message.lastError) : null,
     createdAt: new Date(message.createdAt).toISOString(),
     sentAt: iso(message.sentAt),
   };

@@ -2,6 +2,8 @@ import { ServiceBroker } from 'moleculer';
 import { loadConfig } from '../../../../libs/config';
 import type { ChannelSender, OutgoingMessage } from '../../../../libs/messaging/channels';
 import {
+  keptError,
+  LAST_ERROR_MAX_BYTES,
   OutboxSender,
   withoutAddress,
   type OutboxMessage,
@@ -212,6 +214,22 @@ describe('OutboxSender', () => {
       'retry mail 1: 550 5.1.1 <[recipient]>: Recipient address rejected',
       'retry sms 1: Termii answered HTTP 400: {"message":"[recipient] is on DND"}',
     ]);
+  });
+
+  it('keeps at most LAST_ERROR_MAX_BYTES of an error, as a provider quotes a long answer', async () => {
+    const { store, writes } = memoryOutbox([message({ secret: false })]);
+    const long = `554 5.7.1 refused: ${'\u0001漢'.repeat(20_000)}`;
+    const refusing: ChannelSender = {
+      send: async () => {
+        throw new Error(long);
+      },
+    };
+    await senderOver(store, refusing, 'staging').sendDue(new Date());
+    expect(writes).toHaveLength(1);
+    const kept = writes[0].replace(/^retry m1 1: /, '');
+    expect(kept).toMatch(/^554 5\.7\.1 refused: ␁漢␁漢.*…$/);
+    expect(Buffer.byteLength(JSON.stringify(kept)) - 2).toBeLessThanOrEqual(LAST_ERROR_MAX_BYTES);
+    expect(keptError(kept)).toBe(kept);
   });
 
   it('fails a message with no address at once, naming what is missing', async () => {
