@@ -451,8 +451,11 @@ const declaredEnvSchema = Joi.object({
     ),
   CDN_BASE_URL: Joi.string()
     .uri({ scheme: ['https', 'http'] })
+    .max(426)
     .default('https://cdn.waybill.local')
-    .description('Public base URL of hosted files: `<CDN_BASE_URL>/<key>`'),
+    .description(
+      'Public base URL of hosted files: `<CDN_BASE_URL>/<key>`; at most 426 characters, so that a hosted URL (`/` and a key of 85) fits a package image or a profile photo (512) and a list of 1,000 files one NATS reply',
+    ),
   PACKAGE_MAX_OPEN: Joi.number()
     .integer()
     .min(1)

@@ -395,6 +395,7 @@ describe('loadConfig errors', () => {
     ['S3_BUCKET', 'UPPER'],
     ['CDN_BASE_URL', 'not a url'],
     ['CDN_BASE_URL', 'ftp://cdn.example.com'],
+    ['CDN_BASE_URL', `https://cdn.example.com/${'a'.repeat(403)}`],
     ['LOG_LEVEL', 'verbose'],
     ['LOG_FORMAT', 'xml'],
     ['QUOTA_LIMIT', '0'],
