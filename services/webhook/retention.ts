@@ -24,11 +24,18 @@ export const RETENTION_ROUND = 2_000;
 const CLAIM_STALE_MS = 5 * 60_000;
 
 /** What a sweep deletes, as the counter labels it. */
-export const RETIRED_KINDS = ['message', 'attempt', 'event', 'lane', 'list'] as const;
+export const RETIRED_KINDS = ['message', 'attempt', 'event', 'lane', 'list', 'endpoint'] as const;
 export type RetiredKind = (typeof RETIRED_KINDS)[number];
 export type RetiredCounts = Record<RetiredKind, number>;
 
-const noneRetired = (): RetiredCounts => ({ message: 0, attempt: 0, event: 0, lane: 0, list: 0 });
+const noneRetired = (): RetiredCounts => ({
+  message: 0,
+  attempt: 0,
+  event: 0,
+  lane: 0,
+  list: 0,
+  endpoint: 0,
+});
 
 /** When a message last finished: a replay after a delivery may fail, and the other way round. */
 export function finishedAt(message: MessageRecord): number {
@@ -111,7 +118,7 @@ export class RetentionSweep {
         if (!walked.more || budget <= 0 || this.periodic.stopping) break;
       }
     }
-    if (deleted.message + deleted.list > 0) {
+    if (deleted.message + deleted.list + deleted.endpoint > 0) {
       this.deps.counted?.(deleted);
       this.deps.logger().info('webhook retention deleted what it kept long enough', { deleted });
     }
@@ -142,6 +149,12 @@ export class RetentionSweep {
     const nothing = { deleted: noneRetired(), judged: 0, more: false };
     const entries = await store.oldestMessages(webhookId, size);
     if (entries.length === 0) {
+      // A deleted endpoint whose messages are all gone: forgotten once deleted a retention
+      // ago, when no change racing its deletion can still be under way.
+      if (await store.forgetDeletedEndpoint(webhookId, new Date(now.getTime() - retentionMs))) {
+        this.notBefore.delete(webhookId);
+        return { ...nothing, deleted: { ...noneRetired(), endpoint: 1 } };
+      }
       this.notBefore.set(webhookId, now.getTime() + retentionMs);
       return nothing;
     }
@@ -170,7 +183,7 @@ export class RetentionSweep {
       );
       await store.passMessages(webhookId, going[going.length - 1].entry.n + 1);
       return {
-        deleted: { ...retired, event },
+        deleted: { ...retired, event, endpoint: 0 },
         judged: going.length,
         more: going.length === entries.length && entries.length === size,
       };

@@ -710,6 +710,18 @@ export class WebhookStore {
     return found.map((e) => e._id);
   }
 
+  /**
+   * Deletes the endpoint's document when its deletion was recorded at or before `before`:
+   * called once its list of messages is empty, so nothing reads it any more but the sweep's
+   * scan (`endpointIds`), which deleted endpoints would otherwise grow for good. Its deletion
+   * record stays, read by `_id` alone: a late change still finds it. True when deleted.
+   */
+  async forgetDeletedEndpoint(webhookId: string, before: Date): Promise<boolean> {
+    const deletion = await this.m.EndpointDeletion.findById(webhookId).lean<{ at: Date }>();
+    if (!deletion || new Date(deletion.at).getTime() > before.getTime()) return false;
+    return (await this.m.Endpoint.deleteOne({ _id: webhookId })).deletedCount > 0;
+  }
+
   /** The endpoint's oldest messages still listed: its list's entries from the floor up. */
   oldestMessages(webhookId: string, most: number): Promise<OwnerListEntry[]> {
     return this.messagesByEndpoint.oldestFirst(webhookId, most);

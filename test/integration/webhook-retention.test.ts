@@ -147,7 +147,7 @@ it('deletes what finished longer ago than the retention, never what is still to 
   // Past the first two's: they go with their attempts, their entries (and claims) of the list,
   // and the lane's mark; their events stay, the failing endpoint's messages need them.
   const swept = await sweeper().sweep(later(RETENTION_MS + 2_001));
-  expect(swept).toEqual({ message: 2, attempt: 4, event: 0, lane: 1, list: 4 });
+  expect(swept).toEqual({ message: 2, attempt: 4, event: 0, lane: 1, list: 4, endpoint: 0 });
   expect(await remaining(sent._id)).toEqual([third]);
   expect(
     await present(
@@ -177,7 +177,7 @@ it('deletes what finished longer ago than the retention, never what is still to 
     await finish(id, later(11 * RETENTION_MS), { status: 'FAILED', attempts: 2 });
   }
   const last = await sweeper().sweep(later(12 * RETENTION_MS + 1));
-  expect(last).toEqual({ message: 3, attempt: 6, event: 3, lane: 1, list: 6 });
+  expect(last).toEqual({ message: 3, attempt: 6, event: 3, lane: 1, list: 6, endpoint: 0 });
   expect(
     await present(
       'Event',
@@ -185,6 +185,39 @@ it('deletes what finished longer ago than the retention, never what is still to 
     ),
   ).toBe(0);
   expect(await remaining(failing._id)).toEqual([]);
+});
+
+it('forgets a deleted endpoint once its messages are gone and its deletion a retention old, once', async () => {
+  const userId = randomUUID();
+  const deleted = endpointRecord(userId);
+  const live = endpointRecord(userId);
+  await store.insertEndpoint(deleted);
+  await store.insertEndpoint(live);
+  const events = await publish(userId, 2);
+  for (const id of [...ids(deleted._id, events), ...ids(live._id, events)]) {
+    await finish(id, later(1_000));
+  }
+  await store.deleteEndpoint(deleted._id, later(2_000));
+  const scanned = async () => (await store.endpointIds()).filter((id) => id === deleted._id);
+
+  // Its messages go after the retention; the endpoint stays a retention after its deletion.
+  const messagesGone = await sweeper().sweep(later(RETENTION_MS + 1_001));
+  expect(messagesGone).toMatchObject({ message: 4, endpoint: 0 });
+  expect(await sweeper().sweep(later(RETENTION_MS + 1_999))).toMatchObject({ endpoint: 0 });
+  expect(await scanned()).toEqual([deleted._id]);
+
+  // Replicas sweeping at once forget it once; the live endpoint, its list empty too, stays.
+  const now = later(RETENTION_MS + 2_000);
+  const rounds = await Promise.all([sweeper(), sweeper(), sweeper()].map((s) => s.sweep(now)));
+  expect(rounds.reduce((sum, r) => sum + r.endpoint, 0)).toBe(1);
+  expect(await scanned()).toEqual([]);
+  expect(await store.endpoint(deleted._id)).toBeNull();
+  expect(await store.endpoint(live._id)).toMatchObject({ deleted: false });
+  expect(await sweeper().sweep(later(2 * RETENTION_MS))).toMatchObject({ endpoint: 0 });
+  // A change that arrives late still finds its deletion, and writes nothing.
+  expect(await store.updateEndpoint(deleted._id, { description: 'late' })).toBe(false);
+  expect(await store.endpoint(deleted._id)).toBeNull();
+  expect((await store.endpointsOf(userId, 'staging')).map((e) => e._id)).toEqual([live._id]);
 });
 
 it('queues again the first message still to send that nothing would send, once, and only once its publication is over', async () => {
@@ -307,6 +340,7 @@ it('deletes each document once when replicas sweep at once, a batch at a time', 
     event: sum.event + r.event,
     lane: sum.lane + r.lane,
     list: sum.list + r.list,
+    endpoint: sum.endpoint + r.endpoint,
   }));
   // Every record of the two endpoints once: a message, an attempt and an entry with its claim
   // each, an event per pair of messages, a lane per endpoint.
@@ -316,6 +350,7 @@ it('deletes each document once when replicas sweep at once, a batch at a time', 
     event: count,
     lane: 2,
     list: 4 * count,
+    endpoint: 0,
   });
   expect(await present('Message', messages)).toBe(0);
   expect(
