@@ -28,7 +28,8 @@ export function leadingItemsThatFit(items: readonly unknown[], budget = REPLY_DA
  */
 export function pageInOneReply<T>(page: T[], alwaysFit: number, items: string): T[] {
   if (page.length <= alwaysFit) return page;
-  const fit = leadingItemsThatFit(page);
+  // At least one: only items stored under older limits could each outgrow a reply.
+  const fit = Math.max(leadingItemsThatFit(page), 1);
   if (fit === page.length) return page;
   const message = `these ${page.length} ${items} are too large to answer at once; ask for them with limit=${fit} or less`;
   throw validationError([{ field: 'limit', message }], `limit: ${message}`);

@@ -247,8 +247,15 @@ export const pageParams = () => ({
   offset: fromUrl(Joi.number().integer().min(0).max(1_000_000).default(0)),
 });
 
+/** The control characters plain text refuses (all but tabs and line breaks), for patterns. */
+export const CONTROL_CHARACTERS = '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f';
+
 /** No control characters but tabs and line breaks: how the document states `plainText`. */
-const PLAIN_TEXT_PATTERN = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$';
+const PLAIN_TEXT_PATTERN = `^[^${CONTROL_CHARACTERS}]*$`;
+
+/** What a `plainText` refusal says. */
+export const NOT_PLAIN_TEXT =
+  '{{#label}} must be plain text: no control characters other than tabs and line breaks';
 
 /**
  * Text people type: trimmed, at most `max` characters, no control characters but tabs and
@@ -259,13 +266,10 @@ export const plainText = (max: number) =>
     .custom((value: string, helpers) =>
       value.search(UNSHOWN) >= 0 ? helpers.error('string.plainText') : value,
     )
-    .messages({
-      'string.plainText':
-        '{{#label}} must be plain text: no control characters other than tabs and line breaks',
-    });
+    .messages({ 'string.plainText': NOT_PLAIN_TEXT });
 
 /** The longest a person's name may be. */
 export const PERSON_NAME_MAX = 120;
 
-/** A person's name as people type it: plain text, so at most three bytes a character in JSON. */
+/** A person's name as people type it: plain text, so at most four bytes a character in JSON. */
 export const personName = () => plainText(PERSON_NAME_MAX).min(1);

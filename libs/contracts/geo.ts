@@ -76,7 +76,7 @@ export const latitude = () => Joi.number().min(-90).max(90);
 export const longitude = () => Joi.number().min(-180).max(180);
 /**
  * The longest each text of an address input may be, in characters. Plain text: a stop's texts
- * are stored and listed with its delivery, and each character is then at most three bytes of a
+ * are stored and listed with its delivery, and each character is then at most four bytes of a
  * list's one NATS message (a control character would be six).
  */
 export const ADDRESS_TEXT_LIMITS = {

@@ -10,6 +10,7 @@ import { shownSteps, type DeliveryRecord, type StoredAddress } from './delivery-
 import { UNDER_WAY } from './eta';
 import { isMatchingEligible, isTerminal, type DeliveryStatus } from './lifecycle';
 import { projectMap } from './tracking-map';
+import { readable } from '../../libs/text';
 
 /**
  * The public tracking page's view of a delivery. The tracking id is all a visitor needs, and
@@ -127,7 +128,8 @@ export function statusTextOf(
 /** The first word of a name: `Ada Obi` → `Ada`; null when there is no name. */
 export function firstName(name: unknown): string | null {
   if (typeof name !== 'string') return null;
-  const first = name.trim().split(/\s+/)[0];
+  // Readable: a name stored before names were plain text may hold control characters.
+  const first = readable(name).trim().split(/\s+/)[0];
   return first ? first : null;
 }
 

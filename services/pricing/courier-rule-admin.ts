@@ -5,6 +5,8 @@ import type { ServiceDatabase } from '../../libs/mongo';
 import { Turns } from '../../libs/turns';
 import {
   BLANK,
+  CONTROL_CHARACTERS,
+  NOT_PLAIN_TEXT,
   TRIMMED_CHARACTERS,
   countryCode,
   documented,
@@ -24,6 +26,7 @@ import {
 } from './courier-rule-store';
 import type { PricingModels } from './store';
 import { AREA_NAME_MAX } from '../../libs/contracts/geo';
+import { UNSHOWN } from '../../libs/text';
 import { COURIER_RULES_CHANGED_EVENT } from '../../libs/contracts/pricing';
 import { announceStored } from '../../libs/announce';
 import { findArea, missingPlace } from './places';
@@ -69,9 +72,9 @@ const ruleView = view('CourierPricingRule', {
   updatedAt: Joi.string().isoDate(),
 });
 
-const kept = `[^,${TRIMMED_CHARACTERS}]`;
-/** One name of an area: up to AREA_NAME_MAX characters once trimmed, no comma. */
-const areaName = `${BLANK}*${kept}(?:[^,]{0,${AREA_NAME_MAX - 2}}${kept})?${BLANK}*`;
+const kept = `[^,${TRIMMED_CHARACTERS}${CONTROL_CHARACTERS}]`;
+/** One name of an area: up to AREA_NAME_MAX characters of plain text once trimmed, no comma. */
+const areaName = `${BLANK}*${kept}(?:[^,${CONTROL_CHARACTERS}]{0,${AREA_NAME_MAX - 2}}${kept})?${BLANK}*`;
 
 /** "Lagos" or "Ikeja, Lagos", read into an area; the pattern is what is accepted. */
 const areaText = () =>
@@ -79,12 +82,16 @@ const areaText = () =>
     .custom((text: string, helpers) => {
       const area = parseArea(text);
       if (!area) return helpers.error('any.invalid');
-      const long = [area.state, area.lgaOrCity].some((n) => n && characterCount(n) > AREA_NAME_MAX);
+      const names = [area.state, area.lgaOrCity].filter((n) => n !== undefined);
+      // Plain text, as geo.findArea takes names: its refusal would name fields the rule has not.
+      if (names.some((n) => n.search(UNSHOWN) >= 0)) return helpers.error('string.plainText');
+      const long = names.some((n) => characterCount(n) > AREA_NAME_MAX);
       return long ? helpers.error('string.areaName') : area;
     })
     .messages({
       'any.invalid': '{{#label}} must be a state ("Lagos") or "LGA, state" ("Ikeja, Lagos")',
       'string.areaName': `{{#label}}: a state or LGA name has at most ${AREA_NAME_MAX} characters`,
+      'string.plainText': NOT_PLAIN_TEXT,
     });
 
 const ruleFields = {

@@ -91,7 +91,7 @@ const tariffShape = Joi.object({
       .pattern(/^[a-z][a-z0-9-]{1,31}$/, kobo())
       .max(FLEET_FEES_MAX)
       .messages({
-        'object.max': `{{#label}} takes a default and at most ${FLEET_TYPES_MAX} fleet types' codes`,
+        'object.max': `{{#label}} takes at most ${FLEET_FEES_MAX} fees: \`default\` and one for each fleet type there may be (${FLEET_TYPES_MAX})`,
       }),
     { maxProperties: FLEET_FEES_MAX },
   ),

@@ -609,7 +609,7 @@ describe('tariff administration', () => {
         rates: { fleetFeesKobo: { default: 0, ...fleetFeesKobo } },
       }),
       400,
-      /fleetFeesKobo takes a default and at most 100 fleet types' codes/,
+      /fleetFeesKobo takes at most 101 fees: `default` and one for each fleet type there may be \(100\)/,
     );
     expectErrorEnvelope(
       await admin('PUT', '/admin/pricing/tiers', {

@@ -35,6 +35,11 @@ describe('pageInOneReply', () => {
     expect(pageInOneReply(tooLarge, 11, 'items')).toBe(tooLarge);
   });
 
+  it('names a limit of 1 when not even the first item fits (one kept under older limits)', () => {
+    const huge = Array.from({ length: 2 }, () => 'x'.repeat(1_000_000));
+    expect(() => pageInOneReply(huge, 1, 'items')).toThrow(/ask for them with limit=1 or less/);
+  });
+
   it('refuses a page that does not fit with a 400 on limit naming what fits', () => {
     const page = Array.from({ length: 11 }, () => large);
     expect(() => pageInOneReply(page, 5, 'items')).toThrow(

@@ -9,7 +9,7 @@ import { validate } from '../../../libs/validation';
 import { COURIER_TEXT_LIMITS } from '../../../services/courier-matching/schemas';
 import { resolvePlace } from '../../../services/geo/address';
 import type { CourierOnDelivery } from '../../../services/order/courier-view';
-import type { StoredAddress } from '../../../services/order/delivery-record';
+import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
 import {
   DELIVERIES_ALWAYS_FIT,
   DELIVERY_PAGE_MAX,
@@ -56,8 +56,22 @@ const largestCourier: CourierOnDelivery = {
 function toDeliveryViews() {
   const stops = { origin: largestStop('origin'), destination: largestStop('destination') };
   const cases = deliveries(stops, LARGEST_REQUEST_TEXTS);
+  // What the cases leave short: a fleet type named before names were plain text, with the
+  // longest icon; the longest failure, tariff version and payment links (2,048-character URLs).
+  const link = `https://${'l'.repeat(2048 - 8)}`;
+  const largest = (delivery: DeliveryRecord): DeliveryRecord => ({
+    ...delivery,
+    fleetType: { ...delivery.fleetType, name: '\u0001'.repeat(60), icon: link },
+    failure: { reason: widest(300), at: new Date() },
+    tariffVersion: `NG@${Number.MAX_SAFE_INTEGER}/${widest(AREA_NAME_MAX)}@${Number.MAX_SAFE_INTEGER}/${widest(AREA_NAME_MAX)}@${Number.MAX_SAFE_INTEGER}`,
+    payment: {
+      ...delivery.payment,
+      creator: { ...delivery.payment.creator, checkoutUrl: link },
+      recipient: { ...delivery.payment.recipient, checkoutUrl: link },
+    },
+  });
   const views = Object.values(cases).map(({ delivery, addresses }) =>
-    toDeliveryView(delivery, addresses, largestCourier),
+    toDeliveryView(largest(delivery), addresses, largestCourier),
   );
   const bytes = (view: object) => Buffer.byteLength(JSON.stringify(view));
   return views.reduce((a, b) => (bytes(b) > bytes(a) ? b : a));
@@ -78,7 +92,7 @@ describe('the largest GET /api/deliveries', () => {
   it('refuses a larger page of them with a 400 naming the largest limit that fits', () => {
     expect(largestAllowed(listParams.extract('limit'))).toBe(DELIVERY_PAGE_MAX);
     const fit = Math.floor(
-      (NATS_MAX_PAYLOAD - PACKET_ALLOWANCE - 2) / (Buffer.byteLength(JSON.stringify(largest)) + 1),
+      (NATS_MAX_PAYLOAD - PACKET_ALLOWANCE - 1) / (Buffer.byteLength(JSON.stringify(largest)) + 1),
     );
     expect(fit).toBeGreaterThanOrEqual(DELIVERIES_ALWAYS_FIT);
     expect(fit).toBeLessThan(DELIVERY_PAGE_MAX);

@@ -84,6 +84,8 @@ describe('firstName and placeName', () => {
     expect(firstName('  Ada   Obi ')).toBe('Ada');
     expect(firstName('')).toBeNull();
     expect(firstName(undefined)).toBeNull();
+    // A name stored before names were plain text: its controls shown, never sent raw.
+    expect(firstName('Ada\u001b[2J Obi')).toBe('Ada␛[2J');
     expect(placeName({ lgaOrCity: 'Ikeja', state: 'Lagos', country: 'Nigeria' })).toBe(
       'Ikeja, Lagos',
     );

@@ -28,7 +28,7 @@ describe('courier rule areas', () => {
 
   it('are documented as exactly what is accepted (property)', () => {
     const part = fc.string({
-      unit: fc.constantFrom('a', 'Z', ' ', '\t', '-', 'é', '\u00a0'),
+      unit: fc.constantFrom('a', 'Z', ' ', '\t', '-', 'é', '\u00a0', '\u0001', '\u000b', '\u0085'),
       maxLength: 110,
     });
     const areas = fc.oneof(
@@ -50,6 +50,19 @@ describe('courier rule areas', () => {
     expect(accepted('😀'.repeat(100))).toBe(true);
     expect(accepted('😀'.repeat(101))).toBe(false);
     expect(new RegExp(from.pattern as string, 'u').test('😀'.repeat(60))).toBe(true);
+  });
+
+  it('refuse control characters, as geo.findArea does, naming the field', () => {
+    const { error } = params.validate({
+      courierId: '7a0d5d44-2f7c-4b7e-8d4e-1c2b3a4d5e6f',
+      from: 'Ikeja\u001b, Lagos',
+      to: 'Lagos',
+      amountKobo: 1,
+    });
+    expect(error?.message).toBe(
+      '"from" must be plain text: no control characters other than tabs and line breaks',
+    );
+    expect(matches(from, 'Ikeja\u001b, Lagos')).toBe(false);
   });
 
   it.each([['Lagos'], ['Ikeja, Lagos'], [' Eti-Osa ,Lagos ']])('accept %j', (text) => {

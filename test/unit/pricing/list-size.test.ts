@@ -26,7 +26,7 @@ describe('the largest GET /admin/pricing/tiers', () => {
     const more = { ...rates.fleetFeesKobo, [code(FLEET_TYPES_MAX)]: 1 };
     expect(() =>
       validate(completeTariffSchema, { ...NIGERIA_COUNTRY_TARIFF, fleetFeesKobo: more }),
-    ).toThrow(/takes a default and at most 100 fleet types' codes/);
+    ).toThrow(/takes at most 101 fees: `default` and one for each fleet type there may be \(100\)/);
   });
 
   it(`fits in one NATS message at the largest page, ${TIER_PAGE_MAX} tiers`, () => {
