@@ -380,7 +380,7 @@ export function createOrderService(config: Config): ServiceDefinition {
           message: 'Delivery request cancelled',
           summary: 'Cancel a delivery request before its packages are collected',
           description:
-            'Allowed while the delivery is REQUEST_CREATED, COURIER_ASSIGNED or ARRIVED_AT_PICKUP, at most twice every 3 hours per account. What was paid goes back to your wallet, once; the packages are free again.',
+            'Allowed while the delivery is REQUEST_CREATED, COURIER_ASSIGNED or ARRIVED_AT_PICKUP, at most twice every 3 hours per account. What was paid goes back once: your share to your wallet, a recipient’s share to the recipient at the payment provider; the packages are free again.',
           response: cancelledView,
           errors: {
             400: 'The delivery cannot be cancelled in its status, or two cancels in the last 3 hours',

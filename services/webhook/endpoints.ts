@@ -165,7 +165,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
     if (!endpoint || endpoint.userId !== userId) return null;
     const changed = (since: string) =>
       conflict(
-        `This Idempotency-Key registered webhook ${webhookId}, ${since} since; read it with GET /api/webhooks/${webhookId}, or send a new key to register another`,
+        `This Idempotency-Key registered webhook ${webhookId}, ${since} since; find it in GET /api/webhooks, or send a new key to register another`,
       );
     if (!(await isLiveOf(endpoint, userId))) throw changed('deleted');
     // By its secrets, not `secretVersion`: a rotation may have stored its secret alone.

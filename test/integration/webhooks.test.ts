@@ -292,7 +292,9 @@ describe('webhook endpoints', () => {
     expectErrorEnvelope(
       await register(),
       409,
-      new RegExp(`registered webhook ${id}, its secret rotated since`),
+      new RegExp(
+        `registered webhook ${id}, its secret rotated since; find it in GET /api/webhooks,`,
+      ),
     );
     // Deleted since: the same.
     const deletedKey = randomUUID();
