@@ -241,6 +241,14 @@ export const naira = () => decimalNumber(2, 'NGN to the kobo');
 /** A weight in kg, to the gram it is kept in (answers spell it with five decimals). */
 export const kilograms = () => decimalNumber(3, 'kg to the gram');
 
+/**
+ * The params of a page people open from a link (the tracking and checkout pages): what else
+ * the link carries in its query (`fbclid`, `utm_source`, which apps and link shorteners add to
+ * links people tap) is ignored, not refused, so that a forwarded link still opens.
+ */
+export const linkedPage = <T extends Joi.ObjectSchema>(schema: T): T =>
+  schema.pattern(/^/, Joi.any().strip());
+
 /** `limit` and `offset` of a paged list: a page never outgrows one NATS message. */
 export const pageParams = () => ({
   limit: fromUrl(Joi.number().integer().min(1).max(500).default(100)),
@@ -263,8 +271,10 @@ export const NOT_PLAIN_TEXT =
  */
 export const plainText = (max: number) =>
   documented(Joi.string().trim().max(max), { pattern: PLAIN_TEXT_PATTERN })
+    // The text as sent: trimming takes a vertical tab or form feed off its ends, and the
+    // document's pattern refuses them wherever they are.
     .custom((value: string, helpers) =>
-      value.search(UNSHOWN) >= 0 ? helpers.error('string.plainText') : value,
+      String(helpers.original).search(UNSHOWN) >= 0 ? helpers.error('string.plainText') : value,
     )
     .messages({ 'string.plainText': NOT_PLAIN_TEXT });
 

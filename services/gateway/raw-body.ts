@@ -1,4 +1,4 @@
-import { payloadTooLarge } from '../../libs/errors';
+import { badRequest, payloadTooLarge } from '../../libs/errors';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
 
@@ -53,6 +53,10 @@ export function rawBodyReader(headerNames: string[], limit = RAW_BODY_LIMIT_BYTE
       chunks.push(chunk);
     });
     req.once('end', () => finish());
-    req.once('error', (err) => finish(err));
+    // The client went away mid-body (Node's `aborted`): a 400 of the request, as body-parser
+    // types the same for JSON routes, not an error of ours.
+    req.once('error', () =>
+      finish(badRequest('The request was cut off before its body ended; send it whole')),
+    );
   };
 }

@@ -153,7 +153,13 @@ export class TrackingStreams {
           if (!state.view.terminal) void this.refresh(trackingId, feed);
         }
       }
-      if (res.destroyed) throw new Error('client left');
+      if (res.destroyed) {
+        // The page left while its feed's first state was read: nobody to answer, no error of
+        // ours (the access log records its 499).
+        release();
+        if (feed.pages.size === 0) this.dispose(trackingId, feed);
+        return;
+      }
       this.join(trackingId, feed, res, release);
     } catch (err) {
       release();

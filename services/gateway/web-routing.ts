@@ -91,6 +91,20 @@ export function aliasResolver<Alias extends WebAlias>(): (
 /** What the route handler reads of a moleculer-web route. */
 export interface WebRoute {
   middlewares: Middleware[];
+  /** The route's base (`/api`), which moleculer-web matches as a bare string prefix. */
+  path?: string;
+}
+
+/**
+ * Whether the request only shares the route's base as text (`/apix` under `/api`): moleculer-web
+ * matches routes by `startsWith`, and would run the route's guards (a 401 without a key) for a
+ * path that is not under it. Such a request is no route's: a 404.
+ */
+export function outsideRoute(route: WebRoute, req: GatewayRequest): boolean {
+  const base = route.path ?? '';
+  if (base === '' || base.endsWith('/')) return false;
+  const next = (req.parsedUrl ?? req.originalUrl ?? '').charAt(base.length);
+  return next !== '' && next !== '/' && next !== '?';
 }
 
 /** What the route handler calls back into: moleculer-web's own `aliasHandler`. */
@@ -191,6 +205,7 @@ export function routeHandler<Alias extends WebAlias>(
 ): Promise<unknown> {
   req.$route = route;
   res.$route = route;
+  if (outsideRoute(route, req)) return Promise.resolve(null);
   return new Promise((resolve, reject) => {
     res.once('finish', () => resolve(true));
     res.once('close', () => resolve(true));

@@ -1,5 +1,5 @@
 import Joi from '../../libs/joi';
-import { naira, view } from '../../libs/schemas';
+import { linkedPage, naira, view } from '../../libs/schemas';
 
 /** Params and answers of the checkout actions; the answers are what /openapi.json documents. */
 
@@ -33,9 +33,11 @@ export const fundWalletParams = Joi.object<FundWalletParams>({
  * A page's reference as it comes in the URL: anything (the URL's own limit bounds it), so that
  * a malformed one, however long, is the same 404 page as an unknown one.
  */
-export const pageParams = Joi.object<{ reference: string }>({
-  reference: Joi.string().required(),
-});
+export const pageParams = linkedPage(
+  Joi.object<{ reference: string }>({
+    reference: Joi.string().required(),
+  }),
+);
 
 export interface WebhookParams {
   /** The request body's exact bytes, base64. */

@@ -149,11 +149,26 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
     }
   }
 
-  /** An endpoint's first signing secret, opened. */
+  /**
+   * An endpoint's first signing secret, opened, for a keyed registration answered again: a
+   * 409 when there is none (left by an older version's registration cut short) or it cannot
+   * be opened (sealed under an earlier WEBHOOK_SECRET_KEY), as the dispatcher fails those.
+   */
   async function firstSecret(webhookId: string): Promise<string> {
     const stored = await store.secret(webhookId, 1);
-    if (!stored) throw new Error(`webhook ${webhookId} has no first secret`);
-    return box.open(stored.sealed);
+    const opened = stored ? openedOrNull(stored.sealed) : null;
+    if (opened !== null) return opened;
+    throw conflict(
+      `This Idempotency-Key registered webhook ${webhookId}, whose secret cannot be read again; rotate it with POST /api/webhooks/${webhookId}/rotate-secret for a new one, or send a new key to register another`,
+    );
+  }
+
+  function openedOrNull(sealed: string): string | null {
+    try {
+      return box.open(sealed);
+    } catch {
+      return null;
+    }
   }
 
   /**

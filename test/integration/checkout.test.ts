@@ -198,6 +198,9 @@ describe('the sandbox checkout page', () => {
     expect(html).toContain(
       '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;Co&lt;/b&gt;',
     );
+    // A link tapped in an app carries parameters of its own: the page opens all the same.
+    const tapped = await pageText(`${pagePath(start.data.authorization_url)}?fbclid=IwAR0x`);
+    expect(tapped).toContain('&lt;b&gt;Co&lt;/b&gt;');
   });
 
   it.each([

@@ -393,6 +393,13 @@ describe('error envelope', () => {
     );
     const reply = await request(base, 'GET', '/api/nowhere', { headers: auth() });
     expectErrorEnvelope(reply, 404, /No route/);
+    // A path that only begins with a route's base is not under it: no guard of the route's
+    // answers it (a 401 asking for a key there would say the path exists).
+    for (const path of ['/apix', '/api-docs?x=1', '/filez', '/administer', '/couriers']) {
+      expectErrorEnvelope(await request(base, 'GET', path), 404, /No route/);
+      expectErrorEnvelope(await request(base, 'GET', path, { headers: auth() }), 404, /No route/);
+    }
+    expectErrorEnvelope(await request(base, 'GET', '/api'), 401);
   });
 
   it('internal actions and $node are not reachable', async () => {

@@ -193,6 +193,10 @@ describe('GET /track/:trackingId', () => {
     expect(html).toMatch(/role="status" aria-live="polite"/);
     expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/);
     expectNothingPrivate(html.replace(trackingId, ''));
+    // A link tapped in an app, or shortened, carries parameters of theirs: the page opens.
+    const tapped = await fetch(`${base()}/track/${trackingId}?fbclid=IwAR0x&utm_source=sms`);
+    expect(tapped.status).toBe(200);
+    expect(await tapped.text()).toContain('Your delivery is booked');
     // Cancelled: out of the way of the next test's courier, and told at load.
     expect((await cancelDelivery(base(), merchant, deliveryId)).status).toBe(201);
     const cancelled = await (await fetch(`${base()}/track/${trackingId}`)).text();

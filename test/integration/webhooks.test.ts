@@ -308,6 +308,23 @@ describe('webhook endpoints', () => {
     expect((await api(merchant, 'DELETE', `/api/webhooks/${made.body.data.id}`)).status).toBe(204);
     await forgetKeys();
     expectErrorEnvelope(await registerAs(deletedKey), 409, /deleted since/);
+    // Its first secret lost (an older version's registration cut short) or sealed under an
+    // earlier key: a 409 that says how to get a new one, not a 500.
+    const lostKey = randomUUID();
+    const lost = await registerAs(lostKey);
+    expect(lost.status).toBe(201);
+    const db = await openServiceDatabase(stack.iso, 'webhook');
+    try {
+      await db.collection('webhook_secrets').deleteMany({ webhookId: lost.body.data.id });
+    } finally {
+      await db.close();
+    }
+    await forgetKeys();
+    expectErrorEnvelope(
+      await registerAs(lostKey),
+      409,
+      `This Idempotency-Key registered webhook ${lost.body.data.id}, whose secret cannot be read again; rotate it with POST /api/webhooks/${lost.body.data.id}/rotate-secret for a new one, or send a new key to register another`,
+    );
     // Another user's same key registers their own.
     const other: Party = await createUserWithKey(base());
     const theirs = await request(base(), 'POST', '/api/webhooks', {

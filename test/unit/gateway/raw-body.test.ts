@@ -33,3 +33,19 @@ describe('rawBodyReader', () => {
     expect(streamed.body).toBeUndefined();
   });
 });
+
+describe('rawBodyReader, the client gone mid-body', () => {
+  it('passes on a 400 of the request, not an error of ours', async () => {
+    const req = fakeRequest({ method: 'POST', url: '/webhooks/x' });
+    const done = new Promise<unknown>((resolve) =>
+      rawBodyReader([], 16)(req, {} as never, resolve),
+    );
+    (req as unknown as NodeJS.WritableStream).write(Buffer.from('{"a"'));
+    req.emit('error', Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    expect(await done).toMatchObject({
+      type: 'BAD_REQUEST',
+      code: 400,
+      message: 'The request was cut off before its body ended; send it whole',
+    });
+  });
+});

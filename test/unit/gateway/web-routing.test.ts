@@ -9,6 +9,7 @@ import { collectRoutes } from '../../../services/gateway/routes';
 import {
   aliasResolver,
   asMoleculerError,
+  outsideRoute,
   routeHandler,
   type FoundAlias,
   type WebAlias,
@@ -147,6 +148,20 @@ describe('asMoleculerError', () => {
     // A system error's string code, without a status, stays a failure of ours.
     const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     expect(asMoleculerError(reset)).toMatchObject({ code: 500, type: undefined });
+  });
+});
+
+describe('outsideRoute', () => {
+  const under = (base: string, parsedUrl: string) =>
+    outsideRoute({ middlewares: [], path: base }, { parsedUrl } as never);
+
+  it('tells a path under the route from one that only begins with its letters', () => {
+    expect(under('/api', '/api')).toBe(false);
+    expect(under('/api', '/api/package')).toBe(false);
+    expect(under('/api', '/apix')).toBe(true);
+    expect(under('/courier', '/couriers/1')).toBe(true);
+    expect(under('', '/anything')).toBe(false);
+    expect(under('/', '/anything')).toBe(false);
   });
 });
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type Joi from '../../../libs/joi';
+import Joi from '../../../libs/joi';
 import joiToJson from 'joi-to-json';
 import { getCountries, getExampleNumber } from 'libphonenumber-js/max';
 import examples from 'libphonenumber-js/mobile/examples';
@@ -13,10 +13,11 @@ import {
   isHttpsUrl,
   kilograms,
   naira,
+  linkedPage,
   plainText,
   uuid,
 } from '../../../libs/schemas';
-import { VALIDATION_OPTIONS } from '../../../libs/validation';
+import { validate, VALIDATION_OPTIONS } from '../../../libs/validation';
 import { textsAboutMatching } from '../helpers';
 
 /** The `pattern` the OpenAPI document states for a joi schema. */
@@ -203,19 +204,56 @@ describe('plainText', () => {
     },
   );
 
-  it.each([['nul\u0000'], ['bell\u0007'], ['escape\u001b[31m'], ['lone \ud800'], ['\udc00 low']])(
-    'refuses %j with a message naming the field',
-    (text) => {
-      const { error } = schema.label('name').validate(text);
-      expect(error?.message).toBe(
-        '"name" must be plain text: no control characters other than tabs and line breaks',
-      );
-    },
-  );
+  it.each([
+    ['nul\u0000'],
+    ['bell\u0007'],
+    ['escape\u001b[31m'],
+    ['lone \ud800'],
+    ['\udc00 low'],
+    ['\u000bvertical tab first'],
+    ['form feed last\u000c'],
+  ])('refuses %j with a message naming the field', (text) => {
+    const { error } = schema.label('name').validate(text);
+    expect(error?.message).toBe(
+      '"name" must be plain text: no control characters other than tabs and line breaks',
+    );
+  });
 
   it('trims and bounds the length', () => {
     expect(schema.validate('  shoes  ').value).toBe('shoes');
     expect(schema.validate('x'.repeat(21)).error).toBeDefined();
+  });
+
+  it('accepts exactly what the document’s pattern does, blanks around it included (property)', () => {
+    const pattern = new RegExp(
+      (schema.describe() as { metas?: Record<string, { pattern?: string }>[] }).metas
+        ?.map((m) => Object.values(m)[0]?.pattern)
+        .find((p) => p !== undefined) ?? 'no pattern',
+    );
+    fc.assert(
+      fc.property(
+        fc.string({
+          unit: fc.constantFrom(
+            'a',
+            ' ',
+            '\t',
+            '\n',
+            '\u000b',
+            '\u000c',
+            '\u0001',
+            '\u0085',
+            '\u00a0',
+          ),
+          maxLength: 20,
+        }),
+        (text) => {
+          const accepted = schema.validate(text).error === undefined;
+          // The pattern is the rule on control characters; emptiness is joi's own (min).
+          if (text.trim() !== '') expect(accepted).toBe(pattern.test(text));
+        },
+      ),
+      { numRuns: 3000 },
+    );
   });
 
   it('never takes more than 3 bytes of JSON per character it accepts (property)', () => {
@@ -326,5 +364,15 @@ describe('e164Phone', () => {
       { numRuns: 3000 },
     );
     expect(accepted).toBeGreaterThan(100);
+  });
+});
+
+describe('linkedPage', () => {
+  it('ignores what else a link carries in its query, and keeps the page’s own params', () => {
+    const params = linkedPage(Joi.object({ reference: Joi.string().required() }));
+    expect(
+      validate(params, { reference: 'ck-1', fbclid: 'IwAR0x', utm_source: 'sms', 'a[b]': '1' }),
+    ).toEqual({ reference: 'ck-1' });
+    expect(() => validate(params, { fbclid: 'IwAR0x' })).toThrow(/reference/);
   });
 });
