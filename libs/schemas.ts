@@ -258,8 +258,11 @@ export const pageParams = () => ({
 /** The control characters plain text refuses (all but tabs and line breaks), for patterns. */
 export const CONTROL_CHARACTERS = '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f';
 
-/** No control characters but tabs and line breaks: how the document states `plainText`. */
-const PLAIN_TEXT_PATTERN = `^[^${CONTROL_CHARACTERS}]*$`;
+/**
+ * No control characters but tabs and line breaks, once trimmed: how the document states
+ * `plainText` (a vertical tab or form feed at an end is trimmed away, not refused).
+ */
+const PLAIN_TEXT_PATTERN = `^${BLANK}*[^${CONTROL_CHARACTERS}]*${BLANK}*$`;
 
 /** What a `plainText` refusal says. */
 export const NOT_PLAIN_TEXT =
@@ -271,10 +274,8 @@ export const NOT_PLAIN_TEXT =
  */
 export const plainText = (max: number) =>
   documented(Joi.string().trim().max(max), { pattern: PLAIN_TEXT_PATTERN })
-    // The text as sent: trimming takes a vertical tab or form feed off its ends, and the
-    // document's pattern refuses them wherever they are.
     .custom((value: string, helpers) =>
-      String(helpers.original).search(UNSHOWN) >= 0 ? helpers.error('string.plainText') : value,
+      value.search(UNSHOWN) >= 0 ? helpers.error('string.plainText') : value,
     )
     .messages({ 'string.plainText': NOT_PLAIN_TEXT });
 

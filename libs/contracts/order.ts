@@ -1,6 +1,6 @@
 import Joi from '../joi';
 import { onAreaGrid } from '../geodesy';
-import { linkedPage, uuid } from '../schemas';
+import { uuid } from '../schemas';
 import type { ResolvedAddress } from './geo';
 import type { Retry } from './retry';
 
@@ -198,11 +198,9 @@ export interface TrackingParams {
 // Any text, of any length: a mistyped id is an unknown one (404, saying what to do), not a
 // 400. Letters typed in lower case from a printed label are the same id. The HTTP server
 // bounds how long a path may be.
-export const trackingParams = linkedPage(
-  Joi.object<TrackingParams, true>({
-    trackingId: Joi.string().uppercase().required(),
-  }),
-);
+export const trackingParams = Joi.object<TrackingParams, true>({
+  trackingId: Joi.string().uppercase().required(),
+});
 
 /** A point of the tracking page's map drawing, in its own units (no coordinates on Earth). */
 export interface MapPoint {

@@ -98,7 +98,8 @@ export interface WebRoute {
 /**
  * Whether the request only shares the route's base as text (`/apix` under `/api`): moleculer-web
  * matches routes by `startsWith`, and would run the route's guards (a 401 without a key) for a
- * path that is not under it. Such a request is no route's: a 404.
+ * path that is not under it. Such a request is the root route's (`/`, logged and measured as
+ * every request is), which has no alias for it: a 404.
  */
 export function outsideRoute(route: WebRoute, req: GatewayRequest): boolean {
   const base = route.path ?? '';
@@ -107,9 +108,10 @@ export function outsideRoute(route: WebRoute, req: GatewayRequest): boolean {
   return next !== '' && next !== '/' && next !== '?';
 }
 
-/** What the route handler calls back into: moleculer-web's own `aliasHandler`. */
+/** What the route handler calls back into: moleculer-web's own `aliasHandler`, its routes. */
 export interface RoutingService<Alias> {
   aliasHandler(req: GatewayRequest, res: ServerResponse, alias: Alias): Promise<unknown>;
+  routes?: WebRoute[];
 }
 
 /** An error passed to `next`, as moleculer-web hands it on: always a MoleculerError. */
@@ -205,7 +207,12 @@ export function routeHandler<Alias extends WebAlias>(
 ): Promise<unknown> {
   req.$route = route;
   res.$route = route;
-  if (outsideRoute(route, req)) return Promise.resolve(null);
+  if (outsideRoute(route, req)) {
+    const root = this.routes?.find((r) => r.path === '/' || r.path === '');
+    if (!root || root === route) return Promise.resolve(null);
+    req.url = req.originalUrl ?? req.url;
+    return routeHandler.call(this, _ctx, root, req, res);
+  }
   return new Promise((resolve, reject) => {
     res.once('finish', () => resolve(true));
     res.once('close', () => resolve(true));

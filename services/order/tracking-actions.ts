@@ -14,6 +14,7 @@ import type { OrderStore } from './store';
 import { courierForgotten, isFollowed, toTrackingView } from './tracking';
 import { TRACKING_PAGE_CSP, trackingPage, trackingState } from './tracking-page';
 import type { DeliveryTransitions } from './transitions';
+import { linkedPage } from '../../libs/schemas';
 
 /**
  * The public tracking page and the state its live updates carry (docs/deliveries.md,
@@ -73,7 +74,7 @@ export function createTrackingActions(deps: {
         message: 'Tracking page',
         summary: 'The public tracking page of a delivery (HTML, for the recipient)',
       },
-      params: trackingParams,
+      params: linkedPage(trackingParams),
       async handler(ctx) {
         const state = await stateOf(ctx, ctx.params.trackingId);
         if (!state) throw notFound(UNKNOWN_TRACKING_ID);

@@ -208,7 +208,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         response: webhookWithSecretView,
         errors: {
           400: 'Invalid input, a URL Waybill must not call (not https in live, a private or link-local address, a host that does not resolve), or WEBHOOK_MAX_ENDPOINTS endpoints already (or registrations under way hold the last places: retry in a few seconds)',
-          409: 'The Idempotency-Key registered an endpoint changed since (deleted, or its secret rotated): read it, or send a new key',
+          409: 'The Idempotency-Key registered an endpoint changed since (deleted, or its secret rotated), or one whose secret cannot be read again (rotate it): find it in GET /api/webhooks, or send a new key',
         },
       },
       params: createWebhookParams,

@@ -19,6 +19,8 @@ describe('HTTP metrics on /metrics', () => {
     expect((await request(stack.node.url, 'GET', '/api/no-such-thing', { headers })).status).toBe(
       404,
     );
+    // Under no route, though it begins with one's letters: counted as every answer is.
+    expect((await request(stack.node.url, 'GET', '/apix')).status).toBe(404);
 
     const requests = await samples('waybill_http_requests_total');
     expect(count(requests, { method: 'GET', route: '/api/packages', status: '200' })).toBe(3);
@@ -27,7 +29,7 @@ describe('HTTP metrics on /metrics', () => {
     expect(
       count(requests, { method: 'DELETE', route: '/api/package/:packageId', status: '404' }),
     ).toBe(1);
-    expect(count(requests, { route: 'unmatched', status: '404' })).toBe(1);
+    expect(count(requests, { route: 'unmatched', status: '404' })).toBe(2);
     expect(requests.some((s) => s.labels.route?.includes('no-such-thing'))).toBe(false);
 
     const durations = await samples('waybill_http_request_duration_seconds_count');
