@@ -19,7 +19,6 @@ import {
   documented,
   e164Phone,
   email,
-  fromUrl,
   pageParams,
   personName,
   plainText,
@@ -161,9 +160,12 @@ export const listParams = Joi.object<ListParams, true>({
     .default('CREATOR')
     .description('CREATOR: the deliveries you created; RECIPIENT: those linked to you'),
   ...pageParams(),
-  limit: fromUrl(Joi.number().integer().min(1).max(DELIVERY_PAGE_MAX).default(20)).description(
-    `Up to ${DELIVERIES_ALWAYS_FIT} always answer. A larger page of unusually large deliveries (stops whose every text is near its limit) may be refused with a 400 naming the largest limit that fits from that offset`,
-  ),
+  limit: pageParams()
+    .limit.max(DELIVERY_PAGE_MAX)
+    .default(20)
+    .description(
+      `Up to ${DELIVERIES_ALWAYS_FIT} always answer. A larger page of unusually large deliveries (stops whose every text is near its limit) may be refused with a 400 naming the largest limit that fits from that offset`,
+    ),
 });
 
 export const notificationsParams = Joi.object<{ deliveryId: string }, true>({

@@ -7,6 +7,7 @@ import {
   type TrackingState,
 } from '../../libs/contracts/order';
 import { notFound } from '../../libs/errors';
+import { linkedPage } from '../../libs/schemas';
 import { action, implement, type ServiceActions } from '../../libs/service';
 import { courierIfReadable, type CourierViewer } from './courier-view';
 import { searchStartsAt } from './scheduling';
@@ -14,7 +15,6 @@ import type { OrderStore } from './store';
 import { courierForgotten, isFollowed, toTrackingView } from './tracking';
 import { TRACKING_PAGE_CSP, trackingPage, trackingState } from './tracking-page';
 import type { DeliveryTransitions } from './transitions';
-import { linkedPage } from '../../libs/schemas';
 
 /**
  * The public tracking page and the state its live updates carry (docs/deliveries.md,

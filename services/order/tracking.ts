@@ -5,12 +5,12 @@ import {
 } from '../../libs/contracts/order';
 import { onAreaGrid } from '../../libs/geodesy';
 import { DEFAULT_TIME_ZONE } from '../../libs/schedule';
+import { readable } from '../../libs/text';
 import type { CourierOnDelivery } from './courier-view';
 import { shownSteps, type DeliveryRecord, type StoredAddress } from './delivery-record';
 import { UNDER_WAY } from './eta';
 import { isMatchingEligible, isTerminal, type DeliveryStatus } from './lifecycle';
 import { projectMap } from './tracking-map';
-import { readable } from '../../libs/text';
 
 /**
  * The public tracking page's view of a delivery. The tracking id is all a visitor needs, and

@@ -213,7 +213,7 @@ export function createTierActions(db: Db, hooks: { reload: () => Promise<void> }
         level: Joi.string().valid(...TIER_LEVELS),
         includeDeleted: fromUrl(Joi.boolean().default(false)),
         ...pageParams(),
-        limit: fromUrl(Joi.number().integer().min(1).max(TIER_PAGE_MAX).default(TIER_PAGE_MAX)),
+        limit: pageParams().limit.max(TIER_PAGE_MAX).default(TIER_PAGE_MAX),
       }),
       async handler(ctx) {
         const { countryCode, level, includeDeleted, limit, offset } = ctx.params;
