@@ -1,5 +1,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import Joi from './joi';
+import {
+  CDN_BASE_URL_MAX,
+  HOSTED_URL_MAX,
+  LONGEST_NEW_FILE_KEY,
+  hostsEveryNewKey,
+} from './contracts/file';
 import { parseRange } from './outbound-url';
 
 /** Names of every service this codebase can run; `SERVICES` picks a subset. */
@@ -451,10 +457,17 @@ const declaredEnvSchema = Joi.object({
     ),
   CDN_BASE_URL: Joi.string()
     .uri({ scheme: ['https', 'http'] })
-    .max(426)
+    .max(CDN_BASE_URL_MAX)
+    .custom((value: string) => {
+      // Its canonical form is what URLs are made of, and may be longer (a host in punycode).
+      if (!hostsEveryNewKey(value)) {
+        throw new Error(`must leave room for a key: a hosted URL is at most ${HOSTED_URL_MAX}`);
+      }
+      return value;
+    })
     .default('https://cdn.waybill.local')
     .description(
-      'Public base URL of hosted files: `<CDN_BASE_URL>/<key>`; at most 426 characters, so that a hosted URL (`/` and a key of 85) fits a package image or a profile photo (512) and a list of 1,000 files one NATS reply',
+      `Public base URL of hosted files: \`<CDN_BASE_URL>/<key>\`; at most ${CDN_BASE_URL_MAX} characters, so that a hosted URL (\`/\` and a key of ${LONGEST_NEW_FILE_KEY.length}) fits a package image or a profile photo (${HOSTED_URL_MAX}) and a list of 1,000 files one NATS reply`,
     ),
   PACKAGE_MAX_OPEN: Joi.number()
     .integer()

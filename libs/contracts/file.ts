@@ -18,6 +18,16 @@ const UUID_PATTERN = new RegExp(`^${UUID}$`);
 const EXT_PATTERN = new RegExp(`^${EXT}$`);
 
 /**
+ * Longest URL stored where a hosted file may be named: a package's `image`, a courier's
+ * `profilePhoto`. CDN_BASE_URL is bounded so that every key the file service makes fits it.
+ */
+export const HOSTED_URL_MAX = 512;
+/** Longest extension of a key the file service makes (`jpeg`, `jfif`, `webp`, …). */
+export const NEW_FILE_EXTENSION_MAX = 4;
+/** The longest key the file service makes: a key's layout and its longest extension. */
+export const LONGEST_NEW_FILE_KEY = `${KEY_PREFIX}/${'f'.repeat(8)}-ffff-4fff-bfff-${'f'.repeat(12)}/${'f'.repeat(8)}-ffff-4fff-bfff-${'f'.repeat(12)}.${'z'.repeat(NEW_FILE_EXTENSION_MAX)}`;
+
+/**
  * Seconds an upload or download refused for load is told to wait (`Retry-After`): by the
  * gateway when the key has as many in progress as it may, by the file service when it is
  * full. Files of a few megabytes take seconds, so a slot is likely free by then.
@@ -56,7 +66,9 @@ export const isFileKey = (key: string) => KEY_PATTERN.test(key);
 /** A new key for a file of `userId` with extension `ext` (lower-case letters and digits). */
 export function newFileKey(userId: string, ext: string, id: string = randomUUID()): string {
   if (!UUID_PATTERN.test(userId)) throw new Error(`file keys need a user UUID, got ${userId}`);
-  if (!EXT_PATTERN.test(ext)) throw new Error(`bad file extension ${ext}`);
+  if (!EXT_PATTERN.test(ext) || ext.length > NEW_FILE_EXTENSION_MAX) {
+    throw new Error(`bad file extension ${ext}`);
+  }
   const key = `${userFolder(userId)}${id}.${ext}`;
   if (!isFileKey(key)) throw new Error(`bad file id ${id}`);
   return key;
@@ -78,6 +90,16 @@ export function hostedUrl(key: string, cdnBaseUrl: string): string {
   const { origin, basePath } = canonicalBase(cdnBaseUrl);
   return `${origin}${basePath}/${key}`;
 }
+
+/** Longest CDN_BASE_URL: `/` and the longest key after it make a URL of `HOSTED_URL_MAX`. */
+export const CDN_BASE_URL_MAX = HOSTED_URL_MAX - 1 - LONGEST_NEW_FILE_KEY.length;
+
+/**
+ * Whether every key the file service makes has a URL under this base that may be stored
+ * (`HOSTED_URL_MAX`): measured on the canonical base, which is the one URLs are made of.
+ */
+export const hostsEveryNewKey = (cdnBaseUrl: string) =>
+  hostedUrl(LONGEST_NEW_FILE_KEY, cdnBaseUrl).length <= HOSTED_URL_MAX;
 
 export type ParsedHostedUrl = { ok: true; key: string } | { ok: false; reason: string };
 

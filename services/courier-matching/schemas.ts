@@ -1,6 +1,6 @@
 import Joi, { characterCount } from '../../libs/joi';
 import { OFFER_OUTCOMES } from './matching-rules';
-import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
+import { HOSTED_URL_MAX, hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { latitude, longitude } from '../../libs/contracts/geo';
 import { COURIER_TOKENS, type CourierFleet } from '../../libs/contracts/matching';
 import {
@@ -31,7 +31,7 @@ export const COURIER_TEXT_LIMITS = {
   make: 30,
   model: 30,
   colour: 30,
-  profilePhoto: 512,
+  profilePhoto: HOSTED_URL_MAX,
 };
 
 /**

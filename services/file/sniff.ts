@@ -23,7 +23,7 @@ export const EXTENSIONS: Record<SniffableType, string> = {
 };
 
 /** Extensions a client may use for each type; others give way to the canonical one. */
-const ALIASES: Record<SniffableType, string[]> = {
+export const ALIASES: Record<SniffableType, string[]> = {
   'image/jpeg': ['jpg', 'jpeg', 'jpe', 'jfif'],
   'image/png': ['png'],
   'image/gif': ['gif'],

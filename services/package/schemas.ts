@@ -1,5 +1,5 @@
 import Joi, { characterCount } from '../../libs/joi';
-import { hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
+import { HOSTED_URL_MAX, hostedUrlPattern, parseHostedUrl } from '../../libs/contracts/file';
 import { PACKAGE_SIZES, type PackageSize } from '../../libs/contracts/package';
 import { documented, naira, named, plainText, uuid, view } from '../../libs/schemas';
 
@@ -9,7 +9,12 @@ import { documented, naira, named, plainText, uuid, view } from '../../libs/sche
  * Longest texts of a package, in characters (code points, libs/joi). Our own file URLs are
  * about 100 characters. With PACKAGE_MAX_OPEN they bound the size of `GET /api/packages`.
  */
-export const PACKAGE_TEXT_LIMITS = { packageType: 60, name: 120, description: 128, image: 512 };
+export const PACKAGE_TEXT_LIMITS = {
+  packageType: 60,
+  name: 120,
+  description: 128,
+  image: HOSTED_URL_MAX,
+};
 
 export const packageView = view('Package', {
   id: uuid(),

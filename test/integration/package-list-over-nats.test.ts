@@ -1,3 +1,4 @@
+import { LONGEST_NEW_FILE_KEY } from '../../libs/contracts/file';
 import { PACKAGE_TEXT_LIMITS } from '../../services/package/schemas';
 import { eventually } from '../support/eventually';
 import { createUserWithKey, expectErrorEnvelope, request } from '../support/http';
@@ -9,10 +10,9 @@ import { dropDatabases, isolation, startNode, type NodeProcess } from '../suppor
  * user at the saved-package limit, every package as large as validation allows, still gets
  * the whole list.
  */
-/** A file key of the file service's layout (85 characters), under a base that makes the longest image URL allowed. */
-const FILE_KEY = `uploads/${'1'.repeat(8)}-1111-4111-8111-${'1'.repeat(12)}/${'2'.repeat(8)}-2222-4222-8222-${'2'.repeat(12)}.jpg`;
+/** The longest key the file service makes, under a base that makes the longest image URL allowed. */
 const CDN_HOST = 'https://cdn.waybill.test/';
-const CDN = `${CDN_HOST}${'a'.repeat(PACKAGE_TEXT_LIMITS.image - CDN_HOST.length - FILE_KEY.length - 1)}`;
+const CDN = `${CDN_HOST}${'a'.repeat(PACKAGE_TEXT_LIMITS.image - CDN_HOST.length - LONGEST_NEW_FILE_KEY.length - 1)}`;
 const iso = isolation();
 const env = { CDN_BASE_URL: CDN, QUOTA_LIMIT: '100000' };
 let gateway: NodeProcess;
@@ -35,7 +35,7 @@ const largest = {
   quantity: 10_000,
   size: 'LARGE',
   value: 99_999_999,
-  image: `${CDN}/${FILE_KEY}`,
+  image: `${CDN}/${LONGEST_NEW_FILE_KEY}`,
 };
 
 it('answers the largest list there may be, and refuses one package more', async () => {

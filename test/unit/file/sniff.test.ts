@@ -1,5 +1,7 @@
 import { SNIFFABLE_TYPES } from '../../../libs/config';
+import { LONGEST_NEW_FILE_KEY, newFileKey } from '../../../libs/contracts/file';
 import {
+  ALIASES,
   EXTENSIONS,
   SNIFF_LENGTH,
   extensionFor,
@@ -114,5 +116,19 @@ describe('extensionFor', () => {
     ['unicode.ｐｎｇ', png, 'png'],
   ])('%j holding %j is stored as .%s', (filename, sniffed, ext) => {
     expect(extensionFor(sniffed, filename)).toBe(ext);
+  });
+
+  it('gives keys no longer than the longest a hosted URL leaves room for', () => {
+    const user = '0b6f1c1e-6a7e-4a63-9d6e-1c9f3a8d2b10';
+    for (const ext of Object.values(ALIASES).flat()) {
+      expect(newFileKey(user, ext).length).toBeLessThanOrEqual(LONGEST_NEW_FILE_KEY.length);
+    }
+    // Not longer than it need be either: a byte of CDN_BASE_URL is given up for each.
+    const longest = Math.max(
+      ...Object.values(ALIASES)
+        .flat()
+        .map((e) => e.length),
+    );
+    expect(newFileKey(user, 'x'.repeat(longest)).length).toBe(LONGEST_NEW_FILE_KEY.length);
   });
 });

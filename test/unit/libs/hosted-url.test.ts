@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import {
   KEY_PREFIX,
   MAX_URL_LENGTH,
+  NEW_FILE_EXTENSION_MAX,
   fileNameOf,
   hostedUrl,
   hostedUrlPattern,
@@ -40,6 +41,7 @@ describe('newFileKey', () => {
     ['an extension with a slash', USER, 'x/y'],
     ['an empty extension', USER, ''],
     ['an upper-case extension', USER, 'PNG'],
+    ['an extension longer than a hosted URL leaves room for', USER, 'jpeg2'],
   ])('refuses %s', (_name, user, ext) => {
     expect(() => newFileKey(user, ext)).toThrow();
   });
@@ -73,7 +75,7 @@ describe('hostedUrl', () => {
       'http://localhost:8080',
       'https://cdn.example.com/a/b/',
     );
-    const ext = fc.stringMatching(/^[a-z0-9]{1,8}$/);
+    const ext = fc.stringMatching(new RegExp(`^[a-z0-9]{1,${NEW_FILE_EXTENSION_MAX}}$`));
     fc.assert(
       fc.property(uuid, uuid, ext, base, (user, id, e, b) => {
         const key = newFileKey(user, e, id);
