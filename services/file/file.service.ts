@@ -94,17 +94,21 @@ export function createFileService(config: Config): ServiceDefinition {
     : undefined;
 
   /**
-   * A slot for one more transfer of `userId`'s, or the 503 that tells the client when to come
-   * back: all taken, or the account holds half of them.
+   * A slot for one more transfer of the share's, or the 503 that tells the client when to come
+   * back: all taken, or the account (or its publishable keys) holds its part of them.
    */
-  function takeSlot(userId: string, slots: Slots = uploads, what = 'uploads'): Slot {
-    const slot = slots.take(userId);
+  function takeSlot(share: AllowanceShare, slots: Slots = uploads, what = 'uploads'): Slot {
+    const slot = slots.take(share);
     if (typeof slot === 'object') return slot;
     const retry = `retry in ${FILE_RETRY_AFTER_SECONDS} seconds`;
+    const wait = `wait for one to finish, or ${retry}`;
+    const ofProcess = `of this file-service process's ${slots.max}`;
     throw serviceBusy(
       slot === 'full'
         ? `The file service is busy with other ${what}; ${retry}`
-        : `This account's ${what} hold ${slots.ownerMax} of this file-service process's ${slots.max}, as many as one account may, so that others find room; wait for one to finish, or ${retry}`,
+        : slot === 'owner-full'
+          ? `This account's ${what} hold ${slots.ownerMax} ${ofProcess}, as many as one account may, so that others find room; ${wait}`
+          : `This account's publishable keys' ${what} hold ${slots.publishableMax} ${ofProcess}, as many as they may (half the account's ${slots.ownerMax}), so that its servers find room; ${wait}`,
       FILE_RETRY_AFTER_SECONDS,
     );
   }
@@ -114,8 +118,8 @@ export function createFileService(config: Config): ServiceDefinition {
    * ends, fails or is destroyed: at FILE_TIMEOUT_MS however slowly the client reads (here, and
    * by a gateway on another node), or by the transfer desk when no gateway pulls it.
    */
-  async function download(key: string, userId: string) {
-    const slot = takeSlot(userId, downloads, 'downloads');
+  async function download(key: string, share: AllowanceShare) {
+    const slot = takeSlot(share, downloads, 'downloads');
     try {
       const object = await storage.get(key);
       // Cut at FILE_TIMEOUT_MS here too: a gateway in this process pipes the body straight to
@@ -221,7 +225,7 @@ export function createFileService(config: Config): ServiceDefinition {
     try {
       // The day's bytes spent: 429 before a slot is taken or a byte read.
       await budget?.check(share);
-      slot = takeSlot(share.userId);
+      slot = takeSlot(share);
     } catch (err) {
       stream.resume(); // read and dropped, so that the client reads the answer
       throw err;
@@ -323,7 +327,7 @@ export function createFileService(config: Config): ServiceDefinition {
               { field: 'url', message: parsed.reason },
             ]);
           }
-          const object = await download(parsed.key, requireUser(ctx));
+          const object = await download(parsed.key, allowanceShareOf(requireUser(ctx), ctx.meta));
           ctx.meta.$responseHeaders = {
             'Content-Type': 'application/octet-stream',
             'Content-Disposition': contentDisposition(fileNameOf(parsed.key)),
@@ -352,7 +356,7 @@ export function createFileService(config: Config): ServiceDefinition {
           const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
           if (refusal) throw refusal;
           await budget?.check(share);
-          const slot = takeSlot(share.userId);
+          const slot = takeSlot(share);
           let stored: string[] = [];
           let spent: Spent | null = null;
           try {

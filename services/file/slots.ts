@@ -1,4 +1,5 @@
 import type { ServiceBroker } from 'moleculer';
+import type { AllowanceShare } from '../../libs/contracts/file';
 
 /** Uploads this process is receiving, and those it refused because all slots were taken. */
 export const UPLOADS_ACTIVE_METRIC = 'waybill.file.uploads.active';
@@ -19,15 +20,23 @@ export interface Slot {
  */
 export class Slots {
   private active = 0;
-  /** Slots held by each owner (an account, whichever of its keys). */
+  /** Slots held by each account, whichever of its keys. */
   private readonly byOwner = new Map<string, number>();
+  /** Slots held by each account's publishable keys, of those above. */
+  private readonly byPublishable = new Map<string, number>();
   /**
-   * The most one owner holds: half the process's (rounded up), so that no one account, its
+   * The most one account holds: half the process's (rounded up), so that no one account, its
    * server keys and its publishable keys together, takes a process. Its caps across replicas
    * (FILE_MAX_*_PER_USER) are no bound here: each of its two shares may hold as many as a
    * process has.
    */
   readonly ownerMax: number;
+  /**
+   * The most an account's publishable keys hold of the account's own: half of it (at least
+   * one), so that keys anyone may pull out of an app never take the room of the merchant's
+   * servers on a process (decision 158).
+   */
+  readonly publishableMax: number;
 
   constructor(
     readonly max: number,
@@ -35,19 +44,33 @@ export class Slots {
       undefined,
   ) {
     this.ownerMax = Math.max(1, Math.ceil(max / 2));
+    this.publishableMax = Math.max(1, Math.floor(this.ownerMax / 2));
   }
 
-  /** A slot for `owner`, or why there is none: all taken, or the owner holds its share. */
-  take(owner: string): Slot | 'full' | 'owner-full' {
-    const held = this.byOwner.get(owner) ?? 0;
-    const refusal = this.active >= this.max ? 'full' : held >= this.ownerMax ? 'owner-full' : null;
+  /**
+   * A slot for `share`, or why there is none: all taken, the account holds its part, or its
+   * publishable keys hold theirs.
+   */
+  take(share: AllowanceShare): Slot | 'full' | 'owner-full' | 'publishable-full' {
+    const { userId, publishable } = share;
+    const held = this.byOwner.get(userId) ?? 0;
+    const heldPublishable = publishable ? (this.byPublishable.get(userId) ?? 0) : 0;
+    const refusal =
+      this.active >= this.max
+        ? 'full'
+        : held >= this.ownerMax
+          ? 'owner-full'
+          : heldPublishable >= this.publishableMax
+            ? 'publishable-full'
+            : null;
     if (refusal) {
       // Counted only when the process is full: the metric says when more replicas are needed.
       this.report({ active: this.active, refused: refusal === 'full' });
       return refusal;
     }
     this.active++;
-    this.byOwner.set(owner, held + 1);
+    count(this.byOwner, userId, 1);
+    if (publishable) count(this.byPublishable, userId, 1);
     this.report({ active: this.active, refused: false });
     let released = false;
     return {
@@ -55,9 +78,8 @@ export class Slots {
         if (released) return;
         released = true;
         this.active--;
-        const left = (this.byOwner.get(owner) ?? 1) - 1;
-        if (left > 0) this.byOwner.set(owner, left);
-        else this.byOwner.delete(owner);
+        count(this.byOwner, userId, -1);
+        if (publishable) count(this.byPublishable, userId, -1);
         this.report({ active: this.active, refused: false });
       },
     };
@@ -66,6 +88,13 @@ export class Slots {
   get size(): number {
     return this.active;
   }
+}
+
+/** Adds `by` to what `key` holds, forgetting a key that holds nothing. */
+function count(held: Map<string, number>, key: string, by: number): void {
+  const now = (held.get(key) ?? 0) + by;
+  if (now > 0) held.set(key, now);
+  else held.delete(key);
 }
 
 const METRICS = {

@@ -180,6 +180,34 @@ describe('upload caps (gateway and file service in their own processes)', () => 
       expect((await upload(gateway.url, key)).status).toBe(200);
     }
   });
+
+  it("holds an account's publishable keys to half of the account's part of a process, so that its servers still upload", async () => {
+    const owner = await createUserWithKey(gateway.url);
+    const made = await request(gateway.url, 'POST', `/admin/users/${owner.userId}/api-keys`, {
+      headers: adminHeaders,
+      json: { serverOnly: false },
+    });
+    expect(made.status).toBe(201);
+    const app = made.body.data.key as string;
+    await waitForFiles(gateway.url, app);
+    await waitForActive(file.opsUrl, 0);
+    // Of 3 slots the account may hold 2, its publishable keys 1 of them.
+    const leaked = stalledUpload(gateway.url, app, STALL_BYTES);
+    stalled.push(leaked);
+    await leaked.sent;
+    await waitForActive(file.opsUrl, 1);
+    const more = stalledUpload(gateway.url, app, STALL_BYTES);
+    stalled.push(more);
+    expectErrorEnvelope(
+      await refusal(more, file.opsUrl, 1),
+      503,
+      `This account's publishable keys' uploads hold 1 of this file-service process's ${MAX_UPLOADS}, as many as they may (half the account's 2), so that its servers find room; wait for one to finish, or retry in ${FILE_RETRY_AFTER_SECONDS} seconds`,
+    );
+    expect((await upload(gateway.url, owner.key)).status).toBe(200);
+    for (const held of stalled.splice(0)) held.drop();
+    await waitForActive(file.opsUrl, 0);
+    expect((await upload(gateway.url, app)).status).toBe(200);
+  });
 });
 
 // ---------------------------------------------------------------- per key, across replicas
