@@ -64,7 +64,6 @@ export const COMPUTED_FIELDS = [
   'admin2Name',
   'h3Index',
   'resolution',
-  'note',
   'centerLat',
   'centerLon',
   'createdAt',
@@ -107,6 +106,8 @@ const addressObject = Joi.object({
   contactPhone: e164Phone(),
   contactEmail: email(),
   additionalNote: text('additionalNote'),
+  // The stop's note as an earlier answer shows it (`additionalNote` named it): kept when sent back.
+  note: text('additionalNote'),
   ...Object.fromEntries(PRESERVED_STRINGS.map((f) => [f, plainText(PRESERVED_STRING_MAX)])),
   ...Object.fromEntries(PRESERVED_NUMBERS.map((f) => [f, Joi.number()])),
   ...Object.fromEntries(COMPUTED_FIELDS.map((f) => [f, Joi.any()])),
@@ -139,6 +140,7 @@ export type AddressInput =
       contactPhone?: string;
       contactEmail?: string;
       additionalNote?: string;
+      note?: string;
     });
 
 /** An address resolved by geo: always its country, position, res-9 H3 cell and phrase. */

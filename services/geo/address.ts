@@ -19,7 +19,7 @@ import {
   type State,
 } from './gazetteer';
 import type { GeocodedPoint, TextGeocoder } from './external-geocoder';
-import { decodePhrase, encodePhrase, isPhrase } from './phrase';
+import { decodePhrase, encodePhrase, readsAsPhrase } from './phrase';
 import { assignDefined } from './views';
 
 const PRESERVED_FIELDS = [...PRESERVED_STRINGS, ...PRESERVED_NUMBERS];
@@ -116,8 +116,15 @@ function placeOfCity(city: City): Place | undefined {
 }
 
 function placeOfText(query: string, field: string): Place {
-  if (isPhrase(query)) {
-    const [lat, lon] = cellToLatLng(decodeOrThrow(query, field));
+  if (readsAsPhrase(query)) {
+    const [lat, lon] = cellToLatLng(
+      decodeOrThrow(
+        query,
+        field,
+        (reason) =>
+          `"${query.trim()}" is written as a three-word phrase, and ${reason}: check its words, or write a place with spaces or commas`,
+      ),
+    );
     return placeAt(lat, lon, field);
   }
   const found = geocodeText(query);
@@ -125,18 +132,21 @@ function placeOfText(query: string, field: string): Place {
   return { ...found, centre: true };
 }
 
-function decodeOrThrow(phrase: string, field: string): string {
+function decodeOrThrow(phrase: string, field: string, said = (reason: string) => reason): string {
   try {
     return decodePhrase(phrase);
   } catch (err) {
-    throw unresolvable(field, (err as Error).message);
+    throw unresolvable(field, said((err as Error).message));
   }
 }
 
 /** Precedence: coordinates, then mapPlaceId, then phrase, then text. */
 function locate(input: Exclude<AddressInput, string>, field: string): Place {
   if (input.lat !== undefined && input.lon !== undefined) {
-    return placeAt(input.lat, input.lon, field);
+    // An earlier answer sent back: a point it put at the centre of what a text named is still
+    // that, not one the caller chose, or two texts of one town would be "the same place".
+    const centre = input.centerLat === input.lat && input.centerLon === input.lon;
+    return { ...placeAt(input.lat, input.lon, field), centre };
   }
   if (input.mapPlaceId) {
     // A uuid, read as every other uuid of the API is: in any case.
@@ -192,7 +202,8 @@ function describe(place: Place, input: Exclude<AddressInput, string>, line?: str
     contactName: input.contactName,
     contactPhone: input.contactPhone,
     contactEmail: input.contactEmail,
-    note: input.additionalNote,
+    // An earlier answer's note sent back is the stop's note still.
+    note: input.additionalNote ?? input.note,
   });
 }
 
@@ -214,7 +225,7 @@ export function resolvePlace(input: AddressInput, field: string): ResolvedAddres
  * geocoded first, the spec's alias), never a three-word phrase given as text.
  */
 function displayLine(input: AddressInput): string | undefined {
-  if (typeof input === 'string') return isPhrase(input) ? undefined : input;
+  if (typeof input === 'string') return readsAsPhrase(input) ? undefined : input;
   const line = input.addressLine1 ?? input.address;
   return typeof line === 'string' ? line : undefined;
 }
@@ -247,10 +258,10 @@ function withoutContacts(saved: ResolvedAddress): ResolvedAddress {
 
 /** The text to geocode when text is all the input has to go on. */
 function textOnly(input: AddressInput): string | undefined {
-  if (typeof input === 'string') return isPhrase(input) ? undefined : input;
+  if (typeof input === 'string') return readsAsPhrase(input) ? undefined : input;
   if (input.lat !== undefined || input.mapPlaceId || input.phrase) return undefined;
   const line = input.address ?? input.addressLine1;
-  return typeof line === 'string' && !isPhrase(line) ? line : undefined;
+  return typeof line === 'string' && !readsAsPhrase(line) ? line : undefined;
 }
 
 /**

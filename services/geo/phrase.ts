@@ -141,9 +141,13 @@ function readWords(phrase: unknown): WordsOrReason {
   return { words };
 }
 
-/** Whether `text` looks like a phrase: three listed words and two dots. It may still name no place. */
-export function isPhrase(text: string): boolean {
-  return 'words' in readWords(text);
+/**
+ * Whether `text` is written as a phrase, listed words or not: three runs of letters joined by
+ * dots and nothing else. A place name is never so written, and a mistyped phrase searched for
+ * as one finds some town of a word of it ("orange.garden.sugr": Orange, France).
+ */
+export function readsAsPhrase(text: string): boolean {
+  return /^\p{L}+\.\p{L}+\.\p{L}+$/u.test(text.trim());
 }
 
 /** A resolution-9 H3 cell → its phrase, lower case and dot-separated. */

@@ -87,6 +87,8 @@ const RESOLVED_NUMBERS: string[] = [...PRESERVED_NUMBERS, 'centerLat', 'centerLo
 const DESCRIBED = new Set(['country', 'h3Index', 'resolution', ...RESOLVED_NUMBERS]);
 const RESOLVED_STRINGS = [
   ...KEPT_INPUT,
+  // The input's additionalNote (or an earlier answer's note sent back).
+  'note',
   ...PRESERVED_STRINGS,
   ...COMPUTED_FIELDS.filter((field) => !DESCRIBED.has(field)),
 ];

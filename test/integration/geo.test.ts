@@ -284,6 +284,26 @@ describe('POST /api/route', () => {
     expect(destination.h3Index).toBe(first.body.data.origin.h3Index);
   });
 
+  it('refuses a mistyped phrase wherever it is written, naming its word, never searching it as a place', async () => {
+    const said = `destination: "orange.garden.sugr" is written as a three-word phrase, and unknown word 'sugr': check its words, or write a place with spaces or commas`;
+    for (const destination of [
+      'orange.garden.sugr',
+      ' orange.garden.sugr ',
+      { address: 'orange.garden.sugr', contactName: 'Ada' },
+      { addressLine1: 'orange.garden.sugr' },
+    ]) {
+      const reply = await route({ origin: 'Ikeja, Lagos', destination });
+      expectErrorEnvelope(reply, 400, said);
+      expect(reply.body.errors).toEqual([{ field: 'destination', message: said.slice(13) }]);
+    }
+    // The field meant for a phrase names its own part.
+    const field = await route({
+      origin: 'Ikeja, Lagos',
+      destination: { phrase: 'orange.garden.sugr' },
+    });
+    expectErrorEnvelope(field, 400, "destination.phrase: unknown word 'sugr'");
+  });
+
   it('refuses the same place at both ends: one text, or two points in one cell', async () => {
     const text = await route({ origin: 'Ikeja, Lagos', destination: { address: 'ikeja,  LAGOS' } });
     expectErrorEnvelope(text, 400, 'Origin and destination cannot be the same');
@@ -299,6 +319,23 @@ describe('POST /api/route', () => {
     });
     expect(reply.status).toBe(200);
     expect(reply.body.data.distance).toMatchObject({ distanceKm: 0, etaSeconds: 0 });
+  });
+
+  it('answers the same for an earlier answer’s addresses sent back: still two places, the note kept', async () => {
+    const first = await route({
+      origin: { address: '12 Allen Avenue, Ikeja, Lagos', additionalNote: 'Gate 2' },
+      destination: 'Computer Village, Ikeja, Lagos',
+    });
+    expect(first.status).toBe(200);
+    const { origin, destination } = first.body.data;
+    expect(origin).toMatchObject({ note: 'Gate 2', centerLat: origin.lat });
+    const again = await route({ origin, destination });
+    expect(again.status).toBe(200);
+    expect(again.body.data).toEqual(first.body.data);
+    // A point the caller chose in that cell is one: the same place as another such point.
+    const chosen = { ...origin, centerLat: undefined, centerLon: undefined };
+    const same = await route({ origin: chosen, destination: { lat: origin.lat, lon: origin.lon } });
+    expectErrorEnvelope(same, 400, 'Origin and destination cannot be the same');
   });
 
   it.each([

@@ -16,7 +16,7 @@ import {
 import {
   decodePhrase,
   encodePhrase,
-  isPhrase,
+  readsAsPhrase,
   latLonToPhrase,
   phraseToLatLon,
   scrambleIndex,
@@ -186,7 +186,7 @@ describe('decodePhrase rejects', () => {
 
   it('a triple whose number is past the last cell', () => {
     const phrase = phraseOfScrambled(scrambleIndex(TWO_POW_33 - 1n));
-    expect(isPhrase(phrase)).toBe(true);
+    expect(readsAsPhrase(phrase)).toBe(true);
     expect(rangeErrorOf(() => decodePhrase(phrase))).toMatch(/this phrase does not name a place/);
     // The last number still names a cell: base cell 121, every digit 6.
     const last = decodePhrase(phraseOfScrambled(scrambleIndex(CELL_COUNT - 1n)));
@@ -250,21 +250,30 @@ describe('latLonToPhrase', () => {
   });
 });
 
-describe('isPhrase', () => {
-  it.each([LAGOS_PHRASE, ' State.Evidence.Odor ', 'abandon.abandon.zoo'])('accepts %p', (text) => {
-    expect(isPhrase(text)).toBe(true);
+describe('readsAsPhrase', () => {
+  it.each([
+    LAGOS_PHRASE,
+    ' State.Evidence.Odor ',
+    'abandon.abandon.zoo',
+    // Written as one, listed words or not: refused as a phrase, never searched as a place.
+    'orange.garden.sugr',
+    'state.xyz.odor',
+    'été.rivière.pierre',
+  ])('takes %p', (text) => {
+    expect(readsAsPhrase(text)).toBe(true);
   });
 
-  it.each<unknown>([
+  it.each([
     '',
     'state.evidence',
     'state.evidence.odor.',
-    'state.xyz.odor',
+    'state..odor',
     'state evidence odor',
+    'state.evidence odor.x',
+    'flat.2.odor',
     '12 Marina Road, Lagos',
-    42,
-    null,
-  ])('rejects %p', (text) => {
-    expect(isPhrase(text as string)).toBe(false);
+    'St. Louis, Missouri',
+  ])('leaves %p to the geocoder', (text) => {
+    expect(readsAsPhrase(text)).toBe(false);
   });
 });
