@@ -221,8 +221,12 @@ export function createFileService(config: Config): ServiceDefinition {
       // Only a gateway of an older version sends one: during a rolling update, retried.
       throw serviceUnavailable('The file service is being updated; retry in a few seconds');
     }
+    const meta = bodyMeta(ctx);
     let slot: Slot;
     try {
+      // A request that can never be taken is told so first, not asked to come back later.
+      const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
+      if (refusal) throw refusal;
       // The day's bytes spent: 429 before a slot is taken or a byte read.
       await budget?.check(share);
       slot = takeSlot(share);
@@ -230,7 +234,7 @@ export function createFileService(config: Config): ServiceDefinition {
       stream.resume(); // read and dropped, so that the client reads the answer
       throw err;
     }
-    const slots = await receive({ mode, share, meta: bodyMeta(ctx), body: stream }, slot);
+    const slots = await receive({ mode, share, meta, body: stream }, slot);
     await spend(share, slots);
     return answers[mode](slots);
   }

@@ -386,6 +386,13 @@ describe.each(fileTopologies)('a user’s uploads of a day, %s', (_name, start) 
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(Math.ceil((midnight - now.getTime()) / 1000) + 1);
     expect(await counted(owner.userId)).toBe(4 * FILE);
+    // A request no day could take is told what is wrong with it, not to come back tomorrow.
+    const notMultipart = await fetch(`${top.url}/file/single-upload`, {
+      method: 'POST',
+      headers: { 'api-key': owner.key, 'content-type': 'application/json' },
+      body: JSON.stringify({ file: 'x' }),
+    });
+    expect(notMultipart.status).toBe(400);
     // Another account uploads; the owner's files still download.
     const other = await createUserWithKey(top.url);
     expect((await upload(top.url, other.key)).status).toBe(200);
