@@ -48,12 +48,8 @@ export async function assignPackages(
     if (outcome === 'taken') taken.push(id);
     else if (outcome !== 'already') {
       // A delete that stopped between its claim and its mark: its owner asked for it, so it is
-      // finished here, and the package is no longer listed or priced as if it were there. Read
-      // again: `claim` answers DELETED too for a claim dropped since its insert failed (another
-      // delivery's, given back), which is no delete.
-      if (usable && outcome === DELETED && (await store.holderOf(id)) === DELETED) {
-        await store.markDeleted(id);
-      }
+      // finished here, and the package is no longer listed or priced as if it were there.
+      if (usable && outcome === DELETED) await store.markDeleted(id);
       refused.push(unavailable(i, id));
     }
   }

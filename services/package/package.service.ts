@@ -20,7 +20,13 @@ import {
   type WaybillContext,
 } from '../../libs/service';
 import { packageIdParams, packageView, saveParams, type SaveParams } from './schemas';
-import { DELETED, PackageStore, definePackageModels, type PackageRecord } from './store';
+import {
+  DELETED,
+  GIVEN_BACK,
+  PackageStore,
+  definePackageModels,
+  type PackageRecord,
+} from './store';
 import {
   assignPackages,
   heldPackages,
@@ -246,7 +252,12 @@ export function createPackageService(config: Config): ServiceDefinition {
             return null;
           }
           if (outcome === DELETED) throw notFound(`Package ${packageId} not found`);
-          throw await explainUnchanged(userId, packageId, 'deleted', outcome);
+          throw await explainUnchanged(
+            userId,
+            packageId,
+            'deleted',
+            outcome === GIVEN_BACK ? undefined : outcome,
+          );
         },
       }),
 

@@ -145,6 +145,10 @@ const toAssignOutcome = ({ outcome, refused }: AssignOutcomeRecord): AssignOutco
     : { outcome, refused: refused.map(({ field, message }) => ({ field, message })) };
 
 export const DELETED = 'deleted';
+/** A claim's outcome when every claim it met was given back before it was read. */
+export const GIVEN_BACK = 'given back';
+/** Inserts a claim tries while the claims it meets are given back under it. */
+const CLAIM_TRIES = 3;
 
 /** A package a delivery gives back, and which take of it that ends (its list entry's tag). */
 export interface HeldPackage {
@@ -283,16 +287,22 @@ export class PackageStore {
 
   /**
    * Takes the package for `holder` by inserting its claim. Returns 'taken', 'already' when the
-   * holder has it, or the other holder's name when someone else does.
+   * holder has it, the other holder's name when someone else does, or GIVEN_BACK when each
+   * claim it met was given back before it could be read (the package is free, but others are
+   * taking it as fast).
    */
   async claim(packageId: string, userId: string, holder: string) {
-    try {
-      await this.Claim.create(markedRecorded({ _id: packageId, holder, userId }));
-      return 'taken' as const;
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
-      const current = await this.Claim.findById(packageId).lean();
-      return current?.holder === holder ? ('already' as const) : (current?.holder ?? DELETED);
+    for (let tries = 1; ; tries += 1) {
+      try {
+        await this.Claim.create(markedRecorded({ _id: packageId, holder, userId }));
+        return 'taken' as const;
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+        const current = await this.Claim.findById(packageId).lean();
+        if (current) return current.holder === holder ? ('already' as const) : current.holder;
+        // Given back between the insert and the read (a delivery cancelled): free again.
+        if (tries === CLAIM_TRIES) return GIVEN_BACK;
+      }
     }
   }
 

@@ -9,6 +9,7 @@ import {
 } from '../../services/package/assignment';
 import {
   DELETED,
+  GIVEN_BACK,
   OLDER_CLAIMS_RECORDED,
   PackageStore,
   definePackageModels,
@@ -70,16 +71,80 @@ it('finishes a delete that stopped between its claim and its mark when a deliver
   expect(await assign(userId, randomUUID(), [kept])).toBe('assigned');
 });
 
-it('deletes nothing when a claim answered DELETED only because another delivery dropped it meanwhile', async () => {
+/**
+ * Runs `before` when a claim's insert has failed on the claim there and before that claim is
+ * read, as a release landing in between would, and `after` once it is read (`times` reads).
+ */
+function betweenInsertAndRead(
+  before: () => Promise<unknown>,
+  { times = 1, after = async () => undefined as unknown } = {},
+) {
+  const findById = db.models.Claim.findById.bind(db.models.Claim);
+  let left = times;
+  // The reads `before` and `after` make themselves are theirs.
+  let meanwhile = false;
+  return jest.spyOn(db.models.Claim, 'findById').mockImplementation(((id: string) => {
+    if (left === 0 || meanwhile) return findById(id);
+    left -= 1;
+    const read = (async () => {
+      meanwhile = true;
+      await before();
+      meanwhile = false;
+      const found = await findById(id).lean();
+      meanwhile = true;
+      await after();
+      meanwhile = false;
+      return found;
+    })();
+    return { lean: () => read };
+  }) as unknown as typeof db.models.Claim.findById);
+}
+
+it('takes a package, for a delivery or a delete, whose claim was given back between the refused insert and its read', async () => {
   const userId = randomUUID();
-  const pkg = await save(userId);
-  // The insert failed on another delivery's claim, which was dropped before it was read.
-  const spy = jest.spyOn(store, 'claim').mockResolvedValueOnce(DELETED);
+  const [forDelivery, forDelete] = [await save(userId), await save(userId)];
+  const [first, second] = [randomUUID(), randomUUID()];
+  expect(await assign(userId, first, [forDelivery, forDelete])).toBe('assigned');
+  // The first delivery is cancelled just as the next claim meets its claim.
+  const spy = betweenInsertAndRead(() => release(first));
   try {
-    expect(await assign(userId, randomUUID(), [pkg])).toBe('refused');
+    expect(await assign(userId, second, [forDelivery])).toBe('assigned');
   } finally {
     spy.mockRestore();
   }
+  expect(await store.holderOf(forDelivery)).toBe(second);
+  // A delete meets the second delivery's claim, given back meanwhile: it deletes the package
+  // (a 404 said it was not found, and it was listed again).
+  const again = betweenInsertAndRead(() => release(second));
+  try {
+    expect(await store.claim(forDelivery, userId, DELETED)).toBe('taken');
+  } finally {
+    again.mockRestore();
+  }
+  expect(await store.holderOf(forDelivery)).toBe(DELETED);
+  expect(await store.holderOf(forDelete)).toBeNull();
+});
+
+it('refuses, and deletes nothing, when every claim a take meets is given back before it is read', async () => {
+  const userId = randomUUID();
+  const pkg = await save(userId);
+  const holders = [randomUUID(), randomUUID(), randomUUID()];
+  expect(await assign(userId, holders[0], [pkg])).toBe('assigned');
+  // Each read finds the claim gone, and another delivery has taken it before the next insert.
+  let turn = 0;
+  const spy = betweenInsertAndRead(() => release(holders[turn]), {
+    times: holders.length,
+    after: async () => {
+      turn += 1;
+      if (turn < holders.length) await assign(userId, holders[turn], [pkg]);
+    },
+  });
+  try {
+    expect(await store.claim(pkg, userId, randomUUID())).toBe(GIVEN_BACK);
+  } finally {
+    spy.mockRestore();
+  }
+  expect(turn).toBe(holders.length);
   expect(await openIds(userId)).toEqual([pkg]);
   expect(await assign(userId, randomUUID(), [pkg])).toBe('assigned');
 });
