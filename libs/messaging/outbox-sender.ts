@@ -288,11 +288,13 @@ export class OutboxSender {
 
   /**
    * What went wrong, as kept on the message and logged. A provider may echo what it was sent:
-   * the address never stays in it (the logs are no place for people's addresses), and in live
-   * neither do the digits of a secret's text (codes are secrets).
+   * the address never stays in it (the logs are no place for people's addresses), nor do the
+   * message's links (a tracking page's or a checkout's: whoever holds one holds the page), and
+   * in live neither do the digits of a secret's text (codes are secrets).
    */
   private describe(err: unknown, message: OutboxMessage): string {
-    const text = withoutAddress(err instanceof Error ? err.message : String(err), message);
+    const error = err instanceof Error ? err.message : String(err);
+    const text = withoutLinks(withoutAddress(error, message), message.text);
     const told = this.live && message.secret ? text.replace(/\d{4,}/g, '[digits]') : text;
     return keptError(told);
   }
@@ -326,6 +328,29 @@ export function withoutAddress(
   // A form shorter than an address can be (a number of a few digits) would mask other text.
   for (const form of new Set(forms.filter((f) => f.length >= MIN_ADDRESS_LENGTH))) {
     masked = masked.replace(new RegExp(escapeRegExp(form), 'gi'), '[recipient]');
+  }
+  return masked;
+}
+
+/** The shortest last part of a link worth masking alone: a capability, not a word. */
+const MIN_CAPABILITY_LENGTH = 8;
+
+/**
+ * `text` with the links of the message's `sent` text masked, whole or by the last part of
+ * their path (a tracking id, a checkout reference), which a provider may quote apart or
+ * encoded.
+ */
+export function withoutLinks(text: string, sent: string | null): string {
+  let masked = text;
+  const links = (sent?.match(/https?:\/\/[^\s<>"']+/g) ?? []).map((link) =>
+    // The sentence's own stop is not the link's.
+    link.replace(/[.,;:!?)]+$/, ''),
+  );
+  for (const link of new Set(links)) {
+    const last = link.split(/[?#]/)[0].split('/').pop() ?? '';
+    for (const form of last.length >= MIN_CAPABILITY_LENGTH ? [link, last] : [link]) {
+      masked = masked.replace(new RegExp(escapeRegExp(form), 'g'), '[link]');
+    }
   }
   return masked;
 }

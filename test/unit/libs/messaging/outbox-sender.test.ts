@@ -6,6 +6,7 @@ import {
   LAST_ERROR_MAX_BYTES,
   OutboxSender,
   withoutAddress,
+  withoutLinks,
   type OutboxMessage,
   type OutboxStore,
 } from '../../../../libs/messaging/outbox-sender';
@@ -214,6 +215,29 @@ describe('OutboxSender', () => {
       'retry mail 1: 550 5.1.1 <[recipient]>: Recipient address rejected',
       'retry sms 1: Termii answered HTTP 400: {"message":"[recipient] is on DND"}',
     ]);
+  });
+
+  it('keeps the links a provider echoes out of the error it records, whole or by their last part', async () => {
+    const text =
+      'Your parcel is on its way: https://waybill.example/track/P2P-7K3M9Q2X4B6N. Pay at https://waybill.example/checkout/ck-0a1b2c3d4e5f?from=sms';
+    const { store, writes } = memoryOutbox([message({ secret: false, text })]);
+    const echoing: ChannelSender = {
+      send: async () => {
+        throw new Error(
+          `400 {"sms":"${text}","id":"P2P-7K3M9Q2X4B6N","ref":"ck-0a1b2c3d4e5f","path":"%2Ftrack%2FP2P-7K3M9Q2X4B6N"}`,
+        );
+      },
+    };
+    await senderOver(store, echoing, 'staging').sendDue(new Date());
+    expect(writes).toEqual([
+      'retry m1 1: 400 {"sms":"Your parcel is on its way: [link]. Pay at [link]","id":"[link]","ref":"[link]","path":"%2Ftrack%2F[link]"}',
+    ]);
+    expect(writes[0]).not.toMatch(/P2P-7K3M9Q2X4B6N/);
+    // A short last part is a word, not a capability: left alone apart from the whole link.
+    expect(withoutLinks('see /help and https://x.example/help', 'at https://x.example/help.')).toBe(
+      'see /help and [link]',
+    );
+    expect(withoutLinks('nothing was sent', null)).toBe('nothing was sent');
   });
 
   it('keeps at most LAST_ERROR_MAX_BYTES of an error, as a provider quotes a long answer', async () => {
