@@ -24,7 +24,7 @@ export function escapeHtml(text: string): string {
  * older browsers), no referrer (the URL is a capability), and
  * nothing cached (the page shows a state that changes).
  */
-export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+export const SECURE_PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Content-Type': 'text/html; charset=utf-8',
   'Content-Security-Policy':
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
@@ -32,6 +32,15 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Referrer-Policy': 'no-referrer',
   'Cache-Control': 'no-store',
   'X-Content-Type-Options': 'nosniff',
+};
+
+/**
+ * The headers of the pages a link opens (a delivery's tracking, a checkout, their errors): a
+ * link shared where crawlers read is kept out of their index, names, places and all.
+ */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  ...SECURE_PAGE_HEADERS,
+  'X-Robots-Tag': 'noindex, nofollow, noarchive',
 };
 
 const STYLE =

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { notFound } from '../../libs/errors';
-import { PAGE_HEADERS, scriptHash } from '../../libs/html';
+import { SECURE_PAGE_HEADERS, scriptHash } from '../../libs/html';
 import type { Next } from './edge';
 import type { GatewayRequest } from './http';
 
@@ -37,12 +37,12 @@ export const DOCS_HTML = `<!doctype html>
 `;
 
 /**
- * The pages' security headers (libs/html.ts), with what Swagger UI needs: its own script and
+ * The pages' security headers (libs/html.ts; the API's documentation may be indexed), with what Swagger UI needs: its own script and
  * the inline one by hash, its stylesheet and the inline styles it sets, its data: images, and
  * calls to this origin ("Try it out"). Not framed: API keys are typed into it.
  */
 export const DOCS_HEADERS: Readonly<Record<string, string>> = {
-  ...PAGE_HEADERS,
+  ...SECURE_PAGE_HEADERS,
   'Content-Security-Policy': [
     "default-src 'none'",
     `script-src 'self' ${scriptHash(DOCS_SCRIPT)}`,

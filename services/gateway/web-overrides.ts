@@ -231,7 +231,7 @@ export interface CallDeps {
   transfers: Agent;
   idempotency: IdempotencyStore;
   /** Which routes take an `Idempotency-Key` is read from their declarations. */
-  httpOf: HttpOf<IdempotencyRouteFields | 'optionHeaders'>;
+  httpOf: HttpOf<IdempotencyRouteFields | 'optionHeaders' | 'page'>;
   /** The retry kind an action declares (undefined for an unknown one: never retried). */
   retryOf: (actionName: string) => Retry | undefined;
   logger: () => Pick<Logger, 'warn'>;
@@ -377,6 +377,7 @@ export function webOverrides(deps: OverrideDeps) {
         return resolveAlias(this.aliases, url, method);
       },
       routeHandler,
+      isLinkedPage: (req: GatewayRequest) => deps.httpOf(aliasAction(req))?.page === true,
     },
   };
 }

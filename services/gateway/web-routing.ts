@@ -112,6 +112,8 @@ export function outsideRoute(route: WebRoute, req: GatewayRequest): boolean {
 export interface RoutingService<Alias> {
   aliasHandler(req: GatewayRequest, res: ServerResponse, alias: Alias): Promise<unknown>;
   routes?: WebRoute[];
+  /** Whether the request's alias (`req.$alias`) is a page a link opens. */
+  isLinkedPage?(req: GatewayRequest): boolean;
 }
 
 /** An error passed to `next`, as moleculer-web hands it on: always a MoleculerError. */
@@ -153,8 +155,12 @@ export function paramsOf(
   body: unknown,
   query: unknown,
   pathParams: Record<string, string>,
+  linkedPage = false,
 ): Record<string, unknown> {
   const inQuery = QUERY_METHODS.has(method ?? 'GET');
+  // A page's link may carry anything in its query (a payment's redirect adds `reference=`):
+  // the path's own value stands, as the page ignores what else the link carries.
+  const pathWins = linkedPage && inQuery;
   const sent = fieldsOf(inQuery ? query : body);
   const where = inQuery ? 'the query string' : 'the body';
   const elsewhere = inQuery ? 'the body' : 'the query string';
@@ -164,7 +170,7 @@ export function paramsOf(
       message: `${field} is not allowed in ${elsewhere}; send it in ${where}`,
     })),
     ...Object.keys(sent)
-      .filter((field) => Object.hasOwn(pathParams, field))
+      .filter((field) => !pathWins && Object.hasOwn(pathParams, field))
       .map((field) => ({
         field,
         message: `${field} is in the path; leave it out of ${where}`,
@@ -226,12 +232,13 @@ export function routeHandler<Alias extends WebAlias>(
       }
       if (!found) return resolve(null);
       if (found.undecodable !== undefined) return reject(undecodablePathParam(found.undecodable));
+      req.$alias = found.alias;
       try {
-        req.$params = paramsOf(req.method, req.body, req.query, found.params);
+        const linked = this.isLinkedPage?.(req) ?? false;
+        req.$params = paramsOf(req.method, req.body, req.query, found.params, linked);
       } catch (refused) {
         return reject(refused);
       }
-      req.$alias = found.alias;
       req.$called = this.aliasHandler(req, res, found.alias);
       req.$called.then(resolve, reject);
     };

@@ -122,6 +122,7 @@ describe('the sandbox checkout page', () => {
     expect(res.headers.get('x-frame-options')).toBe('DENY');
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
     expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('x-robots-tag')).toBe('noindex, nofollow, noarchive');
     const html = await res.text();
     expect(html).toContain('NGN 2500.50');
     expect(html).toContain('Test Merchant');
@@ -199,7 +200,10 @@ describe('the sandbox checkout page', () => {
       '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;Co&lt;/b&gt;',
     );
     // A link tapped in an app carries parameters of its own: the page opens all the same.
-    const tapped = await pageText(`${pagePath(start.data.authorization_url)}?fbclid=IwAR0x`);
+    // A provider's redirect back adds `reference=`, the path's own name: the path's stands.
+    const tapped = await pageText(
+      `${pagePath(start.data.authorization_url)}?fbclid=IwAR0x&reference=ck-${'0'.repeat(40)}`,
+    );
     expect(tapped).toContain('&lt;b&gt;Co&lt;/b&gt;');
   });
 

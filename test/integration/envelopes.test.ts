@@ -459,6 +459,8 @@ describe('docs', () => {
     expect(page.headers.get('x-frame-options')).toBe('DENY');
     expect(page.headers.get('x-content-type-options')).toBe('nosniff');
     expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+    // The API's documentation, unlike a delivery's page, may be found by search engines.
+    expect(page.headers.get('x-robots-tag')).toBeNull();
 
     const browser = await launchChromium();
     try {

@@ -151,6 +151,7 @@ describe('GET /track/:trackingId', () => {
       const page = await fetch(`${base()}/track/${id}`);
       expect(page.status).toBe(404);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(page.headers.get('x-robots-tag')).toBe('noindex, nofollow, noarchive');
       const html = await page.text();
       expect(html).toContain('No delivery has this tracking number');
       expect(html).toContain('ask the sender');
@@ -185,6 +186,8 @@ describe('GET /track/:trackingId', () => {
     expect(csp).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'/);
     expect(csp).not.toMatch(/https?:|\*|'unsafe-eval'/);
     expect(res.headers.get('cache-control')).toBe('no-store');
+    // A link shared where crawlers read stays out of their index.
+    expect(res.headers.get('x-robots-tag')).toBe('noindex, nofollow, noarchive');
     const html = await res.text();
     expect(html).toContain(trackingId);
     expect(html).toContain('Your delivery is booked');
@@ -194,7 +197,10 @@ describe('GET /track/:trackingId', () => {
     expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/);
     expectNothingPrivate(html.replace(trackingId, ''));
     // A link tapped in an app, or shortened, carries parameters of theirs: the page opens.
-    const tapped = await fetch(`${base()}/track/${trackingId}?fbclid=IwAR0x&utm_source=sms`);
+    // Even one named as the path's own (`trackingId`): the path's stands.
+    const tapped = await fetch(
+      `${base()}/track/${trackingId}?fbclid=IwAR0x&utm_source=sms&trackingId=P2P-000000000000`,
+    );
     expect(tapped.status).toBe(200);
     expect(await tapped.text()).toContain('Your delivery is booked');
     // Cancelled: out of the way of the next test's courier, and told at load.

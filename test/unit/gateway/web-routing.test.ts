@@ -169,6 +169,9 @@ describe('routeHandler', () => {
   const found = (params: Record<string, string> = {}): FoundAlias =>
     ({ alias: { fullPath: '/api/things/:id', action: 'svc.get' }, params }) as never;
 
+  /** The alias `isLinkedPage` answers true for. */
+  let linked: unknown;
+
   function handle(
     middlewares: Middleware[],
     alias: FoundAlias | undefined,
@@ -180,6 +183,7 @@ describe('routeHandler', () => {
         calls.push('alias');
         return 'answered';
       }),
+      isLinkedPage: (r: { $alias?: unknown }) => r.$alias === linked,
     };
     const req = fakeRequest({ url: '/api/things/t-1?limit=5' });
     setup(req);
@@ -281,6 +285,27 @@ describe('routeHandler', () => {
       expect(service.aliasHandler).not.toHaveBeenCalled();
     },
   );
+
+  it('lets the path of a page a link opens stand over its query, and refuses it elsewhere', async () => {
+    for (const method of ['GET', 'POST']) {
+      const page = found({ id: 't-1' });
+      linked = page.alias;
+      const { settled, req, service } = handle([], page, (r) => {
+        Object.assign(r, { method, body: {}, query: { id: 'other', utm: 'x' } });
+      });
+      const outcome = await settled.then(
+        () => 'called',
+        (err: { code?: number }) => err.code,
+      );
+      // A page's form posts say nothing in the query: what they carry there is still refused.
+      expect(outcome).toBe(method === 'GET' ? 'called' : 400);
+      if (method === 'GET') {
+        expect(req.$params).toEqual({ id: 't-1', utm: 'x' });
+        expect(service.aliasHandler).toHaveBeenCalled();
+      }
+    }
+    linked = undefined;
+  });
 
   it('answers null without an alias: only declared aliases are called', async () => {
     const { settled, service } = handle([], undefined);
