@@ -14,10 +14,14 @@ export async function nameableCourier(
   field: string,
 ): Promise<CourierView> {
   const courier = await call(caller, 'courier-matching.getCourier', { courierId });
-  if (!courier?.active || courier.virtual) {
+  if (!isNameable(courier)) {
     const error = notFound(COURIER_NOT_FOUND);
     error.data = { errors: [{ field, message: `no active courier ${courierId}` }] };
     throw error;
   }
   return courier;
 }
+
+/** Whether a request may name the courier: an active one, not the sandbox's virtual one. */
+export const isNameable = (courier: CourierView | null | undefined): courier is CourierView =>
+  Boolean(courier?.active && !courier.virtual);

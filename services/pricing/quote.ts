@@ -23,7 +23,7 @@ import {
 import { heldRoute, readQuote, signQuote, type QuoteClaims } from './quote-token';
 import { scheduleProblem, zonedInstant, type Schedule } from './schedule';
 import type { TariffBook } from './tariff-book';
-import { nameableCourier } from '../../libs/contracts/nameable-courier';
+import { isNameable, nameableCourier } from '../../libs/contracts/nameable-courier';
 import { toDeliveryCost, toModeAQuote, toQuotedCourier, type PricedTrip } from './views';
 
 /** What a quote needs besides the request: the tariff, the fleet types, a courier's rules. */
@@ -203,18 +203,29 @@ async function loadOf(
   return { weightGrams: selection.totalWeightGrams, valueKobo: selection.totalValueKobo };
 }
 
+/**
+ * The courier a quote is priced for, and Mode A's `courier` (the specification's, when
+ * SPECIFIC). Mode A refuses a courier no request may name (retired, the sandbox's) first, as
+ * the request refuses it before its packages and price. Mode B names no courier and refuses
+ * none: such a courier's rule is left out, as no request would be priced by it.
+ */
+async function quotedCourier(ctx: Caller, courierId: string | undefined, totals: boolean) {
+  if (!courierId) return {};
+  if (!totals) {
+    const named = await nameableCourier(ctx, courierId, 'courierId');
+    return { courierId, courier: toQuotedCourier(named) };
+  }
+  const found = await call(ctx, 'courier-matching.getCourier', { courierId });
+  return { courierId: isNameable(found) ? courierId : undefined };
+}
+
 /** `POST /api/pricing`: Mode B answers the cost, Mode A the quote of the saved packages. */
 export async function quote(ctx: WaybillContext<QuoteRequestParams>, sources: QuoteSources) {
   const params = ctx.params;
   const userId = ctx.meta.user?.id;
   const request = readQuoteRequest(params, Boolean(userId));
   const totals = request.pricing.mode === 'totals';
-  // Mode A's `courier` (the specification's, when SPECIFIC). A courier no request may name is
-  // refused first, as the request refuses it before its packages and price.
-  const courier =
-    !totals && request.courierId
-      ? toQuotedCourier(await nameableCourier(ctx, request.courierId, 'courierId'))
-      : undefined;
+  const { courierId, courier } = await quotedCourier(ctx, request.courierId, totals);
   const trip = await priceLoad(ctx, sources, {
     origin: params.origin,
     destination: params.destination,
@@ -222,7 +233,7 @@ export async function quote(ctx: WaybillContext<QuoteRequestParams>, sources: Qu
     urgencyType: params.urgencyType,
     schedule: request.schedule,
     fleetTypeId: params.fleetTypeId,
-    courierId: request.courierId,
+    courierId,
     valueField: totals ? 'totalValue' : 'packagesId',
   });
   if (totals) return toDeliveryCost(trip);

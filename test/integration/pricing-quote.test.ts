@@ -13,6 +13,7 @@ import { localNow } from '../../services/pricing/schedule';
 import { rejectionOf } from '../unit/helpers';
 import { adminHeaders, request, type Reply } from '../support/http';
 import { newCourier } from '../support/couriers';
+import { eventually } from '../support/eventually';
 import { useMerchantStack } from '../support/merchant-stack';
 
 /**
@@ -260,6 +261,42 @@ describe('pricing.quote', () => {
     });
     expect(totals.status).toBe(200);
     expect(totals.body.data.courier).toBeUndefined();
+  });
+
+  it('leaves the rule of a courier no request may name out of a Mode B cost', async () => {
+    const retired = await newCourier(stack.node.url);
+    const rule = await request(stack.node.url, 'POST', '/admin/pricing/courier-rules', {
+      headers: adminHeaders,
+      json: { courierId: retired, from: 'Lagos', to: 'Lagos', amountKobo: 123_400, priority: 1 },
+    });
+    expect(rule.status).toBe(201);
+    const cost = () =>
+      request(stack.node.url, 'POST', '/api/pricing', {
+        headers: { 'api-key': stack.alice.key },
+        json: {
+          origin: IKEJA,
+          destination: LEKKI,
+          totalWeight: 2,
+          totalValue: 1000,
+          courierSelection: 'SPECIFIC',
+          courierId: retired,
+        },
+      });
+    const active = await cost();
+    expect(active.status).toBe(200);
+    expect(active.body.data.courierPricingRule).toMatchObject({ id: rule.body.data.id });
+    const retiring = await request(stack.node.url, 'PATCH', `/admin/couriers/${retired}`, {
+      headers: adminHeaders,
+      json: { active: false },
+    });
+    expect(retiring.status).toBe(200);
+    // Priced as the request would be: the request refuses the courier, and no rule of theirs.
+    const after = await eventually(async () => {
+      const reply = await cost();
+      expect(reply.body.data.courierPricingRule).toBeNull();
+      return reply;
+    });
+    expect(after.status).toBe(200);
   });
 
   it('applies a SPECIFIC courier’s own price where its rule matches', async () => {
