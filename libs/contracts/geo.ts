@@ -71,6 +71,9 @@ export const COMPUTED_FIELDS = [
   'deletedAt',
 ] as const;
 
+/** The specification's 404 for a fleet type that is unknown or inactive. */
+export const FLEET_TYPE_NOT_FOUND = 'Fleet type not found';
+
 export const latitude = () => Joi.number().min(-90).max(90);
 export const longitude = () => Joi.number().min(-180).max(180);
 /**

@@ -2,6 +2,7 @@ import Joi from '../../libs/joi';
 import { announceStored } from '../../libs/announce';
 import {
   FLEET_TYPES_CHANGED_EVENT,
+  FLEET_TYPE_NOT_FOUND,
   FLEET_TYPES_MAX,
   listFleetTypesParams,
   type ListFleetTypesParams,
@@ -104,7 +105,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
           'Send only the fields to change. Fleet types are never deleted, since deliveries refer to them; set `active: false` to hide one.',
         response: fleetTypeDetail,
         errors: {
-          404: 'Fleet type not found',
+          404: FLEET_TYPE_NOT_FOUND,
           409: 'Another change of the fleet type held it for 5 s (send this one again)',
         },
       },
@@ -120,7 +121,7 @@ export function createFleetTypeActions(fleetTypes: FleetTypeStore): ServiceActio
           () => fleetTypes.update(fleetTypeId, changes),
           ctx.service?.logger,
         );
-        if (!record) throw notFound('Fleet type not found');
+        if (!record) throw notFound(FLEET_TYPE_NOT_FOUND);
         await announce(ctx, fleetTypeId);
         return toFleetTypeDetail(record);
       },

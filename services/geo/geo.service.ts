@@ -4,6 +4,7 @@ import type { Config } from '../../libs/config';
 import { call } from '../../libs/contracts';
 import {
   FLEET_TYPES_CHANGED_EVENT,
+  FLEET_TYPE_NOT_FOUND,
   findAreaParams,
   getFleetTypeParams,
   resolveAddressParams,
@@ -94,7 +95,7 @@ export function createGeoService(config: Config): ServiceDefinition {
 
   async function findFleetType(fleetTypeId: string) {
     const record = await fleetTypes.find(fleetTypeId);
-    if (!record) throw notFound('Fleet type not found');
+    if (!record) throw notFound(FLEET_TYPE_NOT_FOUND);
     return record;
   }
 
@@ -103,7 +104,7 @@ export function createGeoService(config: Config): ServiceDefinition {
     if (fleetTypeId) {
       // An inactive type is listed nowhere an integrator can see (GET /api/fleet-types).
       const fleet = await findFleetType(fleetTypeId);
-      if (!fleet.active) throw notFound('Fleet type not found');
+      if (!fleet.active) throw notFound(FLEET_TYPE_NOT_FOUND);
       return fleet.averageSpeedKmh;
     }
     const [smallest] = await fleetTypes.list(true);
@@ -254,7 +255,7 @@ export function createGeoService(config: Config): ServiceDefinition {
           description:
             'Distance is the larger of the straight line and the road distance; ETA uses the fleet type speed (the smallest active fleet type when none is given).',
           response: routeView,
-          errors: { 404: 'Fleet type not found' },
+          errors: { 404: FLEET_TYPE_NOT_FOUND },
         },
         params: routeParams,
         async handler(ctx) {

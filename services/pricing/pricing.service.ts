@@ -49,6 +49,7 @@ export function createPricingService(config: Config): ServiceDefinition {
     book: () => book.current,
     fleets: () => fleets.get(),
     courierRules: async (courierId) => courierRules.current.of(courierId),
+    fleetsChanged: () => fleets.invalidate(),
     quotes: config.quotes,
   };
 

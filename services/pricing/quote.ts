@@ -1,13 +1,13 @@
 import { call, type Caller } from '../../libs/contracts';
 import { MAX_AMOUNT_KOBO } from '../../libs/contracts/payment';
-import type { AddressInput } from '../../libs/contracts/geo';
+import { FLEET_TYPE_NOT_FOUND, type AddressInput } from '../../libs/contracts/geo';
 import type {
   PricedDelivery,
   PricedLoadParams,
   QuoteLoadParams,
   UrgencyType,
 } from '../../libs/contracts/pricing';
-import { badRequest, conflict, notFound, unprocessable } from '../../libs/errors';
+import { badRequest, conflict, notFound, toHttpError, unprocessable } from '../../libs/errors';
 import { formatKg, formatNaira, kgToGrams, nairaToKobo } from '../../libs/money';
 import type { WaybillContext } from '../../libs/service';
 import { matchRule, type CourierRule } from './courier-rules';
@@ -31,6 +31,8 @@ export interface QuoteSources {
   book(): TariffBook;
   fleets(): Promise<FleetOption[]>;
   courierRules(courierId: string): Promise<readonly CourierRule[]>;
+  /** Forgets the fleet types read: the next `fleets()` reads them again. */
+  fleetsChanged(): void;
   /** The key and lifetime of Mode A quotes' ids. */
   quotes: { secret: string; ttlMs: number };
 }
@@ -63,7 +65,7 @@ async function pickFleet(
 ) {
   const all = await sources.fleets();
   const requested = fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined;
-  if (fleetTypeId && !requested?.active) throw notFound('Fleet type not found');
+  if (fleetTypeId && !requested?.active) throw notFound(FLEET_TYPE_NOT_FOUND);
   const fleet = chooseFleet(
     all.filter((f) => f.active),
     requested,
@@ -84,12 +86,25 @@ export async function priceLoad(
   input: LoadToPrice,
 ): Promise<PricedTrip> {
   const { load, schedule } = input;
-  const fleet = await pickFleet(sources, input.fleetTypeId, load);
-  const resolved = await call(caller, 'geo.route', {
-    origin: input.origin,
-    destination: input.destination,
-    fleetTypeId: fleet.id,
-  });
+  let fleet = await pickFleet(sources, input.fleetTypeId, load);
+  const routeFor = (fleetTypeId: string) =>
+    call(caller, 'geo.route', {
+      origin: input.origin,
+      destination: input.destination,
+      fleetTypeId,
+    });
+  let resolved: Awaited<ReturnType<typeof routeFor>>;
+  try {
+    resolved = await routeFor(fleet.id);
+  } catch (err) {
+    // A type chosen here that geo no longer has (deactivated, and this replica not yet told):
+    // the caller named none, so the types are read again and the choice made once more.
+    const { status, message } = toHttpError(err);
+    if (input.fleetTypeId || status !== 404 || message !== FLEET_TYPE_NOT_FOUND) throw err;
+    sources.fleetsChanged();
+    fleet = await pickFleet(sources, undefined, load);
+    resolved = await routeFor(fleet.id);
+  }
   const route = input.quoted ? heldRoute(resolved, fleet.id, input.quoted) : resolved;
 
   const book = sources.book();

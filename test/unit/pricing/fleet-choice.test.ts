@@ -1,6 +1,8 @@
 import { priceLoad, type LoadToPrice } from '../../../services/pricing/quote';
 import { TariffBook } from '../../../services/pricing/tariff-book';
 import type { FleetOption } from '../../../services/pricing/fleet-choice';
+import { FLEET_TYPE_NOT_FOUND } from '../../../libs/contracts/geo';
+import { notFound } from '../../../libs/errors';
 import { rejectionOf } from '../helpers';
 
 const fleet = (id: string, code: string, maxWeight: string, active = true): FleetOption => ({
@@ -36,10 +38,50 @@ async function price(fleetTypeId: string | undefined) {
     book: () => new TariffBook([]),
     fleets: async () => [bike, car],
     courierRules: async () => [],
+    fleetsChanged: () => undefined,
     quotes: { secret: 'a-quote-key-of-32-characters-abc', ttlMs: 60_000 },
   };
   const outcome = await rejectionOf(() => priceLoad(caller, sources, input));
   return { outcome, routesAsked };
+}
+
+/**
+ * Prices 3 kg with `fleetTypeId` where this replica's copy of the fleet types still has the
+ * bike active and geo has it inactive (deactivated, the change not yet told).
+ */
+async function priceWithStaleFleets(fleetTypeId: string | undefined) {
+  const activeBike = { ...bike, active: true };
+  let copy = [activeBike, car];
+  const asked: string[] = [];
+  const caller = {
+    meta: {},
+    call: async (action: string, params: unknown) => {
+      const { fleetTypeId: asking } = params as { fleetTypeId: string };
+      asked.push(action === 'geo.listFleetTypes' ? action : asking);
+      if (asking === bike.id) throw notFound(FLEET_TYPE_NOT_FOUND);
+      throw new Error(`priced with ${asking}`);
+    },
+  };
+  const sources = {
+    book: () => new TariffBook([]),
+    fleets: async () => copy,
+    courierRules: async () => [],
+    fleetsChanged: () => {
+      asked.push('read again');
+      copy = [bike, car];
+    },
+    quotes: { secret: 'a-quote-key-of-32-characters-abc', ttlMs: 60_000 },
+  };
+  const input: LoadToPrice = {
+    origin: 'Ikeja, Lagos',
+    destination: 'Lekki, Lagos',
+    load: { weightGrams: 3_000, valueKobo: 0 },
+    urgencyType: 'STANDARD',
+    fleetTypeId,
+    valueField: 'totalValue',
+  };
+  const outcome = await rejectionOf(() => priceLoad(caller, sources, input));
+  return { outcome, asked };
 }
 
 describe('the fleet type of a quote', () => {
@@ -47,6 +89,18 @@ describe('the fleet type of a quote', () => {
     const { outcome, routesAsked } = await price(bike.id);
     expect(outcome).toMatchObject({ code: 404, message: 'Fleet type not found' });
     expect(routesAsked).toEqual([]);
+  });
+
+  it('is chosen again from the types read again when geo has the one chosen no longer, none asked for', async () => {
+    const { outcome, asked } = await priceWithStaleFleets(undefined);
+    expect(asked).toEqual([bike.id, 'read again', car.id]);
+    expect(outcome).toMatchObject({ message: `priced with ${car.id}` });
+  });
+
+  it('is not another one when the one asked for is gone at geo: its 404 stands', async () => {
+    const { outcome, asked } = await priceWithStaleFleets(bike.id);
+    expect(asked).toEqual([bike.id]);
+    expect(outcome).toMatchObject({ code: 404, message: FLEET_TYPE_NOT_FOUND });
   });
 
   it('is the smallest active one that carries the load when none is asked for', async () => {
