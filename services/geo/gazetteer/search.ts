@@ -6,9 +6,9 @@ import type { City, Country, State } from './types';
 export const DEFAULT_SEARCH_LIMIT = 20;
 
 /**
- * Caps for lists without a search. Countries and cities: the specification's 50. States:
- * not specified; we list the states of one country (Nigeria's 37 by default) and never more
- * than 100 — see docs/geo-data.md.
+ * Caps of lists. Countries and cities: the specification's 50, with a search or without.
+ * States: not specified; a search answers at most 100, and a list without one every state of
+ * one country (Nigeria's 37 by default, Slovenia's 212 at most) — see docs/geo-data.md.
  */
 export const LIST_LIMITS = { countries: 50, states: 100, cities: 50 } as const;
 
