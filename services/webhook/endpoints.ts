@@ -154,12 +154,17 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
    * 409 when there is none (left by an older version's registration cut short) or it cannot
    * be opened (sealed under an earlier WEBHOOK_SECRET_KEY), as the dispatcher fails those.
    */
-  async function firstSecret(webhookId: string): Promise<string> {
+  async function firstSecret(webhookId: string, endpointStored = true): Promise<string> {
     const stored = await store.secret(webhookId, 1);
     const opened = stored ? openedOrNull(stored.sealed) : null;
     if (opened !== null) return opened;
+    // An endpoint never stored (its registration stopped after its secret) has nothing to
+    // rotate: a new key registers one.
+    const rotate = endpointStored
+      ? `rotate it with POST /api/webhooks/${webhookId}/rotate-secret for a new one, or `
+      : '';
     throw conflict(
-      `This Idempotency-Key registered webhook ${webhookId}, whose secret cannot be read again; rotate it with POST /api/webhooks/${webhookId}/rotate-secret for a new one, or send a new key to register another`,
+      `This Idempotency-Key registered webhook ${webhookId}, whose secret cannot be read again; ${rotate}send a new key to register another`,
     );
   }
 
@@ -253,7 +258,9 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
               createdAt: at,
             });
             // An earlier run of the request drew it: its endpoint signs with that one.
-            if (!claimed) secret = await firstSecret(webhookId);
+            if (!claimed) {
+              secret = await firstSecret(webhookId, (await store.endpoint(webhookId)) !== null);
+            }
             const record: EndpointRecord = {
               _id: webhookId,
               userId,

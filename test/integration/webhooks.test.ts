@@ -325,6 +325,29 @@ describe('webhook endpoints', () => {
       409,
       `This Idempotency-Key registered webhook ${lost.body.data.id}, whose secret cannot be read again; rotate it with POST /api/webhooks/${lost.body.data.id}/rotate-secret for a new one, or send a new key to register another`,
     );
+    // A registration that stopped after its secret, before its endpoint, under an earlier
+    // WEBHOOK_SECRET_KEY: nothing to rotate, a new key registers one.
+    const cutKey = randomUUID();
+    const cut = await registerAs(cutKey);
+    expect(cut.status).toBe(201);
+    const cutDb = await openServiceDatabase(stack.iso, 'webhook');
+    try {
+      await cutDb.collection('webhook_endpoints').deleteOne({ _id: cut.body.data.id });
+      await cutDb
+        .collection('webhook_secrets')
+        .updateMany(
+          { webhookId: cut.body.data.id },
+          { $set: { sealed: 'sealed-under-a-lost-key' } },
+        );
+    } finally {
+      await cutDb.close();
+    }
+    await forgetKeys();
+    expectErrorEnvelope(
+      await registerAs(cutKey),
+      409,
+      `This Idempotency-Key registered webhook ${cut.body.data.id}, whose secret cannot be read again; send a new key to register another`,
+    );
     // Another user's same key registers their own.
     const other: Party = await createUserWithKey(base());
     const theirs = await request(base(), 'POST', '/api/webhooks', {
