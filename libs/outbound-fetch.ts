@@ -34,6 +34,20 @@ export const redirectNotFollowed = (status: number, location: string | null | un
   `HTTP ${status}: redirect not followed${location ? ` (to ${quote(location)})` : ''}`;
 
 /**
+ * Where a redirect of a call to `url` points, as a failure logged on our side names it: its
+ * server alone. Its path and query may carry what was asked (an address geocoded, a person's
+ * point routed), and the logs are no place for those.
+ */
+export function redirectServer(url: string, location: string | null): string | null {
+  if (!location) return null;
+  try {
+    return new URL(location, url).origin;
+  } catch {
+    return 'an unreadable address';
+  }
+}
+
+/**
  * fetch hides the socket error (ECONNREFUSED, ENOTFOUND...) in `cause`. Duck-typed, not
  * `instanceof`: fetch's errors and DOMException may come from another realm (jest's vm).
  */
@@ -125,7 +139,10 @@ export async function fetchOutbound(url: string, request: OutboundRequest): Prom
     const { status } = response;
     if (isRedirect(status)) {
       await response.body?.cancel();
-      const reason = redirectNotFollowed(status, response.headers.get('location'));
+      const reason = redirectNotFollowed(
+        status,
+        redirectServer(url, response.headers.get('location')),
+      );
       return { ok: false, failure: 'redirect', reason, status };
     }
     if (request.readsBody && !request.readsBody(status)) {

@@ -180,7 +180,7 @@ describe('paystackProvider answers', () => {
       servers.server.handle(redirectTo(status, servers.elsewhere.url));
       await expect(paystack().initialize(request)).rejects.toMatchObject({
         code: 502,
-        message: `The payment provider answered HTTP ${status}: redirect not followed (to ${servers.elsewhere.url}/transaction/initialize); retry later, and tell us if it lasts`,
+        message: `The payment provider answered HTTP ${status}: redirect not followed (to ${servers.elsewhere.url}); retry later, and tell us if it lasts`,
       });
       expect(servers.server.paths).toEqual(['/transaction/initialize']);
       expect(servers.elsewhere.paths).toEqual([]);
