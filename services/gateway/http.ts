@@ -78,20 +78,19 @@ const HIDDEN: Record<string, string> = { track: ':trackingId', checkout: ':refer
 /**
  * The request as logged: a tracking id or a checkout reference in a page's path is the key to
  * what it names (whoever holds it reads the page), and logs are read by more people than may
- * hold one; the log says which page, not which delivery's. The URL is the origin, the path as
- * logged and the query (a raw path such as `/./track/<id>` is not kept).
+ * hold one; the log says which page, not which delivery's. The URL is the origin and the path
+ * as logged, without the query, which may name people (`?email=`), a file's key (`?after=`) or
+ * a page's capability again (a raw path such as `/./track/<id>` is not kept either).
  */
 export function describeForLog(req: GatewayRequest): RequestDescription {
   const described = describeRequest(req);
-  if (!CAPABILITY_IN_PATH.test(described.path)) return described;
   const path = described.path.replace(
     CAPABILITY_IN_PATH,
     (_, page: string) => `/${page}/${HIDDEN[page.toLowerCase()]}`,
   );
   const { url } = described;
   const origin = url.slice(0, url.indexOf('/', url.indexOf('://') + 3));
-  const query = url.includes('?') ? url.slice(url.indexOf('?')) : '';
-  return { ...described, path, url: `${origin}${path}${query}` };
+  return { ...described, path, url: `${origin}${path}` };
 }
 
 function requestUrl(req: GatewayRequest, raw: string): string {
