@@ -186,6 +186,8 @@ export interface AssignAnswer {
  * codes.ts draws them). The gateway checks it before asking the order service anything.
  */
 export const TRACKING_PATTERN = /^P2P-[0-9A-HJKMNP-TV-Z]{12}$/;
+/** A tracking id within a text (a message quoted back), in any case. */
+export const TRACKING_ID_IN_TEXT = /\bP2P-[0-9A-HJKMNP-TV-Z]{12}\b/i;
 
 /** What both the page and its stream answer for a tracking id we never issued (404). */
 export const UNKNOWN_TRACKING_ID =

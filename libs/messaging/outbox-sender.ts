@@ -98,6 +98,11 @@ export interface OutboxSenderDeps {
   logger: () => Logger;
   /** In [0, 1): spreads the waits of messages that failed together (Math.random). */
   random?: () => number;
+  /**
+   * Keys a message's text may carry outside its links (a tracking id, which opens the
+   * delivery's page), masked as `[key]` wherever a provider's error quotes one.
+   */
+  keys?: RegExp;
 }
 
 /**
@@ -289,12 +294,14 @@ export class OutboxSender {
   /**
    * What went wrong, as kept on the message and logged. A provider may echo what it was sent:
    * the address never stays in it (the logs are no place for people's addresses), nor do the
-   * message's links (a tracking page's or a checkout's: whoever holds one holds the page), and
-   * in live neither do the digits of a secret's text (codes are secrets).
+   * message's links and keys (a tracking page's or a checkout's: whoever holds one holds the
+   * page), and in live neither do the digits of a secret's text (codes are secrets).
    */
   private describe(err: unknown, message: OutboxMessage): string {
     const error = err instanceof Error ? err.message : String(err);
-    const text = withoutLinks(withoutAddress(error, message), message.text);
+    const unlinked = withoutLinks(withoutAddress(error, message), message.text);
+    const { keys } = this.deps;
+    const text = keys ? unlinked.replace(new RegExp(keys.source, 'gi'), '[key]') : unlinked;
     const told = this.live && message.secret ? text.replace(/\d{4,}/g, '[digits]') : text;
     return keptError(told);
   }

@@ -7,6 +7,7 @@ import {
   getAddressParams,
   matchingEndParams,
   recipientsView,
+  TRACKING_ID_IN_TEXT,
 } from '../../libs/contracts/order';
 import type { PaymentFailure, PaymentOutcome } from '../../libs/contracts/payment';
 import { badRequest } from '../../libs/errors';
@@ -199,6 +200,8 @@ export function createOrderService(config: Config): ServiceDefinition {
     store: notificationOutbox(store, proofs, transitions),
     channels: channelSenders(config.notifications, () => logger),
     logger: () => logger,
+    // A proof code's or a payment link's text names the delivery by its tracking id.
+    keys: TRACKING_ID_IN_TEXT,
   });
 
   /** A delivery the caller may read (`readableBy`) or change (`changeableBy`). */

@@ -226,6 +226,29 @@ describe('proof codes', () => {
     expect(mailsTo(receiver)).toHaveLength(1);
   });
 
+  it('keep out of their error the tracking id and the code a provider quotes back', async () => {
+    const receiver = recipient();
+    sms.answerFor(termiiTo(receiver), Array<number>(MAX_ATTEMPTS).fill(400));
+    const { deliveryId } = await deliveryTo(receiver);
+    const failed = await eventually(async () => {
+      const [message] = (await notificationsOf(base(), deliveryId)).filter(
+        (m) => m.purpose === 'DELIVERY_CODE' && m.channel === 'SMS',
+      );
+      expect(message).toMatchObject({ status: 'FAILED', attempts: MAX_ATTEMPTS });
+      return message as unknown as { lastError: string };
+    });
+    const [quoted] = sms.requests
+      .filter((r) => r.body.to === termiiTo(receiver))
+      .map((r) => String(r.body.sms));
+    const trackingId = /P2P-[0-9A-Z]{12}/.exec(quoted)?.[0] as string;
+    expect(trackingId).toBeDefined();
+    expect(failed.lastError).toContain('[key]');
+    expect(failed.lastError).toContain('[digits]');
+    expect(failed.lastError).not.toContain(trackingId);
+    expect(failed.lastError).not.toContain(codeIn(quoted) as string);
+    for (const node of orders) expect(node.output()).not.toContain(trackingId);
+  });
+
   it('are recorded FAILED, with the last error, once the provider stays down past the attempts', async () => {
     const receiver = recipient();
     sms.answerFor(termiiTo(receiver), Array<'drop'>(MAX_ATTEMPTS + 2).fill('drop'));

@@ -141,7 +141,8 @@ export async function startSmsProvider(
           JSON.stringify(
             answer === 200
               ? { message_id: messageId, message: 'Successfully Sent', balance: 9 }
-              : { message: 'Provider trouble, try again' },
+              : // As some providers do, quoting what it was sent.
+                { message: 'Provider trouble, try again', sms: body.sms },
           ),
         );
       };

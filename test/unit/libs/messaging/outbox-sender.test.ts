@@ -1,5 +1,6 @@
 import { ServiceBroker } from 'moleculer';
 import { loadConfig } from '../../../../libs/config';
+import { TRACKING_ID_IN_TEXT } from '../../../../libs/contracts/order';
 import type { ChannelSender, OutgoingMessage } from '../../../../libs/messaging/channels';
 import {
   keptError,
@@ -233,6 +234,29 @@ describe('OutboxSender', () => {
       'retry m1 1: 400 {"sms":"Your parcel is on its way: [link]. Pay at [link]","id":"[link]","ref":"[link]","path":"%2Ftrack%2F[link]"}',
     ]);
     expect(writes[0]).not.toMatch(/P2P-7K3M9Q2X4B6N/);
+  });
+
+  it('keeps the keys its service names out of the error, wherever the text carries them', async () => {
+    const text = 'Waybill delivery P2P-7K3M9Q2X4B6N: your delivery code is 4821';
+    const { store, writes } = memoryOutbox([message({ secret: false, text })]);
+    const echoing: ChannelSender = {
+      send: async () => {
+        throw new Error(`400 {"sms":"${text}","ids":["p2p-7k3m9q2x4b6n"]}`);
+      },
+    };
+    const sender = new OutboxSender({
+      kind: 'test message',
+      config,
+      appEnv: 'staging',
+      store,
+      channels: { EMAIL: echoing, SMS: echoing },
+      logger: () => broker.getLogger('outbox-test'),
+      keys: TRACKING_ID_IN_TEXT,
+    });
+    await sender.sendDue(new Date());
+    expect(writes).toEqual([
+      'retry m1 1: 400 {"sms":"Waybill delivery [key]: your delivery code is 4821","ids":["[key]"]}',
+    ]);
     // A short last part is a word, not a capability: left alone apart from the whole link.
     expect(withoutLinks('see /help and https://x.example/help', 'at https://x.example/help.')).toBe(
       'see /help and [link]',
