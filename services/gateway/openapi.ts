@@ -47,7 +47,7 @@ const GROUP_ERROR_DESCRIPTIONS: Partial<Record<RouteGroup, Record<number, string
   courier: {
     401: 'Missing, malformed, unknown or revoked courier token, or its courier is retired',
     403: 'The courier is retired (inactive), or the call came from a browser',
-    429: 'Too many failed authentications from your address; see `Retry-After`',
+    429: 'Too many requests from this courier (`COURIER_QUOTA_LIMIT`), or too many failed authentications from your address; see `Retry-After`',
   },
   checkout: { 429: PAGE_REQUESTS_429 },
   track: { 429: PAGE_REQUESTS_429 },
@@ -64,8 +64,9 @@ const GROUP_STATUSES: Record<RouteGroup, number[]> = {
   webhooks: [401],
 };
 
-/** The groups whose calls count against an API key's quota. */
-const hasQuota = (http: HttpRoute) => http.group === 'api' || http.group === 'file';
+/** The groups whose calls count against a quota (an API key's, a courier's): `RateLimit-*`. */
+const hasQuota = (http: HttpRoute) =>
+  http.group === 'api' || http.group === 'file' || http.group === 'courier';
 
 /** How each group authenticates, in the document's terms. */
 const SECURITY: Record<RouteGroup, Record<string, string[]>[]> = {

@@ -288,13 +288,17 @@ describe('buildOpenApi of courier routes', () => {
   };
   const courierDoc = buildOpenApi([courierApp], '1');
 
-  it('secures them with the courier token, its own bearer scheme, without a quota', () => {
+  it('secures them with the courier token, its own bearer scheme, and the courier’s quota', () => {
     const operation = (courierDoc.paths['/courier/location'] as Record<string, Operation>).post;
     expect(operation.security).toEqual([{ CourierToken: [] }]);
     expect(operation.tags).toEqual(['courier']);
     expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '403', '429']));
     expect(operation.responses['401'].description).toMatch(/courier token/);
-    expect(operation.responses['200'].headers?.['RateLimit-Limit']).toBeUndefined();
+    // Counted per courier (COURIER_QUOTA_LIMIT): its answers say how much is left.
+    expect(operation.responses['200'].headers?.['RateLimit-Limit']).toEqual({
+      $ref: '#/components/headers/RateLimitLimit',
+    });
+    expect(operation.responses['429'].description).toMatch(/COURIER_QUOTA_LIMIT/);
   });
 });
 
