@@ -247,7 +247,7 @@ export const kilograms = () => decimalNumber(3, 'kg to the gram');
  * links people tap) is ignored, not refused, so that a forwarded link still opens.
  */
 export const linkedPage = <T extends Joi.ObjectSchema>(schema: T): T =>
-  schema.pattern(/^/, Joi.any().strip());
+  schema.options({ stripUnknown: { objects: true } });
 
 /** `limit` and `offset` of a paged list: a page never outgrows one NATS message. */
 export const pageParams = () => ({
