@@ -2,7 +2,7 @@ import { isFields } from './fields';
 
 /**
  * One JSON object per log line: strings form `msg`, plain objects become fields, errors
- * become `error: {name, message, type, code, stack}`. Moleculer's own `json` formatter
+ * become `error: {name, message, type, code, stack}`, moleculer's packets `packet` (no data). Moleculer's own `json` formatter
  * would print objects inside `msg` as text.
  */
 export function jsonLogLine(
@@ -26,6 +26,7 @@ export function jsonLogLine(
   const line: Record<string, unknown> = { time: isoTime(now), level, msg: msg ?? '' };
   for (const arg of args) {
     if (arg instanceof Error) line.error = describeError(arg);
+    else if (isPacket(arg)) line.packet = describePacket(arg);
     else if (isFields(arg)) {
       for (const key in arg) {
         if (!Object.hasOwn(arg, key)) continue;
@@ -48,6 +49,20 @@ function isoTime(now: Date): string {
   const ms = now.getTime();
   if (ms !== lastTime.ms) lastTime = { ms, iso: now.toISOString() };
   return lastTime.iso;
+}
+
+/**
+ * A moleculer packet, which its transit logs whole when it cannot handle one (a node of
+ * another protocol version, during a rolling update): its payload carries the call's params
+ * and meta (the caller's name, e-mail and phone, a recipient's contacts), no log's business.
+ */
+function isPacket(arg: unknown): arg is { type: unknown; payload: Record<string, unknown> } {
+  return isFields(arg) && arg.constructor?.name === 'Packet' && isFields(arg.payload);
+}
+
+/** What a packet's line says of it: its kind, its sender and its version, never its data. */
+function describePacket({ type, payload }: { type: unknown; payload: Record<string, unknown> }) {
+  return { type, sender: payload.sender, ver: payload.ver, action: payload.action };
 }
 
 function describeError(err: Error) {

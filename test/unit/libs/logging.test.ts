@@ -1,3 +1,11 @@
+import { dirname, join } from 'node:path';
+
+// moleculer's own packet class, as its transit hands it to the logger (not among its exports).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { Packet, ...P } = require(join(dirname(require.resolve('moleculer')), 'src/packets')) as {
+  Packet: new (type: string, target: string, payload: Record<string, unknown>) => object;
+  PACKET_REQUEST: string;
+};
 import { jsonLogLine } from '../../../libs/logging';
 
 const bindings = { nodeID: 'node-1', ns: 'waybill', mod: 'gateway', svc: 'gateway' };
@@ -30,6 +38,29 @@ describe('jsonLogLine', () => {
       jsonLogLine('error', ['failed', { error: err, path: '/x' }], bindings),
     );
     expect(nested).toMatchObject({ path: '/x', error: { message: 'boom' } });
+  });
+
+  it('says of a moleculer packet its kind, sender and version, never its params or meta', () => {
+    // As moleculer's transit logs a packet it could not handle (another protocol version).
+    const packet = new Packet(P.PACKET_REQUEST, 'node-1', {
+      ver: '5',
+      sender: 'node-2',
+      action: 'order.createDelivery',
+      params: { recipient: { phone: '+2348031234567' } },
+      meta: { user: { email: 'ada@example.com', name: 'Adaeze Okafor' } },
+    });
+    const text = jsonLogLine(
+      'error',
+      [new Error('Protocol version mismatch'), 'REQ', packet],
+      bindings,
+      now,
+    );
+    expect(JSON.parse(text)).toMatchObject({
+      msg: 'REQ',
+      error: { message: 'Protocol version mismatch' },
+      packet: { type: 'REQ', sender: 'node-2', ver: '5', action: 'order.createDelivery' },
+    });
+    expect(text).not.toMatch(/2348031234567|ada@example\.com|Adaeze/);
   });
 
   it('keeps one line whatever the input', () => {
