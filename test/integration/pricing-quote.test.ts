@@ -223,6 +223,20 @@ describe('pricing.quote', () => {
     );
   });
 
+  /** A Mode B cost of 2 kg from Ikeja to Lekki, naming `courierId`. */
+  const modeBFor = (courierId: string) =>
+    request(stack.node.url, 'POST', '/api/pricing', {
+      headers: { 'api-key': stack.alice.key },
+      json: {
+        origin: IKEJA,
+        destination: LEKKI,
+        totalWeight: 2,
+        totalValue: 1000,
+        courierSelection: 'SPECIFIC',
+        courierId,
+      },
+    });
+
   it('names a SPECIFIC courier in Mode A, and refuses one no request may name (404), as the request does', async () => {
     const c = base({ courierId: COURIER });
     const named = await modeA(packageIds.slice(0, 1), c);
@@ -248,17 +262,7 @@ describe('pricing.quote', () => {
     expect(both.status).toBe(404);
     expect(both.body.message).toBe('Courier not found');
     // Mode B names no courier, and prices by the rules alone.
-    const totals = await request(stack.node.url, 'POST', '/api/pricing', {
-      headers: { 'api-key': stack.alice.key },
-      json: {
-        origin: IKEJA,
-        destination: LEKKI,
-        totalWeight: 2,
-        totalValue: 1000,
-        courierSelection: 'SPECIFIC',
-        courierId: UNKNOWN_COURIER,
-      },
-    });
+    const totals = await modeBFor(UNKNOWN_COURIER);
     expect(totals.status).toBe(200);
     expect(totals.body.data.courier).toBeUndefined();
   });
@@ -270,18 +274,7 @@ describe('pricing.quote', () => {
       json: { courierId: retired, from: 'Lagos', to: 'Lagos', amountKobo: 123_400, priority: 1 },
     });
     expect(rule.status).toBe(201);
-    const cost = () =>
-      request(stack.node.url, 'POST', '/api/pricing', {
-        headers: { 'api-key': stack.alice.key },
-        json: {
-          origin: IKEJA,
-          destination: LEKKI,
-          totalWeight: 2,
-          totalValue: 1000,
-          courierSelection: 'SPECIFIC',
-          courierId: retired,
-        },
-      });
+    const cost = () => modeBFor(retired);
     const active = await cost();
     expect(active.status).toBe(200);
     expect(active.body.data.courierPricingRule).toMatchObject({ id: rule.body.data.id });

@@ -16,6 +16,18 @@ const fleet = (id: string, code: string, maxWeight: string, active = true): Flee
 const bike = fleet('6f1d2c3b-4a5e-4f6d-8c7b-9a0e1d2c3b4a', 'bike', '20', false);
 const car = fleet('7a2e3d4c-5b6f-4a7e-9d8c-0b1f2e3d4c5b', 'car', '100');
 
+const QUOTES = { secret: 'a-quote-key-of-32-characters-abc', ttlMs: 60_000 };
+
+/** 3 kg from Ikeja to Lekki, on `fleetTypeId` or on the one chosen. */
+const threeKg = (fleetTypeId: string | undefined): LoadToPrice => ({
+  origin: 'Ikeja, Lagos',
+  destination: 'Lekki, Lagos',
+  load: { weightGrams: 3_000, valueKobo: 0 },
+  urgencyType: 'STANDARD',
+  fleetTypeId,
+  valueField: 'totalValue',
+});
+
 /** Prices 3 kg with `fleetTypeId`; the routes asked of geo are kept. */
 async function price(fleetTypeId: string | undefined) {
   const routesAsked: unknown[] = [];
@@ -26,22 +38,14 @@ async function price(fleetTypeId: string | undefined) {
       throw new Error(`no ${action} in this test`);
     },
   };
-  const input: LoadToPrice = {
-    origin: 'Ikeja, Lagos',
-    destination: 'Lekki, Lagos',
-    load: { weightGrams: 3_000, valueKobo: 0 },
-    urgencyType: 'STANDARD',
-    fleetTypeId,
-    valueField: 'totalValue',
-  };
   const sources = {
     book: () => new TariffBook([]),
     fleets: async () => [bike, car],
     courierRules: async () => [],
     fleetsChanged: () => undefined,
-    quotes: { secret: 'a-quote-key-of-32-characters-abc', ttlMs: 60_000 },
+    quotes: QUOTES,
   };
-  const outcome = await rejectionOf(() => priceLoad(caller, sources, input));
+  const outcome = await rejectionOf(() => priceLoad(caller, sources, threeKg(fleetTypeId)));
   return { outcome, routesAsked };
 }
 
@@ -70,17 +74,9 @@ async function priceWithStaleFleets(fleetTypeId: string | undefined) {
       asked.push('read again');
       copy = [bike, car];
     },
-    quotes: { secret: 'a-quote-key-of-32-characters-abc', ttlMs: 60_000 },
+    quotes: QUOTES,
   };
-  const input: LoadToPrice = {
-    origin: 'Ikeja, Lagos',
-    destination: 'Lekki, Lagos',
-    load: { weightGrams: 3_000, valueKobo: 0 },
-    urgencyType: 'STANDARD',
-    fleetTypeId,
-    valueField: 'totalValue',
-  };
-  const outcome = await rejectionOf(() => priceLoad(caller, sources, input));
+  const outcome = await rejectionOf(() => priceLoad(caller, sources, threeKg(fleetTypeId)));
   return { outcome, asked };
 }
 

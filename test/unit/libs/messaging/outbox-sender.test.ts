@@ -79,7 +79,7 @@ function senderOver(
   store: OutboxStore,
   channel: ChannelSender,
   appEnv: 'live' | 'staging',
-  concurrency = config.concurrency,
+  { concurrency = config.concurrency, keys }: { concurrency?: number; keys?: RegExp } = {},
 ) {
   return new OutboxSender({
     kind: 'test message',
@@ -88,6 +88,7 @@ function senderOver(
     store,
     channels: { EMAIL: channel, SMS: channel },
     logger: () => broker.getLogger('outbox-test'),
+    keys,
   });
 }
 
@@ -244,16 +245,7 @@ describe('OutboxSender', () => {
         throw new Error(`400 {"sms":"${text}","ids":["p2p-7k3m9q2x4b6n"]}`);
       },
     };
-    const sender = new OutboxSender({
-      kind: 'test message',
-      config,
-      appEnv: 'staging',
-      store,
-      channels: { EMAIL: echoing, SMS: echoing },
-      logger: () => broker.getLogger('outbox-test'),
-      keys: TRACKING_ID_IN_TEXT,
-    });
-    await sender.sendDue(new Date());
+    await senderOver(store, echoing, 'staging', { keys: TRACKING_ID_IN_TEXT }).sendDue(new Date());
     expect(writes).toEqual([
       'retry m1 1: 400 {"sms":"Waybill delivery [key]: your delivery code is 4821","ids":["[key]"]}',
     ]);
@@ -305,7 +297,7 @@ describe('OutboxSender', () => {
         sent.push(m.text);
       },
     };
-    await senderOver(store, slow, 'staging', 3).sendDue(new Date());
+    await senderOver(store, slow, 'staging', { concurrency: 3 }).sendDue(new Date());
     expect([...sent].sort()).toEqual(['a1', 'a2', 'b1', 'b2', 'c1', 'd1']);
     expect(sent.indexOf('a1')).toBeLessThan(sent.indexOf('a2'));
     expect(sent.indexOf('b1')).toBeLessThan(sent.indexOf('b2'));
