@@ -64,8 +64,6 @@ export const COMPUTED_FIELDS = [
   'admin2Name',
   'h3Index',
   'resolution',
-  'centerLat',
-  'centerLon',
   'createdAt',
   'updatedAt',
   'deletedAt',
@@ -109,8 +107,12 @@ const addressObject = Joi.object({
   contactPhone: e164Phone(),
   contactEmail: email(),
   additionalNote: text('additionalNote'),
-  // The stop's note as an earlier answer shows it (`additionalNote` named it): kept when sent back.
+  // What an earlier answer says of the stop, kept when it is sent back: its note (named by
+  // `additionalNote`), and where a text it was found by put it (`lat`/`lon` equal to these:
+  // the centre of what the text named, not a point the caller chose; the caller's word).
   note: text('additionalNote'),
+  centerLat: latitude(),
+  centerLon: longitude(),
   ...Object.fromEntries(PRESERVED_STRINGS.map((f) => [f, plainText(PRESERVED_STRING_MAX)])),
   ...Object.fromEntries(PRESERVED_NUMBERS.map((f) => [f, Joi.number()])),
   ...Object.fromEntries(COMPUTED_FIELDS.map((f) => [f, Joi.any()])),
@@ -126,7 +128,12 @@ const addressObject = Joi.object({
  * An address input, as every service that takes addresses accepts it: a plain string, a
  * minimal object, or a full resolved object from an earlier answer.
  */
-export const addressInput = () => Joi.alternatives().try(text('address'), addressObject);
+export const addressInput = () =>
+  Joi.alternatives()
+    .try(text('address'), addressObject)
+    .description(
+      'Text naming a place, a full object from an earlier answer, or a minimal one: lat and lon, a mapPlaceId, a phrase, a saved address id. Text written as three words joined by dots (word.word.word) is read as a phrase: a word not in the list is a 400 naming it, never searched for as a place.',
+    );
 
 export type AddressInput =
   | string

@@ -225,9 +225,8 @@ export function resolvePlace(input: AddressInput, field: string): ResolvedAddres
  * geocoded first, the spec's alias), never a three-word phrase given as text.
  */
 function displayLine(input: AddressInput): string | undefined {
-  if (typeof input === 'string') return readsAsPhrase(input) ? undefined : input;
-  const line = input.addressLine1 ?? input.address;
-  return typeof line === 'string' ? line : undefined;
+  const line = typeof input === 'string' ? input : (input.addressLine1 ?? input.address);
+  return typeof line === 'string' && !readsAsPhrase(line) ? line : undefined;
 }
 
 export interface ResolveOptions {
@@ -279,7 +278,9 @@ export async function resolveAddress(
       const own = Object.fromEntries(
         OWN_FIELDS.flatMap((k) => (input[k] === undefined ? [] : [[k, input[k]]])),
       );
-      const note = input.additionalNote === undefined ? {} : { note: input.additionalNote };
+      // The stop's own note, or an earlier answer's sent back (a delivery's stop has an id).
+      const stopNote = input.additionalNote ?? input.note;
+      const note = stopNote === undefined ? {} : { note: stopNote };
       return { ...withoutContacts(saved), ...own, ...note };
     }
     // Not one (any more): the rest of the input, when it locates the stop, is geocoded.

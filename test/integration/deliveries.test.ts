@@ -227,6 +227,22 @@ describe('POST /api/request paid from the wallet', () => {
     expect(reply.status).toBe(201);
     expect(reply.body.data.delivery.origin).toMatchObject({ lat: ORIGIN.lat, lon: ORIGIN.lon });
     expect(reply.body.data.delivery.origin.id).not.toBe(first.delivery.origin.id);
+    // The stop as the delivery shows it, sent back whole: its note too.
+    const noted = (
+      await requestDelivery(base(), who, [await savePackage(base(), who)], {
+        origin: { ...ORIGIN, additionalNote: 'Gate 2, ask for Musa' },
+      })
+    ).body.data.delivery.origin;
+    expect(noted.note).toBe('Gate 2, ask for Musa');
+    const again = await requestDelivery(base(), who, [await savePackage(base(), who)], {
+      origin: noted,
+    });
+    expect(again.status).toBe(201);
+    expect(again.body.data.delivery.origin).toMatchObject({
+      lat: ORIGIN.lat,
+      lon: ORIGIN.lon,
+      note: 'Gate 2, ask for Musa',
+    });
     // Another merchant cannot use it.
     const foreign = await requestDelivery(
       base(),
