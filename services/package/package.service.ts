@@ -251,7 +251,6 @@ export function createPackageService(config: Config): ServiceDefinition {
             await store.markDeleted(packageId);
             return null;
           }
-          if (outcome === DELETED) throw notFound(`Package ${packageId} not found`);
           throw await explainUnchanged(
             userId,
             packageId,

@@ -222,16 +222,29 @@ async function loadOf(
  * The courier a quote is priced for, and Mode A's `courier` (the specification's, when
  * SPECIFIC). Mode A refuses a courier no request may name (retired, the sandbox's) first, as
  * the request refuses it before its packages and price. Mode B names no courier and refuses
- * none: such a courier's rule is left out, as no request would be priced by it.
+ * none: such a courier's rules are left out, as no request would be priced by them. It asks
+ * the directory only when the courier has rules, and prices by them when the directory
+ * cannot answer, as it did before it asked: a cost stays a pricing answer.
  */
-async function quotedCourier(ctx: Caller, courierId: string | undefined, totals: boolean) {
+async function quotedCourier(
+  ctx: Caller,
+  sources: QuoteSources,
+  courierId: string | undefined,
+  totals: boolean,
+) {
   if (!courierId) return {};
   if (!totals) {
     const named = await nameableCourier(ctx, courierId, 'courierId');
     return { courierId, courier: toQuotedCourier(named) };
   }
-  const found = await call(ctx, 'courier-matching.getCourier', { courierId });
-  return { courierId: isNameable(found) ? courierId : undefined };
+  if ((await sources.courierRules(courierId)).length === 0) return { courierId };
+  const found = await call(ctx, 'courier-matching.getCourier', { courierId }).catch(
+    (err: unknown) => {
+      if (toHttpError(err).status < 500) throw err;
+      return 'unknown' as const;
+    },
+  );
+  return { courierId: found === 'unknown' || isNameable(found) ? courierId : undefined };
 }
 
 /** `POST /api/pricing`: Mode B answers the cost, Mode A the quote of the saved packages. */
@@ -240,7 +253,7 @@ export async function quote(ctx: WaybillContext<QuoteRequestParams>, sources: Qu
   const userId = ctx.meta.user?.id;
   const request = readQuoteRequest(params, Boolean(userId));
   const totals = request.pricing.mode === 'totals';
-  const { courierId, courier } = await quotedCourier(ctx, request.courierId, totals);
+  const { courierId, courier } = await quotedCourier(ctx, sources, request.courierId, totals);
   const trip = await priceLoad(ctx, sources, {
     origin: params.origin,
     destination: params.destination,

@@ -145,6 +145,23 @@ it('refuses, and deletes nothing, when every claim a take meets is given back be
     spy.mockRestore();
   }
   expect(turn).toBe(holders.length);
+  // An assign told so refuses the package, and takes it for no delete.
+  let current = randomUUID();
+  expect(await assign(userId, current, [pkg])).toBe('assigned');
+  const again = betweenInsertAndRead(() => release(current), {
+    times: 3,
+    after: async () => {
+      current = randomUUID();
+      await assign(userId, current, [pkg]);
+    },
+  });
+  try {
+    expect(await assign(userId, randomUUID(), [pkg])).toBe('refused');
+  } finally {
+    again.mockRestore();
+  }
+  expect(await store.holderOf(pkg)).toBe(current);
+  await release(current);
   expect(await openIds(userId)).toEqual([pkg]);
   expect(await assign(userId, randomUUID(), [pkg])).toBe('assigned');
 });
