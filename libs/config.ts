@@ -467,7 +467,7 @@ const declaredEnvSchema = Joi.object({
     })
     .default('https://cdn.waybill.local')
     .description(
-      `Public base URL of hosted files: \`<CDN_BASE_URL>/<key>\`; at most ${CDN_BASE_URL_MAX} characters, so that a hosted URL (\`/\` and a key of ${LONGEST_NEW_FILE_KEY.length}) fits a package image or a profile photo (${HOSTED_URL_MAX}) and a list of 1,000 files one NATS reply`,
+      `Public base URL of hosted files: \`<CDN_BASE_URL>/<key>\`; at most ${CDN_BASE_URL_MAX} characters as written and as URLs spell it (\`http://1.1\` is \`http://1.0.0.1\`), so that a hosted URL (\`/\` and a key of ${LONGEST_NEW_FILE_KEY.length}) fits a package image or a profile photo (${HOSTED_URL_MAX}) and a list of 1,000 files one NATS reply`,
     ),
   PACKAGE_MAX_OPEN: Joi.number()
     .integer()

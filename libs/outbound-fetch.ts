@@ -41,7 +41,9 @@ export const redirectNotFollowed = (status: number, location: string | null | un
 export function redirectServer(url: string, location: string | null): string | null {
   if (!location) return null;
   try {
-    return new URL(location, url).origin;
+    const { origin } = new URL(location, url);
+    // `null` for a URL with no server (`mailto:`, `data:`): said as what it is.
+    return origin === 'null' ? 'an address that names no server' : origin;
   } catch {
     return 'an unreadable address';
   }

@@ -185,9 +185,10 @@ export interface AssignAnswer {
  * A delivery's tracking id: `P2P-` and 12 characters of Crockford's base 32 (services/order
  * codes.ts draws them). The gateway checks it before asking the order service anything.
  */
-export const TRACKING_PATTERN = /^P2P-[0-9A-HJKMNP-TV-Z]{12}$/;
-/** A tracking id within a text (a message quoted back), in any case. */
-export const TRACKING_ID_IN_TEXT = /\bP2P-[0-9A-HJKMNP-TV-Z]{12}\b/i;
+const TRACKING_ID = 'P2P-[0-9A-HJKMNP-TV-Z]{12}';
+export const TRACKING_PATTERN = new RegExp(`^${TRACKING_ID}$`);
+/** Every tracking id within a text (a message quoted back), in any case. */
+export const TRACKING_ID_IN_TEXT = new RegExp(`\\b${TRACKING_ID}\\b`, 'gi');
 
 /** What both the page and its stream answer for a tracking id we never issued (404). */
 export const UNKNOWN_TRACKING_ID =

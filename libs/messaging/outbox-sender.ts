@@ -100,7 +100,8 @@ export interface OutboxSenderDeps {
   random?: () => number;
   /**
    * Keys a message's text may carry outside its links (a tracking id, which opens the
-   * delivery's page), masked as `[key]` wherever a provider's error quotes one.
+   * delivery's page), masked as `[key]` wherever a provider's error quotes one: a global
+   * pattern (`g`), with the flags it is to match with.
    */
   keys?: RegExp;
 }
@@ -301,7 +302,7 @@ export class OutboxSender {
     const error = err instanceof Error ? err.message : String(err);
     const unlinked = withoutLinks(withoutAddress(error, message), message.text);
     const { keys } = this.deps;
-    const text = keys ? unlinked.replace(new RegExp(keys.source, 'gi'), '[key]') : unlinked;
+    const text = keys ? unlinked.replace(keys, '[key]') : unlinked;
     const told = this.live && message.secret ? text.replace(/\d{4,}/g, '[digits]') : text;
     return keptError(told);
   }
@@ -356,7 +357,7 @@ export function withoutLinks(text: string, sent: string | null): string {
   for (const link of new Set(links)) {
     const last = link.split(/[?#]/)[0].split('/').pop() ?? '';
     for (const form of last.length >= MIN_CAPABILITY_LENGTH ? [link, last] : [link]) {
-      masked = masked.replace(new RegExp(escapeRegExp(form), 'g'), '[link]');
+      masked = masked.replace(new RegExp(escapeRegExp(form), 'gi'), '[link]');
     }
   }
   return masked;

@@ -249,7 +249,7 @@ export function createFileService(config: Config): ServiceDefinition {
     408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), less than FILE_MIN_UPLOAD_BYTES_PER_SECOND over that time, or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
     413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
     429: `API quota exceeded, this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY) or its account ${config.files.maxUploadsPerUser} (FILE_MAX_UPLOADS_PER_USER)${maxUploadBytesPerUserPerDay > 0 ? `, or the account stored its ${readableBytes(maxUploadBytesPerUserPerDay)} of files for the day (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY)` : ''}; see \`Retry-After\``,
-    503: 'The file service is busy with other uploads, or the account holds half of its uploads (see `Retry-After`), could not be reached, or file storage (or the count of stored bytes) is unavailable; retry',
+    503: 'The file service is busy with other uploads, or the account holds half of its uploads, its publishable keys half of that (see `Retry-After`), could not be reached, or file storage (or the count of stored bytes) is unavailable; retry',
   };
 
   return {
@@ -320,7 +320,7 @@ export function createFileService(config: Config): ServiceDefinition {
             404: 'No such file',
             429: `API quota exceeded, or this key already has ${config.files.maxDownloadsPerKey} downloads in progress (FILE_MAX_DOWNLOADS_PER_KEY) or its account ${config.files.maxDownloadsPerUser} (FILE_MAX_DOWNLOADS_PER_USER); see \`Retry-After\``,
             502: 'File storage failed before the first byte was sent; retry',
-            503: 'The file service is busy with other downloads, or the account holds half of its downloads (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
+            503: 'The file service is busy with other downloads, or the account holds half of its downloads, its publishable keys half of that (see `Retry-After`), could not be reached, or file storage is unavailable; retry',
           },
         },
         params: downloadParams(config.cdnBaseUrl),

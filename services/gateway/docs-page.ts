@@ -37,9 +37,10 @@ export const DOCS_HTML = `<!doctype html>
 `;
 
 /**
- * The pages' security headers (libs/html.ts; the API's documentation may be indexed), with what Swagger UI needs: its own script and
- * the inline one by hash, its stylesheet and the inline styles it sets, its data: images, and
- * calls to this origin ("Try it out"). Not framed: API keys are typed into it.
+ * The pages' security headers (libs/html.ts; the API's documentation may be indexed), with
+ * what Swagger UI needs: its own script and the inline one by hash, its stylesheet and the
+ * inline styles it sets, its data: images, and calls to this origin ("Try it out"). Not
+ * framed: API keys are typed into it.
  */
 export const DOCS_HEADERS: Readonly<Record<string, string>> = {
   ...SECURE_PAGE_HEADERS,

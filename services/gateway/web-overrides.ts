@@ -316,7 +316,7 @@ export async function callAction(
     });
     if (stored === false) {
       deps.logger().warn('answer not stored for its Idempotency-Key; a retry will wait', {
-        ...describeRequest(req),
+        ...describeForLog(req),
       });
     }
     deps.send(req, res, data);

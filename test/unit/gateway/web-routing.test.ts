@@ -287,6 +287,14 @@ describe('routeHandler', () => {
   );
 
   it('lets the path of a page a link opens stand over its query, and refuses it elsewhere', async () => {
+    try {
+      await pathOverQuery();
+    } finally {
+      linked = undefined;
+    }
+  });
+
+  async function pathOverQuery() {
     for (const method of ['GET', 'POST']) {
       const page = found({ id: 't-1' });
       linked = page.alias;
@@ -304,8 +312,7 @@ describe('routeHandler', () => {
         expect(service.aliasHandler).toHaveBeenCalled();
       }
     }
-    linked = undefined;
-  });
+  }
 
   it('answers null without an alias: only declared aliases are called', async () => {
     const { settled, service } = handle([], undefined);

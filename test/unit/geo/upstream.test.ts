@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { redirectServer } from '../../../libs/outbound-fetch';
 import { createUpstream, type Outcome, type UpstreamOptions } from '../../../services/geo/upstream';
 import { ENDLESS_BYTES, pump } from '../../support/fake-server';
 
@@ -155,5 +156,18 @@ describe('createUpstream circuit breaker', () => {
     ['a fractional answer limit', { maxAnswerBytes: 1.5 }],
   ])('refuses %s at creation', (_name, overrides) => {
     expect(() => upstream(overrides)).toThrow(RangeError);
+  });
+});
+
+describe('redirectServer', () => {
+  it('names the server a redirect points to, never its path or query', () => {
+    const asked = 'https://geo.example/search?q=12+Adeola+Odeku';
+    expect(redirectServer(asked, '/search?q=12+Adeola+Odeku&page=2')).toBe('https://geo.example');
+    expect(redirectServer(asked, 'https://other.example:8443/x?lat=6.4')).toBe(
+      'https://other.example:8443',
+    );
+    expect(redirectServer(asked, 'mailto:ops@geo.example')).toBe('an address that names no server');
+    expect(redirectServer(asked, 'http://[::1')).toBe('an unreadable address');
+    expect(redirectServer(asked, null)).toBeNull();
   });
 });
