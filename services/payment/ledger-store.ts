@@ -803,12 +803,27 @@ export class LedgerStore {
     }
   }
 
-  /** The entry a claimed reference was posted as, or null while it is not (refused, or under way). */
-  private async postedEntry(claim: ReferenceRecord): Promise<EntryRecord | null> {
+  /**
+   * The entry a claimed reference was posted as, or null while it is not (refused, or under
+   * way). `remember`: a walk that did not meet it raises the claim's `checkedThrough` to the
+   * last entry read (as a refused posting does), so that a caller that asks again (the repair
+   * sweep, every minute for a day) reads only what was posted since.
+   */
+  private async postedEntry(
+    claim: ReferenceRecord,
+    { remember = false } = {},
+  ): Promise<EntryRecord | null> {
     if (claim.entrySequence != null) return this.entry(claim.walletId, claim.entrySequence);
     const start = { sequence: claim.checkedThrough + 1, previous: null };
     const walked = await this.walk(claim, start);
-    return walked.posted;
+    if (walked.posted) return walked.posted;
+    if (remember && walked.last) {
+      await this.m.Reference.updateOne(
+        { _id: claim._id },
+        { $max: { checkedThrough: walked.last.sequence } },
+      );
+    }
+    return null;
   }
 
   /**
@@ -1058,7 +1073,7 @@ export class LedgerStore {
   }): Promise<'given back' | 'settled' | 'pending'> {
     const debit = await this.findReference(mark._id);
     if (debit?.type !== 'DEBIT' || debit.walletId !== mark.walletId) return 'settled';
-    const entry = await this.postedEntry(debit);
+    const entry = await this.postedEntry(debit, { remember: true });
     if (!entry) {
       const old = Date.now() - mark.createdAt.getTime() > GIVEN_UP_UNWRITTEN_MS;
       return old ? 'settled' : 'pending';

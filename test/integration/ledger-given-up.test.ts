@@ -486,6 +486,34 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     expect(await db.models.OpenGivenUp.findById(orphan).lean()).toBeNull();
   });
 
+  it('reads a refused debit’s wallet at each recheck from where the last one stopped', async () => {
+    // A request refused for want of balance, then undone: its debit is given up, unwritten.
+    const walletId = randomUUID();
+    const reference = randomUUID();
+    await credit(store, walletId, 500);
+    await expect(
+      store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference }),
+    ).rejects.toMatchObject({ code: 422 });
+    expect(await undo(store, walletId, reference)).toBeNull();
+    const readFrom = async () =>
+      (await db.models.Reference.findById(reference).lean())?.checkedThrough;
+    expect(await readFrom()).toBe(1);
+    const due = () =>
+      db.models.OpenGivenUp.updateOne({ _id: reference }, { $set: { recheckAt: new Date(0) } });
+    for (const [credits, through] of [
+      [5, 6],
+      [2, 8],
+    ]) {
+      for (let i = 0; i < credits; i++) await credit(store, walletId, 1);
+      await due();
+      await store.repairGivenUp();
+      // Not written, and the entries read are remembered: the next recheck reads only new ones.
+      expect(await readFrom()).toBe(through);
+      expect((await recheckOf(reference))?.getTime()).toBeGreaterThan(Date.now());
+    }
+    expect((await entriesOf(walletId)).map((e) => e.type)).not.toContain('DEBIT');
+  });
+
   it('reports nothing for a debit given up and never written', async () => {
     const walletId = randomUUID();
     const reference = randomUUID();
