@@ -226,7 +226,7 @@ async function loadOf(
  * the directory only when the courier has rules, and prices by them when the directory
  * cannot answer, as it did before it asked: a cost stays a pricing answer.
  */
-async function quotedCourier(
+export async function quotedCourier(
   ctx: Caller,
   sources: QuoteSources,
   courierId: string | undefined,
