@@ -72,23 +72,29 @@ async function startWithin(
   } = {},
 ): Promise<void> {
   const seconds = database ? Math.ceil(config.mongoTimeoutMs / 1000) + 5 : NATS_ONLY_WAIT_SECONDS;
+  // `before` reads MongoDB: once it passed, MongoDB answered, and is not the one to blame.
+  let databaseAnswered = false;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      const servers = database ? [`MongoDB at ${mongoHosts(config.mongoUrl)} (MONGO_URL)`] : [];
+      const servers =
+        database && !databaseAnswered
+          ? [`MongoDB at ${mongoHosts(config.mongoUrl)} (MONGO_URL)`]
+          : [];
       // Its credentials left out, as MongoDB's are.
       if (config.natsUrl)
         servers.push(`NATS at ${config.natsUrl.replace(/\/\/[^@/]*@/g, '//')} (NATS_URL)`);
-      reject(
-        serviceUnavailable(
-          `the services did not start within ${seconds} s: ${servers.join(' or ')} does not answer. Start it, or point the variable at the platform's (see \`waybill config\`)`,
-        ),
-      );
+      const why =
+        servers.length > 0
+          ? `${servers.join(' or ')} does not answer. Start it, or point the variable at the platform's (see \`waybill config\`)`
+          : 'MongoDB answered, and they are still starting: give the command more CPU (the toolbox pod’s CPU request), or run it again';
+      reject(serviceUnavailable(`the services did not start within ${seconds} s: ${why}`));
     }, seconds * 1000);
   });
   try {
     const starting = async () => {
       await before?.();
+      databaseAnswered = before !== undefined;
       await broker.start();
     };
     await Promise.race([starting(), deadline]);

@@ -60,6 +60,9 @@ export class OpsServer extends MetricReporters.Prometheus {
       // gateway's Redis) is seen down here, not only in /health/ready's body. A check slower
       // than SCRAPE_CHECK_MS (S3 not answering) leaves the figures of the latest check
       // rather than holding every other metric past the scrape's timeout.
+      // moleculer's reporter answers its exact path only: a scrape's query (a job's `params`)
+      // is not its business.
+      req.url = path;
       void settledWithin(this.checkDependencies(), SCRAPE_CHECK_MS).then(() =>
         super.handler(req, res),
       );

@@ -143,6 +143,13 @@ describe('docker-compose.yml', () => {
     expect(services.nats?.image).toMatch(/^nats:2\.10/);
     expect(services.redis?.image).toMatch(/^redis:7/);
     expect(services.s3?.image).toMatch(/^versity\/versitygw/);
+    // Pinned, as the local infrastructure is: a release of theirs never changes ours unseen.
+    const infra = read('scripts/infra');
+    const version = /VERSITYGW_VERSION="(v[\d.]+)"/.exec(infra)?.[1];
+    expect(services.s3?.image).toBe(`versity/versitygw:${version}`);
+    for (const service of Object.values(services)) {
+      expect(service.image ?? '').not.toMatch(/:latest$|^[^:]+$/);
+    }
     expect(words(services.s3.command)).toEqual(['posix', '/data']);
     expect(Object.keys(envOf(services.s3))).toEqual(
       expect.arrayContaining(['ROOT_ACCESS_KEY_ID', 'ROOT_SECRET_ACCESS_KEY']),

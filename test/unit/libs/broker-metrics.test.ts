@@ -49,6 +49,12 @@ describe('moleculer metrics of every process', () => {
     expect(await (await fetch(`${opsUrl}/metrics`)).text()).not.toMatch(/quantile="/);
   });
 
+  it('are scraped whatever query a scrape job adds', async () => {
+    const scraped = await fetch(`${opsUrl}/metrics?collect%5B%5D=waybill&job=waybill`);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toMatch(/^moleculer_request_total\{/m);
+  });
+
   it('show the heap the process kept after its latest full collection, in bytes', async () => {
     const [kept] = await samples(opsUrl, 'process_memory_heap_kept');
     expect(kept.value).toBeGreaterThan(2 ** 20);
