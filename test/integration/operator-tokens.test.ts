@@ -284,7 +284,11 @@ describe('operator tokens', () => {
     );
     const statuses = made.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(room);
-    expect(statuses.filter((s) => s === 409)).toHaveLength(10);
+    // The rest refused: at the cap (409), or, on a machine this busy, told to come back (503:
+    // a test run beside a CI run once met two). Never taken past the cap.
+    const others = statuses.filter((s) => s !== 201);
+    expect(others).toHaveLength(10);
+    expect(others.filter((s) => s !== 409 && s !== 503)).toEqual([]);
     const conflict = made.find((r) => r.status === 409)!;
     expectErrorEnvelope(conflict, 409, /operator tokens that work \(at most 100\)|under way/);
 
