@@ -2,8 +2,9 @@ import { OPERATOR_TOKENS } from '../../../libs/contracts/account';
 import { AdminAuthenticator } from '../../../services/gateway/admin-auth';
 import { adminGuard } from '../../../services/gateway/edge';
 import { AuthFailureThrottle } from '../../../services/gateway/auth-throttle';
-import { quotaStoreUnavailable, type QuotaLimiter } from '../../../services/gateway/quota';
+import type { QuotaLimiter } from '../../../services/gateway/quota';
 import { FakeResponse, fakeRequest } from './fake-http';
+import { fakeLimiter as fakeLimiterOf } from './fake-limiter';
 
 const TOKEN = 'admin-token-for-the-unit-test';
 const OPERATOR_TOKEN = `wbo_${'B'.repeat(43)}`;
@@ -11,34 +12,7 @@ const REVOKED_TOKEN = `wbo_${'C'.repeat(43)}`;
 const QUOTA = { limit: 2, windowSeconds: 60 };
 
 /** Failures counted in memory by subject, as Redis would; `down` makes every count fail. */
-function fakeLimiter(options: { down?: boolean } = {}) {
-  const counts = new Map<string, number>();
-  const decide = (allowed: boolean) => ({
-    allowed,
-    limit: QUOTA.limit,
-    remaining: 0,
-    resetSeconds: 60,
-  });
-  // Counted or read when called, as Redis does in the order of the calls; answered later.
-  const limiter = {
-    async peek(subject: string) {
-      if (options.down) throw quotaStoreUnavailable();
-      return decide((counts.get(subject) ?? 0) < QUOTA.limit);
-    },
-    async consume(subject: string) {
-      if (options.down) throw quotaStoreUnavailable();
-      const count = (counts.get(subject) ?? 0) + 1;
-      counts.set(subject, count);
-      return decide(count <= QUOTA.limit);
-    },
-    async giveBack(subject: string) {
-      if (options.down) throw quotaStoreUnavailable();
-      counts.set(subject, (counts.get(subject) ?? 1) - 1);
-    },
-  };
-  // Only peek, consume and giveBack are called by the admin guard.
-  return { counts, limiter: limiter as unknown as QuotaLimiter };
-}
+const fakeLimiter = (options: { down?: boolean } = {}) => fakeLimiterOf(QUOTA, options);
 
 /**
  * Runs the guard on an admin call from 203.0.113.7; resolves with what it passed to `next`,

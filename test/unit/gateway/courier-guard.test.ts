@@ -2,41 +2,13 @@ import { hashCourierToken, type CourierAuth } from '../../../libs/contracts/matc
 import { AuthFailureThrottle } from '../../../services/gateway/auth-throttle';
 import { CourierTokenAuthenticator } from '../../../services/gateway/courier-auth';
 import { courierGuard } from '../../../services/gateway/edge';
-import { quotaStoreUnavailable, type QuotaLimiter } from '../../../services/gateway/quota';
+import type { QuotaLimiter } from '../../../services/gateway/quota';
 import { FakeResponse, fakeRequest } from './fake-http';
+import { fakeLimiter } from './fake-limiter';
 
 const TOKEN = `wbc_${'A'.repeat(43)}`;
 const COURIER: CourierAuth = { courierId: 'courier-1', tokenId: 'token-1' };
 const QUOTA = { limit: 3, windowSeconds: 60 };
-
-/** Requests counted in memory by subject, as Redis would; `down` makes every count fail. */
-function fakeLimiter() {
-  const state = { down: false, counts: new Map<string, number>() };
-  const decide = (count: number) => ({
-    allowed: count <= QUOTA.limit,
-    limit: QUOTA.limit,
-    remaining: Math.max(0, QUOTA.limit - count),
-    resetSeconds: 60,
-  });
-  const limiter = {
-    async peek(subject: string) {
-      if (state.down) throw quotaStoreUnavailable();
-      return decide(state.counts.get(subject) ?? 0);
-    },
-    async consume(subject: string) {
-      if (state.down) throw quotaStoreUnavailable();
-      const count = (state.counts.get(subject) ?? 0) + 1;
-      state.counts.set(subject, count);
-      return decide(count);
-    },
-    async giveBack(subject: string) {
-      if (state.down) throw quotaStoreUnavailable();
-      state.counts.set(subject, (state.counts.get(subject) ?? 1) - 1);
-    },
-  };
-  // Only peek, consume and giveBack are called by the guards.
-  return { state, limiter: limiter as unknown as QuotaLimiter };
-}
 
 function guardOver(limiter: QuotaLimiter) {
   const lookup = jest.fn(async (hash: string) =>
@@ -68,7 +40,7 @@ async function call(guard: ReturnType<typeof courierGuard>) {
 
 describe('courierGuard', () => {
   it('counts each courier against its quota, and refuses past it with 429', async () => {
-    const { state, limiter } = fakeLimiter();
+    const { counts, limiter } = fakeLimiter(QUOTA);
     const { guard } = guardOver(limiter);
     for (let i = 0; i < QUOTA.limit; i++) {
       expect(await call(guard)).toEqual({
@@ -77,11 +49,11 @@ describe('courierGuard', () => {
       });
     }
     expect((await call(guard)).passed).toMatchObject({ code: 429 });
-    expect(state.counts.get('courier:courier-1')).toBe(QUOTA.limit + 1);
+    expect(counts.get('courier:courier-1')).toBe(QUOTA.limit + 1);
   });
 
   it('while Redis is down, lets a token it accepted lately go on uncounted, and answers 503 for one it did not', async () => {
-    const { state, limiter } = fakeLimiter();
+    const { state, limiter } = fakeLimiter(QUOTA);
     const accepted = guardOver(limiter);
     expect((await call(accepted.guard)).passed).toBeUndefined();
     state.down = true;
