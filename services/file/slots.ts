@@ -1,5 +1,6 @@
 import type { ServiceBroker } from 'moleculer';
 import type { AllowanceShare } from '../../libs/contracts/file';
+import { countIn } from '../../libs/open-counts';
 
 /** Uploads this process is receiving, and those it refused because all slots were taken. */
 export const UPLOADS_ACTIVE_METRIC = 'waybill.file.uploads.active';
@@ -69,8 +70,8 @@ export class Slots {
       return refusal;
     }
     this.active++;
-    count(this.byOwner, userId, 1);
-    if (publishable) count(this.byPublishable, userId, 1);
+    countIn(this.byOwner, userId, 1);
+    if (publishable) countIn(this.byPublishable, userId, 1);
     this.report({ active: this.active, refused: false });
     let released = false;
     return {
@@ -78,8 +79,8 @@ export class Slots {
         if (released) return;
         released = true;
         this.active--;
-        count(this.byOwner, userId, -1);
-        if (publishable) count(this.byPublishable, userId, -1);
+        countIn(this.byOwner, userId, -1);
+        if (publishable) countIn(this.byPublishable, userId, -1);
         this.report({ active: this.active, refused: false });
       },
     };
@@ -88,13 +89,6 @@ export class Slots {
   get size(): number {
     return this.active;
   }
-}
-
-/** Adds `by` to what `key` holds, forgetting a key that holds nothing. */
-function count(held: Map<string, number>, key: string, by: number): void {
-  const now = (held.get(key) ?? 0) + by;
-  if (now > 0) held.set(key, now);
-  else held.delete(key);
 }
 
 const METRICS = {

@@ -7,6 +7,7 @@ import {
   type TrackingState,
 } from '../../libs/contracts/order';
 import { notFound, serviceBusy, tooManyRequests } from '../../libs/errors';
+import { countIn } from '../../libs/open-counts';
 import { clientAddress } from './auth-throttle';
 import type { GatewayRequest } from './http';
 
@@ -345,11 +346,4 @@ function startStream(res: ServerResponse): void {
   res.setHeader('X-Accel-Buffering', 'no'); // nginx would hold events back otherwise
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.flushHeaders();
-}
-
-/** Moves `key`'s count by `by`, dropping it at zero (the maps hold only what is open). */
-function countIn(counts: Map<string, number>, key: string, by: 1 | -1): void {
-  const left = (counts.get(key) ?? 0) + by;
-  if (left > 0) counts.set(key, left);
-  else counts.delete(key);
 }

@@ -167,6 +167,9 @@ function locate(input: Exclude<AddressInput, string>, field: string): Place {
   return placeOfText(String(input.address ?? input.addressLine1), field);
 }
 
+/** The stop's own note, or an earlier answer's sent back (a route's, a delivery's stop). */
+const stopNote = (input: Exclude<AddressInput, string>) => input.additionalNote ?? input.note;
+
 function describe(place: Place, input: Exclude<AddressInput, string>, line?: string) {
   const h3Index = latLngToCell(place.lat, place.lon, H3_RESOLUTION);
   const { city, state, country } = place;
@@ -202,8 +205,7 @@ function describe(place: Place, input: Exclude<AddressInput, string>, line?: str
     contactName: input.contactName,
     contactPhone: input.contactPhone,
     contactEmail: input.contactEmail,
-    // An earlier answer's note sent back is the stop's note still.
-    note: input.additionalNote ?? input.note,
+    note: stopNote(input),
   });
 }
 
@@ -278,9 +280,7 @@ export async function resolveAddress(
       const own = Object.fromEntries(
         OWN_FIELDS.flatMap((k) => (input[k] === undefined ? [] : [[k, input[k]]])),
       );
-      // The stop's own note, or an earlier answer's sent back (a delivery's stop has an id).
-      const stopNote = input.additionalNote ?? input.note;
-      const note = stopNote === undefined ? {} : { note: stopNote };
+      const note = stopNote(input) === undefined ? {} : { note: stopNote(input) };
       return { ...withoutContacts(saved), ...own, ...note };
     }
     // Not one (any more): the rest of the input, when it locates the stop, is geocoded.
