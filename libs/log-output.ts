@@ -1,5 +1,6 @@
 import { format } from 'node:util';
 import { Loggers } from 'moleculer';
+import { hideCapabilities } from './logging';
 
 type FormattedOptions = ConstructorParameters<typeof Loggers.Formatted>[0];
 
@@ -93,7 +94,7 @@ export class BufferedConsoleLogger extends Loggers.Formatted<NonNullable<Formatt
     const formatter = this.getFormatter(bindings);
     return (type: string, args: unknown[]) => {
       if (LEVELS.indexOf(type) > levelIdx && !this.keepBelowLevel(type, args)) return;
-      const line = format(...formatter(type, args));
+      const line = hideCapabilities(format(...formatter(type, args)));
       const onStderr = this.allOnStderr || type === 'fatal' || type === 'error' || type === 'warn';
       (onStderr ? stderr : stdout).push(line);
     };

@@ -69,3 +69,21 @@ function describeError(err: Error) {
   const { type, code } = err as Error & { type?: unknown; code?: unknown };
   return { name: err.name, message: err.message, type, code, stack: err.stack };
 }
+
+/**
+ * A checkout reference (`ck-` and 40 hex digits) or a tracking id (`P2P-` and 12 letters)
+ * anywhere in a line: each opens a page to whoever holds it (the sandbox's pay page, the
+ * tracking page), and logs are read by more people than may hold one.
+ */
+const CAPABILITY = /(ck-[0-9a-f]{8})[0-9a-f]{32}|(P2P-[0-9a-z]{4})[0-9a-z]{8}/gi;
+
+/**
+ * A log line with its capabilities cut to a prefix and `…`: enough to tell two apart and to
+ * find one whose whole value is known (`grep ck-1a2b3c4d`), not enough to open its page.
+ */
+export function hideCapabilities(line: string): string {
+  return line.replace(
+    CAPABILITY,
+    (_, reference?: string, trackingId?: string) => `${reference ?? trackingId}…`,
+  );
+}

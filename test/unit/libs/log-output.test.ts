@@ -72,4 +72,43 @@ describe('BufferedConsoleLogger', () => {
       err.mockRestore();
     }
   });
+
+  it('cuts a checkout reference and a tracking id to a prefix wherever a line holds one', async () => {
+    const out = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const err = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const broker = new ServiceBroker({
+        nodeID: 'log-test',
+        logger: new BufferedConsoleLogger({
+          level: 'info',
+          formatter: (level, args, bindings) => [jsonLogLine(level, args, bindings)],
+        }),
+      });
+      const logger = broker.getLogger('payment');
+      await nextTurn();
+      out.mockClear();
+      err.mockClear();
+      const reference = `ck-${'0123456789abcdef0123'.repeat(2)}`;
+      const trackingId = 'P2P-7K3M9QZX2B4R';
+      logger.info('checkout decided', { reference, ledger: `checkout:${reference}.2` });
+      logger.warn(`line\n${trackingId} failed`, new Error(`checkout ${reference} is not stored`));
+      await nextTurn();
+      const written = `${String(out.mock.calls[0][0])}${String(err.mock.calls[0][0])}`;
+      expect(written).not.toContain(reference);
+      expect(written).not.toContain(trackingId);
+      const [decided, failed] = written
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(decided).toMatchObject({
+        reference: 'ck-01234567…',
+        ledger: 'checkout:ck-01234567….2',
+      });
+      expect(failed.msg).toBe('line\nP2P-7K3M… failed');
+      expect(failed.error.message).toBe('checkout ck-01234567… is not stored');
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+    }
+  });
 });
