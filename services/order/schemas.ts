@@ -181,8 +181,9 @@ const address = Joi.object()
 /** A stop as its courier reads it (views.ts, `toCourierStopView`). */
 const courierStop = Joi.object()
   .unknown(true)
+  .allow(null)
   .description(
-    'The stop’s resolved address with its contact’s name and phone and its note; not the contact’s e-mail',
+    'The stop’s resolved address with its contact’s name and phone and its note; not the contact’s e-mail. Null once the trip no longer needs it: the drop-off once the packages go back (RETURNING), both once the delivery ended',
   );
 
 const feeBlock = Joi.object()

@@ -11,7 +11,8 @@ import {
   type ProofRecord,
   type StoredAddress,
 } from './delivery-record';
-import { isMatchingEligible, type Share } from './lifecycle';
+import { isMatchingEligible, isTerminal, type Share } from './lifecycle';
+import { proofOpenIn } from './proofs';
 import type { NotificationRecord } from './notifications';
 
 const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
@@ -230,25 +231,32 @@ function toCourierStopView(address: StoredAddress): ResolvedAddress {
 /**
  * A delivery as the courier holding it sees it: where to collect and deliver, whom to ask,
  * which codes to ask for, what to collect; never the merchant's fees or the codes themselves.
+ * Only what the trip still needs (decision 156): going back (RETURNING) the drop-off and what
+ * the recipient would have given are no longer the courier's; once the delivery ended (the
+ * answer of its last step), neither stop nor the note is.
  */
 export function toCourierDeliveryView(
   delivery: DeliveryRecord,
   addresses: Map<string, StoredAddress>,
 ) {
-  const stop = (id: string) => {
-    const found = addresses.get(id);
+  const { status } = delivery.lifecycle;
+  const ended = isTerminal(status);
+  const stop = (id: string, needed: boolean) => {
+    const found = needed ? addresses.get(id) : undefined;
     return found ? toCourierStopView(found) : null;
   };
   const codeNeeded = (type: ProofRecord['type']) =>
+    proofOpenIn(type, status) &&
     delivery.proofs.some((p) => p.type === type && p.isActive && !p.scannedAt);
   const pod = delivery.payOnDelivery;
+  const toDeliver = proofOpenIn('DELIVERY', status);
   return {
     id: delivery._id,
     trackingId: delivery.trackingId,
-    status: delivery.lifecycle.status,
-    pickup: stop(delivery.originId),
-    dropoff: stop(delivery.destinationId),
-    note: delivery.note,
+    status,
+    pickup: stop(delivery.originId, !ended),
+    dropoff: stop(delivery.destinationId, toDeliver),
+    note: ended ? null : delivery.note,
     packages: {
       count: delivery.packages.ids.length,
       totalWeight: formatKg(delivery.packages.totalWeightGrams),
@@ -256,7 +264,7 @@ export function toCourierDeliveryView(
     collectionCodeRequired: codeNeeded('COLLECTION'),
     deliveryCodeRequired: codeNeeded('DELIVERY'),
     returnCodeRequired: codeNeeded('RETURN'),
-    collectOnDelivery: pod ? formatNaira(pod.collectAmountKobo) : null,
+    collectOnDelivery: pod && toDeliver ? formatNaira(pod.collectAmountKobo) : null,
     assignedAt: iso(delivery.assignment?.at ?? null),
     updatedAt: new Date(delivery.updatedAt).toISOString(),
   };
