@@ -139,6 +139,39 @@ export function afterFailure(input: {
   return { retryAt: new Date(retryAt) };
 }
 
+/** An endpoint's failing streak: its first failure, and its latest as last written. */
+export interface FailingStreak {
+  failingSince: Date;
+  lastFailedAt?: Date | null;
+}
+
+/**
+ * The longest quiet a failing streak outlasts. While an endpoint has something to send, its
+ * failing attempts come at least every `WEBHOOK_BACKOFF_MAX_MS`; a longer quiet means nothing
+ * was tried (a position, tried once, then no event for a weekend), and the failure after it
+ * begins a new streak: it alone would otherwise disable the endpoint for a streak no attempt
+ * filled.
+ */
+export const streakQuietMs = (backoffMaxMs: number) => Math.max(2 * backoffMaxMs, 60_000);
+
+const latestFailure = (streak: FailingStreak) =>
+  Math.max(streak.failingSince.getTime(), streak.lastFailedAt?.getTime() ?? 0);
+
+/** Whether a failure at `now` comes after a quiet that ended the streak (`streakQuietMs`). */
+export function streakBrokenAt(streak: FailingStreak, now: Date, backoffMaxMs: number): boolean {
+  return now.getTime() - latestFailure(streak) > streakQuietMs(backoffMaxMs);
+}
+
+/**
+ * Whether a failure at `now` is written as the streak's latest: once a quarter of the quiet
+ * at most, a write per failing endpoint every half hour rather than one per failure. The mark
+ * so lags the latest failure by a quarter of the quiet, and failures come at most half of it
+ * apart: a streak being filled is never taken for broken.
+ */
+export function failureToRecord(streak: FailingStreak, now: Date, backoffMaxMs: number): boolean {
+  return now.getTime() - latestFailure(streak) >= streakQuietMs(backoffMaxMs) / 4;
+}
+
 /** An endpoint failing without a success since `failingSince` is disabled after the limit. */
 export function shouldDisable(
   failingSince: Date | null,

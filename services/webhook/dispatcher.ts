@@ -10,7 +10,9 @@ import {
   isDelivered,
   isSuperseded,
   lanesOf,
+  failureToRecord,
   shouldDisable,
+  streakBrokenAt,
   waitedPastRetention,
   waitsForEnable,
   MOST_SIGNING_SECRETS,
@@ -306,9 +308,17 @@ export class Dispatcher {
    * so that the endpoint's next outcome writes it again.
    */
   private async recordStreak(webhookId: string, failingSince: Date | null): Promise<void> {
+    await this.recordFailures(webhookId, { failingSince, lastFailedAt: failingSince });
+  }
+
+  /** Records the streak's marks, as `recordStreak` does: a write that fails is made again. */
+  private async recordFailures(
+    webhookId: string,
+    marks: Partial<Pick<EndpointRecord, 'failingSince' | 'lastFailedAt'>>,
+  ): Promise<void> {
     try {
-      await this.deps.store.updateEndpoint(webhookId, { failingSince });
-      this.noteChange(webhookId, { failingSince });
+      await this.deps.store.updateEndpoint(webhookId, marks);
+      this.noteChange(webhookId, marks);
     } catch (err) {
       this.deps.logger().warn('webhook endpoint’s failing streak not recorded yet', {
         webhookId,
@@ -469,10 +479,15 @@ export class Dispatcher {
     const { store, config } = this.deps;
     // What this dispatcher knows now: the snapshot its attempt began with may be older than a
     // failure another of its attempts recorded meanwhile.
-    const { failingSince } = this.targets.get(endpoint._id)?.target?.endpoint ?? endpoint;
-    if (!failingSince) {
+    const known = this.targets.get(endpoint._id)?.target?.endpoint ?? endpoint;
+    const { failingSince } = known;
+    const failing = failingSince && { failingSince, lastFailedAt: known.lastFailedAt };
+    if (!failing || streakBrokenAt(failing, at, config.backoffMaxMs)) {
       await this.recordStreak(endpoint._id, at);
       return;
+    }
+    if (failureToRecord(failing, at, config.backoffMaxMs)) {
+      await this.recordFailures(endpoint._id, { lastFailedAt: at });
     }
     if (!shouldDisable(failingSince, at, config.disableAfterMs)) return;
     const streak = await this.streakAsStored(endpoint._id, at);
@@ -513,12 +528,12 @@ export class Dispatcher {
     const { store, config } = this.deps;
     const stored = await store.endpoint(webhookId);
     if (!stored || stored.deleted || stored.status !== 'ACTIVE') return null;
-    const { failingSince } = stored;
-    if (!failingSince) {
+    const { failingSince, lastFailedAt } = stored;
+    if (!failingSince || streakBrokenAt({ failingSince, lastFailedAt }, at, config.backoffMaxMs)) {
       await this.recordStreak(webhookId, at);
       return null;
     }
-    this.noteChange(webhookId, { failingSince });
+    this.noteChange(webhookId, { failingSince, lastFailedAt });
     if (!shouldDisable(failingSince, at, config.disableAfterMs)) return null;
     // A success since, that did not end the streak (on another replica whose copy of the
     // endpoint did not show it yet): the streak begins again now.

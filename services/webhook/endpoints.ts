@@ -371,6 +371,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         const enabled = {
           status: 'ACTIVE' as const,
           failingSince: null,
+          lastFailedAt: null,
           disabledAt: null,
           disabledReason: null,
         };

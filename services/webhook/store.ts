@@ -145,6 +145,8 @@ export interface EndpointRecord {
   status: EndpointStatus;
   /** The first failure since the last success, or null. */
   failingSince: Date | null;
+  /** The streak's latest failure, as last written (`failureToRecord`); absent before it was kept. */
+  lastFailedAt?: Date | null;
   disabledAt: Date | null;
   disabledReason: string | null;
   deleted: boolean;

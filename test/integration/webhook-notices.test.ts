@@ -4,6 +4,7 @@ import type { Connection } from 'mongoose';
 import { loadConfig } from '../../libs/config';
 import { SecretBox } from '../../libs/secret-box';
 import { Dispatcher } from '../../services/webhook/dispatcher';
+import { streakQuietMs } from '../../services/webhook/dispatch-rules';
 import { DisableNotices, disabledNoticeId } from '../../services/webhook/notices';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { callAs, credit, type Party, requestDelivery, savePackage } from '../support/deliveries';
@@ -355,6 +356,36 @@ describe('a failing streak another dispatcher ended', () => {
     const streak = await failsWithoutDisable(failing, later(0), later(disableAfterMs + 300));
     expect(streak).toBeGreaterThanOrEqual(later(disableAfterMs + 300).getTime());
     expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
+  });
+
+  it('begins a new streak after a quiet no attempt filled; a streak whose failures kept coming disables', async () => {
+    const quiet = streakQuietMs(loadConfig(process.env).webhook.backoffMaxMs);
+    const failingSince = new Date('2035-01-01T00:00:00Z');
+    const later = (ms: number) => new Date(failingSince.getTime() + ms);
+    // A failure, then nothing to send for longer than any wait between attempts (a position
+    // tried once, then a quiet weekend): the next failure is the first of a new streak.
+    const quietly = await failingEndpoint(failingSince);
+    const streak = await failsWithoutDisable(quietly, later(0), later(quiet + 1_000));
+    expect(streak).toBeGreaterThanOrEqual(later(quiet + 1_000).getTime());
+
+    // Failures all along the same span, each within the quiet of the one before: disabled.
+    const filled = await failingEndpoint(new Date('2036-01-01T00:00:00Z'));
+    const since = (ms: number) => new Date(Date.parse('2036-01-01T00:00:00Z') + ms);
+    await queueMessage(filled.webhookId, since(quiet / 2));
+    await filled.dispatcher.look(since(quiet / 2));
+    await filled.dispatcher.settle();
+    // Recorded at the failure's moment: its look's, and the time that look's reads took.
+    const recorded = (await store.endpoint(filled.webhookId))?.lastFailedAt?.getTime();
+    expect(recorded).toBeGreaterThanOrEqual(since(quiet / 2).getTime());
+    expect(recorded).toBeLessThan(since(quiet / 2 + 5_000).getTime());
+    await queueMessage(filled.webhookId, since(quiet / 2 + quiet - 1_000));
+    await filled.dispatcher.look(since(quiet / 2 + quiet - 1_000));
+    await filled.dispatcher.settle();
+    expect(filled.disables()).toBe(1);
+    expect(await store.endpoint(filled.webhookId)).toMatchObject({
+      status: 'DISABLED',
+      failingSince: since(0),
+    });
   });
 
   it('does not disable an endpoint whose streak a success or its owner’s enable ended after the dispatcher read it', async () => {

@@ -13,6 +13,9 @@ import {
   lanesOf,
   MOST_SIGNING_SECRETS,
   shouldDisable,
+  failureToRecord,
+  streakBrokenAt,
+  streakQuietMs,
   waitedPastRetention,
   waitsForEnable,
   signingSecrets,
@@ -155,6 +158,51 @@ describe('shouldDisable', () => {
     expect(shouldDisable(null, at(10_000), 1000)).toBe(false);
     expect(shouldDisable(at(0), at(999), 1000)).toBe(false);
     expect(shouldDisable(at(0), at(1000), 1000)).toBe(true);
+  });
+});
+
+describe('a failing streak’s quiet', () => {
+  const HOUR = 3_600_000;
+
+  it('is twice the longest wait between attempts, a minute at least', () => {
+    expect(streakQuietMs(HOUR)).toBe(2 * HOUR);
+    expect(streakQuietMs(10)).toBe(60_000);
+  });
+
+  it('ends the streak when no failure came for longer, counting from its latest recorded', () => {
+    const streak = { failingSince: at(0) };
+    expect(streakBrokenAt(streak, at(2 * HOUR), HOUR)).toBe(false);
+    expect(streakBrokenAt(streak, at(2 * HOUR + 1), HOUR)).toBe(true);
+    expect(streakBrokenAt({ ...streak, lastFailedAt: at(HOUR) }, at(3 * HOUR), HOUR)).toBe(false);
+    // An enable's new streak later than an old mark: the later counts.
+    expect(
+      streakBrokenAt({ failingSince: at(HOUR), lastFailedAt: at(0) }, at(3 * HOUR), HOUR),
+    ).toBe(false);
+    expect(failureToRecord(streak, at(HOUR / 2 - 1), HOUR)).toBe(false);
+    expect(failureToRecord(streak, at(HOUR / 2), HOUR)).toBe(true);
+  });
+
+  it('never ends a streak whose failures come at most the longest wait apart, a few late', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 10, max: 4 * HOUR }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 200 }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 200 }),
+        (backoffMaxMs, gaps, lateness) => {
+          // Failures up to the longest wait apart (and a second), each up to a tenth of the
+          // quiet late, each recorded as the dispatchers record it.
+          const quiet = streakQuietMs(backoffMaxMs);
+          const streak = { failingSince: at(0), lastFailedAt: null as Date | null };
+          let now = 0;
+          for (const [i, gap] of gaps.entries()) {
+            now += gap * backoffMaxMs + (lateness[i] ?? 0) * (quiet / 10) + 1_000 * gap;
+            if (streakBrokenAt(streak, at(now), backoffMaxMs)) return false;
+            if (failureToRecord(streak, at(now), backoffMaxMs)) streak.lastFailedAt = at(now);
+          }
+          return true;
+        },
+      ),
+    );
   });
 });
 
