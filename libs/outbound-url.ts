@@ -355,6 +355,20 @@ export function targetForOwner(raw: string): string {
 }
 
 /**
+ * Where a target's redirect points, as its owner is shown it (`targetForOwner`): resolved
+ * against the target, its query left out. A redirect keeps the query it was sent (a trailing
+ * slash added, an apex sent to `www.`), token and all, and the attempt's error is quoted in
+ * the owner's e-mail when the endpoint is disabled.
+ */
+export function redirectForOwner(target: string, location: string): string {
+  try {
+    return targetForOwner(new URL(location, target).href);
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+/**
  * A target URL as our logs name it: its origin, and its path only as a short hash (one target
  * told from another, and found again from the URL). Catch-hook receivers carry their secret in
  * the path (`/hooks/catch/<id>/<token>/`), and a log aggregation is no place for it either.

@@ -5,6 +5,7 @@ import {
   checkTargetUrl,
   guardedLookup,
   noPublicAddressNow,
+  redirectForOwner,
   type OutboundPolicy,
   type Resolver,
 } from '../../libs/outbound-url';
@@ -75,9 +76,11 @@ export function post(input: PostInput): Promise<PostResult> {
         const statusCode = res.statusCode ?? null;
         if (statusCode !== null && isRedirect(statusCode)) {
           // node:http follows no redirect (the next URL is one the SSRF checks never saw);
-          // where it pointed is all the attempt keeps, an error as an attempt holds one text.
+          // where it pointed (its query left out) is all the attempt keeps, as its error.
           res.destroy();
-          const error = attemptError(redirectNotFollowed(statusCode, res.headers.location));
+          const { location } = res.headers;
+          const to = location ? redirectForOwner(input.url, location) : null;
+          const error = attemptError(redirectNotFollowed(statusCode, to));
           finish({ statusCode, error, responseExcerpt: null });
           return;
         }

@@ -152,6 +152,16 @@ describe('post against a receiver that misbehaves', () => {
       expect(servers.elsewhere.paths).toEqual([]);
     },
   );
+  it('names where a redirect pointed without its query, which may hold the endpoint’s token', async () => {
+    servers.server.handle((_req, res) => {
+      res.writeHead(301, { location: '/hook/?token=s3cret#top' });
+      res.end();
+    });
+    expect(await send()).toMatchObject({
+      statusCode: 301,
+      error: `HTTP 301: redirect not followed (to ${servers.server.url}/hook/)`,
+    });
+  });
 });
 
 describe('describeFailure', () => {
