@@ -9,7 +9,12 @@ import { newWebhookSecret } from '../../libs/webhook-signature';
 import { nameBasedId } from '../../libs/ids';
 import { insertOnce } from '../../libs/mongo';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
-import { queueEntryOf, ROTATION_OVERLAP_MS, targetPolicy } from './dispatch-rules';
+import {
+  MOST_SIGNING_SECRETS,
+  queueEntryOf,
+  ROTATION_OVERLAP_MS,
+  targetPolicy,
+} from './dispatch-rules';
 import { pastReplay } from './retention';
 import {
   createWebhookParams,
@@ -144,6 +149,11 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         .updateEndpoint(endpoint._id, { secretVersion: n })
         .catch(async () => !(await store.deletionRecorded(endpoint._id)));
       if (!live) throw notFound(NOT_FOUND(endpoint._id));
+      // The version this one pushed past the signing secrets read (`MOST_SIGNING_SECRETS`):
+      // sealed, but of no more use; a delete that fails is left to the endpoint's retention.
+      if (n > MOST_SIGNING_SECRETS) {
+        await store.dropSecret(endpoint._id, n - MOST_SIGNING_SECRETS).catch(() => undefined);
+      }
       const previousExpires = latest ? new Date(at.getTime() + ROTATION_OVERLAP_MS) : null;
       return { secret, previousExpires, endpoint: { ...endpoint, secretVersion: n } };
     }
@@ -182,11 +192,18 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
    */
   async function registeredBefore(webhookId: string, userId: string) {
     const endpoint = await store.endpoint(webhookId);
-    if (!endpoint || endpoint.userId !== userId) return null;
     const changed = (since: string) =>
       conflict(
         `This Idempotency-Key registered webhook ${webhookId}, ${since} since; find it in GET /api/webhooks, or send a new key to register another`,
       );
+    if (!endpoint) {
+      // Deleted, then forgotten by retention; its deletion mark stays, and an endpoint stored
+      // again under its id would be taken for deleted by every dispatcher and call (the id is
+      // this user's and this key's alone).
+      if (await store.deletionRecorded(webhookId)) throw changed('deleted');
+      return null;
+    }
+    if (endpoint.userId !== userId) return null;
     if (!(await isLiveOf(endpoint, userId))) throw changed('deleted');
     // By its secrets, not `secretVersion`: a rotation may have stored its secret alone.
     const [latest] = await store.latestSecrets(endpoint);

@@ -24,7 +24,15 @@ export const RETENTION_ROUND = 2_000;
 const CLAIM_STALE_MS = 5 * 60_000;
 
 /** What a sweep deletes, as the counter labels it. */
-export const RETIRED_KINDS = ['message', 'attempt', 'event', 'lane', 'list', 'endpoint'] as const;
+export const RETIRED_KINDS = [
+  'message',
+  'attempt',
+  'event',
+  'lane',
+  'list',
+  'endpoint',
+  'secret',
+] as const;
 export type RetiredKind = (typeof RETIRED_KINDS)[number];
 export type RetiredCounts = Record<RetiredKind, number>;
 
@@ -35,6 +43,7 @@ const noneRetired = (): RetiredCounts => ({
   lane: 0,
   list: 0,
   endpoint: 0,
+  secret: 0,
 });
 
 /** When a message last finished: a replay after a delivery may fail, and the other way round. */
@@ -151,9 +160,14 @@ export class RetentionSweep {
     if (entries.length === 0) {
       // A deleted endpoint whose messages are all gone: forgotten once deleted a retention
       // ago, when no change racing its deletion can still be under way.
-      if (await store.forgetDeletedEndpoint(webhookId, new Date(now.getTime() - retentionMs))) {
+      const forgotten = await store.forgetDeletedEndpoint(
+        webhookId,
+        new Date(now.getTime() - retentionMs),
+      );
+      if (forgotten.endpoints + forgotten.secrets > 0) {
         this.notBefore.delete(webhookId);
-        return { ...nothing, deleted: { ...noneRetired(), endpoint: 1 } };
+        const { endpoints: endpoint, secrets: secret } = forgotten;
+        return { ...nothing, deleted: { ...noneRetired(), endpoint, secret } };
       }
       this.notBefore.set(webhookId, now.getTime() + retentionMs);
       return nothing;
@@ -183,7 +197,7 @@ export class RetentionSweep {
       );
       await store.passMessages(webhookId, going[going.length - 1].entry.n + 1);
       return {
-        deleted: { ...retired, event, endpoint: 0 },
+        deleted: { ...retired, event, endpoint: 0, secret: 0 },
         judged: going.length,
         more: going.length === entries.length && entries.length === size,
       };

@@ -493,6 +493,11 @@ export class WebhookStore {
     return insertOnce(() => this.m.Secret.create(secret));
   }
 
+  /** Deletes a signing secret's version, once no read can reach it (`MOST_SIGNING_SECRETS`). */
+  async dropSecret(webhookId: string, n: number): Promise<void> {
+    await this.m.Secret.deleteOne({ _id: secretId(webhookId, n) });
+  }
+
   async secret(webhookId: string, n: number): Promise<SecretRecord | null> {
     return (await this.m.Secret.findById(secretId(webhookId, n)).lean()) as SecretRecord | null;
   }
@@ -716,12 +721,26 @@ export class WebhookStore {
    * Deletes the endpoint's document when its deletion was recorded at or before `before`:
    * called once its list of messages is empty, so nothing reads it any more but the sweep's
    * scan (`endpointIds`), which deleted endpoints would otherwise grow for good. Its deletion
-   * record stays, read by `_id` alone: a late change still finds it. True when deleted.
+   * record stays, read by `_id` alone: a late change still finds it. Its signing secrets go
+   * with it. Answers how many of each this call deleted.
    */
-  async forgetDeletedEndpoint(webhookId: string, before: Date): Promise<boolean> {
+  async forgetDeletedEndpoint(
+    webhookId: string,
+    before: Date,
+  ): Promise<{ endpoints: number; secrets: number }> {
+    const none = { endpoints: 0, secrets: 0 };
     const deletion = await this.m.EndpointDeletion.findById(webhookId).lean<{ at: Date }>();
-    if (!deletion || new Date(deletion.at).getTime() > before.getTime()) return false;
-    return (await this.m.Endpoint.deleteOne({ _id: webhookId })).deletedCount > 0;
+    if (!deletion || new Date(deletion.at).getTime() > before.getTime()) return none;
+    const endpoint = await this.endpoint(webhookId);
+    if (!endpoint) return none;
+    // Its secrets first, every version: a round stopped between the two finds the endpoint
+    // again. A keyed registration of its id is refused by the deletion mark, which stays.
+    const [latest] = await this.latestSecrets(endpoint);
+    const top = Math.max(latest?.n ?? 0, endpoint.secretVersion);
+    const versions = Array.from({ length: top }, (_, i) => secretId(webhookId, i + 1));
+    const secrets = await deleteManyById(this.m.Secret, versions);
+    const endpoints = (await this.m.Endpoint.deleteOne({ _id: webhookId })).deletedCount;
+    return { endpoints, secrets };
   }
 
   /** The endpoint's oldest messages still listed: its list's entries from the floor up. */

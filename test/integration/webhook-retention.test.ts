@@ -13,6 +13,7 @@ import type { ReplayParams } from '../../services/webhook/schemas';
 import {
   defineWebhookModels,
   messageIdOf,
+  secretId,
   WebhookStore,
   type MessageStatus,
 } from '../../services/webhook/store';
@@ -147,7 +148,15 @@ it('deletes what finished longer ago than the retention, never what is still to 
   // Past the first two's: they go with their attempts, their entries (and claims) of the list,
   // and the lane's mark; their events stay, the failing endpoint's messages need them.
   const swept = await sweeper().sweep(later(RETENTION_MS + 2_001));
-  expect(swept).toEqual({ message: 2, attempt: 4, event: 0, lane: 1, list: 4, endpoint: 0 });
+  expect(swept).toEqual({
+    message: 2,
+    attempt: 4,
+    event: 0,
+    lane: 1,
+    list: 4,
+    endpoint: 0,
+    secret: 0,
+  });
   expect(await remaining(sent._id)).toEqual([third]);
   expect(
     await present(
@@ -177,7 +186,15 @@ it('deletes what finished longer ago than the retention, never what is still to 
     await finish(id, later(11 * RETENTION_MS), { status: 'FAILED', attempts: 2 });
   }
   const last = await sweeper().sweep(later(12 * RETENTION_MS + 1));
-  expect(last).toEqual({ message: 3, attempt: 6, event: 3, lane: 1, list: 6, endpoint: 0 });
+  expect(last).toEqual({
+    message: 3,
+    attempt: 6,
+    event: 3,
+    lane: 1,
+    list: 6,
+    endpoint: 0,
+    secret: 0,
+  });
   expect(
     await present(
       'Event',
@@ -197,6 +214,17 @@ it('forgets a deleted endpoint once its messages are gone and its deletion a ret
   for (const id of [...ids(deleted._id, events), ...ids(live._id, events)]) {
     await finish(id, later(1_000));
   }
+  // Its signing secrets, rotated twice (the hint names the first): all three go with it.
+  const versions = [1, 2, 3];
+  for (const n of versions) {
+    await store.claimSecret({
+      _id: secretId(deleted._id, n),
+      webhookId: deleted._id,
+      n,
+      sealed: `sealed-${n}`,
+      createdAt: later(0),
+    });
+  }
   await store.deleteEndpoint(deleted._id, later(2_000));
   const scanned = async () => (await store.endpointIds()).filter((id) => id === deleted._id);
 
@@ -210,6 +238,8 @@ it('forgets a deleted endpoint once its messages are gone and its deletion a ret
   const now = later(RETENTION_MS + 2_000);
   const rounds = await Promise.all([sweeper(), sweeper(), sweeper()].map((s) => s.sweep(now)));
   expect(rounds.reduce((sum, r) => sum + r.endpoint, 0)).toBe(1);
+  expect(rounds.reduce((sum, r) => sum + r.secret, 0)).toBe(versions.length);
+  for (const n of versions) expect(await store.secret(deleted._id, n)).toBeNull();
   expect(await scanned()).toEqual([]);
   expect(await store.endpoint(deleted._id)).toBeNull();
   expect(await store.endpoint(live._id)).toMatchObject({ deleted: false });
@@ -341,6 +371,7 @@ it('deletes each document once when replicas sweep at once, a batch at a time', 
     lane: sum.lane + r.lane,
     list: sum.list + r.list,
     endpoint: sum.endpoint + r.endpoint,
+    secret: sum.secret + r.secret,
   }));
   // Every record of the two endpoints once: a message, an attempt and an entry with its claim
   // each, an event per pair of messages, a lane per endpoint.
@@ -351,6 +382,7 @@ it('deletes each document once when replicas sweep at once, a batch at a time', 
     lane: 2,
     list: 4 * count,
     endpoint: 0,
+    secret: 0,
   });
   expect(await present('Message', messages)).toBe(0);
   expect(

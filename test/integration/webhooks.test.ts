@@ -308,6 +308,18 @@ describe('webhook endpoints', () => {
     expect((await api(merchant, 'DELETE', `/api/webhooks/${made.body.data.id}`)).status).toBe(204);
     await forgetKeys();
     expectErrorEnvelope(await registerAs(deletedKey), 409, /deleted since/);
+    // And once retention forgot the deleted endpoint (its deletion mark and secret stay): the
+    // same, not a 201 with an endpoint every dispatcher takes for deleted.
+    const forgetting = await openServiceDatabase(stack.iso, 'webhook');
+    try {
+      await forgetting.collection('webhook_endpoints').deleteOne({ _id: made.body.data.id });
+    } finally {
+      await forgetting.close();
+    }
+    await forgetKeys();
+    expectErrorEnvelope(await registerAs(deletedKey), 409, /deleted since/);
+    const after = await api(merchant, 'GET', '/api/webhooks');
+    expect(after.body.data.map((w: { id: string }) => w.id)).not.toContain(made.body.data.id);
     // Its first secret lost (an older version's registration cut short) or sealed under an
     // earlier key: a 409 that says how to get a new one, not a 500.
     const lostKey = randomUUID();
@@ -868,6 +880,30 @@ describe('replay and rotation', () => {
     for (const secret of [webhook.secret, next.secret, again.body.data.secret]) {
       expect(signedWith(later, secret)).toBe(true);
     }
+
+    // Two more: the fifth version pushes the first past the four that sign, and deletes it.
+    for (let i = 0; i < 2; i++) {
+      expect(
+        (await api(merchant, 'POST', `/api/webhooks/${webhook.id}/rotate-secret`)).status,
+      ).toBe(201);
+    }
+    const db = await openServiceDatabase(stack.iso, 'webhook');
+    try {
+      const kept = await db
+        .collection<{ _id: string; n: number }>('webhook_secrets')
+        .find({ webhookId: webhook.id })
+        .toArray();
+      expect(kept.map((v) => v.n).sort()).toEqual([2, 3, 4, 5]);
+    } finally {
+      await db.close();
+    }
+    await new Promise((r) => setTimeout(r, 1_100));
+    await simulated(merchant);
+    await eventually(() => expect(receiver.at('/rotate')).toHaveLength(3), { timeout: 20_000 });
+    const last = receiver.at('/rotate')[2];
+    expect(signatureCount(last)).toBe(4);
+    expect(signedWith(last, webhook.secret)).toBe(false);
+    expect(signedWith(last, next.secret)).toBe(true);
   });
 });
 
