@@ -1,4 +1,5 @@
 import { nameBasedId } from '../../libs/ids';
+import { kgToGrams } from '../../libs/money';
 
 /**
  * Matching's rules, pure: which couriers' fleets can carry a delivery, how far the search
@@ -24,7 +25,8 @@ export function carryingFleetTypes(
 ): string[] {
   const ids = new Set<string>();
   for (const type of types) {
-    const carries = Number(type.maxWeight) * 1000 >= weightGrams;
+    // In exact decimals, as pricing chose the fleet: 2.01 kg is 2009.9999999999998 g in floats.
+    const carries = kgToGrams(type.maxWeight) >= weightGrams;
     if (type.id === pricedFleetTypeId ? carries || type.active : type.active && carries) {
       ids.add(type.id);
     }

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { kgToGrams } from '../../../libs/money';
 import {
   ableToCarry,
   carryingFleetTypes,
@@ -60,6 +61,12 @@ describe('carryingFleetTypes', () => {
     expect(carryingFleetTypes(TYPES, RETIRED_VAN, 500_000)).toEqual([RETIRED_VAN, VAN].sort());
   });
 
+  it('reads a limit in exact decimals, as pricing does: a load of exactly the limit is carried', () => {
+    const limit = { id: CAR, maxWeight: '2.01000', active: true };
+    expect(carryingFleetTypes([limit], BIKE, 2_010)).toEqual([BIKE, CAR].sort());
+    expect(carryingFleetTypes([limit], BIKE, 2_011)).toEqual([BIKE]);
+  });
+
   it('keeps the priced type even when geo no longer lists it', () => {
     const gone = '55555555-5555-4555-8555-555555555555';
     expect(carryingFleetTypes(TYPES, gone, 1_000)).toContain(gone);
@@ -77,7 +84,7 @@ describe('carryingFleetTypes', () => {
             if (id === priced) continue;
             const type = TYPES.find((t) => t.id === id) as FleetTypeCapacity;
             expect(type.active).toBe(true);
-            expect(Number(type.maxWeight) * 1000).toBeGreaterThanOrEqual(grams);
+            expect(kgToGrams(type.maxWeight)).toBeGreaterThanOrEqual(grams);
           }
         },
       ),
