@@ -41,6 +41,21 @@ export function haversineKm(a: GeoPoint, b: GeoPoint): number {
   return 2 * EARTH_MEAN_RADIUS_KM * Math.asin(Math.sqrt(Math.min(1, h)));
 }
 
+/**
+ * The point `fraction` (0..1) of the way from `a` to `b`, on a straight line in degrees, the
+ * short way round: from lon 179.9 to -179.9 across the antimeridian, not through lon 0. Fine for
+ * the short legs it draws (a simulated courier's way), not for a great circle.
+ */
+export function pointBetween(a: GeoPoint, b: GeoPoint, fraction: number): GeoPoint {
+  const apart = b.lon - a.lon;
+  const eastward = apart > 180 ? apart - 360 : apart < -180 ? apart + 360 : apart;
+  const lon = a.lon + eastward * fraction;
+  return {
+    lat: a.lat + (b.lat - a.lat) * fraction,
+    lon: lon > 180 ? lon - 360 : lon < -180 ? lon + 360 : lon,
+  };
+}
+
 /** Road length over straight-line length, where no router measured the road. */
 export const DEFAULT_CIRCUITY = 1.3;
 

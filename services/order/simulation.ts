@@ -1,5 +1,5 @@
 import type { SimulationMode } from '../../libs/contracts/matching';
-import type { GeoPoint } from '../../libs/geodesy';
+import { pointBetween, type GeoPoint } from '../../libs/geodesy';
 import type { CourierStep } from './courier-run';
 import type { DeliveryStatus } from './lifecycle';
 
@@ -63,11 +63,6 @@ export function nextSimulatedStep(
   }
 }
 
-const lerp = (a: GeoPoint, b: GeoPoint, f: number): GeoPoint => ({
-  lat: a.lat + (b.lat - a.lat) * f,
-  lon: a.lon + (b.lon - a.lon) * f,
-});
-
 /** Where the virtual courier is, `fraction` (0..1) of the way through its current leg. */
 export function simulatedPosition(
   mode: SimulationMode,
@@ -76,21 +71,21 @@ export function simulatedPosition(
   fraction: number,
 ): GeoPoint | null {
   const f = Math.min(1, Math.max(0, fraction));
-  const halfway = lerp(route.pickup, route.dropoff, 0.5);
+  const halfway = pointBetween(route.pickup, route.dropoff, 0.5);
   switch (status) {
     case 'COURIER_ASSIGNED':
-      return lerp(route.start, route.pickup, f);
+      return pointBetween(route.start, route.pickup, f);
     case 'ARRIVED_AT_PICKUP':
     case 'COLLECTED':
       return route.pickup;
     case 'IN_TRANSIT':
       return mode === 'failed'
-        ? lerp(route.pickup, halfway, f)
-        : lerp(route.pickup, route.dropoff, f);
+        ? pointBetween(route.pickup, halfway, f)
+        : pointBetween(route.pickup, route.dropoff, f);
     case 'ARRIVED_AT_DROPOFF':
       return route.dropoff;
     case 'RETURNING':
-      return lerp(halfway, route.pickup, f);
+      return pointBetween(halfway, route.pickup, f);
     default:
       return null;
   }

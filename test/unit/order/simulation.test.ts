@@ -59,6 +59,18 @@ describe('simulatedPosition', () => {
     expect(simulatedPosition('delivered', 'ARRIVED_AT_DROPOFF', route, 0.3)).toEqual(route.dropoff);
   });
 
+  it('goes back and forth across the antimeridian the short way (Fiji, Taveuni)', () => {
+    const fiji = {
+      ...route,
+      pickup: { lat: -16.8, lon: 179.9 },
+      dropoff: { lat: -16.9, lon: -179.9 },
+    };
+    const halfway = simulatedPosition('failed', 'RETURNING', fiji, 0);
+    expect(Math.abs(halfway?.lon as number)).toBeCloseTo(180, 9);
+    const underWay = simulatedPosition('delivered', 'IN_TRANSIT', fiji, 0.75);
+    expect(underWay?.lon).toBeCloseTo(-179.95, 9);
+  });
+
   it('stays on the segment of its leg, whatever the fraction (property)', () => {
     fc.assert(
       fc.property(fc.double({ min: -2, max: 3, noNaN: true }), (fraction) => {
