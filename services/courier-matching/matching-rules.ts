@@ -118,3 +118,17 @@ export function offerClosed(outcome: OfferOutcome): string {
 export function withinCashLimit(owedKobo: number, collectKobo: number, limitKobo: number): boolean {
   return limitKobo === 0 || owedKobo === 0 || owedKobo + collectKobo <= limitKobo;
 }
+
+/**
+ * When the sandbox's virtual courier takes its offer: `acceptMs` after it was made (simulated
+ * time), or half-way through the offer's time when that is shorter. With the offer's time below
+ * its moment (`MATCHING_OFFER_TIMEOUT_MS` under 20 s at `SIMULATOR_TIME_SCALE` 1) each offer
+ * expired first, was made again, and the simulation ended `NO_COURIER_FOUND`.
+ */
+export function simulatedAcceptAt(
+  offer: { offeredAt: Date; expiresAt: Date },
+  acceptMs: number,
+): number {
+  const offeredAt = offer.offeredAt.getTime();
+  return offeredAt + Math.min(acceptMs, (offer.expiresAt.getTime() - offeredAt) / 2);
+}

@@ -11,6 +11,7 @@ import {
   offerClosed,
   offerId,
   searchRadiusKm,
+  simulatedAcceptAt,
   withinCashLimit,
   type FleetTypeCapacity,
   type OfferOutcome,
@@ -360,10 +361,8 @@ export class Searches {
    */
   private awaitAnswer(search: SearchRecord, offer: OfferRecord, now: Date): void {
     const virtual = search.simulate && offer.courierId === virtualCourierId(search._id);
-    const until = virtual
-      ? offer.offeredAt.getTime() + this.scaled(search, SIMULATED_ACCEPT_MS)
-      : offer.expiresAt.getTime();
-    this.waiting.awaitAnswer(search._id, now.getTime(), Math.min(until, offer.expiresAt.getTime()));
+    const until = virtual ? this.virtualAcceptAt(search, offer) : offer.expiresAt.getTime();
+    this.waiting.awaitAnswer(search._id, now.getTime(), until);
   }
 
   /**
@@ -412,7 +411,11 @@ export class Searches {
   /** The sandbox's virtual courier takes its offer after a moment of simulated time. */
   private virtualAccepts(search: SearchRecord, offer: OfferRecord, now: Date): boolean {
     if (!search.simulate || offer.courierId !== virtualCourierId(search._id)) return false;
-    return now.getTime() >= offer.offeredAt.getTime() + this.scaled(search, SIMULATED_ACCEPT_MS);
+    return now.getTime() >= this.virtualAcceptAt(search, offer);
+  }
+
+  private virtualAcceptAt(search: SearchRecord, offer: OfferRecord): number {
+    return simulatedAcceptAt(offer, this.scaled(search, SIMULATED_ACCEPT_MS));
   }
 
   /**

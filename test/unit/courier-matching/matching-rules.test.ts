@@ -6,6 +6,7 @@ import {
   nextWideningMs,
   offerId,
   searchRadiusKm,
+  simulatedAcceptAt,
   withinCashLimit,
   type FleetTypeCapacity,
 } from '../../../services/courier-matching/matching-rules';
@@ -184,6 +185,34 @@ describe('the cash a courier may owe with a pay-on-delivery offered', () => {
           } else {
             expect(owed + collect).toBeGreaterThan(limit);
           }
+        },
+      ),
+    );
+  });
+});
+
+describe('simulatedAcceptAt', () => {
+  const offer = (lifeMs: number) => ({
+    offeredAt: new Date(1_000_000),
+    expiresAt: new Date(1_000_000 + lifeMs),
+  });
+
+  it('takes the offer after its moment, or half-way through an offer shorter than that', () => {
+    expect(simulatedAcceptAt(offer(60_000), 20_000)).toBe(1_020_000);
+    expect(simulatedAcceptAt(offer(15_000), 20_000)).toBe(1_007_500);
+    // At SIMULATOR_TIME_SCALE 60: a third of a second, well within a 30 s offer.
+    expect(simulatedAcceptAt(offer(30_000), 20_000 / 60)).toBeCloseTo(1_000_333.33, 1);
+  });
+
+  it('always before the offer expires (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 600_000 }),
+        fc.double({ min: 0, max: 1e6, noNaN: true }),
+        (life, ms) => {
+          const at = simulatedAcceptAt(offer(life), ms);
+          expect(at).toBeGreaterThanOrEqual(1_000_000);
+          expect(at).toBeLessThan(1_000_000 + life);
         },
       ),
     );
