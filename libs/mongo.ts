@@ -505,6 +505,20 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * Whether a write that failed with `err` may have been made all the same: the server did not
+ * answer it (the connection lost or timed out once it was sent; the server may still carry it
+ * out), as opposed to refusing it (a server error) or never being sent (no server selected).
+ */
+export function writeMayHaveLanded(err: unknown): boolean {
+  const { mongo } = mongoose;
+  return !(
+    err instanceof mongo.MongoServerError ||
+    err instanceof mongo.MongoServerSelectionError ||
+    err instanceof mongoose.Error.MongooseServerSelectionError
+  );
+}
+
 /** MongoDB's LockTimeout: a lock not taken in time. */
 const LOCK_TIMEOUT = 24;
 /** What a client is told to wait when the database is too busy to take a write. */

@@ -10,7 +10,7 @@ import type { DeliveryRecord } from './delivery-record';
 import { canCancel, transition } from './lifecycle';
 import { changeableBy } from './parties';
 import type { Settlement } from './settlement';
-import type { DeliveryTransitions } from './transitions';
+import { changeInDoubt, type DeliveryTransitions } from './transitions';
 
 /** The store failed around a cancel: whether it was recorded is not known yet. */
 export const CANCEL_UNKNOWN =
@@ -72,9 +72,11 @@ export class Cancellations {
       // undefined: not read (null: read, and gone).
       const now = await transitions.current(deliveryId).catch(() => undefined);
       if (now?.lifecycle.status === 'CANCELLED') return now;
-      // Unknown whether it was recorded: the slot stays counted (a cancel given back for one
-      // that happened would let a third through the window), and the caller is told to retry.
-      if (now === undefined) throw serviceUnavailable(CANCEL_UNKNOWN);
+      // Unknown whether it was recorded (not read, or its claim's insert unanswered: a write
+      // timed out may land after this read): the slot stays counted (a cancel given back for
+      // one that happened would let a third through the window; `freeLostSlots` frees it once
+      // no cancel landed), and the caller is told to retry.
+      if (now === undefined || changeInDoubt(err)) throw serviceUnavailable(CANCEL_UNKNOWN);
       await giveBack();
       throw err;
     }

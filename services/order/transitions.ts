@@ -1,3 +1,4 @@
+import { writeMayHaveLanded } from '../../libs/mongo';
 import type { DeliveryRecord, StepRecord } from './delivery-record';
 import { recordIds, returnProof } from './delivery-record';
 import { transition, type DeliveryStatus, type LifecycleEvent } from './lifecycle';
@@ -118,6 +119,17 @@ export type Applied =
  * the winner's and decides again. The delivery document is a projection of the chain,
  * repaired on read when a writer stopped before updating it.
  */
+/** The errors of claims whose insert may have been made all the same (`writeMayHaveLanded`). */
+const claimsInDoubt = new WeakSet<object>();
+
+/**
+ * Whether `err`, thrown by `DeliveryTransitions.apply`, leaves it unknown whether the change
+ * was recorded: its claim's insert was sent and not answered, and may land after a read that
+ * did not find it yet. Any other error of `apply` came before its claim, or after it stood.
+ */
+export const changeInDoubt = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && claimsInDoubt.has(err);
+
 export class DeliveryTransitions {
   constructor(
     private readonly store: OrderStore,
@@ -191,7 +203,13 @@ export class DeliveryTransitions {
       const { version, lifecycle: next } = record;
       const entering = next.status !== delivery.lifecycle.status;
       if (entering) await this.store.enteringStatus(delivery, next.status, version);
-      if (!(await this.store.claimTransition(record))) continue;
+      const claimed = await this.store.claimTransition(record).catch((err: unknown) => {
+        if (writeMayHaveLanded(err) && typeof err === 'object' && err !== null) {
+          claimsInDoubt.add(err);
+        }
+        throw err;
+      });
+      if (!claimed) continue;
       const folded = fold(delivery, [record]);
       await this.projectOrLeave(deliveryId, folded, entering ? next.status : undefined);
       return { applied: true, delivery: folded, transition: record };

@@ -5,6 +5,7 @@ import {
   isDatabaseUnavailable,
   mongoHosts,
   onlyDuplicateKeys,
+  writeMayHaveLanded,
 } from '../../../libs/mongo';
 
 /**
@@ -71,6 +72,18 @@ describe("a service database's errors, as answered", () => {
       status: 500,
       internal: true,
     });
+  });
+});
+
+describe('a write that failed', () => {
+  it('may have landed when sent and not answered; not when refused or never sent', () => {
+    const { mongo } = mongoose;
+    expect(writeMayHaveLanded(new mongo.MongoNetworkTimeoutError('timed out'))).toBe(true);
+    expect(writeMayHaveLanded(new mongo.MongoNetworkError('connection closed'))).toBe(true);
+    expect(writeMayHaveLanded(serverError(1, 'database is locked (SQLITE_BUSY)'))).toBe(false);
+    expect(writeMayHaveLanded(serverError(11000, 'E11000 duplicate key'))).toBe(false);
+    const unselected = new mongo.MongoServerSelectionError('no server', {} as never);
+    expect(writeMayHaveLanded(unselected)).toBe(false);
   });
 });
 

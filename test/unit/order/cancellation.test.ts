@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
+import mongoose from 'mongoose';
 import {
   cancelAttemptId,
   deliveriesOfStaleSlots,
@@ -10,7 +11,9 @@ import {
 import { CANCEL_UNKNOWN, Cancellations } from '../../../services/order/cancellation';
 import type { DeliveryRecord } from '../../../services/order/delivery-record';
 import type { Settlement } from '../../../services/order/settlement';
-import type { DeliveryTransitions } from '../../../services/order/transitions';
+import type { OrderStore } from '../../../services/order/store';
+import { DeliveryTransitions } from '../../../services/order/transitions';
+import { created } from '../../support/built-deliveries';
 
 const USER = randomUUID();
 const DELIVERY = randomUUID();
@@ -110,6 +113,45 @@ describe('a cancel', () => {
     });
     await expect(cancel()).rejects.toMatchObject({ code: 503, message: CANCEL_UNKNOWN });
     expect(givenBack).toEqual([]);
+  });
+
+  /** A real transition table over a store whose claim of the cancel fails with `claimError`. */
+  const claimFailing = (claimError: Error) => {
+    const { delivery } = created();
+    // Only what `apply` calls on its way to the claim.
+    const store = {
+      enteringStatus: async () => undefined,
+      claimTransition: async () => {
+        throw claimError;
+      },
+    } as unknown as OrderStore;
+    const transitions = new DeliveryTransitions(store);
+    return () => transitions.apply(delivery._id, { kind: 'CANCEL' }, { known: delivery });
+  };
+
+  it('whose claim went unanswered keeps its slot and asks for a retry (503), though not read cancelled yet', async () => {
+    // The insert was sent; the server may carry it out after this read.
+    const timedOut = new mongoose.mongo.MongoNetworkTimeoutError('connection 3 timed out');
+    const { cancel, givenBack } = cancelling({
+      reads: ['REQUEST_CREATED', 'REQUEST_CREATED'],
+      apply: claimFailing(timedOut),
+    });
+    await expect(cancel()).rejects.toMatchObject({ code: 503, message: CANCEL_UNKNOWN });
+    expect(givenBack).toEqual([]);
+  });
+
+  it('whose claim the database refused gives its slot back and answers the error', async () => {
+    const busy = new mongoose.mongo.MongoServerError({
+      ok: 0,
+      code: 1,
+      errmsg: 'database is locked (5) (SQLITE_BUSY)',
+    });
+    const { cancel, givenBack } = cancelling({
+      reads: ['REQUEST_CREATED', 'REQUEST_CREATED'],
+      apply: claimFailing(busy),
+    });
+    await expect(cancel()).rejects.toBe(busy);
+    expect(givenBack).toHaveLength(1);
   });
 
   it('made, is announced to the tracking pages, its slot kept', async () => {
