@@ -309,9 +309,13 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         params: placeVirtualCourierParams,
         async handler(ctx) {
           const { courierId, lat, lon } = ctx.params;
-          const placed = await searches.moveVirtualCourier(courierId, () =>
-            locations.report(courierId, lat, lon, new Date()),
-          );
+          // Busy again before each report, as when first placed: a Redis emptied since (a
+          // restart) would otherwise take its report for a free courier's, and put it in the
+          // sets real searches read, for the rest of its run.
+          const placed = await searches.moveVirtualCourier(courierId, async () => {
+            await positions.setBusy(courierId, true);
+            await locations.report(courierId, lat, lon, new Date());
+          });
           return { placed };
         },
       }),

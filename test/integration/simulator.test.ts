@@ -166,6 +166,28 @@ describe('Waybill-Simulate', () => {
     }
   });
 
+  it('keeps its virtual courier out of real searches when Redis lost its position on the way', async () => {
+    const { merchant, deliveryId } = await simulated('delivered');
+    const hash = `${stack.iso.namespace}:couriers:pos:${virtualCourierId(deliveryId)}`;
+    await eventually(async () => expect(await redis.hget(hash, 'lat')).not.toBeNull(), {
+      timeout: 20_000,
+      interval: 50,
+    });
+    // As a Redis restarted empty leaves it; the simulator places it again on its next drive.
+    await redis.del(hash);
+    await eventually(async () => expect(await redis.hget(hash, 'lat')).not.toBeNull(), {
+      timeout: 20_000,
+      interval: 50,
+    });
+    const [busy, fleet, c7, c9] = await redis.hmget(hash, 'busy', 'fleet', 'c7', 'c9');
+    expect(busy).toBe('1');
+    const avail = `${stack.iso.namespace}:couriers:avail:${fleet}`;
+    expect(await redis.zscore(`${avail}:7:${c7}`, virtualCourierId(deliveryId))).toBeNull();
+    expect(await redis.zscore(`${avail}:9:${c9}`, virtualCourierId(deliveryId))).toBeNull();
+    await watch(merchant, deliveryId, 'DELIVERED');
+    await expectVirtualCourierFreed(deliveryId);
+  });
+
   it('failed: the courier gives up after collection and brings the packages back', async () => {
     const { merchant, deliveryId, packageId } = await simulated('failed');
     const { last } = await watch(merchant, deliveryId, 'RETURNED');
