@@ -225,7 +225,12 @@ export interface Config {
     mailFrom: string;
     sms: {
       provider: SmsProviderName;
-      termii: { baseUrl: string; apiKey: string | undefined; senderId: string | undefined };
+      termii: {
+        baseUrl: string;
+        apiKey: string | undefined;
+        senderId: string | undefined;
+        channel: TermiiChannel;
+      };
     };
     /** How often the outbox is read for messages due. */
     intervalMs: number;
@@ -339,6 +344,13 @@ const STAGING_WEBHOOK_SECRET_KEY = 'waybill-staging-webhook-secret-key';
 
 export const PAYMENT_PROVIDERS = ['sandbox', 'paystack'] as const;
 export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
+
+/**
+ * Termii's routes for an SMS: `dnd`, its transactional route (codes and links: delivered to
+ * numbers on Do-Not-Disturb, at any hour), or `generic`, its promotional one.
+ */
+export const TERMII_CHANNELS = ['dnd', 'generic'] as const;
+export type TermiiChannel = (typeof TERMII_CHANNELS)[number];
 
 /** `log`: SMS are written to the log (staging only); `termii`: sent through Termii's API. */
 export const SMS_PROVIDERS = ['log', 'termii'] as const;
@@ -996,6 +1008,12 @@ const declaredEnvSchema = Joi.object({
     .description(
       'Sender ID registered with Termii (3 to 11 characters); required of order and webhook with SMS_PROVIDER=termii',
     ),
+  TERMII_CHANNEL: Joi.string()
+    .valid(...TERMII_CHANNELS)
+    .default('dnd')
+    .description(
+      'Termii route of the SMS: `dnd` (transactional: delivered to numbers on Do-Not-Disturb and at any hour; activate it on your Termii account) or `generic` (promotional: no number on DND gets it, nor an MTN number between 20:00 and 08:00)',
+    ),
   NOTIFY_INTERVAL_MS: Joi.number()
     .integer()
     .min(100)
@@ -1632,6 +1650,7 @@ interface NotificationsEnv {
   TERMII_BASE_URL: string;
   TERMII_API_KEY?: string;
   TERMII_SENDER_ID?: string;
+  TERMII_CHANNEL: TermiiChannel;
   NOTIFY_INTERVAL_MS: number;
   NOTIFY_CONCURRENCY: number;
   NOTIFY_TIMEOUT_MS: number;
@@ -1684,6 +1703,7 @@ function notificationsConfig(
         baseUrl: value.TERMII_BASE_URL.replace(/\/+$/, ''),
         apiKey: value.TERMII_API_KEY,
         senderId: value.TERMII_SENDER_ID,
+        channel: value.TERMII_CHANNEL,
       },
     },
     intervalMs: value.NOTIFY_INTERVAL_MS,

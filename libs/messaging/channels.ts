@@ -1,6 +1,6 @@
 import type { Logger } from 'moleculer';
 import { createTransport } from 'nodemailer';
-import type { Config } from '../config';
+import type { Config, TermiiChannel } from '../config';
 import { fetchOutbound } from '../outbound-fetch';
 
 /**
@@ -80,12 +80,15 @@ export const termiiNumber = (phone: string) => phone.replace(/[^\d]/g, '');
 
 /**
  * SMS through Termii's Messaging API (`POST <base>/api/sms/send`), the common provider in
- * Nigeria: a plain message on the generic route, from the registered sender ID.
+ * Nigeria: a plain message on the route configured (`TERMII_CHANNEL`: the transactional `dnd`
+ * by default, as codes and links are; the promotional `generic` never reaches a number on
+ * Do-Not-Disturb), from the registered sender ID.
  */
 export function termiiSender(options: {
   baseUrl: string;
   apiKey: string;
   senderId: string;
+  channel: TermiiChannel;
   timeoutMs: number;
 }): ChannelSender {
   return {
@@ -98,7 +101,7 @@ export function termiiSender(options: {
           from: options.senderId,
           sms: message.text,
           type: 'plain',
-          channel: 'generic',
+          channel: options.channel,
           api_key: options.apiKey,
         }),
         timeoutMs: options.timeoutMs,
@@ -155,6 +158,7 @@ export function channelSenders(
             // libs/config.ts refuses `termii` without both.
             apiKey: termii.apiKey as string,
             senderId: termii.senderId as string,
+            channel: termii.channel,
             timeoutMs: config.timeoutMs,
           })
         : logSink('SMS', logger),

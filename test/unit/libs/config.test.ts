@@ -159,7 +159,12 @@ describe('loadConfig defaults', () => {
         mailFrom: 'Waybill <no-reply@waybill.local>',
         sms: {
           provider: 'log',
-          termii: { baseUrl: 'https://api.ng.termii.com', apiKey: undefined, senderId: undefined },
+          termii: {
+            baseUrl: 'https://api.ng.termii.com',
+            apiKey: undefined,
+            senderId: undefined,
+            channel: 'dnd',
+          },
         },
         intervalMs: 2000,
         concurrency: 8,
@@ -592,6 +597,13 @@ describe('notifications', () => {
       },
       retry: { maxAttempts: 3, baseDelayMs: 500, maxDelayMs: 2000 },
     });
+    // Codes and links go on the transactional route unless the operator says otherwise.
+    expect(config.sms.termii.channel).toBe('dnd');
+    const generic = { ...LIVE, PAYSTACK_SECRET_KEY: 'sk_live_x', TERMII_CHANNEL: 'generic' };
+    expect(loadConfig(generic).notifications.sms.termii.channel).toBe('generic');
+    expect(configErrorFor({ ...generic, TERMII_CHANNEL: 'whatsapp' }).message).toMatch(
+      /^TERMII_CHANNEL: .*must be one of \[dnd, generic\]/,
+    );
   });
 
   it.each([
@@ -1043,6 +1055,7 @@ describe('describeConfig', () => {
     'TERMII_BASE_URL',
     'TERMII_API_KEY',
     'TERMII_SENDER_ID',
+    'TERMII_CHANNEL',
     'NOTIFY_INTERVAL_MS',
     'NOTIFY_CONCURRENCY',
     'NOTIFY_TIMEOUT_MS',

@@ -24,6 +24,7 @@ describe('termiiSender', () => {
         baseUrl: provider.url,
         apiKey: 'the-key',
         senderId: 'Waybill',
+        channel: 'dnd',
         timeoutMs: 2000,
       });
       await send.send({ to: '+234 803-123-4567', subject: 'ignored', text: 'Hello Ada' });
@@ -36,7 +37,7 @@ describe('termiiSender', () => {
             from: 'Waybill',
             sms: 'Hello Ada',
             type: 'plain',
-            channel: 'generic',
+            channel: 'dnd',
             api_key: 'the-key',
           },
         },
@@ -54,6 +55,7 @@ describe('termiiSender', () => {
         baseUrl: provider.url,
         apiKey: 'k',
         senderId: 'Waybill',
+        channel: 'dnd',
         timeoutMs: 2000,
       });
       const message = { to: '+2348031234567', subject: '', text: 'x' };
@@ -75,6 +77,7 @@ describe('termiiSender', () => {
         baseUrl: `http://127.0.0.1:${port}`,
         apiKey: 'k',
         senderId: 'Waybill',
+        channel: 'dnd',
         timeoutMs: 200,
       });
       await expect(send.send({ to: '234', subject: '', text: 'x' })).rejects.toThrow(
@@ -93,6 +96,7 @@ describe('termiiSender', () => {
         baseUrl: servers.server.url,
         apiKey: 'k',
         senderId: 'Waybill',
+        channel: 'dnd',
         timeoutMs: 5000,
       }).send({ to: '234', subject: '', text: 'x' });
 
