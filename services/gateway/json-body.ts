@@ -71,10 +71,21 @@ export const jsonBodyGuard: Middleware = (req, _res, next) => {
 /** The `Content-Encoding`s of a JSON body docs/api-conventions.md states (415 for others). */
 const JSON_BODY_ENCODINGS = new Set(['identity', 'gzip', 'x-gzip', 'deflate', 'br']);
 
-/** Whether the request says a JSON body comes with it (what body-parser would read). */
-const declaresJsonBody = (req: GatewayRequest) =>
-  (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0) &&
+/** Whether the request says a body comes with it. */
+const carriesBody = (req: GatewayRequest) =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+
+const isJsonType = (req: GatewayRequest) =>
   /^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '');
+
+/** Whether the request says a JSON body comes with it (what body-parser would read). */
+const declaresJsonBody = (req: GatewayRequest) => carriesBody(req) && isJsonType(req);
+
+/** The methods whose body holds an operation's fields (a GET's and a DELETE's are its query). */
+const FIELDS_IN_BODY = new Set(['POST', 'PUT', 'PATCH']);
+
+export const NOT_JSON_BODY =
+  'The body was not read: send it as JSON, with the header Content-Type: application/json';
 
 /**
  * `parse` (body-parser), refusing a body that was never read: body-parser passes over the body
@@ -88,6 +99,11 @@ export function bodyArrived(parse: Middleware): Middleware {
       String(req.headers['content-encoding'] ?? '')
         .trim()
         .toLowerCase() || 'identity';
+    // A body of another type would be passed over, and the operation run without its fields
+    // (an API key made server-only by default, from a body `curl -d` sent as a form).
+    if (FIELDS_IN_BODY.has(req.method ?? '') && carriesBody(req) && !isJsonType(req)) {
+      return next(unsupportedMediaType(NOT_JSON_BODY));
+    }
     // What the document states (415 otherwise), whatever else this Node's parser would inflate.
     if (declaresJsonBody(req) && !JSON_BODY_ENCODINGS.has(encoding)) {
       return next(

@@ -25,7 +25,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'Not allowed for this key or token',
   404: 'Not found',
   413: 'Body too large',
-  415: 'A JSON body in a `Content-Encoding` other than gzip, deflate or br, or in a charset that is not a UTF (send UTF-8)',
+  415: 'A body sent without `Content-Type: application/json`, or a JSON body in a `Content-Encoding` other than gzip, deflate or br, or in a charset that is not a UTF (send UTF-8)',
   429: 'API quota exceeded, or too many failed authentications from your address; see `Retry-After`',
   500: 'Unexpected failure, logged on our side',
   503: 'A service or dependency is temporarily unavailable, or the database too busy to take a write; retry in a few seconds, after `Retry-After` when given (a `POST` with the same `Idempotency-Key`)',

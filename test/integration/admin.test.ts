@@ -243,6 +243,25 @@ describe('API keys', () => {
     );
   });
 
+  it('makes no key of a body sent as anything but JSON (curl -d, fetch with a string): 415', async () => {
+    const userId = await createUser();
+    for (const type of ['application/x-www-form-urlencoded', 'text/plain;charset=UTF-8', null]) {
+      const refused = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
+        headers: { ...adminHeaders, ...(type ? { 'content-type': type } : {}) },
+        raw: JSON.stringify({ serverOnly: false, quota: { limit: 10, windowSeconds: 60 } }),
+      });
+      expectErrorEnvelope(
+        refused,
+        415,
+        'The body was not read: send it as JSON, with the header Content-Type: application/json',
+      );
+    }
+    const keys = await request(node.url, 'GET', `/admin/users/${userId}/api-keys`, {
+      headers: adminHeaders,
+    });
+    expect(keys.body.data).toEqual([]);
+  });
+
   it('revokes idempotently with 204 and an empty body', async () => {
     const userId = await createUser();
     const key = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {

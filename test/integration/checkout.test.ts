@@ -106,7 +106,11 @@ describe('POST /api/wallet/fund (sandbox)', () => {
       headers: { 'api-key': stack.alice.key, 'content-type': 'application/x-www-form-urlencoded' },
       raw: 'amount=10',
     });
-    expectErrorEnvelope(reply, 400);
+    expectErrorEnvelope(
+      reply,
+      415,
+      'The body was not read: send it as JSON, with the header Content-Type: application/json',
+    );
   });
 });
 
