@@ -4,7 +4,7 @@ import { withCallMetrics } from './libs/call-metrics';
 import { forCalls } from './libs/entry-points';
 import { MAX_TIMER_MS, type Config } from './libs/config';
 import { BufferedConsoleLogger, type BufferedConsoleOptions } from './libs/log-output';
-import { jsonLogLine } from './libs/logging';
+import { capabilitiesHidden, jsonLogLine } from './libs/logging';
 import { NatsTransporter } from './libs/nats-transporter';
 import { OpsServer } from './libs/ops-server';
 import {
@@ -44,6 +44,7 @@ export function consoleLogger(
         : 'short',
     colors: config.logFormat === 'pretty',
     moduleColors: false,
+    conceal: capabilitiesHidden({ references: config.payment.provider === 'sandbox' }),
     ...overrides,
   });
 }

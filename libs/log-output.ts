@@ -1,6 +1,5 @@
 import { format } from 'node:util';
 import { Loggers } from 'moleculer';
-import { hideCapabilities } from './logging';
 
 type FormattedOptions = ConstructorParameters<typeof Loggers.Formatted>[0];
 
@@ -70,6 +69,8 @@ export type BufferedConsoleOptions = Omit<NonNullable<FormattedOptions>, 'format
   everyLineTo?: 'stderr';
   /** A line under the level kept all the same when this says so (the CLI's audit lines). */
   keepBelowLevel?: (type: string, args: unknown[]) => boolean;
+  /** Each line as written: what must not reach the logs cut out (`capabilitiesHidden`). */
+  conceal?: (line: string) => string;
 };
 
 /**
@@ -79,12 +80,14 @@ export type BufferedConsoleOptions = Omit<NonNullable<FormattedOptions>, 'format
 export class BufferedConsoleLogger extends Loggers.Formatted<NonNullable<FormattedOptions>> {
   private readonly allOnStderr: boolean;
   private readonly keepBelowLevel: (type: string, args: unknown[]) => boolean;
+  private readonly conceal: (line: string) => string;
 
   constructor(options: BufferedConsoleOptions) {
     // moleculer passes the bindings as a third argument its type does not declare.
     super(options as NonNullable<FormattedOptions>);
     this.allOnStderr = options.everyLineTo === 'stderr';
     this.keepBelowLevel = options.keepBelowLevel ?? (() => false);
+    this.conceal = options.conceal ?? ((line) => line);
   }
 
   override getLogHandler(bindings: Parameters<Loggers.Console['getLogHandler']>[0]) {
@@ -94,7 +97,7 @@ export class BufferedConsoleLogger extends Loggers.Formatted<NonNullable<Formatt
     const formatter = this.getFormatter(bindings);
     return (type: string, args: unknown[]) => {
       if (LEVELS.indexOf(type) > levelIdx && !this.keepBelowLevel(type, args)) return;
-      const line = hideCapabilities(format(...formatter(type, args)));
+      const line = this.conceal(format(...formatter(type, args)));
       const onStderr = this.allOnStderr || type === 'fatal' || type === 'error' || type === 'warn';
       (onStderr ? stderr : stdout).push(line);
     };

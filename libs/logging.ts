@@ -70,20 +70,25 @@ function describeError(err: Error) {
   return { name: err.name, message: err.message, type, code, stack: err.stack };
 }
 
+/** A tracking id (`P2P-` and 12 letters): whoever holds it reads the delivery's page. */
+const TRACKING_ID = /(P2P-[0-9a-z]{4})[0-9a-z]{8}/gi;
 /**
- * A checkout reference (`ck-` and 40 hex digits) or a tracking id (`P2P-` and 12 letters)
- * anywhere in a line: each opens a page to whoever holds it (the sandbox's pay page, the
- * tracking page), and logs are read by more people than may hold one.
+ * A checkout reference (`ck-` and 40 hex digits): under the sandbox provider, whoever holds it
+ * pays (or declines) the checkout on its page. A Paystack reference opens nothing, and the
+ * operator refunding a payment at Paystack needs it whole.
  */
-const CAPABILITY = /(ck-[0-9a-f]{8})[0-9a-f]{32}|(P2P-[0-9a-z]{4})[0-9a-z]{8}/gi;
+const CHECKOUT_REFERENCE = /(ck-[0-9a-f]{8})[0-9a-f]{32}/gi;
+
+const cut = (line: string, capability: RegExp) => line.replace(capability, '$1…');
 
 /**
- * A log line with its capabilities cut to a prefix and `…`: enough to tell two apart and to
- * find one whose whole value is known (`grep ck-1a2b3c4d`), not enough to open its page.
+ * What hides the capabilities in a log line, cut to a prefix and `…`: enough to tell two apart
+ * and to find one whose whole value is known (`grep P2P-7K3M`), not enough to open its page.
+ * Logs are read by more people than may hold one. Tracking ids always; checkout references
+ * where they open a page (`references`: the sandbox provider).
  */
-export function hideCapabilities(line: string): string {
-  return line.replace(
-    CAPABILITY,
-    (_, reference?: string, trackingId?: string) => `${reference ?? trackingId}…`,
-  );
+export function capabilitiesHidden(options: { references: boolean }): (line: string) => string {
+  return options.references
+    ? (line) => cut(cut(line, CHECKOUT_REFERENCE), TRACKING_ID)
+    : (line) => cut(line, TRACKING_ID);
 }

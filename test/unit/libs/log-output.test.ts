@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ServiceBroker } from 'moleculer';
 import { BufferedConsoleLogger, LineBuffer } from '../../../libs/log-output';
-import { jsonLogLine } from '../../../libs/logging';
+import { capabilitiesHidden, jsonLogLine } from '../../../libs/logging';
 
 describe('LineBuffer', () => {
   it('writes the lines of one turn with one write, in order', async () => {
@@ -73,7 +73,8 @@ describe('BufferedConsoleLogger', () => {
     }
   });
 
-  it('cuts a checkout reference and a tracking id to a prefix wherever a line holds one', async () => {
+  /** What one line of each kind reads once written, by a logger hiding as `references` says. */
+  async function written(references: boolean) {
     const out = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
     const err = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
@@ -82,33 +83,44 @@ describe('BufferedConsoleLogger', () => {
         logger: new BufferedConsoleLogger({
           level: 'info',
           formatter: (level, args, bindings) => [jsonLogLine(level, args, bindings)],
+          conceal: capabilitiesHidden({ references }),
         }),
       });
       const logger = broker.getLogger('payment');
       await nextTurn();
       out.mockClear();
       err.mockClear();
-      const reference = `ck-${'0123456789abcdef0123'.repeat(2)}`;
-      const trackingId = 'P2P-7K3M9QZX2B4R';
-      logger.info('checkout decided', { reference, ledger: `checkout:${reference}.2` });
-      logger.warn(`line\n${trackingId} failed`, new Error(`checkout ${reference} is not stored`));
+      logger.info('checkout decided', { reference: REFERENCE, ledger: `checkout:${REFERENCE}.2` });
+      logger.warn(`line\n${TRACKING_ID} failed`, new Error(`checkout ${REFERENCE} is not stored`));
       await nextTurn();
-      const written = `${String(out.mock.calls[0][0])}${String(err.mock.calls[0][0])}`;
-      expect(written).not.toContain(reference);
-      expect(written).not.toContain(trackingId);
-      const [decided, failed] = written
-        .trimEnd()
-        .split('\n')
-        .map((l) => JSON.parse(l));
-      expect(decided).toMatchObject({
-        reference: 'ck-01234567…',
-        ledger: 'checkout:ck-01234567….2',
-      });
-      expect(failed.msg).toBe('line\nP2P-7K3M… failed');
-      expect(failed.error.message).toBe('checkout ck-01234567… is not stored');
+      return `${String(out.mock.calls[0][0])}${String(err.mock.calls[0][0])}`;
     } finally {
       out.mockRestore();
       err.mockRestore();
     }
+  }
+  const REFERENCE = `ck-${'0123456789abcdef0123'.repeat(2)}`;
+  const TRACKING_ID = 'P2P-7K3M9QZX2B4R';
+
+  it('cuts a tracking id, and a sandbox checkout reference, to a prefix wherever a line holds one', async () => {
+    const text = await written(true);
+    expect(text).not.toContain(REFERENCE);
+    expect(text).not.toContain(TRACKING_ID);
+    const [decided, failed] = text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(decided).toMatchObject({
+      reference: 'ck-01234567…',
+      ledger: 'checkout:ck-01234567….2',
+    });
+    expect(failed.msg).toBe('line\nP2P-7K3M… failed');
+    expect(failed.error.message).toBe('checkout ck-01234567… is not stored');
+  });
+
+  it('keeps a Paystack reference whole (it opens nothing; a refund at Paystack needs it)', async () => {
+    const text = await written(false);
+    expect(text).toContain(`checkout ${REFERENCE} is not stored`);
+    expect(text).not.toContain(TRACKING_ID);
   });
 });
