@@ -186,14 +186,29 @@ const isSent = (header: unknown) =>
   (typeof header === 'string' && header.length > 0) || Array.isArray(header);
 
 /** Browsers may not call a group that takes credentials apps and servers keep. */
+const BROWSERS_REFUSED: Partial<Record<RouteGroup, string>> = {
+  courier: `Browsers may not call ${GROUP_BASE.courier}; it is for the courier app, with its courier token`,
+  admin: `Browsers may not call ${GROUP_BASE.admin}; call it from the operator's tools with ADMIN_TOKEN or an operator token`,
+  checkout: `Scripts of other sites may not call ${GROUP_BASE.checkout}; open the checkout page itself`,
+  track: `Scripts of other sites may not call ${GROUP_BASE.track}; open the tracking page itself`,
+  webhooks: `Browsers may not call ${GROUP_BASE.webhooks}; it is for the payment provider's servers`,
+};
+
 const browsersRefused = (group: RouteGroup) =>
   forbidden(
-    group === 'courier'
-      ? `Browsers may not call ${GROUP_BASE.courier}; it is for the courier app, with its courier token`
-      : group === 'admin'
-        ? `Browsers may not call ${GROUP_BASE.admin}; call it from the operator's tools with ADMIN_TOKEN or an operator token`
-        : `Browsers may not call ${GROUP_BASE[group]}; call it from your server with your API key`,
+    BROWSERS_REFUSED[group] ??
+      `Browsers may not call ${GROUP_BASE[group]}; call it from your server with your API key`,
   );
+
+/**
+ * The groups with no CORS of their own (the pages, the provider's webhook) refuse a browser's
+ * preflight: moleculer-web routes a preflight as the call it asks about, so a preflight of
+ * `POST /checkout/:reference/pay` paid the sandbox checkout, and one of a tracking page's
+ * stream opened it.
+ */
+export function preflightsRefused(group: RouteGroup): Middleware {
+  return (req, _res, next) => next(isPreflight(req) ? browsersRefused(group) : undefined);
+}
 
 /**
  * `/api` and `/file`: CORS rules for the group, the key (failures throttled per client

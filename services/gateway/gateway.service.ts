@@ -28,6 +28,7 @@ import {
   apiKeyGuard,
   courierGuard,
   pageThrottle,
+  preflightsRefused,
   transferGuard,
 } from './edge';
 import { clientRequestId, describeRequest, type GatewayRequest } from './http';
@@ -177,8 +178,12 @@ export function createGatewayService(
       // No credentials: the page's unguessable reference, the webhook's signature, are the
       // services' to check. No key's quota and no Idempotency-Key either: the pages count
       // per client address.
-      if (group === 'checkout' || group === 'track') return [log, methods, pages];
-      if (group === 'webhooks') return [log, methods, rawBodyReader(rawHeaders)];
+      if (group === 'checkout' || group === 'track') {
+        return [log, methods, preflightsRefused(group), pages];
+      }
+      if (group === 'webhooks') {
+        return [log, methods, preflightsRefused(group), rawBodyReader(rawHeaders)];
+      }
       if (group === 'admin') {
         return [
           log,

@@ -32,16 +32,22 @@ const spell = (methods: string[]) =>
 /**
  * 405 with `Allow` for a known path called with a method it does not have. It runs before
  * authentication, so a wrong method is never mistaken for a missing key or route (the routes
- * are public: /openapi.json). Preflights and matched methods pass untouched.
+ * are public: /openapi.json). A plain OPTIONS of a known path is answered 204 with its `Allow`
+ * (moleculer-web would look it up as a GET, and run the GET, its params read from the body).
+ * Preflights (each group's guard answers them) and matched methods pass untouched.
  */
 export function methodGuard(methodsOf: (path: string) => string[]): Middleware {
   return (req, res, next) => {
     if (isPreflight(req)) return next();
     const { method, path } = describeRequest(req);
     const allowed = methodsOf(req.parsedUrl ?? path);
-    // moleculer-web looks a plain OPTIONS (no preflight header) up as a GET.
-    const lookup = method === 'OPTIONS' ? 'GET' : method;
-    if (allowed.length === 0 || allowed.includes(lookup)) return next();
+    if (allowed.length === 0 || allowed.includes(method)) return next();
+    if (method === 'OPTIONS') {
+      res.statusCode = 204;
+      res.setHeader('Allow', [...allowed, 'OPTIONS'].sort().join(', '));
+      res.end();
+      return;
+    }
     res.setHeader('Allow', allowed.join(', '));
     next(methodNotAllowed(`${method} is not allowed on ${path}; use ${spell(allowed)}`));
   };

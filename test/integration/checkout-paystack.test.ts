@@ -301,6 +301,13 @@ describe('POST /webhooks/paystack', () => {
   it('refuses a signed body that is not JSON with 400', async () => {
     expectErrorEnvelope(await signed('not json'), 400);
   });
+
+  it('refuses a browser’s preflight, never running the webhook for it', async () => {
+    const reply = await request(stack.node.url, 'OPTIONS', '/webhooks/paystack', {
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
+    expectErrorEnvelope(reply, 403, /Browsers may not call \/webhooks/);
+  });
 });
 
 describe('with the Paystack provider', () => {

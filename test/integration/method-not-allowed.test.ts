@@ -86,6 +86,23 @@ describe('what stays as it was', () => {
       expectErrorEnvelope(api, 403, /Browsers may not call \/api/);
     }
   });
+
+  it('a preflight to a page is refused, never run as the call it asks about', async () => {
+    const headers = { origin: 'https://evil.example', 'access-control-request-method': 'POST' };
+    for (const [path, refused] of [
+      [`/checkout/ck-${'0'.repeat(40)}/pay`, /Scripts of other sites may not call \/checkout/],
+      ['/track/P2P-7K3M9Q2W5X8Z/events', /Scripts of other sites may not call \/track/],
+    ] as const) {
+      // The pages answer their errors as pages: the status and the reason, whatever the form.
+      const reply = await request(stack.node.url, 'OPTIONS', path, { headers });
+      expect(reply.status).toBe(403);
+      expect(reply.text).toMatch(refused);
+    }
+    // A plain OPTIONS is told what the path allows, and runs nothing either.
+    const plain = await request(stack.node.url, 'OPTIONS', '/api/countries');
+    expect(plain.status).toBe(204);
+    expect(plain.headers.get('allow')).toBe('GET, OPTIONS');
+  });
 });
 
 describe('metrics of 405s', () => {

@@ -101,12 +101,24 @@ describe('methodGuard', () => {
     }
   });
 
-  it('leaves preflights alone, and takes a plain OPTIONS for the GET it is routed as', () => {
+  it('leaves preflights alone, and answers a plain OPTIONS itself: 204 with what the path allows', () => {
     const preflight = { origin: 'https://shop.example', 'access-control-request-method': 'PUT' };
     expect(run('OPTIONS', '/file/single-upload', preflight).err).toBeUndefined();
-    expect(run('OPTIONS', '/api/countries').err).toBeUndefined();
-    const { err, allow } = run('OPTIONS', '/api/pricing');
-    expect((err as Error).message).toBe('OPTIONS is not allowed on /api/pricing; use POST');
-    expect(allow).toBe('POST');
+    for (const [url, allowed] of [
+      ['/api/countries', 'GET, OPTIONS'],
+      ['/api/pricing', 'OPTIONS, POST'],
+      ['/admin/pricing/tiers/t-1', 'DELETE, GET, OPTIONS, PUT'],
+    ]) {
+      const res = new FakeResponse();
+      let passed = false;
+      guard(fakeRequest({ method: 'OPTIONS', url }), res.asServerResponse(), () => {
+        passed = true;
+      });
+      // Never passed on: the GET it would be routed as does not run.
+      expect(passed).toBe(false);
+      expect(res.statusCode).toBe(204);
+      expect(res.getHeader('allow')).toBe(allowed);
+    }
+    expect(run('OPTIONS', '/api/nowhere')).toEqual({ err: undefined, allow: undefined });
   });
 });
