@@ -19,12 +19,19 @@ export const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
 
 /**
  * Removes the prototype keys at every depth, in place, and refuses (400) a value nested
- * deeper than `maxDepth`. Iterative, so no nesting overflows it; linear in the value's size.
+ * deeper than `maxDepth`, or a number JSON.parse read as Infinity (`1e400`): sent to another
+ * node it becomes `null`, which a nullable field takes with another meaning (a courier rule's
+ * radius, "any distance"). Iterative, so no nesting overflows it; linear in the value's size.
  */
 export function cleanJsonBody(value: unknown, maxDepth = MAX_JSON_DEPTH): void {
   const pending: [object, number][] = [];
   const visit = (child: unknown, depth: number) => {
     if (child !== null && typeof child === 'object') pending.push([child, depth]);
+    else if (typeof child === 'number' && !Number.isFinite(child)) {
+      throw badRequest(
+        'The JSON body holds a number too large to read; send numbers within ±1.7976931348623157e308',
+      );
+    }
   };
   visit(value, 1);
   for (let next = pending.pop(); next; next = pending.pop()) {
@@ -69,7 +76,7 @@ export const jsonBodyGuard: Middleware = (req, _res, next) => {
 };
 
 /** The `Content-Encoding`s of a JSON body docs/api-conventions.md states (415 for others). */
-const JSON_BODY_ENCODINGS = new Set(['identity', 'gzip', 'x-gzip', 'deflate', 'br']);
+const JSON_BODY_ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
 
 /** Whether the request says a body comes with it. */
 const carriesBody = (req: GatewayRequest) =>

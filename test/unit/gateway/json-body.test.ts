@@ -73,6 +73,21 @@ describe('cleanJsonBody', () => {
     );
   });
 
+  it('refuses a number JSON reads as Infinity, at any depth (it would reach a service as null)', () => {
+    for (const text of ['{"r":1e400}', '{"a":{"b":[1,-1e999]}}']) {
+      expect(() => cleanJsonBody(JSON.parse(text))).toThrow(
+        expect.objectContaining({
+          code: 400,
+          message:
+            'The JSON body holds a number too large to read; send numbers within ±1.7976931348623157e308',
+        }),
+      );
+    }
+    expect(() =>
+      cleanJsonBody(JSON.parse('{"r":1.7976931348623157e308,"s":5e-324}')),
+    ).not.toThrow();
+  });
+
   it(`accepts ${MAX_JSON_DEPTH} levels and refuses one more with a 400 that says the limit`, () => {
     expect(() => cleanJsonBody(nested(MAX_JSON_DEPTH))).not.toThrow();
     expect(() => cleanJsonBody({ a: nested(MAX_JSON_DEPTH - 1) })).not.toThrow();
