@@ -15,15 +15,17 @@ export function searchStartsAt(
 }
 
 /**
- * The instant after which no courier is sought for the delivery: a SCHEDULED delivery's slot
- * closes then (null: none, a simulation, or a record older than `slotEndsAt`). Matching's
- * search ends at it, and one started after it ends at its first step: the delivery is closed
- * NO_COURIER_FOUND and refunded rather than a courier sent for a slot that is over.
+ * The instant after which no courier is sought for the delivery: for a SCHEDULED delivery, the
+ * last a courier found could leave and, by the trip's estimate, still arrive before its slot
+ * closes (null: none, a simulation, or a record older than `slotEndsAt`). Matching's search
+ * ends at it, and one started after it ends at its first step: the delivery is closed
+ * NO_COURIER_FOUND and refunded rather than a courier sent for a slot it cannot make.
  */
 export function searchNotAfter(
-  delivery: Pick<DeliveryRecord, 'slotEndsAt' | 'simulation'>,
+  delivery: Pick<DeliveryRecord, 'slotEndsAt' | 'etaSeconds' | 'simulation'>,
 ): Date | null {
-  return delivery.slotEndsAt && !delivery.simulation ? new Date(delivery.slotEndsAt) : null;
+  if (!delivery.slotEndsAt || delivery.simulation) return null;
+  return new Date(new Date(delivery.slotEndsAt).getTime() - delivery.etaSeconds * 1000);
 }
 
 /**

@@ -117,7 +117,13 @@ export async function priceLoad(
   }
   const { tariff } = choice;
   if (schedule) {
-    const problem = scheduleProblem(schedule.date, schedule.slot, new Date(), tariff.timezone);
+    const problem = scheduleProblem(
+      schedule.date,
+      schedule.slot,
+      new Date(),
+      tariff.timezone,
+      route.distance.etaSeconds,
+    );
     if (problem) throw badRequest(problem.message, [problem]);
   }
   if (load.valueKobo > tariff.insurance.maxDeclaredValueKobo) {

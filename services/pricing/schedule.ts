@@ -41,15 +41,25 @@ function daysBetween(from: string, to: string): number {
   return (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000;
 }
 
+/** A trip's length as a person reads it: `40 min`, `6 h 5 min`. */
+function tripLength(seconds: number): string {
+  const minutes = Math.ceil(seconds / 60);
+  const hours = Math.floor(minutes / 60);
+  if (hours === 0) return `${minutes} min`;
+  return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
+}
+
 /**
  * Why a well-formed date and slot cannot be booked at `now`, or null when they can: the date
- * is before today, too far ahead, or today with a window that has already closed.
+ * is before today, too far ahead, today with a window that has already closed, or one a trip
+ * of `tripSeconds` (the route's estimate) leaving now would no longer reach before it closes.
  */
 export function scheduleProblem(
   date: string,
   slot: Slot,
   now: Date,
   timeZone: string,
+  tripSeconds = 0,
 ): { field: 'deliveryDate' | 'deliverySlot'; message: string } | null {
   const today = localNow(now, timeZone);
   const ahead = daysBetween(today.date, date);
@@ -69,6 +79,12 @@ export function scheduleProblem(
     return {
       field: 'deliverySlot',
       message: `deliverySlot ${formatSlot(slot)} has already ended today (${timeZone}); choose a later slot or date`,
+    };
+  }
+  if (zonedInstant(date, slot.end, timeZone).getTime() - tripSeconds * 1000 <= now.getTime()) {
+    return {
+      field: 'deliverySlot',
+      message: `deliverySlot ${formatSlot(slot)} of ${date} can no longer be reached: the trip takes about ${tripLength(tripSeconds)}; choose a later slot or date`,
     };
   }
   return null;

@@ -167,7 +167,9 @@ describe('pricing.quote', () => {
           })),
           fc.record({
             urgencyType: fc.constant<UrgencyType>('SCHEDULED'),
-            deliveryDate: fc.integer({ min: 1, max: 30 }).map(daysFromTodayInLagos),
+            // Three days ahead at least: a slot a trip (Ikeja to Kano by bike, some 40 h) would
+            // no longer reach is refused (pricing-quote's own cases below).
+            deliveryDate: fc.integer({ min: 3, max: 30 }).map(daysFromTodayInLagos),
             deliverySlot: fc.constantFrom(...SLOTS),
           }),
         ),
@@ -350,6 +352,17 @@ describe('pricing.quote', () => {
           urgencyType: 'SCHEDULED',
           deliveryDate: daysFromTodayInLagos(1),
           deliverySlot: '12:00 - 09:00',
+        }),
+    ],
+    [
+      'tomorrow’s slot, a trip of some 40 h away (Ikeja to Kano by bike)',
+      () =>
+        base({
+          route: ['Ikeja, Lagos', 'Kano'],
+          fleetTypeId: fleetIds[0],
+          urgencyType: 'SCHEDULED',
+          deliveryDate: daysFromTodayInLagos(1),
+          deliverySlot: '06:00 - 07:15',
         }),
     ],
     [

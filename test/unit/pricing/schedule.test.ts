@@ -42,6 +42,23 @@ describe('delivery dates in a tariff time zone', () => {
     ).toBeNull();
   });
 
+  it('refuses a slot the trip, leaving now, would no longer reach before it closes', () => {
+    const late = new Date('2026-11-23T12:00:00Z'); // 13:00 in Lagos
+    const afternoon = { start: 720, end: 900 }; // 12:00 - 15:00
+    // Two hours of the slot left: a trip of 1 h 59 min reaches it, one of 2 h does not.
+    expect(scheduleProblem('2026-11-23', afternoon, late, 'Africa/Lagos', 7140)).toBeNull();
+    expect(scheduleProblem('2026-11-23', afternoon, late, 'Africa/Lagos', 7200)).toEqual({
+      field: 'deliverySlot',
+      message:
+        'deliverySlot 12:00 - 15:00 of 2026-11-23 can no longer be reached: the trip takes about 2 h; choose a later slot or date',
+    });
+    // Tomorrow's slot closes 26 h from now: a trip of 26 h 30 min no longer makes it.
+    expect(scheduleProblem('2026-11-24', afternoon, late, 'Africa/Lagos', 95_400)?.message).toBe(
+      'deliverySlot 12:00 - 15:00 of 2026-11-24 can no longer be reached: the trip takes about 26 h 30 min; choose a later slot or date',
+    );
+    expect(scheduleProblem('2026-11-25', afternoon, late, 'Africa/Lagos', 95_400)).toBeNull();
+  });
+
   it('refuses dates more than 30 days ahead', () => {
     expect(scheduleProblem('2026-12-23', morning, now, 'Africa/Lagos')).toBeNull();
     expect(scheduleProblem('2026-12-24', morning, now, 'Africa/Lagos')?.message).toMatch(/30 days/);
