@@ -153,6 +153,8 @@ export interface DeliveryRecord {
   simulation?: SimulationMode | null;
   /** Why the courier gave up, when the delivery failed. */
   failure?: { reason: string; at: Date } | null;
+  /** The share whose payment failed, when that called the delivery off (not its sender). */
+  paymentFailed?: { share: Share; at: Date } | null;
   p2p: { id: string; createdAt: Date; updatedAt: Date };
   createdAt: Date;
   updatedAt: Date;

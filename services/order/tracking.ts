@@ -57,6 +57,10 @@ export const STATUS_TEXT: Record<DeliveryStatus, string> = {
 
 const AWAITING_PAYMENT = 'A courier is found for it once it is paid.';
 
+/** CANCELLED by a payment that did not go through, not by the sender. */
+const PAYMENT_NOT_MADE =
+  'This delivery was called off because its payment did not go through. Contact the sender if you expected it.';
+
 /**
  * Days a delivery's page still names its courier (first name, vehicle, plate) after the
  * delivery ended: links get forwarded and kept, and a courier's plate is nobody's business
@@ -100,10 +104,11 @@ export interface SearchTime {
  * was booked; once that time has come, we are finding one.
  */
 export function statusTextOf(
-  delivery: Pick<DeliveryRecord, 'lifecycle' | 'deliveryDate' | 'deliverySlot'>,
+  delivery: Pick<DeliveryRecord, 'lifecycle' | 'deliveryDate' | 'deliverySlot' | 'paymentFailed'>,
   { searchFrom, now }: SearchTime,
 ): string {
   const { status } = delivery.lifecycle;
+  if (status === 'CANCELLED' && delivery.paymentFailed) return PAYMENT_NOT_MADE;
   // A share still owed (a checkout open, a recipient's share of a split): no search yet.
   const unpaid = status === 'REQUEST_CREATED' && !isMatchingEligible(delivery.lifecycle);
   if (status === 'REQUEST_CREATED' && delivery.deliveryDate && delivery.deliverySlot) {

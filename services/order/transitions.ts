@@ -21,6 +21,7 @@ function eventChanges(record: DeliveryRecord, t: TransitionRecord): Partial<Deli
   if (event.kind === 'COURIER_ASSIGNED') {
     return { assignment: { courierId: event.courierId, at: t.at } };
   }
+  if (event.kind === 'PAYMENT_FAILED') return { paymentFailed: { share: event.share, at: t.at } };
   if (event.kind === 'FAILED') {
     const failure = { reason: event.reason, at: t.at };
     // Keyed on the effect, not the status: a transition stored by a version before return
@@ -103,6 +104,7 @@ const projected = (d: DeliveryRecord) => ({
   proofs: d.proofs,
   assignment: d.assignment ?? null,
   failure: d.failure ?? null,
+  paymentFailed: d.paymentFailed ?? null,
   updatedAt: d.updatedAt,
 });
 

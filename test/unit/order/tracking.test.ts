@@ -5,6 +5,7 @@ import { haversineKm } from '../../../libs/geodesy';
 import type { CourierOnDelivery } from '../../../services/order/courier-view';
 import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
 import { firstName, placeName, toTrackingView } from '../../../services/order/tracking';
+import { deliveries, NOW } from '../../support/built-deliveries';
 import {
   MAP_HEIGHT,
   MAP_PADDING,
@@ -366,6 +367,26 @@ describe('toTrackingView', () => {
     expect(textAt(assigned, '2026-12-24T07:00:00.000Z')).toBe(
       'A courier is on the way to collect your delivery.',
     );
+  });
+});
+
+describe('why a delivery was called off, as its page says', () => {
+  const cases = deliveries();
+
+  it('names the sender for their cancel, the payment for one that did not go through', () => {
+    const text = (name: keyof typeof cases) => {
+      const { delivery, addresses } = cases[name];
+      return toTrackingView(delivery, addresses, undefined, { searchFrom: null, now: NOW })
+        .statusText;
+    };
+    expect(text('cancelled')).toBe(
+      'This delivery was cancelled by the sender. Contact them if you expected it.',
+    );
+    // The recipient's own checkout declined, say: not the sender's doing.
+    expect(text('checkout failed')).toBe(
+      'This delivery was called off because its payment did not go through. Contact the sender if you expected it.',
+    );
+    expect(cases['checkout failed'].delivery.paymentFailed).toMatchObject({ share: 'creator' });
   });
 });
 
