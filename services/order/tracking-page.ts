@@ -42,14 +42,23 @@ const time = (iso: string, clock: Clock) =>
 const statusRegion = (view: TrackingView) =>
   `<p class="status" data-status="${escapeHtml(view.status)}">${escapeHtml(view.statusText)}</p>`;
 
+/**
+ * The arrival window, with its day: a long trip's window may open tonight or tomorrow, and two
+ * times alone read as today's. Its day once when both ends fall on it, else each end's own.
+ */
 function etaRegion(view: TrackingView): string {
   if (!view.eta) return '';
   const clock = clockOf(view.timeZone);
-  const from = clock.time.format(new Date(view.eta.from));
-  const to = clock.time.format(new Date(view.eta.to));
+  const [from, to] = [view.eta.from, view.eta.to].map((iso) => new Date(iso));
+  const day = clock.day.format(from);
+  const oneDay = day === clock.day.format(to);
+  const at = (iso: string, date: Date) =>
+    oneDay
+      ? `<time datetime="${escapeHtml(iso)}">${escapeHtml(clock.time.format(date))}</time>`
+      : time(iso, clock);
   return (
-    `<p class="eta">Expected between <time datetime="${escapeHtml(view.eta.from)}">${escapeHtml(from)}</time>` +
-    ` and <time datetime="${escapeHtml(view.eta.to)}">${escapeHtml(to)}</time> (${escapeHtml(clock.label)})</p>`
+    `<p class="eta">Expected between ${at(view.eta.from, from)} and ${at(view.eta.to, to)}` +
+    `${oneDay ? ` on ${escapeHtml(day)}` : ''} (${escapeHtml(clock.label)})</p>`
   );
 }
 

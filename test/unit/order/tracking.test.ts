@@ -399,6 +399,21 @@ describe('the clock a delivery is shown in', () => {
     expect(trackingState(view).regions.eta).toContain('(Lagos time)');
   });
 
+  it('dates the arrival window: once for a window within a day, each end across midnight', () => {
+    const within = trackingState(toTrackingView(delivery, addresses, courier, AT_ONCE)).regions.eta;
+    expect(within).toMatch(
+      /Expected between <time[^>]*>11:10<\/time> and <time[^>]*>11:35<\/time> on 24 Nov \(Lagos time\)/,
+    );
+    // A long trip's window, 23:20 to 00:45 in Lagos (its end rounded up to 00:50).
+    const eta = { from: '2026-11-24T22:20:00.000Z', to: '2026-11-24T23:45:00.000Z' };
+    const overnight = trackingState(
+      toTrackingView(delivery, addresses, { ...courier, eta }, AT_ONCE),
+    ).regions.eta;
+    expect(overnight).toMatch(
+      />24 Nov, 23:20<\/time> and <time[^>]*>25 Nov, 00:50<\/time> \(Lagos time\)/,
+    );
+  });
+
   it('is the zone of the tariff the delivery was priced by', () => {
     const abroad = { ...delivery, timeZone: 'America/New_York' } as DeliveryRecord;
     const view = toTrackingView(abroad, addresses, courier, AT_ONCE);
