@@ -436,6 +436,11 @@ export const courierDeliveryView = view('CourierDelivery', {
   collectOnDelivery: money()
     .allow(null)
     .description('Pay-on-delivery: what to collect from the recipient, NGN'),
+  deliverBetween: Joi.object({ from: timestamp(), to: timestamp() })
+    .allow(null)
+    .description(
+      'A SCHEDULED delivery’s slot: hand the packages over within it, not before (the recipient booked it); null for any other, and once the packages go back',
+    ),
   assignedAt: timestamp().allow(null),
   updatedAt: timestamp(),
 });

@@ -265,6 +265,13 @@ export function toCourierDeliveryView(
     deliveryCodeRequired: codeNeeded('DELIVERY'),
     returnCodeRequired: codeNeeded('RETURN'),
     collectOnDelivery: pod && toDeliver ? formatNaira(pod.collectAmountKobo) : null,
+    deliverBetween:
+      toDeliver && delivery.slotStartsAt && delivery.slotEndsAt
+        ? {
+            from: new Date(delivery.slotStartsAt).toISOString(),
+            to: new Date(delivery.slotEndsAt).toISOString(),
+          }
+        : null,
     assignedAt: iso(delivery.assignment?.at ?? null),
     updatedAt: new Date(delivery.updatedAt).toISOString(),
   };

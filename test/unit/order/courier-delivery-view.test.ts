@@ -68,4 +68,19 @@ describe('the courier’s view of a delivery', () => {
       collectOnDelivery: null,
     });
   });
+
+  it('tells the slot of a SCHEDULED delivery to hand it over in, while it is still to deliver', () => {
+    // 14:00 to 17:00 in Lagos (UTC+1), as pricing answered the slot.
+    const slot = {
+      slotStartsAt: new Date('2030-03-06T13:00:00.000Z'),
+      slotEndsAt: new Date('2030-03-06T16:00:00.000Z'),
+    };
+    const booked = { ...coded.delivery, ...slot };
+    expect(view(after(booked, ASSIGN)).deliverBetween).toEqual({
+      from: '2030-03-06T13:00:00.000Z',
+      to: '2030-03-06T16:00:00.000Z',
+    });
+    expect(view(after(coded.delivery, ASSIGN)).deliverBetween).toBeNull();
+    expect(view(goBack(collect({ ...coded, delivery: booked }))).deliverBetween).toBeNull();
+  });
 });
