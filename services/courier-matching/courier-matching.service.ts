@@ -249,9 +249,11 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
           const courierId = requireCourier(ctx);
           const { lat, lon } = ctx.params;
           const at = new Date();
-          const busyFor = await locations.report(courierId, lat, lon, at);
+          const { available, busyFor } = await locations.report(courierId, lat, lon, at);
           if (busyFor) await searches.checkBusy(courierId, busyFor);
-          searches.courierNear({ lat, lon }, at);
+          // Only a courier free for an offer wakes the searches near it: those at work report
+          // every few seconds, and woke every waiting search in reach at each (decision 93).
+          if (available) searches.courierNear({ lat, lon }, at);
           return { lat, lon, at: at.toISOString() };
         },
       }),

@@ -78,7 +78,12 @@ export class CourierLocations {
    * as checked against an outdated entry is checked again against a fresh one, once. Answers
    * the offer a busy mark stands for when it is due a check against the courier's hold.
    */
-  async report(courierId: string, lat: number, lon: number, at: Date): Promise<string | undefined> {
+  async report(
+    courierId: string,
+    lat: number,
+    lon: number,
+    at: Date,
+  ): Promise<{ available: boolean; busyFor?: string }> {
     for (let attempt = 0; ; attempt++) {
       const entry = await this.directory.get(courierId);
       if (!entry) throw notFound(COURIER_NOT_FOUND);
@@ -88,7 +93,9 @@ export class CourierLocations {
       }
       const courier = { id: courierId, fleetTypeId: entry.fleetTypeId, version: entry.version };
       const { outcome, busyFor } = await this.deps.positions.report(courier, lat, lon, at);
-      if (outcome !== 'outdated-directory' || attempt > 0) return busyFor;
+      if (outcome !== 'outdated-directory' || attempt > 0) {
+        return { available: outcome === 'stored', busyFor };
+      }
       this.directory.forget(courierId);
     }
   }

@@ -61,7 +61,10 @@ export const UNNAMED_MARK = '-';
 
 /** What became of a report: stored, or refused as older than what Redis holds. */
 export type ReportOutcome =
+  /** Stored, and the courier is in its cells' sets: free for an offer. */
   | 'stored'
+  /** Stored, the courier in no set: busy (an offer or a delivery) or retired. */
+  | 'stored-unavailable'
   /** The directory changed (fleet, retired) after the entry the report was checked against. */
   | 'outdated-directory'
   /** A later report of this courier was stored first. */
@@ -80,9 +83,10 @@ export const positionsUnavailable = () =>
 /**
  * KEYS[1] the courier's hash. ARGV: avail prefix, courier id, fleet type, lat, lon, at (ms),
  * res-7 cell, res-9 cell, directory version ('' when unknown: the hash's is kept), moved set,
- * how long a busy mark stands unchecked (ms). 1 stored, 0 the hash was written under a newer
- * directory version, 2 it holds a later report; stored with a busy mark due a check: the
- * offer id it was made for, or UNNAMED_MARK (the check is then noted as done).
+ * how long a busy mark stands unchecked (ms). 1 stored (and in its cells' sets), 3 stored in
+ * none (busy or retired), 0 the hash was written under a newer directory version, 2 it holds
+ * a later report; stored with a busy mark due a check: the offer id it was made for, or
+ * UNNAMED_MARK (the check is then noted as done).
  */
 const REPORT = `
 local old = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'busy', 'v', 'lat', 'lon', 'at', 'retired', 'busyFor', 'busyChecked')
@@ -102,7 +106,8 @@ if old[1] and old[2] then
   if old[1] ~= fleet or old[3] ~= ARGV[8] then redis.call('ZREM', avail .. old[1] .. ':9:' .. old[3], id) end
 end
 redis.call('HSET', KEYS[1], 'lat', ARGV[4], 'lon', ARGV[5], 'at', at, 'c7', ARGV[7], 'c9', ARGV[8], 'fleet', fleet)
-if old[4] ~= '1' and not retired then
+local available = old[4] ~= '1' and not retired
+if available then
   redis.call('ZADD', avail .. fleet .. ':7:' .. ARGV[7], at, id)
   redis.call('ZADD', avail .. fleet .. ':9:' .. ARGV[8], at, id)
 end
@@ -111,7 +116,8 @@ if old[4] == '1' and tonumber(at) - tonumber(old[11] or '0') >= tonumber(ARGV[11
   redis.call('HSET', KEYS[1], 'busyChecked', at)
   return old[10] or '${UNNAMED_MARK}'
 end
-return 1
+if available then return 1 end
+return 3
 `;
 
 /**
@@ -247,6 +253,7 @@ export interface CourierPositionsOptions {
 
 const REPORT_OUTCOMES: Record<number, ReportOutcome> = {
   1: 'stored',
+  3: 'stored-unavailable',
   0: 'outdated-directory',
   2: 'out-of-order',
 };
@@ -336,7 +343,7 @@ export class CourierPositions {
         String(BUSY_CHECK_MS),
       );
       return typeof answer === 'string'
-        ? { outcome: 'stored', busyFor: answer }
+        ? { outcome: 'stored-unavailable', busyFor: answer }
         : { outcome: REPORT_OUTCOMES[answer] };
     }, positionsUnavailable);
   }

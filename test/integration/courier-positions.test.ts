@@ -163,22 +163,21 @@ describe('a location report', () => {
     const report = (at: number) =>
       positions.report({ id, fleetTypeId: BIKE }, LAGOS.lat, LAGOS.lon, new Date(at));
     await positions.setBusy(id, true, 'delivery-a:1');
-    expect(await report(now + BUSY_CHECK_MS - 1)).toEqual({ outcome: 'stored' });
-    expect(await report(now + BUSY_CHECK_MS)).toEqual({
-      outcome: 'stored',
-      busyFor: 'delivery-a:1',
-    });
+    // Stored, in no set: a busy courier's report wakes no search.
+    const busy = 'stored-unavailable';
+    expect(await report(now + BUSY_CHECK_MS - 1)).toEqual({ outcome: busy });
+    expect(await report(now + BUSY_CHECK_MS)).toEqual({ outcome: busy, busyFor: 'delivery-a:1' });
     // Checked: not again until another while has passed.
-    expect(await report(now + BUSY_CHECK_MS + 1)).toEqual({ outcome: 'stored' });
+    expect(await report(now + BUSY_CHECK_MS + 1)).toEqual({ outcome: busy });
     expect(await report(now + 2 * BUSY_CHECK_MS)).toEqual({
-      outcome: 'stored',
+      outcome: busy,
       busyFor: 'delivery-a:1',
     });
     // A mark naming no offer (a version before, or the sandbox's) is answered as such.
     now += 3 * BUSY_CHECK_MS;
     await positions.setBusy(id, true);
-    expect(await report(now + BUSY_CHECK_MS)).toEqual({ outcome: 'stored', busyFor: UNNAMED_MARK });
-    // No mark: nothing to check.
+    expect(await report(now + BUSY_CHECK_MS)).toEqual({ outcome: busy, busyFor: UNNAMED_MARK });
+    // No mark: nothing to check, and the courier is free for an offer again.
     await positions.setBusy(id, false);
     expect(await report(now + 4 * BUSY_CHECK_MS)).toEqual({ outcome: 'stored' });
   });
