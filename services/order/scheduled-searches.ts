@@ -74,14 +74,21 @@ export class ScheduledSearches {
     if (passed !== undefined) await store.passSearchBuckets(passed);
   }
 
-  /** Starts the searches of `buckets` that are due; the ids of those now over. */
-  private async startAll(buckets: SearchBucket[], now: Date): Promise<Set<string>> {
+  /**
+   * Starts the searches of `buckets` that are due; the ids of those now over. `behindCursor`:
+   * buckets the sweep has passed, which only the look behind reads.
+   */
+  private async startAll(
+    buckets: SearchBucket[],
+    now: Date,
+    behindCursor = false,
+  ): Promise<Set<string>> {
     const due = buckets.flatMap((b) =>
       b.searches.filter((s) => new Date(s.dueAt).getTime() <= now.getTime()),
     );
     const started = new Set<string>();
     await forEachAtOnce(due, STARTS_AT_ONCE, async (search) => {
-      if (await this.start(search, now)) started.add(search._id);
+      if (await this.start(search, now, behindCursor)) started.add(search._id);
     });
     return started;
   }
@@ -107,11 +114,15 @@ export class ScheduledSearches {
     this.deps.logger().warn('scheduled searches found behind the sweep’s cursor; starting them', {
       deliveryIds: found,
     });
-    await this.startAll(behind, now);
+    await this.startAll(behind, now, true);
   }
 
   /** Whether the search is over: started or not wanted, and dropped. */
-  private async start(search: ScheduledSearchRecord, now: Date): Promise<boolean> {
+  private async start(
+    search: ScheduledSearchRecord,
+    now: Date,
+    behindCursor: boolean,
+  ): Promise<boolean> {
     const { store, transitions, settlement } = this.deps;
     try {
       const delivery = await transitions.current(search._id);
@@ -119,17 +130,25 @@ export class ScheduledSearches {
       await store.dropScheduledSearch(search._id);
       return true;
     } catch (err) {
-      await this.failed(search, now, err as Error);
+      await this.failed(search, now, err as Error, behindCursor);
       return false;
     }
   }
 
-  private async failed(search: ScheduledSearchRecord, now: Date, err: Error): Promise<void> {
+  private async failed(
+    search: ScheduledSearchRecord,
+    now: Date,
+    err: Error,
+    behindCursor: boolean,
+  ): Promise<void> {
     const lateMs = now.getTime() - new Date(search.dueAt).getTime();
     const context = { deliveryId: search._id, dueAt: search.dueAt, err: err.message };
     if (lateMs <= STUCK_SEARCH_MS) {
-      // Matching unreachable, most likely: this one stays in its bucket, the others go on.
+      // Matching unreachable, most likely: this one stays in its bucket, the others go on;
+      // unless the sweep has passed its bucket, which the look behind reads for an hour only
+      // (and every ten minutes): listed again at once, where the sweep reads.
       this.deps.logger().warn('scheduled search not started; next sweep retries', context);
+      if (behindCursor) await this.relist(search, now);
       return;
     }
     this.deps
@@ -141,11 +160,16 @@ export class ScheduledSearches {
           '(its fee is refunded).',
         { ...context, lateMinutes: Math.round(lateMs / 60_000) },
       );
-    if (listedBucket(search) + SEARCH_BUCKET_MS > now.getTime() - STUCK_SEARCH_MS) return;
+    const recent = listedBucket(search) + SEARCH_BUCKET_MS > now.getTime() - STUCK_SEARCH_MS;
+    if (recent && !behindCursor) return;
+    await this.relist(search, now);
+  }
+
+  private async relist(search: ScheduledSearchRecord, now: Date): Promise<void> {
     try {
       await this.deps.store.relistSearch(search._id, now);
     } catch {
-      // Still in its bucket: the next sweep tries again.
+      // Still in its bucket: the next sweep (or look behind) tries again.
     }
   }
 }

@@ -302,6 +302,26 @@ it('starts the search of a retry after its date at once, and drops what the firs
   expect(await own.scheduledSearch(delivery._id)).toBeNull();
 });
 
+it('lists again where the sweep reads a search found behind its cursor that cannot start yet', async () => {
+  const { store: own, sweep } = replica();
+  const cursor = dueBucket(at(-20));
+  await own.passSearchBuckets(cursor);
+  const behind = (await paidDelivery())._id;
+  await own.scheduleSearch(behind, at(-35), now);
+  // Matching away as the look behind finds it: only the look behind reads its bucket, for an
+  // hour, every ten minutes, so it is listed under the bucket the sweep reads now.
+  matching.unreachableFor.add(behind);
+  await sweep.startDue(now);
+  // Tried by the look behind, then, listed again, by the sweep in the same tick.
+  expect(matching.callsFor(behind)).toBe(2);
+  expect((await own.scheduledSearch(behind))?.listedIn).toBe(dueBucket(now));
+  // The next tick, no look behind due: the sweep itself starts it.
+  matching.unreachableFor.clear();
+  await sweep.startDue(at(1));
+  expect(matching.started).toEqual(new Set([behind]));
+  expect(await own.scheduledSearch(behind)).toBeNull();
+});
+
 it('finds, within the hour behind its cursor, a booking listed in a bucket the sweep had passed, at most every ten minutes', async () => {
   const { store: own, sweep } = replica();
   const cursor = dueBucket(at(-20));
