@@ -139,46 +139,60 @@ export function afterFailure(input: {
   return { retryAt: new Date(retryAt) };
 }
 
-/** An endpoint's failing streak: its first failure, and its latest as last written. */
+/**
+ * An endpoint's failing streak: its first failure; its latest and how long failures had kept
+ * coming by then, as last written (both absent on a streak a version before began).
+ */
 export interface FailingStreak {
   failingSince: Date;
   lastFailedAt?: Date | null;
+  failingForMs?: number | null;
 }
 
 /**
- * The longest quiet a failing streak outlasts. While an endpoint has something to send, its
- * failing attempts come at least every `WEBHOOK_BACKOFF_MAX_MS`; a longer quiet means nothing
- * was tried (a position, tried once, then no event for a weekend), and the failure after it
- * begins a new streak: it alone would otherwise disable the endpoint for a streak no attempt
- * filled.
+ * The longest quiet a failing streak counts as failing. While an endpoint has something to
+ * send, its failing attempts come at least every `WEBHOOK_BACKOFF_MAX_MS`; a longer quiet means
+ * nothing was tried (a position, tried once, then no event for a weekend), and is left out of
+ * the streak's length: two failures two days apart are not two days of failures.
  */
 export const streakQuietMs = (backoffMaxMs: number) => Math.max(2 * backoffMaxMs, 60_000);
 
 const latestFailure = (streak: FailingStreak) =>
   Math.max(streak.failingSince.getTime(), streak.lastFailedAt?.getTime() ?? 0);
 
-/** Whether a failure at `now` comes after a quiet that ended the streak (`streakQuietMs`). */
-export function streakBrokenAt(streak: FailingStreak, now: Date, backoffMaxMs: number): boolean {
-  return now.getTime() - latestFailure(streak) > streakQuietMs(backoffMaxMs);
+/**
+ * How long failures have kept coming in the streak, as of a failure at `now`: its quiets left
+ * out. A streak a version before began (no length kept) counts from its first failure, as it
+ * did then.
+ */
+export function failingForMs(streak: FailingStreak, now: Date, backoffMaxMs: number): number {
+  if (streak.lastFailedAt == null || streak.failingForMs == null) {
+    return now.getTime() - streak.failingSince.getTime();
+  }
+  const sinceLatest = now.getTime() - latestFailure(streak);
+  return streak.failingForMs + (sinceLatest > streakQuietMs(backoffMaxMs) ? 0 : sinceLatest);
 }
 
 /**
- * Whether a failure at `now` is written as the streak's latest: once a quarter of the quiet
- * at most, a write per failing endpoint every half hour rather than one per failure. The mark
- * so lags the latest failure by a quarter of the quiet, and failures come at most half of it
- * apart: a streak being filled is never taken for broken.
+ * Whether a failure at `now` is written as the streak's latest (with its length): once a
+ * quarter of the quiet at most, a write per failing endpoint every half hour rather than one
+ * per failure. Failures come at most half the quiet apart while they keep coming, so the mark
+ * lags by less than the quiet, and a streak being filled is counted whole.
  */
 export function failureToRecord(streak: FailingStreak, now: Date, backoffMaxMs: number): boolean {
   return now.getTime() - latestFailure(streak) >= streakQuietMs(backoffMaxMs) / 4;
 }
 
-/** An endpoint failing without a success since `failingSince` is disabled after the limit. */
+/**
+ * An endpoint whose failures, without a success, have kept coming for the limit
+ * (`failingForMs`) is disabled.
+ */
 export function shouldDisable(
-  failingSince: Date | null,
+  streak: FailingStreak | null,
   now: Date,
-  disableAfterMs: number,
+  limits: { disableAfterMs: number; backoffMaxMs: number },
 ): boolean {
-  return failingSince !== null && now.getTime() - failingSince.getTime() >= disableAfterMs;
+  return streak !== null && failingForMs(streak, now, limits.backoffMaxMs) >= limits.disableAfterMs;
 }
 
 /**

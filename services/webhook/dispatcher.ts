@@ -11,8 +11,9 @@ import {
   isSuperseded,
   lanesOf,
   failureToRecord,
+  failingForMs,
   shouldDisable,
-  streakBrokenAt,
+  type FailingStreak,
   waitedPastRetention,
   waitsForEnable,
   MOST_SIGNING_SECRETS,
@@ -308,13 +309,17 @@ export class Dispatcher {
    * so that the endpoint's next outcome writes it again.
    */
   private async recordStreak(webhookId: string, failingSince: Date | null): Promise<void> {
-    await this.recordFailures(webhookId, { failingSince, lastFailedAt: failingSince });
+    await this.recordFailures(webhookId, {
+      failingSince,
+      lastFailedAt: failingSince,
+      failingForMs: failingSince && 0,
+    });
   }
 
   /** Records the streak's marks, as `recordStreak` does: a write that fails is made again. */
   private async recordFailures(
     webhookId: string,
-    marks: Partial<Pick<EndpointRecord, 'failingSince' | 'lastFailedAt'>>,
+    marks: Partial<Pick<EndpointRecord, 'failingSince' | 'lastFailedAt' | 'failingForMs'>>,
   ): Promise<void> {
     try {
       await this.deps.store.updateEndpoint(webhookId, marks);
@@ -480,16 +485,18 @@ export class Dispatcher {
     // What this dispatcher knows now: the snapshot its attempt began with may be older than a
     // failure another of its attempts recorded meanwhile.
     const known = this.targets.get(endpoint._id)?.target?.endpoint ?? endpoint;
-    const { failingSince } = known;
-    const failing = failingSince && { failingSince, lastFailedAt: known.lastFailedAt };
-    if (!failing || streakBrokenAt(failing, at, config.backoffMaxMs)) {
+    const failing = streakOf(known);
+    if (!failing) {
       await this.recordStreak(endpoint._id, at);
       return;
     }
     if (failureToRecord(failing, at, config.backoffMaxMs)) {
-      await this.recordFailures(endpoint._id, { lastFailedAt: at });
+      await this.recordFailures(endpoint._id, {
+        lastFailedAt: at,
+        failingForMs: failingForMs(failing, at, config.backoffMaxMs),
+      });
     }
-    if (!shouldDisable(failingSince, at, config.disableAfterMs)) return;
+    if (!shouldDisable(failing, at, config)) return;
     const streak = await this.streakAsStored(endpoint._id, at);
     if (!streak) return;
     const hours = Math.round(config.disableAfterMs / 3_600_000);
@@ -528,13 +535,14 @@ export class Dispatcher {
     const { store, config } = this.deps;
     const stored = await store.endpoint(webhookId);
     if (!stored || stored.deleted || stored.status !== 'ACTIVE') return null;
-    const { failingSince, lastFailedAt } = stored;
-    if (!failingSince || streakBrokenAt({ failingSince, lastFailedAt }, at, config.backoffMaxMs)) {
+    const failing = streakOf(stored);
+    if (!failing) {
       await this.recordStreak(webhookId, at);
       return null;
     }
-    this.noteChange(webhookId, { failingSince, lastFailedAt });
-    if (!shouldDisable(failingSince, at, config.disableAfterMs)) return null;
+    const { failingSince } = failing;
+    this.noteChange(webhookId, failing);
+    if (!shouldDisable(failing, at, config)) return null;
     // A success since, that did not end the streak (on another replica whose copy of the
     // endpoint did not show it yet): the streak begins again now.
     if (await this.succeededSince(webhookId, failingSince)) {
@@ -745,4 +753,10 @@ export class Dispatcher {
       : { statusCode: null, error: 'the dispatcher stopped during the attempt' };
     await this.conclude(endpoint, queued, n, result, finishedAt ?? now);
   }
+}
+
+/** The endpoint's failing streak as written on it, or null when it is not failing. */
+function streakOf(endpoint: EndpointRecord): FailingStreak | null {
+  const { failingSince, lastFailedAt, failingForMs } = endpoint;
+  return failingSince ? { failingSince, lastFailedAt, failingForMs } : null;
 }

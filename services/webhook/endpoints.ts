@@ -389,6 +389,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           status: 'ACTIVE' as const,
           failingSince: null,
           lastFailedAt: null,
+          failingForMs: null,
           disabledAt: null,
           disabledReason: null,
         };

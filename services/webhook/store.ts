@@ -147,6 +147,8 @@ export interface EndpointRecord {
   failingSince: Date | null;
   /** The streak's latest failure, as last written (`failureToRecord`); absent before it was kept. */
   lastFailedAt?: Date | null;
+  /** How long its failures had kept coming by `lastFailedAt`, quiets left out (`failingForMs`). */
+  failingForMs?: number | null;
   disabledAt: Date | null;
   disabledReason: string | null;
   deleted: boolean;

@@ -358,34 +358,33 @@ describe('a failing streak another dispatcher ended', () => {
     expect(streak).toBeLessThan(later(disableAfterMs + 300 + 5_000).getTime());
   });
 
-  it('begins a new streak after a quiet no attempt filled; a streak whose failures kept coming disables', async () => {
+  it('leaves a quiet no attempt filled out of a streak: disabled only once failures kept coming for the limit', async () => {
     const quiet = streakQuietMs(loadConfig(process.env).webhook.backoffMaxMs);
     const failingSince = new Date('2035-01-01T00:00:00Z');
     const later = (ms: number) => new Date(failingSince.getTime() + ms);
+    const failing = await failingEndpoint(failingSince);
+    const { webhookId, dispatcher } = failing;
+    // Begun as this version begins one: its latest failure and length kept.
+    await store.updateEndpoint(webhookId, { lastFailedAt: failingSince, failingForMs: 0 });
+    const failAt = async (at: Date) => {
+      await queueMessage(webhookId, at);
+      await dispatcher.look(at);
+      await dispatcher.settle();
+    };
     // A failure, then nothing to send for longer than any wait between attempts (a position
-    // tried once, then a quiet weekend): the next failure is the first of a new streak.
-    const quietly = await failingEndpoint(failingSince);
-    const streak = await failsWithoutDisable(quietly, later(0), later(quiet + 1_000));
-    expect(streak).toBeGreaterThanOrEqual(later(quiet + 1_000).getTime());
-
-    // Failures all along the same span, each within the quiet of the one before: disabled.
-    const filled = await failingEndpoint(new Date('2036-01-01T00:00:00Z'));
-    const since = (ms: number) => new Date(Date.parse('2036-01-01T00:00:00Z') + ms);
-    await queueMessage(filled.webhookId, since(quiet / 2));
-    await filled.dispatcher.look(since(quiet / 2));
-    await filled.dispatcher.settle();
-    // Recorded at the failure's moment: its look's, and the time that look's reads took.
-    const recorded = (await store.endpoint(filled.webhookId))?.lastFailedAt?.getTime();
-    expect(recorded).toBeGreaterThanOrEqual(since(quiet / 2).getTime());
-    expect(recorded).toBeLessThan(since(quiet / 2 + 5_000).getTime());
-    await queueMessage(filled.webhookId, since(quiet / 2 + quiet - 1_000));
-    await filled.dispatcher.look(since(quiet / 2 + quiet - 1_000));
-    await filled.dispatcher.settle();
-    expect(filled.disables()).toBe(1);
-    expect(await store.endpoint(filled.webhookId)).toMatchObject({
-      status: 'DISABLED',
-      failingSince: since(0),
-    });
+    // tried once, then a quiet weekend): the next failure alone disables nothing.
+    const back = quiet + 1_000;
+    await failAt(later(back));
+    expect(failing.disables()).toBe(0);
+    const stored = await store.endpoint(webhookId);
+    expect(stored).toMatchObject({ status: 'ACTIVE', failingSince, failingForMs: 0 });
+    expect(stored?.lastFailedAt?.getTime()).toBeGreaterThanOrEqual(later(back).getTime());
+    // Failures that keep coming for the limit (3 s here) from then on do.
+    await failAt(later(back + disableAfterMs / 2));
+    expect(failing.disables()).toBe(0);
+    await failAt(later(back + disableAfterMs + 100));
+    expect(failing.disables()).toBe(1);
+    expect(await store.endpoint(webhookId)).toMatchObject({ status: 'DISABLED', failingSince });
   });
 
   it('does not disable an endpoint whose streak a success or its owner’s enable ended after the dispatcher read it', async () => {

@@ -13,8 +13,8 @@ import {
   lanesOf,
   MOST_SIGNING_SECRETS,
   shouldDisable,
+  failingForMs,
   failureToRecord,
-  streakBrokenAt,
   streakQuietMs,
   waitedPastRetention,
   waitsForEnable,
@@ -153,36 +153,35 @@ describe('waitedPastRetention', () => {
   });
 });
 
-describe('shouldDisable', () => {
-  it('disables after the limit of failing without a success', () => {
-    expect(shouldDisable(null, at(10_000), 1000)).toBe(false);
-    expect(shouldDisable(at(0), at(999), 1000)).toBe(false);
-    expect(shouldDisable(at(0), at(1000), 1000)).toBe(true);
-  });
-});
-
-describe('a failing streak’s quiet', () => {
+describe('a failing streak', () => {
   const HOUR = 3_600_000;
+  const limits = { disableAfterMs: 24 * HOUR, backoffMaxMs: HOUR };
+  /** A streak begun at 0, as this version records one. */
+  const begun = { failingSince: at(0), lastFailedAt: at(0), failingForMs: 0 };
 
-  it('is twice the longest wait between attempts, a minute at least', () => {
+  it('is disabled once its failures kept coming for the limit without a success', () => {
+    expect(shouldDisable(null, at(48 * HOUR), limits)).toBe(false);
+    const filled = { ...begun, lastFailedAt: at(23 * HOUR), failingForMs: 23 * HOUR };
+    expect(shouldDisable(filled, at(24 * HOUR - 1), limits)).toBe(false);
+    expect(shouldDisable(filled, at(24 * HOUR), limits)).toBe(true);
+    // Begun by a version before (no length kept): counted from its first failure, as then.
+    expect(shouldDisable({ failingSince: at(0) }, at(24 * HOUR), limits)).toBe(true);
+  });
+
+  it('leaves its quiets out: two failures two days apart are not two days of failing', () => {
     expect(streakQuietMs(HOUR)).toBe(2 * HOUR);
     expect(streakQuietMs(10)).toBe(60_000);
+    expect(failingForMs(begun, at(2 * HOUR), HOUR)).toBe(2 * HOUR);
+    expect(failingForMs(begun, at(48 * HOUR), HOUR)).toBe(0);
+    expect(shouldDisable(begun, at(48 * HOUR), limits)).toBe(false);
+    // A day of failures, a night's quiet, then the next: the night is not counted.
+    const day = { ...begun, lastFailedAt: at(12 * HOUR), failingForMs: 12 * HOUR };
+    expect(failingForMs(day, at(24 * HOUR), HOUR)).toBe(12 * HOUR);
+    expect(failureToRecord(begun, at(HOUR / 2 - 1), HOUR)).toBe(false);
+    expect(failureToRecord(begun, at(HOUR / 2), HOUR)).toBe(true);
   });
 
-  it('ends the streak when no failure came for longer, counting from its latest recorded', () => {
-    const streak = { failingSince: at(0) };
-    expect(streakBrokenAt(streak, at(2 * HOUR), HOUR)).toBe(false);
-    expect(streakBrokenAt(streak, at(2 * HOUR + 1), HOUR)).toBe(true);
-    expect(streakBrokenAt({ ...streak, lastFailedAt: at(HOUR) }, at(3 * HOUR), HOUR)).toBe(false);
-    // An enable's new streak later than an old mark: the later counts.
-    expect(
-      streakBrokenAt({ failingSince: at(HOUR), lastFailedAt: at(0) }, at(3 * HOUR), HOUR),
-    ).toBe(false);
-    expect(failureToRecord(streak, at(HOUR / 2 - 1), HOUR)).toBe(false);
-    expect(failureToRecord(streak, at(HOUR / 2), HOUR)).toBe(true);
-  });
-
-  it('never ends a streak whose failures come at most the longest wait apart, a few late', () => {
+  it('counts whole a streak whose failures come at most the longest wait apart, a few late (property)', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 10, max: 4 * HOUR }),
@@ -192,12 +191,18 @@ describe('a failing streak’s quiet', () => {
           // Failures up to the longest wait apart (and a second), each up to a tenth of the
           // quiet late, each recorded as the dispatchers record it.
           const quiet = streakQuietMs(backoffMaxMs);
-          const streak = { failingSince: at(0), lastFailedAt: null as Date | null };
+          const streak = { ...begun };
           let now = 0;
           for (const [i, gap] of gaps.entries()) {
-            now += gap * backoffMaxMs + (lateness[i] ?? 0) * (quiet / 10) + 1_000 * gap;
-            if (streakBrokenAt(streak, at(now), backoffMaxMs)) return false;
-            if (failureToRecord(streak, at(now), backoffMaxMs)) streak.lastFailedAt = at(now);
+            // Whole milliseconds, as dates hold them.
+            now += Math.round(gap * backoffMaxMs + (lateness[i] ?? 0) * (quiet / 10) + 1_000 * gap);
+            if (failingForMs(streak, at(now), backoffMaxMs) !== now) return false;
+            if (failureToRecord(streak, at(now), backoffMaxMs)) {
+              Object.assign(streak, {
+                failingForMs: failingForMs(streak, at(now), backoffMaxMs),
+                lastFailedAt: at(now),
+              });
+            }
           }
           return true;
         },
