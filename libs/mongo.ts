@@ -506,17 +506,14 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /**
- * Whether a write that failed with `err` may have been made all the same: the server did not
- * answer it (the connection lost or timed out once it was sent; the server may still carry it
- * out), as opposed to refusing it (a server error) or never being sent (no server selected).
+ * Whether a write that failed with `err` may have been made all the same: anything but the
+ * server refusing it. A connection lost or timed out once it was sent leaves it to the server;
+ * a retryable write's retry that found no server says nothing of its first try; a write
+ * concern not met was applied on the primary.
  */
 export function writeMayHaveLanded(err: unknown): boolean {
   const { mongo } = mongoose;
-  return !(
-    err instanceof mongo.MongoServerError ||
-    err instanceof mongo.MongoServerSelectionError ||
-    err instanceof mongoose.Error.MongooseServerSelectionError
-  );
+  return err instanceof mongo.MongoWriteConcernError || !(err instanceof mongo.MongoServerError);
 }
 
 /** MongoDB's LockTimeout: a lock not taken in time. */

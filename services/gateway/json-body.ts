@@ -107,8 +107,11 @@ export function bodyArrived(parse: Middleware): Middleware {
         .trim()
         .toLowerCase() || 'identity';
     // A body of another type would be passed over, and the operation run without its fields
-    // (an API key made server-only by default, from a body `curl -d` sent as a form).
-    if (FIELDS_IN_BODY.has(req.method ?? '') && carriesBody(req) && !isJsonType(req)) {
+    // (an API key made server-only by default, from a body `curl -d` sent as a form). A chunked
+    // body of no declared type may be empty (a client streaming a bodiless POST): passed.
+    const typed = req.headers['content-type'] !== undefined;
+    const sentBody = Number(req.headers['content-length']) > 0 || (typed && carriesBody(req));
+    if (FIELDS_IN_BODY.has(req.method ?? '') && sentBody && !isJsonType(req)) {
       return next(unsupportedMediaType(NOT_JSON_BODY));
     }
     // What the document states (415 otherwise), whatever else this Node's parser would inflate.

@@ -115,23 +115,24 @@ export type Applied =
   | { applied: true; delivery: DeliveryRecord; transition: TransitionRecord }
   | { applied: false; delivery: DeliveryRecord; message: string };
 
+/** The errors of claims whose insert may have been made all the same (`writeMayHaveLanded`). */
+const claimsInDoubt = new WeakSet<object>();
+
+/**
+ * Whether `err`, thrown by `DeliveryTransitions.apply`, leaves it unknown whether the change
+ * was recorded: its claim's insert failed other than by the server refusing it, and may land
+ * after a read that did not find it yet. Any other error of `apply` came before its claim, or
+ * after it stood.
+ */
+export const changeInDoubt = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && claimsInDoubt.has(err);
+
 /**
  * A delivery's state changes as an append-only chain of transitions, `<deliveryId>:<n>`, as
  * the ledger's entries are: whoever inserts number n+1 made the change, and a loser reads
  * the winner's and decides again. The delivery document is a projection of the chain,
  * repaired on read when a writer stopped before updating it.
  */
-/** The errors of claims whose insert may have been made all the same (`writeMayHaveLanded`). */
-const claimsInDoubt = new WeakSet<object>();
-
-/**
- * Whether `err`, thrown by `DeliveryTransitions.apply`, leaves it unknown whether the change
- * was recorded: its claim's insert was sent and not answered, and may land after a read that
- * did not find it yet. Any other error of `apply` came before its claim, or after it stood.
- */
-export const changeInDoubt = (err: unknown): boolean =>
-  typeof err === 'object' && err !== null && claimsInDoubt.has(err);
-
 export class DeliveryTransitions {
   constructor(
     private readonly store: OrderStore,

@@ -145,13 +145,19 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       // Claimed, the secret signs from now on (`latestSecrets` reads on past the version the
       // endpoint names), so its caller must see it: the version is a hint, and a write of it
       // that fails (another write of the endpoint held it all the wait) is left to the next.
+      let hinted = true;
       const live = await store
         .updateEndpoint(endpoint._id, { secretVersion: n })
-        .catch(async () => !(await store.deletionRecorded(endpoint._id)));
+        .catch(async () => {
+          hinted = false;
+          return !(await store.deletionRecorded(endpoint._id));
+        });
       if (!live) throw notFound(NOT_FOUND(endpoint._id));
       // The version this one pushed past the signing secrets read (`MOST_SIGNING_SECRETS`):
       // sealed, but of no more use; a delete that fails is left to the endpoint's retention.
-      if (n > MOST_SIGNING_SECRETS) {
+      // Only once the hint names this one: reads walk up from the hint, and must not meet a
+      // gap there.
+      if (hinted && n > MOST_SIGNING_SECRETS) {
         await store.dropSecret(endpoint._id, n - MOST_SIGNING_SECRETS).catch(() => undefined);
       }
       const previousExpires = latest ? new Date(at.getTime() + ROTATION_OVERLAP_MS) : null;

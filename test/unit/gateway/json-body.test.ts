@@ -203,4 +203,24 @@ describe('bodyArrived', () => {
     const open = (socket: Socket, body: string) => socket.write(head(body) + body);
     expect(await readLate(true, open)).toEqual({ err: undefined, body: { note: 'hi' } });
   });
+
+  it('refuses (415) a body of another type or none, but passes an empty chunked one of none', async () => {
+    const sent = (headers: string, body: string) => (socket: Socket) =>
+      socket.write(`POST /x HTTP/1.1\r\nHost: x\r\n${headers}\r\n${body}`);
+    const form = 'a=1';
+    for (const headers of [
+      `content-type: application/x-www-form-urlencoded\r\ncontent-length: ${form.length}\r\n`,
+      `content-length: ${form.length}\r\n`,
+      'content-type: text/plain\r\ntransfer-encoding: chunked\r\n',
+    ]) {
+      expect((await readLate(true, sent(headers, form))).err).toMatchObject({
+        code: 415,
+        message:
+          'The body was not read: send it as JSON, with the header Content-Type: application/json',
+      });
+    }
+    // A client streaming a bodiless POST (its length unknown): nothing to refuse.
+    const empty = sent('transfer-encoding: chunked\r\n', '0\r\n\r\n');
+    expect((await readLate(true, empty)).err).toBeUndefined();
+  });
 });

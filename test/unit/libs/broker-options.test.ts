@@ -1,5 +1,7 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { ServiceBroker } from 'moleculer';
 import { MAX_TIMER_MS, loadConfig } from '../../../libs/config';
-import { createBrokerOptions } from '../../../moleculer.config';
+import { consoleLogger, createBrokerOptions } from '../../../moleculer.config';
 
 /** What the NATS client is handed: moleculer passes it the URL's host and credentials only. */
 const natsOptionsFor = (natsUrl: string) => {
@@ -24,5 +26,44 @@ describe('the wait for requests in progress at a stop', () => {
         .shutdownTimeout;
     expect(waitFor('20000')).toBe(25_000);
     expect(waitFor(String(MAX_TIMER_MS))).toBe(MAX_TIMER_MS);
+  });
+});
+
+describe('the console logger of a service', () => {
+  const REFERENCE = `ck-${'ab'.repeat(20)}`;
+  /** What one line naming a checkout reference and a tracking id reads once written. */
+  async function written(env: Record<string, string>): Promise<string> {
+    const out = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    try {
+      const broker = new ServiceBroker({
+        nodeID: 'log-test',
+        logger: consoleLogger(loadConfig(env)),
+      });
+      await nextTurn();
+      out.mockClear();
+      broker.getLogger('payment').info('checkout decided', {
+        reference: REFERENCE,
+        trackingId: 'P2P-7K3M9QZX2B4R',
+      });
+      await nextTurn();
+      return out.mock.calls.map(([text]) => String(text)).join('');
+    } finally {
+      out.mockRestore();
+    }
+  }
+
+  it('cuts tracking ids always, and checkout references under the sandbox provider', async () => {
+    const sandbox = await written({ LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
+    expect(sandbox).toContain('ck-abababab…');
+    expect(sandbox).toContain('P2P-7K3M…');
+    expect(sandbox).not.toContain('P2P-7K3M9QZX2B4R');
+    const paystack = await written({
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+      PAYMENT_PROVIDER: 'paystack',
+      PAYSTACK_SECRET_KEY: 'sk_test_x',
+    });
+    expect(paystack).toContain(REFERENCE);
+    expect(paystack).not.toContain('P2P-7K3M9QZX2B4R');
   });
 });

@@ -76,14 +76,21 @@ describe("a service database's errors, as answered", () => {
 });
 
 describe('a write that failed', () => {
-  it('may have landed when sent and not answered; not when refused or never sent', () => {
+  it('may have landed unless the server refused it', () => {
     const { mongo } = mongoose;
     expect(writeMayHaveLanded(new mongo.MongoNetworkTimeoutError('timed out'))).toBe(true);
     expect(writeMayHaveLanded(new mongo.MongoNetworkError('connection closed'))).toBe(true);
+    // A retryable write's retry found no server: its first try may have landed.
+    const unselected = new mongo.MongoServerSelectionError('no server', {} as never);
+    expect(writeMayHaveLanded(unselected)).toBe(true);
+    // Applied on the primary, its write concern not met.
+    const concern = new mongo.MongoWriteConcernError({
+      ok: 1,
+      writeConcernError: { code: 64, errmsg: 'waiting for replication timed out' },
+    });
+    expect(writeMayHaveLanded(concern)).toBe(true);
     expect(writeMayHaveLanded(serverError(1, 'database is locked (SQLITE_BUSY)'))).toBe(false);
     expect(writeMayHaveLanded(serverError(11000, 'E11000 duplicate key'))).toBe(false);
-    const unselected = new mongo.MongoServerSelectionError('no server', {} as never);
-    expect(writeMayHaveLanded(unselected)).toBe(false);
   });
 });
 
