@@ -34,7 +34,15 @@ describe('LineBuffer', () => {
 });
 
 describe('BufferedConsoleLogger', () => {
-  it('writes the lines a broker logs in one turn to stdout with one write, warnings to stderr', async () => {
+  /**
+   * What a broker's logger (`BufferedConsoleLogger`, JSON lines, hiding as `conceal` says)
+   * wrote for the lines `log` logs in one turn: each write to stdout and to stderr, and how
+   * many were made to stdout before the turn ended.
+   */
+  async function writtenBy(
+    log: (logger: ReturnType<ServiceBroker['getLogger']>) => void,
+    conceal?: (line: string) => string,
+  ) {
     const out = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
     const err = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
@@ -43,61 +51,50 @@ describe('BufferedConsoleLogger', () => {
         logger: new BufferedConsoleLogger({
           level: 'info',
           formatter: (level, args, bindings) => [jsonLogLine(level, args, bindings)],
+          conceal,
         }),
       });
       const logger = broker.getLogger('edge');
       await nextTurn();
       out.mockClear();
       err.mockClear();
+      log(logger);
+      const outBeforeTurn = out.mock.calls.length;
+      await nextTurn();
+      const writes = (spy: typeof out) => spy.mock.calls.map(([text]) => String(text));
+      return { out: writes(out), err: writes(err), outBeforeTurn };
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+    }
+  }
+
+  it('writes the lines a broker logs in one turn to stdout with one write, warnings to stderr', async () => {
+    const written = await writtenBy((logger) => {
       logger.info('http', { status: 200 });
       logger.info('http', { status: 201 });
       logger.debug('not at this level');
       logger.warn('slow');
-      expect(out).not.toHaveBeenCalled();
-      await nextTurn();
-      expect(out).toHaveBeenCalledTimes(1);
-      const lines = String(out.mock.calls[0][0])
-        .trimEnd()
-        .split('\n')
-        .map((l) => JSON.parse(l));
-      expect(lines.map((l: { status: number }) => l.status)).toEqual([200, 201]);
-      expect(lines[0]).toMatchObject({ level: 'info', msg: 'http', nodeID: 'log-test' });
-      expect(err).toHaveBeenCalledTimes(1);
-      expect(JSON.parse(String(err.mock.calls[0][0]))).toMatchObject({
-        level: 'warn',
-        msg: 'slow',
-      });
-    } finally {
-      out.mockRestore();
-      err.mockRestore();
-    }
+    });
+    expect(written.outBeforeTurn).toBe(0);
+    expect(written.out).toHaveLength(1);
+    const lines = written.out[0]
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l: { status: number }) => l.status)).toEqual([200, 201]);
+    expect(lines[0]).toMatchObject({ level: 'info', msg: 'http', nodeID: 'log-test' });
+    expect(written.err).toHaveLength(1);
+    expect(JSON.parse(written.err[0])).toMatchObject({ level: 'warn', msg: 'slow' });
   });
 
   /** What one line of each kind reads once written, by a logger hiding as `references` says. */
   async function written(references: boolean) {
-    const out = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
-    const err = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    try {
-      const broker = new ServiceBroker({
-        nodeID: 'log-test',
-        logger: new BufferedConsoleLogger({
-          level: 'info',
-          formatter: (level, args, bindings) => [jsonLogLine(level, args, bindings)],
-          conceal: capabilitiesHidden({ references }),
-        }),
-      });
-      const logger = broker.getLogger('payment');
-      await nextTurn();
-      out.mockClear();
-      err.mockClear();
+    const { out, err } = await writtenBy((logger) => {
       logger.info('checkout decided', { reference: REFERENCE, ledger: `checkout:${REFERENCE}.2` });
       logger.warn(`line\n${TRACKING_ID} failed`, new Error(`checkout ${REFERENCE} is not stored`));
-      await nextTurn();
-      return `${String(out.mock.calls[0][0])}${String(err.mock.calls[0][0])}`;
-    } finally {
-      out.mockRestore();
-      err.mockRestore();
-    }
+    }, capabilitiesHidden({ references }));
+    return `${out[0]}${err[0]}`;
   }
   const REFERENCE = `ck-${'0123456789abcdef0123'.repeat(2)}`;
   const TRACKING_ID = 'P2P-7K3M9QZX2B4R';
