@@ -309,21 +309,34 @@ export class Dispatcher {
    * so that the endpoint's next outcome writes it again.
    */
   private async recordStreak(webhookId: string, failingSince: Date | null): Promise<void> {
-    await this.recordFailures(webhookId, {
-      failingSince,
-      lastFailedAt: failingSince,
-      failingForMs: failingSince && 0,
+    const marks = { failingSince, lastFailedAt: failingSince, failingForMs: failingSince && 0 };
+    await this.streakWrite(webhookId, async () => {
+      await this.deps.store.updateEndpoint(webhookId, marks);
+      this.noteChange(webhookId, marks);
     });
   }
 
-  /** Records the streak's marks, as `recordStreak` does: a write that fails is made again. */
-  private async recordFailures(
-    webhookId: string,
-    marks: Partial<Pick<EndpointRecord, 'failingSince' | 'lastFailedAt' | 'failingForMs'>>,
-  ): Promise<void> {
+  /**
+   * Records how long the streak has failed by this failure at `at` (`failingForMs`), only on
+   * the streak it was counted for: this dispatcher's copy may be of one ended since.
+   */
+  private async recordProgress(webhookId: string, streak: FailingStreak, at: Date) {
+    const { config, store } = this.deps;
+    const progress = {
+      lastFailedAt: at,
+      failingForMs: failingForMs(streak, at, config.backoffMaxMs),
+    };
+    await this.streakWrite(webhookId, async () => {
+      if (await store.recordStreakProgress(webhookId, streak.failingSince, progress)) {
+        this.noteChange(webhookId, progress);
+      }
+    });
+  }
+
+  /** A write of the streak; one that fails is made again by the endpoint's next outcome. */
+  private async streakWrite(webhookId: string, write: () => Promise<void>): Promise<void> {
     try {
-      await this.deps.store.updateEndpoint(webhookId, marks);
-      this.noteChange(webhookId, marks);
+      await write();
     } catch (err) {
       this.deps.logger().warn('webhook endpoint’s failing streak not recorded yet', {
         webhookId,
@@ -491,10 +504,7 @@ export class Dispatcher {
       return;
     }
     if (failureToRecord(failing, at, config.backoffMaxMs)) {
-      await this.recordFailures(endpoint._id, {
-        lastFailedAt: at,
-        failingForMs: failingForMs(failing, at, config.backoffMaxMs),
-      });
+      await this.recordProgress(endpoint._id, failing, at);
     }
     if (!shouldDisable(failing, at, config)) return;
     const streak = await this.streakAsStored(endpoint._id, at);

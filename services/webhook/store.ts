@@ -437,6 +437,29 @@ export class WebhookStore {
   }
 
   /**
+   * Writes a failing streak's progress only while the streak it was counted for stands
+   * (failing since `streak`), as the endpoint's one writer: a dispatcher's copy of the endpoint,
+   * a second old, may count a streak a success has ended since, and its length written on the
+   * streak begun after would disable that one early. False when the streak no longer stands.
+   */
+  recordStreakProgress(
+    webhookId: string,
+    streak: Date,
+    progress: Pick<EndpointRecord, 'lastFailedAt' | 'failingForMs'>,
+  ): Promise<boolean> {
+    return this.edits.holding(
+      webhookId,
+      async () => {
+        const current = await this.m.Endpoint.findById(webhookId).lean<EndpointRecord>();
+        if (current?.failingSince?.getTime() !== streak.getTime()) return false;
+        await this.m.Endpoint.updateOne({ _id: webhookId }, { $set: progress });
+        return true;
+      },
+      { warn: this.warn },
+    );
+  }
+
+  /**
    * One write of an endpoint at a time (`edits`): FerretDB writes a change as the whole
    * endpoint it read, and its writers are many (the owner's enable and rotation, dispatchers'
    * failures, successes and disable), so two at once undid each other: an enable sent with a

@@ -387,6 +387,34 @@ describe('a failing streak another dispatcher ended', () => {
     expect(await store.endpoint(webhookId)).toMatchObject({ status: 'DISABLED', failingSince });
   });
 
+  it('writes a streak’s length only on the streak it was counted for, not on one begun since', async () => {
+    const quiet = streakQuietMs(loadConfig(process.env).webhook.backoffMaxMs);
+    const ended = new Date('2037-01-01T00:00:00Z');
+    const later = (ms: number) => new Date(ended.getTime() + ms);
+    // The endpoint as stored: its streak ended by a success, a new one begun half a second ago.
+    const begunSince = later(quiet / 2 - 500);
+    const current = { failingSince: begunSince, lastFailedAt: begunSince, failingForMs: 0 };
+    // The dispatcher's copy, a second old: the ended streak, failing for a while.
+    const stale = (webhookId: string) => {
+      const seen = Object.create(store) as WebhookStore;
+      seen.endpoint = async (id) => {
+        const read = await store.endpoint(id);
+        return id === webhookId && read
+          ? { ...read, failingSince: ended, lastFailedAt: ended, failingForMs: 0 }
+          : read;
+      };
+      return seen;
+    };
+    const failing = await failingEndpoint(begunSince, stale);
+    await store.updateEndpoint(failing.webhookId, current);
+    const at = later(quiet / 2);
+    await queueMessage(failing.webhookId, at);
+    await failing.dispatcher.look(at);
+    await failing.dispatcher.settle();
+    expect(failing.disables()).toBe(0);
+    expect(await store.endpoint(failing.webhookId)).toMatchObject({ status: 'ACTIVE', ...current });
+  });
+
   it('does not disable an endpoint whose streak a success or its owner’s enable ended after the dispatcher read it', async () => {
     for (const ended of ['success', 'enabled, failing anew'] as const) {
       const failingSince = new Date(
