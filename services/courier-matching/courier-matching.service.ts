@@ -127,6 +127,14 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
   });
   const searchStore = new SearchStore(() => db.models);
   const searchNotes = new SearchNotes(searchStore);
+  /**
+   * A position of a simulation's virtual courier, marked busy first, each time: no real search
+   * ever sees it, not even after Redis lost its hash (a restart) and the report made it anew.
+   */
+  const reportVirtualCourier = async (courierId: string, at: { lat: number; lon: number }) => {
+    await positions.setBusy(courierId, true);
+    await locations.report(courierId, at.lat, at.lon, new Date());
+  };
   const searches = new Searches({
     store: searchStore,
     notes: searchNotes,
@@ -142,10 +150,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     async placeVirtualCourier(search) {
       const courier = virtualCourier(search);
       await store.ensureVirtual(courier);
-      // Busy before it has a position: no real search ever sees it.
-      await positions.setBusy(courier._id, true);
-      const start = virtualStart(search.pickup);
-      await locations.report(courier._id, start.lat, start.lon, new Date());
+      await reportVirtualCourier(courier._id, virtualStart(search.pickup));
     },
     async freeVirtualCourier(courierId) {
       // Out of Redis first (and of the positions waiting to be written), then, once a flush
@@ -314,10 +319,9 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
           // Busy again before each report, as when first placed: a Redis emptied since (a
           // restart) would otherwise take its report for a free courier's, and put it in the
           // sets real searches read, for the rest of its run.
-          const placed = await searches.moveVirtualCourier(courierId, async () => {
-            await positions.setBusy(courierId, true);
-            await locations.report(courierId, lat, lon, new Date());
-          });
+          const placed = await searches.moveVirtualCourier(courierId, () =>
+            reportVirtualCourier(courierId, { lat, lon }),
+          );
           return { placed };
         },
       }),

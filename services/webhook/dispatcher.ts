@@ -767,6 +767,6 @@ export class Dispatcher {
 
 /** The endpoint's failing streak as written on it, or null when it is not failing. */
 function streakOf(endpoint: EndpointRecord): FailingStreak | null {
-  const { failingSince, lastFailedAt, failingForMs } = endpoint;
-  return failingSince ? { failingSince, lastFailedAt, failingForMs } : null;
+  const { failingSince, lastFailedAt } = endpoint;
+  return failingSince ? { failingSince, lastFailedAt, failingForMs: endpoint.failingForMs } : null;
 }
