@@ -67,11 +67,16 @@ export function outcomeUnknownLead(err: unknown): string | undefined {
 export function outcomeUnknownMessage(
   lead: string,
   kind: 'keyed' | 'never',
-  headers: GatewayRequest['headers'],
+  /** Whether the request claimed an `Idempotency-Key` (`claimForRequest`), not only sent one. */
+  keyed: boolean,
 ): string {
   const unknown = `${lead}; it may have completed or may still complete.`;
-  if (kind === 'never') return `${unknown} Check before sending it again`;
-  return headers[IDEMPOTENCY_HEADER] === undefined
+  if (kind === 'never') {
+    return keyed
+      ? `${unknown} Check before sending it again: it is not run again under this Idempotency-Key, so send a new key to run it again`
+      : `${unknown} Check before sending it again`;
+  }
+  return !keyed
     ? `${unknown} Check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it`
     : `${unknown} Retry with the same Idempotency-Key to get its outcome without repeating it`;
 }
@@ -88,11 +93,11 @@ export const IDEMPOTENCY_KEY_DOC = {
     in: 'header',
     required: false,
     description:
-      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work; on operations that change nothing (quotes, routes) the key only refuses a copy sent while the first runs, and a later retry runs again. An answer over 64 KB is not kept: its retries get 409 and the request is not run again. A refusal (4xx) frees the key at once (except on `POST /api/request`, whose delivery is named after the key: a request refused once started answers the same refusal to that key, so send a new one after fixing the cause); a failure that may have changed something (a 500, 504, or most 503s) holds it, and retries get 409 with `Retry-After` until it is released.',
+      'Any unique value (a UUID) per intended operation. A retry with the same key and body gets the first answer again (header `Idempotent-Replayed: true`) for 24 hours instead of repeating the work; on operations that change nothing (quotes, routes) the key only refuses a copy sent while the first runs, and a later retry runs again. An answer over 64 KB is not kept: its retries get 409 and the request is not run again. A refusal (4xx) frees the key at once (except on `POST /api/request`, whose delivery is named after the key: a request refused once started answers the same refusal to that key, so send a new one after fixing the cause); a failure that may have changed something (a 500, 504, or most 503s) holds it, and retries get 409 with `Retry-After` until it is released; on operations a second run would do again (a cancel, a proof code issued, a secret rotated, a webhook delivery replayed, a webhook registered) such a failure is never run again under the key: retries get 409 without `Retry-After` for 24 hours.',
     schema: { type: 'string', pattern: KEY_FORMAT.source },
   },
   errors: {
-    409: 'A request with this Idempotency-Key is still in progress or its outcome is unknown; retry after the seconds in `Retry-After`. Without `Retry-After`: it completed with an answer too large to keep, and is not run again under this key',
+    409: 'A request with this Idempotency-Key is still in progress or its outcome is unknown; retry after the seconds in `Retry-After`. Without `Retry-After`: it completed with an answer too large to keep, or its outcome is unknown on an operation a second run would do again, and it is not run again under this key',
     422: 'This Idempotency-Key was already used for a different request',
   } as Record<number, string>,
 };
@@ -124,6 +129,14 @@ interface Entry {
   response?: StoredResponse;
   /** The request completed, its answer too large to keep (`MAX_KEPT_ANSWER_BYTES`). */
   tooLarge?: true;
+  /**
+   * The request is of an action that a second run would do again (retry kind `never`): its
+   * entry lasts keepMs from the claim, and once pendingMs has passed without an answer its
+   * outcome is unknown for good (`outcomeNotKnown`), however the first run ended.
+   */
+  lasting?: true;
+  /** Such a request failed in a way that may have changed something: not run again. */
+  unknown?: true;
 }
 
 /**
@@ -244,6 +257,12 @@ const answerNotKept = () =>
     `The request with this Idempotency-Key completed, but its answer was larger than ${MAX_KEPT_ANSWER_BYTES / 1024} KB and was not kept for replays; it is not run again under this key. Read its outcome with the API, or send a new key to run the request again`,
   );
 
+/** The 409 of a key whose request (retry kind `never`) may have run, and is not run again. */
+const outcomeNotKnown = () =>
+  conflict(
+    'The request with this Idempotency-Key may have completed: it failed or timed out before answering, and its outcome is unknown. It is not run again under this key, since running it twice would do it twice; read its outcome with the API, or send a new key to run the request again',
+  );
+
 /** The 409 of a held key, with the seconds until it is released at the latest. */
 function keyHeld(ttlMs: number) {
   const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
@@ -280,9 +299,8 @@ export async function claimForRequest(
   // Headers that change what the request does (`Waybill-Simulate`) are part of it too.
   const options = meta.optionHeaders;
   const fingerprint = requestFingerprint(method, path, options ? { params, options } : params);
-  // An action that changes nothing twice (retry kind `safe`: reads, quotes, routes) is run
-  // again by a retry: its answer is not kept, the key only refuses a copy sent meanwhile.
-  const claim = await store.claim(userId, key, fingerprint, retry !== 'safe');
+  // An action of no declared kind is taken for the kind that is never run twice.
+  const claim = await store.claim(userId, key, fingerprint, retry ?? 'never');
   if (claim.kind === 'first') meta.idempotencyToken = idempotencyToken(key, fingerprint);
   return claim;
 }
@@ -324,16 +342,21 @@ export class IdempotencyStore {
 
   /**
    * Claims `key` for this request, or explains why not: the same request still running (409),
-   * or the key already used for another request (422). Replays a finished one.
+   * or the key already used for another request (422). Replays a finished one. What is kept
+   * follows the action's retry kind: an action that changes nothing twice (`safe`: reads,
+   * quotes, routes) is run again by a retry, its answer not kept, the key only refusing a copy
+   * sent meanwhile; one that names what it creates after the key (`keyed`) may be run again
+   * once the key's hold is over, and gets its first outcome; one that would do its work again
+   * (`never`: a cancel, a code issued, a secret rotated) is never run twice under a key.
    */
   async claim(
     subject: string,
     key: string,
     fingerprint: string,
-    keepAnswer = true,
+    retry: Retry = 'keyed',
   ): Promise<Claim> {
     try {
-      return await this.tryClaim(subject, key, fingerprint, keepAnswer);
+      return await this.tryClaim(subject, key, fingerprint, retry);
     } catch (err) {
       if (err instanceof WaybillError) throw err;
       throw serviceUnavailable(
@@ -346,17 +369,20 @@ export class IdempotencyStore {
     subject: string,
     key: string,
     fingerprint: string,
-    keepAnswer: boolean,
+    retry: Retry,
   ): Promise<Claim> {
     const redisKey = `${this.keyPrefix}${subject}:${sha256(key)}`;
     const box = answerBox(subject, key);
+    const lasting = retry === 'never';
+    const { pendingMs, keepMs } = this.windows;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const pending = JSON.stringify({ fingerprint, claim: randomUUID() } satisfies Entry);
+      const claimed: Entry = { fingerprint, claim: randomUUID(), ...(lasting && { lasting }) };
+      const pending = JSON.stringify(claimed);
       const taken = await undoneIfFailed(
-        () => this.redis.set(redisKey, pending, 'PX', this.windows.pendingMs, 'NX'),
+        () => this.redis.set(redisKey, pending, 'PX', lasting ? keepMs : pendingMs, 'NX'),
         () => this.redis.deleteOwnIdempotencyEntry(redisKey, pending),
       );
-      if (taken === 'OK') return this.firstClaim(redisKey, pending, fingerprint, box, keepAnswer);
+      if (taken === 'OK') return this.firstClaim(redisKey, pending, fingerprint, box, retry);
       const raw = await this.redis.get(redisKey);
       if (raw === null) continue; // released or expired between the two calls
       const entry = JSON.parse(raw) as Entry;
@@ -366,11 +392,20 @@ export class IdempotencyStore {
         );
       }
       if (entry.tooLarge) throw answerNotKept();
+      if (entry.unknown) throw outcomeNotKnown();
       if (entry.sealed) {
         return { kind: 'replay', response: JSON.parse(box.open(entry.sealed)) as StoredResponse };
       }
-      if (!entry.response) throw keyHeld(await this.redis.pttl(redisKey));
-      return { kind: 'replay', response: entry.response };
+      if (entry.response) return { kind: 'replay', response: entry.response };
+      const ttl = await this.redis.pttl(redisKey);
+      if (ttl < 0) continue; // gone since it was read
+      if (!entry.lasting) throw keyHeld(ttl);
+      // Measured by Redis's clock alone: the entry was set for keepMs when claimed.
+      const holdLeft = pendingMs - (keepMs - ttl);
+      if (holdLeft > 0) throw keyHeld(holdLeft);
+      // The first run cannot still be going, and no answer came: it ended, in a gateway gone
+      // before it answered or whose answer could not be stored, having done its work or not.
+      throw outcomeNotKnown();
     }
     throw conflict('This Idempotency-Key is changing hands; retry in a moment', {
       retryAfter: 1,
@@ -383,8 +418,9 @@ export class IdempotencyStore {
     pending: string,
     fingerprint: string,
     box: SecretBox,
-    keepAnswer: boolean,
+    retry: Retry,
   ): Claim {
+    const keepAnswer = retry !== 'safe';
     const release = () =>
       this.redis.deleteOwnIdempotencyEntry(redisKey, pending).catch(() => undefined);
     return {
@@ -419,12 +455,21 @@ export class IdempotencyStore {
         }
       },
       // A refused request frees its key; one whose outcome is unknown (a timeout, a crash)
-      // keeps it until pendingMs passes, so a retry cannot do the work twice meanwhile.
-      // An action that changes nothing twice is released whatever its failure.
+      // keeps it until pendingMs passes, so a retry cannot do the work twice meanwhile, or
+      // for good (keepMs) where a retry after that would do it twice. An action that changes
+      // nothing twice is released whatever its failure.
       fail: async (err, action, retried) => {
-        if (keepAnswer && !changedNothing(err, action, retried)) return;
-        // Unreleased, the key only waits out pendingMs.
-        await release();
+        if (!keepAnswer || changedNothing(err, action, retried)) {
+          await release();
+          return;
+        }
+        if (retry !== 'never') return; // unreleased, the key only waits out pendingMs
+        // Said at once, not once the hold runs out: a retry meanwhile would be told to wait
+        // for an outcome that will never be known.
+        const unknown = JSON.stringify({ fingerprint, unknown: true } satisfies Entry);
+        await this.redis
+          .replaceOwnIdempotencyEntry(redisKey, pending, unknown, this.windows.keepMs)
+          .catch(() => undefined);
       },
     };
   }

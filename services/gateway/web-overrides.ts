@@ -124,7 +124,7 @@ export function writeError(
   const kind = lead ? deps.retryOf?.(aliasAction(req)) : undefined;
   const message =
     lead && kind && kind !== 'safe'
-      ? outcomeUnknownMessage(lead, kind, req.headers)
+      ? outcomeUnknownMessage(lead, kind, req.$ctx?.meta.idempotencyToken !== undefined)
       : httpError.message;
   if (httpError.internal) {
     deps.logger().error('request failed', {

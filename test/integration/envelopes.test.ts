@@ -23,13 +23,17 @@ import { ADMIN_TOKEN, dropDatabases, freePort, isolation } from '../support/stac
  * The gateway on a broker in this process (no transporter), with the real account service
  * and Redis, and a fixture service whose actions fail in each way a service can.
  */
-/** An action at `/fixture/slow` that answers after 3 s. */
-const slowly = (retry: Retry, method: 'GET' | 'POST') =>
+/** How often each slow action (by its path) has started. */
+const slowRuns = new Map<string, number>();
+
+/** An action at `path` (`/fixture/slow`) that answers after 3 s. */
+const slowly = (retry: Retry, method: 'GET' | 'POST', path = '/fixture/slow') =>
   action({
     retry,
-    http: { group: 'api', method, path: '/fixture/slow', message: 'x', summary: 'x' },
+    http: { group: 'api', method, path, message: 'x', summary: 'x' },
     params: Joi.object({}),
     async handler() {
+      slowRuns.set(path, (slowRuns.get(path) ?? 0) + 1);
       await new Promise((r) => setTimeout(r, 3_000));
       return { late: true };
     },
@@ -49,6 +53,8 @@ const fixture: ServiceDefinition = {
     // A read and a write that outlast REQUEST_TIMEOUT_MS: the write's 504 says how to retry.
     slow: slowly('never', 'GET'),
     slowWrite: slowly('keyed', 'POST'),
+    // A write a second run would do again (a cancel, a code issued): never run twice under a key.
+    slowOnce: slowly('never', 'POST', '/fixture/slow-once'),
     caller: action({
       retry: 'safe',
       http: { group: 'api', method: 'GET', path: '/fixture/caller', message: 'x', summary: 'x' },
@@ -254,6 +260,26 @@ describe('error envelope', () => {
       504,
       /^The request timed out; it may have completed or may still complete. Retry with the same Idempotency-Key/,
     );
+  });
+
+  it('a timeout of a request a second run would do again → 504, and its key never runs it again', async () => {
+    const key = randomUUID();
+    const send = () =>
+      request(base, 'POST', '/api/fixture/slow-once', {
+        headers: { ...auth(), 'Idempotency-Key': key },
+        json: {},
+      });
+    expectErrorEnvelope(
+      await send(),
+      504,
+      /Check before sending it again: it is not run again under this Idempotency-Key, so send a new key to run it again$/,
+    );
+    const retry = await send();
+    expectErrorEnvelope(retry, 409, /its outcome is unknown. It is not run again under this key/);
+    expect(retry.headers.get('retry-after')).toBeNull();
+    await new Promise((r) => setTimeout(r, 3_200)); // the first run ends, unanswered
+    expectErrorEnvelope(await send(), 409, /its outcome is unknown/);
+    expect(slowRuns.get('/fixture/slow-once')).toBe(1);
   });
 
   it('malformed JSON → 400', async () => {

@@ -208,6 +208,73 @@ describe('IdempotencyStore on Redis', () => {
     await expect(store.claim('u1', 'k-timeout', 'fp')).rejects.toMatchObject({ code: 409 });
   });
 
+  describe('an action a second run would do again (retry kind never)', () => {
+    const short = new IdempotencyStore(redis, `${stack.iso.namespace}:idem-never:`, {
+      pendingMs: 300,
+      keepMs: 60_000,
+    });
+    const unknownOutcome = {
+      code: 409,
+      message: expect.stringMatching(
+        /^The request with this Idempotency-Key may have completed: .* It is not run again under this key/,
+      ),
+      data: undefined,
+    };
+
+    it('is never run again once its outcome is unknown: told at once, for keepMs', async () => {
+      const key = `k-${randomUUID()}`;
+      const first = await short.claim('u1', key, 'fp', 'never');
+      if (first.kind !== 'first') throw new Error('not first');
+      await first.fail({ type: 'REQUEST_TIMEOUT', code: 504 }, 'order.cancel');
+      const refusal = await rejectionOf(() => short.claim('u1', key, 'fp', 'never'));
+      // No Retry-After: waiting does not change it.
+      expect(refusal).toMatchObject(unknownOutcome);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await expect(short.claim('u1', key, 'fp', 'never')).rejects.toMatchObject(unknownOutcome);
+      await expect(short.claim('u1', key, 'another request', 'never')).rejects.toMatchObject({
+        code: 422,
+      });
+      const redisKey = `${stack.iso.namespace}:idem-never:u1:${sha256(key)}`;
+      expect(await redis.pttl(redisKey)).toBeGreaterThan(30_000);
+    });
+
+    it('whose gateway went away before answering: held while it may run, then not run again', async () => {
+      const key = `k-${randomUUID()}`;
+      const first = await short.claim('u1', key, 'fp', 'never');
+      expect(first.kind).toBe('first');
+      // Neither complete nor fail is ever called: the gateway is gone.
+      await expect(short.claim('u1', key, 'fp', 'never')).rejects.toMatchObject({
+        code: 409,
+        data: { retryAfter: 1 },
+      });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await expect(short.claim('u1', key, 'fp', 'never')).rejects.toMatchObject(unknownOutcome);
+      // A keyed action, named after the key, is run again and finds its first outcome.
+      const keyed = `k-${randomUUID()}`;
+      expect((await short.claim('u1', keyed, 'fp', 'keyed')).kind).toBe('first');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await short.claim('u1', keyed, 'fp', 'keyed')).kind).toBe('first');
+    });
+
+    it('is freed by a refusal, and replays an answer, as any other', async () => {
+      const refused = `k-${randomUUID()}`;
+      const first = await short.claim('u1', refused, 'fp', 'never');
+      if (first.kind !== 'first') throw new Error('not first');
+      await first.fail(badRequest('no'), 'order.cancel');
+      expect((await short.claim('u1', refused, 'fp', 'never')).kind).toBe('first');
+      const answered = `k-${randomUUID()}`;
+      const again = await short.claim('u1', answered, 'fp', 'never');
+      if (again.kind !== 'first') throw new Error('not first');
+      const answer = { status: 201, headers: {}, body: { cancelled: true } };
+      expect(await again.complete(answer)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await short.claim('u1', answered, 'fp', 'never')).toEqual({
+        kind: 'replay',
+        response: answer,
+      });
+    });
+  });
+
   it('holds the key of an answer too large to keep: a retry gets 409, not a second run', async () => {
     const key = `k-${randomUUID()}`;
     const first = await store.claim('u1', key, 'fp');
@@ -243,15 +310,15 @@ describe('IdempotencyStore on Redis', () => {
 
   it("claims a read's key only while it runs, released however it ends", async () => {
     const key = `k-${randomUUID()}`;
-    const first = await store.claim('u1', key, 'fp', false);
+    const first = await store.claim('u1', key, 'fp', 'safe');
     if (first.kind !== 'first') throw new Error('not first');
-    await expect(store.claim('u1', key, 'fp', false)).rejects.toMatchObject({ code: 409 });
+    await expect(store.claim('u1', key, 'fp', 'safe')).rejects.toMatchObject({ code: 409 });
     await first.complete({ status: 200, headers: {}, body: {} });
-    const again = await store.claim('u1', key, 'fp', false);
+    const again = await store.claim('u1', key, 'fp', 'safe');
     expect(again.kind).toBe('first');
     if (again.kind === 'first')
       await again.fail({ type: 'REQUEST_TIMEOUT', code: 504 }, 'geo.route');
-    expect((await store.claim('u1', key, 'fp', false)).kind).toBe('first');
+    expect((await store.claim('u1', key, 'fp', 'safe')).kind).toBe('first');
   });
 
   it('never answers, nor frees, the key of a later request once its own claim ran out', async () => {

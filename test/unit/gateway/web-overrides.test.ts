@@ -268,15 +268,14 @@ describe('writeError', () => {
 
   it("says how to retry a request whose outcome is unknown, by its action's retry kind", () => {
     const target = { action: 'order.request', nodeID: 'order-1' };
-    const messageOf = (
-      err: unknown,
-      kind: Retry | undefined,
-      headers: Record<string, string> = {},
-    ) => {
+    /** `claimed`: the request claimed an Idempotency-Key (`claimForRequest` named its token). */
+    const messageOf = (err: unknown, kind: Retry | undefined, claimed = false) => {
       const res = new FakeResponse();
+      const headers = claimed ? { 'idempotency-key': 'k-1' } : undefined;
+      const meta = claimed ? { idempotencyToken: 'token-1' } : {};
       writeError(
         { environment: 'live', logger: logger().logger, retryOf: () => kind },
-        fakeRequest({ method: 'POST', headers, alias: { action: 'order.request' } }),
+        fakeRequest({ method: 'POST', headers, meta, alias: { action: 'order.request' } }),
         res.asServerResponse(),
         err,
       );
@@ -294,12 +293,14 @@ describe('writeError', () => {
       status: 504,
       message: `${unknown} Check before sending it again, and send an Idempotency-Key with such requests so that a retry gets the first outcome instead of repeating it`,
     });
-    expect(messageOf(timeout, 'keyed', { 'idempotency-key': 'k-1' }).message).toBe(
+    expect(messageOf(timeout, 'keyed', true).message).toBe(
       `${unknown} Retry with the same Idempotency-Key to get its outcome without repeating it`,
     );
-    // A key cannot make an action that does not name its records after it safe to repeat.
-    expect(messageOf(timeout, 'never', { 'idempotency-key': 'k-1' }).message).toBe(
-      `${unknown} Check before sending it again`,
+    // A key cannot make an action that does not name its records after it safe to repeat: it
+    // is not run again under that key.
+    expect(messageOf(timeout, 'never').message).toBe(`${unknown} Check before sending it again`);
+    expect(messageOf(timeout, 'never', true).message).toBe(
+      `${unknown} Check before sending it again: it is not run again under this Idempotency-Key, so send a new key to run it again`,
     );
     const rejected = messageOf(new Errors.RequestRejectedError(target), 'keyed');
     expect(rejected.status).toBe(503);
