@@ -1,7 +1,7 @@
 import { Schema, type Model } from 'mongoose';
 import { insertAll, insertOnce, updateByIdWhere } from '../mongo';
 import { WorkMarks } from '../work-marks';
-import type { OutboxMessage, OutboxStatus, OutboxStore } from './outbox-sender';
+import type { OutboxMessage, OutboxStatus, OutboxStore, QueuePlace } from './outbox-sender';
 
 /** The claim of a message's attempt `n`: whoever inserts it makes that attempt. */
 export const attemptId = (messageId: string, attempt: number) => `${messageId}:${attempt}`;
@@ -108,14 +108,32 @@ export class OutboxRecords<R extends StoredOutboxFields> {
     );
   }
 
-  /** Messages not sent yet whose next attempt is due, oldest first. */
-  async due(now: Date, limit: number): Promise<R[]> {
+  /**
+   * Messages not sent yet whose next attempt is due, oldest first, from after `after`; with
+   * where the next read starts, null once the queue's end was read.
+   */
+  async due(
+    now: Date,
+    limit: number,
+    after?: QueuePlace,
+  ): Promise<{ records: R[]; next: QueuePlace | null }> {
     const { places, messages } = this.models();
     const queued = (await places
-      .find({ dueAt: { $lte: now } })
+      .find({
+        dueAt: { $lte: now },
+        ...(after && {
+          $or: [
+            { createdAt: { $gt: after.createdAt } },
+            { createdAt: after.createdAt, _id: { $gt: after._id } },
+          ],
+        }),
+      })
       .sort({ createdAt: 1, _id: 1 })
       .limit(limit)
       .lean()) as unknown as OutboxPlace[];
+    const last = queued.at(-1);
+    const next =
+      last && queued.length === limit ? { createdAt: last.createdAt, _id: last._id } : null;
     const found = (await Promise.all(
       queued.map((place) => messages.findById(place._id).lean()),
     )) as (R | null)[];
@@ -128,7 +146,7 @@ export class OutboxRecords<R extends StoredOutboxFields> {
         await places.updateOne({ _id: place._id }, { $set: { dueAt: message.nextAttemptAt } });
       } else ready.push(message);
     }
-    return ready;
+    return { records: ready, next };
   }
 
   /** Gives a place to every PENDING message stored before places existed (libs/backfills). */
@@ -253,7 +271,10 @@ export function outboxStoreOver<R extends StoredOutboxFields>(
   toMessage: (record: R) => OutboxMessage,
 ): OutboxStore {
   return {
-    due: async (now, limit) => (await records.due(now, limit)).map(toMessage),
+    due: async (now, limit, after) => {
+      const { records: due, next } = await records.due(now, limit, after);
+      return { messages: due.map(toMessage), next };
+    },
     get: async (id) => {
       const record = await records.get(id);
       return record && toMessage(record);

@@ -32,14 +32,31 @@ export interface OutboxMessage {
   label: string;
 }
 
+/** A message's place in its outbox's queue, whose order is by when it was made, then its id. */
+export interface QueuePlace {
+  createdAt: Date;
+  _id: string;
+}
+
+/** One read of an outbox's queue. */
+export interface DuePage {
+  /** The messages read that are PENDING and due, in the queue's order. */
+  messages: OutboxMessage[];
+  /**
+   * Where the next read starts: the place of the last one read (due or not, addressable or
+   * not), or null when the read came short of its limit, the queue's end.
+   */
+  next: QueuePlace | null;
+}
+
 /**
  * Where a service keeps its messages to people and the claims of their attempts. A claim is an
  * insert of a document named after the message and the attempt's number, since FerretDB makes
  * no conditional update atomic (decision 16): whoever inserts it makes that attempt.
  */
 export interface OutboxStore {
-  /** Messages PENDING whose next attempt is due, oldest first. */
-  due(now: Date, limit: number): Promise<OutboxMessage[]>;
+  /** Messages PENDING whose next attempt is due, oldest first, from after `after`. */
+  due(now: Date, limit: number, after?: QueuePlace): Promise<DuePage>;
   get(id: string): Promise<OutboxMessage | null>;
   /** Claims attempt `n` of a message; false when it was claimed already. */
   claimAttempt(id: string, attempt: number, at: Date): Promise<boolean>;
@@ -69,11 +86,25 @@ export interface OutboxStore {
   ): Promise<void>;
 }
 
-/**
- * Messages one read of the outbox takes: a run reads again while each read is full and this
- * sender made an attempt of some message in it (one another replica holds is not waited for).
- */
+/** Messages one read of the outbox takes; a run reads on from the last while each is full. */
 const BATCH = 50;
+/**
+ * Reads one run makes at most (`BATCH` messages each): a run's every read may scan the queue
+ * (FerretDB filters by scanning), and the next run starts from the queue's head again.
+ */
+const MAX_READS_PER_RUN = 20;
+/**
+ * Attempts one run makes for one person (a lane) at most: the rest of theirs wait for the next
+ * run, so that a merchant's pickup contact with hundreds of messages queued holds back neither
+ * the people queued after them in the run nor the run's next read.
+ */
+export const LANE_TURNS_PER_RUN = 10;
+/**
+ * How long after its claim an attempt may still start its send: the claim's lease covers the
+ * reads before the send, the send's deadline and the record of it, and one started later could
+ * still be under way when another sender takes the claim over and sends the message again.
+ */
+const SEND_START_BUDGET_MS = 15_000;
 /**
  * How long one send may take in all before its attempt is recorded failed: a provider's limit
  * (NOTIFY_TIMEOUT_MS) bounds each wait, but an SMTP send waits several times over (connection,
@@ -86,7 +117,7 @@ export const sendDeadlineMs = (timeoutMs: number) => 2 * timeoutMs;
  * than the send's deadline and the writes around it, so that a sender still at work is never
  * taken over (a takeover re-reads the message and finds it SENT).
  */
-const claimLeaseMs = (timeoutMs: number) => sendDeadlineMs(timeoutMs) + 30_000;
+const claimLeaseMs = (timeoutMs: number) => sendDeadlineMs(timeoutMs) + 2 * SEND_START_BUDGET_MS;
 
 export interface OutboxSenderDeps {
   /** What the logs call a message of this outbox ("notification", "webhook notice"). */
@@ -140,43 +171,51 @@ export class OutboxSender {
   /**
    * One run: the messages due, each person's (a channel's recipient) one after the other in
    * the order queued, up to NOTIFY_CONCURRENCY people at once, so that no provider is flooded
-   * and a slow one holds back its own messages first; again while the outbox has more. A
-   * message another sender is sending holds the person's later ones back until a later run; one
-   * whose attempt failed waits for its retry while they go on.
+   * and a slow one holds back its own messages first; read on through the queue while it has
+   * more. A message another sender is sending holds the person's later ones back until a later
+   * run, and so does the person's `LANE_TURNS_PER_RUN`th attempt of the run; one whose attempt
+   * failed waits for its retry while they go on. The reads go on from where the last one ended,
+   * not from the head: messages held back (another replica's, or a person's beyond their turns)
+   * never keep a run from those queued behind them.
    */
   async sendDue(now: Date): Promise<void> {
-    let at = now;
-    for (;;) {
-      const due = await this.deps.store.due(at, BATCH);
-      let attempted = 0;
-      await runInLanes(
-        due,
-        (message) => `${message.channel}:${message.recipient}`,
-        this.deps.config.concurrency,
-        async (message) => {
-          // Stopping: what is not claimed yet is left for a later run (or another replica).
-          if (this.periodic.stopping) return false;
-          try {
-            // Each claim carries its own time: a run may take minutes, and a claim dated at
-            // the run's start would look lost to the other replicas long before its lease ends.
-            const outcome = await this.deliver(message, new Date());
-            if (outcome === 'attempted') attempted++;
-            return outcome !== 'held';
-          } catch (err) {
-            // The store (or what addresses the message) failed around an attempt: the claim's
-            // lease lets a later run take it over, and the person's later messages wait for it.
-            this.deps
-              .logger()
-              .warn(`${this.deps.kind} attempt not recorded; a later run takes it over`, {
-                messageId: message._id,
-                err: (err as Error).message,
-              });
-            return false;
-          }
-        },
-      );
-      if (due.length < BATCH || attempted === 0 || this.periodic.stopping) return;
-      at = new Date();
+    /** People whose messages wait for a later run: the rest of theirs must not go first. */
+    const heldBack = new Set<string>();
+    const turns = new Map<string, number>();
+    const laneOf = (message: OutboxMessage) => `${message.channel}:${message.recipient}`;
+    let after: QueuePlace | undefined;
+    for (let read = 0; read < MAX_READS_PER_RUN && !this.periodic.stopping; read++) {
+      const page = await this.deps.store.due(read === 0 ? now : new Date(), BATCH, after);
+      const open = page.messages.filter((message) => !heldBack.has(laneOf(message)));
+      await runInLanes(open, laneOf, this.deps.config.concurrency, async (message) => {
+        const lane = laneOf(message);
+        const taken = turns.get(lane) ?? 0;
+        // Stopping: what is not claimed yet is left for a later run (or another replica).
+        if (this.periodic.stopping || taken >= LANE_TURNS_PER_RUN || heldBack.has(lane)) {
+          heldBack.add(lane);
+          return false;
+        }
+        try {
+          // Each claim carries its own time: a run may take minutes, and a claim dated at
+          // the run's start would look lost to the other replicas long before its lease ends.
+          const outcome = await this.deliver(message, new Date());
+          if (outcome === 'attempted') turns.set(lane, taken + 1);
+          if (outcome !== 'held') return true;
+        } catch (err) {
+          // The store (or what addresses the message) failed around an attempt: the claim's
+          // lease lets a later run take it over, and the person's later messages wait for it.
+          this.deps
+            .logger()
+            .warn(`${this.deps.kind} attempt not recorded; a later run takes it over`, {
+              messageId: message._id,
+              err: (err as Error).message,
+            });
+        }
+        heldBack.add(lane);
+        return false;
+      });
+      if (!page.next) return;
+      after = page.next;
     }
   }
 
@@ -226,6 +265,16 @@ export class OutboxSender {
       await this.failed(current, attempt, `no ${missing} to send it to or with`, null);
       return 'attempted';
     }
+    if (Date.now() - now.getTime() > SEND_START_BUDGET_MS) {
+      // The reads above took so long (a database stalling) that the send could outlast the
+      // claim's lease: the attempt is left unmade, and a later run takes its claim over.
+      this.deps.logger().warn(`${this.deps.kind} attempt given up before its send`, {
+        messageId: current._id,
+        attempt,
+        afterMs: Date.now() - now.getTime(),
+      });
+      return 'held';
+    }
     const outgoing = { to: current.recipient, subject: current.subject, text: current.text };
     try {
       await withinDeadline(sendDeadlineMs(config.timeoutMs), (signal) =>
@@ -248,7 +297,7 @@ export class OutboxSender {
       await this.failed(current, attempt, this.describe(err, current), retryAt);
       return 'attempted';
     }
-    await store.markSent(current._id, attempt, current.recipient, this.live);
+    await this.recordSent(current, attempt, now);
     this.deps.logger().info(`${this.deps.kind} sent`, {
       messageId: current._id,
       channel: current.channel,
@@ -271,6 +320,24 @@ export class OutboxSender {
       if (await store.claimAttempt(message._id, attempt, now)) return attempt;
       const claimedAt = await store.attemptClaimedAt(message._id, attempt);
       if (claimedAt && now.getTime() - claimedAt.getTime() < lease) return null;
+    }
+  }
+
+  /**
+   * Records the send, tried again while the claim's lease lasts: a send left unrecorded is taken
+   * over once the lease ends, and the person gets the message twice.
+   */
+  private async recordSent(message: OutboxMessage, attempt: number, claimedAt: Date) {
+    const { store, config } = this.deps;
+    const recordBy = claimedAt.getTime() + claimLeaseMs(config.timeoutMs) - SEND_START_BUDGET_MS;
+    for (let wait = 250; ; wait *= 2) {
+      try {
+        await store.markSent(message._id, attempt, message.recipient, this.live);
+        return;
+      } catch (err) {
+        if (Date.now() + wait > recordBy || this.periodic.stopping) throw err;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
     }
   }
 

@@ -126,9 +126,10 @@ export class DisableNotices {
     const records = outboxStoreOver(this.deps.store.notices, toOutboxMessage);
     return {
       ...records,
-      due: async (now, limit) => {
+      due: async (now, limit, after) => {
         const due: OutboxMessage[] = [];
-        for (const notice of await this.deps.store.notices.due(now, limit)) {
+        const { records: notices, next } = await this.deps.store.notices.due(now, limit, after);
+        for (const notice of notices) {
           try {
             due.push(await this.addressed(notice));
           } catch (err) {
@@ -139,7 +140,7 @@ export class DisableNotices {
             });
           }
         }
-        return due;
+        return { messages: due, next };
       },
       get: async (id) => {
         const notice = await this.deps.store.notices.get(id);

@@ -53,7 +53,8 @@ const message = (createdAt: Date, id = randomUUID()): StoredOutboxFields => ({
   createdAt,
   sentAt: null,
 });
-const ids = (found: { _id: string }[]) => found.map((m) => m._id);
+const ids = (found: { _id: string }[] | { records: { _id: string }[] }) =>
+  (Array.isArray(found) ? found : found.records).map((m) => m._id);
 
 it('answers what is due from the queue, reading the messages by `_id` alone', async () => {
   const t0 = Date.now() - 60_000;
@@ -83,6 +84,29 @@ it('answers what is due from the queue, reading the messages by `_id` alone', as
   );
 });
 
+it('reads on from where a read ended, to the queue’s end, whatever was sent or is not due', async () => {
+  const t0 = Date.now() - 60_000;
+  // Two made in the same millisecond: the queue's order is then by id.
+  const queued = Array.from({ length: 7 }, (_, i) =>
+    message(new Date(t0 + Math.min(i, 5)), `m-${i}` as ReturnType<typeof randomUUID>),
+  );
+  await records.enqueue(queued);
+  const now = new Date();
+  const first = await records.due(now, 3);
+  expect(ids(first)).toEqual(ids(queued.slice(0, 3)));
+  expect(first.next).toEqual({ createdAt: queued[2].createdAt, _id: 'm-2' });
+  // Meanwhile one ahead is sent, one behind waits for a retry: neither moves the read.
+  await records.markSent('m-0', 1, 'ada@example.com', false);
+  await records.markAttemptFailed('m-4', 1, 'busy', new Date(+now + 60_000), false);
+  const second = await records.due(now, 3, first.next ?? undefined);
+  expect(ids(second)).toEqual(['m-3', 'm-5', 'm-6']);
+  expect(second.next).toEqual({ createdAt: queued[6].createdAt, _id: 'm-6' });
+  const last = await records.due(now, 3, second.next ?? undefined);
+  expect(last).toEqual({ records: [], next: null });
+  // Its place in the queue kept, the one waiting is read from the head once due.
+  expect(ids(await records.due(new Date(+now + 60_000), 3))).toEqual(['m-1', 'm-2', 'm-3']);
+});
+
 it('queues a message once however often it is queued at the same time', async () => {
   const one = message(new Date());
   const outcomes = await Promise.all(Array.from({ length: 5 }, () => records.enqueueOnce(one)));
@@ -101,7 +125,7 @@ it('lets go of a place whose message was never stored, not of one being stored',
   };
   const storing = { _id: randomUUID(), dueAt: new Date(now - 1), createdAt: new Date(now - 1) };
   await models.places.create([lost, storing]);
-  expect(await records.due(new Date(now), 50)).toEqual([]);
+  expect(await records.due(new Date(now), 50)).toEqual({ records: [], next: null });
   expect((await models.places.find().lean()).map((p) => p._id)).toEqual([storing._id]);
   // Its message arrives: it is due.
   await models.messages.create(message(storing.createdAt, storing._id));
@@ -111,7 +135,7 @@ it('lets go of a place whose message was never stored, not of one being stored',
 it('queues the messages stored before places existed, once', async () => {
   const old = [message(new Date(Date.now() - 2000)), message(new Date(Date.now() - 1000))];
   await models.messages.insertMany([...old, { ...message(new Date()), status: 'SENT' }] as never[]);
-  expect(await records.due(new Date(), 50)).toEqual([]);
+  expect(await records.due(new Date(), 50)).toEqual({ records: [], next: null });
   await Promise.all([records.placeStoredMessages(), records.placeStoredMessages()]);
   expect(ids(await records.due(new Date(), 50))).toEqual(ids(old));
   // Done once per deployment: a message stored without a place later is not looked for.

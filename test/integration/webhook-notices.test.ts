@@ -202,9 +202,9 @@ describe('the record of a disable', () => {
       throw new Error('account unreachable');
     });
     const dueIds = async (n: DisableNotices) =>
-      (await n.outbox().due(new Date('2030-01-03T00:00:00Z'), 50)).map((m) => m._id);
+      (await n.outbox().due(new Date('2030-01-03T00:00:00Z'), 50)).messages.map((m) => m._id);
     expect(await dueIds(down)).not.toContain(id);
-    const listed = await notices.outbox().due(new Date('2030-01-03T00:00:00Z'), 50);
+    const { messages: listed } = await notices.outbox().due(new Date('2030-01-03T00:00:00Z'), 50);
     expect(listed.find((m) => m._id === id)).toMatchObject({
       channel: 'EMAIL',
       recipient: 'owner@example.com',

@@ -4,6 +4,7 @@ import { TRACKING_ID_IN_TEXT } from '../../../../libs/contracts/order';
 import type { ChannelSender, OutgoingMessage } from '../../../../libs/messaging/channels';
 import {
   keptError,
+  LANE_TURNS_PER_RUN,
   LAST_ERROR_MAX_BYTES,
   OutboxSender,
   withoutAddress,
@@ -18,13 +19,23 @@ function memoryOutbox(messages: OutboxMessage[]) {
   const claims = new Map<string, Date>();
   const withdrawn = new Set<string>();
   const writes: string[] = [];
+  // The queue's order: as given (each message's place, `createdAt` standing for it).
+  const order = new Map(messages.map((m, i) => [m._id, i]));
   const store: OutboxStore = {
     // Copies, as a database answers: what was listed does not change with later writes.
-    due: async (now, limit) =>
-      [...byId.values()]
+    due: async (now, limit, after) => {
+      const from = after ? (order.get(after._id) ?? -1) : -1;
+      const read = [...byId.values()]
         .filter((m) => m.status === 'PENDING' && (!m.retryAt || m.retryAt <= now))
-        .slice(0, limit)
-        .map((m) => ({ ...m })),
+        .filter((m) => (order.get(m._id) ?? 0) > from)
+        .slice(0, limit);
+      const last = read.at(-1);
+      const next =
+        last && read.length === limit
+          ? { createdAt: new Date(order.get(last._id) ?? 0), _id: last._id }
+          : null;
+      return { messages: read.map((m) => ({ ...m })), next };
+    },
     get: async (id) => {
       const m = byId.get(id);
       return m ? { ...m } : null;
@@ -141,8 +152,11 @@ describe('OutboxSender', () => {
     // Addressed as it is listed (a webhook notice), not on its record.
     const addressed: OutboxStore = {
       ...store,
-      due: async (now, limit) =>
-        (await store.due(now, limit)).map((m) => ({ ...m, recipient: 'owner@example.com' })),
+      due: async (now, limit) => {
+        const page = await store.due(now, limit);
+        const messages = page.messages.map((m) => ({ ...m, recipient: 'owner@example.com' }));
+        return { ...page, messages };
+      },
     };
     expect((await sentInOneRun(addressed)).map((m) => m.to)).toEqual(['owner@example.com']);
     expect(byId.get('m1')).toMatchObject({ status: 'SENT', recipient: 'owner@example.com' });
@@ -345,6 +359,72 @@ describe('OutboxSender', () => {
     expect(writes).toHaveLength(70);
   });
 
+  it('reads on past what other senders hold: held messages at the head keep no one behind them waiting', async () => {
+    // Another replica is sending the first of a merchant's 60 (their lane waits for it), and
+    // three other people's come after them.
+    const merchant = Array.from({ length: 60 }, (_, i) =>
+      message({ _id: `m${i}`, recipient: 'pickups@example.com' }),
+    );
+    const others = ['a', 'b', 'c'].map((p) => message({ _id: p, recipient: `${p}@example.com` }));
+    const { store, writes, claims } = memoryOutbox([...merchant, ...others]);
+    claims.set('m0:1', new Date());
+    await senderOver(store, { send: async () => undefined }, 'staging').sendDue(new Date());
+    expect(writes).toEqual(['sent a 1', 'sent b 1', 'sent c 1']);
+  });
+
+  it(`sends at most ${LANE_TURNS_PER_RUN} of one person’s messages a run, in order, the others’ going on`, async () => {
+    const merchant = Array.from({ length: 25 }, (_, i) =>
+      message({ _id: `m${i}`, recipient: 'pickups@example.com' }),
+    );
+    const { store, writes } = memoryOutbox([...merchant, message({ _id: 'ada' })]);
+    const sender = senderOver(store, { send: async () => undefined }, 'staging');
+    const sentIds = () => writes.map((w) => w.split(' ')[1]);
+    await sender.sendDue(new Date());
+    const firstTurn = merchant.slice(0, LANE_TURNS_PER_RUN).map((m) => m._id);
+    expect(sentIds().sort()).toEqual([...firstTurn, 'ada'].sort());
+    expect(sentIds().filter((id) => id !== 'ada')).toEqual(firstTurn);
+    await sender.sendDue(new Date());
+    await sender.sendDue(new Date());
+    expect(sentIds().filter((id) => id !== 'ada')).toEqual(merchant.map((m) => m._id));
+  });
+
+  it('makes no send once the reads before it outlasted their share of the claim’s lease', async () => {
+    const { store, writes } = memoryOutbox([message({ attempts: 1 })]);
+    const sent: OutgoingMessage[] = [];
+    // The message's read again before its second attempt, and the database takes 20 s to answer.
+    const slow: OutboxStore = {
+      ...store,
+      get: async (id) => {
+        const realNow = Date.now.bind(Date);
+        jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 20_000);
+        return store.get(id);
+      },
+    };
+    try {
+      const sender = senderOver(slow, { send: async (m) => void sent.push(m) }, 'staging');
+      await sender.sendDue(new Date());
+    } finally {
+      jest.restoreAllMocks();
+    }
+    expect(sent).toEqual([]);
+    expect(writes).toEqual([]);
+  });
+
+  it('records a send again when its record failed, never leaving it for another sender to send twice', async () => {
+    const { store, writes } = memoryOutbox([message()]);
+    let failures = 2;
+    const flaky: OutboxStore = {
+      ...store,
+      markSent: async (...args) => {
+        if (failures-- > 0) throw new Error('database away a moment');
+        return store.markSent(...args);
+      },
+    };
+    const sent = await sentInOneRun(flaky);
+    expect(sent).toHaveLength(1);
+    expect(writes).toEqual(['sent m1 1']);
+  });
+
   it('holds a person’s later messages back while another sender is sending their earlier one', async () => {
     const { store, writes, claims } = memoryOutbox([
       message({ _id: 'old-code', recipient: 'ada@example.com' }),
@@ -380,7 +460,7 @@ describe('OutboxSender', () => {
     const { store, writes, claims } = memoryOutbox([message()]);
     // The list as read before that sender recorded it sent.
     const listed = { ...message() };
-    const stale: OutboxStore = { ...store, due: async () => [listed] };
+    const stale: OutboxStore = { ...store, due: async () => ({ messages: [listed], next: null }) };
     claims.set('m1:1', new Date(Date.now() - 60 * 60_000));
     await store.markSent('m1', 1, '+2348030000000', false);
     expect(await sentInOneRun(stale)).toEqual([]);
