@@ -193,8 +193,13 @@ export class Checkouts {
       await this.refuseEnded(session);
     }
     const { authorizationUrl } = session;
-    if (authorizationUrl) return startAnswer(reference, { ...session, authorizationUrl });
-    const opened = (await this.store.opened(reference)) ?? (await this.open(session));
+    const opened = authorizationUrl
+      ? { ...session, authorizationUrl }
+      : ((await this.store.opened(reference)) ?? (await this.open(session)));
+    // Read again once the transaction is known opened: a sweep that expired the checkout while
+    // it was opened may not have seen it opened, and so watches it for no late payment
+    // (`expire` reads it again after its claim; one of the two reads sees the other's write).
+    await this.refuseEnded(session, 'while the payment provider opened it');
     return startAnswer(reference, opened);
   }
 
@@ -202,12 +207,14 @@ export class Checkouts {
    * A key's checkout that has ended (expired or declined) is not opened or handed out again:
    * a page paid after its end would never be credited (its money to be refunded by hand).
    */
-  private async refuseEnded(session: SessionRecord): Promise<void> {
+  private async refuseEnded(session: SessionRecord, when?: string): Promise<void> {
     const outcome = await this.store.outcome(session._id);
     const status = statusOf(session, outcome, new Date());
     if (status === 'EXPIRED' || status === 'DECLINED') {
       throw conflict(
-        `Checkout ${session._id} of this Idempotency-Key has ended (${status.toLowerCase()}); start a new one with a new key`,
+        when
+          ? `Checkout ${session._id} ended (${status.toLowerCase()}) ${when}, and its page is not handed out; start a new one, with a new Idempotency-Key if you sent one`
+          : `Checkout ${session._id} of this Idempotency-Key has ended (${status.toLowerCase()}); start a new one with a new key`,
       );
     }
   }
@@ -704,22 +711,34 @@ export class Checkouts {
         await this.deliver(queued);
       });
     }
+    // One failing again and again (the provider refusing to answer about it) goes behind the
+    // others, so that no number of such ones holds up the rest of the list.
+    const later = () => new Date(Date.now() + this.recheckMs);
     const due = await this.store.duePending(now, SWEEP_BATCH);
-    await forEachAtOnce(due, EXPIRY_CHECKS_AT_ONCE, (reference) =>
-      this.eachOnItsOwn(reference, async () => {
-        const session = await this.store.session(reference);
-        if (!session) return this.dropSessionless(reference);
-        // Listed by a start that stopped before its session; a start again with its key made
-        // the session later, at a time of its own.
-        if (session.expiresAt.getTime() > now.getTime()) {
-          return this.store.recheckPendingAt(reference, session.expiresAt);
-        }
-        await this.expire(session);
-      }),
+    await forEachAtOnce(due, EXPIRY_CHECKS_AT_ONCE, ({ _id: reference, closing }) =>
+      this.eachOnItsOwn(
+        reference,
+        async () => {
+          const session = await this.store.session(reference);
+          if (!session) return this.dropSessionless(reference);
+          // Listed by a start that stopped before its session; a start again with its key made
+          // the session later, at a time of its own. One closed early is asked about when its
+          // close said, its charge having been under way.
+          if (session.expiresAt.getTime() > now.getTime() && !closing) {
+            return this.store.recheckPendingAt(reference, session.expiresAt);
+          }
+          await this.expire(session);
+        },
+        () => this.store.recheckPendingAt(reference, later()),
+      ),
     );
     const late = await this.store.dueLateChecks(now, SWEEP_BATCH);
     await forEachAtOnce(late, EXPIRY_CHECKS_AT_ONCE, (entry) =>
-      this.eachOnItsOwn(entry._id, () => this.checkLate(entry)),
+      this.eachOnItsOwn(
+        entry._id,
+        () => this.checkLate(entry),
+        () => this.store.lateChecked(entry._id, entry.checks, later()),
+      ),
     );
   }
 
@@ -761,15 +780,23 @@ export class Checkouts {
     if (since) await this.store.listPending(reference, since.expiresAt);
   }
 
-  /** One checkout's part of a sweep: its failure (the provider is down) holds up no other. */
-  private async eachOnItsOwn(reference: string, work: () => Promise<void>): Promise<void> {
+  /**
+   * One checkout's part of a sweep: its failure (the provider is down) holds up no other, and
+   * `putBehind` (if given) moves it behind the others on its list.
+   */
+  private async eachOnItsOwn(
+    reference: string,
+    work: () => Promise<void>,
+    putBehind?: () => Promise<void>,
+  ): Promise<void> {
     try {
       await work();
     } catch (err) {
-      this.deps.logger().warn('checkout sweep skipped one; the next sweep retries', {
+      this.deps.logger().warn('checkout sweep skipped one; a later sweep retries', {
         reference,
         err,
       });
+      await putBehind?.().catch(() => undefined);
     }
   }
 
@@ -799,19 +826,33 @@ export class Checkouts {
         providerStatus: verified?.status,
         recheckAt: verdict.recheckAt,
       });
-      await this.store.recheckPendingAt(session._id, verdict.recheckAt);
+      // Closed before its time (`close`): looked at again then, not at its own time.
+      const closing = session.expiresAt.getTime() > Date.now();
+      await this.store.recheckPendingAt(session._id, verdict.recheckAt, closing);
       return;
     }
     if (verdict.uncredited) {
       await this.uncredited(session, providerReference, verdict.uncredited);
-    } else if (opened && this.deps.config.provider !== 'sandbox') {
-      // Before the expiry takes it off the pending list: a sweep stopped in between expires it
-      // again, and lists it once.
-      const now = new Date();
-      const [first] = this.deps.config.lateChecksMs;
-      await this.store.watchLate(session._id, now, new Date(now.getTime() + first));
+    } else if (opened) {
+      await this.watchLate(session);
     }
-    await this.decide(session, 'EXPIRED', 'sweep');
+    const claimed = await this.claim(session, 'EXPIRED', 'sweep');
+    // A start opening it meanwhile hands its link out only when it reads no outcome after
+    // recording the opening (`start`): read after this claim, such an opening is seen here.
+    if (!opened && !verdict.uncredited && claimed.outcome.status === 'EXPIRED') {
+      if (await this.store.opened(session._id)) await this.watchLate(session);
+    }
+    // Before the expiry takes it off the pending list: a sweep stopped in between expires it
+    // again, and lists it once.
+    await this.carryOutIfDue(session, claimed);
+  }
+
+  /** Lists an expired checkout whose transaction was handed out for its late checks, once. */
+  private async watchLate(session: SessionRecord): Promise<void> {
+    if (this.deps.config.provider === 'sandbox') return;
+    const now = new Date();
+    const [first] = this.deps.config.lateChecksMs;
+    await this.store.watchLate(session._id, now, new Date(now.getTime() + first));
   }
 
   /**

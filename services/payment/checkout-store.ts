@@ -121,6 +121,11 @@ const pendingSchema = new Schema(
   {
     _id: { type: String, required: true },
     expiresAt: { type: Date, required: true },
+    /**
+     * Ended early (`close`, its delivery cancelled) with its charge under way at the provider:
+     * looked at when `expiresAt` says, not at the session's own later time.
+     */
+    closing: { type: Boolean },
   },
   { versionKey: false },
 );
@@ -273,10 +278,22 @@ const reversalOfCheckoutSchema = new Schema(
  * A reversal not settled yet, by its id, and when the sweep looks at it next: a list of the open
  * ones only, which the sweep scans, removed once settled.
  */
+/** A reversal on the sweep's list. */
+export interface ReversalListing {
+  _id: string;
+  nextCheckAt: Date;
+  listedAt?: Date;
+}
+
 const openReversalSchema = new Schema(
   {
     _id: { type: String, required: true },
     nextCheckAt: { type: Date, required: true },
+    /**
+     * When it was listed: how long a listing has waited for a record that never came, whatever
+     * its next look (absent on listings made before session 64: their next look stands for it).
+     */
+    listedAt: { type: Date },
   },
   { versionKey: false },
 );
@@ -647,8 +664,11 @@ export class CheckoutStore {
    * provider): its place on the pending list moves there. A hint, written whole: two sweeps
    * at once each write a time about as far ahead.
    */
-  async recheckPendingAt(reference: string, at: Date): Promise<void> {
-    await this.m.CheckoutPending.updateOne({ _id: reference }, { $set: { expiresAt: at } });
+  async recheckPendingAt(reference: string, at: Date, closing = false): Promise<void> {
+    await this.m.CheckoutPending.updateOne(
+      { _id: reference },
+      { $set: { expiresAt: at, ...(closing && { closing }) } },
+    );
   }
 
   /** Lists an expired checkout for the late checks, once (a sweep that retries changes nothing). */
@@ -710,12 +730,11 @@ export class CheckoutStore {
   }
 
   /** Open sessions past their time, oldest first (a scan of the open ones only). */
-  async duePending(now: Date, limit: number): Promise<string[]> {
-    const due = await this.m.CheckoutPending.find({ expiresAt: { $lte: now } })
+  async duePending(now: Date, limit: number): Promise<{ _id: string; closing?: boolean }[]> {
+    return this.m.CheckoutPending.find({ expiresAt: { $lte: now } })
       .sort({ expiresAt: 1 })
       .limit(limit)
-      .lean();
-    return due.map((d) => d._id);
+      .lean<{ _id: string; closing?: boolean }[]>();
   }
 
   /** Puts an outcome's event in the outbox, unless it is there already. */
@@ -750,7 +769,9 @@ export class CheckoutStore {
    */
   async recordReversal(record: ReversalRecord, recheckMs: number): Promise<ReversalRecord> {
     const nextCheckAt = new Date(record.receivedAt.getTime() + recheckMs);
-    await insertOnce(() => this.m.OpenReversal.create({ _id: record._id, nextCheckAt }));
+    await insertOnce(() =>
+      this.m.OpenReversal.create({ _id: record._id, nextCheckAt, listedAt: new Date() }),
+    );
     return (await claimById(this.m.Reversal, record, 'reversal')).standing;
   }
 
@@ -883,7 +904,10 @@ export class CheckoutStore {
    */
   async rescheduleReversal(id: string, nextCheckAt: Date | null): Promise<void> {
     if (nextCheckAt) {
-      await upsertById(this.m.OpenReversal, id, { $set: { nextCheckAt } });
+      await upsertById(this.m.OpenReversal, id, {
+        $set: { nextCheckAt },
+        $setOnInsert: { listedAt: new Date() },
+      });
     } else {
       await this.m.OpenReversal.deleteOne({ _id: id });
     }
@@ -906,11 +930,11 @@ export class CheckoutStore {
   }
 
   /** The reversals due another look, and since when (a scan of the open ones only). */
-  dueReversals(now: Date, limit: number): Promise<{ _id: string; nextCheckAt: Date }[]> {
+  dueReversals(now: Date, limit: number): Promise<ReversalListing[]> {
     return this.m.OpenReversal.find({ nextCheckAt: { $lte: now } })
       .sort({ nextCheckAt: 1 })
       .limit(limit)
-      .lean<{ _id: string; nextCheckAt: Date }[]>();
+      .lean<ReversalListing[]>();
   }
 
   reversal(id: string): Promise<ReversalRecord | null> {

@@ -235,7 +235,8 @@ export class Reversals {
         const record = await store.reversal(due._id);
         // Listed by a call that stopped before its record (once it is surely not coming), or
         // settled since it was read (unless listed again to be given back).
-        if (record ? await this.settledForGood(record) : overdue(due.nextCheckAt, now)) {
+        const listedAt = due.listedAt ?? due.nextCheckAt;
+        if (record ? await this.settledForGood(record) : overdue(listedAt, now)) {
           await store.rescheduleReversal(due._id, null);
           continue;
         }

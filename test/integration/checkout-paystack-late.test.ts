@@ -49,6 +49,8 @@ const unswept = useMerchantStack({ internal: ['payment'], env: unsweptEnv });
 const LATE_CHECKS_MS = [300, 600, 900];
 const lateCheckingEnv: Record<string, string> = {
   ...envWithSweep('100'),
+  // Longer than the checkout's time: an opening may answer after it.
+  PAYSTACK_TIMEOUT_MS: '3000',
   CHECKOUT_LATE_CHECKS_MS: LATE_CHECKS_MS.join(','),
 };
 const lateChecking = useMerchantStack({ internal: ['payment'], env: lateCheckingEnv });
@@ -495,7 +497,10 @@ describe('a checkout whose outcome was claimed but not carried out', () => {
         timeout: 10_000,
       });
       expect(eventsOf(reference)).toEqual(['payment.failed']);
-      expect(await pendingEntry(sweeping, reference)).not.toBeNull();
+      // Each failed look puts it behind the others on the list, not left first for good.
+      const session = await documentOf(sweeping, 'checkout_sessions', reference);
+      const pending = await pendingEntry(sweeping, reference);
+      expect(pending?.expiresAt.getTime()).toBeGreaterThan(session?.expiresAt.getTime());
       expect(await documentOf(sweeping, 'checkout_sends', reference)).toMatchObject({
         sentAt: expect.any(Date),
       });
@@ -662,6 +667,22 @@ describe('a Paystack checkout paid after it expired, whose webhook never comes',
     await sleep(LATE_CHECKS_MS.at(-1) as number);
     expect(verificationsOf(reference)).toHaveLength(asked);
     expect(await creditsOf(lateChecking, reference)).toHaveLength(1);
+  });
+
+  it('is not handed out when it ended while the provider opened it: nobody can pay what no late check watches', async () => {
+    // The provider opens the transaction at once but answers after the checkout's time, while
+    // the sweep, finding nothing opened yet, expires it.
+    Object.assign(fake.fail, { initialize: 1, mode: 'late', lateMs: 1_600 });
+    try {
+      const reply = await fund(lateChecking.node.url, lateChecking.alice.key, 65);
+      expectErrorEnvelope(
+        reply,
+        409,
+        /^Checkout ck-\S+ ended \(expired\) while the payment provider opened it, and its page is not handed out/,
+      );
+    } finally {
+      Object.assign(fake.fail, { initialize: 0, mode: 'error', lateMs: 0 });
+    }
   });
 
   it('is asked about once at each late check and then no more, when nobody pays', async () => {

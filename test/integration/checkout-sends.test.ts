@@ -125,9 +125,10 @@ function meetingAt(g: ReturnType<typeof gate>, which: (write: Write) => boolean 
   };
 }
 
-/** A delivery's checkout opened at the provider and past its time (its TTL is 1 ms). */
+/** A delivery's checkout opened at the provider and past its time (set so once opened). */
 async function pastItsTime(): Promise<string> {
-  const started = await replica().start({
+  // Opened within its time: a checkout that ended while it was opened is not handed out.
+  const started = await replica(undefined, undefined, 60_000).start({
     ...walletFundingParams(randomUUID(), 2_500),
     purpose: { kind: 'DELIVERY', id: randomUUID() },
   });
@@ -324,5 +325,59 @@ describe('a checkout whose start stopped between its two inserts', () => {
     expect(swept).toBe(true);
     const session = await db.models.CheckoutSession.findById(reference).lean();
     expect(await pendingOf(reference)).toEqual(session?.expiresAt);
+  });
+});
+
+describe('a sweep’s look at a checkout', () => {
+  /** A delivery's checkout of an hour, opened at the provider. */
+  async function openedForAnHour(checkouts: Checkouts): Promise<string> {
+    const started = await checkouts.start({
+      ...walletFundingParams(randomUUID(), 2_500),
+      purpose: { kind: 'DELIVERY', id: randomUUID() },
+    });
+    return started.data.reference;
+  }
+
+  it('comes when its close said, with its charge under way, not at its own later time', async () => {
+    const checkouts = replica(undefined, undefined, 3_600_000);
+    const reference = await openedForAnHour(checkouts);
+    fake.transactions.get(reference)!.status = 'ongoing';
+    // Its delivery cancelled: closed while the payer's transfer is under way.
+    expect(await checkouts.close(reference)).toEqual({ status: 'PENDING' });
+    // The time its close named comes, an hour before the checkout's own; the charge settled.
+    await db.models.CheckoutPending.updateOne(
+      { _id: reference },
+      { $set: { expiresAt: new Date(Date.now() - 1_000) } },
+    );
+    fake.transactions.get(reference)!.status = 'success';
+    await replica(undefined, undefined, 3_600_000).sweep();
+    expect(await db.models.CheckoutOutcome.findById(reference).lean()).toMatchObject({
+      status: 'PAID',
+    });
+  });
+
+  it('that failed puts it behind the others: an expiry, and a late check', async () => {
+    const checkouts = replica(undefined, undefined, 3_600_000);
+    const [expiring, watched] = [
+      await openedForAnHour(checkouts),
+      await openedForAnHour(checkouts),
+    ];
+    const past = new Date(Date.now() - 1_000);
+    await db.models.CheckoutPending.updateOne({ _id: expiring }, { $set: { expiresAt: past } });
+    await db.models.CheckoutSession.updateOne({ _id: expiring }, { $set: { expiresAt: past } });
+    await db.models.CheckoutPending.deleteOne({ _id: watched });
+    await new CheckoutStore(() => db.models).watchLate(watched, past, past);
+    Object.assign(fake.fail, { verify: 2, mode: 'error' });
+    try {
+      await checkouts.sweep();
+    } finally {
+      fake.fail.verify = 0;
+    }
+    const soon = Date.now() + 60_000;
+    const pending = await db.models.CheckoutPending.findById(expiring).lean();
+    expect(pending?.expiresAt.getTime()).toBeGreaterThan(soon);
+    const lateCheck = await db.models.CheckoutLateCheck.findById(watched).lean();
+    expect(lateCheck).toMatchObject({ checks: 0 });
+    expect(lateCheck?.nextCheckAt.getTime()).toBeGreaterThan(soon);
   });
 });

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CheckoutStore, defineCheckoutModels } from '../../services/payment/checkout-store';
+import type { LedgerStore } from '../../services/payment/ledger-store';
+import { Reversals } from '../../services/payment/reversals';
 import { useStoreDatabase } from '../support/store-database';
 
 /** The checkout store's record of a reversal (decision 146), on the real server. */
@@ -38,5 +40,33 @@ describe('what is counted of a reversal', () => {
     expect(await counted()).toEqual([3_000, 3]);
     await progress(10_000, 4);
     expect(await counted()).toEqual([10_000, 4]);
+  });
+});
+
+describe('a reversal listed whose record never comes', () => {
+  it('is dropped once listed 5 minutes, however often the sweep looked at it meanwhile', async () => {
+    const store = new CheckoutStore(() => db.models);
+    const reversals = new Reversals({
+      store,
+      ledger: {} as LedgerStore, // never asked: there is no record to settle
+      logger: () => ({ info: () => undefined, warn: () => undefined, error: () => undefined }),
+      recheckMs: 60_000,
+      creditWaitMs: 60_000,
+    });
+    const [old, fresh] = [randomUUID(), randomUUID()];
+    // Listed six minutes ago (a webhook stopped before storing the record), and looked at by
+    // every sweep since, each moving its next look on.
+    await store.rescheduleReversal(old, new Date());
+    await db.models.OpenReversal.updateOne(
+      { _id: old },
+      { $set: { listedAt: new Date(Date.now() - 6 * 60_000) } },
+    );
+    await store.rescheduleReversal(old, new Date(Date.now() - 1_000));
+    await store.rescheduleReversal(fresh, new Date(Date.now() - 1_000));
+    await reversals.sweep(100);
+    expect(await db.models.OpenReversal.findById(old).lean()).toBeNull();
+    // One listed a moment ago may still be getting its record: behind the others meanwhile.
+    const kept = await db.models.OpenReversal.findById(fresh).lean<{ nextCheckAt: Date }>();
+    expect(kept?.nextCheckAt.getTime()).toBeGreaterThan(Date.now() + 30_000);
   });
 });
