@@ -225,8 +225,11 @@ export class LookupCache<V> {
 /** Refusals of a credential refused lately, which the failed-authentication count skips. */
 const repeats = new WeakSet<object>();
 
-/** Marks `err` as the refusal of a credential refused lately (`answer`). */
-function repeatedRefusal<E extends object>(err: E): E {
+/**
+ * Marks `err` as the refusal of a credential refused lately (`answer`), or of one known to have
+ * been issued (an expired operator token): no guess, which a failed-authentication count skips.
+ */
+export function repeatedRefusal<E extends object>(err: E): E {
   repeats.add(err);
   return err;
 }

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { OPERATOR_TOKENS, type OperatorAuth } from '../../libs/contracts/account';
 import { forbidden, unauthorized } from '../../libs/errors';
-import { LookupCache, type BeforeLookup } from '../../libs/lookup-cache';
+import { LookupCache, repeatedRefusal, type BeforeLookup } from '../../libs/lookup-cache';
 import { ADMIN_TOKEN_OPERATOR, type ActingOperator } from '../../libs/service';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
@@ -76,7 +76,9 @@ export class AdminAuthenticator {
     const { value: operator, refusal } = await this.cache.answer(hash, beforeLookup);
     if (!operator) throw refusal(unauthorized(ADMIN_AUTH_MESSAGES.refused));
     if (operator.expiresAt && Date.parse(operator.expiresAt) <= this.now()) {
-      throw refusal(
+      // A token we issued, no guess: an operator's script still sending it must not fill its
+      // address's failed-authentication count and shut out the other operators behind it.
+      throw repeatedRefusal(
         unauthorized(
           `This operator token expired at ${operator.expiresAt}; ask an operator with ADMIN_TOKEN for a new one`,
         ),

@@ -22,10 +22,22 @@ export function clientAddress(req: IncomingMessage, trustedHops: number): string
       .filter(Boolean);
     const chain = [...forwarded, peer];
     // A shorter chain skipped a proxy; its first entry is then the nearest to the client.
-    const candidate = chain[Math.max(0, chain.length - 1 - trustedHops)];
+    const candidate = withoutPort(chain[Math.max(0, chain.length - 1 - trustedHops)]);
     if (isIP(candidate)) address = candidate;
   }
   return addressBucket(address);
+}
+
+/**
+ * An `X-Forwarded-For` entry's address: some proxies (Azure Application Gateway, IIS's ARR)
+ * write the client's port with it, `203.0.113.5:51234` or `[2001:db8::1]:51234`, and such an
+ * entry read as no address would count every client as the proxy.
+ */
+export function withoutPort(entry: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(entry);
+  if (bracketed) return bracketed[1];
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(entry);
+  return v4WithPort ? v4WithPort[1] : entry;
 }
 
 /** IPv4 (also IPv4-mapped IPv6) as is, IPv6 as its /64 prefix; anything else as is. */

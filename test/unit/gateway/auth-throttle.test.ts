@@ -33,7 +33,15 @@ describe('clientAddress', () => {
 
   it('falls back to the socket address when the entry is not an address', () => {
     expect(clientAddress(req('10.0.0.1', 'unknown'), 1)).toBe('10.0.0.1');
-    expect(clientAddress(req('10.0.0.1', '198.51.100.7:4711'), 1)).toBe('10.0.0.1');
+    expect(clientAddress(req('10.0.0.1', '198.51.100.7:port'), 1)).toBe('10.0.0.1');
+    expect(clientAddress(req('10.0.0.1', '[not-an-address]:4711'), 1)).toBe('10.0.0.1');
+  });
+
+  it('reads an entry a proxy wrote with the client’s port (Azure, ARR) as its address', () => {
+    // Read as no address, every client would count as the proxy, and one throttle them all.
+    expect(clientAddress(req('10.0.0.1', '198.51.100.7:4711'), 1)).toBe('198.51.100.7');
+    expect(clientAddress(req('10.0.0.1', '[2001:db8:1:2::7]:4711'), 1)).toBe('2001:db8:1:2::/64');
+    expect(clientAddress(req('10.0.0.1', '[2001:db8:1:2::7]'), 1)).toBe('2001:db8:1:2::/64');
   });
 
   it('unwraps IPv4-mapped IPv6 socket addresses', () => {
