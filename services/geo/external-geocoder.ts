@@ -38,6 +38,21 @@ export interface NominatimOptions extends UpstreamOptions {
   cacheEntries?: number;
 }
 
+/**
+ * Nominatim's `place_rank` of the coarsest place taken as an address's point: below it lie
+ * countries (4), states (8) and their like, whose middle is no place to fetch a parcel from.
+ */
+const MIN_PLACE_RANK = 10;
+
+/**
+ * A coordinate as Nominatim writes it (a decimal in a string), or a number; NaN for anything
+ * else, which `Number` would read as 0 (`null`, `""`, `[]`): the middle of the Gulf of Guinea.
+ */
+function coordinate(value: unknown): number {
+  if (typeof value === 'number') return value;
+  return typeof value === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(value) ? Number(value) : NaN;
+}
+
 /** A found place, or null when the server found none: both real answers. */
 function readPlaces(status: number, body: string): Outcome<GeocodedPoint | null> {
   if (status < 200 || status > 299) return unhealthy(`HTTP ${status}${quoted(body)}`);
@@ -50,8 +65,17 @@ function readPlaces(status: number, body: string): Outcome<GeocodedPoint | null>
   if (!Array.isArray(results)) return unhealthy('answer is not a list of places');
   const first: unknown = results[0];
   if (first === undefined) return { ok: true, value: null }; // no match: not a failure
-  const point = isFields(first) ? { lat: Number(first.lat), lon: Number(first.lon) } : null;
+  const point = isFields(first) ? { lat: coordinate(first.lat), lon: coordinate(first.lon) } : null;
   if (!point || !isGeoPoint(point)) return unhealthy('first place has no valid lat/lon');
+  // A state's or a country's middle is no street's place (the text named only the area): the
+  // offline gazetteer reads such a text as it reads it with the geocoder away.
+  if (
+    isFields(first) &&
+    typeof first.place_rank === 'number' &&
+    first.place_rank < MIN_PLACE_RANK
+  ) {
+    return { ok: true, value: null };
+  }
   const address = isFields(first) && isFields(first.address) ? first.address : undefined;
   const state = typeof address?.state === 'string' ? address.state : undefined;
   const code = address?.country_code;

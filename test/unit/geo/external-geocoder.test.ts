@@ -93,6 +93,21 @@ describe('Nominatim-compatible geocoder', () => {
     await expect(client.geocode('Akute')).resolves.toEqual({ lat: 6.676, lon: 3.364 });
   });
 
+  it('takes a state or a country found for the text as no street place: null, without complaint', async () => {
+    const { client, onFailure } = geocoder();
+    for (const [rank, text] of [
+      [8, 'Ogun State'],
+      [4, 'Nigeria'],
+    ] as const) {
+      answer = () => ({ body: JSON.stringify([{ lat: '7.0', lon: '3.5', place_rank: rank }]) });
+      await expect(client.geocode(text)).resolves.toBeNull();
+    }
+    // A town's or a street's point is taken.
+    answer = () => ({ body: JSON.stringify([{ lat: '6.6', lon: '3.35', place_rank: 16 }]) });
+    await expect(client.geocode('Ikeja')).resolves.toEqual({ lat: 6.6, lon: 3.35 });
+    expect(onFailure).not.toHaveBeenCalled();
+  });
+
   it('answers null without complaint when nothing matches', async () => {
     answer = () => ({ body: '[]' });
     const { client, onFailure } = geocoder();
@@ -105,6 +120,10 @@ describe('Nominatim-compatible geocoder', () => {
     ['a body that is not JSON', { body: '<html>' }, /not JSON/],
     ['a body that is not a list', { body: '{"error":"x"}' }, /not a list/],
     ['a place without coordinates', { body: '[{"lat":"x","lon":"3"}]' }, /no valid lat\/lon/],
+    // `Number` reads each of these as 0: a healthy answer of the Gulf of Guinea, cached an hour.
+    ['a place whose lat is null', { body: '[{"lat":null,"lon":null}]' }, /no valid lat\/lon/],
+    ['a place whose lat is empty', { body: '[{"lat":"","lon":" "}]' }, /no valid lat\/lon/],
+    ['a place whose lat is a list', { body: '[{"lat":[],"lon":[]}]' }, /no valid lat\/lon/],
     ['no answer in time', { hang: true }, /timed out after 200 ms/],
   ])('reports %s and answers null', async (_case, reply, reason) => {
     answer = () => reply;
