@@ -66,14 +66,19 @@ export interface UpstreamOptions {
   coolDownMs?: number;
   /** Milliseconds clock; injected by tests. */
   now?: () => number;
-  /** Called once for every failed call, with why; the service logs it. */
+  /**
+   * Called with why for every failed call made, and for the opening of the circuit; not for
+   * each call the open circuit skips (at a few thousand quotes a second, a line each would
+   * bury the outage's cause), which the next report counts instead. The service logs it.
+   */
   onFailure?: (reason: string) => void;
 }
 
 export interface Upstream {
   /**
    * GETs `path` under the base URL and reads the answer with `read`. Never throws: a failure
-   * (the circuit open included) is reported through `onFailure` and returned.
+   * is reported through `onFailure` (a call the open circuit skips is counted, not reported)
+   * and returned.
    */
   get<T>(
     path: string,
@@ -109,6 +114,8 @@ export function createUpstream(what: string, options: UpstreamOptions): Upstream
   let consecutiveFailures = 0;
   let openUntil = 0;
   let probeInFlight = false;
+  /** Calls the open circuit skipped since the last report. */
+  let skipped = 0;
 
   function fail(reason: string): null {
     try {
@@ -120,7 +127,9 @@ export function createUpstream(what: string, options: UpstreamOptions): Upstream
   }
 
   function failed<T>(outcome: Outcome<T>, reason: string): Outcome<T> {
-    fail(reason);
+    const skips = skipped > 0 ? `; ${skipped} call${skipped === 1 ? '' : 's'} skipped before` : '';
+    skipped = 0;
+    fail(`${reason}${skips}`);
     return outcome;
   }
 
@@ -133,8 +142,9 @@ export function createUpstream(what: string, options: UpstreamOptions): Upstream
     ): Promise<Outcome<T>> {
       const open = consecutiveFailures >= threshold;
       if (open && (now() < openUntil || probeInFlight)) {
+        skipped += 1;
         const reason = `circuit open after ${consecutiveFailures} consecutive failures`;
-        return failed({ ok: false, reason, unhealthy: false }, reason);
+        return { ok: false, reason, unhealthy: false };
       }
 
       if (open) probeInFlight = true;
@@ -153,7 +163,9 @@ export function createUpstream(what: string, options: UpstreamOptions): Upstream
       if (outcome.ok || !outcome.unhealthy) {
         // The server answered properly: it is alive, whatever the answer.
         consecutiveFailures = 0;
-        return outcome.ok ? outcome : failed(outcome, outcome.reason);
+        if (!outcome.ok) return failed(outcome, outcome.reason);
+        skipped = 0;
+        return outcome;
       }
       consecutiveFailures += 1;
       if (consecutiveFailures < threshold) return failed(outcome, outcome.reason);

@@ -145,7 +145,7 @@ describe('createUpstream circuit breaker', () => {
     handler = (_req, res) => res.end('ok');
     await expect(client.get('/b', {}, length)).resolves.toMatchObject({ ok: false });
     expect(paths).toEqual(['/a']);
-    expect(reasons[1]).toBe('circuit open after 1 consecutive failures');
+    expect(reasons).toHaveLength(1); // skipped, counted for the next report
     advance(1000);
     await expect(client.get('/c', {}, length)).resolves.toEqual({ ok: true, value: 2 });
     expect(paths).toEqual(['/a', '/c']);
