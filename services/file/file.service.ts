@@ -342,7 +342,14 @@ export function createFileService(config: Config): ServiceDefinition {
           };
           if (ctx.nodeID === broker.nodeID) return object.body;
           // To another node: the bytes go over the transfer port, pulled with this ticket.
-          ctx.meta[DOWNLOAD_TICKET_META] = openDesk().offer(object.body, object.contentLength);
+          try {
+            ctx.meta[DOWNLOAD_TICKET_META] = openDesk().offer(object.body, object.contentLength);
+          } catch (err) {
+            // No desk to pull it from (the service stopping): the object's stream and its
+            // download slot are let go now, not at the download's deadline.
+            object.body.destroy();
+            throw err;
+          }
           return null;
         },
       }),

@@ -328,14 +328,17 @@ class Reception {
   /** Streams an accepted file to the sink; a file that grows too large is removed, refused. */
   private async upload(gate: SniffGate, sniffed: Sniffed, filename: string | null) {
     const { sink } = this.options;
-    const key = this.options.newKey(extensionFor(sniffed, filename ?? undefined));
-    this.started.add(key);
+    let key: string | undefined;
     try {
+      // Within the try: a key that cannot be made fails the request (its slot settles, and
+      // the request's other files are removed) instead of leaving the slot open for good.
+      key = this.options.newKey(extensionFor(sniffed, filename ?? undefined));
+      this.started.add(key);
       await sink.put(key, gate, sniffed.mime);
       return { key, mime: sniffed.mime, size: gate.bytes, filename };
     } catch (e) {
       const err = e as WaybillError;
-      if (err.type === 'PAYLOAD_TOO_LARGE') {
+      if (key !== undefined && err.type === 'PAYLOAD_TOO_LARGE') {
         await sink.remove([key]);
         this.started.delete(key);
         return this.refused(err, filename);

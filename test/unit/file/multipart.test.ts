@@ -110,6 +110,29 @@ describe('single upload', () => {
     expect(sink.objects.get(file.key)).toEqual({ data: png, contentType: 'image/png' });
   });
 
+  it('fails the request, keeping nothing, when a key cannot be made for a file (no hang)', async () => {
+    const png = fileOf(HEADS.png, 5000);
+    let made = 0;
+    const err = await rejectionOf(() =>
+      receive(
+        [
+          { name: 'upload-file', filename: 'a.png', contentType: 'image/png', data: png },
+          { name: 'upload-file', filename: 'b.png', contentType: 'image/png', data: png },
+        ],
+        {
+          mode: 'bulk',
+          newKey: (ext) => {
+            if (++made === 2) throw new Error('no key for this user');
+            return `uploads/u/${made}.${ext}`;
+          },
+        },
+      ),
+    );
+    expect((err as Error).message).toBe('no key for this user');
+    expect(sink.objects.size).toBe(0);
+    expect(sink.removed).toEqual(['uploads/u/1.png']);
+  });
+
   it('trusts the bytes, not the declared type or name', async () => {
     const pdf = fileOf(HEADS.pdf);
     const [slot] = await receive([
