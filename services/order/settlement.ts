@@ -219,9 +219,9 @@ export class Settlement {
   }
 
   /**
-   * After a transition its writer applied: its webhook events are handed over (announcer), the
-   * status change is broadcast to the services listening now (the tracking streams), and its
-   * effects are carried out; what is done is recorded on the transition in one write, and
+   * After a transition its writer applied: the status change is broadcast to the services
+   * listening now (the tracking streams), its webhook events are handed over (announcer), and
+   * its effects are carried out; what is done is recorded on the transition in one write, and
    * what fails here stays for the sweep, the change itself standing. Waited for at most
    * `answerWithinMs`: past it the writer answers, and the follow-up goes on (what it leaves
    * undone, the sweep does).
@@ -231,17 +231,10 @@ export class Settlement {
   }
 
   private async followUp(delivery: DeliveryRecord, transition: TransitionRecord): Promise<void> {
-    let announced = false;
-    try {
-      announced = await this.deps.announcer.applied(delivery, transition);
-    } catch (err) {
-      this.deps.logger().warn('delivery events not published yet; the sweep retries', {
-        deliveryId: delivery._id,
-        err: (err as Error).message,
-      });
-    }
     // For the services listening now (the tracking streams, which also read again at their
-    // next heartbeat): a broadcast lost holds up none of the effects.
+    // next heartbeat): first, since it needs nothing else, and the announcer waits on the
+    // webhook, geo and courier services, any of which may be slow; a broadcast lost holds up
+    // none of the effects.
     if (transition.step && !transition.step.hidden) {
       await this.announce(DELIVERY_STATUS_CHANGED_EVENT, delivery, transition.at).catch(
         (err: unknown) =>
@@ -250,6 +243,15 @@ export class Settlement {
             err: (err as Error).message,
           }),
       );
+    }
+    let announced = false;
+    try {
+      announced = await this.deps.announcer.applied(delivery, transition);
+    } catch (err) {
+      this.deps.logger().warn('delivery events not published yet; the sweep retries', {
+        deliveryId: delivery._id,
+        err: (err as Error).message,
+      });
     }
     let settled = false;
     try {

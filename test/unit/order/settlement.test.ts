@@ -5,6 +5,7 @@ import type { Effect } from '../../../services/order/lifecycle';
 import type { Outbox } from '../../../services/order/outbox';
 import type { ProofChecks } from '../../../services/order/proofs';
 import { Settlement } from '../../../services/order/settlement';
+import { DELIVERY_STATUS_CHANGED_EVENT } from '../../../libs/contracts/order';
 import type { OrderStore, TransitionRecord } from '../../../services/order/store';
 
 /**
@@ -30,6 +31,7 @@ function settlementWith(
   outbox = {} as Outbox,
 ) {
   const calls: string[] = [];
+  const broadcasts: string[] = [];
   const done: string[][] = [];
   const warnings: unknown[] = [];
   const settlement = new Settlement({
@@ -47,13 +49,14 @@ function settlementWith(
         if (failing.has(name)) throw new Error(`${name} unavailable`);
         return {};
       },
-      broadcast: async () => {
+      broadcast: async (event: string) => {
         if (failing.has('broadcast')) throw new Error('NATS is reconnecting');
+        broadcasts.push(event);
       },
     }),
     logger: () => ({ warn: (...args: unknown[]) => warnings.push(args) }) as unknown as Logger,
   });
-  return { settlement, calls, done, warnings };
+  return { settlement, calls, broadcasts, done, warnings };
 }
 
 const transition = (effects: Effect[]) =>
@@ -124,6 +127,22 @@ it('answers a change after a while when its follow-up hangs, and carries the eff
   await new Promise((resolve) => setImmediate(resolve));
   await new Promise((resolve) => setImmediate(resolve));
   expect(calls).toEqual(['courier-matching.endMatching', 'package.release']);
+});
+
+it('broadcasts a change to the tracking streams before, not after, its webhook events are handed over', async () => {
+  const hanging = { applied: () => new Promise<boolean>(() => undefined) } as unknown as Announcer;
+  const { settlement, broadcasts } = settlementWith(new Set(), hanging, 50);
+  const pickedUp = {
+    ...transition([]),
+    step: { status: 'PICKED_UP', hidden: false },
+  } as unknown as TransitionRecord;
+  const picked = {
+    ...DELIVERED_POD,
+    lifecycle: { status: 'PICKED_UP', p2pStatus: 'PICKED_UP' },
+  } as unknown as DeliveryRecord;
+  // The webhook service never answers: the tracking pages hear of the change all the same.
+  await settlement.afterTransition(picked, pickedUp);
+  expect(broadcasts).toEqual([DELIVERY_STATUS_CHANGED_EVENT]);
 });
 
 it('carries a change’s effects out, and records them done, when its broadcast fails', async () => {
