@@ -243,6 +243,11 @@ export interface TrackingView {
     /** Where the courier last reported, as a place name; null when not under way. */
     place: string | null;
   } | null;
+  /**
+   * Why no courier is shown, when none is: none was assigned (yet), their details are no
+   * longer shown (COURIER_SHOWN_DAYS_AFTER_END after the end), or they cannot be read now.
+   */
+  courierWithheld: 'unassigned' | 'no-longer-shown' | 'unavailable' | null;
   eta: { from: string; to: string } | null;
   /** The IANA zone the page shows times in: the delivery's tariff's. */
   timeZone: string;

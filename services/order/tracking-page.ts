@@ -62,9 +62,22 @@ function etaRegion(view: TrackingView): string {
   );
 }
 
+/** What the page says in place of a courier it does not show. */
+const WITHHELD_TEXT: Record<NonNullable<TrackingView['courierWithheld']>, string> = {
+  unassigned: 'No courier yet.',
+  'no-longer-shown': 'Courier details are no longer shown.',
+  unavailable: 'Courier details are unavailable right now.',
+};
+
 function courierRegion(view: TrackingView): string {
   const { courier } = view;
-  if (!courier) return '<p>No courier yet.</p>';
+  if (!courier) {
+    const why = view.courierWithheld ?? 'unassigned';
+    // A delivery that ended without one will not get one.
+    const text =
+      why === 'unassigned' && view.terminal ? 'No courier was assigned.' : WITHHELD_TEXT[why];
+    return `<p>${text}</p>`;
+  }
   const v = courier.vehicle;
   const where = courier.place ? `<dt>Last seen near</dt><dd>${escapeHtml(courier.place)}</dd>` : '';
   return (

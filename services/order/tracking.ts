@@ -169,7 +169,8 @@ export function toTrackingView(
   const destination = addresses.get(delivery.destinationId)?.fields;
   if (!origin || !destination) throw new Error(`delivery ${delivery._id} without its addresses`);
   const followed = isFollowed(status);
-  const courier = courierForgotten(delivery, searchTime.now) ? undefined : assigned;
+  const forgotten = courierForgotten(delivery, searchTime.now);
+  const courier = forgotten ? undefined : assigned;
   const at = followed ? (courier?.currentLocation ?? null) : null;
   return {
     trackingId: delivery.trackingId,
@@ -202,6 +203,13 @@ export function toTrackingView(
           place: at ? placeName(at) : null,
         }
       : null,
+    courierWithheld: courier
+      ? null
+      : !delivery.assignment
+        ? 'unassigned'
+        : forgotten
+          ? 'no-longer-shown'
+          : 'unavailable',
     eta: followed && courier?.eta ? roundedArrivalWindow(courier.eta, searchTime.now) : null,
     timeZone: delivery.timeZone ?? DEFAULT_TIME_ZONE,
     map: projectMap(onAreaGrid(origin), onAreaGrid(destination), at ? onAreaGrid(at) : null),

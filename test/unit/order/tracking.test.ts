@@ -233,6 +233,7 @@ describe('toTrackingView', () => {
     const delivered = {
       ...delivery,
       lifecycle: { status: 'DELIVERED', ...PAID },
+      assignment: { courierId: 'c', at: new Date(0) },
       steps: [
         ...delivery.steps,
         { id: '4', step: 'DELIVERED', active: true, hidden: false, updatedAt: endedAt },
@@ -250,6 +251,24 @@ describe('toTrackingView', () => {
     expect(later.courier).toBeNull();
     expect(JSON.stringify(trackingState(later))).not.toContain('LAG-123');
     expect(later.statusText).toBe('Delivered. Thank you!');
+    // Not "No courier yet": one delivered it.
+    expect(trackingState(later).regions.courier).toBe(
+      '<p>Courier details are no longer shown.</p>',
+    );
+  });
+
+  it('says why it shows no courier: none yet, none assigned, or theirs unreadable now', () => {
+    const regionOf = (d: object, shown?: CourierOnDelivery) =>
+      trackingState(toTrackingView(d as DeliveryRecord, addresses, shown, AT_ONCE)).regions.courier;
+    const searching = { ...delivery, lifecycle: { status: 'REQUEST_CREATED', ...PAID } };
+    expect(regionOf(searching)).toBe('<p>No courier yet.</p>');
+    const cancelled = { ...delivery, lifecycle: { status: 'CANCELLED', ...PAID } };
+    expect(regionOf(cancelled)).toBe('<p>No courier was assigned.</p>');
+    // Assigned, but courier-matching cannot be read at the moment: the status says a courier
+    // is on the way, and the page does not contradict it.
+    const assigned = { ...delivery, assignment: { courierId: 'c', at: new Date(0) } };
+    expect(regionOf(assigned)).toBe('<p>Courier details are unavailable right now.</p>');
+    expect(regionOf(assigned, courier)).toContain('Tunde');
   });
 
   it('moves the window’s ends at the marks of the clock only, whatever the time left', () => {
