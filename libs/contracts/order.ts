@@ -218,6 +218,12 @@ export interface MapPoint {
  */
 export interface TrackingView {
   trackingId: string;
+  /**
+   * The delivery's version the view was made from: a state of a lower one is older than what a
+   * page shows (a gateway's feed read before the page loaded), and is not shown over it.
+   * Absent from views of order nodes before session 64.
+   */
+  version?: number;
   status: string;
   /** The status as a sentence for the recipient. */
   statusText: string;

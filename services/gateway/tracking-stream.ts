@@ -154,6 +154,9 @@ export class TrackingStreams {
           if (!state.view.terminal) void this.refresh(trackingId, feed);
         }
       }
+      // A feed's state may be older than the page, rendered from a read made just now (a
+      // change whose broadcast this process missed, read again within a heartbeat): the page
+      // passes over a state older than its own (`TrackingView.version`).
       if (res.destroyed) {
         // The page left while its feed's first state was read: nobody to answer, no error of
         // ours (the access log records its 499).
@@ -324,6 +327,7 @@ export class TrackingStreams {
     // A feed let go while the state was read (its pages left, the process is stopping) has
     // nobody to tell.
     if (!state || this.feeds.get(trackingId) !== feed) return;
+    if (isOlder(state, feed.state)) return;
     feed.state = state;
     const serialised = JSON.stringify(state);
     if (serialised !== feed.last) {
@@ -346,4 +350,14 @@ function startStream(res: ServerResponse): void {
   res.setHeader('X-Accel-Buffering', 'no'); // nginx would hold events back otherwise
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.flushHeaders();
+}
+
+/**
+ * Whether `read` is of an older version of the delivery than `shown`: a read answered by an
+ * order node that read before another's later write. Views without versions (order nodes
+ * before session 64) are not compared.
+ */
+function isOlder(read: TrackingState, shown: TrackingState): boolean {
+  const [was, is] = [shown.view.version, read.view.version];
+  return was !== undefined && is !== undefined && is < was;
 }

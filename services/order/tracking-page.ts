@@ -144,20 +144,22 @@ export function trackingState(view: TrackingView): TrackingState {
 /**
  * Follows the event stream and swaps the regions that changed. Static, so that the page's
  * CSP allows it by hash and no nonce is needed; the state it starts from is the page's
- * own (`#tr-state`), so nothing is announced twice. A terminal state closes the stream, or
- * EventSource would reconnect to a delivery that is over.
+ * own (`#tr-state`), so nothing is announced twice, and a state of an older version of the
+ * delivery than the one shown (a gateway's feed read before the page) is passed over. A
+ * terminal state closes the stream, or EventSource would reconnect to a delivery that is over.
  */
 // A stream refused (429, 503: EventSource gives up for good on any answer but 200) is asked
 // for again after a wait that doubles from 5 s to a minute, spread so that the pages a gateway
 // turned away do not all come back together; one the server ended (`end`) is not.
-const SCRIPT =
+export const TRACKING_PAGE_SCRIPT =
   '(function(){' +
   "var el=document.getElementById('tr-state');if(!el||!window.EventSource)return;" +
-  'var last=JSON.parse(el.textContent).regions;' +
+  'var first=JSON.parse(el.textContent);var last=first.regions;var version=first.version;' +
   "var url=location.pathname.replace(/\\/$/,'')+'/events';var wait=5000;var over=false;" +
   'function open(){var es=new EventSource(url);' +
   "es.addEventListener('open',function(){wait=5000;});" +
   "es.addEventListener('state',function(e){var s=JSON.parse(e.data);" +
+  "if(typeof s.view.version==='number'){if(typeof version==='number'&&s.view.version<version)return;version=s.view.version;}" +
   "for(var k in s.regions){if(s.regions[k]!==last[k]){var n=document.getElementById('tr-'+k);if(n)n.innerHTML=s.regions[k];}}" +
   'last=s.regions;if(s.view.terminal){over=true;es.close();}});' +
   "es.addEventListener('end',function(){over=true;es.close();});" +
@@ -169,7 +171,7 @@ const SCRIPT =
 /** What the page's Content-Security-Policy allows: nothing from elsewhere, its script by hash. */
 export const TRACKING_PAGE_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; " +
-  `script-src ${scriptHash(SCRIPT)}; connect-src 'self'; img-src 'self' data:; ` +
+  `script-src ${scriptHash(TRACKING_PAGE_SCRIPT)}; connect-src 'self'; img-src 'self' data:; ` +
   "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 // Mobile first: one column, large type; wider screens only get more margin. Colours keep a
@@ -208,9 +210,9 @@ export function trackingPage(state: TrackingState): string {
     `<section aria-labelledby="h-steps"><h2 id="h-steps">Progress</h2><div id="tr-steps">${regions.steps}</div></section>` +
     '</main>' +
     '<footer><p>This page updates by itself. Questions about the delivery? Contact the sender.</p></footer>' +
-    `<script type="application/json" id="tr-state">${jsonForScript({ regions })}</script>`;
+    `<script type="application/json" id="tr-state">${jsonForScript({ regions, version: view.version })}</script>`;
   return htmlDocument(`Delivery ${view.trackingId}: ${view.statusText}`, body, {
     style: STYLE,
-    script: SCRIPT,
+    script: TRACKING_PAGE_SCRIPT,
   });
 }

@@ -174,6 +174,7 @@ export function toTrackingView(
   const at = followed ? (courier?.currentLocation ?? null) : null;
   return {
     trackingId: delivery.trackingId,
+    version: delivery.version,
     status,
     statusText: statusTextOf(delivery, searchTime),
     terminal: isTerminal(status),

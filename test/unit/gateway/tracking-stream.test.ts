@@ -14,9 +14,14 @@ import type { GatewayRequest } from '../../../services/gateway/http';
  */
 const TRACKING_ID = 'P2P-ABCDEFGHJKMN';
 
-const state = (status: string, terminal = false, regions: Record<string, string> = {}) =>
+const state = (
+  status: string,
+  terminal = false,
+  regions: Record<string, string> = {},
+  version?: number,
+) =>
   ({
-    view: { trackingId: TRACKING_ID, status, terminal, live: false },
+    view: { trackingId: TRACKING_ID, status, terminal, live: false, version },
     regions,
   }) as unknown as TrackingState;
 
@@ -118,6 +123,12 @@ async function follow(url = streamUrl()) {
     }
   })();
   return page;
+}
+
+/** The latest read answered, and what the feed does with its answer done. */
+async function settled(): Promise<void> {
+  await lastRead;
+  await new Promise((r) => setTimeout(r, 20));
 }
 
 async function until(condition: () => boolean): Promise<void> {
@@ -302,5 +313,31 @@ it(`holds ${MAX_PAGES_PER_TRACKING_ID} live pages of one tracking id at most, fr
     expect((await follow(wide.url())).status).toBe(200);
   } finally {
     await wide.stop();
+  }
+});
+
+it('never sends, nor keeps, a state older than the one it read before', async () => {
+  const fresh = streamsServing(3_600_000);
+  await fresh.listening;
+  try {
+    current = state('ARRIVED_AT_DROPOFF', false, {}, 7);
+    const opening = reads;
+    const page = await follow(fresh.url());
+    // Opening the feed reads twice: the state, and once more.
+    await until(() => page.statuses.length === 1 && reads === opening + 2);
+    await settled();
+    // An order node that read before another's later write answers the next read.
+    current = state('COURIER_ASSIGNED', false, {}, 5);
+    fresh.streams.statusChanged(TRACKING_ID);
+    await until(() => reads === opening + 3);
+    await settled();
+    current = state('DELIVERED', false, {}, 8);
+    fresh.streams.statusChanged(TRACKING_ID);
+    await until(() => page.statuses.length === 2);
+    expect(page.statuses).toEqual(['ARRIVED_AT_DROPOFF', 'DELIVERED']);
+    await page.close();
+  } finally {
+    current = state('PENDING');
+    await fresh.stop();
   }
 });

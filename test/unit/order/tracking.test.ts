@@ -481,8 +481,12 @@ describe('trackingPage', () => {
   describe('its script', () => {
     const script = [...html.matchAll(/<script>(.*?)<\/script>/g)].map((m) => m[1])[0];
 
-    /** The script run against a page of fakes: its EventSources, and the timers it set. */
-    function run() {
+    /**
+     * The script run against a page of fakes whose embedded state is `shown`: its EventSources,
+     * the timers it set, and the markup of the regions it swapped.
+     */
+    function run(shown: object = { regions: {} }) {
+      const regions: Record<string, { innerHTML: string }> = {};
       const sources: FakeSource[] = [];
       const timers: (() => void)[] = [];
       class FakeSource {
@@ -501,19 +505,39 @@ describe('trackingPage', () => {
           for (const listener of this.listeners[type] ?? []) listener(e);
         }
       }
-      const state = { textContent: JSON.stringify({ regions: {} }) };
+      const state = { textContent: JSON.stringify(shown) };
       const context = {
         window: { EventSource: FakeSource },
         EventSource: FakeSource,
-        document: { getElementById: (id: string) => (id === 'tr-state' ? state : null) },
+        document: {
+          getElementById: (id: string) =>
+            id === 'tr-state' ? state : (regions[id] ??= { innerHTML: '' }),
+        },
         location: { pathname: '/track/P2P-0123456789AB' },
         setTimeout: (fn: () => void) => void timers.push(fn),
         Math,
         JSON,
       };
       runInNewContext(script, context);
-      return { sources, timers };
+      return { sources, timers, regions };
     }
+
+    it('passes over a state older than the one it shows, as a feed read before the page sends', () => {
+      const { sources, regions } = run({ regions: { status: 'Delivered' }, version: 9 });
+      const send = (status: string, version?: number) =>
+        sources[0].emit('state', {
+          data: JSON.stringify({ view: { terminal: false, version }, regions: { status } }),
+        });
+      send('At the drop-off', 8);
+      expect(regions['tr-status']).toBeUndefined();
+      send('Delivered, and thanked', 10);
+      expect(regions['tr-status'].innerHTML).toBe('Delivered, and thanked');
+      send('Delivered', 9);
+      expect(regions['tr-status'].innerHTML).toBe('Delivered, and thanked');
+      // A state of an order node before versions is shown as it comes.
+      send('Unversioned');
+      expect(regions['tr-status'].innerHTML).toBe('Unversioned');
+    });
 
     it('asks for its stream again, later, when it was refused; not when the delivery is over', () => {
       const { sources, timers } = run();
