@@ -142,6 +142,10 @@ export function answeredElsewhere(res: ServerResponse, status: number): void {
  */
 export const cutStatus = (res: ServerResponse): number | undefined => cutStatuses.get(res);
 
+/** Whether the request says a body comes with it. */
+export const carriesBody = (req: IncomingMessage) =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+
 export function isPreflight(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
 }

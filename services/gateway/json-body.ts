@@ -1,7 +1,7 @@
 import { isFields } from '../../libs/fields';
 import { badRequest, unsupportedMediaType } from '../../libs/errors';
 import type { Middleware } from './edge';
-import type { GatewayRequest } from './http';
+import { carriesBody, type GatewayRequest } from './http';
 
 /**
  * Parsed JSON bodies are cleaned before anything reads them. JSON.parse makes `"__proto__"`
@@ -77,10 +77,6 @@ export const jsonBodyGuard: Middleware = (req, _res, next) => {
 
 /** The `Content-Encoding`s of a JSON body docs/api-conventions.md states (415 for others). */
 const JSON_BODY_ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
-
-/** Whether the request says a body comes with it. */
-const carriesBody = (req: GatewayRequest) =>
-  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
 
 const isJsonType = (req: GatewayRequest) =>
   /^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '');

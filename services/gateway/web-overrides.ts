@@ -24,6 +24,7 @@ import {
 } from '../../libs/transfer';
 import {
   aliasAction,
+  carriesBody,
   cutAnswer,
   describeForLog,
   describeRequest,
@@ -106,6 +107,30 @@ export interface ErrorDeps {
   retryOf?: (actionName: string) => Retry | undefined;
 }
 
+/**
+ * How long the rest of a body refused before it was read may go on arriving once the refusal
+ * is out: enough for a client that sends its body whole before it reads the answer to send a
+ * few megabytes more (cut at once, its connection's reset could lose it the answer), not for
+ * one that goes on sending, holding the connection without a lease, for as long as it likes.
+ */
+export const UNREAD_BODY_GRACE_MS = 10_000;
+
+/**
+ * The rest of a refused request's body is read and passed over (Node's own, so that the
+ * connection can serve the next request) for `UNREAD_BODY_GRACE_MS` after the answer at most:
+ * an upload refused at its first part, a webhook over its size.
+ */
+function cutUnreadBody(req: GatewayRequest, res: ServerResponse): void {
+  res.once('finish', () => {
+    if (req.readableEnded) return;
+    const cut = setTimeout(() => req.destroy(), UNREAD_BODY_GRACE_MS);
+    cut.unref();
+    const read = () => clearTimeout(cut);
+    req.once('end', read);
+    req.once('close', read);
+  });
+}
+
 /** The `Retry-After` of a 503 that names no time of its own (a service or dependency away). */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
@@ -137,6 +162,7 @@ export function writeError(
     cutAnswer(res, httpError.status);
     return;
   }
+  if (carriesBody(req) && !req.readableEnded) cutUnreadBody(req, res);
   // Every 503 says to retry in a few seconds: one that names no time of its own says how many.
   const retryAfter =
     httpError.retryAfter ??

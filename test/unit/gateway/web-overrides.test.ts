@@ -20,6 +20,7 @@ import {
   sendResponse,
   unsentCall,
   webOverrides,
+  UNREAD_BODY_GRACE_MS,
   writeError,
   type CallDeps,
 } from '../../../services/gateway/web-overrides';
@@ -243,6 +244,49 @@ describe('writeError', () => {
       errors: [{ field: 'a', message: 'a is required' }],
     });
     expect(log.errors).toEqual([]);
+  });
+
+  it('cuts a refused body that goes on arriving long after the answer, and only such a body', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    try {
+      const refuse = (headers: Record<string, string>) => {
+        const res = new FakeResponse();
+        const req = fakeRequest({ method: 'POST', url: '/file/upload/bulk', headers });
+        const cut = jest.spyOn(req, 'destroy');
+        writeError(
+          { environment: 'live', logger: logger().logger },
+          req,
+          res.asServerResponse(),
+          badRequest('The first part must be a file'),
+        );
+        return Object.assign(req as unknown as PassThrough, { cut });
+      };
+      // An upload refused at its first part whose client goes on sending: read and passed
+      // over for a while (a client that reads the answer only once it has sent its body must
+      // not lose it to a reset), then cut.
+      const streaming = refuse({ 'transfer-encoding': 'chunked' });
+      streaming.resume();
+      await new Promise((resolve) => setImmediate(resolve));
+      jest.advanceTimersByTime(UNREAD_BODY_GRACE_MS - 1);
+      expect(streaming.cut).not.toHaveBeenCalled();
+      jest.advanceTimersByTime(1);
+      expect(streaming.cut).toHaveBeenCalledTimes(1);
+      // One whose body ends within the grace keeps its connection for the next request.
+      const finishing = refuse({ 'content-length': '5000000' });
+      finishing.resume();
+      await new Promise((resolve) => setImmediate(resolve));
+      // Its last bytes read (the stream's own end would destroy it: a fake's autoDestroy).
+      finishing.emit('end');
+      jest.advanceTimersByTime(UNREAD_BODY_GRACE_MS);
+      expect(finishing.cut).not.toHaveBeenCalled();
+      // A request without a body is nothing to cut.
+      const bodiless = refuse({});
+      await new Promise((resolve) => setImmediate(resolve));
+      jest.advanceTimersByTime(UNREAD_BODY_GRACE_MS);
+      expect(bodiless.cut).not.toHaveBeenCalled();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('sends Retry-After when the error says when to retry', () => {
