@@ -419,6 +419,12 @@ export class LedgerStore {
         debit = await this.findReference(debitReference);
       }
       if (debit?.type !== 'DEBIT' || debit.walletId !== walletId) return null;
+      // Given back already by an operator under the refund's admin reference, as credits of a
+      // debit still standing were posted before session 64: not given back a second time.
+      const byOperator = await this.operatorsRefund(debitReference, walletId);
+      if (byOperator && byOperator.amountKobo === debit.amountKobo) {
+        return { entry: toLedgerEntry(byOperator), replayed: true };
+      }
       if ((await this.postedEntry(debit)) || (await this.finishDebit(debit))) {
         return this.postNow({
           walletId,
@@ -484,6 +490,29 @@ export class LedgerStore {
       const undone =
         debit?.walletId === walletId &&
         (debit.type === VOIDED || (debit.type === 'DEBIT' && (await this.isGivenUp(debit._id))));
+      if (debit?.type === 'DEBIT' && !undone) {
+        // A debit still standing (its delivery not ended yet): the credit is its refund, under
+        // the refund's own reference, so that the refund its delivery's end asks for later
+        // meets it and gives nothing more. Posted apart, the wallet got the money back twice.
+        if (!(await this.postedEntry(debit))) {
+          throw conflict(
+            `Debit ${debit._id} is still being taken (its request is posting it): retry in a minute`,
+          );
+        }
+        if (amountKobo !== debit.amountKobo) {
+          throw conflict(
+            `Debit ${debit._id} took NGN ${formatNaira(debit.amountKobo)}: credit that amount under ${reference}, or another reference for another credit`,
+          );
+        }
+        return this.postNow({
+          walletId,
+          type: 'REFUND',
+          amountKobo,
+          reference: refundReference(debit._id),
+          description: note,
+          postedBy,
+        });
+      }
       if (!debit || !undone) {
         return this.postNow({
           walletId,
@@ -1090,12 +1119,14 @@ export class LedgerStore {
    * wallet (a credit to another gave this one nothing).
    */
   private async repairedByOperator(reference: string, walletId: string): Promise<boolean> {
+    return (await this.operatorsRefund(reference, walletId)) !== null;
+  }
+
+  /** The entry of an operator's credit of `walletId` under the debit's refund's admin reference. */
+  private async operatorsRefund(reference: string, walletId: string) {
     const claim = await this.findReference(adminCreditReference(refundReference(reference)));
-    return (
-      claim?.walletId === walletId &&
-      claim.type !== VOIDED &&
-      (await this.postedEntry(claim)) !== null
-    );
+    if (claim?.walletId !== walletId || claim.type === VOIDED) return null;
+    return this.postedEntry(claim);
   }
 
   /**

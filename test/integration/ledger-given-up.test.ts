@@ -363,6 +363,62 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     expect((await store.balance(walletId)).balanceKobo).toBe(700);
   });
 
+  it("posts an operator's credit of a standing debit's refund as that refund: its delivery's end gives nothing more", async () => {
+    const walletId = randomUUID();
+    const reference = randomUUID();
+    await credit(store, walletId, 1_500);
+    await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
+    // The merchant complains while the delivery still searches; support gives the fee back.
+    const refund = refundReference(reference);
+    await expect(store.creditByOperator(walletId, refund, 400)).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringContaining('took NGN 10.00'),
+    });
+    const given = await store.creditByOperator(walletId, refund, 1_000);
+    expect(given.entry).toMatchObject({ type: 'REFUND', reference: refund, amountKobo: 1_000 });
+    // The delivery ends unserved, and its refund is asked for: met, not posted again.
+    const [ended, again] = await Promise.all([
+      undo(store, walletId, reference),
+      store.creditByOperator(walletId, refund, 1_000),
+    ]);
+    expect([ended?.replayed, again.replayed]).toEqual([true, true]);
+    expect((await entriesOf(walletId)).map((e) => e.type)).toEqual(['CREDIT', 'DEBIT', 'REFUND']);
+    expect((await store.balance(walletId)).balanceKobo).toBe(1_500);
+  });
+
+  it("counts a credit an operator posted apart under a standing debit's refund before, as its refund", async () => {
+    const walletId = randomUUID();
+    const reference = randomUUID();
+    await credit(store, walletId, 1_500);
+    await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
+    await store.post({
+      walletId,
+      type: 'CREDIT',
+      amountKobo: 1_000,
+      reference: `admin:${refundReference(reference)}`,
+    });
+    expect((await undo(store, walletId, reference))?.replayed).toBe(true);
+    expect((await store.balance(walletId)).balanceKobo).toBe(1_500);
+  });
+
+  it("refuses an operator's refund of a debit still being taken: it may yet be written", async () => {
+    const walletId = randomUUID();
+    await credit(store, walletId, 500);
+    const posting = randomUUID();
+    await db.models.Reference.create({
+      _id: posting,
+      walletId,
+      type: 'DEBIT',
+      amountKobo: 1_000,
+      fromSequence: 2,
+      checkedThrough: 1,
+    });
+    await expect(
+      store.creditByOperator(walletId, refundReference(posting), 1_000),
+    ).rejects.toMatchObject({ code: 409, message: expect.stringContaining('still being taken') });
+    expect((await store.balance(walletId)).balanceKobo).toBe(500);
+  });
+
   it('leaves a debit written a moment ago to its own posting, which gives it back', async () => {
     const { walletId } = await keptDebit(1_000);
     expect(await problemsOf(walletId)).toEqual([]);
