@@ -146,6 +146,8 @@ export interface Config {
   };
   bodyLimit: string;
   requestTimeoutMs: number;
+  /** How long the gateway's HTTP server keeps an idle connection (Node's `keepAliveTimeout`). */
+  httpKeepAliveMs: number;
   /** How long a stop may take once SIGTERM came; the process exits 1 after it (libs/resilience). */
   stopGraceMs: number;
   /** After how long a node passes again over what was stored without our records (libs/backfills). */
@@ -748,6 +750,13 @@ const declaredEnvSchema = Joi.object({
     .min(100)
     .default(15000)
     .description('Timeout of a call from the gateway to a service (504 after it)'),
+  HTTP_KEEP_ALIVE_MS: Joi.number()
+    .integer()
+    .min(1000)
+    .default(65000)
+    .description(
+      'How long the gateway keeps an idle client connection open: above the idle timeout of the proxy in front (60 s for ingress-nginx and most load balancers), or the proxy reuses a connection the gateway just closed and answers 502',
+    ),
   STOP_GRACE_MS: Joi.number()
     .integer()
     .min(1000)
@@ -1270,7 +1279,14 @@ function parseServices(value: string): ServiceName[] {
 }
 
 /** The ConfigMap's addresses that are the operator's own (deploy/k8s/configmap.yaml). */
-const OWN_ADDRESSES = ['PUBLIC_BASE_URL', 'CDN_BASE_URL', 'S3_ENDPOINT', 'MAIL_FROM'];
+const OWN_ADDRESSES = [
+  'PUBLIC_BASE_URL',
+  'CDN_BASE_URL',
+  'S3_ENDPOINT',
+  'MAIL_FROM',
+  // Termii refuses a sender ID its account has not registered: every SMS would fail.
+  'TERMII_SENDER_ID',
+];
 
 /** What deploy/k8s/secret.example.yaml puts where a value of the operator's own belongs. */
 export const EXAMPLE_PLACEHOLDER = 'REPLACE-ME';
@@ -1325,6 +1341,10 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   { runs }: { runs?: readonly ServiceName[] } = {},
 ): Config {
+  // The addresses people and files are sent to, and the name texts are sent by, are refused
+  // in every environment: a staging copy of the manifests texts real people too. First, so that
+  // a placeholder that is no valid value (`REPLACE-ME` as a sender ID) is named as such.
+  refusePlaceholders(env, OWN_ADDRESSES);
   const { value, error } = envSchema.validate(env, {
     abortEarly: true,
     convert: true,
@@ -1336,9 +1356,6 @@ export function loadConfig(
   }
   requireAtLeast(value, 'NOTIFY_RETRY_MAX_MS', 'NOTIFY_RETRY_BASE_MS');
   requireAtLeast(value, 'WEBHOOK_BACKOFF_MAX_MS', 'WEBHOOK_BACKOFF_BASE_MS');
-  // The addresses people and files are sent to are refused in every environment: a staging
-  // copy of the manifests texts real people too.
-  refusePlaceholders(env, OWN_ADDRESSES);
   if (value.APP_ENV === 'live') refusePlaceholders(env);
   const services = runs ? [...runs] : parseServices(value.SERVICES);
   const reads = new Set(secretsOf(services));
@@ -1430,6 +1447,7 @@ export function loadConfig(
     },
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
+    httpKeepAliveMs: value.HTTP_KEEP_ALIVE_MS,
     stopGraceMs: value.STOP_GRACE_MS,
     backfillAfterRolloutMs: value.BACKFILL_AFTER_ROLLOUT_MS,
     background: true,

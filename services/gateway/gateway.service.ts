@@ -292,6 +292,9 @@ export function createGatewayService(
       recordHttpAnswer = httpAnswerRecorder(broker);
       // moleculer-web made its HTTP server in its own `created`, which runs before this one.
       const { server } = this as unknown as { server: Server };
+      // Node's 5 s would close connections a proxy in front still counts as open: it reuses
+      // one just closed, and answers its client 502 (a POST it does not retry).
+      server.keepAliveTimeout = config.httpKeepAliveMs;
       server.on('clientError', answerClientError(config.appEnv));
       // An `Expect` other than 100-continue: Node would answer a bare 417, unlogged and outside
       // the envelope. A server may ignore what it does not meet (RFC 9110, 10.1.1): the

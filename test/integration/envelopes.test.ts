@@ -233,6 +233,13 @@ describe('error envelope', () => {
     expectErrorEnvelope(reply, 400, 'Origin and destination cannot be the same');
   });
 
+  it('keeps an idle connection longer than a proxy in front does (HTTP_KEEP_ALIVE_MS), and says so', async () => {
+    // Node's 5 s: a proxy keeping its connections 60 s reused one just closed, and answered 502.
+    const reply = await request(base, 'GET', '/api/fixture/caller', { headers: auth() });
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('keep-alive')).toBe('timeout=65');
+  });
+
   it('a crash → 500 without internals', async () => {
     const reply = await request(base, 'GET', '/api/fixture/crash', { headers: auth() });
     expectErrorEnvelope(reply, 500, /Internal server error/);

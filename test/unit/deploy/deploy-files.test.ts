@@ -611,11 +611,14 @@ const filledSecret = Object.fromEntries(
     v.replaceAll(EXAMPLE_PLACEHOLDER, 'operator-value'),
   ]),
 );
-/** The ConfigMap as an operator fills it in: live refuses its example addresses. */
+/**
+ * The ConfigMap as an operator fills it in: live refuses its example addresses. A value that
+ * fits every one of them (a host's label, a Termii sender ID of 3 to 11 letters).
+ */
 const filledConfig: Record<string, string> = Object.fromEntries(
   Object.entries(configMap?.data ?? {}).map(([k, v]) => [
     k,
-    v.replaceAll(EXAMPLE_PLACEHOLDER, 'operator-value'),
+    v.replaceAll(EXAMPLE_PLACEHOLDER, 'operator'),
   ]),
 );
 
@@ -864,7 +867,7 @@ describe('deploy/k8s', () => {
       v.includes(EXAMPLE_PLACEHOLDER),
     );
     expect(examples.map(([k]) => k).sort()).toEqual(
-      ['CDN_BASE_URL', 'MAIL_FROM', 'PUBLIC_BASE_URL', 'S3_ENDPOINT'].sort(),
+      ['CDN_BASE_URL', 'MAIL_FROM', 'PUBLIC_BASE_URL', 'S3_ENDPOINT', 'TERMII_SENDER_ID'].sort(),
     );
     for (const [name, value] of examples) {
       const env = { ...filledConfig, ...filledSecret, [name]: value };
