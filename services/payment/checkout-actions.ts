@@ -713,7 +713,7 @@ export class Checkouts {
     }
     // One failing again and again (the provider refusing to answer about it) goes behind the
     // others, so that no number of such ones holds up the rest of the list.
-    const later = () => new Date(Date.now() + this.recheckMs);
+    const later = () => new Date(Date.now() + this.deps.config.sweepIntervalMs);
     const due = await this.store.duePending(now, SWEEP_BATCH);
     await forEachAtOnce(due, EXPIRY_CHECKS_AT_ONCE, ({ _id: reference, closing }) =>
       this.eachOnItsOwn(

@@ -930,6 +930,19 @@ export class CheckoutStore {
   }
 
   /** The reversals due another look, and since when (a scan of the open ones only). */
+  /**
+   * Notes `at` as when a listing made before listings kept it was made, unless one is noted
+   * already (by another sweep); the time it holds.
+   */
+  async noteReversalListedAt(id: string, at: Date): Promise<Date> {
+    await this.m.OpenReversal.updateOne(
+      { _id: id, listedAt: { $exists: false } },
+      { $set: { listedAt: at } },
+    );
+    const listing = await this.m.OpenReversal.findById(id).lean<ReversalListing>();
+    return listing?.listedAt ?? at;
+  }
+
   dueReversals(now: Date, limit: number): Promise<ReversalListing[]> {
     return this.m.OpenReversal.find({ nextCheckAt: { $lte: now } })
       .sort({ nextCheckAt: 1 })

@@ -235,7 +235,10 @@ export class Reversals {
         const record = await store.reversal(due._id);
         // Listed by a call that stopped before its record (once it is surely not coming), or
         // settled since it was read (unless listed again to be given back).
-        const listedAt = due.listedAt ?? due.nextCheckAt;
+        // A listing made before listings kept when they were made starts its wait now: its next
+        // look, moved on by every sweep, would never grow old enough.
+        const listedAt =
+          due.listedAt ?? (record ? now : await store.noteReversalListedAt(due._id, now));
         if (record ? await this.settledForGood(record) : overdue(listedAt, now)) {
           await store.rescheduleReversal(due._id, null);
           continue;

@@ -69,4 +69,28 @@ describe('a reversal listed whose record never comes', () => {
     const kept = await db.models.OpenReversal.findById(fresh).lean<{ nextCheckAt: Date }>();
     expect(kept?.nextCheckAt.getTime()).toBeGreaterThan(Date.now() + 30_000);
   });
+
+  it('starts the wait of a listing made before listings kept when, at its first look', async () => {
+    const store = new CheckoutStore(() => db.models);
+    const reversals = new Reversals({
+      store,
+      ledger: {} as LedgerStore,
+      logger: () => ({ info: () => undefined, warn: () => undefined, error: () => undefined }),
+      recheckMs: 60_000,
+      creditWaitMs: 60_000,
+    });
+    const old = randomUUID();
+    await db.models.OpenReversal.create({ _id: old, nextCheckAt: new Date(Date.now() - 1_000) });
+    const before = Date.now();
+    await reversals.sweep(100);
+    const noted = await db.models.OpenReversal.findById(old).lean<{ listedAt?: Date }>();
+    expect(noted?.listedAt?.getTime()).toBeGreaterThanOrEqual(before);
+    // Five minutes on, and looked at again: dropped, as one listed then would be.
+    await db.models.OpenReversal.updateOne(
+      { _id: old },
+      { $set: { listedAt: new Date(Date.now() - 6 * 60_000), nextCheckAt: new Date() } },
+    );
+    await reversals.sweep(100);
+    expect(await db.models.OpenReversal.findById(old).lean()).toBeNull();
+  });
 });
