@@ -131,10 +131,12 @@ interface Entry {
   tooLarge?: true;
   /**
    * The request is of an action that a second run would do again (retry kind `never`): its
-   * entry lasts keepMs from the claim, and once pendingMs has passed without an answer its
-   * outcome is unknown for good (`outcomeNotKnown`), however the first run ended.
+   * entry lasts keepMs from the claim, and once the entry's time left (Redis's PTTL) is down
+   * to this, its claimer's pendingMs has passed without an answer, and its outcome is unknown
+   * for good (`outcomeNotKnown`), however the first run ended. Written by the claimer: a
+   * gateway of other settings reads the hold the first request was given.
    */
-  lasting?: true;
+  heldUntilTtl?: number;
   /** Such a request failed in a way that may have changed something: not run again. */
   unknown?: true;
 }
@@ -376,15 +378,21 @@ export class IdempotencyStore {
     const lasting = retry === 'never';
     const { pendingMs, keepMs } = this.windows;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const claimed: Entry = { fingerprint, claim: randomUUID(), ...(lasting && { lasting }) };
+      const claimed: Entry = {
+        fingerprint,
+        claim: randomUUID(),
+        ...(lasting && { heldUntilTtl: keepMs - pendingMs }),
+      };
       const pending = JSON.stringify(claimed);
       const taken = await undoneIfFailed(
         () => this.redis.set(redisKey, pending, 'PX', lasting ? keepMs : pendingMs, 'NX'),
         () => this.redis.deleteOwnIdempotencyEntry(redisKey, pending),
       );
       if (taken === 'OK') return this.firstClaim(redisKey, pending, fingerprint, box, retry);
-      const raw = await this.redis.get(redisKey);
-      if (raw === null) continue; // released or expired between the two calls
+      // The entry and its time left read together: an answer stored between two reads would
+      // be told with the pending entry's hold.
+      const { raw, ttl } = await this.entryAndTimeLeft(redisKey);
+      if (raw === null) continue; // released or expired between the calls
       const entry = JSON.parse(raw) as Entry;
       if (entry.fingerprint !== fingerprint) {
         throw unprocessable(
@@ -397,11 +405,9 @@ export class IdempotencyStore {
         return { kind: 'replay', response: JSON.parse(box.open(entry.sealed)) as StoredResponse };
       }
       if (entry.response) return { kind: 'replay', response: entry.response };
-      const ttl = await this.redis.pttl(redisKey);
-      if (ttl < 0) continue; // gone since it was read
-      if (!entry.lasting) throw keyHeld(ttl);
-      // Measured by Redis's clock alone: the entry was set for keepMs when claimed.
-      const holdLeft = pendingMs - (keepMs - ttl);
+      if (entry.heldUntilTtl === undefined) throw keyHeld(ttl);
+      // Measured by Redis's clock alone, against the hold its claimer gave it.
+      const holdLeft = ttl - entry.heldUntilTtl;
       if (holdLeft > 0) throw keyHeld(holdLeft);
       // The first run cannot still be going, and no answer came: it ended, in a gateway gone
       // before it answered or whose answer could not be stored, having done its work or not.
@@ -410,6 +416,15 @@ export class IdempotencyStore {
     throw conflict('This Idempotency-Key is changing hands; retry in a moment', {
       retryAfter: 1,
     });
+  }
+
+  /** The entry at `redisKey` and its time left (PTTL), read in one transaction. */
+  private async entryAndTimeLeft(redisKey: string): Promise<{ raw: string | null; ttl: number }> {
+    const replies = (await this.redis.multi().get(redisKey).pttl(redisKey).exec()) ?? [];
+    const [got, left] = replies;
+    const failure = got?.[0] ?? left?.[0];
+    if (failure) throw failure;
+    return { raw: (got?.[1] as string | null | undefined) ?? null, ttl: Number(left?.[1] ?? -2) };
   }
 
   private firstClaim(

@@ -256,6 +256,20 @@ describe('IdempotencyStore on Redis', () => {
       expect((await short.claim('u1', keyed, 'fp', 'keyed')).kind).toBe('first');
     });
 
+    it("is held as long as its claimer's hold, read by a gateway of other settings", async () => {
+      const claimer = new IdempotencyStore(redis, `${stack.iso.namespace}:idem-never:`, {
+        pendingMs: 60_000,
+        keepMs: 120_000,
+      });
+      const key = `k-${randomUUID()}`;
+      expect((await claimer.claim('u1', key, 'fp', 'never')).kind).toBe('first');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // `short` holds its own for 300 ms: the first request may still be running all the same.
+      const held = await rejectionOf(() => short.claim('u1', key, 'fp', 'never'));
+      expect(held).toMatchObject({ code: 409 });
+      expect((held as { data?: { retryAfter?: number } }).data?.retryAfter).toBeGreaterThan(55);
+    });
+
     it('is freed by a refusal, and replays an answer, as any other', async () => {
       const refused = `k-${randomUUID()}`;
       const first = await short.claim('u1', refused, 'fp', 'never');
