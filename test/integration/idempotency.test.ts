@@ -264,8 +264,12 @@ describe('IdempotencyStore on Redis', () => {
       const key = `k-${randomUUID()}`;
       expect((await claimer.claim('u1', key, 'fp', 'never')).kind).toBe('first');
       await new Promise((resolve) => setTimeout(resolve, 500));
-      // `short` holds its own for 300 ms: the first request may still be running all the same.
-      const held = await rejectionOf(() => short.claim('u1', key, 'fp', 'never'));
+      // This one holds its own for 300 ms: the first request may still be running all the same.
+      const reader = new IdempotencyStore(redis, `${stack.iso.namespace}:idem-never:`, {
+        pendingMs: 300,
+        keepMs: 120_000,
+      });
+      const held = await rejectionOf(() => reader.claim('u1', key, 'fp', 'never'));
       expect(held).toMatchObject({ code: 409 });
       expect((held as { data?: { retryAfter?: number } }).data?.retryAfter).toBeGreaterThan(55);
     });
