@@ -9,7 +9,7 @@ import {
 import { notFound } from '../../libs/errors';
 import { linkedPage } from '../../libs/schemas';
 import { action, implement, type ServiceActions } from '../../libs/service';
-import { courierIfReadable, type CourierViewer } from './courier-view';
+import type { CourierViewer } from './courier-view';
 import { searchStartsAt } from './scheduling';
 import type { OrderStore } from './store';
 import { courierForgotten, isFollowed, toTrackingView } from './tracking';
@@ -30,7 +30,6 @@ export function createTrackingActions(deps: {
   scheduledSearchLeadMs: number;
 }): ServiceActions {
   const { store, transitions, scheduledSearchLeadMs } = deps;
-  const pagesCourier = courierIfReadable(deps.courierOf, deps.logger, 'on a tracking page');
 
   async function stateOf(services: Caller, trackingId: string): Promise<TrackingState | null> {
     if (!TRACKING_PATTERN.test(trackingId)) return null;
@@ -41,13 +40,21 @@ export function createTrackingActions(deps: {
     if (delivery?.trackingId !== trackingId) return null;
     const addresses = await store.addresses([delivery.originId, delivery.destinationId]);
     const now = new Date();
+    // A page must not fail for its courier: unreadable (courier-matching away), it says so.
+    let unreadable = false;
     const courier = courierForgotten(delivery, now)
       ? undefined
-      : await pagesCourier(services, delivery, addresses, {
-          now,
-          located: isFollowed(delivery.lifecycle.status),
-          etaFromArea: true,
-        });
+      : await deps
+          .courierOf(services, delivery, addresses, {
+            now,
+            located: isFollowed(delivery.lifecycle.status),
+            etaFromArea: true,
+          })
+          .catch((err: Error) => {
+            deps.logger().warn('courier not shown on a tracking page', { err: err.message });
+            unreadable = true;
+            return undefined;
+          });
     const searchFrom = searchStartsAt(delivery, scheduledSearchLeadMs);
     const fleetTypeId = courier?.fleet.typeId;
     // A page must not fail for a vehicle's name: without geo it goes unnamed.
@@ -59,7 +66,7 @@ export function createTrackingActions(deps: {
           )
         : null;
     return trackingState(
-      toTrackingView(delivery, addresses, courier, { searchFrom, now }, otherFleetType),
+      toTrackingView(delivery, addresses, courier, { searchFrom, now }, otherFleetType, unreadable),
     );
   }
 

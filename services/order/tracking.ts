@@ -163,6 +163,8 @@ export function toTrackingView(
   assigned: CourierOnDelivery | undefined,
   searchTime: SearchTime,
   otherFleetTypeName: string | null = null,
+  /** The assigned courier could not be read now (`assigned` is then undefined). */
+  courierUnreadable = false,
 ): TrackingView {
   const status = delivery.lifecycle.status;
   const origin = addresses.get(delivery.originId)?.fields;
@@ -204,13 +206,15 @@ export function toTrackingView(
           place: at ? placeName(at) : null,
         }
       : null,
+    // A courier assigned and read as none has left the directory: no longer shown, as after
+    // the week that follows a delivery's end.
     courierWithheld: courier
       ? null
       : !delivery.assignment
         ? 'unassigned'
-        : forgotten
-          ? 'no-longer-shown'
-          : 'unavailable',
+        : courierUnreadable && !forgotten
+          ? 'unavailable'
+          : 'no-longer-shown',
     eta: followed && courier?.eta ? roundedArrivalWindow(courier.eta, searchTime.now) : null,
     timeZone: delivery.timeZone ?? DEFAULT_TIME_ZONE,
     map: projectMap(onAreaGrid(origin), onAreaGrid(destination), at ? onAreaGrid(at) : null),

@@ -258,8 +258,10 @@ describe('toTrackingView', () => {
   });
 
   it('says why it shows no courier: none yet, none assigned, or theirs unreadable now', () => {
-    const regionOf = (d: object, shown?: CourierOnDelivery) =>
-      trackingState(toTrackingView(d as DeliveryRecord, addresses, shown, AT_ONCE)).regions.courier;
+    const regionOf = (d: object, shown?: CourierOnDelivery, unreadable = false) =>
+      trackingState(
+        toTrackingView(d as DeliveryRecord, addresses, shown, AT_ONCE, null, unreadable),
+      ).regions.courier;
     const searching = { ...delivery, lifecycle: { status: 'REQUEST_CREATED', ...PAID } };
     expect(regionOf(searching)).toBe('<p>No courier yet.</p>');
     const cancelled = { ...delivery, lifecycle: { status: 'CANCELLED', ...PAID } };
@@ -267,7 +269,11 @@ describe('toTrackingView', () => {
     // Assigned, but courier-matching cannot be read at the moment: the status says a courier
     // is on the way, and the page does not contradict it.
     const assigned = { ...delivery, assignment: { courierId: 'c', at: new Date(0) } };
-    expect(regionOf(assigned)).toBe('<p>Courier details are unavailable right now.</p>');
+    expect(regionOf(assigned, undefined, true)).toBe(
+      '<p>Courier details are unavailable right now.</p>',
+    );
+    // Read as none: the courier has left the directory, for good.
+    expect(regionOf(assigned)).toBe('<p>Courier details are no longer shown.</p>');
     expect(regionOf(assigned, courier)).toContain('Tunde');
   });
 
