@@ -183,7 +183,9 @@ export function createOperatorTokenActions(deps: OperatorTokenActionDeps): Servi
 
     /**
      * Internal: whom an operator token acts as (the gateway, on a cache miss); null when it is
-     * unknown, revoked or expired. Read from the database, so a revocation is never answered late.
+     * unknown or revoked. Read from the database, so a revocation is never answered late. An
+     * expired one is answered with its expiry, which the gateway refuses as expired: a token we
+     * issued, whose holder is told so, and no failed guess counted against their address.
      */
     authenticateOperator: implement('account.authenticateOperator', {
       visibility: 'public',
@@ -192,14 +194,16 @@ export function createOperatorTokenActions(deps: OperatorTokenActionDeps): Servi
         const token = await tokens.findByHash(ctx.params.tokenHash);
         if (!token) return null;
         const at = now();
-        if (!isLive(token, await tokens.revocationOf(token.tokenId), at)) return null;
+        if (await tokens.revocationOf(token.tokenId)) return null;
+        const expiresAt = token.expiresAt ? token.expiresAt.toISOString() : null;
+        if (!isLive(token, null, at))
+          return { tokenId: token.tokenId, name: token.name, expiresAt };
         await noteTokenUse(
           token.lastUsedAt,
           at,
           () => tokens.touch(token._id, at),
           (message, details) => logger().warn(message, { ...details, tokenId: token.tokenId }),
         );
-        const expiresAt = token.expiresAt ? token.expiresAt.toISOString() : null;
         return { tokenId: token.tokenId, name: token.name, expiresAt };
       },
     }),
