@@ -2,16 +2,28 @@
 import { ServiceBroker } from 'moleculer';
 import { createBrokerOptions } from '../moleculer.config';
 import { ConfigError, loadConfig, type Config } from '../libs/config';
+import { jsonLogLine } from '../libs/logging';
 import { stopAndExit } from '../libs/resilience';
 import { unsupportedNode } from '../libs/runtime';
 import { createServices } from '../services';
+
+/**
+ * A line on why the process cannot start, before its logger exists: as the logs' own JSON
+ * lines (a log pipeline reads no other), or plain text under LOG_FORMAT=text.
+ */
+function fatal(message: string, err?: unknown): void {
+  const why = err === undefined ? '' : `: ${err instanceof Error ? err.message : String(err)}`;
+  const text = `waybill: ${message}${why}`;
+  if (process.env.LOG_FORMAT === 'text') console.error(text);
+  else console.error(jsonLogLine('fatal', err instanceof Error ? [text, err] : [text], {}));
+}
 
 function readConfig(): Config {
   try {
     return loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(`waybill: invalid configuration: ${err.message}`);
+      fatal(`invalid configuration: ${err.message}`);
       process.exit(1);
     }
     throw err;
@@ -21,7 +33,7 @@ function readConfig(): Config {
 async function main() {
   const tooOld = unsupportedNode();
   if (tooOld) {
-    console.error(`waybill: ${tooOld}`);
+    fatal(tooOld);
     process.exit(1);
   }
   const config = readConfig();
@@ -29,14 +41,30 @@ async function main() {
   for (const schema of createServices(config)) broker.createService(schema);
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  /** Stops as on SIGTERM (requests in progress finish), exiting `code` at least. */
+  const stop = async (code = 0) => {
     if (stopping) return;
     stopping = true;
-    broker.logger.info(`${signal} received, stopping`);
-    await stopAndExit(broker, (code) => process.exit(code), config.stopGraceMs);
+    await stopAndExit(broker, (exit) => process.exit(Math.max(code, exit)), config.stopGraceMs);
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      broker.logger.info(`${signal} received, stopping`);
+      void stop();
+    });
+  }
+  // A fault of ours left uncaught: logged as the JSON line it is, and the process stops as it
+  // does on SIGTERM, its requests in progress finishing and its peers told it leaves, exiting
+  // 1 for the orchestrator to start it again. Node's own end was a bare stack trace, at once.
+  for (const [event, what] of [
+    ['unhandledRejection', 'unhandled rejection'],
+    ['uncaughtException', 'uncaught exception'],
+  ] as const) {
+    process.on(event, (err: unknown) => {
+      broker.logger.error(`${what}; stopping`, err instanceof Error ? err : { err: String(err) });
+      void stop(1);
+    });
+  }
 
   await broker.start();
   broker.logger.info('waybill started', {
@@ -47,6 +75,6 @@ async function main() {
 }
 
 main().catch((err: unknown) => {
-  console.error('waybill: failed to start:', err instanceof Error ? err.message : err);
+  fatal('failed to start', err);
   process.exit(1);
 });
