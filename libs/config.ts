@@ -224,6 +224,12 @@ export interface Config {
     publicBaseUrl: string;
     /** Unset: e-mails go to the log sink (staging only). */
     smtpUrl: string | undefined;
+    /**
+     * An `smtp://` server must upgrade the connection to TLS (STARTTLS) before the login and
+     * the mail (live): one that does not, or a connection whose upgrade was stripped on the
+     * way, would carry the password and people's codes in clear.
+     */
+    smtpRequireTls: boolean;
     mailFrom: string;
     sms: {
       provider: SmsProviderName;
@@ -989,7 +995,7 @@ const declaredEnvSchema = Joi.object({
     .uri({ scheme: ['smtp', 'smtps'] })
     .empty('')
     .description(
-      'SMTP server of e-mails to people, `smtp://user:pass@host:587` or `smtps://…:465`; required of order and webhook when live (unset in staging: e-mails go to the log)',
+      'SMTP server of e-mails to people, `smtp://user:pass@host:587` (live: the server must offer STARTTLS, which is required) or `smtps://…:465`; required of order and webhook when live (unset in staging: e-mails go to the log)',
     ),
   MAIL_FROM: Joi.string()
     .empty('')
@@ -1006,7 +1012,9 @@ const declaredEnvSchema = Joi.object({
   TERMII_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .default('https://api.ng.termii.com')
-    .description('Base URL of the Termii API (your account’s, shown on its dashboard)'),
+    .description(
+      'Base URL of the Termii API (your account’s, shown on its dashboard); https:// when live',
+    ),
   TERMII_API_KEY: Joi.string()
     .empty('')
     .pattern(/^\S+$/, 'no whitespace')
@@ -1701,6 +1709,11 @@ function notificationsConfig(
       `${missing}: required by order and webhook with SMS_PROVIDER=termii (the default when APP_ENV=live); set TERMII_API_KEY and TERMII_SENDER_ID from your Termii dashboard`,
     );
   }
+  if (sends && live && provider === 'termii' && !value.TERMII_BASE_URL.startsWith('https://')) {
+    throw new ConfigError(
+      'TERMII_BASE_URL: must be https:// when live (the API key and every SMS, delivery codes included, ride on it)',
+    );
+  }
   if (sends && live && !value.SMTP_URL) {
     throw new ConfigError(
       'SMTP_URL: required when APP_ENV=live by order and webhook, e-mails to people (proof codes, payment links) go through it; e.g. smtps://user:pass@smtp.example.com:465',
@@ -1714,6 +1727,7 @@ function notificationsConfig(
   return {
     publicBaseUrl: publicBaseUrl(value),
     smtpUrl: value.SMTP_URL,
+    smtpRequireTls: live,
     mailFrom: value.MAIL_FROM ?? STAGING_MAIL_FROM,
     sms: {
       provider,

@@ -47,9 +47,14 @@ export function smtpSender(options: {
   from: string;
   timeoutMs: number;
   connections: number;
+  /** An `smtp://` server must upgrade to TLS (STARTTLS) before the login: live. */
+  requireTls?: boolean;
 }): ChannelSender {
   const transport = createTransport({
     url: options.smtpUrl,
+    // Without it nodemailer upgrades only when the server offers to, and a connection whose
+    // offer was stripped on the way carries the login and the codes in clear.
+    requireTLS: options.requireTls ?? false,
     pool: true,
     maxConnections: options.connections,
     // A mail whose connection closed is not tried again on another: the outbox's own retry
@@ -149,6 +154,7 @@ export function channelSenders(
           from: config.mailFrom,
           timeoutMs: config.timeoutMs,
           connections: config.concurrency,
+          requireTls: config.smtpRequireTls,
         })
       : logSink('EMAIL', logger),
     SMS:

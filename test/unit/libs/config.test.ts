@@ -157,6 +157,7 @@ describe('loadConfig defaults', () => {
       notifications: {
         publicBaseUrl: 'http://localhost:3000',
         smtpUrl: undefined,
+        smtpRequireTls: false,
         mailFrom: 'Waybill <no-reply@waybill.local>',
         sms: {
           provider: 'log',
@@ -591,6 +592,7 @@ describe('notifications', () => {
     expect(config).toMatchObject({
       publicBaseUrl: 'https://api.example.com',
       smtpUrl: LIVE_NOTIFY.SMTP_URL,
+      smtpRequireTls: true,
       mailFrom: LIVE_NOTIFY.MAIL_FROM,
       sms: {
         provider: 'termii',
@@ -605,6 +607,10 @@ describe('notifications', () => {
     expect(configErrorFor({ ...generic, TERMII_CHANNEL: 'whatsapp' }).message).toMatch(
       /^TERMII_CHANNEL: .*must be one of \[dnd, generic\]/,
     );
+    // The API key and every code ride on it: never in clear, live.
+    expect(
+      configErrorFor({ ...generic, TERMII_BASE_URL: 'http://api.ng.termii.com' }).message,
+    ).toMatch(/^TERMII_BASE_URL: must be https:\/\/ when live/);
   });
 
   it.each([

@@ -179,6 +179,26 @@ describe('smtpSender', () => {
     });
   });
 
+  it('refuses, live, to send over a connection the server does not upgrade to TLS', async () => {
+    const smtp = await startSmtpReceiver();
+    const send = smtpSender({
+      smtpUrl: smtp.url,
+      from: 'a@example.com',
+      timeoutMs: 2000,
+      connections: 1,
+      requireTls: true,
+    });
+    try {
+      await expect(
+        send.send({ to: 'ada@example.com', subject: 's', text: 'Your code is 123456' }),
+      ).rejects.toThrow(/STARTTLS/);
+      expect(smtp.mails).toEqual([]);
+    } finally {
+      send.close?.();
+      await smtp.close();
+    }
+  });
+
   it('keeps its connections open between mails, never more than it is allowed', async () => {
     await withSmtpSender('a@example.com', async (smtp, send) => {
       const mail = (n: number) =>
