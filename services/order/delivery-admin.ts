@@ -31,6 +31,8 @@ export interface DeliveryAdminDeps {
   transitions: DeliveryTransitions;
   settlement: Settlement;
   courierOf: CourierViewer;
+  /** The delivery, stored first if its request was answered 201 and its write failed. */
+  stored: (deliveryId: string) => Promise<DeliveryRecord | null>;
   logger: () => Logger;
 }
 
@@ -38,8 +40,12 @@ export function createDeliveryAdminActions(deps: DeliveryAdminDeps): ServiceActi
   const { store, transitions, settlement } = deps;
   const operatorsCourier = courierIfReadable(deps.courierOf, deps.logger, 'to an operator');
 
+  /**
+   * The delivery, as its merchant finds it: one answered 201 whose write failed is stored
+   * first, not answered 404 to support until the sweep stores it.
+   */
   async function existing(deliveryId: string): Promise<DeliveryRecord> {
-    const delivery = await transitions.current(deliveryId);
+    const delivery = await deps.stored(deliveryId);
     if (!delivery) throw notFound(DELIVERY_NOT_FOUND);
     return delivery;
   }

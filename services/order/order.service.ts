@@ -568,6 +568,7 @@ export function createOrderService(config: Config): ServiceDefinition {
         transitions,
         settlement,
         courierOf,
+        stored: (deliveryId) => requests.stored(deliveryId),
         logger: () => logger,
       }),
 

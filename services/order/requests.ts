@@ -483,8 +483,9 @@ export class DeliveryRequests {
    * A delivery as a caller finds it. One whose request was decided CREATED while a failed
    * write left it unstored (`finish`) is stored first: its creator was answered 201 and may
    * read or cancel it at once. Only a miss costs more: one read of the request's outcome.
+   * Without `readerId`, an operator's read: stored whoever its parties are.
    */
-  async stored(deliveryId: string, readerId: string): Promise<DeliveryRecord | null> {
+  async stored(deliveryId: string, readerId?: string): Promise<DeliveryRecord | null> {
     const delivery = await this.deps.transitions.current(deliveryId);
     if (delivery || (await this.store.outcome(deliveryId))?.outcome !== 'CREATED') return delivery;
     return (await this.storeCreated(deliveryId, readerId))?.delivery ?? null;

@@ -28,6 +28,7 @@ import {
   savePackage,
 } from '../support/deliveries';
 import { eventually } from '../support/eventually';
+import { adminHeaders, request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { openServiceDatabase } from '../support/stack';
 
@@ -263,6 +264,18 @@ describe('a request decided CREATED whose delivery a failed write left unstored'
     expect(await freePackages(base, alice)).not.toContain(packageId);
     expect(await entriesFor(base, 'DEBIT', delivery._id)).toHaveLength(1);
     expect((await getDelivery(base, stack.bob, delivery._id)).status).toBe(404);
+  });
+
+  it('is found by an operator too, stored by their read: not 404 until the sweep comes', async () => {
+    const { base, delivery } = await createdUnstored();
+    expect(await store.delivery(delivery._id)).toBeNull();
+    const read = await request(base, 'GET', `/admin/deliveries/${delivery._id}`, {
+      headers: adminHeaders,
+    });
+    expect(read.status).toBe(200);
+    expect(read.body.data.trackingId).toBe(delivery.trackingId);
+    expect(await store.delivery(delivery._id)).not.toBeNull();
+    expect(await store.pending(delivery._id)).toBeNull();
   });
 
   it('stored, its messages not: cancelled, then finished by the sweep, it is never looked for a courier', async () => {
