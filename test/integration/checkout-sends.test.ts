@@ -387,48 +387,44 @@ describe('a sweep’s look at a checkout', () => {
   });
 });
 
+/** A point one replica tells another it has reached (`fire`), and the wait for it. */
+function signal() {
+  let fire!: () => void;
+  const fired = new Promise<void>((resolve) => (fire = resolve));
+  return { fired, fire };
+}
+
+/** A replica of checkouts of an hour that says so at its insert into `collection`, then waits. */
+const pausingAtInsert = (collection: string, reached: () => void, until: Promise<void>) =>
+  replica(
+    async (write) => {
+      if (write.collection !== collection || write.op !== 'create') return;
+      reached();
+      await until;
+    },
+    undefined,
+    3_600_000,
+  );
+
 describe('a checkout closed while a start opens it', () => {
   it('is watched for a late payment when the start handed its page out before the close claimed EXPIRED', async () => {
     // The start records the opening only once the close has read none and is about to claim
     // EXPIRED, and reads the outcome before that claim lands: its page goes out, and the close
     // must see the opening after its claim, or nothing watches a page a payer holds.
-    let closeClaiming!: () => void;
-    const closeAtClaim = new Promise<void>((resolve) => (closeClaiming = resolve));
-    let startAnswered!: () => void;
-    const pageOut = new Promise<void>((resolve) => (startAnswered = resolve));
-    let startOpening!: () => void;
-    const startAtOpening = new Promise<void>((resolve) => (startOpening = resolve));
-    const starting = replica(
-      async ({ collection, op }) => {
-        if (collection === 'checkout_opened' && op === 'create') {
-          startOpening();
-          await closeAtClaim;
-        }
-      },
-      undefined,
-      3_600_000,
-    );
-    const closing = replica(
-      async ({ collection, op }) => {
-        if (collection === 'checkout_outcomes' && op === 'create') {
-          closeClaiming();
-          await pageOut;
-        }
-      },
-      undefined,
-      3_600_000,
-    );
+    const [closeAtClaim, pageOut, startAtOpening] = [signal(), signal(), signal()];
+    const starting = pausingAtInsert('checkout_opened', startAtOpening.fire, closeAtClaim.fired);
+    const closing = pausingAtInsert('checkout_outcomes', closeAtClaim.fire, pageOut.fired);
     const start = starting.start({
       ...walletFundingParams(randomUUID(), 2_500),
       purpose: { kind: 'DELIVERY', id: randomUUID() },
     });
-    await startAtOpening;
+    await startAtOpening.fired;
     const reference = (await db.models.CheckoutSession.findOne().sort({ createdAt: -1 }).lean())
       ?._id as string;
     const close = closing.close(reference);
     const started = await start;
     expect(started.data.authorization_url).toMatch(/^https:\/\//);
-    startAnswered();
+    pageOut.fire();
     expect(await close).toEqual({ status: 'EXPIRED' });
     expect(await db.models.CheckoutLateCheck.findById(reference).lean()).toMatchObject({
       checks: 0,

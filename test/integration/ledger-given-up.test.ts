@@ -281,13 +281,7 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     ]);
     // The operator's credit under the refund's reference (`waybill wallet credit`) is posted as
     // the refund itself: a late retry of the request's undoing then gives nothing more.
-    const refund = refundReference(reference);
-    await expect(store.creditByOperator(walletId, refund, 999)).rejects.toMatchObject({
-      code: 409,
-      message: expect.stringContaining('took NGN 10.00'),
-    });
-    const given = await store.creditByOperator(walletId, refund, 1_000);
-    expect(given.entry).toMatchObject({ type: 'REFUND', reference: refund, amountKobo: 1_000 });
+    const refund = await creditedAsItsRefund(walletId, reference, 999);
     await Promise.all([
       undo(store, walletId, reference),
       store.creditByOperator(walletId, refund, 1_000),
@@ -363,19 +357,34 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     expect((await store.balance(walletId)).balanceKobo).toBe(700);
   });
 
-  it("posts an operator's credit of a standing debit's refund as that refund: its delivery's end gives nothing more", async () => {
-    const walletId = randomUUID();
-    const reference = randomUUID();
-    await credit(store, walletId, 1_500);
-    await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
-    // The merchant complains while the delivery still searches; support gives the fee back.
+  /**
+   * An operator's credit under the NGN 10 debit's refund: refused for `wrongKobo` (409), posted
+   * as that refund for what the debit took. Its reference.
+   */
+  async function creditedAsItsRefund(walletId: string, reference: string, wrongKobo: number) {
     const refund = refundReference(reference);
-    await expect(store.creditByOperator(walletId, refund, 400)).rejects.toMatchObject({
+    await expect(store.creditByOperator(walletId, refund, wrongKobo)).rejects.toMatchObject({
       code: 409,
       message: expect.stringContaining('took NGN 10.00'),
     });
     const given = await store.creditByOperator(walletId, refund, 1_000);
     expect(given.entry).toMatchObject({ type: 'REFUND', reference: refund, amountKobo: 1_000 });
+    return refund;
+  }
+
+  /** A wallet of NGN 15 from which a debit of NGN 10 was taken, its delivery not ended. */
+  async function standingDebit() {
+    const walletId = randomUUID();
+    const reference = randomUUID();
+    await credit(store, walletId, 1_500);
+    await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
+    return { walletId, reference };
+  }
+
+  it("posts an operator's credit of a standing debit's refund as that refund: its delivery's end gives nothing more", async () => {
+    const { walletId, reference } = await standingDebit();
+    // The merchant complains while the delivery still searches; support gives the fee back.
+    const refund = await creditedAsItsRefund(walletId, reference, 400);
     // The delivery ends unserved, and its refund is asked for: met, not posted again.
     const [ended, again] = await Promise.all([
       undo(store, walletId, reference),
@@ -387,10 +396,7 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
   });
 
   it("counts a credit an operator posted apart under a standing debit's refund before, as its refund", async () => {
-    const walletId = randomUUID();
-    const reference = randomUUID();
-    await credit(store, walletId, 1_500);
-    await store.post({ walletId, type: 'DEBIT', amountKobo: 1_000, reference });
+    const { walletId, reference } = await standingDebit();
     await store.post({
       walletId,
       type: 'CREDIT',
