@@ -172,11 +172,6 @@ export class OutboxRecords<R extends StoredOutboxFields> {
     return found ? new Date(found.at) : null;
   }
 
-  /** Gives up the claim of attempt `n` made `at` (its attempt unmade), unless another's. */
-  async releaseAttempt(id: string, attempt: number, at: Date): Promise<void> {
-    await this.models().attempts.deleteOne({ _id: attemptId(id, attempt), at });
-  }
-
   /**
    * Withdraws messages no longer worth sending (a proof code replaced by a newer one). Each
    * still PENDING is marked withdrawn, then its next attempt is claimed, as a sender would:
@@ -286,7 +281,6 @@ export function outboxStoreOver<R extends StoredOutboxFields>(
     },
     claimAttempt: (id, attempt, at) => records.claimAttempt(id, attempt, at),
     attemptClaimedAt: (id, attempt) => records.attemptClaimedAt(id, attempt),
-    releaseAttempt: (id, attempt, at) => records.releaseAttempt(id, attempt, at),
     markSent: (id, attempt, recipient, dropText) =>
       records.markSent(id, attempt, recipient, dropText),
     isWithdrawn: (id) => records.isWithdrawn(id),

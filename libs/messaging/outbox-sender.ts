@@ -62,8 +62,6 @@ export interface OutboxStore {
   claimAttempt(id: string, attempt: number, at: Date): Promise<boolean>;
   /** When attempt `n` of a message was claimed, or null when it never was. */
   attemptClaimedAt(id: string, attempt: number): Promise<Date | null>;
-  /** Gives up the claim of attempt `n` made `at`, its attempt unmade: it may be claimed again. */
-  releaseAttempt(id: string, attempt: number, at: Date): Promise<void>;
   /** Records the attempt that sent the message, and the address it went to. */
   markSent(id: string, attempt: number, recipient: string, dropText: boolean): Promise<void>;
   /** Whether the message was withdrawn while a sender held its attempt. */
@@ -92,7 +90,10 @@ export interface OutboxStore {
 const BATCH = 50;
 /**
  * Reads one run makes at most (`BATCH` messages each): a run's every read may scan the queue
- * (FerretDB filters by scanning), and the next run starts from the queue's head again.
+ * (FerretDB filters by scanning), and the next run starts from the queue's head again. So one
+ * person's backlog of more than a run reads (and held back beyond their turns) still keeps
+ * those queued behind it waiting until it drains below that: a lane kept on each place, left
+ * out of the reads once held back, would lift it (decision 176).
  */
 const MAX_READS_PER_RUN = 20;
 /**
@@ -151,17 +152,6 @@ export interface OutboxSenderDeps {
 export class OutboxSender {
   private readonly periodic: Periodic;
   private readonly live: boolean;
-  /**
-   * Where the last run's reads ran out mid-queue: the next run goes on from there (then from
-   * the head), so that more messages held back than one run reads keep nobody behind them
-   * waiting for good.
-   */
-  private resumeAfter: QueuePlace | undefined;
-  /**
-   * People with messages behind `resumeAfter` still to send: theirs read on from there would
-   * overtake them, so they wait until a run reads from the head again.
-   */
-  private waitingBehind = new Set<string>();
 
   constructor(private readonly deps: OutboxSenderDeps) {
     this.live = deps.appEnv === 'live';
@@ -188,33 +178,23 @@ export class OutboxSender {
    * more. A message another sender is sending holds the person's later ones back until a later
    * run, and so does the person's `LANE_TURNS_PER_RUN`th attempt of the run; one whose attempt
    * failed waits for its retry while they go on. The reads go on from where the last one ended,
-   * not from the head, and a run starts where the last one's reads ran out (`resumeAfter`),
-   * then reads on from the head: messages held back (another replica's, or a person's beyond
-   * their turns) never keep a run from those queued behind them. The people who had messages
-   * left behind that place wait until a run reads from the head (`waitingBehind`): read on
-   * from it, their later ones would overtake them.
+   * not from the head: messages held back (another replica's, or a person's beyond their turns)
+   * never keep a run from those queued behind them.
    */
   async sendDue(now: Date): Promise<void> {
-    let after = this.resumeAfter;
-    let fromHead = after === undefined;
     /** People whose messages wait for a later run: the rest of theirs must not go first. */
     const heldBack = new Set<string>();
-    /** Those left behind where this run starts: waiting only until it reads from the head. */
-    const behind = this.waitingBehind;
-    const waits = (lane: string) => heldBack.has(lane) || (!fromHead && behind.has(lane));
     const turns = new Map<string, number>();
     const laneOf = (message: OutboxMessage) => `${message.channel}:${message.recipient}`;
-    this.resumeAfter = undefined;
-    this.waitingBehind = new Set();
-    for (let read = 0; read < MAX_READS_PER_RUN; read++) {
-      if (this.periodic.stopping) return;
+    let after: QueuePlace | undefined;
+    for (let read = 0; read < MAX_READS_PER_RUN && !this.periodic.stopping; read++) {
       const page = await this.deps.store.due(read === 0 ? now : new Date(), BATCH, after);
-      const open = page.messages.filter((message) => !waits(laneOf(message)));
+      const open = page.messages.filter((message) => !heldBack.has(laneOf(message)));
       await runInLanes(open, laneOf, this.deps.config.concurrency, async (message) => {
         const lane = laneOf(message);
         const taken = turns.get(lane) ?? 0;
         // Stopping: what is not claimed yet is left for a later run (or another replica).
-        if (this.periodic.stopping || taken >= LANE_TURNS_PER_RUN || waits(lane)) {
+        if (this.periodic.stopping || taken >= LANE_TURNS_PER_RUN || heldBack.has(lane)) {
           heldBack.add(lane);
           return false;
         }
@@ -237,19 +217,9 @@ export class OutboxSender {
         heldBack.add(lane);
         return false;
       });
-      if (page.next) {
-        after = page.next;
-      } else if (fromHead) {
-        return; // the whole queue read
-      } else {
-        // The end, reached from where the last run stopped: on from the head.
-        fromHead = true;
-        after = undefined;
-      }
+      if (!page.next) return;
+      after = page.next;
     }
-    // Read on from here next time, those held back so far waiting for a read from the head.
-    this.resumeAfter = after;
-    this.waitingBehind = fromHead ? heldBack : new Set([...behind, ...heldBack]);
   }
 
   /**
@@ -306,9 +276,6 @@ export class OutboxSender {
         attempt,
         afterMs: Date.now() - now.getTime(),
       });
-      // Unmade, it is no attempt: claimed again by a later run, not counted among the message's
-      // attempts (its last one would leave it FAILED without a send).
-      await store.releaseAttempt(current._id, attempt, now);
       return 'held';
     }
     const outgoing = { to: current.recipient, subject: current.subject, text: current.text };
@@ -371,8 +338,9 @@ export class OutboxSender {
         await store.markSent(message._id, attempt, message.recipient, this.live);
         return;
       } catch (err) {
-        // Stopping too: the stop waits for the run, and an unrecorded send is sent again.
-        if (Date.now() + wait > recordBy) throw err;
+        // Stopping, for a few seconds more at most: the stop waits for the run, within its
+        // grace (STOP_GRACE_MS), and a send left unrecorded is sent again by another replica.
+        if (Date.now() + wait > recordBy || (this.periodic.stopping && wait > 2_000)) throw err;
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
