@@ -419,13 +419,15 @@ export class LedgerStore {
         debit = await this.findReference(debitReference);
       }
       if (debit?.type !== 'DEBIT' || debit.walletId !== walletId) return null;
+      const posted = await this.postedEntry(debit);
       // Given back already by an operator under the refund's admin reference, as credits of a
-      // debit still standing were posted before session 64: not given back a second time.
-      const byOperator = await this.operatorsRefund(debitReference, walletId);
+      // debit still standing were posted before session 64: not given back a second time. Only
+      // a debit written: one still posting may yet be refused, and gave nothing to give back.
+      const byOperator = posted && (await this.operatorsRefund(debitReference, walletId));
       if (byOperator && byOperator.amountKobo === debit.amountKobo) {
         return { entry: toLedgerEntry(byOperator), replayed: true };
       }
-      if ((await this.postedEntry(debit)) || (await this.finishDebit(debit))) {
+      if (posted || (await this.finishDebit(debit))) {
         return this.postNow({
           walletId,
           type: 'REFUND',
@@ -469,7 +471,9 @@ export class LedgerStore {
    * asks for: a credit under `refund:<debit>` of a debit of this wallet its refund gave up and
    * that was taken is posted as that refund itself, under its own reference, so that whichever
    * comes first (the operator, a retry of the request's undoing, the debit's own posting) the
-   * others meet the reference and give nothing more (decision 121). 409 when such a credit does
+   * others meet the reference and give nothing more (decision 121). So is one of a debit still
+   * standing (its delivery not ended), of what it took, its delivery's refund then meeting it;
+   * 409 while that debit has taken nothing. 409 when such a credit does
    * not give back what the debit took, or the debit took nothing, or it names another wallet's
    * debit (posted here, it would read as that debit's refund, and its wallet would get nothing).
    */
@@ -496,9 +500,13 @@ export class LedgerStore {
         // meets it and gives nothing more. Posted apart, the wallet got the money back twice.
         if (!(await this.postedEntry(debit))) {
           throw conflict(
-            `Debit ${debit._id} is still being taken (its request is posting it): retry in a minute`,
+            `Debit ${debit._id} has taken nothing: its request is still posting it (retry in a minute), or it was refused for want of balance and there is nothing to give back`,
           );
         }
+        // Credited already under the refund's admin reference (by a node of the version before
+        // this one, or before it): that credit is the refund, not credited again.
+        const byOperator = await this.operatorsRefund(debit._id, walletId);
+        if (byOperator) return { entry: toLedgerEntry(byOperator), replayed: true };
         if (amountKobo !== debit.amountKobo) {
           throw conflict(
             `Debit ${debit._id} took NGN ${formatNaira(debit.amountKobo)}: credit that amount under ${reference}, or another reference for another credit`,

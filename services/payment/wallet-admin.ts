@@ -63,11 +63,11 @@ export function createWalletAdminActions(
         message: 'Wallet credited',
         summary: 'Credit a user’s wallet',
         description:
-          '`amount` in NGN, at most two decimals. The same `reference` again credits nothing more and answers the wallet as it is; with another amount it is a 409. `refund:<debit reference>` gives back a debit its refund gave up that was taken anyway (what `GET /admin/ledger/verify` reports as `UNREFUNDED`): it is posted as that refund, once, whoever posts it first.',
+          "`amount` in NGN, at most two decimals. The same `reference` again credits nothing more and answers the wallet as it is; with another amount it is a 409. `refund:<debit reference>` gives back a debit its refund gave up that was taken anyway (what `GET /admin/ledger/verify` reports as `UNREFUNDED`), or a debit still standing (its delivery not ended): it is posted as that refund, once, whoever posts it first, the delivery's own refund then giving nothing more.",
         response: walletView,
         errors: {
           404: 'No such user',
-          409: 'The reference was already used for another amount; or, for `refund:<debit reference>`, the amount is not what the debit took, the debit took nothing, or it was taken from another wallet',
+          409: 'The reference was already used for another amount; or, for `refund:<debit reference>`, the amount is not what the debit took, the debit took nothing (undone, refused, or still being posted: retry in a minute), or it was taken from another wallet',
         },
       },
       params: adminCreditParams,

@@ -404,6 +404,9 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
       reference: `admin:${refundReference(reference)}`,
     });
     expect((await undo(store, walletId, reference))?.replayed).toBe(true);
+    // The operator's credit sent again to a node of this version: that credit, not another.
+    const again = await store.creditByOperator(walletId, refundReference(reference), 1_000);
+    expect(again).toMatchObject({ replayed: true, entry: { type: 'CREDIT' } });
     expect((await store.balance(walletId)).balanceKobo).toBe(1_500);
   });
 
@@ -421,7 +424,10 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     });
     await expect(
       store.creditByOperator(walletId, refundReference(posting), 1_000),
-    ).rejects.toMatchObject({ code: 409, message: expect.stringContaining('still being taken') });
+    ).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringContaining('has taken nothing: its request is still posting it'),
+    });
     expect((await store.balance(walletId)).balanceKobo).toBe(500);
   });
 
