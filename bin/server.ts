@@ -41,11 +41,14 @@ async function main() {
   for (const schema of createServices(config)) broker.createService(schema);
 
   let stopping = false;
+  /** The highest exit code asked for: a fault during a stop begun by a signal exits 1. */
+  let exitCode = 0;
   /** Stops as on SIGTERM (requests in progress finish), exiting `code` at least. */
   const stop = async (code = 0) => {
+    exitCode = Math.max(exitCode, code);
     if (stopping) return;
     stopping = true;
-    await stopAndExit(broker, (exit) => process.exit(Math.max(code, exit)), config.stopGraceMs);
+    await stopAndExit(broker, (exit) => process.exit(Math.max(exitCode, exit)), config.stopGraceMs);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {

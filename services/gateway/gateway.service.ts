@@ -31,7 +31,7 @@ import {
   preflightsRefused,
   transferGuard,
 } from './edge';
-import { clientRequestId, describeRequest, type GatewayRequest } from './http';
+import { clientRequestId, describeRequest, drainOnStop, type GatewayRequest } from './http';
 import { httpAnswerRecorder, routeTemplates, type HttpAnswer } from './http-metrics';
 import { IdempotencyStore } from './idempotency';
 import { aliasRoutes, allowedMethods, methodGuard } from './method-check';
@@ -303,6 +303,8 @@ export function createGatewayService(
       // A stream lasts until it is ended: the stop's wait for requests in progress would wait
       // for it until it gave up, and `stopped` comes after that wait.
       whenStopping(broker, () => tracking.closeAll());
+      // Kept alive HTTP_KEEP_ALIVE_MS, longer than a stop may last: let go as the stop begins.
+      whenStopping(broker, drainOnStop(server));
     },
     async started() {
       // Without Redis the gateway still starts, ready, and answers /api and /file 503; with it,

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 /** The request as moleculer-web hands it to our hooks. */
 export interface GatewayRequest extends IncomingMessage {
@@ -160,4 +160,29 @@ const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 export function clientRequestId(headers: IncomingMessage['headers']): string | undefined {
   const chosen = headers['x-correlation-id'] ?? headers['x-request-id'];
   return typeof chosen === 'string' && CLIENT_REQUEST_ID.test(chosen) ? chosen : undefined;
+}
+
+/**
+ * What lets a server's kept-alive connections go as the process stops: the idle ones at once,
+ * the others once they have answered (`Connection: close`), so that the stop's wait for them
+ * (moleculer-web closes the server) is not the keep-alive's, longer than the stop's grace.
+ * Its answer starts the drain.
+ */
+export function drainOnStop(server: Server): () => void {
+  let draining = false;
+  /** Answers under way, which the drain tells to close their connection once sent. */
+  const answering = new Set<ServerResponse>();
+  const lastAnswer = (res: ServerResponse) => {
+    if (!res.headersSent) res.setHeader('Connection', 'close');
+  };
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    if (draining) return lastAnswer(res);
+    answering.add(res);
+    res.once('close', () => answering.delete(res));
+  });
+  return () => {
+    draining = true;
+    for (const res of answering) lastAnswer(res);
+    server.closeIdleConnections();
+  };
 }

@@ -291,7 +291,8 @@ const openReversalSchema = new Schema(
     nextCheckAt: { type: Date, required: true },
     /**
      * When it was listed: how long a listing has waited for a record that never came, whatever
-     * its next look (absent on listings made before session 64: their next look stands for it).
+     * its next look (absent on listings made before session 64: noted at the sweep's first look
+     * at one, `noteReversalListedAt`).
      */
     listedAt: { type: Date },
   },
@@ -929,7 +930,6 @@ export class CheckoutStore {
     );
   }
 
-  /** The reversals due another look, and since when (a scan of the open ones only). */
   /**
    * Notes `at` as when a listing made before listings kept it was made, unless one is noted
    * already (by another sweep); the time it holds.
@@ -943,6 +943,7 @@ export class CheckoutStore {
     return listing?.listedAt ?? at;
   }
 
+  /** The reversals due another look, and since when (a scan of the open ones only). */
   dueReversals(now: Date, limit: number): Promise<ReversalListing[]> {
     return this.m.OpenReversal.find({ nextCheckAt: { $lte: now } })
       .sort({ nextCheckAt: 1 })

@@ -1,8 +1,11 @@
+import { Agent, createServer, get as httpGet } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import {
   clientRequestId,
   describeForLog,
   describeRequest,
+  drainOnStop,
   requestPath,
   type GatewayRequest,
 } from '../../../services/gateway/http';
@@ -146,5 +149,37 @@ describe('describeRequest', () => {
         expect(requestPath(url)).toBe(expected);
       }),
     );
+  });
+});
+
+describe('drainOnStop', () => {
+  it('lets kept-alive connections go as the stop begins: idle ones at once, busy ones once answered', async () => {
+    const server = createServer((_req, res) => void setTimeout(() => res.end('ok'), 50));
+    server.keepAliveTimeout = 65_000;
+    const drain = drainOnStop(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+    const get = () =>
+      new Promise<{ connection?: string }>((resolve, reject) => {
+        httpGet({ host: '127.0.0.1', port, agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ connection: res.headers.connection }));
+        }).on('error', reject);
+      });
+    try {
+      // Two connections kept alive: one goes idle, one is answering as the stop begins.
+      await Promise.all([get(), get()]);
+      const busy = get();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      drain();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      expect((await busy).connection).toBe('close');
+      // Both gone well within the keep-alive's 65 s: the server's close completes.
+      await closed;
+    } finally {
+      agent.destroy();
+      server.closeAllConnections();
+    }
   });
 });
