@@ -995,7 +995,7 @@ const declaredEnvSchema = Joi.object({
     .uri({ scheme: ['smtp', 'smtps'] })
     .empty('')
     .description(
-      'SMTP server of e-mails to people, `smtp://user:pass@host:587` (live: the server must offer STARTTLS, which is required) or `smtps://…:465`; required of order and webhook when live (unset in staging: e-mails go to the log)',
+      'SMTP server of e-mails to people, `smtp://user:pass@host:587` (live: the server must offer STARTTLS, which is required, unless on this host) or `smtps://…:465`; required of order and webhook when live (unset in staging: e-mails go to the log)',
     ),
   MAIL_FROM: Joi.string()
     .empty('')
@@ -1013,7 +1013,7 @@ const declaredEnvSchema = Joi.object({
     .uri({ scheme: ['http', 'https'] })
     .default('https://api.ng.termii.com')
     .description(
-      'Base URL of the Termii API (your account’s, shown on its dashboard); https:// when live',
+      'Base URL of the Termii API (your account’s, shown on its dashboard); https:// when live, unless on this host',
     ),
   TERMII_API_KEY: Joi.string()
     .empty('')
@@ -1690,6 +1690,12 @@ interface NotificationsEnv {
  * in the processes that send (order and webhook), is a provider missing its credentials, at
  * start rather than at the first proof code.
  */
+/** Whether a URL names this host (a sidecar, a local relay): nothing on the way to read it. */
+function onThisHost(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 function notificationsConfig(
   value: NotificationsEnv,
   reads: ReadonlySet<SecretName>,
@@ -1709,9 +1715,16 @@ function notificationsConfig(
       `${missing}: required by order and webhook with SMS_PROVIDER=termii (the default when APP_ENV=live); set TERMII_API_KEY and TERMII_SENDER_ID from your Termii dashboard`,
     );
   }
-  if (sends && live && provider === 'termii' && !value.TERMII_BASE_URL.startsWith('https://')) {
+  const termiiInClear = !value.TERMII_BASE_URL.startsWith('https://');
+  if (
+    sends &&
+    live &&
+    provider === 'termii' &&
+    termiiInClear &&
+    !onThisHost(value.TERMII_BASE_URL)
+  ) {
     throw new ConfigError(
-      'TERMII_BASE_URL: must be https:// when live (the API key and every SMS, delivery codes included, ride on it)',
+      'TERMII_BASE_URL: must be https:// when live, unless on this host (a local proxy): the API key and every SMS, delivery codes included, ride on it',
     );
   }
   if (sends && live && !value.SMTP_URL) {
@@ -1727,7 +1740,8 @@ function notificationsConfig(
   return {
     publicBaseUrl: publicBaseUrl(value),
     smtpUrl: value.SMTP_URL,
-    smtpRequireTls: live,
+    // A relay on this host (a sidecar) is reached without a network to read the login on.
+    smtpRequireTls: live && !(value.SMTP_URL && onThisHost(value.SMTP_URL)),
     mailFrom: value.MAIL_FROM ?? STAGING_MAIL_FROM,
     sms: {
       provider,

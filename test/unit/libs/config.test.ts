@@ -610,7 +610,14 @@ describe('notifications', () => {
     // The API key and every code ride on it: never in clear, live.
     expect(
       configErrorFor({ ...generic, TERMII_BASE_URL: 'http://api.ng.termii.com' }).message,
-    ).toMatch(/^TERMII_BASE_URL: must be https:\/\/ when live/);
+    ).toMatch(/^TERMII_BASE_URL: must be https:\/\/ when live, unless on this host/);
+    // A proxy on this host, or a relay: nothing on the way to read them.
+    const local = {
+      ...generic,
+      TERMII_BASE_URL: 'http://127.0.0.1:8080',
+      SMTP_URL: 'smtp://user:pass@localhost:25',
+    };
+    expect(loadConfig(local).notifications).toMatchObject({ smtpRequireTls: false });
   });
 
   it.each([
