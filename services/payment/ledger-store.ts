@@ -222,6 +222,18 @@ const givenUpRefund = (walletId: string, debitReference: string, amountKobo: num
   description: 'Given back: its request was undone while this debit was being posted',
 });
 
+/** 409 for an operator's credit under a debit's refund of another amount than it took. */
+function refuseOtherAmount(
+  debit: { _id: string; amountKobo: number },
+  reference: string,
+  amountKobo: number,
+): void {
+  if (amountKobo === debit.amountKobo) return;
+  throw conflict(
+    `Debit ${debit._id} took NGN ${formatNaira(debit.amountKobo)}: credit that amount under ${reference}, or another reference for another credit`,
+  );
+}
+
 /** The 409 of a debit written after it was given up: its refund is written too. */
 export const givenUpDebit = (reference: string) =>
   `Reference ${reference} was given up while this debit was being posted (its request was undone): what it took was given back`;
@@ -507,11 +519,7 @@ export class LedgerStore {
         // this one, or before it): that credit is the refund, not credited again.
         const byOperator = await this.operatorsRefund(debit._id, walletId);
         if (byOperator) return { entry: toLedgerEntry(byOperator), replayed: true };
-        if (amountKobo !== debit.amountKobo) {
-          throw conflict(
-            `Debit ${debit._id} took NGN ${formatNaira(debit.amountKobo)}: credit that amount under ${reference}, or another reference for another credit`,
-          );
-        }
+        refuseOtherAmount(debit, reference, amountKobo);
         return this.postNow({
           walletId,
           type: 'REFUND',
@@ -536,11 +544,7 @@ export class LedgerStore {
           `Debit ${debit._id} took nothing (its request was undone before it was written): there is nothing to give back`,
         );
       }
-      if (amountKobo !== debit.amountKobo) {
-        throw conflict(
-          `Debit ${debit._id} took NGN ${formatNaira(debit.amountKobo)}: credit that amount under ${reference}, or another reference for another credit`,
-        );
-      }
+      refuseOtherAmount(debit, reference, amountKobo);
       return this.postNow({ ...givenUpRefund(walletId, debit._id, debit.amountKobo), postedBy });
     });
   }

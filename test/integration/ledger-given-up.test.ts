@@ -338,14 +338,7 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     const voided = randomUUID();
     expect(await undo(store, walletId, voided)).toBeNull();
     const unwritten = randomUUID();
-    await db.models.Reference.create({
-      _id: unwritten,
-      walletId,
-      type: 'DEBIT',
-      amountKobo: 1_000,
-      fromSequence: 2,
-      checkedThrough: 1,
-    });
+    await claimUnwritten(walletId, unwritten);
     await db.models.GivenUp.create({ _id: unwritten, walletId, createdAt: new Date() });
     for (const debit of [voided, unwritten]) {
       await expect(
@@ -371,6 +364,17 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     expect(given.entry).toMatchObject({ type: 'REFUND', reference: refund, amountKobo: 1_000 });
     return refund;
   }
+
+  /** A debit of NGN 10 claimed on a wallet holding NGN 5, and not written. */
+  const claimUnwritten = (walletId: string, reference: string) =>
+    db.models.Reference.create({
+      _id: reference,
+      walletId,
+      type: 'DEBIT',
+      amountKobo: 1_000,
+      fromSequence: 2,
+      checkedThrough: 1,
+    });
 
   /** A wallet of NGN 15 from which a debit of NGN 10 was taken, its delivery not ended. */
   async function standingDebit() {
@@ -414,14 +418,7 @@ describe('GET /admin/ledger/verify and a debit given up', () => {
     const walletId = randomUUID();
     await credit(store, walletId, 500);
     const posting = randomUUID();
-    await db.models.Reference.create({
-      _id: posting,
-      walletId,
-      type: 'DEBIT',
-      amountKobo: 1_000,
-      fromSequence: 2,
-      checkedThrough: 1,
-    });
+    await claimUnwritten(walletId, posting);
     await expect(
       store.creditByOperator(walletId, refundReference(posting), 1_000),
     ).rejects.toMatchObject({
