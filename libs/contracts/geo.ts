@@ -197,6 +197,17 @@ export interface Route {
   destination: ResolvedAddress;
 }
 
+/** A route as services price it: with whether its road distance was measured. */
+export interface Trip extends Route {
+  /** A routing server measured the road; false: the straight-line estimate stands in for it. */
+  roadMeasured: boolean;
+}
+
+/** A trip as the API shows a route: without `roadMeasured`. */
+export function routeOf({ roadMeasured: _, ...route }: Trip): Route {
+  return route;
+}
+
 export interface ResolveAddressParams {
   address: AddressInput;
   field?: string;
@@ -271,6 +282,8 @@ export interface GeoActions {
    */
   'geo.findArea': { params: FindAreaParams; answer: Area };
   'geo.route': { params: RouteParams; answer: Route };
+  /** `geo.route` with `roadMeasured`, for pricing; not on the API. */
+  'geo.trip': { params: RouteParams; answer: Trip };
   /** Smallest first. */
   'geo.listFleetTypes': { params: ListFleetTypesParams; answer: FleetTypeDetail[] };
   'geo.getFleetType': { params: GetFleetTypeParams; answer: FleetTypeDetail };
@@ -281,6 +294,7 @@ export const GEO_RETRY = {
   'geo.resolveAddress': 'safe',
   'geo.findArea': 'safe',
   'geo.route': 'safe',
+  'geo.trip': 'safe',
   'geo.listFleetTypes': 'safe',
   'geo.getFleetType': 'safe',
 } as const satisfies Record<keyof GeoActions, Retry>;

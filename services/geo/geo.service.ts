@@ -8,7 +8,10 @@ import {
   findAreaParams,
   getFleetTypeParams,
   resolveAddressParams,
+  routeOf,
   routeParams,
+  type RouteParams,
+  type Trip,
 } from '../../libs/contracts/geo';
 import { badRequest, notFound, WaybillError } from '../../libs/errors';
 import { ServiceDatabase } from '../../libs/mongo';
@@ -97,6 +100,20 @@ export function createGeoService(config: Config): ServiceDefinition {
     const record = await fleetTypes.find(fleetTypeId);
     if (!record) throw notFound(FLEET_TYPE_NOT_FOUND);
     return record;
+  }
+
+  /** Both ends resolved, and the route between them (`geo.route`, `geo.trip`). */
+  async function trip(ctx: WaybillContext<RouteParams>): Promise<Trip> {
+    const lookup = lookupFor(ctx);
+    const [origin, destination] = await Promise.all([
+      resolveAddress(ctx.params.origin, 'origin', lookup),
+      resolveAddress(ctx.params.destination, 'destination', lookup),
+    ]);
+    if (samePlace(origin, destination)) {
+      throw badRequest(SAME_PLACE_MESSAGE, [{ field: 'destination', message: SAME_PLACE_MESSAGE }]);
+    }
+    const speed = await speedFor(ctx.params.fleetTypeId);
+    return { ...(await router.route(origin, destination, speed)), origin, destination };
   }
 
   /** The speed of the named fleet type, else of the smallest active one. */
@@ -259,19 +276,13 @@ export function createGeoService(config: Config): ServiceDefinition {
         },
         params: routeParams,
         async handler(ctx) {
-          const lookup = lookupFor(ctx);
-          const [origin, destination] = await Promise.all([
-            resolveAddress(ctx.params.origin, 'origin', lookup),
-            resolveAddress(ctx.params.destination, 'destination', lookup),
-          ]);
-          if (samePlace(origin, destination)) {
-            throw badRequest(SAME_PLACE_MESSAGE, [
-              { field: 'destination', message: SAME_PLACE_MESSAGE },
-            ]);
-          }
-          const speed = await speedFor(ctx.params.fleetTypeId);
-          return { ...(await router.route(origin, destination, speed)), origin, destination };
+          return routeOf(await trip(ctx));
         },
+      }),
+
+      trip: implement('geo.trip', {
+        params: routeParams,
+        handler: trip,
       }),
 
       fleetTypes: action({

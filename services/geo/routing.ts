@@ -1,12 +1,15 @@
 import type { Config } from '../../libs/config';
-import type { ResolvedAddress, Route } from '../../libs/contracts/geo';
+import type { ResolvedAddress, Trip } from '../../libs/contracts/geo';
 import { etaSeconds, haversineKm, roundDistanceKm } from './distance';
 import { createOsrmClient, resolveRoadDistance, type OsrmClient } from './osrm';
 import { classifyRoute } from './route-type';
 
-export type RouteSummary = Pick<Route, 'distance' | 'routeType'>;
+export type TripSummary = Pick<Trip, 'distance' | 'routeType' | 'roadMeasured'>;
 
-/** Distance (max of straight line and road), ETA at a fleet speed, and the route type. */
+/**
+ * Distance (max of straight line and road), ETA at a fleet speed, the route type, and whether
+ * the road was measured.
+ */
 export class Router {
   private readonly osrm: OsrmClient | undefined;
 
@@ -31,9 +34,9 @@ export class Router {
     origin: ResolvedAddress,
     destination: ResolvedAddress,
     speedKmh: number,
-  ): Promise<RouteSummary> {
+  ): Promise<TripSummary> {
     const straightKm = haversineKm(origin, destination);
-    const { distanceKm } = await resolveRoadDistance(straightKm, origin, destination, {
+    const { distanceKm, source } = await resolveRoadDistance(straightKm, origin, destination, {
       osrm: this.osrm,
       circuity: this.config.circuity,
     });
@@ -41,6 +44,7 @@ export class Router {
     return {
       distance: { distanceKm: rounded, etaSeconds: etaSeconds(rounded, speedKmh) },
       routeType: classifyRoute(routePlace(origin), routePlace(destination)),
+      roadMeasured: source === 'osrm',
     };
   }
 }

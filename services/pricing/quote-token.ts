@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Route } from '../../libs/contracts/geo';
+import { routeOf, type Route, type Trip } from '../../libs/contracts/geo';
 import type { GeoPoint } from '../../libs/geodesy';
 import { QUOTE_ID } from '../../libs/contracts/pricing';
 
@@ -107,18 +107,20 @@ const samePoint = (a: GeoPoint, b: GeoPoint) => a.lat === b.lat && a.lon === b.l
 
 /**
  * The route a quoted request is priced on: the quote's distance and ETA when both ends
- * resolved to the quote's points for the same fleet type and the quote's distance is the
- * longer, so that a routing server that answered the quote but not the request does not
- * change the price. Never a shorter distance than the one measured now: a quote made on the
- * straight-line estimate while routing was down does not lower the price of a request once
- * the road is known (its total then differs, and the request is refused). Other ends are
- * another trip, priced as it is.
+ * resolved to the quote's points for the same fleet type and either the quote's distance is
+ * the longer, or the road is not measured now (routing is down and the straight-line estimate
+ * stands in). So a routing server that answered the quote but not the request does not
+ * change the price, whichever way the estimate errs. Never a shorter distance than a road
+ * measured now: a quote made on the estimate while routing was down does not lower the price
+ * of a request once the road is known (its total then differs, and the request is refused).
+ * Other ends are another trip, priced as it is.
  */
-export function heldRoute(route: Route, fleetTypeId: string, claims: QuoteClaims): Route {
+export function heldRoute(trip: Trip, fleetTypeId: string, claims: QuoteClaims): Route {
+  const route = routeOf(trip);
   const same =
     fleetTypeId === claims.fleetTypeId &&
     samePoint(route.origin, claims.origin) &&
     samePoint(route.destination, claims.destination);
-  const longer = claims.distance.distanceKm > route.distance.distanceKm;
-  return same && longer ? { ...route, distance: { ...claims.distance } } : route;
+  const held = !trip.roadMeasured || claims.distance.distanceKm > route.distance.distanceKm;
+  return same && held ? { ...route, distance: { ...claims.distance } } : route;
 }

@@ -1,6 +1,12 @@
 import { call, type Caller } from '../../libs/contracts';
 import { MAX_AMOUNT_KOBO } from '../../libs/contracts/payment';
-import { FLEET_TYPE_NOT_FOUND, type AddressInput } from '../../libs/contracts/geo';
+import {
+  FLEET_TYPE_NOT_FOUND,
+  type AddressInput,
+  routeOf,
+  type RouteParams,
+  type Trip,
+} from '../../libs/contracts/geo';
 import type {
   PricedDelivery,
   PricedLoadParams,
@@ -76,6 +82,19 @@ async function pickFleet(
 }
 
 /**
+ * The trip between two addresses from geo. A geo of the version before, during a rolling
+ * update, answers only `geo.route`: its road is then not known to be measured.
+ */
+export async function tripOf(caller: Caller, params: RouteParams): Promise<Trip> {
+  try {
+    return await call(caller, 'geo.trip', params);
+  } catch (err) {
+    if ((err as { type?: string }).type !== 'SERVICE_NOT_FOUND') throw err;
+    return { ...(await call(caller, 'geo.route', params)), roadMeasured: false };
+  }
+}
+
+/**
  * Prices a load (docs/pricing.md): fleet choice, route, tariff, schedule and insurance checks,
  * courier rules, fees. Both Modes of `POST /api/pricing` and `pricing.quote` price through
  * this, so that the same inputs give the same amounts and the same errors everywhere.
@@ -88,11 +107,7 @@ export async function priceLoad(
   const { load, schedule } = input;
   let fleet = await pickFleet(sources, input.fleetTypeId, load);
   const routeFor = (fleetTypeId: string) =>
-    call(caller, 'geo.route', {
-      origin: input.origin,
-      destination: input.destination,
-      fleetTypeId,
-    });
+    tripOf(caller, { origin: input.origin, destination: input.destination, fleetTypeId });
   let resolved: Awaited<ReturnType<typeof routeFor>>;
   try {
     resolved = await routeFor(fleet.id);
@@ -105,7 +120,7 @@ export async function priceLoad(
     fleet = await pickFleet(sources, undefined, load);
     resolved = await routeFor(fleet.id);
   }
-  const route = input.quoted ? heldRoute(resolved, fleet.id, input.quoted) : resolved;
+  const route = input.quoted ? heldRoute(resolved, fleet.id, input.quoted) : routeOf(resolved);
 
   const book = sources.book();
   const choice = book.choose(route.origin);

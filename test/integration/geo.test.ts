@@ -387,6 +387,13 @@ describe('POST /api/route', () => {
     const reply = await route({ origin: 'Ikeja, Lagos', destination: 'Kano' }, withOsrm.url);
     expect(reply.status).toBe(200);
     expect(reply.body.data.distance.distanceKm).toBe(1000);
+    // Whether the road was measured is pricing's (geo.trip), not the API's.
+    expect(Object.keys(reply.body.data).sort()).toEqual([
+      'destination',
+      'distance',
+      'origin',
+      'routeType',
+    ]);
     const last = osrmCalls[osrmCalls.length - 1];
     expect(last).toMatch(/^\/route\/v1\/driving\/3\.\d+,6\.\d+;8\.\d+,1[12]\.\d+\?/);
   });

@@ -24,6 +24,7 @@ let osrm: Server;
 let osrmUp = true;
 /** The road from Ikeja to Lekki by the stand-in OSRM: far longer than the estimate. */
 const ROAD_METRES = 60_000;
+let roadMetres = ROAD_METRES;
 
 beforeAll(async () => {
   osrm = createServer((_req, res) => {
@@ -33,7 +34,7 @@ beforeAll(async () => {
       res.end('{"message":"down for the test"}');
       return;
     }
-    res.end(JSON.stringify({ code: 'Ok', routes: [{ distance: ROAD_METRES, duration: 3600 }] }));
+    res.end(JSON.stringify({ code: 'Ok', routes: [{ distance: roadMetres, duration: 3600 }] }));
   });
   await new Promise<void>((resolve) => osrm.listen(0, '127.0.0.1', resolve));
   stackEnv.OSRM_URL = `http://127.0.0.1:${(osrm.address() as AddressInfo).port}`;
@@ -73,6 +74,7 @@ describe('a request naming its quote', () => {
 
   beforeEach(() => {
     osrmUp = true;
+    roadMetres = ROAD_METRES;
   });
 
   it('is charged the quoted total on the quoted road, though routing fails at the request', async () => {
@@ -105,6 +107,32 @@ describe('a request naming its quote', () => {
       before - Number(quote.deliveryFee.creator.amount) - Number(plainAmount),
       2,
     );
+  });
+
+  it('is charged the quoted total on a measured road shorter than the estimate routing falls back to', async () => {
+    const [own, plainPackage] = [
+      await savePackage(url(), alice()),
+      await savePackage(url(), alice()),
+    ];
+    osrmUp = false;
+    const estimated = await quoteOf([own]);
+    // Between the straight line (the estimate over its circuity of 1.3) and the estimate.
+    roadMetres = Math.round(estimated.deliveryCost.distance.distanceKm * 0.9) * 1000;
+    osrmUp = true;
+    const quote = await quoteOf([own]);
+    expect(quote.deliveryCost.distance.distanceKm).toBe(roadMetres / 1000);
+    expect(Number(quote.deliveryFee.creator.amount)).toBeLessThan(
+      Number(estimated.deliveryFee.creator.amount),
+    );
+
+    osrmUp = false;
+    const held = await requestDelivery(url(), alice(), [own], { quoteId: quote.quoteId });
+    expect(held.status).toBe(201);
+    expect(held.body.data.deliveryFee.creator.amount).toBe(quote.deliveryFee.creator.amount);
+    // Without a quote, the request is priced on the estimate, as a quote made now would be.
+    const plain = await requestDelivery(url(), alice(), [plainPackage]);
+    expect(plain.status).toBe(201);
+    expect(plain.body.data.deliveryFee.creator.amount).toBe(estimated.deliveryFee.creator.amount);
   });
 
   it('is never priced below the road measured now: a quote made on the estimate is refused (409)', async () => {

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
-import type { Route } from '../../../libs/contracts/geo';
+import type { Trip } from '../../../libs/contracts/geo';
 import { QUOTE_ID } from '../../../libs/contracts/pricing';
 import {
   heldRoute,
@@ -110,18 +110,20 @@ describe('quote ids', () => {
 });
 
 describe('the route a quoted request is priced on', () => {
-  const route = (origin = claims.origin, destination = claims.destination): Route =>
+  const route = (origin = claims.origin, destination = claims.destination, roadMeasured = true) =>
     ({
       origin: { ...origin, address: 'Ikeja' },
       destination: { ...destination, address: 'Lekki' },
       distance: { distanceKm: 27.3, etaSeconds: 3276 },
       routeType: 'INTRA_CITY',
-    }) as unknown as Route; // only the fields heldRoute reads
+      roadMeasured,
+    }) as unknown as Trip; // only the fields heldRoute reads
 
   it('has the quote’s distance and ETA when both ends and the fleet type are the quote’s', () => {
     const held = heldRoute(route(), FLEET, claims);
     expect(held.distance).toEqual(claims.distance);
     expect(held.origin).toEqual(route().origin);
+    expect(held).not.toHaveProperty('roadMeasured');
   });
 
   it('keeps its own when it is the longer: a quote never lowers the distance measured now', () => {
@@ -129,14 +131,23 @@ describe('the route a quoted request is priced on', () => {
     expect(heldRoute(route(), FLEET, shorter).distance).toEqual(route().distance);
   });
 
+  it('has the quote’s when the road is not measured now, even a shorter one: an estimate does not reprice', () => {
+    const shorter = { ...claims, distance: { distanceKm: 20, etaSeconds: 2400 } };
+    const estimated = route(claims.origin, claims.destination, false);
+    expect(heldRoute(estimated, FLEET, shorter).distance).toEqual(shorter.distance);
+    expect(heldRoute(estimated, FLEET, claims).distance).toEqual(claims.distance);
+  });
+
   it('keeps its own for another fleet type or another point at either end', () => {
     const moved = { ...claims.origin, lat: claims.origin.lat + 1e-9 };
-    for (const [r, fleet] of [
-      [route(), USER],
-      [route(moved), FLEET],
-      [route(claims.origin, moved), FLEET],
-    ] as const) {
-      expect(heldRoute(r, fleet, claims).distance).toEqual(r.distance);
+    for (const measured of [true, false]) {
+      for (const [r, fleet] of [
+        [route(claims.origin, claims.destination, measured), USER],
+        [route(moved, claims.destination, measured), FLEET],
+        [route(claims.origin, moved, measured), FLEET],
+      ] as const) {
+        expect(heldRoute(r, fleet, claims).distance).toEqual(r.distance);
+      }
     }
   });
 });
