@@ -11,7 +11,7 @@ import {
 import { conflict, notFound } from '../../libs/errors';
 import { noteTokenUse } from '../../libs/issued-tokens';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
-import { action, implement, type ServiceActions } from '../../libs/service';
+import { action, implement, type ActingOperator, type ServiceActions } from '../../libs/service';
 import {
   COURIER_TOKENS_MAX,
   courierTokenView,
@@ -38,6 +38,13 @@ export interface TokenActionDeps {
  * Courier tokens: the operators create, list and revoke them; the gateway authenticates the
  * courier app's `/courier` calls with them (docs/couriers.md "Courier tokens").
  */
+/** Who makes a token, as its record keeps them (decision 157). */
+function makerOf(operator: ActingOperator | undefined) {
+  return operator
+    ? { createdBy: operator.name, createdByTokenId: operator.tokenId ?? undefined }
+    : {};
+}
+
 export function createTokenActions(deps: TokenActionDeps): ServiceActions {
   const { couriers, tokens } = deps;
   const now = deps.now ?? (() => new Date());
@@ -89,7 +96,8 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
             advice: 'revoke one with DELETE /admin/courier-tokens/:tokenId first',
             error: conflict,
           }),
-          insert: (place) => tokens.create({ hash, tokenId, courierId, place }),
+          insert: (place) =>
+            tokens.create({ hash, tokenId, courierId, place, ...makerOf(ctx.meta.operator) }),
           stored: async () => (await tokens.findByTokenId(tokenId)) !== null,
         });
         return toCreatedCourierToken(record, token);

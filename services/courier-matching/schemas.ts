@@ -235,10 +235,25 @@ export const tokenIdParams = Joi.object<{ tokenId: string }, true>({
   tokenId: uuid().required(),
 });
 
+/** Who made a courier token. */
+const tokenMaker = {
+  createdBy: Joi.string()
+    .allow(null)
+    .description(
+      'The operator who made it, or `admin-token` / `cli` (the platform’s own credentials); null for a token made before this was recorded',
+    ),
+  createdByOperatorTokenId: uuid()
+    .allow(null)
+    .description(
+      'The operator token it was made with (`GET /admin/operator-tokens`); null when made with the platform’s own credentials, or before this was recorded',
+    ),
+};
+
 export const courierTokenView = view('CourierToken', {
   id: uuid().description('The token’s id: revoke it with `DELETE /admin/courier-tokens/{id}`'),
   courierId: uuid(),
   createdAt: Joi.string().isoDate(),
+  ...tokenMaker,
   lastUsedAt: Joi.string()
     .isoDate()
     .allow(null)
@@ -256,6 +271,7 @@ export const createdCourierTokenView = view('CreatedCourierToken', {
       'The token itself, for the courier app’s `Authorization: Bearer <token>`. Shown only in this answer: the platform keeps its SHA-256',
     ),
   createdAt: Joi.string().isoDate(),
+  ...tokenMaker,
 });
 
 export interface LocationReport {

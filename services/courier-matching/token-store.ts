@@ -13,6 +13,8 @@ const courierTokenSchema = new Schema(
     courierId: { type: String, required: true },
     lastUsedAt: { type: Date, default: null },
     place: { type: Number },
+    createdBy: { type: String },
+    createdByTokenId: { type: String },
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
@@ -27,6 +29,10 @@ export interface CourierTokenRecord {
   createdAt: Date;
   /** Which of its courier's places it holds (libs/places); none if created before places. */
   place?: number;
+  /** The operator who made it (decision 157's name); none if made before it was recorded. */
+  createdBy?: string;
+  /** The operator token it was made with; none for the platform's own credentials. */
+  createdByTokenId?: string;
 }
 
 export function defineTokenModels(connection: Connection) {
@@ -55,7 +61,12 @@ export class CourierTokenStore {
     });
   }
 
-  async create(fields: { hash: string; tokenId: string; courierId: string; place: number }) {
+  async create(
+    fields: Pick<CourierTokenRecord, 'tokenId' | 'courierId' | 'createdBy' | 'createdByTokenId'> & {
+      hash: string;
+      place: number;
+    },
+  ) {
     const { hash, ...rest } = fields;
     const record = await this.model().create({ _id: hash, ...rest });
     return record.toObject() as CourierTokenRecord;

@@ -53,10 +53,17 @@ export function toCourierView(
   };
 }
 
+/** Who made a token, as its views name them: null for a token made before it was recorded. */
+const madeBy = (token: CourierTokenRecord) => ({
+  createdBy: token.createdBy ?? null,
+  createdByOperatorTokenId: token.createdByTokenId ?? null,
+});
+
 export const toCourierTokenView = (token: CourierTokenRecord) => ({
   id: token.tokenId,
   courierId: token.courierId,
   createdAt: token.createdAt.toISOString(),
+  ...madeBy(token),
   lastUsedAt: token.lastUsedAt ? token.lastUsedAt.toISOString() : null,
 });
 
@@ -65,4 +72,5 @@ export const toCreatedCourierToken = (token: CourierTokenRecord, plaintext: stri
   courierId: token.courierId,
   token: plaintext,
   createdAt: token.createdAt.toISOString(),
+  ...madeBy(token),
 });

@@ -126,6 +126,8 @@ describe('courier tokens', () => {
       courierId: courier.id,
       token: expect.stringMatching(/^wbc_[A-Za-z0-9_-]{43}$/),
       createdAt: expect.any(String),
+      createdBy: 'admin-token',
+      createdByOperatorTokenId: null,
     });
     const stored = await db.collection('courier_tokens').find({ courierId: courier.id }).toArray();
     expect(stored).toEqual([
@@ -136,6 +138,7 @@ describe('courier tokens', () => {
         lastUsedAt: null,
         createdAt: expect.any(Date),
         place: 0,
+        createdBy: 'admin-token',
       },
     ]);
     expect(JSON.stringify(stored)).not.toContain(created.token.slice(4));
@@ -143,7 +146,14 @@ describe('courier tokens', () => {
     const listed = await admin('GET', `/admin/couriers/${courier.id}/tokens`);
     expect(listed.status).toBe(200);
     expect(listed.body.data).toEqual([
-      { id: created.id, courierId: courier.id, createdAt: created.createdAt, lastUsedAt: null },
+      {
+        id: created.id,
+        courierId: courier.id,
+        createdAt: created.createdAt,
+        createdBy: 'admin-token',
+        createdByOperatorTokenId: null,
+        lastUsedAt: null,
+      },
     ]);
     expect(listed.text).not.toContain(created.token);
     expect(listed.text).not.toContain(hashCourierToken(created.token));

@@ -150,6 +150,54 @@ describe('operator tokens', () => {
     expect(listed?.lastUsedAt).toEqual(expect.any(String));
   });
 
+  it('names its holder and itself on the courier tokens it makes, as listed', async () => {
+    const { token, id } = (await createToken({ name: 'kemi@ops.example.com' })).body.data;
+    const fleet = await request(node.url, 'GET', '/api/fleet-types', {
+      headers: { 'api-key': (await createUserWithKey(node.url)).key },
+    });
+    const courier = await request(node.url, 'POST', '/admin/couriers', {
+      headers: bearer(token),
+      json: {
+        name: 'Amaka Nwosu',
+        phone: '+2348031234567',
+        fleet: {
+          typeId: fleet.body.data[0].id,
+          regNo: `OPS-${randomUUID().slice(0, 8)}`,
+          make: 'Bajaj',
+          model: 'Boxer',
+          colour: 'Red',
+        },
+      },
+    });
+    expect(courier.status).toBe(201);
+    const path = `/admin/couriers/${courier.body.data.id}/tokens`;
+    const byHolder = await request(node.url, 'POST', path, { headers: bearer(token) });
+    expect(byHolder.status).toBe(201);
+    expect(byHolder.body.data).toMatchObject({
+      createdBy: 'kemi@ops.example.com',
+      createdByOperatorTokenId: id,
+    });
+    const byPlatform = await request(node.url, 'POST', path, { headers: adminHeaders });
+    expect(byPlatform.body.data).toMatchObject({
+      createdBy: 'admin-token',
+      createdByOperatorTokenId: null,
+    });
+
+    const listed = await request(node.url, 'GET', path, { headers: adminHeaders });
+    expect(listed.body.data).toEqual([
+      expect.objectContaining({
+        id: byPlatform.body.data.id,
+        createdBy: 'admin-token',
+        createdByOperatorTokenId: null,
+      }),
+      expect.objectContaining({
+        id: byHolder.body.data.id,
+        createdBy: 'kemi@ops.example.com',
+        createdByOperatorTokenId: id,
+      }),
+    ]);
+  });
+
   it('cannot make another, nor revoke another, but may revoke itself: refused at once after', async () => {
     const mine = (await createToken({ name: 'chidi@ops.example.com' })).body.data;
     const other = (await createToken({ name: 'dayo@ops.example.com' })).body.data;
