@@ -254,11 +254,12 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
           const courierId = requireCourier(ctx);
           const { lat, lon } = ctx.params;
           const at = new Date();
-          const { available, busyFor } = await locations.report(courierId, lat, lon, at);
-          if (busyFor) await searches.checkBusy(courierId, busyFor);
+          const report = await locations.report(courierId, lat, lon, at);
+          if (report.busyFor) await searches.checkBusy(courierId, report.busyFor);
+          const held = report.checkUnmarked && (await searches.checkUnmarked(courierId));
           // Only a courier free for an offer wakes the searches near it: those at work report
           // every few seconds, and woke every waiting search in reach at each (decision 93).
-          if (available) searches.courierNear({ lat, lon }, at);
+          if (report.available && !held) searches.courierNear({ lat, lon }, at);
           return { lat, lon, at: at.toISOString() };
         },
       }),

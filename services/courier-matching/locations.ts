@@ -83,7 +83,7 @@ export class CourierLocations {
     lat: number,
     lon: number,
     at: Date,
-  ): Promise<{ available: boolean; busyFor?: string }> {
+  ): Promise<{ available: boolean; busyFor?: string; checkUnmarked?: boolean }> {
     for (let attempt = 0; ; attempt++) {
       const entry = await this.directory.get(courierId);
       if (!entry) throw notFound(COURIER_NOT_FOUND);
@@ -94,7 +94,8 @@ export class CourierLocations {
       const courier = { id: courierId, fleetTypeId: entry.fleetTypeId, version: entry.version };
       const { outcome, busyFor } = await this.deps.positions.report(courier, lat, lon, at);
       if (outcome !== 'outdated-directory' || attempt > 0) {
-        return { available: outcome === 'stored', busyFor };
+        const checkUnmarked = outcome === 'stored-check-unmarked';
+        return { available: outcome === 'stored' || checkUnmarked, busyFor, checkUnmarked };
       }
       this.directory.forget(courierId);
     }

@@ -59,10 +59,23 @@ export const BUSY_CHECK_MS = 60_000;
  */
 export const UNNAMED_MARK = '-';
 
+/**
+ * How long a courier stands unmarked before a report of theirs has their holds read
+ * (`Searches.checkUnmarked`); a hash without a check yet (a first report, or Redis restarted
+ * empty) has it at once. A mark lost while they held an offer or a trip (Redis restarted, the
+ * call marking them failed) would otherwise leave them free for every search, and their
+ * delivery without its `courier.location` updates (only busy couriers' moves are told), until
+ * a search happened to offer them something. Longer than BUSY_CHECK_MS: each check reads
+ * MongoDB, and free couriers are most of those reporting.
+ */
+export const UNMARKED_CHECK_MS = 5 * 60_000;
+
 /** What became of a report: stored, or refused as older than what Redis holds. */
 export type ReportOutcome =
   /** Stored, and the courier is in its cells' sets: free for an offer. */
   | 'stored'
+  /** As `stored`, and their holds are due a read (UNMARKED_CHECK_MS). */
+  | 'stored-check-unmarked'
   /** Stored, the courier in no set: busy (an offer or a delivery) or retired. */
   | 'stored-unavailable'
   /** The directory changed (fleet, retired) after the entry the report was checked against. */
@@ -83,13 +96,14 @@ export const positionsUnavailable = () =>
 /**
  * KEYS[1] the courier's hash. ARGV: avail prefix, courier id, fleet type, lat, lon, at (ms),
  * res-7 cell, res-9 cell, directory version ('' when unknown: the hash's is kept), moved set,
- * how long a busy mark stands unchecked (ms). 1 stored (and in its cells' sets), 3 stored in
- * none (busy or retired), 0 the hash was written under a newer directory version, 2 it holds
- * a later report; stored with a busy mark due a check: the offer id it was made for, or
- * UNNAMED_MARK (the check is then noted as done).
+ * how long a busy mark stands unchecked (ms), how long no mark does (ms). 1 stored (and in its
+ * cells' sets), 4 the same and due a check unmarked (noted as done), 3 stored in none (busy or
+ * retired), 0 the hash was written under a newer directory version, 2 it holds a later report;
+ * stored with a busy mark due a check: the offer id it was made for, or UNNAMED_MARK (the check
+ * is then noted as done).
  */
 const REPORT = `
-local old = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'busy', 'v', 'lat', 'lon', 'at', 'retired', 'busyFor', 'busyChecked')
+local old = redis.call('HMGET', KEYS[1], 'fleet', 'c7', 'c9', 'busy', 'v', 'lat', 'lon', 'at', 'retired', 'busyFor', 'busyChecked', 'unmarkedChecked')
 local avail, id, fleet, at = ARGV[1], ARGV[2], ARGV[3], ARGV[6]
 local retired = old[9] == '1'
 if ARGV[9] ~= '' then
@@ -116,7 +130,13 @@ if old[4] == '1' and tonumber(at) - tonumber(old[11] or '0') >= tonumber(ARGV[11
   redis.call('HSET', KEYS[1], 'busyChecked', at)
   return old[10] or '${UNNAMED_MARK}'
 end
-if available then return 1 end
+if available then
+  if tonumber(at) - tonumber(old[12] or '0') >= tonumber(ARGV[12]) then
+    redis.call('HSET', KEYS[1], 'unmarkedChecked', at)
+    return 4
+  end
+  return 1
+end
 return 3
 `;
 
@@ -253,6 +273,7 @@ export interface CourierPositionsOptions {
 
 const REPORT_OUTCOMES: Record<number, ReportOutcome> = {
   1: 'stored',
+  4: 'stored-check-unmarked',
   3: 'stored-unavailable',
   0: 'outdated-directory',
   2: 'out-of-order',
@@ -341,6 +362,7 @@ export class CourierPositions {
         courier.version === undefined ? '' : String(courier.version),
         this.moved,
         String(BUSY_CHECK_MS),
+        String(UNMARKED_CHECK_MS),
       );
       return typeof answer === 'string'
         ? { outcome: 'stored-unavailable', busyFor: answer }

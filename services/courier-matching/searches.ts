@@ -639,10 +639,38 @@ export class Searches {
    * instead of each spending an offer on them. A mark made as the hold was let go stands until
    * their report's check (`checkBusy`), a minute at most.
    */
-  private async markHolding(courierId: string): Promise<void> {
+  private async markHolding(courierId: string): Promise<boolean> {
     const hold = await this.store.hold(courierId);
-    if (hold && courierId !== virtualCourierId(hold.deliveryId)) {
-      await this.deps.couriers.setBusy(courierId, true, hold.offerId);
+    if (!hold || courierId === virtualCourierId(hold.deliveryId)) return false;
+    await this.deps.couriers.setBusy(courierId, true, hold.offerId);
+    return true;
+  }
+
+  /**
+   * A courier's report found them unmarked long enough to check it (positions.ts
+   * UNMARKED_CHECK_MS, at once on the first report of a hash Redis lost): holding an offer or
+   * a trip, they are marked for it; true then. Never fails the report: the next check comes
+   * a while later.
+   */
+  async checkUnmarked(courierId: string): Promise<boolean> {
+    try {
+      const marked = await this.markHolding(courierId);
+      if (marked) {
+        this.deps
+          .logger()
+          .warn('a courier holding an offer or a trip was not marked busy; marked', {
+            courierId,
+          });
+      }
+      return marked;
+    } catch (err) {
+      this.deps
+        .logger()
+        .warn('a courier’s missing busy mark not checked; a later report checks it', {
+          courierId,
+          err: (err as Error).message,
+        });
+      return false;
     }
   }
 

@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import type mongoose from 'mongoose';
 import { offerId } from '../../services/courier-matching/matching-rules';
-import { BUSY_CHECK_MS, CourierPositions } from '../../services/courier-matching/positions';
+import {
+  BUSY_CHECK_MS,
+  CourierPositions,
+  UNMARKED_CHECK_MS,
+} from '../../services/courier-matching/positions';
 import { openServiceDatabase } from '../support/stack';
 import { onAreaGrid } from '../../libs/geodesy';
 import { call } from '../../libs/contracts';
@@ -1167,6 +1171,44 @@ describe('pay-on-delivery and cancel', () => {
     } finally {
       await db.collection('courier_holds').deleteOne({ _id: courier.id as never });
     }
+  });
+
+  it('marks a courier on a delivery whose mark was lost, at their first report after Redis lost it and a while after a failed mark', async () => {
+    const at = { lat: ORIGIN.lat - 0.011, lon: ORIGIN.lon + 0.006 };
+    const courier = await courierAt(at);
+    const { merchant, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+    });
+    const offer = await offerOf(courier);
+    expect((await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`)).status).toBe(
+      200,
+    );
+    const redis = new Redis(process.env.REDIS_URL as string);
+    const key = `${stack.iso.namespace}:couriers:pos:${courier.id}`;
+    const mark = async () => {
+      const [busy, busyFor] = await redis.hmget(key, 'busy', 'busyFor');
+      return { busy, busyFor };
+    };
+    try {
+      expect(await mark()).toEqual({ busy: '1', busyFor: offer.id });
+      // Redis restarted empty: the courier's first report finds no mark, and their hold.
+      await withPositions(0, (positions) => positions.forget(courier.id));
+      expect((await report(courier, at)).status).toBe(200);
+      expect(await mark()).toEqual({ busy: '1', busyFor: offer.id });
+
+      // The mark lost again (a failed call), their holds read a moment ago: not read again yet.
+      await withPositions(0, (positions) => positions.setBusy(courier.id, false, offer.id));
+      expect((await report(courier, at)).status).toBe(200);
+      expect(await mark()).toEqual({ busy: null, busyFor: null });
+      // Once UNMARKED_CHECK_MS has passed since, a report reads them again.
+      await redis.hset(key, 'unmarkedChecked', String(Date.now() - UNMARKED_CHECK_MS));
+      expect((await report(courier, at)).status).toBe(200);
+      expect(await mark()).toEqual({ busy: '1', busyFor: offer.id });
+    } finally {
+      redis.disconnect();
+    }
+    expect((await cancelDelivery(base(), merchant, deliveryId)).status).toBe(201);
   });
 
   it('frees a courier left marked busy for a delivery gone, at a report of theirs a while later', async () => {
