@@ -5,6 +5,17 @@ import { deniedRanges, type OutboundPolicy } from '../../libs/outbound-url';
 import { clipForJson } from '../../libs/text';
 import type { MessageRecord, QueuedRecord } from './store';
 
+/** What a message given up because its endpoint was deleted says. */
+export const ENDPOINT_DELETED_WHY = 'the endpoint was deleted';
+
+/** What a skipped position's attempt and message say. */
+export const STALE_POSITION_WHY =
+  "not sent: a later event of this delivery was sent or waits to be, and a courier's position is stale by it";
+
+/** What a position whose publication stopped before queueing it says, once found. */
+export const LOST_POSITION_WHY =
+  "not sent: its publication stopped before queueing it, and a courier's position is stale by the time that is found";
+
 /**
  * The dispatcher's rules, pure: which endpoints take an event, which queued message of a
  * lane may go now, how long to wait after a failure, when to give up, which secrets sign.

@@ -7,6 +7,7 @@ import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature'
 import {
   afterFailure,
   backloggedEndpoints,
+  ENDPOINT_DELETED_WHY,
   isDelivered,
   isSuperseded,
   lanesOf,
@@ -17,6 +18,7 @@ import {
   waitedPastRetention,
   waitsForEnable,
   MOST_SIGNING_SECRETS,
+  STALE_POSITION_WHY,
   ownerShare,
   ROTATION_OVERLAP_MS,
   shareOf,
@@ -33,9 +35,6 @@ import type { SecretBox } from '../../libs/secret-box';
 import { attemptId } from '../../libs/messaging/outbox-records';
 import type { AttemptRecord, EndpointRecord, QueuedRecord, WebhookStore } from './store';
 
-/** What a skipped position's attempt and message say. */
-const SKIPPED_WHY =
-  "not sent: a later event of this delivery was sent or waits to be, and a courier's position is stale by it";
 /** Stale positions one look skips at most, behind the heads of their lanes. */
 const PRUNE_AT_ONCE = 500;
 /** The queue a dispatcher reads at once; the rest waits for the next look. */
@@ -358,7 +357,7 @@ export class Dispatcher {
     // Dated after the endpoint and its secrets were read, as `look` dates after its reads.
     const now = datedAfter(startedAt, began);
     if (!target || target.endpoint.deleted) {
-      await this.give(queued, 'the endpoint was deleted', now);
+      await this.give(queued, ENDPOINT_DELETED_WHY, now);
       return { done: true };
     }
     // A disabled endpoint's messages wait: enabling it again sends them, in order; for as long
@@ -633,7 +632,7 @@ export class Dispatcher {
   private async skip(position: QueuedRecord, n: number, at: Date): Promise<Outcome> {
     await this.deps.store.finishAttempt(attemptId(position._id, n), {
       finishedAt: at,
-      error: SKIPPED_WHY,
+      error: STALE_POSITION_WHY,
       durationMs: 0,
       skipped: true,
     });
@@ -646,7 +645,7 @@ export class Dispatcher {
       status: 'SKIPPED',
       attempts: n,
       lastAttemptAt: at,
-      lastError: SKIPPED_WHY,
+      lastError: STALE_POSITION_WHY,
     });
     await this.deps.store.dequeue(position._id);
   }

@@ -2,7 +2,7 @@ import type { Logger } from 'moleculer';
 import { PENDING_ITEM_MS, type OwnerListEntry } from '../../libs/owner-list';
 import { attemptId } from '../../libs/messaging/outbox-records';
 import { Periodic } from '../../libs/periodic';
-import { laneOf, queueEntryOf } from './dispatch-rules';
+import { ENDPOINT_DELETED_WHY, laneOf, LOST_POSITION_WHY, queueEntryOf } from './dispatch-rules';
 import { messageIdOf, type MessageRecord, type WebhookStore } from './store';
 
 /**
@@ -259,8 +259,8 @@ export class RetentionSweep {
    * its publication stopped between storing it and queueing it and was not repeated for this
    * endpoint (a courier's position is published once; an endpoint disabled meanwhile is left
    * out of the repeat), or a replay's undo stopped half-way. Only once it is older than a
-   * publication lasts (the caller's), and never twice (the entry's `_id` is the message's). A
-   * position queued so is skipped if stale, as any is.
+   * publication lasts (the caller's), and never twice (the entry's `_id` is the message's).
+   * A position, or a message of a deleted endpoint, is concluded unsent instead.
    */
   private async queueIfLost(message: MessageRecord, now: Date): Promise<void> {
     const { store } = this.deps;
@@ -271,7 +271,23 @@ export class RetentionSweep {
     const current = await store.message(message._id);
     if (current?.status !== 'PENDING' || current.attempts !== message.attempts) return;
     const endpoint = await store.endpoint(message.webhookId);
-    if (!endpoint || endpoint.deleted) return;
+    // Not sent, and concluded so that the walk may pass it once retained its time: to a deleted
+    // endpoint nothing goes, and a position found lost is stale (a change after it may have
+    // gone, and the lane's mark that tells so be retired with the older messages).
+    const gone = !endpoint || endpoint.deleted;
+    if (gone || message.type === 'courier.location') {
+      await store.updateMessage(message._id, {
+        status: gone ? 'FAILED' : 'SKIPPED',
+        lastError: gone ? ENDPOINT_DELETED_WHY : LOST_POSITION_WHY,
+        lastAttemptAt: now,
+      });
+      this.deps.logger().warn('a webhook message nothing would send is concluded unsent', {
+        webhookId: message.webhookId,
+        messageId: message._id,
+        why: gone ? ENDPOINT_DELETED_WHY : LOST_POSITION_WHY,
+      });
+      return;
+    }
     if (await store.requeue(queueEntryOf(message, endpoint.userId, now))) {
       this.deps.logger().warn('a webhook message nothing would send is queued again', {
         webhookId: message.webhookId,

@@ -46,11 +46,15 @@ const T0 = new Date('2030-03-01T00:00:00Z');
 const later = (ms: number) => new Date(T0.getTime() + ms);
 
 /** `count` events of one delivery of the user's, published at T0 to the user's endpoints. */
-async function publish(userId: string, count: number): Promise<PublishedEvent[]> {
+async function publish(
+  userId: string,
+  count: number,
+  type: PublishedEvent['type'] = 'delivery.status_changed',
+): Promise<PublishedEvent[]> {
   const deliveryId = randomUUID();
   const events = Array.from({ length: count }, (_, i): PublishedEvent => ({
     id: randomUUID(),
-    type: 'delivery.status_changed',
+    type,
     userId,
     deliveryId,
     sequence: (i + 1) * 10,
@@ -288,6 +292,50 @@ it('queues again the first message still to send that nothing would send, once, 
   await store.dequeue(young);
   await sweeper().sweep(later(60_000));
   expect(await store.queued(young)).toBeNull();
+});
+
+it('concludes unsent, never queues, a lost position or a lost message of a deleted endpoint, and passes it once retained its time', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  const deleted = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  await store.insertEndpoint(deleted);
+  // Each endpoint: one change that went, then a message whose publication stopped before
+  // queueing it (a position for the first; a change for the one deleted since).
+  const [change] = await publish(userId, 1);
+  const [position] = await publish(userId, 1, 'courier.location');
+  const [change2] = await publish(userId, 1);
+  const lostPosition = messageIdOf(endpoint._id, position.id);
+  const lostChange = messageIdOf(deleted._id, change2.id);
+  await finish(messageIdOf(endpoint._id, change.id), later(1_000));
+  await finish(messageIdOf(deleted._id, change.id), later(1_000));
+  await finish(messageIdOf(deleted._id, position.id), later(1_000));
+  await finish(messageIdOf(endpoint._id, change2.id), later(1_000));
+  await store.dequeue(lostPosition);
+  await store.dequeue(lostChange);
+  await store.deleteEndpoint(deleted._id, later(2_000));
+
+  const at = later(RETENTION_MS + 2_001);
+  await sweeper().sweep(at);
+  expect(await store.queued(lostPosition)).toBeNull();
+  expect(await store.queued(lostChange)).toBeNull();
+  expect(await store.message(lostPosition)).toMatchObject({
+    status: 'SKIPPED',
+    lastError: expect.stringMatching(/^not sent: its publication stopped before queueing it/),
+    lastAttemptAt: at,
+  });
+  expect(await store.message(lostChange)).toMatchObject({
+    status: 'FAILED',
+    lastError: 'the endpoint was deleted',
+    lastAttemptAt: at,
+  });
+
+  // Retained their time from then, they go, and the walk goes on past them.
+  await sweeper().sweep(later(2 * RETENTION_MS + 3_000));
+  await sweeper().sweep(later(2 * RETENTION_MS + 4_000));
+  expect(await store.message(lostPosition)).toBeNull();
+  expect(await store.message(lostChange)).toBeNull();
+  expect(await remaining(endpoint._id)).toEqual([]);
 });
 
 it('leaves alone a message its dispatcher gave up between the sweep’s reads', async () => {
