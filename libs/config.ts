@@ -370,7 +370,8 @@ const STAGING_MAIL_FROM = 'Waybill <no-reply@waybill.local>';
 /** What a JSON body may weigh so that, with the call's metadata, it fits in a NATS message. */
 const MAX_BODY_LIMIT_BYTES = 768 * 1024;
 
-function sizeInBytes(text: string): number {
+/** A size as `BODY_LIMIT` writes it (`256kb`), in bytes. */
+export function sizeInBytes(text: string): number {
   const [, amount, unit] = /^(\d+)(b|kb|mb)$/i.exec(text) ?? [];
   const factor = { b: 1, kb: 1024, mb: 1024 * 1024 }[unit.toLowerCase() as 'b' | 'kb' | 'mb'];
   return Number(amount) * factor;

@@ -1,5 +1,6 @@
 import { isFields } from '../../libs/fields';
 import { badRequest, unsupportedMediaType } from '../../libs/errors';
+import { tooLarge } from './raw-body';
 import type { Middleware } from './edge';
 import { carriesBody, type GatewayRequest } from './http';
 
@@ -90,24 +91,88 @@ const FIELDS_IN_BODY = new Set(['POST', 'PUT', 'PATCH']);
 export const NOT_JSON_BODY =
   'The body was not read: send it as JSON, with the header Content-Type: application/json';
 
+const NOT_READ =
+  'The request body could not be read: the connection closed before it was; send the request again';
+
 /**
- * `parse` (body-parser), refusing a body that was never read: body-parser passes over the body
- * of a request whose connection is no longer readable (its client gone or half-closed while the
- * credential was checked), and the call would then run with no params at all — an
- * `Idempotency-Key` bound to an empty request, its retry with the real body refused.
+ * Follows the bytes of a request as they arrive, alongside whoever reads them: `onChunk` for
+ * each, `settle` once the body ended or the connection closed before (`undefined` then as the
+ * error, the caller says). Returns the listeners' removal.
  */
-export function bodyArrived(parse: Middleware): Middleware {
+function followBody(
+  req: GatewayRequest,
+  onChunk: (chunk: Buffer) => void,
+  onEnd: () => void,
+  onClose: () => void,
+): () => void {
+  const closed = () => {
+    if (!req.readableEnded) onClose();
+  };
+  req.on('data', onChunk);
+  req.once('end', onEnd);
+  req.once('close', closed);
+  return () => {
+    req.off('data', onChunk);
+    req.off('end', onEnd);
+    req.off('close', closed);
+  };
+}
+
+/**
+ * A chunked body of no declared type on an operation whose fields come in the body: read to
+ * see whether it is empty (a client streaming a bodiless POST, passed) or not (415: it would
+ * be passed over, and the operation run without its fields).
+ */
+function refuseUntypedBytes(req: GatewayRequest, next: (err?: unknown) => void): void {
+  if (req.readableEnded) return next();
+  let settled = false;
+  const settle = (err?: unknown) => {
+    if (settled) return;
+    settled = true;
+    stop();
+    next(err);
+  };
+  const stop = followBody(
+    req,
+    (chunk) => {
+      if (chunk.length > 0) settle(unsupportedMediaType(NOT_JSON_BODY));
+    },
+    () => settle(),
+    () => settle(badRequest(NOT_READ)),
+  );
+}
+
+/** `Content-Length` as a number, or undefined when the request has none. */
+function declaredLength(req: GatewayRequest): number | undefined {
+  const header = req.headers['content-length'];
+  return header === undefined ? undefined : Number(header);
+}
+
+/**
+ * `parse` (body-parser, with a limit of `limitBytes`), with what it does not do:
+ * - a body over `limitBytes` is refused (413) as soon as that is known, from its
+ *   `Content-Length` or its bytes as they arrive, not once body-parser has read it all to the
+ *   end to throw it away (a chunked body could go on until Node's request timeout); the limit
+ *   holds for the body as sent, and body-parser's for the body decoded;
+ * - a body that is not JSON, or of an encoding the document does not state, is refused (415);
+ * - a body that was never read is refused: body-parser passes over the body of a request whose
+ *   connection is no longer readable (its client gone or half-closed while the credential was
+ *   checked), and the call would then run with no params at all — an `Idempotency-Key` bound
+ *   to an empty request, its retry with the real body refused.
+ */
+export function bodyArrived(parse: Middleware, limitBytes: number): Middleware {
   return (req, res, next) => {
     const encoding =
       String(req.headers['content-encoding'] ?? '')
         .trim()
         .toLowerCase() || 'identity';
+    const declared = declaredLength(req);
     // A body of another type would be passed over, and the operation run without its fields
-    // (an API key made server-only by default, from a body `curl -d` sent as a form). A chunked
-    // body of no declared type may be empty (a client streaming a bodiless POST): passed.
-    const typed = req.headers['content-type'] !== undefined;
-    const sentBody = Number(req.headers['content-length']) > 0 || (typed && carriesBody(req));
-    if (FIELDS_IN_BODY.has(req.method ?? '') && sentBody && !isJsonType(req)) {
+    // (an API key made server-only by default, from a body `curl -d` sent as a form).
+    if (FIELDS_IN_BODY.has(req.method ?? '') && carriesBody(req) && !isJsonType(req)) {
+      if (req.headers['content-type'] === undefined && declared === undefined) {
+        return refuseUntypedBytes(req, next);
+      }
       return next(unsupportedMediaType(NOT_JSON_BODY));
     }
     // What the document states (415 otherwise), whatever else this Node's parser would inflate.
@@ -118,20 +183,38 @@ export function bodyArrived(parse: Middleware): Middleware {
         ),
       );
     }
-    return parse(req, res, (err?: unknown) => {
-      if (err) return next(err);
+    if (declaresJsonBody(req) && declared !== undefined && declared > limitBytes) {
+      return next(tooLarge(limitBytes));
+    }
+    let settled = false;
+    let stop = () => {};
+    const settle = (err?: unknown) => {
+      if (settled) return;
+      settled = true;
+      stop();
+      next(err);
+    };
+    parse(req, res, (err?: unknown) => {
+      if (err) return settle(err);
       const unread =
         (req as GatewayRequest & { body?: unknown }).body === undefined &&
         declaresJsonBody(req) &&
         (!req.complete || !req.socket?.readable);
-      if (unread) {
-        return next(
-          badRequest(
-            'The request body could not be read: the connection closed before it was; send the request again',
-          ),
-        );
-      }
-      next();
+      settle(unread ? badRequest(NOT_READ) : undefined);
     });
+    // Counted beside body-parser, whose listeners came first in this same turn (nothing flows
+    // before the next): it reads every byte, and refuses a body too large only at its end.
+    if (declaresJsonBody(req) && declared === undefined && !settled) {
+      let size = 0;
+      stop = followBody(
+        req,
+        (chunk) => {
+          size += chunk.length;
+          if (size > limitBytes) settle(tooLarge(limitBytes));
+        },
+        () => undefined,
+        () => undefined,
+      );
+    }
   };
 }

@@ -5,7 +5,8 @@ import type { GatewayRequest } from './http';
 /** What a raw body may weigh: a provider's notification is a few kilobytes. */
 export const RAW_BODY_LIMIT_BYTES = 64 * 1024;
 
-const tooLarge = (limit: number) =>
+/** The 413 of a body past `limit` bytes, as sent or as decoded. */
+export const tooLarge = (limit: number) =>
   payloadTooLarge(`Request body is too large; at most ${limit} bytes are accepted here`);
 
 /**

@@ -1,5 +1,5 @@
 import ApiGateway from 'moleculer-web';
-import type { Config } from '../../libs/config';
+import { sizeInBytes, type Config } from '../../libs/config';
 import type { HttpRoute, RouteGroup } from '../../libs/service';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
@@ -73,7 +73,10 @@ export function gatewayRoutes(options: RouteTableOptions) {
   // log. Cleaned after it is read, before params are built. Any JSON is read (`strict: false`),
   // so that a body that is not an object is refused as that (jsonBodyGuard), not as malformed.
   const readJson = [
-    bodyArrived(ApiGateway.bodyParser.json({ strict: false, limit: config.bodyLimit })),
+    bodyArrived(
+      ApiGateway.bodyParser.json({ strict: false, limit: config.bodyLimit }),
+      sizeInBytes(config.bodyLimit),
+    ),
     jsonBodyGuard,
   ];
 

@@ -316,6 +316,22 @@ describe('error envelope', () => {
     expectErrorEnvelope(reply, 413, /too large/);
   });
 
+  it('a body over the limit → 413 as soon as that is known, while the client still sends it', async () => {
+    const head = (framing: string) =>
+      `POST /api/fixture/refuse HTTP/1.1\r\nHost: x\r\napi-key: ${key}\r\ncontent-type: application/json\r\n${framing}\r\n`;
+    const part = `{"blob":"${'x'.repeat(1100)}`;
+    for (const raw of [
+      `${head('content-length: 100000\r\n')}{"blob":"`,
+      `${head('transfer-encoding: chunked\r\n')}${part.length.toString(16)}\r\n${part}\r\n`,
+    ]) {
+      const answer = await firstAnswer(base, raw);
+      expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+      expect(answer).toMatch(
+        /"message":"Request body is too large; at most 1024 bytes are accepted here"/,
+      );
+    }
+  });
+
   it('a body without a key, malformed or over the limit → 401: the key is checked before the body is read', async () => {
     for (const raw of ['{"origin": ', JSON.stringify({ blob: 'x'.repeat(4096) })]) {
       const reply = await request(base, 'POST', '/api/fixture/refuse', {
@@ -547,5 +563,26 @@ function rawExchange(baseUrl: string, raw: string, { halfClose = false } = {}): 
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);
     socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+/**
+ * Writes `raw` on a connection of its own, never ending what it sends, and answers the first
+ * bytes the gateway writes back (its answer's head, and its body when it came with it).
+ */
+function firstAnswer(baseUrl: string, raw: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(raw));
+    let text = '';
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+      if (/\r\n\r\n[\s\S]*\}$/.test(text)) {
+        socket.destroy();
+        resolve(text);
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(text));
   });
 }

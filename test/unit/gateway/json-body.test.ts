@@ -167,7 +167,7 @@ describe('bodyArrived', () => {
    */
   async function readLate(guarded: boolean, send: (socket: Socket, body: string) => void) {
     const parse = ApiGateway.bodyParser.json() as Middleware;
-    const read = guarded ? bodyArrived(parse) : parse;
+    const read = guarded ? bodyArrived(parse, 256 * 1024) : parse;
     const seen = new Promise<{ err: unknown; body: unknown }>((resolve) => {
       const server = createServer((req, res) => {
         setTimeout(() => {
@@ -222,5 +222,78 @@ describe('bodyArrived', () => {
     // A client streaming a bodiless POST (its length unknown): nothing to refuse.
     const empty = sent('transfer-encoding: chunked\r\n', '0\r\n\r\n');
     expect((await readLate(true, empty)).err).toBeUndefined();
+  });
+
+  /**
+   * What the guarded parser (limit `LIMIT` bytes) answers a request `send` writes and never
+   * ends: its error, or `still reading` when nothing came within a second.
+   */
+  const LIMIT = 1024;
+  async function answerOf(send: (socket: Socket) => void) {
+    const read = bodyArrived(ApiGateway.bodyParser.json({ limit: LIMIT }) as Middleware, LIMIT);
+    const server = createServer((req, res) => {
+      read(req as GatewayRequest, res, (err?: unknown) => {
+        answered(err ?? 'read');
+      });
+    });
+    let answered: (answer: unknown) => void = () => undefined;
+    const answer = new Promise<unknown>((resolve) => {
+      answered = resolve;
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.on('connect', () => send(socket));
+    try {
+      return await Promise.race([
+        answer,
+        new Promise((resolve) => setTimeout(() => resolve('still reading'), 1000)),
+      ]);
+    } finally {
+      socket.destroy();
+      server.closeAllConnections();
+      server.close();
+    }
+  }
+  const chunk = (text: string) => `${text.length.toString(16)}\r\n${text}\r\n`;
+
+  it('refuses (413) a body over the limit at once, by its Content-Length or its bytes as they come, not at its end', async () => {
+    const declared = await answerOf((socket) =>
+      socket.write(
+        `POST /x HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${LIMIT + 1}\r\n\r\n{"a":`,
+      ),
+    );
+    expect(declared).toMatchObject({
+      code: 413,
+      message: `Request body is too large; at most ${LIMIT} bytes are accepted here`,
+    });
+    const streamed = await answerOf((socket) =>
+      socket.write(
+        `POST /x HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n` +
+          chunk(`{"a":"${'x'.repeat(LIMIT)}`),
+      ),
+    );
+    expect(streamed).toMatchObject({ code: 413 });
+    // Within the limit, the body is read when it ends, not before.
+    const within = await answerOf((socket) =>
+      socket.write(
+        `POST /x HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n` +
+          chunk(`{"a":"${'x'.repeat(LIMIT - 20)}`),
+      ),
+    );
+    expect(within).toBe('still reading');
+  });
+
+  it('refuses (415) a chunked body of no type that holds bytes, whose fields would be passed over', async () => {
+    const untyped = await answerOf((socket) =>
+      socket.write(
+        'POST /x HTTP/1.1\r\nHost: x\r\ntransfer-encoding: chunked\r\n\r\n' +
+          chunk('{"serverOnly":false}'),
+      ),
+    );
+    expect(untyped).toMatchObject({
+      code: 415,
+      message: expect.stringMatching(/^The body was not read/),
+    });
   });
 });
