@@ -295,6 +295,9 @@ export function createGatewayService(
       // Node's 5 s would close connections a proxy in front still counts as open: it reuses
       // one just closed, and answers its client 502 (a POST it does not retry).
       server.keepAliveTimeout = config.httpKeepAliveMs;
+      // Refused by the gateway's handler in the envelope, not by Node with a bare 400. The
+      // option of `createServer`, read from the server at each request; not in Node's types.
+      (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
       server.on('clientError', answerClientError(config.appEnv));
       // An `Expect` other than 100-continue: Node would answer a bare 417, unlogged and outside
       // the envelope. A server may ignore what it does not meet (RFC 9110, 10.1.1): the

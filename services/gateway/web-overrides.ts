@@ -1,10 +1,12 @@
 import type { Agent, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Context, Logger } from 'moleculer';
+import ApiGateway from 'moleculer-web';
 import { retriesFor, type Retry } from '../../libs/contracts';
 import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import {
   BODY_TOO_LARGE_WHEN_READ,
+  badRequest,
   isWaybillError,
   notFound,
   payloadTooLarge,
@@ -116,9 +118,10 @@ export interface ErrorDeps {
 export const UNREAD_BODY_GRACE_MS = 10_000;
 
 /**
- * The rest of a refused request's body is read and passed over (Node's own, so that the
- * connection can serve the next request) for `UNREAD_BODY_GRACE_MS` after the answer at most:
- * an upload refused at its first part, a webhook over its size.
+ * The rest of a body its answer did not wait for is read and passed over (Node's own, so that
+ * the connection can serve the next request) for `UNREAD_BODY_GRACE_MS` after the answer at
+ * most: an upload refused at its first part, a webhook over its size, a body sent to a route
+ * that reads none (a probe's, a page's).
  */
 function cutUnreadBody(req: GatewayRequest, res: ServerResponse): void {
   res.once('finish', () => {
@@ -162,7 +165,6 @@ export function writeError(
     cutAnswer(res, httpError.status);
     return;
   }
-  if (carriesBody(req) && !req.readableEnded) cutUnreadBody(req, res);
   // Every 503 says to retry in a few seconds: one that names no time of its own says how many.
   const retryAfter =
     httpError.retryAfter ??
@@ -368,6 +370,38 @@ export function unsentCall(err: unknown): unknown {
   return payloadTooLarge(BODY_TOO_LARGE_WHEN_READ);
 }
 
+/**
+ * A request target in absolute form (`GET http://host/api/countries`, RFC 9112 3.2.2), as its
+ * origin form (`/api/countries`): the routes match paths. The authority is the host it names.
+ */
+function toOriginForm(req: GatewayRequest): void {
+  const target = /^https?:\/\/([^/?#]*)(.*)$/is.exec(req.url ?? '');
+  if (!target) return;
+  const [, authority, rest] = target;
+  req.url = rest.startsWith('/') ? rest : `/${rest}`;
+  if (authority) req.headers.host = authority;
+}
+
+const NO_HOST = 'The request names no host: send the Host header, as every HTTP/1.1 request must';
+
+/**
+ * What the gateway does with every request before moleculer-web's handler: its body is not
+ * left arriving for long after its answer, whatever answered it (`cutUnreadBody`); a target in
+ * absolute form is read as its path; and an HTTP/1.1 request without a Host is refused (400)
+ * in the envelope, where Node would answer a bare one (the server lets it through,
+ * `requireHostHeader`). Answers the refusal, if any.
+ */
+export function beforeHandling(req: GatewayRequest, res: ServerResponse): Error | undefined {
+  if (carriesBody(req) && !req.readableEnded) cutUnreadBody(req, res);
+  toOriginForm(req);
+  if (req.headers.host === undefined && req.httpVersion === '1.1') return badRequest(NO_HOST);
+  return undefined;
+}
+
+/** moleculer-web's request handler, which the gateway's runs each request through. */
+type HttpHandler = (req: GatewayRequest, res: ServerResponse, next?: unknown) => unknown;
+const webHttpHandler = (ApiGateway.methods as unknown as { httpHandler: HttpHandler }).httpHandler;
+
 export interface OverrideDeps
   extends Omit<ErrorDeps, 'retryOf'>, Omit<CallDeps, 'send' | 'logger'> {
   logger: () => Pick<Logger, 'error' | 'warn'>;
@@ -388,6 +422,11 @@ export function webOverrides(deps: OverrideDeps) {
   return {
     onError,
     methods: {
+      httpHandler(this: unknown, req: GatewayRequest, res: ServerResponse, next?: unknown) {
+        const refusal = beforeHandling(req, res);
+        if (refusal) return onError(req, res, refusal);
+        return webHttpHandler.call(this, req, res, next);
+      },
       send404: (req: GatewayRequest, res: ServerResponse) => onError(req, res, routeNotFound(req)),
       errorHandler: onError,
       callAction: (

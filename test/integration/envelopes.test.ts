@@ -374,6 +374,24 @@ describe('error envelope', () => {
     },
   );
 
+  it('a request without Host → 400 in the envelope; a target in absolute form is read as its path', async () => {
+    const hostless = await rawExchange(
+      base,
+      `GET /api/fixture/echo/1 HTTP/1.1\r\napi-key: ${key}\r\nconnection: close\r\n\r\n`,
+    );
+    expect(hostless).toMatch(/^HTTP\/1\.1 400 /);
+    const envelope = JSON.parse(hostless.slice(hostless.indexOf('\r\n\r\n') + 4));
+    expect(Object.keys(envelope).sort()).toEqual(ENVELOPE_KEYS);
+    expect(envelope.message).toBe(
+      'The request names no host: send the Host header, as every HTTP/1.1 request must',
+    );
+    const absolute = await rawExchange(
+      base,
+      `GET ${base}/health/live HTTP/1.1\r\nHost: x\r\nconnection: close\r\n\r\n`,
+    );
+    expect(absolute).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   it('a body whose client half-closed while its key was looked up is not run without it', async () => {
     const { key } = await createUserWithKey(base); // new to the gateway: looked up
     const idempotencyKey = randomUUID();

@@ -15,6 +15,7 @@ import { TransferDesk, transferAgent } from '../../../libs/transfer';
 import type { Claim, IdempotencyStore } from '../../../services/gateway/idempotency';
 import {
   afterCall,
+  beforeHandling,
   callAction,
   responseHeaders,
   sendResponse,
@@ -24,7 +25,7 @@ import {
   writeError,
   type CallDeps,
 } from '../../../services/gateway/web-overrides';
-import { cutStatus } from '../../../services/gateway/http';
+import { cutStatus, sendJson } from '../../../services/gateway/http';
 import { rejectionOf } from '../helpers';
 import { FakeResponse, fakeRequest } from './fake-http';
 
@@ -246,13 +247,14 @@ describe('writeError', () => {
     expect(log.errors).toEqual([]);
   });
 
-  it('cuts a refused body that goes on arriving long after the answer, and only such a body', async () => {
+  it('cuts a body its answer did not wait for, refused or not, that goes on arriving long after it, and only such a body', async () => {
     jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
     try {
       const refuse = (headers: Record<string, string>) => {
         const res = new FakeResponse();
         const req = fakeRequest({ method: 'POST', url: '/file/upload/bulk', headers });
         const cut = jest.spyOn(req, 'destroy');
+        expect(beforeHandling(req, res.asServerResponse())).toBeUndefined();
         writeError(
           { environment: 'live', logger: logger().logger },
           req,
@@ -261,6 +263,16 @@ describe('writeError', () => {
         );
         return Object.assign(req as unknown as PassThrough, { cut });
       };
+      // A probe answered 200 while its client streams a body it never reads: cut all the same.
+      const probeRes = new FakeResponse();
+      const probe = fakeRequest({ url: '/health/live', headers: { 'content-length': '1e10' } });
+      const probeCut = jest.spyOn(probe, 'destroy');
+      beforeHandling(probe, probeRes.asServerResponse());
+      sendJson(probeRes.asServerResponse(), 200, { status: 'ok' });
+      (probe as unknown as PassThrough).resume();
+      await new Promise((resolve) => setImmediate(resolve));
+      jest.advanceTimersByTime(UNREAD_BODY_GRACE_MS);
+      expect(probeCut).toHaveBeenCalledTimes(1);
       // An upload refused at its first part whose client goes on sending: read and passed
       // over for a while (a client that reads the answer only once it has sent its body must
       // not lose it to a reset), then cut.
@@ -287,6 +299,32 @@ describe('writeError', () => {
     } finally {
       jest.useRealTimers();
     }
+  });
+
+  it('reads a target in absolute form as its path, the host it names as the Host', () => {
+    for (const [target, path] of [
+      ['http://api.example.com/api/countries?limit=2', '/api/countries?limit=2'],
+      ['HTTPS://api.example.com', '/'],
+      ['http://api.example.com?x=1', '/?x=1'],
+      ['/api/countries', '/api/countries'],
+    ]) {
+      const req = fakeRequest({ url: target });
+      expect(beforeHandling(req, new FakeResponse().asServerResponse())).toBeUndefined();
+      expect(req.url).toBe(path);
+      expect(req.headers.host).toBe(target.startsWith('/') ? 'gateway.test' : 'api.example.com');
+    }
+  });
+
+  it('refuses (400) an HTTP/1.1 request that names no host, not an HTTP/1.0 one', () => {
+    const req = fakeRequest();
+    delete req.headers.host;
+    Object.assign(req, { httpVersion: '1.1' });
+    expect(beforeHandling(req, new FakeResponse().asServerResponse())).toMatchObject({
+      code: 400,
+      message: 'The request names no host: send the Host header, as every HTTP/1.1 request must',
+    });
+    Object.assign(req, { httpVersion: '1.0' });
+    expect(beforeHandling(req, new FakeResponse().asServerResponse())).toBeUndefined();
   });
 
   it('sends Retry-After when the error says when to retry', () => {
