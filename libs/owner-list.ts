@@ -320,17 +320,15 @@ export class OwnerList {
    * Adds an item about to be stored, before it is (`add`, under `tag` when given: an item about to
    * be stored again). When its entry is older than half
    * of `PENDING_ITEM_MS` (a retry of a store that died), a read may have let it go: a fresh
-   * entry, which waits for the item, is added too.
+   * entry, which waits for the item, is added too, under `…stored-late`; and when that one is
+   * as old (a third try, a read having let both go), under `…stored-late:2`, and so on.
    */
   async addBeforeStoring(ownerId: string, itemId: string, tag?: string): Promise<void> {
-    const entry = await this.add(ownerId, itemId, new Date(), tag);
-    if (Date.now() - entry.at.getTime() >= PENDING_ITEM_MS / 2) {
-      await this.add(
-        ownerId,
-        itemId,
-        new Date(),
-        tag === undefined ? 'stored-late' : `${tag}:stored-late`,
-      );
+    const late = tag === undefined ? 'stored-late' : `${tag}:stored-late`;
+    for (let retry = 0; ; retry++) {
+      const retryTag = retry === 0 ? tag : retry === 1 ? late : `${late}:${retry}`;
+      const entry = await this.add(ownerId, itemId, new Date(), retryTag);
+      if (Date.now() - entry.at.getTime() < PENDING_ITEM_MS / 2) return;
     }
   }
 

@@ -148,6 +148,22 @@ it('keeps what an insert still running will store, and lists what one retried la
   expect((await listed(userId)).ids).toEqual([retried, running]);
 });
 
+it('lists what a store tried a third time stores, after a read let both entries of its tries go', async () => {
+  const userId = randomUUID();
+  const thrice = randomUUID();
+  // Two tries that died after writing their entries, long ago: the first's, and the late one's.
+  const long = new Date(Date.now() - PENDING_ITEM_MS - 1000);
+  await list.add(userId, thrice, long);
+  await list.add(userId, thrice, long, 'stored-late');
+  await store.markDeleted(await save(userId));
+  // A whole read finds nothing live and raises the floor past all three.
+  expect((await listed(userId)).ids).toEqual([]);
+  expect((await listed(userId)).reads).toBe(0);
+
+  await store.insert({ _id: thrice, userId, ...PACKAGE });
+  expect((await listed(userId)).ids).toEqual([thrice]);
+});
+
 it('after a rollout, offers the lists only the packages an older version saved', async () => {
   await store.listStoredPackages('start');
   const userId = randomUUID();
