@@ -3,7 +3,13 @@ import type { Logger } from 'moleculer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Schema, type Connection, type Model } from 'mongoose';
 import { conflict } from './errors';
-import { claimEnd, defineClaimEndModel, insertOnce, type ClaimEndModel } from './mongo';
+import {
+  claimEnd,
+  defineClaimEndModel,
+  insertOnce,
+  writeMayHaveLanded,
+  type ClaimEndModel,
+} from './mongo';
 
 /**
  * One writer at a time for documents that several requests change (decision 132). FerretDB
@@ -30,8 +36,12 @@ const lockSchema = new Schema<LockRecord>(
   { versionKey: false },
 );
 
-/** How often a writer waiting for a lock looks again. */
+/**
+ * How soon a writer waiting for a lock looks again, doubling (with jitter) up to
+ * `LOCK_POLL_MAX_MS`: a change takes tens of milliseconds, and each look is a read.
+ */
 const LOCK_POLL_MS = 25;
+const LOCK_POLL_MAX_MS = 100;
 
 /**
  * How long a writer waits for another's change to end before it is refused: far longer than a
@@ -136,14 +146,27 @@ export class WriterLocks {
    * nothing): for a reader that must not read the document in the middle of a change, such as
    * a change it is about to undo. False when one held it all the wait (`waitMs`).
    */
-  async awaitFree(id: string): Promise<boolean> {
+  awaitFree(id: string): Promise<boolean> {
+    return this.freeBefore(id, Date.now() + this.waitMs);
+  }
+
+  /**
+   * Whether `id` is free (or its lock past its lease) by `until`, looked at by reads alone, ever
+   * less often: on FerretDB an insert refused as a duplicate takes the database's one write lock
+   * as any write does, so waiters trying the insert every few milliseconds slowed the very
+   * change they waited for.
+   */
+  private async freeBefore(
+    id: string,
+    until: number,
+    clock: () => Date = () => new Date(),
+  ): Promise<boolean> {
     const { Lock } = this.models();
-    const until = Date.now() + this.waitMs;
-    for (;;) {
+    for (let pause = LOCK_POLL_MS; ; pause = Math.min(2 * pause, LOCK_POLL_MAX_MS)) {
       const held = await Lock.findById(id).lean<LockRecord>();
-      if (!held || Date.now() - held.at.getTime() >= this.leaseMs) return true;
+      if (!held || clock().getTime() - held.at.getTime() >= this.leaseMs) return true;
       if (Date.now() >= until) return false;
-      await sleep(LOCK_POLL_MS);
+      await sleep(Math.min(pause * (0.5 + Math.random() / 2), Math.max(0, until - Date.now())));
     }
   }
 
@@ -153,7 +176,7 @@ export class WriterLocks {
     for (;;) {
       const token = await this.tryAcquire(id, clock);
       if (token || Date.now() >= until) return token;
-      await sleep(LOCK_POLL_MS);
+      if (!(await this.freeBefore(id, until, clock))) return null;
     }
   }
 
@@ -168,11 +191,30 @@ export class WriterLocks {
     if (await claimEnd(End, `${id}:${token}`, clock)) await Lock.deleteOne({ _id: id });
   }
 
+  /**
+   * Whether this call's insert of the lock took it. An insert whose answer was lost (the
+   * connection cut) may have landed: the lock is read, and held when it bears this call's
+   * token, rather than left to hold the document for its lease with nobody to let it go.
+   */
+  private async inserted(id: string, token: string, clock: () => Date): Promise<boolean> {
+    const { Lock } = this.models();
+    try {
+      return await insertOnce(() => Lock.create({ _id: id, at: clock(), token }));
+    } catch (err) {
+      if (!writeMayHaveLanded(err)) throw err;
+      const held = await Lock.findById(id)
+        .lean<LockRecord>()
+        .catch(() => null);
+      if (held?.token === token) return true;
+      throw err;
+    }
+  }
+
   private async tryAcquire(id: string, clock: () => Date): Promise<string | null> {
     const { Lock } = this.models();
     for (let round = 0; round < 3; round++) {
       const token = randomUUID();
-      if (await insertOnce(() => Lock.create({ _id: id, at: clock(), token }))) return token;
+      if (await this.inserted(id, token, clock)) return token;
       const held = await Lock.findById(id).lean<LockRecord>();
       if (!held) continue;
       if (clock().getTime() - held.at.getTime() < this.leaseMs) return null;
