@@ -46,6 +46,31 @@ export function courierIfReadable(
     });
 }
 
+/** The reads a page of deliveries makes for each of them that are the same for many. */
+const SHARED_READS = new Set(['courier-matching.getCourier', 'geo.getFleetType']);
+
+/**
+ * `services` for the reading of a page of deliveries: a courier's profile and a fleet type are
+ * asked once for the page, however many of its deliveries share them (a page of 100 under way
+ * asked geo for its fleet type 100 times).
+ */
+export function sharedReads(services: Caller): Caller {
+  const answers = new Map<string, Promise<unknown>>();
+  return {
+    meta: services.meta,
+    call(actionName, params, opts) {
+      if (!SHARED_READS.has(actionName)) return services.call(actionName, params, opts);
+      const key = `${actionName} ${JSON.stringify(params)}`;
+      let answer = answers.get(key);
+      if (!answer) {
+        answer = services.call(actionName, params, opts);
+        answers.set(key, answer);
+      }
+      return answer;
+    },
+  };
+}
+
 /** The spec's courier view, on a delivery once a courier is assigned. */
 export interface CourierOnDelivery {
   name: string;

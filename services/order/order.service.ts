@@ -37,7 +37,7 @@ import { CANCEL_LIMIT, CANCEL_WINDOW_MS, CancelWindow, LOST_SLOT_AGE_MS } from '
 import { Cancellations } from './cancellation';
 import { changeableBy, readableBy, roleOf } from './parties';
 import { COURIER_STEPS, CourierRun, NOT_YOUR_DELIVERY, type CourierStep } from './courier-run';
-import { courierIfReadable, courierViewer } from './courier-view';
+import { courierIfReadable, courierViewer, sharedReads } from './courier-view';
 import { createDeliveryAdminActions } from './delivery-admin';
 import type { DeliveryRecord } from './delivery-record';
 import { notificationOutbox } from './notification-outbox';
@@ -261,13 +261,14 @@ export function createOrderService(config: Config): ServiceDefinition {
     const userId = requireUser(ctx);
     const deliveries = listed.filter((d) => roleOf(d, userId) !== null);
     const addresses = await addressesOf(deliveries);
+    const services = sharedReads(ctx);
     return Promise.all(
       deliveries.map(async (d) => {
         const recipient = roleOf(d, userId) === 'RECIPIENT';
         // Not located for a recipient who no longer follows it: geo is not asked for what
         // their view drops.
         const located = recipient ? isFollowed(d.lifecycle.status) : undefined;
-        const courier = await callersCourier(ctx, d, addresses, { located });
+        const courier = await callersCourier(services, d, addresses, { located });
         const view = toDeliveryView(d, addresses, courier);
         return recipient ? recipientsView(view, new Date()) : view;
       }),

@@ -1,5 +1,5 @@
 import type { Caller } from '../../../libs/contracts';
-import { courierViewer } from '../../../services/order/courier-view';
+import { courierViewer, sharedReads } from '../../../services/order/courier-view';
 import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
 import type { DeliveryStatus } from '../../../services/order/lifecycle';
 
@@ -140,5 +140,25 @@ describe('courierOnDelivery', () => {
     }
     expect(await windowOf('IN_TRANSIT', a)).not.toEqual(await windowOf('IN_TRANSIT', b));
     expect(await windowOf('IN_TRANSIT', a, true)).toEqual(await windowOf('IN_TRANSIT', b, true));
+  });
+});
+
+describe('sharedReads', () => {
+  it('asks once per page for a courier and a fleet type many deliveries share, every position each time', async () => {
+    const caller = services();
+    const page = sharedReads(caller);
+    const views = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        courierOnDelivery(page, deliveryIn('IN_TRANSIT'), addresses, { now: NOW }),
+      ),
+    );
+    expect(views.every((v) => v?.currentLocation?.lgaOrCity === 'Yaba')).toBe(true);
+    const count = (name: string) => caller.asked.filter((a) => a === name).length;
+    expect(count('courier-matching.getCourier')).toBe(1);
+    expect(count('geo.getFleetType')).toBe(1);
+    expect(count('geo.resolveAddress')).toBe(5);
+    // Another page asks again.
+    await courierOnDelivery(sharedReads(caller), deliveryIn('IN_TRANSIT'), addresses, { now: NOW });
+    expect(count('courier-matching.getCourier')).toBe(2);
   });
 });
