@@ -87,6 +87,10 @@ export async function claimLease(
   for (let turn = 0; ;) {
     const _id = turnName(name, turn);
     if (await insertOnce(() => model.create({ _id, startedAt: now }))) {
+      if (await laterTurnHeld(model, name, turn, leaseMs, now)) {
+        await model.deleteOne({ _id });
+        return null;
+      }
       return { name: _id, startedAt: now, leaseMs };
     }
     const standing = await model.findById(_id).lean<{ startedAt: Date }>();
@@ -94,6 +98,26 @@ export async function claimLease(
     if (!standing) continue;
     if (now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) return null;
     turn += 1;
+  }
+}
+
+/**
+ * Whether a turn after `turn` still holds the work: a turn freed below it by a delete that
+ * landed late (its holder's, sent within its lease, waited on the database past it) is not
+ * the work's to take while the turn that took it over holds. The later turns are read one by
+ * one up to the first missing: a takeover's chain is a turn or two.
+ */
+async function laterTurnHeld(
+  model: LeaseModel,
+  name: string,
+  turn: number,
+  leaseMs: number,
+  now: Date,
+): Promise<boolean> {
+  for (let later = turn + 1; ; later++) {
+    const standing = await model.findById(turnName(name, later)).lean<{ startedAt: Date }>();
+    if (!standing) return false;
+    if (now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) return true;
   }
 }
 

@@ -60,6 +60,24 @@ it('gives nothing back so near its lease’s end that the delete could land afte
   expect(later?.name).toBe(`${name}~1`);
 });
 
+it('keeps the work with the turn that took it over when an earlier holder’s delete lands late', async () => {
+  const name = randomUUID();
+  const long = new Date(Date.now() - 2 * LEASE_MS);
+  const stalled = await claimLease(db.models.Leases, name, LEASE_MS, long);
+  const took = await claimLease(db.models.Leases, name, LEASE_MS);
+  expect(took?.name).toBe(`${name}~1`);
+  // The stalled holder's delete, sent while its lease held, lands only now.
+  await db.models.Leases.deleteOne({ _id: stalled?.name });
+  const claims = await Promise.all(
+    Array.from({ length: 5 }, () => claimLease(db.models.Leases, name, LEASE_MS)),
+  );
+  expect(claims.filter((c) => c !== null)).toEqual([]);
+  expect(await db.models.Leases.findById(name).lean()).toBeNull();
+  // Given back by the turn that took over, the work is the next caller's.
+  await releaseLease(db.models.Leases, took as NonNullable<typeof took>);
+  expect((await claimLease(db.models.Leases, name, LEASE_MS))?.name).toBe(name);
+});
+
 it('refuses a lease too short to be given back before its end', async () => {
   await expect(claimLease(db.models.Leases, randomUUID(), RELEASE_MARGIN_MS)).rejects.toThrow(
     RangeError,
