@@ -194,7 +194,8 @@ export class WriterLocks {
   /**
    * Whether this call's insert of the lock took it. An insert whose answer was lost (the
    * connection cut) may have landed: the lock is read, and held when it bears this call's
-   * token, rather than left to hold the document for its lease with nobody to let it go.
+   * token, rather than left to hold the document for its lease with nobody to let it go;
+   * when it does not, the insert did not land, and the lock is waited for as any.
    */
   private async inserted(id: string, token: string, clock: () => Date): Promise<boolean> {
     const { Lock } = this.models();
@@ -204,9 +205,11 @@ export class WriterLocks {
       if (!writeMayHaveLanded(err)) throw err;
       const held = await Lock.findById(id)
         .lean<LockRecord>()
-        .catch(() => null);
-      if (held?.token === token) return true;
-      throw err;
+        .catch(() => undefined);
+      // Unreadable too: not known whether this call holds it.
+      if (held === undefined) throw err;
+      // Not this call's (the insert did not land): free, or another's to wait for, as any.
+      return held?.token === token;
     }
   }
 

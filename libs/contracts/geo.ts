@@ -199,8 +199,11 @@ export interface Route {
 
 /** A route as services price it: with whether its road distance was measured. */
 export interface Trip extends Route {
-  /** A routing server measured the road; false: the straight-line estimate stands in for it. */
-  roadMeasured: boolean;
+  /**
+   * A routing server measured the road; false: the straight-line estimate stands in for it;
+   * undefined: not known (a geo of the version before answered `geo.route`).
+   */
+  roadMeasured: boolean | undefined;
 }
 
 /** A trip as the API shows a route: without `roadMeasured`. */

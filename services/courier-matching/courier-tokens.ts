@@ -34,10 +34,6 @@ export interface TokenActionDeps {
   now?: () => Date;
 }
 
-/**
- * Courier tokens: the operators create, list and revoke them; the gateway authenticates the
- * courier app's `/courier` calls with them (docs/couriers.md "Courier tokens").
- */
 /** Who makes a token, as its record keeps them (decision 157). */
 function makerOf(operator: ActingOperator | undefined) {
   return operator
@@ -45,6 +41,10 @@ function makerOf(operator: ActingOperator | undefined) {
     : {};
 }
 
+/**
+ * Courier tokens: the operators create, list and revoke them; the gateway authenticates the
+ * courier app's `/courier` calls with them (docs/couriers.md "Courier tokens").
+ */
 export function createTokenActions(deps: TokenActionDeps): ServiceActions {
   const { couriers, tokens } = deps;
   const now = deps.now ?? (() => new Date());

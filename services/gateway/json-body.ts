@@ -119,19 +119,35 @@ function followBody(
 }
 
 /**
+ * `next`, called once whoever calls first (the parser, or a follower of the body's bytes),
+ * after `stop` (the follower's listeners removed); `done` once it was.
+ */
+function settleOnce(
+  next: (err?: unknown) => void,
+  stop: () => void,
+): ((err?: unknown) => void) & { done: boolean } {
+  const settle = Object.assign(
+    (err?: unknown) => {
+      if (settle.done) return;
+      settle.done = true;
+      stop();
+      next(err);
+    },
+    { done: false },
+  );
+  return settle;
+}
+
+/**
  * A chunked body of no declared type on an operation whose fields come in the body: read to
  * see whether it is empty (a client streaming a bodiless POST, passed) or not (415: it would
  * be passed over, and the operation run without its fields).
  */
 function refuseUntypedBytes(req: GatewayRequest, next: (err?: unknown) => void): void {
   if (req.readableEnded) return next();
-  let settled = false;
-  const settle = (err?: unknown) => {
-    if (settled) return;
-    settled = true;
-    stop();
-    next(err);
-  };
+  // Its client gone while the credential was checked: no byte nor end will come.
+  if (req.destroyed) return next(badRequest(NOT_READ));
+  const settle = settleOnce(next, () => stop());
   const stop = followBody(
     req,
     (chunk) => {
@@ -150,10 +166,10 @@ function declaredLength(req: GatewayRequest): number | undefined {
 
 /**
  * `parse` (body-parser, with a limit of `limitBytes`), with what it does not do:
- * - a body over `limitBytes` is refused (413) as soon as that is known, from its
+ * - a body over `limitBytes` as sent is refused (413) as soon as that is known, from its
  *   `Content-Length` or its bytes as they arrive, not once body-parser has read it all to the
- *   end to throw it away (a chunked body could go on until Node's request timeout); the limit
- *   holds for the body as sent, and body-parser's for the body decoded;
+ *   end to throw it away (a chunked body could go on until Node's request timeout); one over
+ *   it only once decoded is body-parser's 413, at its end;
  * - a body that is not JSON, or of an encoding the document does not state, is refused (415);
  * - a body that was never read is refused: body-parser passes over the body of a request whose
  *   connection is no longer readable (its client gone or half-closed while the credential was
@@ -186,14 +202,8 @@ export function bodyArrived(parse: Middleware, limitBytes: number): Middleware {
     if (declaresJsonBody(req) && declared !== undefined && declared > limitBytes) {
       return next(tooLarge(limitBytes));
     }
-    let settled = false;
     let stop = () => {};
-    const settle = (err?: unknown) => {
-      if (settled) return;
-      settled = true;
-      stop();
-      next(err);
-    };
+    const settle = settleOnce(next, () => stop());
     parse(req, res, (err?: unknown) => {
       if (err) return settle(err);
       const unread =
@@ -204,7 +214,7 @@ export function bodyArrived(parse: Middleware, limitBytes: number): Middleware {
     });
     // Counted beside body-parser, whose listeners came first in this same turn (nothing flows
     // before the next): it reads every byte, and refuses a body too large only at its end.
-    if (declaresJsonBody(req) && declared === undefined && !settled) {
+    if (declaresJsonBody(req) && declared === undefined && !settle.done) {
       let size = 0;
       stop = followBody(
         req,

@@ -424,7 +424,11 @@ export function webOverrides(deps: OverrideDeps) {
     methods: {
       httpHandler(this: unknown, req: GatewayRequest, res: ServerResponse, next?: unknown) {
         const refusal = beforeHandling(req, res);
-        if (refusal) return onError(req, res, refusal);
+        if (refusal) {
+          // As Node answers a request it cannot place: nothing more on this connection.
+          res.setHeader('Connection', 'close');
+          return onError(req, res, refusal);
+        }
         return webHttpHandler.call(this, req, res, next);
       },
       send404: (req: GatewayRequest, res: ServerResponse) => onError(req, res, routeNotFound(req)),

@@ -109,7 +109,7 @@ const samePoint = (a: GeoPoint, b: GeoPoint) => a.lat === b.lat && a.lon === b.l
  * The route a quoted request is priced on: the quote's distance and ETA when both ends
  * resolved to the quote's points for the same fleet type and either the quote's distance is
  * the longer, or the road is not measured now (routing is down and the straight-line estimate
- * stands in). So a routing server that answered the quote but not the request does not
+ * stands in; not known to be unmeasured, the longer rule alone holds). So a routing server that answered the quote but not the request does not
  * change the price, whichever way the estimate errs. Never a shorter distance than a road
  * measured now: a quote made on the estimate while routing was down does not lower the price
  * of a request once the road is known (its total then differs, and the request is refused).
@@ -121,6 +121,7 @@ export function heldRoute(trip: Trip, fleetTypeId: string, claims: QuoteClaims):
     fleetTypeId === claims.fleetTypeId &&
     samePoint(route.origin, claims.origin) &&
     samePoint(route.destination, claims.destination);
-  const held = !trip.roadMeasured || claims.distance.distanceKm > route.distance.distanceKm;
+  const held =
+    trip.roadMeasured === false || claims.distance.distanceKm > route.distance.distanceKm;
   return same && held ? { ...route, distance: { ...claims.distance } } : route;
 }

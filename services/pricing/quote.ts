@@ -14,6 +14,7 @@ import type {
   UrgencyType,
 } from '../../libs/contracts/pricing';
 import { badRequest, conflict, notFound, toHttpError, unprocessable } from '../../libs/errors';
+import { neverStarted } from '../../libs/resilience';
 import { formatKg, formatNaira, kgToGrams, nairaToKobo } from '../../libs/money';
 import type { WaybillContext } from '../../libs/service';
 import { matchRule, type CourierRule } from './courier-rules';
@@ -83,14 +84,14 @@ async function pickFleet(
 
 /**
  * The trip between two addresses from geo. A geo of the version before, during a rolling
- * update, answers only `geo.route`: its road is then not known to be measured.
+ * update, answers only `geo.route`: whether its road was measured is then not known.
  */
 export async function tripOf(caller: Caller, params: RouteParams): Promise<Trip> {
   try {
     return await call(caller, 'geo.trip', params);
   } catch (err) {
-    if ((err as { type?: string }).type !== 'SERVICE_NOT_FOUND') throw err;
-    return { ...(await call(caller, 'geo.route', params)), roadMeasured: false };
+    if (!neverStarted(err, 'geo.trip')) throw err;
+    return { ...(await call(caller, 'geo.route', params)), roadMeasured: undefined };
   }
 }
 

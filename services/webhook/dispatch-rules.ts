@@ -5,6 +5,13 @@ import { deniedRanges, type OutboundPolicy } from '../../libs/outbound-url';
 import { clipForJson } from '../../libs/text';
 import type { MessageRecord, QueuedRecord } from './store';
 
+/**
+ * How long a queue entry inserted as a claim of its message (a replay's, or the retention
+ * sweep's conclusion of a lost one) is held from dispatchers: its holder writes the message's
+ * status, then lets it go; one that stopped leaves it to be sent once the hold ends.
+ */
+export const CLAIM_HOLD_MS = 30_000;
+
 /** What a message given up because its endpoint was deleted says. */
 export const ENDPOINT_DELETED_WHY = 'the endpoint was deleted';
 

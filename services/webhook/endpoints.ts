@@ -10,6 +10,7 @@ import { nameBasedId } from '../../libs/ids';
 import { insertOnce } from '../../libs/mongo';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import {
+  CLAIM_HOLD_MS,
   MOST_SIGNING_SECRETS,
   queueEntryOf,
   ROTATION_OVERLAP_MS,
@@ -53,12 +54,6 @@ export interface EndpointActionDeps {
 
 const NOT_FOUND = (webhookId: string) =>
   `Webhook ${webhookId} not found; list yours with GET /api/webhooks`;
-
-/**
- * How long a replay holds its message's queue entry from dispatchers while it marks the message
- * PENDING (milliseconds, unless it stopped half-way).
- */
-const REPLAY_HOLD_MS = 30_000;
 
 /** How long a registration waits for the URL's host to resolve. */
 const RESOLVE_TIMEOUT_MS = 5000;
@@ -483,7 +478,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         // or the dispatcher's outcome. Held, the entry is not sent before the message reads
         // PENDING, so a dispatcher writes its outcome after ours, not under it; a replay that
         // stops before releasing it leaves it sent once the hold ends.
-        const held = { ...queued, nextAttemptAt: new Date(at.getTime() + REPLAY_HOLD_MS) };
+        const held = { ...queued, nextAttemptAt: new Date(at.getTime() + CLAIM_HOLD_MS) };
         if (!(await store.requeue(held))) {
           throw conflict(
             `Webhook delivery ${message._id} is still queued; its next attempt is on its way`,

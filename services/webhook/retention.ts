@@ -2,8 +2,14 @@ import type { Logger } from 'moleculer';
 import { PENDING_ITEM_MS, type OwnerListEntry } from '../../libs/owner-list';
 import { attemptId } from '../../libs/messaging/outbox-records';
 import { Periodic } from '../../libs/periodic';
-import { ENDPOINT_DELETED_WHY, laneOf, LOST_POSITION_WHY, queueEntryOf } from './dispatch-rules';
-import { messageIdOf, type MessageRecord, type WebhookStore } from './store';
+import {
+  CLAIM_HOLD_MS,
+  ENDPOINT_DELETED_WHY,
+  laneOf,
+  LOST_POSITION_WHY,
+  queueEntryOf,
+} from './dispatch-rules';
+import { messageIdOf, type MessageRecord, type QueuedRecord, type WebhookStore } from './store';
 
 /**
  * Retention (decision 126): a message finished (delivered, given up, or a position skipped)
@@ -265,34 +271,58 @@ export class RetentionSweep {
   private async queueIfLost(message: MessageRecord, now: Date): Promise<void> {
     const { store } = this.deps;
     if (await store.queued(message._id)) return;
+    const endpoint = await store.endpoint(message.webhookId);
+    const gone = !endpoint || endpoint.deleted;
+    // The owner only places the entry among its endpoints' (a forgotten endpoint has none).
+    const entry = queueEntryOf(message, endpoint?.userId ?? '', now);
+    if (gone || message.type === 'courier.location') {
+      return this.concludeUnsent(message, entry, gone ? ENDPOINT_DELETED_WHY : LOST_POSITION_WHY);
+    }
     // Read again now its entry is known gone: a dispatcher writes a message's outcome before
     // it takes the entry off the queue, so a message concluded since the first read (given up,
     // delivered) reads so now, and must not be sent again.
-    const current = await store.message(message._id);
-    if (current?.status !== 'PENDING' || current.attempts !== message.attempts) return;
-    const endpoint = await store.endpoint(message.webhookId);
-    // Not sent, and concluded so that the walk may pass it once retained its time: to a deleted
-    // endpoint nothing goes, and a position found lost is stale (a change after it may have
-    // gone, and the lane's mark that tells so be retired with the older messages).
-    const gone = !endpoint || endpoint.deleted;
-    if (gone || message.type === 'courier.location') {
+    if (!(await this.stillAsRead(message))) return;
+    if (await store.requeue(entry)) {
+      this.deps.logger().warn('a webhook message nothing would send is queued again', {
+        webhookId: message.webhookId,
+        messageId: message._id,
+      });
+    }
+  }
+
+  /** Whether the message is still PENDING after the attempts it was read with. */
+  private async stillAsRead(message: MessageRecord): Promise<boolean> {
+    const current = await this.deps.store.message(message._id);
+    return current?.status === 'PENDING' && current.attempts === message.attempts;
+  }
+
+  /**
+   * Concludes unsent, so that the walk may pass it once retained its time, a lost message that
+   * must not go: to a deleted endpoint nothing goes, and a position found lost is stale (a
+   * change after it may have gone, and the lane's mark that tells so be retired with the older
+   * messages). Claimed first by its queue entry, held, as a replay claims it: a replay racing
+   * this finds the entry taken and writes nothing, and this writes nothing over a replay's.
+   */
+  private async concludeUnsent(message: MessageRecord, entry: QueuedRecord, why: string) {
+    const { store } = this.deps;
+    const now = entry.nextAttemptAt;
+    const held = { ...entry, nextAttemptAt: new Date(now.getTime() + CLAIM_HOLD_MS) };
+    if (!(await store.requeue(held))) return;
+    try {
+      if (!(await this.stillAsRead(message))) return;
+      const failed = why === ENDPOINT_DELETED_WHY;
       await store.updateMessage(message._id, {
-        status: gone ? 'FAILED' : 'SKIPPED',
-        lastError: gone ? ENDPOINT_DELETED_WHY : LOST_POSITION_WHY,
+        status: failed ? 'FAILED' : 'SKIPPED',
+        lastError: why,
         lastAttemptAt: now,
       });
       this.deps.logger().warn('a webhook message nothing would send is concluded unsent', {
         webhookId: message.webhookId,
         messageId: message._id,
-        why: gone ? ENDPOINT_DELETED_WHY : LOST_POSITION_WHY,
+        why,
       });
-      return;
-    }
-    if (await store.requeue(queueEntryOf(message, endpoint.userId, now))) {
-      this.deps.logger().warn('a webhook message nothing would send is queued again', {
-        webhookId: message.webhookId,
-        messageId: message._id,
-      });
+    } finally {
+      await store.dequeue(message._id);
     }
   }
 

@@ -5,7 +5,7 @@ import type { PublishedEvent } from '../../libs/contracts/webhook';
 import { attemptId } from '../../libs/messaging/outbox-records';
 import { SecretBox } from '../../libs/secret-box';
 import type { WaybillContext } from '../../libs/service';
-import { laneOf } from '../../services/webhook/dispatch-rules';
+import { laneOf, queueEntryOf } from '../../services/webhook/dispatch-rules';
 import { createEndpointActions } from '../../services/webhook/endpoints';
 import { fanOut } from '../../services/webhook/fan-out';
 import { RETENTION_BATCH, RetentionSweep } from '../../services/webhook/retention';
@@ -15,6 +15,7 @@ import {
   messageIdOf,
   secretId,
   WebhookStore,
+  type MessageRecord,
   type MessageStatus,
 } from '../../services/webhook/store';
 import { useStoreDatabase } from '../support/store-database';
@@ -336,6 +337,33 @@ it('concludes unsent, never queues, a lost position or a lost message of a delet
   expect(await store.message(lostPosition)).toBeNull();
   expect(await store.message(lostChange)).toBeNull();
   expect(await remaining(endpoint._id)).toEqual([]);
+});
+
+it('concludes nothing of a lost position a replay queued between the sweep’s reads', async () => {
+  const userId = randomUUID();
+  const endpoint = endpointRecord(userId);
+  await store.insertEndpoint(endpoint);
+  const [change] = await publish(userId, 1);
+  const [position] = await publish(userId, 1, 'courier.location');
+  const lost = messageIdOf(endpoint._id, position.id);
+  await finish(messageIdOf(endpoint._id, change.id), later(1_000));
+  await store.dequeue(lost);
+  // The sweep reads no entry; its owner's replay queues it just after.
+  const racing = Object.create(store) as WebhookStore;
+  racing.queued = async (messageId) => {
+    const found = await store.queued(messageId);
+    if (messageId === lost && !found) {
+      const message = await store.message(lost);
+      await store.requeue({
+        ...queueEntryOf(message as MessageRecord, userId, later(RETENTION_MS)),
+        replay: true,
+      });
+    }
+    return found;
+  };
+  await sweeper(racing).sweep(later(RETENTION_MS + 2_001));
+  expect(await store.message(lost)).toMatchObject({ status: 'PENDING', lastError: null });
+  expect(await store.queued(lost)).toMatchObject({ replay: true });
 });
 
 it('leaves alone a message its dispatcher gave up between the sweep’s reads', async () => {

@@ -56,3 +56,24 @@ it('holds the lock an insert took whose answer was lost, and lets it go', async 
   await cutLocks.release(id, token as string);
   expect(await Lock.findById(id).lean()).toBeNull();
 });
+
+it('waits for the lock whose insert answered nothing and did not land, as for any', async () => {
+  const id = randomUUID();
+  const Lock = db.models.ThingLock;
+  let cuts = 0;
+  // The first insert is cut before it reaches the server; the next goes through.
+  const models = {
+    ...db.models,
+    ThingLock: Object.assign(Object.create(Lock), {
+      create: async (doc: { _id: string; at: Date; token: string }) => {
+        if (cuts++ === 0) throw new Error('connection reset before the insert was sent');
+        return Lock.create(doc);
+      },
+    }) as typeof Lock,
+  };
+  const cutLocks = WriterLocks.named(() => models, 'Thing', 'Thing');
+  const token = await cutLocks.acquire(id);
+  expect(cuts).toBe(2);
+  expect(await Lock.findById(id).lean()).toMatchObject({ token });
+  await cutLocks.release(id, token as string);
+});

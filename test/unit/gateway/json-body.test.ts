@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import fc from 'fast-check';
 import ApiGateway from 'moleculer-web';
@@ -230,25 +231,28 @@ describe('bodyArrived', () => {
    */
   const LIMIT = 1024;
   async function answerOf(send: (socket: Socket) => void) {
+    return (await answersOf(send))[0] ?? 'still reading';
+  }
+
+  /**
+   * Every answer the guarded parser gives a request `send` writes, in the second after it
+   * connects: its error, or `read` with the body parsed (`{read: body}`).
+   */
+  async function answersOf(send: (socket: Socket) => void) {
     const read = bodyArrived(ApiGateway.bodyParser.json({ limit: LIMIT }) as Middleware, LIMIT);
+    const answers: unknown[] = [];
     const server = createServer((req, res) => {
       read(req as GatewayRequest, res, (err?: unknown) => {
-        answered(err ?? 'read');
+        answers.push(err ?? { read: (req as { body?: unknown }).body });
       });
-    });
-    let answered: (answer: unknown) => void = () => undefined;
-    const answer = new Promise<unknown>((resolve) => {
-      answered = resolve;
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
     socket.on('error', () => undefined);
     socket.on('connect', () => send(socket));
     try {
-      return await Promise.race([
-        answer,
-        new Promise((resolve) => setTimeout(() => resolve('still reading'), 1000)),
-      ]);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      return answers;
     } finally {
       socket.destroy();
       server.closeAllConnections();
@@ -295,5 +299,28 @@ describe('bodyArrived', () => {
       code: 415,
       message: expect.stringMatching(/^The body was not read/),
     });
+  });
+
+  it('reads a chunked body within the limit, as sent or gzipped, whole; refuses one over it once, though it then ends', async () => {
+    const head = (encoding = '') =>
+      `POST /x HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n${encoding}transfer-encoding: chunked\r\n\r\n`;
+    const body = { note: 'x'.repeat(LIMIT - 40) };
+    const text = JSON.stringify(body);
+    const halves = [text.slice(0, 300), text.slice(300)];
+    expect(
+      await answersOf((socket) => socket.write(`${head()}${halves.map(chunk).join('')}0\r\n\r\n`)),
+    ).toEqual([{ read: body }]);
+    const zipped = gzipSync(Buffer.from(text));
+    expect(
+      await answersOf((socket) => {
+        socket.write(`${head('content-encoding: gzip\r\n')}${zipped.length.toString(16)}\r\n`);
+        socket.write(zipped);
+        socket.write('\r\n0\r\n\r\n');
+      }),
+    ).toEqual([{ read: body }]);
+    const over = await answersOf((socket) =>
+      socket.write(`${head()}${chunk(`{"a":"${'x'.repeat(LIMIT)}"}`)}0\r\n\r\n`),
+    );
+    expect(over).toEqual([expect.objectContaining({ code: 413 })]);
   });
 });

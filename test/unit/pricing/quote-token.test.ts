@@ -138,6 +138,13 @@ describe('the route a quoted request is priced on', () => {
     expect(heldRoute(estimated, FLEET, claims).distance).toEqual(claims.distance);
   });
 
+  it('keeps its own when it is the longer and whether the road was measured is not known (a geo of the version before)', () => {
+    const shorter = { ...claims, distance: { distanceKm: 20, etaSeconds: 2400 } };
+    const unknown = { ...route(), roadMeasured: undefined };
+    expect(heldRoute(unknown, FLEET, shorter).distance).toEqual(route().distance);
+    expect(heldRoute(unknown, FLEET, claims).distance).toEqual(claims.distance);
+  });
+
   it('keeps its own for another fleet type or another point at either end', () => {
     const moved = { ...claims.origin, lat: claims.origin.lat + 1e-9 };
     for (const measured of [true, false]) {

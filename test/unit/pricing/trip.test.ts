@@ -30,17 +30,28 @@ describe('the trip pricing asks of geo', () => {
     expect(asked).toEqual(['geo.trip']);
   });
 
-  it('is geo.route’s, its road not known to be measured, from a geo of the version before', async () => {
+  it('is geo.route’s, not known whether its road was measured, from a geo of the version before', async () => {
     const { caller, asked } = geo(() => {
       throw Object.assign(new Error('Service geo.trip is not found.'), {
         type: 'SERVICE_NOT_FOUND',
+        data: { action: 'geo.trip' },
       });
     });
-    expect(await tripOf(caller, PARAMS)).toEqual({ ...ROUTE, roadMeasured: false });
+    expect(await tripOf(caller, PARAMS)).toEqual({ ...ROUTE, roadMeasured: undefined });
     expect(asked).toEqual(['geo.trip', 'geo.route']);
   });
 
-  it('fails as geo.trip failed otherwise, not asked again', async () => {
+  it('fails as geo.trip failed otherwise, not asked again: another action not found is not geo.trip', async () => {
+    const nested = geo(() => {
+      throw Object.assign(new Error('Service order.getAddress is not found.'), {
+        type: 'SERVICE_NOT_FOUND',
+        data: { action: 'order.getAddress' },
+      });
+    });
+    expect(await rejectionOf(() => tripOf(nested.caller, PARAMS))).toMatchObject({
+      type: 'SERVICE_NOT_FOUND',
+    });
+    expect(nested.asked).toEqual(['geo.trip']);
     const { caller, asked } = geo(() => {
       throw Object.assign(new Error('Request timed out'), { type: 'REQUEST_TIMEOUT', code: 504 });
     });
