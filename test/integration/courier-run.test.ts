@@ -94,6 +94,14 @@ const report = (courier: Courier, at: { lat: number; lon: number }) =>
   asCourier(courier, 'POST', '/courier/location', at);
 const offerOf = (courier: Courier, timeout?: number) => offerOfAt(base(), courier, timeout);
 
+/** A delivery paid for `courier` alone, offered to them and accepted. */
+async function acceptedBy(courier: Courier) {
+  const paid = await paidDelivery({ courierSelection: 'SPECIFIC', courierId: courier.id });
+  const offer = await offerOf(courier);
+  expect((await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`)).status).toBe(200);
+  return { ...paid, offer };
+}
+
 async function noOffer(courier: Courier) {
   const reply = await asCourier(courier, 'GET', '/courier/offers');
   expect(reply.status).toBe(200);
@@ -453,14 +461,7 @@ describe('matching', () => {
 describe('proof codes', () => {
   it('lock after 5 wrong codes, exactly, under concurrency; a new code from the merchant works', async () => {
     const courier = await courierAt({ lat: ORIGIN.lat - 0.002, lon: ORIGIN.lon + 0.001 });
-    const { merchant, deliveryId } = await paidDelivery({
-      courierSelection: 'SPECIFIC',
-      courierId: courier.id,
-    });
-    const offer = await offerOf(courier);
-    expect((await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`)).status).toBe(
-      200,
-    );
+    const { merchant, deliveryId } = await acceptedBy(courier);
     const step = (name: string, json?: unknown) =>
       asCourier(courier, 'POST', `/courier/deliveries/${deliveryId}/${name}`, json);
     expect((await step('arrived-at-pickup')).status).toBe(200);
@@ -1176,14 +1177,7 @@ describe('pay-on-delivery and cancel', () => {
   it('marks a courier on a delivery whose mark was lost, at their first report after Redis lost it and a while after a failed mark', async () => {
     const at = { lat: ORIGIN.lat - 0.011, lon: ORIGIN.lon + 0.006 };
     const courier = await courierAt(at);
-    const { merchant, deliveryId } = await paidDelivery({
-      courierSelection: 'SPECIFIC',
-      courierId: courier.id,
-    });
-    const offer = await offerOf(courier);
-    expect((await asCourier(courier, 'POST', `/courier/offers/${offer.id}/accept`)).status).toBe(
-      200,
-    );
+    const { merchant, deliveryId, offer } = await acceptedBy(courier);
     const redis = new Redis(process.env.REDIS_URL as string);
     const key = `${stack.iso.namespace}:couriers:pos:${courier.id}`;
     const mark = async () => {
