@@ -259,7 +259,7 @@ export class Searches {
     this.waiting.stepping(deliveryId, now.getTime());
     const asLastRead = await this.reachAsLastRead(deliveryId, now);
     if (asLastRead?.reach.length === 0) {
-      return this.waitForCourier(asLastRead.kept.record, now, asLastRead.kept);
+      return this.waitOrGiveUp(asLastRead.kept.record, now, asLastRead.kept);
     }
     const read = await this.store.search(deliveryId);
     if (!read) return;
@@ -270,7 +270,7 @@ export class Searches {
         ? asLastRead.reach
         : await this.reachWhileWaiting(search, now);
     if (reach?.length === 0) {
-      return this.waitForCourier(search, now, { record: search, readAt: now.getTime() });
+      return this.waitOrGiveUp(search, now, { record: search, readAt: now.getTime() });
     }
     const ended = await this.store.end(deliveryId);
     if (ended) return this.finishEnded(search, ended);
@@ -516,7 +516,27 @@ export class Searches {
     }
     // The step's own moment, not the clock's: a courier who came in reach after the step
     // looked (woken at a time after `now`) must wake the search at once.
+    if (found.length === 0) return this.waitOrGiveUp(search, now);
     this.waitForCourier(search, now);
+  }
+
+  /**
+   * A step that found nobody: the search waits (`waitForCourier`), unless the one courier it
+   * may go to was retired while holding no offer of it. The index hides them, so no step
+   * would note them out, and the search would wait out its time for nobody: it ends now.
+   * One `_id` read a step, for such searches only.
+   */
+  private async waitOrGiveUp(search: SearchRecord, now: Date, unoffered?: Unoffered) {
+    if (await this.onlyCourierRetired(search)) return this.giveUp(search._id, now);
+    this.waitForCourier(search, now, unoffered);
+  }
+
+  /** Whether the one courier the search may go to is retired (noted out of it, then). */
+  private async onlyCourierRetired(search: SearchRecord): Promise<boolean> {
+    const only = this.onlyCourier(search);
+    if (!only || (await this.deps.isActive(only))) return false;
+    await this.deps.notes.noteTried(search._id, only);
+    return true;
   }
 
   /**

@@ -344,6 +344,26 @@ describe('matching', () => {
     expect(await noOffer(stranger)).toBe(true);
   });
 
+  it('ends a SPECIFIC delivery NO_COURIER_FOUND once its courier, out of reach, is retired, not at the search’s time', async () => {
+    const courier = await courierAt(FAR_FROM_ORIGIN);
+    const { merchant, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+    });
+    expect(await noOffer(courier)).toBe(true);
+    expect((await admin('PATCH', `/admin/couriers/${courier.id}`, { active: false })).status).toBe(
+      200,
+    );
+    // Well within MATCHING_SEARCH_TIMEOUT_MS (20 s here): the steps find their only courier gone.
+    await eventually(
+      async () => {
+        const got = (await getDelivery(base(), merchant, deliveryId)).body.data;
+        expect(got.status).toBe('NO_COURIER_FOUND');
+      },
+      { timeout: 10_000, interval: 250 },
+    );
+  });
+
   it('ends NO_COURIER_FOUND when nobody is in reach: refunded, packages released', async () => {
     // A pickup far from every courier of the suite.
     const merchant: Party = await createUserWithKey(base());
