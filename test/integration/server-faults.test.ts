@@ -1,0 +1,37 @@
+import { join } from 'node:path';
+import { eventually } from '../support/eventually';
+import { ROOT } from '../support/node-run';
+import { dropDatabases, isolation, startNode } from '../support/stack';
+
+/**
+ * A fault of ours left uncaught in a running server (bin/server.ts): logged as a JSON line
+ * naming it, and the process stops as on SIGTERM, exiting 1 for its orchestrator to start it
+ * again, where Node printed a bare stack trace and ended at once.
+ */
+const iso = isolation();
+afterAll(() => dropDatabases(iso));
+
+it.each([
+  ['rejection', 'unhandled rejection; stopping', 'a rejection left unhandled, for the test'],
+  ['exception', 'uncaught exception; stopping', 'an exception left uncaught, for the test'],
+])('an unhandled %s is logged and stops the process, exit 1', async (kind, logged, error) => {
+  const node = await startNode({
+    services: 'gateway',
+    iso,
+    nodeArgs: ['--import', join(ROOT, 'test', 'support', 'fault-on-signal.mjs')],
+    env: { WAYBILL_TEST_FAULT: kind, NATS_URL: '' },
+  });
+  const exited = new Promise<number | null>((resolve) => node.child.once('exit', resolve));
+  node.child.kill('SIGUSR2');
+  expect(await exited).toBe(1);
+  await eventually(async () => {
+    const lines = node
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const line = lines.find((l) => l.msg === logged || l.message === logged);
+    expect(line).toBeDefined();
+    expect(JSON.stringify(line)).toContain(error);
+  });
+});
