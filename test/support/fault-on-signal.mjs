@@ -1,3 +1,6 @@
+import process from 'node:process';
+import { setImmediate } from 'node:timers';
+
 // Preloaded into a server by server-faults.test.ts: on SIGUSR2, a fault of the kind
 // WAYBILL_TEST_FAULT names, left uncaught, as a bug of ours would leave one.
 process.on('SIGUSR2', () => {
