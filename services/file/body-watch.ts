@@ -12,6 +12,8 @@ export interface BodyWatchOptions {
    * (FILE_MIN_UPLOAD_BYTES_PER_SECOND × the window); 0 or unset: no minimum.
    */
   minBytesPerWindow?: number;
+  /** The most the whole body may weigh, and the error past it; unset: no most. */
+  maxBytes?: { bytes: number; tooLarge: () => Error };
 }
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
@@ -19,7 +21,7 @@ const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 /**
  * Passes a request body through and destroys itself with a 408 when the client stalls: no
  * byte for `idleMs` although nothing waits here to be read, or the body still incomplete
- * after `deadlineMs`. A consumer that is slower than the client (S3, the next file of a bulk
+ * after `deadlineMs`; and with `maxBytes`'s error once the body passes it. A consumer that is slower than the client (S3, the next file of a bulk
  * upload) leaves bytes waiting here, so backpressure is never taken for a stalled client.
  *
  * Without it an upload whose client goes quiet keeps its part buffer and its slot until the
@@ -34,6 +36,8 @@ export class BodyWatch extends Transform {
   private windowBytes = 0;
   /** Whether the consumer held bytes back at some point of the window (not the client's doing). */
   private consumerBehind = false;
+  /** Bytes received in all. */
+  private totalBytes = 0;
 
   constructor(private readonly options: BodyWatchOptions) {
     super();
@@ -59,7 +63,10 @@ export class BodyWatch extends Transform {
     this.idleTimer.refresh();
     if (this.readableLength > 0) this.consumerBehind = true;
     this.windowBytes += chunk.length;
+    this.totalBytes += chunk.length;
     bytesMoved(chunk.length);
+    const most = this.options.maxBytes;
+    if (most && this.totalBytes > most.bytes) return callback(most.tooLarge());
     callback(null, chunk);
   }
 
@@ -120,6 +127,13 @@ export function watchBody(body: Readable, options: BodyWatchOptions): BodyWatch 
   const watch = new BodyWatch(options);
   finished(body, (err) => {
     if (err) watch.destroy(err);
+  });
+  // Refused by the watch (too large, too slow): what the client still sends is read and
+  // dropped, so that it can read the answer and its connection serve the next request (the
+  // gateway cuts one that goes on sending past its grace). Unpiped, the body would wait.
+  watch.once('error', () => {
+    body.unpipe(watch);
+    body.resume();
   });
   body.pipe(watch);
   return watch;

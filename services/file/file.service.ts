@@ -26,6 +26,8 @@ import { watchBody } from './body-watch';
 import { Leftovers } from './leftovers';
 import {
   BULK_MAX_FILES,
+  bodyBytesLimit,
+  bodyTooLarge,
   SINGLE_FIELD,
   errorSlot,
   isFailed,
@@ -156,6 +158,10 @@ export function createFileService(config: Config): ServiceDefinition {
           minBytesPerWindow: Math.ceil(
             (config.files.minUploadBytesPerSecond * config.files.idleTimeoutMs) / 1000,
           ),
+          maxBytes: {
+            bytes: bodyBytesLimit(request.mode, maxBytes),
+            tooLarge: () => bodyTooLarge(request.mode, maxBytes),
+          },
         }),
         {
           mode: request.mode,

@@ -110,6 +110,23 @@ class SniffGate extends Transform {
   }
 }
 
+/**
+ * The most a request's body may weigh: as many files as it may carry, each at the limit, with
+ * their envelopes. No upload that could succeed is larger; past it, what busboy passes over
+ * (a preamble, parts it skips, the rest of a file over the limit, an epilogue) would go on
+ * being read until the upload's time ran out.
+ */
+export const bodyBytesLimit = (mode: ReceiveOptions['mode'], maxFileBytes: number) =>
+  (mode === 'single' ? 1 : BULK_MAX_FILES) * (maxFileBytes + MULTIPART_OVERHEAD);
+
+/** The 413 of a request body past `bodyBytesLimit`. */
+export const bodyTooLarge = (mode: ReceiveOptions['mode'], maxFileBytes: number) =>
+  mode === 'single'
+    ? fileTooLarge(maxFileBytes)
+    : payloadTooLarge(
+        `The upload is larger than ${BULK_MAX_FILES} files of ${readableBytes(maxFileBytes)} can be; send fewer or smaller files`,
+      );
+
 const missingBoundary = () =>
   badRequest('Malformed multipart/form-data content type: the boundary is missing');
 
@@ -117,8 +134,8 @@ export const fileTooLarge = (maxFileBytes: number) =>
   payloadTooLarge(`The file is larger than ${readableBytes(maxFileBytes)}`);
 
 /**
- * Why the request cannot be a multipart upload, before its body is read: not multipart, or
- * (single) a Content-Length beyond one file and its envelope. Undefined when it may be.
+ * Why the request cannot be a multipart upload, before its body is read: not multipart, or a
+ * Content-Length beyond what its files could weigh (`bodyBytesLimit`). Undefined when it may be.
  */
 export function refuseRequest(
   options: Pick<ReceiveOptions, 'mode' | 'contentType' | 'contentLength' | 'maxFileBytes'>,
@@ -131,11 +148,10 @@ export function refuseRequest(
   }
   if (!/;\s*boundary=("[^"]+"|[^\s;"]+)/i.test(contentType)) return missingBoundary();
   if (
-    options.mode === 'single' &&
     options.contentLength !== undefined &&
-    options.contentLength > options.maxFileBytes + MULTIPART_OVERHEAD
+    options.contentLength > bodyBytesLimit(options.mode, options.maxFileBytes)
   ) {
-    return fileTooLarge(options.maxFileBytes);
+    return bodyTooLarge(options.mode, options.maxFileBytes);
   }
   return undefined;
 }

@@ -283,6 +283,21 @@ describe.each(fileTopologies)('files, %s', (_name, start) => {
     await expectNothingStored(fresh.userId);
   });
 
+  it('a bulk body larger than all its files could be: 413 once it passes that, not at its end, and nothing kept', async () => {
+    const fresh = await createUserWithKey(top.url);
+    // One file far over the limit, streamed: busboy would pass over all its bytes to its end.
+    const { body, headers } = streamed([
+      { name: 'files', filename: 'huge.png', data: () => generatedFile(HEADS.png, 12 * MAX) },
+    ]);
+    const reply = await post(top.url, '/bulk-upload', fresh.key, body, headers);
+    expectErrorEnvelope(
+      reply,
+      413,
+      'The upload is larger than 7 files of 1 MB can be; send fewer or smaller files',
+    );
+    await expectNothingStored(fresh.userId);
+  });
+
   it('answers a browser key with CORS headers, and refuses a server-only key from a browser', async () => {
     const browser = await createUserWithKey(top.url, { serverOnly: false });
     const png = fileOf(HEADS.png);

@@ -161,3 +161,29 @@ describe('BodyWatch', () => {
     expect((await error).message).toMatch(/^No data received for 1.5 s;/);
   });
 });
+
+describe('BodyWatch with a most', () => {
+  it('passes a body up to the most, and fails with its error at the first byte past it', async () => {
+    const source = new PassThrough();
+    const tooLarge = new Error('too large');
+    const watch = watchBody(source, {
+      idleMs: IDLE,
+      deadlineMs: DEADLINE,
+      maxBytes: { bytes: 3 * KB, tooLarge: () => tooLarge },
+    });
+    const errors: Error[] = [];
+    watch.on('error', (err) => errors.push(err));
+    let received = 0;
+    watch.on('data', (chunk: Buffer) => (received += chunk.length));
+    for (let i = 0; i < 3; i++) {
+      source.write(Buffer.alloc(KB));
+      await settle();
+    }
+    expect(errors).toEqual([]);
+    expect(received).toBe(3 * KB);
+    source.write(Buffer.alloc(1));
+    await settle();
+    expect(errors).toEqual([tooLarge]);
+    expect(received).toBe(3 * KB);
+  });
+});

@@ -3,6 +3,7 @@ import { serviceUnavailable } from '../../../libs/errors';
 import {
   BULK_MAX_FILES,
   MULTIPART_OVERHEAD,
+  bodyBytesLimit,
   SINGLE_FIELD,
   acceptHead,
   busboyLimits,
@@ -523,13 +524,18 @@ describe('the parts of a reception', () => {
       expect(err?.message).toBe(`Send files as multipart/form-data (got ${named})`);
     });
 
-    it('refuses a single upload longer than one file and its envelope, bulk ones never', () => {
+    it('refuses an upload longer than all the files it may carry and their envelopes', () => {
       expect(refuseRequest(request(multipart, 1000 + MULTIPART_OVERHEAD))).toBeUndefined();
       const err = refuseRequest(request(multipart, 1001 + MULTIPART_OVERHEAD));
       expect(err).toMatchObject({ code: 413, message: 'The file is larger than 1000 bytes' });
-      expect(
-        refuseRequest({ ...request(multipart, 10 ** 9), mode: 'bulk' as const }),
-      ).toBeUndefined();
+      const bulk = (length: number) => ({ ...request(multipart, length), mode: 'bulk' as const });
+      const most = BULK_MAX_FILES * (1000 + MULTIPART_OVERHEAD);
+      expect(bodyBytesLimit('bulk', 1000)).toBe(most);
+      expect(refuseRequest(bulk(most))).toBeUndefined();
+      expect(refuseRequest(bulk(most + 1))).toMatchObject({
+        code: 413,
+        message: `The upload is larger than ${BULK_MAX_FILES} files of 1000 bytes can be; send fewer or smaller files`,
+      });
     });
   });
 
