@@ -3,7 +3,7 @@ import type { CheckoutPurpose } from '../../libs/contracts/payment';
 import { serviceUnavailable, upstreamFailed, upstreamTimeout } from '../../libs/errors';
 import { fetchOutbound, type Failed } from '../../libs/outbound-fetch';
 import { isHttpsUrl } from '../../libs/schemas';
-import { providerId, type VerifiedTransaction } from './checkout';
+import { providerId, providerKobo, type VerifiedTransaction } from './checkout';
 
 /** What a provider is asked to open: one transaction per attempt (`attemptReference`). */
 export interface InitializeRequest {
@@ -283,7 +283,7 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
         const refundStatus = text(refund?.status);
         if (!id || !refundStatus || refundStatus === 'failed') continue;
         // A list that ignored the filter, or a refund of part of it, is not this refund.
-        if (isOf(transactionId)(refund) && refund.amount === amountKobo) {
+        if (isOf(transactionId)(refund) && providerKobo(refund.amount) === amountKobo) {
           return { id, status: refundStatus };
         }
       }

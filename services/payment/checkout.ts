@@ -233,6 +233,14 @@ export function providerId(value: unknown): string | undefined {
   return typeof id === 'string' && PROVIDER_ID_PATTERN.test(id) ? id : undefined;
 }
 
+/** A Paystack amount in kobo: a whole number, which some of its answers write as a string. */
+export function providerKobo(value: unknown): number | undefined {
+  const amount = typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : value;
+  return typeof amount === 'number' && Number.isSafeInteger(amount) && amount > 0
+    ? amount
+    : undefined;
+}
+
 export interface VerifiedTransaction {
   /** `success`, `failed`, `abandoned`, ... as the provider spells it. */
   status: string;

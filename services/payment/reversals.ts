@@ -7,6 +7,7 @@ import {
   STILL_PAYING_GRACE_MS,
 } from './checkout';
 import { holds } from '../../libs/mongo';
+import { providerKobo } from './checkout';
 import type { CheckoutStore, ReversalRecord, SessionRecord } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
 
@@ -27,14 +28,6 @@ export interface ProviderRefund {
   currency: string;
 }
 
-/** A Paystack amount in kobo: a whole number, which some of its events write as a string. */
-function kobo(value: unknown): number | undefined {
-  const amount = typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : value;
-  return typeof amount === 'number' && Number.isSafeInteger(amount) && amount > 0
-    ? amount
-    : undefined;
-}
-
 /**
  * The refund a Paystack `refund.processed` event's `data` reports, or what it lacks: its `id`
  * (or, without one, its `refund_reference`), the `transaction_reference` it gave back from, the
@@ -47,7 +40,7 @@ export function processedRefund(data: unknown): ProviderRefund | { unreadable: s
       ? providerId(fields.refund_reference)
       : providerId(fields.id);
   const providerReference = fields.transaction_reference;
-  const amountKobo = kobo(fields.amount);
+  const amountKobo = providerKobo(fields.amount);
   const { currency } = fields;
   if (refundId === undefined) {
     return { unreadable: 'no refund id (`data.id`, or `data.refund_reference`)' };
@@ -94,7 +87,7 @@ export function disputeNote(data: unknown): Record<string, unknown> {
   return {
     disputeId: providerId(fields.id) ?? null,
     providerReference: typeof transaction?.reference === 'string' ? transaction.reference : null,
-    refundAmountKobo: kobo(fields.refund_amount) ?? null,
+    refundAmountKobo: providerKobo(fields.refund_amount) ?? null,
     status: typeof fields.status === 'string' ? fields.status : null,
     resolution: typeof fields.resolution === 'string' ? fields.resolution : null,
   };

@@ -121,6 +121,15 @@ describe('paystackProvider answers', () => {
     };
     await expect(paystack().refundOf('ck-1-1', 50_000)).resolves.toBeNull();
     await expect(paystack().refundOf('ck-9-9', 50_000)).resolves.toBeNull();
+    // Its amount written as a string, as some of Paystack's answers write amounts: it still is.
+    answers['/refund?transaction=77&perPage=100'] = {
+      status: true,
+      data: [{ id: 8, status: 'pending', transaction: 77, amount: '50000' }],
+    };
+    await expect(paystack().refundOf('ck-1-1', 50_000)).resolves.toEqual({
+      id: '8',
+      status: 'pending',
+    });
     // A whole page of other transactions' refunds (the filter not applied): cannot tell.
     answers['/refund?transaction=77&perPage=100'] = {
       status: true,
