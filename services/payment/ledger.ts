@@ -129,7 +129,11 @@ export class LedgerAudit {
 
   constructor(private readonly maxProblems = 1000) {}
 
+  /** Every problem found, those past `maxProblems` (not kept) included. */
+  problemCount = 0;
+
   private report(problem: LedgerProblem): void {
+    this.problemCount += 1;
     if (this.problems.length < this.maxProblems) this.problems.push(problem);
   }
 

@@ -36,6 +36,11 @@ export const ledgerReportView = view('LedgerReport', {
   wallets: Joi.number().integer(),
   cashAccounts: Joi.number().integer().description('Couriers’ cash accounts with entries'),
   entries: Joi.number().integer(),
+  problemCount: Joi.number()
+    .integer()
+    .description(
+      'Every problem found: more than `problems` lists when they passed its most (1000); those the scan cannot see (`MISMATCH` of a head or a reference, `UNREFUNDED`) are listed first',
+    ),
   problems: Joi.array().items(
     Joi.object({
       walletId: Joi.string().description(

@@ -125,7 +125,7 @@ export function createWalletAdminActions(
         message: 'Ledger verified',
         summary: 'Reconcile every wallet',
         description:
-          'Recomputes every wallet from its entries and reports any gap or duplicate in a wallet’s sequence, any reference posted twice, any balance that is not the previous balance plus the amount, and any debit its refund gave up that was taken and not given back (`UNREFUNDED`; its detail says how to credit it back) (at most 1000 problems). Held to the request’s time: on a ledger too large for it, 503, and `waybill ledger verify` reads it all. Calls while one runs on the same replica share its answer.',
+          'Recomputes every wallet from its entries and reports any gap or duplicate in a wallet’s sequence, any reference posted twice, any balance that is not the previous balance plus the amount, and any debit its refund gave up that was taken and not given back (`UNREFUNDED`; its detail says how to credit it back) (at most 1000 listed, those only the reads after the scan find first; `problemCount` counts them all). Held to the request’s time: on a ledger too large for it, 503, and `waybill ledger verify` reads it all. Calls while one runs on the same replica share its answer.',
         response: ledgerReportView,
         errors: { 503: 'The ledger is too large to verify within one request' },
       },

@@ -632,6 +632,29 @@ describe('GET /admin/ledger/verify', () => {
     expect(report.problems.filter((p) => p.walletId === busy)).toEqual([]);
   });
 
+  it('lists the problems the scan cannot see first, and counts every problem past the most it lists', async () => {
+    const ahead = randomUUID();
+    await credit(ahead, 1_000);
+    await db
+      .collection<{ _id: string; sequence: number }>('wallets')
+      .updateOne({ _id: ahead }, { $set: { sequence: 3 } });
+    // Pay-on-delivery credits from before cash accounts: UNMATCHED, as many as the most listed.
+    const merchant = randomUUID();
+    for (let i = 0; i < 3; i++) await credit(merchant, 100, `pod:${randomUUID()}`);
+    const store = new LedgerStore(() => defineLedgerModels(db));
+    const all = await store.verify();
+    const at = (walletId: string, kind: string) =>
+      all.problems.findIndex((p) => p.walletId === walletId && p.kind === kind);
+    expect(at(ahead, 'MISMATCH')).toBeGreaterThanOrEqual(0);
+    expect(at(ahead, 'MISMATCH')).toBeLessThan(at(merchant, 'UNMATCHED'));
+    expect(all.problemCount).toBe(all.problems.length);
+    // Listed at most 2: the rest counted, not listed.
+    const few = await store.verify(2);
+    expect(few.problems).toEqual(all.problems.slice(0, 2));
+    expect(few.problemCount).toBe(all.problemCount);
+    expect(few.clean).toBe(false);
+  });
+
   it('reads an entry by `_id` only for a reference the scan did not find posted there', async () => {
     // Every reference's entry was read by `_id`: 20,000 reads after a 30-minute soak, and the
     // gateway's timeout (504) before the report.

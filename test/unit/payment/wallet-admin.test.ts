@@ -23,6 +23,7 @@ const report = (entries: number): LedgerReport => ({
   wallets: 1,
   cashAccounts: 0,
   entries,
+  problemCount: 0,
   problems: [],
   checkedAt: '2026-12-05T17:00:00.000Z',
 });
