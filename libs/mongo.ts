@@ -87,7 +87,10 @@ export async function claimLease(
   for (let turn = 0; ;) {
     const _id = turnName(name, turn);
     if (await insertOnce(() => model.create({ _id, startedAt: now }))) {
-      if (await laterTurnHeld(model, name, turn, leaseMs, now)) {
+      if (
+        (await laterTurnHeld(model, name, turn, leaseMs, now)) ||
+        (await earlierTurnUnsettled(model, name, turn, leaseMs, now))
+      ) {
         await model.deleteOne({ _id });
         return null;
       }
@@ -105,7 +108,8 @@ export async function claimLease(
  * Whether a turn after `turn` still holds the work: a turn freed below it by a delete that
  * landed late (its holder's, sent within its lease, waited on the database past it) is not
  * the work's to take while the turn that took it over holds. The later turns are read one by
- * one up to the first missing: a takeover's chain is a turn or two.
+ * one until two in a row are missing (one freed so between them is passed over): a
+ * takeover's chain is a turn or two.
  */
 async function laterTurnHeld(
   model: LeaseModel,
@@ -114,11 +118,38 @@ async function laterTurnHeld(
   leaseMs: number,
   now: Date,
 ): Promise<boolean> {
-  for (let later = turn + 1; ; later++) {
+  for (let later = turn + 1, missing = 0; missing < 2; later++) {
     const standing = await model.findById(turnName(name, later)).lean<{ startedAt: Date }>();
-    if (!standing) return false;
+    if (!standing) {
+      missing += 1;
+      continue;
+    }
+    missing = 0;
     if (now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) return true;
   }
+  return false;
+}
+
+/**
+ * Whether a turn before `turn` is not the stale claim this one took over from: missing (freed
+ * by a late delete, and perhaps claimed again by a caller that read this turn missing before
+ * it was inserted) or in its lease. Of two callers winning turns on either side of a freed
+ * one, each then sees the other: both give theirs back, and the next caller takes the work.
+ */
+async function earlierTurnUnsettled(
+  model: LeaseModel,
+  name: string,
+  turn: number,
+  leaseMs: number,
+  now: Date,
+): Promise<boolean> {
+  for (let earlier = 0; earlier < turn; earlier++) {
+    const standing = await model.findById(turnName(name, earlier)).lean<{ startedAt: Date }>();
+    if (!standing || now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) {
+      return true;
+    }
+  }
+  return false;
 }
 
 /**

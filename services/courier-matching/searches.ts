@@ -531,10 +531,16 @@ export class Searches {
     this.waitForCourier(search, now, unoffered);
   }
 
-  /** Whether the one courier the search may go to is retired (noted out of it, then). */
+  /**
+   * Whether the one courier the search may go to is retired, holding nothing (noted out of it,
+   * then). A retirement writes the courier inactive before it looks at what they hold, and puts
+   * them back at work when they hold a trip or an accepted offer (or when it fails): a courier
+   * inactive who holds anything is the retirement's to settle, not yet retired for the search.
+   */
   private async onlyCourierRetired(search: SearchRecord): Promise<boolean> {
     const only = this.onlyCourier(search);
     if (!only || (await this.deps.isActive(only))) return false;
+    if (await this.store.hold(only)) return false;
     await this.deps.notes.noteTried(search._id, only);
     return true;
   }

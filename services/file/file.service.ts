@@ -253,7 +253,7 @@ export function createFileService(config: Config): ServiceDefinition {
   const uploadErrors = {
     400: 'Not multipart/form-data, missing or misnamed file part, empty file, too many files',
     408: `The body sent nothing for ${config.files.idleTimeoutMs / 1000} s (FILE_IDLE_TIMEOUT_MS), less than FILE_MIN_UPLOAD_BYTES_PER_SECOND over that time, or did not arrive within FILE_TIMEOUT_MS; nothing was kept`,
-    413: `A file is larger than ${maxSize} (FILE_MAX_BYTES)`,
+    413: `A file is larger than ${maxSize} (FILE_MAX_BYTES), or the body larger than all the files it may carry could be`,
     429: `API quota exceeded, this key already has ${config.files.maxUploadsPerKey} uploads in progress (FILE_MAX_UPLOADS_PER_KEY) or its account ${config.files.maxUploadsPerUser} (FILE_MAX_UPLOADS_PER_USER)${maxUploadBytesPerUserPerDay > 0 ? `, or the account stored its ${readableBytes(maxUploadBytesPerUserPerDay)} of files for the day (FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY)` : ''}; see \`Retry-After\``,
     503: 'The file service is busy with other uploads, or the account holds half of its uploads, its publishable keys half of that (see `Retry-After`), could not be reached, or file storage (or the count of stored bytes) is unavailable; retry',
   };
@@ -369,7 +369,7 @@ export function createFileService(config: Config): ServiceDefinition {
           const share = allowanceShareOf(requireUser(ctx), ctx.meta);
           const mode = UPLOAD_ACTIONS[ctx.params.action];
           const meta = bodyMeta(ctx);
-          // Refused before a byte is sent: not multipart, or a single file that cannot fit.
+          // Refused before a byte is sent: not multipart, or a body larger than its files could be.
           const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
           if (refusal) throw refusal;
           await budget?.check(share);

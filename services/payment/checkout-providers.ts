@@ -207,7 +207,8 @@ export function paystackProvider(settings: Config['payment']['paystack']): Check
       // Paystack answers an unknown reference with 400/404 and `status: false`.
       if (status === 404 || (status === 400 && answer.status === false)) return null;
       const data = answer.data;
-      const amount = data?.amount;
+      // A number, or the whole number some of Paystack's answers write as a string.
+      const amount = typeof data?.amount === 'number' ? data.amount : providerKobo(data?.amount);
       if (
         status >= 300 ||
         answer.status !== true ||

@@ -5,9 +5,9 @@ import {
   lateCreditReference,
   providerId,
   STILL_PAYING_GRACE_MS,
+  providerKobo,
 } from './checkout';
 import { holds } from '../../libs/mongo';
-import { providerKobo } from './checkout';
 import type { CheckoutStore, ReversalRecord, SessionRecord } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
 

@@ -564,10 +564,20 @@ describe('waybill CLI: couriers', () => {
       courierId,
       token: expect.stringMatching(/^wbc_[A-Za-z0-9_-]{43}$/),
       createdAt: expect.any(String),
+      // The CLI acts as `cli` (decision 157), with the platform's own credentials.
+      createdBy: 'cli',
+      createdByOperatorTokenId: null,
     });
     const listed = json(await cli('couriers', 'token-list', courierId));
     expect(listed).toEqual([
-      { id: created.id, courierId, createdAt: created.createdAt, lastUsedAt: null },
+      {
+        id: created.id,
+        courierId,
+        createdAt: created.createdAt,
+        createdBy: 'cli',
+        createdByOperatorTokenId: null,
+        lastUsedAt: null,
+      },
     ]);
     const revoked = await cli('couriers', 'token-revoke', created.id);
     expect(revoked.stdout.trim()).toBe(`courier token ${created.id} revoked`);

@@ -364,6 +364,42 @@ describe('matching', () => {
     );
   });
 
+  it('leaves a SPECIFIC search going while its courier, written inactive, still holds something: the retirement’s to settle', async () => {
+    const courier = await courierAt(FAR_FROM_ORIGIN);
+    const { merchant, deliveryId } = await paidDelivery({
+      courierSelection: 'SPECIFIC',
+      courierId: courier.id,
+    });
+    // A retirement in its window: written inactive, the courier's hold (another trip) not yet
+    // looked at, and put back at work if it is one.
+    const holds = db.collection('courier_holds');
+    await holds.insertOne({
+      _id: courier.id as never,
+      deliveryId: randomUUID(),
+      offerId: `${randomUUID()}:1`,
+      kind: 'DELIVERY',
+      at: new Date(),
+    });
+    const couriers = db.collection('couriers');
+    await couriers.updateOne({ _id: courier.id as never }, { $set: { active: false } });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect((await getDelivery(base(), merchant, deliveryId)).body.data.status).toBe(
+        'REQUEST_CREATED',
+      );
+    } finally {
+      await holds.deleteOne({ _id: courier.id as never });
+    }
+    // Holding nothing any more, and still inactive: retired for the search, which ends.
+    await eventually(
+      async () => {
+        const got = (await getDelivery(base(), merchant, deliveryId)).body.data;
+        expect(got.status).toBe('NO_COURIER_FOUND');
+      },
+      { timeout: 10_000, interval: 250 },
+    );
+  });
+
   it('ends NO_COURIER_FOUND when nobody is in reach: refunded, packages released', async () => {
     // A pickup far from every courier of the suite.
     const merchant: Party = await createUserWithKey(base());

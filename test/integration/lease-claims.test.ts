@@ -78,6 +78,35 @@ it('keeps the work with the turn that took it over when an earlier holder’s de
   expect((await claimLease(db.models.Leases, name, LEASE_MS))?.name).toBe(name);
 });
 
+it('lets one caller at most hold when a late delete frees the turn another is taking over from', async () => {
+  const name = randomUUID();
+  const stalled = await claimLease(
+    db.models.Leases,
+    name,
+    LEASE_MS,
+    new Date(Date.now() - 2 * LEASE_MS),
+  );
+  const staleTurn = await db.models.Leases.findById(name).lean();
+  // The stalled holder's delete lands; a caller then claims the freed turn, no later one held.
+  await db.models.Leases.deleteOne({ _id: stalled?.name });
+  const first = await claimLease(db.models.Leases, name, LEASE_MS);
+  expect(first?.name).toBe(name);
+  // Another read the turn stale just before the delete landed: it goes on to take turn 1.
+  let asReadBefore = true;
+  const real = db.models.Leases;
+  const Leases = {
+    create: (doc: { _id: string; startedAt: Date }) => real.create(doc),
+    deleteOne: (filter: { _id: string }) => real.deleteOne(filter),
+    findById: (id: string) =>
+      id === name && asReadBefore
+        ? ((asReadBefore = false), { lean: async () => staleTurn })
+        : real.findById(id),
+  } as unknown as typeof real;
+  expect(await claimLease(Leases, name, LEASE_MS)).toBeNull();
+  expect(await db.models.Leases.findById(`${name}~1`).lean()).toBeNull();
+  expect(await db.models.Leases.findById(name).lean()).not.toBeNull();
+});
+
 it('refuses a lease too short to be given back before its end', async () => {
   await expect(claimLease(db.models.Leases, randomUUID(), RELEASE_MARGIN_MS)).rejects.toThrow(
     RangeError,

@@ -19,7 +19,7 @@ it.each([
     services: 'gateway',
     iso,
     nodeArgs: ['--import', join(ROOT, 'test', 'support', 'fault-on-signal.mjs')],
-    env: { WAYBILL_TEST_FAULT: kind, NATS_URL: '' },
+    env: { WAYBILL_TEST_FAULT: kind, NATS_URL: '', LOG_LEVEL: 'info' },
   });
   const exited = new Promise<number | null>((resolve) => node.child.once('exit', resolve));
   node.child.kill('SIGUSR2');
@@ -30,8 +30,11 @@ it.each([
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const line = lines.find((l) => l.msg === logged || l.message === logged);
+    const said = (text: string) => lines.findIndex((l) => l.msg === text || l.message === text);
+    const line = lines[said(logged)];
     expect(line).toBeDefined();
     expect(JSON.stringify(line)).toContain(error);
+    // Stopped as on SIGTERM (its services stopped, its peers told), not cut short.
+    expect(said('ServiceBroker is stopped. Good bye.')).toBeGreaterThan(said(logged));
   });
 });

@@ -51,6 +51,24 @@ describe('paystackProvider answers', () => {
     });
   });
 
+  it('reads a verified amount Paystack writes as a string, and refuses one that is no whole number', async () => {
+    const verified = (amount: unknown) =>
+      JSON.stringify({
+        status: true,
+        data: { reference: 'ck-1-1', status: 'success', amount, currency: 'NGN' },
+      });
+    servers.server.handle((_req, res) => res.end(verified('50000')));
+    await expect(paystack().verify('ck-1-1')).resolves.toEqual({
+      status: 'success',
+      amountKobo: 50_000,
+      currency: 'NGN',
+    });
+    for (const amount of ['500.5', 'fifty', null]) {
+      servers.server.handle((_req, res) => res.end(verified(amount)));
+      await expect(paystack().verify('ck-1-1')).rejects.toMatchObject({ code: 502 });
+    }
+  });
+
   it('reads a refund queued, refused for a reason of the refund, and throws for anything else', async () => {
     const refund = {
       providerReference: 'ck-1-1',
