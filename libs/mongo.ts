@@ -96,12 +96,18 @@ export async function claimLease(
       }
       return { name: _id, startedAt: now, leaseMs };
     }
-    const standing = await model.findById(_id).lean<{ startedAt: Date }>();
+    const started = await turnStarted(model, name, turn);
     // Released since the insert: this turn is free again.
-    if (!standing) continue;
-    if (now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) return null;
+    if (started === null) continue;
+    if (now.getTime() - started < leaseMs) return null;
     turn += 1;
   }
+}
+
+/** When turn `turn` of `name` was claimed (epoch ms), or null when it is not. */
+async function turnStarted(model: LeaseModel, name: string, turn: number): Promise<number | null> {
+  const standing = await model.findById(turnName(name, turn)).lean<{ startedAt: Date }>();
+  return standing ? new Date(standing.startedAt).getTime() : null;
 }
 
 /**
@@ -119,13 +125,13 @@ async function laterTurnHeld(
   now: Date,
 ): Promise<boolean> {
   for (let later = turn + 1, missing = 0; missing < 2; later++) {
-    const standing = await model.findById(turnName(name, later)).lean<{ startedAt: Date }>();
-    if (!standing) {
+    const started = await turnStarted(model, name, later);
+    if (started === null) {
       missing += 1;
       continue;
     }
     missing = 0;
-    if (now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) return true;
+    if (now.getTime() - started < leaseMs) return true;
   }
   return false;
 }
@@ -144,10 +150,8 @@ async function earlierTurnUnsettled(
   now: Date,
 ): Promise<boolean> {
   for (let earlier = 0; earlier < turn; earlier++) {
-    const standing = await model.findById(turnName(name, earlier)).lean<{ startedAt: Date }>();
-    if (!standing || now.getTime() - new Date(standing.startedAt).getTime() < leaseMs) {
-      return true;
-    }
+    const started = await turnStarted(model, name, earlier);
+    if (started === null || now.getTime() - started < leaseMs) return true;
   }
   return false;
 }

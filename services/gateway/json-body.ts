@@ -96,8 +96,8 @@ const NOT_READ =
 
 /**
  * Follows the bytes of a request as they arrive, alongside whoever reads them: `onChunk` for
- * each, `settle` once the body ended or the connection closed before (`undefined` then as the
- * error, the caller says). Returns the listeners' removal.
+ * each, `onEnd` once the body ended, `onClose` when the connection closed before it did.
+ * Returns the listeners' removal.
  */
 function followBody(
   req: GatewayRequest,
