@@ -84,13 +84,11 @@ export async function claimLease(
     // Never given back (`releaseLease`): every failure would leave a turn behind.
     throw new RangeError(`A lease must outlast ${RELEASE_MARGIN_MS} ms, not ${leaseMs}`);
   }
+  const inLease = (started: number) => now.getTime() - started < leaseMs;
   for (let turn = 0; ;) {
     const _id = turnName(name, turn);
     if (await insertOnce(() => model.create({ _id, startedAt: now }))) {
-      if (
-        (await laterTurnHeld(model, name, turn, leaseMs, now)) ||
-        (await earlierTurnUnsettled(model, name, turn, leaseMs, now))
-      ) {
+      if (await anotherTurnHolds(model, name, turn, inLease)) {
         await model.deleteOne({ _id });
         return null;
       }
@@ -99,7 +97,7 @@ export async function claimLease(
     const started = await turnStarted(model, name, turn);
     // Released since the insert: this turn is free again.
     if (started === null) continue;
-    if (now.getTime() - started < leaseMs) return null;
+    if (inLease(started)) return null;
     turn += 1;
   }
 }
@@ -111,18 +109,21 @@ async function turnStarted(model: LeaseModel, name: string, turn: number): Promi
 }
 
 /**
- * Whether a turn after `turn` still holds the work: a turn freed below it by a delete that
- * landed late (its holder's, sent within its lease, waited on the database past it) is not
- * the work's to take while the turn that took it over holds. The later turns are read one by
- * one until two in a row are missing (one freed so between them is passed over): a
- * takeover's chain is a turn or two.
+ * Whether the turn just won is not the work's to hold, a delete having landed late (its
+ * holder's, sent within its lease, waited on the database past it):
+ * - a later turn still holds it: the freed turn was below the one that took the work over.
+ *   Read one by one until two in a row are missing (one freed so between them is passed over):
+ *   a takeover's chain is a turn or two;
+ * - an earlier turn is not the stale claim this one took over from: missing (freed, and perhaps
+ *   claimed again by a caller that read this turn missing before it was inserted) or in its
+ *   lease. Of two callers winning turns on either side of a freed one, each sees the other:
+ *   both give theirs back, and the next caller takes the work.
  */
-async function laterTurnHeld(
+async function anotherTurnHolds(
   model: LeaseModel,
   name: string,
   turn: number,
-  leaseMs: number,
-  now: Date,
+  inLease: (started: number) => boolean,
 ): Promise<boolean> {
   for (let later = turn + 1, missing = 0; missing < 2; later++) {
     const started = await turnStarted(model, name, later);
@@ -131,27 +132,11 @@ async function laterTurnHeld(
       continue;
     }
     missing = 0;
-    if (now.getTime() - started < leaseMs) return true;
+    if (inLease(started)) return true;
   }
-  return false;
-}
-
-/**
- * Whether a turn before `turn` is not the stale claim this one took over from: missing (freed
- * by a late delete, and perhaps claimed again by a caller that read this turn missing before
- * it was inserted) or in its lease. Of two callers winning turns on either side of a freed
- * one, each then sees the other: both give theirs back, and the next caller takes the work.
- */
-async function earlierTurnUnsettled(
-  model: LeaseModel,
-  name: string,
-  turn: number,
-  leaseMs: number,
-  now: Date,
-): Promise<boolean> {
   for (let earlier = 0; earlier < turn; earlier++) {
     const started = await turnStarted(model, name, earlier);
-    if (started === null || now.getTime() - started < leaseMs) return true;
+    if (started === null || inLease(started)) return true;
   }
   return false;
 }
