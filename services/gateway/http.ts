@@ -142,6 +142,12 @@ export function answeredElsewhere(res: ServerResponse, status: number): void {
  */
 export const cutStatus = (res: ServerResponse): number | undefined => cutStatuses.get(res);
 
+/** `Content-Length` as a number, or undefined when the request has none. */
+export function declaredLength(req: IncomingMessage): number | undefined {
+  const header = req.headers['content-length'];
+  return header === undefined ? undefined : Number(header);
+}
+
 /** Whether the request says a body comes with it. */
 export const carriesBody = (req: IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;

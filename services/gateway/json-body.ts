@@ -2,7 +2,7 @@ import { isFields } from '../../libs/fields';
 import { badRequest, unsupportedMediaType } from '../../libs/errors';
 import { tooLarge } from './raw-body';
 import type { Middleware } from './edge';
-import { carriesBody, type GatewayRequest } from './http';
+import { carriesBody, declaredLength, type GatewayRequest } from './http';
 
 /**
  * Parsed JSON bodies are cleaned before anything reads them. JSON.parse makes `"__proto__"`
@@ -156,12 +156,6 @@ function refuseUntypedBytes(req: GatewayRequest, next: (err?: unknown) => void):
     () => settle(),
     () => settle(badRequest(NOT_READ)),
   );
-}
-
-/** `Content-Length` as a number, or undefined when the request has none. */
-function declaredLength(req: GatewayRequest): number | undefined {
-  const header = req.headers['content-length'];
-  return header === undefined ? undefined : Number(header);
 }
 
 /**

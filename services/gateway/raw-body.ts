@@ -1,6 +1,6 @@
 import { badRequest, payloadTooLarge } from '../../libs/errors';
 import type { Middleware } from './edge';
-import type { GatewayRequest } from './http';
+import { declaredLength, type GatewayRequest } from './http';
 
 /** What a raw body may weigh: a provider's notification is a few kilobytes. */
 export const RAW_BODY_LIMIT_BYTES = 64 * 1024;
@@ -16,8 +16,8 @@ export const tooLarge = (limit: number) =>
  */
 export function rawBodyReader(headerNames: string[], limit = RAW_BODY_LIMIT_BYTES): Middleware {
   return (req, _res, next) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
+    const declared = declaredLength(req);
+    if (declared !== undefined && declared > limit) {
       req.resume();
       next(tooLarge(limit));
       return;
