@@ -163,9 +163,12 @@ export async function releaseLease(
 
 /**
  * How long a call that claimed a claim's end keeps every other caller from it (`claimEnd`): far
- * longer than the one delete it covers, so that only a caller stopped before it is taken over.
+ * longer than the insert of the claim and the one delete it covers, so that only a caller
+ * stopped before its delete is taken over. FerretDB holds each write up to its `busy_timeout`
+ * for SQLite's write lock (60 s as `scripts/infra` runs it) and then applies it, and `at` is
+ * read before the insert is sent: two such waits, with room to spare (decision 182).
  */
-export const CLAIM_END_LEASE_MS = 30_000;
+export const CLAIM_END_LEASE_MS = 150_000;
 
 /** One claim of a claim's end (`claimEnd`): `<instance>:<attempt>`, and when it was claimed. */
 // Not indexed by `at`: pruning keeps the collections small, and a build at the start of the
