@@ -427,3 +427,55 @@ export function pullBody(
     req.end();
   });
 }
+
+/**
+ * A body handed to an action in the caller's own process (moleculer's `stream`): the request
+ * itself, with no transfer between them to close. moleculer's timeout rejects the call but
+ * does not reach the action, which goes on storing what nobody will ever hold the URL of.
+ * So the caller marks the body given up (`giveUpBody`) once its answer can no longer carry
+ * the action's (a timeout, an error, its client gone), and the action reads the mark last,
+ * with nothing awaited between it and its answer (`bodyGivenUp`); the caller also waits for
+ * the action to be done with the body (`bodyLetGo`) before it gives back what the transfer
+ * holds (its lease).
+ */
+interface LocalBody {
+  givenUp: boolean;
+  /** Settled once the action that took the body is done with it. */
+  done?: Promise<void>;
+}
+
+const localBodies = new WeakMap<object, LocalBody>();
+
+function localBody(body: object): LocalBody {
+  let state = localBodies.get(body);
+  if (!state) {
+    state = { givenUp: false };
+    localBodies.set(body, state);
+  }
+  return state;
+}
+
+/** The caller: nobody will read the action's answer for `body`. */
+export function giveUpBody(body: object): void {
+  localBody(body).givenUp = true;
+}
+
+/** The action: whether its caller gave up on `body` (always false for a body from another node). */
+export function bodyGivenUp(body: object): boolean {
+  return localBodies.get(body)?.givenUp === true;
+}
+
+/** The action: runs `work` on `body`, which the caller's `bodyLetGo` waits for. */
+export function workOnBody<T>(body: object, work: () => Promise<T>): Promise<T> {
+  const running = work();
+  localBody(body).done = running.then(
+    () => undefined,
+    () => undefined,
+  );
+  return running;
+}
+
+/** The caller: settles once an action of this process is done with `body` (at once if none took it). */
+export function bodyLetGo(body: object): Promise<void> {
+  return localBodies.get(body)?.done ?? Promise.resolve();
+}

@@ -11,7 +11,13 @@ import {
   type ServiceDefinition,
   type WaybillContext,
 } from '../../libs/service';
-import { DOWNLOAD_TICKET_META, OPEN_UPLOAD_ACTION, TransferDesk } from '../../libs/transfer';
+import {
+  bodyGivenUp,
+  DOWNLOAD_TICKET_META,
+  OPEN_UPLOAD_ACTION,
+  TransferDesk,
+  workOnBody,
+} from '../../libs/transfer';
 import { contentDisposition } from './content-disposition';
 import {
   FILE_RETRY_AFTER_SECONDS,
@@ -200,6 +206,26 @@ export function createFileService(config: Config): ServiceDefinition {
     return spent ?? null;
   }
 
+  /**
+   * Deletes what an upload stored once its caller stopped waiting (its FILE_TIMEOUT_MS, its
+   * client gone, or it died): nobody will ever hold these URLs, and, deleted (now or by a
+   * sweep), they count nothing toward the user's day.
+   */
+  function forgetUnanswered(share: AllowanceShare, slots: FileSlot[], spent: Spent | null): void {
+    const keys = slots.flatMap((s) => (isFailed(s) ? [] : [s.key]));
+    broker.logger.warn('upload unanswered (the gateway left); its files deleted', { keys });
+    void leftovers.remove(keys);
+    if (!spent) return;
+    const { bytes } = spent;
+    void budget?.giveBack(spent).catch((err: Error) =>
+      broker.logger.warn('deleted bytes still counted toward the user’s day', {
+        userId: share.userId,
+        bytes,
+        err: err.message,
+      }),
+    );
+  }
+
   /** What each upload action answers for the slots of its request. */
   const answers: Record<UploadMode, (slots: FileSlot[]) => unknown> = {
     single: ([slot]) => {
@@ -240,9 +266,13 @@ export function createFileService(config: Config): ServiceDefinition {
       stream.resume(); // read and dropped, so that the client reads the answer
       throw err;
     }
-    const slots = await receive({ mode, share, meta, body: stream }, slot);
-    await spend(share, slots);
-    return answers[mode](slots);
+    return workOnBody(stream, async () => {
+      const slots = await receive({ mode, share, meta, body: stream }, slot);
+      const spent = await spend(share, slots);
+      // Read last, nothing awaited after it: the gateway's timeout cannot fall in between.
+      if (bodyGivenUp(stream)) forgetUnanswered(share, slots, spent);
+      return answers[mode](slots);
+    });
   }
 
   function openDesk(): TransferDesk {
@@ -374,39 +404,17 @@ export function createFileService(config: Config): ServiceDefinition {
           if (refusal) throw refusal;
           await budget?.check(share);
           const slot = takeSlot(share);
-          let stored: string[] = [];
+          let received: FileSlot[] = [];
           let spent: Spent | null = null;
           try {
             return openDesk().expectBody(
               async (body) => {
-                const slots = await receive({ mode, share, meta, body }, slot);
-                stored = slots.flatMap((s) => (isFailed(s) ? [] : [s.key]));
-                spent = await spend(share, slots);
-                return answers[mode](slots);
+                received = await receive({ mode, share, meta, body }, slot);
+                spent = await spend(share, received);
+                return answers[mode](received);
               },
               () => slot.release(),
-              // The gateway stopped waiting (its FILE_TIMEOUT_MS, or it died): nobody will
-              // ever hold these URLs.
-              () => {
-                ctx.service?.logger.warn(
-                  'upload unanswered (the gateway left); its files deleted',
-                  {
-                    keys: stored,
-                  },
-                );
-                void leftovers.remove(stored);
-                // Deleted (now or by a sweep), they count nothing toward the user's day.
-                if (spent) {
-                  const { bytes } = spent;
-                  void budget?.giveBack(spent).catch((err: Error) =>
-                    broker.logger.warn('deleted bytes still counted toward the user’s day', {
-                      userId: share.userId,
-                      bytes,
-                      err: err.message,
-                    }),
-                  );
-                }
-              },
+              () => forgetUnanswered(share, received, spent),
             );
           } catch (err) {
             slot.release();

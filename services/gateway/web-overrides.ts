@@ -20,6 +20,7 @@ import {
   DOWNLOAD_TICKET_META,
   OPEN_UPLOAD_ACTION,
   clientGone,
+  giveUpBody,
   pullBody,
   pushBody,
   type TransferTicket,
@@ -294,6 +295,32 @@ async function transferBody(
 }
 
 /**
+ * A request body for an action in this process, the request itself its stream: given up
+ * (`giveUpBody`) once the call fails (its timeout above all, which does not stop the action)
+ * or the client leaves before the answer, so that the action deletes what it stored.
+ */
+async function callWithBody(
+  ctx: Context<unknown, Meta>,
+  endpoint: NonNullable<GatewayRequest['$endpoint']>,
+  params: Meta,
+  opts: CallOptions,
+  req: GatewayRequest,
+  res: ServerResponse,
+): Promise<unknown> {
+  const giveUp = () => giveUpBody(req);
+  if (clientGone(res)) giveUp();
+  else res.once('close', giveUp);
+  try {
+    return await ctx.call(endpoint as unknown as string, params, opts);
+  } catch (err) {
+    giveUp();
+    throw err;
+  } finally {
+    res.off('close', giveUp);
+  }
+}
+
+/**
  * `callAction`: moleculer-web's, except that a request body for another node goes there
  * directly, not over NATS (`transferBody`), bytes answered from another node are pulled the
  * same way, a JSON call with an `Idempotency-Key` is claimed first and its answer stored, or
@@ -330,7 +357,9 @@ export async function callAction(
   try {
     let data = transfer
       ? await transferBody(deps, ctx, endpoint, req, res, opts)
-      : await ctx.call(endpoint as unknown as string, params, opts);
+      : isStream
+        ? await callWithBody(ctx, endpoint, params, opts, req, res)
+        : await ctx.call(endpoint as unknown as string, params, opts);
     const ticket = ctx.meta[DOWNLOAD_TICKET_META] as TransferTicket | undefined;
     if (ticket) {
       delete ctx.meta[DOWNLOAD_TICKET_META];

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { Errors } from 'moleculer';
 import { badRequest, UNDECODABLE_BODY, validationError, type FieldError } from '../../libs/errors';
 import { clipForJson } from '../../libs/text';
+import { bodyLetGo } from '../../libs/transfer';
 import type { Middleware } from './edge';
 import type { GatewayRequest } from './http';
 import { isFields } from '../../libs/fields';
@@ -183,15 +184,15 @@ export function paramsOf(
 }
 
 /**
- * Settles (never rejects) once the alias called for `req` has settled, at once when none was
- * called. What a middleware holds for the call (a transfer's lease) waits for it: a call goes
- * on after its client has left, and what it takes meanwhile must stay counted.
+ * Settles (never rejects) once the alias called for `req` has settled, and an action of this
+ * process that took its body is done with it (`bodyLetGo`: a call that timed out goes on); at
+ * once when none was called. What a middleware holds for the call (a transfer's lease) waits
+ * for it: a call goes on after its client has left, and what it takes meanwhile must stay
+ * counted.
  */
 export function aliasSettled(req: GatewayRequest): Promise<void> {
-  return Promise.resolve(req.$called).then(
-    () => undefined,
-    () => undefined,
-  );
+  const letGo = () => bodyLetGo(req);
+  return Promise.resolve(req.$called).then(letGo, letGo);
 }
 
 /**

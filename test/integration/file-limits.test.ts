@@ -635,106 +635,117 @@ describe.each(fileTopologies)('download caps, %s', (_name, start) => {
 
 // ---------------------------------------------------------------- unanswered uploads
 
-describe('an upload the gateway stopped waiting for (gateway and file service apart)', () => {
-  const iso = isolation();
-  let nodes: NodeProcess[] = [];
-  let gateway: NodeProcess;
-  let s3: HoldingS3;
-  const direct = directS3();
-  const storedFor = async (userId: string) =>
-    (
-      await direct.send(
-        new ListObjectsV2Command({ Bucket: S3_BUCKET, Prefix: `uploads/${userId}/` }),
-      )
-    ).Contents ?? [];
+describe.each(fileTopologies)(
+  'an upload the gateway stopped waiting for (%s)',
+  (topology, start) => {
+    const inProcess = topology === fileTopologies[0][0];
+    const iso = isolation();
+    let nodes: NodeProcess[] = [];
+    let gateway: { url: string };
+    let s3: HoldingS3;
+    const direct = directS3();
+    const storedFor = async (userId: string) =>
+      (
+        await direct.send(
+          new ListObjectsV2Command({ Bucket: S3_BUCKET, Prefix: `uploads/${userId}/` }),
+        )
+      ).Contents ?? [];
 
-  beforeAll(async () => {
-    s3 = await holdingS3(process.env.S3_ENDPOINT as string, OBJECT_WRITES);
-    const stack = await startFileStack(iso, {
-      file: { S3_ENDPOINT: s3.url, FILE_UPLOAD_SWEEP_INTERVAL_MS: '300', LOG_LEVEL: 'info' },
-      gateway: { FILE_TIMEOUT_MS: '1500' },
+    beforeAll(async () => {
+      s3 = await holdingS3(process.env.S3_ENDPOINT as string, OBJECT_WRITES);
+      const stack = await start(iso, {
+        file: { S3_ENDPOINT: s3.url, FILE_UPLOAD_SWEEP_INTERVAL_MS: '300', LOG_LEVEL: 'info' },
+        gateway: { FILE_TIMEOUT_MS: '1500', FILE_MAX_UPLOADS_PER_KEY: '1' },
+      });
+      nodes = stack.nodes;
+      gateway = stack;
     });
-    nodes = stack.all;
-    [gateway] = stack.gateways;
-  });
 
-  afterAll(async () => {
-    await s3?.close();
-    direct.destroy();
-    await Promise.all(nodes.map((n) => n.stop()));
-    await dropDatabases(iso);
-  });
+    afterAll(async () => {
+      await s3?.close();
+      direct.destroy();
+      await Promise.all(nodes.map((n) => n.stop()));
+      await dropDatabases(iso);
+    });
 
-  it('answers 504 and keeps nothing of it: what S3 stored after the gateway left is deleted, and uncounted', async () => {
-    const { userId, key } = await createUserWithKey(gateway.url);
-    await waitForFiles(gateway.url, key);
-    expect(await storedFor(userId)).toHaveLength(1);
-
-    // The bytes the user's day counts: the warm-up's.
-    const redis = new Redis(process.env.REDIS_URL as string);
-    const dayCount = async () =>
-      Number(
-        await redis.get(
-          `${iso.namespace}:upload-bytes:${userId}:${new Date().toISOString().slice(0, 10)}`,
-        ),
-      );
-    try {
-      const counted = await dayCount();
-      expect(counted).toBeGreaterThan(0);
-
-      s3.hold();
-      const answer = await upload(gateway.url, key);
-      expectErrorEnvelope(answer, 504);
-      expect(s3.held()).toBe(1);
-      s3.release();
-      // Stored once released, then deleted by the file service: only the warm-up's file stays,
-      // and only its bytes count toward the day.
-      await eventually(async () => expect(s3.deletes()).toBe(1), { timeout: 10_000, interval: 50 });
+    it('answers 504 and keeps nothing of it: what S3 stored after the gateway left is deleted, and uncounted', async () => {
+      const { userId, key } = await createUserWithKey(gateway.url);
+      await waitForFiles(gateway.url, key);
       expect(await storedFor(userId)).toHaveLength(1);
-      await eventually(async () => expect(await dayCount()).toBe(counted), {
-        timeout: 10_000,
-        interval: 50,
-      });
-    } finally {
-      redis.disconnect();
-    }
-  }, 60_000);
-  it('deletes again, at the next sweep, what S3 refused to delete when the gateway left', async () => {
-    const { userId, key } = await createUserWithKey(gateway.url);
-    await waitForFiles(gateway.url, key);
-    expect(await storedFor(userId)).toHaveLength(1);
-    const passed = s3.deletes();
 
-    const refusedBefore = s3.refusedDeletes();
-    s3.refuseDeletes(true);
-    s3.hold();
-    try {
-      expectErrorEnvelope(await upload(gateway.url, key), 504);
-      s3.release();
-      // Stored once released; its delete refused, the object stays, and the sweep finds S3
-      // still refusing. The S3 client sends each delete twice (maxAttempts 2): a third refusal
-      // is a sweep's, so the request's own delete has given up. Taking deletes again after
-      // fewer, its second attempt could delete the object and leave the sweep nothing to do.
-      await eventually(async () => expect(await storedFor(userId)).toHaveLength(2), {
+      // The bytes the user's day counts: the warm-up's.
+      const redis = new Redis(process.env.REDIS_URL as string);
+      const dayCount = async () =>
+        Number(
+          await redis.get(
+            `${iso.namespace}:upload-bytes:${userId}:${new Date().toISOString().slice(0, 10)}`,
+          ),
+        );
+      try {
+        const counted = await dayCount();
+        expect(counted).toBeGreaterThan(0);
+
+        s3.hold();
+        const answer = await upload(gateway.url, key);
+        expectErrorEnvelope(answer, 504);
+        expect(s3.held()).toBe(1);
+        if (inProcess) {
+          // The action still runs in this process: the key's one upload is still in progress.
+          expectErrorEnvelope(await upload(gateway.url, key), 429);
+        }
+        s3.release();
+        // Stored once released, then deleted by the file service: only the warm-up's file stays,
+        // and only its bytes count toward the day.
+        await eventually(async () => expect(s3.deletes()).toBe(1), {
+          timeout: 10_000,
+          interval: 50,
+        });
+        expect(await storedFor(userId)).toHaveLength(1);
+        await eventually(async () => expect(await dayCount()).toBe(counted), {
+          timeout: 10_000,
+          interval: 50,
+        });
+      } finally {
+        redis.disconnect();
+      }
+    }, 60_000);
+    it('deletes again, at the next sweep, what S3 refused to delete when the gateway left', async () => {
+      const { userId, key } = await createUserWithKey(gateway.url);
+      await waitForFiles(gateway.url, key);
+      expect(await storedFor(userId)).toHaveLength(1);
+      const passed = s3.deletes();
+
+      const refusedBefore = s3.refusedDeletes();
+      s3.refuseDeletes(true);
+      s3.hold();
+      try {
+        expectErrorEnvelope(await upload(gateway.url, key), 504);
+        s3.release();
+        // Stored once released; its delete refused, the object stays, and the sweep finds S3
+        // still refusing. The S3 client sends each delete twice (maxAttempts 2): a third refusal
+        // is a sweep's, so the request's own delete has given up. Taking deletes again after
+        // fewer, its second attempt could delete the object and leave the sweep nothing to do.
+        await eventually(async () => expect(await storedFor(userId)).toHaveLength(2), {
+          timeout: 10_000,
+          interval: 50,
+        });
+        await eventually(
+          async () => expect(s3.refusedDeletes() - refusedBefore).toBeGreaterThanOrEqual(3),
+          { timeout: 10_000, interval: 50 },
+        );
+        expect(await storedFor(userId)).toHaveLength(2);
+      } finally {
+        s3.refuseDeletes(false);
+      }
+      // S3 takes deletes again: the sweep deletes it, once, and keeps nothing more to delete.
+      await eventually(async () => expect(await storedFor(userId)).toHaveLength(1), {
         timeout: 10_000,
-        interval: 50,
+        interval: 100,
       });
-      await eventually(
-        async () => expect(s3.refusedDeletes() - refusedBefore).toBeGreaterThanOrEqual(3),
-        { timeout: 10_000, interval: 50 },
-      );
-      expect(await storedFor(userId)).toHaveLength(2);
-    } finally {
-      s3.refuseDeletes(false);
-    }
-    // S3 takes deletes again: the sweep deletes it, once, and keeps nothing more to delete.
-    await eventually(async () => expect(await storedFor(userId)).toHaveLength(1), {
-      timeout: 10_000,
-      interval: 100,
-    });
-    expect(s3.deletes() - passed).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(s3.deletes() - passed).toBe(1);
-    expect(nodes[0].output()).toMatch(/files of failed uploads deleted at last/);
-  }, 60_000);
-});
+      expect(s3.deletes() - passed).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(s3.deletes() - passed).toBe(1);
+      expect(nodes[0].output()).toMatch(/files of failed uploads deleted at last/);
+    }, 60_000);
+  },
+);
