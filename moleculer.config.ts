@@ -54,6 +54,10 @@ export function createBrokerOptions(config: Config): BrokerOptions {
   return {
     namespace: config.namespace,
     nodeID,
+    // Signals are bin/server.ts's (a stop bounded by STOP_GRACE_MS, its exit code) and the
+    // CLI's: moleculer's own handler stopped the broker a second time beside it, both stops
+    // running every service's `stopped` at once, then exited 0 whatever the first meant to.
+    skipProcessEventRegistration: true,
     transporter: config.natsUrl
       ? new NatsTransporter({
           url: config.natsUrl,

@@ -9,12 +9,12 @@ import { createServices } from '../services';
 
 /**
  * A line on why the process cannot start, before its logger exists: as the logs' own JSON
- * lines (a log pipeline reads no other), or plain text under LOG_FORMAT=text.
+ * lines (a log pipeline reads no other), or plain text under LOG_FORMAT=pretty.
  */
 function fatal(message: string, err?: unknown): void {
   const why = err === undefined ? '' : `: ${err instanceof Error ? err.message : String(err)}`;
   const text = `waybill: ${message}${why}`;
-  if (process.env.LOG_FORMAT === 'text') console.error(text);
+  if (process.env.LOG_FORMAT === 'pretty') console.error(text);
   else console.error(jsonLogLine('fatal', err instanceof Error ? [text, err] : [text], {}));
 }
 

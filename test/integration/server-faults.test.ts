@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { eventually } from '../support/eventually';
-import { ROOT } from '../support/node-run';
+import { NO_SERVERS, ROOT, runTypeScript } from '../support/node-run';
 import { dropDatabases, isolation, startNode } from '../support/stack';
 
 /**
@@ -38,3 +38,20 @@ it.each([
     expect(said('ServiceBroker is stopped. Good bye.')).toBeGreaterThan(said(logged));
   });
 });
+
+it.each([
+  ['json', (err: string) => JSON.parse(err.trim()) as unknown],
+  ['pretty', (err: string) => err],
+])(
+  'a configuration it cannot start with is said on stderr, exit 1, as LOG_FORMAT=%s writes',
+  async (format, read) => {
+    const started = await runTypeScript(join(ROOT, 'bin', 'server.ts'), [], {
+      env: { ...NO_SERVERS, LOG_FORMAT: format, PORT: 'not-a-port' },
+    });
+    expect(started.code).toBe(1);
+    const said = read(started.stderr);
+    const text = 'waybill: invalid configuration: PORT';
+    if (format === 'json') expect(JSON.stringify(said)).toContain(text);
+    else expect(said).toMatch(new RegExp(`^${text}`));
+  },
+);

@@ -29,6 +29,16 @@ describe('the wait for requests in progress at a stop', () => {
   });
 });
 
+describe('the process signals', () => {
+  it('are left to bin/server.ts and the CLI: moleculer’s own stopped the broker a second time at once, then exited 0', () => {
+    const events = ['SIGTERM', 'SIGINT', 'beforeExit', 'exit'] as const;
+    const before = events.map((event) => process.listenerCount(event));
+    const broker = new ServiceBroker({ ...createBrokerOptions(loadConfig({})), logger: false });
+    expect(events.map((event) => process.listenerCount(event))).toEqual(before);
+    expect(broker.options.skipProcessEventRegistration).toBe(true);
+  });
+});
+
 describe('the console logger of a service', () => {
   const REFERENCE = `ck-${'ab'.repeat(20)}`;
   /** What one line naming a checkout reference and a tracking id reads once written. */
