@@ -45,12 +45,28 @@ export class WorkMarks<Item, M extends Mark> {
     if (working.length > 0) await insertAll(this.of.marks(), working.map(this.of.markOf));
   }
 
-  /** Stores items (`store`) between the two writes of their marks, and answers what it answered. */
+  /**
+   * Stores items (`store`) between the two writes of their marks, and answers what it answered.
+   * The second write matters only once a reader may have ended a first mark, its grace over: a
+   * failure of it before then (half the grace, for replicas' clocks) is not the caller's, whose
+   * items are stored and marked, and answering it would report as failed what was done.
+   */
   async storing<T>(items: Item[], store: () => Promise<T>): Promise<T> {
     await this.mark(items);
     const stored = await store();
-    await this.mark(items);
+    try {
+      await this.mark(items);
+    } catch (err) {
+      if (!this.withinHalfGrace(items)) throw err;
+    }
     return stored;
+  }
+
+  /** Whether every item's mark is younger than half its grace: no reader has ended it. */
+  private withinHalfGrace(items: Item[], now = Date.now()): boolean {
+    return items.every(
+      (item) => now - this.of.markedAt(this.of.markOf(item)).getTime() < this.of.graceMs / 2,
+    );
   }
 
   /**

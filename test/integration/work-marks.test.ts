@@ -58,6 +58,36 @@ it('marks an item with work around its store, and none without', async () => {
   expect(await isMarked(idle._id)).toBe(false);
 });
 
+it('answers what was stored when only the mark after the store fails, within half the grace; past it, the failure', async () => {
+  const busy = (error: string) => () => Promise.reject(new Error(error));
+  // The first write goes through; the second, after the store, meets a busy database.
+  const failSecond = () => {
+    const model = db.models.Mark;
+    const insertMany = model.insertMany.bind(model) as (docs: unknown) => never;
+    jest
+      .spyOn(model, 'insertMany')
+      .mockImplementationOnce(insertMany)
+      .mockImplementationOnce(busy('the database is busy'));
+  };
+  const fresh = item();
+  failSecond();
+  try {
+    expect(await marks.storing([fresh], () => store(fresh))).toBe(true);
+  } finally {
+    jest.restoreAllMocks();
+  }
+  expect(await read(fresh._id)).not.toBeNull();
+  expect(await isMarked(fresh._id)).toBe(true);
+  // A mark a reader may have ended: the write after the store is what keeps the item marked.
+  const old = item(true, new Date(Date.now() - GRACE_MS / 2 - 1000));
+  failSecond();
+  try {
+    await expect(marks.storing([old], () => store(old))).rejects.toThrow('the database is busy');
+  } finally {
+    jest.restoreAllMocks();
+  }
+});
+
 it('keeps the mark of an item not stored yet through its grace, and restores one let go before the store', async () => {
   const waiting = item();
   await marks.storing([waiting], async () => {
