@@ -103,7 +103,8 @@ export function toDeliveryView(
     deliveryFeePayer: delivery.deliveryFeePayer,
     paymentMethodType: delivery.paymentMethodType ?? delivery.payment.creator.method ?? 'WALLET',
     courierMatching: delivery.courierMatching,
-    courierId: delivery.courierId,
+    // The courier assigned; before one is, the one a SPECIFIC request named (null otherwise).
+    courierId: delivery.assignment?.courierId ?? delivery.courierId,
     requireCollectionProofCode: delivery.requireCollectionProofCode,
     requireDeliveryProofCode: delivery.requireDeliveryProofCode,
     link3rdPartyByContactInfo: delivery.link3rdPartyByContactInfo,

@@ -165,6 +165,7 @@ describe('a delivery driven to the door through the courier API', () => {
     expect(offer.pickup).toEqual({ lat: ORIGIN.lat, lon: ORIGIN.lon });
     expect(offer.dropoff).toEqual({ lat: 6.45, lon: 3.47 });
     expect(await noOffer(far)).toBe(true);
+    expect((await getDelivery(base(), merchant, deliveryId)).body.data.courierId).toBeNull();
     // Someone else's offer is not found.
     expectErrorEnvelope(await asCourier(far, 'POST', `/courier/offers/${offer.id}/accept`), 404);
     const accepted = await asCourier(near, 'POST', `/courier/offers/${offer.id}/accept`);
@@ -172,6 +173,7 @@ describe('a delivery driven to the door through the courier API', () => {
 
     const assigned = (await getDelivery(base(), merchant, deliveryId)).body.data;
     expect(assigned.status).toBe('COURIER_ASSIGNED');
+    expect(assigned.courierId).toBe(near.id);
     expect(assigned.courier).toMatchObject({
       name: 'Tunde Bakare',
       phone: '+2348031234567',
