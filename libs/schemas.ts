@@ -98,6 +98,20 @@ export const uuid = () =>
  * pattern is the whole rule.
  */
 /** Params of a route about one user: `/users/:userId/...`. */
+/** Who made a credential (`makerOf`), as its views show them. */
+export const makerFields = () => ({
+  createdBy: Joi.string()
+    .allow(null)
+    .description(
+      'The operator who made it, or `admin-token` / `cli` (the platform’s own credentials); null for one made before this was recorded',
+    ),
+  createdByOperatorTokenId: uuid()
+    .allow(null)
+    .description(
+      'The operator token it was made with (`GET /admin/operator-tokens`); null when made with the platform’s own credentials, or before this was recorded',
+    ),
+});
+
 export const userIdParams = Joi.object<{ userId: string }, true>({ userId: uuid().required() });
 
 export const countryCode = () =>

@@ -107,6 +107,19 @@ export interface ActingOperator {
   tokenId: string | null;
 }
 
+/**
+ * Who makes a credential (a courier token, an API key), as its record keeps them: revoking a
+ * leaked operator token leaves what it made working, so what it made must be findable.
+ */
+export function makerOf(operator: ActingOperator | undefined): {
+  createdBy?: string;
+  createdByTokenId?: string;
+} {
+  return operator
+    ? { createdBy: operator.name, createdByTokenId: operator.tokenId ?? undefined }
+    : {};
+}
+
 /** The name of whoever acts with ADMIN_TOKEN itself. */
 export const ADMIN_TOKEN_OPERATOR = 'admin-token';
 

@@ -95,10 +95,14 @@ export interface ApiKeyView {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** Who made it: an operator, `admin-token` or `cli`; null when made before this was kept. */
+  createdBy: string | null;
+  /** The operator token it was made with; null for the platform's own credentials. */
+  createdByOperatorTokenId: string | null;
 }
 
 /** The answer to creating a key: the only time its plaintext is ever shown. */
-export interface CreatedApiKey {
+export interface CreatedApiKey extends Pick<ApiKeyView, 'createdBy' | 'createdByOperatorTokenId'> {
   id: string;
   key: string;
   environment: AppEnvironment;

@@ -18,6 +18,8 @@ import { ServiceDatabase, isDuplicateKey } from '../../libs/mongo';
 import {
   action,
   implement,
+  makerOf,
+  operatorOf,
   type ServiceDefinition,
   type WaybillContext,
   type WithDefaults,
@@ -238,8 +240,23 @@ export function createAccountService(config: Config): ServiceDefinition {
               error: conflict,
             }),
             insert: (place) =>
-              store.createKey({ _id: keyId, userId, hash, environment, serverOnly, quota, place }),
+              store.createKey({
+                _id: keyId,
+                userId,
+                hash,
+                environment,
+                serverOnly,
+                quota,
+                place,
+                ...makerOf(ctx.meta.operator),
+              }),
             stored: async () => (await store.findKey(keyId)) !== null,
+          });
+          ctx.service?.logger.info('API key created', {
+            keyId,
+            userId,
+            environment,
+            ...operatorOf(ctx.meta),
           });
           return toCreatedApiKey(key, plaintext);
         },

@@ -17,6 +17,7 @@ import {
   e164Phone,
   email,
   fromUrl,
+  makerFields,
   named,
   pageParams,
   personName,
@@ -59,12 +60,14 @@ export const apiKeyView = view('ApiKey', {
   userId: uuid(),
   lastUsedAt: Joi.string().isoDate().allow(null),
   revokedAt: Joi.string().isoDate().allow(null),
+  ...makerFields(),
 });
 
 /** The answer of a creation: the key itself, once, and no use yet. */
 export const createdApiKeyView = view('NewApiKey', {
   ...apiKeyFields,
   key: Joi.string().description('The key itself, shown this once'),
+  ...makerFields(),
 });
 
 export const accountView = view('Account', { user: userView, apiKey: apiKeyView });

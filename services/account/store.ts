@@ -47,6 +47,10 @@ const apiKeySchema = new Schema(
     place: { type: Number },
     /** Set when stored by a writer that entered its hash first: backfill passes skip it (libs/backfills). */
     recordedFirst: Boolean,
+    /** Who made it (`makerOf`); absent for a key made before this was recorded. */
+    createdBy: { type: String },
+    /** The operator token it was made with; absent for the platform's own credentials. */
+    createdByTokenId: { type: String },
   },
   { timestamps: { createdAt: true, updatedAt: false }, versionKey: false },
 );
@@ -305,6 +309,8 @@ export class AccountStore {
     fields: Pick<ApiKeyRecord, 'userId' | 'hash' | 'environment' | 'serverOnly' | 'quota'> & {
       _id: string;
       place: number;
+      createdBy?: string;
+      createdByTokenId?: string;
     },
   ) {
     const { _id } = fields;

@@ -32,6 +32,8 @@ export function toApiKeyView(key: ApiKeyRecord & { createdAt: Date }): ApiKeyVie
     createdAt: key.createdAt.toISOString(),
     lastUsedAt: iso(key.lastUsedAt),
     revokedAt: iso(key.revokedAt),
+    createdBy: key.createdBy ?? null,
+    createdByOperatorTokenId: key.createdByTokenId ?? null,
   };
 }
 
@@ -48,6 +50,8 @@ export function toCreatedApiKey(
     serverOnly: view.serverOnly,
     quota: view.quota,
     createdAt: view.createdAt,
+    createdBy: view.createdBy,
+    createdByOperatorTokenId: view.createdByOperatorTokenId,
   };
 }
 

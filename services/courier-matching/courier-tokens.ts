@@ -11,7 +11,7 @@ import {
 import { conflict, notFound } from '../../libs/errors';
 import { noteTokenUse } from '../../libs/issued-tokens';
 import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
-import { action, implement, type ActingOperator, type ServiceActions } from '../../libs/service';
+import { action, implement, makerOf, type ServiceActions } from '../../libs/service';
 import {
   COURIER_TOKENS_MAX,
   courierTokenView,
@@ -32,13 +32,6 @@ export interface TokenActionDeps {
   couriers: CourierStore;
   tokens: CourierTokenStore;
   now?: () => Date;
-}
-
-/** Who makes a token, as its record keeps them (decision 157). */
-function makerOf(operator: ActingOperator | undefined) {
-  return operator
-    ? { createdBy: operator.name, createdByTokenId: operator.tokenId ?? undefined }
-    : {};
 }
 
 /**

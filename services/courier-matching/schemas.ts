@@ -9,6 +9,7 @@ import {
   fromUrl,
   HTTPS_URL_PATTERN,
   isHttpsUrl,
+  makerFields,
   pageParams,
   PERSON_NAME_MAX,
   personName,
@@ -235,19 +236,7 @@ export const tokenIdParams = Joi.object<{ tokenId: string }, true>({
   tokenId: uuid().required(),
 });
 
-/** Who made a courier token. */
-const tokenMaker = {
-  createdBy: Joi.string()
-    .allow(null)
-    .description(
-      'The operator who made it, or `admin-token` / `cli` (the platform’s own credentials); null for a token made before this was recorded',
-    ),
-  createdByOperatorTokenId: uuid()
-    .allow(null)
-    .description(
-      'The operator token it was made with (`GET /admin/operator-tokens`); null when made with the platform’s own credentials, or before this was recorded',
-    ),
-};
+const tokenMaker = makerFields();
 
 export const courierTokenView = view('CourierToken', {
   id: uuid().description('The token’s id: revoke it with `DELETE /admin/courier-tokens/{id}`'),

@@ -173,6 +173,8 @@ describe('API keys', () => {
       serverOnly: true,
       quota: null,
       createdAt: expect.any(String),
+      createdBy: 'admin-token',
+      createdByOperatorTokenId: null,
     });
 
     const withQuota = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
@@ -209,6 +211,8 @@ describe('API keys', () => {
       expect(Object.keys(key).sort()).toEqual(
         [
           'createdAt',
+          'createdBy',
+          'createdByOperatorTokenId',
           'environment',
           'id',
           'lastUsedAt',

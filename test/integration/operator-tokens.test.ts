@@ -198,6 +198,43 @@ describe('operator tokens', () => {
     ]);
   });
 
+  it('names its holder and itself on the API keys it makes, as listed: what a leaked token made can be found', async () => {
+    const { token, id } = (await createToken({ name: 'tobi@ops.example.com' })).body.data;
+    const userId = await newUser();
+    const path = `/admin/users/${userId}/api-keys`;
+    const byHolder = await request(node.url, 'POST', path, { headers: bearer(token), json: {} });
+    expect(byHolder.status).toBe(201);
+    expect(byHolder.body.data).toMatchObject({
+      createdBy: 'tobi@ops.example.com',
+      createdByOperatorTokenId: id,
+    });
+    const byPlatform = await request(node.url, 'POST', path, { headers: adminHeaders, json: {} });
+    expect(byPlatform.body.data).toMatchObject({
+      createdBy: 'admin-token',
+      createdByOperatorTokenId: null,
+    });
+    const listed = await request(node.url, 'GET', path, { headers: adminHeaders });
+    expect(listed.body.data).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          id: byHolder.body.data.id,
+          createdBy: 'tobi@ops.example.com',
+          createdByOperatorTokenId: id,
+        }),
+        expect.objectContaining({
+          id: byPlatform.body.data.id,
+          createdBy: 'admin-token',
+          createdByOperatorTokenId: null,
+        }),
+      ]),
+    );
+    expect(node.output()).toMatch(
+      new RegExp(
+        `"msg":"API key created".*"keyId":"${byHolder.body.data.id}".*"operatorTokenId":"${id}"`,
+      ),
+    );
+  });
+
   it('cannot make another, nor revoke another, but may revoke itself: refused at once after', async () => {
     const mine = (await createToken({ name: 'chidi@ops.example.com' })).body.data;
     const other = (await createToken({ name: 'dayo@ops.example.com' })).body.data;
