@@ -396,11 +396,11 @@ export interface AdminGuardOptions {
  * from API keys and courier tokens (guesses at those from the operator's address must not
  * shut the operator out), and operator tokens apart from ADMIN_TOKEN: their lookups are
  * counted before they are made and stay counted when the account service does not answer,
- * which must not shut out ADMIN_TOKEN, the way in while it is away. A token accepted without a
- * lookup (ADMIN_TOKEN, compared in memory; an operator token cached) then waits on the count:
- * the right one is refused once the failures counted before it reach the limit, so that a
- * right guess in a burst looks like the wrong ones, while an operator's own burst of calls is
- * never held back. While Redis is unreachable nothing is counted and the token is still
+ * which must not shut out ADMIN_TOKEN, the way in while it is away. ADMIN_TOKEN, compared in
+ * memory without a lookup, then waits on the count: the right one is refused once the failures
+ * counted before it reach the limit, so that a right guess in a burst looks like the wrong
+ * ones, while an operator's own burst of calls is never held back. An operator token this
+ * gateway accepted lately (cached) is not held back: it cannot be guessed, and it was proven. While Redis is unreachable nothing is counted and the token is still
  * checked (the admin API is what an operator repairs things with), but no operator token is
  * looked up that this gateway has not accepted lately (503): made-up ones would be looked up
  * without limit. The call then runs as the operator (`RequestMeta.operator`), whom the access
@@ -426,7 +426,9 @@ export function adminGuard(options: AdminGuardOptions): Middleware {
           await beforeLookup();
         }),
     );
-    if (!lookedUp) await authFailures.admit(subject, credential);
+    // An operator token accepted without a lookup was looked up before: 256 random bits,
+    // it is no guess of a burst, and is let through as a cached API key is.
+    if (!lookedUp && apart === 'admin') await authFailures.admit(subject, credential);
     if (req.$ctx) req.$ctx.meta.operator = operator;
   });
 }
