@@ -70,6 +70,15 @@ export const UNNAMED_MARK = '-';
  */
 export const UNMARKED_CHECK_MS = 5 * 60_000;
 
+/**
+ * How much older than the report Redis holds a report may be and still be refused as out of
+ * order: longer than any wait between a report's time being taken and its script (a directory
+ * read waits at most MONGO_TIMEOUT_MS, 10 s). Older still, the one held was timed by a replica
+ * whose clock runs ahead, and refusing would freeze the courier's position (its map, its
+ * arrival window, `courier.location`) for as long as that clock is ahead: it is stored.
+ */
+export const REORDER_WINDOW_MS = 30_000;
+
 /** What became of a report: stored, or refused as older than what Redis holds. */
 export type ReportOutcome =
   /** Stored, and the courier is in its cells' sets: free for an offer. */
@@ -96,9 +105,10 @@ export const positionsUnavailable = () =>
 /**
  * KEYS[1] the courier's hash. ARGV: avail prefix, courier id, fleet type, lat, lon, at (ms),
  * res-7 cell, res-9 cell, directory version ('' when unknown: the hash's is kept), moved set,
- * how long a busy mark stands unchecked (ms), how long no mark does (ms). 1 stored (and in its
- * cells' sets), 4 the same and due a check unmarked (noted as done), 3 stored in none (busy or
- * retired), 0 the hash was written under a newer directory version, 2 it holds a later report;
+ * how long a busy mark stands unchecked (ms), how long no mark does (ms), REORDER_WINDOW_MS.
+ * 1 stored (and in its cells' sets), 4 the same and due a check unmarked (noted as done), 3
+ * stored in none (busy or retired), 0 the hash was written under a newer directory version, 2
+ * it holds a later report, by no more than the window;
  * stored with a busy mark due a check: the offer id it was made for, or UNNAMED_MARK (the check
  * is then noted as done).
  */
@@ -109,7 +119,7 @@ local retired = old[9] == '1'
 if ARGV[9] ~= '' then
   if old[5] and tonumber(old[5]) > tonumber(ARGV[9]) then return 0 end
 end
-if old[8] and tonumber(old[8]) > tonumber(at) then return 2 end
+if old[8] and tonumber(old[8]) > tonumber(at) and tonumber(old[8]) - tonumber(at) <= tonumber(ARGV[13]) then return 2 end
 if ARGV[9] ~= '' then
   redis.call('HSET', KEYS[1], 'v', ARGV[9])
   redis.call('HDEL', KEYS[1], 'retired')
@@ -363,6 +373,7 @@ export class CourierPositions {
         this.moved,
         String(BUSY_CHECK_MS),
         String(UNMARKED_CHECK_MS),
+        String(REORDER_WINDOW_MS),
       );
       return typeof answer === 'string'
         ? { outcome: 'stored-unavailable', busyFor: answer }

@@ -8,6 +8,7 @@ import {
   CourierPositions,
   type NearCourier,
   type NearestQuery,
+  REORDER_WINDOW_MS,
   UNMARKED_CHECK_MS,
   UNNAMED_MARK,
 } from '../../services/courier-matching/positions';
@@ -95,6 +96,25 @@ describe('a location report', () => {
     const late = await positions.report({ id, fleetTypeId: CAR }, 6.6, 3.5, new Date(at - 1000));
     expect(late).toEqual({ outcome: 'out-of-order' });
     expect(await positions.position(id)).toEqual({ ...LAGOS, at: new Date(at + 1) });
+  });
+
+  it('stores a report older than the one held by more than REORDER_WINDOW_MS: that one was timed by a clock ahead', async () => {
+    const { keyPrefix, positions } = newIndex();
+    const id = randomUUID();
+    const there = { lat: 6.6, lon: 3.5 };
+    const ahead = Date.now() + 5 * 60_000;
+    await positions.report({ id, fleetTypeId: BIKE }, LAGOS.lat, LAGOS.lon, new Date(ahead));
+    const late = ahead - REORDER_WINDOW_MS;
+    expect(
+      await positions.report({ id, fleetTypeId: BIKE }, there.lat, there.lon, new Date(late)),
+    ).toEqual({ outcome: 'out-of-order' });
+    const now = new Date();
+    expect(await positions.report({ id, fleetTypeId: BIKE }, there.lat, there.lon, now)).toEqual({
+      outcome: 'stored',
+    });
+    expect(await positions.position(id)).toEqual({ ...there, at: now });
+    expect(await isIn(keyPrefix, BIKE, there, id)).toEqual({ res7: true, res9: true });
+    expect(await isIn(keyPrefix, BIKE, LAGOS, id)).toEqual({ res7: false, res9: false });
   });
 
   it('is refused when checked against a directory entry older than the index’s', async () => {
