@@ -10,9 +10,8 @@ const locationView = (location: CourierLocationRecord): CourierLocation => ({
 });
 
 /**
- * The latest of them: Redis holds the last report, MongoDB the last one written there (and a
- * courier's own document the last written before `courier_locations`, or by a replica of the
- * version before).
+ * The latest of them: MongoDB holds the last one written there, a courier's own document the
+ * last written before `courier_locations` (or by a replica of the version before).
  */
 function lastLocation(...candidates: (CourierLocationRecord | null | undefined)[]) {
   let latest: CourierLocationRecord | null = null;
@@ -23,8 +22,11 @@ function lastLocation(...candidates: (CourierLocationRecord | null | undefined)[
 }
 
 /**
- * `live`: the courier's position in Redis, newer than the one written to MongoDB (`stored`)
- * when it moved since; a courier written before `courier_locations` has its own.
+ * `live`: the courier's position in Redis, the last report taken, shown when there is one: the
+ * one written to MongoDB (`stored`) is at most as new, unless a replica whose clock ran ahead
+ * timed it later (a report older by more than REORDER_WINDOW_MS is taken in Redis, not written
+ * over it). Without it, the latest of the written one and, for a courier written before
+ * `courier_locations`, its own.
  */
 export function toCourierView(
   record: CourierRecord,
@@ -32,7 +34,7 @@ export function toCourierView(
   stored?: CourierLocationRecord,
 ): CourierView {
   const { fleet } = record;
-  const location = lastLocation(live, stored, record.lastLocation);
+  const location = live ?? lastLocation(stored, record.lastLocation);
   return {
     id: record._id,
     name: record.name,

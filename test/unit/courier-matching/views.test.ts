@@ -2,9 +2,10 @@ import type { CourierRecord } from '../../../services/courier-matching/store';
 import { toCourierView } from '../../../services/courier-matching/views';
 
 /**
- * A courier's last location in the views: the latest of the position in Redis, the one the
- * flusher wrote to `courier_locations`, and the one on the courier's own document (written
- * before that collection existed, or by a replica of the version before; decision 99).
+ * A courier's last location in the views: the position in Redis (the last report taken), else
+ * the latest of the one the flusher wrote to `courier_locations` and the one on the courier's
+ * own document (written before that collection existed, or by a replica of the version before;
+ * decision 99).
  */
 const at = (minute: number) => new Date(Date.UTC(2026, 11, 2, 9, minute));
 const place = (minute: number) => ({ lat: 6.5 + minute / 100, lon: 3.4, at: at(minute) });
@@ -24,10 +25,15 @@ const courier = (lastLocation: CourierRecord['lastLocation']): CourierRecord => 
 const shown = (minute: number) => ({ ...place(minute), at: at(minute).toISOString() });
 
 describe('toCourierView', () => {
-  it('shows the latest of Redis’s, the written one and the document’s own', () => {
+  it('shows Redis’s, the last report taken, even timed before one written by a clock ahead', () => {
     expect(toCourierView(courier(place(1)), place(3), place(2)).lastLocation).toEqual(shown(3));
-    expect(toCourierView(courier(place(1)), place(2), place(3)).lastLocation).toEqual(shown(3));
-    expect(toCourierView(courier(place(3)), place(1), place(2)).lastLocation).toEqual(shown(3));
+    expect(toCourierView(courier(place(1)), place(2), place(3)).lastLocation).toEqual(shown(2));
+    expect(toCourierView(courier(place(3)), place(1), place(2)).lastLocation).toEqual(shown(1));
+  });
+
+  it('without Redis’s, shows the latest of the written one and the document’s own', () => {
+    expect(toCourierView(courier(place(1)), undefined, place(2)).lastLocation).toEqual(shown(2));
+    expect(toCourierView(courier(place(3)), undefined, place(2)).lastLocation).toEqual(shown(3));
   });
 
   it('shows whichever there is, Redis’s on a tie, and null for none', () => {
