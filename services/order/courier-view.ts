@@ -11,6 +11,7 @@ export interface CourierViewOptions {
    * The arrival window reckoned from the middle of the courier's 0.01° cell (`onAreaGrid`), for
    * a reader shown no more than that cell (the tracking page): one from the point would give,
    * as its rounded ends step with the time left, the courier's distance to some tens of metres.
+   * Its place (and position) is the cell's middle's too.
    */
   etaFromArea?: boolean;
 }
@@ -136,8 +137,11 @@ async function courierOnDelivery(
   const at = courier.lastLocation;
   // Where the courier is belongs to the delivery only while they are carrying it out.
   if (!at || !located || !UNDER_WAY.has(delivery.lifecycle.status)) return view;
+  // A reader shown no more than the cell has it placed from the cell: a place named from the
+  // point would tell which side of a boundary within it the courier is.
+  const shown = etaFromArea ? onAreaGrid(at) : { lat: at.lat, lon: at.lon };
   const found = await Promise.all([
-    call(services, 'geo.resolveAddress', { address: { lat: at.lat, lon: at.lon } }),
+    call(services, 'geo.resolveAddress', { address: { lat: shown.lat, lon: shown.lon } }),
     call(services, 'geo.getFleetType', { fleetTypeId: fleet.typeId }),
   ]).catch(() => null);
   // A position geo cannot place (far from any known place), a fleet type since removed, or
@@ -148,8 +152,7 @@ async function courierOnDelivery(
     country: place.country,
     state: place.state ?? null,
     lgaOrCity: place.lgaOrCity ?? null,
-    lat: at.lat,
-    lon: at.lon,
+    ...shown,
   };
   const pickup = addresses.get(delivery.originId)?.fields;
   const dropoff = addresses.get(delivery.destinationId)?.fields;

@@ -1,4 +1,5 @@
 import type { Caller } from '../../../libs/contracts';
+import { onAreaGrid } from '../../../libs/geodesy';
 import { courierViewer, sharedReads } from '../../../services/order/courier-view';
 import type { DeliveryRecord, StoredAddress } from '../../../services/order/delivery-record';
 import type { DeliveryStatus } from '../../../services/order/lifecycle';
@@ -14,8 +15,9 @@ const NOW = new Date('2026-12-05T10:00:00.000Z');
  * A caller answering as courier-matching and geo would, recording what it was asked; the
  * courier last reported `reportedMsAgo` before NOW.
  */
-function services(reportedMsAgo = 5_000): Caller & { asked: string[] } {
+function services(reportedMsAgo = 5_000): Caller & { asked: string[]; placed: unknown[] } {
   const asked: string[] = [];
+  const placed: unknown[] = [];
   const answers: Record<string, unknown> = {
     'courier-matching.getCourier': {
       name: 'Tunde Bakare',
@@ -29,8 +31,10 @@ function services(reportedMsAgo = 5_000): Caller & { asked: string[] } {
   };
   return {
     asked,
-    call: (name) => {
+    placed,
+    call: (name, params) => {
       asked.push(name);
+      if (name === 'geo.resolveAddress') placed.push((params as { address: unknown }).address);
       return Promise.resolve(answers[name]);
     },
   };
@@ -67,6 +71,21 @@ describe('courierOnDelivery', () => {
       });
       expect(caller.asked).toContain('geo.resolveAddress');
     }
+  });
+
+  it('places a reader shown no more than the cell (the tracking page) by the cell’s middle, its place too', async () => {
+    const page = services();
+    const view = await courierOnDelivery(page, deliveryIn('COURIER_ASSIGNED'), addresses, {
+      now: NOW,
+      etaFromArea: true,
+    });
+    const cell = onAreaGrid(YABA);
+    expect(cell).not.toEqual(YABA);
+    expect(page.placed).toEqual([cell]);
+    expect(view?.currentLocation).toMatchObject(cell);
+    const creator = services();
+    await courierOnDelivery(creator, deliveryIn('COURIER_ASSIGNED'), addresses, { now: NOW });
+    expect(creator.placed).toEqual([YABA]);
   });
 
   it('asks geo nothing for a reader not shown where the courier is', async () => {
