@@ -123,6 +123,16 @@ describe('admin fleet types', () => {
       json: { origin: 'Ikeja, Lagos', destination: 'Kano', fleetTypeId: id },
     });
     expectErrorEnvelope(route, 404, 'Fleet type not found');
+
+    // Put back by another replica whose announcement has not arrived: the database decides
+    // before a 404, so that pricing, which chose it from the database, is not refused it.
+    await db.collection('fleet_types').updateOne({ _id: id as never }, { $set: { active: true } });
+    const again = await request(node.url, 'POST', '/api/route', {
+      headers: { 'api-key': key },
+      json: { origin: 'Ikeja, Lagos', destination: 'Kano', fleetTypeId: id },
+    });
+    expect(again.status).toBe(200);
+    expect((await list()).body.data.map((f: { id: string }) => f.id)).toContain(id);
   });
 
   it('refuses duplicates, bad values, empty edits and unknown ids', async () => {
