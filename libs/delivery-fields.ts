@@ -42,9 +42,11 @@ export function readCourierId(
     });
   }
   if (p.courierSelection !== 'SPECIFIC' && courierId) {
+    // Named as it was sent: a client that spelled it courierProfileId never sent courierId.
+    const sent = p.courierId === undefined ? 'courierProfileId' : 'courierId';
     errors.push({
-      field: 'courierId',
-      message: 'courierId applies only when courierSelection is SPECIFIC',
+      field: sent,
+      message: `${sent} applies only when courierSelection is SPECIFIC`,
     });
   }
   return courierId;

@@ -114,6 +114,15 @@ describe('reading a pricing request', () => {
     expect(errorOf({ totalWeight: 1, totalValue: 1, courierId: courier }).message).toBe(
       'courierId applies only when courierSelection is SPECIFIC',
     );
+    // Named as the client spelled it.
+    expect(
+      errorOf({ totalWeight: 1, totalValue: 1, courierProfileId: courier }).data.errors,
+    ).toEqual([
+      {
+        field: 'courierProfileId',
+        message: 'courierProfileId applies only when courierSelection is SPECIFIC',
+      },
+    ]);
   });
 
   it('fills the defaults', () => {
