@@ -95,14 +95,21 @@ export interface ApiKeyView {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
-  /** Who made it: an operator, `admin-token` or `cli`; null when made before this was kept. */
+}
+
+/** Who made a key, shown to operators only (its owner is not told who on the platform did). */
+export interface KeyMaker {
+  /** An operator, `admin-token` or `cli`; null when made before this was kept, or at seeding. */
   createdBy: string | null;
   /** The operator token it was made with; null for the platform's own credentials. */
   createdByOperatorTokenId: string | null;
 }
 
+/** A key as operators list it. */
+export type ListedApiKey = ApiKeyView & KeyMaker;
+
 /** The answer to creating a key: the only time its plaintext is ever shown. */
-export interface CreatedApiKey extends Pick<ApiKeyView, 'createdBy' | 'createdByOperatorTokenId'> {
+export interface CreatedApiKey extends KeyMaker {
   id: string;
   key: string;
   environment: AppEnvironment;
@@ -162,7 +169,7 @@ export interface AccountActions {
   'account.getUser': { params: { userId: string }; answer: UserView };
   'account.userByContact': { params: UserByContactParams; answer: UserView | null };
   'account.createApiKey': { params: CreateApiKeyParams; answer: CreatedApiKey };
-  'account.listApiKeys': { params: ListApiKeysParams; answer: ApiKeyView[] };
+  'account.listApiKeys': { params: ListApiKeysParams; answer: ListedApiKey[] };
   'account.revokeApiKey': { params: { keyId: string }; answer: null };
   'account.createOperatorToken': {
     params: CreateOperatorTokenParams;

@@ -6,7 +6,7 @@ import { broadcast } from '../../libs/contracts';
 import {
   API_KEY_REVOKED_EVENT,
   resolveApiKeyParams,
-  type ApiKeyView,
+  type ListedApiKey,
   type CreateApiKeyParams,
   type FindUsersParams,
   type ListApiKeysParams,
@@ -30,7 +30,7 @@ import { createOperatorTokenActions } from './operator-tokens';
 import type { Logger } from 'moleculer';
 import {
   accountView,
-  apiKeyView,
+  listedApiKeyView,
   createApiKeyParams,
   createUserParams,
   createdApiKeyView,
@@ -42,7 +42,7 @@ import {
 } from './schemas';
 import { userIdParams } from '../../libs/schemas';
 import { AccountStore, defineAccountModels } from './store';
-import { toApiKeyView, toCreatedApiKey, toUserView } from './views';
+import { toApiKeyView, toCreatedApiKey, toListedApiKey, toUserView } from './views';
 
 /** Enough for rotation across environments and apps; a leak of many at once stays visible. */
 export const MAX_ACTIVE_KEYS_PER_USER = 50;
@@ -269,15 +269,15 @@ export function createAccountService(config: Config): ServiceDefinition {
           path: '/users/:userId/api-keys',
           message: 'API keys retrieved',
           summary: "List a user's API keys (never the key itself), newest first, a page at a time",
-          response: Joi.array().items(apiKeyView),
+          response: Joi.array().items(listedApiKeyView),
         },
         params: listApiKeysParams,
         async handler(
           ctx: WaybillContext<WithDefaults<ListApiKeysParams, 'limit' | 'offset'>>,
-        ): Promise<ApiKeyView[]> {
+        ): Promise<ListedApiKey[]> {
           const { userId, limit, offset } = ctx.params;
           await findUser(userId);
-          return (await store.listKeys(userId, { limit, offset })).map(toApiKeyView);
+          return (await store.listKeys(userId, { limit, offset })).map(toListedApiKey);
         },
       }),
 

@@ -60,6 +60,14 @@ export const apiKeyView = view('ApiKey', {
   userId: uuid(),
   lastUsedAt: Joi.string().isoDate().allow(null),
   revokedAt: Joi.string().isoDate().allow(null),
+});
+
+/** A key as operators list it: who made it too (its owner's `GET /api/me` does not say). */
+export const listedApiKeyView = view('ListedApiKey', {
+  ...apiKeyFields,
+  userId: uuid(),
+  lastUsedAt: Joi.string().isoDate().allow(null),
+  revokedAt: Joi.string().isoDate().allow(null),
   ...makerFields(),
 });
 

@@ -1,5 +1,7 @@
 import type {
   ApiKeyView,
+  KeyMaker,
+  ListedApiKey,
   CreatedApiKey,
   CreatedOperatorToken,
   OperatorTokenView,
@@ -32,10 +34,20 @@ export function toApiKeyView(key: ApiKeyRecord & { createdAt: Date }): ApiKeyVie
     createdAt: key.createdAt.toISOString(),
     lastUsedAt: iso(key.lastUsedAt),
     revokedAt: iso(key.revokedAt),
-    createdBy: key.createdBy ?? null,
-    createdByOperatorTokenId: key.createdByTokenId ?? null,
   };
 }
+
+/** Who made the key, for operators' views only. */
+const makerView = (key: ApiKeyRecord): KeyMaker => ({
+  createdBy: key.createdBy ?? null,
+  createdByOperatorTokenId: key.createdByTokenId ?? null,
+});
+
+/** A key as operators list it: who made it too. */
+export const toListedApiKey = (key: ApiKeyRecord & { createdAt: Date }): ListedApiKey => ({
+  ...toApiKeyView(key),
+  ...makerView(key),
+});
 
 /** The answer to creating a key: its plaintext, once, and no hash. */
 export function toCreatedApiKey(
@@ -50,8 +62,7 @@ export function toCreatedApiKey(
     serverOnly: view.serverOnly,
     quota: view.quota,
     createdAt: view.createdAt,
-    createdBy: view.createdBy,
-    createdByOperatorTokenId: view.createdByOperatorTokenId,
+    ...makerView(key),
   };
 }
 

@@ -228,6 +228,13 @@ describe('operator tokens', () => {
         }),
       ]),
     );
+    // Its owner is not told who on the platform made it.
+    const me = await request(node.url, 'GET', '/api/me', {
+      headers: { 'api-key': byHolder.body.data.key },
+    });
+    expect(me.status).toBe(200);
+    expect(me.body.data.apiKey.id).toBe(byHolder.body.data.id);
+    expect(me.text).not.toContain('createdBy');
     expect(node.output()).toMatch(
       new RegExp(
         `"msg":"API key created".*"keyId":"${byHolder.body.data.id}".*"operatorTokenId":"${id}"`,

@@ -24,8 +24,6 @@ function record(n: number, overrides: Partial<ResolvedApiKey> = {}): ResolvedApi
     createdAt: '2026-01-01T00:00:00.000Z',
     lastUsedAt: null,
     revokedAt: null,
-    createdBy: null,
-    createdByOperatorTokenId: null,
     user: {
       id: 'user-1',
       name: 'Ada Obi',
