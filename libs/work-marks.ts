@@ -39,25 +39,30 @@ export interface WorkMarksOf<Item, M extends Mark> {
 export class WorkMarks<Item, M extends Mark> {
   constructor(private readonly of: WorkMarksOf<Item, M>) {}
 
-  /** Marks the items with work; marking one again changes nothing. */
-  async mark(items: Item[]): Promise<void> {
+  /**
+   * Marks the items with work; marking one again changes nothing. True when every mark is this
+   * call's (none was there before).
+   */
+  async mark(items: Item[]): Promise<boolean> {
     const working = items.filter((item) => this.of.hasWork(item));
-    if (working.length > 0) await insertAll(this.of.marks(), working.map(this.of.markOf));
+    return working.length === 0 || insertAll(this.of.marks(), working.map(this.of.markOf));
   }
 
   /**
    * Stores items (`store`) between the two writes of their marks, and answers what it answered.
    * The second write matters only once a reader may have ended a first mark, its grace over: a
-   * failure of it before then (half the grace, for replicas' clocks) is not the caller's, whose
-   * items are stored and marked, and answering it would report as failed what was done.
+   * failure of it before then (half the grace, for replicas' clocks), the first marks this
+   * call's own, is not the caller's, whose items are stored and marked, and answering it would
+   * report as failed what was done.
    */
   async storing<T>(items: Item[], store: () => Promise<T>): Promise<T> {
-    await this.mark(items);
+    // A mark there before (an earlier try's) is as old as that try: its time is not the items'.
+    const marksAreOurs = await this.mark(items);
     const stored = await store();
     try {
       await this.mark(items);
     } catch (err) {
-      if (!this.withinHalfGrace(items)) throw err;
+      if (!marksAreOurs || !this.withinHalfGrace(items)) throw err;
     }
     return stored;
   }
