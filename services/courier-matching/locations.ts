@@ -128,7 +128,7 @@ export class CourierLocations {
   }
 
   /**
-   * Views whose `lastLocation` is the later of Redis's and the one written to MongoDB, which is
+   * Views whose `lastLocation` is Redis's, or without it the one written to MongoDB, which is
    * read only for couriers Redis has none of (the flusher writes what Redis held).
    */
   async views(records: readonly CourierRecord[]): Promise<CourierView[]> {
