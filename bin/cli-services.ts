@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import {
@@ -136,4 +137,42 @@ export async function refuseOtherEnvironment(config: Config): Promise<void> {
   } finally {
     await db.close();
   }
+}
+
+/** The exit code of a process ended by `signal`, as a shell reports it (128 + its number). */
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/** How long an interrupted command's broker may take to stop before the command exits anyway. */
+export const INTERRUPTED_STOP_MS = 5_000;
+
+/**
+ * While a command runs, Ctrl-C or SIGTERM stops its broker (calls in flight answered, its node
+ * gone from NATS), bounded by INTERRUPTED_STOP_MS, then exits 130 or 143: never 0, so a
+ * script sees an interrupted `ledger verify` as unfinished. Answers the function that removes
+ * the handlers once the command is over.
+ */
+export function stopOnSignal(
+  broker: Pick<ServiceBroker, 'stop'>,
+  exit: (code: number) => void = (code) => process.exit(code),
+  signals: Pick<EventEmitter, 'once' | 'off'> = process,
+): () => void {
+  const handlers = (Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]).map((signal) => {
+    const handler = () => {
+      process.stderr.write(`waybill: ${signal} received; stopping\n`);
+      const code = SIGNAL_EXIT[signal];
+      const overdue = setTimeout(() => exit(code), INTERRUPTED_STOP_MS);
+      void broker
+        .stop()
+        .catch(() => undefined)
+        .then(() => {
+          clearTimeout(overdue);
+          exit(code);
+        });
+    };
+    signals.once(signal, handler);
+    return [signal, handler] as const;
+  });
+  return () => {
+    for (const [signal, handler] of handlers) signals.off(signal, handler);
+  };
 }

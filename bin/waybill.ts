@@ -22,6 +22,7 @@ import {
   cliBrokerOptions,
   commandBroker,
   refuseOtherEnvironment,
+  stopOnSignal,
 } from './cli-services';
 import { DELIVERY_STATUSES } from '../services/order/lifecycle';
 import { PROVIDER_LIST_PAGE } from '../services/payment/schemas';
@@ -42,10 +43,17 @@ async function withServices<T>(
   run: (broker: ServiceBroker, config: Config) => Promise<T>,
 ) {
   const { broker, config } = commandBroker(names);
-  await startWithin(broker, config, { before: () => refuseOtherEnvironment(config) });
+  const interruptible = stopOnSignal(broker);
+  await startWithin(broker, config, { before: () => refuseOtherEnvironment(config) }).catch(
+    (err: unknown) => {
+      interruptible();
+      throw err;
+    },
+  );
   try {
     return await run(broker, config);
   } finally {
+    interruptible();
     await broker.stop();
   }
 }
@@ -770,7 +778,11 @@ async function withPlatform<T>(
     );
   }
   const broker = new ServiceBroker(cliBrokerOptions(config));
-  await startWithin(broker, config, { database: false });
+  const interruptible = stopOnSignal(broker);
+  await startWithin(broker, config, { database: false }).catch((err: unknown) => {
+    interruptible();
+    throw err;
+  });
   try {
     const seconds = NATS_ONLY_WAIT_SECONDS;
     await broker.waitForServices([service], seconds * 1000).catch(() => {
@@ -780,6 +792,7 @@ async function withPlatform<T>(
     });
     return await run(broker);
   } finally {
+    interruptible();
     await broker.stop();
   }
 }
