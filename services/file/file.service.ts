@@ -239,6 +239,8 @@ export function createFileService(config: Config): ServiceDefinition {
     }),
   };
 
+  const UNANSWERED_UPLOAD = 'The gateway stopped waiting for this upload; send it again';
+
   /**
    * An upload action called in this process (the gateway beside us) with the request as
    * `ctx.stream`. A gateway on another node opens a transfer instead (`openUpload`): a body
@@ -254,19 +256,22 @@ export function createFileService(config: Config): ServiceDefinition {
       throw serviceUnavailable('The file service is being updated; retry in a few seconds');
     }
     const meta = bodyMeta(ctx);
-    let slot: Slot;
-    try {
-      // A request that can never be taken is told so first, not asked to come back later.
-      const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
-      if (refusal) throw refusal;
-      // The day's bytes spent: 429 before a slot is taken or a byte read.
-      await budget?.check(share);
-      slot = takeSlot(share);
-    } catch (err) {
-      stream.resume(); // read and dropped, so that the client reads the answer
-      throw err;
-    }
+    // From here the gateway's lease waits for this work, its wait on the day's bytes included.
     return workOnBody(stream, async () => {
+      let slot: Slot;
+      try {
+        // A request that can never be taken is told so first, not asked to come back later.
+        const refusal = refuseRequest({ mode, ...meta, maxFileBytes: maxBytes });
+        if (refusal) throw refusal;
+        // The day's bytes spent: 429 before a slot is taken or a byte read.
+        await budget?.check(share);
+        // Given up while that was asked (its timeout, its client gone): no slot is taken for it.
+        if (bodyGivenUp(stream)) throw upstreamTimeout(UNANSWERED_UPLOAD);
+        slot = takeSlot(share);
+      } catch (err) {
+        stream.resume(); // read and dropped, so that the client reads the answer
+        throw err;
+      }
       const slots = await receive({ mode, share, meta, body: stream }, slot);
       const spent = await spend(share, slots);
       // Read last, nothing awaited after it: the gateway's timeout cannot fall in between.

@@ -18,16 +18,18 @@ export interface UploadLease {
 /**
  * How long a transfer's lease is held if its gateway dies before giving it back: longer than
  * the longest transfer. A download waits up to S3_TIMEOUT_MS for the object's headers before its
- * FILE_TIMEOUT_MS starts, and an upload sent to another node waits up to
- * REDIS_COMMAND_TIMEOUT_MS on its day's allowance before its body's FILE_TIMEOUT_MS; a margin
- * covers writing the answer. Given back as the transfer ends, a lease is held no longer then.
+ * FILE_TIMEOUT_MS starts. An upload waits up to REDIS_COMMAND_TIMEOUT_MS on its day's
+ * allowance before its body's FILE_TIMEOUT_MS, and in the gateway's process, whose lease waits
+ * for the action, may then store its last part and complete the file (S3_TIMEOUT_MS each) and
+ * count it (REDIS_COMMAND_TIMEOUT_MS); a margin covers writing the answer. Given back as the
+ * transfer ends, a lease is held no longer then.
  */
 export const transferLeaseMs = (
   config: Pick<Config, 'redisCommandTimeoutMs'> & {
     files: Pick<Config['files'], 'timeoutMs'>;
     s3: Pick<Config['s3'], 'timeoutMs'>;
   },
-) => config.files.timeoutMs + Math.max(config.s3.timeoutMs, config.redisCommandTimeoutMs) + 5_000;
+) => config.files.timeoutMs + 2 * (config.s3.timeoutMs + config.redisCommandTimeoutMs) + 5_000;
 
 export class UploadLeases {
   private readonly window: SlidingWindow;

@@ -709,6 +709,42 @@ describe.each(fileTopologies)(
         redis.disconnect();
       }
     }, 60_000);
+    it('keeps nothing of an upload whose client left once its body was sent, while S3 stored it', async () => {
+      const { userId, key } = await createUserWithKey(gateway.url);
+      await waitForFiles(gateway.url, key);
+      expect(await storedFor(userId)).toHaveLength(1);
+      const deletes = s3.deletes();
+      const form = new FormData();
+      form.append('upload-file', new Blob([fileOf(HEADS.png, 5000)]), 'left.png');
+      const encoded = new Response(form);
+      const body = Buffer.from(await encoded.arrayBuffer());
+      const heldBefore = s3.held();
+      s3.hold();
+      const sent = httpRequest(`${gateway.url}/file/single-upload`, {
+        method: 'POST',
+        headers: {
+          'api-key': key,
+          'content-type': encoded.headers.get('content-type') as string,
+          'content-length': String(body.length),
+        },
+      });
+      sent.on('error', () => undefined); // cut by this test
+      sent.end(body);
+      await eventually(async () => expect(s3.held() - heldBefore).toBe(1), {
+        timeout: 10_000,
+        interval: 20,
+      });
+      sent.destroy();
+      // Let the gateway see it go before S3 answers.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      s3.release();
+      await eventually(async () => expect(s3.deletes() - deletes).toBe(1), {
+        timeout: 10_000,
+        interval: 50,
+      });
+      expect(await storedFor(userId)).toHaveLength(1);
+    }, 60_000);
+
     it('deletes again, at the next sweep, what S3 refused to delete when the gateway left', async () => {
       const { userId, key } = await createUserWithKey(gateway.url);
       await waitForFiles(gateway.url, key);
