@@ -4,6 +4,7 @@ import type { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
 import { Errors } from 'moleculer';
+import { Answering } from './answering';
 import { serviceUnavailable } from './errors';
 import { bytesMoved } from './reclaim';
 
@@ -111,6 +112,8 @@ export class TransferDesk {
   private server: http.Server | undefined;
   private base = '';
   private readonly pending = new Map<string, Pending>();
+  /** Transfers under way, which a stop waits for (`idle`). */
+  private readonly answering = new Answering();
 
   constructor(private readonly options: TransferDeskOptions) {}
 
@@ -143,6 +146,14 @@ export class TransferDesk {
     if (!server) return;
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * Settles once every transfer under way is over: a stop waits for it before `close` cuts
+   * what is left (STOP_GRACE_MS bounds the wait).
+   */
+  idle(): Promise<void> {
+    return this.answering.settled();
   }
 
   /** Transfers issued and not yet started. */
@@ -236,6 +247,7 @@ export class TransferDesk {
       res.writeHead(204).end();
       return;
     }
+    this.answering.add(res);
     pending.serve(req, res);
   }
 }

@@ -5,6 +5,7 @@ import { badRequest, serviceBusy, serviceUnavailable, upstreamTimeout } from '..
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import { connectRedisWithin, createRedis, redisReady, REDIS_START_WAIT_MS } from '../../libs/redis';
 import { Periodic } from '../../libs/periodic';
+import { whenStopping } from '../../libs/resilience';
 import {
   action,
   requireUser,
@@ -482,6 +483,10 @@ export function createFileService(config: Config): ServiceDefinition {
         fallbackHost: this.broker.getLocalNodeInfo().ipList[0] ?? '127.0.0.1',
       });
       await desk.listen();
+      // Transfers under way are no calls moleculer's stop waits for: they finish first, while
+      // the stop has time left, rather than be cut by the desk's close.
+      const open = desk;
+      whenStopping(this.broker, () => open.idle());
     },
     async stopped() {
       unregisterHealthCheck(this.broker, 's3');

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { Answering } from '../../libs/answering';
 
 /** The request as moleculer-web hands it to our hooks. */
 export interface GatewayRequest extends IncomingMessage {
@@ -172,23 +173,25 @@ export function clientRequestId(headers: IncomingMessage['headers']): string | u
  * What lets a server's kept-alive connections go as the process stops: the idle ones at once,
  * the others once they have answered (`Connection: close`), so that the stop's wait for them
  * (moleculer-web closes the server) is not the keep-alive's, longer than the stop's grace.
- * Its answer starts the drain.
+ * Its answer starts the drain, and settles once every answer under way is sent: a file piped
+ * or pushed after its call returned, which moleculer's wait for calls does not see, is not cut
+ * while the stop has time left (STOP_GRACE_MS bounds it).
  */
-export function drainOnStop(server: Server): () => void {
+export function drainOnStop(server: Server): () => Promise<void> {
   let draining = false;
   /** Answers under way, which the drain tells to close their connection once sent. */
-  const answering = new Set<ServerResponse>();
+  const answering = new Answering();
   const lastAnswer = (res: ServerResponse) => {
     if (!res.headersSent) res.setHeader('Connection', 'close');
   };
   server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
     if (draining) return lastAnswer(res);
     answering.add(res);
-    res.once('close', () => answering.delete(res));
   });
   return () => {
     draining = true;
     for (const res of answering) lastAnswer(res);
     server.closeIdleConnections();
+    return answering.settled();
   };
 }

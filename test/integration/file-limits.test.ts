@@ -227,9 +227,11 @@ describe('the per-key cap across gateway replicas', () => {
         common: {
           FILE_MAX_UPLOADS_PER_KEY: '2',
           FILE_IDLE_TIMEOUT_MS: '60000',
-          // The leases of a gateway that dies expire FILE_TIMEOUT_MS (+ 5 s) after they began;
-          // long enough for the uploads to be still in progress when the replica is killed.
+          // The leases of a gateway that dies expire after they began, FILE_TIMEOUT_MS plus
+          // twice S3_TIMEOUT_MS and REDIS_COMMAND_TIMEOUT_MS (transferLeaseMs) and 5 s: long
+          // enough for the uploads to be still in progress when the replica is killed.
           FILE_TIMEOUT_MS: '15000',
+          S3_TIMEOUT_MS: '3000',
         },
       },
       2,
