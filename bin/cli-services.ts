@@ -148,20 +148,24 @@ export const INTERRUPTED_STOP_MS = 5_000;
 /**
  * While a command runs, Ctrl-C or SIGTERM stops its broker (calls in flight answered, its node
  * gone from NATS), bounded by INTERRUPTED_STOP_MS, then exits 130 or 143: never 0, so a
- * script sees an interrupted `ledger verify` as unfinished. Answers the function that removes
- * the handlers once the command is over.
+ * script sees an interrupted `ledger verify` as unfinished. One stop, whatever comes after the
+ * first signal. Answers the function that removes the handlers once the command is over, and
+ * answers the stop under way if a signal came (the command then waits for it, not stopping
+ * the broker a second time beside it).
  */
 export function stopOnSignal(
   broker: Pick<ServiceBroker, 'stop'>,
   exit: (code: number) => void = (code) => process.exit(code),
-  signals: Pick<EventEmitter, 'once' | 'off'> = process,
-): () => void {
-  const handlers = (Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]).map((signal) => {
+  signals: Pick<EventEmitter, 'on' | 'off'> = process,
+): () => Promise<void> | undefined {
+  let stopping: Promise<void> | undefined;
+  const listening = (Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]).map((signal) => {
     const handler = () => {
+      stopListening();
       process.stderr.write(`waybill: ${signal} received; stopping\n`);
       const code = SIGNAL_EXIT[signal];
       const overdue = setTimeout(() => exit(code), INTERRUPTED_STOP_MS);
-      void broker
+      stopping = broker
         .stop()
         .catch(() => undefined)
         .then(() => {
@@ -169,10 +173,14 @@ export function stopOnSignal(
           exit(code);
         });
     };
-    signals.once(signal, handler);
+    signals.on(signal, handler);
     return [signal, handler] as const;
   });
+  const stopListening = () => {
+    for (const [signal, handler] of listening) signals.off(signal, handler);
+  };
   return () => {
-    for (const [signal, handler] of handlers) signals.off(signal, handler);
+    stopListening();
+    return stopping;
   };
 }

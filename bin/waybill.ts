@@ -45,16 +45,15 @@ async function withServices<T>(
   const { broker, config } = commandBroker(names);
   const interruptible = stopOnSignal(broker);
   await startWithin(broker, config, { before: () => refuseOtherEnvironment(config) }).catch(
-    (err: unknown) => {
-      interruptible();
+    async (err: unknown) => {
+      await interruptible(); // a signal's stop, then its exit, rather than this error
       throw err;
     },
   );
   try {
     return await run(broker, config);
   } finally {
-    interruptible();
-    await broker.stop();
+    await (interruptible() ?? broker.stop());
   }
 }
 
@@ -779,8 +778,8 @@ async function withPlatform<T>(
   }
   const broker = new ServiceBroker(cliBrokerOptions(config));
   const interruptible = stopOnSignal(broker);
-  await startWithin(broker, config, { database: false }).catch((err: unknown) => {
-    interruptible();
+  await startWithin(broker, config, { database: false }).catch(async (err: unknown) => {
+    await interruptible(); // a signal's stop, then its exit, rather than this error
     throw err;
   });
   try {
@@ -792,8 +791,7 @@ async function withPlatform<T>(
     });
     return await run(broker);
   } finally {
-    interruptible();
-    await broker.stop();
+    await (interruptible() ?? broker.stop());
   }
 }
 

@@ -9,7 +9,10 @@ export class Answering {
   private readonly open = new Set<ServerResponse>();
   private waiters: (() => void)[] = [];
 
-  /** Counts `res` until it closes (sent whole, or its connection gone). */
+  /**
+   * Counts `res` until it closes (sent whole, or its connection gone: a pipelined answer queued
+   * behind another is told so too, `answering.test.ts`).
+   */
   add(res: ServerResponse): void {
     this.open.add(res);
     res.once('close', () => {

@@ -103,7 +103,7 @@ export const makerFields = () => ({
   createdBy: Joi.string()
     .allow(null)
     .description(
-      'The operator who made it, or `admin-token` / `cli` (the platform’s own credentials); null for one made before this was recorded, or by the platform’s seeding',
+      'The operator who made it, or `admin-token` / `cli` (the platform’s own credentials); null for one made before this was recorded',
     ),
   createdByOperatorTokenId: uuid()
     .allow(null)

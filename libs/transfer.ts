@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
@@ -107,6 +108,9 @@ export interface TransferDeskOptions {
 
 const ANY_ADDRESS = new Set(['0.0.0.0', '::', '']);
 
+/** How often a stop looks again for tickets not yet claimed (`TransferDesk.idle`). */
+const IDLE_POLL_MS = 50;
+
 /** The receiving end: an internal HTTP server that serves transfers by ticket, each once. */
 export class TransferDesk {
   private server: http.Server | undefined;
@@ -149,11 +153,17 @@ export class TransferDesk {
   }
 
   /**
-   * Settles once every transfer under way is over: a stop waits for it before `close` cuts
-   * what is left (STOP_GRACE_MS bounds the wait).
+   * Settles once no ticket waits for its transfer (each is claimed, its transfer then counted,
+   * or expires within TICKET_MS) and every transfer under way is over: a stop waits for it
+   * before `close` cuts what is left (STOP_GRACE_MS bounds the wait), calls that ended in the
+   * stop's wait for calls in progress having handed out tickets too.
    */
-  idle(): Promise<void> {
-    return this.answering.settled();
+  async idle(): Promise<void> {
+    for (;;) {
+      await this.answering.settled();
+      if (this.pending.size === 0) return;
+      await delay(IDLE_POLL_MS);
+    }
   }
 
   /** Transfers issued and not yet started. */

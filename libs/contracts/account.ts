@@ -99,7 +99,7 @@ export interface ApiKeyView {
 
 /** Who made a key, shown to operators only (its owner is not told who on the platform did). */
 export interface KeyMaker {
-  /** An operator, `admin-token` or `cli`; null when made before this was kept, or at seeding. */
+  /** An operator, `admin-token` or `cli`; null when made before this was kept. */
   createdBy: string | null;
   /** The operator token it was made with; null for the platform's own credentials. */
   createdByOperatorTokenId: string | null;

@@ -495,6 +495,8 @@ export function createFileService(config: Config): ServiceDefinition {
       // log what they cannot delete.
       leftovers?.abandon();
       await staleUploads?.stop();
+      // Tickets handed out by calls the stop waited for: their transfers, then the close.
+      await desk?.idle();
       await desk?.close();
       storage.destroy();
       // Last: uploads the desk finished count their bytes.

@@ -185,7 +185,8 @@ export function drainOnStop(server: Server): () => Promise<void> {
     if (!res.headersSent) res.setHeader('Connection', 'close');
   };
   server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
-    if (draining) return lastAnswer(res);
+    // Still taken until moleculer-web closes the server: one that came late is its last.
+    if (draining) lastAnswer(res);
     answering.add(res);
   });
   return () => {

@@ -120,15 +120,13 @@ export function createGeoService(config: Config): ServiceDefinition {
   async function speedFor(fleetTypeId: string | undefined): Promise<number> {
     if (fleetTypeId) {
       // An inactive type is listed nowhere an integrator can see (GET /api/fleet-types).
-      let fleet = await findFleetType(fleetTypeId);
-      if (!fleet.active) {
-        // Inactive as this replica remembers it: another may have put it back and its
-        // announcement not arrived yet, so the database decides before a 404.
-        const stored = await fleetTypes.list(false, 'stored');
-        fleet = stored.find((f) => f._id === fleetTypeId) ?? fleet;
-        if (!fleet.active) throw notFound(FLEET_TYPE_NOT_FOUND);
-      }
-      return fleet.averageSpeedKmh;
+      const fleet = await findFleetType(fleetTypeId);
+      if (fleet.active) return fleet.averageSpeedKmh;
+      // Inactive as this replica remembers it: another may have put it back and its
+      // announcement not arrived yet, so the database decides before a 404.
+      const stored = await fleetTypes.storedFleetType(fleetTypeId);
+      if (!stored?.active) throw notFound(FLEET_TYPE_NOT_FOUND);
+      return stored.averageSpeedKmh;
     }
     const [smallest] = await fleetTypes.list(true);
     if (!smallest) {

@@ -77,6 +77,20 @@ export class FleetTypeStore {
     return activeOnly ? records.filter((r) => r.active) : records;
   }
 
+  /**
+   * A fleet type as stored, when memory may predate another replica's change of it; memory is
+   * read again at its next use if it did. Null when there is none, or the database is away.
+   */
+  async storedFleetType(fleetTypeId: string): Promise<FleetTypeRecord | null> {
+    const stored = await this.models()
+      .FleetType.findById(fleetTypeId)
+      .lean()
+      .catch(() => null);
+    const remembered = (await this.cache.get()).find((r) => r._id === fleetTypeId);
+    if (stored && remembered?.active !== stored.active) this.cache.invalidate();
+    return stored;
+  }
+
   /** A fleet type, active or not; null when there is none. */
   async find(fleetTypeId: string): Promise<FleetTypeRecord | null> {
     const cached = (await this.cache.get()).find((r) => r._id === fleetTypeId);

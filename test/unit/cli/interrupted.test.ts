@@ -38,11 +38,26 @@ describe('stopOnSignal', () => {
     }
   });
 
-  it('listens no more once the command is over', () => {
+  it('listens no more once the command is over, and then has no stop of its own', () => {
     const signals = new EventEmitter();
     const done = stopOnSignal({ stop: () => Promise.resolve() }, jest.fn(), signals);
     expect(signals.listenerCount('SIGINT') + signals.listenerCount('SIGTERM')).toBe(2);
-    done();
+    expect(done()).toBeUndefined();
     expect(signals.listenerCount('SIGINT') + signals.listenerCount('SIGTERM')).toBe(0);
+  });
+
+  it('stops the broker once, whatever signals follow, and hands the command that stop', async () => {
+    const signals = new EventEmitter();
+    const stop = jest.fn(() => Promise.resolve());
+    const exit = jest.fn();
+    const done = stopOnSignal({ stop }, exit, signals);
+    signals.emit('SIGINT');
+    signals.emit('SIGTERM');
+    signals.emit('SIGINT');
+    const stopping = done();
+    expect(stopping).toBeInstanceOf(Promise);
+    await stopping;
+    expect(stop).toHaveBeenCalledTimes(1);
+    expect(exit.mock.calls).toEqual([[130]]);
   });
 });
