@@ -55,21 +55,18 @@ const apiKeyFields = {
   createdAt: Joi.string().isoDate(),
 };
 
-export const apiKeyView = view('ApiKey', {
+/** A stored key as its owner sees it. */
+const storedKeyFields = {
   ...apiKeyFields,
   userId: uuid(),
   lastUsedAt: Joi.string().isoDate().allow(null),
   revokedAt: Joi.string().isoDate().allow(null),
-});
+};
+
+export const apiKeyView = view('ApiKey', storedKeyFields);
 
 /** A key as operators list it: who made it too (its owner's `GET /api/me` does not say). */
-export const listedApiKeyView = view('ListedApiKey', {
-  ...apiKeyFields,
-  userId: uuid(),
-  lastUsedAt: Joi.string().isoDate().allow(null),
-  revokedAt: Joi.string().isoDate().allow(null),
-  ...makerFields(),
-});
+export const listedApiKeyView = view('ListedApiKey', { ...storedKeyFields, ...makerFields() });
 
 /** The answer of a creation: the key itself, once, and no use yet. */
 export const createdApiKeyView = view('NewApiKey', {

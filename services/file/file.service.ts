@@ -5,7 +5,6 @@ import { badRequest, serviceBusy, serviceUnavailable, upstreamTimeout } from '..
 import { registerHealthCheck, unregisterHealthCheck } from '../../libs/health';
 import { connectRedisWithin, createRedis, redisReady, REDIS_START_WAIT_MS } from '../../libs/redis';
 import { Periodic } from '../../libs/periodic';
-import { whenStopping } from '../../libs/resilience';
 import {
   action,
   requireUser,
@@ -483,10 +482,6 @@ export function createFileService(config: Config): ServiceDefinition {
         fallbackHost: this.broker.getLocalNodeInfo().ipList[0] ?? '127.0.0.1',
       });
       await desk.listen();
-      // Transfers under way are no calls moleculer's stop waits for: they finish first, while
-      // the stop has time left, rather than be cut by the desk's close.
-      const open = desk;
-      whenStopping(this.broker, () => open.idle());
     },
     async stopped() {
       unregisterHealthCheck(this.broker, 's3');
@@ -495,7 +490,9 @@ export function createFileService(config: Config): ServiceDefinition {
       // log what they cannot delete.
       leftovers?.abandon();
       await staleUploads?.stop();
-      // Tickets handed out by calls the stop waited for: their transfers, then the close.
+      // Transfers under way are no calls moleculer's stop waits for, and calls it waited for
+      // may have handed out tickets: those transfers finish, within the stop's time, before
+      // the desk's close would cut them.
       await desk?.idle();
       await desk?.close();
       storage.destroy();

@@ -653,6 +653,14 @@ describe.each(fileTopologies)(
         )
       ).Contents ?? [];
 
+    /** A user whose warm-up upload (the gateway has found the file service) is stored alone. */
+    const warmedUpUser = async () => {
+      const user = await createUserWithKey(gateway.url);
+      await waitForFiles(gateway.url, user.key);
+      expect(await storedFor(user.userId)).toHaveLength(1);
+      return user;
+    };
+
     beforeAll(async () => {
       s3 = await holdingS3(process.env.S3_ENDPOINT as string, OBJECT_WRITES);
       const stack = await start(iso, {
@@ -671,9 +679,7 @@ describe.each(fileTopologies)(
     });
 
     it('answers 504 and keeps nothing of it: what S3 stored after the gateway left is deleted, and uncounted', async () => {
-      const { userId, key } = await createUserWithKey(gateway.url);
-      await waitForFiles(gateway.url, key);
-      expect(await storedFor(userId)).toHaveLength(1);
+      const { userId, key } = await warmedUpUser();
 
       // The bytes the user's day counts: the warm-up's.
       const redis = new Redis(process.env.REDIS_URL as string);
@@ -712,9 +718,7 @@ describe.each(fileTopologies)(
       }
     }, 60_000);
     it('keeps nothing of an upload whose client left once its body was sent, while S3 stored it', async () => {
-      const { userId, key } = await createUserWithKey(gateway.url);
-      await waitForFiles(gateway.url, key);
-      expect(await storedFor(userId)).toHaveLength(1);
+      const { userId, key } = await warmedUpUser();
       const deletes = s3.deletes();
       const form = new FormData();
       form.append('upload-file', new Blob([fileOf(HEADS.png, 5000)]), 'left.png');
@@ -748,9 +752,7 @@ describe.each(fileTopologies)(
     }, 60_000);
 
     it('deletes again, at the next sweep, what S3 refused to delete when the gateway left', async () => {
-      const { userId, key } = await createUserWithKey(gateway.url);
-      await waitForFiles(gateway.url, key);
-      expect(await storedFor(userId)).toHaveLength(1);
+      const { userId, key } = await warmedUpUser();
       const passed = s3.deletes();
 
       const refusedBefore = s3.refusedDeletes();
