@@ -591,7 +591,7 @@ const declaredEnvSchema = Joi.object({
     .min(1000)
     .default(3_600_000)
     .description(
-      'An incomplete multipart upload of a hosted file begun longer ago than this is aborted by the file service (a process killed mid-upload leaves one, its parts billed); longer than FILE_TIMEOUT_MS',
+      'An incomplete multipart upload of a hosted file begun longer ago than this is aborted by the file service (a process killed mid-upload leaves one, its parts billed); longer than FILE_TIMEOUT_MS and six S3_TIMEOUT_MS (an upload’s last writes, each retried once)',
     ),
   FILE_UPLOAD_SWEEP_INTERVAL_MS: Joi.number()
     .integer()
@@ -1415,9 +1415,14 @@ export function loadConfig(
       maxDownloadsPerUser: value.FILE_MAX_DOWNLOADS_PER_USER,
       idleTimeoutMs: value.FILE_IDLE_TIMEOUT_MS,
       minUploadBytesPerSecond: value.FILE_MIN_UPLOAD_BYTES_PER_SECOND,
+      // An upload's multipart upload is begun once its first part is full, and may be written
+      // to until its body's time and its last writes are over.
       staleUploadMs: outlasting(
         ['FILE_STALE_UPLOAD_MS', value.FILE_STALE_UPLOAD_MS],
-        ['FILE_TIMEOUT_MS', value.FILE_TIMEOUT_MS],
+        [
+          'FILE_TIMEOUT_MS and six S3_TIMEOUT_MS',
+          value.FILE_TIMEOUT_MS + lastUploadWritesMs(value.S3_TIMEOUT_MS),
+        ],
         'or the sweep aborts uploads still under way',
       ),
       uploadSweepIntervalMs: value.FILE_UPLOAD_SWEEP_INTERVAL_MS,
@@ -1457,7 +1462,12 @@ export function loadConfig(
     bodyLimit: value.BODY_LIMIT,
     requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
     httpKeepAliveMs: value.HTTP_KEEP_ALIVE_MS,
-    stopGraceMs: value.STOP_GRACE_MS,
+    // A stop shorter than a call may last cuts the requests it should let finish (exit 1).
+    stopGraceMs: outlasting(
+      ['STOP_GRACE_MS', value.STOP_GRACE_MS],
+      ['REQUEST_TIMEOUT_MS', value.REQUEST_TIMEOUT_MS],
+      'or a stop cuts requests still under way',
+    ),
     backfillAfterRolloutMs: value.BACKFILL_AFTER_ROLLOUT_MS,
     background: true,
     opsPort: value.OPS_PORT,
@@ -1584,6 +1594,19 @@ function searchReach(radius: string, widenEveryMs: number): Config['matching']['
   }
   return { startKm, stepKm, maxKm, widenEveryMs };
 }
+
+/**
+ * Attempts the file service's S3 client makes of a request (one retry): a dead or hanging
+ * server costs a request up to this many S3_TIMEOUT_MS.
+ */
+export const S3_ATTEMPTS = 2;
+
+/**
+ * How long an upload's writes may go on once its body has had its FILE_TIMEOUT_MS: it may wait
+ * for a part in flight to free a place for its last, send that part, then complete the file
+ * (or, failed, abort it): three S3 requests one after the other, each of S3_ATTEMPTS.
+ */
+export const lastUploadWritesMs = (s3TimeoutMs: number) => 3 * S3_ATTEMPTS * s3TimeoutMs;
 
 /** A wait that must be longer than another, or `consequence` follows: its value, or why not. */
 function outlasting(

@@ -529,7 +529,7 @@ async function main(): Promise<number> {
     node = await startNode({
       services: 'all',
       iso,
-      env: { QUOTA_LIMIT: '100000000', REQUEST_TIMEOUT_MS: '60000' },
+      env: { QUOTA_LIMIT: '100000000', REQUEST_TIMEOUT_MS: '60000', STOP_GRACE_MS: '65000' },
     });
     client = await startClient(iso, ['payment']);
     const merchant = await createUserWithKey(node.url);

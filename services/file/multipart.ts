@@ -59,10 +59,15 @@ export const isFailed = (slot: FileSlot): slot is FailedFile => 'error' in slot;
 /** The client's file name, for messages and error slots: no control characters, bounded. */
 export function cleanFilename(name: string | undefined): string | null {
   if (name === undefined) return null;
-  // eslint-disable-next-line no-control-regex -- control characters are dropped on purpose
-  const clean = name.replace(/[\x00-\x1f\x7f]/g, '').slice(0, 255);
+  // C0 and C1 controls and lone surrogates; 255 characters counted as code points, so that a
+  // cut never splits one in two halves.
+  const clean = Array.from(name.replace(UNPRINTED, '')).slice(0, FILENAME_MAX_CHARACTERS).join('');
   return clean === '' ? null : clean;
 }
+
+/** What a file name shown back loses: control characters (C0, C1) and lone surrogates. */
+const UNPRINTED = /\p{Cc}|\p{Cs}/gu;
+const FILENAME_MAX_CHARACTERS = 255;
 
 /**
  * Holds back the first bytes of a file until its type is known, then lets everything
@@ -179,6 +184,8 @@ function parserFor(options: ReceiveOptions): Busboy.Busboy {
   try {
     return Busboy({
       headers: { 'content-type': options.contentType },
+      // What browsers send: a file name's UTF-8 bytes as they are (busboy reads Latin-1).
+      defParamCharset: 'utf8',
       limits: busboyLimits(options.mode, options.maxFileBytes),
     });
   } catch {
@@ -193,10 +200,19 @@ function parserFor(options: ReceiveOptions): Busboy.Busboy {
  */
 export function refusePart(
   mode: ReceiveOptions['mode'],
-  name: string,
-  firstName: string,
+  name: string | undefined,
+  firstName: string | undefined,
   received: number,
 ): WaybillError | undefined {
+  // busboy hands on a part whose Content-Disposition has no name (or an empty one) as named
+  // nothing: every such part would share the "one field name" of a bulk upload.
+  if (!name) {
+    return badRequest(
+      mode === 'single'
+        ? `A file part without a name; send the file as "${SINGLE_FIELD}"`
+        : 'A file part without a name; name every file part, all with one name',
+    );
+  }
   if (mode === 'single') {
     if (name !== SINGLE_FIELD) {
       return badRequest(`Unexpected file field "${name}"; send the file as "${SINGLE_FIELD}"`);

@@ -9,7 +9,7 @@ import {
   ListObjectsV2Command,
   S3Client,
 } from '@aws-sdk/client-s3';
-import type { Config } from '../../libs/config';
+import { S3_ATTEMPTS, type Config } from '../../libs/config';
 import { KEY_PREFIX } from '../../libs/contracts/file';
 import { isWaybillError, notFound, serviceUnavailable, type WaybillError } from '../../libs/errors';
 import { uploadParts } from './part-upload';
@@ -45,8 +45,7 @@ export function createS3Client(
     // SDK ≥ 3.729 adds CRC checksums that S3-compatible servers may not know.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-    // One retry: a dead or hanging server costs at most about 2 × S3_TIMEOUT_MS.
-    maxAttempts: 2,
+    maxAttempts: S3_ATTEMPTS,
     requestHandler: {
       connectionTimeout: s3.timeoutMs,
       // 0: none (the SDK would otherwise apply a default of its own).

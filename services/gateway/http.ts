@@ -108,7 +108,11 @@ function requestUrl(req: GatewayRequest, raw: string): string {
  * JSON.
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const payload = JSON.stringify(body);
+  sendSerializedJson(res, status, JSON.stringify(body));
+}
+
+/** `sendJson` of a body serialized already (one kept for every request, as the OpenAPI document). */
+export function sendSerializedJson(res: ServerResponse, status: number, payload: string): void {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');

@@ -104,7 +104,22 @@ export interface Parameter {
   required: boolean;
   schema: JsonSchema;
   description?: string;
+  /** `form` and exploded: an object parameter whose fields are sent as `name=value` each. */
+  style?: 'form';
+  explode?: true;
 }
+
+/** Keywords of a params object that say nothing across its fields. */
+const FIELD_BY_FIELD = new Set([
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'description',
+]);
+
+/** The name of the one query parameter of an operation whose fields depend on each other. */
+export const QUERY_OBJECT_PARAM = 'query';
 
 /** An action's params, as the document places them. */
 interface PlacedParams {
@@ -142,6 +157,29 @@ export function placeParams(
     return { path, query: [], body: params };
   }
   const outside = Object.keys(properties).filter((name) => !inPath.includes(name));
+  const objectKeywords = Object.fromEntries(
+    Object.entries(params ?? {}).filter(([key]) => key !== 'properties' && key !== 'required'),
+  );
+  if (!withBody && Object.keys(params ?? {}).some((key) => !FIELD_BY_FIELD.has(key))) {
+    // A rule across fields (joi's `with`: `city` needs `state`) holds of one parameter only:
+    // the query string as an object, each field its own `name=value` as before.
+    const fields = outside.filter((name) => required.has(name));
+    const query: Parameter = {
+      name: QUERY_OBJECT_PARAM,
+      in: 'query',
+      required: fields.length > 0,
+      style: 'form',
+      explode: true,
+      schema: {
+        ...objectKeywords,
+        type: 'object',
+        properties: Object.fromEntries(outside.map((name) => [name, properties[name]])),
+        required: fields,
+        additionalProperties: params?.additionalProperties ?? false,
+      },
+    };
+    return { path, query: [query] };
+  }
   if (!withBody) {
     const query = outside.map((name) => ({
       name,
@@ -151,9 +189,6 @@ export function placeParams(
     }));
     return { path, query };
   }
-  const objectKeywords = Object.fromEntries(
-    Object.entries(params ?? {}).filter(([key]) => key !== 'properties' && key !== 'required'),
-  );
   const bodyRequired = outside.filter((name) => required.has(name));
   const body: JsonSchema = {
     type: 'object',
@@ -464,7 +499,7 @@ const TRACKING_ID_PARAM = {
   name: 'trackingId',
   in: 'path',
   required: true,
-  schema: { type: 'string', pattern: '^P2P-[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{12}$' },
+  schema: { type: 'string', pattern: '^[Pp]2[Pp]-[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{12}$' },
   description: 'The delivery’s `trackingId` (letters in either case)',
 };
 

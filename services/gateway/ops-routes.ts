@@ -6,7 +6,7 @@ import { errorEnvelope, successEnvelope } from '../../libs/envelope';
 import { failing, readiness } from '../../libs/health';
 import type { ServiceDefinition } from '../../libs/service';
 import { DOCS_HEADERS, DOCS_HTML, docsAssetRoute } from './docs-page';
-import { describeRequest, sendJson, type GatewayRequest } from './http';
+import { describeRequest, sendJson, sendSerializedJson, type GatewayRequest } from './http';
 import { buildOpenApi } from './openapi';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './web-overrides';
 import type { MountedGroups } from './routes';
@@ -29,7 +29,8 @@ export const READINESS_REUSE_MS = 1_000;
 
 /** Routes without credentials: index, health probes, the OpenAPI document and its docs page. */
 export function opsAliases(options: OpsRoutesOptions) {
-  let openApi: ReturnType<typeof buildOpenApi> | undefined;
+  // Serialized once: the route needs no credential, and the document is some hundreds of KB.
+  let openApi: string | undefined;
   const ready = new CachedValue(() => readiness(options.broker()), READINESS_REUSE_MS);
   return {
     'GET /'(_req: GatewayRequest, res: ServerResponse) {
@@ -58,8 +59,8 @@ export function opsAliases(options: OpsRoutesOptions) {
       sendJson(res, 503, envelope);
     },
     'GET /openapi.json'(_req: GatewayRequest, res: ServerResponse) {
-      openApi ??= buildOpenApi(options.backends, options.version, options.mounted);
-      sendJson(res, 200, openApi);
+      openApi ??= JSON.stringify(buildOpenApi(options.backends, options.version, options.mounted));
+      sendSerializedJson(res, 200, openApi);
     },
     'GET /docs'(_req: GatewayRequest, res: ServerResponse) {
       res.statusCode = 200;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
-import type { Config } from '../../libs/config';
+import { lastUploadWritesMs, type Config } from '../../libs/config';
 import { SlidingWindow } from '../../libs/sliding-window';
 import { undoneIfFailed } from '../../libs/redis';
 
@@ -20,16 +20,20 @@ export interface UploadLease {
  * the longest transfer. A download waits up to S3_TIMEOUT_MS for the object's headers before its
  * FILE_TIMEOUT_MS starts. An upload waits up to REDIS_COMMAND_TIMEOUT_MS on its day's
  * allowance before its body's FILE_TIMEOUT_MS, and in the gateway's process, whose lease waits
- * for the action, may then store its last part and complete the file (S3_TIMEOUT_MS each) and
- * count it (REDIS_COMMAND_TIMEOUT_MS); a margin covers writing the answer. Given back as the
- * transfer ends, a lease is held no longer then.
+ * for the action, may then make its last writes (`lastUploadWritesMs`) and count the file
+ * (REDIS_COMMAND_TIMEOUT_MS); a margin covers writing the answer. Given back as the transfer
+ * ends, a lease is held no longer then.
  */
 export const transferLeaseMs = (
   config: Pick<Config, 'redisCommandTimeoutMs'> & {
     files: Pick<Config['files'], 'timeoutMs'>;
     s3: Pick<Config['s3'], 'timeoutMs'>;
   },
-) => config.files.timeoutMs + 2 * (config.s3.timeoutMs + config.redisCommandTimeoutMs) + 5_000;
+) =>
+  config.files.timeoutMs +
+  lastUploadWritesMs(config.s3.timeoutMs) +
+  2 * config.redisCommandTimeoutMs +
+  5_000;
 
 export class UploadLeases {
   private readonly window: SlidingWindow;

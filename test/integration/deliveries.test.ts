@@ -63,6 +63,7 @@ const stack = useMerchantStack({
     // Longer than that timeout, as the config requires: the sweep must not undo a request
     // that the races are still waiting for.
     ORDER_STALE_REQUEST_MS: '240000',
+    STOP_GRACE_MS: '185000',
   },
 });
 const base = () => stack.node.url;

@@ -227,9 +227,10 @@ describe('the per-key cap across gateway replicas', () => {
         common: {
           FILE_MAX_UPLOADS_PER_KEY: '2',
           FILE_IDLE_TIMEOUT_MS: '60000',
-          // The leases of a gateway that dies expire after they began, FILE_TIMEOUT_MS plus
-          // twice S3_TIMEOUT_MS and REDIS_COMMAND_TIMEOUT_MS (transferLeaseMs) and 5 s: long
-          // enough for the uploads to be still in progress when the replica is killed.
+          // The leases of a gateway that dies expire after they began (transferLeaseMs:
+          // FILE_TIMEOUT_MS, six S3_TIMEOUT_MS, two REDIS_COMMAND_TIMEOUT_MS and 5 s, 48 s
+          // here): long enough for the uploads to be still in progress when the replica is
+          // killed.
           FILE_TIMEOUT_MS: '15000',
           S3_TIMEOUT_MS: '3000',
         },
@@ -270,10 +271,10 @@ describe('the per-key cap across gateway replicas', () => {
     await waitForActive(file.opsUrl, 0);
     // ...and the leases expire: the key uploads again through the other replica.
     await eventually(async () => expect((await upload(second.url, owner.key)).status).toBe(200), {
-      timeout: 40_000,
+      timeout: 55_000,
       interval: 500,
     });
-  }, 90_000);
+  }, 100_000);
 });
 
 // ---------------------------------------------------------------- idle bodies

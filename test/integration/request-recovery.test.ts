@@ -56,6 +56,7 @@ const startOrder = (fault?: OrderFaultPoint) =>
 
 const REST_ENV = {
   REQUEST_TIMEOUT_MS: '20000',
+  STOP_GRACE_MS: '25000',
   PAYMENT_SWEEP_INTERVAL_MS: '200',
   PAYMENT_EVENT_RETRY_MS: '500',
 };

@@ -99,8 +99,11 @@ describe('the file service', () => {
       iso,
       env: {
         S3_BUCKET: bucket,
+        // The config wants the age longer than an upload may be written to: FILE_TIMEOUT_MS
+        // and six S3_TIMEOUT_MS (3.4 s here).
         FILE_TIMEOUT_MS: '1000',
-        FILE_STALE_UPLOAD_MS: '2500',
+        S3_TIMEOUT_MS: '400',
+        FILE_STALE_UPLOAD_MS: '4000',
         FILE_UPLOAD_SWEEP_INTERVAL_MS: '300',
         LOG_LEVEL: 'info',
       },

@@ -48,8 +48,9 @@ describe('a gateway stopped with a tracking page open', () => {
     gateway = await startNode({
       services: 'gateway',
       iso,
-      // Short, so that a stop held by the stream fails the test soon.
-      env: { STOP_GRACE_MS: '4000' },
+      // Short, so that a stop held by the stream fails the test soon (the config wants it
+      // longer than a call may last).
+      env: { STOP_GRACE_MS: '4000', REQUEST_TIMEOUT_MS: '3000' },
     });
     order = await startClient(
       iso,

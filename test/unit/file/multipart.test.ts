@@ -606,6 +606,39 @@ describe('the parts of a reception', () => {
     expect(cleanFilename('\x01')).toBeNull();
     expect(cleanFilename(undefined)).toBeNull();
   });
+
+  it('cleanFilename drops C1 controls and lone surrogates, and counts characters, never halves of one', () => {
+    expect(cleanFilename('a\u0085b\u009b.png')).toBe('ab.png');
+    expect(cleanFilename('a\ud800b.png')).toBe('ab.png');
+    const cut = cleanFilename('📦'.repeat(300)) as string;
+    expect(Array.from(cut)).toHaveLength(255);
+    expect(cut).toBe('📦'.repeat(255));
+  });
+
+  it('reads a file name sent as UTF-8, as browsers send it', async () => {
+    const png = fileOf(HEADS.png, 100);
+    const [slot] = await receive([
+      { name: 'upload-file', filename: 'фото доставки.png', contentType: 'image/png', data: png },
+    ]);
+    expect(stored(slot).filename).toBe('фото доставки.png');
+    const [refused] = await receive(
+      [{ name: 'files', filename: 'накладная.txt', contentType: 'text/plain', data: 'hello' }],
+      { mode: 'bulk' },
+    );
+    expect(isFailed(refused) && refused.filename).toBe('накладная.txt');
+  });
+
+  it.each(['single', 'bulk'] as const)(
+    'refuses file parts without a name (%s): in a bulk upload they shared "no name"',
+    async (mode) => {
+      const png = fileOf(HEADS.png, 100);
+      const part = { name: '', filename: 'a.png', contentType: 'image/png', data: png };
+      const err = await rejectionOf(() => receive([part, part], { mode }));
+      expect(statusOf(err)).toBe(400);
+      expect((err as Error).message).toMatch(/^A file part without a name; /);
+      expect(sink.objects.size).toBe(0);
+    },
+  );
 });
 
 describe('a request refused before its body is read', () => {

@@ -15,6 +15,7 @@ import {
   errorStatuses,
   links,
   placeParams,
+  QUERY_OBJECT_PARAM,
   type Parameter,
 } from '../../../services/gateway/openapi';
 import { collectRoutes } from '../../../services/gateway/routes';
@@ -579,12 +580,45 @@ describe('the parts of an operation', () => {
       additionalProperties: false,
       anyOf: [{ required: ['a'] }],
     });
-    const get = placeParams(params, '/api/things/:thingId', 'GET');
+    const fieldByField: Json = { ...params };
+    delete fieldByField.anyOf;
+    const get = placeParams(fieldByField, '/api/things/:thingId', 'GET');
     expect(get.query.map((p) => [p.name, p.required])).toEqual([
       ['a', true],
       ['b', false],
     ]);
     expect(get.body).toBeUndefined();
+  });
+
+  it('placeParams: a query whose fields depend on each other is one exploded object, its rule kept', () => {
+    const params = {
+      type: 'object',
+      properties: { thingId: { type: 'string' }, a: { type: 'string' }, b: { type: 'string' } },
+      required: ['thingId'],
+      additionalProperties: false,
+      dependentRequired: { a: ['b'] },
+    };
+    const get = placeParams(params, '/api/things/:thingId', 'GET');
+    expect(get.path.map((p) => p.name)).toEqual(['thingId']);
+    expect(get.query).toEqual([
+      {
+        name: QUERY_OBJECT_PARAM,
+        in: 'query',
+        required: false,
+        style: 'form',
+        explode: true,
+        schema: {
+          type: 'object',
+          properties: { a: { type: 'string' }, b: { type: 'string' } },
+          required: [],
+          additionalProperties: false,
+          dependentRequired: { a: ['b'] },
+        },
+      },
+    ]);
+    expect(
+      placeParams({ ...params, required: ['thingId', 'b'] }, '/x/:thingId', 'DELETE').query,
+    ).toMatchObject([{ required: true, schema: { required: ['b'] } }]);
   });
 
   it('placeParams: a body of two shapes is taken whole, and only as a body', () => {
@@ -735,6 +769,27 @@ describe('the whole document', () => {
       expect(body.properties.packagesId).toMatchObject({ uniqueItems: true });
       expect(body.properties.packagesId.description).toContain(PACKAGES_ONCE);
     }
+  });
+
+  it('says that an effective tariff’s city needs its state, as its validator does', () => {
+    const get = (full.paths['/admin/pricing/tariff'] as Record<string, Operation>).get;
+    const [query] = get.parameters.filter((p) => p.in === 'query');
+    expect(get.parameters.filter((p) => p.in === 'query')).toHaveLength(1);
+    expect(query).toMatchObject({ style: 'form', explode: true });
+    expect(query.schema).toMatchObject({ dependentRequired: { city: ['state'] } });
+    expect(Object.keys(query.schema.properties as Json)).toEqual(
+      expect.arrayContaining(['countryCode', 'state', 'city']),
+    );
+  });
+
+  it('gives every tracking path the tracking id as a label prints it or as it is typed', () => {
+    const pattern = new RegExp(
+      (full.paths['/track/{trackingId}'] as Record<string, Operation>).get.parameters[0].schema
+        .pattern as string,
+    );
+    expect(pattern.test('P2P-7K3M9Q2X4W8R')).toBe(true);
+    expect(pattern.test('p2p-7k3m9q2x4w8r')).toBe(true);
+    expect(pattern.test('P2P-7K3M9Q2X4W8')).toBe(false);
   });
 
   it('describes the upload forms as their file parts only: the file service refuses a text field', () => {

@@ -680,6 +680,20 @@ describe('matching', () => {
   });
 });
 
+describe('the stop', () => {
+  it('refuses a stop grace a call may outlast: the stop would cut requests it should let finish', () => {
+    expect(configErrorFor({ REQUEST_TIMEOUT_MS: '30000' }).message).toMatch(
+      /^STOP_GRACE_MS: must be longer than REQUEST_TIMEOUT_MS \(30000\), or a stop cuts requests still under way; raise it/,
+    );
+    expect(configErrorFor({ STOP_GRACE_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }).message).toMatch(
+      /^STOP_GRACE_MS: /,
+    );
+    expect(loadConfig({ STOP_GRACE_MS: '5001', REQUEST_TIMEOUT_MS: '5000' }).stopGraceMs).toBe(
+      5001,
+    );
+  });
+});
+
 describe('order', () => {
   it('converts the sweep interval and the stale-request age to numbers', () => {
     const config = loadConfig({ ORDER_SWEEP_INTERVAL_MS: '500', ORDER_STALE_REQUEST_MS: '60000' });
@@ -687,12 +701,25 @@ describe('order', () => {
   });
 
   it('refuses a stale-request age the request timeout reaches: the sweep would undo live requests', () => {
-    const err = configErrorFor({ REQUEST_TIMEOUT_MS: '180000', ORDER_STALE_REQUEST_MS: '120000' });
+    const longStop = { STOP_GRACE_MS: '190000' };
+    const err = configErrorFor({
+      ...longStop,
+      REQUEST_TIMEOUT_MS: '180000',
+      ORDER_STALE_REQUEST_MS: '120000',
+    });
     expect(err.message).toMatch(/^ORDER_STALE_REQUEST_MS: .*REQUEST_TIMEOUT_MS \(180000\)/);
     expect(
-      configErrorFor({ REQUEST_TIMEOUT_MS: '120000', ORDER_STALE_REQUEST_MS: '120000' }).message,
+      configErrorFor({
+        ...longStop,
+        REQUEST_TIMEOUT_MS: '120000',
+        ORDER_STALE_REQUEST_MS: '120000',
+      }).message,
     ).toMatch(/^ORDER_STALE_REQUEST_MS: /);
-    const config = loadConfig({ REQUEST_TIMEOUT_MS: '180000', ORDER_STALE_REQUEST_MS: '180001' });
+    const config = loadConfig({
+      ...longStop,
+      REQUEST_TIMEOUT_MS: '180000',
+      ORDER_STALE_REQUEST_MS: '180001',
+    });
     expect(config.order.staleRequestMs).toBe(180001);
   });
 
@@ -701,9 +728,15 @@ describe('order', () => {
       staleUploadMs: 3_600_000,
       uploadSweepIntervalMs: 600_000,
     });
-    const err = configErrorFor({ FILE_TIMEOUT_MS: '120000', FILE_STALE_UPLOAD_MS: '120000' });
-    expect(err.message).toMatch(/^FILE_STALE_UPLOAD_MS: .*FILE_TIMEOUT_MS \(120000\)/);
-    expect(loadConfig({ FILE_STALE_UPLOAD_MS: '120001' }).files.staleUploadMs).toBe(120001);
+    // The body's FILE_TIMEOUT_MS, then its last writes: three S3 requests, each tried twice.
+    const live = { FILE_TIMEOUT_MS: '120000', S3_TIMEOUT_MS: '10000' };
+    const err = configErrorFor({ ...live, FILE_STALE_UPLOAD_MS: '180000' });
+    expect(err.message).toMatch(
+      /^FILE_STALE_UPLOAD_MS: must be longer than FILE_TIMEOUT_MS and six S3_TIMEOUT_MS \(180000\)/,
+    );
+    expect(loadConfig({ ...live, FILE_STALE_UPLOAD_MS: '180001' }).files.staleUploadMs).toBe(
+      180001,
+    );
   });
 
   it('requires WEBHOOK_SECRET_KEY when live, and never allows private webhook targets there', () => {
