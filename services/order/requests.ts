@@ -170,8 +170,7 @@ export class DeliveryRequests {
       const trackingId = await this.claimTrackingId(deliveryId, drawn);
       return await this.run(deliveryId, request, { ...who, recipientUserId }, own, trackingId, now);
     } catch (err) {
-      if (isRefusal(err)) await this.refuseAnswering(deliveryId, err);
-      throw err;
+      throw isRefusal(err) ? await this.refuseAnswering(deliveryId, err) : err;
     }
   }
 
@@ -568,37 +567,32 @@ export class DeliveryRequests {
   }
 
   /**
-   * `refuse`, whose own failure (giving back what was taken while the payment or package
-   * service is away) leaves the rest to the sweep: the requester is answered the refusal, as
-   * every retry with the key will be.
+   * Ends a refused request: its refusal recorded for retries, what it took given back; a
+   * failure to give it back (the payment or package service away) leaves that to the sweep.
+   * What the requester is answered: the refusal recorded, as every retry with the key will be
+   * (the sweep's, when it undid the request first: the payment service's own refusal of its
+   * late debit says less), or `err` when it was not recorded.
    */
-  private async refuseAnswering(
-    deliveryId: string,
-    err: { type?: string; code: number; message: string; data?: unknown },
-  ): Promise<void> {
+  private async refuseAnswering(deliveryId: string, err: WaybillError): Promise<WaybillError> {
+    let answer = err;
     try {
-      await this.refuse(deliveryId, err);
+      const error = { type: err.type as ErrorType, message: err.message, data: err.data };
+      const at = new Date();
+      if (!(await this.store.claimOutcome({ _id: deliveryId, outcome: 'REFUSED', error, at }))) {
+        // Decided by another run: what it took is given back only if it was refused too.
+        const decided = await this.store.outcome(deliveryId);
+        if (decided?.outcome !== 'REFUSED') return err;
+        answer = asError(decided.error);
+      }
+      const pending = await this.store.pending(deliveryId);
+      if (pending) await this.undo(pending);
     } catch (undoErr) {
       this.deps.logger().warn('refused request not undone yet; the sweep finishes it', {
         deliveryId,
         err: (undoErr as Error).message,
       });
     }
-  }
-
-  /** Ends a refused request: its refusal recorded for retries, what it took given back. */
-  private async refuse(
-    deliveryId: string,
-    err: { type?: string; code: number; message: string; data?: unknown },
-  ): Promise<void> {
-    const error = { type: err.type as ErrorType, message: err.message, data: err.data };
-    const at = new Date();
-    if (!(await this.store.claimOutcome({ _id: deliveryId, outcome: 'REFUSED', error, at }))) {
-      // Decided by another run: what it took is given back only if it was refused too.
-      if ((await this.store.outcome(deliveryId))?.outcome !== 'REFUSED') return;
-    }
-    const pending = await this.store.pending(deliveryId);
-    if (pending) await this.undo(pending);
+    return answer;
   }
 
   /** Gives back what a request that did not become a delivery took: its debit, its packages. */

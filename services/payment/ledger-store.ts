@@ -413,13 +413,14 @@ export class LedgerStore {
    * `refund:<debitReference>` (described so). Null when no debit of `walletId` was taken under it. A debit
    * not even claimed yet (its call still on its way, or waiting for the wallet) is given up for
    * good (`VOIDED`), so that an undone request's late debit takes nothing. A debit claimed but
-   * not written yet (a request still posting, on this replica or another, or one that died
-   * half-way) is posted here first, as its own request would post it: whichever writes it, the
-   * other meets it on its walk, so it is taken once and given back. A debit the balance still
-   * does not cover is given up (`ledger_given_up`) and looked for once more: its own posting,
-   * under way elsewhere, may write it once a credit lands. Found, it is given back here; written
-   * later, its posting reads that it was given up and gives it back itself (`post`). Either way
-   * the refund's reference makes it once (decision 115).
+   * not written yet (a request still posting, on this replica or another, one that died
+   * half-way, or one refused for want of balance) is given up (`ledger_given_up`) and looked
+   * for once more: its own posting, under way elsewhere, may write it once a credit lands.
+   * Found, it is given back here; written later, its posting reads that it was given up and
+   * gives it back itself (`post`). Either way the refund's reference makes it once (decision
+   * 115). It is not posted here to be given back: a debit refused for want of balance, posted
+   * by its request's undoing once the wallet was funded, showed the merchant a debit and a
+   * refund for a request answered "nothing was taken" (decision 184).
    */
   refundDebit(
     walletId: string,
@@ -441,7 +442,7 @@ export class LedgerStore {
       if (byOperator && byOperator.amountKobo === debit.amountKobo) {
         return { entry: toLedgerEntry(byOperator), replayed: true };
       }
-      if (posted || (await this.finishDebit(debit))) {
+      if (posted) {
         return this.postNow({
           walletId,
           type: 'REFUND',
@@ -780,24 +781,6 @@ export class LedgerStore {
     }
     await this.giveUpClaimed(part.walletId, part.reference, part.amountKobo);
     return 0;
-  }
-
-  /** Posts a claimed debit as its request would: false when the balance does not cover it. */
-  private async finishDebit(debit: ReferenceRecord): Promise<boolean> {
-    const { walletId, amountKobo, description } = debit;
-    try {
-      await this.postNow({
-        walletId,
-        type: 'DEBIT',
-        amountKobo,
-        reference: debit._id,
-        description,
-      });
-      return true;
-    } catch (err) {
-      if (err instanceof WaybillError && err.type === 'UNPROCESSABLE') return false;
-      throw err;
-    }
   }
 
   /** Claims a debit's reference so that no debit is ever posted under it: true when this did. */

@@ -221,23 +221,45 @@ describe('references', () => {
     expect((await verify()).body.data).toMatchObject({ clean: true });
   });
 
-  it('gives back a debit claimed but not written yet: the refund posts it first, the debit then finds it', async () => {
+  it('gives up a debit claimed but not written yet, the wallet able to pay it: nothing taken, its posting given back (409)', async () => {
     const userId = randomUUID();
     await credit(userId, 5_000);
     const reference = randomUUID();
     // The claim of a debit still posting (on another replica, or dead half-way).
     await insertDebitClaim(userId, reference, 1_000);
-    const refunded = await refund(userId, reference);
-    expect(refunded.entry).toMatchObject({ type: 'REFUND', amountKobo: 1_000, balanceKobo: 5_000 });
-    expect(await debit(userId, 1_000, reference)).toMatchObject({
-      replayed: true,
-      entry: { type: 'DEBIT', sequence: 2, balanceKobo: 4_000 },
-    });
+    await expect(refund(userId, reference)).rejects.toMatchObject({ code: 404 });
     expect((await storedEntries(userId)).map((e) => e.reference)).toEqual([
+      expect.stringMatching(/^test:/),
+    ]);
+    // Its posting, should it come, takes it and gives it back at once.
+    await expect(debit(userId, 1_000, reference)).rejects.toMatchObject({
+      code: 409,
+      message: expect.stringMatching(/given up/),
+    });
+    const after = await storedEntries(userId);
+    expect(after.map((e) => e.reference)).toEqual([
       expect.stringMatching(/^test:/),
       reference,
       `refund:${reference}`,
     ]);
+    expect(after.at(-1)).toMatchObject({ balanceKobo: 5_000 });
+    expect((await verify()).body.data).toMatchObject({ clean: true });
+  });
+
+  it('takes nothing for a request refused for want of balance and undone once the wallet was funded', async () => {
+    const userId = randomUUID();
+    await credit(userId, 500);
+    const reference = randomUUID();
+    await expect(debit(userId, 1_000, reference)).rejects.toMatchObject({ code: 422 });
+    // The wallet is funded before the order service's undo of the refused request runs.
+    await credit(userId, 10_000);
+    await expect(refund(userId, reference)).rejects.toMatchObject({ code: 404 });
+    const entries = await storedEntries(userId);
+    expect(entries.map((e) => e.reference)).toEqual([
+      expect.stringMatching(/^test:/),
+      expect.stringMatching(/^test:/),
+    ]);
+    expect(entries.at(-1)).toMatchObject({ balanceKobo: 10_500 });
     expect((await verify()).body.data).toMatchObject({ clean: true });
   });
 

@@ -6,7 +6,7 @@ import { ProofChecks } from '../../services/order/proofs';
 import { courierViewer } from '../../services/order/courier-view';
 import { Outbox } from '../../services/order/outbox';
 import * as codes from '../../services/order/codes';
-import { DeliveryRequests } from '../../services/order/requests';
+import { ABANDONED, DeliveryRequests } from '../../services/order/requests';
 import { Settlement } from '../../services/order/settlement';
 import { defineOrderModels, OrderStore, type PendingRequest } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
@@ -376,5 +376,45 @@ describe('a tracking id', () => {
     expect(await store.claimTrackingId(unused, created.body.data.deliveryId)).toBe(true);
     expect((await trackingPage(unused)).status).toBe(404);
     expect((await trackingPage(created.body.data.delivery.trackingId)).status).toBe(200);
+  });
+});
+
+describe('a request the sweep undid while its debit was on its way', () => {
+  it('is answered the refusal recorded, as its retries are, and takes nothing', async () => {
+    const base = stack.node.url;
+    const { alice } = stack;
+    await credit(base, alice, 10_000);
+    const balance = await balanceOf(base, alice);
+    const packageId = await savePackage(base, alice);
+    const token = randomUUID();
+    const run = await runOf(token);
+    // The sweep takes the request over just before its debit reaches the payment service: it
+    // records the refusal and gives the debit up, and the debit then meets that.
+    const client = stack.client;
+    const call = client.call.bind(client);
+    const slowDebit = jest.spyOn(client, 'call').mockImplementation((async (
+      action: string,
+      params?: unknown,
+      opts?: unknown,
+    ) => {
+      if (action === 'payment.debit') {
+        const { reference } = params as { reference: string };
+        const pending = await store.pending(reference);
+        expect(await requests.recover(pending!)).toBe('undone');
+      }
+      return call(action, params as never, opts as never);
+    }) as typeof client.call);
+    const answered = await run({ packagesId: [packageId] }).catch((err: unknown) => err);
+    slowDebit.mockRestore();
+    // Not the payment service's own word on the late debit ("... was given up ..."), which no
+    // retry would repeat.
+    expect(answered).toMatchObject({ code: 409, message: ABANDONED });
+    await expect(run({ packagesId: [packageId] })).rejects.toMatchObject({
+      code: 409,
+      message: ABANDONED,
+    });
+    expect(await balanceOf(base, alice)).toBe(balance);
+    expect(await freePackages(base, alice)).toContain(packageId);
+    expect(await ledgerIsClean(base)).toBe(true);
   });
 });
