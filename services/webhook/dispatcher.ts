@@ -655,14 +655,15 @@ export class Dispatcher {
    * message after them (stale whatever happens to the head): an endpoint retrying one change
    * for hours would otherwise gather one position per delivery under way per flush.
    */
-  private pruneStalePositions(now: Date): void {
+  private pruneStalePositions(lookedAt: Date): void {
     if (this.pruning) return;
+    const began = Date.now();
     const stale: QueuedRecord[] = [];
     for (const lane of this.lanes.values()) {
       for (const message of lane.slice(1, -1)) {
         // A replay holds its entry until it has marked the message PENDING: skipped before,
         // the mark would land after the skip, on a message no longer queued.
-        const held = message.replay === true && new Date(message.nextAttemptAt) > now;
+        const held = message.replay === true && new Date(message.nextAttemptAt) > lookedAt;
         if (message.ephemeral && !held && stale.length < PRUNE_AT_ONCE) stale.push(message);
       }
     }
@@ -678,7 +679,10 @@ export class Dispatcher {
       for (const position of stale) {
         if (this.periodic.stopping) break;
         const n = position.attempts + 1;
-        if (await this.claim(position, n, now)) await this.skip(position, n, now);
+        // Each claim dated when it is made: some hundreds of them, one after the other, dated
+        // at the look, would look abandoned to another replica before they were concluded.
+        const at = datedAfter(lookedAt, began);
+        if (await this.claim(position, n, at)) await this.skip(position, n, at);
       }
     })()
       .catch((err: unknown) => {

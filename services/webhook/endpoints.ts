@@ -386,6 +386,10 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
       params: webhookIdParams,
       async handler(ctx: WaybillContext<WebhookIdParams>) {
         const endpoint = await ownEndpoint(ctx);
+        // Enabled already: as it is, its failing streak counted on. Cleared, an endpoint that
+        // fails for good and is enabled on a timer "to be safe" would never be disabled, its
+        // owner never told, and every event retried for 24 hours.
+        if (endpoint.status === 'ACTIVE') return toWebhookView(endpoint);
         const enabled = {
           status: 'ACTIVE' as const,
           failingSince: null,

@@ -90,7 +90,35 @@ export async function fanOut(
       createdAt: new Date(event.createdAt),
     })),
   );
-  return store.enqueueAll(items);
+  try {
+    return await store.enqueueAll(items);
+  } catch (err) {
+    await forgetUnqueuedPositions(
+      store,
+      items.filter((item) => item.queued.ephemeral),
+    ).catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * A courier's position is published once (order's sweep publishes changes again, never a
+ * position): recorded, and none of its messages stored, nothing would ever read it or delete
+ * it, and it would keep its delivery's view past WEBHOOK_RETENTION_DAYS. Forgotten here, unless
+ * a message of it was stored before the failure (retention forgets it with its messages).
+ */
+async function forgetUnqueuedPositions(
+  store: WebhookStore,
+  items: readonly { message: MessageRecord }[],
+): Promise<void> {
+  const messagesOf = new Map<string, string[]>();
+  for (const { message } of items) {
+    messagesOf.set(message.eventId, [...(messagesOf.get(message.eventId) ?? []), message._id]);
+  }
+  for (const [eventId, messageIds] of messagesOf) {
+    const stored = await Promise.all(messageIds.map((id) => store.message(id)));
+    if (stored.every((message) => message === null)) await store.deleteEvent(eventId);
+  }
 }
 
 function withoutId({ id: _id, ...rest }: PublishedEvent) {

@@ -440,14 +440,16 @@ export class WebhookStore {
    * Writes a failing streak's progress only while the streak it was counted for stands
    * (failing since `streak`), as the endpoint's one writer: a dispatcher's copy of the endpoint,
    * a second old, may count a streak a success has ended since, and its length written on the
-   * streak begun after would disable that one early. False when the streak no longer stands.
+   * streak begun after would disable that one early. False when the streak no longer stands,
+   * or the endpoint was deleted: a deletion this write may have undone is marked again, as
+   * every other write of an endpoint does (`updateEndpoint`).
    */
-  recordStreakProgress(
+  async recordStreakProgress(
     webhookId: string,
     streak: Date,
     progress: Pick<EndpointRecord, 'lastFailedAt' | 'failingForMs'>,
   ): Promise<boolean> {
-    return this.edits.holding(
+    const written = await this.edits.holding(
       webhookId,
       async () => {
         const current = await this.m.Endpoint.findById(webhookId).lean<EndpointRecord>();
@@ -457,6 +459,7 @@ export class WebhookStore {
       },
       { warn: this.warn },
     );
+    return written && !(await this.deletionRecorded(webhookId));
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { PublishedEvent } from '../../libs/contracts/webhook';
 import { fanOut } from '../../services/webhook/fan-out';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { useStoreDatabase } from '../support/store-database';
@@ -43,4 +44,42 @@ it('queues again a message still PENDING whose entry its first publication never
 
   await fanOut(store, [event], 'staging', new Date());
   expect(await store.queued(message._id)).toMatchObject({ attempts: 0 });
+});
+
+describe('a publication whose messages could not be stored', () => {
+  /** `fanOut` with the store's message writes failing, as a database away would. */
+  async function failingFanOut(events: PublishedEvent[]) {
+    const enqueue = jest.spyOn(store, 'enqueueAll').mockRejectedValueOnce(new Error('db away'));
+    try {
+      await expect(fanOut(store, events, 'staging', new Date())).rejects.toThrow('db away');
+    } finally {
+      enqueue.mockRestore();
+    }
+  }
+
+  it('forgets a courier’s position it recorded: published once, nothing else would ever delete it', async () => {
+    const endpoint = endpointRecord('enqueue-owner-3');
+    await store.insertEndpoint(endpoint);
+    const position: PublishedEvent = {
+      ...publishedEvent('enqueue-owner-3', 0),
+      type: 'courier.location',
+    };
+    const change = publishedEvent('enqueue-owner-3', 1);
+    await failingFanOut([change, position]);
+    expect(await store.event(position.id)).toBeNull();
+    // A change is published again by order's sweep, which finds it recorded.
+    expect(await store.event(change.id)).not.toBeNull();
+  });
+
+  it('keeps a position a message of which was stored before the failure: retention forgets it', async () => {
+    const endpoint = endpointRecord('enqueue-owner-4');
+    await store.insertEndpoint(endpoint);
+    const position: PublishedEvent = {
+      ...publishedEvent('enqueue-owner-4', 0),
+      type: 'courier.location',
+    };
+    await fanOut(store, [position], 'staging', new Date());
+    await failingFanOut([position]);
+    expect(await store.event(position.id)).not.toBeNull();
+  });
 });

@@ -742,6 +742,42 @@ describe('failures', () => {
   });
 });
 
+describe('enabling an endpoint that is not disabled', () => {
+  it('answers it as it is: its failing streak counts on, and it is disabled all the same', async () => {
+    receiver.answer = (path) => (path === '/still-down' ? { status: 503 } : { status: 200 });
+    const { merchant, webhook } = await merchantWithEndpoint('/still-down', {
+      events: ['delivery.created'],
+    });
+    await simulated(merchant);
+    const failing = await eventually(
+      async () => {
+        const [endpoint] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
+        expect(endpoint).toMatchObject({ status: 'ACTIVE', failingSince: expect.any(String) });
+        return endpoint;
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    const enabled = await api(merchant, 'POST', `/api/webhooks/${webhook.id}/enable`);
+    expect(enabled.status).toBe(200);
+    // Read within a poll of its first failure, some 4 s (WEBHOOK_DISABLE_AFTER_MS) before its
+    // disable: enabled while ACTIVE.
+    expect(enabled.body.data).toMatchObject({
+      status: 'ACTIVE',
+      failingSince: failing.failingSince,
+    });
+    const [after] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
+    expect(after.failingSince).toBe(failing.failingSince);
+    await eventually(
+      async () => {
+        const [endpoint] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
+        expect(endpoint.status).toBe('DISABLED');
+      },
+      { timeout: 30_000, interval: 250 },
+    );
+    receiver.answer = () => ({ status: 200 });
+  });
+});
+
 describe('replay and rotation', () => {
   it('replays a message with the same event id; an unknown one is 404', async () => {
     const { merchant, webhook } = await merchantWithEndpoint('/replay', {
