@@ -12,7 +12,14 @@ import { allowanceShareOf, shareCounter, shareHolderHas } from '../../libs/contr
 import type { ApiKeyAuthenticator } from './api-key-auth';
 import type { CourierTokenAuthenticator } from './courier-auth';
 import { clientAddress, type AuthFailureThrottle } from './auth-throttle';
-import { cutStatus, describeForLog, isPreflight, requestUserId, type GatewayRequest } from './http';
+import {
+  cutStatus,
+  describeForLog,
+  describeRequest,
+  isPreflight,
+  requestUserId,
+  type GatewayRequest,
+} from './http';
 import {
   quotaHeaders,
   quotaStoreUnavailable,
@@ -209,6 +216,19 @@ const browsersRefused = (group: RouteGroup) =>
 export function preflightsRefused(group: RouteGroup): Middleware {
   return (req, _res, next) => next(isPreflight(req) ? browsersRefused(group) : undefined);
 }
+
+/**
+ * The routes without credentials (probes, the OpenAPI document, its page) have no CORS either:
+ * a preflight of one ran its GET (readiness pinged every dependency) and answered it.
+ */
+export const opsPreflightsRefused: Middleware = (req, _res, next) =>
+  next(
+    isPreflight(req)
+      ? forbidden(
+          `Scripts of other sites may not call ${describeRequest(req).path}; fetch it from your server, or open it`,
+        )
+      : undefined,
+  );
 
 /**
  * `/api` and `/file`: CORS rules for the group, the key (failures throttled per client

@@ -28,6 +28,7 @@ import {
   apiKeyGuard,
   courierGuard,
   pageThrottle,
+  opsPreflightsRefused,
   preflightsRefused,
   transferGuard,
 } from './edge';
@@ -211,7 +212,7 @@ export function createGatewayService(
       ];
     },
     ownAliases: { track: trackingAliases },
-    ops: { use: [log, methods], aliases: ops },
+    ops: { use: [log, methods, opsPreflightsRefused], aliases: ops },
   });
 
   return {

@@ -49,6 +49,8 @@ export function methodGuard(methodsOf: (path: string) => string[]): Middleware {
       return;
     }
     res.setHeader('Allow', allowed.join(', '));
-    next(methodNotAllowed(`${method} is not allowed on ${path}; use ${spell(allowed)}`));
+    // HEAD goes with GET (the probes'): the one to name is GET.
+    const use = allowed.filter((m) => m !== 'HEAD');
+    next(methodNotAllowed(`${method} is not allowed on ${path}; use ${spell(use)}`));
   };
 }

@@ -27,8 +27,24 @@ export interface OpsRoutesOptions {
  */
 export const READINESS_REUSE_MS = 1_000;
 
-/** Routes without credentials: index, health probes, the OpenAPI document and its docs page. */
+/**
+ * Routes without credentials: index, health probes, the OpenAPI document and its docs page;
+ * each answers HEAD as GET (uptime monitors and load balancers probe with it), Node sending
+ * the headers only.
+ */
 export function opsAliases(options: OpsRoutesOptions) {
+  return answeringHead(opsGetAliases(options));
+}
+
+/** Each `GET <path>` alias also as `HEAD <path>`, the same handler. */
+function answeringHead<Aliases extends Record<string, unknown>>(aliases: Aliases) {
+  const heads = Object.entries(aliases)
+    .filter(([route]) => route.startsWith('GET '))
+    .map(([route, handler]) => [`HEAD ${route.slice('GET '.length)}`, handler]);
+  return { ...aliases, ...(Object.fromEntries(heads) as Record<string, Aliases[keyof Aliases]>) };
+}
+
+function opsGetAliases(options: OpsRoutesOptions) {
   // Serialized once: the route needs no credential, and the document is some hundreds of KB.
   let openApi: string | undefined;
   const ready = new CachedValue(() => readiness(options.broker()), READINESS_REUSE_MS);

@@ -23,8 +23,8 @@ describe('a known path called with a method it does not have', () => {
     ['DELETE', '/admin/users', 'GET, POST', 'GET or POST'],
     ['PUT', `/admin/users/${ID}`, 'GET', 'GET'],
     ['POST', `/admin/pricing/courier-rules/${ID}`, 'DELETE, PATCH', 'DELETE or PATCH'],
-    ['POST', '/health/live', 'GET', 'GET'],
-    ['DELETE', '/openapi.json', 'GET', 'GET'],
+    ['POST', '/health/live', 'GET, HEAD', 'GET'],
+    ['DELETE', '/openapi.json', 'GET, HEAD', 'GET'],
   ])('%s %s → 405, Allow: %s', async (method, path, allow, use) => {
     expect405(await request(stack.node.url, method, path), method, path, allow, use);
   });
@@ -102,6 +102,38 @@ describe('what stays as it was', () => {
     const plain = await request(stack.node.url, 'OPTIONS', '/api/countries');
     expect(plain.status).toBe(204);
     expect(plain.headers.get('allow')).toBe('GET, OPTIONS');
+  });
+});
+
+describe('the routes without credentials', () => {
+  it('answer HEAD as GET, headers only: uptime monitors probe with it', async () => {
+    for (const path of ['/', '/health/live', '/health/ready', '/openapi.json', '/docs']) {
+      const get = await request(stack.node.url, 'GET', path);
+      const head = await request(stack.node.url, 'HEAD', path);
+      expect([path, head.status]).toEqual([path, get.status]);
+      expect(head.text).toBe('');
+      expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'));
+    }
+    // Elsewhere it would cost what the GET does (an action run, a file pulled): 405.
+    const api = await request(stack.node.url, 'HEAD', '/api/countries');
+    expect(api.status).toBe(405);
+    expect(api.headers.get('allow')).toBe('GET');
+    const plain = await request(stack.node.url, 'OPTIONS', '/health/live');
+    expect(plain.status).toBe(204);
+    expect(plain.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+  });
+
+  it('refuse a browser’s preflight, and run nothing for it', async () => {
+    const headers = { origin: 'https://evil.example', 'access-control-request-method': 'GET' };
+    for (const path of ['/health/ready', '/openapi.json']) {
+      const reply = await request(stack.node.url, 'OPTIONS', path, { headers });
+      expectErrorEnvelope(
+        reply,
+        403,
+        `Scripts of other sites may not call ${path}; fetch it from your server, or open it`,
+      );
+      expect(reply.headers.get('access-control-allow-origin')).toBeNull();
+    }
   });
 });
 
