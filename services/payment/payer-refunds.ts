@@ -130,9 +130,29 @@ export class PayerRefunds {
       );
     }
     if (record.refundId && refundId !== record.refundId) return false;
+    if (!record.refundId && (await this.standsAtProvider(record))) return false;
     await this.listForOperator(record, `the provider could not refund it: ${why}`);
     await store.settlePayerRefund(record._id, 'QUEUED', { state: 'FAILED', why: keptReason(why) });
     return true;
+  }
+
+  /**
+   * Whether a refund of the whole payment stands at the provider, for a refund recorded without
+   * its id (the provider answered none, and no look-up fitted the turn): the one reported
+   * failed may be another of the transaction's (an earlier try's, an operator's from the
+   * dashboard) while ours stands, and listed for an operator it would be refunded twice. Not
+   * known (the provider away): the event is sent back (503), for its retry.
+   */
+  private async standsAtProvider(record: PayerRefundRecord): Promise<boolean> {
+    try {
+      return (
+        (await this.deps.provider.refundOf(record.providerReference, record.amountKobo)) !== null
+      );
+    } catch {
+      throw serviceUnavailable(
+        `Whether the refund of ${record.providerReference} stands could not be read from the provider; send this event again later`,
+      );
+    }
   }
 
   /** One caller's try at a refund; left to another caller while it holds the turn. */

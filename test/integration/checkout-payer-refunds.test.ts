@@ -122,6 +122,52 @@ async function payerRefunds(query = ''): Promise<PayerRefundView[]> {
 const payerRefundOf = async (transaction: string, query = '') =>
   (await payerRefunds(query)).find((r) => r.providerReference === transaction);
 
+describe('a refund recorded without its id', () => {
+  it('is not taken for failed by a failure of another refund of the transaction, while ours stands', async () => {
+    const who = await merchant();
+    const paid = await recipientPays(who);
+    await pay(paid.transaction);
+    await paidShare(who, paid.deliveryId);
+    // Paystack answers the refund without its id, and the look-up of it fails: recorded
+    // without one.
+    fake.refundsAnsweredWithoutId = true;
+    fake.fail.mode = 'error';
+    fake.fail.listRefunds = 1;
+    try {
+      expect((await cancelDelivery(base(), who, paid.deliveryId)).status).toBe(201);
+      await eventually(
+        async () =>
+          expect(await payerRefundOf(paid.transaction)).toMatchObject({ state: 'QUEUED' }),
+        { timeout: 20_000 },
+      );
+    } finally {
+      fake.refundsAnsweredWithoutId = false;
+      fake.fail.listRefunds = 0;
+    }
+    const [ours] = refundsOf(paid.transaction);
+    const report = (id: number) => ({
+      id,
+      status: 'failed',
+      transaction_reference: paid.transaction,
+      amount: paid.amountKobo,
+      currency: 'NGN',
+      reason: 'Customer account closed',
+    });
+    // An earlier refund of the transaction failing, reported late: ours stands at Paystack.
+    const another = await signed('refund.failed', report(ours.id - 1));
+    expect([another.status, another.body.data]).toEqual([200, { handled: false }]);
+    expect(await uncreditedListing(paid.transaction)).toBeUndefined();
+    expect(await payerRefundOf(paid.transaction)).toMatchObject({ state: 'QUEUED' });
+    // Ours failing: none stands, and an operator is told.
+    ours.status = 'failed';
+    const failed = await signed('refund.failed', report(ours.id));
+    expect([failed.status, failed.body.data]).toEqual([200, { handled: true }]);
+    expect(await uncreditedListing(paid.transaction)).toMatchObject({
+      why: expect.stringMatching(/could not refund it: Customer account closed/),
+    });
+  });
+});
+
 describe('a recipient’s payment for a delivery that no longer uses it', () => {
   it('goes back to the recipient at Paystack once when the delivery is cancelled after they paid; Paystack’s report of it takes nothing from the merchant', async () => {
     const who = await merchant();

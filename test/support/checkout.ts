@@ -155,6 +155,8 @@ export class FakePaystack {
     status: string;
   }[] = [];
   private nextId = 1_000_000;
+  /** Answers a queued refund without its id, as a provider's answer may come. */
+  refundsAnsweredWithoutId = false;
   /** Lists every refund, whatever transaction is asked: what a client must not trust. */
   listIgnoresFilter = false;
   readonly calls: { method: string; path: string; authorization?: string; body?: unknown }[] = [];
@@ -310,7 +312,7 @@ export class FakePaystack {
         status: true,
         message: 'Refund has been queued for processing',
         data: {
-          id: refund.id,
+          ...(this.refundsAnsweredWithoutId ? {} : { id: refund.id }),
           transaction: { reference: transaction, amount },
           amount,
           currency,
