@@ -244,7 +244,10 @@ export function noFilesError(mode: ReceiveOptions['mode']): WaybillError {
  * The 400 of a text field (a part without a filename): an upload takes file parts only, as the
  * document's form says (its fields are files), and as an unknown JSON field is refused.
  */
-export function textFieldError(mode: ReceiveOptions['mode'], name: string): WaybillError {
+export function textFieldError(
+  mode: ReceiveOptions['mode'],
+  name: string | undefined,
+): WaybillError {
   if (mode === 'single' && name === SINGLE_FIELD) {
     return badRequest(`"${SINGLE_FIELD}" must be a file part, sent with a filename`);
   }
@@ -252,8 +255,9 @@ export function textFieldError(mode: ReceiveOptions['mode'], name: string): Wayb
     mode === 'single'
       ? `one file part named "${SINGLE_FIELD}"`
       : `1 to ${BULK_MAX_FILES} file parts sharing one name, each sent with a filename`;
+  const field = name ? `text field "${name}"` : 'text field without a name';
   return badRequest(
-    `Unexpected text field "${name}": an upload takes ${files}, nothing else; nothing was stored`,
+    `Unexpected ${field}: an upload takes ${files}, nothing else; nothing was stored`,
   );
 }
 

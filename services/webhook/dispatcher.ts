@@ -33,7 +33,13 @@ import { post, type PostResult } from './poster';
 import { enableRoute } from './notices';
 import type { SecretBox } from '../../libs/secret-box';
 import { attemptId } from '../../libs/messaging/outbox-records';
-import type { AttemptRecord, EndpointRecord, QueuedRecord, WebhookStore } from './store';
+import type {
+  AttemptRecord,
+  EndpointRecord,
+  EventRecord,
+  QueuedRecord,
+  WebhookStore,
+} from './store';
 
 /** Stale positions one look skips at most, behind the heads of their lanes. */
 const PRUNE_AT_ONCE = 500;
@@ -371,11 +377,15 @@ export class Dispatcher {
       return { passed: true };
     }
     if (queued.ephemeral && (await this.superseded(queued))) return this.skip(queued, n, now);
+    const event = await store.event(queued.eventId);
+    // A position whose publication failed is forgotten by it (fan-out), a message of it stored
+    // all the same by a retry on another replica: stale by now, skipped, nobody's failure.
+    if (!event && queued.ephemeral) return this.skip(queued, n, now);
     // The mark goes beside the request: this dispatcher looks at the lane's next message only
     // once both are done. Lanes without positions need none.
     const marks = !queued.ephemeral && subscribes(target.endpoint.events, 'courier.location');
     const [result] = await Promise.all([
-      this.send(target, queued, n, now),
+      this.send(target, queued, event, n, now),
       marks ? this.markLane(queued) : undefined,
     ]);
     const finishedAt = new Date(now.getTime() + result.durationMs);
@@ -392,10 +402,11 @@ export class Dispatcher {
   private async send(
     target: Target,
     queued: QueuedRecord,
+    event: EventRecord | null,
     n: number,
     now: Date,
   ): Promise<PostResult> {
-    const { store, config } = this.deps;
+    const { config } = this.deps;
     // Registered half-way by a version that stored the endpoint before its secret: failing
     // (so its owner is told, and the endpoint disabled in time) beats throwing at every look.
     if (target.secrets.length === 0) {
@@ -405,7 +416,6 @@ export class Dispatcher {
         : `the endpoint has no signing secret; ${rotate}`;
       return { statusCode: null, error, durationMs: 0, responseExcerpt: null };
     }
-    const event = await store.event(queued.eventId);
     if (!event) throw new Error(`event ${queued.eventId} of message ${queued._id} is missing`);
     const role = roleInEvent(event, target.endpoint.userId);
     const body = JSON.stringify({

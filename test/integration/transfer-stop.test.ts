@@ -18,7 +18,7 @@ describe.each(fileTopologies)('a download under way at a stop (%s)', (_name, sta
   let base: string;
 
   beforeAll(async () => {
-    const stack = await start(iso, { common: { STOP_GRACE_MS: '15000' } });
+    const stack = await start(iso, { common: { STOP_GRACE_MS: '20000' } });
     nodes = stack.nodes;
     base = stack.url;
   });

@@ -2,7 +2,8 @@ import type { PublishedEvent } from '../../libs/contracts/webhook';
 import { fanOut } from '../../services/webhook/fan-out';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { useStoreDatabase } from '../support/store-database';
-import { endpointRecord, publishedEvent } from '../support/webhook-records';
+import { endpointRecord, publishedEvent, quietDispatcher } from '../support/webhook-records';
+import { loadConfig } from '../../libs/config';
 
 /**
  * A publication repeated (order's sweep, a retry) queues again a message still PENDING: its
@@ -82,4 +83,28 @@ describe('a publication whose messages could not be stored', () => {
     await failingFanOut([position]);
     expect(await store.event(position.id)).not.toBeNull();
   });
+});
+
+it('skips a queued position whose event a failed publication forgot, as stale, failing nobody', async () => {
+  const endpoint = endpointRecord('enqueue-owner-5');
+  await store.insertEndpoint(endpoint);
+  const position: PublishedEvent = {
+    ...publishedEvent('enqueue-owner-5', 0),
+    type: 'courier.location',
+  };
+  // Stored by a retry on another replica after the first publication forgot the event.
+  await fanOut(store, [position], 'staging', new Date());
+  await store.deleteEvent(position.id);
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+
+  const dispatcher = quietDispatcher(store, loadConfig({ ...process.env }).webhook);
+  try {
+    await dispatcher.look(new Date());
+    await dispatcher.settle();
+  } finally {
+    await dispatcher.stop();
+  }
+  expect(await store.message(message._id)).toMatchObject({ status: 'SKIPPED', attempts: 1 });
+  expect(await store.queued(message._id)).toBeNull();
+  expect((await store.endpoint(endpoint._id))?.failingSince).toBeNull();
 });

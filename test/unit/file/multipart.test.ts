@@ -628,6 +628,11 @@ describe('the parts of a reception', () => {
     expect(isFailed(refused) && refused.filename).toBe('накладная.txt');
   });
 
+  it('says of a text field without a name that it has none', async () => {
+    const err = await rejectionOf(() => receive([{ name: '', data: 'hello' }], { mode: 'bulk' }));
+    expect((err as Error).message).toMatch(/^Unexpected text field without a name: /);
+  });
+
   it.each(['single', 'bulk'] as const)(
     'refuses file parts without a name (%s): in a bulk upload they shared "no name"',
     async (mode) => {

@@ -21,8 +21,6 @@ const hooks = readFileSync(join(TOOLS, 'hooks.py'), 'utf8');
  */
 const UNHELD: Record<string, string> = {
   'pricing.putTier': 'the tiers merged from country to city decide whether rates are consistent',
-  'pricing.effectiveTariff':
-    '`city` needs `state`, a dependency of query parameters OpenAPI cannot state',
   'file.singleUpload': 'the bytes decide',
   'file.bulkUpload': 'the bytes decide',
 };
