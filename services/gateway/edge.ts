@@ -231,6 +231,20 @@ export const opsPreflightsRefused: Middleware = (req, _res, next) =>
   );
 
 /**
+ * `/file`'s answers to a page's calls are the page's to read, its refusals included (a 405, a
+ * 401, a 429): set before anything may refuse. A preflight is `apiKeyGuard`'s to answer.
+ */
+export const fileAnswersReadable: Middleware = (req, res, next) => {
+  const origin = req.headers.origin;
+  if (origin && !isPreflight(req)) {
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+    res.setHeader('Vary', 'Origin');
+  }
+  next();
+};
+
+/**
  * `/api` and `/file`: CORS rules for the group, the key (failures throttled per client
  * address), what its kind may call, the quota, then the call runs as the key's user. Keys
  * created `serverOnly: false` are publishable: shipped in apps and web pages, they may call
@@ -267,12 +281,6 @@ export function apiKeyGuard(group: RouteGroup, options: ApiKeyGuardOptions): Mid
       });
       res.end();
       return true;
-    }
-    // Before the key is checked: a page reads why it was refused (401, 429) as well.
-    if (group === 'file' && origin) {
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
-      res.setHeader('Vary', 'Origin');
     }
     const key = await authenticate(req);
     if (group === 'file' && origin) {

@@ -27,6 +27,7 @@ import {
   adminGuard,
   apiKeyGuard,
   courierGuard,
+  fileAnswersReadable,
   pageThrottle,
   opsPreflightsRefused,
   preflightsRefused,
@@ -203,6 +204,7 @@ export function createGatewayService(
       }
       return [
         log,
+        ...(group === 'file' ? [fileAnswersReadable] : []),
         methods,
         apiKeyGuard(group, { config, quota, authFailures, authenticator: () => authenticator }),
         // Read before a download's lease is taken: a body that trickles holds none.

@@ -66,6 +66,12 @@ describe('browser calls to /file', () => {
     expect(reply.headers.get('access-control-allow-origin')).toBe(origin);
   });
 
+  it('answers a method a path does not have with a 405 the page can read', async () => {
+    const reply = await request(node.url, 'GET', '/file/single-upload', { headers: { origin } });
+    expectErrorEnvelope(reply, 405, 'GET is not allowed on /file/single-upload; use POST');
+    expect(reply.headers.get('access-control-allow-origin')).toBe(origin);
+  });
+
   it('lets a serverOnly key call /file from a server (no Origin)', async () => {
     const { key } = await createUserWithKey(node.url, { serverOnly: true });
     const reply = await request(node.url, 'POST', '/file/download', {
