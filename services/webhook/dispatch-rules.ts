@@ -19,6 +19,21 @@ export const ENDPOINT_DELETED_WHY = 'the endpoint was deleted';
 export const STALE_POSITION_WHY =
   "not sent: a later event of this delivery was sent or waits to be, and a courier's position is stale by it";
 
+/**
+ * How old a courier's position may be at its turn and still be sent: one that waited longer
+ * (its endpoint disabled, or a change of its delivery retried, meanwhile) would show the
+ * courier where they were, perhaps after the delivery ended; a courier still moving sends a
+ * newer one within COURIER_LOCATION_FLUSH_MS.
+ */
+export const POSITION_SENT_WITHIN_MS = 15 * 60_000;
+
+export const OLD_POSITION_WHY =
+  "not sent: more than 15 minutes old at its turn (its endpoint disabled, or a change of its delivery retried, meanwhile), and a courier's position is stale by then";
+
+/** Whether a position made at `madeAt` is too old to be sent at `now`. */
+export const tooOldToSend = (madeAt: Date, now: Date) =>
+  now.getTime() - madeAt.getTime() > POSITION_SENT_WITHIN_MS;
+
 /** What a position whose publication stopped before queueing it says, once found. */
 export const LOST_POSITION_WHY =
   "not sent: its publication stopped before queueing it, and a courier's position is stale by the time that is found";

@@ -18,7 +18,10 @@ import {
   waitedPastRetention,
   waitsForEnable,
   MOST_SIGNING_SECRETS,
+  LOST_POSITION_WHY,
+  OLD_POSITION_WHY,
   STALE_POSITION_WHY,
+  tooOldToSend,
   ownerShare,
   ROTATION_OVERLAP_MS,
   shareOf,
@@ -378,9 +381,14 @@ export class Dispatcher {
     }
     if (queued.ephemeral && (await this.superseded(queued))) return this.skip(queued, n, now);
     const event = await store.event(queued.eventId);
-    // A position whose publication failed is forgotten by it (fan-out), a message of it stored
-    // all the same by a retry on another replica: stale by now, skipped, nobody's failure.
-    if (!event && queued.ephemeral) return this.skip(queued, n, now);
+    if (queued.ephemeral) {
+      // A position whose publication failed is forgotten by it (fan-out), a message of it
+      // stored all the same by a retry on another replica: stale by now, nobody's failure.
+      if (!event) return this.skip(queued, n, now, LOST_POSITION_WHY);
+      if (tooOldToSend(new Date(event.createdAt), now)) {
+        return this.skip(queued, n, now, OLD_POSITION_WHY);
+      }
+    }
     // The mark goes beside the request: this dispatcher looks at the lane's next message only
     // once both are done. Lanes without positions need none.
     const marks = !queued.ephemeral && subscribes(target.endpoint.events, 'courier.location');
@@ -639,23 +647,33 @@ export class Dispatcher {
    * A stale position's n-th attempt, claimed and not made: the attempt says so (a dispatcher
    * dying before the message does is concluded as a skip by `recover`), the log says why.
    */
-  private async skip(position: QueuedRecord, n: number, at: Date): Promise<Outcome> {
+  private async skip(
+    position: QueuedRecord,
+    n: number,
+    at: Date,
+    why = STALE_POSITION_WHY,
+  ): Promise<Outcome> {
     await this.deps.store.finishAttempt(attemptId(position._id, n), {
       finishedAt: at,
-      error: STALE_POSITION_WHY,
+      error: why,
       durationMs: 0,
       skipped: true,
     });
-    await this.concludeSkip(position, n, at);
+    await this.concludeSkip(position, n, at, why);
     return { done: true };
   }
 
-  private async concludeSkip(position: QueuedRecord, n: number, at: Date): Promise<void> {
+  private async concludeSkip(
+    position: QueuedRecord,
+    n: number,
+    at: Date,
+    why: string,
+  ): Promise<void> {
     await this.deps.store.updateMessage(position._id, {
       status: 'SKIPPED',
       attempts: n,
       lastAttemptAt: at,
-      lastError: STALE_POSITION_WHY,
+      lastError: why,
     });
     await this.deps.store.dequeue(position._id);
   }
@@ -762,7 +780,10 @@ export class Dispatcher {
     const attempt = await store.attempt(seen._id, n);
     if (!attempt) return;
     // A skip or a give-up whose maker stopped before the message: what it decided stands.
-    if (attempt.skipped) return this.concludeSkip(queued, n, new Date(attempt.startedAt));
+    if (attempt.skipped) {
+      const why = attempt.error ?? STALE_POSITION_WHY;
+      return this.concludeSkip(queued, n, new Date(attempt.startedAt), why);
+    }
     if (attempt.givenUp) {
       return this.give(queued, attempt.error, new Date(attempt.startedAt), n);
     }

@@ -1,4 +1,9 @@
 import type { PublishedEvent } from '../../libs/contracts/webhook';
+import {
+  LOST_POSITION_WHY,
+  OLD_POSITION_WHY,
+  POSITION_SENT_WITHIN_MS,
+} from '../../services/webhook/dispatch-rules';
 import { fanOut } from '../../services/webhook/fan-out';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { useStoreDatabase } from '../support/store-database';
@@ -104,7 +109,37 @@ it('skips a queued position whose event a failed publication forgot, as stale, f
   } finally {
     await dispatcher.stop();
   }
-  expect(await store.message(message._id)).toMatchObject({ status: 'SKIPPED', attempts: 1 });
+  expect(await store.message(message._id)).toMatchObject({
+    status: 'SKIPPED',
+    attempts: 1,
+    lastError: LOST_POSITION_WHY,
+  });
   expect(await store.queued(message._id)).toBeNull();
+  expect((await store.endpoint(endpoint._id))?.failingSince).toBeNull();
+});
+
+it('skips a position older than 15 minutes at its turn: it waited behind a disabled endpoint or a change retried', async () => {
+  const endpoint = endpointRecord('enqueue-owner-6');
+  await store.insertEndpoint(endpoint);
+  const madeAt = new Date(Date.now() - POSITION_SENT_WITHIN_MS - 60_000);
+  const position: PublishedEvent = {
+    ...publishedEvent('enqueue-owner-6', 49),
+    type: 'courier.location',
+    createdAt: madeAt.toISOString(),
+  };
+  await fanOut(store, [position], 'staging', new Date());
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+
+  const dispatcher = quietDispatcher(store, loadConfig({ ...process.env }).webhook);
+  try {
+    await dispatcher.look(new Date());
+    await dispatcher.settle();
+  } finally {
+    await dispatcher.stop();
+  }
+  expect(await store.message(message._id)).toMatchObject({
+    status: 'SKIPPED',
+    lastError: OLD_POSITION_WHY,
+  });
   expect((await store.endpoint(endpoint._id))?.failingSince).toBeNull();
 });
