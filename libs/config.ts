@@ -1083,7 +1083,7 @@ const declaredEnvSchema = Joi.object({
     .min(1000)
     .default(900000)
     .description(
-      'How long a paid delivery is searched for before it ends NO_COURIER_FOUND, refunded and its packages released',
+      'How long a paid delivery is searched for before it ends NO_COURIER_FOUND, refunded and its packages released (a SCHEDULED one: until its slot can no longer be reached)',
     ),
   MATCHING_RADIUS_KM: Joi.string()
     .pattern(/^\d+(\.\d+)?,\d+(\.\d+)?,\d+(\.\d+)?$/, 'start,step,max')

@@ -374,15 +374,16 @@ export class Searches {
   }
 
   /**
-   * When the search's time is up (ms since the epoch): it then ends NO_COURIER. Its own time,
-   * cut short at its `notAfter` (a slot that closes): a search started after that gives up at
-   * its first step, whichever call started it; one that started before is not undone by a
-   * start repeated after.
+   * When the search's time is up (ms since the epoch): it then ends NO_COURIER. A SCHEDULED
+   * delivery's search runs until its `notAfter` (the last moment a courier leaving could still
+   * reach its slot): given up after MATCHING_SEARCH_TIMEOUT_MS as an ASAP one is, it ended
+   * refunded before its slot had even opened (decision 185). A search started after that moment
+   * gives up at its first step, whichever call started it; one that started before is not
+   * undone by a start repeated after. Any other search: its own time.
    */
   private timeUpAt(search: SearchRecord): number {
-    const own =
-      search.startedAt.getTime() + this.scaled(search, this.deps.settings.searchTimeoutMs);
-    return search.notAfter ? Math.min(own, new Date(search.notAfter).getTime()) : own;
+    if (search.notAfter) return new Date(search.notAfter).getTime();
+    return search.startedAt.getTime() + this.scaled(search, this.deps.settings.searchTimeoutMs);
   }
 
   private timedOut(search: SearchRecord, now: Date): boolean {

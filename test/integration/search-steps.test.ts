@@ -870,6 +870,24 @@ describe('a search with a time after which no courier is sought (a slot that clo
     expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
     expect(await store.hold(courierId)).toBeNull();
   });
+
+  it('goes on past MATCHING_SEARCH_TIMEOUT_MS while the slot can be reached, and gives up at that time', async () => {
+    const { store, pickup, toOrder, searches, deliveryId } = await courierByPickup(8.9);
+    // Nobody in reach: the pickup a degree (111 km) from the only courier.
+    const far = { ...pickup, lat: pickup.lat + 1 };
+    const now = new Date();
+    const startedAt = new Date(now.getTime() - 20 * MINUTE);
+    const notAfter = new Date(now.getTime() + 60 * MINUTE);
+    await store.claimSearch({ ...searchRecord(deliveryId, far), startedAt, notAfter });
+    // Twenty minutes in, past an ASAP search's 15: still searching (it ended, refunded, before
+    // the slot had opened).
+    await searches.advance(deliveryId, now);
+    expect(await store.end(deliveryId)).toBeNull();
+    expect(toOrder).toEqual([]);
+    await searches.advance(deliveryId, new Date(notAfter.getTime() + 1_000));
+    expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+    expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
+  });
 });
 
 it('makes an offer that lasts its whole time however long the sweep’s turn has run before it', async () => {
