@@ -1,3 +1,4 @@
+import { MAX_SEARCH_KM } from '../../libs/config';
 import type { Logger } from 'moleculer';
 import { call, type Caller } from '../../libs/contracts';
 import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
@@ -444,7 +445,11 @@ export class Searches {
       lat: search.pickup.lat,
       lon: search.pickup.lon,
       fleetTypeIds,
-      maxDistanceKm: searchRadiusKm(settings.reach, now.getTime() - search.startedAt.getTime()),
+      // Couriers named by the merchant are asked wherever they are (within the widest search):
+      // a radius would leave a named courier 18 km away never asked, the delivery refunded.
+      maxDistanceKm: among
+        ? MAX_SEARCH_KM
+        : searchRadiusKm(settings.reach, now.getTime() - search.startedAt.getTime()),
       limit: settings.candidates,
       exclude: new Set(search.tried),
       probeFirst: waiting,

@@ -942,6 +942,20 @@ describe('a search that may go to some couriers only', () => {
     return { ...found, courierId };
   }
 
+  it('SPECIFIC: offers its courier the delivery however far past the search’s radius they are', async () => {
+    const found = await restricted(13.4, 0);
+    const { store, positions, pickup, searches, deliveryId } = found;
+    // 40 km from the pickup: the radius grows to 15 km at most, and nobody else may take it.
+    const courierId = await courierInReach(positions, 40, pickup);
+    await store.claimSearch({
+      ...searchRecord(deliveryId, pickup),
+      courierSelection: 'SPECIFIC',
+      courierId,
+    });
+    await searches.advance(deliveryId);
+    expect(await store.hold(courierId)).toMatchObject({ offerId: offerIdOf(deliveryId, 1) });
+  });
+
   it('SPECIFIC: ends NO_COURIER at once when its courier declines', async () => {
     const { store, courierId, toOrder, searches, deliveryId } = await specific(9.6);
     await searches.advance(deliveryId);
