@@ -52,6 +52,29 @@ it('queues again a message still PENDING whose entry its first publication never
   expect(await store.queued(message._id)).toMatchObject({ attempts: 0 });
 });
 
+/** A courier's position of a delivery of `owner`, who has an endpoint taking every event. */
+async function positionOfOwnerWithEndpoint(owner: string, fields: Partial<PublishedEvent> = {}) {
+  const endpoint = endpointRecord(owner);
+  await store.insertEndpoint(endpoint);
+  const position: PublishedEvent = {
+    ...publishedEvent(owner, 0),
+    type: 'courier.location',
+    ...fields,
+  };
+  return { endpoint, position };
+}
+
+/** One look of a dispatcher over the queue, to its end. */
+async function dispatchOnce(): Promise<void> {
+  const dispatcher = quietDispatcher(store, loadConfig({ ...process.env }).webhook);
+  try {
+    await dispatcher.look(new Date());
+    await dispatcher.settle();
+  } finally {
+    await dispatcher.stop();
+  }
+}
+
 describe('a publication whose messages could not be stored', () => {
   /** `fanOut` with the store's message writes failing, as a database away would. */
   async function failingFanOut(events: PublishedEvent[]) {
@@ -64,12 +87,7 @@ describe('a publication whose messages could not be stored', () => {
   }
 
   it('forgets a courier’s position it recorded: published once, nothing else would ever delete it', async () => {
-    const endpoint = endpointRecord('enqueue-owner-3');
-    await store.insertEndpoint(endpoint);
-    const position: PublishedEvent = {
-      ...publishedEvent('enqueue-owner-3', 0),
-      type: 'courier.location',
-    };
+    const { position } = await positionOfOwnerWithEndpoint('enqueue-owner-3');
     const change = publishedEvent('enqueue-owner-3', 1);
     await failingFanOut([change, position]);
     expect(await store.event(position.id)).toBeNull();
@@ -78,12 +96,7 @@ describe('a publication whose messages could not be stored', () => {
   });
 
   it('keeps a position a message of which was stored before the failure: retention forgets it', async () => {
-    const endpoint = endpointRecord('enqueue-owner-4');
-    await store.insertEndpoint(endpoint);
-    const position: PublishedEvent = {
-      ...publishedEvent('enqueue-owner-4', 0),
-      type: 'courier.location',
-    };
+    const { position } = await positionOfOwnerWithEndpoint('enqueue-owner-4');
     await fanOut(store, [position], 'staging', new Date());
     await failingFanOut([position]);
     expect(await store.event(position.id)).not.toBeNull();
@@ -91,24 +104,13 @@ describe('a publication whose messages could not be stored', () => {
 });
 
 it('skips a queued position whose event a failed publication forgot, as stale, failing nobody', async () => {
-  const endpoint = endpointRecord('enqueue-owner-5');
-  await store.insertEndpoint(endpoint);
-  const position: PublishedEvent = {
-    ...publishedEvent('enqueue-owner-5', 0),
-    type: 'courier.location',
-  };
+  const { endpoint, position } = await positionOfOwnerWithEndpoint('enqueue-owner-5');
   // Stored by a retry on another replica after the first publication forgot the event.
   await fanOut(store, [position], 'staging', new Date());
   await store.deleteEvent(position.id);
   const [message] = await store.messagesOf(endpoint._id, 1, 0);
 
-  const dispatcher = quietDispatcher(store, loadConfig({ ...process.env }).webhook);
-  try {
-    await dispatcher.look(new Date());
-    await dispatcher.settle();
-  } finally {
-    await dispatcher.stop();
-  }
+  await dispatchOnce();
   expect(await store.message(message._id)).toMatchObject({
     status: 'SKIPPED',
     attempts: 1,
@@ -119,24 +121,14 @@ it('skips a queued position whose event a failed publication forgot, as stale, f
 });
 
 it('skips a position older than 15 minutes at its turn: it waited behind a disabled endpoint or a change retried', async () => {
-  const endpoint = endpointRecord('enqueue-owner-6');
-  await store.insertEndpoint(endpoint);
   const madeAt = new Date(Date.now() - POSITION_SENT_WITHIN_MS - 60_000);
-  const position: PublishedEvent = {
-    ...publishedEvent('enqueue-owner-6', 49),
-    type: 'courier.location',
+  const { endpoint, position } = await positionOfOwnerWithEndpoint('enqueue-owner-6', {
     createdAt: madeAt.toISOString(),
-  };
+  });
   await fanOut(store, [position], 'staging', new Date());
   const [message] = await store.messagesOf(endpoint._id, 1, 0);
 
-  const dispatcher = quietDispatcher(store, loadConfig({ ...process.env }).webhook);
-  try {
-    await dispatcher.look(new Date());
-    await dispatcher.settle();
-  } finally {
-    await dispatcher.stop();
-  }
+  await dispatchOnce();
   expect(await store.message(message._id)).toMatchObject({
     status: 'SKIPPED',
     lastError: OLD_POSITION_WHY,
