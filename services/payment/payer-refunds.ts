@@ -130,24 +130,33 @@ export class PayerRefunds {
       );
     }
     if (record.refundId && refundId !== record.refundId) return false;
-    if (!record.refundId && (await this.standsAtProvider(record))) return false;
+    if (!record.refundId) {
+      const standing = await this.standingAtProvider(record);
+      // Ours stands, and the failure is another refund's: ours is known by its id from now on.
+      // The one reported may be ours all the same, listed as it was a moment before it failed.
+      if (standing && standing.id !== refundId) {
+        await store.settlePayerRefund(record._id, 'QUEUED', {
+          state: 'QUEUED',
+          refundId: standing.id,
+        });
+        return false;
+      }
+    }
     await this.listForOperator(record, `the provider could not refund it: ${why}`);
     await store.settlePayerRefund(record._id, 'QUEUED', { state: 'FAILED', why: keptReason(why) });
     return true;
   }
 
   /**
-   * Whether a refund of the whole payment stands at the provider, for a refund recorded without
+   * The refund of the whole payment standing at the provider, for a refund recorded without
    * its id (the provider answered none, and no look-up fitted the turn): the one reported
    * failed may be another of the transaction's (an earlier try's, an operator's from the
    * dashboard) while ours stands, and listed for an operator it would be refunded twice. Not
    * known (the provider away): the event is sent back (503), for its retry.
    */
-  private async standsAtProvider(record: PayerRefundRecord): Promise<boolean> {
+  private async standingAtProvider(record: PayerRefundRecord) {
     try {
-      return (
-        (await this.deps.provider.refundOf(record.providerReference, record.amountKobo)) !== null
-      );
+      return await this.deps.provider.refundOf(record.providerReference, record.amountKobo);
     } catch {
       throw serviceUnavailable(
         `Whether the refund of ${record.providerReference} stands could not be read from the provider; send this event again later`,

@@ -385,7 +385,8 @@ export class Dispatcher {
       // A position whose publication failed is forgotten by it (fan-out), a message of it
       // stored all the same by a retry on another replica: stale by now, nobody's failure.
       if (!event) return this.skip(queued, n, now, LOST_POSITION_WHY);
-      if (tooOldToSend(new Date(event.createdAt), now)) {
+      // Replayed by its owner, who asked for that position as it was: sent whatever its age.
+      if (queued.replay !== true && tooOldToSend(new Date(event.createdAt), now)) {
         return this.skip(queued, n, now, OLD_POSITION_WHY);
       }
     }

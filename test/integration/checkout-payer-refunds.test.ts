@@ -123,7 +123,8 @@ const payerRefundOf = async (transaction: string, query = '') =>
   (await payerRefunds(query)).find((r) => r.providerReference === transaction);
 
 describe('a refund recorded without its id', () => {
-  it('is not taken for failed by a failure of another refund of the transaction, while ours stands', async () => {
+  /** A recipient's payment given back, its refund at Paystack recorded without its id. */
+  async function refundWithoutId() {
     const who = await merchant();
     const paid = await recipientPays(who);
     await pay(paid.transaction);
@@ -153,6 +154,11 @@ describe('a refund recorded without its id', () => {
       currency: 'NGN',
       reason: 'Customer account closed',
     });
+    return { paid, ours, report };
+  }
+
+  it('is not taken for failed by a failure of another refund of the transaction, while ours stands', async () => {
+    const { paid, ours, report } = await refundWithoutId();
     // An earlier refund of the transaction failing, reported late: ours stands at Paystack.
     const another = await signed('refund.failed', report(ours.id - 1));
     expect([another.status, another.body.data]).toEqual([200, { handled: false }]);
@@ -160,6 +166,16 @@ describe('a refund recorded without its id', () => {
     expect(await payerRefundOf(paid.transaction)).toMatchObject({ state: 'QUEUED' });
     // Ours failing: none stands, and an operator is told.
     ours.status = 'failed';
+    const failed = await signed('refund.failed', report(ours.id));
+    expect([failed.status, failed.body.data]).toEqual([200, { handled: true }]);
+    expect(await uncreditedListing(paid.transaction)).toMatchObject({
+      why: expect.stringMatching(/could not refund it: Customer account closed/),
+    });
+  });
+
+  it('is taken for failed when the failure is its own, though Paystack still lists it as it was', async () => {
+    const { paid, ours, report } = await refundWithoutId();
+    // Reported at once, Paystack's list not caught up: the id names ours.
     const failed = await signed('refund.failed', report(ours.id));
     expect([failed.status, failed.body.data]).toEqual([200, { handled: true }]);
     expect(await uncreditedListing(paid.transaction)).toMatchObject({

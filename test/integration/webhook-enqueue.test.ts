@@ -135,3 +135,21 @@ it('skips a position older than 15 minutes at its turn: it waited behind a disab
   });
   expect((await store.endpoint(endpoint._id))?.failingSince).toBeNull();
 });
+
+it('sends a position its owner replayed whatever its age: they asked for it as it was', async () => {
+  const madeAt = new Date(Date.now() - POSITION_SENT_WITHIN_MS - 60_000);
+  const { endpoint, position } = await positionOfOwnerWithEndpoint('enqueue-owner-7', {
+    createdAt: madeAt.toISOString(),
+  });
+  await fanOut(store, [position], 'staging', new Date());
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  // Queued again by `/replay` (its entry says so).
+  await db.models.Queue.updateOne({ _id: message._id }, { $set: { replay: true } });
+
+  await dispatchOnce();
+  const attempted = await store.message(message._id);
+  // Tried: its endpoint here answers nothing, so it failed, and it was not skipped for its age.
+  expect(attempted).toMatchObject({ attempts: 1 });
+  expect(attempted?.status).not.toBe('SKIPPED');
+  expect(attempted?.lastError).not.toBe(OLD_POSITION_WHY);
+});
