@@ -120,13 +120,19 @@ it('skips a queued position whose event a failed publication forgot, as stale, f
   expect((await store.endpoint(endpoint._id))?.failingSince).toBeNull();
 });
 
-it('skips a position older than 15 minutes at its turn: it waited behind a disabled endpoint or a change retried', async () => {
+/** A position made a minute more than 15 minutes ago, queued for `owner`'s endpoint. */
+async function queuedOldPosition(owner: string) {
   const madeAt = new Date(Date.now() - POSITION_SENT_WITHIN_MS - 60_000);
-  const { endpoint, position } = await positionOfOwnerWithEndpoint('enqueue-owner-6', {
+  const { endpoint, position } = await positionOfOwnerWithEndpoint(owner, {
     createdAt: madeAt.toISOString(),
   });
   await fanOut(store, [position], 'staging', new Date());
   const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  return { endpoint, message };
+}
+
+it('skips a position older than 15 minutes at its turn: it waited behind a disabled endpoint or a change retried', async () => {
+  const { endpoint, message } = await queuedOldPosition('enqueue-owner-6');
 
   await dispatchOnce();
   expect(await store.message(message._id)).toMatchObject({
@@ -137,12 +143,7 @@ it('skips a position older than 15 minutes at its turn: it waited behind a disab
 });
 
 it('sends a position its owner replayed whatever its age: they asked for it as it was', async () => {
-  const madeAt = new Date(Date.now() - POSITION_SENT_WITHIN_MS - 60_000);
-  const { endpoint, position } = await positionOfOwnerWithEndpoint('enqueue-owner-7', {
-    createdAt: madeAt.toISOString(),
-  });
-  await fanOut(store, [position], 'staging', new Date());
-  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+  const { message } = await queuedOldPosition('enqueue-owner-7');
   // Queued again by `/replay` (its entry says so).
   await db.models.Queue.updateOne({ _id: message._id }, { $set: { replay: true } });
 
