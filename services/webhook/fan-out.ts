@@ -102,10 +102,12 @@ export async function fanOut(
 }
 
 /**
- * A courier's position is published once (order's sweep publishes changes again, never a
- * position): recorded, and none of its messages stored, nothing would ever read it or delete
- * it, and it would keep its delivery's view past WEBHOOK_RETENTION_DAYS. Forgotten here, unless
- * a message of it was stored before the failure (retention forgets it with its messages).
+ * A courier's position is not published again after a failure (order's sweep publishes
+ * changes again, never a position): recorded, and none of its messages stored, nothing would
+ * ever read it or delete it, and it would keep its delivery's view past
+ * WEBHOOK_RETENTION_DAYS. Forgotten here, unless a message of it was stored before the failure
+ * (retention forgets it with its messages). A retry of this call on another replica may still
+ * store a message after this look: the dispatcher skips a position whose event is gone.
  */
 async function forgetUnqueuedPositions(
   store: WebhookStore,

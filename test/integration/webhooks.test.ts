@@ -59,6 +59,18 @@ async function merchantWithEndpoint(path: string, fields: Record<string, unknown
   return { merchant, webhook: created.body.data as { id: string; secret: string } };
 }
 
+/** The merchant's one endpoint once it is disabled (WEBHOOK_DISABLE_AFTER_MS of failures). */
+function disabledSoon(merchant: Party) {
+  return eventually(
+    async () => {
+      const [endpoint] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
+      expect(endpoint.status).toBe('DISABLED');
+      return endpoint;
+    },
+    { timeout: 30_000, interval: 250 },
+  );
+}
+
 async function simulated(merchant: Party, mode = 'delivered') {
   const packageId = await savePackage(base(), merchant);
   const created = await requestDelivery(
@@ -713,14 +725,7 @@ describe('failures', () => {
       events: ['delivery.created'],
     });
     await simulated(merchant);
-    const disabled = await eventually(
-      async () => {
-        const [endpoint] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
-        expect(endpoint.status).toBe('DISABLED');
-        return endpoint;
-      },
-      { timeout: 30_000, interval: 250 },
-    );
+    const disabled = await disabledSoon(merchant);
     expect(disabled.disabledReason).toMatch(/enable it with POST \/api\/webhooks\/.+\/enable/);
     const triesWhileDisabled = receiver.at('/down').length;
     await new Promise((r) => setTimeout(r, 1500));
@@ -767,13 +772,7 @@ describe('enabling an endpoint that is not disabled', () => {
     });
     const [after] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
     expect(after.failingSince).toBe(failing.failingSince);
-    await eventually(
-      async () => {
-        const [endpoint] = (await api(merchant, 'GET', '/api/webhooks')).body.data;
-        expect(endpoint.status).toBe('DISABLED');
-      },
-      { timeout: 30_000, interval: 250 },
-    );
+    await disabledSoon(merchant);
     receiver.answer = () => ({ status: 200 });
   });
 });
