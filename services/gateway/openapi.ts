@@ -157,47 +157,38 @@ export function placeParams(
     return { path, query: [], body: params };
   }
   const outside = Object.keys(properties).filter((name) => !inPath.includes(name));
-  const objectKeywords = Object.fromEntries(
-    Object.entries(params ?? {}).filter(([key]) => key !== 'properties' && key !== 'required'),
-  );
-  if (!withBody && Object.keys(params ?? {}).some((key) => !FIELD_BY_FIELD.has(key))) {
-    // A rule across fields (joi's `with`: `city` needs `state`) holds of one parameter only:
-    // the query string as an object, each field its own `name=value` as before.
-    const fields = outside.filter((name) => required.has(name));
+  const outsideRequired = outside.filter((name) => required.has(name));
+  // The fields outside the path as one object: a body, or a query whose fields depend on each
+  // other (joi's `with`: `city` needs `state`), a rule that holds of one parameter only.
+  const fields: JsonSchema = {
+    type: 'object',
+    ...Object.fromEntries(
+      Object.entries(params ?? {}).filter(([key]) => key !== 'properties' && key !== 'required'),
+    ),
+    properties: Object.fromEntries(outside.map((name) => [name, properties[name]])),
+    required: outsideRequired,
+    additionalProperties: params?.additionalProperties ?? false,
+  };
+  if (withBody) return { path, query: [], body: fields };
+  if (Object.keys(params ?? {}).some((key) => !FIELD_BY_FIELD.has(key))) {
+    // Each field still its own `name=value`, as sent before.
     const query: Parameter = {
       name: QUERY_OBJECT_PARAM,
       in: 'query',
-      required: fields.length > 0,
+      required: outsideRequired.length > 0,
       style: 'form',
       explode: true,
-      schema: {
-        ...objectKeywords,
-        type: 'object',
-        properties: Object.fromEntries(outside.map((name) => [name, properties[name]])),
-        required: fields,
-        additionalProperties: params?.additionalProperties ?? false,
-      },
+      schema: fields,
     };
     return { path, query: [query] };
   }
-  if (!withBody) {
-    const query = outside.map((name) => ({
-      name,
-      in: 'query' as const,
-      required: required.has(name),
-      schema: properties[name],
-    }));
-    return { path, query };
-  }
-  const bodyRequired = outside.filter((name) => required.has(name));
-  const body: JsonSchema = {
-    type: 'object',
-    ...objectKeywords,
-    properties: Object.fromEntries(outside.map((name) => [name, properties[name]])),
-    required: bodyRequired,
-    additionalProperties: params?.additionalProperties ?? false,
-  };
-  return { path, query: [], body };
+  const query = outside.map((name) => ({
+    name,
+    in: 'query' as const,
+    required: required.has(name),
+    schema: properties[name],
+  }));
+  return { path, query };
 }
 
 /** Header parameters a `body: 'raw'` route reads (a signature). */
