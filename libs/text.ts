@@ -47,6 +47,9 @@ export function compareText(a: string, b: string): number {
  */
 export const UNSHOWN = /(?![\t\n\r])\p{Cc}|\p{Cs}/gu;
 
+/** `UNSHOWN` and tabs and line breaks too: what a one-line name (a file's) loses. */
+export const UNPRINTED = /\p{Cc}|\p{Cs}/gu;
+
 /**
  * A C0 control as its picture (U+2400 block: ␀, ␛) and DEL as ␡, so that a binary or
  * ANSI-coloured answer still reads as what it was; C1 controls and lone surrogates as U+FFFD,

@@ -1,5 +1,5 @@
-import { MAX_SEARCH_KM } from '../../libs/config';
 import type { Logger } from 'moleculer';
+import { MAX_SEARCH_KM } from '../../libs/config';
 import { call, type Caller } from '../../libs/contracts';
 import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
 import { conflict, isWaybillError, notFound, serviceBusy } from '../../libs/errors';

@@ -8,6 +8,7 @@ import {
   unsupportedMediaType,
   type WaybillError,
 } from '../../libs/errors';
+import { UNPRINTED } from '../../libs/text';
 import { readableBytes } from './sizes';
 import { SNIFF_LENGTH, extensionFor, sniff, type Sniffed } from './sniff';
 
@@ -65,8 +66,6 @@ export function cleanFilename(name: string | undefined): string | null {
   return clean === '' ? null : clean;
 }
 
-/** What a file name shown back loses: control characters (C0, C1) and lone surrogates. */
-const UNPRINTED = /\p{Cc}|\p{Cs}/gu;
 const FILENAME_MAX_CHARACTERS = 255;
 
 /**
