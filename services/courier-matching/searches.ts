@@ -297,7 +297,7 @@ export class Searches {
       search = this.notedClosed(search, latest, closed);
     }
     if (this.timedOut(search, now) || this.nobodyLeft(search)) {
-      return this.giveUp(deliveryId, now);
+      return this.giveUp(search, now);
     }
     // Found before the end and the offers were read: still this step's when there were none.
     await this.offerNext(search, made, now, made === 0 ? reach : undefined);
@@ -474,7 +474,7 @@ export class Searches {
       const fresh = await this.triedNow(search);
       // Another matcher may have noted the last courier out since this step read the search
       // (the only courier's third miss) and ended it NO_COURIER: its end, not one more offer.
-      if (this.nobodyLeft(fresh)) return this.giveUp(search._id, now);
+      if (this.nobodyLeft(fresh)) return this.giveUp(search, now);
       found = await this.candidates(fresh, now);
     }
     const candidates = await this.mayCollect(search, found, now);
@@ -533,7 +533,7 @@ export class Searches {
    * One `_id` read a step, for such searches only.
    */
   private async waitOrGiveUp(search: SearchRecord, now: Date, unoffered?: Unoffered) {
-    if (await this.onlyCourierRetired(search)) return this.giveUp(search._id, now);
+    if (await this.onlyCourierRetired(search)) return this.giveUp(search, now);
     this.waitForCourier(search, now, unoffered);
   }
 
@@ -953,7 +953,8 @@ export class Searches {
     return true;
   }
 
-  private async giveUp(deliveryId: string, now: Date): Promise<void> {
+  private async giveUp(search: SearchRecord, now: Date): Promise<void> {
+    const deliveryId = search._id;
     const givenUpNow = await this.store.claimEnd({
       _id: deliveryId,
       outcome: 'NO_COURIER',
@@ -964,6 +965,12 @@ export class Searches {
     if (givenUpNow || (await this.store.end(deliveryId))?.outcome === 'NO_COURIER') {
       await this.tellNoCourier(deliveryId);
     }
+    // Another replica's step, short of the time a moment before this one, may have made an
+    // offer after this step read the last, and looked for an end before this claim: withdrawn
+    // here, or its courier would hold it (and see it open) for a delivery given up.
+    // Not the one this step let go of itself.
+    const { latest } = await this.latestOffer(search);
+    if (latest && !this.released.get(latest._id)) await this.withdrawIfEnded(latest);
     await this.deactivate(deliveryId);
   }
 

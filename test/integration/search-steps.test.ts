@@ -871,6 +871,43 @@ describe('a search with a time after which no courier is sought (a slot that clo
     expect(await store.hold(courierId)).toBeNull();
   });
 
+  it('withdraws an offer another replica made as this step gave up, its courier free again', async () => {
+    const { store, pickup, courierId, toOrder, deliveryId } = await courierByPickup(9.1);
+    const freed: string[] = [];
+    const positions = positionsNoting(freed);
+    const now = new Date();
+    await store.claimSearch({
+      ...searchRecord(deliveryId, pickup),
+      startedAt: now,
+      notAfter: new Date(now.getTime() - MINUTE),
+    });
+    // The other replica's step, a moment short of that time, offered to the courier and looked
+    // for an end (none yet) after this step read the search, before its end was claimed.
+    const offerId = offerIdOf(deliveryId, 1);
+    const watched = Object.create(store) as SearchStore;
+    watched.claimEnd = async (end) => {
+      await store.noteOffer(deliveryId, 1);
+      await store.claimOffer({
+        _id: offerId,
+        deliveryId,
+        n: 1,
+        courierId,
+        offeredAt: now,
+        expiresAt: new Date(now.getTime() + 30_000),
+      });
+      await store.claimHold({ _id: courierId, deliveryId, offerId, kind: 'OFFER', at: now });
+      await positions.setBusy(courierId, true, offerId);
+      return store.claimEnd(end);
+    };
+    await searchesOver(watched, positions, new Set(), toOrder).advance(deliveryId, now);
+
+    expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+    expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
+    expect(await store.offerOutcome(offerId)).toBe('WITHDRAWN');
+    expect(await store.hold(courierId)).toBeNull();
+    expect(freed).toEqual([courierId]);
+  });
+
   it('goes on past MATCHING_SEARCH_TIMEOUT_MS while the slot can be reached, and gives up at that time', async () => {
     const { store, pickup, toOrder, searches, deliveryId } = await courierByPickup(8.9);
     // Nobody in reach: the pickup a degree (111 km) from the only courier.
