@@ -38,8 +38,9 @@ export interface CheckoutProvider {
    */
   refund(request: RefundRequest): Promise<RefundAnswer>;
   /**
-   * The refund of `amountKobo` (the whole) of a transaction that stands at the provider
-   * (pending, processing or processed), or null when none does: what a refund whose answer was lost became. Throws
+   * The refund of `amountKobo` (the whole) of a transaction that stands at the provider (in any
+   * status but failed: one held for the merchant's attention may still be paid), or null when
+   * none does: what a refund whose answer was lost became. Throws
    * (503/504/502) when the provider cannot tell. The sandbox keeps none: null.
    */
   refundOf(providerReference: string, amountKobo: number): Promise<ProviderRefundState | null>;
