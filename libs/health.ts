@@ -14,11 +14,23 @@ export interface HealthCheckOptions {
   required?: boolean;
 }
 
+/**
+ * How long readiness waits for one dependency's check: under the probes' 3 s timeout
+ * (deploy/k8s), so that a slow dependency (S3 answering in 4 s) is a 503 naming it, not a
+ * probe that times out with nothing said.
+ */
+export const CHECK_DEADLINE_MS = 2_000;
+
 /** A broker's dependencies. */
 interface Health {
   checks: Map<string, HealthCheck>;
   /** The names of the dependencies (checks, `transporter`) that do not decide readiness. */
   optional: Set<string>;
+  /**
+   * Each check still under way: a probe or scrape that comes meanwhile waits for it rather than
+   * starting another beside it (a dependency that hangs is not asked once a probe).
+   */
+  running: Map<string, Promise<boolean>>;
 }
 
 const healthByBroker = new WeakMap<ServiceBroker, Health>();
@@ -26,7 +38,7 @@ const healthByBroker = new WeakMap<ServiceBroker, Health>();
 function healthOf(broker: ServiceBroker): Health {
   let health = healthByBroker.get(broker);
   if (!health) {
-    health = { checks: new Map(), optional: new Set() };
+    health = { checks: new Map(), optional: new Set(), running: new Map() };
     healthByBroker.set(broker, health);
   }
   return health;
@@ -70,17 +82,17 @@ export interface Readiness {
  * Ready means: the broker and every local service started, the transporter (when used and
  * required) connected, and every required dependency (MongoDB, Redis, ...) answers.
  */
-export async function readiness(broker: ServiceBroker): Promise<Readiness> {
+export async function readiness(
+  broker: ServiceBroker,
+  deadlineMs = CHECK_DEADLINE_MS,
+): Promise<Readiness> {
   const checks: Record<string, boolean> = { broker: broker.started && !broker.stopping };
   if (broker.transit) checks.transporter = broker.transit.connected && broker.transit.isReady;
-  const { checks: registered, optional } = healthOf(broker);
+  const health = healthOf(broker);
+  const { checks: registered, optional } = health;
   await Promise.all(
     [...registered].map(async ([name, check]) => {
-      try {
-        checks[name] = await check();
-      } catch {
-        checks[name] = false;
-      }
+      checks[name] = await checkWithin(health, name, check, deadlineMs);
     }),
   );
   const down = Object.keys(checks).filter((name) => !checks[name]);
@@ -89,6 +101,30 @@ export async function readiness(broker: ServiceBroker): Promise<Readiness> {
     checks,
     degraded: down.filter((name) => optional.has(name)),
   };
+}
+
+/** A check's answer, or false when it fails or takes longer than `deadlineMs`. */
+async function checkWithin(
+  health: Health,
+  name: string,
+  check: HealthCheck,
+  deadlineMs: number,
+): Promise<boolean> {
+  let running = health.running.get(name);
+  if (!running) {
+    const started = (async () => (await check()) === true)().catch(() => false);
+    running = started.finally(() => {
+      if (health.running.get(name) === running) health.running.delete(name);
+    });
+    health.running.set(name, running);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, deadlineMs, false)));
+  try {
+    return await Promise.race([running, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The dependencies whose being down makes the process unready. */

@@ -42,6 +42,33 @@ describe('readiness', () => {
     expect(failing(state)).toEqual([]);
   });
 
+  it('counts a check that does not answer in time as down, and asks it once while it runs', async () => {
+    const broker = brokerWith(true);
+    let asked = 0;
+    let answer: (up: boolean) => void = () => undefined;
+    registerHealthCheck(broker, 's3', () => {
+      asked += 1;
+      return new Promise<boolean>((resolve) => (answer = resolve));
+    });
+    registerHealthCheck(broker, 'redis', () => true);
+    const [first, second] = await Promise.all([readiness(broker), readiness(broker)]);
+    for (const state of [first, second]) {
+      expect(state).toEqual({
+        ready: false,
+        checks: { broker: true, transporter: true, s3: false, redis: true },
+        degraded: [],
+      });
+    }
+    expect(asked).toBe(1);
+    // Once it answers, the next probe asks afresh.
+    answer(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    const after = readiness(broker);
+    answer(true);
+    expect(await after).toMatchObject({ ready: true });
+    expect(asked).toBe(2);
+  });
+
   it('needs the transporter, unless the process serves without it once started', async () => {
     const broker = brokerWith(false);
     expect(await readiness(broker)).toMatchObject({ ready: false, degraded: [] });
