@@ -114,7 +114,10 @@ const addressObject = Joi.object({
   centerLat: latitude(),
   centerLon: longitude(),
   ...Object.fromEntries(PRESERVED_STRINGS.map((f) => [f, plainText(PRESERVED_STRING_MAX)])),
-  ...Object.fromEntries(PRESERVED_NUMBERS.map((f) => [f, Joi.number()])),
+  // The corners of the place's bounding box: coordinates, kept as they are sent.
+  ...Object.fromEntries(
+    PRESERVED_NUMBERS.map((f) => [f, f.endsWith('Lat') ? latitude() : longitude()]),
+  ),
   ...Object.fromEntries(COMPUTED_FIELDS.map((f) => [f, Joi.any()])),
 })
   .and('lat', 'lon')

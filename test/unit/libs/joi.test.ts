@@ -476,3 +476,18 @@ describe('values left out, answered without joi’s full validation', () => {
     }
   });
 });
+
+describe('an address object', () => {
+  const address = (extra: Record<string, unknown>) => ({ lat: 6.6018, lon: 3.3515, ...extra });
+
+  it('takes the corners of its bounding box as coordinates only', () => {
+    const schema = addressInput();
+    expect(accepts(schema, address({ swLat: -90, swLon: -180, neLat: 90, neLon: 180 }))).toBe(true);
+    for (const corner of [{ swLat: 1e300 }, { neLat: -90.5 }, { swLon: 180.01 }, { neLon: -999 }]) {
+      expect({ corner, accepted: accepts(schema, address(corner)) }).toEqual({
+        corner,
+        accepted: false,
+      });
+    }
+  });
+});
