@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { routeOf, type Route, type Trip } from '../../libs/contracts/geo';
-import type { GeoPoint } from '../../libs/geodesy';
+import { haversineKm, type GeoPoint } from '../../libs/geodesy';
 import { QUOTE_ID } from '../../libs/contracts/pricing';
 
 /**
@@ -46,7 +46,16 @@ export function signQuote(secret: string, claims: QuoteClaims): string {
 
 export type QuoteReading =
   | { ok: true; claims: QuoteClaims }
-  | { ok: false; reason: 'unsigned' | 'foreign' | 'expired'; expiresAt?: number };
+  | { ok: false; reason: 'unsigned' | 'foreign' | 'expired' | 'outlived'; expiresAt?: number };
+
+/**
+ * How far past the quote lifetime of the moment a quote's expiry may lie: the clocks of the
+ * replica that signed it and of the one reading it may differ by this much.
+ */
+export const QUOTE_CLOCK_SLACK_MS = 60_000;
+
+/** A distance's rounding (geo rounds to 0.01 km, half up), allowed below the straight line. */
+const DISTANCE_ROUNDING_KM = 0.005;
 
 const isNumber = (value: unknown): value is number =>
   typeof value === 'number' && Number.isFinite(value);
@@ -84,7 +93,8 @@ function claimsOf(body: string): QuoteClaims | undefined {
 export function readQuote(
   secret: string,
   quoteId: string,
-  reader: { userId: string; now: number },
+  /** `ttlMs`: how long a quote is held now (QUOTE_TTL_MS). */
+  reader: { userId: string; now: number; ttlMs: number },
 ): QuoteReading {
   if (!QUOTE_ID.pattern.test(quoteId)) return { ok: false, reason: 'unsigned' };
   const cut = quoteId.lastIndexOf('.');
@@ -99,6 +109,11 @@ export function readQuote(
   if (claims.userId !== reader.userId) return { ok: false, reason: 'foreign' };
   if (reader.now >= claims.expiresAt) {
     return { ok: false, reason: 'expired', expiresAt: claims.expiresAt };
+  }
+  // Held for longer than quotes are now: signed before QUOTE_TTL_MS was lowered, or forged
+  // under a key that leaked. Not held for days.
+  if (claims.expiresAt > reader.now + reader.ttlMs + QUOTE_CLOCK_SLACK_MS) {
+    return { ok: false, reason: 'outlived', expiresAt: claims.expiresAt };
   }
   return { ok: true, claims };
 }
@@ -123,5 +138,10 @@ export function heldRoute(trip: Trip, fleetTypeId: string, claims: QuoteClaims):
     samePoint(route.destination, claims.destination);
   const held =
     trip.roadMeasured === false || claims.distance.distanceKm > route.distance.distanceKm;
-  return same && held ? { ...route, distance: { ...claims.distance } } : route;
+  // No trip is shorter than the straight line (geo prices the longer of road and line): a quote
+  // that says otherwise was not made by geo's answer, whatever signed it.
+  const possible =
+    claims.distance.distanceKm >=
+    haversineKm(claims.origin, claims.destination) - DISTANCE_ROUNDING_KM;
+  return same && held && possible ? { ...route, distance: { ...claims.distance } } : route;
 }

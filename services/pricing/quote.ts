@@ -192,11 +192,17 @@ const PRICE_AGAIN =
 function quotedFor(sources: QuoteSources, quoteId: string, userId: string | undefined) {
   // Only a caller's own request names a quote: an internal call without one is a mistake.
   if (!userId) throw badRequest('quoteId is read for the requesting account, and none was sent');
-  const reading = readQuote(sources.quotes.secret, quoteId, { userId, now: Date.now() });
+  const { secret, ttlMs } = sources.quotes;
+  const reading = readQuote(secret, quoteId, { userId, now: Date.now(), ttlMs });
   if (reading.ok) return reading.claims;
   if (reading.reason === 'expired') {
     const at = new Date(reading.expiresAt ?? 0).toISOString();
     throw conflict(`The quote expired at ${at}: ${PRICE_AGAIN}`);
+  }
+  if (reading.reason === 'outlived') {
+    throw conflict(
+      `The quote is held for longer than this service now holds quotes (${ttlMs / 1000} s): ${PRICE_AGAIN}`,
+    );
   }
   const message =
     reading.reason === 'foreign'

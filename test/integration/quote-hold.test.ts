@@ -212,7 +212,11 @@ describe('a request naming its quote', () => {
     const quote = await quoteOf([own]);
     // The same claims, signed as pricing signs them (staging's key), but a second old.
     const secret = loadConfig({}).quotes.secret;
-    const reading = readQuote(secret, quote.quoteId, { userId: alice().userId, now: Date.now() });
+    const reading = readQuote(secret, quote.quoteId, {
+      userId: alice().userId,
+      now: Date.now(),
+      ttlMs: loadConfig({}).quotes.ttlMs,
+    });
     if (!reading.ok) throw new Error(`the quote did not read: ${reading.reason}`);
     const expiresAt = Date.now() - 1000;
     const expired = signQuote(secret, { ...reading.claims, expiresAt });
@@ -221,6 +225,28 @@ describe('a request naming its quote', () => {
     expect(reply.status).toBe(409);
     expect(reply.body.message).toBe(
       `The quote expired at ${new Date(expiresAt).toISOString()}: price it again with POST /api/pricing and send the quoteId it answers (under a new Idempotency-Key if you sent one)`,
+    );
+    expect(await balanceOf(url(), alice())).toBe(before);
+    expect(await freePackages(url(), alice())).toContain(own);
+  });
+
+  it('is refused (409) when it expires further ahead than quotes are held now', async () => {
+    const own = await savePackage(url(), alice());
+    const quote = await quoteOf([own]);
+    const { secret, ttlMs } = loadConfig({}).quotes;
+    const reading = readQuote(secret, quote.quoteId, {
+      userId: alice().userId,
+      now: Date.now(),
+      ttlMs,
+    });
+    if (!reading.ok) throw new Error(`the quote did not read: ${reading.reason}`);
+    // Signed as pricing signs them, held a day (a key that leaked, or a lifetime since cut).
+    const outlived = signQuote(secret, { ...reading.claims, expiresAt: Date.now() + 86_400_000 });
+    const before = await balanceOf(url(), alice());
+    const reply = await requestDelivery(url(), alice(), [own], { quoteId: outlived });
+    expect(reply.status).toBe(409);
+    expect(reply.body.message).toBe(
+      `The quote is held for longer than this service now holds quotes (${ttlMs / 1000} s): price it again with POST /api/pricing and send the quoteId it answers (under a new Idempotency-Key if you sent one)`,
     );
     expect(await balanceOf(url(), alice())).toBe(before);
     expect(await freePackages(url(), alice())).toContain(own);
