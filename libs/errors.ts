@@ -96,7 +96,9 @@ export function validationError(problems: FieldError[], summary?: string): Waybi
 
 export const unauthorized = (message: string) => new WaybillError('UNAUTHORIZED', message);
 export const forbidden = (message: string) => new WaybillError('FORBIDDEN', message);
-export const notFound = (message: string) => new WaybillError('NOT_FOUND', message);
+/** A 404 whose `message` is the spec's own: what to do about it, when there is more to say, listed. */
+export const notFound = (message: string, errors?: FieldError[]) =>
+  new WaybillError('NOT_FOUND', message, errors ? { errors: listedProblems(errors) } : undefined);
 export const methodNotAllowed = (message: string) =>
   new WaybillError('METHOD_NOT_ALLOWED', message);
 export const conflict = (message: string, data?: WaybillErrorData) =>

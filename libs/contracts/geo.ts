@@ -72,6 +72,12 @@ export const COMPUTED_FIELDS = [
 /** The specification's 404 for a fleet type that is unknown or inactive. */
 export const FLEET_TYPE_NOT_FOUND = 'Fleet type not found';
 
+/** Why there is no fleet type to price or time a trip with when none is active: the 404's problem. */
+export const NO_ACTIVE_FLEET_TYPE = {
+  field: 'fleetTypeId',
+  message: 'none is active on this platform; an operator adds one with POST /admin/fleet-types',
+};
+
 export const latitude = () => Joi.number().min(-90).max(90);
 export const longitude = () => Joi.number().min(-180).max(180);
 /**

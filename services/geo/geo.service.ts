@@ -5,6 +5,7 @@ import { call } from '../../libs/contracts';
 import {
   FLEET_TYPES_CHANGED_EVENT,
   FLEET_TYPE_NOT_FOUND,
+  NO_ACTIVE_FLEET_TYPE,
   findAreaParams,
   getFleetTypeParams,
   resolveAddressParams,
@@ -129,11 +130,7 @@ export function createGeoService(config: Config): ServiceDefinition {
       return stored.averageSpeedKmh;
     }
     const [smallest] = await fleetTypes.list(true);
-    if (!smallest) {
-      throw notFound(
-        'Fleet type not found: none is active on this platform; an operator adds one with POST /admin/fleet-types',
-      );
-    }
+    if (!smallest) throw notFound(FLEET_TYPE_NOT_FOUND, [NO_ACTIVE_FLEET_TYPE]);
     return smallest.averageSpeedKmh;
   }
 

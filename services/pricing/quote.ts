@@ -2,6 +2,7 @@ import { call, type Caller } from '../../libs/contracts';
 import { MAX_AMOUNT_KOBO } from '../../libs/contracts/payment';
 import {
   FLEET_TYPE_NOT_FOUND,
+  NO_ACTIVE_FLEET_TYPE,
   type AddressInput,
   routeOf,
   type RouteParams,
@@ -70,14 +71,21 @@ async function pickFleet(
   fleetTypeId: string | undefined,
   load: PricedLoadParams,
 ) {
-  const all = await sources.fleets();
-  const requested = fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined;
-  if (fleetTypeId && !requested?.active) throw notFound(FLEET_TYPE_NOT_FOUND);
-  const fleet = chooseFleet(
-    all.filter((f) => f.active),
-    requested,
-    load.weightGrams,
-  );
+  let all = await sources.fleets();
+  const named = () => (fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined);
+  let requested = named();
+  if (fleetTypeId && !requested?.active) {
+    // Unknown or inactive as this replica remembers the types: another may have added it or
+    // put it back, and its announcement not arrived here yet (geo decides on its database
+    // too), so they are read again before a 404.
+    sources.fleetsChanged();
+    all = await sources.fleets();
+    requested = named();
+    if (!requested?.active) throw notFound(FLEET_TYPE_NOT_FOUND);
+  }
+  const active = all.filter((f) => f.active);
+  if (active.length === 0) throw notFound(FLEET_TYPE_NOT_FOUND, [NO_ACTIVE_FLEET_TYPE]);
+  const fleet = chooseFleet(active, requested, load.weightGrams);
   if (!fleet) throw badRequest(`No active fleet type can carry ${formatKg(load.weightGrams)} kg`);
   return fleet;
 }

@@ -123,16 +123,62 @@ describe('admin fleet types', () => {
       json: { origin: 'Ikeja, Lagos', destination: 'Kano', fleetTypeId: id },
     });
     expectErrorEnvelope(route, 404, 'Fleet type not found');
+    const price = () =>
+      request(node.url, 'POST', '/api/pricing', {
+        headers: { 'api-key': key },
+        json: {
+          origin: 'Ikeja, Lagos',
+          destination: 'Kano',
+          totalWeight: 3,
+          totalValue: 20000,
+          fleetTypeId: id,
+        },
+      });
+    expectErrorEnvelope(await price(), 404, 'Fleet type not found');
 
     // Put back by another replica whose announcement has not arrived: the database decides
-    // before a 404, so that pricing, which chose it from the database, is not refused it.
+    // before a 404, in geo and in pricing alike.
     await db.collection('fleet_types').updateOne({ _id: id as never }, { $set: { active: true } });
     const again = await request(node.url, 'POST', '/api/route', {
       headers: { 'api-key': key },
       json: { origin: 'Ikeja, Lagos', destination: 'Kano', fleetTypeId: id },
     });
     expect(again.status).toBe(200);
+    expect((await price()).status).toBe(200);
     expect((await list()).body.data.map((f: { id: string }) => f.id)).toContain(id);
+  });
+
+  it('answers the spec’s 404, saying what to do, to a route or a price when none is active', async () => {
+    const active: { id: string }[] = (await list()).body.data;
+    const setActive = (id: string, on: boolean) =>
+      request(node.url, 'PATCH', `/admin/fleet-types/${id}`, {
+        headers: adminHeaders,
+        json: { active: on },
+      });
+    try {
+      for (const { id } of active) expect((await setActive(id, false)).status).toBe(200);
+      const trip = { origin: 'Ikeja, Lagos', destination: 'Kano' };
+      const route = await request(node.url, 'POST', '/api/route', {
+        headers: { 'api-key': key },
+        json: trip,
+      });
+      const price = await request(node.url, 'POST', '/api/pricing', {
+        headers: { 'api-key': key },
+        json: { ...trip, totalWeight: 3, totalValue: 20000 },
+      });
+      for (const reply of [route, price]) {
+        expectErrorEnvelope(reply, 404, 'Fleet type not found');
+        expect(reply.body.errors).toEqual([
+          {
+            field: 'fleetTypeId',
+            message:
+              'none is active on this platform; an operator adds one with POST /admin/fleet-types',
+          },
+        ]);
+      }
+    } finally {
+      for (const { id } of active) await setActive(id, true);
+    }
   });
 
   it('refuses duplicates, bad values, empty edits and unknown ids', async () => {
