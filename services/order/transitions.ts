@@ -71,6 +71,10 @@ export function nextTransition(
 ): TransitionRecord | string {
   const result = transition(delivery.lifecycle, event);
   if (!result.ok) return result.message;
+  // Never dated before the change it follows: a writer that took its moment, then lost its
+  // claim to one made after it, dates its own with that one's (`updatedAt`, then the webhook's
+  // `createdAt`, keep the order of `sequence`).
+  const at = new Date(Math.max(now.getTime(), delivery.updatedAt?.getTime() ?? 0));
   const deliveryId = delivery._id;
   const version = delivery.version + 1;
   const step: StepRecord | null = result.step
@@ -79,7 +83,7 @@ export function nextTransition(
         step: result.step.step,
         active: true,
         hidden: result.step.hidden,
-        updatedAt: now,
+        updatedAt: at,
       }
     : null;
   const record: TransitionRecord = {
@@ -91,7 +95,7 @@ export function nextTransition(
     step,
     effects: result.effects,
     ...(result.effects.length > 0 ? { unsettled: true } : {}),
-    at: now,
+    at,
   };
   if (transitionEvents(record).length > 0) record.unannounced = true;
   return record;

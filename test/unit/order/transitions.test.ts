@@ -137,3 +137,21 @@ describe('a change whose delivery document cannot be written after its claim', (
     expect(left).toEqual([[delivery._id, new Error('database busy')]]);
   });
 });
+
+describe('a change’s moment', () => {
+  it('is never before the change it follows, though the writer took its moment before that one', () => {
+    const followed = new Date('2030-01-01T10:00:05Z');
+    const delivery = { ...carrying(false), updatedAt: followed } as DeliveryRecord;
+    const taken = new Date('2030-01-01T10:00:00Z');
+    const t = nextTransition(delivery, { kind: 'FAILED', reason: 'Nobody at the door' }, taken);
+    if (typeof t === 'string') throw new Error(t);
+    expect(t.at).toEqual(followed);
+    expect(t.step?.updatedAt).toEqual(followed);
+    expect(fold(delivery, [t]).updatedAt).toEqual(followed);
+    // Taken after it: its own.
+    const later = new Date('2030-01-01T10:00:09Z');
+    const next = nextTransition(delivery, { kind: 'FAILED', reason: 'Nobody at the door' }, later);
+    if (typeof next === 'string') throw new Error(next);
+    expect(next.at).toEqual(later);
+  });
+});
