@@ -14,6 +14,12 @@ export interface CourierViewOptions {
    * Its place (and position) is the cell's middle's too.
    */
   etaFromArea?: boolean;
+  /**
+   * How old a position the reader is shown at most: older, the courier is not placed. For a
+   * reader told no time with it (the tracking page), to whom a phone gone quiet for hours would
+   * otherwise show a marker and "Last seen near" as if the courier were there now.
+   */
+  placedWithinMs?: number;
 }
 
 /** The courier of a delivery as a reader sees it (`courierOnDelivery`, freshness given). */
@@ -112,6 +118,7 @@ async function courierOnDelivery(
     now = new Date(),
     located = UNDER_WAY.has(delivery.lifecycle.status),
     etaFromArea = false,
+    placedWithinMs,
     freshForMs,
   }: CourierViewOptions & { freshForMs: number },
 ): Promise<CourierOnDelivery | undefined> {
@@ -137,6 +144,11 @@ async function courierOnDelivery(
   const at = courier.lastLocation;
   // Where the courier is belongs to the delivery only while they are carrying it out.
   if (!at || !located || !UNDER_WAY.has(delivery.lifecycle.status)) return view;
+  // Not after NaN either: a position of unknown age says nothing of where they are now.
+  const reportedAt = Date.parse(at.at);
+  if (placedWithinMs !== undefined && !(reportedAt >= now.getTime() - placedWithinMs)) {
+    return view;
+  }
   // A reader shown no more than the cell has it placed from the cell: a place named from the
   // point would tell which side of a boundary within it the courier is.
   const shown = etaFromArea ? onAreaGrid(at) : { lat: at.lat, lon: at.lon };
@@ -157,7 +169,7 @@ async function courierOnDelivery(
   const pickup = addresses.get(delivery.originId)?.fields;
   const dropoff = addresses.get(delivery.destinationId)?.fields;
   // Not after NaN either: a position of unknown age promises nothing.
-  const fresh = Date.parse(at.at) >= now.getTime() - freshForMs;
+  const fresh = reportedAt >= now.getTime() - freshForMs;
   if (pickup && dropoff && fresh) {
     const { status } = delivery.lifecycle;
     // Before the collection for every reader: a linked recipient is then shown only the cell,

@@ -12,7 +12,12 @@ import { action, implement, type ServiceActions } from '../../libs/service';
 import type { CourierViewer } from './courier-view';
 import { searchStartsAt } from './scheduling';
 import type { OrderStore } from './store';
-import { courierForgotten, isFollowed, toTrackingView } from './tracking';
+import {
+  TRACKING_POSITION_SHOWN_MS,
+  courierForgotten,
+  isFollowed,
+  toTrackingView,
+} from './tracking';
 import { TRACKING_PAGE_CSP, trackingPage, trackingState } from './tracking-page';
 import type { DeliveryTransitions } from './transitions';
 
@@ -49,6 +54,7 @@ export function createTrackingActions(deps: {
             now,
             located: isFollowed(delivery.lifecycle.status),
             etaFromArea: true,
+            placedWithinMs: TRACKING_POSITION_SHOWN_MS,
           })
           .catch((err: Error) => {
             deps.logger().warn('courier not shown on a tracking page', { err: err.message });

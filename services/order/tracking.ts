@@ -68,6 +68,14 @@ const PAYMENT_NOT_MADE =
  */
 const COURIER_SHOWN_DAYS_AFTER_END = 7;
 
+/**
+ * How old a courier's last report the page still places them by (marker, "Last seen near"): it
+ * says no time with it, and a phone gone quiet for an hour would show them where they were as
+ * if they were there now. Longer than a report's usual gaps (a tunnel, a dead zone), so the
+ * marker does not come and go in traffic.
+ */
+export const TRACKING_POSITION_SHOWN_MS = 10 * 60_000;
+
 /** Whether the page no longer names the delivery's courier: ended that many days ago. */
 export function courierForgotten(
   delivery: Pick<DeliveryRecord, 'lifecycle' | 'steps'>,

@@ -106,6 +106,41 @@ describe('courierOnDelivery', () => {
     expect(caller.asked).toEqual(['courier-matching.getCourier']);
   });
 
+  it('places the courier for a reader told no time (the tracking page) only from a position no older than asked', async () => {
+    const placedWithinMs = 600_000;
+    for (const [reportedMsAgo, placed] of [
+      [placedWithinMs, true],
+      [placedWithinMs + 1, false],
+    ] as const) {
+      const caller = services(reportedMsAgo);
+      const view = await courierOnDelivery(caller, deliveryIn('IN_TRANSIT'), addresses, {
+        now: NOW,
+        etaFromArea: true,
+        placedWithinMs,
+      });
+      expect({ reportedMsAgo, placed: view?.currentLocation !== null }).toEqual({
+        reportedMsAgo,
+        placed,
+      });
+      expect({ reportedMsAgo, asked: caller.asked.includes('geo.resolveAddress') }).toEqual({
+        reportedMsAgo,
+        asked: placed,
+      });
+      // The rest of the card stands.
+      expect(view?.name).toBe('Tunde Bakare');
+    }
+    // Any age for a reader not limited so (the merchant's API says where they were last).
+    const merchant = await courierOnDelivery(
+      services(3_600_000),
+      deliveryIn('IN_TRANSIT'),
+      addresses,
+      {
+        now: NOW,
+      },
+    );
+    expect(merchant?.currentLocation).not.toBeNull();
+  });
+
   it('reckons an arrival window only from a position reported within COURIER_ONLINE_MS', async () => {
     const fresh = await courierOnDelivery(
       services(ONLINE_MS - 1000),
