@@ -135,7 +135,8 @@ async function throttled<T>(
   const address = countedAddress(clientAddress(req, options.config.trustProxyHops), countedApart);
   const { authFailures } = options;
   let countedBeforeLookup = false;
-  let accepted = false;
+  /** Accepted, or refused as a credential we issued (an operator token expired): no guess. */
+  let noGuess = false;
   try {
     const authenticated = await authenticate(async () => {
       try {
@@ -150,9 +151,10 @@ async function throttled<T>(
       }
       countedBeforeLookup = true;
     });
-    accepted = true;
+    noGuess = true;
     return authenticated;
   } catch (err) {
+    noGuess = isRepeatedRefusal(err);
     // A credential refused lately, sent again (a retired courier's app still reporting, a
     // server with an old key), is no new guess: counted once, when it was looked up, so that
     // it cannot shut out the others behind its address (a mobile carrier's NAT).
@@ -162,8 +164,9 @@ async function throttled<T>(
     throw err;
   } finally {
     // A lookup that failed (the account service away) stays counted: made-up keys must not
-    // be looked up without limit while it struggles.
-    if (countedBeforeLookup && accepted) await authFailures.forgive(address);
+    // be looked up without limit while it struggles. One that found a credential we issued,
+    // expired, is given back: a script still sending it is not guessing.
+    if (countedBeforeLookup && noGuess) await authFailures.forgive(address);
   }
 }
 

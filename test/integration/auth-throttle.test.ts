@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { courierWithToken } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
+import {
+  dropDatabases,
+  isolation,
+  openServiceDatabase,
+  startNode,
+  type NodeProcess,
+} from '../support/stack';
 
 const iso = isolation();
 let node: NodeProcess;
@@ -229,6 +235,32 @@ describe('failed authentications per client address', () => {
     const madeUp = () => `wbc_${randomBytes(32).toString('base64url')}`;
     for (let i = 0; i < LIMIT - 1; i++) expectErrorEnvelope(await courierCall(madeUp()), 401);
     expectErrorEnvelope(await courierCall(madeUp()), 429, THROTTLED);
+  });
+
+  it('counts no failure for an expired operator token looked up again and again: a script still sending it guesses nothing', async () => {
+    const client = '198.51.100.15';
+    const created = await request(node.url, 'POST', '/admin/operator-tokens', {
+      headers: adminHeaders,
+      json: { name: 'bola@ops.example.com' },
+    });
+    expect(created.status).toBe(201);
+    const { token, id } = created.body.data;
+    const db = await openServiceDatabase(iso, 'account');
+    try {
+      await db
+        .collection('operator_tokens')
+        .updateOne({ tokenId: id }, { $set: { expiresAt: new Date(Date.now() - 1_000) } });
+    } finally {
+      await db.close();
+    }
+    // Looked up each time (no cache here), refused each time as expired, never throttled.
+    for (let i = 0; i < LIMIT * 3; i++) {
+      expectErrorEnvelope(await admin(client, `Bearer ${token}`), 401, /expired at/);
+    }
+    // Made-up tokens from the same address still count, each one, from none.
+    const madeUp = () => `Bearer wbo_${randomBytes(32).toString('base64url')}`;
+    for (let i = 0; i < LIMIT; i++) expectErrorEnvelope(await admin(client, madeUp()), 401);
+    expectErrorEnvelope(await admin(client, madeUp()), 429, THROTTLED);
   });
 
   it('throttles wrong admin tokens too, and then refuses even the right one from that address', async () => {
