@@ -252,6 +252,8 @@ export interface Config {
   matching: {
     offerTimeoutMs: number;
     searchTimeoutMs: number;
+    /** How long a courier who declined or missed an offer is not asked again for the delivery. */
+    reaskAfterMs: number;
     /** Radius of the first round, what each round adds, the most, and how long a round is. */
     reach: { startKm: number; stepKm: number; maxKm: number; widenEveryMs: number };
     /** How often running searches are stepped (expired offers closed, the radius widened). */
@@ -1085,6 +1087,13 @@ const declaredEnvSchema = Joi.object({
     .description(
       'How long a paid delivery is searched for before it ends NO_COURIER_FOUND, refunded and its packages released (a SCHEDULED one: until its slot can no longer be reached)',
     ),
+  MATCHING_REASK_AFTER_MS: Joi.number()
+    .integer()
+    .min(60000)
+    .default(1800000)
+    .description(
+      'How long a courier who declined or let an offer expire is not offered that delivery again: a SCHEDULED delivery, searched for hours, asks them again after it',
+    ),
   MATCHING_RADIUS_KM: Joi.string()
     .pattern(/^\d+(\.\d+)?,\d+(\.\d+)?,\d+(\.\d+)?$/, 'start,step,max')
     .default('3,3,15')
@@ -1512,6 +1521,7 @@ export function loadConfig(
     matching: {
       offerTimeoutMs: value.MATCHING_OFFER_TIMEOUT_MS,
       searchTimeoutMs: value.MATCHING_SEARCH_TIMEOUT_MS,
+      reaskAfterMs: value.MATCHING_REASK_AFTER_MS,
       reach: searchReach(value.MATCHING_RADIUS_KM, value.MATCHING_WIDEN_EVERY_MS),
       sweepIntervalMs: value.MATCHING_SWEEP_INTERVAL_MS,
       idleStepMaxMs: value.MATCHING_IDLE_STEP_MAX_MS,

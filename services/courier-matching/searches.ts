@@ -19,7 +19,7 @@ import {
   type SearchReach,
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
-import type { SearchNotes } from './search-notes';
+import { triedSince, type SearchNotes } from './search-notes';
 import type {
   HoldRecord,
   OfferRecord,
@@ -66,11 +66,20 @@ const FREES_PER_LOOK = 50;
  */
 const RELEASES_KEPT = 10_000;
 
+/** A closed offer as its courier is let go of: its time, when the caller has read it. */
+type ClosedOffer = Pick<OfferRecord, '_id' | 'courierId' | 'deliveryId'> &
+  Partial<Pick<OfferRecord, 'offeredAt'>>;
+
 export interface MatchingSettings {
   /** How long a courier has to accept an offer. */
   offerTimeoutMs: number;
   /** How long a delivery is searched for before it ends NO_COURIER_FOUND. */
   searchTimeoutMs: number;
+  /**
+   * How long a courier who declined or let an offer expire is not asked again for the delivery:
+   * a SCHEDULED delivery, searched for hours (decision 185), asks them again after it.
+   */
+  reaskAfterMs: number;
   reach: SearchReach;
   /** Nearest couriers asked for at each step; the first free one gets the offer. */
   candidates: number;
@@ -264,7 +273,7 @@ export class Searches {
     }
     const read = await this.store.search(deliveryId);
     if (!read) return;
-    let search = await this.withNotes(read);
+    let search = await this.withNotes(read, now);
     // Those found from the kept record stand while still no offer has been made.
     const reach =
       asLastRead && search.offers === 0
@@ -292,9 +301,11 @@ export class Searches {
         }
       }
       const closed = outcome ?? 'EXPIRED';
-      if (!this.releasedHere(search, latest, closed)) await this.letGo(latest, closed, search);
+      if (!this.releasedHere(search, latest, closed, now)) {
+        await this.letGo(latest, closed, search);
+      }
       // The search may have been read before this courier was noted: not asked again now.
-      search = this.notedClosed(search, latest, closed);
+      search = this.notedClosed(search, latest, closed, now);
     }
     if (this.timedOut(search, now) || this.nobodyLeft(search)) {
       return this.giveUp(search, now);
@@ -471,7 +482,7 @@ export class Searches {
     const { settings, couriers } = this.deps;
     let found = reach;
     if (!found) {
-      const fresh = await this.triedNow(search);
+      const fresh = await this.triedNow(search, now);
       // Another matcher may have noted the last courier out since this step read the search
       // (the only courier's third miss) and ended it NO_COURIER: its end, not one more offer.
       if (this.nobodyLeft(fresh)) return this.giveUp(search, now);
@@ -547,7 +558,7 @@ export class Searches {
     const only = this.onlyCourier(search);
     if (!only || (await this.deps.isActive(only))) return false;
     if (await this.store.hold(only)) return false;
-    await this.deps.notes.noteTried(search._id, only);
+    await this.noteTried(search._id, only);
     return true;
   }
 
@@ -583,7 +594,7 @@ export class Searches {
       // Fewer than asked for: nobody else is in reach.
       if (batch.length < settings.candidates) break;
       for (const { courierId } of batch) passedOver.add(courierId);
-      const { tried } = await this.triedNow(search);
+      const { tried } = await this.triedNow(search, now);
       batch = await this.candidates({ ...search, tried: [...tried, ...passedOver] }, now);
     }
     return [];
@@ -660,7 +671,7 @@ export class Searches {
     if (search.simulate || (await this.deps.isActive(offer.courierId))) return false;
     const withdrawn = await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
     if (!withdrawn && (await this.store.offerOutcome(offer._id)) === 'ACCEPTED') return false;
-    await this.deps.notes.noteTried(offer.deliveryId, offer.courierId);
+    await this.noteTried(offer.deliveryId, offer.courierId);
     await this.letGo(offer, 'WITHDRAWN');
     return true;
   }
@@ -707,22 +718,36 @@ export class Searches {
   }
 
   /**
+   * Notes a courier out of the search: anew when their last note is older than
+   * MATCHING_REASK_AFTER_MS (asked again since), so that they are not asked again at once.
+   */
+  private noteTried(
+    deliveryId: string,
+    courierId: string,
+    since = Date.now() - this.deps.settings.reaskAfterMs,
+  ): Promise<void> {
+    return this.deps.notes.noteTried(deliveryId, courierId, since);
+  }
+
+  /**
    * The search with the couriers and offers noted out of it (search-notes.ts) beside those a
    * version before session 58 noted on it. None before its first offer: a note closes one.
    */
-  private async withNotes(search: SearchRecord): Promise<SearchRecord> {
-    return search.offers === 0 ? search : this.triedNow(search);
+  private async withNotes(search: SearchRecord, now: Date): Promise<SearchRecord> {
+    return search.offers === 0 ? search : this.triedNow(search, now);
   }
 
   /**
    * The search with the couriers noted as tried since it was read: another replica closing an
    * offer notes its courier before it lets them go, so one free again is known as tried here.
    */
-  private async triedNow(search: SearchRecord): Promise<SearchRecord> {
+  private async triedNow(search: SearchRecord, now: Date): Promise<SearchRecord> {
     const notes = await this.deps.notes.of(search._id);
+    // Those noted out longer ago than MATCHING_REASK_AFTER_MS are asked again.
+    const stillOut = triedSince(notes, now.getTime() - this.deps.settings.reaskAfterMs);
     return {
       ...search,
-      tried: [...new Set([...search.tried, ...notes.tried])],
+      tried: [...new Set([...search.tried, ...stillOut])],
       missed: [...new Set([...(search.missed ?? []), ...notes.missed])],
     };
   }
@@ -771,14 +796,25 @@ export class Searches {
   }
 
   /** Whether the search as read has the courier of a closed offer noted as `noteClosed` notes. */
-  private isNoted(search: SearchRecord, offer: OfferRecord, outcome: OfferOutcome): boolean {
+  private isNoted(
+    search: SearchRecord,
+    offer: OfferRecord,
+    outcome: OfferOutcome,
+    now: Date,
+  ): boolean {
     if (this.missedByOnly(search, offer, outcome)) {
       return search.missed?.includes(offer._id) === true;
     }
-    if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
+    // An offer made longer ago than MATCHING_REASK_AFTER_MS keeps its courier out no more.
+    if ((outcome === 'DECLINED' || outcome === 'EXPIRED') && this.keepsOut(offer, now)) {
       return search.tried.includes(offer.courierId);
     }
     return true;
+  }
+
+  /** Whether a declined or missed offer still keeps its courier out of the search at `now`. */
+  private keepsOut(offer: Pick<OfferRecord, 'offeredAt'>, now: Date): boolean {
+    return new Date(offer.offeredAt).getTime() >= now.getTime() - this.deps.settings.reaskAfterMs;
   }
 
   /** The search with the courier of a closed offer noted, read before or after they were. */
@@ -786,8 +822,9 @@ export class Searches {
     search: SearchRecord,
     offer: OfferRecord,
     outcome: OfferOutcome,
+    now: Date,
   ): SearchRecord {
-    if (this.isNoted(search, offer, outcome)) return search;
+    if (this.isNoted(search, offer, outcome, now)) return search;
     if (this.missedByOnly(search, offer, outcome)) {
       return { ...search, missed: [...(search.missed ?? []), offer._id] };
     }
@@ -801,8 +838,13 @@ export class Searches {
    * that does not (another replica closed it, or this process was restarted since) lets them
    * go, so that a release cut short is finished.
    */
-  private releasedHere(search: SearchRecord, offer: OfferRecord, outcome: OfferOutcome): boolean {
-    return this.released.get(offer._id) === true && this.isNoted(search, offer, outcome);
+  private releasedHere(
+    search: SearchRecord,
+    offer: OfferRecord,
+    outcome: OfferOutcome,
+    now: Date,
+  ): boolean {
+    return this.released.get(offer._id) === true && this.isNoted(search, offer, outcome, now);
   }
 
   /**
@@ -811,7 +853,7 @@ export class Searches {
    * (`MISSED_OFFERS_MAX`); one whose offer was withdrawn may be. `search`: as the caller read it.
    */
   private async noteClosed(
-    offer: Pick<OfferRecord, '_id' | 'courierId' | 'deliveryId'>,
+    offer: ClosedOffer,
     outcome: OfferOutcome,
     search?: SearchRecord,
   ): Promise<void> {
@@ -822,7 +864,10 @@ export class Searches {
       }
     }
     if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
-      await this.deps.notes.noteTried(offer.deliveryId, offer.courierId);
+      // Noted once for this offer: a note made since it was made is its own (a step that lets
+      // its courier go again, long after, notes nothing, and they are asked again in time).
+      const since = offer.offeredAt && new Date(offer.offeredAt).getTime();
+      await this.noteTried(offer.deliveryId, offer.courierId, since);
     }
   }
 
@@ -833,7 +878,7 @@ export class Searches {
    * else comes after (order's end of a delivery) must then be called again.
    */
   private async letGo(
-    offer: Pick<OfferRecord, '_id' | 'courierId' | 'deliveryId'>,
+    offer: ClosedOffer,
     outcome: OfferOutcome,
     search?: SearchRecord,
   ): Promise<boolean> {

@@ -43,6 +43,8 @@ const BIKE = randomUUID();
 /** ₦60,000 of cash owed at most with a pay-on-delivery offered. */
 const CASH_LIMIT_KOBO = 6_000_000;
 const PICKUP = { lat: 6.5244, lon: 3.3792 };
+/** MATCHING_REASK_AFTER_MS of these searches: 30 minutes. */
+const REASK_AFTER_MS = 1_800_000;
 
 /** Couriers' positions, and the couriers set free (`setBusy(id, false)`) in `freed`. */
 function positionsNoting(freed: string[]): CourierPositions {
@@ -257,7 +259,7 @@ function afterEachHold(
 
 /** The couriers noted out of a search, as another replica reads them. */
 async function triedOf(store: SearchStore, deliveryId: string): Promise<string[]> {
-  return [...(await new SearchNotes(store).of(deliveryId)).tried];
+  return [...(await new SearchNotes(store).of(deliveryId)).tried.keys()];
 }
 
 /** The deliveries order has assigned to the courier who asks (none other is). */
@@ -295,6 +297,7 @@ function searchesOver(
     settings: {
       offerTimeoutMs: 30_000,
       searchTimeoutMs: 900_000,
+      reaskAfterMs: REASK_AFTER_MS,
       reach: { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60_000 },
       candidates: 5,
       simulatorTimeScale: 1,
@@ -415,7 +418,7 @@ it('keeps every courier and offer noted out of a search by many replicas at once
       ]),
     );
     const read = await new SearchNotes(store).of(deliveryId);
-    expect([...read.tried].sort()).toEqual([...couriers].sort());
+    expect([...read.tried.keys()].sort()).toEqual([...couriers].sort());
     expect([...read.missed]).toEqual([missedOffer]);
     expect(read.count).toBe(9);
     expect(await models.SearchNote.countDocuments({ deliveryId })).toBe(9);
@@ -906,6 +909,28 @@ describe('a search with a time after which no courier is sought (a slot that clo
     expect(await store.offerOutcome(offerId)).toBe('WITHDRAWN');
     expect(await store.hold(courierId)).toBeNull();
     expect(freed).toEqual([courierId]);
+  });
+
+  it('asks a courier who declined again once MATCHING_REASK_AFTER_MS has passed, while the slot can be reached', async () => {
+    const { store, pickup, courierId, toOrder, searches, deliveryId } = await courierByPickup(9.4);
+    const startedAt = new Date();
+    const notAfter = new Date(startedAt.getTime() + 3 * 60 * MINUTE);
+    await store.claimSearch({ ...searchRecord(deliveryId, pickup), startedAt, notAfter });
+    await searches.advance(deliveryId, startedAt);
+    const first = offerIdOf(deliveryId, 1);
+    expect((await store.offer(first))?.courierId).toBe(courierId);
+    await searches.decline(courierId, first);
+
+    // Within the wait: nobody else in reach, nobody asked.
+    await searches.advance(deliveryId, new Date(startedAt.getTime() + REASK_AFTER_MS - MINUTE));
+    expect(await store.offer(offerIdOf(deliveryId, 2))).toBeNull();
+    expect(await store.hold(courierId)).toBeNull();
+    // Past it: asked again, the search going on.
+    await searches.advance(deliveryId, new Date(startedAt.getTime() + REASK_AFTER_MS + MINUTE));
+    expect((await store.offer(offerIdOf(deliveryId, 2)))?.courierId).toBe(courierId);
+    expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'OFFER' });
+    expect(await store.end(deliveryId)).toBeNull();
+    expect(toOrder).toEqual([]);
   });
 
   it('goes on past MATCHING_SEARCH_TIMEOUT_MS while the slot can be reached, and gives up at that time', async () => {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import {
   holdsNote,
   SearchNotes,
+  triedSince,
   withNote,
   type SearchNotesRead,
 } from '../../../services/courier-matching/search-notes';
@@ -97,13 +98,46 @@ it('reads on from what it has read, and a search forgotten is read from its firs
 });
 
 it('folds a note into what was read', () => {
-  const none: SearchNotesRead = { count: 0, tried: new Set(), missed: new Set() };
-  const one = withNote(none, { kind: 'TRIED', courierId: 'c1' });
-  const two = withNote(one, { kind: 'MISSED', offerId: 'o1' });
-  expect(two).toEqual({ count: 2, tried: new Set(['c1']), missed: new Set(['o1']) });
+  const none: SearchNotesRead = { count: 0, tried: new Map(), missed: new Set() };
+  const one = withNote(none, { kind: 'TRIED', courierId: 'c1' }, 1_000);
+  const two = withNote(one, { kind: 'MISSED', offerId: 'o1' }, 2_000);
+  expect(two).toEqual({ count: 2, tried: new Map([['c1', 1_000]]), missed: new Set(['o1']) });
   expect(holdsNote(two, { kind: 'TRIED', courierId: 'c1' })).toBe(true);
   expect(holdsNote(two, { kind: 'TRIED', courierId: 'o1' })).toBe(false);
   expect(holdsNote(two, { kind: 'MISSED', offerId: 'c1' })).toBe(false);
   // What was read before stays as it was.
   expect(one.missed.size).toBe(0);
+});
+
+it('holds a courier out from their latest note, asked again once it is older than asked', async () => {
+  const none: SearchNotesRead = { count: 0, tried: new Map(), missed: new Set() };
+  const c1 = { kind: 'TRIED', courierId: 'c1' } as const;
+  const once = withNote(none, c1, 1_000);
+  expect(holdsNote(once, c1, 1_000)).toBe(true);
+  expect(holdsNote(once, c1, 1_001)).toBe(false);
+  expect(triedSince(once, 1_000)).toEqual(['c1']);
+  expect(triedSince(once, 1_001)).toEqual([]);
+  // Noted again later (asked again, declined again): out from then; an older note read after a
+  // newer one does not bring it back.
+  const again = withNote(withNote(once, c1, 5_000), c1, 3_000);
+  expect(again.tried).toEqual(new Map([['c1', 5_000]]));
+  expect(triedSince(again, 4_000)).toEqual(['c1']);
+
+  // A courier noted long ago is noted anew, once, however many note them at once.
+  const table = notesTable(async (step) => step());
+  const notes = new SearchNotes(table);
+  await notes.noteTried(DELIVERY, 'c1');
+  const firstAt = new Date([...table.rows.values()][0].at).getTime();
+  await Promise.all([
+    notes.noteTried(DELIVERY, 'c1', firstAt),
+    new SearchNotes(table).noteTried(DELIVERY, 'c1', firstAt),
+  ]);
+  expect(table.rows.size).toBe(1);
+  // Noted anew at a moment past `sinceMs`, as a note made now is past now less the wait.
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  await Promise.all([
+    notes.noteTried(DELIVERY, 'c1', firstAt + 1),
+    notes.noteTried(DELIVERY, 'c1', firstAt + 1),
+  ]);
+  expect(table.rows.size).toBe(2);
 });

@@ -176,6 +176,7 @@ describe('loadConfig defaults', () => {
       matching: {
         offerTimeoutMs: 30000,
         searchTimeoutMs: 900000,
+        reaskAfterMs: 1800000,
         reach: { startKm: 3, stepKm: 3, maxKm: 15, widenEveryMs: 60000 },
         sweepIntervalMs: 1000,
         idleStepMaxMs: 8000,
@@ -1112,6 +1113,7 @@ describe('describeConfig', () => {
     'NOTIFY_RETRY_MAX_MS',
     'MATCHING_OFFER_TIMEOUT_MS',
     'MATCHING_SEARCH_TIMEOUT_MS',
+    'MATCHING_REASK_AFTER_MS',
     'MATCHING_RADIUS_KM',
     'MATCHING_WIDEN_EVERY_MS',
     'MATCHING_SWEEP_INTERVAL_MS',
