@@ -30,8 +30,14 @@ interface Health {
    * Each check still under way: a probe or scrape that comes meanwhile waits for it rather than
    * starting another beside it (a dependency that hangs is not asked once a probe).
    */
-  running: Map<string, Promise<boolean>>;
+  running: Map<string, { answer: Promise<boolean>; startedAt: number }>;
 }
+
+/**
+ * A check under way for this many deadlines is not waited for any more: the next probe asks
+ * afresh, so that one that never answers does not keep its dependency down once it is back.
+ */
+const DEADLINES_BEFORE_ABANDONED = 5;
 
 const healthByBroker = new WeakMap<ServiceBroker, Health>();
 
@@ -111,17 +117,19 @@ async function checkWithin(
   deadlineMs: number,
 ): Promise<boolean> {
   let running = health.running.get(name);
-  if (!running) {
-    const started = (async () => (await check()) === true)().catch(() => false);
-    running = started.finally(() => {
-      if (health.running.get(name) === running) health.running.delete(name);
+  if (!running || Date.now() - running.startedAt > DEADLINES_BEFORE_ABANDONED * deadlineMs) {
+    const answer = (async () => (await check()) === true)().catch(() => false);
+    const started = { answer, startedAt: Date.now() };
+    void answer.finally(() => {
+      if (health.running.get(name) === started) health.running.delete(name);
     });
-    health.running.set(name, running);
+    health.running.set(name, started);
+    running = started;
   }
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, deadlineMs, false)));
   try {
-    return await Promise.race([running, late]);
+    return await Promise.race([running.answer, late]);
   } finally {
     clearTimeout(timer);
   }

@@ -69,6 +69,22 @@ describe('readiness', () => {
     expect(asked).toBe(2);
   });
 
+  it('asks afresh a check that has not answered for five deadlines', async () => {
+    const broker = brokerWith(true);
+    let asked = 0;
+    registerHealthCheck(broker, 's3', () => {
+      asked += 1;
+      // The first never answers; the next at once.
+      return asked === 1 ? new Promise<boolean>(() => undefined) : true;
+    });
+    expect(await readiness(broker, 10)).toMatchObject({ ready: false });
+    expect(await readiness(broker, 10)).toMatchObject({ ready: false });
+    expect(asked).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(await readiness(broker, 10)).toMatchObject({ ready: true });
+    expect(asked).toBe(2);
+  });
+
   it('needs the transporter, unless the process serves without it once started', async () => {
     const broker = brokerWith(false);
     expect(await readiness(broker)).toMatchObject({ ready: false, degraded: [] });
