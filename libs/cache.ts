@@ -68,6 +68,20 @@ export class CachedValue<T> {
     const now = Date.now();
     if (this.value && now - this.value.loadedAt <= this.maxAgeMs) return this.value.data;
     if (this.lastKept && now < this.retryAt) return this.lastKept.data;
+    return this.sharedLoad();
+  }
+
+  /**
+   * The value loaded within `ageMs`, else loaded again (with a load under way, that one): for
+   * a caller that did not find in it what it looked for and asks once more, without every such
+   * caller reading it again, nor dropping it for the others.
+   */
+  async within(ageMs: number): Promise<T> {
+    if (this.value && Date.now() - this.value.loadedAt <= ageMs) return this.value.data;
+    return this.sharedLoad();
+  }
+
+  private sharedLoad(): Promise<T> {
     if (this.inFlight) return this.inFlight;
     const shared = this.loadAndKeep().finally(() => {
       if (this.inFlight === shared) this.inFlight = undefined;

@@ -21,6 +21,8 @@ import { readBook, seedTiers } from './tier-store';
 
 /** Fleet types change rarely and geo announces changes; this bounds a missed announcement. */
 const FLEET_CACHE_MS = 30_000;
+/** How recent a read of the fleet types answers a type asked for and not found in it. */
+const FLEETS_READ_LATELY_MS = 1_000;
 /** A lost `pricing.tariffChanged` or `pricing.courierRulesChanged` is repaired within this time. */
 const BOOK_REFRESH_MS = 60_000;
 
@@ -50,6 +52,7 @@ export function createPricingService(config: Config): ServiceDefinition {
     fleets: () => fleets.get(),
     courierRules: async (courierId) => courierRules.current.of(courierId),
     fleetsChanged: () => fleets.invalidate(),
+    fleetsReadLately: () => fleets.within(FLEETS_READ_LATELY_MS),
     quotes: config.quotes,
   };
 

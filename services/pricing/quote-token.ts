@@ -54,8 +54,11 @@ export type QuoteReading =
  */
 export const QUOTE_CLOCK_SLACK_MS = 60_000;
 
-/** A distance's rounding (geo rounds to 0.01 km, half up), allowed below the straight line. */
-const DISTANCE_ROUNDING_KM = 0.005;
+/**
+ * What a distance's rounding may take below the straight line: geo rounds to 0.001 km, half
+ * up (0.0005 km at most), and computes the line as this does; twice that, to spare floats.
+ */
+const DISTANCE_ROUNDING_KM = 0.001;
 
 const isNumber = (value: unknown): value is number =>
   typeof value === 'number' && Number.isFinite(value);
@@ -138,10 +141,12 @@ export function heldRoute(trip: Trip, fleetTypeId: string, claims: QuoteClaims):
     samePoint(route.destination, claims.destination);
   const held =
     trip.roadMeasured === false || claims.distance.distanceKm > route.distance.distanceKm;
+  if (!same || !held) return route;
   // No trip is shorter than the straight line (geo prices the longer of road and line): a quote
-  // that says otherwise was not made by geo's answer, whatever signed it.
+  // that says otherwise was not made by geo's answer, whatever signed it. Its points are the
+  // request's own here, which geo resolved: coordinates in range.
   const possible =
     claims.distance.distanceKm >=
     haversineKm(claims.origin, claims.destination) - DISTANCE_ROUNDING_KM;
-  return same && held && possible ? { ...route, distance: { ...claims.distance } } : route;
+  return possible ? { ...route, distance: { ...claims.distance } } : route;
 }

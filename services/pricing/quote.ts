@@ -41,6 +41,8 @@ export interface QuoteSources {
   courierRules(courierId: string): Promise<readonly CourierRule[]>;
   /** Forgets the fleet types read: the next `fleets()` reads them again. */
   fleetsChanged(): void;
+  /** The fleet types read within the last second, else read again (one read for all callers). */
+  fleetsReadLately(): Promise<FleetOption[]>;
   /** The key and lifetime of Mode A quotes' ids. */
   quotes: { secret: string; ttlMs: number };
 }
@@ -77,9 +79,8 @@ async function pickFleet(
   if (fleetTypeId && !requested?.active) {
     // Unknown or inactive as this replica remembers the types: another may have added it or
     // put it back, and its announcement not arrived here yet (geo decides on its database
-    // too), so they are read again before a 404.
-    sources.fleetsChanged();
-    all = await sources.fleets();
+    // too), so they are read again before a 404: once a second at most, however many ask.
+    all = await sources.fleetsReadLately();
     requested = named();
     if (!requested?.active) throw notFound(FLEET_TYPE_NOT_FOUND);
   }

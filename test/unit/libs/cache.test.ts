@@ -18,6 +18,19 @@ describe('CachedValue', () => {
     expect(await cache.get()).toBe(2);
   });
 
+  it('answers `within` from a load that recent, else one load for all who ask at once, kept for the rest', async () => {
+    let loads = 0;
+    const cache = new CachedValue(async () => ++loads, 60_000);
+    expect(await cache.get()).toBe(1);
+    expect(await cache.within(60_000)).toBe(1);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await Promise.all([cache.within(1), cache.within(1), cache.within(1)])).toEqual([
+      2, 2, 2,
+    ]);
+    expect(loads).toBe(2);
+    expect(await cache.get()).toBe(2);
+  });
+
   it('does not keep a load that an invalidation overtook', async () => {
     let release: (v: string) => void = () => undefined;
     const values = ['stale', 'fresh'];

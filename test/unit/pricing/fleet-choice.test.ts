@@ -43,6 +43,7 @@ async function price(fleetTypeId: string | undefined) {
     fleets: async () => [bike, car],
     courierRules: async () => [],
     fleetsChanged: () => undefined,
+    fleetsReadLately: async () => [bike, car],
     quotes: QUOTES,
   };
   const outcome = await rejectionOf(() => priceLoad(caller, sources, threeKg(fleetTypeId)));
@@ -74,6 +75,7 @@ async function priceWithStaleFleets(fleetTypeId: string | undefined) {
       asked.push('read again');
       copy = [bike, car];
     },
+    fleetsReadLately: async () => copy,
     quotes: QUOTES,
   };
   const outcome = await rejectionOf(() => priceLoad(caller, sources, threeKg(fleetTypeId)));

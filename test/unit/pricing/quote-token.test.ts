@@ -166,12 +166,12 @@ describe('the route a quoted request is priced on', () => {
 
   it('keeps its own when the quote’s distance is shorter than the straight line, which geo never answers', () => {
     const estimated = route(claims.origin, claims.destination, false);
-    // 21.7453 km between the two points as the crow flies, which geo answers as 21.75.
+    // 21.7453 km between the two points as the crow flies, which geo answers as 21.745.
     for (const distanceKm of [0, 21.74]) {
       const impossible = { ...claims, distance: { distanceKm, etaSeconds: 0 } };
       expect(heldRoute(estimated, FLEET, impossible).distance).toEqual(estimated.distance);
     }
-    const rounded = { ...claims, distance: { distanceKm: 21.75, etaSeconds: 2610 } };
+    const rounded = { ...claims, distance: { distanceKm: 21.745, etaSeconds: 2609 } };
     expect(heldRoute(estimated, FLEET, rounded).distance).toEqual(rounded.distance);
   });
 
