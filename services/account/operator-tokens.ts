@@ -198,7 +198,9 @@ export function createOperatorTokenActions(deps: OperatorTokenActionDeps): Servi
         const expiresAt = token.expiresAt ? token.expiresAt.toISOString() : null;
         if (!isLive(token, null, at))
           return { tokenId: token.tokenId, name: token.name, expiresAt };
-        await noteTokenUse(
+        // Not waited for: a database too busy to take the note must not hold up, nor fail, the
+        // sign-in of a token that is good (its lookup counted against the holder's address).
+        void noteTokenUse(
           token.lastUsedAt,
           at,
           () => tokens.touch(token._id, at),

@@ -133,12 +133,12 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
       params: tokenIdParams,
       async handler(ctx) {
         const { tokenId } = ctx.params;
-        const token = await tokens.findByTokenId(tokenId);
-        if (!token) {
-          throw notFound(
+        const missing = () =>
+          notFound(
             `Courier token ${tokenId} not found; GET /admin/couriers/:courierId/tokens lists a courier's tokens`,
           );
-        }
+        const token = await tokens.findByTokenId(tokenId);
+        if (!token) throw missing();
         const changed = { courierId: token.courierId, hashes: [token._id] };
         // Told before the removal too: a repeat answers 404 (the token is gone), so a
         // broadcast that fails must fail while the token is still there to be revoked again.
@@ -146,7 +146,8 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
         // up in between forgets it then. A place not given back frees itself after a while
         // (its token gone, it reads as never taken).
         await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, changed);
-        await tokens.remove(token._id);
+        // Revoked at once by another call: that one's answer is the 204, this one's a repeat's.
+        if (!(await tokens.remove(token._id))) throw missing();
         await broadcast(ctx, COURIER_TOKENS_CHANGED_EVENT, changed);
         await givePlaceBack(tokens.places, token.courierId, { id: tokenId, place: token.place });
         return null;
@@ -167,7 +168,9 @@ export function createTokenActions(deps: TokenActionDeps): ServiceActions {
         // A virtual courier's token (made before they were refused one) acts for nobody.
         if (!courier?.active || courier.virtual) return null;
         const at = now();
-        await noteTokenUse(
+        // Not waited for: a database too busy to take the note must not hold up, nor fail, the
+        // sign-in of a token that is good (its lookup counted against the holder's address).
+        void noteTokenUse(
           token.lastUsedAt,
           at,
           () => tokens.touch(token._id, at),

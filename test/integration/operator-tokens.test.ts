@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { OPERATOR_TOKENS } from '../../libs/contracts/account';
 import { OPERATOR_TOKENS_MAX } from '../../services/account/schemas';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
+import { eventually } from '../support/eventually';
 import { ROOT, runTypeScript } from '../support/node-run';
 import {
   dropDatabases,
@@ -146,8 +147,11 @@ describe('operator tokens', () => {
         operatorTokenId: id,
       }),
     ]);
-    const listed = (await listTokens()).find((t) => t.id === id);
-    expect(listed?.lastUsedAt).toEqual(expect.any(String));
+    // Noted beside the sign-in, not before it is answered.
+    await eventually(async () => {
+      const listed = (await listTokens()).find((t) => t.id === id);
+      expect(listed?.lastUsedAt).toEqual(expect.any(String));
+    });
   });
 
   it('names its holder and itself on the courier tokens it makes, as listed', async () => {
