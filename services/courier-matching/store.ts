@@ -287,11 +287,23 @@ export class CourierStore {
     );
   }
 
-  /** The courier as changed; null when there is none. */
-  update(courierId: string, changes: CourierSet): Promise<CourierRecord | null> {
-    return this.models()
-      .Courier.findOneAndUpdate({ _id: courierId }, { $set: changes }, { returnDocument: 'after' })
-      .lean<CourierRecord>();
+  /**
+   * The courier as changed; null when there is none. Its `updatedAt` is the directory's version
+   * (positions.ts), compared across replicas: it never goes back from the one it follows,
+   * whatever this replica's clock says (one a few seconds behind the last writer's had the
+   * change refused by the index, the courier's reports frozen until a later edit).
+   */
+  async update(courierId: string, changes: CourierSet): Promise<CourierRecord | null> {
+    const { Courier } = this.models();
+    const before = await Courier.findById(courierId, { updatedAt: 1 }).lean<{ updatedAt?: Date }>();
+    if (!before) return null;
+    const after = new Date(before.updatedAt ?? 0).getTime() + 1;
+    const updatedAt = new Date(Math.max(Date.now(), after || 0));
+    return Courier.findOneAndUpdate(
+      { _id: courierId },
+      { $set: { ...changes, updatedAt } },
+      { returnDocument: 'after', timestamps: false },
+    ).lean<CourierRecord>();
   }
 
   /**

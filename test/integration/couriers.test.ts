@@ -333,6 +333,28 @@ describe('a registration number’s claim ended by several calls at once', () =>
   });
 });
 
+describe('a courier’s version (its updatedAt, the position index’s)', () => {
+  it('never goes back from the change before it, whatever the clock of the replica that writes the next', async () => {
+    const courier = await createCourier();
+    // The change before was written by a replica whose clock ran an hour ahead.
+    const ahead = new Date(Date.now() + 3_600_000);
+    await models.Courier.updateOne(
+      { _id: courier.id },
+      { $set: { updatedAt: ahead } },
+      { timestamps: false },
+    );
+    for (const [n, change] of [
+      { name: 'Tunde B.' },
+      { active: false },
+      { active: true },
+    ].entries()) {
+      const changed = await admin('PATCH', `/admin/couriers/${courier.id}`, change);
+      expect(changed.status).toBe(200);
+      expect(changed.body.data.updatedAt).toBe(new Date(ahead.getTime() + n + 1).toISOString());
+    }
+  });
+});
+
 describe('one change of a courier at a time', () => {
   it('refuses a second change while one holds the courier, and takes over one left past its lease', async () => {
     const { edits } = new CourierStore(() => models);
