@@ -80,8 +80,21 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
   }
 
   /** Takes a registration number for a courier; 409 naming the courier that has it. */
-  async function takeRegNo(regNo: string, courierId: string): Promise<boolean> {
-    const taking = await store.takeRegNo(regNo, courierId);
+  async function takeRegNo(
+    ctx: WaybillContext<unknown>,
+    regNo: string,
+    courierId: string,
+  ): Promise<boolean> {
+    let taking: Awaited<ReturnType<CourierStore['takeRegNo']>>;
+    try {
+      taking = await store.takeRegNo(regNo, courierId);
+    } catch (err) {
+      // Its claim may have been written before the error: given back, or the number would be
+      // held for a courier never written until the claim's grace is over (a retry of this very
+      // creation refused 409 meanwhile, naming a courier that does not exist).
+      await giveBack(ctx, regNo, courierId);
+      throw err;
+    }
     if ('took' in taking) return taking.took;
     if (taking.heldBy === null) {
       throw conflict(
@@ -320,7 +333,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     const newRegNo = fleet.regNo !== undefined && fleet.regNo !== oldRegNo ? fleet.regNo : null;
     // Taken before anything is written: a number another courier holds is a 409 that
     // changed nothing.
-    const took = newRegNo !== null && (await takeRegNo(newRegNo, courierId));
+    const took = newRegNo !== null && (await takeRegNo(ctx, newRegNo, courierId));
     const changes: CourierSet = { ...fields };
     for (const [key, value] of Object.entries(fleet)) changes[`fleet.${key}`] = value;
     let updated: CourierRecord | null;
@@ -373,7 +386,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
           throw conflict(`${id} is a user's id; give the courier another id, or none`);
         }
         await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
-        const took = await takeRegNo(fleet.regNo, courierId);
+        const took = await takeRegNo(ctx, fleet.regNo, courierId);
         try {
           const record = await store.create({ _id: courierId, ...fields, fleet });
           ctx.meta.$location = courierPath(courierId);
