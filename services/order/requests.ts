@@ -563,7 +563,15 @@ export class DeliveryRequests {
       return;
     }
     await this.store.dropPending(delivery._id);
-    await settlement.announce(DELIVERY_CREATED_EVENT, delivery, delivery.createdAt);
+    // Logged, never thrown: nothing would repeat it once the pending document is gone, and a
+    // read or cancel of the stored delivery that finished its request must not fail for it.
+    await settlement
+      .announce(DELIVERY_CREATED_EVENT, delivery, delivery.createdAt)
+      .catch((err: unknown) =>
+        this.deps
+          .logger()
+          .warn('delivery creation not announced', { deliveryId: delivery._id, err }),
+      );
   }
 
   /**
