@@ -236,16 +236,16 @@ export class DeliveryRequests {
     const services = who.caller;
     const named = namedCouriers(request, own);
     if (!named || named.length > NAMED_COURIERS_ASKED_MAX) return;
-    // Someone else's courier: the answer would tell a stranger about their cash.
-    if (
-      request.courierSelection === 'SPECIFIC' &&
-      !(await this.ownCouriers(userId, services)).includes(named[0])
-    ) {
-      return;
-    }
     let allowed: string[];
     let collectKobo: number;
     try {
+      // Someone else's courier: the answer would tell a stranger about their cash.
+      if (
+        request.courierSelection === 'SPECIFIC' &&
+        !(await this.ownCouriers(userId, services)).includes(named[0])
+      ) {
+        return;
+      }
       ({ totalValueKobo: collectKobo } = await call(services, 'package.resolveSelection', {
         userId,
         packageIds: request.packageIds,
@@ -257,7 +257,8 @@ export class DeliveryRequests {
       }));
     } catch (err) {
       // The request refuses bad packages itself; a matching of the version before (a rolling
-      // update) has no such action: either way the search holds the limit.
+      // update) has no such action; the merchant's list unread: either way the search holds
+      // the limit.
       if (!isRefusal(err)) {
         this.deps.logger().warn('couriers’ cash room not known; the pay-on-delivery is taken', {
           userId,
