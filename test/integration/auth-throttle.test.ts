@@ -2,13 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { courierWithToken } from '../support/couriers';
 import { eventually } from '../support/eventually';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
-import {
-  dropDatabases,
-  isolation,
-  openServiceDatabase,
-  startNode,
-  type NodeProcess,
-} from '../support/stack';
+import { expireOperatorToken } from '../support/operator-tokens';
+import { dropDatabases, isolation, startNode, type NodeProcess } from '../support/stack';
 
 const iso = isolation();
 let node: NodeProcess;
@@ -245,14 +240,7 @@ describe('failed authentications per client address', () => {
     });
     expect(created.status).toBe(201);
     const { token, id } = created.body.data;
-    const db = await openServiceDatabase(iso, 'account');
-    try {
-      await db
-        .collection('operator_tokens')
-        .updateOne({ tokenId: id }, { $set: { expiresAt: new Date(Date.now() - 1_000) } });
-    } finally {
-      await db.close();
-    }
+    await expireOperatorToken(iso, id);
     // Looked up each time (no cache here), refused each time as expired, never throttled.
     for (let i = 0; i < LIMIT * 3; i++) {
       expectErrorEnvelope(await admin(client, `Bearer ${token}`), 401, /expired at/);

@@ -4,6 +4,7 @@ import { OPERATOR_TOKENS } from '../../libs/contracts/account';
 import { OPERATOR_TOKENS_MAX } from '../../services/account/schemas';
 import { adminHeaders, createUserWithKey, expectErrorEnvelope, request } from '../support/http';
 import { eventually } from '../support/eventually';
+import { expireOperatorToken } from '../support/operator-tokens';
 import { ROOT, runTypeScript } from '../support/node-run';
 import {
   dropDatabases,
@@ -346,14 +347,7 @@ describe('operator tokens', () => {
 
   it('stops working once expired', async () => {
     const { token, id } = (await createToken({ name: 'funmi@ops.example.com' })).body.data;
-    const db = await openServiceDatabase(iso, 'account');
-    try {
-      await db
-        .collection('operator_tokens')
-        .updateOne({ tokenId: id }, { $set: { expiresAt: new Date(Date.now() - 1_000) } });
-    } finally {
-      await db.close();
-    }
+    await expireOperatorToken(iso, id);
     // Told it expired, whether a gateway still holds its answer or looks it up anew, and never
     // counted as a failed guess: a script still sending it shuts out no one behind its address.
     for (let i = 0; i < 40; i++) {
