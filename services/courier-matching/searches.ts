@@ -216,6 +216,11 @@ export class Searches {
     if (ended) {
       const search = await this.store.search(params.deliveryId);
       if (search) await this.finishEnded(search, ended);
+      // Placed above while the end was being claimed: the end read no simulation yet (or freed
+      // it before this placing), and nothing else would free it. Not a courier now carrying it.
+      if (simulated && ended.outcome !== 'ASSIGNED') {
+        await this.freeVirtualCourier(params.deliveryId);
+      }
       return { started };
     }
     // The first offer goes out at once; a failure here is the sweep's to retry.

@@ -1272,6 +1272,48 @@ it('does not put back the virtual courier of a simulation started again after it
   await searches.end(fresh);
 });
 
+it('frees the virtual courier a start placed while an end was being claimed beside it', async () => {
+  const models = defineSearchModels(db);
+  const store = new SearchStore(() => models);
+  const placed: string[] = [];
+  const freed: string[] = [];
+  const deliveryId = randomUUID();
+  // The cancel's end is claimed between the start's look for one (none) and its placing.
+  const watched = Object.create(store) as SearchStore;
+  let looks = 0;
+  watched.end = async (id) => {
+    const found = await store.end(id);
+    if (looks++ === 0) {
+      await store.claimEnd({ _id: deliveryId, outcome: 'ENDED', courierId: null, at: new Date() });
+    }
+    return found;
+  };
+  const searches = searchesOver(
+    watched,
+    positionsNoting([]),
+    new Set(),
+    [],
+    new Map(),
+    [],
+    placed,
+    async (courierId) => void freed.push(courierId),
+  );
+  await searches.start({
+    deliveryId,
+    userId: randomUUID(),
+    pickup: { lat: 10.9, lon: 3.4 },
+    dropoff: { lat: 10.7, lon: 3.4 },
+    fleetTypeId: BIKE,
+    weightGrams: 1_000,
+    courierSelection: 'ANYONE',
+    courierId: null,
+    simulate: 'delivered',
+  });
+  expect(placed).toEqual([deliveryId]);
+  expect(freed).toEqual([virtualCourierId(deliveryId)]);
+  expect(await store.active()).not.toContain(deliveryId);
+});
+
 it('is woken by a courier reported in reach while its step looked for one and found nobody', async () => {
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
