@@ -276,6 +276,14 @@ describe('Waybill-Simulate', () => {
     ]);
     // Nothing was taken for either.
     expect(await balanceOf(base(), merchant)).toBe(before);
+    // Nor may an operator put it on a merchant's own list.
+    expectErrorEnvelope(
+      await request(base(), 'PUT', `/admin/users/${merchant.userId}/couriers/${virtual}`, {
+        headers: adminHeaders,
+      }),
+      404,
+      'Courier not found',
+    );
   });
 
   it('refuses a value it does not know, naming the ones it does', async () => {
