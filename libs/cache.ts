@@ -109,6 +109,8 @@ export class CachedValue<T> {
 
   private async loadAndKeep(staleOnFailure = true): Promise<T> {
     const load = this.order.start();
+    // Its age is counted from its start: a change made while it ran may not be in it.
+    const startedAt = Date.now();
     let data: T;
     try {
       data = await this.load();
@@ -122,7 +124,7 @@ export class CachedValue<T> {
       return this.lastKept.data;
     }
     if (this.order.keep(load)) {
-      this.value = { loadedAt: Date.now(), data };
+      this.value = { loadedAt: startedAt, data };
       this.lastKept = { data };
     }
     return data;

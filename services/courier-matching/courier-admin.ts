@@ -67,7 +67,7 @@ export interface CourierAdminDeps {
   /** What each courier holds: an offer, or a delivery under way. */
   holds: Pick<SearchStore, 'hold' | 'holding' | 'claimOfferOutcome' | 'offerOutcome'>;
   /** Where a courier retired as an offer was made to them is noted out of its search. */
-  searchNotes: Pick<SearchNotes, 'noteTried'>;
+  searchNotes: Pick<SearchNotes, 'noteRetired'>;
 }
 
 export function createCourierAdminActions(deps: CourierAdminDeps): ServiceActions {
@@ -84,6 +84,8 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     ctx: WaybillContext<unknown>,
     regNo: string,
     courierId: string,
+    /** Nobody else takes numbers for this courier now: its id was drawn here, or is locked. */
+    ownId: boolean,
   ): Promise<boolean> {
     let taking: Awaited<ReturnType<CourierStore['takeRegNo']>>;
     try {
@@ -91,8 +93,9 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     } catch (err) {
       // Its claim may have been written before the error: given back, or the number would be
       // held for a courier never written until the claim's grace is over (a retry of this very
-      // creation refused 409 meanwhile, naming a courier that does not exist).
-      await giveBack(ctx, regNo, courierId);
+      // creation refused 409 meanwhile, naming a courier that does not exist). Not when a twin
+      // request creating the same courier id may hold it: it is theirs then.
+      if (ownId) await giveBack(ctx, regNo, courierId);
       throw err;
     }
     if ('took' in taking) return taking.took;
@@ -250,7 +253,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     // index hides a retired courier and no step would note them. Best effort: the retirement
     // stands and must be announced; failing this, the search ends at its time.
     if (hold?.kind === 'OFFER') {
-      await deps.searchNotes.noteTried(hold.deliveryId, courierId).catch((err: unknown) =>
+      await deps.searchNotes.noteRetired(hold.deliveryId, courierId).catch((err: unknown) =>
         ctx.service?.logger.warn(
           'retired courier not noted as tried; their search ends at its time',
           {
@@ -333,7 +336,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
     const newRegNo = fleet.regNo !== undefined && fleet.regNo !== oldRegNo ? fleet.regNo : null;
     // Taken before anything is written: a number another courier holds is a 409 that
     // changed nothing.
-    const took = newRegNo !== null && (await takeRegNo(ctx, newRegNo, courierId));
+    const took = newRegNo !== null && (await takeRegNo(ctx, newRegNo, courierId, true));
     const changes: CourierSet = { ...fields };
     for (const [key, value] of Object.entries(fleet)) changes[`fleet.${key}`] = value;
     let updated: CourierRecord | null;
@@ -386,7 +389,7 @@ export function createCourierAdminActions(deps: CourierAdminDeps): ServiceAction
           throw conflict(`${id} is a user's id; give the courier another id, or none`);
         }
         await call(ctx, 'geo.getFleetType', { fleetTypeId: fleet.typeId });
-        const took = await takeRegNo(ctx, fleet.regNo, courierId);
+        const took = await takeRegNo(ctx, fleet.regNo, courierId, id === undefined);
         try {
           const record = await store.create({ _id: courierId, ...fields, fleet });
           ctx.meta.$location = courierPath(courierId);

@@ -43,7 +43,7 @@ import { SearchNotes } from './search-notes';
 import { SearchStore } from './search-store';
 import { ableToCarry } from './matching-rules';
 import { virtualCourier } from './virtual-courier';
-import { CourierStore, defineMatchingModels } from './store';
+import { CourierStore, defineMatchingModels, type CourierRecord } from './store';
 import { CourierTokenStore } from './token-store';
 
 /** Nearest free couriers asked for at each step of a search. */
@@ -53,6 +53,13 @@ const CASH_OWED_CACHE_MS = 5_000;
 const CASH_OWED_TIMEOUT_MS = 2_000;
 /** Searches stepped per sweep; the next sweep takes the rest. */
 const SWEEP_BATCH = 200;
+
+/**
+ * Whether a courier of a merchant's list may be asked for its deliveries: at work, and not the
+ * sandbox's virtual courier of one simulated delivery (put on a list before that was refused).
+ */
+const mayBeAsked = (courier: Pick<CourierRecord, 'active' | 'virtual'>): boolean =>
+  courier.active && courier.virtual !== true;
 
 /**
  * Courier matching. So far: the directory (couriers, each merchant's own courier list), the
@@ -143,7 +150,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
     settings: { ...config.matching, candidates: SEARCH_CANDIDATES },
     fleetTypes: () => fleetTypes.get(),
     merchantCourierIds: async (userId) =>
-      (await store.merchantCouriers(userId)).filter((c) => c.active).map((c) => c._id),
+      (await store.merchantCouriers(userId)).filter(mayBeAsked).map((c) => c._id),
     isActive: async (courierId) => (await store.find(courierId))?.active === true,
     cashOwedKobo: async (courierId, fresh) =>
       fresh ? askCashOwed(courierId) : ((await cashOwed.get(courierId)) ?? 0),
@@ -231,7 +238,7 @@ export function createCourierMatchingService(config: Config): ServiceDefinition 
         async handler(ctx: WaybillContext<WithDefaults<MerchantCouriersParams, 'activeOnly'>>) {
           const { userId, activeOnly } = ctx.params;
           const couriers = await store.merchantCouriers(userId);
-          return locations.views(couriers.filter((c) => c.active || !activeOnly));
+          return locations.views(couriers.filter((c) => mayBeAsked(c) || !activeOnly));
         },
       }),
 

@@ -9,34 +9,54 @@ import {
 /** What a search's notes say, read up to the `count`-th. */
 export interface SearchNotesRead {
   count: number;
-  /** Each courier noted out of it, and when they last were (ms since the epoch). */
+  /**
+   * Each courier noted out of it, and from when (ms since the epoch) they are asked again
+   * after MATCHING_REASK_AFTER_MS: Infinity for one retired (never).
+   */
   tried: ReadonlyMap<string, number>;
+  /** The offers whose courier was noted out as they closed. */
+  closed: ReadonlySet<string>;
   missed: ReadonlySet<string>;
 }
 
-const NONE: SearchNotesRead = { count: 0, tried: new Map(), missed: new Set() };
+const NONE: SearchNotesRead = { count: 0, tried: new Map(), closed: new Set(), missed: new Set() };
 
 /** The searches whose notes one process keeps as read: a few per running search. */
 const SEARCHES_KEPT = 10_000;
+
+/**
+ * From when a courier's note keeps them out: never ending for one retired; else the later of
+ * when it was made and when its offer was (a step's clock, which a test may set ahead).
+ */
+const outFrom = (note: Extract<SearchNote, { kind: 'TRIED' }>, atMs: number): number =>
+  note.forGood ? Infinity : Math.max(atMs, msOf(note.offeredAt));
 
 /** The notes as read, with the next one (the `count + 1`-th, made at `atMs`) added. */
 export function withNote(read: SearchNotesRead, note: SearchNote, atMs: number): SearchNotesRead {
   const count = read.count + 1;
   if (note.kind === 'TRIED') {
-    const last = Math.max(atMs, read.tried.get(note.courierId) ?? atMs);
-    return { ...read, count, tried: new Map(read.tried).set(note.courierId, last) };
+    const from = Math.max(outFrom(note, atMs), read.tried.get(note.courierId) ?? -Infinity);
+    return {
+      ...read,
+      count,
+      tried: new Map(read.tried).set(note.courierId, from),
+      closed: note.offerId ? new Set(read.closed).add(note.offerId) : read.closed,
+    };
   }
   return { ...read, count, missed: new Set(read.missed).add(note.offerId) };
 }
 
 /**
- * Whether the notes as read hold this one already; a courier, when they were noted at or after
+ * Whether the notes as read hold this one already: an offer's closing, when that offer's is
+ * there; a retirement, when one is; any other courier's note, when they were noted at or after
  * `sinceMs` (any time, when not given): one noted before is asked again (`reaskAfterMs`).
  */
 export function holdsNote(read: SearchNotesRead, note: SearchNote, sinceMs?: number): boolean {
   if (note.kind === 'MISSED') return read.missed.has(note.offerId);
-  const at = read.tried.get(note.courierId);
-  return at !== undefined && (sinceMs === undefined || at >= sinceMs);
+  const from = read.tried.get(note.courierId);
+  if (note.forGood) return from === Infinity;
+  if (note.offerId) return read.closed.has(note.offerId) || from === Infinity;
+  return from !== undefined && (sinceMs === undefined || from >= sinceMs);
 }
 
 /** The couriers noted out at or after `sinceMs`: those not asked again yet. */
@@ -44,8 +64,11 @@ export function triedSince(read: SearchNotesRead, sinceMs: number): string[] {
   return [...read.tried].filter(([, at]) => at >= sinceMs).map(([courierId]) => courierId);
 }
 
+/** A time as ms since the epoch; none (or none readable) as long ago. */
+const msOf = (at: Date | string | undefined): number => new Date(at ?? 0).getTime() || 0;
+
 /** When a note was made; one stored without its time (none should be) counts as long ago. */
-const madeAt = (record: Pick<SearchNoteRecord, 'at'>) => new Date(record.at ?? 0).getTime() || 0;
+const madeAt = (record: Pick<SearchNoteRecord, 'at'>) => msOf(record.at);
 
 /**
  * The couriers and offers each search has noted out of it, numbered 1, 2, … by insert: a note
@@ -99,6 +122,11 @@ export class SearchNotes {
 
   noteTried(deliveryId: string, courierId: string, sinceMs?: number): Promise<void> {
     return this.note(deliveryId, { kind: 'TRIED', courierId }, sinceMs);
+  }
+
+  /** A courier retired as the search went to them: out of it for good. */
+  noteRetired(deliveryId: string, courierId: string): Promise<void> {
+    return this.note(deliveryId, { kind: 'TRIED', courierId, forGood: true });
   }
 
   /** A search that is over is read no more here. */

@@ -87,8 +87,18 @@ export interface SearchRecord extends StartSearchParams {
 
 /** What puts a courier out of a search (search-notes.ts). */
 export type SearchNote =
-  /** They declined, let an offer expire, or were retired as it was made: not asked again. */
-  | { kind: 'TRIED'; courierId: string }
+  /**
+   * They declined or let the offer `offerId` (made at `offeredAt`) expire: not asked again for
+   * MATCHING_REASK_AFTER_MS; or they were retired as it was made (`forGood`): never asked again.
+   * Notes of the versions before session 68 name neither.
+   */
+  | {
+      kind: 'TRIED';
+      courierId: string;
+      offerId?: string;
+      offeredAt?: Date;
+      forGood?: true;
+    }
   /** The search's only courier let this offer expire (`MISSED_OFFERS_MAX`, searches.ts). */
   | { kind: 'MISSED'; offerId: string };
 

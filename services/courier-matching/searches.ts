@@ -563,7 +563,7 @@ export class Searches {
     const only = this.onlyCourier(search);
     if (!only || (await this.deps.isActive(only))) return false;
     if (await this.store.hold(only)) return false;
-    await this.noteTried(search._id, only);
+    await this.deps.notes.noteRetired(search._id, only);
     return true;
   }
 
@@ -676,7 +676,7 @@ export class Searches {
     if (search.simulate || (await this.deps.isActive(offer.courierId))) return false;
     const withdrawn = await this.store.claimOfferOutcome(offer._id, 'WITHDRAWN');
     if (!withdrawn && (await this.store.offerOutcome(offer._id)) === 'ACCEPTED') return false;
-    await this.noteTried(offer.deliveryId, offer.courierId);
+    await this.deps.notes.noteRetired(offer.deliveryId, offer.courierId);
     await this.letGo(offer, 'WITHDRAWN');
     return true;
   }
@@ -720,18 +720,6 @@ export class Searches {
         });
       return false;
     }
-  }
-
-  /**
-   * Notes a courier out of the search: anew when their last note is older than
-   * MATCHING_REASK_AFTER_MS (asked again since), so that they are not asked again at once.
-   */
-  private noteTried(
-    deliveryId: string,
-    courierId: string,
-    since = Date.now() - this.deps.settings.reaskAfterMs,
-  ): Promise<void> {
-    return this.deps.notes.noteTried(deliveryId, courierId, since);
   }
 
   /**
@@ -869,10 +857,22 @@ export class Searches {
       }
     }
     if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
-      // Noted once for this offer: a note made since it was made is its own (a step that lets
-      // its courier go again, long after, notes nothing, and they are asked again in time).
-      const since = offer.offeredAt && new Date(offer.offeredAt).getTime();
-      await this.noteTried(offer.deliveryId, offer.courierId, since);
+      const { deliveryId, courierId } = offer;
+      // Noted once for this offer, by its id (a step that lets its courier go again, long
+      // after, notes nothing, and they are asked again in time); an offer of unknown time, as
+      // a courier noted within MATCHING_REASK_AFTER_MS is.
+      await (offer.offeredAt
+        ? this.deps.notes.note(deliveryId, {
+            kind: 'TRIED',
+            courierId,
+            offerId: offer._id,
+            offeredAt: new Date(offer.offeredAt),
+          })
+        : this.deps.notes.noteTried(
+            deliveryId,
+            courierId,
+            Date.now() - this.deps.settings.reaskAfterMs,
+          ));
     }
   }
 

@@ -831,7 +831,7 @@ describe('a search with a time after which no courier is sought (a slot that clo
     const courierId = await courierInReach(positions, 0.05, pickup);
     const toOrder: string[] = [];
     const searches = searchesOver(store, positions, new Set(), toOrder);
-    return { store, pickup, courierId, toOrder, searches, deliveryId: randomUUID() };
+    return { models, store, pickup, courierId, toOrder, searches, deliveryId: randomUUID() };
   }
 
   it('gives up at its first step when it starts after that time, though a courier is in reach', async () => {
@@ -912,7 +912,8 @@ describe('a search with a time after which no courier is sought (a slot that clo
   });
 
   it('asks a courier who declined again once MATCHING_REASK_AFTER_MS has passed, while the slot can be reached', async () => {
-    const { store, pickup, courierId, toOrder, searches, deliveryId } = await courierByPickup(9.4);
+    const { models, store, pickup, courierId, toOrder, searches, deliveryId } =
+      await courierByPickup(9.4);
     const startedAt = new Date();
     const notAfter = new Date(startedAt.getTime() + 3 * 60 * MINUTE);
     await store.claimSearch({ ...searchRecord(deliveryId, pickup), startedAt, notAfter });
@@ -931,6 +932,19 @@ describe('a search with a time after which no courier is sought (a slot that clo
     expect(await store.hold(courierId)).toMatchObject({ deliveryId, kind: 'OFFER' });
     expect(await store.end(deliveryId)).toBeNull();
     expect(toOrder).toEqual([]);
+
+    // No again: out as long again, from that offer (another replica reading the notes anew).
+    await searches.decline(courierId, offerIdOf(deliveryId, 2));
+    const again = searchesOver(store, positionsNoting([]), new Set(), toOrder);
+    await again.advance(deliveryId, new Date(startedAt.getTime() + REASK_AFTER_MS + 5 * MINUTE));
+    expect(await store.offer(offerIdOf(deliveryId, 3))).toBeNull();
+    await again.advance(
+      deliveryId,
+      new Date(startedAt.getTime() + 2 * REASK_AFTER_MS + 2 * MINUTE),
+    );
+    expect((await store.offer(offerIdOf(deliveryId, 3)))?.courierId).toBe(courierId);
+    expect(await triedOf(store, deliveryId)).toEqual([courierId]);
+    expect(await models.SearchNote.countDocuments({ deliveryId })).toBe(2);
   });
 
   it('goes on past MATCHING_SEARCH_TIMEOUT_MS while the slot can be reached, and gives up at that time', async () => {

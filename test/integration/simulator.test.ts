@@ -4,6 +4,7 @@ import type mongoose from 'mongoose';
 import { call } from '../../libs/contracts';
 import { COURIER_TOKENS, virtualCourierId } from '../../libs/contracts/matching';
 import { VIRTUAL_COURIER_TOKEN } from '../../services/courier-matching/courier-tokens';
+import { CourierStore, defineMatchingModels } from '../../services/courier-matching/store';
 import {
   balanceOf,
   credit,
@@ -284,6 +285,13 @@ describe('Waybill-Simulate', () => {
       404,
       'Courier not found',
     );
+    // One put there before that was refused is no courier of the list's to ask.
+    await new CourierStore(() => defineMatchingModels(db)).addToList(merchant.userId, virtual, 1);
+    const listed = await requestDelivery(base(), merchant, [packageId], {
+      courierSelection: 'MERCHANT_SPECIAL_COURIERS',
+    });
+    expectErrorEnvelope(listed, 404, 'No merchant-specific couriers found');
+    expect(await balanceOf(base(), merchant)).toBe(before);
   });
 
   it('refuses a value it does not know, naming the ones it does', async () => {

@@ -1,4 +1,5 @@
 import { loadConfig } from '../../../libs/config';
+import { notFound } from '../../../libs/errors';
 import { createCourierAdminActions } from '../../../services/courier-matching/courier-admin';
 import type { CourierAdminDeps } from '../../../services/courier-matching/courier-admin';
 
@@ -29,9 +30,21 @@ describe('a courier’s registration number', () => {
         fleet: { typeId: 'f', regNo: 'LSD-482-XY', make: 'Bajaj', model: 'Boxer', colour: 'Red' },
       },
       meta: {},
-      call: async () => ({}),
+      // No user has the id; geo has the fleet type.
+      call: async (action: string) => {
+        if (action === 'account.getUser') throw notFound('User not found');
+        return {};
+      },
     };
     await expect(create(ctx)).rejects.toThrow('connection closed');
     expect(claims.size).toBe(0);
+    // With an id of the caller's choosing, a twin request creating that courier may hold the
+    // claim: left, for the grace to settle.
+    const chosen = {
+      ...ctx,
+      params: { ...ctx.params, id: '0b8f9c1e-3a52-4f8e-9d6b-2c7e4a1f5b30' },
+    };
+    await expect(create(chosen)).rejects.toThrow('connection closed');
+    expect(claims).toEqual(new Map([['LSD-482-XY', chosen.params.id]]));
   });
 });

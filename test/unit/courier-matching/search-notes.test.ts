@@ -98,10 +98,20 @@ it('reads on from what it has read, and a search forgotten is read from its firs
 });
 
 it('folds a note into what was read', () => {
-  const none: SearchNotesRead = { count: 0, tried: new Map(), missed: new Set() };
+  const none: SearchNotesRead = {
+    count: 0,
+    tried: new Map(),
+    closed: new Set(),
+    missed: new Set(),
+  };
   const one = withNote(none, { kind: 'TRIED', courierId: 'c1' }, 1_000);
   const two = withNote(one, { kind: 'MISSED', offerId: 'o1' }, 2_000);
-  expect(two).toEqual({ count: 2, tried: new Map([['c1', 1_000]]), missed: new Set(['o1']) });
+  expect(two).toEqual({
+    count: 2,
+    tried: new Map([['c1', 1_000]]),
+    closed: new Set(),
+    missed: new Set(['o1']),
+  });
   expect(holdsNote(two, { kind: 'TRIED', courierId: 'c1' })).toBe(true);
   expect(holdsNote(two, { kind: 'TRIED', courierId: 'o1' })).toBe(false);
   expect(holdsNote(two, { kind: 'MISSED', offerId: 'c1' })).toBe(false);
@@ -110,7 +120,12 @@ it('folds a note into what was read', () => {
 });
 
 it('holds a courier out from their latest note, asked again once it is older than asked', async () => {
-  const none: SearchNotesRead = { count: 0, tried: new Map(), missed: new Set() };
+  const none: SearchNotesRead = {
+    count: 0,
+    tried: new Map(),
+    closed: new Set(),
+    missed: new Set(),
+  };
   const c1 = { kind: 'TRIED', courierId: 'c1' } as const;
   const once = withNote(none, c1, 1_000);
   expect(holdsNote(once, c1, 1_000)).toBe(true);
@@ -140,4 +155,34 @@ it('holds a courier out from their latest note, asked again once it is older tha
     notes.noteTried(DELIVERY, 'c1', firstAt + 1),
   ]);
   expect(table.rows.size).toBe(2);
+});
+
+it('holds an offer’s closing by the offer, from the later of its note and its offer, and a retirement for good', () => {
+  const none: SearchNotesRead = {
+    count: 0,
+    tried: new Map(),
+    closed: new Set(),
+    missed: new Set(),
+  };
+  const declined = {
+    kind: 'TRIED',
+    courierId: 'c1',
+    offerId: 'd:1',
+    offeredAt: new Date(9_000),
+  } as const;
+  // Made at 5 000 by a clock behind the step's that made the offer at 9 000: out from 9 000.
+  const read = withNote(none, declined, 5_000);
+  expect(read.tried.get('c1')).toBe(9_000);
+  expect(holdsNote(read, declined)).toBe(true);
+  // Another offer to them is another closing, whatever the times.
+  expect(holdsNote(read, { ...declined, offerId: 'd:2' })).toBe(false);
+  expect(triedSince(read, 9_000)).toEqual(['c1']);
+  expect(triedSince(read, 9_001)).toEqual([]);
+  // Retired: out for good, however long ago, and held for any later closing too.
+  const retired = withNote(read, { kind: 'TRIED', courierId: 'c1', forGood: true }, 1_000);
+  expect(retired.tried.get('c1')).toBe(Infinity);
+  expect(triedSince(retired, Number.MAX_SAFE_INTEGER)).toEqual(['c1']);
+  expect(holdsNote(retired, { kind: 'TRIED', courierId: 'c1', forGood: true })).toBe(true);
+  expect(holdsNote(read, { kind: 'TRIED', courierId: 'c1', forGood: true })).toBe(false);
+  expect(holdsNote(retired, { ...declined, offerId: 'd:3' })).toBe(true);
 });
