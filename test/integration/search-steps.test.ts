@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import type { Logger } from 'moleculer';
 import type mongoose from 'mongoose';
 import type { Caller } from '../../libs/contracts';
-import { virtualCourierId } from '../../libs/contracts/matching';
+import { virtualCourierId, type StartSearchParams } from '../../libs/contracts/matching';
 import { offerId as offerIdOf } from '../../services/courier-matching/matching-rules';
 import { CourierPositions, UNNAMED_MARK } from '../../services/courier-matching/positions';
 import { SearchNotes } from '../../services/courier-matching/search-notes';
@@ -1257,6 +1257,19 @@ it('ends a search with Redis away as its courier is let go, the mark cleared by 
   expect(await isFree(positions, courierId, pickup)).toBe(true);
 });
 
+/** The start of a simulated delivery's search from a pickup of its own, at `lat`. */
+const simulatedStart = (deliveryId: string, lat: number): StartSearchParams => ({
+  deliveryId,
+  userId: randomUUID(),
+  pickup: { lat, lon: 3.4 },
+  dropoff: { lat: 10.7, lon: 3.4 },
+  fleetTypeId: BIKE,
+  weightGrams: 1_000,
+  courierSelection: 'ANYONE',
+  courierId: null,
+  simulate: 'delivered',
+});
+
 it('does not put back the virtual courier of a simulation started again after its end', async () => {
   const models = defineSearchModels(db);
   const store = new SearchStore(() => models);
@@ -1265,18 +1278,7 @@ it('does not put back the virtual courier of a simulation started again after it
   const [over, fresh] = [randomUUID(), randomUUID()];
   // Cancelled, its virtual courier freed by the end; then a start of it retried by order.
   await store.claimEnd({ _id: over, outcome: 'ENDED', courierId: null, at: new Date() });
-  const start = (deliveryId: string) =>
-    searches.start({
-      deliveryId,
-      userId: randomUUID(),
-      pickup: { lat: 10.8, lon: 3.4 },
-      dropoff: { lat: 10.7, lon: 3.4 },
-      fleetTypeId: BIKE,
-      weightGrams: 1_000,
-      courierSelection: 'ANYONE',
-      courierId: null,
-      simulate: 'delivered',
-    });
+  const start = (deliveryId: string) => searches.start(simulatedStart(deliveryId, 10.8));
   await start(over);
   expect(placed).toEqual([]);
   expect(await store.active()).not.toContain(over);
@@ -1312,17 +1314,7 @@ it('frees the virtual courier a start placed while an end was being claimed besi
     placed,
     async (courierId) => void freed.push(courierId),
   );
-  await searches.start({
-    deliveryId,
-    userId: randomUUID(),
-    pickup: { lat: 10.9, lon: 3.4 },
-    dropoff: { lat: 10.7, lon: 3.4 },
-    fleetTypeId: BIKE,
-    weightGrams: 1_000,
-    courierSelection: 'ANYONE',
-    courierId: null,
-    simulate: 'delivered',
-  });
+  await searches.start(simulatedStart(deliveryId, 10.9));
   expect(placed).toEqual([deliveryId]);
   expect(freed).toEqual([virtualCourierId(deliveryId)]);
   expect(await store.active()).not.toContain(deliveryId);
