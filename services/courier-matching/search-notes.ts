@@ -59,9 +59,16 @@ export function holdsNote(read: SearchNotesRead, note: SearchNote, sinceMs?: num
   return from !== undefined && (sinceMs === undefined || from >= sinceMs);
 }
 
-/** The couriers noted out at or after `sinceMs`: those not asked again yet. */
+/** The couriers noted out (declined, missed) at or after `sinceMs`: not asked again yet. */
 export function triedSince(read: SearchNotesRead, sinceMs: number): string[] {
-  return [...read.tried].filter(([, at]) => at >= sinceMs).map(([courierId]) => courierId);
+  return [...read.tried]
+    .filter(([, at]) => at >= sinceMs && at !== Infinity)
+    .map(([courierId]) => courierId);
+}
+
+/** The couriers noted out as retired: out while they stay retired (`Searches` asks). */
+export function retiredIn(read: SearchNotesRead): string[] {
+  return [...read.tried].filter(([, at]) => at === Infinity).map(([courierId]) => courierId);
 }
 
 /** A time as ms since the epoch; none (or none readable) as long ago. */

@@ -19,7 +19,7 @@ import {
   type SearchReach,
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
-import { triedSince, type SearchNotes } from './search-notes';
+import { retiredIn, triedSince, type SearchNotes } from './search-notes';
 import type {
   HoldRecord,
   OfferRecord,
@@ -736,11 +736,18 @@ export class Searches {
    */
   private async triedNow(search: SearchRecord, now: Date): Promise<SearchRecord> {
     const notes = await this.deps.notes.of(search._id);
-    // Those noted out longer ago than MATCHING_REASK_AFTER_MS are asked again.
-    const stillOut = triedSince(notes, now.getTime() - this.deps.settings.reaskAfterMs);
+    // Those noted out longer ago than MATCHING_REASK_AFTER_MS are asked again; those retired,
+    // once back at work (put back by an operator, or a retirement that failed after a step
+    // read them inactive): one read each, for those couriers only.
+    const declined = triedSince(notes, now.getTime() - this.deps.settings.reaskAfterMs);
+    const retired = await Promise.all(
+      retiredIn(notes).map(async (courierId) =>
+        (await this.deps.isActive(courierId)) ? [] : [courierId],
+      ),
+    );
     return {
       ...search,
-      tried: [...new Set([...search.tried, ...stillOut])],
+      tried: [...new Set([...search.tried, ...declined, ...retired.flat()])],
       missed: [...new Set([...(search.missed ?? []), ...notes.missed])],
     };
   }

@@ -1099,6 +1099,39 @@ describe('a search that may go to some couriers only', () => {
     expect(toOrder).toEqual([`order.noCourierFound ${deliveryId}`]);
   });
 
+  it('MERCHANT_SPECIAL_COURIERS: counts a courier retired as it went to them out while retired, and asks them once back at work', async () => {
+    for (const [lat, back] of [
+      [10.3, false],
+      [10.6, true],
+    ] as const) {
+      const { store, positions, pickup, courierIds, deliveryId } = await restricted(lat, 2);
+      const [retiredOne, other] = courierIds;
+      const retired = new Set([retiredOne]);
+      const toOrder: string[] = [];
+      const searches = searchesOver(store, positions, retired, toOrder);
+      await store.claimSearch({
+        ...searchRecord(deliveryId, pickup),
+        courierSelection: 'MERCHANT_SPECIAL_COURIERS',
+        merchantCourierIds: [retiredOne, other],
+      });
+      // The nearest was retired as the step chose them: withdrawn, and the other offered.
+      await searches.advance(deliveryId);
+      expect(await store.offerOutcome(offerIdOf(deliveryId, 1))).toBe('WITHDRAWN');
+      expect((await store.offer(offerIdOf(deliveryId, 2)))?.courierId).toBe(other);
+      await searches.decline(other, offerIdOf(deliveryId, 2));
+      if (back) retired.delete(retiredOne);
+      await searches.advance(deliveryId);
+      if (back) {
+        expect((await store.offer(offerIdOf(deliveryId, 3)))?.courierId).toBe(retiredOne);
+        expect(toOrder).toEqual([]);
+      } else {
+        expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
+        // Told by this step and by the one the decline set off beside it (a repeat is harmless).
+        expect(new Set(toOrder)).toEqual(new Set([`order.noCourierFound ${deliveryId}`]));
+      }
+    }
+  });
+
   it('MERCHANT_SPECIAL_COURIERS: ends NO_COURIER at once when every listed courier declined or missed it', async () => {
     const { store, pickup, courierIds, toOrder, searches, deliveryId } = await restricted(10.2, 3);
     // The third is in reach but not on the list.

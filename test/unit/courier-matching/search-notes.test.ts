@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import {
   holdsNote,
+  retiredIn,
   SearchNotes,
   triedSince,
   withNote,
@@ -181,7 +182,9 @@ it('holds an offer’s closing by the offer, from the later of its note and its 
   // Retired: out for good, however long ago, and held for any later closing too.
   const retired = withNote(read, { kind: 'TRIED', courierId: 'c1', forGood: true }, 1_000);
   expect(retired.tried.get('c1')).toBe(Infinity);
-  expect(triedSince(retired, Number.MAX_SAFE_INTEGER)).toEqual(['c1']);
+  expect(triedSince(retired, 0)).toEqual([]);
+  expect(retiredIn(retired)).toEqual(['c1']);
+  expect(retiredIn(read)).toEqual([]);
   expect(holdsNote(retired, { kind: 'TRIED', courierId: 'c1', forGood: true })).toBe(true);
   expect(holdsNote(read, { kind: 'TRIED', courierId: 'c1', forGood: true })).toBe(false);
   expect(holdsNote(retired, { ...declined, offerId: 'd:3' })).toBe(true);

@@ -31,6 +31,18 @@ describe('CachedValue', () => {
     expect(await cache.get()).toBe(2);
   });
 
+  it('counts a value’s age from when its load started: a change made while it ran may not be in it', async () => {
+    let loads = 0;
+    const cache = new CachedValue(async () => {
+      loads += 1;
+      await new Promise((r) => setTimeout(r, 30));
+      return loads;
+    }, 60_000);
+    expect(await cache.get()).toBe(1);
+    // Finished a moment ago, started 30 ms ago: older than 20 ms.
+    expect(await cache.within(20)).toBe(2);
+  });
+
   it('does not keep a load that an invalidation overtook', async () => {
     let release: (v: string) => void = () => undefined;
     const values = ['stale', 'fresh'];
