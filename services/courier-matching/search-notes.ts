@@ -10,65 +10,62 @@ import {
 export interface SearchNotesRead {
   count: number;
   /**
-   * Each courier noted out of it, and from when (ms since the epoch) they are asked again
-   * after MATCHING_REASK_AFTER_MS: Infinity for one retired (never).
+   * Each courier noted out of it for declining or missing an offer, and from when (ms since
+   * the epoch): they are asked again MATCHING_REASK_AFTER_MS after it.
    */
   tried: ReadonlyMap<string, number>;
+  /** The couriers noted out as retired: out while they stay retired (`Searches` asks). */
+  retired: ReadonlySet<string>;
   /** The offers whose courier was noted out as they closed. */
   closed: ReadonlySet<string>;
   missed: ReadonlySet<string>;
 }
 
-const NONE: SearchNotesRead = { count: 0, tried: new Map(), closed: new Set(), missed: new Set() };
+const NONE: SearchNotesRead = {
+  count: 0,
+  tried: new Map(),
+  retired: new Set(),
+  closed: new Set(),
+  missed: new Set(),
+};
 
 /** The searches whose notes one process keeps as read: a few per running search. */
 const SEARCHES_KEPT = 10_000;
 
-/**
- * From when a courier's note keeps them out: never ending for one retired; else the later of
- * when it was made and when its offer was (a step's clock, which a test may set ahead).
- */
-const outFrom = (note: Extract<SearchNote, { kind: 'TRIED' }>, atMs: number): number =>
-  note.forGood ? Infinity : Math.max(atMs, msOf(note.offeredAt));
-
 /** The notes as read, with the next one (the `count + 1`-th, made at `atMs`) added. */
 export function withNote(read: SearchNotesRead, note: SearchNote, atMs: number): SearchNotesRead {
   const count = read.count + 1;
-  if (note.kind === 'TRIED') {
-    const from = Math.max(outFrom(note, atMs), read.tried.get(note.courierId) ?? -Infinity);
-    return {
-      ...read,
-      count,
-      tried: new Map(read.tried).set(note.courierId, from),
-      closed: note.offerId ? new Set(read.closed).add(note.offerId) : read.closed,
-    };
+  if (note.kind === 'MISSED') {
+    return { ...read, count, missed: new Set(read.missed).add(note.offerId) };
   }
-  return { ...read, count, missed: new Set(read.missed).add(note.offerId) };
+  if (note.forGood) return { ...read, count, retired: new Set(read.retired).add(note.courierId) };
+  // Out from the later of when the note was made and when its offer was (the step's clock,
+  // which a test may set ahead), and from their latest such note.
+  const from = Math.max(atMs, msOf(note.offeredAt), read.tried.get(note.courierId) ?? 0);
+  return {
+    ...read,
+    count,
+    tried: new Map(read.tried).set(note.courierId, from),
+    closed: note.offerId ? new Set(read.closed).add(note.offerId) : read.closed,
+  };
 }
 
 /**
- * Whether the notes as read hold this one already: an offer's closing, when that offer's is
- * there; a retirement, when one is; any other courier's note, when they were noted at or after
+ * Whether the notes as read hold this one already: a retirement, when one is; an offer's
+ * closing, when that offer's is; any other courier's note, when they were noted at or after
  * `sinceMs` (any time, when not given): one noted before is asked again (`reaskAfterMs`).
  */
 export function holdsNote(read: SearchNotesRead, note: SearchNote, sinceMs?: number): boolean {
   if (note.kind === 'MISSED') return read.missed.has(note.offerId);
+  if (note.forGood) return read.retired.has(note.courierId);
+  if (note.offerId) return read.closed.has(note.offerId);
   const from = read.tried.get(note.courierId);
-  if (note.forGood) return from === Infinity;
-  if (note.offerId) return read.closed.has(note.offerId) || from === Infinity;
   return from !== undefined && (sinceMs === undefined || from >= sinceMs);
 }
 
 /** The couriers noted out (declined, missed) at or after `sinceMs`: not asked again yet. */
 export function triedSince(read: SearchNotesRead, sinceMs: number): string[] {
-  return [...read.tried]
-    .filter(([, at]) => at >= sinceMs && at !== Infinity)
-    .map(([courierId]) => courierId);
-}
-
-/** The couriers noted out as retired: out while they stay retired (`Searches` asks). */
-export function retiredIn(read: SearchNotesRead): string[] {
-  return [...read.tried].filter(([, at]) => at === Infinity).map(([courierId]) => courierId);
+  return [...read.tried].filter(([, at]) => at >= sinceMs).map(([courierId]) => courierId);
 }
 
 /** A time as ms since the epoch; none (or none readable) as long ago. */

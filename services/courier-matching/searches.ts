@@ -19,7 +19,7 @@ import {
   type SearchReach,
 } from './matching-rules';
 import type { CourierPositions, NearCourier } from './positions';
-import { retiredIn, triedSince, type SearchNotes } from './search-notes';
+import { triedSince, type SearchNotes } from './search-notes';
 import type {
   HoldRecord,
   OfferRecord,
@@ -741,7 +741,7 @@ export class Searches {
     // read them inactive): one read each, for those couriers only.
     const declined = triedSince(notes, now.getTime() - this.deps.settings.reaskAfterMs);
     const retired = await Promise.all(
-      retiredIn(notes).map(async (courierId) =>
+      [...notes.retired].map(async (courierId) =>
         (await this.deps.isActive(courierId)) ? [] : [courierId],
       ),
     );

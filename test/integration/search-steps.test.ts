@@ -257,9 +257,10 @@ function afterEachHold(
   return watched;
 }
 
-/** The couriers noted out of a search, as another replica reads them. */
+/** The couriers noted out of a search (declined, missed or retired), as another replica reads them. */
 async function triedOf(store: SearchStore, deliveryId: string): Promise<string[]> {
-  return [...(await new SearchNotes(store).of(deliveryId)).tried.keys()];
+  const read = await new SearchNotes(store).of(deliveryId);
+  return [...new Set([...read.tried.keys(), ...read.retired])];
 }
 
 /** The deliveries order has assigned to the courier who asks (none other is). */
@@ -1124,6 +1125,11 @@ describe('a search that may go to some couriers only', () => {
       if (back) {
         expect((await store.offer(offerIdOf(deliveryId, 3)))?.courierId).toBe(retiredOne);
         expect(toOrder).toEqual([]);
+        // Back at work, they decline too: out as anyone who declined, and nobody is left.
+        await searches.decline(retiredOne, offerIdOf(deliveryId, 3));
+        await searches.advance(deliveryId);
+        expect(await store.offer(offerIdOf(deliveryId, 4))).toBeNull();
+        expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
       } else {
         expect(await store.end(deliveryId)).toMatchObject({ outcome: 'NO_COURIER' });
         // Told by this step and by the one the decline set off beside it (a repeat is harmless).

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import {
   holdsNote,
-  retiredIn,
   SearchNotes,
   triedSince,
   withNote,
@@ -102,6 +101,7 @@ it('folds a note into what was read', () => {
   const none: SearchNotesRead = {
     count: 0,
     tried: new Map(),
+    retired: new Set(),
     closed: new Set(),
     missed: new Set(),
   };
@@ -110,6 +110,7 @@ it('folds a note into what was read', () => {
   expect(two).toEqual({
     count: 2,
     tried: new Map([['c1', 1_000]]),
+    retired: new Set(),
     closed: new Set(),
     missed: new Set(['o1']),
   });
@@ -124,6 +125,7 @@ it('holds a courier out from their latest note, asked again once it is older tha
   const none: SearchNotesRead = {
     count: 0,
     tried: new Map(),
+    retired: new Set(),
     closed: new Set(),
     missed: new Set(),
   };
@@ -162,6 +164,7 @@ it('holds an offer’s closing by the offer, from the later of its note and its 
   const none: SearchNotesRead = {
     count: 0,
     tried: new Map(),
+    retired: new Set(),
     closed: new Set(),
     missed: new Set(),
   };
@@ -179,13 +182,16 @@ it('holds an offer’s closing by the offer, from the later of its note and its 
   expect(holdsNote(read, { ...declined, offerId: 'd:2' })).toBe(false);
   expect(triedSince(read, 9_000)).toEqual(['c1']);
   expect(triedSince(read, 9_001)).toEqual([]);
-  // Retired: out for good, however long ago, and held for any later closing too.
+  // Retired: noted apart, however long ago; their declines go on being noted and timed, for
+  // when they are back at work.
   const retired = withNote(read, { kind: 'TRIED', courierId: 'c1', forGood: true }, 1_000);
-  expect(retired.tried.get('c1')).toBe(Infinity);
-  expect(triedSince(retired, 0)).toEqual([]);
-  expect(retiredIn(retired)).toEqual(['c1']);
-  expect(retiredIn(read)).toEqual([]);
+  expect(retired.retired).toEqual(new Set(['c1']));
+  expect(read.retired).toEqual(new Set());
   expect(holdsNote(retired, { kind: 'TRIED', courierId: 'c1', forGood: true })).toBe(true);
   expect(holdsNote(read, { kind: 'TRIED', courierId: 'c1', forGood: true })).toBe(false);
-  expect(holdsNote(retired, { ...declined, offerId: 'd:3' })).toBe(true);
+  const later = { ...declined, offerId: 'd:3', offeredAt: new Date(50_000) };
+  expect(holdsNote(retired, later)).toBe(false);
+  const declinedAgain = withNote(retired, later, 50_500);
+  expect(triedSince(declinedAgain, 50_500)).toEqual(['c1']);
+  expect(holdsNote(declinedAgain, later)).toBe(true);
 });
