@@ -97,14 +97,16 @@ it('reads on from what it has read, and a search forgotten is read from its firs
   expect(reads).toEqual([1, 2, 3]);
 });
 
+/** A search's notes before any was read. */
+const none: SearchNotesRead = {
+  count: 0,
+  tried: new Map(),
+  retired: new Set(),
+  closed: new Set(),
+  missed: new Set(),
+};
+
 it('folds a note into what was read', () => {
-  const none: SearchNotesRead = {
-    count: 0,
-    tried: new Map(),
-    retired: new Set(),
-    closed: new Set(),
-    missed: new Set(),
-  };
   const one = withNote(none, { kind: 'TRIED', courierId: 'c1' }, 1_000);
   const two = withNote(one, { kind: 'MISSED', offerId: 'o1' }, 2_000);
   expect(two).toEqual({
@@ -122,13 +124,6 @@ it('folds a note into what was read', () => {
 });
 
 it('holds a courier out from their latest note, asked again once it is older than asked', async () => {
-  const none: SearchNotesRead = {
-    count: 0,
-    tried: new Map(),
-    retired: new Set(),
-    closed: new Set(),
-    missed: new Set(),
-  };
   const c1 = { kind: 'TRIED', courierId: 'c1' } as const;
   const once = withNote(none, c1, 1_000);
   expect(holdsNote(once, c1, 1_000)).toBe(true);
@@ -161,13 +156,6 @@ it('holds a courier out from their latest note, asked again once it is older tha
 });
 
 it('holds an offer’s closing by the offer, from the later of its note and its offer, and a retirement for good', () => {
-  const none: SearchNotesRead = {
-    count: 0,
-    tried: new Map(),
-    retired: new Set(),
-    closed: new Set(),
-    missed: new Set(),
-  };
   const declined = {
     kind: 'TRIED',
     courierId: 'c1',
