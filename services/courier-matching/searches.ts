@@ -739,7 +739,7 @@ export class Searches {
     // Those noted out longer ago than MATCHING_REASK_AFTER_MS are asked again; those retired,
     // once back at work (put back by an operator, or a retirement that failed after a step
     // read them inactive): one read each, for those couriers only.
-    const declined = triedSince(notes, now.getTime() - this.deps.settings.reaskAfterMs);
+    const declined = triedSince(notes, this.askedAgainBefore(now.getTime()));
     const retired = await Promise.all(
       [...notes.retired].map(async (courierId) =>
         (await this.deps.isActive(courierId)) ? [] : [courierId],
@@ -814,7 +814,12 @@ export class Searches {
 
   /** Whether a declined or missed offer still keeps its courier out of the search at `now`. */
   private keepsOut(offer: Pick<OfferRecord, 'offeredAt'>, now: Date): boolean {
-    return new Date(offer.offeredAt).getTime() >= now.getTime() - this.deps.settings.reaskAfterMs;
+    return new Date(offer.offeredAt).getTime() >= this.askedAgainBefore(now.getTime());
+  }
+
+  /** A courier noted out before this moment (ms) is asked again at `nowMs`: MATCHING_REASK_AFTER_MS. */
+  private askedAgainBefore(nowMs: number): number {
+    return nowMs - this.deps.settings.reaskAfterMs;
   }
 
   /** The search with the courier of a closed offer noted, read before or after they were. */
@@ -875,11 +880,7 @@ export class Searches {
             offerId: offer._id,
             offeredAt: new Date(offer.offeredAt),
           })
-        : this.deps.notes.noteTried(
-            deliveryId,
-            courierId,
-            Date.now() - this.deps.settings.reaskAfterMs,
-          ));
+        : this.deps.notes.noteTried(deliveryId, courierId, this.askedAgainBefore(Date.now())));
     }
   }
 
