@@ -29,10 +29,22 @@ export async function forEachAtOnce<T>(
  * scrape). The timer does not outlive the wait.
  */
 export async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  await answerWithin(
+    work.then(() => undefined),
+    ms,
+    undefined,
+  );
+}
+
+/**
+ * What `work` answers, or `otherwise` once `ms` have passed or when it fails: never rejects,
+ * and the timer does not outlive the wait.
+ */
+export async function answerWithin<T>(work: Promise<T>, ms: number, otherwise: T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  const late = new Promise<T>((resolve) => (timer = setTimeout(resolve, ms, otherwise)));
   try {
-    await Promise.race([work.catch(() => undefined), late]);
+    return await Promise.race([work.catch(() => otherwise), late]);
   } finally {
     clearTimeout(timer);
   }

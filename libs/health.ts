@@ -1,3 +1,4 @@
+import { answerWithin } from './at-once';
 import type { ServiceBroker } from 'moleculer';
 
 /** A dependency of this process: whether it is up. */
@@ -126,13 +127,7 @@ async function checkWithin(
     health.running.set(name, started);
     running = started;
   }
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, deadlineMs, false)));
-  try {
-    return await Promise.race([running.answer, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return answerWithin(running.answer, deadlineMs, false);
 }
 
 /** The dependencies whose being down makes the process unready. */
