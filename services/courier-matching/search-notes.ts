@@ -52,15 +52,14 @@ export function withNote(read: SearchNotesRead, note: SearchNote, atMs: number):
 
 /**
  * Whether the notes as read hold this one already: a retirement, when one is; an offer's
- * closing, when that offer's is; any other courier's note, when they were noted at or after
- * `sinceMs` (any time, when not given): one noted before is asked again (`reaskAfterMs`).
+ * closing, when that offer's is; any other courier's note (made before session 68), when they
+ * were noted at all.
  */
-export function holdsNote(read: SearchNotesRead, note: SearchNote, sinceMs?: number): boolean {
+export function holdsNote(read: SearchNotesRead, note: SearchNote): boolean {
   if (note.kind === 'MISSED') return read.missed.has(note.offerId);
   if (note.forGood) return read.retired.has(note.courierId);
   if (note.offerId) return read.closed.has(note.offerId);
-  const from = read.tried.get(note.courierId);
-  return from !== undefined && (sinceMs === undefined || from >= sinceMs);
+  return read.tried.has(note.courierId);
 }
 
 /** The couriers noted out (declined, missed) at or after `sinceMs`: not asked again yet. */
@@ -100,14 +99,11 @@ export class SearchNotes {
     return read;
   }
 
-  /**
-   * Notes a courier or an offer out of the search, once however many note it at once; a courier
-   * noted before `sinceMs` (asked again since) is noted anew.
-   */
-  async note(deliveryId: string, note: SearchNote, sinceMs?: number): Promise<void> {
+  /** Notes a courier or an offer out of the search, once however many note it at once. */
+  async note(deliveryId: string, note: SearchNote): Promise<void> {
     for (;;) {
       const read = await this.of(deliveryId);
-      if (holdsNote(read, note, sinceMs)) return;
+      if (holdsNote(read, note)) return;
       const k = read.count + 1;
       const record: SearchNoteRecord = {
         ...note,
@@ -122,10 +118,6 @@ export class SearchNotes {
       }
       // Another note took the k-th place: read it (and any after), then take the next.
     }
-  }
-
-  noteTried(deliveryId: string, courierId: string, sinceMs?: number): Promise<void> {
-    return this.note(deliveryId, { kind: 'TRIED', courierId }, sinceMs);
   }
 
   /** A courier retired as the search went to them: out of it for good. */

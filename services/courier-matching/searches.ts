@@ -869,18 +869,15 @@ export class Searches {
       }
     }
     if (outcome === 'DECLINED' || outcome === 'EXPIRED') {
-      const { deliveryId, courierId } = offer;
-      // Noted once for this offer, by its id (a step that lets its courier go again, long
-      // after, notes nothing, and they are asked again in time); an offer of unknown time, as
-      // a courier noted within MATCHING_REASK_AFTER_MS is.
-      await (offer.offeredAt
-        ? this.deps.notes.note(deliveryId, {
-            kind: 'TRIED',
-            courierId,
-            offerId: offer._id,
-            offeredAt: new Date(offer.offeredAt),
-          })
-        : this.deps.notes.noteTried(deliveryId, courierId, this.askedAgainBefore(Date.now())));
+      // Noted once for this offer, by its id: a step that lets its courier go again, long
+      // after, notes nothing, and they are asked again in time. Out from the later of the note
+      // and the offer.
+      await this.deps.notes.note(offer.deliveryId, {
+        kind: 'TRIED',
+        courierId: offer.courierId,
+        offerId: offer._id,
+        ...(offer.offeredAt && { offeredAt: new Date(offer.offeredAt) }),
+      });
     }
   }
 

@@ -412,11 +412,18 @@ it('keeps every courier and offer noted out of a search by many replicas at once
     // `$addToSet` on the search kept one of eight).
     const replicas = couriers.map(() => new SearchNotes(store));
     await Promise.all(
-      replicas.flatMap((notes, i) => [
-        notes.noteTried(deliveryId, couriers[i]),
-        notes.noteTried(deliveryId, couriers[i]),
-        notes.note(deliveryId, { kind: 'MISSED', offerId: missedOffer }),
-      ]),
+      replicas.flatMap((notes, i) => {
+        const tried = {
+          kind: 'TRIED',
+          courierId: couriers[i],
+          offerId: offerIdOf(deliveryId, i + 1),
+        } as const;
+        return [
+          notes.note(deliveryId, tried),
+          notes.note(deliveryId, tried),
+          notes.note(deliveryId, { kind: 'MISSED', offerId: missedOffer }),
+        ];
+      }),
     );
     const read = await new SearchNotes(store).of(deliveryId);
     expect([...read.tried.keys()].sort()).toEqual([...couriers].sort());
@@ -449,7 +456,12 @@ it('does not offer a delivery again to a courier another replica noted as tried 
     expiresAt,
   });
   await store.claimOfferOutcome(offerIdOf(deliveryId, 1), 'EXPIRED');
-  await new SearchNotes(store).noteTried(deliveryId, courierId);
+  await new SearchNotes(store).note(deliveryId, {
+    kind: 'TRIED',
+    courierId,
+    offerId: offerIdOf(deliveryId, 1),
+    offeredAt: at,
+  });
   const other = randomUUID();
   await store.claimOffer({
     _id: offerIdOf(deliveryId, 2),
