@@ -51,7 +51,6 @@ export function createPricingService(config: Config): ServiceDefinition {
     book: () => book.current,
     fleets: () => fleets.get(),
     courierRules: async (courierId) => courierRules.current.of(courierId),
-    fleetsChanged: () => fleets.invalidate(),
     fleetsReadLately: () => fleets.within(FLEETS_READ_LATELY_MS),
     quotes: config.quotes,
   };

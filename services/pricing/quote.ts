@@ -39,8 +39,6 @@ export interface QuoteSources {
   book(): TariffBook;
   fleets(): Promise<FleetOption[]>;
   courierRules(courierId: string): Promise<readonly CourierRule[]>;
-  /** Forgets the fleet types read: the next `fleets()` reads them again. */
-  fleetsChanged(): void;
   /** The fleet types read within the last second, else read again (one read for all callers). */
   fleetsReadLately(): Promise<FleetOption[]>;
   /** The key and lifetime of Mode A quotes' ids. */
@@ -72,8 +70,9 @@ async function pickFleet(
   sources: QuoteSources,
   fleetTypeId: string | undefined,
   load: PricedLoadParams,
+  read: () => Promise<FleetOption[]> = sources.fleets,
 ) {
-  let all = await sources.fleets();
+  let all = await read();
   const named = () => (fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined);
   let requested = named();
   if (fleetTypeId && !requested?.active) {
@@ -123,11 +122,11 @@ export async function priceLoad(
     resolved = await routeFor(fleet.id);
   } catch (err) {
     // A type chosen here that geo no longer has (deactivated, and this replica not yet told):
-    // the caller named none, so the types are read again and the choice made once more.
+    // the caller named none, so the types are read again (once a second at most, however
+    // many ask) and the choice made once more.
     const { status, message } = toHttpError(err);
     if (input.fleetTypeId || status !== 404 || message !== FLEET_TYPE_NOT_FOUND) throw err;
-    sources.fleetsChanged();
-    fleet = await pickFleet(sources, undefined, load);
+    fleet = await pickFleet(sources, undefined, load, sources.fleetsReadLately);
     resolved = await routeFor(fleet.id);
   }
   const route = input.quoted ? heldRoute(resolved, fleet.id, input.quoted) : routeOf(resolved);

@@ -42,7 +42,6 @@ async function price(fleetTypeId: string | undefined) {
     book: () => new TariffBook([]),
     fleets: async () => [bike, car],
     courierRules: async () => [],
-    fleetsChanged: () => undefined,
     fleetsReadLately: async () => [bike, car],
     quotes: QUOTES,
   };
@@ -71,11 +70,11 @@ async function priceWithStaleFleets(fleetTypeId: string | undefined) {
     book: () => new TariffBook([]),
     fleets: async () => copy,
     courierRules: async () => [],
-    fleetsChanged: () => {
+    fleetsReadLately: async () => {
       asked.push('read again');
       copy = [bike, car];
+      return copy;
     },
-    fleetsReadLately: async () => copy,
     quotes: QUOTES,
   };
   const outcome = await rejectionOf(() => priceLoad(caller, sources, threeKg(fleetTypeId)));

@@ -20,7 +20,6 @@ function mode(rules: number, directory: () => Promise<unknown>) {
     book: () => new TariffBook([]),
     fleets: async () => [],
     courierRules: async () => Array.from({ length: rules }, () => ({}) as CourierRule),
-    fleetsChanged: () => undefined,
     fleetsReadLately: async () => [],
     quotes: { secret: 'a-quote-key-of-32-characters-abc', ttlMs: 60_000 },
   };
