@@ -6,6 +6,7 @@ import Redis from 'ioredis';
 import { FILE_RETRY_AFTER_SECONDS } from '../../libs/contracts/file';
 import { GC_HEADROOM_BYTES, UPLOAD_MEMORY_BYTES } from '../../services/file/memory';
 import { DOWNLOADS_ACTIVE_METRIC, UPLOADS_ACTIVE_METRIC } from '../../services/file/slots';
+import { clearOfDayEnd } from '../support/day-edge';
 import { eventually } from '../support/eventually';
 import {
   fileTopologies,
@@ -25,6 +26,9 @@ import { HEADS, fileOf } from '../support/multipart';
 import { directS3, holdingS3, OBJECT_WRITES, S3_BUCKET, type HoldingS3 } from '../support/s3';
 import { stalledUpload, type StalledUpload } from '../support/stalled-upload';
 import { dropDatabases, isolation, rssKb, type NodeProcess } from '../support/stack';
+
+/** Longer than any test here that counts a day's upload bytes runs. */
+const DAY_END_MARGIN_MS = 30_000;
 
 /** What each stalled client sends before it goes quiet: just under one 5 MB part. */
 const STALL_BYTES = Math.round(4.9 * 1024 * 1024);
@@ -349,6 +353,8 @@ describe.each(fileTopologies)('a user’s uploads of a day, %s', (_name, start) 
     redis = new Redis(process.env.REDIS_URL as string);
   });
   afterAll(() => redis?.quit());
+  // Each test's uploads are counted on one UTC day, whatever the hour it runs at.
+  beforeEach(() => clearOfDayEnd(DAY_END_MARGIN_MS), DAY_END_MARGIN_MS + 10_000);
 
   /** What the user's count of today says (one key per user and UTC day). */
   async function counted(userId: string): Promise<number> {
@@ -678,6 +684,8 @@ describe.each(fileTopologies)(
       await Promise.all(nodes.map((n) => n.stop()));
       await dropDatabases(iso);
     });
+    // The day's count read before and after is one UTC day's, whatever the hour it runs at.
+    beforeEach(() => clearOfDayEnd(DAY_END_MARGIN_MS), DAY_END_MARGIN_MS + 10_000);
 
     it('answers 504 and keeps nothing of it: what S3 stored after the gateway left is deleted, and uncounted', async () => {
       const { userId, key } = await warmedUpUser();

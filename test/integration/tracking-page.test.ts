@@ -307,7 +307,7 @@ describe('the tracking page in headless Chromium, following a delivery to the do
       async () =>
         // A window that crosses midnight in the city names each end's day too.
         expect(await page.locator('#tr-eta').innerText()).toMatch(
-          /Expected between (\d{1,2} [A-Z][a-z]{2}, )?\d\d:\d\d and (\d{1,2} [A-Z][a-z]{2}, )?\d\d:\d\d/,
+          /Expected between (\d{1,2} [A-Z][a-z]{2,3}, )?\d\d:\d\d and (\d{1,2} [A-Z][a-z]{2,3}, )?\d\d:\d\d/,
         ),
       { timeout: 10_000 },
     );
