@@ -79,8 +79,12 @@ export const jsonBodyGuard: Middleware = (req, _res, next) => {
 /** The `Content-Encoding`s of a JSON body docs/api-conventions.md states (415 for others). */
 const JSON_BODY_ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
 
+/**
+ * Whether the body is typed JSON, as body-parser reads it: only spaces and tabs (HTTP's
+ * whitespace, not JavaScript's `\s`, which holds U+00A0) may stand before the parameters.
+ */
 const isJsonType = (req: GatewayRequest) =>
-  /^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '');
+  /^application\/json[ \t]*(;|$)/i.test(req.headers['content-type'] ?? '');
 
 /** Whether the request says a JSON body comes with it (what body-parser would read). */
 const declaresJsonBody = (req: GatewayRequest) => carriesBody(req) && isJsonType(req);
@@ -200,11 +204,14 @@ export function bodyArrived(parse: Middleware, limitBytes: number): Middleware {
     const settle = settleOnce(next, () => stop());
     parse(req, res, (err?: unknown) => {
       if (err) return settle(err);
-      const unread =
-        (req as GatewayRequest & { body?: unknown }).body === undefined &&
-        declaresJsonBody(req) &&
-        (!req.complete || !req.socket?.readable);
-      settle(unread ? badRequest(NOT_READ) : undefined);
+      if ((req as GatewayRequest & { body?: unknown }).body !== undefined) return settle();
+      if (!declaresJsonBody(req)) return settle();
+      if (!req.complete || !req.socket?.readable) return settle(badRequest(NOT_READ));
+      // Arrived whole, yet passed over as another type than this file reckons JSON: never run
+      // without its fields.
+      settle(
+        FIELDS_IN_BODY.has(req.method ?? '') ? unsupportedMediaType(NOT_JSON_BODY) : undefined,
+      );
     });
     // Counted beside body-parser, whose listeners came first in this same turn (nothing flows
     // before the next): it reads every byte, and refuses a body too large only at its end.

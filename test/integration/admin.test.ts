@@ -249,7 +249,14 @@ describe('API keys', () => {
 
   it('makes no key of a body sent as anything but JSON (curl -d, fetch with a string): 415', async () => {
     const userId = await createUser();
-    for (const type of ['application/x-www-form-urlencoded', 'text/plain;charset=UTF-8', null]) {
+    // U+00A0 after the type is whitespace to JavaScript, not to HTTP nor to body-parser.
+    for (const type of [
+      'application/x-www-form-urlencoded',
+      'text/plain;charset=UTF-8',
+      'application/json\u00a0',
+      'application/json\u00a0; charset=utf-8',
+      null,
+    ]) {
       const refused = await request(node.url, 'POST', `/admin/users/${userId}/api-keys`, {
         headers: { ...adminHeaders, ...(type ? { 'content-type': type } : {}) },
         raw: JSON.stringify({ serverOnly: false, quota: { limit: 10, windowSeconds: 60 } }),
