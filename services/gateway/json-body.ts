@@ -86,6 +86,20 @@ const JSON_BODY_ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
 const isJsonType = (req: GatewayRequest) =>
   /^application\/json[ \t]*(;|$)/i.test(req.headers['content-type'] ?? '');
 
+/** A `charset` parameter that names UTF-8 without its hyphen, as some clients send it. */
+const UNHYPHENATED_UTF8 = /(;[ \t]*charset[ \t]*=[ \t]*)("?)utf8\2([ \t]*(;|$))/i;
+
+/**
+ * `charset=utf8` is read as the UTF-8 it means: body-parser takes only names that begin
+ * `utf-`, and would refuse it as a charset that is not a UTF (415).
+ */
+function spellUtf8(req: GatewayRequest): void {
+  const type = req.headers['content-type'];
+  if (type && UNHYPHENATED_UTF8.test(type)) {
+    req.headers['content-type'] = type.replace(UNHYPHENATED_UTF8, '$1$2utf-8$2$3');
+  }
+}
+
 /** Whether the request says a JSON body comes with it (what body-parser would read). */
 const declaresJsonBody = (req: GatewayRequest) => carriesBody(req) && isJsonType(req);
 
@@ -200,6 +214,7 @@ export function bodyArrived(parse: Middleware, limitBytes: number): Middleware {
     if (declaresJsonBody(req) && declared !== undefined && declared > limitBytes) {
       return next(tooLarge(limitBytes));
     }
+    if (declaresJsonBody(req)) spellUtf8(req);
     let stop = () => {};
     const settle = settleOnce(next, () => stop());
     parse(req, res, (err?: unknown) => {

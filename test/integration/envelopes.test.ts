@@ -289,6 +289,24 @@ describe('error envelope', () => {
     expect(slowRuns.get('/fixture/slow-once')).toBe(1);
   });
 
+  it.each([
+    ['application/json; charset=utf-8', 201],
+    ['application/json; charset=UTF8', 201],
+    ['application/json;charset="utf8"', 201],
+    ['application/json; charset=utf-8x', 415],
+    ['application/json; charset=latin1', 415],
+  ])(
+    'a JSON body typed %s → %s: any UTF, and UTF-8 as some clients spell it',
+    async (type, status) => {
+      const reply = await request(base, 'POST', '/api/fixture/echo/42', {
+        headers: { ...auth(), 'content-type': type },
+        raw: JSON.stringify({ note: 'héllo' }),
+      });
+      if (status === 415) expectErrorEnvelope(reply, 415, 'Unsupported charset; send UTF-8 JSON');
+      else expect(reply.body.data).toMatchObject({ note: 'héllo' });
+    },
+  );
+
   it('malformed JSON → 400', async () => {
     const reply = await request(base, 'POST', '/api/fixture/refuse', {
       headers: { ...auth(), 'content-type': 'application/json' },
