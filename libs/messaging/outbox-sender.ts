@@ -28,6 +28,8 @@ export interface OutboxMessage {
   status: OutboxStatus;
   /** Attempts made so far; each was claimed before it was made. */
   attempts?: number;
+  /** When the next attempt is due, once one failed. */
+  nextAttemptAt?: Date;
   /** What kind of message it is, for the logs (order: its purpose). */
   label: string;
 }
@@ -230,16 +232,7 @@ export class OutboxSender {
     const { store, config } = this.deps;
     const { maxAttempts } = config.retry;
     const attempt = await this.claim(message, now);
-    if (attempt === null) return 'held';
-    if (attempt > maxAttempts) {
-      await this.failed(
-        message,
-        maxAttempts,
-        'its last sender stopped before it recorded how the attempt went',
-        null,
-      );
-      return 'attempted';
-    }
+    if (attempt === 'held' || attempt === 'done') return attempt;
     // A message's first attempt, claimed: nobody attempted it before, so nobody can have
     // recorded it since it was listed. Any later attempt (a retry, or one passing over a
     // sender that stopped or outlived its lease) reads it again first: it may have been sent
@@ -257,6 +250,15 @@ export class OutboxSender {
     ) {
       await store.markWithdrawn(current._id, this.live);
       return 'done';
+    }
+    if (attempt > maxAttempts) {
+      await this.failed(
+        current,
+        maxAttempts,
+        'its last sender stopped before it recorded how the attempt went',
+        null,
+      );
+      return 'attempted';
     }
     if (!current.recipient || current.text === null) {
       const missing =
@@ -311,18 +313,25 @@ export class OutboxSender {
   }
 
   /**
-   * The attempt this sender may make: the next one when it claims it, null when another sender
-   * holds it. A claim whose sender never recorded the outcome within the lease is passed over
-   * (that attempt may have reached the person: the at-least-once case).
+   * The attempt this sender may make: the next one when it claims it (one past the last when
+   * all were spent); `held` when another sender holds it. A claim whose sender never recorded
+   * the outcome within the lease is passed over (that attempt may have reached the person: the
+   * at-least-once case); one that was recorded since the message was listed is not: the message
+   * was sent, or waits for its retry (`done`).
    */
-  private async claim(message: OutboxMessage, now: Date): Promise<number | null> {
+  private async claim(message: OutboxMessage, now: Date): Promise<number | 'held' | 'done'> {
     const { store, config } = this.deps;
     const lease = claimLeaseMs(config.timeoutMs);
     for (let attempt = (message.attempts ?? 0) + 1; ; attempt++) {
       if (attempt > config.retry.maxAttempts) return attempt;
       if (await store.claimAttempt(message._id, attempt, now)) return attempt;
       const claimedAt = await store.attemptClaimedAt(message._id, attempt);
-      if (claimedAt && now.getTime() - claimedAt.getTime() < lease) return null;
+      if (claimedAt && now.getTime() - claimedAt.getTime() < lease) return 'held';
+      const current = await store.get(message._id);
+      if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) {
+        return 'done';
+      }
+      if (current.nextAttemptAt && current.nextAttemptAt > now) return 'done';
     }
   }
 

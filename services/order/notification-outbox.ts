@@ -22,6 +22,7 @@ const toOutboxMessage = (record: NotificationRecord): OutboxMessage => ({
   secret: record.secret,
   status: record.status,
   attempts: record.attempts,
+  nextAttemptAt: record.nextAttemptAt,
   label: record.purpose,
 });
 

@@ -173,5 +173,6 @@ const toOutboxMessage = (notice: NoticeRecord): OutboxMessage => ({
   secret: false,
   status: notice.status,
   attempts: notice.attempts,
+  nextAttemptAt: notice.nextAttemptAt,
   label: 'endpoint-disabled',
 });

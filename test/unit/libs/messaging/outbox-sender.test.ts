@@ -15,7 +15,7 @@ import {
 
 /** An outbox in memory: the sender's rules on their own (the real stores: integration tests). */
 function memoryOutbox(messages: OutboxMessage[]) {
-  const byId = new Map(messages.map((m) => [m._id, { ...m, retryAt: null as Date | null }]));
+  const byId = new Map(messages.map((m) => [m._id, { ...m }]));
   const claims = new Map<string, Date>();
   const withdrawn = new Set<string>();
   const writes: string[] = [];
@@ -26,7 +26,7 @@ function memoryOutbox(messages: OutboxMessage[]) {
     due: async (now, limit, after) => {
       const from = after ? (order.get(after._id) ?? -1) : -1;
       const read = [...byId.values()]
-        .filter((m) => m.status === 'PENDING' && (!m.retryAt || m.retryAt <= now))
+        .filter((m) => m.status === 'PENDING' && (!m.nextAttemptAt || m.nextAttemptAt <= now))
         .filter((m) => (order.get(m._id) ?? 0) > from)
         .slice(0, limit);
       const last = read.at(-1);
@@ -58,7 +58,11 @@ function memoryOutbox(messages: OutboxMessage[]) {
     },
     markAttemptFailed: async (id, attempt, error, retryAt) => {
       const m = byId.get(id)!;
-      Object.assign(m, { attempts: attempt, retryAt, ...(retryAt ? {} : { status: 'FAILED' }) });
+      Object.assign(m, {
+        attempts: attempt,
+        nextAttemptAt: retryAt ?? undefined,
+        ...(retryAt ? {} : { status: 'FAILED' }),
+      });
       writes.push(`${retryAt ? 'retry' : 'failed'} ${id} ${attempt}: ${error}`);
     },
     isWithdrawn: async (id) => withdrawn.has(id),
@@ -141,7 +145,7 @@ describe('OutboxSender', () => {
     });
     const before = Date.now();
     await sender.sendDue(new Date());
-    const waits = ['a', 'b'].map((id) => (byId.get(id)?.retryAt?.getTime() ?? 0) - before);
+    const waits = ['a', 'b'].map((id) => (byId.get(id)?.nextAttemptAt?.getTime() ?? 0) - before);
     const base = config.retry.baseDelayMs;
     expect(Math.min(...waits)).toBeLessThan(base * 0.81 + 1_000);
     expect(Math.max(...waits)).toBeGreaterThan(base * 1.19);
@@ -486,6 +490,37 @@ describe('OutboxSender', () => {
     failing = false;
     await sender.sendDue(new Date(Date.now() + 60_000));
     expect(sent).toEqual([]);
+    expect(writes).toEqual(['retry m1 1: provider down', 'withdrawn m1']);
+  });
+
+  it('passes over no claim recorded since the message was listed: its retry waits for its time, however late the list', async () => {
+    const { store, writes, claims } = memoryOutbox([message()]);
+    // Listed before another sender made attempt 1 (long enough ago for its claim to look
+    // abandoned), which failed, its retry due in five minutes.
+    const listed = { ...message() };
+    const stale: OutboxStore = { ...store, due: async () => ({ messages: [listed], next: null }) };
+    claims.set('m1:1', new Date(Date.now() - 60 * 60_000));
+    await store.markAttemptFailed(
+      'm1',
+      1,
+      'provider down',
+      new Date(Date.now() + 5 * 60_000),
+      false,
+    );
+    expect(await sentInOneRun(stale)).toEqual([]);
+    expect(writes).toEqual(['retry m1 1: provider down']);
+    expect(claims.has('m1:2')).toBe(false);
+  });
+
+  it('records a message withdrawn as its last claim was taken, then its sender stopped, SUPERSEDED, not FAILED', async () => {
+    const { store, writes, claims, withdrawn } = memoryOutbox([message()]);
+    // Its first attempt failed; its withdrawal claimed the last (NOTIFY_MAX_ATTEMPTS 2) and
+    // stopped before it recorded it.
+    await store.claimAttempt('m1', 1, new Date(Date.now() - 60 * 60_000));
+    await store.markAttemptFailed('m1', 1, 'provider down', new Date(Date.now() - 60_000), false);
+    claims.set('m1:2', new Date(Date.now() - 60 * 60_000));
+    withdrawn.add('m1');
+    expect(await sentInOneRun(store)).toEqual([]);
     expect(writes).toEqual(['retry m1 1: provider down', 'withdrawn m1']);
   });
 
