@@ -33,7 +33,13 @@ import {
   preflightsRefused,
   transferGuard,
 } from './edge';
-import { clientRequestId, describeRequest, drainOnStop, type GatewayRequest } from './http';
+import {
+  clientRequestId,
+  continueOnRead,
+  describeRequest,
+  drainOnStop,
+  type GatewayRequest,
+} from './http';
 import { httpAnswerRecorder, routeTemplates, type HttpAnswer } from './http-metrics';
 import { IdempotencyStore } from './idempotency';
 import { aliasRoutes, allowedMethods, methodGuard } from './method-check';
@@ -306,6 +312,10 @@ export function createGatewayService(
       // the envelope. A server may ignore what it does not meet (RFC 9110, 10.1.1): the
       // request is answered as if it had none.
       server.on('checkExpectation', (req, res) => server.emit('request', req, res));
+      server.on('checkContinue', (req, res) => {
+        continueOnRead(req, res);
+        server.emit('request', req, res);
+      });
       // A stream lasts until it is ended: the stop's wait for requests in progress would wait
       // for it until it gave up, and `stopped` comes after that wait.
       whenStopping(broker, () => tracking.closeAll());

@@ -157,6 +157,21 @@ export function declaredLength(req: IncomingMessage): number | undefined {
 export const carriesBody = (req: IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
 
+/**
+ * A request that sent `Expect: 100-continue` is told to send its body once something starts to
+ * read it, not as its headers arrive (Node's way): one refused on them (its key, a quota, a
+ * declared size, an upload cap) is answered before its client sends the body it would throw
+ * away (RFC 9110, 10.1.1).
+ */
+export function continueOnRead(req: IncomingMessage, res: ServerResponse): void {
+  const onListener = (event: string | symbol) => {
+    if (event !== 'data' && event !== 'readable') return;
+    req.off('newListener', onListener);
+    if (!res.headersSent && !res.writableEnded) res.writeContinue();
+  };
+  req.on('newListener', onListener);
+}
+
 export function isPreflight(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
 }

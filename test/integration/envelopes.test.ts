@@ -435,6 +435,38 @@ describe('error envelope', () => {
     expect(retried.body.data).toMatchObject({ id: 1, note: 'hi' });
   });
 
+  it('Expect: 100-continue → told to go on only once the body is read: refused on its headers, answered before the body is sent', async () => {
+    const body = JSON.stringify({ note: 'hi' });
+    const head = (auth: string) =>
+      `POST /api/fixture/echo/1 HTTP/1.1\r\nHost: x\r\n${auth}expect: 100-continue\r\n` +
+      `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`;
+    // Without a key: its 401 is the first answer, and no body was asked for.
+    expect(await firstAnswer(base, head(''))).toMatch(/^HTTP\/1\.1 401 /);
+    // With one: told to go on, then the body is read and run.
+    const { hostname, port } = new URL(base);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () =>
+        socket.write(head(`api-key: ${key}\r\n`)),
+      );
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('utf8');
+        if (text === 'HTTP/1.1 100 Continue\r\n\r\n') socket.write(body);
+        if (/\r\n\r\nHTTP\/1\.1 201 [\s\S]*\r\n\r\n[\s\S]*\}$/.test(text)) {
+          socket.destroy();
+          resolve(text);
+        }
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /);
+    expect(JSON.parse(answer.slice(answer.lastIndexOf('\r\n\r\n') + 4)).data).toMatchObject({
+      id: 1,
+      note: 'hi',
+    });
+  });
+
   it('an Expect other than 100-continue is ignored, the request answered as without it', async () => {
     const body = JSON.stringify({ note: 'hi' });
     const answer = await rawExchange(
