@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type Server, type Socket } from 'node:net';
+import { connect as netConnect, createServer, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import {
   GetObjectCommand,
@@ -17,6 +17,7 @@ import {
   boundary,
   fileOf,
   generatedFile,
+  multipartBuffer,
   multipartStream,
   multipartType,
   type Part,
@@ -133,6 +134,31 @@ async function download(base: string, key: string, url: string, headers = {}) {
 }
 
 /** Until the gateway has discovered the file service, its routes answer 503. */
+/**
+ * Sends an upload's head with `Expect: 100-continue`, its body only once told to go on, as
+ * curl does: the gateway's answers, in order, as one text.
+ */
+function uploadOnContinue(base: string, apiKey: string, body: Buffer, b: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  const head =
+    `POST /file/single-upload HTTP/1.1\r\nHost: x\r\n${apiKey ? `api-key: ${apiKey}\r\n` : ''}` +
+    `expect: 100-continue\r\ncontent-type: ${multipartType(b)}\r\ncontent-length: ${body.length}\r\n\r\n`;
+  return new Promise((resolve, reject) => {
+    const socket = netConnect(Number(port), hostname, () => socket.write(head));
+    let text = '';
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+      if (text === 'HTTP/1.1 100 Continue\r\n\r\n') socket.write(body);
+      else if (/\r\n\r\n\{[\s\S]*\}$/.test(text)) {
+        socket.destroy();
+        resolve(text);
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(text));
+  });
+}
+
 async function waitForFiles(base: string, key: string): Promise<void> {
   await eventually(
     async () => {
@@ -195,6 +221,26 @@ describe.each(fileTopologies)('files, %s', (_name, start) => {
     expect(res.headers.get('content-length')).toBe(String(png.length));
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(bytes.equals(png)).toBe(true);
+  });
+
+  it('an upload sent with Expect: 100-continue is told to go on once read, and stored; one refused on its headers is answered before its body is sent', async () => {
+    const b = boundary();
+    const png = fileOf(HEADS.png, 300_000);
+    const body = await multipartBuffer(
+      [{ name: 'upload-file', filename: 'photo.png', contentType: 'image/png', data: png }],
+      b,
+    );
+    const stored = await uploadOnContinue(top.url, user.key, body, b);
+    expect(stored).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    const { url } = JSON.parse(stored.slice(stored.lastIndexOf('\r\n\r\n') + 4)).data;
+    expect((await objectBytes(keyOf(url))).equals(png)).toBe(true);
+    // Without a key, or declaring more than a file may be: answered first, no body asked for.
+    expect(await uploadOnContinue(top.url, '', body, b)).toMatch(/^HTTP\/1\.1 401 /);
+    const tooLarge = await multipartBuffer(
+      [{ name: 'upload-file', filename: 'big.png', data: fileOf(HEADS.png, 2 * MAX) }],
+      b,
+    );
+    expect(await uploadOnContinue(top.url, user.key, tooLarge, b)).toMatch(/^HTTP\/1\.1 413 /);
   });
 
   it('bulk upload of 7 files: URLs in the order sent, each readable from S3 and downloadable', async () => {
