@@ -1,3 +1,4 @@
+import type { AppEnvironment } from './config';
 import type Joi from './joi';
 import type { ActionSchema, Context, ServiceSchema } from 'moleculer';
 import {
@@ -77,6 +78,8 @@ export interface OptionHeader {
   name: string;
   values: readonly string[];
   description: string;
+  /** Where the OpenAPI document offers it (every environment when absent); refused elsewhere. */
+  environments?: readonly AppEnvironment[];
 }
 
 export interface AuthUser {

@@ -1,5 +1,5 @@
 import type Joi from '../../libs/joi';
-import { APP_ENVIRONMENTS } from '../../libs/config';
+import { APP_ENVIRONMENTS, type AppEnvironment } from '../../libs/config';
 import { MAX_LISTED_PROBLEMS } from '../../libs/errors';
 import type { HttpRoute, RouteGroup, ServiceDefinition } from '../../libs/service';
 import { IDEMPOTENCY_KEY_DOC, REPLAYED_HEADER, takesIdempotencyKey } from './idempotency';
@@ -200,22 +200,33 @@ const rawHeaderParams = (http: HttpRoute): Parameter[] =>
     schema: { type: 'string' },
   }));
 
-/** Optional headers of a few allowed values (`Waybill-Simulate`). */
-const optionHeaderParams = (http: HttpRoute): Parameter[] =>
-  (http.optionHeaders ?? []).map((option) => ({
-    name: option.name,
-    in: 'header' as const,
-    required: false,
-    description: option.description,
-    schema: { type: 'string', enum: [...option.values] },
-  }));
+/** Optional headers of a few allowed values (`Waybill-Simulate`) offered in `environment`. */
+const optionHeaderParams = (
+  http: HttpRoute,
+  environment: AppEnvironment | undefined,
+): Parameter[] =>
+  (http.optionHeaders ?? [])
+    .filter(
+      (option) => !environment || !option.environments || option.environments.includes(environment),
+    )
+    .map((option) => ({
+      name: option.name,
+      in: 'header' as const,
+      required: false,
+      description: option.description,
+      schema: { type: 'string', enum: [...option.values] },
+    }));
 
 /** Path, query and header parameters of an operation. */
-function parameters(http: HttpRoute, placed: PlacedParams): Parameter[] {
+function parameters(
+  http: HttpRoute,
+  placed: PlacedParams,
+  environment: AppEnvironment | undefined,
+): Parameter[] {
   return [
     ...placed.path,
     ...rawHeaderParams(http),
-    ...optionHeaderParams(http),
+    ...optionHeaderParams(http, environment),
     ...(takesIdempotencyKey(http) ? [IDEMPOTENCY_KEY_DOC.parameter as Parameter] : []),
     ...placed.query,
   ];
@@ -348,6 +359,7 @@ function operation(
   entry: RouteEntry,
   params: Joi.Schema | undefined,
   components: ComponentSchemas,
+  environment: AppEnvironment | undefined,
 ) {
   const { http } = entry;
   // A raw body's params (its bytes, its headers) are the gateway's making, not the sender's.
@@ -360,7 +372,7 @@ function operation(
     ...(http.description ? { description: http.description } : {}),
     tags: [http.group],
     security: SECURITY[http.group],
-    parameters: parameters(http, placed),
+    parameters: parameters(http, placed, environment),
     ...(body ? { requestBody: body } : {}),
     responses: responses(entry, http.response && components.convert(http.response)),
   };
@@ -572,13 +584,15 @@ export function buildOpenApi(
   definitions: ServiceDefinition[],
   version: string,
   mounted: MountedGroups = ALL_GROUPS,
+  /** The environment served: an option header offered only elsewhere is left out. */
+  environment?: AppEnvironment,
 ) {
   const components = new ComponentSchemas();
   Object.entries(ENVELOPE_SCHEMAS).forEach(([name, schema]) => components.add(name, schema));
   const paths: Record<string, Record<string, unknown>> = {};
   const built: { entry: RouteEntry; op: Operation }[] = [];
   for (const entry of collectRoutes(definitions, mounted).filter((e) => !e.http.page)) {
-    const op = operation(entry, findParams(definitions, entry.actionName), components);
+    const op = operation(entry, findParams(definitions, entry.actionName), components, environment);
     const path = openApiPath(entry.fullPath);
     paths[path] ??= {};
     paths[path][entry.http.method.toLowerCase()] = op;

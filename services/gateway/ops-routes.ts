@@ -75,7 +75,9 @@ function opsGetAliases(options: OpsRoutesOptions) {
       sendJson(res, 503, envelope);
     },
     'GET /openapi.json'(_req: GatewayRequest, res: ServerResponse) {
-      openApi ??= JSON.stringify(buildOpenApi(options.backends, options.version, options.mounted));
+      openApi ??= JSON.stringify(
+        buildOpenApi(options.backends, options.version, options.mounted, options.environment),
+      );
       sendSerializedJson(res, 200, openApi);
     },
     'GET /docs'(_req: GatewayRequest, res: ServerResponse) {

@@ -337,6 +337,7 @@ export function createOrderService(config: Config): ServiceDefinition {
             {
               name: SIMULATE_HEADER,
               values: SIMULATION_MODES,
+              environments: ['staging'],
               description:
                 'Staging only (400 in live): a virtual courier near the pickup takes the delivery and drives it to `delivered`, or `failed` half-way (the packages come back), or nobody is found (`no-courier`), at SIMULATOR_TIME_SCALE times real speed. See docs/matching.md.',
             },

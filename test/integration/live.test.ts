@@ -54,6 +54,11 @@ it('refuses Waybill-Simulate with 400 before anything is taken', async () => {
     { 'Waybill-Simulate': 'delivered' },
   );
   expectErrorEnvelope(reply, 400, SIMULATION_IN_LIVE);
+  // Nor does the live document offer it (staging's does: simulator.test).
+  const doc = await request(live.url, 'GET', '/openapi.json');
+  const parameters = doc.body.paths['/api/request'].post.parameters as { name: string }[];
+  expect(parameters.map((p) => p.name)).not.toContain('Waybill-Simulate');
+  expect(parameters.map((p) => p.name)).toContain('Idempotency-Key');
 });
 
 it('never shows a notification’s text, before it is sent or after', async () => {

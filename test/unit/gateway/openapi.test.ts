@@ -908,3 +908,19 @@ describe('the whole document', () => {
     );
   });
 });
+
+describe('buildOpenApi of option headers', () => {
+  const orders = backendDefinitions(loadConfig({})).find((d) => d.name === 'order');
+  const requestParams = (environment?: 'live' | 'staging') => {
+    const document = buildOpenApi(orders ? [orders] : [], '1', undefined, environment);
+    const post = (document.paths['/api/request'] as Record<string, Operation>).post;
+    return post.parameters.map((p) => p.name);
+  };
+
+  it('offers Waybill-Simulate, with its values, only where it is taken: staging, not live', () => {
+    expect(requestParams('staging')).toContain('Waybill-Simulate');
+    expect(requestParams()).toContain('Waybill-Simulate');
+    expect(requestParams('live')).not.toContain('Waybill-Simulate');
+    expect(requestParams('live')).toContain('Idempotency-Key');
+  });
+});
