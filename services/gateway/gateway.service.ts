@@ -143,7 +143,24 @@ export function createGatewayService(
     what: 'downloads',
   });
 
-  const templateOf = routeTemplates(entries.map((e) => ({ ...e, method: e.http.method })));
+  const ops = opsAliases({
+    environment: config.appEnv,
+    backends,
+    mounted,
+    version,
+    broker: () => broker,
+  });
+  // Every route the gateway answers, the services' and its own: an answer given before
+  // moleculer-web names the alias (a refused key, a page's throttle) is labelled by it.
+  const declaredRoutes = [
+    ...entries.map((e) => ({ method: e.http.method, fullPath: e.fullPath })),
+    ...aliasRoutes(ops),
+    ...aliasRoutes(trackingAliases).map((r) => ({
+      ...r,
+      fullPath: `${GROUP_BASE.track}${r.fullPath}`,
+    })),
+  ];
+  const templateOf = routeTemplates(declaredRoutes);
   const measure = (req: GatewayRequest, status: number, seconds: number) => {
     const { method, path } = describeRequest(req);
     const route = req.$alias?.fullPath ?? templateOf(method, path);
@@ -161,23 +178,7 @@ export function createGatewayService(
     retryOf: (action) => retryByAction.get(action),
   });
 
-  const ops = opsAliases({
-    environment: config.appEnv,
-    backends,
-    mounted,
-    version,
-    broker: () => broker,
-  });
-  const methods = methodGuard(
-    allowedMethods([
-      ...entries.map((e) => ({ method: e.http.method, fullPath: e.fullPath })),
-      ...aliasRoutes(ops),
-      ...aliasRoutes(trackingAliases).map((r) => ({
-        ...r,
-        fullPath: `${GROUP_BASE.track}${r.fullPath}`,
-      })),
-    ]),
-  );
+  const methods = methodGuard(allowedMethods(declaredRoutes));
   const routes = gatewayRoutes({
     config,
     entries,

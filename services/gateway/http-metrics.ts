@@ -10,14 +10,19 @@ export const UNMATCHED_ROUTE = 'unmatched';
 /**
  * The route template of a request, for answers given before moleculer-web names the alias
  * (a refused key, the quota): `/api/package/:packageId` for `/api/package/0a1b…`. A method
- * the path does not have (405) matches no template and is labelled `unmatched`.
+ * the path does not have (a 405, a refused preflight) is labelled by the path's template; a
+ * path under no route, `unmatched`.
  */
 export function routeTemplates(
   routes: { method: string; fullPath: string }[],
 ): (method: string, path: string) => string {
   const matching = templateMatcher(routes);
-  return (method, path) =>
-    matching(path).find((route) => route.method === method)?.fullPath ?? UNMATCHED_ROUTE;
+  return (method, path) => {
+    const found = matching(path);
+    return (
+      (found.find((route) => route.method === method) ?? found[0])?.fullPath ?? UNMATCHED_ROUTE
+    );
+  };
 }
 
 export interface HttpAnswer {

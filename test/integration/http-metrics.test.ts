@@ -2,7 +2,8 @@ import { request } from '../support/http';
 import { useMerchantStack } from '../support/merchant-stack';
 import { count, samples as metricSamples } from '../support/metrics';
 
-const stack = useMerchantStack({ internal: [] });
+// One page a minute from an address: the tracking stream's second request is throttled.
+const stack = useMerchantStack({ internal: [], env: { PAGE_REQUEST_LIMIT: '1' } });
 
 /** The samples of one metric in the stack's Prometheus scrape. */
 const samples = (name: string) => metricSamples(stack.node.opsUrl, name);
@@ -46,5 +47,19 @@ describe('HTTP metrics on /metrics', () => {
     const counts = buckets.map((s) => s.value);
     expect(counts).toEqual([...counts].sort((a, b) => a - b));
     expect(counts.at(-1)).toBe(4);
+  });
+
+  it('label the gateway’s own routes’ refusals by their template too: a page’s throttle, an ops preflight', async () => {
+    const events = '/track/P2P-000000000000/events';
+    expect((await request(stack.node.url, 'GET', events)).status).not.toBe(429);
+    expect((await request(stack.node.url, 'GET', events)).status).toBe(429);
+    const preflight = { origin: 'https://evil.example', 'access-control-request-method': 'GET' };
+    const refused = await request(stack.node.url, 'OPTIONS', '/openapi.json', {
+      headers: preflight,
+    });
+    expect(refused.status).toBe(403);
+    const requests = await samples('waybill_http_requests_total');
+    expect(count(requests, { route: '/track/:trackingId/events', status: '429' })).toBe(1);
+    expect(count(requests, { route: '/openapi.json', status: '403' })).toBe(1);
   });
 });

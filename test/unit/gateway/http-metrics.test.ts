@@ -16,10 +16,15 @@ describe('routeTemplates', () => {
     expect(templateOf('GET', '/admin/users/u-1/api-keys')).toBe('/admin/users/:userId/api-keys');
   });
 
-  it('answers unmatched for another method, a longer path or a near miss', () => {
-    expect(templateOf('GET', '/api/package/0a1b2c3d')).toBe(UNMATCHED_ROUTE);
+  it('names the path’s template for a method it does not have (a 405, a refused preflight)', () => {
+    expect(templateOf('GET', '/api/package/0a1b2c3d')).toBe('/api/package/:packageId');
+    expect(templateOf('OPTIONS', '/api/packages')).toBe('/api/packages');
+    // With its trailing slash, the path of the POST.
+    expect(templateOf('DELETE', '/api/package/')).toBe('/api/package');
+  });
+
+  it('answers unmatched for a longer path or a near miss', () => {
     expect(templateOf('DELETE', '/api/package/a/b')).toBe(UNMATCHED_ROUTE);
-    expect(templateOf('DELETE', '/api/package/')).toBe(UNMATCHED_ROUTE);
     expect(templateOf('POST', '/file/single_upload')).toBe(UNMATCHED_ROUTE);
     expect(templateOf('POST', '/fileXsingle-upload')).toBe(UNMATCHED_ROUTE);
   });
