@@ -92,11 +92,11 @@ const hasBody = (method: HttpRoute['method']) => method !== 'GET' && method !== 
 
 /**
  * Whether the gateway reads the operation's body as JSON (body-parser, in the backend groups;
- * the others' bodies are raw bytes or not read), so that its encoding or charset may be refused
- * with 415.
+ * the others' bodies are raw bytes or not read), so that its size, encoding or charset may be
+ * refused with 413 or 415: a GET's or a DELETE's too, though its fields are in its query.
  */
 const readsJsonBody = (http: HttpRoute) =>
-  hasBody(http.method) && (http.body ?? 'json') === 'json' && BACKEND_GROUPS.includes(http.group);
+  (http.body ?? 'json') === 'json' && BACKEND_GROUPS.includes(http.group);
 
 export interface Parameter {
   name: string;
@@ -293,7 +293,7 @@ export function errorStatuses(http: HttpRoute, fullPath: string): number[] {
   const groupStatuses = GROUP_STATUSES[http.group];
   groupStatuses.forEach((s) => statuses.add(s));
   if (pathParams(fullPath).length > 0) statuses.add(404);
-  if (hasBody(http.method)) statuses.add(413);
+  if (hasBody(http.method) || readsJsonBody(http)) statuses.add(413);
   if (readsJsonBody(http)) statuses.add(415);
   if (takesIdempotencyKey(http))
     Object.keys(IDEMPOTENCY_KEY_DOC.errors).forEach((s) => statuses.add(+s));

@@ -326,12 +326,19 @@ describe('error envelope', () => {
     },
   );
 
-  it('a body over the limit → 413', async () => {
+  it('a body over the limit → 413, a GET’s as well (as the document states)', async () => {
     const reply = await request(base, 'POST', '/api/fixture/refuse', {
       headers: auth(),
       json: { blob: 'x'.repeat(4096) },
     });
     expectErrorEnvelope(reply, 413, /too large/);
+    const blob = JSON.stringify({ blob: 'x'.repeat(4096) });
+    const get = await rawExchange(
+      base,
+      `GET /api/fixture/caller HTTP/1.1\r\nHost: x\r\napi-key: ${key}\r\ncontent-type: application/json\r\n` +
+        `content-length: ${blob.length}\r\nconnection: close\r\n\r\n${blob}`,
+    );
+    expect(get).toMatch(/^HTTP\/1\.1 413 /);
   });
 
   it('a body over the limit → 413 as soon as that is known, while the client still sends it', async () => {

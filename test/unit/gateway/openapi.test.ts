@@ -241,16 +241,17 @@ describe('buildOpenApi operations of the account service', () => {
     );
   });
 
-  it('documents 404 only where the path has parameters, 413 and 415 only with a body', () => {
+  it('documents 404 only where the path has parameters, 413 and 415 wherever a JSON body is read', () => {
     expect(op('/admin/users', 'get').responses['404']).toBeUndefined();
     expect(op('/admin/users/{userId}', 'get').responses['404']).toBeDefined();
     expect(op('/admin/users', 'post').responses['413']).toBeDefined();
-    expect(op('/admin/users', 'get').responses['413']).toBeUndefined();
     // body-parser refuses a JSON body's encoding or charset (libs/errors) with 415.
     expect(op('/admin/users', 'post').responses['415'].description).toMatch(
       /Content-Encoding.*UTF/,
     );
-    expect(op('/admin/users', 'get').responses['415']).toBeUndefined();
+    // A GET's body is read too (its fields are its query): too large, or oddly encoded, refused.
+    expect(op('/admin/users', 'get').responses['413']).toBeDefined();
+    expect(op('/admin/users', 'get').responses['415']).toBeDefined();
   });
 
   it('secures admin routes with the admin token, with 401, 403 and the 429 of too many failed checks', () => {
@@ -650,11 +651,13 @@ describe('the parts of an operation', () => {
       415,
     );
     expect(errorStatuses(route({ group: 'admin', method: 'GET' }), '/admin/things')).toEqual([
-      400, 401, 403, 429, 500, 503, 504,
+      400, 401, 403, 413, 415, 429, 500, 503, 504,
     ]);
     expect(
       errorStatuses(route({ method: 'GET', errors: { 404: 'No tariff' } }), '/api/things'),
-    ).toEqual([400, 401, 403, 404, 429, 500, 503, 504]);
+    ).toEqual([400, 401, 403, 404, 413, 415, 429, 500, 503, 504]);
+    // The pages read no body.
+    expect(errorStatuses(route({ group: 'track', method: 'GET' }), '/track/x')).not.toContain(413);
   });
 
   it('errorDescription: the route’s own words first', () => {
