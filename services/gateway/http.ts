@@ -158,18 +158,44 @@ export const carriesBody = (req: IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
 
 /**
+ * How long the rest of a body refused before it was read may go on arriving once the refusal
+ * is out: enough for a client that sends its body whole before it reads the answer to send a
+ * few megabytes more (cut at once, its connection's reset could lose it the answer), not for
+ * one that goes on sending, holding the connection without a lease, for as long as it likes.
+ */
+export const UNREAD_BODY_GRACE_MS = 10_000;
+
+/**
  * A request that sent `Expect: 100-continue` is told to send its body once something starts to
  * read it, not as its headers arrive (Node's way): one refused on them (its key, a quota, a
  * declared size, an upload cap) is answered before its client sends the body it would throw
- * away (RFC 9110, 10.1.1).
+ * away (RFC 9110, 10.1.1). Node closes the connection after such an answer; a client that
+ * sends the body all the same (curl does after a second of waiting) has it read and passed
+ * over for `UNREAD_BODY_GRACE_MS`, its connection closed gently: closed at once, with its
+ * bytes unread, the connection is reset, and the client may lose the answer with it.
  */
 export function continueOnRead(req: IncomingMessage, res: ServerResponse): void {
+  let continued = false;
   const onListener = (event: string | symbol) => {
     if (event !== 'data' && event !== 'readable') return;
     req.off('newListener', onListener);
-    if (!res.headersSent && !res.writableEnded) res.writeContinue();
+    if (!res.headersSent && !res.writableEnded) {
+      res.writeContinue();
+      continued = true;
+    }
   };
   req.on('newListener', onListener);
+  // Before Node's own listener, which closes the connection at once.
+  res.prependOnceListener('finish', () => {
+    if (continued || req.readableEnded) return;
+    const { socket } = req;
+    socket.destroySoon = () => {
+      socket.end();
+      const cut = setTimeout(() => socket.destroy(), UNREAD_BODY_GRACE_MS);
+      cut.unref();
+      socket.once('close', () => clearTimeout(cut));
+    };
+  });
 }
 
 export function isPreflight(req: IncomingMessage): boolean {

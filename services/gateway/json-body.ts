@@ -214,7 +214,7 @@ export function bodyArrived(parse: Middleware, limitBytes: number): Middleware {
     if (declaresJsonBody(req) && declared !== undefined && declared > limitBytes) {
       return next(tooLarge(limitBytes));
     }
-    if (declaresJsonBody(req)) spellUtf8(req);
+    if (isJsonType(req)) spellUtf8(req);
     let stop = () => {};
     const settle = settleOnce(next, () => stop());
     parse(req, res, (err?: unknown) => {

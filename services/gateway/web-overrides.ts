@@ -33,6 +33,7 @@ import {
   describeRequest,
   sendJson,
   type GatewayRequest,
+  UNREAD_BODY_GRACE_MS,
 } from './http';
 import { readOptionHeaders } from './option-headers';
 import { aliasResolver, routeHandler, type WebAlias } from './web-routing';
@@ -109,14 +110,6 @@ export interface ErrorDeps {
    */
   retryOf?: (actionName: string) => Retry | undefined;
 }
-
-/**
- * How long the rest of a body refused before it was read may go on arriving once the refusal
- * is out: enough for a client that sends its body whole before it reads the answer to send a
- * few megabytes more (cut at once, its connection's reset could lose it the answer), not for
- * one that goes on sending, holding the connection without a lease, for as long as it likes.
- */
-export const UNREAD_BODY_GRACE_MS = 10_000;
 
 /**
  * The rest of a body its answer did not wait for is read and passed over (Node's own, so that

@@ -304,6 +304,12 @@ describe('error envelope', () => {
       });
       if (status === 415) expectErrorEnvelope(reply, 415, 'Unsupported charset; send UTF-8 JSON');
       else expect(reply.body.data).toMatchObject({ note: 'héllo' });
+      // An empty body of that type is read as one too.
+      const empty = await request(base, 'POST', '/api/fixture/echo/42', {
+        headers: { ...auth(), 'content-type': type },
+        raw: '',
+      });
+      expect(empty.status).toBe(status);
     },
   );
 
@@ -472,6 +478,41 @@ describe('error envelope', () => {
       id: 1,
       note: 'hi',
     });
+  });
+
+  it('Expect: 100-continue refused, its body sent all the same (curl, after its wait): read and passed over, the connection closed gently, never reset', async () => {
+    const size = 2 * 1024 * 1024;
+    const { hostname, port } = new URL(base);
+    const outcome = await new Promise<{ answer: string; error?: string }>((resolve) => {
+      const socket = connect(Number(port), hostname, () =>
+        socket.write(
+          `POST /api/fixture/echo/1 HTTP/1.1\r\nHost: x\r\nexpect: 100-continue\r\n` +
+            `content-type: application/json\r\ncontent-length: ${size}\r\n\r\n`,
+        ),
+      );
+      let answer = '';
+      let sent = false;
+      socket.on('data', (chunk: Buffer) => {
+        answer += chunk.toString('utf8');
+        // The refusal came first: the body goes all the same, in pieces, as a client's would.
+        if (!sent && /\}$/.test(answer)) {
+          sent = true;
+          const piece = Buffer.alloc(64 * 1024, 0x20);
+          let left = size / piece.length;
+          const next = () => {
+            if (left-- > 0 && !socket.destroyed) socket.write(piece, () => setImmediate(next));
+          };
+          next();
+        }
+      });
+      socket.on('error', (err) => resolve({ answer, error: err.message }));
+      socket.on('end', () => {
+        socket.end();
+        resolve({ answer });
+      });
+    });
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.answer).toMatch(/^HTTP\/1\.1 401 /);
   });
 
   it('an Expect other than 100-continue is ignored, the request answered as without it', async () => {

@@ -133,7 +133,6 @@ async function download(base: string, key: string, url: string, headers = {}) {
   return { res, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
-/** Until the gateway has discovered the file service, its routes answer 503. */
 /**
  * Sends an upload's head with `Expect: 100-continue`, its body only once told to go on, as
  * curl does: the gateway's answers, in order, as one text.
@@ -159,6 +158,7 @@ function uploadOnContinue(base: string, apiKey: string, body: Buffer, b: string)
   });
 }
 
+/** Until the gateway has discovered the file service, its routes answer 503. */
 async function waitForFiles(base: string, key: string): Promise<void> {
   await eventually(
     async () => {

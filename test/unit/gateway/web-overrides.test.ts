@@ -21,11 +21,10 @@ import {
   sendResponse,
   unsentCall,
   webOverrides,
-  UNREAD_BODY_GRACE_MS,
   writeError,
   type CallDeps,
 } from '../../../services/gateway/web-overrides';
-import { cutStatus, sendJson } from '../../../services/gateway/http';
+import { cutStatus, sendJson, UNREAD_BODY_GRACE_MS } from '../../../services/gateway/http';
 import { rejectionOf } from '../helpers';
 import { FakeResponse, fakeRequest } from './fake-http';
 
