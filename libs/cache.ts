@@ -54,7 +54,7 @@ export class CachedValue<T> {
   private lastKept: { data: T } | undefined;
   private readonly order = new LoadOrder();
   /** The load under way that callers join; dropped by an invalidation, which needs a new one. */
-  private inFlight: Promise<T> | undefined;
+  private inFlight: { result: Promise<T>; startedAt: number } | undefined;
   /** Until when the last value answers without a load, after a load failed. */
   private retryAt = 0;
 
@@ -81,13 +81,30 @@ export class CachedValue<T> {
     return this.sharedLoad();
   }
 
+  /**
+   * The value of a load begun at `ms` or after (one under way, or a new one): for a caller that
+   * was told at `ms` that what it read is no longer so (another service refused it), however
+   * recently it was read.
+   */
+  async since(ms: number): Promise<T> {
+    if (this.value && this.value.loadedAt >= ms) return this.value.data;
+    if (this.inFlight && this.inFlight.startedAt >= ms) return this.inFlight.result;
+    return this.newSharedLoad();
+  }
+
   private sharedLoad(): Promise<T> {
-    if (this.inFlight) return this.inFlight;
-    const shared = this.loadAndKeep().finally(() => {
-      if (this.inFlight === shared) this.inFlight = undefined;
-    });
+    return this.inFlight?.result ?? this.newSharedLoad();
+  }
+
+  private newSharedLoad(): Promise<T> {
+    const shared = { startedAt: Date.now(), result: this.loadAndKeep() };
     this.inFlight = shared;
-    return shared;
+    void shared.result
+      .finally(() => {
+        if (this.inFlight === shared) this.inFlight = undefined;
+      })
+      .catch(() => undefined);
+    return shared.result;
   }
 
   invalidate(): void {

@@ -52,6 +52,7 @@ export function createPricingService(config: Config): ServiceDefinition {
     fleets: () => fleets.get(),
     courierRules: async (courierId) => courierRules.current.of(courierId),
     fleetsReadLately: () => fleets.within(FLEETS_READ_LATELY_MS),
+    fleetsReadSince: (ms) => fleets.since(ms),
     quotes: config.quotes,
   };
 

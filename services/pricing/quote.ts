@@ -41,6 +41,8 @@ export interface QuoteSources {
   courierRules(courierId: string): Promise<readonly CourierRule[]>;
   /** The fleet types read within the last second, else read again (one read for all callers). */
   fleetsReadLately(): Promise<FleetOption[]>;
+  /** The fleet types of a read begun at `ms` or after (one under way, or a new one). */
+  fleetsReadSince(ms: number): Promise<FleetOption[]>;
   /** The key and lifetime of Mode A quotes' ids. */
   quotes: { secret: string; ttlMs: number };
 }
@@ -70,7 +72,7 @@ async function pickFleet(
   sources: QuoteSources,
   fleetTypeId: string | undefined,
   load: PricedLoadParams,
-  read: () => Promise<FleetOption[]> = sources.fleets,
+  read: () => Promise<FleetOption[]> = () => sources.fleets(),
 ) {
   let all = await read();
   const named = () => (fleetTypeId ? all.find((f) => f.id === fleetTypeId) : undefined);
@@ -118,15 +120,17 @@ export async function priceLoad(
   const routeFor = (fleetTypeId: string) =>
     tripOf(caller, { origin: input.origin, destination: input.destination, fleetTypeId });
   let resolved: Awaited<ReturnType<typeof routeFor>>;
+  const routeAskedAt = Date.now();
   try {
     resolved = await routeFor(fleet.id);
   } catch (err) {
     // A type chosen here that geo no longer has (deactivated, and this replica not yet told):
-    // the caller named none, so the types are read again (once a second at most, however
-    // many ask) and the choice made once more.
+    // the caller named none, so the types are read again, by a read begun after geo was asked
+    // (however recent the one this replica has; one read for every caller told at once), and
+    // the choice made once more.
     const { status, message } = toHttpError(err);
     if (input.fleetTypeId || status !== 404 || message !== FLEET_TYPE_NOT_FOUND) throw err;
-    fleet = await pickFleet(sources, undefined, load, sources.fleetsReadLately);
+    fleet = await pickFleet(sources, undefined, load, () => sources.fleetsReadSince(routeAskedAt));
     resolved = await routeFor(fleet.id);
   }
   const route = input.quoted ? heldRoute(resolved, fleet.id, input.quoted) : routeOf(resolved);

@@ -43,6 +43,32 @@ describe('CachedValue', () => {
     expect(await cache.within(20)).toBe(2);
   });
 
+  it('answers `since` from a load begun then or after, joining one under way only if it began since', async () => {
+    let loads = 0;
+    let release = () => {};
+    const cache = new CachedValue(async () => {
+      loads += 1;
+      const n = loads;
+      if (n === 2) await new Promise<void>((r) => (release = r));
+      return n;
+    }, 60_000);
+    const before = Date.now();
+    expect(await cache.get()).toBe(1);
+    // Loaded since `before`: no load.
+    expect(await cache.since(before)).toBe(1);
+    await new Promise((r) => setTimeout(r, 5));
+    // Told after it was loaded: one load for all told at once.
+    const told = Date.now();
+    const asking = [cache.since(told), cache.since(told)];
+    await new Promise((r) => setTimeout(r, 5));
+    // Told after that load began: it is not joined, another is.
+    const later = cache.since(Date.now());
+    expect(await later).toBe(3);
+    release();
+    expect(await Promise.all(asking)).toEqual([2, 2]);
+    expect(loads).toBe(3);
+  });
+
   it('does not keep a load that an invalidation overtook', async () => {
     let release: (v: string) => void = () => undefined;
     const values = ['stale', 'fresh'];

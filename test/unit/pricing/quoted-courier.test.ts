@@ -21,6 +21,7 @@ function mode(rules: number, directory: () => Promise<unknown>) {
     fleets: async () => [],
     courierRules: async () => Array.from({ length: rules }, () => ({}) as CourierRule),
     fleetsReadLately: async () => [],
+    fleetsReadSince: async () => [],
     quotes: { secret: 'a-quote-key-of-32-characters-abc', ttlMs: 60_000 },
   };
   return { asked, modeB: () => quotedCourier(ctx, sources, COURIER_ID, true) };
