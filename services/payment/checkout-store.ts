@@ -17,6 +17,7 @@ import {
   claimLease,
   insertOnce,
   releaseLease,
+  updateByIdWhere,
   upsertById,
   type Lease,
 } from '../../libs/mongo';
@@ -502,6 +503,23 @@ const samePurpose = (a: CheckoutPurpose, b: CheckoutPurpose) => a.kind === b.kin
  * whatever must happen once is an insert whose `_id` decides, every read on a request's way
  * is by `_id`, and the sweeps read only the small collections of what is still open.
  */
+/**
+ * Whether a reversal's count is later than the one stored: over more parts, or over as many
+ * counted less (a part given up since).
+ */
+export function isLaterCount(
+  stored: Pick<ReversalRecord, 'parts' | 'takenKobo'>,
+  count: { parts: number; takenKobo: number },
+): boolean {
+  if (typeof stored.parts !== 'number') return false;
+  if (stored.parts < count.parts) return true;
+  return (
+    stored.parts === count.parts &&
+    typeof stored.takenKobo === 'number' &&
+    stored.takenKobo > count.takenKobo
+  );
+}
+
 export class CheckoutStore {
   constructor(private readonly models: () => CheckoutModels) {}
 
@@ -854,11 +872,13 @@ export class CheckoutStore {
     givenBackKobo: number,
   ): Promise<void> {
     const givenBackAt = record.givenBackAt ?? new Date();
-    const settledNow = await this.m.Reversal.updateOne(
-      { _id: record._id, settledAt: null },
+    const settledNow = await updateByIdWhere(
+      this.m.Reversal,
+      record._id,
+      { settledAt: null },
       { $set: { givenBackKobo, givenBackAt, settledAt: givenBackAt } },
     );
-    if (settledNow.matchedCount === 0) {
+    if (!settledNow) {
       await this.m.Reversal.updateOne(
         { _id: record._id },
         { $set: { givenBackKobo, givenBackAt } },
@@ -884,15 +904,18 @@ export class CheckoutStore {
   ): Promise<void> {
     const { credited, takenKobo, parts, nextCheckAt } = progress;
     // Over fewer parts, or over as many counted less: counted again from the ledger before a
-    // settle, a part given up since is taken out of what was counted.
-    await this.m.Reversal.updateOne(
-      { _id: id, $or: [{ parts: { $lt: parts } }, { parts, takenKobo: { $gt: takenKobo } }] },
-      { $set: { takenKobo, parts } },
-    );
+    // settle, a part given up since is taken out of what was counted. Read by `_id` and
+    // compared here: a condition beside the `_id` reads the whole collection on FerretDB.
+    const stored = await this.m.Reversal.findById(id).lean<ReversalRecord>();
+    if (stored && isLaterCount(stored, { parts, takenKobo })) {
+      await this.m.Reversal.updateOne({ _id: id }, { $set: { takenKobo, parts } });
+    }
     if (credited !== null) await this.m.Reversal.updateOne({ _id: id }, { $set: { credited } });
     if (!nextCheckAt) {
-      await this.m.Reversal.updateOne(
-        { _id: id, settledAt: null },
+      await updateByIdWhere(
+        this.m.Reversal,
+        id,
+        { settledAt: null },
         { $set: { settledAt: new Date() } },
       );
     }
@@ -935,12 +958,12 @@ export class CheckoutStore {
    * already (by another sweep); the time it holds.
    */
   async noteReversalListedAt(id: string, at: Date): Promise<Date> {
-    await this.m.OpenReversal.updateOne(
-      { _id: id, listedAt: { $exists: false } },
-      { $set: { listedAt: at } },
-    );
     const listing = await this.m.OpenReversal.findById(id).lean<ReversalListing>();
-    return listing?.listedAt ?? at;
+    if (!listing || listing.listedAt) return listing?.listedAt ?? at;
+    await this.m.OpenReversal.updateOne({ _id: id }, { $set: { listedAt: at } });
+    // Another sweep's note, made at once, may stand instead: the one stored is the one held.
+    const noted = await this.m.OpenReversal.findById(id).lean<ReversalListing>();
+    return noted?.listedAt ?? at;
   }
 
   /** The reversals due another look, and since when (a scan of the open ones only). */
@@ -993,8 +1016,10 @@ export class CheckoutStore {
     settled: { state: Exclude<PayerRefundState, 'OPEN'>; why?: string; refundId?: string | null },
   ): Promise<void> {
     const { state, why = null, refundId } = settled;
-    await this.m.PayerRefund.updateOne(
-      { _id: reference, state: from },
+    await updateByIdWhere(
+      this.m.PayerRefund,
+      reference,
+      { state: from },
       { $set: { state, why, settledAt: new Date(), ...(refundId ? { refundId } : {}) } },
     );
     await this.m.OpenPayerRefund.deleteOne({ _id: reference });
@@ -1002,7 +1027,7 @@ export class CheckoutStore {
 
   /** Counts a refund asked of the provider, before it is sent. */
   async payerRefundAsked(reference: string, tries: number): Promise<void> {
-    await this.m.PayerRefund.updateOne({ _id: reference, state: 'OPEN' }, { $set: { tries } });
+    await updateByIdWhere(this.m.PayerRefund, reference, { state: 'OPEN' }, { $set: { tries } });
   }
 
   /** A try that failed, the `failures`-th in a row: the next at `nextTryAt`. */
@@ -1018,10 +1043,10 @@ export class CheckoutStore {
 
   /** Names the payer of a checkout opened before checkouts named theirs; never changes one. */
   async namePayer(reference: string, payer: CheckoutPayer): Promise<void> {
-    await this.m.CheckoutSession.updateOne(
-      { _id: reference, payer: { $exists: false } },
-      { $set: { payer } },
-    );
+    const session = await this.m.CheckoutSession.findById(reference).lean<SessionRecord>();
+    if (session && session.payer == null) {
+      await this.m.CheckoutSession.updateOne({ _id: reference }, { $set: { payer } });
+    }
   }
 
   /**

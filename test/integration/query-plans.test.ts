@@ -5,11 +5,13 @@ import { CourierStore, defineMatchingModels } from '../../services/courier-match
 import { defineOrderModels, OrderStore } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
 import { definePackageModels, PackageStore } from '../../services/package/store';
+import { CheckoutStore, defineCheckoutModels } from '../../services/payment/checkout-store';
 import { defineLedgerModels, LedgerStore } from '../../services/payment/ledger-store';
 import { fanOut } from '../../services/webhook/fan-out';
 import { defineWebhookModels, WebhookStore } from '../../services/webhook/store';
 import { dropDatabases, isolation } from '../support/stack';
 import { endpointRecord, publishedEvent } from '../support/webhook-records';
+import { openPayerRefund, recipientsCheckout } from '../support/checkout-records';
 import { STORED_PACKAGE } from '../support/store-database';
 
 /**
@@ -86,11 +88,14 @@ describe('the queries of the paths whose cost must not grow with the data', () =
   let transitions: DeliveryTransitions;
   let packages: PackageStore;
   let ledger: LedgerStore;
+  let checkouts: CheckoutStore;
   let account: AccountStore;
   let webhooks: WebhookStore;
   let couriers: CourierStore;
   const userId = randomUUID();
   const webhookIds: string[] = [];
+  /** The user's recipients' checkouts, each with a refund to its payer and a reversal. */
+  const sessionRefs: string[] = [];
   const deliveryIds: string[] = [];
   /** A delivery of the user's that holds two of its packages. */
   const holder = randomUUID();
@@ -121,16 +126,18 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     const o = open('order', defineOrderModels);
     const p = open('package', definePackageModels);
     const l = open('payment', defineLedgerModels);
+    const c = open('payment', defineCheckoutModels);
     const a = open('account', defineAccountModels);
     const w = open('webhook', defineWebhookModels);
     const m = open('matching', defineMatchingModels);
-    for (const { db } of [o, p, l, a, w, m]) {
+    for (const { db } of [o, p, l, c, a, w, m]) {
       await Promise.all(Object.values(db.models).map((m) => m.createIndexes()));
     }
     order = new OrderStore(() => o.models);
     transitions = new DeliveryTransitions(order);
     packages = new PackageStore(() => p.models);
     ledger = new LedgerStore(() => l.models);
+    checkouts = new CheckoutStore(() => c.models);
     account = new AccountStore(() => a.models);
     webhooks = new WebhookStore(() => w.models);
     couriers = new CourierStore(() => m.models);
@@ -202,6 +209,14 @@ describe('the queries of the paths whose cost must not grow with the data', () =
         amountKobo: 10_000,
         reference: randomUUID(),
       });
+      // Everyone's recipients' checkouts, each refunded to its payer and given back.
+      for (let i = 0; i < 2; i++) {
+        const session = recipientsCheckout(5_000, owner);
+        await checkouts.createSession(session);
+        await checkouts.claimPayerRefund(openPayerRefund(session));
+        await checkouts.recordReversal(reversalOf(session._id, owner), 60_000);
+        if (owner === userId) sessionRefs.push(session._id);
+      }
     }
     keyHash = randomUUID().replace(/-/g, '');
     await account.createKey({
@@ -386,6 +401,34 @@ describe('the queries of the paths whose cost must not grow with the data', () =
     ],
   ];
 
+  paths.push(
+    [
+      'a refund to a payer asked, then settled (every cancelled delivery its recipient paid)',
+      async () => {
+        const reference = sessionRefs[0];
+        await checkouts.payerRefundAsked(reference, 1);
+        await checkouts.settlePayerRefund(reference, 'OPEN', { state: 'QUEUED', refundId: 'r1' });
+        expect((await checkouts.payerRefund(reference))?.state).toBe('QUEUED');
+        await checkouts.namePayer(reference, 'MERCHANT');
+      },
+    ],
+    [
+      'a reversal counted, then given back (refund.processed webhooks, the payment sweep)',
+      async () => {
+        const id = reversalIdOf(sessionRefs[1]);
+        await checkouts.noteReversalListedAt(id, new Date());
+        await checkouts.reversalProgress(id, {
+          credited: true,
+          takenKobo: 5_000,
+          parts: 1,
+          nextCheckAt: new Date(),
+        });
+        await checkouts.reversalGivenBack({ _id: id }, 5_000);
+        expect((await checkouts.reversal(id))?.settledAt).toBeInstanceOf(Date);
+      },
+    ],
+  );
+
   it.each(paths)('%s reads nothing but what an index finds', async (_name, work) => {
     const queries = await queriesOf(work);
     expect(queries.length).toBeGreaterThan(0);
@@ -414,3 +457,19 @@ const COURIER = {
   fleet: { typeId: randomUUID(), regNo: 'LAG-1', make: 'Honda', model: 'Ace', colour: 'Red' },
   active: true,
 };
+
+const reversalIdOf = (checkoutReference: string) => `rv-${checkoutReference}`;
+
+/** A refund of the checkout as the provider told it, nothing counted of it yet. */
+const reversalOf = (checkoutReference: string, userId: string) => ({
+  _id: reversalIdOf(checkoutReference),
+  providerReference: checkoutReference,
+  checkoutReference,
+  userId,
+  amountKobo: 5_000,
+  receivedAt: new Date(),
+  credited: null,
+  takenKobo: 0,
+  parts: 0,
+  settledAt: null,
+});
