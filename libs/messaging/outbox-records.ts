@@ -35,6 +35,8 @@ export const outboxPlaceSchema = () => {
     { versionKey: false, minimize: false },
   );
   schema.index({ dueAt: 1 });
+  // The queue's order (decision 176), read from a place on: walked in it on MongoDB.
+  schema.index({ createdAt: 1, _id: 1 });
   return schema;
 };
 

@@ -77,7 +77,7 @@ const transitionSchema = new Schema(
  * where asking the transitions themselves scans every transition ever made (decision 70).
  */
 const transitionWorkSchema = new Schema({ _id: String, at: Date }, plain);
-transitionWorkSchema.index({ at: 1 });
+transitionWorkSchema.index({ at: 1, _id: 1 });
 
 /** A request under way (its saga); deleted once it is created or refused and undone. */
 const pendingSchema = new Schema(
@@ -117,6 +117,7 @@ const proofAttemptSchema = new Schema({ _id: String, at: Date }, plain);
 
 /** A sandbox delivery its virtual courier still drives, `_id` = delivery id (kept small). */
 const simulationSchema = new Schema({ _id: String, since: Date }, plain);
+simulationSchema.index({ since: 1, _id: 1 });
 
 /**
  * A paid SCHEDULED delivery whose search for a courier waits for its date, `_id` = the

@@ -130,6 +130,8 @@ const pendingSchema = new Schema(
   },
   { versionKey: false },
 );
+// The sweep's read, on MongoDB (FerretDB reads the list whole; it holds open sessions only).
+pendingSchema.index({ expiresAt: 1 });
 
 /**
  * A provider's checkout that expired with a transaction handed out, asked about again while a
@@ -187,6 +189,7 @@ const outboxSchema = new Schema(
   },
   { versionKey: false, minimize: false },
 );
+outboxSchema.index({ nextAttemptAt: 1 });
 
 /**
  * A payment the provider took that no checkout credits (another amount or currency than the
