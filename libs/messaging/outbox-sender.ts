@@ -124,6 +124,10 @@ export const sendDeadlineMs = (timeoutMs: number) => 2 * timeoutMs;
  */
 const claimLeaseMs = (timeoutMs: number) => sendDeadlineMs(timeoutMs) + 2 * SEND_START_BUDGET_MS;
 
+/** Whether a message waits for its retry at `now` (an attempt failed, the next not yet due). */
+const isWaiting = (message: OutboxMessage, now: Date) =>
+  message.nextAttemptAt !== undefined && message.nextAttemptAt > now;
+
 export interface OutboxSenderDeps {
   /** What the logs call a message of this outbox ("notification", "webhook notice"). */
   kind: string;
@@ -313,25 +317,25 @@ export class OutboxSender {
   }
 
   /**
-   * The attempt this sender may make: the next one when it claims it (one past the last when
-   * all were spent); `held` when another sender holds it. A claim whose sender never recorded
-   * the outcome within the lease is passed over (that attempt may have reached the person: the
-   * at-least-once case); one that was recorded since the message was listed is not: the message
-   * was sent, or waits for its retry (`done`).
+   * The attempt this sender may make: the next one when it claims it (one past the last, to
+   * record it failed, when all were spent: claimed too, so that it is recorded once); `held`
+   * when another sender holds it. A claim whose sender never recorded the outcome within the
+   * lease is passed over (that attempt may have reached the person: the at-least-once case);
+   * one recorded since the message was listed is not: the message was sent or ended (`done`),
+   * waits for its retry (`done`: the person's later ones go on), or is due again, its next
+   * attempt claimed.
    */
   private async claim(message: OutboxMessage, now: Date): Promise<number | 'held' | 'done'> {
     const { store, config } = this.deps;
     const lease = claimLeaseMs(config.timeoutMs);
     for (let attempt = (message.attempts ?? 0) + 1; ; attempt++) {
-      if (attempt > config.retry.maxAttempts) return attempt;
       if (await store.claimAttempt(message._id, attempt, now)) return attempt;
       const claimedAt = await store.attemptClaimedAt(message._id, attempt);
       if (claimedAt && now.getTime() - claimedAt.getTime() < lease) return 'held';
       const current = await store.get(message._id);
-      if (!current || current.status !== 'PENDING' || (current.attempts ?? 0) >= attempt) {
-        return 'done';
-      }
-      if (current.nextAttemptAt && current.nextAttemptAt > now) return 'done';
+      if (!current || current.status !== 'PENDING') return 'done';
+      if (isWaiting(current, now)) return 'done';
+      attempt = Math.max(attempt, current.attempts ?? 0);
     }
   }
 

@@ -512,6 +512,30 @@ describe('OutboxSender', () => {
     expect(claims.has('m1:2')).toBe(false);
   });
 
+  it('sends a retry recorded since the message was listed once it is due, in its turn', async () => {
+    const { store, writes, claims } = memoryOutbox([message()]);
+    const listed = { ...message() };
+    const stale: OutboxStore = { ...store, due: async () => ({ messages: [listed], next: null }) };
+    claims.set('m1:1', new Date(Date.now() - 60 * 60_000));
+    await store.markAttemptFailed('m1', 1, 'provider down', new Date(Date.now() - 1_000), false);
+    expect(await sentInOneRun(stale)).toHaveLength(1);
+    expect(writes).toEqual(['retry m1 1: provider down', 'sent m1 2']);
+  });
+
+  it('records a message whose last attempt was lost FAILED once, however many senders find it at once', async () => {
+    const { store, writes, claims } = memoryOutbox([message()]);
+    await store.claimAttempt('m1', 1, new Date(Date.now() - 60 * 60_000));
+    await store.markAttemptFailed('m1', 1, 'provider down', new Date(Date.now() - 60_000), false);
+    claims.set('m1:2', new Date(Date.now() - 60 * 60_000));
+    const senders = [1, 2, 3].map(() =>
+      senderOver(store, { send: async () => undefined }, 'staging'),
+    );
+    await Promise.all(senders.map((sender) => sender.sendDue(new Date())));
+    expect(writes.filter((w) => w.startsWith('failed m1'))).toEqual([
+      'failed m1 2: its last sender stopped before it recorded how the attempt went',
+    ]);
+  });
+
   it('records a message withdrawn as its last claim was taken, then its sender stopped, SUPERSEDED, not FAILED', async () => {
     const { store, writes, claims, withdrawn } = memoryOutbox([message()]);
     // Its first attempt failed; its withdrawal claimed the last (NOTIFY_MAX_ATTEMPTS 2) and
