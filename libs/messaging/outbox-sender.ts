@@ -230,7 +230,8 @@ export class OutboxSender {
 
   /**
    * Makes the message's next attempt (sent, failed for good, or waiting for a retry):
-   * `attempted`; `held` when another sender holds it; `done` when it was sent meanwhile.
+   * `attempted`; `held` when another sender holds it; `done` when it was sent, withdrawn or
+   * ended meanwhile, or waits for its retry.
    */
   private async deliver(message: OutboxMessage, now: Date): Promise<'attempted' | 'held' | 'done'> {
     const { store, config } = this.deps;

@@ -12,8 +12,8 @@ function dayIn(timeZone: string): (ms: number) => string {
 /**
  * Waits, when a day ends in `timeZone` within the next `marginMs`, until it has: a test whose
  * servers count or word things by the day (a day's upload bytes, "today is …") then runs
- * within one day, whatever the hour it is run at. The wait is at most `marginMs`: give the
- * hook or test that calls this that much more time.
+ * within one day, whatever the hour it is run at. The wait is at most `marginMs` and a tenth
+ * of a second: give the hook or test that calls this that much more time.
  */
 export async function clearOfDayEnd(marginMs: number, timeZone = 'UTC'): Promise<void> {
   const day = dayIn(timeZone);
