@@ -80,6 +80,17 @@ export const CLI_VARIABLES = {
   webhookSecret: 'WAYBILL_WEBHOOK_SECRET',
 } as const;
 
+/** What each of `CLI_VARIABLES` means: `waybill config` prints it, as README's table does. */
+export const CLI_VARIABLE_MEANINGS: Record<
+  (typeof CLI_VARIABLES)[keyof typeof CLI_VARIABLES],
+  string
+> = {
+  WAYBILL_OPERATOR:
+    'Who runs a CLI command: its logs and the records it makes name cli:<WAYBILL_OPERATOR> (cli when unset)',
+  WAYBILL_WEBHOOK_SECRET:
+    'The signing secret (whsec_...) `webhooks verify` checks with when --secret is not given: kept out of the shell history and the process list',
+};
+
 /**
  * Who a command acts as (decision 157): the holder of the platform's own credentials (the CLI
  * reads the whole Secret), named `cli`, or `cli:<WAYBILL_OPERATOR>` when the operator running it

@@ -19,6 +19,7 @@ import {
 } from '../libs/webhook-signature';
 import {
   CLI_VARIABLES,
+  CLI_VARIABLE_MEANINGS,
   cliBrokerOptions,
   commandBroker,
   refuseOtherEnvironment,
@@ -93,7 +94,7 @@ async function startWithin(
         servers.push(`NATS at ${config.natsUrl.replace(/\/\/[^@/]*@/g, '//')} (NATS_URL)`);
       const why =
         servers.length > 0
-          ? `${servers.join(' or ')} does not answer. Start it, or point the variable at the platform's (see \`waybill config\`)`
+          ? `${servers.join(' or ')} does not answer. Start it, or point the variable at the platform's (see \`waybill config\`; for the local one, \`eval "$(scripts/infra env)"\`)`
           : 'MongoDB answered, and they are still starting: give the command more CPU (the toolbox pod’s CPU request), or run it again';
       reject(serviceUnavailable(`the services did not start within ${seconds} s: ${why}`));
     }, seconds * 1000);
@@ -190,8 +191,9 @@ const program = new Command('waybill')
     [
       '',
       'Configuration comes from the environment, as the services take it (see `waybill config`):',
-      'MONGO_URL and REDIS_URL default to local servers; set NATS_URL so that revocations reach',
-      'running gateways, and for `deliveries`, which act through the running platform.',
+      "set MONGO_URL, REDIS_URL and NATS_URL to the platform's (for the local one, run",
+      '`eval "$(scripts/infra env)"` first); without NATS_URL revocations do not reach running',
+      'gateways, and `deliveries`, which act through the running platform, do not work.',
       `${CLI_VARIABLES.operator} names who runs a command: its logs and records say cli:<${CLI_VARIABLES.operator}>.`,
     ].join('\n'),
   );
@@ -1011,6 +1013,10 @@ program
   .action(() => {
     for (const v of describeConfig()) {
       console.log(`${v.name.padEnd(24)} ${(v.default || '-').padEnd(28)} ${v.description}`);
+    }
+    console.log('\nRead by this CLI alone:');
+    for (const [name, meaning] of Object.entries(CLI_VARIABLE_MEANINGS)) {
+      console.log(`${name.padEnd(24)} ${'-'.padEnd(28)} ${meaning}`);
     }
   });
 

@@ -9,6 +9,17 @@ WAYBILL_LOCAL="${WAYBILL_LOCAL:-$WAYBILL_ROOT/.local}"
 export WAYBILL_ROOT WAYBILL_CACHE WAYBILL_LOCAL
 
 log() { printf '[waybill] %s\n' "$*" >&2; }
+
+# help_if_asked SCRIPT ARG: with -h or --help as ARG, prints SCRIPT's header comment (what it
+# does, its usage) and exits, before the script installs or starts anything.
+help_if_asked() {
+  case "${2:-}" in
+    -h | --help)
+      awk 'NR > 1 && !/^#/ { exit } NR > 1' "$1" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+  esac
+}
 die() { printf '[waybill] error: %s\n' "$*" >&2; exit 1; }
 
 # node_minimum: the oldest Node package.json's engines accept (its `>=` bound).

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { CLI_VARIABLE_MEANINGS } from '../../../bin/cli-services';
 import { describeConfig } from '../../../libs/config';
 
 const readme = readFileSync(join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
@@ -16,6 +17,14 @@ describe('README configuration table', () => {
       expect(cells[2]).toBe(v.default ? `\`${v.default}\`` : '—');
       // The table is what `waybill config` prints: a new service or limit changes both.
       expect(cells[3].replaceAll('\\|', '|')).toBe(v.description);
+    },
+  );
+
+  it.each(Object.entries(CLI_VARIABLE_MEANINGS))(
+    'documents %s, which the CLI alone reads, with its meaning',
+    (name, meaning) => {
+      const row = readme.split('\n').find((line) => line.startsWith(`| \`${name}\``));
+      expect(row?.split('|')[2].trim()).toBe(meaning);
     },
   );
 
