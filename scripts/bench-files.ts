@@ -24,6 +24,7 @@ import {
   isolation,
   rssKb,
   startNode,
+  startNodes,
   type NodeProcess,
 } from '../test/support/stack';
 import {
@@ -167,17 +168,25 @@ async function startTopology(name: string, split: boolean, iso = isolation()) {
     FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY: '0',
     LOG_LEVEL: 'error',
   };
-  const nodes: Record<string, NodeProcess> = split
-    ? Object.fromEntries(
-        await Promise.all([
-          startNode({ services: 'gateway,account', iso, env }).then((n) => ['gateway', n]),
-          // With its pod's NODE_OPTIONS (deploy/k8s), so that its memory and CPU are a pod's.
-          startNode({ services: 'file', iso, env: withDeployedNodeOptions('file', env) }).then(
-            (n) => ['file', n],
-          ),
-        ]),
-      )
-    : { 'all services': await startNode({ services: 'all', iso, env }) };
+  let nodes: Record<string, NodeProcess>;
+  if (split) {
+    const started: NodeProcess[] = [];
+    try {
+      await startNodes(started, ['gateway,account', 'file'], {
+        iso,
+        // The file service with its pod's NODE_OPTIONS (deploy/k8s): its memory and CPU a pod's.
+        perProcess: (services) => ({
+          env: services === 'file' ? withDeployedNodeOptions('file', env) : env,
+        }),
+      });
+    } catch (err) {
+      await Promise.all(started.map((node) => node.stop()));
+      throw err;
+    }
+    nodes = { gateway: started[0], file: started[1] };
+  } else {
+    nodes = { 'all services': await startNode({ services: 'all', iso, env }) };
+  }
   const topology: Topology = { name, nodes, url: (nodes.gateway ?? nodes['all services']).url };
   return { topology, iso };
 }
@@ -217,11 +226,11 @@ async function main() {
     `S3 ${process.env.S3_ENDPOINT}, bucket ${bucket}; part ${mb(PART_SIZE)} MB × ${PART_QUEUE}\n`,
   );
   const rows: Row[] = [];
-  const topologies = [
-    await startTopology('gateway → transfer port → file service → S3', true),
-    await startTopology('one process (gateway + file service) → S3', false),
-  ];
+  // Each stopped at the end, however far the start got.
+  const topologies: Awaited<ReturnType<typeof startTopology>>[] = [];
   try {
+    topologies.push(await startTopology('gateway → transfer port → file service → S3', true));
+    topologies.push(await startTopology('one process (gateway + file service) → S3', false));
     const keys = await Promise.all(
       topologies.map(async ({ topology }) => {
         const { key } = await createUserWithKey(topology.url);

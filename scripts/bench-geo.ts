@@ -4,13 +4,14 @@
  * Queries are generated from the data with a fixed seed, so runs are comparable.
  */
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { resolvePlace } from '../services/geo/address';
 import { geocodeText, gazetteer, nearestCity, searchCities } from '../services/geo/gazetteer';
 import type { CityTable } from '../services/geo/gazetteer/city-table';
-import { freePort, isolation, rssKb } from '../test/support/stack';
+import { dropDatabases, freePort, isolation, rssKb } from '../test/support/stack';
 import { showHelpIfAsked } from './bench-support';
 import { deployedNodeOptions } from './lib/manifests';
 
@@ -130,6 +131,8 @@ function searchQueries(cities: CityTable, rand: () => number): string[] {
 async function measureGeoProcess(): Promise<{ readyMs: number; rssMb: number } | string> {
   if (!process.env.MONGO_URL) return 'skipped: MONGO_URL is not set';
   const opsPort = await freePort();
+  // Databases of its own, dropped after: never the local platform's.
+  const iso = isolation();
   const started = performance.now();
   const child = spawn(process.execPath, [join(__dirname, '..', 'dist', 'bin', 'server.js')], {
     env: {
@@ -137,7 +140,8 @@ async function measureGeoProcess(): Promise<{ readyMs: number; rssMb: number } |
       SERVICES: 'geo',
       NATS_URL: '',
       OPS_PORT: String(opsPort),
-      NAMESPACE: isolation().namespace,
+      NAMESPACE: iso.namespace,
+      MONGO_DB_PREFIX: iso.dbPrefix,
       LOG_LEVEL: 'warn',
       NODE_OPTIONS: deployedNodeOptions('geo'),
     },
@@ -159,7 +163,11 @@ async function measureGeoProcess(): Promise<{ readyMs: number; rssMb: number } |
     }
     return 'the geo process did not become ready in 30 s';
   } finally {
+    const exited = child.exitCode !== null || child.signalCode !== null;
+    const exit = exited ? Promise.resolve() : once(child, 'exit');
     child.kill();
+    await exit;
+    await dropDatabases(iso);
   }
 }
 

@@ -131,10 +131,11 @@ const row = (name: string, m: Measured) =>
 async function main() {
   const iso = isolation();
   const nodes: NodeProcess[] = [];
+  // Before anything starts: without a usable cgroup it fails, and nothing is left running.
+  const pods = POD_MEMORY ? podMemories(SERVICES) : undefined;
   const bare = await startBareServer();
   let floor: Floor | undefined;
   let floorOurs: Floor | undefined;
-  const pods = POD_MEMORY ? podMemories(SERVICES) : undefined;
   try {
     floor = await startFloor(`${iso.namespace}-floor`);
     floorOurs = await startFloor(`${iso.namespace}-floor-ours`, 'ours');

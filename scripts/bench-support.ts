@@ -12,9 +12,26 @@ import { podMemory, type PodMemory } from './lib/pod-memory';
 export function profileDir(argv: readonly string[] = process.argv): string | undefined {
   const at = argv.indexOf('--profile');
   if (at < 0) return undefined;
-  const dir = resolve(argv[at + 1] ?? '');
+  const given = argv[at + 1];
+  if (given === undefined || given.startsWith('--')) {
+    refuseOption('--profile needs the directory to write the profiles in', argv);
+  }
+  const dir = resolve(given);
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/** Whether `argv` is a benchmark script's own, run as itself (not a test importing it). */
+const ranAsScript = (argv: readonly string[]) => /[\\/]scripts[\\/][\w-]+\.ts$/.test(argv[1] ?? '');
+
+/**
+ * A bad option: said in one line, exit 1, for a script run as itself (a stack trace tells its
+ * user nothing); thrown for a caller that passed its own arguments.
+ */
+function refuseOption(message: string, argv: readonly string[]): never {
+  if (!ranAsScript(argv)) throw new Error(message);
+  console.error(`${message}; run with --help for the options`);
+  process.exit(1);
 }
 
 /** Node arguments that profile a process into `dir`, none without one. */
@@ -71,7 +88,7 @@ function numberOption(
   const given = stringOption(name, argv, env);
   if (given === undefined || given === '') return undefined;
   const value = Number(given);
-  if (!accepts(value)) throw new Error(`--${name} must be ${rule}`);
+  if (!accepts(value)) refuseOption(`--${name} must be ${rule}`, argv);
   return value;
 }
 
@@ -96,8 +113,7 @@ export function showHelpIfAsked(usage: string, argv: readonly string[] = process
     process.exit(0);
   }
   // Only for a script run as itself: a test that imports one runs under jest's own flags.
-  const ranAsScript = /[\\/]scripts[\\/][\w-]+\.ts$/.test(argv[1] ?? '');
-  const unknown = ranAsScript ? unknownFlags(usage, argv) : [];
+  const unknown = ranAsScript(argv) ? unknownFlags(usage, argv) : [];
   if (unknown.length > 0) {
     console.error(`unknown option ${unknown.join(', ')}; run with --help for the options`);
     process.exit(1);

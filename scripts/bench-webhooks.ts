@@ -9,7 +9,13 @@ import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { percentile } from '../test/support/load';
 import { createUserWithKey, request } from '../test/support/http';
-import { dropDatabases, isolation, startClient, startNode } from '../test/support/stack';
+import {
+  dropDatabases,
+  isolation,
+  startClient,
+  startNode,
+  type NodeProcess,
+} from '../test/support/stack';
 import { WebhookReceiver } from '../test/support/webhook-receiver';
 import { nameBasedId } from '../libs/ids';
 import {
@@ -64,18 +70,20 @@ async function main(): Promise<number> {
     WEBHOOK_CONCURRENCY: String(CONCURRENCY),
     LOG_LEVEL: 'warn',
   };
-  const front = await startNode({
-    services: 'gateway,account,webhook',
-    iso,
-    env: { ...env, WEBHOOK_CONCURRENCY: '1', WEBHOOK_DISPATCH_INTERVAL_MS: '3600000' },
-  });
   const drain = process.argv.includes('--drain');
   const dispatcherEnv = withDeployedNodeOptions('webhook', env);
-  let dispatcher = drain
-    ? undefined
-    : await startNode({ services: 'webhook', iso, env: dispatcherEnv });
-  const client = await startClient(iso, ['webhook']);
+  // Each stopped at the end, however far the start got.
+  let front: NodeProcess | undefined;
+  let dispatcher: NodeProcess | undefined;
+  let client: Awaited<ReturnType<typeof startClient>> | undefined;
   try {
+    front = await startNode({
+      services: 'gateway,account,webhook',
+      iso,
+      env: { ...env, WEBHOOK_CONCURRENCY: '1', WEBHOOK_DISPATCH_INTERVAL_MS: '3600000' },
+    });
+    if (!drain) dispatcher = await startNode({ services: 'webhook', iso, env: dispatcherEnv });
+    const publisher = (client = await startClient(iso, ['webhook']));
     const merchant = await createUserWithKey(front.url);
     const created = await request(front.url, 'POST', '/api/webhooks', {
       headers: { 'api-key': merchant.key },
@@ -106,7 +114,7 @@ async function main(): Promise<number> {
         );
         const at = performance.now();
         for (const e of events) publishedAt.set(e.id, at);
-        await client.call('webhook.publish', { events });
+        await publisher.call('webhook.publish', { events });
       },
       8,
     );
@@ -161,9 +169,9 @@ async function main(): Promise<number> {
     console.log(`missing ${missing}, repeated ${repeated}, deliveries out of order ${problems}`);
     return missing === 0 && repeated === 0 && problems === 0 ? 0 : 1;
   } finally {
-    await client.stop();
+    await client?.stop();
     await dispatcher?.stop();
-    await front.stop();
+    await front?.stop();
     await receiver.stop();
     await dropDatabases(iso);
   }

@@ -1,7 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { countOption, option, optionIfGiven, unknownFlags } from '../../../scripts/bench-support';
+import {
+  countOption,
+  option,
+  optionIfGiven,
+  profileDir,
+  unknownFlags,
+} from '../../../scripts/bench-support';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const scripts = (
@@ -90,6 +96,29 @@ describe('a benchmark option', () => {
     expect(() => option('count', 1, ['node', 's'], { BENCH_COUNT: '0' })).toThrow(
       '--count must be a positive number',
     );
+  });
+
+  it('is refused in one line, exit 1, without a stack trace, when a script run as itself gets a bad one', () => {
+    const env = { ...process.env, BENCH_SMALL: 'abc' };
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'scripts', 'bench-db.ts')],
+      { cwd: ROOT, env, encoding: 'utf8' },
+    );
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim()).toBe(
+      '--small must be a positive number; run with --help for the options',
+    );
+  });
+
+  it('--profile needs its directory', () => {
+    expect(profileDir(['node', 's'])).toBeUndefined();
+    for (const argv of [
+      ['node', 's', '--profile'],
+      ['node', 's', '--profile', '--tsx'],
+    ]) {
+      expect(() => profileDir(argv)).toThrow('--profile needs the directory');
+    }
   });
 
   it('that counts a part may be zero, but not a fraction or below zero', () => {
