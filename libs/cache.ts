@@ -84,7 +84,7 @@ export class CachedValue<T> {
   /**
    * The value of a load begun at `ms` or after (one under way, or a new one): for a caller that
    * was told at `ms` that what it read is no longer so (another service refused it), however
-   * recently it was read.
+   * recently it was read; the callers told at once share one load.
    */
   async since(ms: number): Promise<T> {
     if (this.value && this.value.loadedAt >= ms) return this.value.data;

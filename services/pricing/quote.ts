@@ -120,17 +120,17 @@ export async function priceLoad(
   const routeFor = (fleetTypeId: string) =>
     tripOf(caller, { origin: input.origin, destination: input.destination, fleetTypeId });
   let resolved: Awaited<ReturnType<typeof routeFor>>;
-  const routeAskedAt = Date.now();
   try {
     resolved = await routeFor(fleet.id);
   } catch (err) {
     // A type chosen here that geo no longer has (deactivated, and this replica not yet told):
-    // the caller named none, so the types are read again, by a read begun after geo was asked
-    // (however recent the one this replica has; one read for every caller told at once), and
+    // the caller named none, so the types are read again, by a read begun after geo's answer
+    // (however recent the one this replica has; one read for the callers told at once), and
     // the choice made once more.
     const { status, message } = toHttpError(err);
     if (input.fleetTypeId || status !== 404 || message !== FLEET_TYPE_NOT_FOUND) throw err;
-    fleet = await pickFleet(sources, undefined, load, () => sources.fleetsReadSince(routeAskedAt));
+    const refusedAt = Date.now();
+    fleet = await pickFleet(sources, undefined, load, () => sources.fleetsReadSince(refusedAt));
     resolved = await routeFor(fleet.id);
   }
   const route = input.quoted ? heldRoute(resolved, fleet.id, input.quoted) : routeOf(resolved);

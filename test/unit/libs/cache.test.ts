@@ -53,6 +53,7 @@ describe('CachedValue', () => {
       return n;
     }, 60_000);
     const before = Date.now();
+    await new Promise((r) => setTimeout(r, 2));
     expect(await cache.get()).toBe(1);
     // Loaded since `before`: no load.
     expect(await cache.since(before)).toBe(1);

@@ -64,6 +64,8 @@ async function priceWithStaleFleets(fleetTypeId: string | undefined) {
     return atGeo;
   }, 60_000);
   await copy.get();
+  // A moment later (its read not a second old): deactivated at geo.
+  await new Promise((resolve) => setTimeout(resolve, 5));
   atGeo = [bike, car];
   asked.length = 0;
   const caller = {
