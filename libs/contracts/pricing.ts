@@ -1,5 +1,5 @@
 import Joi from '../joi';
-import { uuid } from '../schemas';
+import { uuid, view } from '../schemas';
 import { addressInput, type AddressInput, type Route } from './geo';
 import type { Retry } from './retry';
 
@@ -54,6 +54,39 @@ export interface DeliveryFeeBlock {
     isApplied: boolean;
   };
 }
+
+/** An amount of naira with its kobo, as the API writes money: `"1500.00"`. */
+const money = () => Joi.string().pattern(/^\d+\.\d{2}$/);
+
+const party = {
+  amount: money(),
+  paymentRequired: Joi.boolean(),
+  paid: Joi.boolean(),
+};
+
+/**
+ * The `deliveryFee` block (`DeliveryFeeBlock`) as the document shows it: a quote's, and a
+ * delivery request's, with who has paid.
+ */
+export const feeBlockView = () =>
+  view('FeeBlock', {
+    payer: Joi.string().valid(...FEE_PAYERS),
+    gross: Joi.object({
+      delivery: money(),
+      serviceFee: money(),
+      hubCommission: money(),
+      bundledTotal: money(),
+    }),
+    creator: Joi.object(party),
+    recipient: Joi.object({ ...party, checkoutUrl: Joi.string().allow(null) }),
+    promotion: Joi.object({
+      settlementMode: Joi.string().allow(null),
+      platformFunded: Joi.boolean(),
+      settledAmount: money(),
+      discountAmount: money(),
+      isApplied: Joi.boolean(),
+    }),
+  }).description('SPLIT: the recipient pays half rounded down, the creator the rest');
 
 /** The spec's `payOnDelivery` block as pricing previews it (the request adds `remitTo`). */
 export interface PayOnDeliveryBlock {

@@ -7,11 +7,11 @@ import {
   present,
   SCHEDULE_RULES,
 } from '../../libs/delivery-fields';
-import { addressInput } from '../../libs/contracts/geo';
+import { addressInput, ROUTE_TYPES } from '../../libs/contracts/geo';
 import { CREATORS_OWN, CREATORS_OWN_P2P } from '../../libs/contracts/order';
 import { COURIER_SELECTIONS } from '../../libs/contracts/matching';
 import { packageIds } from '../../libs/contracts/package';
-import { FEE_PAYERS, quoteId, URGENCY_TYPES } from '../../libs/contracts/pricing';
+import { FEE_PAYERS, feeBlockView, quoteId, URGENCY_TYPES } from '../../libs/contracts/pricing';
 import { CHANNELS } from '../../libs/messaging/channels';
 import { OUTBOX_STATUSES } from '../../libs/messaging/outbox-sender';
 import { urgencyFields } from '../../libs/schedule';
@@ -90,7 +90,7 @@ export const requestParams = documented(
       'Required unless contactName is on destination',
     ),
     note: plainText(NOTE_MAX).allow(''),
-    link3rdPartyByContactInfo: Joi.boolean(),
+    link3rdPartyByContactInfo: documented(Joi.boolean(), { default: false }),
     notify3rdParty: Joi.boolean().description('Alias of link3rdPartyByContactInfo'),
     packagesId: packageIds().required(),
     type: Joi.string()
@@ -106,9 +106,12 @@ export const requestParams = documented(
       .valid(...FEE_PAYERS)
       .default('CREATOR'),
     payOnDelivery: Joi.boolean().default(false),
-    podRemitTo: Joi.string()
-      .valid(...POD_REMIT_TARGETS)
-      .description('When payOnDelivery; default MY_WALLET'),
+    podRemitTo: documented(
+      Joi.string()
+        .valid(...POD_REMIT_TARGETS)
+        .description('When payOnDelivery; default MY_WALLET'),
+      { default: 'MY_WALLET' },
+    ),
     podCourierProfileId: uuid().description('When podRemitTo is COURIER_WALLET'),
     paymentMethodType: Joi.string()
       .valid(...PAYMENT_METHODS)
@@ -186,9 +189,7 @@ const courierStop = Joi.object()
     'The stop’s resolved address with its contact’s name and phone and its note; not the contact’s e-mail. Null once the trip no longer needs it: the drop-off once the packages go back (RETURNING), both once the delivery ended',
   );
 
-const feeBlock = Joi.object()
-  .unknown(true)
-  .description('The deliveryFee block of POST /api/pricing, with who has paid');
+const feeBlock = feeBlockView();
 
 /**
  * The keys with the fields of its creator's that a delivery's linked recipient is not shown
@@ -270,7 +271,7 @@ export const deliveryView = view(
       trackingId: Joi.string().pattern(/^P2P-[0-9A-Z]{12}$/),
       type: Joi.string().valid('P2P'),
       status: Joi.string().valid(...DELIVERY_STATUSES),
-      routeType: Joi.string(),
+      routeType: Joi.string().valid(...ROUTE_TYPES),
       fleetTypeId: uuid(),
       apiKeyId: uuid().allow(null),
       distanceKm: Joi.number(),
@@ -294,7 +295,7 @@ export const deliveryView = view(
       courierId: uuid().allow(null),
       requireCollectionProofCode: Joi.boolean(),
       requireDeliveryProofCode: Joi.boolean(),
-      link3rdPartyByContactInfo: Joi.boolean(),
+      link3rdPartyByContactInfo: documented(Joi.boolean(), { default: false }),
       urgencyType: Joi.string().valid(...URGENCY_TYPES),
       deliveryDate: timestamp().allow(null).description('Midnight UTC of the chosen date'),
       deliverySlot: Joi.string().allow(null),

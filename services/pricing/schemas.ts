@@ -2,7 +2,7 @@ import Joi from '../../libs/joi';
 import { uuid, view } from '../../libs/schemas';
 import { distanceView } from '../../libs/contracts/geo';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';
-import { FEE_PAYERS, QUOTE_ID } from '../../libs/contracts/pricing';
+import { feeBlockView, QUOTE_ID } from '../../libs/contracts/pricing';
 
 /** Shapes of the pricing answers, for the OpenAPI document. */
 
@@ -67,12 +67,6 @@ export const modeBResponse = view('DeliveryCost', deliveryCostFields).descriptio
   'Mode B: the price of a delivery of the given totals',
 );
 
-const party = {
-  amount: money(),
-  paymentRequired: Joi.boolean(),
-  paid: Joi.boolean(),
-};
-
 /** Mode A (saved packages): the cost with the load, and who pays what. */
 export const modeAResponse = view('Quote', {
   deliveryCost: view('DeliveryCostOfPackages', {
@@ -87,24 +81,7 @@ export const modeAResponse = view('Quote', {
     quoteExpiresAt: Joi.string().isoDate(),
   }),
   promotion: Joi.valid(null),
-  deliveryFee: view('FeeBlock', {
-    payer: Joi.string().valid(...FEE_PAYERS),
-    gross: Joi.object({
-      delivery: money(),
-      serviceFee: money(),
-      hubCommission: money(),
-      bundledTotal: money(),
-    }),
-    creator: Joi.object(party),
-    recipient: Joi.object({ ...party, checkoutUrl: Joi.string().allow(null) }),
-    promotion: Joi.object({
-      settlementMode: Joi.string().allow(null),
-      platformFunded: Joi.boolean(),
-      settledAmount: money(),
-      discountAmount: money(),
-      isApplied: Joi.boolean(),
-    }),
-  }).description('SPLIT: the recipient pays half rounded down, the creator the rest'),
+  deliveryFee: feeBlockView(),
   matchingEligible: Joi.boolean().description('true when the creator alone pays'),
   courier: view('QuotedCourier', {
     id: uuid(),

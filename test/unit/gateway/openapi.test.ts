@@ -774,6 +774,27 @@ describe('the whole document', () => {
     }
   });
 
+  it('shows a delivery request as the spec writes it: its defaults, its fee block, its route types', () => {
+    const post = (full.paths['/api/request'] as Record<string, Operation>).post;
+    const body = post.requestBody?.content['application/json'].schema as {
+      properties: Record<string, Json>;
+    };
+    expect(body.properties.link3rdPartyByContactInfo).toMatchObject({ default: false });
+    expect(body.properties.podRemitTo).toMatchObject({ default: 'MY_WALLET' });
+    const fee = schemas.FeeBlock as { properties: Record<string, Json> };
+    expect(Object.keys(fee.properties)).toEqual(
+      expect.arrayContaining(['payer', 'gross', 'creator', 'recipient', 'promotion']),
+    );
+    // The request's answers name that block, not an object of anything.
+    for (const answer of ['DeliveryRequest', 'DeliveryCheckout']) {
+      expect(JSON.stringify(schemas[answer])).toMatch(
+        /"deliveryFee":\{"\$ref":"#\/components\/schemas\/FeeBlock"/,
+      );
+    }
+    const delivery = JSON.stringify(schemas.Delivery);
+    expect(delivery).toMatch(/"routeType":\{[^}]*"enum":\["INTER_CITY"/);
+  });
+
   it('says that an effective tariff’s city needs its state, as its validator does', () => {
     const get = (full.paths['/admin/pricing/tariff'] as Record<string, Operation>).get;
     const [query] = get.parameters.filter((p) => p.in === 'query');
