@@ -78,7 +78,10 @@ export interface OptionHeader {
   name: string;
   values: readonly string[];
   description: string;
-  /** Where the OpenAPI document offers it (every environment when absent); refused elsewhere. */
+  /**
+   * Where the OpenAPI document offers it (every environment when absent). The gateway checks
+   * only its values: the action refuses it elsewhere (order's `Waybill-Simulate` in live).
+   */
   environments?: readonly AppEnvironment[];
 }
 

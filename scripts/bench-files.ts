@@ -181,11 +181,17 @@ async function startTopology(name: string, split: boolean, iso = isolation()) {
       });
     } catch (err) {
       await Promise.all(started.map((node) => node.stop()));
+      await dropDatabases(iso);
       throw err;
     }
     nodes = { gateway: started[0], file: started[1] };
   } else {
-    nodes = { 'all services': await startNode({ services: 'all', iso, env }) };
+    try {
+      nodes = { 'all services': await startNode({ services: 'all', iso, env }) };
+    } catch (err) {
+      await dropDatabases(iso);
+      throw err;
+    }
   }
   const topology: Topology = { name, nodes, url: (nodes.gateway ?? nodes['all services']).url };
   return { topology, iso };

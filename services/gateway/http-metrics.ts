@@ -7,11 +7,15 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 /** The route label of a request no alias matched: raw paths would make a label per URL. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
+/** The methods whose 405 is labelled by its path's template (any other's, `unmatched`). */
+const LABELLED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
 /**
  * The route template of a request, for answers given before moleculer-web names the alias
  * (a refused key, the quota): `/api/package/:packageId` for `/api/package/0a1b…`. A method
- * the path does not have (a 405, a refused preflight) is labelled by the path's template; a
- * path under no route, `unmatched`.
+ * of HTTP's usual few that the path does not have (a 405, a refused preflight) is labelled
+ * by the path's template; a path under no route, or another method (Node reads some thirty:
+ * a scanner's every one on every path would make series by the thousand), `unmatched`.
  */
 export function routeTemplates(
   routes: { method: string; fullPath: string }[],
@@ -19,9 +23,10 @@ export function routeTemplates(
   const matching = templateMatcher(routes);
   return (method, path) => {
     const found = matching(path);
-    return (
-      (found.find((route) => route.method === method) ?? found[0])?.fullPath ?? UNMATCHED_ROUTE
-    );
+    const route =
+      found.find((r) => r.method === method) ??
+      (LABELLED_METHODS.has(method) ? found[0] : undefined);
+    return route?.fullPath ?? UNMATCHED_ROUTE;
   };
 }
 

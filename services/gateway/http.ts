@@ -191,6 +191,8 @@ export function continueOnRead(req: IncomingMessage, res: ServerResponse): void 
     const { socket } = req;
     socket.destroySoon = () => {
       socket.end();
+      // Closed once the body has come (Node reads it and passes it over), or after the grace.
+      req.once('end', () => socket.destroy());
       const cut = setTimeout(() => socket.destroy(), UNREAD_BODY_GRACE_MS);
       cut.unref();
       socket.once('close', () => clearTimeout(cut));

@@ -445,6 +445,12 @@ export function webOverrides(deps: OverrideDeps) {
     onError,
     methods: {
       httpHandler(this: unknown, req: GatewayRequest, res: ServerResponse, next?: unknown) {
+        // A request behind one refused with its connection closing (continueOnRead): it could
+        // never be answered, so it is not run.
+        if (req.socket?.writableEnded) {
+          req.socket.destroy();
+          return undefined;
+        }
         const refusal = beforeHandling(req, res);
         if (refusal) {
           // As Node answers a request it cannot place: nothing more on this connection.

@@ -502,11 +502,6 @@ export type CheckoutModels = ReturnType<typeof defineCheckoutModels>;
 const samePurpose = (a: CheckoutPurpose, b: CheckoutPurpose) => a.kind === b.kind && a.id === b.id;
 
 /**
- * Checkout sessions on a database whose conditional updates are not atomic (decision 16):
- * whatever must happen once is an insert whose `_id` decides, every read on a request's way
- * is by `_id`, and the sweeps read only the small collections of what is still open.
- */
-/**
  * Whether a reversal's count is later than the one stored: over more parts, or over as many
  * counted less (a part given up since).
  */
@@ -523,6 +518,11 @@ export function isLaterCount(
   );
 }
 
+/**
+ * Checkout sessions on a database whose conditional updates are not atomic (decision 16):
+ * whatever must happen once is an insert whose `_id` decides, every read on a request's way
+ * is by `_id`, and the sweeps read only the small collections of what is still open.
+ */
 export class CheckoutStore {
   constructor(private readonly models: () => CheckoutModels) {}
 

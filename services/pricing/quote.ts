@@ -130,7 +130,13 @@ export async function priceLoad(
     const { status, message } = toHttpError(err);
     if (input.fleetTypeId || status !== 404 || message !== FLEET_TYPE_NOT_FOUND) throw err;
     const refusedAt = Date.now();
-    fleet = await pickFleet(sources, undefined, load, () => sources.fleetsReadSince(refusedAt));
+    const refused = fleet.id;
+    fleet = await pickFleet(sources, undefined, load, async () => {
+      // Read again already (by another quote told before this one): that read serves.
+      const kept = await sources.fleets();
+      const stillActive = kept.some((f) => f.id === refused && f.active);
+      return stillActive ? sources.fleetsReadSince(refusedAt) : kept;
+    });
     resolved = await routeFor(fleet.id);
   }
   const route = input.quoted ? heldRoute(resolved, fleet.id, input.quoted) : routeOf(resolved);

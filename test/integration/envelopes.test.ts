@@ -515,6 +515,32 @@ describe('error envelope', () => {
     expect(outcome.answer).toMatch(/^HTTP\/1\.1 401 /);
   });
 
+  it('Expect: 100-continue refused: a request sent behind its body on that closing connection is not run', async () => {
+    const body = JSON.stringify({ note: 'hi' });
+    const behind = `GET /api/fixture/slow HTTP/1.1\r\nHost: x\r\napi-key: ${key}\r\n\r\n`;
+    const runsBefore = slowRuns.get('/fixture/slow') ?? 0;
+    const { hostname, port } = new URL(base);
+    await new Promise<void>((resolve) => {
+      const socket = connect(Number(port), hostname, () =>
+        socket.write(
+          `POST /api/fixture/echo/1 HTTP/1.1\r\nHost: x\r\nexpect: 100-continue\r\n` +
+            `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`,
+        ),
+      );
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => {
+        answer += chunk.toString('utf8');
+        // Refused (no key): its body all the same, and another request behind it at once.
+        if (/^HTTP\/1\.1 401 [\s\S]*\}$/.test(answer)) socket.write(body + behind);
+      });
+      socket.on('error', () => resolve());
+      socket.on('close', () => resolve());
+    });
+    // It would have started at once: it never does.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(slowRuns.get('/fixture/slow') ?? 0).toBe(runsBefore);
+  });
+
   it('an Expect other than 100-continue is ignored, the request answered as without it', async () => {
     const body = JSON.stringify({ note: 'hi' });
     const answer = await rawExchange(

@@ -21,6 +21,9 @@ describe('routeTemplates', () => {
     expect(templateOf('OPTIONS', '/api/packages')).toBe('/api/packages');
     // With its trailing slash, the path of the POST.
     expect(templateOf('DELETE', '/api/package/')).toBe('/api/package');
+    // Not a method of HTTP's usual few: no series of its own for each path.
+    expect(templateOf('PROPFIND', '/api/packages')).toBe(UNMATCHED_ROUTE);
+    expect(templateOf('MKCOL', '/api/package/0a1b2c3d')).toBe(UNMATCHED_ROUTE);
   });
 
   it('answers unmatched for a longer path or a near miss', () => {

@@ -103,6 +103,38 @@ describe('the fleet type of a quote', () => {
     expect(outcome).toMatchObject({ message: `priced with ${car.id}` });
   });
 
+  it('is chosen again from the types another quote read again meanwhile, without a read of its own', async () => {
+    const asked: string[] = [];
+    const caller = {
+      meta: {},
+      call: async (_action: string, params: unknown) => {
+        const { fleetTypeId: asking } = params as { fleetTypeId: string };
+        asked.push(asking);
+        if (asking === bike.id) throw notFound(FLEET_TYPE_NOT_FOUND);
+        throw new Error(`priced with ${asking}`);
+      },
+    };
+    // The bike active as this quote chose, inactive by the time geo refused it.
+    const copies = [
+      [{ ...bike, active: true }, car],
+      [bike, car],
+    ];
+    const sources = {
+      book: () => new TariffBook([]),
+      fleets: async () => copies.shift() ?? [bike, car],
+      courierRules: async () => [],
+      fleetsReadLately: async () => [bike, car],
+      fleetsReadSince: async () => {
+        asked.push('read');
+        return [bike, car];
+      },
+      quotes: QUOTES,
+    };
+    const outcome = await rejectionOf(() => priceLoad(caller, sources, threeKg(undefined)));
+    expect(asked).toEqual([bike.id, car.id]);
+    expect(outcome).toMatchObject({ message: `priced with ${car.id}` });
+  });
+
   it('is not another one when the one asked for is gone at geo: its 404 stands', async () => {
     const { outcome, asked } = await priceWithStaleFleets(bike.id);
     expect(asked).toEqual([bike.id]);
