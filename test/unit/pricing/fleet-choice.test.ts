@@ -52,6 +52,20 @@ async function price(fleetTypeId: string | undefined) {
 }
 
 /**
+ * A caller whose geo has the bike no longer (404 for its route) and answers any other type's
+ * route with an error naming it; each type asked noted in `asked`.
+ */
+const geoWithoutTheBike = (asked: string[]) => ({
+  meta: {},
+  call: async (_action: string, params: unknown) => {
+    const { fleetTypeId: asking } = params as { fleetTypeId: string };
+    asked.push(asking);
+    if (asking === bike.id) throw notFound(FLEET_TYPE_NOT_FOUND);
+    throw new Error(`priced with ${asking}`);
+  },
+});
+
+/**
  * Prices 3 kg with `fleetTypeId` where this replica's copy of the fleet types, read a moment
  * ago, still has the bike active and geo has it inactive (deactivated since, the change not
  * yet told): the pricing service's own cache over geo's list.
@@ -68,15 +82,7 @@ async function priceWithStaleFleets(fleetTypeId: string | undefined) {
   await new Promise((resolve) => setTimeout(resolve, 5));
   atGeo = [bike, car];
   asked.length = 0;
-  const caller = {
-    meta: {},
-    call: async (_action: string, params: unknown) => {
-      const { fleetTypeId: asking } = params as { fleetTypeId: string };
-      asked.push(asking);
-      if (asking === bike.id) throw notFound(FLEET_TYPE_NOT_FOUND);
-      throw new Error(`priced with ${asking}`);
-    },
-  };
+  const caller = geoWithoutTheBike(asked);
   const sources = {
     book: () => new TariffBook([]),
     fleets: () => copy.get(),
@@ -105,15 +111,7 @@ describe('the fleet type of a quote', () => {
 
   it('is chosen again from the types another quote read again meanwhile, without a read of its own', async () => {
     const asked: string[] = [];
-    const caller = {
-      meta: {},
-      call: async (_action: string, params: unknown) => {
-        const { fleetTypeId: asking } = params as { fleetTypeId: string };
-        asked.push(asking);
-        if (asking === bike.id) throw notFound(FLEET_TYPE_NOT_FOUND);
-        throw new Error(`priced with ${asking}`);
-      },
-    };
+    const caller = geoWithoutTheBike(asked);
     // The bike active as this quote chose, inactive by the time geo refused it.
     const copies = [
       [{ ...bike, active: true }, car],
