@@ -23,7 +23,6 @@ import {
   dropDatabases,
   isolation,
   rssKb,
-  startNode,
   startNodes,
   type NodeProcess,
 } from '../test/support/stack';
@@ -168,31 +167,24 @@ async function startTopology(name: string, split: boolean, iso = isolation()) {
     FILE_MAX_UPLOAD_BYTES_PER_USER_PER_DAY: '0',
     LOG_LEVEL: 'error',
   };
-  let nodes: Record<string, NodeProcess>;
-  if (split) {
-    const started: NodeProcess[] = [];
-    try {
-      await startNodes(started, ['gateway,account', 'file'], {
-        iso,
-        // The file service with its pod's NODE_OPTIONS (deploy/k8s): its memory and CPU a pod's.
-        perProcess: (services) => ({
-          env: services === 'file' ? withDeployedNodeOptions('file', env) : env,
-        }),
-      });
-    } catch (err) {
-      await Promise.all(started.map((node) => node.stop()));
-      await dropDatabases(iso);
-      throw err;
-    }
-    nodes = { gateway: started[0], file: started[1] };
-  } else {
-    try {
-      nodes = { 'all services': await startNode({ services: 'all', iso, env }) };
-    } catch (err) {
-      await dropDatabases(iso);
-      throw err;
-    }
+  const groups = split ? ['gateway,account', 'file'] : ['all'];
+  const started: NodeProcess[] = [];
+  try {
+    await startNodes(started, groups, {
+      iso,
+      // The file service with its pod's NODE_OPTIONS (deploy/k8s): its memory and CPU a pod's.
+      perProcess: (services) => ({
+        env: services === 'file' ? withDeployedNodeOptions('file', env) : env,
+      }),
+    });
+  } catch (err) {
+    await Promise.all(started.map((node) => node.stop()));
+    await dropDatabases(iso);
+    throw err;
   }
+  const nodes: Record<string, NodeProcess> = split
+    ? { gateway: started[0], file: started[1] }
+    : { 'all services': started[0] };
   const topology: Topology = { name, nodes, url: (nodes.gateway ?? nodes['all services']).url };
   return { topology, iso };
 }

@@ -55,8 +55,8 @@ export interface DeliveryFeeBlock {
   };
 }
 
-/** An amount of naira with its kobo, as the API writes money: `"1500.00"`. */
-const money = () => Joi.string().pattern(/^\d+\.\d{2}$/);
+/** An amount of naira with its kobo, as the API writes money (`formatNaira`): `"1500.00"`. */
+export const money = () => Joi.string().pattern(/^\d+\.\d{2}$/);
 
 const party = {
   amount: money(),

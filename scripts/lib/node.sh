@@ -10,12 +10,15 @@ export WAYBILL_ROOT WAYBILL_CACHE WAYBILL_LOCAL
 
 log() { printf '[waybill] %s\n' "$*" >&2; }
 
-# help_if_asked SCRIPT ARG: with -h or --help as ARG, prints SCRIPT's header comment (what it
-# does, its usage) and exits, before the script installs or starts anything.
+# print_header SCRIPT: SCRIPT's header comment (what it does, its usage), without the `#`s.
+print_header() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$1" | sed 's/^# \{0,1\}//'; }
+
+# help_if_asked SCRIPT ARG: with -h or --help as ARG, prints SCRIPT's header and exits, before
+# the script installs or starts anything.
 help_if_asked() {
   case "${2:-}" in
     -h | --help)
-      awk 'NR > 1 && !/^#/ { exit } NR > 1' "$1" | sed 's/^# \{0,1\}//'
+      print_header "$1"
       exit 0
       ;;
   esac

@@ -11,7 +11,13 @@ import { addressInput, ROUTE_TYPES } from '../../libs/contracts/geo';
 import { CREATORS_OWN, CREATORS_OWN_P2P } from '../../libs/contracts/order';
 import { COURIER_SELECTIONS } from '../../libs/contracts/matching';
 import { packageIds } from '../../libs/contracts/package';
-import { FEE_PAYERS, feeBlockView, quoteId, URGENCY_TYPES } from '../../libs/contracts/pricing';
+import {
+  FEE_PAYERS,
+  feeBlockView,
+  money,
+  quoteId,
+  URGENCY_TYPES,
+} from '../../libs/contracts/pricing';
 import { CHANNELS } from '../../libs/messaging/channels';
 import { OUTBOX_STATUSES } from '../../libs/messaging/outbox-sender';
 import { urgencyFields } from '../../libs/schedule';
@@ -35,7 +41,6 @@ import { DELIVERY_ROLES, type DeliveryRole } from './parties';
 
 export const NOTE_MAX = 128;
 
-const money = () => Joi.string().pattern(/^\d+\.\d{2}$/);
 const timestamp = () => Joi.string().isoDate();
 
 /** The recipient's contact field on the body, or on the `destination` object. */
@@ -295,7 +300,7 @@ export const deliveryView = view(
       courierId: uuid().allow(null),
       requireCollectionProofCode: Joi.boolean(),
       requireDeliveryProofCode: Joi.boolean(),
-      link3rdPartyByContactInfo: documented(Joi.boolean(), { default: false }),
+      link3rdPartyByContactInfo: Joi.boolean(),
       urgencyType: Joi.string().valid(...URGENCY_TYPES),
       deliveryDate: timestamp().allow(null).description('Midnight UTC of the chosen date'),
       deliverySlot: Joi.string().allow(null),

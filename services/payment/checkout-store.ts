@@ -1046,10 +1046,7 @@ export class CheckoutStore {
 
   /** Names the payer of a checkout opened before checkouts named theirs; never changes one. */
   async namePayer(reference: string, payer: CheckoutPayer): Promise<void> {
-    const session = await this.m.CheckoutSession.findById(reference).lean<SessionRecord>();
-    if (session && session.payer == null) {
-      await this.m.CheckoutSession.updateOne({ _id: reference }, { $set: { payer } });
-    }
+    await updateByIdWhere(this.m.CheckoutSession, reference, { payer: null }, { $set: { payer } });
   }
 
   /**

@@ -2,11 +2,9 @@ import Joi from '../../libs/joi';
 import { uuid, view } from '../../libs/schemas';
 import { distanceView } from '../../libs/contracts/geo';
 import { ROUTE_TYPES } from '../../libs/contracts/geo';
-import { feeBlockView, QUOTE_ID } from '../../libs/contracts/pricing';
+import { feeBlockView, money, QUOTE_ID } from '../../libs/contracts/pricing';
 
 /** Shapes of the pricing answers, for the OpenAPI document. */
-
-const money = () => Joi.string().pattern(/^\d+\.\d{2}$/);
 
 const costs = view('Costs', {
   base: money(),
