@@ -1,5 +1,6 @@
 import type { Logger } from 'moleculer';
 import { forEachAtOnce } from '../../libs/at-once';
+import { BUCKET_GRACE_MS, LOOK_BEHIND_EVERY_MS, passableTo } from '../../libs/time-buckets';
 import { isMatchingEligible } from './lifecycle';
 import { SEARCH_BUCKET_MS } from './scheduling';
 import type { Settlement } from './settlement';
@@ -17,19 +18,8 @@ import type { DeliveryTransitions } from './transitions';
  */
 export const BUCKETS_PER_TICK = 300;
 
-/** How far behind the cursor a look behind reads, and how often (`lookBehind`). */
-export const LOOK_BEHIND_MS = 60 * 60_000;
-export const LOOK_BEHIND_EVERY_MS = 10 * 60_000;
-
 /** Searches started at once: a tick's worth goes out in seconds without flooding matching. */
 const STARTS_AT_ONCE = 10;
-
-/**
- * How long after a bucket ends the cursor may pass it. A booking is listed in a bucket that has
- * not begun when it is made, so only a writer paused this long between its check and its add
- * could list one in a bucket passed already.
- */
-export const BUCKET_GRACE_MS = 10 * 60_000;
 
 /**
  * How long a due search may keep failing before an operator is called. It is then listed again
@@ -63,15 +53,16 @@ export class ScheduledSearches {
     await this.lookBehind(now);
     const buckets = await store.waitingSearches(now, BUCKETS_PER_TICK);
     const started = await this.startAll(buckets, now);
-    // Past the leading buckets that are over and now empty. A search still there (failing)
-    // stops the cursor before its bucket; the later buckets were read all the same.
-    let passed: number | undefined;
-    for (const bucket of buckets) {
-      const over = bucket.start + SEARCH_BUCKET_MS <= now.getTime() - BUCKET_GRACE_MS;
-      if (!over || !bucket.searches.every((s) => started.has(s._id))) break;
-      passed = bucket.start + SEARCH_BUCKET_MS;
-    }
-    if (passed !== undefined) await store.passSearchBuckets(passed);
+    // A search still there (failing) stops the cursor before its bucket; the later buckets
+    // were read all the same.
+    const passed = passableTo(
+      buckets,
+      (search) => started.has(search._id),
+      now.getTime(),
+      SEARCH_BUCKET_MS,
+      BUCKET_GRACE_MS,
+    );
+    if (passed !== undefined) await store.searchBuckets.pass(passed);
   }
 
   /**
@@ -84,7 +75,7 @@ export class ScheduledSearches {
     behindCursor = false,
   ): Promise<Set<string>> {
     const due = buckets.flatMap((b) =>
-      b.searches.filter((s) => new Date(s.dueAt).getTime() <= now.getTime()),
+      b.items.filter((s) => new Date(s.dueAt).getTime() <= now.getTime()),
     );
     const started = new Set<string>();
     await forEachAtOnce(due, STARTS_AT_ONCE, async (search) => {
@@ -102,14 +93,8 @@ export class ScheduledSearches {
   private async lookBehind(now: Date): Promise<void> {
     if (now.getTime() - this.lookedBehindAt < LOOK_BEHIND_EVERY_MS) return;
     this.lookedBehindAt = now.getTime();
-    const { store } = this.deps;
-    const cursor = await store.searchCursor(now);
-    const behind = await store.searchesListed(
-      cursor - LOOK_BEHIND_MS,
-      cursor - SEARCH_BUCKET_MS,
-      BUCKETS_PER_TICK,
-    );
-    const found = behind.flatMap((b) => b.searches.map((s) => s._id));
+    const behind = await this.deps.store.searchesBehind(now);
+    const found = behind.flatMap((b) => b.items.map((s) => s._id));
     if (found.length === 0) return;
     this.deps.logger().warn('scheduled searches found behind the sweep’s cursor; starting them', {
       deliveryIds: found,

@@ -1,3 +1,4 @@
+import { bucketStart } from '../../libs/time-buckets';
 import type { DeliveryRecord } from './delivery-record';
 
 /**
@@ -35,19 +36,4 @@ export function searchNotAfter(
 export const SEARCH_BUCKET_MS = 5 * 60_000;
 
 /** The start of the bucket that holds `at`: a multiple of `SEARCH_BUCKET_MS` since the epoch. */
-export function dueBucket(at: Date | number): number {
-  const ms = typeof at === 'number' ? at : at.getTime();
-  return ms - (((ms % SEARCH_BUCKET_MS) + SEARCH_BUCKET_MS) % SEARCH_BUCKET_MS);
-}
-
-/** The name of the bucket starting at `start`, its list's owner id: readable in the database. */
-export const bucketName = (start: number) => new Date(start).toISOString();
-
-/** The starts of the buckets from `from`'s to `to`'s, both included, at most `max` of them. */
-export function bucketsBetween(from: number, to: number, max: number): number[] {
-  const starts: number[] = [];
-  for (let b = dueBucket(from); b <= to && starts.length < max; b += SEARCH_BUCKET_MS) {
-    starts.push(b);
-  }
-  return starts;
-}
+export const dueBucket = (at: Date | number): number => bucketStart(at, SEARCH_BUCKET_MS);

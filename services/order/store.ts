@@ -1,13 +1,11 @@
 import { Schema, type Connection } from 'mongoose';
 import { OutboxRecords, outboxPlaceSchema } from '../../libs/messaging/outbox-records';
 import { BoundedMap } from '../../libs/lookup-cache';
-import { forEachAtOnce } from '../../libs/at-once';
 import {
   claimById,
   findByIdWhere,
   insertAll,
   insertOnce,
-  raiseById,
   setByIdUncast,
   updateByIdWhere,
 } from '../../libs/mongo';
@@ -18,6 +16,7 @@ import {
   type BackfillPass,
 } from '../../libs/backfills';
 import { WorkMarks } from '../../libs/work-marks';
+import { TimeBuckets, defineSweepCursorModel, type Bucket } from '../../libs/time-buckets';
 import {
   OwnerList,
   type OwnerListEntry,
@@ -29,7 +28,7 @@ import type { DeliveryRecord, StoredAddress } from './delivery-record';
 import type { DeliveryStatus, Effect, Lifecycle, LifecycleEvent } from './lifecycle';
 import { roleOf, type DeliveryRole } from './parties';
 import type { NotificationRecord } from './notifications';
-import { bucketName, bucketsBetween, dueBucket } from './scheduling';
+import { SEARCH_BUCKET_MS, dueBucket } from './scheduling';
 
 const { Mixed } = Schema.Types;
 const plain = { versionKey: false, minimize: false, strict: false } as const;
@@ -130,12 +129,6 @@ const scheduledSearchSchema = new Schema({ _id: String, dueAt: Date, listedIn: N
 scheduledSearchSchema.index({ dueAt: 1 });
 
 /**
- * How far a sweep has read a time-ordered list (`_id` = the list): every bucket before `bucket`
- * (ms since the epoch) held nothing live when a sweep last read it. Only raised (`raiseById`).
- */
-const sweepCursorSchema = new Schema({ _id: String, bucket: Number }, plain);
-
-/**
  * The public tracking page's lookup, `_id` = tracking id → the delivery's id: FerretDB finds
  * a delivery by `trackingId` only by a scan, and the page is open to anyone.
  */
@@ -169,7 +162,7 @@ export function defineOrderModels(connection: Connection) {
       'scheduled_searches',
     ),
     TrackingRef: connection.model('TrackingRef', trackingRefSchema, 'tracking_refs'),
-    SweepCursor: connection.model('SweepCursor', sweepCursorSchema, 'sweep_cursors'),
+    SweepCursor: defineSweepCursorModel(connection),
     // Each user's deliveries in the order they were stored, read by `_id` (libs/owner-list).
     ...defineNamedOwnerListModels(connection, 'user_deliveries', 'UserDelivery'),
     // Each user's deliveries linked to them as their recipient, in the order they were stored.
@@ -280,13 +273,8 @@ export interface ScheduledSearchRecord {
 export const listedBucket = (search: ScheduledSearchRecord) =>
   search.listedIn ?? dueBucket(search.dueAt);
 
-/** One bucket of scheduled searches as the sweep reads it. */
-export interface SearchBucket {
-  /** Its start, ms since the epoch. */
-  start: number;
-  /** The searches listed in it and not dropped, due or not yet. */
-  searches: ScheduledSearchRecord[];
-}
+/** One bucket of scheduled searches as the sweep reads it: those not dropped, due or not yet. */
+export type SearchBucket = Bucket<ScheduledSearchRecord>;
 
 /** The sweep cursor's `_id` for the scheduled searches' buckets. */
 const SEARCH_CURSOR = 'scheduled_searches';
@@ -296,9 +284,6 @@ const SEARCH_CURSOR = 'scheduled_searches';
  * this version, and a day covers any booking made since, whatever its date.
  */
 const FIRST_SEARCH_LOOK_BACK_MS = 86_400_000;
-
-/** Buckets read at once by a sweep: a backlog of empty ones goes quickly. */
-const BUCKET_READS_AT_ONCE = 10;
 
 /** Addresses kept in memory by `OrderStore` (those of about a thousand deliveries). */
 const ADDRESSES_KEPT = 2_000;
@@ -356,7 +341,7 @@ export class OrderStore {
   /** Each delivery's notifications, in the order queued. */
   private readonly notificationsByDelivery: OwnerList;
   /** The scheduled searches of each 5-minute bucket of their dates. */
-  private readonly searchBuckets: OwnerList;
+  readonly searchBuckets: TimeBuckets;
   /** The transitions that may still have work (libs/work-marks). */
   private readonly work: WorkMarks<TransitionRecord, WorkMark>;
   /**
@@ -371,7 +356,13 @@ export class OrderStore {
     this.byRecipient = OwnerList.named(models, 'RecipientDelivery');
     this.byStatus = OwnerList.named(models, 'StatusDelivery');
     this.notificationsByDelivery = OwnerList.named(models, 'DeliveryNotification');
-    this.searchBuckets = OwnerList.named(models, 'SearchBucket');
+    this.searchBuckets = new TimeBuckets({
+      list: OwnerList.named(models, 'SearchBucket'),
+      cursors: () => this.m.SweepCursor,
+      cursorId: SEARCH_CURSOR,
+      spanMs: SEARCH_BUCKET_MS,
+      firstLookBackMs: FIRST_SEARCH_LOOK_BACK_MS,
+    });
     this.work = new WorkMarks<TransitionRecord, WorkMark>({
       marks: () => this.m.TransitionWork,
       markOf: (t) => ({ _id: t._id, at: t.at }),
@@ -868,9 +859,9 @@ export class OrderStore {
     if (!stored) return true;
     // Where the record says, not where `dueAt` says: a retry follows the first writer.
     const bucket = listedBucket(stored);
-    await this.searchBuckets.add(bucketName(bucket), deliveryId, new Date());
+    await this.searchBuckets.add(bucket, deliveryId);
     // After the add: a sweep that raises the cursor past the bucket from now on has seen it.
-    return bucket >= (await this.searchCursor(now));
+    return bucket >= (await this.searchBuckets.cursor(now));
   }
 
   async scheduledSearch(deliveryId: string): Promise<ScheduledSearchRecord | null> {
@@ -881,39 +872,27 @@ export class OrderStore {
 
   /**
    * The buckets from the sweep's cursor to the one of `now`, at most `maxBuckets`, each with
-   * the searches it holds (due or not yet): a few lookups by `_id` a bucket, read 10 at once.
+   * the searches it holds (due or not yet): a few lookups by `_id` a bucket.
    */
   async waitingSearches(now: Date, maxBuckets: number): Promise<SearchBucket[]> {
-    return this.searchesListed(await this.searchCursor(now), now.getTime(), maxBuckets);
+    const cursor = await this.searchBuckets.cursor(now);
+    return this.searchesListed(cursor, now.getTime(), maxBuckets);
   }
 
   /** The buckets from `from`'s to `to`'s, at most `maxBuckets`, with their searches. */
-  async searchesListed(from: number, to: number, maxBuckets: number): Promise<SearchBucket[]> {
-    const buckets: SearchBucket[] = bucketsBetween(from, to, maxBuckets).map((start) => ({
-      start,
-      searches: [],
-    }));
-    await forEachAtOnce(buckets, BUCKET_READS_AT_ONCE, async (bucket) => {
-      bucket.searches = await this.searchBuckets.readLiveItems(
-        bucketName(bucket.start),
-        (id) => this.scheduledSearch(id),
-        (search) => listedBucket(search) === bucket.start,
-        // Listed in an earlier bucket, it may be on its way here (`relistSearch` adds first).
-        { waiting: (search) => search !== null && listedBucket(search) < bucket.start },
-      );
-    });
-    return buckets;
+  searchesListed(from: number, to: number, maxBuckets: number): Promise<SearchBucket[]> {
+    return this.searchBuckets.read(
+      from,
+      to,
+      maxBuckets,
+      (id) => this.scheduledSearch(id),
+      listedBucket,
+    );
   }
 
-  /** Every bucket before `bucket` holds nothing live: the sweep reads from there on. */
-  async passSearchBuckets(bucket: number): Promise<void> {
-    await raiseById(this.m.SweepCursor, SEARCH_CURSOR, { bucket });
-  }
-
-  /** The first bucket the sweep reads. */
-  async searchCursor(now: Date): Promise<number> {
-    const cursor = await this.m.SweepCursor.findById(SEARCH_CURSOR).lean();
-    return cursor?.bucket ?? dueBucket(now.getTime() - FIRST_SEARCH_LOOK_BACK_MS);
+  /** The buckets of the hour behind the sweep's cursor, with their searches. */
+  searchesBehind(now: Date): Promise<SearchBucket[]> {
+    return this.searchBuckets.readBehind(now, (id) => this.scheduledSearch(id), listedBucket);
   }
 
   /**
@@ -922,7 +901,7 @@ export class OrderStore {
    */
   async relistSearch(deliveryId: string, now: Date): Promise<void> {
     const bucket = dueBucket(now);
-    await this.searchBuckets.add(bucketName(bucket), deliveryId, now);
+    await this.searchBuckets.add(bucket, deliveryId, now);
     // `$max`: a replica moving it to an earlier bucket at the same time does not move it back;
     // FerretDB's `$max` reads, then writes, so two at once may keep the earlier one, which lists
     // it too (its entry was added first): the sweep reads one more bucket, nothing is lost.

@@ -4,18 +4,13 @@ import type { Announcer } from '../../services/order/announcer';
 import type { DeliveryRecord, StoredAddress } from '../../services/order/delivery-record';
 import type { ProofChecks } from '../../services/order/proofs';
 import { Outbox } from '../../services/order/outbox';
-import {
-  BUCKET_GRACE_MS,
-  LOOK_BEHIND_EVERY_MS,
-  LOOK_BEHIND_MS,
-  ScheduledSearches,
-  STUCK_SEARCH_MS,
-} from '../../services/order/scheduled-searches';
+import { ScheduledSearches, STUCK_SEARCH_MS } from '../../services/order/scheduled-searches';
 import { dueBucket } from '../../services/order/scheduling';
 import { Settlement } from '../../services/order/settlement';
 import { OrderStore, defineOrderModels } from '../../services/order/store';
 import { DeliveryTransitions } from '../../services/order/transitions';
 import { useStoreDatabase } from '../support/store-database';
+import { BUCKET_GRACE_MS, LOOK_BEHIND_EVERY_MS, LOOK_BEHIND_MS } from '../../libs/time-buckets';
 
 /**
  * The order sweep finds the SCHEDULED searches that are due through 5-minute buckets of their
@@ -156,7 +151,7 @@ async function paidDelivery(changes: Partial<DeliveryRecord> = {}): Promise<Deli
 
 it('starts a due search once while two replicas sweep at the same time, and leaves one not due yet', async () => {
   const [a, b] = [replica(), replica()];
-  await a.store.passSearchBuckets(dueBucket(at(-60)));
+  await a.store.searchBuckets.pass(dueBucket(at(-60)));
   const due = (await paidDelivery())._id;
   const notYet = (await paidDelivery())._id;
   // Both in the bucket of now; a retry racing the first write records it once.
@@ -190,7 +185,7 @@ it('starts a due search once while two replicas sweep at the same time, and leav
 
 it('reads the searches due by `_id` alone, as many as are due, whatever is booked further ahead', async () => {
   const { store: own, sweep } = replica();
-  await own.passSearchBuckets(dueBucket(at(-30)));
+  await own.searchBuckets.pass(dueBucket(at(-30)));
   const ahead = await Promise.all(Array.from({ length: 60 }, () => paidDelivery()));
   // Booked over the coming days: what the old `find({dueAt: {$lte}})` decoded every tick.
   for (const [i, d] of ahead.entries()) await own.scheduleSearch(d._id, at(60 + i * 97), now);
@@ -207,7 +202,7 @@ it('reads the searches due by `_id` alone, as many as are due, whatever is booke
 
 it('passes the empty buckets that are over, stops before one whose search keeps failing, and starts the later ones', async () => {
   const { store: own, sweep } = replica();
-  await own.passSearchBuckets(dueBucket(at(-60)));
+  await own.searchBuckets.pass(dueBucket(at(-60)));
   const failing = (await paidDelivery())._id;
   const later = (await paidDelivery())._id;
   await own.scheduleSearch(failing, at(-40), now);
@@ -218,7 +213,7 @@ it('passes the empty buckets that are over, stops before one whose search keeps 
     await sweep.startDue(now);
     expect(matching.started).toEqual(new Set([later]));
     // Past the empty buckets before it, not past its own.
-    expect(await own.searchCursor(now)).toBe(dueBucket(at(-40)));
+    expect(await own.searchBuckets.cursor(now)).toBe(dueBucket(at(-40)));
     expect(await own.scheduledSearch(failing)).not.toBeNull();
   }
   expect(logs).toContainEqual(expect.objectContaining({ level: 'warn', deliveryId: failing }));
@@ -229,13 +224,13 @@ it('passes the empty buckets that are over, stops before one whose search keeps 
   await sweep.startDue(now);
   expect(matching.started).toEqual(new Set([later, failing]));
   expect(matching.callsFor(later)).toBe(1);
-  expect(await own.searchCursor(now)).toBe(dueBucket(now.getTime() - BUCKET_GRACE_MS));
-  expect(await own.searchCursor(now)).toBeLessThan(dueBucket(now));
+  expect(await own.searchBuckets.cursor(now)).toBe(dueBucket(now.getTime() - BUCKET_GRACE_MS));
+  expect(await own.searchBuckets.cursor(now)).toBeLessThan(dueBucket(now));
 });
 
 it('calls an operator for a search failing an hour past its date, and lists it under the current bucket so that the cursor moves on', async () => {
   const { store: own, sweep } = replica();
-  await own.passSearchBuckets(dueBucket(at(-180)));
+  await own.searchBuckets.pass(dueBucket(at(-180)));
   const stuck = (await paidDelivery())._id;
   await own.scheduleSearch(stuck, new Date(now.getTime() - STUCK_SEARCH_MS - 30 * MINUTE), now);
   matching.unreachableFor.add(stuck);
@@ -249,7 +244,7 @@ it('calls an operator for a search failing an hour past its date, and lists it u
 
   // Its old bucket is empty now: the cursor passes it, and the search is still tried.
   await sweep.startDue(now);
-  expect(await own.searchCursor(now)).toBe(dueBucket(now.getTime() - BUCKET_GRACE_MS));
+  expect(await own.searchBuckets.cursor(now)).toBe(dueBucket(now.getTime() - BUCKET_GRACE_MS));
   expect(matching.callsFor(stuck)).toBe(2);
   matching.unreachableFor.clear();
   await sweep.startDue(now);
@@ -259,7 +254,7 @@ it('calls an operator for a search failing an hour past its date, and lists it u
 
 it('drops the search of a delivery cancelled while it waits for its date', async () => {
   const { store: own, transitions, settlement, sweep } = replica();
-  await own.passSearchBuckets(dueBucket(Date.now() - 60 * MINUTE));
+  await own.searchBuckets.pass(dueBucket(Date.now() - 60 * MINUTE));
   const delivery = await paidDelivery({ slotStartsAt: new Date(Date.now() + 120 * MINUTE) });
   // Paid: its search waits for its date.
   await settlement.startMatching(delivery, new Date());
@@ -280,7 +275,7 @@ it('drops the search of a delivery cancelled while it waits for its date', async
 it('answers that a search whose bucket the sweep has read past must start at once, and the payment starts it', async () => {
   const { store: own, settlement } = replica();
   // The cursor ahead of the booking: clocks apart, or a writer that paused past the grace.
-  await own.passSearchBuckets(dueBucket(Date.now() + 120 * MINUTE));
+  await own.searchBuckets.pass(dueBucket(Date.now() + 120 * MINUTE));
   const behind = (await paidDelivery())._id;
   expect(await own.scheduleSearch(behind, new Date(Date.now() + 30 * MINUTE))).toBe(false);
 
@@ -293,7 +288,7 @@ it('answers that a search whose bucket the sweep has read past must start at onc
 
 it('starts the search of a retry after its date at once, and drops what the first attempt recorded', async () => {
   const { store: own, settlement } = replica();
-  await own.passSearchBuckets(dueBucket(Date.now() - 60 * MINUTE));
+  await own.searchBuckets.pass(dueBucket(Date.now() - 60 * MINUTE));
   const delivery = await paidDelivery({ slotStartsAt: new Date(Date.now() - MINUTE) });
   // The first attempt recorded it before its date, then stopped.
   await own.scheduleSearch(delivery._id, new Date(Date.now() - MINUTE));
@@ -305,7 +300,7 @@ it('starts the search of a retry after its date at once, and drops what the firs
 it('lists again where the sweep reads a search found behind its cursor that cannot start yet', async () => {
   const { store: own, sweep } = replica();
   const cursor = dueBucket(at(-20));
-  await own.passSearchBuckets(cursor);
+  await own.searchBuckets.pass(cursor);
   const behind = (await paidDelivery())._id;
   await own.scheduleSearch(behind, at(-35), now);
   // Matching away as the look behind finds it: only the look behind reads its bucket, for an
@@ -325,7 +320,7 @@ it('lists again where the sweep reads a search found behind its cursor that cann
 it('finds, within the hour behind its cursor, a booking listed in a bucket the sweep had passed, at most every ten minutes', async () => {
   const { store: own, sweep } = replica();
   const cursor = dueBucket(at(-20));
-  await own.passSearchBuckets(cursor);
+  await own.searchBuckets.pass(cursor);
   // A writer whose clock was behind: it listed the booking in a bucket the cursor has passed,
   // having read the cursor before it was raised (told all was well).
   const missed = (await paidDelivery())._id;
@@ -339,7 +334,7 @@ it('finds, within the hour behind its cursor, a booking listed in a bucket the s
   expect(logs).toContainEqual(expect.objectContaining({ level: 'warn' }));
   expect(await own.scheduledSearch(missed)).toBeNull();
   // Found, not passed: the cursor stays where it was.
-  expect(await own.searchCursor(now)).toBe(cursor);
+  expect(await own.searchBuckets.cursor(now)).toBe(cursor);
 
   const missedNext = (await paidDelivery())._id;
   await own.scheduleSearch(missedNext, at(-30), now);
