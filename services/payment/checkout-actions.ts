@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
-import { RELEASE_MARGIN_MS } from '../../libs/mongo';
 import { broadcast } from '../../libs/contracts';
 import type { Broadcaster } from '../../libs/contracts/call';
 import {
@@ -34,7 +33,6 @@ import { nameBasedId } from '../../libs/ids';
 import { nairaToKobo } from '../../libs/money';
 import { action, implement, requireUser, type ServiceActions } from '../../libs/service';
 import {
-  ATTEMPT_GRACE_MS,
   OPEN_ATTEMPTS,
   STILL_PAYING,
   attemptReference,
@@ -75,6 +73,7 @@ import type {
   SessionRecord,
 } from './checkout-store';
 import type { LedgerStore } from './ledger-store';
+import { LateChecks } from './late-checks';
 import { PayerRefunds } from './payer-refunds';
 import { recordUncreditedPayment } from './uncredited';
 import { disputeNote, failedRefund, Reversals, reversalCreditWaitMs } from './reversals';
@@ -142,6 +141,8 @@ export class Checkouts {
   private readonly reversals: Reversals;
   /** Money given back to payers who are not the merchant, at the provider. */
   private readonly payerRefunds: PayerRefunds;
+  /** Expired checkouts whose provider is asked again whether they were paid after all. */
+  private readonly lateChecks: LateChecks;
 
   constructor(private readonly deps: CheckoutDeps) {
     this.payerRefunds = new PayerRefunds({
@@ -152,6 +153,14 @@ export class Checkouts {
       ...deps,
       recheckMs: deps.config.sweepIntervalMs,
       creditWaitMs: reversalCreditWaitMs(deps.config),
+    });
+    this.lateChecks = new LateChecks({
+      ...deps,
+      recheckMs: this.recheckMs,
+      pay: (session, providerReference) =>
+        this.confirmPayment(session, { source: 'sweep', providerReference }),
+      uncredited: (session, providerReference, why) =>
+        this.uncredited(session, providerReference, why),
     });
   }
 
@@ -732,14 +741,7 @@ export class Checkouts {
         () => this.store.recheckPendingAt(reference, later()),
       ),
     );
-    const late = await this.store.dueLateChecks(now, SWEEP_BATCH);
-    await forEachAtOnce(late, EXPIRY_CHECKS_AT_ONCE, (entry) =>
-      this.eachOnItsOwn(
-        entry._id,
-        () => this.checkLate(entry),
-        () => this.store.lateChecked(entry._id, entry.checks, later()),
-      ),
-    );
+    await this.lateChecks.sweep(now);
   }
 
   /**
@@ -834,71 +836,17 @@ export class Checkouts {
     if (verdict.uncredited) {
       await this.uncredited(session, providerReference, verdict.uncredited);
     } else if (opened) {
-      await this.watchLate(session);
+      await this.lateChecks.watch(session);
     }
     const claimed = await this.claim(session, 'EXPIRED', 'sweep');
     // A start opening it meanwhile hands its link out only when it reads no outcome after
     // recording the opening (`start`): read after this claim, such an opening is seen here.
     if (!opened && !verdict.uncredited && claimed.outcome.status === 'EXPIRED') {
-      if (await this.store.opened(session._id)) await this.watchLate(session);
+      if (await this.store.opened(session._id)) await this.lateChecks.watch(session);
     }
     // Before the expiry takes it off the pending list: a sweep stopped in between expires it
     // again, and lists it once.
     await this.carryOutIfDue(session, claimed);
-  }
-
-  /** Lists an expired checkout whose transaction was handed out for its late checks, once. */
-  private async watchLate(session: SessionRecord): Promise<void> {
-    if (this.deps.config.provider === 'sandbox') return;
-    const now = new Date();
-    const [first] = this.deps.config.lateChecksMs;
-    await this.store.watchLate(session._id, now, new Date(now.getTime() + first));
-  }
-
-  /**
-   * A late check of an expired checkout (`CHECKOUT_LATE_CHECKS_MS`): the provider is asked once
-   * more whether its transaction was paid after all. Paid, it is credited as a late webhook
-   * would credit it (`confirmPayment`, once whoever else reports it); paid another amount, it
-   * is listed uncredited; otherwise the next check is set, or none after the last. The sandbox
-   * is never asked: its page expires a checkout it is asked to pay late. Each check is made by
-   * the one replica that claims it; a check that fails gives its claim up for the next sweep.
-   */
-  private async checkLate(entry: { _id: string; expiredAt: Date; checks: number }) {
-    // Its holder's call must be over by then: the provider's timeout and the writes after;
-    // and a failed check gives it back in time (`RELEASE_MARGIN_MS` before its end).
-    const leaseMs = this.deps.config.paystack.timeoutMs + ATTEMPT_GRACE_MS + RELEASE_MARGIN_MS;
-    const claim = await this.store.claimLateCheck(entry._id, entry.checks, leaseMs);
-    if (!claim) return;
-    try {
-      await this.lateCheck(entry);
-    } catch (err) {
-      await this.store.releaseLateCheck(claim);
-      throw err;
-    }
-  }
-
-  /** A claimed late check: the provider asked, and what it says carried out. */
-  private async lateCheck(entry: { _id: string; expiredAt: Date; checks: number }) {
-    const session = await this.store.session(entry._id);
-    if (!session) return this.store.lateChecked(entry._id, entry.checks, null);
-    const opened = await this.store.opened(session._id);
-    if (!opened) return this.store.lateChecked(entry._id, entry.checks, null);
-    const { providerReference } = opened;
-    const verified = await this.deps.provider.verify(providerReference);
-    // Read as the expiry reads it; a charge still under way waits for the next check.
-    const verdict = expiryVerdict(session, verified, new Date(), this.recheckMs);
-    if ('pay' in verdict) {
-      await this.confirmPayment(session, { source: 'sweep', providerReference });
-      return this.store.lateChecked(entry._id, entry.checks, null);
-    }
-    if ('expire' in verdict && verdict.uncredited) {
-      await this.uncredited(session, providerReference, verdict.uncredited);
-      return this.store.lateChecked(entry._id, entry.checks, null);
-    }
-    const checks = entry.checks + 1;
-    const delay = this.deps.config.lateChecksMs[checks];
-    const next = delay === undefined ? null : new Date(entry.expiredAt.getTime() + delay);
-    await this.store.lateChecked(entry._id, checks, next);
   }
 
   /**

@@ -21,6 +21,13 @@ import {
   upsertById,
   type Lease,
 } from '../../libs/mongo';
+import { defineNamedOwnerListModels, OwnerList } from '../../libs/owner-list';
+import {
+  TimeBuckets,
+  bucketStart,
+  defineSweepCursorModel,
+  type Bucket,
+} from '../../libs/time-buckets';
 import { lateCheckName, type DecidedStatus, type OutcomeEvent } from './checkout';
 
 const PURPOSE_KINDS: CheckoutPurpose['kind'][] = ['DELIVERY', 'WALLET_FUNDING'];
@@ -145,10 +152,46 @@ const lateCheckSchema = new Schema(
     /** The checks made so far; the next is due at `expiredAt` + the delay of this number. */
     checks: { type: Number, required: true },
     nextCheckAt: { type: Date, required: true },
+    /**
+     * The bucket of `checkout_late_check_buckets` it is listed in (libs/time-buckets), which is
+     * how the sweep finds it: `nextCheckAt`'s, or a later one when it was listed after that.
+     * Absent on a record of the version before, listed by a backfill (`listStoredLateChecks`).
+     */
+    listedIn: { type: Number },
   },
   { versionKey: false },
 );
-lateCheckSchema.index({ nextCheckAt: 1 });
+
+/** A late check of an expired checkout as stored (`checkout_late_checks`). */
+export interface LateCheckRecord {
+  _id: string;
+  expiredAt: Date;
+  checks: number;
+  nextCheckAt: Date;
+  listedIn?: number;
+}
+
+/**
+ * The span of a bucket of late checks: a sweep reads the few from its cursor to now, each
+ * by `_id`, whatever the number of checks due in the days ahead.
+ */
+export const LATE_CHECK_BUCKET_MS = 5 * 60_000;
+
+/** The bucket a late check is listed in. */
+export const lateCheckListedIn = (check: LateCheckRecord): number =>
+  check.listedIn ?? bucketStart(new Date(check.nextCheckAt), LATE_CHECK_BUCKET_MS);
+
+/** The sweep cursor's `_id` for the late checks' buckets. */
+const LATE_CHECK_CURSOR = 'checkout_late_checks';
+
+/**
+ * Where the sweep starts before any sweep raised its cursor: checks are listed in a bucket not
+ * ended when listed (the first an hour ahead), so an hour covers any listed since.
+ */
+const FIRST_LATE_CHECK_LOOK_BACK_MS = 60 * 60_000;
+
+/** The first pass of the backfill that lists the late checks stored before their buckets. */
+const LATE_CHECKS_LISTED = 'checkout_late_check_buckets';
 
 /**
  * A claim of work one replica does at a time (`claimLease`): a late check, by
@@ -448,6 +491,8 @@ export function defineCheckoutModels(connection: Connection) {
       lateCheckSchema,
       'checkout_late_checks',
     ),
+    ...defineNamedOwnerListModels(connection, 'checkout_late_check_buckets', 'LateCheckBucket'),
+    SweepCursor: defineSweepCursorModel(connection),
     CheckoutLateClaim: connection.model('CheckoutLateClaim', leaseSchema, 'checkout_late_claims'),
     CheckoutReversalTurn: connection.model(
       'CheckoutReversalTurn',
@@ -524,7 +569,18 @@ export function isLaterCount(
  * is by `_id`, and the sweeps read only the small collections of what is still open.
  */
 export class CheckoutStore {
-  constructor(private readonly models: () => CheckoutModels) {}
+  /** The late checks of each 5-minute bucket of their next check's time. */
+  readonly lateCheckBuckets: TimeBuckets;
+
+  constructor(private readonly models: () => CheckoutModels) {
+    this.lateCheckBuckets = new TimeBuckets({
+      list: OwnerList.named(models, 'LateCheckBucket'),
+      cursors: () => this.m.SweepCursor,
+      cursorId: LATE_CHECK_CURSOR,
+      spanMs: LATE_CHECK_BUCKET_MS,
+      firstLookBackMs: FIRST_LATE_CHECK_LOOK_BACK_MS,
+    });
+  }
 
   private get m() {
     return this.models();
@@ -693,27 +749,88 @@ export class CheckoutStore {
     );
   }
 
-  /** Lists an expired checkout for the late checks, once (a sweep that retries changes nothing). */
+  /**
+   * Lists an expired checkout for the late checks, once (a sweep that retries changes nothing
+   * but the bucket, when the first one's has passed).
+   */
   async watchLate(reference: string, expiredAt: Date, firstCheckAt: Date): Promise<void> {
-    await insertOnce(() =>
-      this.m.CheckoutLateCheck.create({
-        _id: reference,
-        expiredAt,
-        checks: 0,
-        nextCheckAt: firstCheckAt,
-      }),
+    const fresh: LateCheckRecord = {
+      _id: reference,
+      expiredAt,
+      checks: 0,
+      nextCheckAt: firstCheckAt,
+      listedIn: this.lateBucketFor(firstCheckAt),
+    };
+    const stored = (await insertOnce(() => this.m.CheckoutLateCheck.create(fresh)))
+      ? fresh
+      : await this.lateCheck(reference);
+    // Checked for the last time since: nothing waits any more.
+    if (!stored) return;
+    await this.relistLate(stored);
+  }
+
+  async lateCheck(reference: string): Promise<LateCheckRecord | null> {
+    return this.m.CheckoutLateCheck.findById(reference).lean<LateCheckRecord>();
+  }
+
+  /**
+   * The bucket a check due at `at` is listed in: its own, or the one of now when that has
+   * passed (a sweep reads no bucket behind its cursor, which never passes one not ended).
+   */
+  private lateBucketFor(at: Date): number {
+    return this.lateCheckBuckets.bucketOf(Math.max(at.getTime(), Date.now()));
+  }
+
+  /**
+   * Lists the check where its time says (`lateBucketFor`), unless it is listed there or later
+   * already. The entry is added before the record points there: a check is always listed
+   * where its record says. `$max`: a check is never moved back (FerretDB reads, then writes:
+   * two at once may keep the earlier, which lists it too).
+   */
+  async relistLate(check: LateCheckRecord): Promise<number> {
+    const bucket = this.lateBucketFor(new Date(check.nextCheckAt));
+    const listed = lateCheckListedIn(check);
+    if (check.listedIn !== undefined && listed >= bucket) {
+      await this.lateCheckBuckets.add(listed, check._id);
+      return listed;
+    }
+    await this.lateCheckBuckets.add(bucket, check._id);
+    await this.m.CheckoutLateCheck.updateOne({ _id: check._id }, { $max: { listedIn: bucket } });
+    return bucket;
+  }
+
+  /**
+   * The buckets of late checks from the sweep's cursor to the one of `now`, at most
+   * `maxBuckets`, each with the checks listed in it, due or not yet.
+   */
+  async lateCheckBucketsDue(now: Date, maxBuckets: number): Promise<Bucket<LateCheckRecord>[]> {
+    const cursor = await this.lateCheckBuckets.cursor(now);
+    return this.lateCheckBuckets.read(
+      cursor,
+      now.getTime(),
+      maxBuckets,
+      (id) => this.lateCheck(id),
+      lateCheckListedIn,
     );
   }
 
-  /** The late checks due, the oldest first. */
-  async dueLateChecks(
-    now: Date,
-    limit: number,
-  ): Promise<{ _id: string; expiredAt: Date; checks: number }[]> {
-    return this.m.CheckoutLateCheck.find({ nextCheckAt: { $lte: now } })
-      .sort({ nextCheckAt: 1 })
-      .limit(limit)
-      .lean();
+  /** The buckets of the hour behind the late checks' cursor, with their checks. */
+  lateChecksBehind(now: Date): Promise<Bucket<LateCheckRecord>[]> {
+    return this.lateCheckBuckets.readBehind(now, (id) => this.lateCheck(id), lateCheckListedIn);
+  }
+
+  /**
+   * Lists in their buckets the late checks stored without one, by a node of the version before
+   * (libs/backfills): the sweep would never find them. A scan, once at the first start and
+   * after a rollout, of a list that holds the last few days' abandoned checkouts.
+   */
+  async listStoredLateChecks(pass: BackfillPass): Promise<void> {
+    await runPass(pass, passRecordsIn(this.m.CheckoutPass), LATE_CHECKS_LISTED, async () => {
+      const unlisted = this.m.CheckoutLateCheck.find({ listedIn: { $exists: false } })
+        .lean<LateCheckRecord[]>()
+        .cursor();
+      for await (const check of unlisted) await this.relistLate(check);
+    });
   }
 
   /**
@@ -742,13 +859,26 @@ export class CheckoutStore {
     return releaseLease(this.m.CheckoutReversalTurn, lease);
   }
 
-  /** The next late check, or none: the entry is removed. A hint, written whole. */
-  async lateChecked(reference: string, checks: number, nextCheckAt: Date | null): Promise<void> {
+  /**
+   * The next late check, or none: the record is removed. Written whole, after its entry in the
+   * bucket its time says is added. The bucket it is listed in now, or null when none.
+   */
+  async lateChecked(
+    reference: string,
+    checks: number,
+    nextCheckAt: Date | null,
+  ): Promise<number | null> {
     if (!nextCheckAt) {
       await this.m.CheckoutLateCheck.deleteOne({ _id: reference });
-      return;
+      return null;
     }
-    await this.m.CheckoutLateCheck.updateOne({ _id: reference }, { $set: { checks, nextCheckAt } });
+    const listedIn = this.lateBucketFor(nextCheckAt);
+    await this.lateCheckBuckets.add(listedIn, reference);
+    await this.m.CheckoutLateCheck.updateOne(
+      { _id: reference },
+      { $set: { checks, nextCheckAt, listedIn } },
+    );
+    return listedIn;
   }
 
   /** Open sessions past their time, oldest first (a scan of the open ones only). */

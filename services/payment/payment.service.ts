@@ -61,7 +61,8 @@ export function createPaymentService(config: Config): ServiceDefinition {
    */
   let sweeps: Periodic[] = [];
   // Not awaited: until they have run, the repair sweep misses only marks made before the list,
-  // and a checkout given back to its payer only reversals recorded before they were numbered.
+  // a checkout given back to its payer only reversals recorded before they were numbered, and
+  // the late checks only those stored by the version before.
   const backfills = new Backfills(
     [
       {
@@ -71,6 +72,10 @@ export function createPaymentService(config: Config): ServiceDefinition {
       {
         what: "each checkout's reversals recorded before they were numbered",
         run: (pass) => checkoutStore.numberStoredReversals(pass),
+      },
+      {
+        what: 'late checks stored before their buckets',
+        run: (pass) => checkoutStore.listStoredLateChecks(pass),
       },
     ],
     config.backfillAfterRolloutMs,
