@@ -12,6 +12,7 @@ import { capRefusals, createInPlace, givePlaceBack } from '../../libs/places';
 import {
   CLAIM_HOLD_MS,
   MOST_SIGNING_SECRETS,
+  isSuperseded,
   queueEntryOf,
   ROTATION_OVERLAP_MS,
   targetPolicy,
@@ -444,7 +445,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         response: webhookDeliveryView,
         errors: {
           404: 'No such webhook of yours, or no such message of it',
-          409: 'The message is still queued (its next attempt is on its way), is a courier position skipped as stale, or is about to be deleted (retention)',
+          409: 'The message is still queued (its next attempt is on its way), is a courier position skipped as stale or older than a change of its delivery sent since, or is about to be deleted (retention)',
         },
       },
       params: replayParams,
@@ -475,6 +476,13 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           // Its waits start again from the shortest, as its retry window does.
           replayedAfter: message.attempts,
         };
+        // One that a change of its delivery sent since outdates is refused now, its log left as
+        // it is, rather than accepted and then skipped, its DELIVERED or FAILED overwritten.
+        if (queued.ephemeral && isSuperseded(queued, 0, await store.laneMark(queued.lane))) {
+          throw conflict(
+            `Webhook delivery ${message._id} is a courier position older than a change of its delivery sent since; sent again, it would show the delivery as it was. The delivery's later events and positions were sent after it`,
+          );
+        }
         // Queued first, held: the entry (`_id` = the message's) is the replay's claim, which
         // one replay gets (decision 16), and only its holder writes the message's status. A
         // replay that finds an entry (another replay's, or its dispatcher's about to conclude

@@ -10,6 +10,7 @@ import {
   WebhookStore,
   type MessageRecord,
 } from '../../services/webhook/store';
+import { queueEntryOf } from '../../services/webhook/dispatch-rules';
 import { useStoreDatabase } from '../support/store-database';
 import { endpointRecord, publishedEvent, quietDispatcher } from '../support/webhook-records';
 
@@ -168,6 +169,34 @@ it('replays a courier position as a position: tried once, skipped once a later e
   await store.dequeue(message._id);
   await replay(store, userId, { webhookId: endpoint._id, webhookDeliveryId: message._id });
   expect(await store.queued(message._id)).toMatchObject({ replay: true, ephemeral: true });
+});
+
+it('refuses to replay a delivered position that a change of its delivery sent since outdates, its log left as it was', async () => {
+  const userId = randomUUID();
+  const { endpoint, message } = await queuedMessage(userId, 'courier.location');
+  await store.updateMessage(message._id, {
+    status: 'DELIVERED',
+    attempts: 1,
+    deliveredAt: new Date(),
+  });
+  await store.dequeue(message._id);
+  const params = { webhookId: endpoint._id, webhookDeliveryId: message._id };
+  const entry = queueEntryOf(message, userId, new Date());
+  // A change of its delivery at its own version went: still current, the replay queues it.
+  await store.markLane(entry.lane, message.sequence);
+  await replay(store, userId, params);
+  expect(await store.queued(message._id)).toMatchObject({ replay: true, ephemeral: true });
+  await store.updateMessage(message._id, { status: 'DELIVERED' });
+  await store.dequeue(message._id);
+
+  // A later change went: sent again, it would show the delivery as it was before that one.
+  await store.markLane(entry.lane, message.sequence + 1);
+  await expect(replay(store, userId, params)).rejects.toMatchObject({
+    code: 409,
+    message: expect.stringMatching(/older than a change of its delivery sent since/),
+  });
+  expect(await store.queued(message._id)).toBeNull();
+  expect(await store.message(message._id)).toMatchObject({ status: 'DELIVERED', attempts: 1 });
 });
 
 it('leaves a replayed position alone while its replay holds it, behind a change and before another', async () => {
