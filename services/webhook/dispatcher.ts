@@ -1,6 +1,7 @@
 import type { Logger } from 'moleculer';
 import type { Config } from '../../libs/config';
 import { Periodic } from '../../libs/periodic';
+import { RELEASE_MARGIN_MS } from '../../libs/mongo';
 import { recipientsView } from '../../libs/contracts/order';
 import { roleInEvent } from '../../libs/contracts/webhook';
 import { SIGNATURE_HEADER, signatureHeader } from '../../libs/webhook-signature';
@@ -69,11 +70,22 @@ const STREAK_CHECK_MESSAGES = 100;
 /** `at`, moved on by the time since `began` (`Date.now()`): work dated after its reads. */
 const datedAfter = (at: Date, began: number) => new Date(at.getTime() + (Date.now() - began));
 /**
- * How long after its start an attempt nobody concluded (its dispatcher died) is taken as
- * failed: twice the deadline and some seconds, so that a dispatcher still at work (a slow
- * database around the request) is never taken over.
+ * How long after its claim an attempt may still start its request: the reads between them took
+ * longer (a database stalling), and the request is not made but recorded failed, to be tried
+ * again, rather than sent when a takeover (`abandonedAfterMs`) may send it too.
  */
-const abandonedAfterMs = (timeoutMs: number) => 2 * timeoutMs + 5_000;
+export const SEND_START_BUDGET_MS = 5_000;
+/** What an attempt not started in time (`SEND_START_BUDGET_MS`) records. */
+export const NOT_STARTED_WHY =
+  'not sent: the database answered too slowly before the request; it is tried again';
+/**
+ * How long after its start an attempt nobody concluded (its dispatcher died) is taken as
+ * failed: the time its request may start in, the request's deadline, and the write of its
+ * result (`RELEASE_MARGIN_MS`, longer than any wait for the database), so that a dispatcher
+ * still at work on a slow database is not taken over and the message sent twice.
+ */
+const abandonedAfterMs = (timeoutMs: number) =>
+  SEND_START_BUDGET_MS + timeoutMs + RELEASE_MARGIN_MS;
 
 /** How an attempt left its message, as far as this dispatcher's view of the queue goes. */
 type Outcome =
@@ -389,6 +401,20 @@ export class Dispatcher {
       if (queued.replay !== true && tooOldToSend(new Date(event.createdAt), now)) {
         return this.skip(queued, n, now, OLD_POSITION_WHY);
       }
+    }
+    if (Date.now() - now.getTime() > SEND_START_BUDGET_MS) {
+      this.deps.logger().warn('webhook attempt not started in time; it is tried again', {
+        messageId: queued._id,
+        attempt: n,
+        afterMs: Date.now() - now.getTime(),
+      });
+      const notStarted = { statusCode: null, error: NOT_STARTED_WHY, durationMs: 0 };
+      await store.finishAttempt(attemptId(queued._id, n), {
+        ...notStarted,
+        finishedAt: now,
+        responseExcerpt: null,
+      });
+      return this.conclude(target.endpoint, queued, n, notStarted, now);
     }
     // The mark goes beside the request: this dispatcher looks at the lane's next message only
     // once both are done. Lanes without positions need none.
