@@ -186,9 +186,10 @@ const LATE_CHECK_CURSOR = 'checkout_late_checks';
 
 /**
  * Where the sweep starts before any sweep raised its cursor: checks are listed in a bucket not
- * ended when listed (the first an hour ahead), so an hour covers any listed since.
+ * ended when listed (the first an hour ahead), so a day covers any listed before the first
+ * sweep that went through, however long the first ones failed (the cursor is written by it).
  */
-const FIRST_LATE_CHECK_LOOK_BACK_MS = 60 * 60_000;
+const FIRST_LATE_CHECK_LOOK_BACK_MS = 86_400_000;
 
 /** The first pass of the backfill that lists the late checks stored before their buckets. */
 const LATE_CHECKS_LISTED = 'checkout_late_check_buckets';
@@ -754,12 +755,13 @@ export class CheckoutStore {
    * but the bucket, when the first one's has passed).
    */
   async watchLate(reference: string, expiredAt: Date, firstCheckAt: Date): Promise<void> {
+    // Without its bucket until its entry is added (`relistLate`): a writer stopping in between
+    // leaves it as the version before would, which its retry, or the backfill, lists.
     const fresh: LateCheckRecord = {
       _id: reference,
       expiredAt,
       checks: 0,
       nextCheckAt: firstCheckAt,
-      listedIn: this.lateBucketFor(firstCheckAt),
     };
     const stored = (await insertOnce(() => this.m.CheckoutLateCheck.create(fresh)))
       ? fresh
@@ -860,8 +862,10 @@ export class CheckoutStore {
   }
 
   /**
-   * The next late check, or none: the record is removed. Written whole, after its entry in the
-   * bucket its time says is added. The bucket it is listed in now, or null when none.
+   * The next late check, or none: the record is removed. Its entry in the bucket its time says
+   * is added first; the bucket only moves forward (`$max`: a writer from an older read, a
+   * check put behind as another replica made it, never lists it back where a read may have
+   * closed its entry). The bucket it is listed in now, or null when none.
    */
   async lateChecked(
     reference: string,
@@ -876,7 +880,7 @@ export class CheckoutStore {
     await this.lateCheckBuckets.add(listedIn, reference);
     await this.m.CheckoutLateCheck.updateOne(
       { _id: reference },
-      { $set: { checks, nextCheckAt, listedIn } },
+      { $set: { checks, nextCheckAt }, $max: { listedIn } },
     );
     return listedIn;
   }

@@ -115,12 +115,20 @@ export class LateChecks {
     const moved = (check: LateCheckRecord, to: number | null | undefined) => {
       if (to === null || (to !== undefined && to > lateCheckListedIn(check))) left.add(check._id);
     };
-    await forEachAtOnce([...due, ...early], CHECKS_AT_ONCE, async (check) => {
+    await forEachAtOnce(early, CHECKS_AT_ONCE, async (check) => {
       try {
-        moved(
-          check,
-          dueAt(check) <= now.getTime() ? await this.claimed(check) : await store.relistLate(check),
-        );
+        moved(check, await store.relistLate(check));
+      } catch (err) {
+        // Left where it is, holding the cursor there: the next sweep moves it.
+        this.deps.logger().warn('late check not moved to its bucket; a later sweep retries', {
+          reference: check._id,
+          err,
+        });
+      }
+    });
+    await forEachAtOnce(due, CHECKS_AT_ONCE, async (check) => {
+      try {
+        moved(check, await this.claimed(check));
       } catch (err) {
         // One failing again and again (the provider refusing to answer about it) goes behind
         // the others, so that no number of such ones holds up the rest of the list.

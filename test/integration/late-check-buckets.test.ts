@@ -68,9 +68,9 @@ const config = {
   lateChecksMs: [HOUR, 6 * HOUR, DAY, 3 * DAY],
 };
 
-/** One payment replica's late checks on the shared database. */
-function replica() {
-  const store = new CheckoutStore(() => db.models);
+/** One payment replica's late checks on the shared database, through `through` if given. */
+function replica(through?: CheckoutStore) {
+  const store = through ?? new CheckoutStore(() => db.models);
   const checks = new LateChecks({
     config,
     store,
@@ -275,4 +275,66 @@ it('finds a check listed behind the cursor (a writer paused past the grace) by l
   expect(provider.asked).toEqual([reference]);
   expect(warnings).toContain('late checks found behind the sweep’s cursor; making them');
   expect(await lateCheck(reference)).toMatchObject({ checks: 1 });
+});
+
+it('leaves a check listed early where it is when its move fails, due when it was, and moves it on the next sweep', async () => {
+  const failing = Object.create(store) as CheckoutStore;
+  failing.relistLate = async () => {
+    throw new Error('database timed out');
+  };
+  const now = Date.now();
+  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  const reference = await expiredCheckout();
+  await storedCheck(reference, now + 3 * DAY, bucketOf(now - 30 * MINUTE), 3);
+
+  await replica(failing).checks.sweep(new Date());
+  expect(warnings).toContain('late check not moved to its bucket; a later sweep retries');
+  // Its last check stays 3 days ahead, not put 10 s ahead: nobody asks the provider early.
+  const kept = await lateCheck(reference);
+  expect(kept).toMatchObject({ checks: 3, listedIn: bucketOf(now - 30 * MINUTE) });
+  expect(new Date(kept!.nextCheckAt).getTime()).toBe(now + 3 * DAY);
+  expect(await store.lateCheckBuckets.cursor(new Date())).toBe(bucketOf(now - 30 * MINUTE));
+
+  await replica().checks.sweep(new Date());
+  expect(provider.asked).toEqual([]);
+  expect(await lateCheck(reference)).toMatchObject({
+    checks: 3,
+    listedIn: bucketOf(now + 3 * DAY),
+  });
+});
+
+it('lists a check whose watch stopped before its entry when the watch is tried again, and never points a record at a bucket without its entry', async () => {
+  const { checks } = replica();
+  const now = Date.now();
+  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  const reference = await expiredCheckout();
+  const failing = Object.create(store) as CheckoutStore;
+  failing.relistLate = async () => {
+    throw new Error('stopped');
+  };
+  await expect(
+    failing.watchLate(reference, new Date(now - HOUR), new Date(now - MINUTE)),
+  ).rejects.toThrow('stopped');
+  // Inserted without a bucket, as the version before inserts one: the backfill's to list.
+  expect((await lateCheck(reference))?.listedIn).toBeUndefined();
+
+  // The expiry is tried again, and so is its watch.
+  await store.watchLate(reference, new Date(now - HOUR), new Date(now - MINUTE));
+  expect((await lateCheck(reference))?.listedIn).toBe(bucketOf(now));
+  await checks.sweep(new Date());
+  expect(provider.asked).toEqual([reference]);
+});
+
+it('never lists a check back in an earlier bucket when a write from an older read comes last', async () => {
+  const now = Date.now();
+  const reference = await expiredCheckout();
+  await store.watchLate(reference, new Date(now - HOUR), new Date(now - MINUTE));
+  // One replica made check 0 and listed check 1 six hours on.
+  const sixHours = new Date(now + 5 * HOUR);
+  const listedIn = await store.lateChecked(reference, 1, sixHours);
+  expect(listedIn).toBe(bucketOf(sixHours.getTime()));
+  // Another, whose check 0 failed, puts it behind a sweep later, after that.
+  await store.lateChecked(reference, 0, new Date(Date.now() + 50));
+  const record = await lateCheck(reference);
+  expect(record?.listedIn).toBe(bucketOf(sixHours.getTime()));
 });
