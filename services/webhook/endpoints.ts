@@ -231,8 +231,8 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           "Events of the deliveries your keys create are POSTed to `url`, signed with `Waybill-Signature` (docs/webhooks.md). The answer's `secret` is shown once.",
         response: webhookWithSecretView,
         errors: {
-          400: 'Invalid input, a URL Waybill must not call (not https in live, a private or link-local address, a host that does not resolve), or WEBHOOK_MAX_ENDPOINTS endpoints already (or registrations under way hold the last places: retry in a few seconds)',
-          409: 'The Idempotency-Key registered an endpoint changed since (deleted, or its secret rotated), or one whose secret cannot be read again (rotate it): find it in GET /api/webhooks, or send a new key',
+          400: 'Invalid input, or a URL Waybill must not call (not https in live, a private or link-local address, a host that does not resolve)',
+          409: 'WEBHOOK_MAX_ENDPOINTS endpoints already (or registrations under way hold the last places: retry in a few seconds); or the Idempotency-Key registered an endpoint changed since (deleted, or its secret rotated), or one whose secret cannot be read again (rotate it): find it in GET /api/webhooks, or send a new key',
         },
       },
       params: createWebhookParams,
@@ -251,7 +251,7 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
           things: 'webhook endpoints',
           underWay: 'registrations',
           advice: 'delete one with DELETE /api/webhooks/:webhookId',
-          error: badRequest,
+          error: conflict,
         });
         // Full: refused before its host is looked up, which may take the resolver's time.
         if (existing.length >= cap) throw refused('full', existing.length, cap);

@@ -437,13 +437,13 @@ describe('webhook endpoints', () => {
     const eleventh = await api(merchant, 'POST', '/api/webhooks', {
       url: receiver.url('/many/10'),
     });
-    expectErrorEnvelope(eleventh, 400);
+    expectErrorEnvelope(eleventh, 409);
     expect(eleventh.body.message).toMatch(/at most 10/);
     // Refused before its host is looked up (a name whose servers never answer holds a thread).
     const unresolved = await api(merchant, 'POST', '/api/webhooks', {
       url: 'https://never-resolves.invalid/hook',
     });
-    expectErrorEnvelope(unresolved, 400, /^You already have 10 webhook endpoints \(at most 10\)/);
+    expectErrorEnvelope(unresolved, 409, /^You already have 10 webhook endpoints \(at most 10\)/);
   });
 
   it('are held to the cap exactly when registered at once, and a delete frees one place', async () => {
@@ -454,8 +454,8 @@ describe('webhook endpoints', () => {
     const first = await Promise.all(
       Array.from({ length: 16 }, (_, i) => register(`/at-once/${i}`)),
     );
-    expect(statuses(first)).toEqual([...Array(10).fill(201), ...Array(6).fill(400)]);
-    for (const refused of first.filter((r) => r.status === 400)) {
+    expect(statuses(first)).toEqual([...Array(10).fill(201), ...Array(6).fill(409)]);
+    for (const refused of first.filter((r) => r.status === 409)) {
       // Ten listed, or some of the ten still being registered.
       expect(refused.body.message).toMatch(
         /^You (already )?have \d+ webhook endpoints (and registrations under way hold the other places )?\(at most 10\)/,
@@ -480,7 +480,7 @@ describe('webhook endpoints', () => {
     const second = await Promise.all(
       Array.from({ length: 5 }, (_, i) => register(`/at-once/again/${i}`)),
     );
-    expect(statuses(second)).toEqual([201, 400, 400, 400, 400]);
+    expect(statuses(second)).toEqual([201, 409, 409, 409, 409]);
     expect((await api(merchant, 'GET', '/api/webhooks')).body.data).toHaveLength(10);
   });
 
@@ -507,7 +507,7 @@ describe('webhook endpoints', () => {
     }
     expectErrorEnvelope(
       await api(merchant, 'POST', '/api/webhooks', { url: receiver.url('/turnover/13') }),
-      400,
+      409,
     );
     const listed = (await api(merchant, 'GET', '/api/webhooks')).body.data;
     // Newest first.
