@@ -8,9 +8,12 @@ import type { MessageRecord, QueuedRecord } from './store';
 /**
  * How long a queue entry inserted as a claim of its message (a replay's, or the retention
  * sweep's conclusion of a lost one) is held from dispatchers: its holder writes the message's
- * status, then lets it go; one that stopped leaves it to be sent once the hold ends.
+ * status, then lets it go; one that stopped leaves it to be sent once the hold ends. Its
+ * holder makes up to four calls to the database before its mark, each of which may wait
+ * `MONGO_TIMEOUT_MS` (10 s at most): a hold ending before them would let a dispatcher send
+ * and conclude the message, and the mark that follows say PENDING of a message sent.
  */
-export const CLAIM_HOLD_MS = 30_000;
+export const CLAIM_HOLD_MS = 60_000;
 
 /** What a message given up because its endpoint was deleted says. */
 export const ENDPOINT_DELETED_WHY = 'the endpoint was deleted';

@@ -490,7 +490,8 @@ export function createEndpointActions(deps: EndpointActionDeps): ServiceActions 
         // or the dispatcher's outcome. Held, the entry is not sent before the message reads
         // PENDING, so a dispatcher writes its outcome after ours, not under it; a replay that
         // stops before releasing it leaves it sent once the hold ends.
-        const held = { ...queued, nextAttemptAt: new Date(at.getTime() + CLAIM_HOLD_MS) };
+        // From now, not from `at`: the reads since took what they took.
+        const held = { ...queued, nextAttemptAt: new Date(now().getTime() + CLAIM_HOLD_MS) };
         if (!(await store.requeue(held))) {
           throw conflict(
             `Webhook delivery ${message._id} is still queued; its next attempt is on its way`,

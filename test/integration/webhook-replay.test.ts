@@ -10,7 +10,7 @@ import {
   WebhookStore,
   type MessageRecord,
 } from '../../services/webhook/store';
-import { queueEntryOf } from '../../services/webhook/dispatch-rules';
+import { CLAIM_HOLD_MS, queueEntryOf } from '../../services/webhook/dispatch-rules';
 import { useStoreDatabase } from '../support/store-database';
 import { endpointRecord, publishedEvent, quietDispatcher } from '../support/webhook-records';
 
@@ -80,12 +80,13 @@ async function dispatchOnce(now: Date): Promise<void> {
   await dispatcher.stop();
 }
 
-function replay(replaying: WebhookStore, userId: string, params: ReplayParams) {
+function replay(replaying: WebhookStore, userId: string, params: ReplayParams, now?: () => Date) {
   const actions = createEndpointActions({
     store: replaying,
     config: config.webhook,
     appEnv: 'staging',
     box: new SecretBox('replay-test'),
+    now,
   });
   const handler = (actions.replayWebhookDelivery as { handler: (ctx: unknown) => unknown }).handler;
   const ctx = { params, meta: { user: { id: userId } } };
@@ -129,6 +130,25 @@ function concludedAfterFirstRead(since: Partial<MessageRecord>): WebhookStore {
     await store.dequeue(messageId);
   });
 }
+
+it('holds a replay’s entry from dispatchers from when it is queued, however long the reads before took', async () => {
+  const userId = randomUUID();
+  const { endpoint, messageId } = await deliveredMessage(userId);
+  // The replay's clock: 45 s pass between its first look at it and its queuing.
+  const start = Date.now();
+  const times = [start, start + 45_000];
+  const clock = () => new Date(times.shift() ?? start + 45_000);
+  let heldUntil: number | undefined;
+  let reads = 0;
+  // Its second read of the message comes after its entry is queued, before its mark.
+  const watching = afterEachRead(async (id) => {
+    if (++reads !== 2) return;
+    heldUntil = new Date((await store.queued(id))?.nextAttemptAt as Date).getTime();
+  });
+  await replay(watching, userId, { webhookId: endpoint._id, webhookDeliveryId: messageId }, clock);
+  expect(heldUntil).toBe(start + 45_000 + CLAIM_HOLD_MS);
+  expect(CLAIM_HOLD_MS).toBeGreaterThanOrEqual(4 * 10_000);
+});
 
 it('replays a message read PENDING that its dispatcher concluded meanwhile as the attempt after its last', async () => {
   const userId = randomUUID();
