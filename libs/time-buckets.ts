@@ -126,6 +126,19 @@ export class TimeBuckets {
     return cursor?.bucket ?? this.bucketOf(now.getTime() - this.o.firstLookBackMs);
   }
 
+  /**
+   * After a sweep read `buckets` (in order from the cursor) at `now`: moves the cursor past the
+   * leading ones whose items are all `done` once they ended `BUCKET_GRACE_MS` ago (`passableTo`).
+   */
+  async passDone<T>(
+    buckets: readonly Bucket<T>[],
+    done: (item: T) => boolean,
+    now: Date,
+  ): Promise<void> {
+    const passed = passableTo(buckets, done, now.getTime(), this.o.spanMs, BUCKET_GRACE_MS);
+    if (passed !== undefined) await this.pass(passed);
+  }
+
   /** Every bucket before `bucket` holds nothing live: sweeps read from there on. */
   async pass(bucket: number): Promise<void> {
     await raiseById(this.o.cursors(), this.o.cursorId, { bucket });

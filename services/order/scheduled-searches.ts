@@ -1,6 +1,6 @@
 import type { Logger } from 'moleculer';
 import { forEachAtOnce } from '../../libs/at-once';
-import { BUCKET_GRACE_MS, LOOK_BEHIND_EVERY_MS, passableTo } from '../../libs/time-buckets';
+import { LOOK_BEHIND_EVERY_MS } from '../../libs/time-buckets';
 import { isMatchingEligible } from './lifecycle';
 import { SEARCH_BUCKET_MS } from './scheduling';
 import type { Settlement } from './settlement';
@@ -55,14 +55,7 @@ export class ScheduledSearches {
     const started = await this.startAll(buckets, now);
     // A search still there (failing) stops the cursor before its bucket; the later buckets
     // were read all the same.
-    const passed = passableTo(
-      buckets,
-      (search) => started.has(search._id),
-      now.getTime(),
-      SEARCH_BUCKET_MS,
-      BUCKET_GRACE_MS,
-    );
-    if (passed !== undefined) await store.searchBuckets.pass(passed);
+    await store.searchBuckets.passDone(buckets, (search) => started.has(search._id), now);
   }
 
   /**

@@ -2,16 +2,10 @@ import type { Logger } from 'moleculer';
 import { forEachAtOnce } from '../../libs/at-once';
 import type { Config } from '../../libs/config';
 import { RELEASE_MARGIN_MS } from '../../libs/mongo';
-import {
-  BUCKET_GRACE_MS,
-  LOOK_BEHIND_EVERY_MS,
-  passableTo,
-  type Bucket,
-} from '../../libs/time-buckets';
+import { LOOK_BEHIND_EVERY_MS, type Bucket } from '../../libs/time-buckets';
 import { ATTEMPT_GRACE_MS, expiryVerdict } from './checkout';
 import type { CheckoutProvider } from './checkout-providers';
 import {
-  LATE_CHECK_BUCKET_MS,
   lateCheckListedIn,
   type CheckoutStore,
   type LateCheckRecord,
@@ -84,14 +78,7 @@ export class LateChecks {
       buckets.flatMap((b: Bucket<LateCheckRecord>) => b.items),
       now,
     );
-    const passed = passableTo(
-      buckets,
-      (check) => left.has(check._id),
-      now.getTime(),
-      LATE_CHECK_BUCKET_MS,
-      BUCKET_GRACE_MS,
-    );
-    if (passed !== undefined) await store.lateCheckBuckets.pass(passed);
+    await store.lateCheckBuckets.passDone(buckets, (check) => left.has(check._id), now);
   }
 
   /**
