@@ -920,13 +920,16 @@ files
     }),
   );
 
-/** What `files purge` without `--yes` shows: the user's files it would delete, up to a page. */
+/**
+ * What `files purge` without `--yes` shows: what `--yes` would delete, every object in the
+ * user's folder (not only those named as files are), up to a page.
+ */
 async function countPurge(broker: ServiceBroker, userId: string) {
-  const page = (await broker.call('file.listUserFiles', {
-    userId,
-    limit: FILE_LIST_MAX,
-  })) as unknown[];
-  return { userId, wouldDelete: page.length, more: page.length === FILE_LIST_MAX };
+  const { count, more } = (await broker.call('file.countPurgeable', { userId })) as {
+    count: number;
+    more: boolean;
+  };
+  return { userId, wouldDelete: count, more };
 }
 
 /** The file's bytes as they are, or standard input's for `-`: a signature covers raw bytes. */

@@ -4,7 +4,9 @@ import {
   CDN_BASE_URL_MAX,
   HOSTED_URL_MAX,
   LONGEST_NEW_FILE_KEY,
+  hostedUrl,
   hostsEveryNewKey,
+  parseHostedUrl,
 } from './contracts/file';
 import { parseRange } from './outbound-url';
 
@@ -486,11 +488,19 @@ const declaredEnvSchema = Joi.object({
       if (!hostsEveryNewKey(value)) {
         throw new Error(`must leave room for a key: a hosted URL is at most ${HOSTED_URL_MAX}`);
       }
+      // Every URL made under it must pass the check a URL given back to us passes (a package's
+      // image, a download): a base path with `%` would make URLs that every check refuses.
+      const made = parseHostedUrl(hostedUrl(LONGEST_NEW_FILE_KEY, value), value);
+      if (!made.ok) {
+        throw new Error(
+          `makes file URLs Waybill would refuse (${made.reason}); choose a base path without it`,
+        );
+      }
       return value;
     })
     .default('https://cdn.waybill.local')
     .description(
-      `Public base URL of hosted files: \`<CDN_BASE_URL>/<key>\`; at most ${CDN_BASE_URL_MAX} characters as written and as URLs spell it (\`http://1.1\` is \`http://1.0.0.1\`), so that a hosted URL (\`/\` and a key of ${LONGEST_NEW_FILE_KEY.length}) fits a package image or a profile photo (${HOSTED_URL_MAX}) and a list of 1,000 files one NATS reply`,
+      `Public base URL of hosted files: \`<CDN_BASE_URL>/<key>\`, with no percent-encoded character in its path; at most ${CDN_BASE_URL_MAX} characters as written and as URLs spell it (\`http://1.1\` is \`http://1.0.0.1\`), so that a hosted URL (\`/\` and a key of ${LONGEST_NEW_FILE_KEY.length}) fits a package image or a profile photo (${HOSTED_URL_MAX}) and a list of 1,000 files one NATS reply`,
     ),
   PACKAGE_MAX_OPEN: Joi.number()
     .integer()

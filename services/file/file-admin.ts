@@ -48,6 +48,14 @@ export function createFileAdminActions(files: UserFiles): ServiceActions {
       },
     }),
 
+    /** What a purge would delete now (`waybill files purge` without `--yes`): no route. */
+    countPurgeable: action({
+      retry: 'safe',
+      visibility: 'public',
+      params: userIdParams,
+      handler: (ctx) => files.purgeable(ctx.params.userId),
+    }),
+
     purgeUserFiles: action({
       // Deleting what is left again is what a repeat does.
       retry: 'safe',

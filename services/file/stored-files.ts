@@ -69,6 +69,15 @@ export class UserFiles {
   }
 
   /**
+   * What `purge` would delete now: the user's objects (everything in their folder, file-named
+   * or not), up to FILE_LIST_MAX, and whether more are left.
+   */
+  async purgeable(userId: string): Promise<{ count: number; more: boolean }> {
+    const page = await this.storage().list(userFolder(userId), { limit: FILE_LIST_MAX });
+    return { count: page.objects.length, more: page.more };
+  }
+
+  /**
    * Deletes up to FILE_LIST_MAX of the user's objects (everything in their folder) and says
    * whether more are left. It stops at the first failed delete, which it throws (S3 failing,
    * each further one would cost up to twice S3_TIMEOUT_MS): run it again.

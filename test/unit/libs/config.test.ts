@@ -404,6 +404,7 @@ describe('loadConfig errors', () => {
     ['CDN_BASE_URL', 'not a url'],
     ['CDN_BASE_URL', 'ftp://cdn.example.com'],
     ['CDN_BASE_URL', `https://cdn.example.com/${'a'.repeat(403)}`],
+    ['CDN_BASE_URL', 'https://cdn.example.com/media%20files'],
     ['LOG_LEVEL', 'verbose'],
     ['LOG_FORMAT', 'xml'],
     ['QUOTA_LIMIT', '0'],
