@@ -1,6 +1,15 @@
 import type { Model } from 'mongoose';
 import { insertAll, insertOnce } from './mongo';
 
+/**
+ * How long a mark waits for its item from its first write before a reader lets it go. The
+ * item's insert is sent once the mark is written, and FerretDB may hold it for SQLite's write
+ * lock up to its `busy_timeout` (60 s as scripts/infra builds it, decision 182) and then apply
+ * it: a grace shorter than that let a transition land unmarked, its refund never made.
+ * `database-waits.test.ts` checks it against the busy timeout.
+ */
+export const MARK_GRACE_MS = 150_000;
+
 /** What a mark is: the `_id` of the item it names, and what its reader sorts or waits by. */
 export interface Mark {
   _id: string;
@@ -15,9 +24,15 @@ export interface WorkMarksOf<Item, M extends Mark> {
   read: (id: string) => Promise<Item | null>;
   /** Whether the item still has work. */
   hasWork: (item: Item) => boolean;
-  /** When the mark's grace for an item not stored yet began. */
+  /**
+   * When the mark's grace for an item not stored yet began, for a mark written before marks
+   * carried `markedAt` (the time of their first write, which counts when present).
+   */
   markedAt: (mark: M) => Date;
-  /** How long a mark may wait for its item: longer than any pause between the two writes. */
+  /**
+   * How long a mark may wait for its item from its first write: longer than any pause between
+   * the two writes and the item's insert held by the database (`MARK_GRACE_MS`).
+   */
   graceMs: number;
   /** The `_id` of the mark that says the items stored before marks existed were marked. */
   backfilled: string;
@@ -40,12 +55,24 @@ export class WorkMarks<Item, M extends Mark> {
   constructor(private readonly of: WorkMarksOf<Item, M>) {}
 
   /**
-   * Marks the items with work; marking one again changes nothing. True when every mark is this
-   * call's (none was there before).
+   * Marks the items with work; marking one again changes nothing (its `markedAt` stays the
+   * first write's). True when every mark is this call's (none was there before).
    */
   async mark(items: Item[]): Promise<boolean> {
     const working = items.filter((item) => this.of.hasWork(item));
-    return working.length === 0 || insertAll(this.of.marks(), working.map(this.of.markOf));
+    const markedAt = new Date();
+    return (
+      working.length === 0 ||
+      insertAll(
+        this.of.marks(),
+        working.map((item) => ({ ...this.of.markOf(item), markedAt })),
+      )
+    );
+  }
+
+  /** When the mark's grace began: its first write, or what its reader says for an older one. */
+  private graceBegan(mark: M & { markedAt?: Date | null }): number {
+    return new Date(mark.markedAt ?? this.of.markedAt(mark)).getTime();
   }
 
   /**
@@ -56,21 +83,28 @@ export class WorkMarks<Item, M extends Mark> {
    * report as failed what was done.
    */
   async storing<T>(items: Item[], store: () => Promise<T>): Promise<T> {
-    // A mark there before (an earlier try's) is as old as that try: its time is not the items'.
+    // A mark there before (an earlier try's) is as old as that try: its time is not ours.
+    const markedAt = Date.now();
     const marksAreOurs = await this.mark(items);
     const stored = await store();
     try {
       await this.mark(items);
     } catch (err) {
-      if (!marksAreOurs || !this.withinHalfGrace(items)) throw err;
+      if (!marksAreOurs || !this.withinHalfGrace(items, markedAt)) throw err;
     }
     return stored;
   }
 
-  /** Whether every item's mark is younger than half its grace: no reader has ended it. */
-  private withinHalfGrace(items: Item[], now = Date.now()): boolean {
-    return items.every(
-      (item) => now - this.of.markedAt(this.of.markOf(item)).getTime() < this.of.graceMs / 2,
+  /**
+   * Whether no reader can have ended the items' marks, written at `markedAt`: younger than half
+   * the grace (for replicas' clocks) by that time, and by the items' own for a reader of a
+   * schema that does not keep `markedAt`.
+   */
+  private withinHalfGrace(items: Item[], markedAt: number, now = Date.now()): boolean {
+    const young = (since: number) => now - since < this.of.graceMs / 2;
+    return (
+      young(markedAt) &&
+      items.every((item) => young(this.of.markedAt(this.of.markOf(item)).getTime()))
     );
   }
 
@@ -79,11 +113,7 @@ export class WorkMarks<Item, M extends Mark> {
    * `item` is the item as the caller read it after the mark.
    */
   async release(mark: M, item: Item | null, now: Date): Promise<void> {
-    if (
-      item
-        ? this.of.hasWork(item)
-        : now.getTime() - this.of.markedAt(mark).getTime() < this.of.graceMs
-    ) {
+    if (item ? this.of.hasWork(item) : now.getTime() - this.graceBegan(mark) < this.of.graceMs) {
       return;
     }
     await this.of.marks().deleteOne({ _id: mark._id });

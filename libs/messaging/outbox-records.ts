@@ -1,6 +1,6 @@
 import { Schema, type Model } from 'mongoose';
 import { insertAll, insertOnce, updateByIdWhere } from '../mongo';
-import { WorkMarks } from '../work-marks';
+import { MARK_GRACE_MS, WorkMarks } from '../work-marks';
 import type { OutboxMessage, OutboxStatus, OutboxStore, QueuePlace } from './outbox-sender';
 
 /** The claim of a message's attempt `n`: whoever inserts it makes that attempt. */
@@ -31,7 +31,8 @@ export interface StoredOutboxFields {
  */
 export const outboxPlaceSchema = () => {
   const schema = new Schema(
-    { _id: String, dueAt: Date, createdAt: Date },
+    // `markedAt`: its first write (libs/work-marks), from which one without its message waits.
+    { _id: String, dueAt: Date, createdAt: Date, markedAt: Date },
     { versionKey: false, minimize: false },
   );
   schema.index({ dueAt: 1 });
@@ -44,13 +45,9 @@ interface OutboxPlace {
   _id: string;
   dueAt: Date;
   createdAt: Date;
+  /** Its first write (libs/work-marks); none on a place written before places carried it. */
+  markedAt?: Date;
 }
-
-/**
- * How long a place may wait for its message to be stored (the place is written first) before
- * the queue lets it go; longer than any pause between two writes of one enqueue.
- */
-export const UNSTORED_PLACE_MS = 60_000;
 
 /**
  * A service's three collections of an outbox: its messages (every one ever queued, kept as
@@ -93,7 +90,7 @@ export class OutboxRecords<R extends StoredOutboxFields> {
       read: (id) => this.get(id),
       hasWork: (message) => message.status === 'PENDING',
       markedAt: (place) => place.createdAt,
-      graceMs: UNSTORED_PLACE_MS,
+      graceMs: MARK_GRACE_MS,
       backfilled: '$placed',
     });
   }

@@ -14,7 +14,7 @@ import { changeInDoubt, type DeliveryTransitions } from './transitions';
 
 /** The store failed around a cancel: whether it was recorded is not known yet. */
 export const CANCEL_UNKNOWN =
-  'The cancel could not be confirmed; read the delivery in a few seconds, or send the cancel again';
+  'The cancel could not be confirmed; read the delivery in a few seconds, and send the cancel again only if it is not CANCELLED (a cancel of a cancelled delivery answers 400)';
 
 export interface CancellationDeps {
   transitions: DeliveryTransitions;

@@ -391,7 +391,7 @@ export function createOrderService(config: Config): ServiceDefinition {
             400: 'The delivery cannot be cancelled in its status, or two cancels in the last 3 hours',
             403: 'The delivery is linked to your account as its recipient: only its creator cancels it',
             404: 'Delivery request not found',
-            503: 'Redis, which counts cancellations, is unreachable (nothing was cancelled); or the cancel could not be confirmed (read the delivery, or send it again)',
+            503: 'Redis, which counts cancellations, is unreachable (nothing was cancelled); or the cancel could not be confirmed (read the delivery, and send it again only if it is not CANCELLED)',
           },
         },
         params: deliveryIdParams,

@@ -36,7 +36,9 @@ export function deliveryEvent(delivery: DeliveryRecord, at: Date): DeliveryEvent
 /**
  * The effects tried first, in this order: the cash a courier collected is on their account
  * before they are free to be offered more pay-on-delivery (what the cash limit reads, decision
- * 110), and the courier is free before other money moves.
+ * 110), and the courier is free before other money moves. Tried, not waited for: a payment
+ * service away frees the courier all the same (an outage must not hold every courier who
+ * collected cash), and until the sweep records that cash the limit reads their debt without it.
  */
 const FIRST_EFFECTS: Effect['kind'][] = ['REMIT_COLLECTED', 'END_MATCHING'];
 

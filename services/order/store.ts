@@ -15,7 +15,7 @@ import {
   unrecordedSince,
   type BackfillPass,
 } from '../../libs/backfills';
-import { WorkMarks } from '../../libs/work-marks';
+import { MARK_GRACE_MS, WorkMarks } from '../../libs/work-marks';
 import { TimeBuckets, defineSweepCursorModel, type Bucket } from '../../libs/time-buckets';
 import {
   OwnerList,
@@ -75,7 +75,8 @@ const transitionSchema = new Schema(
  * transition's, `at` = when it was made: what the sweep reads, as few as the work under way,
  * where asking the transitions themselves scans every transition ever made (decision 70).
  */
-const transitionWorkSchema = new Schema({ _id: String, at: Date }, plain);
+// `markedAt`: its first write (libs/work-marks), from which an unclaimed one waits.
+const transitionWorkSchema = new Schema({ _id: String, at: Date, markedAt: Date }, plain);
 transitionWorkSchema.index({ at: 1, _id: 1 });
 
 /** A request under way (its saga); deleted once it is created or refused and undone. */
@@ -240,6 +241,8 @@ export const transitionId = (deliveryId: string, version: number) => `${delivery
 export interface WorkMark {
   _id: string;
   at: Date;
+  /** Its first write (libs/work-marks); none on a mark written before marks carried it. */
+  markedAt?: Date;
 }
 
 export interface MarkedWork {
@@ -254,12 +257,6 @@ type WorkLeft = Pick<TransitionRecord, WorkFlag>;
 
 /** Effects to settle or events to hand over. */
 export const hasWork = (t: WorkLeft) => WORK_FLAGS.some((flag) => t[flag]);
-
-/**
- * How long a mark may wait for its transition to be claimed before the sweep lets it go:
- * longer than any pause between a writer's mark and its claim.
- */
-export const UNCLAIMED_MARK_MS = 60_000;
 
 /** A SCHEDULED delivery's search waiting for its date (`scheduled_searches`). */
 export interface ScheduledSearchRecord {
@@ -369,7 +366,7 @@ export class OrderStore {
       read: (id) => this.transitionById(id),
       hasWork,
       markedAt: (mark) => new Date(mark.at),
-      graceMs: UNCLAIMED_MARK_MS,
+      graceMs: MARK_GRACE_MS,
       backfilled: '$marked',
     });
     this.notifications = new OutboxRecords(() => ({
@@ -622,7 +619,7 @@ export class OrderStore {
 
   /**
    * Ends the mark of a transition whose work is done, or that was never stored (after
-   * `UNCLAIMED_MARK_MS`: a writer marks before it claims). `known`: the transition as its
+   * `MARK_GRACE_MS` from its first write: a writer marks before it claims). `known`: the transition as its
    * writer just left it, not read again (the release reads it once more after the delete).
    */
   async finishWork(mark: WorkMark, now: Date, known?: TransitionRecord): Promise<void> {

@@ -3,10 +3,10 @@ import type mongoose from 'mongoose';
 import { Schema } from 'mongoose';
 import {
   OutboxRecords,
-  UNSTORED_PLACE_MS,
   outboxPlaceSchema,
   type StoredOutboxFields,
 } from '../../libs/messaging/outbox-records';
+import { MARK_GRACE_MS } from '../../libs/work-marks';
 import { useStoreDatabase } from '../support/store-database';
 
 /**
@@ -120,8 +120,8 @@ it('lets go of a place whose message was never stored, not of one being stored',
   const now = Date.now();
   const lost = {
     _id: randomUUID(),
-    dueAt: new Date(now - UNSTORED_PLACE_MS - 1),
-    createdAt: new Date(now - UNSTORED_PLACE_MS - 1),
+    dueAt: new Date(now - MARK_GRACE_MS - 1),
+    createdAt: new Date(now - MARK_GRACE_MS - 1),
   };
   const storing = { _id: randomUUID(), dueAt: new Date(now - 1), createdAt: new Date(now - 1) };
   await models.places.create([lost, storing]);

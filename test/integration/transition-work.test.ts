@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { MARK_GRACE_MS } from '../../libs/work-marks';
 import {
   OrderStore,
-  UNCLAIMED_MARK_MS,
   defineOrderModels,
   transitionId,
   type OrderModels,
@@ -125,7 +125,7 @@ it('puts a mark whose work is left behind the others, so that failing ones hold 
 
 it('lets go of a mark whose transition was never claimed, after a while only', async () => {
   await models.TransitionWork.deleteMany({});
-  const stopped = record({ unsettled: true }, new Date(Date.now() - UNCLAIMED_MARK_MS - 1000));
+  const stopped = record({ unsettled: true }, new Date(Date.now() - MARK_GRACE_MS - 1000));
   const claiming = record({ unsettled: true }, new Date());
   await markBeforeClaim(stopped);
   await markBeforeClaim(claiming);
@@ -133,8 +133,28 @@ it('lets go of a mark whose transition was never claimed, after a while only', a
   expect(await markIds()).toEqual([claiming._id]);
   // Its writer claims it: the mark stays until the work is done.
   expect(await store.claimTransition(claiming)).toBe(true);
-  await store.finishWork(claiming, new Date(Date.now() + UNCLAIMED_MARK_MS * 2));
+  await store.finishWork(claiming, new Date(Date.now() + MARK_GRACE_MS * 2));
   expect(await markIds()).toEqual([claiming._id]);
+});
+
+it('waits for a transition from its mark’s first write, however old the transition’s time', async () => {
+  await models.TransitionWork.deleteMany({});
+  // A writer slowed before its claim (writes held for the database's lock, races lost): its
+  // transition's time is long past when it marks it and sends the claim.
+  const slowed = record({ unsettled: true }, new Date(Date.now() - 3 * MARK_GRACE_MS));
+  expect(await store.claimTransition(slowed)).toBe(true);
+  const mark = await models.TransitionWork.findById(slowed._id).lean();
+  expect(Date.now() - new Date(mark?.markedAt as Date).getTime()).toBeLessThan(60_000);
+  // Its claim not landed yet, as one held by the database: the mark waits for it.
+  await models.Transition.deleteOne({ _id: slowed._id });
+  // The sweep's read of the marks, as it passes them on.
+  const [read] = await store.markedWork(new Date(), 10);
+  expect(read.mark._id).toBe(slowed._id);
+  await store.finishWork(read.mark, new Date());
+  expect(await markIds()).toEqual([slowed._id]);
+  // Past the grace from its first write, it is let go.
+  await store.finishWork(read.mark, new Date(Date.now() + MARK_GRACE_MS + 1000));
+  expect(await markIds()).toEqual([]);
 });
 
 it('marks the transitions with work stored before marks existed, once', async () => {
