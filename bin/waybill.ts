@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
-import { ServiceBroker } from 'moleculer';
+import { Errors, ServiceBroker } from 'moleculer';
 import {
   ConfigError,
   describeConfig,
@@ -925,11 +925,21 @@ files
  * user's folder (not only those named as files are), up to a page.
  */
 async function countPurge(broker: ServiceBroker, userId: string) {
-  const { count, more } = (await broker.call('file.countPurgeable', { userId })) as {
-    count: number;
-    more: boolean;
-  };
-  return { userId, wouldDelete: count, more };
+  try {
+    const { count, more } = (await broker.call('file.countPurgeable', { userId })) as {
+      count: number;
+      more: boolean;
+    };
+    return { userId, wouldDelete: count, more };
+  } catch (err) {
+    // File replicas of the version before, during a rollout: their files only, as they counted.
+    if (!(err instanceof Errors.ServiceNotFoundError)) throw err;
+    const page = (await broker.call('file.listUserFiles', {
+      userId,
+      limit: FILE_LIST_MAX,
+    })) as unknown[];
+    return { userId, wouldDelete: page.length, more: page.length === FILE_LIST_MAX };
+  }
 }
 
 /** The file's bytes as they are, or standard input's for `-`: a signature covers raw bytes. */

@@ -10,6 +10,9 @@ import { insertAll, insertOnce } from './mongo';
  */
 export const MARK_GRACE_MS = 150_000;
 
+/** What readers before `markedAt` waited, from the item's own time (decision 188). */
+const ITEM_TIME_GRACE_MS = 60_000;
+
 /** What a mark is: the `_id` of the item it names, and what its reader sorts or waits by. */
 export interface Mark {
   _id: string;
@@ -97,14 +100,15 @@ export class WorkMarks<Item, M extends Mark> {
 
   /**
    * Whether no reader can have ended the items' marks, written at `markedAt`: younger than half
-   * the grace (for replicas' clocks) by that time, and by the items' own for a reader of a
-   * schema that does not keep `markedAt`.
+   * the grace (for replicas' clocks) by that time; and by the items' own, than half of what a
+   * reader goes by that does not read `markedAt` (a schema without it, or a replica of the
+   * version before, which let a mark go `ITEM_TIME_GRACE_MS` after its item's time).
    */
   private withinHalfGrace(items: Item[], markedAt: number, now = Date.now()): boolean {
-    const young = (since: number) => now - since < this.of.graceMs / 2;
+    const itemGrace = Math.min(this.of.graceMs, ITEM_TIME_GRACE_MS);
     return (
-      young(markedAt) &&
-      items.every((item) => young(this.of.markedAt(this.of.markOf(item)).getTime()))
+      now - markedAt < this.of.graceMs / 2 &&
+      items.every((item) => now - this.of.markedAt(this.of.markOf(item)).getTime() < itemGrace / 2)
     );
   }
 

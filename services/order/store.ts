@@ -625,10 +625,13 @@ export class OrderStore {
   async finishWork(mark: WorkMark, now: Date, known?: TransitionRecord): Promise<void> {
     const transition = known ?? (await this.transitionById(mark._id));
     await this.work.release(mark, transition, now);
-    // Work left after the sweep tried it (an effect failing for now): the mark goes behind the
-    // others, so that a batch's worth failing for long holds back no later transition (the
-    // sweep reads the oldest marks first). Its writer's own mark is new already.
-    if (!known && transition && hasWork(transition)) {
+    // Work left after the sweep tried it (an effect failing for now), or a transition still
+    // awaited: the mark goes behind the others, so that a batch's worth failing, or of writers
+    // stopped before their claims, holds back no later transition for long (the sweep reads
+    // the oldest marks first). Its writer's own mark is new already. One awaited waits from its
+    // `markedAt`, which this leaves; one without waits from `at`, which is left as it is.
+    const awaited = !transition && mark.markedAt !== undefined;
+    if (!known && ((transition && hasWork(transition)) || awaited)) {
       await this.m.TransitionWork.updateOne({ _id: mark._id }, { $set: { at: now } });
     }
   }

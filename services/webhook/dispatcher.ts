@@ -77,7 +77,7 @@ const datedAfter = (at: Date, began: number) => new Date(at.getTime() + (Date.no
 export const SEND_START_BUDGET_MS = 5_000;
 /** What an attempt not started in time (`SEND_START_BUDGET_MS`) records. */
 export const NOT_STARTED_WHY =
-  'not sent: the database answered too slowly before the request; it is tried again';
+  'not sent: the database answered too slowly before the request; it is tried again shortly';
 /**
  * How long after its start an attempt nobody concluded (its dispatcher died) is taken as
  * failed: the time its request may start in, the request's deadline, and the write of its
@@ -90,7 +90,7 @@ const abandonedAfterMs = (timeoutMs: number) =>
 /** How an attempt left its message, as far as this dispatcher's view of the queue goes. */
 type Outcome =
   | { done: true }
-  | { retryAt: Date; attempts: number; firstAttemptAt: Date }
+  | { retryAt: Date; attempts: number; firstAttemptAt: Date | null }
   /** Another dispatcher holds it, or its endpoint is disabled: left until the next read. */
   | { passed: true };
 
@@ -408,13 +408,7 @@ export class Dispatcher {
         attempt: n,
         afterMs: Date.now() - now.getTime(),
       });
-      const notStarted = { statusCode: null, error: NOT_STARTED_WHY, durationMs: 0 };
-      await store.finishAttempt(attemptId(queued._id, n), {
-        ...notStarted,
-        finishedAt: now,
-        responseExcerpt: null,
-      });
-      return this.conclude(target.endpoint, queued, n, notStarted, now);
+      return this.notStarted(queued, n, now);
     }
     // The mark goes beside the request: this dispatcher looks at the lane's next message only
     // once both are done. Lanes without positions need none.
@@ -478,6 +472,31 @@ export class Dispatcher {
       policy: this.policy,
       resolve: this.lookups.of(target.endpoint.userId),
     });
+  }
+
+  /**
+   * An attempt whose request was not made in time (`SEND_START_BUDGET_MS`): recorded as such and
+   * tried again after the shortest wait. Nobody's failure: the endpoint's streak is not fed, and
+   * a courier position, which a failure gives up, is not given up for it.
+   */
+  private async notStarted(queued: QueuedRecord, n: number, at: Date): Promise<Outcome> {
+    const { store, config } = this.deps;
+    await store.finishAttempt(attemptId(queued._id, n), {
+      finishedAt: at,
+      statusCode: null,
+      error: NOT_STARTED_WHY,
+      durationMs: 0,
+      responseExcerpt: null,
+    });
+    await store.updateMessage(queued._id, {
+      attempts: n,
+      lastAttemptAt: at,
+      lastStatusCode: null,
+      lastError: NOT_STARTED_WHY,
+    });
+    const retryAt = new Date(Date.now() + config.backoffBaseMs);
+    await store.reschedule(queued._id, { attempts: n, nextAttemptAt: retryAt });
+    return { retryAt, attempts: n, firstAttemptAt: queued.firstAttemptAt };
   }
 
   /** After the n-th attempt: done, or rescheduled, or given up; the endpoint's health noted. */

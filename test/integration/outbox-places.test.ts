@@ -132,6 +132,21 @@ it('lets go of a place whose message was never stored, not of one being stored',
   expect(ids(await records.due(new Date(now), 50))).toEqual([storing._id]);
 });
 
+it('keeps a place from its own first write, however old its message, until the message lands', async () => {
+  const now = Date.now();
+  // Queued long after it was made (a retry): its place is written now.
+  const late = message(new Date(now - 3 * MARK_GRACE_MS));
+  await records.enqueue([late]);
+  const place = await models.places.findById(late._id).lean();
+  expect(Date.now() - new Date(place?.markedAt as Date).getTime()).toBeLessThan(60_000);
+  // Its insert not landed yet (held by the database): the place waits for it.
+  await models.messages.deleteOne({ _id: late._id });
+  expect(await records.due(new Date(), 50)).toEqual({ records: [], next: null });
+  expect(await models.places.exists({ _id: late._id })).not.toBeNull();
+  await models.messages.create(late);
+  expect(ids(await records.due(new Date(), 50))).toEqual([late._id]);
+});
+
 it('queues the messages stored before places existed, once', async () => {
   const old = [message(new Date(Date.now() - 2000)), message(new Date(Date.now() - 1000))];
   await models.messages.insertMany([...old, { ...message(new Date()), status: 'SENT' }] as never[]);

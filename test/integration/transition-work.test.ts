@@ -150,8 +150,13 @@ it('waits for a transition from its mark’s first write, however old the transi
   // The sweep's read of the marks, as it passes them on.
   const [read] = await store.markedWork(new Date(), 10);
   expect(read.mark._id).toBe(slowed._id);
-  await store.finishWork(read.mark, new Date());
+  const sweptAt = new Date();
+  await store.finishWork(read.mark, sweptAt);
   expect(await markIds()).toEqual([slowed._id]);
+  // Behind the others meanwhile: marks of writers stopped before their claims hold back no
+  // later transition's work for their grace.
+  const behind = await models.TransitionWork.findById(slowed._id).lean();
+  expect(new Date(behind?.at as Date).getTime()).toBe(sweptAt.getTime());
   // Past the grace from its first write, it is let go.
   await store.finishWork(read.mark, new Date(Date.now() + MARK_GRACE_MS + 1000));
   expect(await markIds()).toEqual([]);

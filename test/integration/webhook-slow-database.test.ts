@@ -40,9 +40,10 @@ async function dispatchOnce(through: WebhookStore): Promise<void> {
   await dispatcher.stop();
 }
 
-it('records an attempt whose request could not start in time failed, unsent, and sends the message on the next', async () => {
+/** A live endpoint of a new user's, at `path` of the receiver, with a secret that signs. */
+async function endpointAt(path: string) {
   const userId = randomUUID();
-  const endpoint = endpointRecord(userId, { url: receiver.url('/slow') });
+  const endpoint = endpointRecord(userId, { url: receiver.url(path) });
   await store.insertEndpoint(endpoint);
   // Sealed as the dispatcher's box opens it (`quietDispatcher`).
   await store.claimSecret({
@@ -52,6 +53,11 @@ it('records an attempt whose request could not start in time failed, unsent, and
     sealed: new SecretBox('webhook-test').seal(newWebhookSecret()),
     createdAt: new Date(),
   });
+  return { userId, endpoint };
+}
+
+it('records an attempt whose request could not start in time, unsent and blaming nobody, and sends the message on the next', async () => {
+  const { userId, endpoint } = await endpointAt('/slow');
   await fanOut(store, [publishedEvent(userId, 1)], 'staging', new Date());
   const [message] = await store.messagesOf(endpoint._id, 1, 0);
 
@@ -61,10 +67,32 @@ it('records an attempt whose request could not start in time failed, unsent, and
   expect(attempt).toMatchObject({ n: 1, statusCode: null, error: NOT_STARTED_WHY });
   const entry = await store.queued(message._id);
   expect(entry).toMatchObject({ attempts: 1 });
+  // The endpoint did nothing wrong: no failing streak begins.
+  expect((await store.endpoint(endpoint._id))?.failingSince ?? null).toBeNull();
+  expect(await store.message(message._id)).toMatchObject({ status: 'PENDING', attempts: 1 });
 
   // Its retry, once due, goes.
   await sleep(Math.max(0, new Date(entry!.nextAttemptAt as Date).getTime() - Date.now()) + 10);
   await dispatchOnce(store);
   expect(receiver.at('/slow')).toHaveLength(1);
+  expect(await store.message(message._id)).toMatchObject({ status: 'DELIVERED', attempts: 2 });
+}, 30_000);
+
+it('keeps a courier position whose request could not start in time, and sends it on the next attempt', async () => {
+  const { userId, endpoint } = await endpointAt('/slow-position');
+  const position = { ...publishedEvent(userId, 1), type: 'courier.location' as const };
+  await fanOut(store, [position], 'staging', new Date());
+  const [message] = await store.messagesOf(endpoint._id, 1, 0);
+
+  await dispatchOnce(slowEvents(SEND_START_BUDGET_MS + 500));
+  expect(receiver.at('/slow-position')).toEqual([]);
+  // Not given up as a failed position is: still queued, still PENDING.
+  const entry = await store.queued(message._id);
+  expect(entry).toMatchObject({ attempts: 1 });
+  expect((await store.message(message._id))?.status).toBe('PENDING');
+
+  await sleep(Math.max(0, new Date(entry!.nextAttemptAt as Date).getTime() - Date.now()) + 10);
+  await dispatchOnce(store);
+  expect(receiver.at('/slow-position')).toHaveLength(1);
   expect(await store.message(message._id)).toMatchObject({ status: 'DELIVERED', attempts: 2 });
 }, 30_000);
