@@ -144,6 +144,22 @@ async function storedCheck(
 
 const lateCheck = (reference: string) => store.lateCheck(reference);
 
+/** The store, its every listing of a check in a bucket failing with `why`. */
+function relistFailing(why: string): CheckoutStore {
+  const failing = Object.create(store) as CheckoutStore;
+  failing.relistLate = async () => {
+    throw new Error(why);
+  };
+  return failing;
+}
+
+/** A replica's late checks, the sweep's cursor an hour back, and the time it was put there. */
+async function sweepingFromAnHourAgo(through?: CheckoutStore) {
+  const now = Date.now();
+  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  return { ...replica(through), now };
+}
+
 it('makes a due check once while two replicas sweep at once, then lists the next in its own bucket, read by `_id` alone', async () => {
   const [a, b] = [replica(), replica()];
   const now = Date.now();
@@ -178,9 +194,7 @@ it('makes a due check once while two replicas sweep at once, then lists the next
 });
 
 it('passes the buckets whose checks all left, stops before one whose check another replica holds, and passes it once made', async () => {
-  const { checks } = replica();
-  const now = Date.now();
-  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  const { checks, now } = await sweepingFromAnHourAgo();
   const held = await expiredCheckout();
   const free = await expiredCheckout();
   await storedCheck(held, now - 40 * MINUTE, bucketOf(now - 40 * MINUTE));
@@ -203,9 +217,7 @@ it('passes the buckets whose checks all left, stops before one whose check anoth
 });
 
 it('puts a check the provider cannot answer behind the others, so that the cursor moves on, and makes it once the provider answers', async () => {
-  const { checks } = replica();
-  const now = Date.now();
-  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  const { checks, now } = await sweepingFromAnHourAgo();
   const reference = await expiredCheckout();
   await storedCheck(reference, now - 40 * MINUTE, bucketOf(now - 40 * MINUTE));
   provider.says.set(reference, new Error('Paystack is down'));
@@ -228,9 +240,7 @@ it('puts a check the provider cannot answer behind the others, so that the curso
 });
 
 it('lists the checks a node of the version before stored through the backfill, and makes each when due', async () => {
-  const { checks } = replica();
-  const now = Date.now();
-  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  const { checks, now } = await sweepingFromAnHourAgo();
   const due = await expiredCheckout();
   const tomorrow = await expiredCheckout();
   await storedCheck(due, now - 5 * MINUTE);
@@ -249,9 +259,7 @@ it('lists the checks a node of the version before stored through the backfill, a
 });
 
 it('moves a check listed before its time (as a node of the version before leaves it) to its own bucket, and passes the old one', async () => {
-  const { checks } = replica();
-  const now = Date.now();
-  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  const { checks, now } = await sweepingFromAnHourAgo();
   const reference = await expiredCheckout();
   // Checked at -30 minutes by a node that set its next time and left its bucket.
   await storedCheck(reference, now + DAY, bucketOf(now - 30 * MINUTE), 2);
@@ -278,12 +286,8 @@ it('finds a check listed behind the cursor (a writer paused past the grace) by l
 });
 
 it('leaves a check listed early where it is when its move fails, due when it was, and moves it on the next sweep', async () => {
-  const failing = Object.create(store) as CheckoutStore;
-  failing.relistLate = async () => {
-    throw new Error('database timed out');
-  };
-  const now = Date.now();
-  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  const failing = relistFailing('database timed out');
+  const { now } = await sweepingFromAnHourAgo();
   const reference = await expiredCheckout();
   await storedCheck(reference, now + 3 * DAY, bucketOf(now - 30 * MINUTE), 3);
 
@@ -304,14 +308,9 @@ it('leaves a check listed early where it is when its move fails, due when it was
 });
 
 it('lists a check whose watch stopped before its entry when the watch is tried again, and never points a record at a bucket without its entry', async () => {
-  const { checks } = replica();
-  const now = Date.now();
-  await store.lateCheckBuckets.pass(bucketOf(now - HOUR));
+  const { checks, now } = await sweepingFromAnHourAgo();
   const reference = await expiredCheckout();
-  const failing = Object.create(store) as CheckoutStore;
-  failing.relistLate = async () => {
-    throw new Error('stopped');
-  };
+  const failing = relistFailing('stopped');
   await expect(
     failing.watchLate(reference, new Date(now - HOUR), new Date(now - MINUTE)),
   ).rejects.toThrow('stopped');
