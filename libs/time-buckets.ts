@@ -171,6 +171,17 @@ export class TimeBuckets {
     return buckets;
   }
 
+  /** The buckets from the cursor to the one of `now`, at most `maxBuckets` (`read`). */
+  async readDue<T>(
+    now: Date,
+    maxBuckets: number,
+    read: (itemId: string) => Promise<T | null>,
+    listedIn: (item: T) => number,
+  ): Promise<Bucket<T>[]> {
+    const cursor = await this.cursor(now);
+    return this.read(cursor, now.getTime(), maxBuckets, read, listedIn);
+  }
+
   /**
    * The buckets of the hour behind the cursor (`LOOK_BEHIND_MS`), for a sweep to read every
    * `LOOK_BEHIND_EVERY_MS`: an item listed there after the cursor passed it would otherwise

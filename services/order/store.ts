@@ -875,15 +875,8 @@ export class OrderStore {
    * the searches it holds (due or not yet): a few lookups by `_id` a bucket.
    */
   async waitingSearches(now: Date, maxBuckets: number): Promise<SearchBucket[]> {
-    const cursor = await this.searchBuckets.cursor(now);
-    return this.searchesListed(cursor, now.getTime(), maxBuckets);
-  }
-
-  /** The buckets from `from`'s to `to`'s, at most `maxBuckets`, with their searches. */
-  searchesListed(from: number, to: number, maxBuckets: number): Promise<SearchBucket[]> {
-    return this.searchBuckets.read(
-      from,
-      to,
+    return this.searchBuckets.readDue(
+      now,
       maxBuckets,
       (id) => this.scheduledSearch(id),
       listedBucket,

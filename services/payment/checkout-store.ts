@@ -796,8 +796,24 @@ export class CheckoutStore {
       await this.lateCheckBuckets.add(listed, check._id);
       return listed;
     }
-    await this.lateCheckBuckets.add(bucket, check._id);
-    await this.m.CheckoutLateCheck.updateOne({ _id: check._id }, { $max: { listedIn: bucket } });
+    return this.listLateIn(check._id, bucket);
+  }
+
+  /**
+   * Adds the check's entry in `bucket`, then points its record there (never back: `$max`),
+   * with `changes` in the same write. The bucket.
+   */
+  private async listLateIn(
+    reference: string,
+    bucket: number,
+    changes: Partial<LateCheckRecord> = {},
+  ): Promise<number> {
+    await this.lateCheckBuckets.add(bucket, reference);
+    const set = Object.keys(changes).length > 0 ? { $set: changes } : {};
+    await this.m.CheckoutLateCheck.updateOne(
+      { _id: reference },
+      { ...set, $max: { listedIn: bucket } },
+    );
     return bucket;
   }
 
@@ -806,10 +822,8 @@ export class CheckoutStore {
    * `maxBuckets`, each with the checks listed in it, due or not yet.
    */
   async lateCheckBucketsDue(now: Date, maxBuckets: number): Promise<Bucket<LateCheckRecord>[]> {
-    const cursor = await this.lateCheckBuckets.cursor(now);
-    return this.lateCheckBuckets.read(
-      cursor,
-      now.getTime(),
+    return this.lateCheckBuckets.readDue(
+      now,
       maxBuckets,
       (id) => this.lateCheck(id),
       lateCheckListedIn,
@@ -876,13 +890,7 @@ export class CheckoutStore {
       await this.m.CheckoutLateCheck.deleteOne({ _id: reference });
       return null;
     }
-    const listedIn = this.lateBucketFor(nextCheckAt);
-    await this.lateCheckBuckets.add(listedIn, reference);
-    await this.m.CheckoutLateCheck.updateOne(
-      { _id: reference },
-      { $set: { checks, nextCheckAt }, $max: { listedIn } },
-    );
-    return listedIn;
+    return this.listLateIn(reference, this.lateBucketFor(nextCheckAt), { checks, nextCheckAt });
   }
 
   /** Open sessions past their time, oldest first (a scan of the open ones only). */
